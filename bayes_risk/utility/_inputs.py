@@ -1,7 +1,4 @@
-"""Shared input handling of the utility measures: schema and roles.
-
-Synthetic inputs are normalised by :func:`bayes_risk.data.normalise.as_synthetic_list`.
-"""
+"""Shared input handling of the utility measures: schema, roles and imputed columns."""
 
 from __future__ import annotations
 
@@ -64,11 +61,8 @@ def resolve_schema(
     synthesized: Iterable[str] | None,
     same_rows: bool,
 ) -> Schema:
-    """Build (or take) the schema, apply overrides, harmonise levels and validate the tables.
-
-    ``categorical`` columns are forced to be categorical even when a schema is given; the
-    ``synthesized`` columns, when given, define the roles.
-    """
+    """Build (or take) the schema, apply ``categorical`` (always) and ``synthesized`` (the roles,
+    when given), harmonise levels and validate the tables."""
     schema = base_schema(original, schema=schema, carried=carried, categorical=categorical)
     if synthesized is not None:
         syn = list(synthesized)
@@ -84,11 +78,8 @@ def resolve_schema(
 
 def infer_synthesized(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                       schema: Schema) -> list[str]:
-    """Columns whose values differ from the original's in at least one synthetic dataset.
-
-    Only meaningful when every dataset has the original's rows in the same order; otherwise
-    every column is reported as synthesized.
-    """
+    """Columns whose values differ from the original's in at least one synthetic dataset (every
+    column unless the datasets have the original's rows in order)."""
     return list(differing_share(original, datasets, schema))
 
 
@@ -143,16 +134,12 @@ class ImputedChoice:
     Attributes
     ----------
     columns : list of str
-        Imputed columns with at least one missing value in the original (the only ones whose
-        comparison changes); empty when nothing is to be done.
+        Imputed columns with a missing value in the original (the only ones whose comparison
+        changes).
     source : {"manifest", "inferred", "user", "none"}
-        ``"none"``: the original has no missing value in a synthesized column, or no column
-        was imputed.
     aligned : bool
-        Every synthetic dataset has the original's number of rows (the package's releases
-        keep the original's row order): synthetic values are masked where the original is
-        missing. Otherwise the original's observed cells are compared with every synthetic
-        value.
+        Every synthetic dataset has the original's number of rows: synthetic values are masked
+        where the original is missing.
     """
 
     columns: list[str]
@@ -170,28 +157,9 @@ class ImputedChoice:
 
 def resolve_imputed(imputed: Any, source: Any, original: pd.DataFrame,
                     datasets: Sequence[pd.DataFrame], schema: Schema) -> ImputedChoice:
-    """Which columns the synthesizer imputed: given, recorded in the manifest, or inferred.
-
-    Parameters
-    ----------
-    imputed : "auto" or iterable of str
-        ``"auto"``: the release's ``imputed_columns`` when its manifest records them,
-        otherwise inferred (the original has empty cells in the column, no synthetic dataset
-        has one; ``DataWarning`` ``IMPUTED_INFERRED``). A list (``[]`` for none) is used as
-        given.
-    source : SyntheticData or None
-    original, datasets, schema
-        The tables and their schema.
-
-    Returns
-    -------
-    ImputedChoice
-
-    Raises
-    ------
-    SchemaError
-        ``UNKNOWN_COLUMN`` for a given column that is not in the tables.
-    """
+    """Which columns the synthesizer imputed: given (a list, ``[]`` for none), recorded in the
+    manifest, or inferred (``"auto"``: empty cells in the original, none in any synthetic
+    dataset; ``IMPUTED_INFERRED``). A given column not in the tables is ``UNKNOWN_COLUMN``."""
     if isinstance(imputed, ImputedChoice):  # resolved by the caller (utility_summary)
         return imputed
     aligned = all(len(z) == len(original) for z in datasets)
@@ -245,13 +213,9 @@ def warn_observed_cells(choice: ImputedChoice) -> list[str]:
 def observed_cells(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                    choice: ImputedChoice, *, for_pmse: bool
                    ) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
-    """The tables on which imputed columns are compared like with like.
-
-    Aligned rows: each synthetic dataset with its imputed columns set missing where the
-    original is missing (the missing level then has the same count in both tables and
-    cannot tell them apart). Otherwise the datasets are unchanged, and for the pMSE
-    (``for_pmse``) the original keeps only its records observed in every imputed column (a
-    missing level that only the original has would distinguish the tables by itself).
+    """The tables on which imputed columns are compared like with like: aligned rows mask each
+    dataset where the original is missing; otherwise, for the pMSE, the original keeps only its
+    records observed in every imputed column (a missing level it alone has would tell it apart).
     """
     if not choice.columns:
         return original, list(datasets)

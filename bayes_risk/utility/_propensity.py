@@ -1,8 +1,5 @@
-"""Propensity models of the pMSE: the logistic design matrix, its IRLS fit and the CART tree.
-
-The design follows synthpop's ``utility.gen(method = "logit")`` (``t ~ .`` for ``max_order = 0``,
-``t ~ .^(max_order + 1)`` otherwise); :func:`~bayes_risk.utility.pmse` stacks the tables and
-computes the pMSE and its null distribution from these fits.
+"""Propensity models of the pMSE: the logistic design matrix (synthpop's ``utility.gen``
+``t ~ .^(max_order + 1)``), its IRLS fit and the CART tree.
 """
 
 from __future__ import annotations
@@ -47,13 +44,8 @@ _KIND = "\x00missing"
 
 def prepare_table(df: pd.DataFrame | Prepared, schema: Schema, columns: Sequence[str]
                   ) -> Prepared:
-    """Arrays per column: integer level codes (categorical) or float64 values (numeric).
-
-    Missing values follow synthpop's ``utility.gen``: in a categorical column they are a level of
-    their own (code ``d_j``, after the column's levels); a numeric column with missing values
-    (empty cells or declared missing-value codes) also gets their kinds (0 observed, 1 empty,
-    ``2 + k`` the ``k``-th code; ``missing_kinds``), from which the design adds indicators.
-    """
+    """Arrays per column: level codes (a missing value the code ``d_j``, as synthpop's) or
+    float64 values, with a numeric column's missingness kinds (``missing_kinds``) beside."""
     if isinstance(df, dict):
         return df
     out: Prepared = {}
@@ -119,14 +111,9 @@ def _missing_blocks(c: str, spec, frames: Sequence[Prepared], x: np.ndarray) -> 
 def _variable_blocks(
     frames: Sequence[pd.DataFrame | Prepared], schema: Schema, columns: Sequence[str]
 ) -> tuple[list[_Block], list[str]]:
-    """Main-effect columns of each variable over the stacked tables.
-
-    Categorical: indicators of every observed level except the first observed one (treatment
-    contrasts; levels absent from both tables are dropped, as synthpop does). Numeric: the
-    column centred and scaled by its standard deviation (this leaves the fitted probabilities of a
-    hierarchical model unchanged and keeps products of large numbers well conditioned).
-    Variables that take one value only are dropped. Returns the blocks and warning codes.
-    """
+    """Main-effect columns of each variable over the stacked tables, and warning codes:
+    categorical, indicators of the observed levels but the first (as synthpop); numeric,
+    centred and scaled (same fit, better conditioned). Constant variables are dropped."""
     blocks: list[_Block] = []
     codes: list[str] = []
     frames = [prepare_table(f, schema, columns) for f in frames]
@@ -180,9 +167,9 @@ def propensity_design(
     names : list of str
         Column labels (``"(Intercept)"``, ``"Age"``, ``"Urban[2]"``, ``"Age:Urban[2]"``…).
     involves : list of frozenset of str
-        Variables each column involves (empty for the intercept).
+        Variables each column involves.
     codes : list of str
-        Warning codes from building the design (dropped empty levels / constant columns).
+        Warning codes (dropped empty levels / constant columns).
     """
     frames = [prepare_table(f, schema, columns) for f in frames]
     blocks, codes = _variable_blocks(frames, schema, columns)
@@ -296,13 +283,8 @@ def _deviance(eta: np.ndarray, y: np.ndarray) -> float:
 
 
 def _wls(Xs: np.ndarray, w: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Solve the IRLS normal equations ``(Xᵀ W X) β = Xᵀ rhs``.
-
-    Cholesky; least squares if the matrix is numerically singular.
-
-    ``rhs = W z = W η + (y − μ)`` is formed without dividing by the weights, so records with
-    fitted probabilities at 0 or 1 (weight 0) cause no overflow.
-    """
+    """Solve the IRLS normal equations ``(Xᵀ W X) β = Xᵀ rhs`` (Cholesky, else least squares);
+    ``rhs = W η + (y − μ)`` avoids dividing by weights that are 0."""
     from scipy.linalg import LinAlgError, cho_factor, cho_solve
     from scipy.linalg.blas import dsyrk
 
@@ -343,18 +325,14 @@ def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float =
         Design matrix whose first column is the intercept.
     y : ndarray, shape (N,)
         0/1 labels.
-    max_iter : int
-        Maximum number of IRLS iterations.
-    tol : float
-        Relative deviance change at which the iteration stops.
-    rank_tol : float
-        Relative tolerance of the rank-revealing pass.
+    max_iter, tol, rank_tol
+        Iterations, relative deviance change at which it stops, rank tolerance.
 
     Returns
     -------
     _LogitFit
-        ``prob`` (fitted probabilities), ``beta`` (coefficients of the kept columns),
-        ``keep`` (kept column indices), ``converged``, ``n_iter``, ``deviance``.
+        ``prob``, ``beta`` (of the kept columns), ``keep``, ``converged``, ``n_iter``,
+        ``deviance``.
     """
     # a column of tiny (1e-300) or huge values would underflow or overflow in the norms and
     # the normal equations and be dropped as aliased without a word: each column is first
@@ -401,14 +379,9 @@ def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float =
 
 def _cart_prob(X: np.ndarray, y: np.ndarray, *, cp: float, min_leaf: int, min_split: int,
                max_depth: int, seed: int) -> np.ndarray:
-    """Fitted propensities of a classification tree grown and pruned like ``rpart``.
-
-    The tree is grown by scikit-learn with rpart's growth rules (Gini splits, ``minsplit``,
-    ``minbucket``, ``maxdepth``) and then pruned as rpart prunes at ``cp``: the subtree that
-    minimises ``R(T) + α |leaves(T)|`` with ``R`` the misclassification risk (number of records
-    of the minority label in each leaf) and ``α = cp · R(root)`` (Breiman et al.'s cost-complexity
-    pruning, computed bottom-up). Each record gets the label-1 share of its terminal node.
-    """
+    """Fitted propensities of a classification tree grown by scikit-learn with rpart's growth
+    rules and pruned as rpart prunes at ``cp`` (cost-complexity on the misclassification risk,
+    ``α = cp · R(root)``); each record gets the label-1 share of its leaf."""
     from sklearn.tree import DecisionTreeClassifier
 
     tree = DecisionTreeClassifier(
