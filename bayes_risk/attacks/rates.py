@@ -94,7 +94,6 @@ def success_rate(n_success: float, n_attempts: int, confidence_level: float = 0.
     n_attempts : int
         Attempts made; with none the rate and its error are ``nan``.
     confidence_level : float
-        Level of the interval (default 0.95).
 
     Returns
     -------
@@ -126,8 +125,7 @@ def attack_risk(main: SuccessRate, control: SuccessRate | None) -> AttackRisk:
     main : SuccessRate
         The attack on the records used for the synthesis.
     control : SuccessRate or None
-        The same attack on records that were not (the holdout); ``None``: the risk is the main
-        success rate.
+        The same attack on the holdout; ``None``: the risk is the main success rate.
 
     Returns
     -------

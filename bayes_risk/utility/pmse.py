@@ -260,35 +260,27 @@ def pmse(
     Parameters
     ----------
     original : DataFrame
-        The confidential table.
     synthetic : DataFrame, list of DataFrame or SyntheticData
-        The ``m`` synthetic datasets (same columns as ``original``).
     propensity : PropensitySpec, "logit" or "cart", optional
-        The propensity model (:class:`PropensitySpec`: its kind, interaction order, columns,
-        tree and IRLS settings); a string is ``PropensitySpec(method=...)``. Default:
-        ``PropensitySpec()``, the logistic model with all two-way interactions.
+        The propensity model (a string: ``PropensitySpec(method=...)``; default: logistic with
+        all two-way interactions).
     incomplete : bool, optional
-        Incomplete (by columns) synthesis: the theory null uses ``k* − 1`` = estimable
-        non-intercept columns involving a synthesized variable. Default: True when some but not
-        all modelled columns are synthesized (``synthesized`` or the schema's roles).
+        Incomplete synthesis: the theory null uses ``k* − 1`` (estimable columns involving a
+        synthesized variable). Default: whether some but not all modelled columns are
+        synthesized.
     null : {"auto", "theory", "perm", "pairs"}
-        Null distribution for ``e0``/``sd0``/``ratio``/``std``. ``"theory"`` (logit only):
-        ``χ²_{k−1}`` moments. ``"perm"``: refit ``n_perm`` times with permuted labels and halve
-        each pMSE (synthpop; valid for complete synthesis only). ``"pairs"``: pMSE between every
-        pair of synthetic datasets (needs ``m >= 2``); ratio ``2 pMSE / mean(pairs)``.
-        ``"auto"``: theory for logit; for CART perm (complete) or pairs (incomplete).
+        Null distribution of ``e0``/``sd0``/``ratio``/``std``: ``χ²`` moments (logit only),
+        permuted labels (complete synthesis only), or the pMSE between pairs of synthetic
+        datasets (``m >= 2``). ``"auto"``: theory for logit; for CART perm (complete) or pairs.
     n_perm : int
-        Number of permutations for ``null="perm"`` (default 100; synthpop uses 50).
+        Permutations of ``null="perm"`` (synthpop uses 50).
     random_seed : int, Generator or None
-        Seed for permutations and tree tie-breaking (one child stream per synthetic dataset).
     schema : Schema, optional
-        Column types (and roles); inferred from ``original`` when omitted.
     categorical : iterable of str, optional
-        Columns to treat as categorical (e.g. integer-coded factors such as ``Urban``).
+        Integer-coded columns to treat as categorical.
     synthesized : iterable of str, optional
         Synthesized columns (overrides the schema's roles).
     progressbar : bool
-        Show a progress bar over datasets.
     imputed : "auto" or iterable of str
         Columns whose missing values the synthesizer imputed, compared on the original's
         observed cells (methods, Utility of an imputing release). ``"auto"``: the release's
@@ -298,29 +290,24 @@ def pmse(
     Returns
     -------
     PMSEResult
-    PMSEResult
         Per dataset ``pmse``, ``e0``, ``sd0``, ``ratio`` (``s_pmse``), ``std``, ``k``, ``df``,
         ``converged``, with the null, the settings and the warnings.
 
     Raises
     ------
     ValidationError
-        For an unknown ``null``, ``null="theory"`` with CART, ``"perm"`` with incomplete
-        synthesis, ``"pairs"`` with ``m = 1``, ``incomplete=True`` without synthesized columns,
-        ``n_perm < 2`` or a ``propensity`` that is not a :class:`PropensitySpec`.
+        Bad options, a ``null`` the propensity model or the synthesis does not allow,
+        ``incomplete=True`` without synthesized columns.
     SchemaError
-        For missing/extra columns, missing values, unknown columns in ``categorical``/
-        ``synthesized``/``columns``.
+        Tables that do not fit the schema, unknown columns.
 
     Warns
     -----
     DataWarning
-        Perfect separation (``"SEPARATION"``: the chi-square null is invalid), a large model
-        (``"LARGE_MODEL"``: ``k > N/5``), few pairs (``"FEW_PAIRS"``: ``m(m−1)/2 < 6``),
-        ``k* − 1 = 0`` (``"ZERO_DF"``), imputed columns compared on observed cells
-        (``"MISSING_AT_RANDOM_ASSUMED"``; ``"IMPUTED_INFERRED"`` when read off the data).
+        ``SEPARATION`` (the chi-square null is invalid), ``LARGE_MODEL`` (``k > N/5``),
+        ``FEW_PAIRS``, ``ZERO_DF``, ``MISSING_AT_RANDOM_ASSUMED``, ``IMPUTED_INFERRED``.
     ConvergenceWarning
-        IRLS did not converge in ``max_iter`` iterations (``"NOT_CONVERGED"``).
+        ``NOT_CONVERGED``: IRLS did not converge in ``max_iter`` iterations.
 
     Notes
     -----
