@@ -137,9 +137,7 @@ def attribute_risk(
                        records=records, progressbar=progressbar, executor=executor, **kwargs)
 
 
-# ----------------------------------------------------------------------------------------------
 # identification risk
-# ----------------------------------------------------------------------------------------------
 def _is_dask_frame(obj: Any) -> bool:
     return type(obj).__module__.split(".")[0] == "dask" and hasattr(obj, "npartitions")
 

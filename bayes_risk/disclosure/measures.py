@@ -64,12 +64,7 @@ CAP_MEASURES = ("baseCAPd", "CAPd", "CAPs", "DCAP", "TCAP")
 _COMPAT = (None, "synthpop")
 
 
-# ----------------------------------------------------------------------------------------------
-# results
-# ----------------------------------------------------------------------------------------------
-# ----------------------------------------------------------------------------------------------
 # arguments
-# ----------------------------------------------------------------------------------------------
 def _check_names(keys: Any, target: Any) -> tuple[list[str], str]:
     if isinstance(keys, str):
         keys = [keys]
@@ -198,9 +193,7 @@ def _key_groups(ngroups_keys: Any, keys: list[str], schema: Schema) -> list[int 
     return [one(g, f"ngroups_keys for key {k!r}") for k, g in zip(keys, vals, strict=True)]
 
 
-# ----------------------------------------------------------------------------------------------
 # the tables of one synthetic dataset
-# ----------------------------------------------------------------------------------------------
 def _r_rows(present: np.ndarray, var: EncodedVar) -> list[int]:
     """Rows of R's ``table(target, keys)`` (codes, in R's order) for one table."""
     if var.na_code in present:  # tomissing(): factor(as.character(x)) -> used levels, text order
@@ -327,9 +320,7 @@ def _one_dataset(
     return {k: float(v) for k, v in out.items()}
 
 
-# ----------------------------------------------------------------------------------------------
 # replicated uniques and the sdcMicro baseline
-# ----------------------------------------------------------------------------------------------
 def _repu_table(orig: np.ndarray, syn: list[np.ndarray]) -> pd.DataFrame:
     n_codes = int(max([orig.max(initial=-1), *[s.max(initial=-1) for s in syn]])) + 1
     cnt_o = np.bincount(orig, minlength=n_codes)
@@ -419,9 +410,7 @@ def key_anonymity(key_codes: np.ndarray, k_values: Sequence[int] = (2, 3, 5)) ->
     }
 
 
-# ----------------------------------------------------------------------------------------------
 # public functions
-# ----------------------------------------------------------------------------------------------
 def disclosure_measures(
     original: pd.DataFrame,
     synthetic: Any,

@@ -116,9 +116,7 @@ def check_choice(value: Any, name: str, options: Sequence[str]) -> str:
     return str(value)
 
 
-# ---------------------------------------------------------------------------------------------
 # releases from synthesizers that impute missing values (methods, Utility of an imputing release)
-# ---------------------------------------------------------------------------------------------
 #: how imputed columns are compared, by whether the synthetic rows are the original's rows
 OBSERVED_CELLS = {
     True: "synthetic values masked at the original's missing cells (rows aligned)",

@@ -25,9 +25,7 @@ SATURATED_FLOPS = 1e10
 RANK_TOL = 1e-7  # relative tolerance of the rank-revealing step (Snoke et al. 2018)
 
 
-# ---------------------------------------------------------------------------------------------
 # design matrix (synthpop's t ~ . / t ~ .^(maxorder+1))
-# ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Block:
     name: str
@@ -265,9 +263,7 @@ def _estimable_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
         keep = keep[ok]
 
 
-# ---------------------------------------------------------------------------------------------
 # IRLS
-# ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _LogitFit:
     prob: np.ndarray

@@ -51,9 +51,7 @@ PROPENSITY_METHODS = ("logit", "cart")
 SEPARATION_EPS = 1e-8  # fitted probabilities this close to 0 or 1 flag separation
 
 
-# ---------------------------------------------------------------------------------------------
 # null moments (theory)
-# ---------------------------------------------------------------------------------------------
 def pmse_null_moments(df: int | np.ndarray, n_original: Any, n_synthetic: Any
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Theoretical null mean and sd of the pMSE of a logistic model (Snoke et al. 2018, eqs. 1–2).
@@ -89,9 +87,7 @@ def pmse_null_moments(df: int | np.ndarray, n_original: Any, n_synthetic: Any
     return d * scale, np.sqrt(2 * d) * scale
 
 
-# ---------------------------------------------------------------------------------------------
 # one pMSE computation
-# ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _OneFit:
     pmse: float
@@ -158,9 +154,7 @@ class _Engine:
         return _OneFit(_pmse_value(p, c), k, df, fit.converged, sep, codes)
 
 
-# ---------------------------------------------------------------------------------------------
 # the propensity model's settings
-# ---------------------------------------------------------------------------------------------
 def _positive_int(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValidationError(f"{what} must be an integer >= 1. Got {value!r}.",
@@ -233,9 +227,7 @@ class PropensitySpec:
 
 
 
-# ---------------------------------------------------------------------------------------------
 # public function
-# ---------------------------------------------------------------------------------------------
 def pmse(
     original: pd.DataFrame,
     synthetic: Any,
