@@ -52,6 +52,7 @@ def differencing_check(
 ) -> DifferencingResult:
     """Records and variables an intruder finds by comparing the released implicates: those
     whose values differ between implicates (none with one implicate, Hawala 2008).
+
     Parameters
     ----------
     original : DataFrame or None

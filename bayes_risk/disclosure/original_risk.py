@@ -444,6 +444,7 @@ def original_risk(
     DataWarning
         ``WEIGHTED_FREQUENCY_BELOW_SAMPLE`` (weights of a key cell summing to less than its
         records: those get ``1/f_k``); ``SUDA_FEW_KEYS`` (fewer than three keys).
+
     Examples
     --------
     sdcMicro's ``francdat`` (Capobianchi, Polettini and Lucarelli's example):

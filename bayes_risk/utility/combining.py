@@ -134,6 +134,7 @@ def combine_scalar(
     DataWarning
         ``M_EQUALS_ONE`` (partial rules, ``m = 1``: ``T_p = u_1``, ``ν = inf``);
         ``NEGATIVE_VARIANCE`` (``T_f <= 0``: Reiter's ``(k/n) ū`` is used).
+
     Examples
     --------
     >>> r = combine_scalar([10.2, 9.8, 10.5, 9.9, 10.1], [0.25, 0.24, 0.26, 0.25, 0.25])
@@ -325,6 +326,7 @@ def combine_multivariate(
         also gives ``proper`` and ``size_ratio``.
     proper, size_ratio : optional
         As in :func:`combine_scalar` (default True and 1, or the choice's).
+
     Returns
     -------
     CombinedMultivariate
@@ -343,6 +345,7 @@ def combine_multivariate(
     -----
     DataWarning
         ``SMALL_T`` when ``t = k(m − 1) <= 4``: ``ν = 4`` is returned.
+
     Examples
     --------
     >>> import numpy as np

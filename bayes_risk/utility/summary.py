@@ -113,6 +113,7 @@ class OverlapSpec:
         Combining rules of the synthetic intervals (methods, Combining rules); ``"auto"``: the
         manifest's generation scheme, else inferred from the synthesized columns. The choice
         and its reason are in the summary's ``settings``.
+
     Raises
     ------
     ValidationError
@@ -190,6 +191,7 @@ def utility_summary(
         Columns whose missing values the synthesizer imputed, compared on the original's
         observed cells (proportions among the observed records, no ``P(c missing)``; the
         formulas and the pMSE as in :func:`~bayes_risk.utility.pmse.pmse`).
+
     Returns
     -------
     UtilitySummary
