@@ -40,9 +40,8 @@ class BayesRiskError(Exception):
     message : str
         What went wrong, naming the column/value/argument and what was expected.
     code : str, optional
-        Machine-readable code, e.g. ``"US_COLUMNS_DIFFER"``; without one, the class's
-        :attr:`default_code`, so that every error carries a code (the command line prints it
-        as ``error [CODE]: ...``).
+        Machine-readable code, e.g. ``"US_COLUMNS_DIFFER"`` (default: the class's
+        :attr:`default_code`); the command line prints it as ``error [CODE]: ...``.
     """
 
     #: the code of an error raised without one (each subclass has its own)
@@ -204,12 +203,10 @@ def has_option(name: str) -> bool:
 def arg_name(name: str, value: Any = None, *, cli: Any = None) -> str:
     """The argument ``name`` (set to ``value``) as the caller writes it.
 
-    In Python ``name`` or ``name=value`` (``value`` as given: ``"['attribute']"``); on the
-    command line the sub-command's option, ``--max-order`` or ``--max-order 0`` (``cli``: the
-    value as the option takes it, when it differs from ``value``: ``--skip attribute``). Every
-    message naming an argument of the library uses it, so that a command-line user is never
-    told to set an argument the command line does not have (an argument without an option
-    there is named as in Python: guard the remedy with :func:`has_option`).
+    In Python ``name`` or ``name=value``; on the command line the sub-command's option,
+    ``--max-order`` or ``--max-order 0`` (``cli``: the value as the option takes it). Every
+    message naming an argument uses it (an argument without an option is named as in Python:
+    guard the remedy with :func:`has_option`).
 
     Examples
     --------
@@ -230,12 +227,8 @@ _CODE_RE = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b")
 
 
 def warning_code(message: Warning | str, category: type[Warning]) -> str:
-    """The machine-readable code of a warning.
-
-    A ``code`` attribute of the warning object wins; otherwise the first upper-case
-    ``SNAKE_CASE`` word of the message (the package's convention, e.g. ``(H_TOO_SMALL)``);
-    otherwise the class name (``ConvergenceWarning``).
-    """
+    """The machine-readable code of a warning: its ``code`` attribute, else the first
+    ``SNAKE_CASE`` word of the message (e.g. ``(H_TOO_SMALL)``), else the class name."""
     code = getattr(message, "code", None)
     if code:
         return str(code)

@@ -1,9 +1,6 @@
-"""Combining rules for synthetic data, chosen by how the release was made.
-
-Per-dataset estimates are combined by the rules of the generation scheme: ``"partial"`` (Reiter
-2003), ``"full-same-n"`` (Raab, Nowok & Dibben 2016) or ``"full-population"`` (Raghunathan,
-Reiter & Rubin 2003). Formulas, small-``m`` degrees of freedom and references:
-:doc:`/methods/utility`.
+"""Combining rules for synthetic data, chosen by how the release was made: ``"partial"``
+(Reiter 2003), ``"full-same-n"`` (Raab, Nowok & Dibben 2016) or ``"full-population"``
+(Raghunathan, Reiter & Rubin 2003). Formulas and references: :doc:`/methods/utility`.
 """
 
 from __future__ import annotations

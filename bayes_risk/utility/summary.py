@@ -180,13 +180,10 @@ def utility_summary(
     categorical : iterable of str, optional
         Integer-coded columns to treat as categorical.
     synthesized : iterable of str, optional
-        Synthesized columns. Default: the schema's roles; if it has none and every dataset has
-        the original's rows, the columns whose values differ from the original in some dataset
-        (``synthesized_inferred`` is then True); otherwise complete synthesis.
+        Synthesized columns (default: the schema's roles, else those that differ from the
+        original when the rows are aligned, ``synthesized_inferred``).
     random_seed : int, Generator or None
-        Seed of the pMSE resampling null / CART tie-breaking.
     progressbar : bool
-        Progress bars.
     imputed : "auto" or iterable of str
         Columns whose missing values the synthesizer imputed, compared on the original's
         observed cells (proportions among the observed records, no ``P(c missing)``; the
@@ -196,16 +193,14 @@ def utility_summary(
     -------
     UtilitySummary
         ``pmse``, ``overlap``, ``comparison``, ``estimand_kind``, ``synthesized``,
-        ``synthesized_inferred``, ``settings``, ``warnings``; ``overlap_per_dataset``,
-        ``mean_overlap``, ``to_dict()``.
+        ``synthesized_inferred``, ``settings``, ``warnings``.
 
     Raises
     ------
     ValidationError, SchemaError
         As :func:`~bayes_risk.utility.pmse.pmse` and
-        :func:`~bayes_risk.utility.compare.compare_estimates` (an ``overlap`` that is not an
-        :class:`OverlapSpec`, checked before anything is fitted); ``US_COLUMNS_DIFFER`` when
-        declared (or recorded) unsynthesized columns differ from the original.
+        :func:`~bayes_risk.utility.compare.compare_estimates`; ``US_COLUMNS_DIFFER`` when
+        unsynthesized columns differ from the original.
 
     Examples
     --------
