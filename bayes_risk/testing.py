@@ -471,8 +471,17 @@ def check_data(model: Any, *, n: int = 60, random_seed: int = 0) -> pd.DataFrame
     return pd.DataFrame(table)
 
 
-def _context(model_or_class: Any, data: pd.DataFrame | None,
-             fit_kw: Mapping[str, Any] | None, m: int, random_seed: int) -> CheckContext:
+def _context(model_or_class: Any, data: pd.DataFrame | None, fit_kw: Mapping[str, Any] | None,
+             m: int, random_seed: int, expected_failed_checks: Mapping[str, str] | None
+             ) -> tuple[CheckContext, dict[str, str]]:
+    """The checks' context and the checks expected to fail, with their reasons."""
+    expected = dict(expected_failed_checks or {})
+    names = [c.__name__ for c in CHECKS]
+    unknown = sorted(set(expected) - set(names))
+    if unknown:
+        raise ValidationError(
+            f"expected_failed_checks names {unknown}, which are not checks; expected names "
+            f"among {names}.", code="INVALID_ARGUMENT")
     model = model_or_class() if inspect.isclass(model_or_class) else model_or_class
     fit_kw = dict(fit_kw or {})
     if data is None:
@@ -481,33 +490,20 @@ def _context(model_or_class: Any, data: pd.DataFrame | None,
             fit_kw.setdefault("synthesized", list(data.columns))
     if not isinstance(data, pd.DataFrame):
         raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
-    return CheckContext(model, data, fit_kw, int(m), int(random_seed))
-
-
-def _expected(expected_failed_checks: Mapping[str, str] | None) -> dict[str, str]:
-    """The checks expected to fail, by name, with their reasons (names checked)."""
-    expected = dict(expected_failed_checks or {})
-    names = [c.__name__ for c in CHECKS]
-    unknown = sorted(set(expected) - set(names))
-    if unknown:
-        raise ValidationError(
-            f"expected_failed_checks names {unknown}, which are not checks; expected names "
-            f"among {names}.", code="INVALID_ARGUMENT")
-    return expected
+    return CheckContext(model, data, fit_kw, int(m), int(random_seed)), expected
 
 
 def _bound(check: Callable[[CheckContext], None], ctx: CheckContext,
            reason: str | None = None) -> Callable[[Any], None]:
     @functools.wraps(check)
     def run(model: Any = None) -> None:
-        if reason is None:
-            check(ctx)
-            return
         try:
             check(ctx)
         except CheckSkipped:
             raise
-        except Exception as err:  # the expected failure: reported as a skip with its reason
+        except Exception as err:  # an expected failure is reported as a skip with its reason
+            if reason is None:
+                raise
             raise CheckSkipped(f"{check.__name__} fails as expected ({reason}): {err}") from err
 
     return run
@@ -531,8 +527,8 @@ def synthesizer_checks(
     tuple
         ``(model, check)``; ``check.__name__`` names the check (see :func:`check_id`).
     """
-    expected = _expected(expected_failed_checks)
-    ctx = _context(model_or_class, data, fit_kw, m, random_seed)
+    ctx, expected = _context(model_or_class, data, fit_kw, m, random_seed,
+                             expected_failed_checks)
     for check in CHECKS:
         yield ctx.model, _bound(check, ctx, expected.get(check.__name__))
 
@@ -595,8 +591,8 @@ def check_synthesizer(
     >>> check_synthesizer(MyModel(draws=50), expected_failed_checks={  # doctest: +SKIP
     ...     "check_same_seed": "draws from the operating system's entropy"})
     """
-    expected = _expected(expected_failed_checks)
-    ctx = _context(model_or_class, data, fit_kw, m, random_seed)
+    ctx, expected = _context(model_or_class, data, fit_kw, m, random_seed,
+                             expected_failed_checks)
     failures: dict[str, str] = {}
     passed: list[str] = []
     for check in CHECKS:
