@@ -625,8 +625,6 @@ def registered_synthesizer(
 ) -> Iterator[Path]:
     """Register a synthesizer under ``name`` for the duration of a ``with`` block.
 
-    Does what installing a distribution with the entry point does (``pip install``): writes a
-    minimal distribution's metadata — a ``.dist-info`` folder whose ``entry_points.txt`` puts
     Writes the metadata ``pip install`` would (a ``.dist-info`` folder whose
     ``entry_points.txt`` names ``target`` in the group ``bayes_risk.synthesizers``, ``options``
     in ``bayes_risk.fit_options``) into a temporary folder on ``sys.path``; a subprocess sees it
