@@ -369,18 +369,9 @@ def progress[T](
     enabled: bool = True,
     label: Callable[[int, int | None], str] | None = None,
 ) -> Iterator[T]:
-    """Iterate while a :class:`ProgressBar` counts the items; a plain pass-through when disabled.
-
-    Parameters
-    ----------
-    iterable : iterable
-    total : int, optional
-        Number of items (default ``len(iterable)`` when possible).
-    description : str
-    enabled : bool
-    label : callable, optional
-        ``label(k, total)`` replaces ``description`` while item ``k`` (1-based) is worked on.
-    """
+    """Iterate while a :class:`ProgressBar` of ``description`` counts the items (``total``:
+    default ``len(iterable)``); ``label(k, total)`` replaces the description while item ``k``
+    (1-based) is worked on. A plain pass-through when not ``enabled``."""
     if not enabled or _QUIET:
         yield from iterable
         return

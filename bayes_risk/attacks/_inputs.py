@@ -25,18 +25,9 @@ __all__ = ["AttackInputs", "attack_inputs", "code_table", "check_count", "raise_
 
 @dataclass
 class AttackInputs:
-    """The tables of an attack, restricted to its columns and checked.
-
-    Attributes
-    ----------
-    original : DataFrame
-    datasets : list of DataFrame
-    holdout : DataFrame or None
-        Without the rows found to copy a record of the original (``n_holdout_dropped``).
-    schema : Schema
-        Of the attack's columns, levels harmonised over every table.
-    n_holdout_dropped : int
-    """
+    """The tables of an attack, restricted to its columns and checked against one ``schema``
+    (levels harmonised); the holdout without the ``n_holdout_dropped`` rows found to copy a
+    record of the original."""
 
     original: pd.DataFrame
     datasets: list[pd.DataFrame]

@@ -127,18 +127,10 @@ OBSERVED_CELLS = {
 
 @dataclass(frozen=True)
 class ImputedChoice:
-    """The columns a synthesizer imputed, where that came from, and how they are compared.
-
-    Attributes
-    ----------
-    columns : list of str
-        Imputed columns with a missing value in the original (the only ones whose comparison
-        changes).
-    source : {"manifest", "inferred", "user", "none"}
-    aligned : bool
-        Every synthetic dataset has the original's number of rows: synthetic values are masked
-        where the original is missing.
-    """
+    """The columns a synthesizer imputed that have a missing value in the original (the only
+    ones whose comparison changes), their ``source`` (manifest, inferred, user or none) and
+    whether the rows are ``aligned`` (synthetic values then masked where the original is
+    missing)."""
 
     columns: list[str]
     source: str
