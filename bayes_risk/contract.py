@@ -309,13 +309,11 @@ class RiskModel(Protocol):
     ) -> np.ndarray:
         """``[H, n]`` float64 array of ``log p(y_i | Θ_h)`` (joint or conditional form);
         ``draw_indices`` selects draws by index (then ``[len(draw_indices), n]``)."""
-        ...
 
     def dataset_loglik(
         self, synthetic: Sequence[pd.DataFrame], *, draw_indices: np.ndarray | None = None
     ) -> np.ndarray:
         """``[H, m]`` float64 array of ``log p(Z_(l) | Θ_h)`` (up to a constant of ``Θ``)."""
-        ...
 
 
 class SupportsPersistence(Protocol):
@@ -324,12 +322,10 @@ class SupportsPersistence(Protocol):
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the fitted model to the folder ``path``; returns it."""
-        ...
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Any:
         """The fitted model saved in ``path``."""
-        ...
 
 
 class SupportsAugmentedFit(Protocol):
@@ -340,7 +336,6 @@ class SupportsAugmentedFit(Protocol):
     ) -> Any:
         """A new fitted model (a :class:`RiskModel`) whose draws come from
         ``p(Θ | y, Z_(l))``, seeded by ``random_seed``."""
-        ...
 
 
 class SupportsNeighbourhoodLoglik(Protocol):
@@ -352,7 +347,6 @@ class SupportsNeighbourhoodLoglik(Protocol):
         self, records: pd.DataFrame, *, draw_indices: np.ndarray | None = None
     ) -> np.ndarray:
         """``[H, n, G]`` log-likelihoods of each record's neighbourhood."""
-        ...
 
 
 class SupportsNeighbourhoodBuffer(SupportsNeighbourhoodLoglik, Protocol):
@@ -361,7 +355,6 @@ class SupportsNeighbourhoodBuffer(SupportsNeighbourhoodLoglik, Protocol):
 
     def neighbourhood_size(self) -> int:
         """``G = 1 + Σ_{j∈S}(d_j − 1)`` of the one-variable-different set."""
-        ...
 
 
 class SupportsCandidateLoglik(Protocol):
@@ -372,7 +365,6 @@ class SupportsCandidateLoglik(Protocol):
     ) -> np.ndarray:
         """``[H, G]`` log-likelihoods of ``record`` with its varying columns set to each
         candidate (decoded values)."""
-        ...
 
 
 class SupportsOwnRecordTerm(Protocol):
@@ -387,7 +379,6 @@ class SupportsOwnRecordTerm(Protocol):
         draw_indices: np.ndarray | None = None,
     ) -> np.ndarray:
         """``[H, m, G]`` array of ``ℓ_{hli}(y*_g) − ℓ_{hli}(y_i)``."""
-        ...
 
 
 class SupportsPluginLoglik(Protocol):
@@ -408,7 +399,6 @@ class SupportsPluginLoglik(Protocol):
         """``[m, G]`` log-likelihood of each dataset under each candidate (up to a constant
         common to the candidates); with ``return_se=True`` also the ``[m, G]`` Monte Carlo
         standard errors of each candidate's difference from the truth (``0`` where exact)."""
-        ...
 
 
 class SupportsConvergenceSummary(Protocol):
@@ -417,7 +407,6 @@ class SupportsConvergenceSummary(Protocol):
     def convergence_summary(self) -> dict[str, Any]:
         """R-hat and ESS of the diagnosed quantities and structured ``warnings`` (each a dict
         with ``code``, ``quantities`` and ``message``)."""
-        ...
 
 
 class SupportsDrawChains(Protocol):
@@ -427,7 +416,6 @@ class SupportsDrawChains(Protocol):
     def draw_chains(self) -> np.ndarray:
         """``[H]`` int array: the chain of each flattened posterior draw (chains labelled
         ``0..C-1``; draws of one chain in sampling order)."""
-        ...
 
 
 @runtime_checkable
@@ -479,7 +467,6 @@ class SupportsLargestValue(Protocol):
         ``column`` (``scenario``: ``"worst_case"``, ``"second_largest"`` or
         ``"two_largest_sum"``; the candidate grid from ``candidates`` or ``upper``/``step``;
         ``data``: the confidential table when the model did not keep it)."""
-        ...
 
 
 class SupportsPosteriorReplicates(Protocol):
@@ -497,4 +484,3 @@ class SupportsPosteriorReplicates(Protocol):
         start: int = 0,
     ) -> Iterator[list[pd.DataFrame]]:
         """Yield lists of tables ``[n_records, len(columns)]`` (``n=None``: until stopped)."""
-        ...

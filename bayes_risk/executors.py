@@ -71,7 +71,6 @@ class Executor(Protocol):
         description: str = "",
     ) -> list[R]:
         """``[fn(shared, part) for part in parts]``, in the order of ``parts``."""
-        ...
 
 
 class InProcessExecutor:
