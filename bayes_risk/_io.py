@@ -16,24 +16,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "atomic_dir",
-    "atomic_file",
-    "write_json",
-    "read_json",
-    "to_jsonable",
-    "rename_noreplace",
-    "replace_checked",
-    "path_identity",
-    "remove_stale_siblings",
-    "temporary_sibling",
-    "temporary_name",
-    "scratch_folder",
-    "remove_scratch",
-    "remove_live_temporaries",
-    "current_umask",
-    "file_slug",
-]
+__all__ = ["atomic_dir", "atomic_file", "write_json", "read_json", "to_jsonable",
+           "rename_noreplace", "replace_checked", "path_identity", "remove_stale_siblings",
+           "temporary_sibling", "temporary_name", "scratch_folder", "remove_scratch",
+           "remove_live_temporaries", "current_umask", "file_slug"]
 
 
 #: RENAME_NOREPLACE of Linux' renameat2(2): the rename fails (EEXIST) if the target exists

@@ -6,15 +6,8 @@ import os
 
 import numpy as np
 
-__all__ = [
-    "logsumexp",
-    "normalise_log",
-    "ties",
-    "threaded_map",
-    "threaded_ufunc",
-    "TIE_RTOL",
-    "TIE_ATOL",
-]
+__all__ = ["logsumexp", "normalise_log", "ties", "threaded_map", "threaded_ufunc", "TIE_RTOL",
+           "TIE_ATOL"]
 
 TIE_RTOL = 1e-9
 TIE_ATOL = 1e-15

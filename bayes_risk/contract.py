@@ -24,30 +24,12 @@ import pandas as pd
 
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 
-__all__ = [
-    "ESTIMATORS",
-    "LIKELIHOODS",
-    "MEMBER_CAPABILITIES",
-    "Capabilities",
-    "ModelInfo",
-    "RiskModel",
-    "SupportsPersistence",
-    "auto_estimator",
-    "available_if",
-    "capabilities",
-    "missing_members",
-    "SupportsAugmentedFit",
-    "SupportsNeighbourhoodLoglik",
-    "SupportsNeighbourhoodBuffer",
-    "SupportsCandidateLoglik",
-    "SupportsOwnRecordTerm",
-    "SupportsPluginLoglik",
-    "SupportsConvergenceSummary",
-    "SupportsDrawChains",
-    "SupportsPosteriorReplicates",
-    "LargestValuePieces",
-    "SupportsLargestValue",
-]
+__all__ = ["ESTIMATORS", "LIKELIHOODS", "MEMBER_CAPABILITIES", "Capabilities", "ModelInfo",
+           "RiskModel", "SupportsPersistence", "auto_estimator", "available_if", "capabilities",
+           "missing_members", "SupportsAugmentedFit", "SupportsNeighbourhoodLoglik",
+           "SupportsNeighbourhoodBuffer", "SupportsCandidateLoglik", "SupportsOwnRecordTerm",
+           "SupportsPluginLoglik", "SupportsConvergenceSummary", "SupportsDrawChains",
+           "SupportsPosteriorReplicates", "LargestValuePieces", "SupportsLargestValue"]
 
 #: likelihood kinds a model may offer, each with the method that shows it
 LIKELIHOODS: dict[str, str] = {

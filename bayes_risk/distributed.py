@@ -27,13 +27,8 @@ from bayes_risk.executors import (
     check_partition_size,
 )
 
-__all__ = [
-    "attribute_risk",
-    "identification_risk",
-    "radius_sweep",
-    "connect",
-    "DaskNotInstalledError",
-]
+__all__ = ["attribute_risk", "identification_risk", "radius_sweep", "connect",
+           "DaskNotInstalledError"]
 
 def _bound_call(fn: Any, name: str, *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` after checking the arguments bind (a ``ValidationError`` naming

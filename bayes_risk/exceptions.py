@@ -17,19 +17,9 @@ from typing import Any
 #: outside bayes-risk (the user's line), whatever the call depth inside the package
 CALLER: tuple[str, ...] = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
 
-__all__ = [
-    "BayesRiskError",
-    "SchemaError",
-    "ValidationError",
-    "NotFittedError",
-    "NotSupportedError",
-    "BayesRiskWarning",
-    "ImportanceSamplingWarning",
-    "ConvergenceWarning",
-    "DataWarning",
-    "CALLER",
-    "warning_code",
-]
+__all__ = ["BayesRiskError", "SchemaError", "ValidationError", "NotFittedError",
+           "NotSupportedError", "BayesRiskWarning", "ImportanceSamplingWarning",
+           "ConvergenceWarning", "DataWarning", "CALLER", "warning_code"]
 
 
 class BayesRiskError(Exception):

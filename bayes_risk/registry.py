@@ -13,15 +13,8 @@ from typing import Any
 
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 
-__all__ = [
-    "GROUP",
-    "OPTIONS_GROUP",
-    "ModelOption",
-    "fit_options",
-    "get_synthesizer",
-    "list_synthesizers",
-    "synthesizer_entry_points",
-]
+__all__ = ["GROUP", "OPTIONS_GROUP", "ModelOption", "fit_options", "get_synthesizer",
+           "list_synthesizers", "synthesizer_entry_points"]
 
 #: the entry-point group synthesizers are registered in
 GROUP = "bayes_risk.synthesizers"

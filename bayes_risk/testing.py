@@ -26,17 +26,8 @@ import pandas as pd
 from bayes_risk.contract import Capabilities, ModelInfo, RiskModel, capabilities
 from bayes_risk.exceptions import BayesRiskError, NotFittedError, ValidationError
 
-__all__ = [
-    "CHECKS",
-    "CheckContext",
-    "CheckSkipped",
-    "SynthesizerCheckError",
-    "check_data",
-    "check_id",
-    "check_synthesizer",
-    "registered_synthesizer",
-    "synthesizer_checks",
-]
+__all__ = ["CHECKS", "CheckContext", "CheckSkipped", "SynthesizerCheckError", "check_data",
+           "check_id", "check_synthesizer", "registered_synthesizer", "synthesizer_checks"]
 
 
 class SynthesizerCheckError(BayesRiskError, AssertionError):

@@ -20,19 +20,7 @@ from bayes_risk.disclosure.measures import (
 )
 from bayes_risk.disclosure.original_risk import OriginalRisk, original_risk
 
-__all__ = [
-    "differencing_check",
-    "disclosure_measures",
-    "ExclusionSpec",
-    "replicated_uniques",
-    "key_anonymity",
-    "original_risk",
-    "OriginalRisk",
-    "DisclosureMeasures",
-    "DisclosureByTarget",
-    "ReplicatedUniques",
-    "IDENT_MEASURES",
-    "ATTRIB_MEASURES",
-    "CAP_MEASURES",
-    "REPU_MEASURES",
-]
+__all__ = ["differencing_check", "disclosure_measures", "ExclusionSpec", "replicated_uniques",
+           "key_anonymity", "original_risk", "OriginalRisk", "DisclosureMeasures",
+           "DisclosureByTarget", "ReplicatedUniques", "IDENT_MEASURES", "ATTRIB_MEASURES",
+           "CAP_MEASURES", "REPU_MEASURES"]

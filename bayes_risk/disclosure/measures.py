@@ -44,19 +44,9 @@ DISCLOSURE_MISSING_POLICY = (
     "is a value, and a group of its own when the column is grouped"
 )
 
-__all__ = [
-    "DisclosureMeasures",
-    "DisclosureByTarget",
-    "ReplicatedUniques",
-    "disclosure_measures",
-    "ExclusionSpec",
-    "replicated_uniques",
-    "key_anonymity",
-    "IDENT_MEASURES",
-    "ATTRIB_MEASURES",
-    "CAP_MEASURES",
-    "REPU_MEASURES",
-]
+__all__ = ["DisclosureMeasures", "DisclosureByTarget", "ReplicatedUniques", "disclosure_measures",
+           "ExclusionSpec", "replicated_uniques", "key_anonymity", "IDENT_MEASURES",
+           "ATTRIB_MEASURES", "CAP_MEASURES", "REPU_MEASURES"]
 
 IDENT_MEASURES = ("UiO", "UiS", "UiOiS", "repU")
 ATTRIB_MEASURES = ("Dorig", "Dsyn", "iS", "DiS", "DiSCO", "DiSDiO", "max_denom", "mean_denom")

@@ -15,21 +15,7 @@ from bayes_risk.utility.overlap import CoefDiffResult, OverlapResult, ci_overlap
 from bayes_risk.utility.pmse import PMSEResult, PropensitySpec, pmse, pmse_null_moments
 from bayes_risk.utility.summary import OverlapSpec, UtilitySummary, utility_summary
 
-__all__ = [
-    "combine_scalar",
-    "combine_multivariate",
-    "CombinedScalar",
-    "CombinedMultivariate",
-    "pmse",
-    "PropensitySpec",
-    "pmse_null_moments",
-    "PMSEResult",
-    "ci_overlap",
-    "std_coef_diff",
-    "OverlapResult",
-    "CoefDiffResult",
-    "compare_estimates",
-    "utility_summary",
-    "OverlapSpec",
-    "UtilitySummary",
-]
+__all__ = ["combine_scalar", "combine_multivariate", "CombinedScalar", "CombinedMultivariate",
+           "pmse", "PropensitySpec", "pmse_null_moments", "PMSEResult", "ci_overlap",
+           "std_coef_diff", "OverlapResult", "CoefDiffResult", "compare_estimates",
+           "utility_summary", "OverlapSpec", "UtilitySummary"]
