@@ -33,8 +33,7 @@ class _SourceTreeModels:
         if fullname != "bayes_risk.models":
             return None
         return importlib.util.spec_from_file_location(
-            fullname, self.folder / "__init__.py", submodule_search_locations=[str(self.folder)]
-        )
+            fullname, self.folder / "__init__.py", submodule_search_locations=[str(self.folder)])
 
 
 def _install_source_tree_finder() -> None:
@@ -144,8 +143,7 @@ _API: dict[str, str] = {
     "NotFittedError": "bayes_risk.exceptions",
     "BayesRiskWarning": "bayes_risk.exceptions",
     "ImportanceSamplingWarning": "bayes_risk.exceptions",
-    "ConvergenceWarning": "bayes_risk.exceptions",
-}
+    "ConvergenceWarning": "bayes_risk.exceptions"}
 
 __all__ = ["__version__", *_API]
 

@@ -104,8 +104,7 @@ def replace_checked(
         with contextlib.suppress(OSError):
             rename_noreplace(old, dst)
         raise FileExistsError(
-            errno.EEXIST, f"{dst} was replaced by another process meanwhile", str(dst)
-        )
+            errno.EEXIST, f"{dst} was replaced by another process meanwhile", str(dst))
     try:
         rename_noreplace(src, dst)
     except FileExistsError:

@@ -44,8 +44,7 @@ def planned_subsets(cands: list[str], max_size: int, max_subsets: int,
             f"{arg_name(argument)}: {n_planned} subsets of {n_c} candidates up to size "
             f"{max_size}, more than the {max_subsets} a sweep evaluates; "
             + (" or ".join(lower) if lower else "give fewer candidates") + ".",
-            code="INVALID_ARGUMENT",
-        )
+            code="INVALID_ARGUMENT")
     order = [frozenset(s) for k in range(max_size + 1) for s in itertools.combinations(cands, k)]
     full = frozenset(cands)
     order += [full - {c} for c in cands] + [full]

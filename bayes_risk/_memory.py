@@ -157,8 +157,7 @@ def check_memory(nbytes: float, argument: str, *, what: str) -> None:
         fix = f"reduce {argument}"
     raise ValidationError(
         f"{what} would need about {format_bytes(nbytes)} of memory but {where}; {fix}.",
-        code="MEMORY_TOO_LARGE",
-    )
+        code="MEMORY_TOO_LARGE")
 
 
 def format_bytes(n: float) -> str:

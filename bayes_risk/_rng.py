@@ -24,8 +24,7 @@ def as_generator(random_seed: RandomSeed = None) -> np.random.Generator:
         raise ValidationError(
             "random_seed must be None, an int, a sequence of ints, a SeedSequence or a "
             "numpy.random.Generator. Got a legacy numpy.random.RandomState, which cannot spawn "
-            "independent streams; use numpy.random.default_rng(seed) instead."
-        )
+            "independent streams; use numpy.random.default_rng(seed) instead.")
     if isinstance(random_seed, bool) or isinstance(random_seed, float):
         raise ValidationError(f"random_seed must be an integer seed. Got {random_seed!r}.")
     try:
@@ -59,8 +58,7 @@ def seed_sequence(random_seed: RandomSeed) -> np.random.SeedSequence:
 def child_sequence(seq: np.random.SeedSequence, k: int) -> np.random.SeedSequence:
     """Child ``k`` of ``seq`` (as ``seq.spawn`` would make it), without spawning ``k`` others."""
     return np.random.SeedSequence(
-        seq.entropy, spawn_key=(*seq.spawn_key, int(k)), pool_size=seq.pool_size
-    )
+        seq.entropy, spawn_key=(*seq.spawn_key, int(k)), pool_size=seq.pool_size)
 
 
 def replicate_rng(seq: np.random.SeedSequence, r: int) -> np.random.Generator:

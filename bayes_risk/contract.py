@@ -40,8 +40,7 @@ LIKELIHOODS: dict[str, str] = {
     "candidate": "candidate_loglik",
     "own_record": "own_record_delta",
     "plugin": "plugin_loglik",
-    "largest_value": "largest_value_loglik",
-}
+    "largest_value": "largest_value_loglik"}
 
 #: attribute-risk estimators, in order of preference, each with the methods it needs (methods
 #: page, Attribute disclosure risk): the stabilised estimator needs draws of p(Θ | y, Z_(l))
@@ -50,8 +49,7 @@ LIKELIHOODS: dict[str, str] = {
 ESTIMATORS: dict[str, tuple[str, ...]] = {
     "stabilised": ("record_loglik", "fit_augmented"),
     "is": ("record_loglik", "dataset_loglik"),
-    "plugin": ("plugin_loglik",),
-}
+    "plugin": ("plugin_loglik",)}
 
 #: further capabilities, each with the methods that show it
 MEMBER_CAPABILITIES: dict[str, tuple[str, ...]] = {
@@ -59,8 +57,7 @@ MEMBER_CAPABILITIES: dict[str, tuple[str, ...]] = {
     "posterior_replicates": ("posterior_replicates",),
     "convergence": ("convergence_summary",),
     "chains": ("draw_chains",),
-    "plugin_likelihood": ("plugin_likelihood",),
-}
+    "plugin_likelihood": ("plugin_likelihood",)}
 
 
 @dataclass(frozen=True)
@@ -106,22 +103,19 @@ class ModelInfo:
         if isinstance(self.required, str):
             raise ValidationError(
                 f"{name}.required must be a tuple of names. Got the string {self.required!r}.",
-                code="BAD_MODEL_INFO",
-            )
+                code="BAD_MODEL_INFO")
         object.__setattr__(self, "required", tuple(self.required))
         bad_req = [r for r in self.required if not (isinstance(r, str) and r.isidentifier())]
         if bad_req or len(set(self.required)) != len(self.required):
             raise ValidationError(
                 f"{name}.required must be distinct names: 'synthesized' or settings of the "
-                f"model's __init__. Got {list(self.required)}.", code="BAD_MODEL_INFO",
-            )
+                f"model's __init__. Got {list(self.required)}.", code="BAD_MODEL_INFO")
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.type in ("bool", bool) and not isinstance(value, bool):
                 raise ValidationError(
                     f"{name}.{f.name} must be True or False. Got {value!r}.",
-                    code="BAD_MODEL_INFO",
-                )
+                    code="BAD_MODEL_INFO")
 
     def replace(self, **changes: Any) -> ModelInfo:
         """A copy with some fields changed (``dataclasses.replace``)."""
@@ -186,14 +180,12 @@ def capabilities(model: Any) -> Capabilities:
             f"synthesize and none of {', '.join(further)}. Give a fitted bayes-risk model, an "
             "ArrayModel of posterior draws, or a class that implements the protocol (docs: "
             "'Adding a model').",
-            code="MODEL_INFO_MISSING",
-        )
+            code="MODEL_INFO_MISSING")
     info = ModelInfo() if info is None else info
     if not isinstance(info, ModelInfo):
         raise ValidationError(
             f"{name}.info must be a bayes_risk.ModelInfo. Got {type(info).__name__}.",
-            code="BAD_MODEL_INFO",
-        )
+            code="BAD_MODEL_INFO")
     if "neighbourhood" not in lik:
         lik -= {"neighbourhood_buffer"}
     est = tuple(e for e, members in ESTIMATORS.items() if all(has(m) for m in members))
@@ -256,8 +248,7 @@ def auto_estimator(model: Any, *, augmented_given: bool = False) -> str:
         f"(estimators={list(caps.estimators)}, model_class="
         f"{getattr(model, 'model_class', None)!r}): a class P model needs fit_augmented "
         "(estimator 'stabilised') or dataset_loglik (estimator 'is'); a class O model needs "
-        "dataset_loglik and own_record_delta.", code="NO_ESTIMATOR",
-    )
+        "dataset_loglik and own_record_delta.", code="NO_ESTIMATOR")
 
 
 @runtime_checkable

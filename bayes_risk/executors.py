@@ -16,8 +16,7 @@ from bayes_risk.exceptions import BayesRiskError, ValidationError
 
 __all__ = [
     "Executor", "InProcessExecutor", "DaskExecutor", "as_executor", "shared_once",
-    "DaskNotInstalledError",
-]
+    "DaskNotInstalledError"]
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -49,8 +48,7 @@ def check_partition_size(partition_size: Any, argument: str = "partition_size") 
         or partition_size < 1
     ):
         raise ValidationError(
-            f"{argument} must be an integer >= 1 (records per task). Got {partition_size!r}."
-        )
+            f"{argument} must be an integer >= 1 (records per task). Got {partition_size!r}.")
     return int(partition_size)
 
 
@@ -98,8 +96,7 @@ class DaskExecutor:
     def __init__(self, client: Any = None, partition_size: int | None = None) -> None:
         self.client = _resolve_client(client)
         self.partition_size = (
-            None if partition_size is None else check_partition_size(partition_size)
-        )
+            None if partition_size is None else check_partition_size(partition_size))
 
     @contextlib.contextmanager
     def share(self, shared: Any) -> Iterator[Any]:
@@ -172,8 +169,7 @@ def _resolve_client(client: Any) -> Any:
             ) from err
     if not isinstance(client, distributed.Client):
         raise ValidationError(
-            f"client must be a distributed.Client or None. Got {type(client).__name__}."
-        )
+            f"client must be a distributed.Client or None. Got {type(client).__name__}.")
     return client
 
 
@@ -189,5 +185,4 @@ def as_executor(executor: Any, *, partition_size: int | None = None) -> Executor
         return DaskExecutor(executor, partition_size=partition_size)
     raise ValidationError(
         "executor must be None (in process), a distributed.Client or an object with "
-        f"partition_size and map(fn, shared, parts); got {type(executor).__name__}."
-    )
+        f"partition_size and map(fn, shared, parts); got {type(executor).__name__}.")

@@ -141,15 +141,13 @@ def get_synthesizer(name: str) -> type:
     if not isinstance(name, str) or name not in eps:
         raise ValidationError(
             f"synthesizer method must be one of {sorted(eps)} (the entry points of group "
-            f"{GROUP!r}). Got {name!r}.", code="UNKNOWN_SYNTHESIZER",
-        )
+            f"{GROUP!r}). Got {name!r}.", code="UNKNOWN_SYNTHESIZER")
     found = eps[name]
     if len(found) > 1:
         raise ValidationError(
             f"synthesizer {name!r} is registered more than once (group {GROUP!r}): "
             + "; ".join(f"{e.value} from {_dist(e)}" for e in found)
-            + ". Uninstall one of the distributions.", code="SYNTHESIZER_CLASH",
-        )
+            + ". Uninstall one of the distributions.", code="SYNTHESIZER_CLASH")
     ep = found[0]
     try:
         cls: Any = ep.load()
@@ -164,6 +162,5 @@ def get_synthesizer(name: str) -> type:
             f"synthesizer {name!r} (entry point {ep.value!r} of group {GROUP!r}, from "
             f"{_dist(ep)}) is {type(cls).__name__} {cls!r}, not a synthesizer class with "
             "fit and synthesize (bayes_risk.models.BaseSynthesizer).",
-            code="SYNTHESIZER_BROKEN",
-        )
+            code="SYNTHESIZER_BROKEN")
     return cls

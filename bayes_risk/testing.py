@@ -55,8 +55,7 @@ def _needs_synthesis(ctx: CheckContext, what: str) -> None:
     if not ctx.synthesizes:
         raise CheckSkipped(
             f"{type(ctx.model).__name__} does not synthesize (it has no synthesize method: "
-            f"posterior draws made elsewhere, evaluated as given), so {what} cannot be checked."
-        )
+            f"posterior draws made elsewhere, evaluated as given), so {what} cannot be checked.")
 
 
 @dataclass
@@ -116,8 +115,7 @@ class CheckContext:
                 rng = np.random.default_rng(self.random_seed)
                 self._synthetic = [
                     self.data.iloc[rng.permutation(len(self.data))].reset_index(drop=True)
-                    for _ in range(self.m)
-                ]
+                    for _ in range(self.m)]
         return self._synthetic
 
     @property
@@ -415,8 +413,7 @@ CHECKS: tuple[Callable[[CheckContext], None], ...] = (
     check_optional_likelihoods,
     check_posterior_replicates,
     check_convergence,
-    check_persistence,
-)
+    check_persistence)
 
 
 def check_data(model: Any, *, n: int = 60, random_seed: int = 0) -> pd.DataFrame:
@@ -604,8 +601,7 @@ def check_synthesizer(
         name = type(ctx.model).__name__
         lines = "\n".join(f"  {k}: {v}" for k, v in failures.items())
         raise SynthesizerCheckError(
-            f"{name} breaks the model contract in {len(failures)} check(s):\n{lines}", failures
-        )
+            f"{name} breaks the model contract in {len(failures)} check(s):\n{lines}", failures)
     return passed
 
 

@@ -71,8 +71,7 @@ def utility_risk_points(
         raise ValidationError(
             "utility_risk_points gives one point per dataset: aggregation is 'per_dataset' "
             f"and cannot be set (got aggregation={identification_options['aggregation']!r}).",
-            code="OPTION_CONFLICT",
-        )
+            code="OPTION_CONFLICT")
     util, risk = _measures(original, synthetic, known=known, synthesized=synthesized,
                            aggregation="per_dataset", categorical=categorical, schema=schema,
                            max_order=max_order, utility_method=utility_method,

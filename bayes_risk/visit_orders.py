@@ -27,14 +27,12 @@ RISK_COLUMNS = ("expected_match_risk", "true_match_risk", "n_unique", "true_matc
 def _check_orders(orders: Any) -> list[tuple[str, ...]]:
     if isinstance(orders, str) or not isinstance(orders, Sequence) or len(orders) == 0:
         raise ValidationError(
-            "orders must be a non-empty list of visit orders (each a list of column names)."
-        )
+            "orders must be a non-empty list of visit orders (each a list of column names).")
     out = []
     for i, o in enumerate(orders):
         if isinstance(o, str) or not isinstance(o, Sequence) or len(o) == 0:
             raise ValidationError(
-                f"orders[{i}] must be a non-empty list of column names. Got {o!r}."
-            )
+                f"orders[{i}] must be a non-empty list of column names. Got {o!r}.")
         t = tuple(str(c) for c in o)
         if len(set(t)) != len(t):
             raise ValidationError(f"orders[{i}] lists a column twice: {list(t)}.")
@@ -44,8 +42,7 @@ def _check_orders(orders: Any) -> list[tuple[str, ...]]:
         if set(t) != first:
             raise ValidationError(
                 f"every order must visit the same columns; orders[{i}] = {list(t)} differs from "
-                f"orders[0] = {list(out[0])}."
-            )
+                f"orders[0] = {list(out[0])}.")
     if len(set(out)) != len(out):
         raise ValidationError("orders lists the same visit order twice.")
     return out
@@ -121,12 +118,10 @@ def compare_visit_orders(
     if not (hasattr(synthesizer, "fit") and hasattr(synthesizer, "synthesize")):
         raise ValidationError(
             "synthesizer must be a bayes_risk synthesizer (with fit and synthesize). "
-            f"Got {type(synthesizer).__name__}."
-        )
+            f"Got {type(synthesizer).__name__}.")
     if not isinstance(original, pd.DataFrame):
         raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}."
-        )
+            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
     ords = _check_orders(orders)
     missing = [c for c in ords[0] if c not in original.columns]
     if missing:
@@ -185,7 +180,6 @@ def compare_visit_orders(
         "identification": {k: (v.to_dict() if k in ("match", "population") else v)
                            for k, v in id_kw.items() if k != "schema"},
         "utility": {k: v for k, v in ut_kw.items() if k != "schema"},
-        "common_random_numbers": True,
-    }
+        "common_random_numbers": True}
     return VisitOrderComparison(table=pd.DataFrame(rows), orders=ords, releases=releases,
                                 settings=settings)

@@ -26,8 +26,7 @@ RECORD_FLAGS = (
     "ALL_CANDIDATES_IMPOSSIBLE",
     "RELEASE_IMPOSSIBLE",
     "MC_ERROR_HIGH",
-    "CHAINS_DISAGREE",
-)
+    "CHAINS_DISAGREE")
 
 #: attribute risk: the code of the low-risk stand-in (Wang & Reiter's, not an
 #: importance-sampling estimate)
@@ -175,16 +174,14 @@ MESSAGES: dict[str, str] = {
     # fitting a synthesizer
     "UNUSED_LEVEL": "a declared level of a categorical column that no record holds (an unused "
     "category of a pandas Categorical, a codebook's level) was dropped from the fitted model, "
-    "so that it is given no probability and never released; keep it with keep_unused_levels.",
-}
+    "so that it is given no probability and never released; keep it with keep_unused_levels."}
 
 
 #: the attacks' meaning of codes they share with another measure
 ATTACK_MESSAGES: dict[str, str] = {
     "HOLDOUT_OVERLAPS_ORIGINAL": "more holdout rows equal a record of the original than the "
     "original's own duplicates explain: those rows were left out of the control attack (a "
-    "member in the control set understates the risk).",
-}
+    "member in the control set understates the risk)."}
 
 
 def message(code: str) -> str:
@@ -231,5 +228,4 @@ MEMBERSHIP_MESSAGES: dict[str, str] = {
     "over the base rate is undefined.",
     "APPROXIMATE_POSTERIOR": "some regressions of the chain have Laplace draws (a normal "
     "approximation at the posterior mode), in the fit and its refits: the likelihood ratios are "
-    "those of that approximation; refit with posterior_method='nuts' for the exact posterior.",
-}
+    "those of that approximation; refit with posterior_method='nuts' for the exact posterior."}

@@ -262,8 +262,7 @@ def linkability_risk(
                 "ci_low": risk.ci[0], "ci_high": risk.ci[1],
                 "share_tied_main": float(tied["original"].mean()),
                 "share_tied_control": (float(tied["holdout"].mean()) if "holdout" in tied
-                                       else np.nan),
-            })
+                                       else np.nan)})
         for role, _ in roles:
             recs.append(pd.DataFrame({
                 "dataset": l, "role": role, "row": attacked[role],
@@ -277,8 +276,7 @@ def linkability_risk(
         "confidence_level": level, "m": len(inp.datasets), "n_original": len(inp.original),
         "n_holdout": None if inp.holdout is None else len(inp.holdout),
         "n_holdout_dropped": inp.n_holdout_dropped,
-        "random_seed": seed_to_json(random_seed),
-    }
+        "random_seed": seed_to_json(random_seed)}
     return LinkabilityResult(table=pd.DataFrame(rows),
                              records=pd.concat(recs, ignore_index=True), settings=settings,
                              warnings=codes)
@@ -291,5 +289,4 @@ _WHY = {
     "neighbours do: the attack may be too weak for these columns, and a low risk then says "
     "little (anonymeter: 'Analysis results cannot be trusted')",
     "CONTROL_ALWAYS_SUCCEEDS": "every record of the holdout is linked: the risk beyond the "
-    "control attack is undefined (nan)",
-}
+    "control attack is undefined (nan)"}

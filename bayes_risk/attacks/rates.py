@@ -74,8 +74,7 @@ def check_confidence_level(confidence_level: float) -> float:
         c = math.nan
     if isinstance(confidence_level, bool) or not 0.0 < c < 1.0:
         raise ValidationError(
-            f"confidence_level must be a number in (0, 1), e.g. 0.95. Got {confidence_level!r}."
-        )
+            f"confidence_level must be a number in (0, 1), e.g. 0.95. Got {confidence_level!r}.")
     return c
 
 

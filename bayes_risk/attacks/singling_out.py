@@ -308,15 +308,13 @@ def singling_out_risk(
                 "control_error": np.nan if r_ctrl is None else r_ctrl.error,
                 "baseline_rate": r_base.rate, "baseline_error": r_base.error,
                 "residual": risk.residual, "risk": risk.risk,
-                "ci_low": risk.ci[0], "ci_high": risk.ci[1],
-            })
+                "ci_low": risk.ci[0], "ci_high": risk.ci[1]})
             qframes.append(pd.DataFrame({
                 "dataset": l, "mode": md, "query": pr.describe(preds, names, levels),
                 "columns": [",".join(names[int(c)] for c in row) for row in preds.col],
                 "singles_out_original": main,
                 "singles_out_holdout": (ctrl if ctrl is not None
-                                        else np.full(q, pd.NA, dtype=object)),
-            }))
+                                        else np.full(q, pd.NA, dtype=object))}))
     warn = raise_warnings(flagged, _WHY, C is None)
     if inp.n_holdout_dropped:
         warn.insert(0, "HOLDOUT_OVERLAPS_ORIGINAL")
@@ -330,8 +328,7 @@ def singling_out_risk(
         "n_holdout_distinct": None if C is None else int(C.shape[0]),
         "n_holdout_dropped": inp.n_holdout_dropped,
         "control_correction": corrections,
-        "random_seed": seed_to_json(random_seed),
-    }
+        "random_seed": seed_to_json(random_seed)}
     return SinglingOutResult(table=table, queries=queries, settings=settings, warnings=warn)
 
 
@@ -348,6 +345,5 @@ _WHY = {
     "of how singling out depends on the number of records, and the risk read from it is as "
     "good as that extrapolation; give a holdout about the size of the original",
     "CONTROL_ALWAYS_SUCCEEDS": "every predicate singles out a record of the holdout: the risk "
-    "beyond the control attack is undefined (nan)",
-}
+    "beyond the control attack is undefined (nan)"}
 

@@ -67,8 +67,7 @@ def resolve_inputs(
         raise ValidationError(
             f"the original has no column(s) {missing}; keys and target must be columns of the "
             "original and of every synthetic dataset.",
-            code="MISSING_COLUMN",
-        )
+            code="MISSING_COLUMN")
     tables = [original[list(columns)]]
     for l, z in enumerate(datasets, start=1):
         missing = [c for c in columns if c not in z.columns]
@@ -76,16 +75,14 @@ def resolve_inputs(
             raise ValidationError(
                 f"synthetic dataset {l} has no column(s) {missing}; keys and target must be "
                 "columns of the original and of every synthetic dataset.",
-                code="MISSING_COLUMN"
-            )
+                code="MISSING_COLUMN")
         tables.append(z[list(columns)])
     for l, t in enumerate(tables):
         if len(t) == 0:
             raise ValidationError(
                 f"{'original' if l == 0 else f'synthetic dataset {l}'} has no rows; the "
                 "measures are percentages of records.",
-                code="EMPTY_TABLE"
-            )
+                code="EMPTY_TABLE")
     sub = harmonise_levels(tables[0], tables[1:], schema=sub)
     for l, t in enumerate(tables):
         validate_table(t, sub, name="original" if l == 0 else f"synthetic dataset {l}",
@@ -113,8 +110,7 @@ def level_labels(values: Iterable[Any], var: EncodedVar, argument: str) -> set[s
         raise ValidationError(
             f"{argument}: {unknown} are not levels of {var.name!r} "
             f"(levels: {var.labels[:10]}{' ...' if len(var.labels) > 10 else ''}).",
-            code="UNKNOWN_LEVEL"
-        )
+            code="UNKNOWN_LEVEL")
     return out
 
 
@@ -174,8 +170,7 @@ def encode_var(
             raise ValidationError(
                 f"{argument} = {ngroups}: column {name!r} is {spec.type}; only a numeric "
                 "column can be grouped.",
-                code="WRONG_DTYPE"
-            )
+                code="WRONG_DTYPE")
         levels = list(spec.levels or ())
         na = len(levels)
         codes = []
@@ -202,8 +197,7 @@ def _grouped(name: str, arrays: list[np.ndarray], missing_codes: Sequence[float]
         raise ValidationError(
             f"{argument} = {ngroups}: column {name!r} has a single distinct value (besides "
             "missing values); there is nothing to group.",
-            code="CONSTANT_COLUMN"
-        )
+            code="CONSTANT_COLUMN")
     br = _group_breaks(pooled, ngroups)
     ng = len(br) - 1
     na = ng + len(missing_codes)

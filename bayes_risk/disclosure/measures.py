@@ -41,8 +41,7 @@ from bayes_risk.results.disclosure import (
 DISCLOSURE_MISSING_POLICY = (
     "synthpop disclosure(): an empty cell is the level 'Missing' of its column (use_target_na / "
     "use_keys_na = False leave its records out of the tables); a declared missing-value code "
-    "is a value, and a group of its own when the column is grouped"
-)
+    "is a value, and a group of its own when the column is grouped")
 
 __all__ = ["DisclosureMeasures", "DisclosureByTarget", "ReplicatedUniques", "disclosure_measures",
            "ExclusionSpec", "replicated_uniques", "key_anonymity", "IDENT_MEASURES",
@@ -134,8 +133,7 @@ class ExclusionSpec:
             if not (isinstance(item, (tuple, list)) and len(item) == 3):
                 raise ValidationError(
                     "ExclusionSpec.exclude_combinations must hold (key, key level, target "
-                    f"level) triples. Got {item!r}."
-                )
+                    f"level) triples. Got {item!r}.")
             triples.append(tuple(item))
         object.__setattr__(self, "exclude_combinations", tuple(triples))
 
@@ -152,8 +150,7 @@ def _check_options(ngroups_target: Any, compat: Any) -> int | None:
             or int(ngroups_target) < 2:
         raise ValidationError(
             f"ngroups_target must be an integer >= 2 (or None / 0: no grouping). "
-            f"Got {ngroups_target!r}."
-        )
+            f"Got {ngroups_target!r}.")
     return int(ngroups_target)
 
 
@@ -166,8 +163,7 @@ def _key_groups(ngroups_keys: Any, keys: list[str], schema: Schema) -> list[int 
         if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or int(g) < 0 \
                 or int(g) == 1:
             raise ValidationError(
-                f"{what} must be an integer >= 2 (or 0: no grouping). Got {g!r}."
-            )
+                f"{what} must be an integer >= 2 (or 0: no grouping). Got {g!r}.")
         return int(g) or None
 
     if isinstance(ngroups_keys, (int, np.integer)) and not isinstance(ngroups_keys, bool):
@@ -178,8 +174,7 @@ def _key_groups(ngroups_keys: Any, keys: list[str], schema: Schema) -> list[int 
     if len(vals) != len(keys):
         raise ValidationError(
             f"ngroups_keys must be one number or one per key ({len(keys)}). Got {len(vals)} "
-            "values."
-        )
+            "values.")
     return [one(g, f"ngroups_keys for key {k!r}") for k, g in zip(keys, vals, strict=True)]
 
 
@@ -290,8 +285,7 @@ def _one_dataset(
         "iS": nd_x[in_s].sum() / Nd * 100,
         "DiS": nd_x[tab_dis].sum() / Nd * 100,
         "DiSCO": nd_x[disco].sum() / Nd * 100,
-        "DiSDiO": nd_x[disdio].sum() / Nd * 100,
-    }
+        "DiSDiO": nd_x[disdio].sum() / Nd * 100}
     dv = nd_x[disco]
     out["max_denom"] = float(dv.max()) if dv.size else 0.0
     out["mean_denom"] = float(dv[dv > 0].mean()) if np.any(dv > 0) else math.nan
@@ -395,9 +389,7 @@ def key_anonymity(key_codes: np.ndarray, k_values: Sequence[int] = (2, 3, 5)) ->
         "k_anonymity": {
             str(int(k)): {"n_violating": int(np.sum(fk < k)),
                           "pct_violating": 100.0 * float(np.sum(fk < k)) / n if n else math.nan}
-            for k in k_values
-        },
-    }
+            for k in k_values}}
 
 
 # public functions
@@ -493,8 +485,7 @@ def disclosure_measures(
         if len(use_keys) != len(keys):
             raise ValidationError(
                 f"ExclusionSpec.use_keys_na must be one logical value or one per key "
-                f"({len(keys)}). Got {len(use_keys)} values.", code="INVALID_ARGUMENT"
-            )
+                f"({len(keys)}). Got {len(use_keys)} values.", code="INVALID_ARGUMENT")
     for k in k_anonymity:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
             raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")
@@ -511,8 +502,7 @@ def disclosure_measures(
     for kname, klev, tlev in ex.exclude_combinations:
         if kname not in keys:
             raise ValidationError(
-                f"ExclusionSpec.exclude_combinations: {kname!r} is not one of the keys {keys}."
-            )
+                f"ExclusionSpec.exclude_combinations: {kname!r} is not one of the keys {keys}.")
         j = keys.index(kname)
         kv = enc_keys[j]
         (klab,) = level_labels([klev], kv, f"ExclusionSpec.exclude_combinations (key {kname!r})")
@@ -525,8 +515,7 @@ def disclosure_measures(
         r = _one_dataset(
             kd, ks, tvar.orig, ts, K, key_na, tvar, compat=is_compat, denom_lim=ex.denom_lim,
             exclude_ov_denom_lim=ex.exclude_ov_denom_lim, not_targetlev=excluded,
-            use_target_na=ex.use_target_na, use_keys_na=use_keys, exclude_cells=cells,
-        )
+            use_target_na=ex.use_target_na, use_keys_na=use_keys, exclude_cells=cells)
         r["syn"] = l
         r["n_synthetic"] = len(ks)
         rows.append(r)
@@ -582,13 +571,11 @@ def disclosure_measures(
         "k_anonymity": [int(k) for k in k_anonymity],
         "compat": compat,
         "column_types": {c: sub[c].type for c in [*keys, target]},
-        "replicated_uniques_keys": [*keys, target],
-    }
+        "replicated_uniques_keys": [*keys, target]}
     return DisclosureMeasures(
         keys=keys, target=target, ident=ident, attrib=attrib, allCAPs=caps,
         replicated_uniques=repu, key_baseline=baseline, diagnostics=diag,
-        target_levels=list(tvar.labels), settings=settings, warnings=codes,
-    )
+        target_levels=list(tvar.labels), settings=settings, warnings=codes)
 
 
 def replicated_uniques(
@@ -632,8 +619,7 @@ def replicated_uniques(
         raise ValidationError(f"compat must be None or 'synthpop'. Got {compat!r}.")
     if not isinstance(original, pd.DataFrame):
         raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}."
-        )
+            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
     keys = list(original.columns) if keys is None else list(keys)
     if not keys:
         raise ValidationError("keys must name at least one column.")

@@ -29,8 +29,7 @@ MISSING_POLICY = {
     "sdcmicro": "sdcMicro 5.8.1: a missing key value matches every value in f_k and F_k "
                 "(freqCalc, alpha = 1), is never part of a minimal sample unique (suda2), is a "
                 "value of its own in l-diversity's key cells, and each missing sensitive value "
-                "counts as a distinct value (ldiversity)",
-}
+                "counts as a distinct value (ldiversity)"}
 
 #: the largest number of key subsets SUDA2 examines (2**16: 16 keys, or max_size fewer)
 MAX_SUBSETS = 1 << 16
@@ -373,8 +372,7 @@ def _l_summary(d: dict[str, np.ndarray]) -> dict[str, Any]:
         "n_records_l1": int(np.sum(dist <= 1)),
         "pct_records_l1": 100.0 * float(np.mean(dist <= 1)),
         "min_entropy": float(d["entropy"].min()),
-        "min_recursive": float(d["recursive"].min()),
-    }
+        "min_recursive": float(d["recursive"].min())}
 
 
 # public function
@@ -553,8 +551,7 @@ def original_risk(
             "n_records_with_msu": int(np.sum(s["score"] > 0)),
             "n_full_key_pairs": s["n_pairs"],
             "M": s["M"], "max_size": s["max_size"], "Q": s["Q"],
-            "dis_fraction": float(dis_fraction),
-        }
+            "dis_fraction": float(dis_fraction)}
 
     l_out: dict[str, Any] = {}
     if sens:
@@ -580,8 +577,7 @@ def original_risk(
         "compat": compat,
         "missing_values": MISSING_POLICY[compat],
         "n_missing_keys": {k: int(m.sum()) for k, m in zip(keys, miss.T, strict=True)
-                           if m.any()},
-    }
+                           if m.any()}}
     return OriginalRisk(keys=keys, records=records, global_risk=global_risk,
                         k_anonymity=kanon, key_cells=key_cells, suda=suda_out,
                         l_diversity=l_out, settings=settings, warnings=codes_list)

@@ -17,8 +17,7 @@ from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
 
 __all__ = [
     "base_schema", "resolve_schema", "infer_synthesized", "differing_share",
-    "check_choice", "ImputedChoice", "resolve_imputed", "observed_cells", "warn_observed_cells",
-]
+    "check_choice", "ImputedChoice", "resolve_imputed", "observed_cells", "warn_observed_cells"]
 
 
 def base_schema(
@@ -33,8 +32,7 @@ def base_schema(
     (with the original's levels)."""
     if not isinstance(original, pd.DataFrame):
         raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}."
-        )
+            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
     cat = list(categorical or [])
     if schema is None:
         schema = carried
@@ -121,8 +119,7 @@ def check_choice(value: Any, name: str, options: Sequence[str]) -> str:
 OBSERVED_CELLS = {
     True: "synthetic values masked at the original's missing cells (rows aligned)",
     False: "original's observed cells against all synthetic values; pMSE on the original's "
-           "records observed in every imputed column",
-}
+           "records observed in every imputed column"}
 
 
 @dataclass(frozen=True)
@@ -141,8 +138,7 @@ class ImputedChoice:
         return {
             "imputed_columns": list(self.columns),
             "imputed_columns_source": self.source,
-            "imputed_comparison": OBSERVED_CELLS[self.aligned] if self.columns else None,
-        }
+            "imputed_comparison": OBSERVED_CELLS[self.aligned] if self.columns else None}
 
 
 def resolve_imputed(imputed: Any, source: Any, original: pd.DataFrame,

@@ -66,8 +66,7 @@ def prepare_table(df: pd.DataFrame | Prepared, schema: Schema, columns: Sequence
 PMSE_MISSING_POLICY = (
     "synthpop utility.gen: a categorical column's missing value is a level of its own; a "
     "numeric column gets one 0/1 indicator per kind of missing value (empty, each declared "
-    "code) and its missing values are set to 0"
-)
+    "code) and its missing values are set to 0")
 
 
 def missing_summary(frames: Sequence[Prepared], schema: Schema, columns: Sequence[str]
@@ -178,8 +177,7 @@ def propensity_design(
     p = 1 + sum(
         math.prod(b.columns.shape[1] for b in combo)
         for order in range(1, top + 1)
-        for combo in itertools.combinations(blocks, order)
-    )
+        for combo in itertools.combinations(blocks, order))
     if p > N and float(N) * p * min(N, p) > SATURATED_FLOPS:
         # more coefficients than records: the model fits every record (R's glm aliases the
         # surplus, and small designs are fitted so, as synthpop does), and on a large design the
@@ -195,8 +193,7 @@ def propensity_design(
             f"{arg_name('max_order', 0)}, group the levels of {widest.name!r}, leave it out of "
             "the compared columns, or use the CART propensity model "
             f"({arg_name('pmse_method', repr('cart'), cli='cart')}).",
-            code="DESIGN_TOO_LARGE",
-        )
+            code="DESIGN_TOO_LARGE")
     check_memory(32.0 * N * p, f"{arg_name('max_order')} or the levels of the compared columns",
                  what=f"the pMSE logistic design ({N:,} rows x {p:,} columns)")
     mats = [np.ones((N, 1))]
@@ -385,8 +382,7 @@ def _cart_prob(X: np.ndarray, y: np.ndarray, *, cp: float, min_leaf: int, min_sp
         min_samples_leaf=min_leaf,
         min_samples_split=min_split,
         max_depth=max_depth,
-        random_state=seed,
-    )
+        random_state=seed)
     tree.fit(X, y)
     if len(tree.classes_) == 1:  # cannot happen with both tables non-empty
         return np.full(len(y), float(tree.classes_[0]))

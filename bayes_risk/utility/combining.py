@@ -15,11 +15,7 @@ from scipy import stats
 
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
-from bayes_risk.results.combining import (
-    MULTIVARIATE_TESTS,
-    CombinedMultivariate,
-    CombinedScalar,
-)
+from bayes_risk.results.combining import MULTIVARIATE_TESTS, CombinedMultivariate, CombinedScalar
 
 __all__ = ["CombinedScalar", "CombinedMultivariate", "combine_scalar", "combine_multivariate",
            "COMBINING_RULES", "CombiningRules", "MULTIVARIATE_TESTS", "SMALL_M",
@@ -31,8 +27,7 @@ CombiningRules = Literal["partial", "full-same-n", "full-population"]
 COMBINING_RULES: dict[str, str] = {
     "partial": "Reiter (2003)",
     "full-same-n": "Raab, Nowok & Dibben (2016)",
-    "full-population": "Raghunathan, Reiter & Rubin (2003), with Reiter (2002) for T_f <= 0",
-}
+    "full-population": "Raghunathan, Reiter & Rubin (2003), with Reiter (2002) for T_f <= 0"}
 
 
 #: from this many synthetic datasets on, Reiter's (2003) ``ν_p`` is used as published: its 95 %
@@ -51,8 +46,7 @@ def check_rules(rules: Any, name: str = "rules") -> str:
         raise ValidationError(
             f"{name} must be one of {', '.join(repr(r) for r in COMBINING_RULES)} (the "
             f"generation scheme whose combining rules apply). Got {rules!r}.",
-            code="UNKNOWN_COMBINING_RULES",
-        )
+            code="UNKNOWN_COMBINING_RULES")
     return rules
 
 
@@ -68,8 +62,7 @@ def _as_vector(x: Any, name: str) -> np.ndarray:
                               f"Got shape {a.shape}.")
     if a.size == 0:
         raise ValidationError(
-            f"{name} is empty; expected one value per synthetic dataset (m >= 1)."
-        )
+            f"{name} is empty; expected one value per synthetic dataset (m >= 1).")
     if not np.all(np.isfinite(a)):
         i = int(np.flatnonzero(~np.isfinite(a))[0])
         raise ValidationError(f"{name}[{i}] is {float(a[i])!r}; expected finite numbers.")
@@ -148,13 +141,11 @@ def combine_scalar(
     if qa.shape != ua.shape:
         raise ValidationError(
             f"q and u must have one value per synthetic dataset each; got {qa.size} estimates "
-            f"and {ua.size} variances."
-        )
+            f"and {ua.size} variances.")
     if np.any(ua < 0):
         i = int(np.flatnonzero(ua < 0)[0])
         raise ValidationError(
-            f"u[{i}] = {float(ua[i])!r} is negative; variance estimates must be >= 0."
-        )
+            f"u[{i}] = {float(ua[i])!r} is negative; variance estimates must be >= 0.")
     alpha = check_probability(alpha, "alpha")
     m = qa.size
     codes: list[str] = []
@@ -165,8 +156,7 @@ def combine_scalar(
             "combine_scalar with m = 1: the between-dataset variance is undefined, so the "
             "variance is the single dataset's u and the reference is normal (M_EQUALS_ONE).",
             DataWarning,
-            skip_file_prefixes=CALLER,
-        )
+            skip_file_prefixes=CALLER)
         codes.append("M_EQUALS_ONE")
         qbar, ubar = float(qa[0]), float(ua[0])
         b, r, df, tp = math.nan, math.nan, math.inf, ubar
@@ -211,8 +201,7 @@ def _combine_full(qa: np.ndarray, ua: np.ndarray, alpha: float, rules: str, prop
                 "the synthetic-population combining rules (Raghunathan, Reiter & Rubin 2003) "
                 "need m >= 2 synthetic datasets (b_m is undefined); got m = 1. Use "
                 "rules='full-same-n' if the dataset was drawn for the same units.",
-                code="M_EQUALS_ONE",
-            )
+                code="M_EQUALS_ONE")
         tf = (1 + 1 / m) * b - ubar
         r = (b / m) / ubar if ubar > 0 else math.inf
         if tf > 0:
@@ -229,8 +218,7 @@ def _combine_full(qa: np.ndarray, ua: np.ndarray, alpha: float, rules: str, prop
                 f"{tf:.4g} is not positive (NEGATIVE_VARIANCE); Reiter's (2002) (k/n) ū = "
                 f"{total:.4g} is used with a normal reference.",
                 DataWarning,
-                skip_file_prefixes=CALLER,
-            )
+                skip_file_prefixes=CALLER)
     return _combined(qbar, b, ubar, total, r, df, alpha, m, codes, rules)
 
 
@@ -290,8 +278,7 @@ def _lrr_df(t: int, r: float, sign: float, codes: list[str]) -> float:
             f"combine_multivariate: t = k(m − 1) = {t} <= 4; the degrees-of-freedom formula is "
             "intended for t > 4 and nu = 4 is used (SMALL_T).",
             DataWarning,
-            skip_file_prefixes=CALLER,
-        )
+            skip_file_prefixes=CALLER)
         codes.append("SMALL_T")
         return 4.0
     if r == 0:
@@ -364,8 +351,7 @@ def combine_multivariate(
             f"combine_multivariate needs m >= 2 synthetic datasets (B_m is undefined) under "
             f"the {rules!r} rules. Got m = {m}. A single dataset of a full synthesis of the "
             "same units is tested with rules='full-same-n'.",
-            code="M_EQUALS_ONE",
-        )
+            code="M_EQUALS_ONE")
     if m < 1:
         raise ValidationError("q is empty; expected one row per synthetic dataset (m >= 1).")
     if Ua.shape != (m, k, k):
@@ -417,8 +403,7 @@ def combine_multivariate(
                 "rules='full-same-n' if the datasets redraw the original's units, or test the "
                 "components one at a time with combine_scalar (which then applies Reiter's "
                 "2002 variance).",
-                code="NEGATIVE_VARIANCE",
-            )
+                code="NEGATIVE_VARIANCE")
         S = quad / (k * (r - 1))
         nu = _lrr_df(t, r, -1.0, codes)
         total = Ubar * (r - 1)
@@ -438,5 +423,4 @@ def combine_multivariate(
         m=m,
         warnings=codes,
         rules=rules,
-        total_cov=total,
-    )
+        total_cov=total)

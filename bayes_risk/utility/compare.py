@@ -21,13 +21,7 @@ from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_probability
-from bayes_risk.exceptions import (
-    CALLER,
-    DataWarning,
-    ValidationError,
-    arg_name,
-    on_command_line,
-)
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name, on_command_line
 from bayes_risk.utility._inputs import (
     check_choice,
     observed_cells,
@@ -61,8 +55,7 @@ class CombiningChoice:
             "combining_rules_source": self.source,
             "combining_rules_reason": self.reason,
             "combining_proper": self.proper,
-            "combining_size_ratio": self.size_ratio,
-        }
+            "combining_size_ratio": self.size_ratio}
 
 
 def choose_rules(rules: str, source: Any, original: pd.DataFrame,
@@ -147,8 +140,7 @@ def _not_partial_checked(choice: CombiningChoice, original: pd.DataFrame,
         + (arg_name("rules") if on_command_line()
            else "rules= (combining_rules= of audit; --combining-rules on the command line)")
         + ".",
-        code="NOT_PARTIAL_SYNTHESIS",
-    )
+        code="NOT_PARTIAL_SYNTHESIS")
 
 
 @dataclass(frozen=True)
@@ -229,8 +221,7 @@ def estimand_row(name: str, original: Estimate, synthetic: Sequence[Estimate],
         "ci_upper_syn": comb.ci_upper,
         "overlap": j,
         "signed_overlap": js,
-        "std_coef_diff": scd,
-    }
+        "std_coef_diff": scd}
     return row, per, codes
 
 
@@ -271,14 +262,12 @@ def fit_formula(formula: str, data: pd.DataFrame, family: str, label: str) -> pd
         raise ValidationError(
             f"formula {formula!r} has {X.shape[1]} coefficients but the {label} has only "
             f"{X.shape[0]} rows.",
-            code="TOO_FEW_RECORDS"
-        )
+            code="TOO_FEW_RECORDS")
     if np.linalg.matrix_rank(X) < X.shape[1]:
         raise ValidationError(
             f"formula {formula!r}: the design matrix is rank-deficient on the {label} (a factor "
             "level that does not occur, or collinear terms); simplify the formula.",
-            code="RANK_DEFICIENT"
-        )
+            code="RANK_DEFICIENT")
     try:
         res = model.fit()
     except Exception as err:
@@ -292,8 +281,7 @@ def fit_formula(formula: str, data: pd.DataFrame, family: str, label: str) -> pd
         raise ValidationError(
             f"fitting formula {formula!r} ({family}) on the {label} gave non-finite estimates "
             "(separation or a degenerate response?).",
-            code="FIT_FAILED"
-        )
+            code="FIT_FAILED")
     df = float(res.df_resid) if family == "ols" else math.inf
     return pd.DataFrame({"term": list(model.exog_names), "est": params, "se": bse, "df": df})
 
@@ -314,8 +302,7 @@ def _compare(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], schema: S
             raise ValidationError(
                 f"formula {formula!r} gives terms {list(f['term'])} on synthetic dataset {l} "
                 f"but {list(o['term'])} on the original.",
-                code="TERMS_DIFFER"
-            )
+                code="TERMS_DIFFER")
     rows, per, codes = [], [], []
     for i, term in enumerate(o["term"]):
         orig = Estimate(float(o["est"].iloc[i]), float(o["se"].iloc[i]), float(o["df"].iloc[i]))

@@ -46,20 +46,17 @@ def _check_interval(lo: np.ndarray, hi: np.ndarray, which: str) -> None:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValidationError(
-            f"{which} interval {i} is ({lo[i]}, {hi[i]}); interval bounds must be finite."
-        )
+            f"{which} interval {i} is ({lo[i]}, {hi[i]}); interval bounds must be finite.")
     if np.any(hi < lo):
         i = int(np.flatnonzero(hi < lo)[0])
         raise ValidationError(
-            f"{which} interval {i} has upper bound {hi[i]} below lower bound {lo[i]}."
-        )
+            f"{which} interval {i} has upper bound {hi[i]} below lower bound {lo[i]}.")
     if np.any(hi == lo):
         i = int(np.flatnonzero(hi == lo)[0])
         raise ValidationError(
             f"{which} interval {i} has zero length ({lo[i]}, {hi[i]}); the overlap is undefined "
             "(Karr et al. 2006). Remove the estimand or give a non-degenerate interval.",
-            code="DEGENERATE_INTERVAL"
-        )
+            code="DEGENERATE_INTERVAL")
 
 
 def _cdf(x: np.ndarray, est: np.ndarray, se: np.ndarray, df: np.ndarray | None) -> np.ndarray:
@@ -141,8 +138,7 @@ def ci_overlap(
         if any(v is None for v in (est_o, se_o, est_s, se_s)):
             raise ValidationError(
                 "kind='probability' needs est_o, se_o, est_s and se_s (the estimates and "
-                "standard errors behind the intervals)."
-            )
+                "standard errors behind the intervals).")
         e_o, s_o, e_s, s_s = (_per_estimand(v, n, lo_o_a.shape) for v, n in
                               ((est_o, "est_o"), (se_o, "se_o"), (est_s, "est_s"),
                                (se_s, "se_s")))
@@ -164,8 +160,7 @@ def ci_overlap(
         values=vals,
         mean=float(np.mean(vals)),
         mean_truncated=float(np.mean(np.maximum(vals, 0.0))),
-        kind=kind,
-    )
+        kind=kind)
 
 
 def std_coef_diff(beta_orig: Any, beta_syn: Any, se_orig: Any) -> CoefDiffResult:
@@ -205,7 +200,6 @@ def std_coef_diff(beta_orig: Any, beta_syn: Any, se_orig: Any) -> CoefDiffResult
     if np.any(~np.isfinite(se)) or np.any(se <= 0):
         i = int(np.flatnonzero(~np.isfinite(se) | (se <= 0))[0])
         raise ValidationError(
-            f"se_orig[{i}] = {float(se[i])!r}; standard errors must be finite and > 0."
-        )
+            f"se_orig[{i}] = {float(se[i])!r}; standard errors must be finite and > 0.")
     vals = np.abs(b_o - b_s) / se
     return CoefDiffResult(values=vals, mean=float(np.mean(vals)), median=float(np.median(vals)))

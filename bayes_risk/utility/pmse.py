@@ -354,8 +354,7 @@ def pmse(
     elif incomplete and not syn_cols:
         raise ValidationError(
             "incomplete=True needs the synthesized columns: pass synthesized=[...] or a schema "
-            "with synthesized roles."
-        )
+            "with synthesized roles.")
     incomplete = bool(incomplete)
     if not incomplete:
         syn_cols = list(cols) if not syn_cols else syn_cols
@@ -366,22 +365,18 @@ def pmse(
             raise ValidationError(
                 "method='cart' with incomplete synthesis (synthesized columns "
                 f"{syn_cols}) needs the 'pairs' null, which needs m >= 2 synthetic datasets; "
-                "got m = 1. Use method='logit' (theory null) or release more datasets."
-            )
+                "got m = 1. Use method='logit' (theory null) or release more datasets.")
     if null == "theory" and method == "cart":
         raise ValidationError(
             "null='theory' needs a parametric (logit) propensity model; use null='perm' or "
-            "'pairs' with method='cart'."
-        )
+            "'pairs' with method='cart'.")
     if null == "perm" and incomplete:
         raise ValidationError(
             "null='perm' is valid for complete synthesis only (Snoke et al. 2018, Table 7); "
-            "use null='pairs' (or 'theory' with method='logit') for incomplete synthesis."
-        )
+            "use null='pairs' (or 'theory' with method='logit') for incomplete synthesis.")
     if null == "pairs" and m < 2:
         raise ValidationError(
-            "null='pairs' compares synthetic datasets with each other and needs m >= 2. Got m = 1."
-        )
+            "null='pairs' compares synthetic datasets with each other and needs m >= 2. Got m = 1.")
 
     cart = {"cp": spec.cp, "min_leaf": spec.min_leaf, "min_split": spec.min_split,
             "max_depth": spec.max_depth}
@@ -478,8 +473,7 @@ def _pmse_impl(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Sch
         # the missing-value policy, and the kinds of missing value it met (user guide,
         # Missing values)
         "missing_values": PMSE_MISSING_POLICY,
-        "missing_kinds": missing_summary([orig, *prepared], schema, cols),
-    }
+        "missing_kinds": missing_summary([orig, *prepared], schema, cols)}
     if method == "cart":
         settings.update(cart)
     return PMSEResult(
@@ -487,8 +481,7 @@ def _pmse_impl(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Sch
         ratio=ratio, std=std, k=ks, df=dfs, c=c, n_original=n1, n_synthetic=n2,
         converged=conv, null_pmse=null_vals, nnosplits=nnosplits, method=method,
         max_order=int(max_order), null=null, incomplete=incomplete, synthesized=list(syn_cols),
-        columns=list(cols), settings=settings, warnings=codes,
-    )
+        columns=list(cols), settings=settings, warnings=codes)
 
 
 _MESSAGES = {
@@ -501,8 +494,7 @@ _MESSAGES = {
     "FEW_PAIRS": (DataWarning, "fewer than 6 pairs of synthetic datasets for the 'pairs' null "
                   "(FEW_PAIRS); m >= 4 is advisable."),
     "ZERO_DF": (DataWarning, "no estimable coefficient involves a synthesized variable "
-                "(ZERO_DF); the theory null is undefined and the ratio is nan."),
-}
+                "(ZERO_DF); the theory null is undefined and the ratio is nan.")}
 
 
 def _emit_warnings(codes: list[str], nnosplits: tuple[int, int] | None) -> None:
@@ -517,8 +509,6 @@ def _emit_warnings(codes: list[str], nnosplits: tuple[int, int] | None) -> None:
             DataWarning(
                 f"{nnosplits[0]} of {nnosplits[1]} resampled fits produced no split "
                 "(pMSE < 1e-8) (NO_SPLITS); the resampling null may be unreliable.",
-                code="NO_SPLITS",
-            ),
-            skip_file_prefixes=CALLER,
-        )
+                code="NO_SPLITS"),
+            skip_file_prefixes=CALLER)
 

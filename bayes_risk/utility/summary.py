@@ -43,8 +43,7 @@ __all__ = ["UtilitySummary", "OverlapSpec", "utility_summary", "default_estimand
 #: the default estimands' treatment of missing values, as recorded in the summary's settings
 OVERLAP_MISSING_POLICY = (
     "means over observed values (empty cells and declared codes left out); level proportions "
-    "over all records; P(c missing) for every column with missing values"
-)
+    "over all records; P(c missing) for every column with missing values")
 
 
 def default_estimands(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], schema: Schema,
@@ -288,14 +287,12 @@ def utility_summary(
         **choice.to_settings(), **imp.to_settings(),
         "overlap_missing_values": OVERLAP_MISSING_POLICY if kind == "means_and_proportions"
         else "fitted models: records with a missing value in a model's columns are left out "
-             "(statsmodels' missing='drop')",
-    }
+             "(statsmodels' missing='drop')"}
     warn_single_dataset(codes)
     return UtilitySummary(
         pmse=pm, overlap=overlap, comparison=comparison, estimand_kind=kind,
         synthesized=list(syn_cols), synthesized_inferred=inferred, settings=settings,
-        warnings=list(dict.fromkeys(codes)),
-    )
+        warnings=list(dict.fromkeys(codes)))
 
 
 def _roles(
@@ -331,8 +328,7 @@ def _roles(
                 "role cannot be inferred (ROLE_CONTRADICTED): if they were released unchanged "
                 "the synthetic files were altered. State the synthesized columns with "
                 f"{arg_name('synthesized')} or give the release folder with its manifest.",
-                code="ROLE_CONTRADICTED",
-            )
+                code="ROLE_CONTRADICTED")
         odd = {c: v for c, v in shares.items() if max(v) < 0.05}
         if odd:
             codes.append("ROLE_INFERENCE_DOUBTFUL")
