@@ -109,8 +109,7 @@ class CheckContext:
         evaluate)."""
         if self._synthetic is None:
             if self.synthesizes:
-                self._synthetic = list(
-                    self.fitted.synthesize(self.m, random_seed=self.random_seed))
+                self._synthetic = list(self.fitted.synthesize(self.m, random_seed=self.random_seed))
             else:
                 rng = np.random.default_rng(self.random_seed)
                 self._synthetic = [

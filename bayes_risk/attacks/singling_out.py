@@ -146,8 +146,7 @@ def _check_modes(mode: Any) -> list[str]:
     modes = [mode] if isinstance(mode, str) else list(mode)
     bad = [m for m in modes if m not in MODES]
     if not modes or bad:
-        raise ValidationError(
-            f"mode must be 'univariate', 'multivariate' or both. Got {mode!r}.")
+        raise ValidationError(f"mode must be 'univariate', 'multivariate' or both. Got {mode!r}.")
     return [m for m in MODES if m in modes]
 
 

@@ -162,8 +162,7 @@ def _key_groups(ngroups_keys: Any, keys: list[str], schema: Schema) -> list[int 
     def one(g: Any, what: str) -> int | None:
         if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or int(g) < 0 \
                 or int(g) == 1:
-            raise ValidationError(
-                f"{what} must be an integer >= 2 (or 0: no grouping). Got {g!r}.")
+            raise ValidationError(f"{what} must be an integer >= 2 (or 0: no grouping). Got {g!r}.")
         return int(g) or None
 
     if isinstance(ngroups_keys, (int, np.integer)) and not isinstance(ngroups_keys, bool):
