@@ -1,10 +1,7 @@
-"""Scale-out with Dask: the risk engines on a ``dask.distributed`` cluster.
-
-:func:`attribute_risk`, :func:`identification_risk` and :func:`radius_sweep` run the in-process
-functions with ``executor=DaskExecutor(client, partition_size)`` (:mod:`bayes_risk.executors`):
-the same stages and exactly the same numbers, the per-record stage on the workers
-(:doc:`/user_guide/dask`). ``import bayes_risk`` never imports Dask; install it with
-``pip install "bayes-risk[dask]"``.
+"""Scale-out with Dask: :func:`attribute_risk`, :func:`identification_risk` and
+:func:`radius_sweep` run the in-process engines with ``executor=DaskExecutor(...)``, the same
+numbers with the per-record stage on the workers (:doc:`/user_guide/dask`). ``import
+bayes_risk`` never imports Dask (``pip install "bayes-risk[dask]"``).
 """
 
 from __future__ import annotations
