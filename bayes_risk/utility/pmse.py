@@ -103,20 +103,18 @@ def _pmse_value(prob: np.ndarray, c: float) -> float:
 
 
 
+@dataclass(frozen=True)
 class _Engine:
     """Fits the propensity model to one stacked pair of tables (label 1 = first table)."""
 
-    def __init__(self, schema: Schema, columns: Sequence[str], method: str, max_order: int,
-                 synthesized: Sequence[str], incomplete: bool, cart: dict[str, Any],
-                 max_iter: int) -> None:
-        self.schema = schema
-        self.columns = list(columns)
-        self.method = method
-        self.max_order = max_order
-        self.synthesized = set(synthesized)
-        self.incomplete = incomplete
-        self.cart = cart
-        self.max_iter = max_iter
+    schema: Schema
+    columns: list[str]
+    method: str
+    max_order: int
+    synthesized: set[str]
+    incomplete: bool
+    cart: dict[str, Any]
+    max_iter: int
 
     def features(self, syn: Prepared, orig: Prepared):
         """Design (logit) or feature matrix (CART) and labels; synthetic rows first (synthpop)."""
@@ -406,8 +404,8 @@ def _pmse_impl(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Sch
                max_order: int, null: str, n_perm: int, random_seed: RandomSeed,
                cart: dict[str, Any], max_iter: int, progressbar: bool) -> PMSEResult:
     m = len(datasets)
-    engine = _Engine(schema, cols, method, int(max_order), syn_cols, incomplete, cart,
-                     int(max_iter))
+    engine = _Engine(schema, list(cols), method, int(max_order), set(syn_cols), incomplete,
+                     cart, int(max_iter))
     n1 = len(original)
     orig = prepare_table(original, schema, cols)
     prepared = [prepare_table(z, schema, cols) for z in datasets]
