@@ -60,11 +60,8 @@ def parse_memory(value: int | float | str | None, argument: str = "memory") -> i
 
 @contextlib.contextmanager
 def memory_limit(limit: int | float | str | None, argument: str = "memory") -> Iterator[None]:
-    """Limit the memory of the work done inside the block to ``limit`` (``None``: no change).
-
-    Nested limits keep the smaller. The limit covers the whole process (its resident memory
-    counts against it), as ``--memory`` promises for a command.
-    """
+    """Limit the memory of the work done inside the block to ``limit`` (``None``: no change;
+    nested limits keep the smaller). It covers the whole process, as ``--memory`` promises."""
     nbytes = parse_memory(limit, argument)
     if nbytes is None:
         yield

@@ -15,12 +15,8 @@ LOG_TIE_ATOL = 1e-9
 
 
 def logsumexp(a: np.ndarray, axis: int | tuple[int, ...] | None = None) -> np.ndarray:
-    """``log(sum(exp(a)))`` computed stably; all ``-inf`` gives ``-inf`` (never ``nan``).
-
-    A plain-numpy implementation (max shift): it gives scipy's result without
-    scipy's per-call array-API overhead, which dominates for the millions of short vectors of the
-    risk engines. ``nan`` propagates; ``+inf`` gives ``+inf``.
-    """
+    """``log(sum(exp(a)))`` computed stably (max shift; all ``-inf`` gives ``-inf``, ``nan``
+    propagates): scipy's result without its per-call overhead on millions of short vectors."""
     a = np.asarray(a, dtype=np.float64)
     if a.size == 0:
         from scipy.special import logsumexp as _scipy_logsumexp  # rare: not imported eagerly
@@ -64,11 +60,8 @@ os.register_at_fork(after_in_child=_POOL.clear)
 
 
 def _pool(n: int, name: str = "bayes-risk"):
-    """A persistent thread pool of ``n`` workers (numpy releases the GIL inside its loops).
-
-    ``name`` keeps pools apart: work that runs in the background while the shared pool is in
-    use (the attribute engine's k̂ fits) gets its own, so that neither queues behind the other.
-    """
+    """A persistent thread pool of ``n`` workers; ``name`` keeps pools apart (background work,
+    the attribute engine's k̂ fits, gets its own so neither queues behind the other)."""
     from concurrent.futures import ThreadPoolExecutor
 
     if (name, n) not in _POOL:
@@ -87,11 +80,8 @@ def n_threads() -> int:
 
 
 def threaded_map(fn, items: list) -> list:
-    """``[fn(x) for x in items]`` on the shared pool when there are several threads.
-
-    For functions that spend their time in GIL-releasing numpy loops. Results are returned in
-    order and each item is computed independently, so they do not depend on the thread count.
-    """
+    """``[fn(x) for x in items]`` on the shared pool when there are several threads, for
+    GIL-releasing numpy work; in order, each item alone, so the thread count changes nothing."""
     n = min(n_threads(), len(items))
     if n <= 1:
         return [fn(x) for x in items]
@@ -101,13 +91,9 @@ def threaded_map(fn, items: list) -> list:
 def threaded_ufunc(
     ufunc: np.ufunc, a: np.ndarray, out: np.ndarray | None = None, **errstate: str
 ) -> np.ndarray:
-    """Elementwise ``ufunc(a, out=out)`` split over threads along the first axis.
-
-    numpy's SIMD ``exp``/``log`` run on one core; large arrays (the ``[H, R, G]`` blocks of the
-    attribute engine) are split into contiguous slabs, one per thread. Elementwise, so the
-    values are identical to a single call. ``errstate`` (e.g. ``divide="ignore"``) is applied
-    in every worker (numpy's error state is per thread).
-    """
+    """Elementwise ``ufunc(a, out=out)`` split over threads along the first axis (numpy's SIMD
+    ``exp``/``log`` run on one core); the values equal a single call's, ``errstate`` is applied
+    in every worker (numpy's error state is per thread)."""
     if out is None:
         out = np.empty_like(a)
 

@@ -37,11 +37,8 @@ def as_generator(random_seed: RandomSeed = None) -> np.random.Generator:
 
 
 def spawn(random_seed: RandomSeed, n: int) -> list[np.random.Generator]:
-    """Return ``n`` independent child generators.
-
-    Used once per synthetic dataset, chain or chunk so that results do not depend on how work is
-    split among workers: child ``k`` is the same stream whatever the chunking.
-    """
+    """``n`` independent child generators: child ``k`` is the same stream whatever the chunking,
+    so results do not depend on how work is split."""
     return list(as_generator(random_seed).spawn(int(n)))
 
 
@@ -82,11 +79,8 @@ def seed_to_json(random_seed: RandomSeed) -> int | list[int] | str | None:
 
 
 def replayable_seed(random_seed: RandomSeed) -> int | list[int] | None:
-    """The seed as JSON if passing it again reproduces the same stream, else ``None``.
-
-    Integers and sequences of integers replay; ``None`` (fresh entropy), a ``Generator`` (its
-    state has moved on) and a spawned ``SeedSequence`` do not.
-    """
+    """The seed as JSON if passing it again reproduces the same stream (integers and their
+    sequences), else ``None`` (fresh entropy, a ``Generator``, a spawned ``SeedSequence``)."""
     if random_seed is None or isinstance(random_seed, np.random.Generator):
         return None
     if isinstance(random_seed, (int, np.integer)):

@@ -1,13 +1,7 @@
-"""The warning catalogue: every warning code a result can carry and what it means.
-
-The engines raise Python warnings (the classes of :mod:`bayes_risk.exceptions`) with a full
-message while they compute, and keep the codes in the result's ``warnings``; a result turns its
-codes back into :class:`~bayes_risk.results.ResultWarning` objects with the sentence of
-:data:`MESSAGES`, and the audit report explains them with it. A code that is not listed keeps a
-pointer to the warning raised at run time. The user guide's errors page lists the same codes
-(a test keeps the two the same).
-
-A low module: every part of the package may import it, and it imports nothing of the package.
+"""The warning catalogue: every warning code a result can carry and the sentence that explains
+it (:data:`MESSAGES`; a result turns its codes into :class:`~bayes_risk.results.ResultWarning`
+objects with it). The errors page lists the same codes (a test keeps the two the same). A low
+module: it imports nothing of the package.
 """
 
 from __future__ import annotations
