@@ -1,19 +1,10 @@
 """The measures by name: one :class:`Measure` record each, the single place a measure is declared.
 
-The audit's plan (the step names ``skip=`` takes), its step loop, its verdict lines, its report
-sections and the command line's list of sub-commands all iterate over :func:`measures`; none of
-them lists the measures itself. A record holds import paths (``"module:attribute"``) as strings
-and :func:`load` imports one only when it is used, so that importing this module (as
-``bayes-risk --help`` does) imports nothing but the standard library.
-
-A measure of another distribution is registered the same way, as an entry point of the group
-:data:`GROUP` whose object is its :class:`Measure` (docs page "Adding a measure")::
-
-    [project.entry-points."bayes_risk.measures"]
-    exact_copies = "my_package.measure:MEASURE"
-
-or, for a session (a test, a notebook), with :func:`register` and :func:`unregister`. A measure
-added either way runs after the built-in ones.
+The audit's plan, step loop, verdict lines, report sections and the command line's sub-commands
+all iterate over :func:`measures`. A record holds import paths as strings (:func:`load` imports
+one when used), so importing this module imports only the standard library. Another
+distribution registers a measure as an entry point of :data:`GROUP`, a session with
+:func:`register`. See :doc:`/adding_a_measure`.
 """
 
 from __future__ import annotations

@@ -290,15 +290,8 @@ class AuditResult(RiskResult):
         return Path(path)
 
     def _report_figures(self) -> dict[tuple[str, int], bytes]:
-        """The report's figures as PNG bytes, drawn by the first report of this result and
-        reused by the next (``to_html``, ``to_markdown``).
-
-        They are drawn again when the result has changed since: another ``plan`` or ``steps``
-        list, or a step whose ``name``, ``status``, ``result`` or ``extra`` (the objects the
-        figures are drawn from) is another object, as in a copy of the result with one step
-        replaced. The objects are compared by identity: a result's tables are not expected to
-        be edited in place.
-        """
+        """The report's figures as PNG bytes, drawn by the first report and reused by the next
+        unless a step's objects (compared by identity) changed since."""
         state = (self.plan, self.steps, *(x for s in self.steps
                                           for x in (s, s.name, s.status, s.result, s.extra)))
         cached = self.__dict__.get("_figures")

@@ -296,8 +296,7 @@ class IdentificationResult(RiskResult):
         """Histogram of the record-level identification risk ``IR`` of the targets."""
         ir = np.asarray(self.record_IR, dtype=float)
         ax.hist(ir[np.isfinite(ir)], bins=30)
-        ax.set_xlabel("record-level identification risk IR")
-        ax.set_ylabel("targets")
+        ax.set(xlabel="record-level identification risk IR", ylabel="targets")
         ax.set_title(f"Expected match risk {self.file.get('expected_match_risk', np.nan):.4g}")
         return ax
 
@@ -314,8 +313,7 @@ class IdentificationResult(RiskResult):
         ax.plot(pos, v, "o-", lw=1, ms=4)
         ax.axhline(float(np.nanmean(v)), color="k", ls="--", label="mean")
         ax.set_xticks(pos)
-        ax.set_xlabel("synthetic dataset")
-        ax.set_ylabel("expected match risk (sum of IR)")
+        ax.set(xlabel="synthetic dataset", ylabel="expected match risk (sum of IR)")
         ax.legend(loc="best")
         return ax
 
@@ -351,8 +349,7 @@ class IdentificationResult(RiskResult):
             if not pr.get("stopped_by_tolerance", True):
                 warning = (f"MCSE_NOT_REACHED: relative MCSE above {100 * tol:g} % at\n"
                            f"R = {int(R[-1])}, the cap: the pooled figure is uncertain")
-        ax.set_xlabel("number of posterior replicates R")
-        ax.set_ylabel("expected match risk (targets)")
+        ax.set(xlabel="number of posterior replicates R", ylabel="expected match risk (targets)")
         # whether the tolerance was reached is a warning beside the figure, not its title
         ax.set_title(f"Running pooled estimate ({pr.get('view', '')} view, R = {int(R[-1])})",
                      fontsize="medium")

@@ -254,8 +254,7 @@ class KnowledgeSweepResult(RiskResult):
                         xytext=(-4 if at_right else 4, 4), ha="right" if at_right else "left",
                         fontsize=7)
         ax.set_xticks(range(0, len(self.candidates) + 1))
-        ax.set_xlabel("number of known variables")
-        ax.set_ylabel(_LABEL.get(m, m))
+        ax.set(xlabel="number of known variables", ylabel=_LABEL.get(m, m))
         ax.set_title(f"{_RISK[self.kind]} by the intruder's knowledge")
         ax.legend(loc="best", fontsize=8)
         return ax

@@ -24,8 +24,7 @@ def _per_dataset_plot(ax: Any, values: Any, reference: float, label: str) -> Any
     ax.plot(pos, v, "o", ms=5)
     ax.axhline(reference, color="k", ls="--", lw=1, label=f"null value {reference:g}")
     ax.set_xticks(pos)
-    ax.set_xlabel("synthetic dataset")
-    ax.set_ylabel(label)
+    ax.set(xlabel="synthetic dataset", ylabel=label)
     ax.legend(loc="best")
     return ax
 
