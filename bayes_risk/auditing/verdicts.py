@@ -528,17 +528,12 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
 
 
 def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Baseline]:
-    """Each line reads the larger of two intruders' figures: the one who holds all m
-    datasets (probabilities pooled over them, Reiter & Mitra 2009: the defaults of
-    ``bayes-risk identification``) and the one who holds one dataset (the mean over the
-    datasets, Hornby & Hu 2021), each at its own maximising radius when the sweep ran. The
-    pooled intruder is usually the stronger (CEdata, CART, m = 5: true match rate 1.2 %
-    against 0.31 %), so the per-dataset mean alone would understate the risk."""
+    """The expected and the true match rate, each the larger of the figures of the intruder
+    who holds all m datasets (pooled, Reiter & Mitra 2009) and of the one who holds one (the
+    mean over the datasets, Hornby & Hu 2021), at the maximising radius when the sweep ran."""
     th = plan.thresholds
     iw = _caveats("identification", i.result.warnings)
-    pooled = i.extra.get("pooled")
-    if pooled is None:  # a result made before the pooled figures existed
-        return _per_dataset_lines(plan, i, iw)
+    pooled = i.extra["pooled"]
     head = pooled.headline.file
     sw = i.extra.get("sweep")
     per = (i.extra.get("at_r_star") or i.result).file
@@ -600,9 +595,8 @@ _ID_THRESHOLDS = ("expected_match_rate", "true_match_rate")
 
 
 def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple[float, str]:
-    """An identification line's value and words under the regimes of the model's fit: the
-    mean per dataset over the datasets drawn from each regime (``RISK_BY_REGIME``), the
-    larger of these and ``value`` read."""
+    """An identification line's value and words under the regimes of the model's fit (the
+    larger of ``value`` and each regime's mean per dataset, ``RISK_BY_REGIME``)."""
     if not reg:
         return value, ""
     if reg.get("status") != "computed":
@@ -631,49 +625,3 @@ def _identification_intruder(plan: AuditPlan) -> str:
     return (f"knows {', '.join(plan.known)} of every target"
             + (f" ({rad})" if rad else "") + "; holds one or all of the "
             f"{plan.m} datasets (the larger figure is read)")
-
-
-def _per_dataset_lines(plan: AuditPlan, i: StepOutcome,
-                       iw: tuple[str, ...]) -> list[Verdict | Baseline]:
-    th = plan.thresholds
-    s = i.result.file
-    n = float(s["n_targets"])
-    sw = i.extra.get("sweep")
-    star = i.extra.get("at_r_star")
-    lines: list[tuple[str, float, float, str | None, str]] = []
-    if sw is not None:
-        lines.append(("expected match rate at the maximising radius",
-                      float(sw.risk_star) / n, th.expected_match_rate,
-                      step_file(i, "radius_sweep.csv"),
-                      f"radius {sw.r_star}"))
-    else:
-        lines.append(("expected match rate", float(s["expected_match_rate"]),
-                      th.expected_match_rate, step_file(i, "summary.json"),
-                      ""))
-    if sw is not None and star is not None:  # at the same radius as the line above
-        lines.append(("true match rate (correct unique matches) at the maximising radius",
-                      float(star.file["true_match_rate_targets"]), th.true_match_rate,
-                      step_file(i, "summary.json"), f"radius {sw.r_star}"))
-    else:
-        lines.append(("true match rate (correct unique matches)",
-                      float(s["true_match_rate_targets"]), th.true_match_rate,
-                      step_file(i, "summary.json"), ""))
-    lines = [(lab, _pct(v), _pct(t), src, d) for lab, v, t, src, d in lines]
-    if plan.identification_release_independent:
-        why = (f"the intruder knows only unsynthesized columns "
-               f"({', '.join(plan.known)}), which the release carries unchanged")
-        return [Baseline("identification", m, v, t, src,
-                         why + (f"; {d}" if d else ""), unit="%")
-                for m, v, t, src, d in lines]
-    who = _identification_intruder(plan)
-    cause = remedies.identification_cause(plan, i)
-    pdd = getattr(star or i.result, "per_dataset", None) or {}
-    nt = float(s["n_targets"])
-    each = (np.asarray(sw.risk[sw.argmax[0]], dtype=float) / nt if sw is not None and
-            sw.argmax else np.asarray(pdd.get("expected_match_risk", []), dtype=float) / nt,
-            np.asarray(pdd.get("true_match_rate_targets", []), dtype=float))
-    return [_caused(Verdict("identification", m, v, t, "max", src, d, iw, unit="%",
-                            spread=_range(e * 100, "%"), intruder=who,
-                            count_of=(int(nt), "targets"), threshold_name=tn), *cause)
-            for (m, v, t, src, d), e, tn in zip(lines, each, _ID_THRESHOLDS, strict=True)]
-
