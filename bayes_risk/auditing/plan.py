@@ -12,16 +12,13 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
 from bayes_risk.measures import measures
-
-if TYPE_CHECKING:
-    from bayes_risk.auditing.settings import AuditSettings
 
 __all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "DEFAULT_SWEEP",
            "THRESHOLD_SOURCES", "step_names"]
@@ -437,11 +434,12 @@ def _release_capabilities(syn: Any) -> tuple[bool, bool]:
     return bool(capabilities(cls).releases_donor_values), takes_smoothing
 
 
-def _make_plan(data: Any, syn: Any, sch: Any, s: AuditSettings, *, known: Any, model: Any,
+def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
                synthesized: Any, thresholds: Thresholds, random_seed: int,
                seed_src: str = "given") -> AuditPlan:
-    """Resolve every setting of ``s`` and the inputs (see :func:`audit`), checked before any
-    step runs, and record where each came from."""
+    """Resolve every setting of the :class:`~bayes_risk.AuditSettings` ``s`` (typed ``Any``: the
+    settings module imports this one) and the inputs, checked before any step runs, and record
+    where each came from."""
     from bayes_risk.utility._inputs import infer_synthesized
 
     est, prop, radius_type = s.attribute_estimator, s.propensity, s.match.radius_type
