@@ -73,15 +73,11 @@ def audit(
     holdout : DataFrame, optional
         Records of the same population that were not in the original: the membership step
         (:func:`~bayes_risk.membership_risk`, with the fitted ``model``) and the attacks step
-        (anonymeter's singling-out and linkability attacks, :func:`~bayes_risk.singling_out_risk`
-        and :func:`~bayes_risk.linkability_risk`, whose control set it is) run only when it is
-        given, and are skipped with the reason otherwise (the membership step refits the model
-        once per dataset).
+        (:func:`~bayes_risk.singling_out_risk`, :func:`~bayes_risk.linkability_risk`) run only
+        when it is given.
     settings : AuditSettings, optional
-        How the steps measure the release: the identification steps' matching and radius
-        sweep, the attribute step's records and estimator, the utility step's combining rules
-        and propensity model, the empirical measures' targets and survey weights, the steps to
-        skip, and more (:class:`~bayes_risk.AuditSettings`; default: every field's default).
+        How the steps measure the release (:class:`~bayes_risk.AuditSettings`; default: every
+        field's default).
     thresholds : Thresholds, mapping or list of "NAME=VALUE", optional
         Release-board thresholds of the verdict lines (defaults:
         :class:`~bayes_risk.auditing.Thresholds`).

@@ -54,14 +54,10 @@ class IdentificationResult(RiskResult):
         ``IR_τ`` (per dataset: ``mean_l IR_τ^(l)``).
     prob : scipy.sparse.csr_matrix [N_T, n] or None
         Pooled ``π_τ(k)`` (columns = original records in row order); ``None`` per dataset.
-        Built from :attr:`pooled` on first access (every fallback set enumerated; an error if
-        that exceeds 100 million entries — read :attr:`pooled` row by row then).
+        Built from :attr:`pooled` on first access (an error beyond 100 million entries).
     pooled : PooledProbabilities or None
-        The same probabilities in compact form
-        (``bayes_risk.identification.pooled.PooledProbabilities``): the directly matched
-        records explicitly, each target's fallback set (the records matching its unsynthesized
-        known columns, used in replicates without a match; Reiter & Mitra 2009) as the set and
-        one probability (``.row(i)``, ``.tocsr()``, ``.nnz``).
+        The same probabilities in compact form, each target's fallback set as the set and one
+        probability (``.row(i)``, ``.tocsr()``, ``.nnz``).
     p_out, p_unassigned : ndarray
         ``π_τ(n+1)`` and the mass of replicates without any match (known membership).
     file : dict
@@ -70,12 +66,9 @@ class IdentificationResult(RiskResult):
         ``true_match_rate_unique``, ``false_match_rate``, ``n_targets`` …; averaged over
         datasets for per-dataset aggregation).
     per_dataset : dict or None
-        File-level measures as vectors over datasets (per-dataset aggregation).
-        With posterior replicates (``PosteriorReplicates``), ``file`` also holds ``n_replicates``,
-        ``mc_se`` (delete-a-group jackknife Monte Carlo standard error of every pooled measure),
-        ``replicate_mean`` / ``replicate_mean_mc_se`` / ``replicate_quantiles`` (the measures of
-        each replicate taken alone: their spread over replicates) and ``mc_trace`` (the running
-        estimate); :meth:`uncertainty` collects them.
+        File-level measures as vectors over datasets (per-dataset aggregation). With posterior
+        replicates ``file`` also holds their Monte Carlo figures, which :meth:`uncertainty`
+        collects (:doc:`/user_guide/posterior_replicates`).
     warnings : tuple of str
         Machine-readable codes (``NO_MATCH``, ``ZERO_UNIQUE``, ``F_BELOW_ONE``,
         ``IPF_NOT_CONVERGED``, ``LEGACY_NONPOSITIVE_NO_MATCH``).
