@@ -1,19 +1,10 @@
 """The measures by name: one :class:`Measure` record each, the single place a measure is declared.
 
-The audit's plan (the step names ``skip=`` takes), its step loop, its verdict lines, its report
-sections and the command line's list of sub-commands all iterate over :func:`measures`; none of
-them lists the measures itself. A record holds import paths (``"module:attribute"``) as strings
-and :func:`load` imports one only when it is used, so that importing this module (as
-``bayes-risk --help`` does) imports nothing but the standard library.
-
-A measure of another distribution is registered the same way, as an entry point of the group
-:data:`GROUP` whose object is its :class:`Measure` (docs page "Adding a measure")::
-
-    [project.entry-points."bayes_risk.measures"]
-    exact_copies = "my_package.measure:MEASURE"
-
-or, for a session (a test, a notebook), with :func:`register` and :func:`unregister`. A measure
-added either way runs after the built-in ones.
+The audit's plan, step loop, verdict lines, report sections and the command line's sub-commands
+all iterate over :func:`measures`. A record holds import paths as strings (:func:`load` imports
+one when used), so importing this module imports only the standard library. Another
+distribution registers a measure as an entry point of :data:`GROUP`, a session with
+:func:`register`. See :doc:`/adding_a_measure`.
 """
 
 from __future__ import annotations
@@ -33,7 +24,8 @@ GROUP = "bayes_risk.measures"
 
 @dataclass(frozen=True)
 class Measure:
-    """One measure of the package: what computes it and what reads it.
+    """One measure of the package: what computes it and what reads it
+    (:doc:`/adding_a_measure` describes every field).
 
     Every reference to code is an import path ``"package.module:attribute"``, imported by
     :func:`load` when it is used.
@@ -41,32 +33,27 @@ class Measure:
     Parameters
     ----------
     name : str
-        The audit step's name (``AuditSettings(skip=[name])``; ``--skip`` writes it with
-        hyphens), the key of its outcome (``AuditResult.step(name)``) and of its sub-folder.
+        The audit step's name (``AuditSettings(skip=[name])``, ``AuditResult.step(name)``, its
+        sub-folder).
     title : str
         The step's heading in the progress lines, the report and the summary.
     step : str
-        The audit step: ``step(ctx: StepContext) -> StepOutcome``
-        (``bayes_risk.auditing.context``); it calls ``function`` and writes the step's files.
+        The audit step: ``step(ctx: StepContext) -> StepOutcome``.
     function : str, optional
         The public function that computes the measure (what ``step`` calls).
     result : str, optional
-        The class of the result ``function`` returns (``StepOutcome.result``).
+        The class of the result ``function`` returns.
     verdict : str, optional
         The builder of the step's verdict lines: ``lines(plan, outcome) -> list[Verdict |
-        Baseline]`` (``bayes_risk.auditing.verdicts``), called when the step ran. ``None``:
-        the step has no verdict line (a step that did not run is then not listed as
-        unassessed).
+        Baseline]``; ``None``: the step has no verdict line.
     sections : tuple of str
         The builders of the step's report sections, in order: ``section(result, links) ->
-        Section``, usually made with :func:`bayes_risk.auditing.render.step_section`.
+        Section`` (:func:`bayes_risk.auditing.render.step_section`).
     command : str, optional
-        The sub-command of ``bayes-risk`` that computes the measure alone (``None``: none);
-        one of a measure of another distribution (an entry point) is not added, since
-        ``--help`` does not read the installed metadata.
+        The sub-command of ``bayes-risk`` that computes the measure alone (``None``: none; not
+        added for an entry point's measure).
     parser : str, optional
-        The module declaring ``command``'s arguments, with ``add_parser(subparsers)``
-        (``bayes_risk.cli.parsers``); light: ``--help`` imports it. Default:
+        The module declaring ``command``'s arguments (``add_parser(subparsers)``). Default:
         ``bayes_risk.cli.parsers.<command>`` (hyphens as underscores).
     """
 

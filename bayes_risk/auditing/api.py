@@ -1,10 +1,8 @@
 """``bayes_risk.audit()``: every measure of the package on one release, and one report.
 
-The audit is an orchestrator: it works out a plan (:class:`~bayes_risk.auditing.AuditPlan`) from the
-release and the arguments, then runs each step through the public function of its measure
-(``utility_summary``, ``identification_risk`` / ``radius_sweep``, ``attribute_risk``,
-``membership_risk``, ``singling_out_risk`` / ``linkability_risk``, ``disclosure_measures``),
-writing the files its sub-command writes into a sub-folder. It defines no measure of its own.
+It works out a plan (:class:`~bayes_risk.auditing.AuditPlan`), then runs each registered measure
+through its public function, writing the files its sub-command writes into a sub-folder. See
+:doc:`/user_guide/audit`.
 """
 
 from __future__ import annotations
@@ -76,15 +74,11 @@ def audit(
     holdout : DataFrame, optional
         Records of the same population that were not in the original: the membership step
         (:func:`~bayes_risk.membership_risk`, with the fitted ``model``) and the attacks step
-        (anonymeter's singling-out and linkability attacks, :func:`~bayes_risk.singling_out_risk`
-        and :func:`~bayes_risk.linkability_risk`, whose control set it is) run only when it is
-        given, and are skipped with the reason otherwise (the membership step refits the model
-        once per dataset).
+        (:func:`~bayes_risk.singling_out_risk`, :func:`~bayes_risk.linkability_risk`) run only
+        when it is given.
     settings : AuditSettings, optional
-        How the steps measure the release: the identification steps' matching and radius
-        sweep, the attribute step's records and estimator, the utility step's combining rules
-        and propensity model, the empirical measures' targets and survey weights, the steps to
-        skip, and more (:class:`~bayes_risk.AuditSettings`; default: every field's default).
+        How the steps measure the release (:class:`~bayes_risk.AuditSettings`; default: every
+        field's default).
     thresholds : Thresholds, mapping or list of "NAME=VALUE", optional
         Release-board thresholds of the verdict lines (defaults:
         :class:`~bayes_risk.auditing.Thresholds`).
@@ -120,27 +114,13 @@ def audit(
     from bayes_risk.auditing import steps as st
 
     s = as_spec(settings, AuditSettings, "settings")
-    match = s.match
-    radius = dict(match.radius) if isinstance(match.radius, Mapping) else match.radius
-    original, synthetic, w = _split_weights(original, synthetic, s.weights)
-    data, syn, sch = _inputs(original, synthetic, schema, s.categorical)
+    data, syn, sch, w = _inputs(original, synthetic, schema, s.categorical, s.weights)
     seed_src = "given" if random_seed is not None else "drawn"
     if random_seed is None:
         random_seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
-    plan = _make_plan(
-        data, syn, sch, known=known, model=model, synthesized=synthesized, radius=radius,
-        radius_type=match.radius_type, sweep=s.sweep, targets=s.targets,
-        ngroups_target=s.ngroups_target, attribute_records=s.attribute_records,
-        attribute_estimator=s.attribute_estimator.kind,
-        refit_draws=s.attribute_estimator.refit_draws, thresholds=Thresholds.parse(thresholds),
-        show=s.show_confidential_values, random_seed=random_seed, seed_src=seed_src,
-        skip=s.skip, sweep_unsynthesized=s.sweep_unsynthesized,
-        combining_rules=s.combining_rules, pmse_method=s.propensity.method,
-        max_order=s.propensity.max_order, known_sweep=s.known_sweep, imputed=s.imputed,
-        membership_selection=s.membership_selection,
-        linkability_columns=s.linkability_columns, allow_other_model=s.allow_other_model,
-    )
-    _record_weights(plan, s.weights)
+    plan = _make_plan(data, syn, sch, s, known=known, model=model, synthesized=synthesized,
+                      thresholds=Thresholds.parse(thresholds), random_seed=random_seed,
+                      seed_src=seed_src)
     root = Path(out) if out is not None else None
     if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise ValidationError(
@@ -169,46 +149,6 @@ def audit(
     return AuditResult(plan=plan, steps=outcomes, root=root)
 
 
-def _split_weights(original: Any, synthetic: Any, weights: Any) -> tuple[Any, Any, Any]:
-    """The survey weights (a column of the original, positive and finite) as a vector, and the
-    original without that column when the release does not carry it (the other steps compare
-    the release's columns with the original's)."""
-    if weights is None:
-        return original, synthetic, None
-    if not isinstance(weights, str):
-        raise ValidationError(
-            f"weights must name a column of the original. Got {type(weights).__name__}.")
-    from bayes_risk.data.io import read_synthetic, read_table
-    from bayes_risk.identification.population import _weight_vector
-
-    if isinstance(original, (str, os.PathLike)):
-        original = read_table(original)
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a DataFrame or a table path. Got {type(original).__name__}.")
-    w = _weight_vector(weights, original)  # a missing column or a bad weight is refused here
-    rest = original.drop(columns=[weights])
-    if isinstance(synthetic, (str, os.PathLike)) or (
-            isinstance(synthetic, (list, tuple)) and synthetic
-            and all(isinstance(z, (str, os.PathLike)) for z in synthetic)):
-        synthetic = read_synthetic(synthetic, like=rest)
-    first = synthetic if isinstance(synthetic, pd.DataFrame) else next(iter(synthetic), None)
-    released = first is not None and weights in getattr(first, "columns", ())
-    return (original if released else rest), synthetic, w
-
-
-def _record_weights(plan: Any, weights: str | None) -> None:
-    """Record the survey weights in the plan (they are no key of the intruder's)."""
-    if weights is not None and weights in plan.known:
-        raise ValidationError(
-            f"weights column {weights!r} is also a known column; survey weights are not a "
-            "key.")
-    plan.weights = weights
-    plan.add("disclosure", "survey weights", weights or "none", "given" if weights else
-             "default", "sdcMicro's individual risk of the original: Benedetti–Franconi with "
-             "the weights, 1/f_k without")
-
-
 def _skip_arg(steps: list[str]) -> str:
     """``settings=AuditSettings(skip=['attribute'])`` in Python, ``--skip attribute`` on the
     command line."""
@@ -224,13 +164,8 @@ def _say(ctx: Any, msg: str) -> None:
 
 
 def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepOutcome:
-    """Run one step; its warnings are recorded on the outcome and passed on to the caller.
-
-    A step the caller asked to skip is not run. A step that fails on the input (a
-    ``ValidationError`` or ``SchemaError``) fails the audit: the error is raised again, naming
-    the step. Any other error is recorded on the outcome (status ``"failed"``): the other
-    steps still run and the result is marked incomplete.
-    """
+    """Run one step, its warnings recorded on the outcome and passed on. Bad input fails the
+    audit, naming the step; any other error fails the step alone (status ``"failed"``)."""
     if name in ctx.plan.skip:
         return StepOutcome(name=name, title=title, status="skipped",
                            reason=f"skipped as asked ({_skip_arg([name])}).")
@@ -279,11 +214,8 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
 
 
 def _preflight(ctx: Any) -> None:
-    """Check, before the first step runs, the inputs the steps read from the data: the
-    original against the release (fingerprint, row alignment), the fitted model against the
-    original, the synthesizer rebuilt from a CART / random-forest manifest (built once here
-    and shared by the steps that need it), and the membership step's holdout and selection
-    rule. Errors are raised as the steps would raise them."""
+    """Check, before the first step, the original against the release, the fitted model (or
+    the rebuilt synthesizer, kept for the steps) and the membership step's inputs."""
     from bayes_risk.auditing import steps as st
 
     plan, data, syn = ctx.plan, ctx.original, ctx.synthetic
@@ -341,17 +273,9 @@ def _needed_by(err: Exception, users: list[str]) -> Exception:
 
 def _with_mcmc_warnings(step_warnings: list[dict[str, Any]],
                         mcmc: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Put the structured MCMC warnings of a step's fits (``AttributeRiskResult.mcmc``) in its
-    list of warnings, each naming its fit and carrying its failed checks (``checks``: code,
-    fit, quantity, statistic, value, threshold).
-
-    A fit made during the step (an augmented fit) raised its warning then: that entry (same code
-    and text) gains the fit's name. A fit made before the step (the saved model) raised none
-    here: its warning is added, and returned so that the caller raises it too. A model code
-    without checks (``TRUNCATION_TOO_SMALL``) is added only when no warning of the step has
-    that code (its text at fit time differs from the record's; the result's ``mcmc`` record
-    names every fit that has it).
-    """
+    """Name each fit's MCMC warning (``AttributeRiskResult.mcmc``) in the step's warnings: the
+    entry a fit of the step raised gains the fit and its checks; a saved model's is added and
+    returned (the caller raises it). A code without checks is added only if not yet there."""
     added = []
     for w in mcmc:
         fit, code = str(w.get("fit", "model")), str(w["code"])

@@ -1,10 +1,5 @@
-"""What drives each verdict line: figures computed from the run, read by the verdict's cause.
-
-Each function returns plain numbers (JSON-ready) that :class:`~bayes_risk.auditing.AuditResult`
-turns into one sentence per line on the wrong side of its threshold. They are computed by the
-steps, from the data the measure saw, so a cause is never a generic sentence: it is a fact of
-this release.
-"""
+"""What drives each verdict line: plain (JSON-ready) numbers the steps compute from the data
+the measure saw, turned into the cause of a line on the wrong side of its threshold."""
 
 from __future__ import annotations
 
@@ -22,13 +17,8 @@ __all__ = [
 
 
 def _aligned(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], aligned: bool) -> bool:
-    """Whether record ``i`` of every dataset is the synthetic version of original record ``i``.
-
-    ``aligned`` is the caller's finding (the audit's row-alignment check found a column released
-    unchanged row by row, as in partial synthesis). Equal lengths alone are not enough: a fully
-    synthetic release of the original's size has no record-by-record correspondence, and comparing
-    its row ``i`` with record ``i`` would give a cause that is not a fact of the release.
-    """
+    """Whether record ``i`` of every dataset is the synthetic version of original record ``i``
+    (``aligned``: the audit's row-alignment check; equal lengths alone are not enough)."""
     return aligned and bool(datasets) and all(len(z) == len(original) for z in datasets)
 
 

@@ -89,11 +89,8 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
 
 def _original_baseline(ctx: StepContext, results: dict[str, Any], files: list[str]
                        ) -> dict[tuple[str, ...], Any]:
-    """sdcMicro's risk of the original on each set of keys of the measures (individual and
-    global risk, k-anonymity, SUDA2), with l-diversity of the targets that have those keys:
-    computed on the original alone, the release-independent baseline (listed apart from the
-    verdict). Files: ``disclosure/original_risk/`` (``original_risk_<i>/`` for several sets
-    of keys), as ``bayes-risk original-risk`` writes them."""
+    """sdcMicro's risk of the original on each set of keys, a baseline (files as ``bayes-risk
+    original-risk`` writes them, in ``disclosure/original_risk[_<i>]/``)."""
     from bayes_risk.disclosure.original_risk import MAX_SUBSETS, original_risk
 
     by_keys: dict[tuple[str, ...], list[str]] = {}
@@ -123,12 +120,9 @@ def _original_baseline(ctx: StepContext, results: dict[str, Any], files: list[st
 
 
 def _unconfirmed_disclosure_columns(ctx: StepContext, results: dict[str, Any]) -> list[str]:
-    """The synthesized keys and targets of plain release files (no fingerprint of the
-    original) that show no row-by-row association with the original's: synthpop's measures
-    compare the original's values of those columns with the release's, so a wrong column of
-    the original understates them (warns ``ORIGINAL_UNCONFIRMED``). Only for files whose rows
-    are aligned: a fully synthetic release has no association to show, and these measures do
-    not pair records."""
+    """The synthesized keys and targets of plain, row-aligned release files that show no
+    row-by-row association with the original's (a wrong original understates the measures:
+    warns ``ORIGINAL_UNCONFIRMED``)."""
     syn = ctx.synthetic
     if getattr(syn, "schema", None) is not None and syn.schema.synthesized:
         return []  # a manifest: the original's fingerprint was checked
@@ -143,10 +137,8 @@ def _unconfirmed_disclosure_columns(ctx: StepContext, results: dict[str, Any]) -
 
 
 def _differencing(ctx: StepContext) -> Any:
-    """What comparing the implicates reveals, for a release that synthesized selected records
-    (Hawala 2008): ``None`` unless the release records its selection, has ``m > 1`` datasets
-    and keeps the original's record order. Warns ``SELECTION_REVEALED`` when the comparison
-    singles the selection out."""
+    """What comparing the implicates of a release that synthesized selected records reveals
+    (Hawala 2008; ``None`` when it cannot be compared)."""
     import warnings
 
     from bayes_risk.disclosure import differencing_check

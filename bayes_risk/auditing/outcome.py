@@ -1,16 +1,12 @@
-"""What one step of an audit gave: :class:`StepOutcome`.
-
-Its own module so that the steps (:mod:`bayes_risk.auditing.steps`), the verdict lines
-(:mod:`bayes_risk.auditing.verdicts`) and the result (:mod:`bayes_risk.auditing.result`) read it
-without importing one another.
-"""
+"""What one step of an audit gave: :class:`StepOutcome` (its own module so that the steps, the
+verdict lines and the result read it without importing one another)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["StepOutcome"]
+__all__ = ["StepOutcome", "step_file"]
 
 
 @dataclass
@@ -49,3 +45,8 @@ class StepOutcome:
     seconds: float = 0.0
     title: str = ""
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def step_file(s: StepOutcome, file: str) -> str | None:
+    """``file`` of step ``s``, relative to the audit folder (``None``: nothing written)."""
+    return f"{s.folder}/{file}" if s.folder else None

@@ -1,12 +1,8 @@
-"""What an audit runs and with which settings: :class:`AuditPlan` and :class:`Thresholds`, and
-the plan worked out from the audit's inputs.
+"""What an audit runs and with which settings: :class:`AuditPlan` and :class:`Thresholds`.
 
-The plan is worked out once, before any measure is computed (:func:`_make_plan`, after
-:func:`_inputs` read and checked the data), from the release's manifest (the synthesized
-columns, the replaced records, the method), the release's capabilities and the caller's
-arguments; every setting records where it came from (given, read from the release, or a
-default) so that the report can state it. The steps are the registered measures
-(:func:`bayes_risk.measures.measures`); nothing here runs one.
+The plan is worked out once, before any measure is computed, from the release's manifest, its
+synthesizer's capabilities and the :class:`~bayes_risk.AuditSettings`; every setting records
+where it came from (given, the release, a default) for the report. See :doc:`/user_guide/audit`.
 """
 
 from __future__ import annotations
@@ -29,8 +25,7 @@ __all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "DEFAULT_SWEE
 
 
 def step_names() -> tuple[str, ...]:
-    """The audit's steps, in order: the names of the registered measures (``skip=`` /
-    ``--skip`` takes them)."""
+    """The audit's steps, in order: the names of the registered measures (``skip=`` takes)."""
     return tuple(m.name for m in measures())
 
 #: the attacks' options in an audit: anonymeter's defaults (500 attacks, 3 columns a
@@ -79,8 +74,8 @@ THRESHOLD_SOURCES: dict[str, str] = {
 class Thresholds:
     """Release-board thresholds against which the first screen of the report is read.
 
-    The defaults are conventions to be replaced by the board's own policy, not findings of this
-    package. Percentages are in percent (as synthpop reports them), rates are fractions.
+    The defaults are conventions, not findings (:data:`THRESHOLD_SOURCES`); percentages are in
+    percent (as synthpop reports them), rates are fractions.
 
     Parameters
     ----------
@@ -197,11 +192,7 @@ class Setting:
 
 @dataclass
 class AuditPlan:
-    """The steps of an audit and every setting they use.
-
-    Built by :func:`bayes_risk.auditing.audit` from its arguments and the release; read it from
-    ``AuditResult.plan``.
-    """
+    """The steps of an audit and every setting they use (``AuditResult.plan``)."""
 
     n_records: int
     m: int
@@ -220,34 +211,23 @@ class AuditPlan:
     thresholds: Thresholds
     show_confidential_values: bool
     random_seed: int
-    #: steps the caller asked to skip (``skip=`` / ``--skip``)
+    #: steps the caller asked to skip
     skip: tuple[str, ...] = ()
     #: radius columns the sweep varies: the synthesized ones unless ``sweep_unsynthesized``
     sweep_columns: list[str] = field(default_factory=list)
     sweep_unsynthesized: bool = False
-    #: identification risk over every subset of the known columns, the frontier and the
-    #: drivers (``known_sweep=`` / ``--known-sweep``; off by default: one run per subset)
     known_sweep: bool = False
-    #: combining rules of the utility step (``"auto"``: chosen from the release)
     combining_rules: str = "auto"
-    #: propensity model of the utility step's pMSE and its interaction order (logit)
     pmse_method: str = "logit"
     max_order: int = 1
-    #: imputed columns of the utility step (``"auto"``: recorded in the release, else inferred)
     imputed: Any = "auto"
-    #: estimator of the attribute step and kept draws per chain of its refits (None: the model's)
     attribute_estimator: str = "auto"
     refit_draws: int | None = None
-    #: how the records of a release that synthesizes selected records were selected
-    #: (``membership_selection=`` / ``--membership-selection``; the membership step's
-    #: ``selection``)
+    #: the membership step's ``selection`` (:class:`~bayes_risk.AuditSettings`, as the fields
+    #: above)
     membership_selection: Any = None
-    #: the columns of the intruder's two tables of the attacks step's linkability attack
-    #: (``AuditSettings.linkability_columns`` / ``--linkability``; default: the known columns
-    #: and the others; ``None``: none left, linkability not run)
+    #: ``None``: every column is known, linkability is not run
     linkability_columns: tuple[list[str], list[str]] | None = None
-    #: go on with a fitted model that did not make the release (``AuditSettings.allow_other_model``
-    #: / ``--allow-other-model``): its steps then carry warning ``MODEL_DIFFERS``
     allow_other_model: bool = False
     settings: list[Setting] = field(default_factory=list)
     #: the synthesized columns that are numeric (CART's smoothing applies to them)
@@ -257,8 +237,6 @@ class AuditPlan:
     releases_donor_values: bool = False
     #: the release's synthesizer takes a ``smoothing`` setting (the smoothing remedy names it)
     smoothing_option: bool = False
-    #: survey weights of the original's records (a column of it) for sdcMicro's individual
-    #: risk in the disclosure step (``weights=`` / ``--weights``; None: the risk is 1/f_k)
     weights: str | None = None
 
     @property
@@ -268,13 +246,12 @@ class AuditPlan:
 
     @property
     def identification_release_independent(self) -> bool:
-        """Whether the identification measures cannot depend on the release: the intruder
-        matches on unsynthesized columns only, which the release carries unchanged."""
+        """Whether the intruder matches on unsynthesized columns only (the release carries
+        them unchanged: the identification measures cannot depend on it)."""
         return not self.known_synthesized
 
     def release_independent_keys(self, target: str) -> bool:
-        """Whether the keys of the empirical measures of ``target`` are all unsynthesized (then
-        replicated uniques equal the original's sample uniques in every dataset)."""
+        """Whether the keys of the empirical measures of ``target`` are all unsynthesized."""
         return not set(self.disclosure_keys.get(target, ())) & set(self.synthesized)
 
     def add(self, step: str, name: str, value: Any, source: str, note: str = "") -> None:
@@ -301,29 +278,46 @@ class AuditPlan:
 # ---- the plan from the inputs -----------------------------------------------------------------
 
 
+def radius_text(radius: dict[str, float]) -> str:
+    """``"Age = 0.1, Income = 0.01"``, or ``"exact matching"`` without a radius."""
+    return ", ".join(f"{c} = {r:g}" for c, r in radius.items()) or "exact matching"
+
+
 def _cli_name(step: str) -> str:
-    """A step's name as the command line writes it (``--skip posterior-identification``)."""
+    """``--skip posterior-identification``: a step's name as the command line writes it."""
     return step.replace("_", "-")
 
 
-def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any) -> tuple:
+def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
+            weights: Any = None) -> tuple:
+    """The original, the release, the schema and the survey weights (a column of the original,
+    dropped from it when the release does not carry it), read and checked."""
     from bayes_risk.data import SyntheticData, infer_schema
     from bayes_risk.data.io import read_synthetic, read_table
 
+    if weights is not None and not isinstance(weights, str):
+        raise ValidationError(
+            f"weights must name a column of the original. Got {type(weights).__name__}.")
     if isinstance(original, (str, os.PathLike)):
         original = read_table(original)
     if not isinstance(original, pd.DataFrame):
         raise ValidationError(
             f"original must be a DataFrame or a table path. Got {type(original).__name__}."
         )
-    if len(original) == 0 or len(original.columns) == 0:
+    w, rest = None, original
+    if weights is not None:
+        from bayes_risk.identification.population import _weight_vector
+
+        w = _weight_vector(weights, original)  # a missing column or a bad weight is refused
+        rest = original.drop(columns=[weights])
+    if len(rest) == 0 or len(rest.columns) == 0:
         raise ValidationError("original has no records or no columns; expected a table.",
                               code="EMPTY_TABLE")
     if isinstance(synthetic, (str, os.PathLike)) or (
         isinstance(synthetic, (list, tuple)) and synthetic
         and all(isinstance(s, (str, os.PathLike)) for s in synthetic)
     ):
-        synthetic = read_synthetic(synthetic, like=original)
+        synthetic = read_synthetic(synthetic, like=rest)
     elif isinstance(synthetic, pd.DataFrame):
         synthetic = SyntheticData([synthetic], method="unknown")
     elif isinstance(synthetic, (list, tuple)) and synthetic and all(
@@ -335,6 +329,8 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any) -> tup
             "synthetic must be a SyntheticData, a list of DataFrames, a SyntheticData folder or "
             f"a list of table paths. Got {type(synthetic).__name__}."
         )
+    if weights is not None and weights not in synthetic[0].columns:
+        original = rest
     missing = [c for c in original.columns if c not in synthetic[0].columns]
     if missing:
         raise SchemaError(f"synthetic: the release lacks the original's columns {missing}.",
@@ -351,25 +347,19 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any) -> tup
             schema = synthetic.schema
         else:
             schema = infer_schema(original, categorical=list(categorical or []) or None)
-    return original, synthetic, schema
+    return original, synthetic, schema, w
 
 
 def _twice(cols: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(c for c in cols if list(cols).count(c) > 1))
 
 
-def _check_utility_options(sch: Any, combining_rules: str, pmse_method: str, max_order: Any,
-                           imputed: Any) -> Any:
+def _check_utility_options(sch: Any, combining_rules: str, imputed: Any) -> Any:
     """Check the utility step's options; ``imputed`` as ``"auto"`` or checked column names."""
     if combining_rules != "auto":
         from bayes_risk.utility.combining import check_rules
 
         check_rules(combining_rules, "combining_rules")
-    if pmse_method not in ("logit", "cart"):
-        raise ValidationError(f"pmse_method must be 'logit' or 'cart'. Got {pmse_method!r}.")
-    if isinstance(max_order, bool) or not isinstance(max_order, (int, np.integer)) \
-            or max_order < 0:
-        raise ValidationError(f"max_order must be an integer >= 0. Got {max_order!r}.")
     if isinstance(imputed, str) and imputed == "auto":
         return imputed
     if isinstance(imputed, str):
@@ -380,18 +370,8 @@ def _check_utility_options(sch: Any, combining_rules: str, pmse_method: str, max
 
 def _plan_sweep(sweep: Any, rad: dict[str, float], ks: list[str], radius_type: str,
                 sweep_unsynthesized: bool) -> tuple[tuple[float, ...], list[str]]:
-    """The sweep's radii (checked) and the columns whose radius it varies."""
-    if radius_type not in ("percentage", "absolute", "quantile_sd"):
-        raise ValidationError(
-            "radius_type must be 'percentage', 'absolute' or 'quantile_sd'. "
-            f"Got {radius_type!r}."
-        )
-    grid = tuple(float(r) for r in sweep) if sweep else ()
-    if any(not (np.isfinite(r) and r > 0) for r in grid):
-        raise ValidationError(f"sweep: radii must be finite numbers > 0. Got {list(grid)}.")
-    if _twice(grid):
-        raise ValidationError(f"sweep: radius {_twice(grid)[0]:g} listed twice. Got "
-                              f"{list(grid)}.")
+    """The sweep's radii (checked by the settings) and the columns whose radius it varies."""
+    grid = tuple(sweep or ())
     # the sweep varies the radii of the synthesized known columns only (unless asked): an
     # unsynthesized column is released unchanged, so its radius adds matches the release has
     # no part in, and the risk is largest at the smallest radius by construction
@@ -408,8 +388,7 @@ def _plan_sweep(sweep: Any, rad: dict[str, float], ks: list[str], radius_type: s
 
 def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
                       refit_draws: Any) -> str | None:
-    """Where the attribute step's likelihood comes from (``None``: the step cannot run), with
-    its options checked."""
+    """Where the attribute step's likelihood comes from (``None``: none), options checked."""
     from bayes_risk.models import rebuildable_synthesizer
 
     if isinstance(model, (str, os.PathLike)) and not (Path(model) / "model.json").is_file():
@@ -425,12 +404,6 @@ def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
         a_src = f"{syn.method} plug-in"
     else:
         a_src = None
-    if attribute_estimator not in ("auto", "stabilised", "is"):
-        raise ValidationError("attribute_estimator must be 'auto', 'stabilised' or 'is'. "
-                              f"Got {attribute_estimator!r}.")
-    if refit_draws is not None and (isinstance(refit_draws, bool) or not isinstance(
-            refit_draws, (int, np.integer)) or refit_draws < 1):
-        raise ValidationError(f"refit_draws must be an integer >= 1. Got {refit_draws!r}.")
     if a_src is not None and a_src != "model" and (attribute_estimator != "auto"
                                                    or refit_draws is not None):
         raise ValidationError(
@@ -443,10 +416,8 @@ def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
 
 
 def _release_capabilities(syn: Any) -> tuple[bool, bool]:
-    """Whether the release's synthesizer releases original (donor) values, and whether it takes
-    a ``smoothing`` setting: read from the class registered under the release's ``method`` (its
-    ``ModelInfo`` and its ``__init__``), never from the name, so that a subclass or a new model
-    gets the remedies that fit it. An unregistered or unknown method gives neither."""
+    """Whether the synthesizer registered under the release's ``method`` releases donor values
+    (its ``ModelInfo``) and takes ``smoothing`` (its ``__init__``); neither when unregistered."""
     import inspect
 
     from bayes_risk.contract import capabilities
@@ -463,19 +434,16 @@ def _release_capabilities(syn: Any) -> tuple[bool, bool]:
     return bool(capabilities(cls).releases_donor_values), takes_smoothing
 
 
-def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type, sweep,
-               targets, ngroups_target, attribute_records, thresholds, show,
-               random_seed, attribute_estimator="auto", refit_draws=None, seed_src="given",
-               skip=None, sweep_unsynthesized=False, known_sweep=False,
-               combining_rules="auto", pmse_method="logit", max_order=1,
-               imputed="auto", membership_selection=None,
-               linkability_columns=None, allow_other_model=False) -> AuditPlan:
-    """Resolve every setting (see :func:`audit`) and record where it came from.
-
-    Every argument every step reads is checked here, before any step runs."""
+def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
+               synthesized: Any, thresholds: Thresholds, random_seed: int,
+               seed_src: str = "given") -> AuditPlan:
+    """Resolve every setting of the :class:`~bayes_risk.AuditSettings` ``s`` (typed ``Any``: the
+    settings module imports this one) and the inputs, checked before any step runs, and record
+    where each came from."""
     from bayes_risk.utility._inputs import infer_synthesized
 
-    imputed = _check_utility_options(sch, combining_rules, pmse_method, max_order, imputed)
+    est, prop, radius_type = s.attribute_estimator, s.propensity, s.match.radius_type
+    imputed = _check_utility_options(sch, s.combining_rules, s.imputed)
     if isinstance(known, str) or not known:
         raise ValidationError("known: give the columns the intruder knows (at least one).")
     known = sch.check_columns(list(known), "known")
@@ -484,9 +452,9 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
             f"{arg_name('known')}: column(s) {_twice(known)} listed more than once; give each "
             "column the intruder knows once.", code="INVALID_ARGUMENT"
         )
-    if known_sweep:
+    if s.known_sweep:
         _check_known_sweep(known)
-    skip_steps = _skip_steps(skip)
+    skip_steps = _skip_steps(s.skip)
     if synthesized is not None:
         syn_cols, src = sch.check_columns(list(synthesized), "synthesized"), "given"
         if _twice(syn_cols):
@@ -507,45 +475,45 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         from bayes_risk.utility.compare import choose_rules
 
         # combining rules that cannot apply (NOT_PARTIAL_SYNTHESIS) fail before any step runs
-        choose_rules(combining_rules, syn, data, list(syn), syn_cols, list(sch.names))
+        choose_rules(s.combining_rules, syn, data, list(syn), syn_cols, list(sch.names))
     ku = [c for c in known if c not in syn_cols]
     ks = [c for c in known if c in syn_cols]
-    rad, rad_src = _plan_radius(radius, known, sch)
-    grid, sweep_cols = _plan_sweep(sweep, rad, ks, radius_type, sweep_unsynthesized)
-    tg, tg_src = _plan_targets(targets, syn_cols, known, sch)
+    rad, rad_src = _plan_radius(s.match.radius, known, sch)
+    grid, sweep_cols = _plan_sweep(s.sweep, rad, ks, radius_type, s.sweep_unsynthesized)
+    tg, tg_src = _plan_targets(s.targets, syn_cols, known, sch)
     keys = {t: [c for c in known if c != t] for t in tg}
-    ng = {t: (ngroups_target if t in sch.numeric else None) for t in tg}
-    a_src = _attribute_source(model, syn, attribute_estimator, refit_draws)
+    ng = {t: (s.ngroups_target if t in sch.numeric else None) for t in tg}
+    a_src = _attribute_source(model, syn, est.kind, est.refit_draws)
     recs = None
-    if attribute_records is not None:
+    if s.attribute_records is not None:
         from bayes_risk.data.normalise import record_positions
 
         recs = [int(r) for r in record_positions(
-            list(attribute_records) if not isinstance(attribute_records, np.ndarray)
-            else attribute_records, len(data), argument="attribute_records")]
+            list(s.attribute_records) if not isinstance(s.attribute_records, np.ndarray)
+            else s.attribute_records, len(data), argument="attribute_records")]
     plan = AuditPlan(
         n_records=len(data), m=syn.m, method=syn.method, synthesized=syn_cols,
         numeric_synthesized=[c for c in syn_cols if c in sch.numeric],
         known_unsynthesized=ku, known_synthesized=ks, radius=rad, radius_type=radius_type,
         sweep=grid, disclosure_targets=tg, disclosure_keys=keys, ngroups_target=ng,
         attribute_source=a_src, attribute_records=recs, thresholds=thresholds,
-        attribute_estimator=attribute_estimator,
-        refit_draws=None if refit_draws is None else int(refit_draws),
-        show_confidential_values=bool(show), random_seed=int(random_seed),
+        attribute_estimator=est.kind,
+        refit_draws=est.refit_draws,
+        show_confidential_values=bool(s.show_confidential_values), random_seed=int(random_seed),
         skip=tuple(dict.fromkeys(skip_steps)), sweep_columns=sweep_cols,
-        sweep_unsynthesized=bool(sweep_unsynthesized), combining_rules=combining_rules,
-        pmse_method=pmse_method, max_order=int(max_order), known_sweep=bool(known_sweep),
+        sweep_unsynthesized=bool(s.sweep_unsynthesized), combining_rules=s.combining_rules,
+        pmse_method=prop.method, max_order=prop.max_order, known_sweep=bool(s.known_sweep),
         imputed=imputed,
     )
-    if membership_selection is not None:
+    if s.membership_selection is not None:
         from bayes_risk.membership.selection import as_selection
 
-        plan.membership_selection = as_selection(membership_selection)
+        plan.membership_selection = as_selection(s.membership_selection)
         plan.add("membership", "selection", plan.membership_selection.description, "given",
                  "how the records of a release that synthesizes selected records were "
                  "selected; members left unsynthesized are released whole (P(member) = 1)")
-    plan.linkability_columns, link_src = _plan_linkability(linkability_columns, known, sch)
-    if allow_other_model:
+    plan.linkability_columns, link_src = _plan_linkability(s.linkability_columns, known, sch)
+    if s.allow_other_model:
         plan.allow_other_model = True
         plan.add("release", "model", "allowed not to be the one that made the release",
                  "given", "the steps that use the fitted model measure its risks, with warning "
@@ -553,7 +521,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
     plan.releases_donor_values, plan.smoothing_option = _release_capabilities(syn)
     # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
     partial = 0 < len(syn_cols) < len(sch.names)
-    _record_settings(plan, src, rad_src, tg_src, ngroups_target, seed_src, partial=partial)
+    _record_settings(plan, src, rad_src, tg_src, s.ngroups_target, seed_src, partial=partial)
     _record_attack_settings(plan, link_src)
     zeros = _structural_zeros(model)
     if zeros is None:  # a release of such a model carries its settings in the manifest
@@ -564,16 +532,21 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         plan.add("release", "structural zeros", f"{n} impossible pattern{'s' * (n != 1)}",
                  source, "combinations the model gives probability 0: no synthetic record "
                  "holds them, and the attribute risk never offers them as candidates")
+    if s.weights is not None and s.weights in plan.known:
+        raise ValidationError(
+            f"weights column {s.weights!r} is also a known column; survey weights are not a "
+            "key.")
+    plan.weights = s.weights
+    plan.add("disclosure", "survey weights", s.weights or "none",
+             "given" if s.weights else "default", "sdcMicro's individual risk of the "
+             "original: Benedetti–Franconi with the weights, 1/f_k without")
     return plan
 
 
 def _structural_zeros(model: Any) -> tuple[int, str] | None:
     """``(number of patterns, where they came from)`` of a model fitted with structural zeros
-    (DPMPM's ``structural_zeros``), ``None`` for any other model or none.
-
-    A model folder records the patterns in ``model.json`` and, when ``bayes-risk fit`` read them
-    from a file, that file's absolute path in the folder's ``summary.json``; a fitted model
-    object names its file when it was given one."""
+    (DPMPM's ``structural_zeros``: ``model.json`` of its folder, the file ``summary.json``
+    names, or the fitted object), ``None`` for any other model or none."""
     if model is None:
         return None
     if isinstance(model, (str, os.PathLike)):
@@ -643,7 +616,7 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
       "the original's observed cells" if auto else "")
     a("identification", "known columns", ", ".join(plan.known), "given")
     a("identification", "radius",
-      ", ".join(f"{c} = {r:g}" for c, r in plan.radius.items()) or "exact matching", rad_src,
+      radius_text(plan.radius), rad_src,
       "default: 0.1 for every numeric (count or continuous) known column; categorical "
       "columns are matched exactly")
     a("identification", "radius type", plan.radius_type, "default"
@@ -689,9 +662,8 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
 
 def _plan_linkability(columns: Any, known: list[str], sch: Any
                       ) -> tuple[tuple[list[str], list[str]] | None, str]:
-    """The columns of the intruder's two tables of the linkability attack and where they came
-    from: given, or the known columns and the other columns (``None`` when every column is
-    known: no second table)."""
+    """The intruder's two tables of the linkability attack (default: the known columns and the
+    others; ``None`` when every column is known) and where they came from."""
     if columns is None:
         rest = [c for c in sch.names if c not in known]
         return ((list(known), rest) if rest else None), "default"
@@ -730,9 +702,8 @@ def _record_attack_settings(plan: AuditPlan, link_src: str) -> None:
 
 
 def _check_known_sweep(known: list[str]) -> None:
-    """The audit's knowledge sweeps evaluate every subset of the known columns: refused before
-    any step when there are more than :func:`~bayes_risk.identification.known_sweep` evaluates
-    (its ``max_subsets``), rather than by the identification step after the others ran."""
+    """Refuse, before any step, more known columns than the knowledge sweeps evaluate (the
+    ``max_subsets`` of :func:`~bayes_risk.identification.known_sweep`)."""
     import inspect
 
     from bayes_risk.identification.knowledge import known_sweep as sweep_fn
@@ -753,8 +724,7 @@ def _check_known_sweep(known: list[str]) -> None:
 
 
 def _skip_steps(skip: Any) -> list[str]:
-    """The steps the caller asked to skip, by their Python names; unknown names and skipping
-    every step are refused."""
+    """The steps to skip, by their Python names (an unknown one or all of them refused)."""
     given = [] if skip is None else ([skip] if isinstance(skip, str) else list(skip))
     names = step_names()
     steps = []
@@ -772,8 +742,8 @@ def _skip_steps(skip: Any) -> list[str]:
 
 
 def _plan_radius(radius: Any, known: list[str], sch: Any) -> tuple[dict[str, float], str]:
-    """Radius of each numeric known column (default 0.1) and where it came from; every value is
-    checked as identification_risk checks it (one check: a finite real number >= 0)."""
+    """Radius of each numeric known column (default 0.1), checked as identification_risk
+    checks it, and where it came from."""
     from bayes_risk.data.validate import check_real
 
     numeric_known = [c for c in known if c in sch.numeric]
@@ -794,7 +764,7 @@ def _plan_radius(radius: Any, known: list[str], sch: Any) -> tuple[dict[str, flo
 def _plan_targets(targets: Any, syn_cols: list[str], known: list[str], sch: Any
                   ) -> tuple[list[str], str]:
     """Targets of the empirical measures (default: the synthesized columns the intruder does
-    not know) and where they came from; a target the intruder knows is refused by name."""
+    not know) and where they came from."""
     if targets is None:
         return [c for c in syn_cols if c not in known], "default"
     tg = sch.check_columns([targets] if isinstance(targets, str) else list(targets), "targets")

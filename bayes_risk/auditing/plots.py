@@ -14,7 +14,7 @@ import pandas as pd
 from bayes_risk.results._base import legend_below
 
 __all__ = ["ATTRIBUTE_FIGURES", "marginal_figure", "utility_risk_figure", "verdict_figure",
-           "data_uri", "figure_png", "png_data_uri"]
+           "figure_png", "png_data_uri"]
 
 
 # (plot kind of AttributeRiskResult, file name written by `bayes-risk attribute`, caption)
@@ -46,11 +46,6 @@ def figure_png(fig: Any, dpi: int = 80) -> bytes:
 def png_data_uri(png: bytes) -> str:
     """PNG bytes as a ``data:image/png;base64,…`` URI."""
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-
-
-def data_uri(fig: Any, dpi: int = 80) -> str:
-    """The figure as a ``data:image/png;base64,…`` URI (closes the figure)."""
-    return png_data_uri(figure_png(fig, dpi))
 
 
 def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:

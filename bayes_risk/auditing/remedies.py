@@ -1,12 +1,8 @@
 """The cause and the remedies of a verdict line on the wrong side of its threshold.
 
-Each function returns ``(cause, remedies)``: one sentence with the numbers of this run that
-drive the line's value (the figures :mod:`bayes_risk.auditing.causes` computed in the step) and
-the changes to the release that would move it. :mod:`bayes_risk.auditing.verdicts` attaches
-them to a line only when it is on the wrong side. The remedies are chosen from what the
-synthesizer declares (:attr:`~bayes_risk.contract.ModelInfo.releases_donor_values`, carried by
-the :class:`~bayes_risk.auditing.AuditPlan`), never from its name, so that a subclass or a new
-model gets the advice that fits it.
+Each function returns ``(cause, remedies)``: one sentence with this run's numbers (from
+:mod:`bayes_risk.auditing.causes`) and the changes to the release that would move the value,
+chosen from what the synthesizer declares (its ``ModelInfo``), never from its name.
 """
 
 from __future__ import annotations

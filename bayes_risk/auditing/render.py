@@ -22,6 +22,8 @@ import pandas as pd
 
 from bayes_risk._io import file_slug
 from bayes_risk.auditing.disclosure_step import target_folder
+from bayes_risk.auditing.outcome import step_file
+from bayes_risk.auditing.plan import radius_text
 from bayes_risk.results._base import plot_figure
 from bayes_risk.results._format import format_number
 from bayes_risk.warning_codes import message
@@ -210,11 +212,8 @@ class _Links:
                 Span(f" of {n:,}" + (")" if paren else ""))]
 
     def figure(self, draw: Callable[[], Any], name: str, caption: str) -> Block:
-        """The block of the figure ``draw()`` makes, as PNG (80 dpi). Drawing and encoding a
-        figure costs tens of milliseconds (≈ 1.5 CPU-s for a whole report), so its PNG is
-        kept on the result: a second report of it (``bayes-risk audit`` writes the HTML and
-        the Markdown) does not draw it again. Keyed by name and by how often the name came
-        before in this report (the same name may appear in two sections)."""
+        """The block of the figure ``draw()`` makes, as PNG; kept on the result by name and
+        occurrence, so that a second report (HTML and Markdown) does not draw it again."""
         from bayes_risk.auditing.plots import figure_png, png_data_uri
 
         key = (name, self._uses.get(name, 0))
@@ -264,13 +263,8 @@ def _table(df: pd.DataFrame, links: _Links, src: str | None = None, caption: str
 # ---- sections --------------------------------------------------------------------------------
 def step_section(step: str, anchor: str, title: str) -> Callable[..., Callable[..., Section]]:
     """A report section of one audit step: the decorated ``body(sec, s, result, links)`` fills
-    it only when the step ran (otherwise the section shows the step's status alone).
-
-    ``sec`` is the ``Section`` to fill (``sec.p(...)`` adds a paragraph, ``sec.blocks`` a
-    ``Block``), ``s`` the step's :class:`~bayes_risk.auditing.StepOutcome`, ``result`` the
-    :class:`~bayes_risk.auditing.AuditResult` and ``links`` what links a number to its file
-    (``links.num(value, "STEP/summary.json")``). A measure's record names the decorated
-    function in its ``sections`` (:class:`bayes_risk.measures.Measure`)."""
+    ``sec`` from the step's outcome ``s`` only when the step ran. See
+    :doc:`/adding_a_measure`."""
 
     def wrap(body: Callable[[Section, Any, Any, _Links], None]) -> Callable[..., Section]:
         @functools.wraps(body)
@@ -298,8 +292,7 @@ RELEASE_SIGN = {"do_not_release": "✖", "incomplete": "⚠", "review": "⚠",
 
 
 def _threshold_sources(result: Any) -> tuple[list[str], dict[str, int]]:
-    """The distinct sources of the verdict lines' thresholds (numbered from 1 in the order of
-    the lines) and each threshold's number; a threshold the caller set is "given"."""
+    """The distinct sources of the verdict lines' thresholds, and each threshold's number."""
     from bayes_risk.auditing.plan import THRESHOLD_SOURCES, Thresholds
 
     notes: list[str] = []
@@ -367,7 +360,7 @@ def _intruders(result: Any) -> list[tuple[str, str]]:
 def utility_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     r = s.result
     p = r.pmse
-    src = f"{s.folder}/summary.json" if s.folder else None
+    src = step_file(s, "summary.json")
     model = ("a CART model" if p.method == "cart" else
              "a logistic model with main effects" + (
                  "" if p.max_order == 0 else " and two-way interactions" if p.max_order == 1
@@ -394,7 +387,7 @@ def utility_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
         sec.p(note)
     ov = r.overlap.sort_values("overlap").head(TOP_N)
     cols = [c for c in ("estimand", "estimate_orig", "estimate_syn", "overlap") if c in ov]
-    sec.blocks.append(_table(ov[cols], links, f"{s.folder}/overlap.csv" if s.folder else None,
+    sec.blocks.append(_table(ov[cols], links, step_file(s, "overlap.csv"),
                              f"Estimands with the smallest 95 % interval overlap (top {TOP_N}; "
                              "all in overlap.csv)"))
 
@@ -422,13 +415,12 @@ def comparisons_section(sec: Section, s: Any, result: Any, links: _Links) -> Non
         sec.blocks.append(_table(
             top[["level_1", "level_2", "original", "synthetic", "difference"]].rename(
                 columns={"level_1": a, "level_2": b}),
-            links, f"{s.folder}/twoway.csv" if s.folder else None,
+            links, step_file(s, "twoway.csv"),
             f"Two-way table {a} × {b}: % of records, the 10 cells that differ most", digits=3))
 
 
 def _computed(col: pd.Series) -> bool:
-    """Whether a diagnostic column holds a value for some record (the plug-in estimators
-    compute no importance-sampling diagnostics: their columns are empty)."""
+    """Whether a diagnostic column holds a value for some record (the plug-ins' are empty)."""
     if not pd.api.types.is_numeric_dtype(col):
         return True
     return bool(np.isfinite(col.to_numpy(dtype=float, na_value=np.nan)).any())
@@ -441,16 +433,12 @@ def _at_risk(df: pd.DataFrame, qi: pd.DataFrame | None, id_col: str) -> pd.DataF
     return pd.concat([df.reset_index(drop=True), vals], axis=1)
 
 
-def _radius_text(radius: dict[str, float]) -> str:
-    return ", ".join(f"{c} = {r:g}" for c, r in radius.items()) or "exact matching"
-
-
 @step_section("identification", "identification", "Identification risk")
 def identification_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     r, plan = s.result, result.plan
     sm = r.file
     n = int(sm["n_targets"])
-    src = f"{s.folder}/summary.json" if s.folder else None
+    src = step_file(s, "summary.json")
     sec.p(f"An intruder who knows {', '.join(plan.known)} for every target looks for it among "
           "the released records (Reiter & Mitra 2009; Hornby & Hu 2021). Every count below is "
           f"of the {n:,} targets, with its per cent of them; a target that matches no record "
@@ -470,12 +458,12 @@ def identification_section(sec: Section, s: Any, result: Any, links: _Links) -> 
     sec.blocks.append(Block(
         "table", columns=["measure", "value"], rows=_id_rows(sm, n, src, links),
         csv=links.href(src), file="summary.json",
-        caption=f"One dataset at a time, radius {_radius_text(plan.radius)}: the mean over the "
+        caption=f"One dataset at a time, radius {radius_text(plan.radius)}: the mean over the "
                 f"m = {plan.m} datasets of the measures of an intruder who holds one."
                 + verdict_reads, fold=False))
     sw = s.extra.get("sweep")
     if sw is not None:
-        ssrc = f"{s.folder}/radius_sweep.csv" if s.folder else None
+        ssrc = step_file(s, "radius_sweep.csv")
         sec.blocks.append(links.figure(lambda: plot_figure(sw), "radius_sweep.png",
                                        "Expected match risk by radius, one box per radius over "
                                        "the datasets (the dotted line marks the largest mean)"))
@@ -507,10 +495,10 @@ def identification_section(sec: Section, s: Any, result: Any, links: _Links) -> 
         sec.p(s.extra["note"] + ".")
     ks = s.extra.get("known_sweep")
     if ks is not None:
-        _known_sweep_blocks(sec, ks, s.folder, links)
+        _known_sweep_blocks(sec, ks, s, links)
     tt = r.target_table().sort_values("IR", ascending=False, kind="stable").head(TOP_N)
     sec.blocks.append(_table(_at_risk(tt, s.extra.get("qi"), "target"), links,
-                             f"{s.folder}/records.csv" if s.folder else None,
+                             step_file(s, "records.csv"),
                              f"Targets most at risk (top {TOP_N} by IR; every target in "
                              "records.csv)"))
     sec.p("The columns of the targets table:")
@@ -535,8 +523,7 @@ TARGET_COLUMNS = {
 
 
 def _id_rows(f: dict[str, Any], n: int, src: str | None, links: _Links) -> list[list[Any]]:
-    """The identification measures, each count with its per cent of the ``n`` targets (the
-    rates of summary.json are these counts over ``n``)."""
+    """The identification measures, each count with its per cent of the ``n`` targets."""
     return [
         [Span("expected match risk: targets expected to be identified (sum of IR)"),
          links.count(f["expected_match_risk"], n, src)],
@@ -550,8 +537,7 @@ def _id_rows(f: dict[str, Any], n: int, src: str | None, links: _Links) -> list[
 
 
 def _sweep_sentence(sw: Any, n: int, src: str | None, links: _Links) -> list[Any]:
-    """The maximising radius, and whether it stands out from the other radii beyond the
-    spread over the datasets (paired differences, :meth:`RadiusSweepResult.indistinguishable`)."""
+    """The maximising radius, and whether it stands out from the others beyond the spread."""
     m = sw.risk.shape[1]
     head = [f"Per dataset, the expected match risk is largest at radius {sw.r_star:g} (mean ",
             *links.count(sw.risk_star, n, src, paren=False), ")"]
@@ -575,11 +561,9 @@ def _sweep_sentence(sw: Any, n: int, src: str | None, links: _Links) -> list[Any
             "report (Hornby & Hu 2021, §4.1)."]
 
 
-def _known_sweep_blocks(sec: Section, ks: Any, folder: str | None, links: _Links) -> None:
-    """The knowledge sweep (``known_sweep=True``): frontier, drivers and levels, of the
-    identification step (every subset of the known columns) or of the attribute step (every
-    subset of the synthesized known columns, known of the record's own values)."""
-    src = (lambda f: f"{folder}/{f}" if folder else None)  # noqa: E731
+def _known_sweep_blocks(sec: Section, ks: Any, s: Any, links: _Links) -> None:
+    """The knowledge sweep of the identification or the attribute step: frontier, drivers and
+    levels."""
     m1, m2 = ks.shapley_measures
     if ks.kind == "identification":
         what = ("The same measures for every subset of the known columns "
@@ -602,7 +586,7 @@ def _known_sweep_blocks(sec: Section, ks: Any, folder: str | None, links: _Links
     sec.blocks.append(links.figure(lambda: plot_figure(ks, "frontier"), "known_sweep.png",
                                    f"{fig}, one point per subset; the Pareto frontier joined"))
     fr = ks.frontier[["known", "n_known", *ks.shown_measures]]
-    sec.blocks.append(_table(fr, links, src("known_sweep.csv"),
+    sec.blocks.append(_table(fr, links, step_file(s, "known_sweep.csv"),
                              "Pareto frontier: the fewest known columns for the most risk "
                              "(every subset in known_sweep.csv)"))
     sec.blocks.append(links.figure(lambda: plot_figure(ks, "drivers"), "known_sweep_drivers.png",
@@ -610,11 +594,11 @@ def _known_sweep_blocks(sec: Section, ks: Any, folder: str | None, links: _Links
                                    "risk withholding it removes from the full set"))
     dv = ks.drivers[["variable", "synthesized", f"shapley_{m1}", f"shapley_{m2}",
                      f"{m1}_without", f"{m1}_removed_share"]]
-    sec.blocks.append(_table(dv, links, src("known_sweep_drivers.csv"),
+    sec.blocks.append(_table(dv, links, step_file(s, "known_sweep_drivers.csv"),
                              "Drivers: " + ks.shapley_note))
     sec.p(ks.headline())
     lv = ks.levels.sort_values("share_risk", ascending=False, kind="stable").head(TOP_N)
-    sec.blocks.append(_table(lv[lv_cols], links, src("known_sweep_levels.csv"),
+    sec.blocks.append(_table(lv[lv_cols], links, step_file(s, "known_sweep_levels.csv"),
                              f"Levels holding the most risk, every known column known (top "
                              f"{TOP_N}; risk_ratio: share of the risk over share of the "
                              f"{unit})"))
@@ -627,7 +611,7 @@ def _known_sweep_blocks(sec: Section, ks: Any, folder: str | None, links: _Links
 def posterior_identification_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     r = s.result
     pr = r.settings.get("posterior_replicates") or {}
-    src = f"{s.folder}/summary.json" if s.folder else None
+    src = step_file(s, "summary.json")
     R = int(r.file["n_replicates"])
     m = result.plan.m
     sec.p("The synthesized known columns are replaced by R = ", links.num(R, src),
@@ -658,7 +642,7 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
               ("unique matches (targets)", "n_unique", False),
               ("false match rate (% of the unique matches)", "false_match_rate", True)]
     rows = []
-    isrc = f"{ident.folder}/summary.json" if ident.folder else None
+    isrc = step_file(ident, "summary.json")
     for lab, k, rate in labels:
         u = unc.get(k) or {}
         q = u.get("replicate_quantiles") or {}
@@ -708,7 +692,7 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
 @step_section("attribute", "attribute", "Attribute risk")
 def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     sm, recs = s.extra["summary"], s.result.records
-    src = f"{s.folder}/summary.json" if s.folder else None
+    src = step_file(s, "summary.json")
     st = sm.get("settings", {})
     sec.p(f"Worst-case intruder (knows every record but the target's synthesized values "
           f"{', '.join(st.get('columns', []))}); posterior: {result.plan.attribute_source}; "
@@ -746,7 +730,7 @@ def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
         sec.blocks.append(links.figure(lambda kind=kind: plot_figure(s.result, kind), name, cap))
     ks = s.extra.get("known_sweep")
     if ks is not None:
-        _known_sweep_blocks(sec, ks, s.folder, links)
+        _known_sweep_blocks(sec, ks, s, links)
     stable = recs[recs["flag_codes"].fillna("").astype(str) == ""]
     top = stable.sort_values("p_true", ascending=False, kind="stable").head(TOP_N).reset_index()
     cols = [c for c in ("record", "p_true", "rank_min", "G", "baseline") if c in top]
@@ -754,7 +738,7 @@ def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
         _at_risk(top[cols], s.extra.get("qi"), "record").rename(
             columns={"rank_min": "rank of the truth", "G": "candidates G",
                      "baseline": "random guess"}),
-        links, f"{s.folder}/records.csv" if s.folder else None,
+        links, step_file(s, "records.csv"),
         f"Records most at risk among stable estimates (top {TOP_N} by p_true; every record in "
         "records.csv, as fractions)", percent=("p_true", "random guess")))
     counts = sm.get("flag_counts") or {}
@@ -821,16 +805,16 @@ def disclosure_section(sec: Section, s: Any, result: Any, links: _Links) -> None
           "the one they want to learn. What the columns mean (synthpop's names):")
     sec.blocks.append(Block("dl", terms=list(SYNTHPOP_TERMS.items()), caption=SYNTHPOP_SOURCE))
     for t, res in s.result.items():
-        sub = f"{s.folder}/{target_folder(s.result, t)}" if s.folder else None
+        sub = target_folder(s.result, t)
         sec.p(f"Target {t}, keys {', '.join(res.keys)}.")
         for df, f, cap in ((res.ident, "ident.csv", "identity measures, % of records"),
                            (res.attrib, "attrib.csv", "attribute measures, % of records "
                             "(max_denom, mean_denom: counts)"),
                            (res.allCAPs, "allCAPs.csv", "correct attribution probabilities, "
                             "%")):
-            sec.blocks.append(_table(df, links, sub + f if sub else None, f"{cap} ({t})"))
+            sec.blocks.append(_table(df, links, step_file(s, sub + f), f"{cap} ({t})"))
         kb = res.key_baseline
-        ksrc = sub + "summary.json" if sub else None
+        ksrc = step_file(s, sub + "summary.json")
         sec.p("Original data: ", links.num(kb["n_sample_uniques"], ksrc),
               " sample uniques on the keys (", links.num(kb["pct_sample_uniques"], ksrc),
               " %) in ", links.num(kb["n_key_combinations"], ksrc), " key combinations; "
@@ -841,7 +825,7 @@ def disclosure_section(sec: Section, s: Any, result: Any, links: _Links) -> None
     base = s.extra.get("original_risk") or {}
     for i, (keys, r) in enumerate(base.items(), start=1):
         sfx = f"_{i}" if len(base) > 1 else ""
-        osrc = f"{s.folder}/original_risk{sfx}/summary.json" if s.folder else None
+        osrc = step_file(s, f"original_risk{sfx}/summary.json")
         g = r.global_risk
         sec.p(f"sdcMicro's risk of the original on the keys {', '.join(keys)} (Templ, Kowarik "
               "& Meindl 2015; a baseline, the same for every release): ",
@@ -867,14 +851,8 @@ def disclosure_section(sec: Section, s: Any, result: Any, links: _Links) -> None
 
 def utility_risk_points(result: Any) -> pd.DataFrame | None:
     """One row per synthetic dataset: S_pMSE and the risk measures of the "utility and risk"
-    figure, in the unit of their verdict lines (per cent): the expected match rate at the
-    maximising radius, as the verdict reads it (at the step's radius without a sweep), repU
-    and DiSCO of the first target.
-
-    ``attrs["thresholds"]`` holds each column's threshold (``"S_pMSE"`` too) and
-    ``attrs["verdict"]`` the value its verdict line reads (a pooled figure, which no single
-    dataset gives, is drawn as a line of its own).
-    """
+    figure, in per cent as their verdict lines read them; ``attrs["thresholds"]`` holds each
+    column's threshold, ``attrs["verdict"]`` a pooled value its verdict line reads."""
     u, i, d = (result.step(n) for n in ("utility", "identification", "disclosure"))
     if u.status != "ran":
         return None
@@ -896,7 +874,7 @@ def utility_risk_points(result: Any) -> pd.DataFrame | None:
             pts[col] = np.asarray(sw.risk[sw.argmax[0]], dtype=float) / n * 100
         else:
             per = i.result.to_dict()["summary"]["per_dataset"]
-            col = f"expected match rate (% of targets), {_radius_text(plan.radius)}"
+            col = f"expected match rate (% of targets), {radius_text(plan.radius)}"
             pts[col] = np.asarray(per["expected_match_risk"], dtype=float) / n * 100
         thresholds[col] = th.expected_match_rate * 100
         line = lines.get("expected_match_rate")
@@ -941,7 +919,7 @@ def _utility_risk(result: Any, links: _Links) -> Section | None:
 @step_section("membership", "membership", "Membership risk")
 def membership_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     f, st = s.result.file, s.result.settings
-    src = f"{s.folder}/summary.json" if s.folder else None
+    src = step_file(s, "summary.json")
     sec.p("Worst-case intruder (knows every record but one) holding a record of the original "
           "(member) or of the holdout (non-member): the posterior probability that it was in "
           "the confidential data, with prior ", links.num(st.get("prior"), src),
@@ -969,7 +947,6 @@ def membership_section(sec: Section, s: Any, result: Any, links: _Links) -> None
 @step_section("attacks", "attacks", "Singling out and linkability (anonymeter)")
 def attacks_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     so, lk = s.result["singling_out"], s.result["linkability"]
-    folder = f"{s.folder}/" if s.folder else None
     sec.p("anonymeter's attacks (Giomi et al. 2023; methods page 'Singling out and "
           "linkability'), each made on the records of the original (main attack), on the "
           "holdout, records the synthesis did not use (control attack), and at random "
@@ -978,7 +955,7 @@ def attacks_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
           "more about its own records than about others, with its interval (Wilson score), "
           "clipped to [0, 1] as anonymeter does.")
     sec.blocks.append(_table(so.summary().tables["risk"], links,
-                             folder and folder + "singling_out.csv",
+                             step_file(s, "singling_out.csv"),
                              "Singling out: predicates that match exactly one synthetic row, "
                              "and how often they single out a record (rates)"))
     sec.blocks.append(links.figure(lambda: plot_figure(so, "risk"), "attacks_singling_out.png",
@@ -991,7 +968,7 @@ def attacks_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
           f"{', '.join(b)} about the same people, and links a record's two parts when they "
           "share a nearest synthetic row.")
     sec.blocks.append(_table(lk.summary().tables["risk"], links,
-                             folder and folder + "linkability.csv",
+                             step_file(s, "linkability.csv"),
                              "Linkability: records relinked through the nearest synthetic "
                              "rows (rates)"))
     sec.blocks.append(links.figure(lambda: plot_figure(lk, "risk"), "attacks_linkability.png",
@@ -1000,7 +977,7 @@ def attacks_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
 
 
 def _sending(result: Any, links: _Links, bundle: str | None) -> list[Span]:
-    """What to send: the report's number links point to the files beside it."""
+    """What to send (the report's links point to the files beside it)."""
     if result.root is None:
         return [Span("This report links to no file (the audit wrote none): it can be sent "
                      "alone.")]
@@ -1016,8 +993,7 @@ def _sending(result: Any, links: _Links, bundle: str | None) -> list[Span]:
 
 
 def _reading_together(result: Any) -> list[str]:
-    """Sentences reconciling verdict lines that seem to disagree: DiSCO against the Bayesian
-    attribute risk (they measure different things)."""
+    """Sentences reconciling DiSCO with the attribute line when they seem to disagree."""
     v = result.verdicts
     att = next((x for x in v if x.step == "attribute"), None)
     disco = [x for x in v if x.threshold_name == "DiSCO"]
@@ -1118,12 +1094,8 @@ _MD_BLOCK_START = re.compile(r"^(\s*\d{1,9})([.)])(?=\s|$)|^(\s*)([-+=](?=[\s=]|
 
 
 def _md_text(s: Any) -> str:
-    """``s`` as literal Markdown text: a column name, a level or a message from the data renders
-    as the characters it holds and never as markup. Every character CommonMark or GFM could
-    read as markup is backslash-escaped (``<img ...>`` -> ``\\<img ...\\>``, which renders as
-    the text ``<img ...>``: no raw HTML, no link, no entity), line breaks become spaces (a
-    name cannot start a block of its own) and a list or quote marker at the start is escaped.
-    Applied once to each piece of text (the links around it are made by the template)."""
+    """``s`` as literal Markdown text: every markup character backslash-escaped, line breaks
+    as spaces, a list or quote marker at the start escaped (never raw HTML, a link or a block)."""
     text = re.sub(r"[\r\n]+", " ", str(s))
     text = _MD_MARKUP.sub(lambda m: "\\" + m.group(0), text)
     return _MD_BLOCK_START.sub(

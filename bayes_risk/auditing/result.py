@@ -35,6 +35,13 @@ def _fit_order(fit: Any) -> tuple[int, int]:
     return (1, int(tail)) if tail.isdigit() else (2, 0)
 
 
+def _frame(items: Any, columns: list[str]) -> pd.DataFrame:
+    """One row per item: its attributes ``columns`` (tuples as lists)."""
+    return pd.DataFrame([{c: list(x) if isinstance(x, tuple) else x
+                          for c in columns for x in [getattr(i, c)]} for i in items],
+                        columns=columns)
+
+
 @dataclass(repr=False)
 class AuditResult(RiskResult):
     """What :func:`bayes_risk.auditing.audit` returns.
@@ -230,28 +237,15 @@ class AuditResult(RiskResult):
 
     def verdict_frame(self) -> pd.DataFrame:
         """The verdict lines as a table."""
-        return pd.DataFrame(
-            [{"step": v.step, "measure": v.measure, "value": v.value,
-              "threshold": v.threshold, "direction": v.direction, "exceeds": v.exceeds,
-              "status": v.status, "unit": v.unit, "spread": v.spread,
-              "intruder": v.intruder, "source": v.source, "detail": v.detail,
-              "warnings": list(v.warnings), "flagged": v.flagged, "cause": v.cause,
-              "remedies": list(v.remedies)}
-             for v in self.verdicts],
-            columns=["step", "measure", "value", "threshold", "direction", "exceeds", "status",
-                     "unit", "spread", "intruder", "source", "detail", "warnings", "flagged",
-                     "cause", "remedies"],
-        )
+        return _frame(self.verdicts, [
+            "step", "measure", "value", "threshold", "direction", "exceeds", "status", "unit",
+            "spread", "intruder", "source", "detail", "warnings", "flagged", "cause",
+            "remedies"])
 
     def baseline_frame(self) -> pd.DataFrame:
         """The figures that cannot depend on the release (baselines of the original)."""
-        return pd.DataFrame(
-            [{"step": b.step, "measure": b.measure, "value": b.value,
-              "threshold": b.threshold, "unit": b.unit, "source": b.source, "why": b.why,
-              "code": b.code}
-             for b in self.baselines],
-            columns=["step", "measure", "value", "threshold", "unit", "source", "why", "code"],
-        )
+        return _frame(self.baselines, ["step", "measure", "value", "threshold", "unit",
+                                       "source", "why", "code"])
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary: verdicts, steps (status, reason, files, warnings), settings, and
@@ -290,15 +284,8 @@ class AuditResult(RiskResult):
         return Path(path)
 
     def _report_figures(self) -> dict[tuple[str, int], bytes]:
-        """The report's figures as PNG bytes, drawn by the first report of this result and
-        reused by the next (``to_html``, ``to_markdown``).
-
-        They are drawn again when the result has changed since: another ``plan`` or ``steps``
-        list, or a step whose ``name``, ``status``, ``result`` or ``extra`` (the objects the
-        figures are drawn from) is another object, as in a copy of the result with one step
-        replaced. The objects are compared by identity: a result's tables are not expected to
-        be edited in place.
-        """
+        """The report's figures as PNG bytes, drawn by the first report and reused by the next
+        unless a step's objects (compared by identity) changed since."""
         state = (self.plan, self.steps, *(x for s in self.steps
                                           for x in (s, s.name, s.status, s.result, s.extra)))
         cached = self.__dict__.get("_figures")

@@ -1,11 +1,8 @@
 """The settings of the audit's steps, grouped: :class:`AuditSettings` (``settings=`` of
-:func:`~bayes_risk.audit`).
+:func:`~bayes_risk.audit`; what the release is stays an argument of the audit).
 
-What the release is (the tables, the known and synthesized columns, the model, the schema, the
-holdout) stays an argument of :func:`~bayes_risk.audit`; how each step measures it is a field
-here. The fields that take a spec of a measure (``match``, ``attribute_estimator``,
-``propensity``) are checked when the settings are built; the fields that name columns are
-checked against the data by the audit, before its first step.
+The specs are checked when the settings are built, the column names against the data by the
+audit, before its first step. See :doc:`/user_guide/audit`.
 """
 
 from __future__ import annotations
@@ -39,27 +36,19 @@ class AuditSettings:
         recorded column types.
     match : MatchSpec, optional
         How the identification steps match the known columns: ``radius`` (a float, or a dict:
-        only the columns named get one, the others are matched exactly) and ``radius_type``
-        (``"percentage"``, ``"absolute"`` or ``"quantile_sd"``). Default: percentage radius 0.1
-        for every numeric (count or continuous) known column (Hornby & Hu 2021); categorical
-        columns match exactly. The steps set the other fields themselves (a field given here
-        that they do not read is refused).
+        only the columns named get one) and ``radius_type``. Default: percentage radius 0.1 for
+        every numeric known column (Hornby & Hu 2021). Any other field given is refused.
     sweep : sequence of float or None
         Common radii of the radius sweep (default Hornby & Hu's 0.01 … 0.3); ``None`` skips it.
-        The sweep varies the radii of the synthesized known columns only: the release carries
-        an unsynthesized column unchanged, so widening its radius only adds matches the release
-        has no part in (the largest risk is then at the smallest radius by construction).
+        It varies the radii of the synthesized known columns only (an unsynthesized one is
+        released unchanged).
     sweep_unsynthesized : bool
         Vary the radii of the unsynthesized known columns in the sweep too (default False).
     known_sweep : bool
-        Add to the identification step the risk for every subset of the known columns, the
-        Pareto frontier of risk against the number of columns known and the drivers of the
-        risk (Shapley values, per-level contributions;
-        :func:`~bayes_risk.identification.known_sweep`), and to the attribute step the same
-        over the subsets of the synthesized known columns known of the record's own values
-        (:func:`~bayes_risk.attribute.attribute_known_sweep`; when a synthesized column is left
-        to guess). Off by default: ``2**k`` subsets for ``k`` known columns. The verdict does
-        not read it.
+        Add the knowledge sweeps to the identification step
+        (:func:`~bayes_risk.identification.known_sweep`) and the attribute step
+        (:func:`~bayes_risk.attribute.attribute_known_sweep`). Off by default: ``2**k`` subsets
+        for ``k`` known columns. The verdict does not read it.
     targets : sequence of str, optional
         Targets of the empirical disclosure measures (one run each). Default: the synthesized
         columns the intruder does not know.
@@ -70,58 +59,43 @@ class AuditSettings:
         Records (0-based) whose attribute risk is estimated (default all).
     attribute_estimator : EstimatorSpec or {"auto", "stabilised", "is"}
         Estimator of the attribute step (``estimator`` of
-        :func:`~bayes_risk.attribute.attribute_risk`; default ``"auto"``: stabilised for class
-        P models), with ``EstimatorSpec.refit_draws``, the kept draws per chain of each refit
-        (default: the model's ``draws``); the step sets the other fields itself. The
-        stabilised estimator refits the model once per synthetic dataset, on the original and
-        that dataset together: about ``m × 2 ×`` the time of the model's own fit, estimated and
-        printed before the refits start; ``"is"`` makes no refit. Stored as an
-        :class:`~bayes_risk.EstimatorSpec`.
+        :func:`~bayes_risk.attribute.attribute_risk`; default ``"auto"``) and
+        ``EstimatorSpec.refit_draws`` (default: the model's ``draws``); any other field given
+        is refused. Stored as an :class:`~bayes_risk.EstimatorSpec`.
     combining_rules : {"auto", "partial", "full-same-n", "full-population"}
         Combining rules of the interval overlaps (see
         :func:`~bayes_risk.utility.utility_summary`); ``"auto"`` (default): the release's
         recorded generation scheme, else inferred from the synthesized columns.
     propensity : PropensitySpec, "logit" or "cart", optional
-        Propensity model of the utility step's pMSE: ``method`` (default ``"logit"``,
-        synthpop's ``utility.gen``; ``"cart"`` for wide tables whose logit design would be too
-        large) and ``max_order`` (``1``, the default, adds every two-way interaction, ``0`` main
-        effects only: a table with many columns or levels needs it, the step refuses a design
-        with more coefficients than records, ``DESIGN_TOO_LARGE``); the step sets the other
-        fields itself. Stored as a :class:`~bayes_risk.PropensitySpec`.
+        Propensity model of the utility step's pMSE: ``method`` (default ``"logit"``; ``"cart"``
+        for wide tables) and ``max_order`` (default ``1``: two-way interactions; ``0``: main
+        effects only); any other field given is refused. Stored as a
+        :class:`~bayes_risk.PropensitySpec`.
     imputed : "auto" or sequence of str
         Columns whose missing values the synthesizer imputed, compared on the original's
         observed cells in the utility step (see :func:`~bayes_risk.utility.utility_summary`);
         ``"auto"`` (default): the release's recorded ``imputed_columns``, else inferred;
         ``[]``: none.
     membership_selection : None, "independent", str or callable
-        For a release that synthesizes selected records only (a model fitted with
-        ``records=...``): how they were selected (``selection`` of
-        :func:`~bayes_risk.membership_risk`: ``"independent"`` or a rule on a record's own
-        values, e.g. ``"Income > 150000 or Age >= 90"``). Without it the membership step of
-        such a release is skipped with the reason (``MEMBERSHIP_PARTIAL_SYNTHESIS``). Recorded
-        in the settings.
+        For a release that synthesizes selected records only: how they were selected
+        (``selection`` of :func:`~bayes_risk.membership_risk`). Without it the membership step
+        of such a release is skipped (``MEMBERSHIP_PARTIAL_SYNTHESIS``).
     weights : str, optional
-        Survey weights of the original's records (a column of ``original``): the disclosure
-        step's baseline of the original, sdcMicro's individual re-identification risk
-        (:func:`~bayes_risk.disclosure.original_risk`), is then the Benedetti–Franconi risk
-        with the population frequency of a key estimated by the sum of its weights; without
-        weights it is the sample-based risk ``1/f_k`` (every weight 1, as sdcMicro).
+        Survey weights of the original's records (a column of ``original``) for the disclosure
+        step's baseline, :func:`~bayes_risk.disclosure.original_risk` (without: ``1/f_k``).
     linkability_columns : (sequence of str, sequence of str), optional
         The columns of the intruder's two tables in the attacks step's linkability attack
         (default: the ``known`` columns and the other columns; when every column is known,
         linkability is not run).
     skip : sequence of str, optional
-        Steps not to run (``"utility"``, ``"identification"``, ``"posterior_identification"``,
-        ``"attribute"``, ``"membership"``, ``"attacks"``, ``"disclosure"``); they are reported
-        as skipped, as asked.
+        Steps not to run (names of :func:`bayes_risk.measures.measures`, e.g. ``"membership"``);
+        they are reported as skipped.
     show_confidential_values : bool
         Show the known (quasi-identifier) values of the records most at risk in the report.
         Off by default; the report says so.
     allow_other_model : bool
-        Go on when ``model`` is not the model that made the release (user guide, Provenance):
-        the attribute, membership and posterior identification steps then measure that
-        model's risks, with warning ``MODEL_DIFFERS`` on their lines. By default (False) such
-        a model is refused before the first step (``MODEL_DIFFERS``).
+        Go on when ``model`` did not make the release (:doc:`/user_guide/provenance`): its
+        steps then carry warning ``MODEL_DIFFERS``; by default such a model is refused.
 
     Raises
     ------

@@ -28,6 +28,7 @@ from bayes_risk.auditing.context import (
 )
 from bayes_risk.auditing.disclosure_step import disclosure_step
 from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.auditing.plan import radius_text
 from bayes_risk.exceptions import arg_name
 from bayes_risk.results._base import plot_figure
 
@@ -121,14 +122,10 @@ def marginals(original: pd.DataFrame, synthetic: Any, schema: Any,
               observed: Sequence[str] = ()) -> pd.DataFrame:
     """Per-variable comparison table (synthpop ``compare()``): original vs pooled synthetic.
 
-    Categorical columns: one row per level (``kind`` "level") with the percentage of records in
-    each; numeric columns: the deciles of each (``kind`` "quantile") and histogram densities over
-    the central 99 % of the pooled values (``kind`` "density", ``value`` the bin centre), both of
-    the observed values: a missing value (empty, or a declared missing-value code such as
-    synthpop's ``cont.na`` -8) is not a number, and the percentage of records with one is a row
-    of its own (``kind`` "missing"). Columns in ``observed`` (imputed by the synthesizer) are
-    compared on their observed cells only: no missing row, percentages among the observed
-    records.
+    ``kind`` "level" (% of records per level of a categorical column), "quantile" (deciles)
+    and "density" (histogram over the central 99 %, ``value`` the bin centre) of the observed
+    values of a numeric one, "missing" (% of records with a missing value or code); columns in
+    ``observed`` (imputed) are compared on their observed cells only.
     """
     from bayes_risk.data.missing import missing_mask
 
@@ -268,7 +265,6 @@ def identification_step(ctx: StepContext) -> StepOutcome:
         _write_json(folder / "summary.json", d)
         files = ["records.csv", "summary.json"]
         if sweep is not None:
-
             sweep.to_frame().to_csv(folder / "radius_sweep.csv", index=False)
             plot_figure(sweep, "box").savefig(folder / "radius_sweep.png", dpi=120)
             files += ["radius_sweep.csv", "radius_sweep.png"]
@@ -276,10 +272,7 @@ def identification_step(ctx: StepContext) -> StepOutcome:
             pooled.sweep.to_frame().to_csv(folder / "radius_sweep_pooled.csv", index=False)
             files.append("radius_sweep_pooled.csv")
         if ksweep is not None:
-            write_csv(ksweep.table, folder / "known_sweep.csv")
-            write_csv(ksweep.drivers, folder / "known_sweep_drivers.csv")
-            write_csv(ksweep.levels, folder / "known_sweep_levels.csv")
-            files += ["known_sweep.csv", "known_sweep_drivers.csv", "known_sweep_levels.csv"]
+            files += _write_known_sweep(ksweep, folder)
     note = None
     if p.sweep and not p.radius:
         note = "radius sweep not run: no numeric known column has a radius (exact matching)"
@@ -299,14 +292,9 @@ def identification_step(ctx: StepContext) -> StepOutcome:
 
 
 def dataset_regimes(ctx: StepContext) -> dict[str, Any] | None:
-    """Which regime of the model's fit each released dataset was drawn from, when the chains
-    of the fitted model given (``--model``) sit in different regimes (``REGIMES_DISAGREE``);
-    ``None`` otherwise.
-
-    Returns ``regimes`` (the fit's regime records) and ``dataset_regime`` (per dataset, the
-    1-based regime of the chain of its posterior draw, the manifest's ``draw_index``;
-    ``status`` "not computed" with a ``reason`` when the release does not record the draws).
-    """
+    """Which regime of the model's fit (``REGIMES_DISAGREE``) each released dataset was drawn
+    from: ``regimes`` and ``dataset_regime`` (1-based, per dataset) with a ``status``;
+    ``None`` when the chains agree or no model was given."""
     if ctx.model is None:
         return None
     model = _loaded_model(ctx)
@@ -326,6 +314,16 @@ def dataset_regimes(ctx: StepContext) -> dict[str, Any] | None:
             "dataset_regime": [of_chain.get(int(h) // D) for h in draws]}
 
 
+def _write_known_sweep(ks: Any, folder: Path) -> list[str]:
+    """Write a knowledge sweep's tables into ``folder``; their file names."""
+    from bayes_risk.data.io import write_csv
+
+    names = ["known_sweep.csv", "known_sweep_drivers.csv", "known_sweep_levels.csv"]
+    for frame, name in zip((ks.table, ks.drivers, ks.levels), names, strict=True):
+        write_csv(frame, folder / name)
+    return names
+
+
 def _known_sweep(ctx: StepContext, kw: dict[str, Any]) -> Any:
     """The knowledge sweep over the known columns at the step's radius (``known_sweep=True``),
     with the step's options (per dataset, no fallback); ``None`` when not asked for."""
@@ -340,11 +338,8 @@ def _known_sweep(ctx: StepContext, kw: dict[str, Any]) -> Any:
 
 @dataclass
 class PooledIdentification:
-    """The identification measures of the intruder who holds all ``m`` released datasets:
-    match probabilities pooled over them (Reiter & Mitra 2009; Drechsler & Reiter 2008), with
-    the defaults of :func:`~bayes_risk.identification_risk` and ``bayes-risk identification``
-    (the same numbers as those entry points give), at the step's radius and, over the sweep,
-    at the radius that maximises the pooled expected match risk."""
+    """The identification measures of the intruder who holds all ``m`` released datasets
+    (pooled; Reiter & Mitra 2009), at the step's radius and at the pooled maximising radius."""
 
     result: Any
     sweep: Any = None
@@ -367,9 +362,8 @@ class PooledIdentification:
 
 
 def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdentification:
-    """The pooled figures (see :class:`PooledIdentification`): an intruder with m datasets
-    can do better than the mean of one-dataset intruders (on CEdata with a CART release of
-    m = 5, true match rate 1.2 % pooled against 0.31 % per dataset), so the verdict reads them."""
+    """The pooled figures, which the verdict reads: an intruder with m datasets can do better
+    than the mean of one-dataset intruders."""
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import radius_sweep
 
@@ -394,8 +388,7 @@ def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdenti
 
 def _radius_label(radius: dict[str, float]) -> str:
     """``"radius Age = 0.1, Income = 0.01"`` (or exact matching), for the runs' warnings."""
-    return ("radius " + ", ".join(f"{c} = {r:g}" for c, r in radius.items())
-            if radius else "exact matching")
+    return f"radius {radius_text(radius)}" if radius else radius_text(radius)
 
 
 #: posterior replicates in an audit: ``n="auto"`` with a small cap (the audit stays quick; the
@@ -405,9 +398,8 @@ AUDIT_REPLICATES = dict(n="auto", mcse_tol=0.02, min_replicates=100, max_replica
 
 
 def rebuilt_has_posterior(synthetic: Any) -> bool:
-    """Whether the synthesizer that made the release can be rebuilt from its manifest and
-    has posterior replicates (its class's capabilities: CART, whose Bayesian-bootstrap
-    donors are a posterior predictive; the rebuilt instance's own then decide)."""
+    """Whether the release's synthesizer can be rebuilt from its manifest and has posterior
+    replicates (its class's capabilities)."""
     from bayes_risk.contract import capabilities
     from bayes_risk.models import rebuildable_synthesizer
 
@@ -445,9 +437,7 @@ def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
 
 def posterior_identification_step(ctx: StepContext) -> StepOutcome:
     """Identification risk over posterior-predictive replicates of the synthesized known columns
-    (Drechsler & Reiter 2008, eq. 5), pooled, with Monte Carlo errors; the mean over single
-    replicates (the figure comparable with the identification step's per-dataset mean) beside
-    it. Same radius and fallback as the identification step."""
+    (Drechsler & Reiter 2008, eq. 5), pooled and per replicate, with Monte Carlo errors."""
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.replicates import PosteriorReplicates
 
@@ -600,12 +590,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
             plot_figure(res, kind).savefig(folder / name, dpi=100)
             files.append(name)
         if aks is not None:
-            from bayes_risk.data.io import write_csv
-
-            write_csv(aks.table, folder / "known_sweep.csv")
-            write_csv(aks.drivers, folder / "known_sweep_drivers.csv")
-            write_csv(aks.levels, folder / "known_sweep_levels.csv")
-            files += ["known_sweep.csv", "known_sweep_drivers.csv", "known_sweep_levels.csv"]
+            files += _write_known_sweep(aks, folder)
     return StepOutcome(name="attribute", status="ran", result=res,
                        folder="attribute" if folder else None, files=files,
                        extra={"summary": summary, "qi": _qi(ctx), "drivers": drivers,
@@ -630,11 +615,8 @@ def _membership_reuses(ctx: StepContext, model: Any) -> bool:
 
 
 def membership_step(ctx: StepContext) -> StepOutcome:
-    """Membership risk of every record against the holdout (:func:`bayes_risk.membership_risk`).
-
-    Runs when a holdout and a fitted model the measure supports are given; skipped with the
-    reason otherwise (it costs one refit of the model per dataset, as the attribute step's). A
-    member counts as exposed above the thresholds' ``membership_probability``."""
+    """Membership risk of every record against the holdout (:func:`bayes_risk.membership_risk`),
+    when a holdout and a fitted model the measure supports are given."""
     from bayes_risk.exceptions import NotSupportedError
     from bayes_risk.membership.api import check_model, membership_risk
     from bayes_risk.membership.specs import AttackSpec, RatioSpec

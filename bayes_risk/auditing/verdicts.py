@@ -1,13 +1,9 @@
 """The verdict lines of an audit: each headline measure of the release against its threshold.
 
-:func:`verdict_lines` builds them from the plan and the steps' outcomes with the builder each
-measure's record names (``Measure.verdict``, :mod:`bayes_risk.measures`; the package's are the
-module-level ``*_lines`` functions here, as scikit-learn keeps the helpers of a template
-class); a line on the wrong side of its threshold gets its cause and remedies from
-:mod:`bayes_risk.auditing.remedies`.
-A figure that cannot depend on the release is a :class:`Baseline`, reported apart.
-:class:`~bayes_risk.auditing.AuditResult` reads the lines through its ``verdicts`` and
-``baselines``.
+:func:`verdict_lines` calls the builder each measure's record names (``Measure.verdict``; the
+package's are the ``*_lines`` functions here); a line on the wrong side gets its cause and
+remedies from :mod:`bayes_risk.auditing.remedies`. A figure that cannot depend on the release
+is a :class:`Baseline`, reported apart.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ import numpy as np
 
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.disclosure_step import target_folder
-from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.auditing.outcome import StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.measures import load, measures
 
@@ -188,11 +184,6 @@ class Baseline:
     unit: str = ""
 
 
-def _src(s: StepOutcome, file: str) -> str | None:
-    """``file`` of step ``s``, relative to the audit folder (``None``: nothing written)."""
-    return f"{s.folder}/{file}" if s.folder is not None else None
-
-
 def verdict_lines(plan: AuditPlan, steps: Sequence[StepOutcome]) -> list[Verdict | Baseline]:
     """The verdict lines and baselines of the steps that ran, in the order of the steps.
 
@@ -229,12 +220,12 @@ def utility_lines(plan: AuditPlan, u: StepOutcome) -> list[Verdict | Baseline]:
     """Mean S_pMSE and the mean confidence-interval overlap."""
     th, r = plan.thresholds, u.result
     v = Verdict("utility", "mean S_pMSE (pMSE / null expectation)",
-                float(r.pmse.mean_ratio), th.s_pmse, "max", _src(u, "summary.json"),
+                float(r.pmse.mean_ratio), th.s_pmse, "max", step_file(u, "summary.json"),
                 f"{r.pmse.null} null", _caveats("s_pmse", r.pmse.warnings),
                 spread=_range(r.pmse.ratio), intruder=_NO_INTRUDER, threshold_name="s_pmse")
     ov = float(r.mean_overlap)
     w = Verdict("utility", "mean confidence-interval overlap",
-                ov, th.overlap, "min", _src(u, "overlap.csv"),
+                ov, th.overlap, "min", step_file(u, "overlap.csv"),
                 warnings=_caveats("overlap", r.warnings),
                 spread=_range(r.overlap_per_dataset) + "; " + _outside(
                     ov, r.overlap_per_dataset,
@@ -283,7 +274,7 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
         value = _pct(big["prop_top"])
     v = Verdict("attribute", ATTRIBUTE_MEASURE,
                 value, _pct(plan.thresholds.prop_top), "max",
-                _src(a, "summary.json"),
+                step_file(a, "summary.json"),
                 f"{interval}random guess "
                 f"{_pct(s.get('random_guess_baseline', np.nan)):.3g} %; "
                 f"records with stable estimates{left_out}{by_regime}",
@@ -334,7 +325,7 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
         means = res.means()
         keys = ", ".join(res.keys)
         fixed_keys = plan.release_independent_keys(t)
-        rep_src = _src(d, sub + "ident.csv")
+        rep_src = step_file(d, sub + "ident.csv")
         who = f"knows the keys {keys} of every record"
         # repU depends on the keys alone: one line per set of keys, not per target
         if tuple(res.keys) in seen_keys:
@@ -353,7 +344,7 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
                         count_of=(plan.n_records, "records"), threshold_name="repU")
             out.append(_caused(v, *remedies.repu_cause(plan, res)))
         seen_keys.add(tuple(res.keys))
-        dsrc = _src(d, sub + "attrib.csv")
+        dsrc = step_file(d, sub + "attrib.csv")
         if fixed_keys and t not in plan.synthesized:
             out.append(Baseline(
                 "disclosure", f"DiSCO (%), target {t}", float(means["DiSCO"]),
@@ -371,15 +362,13 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
     base = d.extra.get("original_risk") or {}
     for i, r in enumerate(base.values(), start=1):
         sub = "original_risk" + (f"_{i}" if len(base) > 1 else "")
-        out += _original_lines(r, _src(d, f"{sub}/summary.json"))
+        out += _original_lines(r, step_file(d, f"{sub}/summary.json"))
     return out
 
 
 def _original_lines(r: Any, src: str | None) -> list[Baseline]:
-    """sdcMicro's measures of the original on the keys (:func:`~bayes_risk.original_risk`):
-    the global re-identification risk, 3-anonymity, the records singled out by one or two key
-    values (SUDA2) and, per target, the records whose key cell has one value of it. Computed
-    on the original alone: baselines, never verdict lines."""
+    """sdcMicro's measures of the original on the keys (:func:`~bayes_risk.original_risk`), as
+    baselines."""
     keys = ", ".join(r.keys)
     g, n = r.global_risk, r.key_cells["n_records"]
     alone = "computed on the original alone (sdcMicro), the same for every release"
@@ -423,7 +412,7 @@ def membership_lines(plan: AuditPlan, mem: StepOutcome) -> list[Verdict | Baseli
     th = plan.thresholds
     res = mem.result
     f, st = res.file, res.settings
-    src = _src(mem, "summary.json")
+    src = step_file(mem, "summary.json")
     m = plan.m
     nf = int(f.get("n_flagged") or 0)
     left_out = (f"; {nf} of {f['n_targets']} target(s) flagged and left out (unassessed: "
@@ -501,7 +490,7 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
         what = ("one column" if mode == "univariate" else f"{int(r['n_cols'])} columns")
         v = Verdict(
             "attacks", f"{mode} singling-out risk", float(r["risk"]),
-            th.singling_out_risk, "max", _src(a, "singling_out.csv"),
+            th.singling_out_risk, "max", step_file(a, "singling_out.csv"),
             f"{lvl} interval {r['ci_low']:.3g}–{r['ci_high']:.3g}"
             + (f" (dataset {int(r['dataset'])}, the largest of {plan.m})" if plan.m > 1 else "")
             + f"; of {int(r['n_queries'])} predicates that single out a synthetic row, "
@@ -522,7 +511,7 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
         each = lk.table.loc[lk.table["n_neighbors"] == k, "risk"]
         v = Verdict(
             "attacks", f"linkability risk ({', '.join(ca)} with {', '.join(cb)})",
-            float(r["risk"]), th.linkability_risk, "max", _src(a, "linkability.csv"),
+            float(r["risk"]), th.linkability_risk, "max", step_file(a, "linkability.csv"),
             f"{lvl} interval {r['ci_low']:.3g}–{r['ci_high']:.3g}"
             + (f" (dataset {int(r['dataset'])}, the largest of {plan.m})" if plan.m > 1 else "")
             + f"; records relinked through their {k} nearest synthetic row"
@@ -539,17 +528,12 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
 
 
 def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Baseline]:
-    """Each line reads the larger of two intruders' figures: the one who holds all m
-    datasets (probabilities pooled over them, Reiter & Mitra 2009: the defaults of
-    ``bayes-risk identification``) and the one who holds one dataset (the mean over the
-    datasets, Hornby & Hu 2021), each at its own maximising radius when the sweep ran. The
-    pooled intruder is usually the stronger (CEdata, CART, m = 5: true match rate 1.2 %
-    against 0.31 %), so the per-dataset mean alone would understate the risk."""
+    """The expected and the true match rate, each the larger of the figures of the intruder
+    who holds all m datasets (pooled, Reiter & Mitra 2009) and of the one who holds one (the
+    mean over the datasets, Hornby & Hu 2021), at the maximising radius when the sweep ran."""
     th = plan.thresholds
     iw = _caveats("identification", i.result.warnings)
-    pooled = i.extra.get("pooled")
-    if pooled is None:  # a result made before the pooled figures existed
-        return _per_dataset_lines(plan, i, iw)
+    pooled = i.extra["pooled"]
     head = pooled.headline.file
     sw = i.extra.get("sweep")
     per = (i.extra.get("at_r_star") or i.result).file
@@ -560,7 +544,7 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
     r_per = f" (radius {sw.r_star})" if sw is not None else ""
     per_emr = (float(sw.risk_star) if sw is not None
                else float(per["expected_match_risk"])) / n
-    src = _src(i, "summary.json")
+    src = step_file(i, "summary.json")
     # the per-dataset figures, one per dataset, at the radius the line reads
     pd_src = i.extra.get("at_r_star") or i.result
     pdd = getattr(pd_src, "per_dataset", None) or {}
@@ -611,9 +595,8 @@ _ID_THRESHOLDS = ("expected_match_rate", "true_match_rate")
 
 
 def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple[float, str]:
-    """An identification line's value and words under the regimes of the model's fit: the
-    mean per dataset over the datasets drawn from each regime (``RISK_BY_REGIME``), the
-    larger of these and ``value`` read."""
+    """An identification line's value and words under the regimes of the model's fit (the
+    larger of ``value`` and each regime's mean per dataset, ``RISK_BY_REGIME``)."""
     if not reg:
         return value, ""
     if reg.get("status") != "computed":
@@ -642,49 +625,3 @@ def _identification_intruder(plan: AuditPlan) -> str:
     return (f"knows {', '.join(plan.known)} of every target"
             + (f" ({rad})" if rad else "") + "; holds one or all of the "
             f"{plan.m} datasets (the larger figure is read)")
-
-
-def _per_dataset_lines(plan: AuditPlan, i: StepOutcome,
-                       iw: tuple[str, ...]) -> list[Verdict | Baseline]:
-    th = plan.thresholds
-    s = i.result.file
-    n = float(s["n_targets"])
-    sw = i.extra.get("sweep")
-    star = i.extra.get("at_r_star")
-    lines: list[tuple[str, float, float, str | None, str]] = []
-    if sw is not None:
-        lines.append(("expected match rate at the maximising radius",
-                      float(sw.risk_star) / n, th.expected_match_rate,
-                      _src(i, "radius_sweep.csv"),
-                      f"radius {sw.r_star}"))
-    else:
-        lines.append(("expected match rate", float(s["expected_match_rate"]),
-                      th.expected_match_rate, _src(i, "summary.json"),
-                      ""))
-    if sw is not None and star is not None:  # at the same radius as the line above
-        lines.append(("true match rate (correct unique matches) at the maximising radius",
-                      float(star.file["true_match_rate_targets"]), th.true_match_rate,
-                      _src(i, "summary.json"), f"radius {sw.r_star}"))
-    else:
-        lines.append(("true match rate (correct unique matches)",
-                      float(s["true_match_rate_targets"]), th.true_match_rate,
-                      _src(i, "summary.json"), ""))
-    lines = [(lab, _pct(v), _pct(t), src, d) for lab, v, t, src, d in lines]
-    if plan.identification_release_independent:
-        why = (f"the intruder knows only unsynthesized columns "
-               f"({', '.join(plan.known)}), which the release carries unchanged")
-        return [Baseline("identification", m, v, t, src,
-                         why + (f"; {d}" if d else ""), unit="%")
-                for m, v, t, src, d in lines]
-    who = _identification_intruder(plan)
-    cause = remedies.identification_cause(plan, i)
-    pdd = getattr(star or i.result, "per_dataset", None) or {}
-    nt = float(s["n_targets"])
-    each = (np.asarray(sw.risk[sw.argmax[0]], dtype=float) / nt if sw is not None and
-            sw.argmax else np.asarray(pdd.get("expected_match_risk", []), dtype=float) / nt,
-            np.asarray(pdd.get("true_match_rate_targets", []), dtype=float))
-    return [_caused(Verdict("identification", m, v, t, "max", src, d, iw, unit="%",
-                            spread=_range(e * 100, "%"), intruder=who,
-                            count_of=(int(nt), "targets"), threshold_name=tn), *cause)
-            for (m, v, t, src, d), e, tn in zip(lines, each, _ID_THRESHOLDS, strict=True)]
-

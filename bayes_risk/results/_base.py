@@ -4,10 +4,12 @@ and structured warnings."""
 from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
+from dataclasses import asdict
 from typing import Any, ClassVar
 
 import pandas as pd
 
+from bayes_risk._io import to_jsonable
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results._summary import ResultWarning, Summary
 from bayes_risk.warning_codes import message
@@ -57,9 +59,9 @@ class RiskResult(metaclass=ABCMeta):
     def summary(self) -> Summary:
         """Printable summary (see :class:`~bayes_risk.results.Summary`)."""
 
-    @abstractmethod
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dictionary of the result."""
+        """JSON-safe dictionary of the result (``inf`` → ``"inf"``, ``nan`` → ``None``)."""
+        return to_jsonable(asdict(self))
 
     @abstractmethod
     def to_dataframe(self) -> pd.DataFrame:

@@ -193,18 +193,12 @@ class AttributeRiskResult(RiskResult):
         Returns
         -------
         dict
-            ``n_records``, ``n_flagged``, ``flag_counts``, ``unflagged`` and ``flagged``
-            (Hu–Reiter–Wang summaries of each group), ``all`` (all records, for comparison
-            with published tables), ``random_guess_baseline`` (mean 1/G), ``published_estimator``
-            (how degenerate the Hu 2019 §3.2.5 estimator was, when computed), ``pareto_khat``,
-            ``between_chain_check`` (whether the record estimates were compared between MCMC
-            chains — ``status`` "run" or "not run" with the ``reason``, e.g. one chain — and
-            ``records_flagged``: how many records are flagged ``CHAINS_DISAGREE``),
-            ``settings``, ``warnings``, ``mcmc``; with the draw bootstrap kept,
-            ``mc_uncertainty``: Monte Carlo standard errors and 90 % intervals of the unflagged
-            records' file-level figures (``bayes_risk.attribute.uncertainty.file_uncertainty``;
-            they cover the Monte Carlo error of the posterior draws, not a spread over synthetic
-            datasets) and the number of flagged records left out.
+            ``n_records``, ``n_flagged``, ``flag_counts``, ``unflagged``, ``flagged`` and
+            ``all`` (Hu–Reiter–Wang summaries), ``random_guess_baseline`` (mean 1/G),
+            ``published_estimator``, ``pareto_khat``, ``between_chain_check`` (``status``,
+            ``reason``, ``records_flagged``), ``settings``, ``warnings``, ``mcmc``; with the
+            draw bootstrap kept, ``mc_uncertainty`` (Monte Carlo errors of the unflagged
+            records' figures; :doc:`/user_guide/attribute`).
         """
         df = self.records
         fl = df["flag_codes"] != ""
@@ -259,13 +253,9 @@ class AttributeRiskResult(RiskResult):
     def regime_figures(self, *, thresholds: Sequence[float] = (0.5,)) -> dict[str, Any] | None:
         """The file-level figures under each regime of the model's fit, when its chains sit in
         different regimes (``REGIMES_DISAGREE``; ``None`` when they agree or the model has no
-        chains).
-
-        A regime's estimate of a record is the mean over its chains of the intruder's
-        posterior computed from each chain's draws alone (``chain_loglik``, the between-chain
-        check's regrouping of the sums over draws; each chain of a regime estimates the same
-        posterior). The figures cover the records not flagged, or flagged ``CHAINS_DISAGREE``
-        only: within one regime their estimates are assessed; the pooled figures leave them out.
+        chains): a regime's estimate of a record is the mean over its chains of the posterior
+        from each chain's draws alone, over the records not flagged or flagged
+        ``CHAINS_DISAGREE`` only.
 
         Returns
         -------

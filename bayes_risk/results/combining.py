@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._io import to_jsonable
 from bayes_risk.results._base import RiskResult
 from bayes_risk.results._format import format_number
 from bayes_risk.results._summary import Summary
@@ -107,10 +106,6 @@ class CombinedScalar(RiskResult):
         """The interval ``(ci_lower, ci_upper)``."""
         return (self.ci_lower, self.ci_upper)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary (``inf`` → ``"inf"``, ``nan`` → ``None``)."""
-        return to_jsonable(asdict(self))
-
     def to_dataframe(self) -> pd.DataFrame:
         """One row: every figure but the warnings."""
         d = asdict(self)
@@ -191,10 +186,6 @@ class CombinedMultivariate(RiskResult):
     rules: str = "partial"
     total_cov: np.ndarray | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary."""
-        return to_jsonable(asdict(self))
-
     def to_dataframe(self) -> pd.DataFrame:
         """One row per component: ``estimate`` and the diagonals of ``within_cov`` and
         ``between_cov``."""
@@ -244,10 +235,6 @@ class OverlapResult(RiskResult):
     mean_truncated: float
     kind: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary."""
-        return to_jsonable(asdict(self))
-
     def to_dataframe(self) -> pd.DataFrame:
         """One row per estimand (``estimand`` = 1..E, ``overlap``)."""
         return pd.DataFrame({"estimand": np.arange(1, self.values.size + 1),
@@ -285,10 +272,6 @@ class CoefDiffResult(RiskResult):
     values: np.ndarray
     mean: float
     median: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary."""
-        return to_jsonable(asdict(self))
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per coefficient (``coefficient`` = 1..E, ``std_coef_diff``)."""

@@ -88,8 +88,7 @@ class ReplicatedUniques(RiskResult):
         pos = t["syn"].to_numpy()
         ax.bar(pos, pct, width=0.6)
         ax.set_xticks(pos)
-        ax.set_xlabel("synthetic dataset")
-        ax.set_ylabel("replicated uniques (% of records)")
+        ax.set(xlabel="synthetic dataset", ylabel="replicated uniques (% of records)")
         return ax
 
 
@@ -231,8 +230,7 @@ class DisclosureMeasures(RiskResult):
                                  ("TCAP", self.allCAPs, "^")):
             ax.plot(pos, df[name].to_numpy(dtype=float), marker, ls="-", lw=1, label=name)
         ax.set_xticks(pos)
-        ax.set_xlabel("synthetic dataset")
-        ax.set_ylabel("%")
+        ax.set(xlabel="synthetic dataset", ylabel="%")
         ax.legend(loc="best")
         return ax
 
@@ -311,7 +309,6 @@ class DisclosureByTarget(RiskResult, Mapping):
         for k, name in enumerate(("repU", "DiSCO", "TCAP")):
             ax.bar(x + (k - 1) * 0.27, df[name].to_numpy(dtype=float), width=0.27, label=name)
         ax.set_xticks(x, df["target"].astype(str))
-        ax.set_xlabel("target")
-        ax.set_ylabel("mean over datasets (%)")
+        ax.set(xlabel="target", ylabel="mean over datasets (%)")
         ax.legend(loc="best")
         return ax

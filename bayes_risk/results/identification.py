@@ -54,14 +54,10 @@ class IdentificationResult(RiskResult):
         ``IR_τ`` (per dataset: ``mean_l IR_τ^(l)``).
     prob : scipy.sparse.csr_matrix [N_T, n] or None
         Pooled ``π_τ(k)`` (columns = original records in row order); ``None`` per dataset.
-        Built from :attr:`pooled` on first access (every fallback set enumerated; an error if
-        that exceeds 100 million entries — read :attr:`pooled` row by row then).
+        Built from :attr:`pooled` on first access (an error beyond 100 million entries).
     pooled : PooledProbabilities or None
-        The same probabilities in compact form
-        (``bayes_risk.identification.pooled.PooledProbabilities``): the directly matched
-        records explicitly, each target's fallback set (the records matching its unsynthesized
-        known columns, used in replicates without a match; Reiter & Mitra 2009) as the set and
-        one probability (``.row(i)``, ``.tocsr()``, ``.nnz``).
+        The same probabilities in compact form, each target's fallback set as the set and one
+        probability (``.row(i)``, ``.tocsr()``, ``.nnz``).
     p_out, p_unassigned : ndarray
         ``π_τ(n+1)`` and the mass of replicates without any match (known membership).
     file : dict
@@ -70,12 +66,9 @@ class IdentificationResult(RiskResult):
         ``true_match_rate_unique``, ``false_match_rate``, ``n_targets`` …; averaged over
         datasets for per-dataset aggregation).
     per_dataset : dict or None
-        File-level measures as vectors over datasets (per-dataset aggregation).
-        With posterior replicates (``PosteriorReplicates``), ``file`` also holds ``n_replicates``,
-        ``mc_se`` (delete-a-group jackknife Monte Carlo standard error of every pooled measure),
-        ``replicate_mean`` / ``replicate_mean_mc_se`` / ``replicate_quantiles`` (the measures of
-        each replicate taken alone: their spread over replicates) and ``mc_trace`` (the running
-        estimate); :meth:`uncertainty` collects them.
+        File-level measures as vectors over datasets (per-dataset aggregation). With posterior
+        replicates ``file`` also holds their Monte Carlo figures, which :meth:`uncertainty`
+        collects (:doc:`/user_guide/posterior_replicates`).
     warnings : tuple of str
         Machine-readable codes (``NO_MATCH``, ``ZERO_UNIQUE``, ``F_BELOW_ONE``,
         ``IPF_NOT_CONVERGED``, ``LEGACY_NONPOSITIVE_NO_MATCH``).
@@ -296,8 +289,7 @@ class IdentificationResult(RiskResult):
         """Histogram of the record-level identification risk ``IR`` of the targets."""
         ir = np.asarray(self.record_IR, dtype=float)
         ax.hist(ir[np.isfinite(ir)], bins=30)
-        ax.set_xlabel("record-level identification risk IR")
-        ax.set_ylabel("targets")
+        ax.set(xlabel="record-level identification risk IR", ylabel="targets")
         ax.set_title(f"Expected match risk {self.file.get('expected_match_risk', np.nan):.4g}")
         return ax
 
@@ -314,8 +306,7 @@ class IdentificationResult(RiskResult):
         ax.plot(pos, v, "o-", lw=1, ms=4)
         ax.axhline(float(np.nanmean(v)), color="k", ls="--", label="mean")
         ax.set_xticks(pos)
-        ax.set_xlabel("synthetic dataset")
-        ax.set_ylabel("expected match risk (sum of IR)")
+        ax.set(xlabel="synthetic dataset", ylabel="expected match risk (sum of IR)")
         ax.legend(loc="best")
         return ax
 
@@ -351,8 +342,7 @@ class IdentificationResult(RiskResult):
             if not pr.get("stopped_by_tolerance", True):
                 warning = (f"MCSE_NOT_REACHED: relative MCSE above {100 * tol:g} % at\n"
                            f"R = {int(R[-1])}, the cap: the pooled figure is uncertain")
-        ax.set_xlabel("number of posterior replicates R")
-        ax.set_ylabel("expected match risk (targets)")
+        ax.set(xlabel="number of posterior replicates R", ylabel="expected match risk (targets)")
         # whether the tolerance was reached is a warning beside the figure, not its title
         ax.set_title(f"Running pooled estimate ({pr.get('view', '')} view, R = {int(R[-1])})",
                      fontsize="medium")

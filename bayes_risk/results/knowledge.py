@@ -254,8 +254,7 @@ class KnowledgeSweepResult(RiskResult):
                         xytext=(-4 if at_right else 4, 4), ha="right" if at_right else "left",
                         fontsize=7)
         ax.set_xticks(range(0, len(self.candidates) + 1))
-        ax.set_xlabel("number of known variables")
-        ax.set_ylabel(_LABEL.get(m, m))
+        ax.set(xlabel="number of known variables", ylabel=_LABEL.get(m, m))
         ax.set_title(f"{_RISK[self.kind]} by the intruder's knowledge")
         ax.legend(loc="best", fontsize=8)
         return ax
@@ -272,8 +271,7 @@ class KnowledgeSweepResult(RiskResult):
         if shap:
             ax.scatter(d[f"{m}_removed"], y, color="C3", zorder=3,
                        label="risk removed by withholding it (from the full set)")
-        ax.set_yticks(y)
-        ax.set_yticklabels(d["variable"])
+        ax.set_yticks(y, d["variable"])
         ax.invert_yaxis()
         what = "expected match risk" if m == "expected_match_risk" else _LABEL[m]
         ax.set_xlabel(f"contribution to the {what}")
@@ -289,8 +287,7 @@ class KnowledgeSweepResult(RiskResult):
         ax.barh(y - 0.2, lv["share_risk"], height=0.4, color="C3", label="share of risk")
         ax.barh(y + 0.2, lv["share_targets"], height=0.4, color="0.6",
                 label="share of targets" if self.kind == "identification" else "share of records")
-        ax.set_yticks(y)
-        ax.set_yticklabels(labels, fontsize=7)
+        ax.set_yticks(y, labels, fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("share")
         ax.set_title("Where the risk sits (every candidate known)")

@@ -168,8 +168,7 @@ class MembershipRiskResult(RiskResult):
                     label=f"{role}s ({int(sel.sum())})")
         ax.axvline(self.settings["prior"], color="k", ls="--",
                    label=f"prior {self.settings['prior']:.3g}")
-        ax.set_xlabel("posterior membership probability")
-        ax.set_ylabel("targets (unflagged)")
+        ax.set(xlabel="posterior membership probability", ylabel="targets (unflagged)")
         ax.legend(fontsize=8)
         return ax
 
@@ -188,8 +187,7 @@ class MembershipRiskResult(RiskResult):
             fpr = np.concatenate([[0.0], np.cumsum(~y[order]) / (~y).sum()])
             ax.plot(fpr, tpr, label=name)
         ax.plot([0, 1], [0, 1], color="k", ls=":", label="guessing")
-        ax.set_xlabel("false positive rate (non-members)")
-        ax.set_ylabel("true positive rate (members)")
+        ax.set(xlabel="false positive rate (non-members)", ylabel="true positive rate (members)")
         ax.legend(fontsize=8)
         return ax
 

@@ -201,6 +201,5 @@ class OriginalRisk(RiskResult):
         d = self.records[f"{col}_Distinct_Ldiversity"].to_numpy(dtype=np.float64)
         vals, cnt = np.unique(d, return_counts=True)
         ax.bar(vals, cnt, width=0.8, color=np.where(vals <= 1, "#c44e52", "#4c72b0"))
-        ax.set_xlabel(f"distinct l-diversity of the key cell ({col})")
-        ax.set_ylabel("records")
+        ax.set(xlabel=f"distinct l-diversity of the key cell ({col})", ylabel="records")
         return ax

@@ -24,37 +24,31 @@ def _per_dataset_plot(ax: Any, values: Any, reference: float, label: str) -> Any
     ax.plot(pos, v, "o", ms=5)
     ax.axhline(reference, color="k", ls="--", lw=1, label=f"null value {reference:g}")
     ax.set_xticks(pos)
-    ax.set_xlabel("synthetic dataset")
-    ax.set_ylabel(label)
+    ax.set(xlabel="synthetic dataset", ylabel=label)
     ax.legend(loc="best")
     return ax
 
 
 @dataclass(frozen=True)
 class PMSEResult(RiskResult):
-    """Result of :func:`~bayes_risk.utility.pmse` (one entry per synthetic dataset unless stated).
+    """Result of :func:`~bayes_risk.utility.pmse` (one entry per synthetic dataset unless stated;
+    the formulas are on :doc:`/methods/utility`).
 
     Attributes
     ----------
     pmse : ndarray of float, shape (m,)
         ``(1/N) Σ (p̂_i − c)²`` per synthetic dataset.
-    e0 : ndarray of float, shape (m,)
-        Null expectation of the pMSE: theory ``(k* − 1)(1 − c)² c / N``; ``perm``: mean of the
-        halved permutation pMSEs; ``pairs``: half the mean pMSE over pairs of synthetic datasets.
-    sd0 : ndarray of float, shape (m,)
-        Null standard deviation (theory ``sqrt(2 (k* − 1)) (1 − c)² c / N``; resampling: standard
-        deviation, divisor ``B − 1``, of the same halved values).
+    e0, sd0 : ndarray of float, shape (m,)
+        Null expectation and standard deviation of the pMSE (under ``null``).
     ratio : ndarray of float, shape (m,)
-        ``pMSE / e0`` (synthpop's ``S_pMSE``; about 1 under the null; ``pairs``:
-        ``2 pMSE / mean(pairs)``).
+        ``pMSE / e0`` (synthpop's ``S_pMSE``; about 1 under the null).
     std : ndarray of float, shape (m,)
         ``(pMSE − e0) / sd0``.
     k : ndarray of int, shape (m,)
         Number of estimable coefficients of the logistic model including the intercept
         (``-1`` for CART).
     df : ndarray of int, shape (m,)
-        ``k − 1`` (complete synthesis) or ``k* − 1`` (incomplete: estimable non-intercept columns
-        involving a synthesized variable) used by the theory null (``-1`` for CART).
+        Degrees of freedom of the theory null (``-1`` for CART).
     c : ndarray of float, shape (m,)
         ``n_syn / N``.
     n_original : int
