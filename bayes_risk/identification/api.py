@@ -1,9 +1,6 @@
-"""Public entry points: :func:`identification_risk` and :func:`radius_sweep` (Hu 2019 §4).
+"""Public entry points :func:`identification_risk` and :func:`radius_sweep` (Hu 2019 §4).
 
-The engine is staged: ``prepare`` (:mod:`~bayes_risk.identification.prepare`) builds a typed plan,
-``evaluate`` (:mod:`~bayes_risk.identification.evaluate`) runs the matching engine over
-partitions of the targets through an executor (in process, or on a Dask cluster), ``assemble``
-(:mod:`~bayes_risk.identification.assemble`) computes the record- and file-level measures.
+See :doc:`/methods/identification`.
 """
 
 from __future__ import annotations
@@ -33,16 +30,11 @@ __all__ = ["IdentificationResult", "identification_risk", "radius_sweep", "COMPA
 
 
 def _is_posterior_replicates(obj: Any) -> bool:
-    """``isinstance(obj, PosteriorReplicates)`` without importing ``replicates`` (and its
-    batches and Monte Carlo error modules) in runs that do not use it: an instance exists only
-    once that module has been imported."""
+    """``isinstance(obj, PosteriorReplicates)`` without importing ``replicates``."""
     mod = sys.modules.get("bayes_risk.identification.replicates")
     return mod is not None and isinstance(obj, mod.PosteriorReplicates)
 
 
-# ----------------------------------------------------------------------------------------------
-# result
-# ----------------------------------------------------------------------------------------------
 @interruptible
 def identification_risk(
     original: pd.DataFrame,
@@ -61,15 +53,9 @@ def identification_risk(
 ) -> IdentificationResult:
     """Identification disclosure risk of partially synthetic data (Hu 2019 §4).
 
-    An intruder holds the true values of the ``known`` columns for every target and looks for
-    the target among the released records. The known columns released unchanged are matched
-    to the original's values; in each replicate of the synthesized ones (by default the ``m``
-    released datasets, Drechsler & Reiter 2008 §3) the matching records get probability
-    ``1/n_t`` (known membership) or ``min(1/F_t, 1/n_t)`` (unknown membership,
-    ``Pr(J = n+1) = max(0, 1 − n_t/F_t)``, Drechsler & Reiter 2008). ``aggregation="pooled"``
-    averages these over replicates and declares the records tied at the top (Reiter & Mitra
-    2009); ``"per_dataset"`` evaluates every dataset separately and averages the measures
-    (Hornby & Hu 2021).
+    An intruder holds the ``known`` columns of every target and looks for it among the
+    released records; see :doc:`/methods/identification` and
+    :doc:`/user_guide/identification`.
 
     Parameters
     ----------

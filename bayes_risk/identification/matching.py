@@ -1,12 +1,8 @@
-"""Match rules for identification risk: exact codes, windows ``t_j ± R_j`` of the radius types
-(``absolute``, ``percentage``, ``legacy_signed``, ``quantile_sd``) combined as a ``rectangle``,
-``ellipse``, ``mahalanobis`` ball (a Euclidean ball after :func:`mahalanobis_whitening`,
-unsynthesized columns first) or ``legacy_hh_euclid`` (:doc:`/methods/identification`, Matching
-rules).
+"""Match rules for identification risk: exact codes and windows ``t_j ± R_j`` combined as a
+rectangle, ellipse, Mahalanobis ball or ``legacy_hh_euclid``; see :doc:`/methods/identification`.
 
-Every window is turned into a closed float interval ``[lo, hi]``: an open window ``(t−R, t+R)``
-becomes ``[nextafter(t−R, +inf), nextafter(t+R, −inf)]``, which is exactly equivalent for
-float64 values and lets one binary search serve both window types.
+An open window ``(t−R, t+R)`` becomes the closed ``[nextafter(t−R, +inf), nextafter(t+R, −inf)]``
+(exactly equivalent for float64), so one binary search serves both window types.
 """
 
 from __future__ import annotations
@@ -37,6 +33,14 @@ WINDOWS = ("closed", "open")
 SHAPES = ("rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid")
 #: shapes whose windows are the bounding box of a quadratic form tested afterwards
 ELLIPTIC_SHAPES = ("ellipse", "mahalanobis")
+
+
+def check_one_of(value: Any, choices: Sequence, what: str, *, optional: bool = False) -> None:
+    """Raise a ValidationError naming ``what`` unless ``value`` is one of ``choices`` (or None)."""
+    if (optional and value is None) or value in choices:
+        return
+    raise ValidationError(f"{what} must be {'None or ' if optional else ''}one of "
+                          f"{list(choices)}. Got {value!r}.")
 
 
 @dataclass(frozen=True)
@@ -78,14 +82,9 @@ class MatchRule:
     quantile_groups: int = 20
 
     def __post_init__(self) -> None:
-        if self.radius_type not in RADIUS_TYPES:
-            raise ValidationError(
-                f"radius_type must be one of {list(RADIUS_TYPES)}. Got {self.radius_type!r}."
-            )
-        if self.window not in WINDOWS:
-            raise ValidationError(f"window must be one of {list(WINDOWS)}. Got {self.window!r}.")
-        if self.shape not in SHAPES:
-            raise ValidationError(f"shape must be one of {list(SHAPES)}. Got {self.shape!r}.")
+        check_one_of(self.radius_type, RADIUS_TYPES, "radius_type")
+        check_one_of(self.window, WINDOWS, "window")
+        check_one_of(self.shape, SHAPES, "shape")
         if self.shape == "mahalanobis":
             if self.radius_type != "absolute":
                 raise ValidationError(

@@ -26,7 +26,7 @@ from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.identification import population as _population
 from bayes_risk.identification.encoding import encode_problem
 from bayes_risk.identification.inputs import released_replicates, user_replicates
-from bayes_risk.identification.matching import MatchRule, parse_radius
+from bayes_risk.identification.matching import MatchRule, check_one_of, parse_radius
 from bayes_risk.identification.plan import (
     EncodedData,
     IdentificationPlan,
@@ -149,10 +149,7 @@ def _same_values(a: pd.Series, b: pd.Series) -> bool:
 
 def resolve_compat(compat: Any) -> str | None:
     """The compat mode's name, or a ValidationError."""
-    if compat is not None and compat not in COMPAT_MODES:
-        raise ValidationError(
-            f"compat must be None or one of {list(COMPAT_MODES)}. Got {compat!r}."
-        )
+    check_one_of(compat, COMPAT_MODES, "compat", optional=True)
     return compat
 
 
@@ -237,11 +234,7 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
         )
     o["strategy"] = parse_strategy(o["strategy"])
     o["missing_known"] = o.get("missing_known") or "any"
-    if o["missing_known"] not in MISSING_KNOWN:
-        raise ValidationError(
-            f"missing_known must be one of {list(MISSING_KNOWN)}. Got {o['missing_known']!r}.",
-            code="INVALID_ARGUMENT"
-        )
+    check_one_of(o["missing_known"], MISSING_KNOWN, "missing_known")
     return o
 
 

@@ -1,13 +1,7 @@
-"""The grouped arguments of identification risk: how known columns match, and the population.
+"""The grouped arguments of identification risk: :class:`MatchSpec` (``match=``, how known
+columns match) and :class:`PopulationSpec` (``population=``, the targets and membership).
 
-:class:`MatchSpec` (``match=``) holds the match rule's settings (radius, its type and floor,
-window, shape, missing known values, when a match is declared, the fallback, the R package's
-mode), :class:`PopulationSpec` (``population=``) the targets, whether the intruder knows who is
-in the sample and, when not, where the population counts ``F_t`` come from — as
-:class:`~bayes_risk.attribute.candidates.CandidateSpec` groups the candidate-set settings of
-attribute risk. Both are validated when built, with errors naming the field; what depends on
-the data (a radius for a categorical column, a weight per original row) is checked when the
-risk is computed.
+Both are validated when built; what depends on the data is checked when the risk is computed.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 
 from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
-from bayes_risk.identification.matching import RADIUS_TYPES, SHAPES, WINDOWS
+from bayes_risk.identification.matching import RADIUS_TYPES, SHAPES, WINDOWS, check_one_of
 
 __all__ = ["MatchSpec", "PopulationSpec", "MEMBERSHIPS", "POPULATION_ESTIMATES", "COMPAT_MODES",
            "MISSING_KNOWN", "FALLBACKS"]
@@ -39,8 +33,7 @@ def _number(value: Any) -> bool:
 
 
 def _nonnegative(value: Any, what: str, column: str | None = None) -> float:
-    """``value`` as a float, or a ValidationError naming ``what`` (and the ``column`` it is
-    given for: ``MatchSpec.radius['Age']``, on the command line ``--radius Age``)."""
+    """``value`` as a float, or a ValidationError naming ``what`` (and ``column``)."""
     if not _number(value) or not np.isfinite(value) or value < 0:
         shown = (arg_name(what) if column is None else f"{arg_name(what)} {column}"
                  if on_command_line() and has_option(what) else f"{what}[{column!r}]")
@@ -83,10 +76,10 @@ def _per_column(value: Any, what: str) -> float | dict[str, float] | None:
 
 @dataclass(frozen=True)
 class MatchSpec:
-    """How a released record matches a target's known values (methods, Matching rules).
+    """How a released record matches a target's known values (:doc:`/methods/identification`).
 
-    Categorical columns, and count columns given no radius, match by equality; continuous
-    columns, and count columns given a radius, inside a window around the target's value.
+    Categorical columns, and count columns given no radius, match by equality; the others
+    inside a window around the target's value.
 
     Parameters
     ----------
@@ -112,12 +105,10 @@ class MatchSpec:
         of the original's values of the radius columns (Hu 2019 §4.2.2);
         ``"legacy_hh_euclid"`` reproduces the R package's ``euclideanDist=TRUE``.
     missing_known : {"any", "level"}
-        A target's missing known value (an empty cell or a declared missing-value code): the
-        intruder does not know it, so it matches any released value (``"any"``, default); or
-        missing is a value the intruder knows, matching only released missing values
-        (``"level"``). A released missing value never matches an observed target value
-        (user guide, Missing values). Needs known membership and, for radius columns with
-        missing values, ``shape="rectangle"`` (or ``"ellipse"`` with ``"any"``).
+        A target's missing known value matches any released value (``"any"``, default) or only
+        a released missing value (``"level"``); see the user guide, Missing values. Needs known
+        membership and, for radius columns with missing values, ``shape="rectangle"`` (or
+        ``"ellipse"`` with ``"any"``).
     strategy : "always", ("threshold", γ) or "not_if_max"
         When the intruder declares a match (Drechsler & Reiter 2008 §4.3).
     fallback : {None, "none", "unsynthesized"}
@@ -125,9 +116,8 @@ class MatchSpec:
         replicate. ``None``: ``"unsynthesized"`` for pooled known-membership runs with at least
         one known unsynthesized column (Drechsler & Reiter 2008), else ``"none"``.
     compat : {None, "IdentificationRiskCalculation"}
-        Reproduce the R package IdentificationRiskCalculation exactly: open windows, signed
-        percentage radius, ``T = 1`` when ``c = 0``, per-dataset aggregation, no fallback,
-        radius vector in data-frame column order (methods, Compatibility with the R packages).
+        Reproduce the R package IdentificationRiskCalculation exactly
+        (:doc:`/methods/compatibility`).
 
     Raises
     ------
@@ -164,45 +154,19 @@ class MatchSpec:
             radius = _per_column(radius, "MatchSpec.radius")
         object.__setattr__(self, "radius", radius)
         object.__setattr__(self, "r_min", _per_column(self.r_min, "MatchSpec.r_min"))
-        if self.radius_type not in RADIUS_TYPES:
-            raise ValidationError(
-                f"MatchSpec.radius_type must be one of {list(RADIUS_TYPES)}. "
-                f"Got {self.radius_type!r}."
-            )
+        check_one_of(self.radius_type, RADIUS_TYPES, "MatchSpec.radius_type")
         q = self.quantile_groups
         if not _number(q) or int(q) != q or q < 1:
             raise ValidationError(f"MatchSpec.quantile_groups must be an integer >= 1. Got {q!r}.")
         object.__setattr__(self, "quantile_groups", int(q))
-        if self.window is not None and self.window not in WINDOWS:
-            raise ValidationError(
-                f"MatchSpec.window must be None or one of {list(WINDOWS)}. Got {self.window!r}."
-            )
-        if self.shape is not None and self.shape not in SHAPES:
-            raise ValidationError(
-                f"MatchSpec.shape must be None or one of {list(SHAPES)}. Got {self.shape!r}."
-            )
-        self._check_rules()
-
-    def _check_rules(self) -> None:
-        """The fields that say what the intruder does with the matches."""
-        if self.missing_known not in MISSING_KNOWN:
-            raise ValidationError(
-                f"MatchSpec.missing_known must be one of {list(MISSING_KNOWN)}. "
-                f"Got {self.missing_known!r}.", code="INVALID_ARGUMENT"
-            )
+        check_one_of(self.window, WINDOWS, "MatchSpec.window", optional=True)
+        check_one_of(self.shape, SHAPES, "MatchSpec.shape", optional=True)
+        check_one_of(self.missing_known, MISSING_KNOWN, "MatchSpec.missing_known")
         strategy = self.strategy
         object.__setattr__(self, "strategy", parse_strategy(
             tuple(strategy) if isinstance(strategy, list) else strategy))
-        if self.fallback is not None and self.fallback not in FALLBACKS:
-            raise ValidationError(
-                f"MatchSpec.fallback must be None or one of {list(FALLBACKS)}. "
-                f"Got {self.fallback!r}.", code="INVALID_ARGUMENT"
-            )
-        if self.compat is not None and self.compat not in COMPAT_MODES:
-            raise ValidationError(
-                f"MatchSpec.compat must be None or one of {list(COMPAT_MODES)}. "
-                f"Got {self.compat!r}."
-            )
+        check_one_of(self.fallback, FALLBACKS, "MatchSpec.fallback", optional=True)
+        check_one_of(self.compat, COMPAT_MODES, "MatchSpec.compat", optional=True)
 
     def options(self) -> dict[str, Any]:
         """The fields as the keyword options of the engine's ``prepare``."""
@@ -226,10 +190,7 @@ class MatchSpec:
 @dataclass(frozen=True, eq=False)
 class PopulationSpec:
     """The targets, whether the intruder knows who is in the sample, and the population counts
-    if not.
-
-    Unknown membership: each of the ``n_t`` matches gets ``min(1/F_t, 1/n_t)`` (Drechsler &
-    Reiter 2008, eqs. 5–7; :doc:`/methods/identification`).
+    if not (:doc:`/methods/identification`).
 
     Parameters
     ----------
@@ -251,10 +212,9 @@ class PopulationSpec:
         The population's size (alternative to ``sampling_fraction``).
     weights : str or array, optional
         Survey weights of the original's records (a column of the original, or one weight per
-        row): ``F_t`` is estimated as the sum of the weights of the sample records whose known
-        values equal the target's (Horvitz–Thompson; Reiter & Mitra 2009), never below the
-        number of such records and at least 1. Weights must be positive and finite. An
-        alternative to ``counts``.
+        row), positive and finite: ``F_t`` is the sum of the weights of the sample records with
+        the target's known values (Horvitz–Thompson), at least their number. An alternative to
+        ``counts``.
     targets : DataFrame, optional
         External targets (population units) holding the known columns and ``target_id``; ids
         found among the original's ids (``original_id`` column, the same-named column, or the
@@ -287,16 +247,8 @@ class PopulationSpec:
     original_id: str | None = None
 
     def __post_init__(self) -> None:
-        if self.membership not in MEMBERSHIPS:
-            raise ValidationError(
-                f"PopulationSpec.membership must be one of {list(MEMBERSHIPS)}. "
-                f"Got {self.membership!r}."
-            )
-        if self.estimate not in POPULATION_ESTIMATES:
-            raise ValidationError(
-                f"PopulationSpec.estimate must be one of {list(POPULATION_ESTIMATES)}. "
-                f"Got {self.estimate!r}."
-            )
+        check_one_of(self.membership, MEMBERSHIPS, "PopulationSpec.membership")
+        check_one_of(self.estimate, POPULATION_ESTIMATES, "PopulationSpec.estimate")
         if self.membership == "known":
             for name in ("counts", "weights"):
                 if getattr(self, name) is not None:
@@ -342,8 +294,7 @@ class PopulationSpec:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready description (counts and weights given as data are described, not
-        copied)."""
+        """JSON-ready description (data given as counts or weights are described, not copied)."""
         def described(v: Any) -> Any:
             if v is None or isinstance(v, str):
                 return v
