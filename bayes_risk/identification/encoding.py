@@ -1,10 +1,5 @@
-"""Encoding the known columns for the matching engine (the last step of ``prepare``).
-
-Categorical exact-match columns become level codes (``-1``: a value absent from every released
-table; a missing value: a level of its own), numeric exact-match columns codes of their distinct
-values (:class:`ExactEncoder`, kept in the plan so that later batches of posterior replicates get
-the same codes), radius columns float64 (whitened for ``shape="mahalanobis"``; a missing value
-``+inf``).
+"""Encoding the known columns for the matching engine (the last step of ``prepare``): exact
+columns as codes (:class:`ExactEncoder`), radius columns as float64 (a missing value ``+inf``).
 """
 
 from __future__ import annotations
@@ -29,9 +24,8 @@ __all__ = ["Encoded", "ExactEncoder", "encode_problem", "exact_encoders", "radiu
 
 @dataclass
 class Encoded:
-    """The encoded problem, the original's codes of every exact-match column (the log-linear
-    population counts read them), the covariance of a Mahalanobis rule and the encoder of
-    every exact-match column."""
+    """The encoded problem, the original's codes and the encoder of every exact-match column,
+    and the covariance of a Mahalanobis rule."""
 
     prep: Prepared
     codes_orig: dict[str, np.ndarray]
@@ -41,14 +35,8 @@ class Encoded:
 
 @dataclass(frozen=True)
 class ExactEncoder:
-    """The codes of one exact-match column, the one encoder of its values.
-
-    ``0..d-1``: the column's values (a categorical column's harmonised levels; a numeric column's
-    distinct observed values in the original and the replicates, sorted); ``d``: a missing value
-    (a level of its own); ``-1``: a value outside them, which matches nothing. Kept in the plan
-    (``EncodedData.exact_encoders``) so that later batches of posterior replicates are encoded
-    with the very codes of the first one.
-    """
+    """The codes of one exact-match column: ``0..d-1`` its values, ``d`` a missing value,
+    ``-1`` a value outside them (matches nothing). Kept in the plan for later batches."""
 
     column: str
     values: tuple | np.ndarray
@@ -157,13 +145,8 @@ def encode_problem(
     in_sample: np.ndarray, rec: np.ndarray, warn: dict[str, str],
     missing_known: str = "any",
 ) -> Encoded:
-    """Encode records, replicates and targets (``problem.Prepared``).
-
-    Missing known values (user guide, Missing values): in an exact-match column a missing value
-    is a level of its own; in a radius column it is ``+inf`` (outside every finite window). With
-    ``missing_known="any"`` a target is not matched on the columns where its value is missing
-    (``Prepared.tgt_drop``); with ``"level"`` its missing value matches missing values only.
-    """
+    """Encode records, replicates and targets (``problem.Prepared``); with
+    ``missing_known="any"`` a target is not matched on its missing values (``tgt_drop``)."""
     n, R, N_T = len(original), len(rep_s), len(tdf)
     has_missing = {
         c: bool(missing_mask(original[c]).any() or missing_mask(tdf[c]).any()

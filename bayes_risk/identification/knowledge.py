@@ -77,7 +77,7 @@ def known_sweep(
     original : DataFrame
         Confidential data.
     synthetic : list of DataFrame or SyntheticData
-        The released datasets (as in ``identification_risk``).
+        The released datasets.
     candidates : sequence of str
         The candidate known variables (at least one; at most 20).
     synthesized : sequence of str, optional
@@ -86,13 +86,12 @@ def known_sweep(
     max_size : int, optional
         Largest subset size evaluated exhaustively (default: every size, the full lattice).
     greedy_beyond : bool
-        Follow the greedy forward path from the riskiest subset of size ``max_size`` to the full
-        set (default ``True``; ignored when the lattice is complete).
+        Follow the greedy forward path from the riskiest subset of size ``max_size`` to the
+        full set.
     measure : {"expected_match_risk", "true_match_rate_targets"}
         The risk the greedy path and the frontier rank subsets by.
     bands : int
-        Number of quantile bands (default 10: deciles) of a numeric variable in the per-level
-        contributions; a variable with at most ``bands`` distinct values keeps its values.
+        Quantile bands of a numeric variable in the per-level contributions (default: deciles).
     max_subsets : int
         Largest number of subsets evaluated (default 4,096); more is an error.
     progressbar : bool
@@ -100,9 +99,8 @@ def known_sweep(
     executor : None, distributed.Client or Executor, optional
         Where the matching engine runs (as in ``identification_risk``).
     **kwargs
-        Further arguments of ``identification_risk`` (``match``, ``population``,
-        ``aggregation``, ``schema``, ``categorical``, ...). The radius of ``match`` may name any
-        candidate; each subset uses the radii of its own columns.
+        Further arguments of ``identification_risk``; each subset uses the radii of its own
+        columns.
 
     Returns
     -------
@@ -112,9 +110,7 @@ def known_sweep(
     Raises
     ------
     ValidationError
-        No candidate, a candidate listed twice, ``max_size`` out of range, too many subsets,
-        user population counts (they are keyed by one set of known columns), an unknown
-        argument.
+        Bad candidates, ``max_size`` or arguments, too many subsets, or user population counts.
 
     Examples
     --------

@@ -1,10 +1,5 @@
-"""Maximising-radius search (Hornby & Hu 2021 §4.1).
-
-For a grid of radii the file-level expected match risk is computed for every synthetic dataset;
-the radius whose summary over datasets (mean by default, or median) is largest is reported as the
-conservative choice, with the full risk curve. With several radius columns either one common
-``r`` is used for all of them, or a Cartesian grid of per-column radii (capped by ``max_grid``).
-Ties at the maximum (the package's tie tolerance) are all reported; ``r_star`` is the smallest.
+"""Maximising-radius search (Hornby & Hu 2021 §4.1): :func:`radius_sweep`; see
+:doc:`/methods/identification`.
 """
 
 from __future__ import annotations
@@ -55,8 +50,7 @@ def radius_sweep(
     original, synthetic, known, synthesized
         As in :func:`~bayes_risk.identification.api.identification_risk`.
     radii : sequence of float or dict {column: sequence of float}
-        A sequence: one common radius for every varied column (Hornby & Hu 2021 uses
-        ``{1, 2.5, 5, 10, 20, 30}%``). A dict: Cartesian grid of per-column radii.
+        One common radius for every varied column, or a Cartesian grid of per-column radii.
     columns : sequence of str, optional
         Radius columns to vary with a common radius (default: every column matched with a
         radius). Columns not varied keep the radius given in ``match=``.
@@ -65,21 +59,15 @@ def radius_sweep(
     statistic : {"mean", "median"}
         Summary over datasets that is maximised.
     aggregation : {"per_dataset", "pooled"}
-        ``"per_dataset"`` (default, Hornby & Hu 2021) gives one risk per dataset and maximises
-        their summary; ``"pooled"`` one per grid point. Unlike
-        :func:`~bayes_risk.identification.api.identification_risk`, whose default is
-        ``"pooled"``: the two figures can be largest at different radii, so sweep the one you
-        report.
+        ``"per_dataset"`` (default, Hornby & Hu 2021) maximises the summary of one risk per
+        dataset; ``"pooled"`` one risk per grid point (sweep the aggregation you report).
     progressbar : bool
         Show progress over the grid.
     executor : None, distributed.Client or Executor, optional
-        As in ``identification_risk``: where the matching engine runs. On a Dask cluster the
-        record pool is sent to the workers once for the whole sweep.
+        As in ``identification_risk``.
     **kwargs
-        Further arguments of ``identification_risk`` (``match``, ``population``,
-        ``categorical``, ...). The radius of ``match`` sets the radii of columns that are not
-        varied (and, when omitted, the first grid value is used to decide which columns get a
-        radius).
+        Further arguments of ``identification_risk``; the radius of ``match`` sets the radii
+        of the columns not varied.
 
     Returns
     -------

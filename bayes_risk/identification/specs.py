@@ -85,25 +85,21 @@ class MatchSpec:
     ----------
     radius : float, dict or sequence, optional
         Radius ``r_j`` of the window: a float (every continuous known column), a dict
-        ``{column: r}`` (count columns such as age may be given a radius too), or — with
-        ``compat="IdentificationRiskCalculation"`` only — a vector assigned in data-frame column
-        order. Required when a continuous column is known, except with ``"quantile_sd"``
-        (default ``1``: the group's standard deviation).
+        ``{column: r}`` (count columns may be named), or (compat mode only) a vector in
+        data-frame column order. Required when a continuous column is known, except with
+        ``"quantile_sd"`` (default 1).
     radius_type : {"percentage", "absolute", "quantile_sd"}
         ``R = r·|t|`` (Hornby & Hu 2021), ``R = r``, or ``r`` times the standard deviation of
-        the quantile group of the original's values holding ``t`` (Drechsler & Reiter 2009).
+        the target's quantile group (Drechsler & Reiter 2009).
     r_min : float or dict, optional
-        Floor of the percentage radius, ``R = max(r|t|, r_min)`` (a choice of this package).
+        Floor of the percentage radius, ``R = max(r|t|, r_min)``.
     quantile_groups : int
         Number of quantile groups ``Q`` of ``"quantile_sd"`` (default 20).
     window : {"closed", "open"}, optional
-        ``|x − t| ≤ R`` (default, as Hornby & Hu's text) or ``< R`` (the R package
-        IdentificationRiskCalculation).
+        ``|x − t| ≤ R`` (default) or ``< R`` (the R package).
     shape : {"rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid"}, optional
-        How several radius columns combine (default ``"rectangle"``: each column separately);
-        ``"mahalanobis"`` matches when ``(x − t)ᵀ S⁻¹ (x − t) ≤ r²`` with ``S`` the covariance
-        of the original's values of the radius columns (Hu 2019 §4.2.2);
-        ``"legacy_hh_euclid"`` reproduces the R package's ``euclideanDist=TRUE``.
+        How several radius columns combine (default ``"rectangle"``: each column separately;
+        ``"legacy_hh_euclid"``: the R package's ``euclideanDist=TRUE``).
     missing_known : {"any", "level"}
         A target's missing known value matches any released value (``"any"``, default) or only
         a released missing value (``"level"``); see the user guide, Missing values. Needs known
@@ -112,9 +108,9 @@ class MatchSpec:
     strategy : "always", ("threshold", γ) or "not_if_max"
         When the intruder declares a match (Drechsler & Reiter 2008 §4.3).
     fallback : {None, "none", "unsynthesized"}
-        Records matching on the unsynthesized known columns when nothing matches in a
-        replicate. ``None``: ``"unsynthesized"`` for pooled known-membership runs with at least
-        one known unsynthesized column (Drechsler & Reiter 2008), else ``"none"``.
+        Records matching on the unsynthesized known columns when nothing matches in a replicate
+        (``None``: ``"unsynthesized"`` for pooled known-membership runs with a known
+        unsynthesized column, else ``"none"``).
     compat : {None, "IdentificationRiskCalculation"}
         Reproduce the R package IdentificationRiskCalculation exactly
         (:doc:`/methods/compatibility`).
@@ -197,15 +193,12 @@ class PopulationSpec:
     membership : {"known", "unknown"}
         Whether the intruder knows the targets are in the sample (default ``"known"``).
     counts : mapping, DataFrame, array, "loglinear_original" or "loglinear_synthetic", optional
-        Population counts ``F_t`` (unknown membership): true counts keyed by the tuple of known
-        values (in the order of ``known``) or a table of the known columns plus a count column
-        ``F``, or one count per target (all ``>= 1``); or estimates from the all-two-way
-        log-linear model fitted on the original (the agency's view) or on each replicate (the
-        intruder's view; Hu 2019 §4.2.3), which need ``sampling_fraction`` or
-        ``population_size``.
+        Population counts ``F_t`` (unknown membership): true counts keyed by the known values
+        (a mapping, or a table with a count column ``F``), one count per target, or log-linear
+        estimates fitted on the original or on each replicate (Hu 2019 §4.2.3; they need
+        ``sampling_fraction`` or ``population_size``).
     estimate : {"default", "scaled", "expected_inverse"}
-        How the log-linear fit gives ``F̂``: ``f + (1−a)μ̂/a``, ``μ̂/a``, or ``1/F`` replaced by
-        ``E[1/F | f]`` (provisional: Drechsler & Reiter 2008 do not state the conversion).
+        How the log-linear fit gives ``F̂``: ``f + (1−a)μ̂/a``, ``μ̂/a``, or ``E[1/F | f]``.
     sampling_fraction : float, optional
         ``a = n / population_size`` for the log-linear estimates, in ``(0, 1]``.
     population_size : int, optional
@@ -216,19 +209,15 @@ class PopulationSpec:
         the target's known values (Horvitz–Thompson), at least their number. An alternative to
         ``counts``.
     targets : DataFrame, optional
-        External targets (population units) holding the known columns and ``target_id``; ids
-        found among the original's ids (``original_id`` column, the same-named column, or the
-        index) are in the sample, the others are not. Default: every original record is a
-        target.
+        External targets holding the known columns and ``target_id``; those whose id is among
+        the original's ids are in the sample. Default: every original record.
     target_id, original_id : str, optional
         The id columns of ``targets`` and of the original.
 
     Raises
     ------
     ValidationError
-        A field out of its range, or a combination that does not apply (counts or weights with
-        known membership, both counts and weights, ids without targets), named in the
-        message.
+        A field out of its range, or a combination that does not apply, named in the message.
 
     Examples
     --------
