@@ -19,7 +19,11 @@ import pandas as pd
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.exceptions import SchemaError
 from bayes_risk.identification import engine
-from bayes_risk.identification.encoding import check_missing_radius, radius_values
+from bayes_risk.identification.encoding import (
+    check_missing_radius,
+    radius_values,
+    stack_columns,
+)
 from bayes_risk.identification.index import target_bounds
 from bayes_risk.identification.plan import IdentificationPlan, ReplicateSource
 from bayes_risk.identification.pooled import fallback_sets, merge_target_major
@@ -267,16 +271,10 @@ class Recoder:
                  for z in batch]
         encs = p0.data.exact_encoders
         what = "posterior replicates"
-        rep_exact = [
-            np.stack([encs[c](z[c], what) for c in rule.exact_s], axis=1) if rule.exact_s
-            else np.zeros((n, 0), dtype=np.int64)
-            for z in batch
-        ]
-        rep_radius = [
-            np.stack([radius_values(z[c], c, what) for c in rule.radius_s])
-            if rule.radius_s else np.zeros((0, n))
-            for z in batch
-        ]
+        rep_exact = [stack_columns([encs[c](z[c], what) for c in rule.exact_s], n)
+                     for z in batch]
+        rep_radius = [stack_columns([radius_values(z[c], c, what) for c in rule.radius_s], n,
+                                    axis=0, dtype=np.float64) for z in batch]
         check_missing_radius(rule, {c: any(np.isinf(v[j]).any() for v in rep_radius)
                                     for j, c in enumerate(rule.radius_s)},
                              p0.data.missing_known)

@@ -19,7 +19,16 @@ from bayes_risk.identification.matching import MatchRule, mahalanobis_inputs
 from bayes_risk.identification.problem import Prepared
 
 __all__ = ["Encoded", "ExactEncoder", "encode_problem", "exact_encoders", "radius_values",
-           "check_missing_radius"]
+           "check_missing_radius", "stack_columns"]
+
+
+def stack_columns(arrays: list[np.ndarray], rows: int, *, axis: int = 1,
+                  dtype: type = np.int64) -> np.ndarray:
+    """``np.stack(arrays, axis=axis)``, or an empty ``dtype`` array of ``rows`` rows (``axis=1``)
+    or columns (``axis=0``) when there is none."""
+    if arrays:
+        return np.stack(arrays, axis=axis)
+    return np.zeros((rows, 0) if axis == 1 else (0, rows), dtype=dtype)
 
 
 @dataclass
@@ -158,27 +167,15 @@ def encode_problem(
         rule, cat, known_s, sk, original, tdf, rep_s
     )
     exact_sizes = {c: e.size for c, e in encs.items()}
-    rec_exact_us = np.stack([codes_orig[c] for c in rule.exact_us], axis=1) if rule.exact_us \
-        else np.zeros((n, 0), dtype=np.int64)
-    rep_exact_s = [
-        np.stack([codes_rep[c][r] for c in rule.exact_s], axis=1) if rule.exact_s
-        else np.zeros((n, 0), dtype=np.int64)
-        for r in range(R)
-    ]
-    rec_radius_us = np.stack([radius_values(original[c], c, "original")
-                              for c in rule.radius_us]) \
-        if rule.radius_us else np.zeros((0, n))
-    rep_radius_s = [
-        np.stack([radius_values(z[c], c, "replicate") for c in rule.radius_s])
-        if rule.radius_s
-        else np.zeros((0, n))
-        for z in rep_s
-    ]
-    tgt_exact = np.stack([codes_tgt[c] for c in rule.exact_cols], axis=1) if rule.exact_cols \
-        else np.zeros((N_T, 0), dtype=np.int64)
-    tgt_radius = np.stack([radius_values(tdf[c], c, "targets") for c in rule.radius_cols],
-                          axis=1) \
-        if rule.radius_cols else np.zeros((N_T, 0))
+    rec_exact_us = stack_columns([codes_orig[c] for c in rule.exact_us], n)
+    rep_exact_s = [stack_columns([codes_rep[c][r] for c in rule.exact_s], n) for r in range(R)]
+    rec_radius_us = stack_columns([radius_values(original[c], c, "original")
+                                   for c in rule.radius_us], n, axis=0, dtype=np.float64)
+    rep_radius_s = [stack_columns([radius_values(z[c], c, "replicate") for c in rule.radius_s],
+                                  n, axis=0, dtype=np.float64) for z in rep_s]
+    tgt_exact = stack_columns([codes_tgt[c] for c in rule.exact_cols], N_T)
+    tgt_radius = stack_columns([radius_values(tdf[c], c, "targets") for c in rule.radius_cols],
+                               N_T, dtype=np.float64)
     conf = {c: numeric(original[c], c, "original") for c in rule.radius_cols}
     tgt_drop = _target_drops(rule, tdf, missing_known, has_missing)
     maha_cov = None

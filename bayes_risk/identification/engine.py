@@ -116,14 +116,8 @@ def replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
             okey = ("us_order", rule.radius_us)
             us_ord = prep._cache.get(okey)
             if us_ord is None:
-                us_ord = np.empty((len(rule.radius_us), prep.n), dtype=np.int64)
-                for j in range(len(rule.radius_us)):
-                    us_ord[j] = np.argsort(prep.rec_radius_us[j])
-                prep._cache[okey] = us_ord
-            orders = np.empty((vals.shape[0], prep.n), dtype=np.int64)
-            orders[: len(rule.radius_us)] = us_ord
-            for j in range(len(rule.radius_us), vals.shape[0]):
-                orders[j] = np.argsort(vals[j])
+                us_ord = prep._cache[okey] = np.argsort(prep.rec_radius_us, axis=1)
+            orders = np.concatenate([us_ord, np.argsort(vals[len(rule.radius_us):], axis=1)])
         idx = make_index(rk, vals, _n_cells(prep, rule.exact_cols), compiled, orders)
         if keep:
             prep._cache[key] = idx

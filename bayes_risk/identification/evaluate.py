@@ -19,7 +19,7 @@ from bayes_risk.executors import Executor, InProcessExecutor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.plan import IdentificationPlan, Strategy
-from bayes_risk.identification.pooled import PooledOutput, run_pooled
+from bayes_risk.identification.pooled import PooledOutput, csr, row_pointers, run_pooled
 from bayes_risk.identification.problem import Prepared, drop_groups, target_problem
 
 __all__ = ["TargetPartition", "EngineOutput", "record_pool", "partitions", "evaluate",
@@ -122,18 +122,9 @@ def concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:
         return cls(**fields)
     if outs[0].prob is None:
         return PooledOutput(prob=None, **fields)
-    import scipy.sparse as sp
-
-    N = sum(o.prob.shape[0] for o in outs)
-    indptr = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(np.concatenate([np.diff(o.prob.indptr) for o in outs]), out=indptr[1:])
-    if indptr[-1] < 2**31 - 1:
-        indptr = indptr.astype(np.int32)
-    prob = sp.csr_matrix(
-        (np.concatenate([o.prob.data for o in outs]),
-         np.concatenate([o.prob.indices for o in outs]), indptr),
-        shape=(N, n),
-    )
+    indptr = row_pointers(np.concatenate([np.diff(o.prob.indptr) for o in outs]))
+    prob = csr(np.concatenate([o.prob.data for o in outs]),
+               np.concatenate([o.prob.indices for o in outs]), indptr, (len(indptr) - 1, n))
     return PooledOutput(prob=prob, **fields)
 
 

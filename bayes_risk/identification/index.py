@@ -400,9 +400,7 @@ class NumbaIndex:
             G = len(self.uk)
             rec_g = rec_g.astype(np.int64).ravel()
         if orders is None:
-            orders = np.empty((self.vals.shape[0], n), dtype=np.int64)
-            for j in range(self.vals.shape[0]):
-                orders[j] = np.argsort(self.vals[j])
+            orders = np.argsort(self.vals, axis=1)
         self.gstart, self.perms, self.sv = _nb().build(rec_g, G, self.vals, orders)
 
     def group_of(self, tgt_key: np.ndarray) -> np.ndarray:

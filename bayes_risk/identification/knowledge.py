@@ -36,6 +36,7 @@ from bayes_risk.identification.evaluate import run_engine
 from bayes_risk.identification.matching import check_one_of
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
 from bayes_risk.identification.prepare import inferred_synthesized, prepare
+from bayes_risk.identification.problem import positions, restricted_columns, without_columns
 from bayes_risk.identification.specs import spec_options
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
 
@@ -357,31 +358,17 @@ class _Sweep:
         """The full preparation restricted to the columns of ``s`` (what a separate run on
         ``s`` would prepare: codes and radius values are per column)."""
         plan, prep, rule = self.plan, self.plan.prep, self.plan.rule
-        keep = lambda cols: tuple(c for c in cols if c in s)  # noqa: E731
-        sub = dataclasses.replace(
-            rule, exact_us=keep(rule.exact_us), exact_s=keep(rule.exact_s),
-            radius_us=keep(rule.radius_us), radius_s=keep(rule.radius_s),
-            radius={c: v for c, v in rule.radius.items() if c in s},
-            r_min={c: v for c, v in rule.r_min.items() if c in s},
-        )
-
-        def pos(cols, kept):
-            return [list(cols).index(c) for c in kept]
-
-        e_us, e_s = pos(rule.exact_us, sub.exact_us), pos(rule.exact_s, sub.exact_s)
-        r_us, r_s = pos(rule.radius_us, sub.radius_us), pos(rule.radius_s, sub.radius_s)
-        t_e = pos(rule.exact_cols, sub.exact_cols)
-        t_r = pos(rule.radius_cols, sub.radius_cols)
+        sub = without_columns(rule, [c for c in rule.exact_cols + rule.radius_cols
+                                     if c not in s])
+        t_e = positions(rule.exact_cols, sub.exact_cols)
+        t_r = positions(rule.radius_cols, sub.radius_cols)
         drop = None
         if prep.tgt_drop is not None:
             drop = prep.tgt_drop[:, t_e + [len(rule.exact_cols) + j for j in t_r]]
             drop = drop if drop.any() else None
         sprep = dataclasses.replace(
             prep, rule=sub, exact_sizes={c: prep.exact_sizes[c] for c in sub.exact_cols},
-            rec_exact_us=prep.rec_exact_us[:, e_us],
-            rep_exact_s=[a[:, e_s] for a in prep.rep_exact_s],
-            rec_radius_us=prep.rec_radius_us[r_us],
-            rep_radius_s=[a[r_s] for a in prep.rep_radius_s],
+            **restricted_columns(prep, rule, sub),
             tgt_exact=prep.tgt_exact[:, t_e], tgt_radius=prep.tgt_radius[:, t_r],
             confidential_radius={c: v for c, v in prep.confidential_radius.items() if c in s},
             tgt_drop=drop, _cache={},

@@ -48,7 +48,6 @@ class PooledOutput:
     fallback_extra: np.ndarray
 
 
-
 @dataclass
 class FallbackSets:
     """The records matching each target on the known unsynthesized columns only (fallback rule),
@@ -161,7 +160,6 @@ def _segment_sums(keys: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.nd
     return keys[starts], np.add.reduceat(data, starts)
 
 
-
 #: temporary bytes per (target, record, replicate) contribution of a chunk
 BYTES_PER_CONTRIBUTION = 64
 #: temporary memory of one chunk at most (or a quarter of the run's memory budget left)
@@ -217,36 +215,18 @@ class _Chunks:
         return rows, self.group[rows] - a
 
 
-@dataclass
 class _Pooled:
     """Outputs of :func:`run_pooled` filled chunk by chunk (``T`` per target, the rest per
     distinct target)."""
 
-    N: int
-    N_all: int
-    keep: bool = True
-    p_out: np.ndarray = field(init=False)
-    p_un: np.ndarray = field(init=False)
-    p_max: np.ndarray = field(init=False)
-    c: np.ndarray = field(init=False)
-    T: np.ndarray = field(init=False)
-    ever: np.ndarray = field(init=False)
-    fb_value: np.ndarray = field(init=False)
-    fb_extra: np.ndarray = field(init=False)
-    row_nnz: np.ndarray = field(init=False)
-    ind_blocks: list[np.ndarray] = field(default_factory=list)
-    dat_blocks: list[np.ndarray] = field(default_factory=list)
-    total: int = 0
-
-    def __post_init__(self) -> None:
-        N = self.N
-        self.p_out, self.p_un, self.p_max = np.zeros(N), np.zeros(N), np.zeros(N)
-        self.c = np.zeros(N, dtype=np.int64)
-        self.T = np.zeros(self.N_all, dtype=bool)
+    def __init__(self, N: int, N_all: int, keep: bool = True) -> None:
+        self.N, self.N_all, self.keep, self.total = N, N_all, keep, 0
+        self.p_out, self.p_un, self.p_max, self.fb_value = (np.zeros(N) for _ in range(4))
+        self.c, self.fb_extra, self.row_nnz = (np.zeros(N, dtype=np.int64) for _ in range(3))
+        self.T = np.zeros(N_all, dtype=bool)
         self.ever = np.zeros(N, dtype=bool)
-        self.fb_value = np.zeros(N)
-        self.fb_extra = np.zeros(N, dtype=np.int64)
-        self.row_nnz = np.zeros(N, dtype=np.int64)
+        self.ind_blocks: list[np.ndarray] = []
+        self.dat_blocks: list[np.ndarray] = []
 
 
 def run_pooled(
@@ -690,10 +670,25 @@ def _top_sets(ctx: _Chunks, acc: _Pooled, a: int, z: int, pk, data, r_of, nnz_ro
     acc.T[rows] = (val > 0) & ties(val, pm[loc])
 
 
-def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
-    """``π`` of every target as CSR (each row its distinct target's)."""
+def row_pointers(counts: np.ndarray) -> np.ndarray:
+    """The int64 ``indptr`` of rows of ``counts`` entries."""
+    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return indptr
+
+
+def csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]
+        ) -> sp.csr_matrix:
+    """``scipy.sparse.csr_matrix`` with an int32 ``indptr`` where it fits."""
     import scipy.sparse as sp
 
+    if indptr[-1] < 2**31 - 1:
+        indptr = indptr.astype(np.int32)
+    return sp.csr_matrix((data, indices, indptr), shape=shape)
+
+
+def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
+    """``π`` of every target as CSR (each row its distinct target's)."""
     from bayes_risk._memory import check_memory
 
     idx_dtype = np.int32 if n < 2**31 - 1 else np.int64
@@ -701,14 +696,11 @@ def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
     indices = _join(acc.ind_blocks, total, idx_dtype)
     data = _join(acc.dat_blocks, total, np.float64)
     if ctx.group is None:
-        indptr = np.zeros(N_all + 1, dtype=np.int64)
-        np.cumsum(acc.row_nnz, out=indptr[1:])
+        indptr = row_pointers(acc.row_nnz)
     else:
-        g_ptr = np.zeros(acc.row_nnz.size + 1, dtype=np.int64)
-        np.cumsum(acc.row_nnz, out=g_ptr[1:])
+        g_ptr = row_pointers(acc.row_nnz)
         lens = acc.row_nnz[ctx.group]
-        indptr = np.zeros(N_all + 1, dtype=np.int64)
-        np.cumsum(lens, out=indptr[1:])
+        indptr = row_pointers(lens)
         check_memory(12.0 * indptr[-1], _SMALLER_PROBLEM,
                      what="the pooled match probabilities")
         out_ind = np.empty(int(indptr[-1]), dtype=idx_dtype)
@@ -724,9 +716,7 @@ def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
             out_dat[indptr[s]:indptr[e]] = data[src]
             s = e
         indices, data = out_ind, out_dat
-    if indptr[-1] < 2**31 - 1:
-        indptr = indptr.astype(np.int32)
-    return sp.csr_matrix((data, indices, indptr), shape=(N_all, n))
+    return csr(data, indices, indptr, (N_all, n))
 
 
 def _join(blocks: list[np.ndarray], total: int, dtype) -> np.ndarray:
@@ -796,9 +786,7 @@ class PooledProbabilities:
             dat = np.concatenate([e_dat, self.fallback_value[rows][f_tr]])
             o = np.lexsort((col, t))
             t, col, dat = t[o], col[o], dat[o]
-        indptr = np.zeros(rows.size + 1, dtype=np.int64)
-        np.cumsum(np.bincount(t, minlength=rows.size), out=indptr[1:])
-        return indptr, col, dat
+        return row_pointers(np.bincount(t, minlength=rows.size)), col, dat
 
     def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """Records ``k`` with ``π_i(k) > 0`` (ascending) and their probabilities."""
@@ -813,8 +801,6 @@ class PooledProbabilities:
         ValidationError
             If it would hold more than ``max_nnz`` (default ``MAX_NNZ``) non-zero entries.
         """
-        import scipy.sparse as sp
-
         from bayes_risk.exceptions import ValidationError
 
         limit = _engine.MAX_NNZ if max_nnz is None else max_nnz
@@ -835,11 +821,6 @@ class PooledProbabilities:
             indptrs.append(np.diff(ip))
             cols.append(col)
             dats.append(dat)
-        indptr = np.zeros(N + 1, dtype=np.int64)
-        np.cumsum(np.concatenate(indptrs) if indptrs else np.zeros(0, np.int64), out=indptr[1:])
-        idx_dtype = self.explicit.indices.dtype
-        return sp.csr_matrix(
-            (np.concatenate(dats), np.concatenate(cols).astype(idx_dtype),
-             indptr.astype(np.int32) if indptr[-1] < 2**31 - 1 else indptr),
-            shape=(N, n),
-        )
+        indptr = row_pointers(np.concatenate(indptrs) if indptrs else np.zeros(0, np.int64))
+        return csr(np.concatenate(dats),
+                   np.concatenate(cols).astype(self.explicit.indices.dtype), indptr, (N, n))

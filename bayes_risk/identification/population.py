@@ -13,6 +13,7 @@ import pandas as pd
 from bayes_risk.data.schema import _level_to_json
 from bayes_risk.exceptions import ConvergenceWarning, SchemaError, ValidationError
 from bayes_risk.identification import engine as _engine
+from bayes_risk.identification.encoding import stack_columns
 from bayes_risk.identification.loglinear import (
     expected_inverse,
     fit_all_two_way,
@@ -82,8 +83,7 @@ def population_counts(
                 code="INVALID_ARGUMENT"
             )
         a = _sampling_fraction(sampling_fraction, population_size, n)
-        orig_exact = np.stack([codes_orig[c] for c in rule.exact_cols], axis=1) \
-            if rule.exact_cols else np.zeros((n, 0), dtype=np.int64)
+        orig_exact = stack_columns([codes_orig[c] for c in rule.exact_cols], n)
         F, inv_f = _loglinear_counts(prep, rule, orig_exact, given in _LOGLIN_SYN, a, kind, warn)
         return PopulationCounts(F=F, inv_f=inv_f, source=given, estimate=kind)
     if kind != "default":

@@ -196,19 +196,13 @@ def _grid(radii: Any, max_grid: int, radius: Any) -> tuple[np.ndarray, list[str]
 
 def _swept_columns(rule: MatchRule, grid_cols: list[str] | None, columns: Any) -> tuple:
     """The radius columns the sweep varies (checked against the rule)."""
-    if grid_cols is not None:
-        for c in grid_cols:
-            if c not in rule.radius_cols:
-                raise ValidationError(
-                    f"radii given for column {c!r}, which is not matched with a radius "
-                    f"(radius columns: {list(rule.radius_cols)})."
-                )
-        return tuple(grid_cols)
-    cols = tuple(columns) if columns is not None else rule.radius_cols
+    cols = tuple(grid_cols if grid_cols is not None
+                 else rule.radius_cols if columns is None else columns)
     for c in cols:
         if c not in rule.radius_cols:
             raise ValidationError(
-                f"columns: {c!r} is not matched with a radius "
+                (f"radii given for column {c!r}, which is" if grid_cols is not None
+                 else f"columns: {c!r} is") + " not matched with a radius "
                 f"(radius columns: {list(rule.radius_cols)})."
             )
     return cols

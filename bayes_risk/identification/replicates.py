@@ -325,7 +325,6 @@ class _Run:
         return est, s
 
 
-
 def _check_mode(options: dict[str, Any], known_synthesized: Any) -> list[str]:
     """The synthesized known columns, after checking that the options allow posterior replicates."""
     if options.get("compat") is not None:
@@ -521,16 +520,8 @@ def _assemble(pr: PosteriorReplicates, run: _Run, first: tuple, stopped: bool) -
     rep = _unc.replicate_summary({k: np.concatenate(v) for k, v in run.per.items()})
     ir_mean = run.ir_sum / R
     ir_var = np.maximum(run.ir_sq - R * ir_mean**2, 0.0) / max(R - 1, 1)
-    file = dict(result.file)
-    file.update({
-        "n_replicates": R,
-        "mc_se": mc_se,
-        "replicate_mean": rep["mean"],
-        "replicate_mean_mc_se": rep["mean_mc_se"],
-        "replicate_quantiles": rep["quantiles"],
-        "replicate_n_nan": rep["n_nan"],
-        "mc_trace": run.trace,
-    })
+    file = {**result.file, "n_replicates": R, "mc_se": mc_se,
+            **{f"replicate_{k}": v for k, v in rep.items()}, "mc_trace": run.trace}
     recs = result.records.copy()
     recs["IR_mc_se"] = ir_se
     recs["IR_replicate_mean"] = ir_mean

@@ -166,11 +166,10 @@ class MatchSpec:
 
     def options(self) -> dict[str, Any]:
         """The fields as the keyword options of the engine's ``prepare``."""
-        radius = list(self.radius) if isinstance(self.radius, tuple) else self.radius
-        return dict(radius=radius, radius_type=self.radius_type, r_min=self.r_min,
-                    quantile_groups=self.quantile_groups, window=self.window, shape=self.shape,
-                    missing_known=self.missing_known, strategy=self.strategy,
-                    fallback=self.fallback, compat=self.compat)
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if isinstance(self.radius, tuple):
+            out["radius"] = list(self.radius)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description."""
@@ -178,9 +177,7 @@ class MatchSpec:
 
     def replace(self, **changes: Any) -> MatchSpec:
         """A copy with ``changes`` applied (validated again)."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        fields.update(changes)
-        return MatchSpec(**fields)
+        return dataclasses.replace(self, **changes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -289,11 +286,9 @@ class PopulationSpec:
                 return v
             return f"{type(v).__name__} of {len(v)}"
 
-        return dict(membership=self.membership, counts=described(self.counts),
-                    estimate=self.estimate, sampling_fraction=self.sampling_fraction,
-                    population_size=self.population_size, weights=described(self.weights),
-                    targets=described(self.targets), target_id=self.target_id,
-                    original_id=self.original_id)
+        return {f.name: described(getattr(self, f.name))
+                if f.name in ("counts", "weights", "targets") else getattr(self, f.name)
+                for f in dataclasses.fields(self)}
 
 
 def _weights(weights: Any) -> str | np.ndarray:
