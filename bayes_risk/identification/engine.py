@@ -209,18 +209,13 @@ def run_per_dataset(
     fallback: str,
     progressbar: bool = False,
 ) -> PerDatasetOutput:
-    """Counts and own-record flags within each replicate (per-dataset variant).
-
-    ``inv_f``: ``None`` (known membership) or ``1/F`` (or ``E[1/F]``) as ``[N_T, R]``.
-    """
+    """Counts and own-record flags within each replicate (per-dataset variant); ``inv_f``:
+    ``None`` (known membership) or ``1/F`` (or ``E[1/F]``) as ``[N_T, R]``."""
     N, R = prep.n_targets, prep.R
     b = target_bounds(prep, rule)
     tkey, tkey_us = target_keys(prep, rule)
-    q_us = len(rule.radius_us)
     n_match = np.zeros((N, R), dtype=np.int64)
     own = np.zeros((N, R), dtype=bool)
-    us_counts = us_own = None
-
     chunks = _chunks(N, _CHUNK_TARGETS)
     compiled = use_compiled(prep)
     tords = {(a, z): target_orders(tkey[a:z], b.rows(slice(a, z)), compiled) for a, z in chunks}
@@ -240,16 +235,12 @@ def run_per_dataset(
         if empty.any():
             rows = np.flatnonzero(empty.any(axis=1))
             uidx = us_index(prep, rule)
-            bu = b.rows(rows).cols(slice(0, q_us))
+            bu = b.rows(rows).cols(slice(0, len(rule.radius_us)))
             us_counts, _ = uidx.match(tkey_us[rows], bu, False)
             us_own = uidx.own(tkey_us[rows], bu, prep.rec[rows])
             sub = empty[rows]
-            nm = n_match[rows]
-            ow = own[rows]
-            nm[sub] = np.broadcast_to(us_counts[:, None], sub.shape)[sub]
-            ow[sub] = np.broadcast_to(us_own[:, None], sub.shape)[sub]
-            n_match[rows] = nm
-            own[rows] = ow
+            n_match[rows] = np.where(sub, us_counts[:, None], n_match[rows])
+            own[rows] = np.where(sub, us_own[:, None], own[rows])
     return per_dataset_output(n_match, own, prep.in_sample, inv_f=inv_f, strategy=strategy)
 
 

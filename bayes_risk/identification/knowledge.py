@@ -37,7 +37,7 @@ from bayes_risk.identification.matching import check_one_of
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
 from bayes_risk.identification.prepare import inferred_synthesized, prepare
 from bayes_risk.identification.problem import positions, restricted_columns, without_columns
-from bayes_risk.identification.specs import spec_options
+from bayes_risk.identification.radius import sweep_options
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
 
 __all__ = ["known_sweep", "KnowledgeSweepResult", "shapley_values", "SWEEP_MEASURES"]
@@ -138,10 +138,6 @@ def known_sweep(
         raise SchemaError(
             f"{arg_name('candidates')}: column(s) {absent} are not in the original (columns: "
             f"{[str(c) for c in original.columns]}).", code="UNKNOWN_COLUMN")
-    unknown = sorted(set(kwargs) - set(_OPTIONS))
-    if unknown:
-        raise ValidationError(f"unknown argument(s) for known_sweep: {unknown}.",
-                              code="INVALID_ARGUMENT")
     check_one_of(measure, SHAPLEY_MEASURES, "measure")
     if isinstance(bands, bool) or not isinstance(bands, (int, np.integer)) or bands < 1:
         raise ValidationError(f"bands must be an integer >= 1. Got {bands!r}.")
@@ -154,9 +150,7 @@ def known_sweep(
             f"{arg_name('max_size')} must be an integer between 1 and the number of candidates "
             f"({n_c}). Got {max_size!r}.", code="INVALID_ARGUMENT"
         )
-    options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()
-               if k not in ("match", "population")}
-    options.update(spec_options(kwargs.get("match"), kwargs.get("population")))
+    options = sweep_options(kwargs, _OPTIONS, "known_sweep")
     if options["population"].counts is not None and not isinstance(
             options["population"].counts, str):
         raise ValidationError(

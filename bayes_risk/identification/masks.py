@@ -125,12 +125,6 @@ def _lattice_counts(masks: np.ndarray, col: np.ndarray, level: np.ndarray, out: 
             own[o, :, r] = ok & ((np.right_shift(m[rows, k >> 6], shift) & _ONE) == _ONE)
 
 
-def _kernels():
-    from bayes_risk.identification import _kernels as kernels
-
-    return kernels
-
-
 def use_compiled(words: int) -> bool:
     """Whether combining ``words`` words of masks runs on the compiled kernel (same counts)."""
     return _engine.numba_for(words, COMPILED_MIN_WORDS)
@@ -171,7 +165,10 @@ def _fill(prep: Prepared, rule: MatchRule, cols: list[str], n_us: int,
     later = _program(todo, set(todo) - us_only)
     steps = len(first[0]) + (R - 1) * len(later[0])
     compiled = use_compiled(steps * N * W)
-    kern = _kernels().lattice_counts if compiled else _lattice_counts
+    if compiled:
+        from bayes_risk.identification._kernels import lattice_counts as kern
+    else:
+        kern = _lattice_counts
     # per target: every column's mask (the chunk's), and the numpy twin's masks per level
     depth = max(len(k) for k in todo)
     chunk = max(1, BUDGET_BYTES // (W * 8 * (len(cols) + (0 if compiled else depth))))

@@ -275,8 +275,7 @@ def run_pooled(
         tkey, tkey_us, bounds = tkey[first], tkey_us[first], bounds.rows(first)
         order = np.argsort(group, kind="stable")
         weight = np.bincount(group, minlength=first.size)
-        start = np.zeros(first.size + 1, dtype=np.int64)
-        np.cumsum(weight, out=start[1:])
+        start = row_pointers(weight)
     N = ctx_prep.n_targets
     ctx = _Chunks(prep=ctx_prep, rule=rule, inv_f=ctx_inv_f, strategy=strategy, bounds=bounds,
                   tkey=tkey, tkey_us=tkey_us, use_fb=use_fb, cells=cells, compiled=compiled,

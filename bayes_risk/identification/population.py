@@ -162,15 +162,11 @@ def _loglinear_counts(prep, rule, orig_exact, on_synthetic, a, kind, warn):
     F = np.empty((N_T, R))
     inv = np.empty((N_T, R))
     shape = tuple(reversed(sizes))  # mixed radix: the first column varies fastest
-    keys = []
-    if on_synthetic:
-        for r in range(R):
-            codes = np.concatenate([prep.rec_exact_us, prep.rep_exact_s[r]], axis=1)
-            keys.append((r, _engine.mixed_radix(codes, sizes)))
-    else:
-        keys.append((None, _engine.mixed_radix(orig_exact, sizes)))
-    results = []
-    for r, key in keys:
+    below = 0
+    for r in range(R) if on_synthetic else [None]:
+        codes = orig_exact if r is None else \
+            np.concatenate([prep.rec_exact_us, prep.rep_exact_s[r]], axis=1)
+        key = _engine.mixed_radix(codes, sizes)
         f = np.bincount(key[key >= 0], minlength=int(ncell)).astype(np.float64)
         fit = fit_all_two_way(f.reshape(shape), warn=False)
         if not fit.converged:
@@ -189,16 +185,13 @@ def _loglinear_counts(prep, rule, orig_exact, on_synthetic, a, kind, warn):
         else:
             Fh = population_estimate(ft, mut, a, kind)
             iv = None
-        results.append((r, Fh, iv))
-    below = 0
-    for r, Fh, iv in results:
-        low = Fh < 1
-        below += int(low.sum())
+        below += int((Fh < 1).sum())
         Fc = np.maximum(Fh, 1.0)
-        cols_r = slice(None) if r is None else r
-        F[:, cols_r] = Fc[:, None] if r is None else Fc
         ivv = (1.0 / Fc) if iv is None else np.minimum(iv, 1.0)
-        inv[:, cols_r] = ivv[:, None] if r is None else ivv
+        if r is None:  # fixed over replicates
+            F[:], inv[:] = Fc[:, None], ivv[:, None]
+        else:
+            F[:, r], inv[:, r] = Fc, ivv
     if below:
         record_warning(warn, "F_BELOW_ONE",
               f"{below} estimated population count(s) F̂ < 1 were raised to 1 "

@@ -85,13 +85,7 @@ def radius_sweep(
     """
     if statistic not in ("mean", "median"):
         raise ValidationError(f"statistic must be 'mean' or 'median'. Got {statistic!r}.")
-    unknown = sorted(set(kwargs) - set(_SWEEP_DEFAULTS))
-    if unknown:
-        raise ValidationError(f"unknown argument(s) for radius_sweep: {unknown}.",
-                              code="INVALID_ARGUMENT")
-    opts = {k: kwargs.get(k, v) for k, v in _SWEEP_DEFAULTS.items()}
-    options = {k: v for k, v in opts.items() if k not in ("match", "population")}
-    options.update(spec_options(opts["match"], opts["population"]))
+    options = sweep_options(kwargs, _SWEEP_DEFAULTS, "radius_sweep")
     if options["radius_type"] == "quantile_sd":
         raise ValidationError("a radius sweep needs radius_type 'percentage' or 'absolute'.",
                               code="INVALID_ARGUMENT")
@@ -138,6 +132,19 @@ def radius_sweep(
 _SWEEP_DEFAULTS: dict[str, Any] = {
     "categorical": None, "schema": None, "match": None, "population": None, "replicates": None,
 }
+
+
+def sweep_options(kwargs: dict[str, Any], defaults: dict[str, Any], what: str
+                  ) -> dict[str, Any]:
+    """The options a sweep passes on to :func:`prepare`: ``kwargs`` (some of ``defaults``), with
+    ``match=`` and ``population=`` resolved."""
+    unknown = sorted(set(kwargs) - set(defaults))
+    if unknown:
+        raise ValidationError(f"unknown argument(s) for {what}: {unknown}.",
+                              code="INVALID_ARGUMENT")
+    options = {k: kwargs.get(k, v) for k, v in defaults.items() if k not in ("match", "population")}
+    options.update(spec_options(kwargs.get("match"), kwargs.get("population")))
+    return options
 
 
 def _sweep_risk(plan: IdentificationPlan, rules: list[MatchRule], executor: Any,

@@ -41,7 +41,7 @@ from bayes_risk.identification.population import per_replicate_counts
 from bayes_risk.identification.prepare import prepare
 from bayes_risk.identification.summary import MEASURES
 
-__all__ = ["PosteriorReplicates", "run_posterior"]
+__all__ = ["PosteriorReplicates"]
 
 @dataclass
 class PosteriorReplicates:
@@ -148,9 +148,43 @@ class PosteriorReplicates:
             known_synthesized: Sequence[str], options: dict[str, Any], *,
             progressbar: bool = True, executor: Any = None) -> Any:
         """``identification_risk`` with these replicates (``options``: its arguments passed on
-        to ``prepare``); returns an ``IdentificationResult``."""
-        return run_posterior(self, original, synthetic, known_unsynthesized, known_synthesized,
-                             options, progressbar=progressbar, executor=executor)
+        to ``prepare``); returns an ``IdentificationResult``.
+
+        The first batch is prepared here; the later batches run through ``executor`` and are
+        added in batch order, so nothing depends on the executor.
+        """
+        ks = _check_mode(options, known_synthesized)
+        ex = InProcessExecutor() if executor is None else executor
+        seq = seed_sequence(self.random_seed)
+        empty = isinstance(synthetic, (list, tuple)) and not synthetic
+        datasets = ([] if empty else
+                    as_synthetic_list(synthetic, allow_none=True, original=original).datasets)
+        provenance_warnings: dict[str, str] = {}
+        provenance = check_release_model(self.model, None if empty else synthetic, original,
+                                         allow=self.allow_other_model, record=provenance_warnings)
+        R_max = int(self.max_replicates) if self.n == "auto" else int(self.n)
+        job = BatchJob(models=self._models(datasets, seq), columns=ks, seq=seq,
+                       chunk_size=int(self.chunk_size), batch_size=int(self.batch_size),
+                       n_total=R_max)
+        n_batches = -(-R_max // int(self.batch_size))
+        points = _checkpoints(n_batches)
+        plan = prepare(original, synthetic, known_unsynthesized, ks, replicates=job.replicates(0),
+                       **options)
+        plan.warnings.update(provenance_warnings)
+        plan.settings.extra["model_check"] = provenance.how
+        job.recode = Recoder.make(plan)
+        if job.recode is None:
+            job.inputs = (original, synthetic, known_unsynthesized, options)
+        # one batch: the engine's own pooled output (bitwise that of the replicates as a list)
+        first = (plan, run_engine(plan, plan.rule, InProcessExecutor(),
+                                  record_pool(plan, shipped=False), progressbar=False)
+                 if n_batches == 1 else None)
+        run = _Run(plan, int(self.n_groups))
+        job.ctx = run.ctx
+        try:
+            return _run_batches(self, run, job, first, ex, n_batches, points, progressbar)
+        finally:
+            run.close()
 
     def describe(self) -> dict[str, Any]:
         """JSON-safe settings (recorded in the result's settings)."""
@@ -208,8 +242,6 @@ class _Run:
         prep = plan.prep
         self.plan, self.N, self.n = plan, prep.n_targets, prep.n
         self.ctx = MatchContext.of(plan)
-        self.strategy, self.contains, self.u_size = \
-            self.ctx.strategy, self.ctx.contains, self.ctx.u_size
         self.total = _unc.PooledSums(self.N, self.n)
         # the groups' pair sums wait in a temporary folder between checkpoints
         try:
@@ -243,9 +275,10 @@ class _Run:
 
     def _evaluate(self, keys, vals, in_u, fb, p_out, R) -> dict[str, np.ndarray]:
         prep = self.plan.prep
-        return _unc.top_sets(keys, vals / R, in_u, fb / R, self.u_size, p_out / R, n=self.n,
-                             rec=prep.rec, in_sample=prep.in_sample, strategy=self.strategy,
-                             contains=self.contains)
+        ctx = self.ctx
+        return _unc.top_sets(keys, vals / R, in_u, fb / R, ctx.u_size, p_out / R, n=self.n,
+                             rec=prep.rec, in_sample=prep.in_sample, strategy=ctx.strategy,
+                             contains=ctx.contains)
 
     def pooled(self) -> dict[str, np.ndarray]:
         """Top sets of the pooled sums now, on the pairs that can reach a top set (the
@@ -347,56 +380,6 @@ def _check_mode(options: dict[str, Any], known_synthesized: Any) -> list[str]:
     return ks
 
 
-def run_posterior(
-    pr: PosteriorReplicates,
-    original: pd.DataFrame,
-    synthetic: Any,
-    known_unsynthesized: Sequence[str],
-    known_synthesized: Sequence[str],
-    options: dict[str, Any],
-    *,
-    progressbar: bool = True,
-    executor: Any = None,
-) -> Any:
-    """``identification_risk`` with posterior replicates (:meth:`PosteriorReplicates.run`).
-
-    The first batch is prepared here; the later batches run through ``executor`` and are added
-    in batch order, so nothing depends on the executor.
-    """
-    ks = _check_mode(options, known_synthesized)
-    ex = InProcessExecutor() if executor is None else executor
-    seq = seed_sequence(pr.random_seed)
-    empty = isinstance(synthetic, (list, tuple)) and not synthetic
-    datasets = ([] if empty else
-                as_synthetic_list(synthetic, allow_none=True, original=original).datasets)
-    provenance_warnings: dict[str, str] = {}
-    provenance = check_release_model(pr.model, None if empty else synthetic, original,
-                                     allow=pr.allow_other_model, record=provenance_warnings)
-    auto = pr.n == "auto"
-    R_max = int(pr.max_replicates) if auto else int(pr.n)
-    job = BatchJob(models=pr._models(datasets, seq), columns=ks, seq=seq,
-                   chunk_size=int(pr.chunk_size), batch_size=int(pr.batch_size), n_total=R_max)
-    n_batches = -(-R_max // int(pr.batch_size))
-    points = _checkpoints(n_batches)
-    plan = prepare(original, synthetic, known_unsynthesized, ks, replicates=job.replicates(0),
-                   **options)
-    plan.warnings.update(provenance_warnings)
-    plan.settings.extra["model_check"] = provenance.how
-    job.recode = Recoder.make(plan)
-    if job.recode is None:
-        job.inputs = (original, synthetic, known_unsynthesized, options)
-    # one batch: the engine's own pooled output (bitwise that of the replicates as a list)
-    first = (plan, run_engine(plan, plan.rule, InProcessExecutor(),
-                              record_pool(plan, shipped=False), progressbar=False)
-             if n_batches == 1 else None)
-    run = _Run(plan, int(pr.n_groups))
-    job.ctx = run.ctx
-    try:
-        return _run_batches(pr, run, job, first, ex, n_batches, points, progressbar)
-    finally:
-        run.close()
-
-
 def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple, ex: Any,
                  n_batches: int, points: set[int], progressbar: bool) -> Any:
     """The batches of a run added in order, checkpoints, stopping rule, and the result.
@@ -472,7 +455,7 @@ def _pooled_output(run: _Run) -> PooledOutput:
     res = run.pooled()
     keys, data, n = t.keys, t.vals, t.n
     if PRUNE:  # the fallback-set records not stored, counted over every stored pair
-        res = {**res, **_unc.fallback_cells(t.fb / t.R, run.u_size,
+        res = {**res, **_unc.fallback_cells(t.fb / t.R, run.ctx.u_size,
                                             np.bincount(keys[t.in_u] // n, minlength=run.N))}
     t.keys, t.vals, t.in_u = (np.zeros(0, dtype=np.int64), np.zeros(0),
                               np.zeros(0, dtype=bool))

@@ -76,44 +76,36 @@ def _per_column(value: Any, what: str) -> float | dict[str, float] | None:
 
 @dataclass(frozen=True)
 class MatchSpec:
-    """How a released record matches a target's known values (:doc:`/methods/identification`).
+    """How a released record matches a target's known values.
 
     Categorical columns, and count columns given no radius, match by equality; the others
-    inside a window around the target's value.
+    inside a window around the target's value. The options are described in the user guide
+    (:doc:`/user_guide/identification`, Options) and the methods (:doc:`/methods/identification`).
 
     Parameters
     ----------
     radius : float, dict or sequence, optional
-        Radius ``r_j`` of the window: a float (every continuous known column), a dict
-        ``{column: r}`` (count columns may be named), or (compat mode only) a vector in
-        data-frame column order. Required when a continuous column is known, except with
-        ``"quantile_sd"`` (default 1).
+        Radius ``r_j``: one for every continuous known column, ``{column: r}``, or (compat mode
+        only) a vector in data-frame column order.
     radius_type : {"percentage", "absolute", "quantile_sd"}
-        ``R = r·|t|`` (Hornby & Hu 2021), ``R = r``, or ``r`` times the standard deviation of
-        the target's quantile group (Drechsler & Reiter 2009).
+        ``R = r·|t|``, ``R = r``, or ``r`` standard deviations of the target's quantile group.
     r_min : float or dict, optional
-        Floor of the percentage radius, ``R = max(r|t|, r_min)``.
+        Floor of the percentage radius.
     quantile_groups : int
-        Number of quantile groups ``Q`` of ``"quantile_sd"`` (default 20).
+        Number of quantile groups of ``"quantile_sd"`` (default 20).
     window : {"closed", "open"}, optional
-        ``|x − t| ≤ R`` (default) or ``< R`` (the R package).
+        ``|x − t| ≤ R`` (default) or ``< R``.
     shape : {"rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid"}, optional
-        How several radius columns combine (default ``"rectangle"``: each column separately;
-        ``"legacy_hh_euclid"``: the R package's ``euclideanDist=TRUE``).
+        How several radius columns combine (default ``"rectangle"``).
     missing_known : {"any", "level"}
-        A target's missing known value matches any released value (``"any"``, default) or only
-        a released missing value (``"level"``); see the user guide, Missing values. Needs known
-        membership and, for radius columns with missing values, ``shape="rectangle"`` (or
-        ``"ellipse"`` with ``"any"``).
+        A target's missing known value matches any released value, or only a missing one.
     strategy : "always", ("threshold", γ) or "not_if_max"
         When the intruder declares a match (Drechsler & Reiter 2008 §4.3).
     fallback : {None, "none", "unsynthesized"}
         Records matching on the unsynthesized known columns when nothing matches in a replicate
-        (``None``: ``"unsynthesized"`` for pooled known-membership runs with a known
-        unsynthesized column, else ``"none"``).
+        (``None``: automatic).
     compat : {None, "IdentificationRiskCalculation"}
-        Reproduce the R package IdentificationRiskCalculation exactly
-        (:doc:`/methods/compatibility`).
+        Reproduce the R package exactly (:doc:`/methods/compatibility`).
 
     Raises
     ------
@@ -171,9 +163,7 @@ class MatchSpec:
             out["radius"] = list(self.radius)
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready description."""
-        return self.options()
+    to_dict = options  # the options are JSON-ready
 
     def replace(self, **changes: Any) -> MatchSpec:
         """A copy with ``changes`` applied (validated again)."""
@@ -183,17 +173,15 @@ class MatchSpec:
 @dataclass(frozen=True, eq=False)
 class PopulationSpec:
     """The targets, whether the intruder knows who is in the sample, and the population counts
-    if not (:doc:`/methods/identification`).
+    if not (:doc:`/user_guide/identification`, Options; :doc:`/methods/identification`).
 
     Parameters
     ----------
     membership : {"known", "unknown"}
         Whether the intruder knows the targets are in the sample (default ``"known"``).
     counts : mapping, DataFrame, array, "loglinear_original" or "loglinear_synthetic", optional
-        Population counts ``F_t`` (unknown membership): true counts keyed by the known values
-        (a mapping, or a table with a count column ``F``), one count per target, or log-linear
-        estimates fitted on the original or on each replicate (Hu 2019 §4.2.3; they need
-        ``sampling_fraction`` or ``population_size``).
+        Population counts ``F_t`` keyed by the known values, one per target, or log-linear
+        estimates fitted on the original or on each replicate (Hu 2019 §4.2.3).
     estimate : {"default", "scaled", "expected_inverse"}
         How the log-linear fit gives ``F̂``: ``f + (1−a)μ̂/a``, ``μ̂/a``, or ``E[1/F | f]``.
     sampling_fraction : float, optional
@@ -201,13 +189,11 @@ class PopulationSpec:
     population_size : int, optional
         The population's size (alternative to ``sampling_fraction``).
     weights : str or array, optional
-        Survey weights of the original's records (a column of the original, or one weight per
-        row), positive and finite: ``F_t`` is the sum of the weights of the sample records with
-        the target's known values (Horvitz–Thompson), at least their number. An alternative to
-        ``counts``.
+        Survey weights of the original's records (a column, or one per row), positive and
+        finite: ``F_t`` is their sum over the records with the target's key.
     targets : DataFrame, optional
-        External targets holding the known columns and ``target_id``; those whose id is among
-        the original's ids are in the sample. Default: every original record.
+        External targets holding the known columns and ``target_id`` (default: every original
+        record).
     target_id, original_id : str, optional
         The id columns of ``targets`` and of the original.
 

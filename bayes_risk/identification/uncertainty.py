@@ -75,7 +75,11 @@ class PooledSums:
                 os.remove(f"{self._file}-{k}.npy")
             self._file = None
         self._add(batch)
-        self._add_totals(batch)
+        self.fb = self.fb + batch.fb
+        self.p_out = self.p_out + batch.p_out
+        self.p_un = self.p_un + batch.p_un
+        self.ever |= batch.ever
+        self.R += int(batch.R)
         if self.spill is not None and self.keys.size >= SPILL_MIN_PAIRS:
             self._spill_out()
 
@@ -143,13 +147,6 @@ class PooledSums:
         fix = at[new & batch.in_u]
         vals[fix] += self.fb[keys[fix] // self.n]
         self.keys, self.vals, self.in_u = keys, vals, in_u
-
-    def _add_totals(self, batch: Any) -> None:
-        self.fb = self.fb + batch.fb
-        self.p_out = self.p_out + batch.p_out
-        self.p_un = self.p_un + batch.p_un
-        self.ever |= batch.ever
-        self.R += int(batch.R)
 
     def on(self, keys: np.ndarray, in_u: np.ndarray) -> np.ndarray:
         """These sums at the pairs ``keys`` (sorted, unique; stored or not)."""
