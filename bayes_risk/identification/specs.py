@@ -167,7 +167,7 @@ class MatchSpec:
 
     def replace(self, **changes: Any) -> MatchSpec:
         """A copy with ``changes`` applied (validated again)."""
-        return dataclasses.replace(self, **changes)
+        return MatchSpec(**{**self.options(), **changes})
 
 
 @dataclass(frozen=True, eq=False)
