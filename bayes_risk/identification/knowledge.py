@@ -325,8 +325,8 @@ class _Sweep:
         return out
 
     def _nothing_plan(self) -> IdentificationPlan:
-        """The intruder who knows nothing: every record matches every target, so one dataset
-        evaluated per dataset gives every figure (pooled, ``N_T x n`` probabilities)."""
+        """The intruder who knows nothing: every record matches every target, so one dataset,
+        evaluated per dataset, gives every figure (pooled: ``N_T x n`` probabilities)."""
         plan = _one_replicate(self._subset_plan(frozenset()))
         settings = dataclasses.replace(plan.settings, aggregation="per_dataset", fallback="none")
         return dataclasses.replace(plan, settings=settings)

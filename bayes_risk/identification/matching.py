@@ -48,26 +48,10 @@ def check_one_of(value: Any, choices: Sequence, what: str, *, optional: bool = F
 class MatchRule:
     """How the known columns are matched (:doc:`/methods/identification`).
 
-    Attributes
-    ----------
-    exact_us, exact_s : tuple of str
-        Known unsynthesized / synthesized columns matched by equality.
-    radius_us, radius_s : tuple of str
-        Known unsynthesized / synthesized columns matched inside a window.
-    radius : dict
-        ``r_j`` for every radius column (for ``quantile_sd``: unused, may be 1).
-    radius_type : {"percentage", "absolute", "quantile_sd"}
-    r_min : dict
-        Optional floor of the percentage radius per column.
-    window : {"closed", "open"}
-    shape : {"rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid"}
-        ``"mahalanobis"`` expects whitened values (:func:`mahalanobis_whitening`) and an absolute
-        radius, the same for every radius column.
-    legacy_signed : bool
-        Percentage radius ``r·t`` (negative for negative ``t``: nothing matches), as the
-        IdentificationRiskCalculation package.
-    quantile_groups : int
-        ``Q`` for ``quantile_sd`` (default 20).
+    ``exact_us``/``exact_s`` are the known unsynthesized/synthesized columns matched by
+    equality, ``radius_us``/``radius_s`` those matched inside a window of radius ``radius[c]``;
+    the other fields are those of :class:`~bayes_risk.identification.MatchSpec` (``"mahalanobis"``
+    expects whitened values). ``legacy_signed``: the R package's signed percentage radius ``r·t``.
     """
 
     exact_us: tuple[str, ...] = ()
