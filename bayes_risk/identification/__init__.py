@@ -1,17 +1,8 @@
 """Identification disclosure risk of partially synthetic data (Hu 2019 §4):
 :func:`identification_risk`, :func:`radius_sweep` (Hornby & Hu 2021 §4.1) and
-:func:`known_sweep` (Hu 2019 §5); :doc:`/methods/identification`.
+:func:`known_sweep` (Hu 2019 §5). See :doc:`/methods/identification`.
 
-The engine is ``prepare → evaluate(partition of targets) → assemble``: ``prepare`` (validation
-and the typed plan of ``plan``, reading ``inputs``, ``encoding`` and ``population``),
-``evaluate`` (the matching engine over partitions of the targets, through an executor of
-``bayes_risk.executors``: ``engine`` with ``index`` and ``pooled``, on the encoded problem of
-``problem``), ``assemble`` (record- and file-level measures, ``summary``). Also ``matching``
-(match rules), ``specs`` (the ``match=`` and ``population=`` specs), ``loglinear``
-(population counts by IPF), ``radius`` (sweep and plot), ``api`` (the public functions),
-``replicates`` (posterior Monte Carlo replicates:
-``PosteriorReplicates`` runs its own batched pooling on the plan of ``prepare``),
-``uncertainty`` (Monte Carlo error, replicate spread).
+The engine runs ``prepare → evaluate(partition of targets) → assemble``.
 """
 
 from __future__ import annotations
@@ -32,9 +23,7 @@ if TYPE_CHECKING:
     from bayes_risk.identification.specs import MatchSpec, PopulationSpec
     from bayes_risk.identification.uncertainty import plot_running_estimate
 
-# name -> module that defines it; imported on first use (PEP 562), so that a run without
-# posterior replicates (the identification command's) does not import ``replicates``,
-# ``uncertainty`` and the replicate batches
+# imported on first use (PEP 562): a run without posterior replicates skips their modules
 _NAMES: dict[str, str] = {
     "identification_risk": "bayes_risk.identification.api",
     "radius_sweep": "bayes_risk.identification.api",

@@ -1,8 +1,5 @@
-"""Compiled kernels of the identification engine (numba, ``cache=True``).
-
-Imported by :mod:`bayes_risk.identification.engine` only when the compiled path is used, so that
-small problems (and ``bayes-risk identification`` on files of a few thousand records) do not pay
-for importing numba and loading its caches.
+"""Compiled kernels of the identification engine (numba, ``cache=True``), imported only when
+the compiled path is used.
 """
 
 from __future__ import annotations
@@ -14,12 +11,8 @@ from numba.extending import intrinsic
 
 @_nb.njit(cache=True, nogil=True)
 def build(rec_g, G, vals, orders):
-    """Counting sort by group, then by each radius column inside the group.
-
-    Returns ``gstart [G+1]``, ``perms [max(q,1), n]`` (record index at each sorted position
-    for each primary column) and ``sv [max(q,1), q, n]`` (every column's value in the order
-    of each primary column, so that candidate scans read contiguous memory).
-    """
+    """Counting sort by group, then by each radius column inside the group: ``gstart``,
+    ``perms [max(q,1), n]`` and ``sv [max(q,1), q, n]`` (values in each column's order)."""
     n = rec_g.shape[0]
     q = vals.shape[0]
     gstart = np.zeros(G + 1, dtype=np.int64)
@@ -109,9 +102,7 @@ def ranges(gstart, sv, tgt_g, lo, hi):
 
 @_nb.njit(cache=True, nogil=True)
 def ranges_sweep(gstart, sv, tgt_g, lo, hi, olo, ohi):
-    """Same as :func:`ranges`, by a merge sweep: targets visited in (key, bound) order
-    (``olo``/``ohi``, fixed across replicates) advance one pointer per group and column, so
-    each replicate costs O(n + N_T) per column instead of O(N_T log n)."""
+    """Same as :func:`ranges`, by a merge sweep over the targets in (key, bound) order."""
     N = tgt_g.shape[0]
     q = sv.shape[1]
     S = np.zeros((N, q), dtype=np.int64)
@@ -235,7 +226,6 @@ def compact(buf, offsets, counts):
     return out
 
 
-
 @intrinsic
 def _popcount(typingctx, x):
     """Number of set bits of a uint64 (LLVM's ``ctpop``: one instruction where the CPU has it)."""
@@ -250,16 +240,8 @@ def _popcount(typingctx, x):
 
 @_nb.njit(cache=True, nogil=True)
 def lattice_counts(masks, col, level, out, rec, r, counts, own):
-    """Match counts and own-record flags of many subsets of columns (the knowledge sweep's
-    match masks, :mod:`~bayes_risk.identification.masks`), target by target.
-
-    ``masks [C, N, W]``: every column's match mask of every target in one replicate. The
-    program ``col, level, out`` visits the subsets depth first: step ``i`` makes the mask of
-    level ``level[i]`` — column ``col[i]``'s mask, ``AND`` the mask of the level above it
-    (level 0: the column's mask itself) — and, when ``out[i] >= 0``, writes its set bits into
-    ``counts[out[i], t, r]`` and its bit of the target's own record (``rec[t] >= 0``) into
-    ``own[out[i], t, r]``. A target's masks (``W`` words per level) stay in the cache.
-    """
+    """Match counts and own-record flags of many subsets of columns in replicate ``r``, target
+    by target, following the depth-first program ``col, level, out`` of ``masks._program``."""
     C, N, W = masks.shape
     S = col.shape[0]
     depth = 1

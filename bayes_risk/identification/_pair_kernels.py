@@ -1,11 +1,6 @@
-"""Compiled merges of sorted (target, record) pair sums (numba, ``cache=True``).
-
-The posterior-replicate run (:mod:`bayes_risk.identification.replicates`) accumulates pooled
-sums on sorted unique pair keys ``target · n + record``. Both sides of every merge are sorted, so
-one linear walk replaces binary searches and boolean-mask scatters over the accumulated pairs
-(which cost time and pair-sized temporaries). The arithmetic is that of the numpy code these
-kernels replace (same additions in the same order: bitwise the same sums); imported only when the
-pairs are many enough to repay importing numba (``uncertainty.use_pair_kernels``).
+"""Compiled merges of sorted (target, record) pair sums (numba, ``cache=True``): one linear
+walk instead of searches and scatters, with the numpy twins' additions in the same order
+(bitwise the same sums). Imported only when ``uncertainty.use_pair_kernels`` says so.
 """
 
 from __future__ import annotations
@@ -82,14 +77,8 @@ def _pairwise(v, s, n):
 
 @_nb.njit(cache=True, nogil=True)
 def flush_sums(acc_k, acc_v, k, v):
-    """Pending contributions ``v`` at the sorted keys ``k`` (repeated keys in the order they
-    were added) summed into the sorted unique ``acc_k``/``acc_v``: the sorted union.
-
-    Each key's sum is that of ``np.add.reduceat`` over its contributions (the first plus the
-    pairwise sum of the others; for a stored key the reduction of ``[0.0, contributions]``)
-    added to the stored value: one walk instead of the searches, inserts and reductions of the
-    numpy code (``_merge_pairs``), the same additions in the same order.
-    """
+    """Pending contributions ``v`` at the sorted keys ``k`` summed into the sorted unique
+    ``acc_k``/``acc_v`` (compiled twin of ``_replicate_batches._merge_pairs``)."""
     A, P = acc_k.size, k.size
     n_new = 0
     i = j = 0
@@ -134,11 +123,8 @@ def flush_sums(acc_k, acc_v, k, v):
 
 @_nb.njit(cache=True, nogil=True)
 def add_blocks(sk, sv, su, sfb, ek, ev, eu, efb, n):
-    """Sums of two blocks of replicates (``PooledSums.add``): keys, values, fallback flags.
-
-    A pair stored on one side only gets the other side's fallback mass of its target when it
-    is in the target's fallback set (``su``/``eu``; the set is the same in every block).
-    """
+    """Sums of two blocks of replicates: keys, values, fallback flags (compiled twin of
+    ``PooledSums.add``)."""
     A, B = sk.size, ek.size
     i = j = U = 0
     while i < A or j < B:
@@ -247,11 +233,8 @@ def at_least(keys, vals, R, thr, n):
 
 @_nb.njit(cache=True, nogil=True)
 def contribution_sums(keys, V, R, n):
-    """The pooled engine's sums (:func:`~bayes_risk.identification.pooled.run_pooled`): the
-    sorted unique contribution keys ``(t · n + k) · R + r`` decoded to their pairs ``t · n + k``
-    and each pair's values ``V[r, t]`` summed as ``np.add.reduceat`` sums them (the first plus
-    the pairwise sum of the others, in replicate order), in one walk: bitwise the numpy
-    decoding's sums, without its key-sized temporaries."""
+    """The sorted contribution keys ``(t · n + k) · R + r`` decoded to their pairs and summed
+    (compiled twin of ``pooled._decoded_sums``)."""
     P = keys.size
     U = 0
     for j in range(P):

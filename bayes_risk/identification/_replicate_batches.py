@@ -1,11 +1,8 @@
 """Drawing and matching one batch of posterior replicates (the unit of work of a posterior run).
 
-A run over ``R`` posterior replicates (:mod:`bayes_risk.identification.replicates`) is a sequence
-of batches of ``batch_size`` replicates. Batch ``b`` holds replicates ``b·B … b·B + B − 1``;
-replicate ``r`` depends only on the seed and ``r`` (protocol ``SupportsPosteriorReplicates``), so
-a batch is the same whether it is drawn in this process or on a Dask worker, and whatever the
-chunk size. :func:`run_batch` draws a batch, matches it and reduces it to :class:`BatchSums` (the
-pooled sums and per-replicate measures the run accumulates, in batch order, on the client).
+Replicate ``r`` depends only on the seed and ``r``, so a batch is the same in this process or
+on a Dask worker. :func:`run_batch` draws a batch, matches it and reduces it to
+:class:`BatchSums`; see :doc:`/user_guide/posterior_replicates`.
 """
 
 from __future__ import annotations
@@ -22,7 +19,11 @@ import pandas as pd
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.exceptions import SchemaError
 from bayes_risk.identification import engine
-from bayes_risk.identification.encoding import check_missing_radius, radius_values
+from bayes_risk.identification.encoding import (
+    check_missing_radius,
+    radius_values,
+    stack_columns,
+)
 from bayes_risk.identification.index import target_bounds
 from bayes_risk.identification.plan import IdentificationPlan, ReplicateSource
 from bayes_risk.identification.pooled import fallback_sets, merge_target_major
@@ -61,15 +62,9 @@ _PENDING = 4_000_000  # (target, record) contributions buffered before they are 
 class Batch:
     """One batch matched replicate by replicate: pooled sums and per-replicate ``c``, ``T``.
 
-    Same rules as the engine's pooled and per-dataset aggregations (Drechsler & Reiter 2008
-    eqs. 6–7, fallback, declared matches), but the match lists of all targets of a replicate are
-    taken at once and summed over the batch, so that the cost does not grow with ``R`` times the
-    number of target chunks. Targets missing some known values (``missing_known="any"``) are
-    matched in groups on the columns they hold (``problem.drop_groups``, as the engine's
-    partitions), each with its own fallback set. Tested against both engine aggregations.
-
-    ``threaded``: the buffered contributions are summed into the batch's pairs in a thread
-    while the next replicates are matched (one flush at a time, in order: the same sums).
+    The engine's rules (tested against both aggregations), with all targets of a replicate
+    matched at once. ``threaded``: the buffered contributions are summed in a thread while the
+    next replicates are matched (in order: the same sums).
     """
 
     def __init__(self, ctx: MatchContext, plan: IdentificationPlan,
@@ -136,8 +131,8 @@ class Batch:
 
 @dataclass
 class _Group:
-    """Targets matched on the same known columns (all of them, or those they do not miss):
-    their problem (``problem.target_problem``), windows, keys and own fallback records."""
+    """Targets matched on the same known columns: their problem, windows, keys and own
+    fallback records."""
 
     rows: np.ndarray
     prep: Prepared
@@ -171,8 +166,8 @@ class _Group:
 
 
 class _Flushes:
-    """The sorted pair sums of a batch, flush after flush (:func:`_merge_pairs`), optionally in
-    a thread: at most one flush runs while the next contributions are buffered."""
+    """The sorted pair sums of a batch, flush after flush, optionally one at a time in a
+    thread."""
 
     def __init__(self, threaded: bool) -> None:
         self.k, self.v = np.zeros(0, dtype=np.int64), np.zeros(0)
@@ -205,17 +200,14 @@ def _merge_pairs(acc_k: np.ndarray, acc_v: np.ndarray, keys: np.ndarray, vals: n
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Add pending contributions ``keys``/``vals`` to the sorted unique sums ``acc_k``/``acc_v``.
 
-    Only the pending contributions are sorted, and the accumulated pairs are merged in linear
-    time (re-sorting them at each flush made a batch quadratic in its pairs). The sums are
-    bitwise those of summing ``[acc_v, pending values in order]`` per key with
-    ``np.add.reduceat`` (which adds the first value to the pairwise sum of the others): a
-    stored pair gets its stored value plus the pairwise sum of its pending values, computed as
-    the reduction of ``[0.0, pending values]`` (adding ``0.0`` first changes no bit).
+    Only the pending contributions are sorted; the merge is linear. A stored pair gets its value
+    plus the reduction of ``[0.0, pending values]``: bitwise ``np.add.reduceat`` of
+    ``[acc_v, pending values]``.
     """
     if not keys.size:
         return acc_k, acc_v
     order = np.argsort(keys, kind="stable")
-    if use_pair_kernels(acc_k.size + keys.size):  # one walk: sums and merge (same additions)
+    if use_pair_kernels(acc_k.size + keys.size):
         from bayes_risk.identification import _pair_kernels
 
         return _pair_kernels.flush_sums(acc_k, acc_v, keys[order], vals[order])
@@ -244,18 +236,10 @@ def _merge_pairs(acc_k: np.ndarray, acc_v: np.ndarray, keys: np.ndarray, vals: n
 
 
 class Recoder:
-    """Encodes a batch of replicates into the first batch's plan (no repeated validation).
+    """Encodes a batch of replicates with the first batch's encoders (no repeated validation).
 
-    Every column is encoded as ``prepare`` encoded the first batch (:mod:`~bayes_risk.
-    identification.encoding`, with the first batch's encoders): declared missing-value codes are
-    missing values; an exact-match column gets the first batch's codes (a missing value: the
-    column's missing level; a level or number the first batch's encoding does not hold:
-    ``-1``, which matches nothing, as no target holding it has a code either); a radius column
-    is float64 with a missing value ``+inf``. A batch with missing values in a radius column is
-    refused under the rules that refuse them in ``prepare``. Not used when preparing depends on
-    the replicates themselves (log-linear counts refitted on each replicate, Mahalanobis
-    whitening, an external target's synthesized value unknown to the first batch): every batch
-    is then prepared in full.
+    A level the first batch does not hold gets ``-1`` (matches nothing). Not used when preparing
+    depends on the replicates (:meth:`make` gives ``None``): every batch is then prepared in full.
     """
 
     def __init__(self, plan: IdentificationPlan) -> None:
@@ -267,9 +251,8 @@ class Recoder:
             return None
         e_us = len(plan.rule.exact_us)
         if (plan.prep.tgt_exact[:, e_us:] < 0).any():
-            # an external target holds a synthesized value that neither the original nor the
-            # first batch does: a later batch may hold it, and only a batch's own encoding
-            # (``prepare``) gives it a code that matches
+            # an external target's synthesized value unknown to the first batch: only a
+            # batch's own encoding gives it a code that matches
             return None
         return cls(plan)
 
@@ -283,22 +266,15 @@ class Recoder:
         codes = p0.data.schema.missing_codes
         cols = list(rule.exact_s) + list(rule.radius_s)
         want = pd.Index(cols)
-        # the replicates usually hold exactly these columns: pandas' label lookup (about a
-        # millisecond a replicate) only when they do not
+        # pandas' label lookup (slow) only when the replicates hold other columns
         batch = [mask_missing_codes(z if z.columns.equals(want) else z[cols], codes)
                  for z in batch]
         encs = p0.data.exact_encoders
         what = "posterior replicates"
-        rep_exact = [
-            np.stack([encs[c](z[c], what) for c in rule.exact_s], axis=1) if rule.exact_s
-            else np.zeros((n, 0), dtype=np.int64)
-            for z in batch
-        ]
-        rep_radius = [
-            np.stack([radius_values(z[c], c, what) for c in rule.radius_s])
-            if rule.radius_s else np.zeros((0, n))
-            for z in batch
-        ]
+        rep_exact = [stack_columns([encs[c](z[c], what) for c in rule.exact_s], n)
+                     for z in batch]
+        rep_radius = [stack_columns([radius_values(z[c], c, what) for c in rule.radius_s], n,
+                                    axis=0, dtype=np.float64) for z in batch]
         check_missing_radius(rule, {c: any(np.isinf(v[j]).any() for v in rep_radius)
                                     for j, c in enumerate(rule.radius_s)},
                              p0.data.missing_known)
@@ -314,12 +290,9 @@ class Recoder:
 
 @dataclass
 class BatchSums:
-    """A matched batch reduced to what the run accumulates (no ``[N_T, B]`` arrays).
-
-    ``keys``/``vals``/``in_u``/``fb``/``p_out``/``p_un``/``ever``/``R``: the batch's
-    pooled sums (as ``PooledSums.add`` takes them); ``per``: per-replicate file-level measures
-    ``[B]``; ``ir_sum``/``ir_sq``: per-target sums of the per-replicate ``IR`` and of its square.
-    """
+    """A matched batch reduced to what the run accumulates: the pooled sums (as
+    ``PooledSums.add`` takes them), per-replicate file measures ``per`` and the per-target sums
+    of ``IR`` and ``IR²``."""
 
     keys: np.ndarray
     vals: np.ndarray
@@ -347,10 +320,8 @@ class BatchSums:
 class BatchJob:
     """Everything needed to draw and match any batch of a run (sent to each worker once).
 
-    ``models``: replicate ``r`` comes from ``models[r % len(models)]`` (one model, or the
-    intruder's refit of each released dataset); ``recode`` encodes a batch into the first batch's
-    plan, or, when preparing depends on the replicates (``recode is None``), ``inputs`` =
-    ``(original, synthetic, known_unsynthesized, options)`` prepare each batch in full.
+    Replicate ``r`` comes from ``models[r % len(models)]``; without ``recode``, ``inputs``
+    (``original, synthetic, known_unsynthesized, options``) prepare each batch in full.
     """
 
     models: list
@@ -395,16 +366,8 @@ def run_batch(job: BatchJob, b: int) -> BatchSums:
 
 def prefetched_batches(job: BatchJob, first: IdentificationPlan, n_batches: int
                        ) -> Iterator[BatchSums]:
-    """Batches ``0 … n_batches − 1`` matched in order, each next one drawn in a thread meanwhile.
-
-    In process, one core would otherwise draw and match in turn: a producer thread draws and
-    encodes batch ``b + 1`` (the models' compiled routing and numpy's random draws release the
-    GIL) while this thread matches batch ``b`` (its flushes summed in another thread,
-    ``Batch(threaded=True)``) and the caller pools it. At most one batch is
-    drawn ahead (memory does not grow with ``R``); ``first`` is batch 0's plan, already drawn.
-    Every batch is the one ``run_batch`` gives (replicate ``r`` depends only on the seed and
-    ``r``): the same numbers.
-    """
+    """Batches ``0 … n_batches − 1`` matched in order, the next one drawn in a thread meanwhile
+    (one batch ahead; ``first``: batch 0's plan). The same numbers as :func:`run_batch`."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bayes-risk-replicates") as pool:
         nxt = pool.submit(draw_batch, job, 1) if n_batches > 1 else None
         try:

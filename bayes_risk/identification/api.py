@@ -1,9 +1,6 @@
-"""Public entry points: :func:`identification_risk` and :func:`radius_sweep` (Hu 2019 §4).
+"""Public entry points :func:`identification_risk` and :func:`radius_sweep` (Hu 2019 §4).
 
-The engine is staged: ``prepare`` (:mod:`~bayes_risk.identification.prepare`) builds a typed plan,
-``evaluate`` (:mod:`~bayes_risk.identification.evaluate`) runs the matching engine over
-partitions of the targets through an executor (in process, or on a Dask cluster), ``assemble``
-(:mod:`~bayes_risk.identification.assemble`) computes the record- and file-level measures.
+See :doc:`/methods/identification`.
 """
 
 from __future__ import annotations
@@ -33,16 +30,11 @@ __all__ = ["IdentificationResult", "identification_risk", "radius_sweep", "COMPA
 
 
 def _is_posterior_replicates(obj: Any) -> bool:
-    """``isinstance(obj, PosteriorReplicates)`` without importing ``replicates`` (and its
-    batches and Monte Carlo error modules) in runs that do not use it: an instance exists only
-    once that module has been imported."""
+    """``isinstance(obj, PosteriorReplicates)`` without importing ``replicates``."""
     mod = sys.modules.get("bayes_risk.identification.replicates")
     return mod is not None and isinstance(obj, mod.PosteriorReplicates)
 
 
-# ----------------------------------------------------------------------------------------------
-# result
-# ----------------------------------------------------------------------------------------------
 @interruptible
 def identification_risk(
     original: pd.DataFrame,
@@ -61,15 +53,9 @@ def identification_risk(
 ) -> IdentificationResult:
     """Identification disclosure risk of partially synthetic data (Hu 2019 §4).
 
-    An intruder holds the true values of the ``known`` columns for every target and looks for
-    the target among the released records. The known columns released unchanged are matched
-    to the original's values; in each replicate of the synthesized ones (by default the ``m``
-    released datasets, Drechsler & Reiter 2008 §3) the matching records get probability
-    ``1/n_t`` (known membership) or ``min(1/F_t, 1/n_t)`` (unknown membership,
-    ``Pr(J = n+1) = max(0, 1 − n_t/F_t)``, Drechsler & Reiter 2008). ``aggregation="pooled"``
-    averages these over replicates and declares the records tied at the top (Reiter & Mitra
-    2009); ``"per_dataset"`` evaluates every dataset separately and averages the measures
-    (Hornby & Hu 2021).
+    An intruder holds the ``known`` columns of every target and looks for it among the
+    released records; see :doc:`/methods/identification` and
+    :doc:`/user_guide/identification`.
 
     Parameters
     ----------
@@ -81,41 +67,30 @@ def identification_risk(
     known : sequence of str
         The intruder's columns (quasi-identifiers), known for every target.
     synthesized : sequence of str, optional
-        The columns the synthesizer replaced (columns not in ``known`` are ignored). Default:
-        the release's manifest (a :class:`~bayes_risk.data.SyntheticData` made by the package), else
-        the known columns whose released values differ from the original's in some dataset.
-        Required with ``replicates``.
+        The columns the synthesizer replaced. Default: the release's manifest, else the known
+        columns whose released values differ from the original's. Required with ``replicates``.
     categorical : sequence of str, optional
         Integer-coded factors (schema inference otherwise treats integers as counts).
     schema : Schema, optional
         Column types (overrides inference).
     match : MatchSpec, optional
-        How the known columns match (radius, its type and floor, window, shape), how a missing
-        known value matches, when the intruder declares a match, the fallback when nothing
-        matches, and the R package's mode; default
-        :class:`~bayes_risk.identification.MatchSpec` ``()``: exact matching of categorical
-        and count columns (a continuous known column needs a radius).
+        How the known columns match (:class:`~bayes_risk.identification.MatchSpec`; default:
+        exact matching of categorical and count columns).
     population : PopulationSpec, optional
-        The targets (default: every original record), whether the intruder knows who is in the
-        sample (default: known membership) and, when not, the population counts ``F_t``: given,
-        estimated by the log-linear model, or estimated from the original's survey weights
-        (:class:`~bayes_risk.identification.PopulationSpec`).
+        The targets, membership and population counts
+        (:class:`~bayes_risk.identification.PopulationSpec`; default: every original record,
+        known membership).
     aggregation : {"pooled", "per_dataset"}, optional
         Default ``"pooled"`` (``MatchSpec(compat=...)``: ``"per_dataset"``).
     replicates : list of arrays [n, synthesized known columns] or DataFrames, or PosteriorReplicates
-        Replicates of the synthesized known columns (e.g. posterior-predictive draws), on the
-        original scale (category values, not codes), instead of the released datasets; or a
-        :class:`~bayes_risk.identification.PosteriorReplicates` that draws ``R`` of them from a
-        fitted synthesis model and adds Monte Carlo standard errors (``mc_se``) and the spread
-        over replicates (``replicate_quantiles``) to the result; with ``executor`` each task
-        draws and matches one batch of replicates (same numbers as in process).
+        Replicates of the synthesized known columns on the original scale, instead of the
+        released datasets; or a :class:`~bayes_risk.identification.PosteriorReplicates` that
+        draws them from a fitted model and adds Monte Carlo errors to the result.
     progressbar : bool
         Show progress over replicates / target chunks.
     executor : None, distributed.Client or Executor, optional
-        Where the matching engine runs: ``None`` in process; a ``distributed.Client`` (or a
-        :class:`~bayes_risk.executors.DaskExecutor`) spreads partitions of the targets over a
-        Dask cluster (user guide, Scaling out with Dask); with ``PosteriorReplicates``, batches
-        of replicates (drawn on the workers). The result is identical.
+        Where the matching engine runs: ``None`` in process, or a Dask cluster
+        (:doc:`/user_guide/dask`); the result is identical.
 
     Returns
     -------
@@ -127,8 +102,7 @@ def identification_risk(
     SchemaError
         Unknown or missing columns, unsynthesized columns that differ.
     ValidationError
-        Invalid options (radius for a categorical column, radius given with no continuous column,
-        counts < 1, weights not positive, inconsistent compat settings, ...).
+        Invalid options, named in the message.
 
     References
     ----------
@@ -156,8 +130,7 @@ def identification_risk(
     plan = prepare(original, synthetic, known_us, known_s, replicates=replicates, **options)
     ex = as_executor(executor)
     in_process = isinstance(ex, InProcessExecutor)
-    if in_process:
-        # one run: indexes used once (per-dataset aggregation) are not kept
+    if in_process:  # one run: indexes used once are not kept
         plan.prep._cache[_engine.SINGLE_RUN] = True
     pool = record_pool(plan, shipped=not in_process)
     out = run_engine(plan, plan.rule, ex, pool, progressbar=progressbar)

@@ -1,10 +1,5 @@
-"""Encoding the known columns for the matching engine (the last step of ``prepare``).
-
-Categorical exact-match columns become level codes (``-1``: a value absent from every released
-table; a missing value: a level of its own), numeric exact-match columns codes of their distinct
-values (:class:`ExactEncoder`, kept in the plan so that later batches of posterior replicates get
-the same codes), radius columns float64 (whitened for ``shape="mahalanobis"``; a missing value
-``+inf``).
+"""Encoding the known columns for the matching engine (the last step of ``prepare``): exact
+columns as codes (:class:`ExactEncoder`), radius columns as float64 (a missing value ``+inf``).
 """
 
 from __future__ import annotations
@@ -24,14 +19,22 @@ from bayes_risk.identification.matching import MatchRule, mahalanobis_inputs
 from bayes_risk.identification.problem import Prepared
 
 __all__ = ["Encoded", "ExactEncoder", "encode_problem", "exact_encoders", "radius_values",
-           "check_missing_radius"]
+           "check_missing_radius", "stack_columns"]
+
+
+def stack_columns(arrays: list[np.ndarray], rows: int, *, axis: int = 1,
+                  dtype: type = np.int64) -> np.ndarray:
+    """``np.stack(arrays, axis=axis)``, or an empty ``dtype`` array of ``rows`` rows (``axis=1``)
+    or columns (``axis=0``) when there is none."""
+    if arrays:
+        return np.stack(arrays, axis=axis)
+    return np.zeros((rows, 0) if axis == 1 else (0, rows), dtype=dtype)
 
 
 @dataclass
 class Encoded:
-    """The encoded problem, the original's codes of every exact-match column (the log-linear
-    population counts read them), the covariance of a Mahalanobis rule and the encoder of
-    every exact-match column."""
+    """The encoded problem, the original's codes and the encoder of every exact-match column,
+    and the covariance of a Mahalanobis rule."""
 
     prep: Prepared
     codes_orig: dict[str, np.ndarray]
@@ -41,14 +44,8 @@ class Encoded:
 
 @dataclass(frozen=True)
 class ExactEncoder:
-    """The codes of one exact-match column, the one encoder of its values.
-
-    ``0..d-1``: the column's values (a categorical column's harmonised levels; a numeric column's
-    distinct observed values in the original and the replicates, sorted); ``d``: a missing value
-    (a level of its own); ``-1``: a value outside them, which matches nothing. Kept in the plan
-    (``EncodedData.exact_encoders``) so that later batches of posterior replicates are encoded
-    with the very codes of the first one.
-    """
+    """The codes of one exact-match column: ``0..d-1`` its values, ``d`` a missing value,
+    ``-1`` a value outside them (matches nothing). Kept in the plan for later batches."""
 
     column: str
     values: tuple | np.ndarray
@@ -157,13 +154,8 @@ def encode_problem(
     in_sample: np.ndarray, rec: np.ndarray, warn: dict[str, str],
     missing_known: str = "any",
 ) -> Encoded:
-    """Encode records, replicates and targets (``problem.Prepared``).
-
-    Missing known values (user guide, Missing values): in an exact-match column a missing value
-    is a level of its own; in a radius column it is ``+inf`` (outside every finite window). With
-    ``missing_known="any"`` a target is not matched on the columns where its value is missing
-    (``Prepared.tgt_drop``); with ``"level"`` its missing value matches missing values only.
-    """
+    """Encode records, replicates and targets (``problem.Prepared``); with
+    ``missing_known="any"`` a target is not matched on its missing values (``tgt_drop``)."""
     n, R, N_T = len(original), len(rep_s), len(tdf)
     has_missing = {
         c: bool(missing_mask(original[c]).any() or missing_mask(tdf[c]).any()
@@ -175,27 +167,15 @@ def encode_problem(
         rule, cat, known_s, sk, original, tdf, rep_s
     )
     exact_sizes = {c: e.size for c, e in encs.items()}
-    rec_exact_us = np.stack([codes_orig[c] for c in rule.exact_us], axis=1) if rule.exact_us \
-        else np.zeros((n, 0), dtype=np.int64)
-    rep_exact_s = [
-        np.stack([codes_rep[c][r] for c in rule.exact_s], axis=1) if rule.exact_s
-        else np.zeros((n, 0), dtype=np.int64)
-        for r in range(R)
-    ]
-    rec_radius_us = np.stack([radius_values(original[c], c, "original")
-                              for c in rule.radius_us]) \
-        if rule.radius_us else np.zeros((0, n))
-    rep_radius_s = [
-        np.stack([radius_values(z[c], c, "replicate") for c in rule.radius_s])
-        if rule.radius_s
-        else np.zeros((0, n))
-        for z in rep_s
-    ]
-    tgt_exact = np.stack([codes_tgt[c] for c in rule.exact_cols], axis=1) if rule.exact_cols \
-        else np.zeros((N_T, 0), dtype=np.int64)
-    tgt_radius = np.stack([radius_values(tdf[c], c, "targets") for c in rule.radius_cols],
-                          axis=1) \
-        if rule.radius_cols else np.zeros((N_T, 0))
+    rec_exact_us = stack_columns([codes_orig[c] for c in rule.exact_us], n)
+    rep_exact_s = [stack_columns([codes_rep[c][r] for c in rule.exact_s], n) for r in range(R)]
+    rec_radius_us = stack_columns([radius_values(original[c], c, "original")
+                                   for c in rule.radius_us], n, axis=0, dtype=np.float64)
+    rep_radius_s = [stack_columns([radius_values(z[c], c, "replicate") for c in rule.radius_s],
+                                  n, axis=0, dtype=np.float64) for z in rep_s]
+    tgt_exact = stack_columns([codes_tgt[c] for c in rule.exact_cols], N_T)
+    tgt_radius = stack_columns([radius_values(tdf[c], c, "targets") for c in rule.radius_cols],
+                               N_T, dtype=np.float64)
     conf = {c: numeric(original[c], c, "original") for c in rule.radius_cols}
     tgt_drop = _target_drops(rule, tdf, missing_known, has_missing)
     maha_cov = None

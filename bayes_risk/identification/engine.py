@@ -1,18 +1,8 @@
 """Per-replicate match sets and match probabilities (Drechsler & Reiter 2008 §3–§4.6).
 
-No ``O(N_T · n)`` scan. In every replicate the records are grouped by their exact-match key (a
-mixed-radix code of the categorical columns) and, inside each group, sorted by every radius
-column (:mod:`~bayes_risk.identification.index`). The compiled path (numba kernels in
-``_kernels``, ``cache=True``) counting-sorts the records by group and searches inside the
-group; the pure-numpy path (small problems, where importing numba and loading its caches would
-cost more than it saves; numba not importable; or ``USE_NUMBA = False``) searches an integer
-composite with ``numpy.searchsorted`` and filters candidates in chunks. Both are tested against
-each other and against a brute-force scan. This module holds the indexes cached on the encoded
-problem (:class:`~bayes_risk.identification.problem.Prepared`), the per-dataset aggregation and
-the switches read by :mod:`~bayes_risk.identification.pooled` (the pooled aggregation, which
-imports this module); replicates run on two
-threads on the compiled path (the kernels release the GIL; results do not depend on the number
-of threads).
+The replicates' indexes (:mod:`~bayes_risk.identification.index`, compiled or numpy) cached on
+the encoded problem, the per-dataset aggregation, and the switches read by
+:mod:`~bayes_risk.identification.pooled`. See :doc:`/methods/identification`.
 """
 
 from __future__ import annotations
@@ -49,41 +39,38 @@ __all__ = [
     "USE_NUMBA",
 ]
 
-#: compiled (numba) kernels: ``True`` always (when numba is importable), ``False`` never (the
-#: pure-numpy twin), ``None`` (default) when the problem is large enough to repay importing numba
-#: and loading the cached kernels (≈ 0.4 s of CPU; see ``use_compiled``)
+#: compiled (numba) kernels: ``True`` always (when importable), ``False`` never, ``None`` when
+#: the problem repays importing numba (≈ 0.4 s of CPU)
 USE_NUMBA: bool | None = None
 #: automatic choice: the compiled path from this many (record + target) x replicate pairs on
 COMPILED_MIN_WORK = 300_000
 _CHUNK_TARGETS = 200_000
 MAX_NNZ = 100_000_000  # ~1.2 GB of pooled probabilities (12 bytes each); beyond it: an error
-#: ``True``: a target's fallback set is represented by the set (its unsynthesized key and
-#: windows) and one probability; ``False``: materialised record by record (the reference the
-#: compact form is tested against; memory grows with the sum of the fallback-set sizes)
+#: ``True``: a fallback set is kept as the set and one probability; ``False``: record by record
+#: (the reference the compact form is tested against)
 FALLBACK_AS_CELLS = True
 _HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 
 def use_compiled(prep: Prepared) -> bool:
-    """Whether this problem runs on the compiled kernels (same results either way: both paths are
-    tested against each other and against a brute-force scan)."""
+    """Whether this problem runs on the compiled kernels (same results either way)."""
+    return numba_for((prep.n + prep.n_targets) * max(prep.R, 1), COMPILED_MIN_WORK)
+
+
+def numba_for(work: float, minimum: float) -> bool:
+    """Whether ``work`` runs on the compiled kernels: from ``minimum`` on, unless ``USE_NUMBA``."""
     if not _HAVE_NUMBA or USE_NUMBA is False:
         return False
-    if USE_NUMBA:
-        return True
-    return (prep.n + prep.n_targets) * max(prep.R, 1) >= COMPILED_MIN_WORK
+    return bool(USE_NUMBA) or work >= minimum
 
 
-# ----------------------------------------------------------------------------------------------
-# keys and indexes
-# ----------------------------------------------------------------------------------------------
 def _sizes(prep: Prepared, cols: Sequence[str]) -> list[int]:
     return [prep.exact_sizes[c] for c in cols]
 
 
 def target_orders(tkey: np.ndarray, b: TargetBounds, compiled: bool):
-    """Targets sorted by (key, lower bound) and (key, upper bound) for every radius column;
-    computed once and reused by every replicate (compiled path)."""
+    """Targets sorted by (key, lower bound) and (key, upper bound) per radius column (compiled
+    path; reused by every replicate)."""
     if not compiled or b.lo.shape[1] == 0:
         return None
     q = b.lo.shape[1]
@@ -101,8 +88,7 @@ def _n_cells(prep: Prepared, cols: Sequence[str]) -> int:
     return int(np.prod([max(prep.exact_sizes[c], 1) for c in cols], dtype=np.float64))
 
 
-#: ``Prepared._cache`` flag: the preparation serves one run only (``identification_risk``), so
-#: indices used once (per-dataset aggregation) are not kept (a radius sweep keeps them)
+#: ``Prepared._cache`` flag: one run only, so indexes used once are not kept
 SINGLE_RUN = "single_run"
 
 
@@ -130,14 +116,8 @@ def replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
             okey = ("us_order", rule.radius_us)
             us_ord = prep._cache.get(okey)
             if us_ord is None:
-                us_ord = np.empty((len(rule.radius_us), prep.n), dtype=np.int64)
-                for j in range(len(rule.radius_us)):
-                    us_ord[j] = np.argsort(prep.rec_radius_us[j])
-                prep._cache[okey] = us_ord
-            orders = np.empty((vals.shape[0], prep.n), dtype=np.int64)
-            orders[: len(rule.radius_us)] = us_ord
-            for j in range(len(rule.radius_us), vals.shape[0]):
-                orders[j] = np.argsort(vals[j])
+                us_ord = prep._cache[okey] = np.argsort(prep.rec_radius_us, axis=1)
+            orders = np.concatenate([us_ord, np.argsort(vals[len(rule.radius_us):], axis=1)])
         idx = make_index(rk, vals, _n_cells(prep, rule.exact_cols), compiled, orders)
         if keep:
             prep._cache[key] = idx
@@ -162,9 +142,6 @@ def target_keys(prep: Prepared, rule: MatchRule) -> tuple[np.ndarray, np.ndarray
     return full, us
 
 
-# ----------------------------------------------------------------------------------------------
-# probabilities and strategies
-# ----------------------------------------------------------------------------------------------
 def record_prob(n_match: np.ndarray, inv_f: np.ndarray | None):
     """Per-record probability and Pr(J = n+1) of one replicate (D&R 2008 eqs. 6–7)."""
     n = n_match.astype(np.float64)
@@ -189,9 +166,6 @@ def declare(p_max: np.ndarray, p_out: np.ndarray, strategy) -> np.ndarray:
     return has & (p_out < gamma) & ~ties(p_out, gamma)
 
 
-# ----------------------------------------------------------------------------------------------
-# per-dataset aggregation (Hornby & Hu)
-# ----------------------------------------------------------------------------------------------
 @dataclass
 class PerDatasetOutput:
     c: np.ndarray
@@ -205,11 +179,8 @@ N_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
 def parallel(fn, items, *, progressbar: bool, description: str, threads: bool) -> list:
-    """Run ``fn`` over items; with the compiled kernels (``threads``: they release the GIL) on
-    threads.
-
-    Results never depend on the number of threads (no randomness, each item writes its own
-    slice)."""
+    """Run ``fn`` over items, on threads with the compiled kernels (they release the GIL; each
+    item writes its own slice, so nothing depends on the threads)."""
     items = list(items)
     if N_THREADS > 1 and threads and len(items) > 1:
         from concurrent.futures import ThreadPoolExecutor
@@ -238,18 +209,13 @@ def run_per_dataset(
     fallback: str,
     progressbar: bool = False,
 ) -> PerDatasetOutput:
-    """Counts and own-record flags within each replicate (per-dataset variant).
-
-    ``inv_f``: ``None`` (known membership) or ``1/F`` (or ``E[1/F]``) as ``[N_T, R]``.
-    """
+    """Counts and own-record flags within each replicate (per-dataset variant); ``inv_f``:
+    ``None`` (known membership) or ``1/F`` (or ``E[1/F]``) as ``[N_T, R]``."""
     N, R = prep.n_targets, prep.R
     b = target_bounds(prep, rule)
     tkey, tkey_us = target_keys(prep, rule)
-    q_us = len(rule.radius_us)
     n_match = np.zeros((N, R), dtype=np.int64)
     own = np.zeros((N, R), dtype=bool)
-    us_counts = us_own = None
-
     chunks = _chunks(N, _CHUNK_TARGETS)
     compiled = use_compiled(prep)
     tords = {(a, z): target_orders(tkey[a:z], b.rows(slice(a, z)), compiled) for a, z in chunks}
@@ -269,32 +235,24 @@ def run_per_dataset(
         if empty.any():
             rows = np.flatnonzero(empty.any(axis=1))
             uidx = us_index(prep, rule)
-            bu = b.rows(rows).cols(slice(0, q_us))
+            bu = b.rows(rows).cols(slice(0, len(rule.radius_us)))
             us_counts, _ = uidx.match(tkey_us[rows], bu, False)
             us_own = uidx.own(tkey_us[rows], bu, prep.rec[rows])
             sub = empty[rows]
-            nm = n_match[rows]
-            ow = own[rows]
-            nm[sub] = np.broadcast_to(us_counts[:, None], sub.shape)[sub]
-            ow[sub] = np.broadcast_to(us_own[:, None], sub.shape)[sub]
-            n_match[rows] = nm
-            own[rows] = ow
+            n_match[rows] = np.where(sub, us_counts[:, None], n_match[rows])
+            own[rows] = np.where(sub, us_own[:, None], own[rows])
     return per_dataset_output(n_match, own, prep.in_sample, inv_f=inv_f, strategy=strategy)
 
 
 def per_dataset_output(n_match: np.ndarray, own: np.ndarray, in_sample: np.ndarray, *,
                        inv_f: np.ndarray | None, strategy) -> PerDatasetOutput:
     """The per-dataset output from every target's match count and own-record flag ``[N_T, R]``
-    (after any fallback): probabilities, declared matches, ``c`` and ``T``.
-
-    ``n_match`` is overwritten (it becomes ``c``). The one place this is computed: the
-    knowledge sweep's match masks (:mod:`~bayes_risk.identification.masks`) end here too.
-    """
+    (after any fallback); ``n_match`` is overwritten (it becomes ``c``)."""
     no_match_any = (n_match == 0).all(axis=1)
     p, p_out = record_prob(n_match, inv_f)
     dec = declare(p, p_out, strategy)
     del p
-    c = n_match  # the declared matches' counts, in place: one [N_T, R] table fewer at a time
+    c = n_match  # in place: one [N_T, R] table fewer
     c[~dec] = 0
     T = dec & own & in_sample[:, None]
     return PerDatasetOutput(c=c, T=T, declared=dec, p_out=p_out, no_match_any=no_match_any)

@@ -1,12 +1,8 @@
 """Stage 2 of identification risk: the matching engine over partitions of the targets.
 
-Every per-target quantity depends on the target and the record pool only, so the targets are
-split into partitions that run independently — in process (one partition: the engine chunks
-internally) or on a Dask cluster (:mod:`bayes_risk.executors`) — and their outputs are
-concatenated in order; the result equals one run over all targets. The record pool (the encoded
-known columns of the original and of every replicate) is the executor's shared object: a Dask
-cluster receives it once per call (once for a whole radius sweep, through
-``executors.shared_once``), and each worker keeps the replicate indexes it builds on it.
+Partitions run independently (in process or on a Dask cluster) and their outputs are
+concatenated in order: the result equals one run over all targets. The record pool is the
+executor's shared object, sent once per call.
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ from bayes_risk.executors import Executor, InProcessExecutor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.plan import IdentificationPlan, Strategy
-from bayes_risk.identification.pooled import PooledOutput, run_pooled
+from bayes_risk.identification.pooled import PooledOutput, csr, row_pointers, run_pooled
 from bayes_risk.identification.problem import Prepared, drop_groups, target_problem
 
 __all__ = ["TargetPartition", "EngineOutput", "record_pool", "partitions", "evaluate",
@@ -48,20 +44,15 @@ class TargetPartition:
     strategy: Strategy
     fallback: str
     progressbar: bool = False
-    #: known columns the partition's targets are not matched on (their missing values,
-    #: ``missing_known="any"``); every target of a partition has the same ones
+    #: known columns the partition's targets are not matched on (their missing values)
     drop: tuple[str, ...] = ()
     #: keep the pooled probabilities ``π`` (``False``: the measures only, the knowledge sweep)
     keep_prob: bool = True
 
 
 def record_pool(plan: IdentificationPlan, *, shipped: bool) -> Prepared:
-    """The shared object of the evaluate stage.
-
-    In process (``shipped=False``) the plan's ``Prepared`` itself (its index cache is reused
-    by every partition and every radius of a sweep). Shipped to a cluster: the same without
-    the targets and with an empty cache (each worker fills its own).
-    """
+    """The shared object of the evaluate stage: the plan's ``Prepared`` (shipped: without the
+    targets and with an empty cache)."""
     prep = plan.prep
     if not shipped:
         return prep
@@ -74,12 +65,8 @@ def record_pool(plan: IdentificationPlan, *, shipped: bool) -> Prepared:
 def partitions(plan: IdentificationPlan, rule: MatchRule, size: int | None, *,
                progressbar: bool = False, keep_prob: bool = True
                ) -> tuple[list[TargetPartition], np.ndarray | None]:
-    """The targets in consecutive partitions of ``size`` (``None``: one partition).
-
-    Targets with missing known values (``Prepared.tgt_drop``) are grouped by the columns they
-    miss, one group after the other; the second value is then the targets' order (``None``: the
-    targets' own order).
-    """
+    """The targets in consecutive partitions of ``size`` (``None``: one partition), grouped by
+    the known columns they miss if any; the second value is then the targets' order."""
     prep, st = plan.prep, plan.settings
     N = prep.n_targets
     size = max(N, 1) if size is None else size
@@ -124,46 +111,27 @@ def evaluate(pool: Prepared, part: TargetPartition) -> EngineOutput:
 
 
 def concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:
-    """One engine output from the outputs of consecutive partitions of the targets.
-
-    The pooled CSR matrix is rebuilt exactly as ``pooled.run_pooled`` builds it (``None``
-    when the partitions did not keep it).
-    """
+    """One engine output from the outputs of consecutive partitions of the targets (the pooled
+    CSR matrix rebuilt as ``pooled.run_pooled`` builds it)."""
     if len(outs) == 1:
         return outs[0]
-    if isinstance(outs[0], _engine.PerDatasetOutput):
-        return _engine.PerDatasetOutput(**{
-            f.name: np.concatenate([getattr(o, f.name) for o in outs], axis=0)
-            for f in dataclasses.fields(_engine.PerDatasetOutput)
-        })
-    fields = {
-        f.name: np.concatenate([getattr(o, f.name) for o in outs], axis=0)
-        for f in dataclasses.fields(PooledOutput) if f.name != "prob"
-    }
+    cls = type(outs[0])
+    fields = {f.name: np.concatenate([getattr(o, f.name) for o in outs], axis=0)
+              for f in dataclasses.fields(cls) if f.name != "prob"}
+    if cls is _engine.PerDatasetOutput:
+        return cls(**fields)
     if outs[0].prob is None:
         return PooledOutput(prob=None, **fields)
-    import scipy.sparse as sp
-
-    N = sum(o.prob.shape[0] for o in outs)
-    indptr = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(np.concatenate([np.diff(o.prob.indptr) for o in outs]), out=indptr[1:])
-    if indptr[-1] < 2**31 - 1:
-        indptr = indptr.astype(np.int32)
-    prob = sp.csr_matrix(
-        (np.concatenate([o.prob.data for o in outs]),
-         np.concatenate([o.prob.indices for o in outs]), indptr),
-        shape=(N, n),
-    )
+    indptr = row_pointers(np.concatenate([np.diff(o.prob.indptr) for o in outs]))
+    prob = csr(np.concatenate([o.prob.data for o in outs]),
+               np.concatenate([o.prob.indices for o in outs]), indptr, (len(indptr) - 1, n))
     return PooledOutput(prob=prob, **fields)
 
 
 def run_engine(plan: IdentificationPlan, rule: MatchRule, executor: Executor, pool: Any, *,
                progressbar: bool, keep_prob: bool = True) -> EngineOutput:
-    """Per-target engine output of every target: partitions through ``executor``.
-
-    ``pool`` is the shared object (:func:`record_pool`, possibly already shipped);
-    ``keep_prob=False`` leaves the pooled probabilities out (the measures only).
-    """
+    """Per-target engine output of every target, partitions through ``executor`` (``pool``:
+    :func:`record_pool`; ``keep_prob=False``: the measures only)."""
     in_process = isinstance(executor, InProcessExecutor)
     size = executor.partition_size
     if size is None and not in_process:

@@ -1,12 +1,8 @@
 """Match indexes: the records of one replicate grouped by exact key and sorted by radius column.
 
-A target's window on a radius column is a contiguous slice of its group found by binary search;
-the column with the smallest slice is scanned and the other columns (and the ellipse test)
-filter its candidates. :class:`ReplicateIndex` is the pure-numpy index (an integer composite
-``group · (L+1) + rank`` searched with ``numpy.searchsorted``, candidates filtered in chunks);
-:class:`NumbaIndex` its compiled twin (numba kernels in ``_kernels``, counting sort by group).
-Both are tested against each other and against a brute-force scan. Which one runs is decided in
-:mod:`bayes_risk.identification.engine`.
+A target's window on a radius column is a slice of its group found by binary search; the
+shortest slice is scanned and the other columns filter its candidates. :class:`ReplicateIndex`
+is the numpy index, :class:`NumbaIndex` its compiled twin (tested against each other).
 """
 
 from __future__ import annotations
@@ -26,14 +22,9 @@ __all__ = ["mixed_radix", "TargetBounds", "target_bounds", "ReplicateIndex", "Nu
            "make_index"]
 
 _CHUNK_CANDIDATES = 1 << 22  # candidate pairs buffered at once by the compiled index
-#: candidate pairs examined at once by the numpy filters: each chunk holds several arrays of
-#: this length (positions, values, bounds repeated per candidate), so 2**15 keeps them near
-#: 256 KiB each (2**22 made them 32 MiB, a fifth of the m = 20 CEdata command's memory for
-#: ≈ 160,000 candidates per replicate) at the same speed (from 2**14 to 2**22)
+#: candidate pairs examined at once by the numpy filters (arrays near 256 KiB, as fast as larger)
 _NUMPY_CHUNK_CANDIDATES = 1 << 15
-#: targets from which ``_rect_filter`` is used (its loop over the scanned columns costs more
-#: numpy calls than it saves on the few candidates of small calls, e.g. the pooled engine's
-#: chunks of targets)
+#: targets from which ``_rect_filter`` is used (it costs more numpy calls on small calls)
 _RECT_MIN_TARGETS = 1024
 
 
@@ -45,12 +36,8 @@ def _nb():
 
 
 def _numpy_filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, want_list):
-    """Pure-numpy twin of the numba kernel (chunked candidate expansion).
-
-    ``sv[p, j]`` holds column ``j``'s values in the sort order of column ``p`` (as the compiled
-    index), so a target's candidates read consecutive memory; per-target bounds are repeated
-    over its candidates rather than gathered.
-    """
+    """Pure-numpy twin of the numba kernel (chunked candidate expansion); ``sv[p, j]`` is
+    column ``j`` in the sort order of column ``p``."""
     n_t = len(s)
     q, n = sv.shape[1], sv.shape[2]
     flat = sv.reshape(-1)
@@ -97,11 +84,8 @@ def _numpy_filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, wa
 
 
 def _rect_filter(orders, sv, prim, s, e, lo, hi, want_list):
-    """:func:`_numpy_filter` for rectangular windows: candidates are taken by primary column,
-    whose bounds hold by construction of its slice, so only the other columns are tested.
-
-    Same counts and (target-major, then sort-position) lists; the caller ensures that no bound
-    is NaN (a NaN bound's slice would hold the NaN values that the test rejects)."""
+    """:func:`_numpy_filter` for rectangular windows without NaN bounds: only the columns
+    other than the scanned one are tested (same counts and lists)."""
     n_t = len(s)
     q = sv.shape[1]
     cnt = np.maximum(e - s, 0)
@@ -147,17 +131,12 @@ def _rect_filter(orders, sv, prim, s, e, lo, hi, want_list):
     return counts, out
 
 
-def _filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, want_list):
-    return _numpy_filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, want_list)
-
-
 _INT64_MAX = np.iinfo(np.int64).max
 
 
 def _order_keys(x: np.ndarray) -> np.ndarray:
-    """int64 keys ordered as numpy orders the float64 values ``x`` (``-0.0 == 0.0``, every NaN
-    equal and last): integer sorts and binary searches are several times faster than float ones
-    (NaN-aware comparisons), and their results are the same."""
+    """int64 keys ordered as numpy orders the float64 values ``x`` (``-0.0 == 0.0``, NaN last):
+    integer sorts and searches are faster, with the same results."""
     x = np.asarray(x, dtype=np.float64) + 0.0  # -0.0 + 0.0 is +0.0
     bits = x.view(np.int64)
     keys = np.where(bits < 0, bits ^ _INT64_MAX, bits)  # negative floats: reverse their order
@@ -177,8 +156,7 @@ def _sorted_unique(keys: np.ndarray) -> np.ndarray:
 
 def _stable_order(comp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``argsort(comp, kind="stable")`` and ``comp`` in that order, for non-negative int64
-    ``comp``: one plain sort of the distinct keys ``comp · n + index`` (numpy's stable sort of
-    64-bit integers is several times slower), a stable argsort if those keys would overflow."""
+    ``comp``, through a plain sort of ``comp · n + index`` where it does not overflow."""
     n = len(comp)
     if n and int(comp.max()) < _INT64_MAX // n - 1:
         key = comp * n + np.arange(n)
@@ -189,8 +167,7 @@ def _stable_order(comp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(key, return_inverse=True)`` for int64 keys >= -1 (one count per key when the
-    keys are few compared with the records, as exact keys usually are)."""
+    """``np.unique(key, return_inverse=True)`` for int64 keys >= -1 (by counting when few)."""
     n = len(key)
     if n and int(key.min()) >= -1 and int(key.max()) < 4 * n:
         present = np.bincount(key + 1) > 0
@@ -234,20 +211,15 @@ class TargetBounds:
     strict: bool
 
     def cols(self, idx: np.ndarray | slice) -> TargetBounds:
-        return TargetBounds(
-            self.lo[:, idx], self.hi[:, idx], self.centre[:, idx], self.scale[:, idx],
-            self.ellipse, self.strict,
-        )
+        return self.rows((slice(None), idx))
 
-    def rows(self, idx: np.ndarray | slice) -> TargetBounds:
-        return TargetBounds(
-            self.lo[idx], self.hi[idx], self.centre[idx], self.scale[idx], self.ellipse,
-            self.strict,
-        )
+    def rows(self, idx: np.ndarray | slice | tuple) -> TargetBounds:
+        return TargetBounds(self.lo[idx], self.hi[idx], self.centre[idx], self.scale[idx],
+                            self.ellipse, self.strict)
 
 
 def target_bounds(prep: Prepared, rule: MatchRule) -> TargetBounds:
-    """Windows of every target on every radius column (methods, Matching rules)."""
+    """Windows of every target on every radius column."""
     cols = rule.radius_cols
     N = prep.n_targets
     tv = {c: prep.tgt_radius[:, j] for j, c in enumerate(cols)}
@@ -291,8 +263,7 @@ class ReplicateIndex:
             self.sv = np.zeros((1, 0, n))
             return
         self.orders = np.empty((q, n), dtype=np.int64)
-        # u[j]: the distinct values of column j as order keys (``_order_keys``); comp[j]: the
-        # composite group · (len(u[j]) + 1) + rank in the column's sort order
+        # u[j]: column j's distinct order keys; comp[j]: group · (len(u[j]) + 1) + rank
         self.u = []
         self.comp = []
         for j in range(q):
@@ -348,12 +319,11 @@ class ReplicateIndex:
 
     def match(self, tgt_key: np.ndarray, b: TargetBounds, want_list: bool, torder=None,
               limit: int | None = None):
-        """Match counts ``[N]`` and, if asked, the matched record indices (target-major order).
+        """Match counts ``[N]`` and, if asked, the matched records (target-major order).
 
-        ``torder`` (used by the compiled path only) are the targets' (key, bound) orders. With
-        ``limit`` (and ``want_list``), only the first targets whose slices hold at most
-        ``limit`` candidates in all (at least one target) are matched, and their number is
-        returned third: the list never holds more than ``limit`` records (or one target's)."""
+        With ``limit`` (and ``want_list``) only the first targets whose slices hold at most
+        ``limit`` candidates (at least one target) are matched; their number is returned third.
+        ``torder`` is read by the compiled index only."""
         s, e = self.ranges(tgt_key, b.lo, b.hi)
         done = len(tgt_key)
         if limit is not None and want_list and done:
@@ -383,14 +353,13 @@ class ReplicateIndex:
         if (len(prim) >= _RECT_MIN_TARGETS and not b.ellipse
                 and not (np.isnan(b.lo).any() or np.isnan(b.hi).any())):
             return _rect_filter(self.orders, self.sv, prim, sp_, ep_, b.lo, b.hi, want_list)
-        return _filter(
+        return _numpy_filter(
             self.orders, self.sv, prim, sp_, ep_, b.lo, b.hi, b.ellipse, b.centre, b.scale,
             b.strict, want_list,
         )
 
     def candidates(self, tgt_key: np.ndarray, b: TargetBounds) -> np.ndarray:
-        """Length of the scanned slice per target (bounds the matches; sizes chunks): the
-        shortest of its windows' slices, the key group's size without a radius column."""
+        """Length of the scanned slice per target (bounds the matches; sizes chunks)."""
         s, e = self.ranges(tgt_key, b.lo, b.hi)
         return np.maximum(e - s, 0).min(axis=1)
 
@@ -431,9 +400,7 @@ class NumbaIndex:
             G = len(self.uk)
             rec_g = rec_g.astype(np.int64).ravel()
         if orders is None:
-            orders = np.empty((self.vals.shape[0], n), dtype=np.int64)
-            for j in range(self.vals.shape[0]):
-                orders[j] = np.argsort(self.vals[j])
+            orders = np.argsort(self.vals, axis=1)
         self.gstart, self.perms, self.sv = _nb().build(rec_g, G, self.vals, orders)
 
     def group_of(self, tgt_key: np.ndarray) -> np.ndarray:
@@ -443,9 +410,8 @@ class NumbaIndex:
 
     def match(self, tgt_key: np.ndarray, b: TargetBounds, want_list: bool, torder=None,
               limit: int | None = None):
-        """As :meth:`ReplicateIndex.match` (``limit``: the targets are scanned in order until
-        their matches reach it, so the list holds at most twice ``limit`` records, or one
-        target's)."""
+        """As :meth:`ReplicateIndex.match` (``limit`` bounds the matches: the list holds at most
+        twice ``limit`` records, or one target's)."""
         tg = self.group_of(tgt_key)
         lo = np.ascontiguousarray(b.lo)
         hi = np.ascontiguousarray(b.hi)
@@ -461,8 +427,7 @@ class NumbaIndex:
             counts = _nb().scan(self.perms, self.sv, prim, bs, blen, lo, hi, bool(b.ellipse),
                                 cen, sc, bool(b.strict), dummy, dummy, False)
             return counts, None
-        # one scan: write into slots sized by the slice lengths, then compact; sub-blocks of
-        # targets keep the slot buffer below _CHUNK_CANDIDATES entries (below ``limit``)
+        # scan into slots sized by the slice lengths, then compact, in sub-blocks of targets
         step = _CHUNK_CANDIDATES if limit is None else max(1, min(_CHUNK_CANDIDATES, limit))
         csum = np.cumsum(blen)
         counts = np.zeros(len(tg), dtype=np.int64)

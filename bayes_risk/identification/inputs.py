@@ -1,9 +1,5 @@
-"""Reading the replicates of the known columns: the released datasets or user replicates.
-
-Released datasets must hold every known column, keep the original's rows in order and leave the
-unsynthesized known columns unchanged (missing values included: user guide, Missing values); their
-categorical levels are harmonised with the original's (user guide, Levels are harmonised).
-User replicates (e.g. posterior-predictive draws) hold the synthesized known columns only.
+"""Reading the replicates of the known columns: the released datasets (checked, levels
+harmonised) or user replicates of the synthesized known columns.
 """
 
 from __future__ import annotations

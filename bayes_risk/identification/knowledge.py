@@ -1,16 +1,8 @@
-"""Sensitivity of identification risk to the intruder's knowledge, and what drives it.
+"""Sensitivity of identification risk to the intruder's knowledge: :func:`known_sweep`.
 
-:func:`known_sweep`: the risk of every subset of candidate known variables (a greedy path beyond
-``max_size``), the Pareto frontier, Shapley drivers and per-level contributions
-(:doc:`/methods/identification`, :doc:`/user_guide/knowledge`).
-
-**Reuse.** The data are validated and encoded once for every candidate; a subset's problem is
-that pool restricted to its columns. Subsets without a synthesized variable are matched once for
-every replicate; per-dataset aggregation with a rectangular rule matches every subset at once
-through match masks (:mod:`~bayes_risk.identification.masks`). Results equal separate
-``identification_risk`` runs bit for bit. Rules whose radius depends on the columns
-(``"mahalanobis"``, ``"legacy_hh_euclid"``, ``compat``) and unknown membership are prepared
-subset by subset.
+The data are encoded once; a subset's problem is that encoding restricted to its columns (results
+equal separate ``identification_risk`` runs bit for bit). See :doc:`/methods/identification` and
+:doc:`/user_guide/knowledge`.
 """
 
 from __future__ import annotations
@@ -41,9 +33,11 @@ from bayes_risk.identification import engine as _engine
 from bayes_risk.identification import masks as _masks
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import run_engine
+from bayes_risk.identification.matching import check_one_of
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
 from bayes_risk.identification.prepare import inferred_synthesized, prepare
-from bayes_risk.identification.specs import spec_options
+from bayes_risk.identification.problem import positions, restricted_columns, without_columns
+from bayes_risk.identification.radius import sweep_options
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
 
 __all__ = ["known_sweep", "KnowledgeSweepResult", "shapley_values", "SWEEP_MEASURES"]
@@ -76,33 +70,29 @@ def known_sweep(
 ) -> KnowledgeSweepResult:
     """Identification risk over subsets of the intruder's candidate known variables.
 
-    Every subset of ``candidates`` up to ``max_size`` variables (the empty one included), then a
-    greedy path to the full set; the full set minus each variable is always evaluated
-    (:doc:`/methods/identification`, Sensitivity to the intruder's knowledge).
+    Every subset of ``candidates`` up to ``max_size`` variables, then a greedy path to the full
+    set; see :doc:`/user_guide/knowledge`.
 
     Parameters
     ----------
     original : DataFrame
         Confidential data.
     synthetic : list of DataFrame or SyntheticData
-        The released datasets (as in ``identification_risk``).
+        The released datasets.
     candidates : sequence of str
         The candidate known variables (at least one; at most 20).
     synthesized : sequence of str, optional
-        The candidates that were synthesized. Default: the release's schema roles
-        (a :class:`~bayes_risk.data.SyntheticData` made by the package), else — plain tables —
-        every candidate whose released values differ from the original's in some dataset
-        (a candidate released unchanged gives the intruder the original's values).
+        The candidates that were synthesized. Default: the release's schema roles, else every
+        candidate whose released values differ from the original's in some dataset.
     max_size : int, optional
         Largest subset size evaluated exhaustively (default: every size, the full lattice).
     greedy_beyond : bool
-        Follow the greedy forward path from the riskiest subset of size ``max_size`` to the full
-        set (default ``True``; ignored when the lattice is complete).
+        Follow the greedy forward path from the riskiest subset of size ``max_size`` to the
+        full set.
     measure : {"expected_match_risk", "true_match_rate_targets"}
         The risk the greedy path and the frontier rank subsets by.
     bands : int
-        Number of quantile bands (default 10: deciles) of a numeric variable in the per-level
-        contributions; a variable with at most ``bands`` distinct values keeps its values.
+        Quantile bands of a numeric variable in the per-level contributions (default: deciles).
     max_subsets : int
         Largest number of subsets evaluated (default 4,096); more is an error.
     progressbar : bool
@@ -110,9 +100,8 @@ def known_sweep(
     executor : None, distributed.Client or Executor, optional
         Where the matching engine runs (as in ``identification_risk``).
     **kwargs
-        Further arguments of ``identification_risk`` (``match``, ``population``,
-        ``aggregation``, ``schema``, ``categorical``, ...). The radius of ``match`` may name any
-        candidate; each subset uses the radii of its own columns.
+        Further arguments of ``identification_risk``; each subset uses the radii of its own
+        columns.
 
     Returns
     -------
@@ -122,9 +111,7 @@ def known_sweep(
     Raises
     ------
     ValidationError
-        No candidate, a candidate listed twice, ``max_size`` out of range, too many subsets,
-        user population counts (they are keyed by one set of known columns), an unknown
-        argument.
+        Bad candidates, ``max_size`` or arguments, too many subsets, or user population counts.
 
     Examples
     --------
@@ -151,12 +138,7 @@ def known_sweep(
         raise SchemaError(
             f"{arg_name('candidates')}: column(s) {absent} are not in the original (columns: "
             f"{[str(c) for c in original.columns]}).", code="UNKNOWN_COLUMN")
-    unknown = sorted(set(kwargs) - set(_OPTIONS))
-    if unknown:
-        raise ValidationError(f"unknown argument(s) for known_sweep: {unknown}.",
-                              code="INVALID_ARGUMENT")
-    if measure not in SHAPLEY_MEASURES:
-        raise ValidationError(f"measure must be one of {list(SHAPLEY_MEASURES)}. Got {measure!r}.")
+    check_one_of(measure, SHAPLEY_MEASURES, "measure")
     if isinstance(bands, bool) or not isinstance(bands, (int, np.integer)) or bands < 1:
         raise ValidationError(f"bands must be an integer >= 1. Got {bands!r}.")
     n_c = len(cands)
@@ -168,9 +150,7 @@ def known_sweep(
             f"{arg_name('max_size')} must be an integer between 1 and the number of candidates "
             f"({n_c}). Got {max_size!r}.", code="INVALID_ARGUMENT"
         )
-    options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()
-               if k not in ("match", "population")}
-    options.update(spec_options(kwargs.get("match"), kwargs.get("population")))
+    options = sweep_options(kwargs, _OPTIONS, "known_sweep")
     if options["population"].counts is not None and not isinstance(
             options["population"].counts, str):
         raise ValidationError(
@@ -218,9 +198,6 @@ def known_sweep(
     )
 
 
-# ----------------------------------------------------------------------------------------------
-# inputs
-# ----------------------------------------------------------------------------------------------
 def _synthesized(original: pd.DataFrame, synthetic: Any, cands: list[str],
                  synthesized: Sequence[str] | None, replicates: Any) -> set[str]:
     """The synthesized candidates: as given, from the release's schema roles, or found by
@@ -240,9 +217,6 @@ def _synthesized(original: pd.DataFrame, synthetic: Any, cands: list[str],
     return inferred_synthesized(original, synthetic, cands)
 
 
-# ----------------------------------------------------------------------------------------------
-# the sweep
-# ----------------------------------------------------------------------------------------------
 class _Sweep:
     """One preparation for every candidate and the runs of the subsets on it."""
 
@@ -267,10 +241,8 @@ class _Sweep:
         self.done: dict[frozenset, dict[str, Any]] = {}
         self.records: dict[frozenset, Any] = {}
 
-    # -- subsets -----------------------------------------------------------------------------
     def run_many(self, subsets: Sequence[frozenset], progressbar: bool = False) -> None:
-        """Evaluate the subsets not yet evaluated: those the match masks serve together
-        (:mod:`~bayes_risk.identification.masks`), in batches, the others one by one."""
+        """Evaluate the subsets not yet evaluated (through match masks where they serve)."""
         todo = [s for s in dict.fromkeys(subsets) if s not in self.done]
         for _ in progress(self._evaluated(todo), total=len(todo),
                           description="knowledge sweep", enabled=progressbar):
@@ -339,15 +311,11 @@ class _Sweep:
             return assemble(plan, rule, out)
 
     def _unsynthesized_only(self, plan: IdentificationPlan):
-        """A subset of unsynthesized variables has the same matches in every replicate: the
-        engine runs on one replicate and its output is repeated over the ``R`` replicates (per
-        dataset), or pooled over ``R`` identical replicates (the mean of ``R`` equal
-        probabilities is the probability; the top set, ``c`` and ``T`` are the same)."""
+        """A subset of unsynthesized variables matches the same in every replicate: the engine
+        runs on one replicate (pooling ``R`` equal replicates changes nothing)."""
         R = plan.prep.R
-        one = dataclasses.replace(plan.prep, R=1, rep_exact_s=plan.prep.rep_exact_s[:1],
-                                  rep_radius_s=plan.prep.rep_radius_s[:1], _cache={})
-        p1 = dataclasses.replace(plan, data=dataclasses.replace(plan.data, prep=one))
-        out = run_engine(p1, plan.rule, self.ex, one, progressbar=False, keep_prob=False)
+        p1 = _one_replicate(plan)
+        out = run_engine(p1, plan.rule, self.ex, p1.prep, progressbar=False, keep_prob=False)
         if isinstance(out, _engine.PerDatasetOutput):
             return _engine.PerDatasetOutput(
                 c=np.repeat(out.c, R, axis=1), T=np.repeat(out.T, R, axis=1),
@@ -357,16 +325,11 @@ class _Sweep:
         return out
 
     def _nothing_plan(self) -> IdentificationPlan:
-        """The intruder who knows nothing (known membership): every record matches every
-        target in every dataset, so one dataset gives every figure and pooling changes nothing
-        (evaluated per dataset on one replicate: a pooled table of every target against every
-        record would be ``N_T x n`` probabilities)."""
-        plan = self._subset_plan(frozenset())
-        one = dataclasses.replace(plan.prep, R=1, rep_exact_s=plan.prep.rep_exact_s[:1],
-                                  rep_radius_s=plan.prep.rep_radius_s[:1], _cache={})
+        """The intruder who knows nothing: every record matches every target, so one dataset,
+        evaluated per dataset, gives every figure (pooled: ``N_T x n`` probabilities)."""
+        plan = _one_replicate(self._subset_plan(frozenset()))
         settings = dataclasses.replace(plan.settings, aggregation="per_dataset", fallback="none")
-        return dataclasses.replace(plan, data=dataclasses.replace(plan.data, prep=one),
-                                   settings=settings)
+        return dataclasses.replace(plan, settings=settings)
 
     def _own_plan(self, s: frozenset) -> IdentificationPlan:
         """A separate preparation of the subset (rules that do not restrict column by column)."""
@@ -389,31 +352,17 @@ class _Sweep:
         """The full preparation restricted to the columns of ``s`` (what a separate run on
         ``s`` would prepare: codes and radius values are per column)."""
         plan, prep, rule = self.plan, self.plan.prep, self.plan.rule
-        keep = lambda cols: tuple(c for c in cols if c in s)  # noqa: E731
-        sub = dataclasses.replace(
-            rule, exact_us=keep(rule.exact_us), exact_s=keep(rule.exact_s),
-            radius_us=keep(rule.radius_us), radius_s=keep(rule.radius_s),
-            radius={c: v for c, v in rule.radius.items() if c in s},
-            r_min={c: v for c, v in rule.r_min.items() if c in s},
-        )
-
-        def pos(cols, kept):
-            return [list(cols).index(c) for c in kept]
-
-        e_us, e_s = pos(rule.exact_us, sub.exact_us), pos(rule.exact_s, sub.exact_s)
-        r_us, r_s = pos(rule.radius_us, sub.radius_us), pos(rule.radius_s, sub.radius_s)
-        t_e = pos(rule.exact_cols, sub.exact_cols)
-        t_r = pos(rule.radius_cols, sub.radius_cols)
+        sub = without_columns(rule, [c for c in rule.exact_cols + rule.radius_cols
+                                     if c not in s])
+        t_e = positions(rule.exact_cols, sub.exact_cols)
+        t_r = positions(rule.radius_cols, sub.radius_cols)
         drop = None
         if prep.tgt_drop is not None:
             drop = prep.tgt_drop[:, t_e + [len(rule.exact_cols) + j for j in t_r]]
             drop = drop if drop.any() else None
         sprep = dataclasses.replace(
             prep, rule=sub, exact_sizes={c: prep.exact_sizes[c] for c in sub.exact_cols},
-            rec_exact_us=prep.rec_exact_us[:, e_us],
-            rep_exact_s=[a[:, e_s] for a in prep.rep_exact_s],
-            rec_radius_us=prep.rec_radius_us[r_us],
-            rep_radius_s=[a[r_s] for a in prep.rep_radius_s],
+            **restricted_columns(prep, rule, sub),
             tgt_exact=prep.tgt_exact[:, t_e], tgt_radius=prep.tgt_radius[:, t_r],
             confidential_radius={c: v for c, v in prep.confidential_radius.items() if c in s},
             tgt_drop=drop, _cache={},
@@ -429,7 +378,6 @@ class _Sweep:
         return dataclasses.replace(plan, data=dataclasses.replace(plan.data, prep=sprep),
                                    rule=sub, settings=settings)
 
-    # -- tables -------------------------------------------------------------------------------
     def table(self, cands: list[str], measure: str, greedy: list[frozenset]) -> pd.DataFrame:
         subsets = sorted(self.done, key=lambda s: subset_order(s, cands))
         rows = []
@@ -451,6 +399,13 @@ class _Sweep:
         return d
 
 
+def _one_replicate(plan: IdentificationPlan) -> IdentificationPlan:
+    """``plan`` with its first replicate only."""
+    one = dataclasses.replace(plan.prep, R=1, rep_exact_s=plan.prep.rep_exact_s[:1],
+                              rep_radius_s=plan.prep.rep_radius_s[:1], _cache={})
+    return dataclasses.replace(plan, data=dataclasses.replace(plan.data, prep=one))
+
+
 def _subset_radius(radius: Any, s: frozenset) -> Any:
     if isinstance(radius, Mapping):
         out = {c: v for c, v in radius.items() if c in s}
@@ -461,18 +416,9 @@ def _subset_radius(radius: Any, s: frozenset) -> Any:
 def _subset_replicates(replicates: Any, known_s: list[str], sy: list[str]) -> Any:
     """User replicates restricted to the subset's synthesized columns."""
     idx = [known_s.index(c) for c in sy]
-    out = []
-    for r in replicates:
-        if isinstance(r, pd.DataFrame):
-            out.append(r[sy])
-        else:
-            out.append(np.asarray(r)[:, idx])
-    return out
+    return [r[sy] if isinstance(r, pd.DataFrame) else np.asarray(r)[:, idx] for r in replicates]
 
 
-# ----------------------------------------------------------------------------------------------
-# drivers
-# ----------------------------------------------------------------------------------------------
 def _drivers(sweep: _Sweep, cands: list[str], lattice: bool) -> tuple[pd.DataFrame, str]:
     full = frozenset(cands)
     rows = []

@@ -19,17 +19,8 @@ F_ESTIMATES = ("default", "scaled", "expected_inverse")
 
 @dataclass(frozen=True)
 class IPFResult:
-    """Fitted cell means of the all-two-way model.
-
-    Attributes
-    ----------
-    mu : ndarray
-        Fitted means ``μ̂_t`` (same shape as the table).
-    converged : bool
-    n_cycles : int
-    max_change : float
-        Largest absolute change of ``μ̂`` in the last cycle.
-    """
+    """Fitted cell means ``mu`` of the all-two-way model (shape of the table), whether IPF
+    converged, its cycles and the largest absolute change of ``mu`` in the last one."""
 
     mu: np.ndarray
     converged: bool
@@ -42,10 +33,8 @@ def fit_all_two_way(
 ) -> IPFResult:
     """Fit the all-two-way log-linear model to a contingency table by IPF.
 
-    Start from ``μ ≡ 1`` and cycle over the ``V(V−1)/2`` two-way margins, rescaling ``μ`` so each
-    fitted margin equals the observed one (cells of a zero observed margin become 0). Stop when the
-    largest absolute change of ``μ`` over a cycle is below ``tol`` or after ``max_cycles`` cycles
-    (then warn ``IPF_NOT_CONVERGED``). With one or two variables the model is saturated: ``μ = f``.
+    Cycles over the two-way margins until the largest change of ``μ`` is below ``tol``, or
+    warns ``IPF_NOT_CONVERGED`` after ``max_cycles`` (:doc:`/methods/identification`).
 
     Parameters
     ----------
@@ -132,9 +121,7 @@ def population_estimate(
 def expected_inverse(f: np.ndarray, nu: np.ndarray, *, tail: float = 1e-15) -> np.ndarray:
     """``E[1/F_t | f_t] = Σ_{x≥0} Pois(x; ν) / (f_t + x)`` (Drechsler & Reiter 2008 eqs. 6–7).
 
-    Summed until the Poisson tail is below ``tail``. For ``f_t = 0`` (a target whose key has no
-    sample record) the target itself guarantees ``F_t ≥ 1``, so the conditional expectation
-    ``E[1/X | X ≥ 1]`` is returned (1 when ``ν = 0``; a choice of this package).
+    Summed until the Poisson tail is below ``tail``; for ``f_t = 0``, ``E[1/X | X ≥ 1]``.
 
     Examples
     --------

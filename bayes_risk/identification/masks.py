@@ -1,22 +1,9 @@
 """Match masks: many subsets of the known columns matched at once (the knowledge sweep).
 
-Under a rectangular rule a target's match set on a set of known columns is the intersection of
-its match sets on each column: the records with the target's code (an exact-match column) and
-the records inside the target's window (a radius column). One bitset of the ``n`` records per
-target, column and replicate — a *mask* — therefore gives every subset of the columns by
-``AND``. The subsets are visited in lexicographic order (unsynthesized columns first), so a
-subset's mask is its parent's (the subset without its last column) ``AND`` its last column's:
-one ``AND`` of ``N_T x ceil(n/64)`` words per subset and replicate, its match counts a
-population count, its own-record flags one bit per target. A column's masks are built once —
-an exact column's from one bitset per level, a radius column's as the difference of two prefix
-bitsets of the records sorted by the column — and an unsynthesized column's serve every
-replicate; a subset of unsynthesized columns is counted in one replicate and repeated.
-
-The counts and flags are those of the matching engine (:mod:`~bayes_risk.identification.index`:
-the same order keys and binary searches for the windows, the same codes); the knowledge sweep
-hands them to :func:`~bayes_risk.identification.engine.per_dataset_output`, and its measures
-equal separate runs bit for bit (tested). The cost grows with ``N_T · n`` per subset, so the
-sweep uses masks up to :data:`MAX_RECORDS` records (above it, the engine per subset).
+Under a rectangular rule a target's match set on several columns is the ``AND`` of one bitset
+of the records per column (a *mask*). Subsets are visited in lexicographic order, so a subset's
+mask is its parent's ``AND`` its last column's. The counts and flags are the engine's, bit for
+bit (tested); masks serve up to :data:`MAX_RECORDS` records.
 """
 
 from __future__ import annotations
@@ -33,22 +20,20 @@ from bayes_risk.identification.problem import Prepared
 __all__ = ["MAX_RECORDS", "BUDGET_BYTES", "COMPILED_MIN_WORDS", "usable", "use_compiled",
            "subset_matches"]
 
-#: records up to which the knowledge sweep matches with masks (a mask costs ``n/64`` words per
-#: target; the engine's sorted indexes grow with ``n log n``)
+#: records up to which the knowledge sweep matches with masks
 MAX_RECORDS = 20_000
 #: memory of the masks held at once (the columns', the lattice path's); targets are chunked
 BUDGET_BYTES = 256 * 2**20
 
-#: words of masks combined from which the compiled kernel repays importing numba (≈ 0.4 s):
-#: numpy combines and counts some 10**8 words a second
+#: words of masks combined from which the compiled kernel repays importing numba
 COMPILED_MIN_WORDS = 50_000_000
 
 _ONE = np.uint64(1)
 
 
 def usable(prep: Prepared, rule: MatchRule) -> bool:
-    """Whether masks reproduce the engine on this problem: a rectangular rule (an ellipse or
-    a Mahalanobis distance combines the columns) and at most :data:`MAX_RECORDS` records."""
+    """Whether masks reproduce the engine: a rectangular rule, at most :data:`MAX_RECORDS`
+    records."""
     return rule.shape == "rectangle" and prep.n <= MAX_RECORDS and prep.n > 0
 
 
@@ -69,8 +54,7 @@ def _ones(n: int) -> np.ndarray:
 
 
 def _exact(rec_codes: np.ndarray, tgt_codes: np.ndarray, n: int) -> np.ndarray:
-    """``[n_t, W]``: the records whose code equals the target's (none for a target's code
-    ``-1``, a value absent from the release)."""
+    """``[n_t, W]``: the records whose code equals the target's (none for code ``-1``)."""
     levels, inv = np.unique(rec_codes, return_inverse=True)
     table = np.zeros((len(levels) + 1, _words(n)), dtype=np.uint64)  # last row: no record
     i = np.arange(n)
@@ -81,8 +65,8 @@ def _exact(rec_codes: np.ndarray, tgt_codes: np.ndarray, n: int) -> np.ndarray:
 
 
 def _prefix(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The records' order keys sorted and ``P[k]``: the bitset of the first ``k`` records in
-    that order (``[n + 1, W]``), so that a window's records are ``P[e] ^ P[s]``."""
+    """The sorted order keys and ``P[k]``, the bitset of the first ``k`` records in that order:
+    a window's records are ``P[e] ^ P[s]``."""
     n = len(vals)
     keys = _order_keys(vals)
     order = np.argsort(keys, kind="stable")
@@ -94,8 +78,7 @@ def _prefix(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _radius(prefix: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray
             ) -> np.ndarray:
-    """``[n_t, W]``: the records whose value lies in ``[lo, hi]`` — found as the engine's
-    index finds them (order keys, binary search; ``lo > hi`` is empty)."""
+    """``[n_t, W]``: the records whose value lies in ``[lo, hi]``, as the engine's index."""
     sk, P = prefix
     s = np.searchsorted(sk, _order_keys(lo), side="left")
     e = np.maximum(np.searchsorted(sk, _order_keys(hi), side="right"), s)
@@ -104,10 +87,8 @@ def _radius(prefix: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarra
 
 def _program(todo: Sequence[tuple[int, ...]], wanted: set[tuple[int, ...]]
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The depth-first program over the sorted subsets ``todo`` (column positions): for each
-    step the column, the level (a subset's size minus one) and the output row (``-1``: a
-    prefix, or a subset not ``wanted`` in this replicate). In lexicographic order a subset
-    shares with the one before it the masks of their common prefix."""
+    """The depth-first program over the sorted subsets ``todo``: per step the column, the
+    level and the output row (``-1``: a prefix, or a subset not ``wanted``)."""
     col: list[int] = []
     level: list[int] = []
     out: list[int] = []
@@ -129,8 +110,7 @@ def _program(todo: Sequence[tuple[int, ...]], wanted: set[tuple[int, ...]]
 
 def _lattice_counts(masks: np.ndarray, col: np.ndarray, level: np.ndarray, out: np.ndarray,
                     rec: np.ndarray, r: int, counts: np.ndarray, own: np.ndarray) -> None:
-    """Pure-numpy twin of the compiled ``lattice_counts`` (the same program, every target of
-    the chunk at once)."""
+    """Pure-numpy twin of the compiled ``lattice_counts``."""
     stack: list[np.ndarray] = []
     ok = rec >= 0
     k = np.where(ok, rec, 0)
@@ -145,41 +125,15 @@ def _lattice_counts(masks: np.ndarray, col: np.ndarray, level: np.ndarray, out: 
             own[o, :, r] = ok & ((np.right_shift(m[rows, k >> 6], shift) & _ONE) == _ONE)
 
 
-def _kernels():
-    from bayes_risk.identification import _kernels as kernels
-
-    return kernels
-
-
 def use_compiled(words: int) -> bool:
-    """The compiled kernel when numba is importable and the work (words of masks combined)
-    repays importing it (``engine.USE_NUMBA``: ``True`` always, ``False`` never); the same
-    counts either way (tested)."""
-    if not _engine._HAVE_NUMBA or _engine.USE_NUMBA is False:
-        return False
-    return bool(_engine.USE_NUMBA) or words >= COMPILED_MIN_WORDS
+    """Whether combining ``words`` words of masks runs on the compiled kernel (same counts)."""
+    return _engine.numba_for(words, COMPILED_MIN_WORDS)
 
 
 def subset_matches(prep: Prepared, rule: MatchRule, subsets: Sequence[Sequence[str]]
                    ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Match counts and own-record flags ``[N_T, R]`` of every subset of the rule's columns.
-
-    Parameters
-    ----------
-    prep : Prepared
-        The encoded problem of every candidate column (the sweep's one preparation).
-    rule : MatchRule
-        Its rule (rectangular: :func:`usable`).
-    subsets : sequence of sequences of str
-        Non-empty subsets of ``rule``'s columns, each listed once.
-
-    Returns
-    -------
-    list of (n_match, own)
-        In the order of ``subsets``: int64 and bool arrays ``[N_T, R]``, what the engine's
-        replicate indexes give a separate run on the subset (a target's missing known value
-        — ``Prepared.tgt_drop`` — matches every record, as the engine's restricted rule).
-    """
+    """Match counts and own-record flags ``[N_T, R]`` of each of ``subsets`` (non-empty, each
+    listed once) of the rule's columns, as separate engine runs would give them."""
     cols_us = list(rule.exact_us) + list(rule.radius_us)
     cols = cols_us + list(rule.exact_s) + list(rule.radius_s)
     pos = {c: i for i, c in enumerate(cols)}
@@ -205,14 +159,16 @@ def _fill(prep: Prepared, rule: MatchRule, cols: list[str], n_us: int,
     exact_cols, radius_cols = list(rule.exact_cols), list(rule.radius_cols)
     drop = prep.tgt_drop
     ones = _ones(n)
-    # a subset of unsynthesized columns has the same matches in every replicate: counted in
-    # the first, repeated (it is still a prefix of the subsets that extend it)
+    # a subset of unsynthesized columns is counted in the first replicate, then repeated
     us_only = {k for k in todo if k[-1] < n_us}
     first = _program(todo, set(todo))
     later = _program(todo, set(todo) - us_only)
     steps = len(first[0]) + (R - 1) * len(later[0])
     compiled = use_compiled(steps * N * W)
-    kern = _kernels().lattice_counts if compiled else _lattice_counts
+    if compiled:
+        from bayes_risk.identification._kernels import lattice_counts as kern
+    else:
+        kern = _lattice_counts
     # per target: every column's mask (the chunk's), and the numpy twin's masks per level
     depth = max(len(k) for k in todo)
     chunk = max(1, BUDGET_BYTES // (W * 8 * (len(cols) + (0 if compiled else depth))))

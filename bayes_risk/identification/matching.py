@@ -1,16 +1,13 @@
-"""Match rules for identification risk: exact codes, windows ``t_j ± R_j`` of the radius types
-(``absolute``, ``percentage``, ``legacy_signed``, ``quantile_sd``) combined as a ``rectangle``,
-``ellipse``, ``mahalanobis`` ball (a Euclidean ball after :func:`mahalanobis_whitening`,
-unsynthesized columns first) or ``legacy_hh_euclid`` (:doc:`/methods/identification`, Matching
-rules).
+"""Match rules for identification risk: exact codes and windows ``t_j ± R_j`` combined as a
+rectangle, ellipse, Mahalanobis ball or ``legacy_hh_euclid``; see :doc:`/methods/identification`.
 
-Every window is turned into a closed float interval ``[lo, hi]``: an open window ``(t−R, t+R)``
-becomes ``[nextafter(t−R, +inf), nextafter(t+R, −inf)]``, which is exactly equivalent for
-float64 values and lets one binary search serve both window types.
+An open window ``(t−R, t+R)`` becomes the closed ``[nextafter(t−R, +inf), nextafter(t+R, −inf)]``
+(exactly equivalent for float64), so one binary search serves both window types.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,30 +36,22 @@ SHAPES = ("rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid")
 ELLIPTIC_SHAPES = ("ellipse", "mahalanobis")
 
 
+def check_one_of(value: Any, choices: Sequence, what: str, *, optional: bool = False) -> None:
+    """Raise a ValidationError naming ``what`` unless ``value`` is one of ``choices`` (or None)."""
+    if (optional and value is None) or value in choices:
+        return
+    raise ValidationError(f"{what} must be {'None or ' if optional else ''}one of "
+                          f"{list(choices)}. Got {value!r}.")
+
+
 @dataclass(frozen=True)
 class MatchRule:
-    """How the known columns are matched (methods, Matching rules).
+    """How the known columns are matched (:doc:`/methods/identification`).
 
-    Attributes
-    ----------
-    exact_us, exact_s : tuple of str
-        Known unsynthesized / synthesized columns matched by equality.
-    radius_us, radius_s : tuple of str
-        Known unsynthesized / synthesized columns matched inside a window.
-    radius : dict
-        ``r_j`` for every radius column (for ``quantile_sd``: unused, may be 1).
-    radius_type : {"percentage", "absolute", "quantile_sd"}
-    r_min : dict
-        Optional floor of the percentage radius per column.
-    window : {"closed", "open"}
-    shape : {"rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid"}
-        ``"mahalanobis"`` expects whitened values (:func:`mahalanobis_whitening`) and an absolute
-        radius, the same for every radius column.
-    legacy_signed : bool
-        Percentage radius ``r·t`` (negative for negative ``t``: nothing matches), as the
-        IdentificationRiskCalculation package.
-    quantile_groups : int
-        ``Q`` for ``quantile_sd`` (default 20).
+    ``exact_us``/``exact_s`` are the known unsynthesized/synthesized columns matched by
+    equality, ``radius_us``/``radius_s`` those matched inside a window of radius ``radius[c]``;
+    the other fields are those of :class:`~bayes_risk.identification.MatchSpec` (``"mahalanobis"``
+    expects whitened values). ``legacy_signed``: the R package's signed percentage radius ``r·t``.
     """
 
     exact_us: tuple[str, ...] = ()
@@ -78,14 +67,9 @@ class MatchRule:
     quantile_groups: int = 20
 
     def __post_init__(self) -> None:
-        if self.radius_type not in RADIUS_TYPES:
-            raise ValidationError(
-                f"radius_type must be one of {list(RADIUS_TYPES)}. Got {self.radius_type!r}."
-            )
-        if self.window not in WINDOWS:
-            raise ValidationError(f"window must be one of {list(WINDOWS)}. Got {self.window!r}.")
-        if self.shape not in SHAPES:
-            raise ValidationError(f"shape must be one of {list(SHAPES)}. Got {self.shape!r}.")
+        check_one_of(self.radius_type, RADIUS_TYPES, "radius_type")
+        check_one_of(self.window, WINDOWS, "window")
+        check_one_of(self.shape, SHAPES, "shape")
         if self.shape == "mahalanobis":
             if self.radius_type != "absolute":
                 raise ValidationError(
@@ -128,21 +112,8 @@ class MatchRule:
 
     def with_radius(self, radius: Mapping[str, float]) -> MatchRule:
         """Copy with some radii replaced (radius sweep)."""
-        new = dict(self.radius)
-        new.update({k: float(v) for k, v in radius.items()})
-        return MatchRule(
-            exact_us=self.exact_us,
-            exact_s=self.exact_s,
-            radius_us=self.radius_us,
-            radius_s=self.radius_s,
-            radius=new,
-            radius_type=self.radius_type,
-            r_min=dict(self.r_min),
-            window=self.window,
-            shape=self.shape,
-            legacy_signed=self.legacy_signed,
-            quantile_groups=self.quantile_groups,
-        )
+        new = {**self.radius, **{k: float(v) for k, v in radius.items()}}
+        return dataclasses.replace(self, radius=new, r_min=dict(self.r_min))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description of the rule."""
@@ -164,13 +135,10 @@ class MatchRule:
 def quantile_sd_radius(
     confidential: np.ndarray, targets: np.ndarray, q: int = 20
 ) -> np.ndarray:
-    """Quantile-group standard deviation radius (Drechsler & Reiter 2009; methods, Matching rules).
+    """Quantile-group standard deviation radius (Drechsler & Reiter 2009).
 
-    The confidential values are split at the ``k/Q`` quantiles (linear interpolation); group ``k``
-    is ``(c_{k-1}, c_k]`` and the lowest group is closed on both ends. Each target receives the
-    sample standard deviation (divisor ``count − 1``) of the group that holds its value; a group
-    with a single distinct value (or a single record) gives radius 0, i.e. exact matching.
-    Targets outside the range of the confidential values take the nearest end group.
+    Each target gets the sample standard deviation of the group of ``Q`` quantile groups of the
+    confidential values that holds its value (:doc:`/methods/identification`).
 
     Examples
     --------
@@ -197,16 +165,8 @@ def target_radii(
     target_values: Mapping[str, np.ndarray],
     confidential: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Radius ``R_j`` of every radius column for every target (before the shape transform).
-
-    Parameters
-    ----------
-    rule : MatchRule
-    target_values : mapping column -> float array [N_T]
-        The targets' true values ``t_j``.
-    confidential : mapping column -> float array [n], optional
-        The original file's values (needed by ``quantile_sd``).
-    """
+    """Radius ``R_j`` of every radius column for every target (before the shape transform);
+    ``confidential`` (the original's values) is needed by ``quantile_sd``."""
     out: dict[str, np.ndarray] = {}
     for c in rule.radius_cols:
         t = np.asarray(target_values[c], dtype=np.float64)
@@ -225,42 +185,26 @@ def target_radii(
                 R = r * R
         out[c] = R
     if rule.shape == "legacy_hh_euclid" and out:
-        # The package's euclideanDist rule (methods, Matching rules): known (unsynthesized)
-        # continuous columns are each checked against R_known = sqrt(sum R_j^2); synthesized ones
-        # against R_syn = sqrt(R_known + sum_syn R_j^2) (non-squared R_known, as the package does).
+        # the R package's euclideanDist: R_known = sqrt(sum_us R_j^2) and
+        # R_syn = sqrt(R_known + sum_syn R_j^2) (non-squared R_known, as the package does)
         n_t = len(next(iter(out.values())))
-        sq_known = np.zeros(n_t)
-        for c in rule.radius_us:
-            sq_known = sq_known + out[c] * out[c]
-        r_known = np.sqrt(sq_known)
-        acc = r_known.copy()
-        for c in rule.radius_s:
-            acc = acc + out[c] * out[c]
-        r_syn = np.sqrt(acc)
-        for c in rule.radius_us:
-            out[c] = r_known
-        for c in rule.radius_s:
-            out[c] = r_syn
+        r_known = np.sqrt(sum((out[c] * out[c] for c in rule.radius_us), np.zeros(n_t)))
+        r_syn = np.sqrt(sum((out[c] * out[c] for c in rule.radius_s), r_known))
+        out.update({c: r_known for c in rule.radius_us})
+        out.update({c: r_syn for c in rule.radius_s})
     return out
 
 
 def window_bounds(
     rule: MatchRule, t: np.ndarray, R: np.ndarray, *, exact_zero: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Closed float bounds ``[lo, hi]`` equivalent to the rule's window around ``t``.
-
-    ``lo > hi`` means the window is empty (open window with ``R = 0``; negative signed radius).
-    For ``shape="ellipse"`` these are the bounding box of the ellipse (columns with ``R = 0``
-    match exactly); the ellipse test itself is applied to the candidates afterwards.
-    """
+    """Closed float bounds ``[lo, hi]`` equivalent to the rule's window around ``t`` (``lo > hi``:
+    empty); for elliptic shapes the bounding box, the quadratic form tested afterwards."""
     t = np.asarray(t, dtype=np.float64)
     R = np.asarray(R, dtype=np.float64)
     lo = t - R
     hi = t + R
-    if rule.shape in ELLIPTIC_SHAPES:
-        # bounding box, closed; R = 0 columns exactly t
-        return lo, hi
-    if rule.window == "open":
+    if rule.window == "open" and rule.shape not in ELLIPTIC_SHAPES:
         lo_o = np.nextafter(lo, np.inf)
         hi_o = np.nextafter(hi, -np.inf)
         if exact_zero is not None:
@@ -275,11 +219,8 @@ def mahalanobis_whitening(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Whitening for Mahalanobis-distance matching (Hu 2019 §4.2.2).
 
-    With ``S = L Lᵀ`` the Cholesky factorisation of the sample covariance (divisor ``n − 1``) of
-    the confidential values, ``y = L⁻¹ x`` turns the Mahalanobis distance into the Euclidean
-    one: ``(x − t)ᵀ S⁻¹ (x − t) = ‖L⁻¹x − L⁻¹t‖²``. ``L⁻¹`` is lower triangular, so the first
-    ``k`` whitened coordinates depend on the first ``k`` columns only (the caller puts the
-    unsynthesized columns first).
+    With ``S = L Lᵀ`` the Cholesky factorisation of the sample covariance, ``y = L⁻¹ x`` turns
+    the Mahalanobis distance into the Euclidean one (:doc:`/methods/identification`).
 
     Parameters
     ----------
@@ -298,8 +239,7 @@ def mahalanobis_whitening(
     Raises
     ------
     ValidationError
-        Fewer than ``q + 1`` records, or a covariance that is not positive definite (a constant
-        column, or columns that are exact linear combinations of each other).
+        Fewer than ``q + 1`` records, or a covariance that is not positive definite.
 
     Examples
     --------
@@ -349,27 +289,8 @@ def mahalanobis_inputs(
     rep_radius_s: Sequence[np.ndarray],
     tgt_radius: np.ndarray,
 ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]:
-    """Whitened radius values of records, replicates and targets for ``shape="mahalanobis"``.
-
-    Parameters
-    ----------
-    rule : MatchRule
-        Its ``radius_cols`` (unsynthesized first) fix the column order.
-    confidential : mapping column -> float array [n]
-        The original's values of the radius columns (the covariance is estimated from them).
-    rec_radius_us : ndarray [q_u, n]
-        The records' unsynthesized radius values.
-    rep_radius_s : list of ndarray [q_s, n]
-        Every replicate's synthesized radius values.
-    tgt_radius : ndarray [N_T, q]
-        The targets' values, columns in ``rule.radius_cols`` order.
-
-    Returns
-    -------
-    rec_us, rep_s, tgt : the same arrays in whitened coordinates
-    cov : ndarray [q, q]
-        The covariance used.
-    """
+    """Whitened radius values of records ``[q_u, n]``, replicates ``[q_s, n]`` and targets
+    ``[N_T, q]`` for ``shape="mahalanobis"``, and the covariance of ``confidential`` used."""
     cols = rule.radius_cols
     qu = len(rule.radius_us)
     x = np.stack([np.asarray(confidential[c], dtype=np.float64) for c in cols], axis=1)
@@ -393,15 +314,9 @@ def parse_radius(
     radius_type: str,
     compat: bool,
 ) -> dict[str, float]:
-    """Resolve the ``radius`` argument to ``{column: r}`` for the radius columns.
-
-    * scalar: every **continuous** known column (compat mode: every non-categorical known column,
-      as the R package does);
-    * mapping ``{column: r}``: exactly those columns (count columns may be named; categorical ones
-      may not); continuous known columns left out are an error;
-    * sequence (compat mode only): assigned to the non-categorical known columns in the column
-      order of the original data frame (the package's rule, methods, Matching rules).
-    """
+    """Resolve the ``radius`` argument to ``{column: r}`` for the radius columns: a scalar for
+    every continuous known column (compat: every non-categorical one), a mapping for exactly its
+    columns, a sequence (compat only) in data-frame column order."""
     known = list(known_us) + list(known_s)
     numeric_known = [c for c in column_order if c in known and c not in categorical]
     cont_known = [c for c in numeric_known if c in continuous]

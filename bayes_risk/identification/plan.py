@@ -1,16 +1,5 @@
-"""The typed plan of an identification-risk run: what ``prepare`` builds and the later stages read.
-
-The engine is ``prepare → evaluate(partition of targets) → assemble``
-(:mod:`~bayes_risk.identification.prepare`, :mod:`~bayes_risk.identification.evaluate`,
-:mod:`~bayes_risk.identification.assemble`). :class:`IdentificationPlan` bundles
-
-* :class:`EncodedData` — the record pool and the targets, encoded (``problem.Prepared``), with the
-  harmonised schema and the ids that label targets and records;
-* the :class:`~bayes_risk.identification.matching.MatchRule`;
-* :class:`PopulationCounts` — ``F`` and ``1/F`` (or ``E[1/F]``) per target and replicate, when
-  membership is unknown;
-* :class:`ReplicateSource` — where the replicates of the synthesized known columns come from;
-* :class:`RunSettings` — the resolved options (aggregation, membership, strategy, …).
+"""The typed plan of an identification-risk run (:class:`IdentificationPlan`): what ``prepare``
+builds and the ``evaluate`` and ``assemble`` stages read.
 """
 
 from __future__ import annotations
@@ -50,24 +39,9 @@ Strategy = str | tuple[str, float]
 
 @dataclass
 class EncodedData:
-    """Records, replicates and targets encoded for the matching engine.
-
-    Attributes
-    ----------
-    prep : problem.Prepared
-        Integer codes of the exact-match columns, float64 values of the radius columns.
-    schema : Schema
-        The known columns' schema, levels harmonised over the original and the replicates.
-    target_ids : ndarray [N_T]
-        Label of every target (the original's index, or the external ``target_id`` column).
-    record_labels : ndarray [n]
-        Label of every original record (``original_id`` column, or the index).
-    exact_encoders : dict
-        ``{column: encoding.ExactEncoder}`` of the exact-match columns (the codes every later
-        batch of posterior replicates is encoded with).
-    missing_known : {"any", "level"}
-        How a target's missing known value is matched (user guide, Missing values).
-    """
+    """Records, replicates and targets encoded for the matching engine (``prep``), with the
+    harmonised schema, the labels of targets and records, the exact columns' encoders and
+    how a missing known value matches."""
 
     prep: Prepared
     schema: Schema
@@ -79,19 +53,8 @@ class EncodedData:
 
 @dataclass
 class PopulationCounts:
-    """Population counts of the targets' keys (membership unknown; ``None`` fields otherwise).
-
-    Attributes
-    ----------
-    F : ndarray [N_T, R] or None
-        ``F_t`` as used (estimates raised to 1).
-    inv_f : ndarray [N_T, R] or None
-        ``1/F_t``, or ``E[1/F | f]`` with ``population_estimate="expected_inverse"``.
-    source : str or None
-        ``"user"``, ``"loglinear_original"`` / ``"loglinear_synthetic"`` (as given) or ``None``.
-    estimate : str or None
-        ``population_estimate`` (membership unknown only).
-    """
+    """Population counts ``F`` ``[N_T, R]`` and ``inv_f`` (``1/F`` or ``E[1/F | f]``) of the
+    targets' keys, their source and estimate (all ``None`` for known membership)."""
 
     F: np.ndarray | None = None
     inv_f: np.ndarray | None = None

@@ -1,13 +1,9 @@
 """Pooled aggregation (Reiter & Mitra 2009): ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the top sets.
 
-Targets are processed in chunks whose (target, record, replicate) contributions are bounded
-before any match is listed, so temporary memory stays within the run's memory budget
-(:mod:`bayes_risk._memory`); targets with the same key and windows are matched once. ``π`` is
-assembled as a ``scipy.sparse`` CSR matrix ``[N_T, n]`` of the directly matched records plus,
-per target, its fallback set (unsynthesized key and windows) and the one probability its records
-share (:class:`PooledProbabilities`). The tuning switches (``MAX_NNZ``, ``FALLBACK_AS_CELLS``,
-``USE_NUMBA``) live in :mod:`bayes_risk.identification.engine` and are read at call time; the
-chunking and distinct-target switches here.
+Targets are processed in chunks whose contributions are bounded before any match is listed;
+targets with the same key and windows are matched once. ``π`` is a CSR matrix of the directly
+matched records plus, per target, its fallback set and the one probability its records share
+(:class:`PooledProbabilities`). See :doc:`/methods/identification`.
 """
 
 from __future__ import annotations
@@ -36,12 +32,8 @@ __all__ = ["PooledOutput", "FallbackSets", "GroupedFallbackSets", "fallback_sets
 class PooledOutput:
     """Per-target output of :func:`run_pooled`.
 
-    ``prob`` holds the explicit entries of ``π``: every record matched directly (on all known
-    columns) in some replicate, with its whole pooled probability (fallback mass included).
-    The records of a target's fallback set that are matched directly in no replicate all share
-    ``fallback_value`` (``fallback_extra`` of them); they are not stored (methods, Matching rules:
-    the fallback probability is uniform over the set). With ``FALLBACK_AS_CELLS = False`` they are
-    stored in ``prob`` and ``fallback_extra`` is 0.
+    ``prob`` holds every record matched directly in some replicate; the ``fallback_extra``
+    other records of a target's fallback set share ``fallback_value`` and are not stored.
     """
 
     prob: sp.csr_matrix | None
@@ -56,15 +48,10 @@ class PooledOutput:
     fallback_extra: np.ndarray
 
 
-
 @dataclass
 class FallbackSets:
-    """The records matching each target on the known unsynthesized columns only (fallback rule).
-
-    Represented by the index of the records' unsynthesized known columns, the targets'
-    unsynthesized keys and their windows on the unsynthesized radius columns: the members of a
-    set are enumerated on demand, never stored.
-    """
+    """The records matching each target on the known unsynthesized columns only (fallback rule),
+    enumerated on demand from the index of those columns."""
 
     index: ReplicateIndex
     tkey: np.ndarray  # [N_T]
@@ -72,8 +59,7 @@ class FallbackSets:
 
     def members(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Sizes ``[len(rows)]`` and members (target-major, ascending within a target)."""
-        cnt, lst = self.index.match(self.tkey[rows], self.bounds.rows(rows), True)
-        return cnt, lst
+        return self.index.match(self.tkey[rows], self.bounds.rows(rows), True)
 
     def contains(self, rows: np.ndarray, records: np.ndarray) -> np.ndarray:
         """Whether ``records[i]`` belongs to the set of target ``rows[i]``."""
@@ -86,9 +72,8 @@ class FallbackSets:
 
 @dataclass
 class GroupedFallbackSets:
-    """Fallback sets of targets matched on different known columns (their missing values,
-    ``missing_known="any"``): each group's sets use the known unsynthesized columns the group is
-    matched on. The same methods as :class:`FallbackSets`, on the targets' own numbering."""
+    """:class:`FallbackSets` of groups of targets matched on different known columns
+    (``missing_known="any"``), on the targets' own numbering."""
 
     groups: list[tuple[np.ndarray, FallbackSets]]  # the targets of each group, its sets
     group: np.ndarray = field(init=False)  # [N_T] group of every target
@@ -132,12 +117,8 @@ class GroupedFallbackSets:
 
 def merge_target_major(N: int, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """One target-major list from the lists of groups of targets.
-
-    ``parts``: ``(positions, counts, records)`` of each group — the places ``0..N-1`` of its
-    targets in the merged order, their counts and their records (target-major in the group's
-    order). Returns the counts ``[N]`` and the records, target-major in the merged order.
-    """
+    """One target-major list (counts ``[N]``, records) from the ``(positions, counts,
+    records)`` of groups of targets, ``positions`` their places in ``0..N-1``."""
     cnt = np.zeros(N, dtype=np.int64)
     for pos, c, _ in parts:
         cnt[pos] = c
@@ -168,8 +149,8 @@ def fallback_sets(prep: Prepared, rule: MatchRule) -> FallbackSets | GroupedFall
 
 
 def _segment_sums(keys: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sum ``data`` over runs of equal ``keys`` (``keys`` sorted): the one summation used for
-    pooled probabilities, so that a value summed here is bitwise the same wherever it occurs."""
+    """Sum ``data`` over runs of equal sorted ``keys`` (the one summation of pooled
+    probabilities: bitwise the same wherever it occurs)."""
     if not keys.size:
         return keys, data
     first = np.empty(keys.size, dtype=bool)
@@ -179,31 +160,25 @@ def _segment_sums(keys: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.nd
     return keys[starts], np.add.reduceat(data, starts)
 
 
-
-#: temporary bytes per (target, record, replicate) contribution of a chunk: the listed match
-#: and its key (8 bytes each), the pair's pooled sum and top-set arrays (≈ 40 bytes), and the
-#: decoding, block by block
+#: temporary bytes per (target, record, replicate) contribution of a chunk
 BYTES_PER_CONTRIBUTION = 64
-#: temporary memory of one chunk of targets at most (or a quarter of what is left of the run's
-#: memory budget, ``bayes_risk._memory.working_bytes``): larger chunks are not faster
+#: temporary memory of one chunk at most (or a quarter of the run's memory budget left)
 CHUNK_BYTES = 256 * 2**20
 #: targets of one chunk at most, and of the first (the next are sized from its contributions)
 MAX_CHUNK_TARGETS = 200_000
 FIRST_CHUNK_TARGETS = 4096
-#: contributions decoded at once at least (a block holds every contribution of its pairs)
+#: contributions decoded at once at least
 MIN_BLOCK = 1 << 12
-#: targets sharing their key, windows and population counts (the same match sets in every
-#: replicate, hence the same pooled probabilities) are matched once (:func:`_distinct_targets`):
-#: ``None`` (default) when the distinct targets are at most :data:`DISTINCT_SHARE` of them,
-#: ``True`` always, ``False`` never; the numbers are the same either way (tested)
+#: match targets with the same key, windows and counts once: ``None`` when the distinct
+#: targets are at most :data:`DISTINCT_SHARE` of them, ``True`` always, ``False`` never
 DISTINCT_TARGETS: bool | None = None
 DISTINCT_SHARE = 0.9
 
 
 @dataclass
 class _Chunks:
-    """What every chunk of :func:`run_pooled` reads: the distinct targets' windows and keys, the
-    rule, and which targets each distinct target stands for."""
+    """What every chunk of :func:`run_pooled` reads (the distinct targets and whom they stand
+    for)."""
 
     prep: Prepared  # the distinct targets (every target when they are all distinct)
     rule: MatchRule
@@ -216,17 +191,14 @@ class _Chunks:
     cells: bool
     compiled: bool
     fsets: FallbackSets | None
-    #: every target's own record and membership (``rec``, ``in_sample`` of the whole problem)
-    rec: np.ndarray
+    rec: np.ndarray  # every target's own record and membership
     in_sample: np.ndarray
-    #: the targets grouped by distinct target (``None``: target ``i`` is distinct target ``i``):
-    #: the targets of distinct targets ``a:z`` are ``order[start[a]:start[z]]``
+    #: targets of distinct targets ``a:z``: ``order[start[a]:start[z]]`` (``None``: all distinct)
     order: np.ndarray | None = None
     start: np.ndarray | None = None
     group: np.ndarray | None = None
     weight: np.ndarray | None = None  # targets per distinct target
-    #: contributions a chunk holds at most (listed matches and materialised fallback records),
-    #: and that a block of a chunk decodes at once
+    #: contributions a chunk holds at most, and that a block decodes at once
     share: int = 1 << 22
     block: int = 1 << 20
 
@@ -235,8 +207,7 @@ class _Chunks:
         return len(self.rule.radius_us)
 
     def members(self, a: int, z: int) -> tuple[np.ndarray, np.ndarray]:
-        """The targets of distinct targets ``a:z`` and the position of their distinct target
-        in the chunk."""
+        """The targets of distinct targets ``a:z`` and their distinct target's place."""
         if self.order is None:
             rows = np.arange(a, z, dtype=np.int64)
             return rows, rows - a
@@ -244,36 +215,18 @@ class _Chunks:
         return rows, self.group[rows] - a
 
 
-@dataclass
 class _Pooled:
-    """Per-target outputs of :func:`run_pooled`, filled chunk by chunk (``T`` per target, the
-    others per distinct target)."""
+    """Outputs of :func:`run_pooled` filled chunk by chunk (``T`` per target, the rest per
+    distinct target)."""
 
-    N: int
-    N_all: int
-    keep: bool = True
-    p_out: np.ndarray = field(init=False)
-    p_un: np.ndarray = field(init=False)
-    p_max: np.ndarray = field(init=False)
-    c: np.ndarray = field(init=False)
-    T: np.ndarray = field(init=False)
-    ever: np.ndarray = field(init=False)
-    fb_value: np.ndarray = field(init=False)
-    fb_extra: np.ndarray = field(init=False)
-    row_nnz: np.ndarray = field(init=False)
-    ind_blocks: list[np.ndarray] = field(default_factory=list)
-    dat_blocks: list[np.ndarray] = field(default_factory=list)
-    total: int = 0
-
-    def __post_init__(self) -> None:
-        N = self.N
-        self.p_out, self.p_un, self.p_max = np.zeros(N), np.zeros(N), np.zeros(N)
-        self.c = np.zeros(N, dtype=np.int64)
-        self.T = np.zeros(self.N_all, dtype=bool)
+    def __init__(self, N: int, N_all: int, keep: bool = True) -> None:
+        self.N, self.N_all, self.keep, self.total = N, N_all, keep, 0
+        self.p_out, self.p_un, self.p_max, self.fb_value = (np.zeros(N) for _ in range(4))
+        self.c, self.fb_extra, self.row_nnz = (np.zeros(N, dtype=np.int64) for _ in range(3))
+        self.T = np.zeros(N_all, dtype=bool)
         self.ever = np.zeros(N, dtype=bool)
-        self.fb_value = np.zeros(N)
-        self.fb_extra = np.zeros(N, dtype=np.int64)
-        self.row_nnz = np.zeros(N, dtype=np.int64)
+        self.ind_blocks: list[np.ndarray] = []
+        self.dat_blocks: list[np.ndarray] = []
 
 
 def run_pooled(
@@ -289,28 +242,10 @@ def run_pooled(
 ) -> PooledOutput:
     """Pooled probabilities ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the declared top sets.
 
-    Targets are processed in chunks whose temporary arrays fit in :data:`CHUNK_BYTES` (or a
-    quarter of what is left of the run's memory budget): before any match is listed, each
-    target's contributions are bounded by the slices of its windows in every replicate's index
-    (exact for one radius column or none), so a chunk never holds more than its share. ``π``
-    is assembled as CSR with int32 column indices. Targets with the same key, windows and
-    population counts have the same match sets, so they are matched once
-    (:data:`DISTINCT_TARGETS`); each keeps its own record's flag ``T``.
-
-    Fallback (``fallback="unsynthesized"``): in a replicate where nothing matches, target ``τ``
-    spreads its mass uniformly over its fallback set ``U_τ``, which is the same in every
-    replicate. So every record of ``U_τ`` that is matched directly in no replicate has the same
-    ``π``: the sum, in replicate order, of the fallback contributions. That value and the number
-    of such records are kept per target (:class:`PooledOutput`); only directly matched records
-    are stored. Every stored value is the same sum in the same order as when ``U_τ`` is
-    materialised record by record (``FALLBACK_AS_CELLS = False``), so ``π``, the top sets and
-    every measure are bitwise identical. ``fallback_cells=False`` materialises them whatever
-    the switch (targets matched on part of the known columns: their fallback set is not the
-    plan's).
-
-    ``keep_prob=False`` (the knowledge sweep, which reads the measures only) leaves ``π`` out:
-    ``PooledOutput.prob`` is ``None``; its size is still checked against ``MAX_NNZ``, as a run
-    that keeps it would be.
+    Chunks of targets fit in :data:`CHUNK_BYTES`. The records of a fallback set matched
+    directly in no replicate share one value (kept per target, not stored); materialising them
+    (``FALLBACK_AS_CELLS = False``, or ``fallback_cells=False``) gives bitwise the same
+    numbers. ``keep_prob=False`` leaves ``π`` out (its size is still checked).
     """
     from bayes_risk._memory import check_memory, working_bytes
 
@@ -340,8 +275,7 @@ def run_pooled(
         tkey, tkey_us, bounds = tkey[first], tkey_us[first], bounds.rows(first)
         order = np.argsort(group, kind="stable")
         weight = np.bincount(group, minlength=first.size)
-        start = np.zeros(first.size + 1, dtype=np.int64)
-        np.cumsum(weight, out=start[1:])
+        start = row_pointers(weight)
     N = ctx_prep.n_targets
     ctx = _Chunks(prep=ctx_prep, rule=rule, inv_f=ctx_inv_f, strategy=strategy, bounds=bounds,
                   tkey=tkey, tkey_us=tkey_us, use_fb=use_fb, cells=cells, compiled=compiled,
@@ -351,9 +285,7 @@ def run_pooled(
                   block=max(MIN_BLOCK, work // (4 * BYTES_PER_CONTRIBUTION)))
     _early_size_check(ctx)
     acc = _Pooled(N, N_all, keep=keep_prob)
-    # chunks end at the progress bar's 100 steps only when it is shown: a target's numbers do
-    # not depend on its chunk, and a small table cut into 100 chunks pays their fixed cost
-    # (most of a 40-target run)
+    # 100 steps only when the bar is shown: a small table cut into 100 chunks pays their cost
     steps = min(100 if progressbar else 1, N)
     ends = np.linspace(0, N, steps + 1).round().astype(np.int64)
     # (target, record, replicate) keys stay below 2**62
@@ -366,28 +298,21 @@ def run_pooled(
         while a < stop_at:
             z = min(stop_at, a + size)
             done, held = _pool_chunk(ctx, acc, a, z)
-            # the next chunk: the targets whose contributions fill the share at this chunk's
-            # rate (a chunk that reaches its share ends early, so a guess costs no memory)
+            # the next chunk fills the share at this chunk's rate (a full chunk ends early)
             per = held / max(done - a, 1)
             size = int(min(cap, max(1, ctx.share / max(per, 1.0))))
             a = done
     declared = _engine.declare(acc.p_max, acc.p_out, strategy)
     prob = _csr(ctx, acc, N_all, n) if keep_prob else None
-    if group is None:
-        return PooledOutput(prob=prob, p_out=acc.p_out, p_unassigned=acc.p_un,
-                            p_max=acc.p_max, c=acc.c, T=acc.T, declared=declared,
-                            no_match_any=~acc.ever, fallback_value=acc.fb_value,
-                            fallback_extra=acc.fb_extra)
-    return PooledOutput(prob=prob, p_out=acc.p_out[group], p_unassigned=acc.p_un[group],
-                        p_max=acc.p_max[group], c=acc.c[group], T=acc.T,
-                        declared=declared[group], no_match_any=~acc.ever[group],
-                        fallback_value=acc.fb_value[group], fallback_extra=acc.fb_extra[group])
+    g = slice(None) if group is None else group  # every target's distinct target
+    return PooledOutput(prob=prob, p_out=acc.p_out[g], p_unassigned=acc.p_un[g],
+                        p_max=acc.p_max[g], c=acc.c[g], T=acc.T, declared=declared[g],
+                        no_match_any=~acc.ever[g], fallback_value=acc.fb_value[g],
+                        fallback_extra=acc.fb_extra[g])
 
 
 def _index_bytes(prep: Prepared, rule: MatchRule) -> float:
-    """Bytes of the replicates' matching indexes not built yet (``engine.replicate_index``):
-    per replicate the records' keys and values, a permutation and every value column in the
-    order of each radius column."""
+    """Bytes of the replicates' matching indexes not built yet (``engine.replicate_index``)."""
     q = len(rule.radius_cols)
     per_record = 8 * (1 + q + max(q, 1) + q * q + q)
     todo = sum(1 for r in range(prep.R) if not _engine.has_replicate_index(prep, rule, r))
@@ -396,14 +321,8 @@ def _index_bytes(prep: Prepared, rule: MatchRule) -> float:
 
 def _distinct_targets(tkey: np.ndarray, bounds: TargetBounds, inv_f: np.ndarray | None
                       ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The distinct targets: those sharing their exact key, windows (bounds, centre and scale)
-    and population counts have the same match set in every replicate, hence the same pooled
-    probabilities, top set and declared match.
-
-    Returns the first target of each distinct target (ascending) and every target's distinct
-    target, or ``None`` when matching them once would not save enough (more than
-    :data:`DISTINCT_SHARE` of the targets distinct; :data:`DISTINCT_TARGETS`).
-    """
+    """The first target of each distinct target (same key, windows and counts) and every
+    target's distinct target, or ``None`` when that saves too little (:data:`DISTINCT_TARGETS`)."""
     N = len(tkey)
     if DISTINCT_TARGETS is False or N < 2:
         return None
@@ -414,8 +333,7 @@ def _distinct_targets(tkey: np.ndarray, bounds: TargetBounds, inv_f: np.ndarray 
     if inv_f is not None:
         parts.append(np.ascontiguousarray(inv_f, dtype=np.float64).view(np.int64))
     M = np.ascontiguousarray(np.concatenate(parts, axis=1))
-    # a 64-bit hash of every row: equal rows have equal hashes, so the distinct hashes are at
-    # most the distinct rows
+    # a 64-bit hash of every row (a collision is checked below)
     h = np.zeros(N, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for j in range(M.shape[1]):
@@ -437,10 +355,8 @@ def _distinct_targets(tkey: np.ndarray, bounds: TargetBounds, inv_f: np.ndarray 
 
 
 def _early_size_check(ctx: _Chunks) -> None:
-    """Refuse at once, as the chunk loop would after listing them, pooled probabilities of more
-    than ``MAX_NNZ`` entries when the index gives the counts of one replicate without listing
-    (no radius column or one, rectangular windows): a target's row holds at least its matches
-    in that replicate."""
+    """Refuse at once, as the chunk loop would later, more than ``MAX_NNZ`` pooled entries when
+    the index counts one replicate's matches without listing them (a lower bound)."""
     if len(ctx.rule.radius_cols) > 1 or ctx.bounds.ellipse or not ctx.prep.R \
             or not ctx.prep.n_targets:
         return
@@ -451,11 +367,9 @@ def _early_size_check(ctx: _Chunks) -> None:
 
 def _replicate_keys(ctx: _Chunks, r: int, a: int, cnt: np.ndarray, lst: np.ndarray, ucnt_all,
                     fb_lists) -> tuple:
-    """Replicate ``r``'s matches of the targets ``a:a + len(cnt)`` as contributions: counts after
-    the fallback, the key of every (target, record, replicate) contribution
-    ``(t · n + k) · R + r``, the value ``p_r(t) / R`` of each target's contributions,
-    ``Pr(J = n+1)`` and, with fallback cells, the targets spreading their mass over their
-    fallback set. ``fb_lists``: the fallback sets listed for the materialised fallback."""
+    """Replicate ``r``'s matches of targets ``a:a + len(cnt)``: counts after the fallback, keys
+    ``(t · n + k) · R + r``, values ``p_r(t) / R``, ``Pr(J = n+1)`` and the fallback-cell
+    targets."""
     R, n = ctx.prep.R, ctx.prep.n
     m = len(cnt)
     fb = None
@@ -500,19 +414,15 @@ def _check_size(ctx: _Chunks, total: int) -> None:
 
 
 def _pool_chunk(ctx: _Chunks, acc: _Pooled, a: int, z: int) -> tuple[int, int]:
-    """Pooled probabilities, top sets and declared matches of the distinct targets ``a:e``
-    (and ``T`` of the targets they stand for), for the largest ``e <= z`` whose contributions
-    fit in the chunk's share (at least one target).
+    """Pool the distinct targets ``a:e``, the largest ``e <= z`` within the chunk's share.
 
-    Returns ``e`` and the contributions the chunk held (sizes the next chunk)."""
+    Returns ``e`` and the contributions the chunk held."""
     R, n = ctx.prep.R, ctx.prep.n
     bb = ctx.bounds.rows(slice(a, z))
-    # merge sweep (O(n) per column) for large chunks, binary searches for small ones: the same
-    # slices either way
+    # merge sweep for large chunks, binary searches for small ones (the same slices)
     sweep = R > 1 and (z - a) * max(np.log2(max(n, 2)), 1.0) >= n
     tord = _engine.target_orders(ctx.tkey[a:z], bb, ctx.compiled) if sweep else None
-    # each replicate lists its targets' matches in order until it reaches its part of the
-    # share; the chunk ends where the first replicate stopped
+    # the chunk ends where the first replicate reached its part of the share
     limit = max(1, ctx.share // max(R, 1))
     listed = _engine.parallel(
         lambda r: _engine.replicate_index(ctx.prep, ctx.rule, r).match(
@@ -575,10 +485,8 @@ def _pool_chunk(ctx: _Chunks, acc: _Pooled, a: int, z: int) -> tuple[int, int]:
 
 def _materialised_fallback(ctx: _Chunks, a: int, e: int, counts: list[np.ndarray], limit: int
                            ) -> tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The fallback sets of the targets ``a:e`` without a match in some replicate, listed once
-    (a set is the same in every replicate), and the end of the chunk when its contributions
-    (direct and through the materialised sets, counted before they are listed) keep within
-    ``limit``. Returns the end and ``(sizes, starts, records)`` of the sets, by target."""
+    """The end of the chunk within ``limit`` contributions and ``(sizes, starts, records)`` of
+    the fallback sets of its targets without a match in some replicate."""
     rule = ctx.rule
     m = e - a
     uidx = _engine.us_index(ctx.prep, rule)
@@ -601,20 +509,13 @@ def _materialised_fallback(ctx: _Chunks, a: int, e: int, counts: list[np.ndarray
 
 
 def _sort_keys(keys: np.ndarray) -> None:
-    """Sort the contribution keys in place, by (target, record, replicate): they are unique, so
-    every sort gives the same order (numpy's default, vectorised where the CPU allows, is
-    several times faster than the stable merge of the replicates' runs)."""
+    """Sort the (unique) contribution keys in place (faster than a stable merge)."""
     keys.sort()
 
 
 class _FallbackCells:
-    """Fallback contributions of a chunk's targets in compact form (fallback cells).
-
-    ``v_fb``: per target, the value of the records matched only through the fallback (the sum,
-    in replicate order, of its fallback contributions); :meth:`extension` gives, for a block of
-    directly matched (target, record) pairs, the keys of the fallback contributions of the pairs
-    inside their target's fallback set; :meth:`extra` the number of records of each target's
-    set matched only through the fallback."""
+    """Fallback contributions of a chunk's targets in compact form (fallback cells): ``v_fb``
+    the value of each target's records matched only through the fallback."""
 
     def __init__(self, ctx: _Chunks, a: int, m: int, fb: list, V: np.ndarray, ucnt_all) -> None:
         self.ctx, self.a, self.m = ctx, a, m
@@ -638,8 +539,8 @@ class _FallbackCells:
         self.inside = np.zeros(m, dtype=np.int64)
 
     def extension(self, pair: np.ndarray) -> np.ndarray:
-        """Keys of the fallback contributions of the directly matched pairs ``pair`` (sorted,
-        unique) inside their target's fallback set, sorted."""
+        """Sorted keys of the fallback contributions of the matched pairs in their fallback
+        set."""
         ctx, n, R = self.ctx, self.ctx.prep.n, self.ctx.prep.R
         row = pair // n
         cand = pair[self.has[row]]
@@ -673,10 +574,8 @@ class _FallbackCells:
 
 def _pooled_sums(ctx: _Chunks, keys: np.ndarray, V: np.ndarray, m: int,
                  fcells: _FallbackCells) -> tuple[np.ndarray, np.ndarray]:
-    """The (target · n + record) pairs of the sorted contribution keys and their pooled
-    probabilities: each pair's values summed in replicate order (``_segment_sums``), with the
-    fallback contributions of pairs inside their target's fallback set. Decoded in blocks of
-    whole pairs, so the temporary arrays stay within the chunk's share."""
+    """The (target · n + record) pairs of the sorted keys and their pooled probabilities,
+    decoded in blocks of whole pairs."""
     R = ctx.prep.R
     # a block's fallback contributions: at most R - 1 per directly matched pair
     size = max(MIN_BLOCK, ctx.block // R) if fcells.on else ctx.block
@@ -699,7 +598,7 @@ def _pooled_sums(ctx: _Chunks, keys: np.ndarray, V: np.ndarray, m: int,
             if ext.size:
                 blk = np.concatenate([blk, ext])
                 _sort_keys(blk)
-        if ctx.compiled:  # one walk (numba is loaded: the indexes are compiled)
+        if ctx.compiled:
             from bayes_risk.identification import _pair_kernels
 
             pk, s = _pair_kernels.contribution_sums(blk, V, R, ctx.prep.n)
@@ -718,8 +617,7 @@ def _pooled_sums(ctx: _Chunks, keys: np.ndarray, V: np.ndarray, m: int,
 
 def _decoded_sums(blk: np.ndarray, V: np.ndarray, R: int, n: int, m: int
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs of the sorted contribution keys ``blk`` and their sums (``_segment_sums``, in
-    replicate order); numpy twin of ``_pair_kernels.contribution_sums``."""
+    """Numpy twin of ``_pair_kernels.contribution_sums``."""
     pair = blk // R
     rep = blk - pair * R
     rep *= m
@@ -731,9 +629,7 @@ def _decoded_sums(blk: np.ndarray, V: np.ndarray, R: int, n: int, m: int
 
 def _top_sets(ctx: _Chunks, acc: _Pooled, a: int, z: int, pk, data, r_of, nnz_row, v_fb,
               n_extra) -> None:
-    """Top set (with the package's tie tolerance), ``c``, ``T`` and the declared match of the
-    distinct targets ``a:z`` from their pooled probabilities; ``T`` of every target they stand
-    for (its own record's probability tied at the top)."""
+    """Top set, ``c``, ``T`` and the declared match of the distinct targets ``a:z``."""
     m = z - a
     pm = np.zeros(m)
     has = nnz_row > 0
@@ -755,8 +651,7 @@ def _top_sets(ctx: _Chunks, acc: _Pooled, a: int, z: int, pk, data, r_of, nnz_ro
     acc.p_max[a:z] = pm
     dec = _engine.declare(pm, acc.p_out[a:z], ctx.strategy)
     acc.c[a:z] = np.where(dec, c_blk, 0)
-    # T: each target's own record, found in its distinct target's row or, when not stored
-    # there, in its fallback set
+    # T: the own record in the distinct target's row, else in its fallback set
     rows, loc = ctx.members(a, z)
     rec = ctx.rec[rows]
     ok = (rec >= 0) & dec[loc] & ctx.in_sample[rows]
@@ -774,11 +669,25 @@ def _top_sets(ctx: _Chunks, acc: _Pooled, a: int, z: int, pk, data, r_of, nnz_ro
     acc.T[rows] = (val > 0) & ties(val, pm[loc])
 
 
-def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
-    """``π`` of every target as CSR: the chunks' blocks joined (each freed once copied), every
-    target's row its distinct target's."""
+def row_pointers(counts: np.ndarray) -> np.ndarray:
+    """The int64 ``indptr`` of rows of ``counts`` entries."""
+    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return indptr
+
+
+def csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]
+        ) -> sp.csr_matrix:
+    """``scipy.sparse.csr_matrix`` with an int32 ``indptr`` where it fits."""
     import scipy.sparse as sp
 
+    if indptr[-1] < 2**31 - 1:
+        indptr = indptr.astype(np.int32)
+    return sp.csr_matrix((data, indices, indptr), shape=shape)
+
+
+def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
+    """``π`` of every target as CSR (each row its distinct target's)."""
     from bayes_risk._memory import check_memory
 
     idx_dtype = np.int32 if n < 2**31 - 1 else np.int64
@@ -786,14 +695,11 @@ def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
     indices = _join(acc.ind_blocks, total, idx_dtype)
     data = _join(acc.dat_blocks, total, np.float64)
     if ctx.group is None:
-        indptr = np.zeros(N_all + 1, dtype=np.int64)
-        np.cumsum(acc.row_nnz, out=indptr[1:])
+        indptr = row_pointers(acc.row_nnz)
     else:
-        g_ptr = np.zeros(acc.row_nnz.size + 1, dtype=np.int64)
-        np.cumsum(acc.row_nnz, out=g_ptr[1:])
+        g_ptr = row_pointers(acc.row_nnz)
         lens = acc.row_nnz[ctx.group]
-        indptr = np.zeros(N_all + 1, dtype=np.int64)
-        np.cumsum(lens, out=indptr[1:])
+        indptr = row_pointers(lens)
         check_memory(12.0 * indptr[-1], _SMALLER_PROBLEM,
                      what="the pooled match probabilities")
         out_ind = np.empty(int(indptr[-1]), dtype=idx_dtype)
@@ -809,9 +715,7 @@ def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
             out_dat[indptr[s]:indptr[e]] = data[src]
             s = e
         indices, data = out_ind, out_dat
-    if indptr[-1] < 2**31 - 1:
-        indptr = indptr.astype(np.int32)
-    return sp.csr_matrix((data, indices, indptr), shape=(N_all, n))
+    return csr(data, indices, indptr, (N_all, n))
 
 
 def _join(blocks: list[np.ndarray], total: int, dtype) -> np.ndarray:
@@ -835,10 +739,8 @@ _SMALLER_PROBLEM = ("the matches per target (a smaller radius, more known column
 class PooledProbabilities:
     """Pooled match probabilities ``π_τ(k)`` [N_T, n] in compact form.
 
-    ``explicit`` holds every record matched directly in some replicate; each target's fallback
-    set (methods, Matching rules) contributes ``fallback_value[τ]`` to each of its
-    ``fallback_extra[τ]`` other records, which are enumerated from ``fallback_sets`` only when asked
-    for (:meth:`row`, :meth:`tocsr`).
+    ``explicit`` holds every record matched directly; the ``fallback_extra[τ]`` other records of
+    a fallback set have ``fallback_value[τ]``, enumerated only in :meth:`row` and :meth:`tocsr`.
     """
 
     explicit: sp.csr_matrix
@@ -883,9 +785,7 @@ class PooledProbabilities:
             dat = np.concatenate([e_dat, self.fallback_value[rows][f_tr]])
             o = np.lexsort((col, t))
             t, col, dat = t[o], col[o], dat[o]
-        indptr = np.zeros(rows.size + 1, dtype=np.int64)
-        np.cumsum(np.bincount(t, minlength=rows.size), out=indptr[1:])
-        return indptr, col, dat
+        return row_pointers(np.bincount(t, minlength=rows.size)), col, dat
 
     def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """Records ``k`` with ``π_i(k) > 0`` (ascending) and their probabilities."""
@@ -900,8 +800,6 @@ class PooledProbabilities:
         ValidationError
             If it would hold more than ``max_nnz`` (default ``MAX_NNZ``) non-zero entries.
         """
-        import scipy.sparse as sp
-
         from bayes_risk.exceptions import ValidationError
 
         limit = _engine.MAX_NNZ if max_nnz is None else max_nnz
@@ -922,11 +820,6 @@ class PooledProbabilities:
             indptrs.append(np.diff(ip))
             cols.append(col)
             dats.append(dat)
-        indptr = np.zeros(N + 1, dtype=np.int64)
-        np.cumsum(np.concatenate(indptrs) if indptrs else np.zeros(0, np.int64), out=indptr[1:])
-        idx_dtype = self.explicit.indices.dtype
-        return sp.csr_matrix(
-            (np.concatenate(dats), np.concatenate(cols).astype(idx_dtype),
-             indptr.astype(np.int32) if indptr[-1] < 2**31 - 1 else indptr),
-            shape=(N, n),
-        )
+        indptr = row_pointers(np.concatenate(indptrs) if indptrs else np.zeros(0, np.int64))
+        return csr(np.concatenate(dats),
+                   np.concatenate(cols).astype(self.explicit.indices.dtype), indptr, (N, n))

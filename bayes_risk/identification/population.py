@@ -1,10 +1,5 @@
-"""Population counts of the targets' keys for unknown membership (Drechsler & Reiter 2008 eqs. 5–7).
-
-User counts (a mapping or table keyed by the known values, or one count per target),
-estimates from the all-two-way log-linear model fitted on the original (agency's view) or on
-each replicate (intruder's view; Hu 2019 §4.2.3), or Horvitz–Thompson estimates from the
-original's survey weights (Reiter & Mitra 2009); estimates are raised to 1 with warning
-``F_BELOW_ONE``.
+"""Population counts of the targets' keys for unknown membership (Drechsler & Reiter 2008 eqs. 5–7):
+given, log-linear estimates or survey weights; see :doc:`/methods/identification`.
 """
 
 from __future__ import annotations
@@ -18,6 +13,7 @@ import pandas as pd
 from bayes_risk.data.schema import _level_to_json
 from bayes_risk.exceptions import ConvergenceWarning, SchemaError, ValidationError
 from bayes_risk.identification import engine as _engine
+from bayes_risk.identification.encoding import stack_columns
 from bayes_risk.identification.loglinear import (
     expected_inverse,
     fit_all_two_way,
@@ -36,8 +32,7 @@ _MAX_CELLS = 50_000_000
 
 
 def per_replicate_counts(source: str | None) -> bool:
-    """Whether counts of this ``source`` are refitted on every replicate (log-linear model on the
-    synthetic data: the intruder's view), rather than fixed over replicates."""
+    """Whether counts of this ``source`` are refitted on every replicate (intruder's view)."""
     return source in _LOGLIN_SYN
 
 
@@ -52,13 +47,8 @@ def population_counts(
     warn: dict[str, str],
     original: pd.DataFrame | None = None,
 ) -> PopulationCounts:
-    """``F`` and ``1/F`` per target and replicate (:class:`PopulationCounts`).
-
-    ``population`` says where the counts come from: given counts, a log-linear estimate, or
-    the survey weights (a column of ``original`` or one per row); ``codes_orig`` are the
-    original's codes of the exact-match columns (for the log-linear fit on the original and
-    the weighted counts).
-    """
+    """``F`` and ``1/F`` per target and replicate (:class:`PopulationCounts`); ``codes_orig``:
+    the original's codes of the exact-match columns."""
     given, membership, kind = population.counts, population.membership, population.estimate
     weights = population.weights
     sampling_fraction, population_size = population.sampling_fraction, population.population_size
@@ -72,28 +62,19 @@ def population_counts(
         return PopulationCounts()
     if given is not None and weights is not None:
         raise ValidationError("give population counts or survey weights, not both.")
-    if weights is not None:
-        if kind != "default":
-            raise ValidationError(
-                f"population_estimate={kind!r} applies to log-linear estimates only.",
-                code="INVALID_ARGUMENT"
-            )
-        Ft = _weighted_counts(weights, original, prep, rule, codes_orig, warn)
-        F = np.broadcast_to(Ft[:, None], (N_T, R)).copy()
-        return PopulationCounts(F=F, inv_f=1.0 / F, source="weights", estimate=kind)
-    if given is None:
+    if given is None and weights is None:
         raise ValidationError(
             "membership='unknown' needs population counts: PopulationSpec(counts=...) with a "
             "mapping/DataFrame of true counts, per-target counts, 'loglinear_original' or "
             "'loglinear_synthetic', or PopulationSpec(weights=...) with survey weights."
         )
-    if kind not in ("default", "scaled", "expected_inverse"):
+    if weights is None and kind not in ("default", "scaled", "expected_inverse"):
         raise ValidationError(
             "population_estimate must be 'default', 'scaled' or 'expected_inverse'. "
             f"Got {kind!r}.",
             code="INVALID_ARGUMENT"
         )
-    if isinstance(given, str):
+    if weights is None and isinstance(given, str):
         if given not in _LOGLIN_ORIG + _LOGLIN_SYN:
             raise ValidationError(
                 "population_counts must be a mapping, a DataFrame, an array of per-target "
@@ -102,8 +83,7 @@ def population_counts(
                 code="INVALID_ARGUMENT"
             )
         a = _sampling_fraction(sampling_fraction, population_size, n)
-        orig_exact = np.stack([codes_orig[c] for c in rule.exact_cols], axis=1) \
-            if rule.exact_cols else np.zeros((n, 0), dtype=np.int64)
+        orig_exact = stack_columns([codes_orig[c] for c in rule.exact_cols], n)
         F, inv_f = _loglinear_counts(prep, rule, orig_exact, given in _LOGLIN_SYN, a, kind, warn)
         return PopulationCounts(F=F, inv_f=inv_f, source=given, estimate=kind)
     if kind != "default":
@@ -111,9 +91,12 @@ def population_counts(
             f"population_estimate={kind!r} applies to log-linear estimates only.",
             code="INVALID_ARGUMENT"
         )
-    Ft = _user_counts(given, targets, known)
+    if weights is not None:
+        Ft, source = _weighted_counts(weights, original, prep, rule, codes_orig, warn), "weights"
+    else:
+        Ft, source = _user_counts(given, targets, known), "user"
     F = np.broadcast_to(Ft[:, None], (N_T, R)).copy()
-    return PopulationCounts(F=F, inv_f=1.0 / F, source="user", estimate=kind)
+    return PopulationCounts(F=F, inv_f=1.0 / F, source=source, estimate=kind)
 
 
 def _norm(a: np.ndarray) -> np.ndarray:
@@ -179,15 +162,11 @@ def _loglinear_counts(prep, rule, orig_exact, on_synthetic, a, kind, warn):
     F = np.empty((N_T, R))
     inv = np.empty((N_T, R))
     shape = tuple(reversed(sizes))  # mixed radix: the first column varies fastest
-    keys = []
-    if on_synthetic:
-        for r in range(R):
-            codes = np.concatenate([prep.rec_exact_us, prep.rep_exact_s[r]], axis=1)
-            keys.append((r, _engine.mixed_radix(codes, sizes)))
-    else:
-        keys.append((None, _engine.mixed_radix(orig_exact, sizes)))
-    results = []
-    for r, key in keys:
+    below = 0
+    for r in range(R) if on_synthetic else [None]:
+        codes = orig_exact if r is None else \
+            np.concatenate([prep.rec_exact_us, prep.rep_exact_s[r]], axis=1)
+        key = _engine.mixed_radix(codes, sizes)
         f = np.bincount(key[key >= 0], minlength=int(ncell)).astype(np.float64)
         fit = fit_all_two_way(f.reshape(shape), warn=False)
         if not fit.converged:
@@ -206,16 +185,13 @@ def _loglinear_counts(prep, rule, orig_exact, on_synthetic, a, kind, warn):
         else:
             Fh = population_estimate(ft, mut, a, kind)
             iv = None
-        results.append((r, Fh, iv))
-    below = 0
-    for r, Fh, iv in results:
-        low = Fh < 1
-        below += int(low.sum())
+        below += int((Fh < 1).sum())
         Fc = np.maximum(Fh, 1.0)
-        cols_r = slice(None) if r is None else r
-        F[:, cols_r] = Fc[:, None] if r is None else Fc
         ivv = (1.0 / Fc) if iv is None else np.minimum(iv, 1.0)
-        inv[:, cols_r] = ivv[:, None] if r is None else ivv
+        if r is None:  # fixed over replicates
+            F[:], inv[:] = Fc[:, None], ivv[:, None]
+        else:
+            F[:, r], inv[:, r] = Fc, ivv
     if below:
         record_warning(warn, "F_BELOW_ONE",
               f"{below} estimated population count(s) F̂ < 1 were raised to 1 "

@@ -1,10 +1,5 @@
-"""Stage 1 of identification risk: validate the inputs and build the :class:`IdentificationPlan`.
-
-Options are resolved (defaults, the ``compat`` mode of IdentificationRiskCalculation), the known
-columns' schema is built, the replicates are read (:mod:`~bayes_risk.identification.inputs`), the
-match rule and the targets are set up, everything is encoded
-(:mod:`~bayes_risk.identification.encoding`) and the population counts are computed
-(:mod:`~bayes_risk.identification.population`).
+"""Stage 1 of identification risk: validate the inputs and build the :class:`IdentificationPlan`
+(options, schema, replicates, match rule, targets, encoding, population counts).
 """
 
 from __future__ import annotations
@@ -27,7 +22,7 @@ from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.identification import population as _population
 from bayes_risk.identification.encoding import encode_problem
 from bayes_risk.identification.inputs import released_replicates, user_replicates
-from bayes_risk.identification.matching import MatchRule, parse_radius
+from bayes_risk.identification.matching import MatchRule, check_one_of, parse_radius
 from bayes_risk.identification.plan import (
     EncodedData,
     IdentificationPlan,
@@ -71,27 +66,17 @@ def _known_columns(known_unsynthesized: Any, known_synthesized: Any) -> tuple[li
 
 def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesized: Any,
                   replicates: Any) -> tuple[list[str], list[str]]:
-    """The known columns split into those released unchanged and those synthesized.
-
-    ``known`` are the intruder's columns, in the user's order; ``synthesized`` the columns the
-    synthesizer replaced (any columns of the original: only the known ones matter), by default
-    the release's manifest, else the known columns whose released values differ from the
-    original's in some dataset (a column released unchanged gives the intruder the original's
-    values). With ``replicates=`` the synthesized columns must be given.
-    """
+    """The known columns split into those released unchanged and those synthesized (given, the
+    release's manifest, else those whose released values differ from the original's)."""
     known = _names(known)
     if not known:
         raise ValidationError(
             "no known column: give known=[...] (the intruder's quasi-identifiers)."
         )
-    if len(set(known)) != len(known):
-        twice = sorted({c for c in known if known.count(c) > 1})
-        raise ValidationError(f"known lists column(s) {twice} twice: {known}.")
+    _once_each(known, "known")
     if synthesized is not None:
         syn = _names(synthesized)
-        if len(set(syn)) != len(syn):
-            twice = sorted({c for c in syn if syn.count(c) > 1})
-            raise ValidationError(f"synthesized lists column(s) {twice} twice: {syn}.")
+        _once_each(syn, "synthesized")
         if isinstance(original, pd.DataFrame):
             # a known column is checked (with a suggestion) with the schema; the others here
             cols = [str(c) for c in original.columns]
@@ -111,6 +96,12 @@ def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesize
     else:
         syn_set = inferred_synthesized(original, synthetic, known)
     return [c for c in known if c not in syn_set], [c for c in known if c in syn_set]
+
+
+def _once_each(names: list[str], what: str) -> None:
+    if len(set(names)) != len(names):
+        twice = sorted({c for c in names if names.count(c) > 1})
+        raise ValidationError(f"{what} lists column(s) {twice} twice: {names}.")
 
 
 def inferred_synthesized(original: Any, synthetic: Any, known: list[str]) -> set[str]:
@@ -136,8 +127,7 @@ def inferred_synthesized(original: Any, synthetic: Any, known: list[str]) -> set
 
 
 def _same_values(a: pd.Series, b: pd.Series) -> bool:
-    """Whether two columns hold the same values row by row (missing where the other is
-    missing; 1 and 1.0 equal, as a CSV round trip may change the dtype)."""
+    """Whether two columns hold the same values row by row (1 and 1.0 equal, missing alike)."""
     if len(a) != len(b):
         return False
     na, nb = missing_mask(a), missing_mask(b)
@@ -149,10 +139,7 @@ def _same_values(a: pd.Series, b: pd.Series) -> bool:
 
 def resolve_compat(compat: Any) -> str | None:
     """The compat mode's name, or a ValidationError."""
-    if compat is not None and compat not in COMPAT_MODES:
-        raise ValidationError(
-            f"compat must be None or one of {list(COMPAT_MODES)}. Got {compat!r}."
-        )
+    check_one_of(compat, COMPAT_MODES, "compat", optional=True)
     return compat
 
 
@@ -225,8 +212,7 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
             code="INVALID_ARGUMENT"
         )
     if o["fallback"] is None:
-        # default of Drechsler & Reiter 2009; with no known unsynthesized column the fallback set
-        # would be the whole file (uniform mass over n records), so the default is then "none"
+        # Drechsler & Reiter 2009; without a known unsynthesized column the set is the file
         pooled_known = o["aggregation"] == "pooled" and o["membership"] == "known" \
             and bool(known_us)
         o["fallback"] = "unsynthesized" if pooled_known else "none"
@@ -237,11 +223,7 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
         )
     o["strategy"] = parse_strategy(o["strategy"])
     o["missing_known"] = o.get("missing_known") or "any"
-    if o["missing_known"] not in MISSING_KNOWN:
-        raise ValidationError(
-            f"missing_known must be one of {list(MISSING_KNOWN)}. Got {o['missing_known']!r}.",
-            code="INVALID_ARGUMENT"
-        )
+    check_one_of(o["missing_known"], MISSING_KNOWN, "missing_known")
     return o
 
 
@@ -381,14 +363,8 @@ def prepare(
 ) -> IdentificationPlan:
     """Validate the arguments of ``identification_risk`` and build the plan.
 
-    ``options`` are the matching and aggregation options (``radius``, ``radius_type``,
-    ``r_min``, ``quantile_groups``, ``window``, ``shape``, ``missing_known``, ``strategy``,
-    ``fallback``, ``compat``, ``aggregation``), every one of them required: the fields of
-    ``match=`` flattened (:func:`~bayes_risk.identification.specs.spec_options`);
-    ``population`` is ``population=`` (default: every original record a target, known
-    membership).
-    ``key_order`` is the order of the known columns in the keys of user population counts
-    (default: unsynthesized, then synthesized).
+    ``options``: every field of ``match=`` flattened (``spec_options``) and ``aggregation``;
+    ``key_order``: the order of the known columns in the keys of user population counts.
     """
     if not isinstance(original, pd.DataFrame):
         raise ValidationError(

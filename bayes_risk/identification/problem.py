@@ -1,9 +1,5 @@
-"""The encoded identification problem (:class:`Prepared`) and its restriction to groups of targets.
-
-:class:`Prepared` holds the encoded records, replicates and targets (built by ``prepare``, in
-``encoding``); the engine (``engine`` and ``pooled``) matches on it, and the targets that miss
-some known values (``missing_known="any"``) are matched in groups on the columns they hold
-(:func:`drop_groups`, :func:`target_problem`).
+"""The encoded identification problem (:class:`Prepared`) and its restriction to groups of
+targets matched on the known columns they hold (:func:`drop_groups`, :func:`target_problem`).
 """
 
 from __future__ import annotations
@@ -11,22 +7,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from bayes_risk.identification.matching import MatchRule
 
-__all__ = ["Prepared", "drop_groups", "target_problem"]
+__all__ = ["Prepared", "drop_groups", "target_problem", "without_columns", "positions",
+           "restricted_columns"]
 
 
 @dataclass
 class Prepared:
-    """Encoded records, replicates and targets (built by ``prepare``, in ``encoding``).
-
-    Exact columns are integer codes (``-1`` = a value absent from every released table), radius
-    columns float64. Unsynthesized columns of the records come from the original; synthesized
-    known columns from each replicate ``r``.
-    """
+    """Encoded records, replicates and targets: exact columns as integer codes (``-1``: absent
+    from every released table), radius columns as float64."""
 
     n: int
     R: int
@@ -41,8 +35,7 @@ class Prepared:
     confidential_radius: dict[str, np.ndarray]
     in_sample: np.ndarray  # bool [N_T]
     rec: np.ndarray  # int64 [N_T], -1 out of sample
-    #: bool [N_T, e + q] (exact then radius columns): a target's missing known values, on which
-    #: it is not matched (``missing_known="any"``); ``None`` when there are none
+    #: bool [N_T, e + q]: the known columns a target is not matched on (``None``: none)
     tgt_drop: np.ndarray | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
@@ -51,11 +44,8 @@ class Prepared:
         return self.tgt_exact.shape[0]
 
     def release_replicates(self) -> None:
-        """Drop the replicates' encoded columns and indexes once a one-run preparation's engine
-        has run: the measures read the targets and the original's columns only, and the
-        replicates' columns would otherwise sit under the measures' tables at the run's peak
-        memory (2.6 MiB of the CEdata command's at m = 20). The unsynthesized index (the
-        pooled fallback sets read it) is kept."""
+        """Drop the replicates' encoded columns and indexes once a one-run engine has run (the
+        measures do not read them); the unsynthesized index is kept."""
         self.rep_exact_s = []
         self.rep_radius_s = []
         for key in [k for k in self._cache if isinstance(k, tuple) and k[0] != "us"]:
@@ -64,9 +54,8 @@ class Prepared:
 
 def drop_groups(prep: Prepared, rule: MatchRule
                 ) -> list[tuple[np.ndarray, tuple[str, ...]]]:
-    """The targets grouped by the known columns they are not matched on (``Prepared.tgt_drop``,
-    ``missing_known="any"``): ``[(rows, dropped columns)]``, groups in the order of their
-    patterns, rows ascending; one group of every target when no column is dropped."""
+    """The targets grouped by the known columns they are not matched on:
+    ``[(rows, dropped columns)]`` (one group of every target when none is dropped)."""
     N = prep.n_targets
     if prep.tgt_drop is None:
         return [(np.arange(N, dtype=np.int64), ())]
@@ -85,11 +74,9 @@ def target_problem(pool: Prepared, rule: MatchRule, drop: Sequence[str],
     """The record pool with the given targets, and the rule they are matched with: without the
     columns ``drop`` they miss (the pool restricted to the others, cached on the pool)."""
     if drop:  # matched on the known columns where the targets' values are not missing
-        sub = _without(rule, drop)
-        cols = list(rule.exact_cols)
-        tgt_exact = tgt_exact[:, [cols.index(c) for c in sub.exact_cols]]
-        cols = list(rule.radius_cols)
-        tgt_radius = tgt_radius[:, [cols.index(c) for c in sub.radius_cols]]
+        sub = without_columns(rule, drop)
+        tgt_exact = tgt_exact[:, positions(rule.exact_cols, sub.exact_cols)]
+        tgt_radius = tgt_radius[:, positions(rule.radius_cols, sub.radius_cols)]
         pool, rule = _restricted(pool, rule, sub), sub
     # the pool's cache (replicate indexes) is shared by every group of targets
     prep = dataclasses.replace(
@@ -99,33 +86,36 @@ def target_problem(pool: Prepared, rule: MatchRule, drop: Sequence[str],
     return prep, rule
 
 
-def _without(rule: MatchRule, drop: Sequence[str]) -> MatchRule:
+def without_columns(rule: MatchRule, drop: Sequence[str]) -> MatchRule:
     """``rule`` without the columns in ``drop``."""
     keep = lambda cols: tuple(c for c in cols if c not in drop)  # noqa: E731
     return dataclasses.replace(
         rule, exact_us=keep(rule.exact_us), exact_s=keep(rule.exact_s),
         radius_us=keep(rule.radius_us), radius_s=keep(rule.radius_s),
+        radius={c: v for c, v in rule.radius.items() if c not in drop},
         r_min={c: v for c, v in rule.r_min.items() if c not in drop},
     )
 
 
-def _restricted(pool: Prepared, rule: MatchRule, sub: MatchRule
-                ) -> Prepared:
-    """The record pool on the columns of ``sub`` (cached on the pool: every partition of a
-    pattern reuses it)."""
+def positions(cols: Sequence[str], keep: Sequence[str]) -> list[int]:
+    """The positions of ``keep`` in ``cols``."""
+    return [list(cols).index(c) for c in keep]
+
+
+def restricted_columns(pool: Prepared, rule: MatchRule, sub: MatchRule) -> dict[str, Any]:
+    """The records' and replicates' encoded columns of ``sub`` (some of ``rule``'s columns)."""
+    e_us, e_s = positions(rule.exact_us, sub.exact_us), positions(rule.exact_s, sub.exact_s)
+    r_us, r_s = positions(rule.radius_us, sub.radius_us), positions(rule.radius_s, sub.radius_s)
+    return dict(rec_exact_us=pool.rec_exact_us[:, e_us],
+                rep_exact_s=[a[:, e_s] for a in pool.rep_exact_s],
+                rec_radius_us=pool.rec_radius_us[r_us],
+                rep_radius_s=[a[r_s] for a in pool.rep_radius_s])
+
+
+def _restricted(pool: Prepared, rule: MatchRule, sub: MatchRule) -> Prepared:
+    """The record pool on the columns of ``sub`` (cached on the pool)."""
     key = ("columns", sub.exact_us, sub.exact_s, sub.radius_us, sub.radius_s)
     arrays = pool._cache.get(key)
     if arrays is None:
-        def pos(cols, keep):
-            return [cols.index(c) for c in keep]
-
-        e_us, e_s = pos(rule.exact_us, sub.exact_us), pos(rule.exact_s, sub.exact_s)
-        r_us, r_s = pos(rule.radius_us, sub.radius_us), pos(rule.radius_s, sub.radius_s)
-        arrays = dict(
-            rec_exact_us=pool.rec_exact_us[:, e_us],
-            rep_exact_s=[a[:, e_s] for a in pool.rep_exact_s],
-            rec_radius_us=pool.rec_radius_us[r_us],
-            rep_radius_s=[a[r_s] for a in pool.rep_radius_s],
-        )
-        pool._cache[key] = arrays
+        arrays = pool._cache[key] = restricted_columns(pool, rule, sub)
     return dataclasses.replace(pool, **arrays, _cache=pool._cache)

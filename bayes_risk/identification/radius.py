@@ -1,10 +1,5 @@
-"""Maximising-radius search (Hornby & Hu 2021 §4.1).
-
-For a grid of radii the file-level expected match risk is computed for every synthetic dataset;
-the radius whose summary over datasets (mean by default, or median) is largest is reported as the
-conservative choice, with the full risk curve. With several radius columns either one common
-``r`` is used for all of them, or a Cartesian grid of per-column radii (capped by ``max_grid``).
-Ties at the maximum (the package's tie tolerance) are all reported; ``r_star`` is the smallest.
+"""Maximising-radius search (Hornby & Hu 2021 §4.1): :func:`radius_sweep`; see
+:doc:`/methods/identification`.
 """
 
 from __future__ import annotations
@@ -55,8 +50,7 @@ def radius_sweep(
     original, synthetic, known, synthesized
         As in :func:`~bayes_risk.identification.api.identification_risk`.
     radii : sequence of float or dict {column: sequence of float}
-        A sequence: one common radius for every varied column (Hornby & Hu 2021 uses
-        ``{1, 2.5, 5, 10, 20, 30}%``). A dict: Cartesian grid of per-column radii.
+        One common radius for every varied column, or a Cartesian grid of per-column radii.
     columns : sequence of str, optional
         Radius columns to vary with a common radius (default: every column matched with a
         radius). Columns not varied keep the radius given in ``match=``.
@@ -65,21 +59,15 @@ def radius_sweep(
     statistic : {"mean", "median"}
         Summary over datasets that is maximised.
     aggregation : {"per_dataset", "pooled"}
-        ``"per_dataset"`` (default, Hornby & Hu 2021) gives one risk per dataset and maximises
-        their summary; ``"pooled"`` one per grid point. Unlike
-        :func:`~bayes_risk.identification.api.identification_risk`, whose default is
-        ``"pooled"``: the two figures can be largest at different radii, so sweep the one you
-        report.
+        ``"per_dataset"`` (default, Hornby & Hu 2021) maximises the summary of one risk per
+        dataset; ``"pooled"`` one risk per grid point (sweep the aggregation you report).
     progressbar : bool
         Show progress over the grid.
     executor : None, distributed.Client or Executor, optional
-        As in ``identification_risk``: where the matching engine runs. On a Dask cluster the
-        record pool is sent to the workers once for the whole sweep.
+        As in ``identification_risk``.
     **kwargs
-        Further arguments of ``identification_risk`` (``match``, ``population``,
-        ``categorical``, ...). The radius of ``match`` sets the radii of columns that are not
-        varied (and, when omitted, the first grid value is used to decide which columns get a
-        radius).
+        Further arguments of ``identification_risk``; the radius of ``match`` sets the radii
+        of the columns not varied.
 
     Returns
     -------
@@ -97,13 +85,7 @@ def radius_sweep(
     """
     if statistic not in ("mean", "median"):
         raise ValidationError(f"statistic must be 'mean' or 'median'. Got {statistic!r}.")
-    unknown = sorted(set(kwargs) - set(_SWEEP_DEFAULTS))
-    if unknown:
-        raise ValidationError(f"unknown argument(s) for radius_sweep: {unknown}.",
-                              code="INVALID_ARGUMENT")
-    opts = {k: kwargs.get(k, v) for k, v in _SWEEP_DEFAULTS.items()}
-    options = {k: v for k, v in opts.items() if k not in ("match", "population")}
-    options.update(spec_options(opts["match"], opts["population"]))
+    options = sweep_options(kwargs, _SWEEP_DEFAULTS, "radius_sweep")
     if options["radius_type"] == "quantile_sd":
         raise ValidationError("a radius sweep needs radius_type 'percentage' or 'absolute'.",
                               code="INVALID_ARGUMENT")
@@ -150,6 +132,19 @@ def radius_sweep(
 _SWEEP_DEFAULTS: dict[str, Any] = {
     "categorical": None, "schema": None, "match": None, "population": None, "replicates": None,
 }
+
+
+def sweep_options(kwargs: dict[str, Any], defaults: dict[str, Any], what: str
+                  ) -> dict[str, Any]:
+    """The options a sweep passes on to :func:`prepare`: ``kwargs`` (some of ``defaults``), with
+    ``match=`` and ``population=`` resolved."""
+    unknown = sorted(set(kwargs) - set(defaults))
+    if unknown:
+        raise ValidationError(f"unknown argument(s) for {what}: {unknown}.",
+                              code="INVALID_ARGUMENT")
+    options = {k: kwargs.get(k, v) for k, v in defaults.items() if k not in ("match", "population")}
+    options.update(spec_options(kwargs.get("match"), kwargs.get("population")))
+    return options
 
 
 def _sweep_risk(plan: IdentificationPlan, rules: list[MatchRule], executor: Any,
@@ -208,19 +203,13 @@ def _grid(radii: Any, max_grid: int, radius: Any) -> tuple[np.ndarray, list[str]
 
 def _swept_columns(rule: MatchRule, grid_cols: list[str] | None, columns: Any) -> tuple:
     """The radius columns the sweep varies (checked against the rule)."""
-    if grid_cols is not None:
-        for c in grid_cols:
-            if c not in rule.radius_cols:
-                raise ValidationError(
-                    f"radii given for column {c!r}, which is not matched with a radius "
-                    f"(radius columns: {list(rule.radius_cols)})."
-                )
-        return tuple(grid_cols)
-    cols = tuple(columns) if columns is not None else rule.radius_cols
+    cols = tuple(grid_cols if grid_cols is not None
+                 else rule.radius_cols if columns is None else columns)
     for c in cols:
         if c not in rule.radius_cols:
             raise ValidationError(
-                f"columns: {c!r} is not matched with a radius "
+                (f"radii given for column {c!r}, which is" if grid_cols is not None
+                 else f"columns: {c!r} is") + " not matched with a radius "
                 f"(radius columns: {list(rule.radius_cols)})."
             )
     return cols

@@ -1,9 +1,5 @@
-"""Posterior Monte Carlo replicates for identification risk (Drechsler & Reiter 2008, eq. 5).
-
-:class:`PosteriorReplicates` draws ``R ≫ m`` replicates of the synthesized known columns from a
-fitted model, in batches (memory follows the distinct matched pairs, not ``R``), pools them
-(Reiter & Mitra 2009) and reports the Monte Carlo error
-(:mod:`bayes_risk.identification.uncertainty`; :doc:`/user_guide/posterior_replicates`).
+"""Posterior Monte Carlo replicates for identification risk (Drechsler & Reiter 2008, eq. 5):
+:class:`PosteriorReplicates`; see :doc:`/user_guide/posterior_replicates`.
 """
 
 from __future__ import annotations
@@ -45,7 +41,7 @@ from bayes_risk.identification.population import per_replicate_counts
 from bayes_risk.identification.prepare import prepare
 from bayes_risk.identification.summary import MEASURES
 
-__all__ = ["PosteriorReplicates", "run_posterior"]
+__all__ = ["PosteriorReplicates"]
 
 @dataclass
 class PosteriorReplicates:
@@ -56,40 +52,32 @@ class PosteriorReplicates:
     Parameters
     ----------
     model : fitted synthesizer
-        DPMPM, PoissonMixture, SequentialRegression or CARTSynthesizer (Bayesian bootstrap), or
-        any model with a ``posterior_replicates`` method (protocol
-        ``bayes_risk.contract.SupportsPosteriorReplicates``). Random forests and PMM have no
-        posterior predictive and are refused.
+        Any model with a ``posterior_replicates`` method (protocol
+        ``bayes_risk.contract.SupportsPosteriorReplicates``).
     n : int or "auto"
         Number of replicates ``R``, or ``"auto"``: draw until the Monte Carlo standard error of
         the pooled expected match risk is below ``mcse_tol`` times the estimate (at least
         ``min_replicates``, at most ``max_replicates``; warning ``MCSE_NOT_REACHED`` at the cap).
     view : {"agency", "intruder"}
-        ``"agency"``: draws from ``model`` as fitted on the confidential data (the released
-        datasets are ``m`` such draws; ``R ≫ m`` removes their Monte Carlo noise). ``"intruder"``:
-        an intruder who knows the synthesis method (the ``M`` of eq. 5) refits the same model
-        class with the same settings to released data and draws from that posterior predictive.
+        ``"agency"``: draws from ``model`` as fitted on the confidential data. ``"intruder"``:
+        the same model class and settings refitted to released data.
     refit_dataset : int or "each"
         Intruder view: which released dataset is refitted (index, default 0 = the first), or
         ``"each"``: one refit per released dataset, replicate ``r`` drawn from refit ``r mod m``.
     chunk_size : int
         Replicates generated at once (memory only: results do not depend on it).
     batch_size : int
-        Replicates matched and pooled together; batches are assigned to ``n_groups`` groups for the
-        jackknife (results depend on it, as on any Monte Carlo setting). The Monte Carlo standard
-        errors need at least two batches: with ``n <= batch_size`` they are ``nan`` (warning
-        ``MCSE_UNAVAILABLE``).
+        Replicates matched and pooled together; the jackknife groups batches, so
+        ``n <= batch_size`` gives ``nan`` standard errors (warning ``MCSE_UNAVAILABLE``).
     n_groups : int
         Groups of the delete-a-group jackknife (``G``).
     mcse_tol, min_replicates, max_replicates : float, int, int
-        Stopping rule of ``n="auto"`` (checked about every 25 % more replicates). The default
-        minimum gives the jackknife 10 groups before its standard error may stop the run.
+        Stopping rule of ``n="auto"`` (checked about every 25 % more replicates).
     random_seed : RandomSeed
         Seed of the replicates (and of the intruder's refits).
     allow_other_model : bool, default False
-        Go on when ``model`` is not the model that made the release it is used with (user
-        guide, Provenance): the risks are then those of ``model``'s posterior predictive, with
-        warning ``MODEL_DIFFERS``. By default such a model is refused (``MODEL_DIFFERS``).
+        Go on, with warning ``MODEL_DIFFERS``, when ``model`` did not make the release
+        (refused by default).
     """
 
     model: Any
@@ -107,8 +95,6 @@ class PosteriorReplicates:
 
     def __post_init__(self) -> None:
         name = type(self.model).__name__
-        # what the model can do (its methods), not its class: random forests' votes and
-        # PMM's nearest donors are not a posterior predictive, nor are CART's equal-weight donors
         if not capabilities(self.model).posterior_replicates:
             raise ValidationError(
                 f"posterior replicates are not available for {name}: it has no posterior "
@@ -122,13 +108,11 @@ class PosteriorReplicates:
             raise ValidationError(f"view must be 'agency' or 'intruder'. Got {self.view!r}.")
         for arg in ("chunk_size", "batch_size", "min_replicates", "max_replicates"):
             v = getattr(self, arg)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            if not _integer(v) or v < 1:
                 raise ValidationError(f"{arg} must be a positive integer. Got {v!r}.")
-        if isinstance(self.n_groups, bool) or not isinstance(self.n_groups, (int, np.integer)) \
-                or self.n_groups < 2:
+        if not _integer(self.n_groups) or self.n_groups < 2:
             raise ValidationError(f"n_groups must be an integer >= 2. Got {self.n_groups!r}.")
-        if self.n != "auto" and (isinstance(self.n, bool)
-                                 or not isinstance(self.n, (int, np.integer)) or self.n < 1):
+        if self.n != "auto" and (not _integer(self.n) or self.n < 1):
             raise ValidationError(f"n must be a positive integer or 'auto'. Got {self.n!r}.")
         check_probability(self.mcse_tol, "mcse_tol")
         if self.min_replicates > self.max_replicates:
@@ -136,15 +120,13 @@ class PosteriorReplicates:
                 f"min_replicates ({self.min_replicates}) exceeds max_replicates "
                 f"({self.max_replicates})."
             )
-        if not (self.refit_dataset == "each" or (isinstance(self.refit_dataset, (int, np.integer))
-                                            and not isinstance(self.refit_dataset, bool)
-                                            and self.refit_dataset >= 0)):
+        if not (self.refit_dataset == "each"
+                or (_integer(self.refit_dataset) and self.refit_dataset >= 0)):
             raise ValidationError(
                 "refit_dataset must be a dataset index (>= 0) or 'each'. "
                 f"Got {self.refit_dataset!r}."
             )
 
-    # ------------------------------------------------------------------ replicate stream
     def _models(self, datasets: Sequence[pd.DataFrame], seq: np.random.SeedSequence) -> list:
         if self.view == "agency":
             return [self.model]
@@ -165,14 +147,44 @@ class PosteriorReplicates:
     def run(self, original: pd.DataFrame, synthetic: Any, known_unsynthesized: Sequence[str],
             known_synthesized: Sequence[str], options: dict[str, Any], *,
             progressbar: bool = True, executor: Any = None) -> Any:
-        """``identification_risk`` with these replicates (called by it).
+        """``identification_risk`` with these replicates (``options``: its arguments passed on
+        to ``prepare``); returns an ``IdentificationResult``.
 
-        ``options`` are ``identification_risk``'s keyword arguments passed on to ``prepare``;
-        ``executor`` (an ``Executor``, default in process) runs the batches.
-        Returns an ``IdentificationResult``.
+        The first batch is prepared here; the later batches run through ``executor`` and are
+        added in batch order, so nothing depends on the executor.
         """
-        return run_posterior(self, original, synthetic, known_unsynthesized, known_synthesized,
-                             options, progressbar=progressbar, executor=executor)
+        ks = _check_mode(options, known_synthesized)
+        ex = InProcessExecutor() if executor is None else executor
+        seq = seed_sequence(self.random_seed)
+        empty = isinstance(synthetic, (list, tuple)) and not synthetic
+        datasets = ([] if empty else
+                    as_synthetic_list(synthetic, allow_none=True, original=original).datasets)
+        provenance_warnings: dict[str, str] = {}
+        provenance = check_release_model(self.model, None if empty else synthetic, original,
+                                         allow=self.allow_other_model, record=provenance_warnings)
+        R_max = int(self.max_replicates) if self.n == "auto" else int(self.n)
+        job = BatchJob(models=self._models(datasets, seq), columns=ks, seq=seq,
+                       chunk_size=int(self.chunk_size), batch_size=int(self.batch_size),
+                       n_total=R_max)
+        n_batches = -(-R_max // int(self.batch_size))
+        points = _checkpoints(n_batches)
+        plan = prepare(original, synthetic, known_unsynthesized, ks, replicates=job.replicates(0),
+                       **options)
+        plan.warnings.update(provenance_warnings)
+        plan.settings.extra["model_check"] = provenance.how
+        job.recode = Recoder.make(plan)
+        if job.recode is None:
+            job.inputs = (original, synthetic, known_unsynthesized, options)
+        # one batch: the engine's own pooled output (bitwise that of the replicates as a list)
+        first = (plan, run_engine(plan, plan.rule, InProcessExecutor(),
+                                  record_pool(plan, shipped=False), progressbar=False)
+                 if n_batches == 1 else None)
+        run = _Run(plan, int(self.n_groups))
+        job.ctx = run.ctx
+        try:
+            return _run_batches(self, run, job, first, ex, n_batches, points, progressbar)
+        finally:
+            run.close()
 
     def describe(self) -> dict[str, Any]:
         """JSON-safe settings (recorded in the result's settings)."""
@@ -183,6 +195,10 @@ class PosteriorReplicates:
             "mcse_tol": float(self.mcse_tol), "min_replicates": int(self.min_replicates),
             "max_replicates": int(self.max_replicates),
         }
+
+
+def _integer(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
 def _refit(model: Any, released: pd.DataFrame, seed: np.random.SeedSequence) -> Any:
@@ -205,11 +221,8 @@ def _refit(model: Any, released: pd.DataFrame, seed: np.random.SeedSequence) -> 
     return new.fit(data, **kw)
 
 
-# ----------------------------------------------------------------------------------------------
-# the run
-# ----------------------------------------------------------------------------------------------
-#: evaluate the jackknife and the running estimate on the pairs that can reach a top set only
-#: (the same measures; ``False``: every stored pair, the reference the tests compare with)
+#: evaluate the jackknife and running estimate on the pairs that can reach a top set only
+#: (``False``: every stored pair, the reference the tests compare with)
 PRUNE = True
 
 
@@ -229,11 +242,8 @@ class _Run:
         prep = plan.prep
         self.plan, self.N, self.n = plan, prep.n_targets, prep.n
         self.ctx = MatchContext.of(plan)
-        self.strategy, self.contains, self.u_size = \
-            self.ctx.strategy, self.ctx.contains, self.ctx.u_size
         self.total = _unc.PooledSums(self.N, self.n)
-        # the groups' pair sums wait in a temporary folder between checkpoints (one group in
-        # memory at a time: memory does not grow with the number of groups)
+        # the groups' pair sums wait in a temporary folder between checkpoints
         try:
             self.spill: str | None = scratch_folder("jackknife")
         except OSError as err:  # no writable temporary folder: the groups stay in memory
@@ -265,18 +275,14 @@ class _Run:
 
     def _evaluate(self, keys, vals, in_u, fb, p_out, R) -> dict[str, np.ndarray]:
         prep = self.plan.prep
-        return _unc.top_sets(keys, vals / R, in_u, fb / R, self.u_size, p_out / R, n=self.n,
-                             rec=prep.rec, in_sample=prep.in_sample, strategy=self.strategy,
-                             contains=self.contains)
+        ctx = self.ctx
+        return _unc.top_sets(keys, vals / R, in_u, fb / R, ctx.u_size, p_out / R, n=self.n,
+                             rec=prep.rec, in_sample=prep.in_sample, strategy=ctx.strategy,
+                             contains=ctx.contains)
 
     def pooled(self) -> dict[str, np.ndarray]:
-        """Top sets of the pooled sums now (those of the last checkpoint when no batch came since).
-
-        Evaluated on the pairs that can reach a top set (``candidate_pairs`` against each
-        target's largest sum): the same declared matches, ``c``, ``T`` and ``p_max`` as the
-        evaluation over every pair (``PRUNE = False``); the fallback-set counts, which need every
-        stored pair, are those of the candidates (``_pooled_output`` recounts them).
-        """
+        """Top sets of the pooled sums now, on the pairs that can reach a top set (the
+        fallback-set counts are those of these candidates: ``_pooled_output`` recounts them)."""
         if self._pool is not None and self._pool[0] == self.n_batches:
             return self._pool[1]
         t = self.total
@@ -302,13 +308,8 @@ class _Run:
             remove_scratch(self.spill)
 
     def jackknife(self) -> tuple[dict[str, float], np.ndarray]:
-        """Delete-a-group jackknife standard errors: file-level dict and record ``IR`` [N_T].
-
-        Only the pairs that can reach a target's top set once a group is deleted are evaluated
-        (``group_candidates``: a pair's sum without a group is at most its full sum, and the
-        target's largest sum without the group is at least that of the pair with the largest
-        full sum); the measures are those of all pairs (``PRUNE = False``).
-        """
+        """Delete-a-group jackknife standard errors: file-level dict and record ``IR`` [N_T]
+        (evaluated on the pairs that can reach a top set once a group is deleted)."""
         if self._jk is not None and self._jk[0] == self.n_batches:  # last checkpoint's
             return self._jk[1]
         self._jk = (self.n_batches, self._jackknife())
@@ -357,7 +358,6 @@ class _Run:
         return est, s
 
 
-
 def _check_mode(options: dict[str, Any], known_synthesized: Any) -> list[str]:
     """The synthesized known columns, after checking that the options allow posterior replicates."""
     if options.get("compat") is not None:
@@ -380,67 +380,12 @@ def _check_mode(options: dict[str, Any], known_synthesized: Any) -> list[str]:
     return ks
 
 
-def run_posterior(
-    pr: PosteriorReplicates,
-    original: pd.DataFrame,
-    synthetic: Any,
-    known_unsynthesized: Sequence[str],
-    known_synthesized: Sequence[str],
-    options: dict[str, Any],
-    *,
-    progressbar: bool = True,
-    executor: Any = None,
-) -> Any:
-    """``identification_risk`` with posterior replicates (:meth:`PosteriorReplicates.run`).
-
-    The first batch is drawn and prepared here (validation, encoding, the plan every later batch
-    is encoded into); the later batches run through ``executor`` (in process, or as Dask tasks:
-    each task draws, matches and reduces one batch) and are added in batch order, so the
-    numbers, and where ``n="auto"`` stops, do not depend on the executor or its workers.
-    """
-    ks = _check_mode(options, known_synthesized)
-    ex = InProcessExecutor() if executor is None else executor
-    seq = seed_sequence(pr.random_seed)
-    empty = isinstance(synthetic, (list, tuple)) and not synthetic
-    datasets = ([] if empty else
-                as_synthetic_list(synthetic, allow_none=True, original=original).datasets)
-    provenance_warnings: dict[str, str] = {}
-    provenance = check_release_model(pr.model, None if empty else synthetic, original,
-                                     allow=pr.allow_other_model, record=provenance_warnings)
-    auto = pr.n == "auto"
-    R_max = int(pr.max_replicates) if auto else int(pr.n)
-    job = BatchJob(models=pr._models(datasets, seq), columns=ks, seq=seq,
-                   chunk_size=int(pr.chunk_size), batch_size=int(pr.batch_size), n_total=R_max)
-    n_batches = -(-R_max // int(pr.batch_size))
-    points = _checkpoints(n_batches)
-    plan = prepare(original, synthetic, known_unsynthesized, ks, replicates=job.replicates(0),
-                   **options)
-    plan.warnings.update(provenance_warnings)
-    plan.settings.extra["model_check"] = provenance.how
-    job.recode = Recoder.make(plan)
-    if job.recode is None:
-        job.inputs = (original, synthetic, known_unsynthesized, options)
-    # one batch holds every replicate: the engine's own pooled output (bitwise the result of
-    # passing the replicates as a list)
-    first = (plan, run_engine(plan, plan.rule, InProcessExecutor(),
-                              record_pool(plan, shipped=False), progressbar=False)
-             if n_batches == 1 else None)
-    run = _Run(plan, int(pr.n_groups))
-    job.ctx = run.ctx
-    try:
-        return _run_batches(pr, run, job, first, ex, n_batches, points, progressbar)
-    finally:
-        run.close()
-
-
 def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple, ex: Any,
                  n_batches: int, points: set[int], progressbar: bool) -> Any:
     """The batches of a run added in order, checkpoints, stopping rule, and the result.
 
-    In process (``PREFETCH``), a checkpoint before the last is evaluated in a thread while
-    the next batch is matched, and the stopping rule is applied before that batch is added: a
-    run that stops there has matched one batch it does not use, and adds the same batches as
-    evaluating each checkpoint at once (the same numbers and stopping point).
+    In process (``PREFETCH``) a checkpoint is evaluated in a thread while the next batch is
+    matched; the rule is applied before that batch is added (the same stopping point).
     """
     plan, auto, stopped = first[0], pr.n == "auto", False
     overlap = PREFETCH and getattr(ex, "client", None) is None \
@@ -475,22 +420,15 @@ def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple
     return _assemble(pr, run, first, stopped)
 
 
-#: in process, use threads: the next batch drawn and a batch's flushes summed while it is
-#: matched, a checkpoint evaluated while the next batch is matched (``False``: everything in
-#: turn, the reference the tests compare with; the same numbers)
+#: in process, draw, sum and evaluate checkpoints in threads while matching (``False``:
+#: everything in turn, the reference the tests compare with)
 PREFETCH = True
 
 
 def _batch_sums(ex: Any, shared: Any, job: BatchJob, first: IdentificationPlan, n_batches: int,
                 points: set[int]) -> Iterator[BatchSums]:
-    """The batches' sums in batch order (``first``: batch 0's plan, drawn by the caller;
-    ``shared``: ``job`` as ``ex`` passes it to its tasks).
-
-    In process the next batch is drawn while one is matched (``prefetched_batches``: one batch
-    ahead, memory of two batches). On a cluster the batches are computed wave by wave; a wave
-    never runs past the next checkpoint (a run that stops there has computed no batch it does
-    not use) and holds two batches per worker thread.
-    """
+    """The batches' sums in batch order (``first``: batch 0's plan; ``shared``: ``job`` as
+    ``ex`` passes it to its tasks). On a cluster, in waves that stop at the next checkpoint."""
     client = getattr(ex, "client", None)
     if client is None and PREFETCH and isinstance(ex, InProcessExecutor):
         yield from prefetched_batches(job, first, n_batches)
@@ -510,18 +448,14 @@ _CHUNK = 1 << 22  # pairs converted at a time when building the probability matr
 
 
 def _pooled_output(run: _Run) -> PooledOutput:
-    """The engine's pooled output, built from the run's accumulated sums.
-
-    Consumes the pooled pair sums: their values become the matrix's data in place and the
-    record columns are taken chunk by chunk (no pair-sized temporaries at the run's peak).
-    """
+    """The engine's pooled output, built from (and consuming) the run's pair sums in place."""
     import scipy.sparse as sp
 
     t = run.total
     res = run.pooled()
     keys, data, n = t.keys, t.vals, t.n
     if PRUNE:  # the fallback-set records not stored, counted over every stored pair
-        res = {**res, **_unc.fallback_cells(t.fb / t.R, run.u_size,
+        res = {**res, **_unc.fallback_cells(t.fb / t.R, run.ctx.u_size,
                                             np.bincount(keys[t.in_u] // n, minlength=run.N))}
     t.keys, t.vals, t.in_u = (np.zeros(0, dtype=np.int64), np.zeros(0),
                               np.zeros(0, dtype=bool))
@@ -569,16 +503,8 @@ def _assemble(pr: PosteriorReplicates, run: _Run, first: tuple, stopped: bool) -
     rep = _unc.replicate_summary({k: np.concatenate(v) for k, v in run.per.items()})
     ir_mean = run.ir_sum / R
     ir_var = np.maximum(run.ir_sq - R * ir_mean**2, 0.0) / max(R - 1, 1)
-    file = dict(result.file)
-    file.update({
-        "n_replicates": R,
-        "mc_se": mc_se,
-        "replicate_mean": rep["mean"],
-        "replicate_mean_mc_se": rep["mean_mc_se"],
-        "replicate_quantiles": rep["quantiles"],
-        "replicate_n_nan": rep["n_nan"],
-        "mc_trace": run.trace,
-    })
+    file = {**result.file, "n_replicates": R, "mc_se": mc_se,
+            **{f"replicate_{k}": v for k, v in rep.items()}, "mc_trace": run.trace}
     recs = result.records.copy()
     recs["IR_mc_se"] = ir_se
     recs["IR_replicate_mean"] = ir_mean

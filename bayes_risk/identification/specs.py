@@ -1,13 +1,7 @@
-"""The grouped arguments of identification risk: how known columns match, and the population.
+"""The grouped arguments of identification risk: :class:`MatchSpec` (``match=``, how known
+columns match) and :class:`PopulationSpec` (``population=``, the targets and membership).
 
-:class:`MatchSpec` (``match=``) holds the match rule's settings (radius, its type and floor,
-window, shape, missing known values, when a match is declared, the fallback, the R package's
-mode), :class:`PopulationSpec` (``population=``) the targets, whether the intruder knows who is
-in the sample and, when not, where the population counts ``F_t`` come from — as
-:class:`~bayes_risk.attribute.candidates.CandidateSpec` groups the candidate-set settings of
-attribute risk. Both are validated when built, with errors naming the field; what depends on
-the data (a radius for a categorical column, a weight per original row) is checked when the
-risk is computed.
+Both are validated when built; what depends on the data is checked when the risk is computed.
 """
 
 from __future__ import annotations
@@ -21,7 +15,7 @@ import numpy as np
 
 from bayes_risk._specs import as_spec
 from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
-from bayes_risk.identification.matching import RADIUS_TYPES, SHAPES, WINDOWS
+from bayes_risk.identification.matching import RADIUS_TYPES, SHAPES, WINDOWS, check_one_of
 
 __all__ = ["MatchSpec", "PopulationSpec", "MEMBERSHIPS", "POPULATION_ESTIMATES", "COMPAT_MODES",
            "MISSING_KNOWN", "FALLBACKS"]
@@ -40,8 +34,7 @@ def _number(value: Any) -> bool:
 
 
 def _nonnegative(value: Any, what: str, column: str | None = None) -> float:
-    """``value`` as a float, or a ValidationError naming ``what`` (and the ``column`` it is
-    given for: ``MatchSpec.radius['Age']``, on the command line ``--radius Age``)."""
+    """``value`` as a float, or a ValidationError naming ``what`` (and ``column``)."""
     if not _number(value) or not np.isfinite(value) or value < 0:
         shown = (arg_name(what) if column is None else f"{arg_name(what)} {column}"
                  if on_command_line() and has_option(what) else f"{what}[{column!r}]")
@@ -84,51 +77,36 @@ def _per_column(value: Any, what: str) -> float | dict[str, float] | None:
 
 @dataclass(frozen=True)
 class MatchSpec:
-    """How a released record matches a target's known values (methods, Matching rules).
+    """How a released record matches a target's known values.
 
-    Categorical columns, and count columns given no radius, match by equality; continuous
-    columns, and count columns given a radius, inside a window around the target's value.
+    Categorical columns, and count columns given no radius, match by equality; the others
+    inside a window around the target's value. The options are described in the user guide
+    (:doc:`/user_guide/identification`, Options) and the methods (:doc:`/methods/identification`).
 
     Parameters
     ----------
     radius : float, dict or sequence, optional
-        Radius ``r_j`` of the window: a float (every continuous known column), a dict
-        ``{column: r}`` (count columns such as age may be given a radius too), or — with
-        ``compat="IdentificationRiskCalculation"`` only — a vector assigned in data-frame column
-        order. Required when a continuous column is known, except with ``"quantile_sd"``
-        (default ``1``: the group's standard deviation).
+        Radius ``r_j``: one for every continuous known column, ``{column: r}``, or (compat mode
+        only) a vector in data-frame column order.
     radius_type : {"percentage", "absolute", "quantile_sd"}
-        ``R = r·|t|`` (Hornby & Hu 2021), ``R = r``, or ``r`` times the standard deviation of
-        the quantile group of the original's values holding ``t`` (Drechsler & Reiter 2009).
+        ``R = r·|t|``, ``R = r``, or ``r`` standard deviations of the target's quantile group.
     r_min : float or dict, optional
-        Floor of the percentage radius, ``R = max(r|t|, r_min)`` (a choice of this package).
+        Floor of the percentage radius.
     quantile_groups : int
-        Number of quantile groups ``Q`` of ``"quantile_sd"`` (default 20).
+        Number of quantile groups of ``"quantile_sd"`` (default 20).
     window : {"closed", "open"}, optional
-        ``|x − t| ≤ R`` (default, as Hornby & Hu's text) or ``< R`` (the R package
-        IdentificationRiskCalculation).
+        ``|x − t| ≤ R`` (default) or ``< R``.
     shape : {"rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid"}, optional
-        How several radius columns combine (default ``"rectangle"``: each column separately);
-        ``"mahalanobis"`` matches when ``(x − t)ᵀ S⁻¹ (x − t) ≤ r²`` with ``S`` the covariance
-        of the original's values of the radius columns (Hu 2019 §4.2.2);
-        ``"legacy_hh_euclid"`` reproduces the R package's ``euclideanDist=TRUE``.
+        How several radius columns combine (default ``"rectangle"``).
     missing_known : {"any", "level"}
-        A target's missing known value (an empty cell or a declared missing-value code): the
-        intruder does not know it, so it matches any released value (``"any"``, default); or
-        missing is a value the intruder knows, matching only released missing values
-        (``"level"``). A released missing value never matches an observed target value
-        (user guide, Missing values). Needs known membership and, for radius columns with
-        missing values, ``shape="rectangle"`` (or ``"ellipse"`` with ``"any"``).
+        A target's missing known value matches any released value, or only a missing one.
     strategy : "always", ("threshold", γ) or "not_if_max"
         When the intruder declares a match (Drechsler & Reiter 2008 §4.3).
     fallback : {None, "none", "unsynthesized"}
-        Records matching on the unsynthesized known columns when nothing matches in a
-        replicate. ``None``: ``"unsynthesized"`` for pooled known-membership runs with at least
-        one known unsynthesized column (Drechsler & Reiter 2008), else ``"none"``.
+        Records matching on the unsynthesized known columns when nothing matches in a replicate
+        (``None``: automatic).
     compat : {None, "IdentificationRiskCalculation"}
-        Reproduce the R package IdentificationRiskCalculation exactly: open windows, signed
-        percentage radius, ``T = 1`` when ``c = 0``, per-dataset aggregation, no fallback,
-        radius vector in data-frame column order (methods, Compatibility with the R packages).
+        Reproduce the R package exactly (:doc:`/methods/compatibility`).
 
     Raises
     ------
@@ -165,111 +143,65 @@ class MatchSpec:
             radius = _per_column(radius, "MatchSpec.radius")
         object.__setattr__(self, "radius", radius)
         object.__setattr__(self, "r_min", _per_column(self.r_min, "MatchSpec.r_min"))
-        if self.radius_type not in RADIUS_TYPES:
-            raise ValidationError(
-                f"MatchSpec.radius_type must be one of {list(RADIUS_TYPES)}. "
-                f"Got {self.radius_type!r}."
-            )
+        check_one_of(self.radius_type, RADIUS_TYPES, "MatchSpec.radius_type")
         q = self.quantile_groups
         if not _number(q) or int(q) != q or q < 1:
             raise ValidationError(f"MatchSpec.quantile_groups must be an integer >= 1. Got {q!r}.")
         object.__setattr__(self, "quantile_groups", int(q))
-        if self.window is not None and self.window not in WINDOWS:
-            raise ValidationError(
-                f"MatchSpec.window must be None or one of {list(WINDOWS)}. Got {self.window!r}."
-            )
-        if self.shape is not None and self.shape not in SHAPES:
-            raise ValidationError(
-                f"MatchSpec.shape must be None or one of {list(SHAPES)}. Got {self.shape!r}."
-            )
-        self._check_rules()
-
-    def _check_rules(self) -> None:
-        """The fields that say what the intruder does with the matches."""
-        if self.missing_known not in MISSING_KNOWN:
-            raise ValidationError(
-                f"MatchSpec.missing_known must be one of {list(MISSING_KNOWN)}. "
-                f"Got {self.missing_known!r}.", code="INVALID_ARGUMENT"
-            )
+        check_one_of(self.window, WINDOWS, "MatchSpec.window", optional=True)
+        check_one_of(self.shape, SHAPES, "MatchSpec.shape", optional=True)
+        check_one_of(self.missing_known, MISSING_KNOWN, "MatchSpec.missing_known")
         strategy = self.strategy
         object.__setattr__(self, "strategy", parse_strategy(
             tuple(strategy) if isinstance(strategy, list) else strategy))
-        if self.fallback is not None and self.fallback not in FALLBACKS:
-            raise ValidationError(
-                f"MatchSpec.fallback must be None or one of {list(FALLBACKS)}. "
-                f"Got {self.fallback!r}.", code="INVALID_ARGUMENT"
-            )
-        if self.compat is not None and self.compat not in COMPAT_MODES:
-            raise ValidationError(
-                f"MatchSpec.compat must be None or one of {list(COMPAT_MODES)}. "
-                f"Got {self.compat!r}."
-            )
+        check_one_of(self.fallback, FALLBACKS, "MatchSpec.fallback", optional=True)
+        check_one_of(self.compat, COMPAT_MODES, "MatchSpec.compat", optional=True)
 
     def options(self) -> dict[str, Any]:
         """The fields as the keyword options of the engine's ``prepare``."""
-        radius = list(self.radius) if isinstance(self.radius, tuple) else self.radius
-        return dict(radius=radius, radius_type=self.radius_type, r_min=self.r_min,
-                    quantile_groups=self.quantile_groups, window=self.window, shape=self.shape,
-                    missing_known=self.missing_known, strategy=self.strategy,
-                    fallback=self.fallback, compat=self.compat)
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if isinstance(self.radius, tuple):
+            out["radius"] = list(self.radius)
+        return out
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready description."""
-        return self.options()
+    to_dict = options  # the options are JSON-ready
 
     def replace(self, **changes: Any) -> MatchSpec:
         """A copy with ``changes`` applied (validated again)."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        fields.update(changes)
-        return MatchSpec(**fields)
+        return MatchSpec(**{**self.options(), **changes})
 
 
 @dataclass(frozen=True, eq=False)
 class PopulationSpec:
     """The targets, whether the intruder knows who is in the sample, and the population counts
-    if not.
-
-    Unknown membership: each of the ``n_t`` matches gets ``min(1/F_t, 1/n_t)`` (Drechsler &
-    Reiter 2008, eqs. 5–7; :doc:`/methods/identification`).
+    if not (:doc:`/user_guide/identification`, Options; :doc:`/methods/identification`).
 
     Parameters
     ----------
     membership : {"known", "unknown"}
         Whether the intruder knows the targets are in the sample (default ``"known"``).
     counts : mapping, DataFrame, array, "loglinear_original" or "loglinear_synthetic", optional
-        Population counts ``F_t`` (unknown membership): true counts keyed by the tuple of known
-        values (in the order of ``known``) or a table of the known columns plus a count column
-        ``F``, or one count per target (all ``>= 1``); or estimates from the all-two-way
-        log-linear model fitted on the original (the agency's view) or on each replicate (the
-        intruder's view; Hu 2019 §4.2.3), which need ``sampling_fraction`` or
-        ``population_size``.
+        Population counts ``F_t`` keyed by the known values, one per target, or log-linear
+        estimates fitted on the original or on each replicate (Hu 2019 §4.2.3).
     estimate : {"default", "scaled", "expected_inverse"}
-        How the log-linear fit gives ``F̂``: ``f + (1−a)μ̂/a``, ``μ̂/a``, or ``1/F`` replaced by
-        ``E[1/F | f]`` (provisional: Drechsler & Reiter 2008 do not state the conversion).
+        How the log-linear fit gives ``F̂``: ``f + (1−a)μ̂/a``, ``μ̂/a``, or ``E[1/F | f]``.
     sampling_fraction : float, optional
         ``a = n / population_size`` for the log-linear estimates, in ``(0, 1]``.
     population_size : int, optional
         The population's size (alternative to ``sampling_fraction``).
     weights : str or array, optional
-        Survey weights of the original's records (a column of the original, or one weight per
-        row): ``F_t`` is estimated as the sum of the weights of the sample records whose known
-        values equal the target's (Horvitz–Thompson; Reiter & Mitra 2009), never below the
-        number of such records and at least 1. Weights must be positive and finite. An
-        alternative to ``counts``.
+        Survey weights of the original's records (a column, or one per row), positive and
+        finite: ``F_t`` is their sum over the records with the target's key.
     targets : DataFrame, optional
-        External targets (population units) holding the known columns and ``target_id``; ids
-        found among the original's ids (``original_id`` column, the same-named column, or the
-        index) are in the sample, the others are not. Default: every original record is a
-        target.
+        External targets holding the known columns and ``target_id`` (default: every original
+        record).
     target_id, original_id : str, optional
         The id columns of ``targets`` and of the original.
 
     Raises
     ------
     ValidationError
-        A field out of its range, or a combination that does not apply (counts or weights with
-        known membership, both counts and weights, ids without targets), named in the
-        message.
+        A field out of its range, or a combination that does not apply, named in the message.
 
     Examples
     --------
@@ -288,16 +220,8 @@ class PopulationSpec:
     original_id: str | None = None
 
     def __post_init__(self) -> None:
-        if self.membership not in MEMBERSHIPS:
-            raise ValidationError(
-                f"PopulationSpec.membership must be one of {list(MEMBERSHIPS)}. "
-                f"Got {self.membership!r}."
-            )
-        if self.estimate not in POPULATION_ESTIMATES:
-            raise ValidationError(
-                f"PopulationSpec.estimate must be one of {list(POPULATION_ESTIMATES)}. "
-                f"Got {self.estimate!r}."
-            )
+        check_one_of(self.membership, MEMBERSHIPS, "PopulationSpec.membership")
+        check_one_of(self.estimate, POPULATION_ESTIMATES, "PopulationSpec.estimate")
         if self.membership == "known":
             for name in ("counts", "weights"):
                 if getattr(self, name) is not None:
@@ -343,18 +267,15 @@ class PopulationSpec:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready description (counts and weights given as data are described, not
-        copied)."""
+        """JSON-ready description (data given as counts or weights are described, not copied)."""
         def described(v: Any) -> Any:
             if v is None or isinstance(v, str):
                 return v
             return f"{type(v).__name__} of {len(v)}"
 
-        return dict(membership=self.membership, counts=described(self.counts),
-                    estimate=self.estimate, sampling_fraction=self.sampling_fraction,
-                    population_size=self.population_size, weights=described(self.weights),
-                    targets=described(self.targets), target_id=self.target_id,
-                    original_id=self.original_id)
+        return {f.name: described(getattr(self, f.name))
+                if f.name in ("counts", "weights", "targets") else getattr(self, f.name)
+                for f in dataclasses.fields(self)}
 
 
 def _weights(weights: Any) -> str | np.ndarray:

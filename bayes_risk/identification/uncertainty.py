@@ -1,9 +1,5 @@
-"""Monte Carlo error and replicate spread of identification-risk measures.
-
-``mc_…``: the Monte Carlo error of the pooled values (delete-a-group jackknife over groups of
-replicates; Shao & Wu 1989); ``replicate_…``: the spread of the per-replicate measures
-(quantiles, mean and ``sd / √R``). :doc:`/user_guide/posterior_replicates`, Two kinds of
-uncertainty.
+"""Monte Carlo error (delete-a-group jackknife; Shao & Wu 1989) and replicate spread of
+identification-risk measures; see :doc:`/user_guide/posterior_replicates`.
 """
 
 from __future__ import annotations
@@ -37,16 +33,13 @@ __all__ = [
 
 #: quantiles of the per-replicate measures reported as ``replicate_quantiles``
 REPLICATE_QUANTILES = (0.025, 0.25, 0.5, 0.75, 0.975)
-#: pairs from which merges of pair sums run on the compiled kernels (``engine.USE_NUMBA``:
-#: ``True`` always, ``False`` never; the same sums either way)
+#: pairs from which merges of pair sums run on the compiled kernels (unless ``USE_NUMBA`` is set)
 PAIR_KERNELS_MIN = 200_000
 
 
 def use_pair_kernels(size: int) -> bool:
     """Whether a merge of ``size`` pairs runs on the compiled kernels (``_pair_kernels``)."""
-    if not _engine._HAVE_NUMBA or _engine.USE_NUMBA is False:
-        return False
-    return bool(_engine.USE_NUMBA) or size >= PAIR_KERNELS_MIN
+    return _engine.numba_for(size, PAIR_KERNELS_MIN)
 
 
 #: pairs from which a jackknife group's pair sums are kept in its spill folder between uses
@@ -56,14 +49,9 @@ SPILL_MIN_PAIRS = 1_000_000
 class PooledSums:
     """Running sums ``Σ_r p_r(k)`` of pooled match probabilities over blocks of replicates.
 
-    Stores the (target, record) pairs matched directly in some replicate (sorted keys
-    ``target · n + record``), whether each record is in the target's fallback set, and per target
-    the sum of the fallback contributions shared by the fallback-set records that are not
-    stored. Memory grows with the number of distinct matched pairs, not with ``R``.
-
-    ``spill``: a folder where the pair arrays are kept between uses once they hold
-    ``SPILL_MIN_PAIRS`` pairs (the jackknife groups: only the group in use is in memory); they
-    are read back exactly by :meth:`add` and :meth:`on`.
+    The directly matched pairs (sorted keys ``target · n + record``), whether each is in the
+    target's fallback set, and per target the fallback value of the other set records.
+    ``spill``: a folder holding the pair arrays between uses once they are ``SPILL_MIN_PAIRS``.
     """
 
     def __init__(self, n_targets: int, n: int, spill: str | None = None) -> None:
@@ -87,7 +75,11 @@ class PooledSums:
                 os.remove(f"{self._file}-{k}.npy")
             self._file = None
         self._add(batch)
-        self._add_totals(batch)
+        self.fb = self.fb + batch.fb
+        self.p_out = self.p_out + batch.p_out
+        self.p_un = self.p_un + batch.p_un
+        self.ever |= batch.ever
+        self.R += int(batch.R)
         if self.spill is not None and self.keys.size >= SPILL_MIN_PAIRS:
             self._spill_out()
 
@@ -123,11 +115,10 @@ class PooledSums:
     def _add(self, batch: Any) -> None:
         ek, ev, efb = batch.keys, batch.vals, batch.fb
         A = self.keys.size
-        if not A and not self.fb.any():  # a new group: the batch's own arrays (never modified
-            # in place, so shared without a copy; their sums plus zero are themselves)
+        if not A and not self.fb.any():  # a new group: the batch's arrays, shared
             self.keys, self.vals, self.in_u = ek, ev, batch.in_u
             return
-        if use_pair_kernels(A + ek.size):  # one linear walk over both sides
+        if use_pair_kernels(A + ek.size):
             from bayes_risk.identification import _pair_kernels
 
             self.keys, self.vals, self.in_u = _pair_kernels.add_blocks(
@@ -156,13 +147,6 @@ class PooledSums:
         fix = at[new & batch.in_u]
         vals[fix] += self.fb[keys[fix] // self.n]
         self.keys, self.vals, self.in_u = keys, vals, in_u
-
-    def _add_totals(self, batch: Any) -> None:
-        self.fb = self.fb + batch.fb
-        self.p_out = self.p_out + batch.p_out
-        self.p_un = self.p_un + batch.p_un
-        self.ever |= batch.ever
-        self.R += int(batch.R)
 
     def on(self, keys: np.ndarray, in_u: np.ndarray) -> np.ndarray:
         """These sums at the pairs ``keys`` (sorted, unique; stored or not)."""
@@ -193,11 +177,8 @@ def top_sets(
     strategy: Any,
     contains: Callable | None,
 ) -> dict[str, np.ndarray]:
-    """Declared top sets from pooled probabilities (as the engine's pooled aggregation).
-
-    ``keys``/``vals``: stored pairs and their ``π``; ``fb``: the ``π`` shared by the other
-    records of each target's fallback set (``u_size`` records in all).
-    """
+    """Declared top sets from pooled probabilities (as the engine's pooled aggregation);
+    ``fb``: the ``π`` of the other records of each target's fallback set."""
     N = p_out.size
     rows = keys // n
     cols = keys - rows * n
@@ -210,8 +191,7 @@ def top_sets(
     cells = fallback_cells(fb, u_size, np.bincount(rows[in_u], minlength=N))
     n_extra, cell = cells["fallback_extra"], cells["fallback_extra"] > 0
     pm = np.where(cell, np.maximum(pm, fb), pm)
-    # ties(vals, pm[rows]) without its pair-sized temporaries: vals <= pm[rows], both >= 0, so
-    # |a - b| = b - a and max(|a|, |b|) = b, bit for bit
+    # ties(vals, pm[rows]) bit for bit, without pair-sized temporaries (0 <= vals <= pm[rows])
     tied = pm[rows]
     tied -= vals
     tied = (tied <= (TIE_RTOL * pm + TIE_ATOL)[rows]) & (vals > 0)
@@ -232,11 +212,8 @@ def top_sets(
 
 
 def fallback_cells(fb: np.ndarray, u_size: np.ndarray, n_u: np.ndarray) -> dict[str, np.ndarray]:
-    """Per target, the ``π`` shared by the fallback-set records that are not stored
-    (``fallback_value``) and how many they are (``fallback_extra``); 0 where there are none.
-
-    ``n_u``: the stored pairs in each target's fallback set (``u_size`` records in all).
-    """
+    """Per target, the ``π`` of the fallback-set records not stored and how many they are;
+    ``n_u``: the stored pairs in each target's fallback set."""
     n_extra = np.where(fb > 0, u_size - n_u, 0)
     cell = n_extra > 0
     return {"fallback_value": np.where(cell, fb, 0.0), "fallback_extra": np.where(cell, n_extra, 0)}
@@ -244,18 +221,14 @@ def fallback_cells(fb: np.ndarray, u_size: np.ndarray, n_u: np.ndarray) -> dict[
 
 def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n: int,
                     rows: np.ndarray | None = None, R: int = 1) -> np.ndarray:
-    """Mask of the stored pairs that can reach a target's top set.
-
-    ``vals`` are upper bounds of the pairs' values and ``bound`` a lower bound of each target's
-    largest value (same scale). A pair below ``bound`` by more than the tie tolerance can tie no
-    maximum, so :func:`top_sets` gives the same ``c``, ``T`` and declared matches without it
-    (the fallback-set value of a target is below each of its stored pairs', so it cannot tie
-    either). Targets with ``bound <= 0`` keep every pair. ``rows``: ``keys // n`` when the
-    caller has it already; ``R``: the values are ``vals / R`` (sums over ``R`` replicates,
-    divided pair by pair without a pair-sized temporary).
+    """Mask of the stored pairs that can reach a target's top set: ``vals / R`` (upper bounds)
+    not below ``bound`` (a lower bound of the target's largest value) beyond the tie tolerance.
     """
-    thr = np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf)
-    return _at_least(keys, vals, R, thr, n, rows)
+    return _at_least(keys, vals, R, _threshold(bound), n, rows)
+
+
+def _threshold(bound: np.ndarray) -> np.ndarray:
+    return np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf)
 
 
 def _at_least(keys: np.ndarray, vals: np.ndarray, R: float, thr: np.ndarray, n: int,
@@ -272,15 +245,9 @@ def _at_least(keys: np.ndarray, vals: np.ndarray, R: float, thr: np.ndarray, n: 
 
 def group_candidates(keys: np.ndarray, vals: np.ndarray, in_u: np.ndarray, groups: Sequence,
                      R: int, *, n: int, N: int) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Stored pairs that can reach a target's top set once any one group is deleted.
-
-    ``keys``/``vals``/``in_u``: the sums over all ``R`` replicates; ``groups``: the groups'
-    ``PooledSums``. Deleting group ``g`` lowers a pair's sum by ``S_g >= 0``, and the target's
-    largest sum without ``g`` is at least that of its largest pair ``j*`` (``S - S_g`` at
-    ``j*``). Returns each group's bound (for :func:`candidate_pairs` on the
-    ``(S - S_g) / (R - R_g)`` scale) and the mask of the union over the groups of
-    :func:`candidate_pairs`' masks, taken once on the sums' scale with a relative margin of 1e-9
-    (that only adds pairs), so that the pairs are selected and gathered once for all groups.
+    """Mask of the stored pairs that can reach a target's top set once any one group is
+    deleted, and each group's bound for :func:`candidate_pairs` (the sum without the group at
+    the target's largest pair). The mask has a relative margin of 1e-9 (it only adds pairs).
     """
     star = row_argmax(keys, vals, n=n)
     top, rows = keys[star], keys[star] // n
@@ -291,7 +258,7 @@ def group_candidates(keys: np.ndarray, vals: np.ndarray, in_u: np.ndarray, group
         bound = np.zeros(N)
         bound[rows] = (vals[star] - g.on(top, in_u[star])) / Rg
         bounds.append(bound)
-        thr = np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf) * Rg
+        thr = _threshold(bound) * Rg
         lim[rows] = np.minimum(lim[rows], thr[rows])
     lim = np.where(lim > 0, lim * (1 - 1e-9), lim)
     return _at_least(keys, vals, 1, lim, n), bounds
@@ -301,7 +268,7 @@ def row_argmax(keys: np.ndarray, vals: np.ndarray, *, n: int) -> np.ndarray:
     """Position (in ``keys``) of the first largest stored value of each target that has one."""
     if not keys.size:
         return np.zeros(0, dtype=np.int64)
-    if use_pair_kernels(keys.size):  # one walk (sorted keys), the same positions
+    if use_pair_kernels(keys.size):
         from bayes_risk.identification import _pair_kernels
 
         return _pair_kernels.row_argmax(keys, vals, n)
@@ -332,10 +299,8 @@ def pooled_measures(res: dict[str, np.ndarray]) -> tuple[dict[str, float], np.nd
 
 
 def replicate_summary(per: dict[str, Sequence[float]]) -> dict[str, dict[str, Any]]:
-    """Mean, iid Monte Carlo standard error and quantiles of per-replicate measures.
-
-    ``nan`` values (a rate with no unique match in that replicate) are left out and counted.
-    """
+    """Mean, iid Monte Carlo standard error and quantiles of per-replicate measures (``nan``
+    values left out and counted)."""
     out: dict[str, dict[str, Any]] = {"mean": {}, "mean_mc_se": {}, "quantiles": {},
                                       "n_nan": {}}
     for k in MEASURES:
@@ -363,8 +328,7 @@ def plot_running_estimate(result: Any, *, ax: Any = None, measure: str = "expect
     Parameters
     ----------
     result : IdentificationResult
-        A run with posterior replicates (``identification_risk(..., replicates=
-        PosteriorReplicates(...))``).
+        A run with posterior replicates.
     ax : matplotlib Axes, optional
     measure : str
         Only ``"expected_match_risk"`` is traced.
