@@ -19,34 +19,16 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "add_type_arguments",
-    "add_seed_argument",
-    "add_quiet_argument",
-    "add_out_argument",
-    "add_original_check_argument",
-    "add_other_model_argument",
-    "check_model_original",
-    "check_required",
-    "RECORDS_NOTE",
-    "RECORDS_HELP",
-    "print_summary",
-    "read_records_table",
-    "missing_labels",
-    "parse_records",
-    "schema_from_args",
-    "model_schema",
-    "release_schema",
-    "parse_key_value",
-    "add_dask_arguments",
-    "dask_client",
-    "dask_kwargs",
+    "add_type_arguments", "add_seed_argument", "add_quiet_argument", "add_out_argument",
+    "add_original_check_argument", "add_other_model_argument", "check_model_original",
+    "check_required", "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
+    "missing_labels", "parse_records", "schema_from_args", "model_schema", "release_schema",
+    "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs"
 ]
 
 
 def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> None:
-    """``--categorical/--ordinal/--count/--continuous`` column-type overrides and
-    ``--missing-code`` (declared missing-value codes); ``fits`` (a sub-command that fits a
-    model): ``--keep-unused-levels``."""
+    """Column-type overrides and ``--missing-code``; ``fits``: ``--keep-unused-levels``."""
     g = p.add_argument_group("column types (overrides of the types inferred from the data)")
     g.add_argument("--categorical", nargs="+", default=[], metavar="COL",
                    help="columns to treat as unordered categorical (e.g. integer-coded factors)")
@@ -72,8 +54,7 @@ def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> Non
 
 
 def add_original_check_argument(p: argparse.ArgumentParser, what: str = "SYN") -> None:
-    """``--allow-different-original``: measure a release (or model) against a table other than
-    the one it was made from (its fingerprint differs), with a warning instead of an error."""
+    """``--allow-different-original``: a warning instead of an error for another original."""
     p.add_argument(
         "--allow-different-original",
         action="store_true",
@@ -84,8 +65,7 @@ def add_original_check_argument(p: argparse.ArgumentParser, what: str = "SYN") -
 
 
 def add_other_model_argument(p: argparse.ArgumentParser) -> None:
-    """``--allow-other-model``: use a ``--model`` that did not make the release SYN, with a
-    warning instead of an error."""
+    """``--allow-other-model``: a warning instead of an error for another model."""
     p.add_argument(
         "--allow-other-model",
         action="store_true",
@@ -97,8 +77,8 @@ def add_other_model_argument(p: argparse.ArgumentParser) -> None:
 
 
 def check_model_original(args: argparse.Namespace, model: Any, original: Any) -> None:
-    """ORIGINAL must be the table ``--model`` was fitted to (its fingerprint in model.json):
-    refused (``ORIGINAL_DIFFERS``) unless ``--allow-different-original``, then a warning."""
+    """Refuse (``ORIGINAL_DIFFERS``) an ORIGINAL ``--model`` was not fitted to, unless
+    ``--allow-different-original`` (then a warning)."""
     import warnings
 
     from bayes_risk.exceptions import CALLER, DataWarning
@@ -125,26 +105,7 @@ def check_model_original(args: argparse.Namespace, model: Any, original: Any) ->
 def check_required(cls: type, method: str, *, synthesized: Any, settings: Mapping[str, Any],
                    options: Mapping[str, str]) -> None:
     """Refuse a run that does not give what ``--method``'s model cannot default (its
-    ``ModelInfo.required``: ``"synthesized"`` or ``__init__`` settings), naming the option.
-
-    Parameters
-    ----------
-    cls : type
-        The registered model class.
-    method : str
-        Its ``--method`` name (in the message).
-    synthesized : sequence of str or None
-        ``--synthesize``.
-    settings : mapping
-        The model settings the run gives.
-    options : mapping of str to str
-        Each setting's option as the message shows it (``"--identifying COL [COL ...]"``).
-
-    Raises
-    ------
-    ValidationError
-        ``OPTION_REQUIRED``.
-    """
+    ``ModelInfo.required``), naming the option (``options``: setting -> option text)."""
     from bayes_risk.contract import capabilities
 
     for name in capabilities(cls).required:
@@ -166,7 +127,7 @@ def check_required(cls: type, method: str, *, synthesized: Any, settings: Mappin
 
 
 def _seed(text: str) -> int:
-    """A ``--random-seed`` value: an integer >= 0 (numpy's seeds), refused by argparse else."""
+    """A ``--random-seed`` value: an integer >= 0."""
     try:
         value = int(text)
     except ValueError:
@@ -206,9 +167,7 @@ def add_out_argument(
     )
 
 
-#: the record-numbering convention of every sub-command (as the Python API and pandas' iloc)
 RECORDS_NOTE = "records are numbered from 0 (the first data row after the header is record 0)"
-#: the syntax of ``--records``, the same in every sub-command that takes it
 RECORDS_HELP = (
     "record numbers such as '0-199' or '0,5,10-20', or a text file of them (separated by "
     f"spaces, commas, semicolons or new lines); {RECORDS_NOTE}"
@@ -224,8 +183,7 @@ def missing_labels(args: argparse.Namespace) -> dict[str, list[str]] | None:
 
 def read_records_table(path: str, argument: str,
                        labels: dict[str, list[str]] | None = None) -> pd.DataFrame:
-    """Read an input table that must hold at least one record (checked before any work);
-    ``labels``: texts declared missing per column (:func:`missing_labels`)."""
+    """Read an input table that must hold at least one record (``labels``: missing texts)."""
     from bayes_risk.data.io import read_table
 
     df = read_table(path, missing_labels=labels)
@@ -240,16 +198,8 @@ def read_records_table(path: str, argument: str,
 
 
 def parse_records(text: str | None, n: int, argument: str = "--records") -> list[int] | None:
-    """Record numbers (0-based, as ``DataFrame.iloc``): ``"0-199"``, ``"0,5,10-20"`` or a file.
-
-    A file holds numbers or ranges separated by white space, commas or semicolons. Repeats are
-    dropped, keeping the first occurrence's order.
-
-    Raises
-    ------
-    ValidationError
-        For malformed ranges or numbers outside ``0..n-1``.
-    """
+    """Record numbers (0-based, as ``DataFrame.iloc``): ``"0-199"``, ``"0,5,10-20"`` or a file
+    of them; repeats dropped. Raises ``ValidationError`` for bad ranges or numbers >= ``n``."""
     import re
 
     if text is None:
@@ -324,9 +274,8 @@ def _keep_unused_levels(args: argparse.Namespace) -> bool | list[str]:
 
 
 def model_schema(df: pd.DataFrame, args: argparse.Namespace, info: Any, **kw: Any):
-    """:func:`schema_from_args` for ``--method``'s model: for a model of categorical columns
-    only (``ModelInfo.categorical_only``: DPMPM) every column not given another type is
-    categorical, integer-coded ones included, unless its values are not whole numbers."""
+    """:func:`schema_from_args`; for a model of categorical columns only (DPMPM) every column
+    not typed otherwise is categorical (refused if its values are not whole numbers)."""
     if not info.categorical_only:
         return schema_from_args(df, args, **kw)
     import pandas as pd
@@ -351,16 +300,9 @@ def model_schema(df: pd.DataFrame, args: argparse.Namespace, info: Any, **kw: An
 
 
 def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
-    """The schema of a measure that reads a release: the manifest's, with the command line's
-    explicit type options applied on top (``None``: use the release's as it is).
-
-    A plain release (no manifest schema) gets :func:`schema_from_args`. With a manifest, a
-    column the options do not name keeps the manifest's type, levels, codes and role; a column
-    they name takes the type the option gives (and the codes of ``--missing-code``), and each
-    column whose type or codes change from the manifest's is named in one warning
-    ``SCHEMA_OVERRIDDEN`` — the release was made, and its other measures computed, with the
-    manifest's.
-    """
+    """The release manifest's schema with the command line's type options on top (``None``: the
+    release's as it is; a plain release: :func:`schema_from_args`). Columns whose type or codes
+    change are named in one warning ``SCHEMA_OVERRIDDEN``."""
     from bayes_risk.data.schema import Schema
 
     typed_opts = ("categorical", "ordinal", "count", "continuous")
@@ -471,14 +413,8 @@ def dask_kwargs(args: argparse.Namespace, client: Any) -> dict[str, Any]:
 
 def print_summary(lines: Sequence[str], out: str | Path,
                   written: Sequence[str | Path] | None = None) -> None:
-    """Print a run's summary on stdout, in the format every sub-command shares.
-
-    The first line says what was computed and its headline figures, the next lines (indented by
-    two spaces) further figures, and the last one where the output was written and its files.
-    With ``--quiet`` only the path(s) written are printed, one per line: ``written`` (the files
-    a reader opens first, e.g. the demo's reports), else ``out``. Progress and warnings go to
-    stderr.
-    """
+    """Print a run's summary on stdout: the headline, indented lines, and the folder written;
+    with ``--quiet`` only the path(s) written (``written``, else ``out``)."""
     import sys
 
     from bayes_risk._terminal import is_quiet

@@ -1,14 +1,4 @@
-"""``bayes-risk attacks``: anonymeter's singling-out and linkability risk of a release.
-
-    bayes-risk attacks ORIGINAL SYN [SYN ...] [--holdout FILE]
-        [--singling-out univariate multivariate|none] [--n-cols 3] [--columns COL ...]
-        [--linkability COLS_A COLS_B] [--n-neighbors 1] [--n-attacks 500]
-        [--confidence-level 0.95] [--random-seed N] [--quiet] --out DIR
-
-Writes (atomically) ``singling_out.csv``, ``singling_out_queries.csv``, ``linkability.csv``,
-``linkability_records.csv``, ``summary.json`` and the plots ``singling_out.png``,
-``linkability.png`` (of the attacks that ran).
-"""
+"""``bayes-risk attacks``: anonymeter's singling-out and linkability risk of a release."""
 
 from __future__ import annotations
 

@@ -1,25 +1,6 @@
-"""``bayes-risk attribute``: attribute disclosure risk of every (or selected) confidential record.
+"""``bayes-risk attribute``: attribute disclosure risk of every (or selected) record.
 
-    bayes-risk attribute ORIGINAL SYN [SYN ...] [--model FITTED_MODEL_DIR]
-        [--records 0-199|FILE] [--candidates one-variable|full|grid:percent:0.1:11]
-        [--prior uniform|truth-weighted:2|empirical:1] [--estimator auto|stabilised|is]
-        [--refit-draws N]
-        [--scenario worst-case|partially-known|empty|two-records|largest-value|
-         second-largest|two-largest-sum [--pairs 0:1,2:5|FILE] [--column COL] [--upper U]
-         [--total-known] [--delta D]]
-        [--known-sweep COL [COL ...] [--max-size K]]
-        [--bootstrap 200] [--random-seed N] [--scheduler ADDRESS | --workers N]
-        [--partition-size N] [--quiet] --out DIR
-
-The largest-value scenarios (Wei & Reiter 2016; Poisson-mixture models) write
-``largest_value.csv`` (the intruder's posterior over the candidate values) and ``summary.json``.
-Otherwise writes (atomically) ``records.csv`` (one row per record; per pair of ``--pairs`` for
-``--scenario two-records``), ``summary.json`` (file-level
-summary, flagged records counted separately, settings, the scenario) and three diagnostic plots:
-``p_true_hist.png``, ``rank_hist.png`` and ``khat.png``; with ``--known-sweep``, the attribute
-risk over every subset of those synthesized columns known of each record's own values
-(``known_sweep.csv``, ``known_sweep_drivers.csv``, ``known_sweep_levels.csv``,
-``known_sweep.png``, ``known_sweep_drivers.png`` and ``known_sweep`` in ``summary.json``).
+Arguments and outputs: ``bayes-risk attribute --help`` (:mod:`bayes_risk.cli.parsers.attribute`).
 """
 
 from __future__ import annotations

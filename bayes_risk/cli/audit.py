@@ -1,18 +1,7 @@
 """``bayes-risk audit``: every measure on one release, and one report (HTML and Markdown).
 
-::
-
-    bayes-risk audit ORIGINAL.csv RELEASE_DIR_or_FILES... [--model DIR] --known COL ... \\
-        [--categorical ...] [--radius COL=R ...] [--target COL ...] --out DIR
-
-Writes ``DIR/report.html`` (self-contained), ``DIR/report.md`` (figures in
-``DIR/report_figures/``), ``DIR/summary.json``, one sub-folder per step holding the files its
-sub-command writes, and ``DIR/report.zip`` (all of it in one file, the one to send); the folder
-appears complete or not at all.
-
-Exit status: 0 when every step ran or was skipped for a stated reason; 2 for bad input (checked
-before the first step; or a step failed on the input, nothing written); 1 when a step failed
-for another reason (the report is written; its verdict opens with "The audit is incomplete").
+Exit status: 0 when every step ran or was skipped for a stated reason; 2 for bad input (nothing
+written); 1 when a step failed for another reason (the report is written, marked incomplete).
 """
 
 from __future__ import annotations

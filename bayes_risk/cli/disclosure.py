@@ -1,13 +1,4 @@
-"""``bayes-risk disclosure``: synthpop's empirical disclosure measures of synthetic datasets.
-
-::
-
-    bayes-risk disclosure ORIGINAL.csv SYN1.csv [SYN2.csv ...] --keys COL ... --target COL \\
-        [--categorical ...] [--ngroups-target N] [--denom-lim 5] [--compat synthpop] --out DIR
-
-Writes ``DIR/summary.json``, ``DIR/ident.csv``, ``DIR/attrib.csv``, ``DIR/allCAPs.csv`` and
-``DIR/replicated_uniques.csv``; the folder appears complete or not at all.
-"""
+"""``bayes-risk disclosure``: synthpop's empirical disclosure measures of synthetic datasets."""
 
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
-"""``bayes-risk fit``: fit a synthesis model and save it (model.json + posterior NetCDF, or tree
-arrays + data for CART, random forests and PMM, or whatever a registered model's ``save`` writes).
-
-    bayes-risk fit ORIGINAL.csv --method NAME [--columns ...]
-        [--categorical ...] [--synthesize COLS ...] [--records RANGE|FILE] [--components 30]
-        [--tune N] [--draws N] [--chains N] [--random-seed 1] [--quiet] --out MODEL_DIR
-
-The arguments are declared in :mod:`bayes_risk.cli.parsers.fit`, the model-specific ones by the
-models themselves (:func:`bayes_risk.registry.fit_options`); this module runs the command.
-``NAME`` is any synthesizer registered in the entry-point group ``bayes_risk.synthesizers``
-(:mod:`bayes_risk.registry`); what the model can do (:func:`bayes_risk.contract.capabilities`)
-decides what applies to it.
+"""``bayes-risk fit``: fit a synthesis model and save it (arguments:
+:mod:`bayes_risk.cli.parsers.fit`, model options: :func:`bayes_risk.registry.fit_options`).
 """
 
 from __future__ import annotations

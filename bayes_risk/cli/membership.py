@@ -1,14 +1,4 @@
-"""``bayes-risk membership``: membership disclosure risk of a synthetic release.
-
-    bayes-risk membership ORIGINAL SYN [SYN ...] --model DIR [--holdout FILE]
-        [--population N] [--records RANGE|FILE] [--prior balanced|sampling|P]
-        [--population-size N] [--threshold 0.5] [--normaliser-draws 400]
-        [--unsynthesized-concentration 1] [--selection RULE] [--no-dcr]
-        [--bootstrap 200] [--random-seed N] [--quiet] --out DIR
-
-Writes (atomically) ``records.csv`` (one row per target), ``summary.json`` (file-level
-summaries, flags, settings) and three plots: ``p_member_hist.png``, ``roc.png``, ``dcr.png``.
-"""
+"""``bayes-risk membership``: membership disclosure risk of a synthetic release."""
 
 from __future__ import annotations
 

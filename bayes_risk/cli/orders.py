@@ -1,13 +1,4 @@
-"""``bayes-risk orders``: utility and identification risk of several synthesis visit orders.
-
-::
-
-    bayes-risk orders ORIGINAL.csv --method NAME --order MAR,RACE,SEX --order SEX,RACE,MAR \\
-        --known-unsynthesized AGE [--categorical ...] [-m 5] [--random-seed 1] --out DIR
-
-Writes ``DIR/orders.csv`` (one row per order) and ``DIR/summary.json`` (the table and every
-setting), atomically.
-"""
+"""``bayes-risk orders``: utility and identification risk of several synthesis visit orders."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""``bayes-risk original-risk``: sdcMicro's re-identification risk of the original on its keys.
-
-::
-
-    bayes-risk original-risk ORIGINAL.csv --keys COL ... [--weights COL] [--sensitive COL ...] \\
-        [--method approx|exact] [--no-suda] [--compat sdcmicro] --out DIR
-
-Writes ``DIR/records.csv``, ``DIR/suda_contributions.csv`` (with SUDA2) and
-``DIR/summary.json``; the folder appears complete or not at all.
-"""
+"""``bayes-risk original-risk``: sdcMicro's re-identification risk of the original on its keys."""
 
 from __future__ import annotations
 

@@ -1,18 +1,7 @@
 """``bayes-risk synthesize``: m synthetic releases by a registered synthesizer or a saved model.
 
-Two forms::
-
-    bayes-risk synthesize ORIGINAL.csv --method NAME --synthesize COL [COL ...] \\
-        [--categorical ...] [-m 20] [--random-seed 1] --out DIR
-    bayes-risk synthesize --model MODEL_DIR -m 5 [--random-seed 2] --out SYN_DIR
-
-``NAME`` is any synthesizer registered in the entry-point group ``bayes_risk.synthesizers``
-(``cart``, ``rf``, ``pmm`` or another distribution's model: :mod:`bayes_risk.registry`); what the
-model declares decides, never its name: its ``ModelInfo.required`` what must be given, its
-``__init__`` which model options it takes, its ``default_m`` the default ``-m``. A model that
-reports MCMC convergence (``convergence_summary``) is fitted with ``bayes-risk fit`` first, which
-shows its convergence checks. Both forms write a :class:`~bayes_risk.data.SyntheticData` folder
-(``syn_001.parquet`` … and ``manifest.json``; ``--csv`` adds CSV copies), atomically.
+What ``--method``'s model declares decides what applies (``ModelInfo``, :mod:`bayes_risk.registry`);
+both forms write a :class:`~bayes_risk.data.SyntheticData` folder atomically.
 """
 
 from __future__ import annotations

@@ -1,16 +1,4 @@
-"""``bayes-risk utility``: pMSE and interval overlap of synthetic datasets against the original.
-
-::
-
-    bayes-risk utility ORIGINAL.csv SYN1.csv [SYN2.csv ...] [--categorical Urban Marital Tenure] \\
-        [--pmse logit|cart] [--max-order 0|1] [--null theory|perm|pairs|auto] \\
-        [--formula "Income ~ Age + C(Marital)" ...] [--synthesized COL ...] \\
-        [--combining-rules auto|partial|full-same-n|full-population] [--imputed COL ...|none] \\
-        [--random-seed N] [--quiet] --out DIR
-
-Writes ``DIR/summary.json``, ``DIR/overlap.csv`` and, with ``--formula``,
-``DIR/comparison.csv``; the folder appears complete or not at all.
-"""
+"""``bayes-risk utility``: pMSE and interval overlap of synthetic datasets against the original."""
 
 from __future__ import annotations
 

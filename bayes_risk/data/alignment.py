@@ -103,14 +103,11 @@ def check_rows_aligned(
     datasets : sequence of DataFrame
         The released datasets (same number of rows as ``original``).
     source : SyntheticData, optional
-        The release they came from: its schema's unsynthesized columns must equal the
-        original's row by row. Without one (plain files), every column shared by all tables and
-        not in ``synthesized`` is checked, and a column that differs counts as synthesized
-        unless it holds the original's values in another order.
+        The release they came from: its unsynthesized columns must equal the original's row by
+        row. Without one (plain files), every shared column not in ``synthesized`` is checked.
     synthesized : iterable of str
-        Columns declared synthesized (e.g. the known synthesized columns), for plain files:
-        each must show the row-by-row association with the original's column that a release
-        made from this original shows (:func:`row_association`).
+        Columns declared synthesized, for plain files: each must show a row-by-row association
+        with the original's column (:func:`row_association`).
     record : dict, optional
         Where to keep the codes and messages of the warnings raised (a result's warnings).
 
@@ -122,21 +119,15 @@ def check_rows_aligned(
     Raises
     ------
     SchemaError
-        ``US_COLUMNS_DIFFER``: an unsynthesized column of the manifest differs from the
-        original; ``ROWS_MISALIGNED``: a column holds the original's values in another row order
-        (a shuffled or re-sorted original or release).
+        ``US_COLUMNS_DIFFER`` (an unsynthesized column differs) or ``ROWS_MISALIGNED`` (a
+        column holds the original's values in another row order).
 
     Warns
     -----
     DataWarning
-        ``ROWS_NOT_VERIFIED``: plain files in which no column is released unchanged, so that the
-        row order cannot be checked from the data (a fully synthetic release: give it with its
-        manifest, which records the original's fingerprint). ``ORIGINAL_UNCONFIRMED``:
-        plain files in which a declared synthesized column shows no significant row-by-row
-        association with the original's (one-sided permutation p-value above 0.001; tables of
-        50 records or more): the
-        original's column may not be the one the release was made from, and a risk measured
-        against it would be understated.
+        ``ROWS_NOT_VERIFIED``: plain files with no column released unchanged.
+        ``ORIGINAL_UNCONFIRMED``: a declared synthesized column of plain files shows no
+        significant association with the original's (p > 0.001; 50 records or more).
     """
     if not datasets or any(len(z) != len(original) for z in datasets):
         return []  # the row counts are refused by the callers' own checks
@@ -193,12 +184,8 @@ def warn_unconfirmed(
     original: pd.DataFrame, datasets: Sequence[pd.DataFrame], columns: Iterable[str], *,
     record: dict[str, str] | None = None, measures: str = "a risk measured against it",
 ) -> list[str]:
-    """Warn ``ORIGINAL_UNCONFIRMED`` for the synthesized ``columns`` of plain release files that
-    show no row-by-row association with the original's (:func:`unconfirmed_columns`).
-
-    ``measures`` names what a wrong column would understate; ``record`` keeps the code and
-    message (a result's warnings). Returns the columns reported.
-    """
+    """Warn ``ORIGINAL_UNCONFIRMED`` for the synthesized ``columns`` of plain files that show
+    no row-by-row association with the original's; return the columns reported."""
     weak = unconfirmed_columns(original, datasets, columns)
     if weak:
         what = "; ".join(f"{c!r}: association {r:.3g}, one-sided p = {p:.2g}"
@@ -226,14 +213,10 @@ def _warn(record: dict[str, str] | None, code: str, msg: str) -> None:
 def row_association(original: pd.Series, released: Sequence[pd.Series]) -> tuple[float, float]:
     """How strongly a synthesized column of the release follows the original's, row by row.
 
-    A synthesizer that uses a record's other values (CART, a sequential regression, a mixture
-    model's classes) makes record *i*'s synthetic value depend on its true value through them;
-    a column of the original that is not the one the release was made from (edited, another
-    wave, its values in another row order than the other columns) shows no such dependence.
-    The statistic is linear in the pairing of rows, so its permutation distribution (the
-    original's column paired with the release's rows at random) has an exact mean (0) and
-    variance, and its standardised value is close to normal (Hoeffding's combinatorial central
-    limit theorem).
+    The statistic is linear in the pairing of rows, so under random pairing it has mean 0, an
+    exact variance and a near-normal standardised value (Hoeffding's combinatorial CLT).
+    A numeric column with more than 20 distinct values is compared by ranks, others by the
+    agreement of their values (a missing value is a value of its own).
 
     Parameters
     ----------
@@ -245,16 +228,8 @@ def row_association(original: pd.Series, released: Sequence[pd.Series]) -> tuple
     Returns
     -------
     (float, float)
-        The association (the rank correlation of the original's values with the datasets'
-        average rank, or the excess of the agreement rate over the agreement of a random
-        pairing) and its standardised value ``z`` under random pairing; ``nan`` when the
-        column is constant in the original or in the release (no test).
-
-    Notes
-    -----
-    A numeric column with more than 20 distinct values is compared by ranks (a missing value
-    at the average rank); other columns by the agreement of their values, a missing value
-    being one value of its own.
+        The association and its standardised value ``z`` under random pairing; ``nan`` when
+        the column is constant in the original or in the release.
     """
     n = len(original)
     o = comparable_values(original)
@@ -360,27 +335,10 @@ def unchanged_column_error(
     label: str, column: str, original: pd.Series, released: pd.Series, differ: np.ndarray,
     *, what: str = "unsynthesized column", hint: str = "declare the column as synthesized"
 ) -> SchemaError:
-    """The error for a column that should be released unchanged but differs from the original.
-
-    One message for every check of unchanged columns (validation of a release, identification's
-    known columns): ``ROWS_MISALIGNED`` when the column holds the original's values in another
-    row order (a shuffled or re-sorted file), else ``US_COLUMNS_DIFFER``.
-
-    Parameters
-    ----------
-    label : str
-        The dataset, e.g. ``"synthetic dataset 2"``.
-    column : str
-        The column.
-    original, released : Series
-        The column in the original and in the dataset.
-    differ : ndarray of bool
-        Where they differ (at least one ``True``).
-    what : str
-        How the column is named in the message.
-    hint : str
-        What to do if the synthesizer did replace it.
-    """
+    """The error for a column that should be released unchanged but differs from the original:
+    ``ROWS_MISALIGNED`` when it holds the original's values in another row order, else
+    ``US_COLUMNS_DIFFER``. ``label`` names the dataset, ``differ`` marks where the column
+    differs, ``what`` names the column in the message, ``hint`` says what to do."""
     i = int(np.flatnonzero(differ)[0])
     k = int(differ.sum())
     if same_multiset(comparable_values(original), comparable_values(released)):

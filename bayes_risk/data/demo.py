@@ -13,12 +13,8 @@ from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.exceptions import ValidationError
 
 __all__ = [
-    "make_ce_like",
-    "make_acs_like",
-    "ACS_LEVEL_COUNTS",
-    "ACS_COLUMNS",
-    "CE_CATEGORICAL",
-    "load_demo",
+    "make_ce_like", "make_acs_like", "ACS_LEVEL_COUNTS", "ACS_COLUMNS", "CE_CATEGORICAL",
+    "load_demo"
 ]
 
 ACS_COLUMNS: tuple[str, ...] = (

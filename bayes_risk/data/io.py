@@ -51,24 +51,17 @@ def read_table(
     missing_labels : mapping of str to sequence of str, optional
         ``{column: [label, ...]}``: texts that stand for a missing value in that column.
     strict : bool
-        Refuse a label declared for a column read as numbers (default ``True``): it cannot
-        occur there (a missing-value code of a numeric column is a number, ``missing_codes``
-        of :func:`~bayes_risk.data.infer_schema`). ``False`` for a synthetic dataset, whose
-        column may hold numbers only where the original's held the label.
+        Refuse a label declared for a column read as numbers (default ``True``); ``False`` for
+        a synthetic dataset, whose column may hold numbers where the original's held the label.
 
     Raises
     ------
     ValidationError
-        If the file does not exist, has an unsupported extension or cannot be parsed, or if a
-        CSV file is separated by semicolons or tabs rather than commas (``NOT_COMMA_SEPARATED``:
-        read as commas, its rows would be one column); for a named pipe or a device
-        (``NOT_A_REGULAR_FILE``, refused before it is opened); for names that differ only in
-        case or white space (``CONFUSABLE_COLUMN_NAMES``: ``'Income'`` and ``'Income '``).
+        A missing, unsupported or unparsable file, ``NOT_COMMA_SEPARATED``,
+        ``NOT_A_REGULAR_FILE`` or ``CONFUSABLE_COLUMN_NAMES``.
     SchemaError
-        If two columns have the same name (``DUPLICATE_COLUMN``; pandas would rename the second
-        ``NAME.1`` and it would be taken for another variable), for ``THOUSANDS_SEPARATOR``,
-        ``UNNAMED_COLUMN``, ``ROW_LENGTH``, a ``missing_labels`` column that is not in the file
-        (``UNKNOWN_COLUMN``) or that holds numbers (``MISSING_LABEL_NOT_TEXT``).
+        ``DUPLICATE_COLUMN``, ``THOUSANDS_SEPARATOR``, ``UNNAMED_COLUMN``, ``ROW_LENGTH``,
+        ``UNKNOWN_COLUMN`` or ``MISSING_LABEL_NOT_TEXT`` (a ``missing_labels`` column).
     """
     from bayes_risk._checksums import special_file
 
@@ -377,13 +370,8 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
 
 
 def write_csv(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Write ``df`` as CSV without its index (not atomic: for files inside an atomic folder).
-
-    pyarrow's writer is used (about 5x faster than pandas' for the numeric record tables of the
-    risk commands: 0.03 s against 0.15 s for 111,420 rows); it writes booleans as
-    ``true``/``false``, whole floats without ``.0`` and quotes strings. Tables pyarrow cannot
-    convert (object columns of mixed types) are written by pandas.
-    """
+    """Write ``df`` as CSV without its index (not atomic: for files inside an atomic folder),
+    with pyarrow (about 5x faster than pandas); pandas for tables pyarrow cannot convert."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -397,12 +385,8 @@ def write_csv(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
 def align_text_numbers(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
     """Read numbers stored as text back as numbers where ``like`` has a numeric column.
 
-    A CSV column is typed per file: one stray word (``Alien`` in an integer-coded column) makes
-    the whole column text, so ``"1"`` would no longer equal the original's level ``1`` and
-    every value would look new; a Parquet file may hold the codes as categories ``"1".."5"``.
-    Cells that parse as numbers become numbers again (integers where
-    ``like``'s column is integer and the value is whole); other cells stay as they are, so the
-    stray word is still seen, and reported, by the checks that follow.
+    One stray word makes a CSV column text (``"1"`` would not equal the level ``1``); cells that
+    parse as numbers become numbers again, others stay, so the checks that follow report them.
     """
     out = table
     for c in table.columns:
@@ -441,14 +425,8 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _share_unchanged_columns(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with every numeric column that is bit for bit ``like``'s taken from ``like``.
-
-    A partially synthetic release repeats the original's unsynthesized columns in each of its m
-    files; holding them once (pandas' copy-on-write keeps the tables independent: writing to one
-    copies) is four sevenths of the twenty CEdata files read by ``bayes-risk identification``.
-    The other columns are copied out of the file's blocks so that those can be freed. Values,
-    dtypes, column order and index are unchanged.
-    """
+    """``table`` with every numeric column that is bit for bit ``like``'s taken from ``like``
+    (memory shared under copy-on-write; values, dtypes, order and index unchanged)."""
     if len(table) != len(like) or not table.index.equals(like.index):
         return table
     shared = [c for c in table.columns if c in like.columns
@@ -476,17 +454,13 @@ def read_synthetic(
         Either a single folder written by :meth:`SyntheticData.save`, or CSV/Parquet files (one
         per synthetic dataset, in release order).
     like : DataFrame, optional
-        The original table: numbers that a file stores as text in a column that is numeric in
-        ``like`` are read as numbers (``bayes_risk.data.io.align_text_numbers``), and columns
-        equal to ``like``'s bit for bit (the unsynthesized ones) share its memory (pandas'
-        copy-on-write keeps the tables independent).
+        The original table: numbers stored as text where ``like`` is numeric are read as
+        numbers, and columns equal to ``like``'s share its memory.
     allow_different_original : bool
-        Let the measures use the release with an original whose fingerprint differs from the
-        one its manifest records, with a warning (``ORIGINAL_DIFFERS``) instead of an error
+        A warning instead of an error for another original
         (:meth:`SyntheticData.allow_different_original`).
     missing_labels : mapping of str to sequence of str, optional
-        Texts that stand for a missing value, per column, in data files
-        (:func:`read_table`).
+        Texts that stand for a missing value, per column (:func:`read_table`).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]

@@ -14,14 +14,8 @@ import pandas as pd
 from bayes_risk.exceptions import SchemaError, ValidationError
 
 __all__ = [
-    "MissingCodes",
-    "check_missing_codes",
-    "code_mask",
-    "missing_kinds",
-    "missing_mask",
-    "mask_missing_codes",
-    "parse_missing_codes",
-    "parse_missing_labels",
+    "MissingCodes", "check_missing_codes", "code_mask", "missing_kinds", "missing_mask",
+    "mask_missing_codes", "parse_missing_codes", "parse_missing_labels"
 ]
 
 #: ``{column: (code, ...)}``: values of a numeric column that stand for a missing value
@@ -76,13 +70,9 @@ def check_missing_codes(missing_codes: Any, columns: Sequence[str]) -> dict[str,
 
 def parse_missing_codes(items: Sequence[str] | None, argument: str = "--missing-code"
                         ) -> dict[str, list[float]]:
-    """The numeric codes of ``["nociga=-8", "income=-8", "Marital=NA"]`` (command line) as
-    ``{"nociga": [-8.0], "income": [-8.0]}``.
-
-    A column may be given several times (several codes). A value that is not a number is a
-    missing *label* of a text column (:func:`parse_missing_labels`), applied when the file is
-    read.
-    """
+    """The numeric codes of ``["nociga=-8", "income=-8", "Marital=NA"]`` as
+    ``{"nociga": [-8.0], "income": [-8.0]}``; other values are labels
+    (:func:`parse_missing_labels`)."""
     out: dict[str, list[float]] = {}
     for k, v in _missing_items(items, argument):
         try:

@@ -1,13 +1,6 @@
-"""One normaliser each for the inputs every engine and measure takes.
-
-* :func:`as_synthetic_list` — synthetic inputs (a list of DataFrames, a ``SyntheticData`` or one
-  DataFrame) as a list of DataFrames plus the ``SyntheticData`` they came from (its manifest:
-  schema, method, seeds), with the same checks and errors everywhere.
-* :func:`record_positions` — record selections as 0-based row positions (as ``DataFrame.iloc``).
-* :func:`select_columns` — some columns of a table on rows ``0..n-1`` (``df[cols].reset_index
-  (drop=True)``, cheap when the table holds exactly those columns).
-* ``level_codes`` (in ``bayes_risk.data.levels``) — the values of one categorical column as
-  level codes; ``bayes_risk.data.encode`` is its table-level form.
+"""One normaliser each for the inputs every engine and measure takes: synthetic inputs
+(:func:`as_synthetic_list`), record selections (:func:`record_positions`) and column selections
+(:func:`select_columns`); one categorical column's codes are in ``bayes_risk.data.levels``.
 """
 
 from __future__ import annotations
@@ -57,9 +50,7 @@ def as_synthetic_list(
     allow_none : bool
         Accept ``None`` (an empty list), for functions that can work from other replicates.
     original : DataFrame, optional
-        The original the release is measured against: a ``SyntheticData`` whose manifest
-        records the fingerprint of the table it was made from refuses another table
-        (``bayes_risk.data.fingerprint.check_original``).
+        The original the release is measured against (checked against its fingerprint).
     row_order : bool, default True
         Whether the caller pairs record i of ``original`` with row i of each dataset; if not,
         the same records in another order are accepted.
@@ -79,9 +70,7 @@ def as_synthetic_list(
     Warns
     -----
     DataWarning
-        ``DUPLICATE_DATASETS``: two datasets are identical (a copy, or a synthesizer that
-        drew the same dataset twice: :func:`~bayes_risk.data.provenance.check_distinct_datasets`;
-        each measure adds the code to its result's warnings).
+        ``DUPLICATE_DATASETS``: two datasets are identical.
     """
     if original is not None:
         check_column_labels(original)
@@ -118,26 +107,9 @@ def as_synthetic_list(
 
 def select_columns(df: pd.DataFrame, cols: list[str],
                    want: pd.Index | None = None) -> pd.DataFrame:
-    """``df[cols].reset_index(drop=True)``: the columns ``cols``, rows numbered ``0..n-1``.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        The table (a missing column raises pandas' ``KeyError``, as ``df[cols]``).
-    cols : list of str
-        The columns, in order.
-    want : pandas.Index, optional
-        ``pd.Index(cols)``, built once by a caller that selects from many tables.
-
-    Returns
-    -------
-    pandas.DataFrame
-        When ``df`` already holds exactly ``cols`` on rows ``0..n-1`` (a model that draws only
-        the requested columns), a shallow copy of ``df``: pandas' label lookup costs about a
-        millisecond a table, more than drawing a small posterior replicate, and copy-on-write
-        keeps the caller's edits away from ``df`` (a deep copy where pandas does not copy on
-        write). Otherwise ``df[cols].reset_index(drop=True)``.
-    """
+    """``df[cols].reset_index(drop=True)``; a shallow copy of ``df`` when it already holds
+    exactly ``cols`` on rows ``0..n-1`` (pandas' lookup would cost more than a small draw).
+    ``want``: ``pd.Index(cols)``, built once by a caller that selects from many tables."""
     ix = df.index
     if (df.columns.equals(pd.Index(cols) if want is None else want)
             and isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1):

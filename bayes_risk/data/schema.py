@@ -1,11 +1,5 @@
-"""Column schema: type and role of every column (methods, Notation), inferred from a DataFrame.
-
-A :class:`Schema` is an ordered tuple of :class:`ColumnSpec`. Types are ``categorical``,
-``ordinal`` (categorical with order), ``count`` (non-negative integer) and ``continuous`` (real).
-Roles are ``synthesized`` and ``unsynthesized``; ``known`` marks columns the intruder knows.
-Categorical and ordinal columns carry their ``levels`` (original values, in order), which define
-the integer codes ``0..d_j-1`` used by every model and risk engine (user guide, Levels are
-harmonised).
+"""Column schema: type, role and levels of every column (methods, Notation), inferred from a
+DataFrame; the levels define the integer codes ``0..d_j-1`` every model and engine uses.
 """
 
 from __future__ import annotations
@@ -22,15 +16,8 @@ import pandas as pd
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
 __all__ = [
-    "ColumnType",
-    "ColumnRole",
-    "ColumnSpec",
-    "Schema",
-    "infer_schema",
-    "check_column_labels",
-    "check_confusable_names",
-    "CATEGORICAL_TYPES",
-    "NUMERIC_TYPES",
+    "ColumnType", "ColumnRole", "ColumnSpec", "Schema", "infer_schema", "check_column_labels",
+    "check_confusable_names", "CATEGORICAL_TYPES", "NUMERIC_TYPES"
 ]
 
 ColumnType = Literal["categorical", "ordinal", "count", "continuous"]
@@ -85,10 +72,8 @@ class ColumnSpec:
         Values of a count or continuous column that stand for a missing value (synthpop's
         ``cont.na``, e.g. ``-8``; user guide, Missing values).
     keep_unused_levels : bool
-        Keep the levels no record holds (a codebook's level, a pandas ``Categorical``'s unused
-        category) when a model is fitted: a model with a prior over every level (DPMPM) then
-        gives them probability and may release them. Default ``False``: they are dropped with
-        warning ``UNUSED_LEVEL`` (:func:`infer_schema`, ``fit``).
+        Keep the levels no record holds when a model is fitted (a model with a prior over every
+        level may then release them). Default ``False``: dropped with warning ``UNUSED_LEVEL``.
     """
 
     name: str
@@ -217,13 +202,8 @@ class Schema:
         )
 
     def check_columns(self, names: Iterable[str], argument: str = "columns") -> list[str]:
-        """Check that every name is a column; return them as a list.
-
-        Raises
-        ------
-        SchemaError
-            Naming the unknown column, the argument it came from, and a close match.
-        """
+        """Check that every name is a column (``SchemaError`` naming a close match); return
+        them as a list."""
         out = []
         for n in names:
             if n not in self.names:
@@ -418,15 +398,8 @@ def _levels_of(s: pd.Series) -> tuple[Any, ...]:
 
 
 def check_column_labels(df: Any, name: str = "the original") -> None:
-    """Refuse a table whose column labels cannot name variables: a ``MultiIndex`` (pandas
-    would return a sub-table for one name) or a name used twice (pandas would return two
-    columns for it). The command line refuses the same in files (``DUPLICATE_COLUMN``).
-
-    Raises
-    ------
-    ValidationError
-        ``MULTIINDEX_COLUMNS`` or ``DUPLICATE_COLUMN``, naming the table and the columns.
-    """
+    """Refuse a table whose column labels cannot name variables: a ``MultiIndex``
+    (``MULTIINDEX_COLUMNS``) or a name used twice (``DUPLICATE_COLUMN``)."""
     if not isinstance(df, pd.DataFrame):
         return  # the callers' own type checks say what was expected
     if isinstance(df.columns, pd.MultiIndex):
@@ -454,20 +427,8 @@ def _name_key(name: str) -> str:
 
 
 def check_confusable_names(names: Sequence[str], where: str) -> None:
-    """Refuse names that differ only in case or white space (``'Income'``, ``'Income '`` and
-    ``'income'``).
-
-    An error, not a warning: every option, report line and summary refers to a column by its
-    name, and two names a reader cannot tell apart (a trailing space is invisible in a report
-    and lost in a shell) let an option name one column while the user meant the other — the
-    other one is then released unchanged, or left out of the intruder's knowledge, without a
-    word. Renaming one of them is cheap; an understated risk is not.
-
-    Raises
-    ------
-    ValidationError
-        ``CONFUSABLE_COLUMN_NAMES``, naming the columns (as ``repr``, so the white space shows).
-    """
+    """Refuse names that differ only in case or white space (``'Income'``, ``'income '``):
+    an option could name one while the user meant the other (``CONFUSABLE_COLUMN_NAMES``)."""
     groups: dict[str, list[str]] = {}
     for n in names:
         groups.setdefault(_name_key(n), []).append(n)
@@ -517,15 +478,10 @@ def infer_schema(
         sorted distinct values).
     missing_codes : mapping, optional
         ``{column: code or [codes]}``: values of count or continuous columns that stand for a
-        missing value (synthpop's ``cont.na``, e.g. ``{"nociga": [-8]}``). Types are inferred
-        without them (user guide, Missing values).
+        missing value (synthpop's ``cont.na``, e.g. ``{"nociga": [-8]}``).
     keep_unused_levels : bool or iterable of str
-        Categorical columns (``True``: all) whose levels no record holds are kept when a model
-        is fitted: the unused categories of a pandas ``Categorical``, or levels given in
-        ``levels`` (``ColumnSpec.keep_unused_levels``). By default every synthesizer's ``fit``
-        drops them with warning ``UNUSED_LEVEL``: a model with a prior over every level
-        (DPMPM) would give a level of no record probability and release it. The schema itself
-        keeps every level (it may describe a posterior's levels, ``from_posterior``).
+        Categorical columns (``True``: all) whose unused levels a fitted model keeps
+        (``ColumnSpec.keep_unused_levels``); by default ``fit`` drops them (``UNUSED_LEVEL``).
 
     Returns
     -------

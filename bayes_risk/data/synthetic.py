@@ -1,9 +1,5 @@
-"""The :class:`SyntheticData` container: m released tables plus their provenance.
-
-Saved as a folder holding one Parquet file per dataset (``syn_001.parquet`` …) and a JSON
-manifest (method, settings, seed, posterior draw index, schema, synthesized-record flags, the
-fingerprint of the original and the identity of the model that made it), written atomically:
-the folder appears complete or not at all.
+"""The :class:`SyntheticData` container: m released tables plus their provenance, saved
+atomically as one Parquet file per dataset and a JSON manifest.
 """
 
 from __future__ import annotations
@@ -47,11 +43,7 @@ FORMAT_VERSION = 1
 
 
 def _categorical_dtypes(df: pd.DataFrame) -> dict[str, Any]:
-    """pandas categorical columns with their categories and order.
-
-    pyarrow stores a categorical with integer categories as a plain integer column, losing the
-    categories (and unused levels); the manifest keeps them so that ``load`` restores the dtype.
-    """
+    """Categories and order of the categorical columns (pyarrow loses integer categories)."""
     out = {}
     for c in df.columns:
         dt = df[c].dtype
@@ -95,34 +87,21 @@ class SyntheticData:
     extra : dict
         Further JSON-serialisable information (warnings, diagnostics).
     generation : {"partial", "full-same-n", "full-population"}, optional
-        How the release was generated: partial synthesis, full synthesis redrawing the same
-        ``n`` units, or samples from synthetic populations. It chooses the combining rules of
-        the utility measures (methods, Combining rules); ``None`` (releases written before it
-        was recorded, or built by hand): inferred from the schema's roles there.
+        How the release was generated; it chooses the utility measures' combining rules
+        (methods, Combining rules). ``None``: inferred from the schema's roles.
     proper : bool, optional
-        True when each dataset was drawn with its own draw of the synthesis model's parameters
-        (a proper synthesis: the Bayesian models, CART with the Bayesian bootstrap), False when
-        all were drawn from one fitted model; ``None`` when unknown (taken as proper).
+        True when each dataset was drawn with its own parameter draw (proper synthesis), False
+        when all came from one fitted model; ``None`` when unknown (taken as proper).
     original_fingerprint : dict, optional
-        Hashes of the original encoded by ``schema``, whole and per column (never the data:
-        ``bayes_risk.data.fingerprint.fingerprint_record``), set by the package's
-        synthesizers; every measure that takes the original beside this release refuses a table
-        with another fingerprint (``ORIGINAL_DIFFERS``) unless
-        :meth:`allow_different_original` was called.
+        Hashes of the encoded original (never the data); a measure given another original
+        refuses it (``ORIGINAL_DIFFERS``) unless :meth:`allow_different_original` was called.
     imputed_columns : list of str, optional
-        Columns whose missing values in the original the synthesizer filled in (DPMPM imputes
-        them inside its sampler, so its datasets have no empty cell where the original has
-        one); the utility measures then compare those columns on the original's observed
-        cells (methods, Utility of an imputing release). ``[]``: nothing imputed (missing
-        values are synthesized as such, as CART and random forests do); ``None``: not
-        recorded (inferred by the utility measures, with a warning).
+        Columns whose missing values the synthesizer imputed (DPMPM); the utility measures
+        compare them on the original's observed cells. ``[]``: none; ``None``: not recorded.
     model_id : str, optional
-        The identity of the fitted model that made the release
-        (:func:`bayes_risk.data.provenance.model_id`: a SHA-256 of its settings, roles and
-        fitted parameters), set by the package's synthesizers; every measure given a model
-        beside this release refuses another model (``MODEL_DIFFERS``) unless told to go on
-        (``allow_other_model=True``). ``None``: not recorded (plain files, a release written
-        before it was kept, or made elsewhere).
+        Identity of the fitted model that made the release
+        (:func:`bayes_risk.data.provenance.model_id`); a measure given another model refuses it
+        (``MODEL_DIFFERS``) unless ``allow_other_model=True``. ``None``: not recorded.
 
     Examples
     --------
@@ -212,11 +191,8 @@ class SyntheticData:
     def allow_different_original(self) -> SyntheticData:
         """This release, to be measured against a table other than the one it was made from.
 
-        By default every measure refuses an original whose fingerprint differs from the one in
-        the manifest (``ORIGINAL_DIFFERS``: a shuffled or wrong original gives other, usually
-        lower, risks). The copy returned lets it through with a ``DataWarning`` of the same
-        code, for a deliberate comparison (a corrected original, a sub-sample). The datasets are
-        shared, not copied.
+        The copy returned turns the ``ORIGINAL_DIFFERS`` error into a ``DataWarning``; the
+        datasets are shared, not copied.
 
         Returns
         -------
@@ -407,9 +383,8 @@ def _bad_manifest(p: Path, text: str) -> ValidationError:
 def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
     """Validate a release manifest before anything is read by it.
 
-    Every field has its type (:data:`_MANIFEST_FIELDS`); the dataset files are distinct plain
-    names inside the folder (no ``..``, no absolute path, no sub-folder outside it), as many as
-    ``m``; the synthesized records are distinct record numbers below ``n_records``.
+    Every field has its type; the dataset files are ``m`` distinct names inside the folder; the
+    synthesized records are distinct numbers below ``n_records``.
 
     Raises
     ------
@@ -481,15 +456,8 @@ def _manifest_schema(man: dict[str, Any], p: Path) -> Schema | None:
 
 
 def check_distinct_files(paths: Sequence[Any], what: str = "synthetic") -> None:
-    """Refuse the same file given twice as two datasets of a release: its path twice, or a
-    link (symbolic or hard) to another dataset's file — compared by the file system's identity
-    of the files, not by their names.
-
-    Raises
-    ------
-    ValidationError
-        ``DUPLICATE_DATASETS``, naming the two paths.
-    """
+    """Refuse the same file (by file-system identity: a path twice, a link) given as two
+    datasets of a release (``DUPLICATE_DATASETS``)."""
     seen: dict[tuple[int, int], int] = {}
     for l, p in enumerate(paths):
         try:

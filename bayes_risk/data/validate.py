@@ -1,10 +1,5 @@
-"""Validation, level harmonisation and integer encoding of original and synthetic tables.
-
-user guide, Levels are harmonised (levels are the union over the original and all synthetic
-datasets, mapped to codes ``0..d_j-1``), Missing values (each measure's policy) and the
-synthetic datasets (every synthetic dataset has the original's shape, columns and unsynthesized
-values: ``US_COLUMNS_DIFFER``).
-"""
+"""Validation, level harmonisation and integer encoding of original and synthetic tables
+(:doc:`/user_guide/data`)."""
 
 from __future__ import annotations
 
@@ -28,16 +23,8 @@ from bayes_risk.data.schema import (
 from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError, arg_name
 
 __all__ = [
-    "validate_table",
-    "validate_synthetic",
-    "harmonise_levels",
-    "encode",
-    "decode",
-    "decode_values",
-    "check_m",
-    "check_no_infinity",
-    "check_real",
-    "record_mask",
+    "validate_table", "validate_synthetic", "harmonise_levels", "encode", "decode",
+    "decode_values", "check_m", "check_no_infinity", "check_real", "record_mask"
 ]
 
 
@@ -161,15 +148,8 @@ def validate_table(
 
 
 def check_no_infinity(values: np.ndarray, what: str, column: str) -> None:
-    """Refuse ``inf`` / ``-inf`` in a numeric column (missing values are ``NaN``, not ``inf``):
-    no measure is defined for them, and each entry point (utility, identification, attribute
-    risk) refuses them by this one check.
-
-    Raises
-    ------
-    SchemaError
-        ``INFINITE_VALUE``, naming the table, column, first record (numbered from 0) and count.
-    """
+    """Refuse ``inf`` / ``-inf`` in a numeric column (``INFINITE_VALUE``, naming the table,
+    column, first record and count)."""
     bad = np.isinf(np.asarray(values, dtype=np.float64))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -190,12 +170,8 @@ def check_m(m: Any, argument: str = "m") -> int:
 
 
 def check_real(x: Any, argument: str, *, minimum: float | None = None) -> float:
-    """Validate a real number (a radius, a scale): finite, at least ``minimum`` if given.
-
-    Any real number is accepted (numpy scalars included); ``bool`` is not (``True`` would be
-    read as 1, a radius of 100 %), nor text, even text that reads as a number. Returns a Python
-    ``float``.
-    """
+    """A finite real number (numpy scalars included; not ``bool`` nor text), at least
+    ``minimum`` if given, as a Python ``float``."""
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
         raise ValidationError(f"{arg_name(argument)} must be a number. Got {x!r}.",
                               code="INVALID_ARGUMENT")
@@ -210,9 +186,6 @@ def check_real(x: Any, argument: str, *, minimum: float | None = None) -> float:
 def record_mask(records: Any, n: int, *, argument: str = "records",
                 code: str | None = None) -> np.ndarray:
     """A selection of records, given as a boolean mask or as integer positions, as a mask.
-
-    The one check of such an argument (partial synthesis's ``records=``, the selection of a
-    differencing check). Repeated positions select a record once.
 
     Parameters
     ----------
@@ -233,8 +206,7 @@ def record_mask(records: Any, n: int, *, argument: str = "records",
     Raises
     ------
     ValidationError
-        A mask of another length, positions that are not integers, or a position outside
-        ``0..n-1``; each naming ``argument``.
+        A mask of another length, non-integer positions, or a position outside ``0..n-1``.
     """
     arr = np.asarray(records.to_numpy() if isinstance(records, pd.Series) else records)
     argument = arg_name(argument)
@@ -277,9 +249,8 @@ def harmonise_levels(
 ) -> Schema:
     """Return ``schema`` with each categorical column's levels extended to the union over tables.
 
-    Existing levels keep their order (and hence their codes); levels seen only in synthetic
-    datasets are appended in sorted order (user guide, Levels are harmonised). Models fitted on the
-    original give such levels probability 0.
+    Existing levels keep their order (and codes); levels seen only in synthetic datasets are
+    appended in sorted order.
     """
     new_levels: dict[str, tuple[Any, ...]] = {}
     syn_only: dict[str, list[tuple[int, Any]]] = {}
@@ -361,9 +332,8 @@ def validate_synthetic(
     ValidationError
         If ``m < 1``.
     SchemaError
-        For missing/extra columns, NaN, wrong dtype, unknown levels, a row count that differs from
-        the original's (``ROW_COUNT_MISMATCH``), or unsynthesized columns that differ from the
-        original (``US_COLUMNS_DIFFER``, naming the dataset, column and first differing row).
+        For missing/extra columns, NaN, wrong dtype, unknown levels, ``ROW_COUNT_MISMATCH`` or
+        ``US_COLUMNS_DIFFER``.
     """
     if isinstance(synthetic, pd.DataFrame):
         synthetic = [synthetic]

@@ -17,13 +17,7 @@ import importlib
 import re
 from collections.abc import Mapping
 
-__all__ = [
-    "Handler",
-    "input_arguments",
-    "option_names",
-    "command_line_text",
-    "INPUTS_ATTR",
-]
+__all__ = ["Handler", "input_arguments", "option_names", "command_line_text", "INPUTS_ATTR"]
 
 #: attribute of the parsed namespace naming the input arguments (set by
 #: :func:`bayes_risk.cli.build_parser` from :func:`input_arguments`)
