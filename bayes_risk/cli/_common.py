@@ -38,42 +38,35 @@ def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> Non
                    help="columns to treat as non-negative integer counts")
     g.add_argument("--continuous", nargs="+", default=[], metavar="COL",
                    help="columns to treat as continuous")
-    g.add_argument("--missing-code", nargs="+", action="extend", default=[],
-                   metavar="COL=VALUE",
-                   help="a value of a count or continuous column that stands for a missing "
-                        "value (synthpop's cont.na), e.g. --missing-code nociga=-8 income=-8; "
-                        "repeat a column for several codes")
+    g.add_argument("--missing-code", nargs="+", action="extend", default=[], metavar="COL=VALUE",
+                   help="a value of a count or continuous column that stands for a missing value "
+                   "(synthpop's cont.na), e.g. --missing-code nociga=-8 income=-8; repeat a "
+                   "column for several codes")
     if not fits:
         return
     g.add_argument("--keep-unused-levels", nargs="*", default=None, metavar="COL",
-                   help="keep the levels of these categorical columns "
-                        "(all, without COL) that no record holds, the unused categories of a "
-                        "Parquet file's categorical column; by default the model drops them "
-                        "with warning UNUSED_LEVEL, since a model with a prior over every "
-                        "level (DPMPM) would release them")
+                   help="keep the levels of these categorical columns (all, without COL) that no "
+                   "record holds, the unused categories of a Parquet file's categorical column; "
+                   "by default the model drops them with warning UNUSED_LEVEL, since a model with "
+                   "a prior over every level (DPMPM) would release them")
 
 
 def add_original_check_argument(p: argparse.ArgumentParser, what: str = "SYN") -> None:
     """``--allow-different-original``: a warning instead of an error for another original."""
-    p.add_argument(
-        "--allow-different-original",
-        action="store_true",
-        help=f"accept an ORIGINAL that is not the table {what} was made from (its fingerprint, "
-        "recorded by 'bayes-risk synthesize' and 'fit', differs: a shuffled, re-sorted or other "
-        "table); the run goes on and records warning ORIGINAL_DIFFERS in summary.json",
-    )
+    p.add_argument("--allow-different-original", action="store_true",
+                   help=f"accept an ORIGINAL that is not the table {what} was made from (its "
+                   "fingerprint, recorded by 'bayes-risk synthesize' and 'fit', differs: a "
+                   "shuffled, re-sorted or other table); the run goes on and records warning "
+                   "ORIGINAL_DIFFERS in summary.json")
 
 
 def add_other_model_argument(p: argparse.ArgumentParser) -> None:
     """``--allow-other-model``: a warning instead of an error for another model."""
-    p.add_argument(
-        "--allow-other-model",
-        action="store_true",
-        help="accept a --model that is not the one that made SYN (the release's manifest "
-        "records the model that made it; plain files are compared with the columns and records "
-        "the model releases unchanged); the risks are then those of --model, and the run "
-        "records warning MODEL_DIFFERS in summary.json",
-    )
+    p.add_argument("--allow-other-model", action="store_true",
+                   help="accept a --model that is not the one that made SYN (the release's "
+                   "manifest records the model that made it; plain files are compared with the "
+                   "columns and records the model releases unchanged); the risks are then those "
+                   "of --model, and the run records warning MODEL_DIFFERS in summary.json")
 
 
 def check_model_original(args: argparse.Namespace, model: Any, original: Any) -> None:
@@ -88,18 +81,13 @@ def check_model_original(args: argparse.Namespace, model: Any, original: Any) ->
     if problem is None:
         return
     if not args.allow_different_original:
-        raise ValidationError(
-            f"ORIGINAL {args.original!r} is not the table the model in {args.model!r} was "
-            f"fitted to ({problem}); give the original it was fitted to, or "
-            "--allow-different-original to go on anyway.",
-            code="ORIGINAL_DIFFERS",
-        )
-    warnings.warn(
-        f"ORIGINAL {args.original!r} is not the table the model was fitted to ({problem}) "
-        "(ORIGINAL_DIFFERS); the risks are those of this table under that model.",
-        DataWarning,
-        skip_file_prefixes=CALLER,
-    )
+        raise ValidationError(f"ORIGINAL {args.original!r} is not the table the model in "
+                              f"{args.model!r} was fitted to ({problem}); give the original it "
+                              "was fitted to, or --allow-different-original to go on anyway.",
+                              code="ORIGINAL_DIFFERS")
+    warnings.warn(f"ORIGINAL {args.original!r} is not the table the model was fitted to "
+                  f"({problem}) (ORIGINAL_DIFFERS); the risks are those of this table under that "
+                  "model.", DataWarning, skip_file_prefixes=CALLER)
 
 
 def check_required(cls: type, method: str, *, synthesized: Any, settings: Mapping[str, Any],
@@ -116,11 +104,9 @@ def check_required(cls: type, method: str, *, synthesized: Any, settings: Mappin
             given = value is not None and not (isinstance(value, (list, tuple)) and not value)
             shown = options.get(name)
             if shown is None:
-                raise ValidationError(
-                    f"--method {method}: {cls.__name__} needs its setting {name!r} "
-                    "(ModelInfo.required), which this command has no option for.",
-                    code="OPTION_REQUIRED",
-                )
+                raise ValidationError(f"--method {method}: {cls.__name__} needs its setting "
+                                      f"{name!r} (ModelInfo.required), which this command has no "
+                                      "option for.", code="OPTION_REQUIRED")
         if not given:
             raise ValidationError(f"{shown} is required with --method {method}.",
                                   code="OPTION_REQUIRED")
@@ -160,11 +146,9 @@ def add_out_argument(
         help=f"output folder ({what}); must not exist or be empty unless --overwrite is given"
         + (f" (default {default})" if default else ""),
     )
-    p.add_argument(
-        "--overwrite", action="store_true",
-        help="replace an existing --out (file or folder); the old one is replaced only once "
-        "the new output is complete",
-    )
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out (file or folder); the old one is replaced only "
+                   "once the new output is complete")
 
 
 RECORDS_NOTE = "records are numbered from 0 (the first data row after the header is record 0)"
@@ -190,10 +174,8 @@ def read_records_table(path: str, argument: str,
     if len(df.columns) == 0:
         raise ValidationError(f"{argument} {str(path)!r} has no columns.", code="EMPTY_TABLE")
     if len(df) == 0:
-        raise ValidationError(
-            f"{argument} {str(path)!r} has a header but no records; expected at least one record.",
-            code="EMPTY_TABLE",
-        )
+        raise ValidationError(f"{argument} {str(path)!r} has a header but no records; expected at "
+                              "least one record.", code="EMPTY_TABLE")
     return df
 
 
@@ -208,31 +190,24 @@ def parse_records(text: str | None, n: int, argument: str = "--records") -> list
     if p.is_file():
         spec = p.read_text(encoding="utf-8-sig")
     elif re.search(r"[^\d\s,;-]", text):
-        raise ValidationError(
-            f"{argument}: {text!r} is neither a file nor record numbers like '0-199' "
-            f"({RECORDS_NOTE}).",
-            code="RECORDS_INVALID",
-        )
+        raise ValidationError(f"{argument}: {text!r} is neither a file nor record numbers like "
+                              f"'0-199' ({RECORDS_NOTE}).", code="RECORDS_INVALID")
     else:
         spec = text
     tokens = [t for t in re.split(r"[\s,;]+", spec.strip()) if t]
     out: list[int] = []
 
     def outside(r: int) -> ValidationError:
-        return ValidationError(
-            f"{argument}: record {r} is outside 0..{n - 1} ({RECORDS_NOTE}; the data has "
-            f"{n} records).",
-            code="RECORD_OUT_OF_RANGE",
-        )
+        return ValidationError(f"{argument}: record {r} is outside 0..{n - 1} ({RECORDS_NOTE}; "
+                               f"the data has {n} records).", code="RECORD_OUT_OF_RANGE")
 
     for t in tokens:
         m = re.fullmatch(r"(\d+)-(\d+)", t)
         if m:
             a, b = int(m.group(1)), int(m.group(2))
             if a > b:
-                raise ValidationError(
-                    f"{argument}: range {t!r} is empty (start > end).", code="RECORDS_INVALID"
-                )
+                raise ValidationError(f"{argument}: range {t!r} is empty (start > end).",
+                                      code="RECORDS_INVALID")
             if b >= n:  # checked before the range is expanded (0-2000000000 is no list)
                 raise outside(b if a < n else a)
             out.extend(range(a, b + 1))
@@ -241,10 +216,8 @@ def parse_records(text: str | None, n: int, argument: str = "--records") -> list
                 raise outside(int(t))
             out.append(int(t))
         else:
-            raise ValidationError(
-                f"{argument}: {t!r} is not a record number or range like '0-199' ({RECORDS_NOTE}).",
-                code="RECORDS_INVALID",
-            )
+            raise ValidationError(f"{argument}: {t!r} is not a record number or range like "
+                                  f"'0-199' ({RECORDS_NOTE}).", code="RECORDS_INVALID")
     if not out:
         raise ValidationError(f"{argument} selects no record.", code="RECORDS_INVALID")
     return list(dict.fromkeys(out))
@@ -287,13 +260,12 @@ def model_schema(df: pd.DataFrame, args: argparse.Namespace, info: Any, **kw: An
             continue
         col = df[c]
         if pd.api.types.is_float_dtype(col) and not (col.dropna() % 1 == 0).all():
-            raise ValidationError(
-                f"column {c!r} has values that are not whole numbers: --method {args.method} "
-                "models categorical columns only (ModelInfo.categorical_only; DPMPM: Si & "
-                "Reiter 2013). Leave it out of the table (fit: --columns), or declare it with "
-                f"--categorical {c} to treat each value as a category.",
-                code="WRONG_DTYPE",
-            )
+            raise ValidationError(f"column {c!r} has values that are not whole numbers: --method "
+                                  f"{args.method} models categorical columns only "
+                                  "(ModelInfo.categorical_only; DPMPM: Si & Reiter 2013). Leave "
+                                  "it out of the table (fit: --columns), or declare it with "
+                                  f"--categorical {c} to treat each value as a category.",
+                                  code="WRONG_DTYPE")
         categorical.append(c)
     return schema_from_args(df, argparse.Namespace(**{**vars(args), "categorical": categorical}),
                             **kw)
@@ -354,25 +326,21 @@ def parse_key_value(
     out: dict[str, Any] = {}
     for it in items:
         if "=" not in it:
-            raise ValidationError(
-                f"{argument} expects COLUMN=VALUE. Got {it!r}.", code="BAD_OPTION_VALUE"
-            )
+            raise ValidationError(f"{argument} expects COLUMN=VALUE. Got {it!r}.",
+                                  code="BAD_OPTION_VALUE")
         k, v = it.split("=", 1)
         try:
             out[k] = value_type(v)
         except ValueError as err:
-            raise ValidationError(
-                f"{argument} {it!r}: value {v!r} is not a valid {value_type.__name__}.",
-                code="BAD_OPTION_VALUE",
-            ) from err
+            raise ValidationError(f"{argument} {it!r}: value {v!r} is not a valid "
+                                  f"{value_type.__name__}.", code="BAD_OPTION_VALUE") from err
     return out
 
 
 def add_dask_arguments(p: argparse.ArgumentParser, unit: str) -> None:
     """``--scheduler ADDRESS`` | ``--workers N`` (mutually exclusive) and ``--partition-size``."""
-    g = p.add_argument_group(
-        "scale-out with Dask (optional; needs bayes-risk[dask]; default: in process)"
-    )
+    g = p.add_argument_group("scale-out with Dask (optional; needs bayes-risk[dask]; default: in "
+                             "process)")
     x = g.add_mutually_exclusive_group()
     x.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address of a running Dask scheduler, e.g. tcp://host:8786")
@@ -389,10 +357,8 @@ def dask_client(args: argparse.Namespace) -> Iterator[Any]:
     workers = getattr(args, "workers", None)
     if scheduler is None and workers is None:
         if getattr(args, "partition_size", None) is not None:
-            raise ValidationError(
-                "--partition-size applies only with --scheduler or --workers.",
-                code="OPTION_CONFLICT",
-            )
+            raise ValidationError("--partition-size applies only with --scheduler or --workers.",
+                                  code="OPTION_CONFLICT")
         yield None
         return
     from bayes_risk.distributed import connect

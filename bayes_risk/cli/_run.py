@@ -251,13 +251,12 @@ def _checksums(inputs: dict[str, Any]) -> dict[str, str]:
             for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
                 what = special_file(f)
                 if what is not None:
-                    raise ValidationError(
-                        f"{arg_name(name)}: {str(f)!r} is {what}, not a regular file; an input "
-                        "is read more than once (hashed for summary.json, then parsed), which "
-                        "a pipe or a device cannot give. Save it to a file first (e.g. "
-                        "cat PIPE > table.csv) and give that file.",
-                        code="NOT_A_REGULAR_FILE",
-                    )
+                    raise ValidationError(f"{arg_name(name)}: {str(f)!r} is {what}, not a regular "
+                                          "file; an input is read more than once (hashed for "
+                                          "summary.json, then parsed), which a pipe or a device "
+                                          "cannot give. Save it to a file first (e.g. cat PIPE > "
+                                          "table.csv) and give that file.",
+                                          code="NOT_A_REGULAR_FILE")
                 if not f.is_file():
                     continue
                 try:
@@ -305,25 +304,19 @@ def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) ->
     input, exists non-empty (without ``overwrite``), or cannot be written.
     """
     if not str(out).strip():
-        raise ValidationError(
-            "--out is empty; give the name of a new folder, e.g. --out results.", code="OUT_INVALID"
-        )
+        raise ValidationError("--out is empty; give the name of a new folder, e.g. --out results.",
+                              code="OUT_INVALID")
     target = Path(os.path.abspath(out))
     cwd = Path.cwd().resolve()
     real = target.resolve()
     if real == cwd or real in cwd.parents:
-        raise ValidationError(
-            f"--out {out!r} is the current folder or one holding it; it would be replaced. "
-            "Give a new folder, e.g. --out results.",
-            code="OUT_INVALID",
-        )
+        raise ValidationError(f"--out {out!r} is the current folder or one holding it; it would "
+                              "be replaced. Give a new folder, e.g. --out results.",
+                              code="OUT_INVALID")
     for p in inputs or ():
         if p == real or real in p.parents:
-            raise ValidationError(
-                f"--out {out!r} holds the input {str(p)!r}; it would be replaced. Give another "
-                "folder.",
-                code="OUT_INVALID",
-            )
+            raise ValidationError(f"--out {out!r} holds the input {str(p)!r}; it would be "
+                                  "replaced. Give another folder.", code="OUT_INVALID")
     if target.is_symlink() or target.exists():
         if not target.is_dir() or target.is_symlink():
             if not overwrite:
@@ -337,20 +330,17 @@ def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) ->
                     code="OUT_EXISTS",
                 )
         elif any(target.iterdir()) and not overwrite:
-            raise ValidationError(
-                f"--out {out!r} is a folder that is not empty; give a new folder, or "
-                "--overwrite to replace it (it is replaced only once the new output is complete).",
-                code="OUT_EXISTS",
-            )
+            raise ValidationError(f"--out {out!r} is a folder that is not empty; give a new "
+                                  "folder, or --overwrite to replace it (it is replaced only once "
+                                  "the new output is complete).", code="OUT_EXISTS")
     # writability: probe with a temporary folder in the nearest existing ancestor, named as
     # every temporary of the package (a killed run's is recognised and removed by the next)
     anc = target.parent
     while not anc.exists():
         anc = anc.parent
     if not anc.is_dir():
-        raise ValidationError(
-            f"--out {out!r}: {str(anc)!r} is a file, not a folder.", code="OUT_INVALID"
-        )
+        raise ValidationError(f"--out {out!r}: {str(anc)!r} is a file, not a folder.",
+                              code="OUT_INVALID")
     _check_name_lengths(out, target, anc)
     from bayes_risk._io import temporary_name
 
@@ -359,10 +349,8 @@ def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) ->
         probe.mkdir(mode=0o700)
         probe.rmdir()
     except OSError as err:
-        raise ValidationError(
-            f"--out {out!r} cannot be written ({str(anc)!r}: {err.strerror or err}).",
-            code="OUT_NOT_WRITABLE",
-        ) from err
+        raise ValidationError(f"--out {out!r} cannot be written ({str(anc)!r}: "
+                              f"{err.strerror or err}).", code="OUT_NOT_WRITABLE") from err
     return target
 
 
@@ -377,13 +365,11 @@ def _check_name_lengths(out: str, target: Path, anc: Path) -> None:
     tmp = f".{target.name}.tmp-{os.getpid()}-00000000"
     for name in (*new, tmp):
         if len(os.fsencode(name)) > name_max:
-            raise ValidationError(
-                f"--out {out!r}: the folder name {name[:40]!r}... is {len(os.fsencode(name))} "
-                f"bytes long (with the hidden folder '.NAME.tmp-PID-XXXXXXXX' the output is "
-                f"built in), more than the {name_max} this file system allows; give a "
-                "shorter name.",
-                code="OUT_INVALID",
-            )
+            raise ValidationError(f"--out {out!r}: the folder name {name[:40]!r}... is "
+                                  f"{len(os.fsencode(name))} bytes long (with the hidden folder "
+                                  "'.NAME.tmp-PID-XXXXXXXX' the output is built in), more than "
+                                  f"the {name_max} this file system allows; give a shorter name.",
+                                  code="OUT_INVALID")
 
 
 def _new_dirs(path: Path) -> list[Path]:
@@ -461,12 +447,11 @@ def output_dir(args: argparse.Namespace,
                 try:
                     replace_checked(tmp, target, expected=expected)
                 except FileExistsError as err:
-                    raise ValidationError(
-                        f"--out {shown(target)!r} was {'replaced' if expected else 'created'} "
-                        "by another process while this run worked; it is left as it is and "
-                        "this run's output is discarded. Give another --out.",
-                        code="OUT_TAKEN",
-                    ) from err
+                    raise ValidationError(f"--out {shown(target)!r} was "
+                                          f"{'replaced' if expected else 'created'} by another "
+                                          "process while this run worked; it is left as it is and "
+                                          "this run's output is discarded. Give another --out.",
+                                          code="OUT_TAKEN") from err
                 if run is not None:
                     run.completed = True  # the output is complete and in place
     except BaseException:
@@ -516,11 +501,8 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
                      options=dict(_OPTIONS.get() or {}))
     args._run = run
     if getattr(args, "out", None) is not None:
-        run.out = check_out(
-            args.out,
-            overwrite=bool(getattr(args, "overwrite", False)),
-            inputs=_input_paths(run.inputs),
-        )
+        run.out = check_out(args.out, overwrite=bool(getattr(args, "overwrite", False)),
+                            inputs=_input_paths(run.inputs))
         from bayes_risk._io import path_identity
 
         run.out_identity = path_identity(run.out)

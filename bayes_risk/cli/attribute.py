@@ -1,7 +1,4 @@
-"""``bayes-risk attribute``: attribute disclosure risk of every (or selected) record.
-
-Arguments and outputs: ``bayes-risk attribute --help`` (:mod:`bayes_risk.cli.parsers.attribute`).
-"""
+"""``bayes-risk attribute``: attribute disclosure risk of every (or selected) record."""
 
 from __future__ import annotations
 
@@ -31,31 +28,24 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
         check_model_original(args, model, original)
         if capabilities(model).plugin_likelihood:  # a tree synthesizer: its plug-in likelihood
             if args.estimator != "auto" or args.psis or args.refit_draws is not None:
-                raise ValidationError(
-                    "--estimator, --refit-draws and --psis apply to Bayesian models; a CART or "
-                    "random-forest synthesizer uses the plug-in likelihood (docs: methods page "
-                    "'Attribute disclosure risk').",
-                    code="OPTION_CONFLICT",
-                )
+                raise ValidationError("--estimator, --refit-draws and --psis apply to Bayesian "
+                                      "models; a CART or random-forest synthesizer uses the "
+                                      "plug-in likelihood (docs: methods page 'Attribute "
+                                      "disclosure risk').", code="OPTION_CONFLICT")
             return plugin_likelihood(model, original, random_seed=args.random_seed)
         model = plugin_likelihood(model, original)  # a PMM synthesizer is refused here
         if args.quiet and hasattr(model, "progressbar"):
             model.progressbar = False  # the augmented refits' progress bars
         return model
     if rebuildable_synthesizer(synthetic) is None:
-        raise ValidationError(
-            "--model is required unless SYN is a release of a synthesizer with a plug-in "
-            "likelihood (CART, random forests: a plugin_likelihood method) written by "
-            f"'bayes-risk synthesize --method NAME' (this release: {synthetic.method!r}).",
-            code="OPTION_REQUIRED",
-        )
+        raise ValidationError("--model is required unless SYN is a release of a synthesizer with "
+                              "a plug-in likelihood (CART, random forests: a plugin_likelihood "
+                              "method) written by 'bayes-risk synthesize --method NAME' (this "
+                              f"release: {synthetic.method!r}).", code="OPTION_REQUIRED")
     if args.estimator != "auto" or args.psis or args.refit_draws is not None:
-        raise ValidationError(
-            "--estimator, --refit-draws and --psis apply to Bayesian models; a CART or "
-            "random-forest release "
-            "uses the plug-in likelihood (docs: methods page 'Attribute disclosure risk').",
-            code="OPTION_CONFLICT",
-        )
+        raise ValidationError("--estimator, --refit-draws and --psis apply to Bayesian models; a "
+                              "CART or random-forest release uses the plug-in likelihood (docs: "
+                              "methods page 'Attribute disclosure risk').", code="OPTION_CONFLICT")
     synth = rebuild_synthesizer(original, synthetic)
     return plugin_likelihood(synth, original, random_seed=args.random_seed)
 
@@ -89,51 +79,35 @@ def _scenario(args: argparse.Namespace) -> str:
             code="OPTION_CONFLICT" if args.pairs is not None else "OPTION_REQUIRED",
         )
     if args.pairs is not None and args.records is not None:
-        raise ValidationError(
-            "--records does not apply to --scenario two-records: --pairs names the records.",
-            code="OPTION_CONFLICT",
-        )
+        raise ValidationError("--records does not apply to --scenario two-records: --pairs names "
+                              "the records.", code="OPTION_CONFLICT")
     if args.known and given != "partially-known":
-        raise ValidationError(
-            f"--known applies to --scenario partially-known, not {given}.", code="OPTION_CONFLICT"
-        )
+        raise ValidationError(f"--known applies to --scenario partially-known, not {given}.",
+                              code="OPTION_CONFLICT")
     largest = given in LARGEST_VALUE_CHOICES
     if largest and args.column is None:
-        raise ValidationError(
-            f"--scenario {given} needs --column (the magnitude column).", code="OPTION_REQUIRED"
-        )
+        raise ValidationError(f"--scenario {given} needs --column (the magnitude column).",
+                              code="OPTION_REQUIRED")
     if not largest and (args.column is not None or args.upper is not None):
-        raise ValidationError(
-            "--column and --upper apply to the largest-value scenarios (--scenario "
-            f"{'|'.join(LARGEST_VALUE_CHOICES)}).",
-            code="OPTION_CONFLICT",
-        )
+        raise ValidationError("--column and --upper apply to the largest-value scenarios "
+                              f"(--scenario {'|'.join(LARGEST_VALUE_CHOICES)}).",
+                              code="OPTION_CONFLICT")
     if args.total_known and given != "second-largest":
-        raise ValidationError(
-            "--total-known applies to --scenario second-largest.", code="OPTION_CONFLICT"
-        )
+        raise ValidationError("--total-known applies to --scenario second-largest.",
+                              code="OPTION_CONFLICT")
     if args.delta is not None:
         if not largest:
-            raise ValidationError(
-                "--delta applies to the largest-value scenarios (--scenario "
-                f"{'|'.join(LARGEST_VALUE_CHOICES)}).",
-                code="OPTION_CONFLICT",
-            )
+            raise ValidationError("--delta applies to the largest-value scenarios (--scenario "
+                                  f"{'|'.join(LARGEST_VALUE_CHOICES)}).", code="OPTION_CONFLICT")
         if not (math.isfinite(args.delta) and args.delta > 0):
-            raise ValidationError(
-                f"--delta must be a positive number. Got {args.delta!r}.", code="BAD_OPTION_VALUE"
-            )
+            raise ValidationError(f"--delta must be a positive number. Got {args.delta!r}.",
+                                  code="BAD_OPTION_VALUE")
     return given.replace("-", "_")
 
 
 def parse_pairs(text: str, n: int) -> list[tuple[int, int]]:
-    """``--pairs``: ``"0:1,2:5"`` or a file with one pair per line (``I J``, ``I,J`` or ``I:J``).
-
-    Raises
-    ------
-    ValidationError
-        For a malformed pair, or a record number outside ``0..n-1``.
-    """
+    """``--pairs``: ``"0:1,2:5"`` or a file with one pair per line (``I J``, ``I,J`` or ``I:J``);
+    ``ValidationError`` for a malformed pair or a record outside ``0..n-1``."""
     from pathlib import Path
 
     from bayes_risk.exceptions import ValidationError
@@ -150,17 +124,13 @@ def parse_pairs(text: str, n: int) -> list[tuple[int, int]]:
     for it in items:
         parts = [p for p in it.replace(":", " ").replace(",", " ").replace(";", " ").split()]
         if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise ValidationError(
-                f"{where}: {it!r} is not a pair of record numbers; expected 'I:J' such as "
-                "'0:1,2:5' (a file: one pair 'I J' per line); records are numbered from 0.",
-                code="BAD_OPTION_VALUE",
-            )
+            raise ValidationError(f"{where}: {it!r} is not a pair of record numbers; expected "
+                                  "'I:J' such as '0:1,2:5' (a file: one pair 'I J' per line); "
+                                  "records are numbered from 0.", code="BAD_OPTION_VALUE")
         i, j = int(parts[0]), int(parts[1])
         if max(i, j) >= n:
-            raise ValidationError(
-                f"{where}: pair {it!r} names a record outside 0..{n - 1} of ORIGINAL.",
-                code="BAD_OPTION_VALUE",
-            )
+            raise ValidationError(f"{where}: pair {it!r} names a record outside 0..{n - 1} of "
+                                  "ORIGINAL.", code="BAD_OPTION_VALUE")
         out.append((i, j))
     if not out:
         raise ValidationError(f"{where} holds no pair.", code="BAD_OPTION_VALUE")
@@ -185,16 +155,13 @@ def _run_largest_value(
     from bayes_risk.exceptions import ValidationError
 
     if not capabilities(model).has("largest_value"):
-        raise ValidationError(
-            f"--scenario {args.scenario} needs a model with the largest-value likelihood "
-            f"(a Poisson-mixture model, 'bayes-risk fit --method poisson-mixture'); "
-            f"{type(model).__name__} has none.",
-            code="MODEL_UNSUITED",
-        )
+        raise ValidationError(f"--scenario {args.scenario} needs a model with the largest-value "
+                              "likelihood (a Poisson-mixture model, 'bayes-risk fit --method "
+                              f"poisson-mixture'); {type(model).__name__} has none.",
+                              code="MODEL_UNSUITED")
     if args.records is not None:
-        raise ValidationError(
-            "--records does not apply: the target is the largest value.", code="OPTION_CONFLICT"
-        )
+        raise ValidationError("--records does not apply: the target is the largest value.",
+                              code="OPTION_CONFLICT")
     col = original[args.column] if args.column in original.columns else None
     top = float(col.max()) if col is not None else float("nan")
     kw: dict[str, Any] = {}
@@ -269,8 +236,7 @@ def run(args: argparse.Namespace) -> int:
     candidates = (args.candidates if scenario == "empty"
                   else _candidates(args.candidates, model, original))
     estimator = EstimatorSpec(kind=args.estimator, refit_draws=args.refit_draws, psis=args.psis,
-                              khat=args.khat, bootstrap=args.bootstrap,
-                              chunk_size=args.chunk_size)
+                              khat=args.khat, bootstrap=args.bootstrap, chunk_size=args.chunk_size)
     seed = args.random_seed
     if args.known_sweep:
         from bayes_risk.attribute.knowledge import one_seed, shared_refits
@@ -288,20 +254,11 @@ def run(args: argparse.Namespace) -> int:
             risk = attribute_risk
         else:
             from bayes_risk.distributed import attribute_risk as risk
-        opts = dict(
-            candidates=candidates, prior=args.prior, estimator=estimator, random_seed=seed,
-            allow_other_model=args.allow_other_model,
-        )
-        result = risk(
-            original,
-            synthetic,
-            model=model,
-            records=records,
-            scenario=ScenarioSpec(kind=scenario, known=args.known, pairs=pairs),
-            progressbar=not args.quiet,
-            **opts,
-            **dask_kwargs(args, client),
-        )
+        opts = dict(candidates=candidates, prior=args.prior, estimator=estimator, random_seed=seed,
+                    allow_other_model=args.allow_other_model)
+        result = risk(original, synthetic, model=model, records=records,
+                      scenario=ScenarioSpec(kind=scenario, known=args.known, pairs=pairs),
+                      progressbar=not args.quiet, **opts, **dask_kwargs(args, client))
         if args.known_sweep:
             from bayes_risk.attribute.knowledge import attribute_known_sweep
             from bayes_risk.exceptions import command_line_options

@@ -31,13 +31,10 @@ def _radius(items: list[str]):
         try:
             return float(items[0])
         except ValueError as err:
-            raise ValidationError(
-                f"--radius: {items[0]!r} is not a number.", code="BAD_OPTION_VALUE"
-            ) from err
-    raise ValidationError(
-        f"--radius: give COL=R for every value or one bare number, not both. Got {items}.",
-        code="BAD_OPTION_VALUE",
-    )
+            raise ValidationError(f"--radius: {items[0]!r} is not a number.",
+                                  code="BAD_OPTION_VALUE") from err
+    raise ValidationError("--radius: give COL=R for every value or one bare number, not both. Got "
+                          f"{items}.", code="BAD_OPTION_VALUE")
 
 
 def _grid(text: str):
@@ -48,10 +45,8 @@ def _grid(text: str):
     try:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError as err:
-        raise ValidationError(
-            f"--radius-sweep expects comma-separated numbers or 'none'. Got {text!r}.",
-            code="BAD_OPTION_VALUE",
-        ) from err
+        raise ValidationError("--radius-sweep expects comma-separated numbers or 'none'. Got "
+                              f"{text!r}.", code="BAD_OPTION_VALUE") from err
 
 
 def _ngroups(text: str):
@@ -62,10 +57,8 @@ def _ngroups(text: str):
     try:
         return int(text)
     except ValueError as err:
-        raise ValidationError(
-            f"--ngroups-target expects an integer or 'none'. Got {text!r}.", code="BAD_OPTION_VALUE"
-        ) \
-            from err
+        raise ValidationError(f"--ngroups-target expects an integer or 'none'. Got {text!r}.",
+                              code="BAD_OPTION_VALUE") from err
 
 
 def _linkability(values: list[str] | None) -> tuple[list[str], list[str]] | None:

@@ -43,10 +43,8 @@ def _call(argv: list[str], quiet: bool) -> None:
     if status == 130:  # the step was interrupted: so is the demo
         raise KeyboardInterrupt
     if status != 0:
-        raise BayesRiskError(
-            f"demo step `bayes-risk {' '.join(argv)}` failed (status {status}).",
-            code="DEMO_STEP_FAILED",
-        )
+        raise BayesRiskError(f"demo step `bayes-risk {' '.join(argv)}` failed (status {status}).",
+                             code="DEMO_STEP_FAILED")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,9 +62,8 @@ def run(args: argparse.Namespace) -> int:
     if args.tune is not None and args.tune < 0:
         from bayes_risk.exceptions import ValidationError
 
-        raise ValidationError(
-            f"--tune must be an integer >= 0. Got {args.tune!r}.", code="BAD_OPTION_VALUE"
-        )
+        raise ValidationError(f"--tune must be an integer >= 0. Got {args.tune!r}.",
+                              code="BAD_OPTION_VALUE")
     from bayes_risk.cli._common import print_summary
 
     with output_dir(args) as tmp:

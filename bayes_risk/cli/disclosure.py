@@ -25,9 +25,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if (args.keys is None) != (args.target is None) or (args.keys is None
                                                         and not args.differencing):
-        raise ValidationError(
-            "disclosure needs --keys and --target (synthpop's measures), --differencing, or "
-            "both.", code="OPTION_REQUIRED")
+        raise ValidationError("disclosure needs --keys and --target (synthpop's measures), "
+                              "--differencing, or both.", code="OPTION_REQUIRED")
     if args.selected is not None and not args.differencing:
         raise ValidationError("--selected is read by --differencing only.",
                               code="OPTION_CONFLICT")

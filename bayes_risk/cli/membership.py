@@ -16,10 +16,8 @@ def _prior(text: str) -> float | str:
     try:
         return float(text)
     except ValueError:
-        raise ValidationError(
-            f"--prior must be balanced, sampling or a probability in (0, 1). Got {text!r}.",
-            code="BAD_OPTION_VALUE",
-        ) from None
+        raise ValidationError("--prior must be balanced, sampling or a probability in (0, 1). Got "
+                              f"{text!r}.", code="BAD_OPTION_VALUE") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,9 +108,8 @@ def run(args: argparse.Namespace) -> int:
             f"whose values match their slot's: {num(matching)} (the others have P(member) = 0)")
     sel = f.get("selection")
     if sel:
-        lines.append(
-            f"selection {sel['rule']!r}: {sel['n_selected']} of {sel['n_records']} records "
-            f"synthesized; members released whole (P(member) = 1, revealed): "
-            f"{sel['n_members_released_whole']}")
+        lines.append(f"selection {sel['rule']!r}: {sel['n_selected']} of {sel['n_records']} "
+                     "records synthesized; members released whole (P(member) = 1, revealed): "
+                     f"{sel['n_members_released_whole']}")
     print_summary(lines, args.out)
     return 0

@@ -25,9 +25,8 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     if args.max_order < 0:
-        raise ValidationError(
-            f"--max-order must be >= 0. Got {args.max_order}.", code="BAD_OPTION_VALUE"
-        )
+        raise ValidationError(f"--max-order must be >= 0. Got {args.max_order}.",
+                              code="BAD_OPTION_VALUE")
     seed = args.random_seed
     if seed is None:
         import numpy as np
@@ -87,10 +86,8 @@ def _print_summary(s, out: Path, *, given: bool) -> None:
     ]
     if p.method == "logit":
         lines.append(f"k (estimable coefficients): {sorted(set(int(k) for k in p.k))}")
-    lines.append(
-        f"interval overlap ({s.estimand_kind.replace('_', ' ')}, {len(s.overlap)} estimands): "
-        f"mean {s.mean_overlap:.4f}"
-    )
+    lines.append(f"interval overlap ({s.estimand_kind.replace('_', ' ')}, {len(s.overlap)} "
+                 f"estimands): mean {s.mean_overlap:.4f}")
     lines += [n[0].lower() + n[1:] for n in s.comparison_notes()]
     if s.warnings:
         lines.append(f"warnings: {', '.join(s.warnings)}")

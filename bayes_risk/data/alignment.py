@@ -167,12 +167,11 @@ def check_rows_aligned(
     if declared:
         return equal
     if cols and not equal:
-        _warn(record, "ROWS_NOT_VERIFIED",
-              f"no column of the synthetic data equals the original's row by row ({cols} all "
-              "differ), so the row order of the files cannot be checked: the measures assume "
-              "that row i of every dataset is record i of the original. Give a release written "
-              "by 'bayes-risk synthesize' (its manifest records the original's fingerprint) to "
-              "have it checked.")
+        _warn(record, "ROWS_NOT_VERIFIED", "no column of the synthetic data equals the original's "
+              f"row by row ({cols} all differ), so the row order of the files cannot be checked: "
+              "the measures assume that row i of every dataset is record i of the original. Give "
+              "a release written by 'bayes-risk synthesize' (its manifest records the original's "
+              "fingerprint) to have it checked.")
     # plain files: nothing records the original the synthesized columns were made from, so
     # they are checked by their association with it, row by row
     warn_unconfirmed(original, datasets, [c for c in dict.fromkeys(skip) if c in shared],
@@ -190,16 +189,15 @@ def warn_unconfirmed(
     if weak:
         what = "; ".join(f"{c!r}: association {r:.3g}, one-sided p = {p:.2g}"
                          for c, (r, p) in weak.items())
-        _warn(record, "ORIGINAL_UNCONFIRMED",
-              f"the synthesized column(s) {list(weak)} of the synthetic data show no "
-              f"row-by-row association with the original's ({what}). A synthesizer that uses "
-              "a record's other values makes its synthetic values follow its true ones; "
-              "these do not, so the original's column may not be the one the release was made "
-              "from (edited, from another wave, or its values in another row order than the "
-              f"other columns), and {measures} would be understated. Check the original, or "
-              "give a release written by 'bayes-risk synthesize' (its manifest records the "
-              "original's fingerprint). A synthesizer that draws the column without regard to "
-              "the record's other values, or a fully synthetic release, also shows no "
+        _warn(record, "ORIGINAL_UNCONFIRMED", f"the synthesized column(s) {list(weak)} of the "
+              f"synthetic data show no row-by-row association with the original's ({what}). A "
+              "synthesizer that uses a record's other values makes its synthetic values follow "
+              "its true ones; these do not, so the original's column may not be the one the "
+              "release was made from (edited, from another wave, or its values in another row "
+              f"order than the other columns), and {measures} would be understated. Check the "
+              "original, or give a release written by 'bayes-risk synthesize' (its manifest "
+              "records the original's fingerprint). A synthesizer that draws the column without "
+              "regard to the record's other values, or a fully synthetic release, also shows no "
               "association.")
     return list(weak)
 
@@ -313,22 +311,18 @@ def _refuse(c: str, l: int, eq: np.ndarray, code: str) -> None:
     i = int(np.flatnonzero(~eq)[0])
     k = int((~eq).sum())
     if code == "ROWS_MISALIGNED":
-        raise SchemaError(
-            f"synthetic dataset {l}: column {c!r} holds the original's values in another row "
-            f"order ({k} of {len(eq)} rows differ; first at row {i}): the original or the "
-            "release has been shuffled or re-sorted, or it is another table. Every measure "
-            "compares record i of the original with row i of each dataset; give both files in "
-            "the order of the release (a column the synthesizer permuted, as in data swapping, "
-            "is declared synthesized).",
-            code=code,
-        )
-    raise SchemaError(
-        f"synthetic dataset {l}: column {c!r}, unsynthesized in the release's manifest, differs "
-        f"from the original ({k} of {len(eq)} rows; first at row {i}): the original is not the "
-        "table the release was made from, or its rows are in another order. Give the original "
-        "the release was made from.",
-        code=code,
-    )
+        raise SchemaError(f"synthetic dataset {l}: column {c!r} holds the original's values in "
+                          f"another row order ({k} of {len(eq)} rows differ; first at row {i}): "
+                          "the original or the release has been shuffled or re-sorted, or it is "
+                          "another table. Every measure compares record i of the original with "
+                          "row i of each dataset; give both files in the order of the release (a "
+                          "column the synthesizer permuted, as in data swapping, is declared "
+                          "synthesized).", code=code)
+    raise SchemaError(f"synthetic dataset {l}: column {c!r}, unsynthesized in the release's "
+                      f"manifest, differs from the original ({k} of {len(eq)} rows; first at row "
+                      f"{i}): the original is not the table the release was made from, or its "
+                      "rows are in another order. Give the original the release was made from.",
+                      code=code)
 
 
 def unchanged_column_error(
@@ -342,16 +336,12 @@ def unchanged_column_error(
     i = int(np.flatnonzero(differ)[0])
     k = int(differ.sum())
     if same_multiset(comparable_values(original), comparable_values(released)):
-        return SchemaError(
-            f"{label}: {what} {column!r} holds the original's values in another row order "
-            f"({k} rows differ; first at row {i}): the original or the synthetic file has been "
-            "shuffled or re-sorted. Every dataset must keep the original's records in the "
-            "original's order.",
-            code="ROWS_MISALIGNED",
-        )
-    return SchemaError(
-        f"{label}: {what} {column!r} differs from the original ({k} rows; first at row {i}: "
-        f"{original.iloc[i]!r} vs {released.iloc[i]!r}). Unsynthesized columns are released "
-        f"unchanged; {hint} if the synthesizer replaced it.",
-        code="US_COLUMNS_DIFFER",
-    )
+        return SchemaError(f"{label}: {what} {column!r} holds the original's values in another "
+                           f"row order ({k} rows differ; first at row {i}): the original or the "
+                           "synthetic file has been shuffled or re-sorted. Every dataset must "
+                           "keep the original's records in the original's order.",
+                           code="ROWS_MISALIGNED")
+    return SchemaError(f"{label}: {what} {column!r} differs from the original ({k} rows; first at "
+                       f"row {i}: {original.iloc[i]!r} vs {released.iloc[i]!r}). Unsynthesized "
+                       f"columns are released unchanged; {hint} if the synthesizer replaced it.",
+                       code="US_COLUMNS_DIFFER")

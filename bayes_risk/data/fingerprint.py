@@ -186,21 +186,15 @@ def check_original(
         if same:
             return  # the same records in another order: nothing this measure depends on
     if getattr(source, "original_check", "error") == "warn":
-        warnings.warn(
-            f"the original is not the table {what} was made from ({problem}) "
-            "(ORIGINAL_DIFFERS); the risks are those of this table against that release, "
-            "as asked.",
-            DataWarning,
-            skip_file_prefixes=CALLER,
-        )
+        warnings.warn(f"the original is not the table {what} was made from ({problem}) "
+                      "(ORIGINAL_DIFFERS); the risks are those of this table against that "
+                      "release, as asked.", DataWarning, skip_file_prefixes=CALLER)
         return
-    raise SchemaError(
-        f"the original is not the table {what} was made from ({problem}; compared by the "
-        "fingerprint recorded in its manifest). A shuffled, re-sorted or other table gives "
-        "other, usually lower, risks. Give the original the release was made from, or "
-        f"{override_hint()} to go on anyway.",
-        code="ORIGINAL_DIFFERS",
-    )
+    raise SchemaError(f"the original is not the table {what} was made from ({problem}; compared "
+                      "by the fingerprint recorded in its manifest). A shuffled, re-sorted or "
+                      "other table gives other, usually lower, risks. Give the original the "
+                      f"release was made from, or {override_hint()} to go on anyway.",
+                      code="ORIGINAL_DIFFERS")
 
 
 def fingerprint_record(data: pd.DataFrame, schema: Schema) -> dict[str, Any]:

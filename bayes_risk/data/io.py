@@ -68,9 +68,8 @@ def read_table(
     p = Path(path)
     what = special_file(p)
     if what is not None:  # refused before it is opened: reading a pipe with no writer waits
-        raise ValidationError(f"input file {str(p)!r} is {what}, not a regular file; save "
-                              "the table to a file and give that file.",
-                              code="NOT_A_REGULAR_FILE")
+        raise ValidationError(f"input file {str(p)!r} is {what}, not a regular file; save the "
+                              "table to a file and give that file.", code="NOT_A_REGULAR_FILE")
     if p.is_dir():
         raise ValidationError(f"input file {str(p)!r} is a folder; expected a .csv or .parquet "
                               "file.", code="IS_A_FOLDER")
@@ -83,10 +82,8 @@ def read_table(
         elif suffix in _PARQUET:
             df = pd.read_parquet(p)
         else:
-            raise ValidationError(
-                f"input file {str(p)!r} has extension {suffix!r}; expected .csv or .parquet.",
-                code="UNSUPPORTED_FILE_TYPE",
-            )
+            raise ValidationError(f"input file {str(p)!r} has extension {suffix!r}; expected .csv "
+                                  "or .parquet.", code="UNSUPPORTED_FILE_TYPE")
     except (ValueError, OSError, pd.errors.ParserError) as err:
         if isinstance(err, (ValidationError, SchemaError)):
             raise
@@ -124,13 +121,11 @@ def _check_row_lengths(p: Path, width: int) -> None:
         for k, row in enumerate(csv.reader(fh), start=1):
             if len(row) == width or (not row and k > 1):
                 continue  # a blank line (at the end of many files) is no record
-            raise SchemaError(
-                f"input file {str(p)!r}: line {k} has {len(row)} field(s) but the header has "
-                f"{width}; a truncated or damaged file (a short last line, a missing or extra "
-                "comma, an unquoted comma inside a value). Repair the line; every row must "
-                "have one field per column (an empty field for a missing value).",
-                code="ROW_LENGTH",
-            )
+            raise SchemaError(f"input file {str(p)!r}: line {k} has {len(row)} field(s) but the "
+                              f"header has {width}; a truncated or damaged file (a short last "
+                              "line, a missing or extra comma, an unquoted comma inside a value). "
+                              "Repair the line; every row must have one field per column (an "
+                              "empty field for a missing value).", code="ROW_LENGTH")
 
 
 @contextlib.contextmanager
@@ -166,23 +161,18 @@ def _drop_index_column(p: Path, df: pd.DataFrame) -> pd.DataFrame:
                     or np.array_equal(vals, np.arange(len(df)))):
                 order = ("in increasing order" if bool(np.all(np.diff(vals) > 0))
                          else "NOT in increasing order: the rows were reordered before saving")
-                warnings.warn(
-                    f"input file {str(p)!r}: the unnamed first column holds distinct integers "
-                    f"({vals[0]}, {vals[1] if len(vals) > 1 else ''}...) {order}; it is read "
-                    "as a row index saved with the table and dropped, not as a variable "
-                    "(INDEX_COLUMN). Save the table without its index (to_csv(index=False)).",
-                    DataWarning,
-                    stacklevel=3,
-                )
+                warnings.warn(f"input file {str(p)!r}: the unnamed first column holds distinct "
+                              f"integers ({vals[0]}, {vals[1] if len(vals) > 1 else ''}...) "
+                              f"{order}; it is read as a row index saved with the table and "
+                              "dropped, not as a variable (INDEX_COLUMN). Save the table without "
+                              "its index (to_csv(index=False)).", DataWarning, stacklevel=3)
             df = df.iloc[:, 1:]
             unnamed = [j - 1 for j in unnamed[1:]]
     if unnamed:
-        raise SchemaError(
-            f"input file {str(p)!r}: column {unnamed[0] + 1} has no name in the header; every "
-            "variable needs a name (name it, or drop the column; a saved row index must be the "
-            "first column and hold distinct integers).",
-            code="UNNAMED_COLUMN",
-        )
+        raise SchemaError(f"input file {str(p)!r}: column {unnamed[0] + 1} has no name in the "
+                          "header; every variable needs a name (name it, or drop the column; a "
+                          "saved row index must be the first column and hold distinct integers).",
+                          code="UNNAMED_COLUMN")
     return df
 
 
@@ -196,14 +186,12 @@ def _check_thousands(p: Path, df: pd.DataFrame, text: list[str]) -> None:
         sep = vals.str.match(_THOUSANDS)
         if sep.any() and (sep | vals.str.match(_PLAIN_NUMBER)).all():
             i = int(np.flatnonzero(sep.to_numpy())[0])
-            raise SchemaError(
-                f"input file {str(p)!r}: column {c!r} holds numbers written with thousands "
-                f"separators ({vals.iloc[i]!r}, {int(sep.sum())} value(s)); read as text they "
-                "would make a categorical column of every distinct amount. Write the numbers "
-                "without separators (e.g. pandas.read_csv(path, thousands=',').to_csv(new_path, "
-                "index=False)).",
-                code="THOUSANDS_SEPARATOR",
-            )
+            raise SchemaError(f"input file {str(p)!r}: column {c!r} holds numbers written with "
+                              f"thousands separators ({vals.iloc[i]!r}, {int(sep.sum())} "
+                              "value(s)); read as text they would make a categorical column of "
+                              "every distinct amount. Write the numbers without separators (e.g. "
+                              "pandas.read_csv(path, thousands=',').to_csv(new_path, "
+                              "index=False)).", code="THOUSANDS_SEPARATOR")
 
 
 def _keep_leading_zeros(p: Path, df: pd.DataFrame) -> pd.DataFrame:
@@ -227,14 +215,11 @@ def _keep_leading_zeros(p: Path, df: pd.DataFrame) -> pd.DataFrame:
         if out is df:
             out = df.copy()
         out[c] = raw[c].reindex(df.index).to_numpy(dtype=object)
-        warnings.warn(
-            f"input file {str(p)!r}: column {c!r} has values with leading zeros "
-            f"({txt[lead].iloc[0]!r}, {int(lead.sum())} value(s)); it is read as text labels, "
-            "as written, so that codes such as 015 are released as 015, not 15 (LEADING_ZEROS). "
-            "If it holds amounts, write them without the zeros.",
-            DataWarning,
-            stacklevel=4,
-        )
+        warnings.warn(f"input file {str(p)!r}: column {c!r} has values with leading zeros "
+                      f"({txt[lead].iloc[0]!r}, {int(lead.sum())} value(s)); it is read as text "
+                      "labels, as written, so that codes such as 015 are released as 015, not 15 "
+                      "(LEADING_ZEROS). If it holds amounts, write them without the zeros.",
+                      DataWarning, stacklevel=4)
     return out
 
 
@@ -250,12 +235,9 @@ def _apply_missing_labels(
     out = df.copy()
     for c, labs in labels.items():
         if c not in out.columns:
-            raise SchemaError(
-                f"{arg_name('missing_labels', f'{{{c!r}: [...]}}', cli=f'{c}=...')}: column "
-                f"{c!r} is not in {str(p)!r} (columns: "
-                f"{list(out.columns)}).",
-                code="UNKNOWN_COLUMN",
-            )
+            raise SchemaError(f"{arg_name('missing_labels', f'{{{c!r}: [...]}}', cli=f'{c}=...')}: "
+                              f"column {c!r} is not in {str(p)!r} (columns: {list(out.columns)}).",
+                              code="UNKNOWN_COLUMN")
         s = out[c]
         if strict and not _is_text(s) and not isinstance(s.dtype, pd.CategoricalDtype):
             lab = str(labs[0])
@@ -293,14 +275,11 @@ def _warn_na_like(
         if not len(hits):
             continue
         lab = str(hits.iloc[0])
-        warnings.warn(
-            f"input file {str(p)!r}: column {c!r} has the label {lab!r} in {len(hits)} row(s); "
-            "it is read as a label of its own, not as a missing value (only an empty field is "
-            "missing) (NA_LIKE_LABEL). If it means missing, declare it: "
-            f"{arg_name('missing_labels', f'{{{c!r}: [{lab!r}]}}', cli=f'{c}={lab}')}.",
-            DataWarning,
-            stacklevel=3,
-        )
+        warnings.warn(f"input file {str(p)!r}: column {c!r} has the label {lab!r} in {len(hits)} "
+                      "row(s); it is read as a label of its own, not as a missing value (only an "
+                      "empty field is missing) (NA_LIKE_LABEL). If it means missing, declare it: "
+                      f"{arg_name('missing_labels', f'{{{c!r}: [{lab!r}]}}', cli=f'{c}={lab}')}.",
+                      DataWarning, stacklevel=3)
 
 
 def _csv_names(p: Path) -> list[str]:
@@ -322,11 +301,9 @@ def _check_unique_names(p: Path, names: list[str]) -> None:
     counts = pd.Series(names, dtype=object).value_counts(sort=False)
     dup = [str(n) for n, k in counts.items() if k > 1]
     if dup:
-        raise SchemaError(
-            f"input file {str(p)!r} has column name(s) {dup} more than "
-            "once; expected one column per name (rename or drop the repeated column).",
-            code="DUPLICATE_COLUMN",
-        )
+        raise SchemaError(f"input file {str(p)!r} has column name(s) {dup} more than once; "
+                          "expected one column per name (rename or drop the repeated column).",
+                          code="DUPLICATE_COLUMN")
     from bayes_risk.data.schema import check_confusable_names
 
     check_confusable_names(names, f"input file {str(p)!r}")
@@ -434,9 +411,8 @@ def _share_unchanged_columns(table: pd.DataFrame, like: pd.DataFrame) -> pd.Data
               and _same_bits(table[c].to_numpy(), like[c].to_numpy())]
     if not shared or table.columns.has_duplicates or like.columns.has_duplicates:
         return table
-    return pd.DataFrame(
-        {c: like[c] if c in shared else table[c].copy() for c in table.columns}, copy=False
-    )
+    return pd.DataFrame({c: like[c] if c in shared else table[c].copy() for c in table.columns},
+                        copy=False)
 
 
 def read_synthetic(
@@ -472,17 +448,13 @@ def read_synthetic(
         if (paths[0] / MANIFEST_NAME).is_file():
             release = SyntheticData.load(paths[0])
             return release.allow_different_original() if allow_different_original else release
-        raise ValidationError(
-            f"{str(paths[0])!r} is a folder without {MANIFEST_NAME}; pass the synthetic files "
-            "themselves or a folder written by `bayes-risk synthesize`.",
-            code="NOT_A_RELEASE",
-        )
+        raise ValidationError(f"{str(paths[0])!r} is a folder without {MANIFEST_NAME}; pass the "
+                              "synthetic files themselves or a folder written by `bayes-risk "
+                              "synthesize`.", code="NOT_A_RELEASE")
     for p in paths:
         if p.is_dir():
-            raise ValidationError(
-                f"{str(p)!r} is a folder; give either one SyntheticData folder or data files.",
-                code="NOT_A_RELEASE",
-            )
+            raise ValidationError(f"{str(p)!r} is a folder; give either one SyntheticData folder "
+                                  "or data files.", code="NOT_A_RELEASE")
     check_distinct_files(paths)  # a file given twice, or a link to another's
     # each file's unsynthesized columns are shared with ``like`` as soon as it is read
     labels = {c: v for c, v in (missing_labels or {}).items()}
@@ -497,10 +469,8 @@ def read_synthetic(
     cols0 = list(tables[0].columns)
     for p, z in zip(paths, tables, strict=True):
         if len(z) == 0:
-            raise ValidationError(
-                f"synthetic file {str(p)!r} has no records; expected one dataset per file.",
-                code="EMPTY_TABLE",
-            )
+            raise ValidationError(f"synthetic file {str(p)!r} has no records; expected one "
+                                  "dataset per file.", code="EMPTY_TABLE")
         if set(z.columns) != set(cols0):
             lacks = [c for c in cols0 if c not in z.columns]
             extra = [c for c in z.columns if c not in cols0]
@@ -514,8 +484,4 @@ def read_synthetic(
             )
     # columns are matched by name: a file written with another column order is reordered
     tables = [z if list(z.columns) == cols0 else z[cols0] for z in tables]
-    return SyntheticData(
-        tables,
-        method="external",
-        extra={"files": [str(p) for p in paths]},
-    )
+    return SyntheticData(tables, method="external", extra={"files": [str(p) for p in paths]})

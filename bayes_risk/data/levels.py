@@ -94,11 +94,8 @@ def _raise_unknown(bad: np.ndarray, levels: Sequence[Any], column: str) -> None:
     if not len(bad):
         return
     v = min(bad, key=str)  # the first in string order: the same value whatever the row order
-    raise SchemaError(
-        f"column {column!r} has value {_level_to_json(v)!r} that is not among its levels "
-        f"{list(levels)}.",
-        code="UNKNOWN_LEVEL",
-    )
+    raise SchemaError(f"column {column!r} has value {_level_to_json(v)!r} that is not among its "
+                      f"levels {list(levels)}.", code="UNKNOWN_LEVEL")
 
 
 def unused_levels(values: pd.Series, levels: Sequence[Any]) -> list[Any]:

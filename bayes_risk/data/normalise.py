@@ -88,21 +88,17 @@ def as_synthetic_list(
     if isinstance(synthetic, (list, tuple)):
         out = list(synthetic)
         if not out:
-            raise ValidationError(
-                f"{argument} is empty; expected at least one synthetic dataset (m >= 1)."
-            )
+            raise ValidationError(f"{argument} is empty; expected at least one synthetic dataset "
+                                  "(m >= 1).")
         for l, z in enumerate(out, start=1):
             if not isinstance(z, pd.DataFrame):
-                raise ValidationError(
-                    f"synthetic dataset {l} must be a pandas DataFrame. Got {type(z).__name__}."
-                )
+                raise ValidationError(f"synthetic dataset {l} must be a pandas DataFrame. Got "
+                                      f"{type(z).__name__}.")
             check_column_labels(z, f"synthetic dataset {l}")
         check_distinct_datasets(out)
         return SyntheticInput(out, None)
-    raise ValidationError(
-        f"{argument} must be a DataFrame, a list of DataFrames or a SyntheticData. "
-        f"Got {type(synthetic).__name__}."
-    )
+    raise ValidationError(f"{argument} must be a DataFrame, a list of DataFrames or a "
+                          f"SyntheticData. Got {type(synthetic).__name__}.")
 
 
 def select_columns(df: pd.DataFrame, cols: list[str],
@@ -157,10 +153,8 @@ def record_positions(records: Any, n: int, *, argument: str = "records") -> np.n
     arr = np.asarray(records if isinstance(records, np.ndarray) else list(records))
     if arr.dtype == bool:
         if arr.shape != (n,):
-            raise ValidationError(
-                f"{argument} as a boolean mask needs one flag per record ({n}); got shape "
-                f"{arr.shape}."
-            )
+            raise ValidationError(f"{argument} as a boolean mask needs one flag per record ({n}); "
+                                  f"got shape {arr.shape}.")
         arr = np.flatnonzero(arr)
     elif arr.size and (arr.dtype.kind not in "iu" and not (
             arr.dtype.kind in "fO" and _all_whole(arr))):
@@ -170,11 +164,9 @@ def record_positions(records: Any, n: int, *, argument: str = "records") -> np.n
         raise ValidationError(f"{argument} is empty; give at least one row position.")
     bad = arr[(arr < 0) | (arr >= n)]
     if bad.size:
-        raise ValidationError(
-            f"{argument}: row position {int(bad[0])} is out of range; the original has {n} rows "
-            "(positions 0..n-1).",
-            code="RECORD_OUT_OF_RANGE"
-        )
+        raise ValidationError(f"{argument}: row position {int(bad[0])} is out of range; the "
+                              f"original has {n} rows (positions 0..n-1).",
+                              code="RECORD_OUT_OF_RANGE")
     if np.unique(arr).size != arr.size:
         raise ValidationError(f"{argument} contains duplicate row positions.")
     return arr

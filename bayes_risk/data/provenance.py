@@ -232,9 +232,8 @@ def _data_differences(synth: Any, datasets: Sequence[pd.DataFrame],
                 changed.append(f"{c!r} ({how} in synthetic dataset {l})")
                 break
     if changed:
-        out.append(f"column(s) {', '.join(changed)}, which the model releases unchanged, "
-                   "differ from the original: the release synthesized what this model does "
-                   "not")
+        out.append(f"column(s) {', '.join(changed)}, which the model releases unchanged, differ "
+                   "from the original: the release synthesized what this model does not")
     flags = _model_records(synth)
     if flags is not None and flags.shape == (len(original),):
         kept = np.flatnonzero(~flags)
@@ -345,14 +344,12 @@ def check_release_model(model: Any, synthetic: Any, original: pd.DataFrame | Non
     if problem is None:
         return ModelCheck([], how)
     if not allow:
-        raise ValidationError(
-            f"the model is not the one that made the release: {problem}. Its risks would be "
-            "those of another release (a column it leaves unchanged but the release "
-            "synthesized is scored as released; another fit's posterior draws stand for the "
-            "release's). Give the model that made the release, or "
-            f"{OTHER_MODEL_HINT} to go on anyway.",
-            code="MODEL_DIFFERS",
-        )
+        raise ValidationError(f"the model is not the one that made the release: {problem}. Its "
+                              "risks would be those of another release (a column it leaves "
+                              "unchanged but the release synthesized is scored as released; "
+                              "another fit's posterior draws stand for the release's). Give the "
+                              f"model that made the release, or {OTHER_MODEL_HINT} to go on "
+                              "anyway.", code="MODEL_DIFFERS")
     msg = (f"the model is not the one that made the release ({problem}); the risks are "
            "those of this model, as asked (MODEL_DIFFERS).")
     if record is not None:

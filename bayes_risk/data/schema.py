@@ -86,33 +86,25 @@ class ColumnSpec:
 
     def __post_init__(self) -> None:
         if self.type not in COLUMN_TYPES:
-            raise ValidationError(
-                f"type of column {self.name!r} must be one of {list(COLUMN_TYPES)}. "
-                f"Got {self.type!r}."
-            )
+            raise ValidationError(f"type of column {self.name!r} must be one of "
+                                  f"{list(COLUMN_TYPES)}. Got {self.type!r}.")
         if self.role not in COLUMN_ROLES:
-            raise ValidationError(
-                f"role of column {self.name!r} must be one of {list(COLUMN_ROLES)}. "
-                f"Got {self.role!r}."
-            )
+            raise ValidationError(f"role of column {self.name!r} must be one of "
+                                  f"{list(COLUMN_ROLES)}. Got {self.role!r}.")
         if self.type in CATEGORICAL_TYPES and self.levels is not None:
             if len(set(self.levels)) != len(self.levels):
                 raise ValidationError(f"levels of column {self.name!r} contain duplicates.")
             object.__setattr__(self, "levels", tuple(self.levels))
         if self.type in NUMERIC_TYPES and self.levels is not None:
-            raise ValidationError(
-                f"column {self.name!r} is {self.type}; only categorical/ordinal columns have "
-                "levels."
-            )
+            raise ValidationError(f"column {self.name!r} is {self.type}; only categorical/ordinal "
+                                  "columns have levels.")
         object.__setattr__(self, "missing_codes", tuple(float(v) for v in self.missing_codes))
         if self.missing_codes and self.type not in NUMERIC_TYPES:
-            raise SchemaError(
-                f"column {self.name!r} is {self.type} but has missing-value codes "
-                f"{list(self.missing_codes)}; codes are declared for count and continuous "
-                "columns (in a categorical column an empty cell is the missing value and any "
-                "other value is a level).",
-                code="MISSING_CODES_TYPE",
-            )
+            raise SchemaError(f"column {self.name!r} is {self.type} but has missing-value codes "
+                              f"{list(self.missing_codes)}; codes are declared for count and "
+                              "continuous columns (in a categorical column an empty cell is the "
+                              "missing value and any other value is a level).",
+                              code="MISSING_CODES_TYPE")
 
     @property
     def is_categorical(self) -> bool:
@@ -145,15 +137,11 @@ class ColumnSpec:
     def from_dict(cls, d: Mapping[str, Any]) -> ColumnSpec:
         """Inverse of :meth:`to_dict`."""
         levels = d.get("levels")
-        return cls(
-            name=d["name"],
-            type=d["type"],
-            role=d.get("role", "unsynthesized"),
-            levels=None if levels is None else tuple(levels),
-            known=bool(d.get("known", False)),
-            missing_codes=tuple(d.get("missing_codes") or ()),
-            keep_unused_levels=bool(d.get("keep_unused_levels", False)),
-        )
+        return cls(name=d["name"], type=d["type"], role=d.get("role", "unsynthesized"),
+                   levels=None if levels is None else tuple(levels),
+                   known=bool(d.get("known", False)),
+                   missing_codes=tuple(d.get("missing_codes") or ()),
+                   keep_unused_levels=bool(d.get("keep_unused_levels", False)))
 
 
 @dataclass(frozen=True)
@@ -367,23 +355,18 @@ def _check_numeric_text(c: str, s: pd.Series, declared: str | None) -> None:
     bad, n_num = _not_numbers(s)
     if declared in ("continuous", "count"):
         if len(bad):
-            raise SchemaError(
-                f"column {c!r} was declared {declared} but {len(bad)} value(s) are not numbers "
-                f"({_describe_cells(s, bad)}; records are numbered from 0); fix them or leave "
-                "them empty (missing).",
-                code="NOT_A_NUMBER",
-            )
+            raise SchemaError(f"column {c!r} was declared {declared} but {len(bad)} value(s) are "
+                              f"not numbers ({_describe_cells(s, bad)}; records are numbered from "
+                              "0); fix them or leave them empty (missing).", code="NOT_A_NUMBER")
         return
     if declared is not None or not len(bad):
         return
     if n_num >= 0.5 * (n_num + len(bad)) and len(bad) <= max(1, 0.05 * (n_num + len(bad))):
-        raise SchemaError(
-            f"column {c!r} holds numbers except {len(bad)} value(s) ({_describe_cells(s, bad)}; "
-            "records are numbered from 0): fix the value(s) (or leave them empty for missing), "
-            "or declare the column's type, e.g. "
-            f"{arg_name('categorical', [c], cli=c)} if it really holds labels.",
-            code="STRAY_TEXT_IN_NUMERIC",
-        )
+        raise SchemaError(f"column {c!r} holds numbers except {len(bad)} value(s) "
+                          f"({_describe_cells(s, bad)}; records are numbered from 0): fix the "
+                          "value(s) (or leave them empty for missing), or declare the column's "
+                          f"type, e.g. {arg_name('categorical', [c], cli=c)} if it really holds "
+                          "labels.", code="STRAY_TEXT_IN_NUMERIC")
 
 
 def _levels_of(s: pd.Series) -> tuple[Any, ...]:
@@ -403,19 +386,15 @@ def check_column_labels(df: Any, name: str = "the original") -> None:
     if not isinstance(df, pd.DataFrame):
         return  # the callers' own type checks say what was expected
     if isinstance(df.columns, pd.MultiIndex):
-        raise ValidationError(
-            f"{name} has {df.columns.nlevels}-level column labels (a MultiIndex, e.g. "
-            f"{df.columns[0]!r}); give one name per column (flatten them, e.g. "
-            "df.columns = ['_'.join(map(str, c)) for c in df.columns]).",
-            code="MULTIINDEX_COLUMNS",
-        )
+        raise ValidationError(f"{name} has {df.columns.nlevels}-level column labels (a "
+                              f"MultiIndex, e.g. {df.columns[0]!r}); give one name per column "
+                              "(flatten them, e.g. df.columns = ['_'.join(map(str, c)) for c in "
+                              "df.columns]).", code="MULTIINDEX_COLUMNS")
     dup = df.columns[df.columns.duplicated()].unique().tolist()
     if dup:
-        raise ValidationError(
-            f"{name} has more than one column named {', '.join(map(repr, dup))}; every "
-            "column needs a name of its own (rename or drop the copies).",
-            code="DUPLICATE_COLUMN",
-        )
+        raise ValidationError(f"{name} has more than one column named "
+                              f"{', '.join(map(repr, dup))}; every column needs a name of its own "
+                              "(rename or drop the copies).", code="DUPLICATE_COLUMN")
     check_confusable_names([str(c) for c in df.columns], name)
 
 
@@ -435,12 +414,10 @@ def check_confusable_names(names: Sequence[str], where: str) -> None:
     clash = [g for g in groups.values() if len(g) > 1]
     if clash:
         shown = "; ".join(" and ".join(map(repr, g)) for g in clash)
-        raise ValidationError(
-            f"{where} has columns whose names differ only in case or white space ({shown}); "
-            "options, reports and summaries could not tell them apart, so one would be "
-            "treated as the other. Rename one of each (or drop the copy).",
-            code="CONFUSABLE_COLUMN_NAMES",
-        )
+        raise ValidationError(f"{where} has columns whose names differ only in case or white "
+                              f"space ({shown}); options, reports and summaries could not tell "
+                              "them apart, so one would be treated as the other. Rename one of "
+                              "each (or drop the copy).", code="CONFUSABLE_COLUMN_NAMES")
 
 
 def infer_schema(
@@ -537,29 +514,21 @@ def infer_schema(
         elif typ == "count":
             vals = pd.to_numeric(s, errors="coerce").dropna()
             if not pd.api.types.is_numeric_dtype(s.dtype):
-                raise SchemaError(
-                    f"column {c!r} was declared count but has non-numeric dtype {s.dtype}.",
-                    code="WRONG_DTYPE",
-                )
+                raise SchemaError(f"column {c!r} was declared count but has non-numeric dtype "
+                                  f"{s.dtype}.", code="WRONG_DTYPE")
             if len(vals) and ((vals < 0).any() or (np.asarray(vals) % 1 != 0).any()):
-                raise SchemaError(
-                    f"column {c!r} was declared count but holds negative or non-integer values "
-                    f"(e.g. {vals[(vals < 0) | (vals % 1 != 0)].iloc[0].item()!r}); expected "
-                    "integers >= 0.",
-                    code="WRONG_DTYPE",
-                )
+                raise SchemaError(f"column {c!r} was declared count but holds negative or "
+                                  "non-integer values (e.g. "
+                                  f"{vals[(vals < 0) | (vals % 1 != 0)].iloc[0].item()!r}); "
+                                  "expected integers >= 0.", code="WRONG_DTYPE")
         elif typ == "continuous" and not pd.api.types.is_numeric_dtype(s.dtype):
-            raise SchemaError(
-                f"column {c!r} was declared continuous but has non-numeric dtype {s.dtype}.",
-                code="WRONG_DTYPE",
-            )
+            raise SchemaError(f"column {c!r} was declared continuous but has non-numeric dtype "
+                              f"{s.dtype}.", code="WRONG_DTYPE")
         if c in codes and typ not in NUMERIC_TYPES:
-            raise SchemaError(
-                f"{arg_name('missing_codes')}: column {c!r} is {typ}; codes are declared for "
-                "count and continuous columns (declare its type, e.g. "
-                f"{arg_name('continuous', [c], cli=c)}, or leave the cells empty).",
-                code="MISSING_CODES_TYPE",
-            )
+            raise SchemaError(f"{arg_name('missing_codes')}: column {c!r} is {typ}; codes are "
+                              "declared for count and continuous columns (declare its type, e.g. "
+                              f"{arg_name('continuous', [c], cli=c)}, or leave the cells empty).",
+                              code="MISSING_CODES_TYPE")
         specs.append(ColumnSpec(name=c, type=typ, levels=lv,  # type: ignore[arg-type]
                                 missing_codes=codes.get(c, ()),
                                 keep_unused_levels=lv is not None and c in keep))

@@ -84,10 +84,8 @@ def validate_table(
         )
     extra = [c for c in cols if c not in schema.names]
     if extra and not extra_columns:
-        raise SchemaError(
-            f"{name} has unexpected column(s) {extra}; expected columns {schema.names}.",
-            code="EXTRA_COLUMN",
-        )
+        raise SchemaError(f"{name} has unexpected column(s) {extra}; expected columns "
+                          f"{schema.names}.", code="EXTRA_COLUMN")
     nan_ok: set[str]
     if allow_nan is True:
         nan_ok = set(schema.names)
@@ -112,11 +110,9 @@ def validate_table(
                 vals = pd.unique(s.dropna())
                 bad = [v for v in vals if _normalise_value(v) not in allowed]
                 if bad:
-                    raise SchemaError(
-                        f"{name}: column {spec.name!r} has value {_level_to_json(bad[0])!r} "
-                        f"that is not among its levels {list(spec.levels)}.",
-                        code="UNKNOWN_LEVEL",
-                    )
+                    raise SchemaError(f"{name}: column {spec.name!r} has value "
+                                      f"{_level_to_json(bad[0])!r} that is not among its levels "
+                                      f"{list(spec.levels)}.", code="UNKNOWN_LEVEL")
         else:
             if not pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
                 from bayes_risk.data.schema import _describe_cells, _not_numbers
@@ -127,21 +123,17 @@ def validate_table(
                     if len(bad)
                     else f"has dtype {s.dtype} (numbers stored as text)"
                 )
-                raise SchemaError(
-                    f"{name}: column {spec.name!r} is {spec.type} but {what}; expected numbers.",
-                    code="WRONG_DTYPE",
-                )
+                raise SchemaError(f"{name}: column {spec.name!r} is {spec.type} but {what}; "
+                                  "expected numbers.", code="WRONG_DTYPE")
             if spec.type == "count":
                 v = s.dropna().to_numpy(dtype=np.float64)
                 if spec.missing_codes:  # declared missing-value codes (e.g. -8) are not counts
                     v = v[~np.isin(v, np.asarray(spec.missing_codes))]
                 bad_mask = (v < 0) | (v % 1 != 0)
                 if bad_mask.any():
-                    raise SchemaError(
-                        f"{name}: column {spec.name!r} is a count but holds "
-                        f"{v[bad_mask][0].item()!r}; expected integers >= 0.",
-                        code="WRONG_DTYPE",
-                    )
+                    raise SchemaError(f"{name}: column {spec.name!r} is a count but holds "
+                                      f"{v[bad_mask][0].item()!r}; expected integers >= 0.",
+                                      code="WRONG_DTYPE")
             else:
                 check_no_infinity(s.to_numpy(dtype=np.float64, na_value=np.nan), name,
                                   spec.name)
@@ -153,12 +145,9 @@ def check_no_infinity(values: np.ndarray, what: str, column: str) -> None:
     bad = np.isinf(np.asarray(values, dtype=np.float64))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise SchemaError(
-            f"{what}: column {column!r} holds an infinite value ({int(bad.sum())} record(s); "
-            f"first record {i}: {float(values[i])!r}); expected finite numbers (an empty cell "
-            "for a missing value).",
-            code="INFINITE_VALUE",
-        )
+        raise SchemaError(f"{what}: column {column!r} holds an infinite value ({int(bad.sum())} "
+                          f"record(s); first record {i}: {float(values[i])!r}); expected finite "
+                          "numbers (an empty cell for a missing value).", code="INFINITE_VALUE")
 
 
 def check_m(m: Any, argument: str = "m") -> int:
@@ -212,15 +201,13 @@ def record_mask(records: Any, n: int, *, argument: str = "records",
     argument = arg_name(argument)
     if arr.dtype == bool:
         if arr.shape != (n,):
-            raise ValidationError(
-                f"{argument} as a boolean mask needs one flag per record ({n}). "
-                f"Got shape {arr.shape}.", code=code)
+            raise ValidationError(f"{argument} as a boolean mask needs one flag per record ({n}). "
+                                  f"Got shape {arr.shape}.", code=code)
         return arr.copy()
     # an empty list reads as float64: no position, not a non-integer one
     if arr.ndim > 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-        raise ValidationError(
-            f"{argument} must be a boolean mask or integer record indices (positions "
-            f"0..{n - 1}). Got {records!r}.", code=code)
+        raise ValidationError(f"{argument} must be a boolean mask or integer record indices "
+                              f"(positions 0..{n - 1}). Got {records!r}.", code=code)
     idx = arr.astype(np.int64).ravel()
     out_of_range = idx[(idx < 0) | (idx >= n)]
     if out_of_range.size:
@@ -285,14 +272,12 @@ def _refuse_labels_of_two_types(column: str, levels: list[Any]) -> None:
     clash = [v for v in levels if isinstance(v, str) and v.strip() in numbers]
     if clash:
         v = clash[0]
-        raise SchemaError(
-            f"column {column!r} holds the label {v!r} as text in one table and "
-            f"{numbers[v.strip()]!r} as a number in another ({len(clash)} such label(s)); "
-            "they would be counted as different levels. Give the column the same type in "
-            "every table (e.g. df[col] = df[col].astype(int) or .astype(str)); files read "
-            "with bayes_risk.read_synthetic(..., like=original) are reconciled.",
-            code="LEVEL_TYPES_DIFFER",
-        )
+        raise SchemaError(f"column {column!r} holds the label {v!r} as text in one table and "
+                          f"{numbers[v.strip()]!r} as a number in another ({len(clash)} such "
+                          "label(s)); they would be counted as different levels. Give the column "
+                          "the same type in every table (e.g. df[col] = df[col].astype(int) or "
+                          ".astype(str)); files read with bayes_risk.read_synthetic(..., "
+                          "like=original) are reconciled.", code="LEVEL_TYPES_DIFFER")
 
 
 def warn_synthetic_only_levels(syn_only: dict[str, list[tuple[int, Any]]]) -> None:
@@ -307,13 +292,10 @@ def warn_synthetic_only_levels(syn_only: dict[str, list[tuple[int, Any]]]) -> No
         f"{c!r}: " + ", ".join(f"{_level_to_json(v)!r} (dataset {l})" for l, v in lv[:5])
         for c, lv in syn_only.items()
     )
-    warnings.warn(
-        f"level(s) present only in the synthetic data (SYNTHETIC_ONLY_LEVEL): {desc}. They are "
-        "kept as levels of their own: models fitted to the original give them probability 0 "
-        "and the utility measures count them.",
-        DataWarning,
-        skip_file_prefixes=CALLER,
-    )
+    warnings.warn(f"level(s) present only in the synthetic data (SYNTHETIC_ONLY_LEVEL): {desc}. "
+                  "They are kept as levels of their own: models fitted to the original give them "
+                  "probability 0 and the utility measures count them.", DataWarning,
+                  skip_file_prefixes=CALLER)
 
 
 def validate_synthetic(
@@ -344,11 +326,9 @@ def validate_synthetic(
         label = f"synthetic dataset {l}"
         validate_table(z, schema, name=label, allow_nan=allow_nan, check_levels=True)
         if same_rows and len(z) != n:
-            raise SchemaError(
-                f"{label} has {len(z)} rows but the original has {n}; partially synthetic "
-                "datasets must keep the original's records in the same order.",
-                code="ROW_COUNT_MISMATCH",
-            )
+            raise SchemaError(f"{label} has {len(z)} rows but the original has {n}; partially "
+                              "synthetic datasets must keep the original's records in the same "
+                              "order.", code="ROW_COUNT_MISMATCH")
         if check_unsynthesized and same_rows:
             for c in schema.unsynthesized:
                 a = original[c].to_numpy()
