@@ -22,8 +22,8 @@ __all__ = [
     "add_type_arguments", "add_seed_argument", "add_quiet_argument", "add_out_argument",
     "add_original_check_argument", "add_other_model_argument", "check_model_original",
     "check_required", "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
-    "missing_labels", "parse_records", "schema_from_args", "model_schema", "release_schema",
-    "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs"
+    "read_inputs", "missing_labels", "parse_records", "schema_from_args", "model_schema",
+    "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
 ]
 
 
@@ -137,9 +137,8 @@ def add_quiet_argument(p: argparse.ArgumentParser) -> None:
                    "summary, progress bars or messages")
 
 
-def add_out_argument(
-    p: argparse.ArgumentParser, what: str, *, required: bool = True, default: str | None = None
-) -> None:
+def add_out_argument(p: argparse.ArgumentParser, what: str, *, required: bool = True,
+                     default: str | None = None) -> None:
     """``--out DIR`` and ``--overwrite`` (the policy is applied by :mod:`bayes_risk.cli._run`)."""
     p.add_argument(
         "--out", required=required, default=default, metavar="DIR",
@@ -177,6 +176,16 @@ def read_records_table(path: str, argument: str,
         raise ValidationError(f"{argument} {str(path)!r} has a header but no records; expected at "
                               "least one record.", code="EMPTY_TABLE")
     return df
+
+
+def read_inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, Any]:
+    """ORIGINAL and the release SYN of a run (``--missing-code`` labels applied)."""
+    from bayes_risk.data.io import read_synthetic
+
+    labels = missing_labels(args)
+    original = read_records_table(args.original, "ORIGINAL", labels)
+    return original, read_synthetic(args.synthetic, like=original, missing_labels=labels,
+                                    allow_different_original=args.allow_different_original)
 
 
 def parse_records(text: str | None, n: int, argument: str = "--records") -> list[int] | None:
@@ -319,9 +328,8 @@ def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
     return Schema(tuple(cols))
 
 
-def parse_key_value(
-    items: Sequence[str], argument: str, value_type: type = float
-) -> dict[str, Any]:
+def parse_key_value(items: Sequence[str], argument: str,
+                    value_type: type = float) -> dict[str, Any]:
     """Parse ``["Age=0.1", "Income=0.2"]`` into ``{"Age": 0.1, "Income": 0.2}``."""
     out: dict[str, Any] = {}
     for it in items:

@@ -51,11 +51,11 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._common import (
         missing_labels,
         print_summary,
+        read_inputs,
         read_records_table,
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.results._base import plot_figure
 
@@ -69,11 +69,7 @@ def run(args: argparse.Namespace) -> int:
     aux = (None if args.linkability is None else
            tuple(_columns(t, "--linkability") for t in args.linkability))
     labels = missing_labels(args)
-    original = read_records_table(args.original, "ORIGINAL", labels)
-    syn_arg = args.synthetic[0] if len(args.synthetic) == 1 else args.synthetic
-    synthetic = read_synthetic(syn_arg, like=original,
-                               allow_different_original=args.allow_different_original,
-                               missing_labels=labels)
+    original, synthetic = read_inputs(args)
     holdout = (None if args.holdout is None
                else read_records_table(args.holdout, "--holdout", labels))
     schema = release_schema(original, synthetic, args)

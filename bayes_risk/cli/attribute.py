@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import Any
 
-from bayes_risk.cli._common import dask_client, dask_kwargs, parse_records
+from bayes_risk.cli._common import dask_client, dask_kwargs, parse_records, read_inputs
 
 __all__ = ["run", "parse_records", "parse_pairs"]
 
@@ -137,9 +137,8 @@ def parse_pairs(text: str, n: int) -> list[tuple[int, int]]:
     return out
 
 
-def _run_largest_value(
-    args: argparse.Namespace, scenario: str, model: Any, original: Any, synthetic: Any
-) -> int:
+def _run_largest_value(args: argparse.Namespace, scenario: str, model: Any, original: Any,
+                       synthetic: Any) -> int:
     """The Wei & Reiter largest-value scenarios: ``largest_value.csv`` (the posterior over the
     candidates) and ``summary.json``."""
     import numpy as np
@@ -212,15 +211,10 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attribute``."""
     from bayes_risk._io import write_json
     from bayes_risk.attribute.api import EstimatorSpec, ScenarioSpec, attribute_risk
-    from bayes_risk.cli._common import missing_labels, print_summary, read_records_table
+    from bayes_risk.cli._common import print_summary
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic
 
-    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
-    syn_arg = args.synthetic[0] if len(args.synthetic) == 1 else args.synthetic
-    synthetic = read_synthetic(syn_arg, like=original,
-                            allow_different_original=args.allow_different_original,
-                            missing_labels=missing_labels(args))
+    original, synthetic = read_inputs(args)
     scenario = _scenario(args)
     _check_known_sweep(args, scenario)
     model = _model(args, original, synthetic)

@@ -84,18 +84,15 @@ def run(args: argparse.Namespace) -> int:
         missing_labels,
         parse_records,
         print_summary,
+        read_inputs,
         read_records_table,
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic
     from bayes_risk.identification.specs import MatchSpec
     from bayes_risk.utility.pmse import PropensitySpec
 
-    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
-    syn = read_synthetic(args.synthetic, like=original,
-                            allow_different_original=args.allow_different_original,
-                            missing_labels=missing_labels(args))
+    original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
     records = parse_records(args.records, len(original))
     settings = AuditSettings(

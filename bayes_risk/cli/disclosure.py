@@ -12,13 +12,11 @@ def run(args: argparse.Namespace) -> int:
     """Compute the measures and write the output folder."""
     from bayes_risk._io import write_json
     from bayes_risk.cli._common import (
-        missing_labels,
         print_summary,
-        read_records_table,
+        read_inputs,
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic
     from bayes_risk.disclosure import ExclusionSpec, differencing_check, disclosure_measures
     from bayes_risk.exceptions import ValidationError
 
@@ -30,10 +28,7 @@ def run(args: argparse.Namespace) -> int:
     if args.selected is not None and not args.differencing:
         raise ValidationError("--selected is read by --differencing only.",
                               code="OPTION_CONFLICT")
-    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
-    syn = read_synthetic(args.synthetic, like=original,
-                            allow_different_original=args.allow_different_original,
-                            missing_labels=missing_labels(args))
+    original, syn = read_inputs(args)
     diff = (differencing_check(original, syn, records=_selected(args.selected))
             if args.differencing else None)
     if args.keys is None:

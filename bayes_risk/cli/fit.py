@@ -126,9 +126,8 @@ def _write_summary(folder: Any, args: argparse.Namespace, model: Any) -> None:
     })
 
 
-def _fit_direct(
-    args: argparse.Namespace, cls: type, settings: dict[str, Any], df: Any, schema: Any
-) -> int:
+def _fit_direct(args: argparse.Namespace, cls: type, settings: dict[str, Any], df: Any,
+                schema: Any) -> int:
     """Fit a synthesizer without MCMC diagnostics (CART, random forests, PMM, or a registered
     model such as an exact conjugate posterior) and save it."""
     import numpy as np

@@ -177,13 +177,12 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._common import (
         dask_client,
         dask_kwargs,
-        missing_labels,
         print_summary,
-        read_records_table,
+        read_inputs,
         schema_from_args,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic, write_csv
+    from bayes_risk.data.io import write_csv
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import radius_sweep
@@ -202,10 +201,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValidationError(f"column(s) {twice} listed more than once in --known-unsynthesized "
                               "and --known-synthesized; give each known column once, in the "
                               "option of its role.", code="BAD_OPTION_VALUE")
-    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
-    syn = read_synthetic(args.synthetic, like=original,
-                            allow_different_original=args.allow_different_original,
-                            missing_labels=missing_labels(args))
+    original, syn = read_inputs(args)
     schema = schema_from_args(original, args)
     kw = _engine_options(args, schema)
     aggregation = args.aggregation.replace("-", "_") if args.aggregation else None

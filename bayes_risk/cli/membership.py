@@ -30,20 +30,16 @@ def run(args: argparse.Namespace) -> int:
         missing_labels,
         parse_records,
         print_summary,
+        read_inputs,
         read_records_table,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic
     from bayes_risk.membership.api import membership_risk
     from bayes_risk.membership.specs import AttackSpec, RatioSpec
     from bayes_risk.models import load_model
 
     labels = missing_labels(args)
-    original = read_records_table(args.original, "ORIGINAL", labels)
-    syn_arg = args.synthetic[0] if len(args.synthetic) == 1 else args.synthetic
-    synthetic = read_synthetic(syn_arg, like=original,
-                               allow_different_original=args.allow_different_original,
-                               missing_labels=labels)
+    original, synthetic = read_inputs(args)
     holdout = (None if args.holdout is None
                else read_records_table(args.holdout, "--holdout", labels))
     model = load_model(args.model)

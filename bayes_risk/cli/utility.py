@@ -13,12 +13,10 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk._io import write_json
     from bayes_risk.cli._common import (
         imputed_arg,
-        missing_labels,
-        read_records_table,
+        read_inputs,
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.utility.pmse import PropensitySpec
     from bayes_risk.utility.summary import OverlapSpec, utility_summary
@@ -33,10 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
         # recorded in summary.json, so a CART / permutation run can be repeated exactly
         seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
-    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
-    syn = read_synthetic(args.synthetic, like=original,
-                            allow_different_original=args.allow_different_original,
-                            missing_labels=missing_labels(args))
+    original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
     synthesized = args.synthesized
     if synthesized is None and syn.schema is not None and syn.schema.synthesized:

@@ -86,14 +86,9 @@ def same_multiset(a: np.ndarray, b: np.ndarray) -> bool:
                  .equals(pd.Series(b).value_counts().sort_index()))
 
 
-def check_rows_aligned(
-    original: pd.DataFrame,
-    datasets: Sequence[pd.DataFrame],
-    source: Any = None,
-    *,
-    synthesized: Iterable[str] = (),
-    record: dict[str, str] | None = None,
-) -> list[str]:
+def check_rows_aligned(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], source: Any = None,
+                       *, synthesized: Iterable[str] = (),
+                       record: dict[str, str] | None = None) -> list[str]:
     """Check that the released datasets keep the original's records in the original's order.
 
     Parameters
@@ -179,10 +174,9 @@ def check_rows_aligned(
     return equal
 
 
-def warn_unconfirmed(
-    original: pd.DataFrame, datasets: Sequence[pd.DataFrame], columns: Iterable[str], *,
-    record: dict[str, str] | None = None, measures: str = "a risk measured against it",
-) -> list[str]:
+def warn_unconfirmed(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
+                     columns: Iterable[str], *, record: dict[str, str] | None = None,
+                     measures: str = "a risk measured against it") -> list[str]:
     """Warn ``ORIGINAL_UNCONFIRMED`` for the synthesized ``columns`` of plain files that show
     no row-by-row association with the original's; return the columns reported."""
     weak = unconfirmed_columns(original, datasets, columns)
@@ -290,9 +284,8 @@ def _upper_tail(z: float) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2.0))
 
 
-def unconfirmed_columns(
-    original: pd.DataFrame, datasets: Sequence[pd.DataFrame], columns: Iterable[str]
-) -> dict[str, tuple[float, float]]:
+def unconfirmed_columns(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
+                        columns: Iterable[str]) -> dict[str, tuple[float, float]]:
     """The synthesized columns whose row-by-row association with the original is not
     significant (:func:`row_association`; one-sided ``p > ASSOCIATION_P``), with the
     association and its one-sided p-value; none on tables of fewer than
@@ -325,10 +318,9 @@ def _refuse(c: str, l: int, eq: np.ndarray, code: str) -> None:
                       code=code)
 
 
-def unchanged_column_error(
-    label: str, column: str, original: pd.Series, released: pd.Series, differ: np.ndarray,
-    *, what: str = "unsynthesized column", hint: str = "declare the column as synthesized"
-) -> SchemaError:
+def unchanged_column_error(label: str, column: str, original: pd.Series, released: pd.Series,
+                           differ: np.ndarray, *, what: str = "unsynthesized column",
+                           hint: str = "declare the column as synthesized") -> SchemaError:
     """The error for a column that should be released unchanged but differs from the original:
     ``ROWS_MISALIGNED`` when it holds the original's values in another row order, else
     ``US_COLUMNS_DIFFER``. ``label`` names the dataset, ``differ`` marks where the column

@@ -177,9 +177,8 @@ def make_acs_like(
     return df
 
 
-def load_demo(
-    name: str, n: int | None = None, random_seed: RandomSeed | None = None
-) -> pd.DataFrame:
+def load_demo(name: str, n: int | None = None,
+              random_seed: RandomSeed | None = None) -> pd.DataFrame:
     """Return a demo table by name: ``"ce"`` or ``"acs"`` (default sizes and seeds)."""
     if name == "ce":
         kw = {} if random_seed is None else {"random_seed": random_seed}

@@ -99,13 +99,8 @@ def column_fingerprints(data: pd.DataFrame, schema: Schema) -> dict[str, list[st
     return out
 
 
-def fingerprint_problem(
-    data: pd.DataFrame,
-    stored: str | None,
-    schema: Schema,
-    n_records: int,
-    columns: dict[str, list[str]] | None = None,
-) -> str | None:
+def fingerprint_problem(data: pd.DataFrame, stored: str | None, schema: Schema, n_records: int,
+                        columns: dict[str, list[str]] | None = None) -> str | None:
     """How ``data`` differs from the table whose fingerprint is ``stored`` (``None``: it does
     not, or nothing was stored); with per-column fingerprints ``columns``, which columns are
     reordered and which differ."""
@@ -139,9 +134,8 @@ def fingerprint_problem(
     return "; ".join(parts) or "same size, but other values or another row order"
 
 
-def check_original(
-    original: pd.DataFrame, source: Any, *, what: str = "the release", row_order: bool = True
-) -> None:
+def check_original(original: pd.DataFrame, source: Any, *, what: str = "the release",
+                   row_order: bool = True) -> None:
     """Refuse an original that is not the table ``source`` was made from.
 
     Parameters

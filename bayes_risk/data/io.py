@@ -32,12 +32,9 @@ _LEADING_ZERO = re.compile(r"^[+-]?0\d")
 _LEADING_ZERO_FIELD = re.compile(rb'(?:^|,)"?[+-]?0\d', re.MULTILINE)
 
 
-def read_table(
-    path: str | os.PathLike[str],
-    *,
-    missing_labels: Mapping[str, Sequence[str]] | None = None,
-    strict: bool = True,
-) -> pd.DataFrame:
+def read_table(path: str | os.PathLike[str], *,
+               missing_labels: Mapping[str, Sequence[str]] | None = None,
+               strict: bool = True) -> pd.DataFrame:
     """Read a CSV or Parquet file into a DataFrame, as the file holds it.
 
     Only an empty field is missing (``NA``-like texts are labels, ``NA_LIKE_LABEL``); thousands
@@ -223,9 +220,8 @@ def _keep_leading_zeros(p: Path, df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _apply_missing_labels(
-    p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]] | None, strict: bool = True
-) -> pd.DataFrame:
+def _apply_missing_labels(p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]] | None,
+                          strict: bool = True) -> pd.DataFrame:
     """Declared missing labels become missing values; a column left with numbers only becomes
     numeric again. ``strict``: a label declared for a numeric column (which cannot hold it) is
     refused (``MISSING_LABEL_NOT_TEXT``); a synthetic dataset's column may hold numbers only
@@ -263,9 +259,7 @@ def _apply_missing_labels(
     return out
 
 
-def _warn_na_like(
-    p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]] | None
-) -> None:
+def _warn_na_like(p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]] | None) -> None:
     """Say where a text that pandas reads as missing is kept as a label (``NA_LIKE_LABEL``)."""
     for c in df.columns:
         s = df[c]
@@ -415,13 +409,9 @@ def _share_unchanged_columns(table: pd.DataFrame, like: pd.DataFrame) -> pd.Data
                         copy=False)
 
 
-def read_synthetic(
-    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
-    *,
-    like: pd.DataFrame | None = None,
-    allow_different_original: bool = False,
-    missing_labels: Mapping[str, Sequence[str]] | None = None,
-) -> SyntheticData:
+def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
+                   like: pd.DataFrame | None = None, allow_different_original: bool = False,
+                   missing_labels: Mapping[str, Sequence[str]] | None = None) -> SyntheticData:
     """Read a synthetic release: a :class:`SyntheticData` folder, or one file per dataset.
 
     Parameters

@@ -30,13 +30,8 @@ def normalise_level(v: Any) -> Any:
     return v
 
 
-def level_codes(
-    values: pd.Series | np.ndarray | Sequence[Any],
-    levels: Sequence[Any],
-    *,
-    unknown: Literal["raise", "missing"] = "raise",
-    column: str = "",
-) -> np.ndarray:
+def level_codes(values: pd.Series | np.ndarray | Sequence[Any], levels: Sequence[Any], *,
+                unknown: Literal["raise", "missing"] = "raise", column: str = "") -> np.ndarray:
     """Codes ``0..d-1`` of ``values`` among ``levels``; ``-1`` for a missing value.
 
     Values are compared after normalisation (``2.0`` and ``2`` are one level).

@@ -31,14 +31,9 @@ class SyntheticInput(NamedTuple):
         return None if self.source is None else self.source.schema
 
 
-def as_synthetic_list(
-    synthetic: Any,
-    *,
-    argument: str = "synthetic",
-    allow_none: bool = False,
-    original: pd.DataFrame | None = None,
-    row_order: bool = True,
-) -> SyntheticInput:
+def as_synthetic_list(synthetic: Any, *, argument: str = "synthetic", allow_none: bool = False,
+                      original: pd.DataFrame | None = None,
+                      row_order: bool = True) -> SyntheticInput:
     """The synthetic datasets as a list of DataFrames, and their ``SyntheticData``.
 
     Parameters

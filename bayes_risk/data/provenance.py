@@ -35,7 +35,6 @@ OTHER_MODEL_HINT = "--allow-other-model on the command line, allow_other_model=T
 _NOT_IDENTITY = frozenset({"progressbar", "random_seed", "n_jobs", "cores"})
 
 
-# ------------------------------------------------------------------------------ model identity
 def identity_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """A model's settings as its identity and a release's manifest compare them: JSON values
     (tuples as lists), without the settings that change neither its draws nor its scores."""
@@ -102,7 +101,6 @@ def model_id(model: Any) -> str | None:
     return identity_hash(json_parts, arrays)
 
 
-# ------------------------------------------------------------------------ model against release
 def _short(x: Any) -> str:
     text = json.dumps(x, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -309,8 +307,7 @@ class ModelCheck(NamedTuple):
 
 
 def check_release_model(model: Any, synthetic: Any, original: pd.DataFrame | None = None, *,
-                        allow: bool = False, record: dict[str, str] | None = None
-                        ) -> ModelCheck:
+                        allow: bool = False, record: dict[str, str] | None = None) -> ModelCheck:
     """Refuse a model that did not make the release it is used with.
 
     Compared by identity when the manifest records ``model_id``; else by what the manifest
@@ -358,7 +355,6 @@ def check_release_model(model: Any, synthetic: Any, original: pd.DataFrame | Non
     return ModelCheck(["MODEL_DIFFERS"], how)
 
 
-# ------------------------------------------------------------------------------- distinctness
 #: content keys of the datasets already hashed (by object, while it lives): a knowledge sweep
 #: prepares its inputs once per subset of columns
 _KEYS: dict[int, tuple[weakref.ref, str]] = {}
@@ -410,8 +406,7 @@ def duplicate_codes(synthetic: Any) -> list[str]:
     return ["DUPLICATE_DATASETS"] if duplicate_pairs(datasets) else []
 
 
-def check_distinct_datasets(datasets: Sequence[pd.DataFrame],
-                            names: Sequence[str] | None = None, *,
+def check_distinct_datasets(datasets: Sequence[pd.DataFrame], names: Sequence[str] | None = None, *,
                             record: dict[str, str] | None = None) -> list[str]:
     """Warn when a release holds the same synthetic dataset twice (same value in every cell):
     the measures would overstate ``m`` and understate the between-dataset variance. The same

@@ -164,7 +164,6 @@ class Schema:
                                   code="INVALID_ARGUMENT")
         object.__setattr__(self, "columns", tuple(self.columns))
 
-    # ----- access -------------------------------------------------------------------------
     @property
     def names(self) -> list[str]:
         """Column names in order."""
@@ -246,13 +245,8 @@ class Schema:
             replace(c, missing_codes=new[c.name]) if c.name in new else c for c in self.columns
         ))
 
-    # ----- derivation ----------------------------------------------------------------------
-    def with_roles(
-        self,
-        synthesized: Iterable[str] | None = None,
-        *,
-        known: Iterable[str] | None = None,
-    ) -> Schema:
+    def with_roles(self, synthesized: Iterable[str] | None = None, *,
+                   known: Iterable[str] | None = None) -> Schema:
         """Return a copy whose synthesized (and optionally known) columns are exactly these."""
         cols = list(self.columns)
         if synthesized is not None:
@@ -420,19 +414,13 @@ def check_confusable_names(names: Sequence[str], where: str) -> None:
                               "each (or drop the copy).", code="CONFUSABLE_COLUMN_NAMES")
 
 
-def infer_schema(
-    df: pd.DataFrame,
-    *,
-    categorical: Iterable[str] | None = None,
-    ordinal: Iterable[str] | None = None,
-    count: Iterable[str] | None = None,
-    continuous: Iterable[str] | None = None,
-    synthesized: Iterable[str] | None = None,
-    known: Iterable[str] | None = None,
-    levels: Mapping[str, Sequence[Any]] | None = None,
-    missing_codes: Mapping[str, Any] | None = None,
-    keep_unused_levels: bool | Iterable[str] = False,
-) -> Schema:
+def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
+                 ordinal: Iterable[str] | None = None, count: Iterable[str] | None = None,
+                 continuous: Iterable[str] | None = None, synthesized: Iterable[str] | None = None,
+                 known: Iterable[str] | None = None,
+                 levels: Mapping[str, Sequence[Any]] | None = None,
+                 missing_codes: Mapping[str, Any] | None = None,
+                 keep_unused_levels: bool | Iterable[str] = False) -> Schema:
     """Infer a :class:`Schema` from a DataFrame, with explicit overrides.
 
     Inference: pandas ``category`` → categorical (ordinal if ordered); bool, string and object

@@ -189,7 +189,6 @@ class SyntheticData:
 
         return dataclasses.replace(self, original_check="warn")
 
-    # ----- sequence protocol ---------------------------------------------------------------
     @property
     def m(self) -> int:
         """Number of synthetic datasets."""
@@ -204,7 +203,6 @@ class SyntheticData:
     def __getitem__(self, l: int) -> pd.DataFrame:
         return self.datasets[l]
 
-    # ----- persistence --------------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
         """JSON-ready provenance (what :meth:`save` writes as ``manifest.json``)."""
         width = max(3, len(str(self.m)))
@@ -306,7 +304,6 @@ class SyntheticData:
         return same_data and self.manifest() == other.manifest()
 
 
-# ------------------------------------------------------------------------- manifest validation
 def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 

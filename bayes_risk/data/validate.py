@@ -38,16 +38,9 @@ def _as_frame(df: Any, name: str) -> pd.DataFrame:
 _normalise_value = normalise_level
 
 
-def validate_table(
-    df: pd.DataFrame,
-    schema: Schema,
-    *,
-    name: str = "original",
-    allow_nan: bool | Iterable[str] = False,
-    check_levels: bool = True,
-    extra_columns: bool = False,
-    missing_hint: str = "",
-) -> None:
+def validate_table(df: pd.DataFrame, schema: Schema, *, name: str = "original",
+                   allow_nan: bool | Iterable[str] = False, check_levels: bool = True,
+                   extra_columns: bool = False, missing_hint: str = "") -> None:
     """Check that a table fits ``schema``.
 
     Parameters
@@ -231,9 +224,8 @@ def check_probability(x: Any, argument: str) -> float:
     return float(x)
 
 
-def harmonise_levels(
-    original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], *, schema: Schema
-) -> Schema:
+def harmonise_levels(original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], *,
+                     schema: Schema) -> Schema:
     """Return ``schema`` with each categorical column's levels extended to the union over tables.
 
     Existing levels keep their order (and codes); levels seen only in synthetic datasets are
@@ -298,15 +290,9 @@ def warn_synthetic_only_levels(syn_only: dict[str, list[tuple[int, Any]]]) -> No
                   skip_file_prefixes=CALLER)
 
 
-def validate_synthetic(
-    original: pd.DataFrame,
-    synthetic: Sequence[pd.DataFrame],
-    *,
-    schema: Schema,
-    check_unsynthesized: bool = True,
-    same_rows: bool = True,
-    allow_nan: bool | Iterable[str] = False,
-) -> None:
+def validate_synthetic(original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], *, schema: Schema,
+                       check_unsynthesized: bool = True, same_rows: bool = True,
+                       allow_nan: bool | Iterable[str] = False) -> None:
     """Check m synthetic tables against the original and the schema (methods, Notation).
 
     Raises
