@@ -50,11 +50,9 @@ def run(args: argparse.Namespace) -> int:
 
         for c in args.columns:
             if c not in df.columns:
-                raise ValidationError(
-                    f"--columns: column {c!r} is not in {args.original} (columns: "
-                    f"{list(df.columns)})." + did_you_mean(c, df.columns),
-                    code="UNKNOWN_COLUMN",
-                )
+                raise ValidationError(f"--columns: column {c!r} is not in {args.original} "
+                                      f"(columns: {list(df.columns)})." +
+                                      did_you_mean(c, df.columns), code="UNKNOWN_COLUMN")
         df = df[list(args.columns)]
     schema = model_schema(df, args, info, synthesized=args.synthesize or None)
     for opt in options:  # options naming columns: checked against the table

@@ -182,11 +182,8 @@ class Schema:
         for c in self.columns:
             if c.name == name:
                 return c
-        raise SchemaError(
-            f"column {name!r} is not in the schema (columns: {self.names})."
-            + did_you_mean(name, self.names),
-            code="UNKNOWN_COLUMN",
-        )
+        raise SchemaError(f"column {name!r} is not in the schema (columns: {self.names})." +
+                          did_you_mean(name, self.names), code="UNKNOWN_COLUMN")
 
     def check_columns(self, names: Iterable[str], argument: str = "columns") -> list[str]:
         """Check that every name is a column (``SchemaError`` naming a close match); return
@@ -194,12 +191,9 @@ class Schema:
         out = []
         for n in names:
             if n not in self.names:
-                raise SchemaError(
-                    f"{arg_name(argument)}: column {n!r} is not in the data (columns: "
-                    f"{self.names})."
-                    + did_you_mean(n, self.names),
-                    code="UNKNOWN_COLUMN",
-                )
+                raise SchemaError(f"{arg_name(argument)}: column {n!r} is not in the data "
+                                  f"(columns: {self.names})." + did_you_mean(n, self.names),
+                                  code="UNKNOWN_COLUMN")
             out.append(n)
         return out
 
@@ -477,11 +471,8 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
     ):
         for c in cols or ():
             if c not in names:
-                raise SchemaError(
-                    f"{arg_name(typ)}: column {c!r} is not in the data (columns: {names})."
-                    + did_you_mean(c, names),
-                    code="UNKNOWN_COLUMN",
-                )
+                raise SchemaError(f"{arg_name(typ)}: column {c!r} is not in the data (columns: "
+                                  f"{names})." + did_you_mean(c, names), code="UNKNOWN_COLUMN")
             if c in forced and forced[c] != typ:
                 raise SchemaError(f"column {c!r} is declared both {forced[c]} and {typ}.",
                                   code="OPTION_CONFLICT")
@@ -533,9 +524,7 @@ def _keep_unused(keep: bool | Iterable[str], names: Sequence[str]) -> set[str]:
     cols = [keep] if isinstance(keep, str) else list(keep)
     for c in cols:
         if c not in names:
-            raise SchemaError(
-                f"{arg_name('keep_unused_levels')}: column {c!r} is not in the data (columns: "
-                f"{list(names)})." + did_you_mean(c, names),
-                code="UNKNOWN_COLUMN",
-            )
+            raise SchemaError(f"{arg_name('keep_unused_levels')}: column {c!r} is not in the data "
+                              f"(columns: {list(names)})." + did_you_mean(c, names),
+                              code="UNKNOWN_COLUMN")
     return set(cols)

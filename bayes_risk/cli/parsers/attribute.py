@@ -140,14 +140,9 @@ def _add_estimator_arguments(p: argparse.ArgumentParser) -> None:
     """The estimator and its Monte Carlo settings (methods, Attribute disclosure risk)."""
     p.add_argument("--estimator", default="auto", choices=["auto", "stabilised", "is"],
                    help="auto: stabilised for class P models, importance sampling (is) for class O")
-    p.add_argument(
-        "--refit-draws",
-        type=int,
-        default=None,
-        metavar="N",
-        help="kept draws per chain of each refit of the stabilised estimator (default: the "
-        "model's draws). " + REFIT_COST_HELP,
-    )
+    p.add_argument("--refit-draws", type=int, default=None, metavar="N",
+                   help="kept draws per chain of each refit of the stabilised estimator (default: "
+                   "the model's draws). " + REFIT_COST_HELP)
     p.add_argument("--psis", action="store_true", help="Pareto-smooth the stabilised estimator")
     p.add_argument("--khat", default="all", choices=["all", "base", "none"],
                    help="posteriors under which Pareto k-hat is computed (all m+1, only "
