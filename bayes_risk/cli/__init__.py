@@ -1,11 +1,8 @@
 """Command-line interface: ``bayes-risk SUBCOMMAND ...`` (also ``python -m bayes_risk``).
 
-A thin shell over the library. Each sub-command ``NAME`` has two modules: the declaration of its
-arguments, ``bayes_risk.cli.parsers.NAME`` (``add_parser(subparsers)``, light: building the
-parser imports nothing heavy, so ``--help`` is instant), and ``bayes_risk.cli.NAME`` with its
-``run(args)``, imported only when that sub-command runs; ``run`` calls library functions only.
-The sub-commands of the measures are those of their records (:mod:`bayes_risk.measures`).
-User errors print one line to stderr and exit with status 2; the summary of a run goes to stdout.
+Each sub-command ``NAME`` declares its arguments in the light ``bayes_risk.cli.parsers.NAME`` (so
+``--help`` is instant) and runs in ``bayes_risk.cli.NAME``, imported only when it runs. User
+errors print one line to stderr and exit with status 2; a run's summary goes to stdout.
 """
 
 from __future__ import annotations
@@ -39,20 +36,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     Parameters
     ----------
     command : str, optional
-        The sub-command about to run, when known (:func:`main`): the options the registered
-        models declare for ``fit`` are read from the registry only for ``fit`` or when
-        ``None`` (the whole parser), so that ``bayes-risk --help`` and the other sub-commands
-        never scan the installed distributions.
+        The sub-command about to run, when known: the registered models' ``fit`` options are
+        read (scanning the installed distributions) only for ``fit`` or ``None``.
     """
     from bayes_risk._version import __version__
 
-    parser = _Parser(
-        prog="bayes-risk",
-        description=(
-            "Bayesian estimation of the disclosure risk (attribute and identification) and the "
-            "utility of synthetic microdata."
-        ),
-    )
+    parser = _Parser(prog="bayes-risk",
+                     description="Bayesian estimation of the disclosure risk (attribute and "
+                     "identification) and the utility of synthetic microdata.")
     parser.add_argument("-V", "--version", action="version", version=f"bayes-risk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     declared = {m.command: m.parser_module for m in measures(installed=False)
@@ -81,11 +72,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 success, 2 user error, 130 interrupted).
-
-    Every sub-command runs inside ``bayes_risk.cli._run.command_run`` (``--out`` policy,
-    SIGINT/SIGTERM, warning capture): see that module.
-    """
+    """Run the command line; return the exit status (0 success, 2 user error, 130
+    interrupted). Every sub-command runs inside ``bayes_risk.cli._run.command_run``."""
     argv = sys.argv[1:] if argv is None else list(argv)
     # the first word that is not an option is the sub-command (the top level's only options,
     # --help and --version, take no value)
@@ -165,8 +153,8 @@ _OS_ERROR_CODES: tuple[tuple[type[OSError], str], ...] = (
 
 
 def _os_error_code(err: OSError) -> str:
-    """The code of an operating-system error: by its class, a full disk by its errno, else
-    ``OS_ERROR``."""
+    """The code of an operating-system error (by class, a full disk by errno, else
+    ``OS_ERROR``)."""
     import errno
 
     for cls, code in _OS_ERROR_CODES:
@@ -178,8 +166,7 @@ def _os_error_code(err: OSError) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser whose usage errors carry a code as every other error does:
-    ``bayes-risk COMMAND: error [USAGE]: ...`` after the usage line (exit status 2)."""
+    """argparse's parser whose usage errors carry the code ``USAGE`` (exit status 2)."""
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -187,10 +174,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _interrupted(run: object = None) -> int:
-    """Exit status 130 and the line ``interrupted``, printed once and last: a sub-command run
-    inside another (a step of the demo) passes the interrupt on to the run that holds it. An
-    interrupt that came once the output was in place (complete: it is never cut) says so
-    first."""
+    """Exit status 130 and the line ``interrupted``, printed once and last (a nested run,
+    a demo's step, passes the interrupt on)."""
     from bayes_risk.cli import _run
 
     if _run._depth > 0:
@@ -204,12 +189,9 @@ def _interrupted(run: object = None) -> int:
 
 
 def _exit(status: int) -> NoReturn:
-    """End the process with ``status`` now: the ``atexit`` handlers run and stdout and stderr
-    are flushed, but the interpreter's tear-down of the imported modules is skipped. With
-    PyMC, numba and xarray loaded it takes 2–3 s of CPU (measured: 2.3 s after a Ctrl-C of
-    ``membership`` on a busy 2-core machine, 0.16 s without it), which a loaded machine
-    stretches further; a Ctrl-C must end the program promptly whatever the load. Every output
-    is complete (renamed into place) or removed by then."""
+    """End the process with ``status`` now: ``atexit`` handlers run and the streams are
+    flushed, but the interpreter's tear-down (2-3 s of CPU with PyMC, numba and xarray loaded)
+    is skipped, so a Ctrl-C ends the program promptly. Every output is in place or removed."""
     import atexit
     import os
 
@@ -225,12 +207,7 @@ def _exit(status: int) -> NoReturn:
 
 
 def console_main() -> NoReturn:
-    """Entry point of the ``bayes-risk`` program: :func:`main`, then the process ends
-    (:func:`_exit`).
-
-    A signal arriving once the run has finished (its last line printed) is ignored rather than
-    turned into a traceback at interpreter exit.
-    """
+    """Entry point of the ``bayes-risk`` program: :func:`main`, then :func:`_exit`."""
     import signal
 
     def _early(signum: int, frame: object) -> None:

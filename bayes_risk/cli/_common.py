@@ -19,34 +19,16 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "add_type_arguments",
-    "add_seed_argument",
-    "add_quiet_argument",
-    "add_out_argument",
-    "add_original_check_argument",
-    "add_other_model_argument",
-    "check_model_original",
-    "check_required",
-    "RECORDS_NOTE",
-    "RECORDS_HELP",
-    "print_summary",
-    "read_records_table",
-    "missing_labels",
-    "parse_records",
-    "schema_from_args",
-    "model_schema",
-    "release_schema",
-    "parse_key_value",
-    "add_dask_arguments",
-    "dask_client",
-    "dask_kwargs",
+    "add_type_arguments", "add_seed_argument", "add_quiet_argument", "add_out_argument",
+    "add_original_check_argument", "add_other_model_argument", "check_model_original",
+    "check_required", "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
+    "read_inputs", "missing_labels", "parse_records", "schema_from_args", "model_schema",
+    "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
 ]
 
 
 def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> None:
-    """``--categorical/--ordinal/--count/--continuous`` column-type overrides and
-    ``--missing-code`` (declared missing-value codes); ``fits`` (a sub-command that fits a
-    model): ``--keep-unused-levels``."""
+    """Column-type overrides and ``--missing-code``; ``fits``: ``--keep-unused-levels``."""
     g = p.add_argument_group("column types (overrides of the types inferred from the data)")
     g.add_argument("--categorical", nargs="+", default=[], metavar="COL",
                    help="columns to treat as unordered categorical (e.g. integer-coded factors)")
@@ -56,49 +38,40 @@ def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> Non
                    help="columns to treat as non-negative integer counts")
     g.add_argument("--continuous", nargs="+", default=[], metavar="COL",
                    help="columns to treat as continuous")
-    g.add_argument("--missing-code", nargs="+", action="extend", default=[],
-                   metavar="COL=VALUE",
-                   help="a value of a count or continuous column that stands for a missing "
-                        "value (synthpop's cont.na), e.g. --missing-code nociga=-8 income=-8; "
-                        "repeat a column for several codes")
+    g.add_argument("--missing-code", nargs="+", action="extend", default=[], metavar="COL=VALUE",
+                   help="a value of a count or continuous column that stands for a missing value "
+                   "(synthpop's cont.na), e.g. --missing-code nociga=-8 income=-8; repeat a "
+                   "column for several codes")
     if not fits:
         return
     g.add_argument("--keep-unused-levels", nargs="*", default=None, metavar="COL",
-                   help="keep the levels of these categorical columns "
-                        "(all, without COL) that no record holds, the unused categories of a "
-                        "Parquet file's categorical column; by default the model drops them "
-                        "with warning UNUSED_LEVEL, since a model with a prior over every "
-                        "level (DPMPM) would release them")
+                   help="keep the levels of these categorical columns (all, without COL) that no "
+                   "record holds, the unused categories of a Parquet file's categorical column; "
+                   "by default the model drops them with warning UNUSED_LEVEL, since a model with "
+                   "a prior over every level (DPMPM) would release them")
 
 
 def add_original_check_argument(p: argparse.ArgumentParser, what: str = "SYN") -> None:
-    """``--allow-different-original``: measure a release (or model) against a table other than
-    the one it was made from (its fingerprint differs), with a warning instead of an error."""
-    p.add_argument(
-        "--allow-different-original",
-        action="store_true",
-        help=f"accept an ORIGINAL that is not the table {what} was made from (its fingerprint, "
-        "recorded by 'bayes-risk synthesize' and 'fit', differs: a shuffled, re-sorted or other "
-        "table); the run goes on and records warning ORIGINAL_DIFFERS in summary.json",
-    )
+    """``--allow-different-original``: a warning instead of an error for another original."""
+    p.add_argument("--allow-different-original", action="store_true",
+                   help=f"accept an ORIGINAL that is not the table {what} was made from (its "
+                   "fingerprint, recorded by 'bayes-risk synthesize' and 'fit', differs: a "
+                   "shuffled, re-sorted or other table); the run goes on and records warning "
+                   "ORIGINAL_DIFFERS in summary.json")
 
 
 def add_other_model_argument(p: argparse.ArgumentParser) -> None:
-    """``--allow-other-model``: use a ``--model`` that did not make the release SYN, with a
-    warning instead of an error."""
-    p.add_argument(
-        "--allow-other-model",
-        action="store_true",
-        help="accept a --model that is not the one that made SYN (the release's manifest "
-        "records the model that made it; plain files are compared with the columns and records "
-        "the model releases unchanged); the risks are then those of --model, and the run "
-        "records warning MODEL_DIFFERS in summary.json",
-    )
+    """``--allow-other-model``: a warning instead of an error for another model."""
+    p.add_argument("--allow-other-model", action="store_true",
+                   help="accept a --model that is not the one that made SYN (the release's "
+                   "manifest records the model that made it; plain files are compared with the "
+                   "columns and records the model releases unchanged); the risks are then those "
+                   "of --model, and the run records warning MODEL_DIFFERS in summary.json")
 
 
 def check_model_original(args: argparse.Namespace, model: Any, original: Any) -> None:
-    """ORIGINAL must be the table ``--model`` was fitted to (its fingerprint in model.json):
-    refused (``ORIGINAL_DIFFERS``) unless ``--allow-different-original``, then a warning."""
+    """Refuse (``ORIGINAL_DIFFERS``) an ORIGINAL ``--model`` was not fitted to, unless
+    ``--allow-different-original`` (then a warning)."""
     import warnings
 
     from bayes_risk.exceptions import CALLER, DataWarning
@@ -108,43 +81,19 @@ def check_model_original(args: argparse.Namespace, model: Any, original: Any) ->
     if problem is None:
         return
     if not args.allow_different_original:
-        raise ValidationError(
-            f"ORIGINAL {args.original!r} is not the table the model in {args.model!r} was "
-            f"fitted to ({problem}); give the original it was fitted to, or "
-            "--allow-different-original to go on anyway.",
-            code="ORIGINAL_DIFFERS",
-        )
-    warnings.warn(
-        f"ORIGINAL {args.original!r} is not the table the model was fitted to ({problem}) "
-        "(ORIGINAL_DIFFERS); the risks are those of this table under that model.",
-        DataWarning,
-        skip_file_prefixes=CALLER,
-    )
+        raise ValidationError(f"ORIGINAL {args.original!r} is not the table the model in "
+                              f"{args.model!r} was fitted to ({problem}); give the original it "
+                              "was fitted to, or --allow-different-original to go on anyway.",
+                              code="ORIGINAL_DIFFERS")
+    warnings.warn(f"ORIGINAL {args.original!r} is not the table the model was fitted to "
+                  f"({problem}) (ORIGINAL_DIFFERS); the risks are those of this table under that "
+                  "model.", DataWarning, skip_file_prefixes=CALLER)
 
 
 def check_required(cls: type, method: str, *, synthesized: Any, settings: Mapping[str, Any],
                    options: Mapping[str, str]) -> None:
     """Refuse a run that does not give what ``--method``'s model cannot default (its
-    ``ModelInfo.required``: ``"synthesized"`` or ``__init__`` settings), naming the option.
-
-    Parameters
-    ----------
-    cls : type
-        The registered model class.
-    method : str
-        Its ``--method`` name (in the message).
-    synthesized : sequence of str or None
-        ``--synthesize``.
-    settings : mapping
-        The model settings the run gives.
-    options : mapping of str to str
-        Each setting's option as the message shows it (``"--identifying COL [COL ...]"``).
-
-    Raises
-    ------
-    ValidationError
-        ``OPTION_REQUIRED``.
-    """
+    ``ModelInfo.required``), naming the option (``options``: setting -> option text)."""
     from bayes_risk.contract import capabilities
 
     for name in capabilities(cls).required:
@@ -155,18 +104,16 @@ def check_required(cls: type, method: str, *, synthesized: Any, settings: Mappin
             given = value is not None and not (isinstance(value, (list, tuple)) and not value)
             shown = options.get(name)
             if shown is None:
-                raise ValidationError(
-                    f"--method {method}: {cls.__name__} needs its setting {name!r} "
-                    "(ModelInfo.required), which this command has no option for.",
-                    code="OPTION_REQUIRED",
-                )
+                raise ValidationError(f"--method {method}: {cls.__name__} needs its setting "
+                                      f"{name!r} (ModelInfo.required), which this command has no "
+                                      "option for.", code="OPTION_REQUIRED")
         if not given:
             raise ValidationError(f"{shown} is required with --method {method}.",
                                   code="OPTION_REQUIRED")
 
 
 def _seed(text: str) -> int:
-    """A ``--random-seed`` value: an integer >= 0 (numpy's seeds), refused by argparse else."""
+    """A ``--random-seed`` value: an integer >= 0."""
     try:
         value = int(text)
     except ValueError:
@@ -190,25 +137,20 @@ def add_quiet_argument(p: argparse.ArgumentParser) -> None:
                    "summary, progress bars or messages")
 
 
-def add_out_argument(
-    p: argparse.ArgumentParser, what: str, *, required: bool = True, default: str | None = None
-) -> None:
+def add_out_argument(p: argparse.ArgumentParser, what: str, *, required: bool = True,
+                     default: str | None = None) -> None:
     """``--out DIR`` and ``--overwrite`` (the policy is applied by :mod:`bayes_risk.cli._run`)."""
     p.add_argument(
         "--out", required=required, default=default, metavar="DIR",
         help=f"output folder ({what}); must not exist or be empty unless --overwrite is given"
         + (f" (default {default})" if default else ""),
     )
-    p.add_argument(
-        "--overwrite", action="store_true",
-        help="replace an existing --out (file or folder); the old one is replaced only once "
-        "the new output is complete",
-    )
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out (file or folder); the old one is replaced only "
+                   "once the new output is complete")
 
 
-#: the record-numbering convention of every sub-command (as the Python API and pandas' iloc)
 RECORDS_NOTE = "records are numbered from 0 (the first data row after the header is record 0)"
-#: the syntax of ``--records``, the same in every sub-command that takes it
 RECORDS_HELP = (
     "record numbers such as '0-199' or '0,5,10-20', or a text file of them (separated by "
     f"spaces, commas, semicolons or new lines); {RECORDS_NOTE}"
@@ -224,32 +166,31 @@ def missing_labels(args: argparse.Namespace) -> dict[str, list[str]] | None:
 
 def read_records_table(path: str, argument: str,
                        labels: dict[str, list[str]] | None = None) -> pd.DataFrame:
-    """Read an input table that must hold at least one record (checked before any work);
-    ``labels``: texts declared missing per column (:func:`missing_labels`)."""
+    """Read an input table that must hold at least one record (``labels``: missing texts)."""
     from bayes_risk.data.io import read_table
 
     df = read_table(path, missing_labels=labels)
     if len(df.columns) == 0:
         raise ValidationError(f"{argument} {str(path)!r} has no columns.", code="EMPTY_TABLE")
     if len(df) == 0:
-        raise ValidationError(
-            f"{argument} {str(path)!r} has a header but no records; expected at least one record.",
-            code="EMPTY_TABLE",
-        )
+        raise ValidationError(f"{argument} {str(path)!r} has a header but no records; expected at "
+                              "least one record.", code="EMPTY_TABLE")
     return df
 
 
+def read_inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, Any]:
+    """ORIGINAL and the release SYN of a run (``--missing-code`` labels applied)."""
+    from bayes_risk.data.io import read_synthetic
+
+    labels = missing_labels(args)
+    original = read_records_table(args.original, "ORIGINAL", labels)
+    return original, read_synthetic(args.synthetic, like=original, missing_labels=labels,
+                                    allow_different_original=args.allow_different_original)
+
+
 def parse_records(text: str | None, n: int, argument: str = "--records") -> list[int] | None:
-    """Record numbers (0-based, as ``DataFrame.iloc``): ``"0-199"``, ``"0,5,10-20"`` or a file.
-
-    A file holds numbers or ranges separated by white space, commas or semicolons. Repeats are
-    dropped, keeping the first occurrence's order.
-
-    Raises
-    ------
-    ValidationError
-        For malformed ranges or numbers outside ``0..n-1``.
-    """
+    """Record numbers (0-based, as ``DataFrame.iloc``): ``"0-199"``, ``"0,5,10-20"`` or a file
+    of them; repeats dropped. Raises ``ValidationError`` for bad ranges or numbers >= ``n``."""
     import re
 
     if text is None:
@@ -258,31 +199,24 @@ def parse_records(text: str | None, n: int, argument: str = "--records") -> list
     if p.is_file():
         spec = p.read_text(encoding="utf-8-sig")
     elif re.search(r"[^\d\s,;-]", text):
-        raise ValidationError(
-            f"{argument}: {text!r} is neither a file nor record numbers like '0-199' "
-            f"({RECORDS_NOTE}).",
-            code="RECORDS_INVALID",
-        )
+        raise ValidationError(f"{argument}: {text!r} is neither a file nor record numbers like "
+                              f"'0-199' ({RECORDS_NOTE}).", code="RECORDS_INVALID")
     else:
         spec = text
     tokens = [t for t in re.split(r"[\s,;]+", spec.strip()) if t]
     out: list[int] = []
 
     def outside(r: int) -> ValidationError:
-        return ValidationError(
-            f"{argument}: record {r} is outside 0..{n - 1} ({RECORDS_NOTE}; the data has "
-            f"{n} records).",
-            code="RECORD_OUT_OF_RANGE",
-        )
+        return ValidationError(f"{argument}: record {r} is outside 0..{n - 1} ({RECORDS_NOTE}; "
+                               f"the data has {n} records).", code="RECORD_OUT_OF_RANGE")
 
     for t in tokens:
         m = re.fullmatch(r"(\d+)-(\d+)", t)
         if m:
             a, b = int(m.group(1)), int(m.group(2))
             if a > b:
-                raise ValidationError(
-                    f"{argument}: range {t!r} is empty (start > end).", code="RECORDS_INVALID"
-                )
+                raise ValidationError(f"{argument}: range {t!r} is empty (start > end).",
+                                      code="RECORDS_INVALID")
             if b >= n:  # checked before the range is expanded (0-2000000000 is no list)
                 raise outside(b if a < n else a)
             out.extend(range(a, b + 1))
@@ -291,10 +225,8 @@ def parse_records(text: str | None, n: int, argument: str = "--records") -> list
                 raise outside(int(t))
             out.append(int(t))
         else:
-            raise ValidationError(
-                f"{argument}: {t!r} is not a record number or range like '0-199' ({RECORDS_NOTE}).",
-                code="RECORDS_INVALID",
-            )
+            raise ValidationError(f"{argument}: {t!r} is not a record number or range like "
+                                  f"'0-199' ({RECORDS_NOTE}).", code="RECORDS_INVALID")
     if not out:
         raise ValidationError(f"{argument} selects no record.", code="RECORDS_INVALID")
     return list(dict.fromkeys(out))
@@ -324,9 +256,8 @@ def _keep_unused_levels(args: argparse.Namespace) -> bool | list[str]:
 
 
 def model_schema(df: pd.DataFrame, args: argparse.Namespace, info: Any, **kw: Any):
-    """:func:`schema_from_args` for ``--method``'s model: for a model of categorical columns
-    only (``ModelInfo.categorical_only``: DPMPM) every column not given another type is
-    categorical, integer-coded ones included, unless its values are not whole numbers."""
+    """:func:`schema_from_args`; for a model of categorical columns only (DPMPM) every column
+    not typed otherwise is categorical (refused if its values are not whole numbers)."""
     if not info.categorical_only:
         return schema_from_args(df, args, **kw)
     import pandas as pd
@@ -338,29 +269,21 @@ def model_schema(df: pd.DataFrame, args: argparse.Namespace, info: Any, **kw: An
             continue
         col = df[c]
         if pd.api.types.is_float_dtype(col) and not (col.dropna() % 1 == 0).all():
-            raise ValidationError(
-                f"column {c!r} has values that are not whole numbers: --method {args.method} "
-                "models categorical columns only (ModelInfo.categorical_only; DPMPM: Si & "
-                "Reiter 2013). Leave it out of the table (fit: --columns), or declare it with "
-                f"--categorical {c} to treat each value as a category.",
-                code="WRONG_DTYPE",
-            )
+            raise ValidationError(f"column {c!r} has values that are not whole numbers: --method "
+                                  f"{args.method} models categorical columns only "
+                                  "(ModelInfo.categorical_only; DPMPM: Si & Reiter 2013). Leave "
+                                  "it out of the table (fit: --columns), or declare it with "
+                                  f"--categorical {c} to treat each value as a category.",
+                                  code="WRONG_DTYPE")
         categorical.append(c)
     return schema_from_args(df, argparse.Namespace(**{**vars(args), "categorical": categorical}),
                             **kw)
 
 
 def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
-    """The schema of a measure that reads a release: the manifest's, with the command line's
-    explicit type options applied on top (``None``: use the release's as it is).
-
-    A plain release (no manifest schema) gets :func:`schema_from_args`. With a manifest, a
-    column the options do not name keeps the manifest's type, levels, codes and role; a column
-    they name takes the type the option gives (and the codes of ``--missing-code``), and each
-    column whose type or codes change from the manifest's is named in one warning
-    ``SCHEMA_OVERRIDDEN`` — the release was made, and its other measures computed, with the
-    manifest's.
-    """
+    """The release manifest's schema with the command line's type options on top (``None``: the
+    release's as it is; a plain release: :func:`schema_from_args`). Columns whose type or codes
+    change are named in one warning ``SCHEMA_OVERRIDDEN``."""
     from bayes_risk.data.schema import Schema
 
     typed_opts = ("categorical", "ordinal", "count", "continuous")
@@ -405,32 +328,27 @@ def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
     return Schema(tuple(cols))
 
 
-def parse_key_value(
-    items: Sequence[str], argument: str, value_type: type = float
-) -> dict[str, Any]:
+def parse_key_value(items: Sequence[str], argument: str,
+                    value_type: type = float) -> dict[str, Any]:
     """Parse ``["Age=0.1", "Income=0.2"]`` into ``{"Age": 0.1, "Income": 0.2}``."""
     out: dict[str, Any] = {}
     for it in items:
         if "=" not in it:
-            raise ValidationError(
-                f"{argument} expects COLUMN=VALUE. Got {it!r}.", code="BAD_OPTION_VALUE"
-            )
+            raise ValidationError(f"{argument} expects COLUMN=VALUE. Got {it!r}.",
+                                  code="BAD_OPTION_VALUE")
         k, v = it.split("=", 1)
         try:
             out[k] = value_type(v)
         except ValueError as err:
-            raise ValidationError(
-                f"{argument} {it!r}: value {v!r} is not a valid {value_type.__name__}.",
-                code="BAD_OPTION_VALUE",
-            ) from err
+            raise ValidationError(f"{argument} {it!r}: value {v!r} is not a valid "
+                                  f"{value_type.__name__}.", code="BAD_OPTION_VALUE") from err
     return out
 
 
 def add_dask_arguments(p: argparse.ArgumentParser, unit: str) -> None:
     """``--scheduler ADDRESS`` | ``--workers N`` (mutually exclusive) and ``--partition-size``."""
-    g = p.add_argument_group(
-        "scale-out with Dask (optional; needs bayes-risk[dask]; default: in process)"
-    )
+    g = p.add_argument_group("scale-out with Dask (optional; needs bayes-risk[dask]; default: in "
+                             "process)")
     x = g.add_mutually_exclusive_group()
     x.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address of a running Dask scheduler, e.g. tcp://host:8786")
@@ -447,10 +365,8 @@ def dask_client(args: argparse.Namespace) -> Iterator[Any]:
     workers = getattr(args, "workers", None)
     if scheduler is None and workers is None:
         if getattr(args, "partition_size", None) is not None:
-            raise ValidationError(
-                "--partition-size applies only with --scheduler or --workers.",
-                code="OPTION_CONFLICT",
-            )
+            raise ValidationError("--partition-size applies only with --scheduler or --workers.",
+                                  code="OPTION_CONFLICT")
         yield None
         return
     from bayes_risk.distributed import connect
@@ -471,14 +387,8 @@ def dask_kwargs(args: argparse.Namespace, client: Any) -> dict[str, Any]:
 
 def print_summary(lines: Sequence[str], out: str | Path,
                   written: Sequence[str | Path] | None = None) -> None:
-    """Print a run's summary on stdout, in the format every sub-command shares.
-
-    The first line says what was computed and its headline figures, the next lines (indented by
-    two spaces) further figures, and the last one where the output was written and its files.
-    With ``--quiet`` only the path(s) written are printed, one per line: ``written`` (the files
-    a reader opens first, e.g. the demo's reports), else ``out``. Progress and warnings go to
-    stderr.
-    """
+    """Print a run's summary on stdout: the headline, indented lines, and the folder written;
+    with ``--quiet`` only the path(s) written (``written``, else ``out``)."""
     import sys
 
     from bayes_risk._terminal import is_quiet

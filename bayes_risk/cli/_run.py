@@ -1,21 +1,10 @@
 """What every sub-command shares when it runs: the ``--out`` policy, interrupts and warnings.
 
-:func:`bayes_risk.cli.main` wraps each handler in :func:`command_run`, and handlers write their
-output only through :func:`output_dir`. Hence, for every sub-command:
-
-* ``--out`` — an existing file or non-empty folder is refused (exit 2) unless ``--overwrite`` is
-  given; the current folder (``--out .``), one of its parents, and a folder holding an input file
-  are always refused; the place is checked writable before any work starts. The output is built
-  in a hidden sibling folder and takes the place of ``--out`` in one rename once it is complete,
-  so an old ``--out`` is replaced only by a complete new one.
-* SIGINT (Ctrl-C), SIGTERM and SIGHUP stop the run with exit status 130 and the last line
-  ``interrupted`` (on a line of its own: :mod:`bayes_risk._terminal`); nothing is written,
-  even where a library (PyMC) swallows the interrupt and returns a partial result. The final
-  rename of the output is never cut: a signal during it acts when it ends, and one that comes
-  once the output is in place still exits 130 (a line says the output is complete). The
-  program then ends at once (:func:`bayes_risk.cli._exit`).
-* Every warning raised during the run is printed as one line ``warning [CODE]: message`` and
-  recorded, with its code, in the run's ``summary.json`` (``run_warnings``).
+:func:`bayes_risk.cli.main` wraps each handler in :func:`command_run`; handlers write only through
+:func:`output_dir`, built in a hidden sibling folder and renamed into ``--out`` once complete.
+SIGINT, SIGTERM and SIGHUP stop a run with exit status 130 and the line ``interrupted``; the final
+rename is never cut. Every warning is printed as ``warning [CODE]: message`` and recorded in
+``summary.json`` (``run_warnings``).
 """
 
 from __future__ import annotations
@@ -40,7 +29,7 @@ from bayes_risk.exceptions import BayesRiskWarning, ValidationError, warning_cod
 
 __all__ = [
     "CommandRun", "command_run", "output_dir", "check_out", "warning_code", "warning_line",
-    "input_arguments",
+    "input_arguments"
 ]
 
 #: set by the ``bayes-risk`` program (:func:`bayes_risk.cli.console_main`): the process ends
@@ -64,18 +53,11 @@ _COMMIT = threading.Lock()
 class _Stopper:
     """What makes a stop signal end a run within seconds, whatever the run is doing.
 
-    * A ``KeyboardInterrupt`` that Python swallowed (raised by the signal handler inside a
-      ``__del__``, a weakref or ``ctypes`` callback: "Exception ignored", through
-      ``sys.unraisablehook``) is delivered again
-      (:func:`~bayes_risk.exceptions.redeliver_interrupt`); it is not printed.
-    * In the ``bayes-risk`` program (``watch``; never in an in-process call of
-      :func:`bayes_risk.cli.main`, which must not end the caller's process), a thread learns of
-      each stop signal when it arrives (``signal.set_wakeup_fd``: the C-level handler writes
-      to it, also while the main thread runs a compiled kernel or a library swallows the
-      interrupt in a loop). If the run has not ended :data:`STOP_GRACE` seconds later, the
-      thread ends it: once no output is being renamed into place, it removes the temporaries
-      of the run (``bayes_risk._io.remove_live_temporaries``), stops the worker processes,
-      prints ``interrupted`` and exits with status 130.
+    A ``KeyboardInterrupt`` that Python swallowed (``sys.unraisablehook``) is delivered again.
+    In the ``bayes-risk`` program (``watch``), a thread learns of each stop signal through
+    ``signal.set_wakeup_fd`` (also while a compiled kernel runs); if the run has not ended
+    :data:`STOP_GRACE` seconds later, it removes the run's temporaries, stops the workers,
+    prints ``interrupted`` and exits 130.
     """
 
     def __init__(self, run: CommandRun, *, watch: bool) -> None:
@@ -173,10 +155,8 @@ class _Stopper:
 
 
 def warning_line(message: Warning | str, category: type[Warning]) -> tuple[str, str]:
-    """``(code, text)`` of a warning as the command line, ``summary.json`` and the audit report
-    show it, ``warning [CODE]: text``: the text on one line, without the code where the
-    message carries it for Python users (``CODE: ...`` in front, ``(CODE)`` in the text), so
-    that the code is shown once."""
+    """``(code, text)`` of a warning as shown in ``warning [CODE]: text``: one line, the code
+    removed from the message where it carries it (``CODE: ...``, ``(CODE)``)."""
     code = warning_code(message, category)
     text = " ".join(str(message).split())
     if text.startswith(f"{code}: "):
@@ -203,8 +183,7 @@ class CommandRun:
     options: dict[str, str] = field(default_factory=dict)
 
     def record_warning(self, message: Warning | str, category: type[Warning]) -> None:
-        """Record one warning (repeats of the same code and text are counted) and print it,
-        naming arguments as the sub-command's options (:func:`command_line_text`)."""
+        """Record (repeats counted) and print one warning, in the sub-command's option names."""
         code, text = warning_line(message, category)
         text = command_line_text(text, self.options)
         for w in self.warnings:
@@ -240,10 +219,8 @@ def _inputs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _input_path(value: str) -> str | None:
-    """The existing file or folder named by an input argument's value: the value itself, or
-    ``PATH`` in a value ``KIND:PATH`` (``--population-counts true:FILE``); ``None`` for a value
-    that names none (``--records 0-199``, ``--population-counts loglinear-original``, or a
-    missing file, which the sub-command itself reports)."""
+    """The existing file or folder a value names (itself, or ``PATH`` of ``KIND:PATH``), or
+    ``None`` (``--records 0-199``; a missing file is reported by the sub-command)."""
     if Path(value).exists():
         return os.path.abspath(value)
     if ":" in value:
@@ -254,9 +231,7 @@ def _input_path(value: str) -> str | None:
 
 
 def _absolute(value: Any) -> Any:
-    """A path value (or list of them) of ``summary.json``'s ``inputs`` as an absolute path: the
-    record still says which file was used when the folder is moved or read from elsewhere.
-    Values that name no existing file (a method name, record numbers) are kept as given."""
+    """An existing path value (or list of them) made absolute; other values kept as given."""
     if isinstance(value, list):
         return [_absolute(v) for v in value]
     if isinstance(value, str) and value and Path(value).exists():
@@ -265,15 +240,8 @@ def _absolute(value: Any) -> Any:
 
 
 def _checksums(inputs: dict[str, Any]) -> dict[str, str]:
-    """SHA-256 of every input file, by absolute path: a file given, or each file of a folder
-    given (a release's datasets and manifest, a model folder), hashed before the run reads it.
-
-    Raises
-    ------
-    ValidationError
-        ``NOT_A_REGULAR_FILE``: an input, or an entry of an input folder, is a named pipe, a
-        device or a socket (checked before anything is read from it).
-    """
+    """SHA-256 of every input file (each file of an input folder), by absolute path; a pipe,
+    device or socket is refused (``NOT_A_REGULAR_FILE``)."""
     from bayes_risk._checksums import file_sha256, special_file
     from bayes_risk.exceptions import arg_name
 
@@ -283,13 +251,12 @@ def _checksums(inputs: dict[str, Any]) -> dict[str, str]:
             for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
                 what = special_file(f)
                 if what is not None:
-                    raise ValidationError(
-                        f"{arg_name(name)}: {str(f)!r} is {what}, not a regular file; an input "
-                        "is read more than once (hashed for summary.json, then parsed), which "
-                        "a pipe or a device cannot give. Save it to a file first (e.g. "
-                        "cat PIPE > table.csv) and give that file.",
-                        code="NOT_A_REGULAR_FILE",
-                    )
+                    raise ValidationError(f"{arg_name(name)}: {str(f)!r} is {what}, not a regular "
+                                          "file; an input is read more than once (hashed for "
+                                          "summary.json, then parsed), which a pipe or a device "
+                                          "cannot give. Save it to a file first (e.g. cat PIPE > "
+                                          "table.csv) and give that file.",
+                                          code="NOT_A_REGULAR_FILE")
                 if not f.is_file():
                     continue
                 try:
@@ -299,16 +266,14 @@ def _checksums(inputs: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-#: temporary folder -> the ``--out`` it becomes, while a run that holds whole sub-commands (the
-#: demo) writes into it: the paths its steps print and record in ``summary.json`` are the final
-#: ones, not a folder that is gone once the run ends
+#: temporary folder -> the ``--out`` it becomes, while a demo's steps write into it (they print
+#: and record the final paths)
 _FINAL_NAMES: dict[str, str] = {}
 
 
 def shown(text: str | Path) -> str:
-    """``text`` (a path, or a line naming paths) as the user will find it: a demo's temporary
-    folder under its final name (:data:`_FINAL_NAMES`; the temporary names are unique, so a
-    plain replacement is exact); anything else unchanged."""
+    """``text`` (a path, or a line naming paths) with a demo's temporary folders under their
+    final names (:data:`_FINAL_NAMES`)."""
     s = str(text)
     for tmp, final in _FINAL_NAMES.items():
         s = s.replace(tmp, final)
@@ -335,32 +300,23 @@ def _input_paths(inputs: dict[str, Any]) -> list[Path]:
 def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) -> Path:
     """Apply the ``--out`` policy before any work; return the absolute output path.
 
-    Raises
-    ------
-    ValidationError
-        If ``--out`` is empty, the current folder or one of its parents, holds an input, is an
-        existing file or non-empty folder (without ``overwrite``), or cannot be written.
+    Raises ``ValidationError`` if ``--out`` is empty, the current folder or a parent, holds an
+    input, exists non-empty (without ``overwrite``), or cannot be written.
     """
     if not str(out).strip():
-        raise ValidationError(
-            "--out is empty; give the name of a new folder, e.g. --out results.", code="OUT_INVALID"
-        )
+        raise ValidationError("--out is empty; give the name of a new folder, e.g. --out results.",
+                              code="OUT_INVALID")
     target = Path(os.path.abspath(out))
     cwd = Path.cwd().resolve()
     real = target.resolve()
     if real == cwd or real in cwd.parents:
-        raise ValidationError(
-            f"--out {out!r} is the current folder or one holding it; it would be replaced. "
-            "Give a new folder, e.g. --out results.",
-            code="OUT_INVALID",
-        )
+        raise ValidationError(f"--out {out!r} is the current folder or one holding it; it would "
+                              "be replaced. Give a new folder, e.g. --out results.",
+                              code="OUT_INVALID")
     for p in inputs or ():
         if p == real or real in p.parents:
-            raise ValidationError(
-                f"--out {out!r} holds the input {str(p)!r}; it would be replaced. Give another "
-                "folder.",
-                code="OUT_INVALID",
-            )
+            raise ValidationError(f"--out {out!r} holds the input {str(p)!r}; it would be "
+                                  "replaced. Give another folder.", code="OUT_INVALID")
     if target.is_symlink() or target.exists():
         if not target.is_dir() or target.is_symlink():
             if not overwrite:
@@ -374,20 +330,17 @@ def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) ->
                     code="OUT_EXISTS",
                 )
         elif any(target.iterdir()) and not overwrite:
-            raise ValidationError(
-                f"--out {out!r} is a folder that is not empty; give a new folder, or "
-                "--overwrite to replace it (it is replaced only once the new output is complete).",
-                code="OUT_EXISTS",
-            )
+            raise ValidationError(f"--out {out!r} is a folder that is not empty; give a new "
+                                  "folder, or --overwrite to replace it (it is replaced only once "
+                                  "the new output is complete).", code="OUT_EXISTS")
     # writability: probe with a temporary folder in the nearest existing ancestor, named as
     # every temporary of the package (a killed run's is recognised and removed by the next)
     anc = target.parent
     while not anc.exists():
         anc = anc.parent
     if not anc.is_dir():
-        raise ValidationError(
-            f"--out {out!r}: {str(anc)!r} is a file, not a folder.", code="OUT_INVALID"
-        )
+        raise ValidationError(f"--out {out!r}: {str(anc)!r} is a file, not a folder.",
+                              code="OUT_INVALID")
     _check_name_lengths(out, target, anc)
     from bayes_risk._io import temporary_name
 
@@ -396,17 +349,14 @@ def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) ->
         probe.mkdir(mode=0o700)
         probe.rmdir()
     except OSError as err:
-        raise ValidationError(
-            f"--out {out!r} cannot be written ({str(anc)!r}: {err.strerror or err}).",
-            code="OUT_NOT_WRITABLE",
-        ) from err
+        raise ValidationError(f"--out {out!r} cannot be written ({str(anc)!r}: "
+                              f"{err.strerror or err}).", code="OUT_NOT_WRITABLE") from err
     return target
 
 
 def _check_name_lengths(out: str, target: Path, anc: Path) -> None:
-    """Refuse an ``--out`` whose folder names the file system cannot hold — its own, a new
-    parent's, or the hidden ``.NAME.tmp-PID-XXXXXXXX`` folder the output is built in — before
-    any work, rather than when the finished output is written."""
+    """Refuse, before any work, an ``--out`` whose new folder names (the hidden temporary's
+    included) are too long for the file system."""
     try:
         name_max = int(os.pathconf(anc, "PC_NAME_MAX"))
     except (OSError, ValueError, AttributeError):
@@ -415,13 +365,11 @@ def _check_name_lengths(out: str, target: Path, anc: Path) -> None:
     tmp = f".{target.name}.tmp-{os.getpid()}-00000000"
     for name in (*new, tmp):
         if len(os.fsencode(name)) > name_max:
-            raise ValidationError(
-                f"--out {out!r}: the folder name {name[:40]!r}... is {len(os.fsencode(name))} "
-                f"bytes long (with the hidden folder '.NAME.tmp-PID-XXXXXXXX' the output is "
-                f"built in), more than the {name_max} this file system allows; give a "
-                "shorter name.",
-                code="OUT_INVALID",
-            )
+            raise ValidationError(f"--out {out!r}: the folder name {name[:40]!r}... is "
+                                  f"{len(os.fsencode(name))} bytes long (with the hidden folder "
+                                  "'.NAME.tmp-PID-XXXXXXXX' the output is built in), more than "
+                                  f"the {name_max} this file system allows; give a shorter name.",
+                                  code="OUT_INVALID")
 
 
 def _new_dirs(path: Path) -> list[Path]:
@@ -439,18 +387,10 @@ def output_dir(args: argparse.Namespace,
                finalize: Callable[[Path], Any] | None = None) -> Iterator[Path]:
     """Yield an empty temporary folder; on success it takes the place of ``--out``.
 
-    The run's ``command``, ``inputs`` and recorded warnings are merged into ``summary.json``
-    (created if the handler wrote none); then ``finalize(folder)`` runs, when given, on the
-    complete folder (``bayes-risk audit`` zips it there, summary.json included). Nothing is
-    swapped in if the run was interrupted, and on any error the temporary folder (and any
-    parent folder created for it) is removed.
-    Temporary folders that killed runs left beside ``--out`` are removed first (warning
-    ``STALE_TEMPORARY_REMOVED``). The final rename replaces only what was at ``--out`` when the
-    run checked it (nothing, without ``--overwrite``): an output that another run put there
-    meanwhile is never deleted (error ``OUT_TAKEN``).
-
-    Only the final rename is a critical section: a signal during the work stops the run at
-    once (the temporary folder is removed, ``--out`` is untouched).
+    The run's fields are merged into ``summary.json``, then ``finalize(folder)`` runs on the
+    complete folder. Nothing is swapped in after an interrupt; on error the temporary folder is
+    removed. Stale temporaries beside ``--out`` are removed first; the rename replaces only what
+    was at ``--out`` when checked (else ``OUT_TAKEN``) and is the only critical section.
     """
     from bayes_risk._io import (
         path_identity,
@@ -507,12 +447,11 @@ def output_dir(args: argparse.Namespace,
                 try:
                     replace_checked(tmp, target, expected=expected)
                 except FileExistsError as err:
-                    raise ValidationError(
-                        f"--out {shown(target)!r} was {'replaced' if expected else 'created'} "
-                        "by another process while this run worked; it is left as it is and "
-                        "this run's output is discarded. Give another --out.",
-                        code="OUT_TAKEN",
-                    ) from err
+                    raise ValidationError(f"--out {shown(target)!r} was "
+                                          f"{'replaced' if expected else 'created'} by another "
+                                          "process while this run worked; it is left as it is and "
+                                          "this run's output is discarded. Give another --out.",
+                                          code="OUT_TAKEN") from err
                 if run is not None:
                     run.completed = True  # the output is complete and in place
     except BaseException:
@@ -562,11 +501,8 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
                      options=dict(_OPTIONS.get() or {}))
     args._run = run
     if getattr(args, "out", None) is not None:
-        run.out = check_out(
-            args.out,
-            overwrite=bool(getattr(args, "overwrite", False)),
-            inputs=_input_paths(run.inputs),
-        )
+        run.out = check_out(args.out, overwrite=bool(getattr(args, "overwrite", False)),
+                            inputs=_input_paths(run.inputs))
         from bayes_risk._io import path_identity
 
         run.out_identity = path_identity(run.out)

@@ -1,14 +1,4 @@
-"""``bayes-risk attacks``: anonymeter's singling-out and linkability risk of a release.
-
-    bayes-risk attacks ORIGINAL SYN [SYN ...] [--holdout FILE]
-        [--singling-out univariate multivariate|none] [--n-cols 3] [--columns COL ...]
-        [--linkability COLS_A COLS_B] [--n-neighbors 1] [--n-attacks 500]
-        [--confidence-level 0.95] [--random-seed N] [--quiet] --out DIR
-
-Writes (atomically) ``singling_out.csv``, ``singling_out_queries.csv``, ``linkability.csv``,
-``linkability_records.csv``, ``summary.json`` and the plots ``singling_out.png``,
-``linkability.png`` (of the attacks that ran).
-"""
+"""``bayes-risk attacks``: anonymeter's singling-out and linkability risk of a release."""
 
 from __future__ import annotations
 
@@ -61,11 +51,11 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._common import (
         missing_labels,
         print_summary,
+        read_inputs,
         read_records_table,
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.results._base import plot_figure
 
@@ -79,11 +69,7 @@ def run(args: argparse.Namespace) -> int:
     aux = (None if args.linkability is None else
            tuple(_columns(t, "--linkability") for t in args.linkability))
     labels = missing_labels(args)
-    original = read_records_table(args.original, "ORIGINAL", labels)
-    syn_arg = args.synthetic[0] if len(args.synthetic) == 1 else args.synthetic
-    synthetic = read_synthetic(syn_arg, like=original,
-                               allow_different_original=args.allow_different_original,
-                               missing_labels=labels)
+    original, synthetic = read_inputs(args)
     holdout = (None if args.holdout is None
                else read_records_table(args.holdout, "--holdout", labels))
     schema = release_schema(original, synthetic, args)

@@ -1,26 +1,4 @@
-"""``bayes-risk attribute``: attribute disclosure risk of every (or selected) confidential record.
-
-    bayes-risk attribute ORIGINAL SYN [SYN ...] [--model FITTED_MODEL_DIR]
-        [--records 0-199|FILE] [--candidates one-variable|full|grid:percent:0.1:11]
-        [--prior uniform|truth-weighted:2|empirical:1] [--estimator auto|stabilised|is]
-        [--refit-draws N]
-        [--scenario worst-case|partially-known|empty|two-records|largest-value|
-         second-largest|two-largest-sum [--pairs 0:1,2:5|FILE] [--column COL] [--upper U]
-         [--total-known] [--delta D]]
-        [--known-sweep COL [COL ...] [--max-size K]]
-        [--bootstrap 200] [--random-seed N] [--scheduler ADDRESS | --workers N]
-        [--partition-size N] [--quiet] --out DIR
-
-The largest-value scenarios (Wei & Reiter 2016; Poisson-mixture models) write
-``largest_value.csv`` (the intruder's posterior over the candidate values) and ``summary.json``.
-Otherwise writes (atomically) ``records.csv`` (one row per record; per pair of ``--pairs`` for
-``--scenario two-records``), ``summary.json`` (file-level
-summary, flagged records counted separately, settings, the scenario) and three diagnostic plots:
-``p_true_hist.png``, ``rank_hist.png`` and ``khat.png``; with ``--known-sweep``, the attribute
-risk over every subset of those synthesized columns known of each record's own values
-(``known_sweep.csv``, ``known_sweep_drivers.csv``, ``known_sweep_levels.csv``,
-``known_sweep.png``, ``known_sweep_drivers.png`` and ``known_sweep`` in ``summary.json``).
-"""
+"""``bayes-risk attribute``: attribute disclosure risk of every (or selected) record."""
 
 from __future__ import annotations
 
@@ -28,7 +6,7 @@ import argparse
 import math
 from typing import Any
 
-from bayes_risk.cli._common import dask_client, dask_kwargs, parse_records
+from bayes_risk.cli._common import dask_client, dask_kwargs, parse_records, read_inputs
 
 __all__ = ["run", "parse_records", "parse_pairs"]
 
@@ -50,31 +28,24 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
         check_model_original(args, model, original)
         if capabilities(model).plugin_likelihood:  # a tree synthesizer: its plug-in likelihood
             if args.estimator != "auto" or args.psis or args.refit_draws is not None:
-                raise ValidationError(
-                    "--estimator, --refit-draws and --psis apply to Bayesian models; a CART or "
-                    "random-forest synthesizer uses the plug-in likelihood (docs: methods page "
-                    "'Attribute disclosure risk').",
-                    code="OPTION_CONFLICT",
-                )
+                raise ValidationError("--estimator, --refit-draws and --psis apply to Bayesian "
+                                      "models; a CART or random-forest synthesizer uses the "
+                                      "plug-in likelihood (docs: methods page 'Attribute "
+                                      "disclosure risk').", code="OPTION_CONFLICT")
             return plugin_likelihood(model, original, random_seed=args.random_seed)
         model = plugin_likelihood(model, original)  # a PMM synthesizer is refused here
         if args.quiet and hasattr(model, "progressbar"):
             model.progressbar = False  # the augmented refits' progress bars
         return model
     if rebuildable_synthesizer(synthetic) is None:
-        raise ValidationError(
-            "--model is required unless SYN is a release of a synthesizer with a plug-in "
-            "likelihood (CART, random forests: a plugin_likelihood method) written by "
-            f"'bayes-risk synthesize --method NAME' (this release: {synthetic.method!r}).",
-            code="OPTION_REQUIRED",
-        )
+        raise ValidationError("--model is required unless SYN is a release of a synthesizer with "
+                              "a plug-in likelihood (CART, random forests: a plugin_likelihood "
+                              "method) written by 'bayes-risk synthesize --method NAME' (this "
+                              f"release: {synthetic.method!r}).", code="OPTION_REQUIRED")
     if args.estimator != "auto" or args.psis or args.refit_draws is not None:
-        raise ValidationError(
-            "--estimator, --refit-draws and --psis apply to Bayesian models; a CART or "
-            "random-forest release "
-            "uses the plug-in likelihood (docs: methods page 'Attribute disclosure risk').",
-            code="OPTION_CONFLICT",
-        )
+        raise ValidationError("--estimator, --refit-draws and --psis apply to Bayesian models; a "
+                              "CART or random-forest release uses the plug-in likelihood (docs: "
+                              "methods page 'Attribute disclosure risk').", code="OPTION_CONFLICT")
     synth = rebuild_synthesizer(original, synthetic)
     return plugin_likelihood(synth, original, random_seed=args.random_seed)
 
@@ -108,51 +79,35 @@ def _scenario(args: argparse.Namespace) -> str:
             code="OPTION_CONFLICT" if args.pairs is not None else "OPTION_REQUIRED",
         )
     if args.pairs is not None and args.records is not None:
-        raise ValidationError(
-            "--records does not apply to --scenario two-records: --pairs names the records.",
-            code="OPTION_CONFLICT",
-        )
+        raise ValidationError("--records does not apply to --scenario two-records: --pairs names "
+                              "the records.", code="OPTION_CONFLICT")
     if args.known and given != "partially-known":
-        raise ValidationError(
-            f"--known applies to --scenario partially-known, not {given}.", code="OPTION_CONFLICT"
-        )
+        raise ValidationError(f"--known applies to --scenario partially-known, not {given}.",
+                              code="OPTION_CONFLICT")
     largest = given in LARGEST_VALUE_CHOICES
     if largest and args.column is None:
-        raise ValidationError(
-            f"--scenario {given} needs --column (the magnitude column).", code="OPTION_REQUIRED"
-        )
+        raise ValidationError(f"--scenario {given} needs --column (the magnitude column).",
+                              code="OPTION_REQUIRED")
     if not largest and (args.column is not None or args.upper is not None):
-        raise ValidationError(
-            "--column and --upper apply to the largest-value scenarios (--scenario "
-            f"{'|'.join(LARGEST_VALUE_CHOICES)}).",
-            code="OPTION_CONFLICT",
-        )
+        raise ValidationError("--column and --upper apply to the largest-value scenarios "
+                              f"(--scenario {'|'.join(LARGEST_VALUE_CHOICES)}).",
+                              code="OPTION_CONFLICT")
     if args.total_known and given != "second-largest":
-        raise ValidationError(
-            "--total-known applies to --scenario second-largest.", code="OPTION_CONFLICT"
-        )
+        raise ValidationError("--total-known applies to --scenario second-largest.",
+                              code="OPTION_CONFLICT")
     if args.delta is not None:
         if not largest:
-            raise ValidationError(
-                "--delta applies to the largest-value scenarios (--scenario "
-                f"{'|'.join(LARGEST_VALUE_CHOICES)}).",
-                code="OPTION_CONFLICT",
-            )
+            raise ValidationError("--delta applies to the largest-value scenarios (--scenario "
+                                  f"{'|'.join(LARGEST_VALUE_CHOICES)}).", code="OPTION_CONFLICT")
         if not (math.isfinite(args.delta) and args.delta > 0):
-            raise ValidationError(
-                f"--delta must be a positive number. Got {args.delta!r}.", code="BAD_OPTION_VALUE"
-            )
+            raise ValidationError(f"--delta must be a positive number. Got {args.delta!r}.",
+                                  code="BAD_OPTION_VALUE")
     return given.replace("-", "_")
 
 
 def parse_pairs(text: str, n: int) -> list[tuple[int, int]]:
-    """``--pairs``: ``"0:1,2:5"`` or a file with one pair per line (``I J``, ``I,J`` or ``I:J``).
-
-    Raises
-    ------
-    ValidationError
-        For a malformed pair, or a record number outside ``0..n-1``.
-    """
+    """``--pairs``: ``"0:1,2:5"`` or a file with one pair per line (``I J``, ``I,J`` or ``I:J``);
+    ``ValidationError`` for a malformed pair or a record outside ``0..n-1``."""
     from pathlib import Path
 
     from bayes_risk.exceptions import ValidationError
@@ -169,26 +124,21 @@ def parse_pairs(text: str, n: int) -> list[tuple[int, int]]:
     for it in items:
         parts = [p for p in it.replace(":", " ").replace(",", " ").replace(";", " ").split()]
         if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise ValidationError(
-                f"{where}: {it!r} is not a pair of record numbers; expected 'I:J' such as "
-                "'0:1,2:5' (a file: one pair 'I J' per line); records are numbered from 0.",
-                code="BAD_OPTION_VALUE",
-            )
+            raise ValidationError(f"{where}: {it!r} is not a pair of record numbers; expected "
+                                  "'I:J' such as '0:1,2:5' (a file: one pair 'I J' per line); "
+                                  "records are numbered from 0.", code="BAD_OPTION_VALUE")
         i, j = int(parts[0]), int(parts[1])
         if max(i, j) >= n:
-            raise ValidationError(
-                f"{where}: pair {it!r} names a record outside 0..{n - 1} of ORIGINAL.",
-                code="BAD_OPTION_VALUE",
-            )
+            raise ValidationError(f"{where}: pair {it!r} names a record outside 0..{n - 1} of "
+                                  "ORIGINAL.", code="BAD_OPTION_VALUE")
         out.append((i, j))
     if not out:
         raise ValidationError(f"{where} holds no pair.", code="BAD_OPTION_VALUE")
     return out
 
 
-def _run_largest_value(
-    args: argparse.Namespace, scenario: str, model: Any, original: Any, synthetic: Any
-) -> int:
+def _run_largest_value(args: argparse.Namespace, scenario: str, model: Any, original: Any,
+                       synthetic: Any) -> int:
     """The Wei & Reiter largest-value scenarios: ``largest_value.csv`` (the posterior over the
     candidates) and ``summary.json``."""
     import numpy as np
@@ -204,16 +154,13 @@ def _run_largest_value(
     from bayes_risk.exceptions import ValidationError
 
     if not capabilities(model).has("largest_value"):
-        raise ValidationError(
-            f"--scenario {args.scenario} needs a model with the largest-value likelihood "
-            f"(a Poisson-mixture model, 'bayes-risk fit --method poisson-mixture'); "
-            f"{type(model).__name__} has none.",
-            code="MODEL_UNSUITED",
-        )
+        raise ValidationError(f"--scenario {args.scenario} needs a model with the largest-value "
+                              "likelihood (a Poisson-mixture model, 'bayes-risk fit --method "
+                              f"poisson-mixture'); {type(model).__name__} has none.",
+                              code="MODEL_UNSUITED")
     if args.records is not None:
-        raise ValidationError(
-            "--records does not apply: the target is the largest value.", code="OPTION_CONFLICT"
-        )
+        raise ValidationError("--records does not apply: the target is the largest value.",
+                              code="OPTION_CONFLICT")
     col = original[args.column] if args.column in original.columns else None
     top = float(col.max()) if col is not None else float("nan")
     kw: dict[str, Any] = {}
@@ -264,15 +211,10 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attribute``."""
     from bayes_risk._io import write_json
     from bayes_risk.attribute.api import EstimatorSpec, ScenarioSpec, attribute_risk
-    from bayes_risk.cli._common import missing_labels, print_summary, read_records_table
+    from bayes_risk.cli._common import print_summary
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic
 
-    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
-    syn_arg = args.synthetic[0] if len(args.synthetic) == 1 else args.synthetic
-    synthetic = read_synthetic(syn_arg, like=original,
-                            allow_different_original=args.allow_different_original,
-                            missing_labels=missing_labels(args))
+    original, synthetic = read_inputs(args)
     scenario = _scenario(args)
     _check_known_sweep(args, scenario)
     model = _model(args, original, synthetic)
@@ -288,8 +230,7 @@ def run(args: argparse.Namespace) -> int:
     candidates = (args.candidates if scenario == "empty"
                   else _candidates(args.candidates, model, original))
     estimator = EstimatorSpec(kind=args.estimator, refit_draws=args.refit_draws, psis=args.psis,
-                              khat=args.khat, bootstrap=args.bootstrap,
-                              chunk_size=args.chunk_size)
+                              khat=args.khat, bootstrap=args.bootstrap, chunk_size=args.chunk_size)
     seed = args.random_seed
     if args.known_sweep:
         from bayes_risk.attribute.knowledge import one_seed, shared_refits
@@ -307,20 +248,11 @@ def run(args: argparse.Namespace) -> int:
             risk = attribute_risk
         else:
             from bayes_risk.distributed import attribute_risk as risk
-        opts = dict(
-            candidates=candidates, prior=args.prior, estimator=estimator, random_seed=seed,
-            allow_other_model=args.allow_other_model,
-        )
-        result = risk(
-            original,
-            synthetic,
-            model=model,
-            records=records,
-            scenario=ScenarioSpec(kind=scenario, known=args.known, pairs=pairs),
-            progressbar=not args.quiet,
-            **opts,
-            **dask_kwargs(args, client),
-        )
+        opts = dict(candidates=candidates, prior=args.prior, estimator=estimator, random_seed=seed,
+                    allow_other_model=args.allow_other_model)
+        result = risk(original, synthetic, model=model, records=records,
+                      scenario=ScenarioSpec(kind=scenario, known=args.known, pairs=pairs),
+                      progressbar=not args.quiet, **opts, **dask_kwargs(args, client))
         if args.known_sweep:
             from bayes_risk.attribute.knowledge import attribute_known_sweep
             from bayes_risk.exceptions import command_line_options

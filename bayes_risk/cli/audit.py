@@ -1,18 +1,7 @@
 """``bayes-risk audit``: every measure on one release, and one report (HTML and Markdown).
 
-::
-
-    bayes-risk audit ORIGINAL.csv RELEASE_DIR_or_FILES... [--model DIR] --known COL ... \\
-        [--categorical ...] [--radius COL=R ...] [--target COL ...] --out DIR
-
-Writes ``DIR/report.html`` (self-contained), ``DIR/report.md`` (figures in
-``DIR/report_figures/``), ``DIR/summary.json``, one sub-folder per step holding the files its
-sub-command writes, and ``DIR/report.zip`` (all of it in one file, the one to send); the folder
-appears complete or not at all.
-
-Exit status: 0 when every step ran or was skipped for a stated reason; 2 for bad input (checked
-before the first step; or a step failed on the input, nothing written); 1 when a step failed
-for another reason (the report is written; its verdict opens with "The audit is incomplete").
+Exit status: 0 when every step ran or was skipped for a stated reason; 2 for bad input (nothing
+written); 1 when a step failed for another reason (the report is written, marked incomplete).
 """
 
 from __future__ import annotations
@@ -42,13 +31,10 @@ def _radius(items: list[str]):
         try:
             return float(items[0])
         except ValueError as err:
-            raise ValidationError(
-                f"--radius: {items[0]!r} is not a number.", code="BAD_OPTION_VALUE"
-            ) from err
-    raise ValidationError(
-        f"--radius: give COL=R for every value or one bare number, not both. Got {items}.",
-        code="BAD_OPTION_VALUE",
-    )
+            raise ValidationError(f"--radius: {items[0]!r} is not a number.",
+                                  code="BAD_OPTION_VALUE") from err
+    raise ValidationError("--radius: give COL=R for every value or one bare number, not both. Got "
+                          f"{items}.", code="BAD_OPTION_VALUE")
 
 
 def _grid(text: str):
@@ -59,10 +45,8 @@ def _grid(text: str):
     try:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError as err:
-        raise ValidationError(
-            f"--radius-sweep expects comma-separated numbers or 'none'. Got {text!r}.",
-            code="BAD_OPTION_VALUE",
-        ) from err
+        raise ValidationError("--radius-sweep expects comma-separated numbers or 'none'. Got "
+                              f"{text!r}.", code="BAD_OPTION_VALUE") from err
 
 
 def _ngroups(text: str):
@@ -73,10 +57,8 @@ def _ngroups(text: str):
     try:
         return int(text)
     except ValueError as err:
-        raise ValidationError(
-            f"--ngroups-target expects an integer or 'none'. Got {text!r}.", code="BAD_OPTION_VALUE"
-        ) \
-            from err
+        raise ValidationError(f"--ngroups-target expects an integer or 'none'. Got {text!r}.",
+                              code="BAD_OPTION_VALUE") from err
 
 
 def _linkability(values: list[str] | None) -> tuple[list[str], list[str]] | None:
@@ -102,18 +84,15 @@ def run(args: argparse.Namespace) -> int:
         missing_labels,
         parse_records,
         print_summary,
+        read_inputs,
         read_records_table,
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic
     from bayes_risk.identification.specs import MatchSpec
     from bayes_risk.utility.pmse import PropensitySpec
 
-    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
-    syn = read_synthetic(args.synthetic, like=original,
-                            allow_different_original=args.allow_different_original,
-                            missing_labels=missing_labels(args))
+    original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
     records = parse_records(args.records, len(original))
     settings = AuditSettings(

@@ -1,16 +1,5 @@
-"""``bayes-risk demo``: ``bayes-risk audit`` on embedded demo data.
-
-The demo makes the data and the releases with the other sub-commands (``synthesize``, ``fit``),
-run on files exactly as a user would run them, and then audits each release with
-``bayes-risk audit``; the reports are the audit's own. It defines no measure and writes no
-report of its own.
-
-Part 1 — CE-like household table, sequential CART with Bayesian bootstrap (Tenure, Expenditure,
-Income synthesized, as in Hornby & Hu's scenario 4), m releases, audited with the plug-in
-likelihood of the rebuilt CART synthesizer (``ce/audit/report.html``).
-
-Part 2 — ACS-like table of 14 categorical variables, DPMPM (full synthesis), m releases, audited
-with the fitted model (``acs/audit/report.html``).
+"""``bayes-risk demo``: ``bayes-risk audit`` on embedded demo data (CE-like with CART, ACS-like
+with DPMPM), made and audited with the other sub-commands run on files as a user would.
 """
 
 from __future__ import annotations
@@ -54,10 +43,8 @@ def _call(argv: list[str], quiet: bool) -> None:
     if status == 130:  # the step was interrupted: so is the demo
         raise KeyboardInterrupt
     if status != 0:
-        raise BayesRiskError(
-            f"demo step `bayes-risk {' '.join(argv)}` failed (status {status}).",
-            code="DEMO_STEP_FAILED",
-        )
+        raise BayesRiskError(f"demo step `bayes-risk {' '.join(argv)}` failed (status {status}).",
+                             code="DEMO_STEP_FAILED")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,9 +62,8 @@ def run(args: argparse.Namespace) -> int:
     if args.tune is not None and args.tune < 0:
         from bayes_risk.exceptions import ValidationError
 
-        raise ValidationError(
-            f"--tune must be an integer >= 0. Got {args.tune!r}.", code="BAD_OPTION_VALUE"
-        )
+        raise ValidationError(f"--tune must be an integer >= 0. Got {args.tune!r}.",
+                              code="BAD_OPTION_VALUE")
     from bayes_risk.cli._common import print_summary
 
     with output_dir(args) as tmp:

@@ -1,13 +1,4 @@
-"""``bayes-risk disclosure``: synthpop's empirical disclosure measures of synthetic datasets.
-
-::
-
-    bayes-risk disclosure ORIGINAL.csv SYN1.csv [SYN2.csv ...] --keys COL ... --target COL \\
-        [--categorical ...] [--ngroups-target N] [--denom-lim 5] [--compat synthpop] --out DIR
-
-Writes ``DIR/summary.json``, ``DIR/ident.csv``, ``DIR/attrib.csv``, ``DIR/allCAPs.csv`` and
-``DIR/replicated_uniques.csv``; the folder appears complete or not at all.
-"""
+"""``bayes-risk disclosure``: synthpop's empirical disclosure measures of synthetic datasets."""
 
 from __future__ import annotations
 
@@ -21,29 +12,23 @@ def run(args: argparse.Namespace) -> int:
     """Compute the measures and write the output folder."""
     from bayes_risk._io import write_json
     from bayes_risk.cli._common import (
-        missing_labels,
         print_summary,
-        read_records_table,
+        read_inputs,
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic
     from bayes_risk.disclosure import ExclusionSpec, differencing_check, disclosure_measures
     from bayes_risk.exceptions import ValidationError
 
     out = Path(args.out)
     if (args.keys is None) != (args.target is None) or (args.keys is None
                                                         and not args.differencing):
-        raise ValidationError(
-            "disclosure needs --keys and --target (synthpop's measures), --differencing, or "
-            "both.", code="OPTION_REQUIRED")
+        raise ValidationError("disclosure needs --keys and --target (synthpop's measures), "
+                              "--differencing, or both.", code="OPTION_REQUIRED")
     if args.selected is not None and not args.differencing:
         raise ValidationError("--selected is read by --differencing only.",
                               code="OPTION_CONFLICT")
-    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
-    syn = read_synthetic(args.synthetic, like=original,
-                            allow_different_original=args.allow_different_original,
-                            missing_labels=missing_labels(args))
+    original, syn = read_inputs(args)
     diff = (differencing_check(original, syn, records=_selected(args.selected))
             if args.differencing else None)
     if args.keys is None:

@@ -1,15 +1,5 @@
-"""``bayes-risk fit``: fit a synthesis model and save it (model.json + posterior NetCDF, or tree
-arrays + data for CART, random forests and PMM, or whatever a registered model's ``save`` writes).
-
-    bayes-risk fit ORIGINAL.csv --method NAME [--columns ...]
-        [--categorical ...] [--synthesize COLS ...] [--records RANGE|FILE] [--components 30]
-        [--tune N] [--draws N] [--chains N] [--random-seed 1] [--quiet] --out MODEL_DIR
-
-The arguments are declared in :mod:`bayes_risk.cli.parsers.fit`, the model-specific ones by the
-models themselves (:func:`bayes_risk.registry.fit_options`); this module runs the command.
-``NAME`` is any synthesizer registered in the entry-point group ``bayes_risk.synthesizers``
-(:mod:`bayes_risk.registry`); what the model can do (:func:`bayes_risk.contract.capabilities`)
-decides what applies to it.
+"""``bayes-risk fit``: fit a synthesis model and save it (arguments:
+:mod:`bayes_risk.cli.parsers.fit`, model options: :func:`bayes_risk.registry.fit_options`).
 """
 
 from __future__ import annotations
@@ -21,12 +11,8 @@ __all__ = ["run"]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Fit the model, save it and print a summary.
-
-    What the model can do decides the path (its capabilities): a model that reports MCMC
-    convergence gets the memory check and the convergence summary; options reach the model
-    only when its ``__init__`` takes them.
-    """
+    """Fit the model, save it and print a summary; the model's capabilities decide the path
+    (memory check and convergence summary for MCMC models)."""
     import numpy as np
 
     from bayes_risk._lazy import overlap
@@ -45,18 +31,14 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.registry import fit_options
 
     if args.method is None:
-        raise ValidationError(
-            "--method is required: the synthesis model, one of "
-            f"{', '.join(list_synthesizers())}.",
-            code="OPTION_REQUIRED",
-        )
+        raise ValidationError("--method is required: the synthesis model, one of "
+                              f"{', '.join(list_synthesizers())}.", code="OPTION_REQUIRED")
     cls = get_synthesizer(args.method)
     info = capabilities(cls)
     if not info.persistence:
-        raise ValidationError(
-            f"--method {args.method}: {cls.__name__} cannot be saved (it has no save and "
-            "load), so 'fit' cannot write a model folder.", code="MODEL_UNSUITED",
-        )
+        raise ValidationError(f"--method {args.method}: {cls.__name__} cannot be saved (it has no "
+                              "save and load), so 'fit' cannot write a model folder.",
+                              code="MODEL_UNSUITED")
     options = fit_options()
     settings = _settings(args, cls, options)
     # what the model cannot default (ModelInfo.required), refused before the data are read
@@ -68,11 +50,9 @@ def run(args: argparse.Namespace) -> int:
 
         for c in args.columns:
             if c not in df.columns:
-                raise ValidationError(
-                    f"--columns: column {c!r} is not in {args.original} (columns: "
-                    f"{list(df.columns)})." + did_you_mean(c, df.columns),
-                    code="UNKNOWN_COLUMN",
-                )
+                raise ValidationError(f"--columns: column {c!r} is not in {args.original} "
+                                      f"(columns: {list(df.columns)})." +
+                                      did_you_mean(c, df.columns), code="UNKNOWN_COLUMN")
         df = df[list(args.columns)]
     schema = model_schema(df, args, info, synthesized=args.synthesize or None)
     for opt in options:  # options naming columns: checked against the table
@@ -114,12 +94,10 @@ def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, An
             if getattr(args, k) is not None}
     refused = [f"--{k}" for k in mcmc if k not in params]
     if refused:
-        raise ValidationError(
-            f"{', '.join(refused)}: MCMC options do not apply to --method {args.method} (it is "
-            f"not sampled: {cls.__name__} takes no such setting); expected them only with "
-            "a model fitted by MCMC (one whose __init__ takes them).",
-            code="OPTION_CONFLICT",
-        )
+        raise ValidationError(f"{', '.join(refused)}: MCMC options do not apply to --method "
+                              f"{args.method} (it is not sampled: {cls.__name__} takes no such "
+                              "setting); expected them only with a model fitted by MCMC (one "
+                              "whose __init__ takes them).", code="OPTION_CONFLICT")
     settings: dict[str, Any] = dict(mcmc)
     settings.update(_model_settings(args, params, options))
     if "random_seed" in params:
@@ -146,9 +124,8 @@ def _write_summary(folder: Any, args: argparse.Namespace, model: Any) -> None:
     })
 
 
-def _fit_direct(
-    args: argparse.Namespace, cls: type, settings: dict[str, Any], df: Any, schema: Any
-) -> int:
+def _fit_direct(args: argparse.Namespace, cls: type, settings: dict[str, Any], df: Any,
+                schema: Any) -> int:
     """Fit a synthesizer without MCMC diagnostics (CART, random forests, PMM, or a registered
     model such as an exact conjugate posterior) and save it."""
     import numpy as np
@@ -185,11 +162,8 @@ def _shown_metavar(opt: Any) -> str:
 
 
 def _model_settings(args: argparse.Namespace, params: set[str], options: Any) -> dict[str, Any]:
-    """The given model-specific options (``options``, :func:`bayes_risk.registry.fit_options`)
-    as ``__init__`` settings of ``--method``'s model.
-
-    An option reaches any model whose ``__init__`` takes its setting (``params``), not only the
-    models declaring it (``ModelOption.models``, named in help texts and messages)."""
+    """The given model-specific options as ``__init__`` settings of ``--method``'s model: an
+    option reaches any model whose ``__init__`` takes its setting (``params``)."""
     from bayes_risk.cli._common import parse_key_value
     from bayes_risk.exceptions import ValidationError
 
@@ -198,12 +172,9 @@ def _model_settings(args: argparse.Namespace, params: set[str], options: Any) ->
         if not hasattr(args, opt.dest):
             continue
         if opt.setting not in params:
-            raise ValidationError(
-                f"{opt.flag} is not an option of --method {args.method} (its model takes no "
-                f"setting {opt.setting!r}; the option applies to --method "
-                f"{' and '.join(opt.models)}).",
-                code="OPTION_CONFLICT",
-            )
+            raise ValidationError(f"{opt.flag} is not an option of --method {args.method} (its "
+                                  f"model takes no setting {opt.setting!r}; the option applies to "
+                                  f"--method {' and '.join(opt.models)}).", code="OPTION_CONFLICT")
         value = getattr(args, opt.dest)
         if opt.setting == "families":
             value = {k.strip(): v.strip() for k, v in parse_key_value(value, opt.flag, str).items()}
@@ -219,9 +190,8 @@ def _formula(text: str) -> tuple[str, str]:
 
     lhs, sep, _ = text.partition("~")
     if not sep or not lhs.strip():
-        raise ValidationError(
-            f"--formula needs an outcome: 'y ~ a + b'. Got {text!r}.", code="BAD_OPTION_VALUE"
-        )
+        raise ValidationError(f"--formula needs an outcome: 'y ~ a + b'. Got {text!r}.",
+                              code="BAD_OPTION_VALUE")
     return lhs.strip(), text
 
 
@@ -279,11 +249,8 @@ def _finite(x: Any) -> bool:
 
 
 def _check_memory(args: argparse.Namespace, df: Any, schema: Any, model: Any) -> None:
-    """Refuse sizes whose posterior and per-sweep arrays cannot fit in the available memory.
-
-    The estimate counts the stored draws (components x parameters per draw) and the per-sweep
-    record x component arrays; invalid sizes are left to the model's own validation.
-    """
+    """Refuse sizes whose posterior and per-sweep arrays cannot fit in the available memory
+    (invalid sizes are left to the model's own validation)."""
     from bayes_risk._memory import check_memory
 
     try:

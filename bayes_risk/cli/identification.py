@@ -19,10 +19,8 @@ def _parse_radius(items: list[str]):
         return None
     keyed = [i for i in items if "=" in i]
     if keyed and len(keyed) != len(items):
-        raise ValidationError(
-            f"--radius: use either COL=R for every value or bare numbers, not both. Got {items}.",
-            code="BAD_OPTION_VALUE",
-        )
+        raise ValidationError("--radius: use either COL=R for every value or bare numbers, not "
+                              f"both. Got {items}.", code="BAD_OPTION_VALUE")
     if keyed:
         return parse_key_value(items, "--radius", float)
     vals = []
@@ -31,9 +29,8 @@ def _parse_radius(items: list[str]):
             try:
                 vals.append(float(piece))
             except ValueError as err:
-                raise ValidationError(
-                    f"--radius: {piece!r} is not a number.", code="BAD_OPTION_VALUE"
-                ) from err
+                raise ValidationError(f"--radius: {piece!r} is not a number.",
+                                      code="BAD_OPTION_VALUE") from err
     return vals[0] if len(vals) == 1 else vals
 
 
@@ -46,13 +43,10 @@ def _parse_strategy(s: str):
         try:
             return ("threshold", float(s.split(":", 1)[1]))
         except ValueError as err:
-            raise ValidationError(
-                f"--strategy {s!r}: threshold must be a number.", code="BAD_OPTION_VALUE"
-            ) from err
-    raise ValidationError(
-        f"--strategy must be always, threshold:GAMMA or not-if-max. Got {s!r}.",
-        code="BAD_OPTION_VALUE",
-    )
+            raise ValidationError(f"--strategy {s!r}: threshold must be a number.",
+                                  code="BAD_OPTION_VALUE") from err
+    raise ValidationError(f"--strategy must be always, threshold:GAMMA or not-if-max. Got {s!r}.",
+                          code="BAD_OPTION_VALUE")
 
 
 def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
@@ -69,18 +63,13 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
         elif pc in ("loglinear-original", "loglinear-synthetic"):
             pc = pc.replace("-", "_")
         else:
-            raise ValidationError(
-                "--population-counts must be true:FILE, loglinear-original or "
-                f"loglinear-synthetic. Got {pc!r}.",
-                code="BAD_OPTION_VALUE",
-            )
+            raise ValidationError("--population-counts must be true:FILE, loglinear-original or "
+                                  f"loglinear-synthetic. Got {pc!r}.", code="BAD_OPTION_VALUE")
     targets = (read_records_table(args.targets, "--targets", missing_labels(args))
                if args.targets else None)
     if targets is not None and not args.target_id:
-        raise ValidationError(
-            "--targets needs --target-id COL (the id linking to the original).",
-            code="OPTION_REQUIRED",
-        )
+        raise ValidationError("--targets needs --target-id COL (the id linking to the original).",
+                              code="OPTION_REQUIRED")
     membership = args.membership or "known"
     for flag, value in (("--population-counts", pc), ("--weights", args.weights)):
         if value is not None and membership != "unknown":
@@ -131,9 +120,8 @@ def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any) -> list[str]:
     ]
     if res.settings["aggregation"] == "per_dataset" and m > 1:
         # the smaller figure of the two: say so, as the audit's verdict reads the larger
-        lines.append(f"per dataset: the intruder holding one dataset; one holding all {m} "
-                     "pools them (--aggregation pooled, the default), which can give a higher "
-                     "risk")
+        lines.append(f"per dataset: the intruder holding one dataset; one holding all {m} pools "
+                     "them (--aggregation pooled, the default), which can give a higher risk")
     if replicates is not None:
         lines.append(f"{s['n_replicates']} posterior replicates; Monte Carlo standard error of "
                      f"the expected match risk {s['mc_se']['expected_match_risk']:.3g} targets")
@@ -146,20 +134,10 @@ def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any) -> list[str]:
 
 
 def _lean_process(blas_threads: bool) -> None:
-    """Load numpy and pyarrow lean, if this process has not loaded them yet (a fresh
-    ``bayes-risk identification`` process; a caller's own process is left alone).
-
-    * numpy with a single-threaded OpenBLAS (unless ``blas_threads``): OpenBLAS starts one
-      thread per core when numpy is imported (about 0.03 s of CPU of a 0.6 s command), and
-      matching multiplies no matrices worth threads (the Mahalanobis whitening multiplies by a
-      q x q matrix: each product is the same sum on one thread or several). The variable is
-      removed once numpy is loaded, so child processes (Dask workers) start with the user's
-      environment; a value the user set is left alone.
-    * pyarrow (which pandas 3 uses for every text column and column name) allocating with the
-      C library's malloc instead of its own mimalloc pool, whose first allocation maps a
-      segment of its own (≈ 2 MiB resident per allocating thread, never returned) while the
-      command's tables are a few kilobytes; the values are the same whatever the allocator.
-    """
+    """Load numpy and pyarrow lean, if this process has not loaded them yet: numpy with a
+    single-threaded OpenBLAS unless ``blas_threads`` (matching multiplies no matrices worth
+    threads; the variable is removed afterwards, a user's value left alone), pyarrow with the C
+    library's malloc instead of mimalloc (≈ 2 MiB resident per thread for kilobyte tables)."""
     if "numpy" not in sys.modules and not blas_threads \
             and "OPENBLAS_NUM_THREADS" not in os.environ:
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
@@ -176,13 +154,8 @@ def _lean_process(blas_threads: bool) -> None:
 
 
 def _release_free_memory() -> None:
-    """Return the memory freed so far to the operating system (glibc's ``malloc_trim``).
-
-    Between the command's stages (reading, matching, writing): glibc keeps freed blocks in its
-    heap, so the next stage's arrays would add to the previous stage's high-water mark instead
-    of reusing its pages (≈ 5 MiB of the command's peak resident memory at n = 5,571, m = 20).
-    Does nothing where the C library has no ``malloc_trim`` (not glibc).
-    """
+    """Return the memory freed so far to the operating system (glibc's ``malloc_trim``), so
+    the next stage reuses its pages; nothing without glibc."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -204,13 +177,12 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._common import (
         dask_client,
         dask_kwargs,
-        missing_labels,
         print_summary,
-        read_records_table,
+        read_inputs,
         schema_from_args,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic, write_csv
+    from bayes_risk.data.io import write_csv
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import radius_sweep
@@ -226,34 +198,25 @@ def run(args: argparse.Namespace) -> int:
     listed = [*args.known_unsynthesized, *args.known_synthesized]
     twice = sorted({c for c in listed if listed.count(c) > 1})
     if twice:
-        raise ValidationError(
-            f"column(s) {twice} listed more than once in --known-unsynthesized and "
-            "--known-synthesized; give each known column once, in the option of its role.",
-            code="BAD_OPTION_VALUE",
-        )
-    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
-    syn = read_synthetic(args.synthetic, like=original,
-                            allow_different_original=args.allow_different_original,
-                            missing_labels=missing_labels(args))
+        raise ValidationError(f"column(s) {twice} listed more than once in --known-unsynthesized "
+                              "and --known-synthesized; give each known column once, in the "
+                              "option of its role.", code="BAD_OPTION_VALUE")
+    original, syn = read_inputs(args)
     schema = schema_from_args(original, args)
     kw = _engine_options(args, schema)
     aggregation = args.aggregation.replace("-", "_") if args.aggregation else None
     per_dataset = aggregation == "per_dataset" or (aggregation is None and args.compat)
     if args.records_output == "per-dataset" and not per_dataset:
-        raise ValidationError(
-            "--records-output per-dataset needs --aggregation per-dataset (or --compat): pooled "
-            "probabilities give one row per target.",
-            code="OPTION_CONFLICT",
-        )
+        raise ValidationError("--records-output per-dataset needs --aggregation per-dataset (or "
+                              "--compat): pooled probabilities give one row per target.",
+                              code="OPTION_CONFLICT")
     grid = None
     if args.radius_sweep:
         try:
             grid = [float(x) for x in args.radius_sweep.split(",") if x.strip()]
         except ValueError as err:
-            raise ValidationError(
-                f"--radius-sweep expects comma-separated numbers. Got {args.radius_sweep!r}.",
-                code="BAD_OPTION_VALUE",
-            ) from err
+            raise ValidationError("--radius-sweep expects comma-separated numbers. Got "
+                                  f"{args.radius_sweep!r}.", code="BAD_OPTION_VALUE") from err
     _check_known_sweep(args)
     replicates = _posterior_replicates(args, original, syn)
     _release_free_memory()  # the CSV readers' buffers
@@ -267,19 +230,14 @@ def run(args: argparse.Namespace) -> int:
             risk, sweep_fn = distributed.identification_risk, distributed.radius_sweep
         dkw = dask_kwargs(args, client)
         known = [*args.known_unsynthesized, *args.known_synthesized]
-        res = risk(
-            original, syn, known=known, synthesized=list(args.known_synthesized),
-            aggregation=aggregation,
-            progressbar=not args.quiet, **kw, **rkw, **dkw,
-        )
+        res = risk(original, syn, known=known, synthesized=list(args.known_synthesized),
+                   aggregation=aggregation, progressbar=not args.quiet, **kw, **rkw, **dkw)
         if grid is not None:
             # the sweep evaluates every dataset separately (one box per radius, as Hornby & Hu 2021
             # Fig. 6)
-            sweep = sweep_fn(
-                original, syn, known=known, synthesized=list(args.known_synthesized),
-                radii=grid, aggregation="per_dataset",
-                progressbar=not args.quiet, **kw, **dkw,
-            )
+            sweep = sweep_fn(original, syn, known=known, synthesized=list(args.known_synthesized),
+                             radii=grid, aggregation="per_dataset", progressbar=not args.quiet,
+                             **kw, **dkw)
         ksweep = _known_sweep(args, original, syn, kw, aggregation, client)
     m = syn.m
     del original, syn, kw, rkw  # the inputs: the result holds what is written
@@ -330,11 +288,9 @@ def _check_known_sweep(args: argparse.Namespace) -> None:
     if not args.known_sweep:
         raise ValidationError("--max-size needs --known-sweep COL ...", code="OPTION_REQUIRED")
     if not 1 <= args.max_size <= len(args.known_sweep):
-        raise ValidationError(
-            f"--max-size must be between 1 and the number of --known-sweep columns "
-            f"({len(args.known_sweep)}). Got {args.max_size}.",
-            code="BAD_OPTION_VALUE",
-        )
+        raise ValidationError("--max-size must be between 1 and the number of --known-sweep "
+                              f"columns ({len(args.known_sweep)}). Got {args.max_size}.",
+                              code="BAD_OPTION_VALUE")
 
 
 def _known_sweep(args: argparse.Namespace, original: Any, syn: Any, kw: dict[str, Any],
@@ -354,9 +310,8 @@ def _known_sweep(args: argparse.Namespace, original: Any, syn: Any, kw: dict[str
         kw["match"] = kw["match"].replace(
             radius={c: r for c, r in kw["match"].radius.items() if c in cands} or None)
     return known_sweep(original, syn, candidates=cands, synthesized=synthesized,
-                       max_size=args.max_size,
-                       aggregation=aggregation, progressbar=not args.quiet, executor=client,
-                       **kw)
+                       max_size=args.max_size, aggregation=aggregation, progressbar=not args.quiet,
+                       executor=client, **kw)
 
 
 def _posterior_replicates(args: argparse.Namespace, original, syn):
@@ -379,22 +334,17 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
         try:
             n = int(n)
         except ValueError as err:
-            raise ValidationError(
-                f"--replicates must be an integer or auto. Got {n!r}.", code="BAD_OPTION_VALUE"
-            ) from err
+            raise ValidationError(f"--replicates must be an integer or auto. Got {n!r}.",
+                                  code="BAD_OPTION_VALUE") from err
         if n < 1:
-            raise ValidationError(
-                f"--replicates must be an integer >= 1 or auto. Got {n}.", code="BAD_OPTION_VALUE"
-            )
+            raise ValidationError(f"--replicates must be an integer >= 1 or auto. Got {n}.",
+                                  code="BAD_OPTION_VALUE")
     if args.max_replicates < 1:
-        raise ValidationError(
-            f"--max-replicates must be an integer >= 1. Got {args.max_replicates}.",
-            code="BAD_OPTION_VALUE",
-        )
+        raise ValidationError("--max-replicates must be an integer >= 1. Got "
+                              f"{args.max_replicates}.", code="BAD_OPTION_VALUE")
     if not 0 < args.mcse_tol < 1:
-        raise ValidationError(
-            f"--mcse-tol must be a number in (0, 1). Got {args.mcse_tol}.", code="BAD_OPTION_VALUE"
-        )
+        raise ValidationError(f"--mcse-tol must be a number in (0, 1). Got {args.mcse_tol}.",
+                              code="BAD_OPTION_VALUE")
     from bayes_risk.cli._common import check_model_original
     from bayes_risk.identification.replicates import PosteriorReplicates
     from bayes_risk.models import load_model, rebuild_synthesizer

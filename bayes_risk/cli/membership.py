@@ -1,14 +1,4 @@
-"""``bayes-risk membership``: membership disclosure risk of a synthetic release.
-
-    bayes-risk membership ORIGINAL SYN [SYN ...] --model DIR [--holdout FILE]
-        [--population N] [--records RANGE|FILE] [--prior balanced|sampling|P]
-        [--population-size N] [--threshold 0.5] [--normaliser-draws 400]
-        [--unsynthesized-concentration 1] [--selection RULE] [--no-dcr]
-        [--bootstrap 200] [--random-seed N] [--quiet] --out DIR
-
-Writes (atomically) ``records.csv`` (one row per target), ``summary.json`` (file-level
-summaries, flags, settings) and three plots: ``p_member_hist.png``, ``roc.png``, ``dcr.png``.
-"""
+"""``bayes-risk membership``: membership disclosure risk of a synthetic release."""
 
 from __future__ import annotations
 
@@ -26,10 +16,8 @@ def _prior(text: str) -> float | str:
     try:
         return float(text)
     except ValueError:
-        raise ValidationError(
-            f"--prior must be balanced, sampling or a probability in (0, 1). Got {text!r}.",
-            code="BAD_OPTION_VALUE",
-        ) from None
+        raise ValidationError("--prior must be balanced, sampling or a probability in (0, 1). Got "
+                              f"{text!r}.", code="BAD_OPTION_VALUE") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,20 +30,16 @@ def run(args: argparse.Namespace) -> int:
         missing_labels,
         parse_records,
         print_summary,
+        read_inputs,
         read_records_table,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic
     from bayes_risk.membership.api import membership_risk
     from bayes_risk.membership.specs import AttackSpec, RatioSpec
     from bayes_risk.models import load_model
 
     labels = missing_labels(args)
-    original = read_records_table(args.original, "ORIGINAL", labels)
-    syn_arg = args.synthetic[0] if len(args.synthetic) == 1 else args.synthetic
-    synthetic = read_synthetic(syn_arg, like=original,
-                               allow_different_original=args.allow_different_original,
-                               missing_labels=labels)
+    original, synthetic = read_inputs(args)
     holdout = (None if args.holdout is None
                else read_records_table(args.holdout, "--holdout", labels))
     model = load_model(args.model)
@@ -120,9 +104,8 @@ def run(args: argparse.Namespace) -> int:
             f"whose values match their slot's: {num(matching)} (the others have P(member) = 0)")
     sel = f.get("selection")
     if sel:
-        lines.append(
-            f"selection {sel['rule']!r}: {sel['n_selected']} of {sel['n_records']} records "
-            f"synthesized; members released whole (P(member) = 1, revealed): "
-            f"{sel['n_members_released_whole']}")
+        lines.append(f"selection {sel['rule']!r}: {sel['n_selected']} of {sel['n_records']} "
+                     "records synthesized; members released whole (P(member) = 1, revealed): "
+                     f"{sel['n_members_released_whole']}")
     print_summary(lines, args.out)
     return 0

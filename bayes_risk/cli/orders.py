@@ -1,13 +1,4 @@
-"""``bayes-risk orders``: utility and identification risk of several synthesis visit orders.
-
-::
-
-    bayes-risk orders ORIGINAL.csv --method NAME --order MAR,RACE,SEX --order SEX,RACE,MAR \\
-        --known-unsynthesized AGE [--categorical ...] [-m 5] [--random-seed 1] --out DIR
-
-Writes ``DIR/orders.csv`` (one row per order) and ``DIR/summary.json`` (the table and every
-setting), atomically.
-"""
+"""``bayes-risk orders``: utility and identification risk of several synthesis visit orders."""
 
 from __future__ import annotations
 
@@ -52,18 +43,16 @@ def run(args: argparse.Namespace) -> int:
                                    radius_type=args.radius_type)
     if args.membership == "unknown":
         if args.sampling_fraction is None:
-            raise ValidationError(
-                "--membership unknown needs --sampling-fraction A.", code="OPTION_REQUIRED"
-            )
+            raise ValidationError("--membership unknown needs --sampling-fraction A.",
+                                  code="OPTION_REQUIRED")
         ident["population"] = PopulationSpec(membership="unknown", counts="loglinear_synthetic",
                                               sampling_fraction=args.sampling_fraction)
     synthesized = list(dict.fromkeys(c for o in orders for c in o))
     known = [*args.known_unsynthesized,
              *(args.known_synthesized if args.known_synthesized is not None else synthesized)]
-    res = compare_visit_orders(
-        df, synthesizer=model, orders=orders, known=known, schema=schema, m=m,
-        identification=ident, random_seed=args.random_seed, progressbar=not args.quiet,
-    )
+    res = compare_visit_orders(df, synthesizer=model, orders=orders, known=known, schema=schema,
+                               m=m, identification=ident, random_seed=args.random_seed,
+                               progressbar=not args.quiet)
     out = res.to_dict()
     out["settings"]["random_seed"] = args.random_seed
     with output_dir(args) as tmp:
@@ -94,11 +83,10 @@ def _synthesizer(args: Any) -> Any:
 
     cls = get_synthesizer(args.method)
     if not capabilities(cls).visit_order:
-        raise ValidationError(
-            f"--method {args.method}: {cls.__name__} does not synthesize its columns in a visit "
-            "order (its ModelInfo does not declare visit_order), so there are no orders to "
-            "compare; use a sequential synthesizer such as cart or rf.", code="OPTION_CONFLICT",
-        )
+        raise ValidationError(f"--method {args.method}: {cls.__name__} does not synthesize its "
+                              "columns in a visit order (its ModelInfo does not declare "
+                              "visit_order), so there are no orders to compare; use a sequential "
+                              "synthesizer such as cart or rf.", code="OPTION_CONFLICT")
     try:
         params = set(inspect.signature(cls).parameters)
     except (TypeError, ValueError):  # a class whose signature cannot be read
@@ -106,10 +94,8 @@ def _synthesizer(args: Any) -> Any:
     given = {k: getattr(args, k) for k in _SETTINGS if getattr(args, k, None) is not None}
     refused = ["--" + k.replace("_", "-") for k in given if k not in params]
     if refused:
-        raise ValidationError(
-            f"{', '.join(refused)}: not an option of --method {args.method} ({cls.__name__} "
-            "takes no such setting).", code="OPTION_CONFLICT",
-        )
+        raise ValidationError(f"{', '.join(refused)}: not an option of --method {args.method} "
+                              f"({cls.__name__} takes no such setting).", code="OPTION_CONFLICT")
     if "group_by" in given:
         given["group_by"] = _group_by(given["group_by"])
     return cls(**given)

@@ -1,13 +1,4 @@
-"""``bayes-risk original-risk``: sdcMicro's re-identification risk of the original on its keys.
-
-::
-
-    bayes-risk original-risk ORIGINAL.csv --keys COL ... [--weights COL] [--sensitive COL ...] \\
-        [--method approx|exact] [--no-suda] [--compat sdcmicro] --out DIR
-
-Writes ``DIR/records.csv``, ``DIR/suda_contributions.csv`` (with SUDA2) and
-``DIR/summary.json``; the folder appears complete or not at all.
-"""
+"""``bayes-risk original-risk``: sdcMicro's re-identification risk of the original on its keys."""
 
 from __future__ import annotations
 
@@ -46,12 +37,10 @@ def run(args: argparse.Namespace) -> int:
             raise SchemaError(
                 f"{option}: column(s) {absent} are not in ORIGINAL {str(args.original)!r} "
                 f"(columns: {', '.join(map(str, original.columns))}).", code="MISSING_COLUMN")
-    res = original_risk(
-        original, keys=args.keys, weights=args.weights, sensitive=args.sensitive,
-        method=args.method, suda=not args.no_suda, max_size=args.max_size,
-        dis_fraction=args.dis_fraction, recursive_c=args.recursive_c,
-        k_anonymity=args.k_anonymity, compat=args.compat,
-    )
+    res = original_risk(original, keys=args.keys, weights=args.weights, sensitive=args.sensitive,
+                        method=args.method, suda=not args.no_suda, max_size=args.max_size,
+                        dis_fraction=args.dis_fraction, recursive_c=args.recursive_c,
+                        k_anonymity=args.k_anonymity, compat=args.compat)
     d = res.to_dict()
     d["inputs"] = {"original": str(args.original)}
     with output_dir(args) as tmp:

@@ -1,18 +1,7 @@
 """``bayes-risk synthesize``: m synthetic releases by a registered synthesizer or a saved model.
 
-Two forms::
-
-    bayes-risk synthesize ORIGINAL.csv --method NAME --synthesize COL [COL ...] \\
-        [--categorical ...] [-m 20] [--random-seed 1] --out DIR
-    bayes-risk synthesize --model MODEL_DIR -m 5 [--random-seed 2] --out SYN_DIR
-
-``NAME`` is any synthesizer registered in the entry-point group ``bayes_risk.synthesizers``
-(``cart``, ``rf``, ``pmm`` or another distribution's model: :mod:`bayes_risk.registry`); what the
-model declares decides, never its name: its ``ModelInfo.required`` what must be given, its
-``__init__`` which model options it takes, its ``default_m`` the default ``-m``. A model that
-reports MCMC convergence (``convergence_summary``) is fitted with ``bayes-risk fit`` first, which
-shows its convergence checks. Both forms write a :class:`~bayes_risk.data.SyntheticData` folder
-(``syn_001.parquet`` … and ``manifest.json``; ``--csv`` adds CSV copies), atomically.
+What ``--method``'s model declares decides what applies (``ModelInfo``, :mod:`bayes_risk.registry`);
+both forms write a :class:`~bayes_risk.data.SyntheticData` folder atomically.
 """
 
 from __future__ import annotations
@@ -76,12 +65,11 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
     cls = get_synthesizer(args.method)
     info = capabilities(cls)
     if info.convergence:
-        raise ValidationError(
-            f"--method {args.method}: {cls.__name__} is fitted by MCMC, whose convergence "
-            "checks 'bayes-risk fit' reports; fit it with 'bayes-risk fit ORIGINAL --method "
-            f"{args.method} --out MODEL_DIR', then synthesize with 'bayes-risk synthesize "
-            "--model MODEL_DIR'.", code="OPTION_CONFLICT",
-        )
+        raise ValidationError(f"--method {args.method}: {cls.__name__} is fitted by MCMC, whose "
+                              "convergence checks 'bayes-risk fit' reports; fit it with "
+                              f"'bayes-risk fit ORIGINAL --method {args.method} --out MODEL_DIR', "
+                              "then synthesize with 'bayes-risk synthesize --model MODEL_DIR'.",
+                              code="OPTION_CONFLICT")
     try:
         params = set(inspect.signature(cls).parameters)
     except (TypeError, ValueError):  # a class whose signature cannot be read
@@ -89,10 +77,8 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
     settings = _given_settings(args)
     refused = [_flag(k) for k in settings if k not in params]
     if refused:
-        raise ValidationError(
-            f"{', '.join(refused)}: not an option of --method {args.method} ({cls.__name__} "
-            "takes no such setting).", code="OPTION_CONFLICT",
-        )
+        raise ValidationError(f"{', '.join(refused)}: not an option of --method {args.method} "
+                              f"({cls.__name__} takes no such setting).", code="OPTION_CONFLICT")
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
                    options={k: _option(k) for k in MODEL_SETTINGS})
     if "progressbar" in params:
@@ -109,22 +95,18 @@ def _group_by(items):
     pairs = [i for i in items if "=" in i]
     if not pairs:
         if len(items) != 1:
-            raise ValidationError(
-                f"--group-by: give one grouping column or COL=GROUP pairs. Got {items}.",
-                code="BAD_OPTION_VALUE",
-            )
+            raise ValidationError("--group-by: give one grouping column or COL=GROUP pairs. Got "
+                                  f"{items}.", code="BAD_OPTION_VALUE")
         return items[0]
     if len(pairs) != len(items):
-        raise ValidationError(
-            f"--group-by: mix of bare names and COL=GROUP pairs: {items}.", code="BAD_OPTION_VALUE"
-        )
+        raise ValidationError(f"--group-by: mix of bare names and COL=GROUP pairs: {items}.",
+                              code="BAD_OPTION_VALUE")
     out = {}
     for i in items:
         c, g = i.split("=", 1)
         if not c or not g or c in out:
-            raise ValidationError(
-                f"--group-by: {i!r} is not a new COL=GROUP pair.", code="BAD_OPTION_VALUE"
-            )
+            raise ValidationError(f"--group-by: {i!r} is not a new COL=GROUP pair.",
+                                  code="BAD_OPTION_VALUE")
         out[c] = g
     return out
 
@@ -138,11 +120,9 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.exceptions import ValidationError
 
     if (args.original is None) == (args.model is None):
-        raise ValidationError(
-            "give either ORIGINAL (a confidential table, with --method) or --model DIR "
-            "(a model saved by 'bayes-risk fit'), not both and not neither.",
-            code="OPTION_CONFLICT",
-        )
+        raise ValidationError("give either ORIGINAL (a confidential table, with --method) or "
+                              "--model DIR (a model saved by 'bayes-risk fit'), not both and not "
+                              "neither.", code="OPTION_CONFLICT")
     seed = args.random_seed if args.random_seed is not None else _fresh_seed()
     if args.model is not None:
         given = [
@@ -151,11 +131,9 @@ def run(args: argparse.Namespace) -> int:
             if val is not None
         ] + [_flag(k) for k in _given_settings(args)]
         if given:
-            raise ValidationError(
-                f"{', '.join(given)} cannot be used with --model: the saved model already "
-                "fixes what is synthesized.",
-                code="OPTION_CONFLICT",
-            )
+            raise ValidationError(f"{', '.join(given)} cannot be used with --model: the saved "
+                                  "model already fixes what is synthesized.",
+                                  code="OPTION_CONFLICT")
         m = check_m(args.m if args.m is not None else _DEFAULT_M_SAVED, "-m")
         from bayes_risk.models import load_model
 
@@ -168,16 +146,12 @@ def run(args: argparse.Namespace) -> int:
         _check_release_size(m, int(n_fit), len(schema.names) if schema is not None else 1)
         syn = model.synthesize(m, random_seed=seed)
         if not isinstance(syn, SyntheticData):
-            raise ValidationError(
-                f"the model in {args.model!r} returned {type(syn).__name__}, not SyntheticData.",
-                code="MODEL_UNSUITED",
-            )
+            raise ValidationError(f"the model in {args.model!r} returned {type(syn).__name__}, "
+                                  "not SyntheticData.", code="MODEL_UNSUITED")
     else:
         if args.method is None:
-            raise ValidationError(
-                "--method (cart, rf, pmm or another registered synthesizer) is required with "
-                "ORIGINAL.", code="OPTION_REQUIRED"
-            )
+            raise ValidationError("--method (cart, rf, pmm or another registered synthesizer) is "
+                                  "required with ORIGINAL.", code="OPTION_REQUIRED")
         cls, settings = _synthesizer_class(args)
         m = check_m(args.m if args.m is not None else int(getattr(cls, "default_m", 5)), "-m")
         from bayes_risk.cli._common import (

@@ -1,16 +1,4 @@
-"""``bayes-risk utility``: pMSE and interval overlap of synthetic datasets against the original.
-
-::
-
-    bayes-risk utility ORIGINAL.csv SYN1.csv [SYN2.csv ...] [--categorical Urban Marital Tenure] \\
-        [--pmse logit|cart] [--max-order 0|1] [--null theory|perm|pairs|auto] \\
-        [--formula "Income ~ Age + C(Marital)" ...] [--synthesized COL ...] \\
-        [--combining-rules auto|partial|full-same-n|full-population] [--imputed COL ...|none] \\
-        [--random-seed N] [--quiet] --out DIR
-
-Writes ``DIR/summary.json``, ``DIR/overlap.csv`` and, with ``--formula``,
-``DIR/comparison.csv``; the folder appears complete or not at all.
-"""
+"""``bayes-risk utility``: pMSE and interval overlap of synthetic datasets against the original."""
 
 from __future__ import annotations
 
@@ -25,31 +13,25 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk._io import write_json
     from bayes_risk.cli._common import (
         imputed_arg,
-        missing_labels,
-        read_records_table,
+        read_inputs,
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.utility.pmse import PropensitySpec
     from bayes_risk.utility.summary import OverlapSpec, utility_summary
 
     out = Path(args.out)
     if args.max_order < 0:
-        raise ValidationError(
-            f"--max-order must be >= 0. Got {args.max_order}.", code="BAD_OPTION_VALUE"
-        )
+        raise ValidationError(f"--max-order must be >= 0. Got {args.max_order}.",
+                              code="BAD_OPTION_VALUE")
     seed = args.random_seed
     if seed is None:
         import numpy as np
 
         # recorded in summary.json, so a CART / permutation run can be repeated exactly
         seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
-    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
-    syn = read_synthetic(args.synthetic, like=original,
-                            allow_different_original=args.allow_different_original,
-                            missing_labels=missing_labels(args))
+    original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
     synthesized = args.synthesized
     if synthesized is None and syn.schema is not None and syn.schema.synthesized:
@@ -99,10 +81,8 @@ def _print_summary(s, out: Path, *, given: bool) -> None:
     ]
     if p.method == "logit":
         lines.append(f"k (estimable coefficients): {sorted(set(int(k) for k in p.k))}")
-    lines.append(
-        f"interval overlap ({s.estimand_kind.replace('_', ' ')}, {len(s.overlap)} estimands): "
-        f"mean {s.mean_overlap:.4f}"
-    )
+    lines.append(f"interval overlap ({s.estimand_kind.replace('_', ' ')}, {len(s.overlap)} "
+                 f"estimands): mean {s.mean_overlap:.4f}")
     lines += [n[0].lower() + n[1:] for n in s.comparison_notes()]
     if s.warnings:
         lines.append(f"warnings: {', '.join(s.warnings)}")

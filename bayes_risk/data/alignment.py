@@ -86,14 +86,9 @@ def same_multiset(a: np.ndarray, b: np.ndarray) -> bool:
                  .equals(pd.Series(b).value_counts().sort_index()))
 
 
-def check_rows_aligned(
-    original: pd.DataFrame,
-    datasets: Sequence[pd.DataFrame],
-    source: Any = None,
-    *,
-    synthesized: Iterable[str] = (),
-    record: dict[str, str] | None = None,
-) -> list[str]:
+def check_rows_aligned(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], source: Any = None,
+                       *, synthesized: Iterable[str] = (),
+                       record: dict[str, str] | None = None) -> list[str]:
     """Check that the released datasets keep the original's records in the original's order.
 
     Parameters
@@ -103,14 +98,11 @@ def check_rows_aligned(
     datasets : sequence of DataFrame
         The released datasets (same number of rows as ``original``).
     source : SyntheticData, optional
-        The release they came from: its schema's unsynthesized columns must equal the
-        original's row by row. Without one (plain files), every column shared by all tables and
-        not in ``synthesized`` is checked, and a column that differs counts as synthesized
-        unless it holds the original's values in another order.
+        The release they came from: its unsynthesized columns must equal the original's row by
+        row. Without one (plain files), every shared column not in ``synthesized`` is checked.
     synthesized : iterable of str
-        Columns declared synthesized (e.g. the known synthesized columns), for plain files:
-        each must show the row-by-row association with the original's column that a release
-        made from this original shows (:func:`row_association`).
+        Columns declared synthesized, for plain files: each must show a row-by-row association
+        with the original's column (:func:`row_association`).
     record : dict, optional
         Where to keep the codes and messages of the warnings raised (a result's warnings).
 
@@ -122,21 +114,15 @@ def check_rows_aligned(
     Raises
     ------
     SchemaError
-        ``US_COLUMNS_DIFFER``: an unsynthesized column of the manifest differs from the
-        original; ``ROWS_MISALIGNED``: a column holds the original's values in another row order
-        (a shuffled or re-sorted original or release).
+        ``US_COLUMNS_DIFFER`` (an unsynthesized column differs) or ``ROWS_MISALIGNED`` (a
+        column holds the original's values in another row order).
 
     Warns
     -----
     DataWarning
-        ``ROWS_NOT_VERIFIED``: plain files in which no column is released unchanged, so that the
-        row order cannot be checked from the data (a fully synthetic release: give it with its
-        manifest, which records the original's fingerprint). ``ORIGINAL_UNCONFIRMED``:
-        plain files in which a declared synthesized column shows no significant row-by-row
-        association with the original's (one-sided permutation p-value above 0.001; tables of
-        50 records or more): the
-        original's column may not be the one the release was made from, and a risk measured
-        against it would be understated.
+        ``ROWS_NOT_VERIFIED``: plain files with no column released unchanged.
+        ``ORIGINAL_UNCONFIRMED``: a declared synthesized column of plain files shows no
+        significant association with the original's (p > 0.001; 50 records or more).
     """
     if not datasets or any(len(z) != len(original) for z in datasets):
         return []  # the row counts are refused by the callers' own checks
@@ -176,12 +162,11 @@ def check_rows_aligned(
     if declared:
         return equal
     if cols and not equal:
-        _warn(record, "ROWS_NOT_VERIFIED",
-              f"no column of the synthetic data equals the original's row by row ({cols} all "
-              "differ), so the row order of the files cannot be checked: the measures assume "
-              "that row i of every dataset is record i of the original. Give a release written "
-              "by 'bayes-risk synthesize' (its manifest records the original's fingerprint) to "
-              "have it checked.")
+        _warn(record, "ROWS_NOT_VERIFIED", "no column of the synthetic data equals the original's "
+              f"row by row ({cols} all differ), so the row order of the files cannot be checked: "
+              "the measures assume that row i of every dataset is record i of the original. Give "
+              "a release written by 'bayes-risk synthesize' (its manifest records the original's "
+              "fingerprint) to have it checked.")
     # plain files: nothing records the original the synthesized columns were made from, so
     # they are checked by their association with it, row by row
     warn_unconfirmed(original, datasets, [c for c in dict.fromkeys(skip) if c in shared],
@@ -189,30 +174,24 @@ def check_rows_aligned(
     return equal
 
 
-def warn_unconfirmed(
-    original: pd.DataFrame, datasets: Sequence[pd.DataFrame], columns: Iterable[str], *,
-    record: dict[str, str] | None = None, measures: str = "a risk measured against it",
-) -> list[str]:
-    """Warn ``ORIGINAL_UNCONFIRMED`` for the synthesized ``columns`` of plain release files that
-    show no row-by-row association with the original's (:func:`unconfirmed_columns`).
-
-    ``measures`` names what a wrong column would understate; ``record`` keeps the code and
-    message (a result's warnings). Returns the columns reported.
-    """
+def warn_unconfirmed(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
+                     columns: Iterable[str], *, record: dict[str, str] | None = None,
+                     measures: str = "a risk measured against it") -> list[str]:
+    """Warn ``ORIGINAL_UNCONFIRMED`` for the synthesized ``columns`` of plain files that show
+    no row-by-row association with the original's; return the columns reported."""
     weak = unconfirmed_columns(original, datasets, columns)
     if weak:
         what = "; ".join(f"{c!r}: association {r:.3g}, one-sided p = {p:.2g}"
                          for c, (r, p) in weak.items())
-        _warn(record, "ORIGINAL_UNCONFIRMED",
-              f"the synthesized column(s) {list(weak)} of the synthetic data show no "
-              f"row-by-row association with the original's ({what}). A synthesizer that uses "
-              "a record's other values makes its synthetic values follow its true ones; "
-              "these do not, so the original's column may not be the one the release was made "
-              "from (edited, from another wave, or its values in another row order than the "
-              f"other columns), and {measures} would be understated. Check the original, or "
-              "give a release written by 'bayes-risk synthesize' (its manifest records the "
-              "original's fingerprint). A synthesizer that draws the column without regard to "
-              "the record's other values, or a fully synthetic release, also shows no "
+        _warn(record, "ORIGINAL_UNCONFIRMED", f"the synthesized column(s) {list(weak)} of the "
+              f"synthetic data show no row-by-row association with the original's ({what}). A "
+              "synthesizer that uses a record's other values makes its synthetic values follow "
+              "its true ones; these do not, so the original's column may not be the one the "
+              "release was made from (edited, from another wave, or its values in another row "
+              f"order than the other columns), and {measures} would be understated. Check the "
+              "original, or give a release written by 'bayes-risk synthesize' (its manifest "
+              "records the original's fingerprint). A synthesizer that draws the column without "
+              "regard to the record's other values, or a fully synthetic release, also shows no "
               "association.")
     return list(weak)
 
@@ -226,14 +205,10 @@ def _warn(record: dict[str, str] | None, code: str, msg: str) -> None:
 def row_association(original: pd.Series, released: Sequence[pd.Series]) -> tuple[float, float]:
     """How strongly a synthesized column of the release follows the original's, row by row.
 
-    A synthesizer that uses a record's other values (CART, a sequential regression, a mixture
-    model's classes) makes record *i*'s synthetic value depend on its true value through them;
-    a column of the original that is not the one the release was made from (edited, another
-    wave, its values in another row order than the other columns) shows no such dependence.
-    The statistic is linear in the pairing of rows, so its permutation distribution (the
-    original's column paired with the release's rows at random) has an exact mean (0) and
-    variance, and its standardised value is close to normal (Hoeffding's combinatorial central
-    limit theorem).
+    The statistic is linear in the pairing of rows, so under random pairing it has mean 0, an
+    exact variance and a near-normal standardised value (Hoeffding's combinatorial CLT).
+    A numeric column with more than 20 distinct values is compared by ranks, others by the
+    agreement of their values (a missing value is a value of its own).
 
     Parameters
     ----------
@@ -245,16 +220,8 @@ def row_association(original: pd.Series, released: Sequence[pd.Series]) -> tuple
     Returns
     -------
     (float, float)
-        The association (the rank correlation of the original's values with the datasets'
-        average rank, or the excess of the agreement rate over the agreement of a random
-        pairing) and its standardised value ``z`` under random pairing; ``nan`` when the
-        column is constant in the original or in the release (no test).
-
-    Notes
-    -----
-    A numeric column with more than 20 distinct values is compared by ranks (a missing value
-    at the average rank); other columns by the agreement of their values, a missing value
-    being one value of its own.
+        The association and its standardised value ``z`` under random pairing; ``nan`` when
+        the column is constant in the original or in the release.
     """
     n = len(original)
     o = comparable_values(original)
@@ -317,9 +284,8 @@ def _upper_tail(z: float) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2.0))
 
 
-def unconfirmed_columns(
-    original: pd.DataFrame, datasets: Sequence[pd.DataFrame], columns: Iterable[str]
-) -> dict[str, tuple[float, float]]:
+def unconfirmed_columns(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
+                        columns: Iterable[str]) -> dict[str, tuple[float, float]]:
     """The synthesized columns whose row-by-row association with the original is not
     significant (:func:`row_association`; one-sided ``p > ASSOCIATION_P``), with the
     association and its one-sided p-value; none on tables of fewer than
@@ -338,62 +304,36 @@ def _refuse(c: str, l: int, eq: np.ndarray, code: str) -> None:
     i = int(np.flatnonzero(~eq)[0])
     k = int((~eq).sum())
     if code == "ROWS_MISALIGNED":
-        raise SchemaError(
-            f"synthetic dataset {l}: column {c!r} holds the original's values in another row "
-            f"order ({k} of {len(eq)} rows differ; first at row {i}): the original or the "
-            "release has been shuffled or re-sorted, or it is another table. Every measure "
-            "compares record i of the original with row i of each dataset; give both files in "
-            "the order of the release (a column the synthesizer permuted, as in data swapping, "
-            "is declared synthesized).",
-            code=code,
-        )
-    raise SchemaError(
-        f"synthetic dataset {l}: column {c!r}, unsynthesized in the release's manifest, differs "
-        f"from the original ({k} of {len(eq)} rows; first at row {i}): the original is not the "
-        "table the release was made from, or its rows are in another order. Give the original "
-        "the release was made from.",
-        code=code,
-    )
+        raise SchemaError(f"synthetic dataset {l}: column {c!r} holds the original's values in "
+                          f"another row order ({k} of {len(eq)} rows differ; first at row {i}): "
+                          "the original or the release has been shuffled or re-sorted, or it is "
+                          "another table. Every measure compares record i of the original with "
+                          "row i of each dataset; give both files in the order of the release (a "
+                          "column the synthesizer permuted, as in data swapping, is declared "
+                          "synthesized).", code=code)
+    raise SchemaError(f"synthetic dataset {l}: column {c!r}, unsynthesized in the release's "
+                      f"manifest, differs from the original ({k} of {len(eq)} rows; first at row "
+                      f"{i}): the original is not the table the release was made from, or its "
+                      "rows are in another order. Give the original the release was made from.",
+                      code=code)
 
 
-def unchanged_column_error(
-    label: str, column: str, original: pd.Series, released: pd.Series, differ: np.ndarray,
-    *, what: str = "unsynthesized column", hint: str = "declare the column as synthesized"
-) -> SchemaError:
-    """The error for a column that should be released unchanged but differs from the original.
-
-    One message for every check of unchanged columns (validation of a release, identification's
-    known columns): ``ROWS_MISALIGNED`` when the column holds the original's values in another
-    row order (a shuffled or re-sorted file), else ``US_COLUMNS_DIFFER``.
-
-    Parameters
-    ----------
-    label : str
-        The dataset, e.g. ``"synthetic dataset 2"``.
-    column : str
-        The column.
-    original, released : Series
-        The column in the original and in the dataset.
-    differ : ndarray of bool
-        Where they differ (at least one ``True``).
-    what : str
-        How the column is named in the message.
-    hint : str
-        What to do if the synthesizer did replace it.
-    """
+def unchanged_column_error(label: str, column: str, original: pd.Series, released: pd.Series,
+                           differ: np.ndarray, *, what: str = "unsynthesized column",
+                           hint: str = "declare the column as synthesized") -> SchemaError:
+    """The error for a column that should be released unchanged but differs from the original:
+    ``ROWS_MISALIGNED`` when it holds the original's values in another row order, else
+    ``US_COLUMNS_DIFFER``. ``label`` names the dataset, ``differ`` marks where the column
+    differs, ``what`` names the column in the message, ``hint`` says what to do."""
     i = int(np.flatnonzero(differ)[0])
     k = int(differ.sum())
     if same_multiset(comparable_values(original), comparable_values(released)):
-        return SchemaError(
-            f"{label}: {what} {column!r} holds the original's values in another row order "
-            f"({k} rows differ; first at row {i}): the original or the synthetic file has been "
-            "shuffled or re-sorted. Every dataset must keep the original's records in the "
-            "original's order.",
-            code="ROWS_MISALIGNED",
-        )
-    return SchemaError(
-        f"{label}: {what} {column!r} differs from the original ({k} rows; first at row {i}: "
-        f"{original.iloc[i]!r} vs {released.iloc[i]!r}). Unsynthesized columns are released "
-        f"unchanged; {hint} if the synthesizer replaced it.",
-        code="US_COLUMNS_DIFFER",
-    )
+        return SchemaError(f"{label}: {what} {column!r} holds the original's values in another "
+                           f"row order ({k} rows differ; first at row {i}): the original or the "
+                           "synthetic file has been shuffled or re-sorted. Every dataset must "
+                           "keep the original's records in the original's order.",
+                           code="ROWS_MISALIGNED")
+    return SchemaError(f"{label}: {what} {column!r} differs from the original ({k} rows; first at "
+                       f"row {i}: {original.iloc[i]!r} vs {released.iloc[i]!r}). Unsynthesized "
+                       f"columns are released unchanged; {hint} if the synthesizer replaced it.",
+                       code="US_COLUMNS_DIFFER")

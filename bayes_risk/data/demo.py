@@ -13,12 +13,8 @@ from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.exceptions import ValidationError
 
 __all__ = [
-    "make_ce_like",
-    "make_acs_like",
-    "ACS_LEVEL_COUNTS",
-    "ACS_COLUMNS",
-    "CE_CATEGORICAL",
-    "load_demo",
+    "make_ce_like", "make_acs_like", "ACS_LEVEL_COUNTS", "ACS_COLUMNS", "CE_CATEGORICAL",
+    "load_demo"
 ]
 
 ACS_COLUMNS: tuple[str, ...] = (
@@ -181,9 +177,8 @@ def make_acs_like(
     return df
 
 
-def load_demo(
-    name: str, n: int | None = None, random_seed: RandomSeed | None = None
-) -> pd.DataFrame:
+def load_demo(name: str, n: int | None = None,
+              random_seed: RandomSeed | None = None) -> pd.DataFrame:
     """Return a demo table by name: ``"ce"`` or ``"acs"`` (default sizes and seeds)."""
     if name == "ce":
         kw = {} if random_seed is None else {"random_seed": random_seed}

@@ -1,10 +1,7 @@
 """Fingerprints of the original: which table a model was fitted to and a release was made from.
 
-A model folder (``model.json``) and a release manifest (``manifest.json``) store a SHA-256 hash of
-the confidential table encoded by its schema — never the data. Every command that takes an
-original beside a release or a model compares the table it is given with that hash, so that a
-shuffled, re-sorted or wrong original is refused instead of giving other risks (a shuffled
-original takes the true match rate of identification to 0 while every number looks plausible).
+A SHA-256 of the table encoded by its schema (never the data) is stored in ``model.json`` and
+``manifest.json``; a shuffled, re-sorted or wrong original is then refused (``ORIGINAL_DIFFERS``).
 """
 
 from __future__ import annotations
@@ -21,8 +18,7 @@ from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, arg_name, on
 
 __all__ = [
     "table_fingerprint", "rows_fingerprint", "column_fingerprints", "fingerprint_problem",
-    "check_original",
-    "fingerprint_record",
+    "check_original", "fingerprint_record"
 ]
 
 #: how the user overrides the check, per entry point (in the error message)
@@ -35,10 +31,8 @@ def override_hint() -> str:
 def table_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
     """SHA-256 of a table encoded by ``schema`` (categories as level codes, numbers as float64).
 
-    Identifies the table without storing it: the same records in the same order give the same
-    fingerprint whatever the file format or dtypes they were read with (an integer column read
-    as float from CSV, a category read as text from Parquet); any change of a value or of the
-    row order changes it.
+    The same records in the same order give the same fingerprint whatever the file format or
+    dtypes; any change of a value or of the row order changes it.
 
     Parameters
     ----------
@@ -105,20 +99,11 @@ def column_fingerprints(data: pd.DataFrame, schema: Schema) -> dict[str, list[st
     return out
 
 
-def fingerprint_problem(
-    data: pd.DataFrame,
-    stored: str | None,
-    schema: Schema,
-    n_records: int,
-    columns: dict[str, list[str]] | None = None,
-) -> str | None:
-    """How ``data`` differs from the table whose fingerprint is ``stored`` (``None``: it does not).
-
-    ``None`` also when nothing was stored (a folder written by an older version). Otherwise a
-    short description: missing columns, another number of records, a value outside the levels,
-    and, with the per-column fingerprints ``columns``, which columns hold the same values in
-    another row order and which hold other values.
-    """
+def fingerprint_problem(data: pd.DataFrame, stored: str | None, schema: Schema, n_records: int,
+                        columns: dict[str, list[str]] | None = None) -> str | None:
+    """How ``data`` differs from the table whose fingerprint is ``stored`` (``None``: it does
+    not, or nothing was stored); with per-column fingerprints ``columns``, which columns are
+    reordered and which differ."""
     if stored is None:
         return None
     if not isinstance(data, pd.DataFrame):
@@ -149,9 +134,8 @@ def fingerprint_problem(
     return "; ".join(parts) or "same size, but other values or another row order"
 
 
-def check_original(
-    original: pd.DataFrame, source: Any, *, what: str = "the release", row_order: bool = True
-) -> None:
+def check_original(original: pd.DataFrame, source: Any, *, what: str = "the release",
+                   row_order: bool = True) -> None:
     """Refuse an original that is not the table ``source`` was made from.
 
     Parameters
@@ -159,21 +143,17 @@ def check_original(
     original : DataFrame
         The table given as the original.
     source : SyntheticData or None
-        The release (its manifest's ``original_fingerprint``); ``None`` or a release without a
-        fingerprint (plain files, a folder written by an older version) is not checked, nor
-        an original that lacks one of the release's columns.
+        The release (its ``original_fingerprint``); not checked without a fingerprint.
     what : str
         How the release is named in the message.
     row_order : bool, default True
-        Whether the measure pairs record i of the original with row i of each dataset. A
-        measure that does not (synthpop's disclosure measures) accepts the same records in
-        another order.
+        Whether the measure pairs record i of the original with row i of each dataset (if not,
+        the same records in another order are accepted).
 
     Raises
     ------
     SchemaError
-        ``ORIGINAL_DIFFERS`` when the fingerprints differ, unless the release was marked with
-        ``allow_different_original()``; then a ``DataWarning`` with the same code is issued.
+        ``ORIGINAL_DIFFERS`` (a ``DataWarning`` after ``allow_different_original()``).
     """
     record = getattr(source, "original_fingerprint", None)
     schema = getattr(source, "schema", None)
@@ -200,21 +180,15 @@ def check_original(
         if same:
             return  # the same records in another order: nothing this measure depends on
     if getattr(source, "original_check", "error") == "warn":
-        warnings.warn(
-            f"the original is not the table {what} was made from ({problem}) "
-            "(ORIGINAL_DIFFERS); the risks are those of this table against that release, "
-            "as asked.",
-            DataWarning,
-            skip_file_prefixes=CALLER,
-        )
+        warnings.warn(f"the original is not the table {what} was made from ({problem}) "
+                      "(ORIGINAL_DIFFERS); the risks are those of this table against that "
+                      "release, as asked.", DataWarning, skip_file_prefixes=CALLER)
         return
-    raise SchemaError(
-        f"the original is not the table {what} was made from ({problem}; compared by the "
-        "fingerprint recorded in its manifest). A shuffled, re-sorted or other table gives "
-        "other, usually lower, risks. Give the original the release was made from, or "
-        f"{override_hint()} to go on anyway.",
-        code="ORIGINAL_DIFFERS",
-    )
+    raise SchemaError(f"the original is not the table {what} was made from ({problem}; compared "
+                      "by the fingerprint recorded in its manifest). A shuffled, re-sorted or "
+                      "other table gives other, usually lower, risks. Give the original the "
+                      f"release was made from, or {override_hint()} to go on anyway.",
+                      code="ORIGINAL_DIFFERS")
 
 
 def fingerprint_record(data: pd.DataFrame, schema: Schema) -> dict[str, Any]:

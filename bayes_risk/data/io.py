@@ -32,12 +32,9 @@ _LEADING_ZERO = re.compile(r"^[+-]?0\d")
 _LEADING_ZERO_FIELD = re.compile(rb'(?:^|,)"?[+-]?0\d', re.MULTILINE)
 
 
-def read_table(
-    path: str | os.PathLike[str],
-    *,
-    missing_labels: Mapping[str, Sequence[str]] | None = None,
-    strict: bool = True,
-) -> pd.DataFrame:
+def read_table(path: str | os.PathLike[str], *,
+               missing_labels: Mapping[str, Sequence[str]] | None = None,
+               strict: bool = True) -> pd.DataFrame:
     """Read a CSV or Parquet file into a DataFrame, as the file holds it.
 
     Only an empty field is missing (``NA``-like texts are labels, ``NA_LIKE_LABEL``); thousands
@@ -51,33 +48,25 @@ def read_table(
     missing_labels : mapping of str to sequence of str, optional
         ``{column: [label, ...]}``: texts that stand for a missing value in that column.
     strict : bool
-        Refuse a label declared for a column read as numbers (default ``True``): it cannot
-        occur there (a missing-value code of a numeric column is a number, ``missing_codes``
-        of :func:`~bayes_risk.data.infer_schema`). ``False`` for a synthetic dataset, whose
-        column may hold numbers only where the original's held the label.
+        Refuse a label declared for a column read as numbers (default ``True``); ``False`` for
+        a synthetic dataset, whose column may hold numbers where the original's held the label.
 
     Raises
     ------
     ValidationError
-        If the file does not exist, has an unsupported extension or cannot be parsed, or if a
-        CSV file is separated by semicolons or tabs rather than commas (``NOT_COMMA_SEPARATED``:
-        read as commas, its rows would be one column); for a named pipe or a device
-        (``NOT_A_REGULAR_FILE``, refused before it is opened); for names that differ only in
-        case or white space (``CONFUSABLE_COLUMN_NAMES``: ``'Income'`` and ``'Income '``).
+        A missing, unsupported or unparsable file, ``NOT_COMMA_SEPARATED``,
+        ``NOT_A_REGULAR_FILE`` or ``CONFUSABLE_COLUMN_NAMES``.
     SchemaError
-        If two columns have the same name (``DUPLICATE_COLUMN``; pandas would rename the second
-        ``NAME.1`` and it would be taken for another variable), for ``THOUSANDS_SEPARATOR``,
-        ``UNNAMED_COLUMN``, ``ROW_LENGTH``, a ``missing_labels`` column that is not in the file
-        (``UNKNOWN_COLUMN``) or that holds numbers (``MISSING_LABEL_NOT_TEXT``).
+        ``DUPLICATE_COLUMN``, ``THOUSANDS_SEPARATOR``, ``UNNAMED_COLUMN``, ``ROW_LENGTH``,
+        ``UNKNOWN_COLUMN`` or ``MISSING_LABEL_NOT_TEXT`` (a ``missing_labels`` column).
     """
     from bayes_risk._checksums import special_file
 
     p = Path(path)
     what = special_file(p)
     if what is not None:  # refused before it is opened: reading a pipe with no writer waits
-        raise ValidationError(f"input file {str(p)!r} is {what}, not a regular file; save "
-                              "the table to a file and give that file.",
-                              code="NOT_A_REGULAR_FILE")
+        raise ValidationError(f"input file {str(p)!r} is {what}, not a regular file; save the "
+                              "table to a file and give that file.", code="NOT_A_REGULAR_FILE")
     if p.is_dir():
         raise ValidationError(f"input file {str(p)!r} is a folder; expected a .csv or .parquet "
                               "file.", code="IS_A_FOLDER")
@@ -90,10 +79,8 @@ def read_table(
         elif suffix in _PARQUET:
             df = pd.read_parquet(p)
         else:
-            raise ValidationError(
-                f"input file {str(p)!r} has extension {suffix!r}; expected .csv or .parquet.",
-                code="UNSUPPORTED_FILE_TYPE",
-            )
+            raise ValidationError(f"input file {str(p)!r} has extension {suffix!r}; expected .csv "
+                                  "or .parquet.", code="UNSUPPORTED_FILE_TYPE")
     except (ValueError, OSError, pd.errors.ParserError) as err:
         if isinstance(err, (ValidationError, SchemaError)):
             raise
@@ -131,13 +118,11 @@ def _check_row_lengths(p: Path, width: int) -> None:
         for k, row in enumerate(csv.reader(fh), start=1):
             if len(row) == width or (not row and k > 1):
                 continue  # a blank line (at the end of many files) is no record
-            raise SchemaError(
-                f"input file {str(p)!r}: line {k} has {len(row)} field(s) but the header has "
-                f"{width}; a truncated or damaged file (a short last line, a missing or extra "
-                "comma, an unquoted comma inside a value). Repair the line; every row must "
-                "have one field per column (an empty field for a missing value).",
-                code="ROW_LENGTH",
-            )
+            raise SchemaError(f"input file {str(p)!r}: line {k} has {len(row)} field(s) but the "
+                              f"header has {width}; a truncated or damaged file (a short last "
+                              "line, a missing or extra comma, an unquoted comma inside a value). "
+                              "Repair the line; every row must have one field per column (an "
+                              "empty field for a missing value).", code="ROW_LENGTH")
 
 
 @contextlib.contextmanager
@@ -173,23 +158,18 @@ def _drop_index_column(p: Path, df: pd.DataFrame) -> pd.DataFrame:
                     or np.array_equal(vals, np.arange(len(df)))):
                 order = ("in increasing order" if bool(np.all(np.diff(vals) > 0))
                          else "NOT in increasing order: the rows were reordered before saving")
-                warnings.warn(
-                    f"input file {str(p)!r}: the unnamed first column holds distinct integers "
-                    f"({vals[0]}, {vals[1] if len(vals) > 1 else ''}...) {order}; it is read "
-                    "as a row index saved with the table and dropped, not as a variable "
-                    "(INDEX_COLUMN). Save the table without its index (to_csv(index=False)).",
-                    DataWarning,
-                    stacklevel=3,
-                )
+                warnings.warn(f"input file {str(p)!r}: the unnamed first column holds distinct "
+                              f"integers ({vals[0]}, {vals[1] if len(vals) > 1 else ''}...) "
+                              f"{order}; it is read as a row index saved with the table and "
+                              "dropped, not as a variable (INDEX_COLUMN). Save the table without "
+                              "its index (to_csv(index=False)).", DataWarning, stacklevel=3)
             df = df.iloc[:, 1:]
             unnamed = [j - 1 for j in unnamed[1:]]
     if unnamed:
-        raise SchemaError(
-            f"input file {str(p)!r}: column {unnamed[0] + 1} has no name in the header; every "
-            "variable needs a name (name it, or drop the column; a saved row index must be the "
-            "first column and hold distinct integers).",
-            code="UNNAMED_COLUMN",
-        )
+        raise SchemaError(f"input file {str(p)!r}: column {unnamed[0] + 1} has no name in the "
+                          "header; every variable needs a name (name it, or drop the column; a "
+                          "saved row index must be the first column and hold distinct integers).",
+                          code="UNNAMED_COLUMN")
     return df
 
 
@@ -203,14 +183,12 @@ def _check_thousands(p: Path, df: pd.DataFrame, text: list[str]) -> None:
         sep = vals.str.match(_THOUSANDS)
         if sep.any() and (sep | vals.str.match(_PLAIN_NUMBER)).all():
             i = int(np.flatnonzero(sep.to_numpy())[0])
-            raise SchemaError(
-                f"input file {str(p)!r}: column {c!r} holds numbers written with thousands "
-                f"separators ({vals.iloc[i]!r}, {int(sep.sum())} value(s)); read as text they "
-                "would make a categorical column of every distinct amount. Write the numbers "
-                "without separators (e.g. pandas.read_csv(path, thousands=',').to_csv(new_path, "
-                "index=False)).",
-                code="THOUSANDS_SEPARATOR",
-            )
+            raise SchemaError(f"input file {str(p)!r}: column {c!r} holds numbers written with "
+                              f"thousands separators ({vals.iloc[i]!r}, {int(sep.sum())} "
+                              "value(s)); read as text they would make a categorical column of "
+                              "every distinct amount. Write the numbers without separators (e.g. "
+                              "pandas.read_csv(path, thousands=',').to_csv(new_path, "
+                              "index=False)).", code="THOUSANDS_SEPARATOR")
 
 
 def _keep_leading_zeros(p: Path, df: pd.DataFrame) -> pd.DataFrame:
@@ -234,20 +212,16 @@ def _keep_leading_zeros(p: Path, df: pd.DataFrame) -> pd.DataFrame:
         if out is df:
             out = df.copy()
         out[c] = raw[c].reindex(df.index).to_numpy(dtype=object)
-        warnings.warn(
-            f"input file {str(p)!r}: column {c!r} has values with leading zeros "
-            f"({txt[lead].iloc[0]!r}, {int(lead.sum())} value(s)); it is read as text labels, "
-            "as written, so that codes such as 015 are released as 015, not 15 (LEADING_ZEROS). "
-            "If it holds amounts, write them without the zeros.",
-            DataWarning,
-            stacklevel=4,
-        )
+        warnings.warn(f"input file {str(p)!r}: column {c!r} has values with leading zeros "
+                      f"({txt[lead].iloc[0]!r}, {int(lead.sum())} value(s)); it is read as text "
+                      "labels, as written, so that codes such as 015 are released as 015, not 15 "
+                      "(LEADING_ZEROS). If it holds amounts, write them without the zeros.",
+                      DataWarning, stacklevel=4)
     return out
 
 
-def _apply_missing_labels(
-    p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]] | None, strict: bool = True
-) -> pd.DataFrame:
+def _apply_missing_labels(p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]] | None,
+                          strict: bool = True) -> pd.DataFrame:
     """Declared missing labels become missing values; a column left with numbers only becomes
     numeric again. ``strict``: a label declared for a numeric column (which cannot hold it) is
     refused (``MISSING_LABEL_NOT_TEXT``); a synthetic dataset's column may hold numbers only
@@ -257,12 +231,9 @@ def _apply_missing_labels(
     out = df.copy()
     for c, labs in labels.items():
         if c not in out.columns:
-            raise SchemaError(
-                f"{arg_name('missing_labels', f'{{{c!r}: [...]}}', cli=f'{c}=...')}: column "
-                f"{c!r} is not in {str(p)!r} (columns: "
-                f"{list(out.columns)}).",
-                code="UNKNOWN_COLUMN",
-            )
+            raise SchemaError(f"{arg_name('missing_labels', f'{{{c!r}: [...]}}', cli=f'{c}=...')}: "
+                              f"column {c!r} is not in {str(p)!r} (columns: {list(out.columns)}).",
+                              code="UNKNOWN_COLUMN")
         s = out[c]
         if strict and not _is_text(s) and not isinstance(s.dtype, pd.CategoricalDtype):
             lab = str(labs[0])
@@ -288,9 +259,7 @@ def _apply_missing_labels(
     return out
 
 
-def _warn_na_like(
-    p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]] | None
-) -> None:
+def _warn_na_like(p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]] | None) -> None:
     """Say where a text that pandas reads as missing is kept as a label (``NA_LIKE_LABEL``)."""
     for c in df.columns:
         s = df[c]
@@ -300,14 +269,11 @@ def _warn_na_like(
         if not len(hits):
             continue
         lab = str(hits.iloc[0])
-        warnings.warn(
-            f"input file {str(p)!r}: column {c!r} has the label {lab!r} in {len(hits)} row(s); "
-            "it is read as a label of its own, not as a missing value (only an empty field is "
-            "missing) (NA_LIKE_LABEL). If it means missing, declare it: "
-            f"{arg_name('missing_labels', f'{{{c!r}: [{lab!r}]}}', cli=f'{c}={lab}')}.",
-            DataWarning,
-            stacklevel=3,
-        )
+        warnings.warn(f"input file {str(p)!r}: column {c!r} has the label {lab!r} in {len(hits)} "
+                      "row(s); it is read as a label of its own, not as a missing value (only an "
+                      "empty field is missing) (NA_LIKE_LABEL). If it means missing, declare it: "
+                      f"{arg_name('missing_labels', f'{{{c!r}: [{lab!r}]}}', cli=f'{c}={lab}')}.",
+                      DataWarning, stacklevel=3)
 
 
 def _csv_names(p: Path) -> list[str]:
@@ -329,11 +295,9 @@ def _check_unique_names(p: Path, names: list[str]) -> None:
     counts = pd.Series(names, dtype=object).value_counts(sort=False)
     dup = [str(n) for n, k in counts.items() if k > 1]
     if dup:
-        raise SchemaError(
-            f"input file {str(p)!r} has column name(s) {dup} more than "
-            "once; expected one column per name (rename or drop the repeated column).",
-            code="DUPLICATE_COLUMN",
-        )
+        raise SchemaError(f"input file {str(p)!r} has column name(s) {dup} more than once; "
+                          "expected one column per name (rename or drop the repeated column).",
+                          code="DUPLICATE_COLUMN")
     from bayes_risk.data.schema import check_confusable_names
 
     check_confusable_names(names, f"input file {str(p)!r}")
@@ -377,13 +341,8 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
 
 
 def write_csv(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Write ``df`` as CSV without its index (not atomic: for files inside an atomic folder).
-
-    pyarrow's writer is used (about 5x faster than pandas' for the numeric record tables of the
-    risk commands: 0.03 s against 0.15 s for 111,420 rows); it writes booleans as
-    ``true``/``false``, whole floats without ``.0`` and quotes strings. Tables pyarrow cannot
-    convert (object columns of mixed types) are written by pandas.
-    """
+    """Write ``df`` as CSV without its index (not atomic: for files inside an atomic folder),
+    with pyarrow (about 5x faster than pandas); pandas for tables pyarrow cannot convert."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -397,12 +356,8 @@ def write_csv(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
 def align_text_numbers(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
     """Read numbers stored as text back as numbers where ``like`` has a numeric column.
 
-    A CSV column is typed per file: one stray word (``Alien`` in an integer-coded column) makes
-    the whole column text, so ``"1"`` would no longer equal the original's level ``1`` and
-    every value would look new; a Parquet file may hold the codes as categories ``"1".."5"``.
-    Cells that parse as numbers become numbers again (integers where
-    ``like``'s column is integer and the value is whole); other cells stay as they are, so the
-    stray word is still seen, and reported, by the checks that follow.
+    One stray word makes a CSV column text (``"1"`` would not equal the level ``1``); cells that
+    parse as numbers become numbers again, others stay, so the checks that follow report them.
     """
     out = table
     for c in table.columns:
@@ -441,14 +396,8 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _share_unchanged_columns(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with every numeric column that is bit for bit ``like``'s taken from ``like``.
-
-    A partially synthetic release repeats the original's unsynthesized columns in each of its m
-    files; holding them once (pandas' copy-on-write keeps the tables independent: writing to one
-    copies) is four sevenths of the twenty CEdata files read by ``bayes-risk identification``.
-    The other columns are copied out of the file's blocks so that those can be freed. Values,
-    dtypes, column order and index are unchanged.
-    """
+    """``table`` with every numeric column that is bit for bit ``like``'s taken from ``like``
+    (memory shared under copy-on-write; values, dtypes, order and index unchanged)."""
     if len(table) != len(like) or not table.index.equals(like.index):
         return table
     shared = [c for c in table.columns if c in like.columns
@@ -456,18 +405,13 @@ def _share_unchanged_columns(table: pd.DataFrame, like: pd.DataFrame) -> pd.Data
               and _same_bits(table[c].to_numpy(), like[c].to_numpy())]
     if not shared or table.columns.has_duplicates or like.columns.has_duplicates:
         return table
-    return pd.DataFrame(
-        {c: like[c] if c in shared else table[c].copy() for c in table.columns}, copy=False
-    )
+    return pd.DataFrame({c: like[c] if c in shared else table[c].copy() for c in table.columns},
+                        copy=False)
 
 
-def read_synthetic(
-    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
-    *,
-    like: pd.DataFrame | None = None,
-    allow_different_original: bool = False,
-    missing_labels: Mapping[str, Sequence[str]] | None = None,
-) -> SyntheticData:
+def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
+                   like: pd.DataFrame | None = None, allow_different_original: bool = False,
+                   missing_labels: Mapping[str, Sequence[str]] | None = None) -> SyntheticData:
     """Read a synthetic release: a :class:`SyntheticData` folder, or one file per dataset.
 
     Parameters
@@ -476,17 +420,13 @@ def read_synthetic(
         Either a single folder written by :meth:`SyntheticData.save`, or CSV/Parquet files (one
         per synthetic dataset, in release order).
     like : DataFrame, optional
-        The original table: numbers that a file stores as text in a column that is numeric in
-        ``like`` are read as numbers (``bayes_risk.data.io.align_text_numbers``), and columns
-        equal to ``like``'s bit for bit (the unsynthesized ones) share its memory (pandas'
-        copy-on-write keeps the tables independent).
+        The original table: numbers stored as text where ``like`` is numeric are read as
+        numbers, and columns equal to ``like``'s share its memory.
     allow_different_original : bool
-        Let the measures use the release with an original whose fingerprint differs from the
-        one its manifest records, with a warning (``ORIGINAL_DIFFERS``) instead of an error
+        A warning instead of an error for another original
         (:meth:`SyntheticData.allow_different_original`).
     missing_labels : mapping of str to sequence of str, optional
-        Texts that stand for a missing value, per column, in data files
-        (:func:`read_table`).
+        Texts that stand for a missing value, per column (:func:`read_table`).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -498,17 +438,13 @@ def read_synthetic(
         if (paths[0] / MANIFEST_NAME).is_file():
             release = SyntheticData.load(paths[0])
             return release.allow_different_original() if allow_different_original else release
-        raise ValidationError(
-            f"{str(paths[0])!r} is a folder without {MANIFEST_NAME}; pass the synthetic files "
-            "themselves or a folder written by `bayes-risk synthesize`.",
-            code="NOT_A_RELEASE",
-        )
+        raise ValidationError(f"{str(paths[0])!r} is a folder without {MANIFEST_NAME}; pass the "
+                              "synthetic files themselves or a folder written by `bayes-risk "
+                              "synthesize`.", code="NOT_A_RELEASE")
     for p in paths:
         if p.is_dir():
-            raise ValidationError(
-                f"{str(p)!r} is a folder; give either one SyntheticData folder or data files.",
-                code="NOT_A_RELEASE",
-            )
+            raise ValidationError(f"{str(p)!r} is a folder; give either one SyntheticData folder "
+                                  "or data files.", code="NOT_A_RELEASE")
     check_distinct_files(paths)  # a file given twice, or a link to another's
     # each file's unsynthesized columns are shared with ``like`` as soon as it is read
     labels = {c: v for c, v in (missing_labels or {}).items()}
@@ -523,10 +459,8 @@ def read_synthetic(
     cols0 = list(tables[0].columns)
     for p, z in zip(paths, tables, strict=True):
         if len(z) == 0:
-            raise ValidationError(
-                f"synthetic file {str(p)!r} has no records; expected one dataset per file.",
-                code="EMPTY_TABLE",
-            )
+            raise ValidationError(f"synthetic file {str(p)!r} has no records; expected one "
+                                  "dataset per file.", code="EMPTY_TABLE")
         if set(z.columns) != set(cols0):
             lacks = [c for c in cols0 if c not in z.columns]
             extra = [c for c in z.columns if c not in cols0]
@@ -540,8 +474,4 @@ def read_synthetic(
             )
     # columns are matched by name: a file written with another column order is reordered
     tables = [z if list(z.columns) == cols0 else z[cols0] for z in tables]
-    return SyntheticData(
-        tables,
-        method="external",
-        extra={"files": [str(p) for p in paths]},
-    )
+    return SyntheticData(tables, method="external", extra={"files": [str(p) for p in paths]})

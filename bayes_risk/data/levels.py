@@ -30,19 +30,11 @@ def normalise_level(v: Any) -> Any:
     return v
 
 
-def level_codes(
-    values: pd.Series | np.ndarray | Sequence[Any],
-    levels: Sequence[Any],
-    *,
-    unknown: Literal["raise", "missing"] = "raise",
-    column: str = "",
-) -> np.ndarray:
+def level_codes(values: pd.Series | np.ndarray | Sequence[Any], levels: Sequence[Any], *,
+                unknown: Literal["raise", "missing"] = "raise", column: str = "") -> np.ndarray:
     """Codes ``0..d-1`` of ``values`` among ``levels``; ``-1`` for a missing value.
 
-    Values are compared after normalisation (``2.0`` and ``2`` are one level, numpy scalars
-    equal Python ones). Fast paths: a pandas categorical maps its categories once; integer
-    values with small non-negative integer levels go through a lookup table; otherwise every
-    distinct value is looked up once.
+    Values are compared after normalisation (``2.0`` and ``2`` are one level).
 
     Parameters
     ----------
@@ -97,11 +89,8 @@ def _raise_unknown(bad: np.ndarray, levels: Sequence[Any], column: str) -> None:
     if not len(bad):
         return
     v = min(bad, key=str)  # the first in string order: the same value whatever the row order
-    raise SchemaError(
-        f"column {column!r} has value {_level_to_json(v)!r} that is not among its levels "
-        f"{list(levels)}.",
-        code="UNKNOWN_LEVEL",
-    )
+    raise SchemaError(f"column {column!r} has value {_level_to_json(v)!r} that is not among its "
+                      f"levels {list(levels)}.", code="UNKNOWN_LEVEL")
 
 
 def unused_levels(values: pd.Series, levels: Sequence[Any]) -> list[Any]:
@@ -112,15 +101,8 @@ def unused_levels(values: pd.Series, levels: Sequence[Any]) -> list[Any]:
 
 def drop_unused_levels(data: pd.DataFrame, schema: Schema, *, name: str = "data") -> Schema:
     """``schema`` without the levels no record of ``data`` holds, with warning
-    ``UNUSED_LEVEL`` naming them; a column marked ``keep_unused_levels`` keeps them.
-
-    Called by every synthesizer's ``fit``: a declared level no record has (an unused category
-    of a pandas ``Categorical``, a codebook's level) is dropped unless the user said to keep it
-    (``keep_unused_levels`` of :func:`~bayes_risk.data.infer_schema`), so that no model gives
-    it probability and no release holds it (a DPMPM, whose prior covers every level, released
-    such a level 3 times in 600 rows). A refit keeps the model's levels
-    (:meth:`~bayes_risk.data.Schema.keeping_levels`).
-    """
+    ``UNUSED_LEVEL``; a column marked ``keep_unused_levels`` keeps them. Called by every
+    synthesizer's ``fit``, so no model gives such a level probability or releases it."""
     dropped: dict[str, list[Any]] = {}
     for spec in schema:
         if (not spec.is_categorical or spec.levels is None or spec.keep_unused_levels

@@ -14,14 +14,8 @@ import pandas as pd
 from bayes_risk.exceptions import SchemaError, ValidationError
 
 __all__ = [
-    "MissingCodes",
-    "check_missing_codes",
-    "code_mask",
-    "missing_kinds",
-    "missing_mask",
-    "mask_missing_codes",
-    "parse_missing_codes",
-    "parse_missing_labels",
+    "MissingCodes", "check_missing_codes", "code_mask", "missing_kinds", "missing_mask",
+    "mask_missing_codes", "parse_missing_codes", "parse_missing_labels"
 ]
 
 #: ``{column: (code, ...)}``: values of a numeric column that stand for a missing value
@@ -44,17 +38,13 @@ def check_missing_codes(missing_codes: Any, columns: Sequence[str]) -> dict[str,
     if missing_codes is None:
         return {}
     if not isinstance(missing_codes, Mapping):
-        raise ValidationError(
-            "missing_codes must be a mapping {column: [codes]}, e.g. {'nociga': [-8]}. "
-            f"Got {type(missing_codes).__name__}."
-        )
+        raise ValidationError("missing_codes must be a mapping {column: [codes]}, e.g. {'nociga': "
+                              f"[-8]}}. Got {type(missing_codes).__name__}.")
     out: dict[str, tuple[float, ...]] = {}
     for c, codes in missing_codes.items():
         if c not in columns:
-            raise SchemaError(
-                f"missing_codes: column {c!r} is not in the data (columns: {list(columns)}).",
-                code="UNKNOWN_COLUMN",
-            )
+            raise SchemaError(f"missing_codes: column {c!r} is not in the data (columns: "
+                              f"{list(columns)}).", code="UNKNOWN_COLUMN")
         vals = [codes] if np.isscalar(codes) else list(codes)
         fl = []
         for v in vals:
@@ -63,11 +53,9 @@ def check_missing_codes(missing_codes: Any, columns: Sequence[str]) -> dict[str,
             except (TypeError, ValueError):
                 f = float("nan")
             if isinstance(v, bool) or not np.isfinite(f):
-                raise ValidationError(
-                    f"missing_codes: code {v!r} of column {c!r} is not a finite number; codes "
-                    "are declared for count and continuous columns (an empty cell is missing "
-                    "without a code)."
-                )
+                raise ValidationError(f"missing_codes: code {v!r} of column {c!r} is not a finite "
+                                      "number; codes are declared for count and continuous "
+                                      "columns (an empty cell is missing without a code).")
             fl.append(f)
         if fl:
             out[str(c)] = tuple(dict.fromkeys(fl))
@@ -76,13 +64,9 @@ def check_missing_codes(missing_codes: Any, columns: Sequence[str]) -> dict[str,
 
 def parse_missing_codes(items: Sequence[str] | None, argument: str = "--missing-code"
                         ) -> dict[str, list[float]]:
-    """The numeric codes of ``["nociga=-8", "income=-8", "Marital=NA"]`` (command line) as
-    ``{"nociga": [-8.0], "income": [-8.0]}``.
-
-    A column may be given several times (several codes). A value that is not a number is a
-    missing *label* of a text column (:func:`parse_missing_labels`), applied when the file is
-    read.
-    """
+    """The numeric codes of ``["nociga=-8", "income=-8", "Marital=NA"]`` as
+    ``{"nociga": [-8.0], "income": [-8.0]}``; other values are labels
+    (:func:`parse_missing_labels`)."""
     out: dict[str, list[float]] = {}
     for k, v in _missing_items(items, argument):
         try:
@@ -115,9 +99,8 @@ def _missing_items(items: Sequence[str] | None, argument: str) -> list[tuple[str
     out = []
     for it in items or ():
         if "=" not in it or not it.rsplit("=", 1)[0] or not it.rsplit("=", 1)[1]:
-            raise ValidationError(
-                f"{argument} expects COLUMN=VALUE, e.g. nociga=-8 or Marital=NA. Got {it!r}."
-            )
+            raise ValidationError(f"{argument} expects COLUMN=VALUE, e.g. nociga=-8 or "
+                                  f"Marital=NA. Got {it!r}.")
         k, v = it.rsplit("=", 1)
         out.append((k, v))
     return out

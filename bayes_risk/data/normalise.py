@@ -1,13 +1,6 @@
-"""One normaliser each for the inputs every engine and measure takes.
-
-* :func:`as_synthetic_list` — synthetic inputs (a list of DataFrames, a ``SyntheticData`` or one
-  DataFrame) as a list of DataFrames plus the ``SyntheticData`` they came from (its manifest:
-  schema, method, seeds), with the same checks and errors everywhere.
-* :func:`record_positions` — record selections as 0-based row positions (as ``DataFrame.iloc``).
-* :func:`select_columns` — some columns of a table on rows ``0..n-1`` (``df[cols].reset_index
-  (drop=True)``, cheap when the table holds exactly those columns).
-* ``level_codes`` (in ``bayes_risk.data.levels``) — the values of one categorical column as
-  level codes; ``bayes_risk.data.encode`` is its table-level form.
+"""One normaliser each for the inputs every engine and measure takes: synthetic inputs
+(:func:`as_synthetic_list`), record selections (:func:`record_positions`) and column selections
+(:func:`select_columns`); one categorical column's codes are in ``bayes_risk.data.levels``.
 """
 
 from __future__ import annotations
@@ -38,14 +31,9 @@ class SyntheticInput(NamedTuple):
         return None if self.source is None else self.source.schema
 
 
-def as_synthetic_list(
-    synthetic: Any,
-    *,
-    argument: str = "synthetic",
-    allow_none: bool = False,
-    original: pd.DataFrame | None = None,
-    row_order: bool = True,
-) -> SyntheticInput:
+def as_synthetic_list(synthetic: Any, *, argument: str = "synthetic", allow_none: bool = False,
+                      original: pd.DataFrame | None = None,
+                      row_order: bool = True) -> SyntheticInput:
     """The synthetic datasets as a list of DataFrames, and their ``SyntheticData``.
 
     Parameters
@@ -57,9 +45,7 @@ def as_synthetic_list(
     allow_none : bool
         Accept ``None`` (an empty list), for functions that can work from other replicates.
     original : DataFrame, optional
-        The original the release is measured against: a ``SyntheticData`` whose manifest
-        records the fingerprint of the table it was made from refuses another table
-        (``bayes_risk.data.fingerprint.check_original``).
+        The original the release is measured against (checked against its fingerprint).
     row_order : bool, default True
         Whether the caller pairs record i of ``original`` with row i of each dataset; if not,
         the same records in another order are accepted.
@@ -79,9 +65,7 @@ def as_synthetic_list(
     Warns
     -----
     DataWarning
-        ``DUPLICATE_DATASETS``: two datasets are identical (a copy, or a synthesizer that
-        drew the same dataset twice: :func:`~bayes_risk.data.provenance.check_distinct_datasets`;
-        each measure adds the code to its result's warnings).
+        ``DUPLICATE_DATASETS``: two datasets are identical.
     """
     if original is not None:
         check_column_labels(original)
@@ -99,45 +83,24 @@ def as_synthetic_list(
     if isinstance(synthetic, (list, tuple)):
         out = list(synthetic)
         if not out:
-            raise ValidationError(
-                f"{argument} is empty; expected at least one synthetic dataset (m >= 1)."
-            )
+            raise ValidationError(f"{argument} is empty; expected at least one synthetic dataset "
+                                  "(m >= 1).")
         for l, z in enumerate(out, start=1):
             if not isinstance(z, pd.DataFrame):
-                raise ValidationError(
-                    f"synthetic dataset {l} must be a pandas DataFrame. Got {type(z).__name__}."
-                )
+                raise ValidationError(f"synthetic dataset {l} must be a pandas DataFrame. Got "
+                                      f"{type(z).__name__}.")
             check_column_labels(z, f"synthetic dataset {l}")
         check_distinct_datasets(out)
         return SyntheticInput(out, None)
-    raise ValidationError(
-        f"{argument} must be a DataFrame, a list of DataFrames or a SyntheticData. "
-        f"Got {type(synthetic).__name__}."
-    )
+    raise ValidationError(f"{argument} must be a DataFrame, a list of DataFrames or a "
+                          f"SyntheticData. Got {type(synthetic).__name__}.")
 
 
 def select_columns(df: pd.DataFrame, cols: list[str],
                    want: pd.Index | None = None) -> pd.DataFrame:
-    """``df[cols].reset_index(drop=True)``: the columns ``cols``, rows numbered ``0..n-1``.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        The table (a missing column raises pandas' ``KeyError``, as ``df[cols]``).
-    cols : list of str
-        The columns, in order.
-    want : pandas.Index, optional
-        ``pd.Index(cols)``, built once by a caller that selects from many tables.
-
-    Returns
-    -------
-    pandas.DataFrame
-        When ``df`` already holds exactly ``cols`` on rows ``0..n-1`` (a model that draws only
-        the requested columns), a shallow copy of ``df``: pandas' label lookup costs about a
-        millisecond a table, more than drawing a small posterior replicate, and copy-on-write
-        keeps the caller's edits away from ``df`` (a deep copy where pandas does not copy on
-        write). Otherwise ``df[cols].reset_index(drop=True)``.
-    """
+    """``df[cols].reset_index(drop=True)``; a shallow copy of ``df`` when it already holds
+    exactly ``cols`` on rows ``0..n-1`` (pandas' lookup would cost more than a small draw).
+    ``want``: ``pd.Index(cols)``, built once by a caller that selects from many tables."""
     ix = df.index
     if (df.columns.equals(pd.Index(cols) if want is None else want)
             and isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1):
@@ -185,10 +148,8 @@ def record_positions(records: Any, n: int, *, argument: str = "records") -> np.n
     arr = np.asarray(records if isinstance(records, np.ndarray) else list(records))
     if arr.dtype == bool:
         if arr.shape != (n,):
-            raise ValidationError(
-                f"{argument} as a boolean mask needs one flag per record ({n}); got shape "
-                f"{arr.shape}."
-            )
+            raise ValidationError(f"{argument} as a boolean mask needs one flag per record ({n}); "
+                                  f"got shape {arr.shape}.")
         arr = np.flatnonzero(arr)
     elif arr.size and (arr.dtype.kind not in "iu" and not (
             arr.dtype.kind in "fO" and _all_whole(arr))):
@@ -198,11 +159,9 @@ def record_positions(records: Any, n: int, *, argument: str = "records") -> np.n
         raise ValidationError(f"{argument} is empty; give at least one row position.")
     bad = arr[(arr < 0) | (arr >= n)]
     if bad.size:
-        raise ValidationError(
-            f"{argument}: row position {int(bad[0])} is out of range; the original has {n} rows "
-            "(positions 0..n-1).",
-            code="RECORD_OUT_OF_RANGE"
-        )
+        raise ValidationError(f"{argument}: row position {int(bad[0])} is out of range; the "
+                              f"original has {n} rows (positions 0..n-1).",
+                              code="RECORD_OUT_OF_RANGE")
     if np.unique(arr).size != arr.size:
         raise ValidationError(f"{argument} contains duplicate row positions.")
     return arr

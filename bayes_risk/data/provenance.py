@@ -35,7 +35,6 @@ OTHER_MODEL_HINT = "--allow-other-model on the command line, allow_other_model=T
 _NOT_IDENTITY = frozenset({"progressbar", "random_seed", "n_jobs", "cores"})
 
 
-# ------------------------------------------------------------------------------ model identity
 def identity_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """A model's settings as its identity and a release's manifest compare them: JSON values
     (tuples as lists), without the settings that change neither its draws nor its scores."""
@@ -46,13 +45,11 @@ def identity_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def identity_hash(parts: Mapping[str, Any], arrays: Mapping[str, Any]) -> str:
-    """SHA-256 of a model's identity: its JSON-ready ``parts`` (keys sorted) and its named
-    arrays (names sorted; booleans, integers and floats hashed as uint8, int64 and float64, so
-    that a round trip through a file that narrows a type keeps the identity).
+    """SHA-256 of a model's identity: its JSON-ready ``parts`` and named arrays (widened to
+    uint8/int64/float64 so a round trip through a narrower file keeps it).
 
-    Releases keep the identity of the model that made them: changing what is hashed here (or
-    what a model's ``_identity`` returns) makes every release written before it refuse its own
-    model (``MODEL_DIFFERS``). Keep it stable; tests/data/test_provenance.py pins save/load."""
+    Releases record this identity: changing what is hashed makes every older release refuse
+    its own model (``MODEL_DIFFERS``; pinned by tests/data/test_provenance.py)."""
     from bayes_risk._checksums import json_sha256
     from bayes_risk._io import to_jsonable
 
@@ -78,19 +75,15 @@ def _synthesizer(model: Any) -> Any:
 def model_id(model: Any) -> str | None:
     """The identity of a fitted model: a SHA-256 of its content, or ``None`` when it has none.
 
-    Two fits give the same identity only if they hold the same method, settings (apart from
-    progress display, default seed and parallelism), schema with its roles, synthesized
-    records, fingerprint of the table they were fitted to and fitted parameters (the posterior
-    draws of a Bayesian model, the trees of CART, random forests and PMM); saving and loading
-    keep it. A release made by the model records it in its manifest (``model_id``), and
-    :func:`check_release_model` compares the two.
+    Two fits share it only if method, settings (apart from display, default seed and
+    parallelism), schema and roles, synthesized records, original's fingerprint and fitted
+    parameters are the same; saving and loading keep it.
 
     Parameters
     ----------
     model : fitted model
-        A synthesizer of the package (or a plug-in likelihood of one). A model without an
-        identity (:class:`~bayes_risk.models.ArrayModel`, a model of another package, a PMM
-        synthesizer with constraints) gives ``None``.
+        A synthesizer of the package (or a plug-in likelihood of one); a model without an
+        identity (:class:`~bayes_risk.models.ArrayModel`, another package's) gives ``None``.
 
     Returns
     -------
@@ -108,7 +101,6 @@ def model_id(model: Any) -> str | None:
     return identity_hash(json_parts, arrays)
 
 
-# ------------------------------------------------------------------------ model against release
 def _short(x: Any) -> str:
     text = json.dumps(x, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -238,9 +230,8 @@ def _data_differences(synth: Any, datasets: Sequence[pd.DataFrame],
                 changed.append(f"{c!r} ({how} in synthetic dataset {l})")
                 break
     if changed:
-        out.append(f"column(s) {', '.join(changed)}, which the model releases unchanged, "
-                   "differ from the original: the release synthesized what this model does "
-                   "not")
+        out.append(f"column(s) {', '.join(changed)}, which the model releases unchanged, differ "
+                   "from the original: the release synthesized what this model does not")
     flags = _model_records(synth)
     if flags is not None and flags.shape == (len(original),):
         kept = np.flatnonzero(~flags)
@@ -257,18 +248,8 @@ def _data_differences(synth: Any, datasets: Sequence[pd.DataFrame],
 
 def release_model_problem(model: Any, synthetic: Any,
                           original: pd.DataFrame | None = None) -> tuple[str | None, str]:
-    """How a release and a model show that the model did not make it, and how it was checked.
-
-    Returns
-    -------
-    (str or None, str)
-        The difference (``None``: none found) and the check made: ``"identity"`` (the
-        manifest records the model that made the release: it is this one, or not),
-        ``"manifest"`` (a manifest without that record, as written before it was kept, or a
-        model without an identity: method, settings, synthesized columns and records, original
-        and size compared), ``"data"`` (plain files: their size, and the columns and records
-        the model releases unchanged compared with the original's) or ``"none"``.
-    """
+    """``(difference or None, check)``: how the model was found not to have made the
+    release, by ``"identity"``, ``"manifest"``, ``"data"`` (plain files) or ``"none"``."""
     synth = _synthesizer(model)
     source = synthetic if isinstance(synthetic, SyntheticData) else None
     if source is not None and source.model_id is not None:
@@ -326,19 +307,12 @@ class ModelCheck(NamedTuple):
 
 
 def check_release_model(model: Any, synthetic: Any, original: pd.DataFrame | None = None, *,
-                        allow: bool = False, record: dict[str, str] | None = None
-                        ) -> ModelCheck:
+                        allow: bool = False, record: dict[str, str] | None = None) -> ModelCheck:
     """Refuse a model that did not make the release it is used with.
 
-    A release whose manifest records the model that made it (``model_id``, written by the
-    package's synthesizers) is compared by identity: any other model is refused, another fit of
-    the same method and settings included. A manifest without that record (written before it
-    was kept) or a model without an identity is compared by what the manifest records: method,
-    settings, synthesized columns and records, the original's fingerprint and the number of
-    records. Plain files (no manifest) are compared with the original: every column the model
-    releases unchanged, and every column of the records it does not synthesize, must equal the
-    original's in every dataset (another model of the same columns cannot be told apart from
-    plain files: give the release folder to have it checked).
+    Compared by identity when the manifest records ``model_id``; else by what the manifest
+    records (method, settings, synthesized columns and records, fingerprint, size); plain files
+    by the columns and records the model releases unchanged (:doc:`/user_guide/provenance`).
 
     Parameters
     ----------
@@ -349,16 +323,14 @@ def check_release_model(model: Any, synthetic: Any, original: pd.DataFrame | Non
     original : DataFrame, optional
         The original (for plain files).
     allow : bool, default False
-        Go on with a model that did not make the release (``allow_other_model=True``,
-        ``--allow-other-model``): a ``DataWarning`` instead of the error.
+        Go on with another model, with a ``DataWarning`` instead of the error.
     record : dict, optional
         Where to keep the warning's code and message (a result's warnings).
 
     Returns
     -------
     ModelCheck
-        The warning codes (``["MODEL_DIFFERS"]`` when another model was allowed, else
-        ``[]``) and how the model was checked.
+        The warning codes (``["MODEL_DIFFERS"]`` when allowed, else ``[]``) and the check made.
 
     Raises
     ------
@@ -369,14 +341,12 @@ def check_release_model(model: Any, synthetic: Any, original: pd.DataFrame | Non
     if problem is None:
         return ModelCheck([], how)
     if not allow:
-        raise ValidationError(
-            f"the model is not the one that made the release: {problem}. Its risks would be "
-            "those of another release (a column it leaves unchanged but the release "
-            "synthesized is scored as released; another fit's posterior draws stand for the "
-            "release's). Give the model that made the release, or "
-            f"{OTHER_MODEL_HINT} to go on anyway.",
-            code="MODEL_DIFFERS",
-        )
+        raise ValidationError(f"the model is not the one that made the release: {problem}. Its "
+                              "risks would be those of another release (a column it leaves "
+                              "unchanged but the release synthesized is scored as released; "
+                              "another fit's posterior draws stand for the release's). Give the "
+                              f"model that made the release, or {OTHER_MODEL_HINT} to go on "
+                              "anyway.", code="MODEL_DIFFERS")
     msg = (f"the model is not the one that made the release ({problem}); the risks are "
            "those of this model, as asked (MODEL_DIFFERS).")
     if record is not None:
@@ -385,7 +355,6 @@ def check_release_model(model: Any, synthetic: Any, original: pd.DataFrame | Non
     return ModelCheck(["MODEL_DIFFERS"], how)
 
 
-# ------------------------------------------------------------------------------- distinctness
 #: content keys of the datasets already hashed (by object, while it lives): a knowledge sweep
 #: prepares its inputs once per subset of columns
 _KEYS: dict[int, tuple[weakref.ref, str]] = {}
@@ -437,19 +406,11 @@ def duplicate_codes(synthetic: Any) -> list[str]:
     return ["DUPLICATE_DATASETS"] if duplicate_pairs(datasets) else []
 
 
-def check_distinct_datasets(datasets: Sequence[pd.DataFrame],
-                            names: Sequence[str] | None = None, *,
+def check_distinct_datasets(datasets: Sequence[pd.DataFrame], names: Sequence[str] | None = None, *,
                             record: dict[str, str] | None = None) -> list[str]:
-    """Warn when a release holds the same synthetic dataset twice.
-
-    Two datasets are the same when they hold the same value in every record and column: a copy
-    of another dataset's file, or a synthesizer that drew the same dataset twice (one that
-    changes only a few cells may; a hand-made release of identical tables). The measures count
-    it as another draw: ``m`` overstated, the between-dataset variance and the combined
-    intervals understated, pooled match probabilities weighted twice towards one draw. The
-    same *file* given twice (its path twice, a link to another dataset's file) is an error
-    (:func:`check_distinct_files`); equal contents cannot be told from a chance draw, so they
-    are a warning.
+    """Warn when a release holds the same synthetic dataset twice (same value in every cell):
+    the measures would overstate ``m`` and understate the between-dataset variance. The same
+    *file* twice is an error instead (:func:`check_distinct_files`).
 
     Parameters
     ----------
@@ -464,11 +425,6 @@ def check_distinct_datasets(datasets: Sequence[pd.DataFrame],
     -------
     list of str
         ``["DUPLICATE_DATASETS"]`` when some dataset repeats another, else ``[]``.
-
-    Warns
-    -----
-    DataWarning
-        ``DUPLICATE_DATASETS``, naming the pairs.
     """
     pairs = duplicate_pairs(datasets) if len(datasets) > 1 else []
     if not pairs:

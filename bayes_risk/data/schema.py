@@ -1,11 +1,5 @@
-"""Column schema: type and role of every column (methods, Notation), inferred from a DataFrame.
-
-A :class:`Schema` is an ordered tuple of :class:`ColumnSpec`. Types are ``categorical``,
-``ordinal`` (categorical with order), ``count`` (non-negative integer) and ``continuous`` (real).
-Roles are ``synthesized`` and ``unsynthesized``; ``known`` marks columns the intruder knows.
-Categorical and ordinal columns carry their ``levels`` (original values, in order), which define
-the integer codes ``0..d_j-1`` used by every model and risk engine (user guide, Levels are
-harmonised).
+"""Column schema: type, role and levels of every column (methods, Notation), inferred from a
+DataFrame; the levels define the integer codes ``0..d_j-1`` every model and engine uses.
 """
 
 from __future__ import annotations
@@ -22,15 +16,8 @@ import pandas as pd
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
 __all__ = [
-    "ColumnType",
-    "ColumnRole",
-    "ColumnSpec",
-    "Schema",
-    "infer_schema",
-    "check_column_labels",
-    "check_confusable_names",
-    "CATEGORICAL_TYPES",
-    "NUMERIC_TYPES",
+    "ColumnType", "ColumnRole", "ColumnSpec", "Schema", "infer_schema", "check_column_labels",
+    "check_confusable_names", "CATEGORICAL_TYPES", "NUMERIC_TYPES"
 ]
 
 ColumnType = Literal["categorical", "ordinal", "count", "continuous"]
@@ -85,10 +72,8 @@ class ColumnSpec:
         Values of a count or continuous column that stand for a missing value (synthpop's
         ``cont.na``, e.g. ``-8``; user guide, Missing values).
     keep_unused_levels : bool
-        Keep the levels no record holds (a codebook's level, a pandas ``Categorical``'s unused
-        category) when a model is fitted: a model with a prior over every level (DPMPM) then
-        gives them probability and may release them. Default ``False``: they are dropped with
-        warning ``UNUSED_LEVEL`` (:func:`infer_schema`, ``fit``).
+        Keep the levels no record holds when a model is fitted (a model with a prior over every
+        level may then release them). Default ``False``: dropped with warning ``UNUSED_LEVEL``.
     """
 
     name: str
@@ -101,33 +86,25 @@ class ColumnSpec:
 
     def __post_init__(self) -> None:
         if self.type not in COLUMN_TYPES:
-            raise ValidationError(
-                f"type of column {self.name!r} must be one of {list(COLUMN_TYPES)}. "
-                f"Got {self.type!r}."
-            )
+            raise ValidationError(f"type of column {self.name!r} must be one of "
+                                  f"{list(COLUMN_TYPES)}. Got {self.type!r}.")
         if self.role not in COLUMN_ROLES:
-            raise ValidationError(
-                f"role of column {self.name!r} must be one of {list(COLUMN_ROLES)}. "
-                f"Got {self.role!r}."
-            )
+            raise ValidationError(f"role of column {self.name!r} must be one of "
+                                  f"{list(COLUMN_ROLES)}. Got {self.role!r}.")
         if self.type in CATEGORICAL_TYPES and self.levels is not None:
             if len(set(self.levels)) != len(self.levels):
                 raise ValidationError(f"levels of column {self.name!r} contain duplicates.")
             object.__setattr__(self, "levels", tuple(self.levels))
         if self.type in NUMERIC_TYPES and self.levels is not None:
-            raise ValidationError(
-                f"column {self.name!r} is {self.type}; only categorical/ordinal columns have "
-                "levels."
-            )
+            raise ValidationError(f"column {self.name!r} is {self.type}; only categorical/ordinal "
+                                  "columns have levels.")
         object.__setattr__(self, "missing_codes", tuple(float(v) for v in self.missing_codes))
         if self.missing_codes and self.type not in NUMERIC_TYPES:
-            raise SchemaError(
-                f"column {self.name!r} is {self.type} but has missing-value codes "
-                f"{list(self.missing_codes)}; codes are declared for count and continuous "
-                "columns (in a categorical column an empty cell is the missing value and any "
-                "other value is a level).",
-                code="MISSING_CODES_TYPE",
-            )
+            raise SchemaError(f"column {self.name!r} is {self.type} but has missing-value codes "
+                              f"{list(self.missing_codes)}; codes are declared for count and "
+                              "continuous columns (in a categorical column an empty cell is the "
+                              "missing value and any other value is a level).",
+                              code="MISSING_CODES_TYPE")
 
     @property
     def is_categorical(self) -> bool:
@@ -160,15 +137,11 @@ class ColumnSpec:
     def from_dict(cls, d: Mapping[str, Any]) -> ColumnSpec:
         """Inverse of :meth:`to_dict`."""
         levels = d.get("levels")
-        return cls(
-            name=d["name"],
-            type=d["type"],
-            role=d.get("role", "unsynthesized"),
-            levels=None if levels is None else tuple(levels),
-            known=bool(d.get("known", False)),
-            missing_codes=tuple(d.get("missing_codes") or ()),
-            keep_unused_levels=bool(d.get("keep_unused_levels", False)),
-        )
+        return cls(name=d["name"], type=d["type"], role=d.get("role", "unsynthesized"),
+                   levels=None if levels is None else tuple(levels),
+                   known=bool(d.get("known", False)),
+                   missing_codes=tuple(d.get("missing_codes") or ()),
+                   keep_unused_levels=bool(d.get("keep_unused_levels", False)))
 
 
 @dataclass(frozen=True)
@@ -191,7 +164,6 @@ class Schema:
                                   code="INVALID_ARGUMENT")
         object.__setattr__(self, "columns", tuple(self.columns))
 
-    # ----- access -------------------------------------------------------------------------
     @property
     def names(self) -> list[str]:
         """Column names in order."""
@@ -210,29 +182,18 @@ class Schema:
         for c in self.columns:
             if c.name == name:
                 return c
-        raise SchemaError(
-            f"column {name!r} is not in the schema (columns: {self.names})."
-            + did_you_mean(name, self.names),
-            code="UNKNOWN_COLUMN",
-        )
+        raise SchemaError(f"column {name!r} is not in the schema (columns: {self.names})." +
+                          did_you_mean(name, self.names), code="UNKNOWN_COLUMN")
 
     def check_columns(self, names: Iterable[str], argument: str = "columns") -> list[str]:
-        """Check that every name is a column; return them as a list.
-
-        Raises
-        ------
-        SchemaError
-            Naming the unknown column, the argument it came from, and a close match.
-        """
+        """Check that every name is a column (``SchemaError`` naming a close match); return
+        them as a list."""
         out = []
         for n in names:
             if n not in self.names:
-                raise SchemaError(
-                    f"{arg_name(argument)}: column {n!r} is not in the data (columns: "
-                    f"{self.names})."
-                    + did_you_mean(n, self.names),
-                    code="UNKNOWN_COLUMN",
-                )
+                raise SchemaError(f"{arg_name(argument)}: column {n!r} is not in the data "
+                                  f"(columns: {self.names})." + did_you_mean(n, self.names),
+                                  code="UNKNOWN_COLUMN")
             out.append(n)
         return out
 
@@ -278,13 +239,8 @@ class Schema:
             replace(c, missing_codes=new[c.name]) if c.name in new else c for c in self.columns
         ))
 
-    # ----- derivation ----------------------------------------------------------------------
-    def with_roles(
-        self,
-        synthesized: Iterable[str] | None = None,
-        *,
-        known: Iterable[str] | None = None,
-    ) -> Schema:
+    def with_roles(self, synthesized: Iterable[str] | None = None, *,
+                   known: Iterable[str] | None = None) -> Schema:
         """Return a copy whose synthesized (and optionally known) columns are exactly these."""
         cols = list(self.columns)
         if synthesized is not None:
@@ -387,23 +343,18 @@ def _check_numeric_text(c: str, s: pd.Series, declared: str | None) -> None:
     bad, n_num = _not_numbers(s)
     if declared in ("continuous", "count"):
         if len(bad):
-            raise SchemaError(
-                f"column {c!r} was declared {declared} but {len(bad)} value(s) are not numbers "
-                f"({_describe_cells(s, bad)}; records are numbered from 0); fix them or leave "
-                "them empty (missing).",
-                code="NOT_A_NUMBER",
-            )
+            raise SchemaError(f"column {c!r} was declared {declared} but {len(bad)} value(s) are "
+                              f"not numbers ({_describe_cells(s, bad)}; records are numbered from "
+                              "0); fix them or leave them empty (missing).", code="NOT_A_NUMBER")
         return
     if declared is not None or not len(bad):
         return
     if n_num >= 0.5 * (n_num + len(bad)) and len(bad) <= max(1, 0.05 * (n_num + len(bad))):
-        raise SchemaError(
-            f"column {c!r} holds numbers except {len(bad)} value(s) ({_describe_cells(s, bad)}; "
-            "records are numbered from 0): fix the value(s) (or leave them empty for missing), "
-            "or declare the column's type, e.g. "
-            f"{arg_name('categorical', [c], cli=c)} if it really holds labels.",
-            code="STRAY_TEXT_IN_NUMERIC",
-        )
+        raise SchemaError(f"column {c!r} holds numbers except {len(bad)} value(s) "
+                          f"({_describe_cells(s, bad)}; records are numbered from 0): fix the "
+                          "value(s) (or leave them empty for missing), or declare the column's "
+                          f"type, e.g. {arg_name('categorical', [c], cli=c)} if it really holds "
+                          "labels.", code="STRAY_TEXT_IN_NUMERIC")
 
 
 def _levels_of(s: pd.Series) -> tuple[Any, ...]:
@@ -418,31 +369,20 @@ def _levels_of(s: pd.Series) -> tuple[Any, ...]:
 
 
 def check_column_labels(df: Any, name: str = "the original") -> None:
-    """Refuse a table whose column labels cannot name variables: a ``MultiIndex`` (pandas
-    would return a sub-table for one name) or a name used twice (pandas would return two
-    columns for it). The command line refuses the same in files (``DUPLICATE_COLUMN``).
-
-    Raises
-    ------
-    ValidationError
-        ``MULTIINDEX_COLUMNS`` or ``DUPLICATE_COLUMN``, naming the table and the columns.
-    """
+    """Refuse a table whose column labels cannot name variables: a ``MultiIndex``
+    (``MULTIINDEX_COLUMNS``) or a name used twice (``DUPLICATE_COLUMN``)."""
     if not isinstance(df, pd.DataFrame):
         return  # the callers' own type checks say what was expected
     if isinstance(df.columns, pd.MultiIndex):
-        raise ValidationError(
-            f"{name} has {df.columns.nlevels}-level column labels (a MultiIndex, e.g. "
-            f"{df.columns[0]!r}); give one name per column (flatten them, e.g. "
-            "df.columns = ['_'.join(map(str, c)) for c in df.columns]).",
-            code="MULTIINDEX_COLUMNS",
-        )
+        raise ValidationError(f"{name} has {df.columns.nlevels}-level column labels (a "
+                              f"MultiIndex, e.g. {df.columns[0]!r}); give one name per column "
+                              "(flatten them, e.g. df.columns = ['_'.join(map(str, c)) for c in "
+                              "df.columns]).", code="MULTIINDEX_COLUMNS")
     dup = df.columns[df.columns.duplicated()].unique().tolist()
     if dup:
-        raise ValidationError(
-            f"{name} has more than one column named {', '.join(map(repr, dup))}; every "
-            "column needs a name of its own (rename or drop the copies).",
-            code="DUPLICATE_COLUMN",
-        )
+        raise ValidationError(f"{name} has more than one column named "
+                              f"{', '.join(map(repr, dup))}; every column needs a name of its own "
+                              "(rename or drop the copies).", code="DUPLICATE_COLUMN")
     check_confusable_names([str(c) for c in df.columns], name)
 
 
@@ -454,47 +394,27 @@ def _name_key(name: str) -> str:
 
 
 def check_confusable_names(names: Sequence[str], where: str) -> None:
-    """Refuse names that differ only in case or white space (``'Income'``, ``'Income '`` and
-    ``'income'``).
-
-    An error, not a warning: every option, report line and summary refers to a column by its
-    name, and two names a reader cannot tell apart (a trailing space is invisible in a report
-    and lost in a shell) let an option name one column while the user meant the other — the
-    other one is then released unchanged, or left out of the intruder's knowledge, without a
-    word. Renaming one of them is cheap; an understated risk is not.
-
-    Raises
-    ------
-    ValidationError
-        ``CONFUSABLE_COLUMN_NAMES``, naming the columns (as ``repr``, so the white space shows).
-    """
+    """Refuse names that differ only in case or white space (``'Income'``, ``'income '``):
+    an option could name one while the user meant the other (``CONFUSABLE_COLUMN_NAMES``)."""
     groups: dict[str, list[str]] = {}
     for n in names:
         groups.setdefault(_name_key(n), []).append(n)
     clash = [g for g in groups.values() if len(g) > 1]
     if clash:
         shown = "; ".join(" and ".join(map(repr, g)) for g in clash)
-        raise ValidationError(
-            f"{where} has columns whose names differ only in case or white space ({shown}); "
-            "options, reports and summaries could not tell them apart, so one would be "
-            "treated as the other. Rename one of each (or drop the copy).",
-            code="CONFUSABLE_COLUMN_NAMES",
-        )
+        raise ValidationError(f"{where} has columns whose names differ only in case or white "
+                              f"space ({shown}); options, reports and summaries could not tell "
+                              "them apart, so one would be treated as the other. Rename one of "
+                              "each (or drop the copy).", code="CONFUSABLE_COLUMN_NAMES")
 
 
-def infer_schema(
-    df: pd.DataFrame,
-    *,
-    categorical: Iterable[str] | None = None,
-    ordinal: Iterable[str] | None = None,
-    count: Iterable[str] | None = None,
-    continuous: Iterable[str] | None = None,
-    synthesized: Iterable[str] | None = None,
-    known: Iterable[str] | None = None,
-    levels: Mapping[str, Sequence[Any]] | None = None,
-    missing_codes: Mapping[str, Any] | None = None,
-    keep_unused_levels: bool | Iterable[str] = False,
-) -> Schema:
+def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
+                 ordinal: Iterable[str] | None = None, count: Iterable[str] | None = None,
+                 continuous: Iterable[str] | None = None, synthesized: Iterable[str] | None = None,
+                 known: Iterable[str] | None = None,
+                 levels: Mapping[str, Sequence[Any]] | None = None,
+                 missing_codes: Mapping[str, Any] | None = None,
+                 keep_unused_levels: bool | Iterable[str] = False) -> Schema:
     """Infer a :class:`Schema` from a DataFrame, with explicit overrides.
 
     Inference: pandas ``category`` → categorical (ordinal if ordered); bool, string and object
@@ -517,15 +437,10 @@ def infer_schema(
         sorted distinct values).
     missing_codes : mapping, optional
         ``{column: code or [codes]}``: values of count or continuous columns that stand for a
-        missing value (synthpop's ``cont.na``, e.g. ``{"nociga": [-8]}``). Types are inferred
-        without them (user guide, Missing values).
+        missing value (synthpop's ``cont.na``, e.g. ``{"nociga": [-8]}``).
     keep_unused_levels : bool or iterable of str
-        Categorical columns (``True``: all) whose levels no record holds are kept when a model
-        is fitted: the unused categories of a pandas ``Categorical``, or levels given in
-        ``levels`` (``ColumnSpec.keep_unused_levels``). By default every synthesizer's ``fit``
-        drops them with warning ``UNUSED_LEVEL``: a model with a prior over every level
-        (DPMPM) would give a level of no record probability and release it. The schema itself
-        keeps every level (it may describe a posterior's levels, ``from_posterior``).
+        Categorical columns (``True``: all) whose unused levels a fitted model keeps
+        (``ColumnSpec.keep_unused_levels``); by default ``fit`` drops them (``UNUSED_LEVEL``).
 
     Returns
     -------
@@ -556,11 +471,8 @@ def infer_schema(
     ):
         for c in cols or ():
             if c not in names:
-                raise SchemaError(
-                    f"{arg_name(typ)}: column {c!r} is not in the data (columns: {names})."
-                    + did_you_mean(c, names),
-                    code="UNKNOWN_COLUMN",
-                )
+                raise SchemaError(f"{arg_name(typ)}: column {c!r} is not in the data (columns: "
+                                  f"{names})." + did_you_mean(c, names), code="UNKNOWN_COLUMN")
             if c in forced and forced[c] != typ:
                 raise SchemaError(f"column {c!r} is declared both {forced[c]} and {typ}.",
                                   code="OPTION_CONFLICT")
@@ -581,29 +493,21 @@ def infer_schema(
         elif typ == "count":
             vals = pd.to_numeric(s, errors="coerce").dropna()
             if not pd.api.types.is_numeric_dtype(s.dtype):
-                raise SchemaError(
-                    f"column {c!r} was declared count but has non-numeric dtype {s.dtype}.",
-                    code="WRONG_DTYPE",
-                )
+                raise SchemaError(f"column {c!r} was declared count but has non-numeric dtype "
+                                  f"{s.dtype}.", code="WRONG_DTYPE")
             if len(vals) and ((vals < 0).any() or (np.asarray(vals) % 1 != 0).any()):
-                raise SchemaError(
-                    f"column {c!r} was declared count but holds negative or non-integer values "
-                    f"(e.g. {vals[(vals < 0) | (vals % 1 != 0)].iloc[0].item()!r}); expected "
-                    "integers >= 0.",
-                    code="WRONG_DTYPE",
-                )
+                raise SchemaError(f"column {c!r} was declared count but holds negative or "
+                                  "non-integer values (e.g. "
+                                  f"{vals[(vals < 0) | (vals % 1 != 0)].iloc[0].item()!r}); "
+                                  "expected integers >= 0.", code="WRONG_DTYPE")
         elif typ == "continuous" and not pd.api.types.is_numeric_dtype(s.dtype):
-            raise SchemaError(
-                f"column {c!r} was declared continuous but has non-numeric dtype {s.dtype}.",
-                code="WRONG_DTYPE",
-            )
+            raise SchemaError(f"column {c!r} was declared continuous but has non-numeric dtype "
+                              f"{s.dtype}.", code="WRONG_DTYPE")
         if c in codes and typ not in NUMERIC_TYPES:
-            raise SchemaError(
-                f"{arg_name('missing_codes')}: column {c!r} is {typ}; codes are declared for "
-                "count and continuous columns (declare its type, e.g. "
-                f"{arg_name('continuous', [c], cli=c)}, or leave the cells empty).",
-                code="MISSING_CODES_TYPE",
-            )
+            raise SchemaError(f"{arg_name('missing_codes')}: column {c!r} is {typ}; codes are "
+                              "declared for count and continuous columns (declare its type, e.g. "
+                              f"{arg_name('continuous', [c], cli=c)}, or leave the cells empty).",
+                              code="MISSING_CODES_TYPE")
         specs.append(ColumnSpec(name=c, type=typ, levels=lv,  # type: ignore[arg-type]
                                 missing_codes=codes.get(c, ()),
                                 keep_unused_levels=lv is not None and c in keep))
@@ -620,9 +524,7 @@ def _keep_unused(keep: bool | Iterable[str], names: Sequence[str]) -> set[str]:
     cols = [keep] if isinstance(keep, str) else list(keep)
     for c in cols:
         if c not in names:
-            raise SchemaError(
-                f"{arg_name('keep_unused_levels')}: column {c!r} is not in the data (columns: "
-                f"{list(names)})." + did_you_mean(c, names),
-                code="UNKNOWN_COLUMN",
-            )
+            raise SchemaError(f"{arg_name('keep_unused_levels')}: column {c!r} is not in the data "
+                              f"(columns: {list(names)})." + did_you_mean(c, names),
+                              code="UNKNOWN_COLUMN")
     return set(cols)

@@ -1,9 +1,5 @@
-"""The :class:`SyntheticData` container: m released tables plus their provenance.
-
-Saved as a folder holding one Parquet file per dataset (``syn_001.parquet`` …) and a JSON
-manifest (method, settings, seed, posterior draw index, schema, synthesized-record flags, the
-fingerprint of the original and the identity of the model that made it), written atomically:
-the folder appears complete or not at all.
+"""The :class:`SyntheticData` container: m released tables plus their provenance, saved
+atomically as one Parquet file per dataset and a JSON manifest.
 """
 
 from __future__ import annotations
@@ -47,11 +43,7 @@ FORMAT_VERSION = 1
 
 
 def _categorical_dtypes(df: pd.DataFrame) -> dict[str, Any]:
-    """pandas categorical columns with their categories and order.
-
-    pyarrow stores a categorical with integer categories as a plain integer column, losing the
-    categories (and unused levels); the manifest keeps them so that ``load`` restores the dtype.
-    """
+    """Categories and order of the categorical columns (pyarrow loses integer categories)."""
     out = {}
     for c in df.columns:
         dt = df[c].dtype
@@ -66,9 +58,8 @@ def _categorical_dtypes(df: pd.DataFrame) -> dict[str, Any]:
 def _restore_categoricals(df: pd.DataFrame, spec: dict[str, Any] | None) -> pd.DataFrame:
     for c, d in (spec or {}).items():
         if c in df.columns:
-            df[c] = pd.Categorical(
-                df[c].to_numpy(dtype=object), categories=d["categories"], ordered=d["ordered"]
-            )
+            df[c] = pd.Categorical(df[c].to_numpy(dtype=object), categories=d["categories"],
+                                   ordered=d["ordered"])
     return df
 
 
@@ -95,34 +86,21 @@ class SyntheticData:
     extra : dict
         Further JSON-serialisable information (warnings, diagnostics).
     generation : {"partial", "full-same-n", "full-population"}, optional
-        How the release was generated: partial synthesis, full synthesis redrawing the same
-        ``n`` units, or samples from synthetic populations. It chooses the combining rules of
-        the utility measures (methods, Combining rules); ``None`` (releases written before it
-        was recorded, or built by hand): inferred from the schema's roles there.
+        How the release was generated; it chooses the utility measures' combining rules
+        (methods, Combining rules). ``None``: inferred from the schema's roles.
     proper : bool, optional
-        True when each dataset was drawn with its own draw of the synthesis model's parameters
-        (a proper synthesis: the Bayesian models, CART with the Bayesian bootstrap), False when
-        all were drawn from one fitted model; ``None`` when unknown (taken as proper).
+        True when each dataset was drawn with its own parameter draw (proper synthesis), False
+        when all came from one fitted model; ``None`` when unknown (taken as proper).
     original_fingerprint : dict, optional
-        Hashes of the original encoded by ``schema``, whole and per column (never the data:
-        ``bayes_risk.data.fingerprint.fingerprint_record``), set by the package's
-        synthesizers; every measure that takes the original beside this release refuses a table
-        with another fingerprint (``ORIGINAL_DIFFERS``) unless
-        :meth:`allow_different_original` was called.
+        Hashes of the encoded original (never the data); a measure given another original
+        refuses it (``ORIGINAL_DIFFERS``) unless :meth:`allow_different_original` was called.
     imputed_columns : list of str, optional
-        Columns whose missing values in the original the synthesizer filled in (DPMPM imputes
-        them inside its sampler, so its datasets have no empty cell where the original has
-        one); the utility measures then compare those columns on the original's observed
-        cells (methods, Utility of an imputing release). ``[]``: nothing imputed (missing
-        values are synthesized as such, as CART and random forests do); ``None``: not
-        recorded (inferred by the utility measures, with a warning).
+        Columns whose missing values the synthesizer imputed (DPMPM); the utility measures
+        compare them on the original's observed cells. ``[]``: none; ``None``: not recorded.
     model_id : str, optional
-        The identity of the fitted model that made the release
-        (:func:`bayes_risk.data.provenance.model_id`: a SHA-256 of its settings, roles and
-        fitted parameters), set by the package's synthesizers; every measure given a model
-        beside this release refuses another model (``MODEL_DIFFERS``) unless told to go on
-        (``allow_other_model=True``). ``None``: not recorded (plain files, a release written
-        before it was kept, or made elsewhere).
+        Identity of the fitted model that made the release
+        (:func:`bayes_risk.data.provenance.model_id`); a measure given another model refuses it
+        (``MODEL_DIFFERS``) unless ``allow_other_model=True``. ``None``: not recorded.
 
     Examples
     --------
@@ -155,23 +133,17 @@ class SyntheticData:
         check_m(len(self.datasets), "number of synthetic datasets (m)")
         for l, z in enumerate(self.datasets, start=1):
             if not isinstance(z, pd.DataFrame):
-                raise ValidationError(
-                    f"synthetic dataset {l} must be a pandas DataFrame. Got {type(z).__name__}.",
-                    code="INVALID_ARGUMENT"
-                )
+                raise ValidationError(f"synthetic dataset {l} must be a pandas DataFrame. Got "
+                                      f"{type(z).__name__}.", code="INVALID_ARGUMENT")
         cols0 = list(self.datasets[0].columns)
         for l, z in enumerate(self.datasets[1:], start=2):
             if list(z.columns) != cols0:
-                raise SchemaError(
-                    f"synthetic dataset {l} has columns {list(z.columns)}; dataset 1 has {cols0}.",
-                    code="COLUMNS_DIFFER",
-                )
+                raise SchemaError(f"synthetic dataset {l} has columns {list(z.columns)}; dataset "
+                                  f"1 has {cols0}.", code="COLUMNS_DIFFER")
         if self.generation is not None and self.generation not in GENERATION_SCHEMES:
-            raise ValidationError(
-                f"generation must be one of {', '.join(map(repr, GENERATION_SCHEMES))} or None. "
-                f"Got {self.generation!r}.",
-                code="UNKNOWN_GENERATION",
-            )
+            raise ValidationError("generation must be one of "
+                                  f"{', '.join(map(repr, GENERATION_SCHEMES))} or None. Got "
+                                  f"{self.generation!r}.", code="UNKNOWN_GENERATION")
         if self.proper is not None and not isinstance(self.proper, (bool, np.bool_)):
             raise ValidationError(f"proper must be True, False or None. Got {self.proper!r}.")
         if self.proper is not None:
@@ -180,43 +152,34 @@ class SyntheticData:
             cols = [str(c) for c in self.datasets[0].columns]
             if isinstance(self.imputed_columns, str) or not all(
                     isinstance(c, str) for c in self.imputed_columns):
-                raise ValidationError(
-                    f"imputed_columns must be a list of column names or None. "
-                    f"Got {self.imputed_columns!r}.")
+                raise ValidationError("imputed_columns must be a list of column names or None. "
+                                      f"Got {self.imputed_columns!r}.")
             unknown = [c for c in self.imputed_columns if c not in cols]
             if unknown:
-                raise SchemaError(
-                    f"imputed_columns names {unknown}, not columns of the datasets ({cols}).",
-                    code="UNKNOWN_COLUMN")
+                raise SchemaError(f"imputed_columns names {unknown}, not columns of the datasets "
+                                  f"({cols}).", code="UNKNOWN_COLUMN")
             self.imputed_columns = list(self.imputed_columns)
         if self.model_id is not None and not (
                 isinstance(self.model_id, str) and len(self.model_id) == 64):
-            raise ValidationError(
-                f"model_id must be a SHA-256 (64 hexadecimal digits) or None. "
-                f"Got {self.model_id!r}.")
+            raise ValidationError("model_id must be a SHA-256 (64 hexadecimal digits) or None. "
+                                  f"Got {self.model_id!r}.")
         if self.draw_index is not None:
             self.draw_index = [int(h) for h in self.draw_index]
             if len(self.draw_index) != len(self.datasets):
-                raise ValidationError(
-                    f"draw_index has {len(self.draw_index)} entries for {len(self.datasets)} "
-                    "datasets."
-                )
+                raise ValidationError(f"draw_index has {len(self.draw_index)} entries for "
+                                      f"{len(self.datasets)} datasets.")
         if self.synthesized_records is not None:
             self.synthesized_records = np.asarray(self.synthesized_records, dtype=bool)
             if self.synthesized_records.shape != (len(self.datasets[0]),):
-                raise ValidationError(
-                    f"synthesized_records must have one flag per record "
-                    f"({len(self.datasets[0])}). Got shape {self.synthesized_records.shape}."
-                )
+                raise ValidationError("synthesized_records must have one flag per record "
+                                      f"({len(self.datasets[0])}). Got shape "
+                                      f"{self.synthesized_records.shape}.")
 
     def allow_different_original(self) -> SyntheticData:
         """This release, to be measured against a table other than the one it was made from.
 
-        By default every measure refuses an original whose fingerprint differs from the one in
-        the manifest (``ORIGINAL_DIFFERS``: a shuffled or wrong original gives other, usually
-        lower, risks). The copy returned lets it through with a ``DataWarning`` of the same
-        code, for a deliberate comparison (a corrected original, a sub-sample). The datasets are
-        shared, not copied.
+        The copy returned turns the ``ORIGINAL_DIFFERS`` error into a ``DataWarning``; the
+        datasets are shared, not copied.
 
         Returns
         -------
@@ -226,7 +189,6 @@ class SyntheticData:
 
         return dataclasses.replace(self, original_check="warn")
 
-    # ----- sequence protocol ---------------------------------------------------------------
     @property
     def m(self) -> int:
         """Number of synthetic datasets."""
@@ -241,7 +203,6 @@ class SyntheticData:
     def __getitem__(self, l: int) -> pd.DataFrame:
         return self.datasets[l]
 
-    # ----- persistence --------------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
         """JSON-ready provenance (what :meth:`save` writes as ``manifest.json``)."""
         width = max(3, len(str(self.m)))
@@ -306,25 +267,19 @@ class SyntheticData:
             two of its dataset files are the same file (a link to another's).
         """
         p = Path(path)
-        man = read_json(
-            p / MANIFEST_NAME, f"{p} is not a SyntheticData folder: {MANIFEST_NAME} not found.",
-            code="NOT_A_RELEASE",
-        )
+        man = read_json(p / MANIFEST_NAME, f"{p} is not a SyntheticData folder: {MANIFEST_NAME} "
+                        "not found.", code="NOT_A_RELEASE")
         if not isinstance(man, dict) or man.get("format") != "bayes-risk SyntheticData":
-            raise ValidationError(
-                f"{p / MANIFEST_NAME} is not a bayes-risk SyntheticData manifest.",
-                code="NOT_A_RELEASE",
-            )
+            raise ValidationError(f"{p / MANIFEST_NAME} is not a bayes-risk SyntheticData "
+                                  "manifest.", code="NOT_A_RELEASE")
         check_manifest(man, p)
         check_distinct_files([p / f for f in man["files"]])  # a link to another dataset's file
         datasets = []
         for fname in man["files"]:
             f = p / fname
             if not f.is_file():
-                raise ValidationError(
-                    f"{p}: dataset file {fname} listed in the manifest is missing.",
-                    code="MANIFEST_INVALID",
-                )
+                raise ValidationError(f"{p}: dataset file {fname} listed in the manifest is "
+                                      "missing.", code="MANIFEST_INVALID")
             datasets.append(
                 _restore_categoricals(pd.read_parquet(f), man.get("categorical_dtypes"))
             )
@@ -333,21 +288,13 @@ class SyntheticData:
         if man.get("synthesized_records") is not None:
             flags = np.zeros(int(man["n_records"]), dtype=bool)
             flags[np.asarray(man["synthesized_records"], dtype=np.int64)] = True
-        return cls(
-            datasets=datasets,
-            method=man.get("method", "unknown"),
-            settings=man.get("settings") or {},
-            random_seed=man.get("random_seed"),
-            draw_index=man.get("draw_index"),
-            schema=_manifest_schema(man, p),
-            synthesized_records=flags,
-            extra=man.get("extra") or {},
-            original_fingerprint=man.get("original_fingerprint"),
-            generation=man.get("generation"),
-            proper=man.get("proper"),
-            imputed_columns=man.get("imputed_columns"),
-            model_id=man.get("model_id"),
-        )
+        return cls(datasets=datasets, method=man.get("method", "unknown"),
+                   settings=man.get("settings") or {}, random_seed=man.get("random_seed"),
+                   draw_index=man.get("draw_index"), schema=_manifest_schema(man, p),
+                   synthesized_records=flags, extra=man.get("extra") or {},
+                   original_fingerprint=man.get("original_fingerprint"),
+                   generation=man.get("generation"), proper=man.get("proper"),
+                   imputed_columns=man.get("imputed_columns"), model_id=man.get("model_id"))
 
     def equals(self, other: SyntheticData) -> bool:
         """True when datasets, provenance and schema are identical."""
@@ -357,7 +304,6 @@ class SyntheticData:
         return same_data and self.manifest() == other.manifest()
 
 
-# ------------------------------------------------------------------------- manifest validation
 def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
@@ -397,19 +343,16 @@ _MANIFEST_FIELDS: dict[str, tuple[Any, str, bool]] = {
 
 
 def _bad_manifest(p: Path, text: str) -> ValidationError:
-    return ValidationError(
-        f"{p / MANIFEST_NAME}: {text}. The manifest was altered or damaged; write the release "
-        "again with 'bayes-risk synthesize' (or SyntheticData.save).",
-        code="MANIFEST_INVALID",
-    )
+    return ValidationError(f"{p / MANIFEST_NAME}: {text}. The manifest was altered or damaged; "
+                           "write the release again with 'bayes-risk synthesize' (or "
+                           "SyntheticData.save).", code="MANIFEST_INVALID")
 
 
 def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
     """Validate a release manifest before anything is read by it.
 
-    Every field has its type (:data:`_MANIFEST_FIELDS`); the dataset files are distinct plain
-    names inside the folder (no ``..``, no absolute path, no sub-folder outside it), as many as
-    ``m``; the synthesized records are distinct record numbers below ``n_records``.
+    Every field has its type; the dataset files are ``m`` distinct names inside the folder; the
+    synthesized records are distinct numbers below ``n_records``.
 
     Raises
     ------
@@ -449,9 +392,8 @@ def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
         n = man["n_records"]
         out = [r for r in rec if not 0 <= r < n]
         if out:
-            raise _bad_manifest(
-                p, f"'synthesized_records' holds {out[0]}, outside 0..{n - 1} ('n_records' {n})"
-            )
+            raise _bad_manifest(p, f"'synthesized_records' holds {out[0]}, outside 0..{n - 1} "
+                                f"('n_records' {n})")
         if len(set(rec)) != len(rec):
             raise _bad_manifest(p, "'synthesized_records' lists a record more than once")
 
@@ -464,9 +406,8 @@ def _check_datasets_match(man: dict[str, Any], p: Path, datasets: list[pd.DataFr
         if len(z) != n:
             raise _bad_manifest(p, f"{f} has {len(z)} records but 'n_records' is {n}")
         if cols is not None and [str(c) for c in z.columns] != cols:
-            raise _bad_manifest(
-                p, f"{f} has columns {[str(c) for c in z.columns]}, the manifest lists {cols}"
-            )
+            raise _bad_manifest(p, f"{f} has columns {[str(c) for c in z.columns]}, the manifest "
+                                f"lists {cols}")
 
 
 def _manifest_schema(man: dict[str, Any], p: Path) -> Schema | None:
@@ -481,15 +422,8 @@ def _manifest_schema(man: dict[str, Any], p: Path) -> Schema | None:
 
 
 def check_distinct_files(paths: Sequence[Any], what: str = "synthetic") -> None:
-    """Refuse the same file given twice as two datasets of a release: its path twice, or a
-    link (symbolic or hard) to another dataset's file — compared by the file system's identity
-    of the files, not by their names.
-
-    Raises
-    ------
-    ValidationError
-        ``DUPLICATE_DATASETS``, naming the two paths.
-    """
+    """Refuse the same file (by file-system identity: a path twice, a link) given as two
+    datasets of a release (``DUPLICATE_DATASETS``)."""
     seen: dict[tuple[int, int], int] = {}
     for l, p in enumerate(paths):
         try:
@@ -498,11 +432,9 @@ def check_distinct_files(paths: Sequence[Any], what: str = "synthetic") -> None:
             continue  # the reader reports a missing or unreadable file
         k = seen.setdefault((st.st_dev, st.st_ino), l)
         if k != l:
-            raise ValidationError(
-                f"{what} datasets {k + 1} and {l + 1} are the same file ({str(paths[k])!r} and "
-                f"{str(p)!r}: the same path, or a link to the other's file). Counted as two "
-                "draws of the synthesizer it would make m look larger than it is and understate "
-                "the between-dataset variance and every combined interval; give each "
-                "synthetic dataset's file once.",
-                code="DUPLICATE_DATASETS",
-            )
+            raise ValidationError(f"{what} datasets {k + 1} and {l + 1} are the same file "
+                                  f"({str(paths[k])!r} and {str(p)!r}: the same path, or a link "
+                                  "to the other's file). Counted as two draws of the synthesizer "
+                                  "it would make m look larger than it is and understate the "
+                                  "between-dataset variance and every combined interval; give "
+                                  "each synthetic dataset's file once.", code="DUPLICATE_DATASETS")

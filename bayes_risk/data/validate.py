@@ -1,10 +1,5 @@
-"""Validation, level harmonisation and integer encoding of original and synthetic tables.
-
-user guide, Levels are harmonised (levels are the union over the original and all synthetic
-datasets, mapped to codes ``0..d_j-1``), Missing values (each measure's policy) and the
-synthetic datasets (every synthetic dataset has the original's shape, columns and unsynthesized
-values: ``US_COLUMNS_DIFFER``).
-"""
+"""Validation, level harmonisation and integer encoding of original and synthetic tables
+(:doc:`/user_guide/data`)."""
 
 from __future__ import annotations
 
@@ -28,16 +23,8 @@ from bayes_risk.data.schema import (
 from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError, arg_name
 
 __all__ = [
-    "validate_table",
-    "validate_synthetic",
-    "harmonise_levels",
-    "encode",
-    "decode",
-    "decode_values",
-    "check_m",
-    "check_no_infinity",
-    "check_real",
-    "record_mask",
+    "validate_table", "validate_synthetic", "harmonise_levels", "encode", "decode",
+    "decode_values", "check_m", "check_no_infinity", "check_real", "record_mask"
 ]
 
 
@@ -51,16 +38,9 @@ def _as_frame(df: Any, name: str) -> pd.DataFrame:
 _normalise_value = normalise_level
 
 
-def validate_table(
-    df: pd.DataFrame,
-    schema: Schema,
-    *,
-    name: str = "original",
-    allow_nan: bool | Iterable[str] = False,
-    check_levels: bool = True,
-    extra_columns: bool = False,
-    missing_hint: str = "",
-) -> None:
+def validate_table(df: pd.DataFrame, schema: Schema, *, name: str = "original",
+                   allow_nan: bool | Iterable[str] = False, check_levels: bool = True,
+                   extra_columns: bool = False, missing_hint: str = "") -> None:
     """Check that a table fits ``schema``.
 
     Parameters
@@ -97,10 +77,8 @@ def validate_table(
         )
     extra = [c for c in cols if c not in schema.names]
     if extra and not extra_columns:
-        raise SchemaError(
-            f"{name} has unexpected column(s) {extra}; expected columns {schema.names}.",
-            code="EXTRA_COLUMN",
-        )
+        raise SchemaError(f"{name} has unexpected column(s) {extra}; expected columns "
+                          f"{schema.names}.", code="EXTRA_COLUMN")
     nan_ok: set[str]
     if allow_nan is True:
         nan_ok = set(schema.names)
@@ -125,11 +103,9 @@ def validate_table(
                 vals = pd.unique(s.dropna())
                 bad = [v for v in vals if _normalise_value(v) not in allowed]
                 if bad:
-                    raise SchemaError(
-                        f"{name}: column {spec.name!r} has value {_level_to_json(bad[0])!r} "
-                        f"that is not among its levels {list(spec.levels)}.",
-                        code="UNKNOWN_LEVEL",
-                    )
+                    raise SchemaError(f"{name}: column {spec.name!r} has value "
+                                      f"{_level_to_json(bad[0])!r} that is not among its levels "
+                                      f"{list(spec.levels)}.", code="UNKNOWN_LEVEL")
         else:
             if not pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
                 from bayes_risk.data.schema import _describe_cells, _not_numbers
@@ -140,45 +116,31 @@ def validate_table(
                     if len(bad)
                     else f"has dtype {s.dtype} (numbers stored as text)"
                 )
-                raise SchemaError(
-                    f"{name}: column {spec.name!r} is {spec.type} but {what}; expected numbers.",
-                    code="WRONG_DTYPE",
-                )
+                raise SchemaError(f"{name}: column {spec.name!r} is {spec.type} but {what}; "
+                                  "expected numbers.", code="WRONG_DTYPE")
             if spec.type == "count":
                 v = s.dropna().to_numpy(dtype=np.float64)
                 if spec.missing_codes:  # declared missing-value codes (e.g. -8) are not counts
                     v = v[~np.isin(v, np.asarray(spec.missing_codes))]
                 bad_mask = (v < 0) | (v % 1 != 0)
                 if bad_mask.any():
-                    raise SchemaError(
-                        f"{name}: column {spec.name!r} is a count but holds "
-                        f"{v[bad_mask][0].item()!r}; expected integers >= 0.",
-                        code="WRONG_DTYPE",
-                    )
+                    raise SchemaError(f"{name}: column {spec.name!r} is a count but holds "
+                                      f"{v[bad_mask][0].item()!r}; expected integers >= 0.",
+                                      code="WRONG_DTYPE")
             else:
                 check_no_infinity(s.to_numpy(dtype=np.float64, na_value=np.nan), name,
                                   spec.name)
 
 
 def check_no_infinity(values: np.ndarray, what: str, column: str) -> None:
-    """Refuse ``inf`` / ``-inf`` in a numeric column (missing values are ``NaN``, not ``inf``):
-    no measure is defined for them, and each entry point (utility, identification, attribute
-    risk) refuses them by this one check.
-
-    Raises
-    ------
-    SchemaError
-        ``INFINITE_VALUE``, naming the table, column, first record (numbered from 0) and count.
-    """
+    """Refuse ``inf`` / ``-inf`` in a numeric column (``INFINITE_VALUE``, naming the table,
+    column, first record and count)."""
     bad = np.isinf(np.asarray(values, dtype=np.float64))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise SchemaError(
-            f"{what}: column {column!r} holds an infinite value ({int(bad.sum())} record(s); "
-            f"first record {i}: {float(values[i])!r}); expected finite numbers (an empty cell "
-            "for a missing value).",
-            code="INFINITE_VALUE",
-        )
+        raise SchemaError(f"{what}: column {column!r} holds an infinite value ({int(bad.sum())} "
+                          f"record(s); first record {i}: {float(values[i])!r}); expected finite "
+                          "numbers (an empty cell for a missing value).", code="INFINITE_VALUE")
 
 
 def check_m(m: Any, argument: str = "m") -> int:
@@ -190,12 +152,8 @@ def check_m(m: Any, argument: str = "m") -> int:
 
 
 def check_real(x: Any, argument: str, *, minimum: float | None = None) -> float:
-    """Validate a real number (a radius, a scale): finite, at least ``minimum`` if given.
-
-    Any real number is accepted (numpy scalars included); ``bool`` is not (``True`` would be
-    read as 1, a radius of 100 %), nor text, even text that reads as a number. Returns a Python
-    ``float``.
-    """
+    """A finite real number (numpy scalars included; not ``bool`` nor text), at least
+    ``minimum`` if given, as a Python ``float``."""
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
         raise ValidationError(f"{arg_name(argument)} must be a number. Got {x!r}.",
                               code="INVALID_ARGUMENT")
@@ -210,9 +168,6 @@ def check_real(x: Any, argument: str, *, minimum: float | None = None) -> float:
 def record_mask(records: Any, n: int, *, argument: str = "records",
                 code: str | None = None) -> np.ndarray:
     """A selection of records, given as a boolean mask or as integer positions, as a mask.
-
-    The one check of such an argument (partial synthesis's ``records=``, the selection of a
-    differencing check). Repeated positions select a record once.
 
     Parameters
     ----------
@@ -233,22 +188,19 @@ def record_mask(records: Any, n: int, *, argument: str = "records",
     Raises
     ------
     ValidationError
-        A mask of another length, positions that are not integers, or a position outside
-        ``0..n-1``; each naming ``argument``.
+        A mask of another length, non-integer positions, or a position outside ``0..n-1``.
     """
     arr = np.asarray(records.to_numpy() if isinstance(records, pd.Series) else records)
     argument = arg_name(argument)
     if arr.dtype == bool:
         if arr.shape != (n,):
-            raise ValidationError(
-                f"{argument} as a boolean mask needs one flag per record ({n}). "
-                f"Got shape {arr.shape}.", code=code)
+            raise ValidationError(f"{argument} as a boolean mask needs one flag per record ({n}). "
+                                  f"Got shape {arr.shape}.", code=code)
         return arr.copy()
     # an empty list reads as float64: no position, not a non-integer one
     if arr.ndim > 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-        raise ValidationError(
-            f"{argument} must be a boolean mask or integer record indices (positions "
-            f"0..{n - 1}). Got {records!r}.", code=code)
+        raise ValidationError(f"{argument} must be a boolean mask or integer record indices "
+                              f"(positions 0..{n - 1}). Got {records!r}.", code=code)
     idx = arr.astype(np.int64).ravel()
     out_of_range = idx[(idx < 0) | (idx >= n)]
     if out_of_range.size:
@@ -272,14 +224,12 @@ def check_probability(x: Any, argument: str) -> float:
     return float(x)
 
 
-def harmonise_levels(
-    original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], *, schema: Schema
-) -> Schema:
+def harmonise_levels(original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], *,
+                     schema: Schema) -> Schema:
     """Return ``schema`` with each categorical column's levels extended to the union over tables.
 
-    Existing levels keep their order (and hence their codes); levels seen only in synthetic
-    datasets are appended in sorted order (user guide, Levels are harmonised). Models fitted on the
-    original give such levels probability 0.
+    Existing levels keep their order (and codes); levels seen only in synthetic datasets are
+    appended in sorted order.
     """
     new_levels: dict[str, tuple[Any, ...]] = {}
     syn_only: dict[str, list[tuple[int, Any]]] = {}
@@ -314,14 +264,12 @@ def _refuse_labels_of_two_types(column: str, levels: list[Any]) -> None:
     clash = [v for v in levels if isinstance(v, str) and v.strip() in numbers]
     if clash:
         v = clash[0]
-        raise SchemaError(
-            f"column {column!r} holds the label {v!r} as text in one table and "
-            f"{numbers[v.strip()]!r} as a number in another ({len(clash)} such label(s)); "
-            "they would be counted as different levels. Give the column the same type in "
-            "every table (e.g. df[col] = df[col].astype(int) or .astype(str)); files read "
-            "with bayes_risk.read_synthetic(..., like=original) are reconciled.",
-            code="LEVEL_TYPES_DIFFER",
-        )
+        raise SchemaError(f"column {column!r} holds the label {v!r} as text in one table and "
+                          f"{numbers[v.strip()]!r} as a number in another ({len(clash)} such "
+                          "label(s)); they would be counted as different levels. Give the column "
+                          "the same type in every table (e.g. df[col] = df[col].astype(int) or "
+                          ".astype(str)); files read with bayes_risk.read_synthetic(..., "
+                          "like=original) are reconciled.", code="LEVEL_TYPES_DIFFER")
 
 
 def warn_synthetic_only_levels(syn_only: dict[str, list[tuple[int, Any]]]) -> None:
@@ -336,24 +284,15 @@ def warn_synthetic_only_levels(syn_only: dict[str, list[tuple[int, Any]]]) -> No
         f"{c!r}: " + ", ".join(f"{_level_to_json(v)!r} (dataset {l})" for l, v in lv[:5])
         for c, lv in syn_only.items()
     )
-    warnings.warn(
-        f"level(s) present only in the synthetic data (SYNTHETIC_ONLY_LEVEL): {desc}. They are "
-        "kept as levels of their own: models fitted to the original give them probability 0 "
-        "and the utility measures count them.",
-        DataWarning,
-        skip_file_prefixes=CALLER,
-    )
+    warnings.warn(f"level(s) present only in the synthetic data (SYNTHETIC_ONLY_LEVEL): {desc}. "
+                  "They are kept as levels of their own: models fitted to the original give them "
+                  "probability 0 and the utility measures count them.", DataWarning,
+                  skip_file_prefixes=CALLER)
 
 
-def validate_synthetic(
-    original: pd.DataFrame,
-    synthetic: Sequence[pd.DataFrame],
-    *,
-    schema: Schema,
-    check_unsynthesized: bool = True,
-    same_rows: bool = True,
-    allow_nan: bool | Iterable[str] = False,
-) -> None:
+def validate_synthetic(original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], *, schema: Schema,
+                       check_unsynthesized: bool = True, same_rows: bool = True,
+                       allow_nan: bool | Iterable[str] = False) -> None:
     """Check m synthetic tables against the original and the schema (methods, Notation).
 
     Raises
@@ -361,9 +300,8 @@ def validate_synthetic(
     ValidationError
         If ``m < 1``.
     SchemaError
-        For missing/extra columns, NaN, wrong dtype, unknown levels, a row count that differs from
-        the original's (``ROW_COUNT_MISMATCH``), or unsynthesized columns that differ from the
-        original (``US_COLUMNS_DIFFER``, naming the dataset, column and first differing row).
+        For missing/extra columns, NaN, wrong dtype, unknown levels, ``ROW_COUNT_MISMATCH`` or
+        ``US_COLUMNS_DIFFER``.
     """
     if isinstance(synthetic, pd.DataFrame):
         synthetic = [synthetic]
@@ -374,11 +312,9 @@ def validate_synthetic(
         label = f"synthetic dataset {l}"
         validate_table(z, schema, name=label, allow_nan=allow_nan, check_levels=True)
         if same_rows and len(z) != n:
-            raise SchemaError(
-                f"{label} has {len(z)} rows but the original has {n}; partially synthetic "
-                "datasets must keep the original's records in the same order.",
-                code="ROW_COUNT_MISMATCH",
-            )
+            raise SchemaError(f"{label} has {len(z)} rows but the original has {n}; partially "
+                              "synthetic datasets must keep the original's records in the same "
+                              "order.", code="ROW_COUNT_MISMATCH")
         if check_unsynthesized and same_rows:
             for c in schema.unsynthesized:
                 a = original[c].to_numpy()

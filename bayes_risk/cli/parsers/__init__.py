@@ -1,13 +1,8 @@
 """Declarations of the sub-commands' arguments: what ``bayes-risk --help`` needs, and no more.
 
-Each sub-command ``NAME`` has a module ``bayes_risk.cli.parsers.NAME`` with ``add_parser(sub)``
-that registers its arguments and sets ``handler=Handler("bayes_risk.cli.NAME")``. These modules
-import nothing but the standard library and this package's light helpers (never pandas, numpy,
-numba, scipy, PyMC or ArviZ), so building the parser costs milliseconds; the module
-``bayes_risk.cli.NAME`` holding the sub-command's ``run(args)`` (and whatever it imports) is
-imported by :class:`Handler` only when that sub-command runs. A test builds the parser in a
-fresh interpreter and checks ``sys.modules``.
-
+Each ``bayes_risk.cli.parsers.NAME`` has ``add_parser(sub)`` setting
+``handler=Handler("bayes_risk.cli.NAME")``; they import only the standard library and light
+helpers (a test checks ``sys.modules``), the run's module is imported when it runs.
 """
 
 from __future__ import annotations
@@ -17,33 +12,22 @@ import importlib
 import re
 from collections.abc import Mapping
 
-__all__ = [
-    "Handler",
-    "input_arguments",
-    "option_names",
-    "command_line_text",
-    "INPUTS_ATTR",
-]
+__all__ = ["Handler", "input_arguments", "option_names", "command_line_text", "INPUTS_ATTR"]
 
 #: attribute of the parsed namespace naming the input arguments (set by
 #: :func:`bayes_risk.cli.build_parser` from :func:`input_arguments`)
 INPUTS_ATTR = "_input_arguments"
 
-#: an argument declared with one of these metavars names input files or folders: it is an input
-#: of its sub-command (recorded in ``summary.json``; ``--out`` may never hold or replace it).
-#: The set of inputs is derived from the parser declarations (:func:`input_arguments`), so an
-#: option added later is covered as soon as it is declared with such a metavar.
+#: an argument declared with one of these metavars names input files or folders: an input of its
+#: sub-command (recorded in ``summary.json``; ``--out`` may never hold or replace it)
 _INPUT_METAVAR = re.compile(r"\b(ORIGINAL|SYN|RELEASE|FILE|DIR|SOURCE)\b")
 #: the output itself is declared ``--out DIR``
 _NOT_INPUTS = frozenset({"out"})
 
 
 def input_arguments(parser: argparse.ArgumentParser) -> tuple[str, ...]:
-    """Destinations of the arguments of ``parser`` that name input files or folders.
-
-    An argument is an input when its metavar names a path (``ORIGINAL``, ``SYN``, ``RELEASE``,
-    ``FILE``, ``DIR``, ``RANGE|FILE``, ``SOURCE``), ``--out`` excepted.
-    """
+    """Destinations of the arguments of ``parser`` whose metavar names a path
+    (:data:`_INPUT_METAVAR`), ``--out`` excepted."""
     dests: list[str] = []
     for action in parser._actions:
         mv = action.metavar
@@ -102,12 +86,9 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
 
 
 def option_names(parser: argparse.ArgumentParser) -> dict[str, str]:
-    """Each argument of ``parser`` by its destination, as the user writes it: the long option
-    (``max_order`` -> ``--max-order``), or a positional's metavar (``original`` ->
-    ``ORIGINAL``); and the arguments of the library an option sets under another name
-    (:data:`LIBRARY_NAMES`). The command line names the arguments of the library this way in
-    its messages (:func:`bayes_risk.exceptions.command_line_options`): most of its options
-    bear the name of the argument they set."""
+    """Each argument of ``parser`` by its destination, as the user writes it (``--max-order``,
+    ``ORIGINAL``), plus the library arguments an option sets under another name
+    (:data:`LIBRARY_NAMES`): how the command line's messages name them."""
     out: dict[str, str] = {}
     for action in parser._actions:
         if action.help is argparse.SUPPRESS or action.dest in (argparse.SUPPRESS, "help"):
@@ -142,17 +123,13 @@ _NAME = re.compile(r"(?<![\w.\-])((?:[A-Z][A-Za-z]*\.)?[a-z][a-z0-9]*(?:_[a-z0-9
 
 
 def command_line_text(text: str, options: Mapping[str, str]) -> str:
-    """A message of the library as the command line shows it: the arguments it names in
-    Python's words given as the sub-command's options (``options``, :func:`option_names`).
+    """A message of the library with the arguments it names in Python's words given as the
+    sub-command's options (:func:`option_names`).
 
-    The messages the package writes for both audiences name arguments through
-    :func:`bayes_risk.exceptions.arg_name`, which already does this; this pass catches the
-    others, rewriting only what cannot be prose: a keyword argument (``max_order=0`` ->
-    ``--max-order 0``, ``skip=['attribute']`` -> ``--skip attribute``), a name with an
-    underscore (``max_replicates`` -> ``--max-replicates``), and the argument a message starts
-    with (``tune must be ...`` -> ``--tune must be ...``). Quoted texts (column names,
-    values) and a name right after an option (``--threshold s_pmse=0``) are left as they are,
-    and so is a name the sub-command has no option for.
+    Rewrites only what cannot be prose: a keyword argument (``max_order=0`` -> ``--max-order
+    0``, ``skip=['attribute']`` -> ``--skip attribute``), a name with an underscore, and the
+    argument a message starts with (``tune must ...``). Quoted texts, a name right after an
+    option and a name without an option are left as they are.
     """
     def listed(m: re.Match[str]) -> str:  # skip=['a', 'b'] -> --skip a b
         opt = options.get(m.group(1))
@@ -190,15 +167,8 @@ def _rewrite(part: str, options: Mapping[str, str], *, at_start: bool) -> str:
 
 
 class Handler:
-    """The ``run(args)`` function of a sub-command, imported when it is called.
-
-    Parameters
-    ----------
-    module : str
-        Dotted name of the module defining the function, e.g. ``"bayes_risk.cli.fit"``.
-    function : str, default "run"
-        Name of the function in ``module``.
-    """
+    """The ``run(args)`` function (``function``) of a sub-command's ``module``, imported when
+    it is called."""
 
     def __init__(self, module: str, function: str = "run") -> None:
         self.module = module

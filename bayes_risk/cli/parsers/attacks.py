@@ -41,23 +41,21 @@ outputs (in --out, written atomically):
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``bayes-risk attacks``."""
-    p = subparsers.add_parser(
-        "attacks",
-        usage="%(prog)s ORIGINAL SYN [SYN ...] [--holdout FILE] [options] --out DIR",
-        help="singling-out and linkability risk (anonymeter's attacks, against a holdout)",
-        description=(
-            "Run anonymeter's singling-out and linkability attacks (Giomi et al. 2023) on each "
-            "synthetic dataset: the attack on the records of ORIGINAL (used for the "
-            "synthesis), the same attack on --holdout (records of the population it did not "
-            "use: the control) and a baseline of random guesses. The risk is the main "
-            "attack's success beyond the control's, (r_main - r_control) / (1 - r_control), "
-            "with its Wilson-score interval, clipped to [0, 1] as anonymeter does (docs: "
-            "methods page 'Singling out and linkability'). Without --holdout the risk is the "
-            "main attack's success rate (warning NO_HOLDOUT)."
-        ),
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = subparsers.add_parser("attacks", usage="%(prog)s ORIGINAL SYN [SYN ...] [--holdout FILE] "
+                              "[options] --out DIR",
+                              help="singling-out and linkability risk (anonymeter's attacks, "
+                              "against a holdout)",
+                              description="Run anonymeter's singling-out and linkability attacks "
+                              "(Giomi et al. 2023) on each synthetic dataset: the attack on the "
+                              "records of ORIGINAL (used for the synthesis), the same attack on "
+                              "--holdout (records of the population it did not use: the control) "
+                              "and a baseline of random guesses. The risk is the main attack's "
+                              "success beyond the control's, (r_main - r_control) / (1 - "
+                              "r_control), with its Wilson-score interval, clipped to [0, 1] as "
+                              "anonymeter does (docs: methods page 'Singling out and "
+                              "linkability'). Without --holdout the risk is the main attack's "
+                              "success rate (warning NO_HOLDOUT).", epilog=_EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("original", metavar="ORIGINAL",
                    help="confidential table (.csv or .parquet) the release was made from")
     p.add_argument("synthetic", nargs="+", metavar="SYN",
@@ -80,9 +78,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "10000000, anonymeter's)")
     g = p.add_argument_group("linkability")
     g.add_argument("--linkability", nargs=2, default=None, metavar=("COLS_A", "COLS_B"),
-                   help="the columns of the intruder's two tables, each a comma-separated "
-                   "list, e.g. Age,Urban,Marital Income,Expenditure (without it linkability "
-                   "is not run)")
+                   help="the columns of the intruder's two tables, each a comma-separated list, "
+                   "e.g. Age,Urban,Marital Income,Expenditure (without it linkability is not run)")
     g.add_argument("--n-neighbors", type=int, default=1, metavar="K",
                    help="nearest synthetic rows that may link the two parts of a record "
                    "(default 1); the risk is given for every k up to K")

@@ -57,59 +57,32 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             + REFIT_COST_HELP + "."
         ),
     )
-    p.add_argument(
-        "--model",
-        default=None,
-        metavar="DIR",
-        help="fitted model folder written by 'bayes-risk fit'; omit for a CART or random-forest "
-        "release, whose synthesizer is refitted from the release's manifest and ORIGINAL and "
-        "checked to reproduce the release exactly (plug-in likelihood; see the "
-        "methods page, section Tree synthesizers: plug-in likelihoods)",
-    )
-    p.add_argument(
-        "original",
-        metavar="ORIGINAL",
-        help="confidential table (.csv or .parquet) the model was fitted to",
-    )
-    p.add_argument(
-        "synthetic",
-        nargs="+",
-        metavar="SYN",
-        help="synthetic datasets (one file each) or one SyntheticData folder written by "
-        "'bayes-risk synthesize'",
-    )
-    p.add_argument(
-        "--records",
-        default=None,
-        metavar="RANGE|FILE",
-        help=f"records to evaluate (default: all records): {RECORDS_HELP}",
-    )
-    p.add_argument(
-        "--candidates",
-        default="one-variable",
-        metavar="RULE",
-        help="candidate sets: one-variable (default), full, k-different:K, "
-        "grid:percent:A[:G], grid:additive:W[:G], grid:fixed:LO:HI[:G]; numeric columns use "
-        "a percent grid (default +/-10 %%, 11 points) and, where the true value is 0, an "
-        "additive grid of that fraction of the column's median non-zero |value| (recorded in "
-        "summary.json)",
-    )
-    p.add_argument(
-        "--prior",
-        default="uniform",
-        metavar="PRIOR",
-        help="intruder prior: uniform (default), truth-weighted:K, empirical[:ALPHA], "
-        "model-predictive",
-    )
+    p.add_argument("--model", default=None, metavar="DIR",
+                   help="fitted model folder written by 'bayes-risk fit'; omit for a CART or "
+                   "random-forest release, whose synthesizer is refitted from the release's "
+                   "manifest and ORIGINAL and checked to reproduce the release exactly (plug-in "
+                   "likelihood; see the methods page, section Tree synthesizers: plug-in "
+                   "likelihoods)")
+    p.add_argument("original", metavar="ORIGINAL",
+                   help="confidential table (.csv or .parquet) the model was fitted to")
+    p.add_argument("synthetic", nargs="+", metavar="SYN",
+                   help="synthetic datasets (one file each) or one SyntheticData folder written "
+                   "by 'bayes-risk synthesize'")
+    p.add_argument("--records", default=None, metavar="RANGE|FILE",
+                   help=f"records to evaluate (default: all records): {RECORDS_HELP}")
+    p.add_argument("--candidates", default="one-variable", metavar="RULE",
+                   help="candidate sets: one-variable (default), full, k-different:K, "
+                   "grid:percent:A[:G], grid:additive:W[:G], grid:fixed:LO:HI[:G]; numeric "
+                   "columns use a percent grid (default +/-10 %%, 11 points) and, where the true "
+                   "value is 0, an additive grid of that fraction of the column's median non-zero "
+                   "|value| (recorded in summary.json)")
+    p.add_argument("--prior", default="uniform", metavar="PRIOR",
+                   help="intruder prior: uniform (default), truth-weighted:K, empirical[:ALPHA], "
+                   "model-predictive")
     _add_scenario_arguments(p)
-    p.add_argument(
-        "--known",
-        nargs="+",
-        default=None,
-        metavar="COL",
-        help="synthesized columns the intruder also knows for the target record "
-        "(partially-known scenario)",
-    )
+    p.add_argument("--known", nargs="+", default=None, metavar="COL",
+                   help="synthesized columns the intruder also knows for the target record "
+                   "(partially-known scenario)")
     _add_known_sweep(p)
     _add_estimator_arguments(p)
     add_seed_argument(p, default=None)
@@ -122,116 +95,62 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     """``--scenario`` and the options of the largest-value scenarios (Wei & Reiter)."""
-    p.add_argument(
-        "--scenario",
-        default=None,
-        choices=list(SCENARIO_CHOICES),
-        help="what the intruder knows: worst-case (default: every other record), "
-        "partially-known (also --known of the target's own values; implied by --known), "
-        "empty (Wang & Reiter's low-risk intruder: nothing about the other records; the "
-        "record's synthetic values stand in for the posterior), two-records (Wei & Reiter: "
-        "every record except the two of each --pairs pair, guessed jointly; class P models); "
-        "for the largest value of "
-        "--column (Wei & Reiter; Poisson-mixture models): largest-value (every other record "
-        "known), second-largest (only the second-largest record, plus the column total with "
-        "--total-known), two-largest-sum (every record but the two largest, and their sum)",
-    )
-    p.add_argument(
-        "--pairs",
-        default=None,
-        metavar="PAIRS|FILE",
-        help="the pairs of records of --scenario two-records (implied by --pairs), such as "
-        "'0:1,2:5', or a text file with one pair 'I J' (or 'I,J', 'I:J') per line; records.csv "
-        "then has one row per pair, numbered from 0 in the order given (column 'pair'), with "
-        "its record_1 and record_2",
-    )
-    p.add_argument(
-        "--column",
-        default=None,
-        metavar="COL",
-        help="the magnitude column of the largest-value scenarios",
-    )
-    p.add_argument(
-        "--upper",
-        type=float,
-        default=None,
-        metavar="U",
-        help="upper end of the candidate grid [y(2), U] of the largest value (default 1.5 times "
-        "the largest value; not used by two-largest-sum)",
-    )
-    p.add_argument(
-        "--total-known",
-        action="store_true",
-        help="second-largest: the intruder also knows the column total",
-    )
-    p.add_argument(
-        "--delta",
-        type=float,
-        default=None,
-        metavar="D",
-        help="largest-value scenarios: report the posterior probability within D times the "
-        f"largest value of it (default {DEFAULT_DELTA})",
-    )
+    p.add_argument("--scenario", default=None, choices=list(SCENARIO_CHOICES),
+                   help="what the intruder knows: worst-case (default: every other record), "
+                   "partially-known (also --known of the target's own values; implied by "
+                   "--known), empty (Wang & Reiter's low-risk intruder: nothing about the other "
+                   "records; the record's synthetic values stand in for the posterior), "
+                   "two-records (Wei & Reiter: every record except the two of each --pairs pair, "
+                   "guessed jointly; class P models); for the largest value of --column (Wei & "
+                   "Reiter; Poisson-mixture models): largest-value (every other record known), "
+                   "second-largest (only the second-largest record, plus the column total with "
+                   "--total-known), two-largest-sum (every record but the two largest, and their "
+                   "sum)")
+    p.add_argument("--pairs", default=None, metavar="PAIRS|FILE",
+                   help="the pairs of records of --scenario two-records (implied by --pairs), "
+                   "such as '0:1,2:5', or a text file with one pair 'I J' (or 'I,J', 'I:J') per "
+                   "line; records.csv then has one row per pair, numbered from 0 in the order "
+                   "given (column 'pair'), with its record_1 and record_2")
+    p.add_argument("--column", default=None, metavar="COL",
+                   help="the magnitude column of the largest-value scenarios")
+    p.add_argument("--upper", type=float, default=None, metavar="U",
+                   help="upper end of the candidate grid [y(2), U] of the largest value (default "
+                   "1.5 times the largest value; not used by two-largest-sum)")
+    p.add_argument("--total-known", action="store_true",
+                   help="second-largest: the intruder also knows the column total")
+    p.add_argument("--delta", type=float, default=None, metavar="D",
+                   help="largest-value scenarios: report the posterior probability within D times "
+                   f"the largest value of it (default {DEFAULT_DELTA})")
 
 
 def _add_known_sweep(p: argparse.ArgumentParser) -> None:
     """``--known-sweep`` and ``--max-size``: the risk over subsets of the known columns."""
-    p.add_argument(
-        "--known-sweep",
-        nargs="+",
-        default=None,
-        metavar="COL",
-        help="also compute the attribute risk for every subset of these synthesized columns "
-        "known of each record's own values (up to --max-size, a greedy path beyond; the empty "
-        "subset is the worst case), the Pareto frontier, Shapley values and per-level "
-        "contributions (DIR/known_sweep*.csv and .png); the refits are made once",
-    )
-    p.add_argument(
-        "--max-size",
-        type=int,
-        default=None,
-        metavar="K",
-        help="largest subset size evaluated exhaustively by --known-sweep (default: every size)",
-    )
+    p.add_argument("--known-sweep", nargs="+", default=None, metavar="COL",
+                   help="also compute the attribute risk for every subset of these synthesized "
+                   "columns known of each record's own values (up to --max-size, a greedy path "
+                   "beyond; the empty subset is the worst case), the Pareto frontier, Shapley "
+                   "values and per-level contributions (DIR/known_sweep*.csv and .png); the "
+                   "refits are made once")
+    p.add_argument("--max-size", type=int, default=None, metavar="K",
+                   help="largest subset size evaluated exhaustively by --known-sweep (default: "
+                   "every size)")
 
 
 def _add_estimator_arguments(p: argparse.ArgumentParser) -> None:
     """The estimator and its Monte Carlo settings (methods, Attribute disclosure risk)."""
-    p.add_argument(
-        "--estimator",
-        default="auto",
-        choices=["auto", "stabilised", "is"],
-        help="auto: stabilised for class P models, importance sampling (is) for class O",
-    )
-    p.add_argument(
-        "--refit-draws",
-        type=int,
-        default=None,
-        metavar="N",
-        help="kept draws per chain of each refit of the stabilised estimator (default: the "
-        "model's draws). " + REFIT_COST_HELP,
-    )
+    p.add_argument("--estimator", default="auto", choices=["auto", "stabilised", "is"],
+                   help="auto: stabilised for class P models, importance sampling (is) for class O")
+    p.add_argument("--refit-draws", type=int, default=None, metavar="N",
+                   help="kept draws per chain of each refit of the stabilised estimator (default: "
+                   "the model's draws). " + REFIT_COST_HELP)
     p.add_argument("--psis", action="store_true", help="Pareto-smooth the stabilised estimator")
-    p.add_argument(
-        "--khat",
-        default="all",
-        choices=["all", "base", "none"],
-        help="posteriors under which Pareto k-hat is computed (all m+1, only p(theta|y), "
-        "or none; default all)",
-    )
-    p.add_argument(
-        "--bootstrap",
-        type=int,
-        default=200,
-        metavar="B",
-        help="draw-bootstrap replicates for rank stability (default 200; 0 disables)",
-    )
-    p.add_argument(
-        "--chunk-size",
-        type=int,
-        default=256,
-        metavar="N",
-        help="records processed together (memory bound; default 256; halve it to save memory)",
-    )
+    p.add_argument("--khat", default="all", choices=["all", "base", "none"],
+                   help="posteriors under which Pareto k-hat is computed (all m+1, only "
+                   "p(theta|y), or none; default all)")
+    p.add_argument("--bootstrap", type=int, default=200, metavar="B",
+                   help="draw-bootstrap replicates for rank stability (default 200; 0 disables)")
+    p.add_argument("--chunk-size", type=int, default=256, metavar="N",
+                   help="records processed together (memory bound; default 256; halve it to save "
+                   "memory)")
     add_original_check_argument(p, "the release SYN or the --model")
     add_other_model_argument(p)

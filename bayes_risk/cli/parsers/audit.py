@@ -67,21 +67,18 @@ intruder of every line.
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register the ``audit`` sub-command."""
-    p = subparsers.add_parser(
-        "audit",
-        help="full disclosure audit of a release: every measure, one HTML report",
-        description=(
-            "Audit a synthetic release against its confidential table: utility, "
-            "identification risk with a radius sweep, attribute risk (with a fitted model or "
-            "a CART / random-forest release) and synthpop's empirical disclosure measures, "
-            "with a self-contained HTML report (and Markdown) whose first screen gives the "
-            "verdict against thresholds. With a fitted Bayesian model the attribute step is "
-            "usually most of the time: it refits the model once per synthetic dataset (see "
-            "--refit-draws; the estimate is printed at the step's start)."
-        ),
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = subparsers.add_parser("audit", help="full disclosure audit of a release: every measure, "
+                              "one HTML report",
+                              description="Audit a synthetic release against its confidential "
+                              "table: utility, identification risk with a radius sweep, attribute "
+                              "risk (with a fitted model or a CART / random-forest release) and "
+                              "synthpop's empirical disclosure measures, with a self-contained "
+                              "HTML report (and Markdown) whose first screen gives the verdict "
+                              "against thresholds. With a fitted Bayesian model the attribute "
+                              "step is usually most of the time: it refits the model once per "
+                              "synthetic dataset (see --refit-draws; the estimate is printed at "
+                              "the step's start).", epilog=_EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("original", metavar="ORIGINAL",
                    help="the confidential table (.csv or .parquet)")
     p.add_argument("synthetic", nargs="+", metavar="RELEASE",
@@ -119,10 +116,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="targets of the empirical measures (default: the synthesized columns "
                    "the intruder does not know)")
     g.add_argument("--weights", default=None, metavar="COL",
-                   help="survey weights of the original's records (a column of ORIGINAL): "
-                   "the disclosure step's baseline of the original, sdcMicro's individual "
-                   "risk, is the Benedetti-Franconi risk with them; default: none, the risk is "
-                   "1/f_k")
+                   help="survey weights of the original's records (a column of ORIGINAL): the "
+                   "disclosure step's baseline of the original, sdcMicro's individual risk, is "
+                   "the Benedetti-Franconi risk with them; default: none, the risk is 1/f_k")
     g.add_argument("--ngroups-target", default="10", metavar="N|none",
                    help="group a numeric target into about N groups (default 10; none: every "
                    "value is a level)")
@@ -155,8 +151,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "a rule on a record's own values such as \"Income > 150000 or Age >= 90\" "
                    "(see bayes-risk membership --help, --selection); recorded in the settings")
     p.add_argument("--combining-rules", dest="combining_rules",
-                   choices=["auto", "partial", "full-same-n", "full-population"],
-                   default="auto",
+                   choices=["auto", "partial", "full-same-n", "full-population"], default="auto",
                    help="combining rules of the utility step's intervals (default auto: the "
                    "generation recorded in the release's manifest, else inferred from the "
                    "synthesized columns; see bayes-risk utility --help)")

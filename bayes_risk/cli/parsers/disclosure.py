@@ -38,20 +38,18 @@ outputs (in --out, written atomically; one row per synthetic dataset, synthpop's
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register the ``disclosure`` sub-command."""
-    p = subparsers.add_parser(
-        "disclosure",
-        help="empirical disclosure measures of synthpop (repU, DiSCO, TCAP, ...)",
-        description=(
-            "Compute the identity disclosure measures (UiO, UiS, UiOiS, repU), attribute "
-            "disclosure measures (Dorig, Dsyn, iS, DiS, DiSCO, DiSDiO) and correct attribution "
-            "probabilities (baseCAPd, CAPd, CAPs, DCAP, TCAP) of synthpop's disclosure() "
-            "(Raab, Nowok & Dibben, 'Practical privacy metrics for synthetic data'), and "
-            "replicated uniques, for a set of keys (quasi-identifiers) and one target, with "
-            "the original's sample uniques and k-anonymity counts on the keys."
-        ),
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = subparsers.add_parser("disclosure",
+                              help="empirical disclosure measures of synthpop (repU, DiSCO, TCAP, "
+                              "...)",
+                              description="Compute the identity disclosure measures (UiO, UiS, "
+                              "UiOiS, repU), attribute disclosure measures (Dorig, Dsyn, iS, DiS, "
+                              "DiSCO, DiSDiO) and correct attribution probabilities (baseCAPd, "
+                              "CAPd, CAPs, DCAP, TCAP) of synthpop's disclosure() (Raab, Nowok & "
+                              "Dibben, 'Practical privacy metrics for synthetic data'), and "
+                              "replicated uniques, for a set of keys (quasi-identifiers) and one "
+                              "target, with the original's sample uniques and k-anonymity counts "
+                              "on the keys.", epilog=_EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv or .parquet)")
     p.add_argument("synthetic", nargs="+", metavar="SYN",
                    help="synthetic datasets (.csv/.parquet, one per dataset) or one SyntheticData "

@@ -1,11 +1,6 @@
-"""Arguments of ``bayes-risk fit`` (run: :mod:`bayes_risk.cli.fit`).
-
-The model-specific options are declared by the models themselves, each in a light module
-registered under its name in the entry-point group ``bayes_risk.fit_options``
-(:func:`bayes_risk.registry.fit_options`); :func:`add_model_options` adds them to the parser.
-Reading the registry costs a scan of the installed distributions, so the command line does it
-only when the ``fit`` sub-command runs or its help is asked for (:func:`bayes_risk.cli.
-build_parser`), never for ``bayes-risk --help`` or another sub-command.
+"""Arguments of ``bayes-risk fit`` (run: :mod:`bayes_risk.cli.fit`); :func:`add_model_options`
+adds the models' own options (:func:`bayes_risk.registry.fit_options`), read only when ``fit``
+runs or its help is asked for.
 """
 
 from __future__ import annotations
@@ -27,21 +22,18 @@ __all__ = ["add_model_options", "add_parser"]
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``bayes-risk fit``."""
-    p = subparsers.add_parser(
-        "fit",
-        help="fit a synthesis model (DPMPM, Poisson mixture, regressions, CART, random forest, "
-             "PMM) and save it",
-        description=(
-            "Fit a Bayesian synthesis model to a confidential table and save it as a folder "
-            "(posterior.nc: posterior draws as NetCDF; model.json: settings and schema; for "
-            "partial synthesis also the confidential data). The folder is confidential. "
-            "Then run 'bayes-risk synthesize --model DIR -m 5 --out SYN_DIR'. With --method "
-            "cart, rf or pmm the folder holds the fitted trees (arrays.npz), model.json and the "
-            "confidential data (data.parquet). With --method "
-            "dpmpm every modelled column is categorical (the only type DPMPM models), "
-            "integer-coded ones included, so no --categorical list is needed."
-        ),
-    )
+    p = subparsers.add_parser("fit", help="fit a synthesis model (DPMPM, Poisson mixture, "
+                              "regressions, CART, random forest, PMM) and save it",
+                              description="Fit a Bayesian synthesis model to a confidential table "
+                              "and save it as a folder (posterior.nc: posterior draws as NetCDF; "
+                              "model.json: settings and schema; for partial synthesis also the "
+                              "confidential data). The folder is confidential. Then run "
+                              "'bayes-risk synthesize --model DIR -m 5 --out SYN_DIR'. With "
+                              "--method cart, rf or pmm the folder holds the fitted trees "
+                              "(arrays.npz), model.json and the confidential data (data.parquet). "
+                              "With --method dpmpm every modelled column is categorical (the only "
+                              "type DPMPM models), integer-coded ones included, so no "
+                              "--categorical list is needed.")
     p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv or .parquet)")
     # no argparse choices: any registered synthesizer is accepted (bayes_risk.registry), and an
     # unknown name gets the registry's error listing the registered ones
@@ -86,11 +78,10 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     it; "not given" leaves the model's default."""
     from bayes_risk.registry import fit_options, list_synthesizers
 
-    mg = p.add_argument_group(
-        "model-specific options",
-        "Declared by each model (entry-point group bayes_risk.fit_options); an option reaches "
-        "any model whose __init__ takes its setting. Registered models (--method): "
-        f"{', '.join(list_synthesizers())}.")
+    mg = p.add_argument_group("model-specific options",
+                              "Declared by each model (entry-point group bayes_risk.fit_options); "
+                              "an option reaches any model whose __init__ takes its setting. "
+                              f"Registered models (--method): {', '.join(list_synthesizers())}.")
     for opt in fit_options():
         action = mg.add_argument(opt.flag, dest=opt.dest, default=argparse.SUPPRESS,
                                  help=opt.help, **opt.kwargs)

@@ -43,12 +43,10 @@ example:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "identification",
-        help="identification risk (matching known quasi-identifiers to released records)",
-        description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = subparsers.add_parser("identification",
+                              help="identification risk (matching known quasi-identifiers to "
+                              "released records)", description=_DESCRIPTION,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("original", metavar="ORIGINAL", help="confidential data (CSV or Parquet)")
     p.add_argument("synthetic", nargs="+", metavar="SYN",
                    help="synthetic datasets (one file each) or one SyntheticData folder")
@@ -71,10 +69,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     m.add_argument("--window", choices=["closed", "open"], default=None,
                    help="|x-t| <= R (closed, default) or < R (open; the R package)")
     m.add_argument("--shape", choices=["rectangle", "ellipse", "mahalanobis", "legacy-hh-euclid"],
-                   default=None,
-                   help="how several radius columns combine (default rectangle); mahalanobis: "
-                        "one --radius R, a Mahalanobis distance with the covariance of the "
-                        "original's radius columns")
+                   default=None, help="how several radius columns combine (default rectangle); "
+                   "mahalanobis: one --radius R, a Mahalanobis distance with the covariance of "
+                   "the original's radius columns")
     a = p.add_argument_group("probabilities and intruder (Drechsler & Reiter 2008 §4)")
     a.add_argument("--aggregation", choices=["pooled", "per-dataset"], default=None,
                    help="pooled over datasets (Reiter-Mitra, default) or per dataset (Hornby-Hu)")
@@ -85,9 +82,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "loglinear-synthetic (membership unknown)")
     a.add_argument("--weights", default=None, metavar="COL",
                    help="survey weights of the original's records (a column of ORIGINAL): "
-                        "population counts estimated as the sum of the weights of the records "
-                        "sharing the target's known values (Reiter & Mitra 2009; membership "
-                        "unknown)")
+                   "population counts estimated as the sum of the weights of the records sharing "
+                   "the target's known values (Reiter & Mitra 2009; membership unknown)")
     a.add_argument("--population-estimate", choices=["default", "scaled", "expected-inverse"],
                    default="default", help="log-linear estimate of F (Hu 2019 §4.2.3)")
     a.add_argument("--sampling-fraction", type=float, default=None, metavar="A",
@@ -103,8 +99,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="a target's missing known value (empty or a --missing-code): matches "
                         "any released value (default; the intruder does not know it) or only "
                         "a released missing value")
-    a.add_argument("--compat", choices=["IdentificationRiskCalculation"],
-                   default=None,
+    a.add_argument("--compat", choices=["IdentificationRiskCalculation"], default=None,
                    help="reproduce the IdentificationRiskCalculation R package exactly")
     t = p.add_argument_group("targets")
     t.add_argument("--targets", default=None, metavar="FILE",
@@ -128,10 +123,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="largest subset size evaluated exhaustively by --known-sweep "
                         "(default: every size)")
     p.add_argument("--records-output", choices=["per-target", "per-dataset", "none"],
-                   default="per-target",
-                   help="records.csv with one row per target (default; per-dataset aggregation: "
-                        "the record-level IR and counts over datasets), one row per target and "
-                        "dataset (--aggregation per-dataset only), or no records.csv")
+                   default="per-target", help="records.csv with one row per target (default; "
+                   "per-dataset aggregation: the record-level IR and counts over datasets), one "
+                   "row per target and dataset (--aggregation per-dataset only), or no records.csv")
     q = p.add_argument_group("posterior replicates (Drechsler & Reiter 2008, eq. 5)")
     q.add_argument("--model", default=None, metavar="DIR",
                    help="draw the replicates from this fitted model (a folder written by "
@@ -139,8 +133,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "synthesizer that made a CART release from its manifest")
     q.add_argument("--replicates", default="auto", metavar="R|auto",
                    help="number of posterior replicates, or auto (default): until the relative "
-                        "Monte Carlo standard error of the expected match risk is below "
-                        "--mcse-tol")
+                   "Monte Carlo standard error of the expected match risk is below --mcse-tol")
     q.add_argument("--view", choices=["agency", "intruder"], default="agency",
                    help="agency: the model as fitted to the original (default); intruder: the "
                         "same model refitted to the first released dataset")

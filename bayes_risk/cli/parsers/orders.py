@@ -24,18 +24,15 @@ example (Caiola & Reiter 2010: marital status, race, sex in two orders):
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register the ``orders`` sub-command."""
-    p = subparsers.add_parser(
-        "orders",
-        help="compare synthesis visit orders by utility (pMSE) and identification risk",
-        description=(
-            "Synthesize the same confidential table once per visit order (same seeds for every "
-            "order, so differences come from the order) and tabulate the mean pMSE and pMSE "
-            "ratio over the m datasets and the identification risk of an intruder who knows "
-            "the given columns (Caiola & Reiter 2010 recommend comparing orders this way)."
-        ),
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = subparsers.add_parser("orders", help="compare synthesis visit orders by utility (pMSE) "
+                              "and identification risk",
+                              description="Synthesize the same confidential table once per visit "
+                              "order (same seeds for every order, so differences come from the "
+                              "order) and tabulate the mean pMSE and pMSE ratio over the m "
+                              "datasets and the identification risk of an intruder who knows the "
+                              "given columns (Caiola & Reiter 2010 recommend comparing orders "
+                              "this way).", epilog=_EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv or .parquet)")
     # no argparse choices: any registered synthesizer whose ModelInfo declares visit_order
     p.add_argument("--method", required=True, metavar="NAME",

@@ -33,22 +33,21 @@ audit lists it as a baseline of the original, RELEASE_INDEPENDENT).
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register the ``original-risk`` sub-command."""
-    p = subparsers.add_parser(
-        "original-risk",
-        help="sdcMicro's re-identification risk of the original on its keys (a baseline)",
-        description=(
-            "Compute sdcMicro's risk measures of the confidential table on a set of keys "
-            "(quasi-identifiers), the baseline a release is compared with: the individual "
-            "re-identification risk of every record (with survey weights the Benedetti-Franconi "
-            "negative binomial risk, F_k the sum of the weights of the key cell; without, the "
-            "sample-based 1/f_k) and the global risk (expected re-identifications), the records "
-            "violating k-anonymity, SUDA2 scores (minimal sample uniques, DIS score, the keys' "
-            "contributions; Elliot et al. 2002) and l-diversity of sensitive columns "
-            "(Machanavajjhala et al. 2007), as sdcMicro's measure_risk, suda2 and ldiversity."
-        ),
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = subparsers.add_parser("original-risk",
+                              help="sdcMicro's re-identification risk of the original on its keys "
+                              "(a baseline)",
+                              description="Compute sdcMicro's risk measures of the confidential "
+                              "table on a set of keys (quasi-identifiers), the baseline a release "
+                              "is compared with: the individual re-identification risk of every "
+                              "record (with survey weights the Benedetti-Franconi negative "
+                              "binomial risk, F_k the sum of the weights of the key cell; "
+                              "without, the sample-based 1/f_k) and the global risk (expected "
+                              "re-identifications), the records violating k-anonymity, SUDA2 "
+                              "scores (minimal sample uniques, DIS score, the keys' "
+                              "contributions; Elliot et al. 2002) and l-diversity of sensitive "
+                              "columns (Machanavajjhala et al. 2007), as sdcMicro's measure_risk, "
+                              "suda2 and ldiversity.", epilog=_EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv or .parquet)")
     p.add_argument("--keys", nargs="+", required=True, metavar="COL",
                    help="key columns (quasi-identifiers), combined into one key; values are "
@@ -69,8 +68,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     g.add_argument("--max-size", type=int, default=None, metavar="K",
                    help="largest minimal sample unique searched by SUDA2 (default: every size)")
     g.add_argument("--dis-fraction", type=float, default=0.01, metavar="F",
-                   help="sampling fraction of the DIS score (sdcMicro's DisFraction, default "
-                   "0.01)")
+                   help="sampling fraction of the DIS score (sdcMicro's DisFraction, default 0.01)")
     g.add_argument("--recursive-c", type=float, default=2.0, metavar="C",
                    help="constant c of recursive (c, l) l-diversity (default 2)")
     g.add_argument("--k-anonymity", nargs="+", type=int, default=[2, 3, 5], metavar="K",

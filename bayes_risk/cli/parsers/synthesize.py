@@ -42,21 +42,19 @@ examples:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register the ``synthesize`` sub-command."""
-    p = subparsers.add_parser(
-        "synthesize",
-        help="create m synthetic datasets (CART, random forest, PMM, or a saved Bayesian model)",
-        description=(
-            "Create m partially synthetic datasets from a confidential table with a "
-            "non-parametric synthesizer (sequential CART with Bayesian bootstrap, random forests "
-            "for categorical columns, small-cell predictive mean matching) or any synthesizer "
-            "registered in the entry-point group bayes_risk.synthesizers, or from a model "
-            "saved by 'bayes-risk fit' (--model DIR). The model options below reach the model "
-            "whose settings have their names. Writes one Parquet file per dataset and a "
-            "manifest.json (provenance) to --out, atomically."
-        ),
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = subparsers.add_parser("synthesize",
+                              help="create m synthetic datasets (CART, random forest, PMM, or a "
+                              "saved Bayesian model)",
+                              description="Create m partially synthetic datasets from a "
+                              "confidential table with a non-parametric synthesizer (sequential "
+                              "CART with Bayesian bootstrap, random forests for categorical "
+                              "columns, small-cell predictive mean matching) or any synthesizer "
+                              "registered in the entry-point group bayes_risk.synthesizers, or "
+                              "from a model saved by 'bayes-risk fit' (--model DIR). The model "
+                              "options below reach the model whose settings have their names. "
+                              "Writes one Parquet file per dataset and a manifest.json "
+                              "(provenance) to --out, atomically.", epilog=_EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("original", nargs="?", metavar="ORIGINAL",
                    help="confidential table (.csv or .parquet); omit with --model")
     p.add_argument("--model", metavar="DIR",

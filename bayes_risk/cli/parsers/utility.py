@@ -38,20 +38,16 @@ outputs (in --out, written atomically):
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register the ``utility`` sub-command."""
-    p = subparsers.add_parser(
-        "utility",
-        help="utility of synthetic datasets: pMSE, S_pMSE and confidence-interval overlap",
-        description=(
-            "Measure the utility of m synthetic datasets against the original: the propensity-"
-            "score mean squared error (pMSE) with a logistic (synthpop-compatible) or CART "
-            "propensity model, its ratio to the null expectation (S_pMSE) and standardised "
-            "form, and the overlap of original and combined synthetic confidence intervals "
-            "(combining rules chosen by how the release was made) for means and proportions "
-            "or for the coefficients of user formulas."
-        ),
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = subparsers.add_parser("utility", help="utility of synthetic datasets: pMSE, S_pMSE and "
+                              "confidence-interval overlap",
+                              description="Measure the utility of m synthetic datasets against "
+                              "the original: the propensity-score mean squared error (pMSE) with "
+                              "a logistic (synthpop-compatible) or CART propensity model, its "
+                              "ratio to the null expectation (S_pMSE) and standardised form, and "
+                              "the overlap of original and combined synthetic confidence "
+                              "intervals (combining rules chosen by how the release was made) for "
+                              "means and proportions or for the coefficients of user formulas.",
+                              epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv or .parquet)")
     p.add_argument("synthetic", nargs="+", metavar="SYN",
                    help="synthetic datasets (.csv/.parquet, one per dataset) or one SyntheticData "
@@ -76,24 +72,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="model family of the formulas (default ols)")
     p.add_argument("--synthesized", nargs="+", default=None, metavar="COL",
                    help="synthesized columns (default: the roles recorded in a SyntheticData "
-                   "folder, otherwise the columns that differ from the original in some "
-                   "dataset)")
+                   "folder, otherwise the columns that differ from the original in some dataset)")
     p.add_argument("--combining-rules", dest="combining_rules",
-                   choices=["auto", "partial", "full-same-n", "full-population"],
-                   default="auto",
+                   choices=["auto", "partial", "full-same-n", "full-population"], default="auto",
                    help="combining rules of the synthetic intervals: partial (Reiter 2003), "
                    "full-same-n (full synthesis of the same units; Raab, Nowok & Dibben 2016), "
                    "full-population (samples from synthetic populations; Raghunathan, Reiter & "
-                   "Rubin 2003). Default auto: the generation recorded in the release's "
-                   "manifest, else inferred from the synthesized columns")
+                   "Rubin 2003). Default auto: the generation recorded in the release's manifest, "
+                   "else inferred from the synthesized columns")
     p.add_argument("--imputed", nargs="+", default=None, metavar="COL",
                    help="columns whose missing values the synthesizer imputed (DPMPM does): "
                    "compared on the original's observed cells, proportions among the observed "
                    "records and the pMSE with synthetic values masked where the original is "
                    "missing; 'none' compares missing values as a level. Default: the "
                    "imputed_columns recorded in the release's manifest, else the columns with "
-                   "empty cells in the original and none in any synthetic dataset (with a "
-                   "warning)")
+                   "empty cells in the original and none in any synthetic dataset (with a warning)")
     p.add_argument("--alpha", type=float, default=0.05, metavar="A",
                    help="1 - confidence level of the intervals (default 0.05)")
     add_seed_argument(p)
