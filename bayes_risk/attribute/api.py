@@ -71,18 +71,13 @@ PARTITION_SIZE = 256
 
 @interruptible
 def attribute_risk(
-    original: pd.DataFrame,
-    synthetic: Any,
-    *,
-    model: Any,
+    original: pd.DataFrame, synthetic: Any, *, model: Any,
     records: Sequence[int] | np.ndarray | None = None,
     candidates: str | CandidateSpec | Callable[..., pd.DataFrame] = "one-variable",
     prior: str | Prior | Any = "uniform",
     scenario: ScenarioSpec | Literal["worst_case", "partially_known", "empty"] = "worst_case",
     estimator: EstimatorSpec | Literal["auto", "stabilised", "is"] = "auto",
-    random_seed: RandomSeed = None,
-    progressbar: bool = True,
-    executor: Any = None,
+    random_seed: RandomSeed = None, progressbar: bool = True, executor: Any = None,
     allow_other_model: bool = False,
 ) -> AttributeRiskResult:
     """Attribute disclosure risk of every (or selected) confidential record (Hu 2019).
@@ -496,8 +491,7 @@ _SENSITIVITY_MEASURES = {
 
 
 def plot_prior_sensitivity(
-    sensitivity: pd.DataFrame, *, measure: Literal["is_top", "p_true"] = "is_top",
-    ax: Any = None,
+    sensitivity: pd.DataFrame, *, measure: Literal["is_top", "p_true"] = "is_top", ax: Any = None,
 ) -> Any:
     """Attribute risk under each intruder prior, beside what the prior alone gives.
 

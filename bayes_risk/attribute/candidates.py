@@ -279,9 +279,8 @@ def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
     return CandidateSpec(rule=rule or "product", k=k, default_grid=grid or GridSpec())  # type: ignore[arg-type]
 
 
-def with_zero_fallback(
-    spec: CandidateSpec, data: pd.DataFrame, columns: Sequence[str]
-) -> CandidateSpec:
+def with_zero_fallback(spec: CandidateSpec, data: pd.DataFrame, columns: Sequence[str]
+                       ) -> CandidateSpec:
     """``spec`` with a stated zero fallback for the percent grid of each of ``columns``.
 
     A true value of 0 makes the percent grid degenerate; each of ``columns`` whose grid is a
@@ -333,17 +332,10 @@ def _insert_truth(points: np.ndarray, x: float) -> np.ndarray:
     return points
 
 
-def grid_points(
-    x: float, spec: GridSpec, *, column: str = "?", integer: bool = False
-) -> tuple[np.ndarray, int]:
-    """Candidate values for one numeric column with true value ``x``.
-
-    Returns
-    -------
-    points : ndarray of float
-        Sorted ascending, truth included exactly once.
-    g0 : int
-        Index of the truth.
+def grid_points(x: float, spec: GridSpec, *, column: str = "?", integer: bool = False
+                ) -> tuple[np.ndarray, int]:
+    """Candidate values for one numeric column with true value ``x``: the points, ascending
+    with the truth once, and the truth's index.
 
     Raises
     ------
@@ -457,19 +449,8 @@ def full_size(levels: Sequence[int]) -> int:
 
 
 def one_variable_codes(truth: np.ndarray, n_levels: Sequence[int]) -> np.ndarray:
-    """Vectorised one-variable-different sets for many records of categorical codes.
-
-    Parameters
-    ----------
-    truth : int array, shape (R, q)
-    n_levels : sequence of int, length q
-
-    Returns
-    -------
-    int64 array, shape (R, G, q)
-        ``G = 1 + Σ (d_j − 1)``; candidate 0 is the truth, then column by column, levels
-        ascending, skipping the true level.
-    """
+    """Vectorised one-variable-different sets ``[R, G, q]`` of records of categorical codes
+    ``truth [R, q]``: the truth, then column by column, levels ascending, skipping the truth's."""
     truth = np.asarray(truth, dtype=np.int64)
     r, q = truth.shape
     g = neighbourhood_size(n_levels)
@@ -492,12 +473,8 @@ def product_codes(n_levels: Sequence[int]) -> np.ndarray:
     return idx.astype(np.int64)
 
 
-def _blocks_for_record(
-    truth: Mapping[str, Any],
-    vary: Sequence[str],
-    schema: Schema,
-    spec: CandidateSpec,
-) -> list[tuple[tuple[str, ...], np.ndarray, int]]:
+def _blocks_for_record(truth: Mapping[str, Any], vary: Sequence[str], schema: Schema,
+                       spec: CandidateSpec) -> list[tuple[tuple[str, ...], np.ndarray, int]]:
     """Per-block candidate values: ``(columns, values [n_b, |cols|], truth index)``."""
     blocks: list[tuple[tuple[str, ...], np.ndarray, int]] = []
     spatial_cols = tuple(spec.spatial.columns) if spec.spatial is not None else ()
@@ -563,31 +540,10 @@ def _combine(blocks, spec: CandidateSpec) -> tuple[np.ndarray, int, tuple[str, .
     return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(cols)), 0, cols
 
 
-def build_candidates(
-    truth: Mapping[str, Any] | pd.Series,
-    vary: Sequence[str],
-    schema: Schema,
-    spec: CandidateSpec | str = "one-variable",
-) -> CandidateSet:
-    """Candidate set of one record.
-
-    Parameters
-    ----------
-    truth : mapping or Series
-        The record's true values of the varying columns, as **codes** for categorical columns
-        and numbers for numeric ones.
-    vary : sequence of str
-        Varying columns (the intruder's unknowns).
-    schema : Schema
-        Harmonised schema (levels define the codes).
-    spec : CandidateSpec or str
-        See :class:`CandidateSpec` and :func:`parse_candidates`.
-
-    Returns
-    -------
-    CandidateSet
-        Columns are ordered as the blocks (a spatial pair stays together at its first column).
-    """
+def build_candidates(truth: Mapping[str, Any] | pd.Series, vary: Sequence[str], schema: Schema,
+                     spec: CandidateSpec | str = "one-variable") -> CandidateSet:
+    """Candidate set of one record from its true values of the varying columns ``vary`` (codes
+    for categorical columns); columns ordered as the blocks (a spatial pair stays together)."""
     spec = parse_candidates(spec)
     if spec.spatial is not None:
         missing = [c for c in spec.spatial.columns if c not in vary]
@@ -605,13 +561,9 @@ def build_candidates(
     return CandidateSet(columns=cols, values=vals, g0=g0)
 
 
-def candidates_from_frame(
-    frame: pd.DataFrame, truth_codes: np.ndarray, columns: Sequence[str], schema: Schema
-) -> CandidateSet:
-    """A user-supplied candidate frame (callable option) → CandidateSet with the truth exactly once.
-
-    The truth is prepended when absent; duplicate rows raise ``DUPLICATE_CANDIDATES``.
-    """
+def candidates_from_frame(frame: pd.DataFrame, truth_codes: np.ndarray, columns: Sequence[str],
+                          schema: Schema) -> CandidateSet:
+    """A user-supplied candidate frame as a CandidateSet, the truth prepended when absent."""
     cols = list(columns)
     missing = [c for c in cols if c not in frame.columns]
     if missing:

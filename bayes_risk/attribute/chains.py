@@ -205,13 +205,8 @@ def _critical(alpha: float, n_chains: int, k: int) -> float:
 
 
 def chain_agreement(
-    diagnostics: Sequence[dict[str, np.ndarray]],
-    logprior: Sequence[np.ndarray],
-    g0: np.ndarray,
-    *,
-    tolerance: float = CHAIN_TOLERANCE,
-    ratio: float = CHAIN_RATIO,
-    alpha: float = CHAIN_ALPHA,
+    diagnostics: Sequence[dict[str, np.ndarray]], logprior: Sequence[np.ndarray], g0: np.ndarray, *,
+    tolerance: float = CHAIN_TOLERANCE, ratio: float = CHAIN_RATIO, alpha: float = CHAIN_ALPHA,
 ) -> dict[str, np.ndarray]:
     """Whether each record's estimate depends on the chain (``CHAINS_DISAGREE``).
 
@@ -258,14 +253,8 @@ def chain_agreement(
 
 
 def agreement_columns(
-    ll: np.ndarray,
-    dev: np.ndarray,
-    lp: np.ndarray,
-    g0: np.ndarray,
-    *,
-    tolerance: float = CHAIN_TOLERANCE,
-    ratio: float = CHAIN_RATIO,
-    alpha: float = CHAIN_ALPHA,
+    ll: np.ndarray, dev: np.ndarray, lp: np.ndarray, g0: np.ndarray, *,
+    tolerance: float = CHAIN_TOLERANCE, ratio: float = CHAIN_RATIO, alpha: float = CHAIN_ALPHA,
 ) -> dict[str, np.ndarray]:
     """:func:`chain_agreement` of ``R`` records with the same shapes (``ll (R, C, G)``,
     ``dev (R, C, K, G)``) under each of ``P`` priors ``lp (P, R, G)``: columns ``(P, R)``."""

@@ -98,14 +98,8 @@ class RatioStats:
 
     @classmethod
     def from_logp(
-        cls,
-        logp_hrg: np.ndarray,
-        g0: np.ndarray,
-        *,
-        tail: int = 0,
-        L: np.ndarray | None = None,
-        out: np.ndarray | None = None,
-        groups: np.ndarray | None = None,
+        cls, logp_hrg: np.ndarray, g0: np.ndarray, *, tail: int = 0, L: np.ndarray | None = None,
+        out: np.ndarray | None = None, groups: np.ndarray | None = None,
     ) -> RatioStats:
         """Statistics of ``logr = logp − logp[truth]`` from ``logp[H, R, G]`` in one pass.
 
@@ -237,13 +231,8 @@ def _is_fast(st: RatioStats, L: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def is_estimate(
-    logr: np.ndarray | None,
-    L: np.ndarray,
-    *,
-    delta: np.ndarray | None = None,
-    compat_r: bool = False,
-    n_sum: int | None = None,
-    stats: RatioStats | None = None,
+    logr: np.ndarray | None, L: np.ndarray, *, delta: np.ndarray | None = None,
+    compat_r: bool = False, n_sum: int | None = None, stats: RatioStats | None = None,
 ) -> dict[str, np.ndarray]:
     """The importance-sampling estimator of Hu 2019 §3.2.5 (steps 1–5), vectorised over records.
 
@@ -314,11 +303,8 @@ def is_estimate(
 
 
 def stabilised_estimate(
-    logr0: np.ndarray | RatioStats,
-    logr_aug: Sequence[np.ndarray | RatioStats],
-    *,
-    psis: bool = False,
-    khat: str = "all",
+    logr0: np.ndarray | RatioStats, logr_aug: Sequence[np.ndarray | RatioStats], *,
+    psis: bool = False, khat: str = "all",
 ) -> dict[str, np.ndarray]:
     """The stabilised estimator (see the methods page), vectorised over records.
 
@@ -407,10 +393,7 @@ def truncated_log_mean(st: RatioStats) -> np.ndarray:
 
 
 def stabilised_bounds(
-    est: Mapping[str, np.ndarray],
-    lo0: np.ndarray,
-    lo_aug: np.ndarray,
-    bad0: np.ndarray,
+    est: Mapping[str, np.ndarray], lo0: np.ndarray, lo_aug: np.ndarray, bad0: np.ndarray,
     bad_aug: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Interval of the stabilised log-likelihood when some means have a high Pareto k̂.
@@ -482,10 +465,8 @@ def _log_weighted_sum(
 
 
 def bootstrap_stabilised(
-    logr0: np.ndarray | RatioStats,
-    logr_aug: Sequence[np.ndarray | RatioStats],
-    counts0: np.ndarray,
-    counts_aug: Sequence[np.ndarray],
+    logr0: np.ndarray | RatioStats, logr_aug: Sequence[np.ndarray | RatioStats],
+    counts0: np.ndarray, counts_aug: Sequence[np.ndarray],
 ) -> np.ndarray:
     """Bootstrap replicates ``[R, B, G]`` of the stabilised log-likelihood (plain means).
 
@@ -530,10 +511,7 @@ def bootstrap_stabilised(
 
 
 def bootstrap_is(
-    logr: np.ndarray | RatioStats,
-    L: np.ndarray,
-    counts: np.ndarray,
-    *,
+    logr: np.ndarray | RatioStats, L: np.ndarray, counts: np.ndarray, *,
     delta: np.ndarray | None = None,
 ) -> np.ndarray:
     """Bootstrap replicates ``[R, B, G]`` of the Hu 2019 §3.2.5 log-likelihood."""

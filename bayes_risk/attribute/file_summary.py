@@ -47,17 +47,11 @@ def _refuse_missing_truth(result: Any, cols: Sequence[str], kind: str) -> None:
 
 
 def file_summary(
-    result: Any,
-    *,
-    kind: Literal["hrw", "wang_reiter", "paiva", "largest_value"] = "hrw",
-    original: pd.DataFrame | None = None,
-    location_columns: Sequence[str] | None = None,
+    result: Any, *, kind: Literal["hrw", "wang_reiter", "paiva", "largest_value"] = "hrw",
+    original: pd.DataFrame | None = None, location_columns: Sequence[str] | None = None,
     locations: Mapping[Any, Sequence[float]] | None = None,
-    pattern_vars: Sequence[str] | None = None,
-    n_mc: int | None = None,
-    delta: float = 0.05,
-    interval: tuple[float, float] | None = None,
-    thresholds: Sequence[float] = (0.5,),
+    pattern_vars: Sequence[str] | None = None, n_mc: int | None = None, delta: float = 0.05,
+    interval: tuple[float, float] | None = None, thresholds: Sequence[float] = (0.5,),
     random_seed: RandomSeed = None,
 ) -> dict[str, Any]:
     """File-level attribute-risk summary of one kind (see :doc:`/methods/attribute`).

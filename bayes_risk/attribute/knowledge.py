@@ -56,20 +56,11 @@ _OPTIONS: dict[str, Any] = {
 
 @interruptible
 def attribute_known_sweep(
-    original: pd.DataFrame,
-    synthetic: Any,
-    *,
-    model: Any,
-    known: Sequence[str],
-    max_size: int | None = None,
-    greedy_beyond: bool = True,
-    measure: Literal["mean_p_true", "prop_top"] = "mean_p_true",
-    bands: int = 10,
-    max_subsets: int = 4096,
-    random_seed: Any = None,
-    progressbar: bool = True,
-    executor: Any = None,
-    **kwargs: Any,
+    original: pd.DataFrame, synthetic: Any, *, model: Any, known: Sequence[str],
+    max_size: int | None = None, greedy_beyond: bool = True,
+    measure: Literal["mean_p_true", "prop_top"] = "mean_p_true", bands: int = 10,
+    max_subsets: int = 4096, random_seed: Any = None, progressbar: bool = True,
+    executor: Any = None, **kwargs: Any,
 ) -> KnowledgeSweepResult:
     """Attribute risk over subsets of the synthesized values the intruder knows.
 

@@ -41,12 +41,8 @@ def check_low_risk_prior(prior: Prior) -> Prior:
 
 
 def low_risk_attribute_risk(
-    model: Any,
-    original: pd.DataFrame,
-    synthetic: Any,
-    records: Sequence[int] | np.ndarray | None = None,
-    *,
-    prior: Any = "uniform",
+    model: Any, original: pd.DataFrame, synthetic: Any,
+    records: Sequence[int] | np.ndarray | None = None, *, prior: Any = "uniform",
 ) -> AttributeRiskResult:
     """Attribute risk for the Wang & Reiter (2012) low-risk intruder (``scenario="empty"``).
 

@@ -54,17 +54,9 @@ __all__ = ["prepare"]
 
 
 def prepare(
-    model: Any,
-    original: pd.DataFrame,
-    synthetic: Any,
-    records: Sequence[int] | np.ndarray | None,
-    *,
-    candidates: Any,
-    prior: Any,
-    scenario: ScenarioSpec,
-    estimator: EstimatorSpec,
-    random_seed: RandomSeed,
-    progressbar: bool,
+    model: Any, original: pd.DataFrame, synthetic: Any, records: Sequence[int] | np.ndarray | None,
+    *, candidates: Any, prior: Any, scenario: ScenarioSpec, estimator: EstimatorSpec,
+    random_seed: RandomSeed, progressbar: bool,
 ) -> AttributePlan:
     """Validate the arguments of :func:`bayes_risk.attribute.attribute_risk` and build its plan
     (errors as documented there)."""

@@ -64,9 +64,7 @@ def ungroup(mats: list[np.ndarray], groups: list[np.ndarray], n: int) -> list[np
 
 
 def point_summaries(
-    loglik: list[np.ndarray],
-    logprior: list[np.ndarray],
-    g0: np.ndarray,
+    loglik: list[np.ndarray], logprior: list[np.ndarray], g0: np.ndarray,
     groups: list[np.ndarray] | None = None,
 ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
     """Log posteriors and the summaries of the truth (``POINT_COLUMNS``), records grouped by
@@ -89,11 +87,8 @@ def point_summaries(
 
 
 def khat_material(
-    loglik: Sequence[np.ndarray],
-    diagnostics: Sequence[dict[str, np.ndarray]],
-    logprior: Sequence[np.ndarray],
-    g0: np.ndarray,
-    tolerance: float,
+    loglik: Sequence[np.ndarray], diagnostics: Sequence[dict[str, np.ndarray]],
+    logprior: Sequence[np.ndarray], g0: np.ndarray, tolerance: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Bounds of ``p_true`` allowed by the Pareto diagnostics, and whether they are material.
 
@@ -140,12 +135,8 @@ class RecordStack:
 
 
 def record_stacks(
-    loglik: Sequence[np.ndarray],
-    diagnostics: Sequence[dict[str, np.ndarray]],
-    g0: np.ndarray,
-    groups: Sequence[np.ndarray],
-    *,
-    chains: bool = True,
+    loglik: Sequence[np.ndarray], diagnostics: Sequence[dict[str, np.ndarray]], g0: np.ndarray,
+    groups: Sequence[np.ndarray], *, chains: bool = True,
 ) -> list[RecordStack]:
     """One :class:`RecordStack` per group of records (``groups``: positions with the same ``G``,
     as ``PriorInputs.groups``)."""

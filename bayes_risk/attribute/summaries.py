@@ -94,10 +94,7 @@ def rank_summary(lpost: np.ndarray, g0: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def record_summary(
-    post: np.ndarray,
-    g0: int,
-    candidates: np.ndarray | None = None,
-    *,
+    post: np.ndarray, g0: int, candidates: np.ndarray | None = None, *,
     numeric: Sequence[bool] | None = None,
 ) -> dict[str, Any]:
     """All record-level summaries of one record's posterior.
@@ -162,13 +159,8 @@ def record_summary(
 
 
 def wang_reiter(
-    post: np.ndarray,
-    cand_locations: np.ndarray,
-    true_location: np.ndarray,
-    other_locations: np.ndarray,
-    *,
-    n_mc: int | None = None,
-    random_seed: RandomSeed = None,
+    post: np.ndarray, cand_locations: np.ndarray, true_location: np.ndarray,
+    other_locations: np.ndarray, *, n_mc: int | None = None, random_seed: RandomSeed = None,
 ) -> dict[str, float]:
     """Wang & Reiter (2012) R1 and R2 for one record.
 
@@ -262,9 +254,7 @@ def low_risk_posterior(
 
 
 def paiva_measures(
-    posts: Sequence[np.ndarray],
-    g0: Sequence[int],
-    cand_locations: Sequence[np.ndarray],
+    posts: Sequence[np.ndarray], g0: Sequence[int], cand_locations: Sequence[np.ndarray],
     unique: Sequence[bool],
 ) -> dict[str, Any]:
     """Paiva et al. (2014) measures for areal locations (provisional).
@@ -306,11 +296,7 @@ def paiva_measures(
 
 
 def largest_value(
-    post: np.ndarray,
-    candidates: np.ndarray,
-    truth: float,
-    *,
-    delta: float = 0.05,
+    post: np.ndarray, candidates: np.ndarray, truth: float, *, delta: float = 0.05,
     interval: tuple[float, float] | None = None,
 ) -> dict[str, float]:
     """Wei & Reiter (2016) largest-value summary (provisional).

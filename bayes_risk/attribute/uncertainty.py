@@ -133,12 +133,8 @@ def file_uncertainty(result: Any, *, level: float = 0.9) -> dict[str, Any]:
 
 
 def wang_reiter_uncertainty(
-    result: Any,
-    *,
-    original: Any,
-    location_columns: Sequence[str],
-    locations: Mapping[Any, Sequence[float]] | None = None,
-    level: float = 0.9,
+    result: Any, *, original: Any, location_columns: Sequence[str],
+    locations: Mapping[Any, Sequence[float]] | None = None, level: float = 0.9,
 ) -> dict[str, Any]:
     """Monte Carlo standard errors and intervals of Wang & Reiter's (2012) file-level R1 / R2.
 
