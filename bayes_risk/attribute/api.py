@@ -340,16 +340,12 @@ def _reprior(
     recs = result.records.columns
     bounds, chains = "p_true_upper" in recs, "p_true_chain_min" in recs
     tol = float(result.settings.get("khat_tolerance", KHAT_TOLERANCE))
-    out: dict[str, np.ndarray] = {k: np.full((P, n), np.nan) for k in POINT_COLUMNS}
-    if bounds:
-        out |= {k: np.full((P, n), np.nan) for k in ("p_true_lower", "p_true_upper")}
-        out["khat_material"] = np.zeros((P, n), dtype=bool)
-    if chains:
-        out |= {k: np.full((P, n), np.nan)
-                for k in ("p_true_chain_min", "p_true_chain_max", "chain_z")}
-        out["chain_flag"] = np.zeros((P, n), dtype=bool)
-    if alone:
-        out |= {k: np.full((P, n), np.nan) for k in ("prior_p_true", "prior_top_share")}
+    names = [*POINT_COLUMNS, *(("p_true_lower", "p_true_upper") if bounds else ()),
+             *(("p_true_chain_min", "p_true_chain_max", "chain_z") if chains else ()),
+             *(("prior_p_true", "prior_top_share") if alone else ())]
+    out: dict[str, np.ndarray] = {k: np.full((P, n), np.nan) for k in names}
+    out |= {k: np.zeros((P, n), dtype=bool)
+            for k, on in (("khat_material", bounds), ("chain_flag", chains)) if on}
     posts = []
     for gi, st in enumerate(_stacks(result)):
         lp = np.stack([np.asarray(q[gi], dtype=np.float64) for q in lp_groups])  # [P, n_g, G]
@@ -428,16 +424,14 @@ def prior_sensitivity(
             "['uniform', 'truth-weighted:2']."
         )
     parsed = [parse_prior(spec) for spec in specs]
-    for p in parsed:
-        _check_sweep_prior(result, p)
-    inp = result._prior_inputs
-    n = len(result.loglik)
     labels, seen = [], {}
     for p in parsed:
+        _check_sweep_prior(result, p)
         label = p.label()
-        seen[label] = seen.get(label, 0) + 1
-        # e.g. two user priors: both are labelled "user"
-        labels.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
+        seen[label] = k = seen.get(label, 0) + 1  # e.g. two user priors, both "user"
+        labels.append(label if k == 1 else f"{label}#{k}")
+    inp = result._prior_inputs
+    n = len(result.loglik)
     recs = result.records
     extra = [k for k in ("baseline", "p_true_lower", "p_true_upper") if k in recs.columns]
     parts: dict[str, list[np.ndarray]] = {}

@@ -64,15 +64,9 @@ class ChainPlan:
     def to_dict(self, tolerance: float = CHAIN_TOLERANCE, ratio: float = CHAIN_RATIO,
                 alpha: float = CHAIN_ALPHA) -> dict[str, Any]:
         """JSON-safe description (the result's ``settings["chain_check"]``)."""
-        return {
-            "status": "run" if self.run else "not run",
-            "reason": self.reason,
-            "chains": self.n_chains,
-            "batches_per_chain": self.n_batches if self.run else None,
-            "tolerance": tolerance,
-            "ratio": ratio,
-            "alpha": alpha,
-        }
+        return {"status": "run" if self.run else "not run", "reason": self.reason,
+                "chains": self.n_chains, "batches_per_chain": self.n_batches if self.run else None,
+                "tolerance": tolerance, "ratio": ratio, "alpha": alpha}
 
 
 def _chain_labels(model: Any, idx: np.ndarray | None) -> np.ndarray | None:
@@ -215,8 +209,7 @@ def chain_agreement(
     diagnostics : sequence of dict
         Per record, ``chain_loglik (C, G)`` and ``chain_dev (C, K, G)`` of
         :func:`chain_estimates` (records without them are not checked).
-    logprior : sequence of arrays (G,)
-    g0 : int array (R,)
+    logprior, g0 : sequence of arrays (G,), int array (R,)
     tolerance, ratio : float
         A difference of ``p_true`` beyond Monte Carlo error is material when it exceeds
         ``tolerance`` or ``ratio − 1`` times the smaller estimate (``inf``: the first alone).

@@ -197,11 +197,8 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
     ----------
     model : fitted Bayesian synthesizer
         The model whose ``fit_augmented`` will run.
-    n_synthetic : int
-        Records of the synthetic dataset appended in each refit (under partial synthesis of
-        selected records, the selected ones).
-    m : int
-        Number of synthetic datasets (= refits).
+    n_synthetic, m : int
+        Synthesized records appended in each refit; number of refits.
     refit_draws : int, optional
         Kept draws per chain of each refit (default: the model's ``draws``).
     distinct : (int, int), optional

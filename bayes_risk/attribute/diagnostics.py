@@ -95,17 +95,8 @@ def _gpdfit_sorted(x: np.ndarray, wip: bool = True) -> tuple[np.ndarray, np.ndar
 def gpdfit(x: np.ndarray, *, wip: bool = True) -> tuple[float, float]:
     """Generalized-Pareto fit of exceedances ``x`` (Zhang & Stephens 2009; ``loo::gpdfit``).
 
-    Parameters
-    ----------
-    x : array of float, shape (N,)
-        Positive exceedances (any order).
-    wip : bool
-        Apply the weakly-informative prior adjustment ``k·N/(N+10) + 5/(N+10)``.
-
-    Returns
-    -------
-    k, sigma : float
-        Shape and scale estimates.
+    ``x`` are positive exceedances (any order); ``wip`` applies the weakly-informative prior
+    adjustment ``k·N/(N+10) + 5/(N+10)``. Returns the shape and scale estimates ``k, sigma``.
 
     Examples
     --------

@@ -239,19 +239,15 @@ def is_estimate(
     Parameters
     ----------
     logr : ndarray (R, H, G) or None
-        Log importance ratios (truth column 0 for non-dropped draws); ``None`` takes them from
-        ``stats``.
+        Log importance ratios; ``None`` takes them from ``stats`` (the exponentiated ratios).
     L : ndarray (H, m)
         ``log p(Z_(l) | Θ_h)``.
     delta : ndarray (R, H, m, G), optional
         Class O own-record term ``ℓ(y*) − ℓ(y_i)``.
-    compat_r : bool
-        AttributeRiskCalculation compatibility: normalise ``q`` with all draws
-        but sum over only the first ``n_sum``.
-    n_sum : int, optional
-        Number of leading draws summed over in compatibility mode.
+    compat_r, n_sum : bool, int
+        AttributeRiskCalculation compatibility: normalise ``q`` with all draws but sum over
+        only the first ``n_sum``.
     stats : RatioStats, optional
-        The exponentiated ratios, if already formed (required when ``logr`` is ``None``).
 
     Returns
     -------
@@ -312,10 +308,8 @@ def stabilised_estimate(
 
     Parameters
     ----------
-    logr0 : ndarray (R, H, G)
-        Log ratios under draws of ``p(Θ | y)``.
-    logr_aug : sequence of m arrays (R, H_l, G)
-        Log ratios under draws of ``p(Θ | y, Z_(l))``.
+    logr0, logr_aug : ndarray (R, H, G), sequence of m arrays (R, H_l, G)
+        Log ratios under draws of ``p(Θ | y)`` and of each ``p(Θ | y, Z_(l))``.
     psis : bool
         Replace each plain mean by its Pareto-smoothed version.
     khat : {"all", "base", "none"}

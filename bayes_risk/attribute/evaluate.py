@@ -38,8 +38,7 @@ __all__ = ["evaluate", "candidate_sets"]
 def evaluate(plan: AttributePlan, partition: RecordPartition) -> PartitionOutput:
     """Likelihoods, diagnostics and flags of the records of one partition."""
     t_loop = time.perf_counter()
-    ws = Workspace()
-    out = PartitionOutput()
+    ws, out = Workspace(), PartitionOutput()
     order = np.sort(np.asarray(partition.positions, dtype=np.int64))
     reps, copies = distinct_records(plan, order)
     weight = np.ones(len(plan.data.orig), dtype=np.int64)
@@ -55,6 +54,11 @@ def evaluate(plan: AttributePlan, partition: RecordPartition) -> PartitionOutput
     for i, dups in copies.items():
         for j in dups:
             _copy_record(out, i, int(j))
+    return finish(out, ws, t_loop)
+
+
+def finish(out: PartitionOutput, ws: Workspace, t_loop: float) -> PartitionOutput:
+    """``out`` with the partition's timing (the loop since ``t_loop``, the model's share)."""
     timing = ws.timing
     timing["records_loop_s"] = time.perf_counter() - t_loop
     timing["engine_s"] = timing["records_loop_s"] - timing["model_likelihood_s"]

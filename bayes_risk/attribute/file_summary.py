@@ -71,8 +71,7 @@ def file_summary(
         * ``"largest_value"`` — Wei & Reiter (2016): posterior mass within ``delta`` of the
           truth, posterior mode and its relative error, per record (provisional).
     original : DataFrame
-        The confidential data (needed for R2: the other records' true locations; and for the
-        unique patterns of ``"paiva"``).
+        The confidential data (for R2 and the unique patterns of ``"paiva"``).
     location_columns : sequence of str
         Two numeric coordinate columns, or one areal column with ``locations``.
     locations : mapping, optional
@@ -80,7 +79,7 @@ def file_summary(
     pattern_vars : sequence of str, optional
         Columns defining a record's pattern for ``"paiva"`` (default: the unsynthesized columns).
     n_mc : int, optional
-        Monte Carlo R1 with this many posterior draws (W&R's definition) instead of the exact mean.
+        Monte Carlo R1 with this many posterior draws instead of the exact mean.
     delta, interval
         Interval of ``"largest_value"``: ``[y(1−δ), y(1+δ)]`` or an explicit ``(lo, hi)``.
     thresholds : sequence of float

@@ -141,8 +141,8 @@ def attribute_known_sweep(
         raise ValidationError(f"bands must be an integer >= 1. Got {bands!r}.")
     n_c = len(cands)
     max_size = n_c if max_size is None else max_size
-    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) \
-            or not 1 <= max_size <= n_c:
+    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or not (
+            1 <= max_size <= n_c):
         raise ValidationError(
             f"{arg_name('max_size')} must be an integer between 1 and the number of columns in "
             f"{arg_name('known')} ({n_c}). Got {max_size!r}.", code="INVALID_ARGUMENT"
@@ -354,10 +354,9 @@ def _drivers(sweep: _AttributeSweep, cands: list[str], lattice: bool
         for m in RANK_MEASURES:
             v_full = float(sweep.done[full][m])
             v_wo = float(sweep.done[full - {c}][m])
-            row[f"shapley_{m}"] = shap[m][c] if shap else np.nan
-            row[f"{m}_without"] = v_wo
-            row[f"{m}_removed"] = v_full - v_wo
-            row[f"{m}_removed_share"] = (v_full - v_wo) / v_full if v_full else np.nan
+            row.update({f"shapley_{m}": shap[m][c] if shap else np.nan, f"{m}_without": v_wo,
+                        f"{m}_removed": v_full - v_wo,
+                        f"{m}_removed_share": (v_full - v_wo) / v_full if v_full else np.nan})
         rows.append(row)
     key = "shapley_mean_p_true" if shap else "mean_p_true_removed"
     tab = pd.DataFrame(rows).sort_values(key, ascending=False, kind="stable")
@@ -370,10 +369,9 @@ def _levels(sweep: _AttributeSweep, cands: list[str], original: pd.DataFrame,
     summed by level of each column."""
     res = sweep.results[frozenset(cands)]
     recs = res.records
-    pos = recs.index.to_numpy(dtype=np.int64)
     p = recs["p_true"].to_numpy(dtype=np.float64)
     ok = ~np.isnan(p)
-    pos, p = pos[ok], p[ok]
+    pos, p = recs.index.to_numpy(dtype=np.int64)[ok], p[ok]
     top = recs["is_top"].to_numpy(dtype=np.float64)[ok]
     total, N, t_total = float(p.sum()), len(p), float(top.sum())
     schema = sweep.model.schema_
@@ -385,13 +383,13 @@ def _levels(sweep: _AttributeSweep, cands: list[str], original: pd.DataFrame,
         for j, level in enumerate(lab.cat.categories):
             idx = np.flatnonzero(codes == j)
             r, n = float(p[idx].sum()), len(idx)
+            first = float(top[idx].sum())
             rows.append({
                 "variable": c, "level": str(level), "n_targets": n,
                 "share_targets": n / N if N else np.nan, "p_true": r,
                 "share_risk": r / total if total else np.nan,
                 "risk_ratio": (r / total) / (n / N) if total and n else np.nan,
-                "truth_first": float(top[idx].sum()),
-                "share_truth_first": float(top[idx].sum()) / t_total if t_total else np.nan,
+                "truth_first": first, "share_truth_first": first / t_total if t_total else np.nan,
             })
     return pd.DataFrame(rows)
 

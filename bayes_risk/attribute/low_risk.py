@@ -93,17 +93,10 @@ def low_risk_attribute_risk(
     df["khat_max"] = np.nan  # no importance sampling: no diagnostics
     df["flag_codes"] = ""
     settings = {
-        "estimator": "synthetic_values",
-        "model_class": model.model_class,
-        "scenario": "empty",
-        "known": [],
-        "columns": list(data.vary),
-        "candidates": "truth and the record's synthetic values",
-        "prior": pr.label(),
-        "H": 0,
-        "m": data.m,
-        "bootstrap": 0,
-        "compat": None,
+        "estimator": "synthetic_values", "model_class": model.model_class, "scenario": "empty",
+        "known": [], "columns": list(data.vary),
+        "candidates": "truth and the record's synthetic values", "prior": pr.label(), "H": 0,
+        "m": data.m, "bootstrap": 0, "compat": None,
         "source": "Wang & Reiter (2012), low-risk scenario: the record's m synthetic values "
         "stand in for the intruder's posterior",
     }

@@ -19,7 +19,7 @@ import numpy as np
 
 from bayes_risk._terminal import progress
 from bayes_risk.attribute.candidates import DEFAULT_MAX_CANDIDATES, CandidateSet
-from bayes_risk.attribute.evaluate import candidate_sets
+from bayes_risk.attribute.evaluate import candidate_sets, finish
 from bayes_risk.attribute.plan import AttributePlan, CandidateGroup, PartitionOutput, Workspace
 from bayes_risk.attribute.priors import Empirical, ModelPredictive, Prior
 from bayes_risk.contract import capabilities
@@ -184,11 +184,7 @@ def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool)
             for a in range(0, len(ps), step):
                 sub = np.asarray(ps[a : a + step], dtype=np.int64)
                 plan.estimator.estimate(plan, _pair_group(sub, pairs, csets, unknown), ws, out)
-    timing = ws.timing
-    timing["records_loop_s"] = time.perf_counter() - t_loop
-    timing["engine_s"] = timing["records_loop_s"] - timing["model_likelihood_s"]
-    out.timing = timing
-    return out
+    return finish(out, ws, t_loop)
 
 
 def _unknown(plan: AttributePlan, cs: CandidateSet) -> np.ndarray:

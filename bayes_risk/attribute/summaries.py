@@ -99,23 +99,10 @@ def record_summary(
 ) -> dict[str, Any]:
     """All record-level summaries of one record's posterior.
 
-    Parameters
-    ----------
-    post : array (G,)
-        Normalised posterior.
-    g0 : int
-        Truth index.
-    candidates : array (G, q), optional
-        Candidate values (codes for categorical columns) for marginals and distances.
-    numeric : sequence of bool (q,), optional
-        Which columns are numeric (for ``abs_err`` and ``E_dist``; default all).
-
-    Returns
-    -------
-    dict
-        ``p_true, rank_min, n_tie, rank_avg, is_top, top_share, map_set, map_value, baseline``
-        and, with candidates, ``marginals`` (list, per column, probability of the true value),
-        ``abs_err`` (per numeric column: ``|truth − argmax marginal|``) and ``E_dist``.
+    ``post (G,)`` is the normalised posterior, ``g0`` the truth's index; with ``candidates
+    (G, q)`` (codes for categorical columns; ``numeric`` marks the numeric columns, default all)
+    also ``marginals`` (per column, the probability of the true value), ``abs_err`` (per
+    numeric column, ``|truth − argmax marginal|``) and ``E_dist``.
 
     Examples
     --------
@@ -166,10 +153,8 @@ def wang_reiter(
 
     Parameters
     ----------
-    post : array (G,)
-        Posterior over candidate locations.
-    cand_locations : array (G, 2)
-    true_location : array (2,)
+    post, cand_locations, true_location : arrays (G,), (G, 2) and (2,)
+        Posterior over candidate locations, the candidates and the truth.
     other_locations : array (n_other, 2)
         Actual locations of the **other** records (the target excluded).
     n_mc : int, optional
@@ -261,12 +246,11 @@ def paiva_measures(
 
     Parameters
     ----------
-    posts : sequence of arrays (G_r,)
-    g0 : sequence of int
+    posts, g0 : sequences of arrays (G_r,) and of int
     cand_locations : sequence of arrays (G_r, 2)
         Candidate centroids of each record.
     unique : sequence of bool
-        Whether the record's pattern (default: unsynthesized columns) is unique in ``y``.
+        Whether the record's pattern is unique in ``y``.
 
     Returns
     -------

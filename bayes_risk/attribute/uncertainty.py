@@ -155,9 +155,7 @@ def wang_reiter_uncertainty(
     Returns
     -------
     dict
-        ``n_records``, ``n_flagged_excluded``, ``bootstrap``, ``value`` (the figures of
-        ``WANG_REITER_FIGURES`` on the unflagged records, exact R1), ``mc_se`` and
-        ``mc_interval_<level>``.
+        As :func:`file_uncertainty`, over ``WANG_REITER_FIGURES``.
 
     Raises
     ------
