@@ -1,12 +1,9 @@
 """Attribute disclosure risk (Hu 2019): candidates, priors, estimators, diagnostics, summaries.
 
-Main entry points: :func:`attribute_risk`, :func:`attribute_known_sweep` (the risk over subsets
-of the synthesized values the intruder knows), :func:`with_prior`, :func:`prior_sensitivity` and
-:func:`plot_prior_sensitivity`.
-The engine never imports a model: posterior draws from any software are wrapped as a model by
-:class:`bayes_risk.models.ArrayModel` (also ``bayes_risk.ArrayModel``), and the tree
-synthesizers' plug-in likelihoods live with their models (:class:`bayes_risk.models.CARTPlugin`,
-:class:`bayes_risk.models.RFPlugin`; also ``bayes_risk.CARTPlugin`` and ``bayes_risk.RFPlugin``).
+Main entry points: :func:`attribute_risk`, :func:`attribute_known_sweep`, :func:`with_prior`,
+:func:`prior_sensitivity` and :func:`plot_prior_sensitivity`. The engine never imports a model:
+draws from any software are wrapped by :class:`bayes_risk.models.ArrayModel`, and the tree
+synthesizers' plug-in likelihoods live with their models (:class:`bayes_risk.models.CARTPlugin`).
 """
 
 from bayes_risk.attribute.api import (

@@ -1,11 +1,7 @@
-"""Numba kernels of the attribute-risk engine: tail selection for Pareto k̂ (Vehtari et al. 2024).
-
-:func:`khat_tails` replaces the per-block ``np.partition`` + sort of the numpy reference
-(:func:`bayes_risk.attribute.diagnostics._pareto_khat_numpy`) by a parallel in-place selection.
-The selected tails are identical (as multisets, hence after sorting) to numpy's, so k̂ is
-unchanged. The generalized-Pareto fit itself stays in numpy (:func:`_gpdfit_sorted`): its cost is
-~3,700 ``log1p`` per vector, and numpy's SIMD ``log1p`` is several times faster than the scalar
-libm call a numba loop makes (measured: a fully compiled fit was slower than the numpy one).
+"""Numba kernels of the attribute-risk engine: the ratio pass and sums of the estimators and the
+tail selection for Pareto k̂ (Vehtari et al. 2024). The selected tails are identical (as
+multisets) to those of the numpy reference, so k̂ is unchanged; the generalized-Pareto fit stays
+in numpy, whose SIMD ``log1p`` is faster than a compiled loop's.
 """
 
 from __future__ import annotations
@@ -37,17 +33,11 @@ def _select(a, k):  # pragma: no cover - compiled
     while hi > lo:
         mid = (lo + hi) // 2
         if a[mid] < a[lo]:
-            t = a[mid]
-            a[mid] = a[lo]
-            a[lo] = t
+            a[mid], a[lo] = a[lo], a[mid]
         if a[hi] < a[lo]:
-            t = a[hi]
-            a[hi] = a[lo]
-            a[lo] = t
+            a[hi], a[lo] = a[lo], a[hi]
         if a[hi] < a[mid]:
-            t = a[hi]
-            a[hi] = a[mid]
-            a[mid] = t
+            a[hi], a[mid] = a[mid], a[hi]
         pivot = a[mid]
         i = lo
         j = hi
@@ -57,9 +47,7 @@ def _select(a, k):  # pragma: no cover - compiled
             while a[j] > pivot:
                 j -= 1
             if i <= j:
-                t = a[i]
-                a[i] = a[j]
-                a[j] = t
+                a[i], a[j] = a[j], a[i]
                 i += 1
                 j -= 1
         if k <= j:
@@ -72,13 +60,8 @@ def _select(a, k):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _top_sorted(v, n, k, out, small):  # pragma: no cover - compiled
-    """Write the ``k`` largest of ``v[:n]`` (no ``nan``), ascending, into ``out[:k]``.
-
-    A strided sample of ``v`` gives a threshold expected to keep about ``2k`` values; those are
-    gathered into ``small`` and selected there (``O(n)`` compares instead of a full selection).
-    If fewer than ``k`` survive, ``v`` itself is selected (``v`` is then reordered). The result
-    is the same multiset either way, so ``k̂`` does not depend on the path taken.
-    """
+    """Write the ``k`` largest of ``v[:n]`` (no ``nan``), ascending, into ``out[:k]``: selected
+    among the values above a threshold from a strided sample (about ``2k``), else in ``v``."""
     ns = min(n, 128)
     step = n // ns
     for a in range(ns):
@@ -106,21 +89,9 @@ def _top_sorted(v, n, k, out, small):  # pragma: no cover - compiled
 def khat_tails(lr3, m):  # pragma: no cover - compiled
     """Largest ``M + 1`` shifted log ratios of every vector (the loo algorithm, steps 1 and 3).
 
-    Parameters
-    ----------
-    lr3 : float64[A, B, S], any strides
-        Log ratios; vector ``(a, b)`` is ``lr3[a, b, :]``. Strided views are read in place, so
-        ``np.moveaxis(logr, 1, -1)`` of a ``[R, H, G]`` array needs no transposed copy.
-    m : int
-        Tail size ``M`` (``5 <= M < S``).
-
-    Returns
-    -------
-    top : float64[A * B, M + 1]
-        ``sort(lr − max(lr))[S − M − 1:]`` per vector (row ``a * B + b``) — the cutoff followed
-        by the tail, ascending; zeros where ``bad``.
-    bad : bool[A * B]
-        The maximum is not finite (all ``-inf``, a ``nan`` or a ``+inf`` entry): ``k̂ = nan``.
+    ``lr3`` is ``float64[A, B, S]`` (any strides; vector ``(a, b)`` is ``lr3[a, b, :]``), ``m``
+    the tail size (``5 <= M < S``). Returns ``top[A * B, M + 1]``, ``sort(lr − max(lr))[S − M −
+    1:]`` per vector (zeros where ``bad``), and ``bad[A * B]``: a non-finite maximum or a ``nan``.
     """
     nb = lr3.shape[1]
     s = lr3.shape[2]
@@ -164,40 +135,14 @@ _HB = 64
 
 @njit(cache=True, parallel=True, nogil=True)
 def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
-    """First pass over the candidate log-likelihoods of a chunk of records (Hu 2019 §3.2.5).
+    """First pass over the candidate log-likelihoods ``logp[H, R, G]`` of a chunk of records.
 
-    Fuses, per record ``r`` and candidate ``g``, what :func:`log_ratios`, the maxima of
-    :class:`RatioStats` and :func:`khat_tails` would otherwise compute in separate passes over
-    ``[H, R, G]`` arrays. The exponentials are left to numpy (its SIMD ``exp`` is several times
-    faster than the scalar call a compiled loop makes), then :func:`ratio_sums` forms the sums.
-
-    Every pass reads and writes whole rows ``[h, r, :]`` (no transposed copy): the Pareto tails
-    are gathered row by row against per-candidate thresholds taken from the same strided
-    sample as :func:`_top_sorted`, so the selected tails are identical to its result.
-
-    Parameters
-    ----------
-    logp : float64[H, R, G]
-        ``log p(y*_g | Θ_h)`` of record ``r``'s candidates (any strides; read only).
-    g0 : int64[R]
-        Position of the truth in each candidate set.
-    X : float64[H, R, G]
-        Output: ``log r − shift`` with ``log r = logp − logp[..., g0]`` and ``shift`` the maximum
-        over draws (``0`` where that is not finite); ``-inf`` where the ratio is ``nan``, the
-        draw is dropped, or ``exp`` would overflow. May not alias ``logp``.
-    m_tail : int
-        Pareto tail size ``M`` (``0``: no tails; otherwise ``M + 1 <= H``).
-
-    Returns
-    -------
-    mx : float64[R, G]
-        ``max_h log r`` (``nan`` if some ratio is ``nan``; ``-inf`` if all are 0).
-    n_ok : int64[R]
-        Draws under which the truth is possible (the others are dropped: ``-inf`` ratios).
-    top : float64[R·G, M + 1]
-        As :func:`khat_tails`: the cutoff and the tail of ``log r − max``, ascending.
-    bad : bool[R·G]
-        Tail unusable (``k̂ = nan``): a ``nan`` ratio or a non-finite maximum.
+    Fuses the log ratios, their maxima over draws and the Pareto tails (identical to
+    :func:`_top_sorted`'s) in one pass over whole rows; the exponentials are left to numpy.
+    Writes ``X = log r − shift`` (``shift`` the maximum, 0 where not finite; ``-inf`` for a
+    ``nan`` ratio, a dropped draw or an ``exp`` overflow; ``X`` may not alias ``logp``).
+    Returns ``mx[R, G]`` (``nan`` if some ratio is ``nan``), ``n_ok[R]`` (draws kept), and, for
+    ``m_tail > 0``, ``top[R·G, M + 1]`` and ``bad[R·G]`` as :func:`khat_tails`.
     """
     H, R, G = logp.shape
     mx_out = np.empty((R, G))
@@ -297,10 +242,8 @@ def _gather(tb, nh, thr, small, cnt):  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always")
 def _insertion_sort(a, out):  # pragma: no cover - compiled
-    """``out[:n] = sort(a)`` (``n = a.size``, no ``nan``): the tails' ``M + 1`` values after the
-    selection. For ~100 values a predictable insertion sort beats ``np.sort`` (its branchy
-    quicksort and a fresh array per call took about 40 % of the tail selection); any sort
-    gives the same values in the same order."""
+    """``out[:n] = sort(a)`` (``n = a.size``, no ``nan``); for ~100 values faster than
+    ``np.sort``."""
     n = a.shape[0]
     for i in range(n):
         v = a[i]
@@ -341,15 +284,9 @@ _RB = 16
 @njit(cache=True, parallel=True, nogil=True)
 def ratio_sums(E, W, groups, n_groups):  # pragma: no cover - compiled
     """Sums over draws of ``E[H, R, G]``: ``Σ E``, ``Σ E²``, per column of ``W[H, m]``
-    ``Σ E W``, ``Σ (E W)²``, ``max E W`` (the published estimator's fast path, Hu 2019 §3.2.5),
-    and per group of draws ``Σ_{h: groups[h] = c} E`` (the between-chain check's chain and
-    batch sums, :mod:`bayes_risk.attribute.chains`; ``n_groups = 0``: none).
-
-    Draws are summed in order for every ``(r, g)`` (and every group), so the values do not
-    depend on threads. Each thread takes blocks of ``_RB`` records and walks the draws once,
-    reading the block's contiguous ``[_RB, G]`` slab of each draw (per record, the draws' rows
-    of ``G`` values lie ``R·G`` apart: one record at a time made every row a separate cache
-    miss); the group sums are formed in the same walk (a second pass over ``E`` cost as much).
+    ``Σ E W``, ``Σ (E W)²``, ``max E W`` (the IS estimator's fast path), and per group of draws
+    ``Σ_{h: groups[h] = c} E`` (``n_groups = 0``: none). Draws are summed in order (the values
+    do not depend on threads), in blocks of ``_RB`` records whose rows of a draw are contiguous.
     """
     H, R, G = E.shape
     m = W.shape[1]
@@ -390,12 +327,8 @@ def ratio_sums(E, W, groups, n_groups):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def neg_outer(theta, x):  # pragma: no cover - compiled
-    """``out[i, j, l] = (−θ[i, j]) · x[i, l]``: the generalized-Pareto fit's grid of products.
-
-    The same products as numpy's broadcast ``(-theta)[:, :, None] * x[:, None, :]`` (bitwise),
-    about four times faster for the fit's short rows (``M`` ≈ 100), where numpy's broadcast
-    loop spends most of its time per row. ``nogil``: the fits run on several Python threads.
-    """
+    """``out[i, j, l] = (−θ[i, j]) · x[i, l]``: the generalized-Pareto fit's grid of products
+    (bitwise numpy's broadcast, about four times faster for short rows)."""
     n, mg = theta.shape
     m = x.shape[1]
     out = np.empty((n, mg, m))

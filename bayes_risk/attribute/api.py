@@ -1,20 +1,10 @@
 """User-facing attribute-risk analysis: :func:`attribute_risk`, :func:`with_prior`,
 :func:`prior_sensitivity` and :func:`plot_prior_sensitivity`.
 
-For each confidential record ``i`` the intruder's posterior over candidate values ``y*`` of its
-synthesized attributes is (Hu 2019 eq. 1)
-
-    p(Y_i = y* | Z, y_{-i}) ∝ p(Z | Y_i = y*, y_{-i}) · P0_i(y*),
-
-with ``p(Z | ·)`` estimated from the synthesis model's posterior draws — no refit per candidate —
-by the stabilised estimator (methods, The stabilised estimator, default for class P models) or the
-published importance-sampling estimator (Hu 2019 §3.2.5). The engine depends only on the model
-protocols of :mod:`bayes_risk.contract`.
-
-:func:`attribute_risk` runs three stages: ``prepare`` (:mod:`bayes_risk.attribute.prepare`: a
-typed plan built once), ``evaluate`` (:mod:`bayes_risk.attribute.evaluate`: one partition of the
-records, run by an executor of :mod:`bayes_risk.executors`, in process or on a Dask cluster) and
-``assemble`` (:mod:`bayes_risk.attribute.assemble`: priors, summaries, the result).
+:func:`attribute_risk` runs three stages: :mod:`~bayes_risk.attribute.prepare` (a typed plan),
+:mod:`~bayes_risk.attribute.evaluate` (one partition of the records, run by an executor)
+and :mod:`~bayes_risk.attribute.assemble` (priors, summaries, the result).
+See :doc:`/methods/attribute`.
 """
 
 from __future__ import annotations
@@ -82,90 +72,64 @@ PARTITION_SIZE = 256
 
 @interruptible
 def attribute_risk(
-    original: pd.DataFrame,
-    synthetic: Any,
-    *,
-    model: Any,
+    original: pd.DataFrame, synthetic: Any, *, model: Any,
     records: Sequence[int] | np.ndarray | None = None,
     candidates: str | CandidateSpec | Callable[..., pd.DataFrame] = "one-variable",
     prior: str | Prior | Any = "uniform",
     scenario: ScenarioSpec | Literal["worst_case", "partially_known", "empty"] = "worst_case",
     estimator: EstimatorSpec | Literal["auto", "stabilised", "is"] = "auto",
-    random_seed: RandomSeed = None,
-    progressbar: bool = True,
-    executor: Any = None,
+    random_seed: RandomSeed = None, progressbar: bool = True, executor: Any = None,
     allow_other_model: bool = False,
 ) -> AttributeRiskResult:
     """Attribute disclosure risk of every (or selected) confidential record (Hu 2019).
 
+    See :doc:`/user_guide/attribute` and :doc:`/methods/attribute`.
+
     Parameters
     ----------
     model : RiskModel
-        A fitted Bayesian synthesis model (DPMPM, PoissonMixture, SequentialRegression), an
-        :class:`~bayes_risk.models.ArrayModel`, or a plug-in model without posterior draws
-        (:class:`~bayes_risk.models.CARTPlugin`, methods, Tree synthesizers: plug-in likelihoods;
-        anything with ``plugin_loglik(record, candidates, datasets) -> [m, G]``). Its ``schema_``
-        defines the columns, levels and which columns were synthesized.
+        A fitted Bayesian synthesis model, an :class:`~bayes_risk.models.ArrayModel`, or a
+        plug-in model (:class:`~bayes_risk.models.CARTPlugin`; anything with
+        ``plugin_loglik(record, candidates, datasets) -> [m, G]``). Its ``schema_`` defines the
+        columns, levels and which columns were synthesized.
     original : DataFrame
-        The confidential data ``y`` (the rows the model was fitted to, same order). A record's
-        missing synthesized values are not guessed: DPMPM integrates them out, the tree
-        plug-ins hold them at their kind (the intruder knows which values are missing), other
-        models refuse such records (user guide, Missing values; ``settings["missing_values"]``).
+        The confidential data ``y`` (the rows the model was fitted to, same order).
     synthetic : SyntheticData, DataFrame or list of DataFrames
         The released datasets ``Z_(1..m)`` (same row order as ``original``).
     records : sequence of int, optional
         0-based row positions to evaluate (default: all).
     candidates : {"one-variable", "full"}, str, CandidateSpec or callable
-        Candidate sets (methods, Candidate sets; see
-        :func:`~bayes_risk.attribute.candidates.parse_candidates`). A callable
-        ``f(record_row: Series, columns: list) -> DataFrame`` returns a record's candidates (decoded
-        values); the truth is added when absent.
+        Candidate sets (see :func:`~bayes_risk.attribute.candidates.parse_candidates`). A
+        callable ``f(record_row: Series, columns: list) -> DataFrame`` returns a record's
+        candidates (decoded values); the truth is added when absent.
     prior : str, Prior, weights or callable
-        Intruder prior (methods, Priors): ``"uniform"`` (default), ``"truth-weighted:K"``,
-        ``"empirical:ALPHA"``, ``"model-predictive"``, ...
+        Intruder prior: ``"uniform"`` (default), ``"truth-weighted:K"``, ``"empirical:ALPHA"``,
+        ``"model-predictive"``, ...
     scenario : ScenarioSpec or {"worst_case", "partially_known", "empty"}
-        What the intruder knows (:class:`~bayes_risk.attribute.ScenarioSpec`: every other
-        record, also some of the target's own values, nothing of the other records, or every
-        record but the two of a pair); a string is ``ScenarioSpec(kind=...)``. Other scenarios
-        raise :class:`~bayes_risk.exceptions.NotSupportedError`.
+        What the intruder knows (:class:`~bayes_risk.attribute.ScenarioSpec`); a string is
+        ``ScenarioSpec(kind=...)``.
     estimator : EstimatorSpec or {"auto", "stabilised", "is"}
         How the candidates' likelihoods are estimated and checked
-        (:class:`~bayes_risk.attribute.EstimatorSpec`: the estimator, the augmented refits,
-        the draws used, PSIS, the k̂ rule and tolerance, the compatibility mode, the chunk
-        size and the draw bootstrap); a string is ``EstimatorSpec(kind=...)``.
+        (:class:`~bayes_risk.attribute.EstimatorSpec`); a string is
+        ``EstimatorSpec(kind=...)``.
     random_seed : int, Generator or None
-        Seeds the bootstrap and the augmented fits. Results do not depend on
-        ``EstimatorSpec.chunk_size``, on the order of ``records``, on the executor or on its
-        partitions.
+        Seeds the bootstrap and the augmented fits. Results do not depend on the chunk size,
+        on the order of ``records``, on the executor or on its partitions.
     progressbar : bool
         Show progress (rich).
     executor : None, distributed.Client or Executor
         Where the per-record stage runs (:func:`bayes_risk.executors.as_executor`): ``None``
-        (default) in this process; a ``distributed.Client`` or a
-        :class:`~bayes_risk.executors.DaskExecutor` on a Dask cluster, in partitions of
-        ``partition_size`` records (default 256). The validation, the
-        augmented fits and the assembly of the result run in this process either way
-        (see also :func:`bayes_risk.distributed.attribute_risk`).
+        (default) in this process, or a Dask cluster in partitions of ``partition_size``
+        records (default 256).
     allow_other_model : bool, default False
-        Go on when ``model`` is not the model that made the release (its manifest records the
-        identity of the model that made it; plain files are compared with the columns and
-        records the model releases unchanged: user guide, Provenance): the risks are then
-        those of ``model``, with warning ``MODEL_DIFFERS``. By default such a model is refused
-        (``MODEL_DIFFERS``).
+        Go on, with warning ``MODEL_DIFFERS``, when ``model`` is not the model that made the
+        release; by default such a model is refused.
 
     Returns
     -------
     AttributeRiskResult
-        With the stabilised estimator and draws from two or more MCMC chains (the model's
-        ``draw_chains()``, :class:`~bayes_risk.contract.SupportsDrawChains`), each record's
-        estimate is also computed from each chain's draws alone and the record is flagged
-        ``CHAINS_DISAGREE`` when the chains' ``p_true`` differ beyond Monte Carlo error and
-        materially (by more than 0.02, or by a ratio above 1.2: the floor is relative to the
-        estimate where ``p_true < 0.1``), or the truth is the best guess under one chain only
-        (columns
-        ``p_true_chain_min``, ``p_true_chain_max``, ``chain_z``; see
-        ``bayes_risk.attribute.chains``). With one chain the check does not run and
-        ``settings["chain_check"]`` says so.
+        With the stabilised estimator and two or more MCMC chains, records whose chains
+        disagree are flagged ``CHAINS_DISAGREE`` (``bayes_risk.attribute.chains``).
 
     Raises
     ------
@@ -173,16 +137,12 @@ def attribute_risk(
         For inconsistent inputs (naming the argument); ``MODEL_DIFFERS`` for a model that did
         not make the release; ``DUPLICATE_DATASETS`` for a release holding a dataset twice.
     NotSupportedError
-        (a ``NotImplementedError``) For scenarios other than worst case / partially known /
-        empty (methods, The intruder's posterior), and for class O models that do not supply
-        the own-record term.
+        For other scenarios, and for class O models that do not supply the own-record term.
 
     References
     ----------
     Hu, J. (2019). Bayesian estimation of attribute and identification disclosure risks in
     synthetic data. Transactions on Data Privacy 12, 61–89.
-    Reiter, J. P., Wang, Q. & Zhang, B. (2014). Bayesian estimation of disclosure risks for
-    multiply imputed, synthetic data. Journal of Privacy and Confidentiality 6(1).
     """
     scenario = as_spec(scenario, ScenarioSpec, "scenario", "kind")
     estimator = as_spec(estimator, EstimatorSpec, "estimator", "kind", ESTIMATORS)
@@ -276,8 +236,7 @@ def _check_low_risk_options(candidates: Any, known: Any, estimator: EstimatorSpe
 
 
 def _partitions(positions: np.ndarray, ex: Any, progressbar: bool) -> list[RecordPartition]:
-    """The records split for ``ex``: one partition in process (progress over its chunks), else
-    partitions of ``ex.partition_size`` (default :data:`PARTITION_SIZE`) records."""
+    """The records split for ``ex``: one partition in process, else ``ex.partition_size``."""
     order = np.sort(np.asarray(positions, dtype=np.int64))
     in_process = isinstance(ex, InProcessExecutor)
     if in_process and ex.partition_size is None:
@@ -289,13 +248,9 @@ def _partitions(positions: np.ndarray, ex: Any, progressbar: bool) -> list[Recor
 def with_prior(
     result: AttributeRiskResult, *, prior: str | Prior | Any, bootstrap: bool = True
 ) -> AttributeRiskResult:
-    """``result`` under another prior: only the final normalisation is redone (methods, Priors).
+    """``result`` under another prior: the kept log-likelihoods are re-normalised.
 
-    The candidates' log-likelihoods are kept in the result, so every column that depends on the
-    prior is recomputed as a run with that prior would compute it: the record summaries, the
-    range of ``p_true`` allowed by high-k̂ means, the between-chain check and the record
-    ``flag_codes`` (``KHAT_HIGH`` under ``khat_rule="material"`` and ``CHAINS_DISAGREE`` depend
-    on the prior).
+    Every column that depends on the prior is recomputed as a run with that prior would.
 
     Parameters
     ----------
@@ -315,9 +270,7 @@ def with_prior(
     Raises
     ------
     ValidationError
-        In compatibility mode; for a prior other than uniform on a result of
-        ``scenario="empty"`` (the low-risk intruder's posterior already contains the prior,
-        as :func:`attribute_risk` refuses it there).
+        In compatibility mode; for a prior the result's scenario refuses.
 
     Examples
     --------
@@ -367,8 +320,7 @@ def _check_sweep_prior(result: AttributeRiskResult, prior: Prior) -> None:
 
 
 def _stacks(result: AttributeRiskResult) -> list[RecordStack]:
-    """The result's per-candidate quantities stacked once per size of candidate set (kept on
-    the result: every further prior reuses them)."""
+    """The result's per-candidate quantities stacked per candidate-set size, cached."""
     if "stacks" not in result._cache:
         result._cache["stacks"] = record_stacks(
             result.loglik, result.diagnostics, result._g0(), result._prior_inputs.groups,
@@ -381,42 +333,21 @@ def _reprior(
     result: AttributeRiskResult, lp_groups: Sequence[Sequence[np.ndarray]], *,
     log_post: bool = False, alone: bool = False,
 ) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
-    """Every record column that depends on the prior, under each of ``P`` priors at once.
+    """Every record column that depends on the prior (and the flags it sets), under each of
+    ``P`` priors: ``lp_groups[p][g]`` is prior ``p``'s log prior of group ``g``.
 
-    Parameters
-    ----------
-    result : AttributeRiskResult
-    lp_groups : sequence (P) of sequences of ndarray (n_g, G)
-        Each prior's normalised log prior, one matrix per group of ``PriorInputs.groups``.
-    log_post : bool
-        Also return the log posteriors.
-    alone : bool
-        Also what the prior alone gives (``prior_p_true``, ``prior_top_share``).
-
-    Returns
-    -------
-    columns : dict of ndarray (P, n)
-        The point summaries; ``p_true_lower`` / ``p_true_upper`` when the result has them;
-        the between-chain columns when it has them; ``flag_codes`` (the record flags under
-        each prior: ``KHAT_HIGH`` under ``khat_rule="material"`` and ``CHAINS_DISAGREE``
-        recomputed); with ``alone`` the prior-alone columns.
-    log_post : list of ndarray (P, n_g, G)
-        Per group (empty unless asked for).
+    Returns the columns ``{name: (P, n)}`` and, with ``log_post``, the log posteriors per group.
     """
     P, n = len(lp_groups), len(result.loglik)
     recs = result.records.columns
     bounds, chains = "p_true_upper" in recs, "p_true_chain_min" in recs
     tol = float(result.settings.get("khat_tolerance", KHAT_TOLERANCE))
-    out: dict[str, np.ndarray] = {k: np.full((P, n), np.nan) for k in POINT_COLUMNS}
-    if bounds:
-        out |= {k: np.full((P, n), np.nan) for k in ("p_true_lower", "p_true_upper")}
-        out["khat_material"] = np.zeros((P, n), dtype=bool)
-    if chains:
-        out |= {k: np.full((P, n), np.nan)
-                for k in ("p_true_chain_min", "p_true_chain_max", "chain_z")}
-        out["chain_flag"] = np.zeros((P, n), dtype=bool)
-    if alone:
-        out |= {k: np.full((P, n), np.nan) for k in ("prior_p_true", "prior_top_share")}
+    names = [*POINT_COLUMNS, *(("p_true_lower", "p_true_upper") if bounds else ()),
+             *(("p_true_chain_min", "p_true_chain_max", "chain_z") if chains else ()),
+             *(("prior_p_true", "prior_top_share") if alone else ())]
+    out: dict[str, np.ndarray] = {k: np.full((P, n), np.nan) for k in names}
+    out |= {k: np.zeros((P, n), dtype=bool)
+            for k, on in (("khat_material", bounds), ("chain_flag", chains)) if on}
     posts = []
     for gi, st in enumerate(_stacks(result)):
         lp = np.stack([np.asarray(q[gi], dtype=np.float64) for q in lp_groups])  # [P, n_g, G]
@@ -446,17 +377,10 @@ def _reprior(
 def prior_sensitivity(
     result: AttributeRiskResult, *, priors: Sequence[Any] | str | Prior, bootstrap: bool = False
 ) -> pd.DataFrame:
-    """Re-normalise a result under several priors (methods, Priors): likelihoods are reused.
+    """Re-normalise a result under several priors: likelihoods are reused.
 
-    Every column that depends on the prior is recomputed as a run with that prior (and
-    :func:`with_prior`) computes it: the record summaries, the range of ``p_true`` allowed
-    by high-k̂ means, the between-chain check and the record ``flag_codes`` (``KHAT_HIGH``
-    under ``khat_rule="material"`` and ``CHAINS_DISAGREE`` depend on the prior). The
-    per-candidate and per-chain quantities are stacked once and the priors applied in
-    blocks (each prior's numbers bit for bit those of :func:`with_prior`); the between-chain
-    check is still evaluated prior by prior, most of a long sweep's cost. Average over the
-    rows whose ``flag_codes`` are empty, as the file-level summaries do: a flagged record's estimate
-    cannot be trusted under that prior.
+    Each prior's columns are those of :func:`with_prior`. Average over the rows whose
+    ``flag_codes`` are empty: a flagged record's estimate cannot be trusted under that prior.
 
     Parameters
     ----------
@@ -471,17 +395,10 @@ def prior_sensitivity(
     Returns
     -------
     DataFrame
-        Long format, one row per prior and record: ``prior`` (the prior's label; a label
-        that repeats one before it gets ``#2``, ``#3``, ..., e.g. two user priors ``user`` and
-        ``user#2``), ``record``,
-        ``p_true``, ``rank_min``, ``rank_avg``, ``is_top``, ``n_tie``, ``top_share``; what the
-        prior alone gives, before the release is seen: ``prior_p_true`` (the prior's mass on the
-        truth) and ``prior_top_share`` (the chance that the truth is the prior's best guess, ties
-        broken at random: ``1/G`` under the uniform prior, 1 under ``truth-weighted:κ`` with
-        ``κ > 1``); ``baseline`` (the random guess ``1/G``); with the stabilised estimator
-        ``p_true_lower`` and ``p_true_upper``; the bootstrap columns when requested; and
-        ``flag_codes`` (the record's flags under that prior; ``""`` when none).
-        :func:`plot_prior_sensitivity` draws it.
+        Long format, one row per prior and record: ``prior`` (its label; a repeated label
+        gets ``#2``, ``#3``, ...), ``record``, the point summaries, ``prior_p_true`` and
+        ``prior_top_share`` (what the prior alone gives), ``baseline`` (``1/G``), the bounds,
+        the bootstrap columns when requested and ``flag_codes``.
 
     Raises
     ------
@@ -509,16 +426,14 @@ def prior_sensitivity(
             "['uniform', 'truth-weighted:2']."
         )
     parsed = [parse_prior(spec) for spec in specs]
-    for p in parsed:
-        _check_sweep_prior(result, p)
-    inp = result._prior_inputs
-    n = len(result.loglik)
     labels, seen = [], {}
     for p in parsed:
+        _check_sweep_prior(result, p)
         label = p.label()
-        seen[label] = seen.get(label, 0) + 1
-        # e.g. two user priors: both are labelled "user"
-        labels.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
+        seen[label] = k = seen.get(label, 0) + 1  # e.g. two user priors, both "user"
+        labels.append(label if k == 1 else f"{label}#{k}")
+    inp = result._prior_inputs
+    n = len(result.loglik)
     recs = result.records
     extra = [k for k in ("baseline", "p_true_lower", "p_true_upper") if k in recs.columns]
     parts: dict[str, list[np.ndarray]] = {}
@@ -572,18 +487,12 @@ _SENSITIVITY_MEASURES = {
 
 
 def plot_prior_sensitivity(
-    sensitivity: pd.DataFrame, *, measure: Literal["is_top", "p_true"] = "is_top",
-    ax: Any = None,
+    sensitivity: pd.DataFrame, *, measure: Literal["is_top", "p_true"] = "is_top", ax: Any = None,
 ) -> Any:
     """Attribute risk under each intruder prior, beside what the prior alone gives.
 
-    One row per prior (in the order of the table): the file-level figure over the records
-    whose estimate is not flagged under that prior (filled dot: after the release is seen),
-    what the same intruder has before seeing it (open circle: the prior alone) and the random
-    guess ``1/G`` (dashed line). The release's own contribution is the distance from the circle
-    to the dot: a prior that puts its mass on the truth (``truth-weighted:κ``, ``κ > 1``)
-    ranks the truth first for every record before any data is seen, so its high figure is the
-    prior's, not the release's (user guide, Attribute risk, Which prior to report).
+    One row per prior: the figure over the unflagged records (filled dot), the prior alone
+    (open circle) and the random guess ``1/G`` (dashed line); see :doc:`/user_guide/attribute`.
 
     Parameters
     ----------
@@ -591,12 +500,9 @@ def plot_prior_sensitivity(
         The table of :func:`prior_sensitivity` (columns ``prior``, ``flag_codes``, the
         measure and ``prior_top_share`` / ``prior_p_true``).
     measure : {"is_top", "p_true"}
-        ``"is_top"``: share of the records whose true values are the intruder's best guess
-        (the prior alone: ``prior_top_share``, ties broken at random); ``"p_true"``: mean
-        probability of the true values (the prior alone: ``prior_p_true``).
+        Share of the records whose truth is the best guess, or mean ``p_true``.
     ax : matplotlib.axes.Axes, optional
-        The Axes to draw on (default: pyplot's current Axes, or a new figure sized for the
-        number of priors when none is open).
+        The Axes to draw on (default: pyplot's current Axes, or a new figure).
 
     Returns
     -------

@@ -1,8 +1,6 @@
-"""Stage 3 of attribute risk: the result from the merged partition outputs (input order).
-
-Runs once, in the calling process: records released unchanged, the intruder's prior, the
-posterior and rank summaries, the bounds allowed by high Pareto k̂ (``khat_rule="material"``),
-bootstrap quantiles, the record table, settings and warnings.
+"""Stage 3 of attribute risk: the result from the merged partition outputs, once, in the calling
+process (records released unchanged, the prior, the summaries, the k̂ bounds, the bootstrap
+quantiles, the record table, settings and warnings).
 """
 
 from __future__ import annotations
@@ -38,15 +36,10 @@ __all__ = ["assemble", "mcmc_record"]
 #: a candidate grid that reaches other values of a small count (named in NO_ALTERNATIVE)
 _COUNT_GRID = "one-variable,grid:additive:2:5"
 
-def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
-    """The :class:`~bayes_risk.attribute.AttributeRiskResult` of the evaluated records.
 
-    Parameters
-    ----------
-    plan : AttributePlan
-    part : PartitionOutput
-        The merged outputs of every partition.
-    """
+def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
+    """The :class:`~bayes_risk.attribute.AttributeRiskResult` of the evaluated records
+    (``part``: the merged outputs of every partition)."""
     data, est = plan.data, plan.estimator.name
     mcmc = mcmc_record(plan.model.model, [a.model for a in plan.augmented.models])
     warn_codes = _warning_codes(plan, part, mcmc)
@@ -54,7 +47,6 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
     if regimes and not regimes.get("agree", True) and plan.chains is not None \
             and plan.chains.run:
         # the model's chains sit in different regimes: the result's figures per regime
-        # (AttributeRiskResult.regime_figures), from the between-chain estimates
         warn_codes.append("RISK_BY_REGIME")
     recs = [int(i) for i in data.positions]
     syn_flags, unchanged = _released_unchanged(plan, part, recs)
@@ -65,19 +57,14 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
     loglik = [part.loglik[i] for i in recs]
     g0_arr = np.array([c.g0 for c in cands], dtype=np.int64)
     pinp = PriorInputs(
-        records=np.asarray(recs, dtype=np.int64),
-        values=[c.values for c in cands],
-        g0=g0_arr,
-        columns=tuple(data.vary),
-        categorical=data.is_cat,
-        others=data.values,
+        records=np.asarray(recs, dtype=np.int64), values=[c.values for c in cands], g0=g0_arr,
+        columns=tuple(data.vary), categorical=data.is_cat, others=data.values,
         log_mean_r=None if est == "plugin" else [part.log_mean_r[i] for i in recs],
     )
     logprior, pcodes = evaluate_prior(plan.prior, pinp)
     warn_codes += [c for c in pcodes if c not in warn_codes]
-    # compat mode (AttributeRiskCalculation compatibility): the R package adds the prior
-    # *probability* to the log-likelihood once per dataset; emulate by folding it into the kept
-    # log-likelihoods.
+    # compat mode: the R package adds the prior *probability* to the log-likelihood once per
+    # dataset; emulate by folding it into the kept log-likelihoods
     if plan.compat == "AttributeRiskCalculation":
         loglik = [ll + data.m * np.exp(lp) for ll, lp in zip(loglik, logprior, strict=False)]
         logprior = [np.zeros_like(lp) for lp in logprior]
@@ -91,8 +78,7 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
                 if bounds[2][k] and i not in unchanged:
                     part.flags[i] = order_flags([*part.flags[i], "KHAT_HIGH"])
     chains = _chain_flags(plan, part, recs, diags, logprior, g0_arr, unchanged)
-    # G: the candidates that cover observed values (attribute.missing)
-    # Wei & Reiter's two-record intruder: a row per pair (bayes_risk.attribute.pairs)
+    # G: the candidates that cover observed values; the two-record intruder: a row per pair
     key = "pair" if data.scenario == "two_records" else "record"
     df = pd.DataFrame({key: recs,
                        "G": [n_guessable(c.values, c.g0, data.is_cat) for c in cands]})
@@ -127,28 +113,16 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
             skip_file_prefixes=CALLER,
         )
     return AttributeRiskResult(
-        records=df,
-        columns=tuple(data.vary),
-        candidates=cands,
-        loglik=loglik,
-        logprior=logprior,
-        log_post=log_post,
-        diagnostics=diags,
-        warnings=warn_codes,
-        settings=_settings(plan, part),
-        schema=data.schema,
-        prior=plan.prior,
-        _prior_inputs=pinp,
-        _boot_loglik=boot_list,
-        _degenerate=_degenerate(part),
-        _mc_figures=file_uncertainty,
-        mcmc=mcmc,
+        records=df, columns=tuple(data.vary), candidates=cands, loglik=loglik,
+        logprior=logprior, log_post=log_post, diagnostics=diags, warnings=warn_codes,
+        settings=_settings(plan, part), schema=data.schema, prior=plan.prior,
+        _prior_inputs=pinp, _boot_loglik=boot_list, _degenerate=_degenerate(part),
+        _mc_figures=file_uncertainty, mcmc=mcmc,
     )
 
 
-def _warning_codes(
-    plan: AttributePlan, part: PartitionOutput, mcmc: dict[str, Any]
-) -> list[str]:
+def _warning_codes(plan: AttributePlan, part: PartitionOutput, mcmc: dict[str, Any]
+                   ) -> list[str]:
     """Result warnings: the plan's, the model's labels, MCMC problems and record-level events."""
     warn_codes = list(plan.warn_codes)
     warn_codes += [c for c in part.warn_codes if c not in warn_codes]
@@ -159,8 +133,7 @@ def _warning_codes(
         warnings.warn(
             "some candidates hold categories the model was never fitted with; they get "
             "probability 0 (UNKNOWN_CATEGORY_IN_CANDIDATES).",
-            ImportanceSamplingWarning,
-            skip_file_prefixes=CALLER,
+            ImportanceSamplingWarning, skip_file_prefixes=CALLER,
         )
     if any("TRUTH_OUTSIDE_SUPPORT" in f for f in part.flags.values()):
         warn_codes.append("TRUTH_OUTSIDE_SUPPORT")
@@ -176,8 +149,7 @@ def _same_value(v: np.ndarray, t: float) -> np.ndarray:
 
 def _warn_without_alternative(cands: Sequence[Any], warn_codes: list[str],
                               is_cat: np.ndarray) -> None:
-    """``NO_ALTERNATIVE``: columns for which some records are offered no value but the truth
-    (their risk in that column is not assessed; with no alternative at all, ``p_true = 1``)."""
+    """``NO_ALTERNATIVE``: columns for which some records are offered no value but the truth."""
     collapsed = columns_without_alternative(cands, is_cat)
     if not collapsed:
         return
@@ -191,21 +163,15 @@ def _warn_without_alternative(cands: Sequence[Any], warn_codes: list[str],
         + " (NO_ALTERNATIVE). A numeric grid collapses when its points round to the truth, "
         "e.g. a ±10 % grid on a small count: give a grid that reaches other values, such as "
         f"{arg_name('candidates', repr(_COUNT_GRID), cli=_COUNT_GRID)} for counts.",
-        DataWarning,
-        skip_file_prefixes=CALLER,
+        DataWarning, skip_file_prefixes=CALLER,
     )
 
 
 def _released_unchanged(
     plan: AttributePlan, part: PartitionOutput, recs: Sequence[int]
 ) -> tuple[np.ndarray | None, set[int]]:
-    """Records the model did not synthesize, with their exact likelihood set in ``part``.
-
-    Partial synthesis of selected records: a record the model did not synthesize is released
-    as it is, so ``p(Z | Y_i = y*, y_-i)`` holds the factor ``1{z_i = y*}`` — zero for every
-    other candidate. The models' dataset likelihoods leave the unchanged rows out (constant for
-    the fit), so the indicator is applied here, as the tree plug-ins do (methods, Notation).
-    """
+    """Records the model did not synthesize (released as they are: every candidate but the
+    truth has likelihood 0), with that exact likelihood set in ``part``."""
     model = plan.model.model
     syn_flags = None
     if plan.data.scenario == "two_records":  # pairs of synthesized records only (pairs.py)
@@ -231,37 +197,25 @@ def _released_unchanged(
     return syn_flags, unchanged
 
 
-def _chain_flags(
-    plan: AttributePlan,
-    part: PartitionOutput,
-    recs: Sequence[int],
-    diags: Sequence[dict[str, np.ndarray]],
-    logprior: Sequence[np.ndarray],
-    g0: np.ndarray,
-    unchanged: set[int],
-) -> dict[str, np.ndarray] | None:
+def _chain_flags(plan: AttributePlan, part: PartitionOutput, recs: Sequence[int],
+                 diags: Sequence[dict[str, np.ndarray]], logprior: Sequence[np.ndarray],
+                 g0: np.ndarray, unchanged: set[int]) -> dict[str, np.ndarray] | None:
     """The between-chain check (``CHAINS_DISAGREE``, :mod:`bayes_risk.attribute.chains`)."""
     if plan.chains is None or not plan.chains.run:
         return None
     t_c = time.perf_counter()
     chains = chain_agreement(diags, logprior, g0)
-    part.timing["chain_check_s"] = (
-        part.timing.get("chain_check_s", 0.0) + time.perf_counter() - t_c
-    )
+    part.timing["chain_check_s"] = (part.timing.get("chain_check_s", 0.0)
+                                    + time.perf_counter() - t_c)
     for k, i in enumerate(recs):
         if chains["flag"][k] and i not in unchanged:
             part.flags[i] = order_flags([*part.flags[i], "CHAINS_DISAGREE"])
     return chains
 
 
-def _diagnostic_columns(
-    df: pd.DataFrame,
-    plan: AttributePlan,
-    part: PartitionOutput,
-    recs: Sequence[int],
-    cands: Sequence[Any],
-    bounds: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
-) -> None:
+def _diagnostic_columns(df: pd.DataFrame, plan: AttributePlan, part: PartitionOutput,
+                        recs: Sequence[int], cands: Sequence[Any],
+                        bounds: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> None:
     """Per-record summaries of the diagnostics (over the candidates other than the truth)."""
     est, diag_d = plan.estimator.name, part.diag
 
@@ -285,12 +239,8 @@ def _diagnostic_columns(
         df["khat_aug_max"] = agg("khat_aug", np.max)
         df["ess_aug_min"] = agg("ess_aug", np.min)
         if bounds is not None:
-            df["n_khat_high"] = [
-                int(np.sum(diag_d[i]["khat_high"])) if "khat_high" in diag_d[i] else 0
-                for i in recs
-            ]
-            df["p_true_lower"] = bounds[0]
-            df["p_true_upper"] = bounds[1]
+            df["n_khat_high"] = [int(np.sum(diag_d[i].get("khat_high", 0))) for i in recs]
+            df["p_true_lower"], df["p_true_upper"] = bounds[0], bounds[1]
     if est == "plugin":
         df["mc_se_max"] = agg("mc_se", np.max)
     df["ess_omega_min"] = agg("ess_omega", np.min, nontrue=False)
@@ -327,28 +277,16 @@ def _settings(plan: AttributePlan, part: PartitionOutput) -> dict[str, Any]:
     model, data, dg, est = plan.model.model, plan.data, plan.diagnostics, plan.estimator.name
     spec = plan.rule.spec
     return {
-        "estimator": est,
-        "model_class": model.model_class,
+        "estimator": est, "model_class": model.model_class,
         "ratio_form": None if est == "plugin" else model.ratio_form,
-        "scenario": data.scenario,
-        "known": data.known,
-        "columns": list(data.vary),
+        "scenario": data.scenario, "known": data.known, "columns": list(data.vary),
         "candidates": "callable" if spec is None else spec.to_dict(),
-        "prior": plan.prior.label(),
-        "H": plan.draws.H,
-        "H_augmented": plan.augmented.n_draws,
-        "m": data.m,
-        "psis": bool(dg.psis),
-        "khat": dg.khat,
+        "prior": plan.prior.label(), "H": plan.draws.H, "H_augmented": plan.augmented.n_draws,
+        "m": data.m, "psis": bool(dg.psis), "khat": dg.khat,
         "khat_rule": dg.khat_rule if est == "stabilised" else "any",
-        "khat_tolerance": dg.khat_tolerance,
-        "bootstrap": plan.draws.n_boot,
-        "compat": plan.compat,
-        "random_seed": plan.random_seed_json,
-        "khat_threshold": dg.khat_threshold,
-        "low_ess_threshold": dg.low_ess_threshold,
-        # a record's missing values: integrated out (DPMPM), held at their kind (tree
-        # plug-ins) or refused (None); user guide, Missing values
+        "khat_tolerance": dg.khat_tolerance, "bootstrap": plan.draws.n_boot,
+        "compat": plan.compat, "random_seed": plan.random_seed_json,
+        "khat_threshold": dg.khat_threshold, "low_ess_threshold": dg.low_ess_threshold,
         "missing_values": missing_policy(model),
         "chain_check": (plan.chains if plan.chains is not None
                         else ChainPlan(False, "not prepared")).to_dict(),
@@ -357,8 +295,7 @@ def _settings(plan: AttributePlan, part: PartitionOutput) -> dict[str, Any]:
 
 
 def mcmc_record(model: Any, aug_models: Sequence[Any]) -> dict[str, Any]:
-    """Convergence summaries and structured MCMC warnings of the model's fit and of the
-    augmented fits (MCMC problems must reach the risk result, not only stderr)."""
+    """Convergence summaries and structured MCMC warnings of the model's and augmented fits."""
     fits: dict[str, Any] = {}
     warns: list[dict[str, Any]] = []
     named = [("model", model)] + [(f"augmented_{l + 1}", a) for l, a in enumerate(aug_models)]

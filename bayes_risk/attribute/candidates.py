@@ -1,28 +1,14 @@
-"""Candidate sets ``C_i`` for the intruder's unknown values of record ``i``.
-
-One module on purpose: the candidate specifications, their parser and the builders that combine
-blocks are one unit (the spec classes validate exactly what the builders consume).
-
-See the methods page, section Candidate sets.
-
-A candidate set is built from *blocks*: one block per varying categorical column (its levels),
-per varying numeric column (a grid around the truth) and per spatial pair of columns
-(a 2-D grid or disk around the true location). Blocks are combined by
-
-* ``"one_variable"`` — the truth plus every vector that differs from it in exactly one block
-  (methods, Candidate sets; ``G = 1 + Σ (G_b − 1)``; truth first, then block by block in column
-  order, values ascending, skipping the true value),
-* ``"product"`` — the Cartesian product (methods, Candidate sets; ``G = Π G_b``, last block varying
-  fastest), refused above ``max_candidates``,
-* ``"k_different"`` — the truth plus every vector differing in at most ``k`` blocks.
-
-Values are carried as a float array ``[G, q]`` holding integer **codes** (``0..d_j−1`` of the
-harmonised levels, user guide, Levels are harmonised) for categorical columns and raw values for
-numeric ones. The truth is always included exactly once, at index ``g0``.
+"""Candidate sets ``C_i`` for the intruder's unknown values of record ``i``: the specifications
+(:class:`CandidateSpec`, :class:`GridSpec`, :class:`SpatialGridSpec`), their parser and the
+builders. A set combines *blocks* (a categorical column's levels, a numeric column's grid, a
+spatial pair's grid) by the ``one_variable``, ``product`` or ``k_different`` rule; values are a
+float ``[G, q]`` array of codes (categorical) or values (numeric), the truth once at ``g0``.
+See :doc:`/methods/attribute` (Candidate sets).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -60,7 +46,7 @@ DEFAULT_MAX_CANDIDATES = 1_000_000
 
 @dataclass(frozen=True)
 class GridSpec:
-    """Grid of candidate values for one numeric column (methods, Candidate sets).
+    """Grid of candidate values for one numeric column.
 
     Parameters
     ----------
@@ -81,11 +67,8 @@ class GridSpec:
 
     Notes
     -----
-    The truth is always a grid point: when it is not (even ``n_points``, floating error, explicit
-    grids), the point nearest to it is replaced by it (methods, Candidate sets; the R package
-    replaces the median point, which coincides for odd symmetric grids). The ``percent`` grid uses
-    ``|x|`` so that ``lo < hi`` also for negative values (the R package's ``x(1 ± a)`` reverses the
-    interval). For ``count`` columns grid points are rounded to integers and duplicates removed.
+    The truth is always a grid point: when it is not, the point nearest to it is replaced by it.
+    For ``count`` columns grid points are rounded to integers and duplicates removed.
     """
 
     kind: Literal["percent", "additive", "fixed", "explicit"] = "percent"
@@ -103,11 +86,8 @@ class GridSpec:
                 f"Got {self.kind!r}."
             )
         if self.kind in ("percent", "additive", "fixed"):
-            if (
-                isinstance(self.n_points, bool)
-                or int(self.n_points) != self.n_points
-                or self.n_points < 2
-            ):
+            n = self.n_points
+            if isinstance(n, bool) or int(n) != n or n < 2:
                 raise ValidationError(
                     f"grid n_points must be an integer >= 2. Got {self.n_points!r}."
                 )
@@ -115,29 +95,25 @@ class GridSpec:
             raise ValidationError(
                 f"{self.kind} grid bounds must be >= 0. Got ({self.lower}, {self.upper})."
             )
-        if self.kind == "fixed":
-            if self.bounds is None or len(self.bounds) != 2 or not self.bounds[0] < self.bounds[1]:
-                raise ValidationError(
-                    f"fixed grid needs bounds=(lo, hi) with lo < hi. Got {self.bounds!r}."
-                )
+        b = self.bounds
+        if self.kind == "fixed" and (b is None or len(b) != 2 or not b[0] < b[1]):
+            raise ValidationError(
+                f"fixed grid needs bounds=(lo, hi) with lo < hi. Got {self.bounds!r}."
+            )
         if self.kind == "explicit":
             if self.values is None or len(self.values) < 1:
                 raise ValidationError("explicit grid needs a non-empty 'values' sequence.")
             object.__setattr__(self, "values", tuple(float(v) for v in self.values))
-        if self.zero_fallback is not None:
-            if (
-                len(self.zero_fallback) != 2
-                or self.zero_fallback[0] != "additive"
-                or not float(self.zero_fallback[1]) > 0
-            ):
-                raise ValidationError(
-                    f"zero_fallback must be ('additive', width > 0). Got {self.zero_fallback!r}."
-                )
+        z = self.zero_fallback
+        if z is not None and (len(z) != 2 or z[0] != "additive" or not float(z[1]) > 0):
+            raise ValidationError(
+                f"zero_fallback must be ('additive', width > 0). Got {self.zero_fallback!r}."
+            )
 
 
 @dataclass(frozen=True)
 class SpatialGridSpec:
-    """Regular grid (or disk) of candidate locations around the true one (methods, Candidate sets).
+    """Regular grid (or disk) of candidate locations around the true one.
 
     Parameters
     ----------
@@ -152,8 +128,8 @@ class SpatialGridSpec:
 
     Notes
     -----
-    The grid is centred on the truth, so a uniform prior over it encodes an intruder who already
-    knows the location to within ``w`` — strong knowledge; interpret the risk accordingly.
+    The grid is centred on the truth: a uniform prior over it encodes an intruder who already
+    knows the location to within ``w``.
     """
 
     columns: tuple[str, str]
@@ -174,7 +150,7 @@ class SpatialGridSpec:
 
 @dataclass(frozen=True)
 class CandidateSpec:
-    """How to build every record's candidate set (methods, Candidate sets).
+    """How to build every record's candidate set.
 
     Parameters
     ----------
@@ -211,31 +187,14 @@ class CandidateSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description."""
-
-        def g(s: GridSpec) -> dict[str, Any]:
-            return {
-                "kind": s.kind,
-                "lower": s.lower,
-                "upper": s.upper,
-                "n_points": s.n_points,
-                "bounds": s.bounds,
-                "values": s.values,
-                "zero_fallback": s.zero_fallback,
-            }
-
+        sp = self.spatial
         return {
             "rule": self.rule,
             "k": self.k,
-            "grids": {c: g(s) for c, s in self.grids.items()},
-            "default_grid": g(self.default_grid),
-            "spatial": None
-            if self.spatial is None
-            else {
-                "columns": list(self.spatial.columns),
-                "spacing": self.spatial.spacing,
-                "half_width": self.spatial.half_width,
-                "disk": self.spatial.disk,
-            },
+            "grids": {c: dataclasses.asdict(g) for c, g in self.grids.items()},
+            "default_grid": dataclasses.asdict(self.default_grid),
+            "spatial": None if sp is None else {**dataclasses.asdict(sp),
+                                                "columns": list(sp.columns)},
             "max_candidates": self.max_candidates,
         }
 
@@ -291,10 +250,8 @@ def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
                     code="INVALID_ARGUMENT"
                 ) from err
             if kind in ("percent", "additive"):
-                if len(nums) == 1:
-                    grid = GridSpec(kind, nums[0], nums[0])
-                elif len(nums) == 2:
-                    grid = GridSpec(kind, nums[0], nums[0], int(nums[1]))
+                if len(nums) in (1, 2):  # A[:G]: the same width on both sides
+                    grid = GridSpec(kind, nums[0], nums[0], *(int(g) for g in nums[1:]))
                 elif len(nums) == 3:
                     grid = GridSpec(kind, nums[0], nums[1], int(nums[2]))
                 else:
@@ -306,11 +263,8 @@ def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
                 if len(nums) not in (2, 3):
                     raise ValidationError(f"candidates {part!r}: expected grid:fixed:LO:HI[:G].",
                                           code="INVALID_ARGUMENT")
-                grid = GridSpec(
-                    "fixed",
-                    n_points=int(nums[2]) if len(nums) == 3 else 11,
-                    bounds=(nums[0], nums[1]),
-                )
+                grid = GridSpec("fixed", n_points=int(nums[2]) if len(nums) == 3 else 11,
+                                bounds=(nums[0], nums[1]))
             else:
                 raise ValidationError(
                     f"candidates {part!r}: grid kind must be percent, additive or fixed.",
@@ -319,27 +273,20 @@ def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
         else:
             raise ValidationError(
                 f"{arg_name('candidates')} {part!r} not understood; expected 'one-variable', "
-                "'full', "
-                "'k-different:K' or 'grid:percent|additive|fixed:...'.",
+                "'full', 'k-different:K' or 'grid:percent|additive|fixed:...'.",
                 code="INVALID_ARGUMENT"
             )
-    if rule is None:
-        rule = "product"
-    return CandidateSpec(rule=rule, k=k, default_grid=grid or GridSpec())  # type: ignore[arg-type]
+    return CandidateSpec(rule=rule or "product", k=k, default_grid=grid or GridSpec())  # type: ignore[arg-type]
 
 
-def with_zero_fallback(
-    spec: CandidateSpec, data: pd.DataFrame, columns: Sequence[str]
-) -> CandidateSpec:
+def with_zero_fallback(spec: CandidateSpec, data: pd.DataFrame, columns: Sequence[str]
+                       ) -> CandidateSpec:
     """``spec`` with a stated zero fallback for the percent grid of each of ``columns``.
 
-    A true value of 0 makes the percent grid ``[x - a|x|, x + b|x|]`` degenerate
-    (``ZERO_VALUE_PERCENT_GRID``). Each of ``columns`` (numeric columns the intruder guesses)
-    whose grid is a percent grid without ``zero_fallback`` gets, for such records, the additive
-    grid of half-width ``max(a, b)`` times the median of the column's non-zero absolute values in
-    ``data`` (1 when it has none); the other points of the grid are unchanged. The widths are
-    recorded with the candidates (``CandidateSpec.to_dict``). This is the rule of ``bayes-risk
-    attribute`` and of the audit's attribute step.
+    A true value of 0 makes the percent grid degenerate; each of ``columns`` whose grid is a
+    percent grid without ``zero_fallback`` gets, for such records, the additive grid of
+    half-width ``max(a, b)`` times the median of the column's non-zero absolute values in
+    ``data`` (1 when it has none). The rule of ``bayes-risk attribute`` and of the audit.
 
     Parameters
     ----------
@@ -362,8 +309,6 @@ def with_zero_fallback(
     >>> s.grids["income"].zero_fallback
     ('additive', 3.0)
     """
-    import dataclasses
-
     grids = dict(spec.grids)
     for c in columns:
         g = grids.get(c, spec.default_grid)
@@ -378,9 +323,7 @@ def with_zero_fallback(
     return dataclasses.replace(spec, grids=grids)
 
 
-# ------------------------------------------------------------------------------------------
 # per-column points
-# ------------------------------------------------------------------------------------------
 def _insert_truth(points: np.ndarray, x: float) -> np.ndarray:
     if not np.any(points == x):
         j = int(np.argmin(np.abs(points - x)))
@@ -389,17 +332,10 @@ def _insert_truth(points: np.ndarray, x: float) -> np.ndarray:
     return points
 
 
-def grid_points(
-    x: float, spec: GridSpec, *, column: str = "?", integer: bool = False
-) -> tuple[np.ndarray, int]:
-    """Candidate values for one numeric column with true value ``x`` (methods, Candidate sets).
-
-    Returns
-    -------
-    points : ndarray of float
-        Sorted ascending, truth included exactly once.
-    g0 : int
-        Index of the truth.
+def grid_points(x: float, spec: GridSpec, *, column: str = "?", integer: bool = False
+                ) -> tuple[np.ndarray, int]:
+    """Candidate values for one numeric column with true value ``x``: the points, ascending
+    with the truth once, and the truth's index.
 
     Raises
     ------
@@ -476,18 +412,12 @@ def spatial_points(truth: Sequence[float], spec: SpatialGridSpec) -> tuple[np.nd
     return pts, g0
 
 
-# ------------------------------------------------------------------------------------------
 # candidate sets
-# ------------------------------------------------------------------------------------------
 def columns_without_alternative(
     cands: Sequence[CandidateSet], is_cat: Sequence[bool] | None = None
 ) -> dict[str, int]:
     """For each varying column, the number of records whose candidates all hold the truth's
-    value in it (the intruder is never offered another value of that column).
-
-    A numeric grid collapses to the truth when its points round to it: a ``percent`` grid of
-    ±10 % on a count below 5, for instance. Columns whose true value is missing (``NaN``, or
-    code ``-1`` of a column flagged categorical in ``is_cat``) are skipped.
+    value in it (e.g. a ±10 % grid on a count below 5); missing true values are skipped.
 
     Examples
     --------
@@ -509,29 +439,18 @@ def columns_without_alternative(
 
 
 def neighbourhood_size(levels: Sequence[int]) -> int:
-    """One-variable-different set size ``1 + Σ (d_j − 1)`` (methods, Candidate sets; ACS: 35)."""
+    """One-variable-different set size ``1 + Σ (d_j − 1)``."""
     return 1 + int(sum(int(d) - 1 for d in levels))
 
 
 def full_size(levels: Sequence[int]) -> int:
-    """Full product size ``Π d_j`` (methods, Candidate sets; ACS: 8,709,120)."""
+    """Full product size ``Π d_j``."""
     return int(math.prod(int(d) for d in levels))
 
 
 def one_variable_codes(truth: np.ndarray, n_levels: Sequence[int]) -> np.ndarray:
-    """Vectorised one-variable-different sets for many records of categorical codes.
-
-    Parameters
-    ----------
-    truth : int array, shape (R, q)
-    n_levels : sequence of int, length q
-
-    Returns
-    -------
-    int64 array, shape (R, G, q)
-        ``G = 1 + Σ (d_j − 1)``; candidate 0 is the truth, then column by column, levels
-        ascending, skipping the true level (methods, Candidate sets).
-    """
+    """Vectorised one-variable-different sets ``[R, G, q]`` of records of categorical codes
+    ``truth [R, q]``: the truth, then column by column, levels ascending, skipping the truth's."""
     truth = np.asarray(truth, dtype=np.int64)
     r, q = truth.shape
     g = neighbourhood_size(n_levels)
@@ -554,12 +473,8 @@ def product_codes(n_levels: Sequence[int]) -> np.ndarray:
     return idx.astype(np.int64)
 
 
-def _blocks_for_record(
-    truth: Mapping[str, Any],
-    vary: Sequence[str],
-    schema: Schema,
-    spec: CandidateSpec,
-) -> list[tuple[tuple[str, ...], np.ndarray, int]]:
+def _blocks_for_record(truth: Mapping[str, Any], vary: Sequence[str], schema: Schema,
+                       spec: CandidateSpec) -> list[tuple[tuple[str, ...], np.ndarray, int]]:
     """Per-block candidate values: ``(columns, values [n_b, |cols|], truth index)``."""
     blocks: list[tuple[tuple[str, ...], np.ndarray, int]] = []
     spatial_cols = tuple(spec.spatial.columns) if spec.spatial is not None else ()
@@ -625,31 +540,10 @@ def _combine(blocks, spec: CandidateSpec) -> tuple[np.ndarray, int, tuple[str, .
     return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(cols)), 0, cols
 
 
-def build_candidates(
-    truth: Mapping[str, Any] | pd.Series,
-    vary: Sequence[str],
-    schema: Schema,
-    spec: CandidateSpec | str = "one-variable",
-) -> CandidateSet:
-    """Candidate set of one record (methods, Candidate sets).
-
-    Parameters
-    ----------
-    truth : mapping or Series
-        The record's true values of the varying columns, as **codes** for categorical columns
-        and numbers for numeric ones.
-    vary : sequence of str
-        Varying columns (the intruder's unknowns).
-    schema : Schema
-        Harmonised schema (levels define the codes).
-    spec : CandidateSpec or str
-        See :class:`CandidateSpec` and :func:`parse_candidates`.
-
-    Returns
-    -------
-    CandidateSet
-        Columns are ordered as the blocks (a spatial pair stays together at its first column).
-    """
+def build_candidates(truth: Mapping[str, Any] | pd.Series, vary: Sequence[str], schema: Schema,
+                     spec: CandidateSpec | str = "one-variable") -> CandidateSet:
+    """Candidate set of one record from its true values of the varying columns ``vary`` (codes
+    for categorical columns); columns ordered as the blocks (a spatial pair stays together)."""
     spec = parse_candidates(spec)
     if spec.spatial is not None:
         missing = [c for c in spec.spatial.columns if c not in vary]
@@ -667,13 +561,9 @@ def build_candidates(
     return CandidateSet(columns=cols, values=vals, g0=g0)
 
 
-def candidates_from_frame(
-    frame: pd.DataFrame, truth_codes: np.ndarray, columns: Sequence[str], schema: Schema
-) -> CandidateSet:
-    """A user-supplied candidate frame (callable option) → CandidateSet with the truth exactly once.
-
-    The truth is prepended when absent; duplicate rows raise ``DUPLICATE_CANDIDATES``.
-    """
+def candidates_from_frame(frame: pd.DataFrame, truth_codes: np.ndarray, columns: Sequence[str],
+                          schema: Schema) -> CandidateSet:
+    """A user-supplied candidate frame as a CandidateSet, the truth prepended when absent."""
     cols = list(columns)
     missing = [c for c in cols if c not in frame.columns]
     if missing:
@@ -689,8 +579,7 @@ def candidates_from_frame(
             except KeyError as err:
                 raise ValidationError(
                     f"candidate callable returned value {err.args[0]!r} for column {c!r}, "
-                    "not among "
-                    f"its levels {list(cs.levels)}.",
+                    f"not among its levels {list(cs.levels)}.",
                     code="UNKNOWN_LEVEL"
                 ) from err
         else:
@@ -703,7 +592,4 @@ def candidates_from_frame(
     hit = np.flatnonzero(np.all(vals == t[None, :], axis=1))
     if hit.size == 0:
         vals = np.vstack([t[None, :], vals])
-        g0 = 0
-    else:
-        g0 = int(hit[0])
-    return CandidateSet(columns=tuple(cols), values=vals, g0=g0)
+    return CandidateSet(columns=tuple(cols), values=vals, g0=int(hit[0]) if hit.size else 0)

@@ -1,44 +1,10 @@
 """Between-chain agreement of the record-level attribute-risk estimates (``CHAINS_DISAGREE``).
 
-An MCMC sampler whose chains sit in different modes (DPMPM's metastable states; user guide,
-Attribute-risk diagnostics) is seen by R-hat at the level of the model, but nothing there says
-*which* records' risk estimates depend on the chain one looks at. When the draws come from
-``C >= 2`` chains, the stabilised estimator (methods, The stabilised estimator) is therefore
-also computed from each chain's draws alone — draws of ``p(Θ | y)`` of chain ``c`` and draws of
-each ``p(Θ | y, Z_(l))`` of chain ``c`` — with the same candidates and ratios: a regrouping of
-the sums over draws the engine already forms, no further likelihood evaluation (plain means,
-also when ``psis=True`` smooths the reported ones).
-
-Criterion (decided once the prior is known, :func:`chain_agreement`). For each chain ``c`` the
-truth's probability ``p_c`` and its log-odds against the strongest other candidate (its margin:
-positive when the truth is the intruder's best guess) get a Monte Carlo standard error by
-**batch means** (Flegal & Jones 2010): each chain's draws are cut into ``K`` consecutive batches
-and the linearised (delta-method) estimate is recomputed per batch, so autocorrelated MCMC draws
-are not treated as independent (the Kish ESS of the ratios would be: it understates the error of
-a slowly mixing chain). A record is flagged ``CHAINS_DISAGREE`` when for some pair of chains
-
-* ``|p_c − p_c'|`` exceeds ``t · sqrt(se_c² + se_c'²)`` (beyond Monte Carlo error) **and** is
-  material: larger than ``CHAIN_TOLERANCE`` (two percentage points, i.e. the pooled estimate is
-  about one point — ``KHAT_TOLERANCE`` — from either chain's) **or** than ``CHAIN_RATIO − 1``
-  times the smaller of the two (a ratio above 1.2: the pooled estimate is then about 10 %
-  of itself from either chain's, the ``MC_ERROR_HIGH`` tolerance). The floor is therefore
-  relative to the estimate where ``p_true`` is below 0.1 (``0.02 / (1.2 − 1)``): most records
-  of a model with many candidates have ``p_true`` of a few per cent, and two chains that put a
-  record's risk at 0.033 and 0.013 disagree by a factor 2.5, however small the difference in
-  points; or
-* the truth is the best guess under one chain and not under the other, and the difference of
-  the margins exceeds ``t`` standard errors (the "correctly identified" measure depends on the
-  chain beyond Monte Carlo error).
-
-``t`` is the Student-t quantile with ``K − 1`` degrees of freedom at two-sided level
-``CHAIN_ALPHA`` (0.001), Bonferroni-corrected over the ``C (C − 1) / 2`` pairs. With one chain,
-with another estimator, or with chains too short for batches of ``CHAIN_MIN_BATCH`` draws, the
-check is not run and :func:`chain_plan` says why.
-
-References
-----------
-Flegal, J. M. & Jones, G. L. (2010). Batch means and spectral variance estimators in Markov chain
-Monte Carlo. Annals of Statistics 38, 1034–1070.
+With draws from ``C >= 2`` chains, the stabilised estimator is also computed from each chain's
+draws alone (a regrouping of the sums over draws, no further likelihood evaluation), with batch
+means standard errors (Flegal & Jones 2010). :func:`chain_agreement` flags a record whose
+``p_true`` differs between chains beyond Monte Carlo error and materially, or whose truth is the
+best guess under one chain only. See :doc:`/methods/attribute` (Diagnostics).
 """
 
 from __future__ import annotations
@@ -66,16 +32,11 @@ __all__ = [
     "agreement_columns",
 ]
 
-#: material difference of the truth's probability between two chains (absolute, probability
-#: scale): two percentage points, so that the pooled estimate lies about one point
-#: (``KHAT_TOLERANCE``) from either chain's
+#: material difference of the truth's probability between two chains (absolute)
 CHAIN_TOLERANCE = 0.02
-#: material ratio of the truth's probability between two chains (relative floor): above 1.2 the
-#: pooled estimate lies about 10 % of itself from either chain's (the ``MC_ERROR_HIGH``
-#: tolerance of posterior odds); it is the floor wherever ``p_true < 0.1``
+#: material ratio of the truth's probability between two chains (the floor where p_true < 0.1)
 CHAIN_RATIO = 1.2
-#: two-sided level of the per-record test of a difference between two chains (Bonferroni over
-#: the pairs of chains): about 1 false flag per 1,000 records before the materiality rule
+#: two-sided level of the per-record test between two chains (Bonferroni over the pairs)
 CHAIN_ALPHA = 0.001
 #: batches per chain for the batch-means standard errors
 CHAIN_BATCHES = 20
@@ -87,19 +48,10 @@ CHAIN_MIN_BATCH = 10
 class ChainPlan:
     """Which chain and batch each posterior draw belongs to (built once per analysis).
 
-    Attributes
-    ----------
-    run : bool
-        Whether the between-chain check runs.
-    reason : str
-        Why not (empty when it runs), or what it covers.
-    n_chains, n_batches : int
-    base : int ndarray (H,) or None
-        Group ``c · K + k`` (chain ``c``, batch ``k``) of each used draw of ``p(Θ | y)``.
-    aug : list of (int ndarray or None)
-        The same for each augmented fit; ``None``: the fit has another number of chains, so its
-        draws are used whole by every chain's estimate (its Monte Carlo error is common to them
-        and cancels in their differences).
+    ``base`` holds the group ``c · K + k`` (chain ``c``, batch ``k``) of each used draw of
+    ``p(Θ | y)``, ``aug`` the same per augmented fit (``None``: another number of chains, its
+    draws used whole by every chain); ``reason`` says why the check does not run, or what it
+    covers.
     """
 
     run: bool
@@ -112,15 +64,9 @@ class ChainPlan:
     def to_dict(self, tolerance: float = CHAIN_TOLERANCE, ratio: float = CHAIN_RATIO,
                 alpha: float = CHAIN_ALPHA) -> dict[str, Any]:
         """JSON-safe description (the result's ``settings["chain_check"]``)."""
-        return {
-            "status": "run" if self.run else "not run",
-            "reason": self.reason,
-            "chains": self.n_chains,
-            "batches_per_chain": self.n_batches if self.run else None,
-            "tolerance": tolerance,
-            "ratio": ratio,
-            "alpha": alpha,
-        }
+        return {"status": "run" if self.run else "not run", "reason": self.reason,
+                "chains": self.n_chains, "batches_per_chain": self.n_batches if self.run else None,
+                "tolerance": tolerance, "ratio": ratio, "alpha": alpha}
 
 
 def _chain_labels(model: Any, idx: np.ndarray | None) -> np.ndarray | None:
@@ -134,8 +80,7 @@ def _chain_labels(model: Any, idx: np.ndarray | None) -> np.ndarray | None:
 
 
 def _groups(labels: np.ndarray, n_chains: int, k: int) -> np.ndarray:
-    """Group ``c · k + batch`` of each draw: a chain's draws, in their order, cut into ``k``
-    consecutive batches of (nearly) equal length."""
+    """Group ``c · k + batch`` of each draw: each chain cut into ``k`` consecutive batches."""
     out = np.empty(labels.size, dtype=np.int64)
     for c in range(n_chains):
         pos = np.flatnonzero(labels == c)
@@ -146,20 +91,8 @@ def _groups(labels: np.ndarray, n_chains: int, k: int) -> np.ndarray:
 def chain_plan(
     model: Any, draw_idx: np.ndarray | None, aug_models: Sequence[Any], estimator: str
 ) -> ChainPlan:
-    """The between-chain check of an analysis, or why it cannot run.
-
-    Parameters
-    ----------
-    model : object
-        The model with draws of ``p(Θ | y)`` (chains from
-        :class:`~bayes_risk.contract.SupportsDrawChains`; otherwise one chain).
-    draw_idx : int ndarray or None
-        The draws used (``draw_indices=`` of ``attribute_risk``).
-    aug_models : sequence
-        The augmented fits (stabilised estimator).
-    estimator : str
-        ``"stabilised"``, ``"is"`` or ``"plugin"``.
-    """
+    """The between-chain check of an analysis (``draw_idx``: the draws used; ``estimator``:
+    ``"stabilised"``, ``"is"`` or ``"plugin"``), or why it cannot run."""
     if estimator != "stabilised":
         return ChainPlan(False, f"the {estimator!r} estimator (the check covers the stabilised "
                                 "estimator)")
@@ -191,8 +124,7 @@ def chain_plan(
 
 
 def _group_sums(E: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
-    """``Σ_{h in group} E[r, h, g]`` → ``[n_groups, R, G]`` (``E`` an ``[R, H, G]`` view of
-    draws-major memory, as :class:`~bayes_risk.attribute.estimator.RatioStats` stores it)."""
+    """``Σ_{h in group} E[r, h, g]`` → ``[n_groups, R, G]``."""
     Eh = np.moveaxis(E, 1, 0)  # [H, R, G], contiguous
     order = np.argsort(groups, kind="stable")
     gs = groups[order]
@@ -238,23 +170,10 @@ def chain_estimates(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each chain's stabilised log-likelihoods and their batch deviations.
 
-    Parameters
-    ----------
-    cp : ChainPlan
-    st0 : RatioStats
-        Ratios under the draws of ``p(Θ | y)``.
-    st_aug : sequence of RatioStats
-        Ratios under the draws of each ``p(Θ | y, Z_(l))``.
-    g0 : int array (R,)
-
-    Returns
-    -------
-    chain_loglik : ndarray (R, C, G)
-        ``Σ_l log Ê_{y,Z_(l)}^c[r] − m log Ê_y^c[r]`` from chain ``c``'s draws.
-    chain_dev : float32 ndarray (R, C, K, G)
-        Batch deviations of ``chain_loglik`` (first order, summing to 0 over the batches): the
-        batch-means variance of a linear function ``a · chain_loglik[c]`` is
-        ``Σ_k (a · chain_dev[c, k])² / (K (K − 1))``.
+    Returns ``chain_loglik (R, C, G)``, ``Σ_l log Ê_{y,Z_(l)}^c[r] − m log Ê_y^c[r]`` from chain
+    ``c``'s draws (``st0``: the ratios under ``p(Θ | y)``, ``st_aug`` under each augmented
+    fit), and ``chain_dev (R, C, K, G)`` (float32), first-order batch deviations: the
+    batch-means variance of ``a · chain_loglik[c]`` is ``Σ_k (a · chain_dev[c, k])² / (K (K − 1))``.
     """
     m = len(st_aug)
     l0, d0 = _chain_means(st0, cp.base, g0, cp)
@@ -280,13 +199,8 @@ def _critical(alpha: float, n_chains: int, k: int) -> float:
 
 
 def chain_agreement(
-    diagnostics: Sequence[dict[str, np.ndarray]],
-    logprior: Sequence[np.ndarray],
-    g0: np.ndarray,
-    *,
-    tolerance: float = CHAIN_TOLERANCE,
-    ratio: float = CHAIN_RATIO,
-    alpha: float = CHAIN_ALPHA,
+    diagnostics: Sequence[dict[str, np.ndarray]], logprior: Sequence[np.ndarray], g0: np.ndarray, *,
+    tolerance: float = CHAIN_TOLERANCE, ratio: float = CHAIN_RATIO, alpha: float = CHAIN_ALPHA,
 ) -> dict[str, np.ndarray]:
     """Whether each record's estimate depends on the chain (``CHAINS_DISAGREE``).
 
@@ -295,14 +209,10 @@ def chain_agreement(
     diagnostics : sequence of dict
         Per record, ``chain_loglik (C, G)`` and ``chain_dev (C, K, G)`` of
         :func:`chain_estimates` (records without them are not checked).
-    logprior : sequence of arrays (G,)
-    g0 : int array (R,)
-    tolerance : float
-        Material difference of ``p_true`` between two chains (absolute).
-    ratio : float
-        Material ratio of ``p_true`` between two chains (relative): a difference beyond Monte
-        Carlo error is material when it exceeds ``tolerance`` or ``ratio − 1`` times the
-        smaller estimate (``inf``: the absolute floor alone).
+    logprior, g0 : sequence of arrays (G,), int array (R,)
+    tolerance, ratio : float
+        A difference of ``p_true`` beyond Monte Carlo error is material when it exceeds
+        ``tolerance`` or ``ratio − 1`` times the smaller estimate (``inf``: the first alone).
     alpha : float
         Two-sided level of the test of a difference (Bonferroni over the pairs of chains).
 
@@ -310,8 +220,7 @@ def chain_agreement(
     -------
     dict of arrays (R,)
         ``p_true_chain_min``, ``p_true_chain_max`` (``nan`` where not checked), ``chain_z``
-        (largest ``|p_c − p_c'| / se`` over the pairs), ``top_differs`` (the truth is the best
-        guess under one chain and not under another, beyond Monte Carlo error) and ``flag``.
+        (largest ``|p_c − p_c'| / se``), ``top_differs`` and ``flag``.
     """
     n = len(diagnostics)
     out = {k: np.full(n, np.nan) for k in ("p_true_chain_min", "p_true_chain_max", "chain_z")}
@@ -337,34 +246,11 @@ def chain_agreement(
 
 
 def agreement_columns(
-    ll: np.ndarray,
-    dev: np.ndarray,
-    lp: np.ndarray,
-    g0: np.ndarray,
-    *,
-    tolerance: float = CHAIN_TOLERANCE,
-    ratio: float = CHAIN_RATIO,
-    alpha: float = CHAIN_ALPHA,
+    ll: np.ndarray, dev: np.ndarray, lp: np.ndarray, g0: np.ndarray, *,
+    tolerance: float = CHAIN_TOLERANCE, ratio: float = CHAIN_RATIO, alpha: float = CHAIN_ALPHA,
 ) -> dict[str, np.ndarray]:
-    """:func:`chain_agreement` of ``R`` records with the same shapes under each of ``P``
-    priors, their chain quantities stacked once (as :func:`chain_agreement` evaluates them:
-    the same blocks, so each prior's numbers are bit for bit a run's).
-
-    Parameters
-    ----------
-    ll : ndarray (R, C, G)
-        ``chain_loglik`` of each record.
-    dev : ndarray (R, C, K, G)
-        ``chain_dev`` (as kept; the sums are formed in float64).
-    lp : ndarray (P, R, G)
-        Normalised log priors.
-    g0 : int ndarray (R,)
-
-    Returns
-    -------
-    dict of ndarray (P, R)
-        As :func:`chain_agreement`.
-    """
+    """:func:`chain_agreement` of ``R`` records with the same shapes (``ll (R, C, G)``,
+    ``dev (R, C, K, G)``) under each of ``P`` priors ``lp (P, R, G)``: columns ``(P, R)``."""
     P, R = lp.shape[:2]
     C, K = dev.shape[1:3]
     crit = _critical(alpha, C, K)

@@ -1,41 +1,10 @@
 """The cost of the stabilised estimator's refits, stated before they run.
 
-The stabilised estimator refits the synthesis model once per synthetic dataset, to the
-confidential records and ``Z_(l)`` together (methods page 'Attribute disclosure risk', The
-stabilised estimator). A refit runs the fit's sampler again, on more records and perhaps fewer
-draws, so its time is estimated from what the fit recorded of its own
-(``bayes_risk.models._bayesian.timing``, saved with the model):
-
-* ``sweep_time``: seconds per sweep of one chain once the chain runs (its first sweep, which
-  compiles or loads the kernels, left out), and ``chains_at_once``;
-* ``fit_time``: the whole fit, so that its time outside the steady sweeps (data checks, building
-  the model, worker processes, convergence checks, and the one-off costs: imports and first
-  compilation) is known.
-
-Each refit makes ``S = ⌈chains / chains_at_once⌉ × (tune + thin × refit draws) × sweep_time ×
-(n + n_syn) / n`` seconds of sweeps (a sweep costs about the same per record), plus a set-up
-between none and the fit's own outside its sweeps, ``O`` (an upper bound: a refit repeats the
-model building and the checks, not the one-off costs). The estimate is the range ``m × S`` to
-``m × (S + O)``. A model whose sweep shares the work of equal records (the DPMPM's) may grow by
-as little as its distinct records: the lower end then scales by their ratio instead.
-
-A model saved before these were recorded has only ``sampling_time``, which includes the one-off
-costs; the estimate from it, scaled the same way, is stated as an upper bound (it was 1.3–7 times
-too high). A run that extended itself (``max_sweeps``) may extend again, or not, in a refit.
-
-The fit's times were measured minutes or days before, maybe on a machine busier or idler than
-now, and a DPMPM sweep's cost hardly grows with the records (it shares the work of equal
-records and is dominated by the occupied classes): from them the estimate was up to ten times
-off (the demo's 2.9–3.3 min for refits of 19 s). So, when that estimate's lower end reaches
-``PILOT_MIN_SECONDS`` and the model's sampler is a Gibbs run, the refit itself is timed first: a
-pilot (:func:`~bayes_risk.attribute.refits.pilot_refit`) runs ``fit_augmented`` on the
-confidential records and the first synthetic dataset with the refits' chains run as the fit ran
-them, ``PILOT_TUNE`` warm-up sweeps and ``PILOT_DRAWS`` kept draws at the refits' thinning, after
-a tiny run in this process that loads what it has not loaded yet; its steady seconds per sweep
-``t`` and its time
-outside the sweeps ``O`` (:class:`Pilot`) replace the fit's: per refit
-``⌈chains / chains_at_once⌉ × sweeps × t`` to the same with the sweeps of one more extension
-round (a self-extending run, ``max_sweeps``) plus ``O``.
+A refit's time is estimated from what the fit recorded of its own (``sweep_time``,
+``chains_at_once``, ``fit_time``; older models only ``sampling_time``, an upper bound), scaled by
+the records and sweeps of a refit (:func:`refit_cost`); for long refits of a Gibbs-sampled model
+a short pilot of the refit (:func:`~bayes_risk.attribute.refits.pilot_refit`) is timed first and
+its times replace the fit's. See :doc:`/user_guide/attribute` (Cost of the refits).
 """
 
 from __future__ import annotations
@@ -51,24 +20,15 @@ __all__ = ["PILOT_DRAWS", "PILOT_MIN_SECONDS", "PILOT_TUNE", "Pilot", "RefitCost
 #: a pilot refit (one chain in this process) runs this many warm-up sweeps and kept draws
 PILOT_TUNE, PILOT_DRAWS = 30, 10
 #: the refits are timed by a pilot when the lower end of the estimate from the fit's times
-#: reaches this many seconds: the pilot costs a few seconds (up to 8 s on the loaded 2-core
-#: machine), which shorter refits do not repay
+#: reaches this many seconds (a pilot costs a few seconds, which shorter refits do not repay)
 PILOT_MIN_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
 class Pilot:
-    """What a pilot refit measured just before the refits (one chain, in this process).
-
-    Attributes
-    ----------
-    sweep_time : float
-        Wall seconds per sweep of the chain after its first sweep.
-    setup : float
-        Wall seconds of the pilot outside those sweeps (preparing the data, building the
-        model, the first sweep, the convergence checks): an upper bound of a refit's set-up.
-    sweeps : int
-        Sweeps the pilot ran.
+    """What a pilot refit measured just before the refits (one chain, in this process):
+    ``sweep_time`` (wall seconds per sweep after the first), ``setup`` (wall seconds outside
+    those sweeps: an upper bound of a refit's set-up) and ``sweeps`` (sweeps run).
     """
 
     sweep_time: float
@@ -86,7 +46,7 @@ class RefitCost:
         Number of refits (one per synthetic dataset).
     seconds : float or None
         Estimated wall time of all refits, the upper end of the range (``None`` when the model
-        records no time: draws made elsewhere, ``from_posterior``).
+        records no time).
     records : int
         Records of each refit (the confidential records and one synthetic dataset).
     draws : int or None
@@ -94,8 +54,7 @@ class RefitCost:
     basis : str
         What the estimate rests on, in words.
     low : float or None
-        Lower end of the range: the refits' sweeps alone. ``None`` when only an upper bound is
-        known (a model saved by an earlier version records only its total sampling time).
+        Lower end of the range (``None`` when only an upper bound is known).
     """
 
     n_refits: int
@@ -152,9 +111,8 @@ def _posterior_attrs(model: Any) -> Any:
 
 
 def distinct_records(model: Any, data: Any, synthetic: Any) -> tuple[int, int] | None:
-    """Distinct records of the fit's data and of a refit's (``data`` and the synthesized rows of
-    ``synthetic``), for a model whose sweep shares the work of equal records
-    (``sweep_shares_equal_records``); ``None`` for the others or when they cannot be counted."""
+    """Distinct records of the fit's data and of a refit's, for a model whose sweep shares the
+    work of equal records; ``None`` for the others or when they cannot be counted."""
     if not getattr(model, "sweep_shares_equal_records", False):
         return None
     import pandas as pd
@@ -172,10 +130,8 @@ def distinct_records(model: Any, data: Any, synthetic: Any) -> tuple[int, int] |
 def refit_sweeps(model: Any, refit_draws: int | None = None) -> dict[str, int | None]:
     """The sweeps per chain of the fit and of a refit, from the model's settings and run.
 
-    Returns ``tune`` (what the sampler ran), ``thin`` (a refit's: the thinning a
-    self-extending run ended with, ``DPMPM.fit_augmented``), ``draws`` (the fit's kept draws
-    per chain; ``None`` when unknown), ``refit_draws``, ``fit_sweeps``, ``refit_sweeps`` and
-    ``max_sweeps`` (0: a run that does not extend itself).
+    Returns ``tune``, ``thin`` (a refit's), ``draws`` (``None`` when unknown), ``refit_draws``,
+    ``fit_sweeps``, ``refit_sweeps`` and ``max_sweeps`` (0: a run that does not extend itself).
     """
     # the model's run, settings left at None resolved (DPMPM's default run)
     run = model._run_settings() if hasattr(model, "_run_settings") else {}
@@ -200,10 +156,9 @@ def refit_sweeps(model: Any, refit_draws: int | None = None) -> dict[str, int | 
 
 
 def wants_pilot(model: Any, cost: RefitCost) -> bool:
-    """Whether the refits are timed by a pilot: the lower end of the estimate from the fit's
-    times (its upper bound when only that is known) reaches ``PILOT_MIN_SECONDS`` and the model
-    was sampled by a Gibbs run in a plain loop (a pilot of a model that ``pm.sample`` draws
-    would compile its PyMC model, as long as a refit)."""
+    """Whether the refits are timed by a pilot: the estimate from the fit's times reaches
+    ``PILOT_MIN_SECONDS`` and the model was sampled by a Gibbs run (a pilot of a ``pm.sample``
+    model would compile its PyMC model, as long as a refit)."""
     post = getattr(model, "posterior_", None)
     try:
         gibbs = "gibbs_rounds" in post.attrs
@@ -214,7 +169,7 @@ def wants_pilot(model: Any, cost: RefitCost) -> bool:
 
 
 def _pilot_cost(model: Any, m: int, records: int, sw: dict[str, Any], pilot: Pilot) -> RefitCost:
-    """The estimate from a pilot refit's times (see the module's docstring)."""
+    """The estimate from a pilot refit's times (with one more round of a self-extending run)."""
     attrs = _posterior_attrs(model)
     chains = int(getattr(model, "chains", 1) or 1)
     turns = math.ceil(chains / int(_attr(attrs, "chains_at_once") or 1))
@@ -242,40 +197,23 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
     ----------
     model : fitted Bayesian synthesizer
         The model whose ``fit_augmented`` will run.
-    n_synthetic : int
-        Records of the synthetic dataset appended in each refit (under partial synthesis of
-        selected records, the selected ones).
-    m : int
-        Number of synthetic datasets (= refits).
+    n_synthetic, m : int
+        Synthesized records appended in each refit; number of refits.
     refit_draws : int, optional
         Kept draws per chain of each refit (default: the model's ``draws``).
     distinct : (int, int), optional
-        Distinct records of the fit's data and of a refit's (:func:`distinct_records`), for a
-        model whose sweep shares the work of equal records: the lower end of the range scales
-        the sweeps by their ratio instead of the records'.
+        Distinct records of the fit's data and of a refit's (:func:`distinct_records`): the
+        lower end of the range scales by their ratio instead of the records'.
     pilot : Pilot, optional
-        What a pilot refit measured just now (:func:`~bayes_risk.attribute.refits.pilot_refit`):
-        its times replace the fit's.
+        What a pilot refit measured just now: its times replace the fit's.
 
     Returns
     -------
     RefitCost
-        With ``n`` the model's records, ``r = (n + n_syn) / n`` and the sweeps per chain of the
-        fit and of a refit ``tune + thin × draws`` and ``tune + thin × refit draws``:
-
-        * from the fit's ``sweep_time`` ``t`` (seconds per sweep of one chain, after its first
-          sweep), ``chains_at_once`` ``c`` and ``fit_time`` ``F``: per refit
-          ``S = ⌈chains / c⌉ × refit sweeps × t × r`` and ``O = max(0, F − ⌈chains / c⌉ × fit
-          sweeps × t)``; ``low = m × S``, ``seconds = m × (S + O)`` (with ``distinct``, ``low``
-          takes the ratio of distinct records in place of ``r``);
-        * from a ``pilot`` with ``t = pilot.sweep_time`` and ``O = pilot.setup``: per refit
-          ``⌈chains / c⌉ × refit sweeps × t`` (``low``) to ``⌈chains / c⌉ × S⁺ × t + O``, with
-          ``S⁺ = tune + 2 × (refit sweeps − tune)`` (at most ``max_sweeps``) for a
-          self-extending run (one more round) and the refit sweeps otherwise;
-        * from a model that records only its total ``sampling_time`` ``T`` (saved by an earlier
-          version): ``seconds = m × T × r × refit sweeps / fit sweeps``, an upper bound
-          (``low`` is ``None``);
-        * ``seconds = None`` when the model records no time.
+        From the fit's ``sweep_time``, ``chains_at_once`` and ``fit_time`` (a range: the
+        sweeps alone to the sweeps plus the fit's set-up); from a ``pilot``'s times; from the
+        total ``sampling_time`` of an older model (an upper bound, ``low`` is ``None``); or
+        ``seconds = None`` when the model records no time.
     """
     n = getattr(model, "_n_records", None)
     n = int(n) if n else 0

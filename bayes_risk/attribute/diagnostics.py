@@ -1,23 +1,9 @@
-"""Importance-sampling diagnostics for the attribute-risk estimators.
+"""Importance-sampling diagnostics for the attribute-risk estimators: Kish ESS, the Zhang &
+Stephens generalized-Pareto fit, Pareto k̂ (Vehtari et al. 2024) and PSIS means, vectorised over
+weight vectors whose draws are the **last** axis. See :doc:`/methods/attribute` (Diagnostics).
 
-See the methods page, section Diagnostics, and Vehtari et al. (2024).
-
-Everything is vectorised over many weight vectors: the draws axis is always the **last** axis of
-the input, so ``[records, candidates, H]`` arrays are diagnosed in one call.
-
-* :func:`kish_ess` — Kish effective sample size ``1 / Σ w²`` of normalised weights given as logs.
-* :func:`gpdfit` — the Zhang & Stephens (2009) generalized-Pareto fit used by PSIS
-  (``loo::gpdfit``).
-* :func:`pareto_khat` — Pareto k̂ of log importance ratios (Vehtari et al. 2024), vectorised.
-* :func:`psis_log_mean` — Pareto-smoothed ``log mean(r)`` (option ``psis=True`` of the
-  stabilised estimator).
-* :func:`khat_threshold`, :func:`low_ess_threshold` — the flag thresholds (methods, Diagnostics).
-
-arviz-stats exposes ``array_stats.pareto_khat`` but (i) it evaluates one slice at a time through a
-generic ufunc wrapper (too slow for millions of ratio vectors), (ii) it estimates the tail size
-from an ESS estimate instead of the fixed relative efficiency 1 of the R package loo, and (iii)
-by default fits both tails. The loo algorithm is therefore implemented here and tested against
-worked fixtures (``gpdfit((5,3,2,4,1))`` → 0.1265339; the ``u^(-1/2)`` / ``u^(-1)`` fixtures).
+The loo algorithm (fixed relative efficiency 1, right tail only) is implemented here rather than
+taken from arviz-stats, whose ``pareto_khat`` evaluates one slice at a time.
 """
 
 from __future__ import annotations
@@ -46,11 +32,8 @@ __all__ = [
 
 
 def kish_ess(logw: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Kish effective sample size ``(Σ w)² / Σ w²`` of weights given on the log scale.
-
-    Works for unnormalised weights (it is scale invariant). All ``-inf`` weights give ``nan``.
-    With self-normalised weights ``q`` this is ``1 / Σ q²``.
-    """
+    """Kish effective sample size ``(Σ w)² / Σ w²`` of (unnormalised) log weights; all ``-inf``
+    gives ``nan``."""
     logw = np.asarray(logw, dtype=np.float64)
     a = logsumexp(logw, axis=axis)
     b = logsumexp(2.0 * logw, axis=axis)
@@ -87,8 +70,7 @@ def _gpdfit_sorted(x: np.ndarray, wip: bool = True) -> tuple[np.ndarray, np.ndar
         theta = (
             1.0 / x[..., -1:] + (1.0 - np.sqrt(mg / (j - 0.5))) / prior / xstar[..., None]
         )  # [..., Mg]
-        # (-θ)·x then log1p in place: one contiguous temporary (negating the broadcast product
-        # and np.mean made this line ~5x slower; the values are bitwise the same)
+        # (-θ)·x then log1p in place: one contiguous temporary (~5x faster, same values)
         if x.ndim == 2:  # the engine's blocks of tails: compiled products (same values)
             from bayes_risk.attribute._kernels import neg_outer
 
@@ -113,27 +95,13 @@ def _gpdfit_sorted(x: np.ndarray, wip: bool = True) -> tuple[np.ndarray, np.ndar
 def gpdfit(x: np.ndarray, *, wip: bool = True) -> tuple[float, float]:
     """Generalized-Pareto fit of exceedances ``x`` (Zhang & Stephens 2009; ``loo::gpdfit``).
 
-    Parameters
-    ----------
-    x : array of float, shape (N,)
-        Positive exceedances (any order).
-    wip : bool
-        Apply the weakly-informative prior adjustment ``k·N/(N+10) + 5/(N+10)``.
-
-    Returns
-    -------
-    k, sigma : float
-        Shape and scale estimates.
+    ``x`` are positive exceedances (any order); ``wip`` applies the weakly-informative prior
+    adjustment ``k·N/(N+10) + 5/(N+10)``. Returns the shape and scale estimates ``k, sigma``.
 
     Examples
     --------
     >>> round(gpdfit([5, 3, 2, 4, 1])[0], 7)
     0.1265339
-
-    References
-    ----------
-    Zhang, J. & Stephens, M. A. (2009). A new and efficient estimation method for the
-    generalized Pareto distribution. Technometrics 51, 316–325.
     """
     xs = np.sort(np.asarray(x, dtype=np.float64))
     k, s = _gpdfit_sorted(xs, wip=wip)
@@ -150,16 +118,10 @@ def pareto_khat(
     log_ratios : array, shape (..., S)
         ``log r_h`` for each weight vector; ``-inf`` entries are allowed (zero weights).
     chunk : int, optional
-        Number of vectors fitted at once (``chunk × Mg × M`` temporaries; small chunks stay in
-        cache, which is faster than large ones). Default 128 for ``"numba"``, 256 for ``"numpy"``.
+        Number of vectors fitted at once (``chunk × Mg × M`` temporaries).
     backend : {"numba", "numpy"}
-        ``"numba"`` (default) selects the ``M + 1`` largest ratios of each vector with the
-        parallel compiled kernel :func:`bayes_risk.attribute._kernels.khat_tails` (a bounded
-        selection instead of ``np.partition``) and fits the generalized Pareto distribution with
-        the vectorised :func:`_gpdfit_sorted` on cache-sized blocks, spread over
-        ``numba.get_num_threads()`` Python threads (numpy releases the GIL); ``"numpy"`` is the
-        all-numpy reference implementation. Both give the same values (the fit is the same
-        code; the selected tails are identical as multisets).
+        ``"numba"`` (default): tails selected by a compiled kernel, fits spread over threads;
+        ``"numpy"``: the all-numpy reference. Both give the same values.
 
     Returns
     -------
@@ -171,11 +133,6 @@ def pareto_khat(
     ------
     ValidationError
         If ``backend`` is not one of the two names above.
-
-    References
-    ----------
-    Vehtari, A., Simpson, D., Gelman, A., Yao, Y. & Gabry, J. (2024). Pareto smoothed importance
-    sampling. JMLR 25(72).
     """
     if backend == "numpy":
         return _pareto_khat_numpy(log_ratios, chunk=256 if chunk is None else chunk)
@@ -210,13 +167,12 @@ def khat_from_tails(top: np.ndarray, bad: np.ndarray, *, chunk: int | None = Non
     Parameters
     ----------
     top : ndarray, shape (N, M + 1)
-        Per vector, ``sort(lr − max(lr))[S − M − 1:]``: the cutoff followed by the tail,
-        ascending (as returned by :func:`bayes_risk.attribute._kernels.khat_tails`).
+        Per vector, the cutoff followed by the tail of ``lr − max(lr)``, ascending (as
+        :func:`bayes_risk.attribute._kernels.khat_tails` returns it).
     bad : bool ndarray, shape (N,)
-        Vectors whose k̂ is ``nan`` (non-finite maximum or a ``nan`` ratio).
+        Vectors whose k̂ is ``nan``.
     chunk : int, optional
-        Rows fitted per vectorised call (default: as many as keep the ``rows × Mg × M``
-        temporary near 1 MB, inside a core's L2 cache; at least 8).
+        Rows fitted per vectorised call (default: a temporary of about 1 MB, at least 8 rows).
 
     Returns
     -------
@@ -229,13 +185,9 @@ def khat_from_tails(top: np.ndarray, bad: np.ndarray, *, chunk: int | None = Non
 
 
 class KhatJob:
-    """The k̂ fits of :func:`khat_from_tails`, in one contiguous share of the rows per thread.
-
-    Rows are independent, so the values do not depend on the split. :meth:`start` runs the
-    shares on a pool of their own, so that the engine can fit one
-    posterior's tails while it computes the next posterior's likelihoods (the compiled kernels
-    there release the GIL); :meth:`result` waits for them.
-    """
+    """The k̂ fits of :func:`khat_from_tails`, one contiguous share of the rows per thread;
+    :meth:`start` runs them in the background (the engine fits one posterior's tails while it
+    computes the next one's likelihoods), :meth:`result` waits for them."""
 
     def __init__(self, top: np.ndarray, bad: np.ndarray, *, chunk: int | None = None) -> None:
         from bayes_risk._numeric import n_threads
@@ -245,7 +197,6 @@ class KhatJob:
         m = top.shape[1] - 1
         if chunk is None:
             # the fit's [rows, Mg, M] temporary is passed over several times: keep it in cache
-            # (128 rows at M = 135 made it 5.7 MB and the fits about 15 % slower)
             chunk = max(8, _FIT_BYTES // (8 * max(m, 1) * (30 + math.isqrt(max(m, 0)))))
         self.step = max(int(chunk), 1)
         n = max(1, min(n_threads(), top.shape[0]))
@@ -255,12 +206,7 @@ class KhatJob:
     def fit_part(self, k: int) -> None:
         """Fit the rows of share ``k`` into ``self.out``."""
         lo, hi = int(self.cuts[k]), int(self.cuts[k + 1])
-        top = self.top[lo:hi]
-        cutoff = top[:, :1]
-        tail = top[:, 1:]
-        with np.errstate(invalid="ignore", over="ignore"):
-            const = (tail[:, -1] - tail[:, 0]) < np.finfo(np.float64).eps / 100
-            x = np.exp(tail) - np.exp(cutoff)
+        const, x = _exceedances(self.top[lo:hi])
         ok = np.flatnonzero(~const & ~self.bad[lo:hi] & np.all(x > 0, axis=1))
         out = self.out[lo:hi]
         for a in range(0, ok.size, self.step):
@@ -286,28 +232,15 @@ class KhatJob:
         return self.out
 
 
+def _exceedances(top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Constant tails and the exceedances of the tail over the cutoff (``top``'s column 0)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        const = (top[:, -1] - top[:, 1]) < np.finfo(np.float64).eps / 100
+        return const, np.exp(top[:, 1:]) - np.exp(top[:, :1])
+
+
 def _pareto_khat_numpy(log_ratios: np.ndarray, *, chunk: int = 256) -> np.ndarray:
-    """Numpy reference implementation of :func:`pareto_khat` (Vehtari et al. 2024).
-
-    Parameters
-    ----------
-    log_ratios : array, shape (..., S)
-        ``log r_h`` for each weight vector; ``-inf`` entries are allowed (zero weights).
-    chunk : int
-        Number of vectors fitted at once (``chunk × Mg × M`` temporaries; small chunks stay in
-        cache, which is faster than large ones).
-
-    Returns
-    -------
-    ndarray, shape (...)
-        ``k̂``; ``+inf`` when the tail is too short (``M < 5``) or constant, ``nan`` when every
-        ratio is ``-inf``.
-
-    References
-    ----------
-    Vehtari, A., Simpson, D., Gelman, A., Yao, Y. & Gabry, J. (2024). Pareto smoothed importance
-    sampling. JMLR 25(72).
-    """
+    """Numpy reference implementation of :func:`pareto_khat` (same values)."""
     lr = np.asarray(log_ratios, dtype=np.float64)
     shape = lr.shape[:-1]
     s = lr.shape[-1]
@@ -325,11 +258,7 @@ def _pareto_khat_numpy(log_ratios: np.ndarray, *, chunk: int = 256) -> np.ndarra
             lw = blk - np.where(np.isfinite(mx), mx, 0.0)
         part = np.partition(lw, s - m - 1, axis=1)[:, s - m - 1 :]
         part.sort(axis=1)
-        cutoff = part[:, :1]
-        tail = part[:, 1:]
-        with np.errstate(invalid="ignore", over="ignore"):
-            const = (tail[:, -1] - tail[:, 0]) < np.finfo(np.float64).eps / 100
-            x = np.exp(tail) - np.exp(cutoff)
+        const, x = _exceedances(part)
         ok = ~const & ~allneg & np.all(x > 0, axis=1)
         k = np.full(blk.shape[0], np.inf)
         if ok.any():
@@ -344,12 +273,7 @@ def psis_log_mean(log_ratios: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pareto-smoothed ``log mean(r)`` over the last axis, with its k̂ (``psis=True``).
 
     The largest ``M`` ratios are replaced by the expected order statistics of the fitted
-    generalized Pareto distribution (truncated at the largest raw ratio), as in PSIS. Vectors
-    whose k̂ is not finite keep their raw ratios.
-
-    Returns
-    -------
-    log_mean, khat : ndarray, shape (...)
+    generalized Pareto distribution, as in PSIS; vectors whose k̂ is not finite keep theirs.
     """
     lr = np.asarray(log_ratios, dtype=np.float64)
     shape = lr.shape[:-1]

@@ -1,24 +1,8 @@
-"""The two attribute-risk estimators, in log space and vectorised.
-
-Hu (2019, §3.2.5) and the methods page, section The stabilised estimator.
-
-One module on purpose: both estimators and their draw bootstraps read the same exponentiated
-ratios (:class:`RatioStats`) and must change together, so that the bootstrap replicates stay the
-replicates of the estimates reported.
-
-Both take the log importance ratios ``logr[R, H, G] = log p(y*_g | Θ_h) − log p(y_i | Θ_h)``
-of ``R`` records (one candidate set of size ``G`` each, truth at ``g0``) and return
-``loglik[R, G]`` (up to a per-record constant) plus diagnostics:
-
-* :func:`is_estimate` — the published importance-sampling estimator (Hu 2019 §3.2.5, steps 1–5),
-  with ``L[h, l] = log p(Z_(l) | Θ_h)`` computed once per analysis and, for class O models, the
-  own-record term ``delta[R, H, m, G]``.
-* :func:`stabilised_estimate` — the stabilised estimator (methods page):
-  ``Σ_l [log Ê_{y,Z_(l)}[r] − log Ê_y[r]]`` with draws of ``p(Θ | y)`` and of ``p(Θ | y, Z_(l))``;
-  optional Pareto smoothing.
-* :func:`bootstrap_counts`, :func:`bootstrap_is`, :func:`bootstrap_stabilised` — draw-bootstrap
-  replicates of both (methods, Diagnostics) with **common** resampling counts for all records, so
-  that results do not depend on record chunking or order.
+"""The two attribute-risk estimators, in log space and vectorised: the published
+importance-sampling estimator (:func:`is_estimate`, Hu 2019 §3.2.5) and the stabilised estimator
+(:func:`stabilised_estimate`), with their draw bootstraps (common resampling counts for all
+records). Both read the same exponentiated ratios (:class:`RatioStats`) of
+``logr[R, H, G] = log p(y*_g | Θ_h) − log p(y_i | Θ_h)``. See :doc:`/methods/attribute`.
 """
 
 from __future__ import annotations
@@ -53,17 +37,11 @@ __all__ = [
 ]
 
 
-# ------------------------------------------------------------------------------------------
-# core numerics
-# ------------------------------------------------------------------------------------------
 def log_ratios(logp: np.ndarray, g0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``logr[R, H, G] = logp − logp[..., g0]`` with draws where the truth is impossible dropped.
 
-    Returns
-    -------
-    logr : ndarray (R, H, G)
-        Dropped draws hold ``-inf`` for every candidate (Hu 2019 §3.2.5 edge case ``DRAW_DROPPED``).
-    n_dropped : int array (R,)
+    Returns ``logr (R, H, G)`` (``-inf`` for every candidate of a dropped draw) and
+    ``n_dropped (R,)``.
     """
     logp = np.asarray(logp, dtype=np.float64)
     r = logp.shape[0]
@@ -79,13 +57,9 @@ def log_ratios(logp: np.ndarray, g0: np.ndarray) -> tuple[np.ndarray, np.ndarray
 class RatioStats:
     """One exponentiation pass over ``logr[R, H, G]`` shared by every estimator and diagnostic.
 
-    ``E = exp(logr − mx)`` with ``mx`` the per-(record, candidate) maximum over draws, and the
-    sums ``s1 = Σ_h E``, ``s2 = Σ_h E²``: ``log Ê[r] = log s1 + mx − log H_ok``, Kish
-    ``ESS = s1²/s2``, and bootstrap replicates are matrix products ``counts @ E``.
-
-    :meth:`from_logp` builds the same object from the candidates' log-likelihoods in one compiled
-    pass (with the Pareto tails and the published estimator's sums when asked), without
-    materialising ``logr``; ``logr`` is then formed only if some slow path asks for it.
+    ``E = exp(logr − mx)`` (``mx`` the maximum over draws) and the sums ``s1 = Σ_h E``,
+    ``s2 = Σ_h E²``. :meth:`from_logp` builds it from the log-likelihoods in one compiled pass,
+    ``logr`` then formed only if a slow path asks for it.
     """
 
     _logr: np.ndarray | None
@@ -108,9 +82,8 @@ class RatioStats:
         mx = np.max(logr, axis=1)  # [R, G]
         self.finite = np.isfinite(mx)
         self.mx = np.where(self.finite, mx, 0.0)
-        # E is stored draws-major ([H, R, G] memory, exposed as an [R, H, G] view) so that the
-        # bootstrap's [H, R·G] matrix product needs no transposed copy; computed in place (one
-        # big array instead of three temporaries); nan / +inf (exp overflow) become 0
+        # E is stored draws-major ([H, R, G] memory, an [R, H, G] view): the bootstrap's
+        # [H, R·G] matrix product needs no transposed copy; nan / +inf (overflow) become 0
         R, H, G = logr.shape
         E = np.empty((H, R, G)).transpose(1, 0, 2)
         with np.errstate(invalid="ignore", over="ignore"):
@@ -125,39 +98,15 @@ class RatioStats:
 
     @classmethod
     def from_logp(
-        cls,
-        logp_hrg: np.ndarray,
-        g0: np.ndarray,
-        *,
-        tail: int = 0,
-        L: np.ndarray | None = None,
-        out: np.ndarray | None = None,
-        groups: np.ndarray | None = None,
+        cls, logp_hrg: np.ndarray, g0: np.ndarray, *, tail: int = 0, L: np.ndarray | None = None,
+        out: np.ndarray | None = None, groups: np.ndarray | None = None,
     ) -> RatioStats:
         """Statistics of ``logr = logp − logp[truth]`` from ``logp[H, R, G]`` in one pass.
 
-        Parameters
-        ----------
-        logp_hrg : ndarray (H, R, G)
-            Candidate log-likelihoods, draws first (the layout models return).
-        g0 : int array (R,)
-            Truth positions.
-        tail : int
-            Pareto tail size ``M`` to select for k̂ (0: none).
-        L : ndarray (H, m), optional
-            ``log p(Z_(l) | Θ_h)``: also form the sums of the published estimator's fast path
-            (used by :func:`is_estimate` when ``stats`` is this object).
-        out : ndarray (H, R, G), optional
-            Buffer for ``E`` (reused across chunks to avoid re-allocating large arrays).
-        groups : int ndarray (H,), optional
-            Group of each draw (chain and batch of the between-chain check,
-            :class:`~bayes_risk.attribute.chains.ChainPlan`): also form the sums of ``E`` per
-            group, ``group_sums [n_groups, R, G]``, in the same pass.
-
-        Notes
-        -----
-        Draws under which the truth is impossible are dropped (``n_dropped``), as in
-        :func:`log_ratios`. ``logr`` is available as an attribute (computed on first access).
+        Also selects the Pareto tails of size ``tail`` (0: none), the published estimator's
+        sums when ``L (H, m)`` is given, and the sums of ``E`` per draw group ``groups (H,)``
+        (the between-chain check); ``out (H, R, G)`` is a reusable buffer for ``E``. Draws
+        under which the truth is impossible are dropped, as in :func:`log_ratios`.
         """
         from bayes_risk.attribute._kernels import ratio_pass, ratio_sums
 
@@ -200,14 +149,12 @@ class RatioStats:
         return self
 
     def start_khat(self) -> None:
-        """Start the k̂ fits of ``tails`` on background threads (:meth:`tail_khat` collects
-        them), so that they overlap with the engine's next compiled passes."""
+        """Start the k̂ fits of ``tails`` on background threads (:meth:`tail_khat` collects)."""
         if self.tails is not None and self._khat_job is None:
             self._khat_job = KhatJob(*self.tails).start()
 
     def tail_khat(self) -> np.ndarray:
-        """Pareto k̂ ``[R, G]`` from ``tails`` (as ``diagnostics.khat_from_tails``; the
-        background fits of :meth:`start_khat` when they were started)."""
+        """Pareto k̂ ``[R, G]`` from ``tails`` (the background fits when started)."""
         job = self._khat_job if self._khat_job is not None else KhatJob(*self.tails).start()
         self._khat_job = None
         return job.result().reshape(self.mx.shape)
@@ -238,8 +185,7 @@ _FAST_L_RANGE = 600.0
 
 
 def fast_path_exact(L: np.ndarray) -> bool:
-    """Whether ``L = log p(Z_(l) | Θ_h)`` ``[H, m]`` spreads little enough over the draws for the
-    product-space fast path of the IS estimator to be exact to double precision."""
+    """Whether ``L = log p(Z_(l) | Θ_h)`` ``[H, m]`` allows the IS estimator's exact fast path."""
     return bool(np.all(np.ptp(L, axis=0) <= _FAST_L_RANGE))
 
 
@@ -285,47 +231,32 @@ def _is_fast(st: RatioStats, L: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def is_estimate(
-    logr: np.ndarray | None,
-    L: np.ndarray,
-    *,
-    delta: np.ndarray | None = None,
-    compat_r: bool = False,
-    n_sum: int | None = None,
-    stats: RatioStats | None = None,
+    logr: np.ndarray | None, L: np.ndarray, *, delta: np.ndarray | None = None,
+    compat_r: bool = False, n_sum: int | None = None, stats: RatioStats | None = None,
 ) -> dict[str, np.ndarray]:
     """The importance-sampling estimator of Hu 2019 §3.2.5 (steps 1–5), vectorised over records.
 
     Parameters
     ----------
     logr : ndarray (R, H, G) or None
-        Log importance ratios (truth column 0 for non-dropped draws); ``None`` takes them from
-        ``stats``.
+        Log importance ratios; ``None`` takes them from ``stats`` (the exponentiated ratios).
     L : ndarray (H, m)
         ``log p(Z_(l) | Θ_h)``.
     delta : ndarray (R, H, m, G), optional
         Class O own-record term ``ℓ(y*) − ℓ(y_i)``.
-    compat_r : bool
-        AttributeRiskCalculation compatibility: normalise ``q`` with all draws
-        but sum over only the first ``n_sum``.
-    n_sum : int, optional
-        Number of leading draws summed over in compatibility mode.
+    compat_r, n_sum : bool, int
+        AttributeRiskCalculation compatibility: normalise ``q`` with all draws but sum over
+        only the first ``n_sum``.
     stats : RatioStats, optional
-        The exponentiated ratios, if already formed (required when ``logr`` is ``None``).
 
     Returns
     -------
-    dict with ``loglik (R, G)``, ``logphat (R, m, G)``, ``ess_q (R, G)``, ``ess_omega (R, m, G)``,
-    ``max_omega (R, m, G)``.
-
-    Notes
-    -----
-    For class P (no ``delta``) and ``max_h L − min_h L ≤ 600`` per dataset, the sums are formed
-    as ``Σ_h E_h w_h`` with ``E = exp(log r − max)`` and ``w = exp(L − max L)`` (no per-dataset
-    exponentiation; exact in double precision because no relevant term can underflow); otherwise
-    every step is done in log space as written in Hu 2019 §3.2.5.
+    dict
+        ``loglik (R, G)``, ``logphat (R, m, G)``, ``ess_q (R, G)``, ``ess_omega (R, m, G)``,
+        ``max_omega (R, m, G)``.
     """
     L = np.asarray(L, dtype=np.float64)
-    if delta is None and not compat_r and np.all(np.ptp(L, axis=0) <= _FAST_L_RANGE):
+    if delta is None and not compat_r and fast_path_exact(L):
         return _is_fast(stats if stats is not None else RatioStats(logr), L)
     logr = np.asarray(stats.logr if logr is None else logr, dtype=np.float64)
     lse_r = logsumexp(logr, axis=1)  # [R, G]
@@ -368,11 +299,8 @@ def is_estimate(
 
 
 def stabilised_estimate(
-    logr0: np.ndarray | RatioStats,
-    logr_aug: Sequence[np.ndarray | RatioStats],
-    *,
-    psis: bool = False,
-    khat: str = "all",
+    logr0: np.ndarray | RatioStats, logr_aug: Sequence[np.ndarray | RatioStats], *,
+    psis: bool = False, khat: str = "all",
 ) -> dict[str, np.ndarray]:
     """The stabilised estimator (see the methods page), vectorised over records.
 
@@ -380,20 +308,18 @@ def stabilised_estimate(
 
     Parameters
     ----------
-    logr0 : ndarray (R, H, G)
-        Log ratios under draws of ``p(Θ | y)``.
-    logr_aug : sequence of m arrays (R, H_l, G)
-        Log ratios under draws of ``p(Θ | y, Z_(l))``.
+    logr0, logr_aug : ndarray (R, H, G), sequence of m arrays (R, H_l, G)
+        Log ratios under draws of ``p(Θ | y)`` and of each ``p(Θ | y, Z_(l))``.
     psis : bool
         Replace each plain mean by its Pareto-smoothed version.
     khat : {"all", "base", "none"}
-        Under which posteriors Pareto k̂ is computed (it is the most expensive diagnostic):
-        all ``m + 1``, only ``p(Θ | y)``, or none (``nan``). ``psis=True`` always computes it.
+        Under which posteriors Pareto k̂ is computed (``psis=True`` always computes it).
 
     Returns
     -------
-    dict with ``loglik (R, G)``, ``log_mean_r (R, G)`` (``log Ê_y[r]``), ``log_mean_aug (R, m, G)``,
-    ``khat0 (R, G)``, ``khat_aug (R, m, G)``, ``ess_r0 (R, G)``, ``ess_aug (R, m, G)``.
+    dict
+        ``loglik (R, G)``, ``log_mean_r (R, G)``, ``log_mean_aug (R, m, G)``, ``khat0 (R, G)``,
+        ``khat_aug (R, m, G)``, ``ess_r0 (R, G)``, ``ess_aug (R, m, G)``.
     """
     if khat not in ("all", "base", "none"):
         raise ValidationError(f"khat must be 'all', 'base' or 'none'. Got {khat!r}.")
@@ -435,27 +361,9 @@ def stabilised_estimate(
 
 
 def truncated_log_mean(st: RatioStats) -> np.ndarray:
-    """``log mean_h min(r_h, u)`` ``[R, G]``, ``u`` the largest ratio below the Pareto tail.
-
-    ``E[r] ≥ E[min(r, u)]`` for any ``u``, and ``min(r, u)`` is bounded, so its mean is
-    estimated without the heavy-tail problem the Pareto k̂ warns about: this is the lower end of
-    the interval :func:`stabilised_bounds` gives to a mean whose k̂ is above the threshold. The
-    tail is the ``M = ceil(min(0.2 H, 3 sqrt(H)))`` largest ratios of Vehtari et al. 2024
-    (the ones k̂ is fitted to); the cutoff ``u`` is the next one. Two standard errors of the
-    truncated mean (draws treated as independent) are subtracted, so that the bound does not
-    rest on Monte Carlo luck either.
-
-    Parameters
-    ----------
-    st : RatioStats
-        Exponentiated ratios of one posterior (with the Pareto tails when :meth:`RatioStats.
-        from_logp` selected them; otherwise they are selected here from ``st.logr``).
-
-    Returns
-    -------
-    ndarray (R, G)
-        ``-inf`` where no draw is kept or the cutoff is ``-inf``.
-    """
+    """``log mean_h min(r_h, u)`` ``[R, G]``, ``u`` the largest ratio below the Pareto tail,
+    minus two standard errors: the lower end :func:`stabilised_bounds` gives a mean whose k̂ is
+    above the threshold (``-inf`` where no draw is kept or the cutoff is ``-inf``)."""
     R, H, G = st.E.shape
     m = tail_size(H)
     if H < m + 1:
@@ -472,47 +380,22 @@ def truncated_log_mean(st: RatioStats) -> np.ndarray:
         s1 = np.maximum(st.s1 - et.sum(axis=-1), 0.0) + m * cut
         s2 = np.maximum(st.s2 - (et * et).sum(axis=-1), 0.0) + m * cut * cut
         mean = s1 / n
-        # minus two standard errors of the (bounded) truncated draws: the bound must not rest
-        # on Monte Carlo luck either
+        # minus two standard errors: the bound must not rest on Monte Carlo luck either
         se = np.sqrt(np.maximum(s2 / n - mean * mean, 0.0) / n)
         out = np.log(np.maximum(mean - 2.0 * se, 0.0)) + st.mx
     return np.where(st.finite & np.isfinite(out), out, -np.inf)
 
 
 def stabilised_bounds(
-    est: Mapping[str, np.ndarray],
-    lo0: np.ndarray,
-    lo_aug: np.ndarray,
-    bad0: np.ndarray,
+    est: Mapping[str, np.ndarray], lo0: np.ndarray, lo_aug: np.ndarray, bad0: np.ndarray,
     bad_aug: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Interval of the stabilised log-likelihood when some means have a high Pareto k̂.
 
-    ``loglik(y*) = Σ_l a_l − m b`` with ``a_l = log Ê_{y,Z_(l)}[r]`` and ``b = log Ê_y[r]``
-    (methods, The stabilised estimator). A mean whose k̂ is above the threshold is not trusted
-    beyond what the draws below its Pareto tail show: its true value lies in ``[lo, +inf)`` with
-    ``lo`` the truncated mean of :func:`truncated_log_mean` (no tail model, so no assumption about
-    how heavy the tail is). Means with an acceptable k̂ are kept at their estimate (their Monte
-    Carlo error is what the draw bootstrap reports). Hence
-
-        loglik_lo = Σ_l (lo_l if bad_l else a_l) − m (+inf if bad_0 else b)
-        loglik_hi = Σ_l (+inf if bad_l else a_l) − m (lo_0 if bad_0 else b)
-
-    Parameters
-    ----------
-    est : mapping
-        Output of :func:`stabilised_estimate` (``loglik``, ``log_mean_r``, ``log_mean_aug``).
-    lo0 : ndarray (R, G)
-        Truncated log means under ``p(Θ | y)``.
-    lo_aug : ndarray (R, m, G)
-        Truncated log means under each ``p(Θ | y, Z_(l))``.
-    bad0, bad_aug : bool ndarray (R, G), (R, m, G)
-        Means whose k̂ exceeds the threshold.
-
-    Returns
-    -------
-    loglik_lo, loglik_hi : ndarray (R, G)
-        Equal to ``loglik`` where no mean of the candidate is flagged.
+    A mean whose k̂ is above the threshold (``bad0 (R, G)``, ``bad_aug (R, m, G)``) lies in
+    ``[lo, +inf)``, ``lo`` its truncated mean (``lo0``, ``lo_aug``, :func:`truncated_log_mean`);
+    the others are kept at their estimate (``est``: :func:`stabilised_estimate`'s output).
+    Returns ``loglik_lo, loglik_hi (R, G)``, equal to ``loglik`` where no mean is flagged.
     """
     ll = est["loglik"]
     b = est["log_mean_r"]
@@ -532,24 +415,20 @@ def stabilised_bounds(
     return np.where(impossible, -np.inf, lo), np.where(impossible, -np.inf, hi)
 
 
-# ------------------------------------------------------------------------------------------
-# draw bootstrap (methods, Diagnostics)
-# ------------------------------------------------------------------------------------------
+# draw bootstrap
 def bootstrap_counts(rng: np.random.Generator, n_boot: int, n_draws: int) -> np.ndarray:
     """Multinomial resampling counts ``[B, H]`` (resampling draws with replacement)."""
     return rng.multinomial(n_draws, np.full(n_draws, 1.0 / n_draws), size=n_boot).astype(np.float64)
 
 
-#: OpenBLAS's kernels compute the columns of an incomplete last block of columns (fewer than
-#: the kernel's unroll, 8 for Haswell's) in another order than full blocks, which changes last
-#: bits; products are therefore formed over whole blocks of this many columns
+#: OpenBLAS computes an incomplete last block of columns in another order than full blocks
+#: (other last bits): products are formed over whole blocks of this many columns
 _COL_BLOCK = 16
 
 
 def _product_by_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` with every column of ``b`` multiplied inside a whole block of ``_COL_BLOCK``
-    columns, so that a column's values do not depend on how many columns ``b`` has (a record's
-    bootstrap replicates do not depend on the chunk it is evaluated in)."""
+    """``a @ b`` over whole blocks of ``_COL_BLOCK`` columns of ``b``: a column's values do not
+    depend on how many columns ``b`` has (nor a record's replicates on its chunk)."""
     n = b.shape[1]
     main = n - n % _COL_BLOCK
     if main == n:
@@ -580,17 +459,13 @@ def _log_weighted_sum(
 
 
 def bootstrap_stabilised(
-    logr0: np.ndarray | RatioStats,
-    logr_aug: Sequence[np.ndarray | RatioStats],
-    counts0: np.ndarray,
-    counts_aug: Sequence[np.ndarray],
+    logr0: np.ndarray | RatioStats, logr_aug: Sequence[np.ndarray | RatioStats],
+    counts0: np.ndarray, counts_aug: Sequence[np.ndarray],
 ) -> np.ndarray:
     """Bootstrap replicates ``[R, B, G]`` of the stabilised log-likelihood (plain means).
 
-    ``Σ_l [log Ê*_{y,Z_(l)}[r] − log Ê*_y[r]]`` per replicate, with ``log Ê* = log(counts @ E)
-    + max − log Σ counts``: one BLAS product per posterior, then the logarithms and sums in
-    slabs of replicates on the shared threads (elementwise, in the same order of operations for
-    every element, so the values do not depend on the slabs or threads).
+    One BLAS product ``counts @ E`` per posterior, then the logarithms and sums in slabs of
+    replicates on the shared threads (elementwise: the values do not depend on the slabs).
     """
     sts = [x if isinstance(x, RatioStats) else RatioStats(x) for x in (logr0, *logr_aug)]
     counts = [counts0, *counts_aug]
@@ -630,17 +505,14 @@ def bootstrap_stabilised(
 
 
 def bootstrap_is(
-    logr: np.ndarray | RatioStats,
-    L: np.ndarray,
-    counts: np.ndarray,
-    *,
+    logr: np.ndarray | RatioStats, L: np.ndarray, counts: np.ndarray, *,
     delta: np.ndarray | None = None,
 ) -> np.ndarray:
     """Bootstrap replicates ``[R, B, G]`` of the Hu 2019 §3.2.5 log-likelihood."""
     st = logr if isinstance(logr, RatioStats) else RatioStats(logr)
     den = _log_weighted_sum(counts, st)  # [R, B, G]
     tot = np.zeros_like(den)
-    if delta is None and np.all(np.ptp(L, axis=0) <= _FAST_L_RANGE):
+    if delta is None and fast_path_exact(L):
         for li in range(L.shape[1]):
             Lm = np.max(L[:, li])
             tot = tot + _log_weighted_sum(counts, st, np.exp(L[:, li] - Lm)) + Lm - den

@@ -1,13 +1,8 @@
 """Stage 2 of attribute risk: candidate sets, likelihoods, diagnostics and flags of a partition.
 
-:func:`evaluate` is what an executor (:mod:`bayes_risk.executors`) runs per partition of the
-records, in process or on a Dask worker. Records are evaluated in chunks of
-``plan.chunk_size`` (bounding memory); within a chunk, records with the same number of
-candidates form one :class:`~bayes_risk.attribute.plan.CandidateGroup`, which the plan's
-estimator strategy turns into likelihoods. Records are processed in sorted order and a record's
-outputs depend only on the record and on the plan, so any partition gives the same numbers.
-Where they depend only on the record's values (class P models, built-in candidate rules, an
-estimator with posterior draws), identical records are evaluated once and the outputs copied.
+:func:`evaluate` is what an executor runs per partition, in chunks of ``plan.chunk_size``
+records; a record's outputs depend only on the record and the plan, so any partition gives the
+same numbers, and identical records (where that allows) are evaluated once.
 """
 
 from __future__ import annotations
@@ -41,22 +36,9 @@ __all__ = ["evaluate", "candidate_sets"]
 
 
 def evaluate(plan: AttributePlan, partition: RecordPartition) -> PartitionOutput:
-    """Likelihoods, diagnostics and flags of the records of one partition.
-
-    Parameters
-    ----------
-    plan : AttributePlan
-        From :func:`~bayes_risk.attribute.prepare.prepare`.
-    partition : RecordPartition
-        Row positions to evaluate.
-
-    Returns
-    -------
-    PartitionOutput
-    """
+    """Likelihoods, diagnostics and flags of the records of one partition."""
     t_loop = time.perf_counter()
-    ws = Workspace()
-    out = PartitionOutput()
+    ws, out = Workspace(), PartitionOutput()
     order = np.sort(np.asarray(partition.positions, dtype=np.int64))
     reps, copies = distinct_records(plan, order)
     weight = np.ones(len(plan.data.orig), dtype=np.int64)
@@ -72,6 +54,11 @@ def evaluate(plan: AttributePlan, partition: RecordPartition) -> PartitionOutput
     for i, dups in copies.items():
         for j in dups:
             _copy_record(out, i, int(j))
+    return finish(out, ws, t_loop)
+
+
+def finish(out: PartitionOutput, ws: Workspace, t_loop: float) -> PartitionOutput:
+    """``out`` with the partition's timing (the loop since ``t_loop``, the model's share)."""
     timing = ws.timing
     timing["records_loop_s"] = time.perf_counter() - t_loop
     timing["engine_s"] = timing["records_loop_s"] - timing["model_likelihood_s"]
@@ -79,14 +66,8 @@ def evaluate(plan: AttributePlan, partition: RecordPartition) -> PartitionOutput
     return out
 
 
-def _evaluate_group(
-    plan: AttributePlan,
-    pos: np.ndarray,
-    csets: list[CandidateSet],
-    ws: Workspace,
-    out: PartitionOutput,
-    weight: np.ndarray,
-) -> None:
+def _evaluate_group(plan: AttributePlan, pos: np.ndarray, csets: list[CandidateSet],
+                    ws: Workspace, out: PartitionOutput, weight: np.ndarray) -> None:
     """Records of a chunk with the same number of candidates ``G`` (``weight``: how many
     records of the partition each position stands for)."""
     data = plan.data
@@ -98,7 +79,7 @@ def _evaluate_group(
         if data.is_cat[j]:
             unknown |= vals[:, :, j] >= data.levels_model[c]
     out.any_unknown = out.any_unknown or bool(unknown.any())
-    # a value missing in the record is integrated out, not guessed (attribute.missing)
+    # a value missing in the record is integrated out, not guessed
     unknown |= vary_missing(vals, g0, data.is_cat)
     skip = unknown[np.arange(r), g0]
     for k, i in enumerate(pos):
@@ -115,31 +96,16 @@ def _evaluate_group(
             plan.estimator.estimate(plan, group, ws, out)
 
 
-def distinct_records(
-    plan: AttributePlan, order: np.ndarray
-) -> tuple[np.ndarray, dict[int, np.ndarray]]:
-    """The records of ``order`` to evaluate, and the identical records that copy their outputs.
-
-    A class P model's likelihoods of a record's candidates depend only on the record's values
-    (not on which record it is), and so do the built-in candidate rules and the estimators with
-    posterior draws (the bootstrap counts are common to all records): identical records get
-    identical outputs, and each distinct record is evaluated once. Elsewhere (class O models,
-    plug-in likelihoods, candidate functions) every record is evaluated.
-
-    Returns
-    -------
-    reps : int ndarray
-        Sorted positions to evaluate (the first of each set of identical records).
-    copies : dict of int to int ndarray
-        For a position in ``reps``, the later positions of ``order`` identical to it.
-    """
+def distinct_records(plan: AttributePlan, order: np.ndarray
+                     ) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """The sorted positions of ``order`` to evaluate, and for each, the later identical records
+    that copy its outputs (class P models with built-in candidate rules and posterior draws,
+    whose outputs depend only on the record's values; elsewhere every record is evaluated)."""
     from bayes_risk.attribute.strategies import PlugIn
 
     model = plan.model.model
-    if (
-        order.size < 2 or plan.rule.spec is None or isinstance(plan.estimator, PlugIn)
-        or getattr(model, "model_class", "O") != "P"
-    ):
+    if (order.size < 2 or plan.rule.spec is None or isinstance(plan.estimator, PlugIn)
+            or getattr(model, "model_class", "O") != "P"):
         return order, {}
     frame = plan.data.orig.iloc[order]
     cols = []
@@ -184,16 +150,10 @@ def candidate_sets(plan: AttributePlan, chunk: np.ndarray) -> list[CandidateSet]
     data, rule = plan.data, plan.rule
     vary, spec = data.vary, rule.spec
     if spec is None:
-        return [
-            candidates_from_frame(
-                rule.candidates(data.orig.iloc[int(i)], list(vary)), data.values[i], vary,
-                data.schema,
-            )
-            for i in chunk
-        ]
-    if spec.spatial is None and bool(data.is_cat.all()) and spec.rule in (
-        "one_variable", "product"
-    ):
+        return [candidates_from_frame(rule.candidates(data.orig.iloc[int(i)], list(vary)),
+                                      data.values[i], vary, data.schema) for i in chunk]
+    if (spec.spatial is None and bool(data.is_cat.all())
+            and spec.rule in ("one_variable", "product")):
         d_list = [data.levels_harmonised[c] for c in vary]
         truth = data.values[chunk].astype(np.int64)
         if spec.rule == "one_variable":
@@ -216,8 +176,7 @@ def candidate_sets(plan: AttributePlan, chunk: np.ndarray) -> list[CandidateSet]
 
 
 def _built_candidates(data, chunk: np.ndarray, spec) -> list[CandidateSet]:
-    """Candidate sets built record by record (:func:`build_candidates`), columns in
-    ``data.vary`` order."""
+    """Candidate sets built record by record, columns in ``data.vary`` order."""
     vary = data.vary
     csets = []
     for i in chunk:

@@ -1,11 +1,5 @@
-"""File-level summaries of an attribute-risk result: one entry point, four kinds.
-
-:func:`file_summary` only gathers each record's posterior, candidates and truth from an
-:class:`~bayes_risk.AttributeRiskResult` and hands them to the measures defined in
-:mod:`bayes_risk.attribute.summaries` (Hu–Reiter–Wang, Wang–Reiter R1/R2, Paiva et al.,
-Wei–Reiter). Records flagged as unstable by the importance-sampling diagnostics are reported
-separately: file-level figures are given for the unflagged records and for all records, never
-with the flagged ones silently averaged in.
+"""File-level summaries of an attribute-risk result: :func:`file_summary`, over the measures of
+:mod:`bayes_risk.attribute.summaries`. Flagged records are reported separately.
 """
 
 from __future__ import annotations
@@ -36,14 +30,8 @@ __all__ = ["file_summary"]
 KINDS = ("hrw", "wang_reiter", "paiva", "largest_value")
 
 
-def _flagged(result: Any) -> np.ndarray:
-    flags = result.records["flag_codes"].fillna("").astype(str).to_numpy()
-    return flags != ""
-
-
 def _refuse_missing_truth(result: Any, cols: Sequence[str], kind: str) -> None:
-    """Distances and magnitudes need the truth: a record whose value of ``cols`` is missing
-    (held as it is by a tree plug-in; user guide, Missing values) is refused by name."""
+    """Refuse, by name, a record whose true value of ``cols`` is missing (distances need it)."""
     recs = result.records.index.to_numpy()
     for k, cs in enumerate(result.candidates):
         for c in cols:
@@ -59,41 +47,31 @@ def _refuse_missing_truth(result: Any, cols: Sequence[str], kind: str) -> None:
 
 
 def file_summary(
-    result: Any,
-    *,
-    kind: Literal["hrw", "wang_reiter", "paiva", "largest_value"] = "hrw",
-    original: pd.DataFrame | None = None,
-    location_columns: Sequence[str] | None = None,
+    result: Any, *, kind: Literal["hrw", "wang_reiter", "paiva", "largest_value"] = "hrw",
+    original: pd.DataFrame | None = None, location_columns: Sequence[str] | None = None,
     locations: Mapping[Any, Sequence[float]] | None = None,
-    pattern_vars: Sequence[str] | None = None,
-    n_mc: int | None = None,
-    delta: float = 0.05,
-    interval: tuple[float, float] | None = None,
-    thresholds: Sequence[float] = (0.5,),
+    pattern_vars: Sequence[str] | None = None, n_mc: int | None = None, delta: float = 0.05,
+    interval: tuple[float, float] | None = None, thresholds: Sequence[float] = (0.5,),
     random_seed: RandomSeed = None,
 ) -> dict[str, Any]:
-    """File-level attribute-risk summary of one kind (methods, File-level summaries).
+    """File-level attribute-risk summary of one kind (see :doc:`/methods/attribute`).
 
     Parameters
     ----------
     result : AttributeRiskResult
         Output of :func:`bayes_risk.attribute_risk`.
     kind : {"hrw", "wang_reiter", "paiva", "largest_value"}
-        * ``"hrw"`` — Hu, Reiter & Wang (2014): quantiles of the truth's rank and renormalised
-          probability, share of records whose truth is the top candidate (Hu, Reiter & Wang 2014);
-          the same as ``result.to_dict()``.
+        * ``"hrw"`` — Hu, Reiter & Wang (2014): the truth's rank and probability; the same as
+          ``result.to_dict()``.
         * ``"wang_reiter"`` — Wang & Reiter (2012) R1 (expected distance of the guess from the
-          true location) and R2 (number of *other* records within R1 of the target), per record
-          and as min / first quartile / median (Wang & Reiter 2012). Larger means lower risk.
+          true location) and R2 (number of *other* records within R1 of the target).
         * ``"paiva"`` — Paiva et al. (2014): percentage of records whose true area is the MAP,
           the same among records with a unique pattern of ``pattern_vars``, and the distance of
-          the MAP from the truth (Paiva et al. 2014; provisional).
-        * ``"largest_value"`` — Wei & Reiter (2016): posterior mass within ``delta`` of the truth,
-          posterior mode and its relative error, per record; ``"largest"`` reports the record
-          holding the largest true value (Wei & Reiter 2016; provisional).
+          the MAP from the truth (provisional).
+        * ``"largest_value"`` — Wei & Reiter (2016): posterior mass within ``delta`` of the
+          truth, posterior mode and its relative error, per record (provisional).
     original : DataFrame
-        The confidential data (needed for R2: the other records' true locations; and for the
-        unique patterns of ``"paiva"``).
+        The confidential data (for R2 and the unique patterns of ``"paiva"``).
     location_columns : sequence of str
         Two numeric coordinate columns, or one areal column with ``locations``.
     locations : mapping, optional
@@ -101,7 +79,7 @@ def file_summary(
     pattern_vars : sequence of str, optional
         Columns defining a record's pattern for ``"paiva"`` (default: the unsynthesized columns).
     n_mc : int, optional
-        Monte Carlo R1 with this many posterior draws (W&R's definition) instead of the exact mean.
+        Monte Carlo R1 with this many posterior draws instead of the exact mean.
     delta, interval
         Interval of ``"largest_value"``: ``[y(1−δ), y(1+δ)]`` or an explicit ``(lo, hi)``.
     thresholds : sequence of float
@@ -113,11 +91,9 @@ def file_summary(
     -------
     dict
         ``kind``, ``n_records``, ``n_flagged``, ``flagged_records`` and, by kind, ``per_record``
-        (a DataFrame) and file-level figures for ``"unflagged"`` and ``"all"`` records. With
-        ``"wang_reiter"`` and a result that kept the draw bootstrap, ``mc_uncertainty``: the
-        Monte Carlo standard errors and 90 % intervals of the unflagged records' R1 / R2 figures
-        (``bayes_risk.attribute.uncertainty.wang_reiter_uncertainty``; they cover the
-        posterior-draw Monte Carlo error only, and use the exact R1 even with ``n_mc``).
+        (a DataFrame) and file-level figures for ``"unflagged"`` and ``"all"`` records; with
+        ``"wang_reiter"`` and a kept draw bootstrap, ``mc_uncertainty``
+        (:func:`~bayes_risk.attribute.uncertainty.wang_reiter_uncertainty`).
 
     Raises
     ------
@@ -125,13 +101,6 @@ def file_summary(
         For a ``result`` that is not an attribute-risk result, an unknown kind, missing or
         unknown location columns, a level without a centroid, or a missing ``original`` where it
         is needed.
-
-    References
-    ----------
-    Hu, J., Reiter, J. P. & Wang, Q. (2014). Disclosure risk evaluation for fully synthetic
-    categorical data. PSD 2014, 185–199. doi:10.1007/978-3-319-11257-2_15.
-    Wang, H. & Reiter, J. P. (2012). Multiple imputation for sharing precise geographies in
-    public use data. Annals of Applied Statistics 6, 229–252. doi:10.1214/11-AOAS506.
     """
     if kind not in KINDS:
         raise ValidationError(f"kind of file_summary must be one of {list(KINDS)}. Got {kind!r}.")
@@ -140,7 +109,7 @@ def file_summary(
             "result of file_summary must be the output of attribute_risk (an "
             f"AttributeRiskResult). Got {type(result).__name__}."
         )
-    flagged = _flagged(result)
+    flagged = result.records["flag_codes"].fillna("").astype(str).to_numpy() != ""
     recs = result.records.index.to_numpy()
     base: dict[str, Any] = {
         "kind": kind,
@@ -200,14 +169,8 @@ def file_summary(
             uniq.append(bool(unique_all[rec]))
         uniq_a = np.asarray(uniq)
         full = paiva_measures(posts, g0s, cls, uniq_a)
-        per = pd.DataFrame(
-            {
-                "record": recs,
-                "dist_map": full.pop("dist_map"),
-                "unique_pattern": uniq_a,
-                "flagged": flagged,
-            }
-        ).set_index("record")
+        per = pd.DataFrame({"record": recs, "dist_map": full.pop("dist_map"),
+                            "unique_pattern": uniq_a, "flagged": flagged}).set_index("record")
         ok = ~flagged
         unfl = None
         if ok.any():

@@ -1,23 +1,10 @@
 """Attribute risk over the synthesized values the intruder knows (Hu 2019 §5).
 
-:func:`attribute_known_sweep` evaluates :func:`~bayes_risk.attribute.attribute_risk` for every
-subset ``K`` of a set of synthesized columns the intruder may know of each record's own values
-(``scenario="partially_known"``, ``known=K``; the empty subset is the worst case), finds the
-subsets on the Pareto frontier of risk against the number of columns known, the Shapley values
-of the columns and the levels that hold the risk — the identification sweep's analysis
-(:func:`~bayes_risk.identification.known_sweep`), reported through the same
-:class:`~bayes_risk.identification.KnowledgeSweepResult`.
-
-**What is shared between subsets.** The model and its posterior draws of ``p(Θ | y)`` (never
-refitted); the stabilised estimator's ``m`` refits of ``p(Θ | y, Z_(l))`` — the bulk of a run's
-time — fitted once, with the very seeds a separate run given the same ``random_seed`` uses, and
-passed to every subset as ``augmented``; the random streams (every subset's draw bootstrap uses
-the same counts). Each subset's per-record stage (candidate likelihoods, importance ratios,
-diagnostics, flags) runs anew: a known column is fixed at the truth, so a subset's candidate set
-is the part of the worst case's that agrees with the truth on the subset, but the diagnostics
-and flags of a record (Pareto k̂, effective sample sizes, the prior over its candidates) are
-computed over its candidate set and do not restrict. Every subset's figures therefore equal a
-separate ``attribute_risk`` run with the same arguments and ``random_seed`` (tested).
+:func:`attribute_known_sweep` runs :func:`~bayes_risk.attribute.attribute_risk` for every subset
+of the columns the intruder may know, reported as the identification sweep is
+(:class:`~bayes_risk.identification.KnowledgeSweepResult`). The stabilised estimator's refits are
+fitted once and shared, so each subset equals a separate run with the same ``random_seed``.
+See :doc:`/user_guide/knowledge`.
 """
 
 from __future__ import annotations
@@ -70,30 +57,18 @@ _OPTIONS: dict[str, Any] = {
 
 @interruptible
 def attribute_known_sweep(
-    original: pd.DataFrame,
-    synthetic: Any,
-    *,
-    model: Any,
-    known: Sequence[str],
-    max_size: int | None = None,
-    greedy_beyond: bool = True,
-    measure: Literal["mean_p_true", "prop_top"] = "mean_p_true",
-    bands: int = 10,
-    max_subsets: int = 4096,
-    random_seed: Any = None,
-    progressbar: bool = True,
-    executor: Any = None,
-    **kwargs: Any,
+    original: pd.DataFrame, synthetic: Any, *, model: Any, known: Sequence[str],
+    max_size: int | None = None, greedy_beyond: bool = True,
+    measure: Literal["mean_p_true", "prop_top"] = "mean_p_true", bands: int = 10,
+    max_subsets: int = 4096, random_seed: Any = None, progressbar: bool = True,
+    executor: Any = None, **kwargs: Any,
 ) -> KnowledgeSweepResult:
     """Attribute risk over subsets of the synthesized values the intruder knows.
 
-    For every subset ``K`` of ``known`` with ``|K| <= max_size`` the attribute risk of an
-    intruder who knows, besides the other records (Hu 2019's worst case), the values of ``K``
-    of each record's own synthesized columns is computed as
-    :func:`~bayes_risk.attribute.attribute_risk` computes it (``scenario="partially_known"``,
-    ``known=K``; ``K`` empty: ``scenario="worst_case"``); beyond ``max_size`` a greedy path
-    adds, at each step, the column that raises ``measure`` most. The full set and every full
-    set minus one column are always evaluated.
+    For every subset ``K`` of ``known`` with ``|K| <= max_size``, the attribute risk with
+    ``scenario="partially_known"``, ``known=K`` (``K`` empty: the worst case); beyond
+    ``max_size`` a greedy path adds the column that raises ``measure`` most. The full set and
+    every full set minus one column are always evaluated.
 
     Parameters
     ----------
@@ -111,25 +86,22 @@ def attribute_known_sweep(
     greedy_beyond : bool
         Follow the greedy forward path beyond ``max_size`` (default ``True``).
     measure : {"mean_p_true", "prop_top"}
-        What the greedy path and the frontier rank subsets by: the mean probability of the
-        true values, or the share of records whose true values are the intruder's best guess
-        (Hu, Reiter & Wang 2014), over the evaluated records.
+        What the greedy path and the frontier rank subsets by: the mean ``p_true``, or the
+        share of records whose truth is the best guess.
     bands : int
         Quantile bands of a numeric column in the per-level contributions (default 10).
     max_subsets : int
         Largest number of subsets evaluated (default 4,096); more is an error.
     random_seed : int, Generator or None
-        One seed for every subset, so that each equals a separate run with this seed (a
-        Generator or ``None`` is turned into one integer first, kept in
-        ``settings["random_seed"]``).
+        One seed for every subset (a Generator or ``None`` is turned into one integer first,
+        kept in ``settings["random_seed"]``).
     progressbar : bool
         Show progress over the subsets (and the refits).
     executor : None, distributed.Client or Executor, optional
         Where each subset's per-record stage runs (as in ``attribute_risk``).
     **kwargs
-        Further arguments of ``attribute_risk``: ``records`` (the row positions to evaluate,
-        default all), ``candidates``, ``prior``, ``estimator`` (a string or an
-        :class:`~bayes_risk.attribute.EstimatorSpec`) and ``allow_other_model``.
+        Further arguments of ``attribute_risk``: ``records``, ``candidates``, ``prior``,
+        ``estimator`` and ``allow_other_model``.
 
     Returns
     -------
@@ -145,14 +117,6 @@ def attribute_known_sweep(
         No column in ``known``, one listed twice or not synthesized, every synthesized column
         in ``known``, ``max_size`` out of range, too many subsets, ``scenario`` or an unknown
         argument in ``kwargs``.
-
-    Notes
-    -----
-    Under the uniform prior a record's ``p_true`` does not fall when a column becomes known
-    (its candidates' likelihoods are the same, the renormalising sum loses terms), so neither do
-    ``mean_p_true`` and ``prop_top``; a prior that depends on the candidate set (truth-weighted,
-    empirical) carries no such guarantee (methods, Attribute disclosure risk, Sensitivity to the
-    intruder's knowledge).
 
     References
     ----------
@@ -178,8 +142,8 @@ def attribute_known_sweep(
         raise ValidationError(f"bands must be an integer >= 1. Got {bands!r}.")
     n_c = len(cands)
     max_size = n_c if max_size is None else max_size
-    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) \
-            or not 1 <= max_size <= n_c:
+    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or not (
+            1 <= max_size <= n_c):
         raise ValidationError(
             f"{arg_name('max_size')} must be an integer between 1 and the number of columns in "
             f"{arg_name('known')} ({n_c}). Got {max_size!r}.", code="INVALID_ARGUMENT"
@@ -214,7 +178,7 @@ def attribute_known_sweep(
     table = _table(sweep, cands, measure, greedy)
     drivers, note = _drivers(sweep, cands, lattice)
     levels = _levels(sweep, cands, original, bands)
-    settings = {k: v for k, v in sweep.settings.items()}
+    settings = dict(sweep.settings)
     settings.update(candidates=cands, synthesized=list(syn), max_size=int(max_size),
                     greedy_beyond=bool(greedy_beyond), measure=measure, bands=int(bands),
                     lattice_complete=lattice, n_subsets=len(sweep.done), random_seed=seed,
@@ -273,8 +237,7 @@ class _AttributeSweep:
         self.settings: dict[str, Any] = {}
 
     def _share_refits(self, progressbar: bool) -> bool:
-        """The stabilised estimator's refits, made once (:func:`shared_refits`) and handed to
-        every subset; ``False`` when the estimator needs none or they were given."""
+        """The refits made once (:func:`shared_refits`); ``False`` when none are needed."""
         est = self.options["estimator"]
         if est.augmented is not None:
             return False
@@ -328,10 +291,8 @@ class _AttributeSweep:
 def shared_refits(original: pd.DataFrame, synthetic: Any, *, model: Any, records: Any,
                   random_seed: Any, progressbar: bool = False, **options: Any
                   ) -> list[Any] | None:
-    """The ``m`` augmented models of the stabilised estimator, as a run of ``attribute_risk``
-    with these options and ``random_seed`` (an integer or a sequence: reproducible) fits them —
-    ``prepare`` draws them from the same streams — or ``None`` when the estimator needs none.
-    Handed to several runs as ``augmented``, each equals a run that refits."""
+    """The ``m`` augmented models a run of ``attribute_risk`` with these options and (a
+    reproducible) ``random_seed`` fits, or ``None`` when the estimator needs none."""
     unknown = sorted(set(options) - (set(_OPTIONS) - {"records"}))
     if unknown:
         raise ValidationError(f"unknown argument(s) for shared_refits: {unknown}.",
@@ -349,8 +310,7 @@ def shared_refits(original: pd.DataFrame, synthetic: Any, *, model: Any, records
 
 
 def file_measures(records: pd.DataFrame) -> dict[str, Any]:
-    """A subset's file-level figures from its record table: over the records with a
-    ``p_true`` (as ``AttributeRiskResult.to_dict()["all"]``), and the flagged ones counted."""
+    """A subset's file-level figures over the records with a ``p_true``; flagged ones counted."""
     p = records["p_true"].to_numpy(dtype=np.float64)
     ok = ~np.isnan(p)
     top = records["is_top"].to_numpy(dtype=np.float64)[ok]
@@ -397,10 +357,9 @@ def _drivers(sweep: _AttributeSweep, cands: list[str], lattice: bool
         for m in RANK_MEASURES:
             v_full = float(sweep.done[full][m])
             v_wo = float(sweep.done[full - {c}][m])
-            row[f"shapley_{m}"] = shap[m][c] if shap else np.nan
-            row[f"{m}_without"] = v_wo
-            row[f"{m}_removed"] = v_full - v_wo
-            row[f"{m}_removed_share"] = (v_full - v_wo) / v_full if v_full else np.nan
+            row.update({f"shapley_{m}": shap[m][c] if shap else np.nan, f"{m}_without": v_wo,
+                        f"{m}_removed": v_full - v_wo,
+                        f"{m}_removed_share": (v_full - v_wo) / v_full if v_full else np.nan})
         rows.append(row)
     key = "shapley_mean_p_true" if shap else "mean_p_true_removed"
     tab = pd.DataFrame(rows).sort_values(key, ascending=False, kind="stable")
@@ -409,15 +368,13 @@ def _drivers(sweep: _AttributeSweep, cands: list[str], lattice: bool
 
 def _levels(sweep: _AttributeSweep, cands: list[str], original: pd.DataFrame,
             bands: int) -> pd.DataFrame:
-    """With every column of ``known`` known: the records' ``p_true`` summed by level of each
-    column (the identification sweep's ``levels``: ``share_risk`` against ``share_targets``,
-    here the evaluated records), and the records whose truth is the best guess."""
+    """With every column of ``known`` known: the records' ``p_true`` (and truth-first count)
+    summed by level of each column."""
     res = sweep.results[frozenset(cands)]
     recs = res.records
-    pos = recs.index.to_numpy(dtype=np.int64)
     p = recs["p_true"].to_numpy(dtype=np.float64)
     ok = ~np.isnan(p)
-    pos, p = pos[ok], p[ok]
+    pos, p = recs.index.to_numpy(dtype=np.int64)[ok], p[ok]
     top = recs["is_top"].to_numpy(dtype=np.float64)[ok]
     total, N, t_total = float(p.sum()), len(p), float(top.sum())
     schema = sweep.model.schema_
@@ -429,13 +386,13 @@ def _levels(sweep: _AttributeSweep, cands: list[str], original: pd.DataFrame,
         for j, level in enumerate(lab.cat.categories):
             idx = np.flatnonzero(codes == j)
             r, n = float(p[idx].sum()), len(idx)
+            first = float(top[idx].sum())
             rows.append({
                 "variable": c, "level": str(level), "n_targets": n,
                 "share_targets": n / N if N else np.nan, "p_true": r,
                 "share_risk": r / total if total else np.nan,
                 "risk_ratio": (r / total) / (n / N) if total and n else np.nan,
-                "truth_first": float(top[idx].sum()),
-                "share_truth_first": float(top[idx].sum()) / t_total if t_total else np.nan,
+                "truth_first": first, "share_truth_first": first / t_total if t_total else np.nan,
             })
     return pd.DataFrame(rows)
 

@@ -1,11 +1,7 @@
-"""The Wei & Reiter (2016) largest-value scenario: the intruder's posterior of the largest value.
-
-An intruder who knows the second-largest value ``y_(2)j`` of a magnitude variable guesses the
-largest, ``y_(1)j``, on a grid of candidates. A model that supports the scenario
-(:class:`bayes_risk.contract.SupportsLargestValue`, e.g. ``PoissonMixture.largest_value_loglik``)
-gives the likelihood pieces (:class:`bayes_risk.contract.LargestValuePieces`); this module turns
-them into the posterior with the estimator of Hu (2019, §3.2.5), and
-:func:`bayes_risk.attribute.summaries.largest_value` summarises it.
+"""The Wei & Reiter (2016) largest-value scenario: an intruder who knows the second-largest value
+of a magnitude variable guesses the largest. The model's likelihood pieces
+(:class:`bayes_risk.contract.LargestValuePieces`) become the posterior by the estimator of Hu
+(2019); see :doc:`/methods/attribute` (Intruders of the largest value).
 """
 
 from __future__ import annotations
@@ -25,12 +21,8 @@ def largest_value_posterior(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Posterior of ``Y_(1)j`` over the candidates with the estimator of Hu 2019 §3.2.5.
 
-    ``log p̂(Z | y*) = Σ_l log Σ_h q_h(y*) p(Z_(l) | Θ_h, y*)`` with ``q_h`` the self-normalised
-    record ratios ``logp_rec − logp_rec[:, g0]`` (computed by
-    ``bayes_risk.attribute.estimator.is_estimate``); class O uses ``loglik_candidates`` in
-    place of ``L + delta``. Pieces of a weaker intruder (``constraint_loglik`` ``[H, C, G]``,
-    e.g. ``PoissonMixture.largest_value_loglik(..., scenario="second_largest")``) add, once per
-    constraint ``c``, ``log Σ_h q_h(y*) P_h(c | y*)`` (:func:`constraint_term`).
+    Class O uses ``loglik_candidates`` in place of ``L + delta``; pieces of a weaker intruder
+    (``constraint_loglik [H, C, G]``) add :func:`constraint_term`.
 
     Parameters
     ----------

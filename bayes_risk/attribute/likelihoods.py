@@ -1,9 +1,6 @@
-"""Candidate log-likelihoods ``log p(candidate | Θ_h)`` from a model, by its fastest route.
-
-Routes, in order: the model's one-variable neighbourhood (``neighbourhood_loglik``, written into
-a reused buffer when the model allows), per-record candidate likelihoods (``candidate_loglik``),
-and the record likelihood of full candidate rows (``record_loglik``). Which routes a model
-offers is decided once (:func:`model_access`, from :func:`bayes_risk.contract.capabilities`).
+"""Candidate log-likelihoods ``log p(candidate | Θ_h)`` from a model, by its fastest route: the
+one-variable neighbourhood (``neighbourhood_loglik``), per-record ``candidate_loglik``, or the
+``record_loglik`` of full candidate rows (routes decided once, :func:`model_access`).
 """
 
 from __future__ import annotations
@@ -26,41 +23,21 @@ from bayes_risk.contract import capabilities
 from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
 
-__all__ = [
-    "model_access",
-    "model_logp",
-    "candidate_rows",
-    "neighbourhood_index",
-]
+__all__ = ["model_access", "model_logp", "candidate_rows", "neighbourhood_index"]
 
 
 def model_access(model: Any) -> ModelAccess:
-    """The likelihood routes ``model`` offers (checked once): the methods it has
-    (:func:`~bayes_risk.contract.capabilities`)."""
+    """The likelihood routes ``model`` offers (checked once)."""
     info = capabilities(model)
-    return ModelAccess(
-        model=model,
-        neighbourhood=info.has("neighbourhood"),
-        buffer=info.has("neighbourhood_buffer"),
-        candidate=info.has("candidate"),
-    )
+    return ModelAccess(model=model, neighbourhood=info.has("neighbourhood"),
+                       buffer=info.has("neighbourhood_buffer"), candidate=info.has("candidate"))
 
 
-def model_logp(
-    access: ModelAccess,
-    data: AnalysisData,
-    rule: CandidateRule,
-    group: CandidateGroup,
-    draw_indices: np.ndarray | None,
-    ws: Workspace,
-) -> np.ndarray:
-    """``[R, H, G]`` log p(candidate | Θ_h) of one model (time spent goes to ``ws.timing``).
-
-    For a group of record pairs (``group.members``, Wei & Reiter's two-record intruder) the
-    log-likelihood of a pair candidate ``(a, b)`` is ``log p(a | Θ_h) + log p(b | Θ_h)``: the
-    records of a class P model are independent given ``Θ``, so the pair's ratio to the truth is
-    the product of the two records' ratios.
-    """
+def model_logp(access: ModelAccess, data: AnalysisData, rule: CandidateRule,
+               group: CandidateGroup, draw_indices: np.ndarray | None, ws: Workspace
+               ) -> np.ndarray:
+    """``[R, H, G]`` log p(candidate | Θ_h) of one model (time spent goes to ``ws.timing``);
+    a pair candidate ``(a, b)`` of ``group.members`` has ``log p(a | Θ_h) + log p(b | Θ_h)``."""
     if group.members is not None:
         first, second = group.members
         # a copy: the second call may reuse the model's output buffer (Workspace.buffer)
@@ -78,20 +55,15 @@ def model_logp(
         ws.timing["model_likelihood_s"] += time.perf_counter() - t
 
 
-def _neighbourhood_logp(
-    access: ModelAccess,
-    data: AnalysisData,
-    rule: CandidateRule,
-    group: CandidateGroup,
-    draw_indices: np.ndarray | None,
-    ws: Workspace,
-) -> np.ndarray | None:
+def _neighbourhood_logp(access: ModelAccess, data: AnalysisData, rule: CandidateRule,
+                        group: CandidateGroup, draw_indices: np.ndarray | None, ws: Workspace
+                        ) -> np.ndarray | None:
     """The fast route, or ``None`` when it does not apply or the model declines it."""
     if rule.nb_index is None or not access.neighbourhood:
         return None
     rows, missing = ws.records(data, group)
     if missing:
-        return None  # the record likelihood marginalises the missing values (attribute.missing)
+        return None  # the record likelihood marginalises the missing values
     mdl, r = access.model, group.size
     try:
         kw: dict[str, Any] = {"draw_indices": draw_indices}
@@ -126,13 +98,9 @@ def _candidate_logp(
     if access.candidate:
         kw = {} if draw_indices is None else {"draw_indices": draw_indices}
         out = np.stack([
-            np.asarray(
-                mdl.candidate_loglik(
-                    data.orig.iloc[int(pos[k])], decode_values(safe[k], data.vary, data.schema),
-                    **kw,
-                ),
-                dtype=np.float64,
-            )
+            np.asarray(mdl.candidate_loglik(data.orig.iloc[int(pos[k])],
+                                            decode_values(safe[k], data.vary, data.schema), **kw),
+                       dtype=np.float64)
             for k in range(r)
         ])
     else:
@@ -174,12 +142,10 @@ def candidate_rows(
     return rows
 
 
-def neighbourhood_index(
-    vary: Sequence[str], syn_cols: Sequence[str], d: dict[str, int]
-) -> np.ndarray | None:
+def neighbourhood_index(vary: Sequence[str], syn_cols: Sequence[str], d: dict[str, int]
+                        ) -> np.ndarray | None:
     """Positions of the one-variable candidates over ``vary`` inside the model's neighbourhood
-    over its synthesized columns (both in candidate-set order); None if vary ⊄
-    syn_cols."""
+    over its synthesized columns; None if vary ⊄ syn_cols."""
     if any(c not in syn_cols for c in vary):
         return None
     idx = [0]

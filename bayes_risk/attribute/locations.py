@@ -1,9 +1,5 @@
 """What the distance-based file-level summaries read from an attribute-risk result: each
-record's decoded candidates with their posterior, and the candidates' locations.
-
-Shared by :func:`~bayes_risk.attribute.file_summary.file_summary` (Wang & Reiter 2012 R1/R2,
-Paiva et al. 2014) and :func:`~bayes_risk.attribute.uncertainty.wang_reiter_uncertainty`.
-"""
+record's decoded candidates with their posterior, and the candidates' locations."""
 
 from __future__ import annotations
 
@@ -19,11 +15,8 @@ from bayes_risk.exceptions import ValidationError
 __all__ = ["location_xy", "check_location_columns", "record_posteriors"]
 
 
-def location_xy(
-    values: pd.DataFrame,
-    location_columns: Sequence[str],
-    locations: Mapping[Any, Sequence[float]] | None,
-) -> np.ndarray:
+def location_xy(values: pd.DataFrame, location_columns: Sequence[str],
+                locations: Mapping[Any, Sequence[float]] | None) -> np.ndarray:
     """Coordinates ``[n, 2]`` of decoded values: two numeric columns, or one areal column mapped to
     centroids by ``locations``."""
     if len(location_columns) == 2 and locations is None:

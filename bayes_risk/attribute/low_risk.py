@@ -1,22 +1,9 @@
 """The Wang & Reiter (2012) low-risk intruder: nothing known about the other records (``A = ∅``).
 
-The worst-case intruder of :func:`~bayes_risk.attribute.attribute_risk` knows every other record's
-true values; Wang & Reiter's low-risk intruder knows none of them, only the released datasets and
-how they were made. Their posterior ``p(Y_i = y* | Z, y^us, A = ∅)`` is then, to a good
-approximation, the synthesizer's predictive distribution of record ``i``'s synthesized values given
-its released unsynthesized values — and the ``m`` synthetic values ``z_{i,(1..m)}`` of the record
-are ``m`` draws from it. Wang & Reiter (2012, §3.2) therefore use the record's ``m`` synthetic
-values as the intruder's posterior draws; this module does the same:
-
-    post_i(y*) = #{l : z_{i,(l)} = y*} / m,
-
-on the candidate set made of the truth and the record's distinct synthetic values (the truth gets
-0 when no dataset reproduces it). The result is an ordinary
-:class:`~bayes_risk.attribute.AttributeRiskResult`, so the record-level summaries (``p_true``, the
-truth's rank) and the file-level summaries (Hu–Reiter–Wang; Wang–Reiter ``R1`` = mean distance of
-the synthetic locations from the truth, ``R2``) apply unchanged. The result carries the warning
-code ``APPROX_LOW_RISK``: it is Wang & Reiter's Monte Carlo stand-in with ``m`` draws, not an
-importance-sampling estimate.
+The record's ``m`` synthetic values stand in for draws from the intruder's posterior,
+``post_i(y*) = #{l : z_{i,(l)} = y*} / m``, over the truth and the record's distinct synthetic
+values; the result is an ordinary :class:`~bayes_risk.attribute.AttributeRiskResult` with warning
+``APPROX_LOW_RISK``. See :doc:`/methods/attribute` (The low-risk intruder).
 """
 
 from __future__ import annotations
@@ -41,19 +28,9 @@ from bayes_risk.warning_codes import LOW_RISK_FLAG
 __all__ = ["low_risk_attribute_risk", "check_low_risk_prior"]
 
 
-
 def check_low_risk_prior(prior: Prior) -> Prior:
-    """``prior`` if the low-risk intruder (``scenario="empty"``) can take it: uniform only.
-
-    The one check for :func:`low_risk_attribute_risk` and for a new prior applied to its result
-    (:meth:`~bayes_risk.attribute.AttributeRiskResult.with_prior`,
-    :func:`~bayes_risk.attribute.prior_sensitivity`).
-
-    Raises
-    ------
-    ValidationError
-        For a prior other than uniform.
-    """
+    """``prior`` if the low-risk intruder (``scenario="empty"``) can take it (uniform only), for
+    a run and for a new prior applied to its result; else a ``ValidationError``."""
     if prior.label() != "uniform":
         raise ValidationError(
             f"scenario='empty' takes the uniform prior only (got prior={prior.label()!r}): the "
@@ -64,28 +41,19 @@ def check_low_risk_prior(prior: Prior) -> Prior:
 
 
 def low_risk_attribute_risk(
-    model: Any,
-    original: pd.DataFrame,
-    synthetic: Any,
-    records: Sequence[int] | np.ndarray | None = None,
-    *,
-    prior: Any = "uniform",
+    model: Any, original: pd.DataFrame, synthetic: Any,
+    records: Sequence[int] | np.ndarray | None = None, *, prior: Any = "uniform",
 ) -> AttributeRiskResult:
     """Attribute risk for the Wang & Reiter (2012) low-risk intruder (``scenario="empty"``).
-
-    Called by :func:`~bayes_risk.attribute.attribute_risk` with ``scenario="empty"``; see the
-    module docstring for the estimator.
 
     Parameters
     ----------
     model : fitted synthesis model
-        Supplies the schema (which columns were synthesized); no likelihood is evaluated, so
-        any model the attribute engine accepts will do, tree plug-ins included.
+        Supplies the schema; no likelihood is evaluated.
     original, synthetic, records
         As in :func:`~bayes_risk.attribute.attribute_risk`.
     prior : "uniform"
-        Only the uniform prior: the record's synthetic values already are draws from the
-        intruder's posterior, so another prior would count the prior knowledge twice.
+        Only the uniform prior (the synthetic values already contain the prior).
 
     Returns
     -------
@@ -97,7 +65,6 @@ def low_risk_attribute_risk(
     ------
     ValidationError
         For a prior other than uniform, and the input errors of ``attribute_risk``.
-
     """
     _check_model(model)
     pr = check_low_risk_prior(parse_prior(prior))
@@ -126,17 +93,10 @@ def low_risk_attribute_risk(
     df["khat_max"] = np.nan  # no importance sampling: no diagnostics
     df["flag_codes"] = ""
     settings = {
-        "estimator": "synthetic_values",
-        "model_class": model.model_class,
-        "scenario": "empty",
-        "known": [],
-        "columns": list(data.vary),
-        "candidates": "truth and the record's synthetic values",
-        "prior": pr.label(),
-        "H": 0,
-        "m": data.m,
-        "bootstrap": 0,
-        "compat": None,
+        "estimator": "synthetic_values", "model_class": model.model_class, "scenario": "empty",
+        "known": [], "columns": list(data.vary),
+        "candidates": "truth and the record's synthetic values", "prior": pr.label(), "H": 0,
+        "m": data.m, "bootstrap": 0, "compat": None,
         "source": "Wang & Reiter (2012), low-risk scenario: the record's m synthetic values "
         "stand in for the intruder's posterior",
     }
@@ -149,8 +109,7 @@ def low_risk_attribute_risk(
 
 
 def _refuse_missing_truth(data: Any) -> None:
-    """The record's synthetic values are compared with its truth: a missing true value (its
-    kind masked as ``NaN``) matches none of them, so such records are refused, not given 0."""
+    """Refuse records with a missing true value: it matches none of the synthetic values."""
     miss = missing_truth(data.values[data.positions], data.is_cat)
     if miss.any():
         r, j = (int(x[0]) for x in np.nonzero(miss))
@@ -165,8 +124,7 @@ def _refuse_missing_truth(data: Any) -> None:
 
 
 def _synthetic_values(data: Any) -> np.ndarray:
-    """``[m, n, q]`` codes (categorical) or values (numeric) of the varying columns in every
-    released dataset, on the same scale as ``data.values``."""
+    """``[m, n, q]`` codes or values of the varying columns in every released dataset."""
     out = np.empty((data.m, len(data.orig), len(data.vary)))
     for l, z in enumerate(data.datasets):
         for j, c in enumerate(data.vary):

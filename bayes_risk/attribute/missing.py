@@ -1,21 +1,9 @@
-"""Records whose synthesized values are missing in the original (user guide, Missing values).
+"""Records whose synthesized values are missing in the original.
 
-Such a record's missing values are integrated out with the model's own imputation: the intruder
-guesses only the record's observed synthesized values (candidates that would fill a missing value
-get probability 0: the candidate set covers observed values only), and every candidate's
-likelihood ``p(y*_obs | Θ_h)`` marginalises the missing columns. Models do so when their record
-likelihood marginalises a missing value (DPMPM: ``record_loglik`` leaves a missing column out of
-the product within each latent class, the imputation its sampler draws from); for any other
-model such records are refused with an error naming the column. A record's missing
-unsynthesized values are marginalised the same way (they are released missing).
-
-The tree plug-ins (CART, random forests) synthesize a missing value as a value of its own (a
-level, or a numeric column's missingness kind), so there is nothing to integrate out: the
-intruder is taken to know which of the record's values are missing and how (empty, or which
-code), and guesses the observed ones. The candidates that would fill a missing value have
-probability 0 as above, the record's missing values are held as they are in every candidate,
-and a candidate that would make an observed value missing has probability 0 too
-(``"held_at_kind"`` in the result's settings).
+Models whose record likelihood marginalises a missing value (DPMPM) integrate it out; the tree
+plug-ins hold it at its missingness kind (the intruder knows which values are missing); other
+models refuse such records. Candidates that would fill a missing value get probability 0. See
+:doc:`/methods/attribute` (Tree synthesizers: missing values) and :doc:`/user_guide/attribute`.
 """
 
 from __future__ import annotations
@@ -32,30 +20,15 @@ __all__ = ["missing_truth", "check_missing_truth", "vary_missing", "n_guessable"
            "missing_policy"]
 
 
-def integrates_missing(model: Any) -> bool:
-    """Whether ``model``'s record likelihood marginalises missing values (DPMPM:
-    ``ModelInfo.imputes``)."""
-    from bayes_risk.contract import capabilities
-
-    return capabilities(model).imputes
-
-
-def holds_missing(model: Any) -> bool:
-    """Whether ``model`` holds a record's missing values at their missingness kind (the tree
-    plug-ins: the synthesizer releases missing values, the intruder knows which are missing)."""
-    from bayes_risk.contract import capabilities
-
-    return capabilities(model).holds_missing
-
-
 def missing_policy(model: Any) -> str | None:
     """How ``model`` treats a record's missing values (recorded in the result's settings):
     ``"integrated_out"``, ``"held_at_kind"``, or ``None`` (such records are refused)."""
-    if integrates_missing(model):
+    from bayes_risk.contract import capabilities
+
+    caps = capabilities(model)
+    if caps.imputes:
         return "integrated_out"
-    if holds_missing(model):
-        return "held_at_kind"
-    return None
+    return "held_at_kind" if caps.holds_missing else None
 
 
 def missing_truth(values: np.ndarray, is_cat: np.ndarray) -> np.ndarray:
@@ -67,17 +40,9 @@ def missing_truth(values: np.ndarray, is_cat: np.ndarray) -> np.ndarray:
 def check_missing_truth(model: Any, vary: Sequence[str], values: np.ndarray,
                         is_cat: np.ndarray, positions: np.ndarray,
                         orig: pd.DataFrame | None = None) -> None:
-    """Refuse records with missing values when the model can neither integrate them out nor
-    hold them (:func:`missing_policy`).
-
-    ``values`` are the varying (synthesized) columns' codes / values; ``orig`` (optional) the
-    records' other model columns, checked too.
-
-    Raises
-    ------
-    ValidationError
-        Naming the first column with a missing value among the evaluated records.
-    """
+    """Refuse records with missing values (in ``values``, the varying columns, or in ``orig``'s
+    other columns) when the model can neither integrate them out nor hold them, naming the
+    first such column."""
     if missing_policy(model) is not None:
         return
     cols = list(vary)
@@ -92,8 +57,7 @@ def check_missing_truth(model: Any, vary: Sequence[str], values: np.ndarray,
     j = int(hit[0])
     n_rec = int(miss.any(axis=1).sum())
     first = int(positions[np.flatnonzero(miss[:, j])[0]])
-    # each column with its own count (the first column named with the records of all would
-    # misstate it)
+    # each column with its own count
     also = ", ".join(f"{cols[k]!r} in {int(miss[:, k].sum())}" for k in hit[1:])
     raise ValidationError(
         f"column {cols[j]!r} is missing in {int(miss[:, j].sum())} evaluated record(s) "
@@ -117,7 +81,6 @@ def vary_missing(vals: np.ndarray, g0: np.ndarray, is_cat: np.ndarray) -> np.nda
 
 
 def n_guessable(values: np.ndarray, g0: int, is_cat: np.ndarray) -> int:
-    """Candidates of one record that do not fill a missing value (its ``G``; all when the
-    record is complete)."""
+    """Candidates of one record that do not fill a missing value."""
     v = np.asarray(values, dtype=np.float64)
     return int(v.shape[0] - vary_missing(v[None], np.array([g0]), is_cat).sum())

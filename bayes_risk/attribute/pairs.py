@@ -1,30 +1,11 @@
 """Wei & Reiter's (2016) two-record intruder: ``attribute_risk(..., scenario="two_records")``.
 
-The intruder knows every confidential record except two, ``i`` and ``j``, and guesses the
-synthesized values of both jointly (Hu 2019 §3.3.3 reviews the scenario):
-
-    p(Y_i = a, Y_j = b | Z, y_{-ij}) ∝ p(Z | Y_i = a, Y_j = b, y_{-ij}) · P0(a, b),
-
-with ``P0`` a prior over the pair's candidates (uniform, truth-weighted on the pair's truth, or
-user weights).
-
-The pair's candidates are the product ``C_i × C_j`` of the two records' candidate sets (built by
-the same candidate rule as one record's). For a class P model the records are independent given
-``Θ``, so the importance ratio of a pair candidate to the truth is the product of the two
-records' ratios, ``r_h(a, b) = r_{i,h}(a) · r_{j,h}(b)``, and both estimators of a single record
-(the published importance-sampling one, Hu 2019 §3.2.5, and the stabilised one of the methods
-page) apply unchanged to the pair: the engine evaluates each record's candidates as usual and
-combines them (:func:`bayes_risk.attribute.likelihoods.model_logp`), with the same
-diagnostics (ESS, Pareto k̂, draw bootstrap, the range of ``p_true`` allowed by high-k̂ means)
-and the same record flags, per pair. When record ``j`` is known (``b`` held at ``y_j``) the
-pair's posterior over ``a`` is the one-record posterior of record ``i``.
-
-Not covered (each refused with the reason): class O models (their own-record term is derived
-for one unknown record), plug-in likelihoods of tree synthesizers (two records sharing a leaf
-do not change it independently), records the model did not synthesize (released as they are:
-their value is known), records with missing synthesized values, and priors that read the other
-records (``empirical``, ``model-predictive``: this intruder does not know the pair's other
-record).
+The intruder knows every confidential record except the two of a pair and guesses both jointly
+over the product of their candidate sets; for a class P model a pair candidate's importance ratio
+is the product of the two records' (:func:`bayes_risk.attribute.likelihoods.model_logp`), so both
+estimators and their diagnostics apply per pair. Class O models, tree plug-ins, unsynthesized
+records, missing values and priors that read the other records are refused. See
+:doc:`/methods/attribute` (Wei & Reiter's two-record intruder).
 """
 
 from __future__ import annotations
@@ -38,13 +19,8 @@ import numpy as np
 
 from bayes_risk._terminal import progress
 from bayes_risk.attribute.candidates import DEFAULT_MAX_CANDIDATES, CandidateSet
-from bayes_risk.attribute.evaluate import candidate_sets
-from bayes_risk.attribute.plan import (
-    AttributePlan,
-    CandidateGroup,
-    PartitionOutput,
-    Workspace,
-)
+from bayes_risk.attribute.evaluate import candidate_sets, finish
+from bayes_risk.attribute.plan import AttributePlan, CandidateGroup, PartitionOutput, Workspace
 from bayes_risk.attribute.priors import Empirical, ModelPredictive, Prior
 from bayes_risk.contract import capabilities
 from bayes_risk.data.schema import Schema
@@ -60,8 +36,7 @@ __all__ = [
     "pair_data",
 ]
 
-#: suffixes of a pair's candidate columns: ``age[1]`` is the first record's age, ``age[2]`` the
-#: second record's
+#: suffixes of a pair's candidate columns: ``age[1]`` is the first record's age
 PAIR_SUFFIXES = ("[1]", "[2]")
 
 #: a pair group's size (pairs × pair candidates) is kept near ``chunk_size`` records with this
@@ -75,14 +50,8 @@ def pair_columns(vary: Sequence[str]) -> list[str]:
 
 
 def check_pairs(pairs: Any, n: int) -> np.ndarray:
-    """``pairs`` as an ``[P, 2]`` int array of row positions.
-
-    Raises
-    ------
-    ValidationError
-        Not a sequence of pairs of integers, a position outside ``0..n-1``, a pair naming one
-        record twice, or a pair listed twice (in either order).
-    """
+    """``pairs`` as an ``[P, 2]`` int array of row positions (distinct pairs of two distinct
+    records in ``0..n-1``, else a ``ValidationError``)."""
     hint = "pairs must be a sequence of (i, j) row positions (0-based), e.g. [(0, 1), (2, 5)]"
     if pairs is None:
         raise ValidationError(f"scenario='two_records' needs pairs: {hint}.")
@@ -179,12 +148,8 @@ def check_pair_plan(plan: AttributePlan, pairs: np.ndarray) -> None:
 
 
 def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool) -> PartitionOutput:
-    """Likelihoods, diagnostics and flags of every pair (outputs keyed by pair number).
-
-    The records of a chunk of pairs get their candidate sets from the plan's rule; pairs with
-    the same candidate-set sizes ``(G_i, G_j)`` are estimated together by the plan's estimator,
-    their likelihoods formed from the two records' (``CandidateGroup.members``).
-    """
+    """Likelihoods, diagnostics and flags of every pair (outputs keyed by pair number); pairs
+    with the same ``(G_i, G_j)`` are estimated together from their records' likelihoods."""
     t_loop = time.perf_counter()
     ws, out, data = Workspace(), PartitionOutput(), plan.data
     size = max(1, plan.chunk_size)
@@ -219,11 +184,7 @@ def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool)
             for a in range(0, len(ps), step):
                 sub = np.asarray(ps[a : a + step], dtype=np.int64)
                 plan.estimator.estimate(plan, _pair_group(sub, pairs, csets, unknown), ws, out)
-    timing = ws.timing
-    timing["records_loop_s"] = time.perf_counter() - t_loop
-    timing["engine_s"] = timing["records_loop_s"] - timing["model_likelihood_s"]
-    out.timing = timing
-    return out
+    return finish(out, ws, t_loop)
 
 
 def _unknown(plan: AttributePlan, cs: CandidateSet) -> np.ndarray:
@@ -239,18 +200,13 @@ def _unknown(plan: AttributePlan, cs: CandidateSet) -> np.ndarray:
 def _pair_set(vary: Sequence[str], ci: CandidateSet, cj: CandidateSet) -> CandidateSet:
     """The product ``C_i × C_j`` (first record's candidate the slow index)."""
     gi, gj = ci.size, cj.size
-    vals = np.concatenate(
-        [np.repeat(ci.values, gj, axis=0), np.tile(cj.values, (gi, 1))], axis=1
-    )
+    vals = np.concatenate([np.repeat(ci.values, gj, axis=0), np.tile(cj.values, (gi, 1))],
+                          axis=1)
     return CandidateSet(tuple(pair_columns(vary)), vals, ci.g0 * gj + cj.g0)
 
 
-def _pair_group(
-    ps: np.ndarray,
-    pairs: np.ndarray,
-    csets: dict[int, CandidateSet],
-    unknown: dict[int, np.ndarray],
-) -> CandidateGroup:
+def _pair_group(ps: np.ndarray, pairs: np.ndarray, csets: dict[int, CandidateSet],
+                unknown: dict[int, np.ndarray]) -> CandidateGroup:
     """Pairs ``ps`` (same ``(G_i, G_j)``) as one group whose members are their records."""
 
     def member(k: int) -> CandidateGroup:
@@ -283,12 +239,8 @@ def pair_data(plan: AttributePlan, pairs: np.ndarray) -> AttributePlan:
     specs = [dataclasses.replace(data.schema[c], name=f"{c}{s}")
              for s in PAIR_SUFFIXES for c in data.vary]
     pd_ = dataclasses.replace(
-        data,
-        schema=Schema(tuple(data.schema.columns) + tuple(specs)),
-        vary=pair_columns(data.vary),
-        is_cat=np.concatenate([data.is_cat, data.is_cat]),
-        values=vals,
-        scenario="two_records",
-        positions=np.arange(len(pairs), dtype=np.int64),
+        data, schema=Schema(tuple(data.schema.columns) + tuple(specs)),
+        vary=pair_columns(data.vary), is_cat=np.concatenate([data.is_cat, data.is_cat]),
+        values=vals, scenario="two_records", positions=np.arange(len(pairs), dtype=np.int64),
     )
     return dataclasses.replace(plan, data=pd_)

@@ -1,15 +1,7 @@
-"""The typed plan of one attribute-risk analysis, and the output of one partition of its records.
-
-:func:`~bayes_risk.attribute.prepare.prepare` builds an :class:`AttributePlan` once (validation,
-harmonised data, model capabilities, the ``m`` augmented fits, ``L = dataset_loglik``, the
-bootstrap counts); :func:`~bayes_risk.attribute.evaluate.evaluate` reads it for any partition of
-the records and returns a :class:`PartitionOutput`; :func:`~bayes_risk.attribute.assemble.
-assemble` turns the merged outputs into the result. Plans are picklable: an executor ships one
-to each worker once.
-
-Also what an estimator reads and writes (:class:`CandidateGroup`, :class:`Workspace`) and its
-interface (:class:`EstimatorStrategy`, implemented in :mod:`~bayes_risk.attribute.strategies`):
-the plan holds its estimator, so the interface lives here, below the strategies.
+"""The typed plan of one attribute-risk analysis (:class:`AttributePlan`, built once by
+:func:`~bayes_risk.attribute.prepare.prepare`, picklable), the output of one partition of its
+records (:class:`PartitionOutput`), and what an estimator reads and writes
+(:class:`CandidateGroup`, :class:`Workspace`, the interface :class:`EstimatorStrategy`).
 """
 
 from __future__ import annotations
@@ -46,31 +38,12 @@ __all__ = [
 class AnalysisData:
     """The harmonised data and who knows what.
 
-    Attributes
-    ----------
-    orig : DataFrame
-        The confidential data over the model's columns (0-based index).
-    datasets : list of DataFrame
-        The released datasets ``Z_(1..m)``.
-    schema : Schema
-        The model's schema with levels harmonised over original and release.
-    vary : list of str
-        The synthesized columns the intruder guesses.
-    is_cat : bool ndarray (q,)
-    values : ndarray (n, q)
-        Codes (categorical) or values (numeric) of the varying columns.
-    levels_model, levels_harmonised : dict of str to int
-        Number of levels of each varying column in the model and after harmonisation (0 for
-        numeric columns); candidates at codes the model never saw have probability 0.
-    scenario : {"worst_case", "partially_known", "empty"}
-    known : list of str
-    positions : int ndarray
-        The records to evaluate (row positions, in the order the user gave).
-    released : list of DataFrame, optional
-        The released datasets with their declared missing-value codes as released (``datasets``
-        has them masked as missing): what a plug-in likelihood reads, since its synthesizer
-        releases each code as a missingness kind of its own. ``None``: the same as
-        ``datasets``.
+    ``orig`` is the confidential data over the model's columns; ``values (n, q)`` the codes or
+    values of the guessed columns ``vary``; ``levels_model`` / ``levels_harmonised`` the levels
+    of each in the model and after harmonisation (0 for numeric; candidates at codes the model
+    never saw have probability 0); ``positions`` the records to evaluate, in the user's order;
+    ``released`` the datasets with their missing-value codes as released, which a plug-in
+    likelihood reads (``None``: the same as ``datasets``).
     """
 
     orig: pd.DataFrame
@@ -99,20 +72,10 @@ class AnalysisData:
 
 @dataclass(frozen=True)
 class CandidateRule:
-    """How each record's candidate set is built.
-
-    Attributes
-    ----------
-    candidates : str, CandidateSpec or callable
-        What the user passed.
-    spec : CandidateSpec or None
-        The parsed rule (``None`` for a callable).
-    nb_index : int ndarray or None
-        Positions of the candidates inside the model's one-variable neighbourhood (fast path),
-        ``None`` when the fast path does not apply.
-    nb_all : bool
-        The candidates are the whole neighbourhood in its order (no selection needed).
-    """
+    """How each record's candidate set is built: what the user passed, the parsed ``spec``
+    (``None`` for a callable), ``nb_index`` (the candidates' positions in the model's one-variable
+    neighbourhood, ``None`` when that fast path does not apply) and ``nb_all`` (the whole
+    neighbourhood in its order)."""
 
     candidates: Any
     spec: CandidateSpec | None
@@ -122,18 +85,8 @@ class CandidateRule:
 
 @dataclass(frozen=True)
 class ModelAccess:
-    """A model and the likelihood capabilities it offers (checked once, with ``isinstance``).
-
-    Attributes
-    ----------
-    model : object
-    neighbourhood : bool
-        Has ``neighbourhood_loglik`` (:class:`~bayes_risk.contract.SupportsNeighbourhoodLoglik`).
-    buffer : bool
-        ... and writes into a caller's buffer (``SupportsNeighbourhoodBuffer``).
-    candidate : bool
-        Has ``candidate_loglik`` (``SupportsCandidateLoglik``).
-    """
+    """A model and the likelihood capabilities it offers (checked once, with ``isinstance``):
+    ``neighbourhood_loglik`` (``buffer``: into a caller's buffer) and ``candidate_loglik``."""
 
     model: Any
     neighbourhood: bool
@@ -150,20 +103,9 @@ class ModelAccess:
 class DrawPlan:
     """Posterior draws of the model and what is computed from them once.
 
-    Attributes
-    ----------
-    H : int
-        Draws used (0 for plug-in models).
-    logp_idx : int ndarray or None
-        Draws passed to the model's likelihoods (``None``: all).
-    n_sum : int or None
-        AttributeRiskCalculation compatibility: sum over the first ``n_sum`` draws only.
-    L : ndarray (H, m) or None
-        ``log p(Z_(l) | Θ_h)`` (published estimator, or its diagnostics).
-    n_boot : int
-        Draw-bootstrap replicates (0: none).
-    counts : ndarray (B, H) or None
-        Bootstrap counts of the draws of ``p(Θ | y)``.
+    ``H`` draws used (0 for plug-in models), ``logp_idx`` those passed to the likelihoods
+    (``None``: all), ``n_sum`` (compatibility mode: sum over the first ``n_sum`` draws only),
+    ``L (H, m) = log p(Z_(l) | Θ_h)``, ``counts (B, H)``: bootstrap counts of the draws.
     """
 
     H: int
@@ -176,16 +118,7 @@ class DrawPlan:
 
 @dataclass(frozen=True)
 class AugmentedFits:
-    """The ``m`` models with draws of ``p(Θ | y, Z_(l))`` (stabilised estimator only).
-
-    Attributes
-    ----------
-    models : list of ModelAccess
-    n_draws : list of int
-    counts : list of ndarray (B, H_l)
-        Bootstrap counts of each fit's draws.
-    khat_thresholds : list of float
-    """
+    """The ``m`` models with draws of ``p(Θ | y, Z_(l))`` (stabilised estimator only)."""
 
     models: list[ModelAccess] = field(default_factory=list)
     n_draws: list[int] = field(default_factory=list)
@@ -195,18 +128,7 @@ class AugmentedFits:
 
 @dataclass(frozen=True)
 class DiagnosticsSettings:
-    """Which diagnostics are computed and when they flag a record.
-
-    Attributes
-    ----------
-    khat : {"all", "base", "none"}
-    psis : bool
-    khat_rule : {"material", "any"}
-    khat_tolerance : float
-    khat_threshold : float
-        Pareto k̂ threshold for ``H`` draws.
-    low_ess_threshold : float
-    """
+    """Which diagnostics are computed and when they flag a record."""
 
     khat: str
     psis: bool
@@ -238,14 +160,7 @@ class AttributePlan:
 
 @dataclass(frozen=True)
 class RecordPartition:
-    """The records one call of ``evaluate`` handles.
-
-    Attributes
-    ----------
-    positions : int ndarray
-    progressbar : bool
-        Show the progress of this partition's chunks (in process only).
-    """
+    """The records one call of ``evaluate`` handles (progress of its chunks: in process only)."""
 
     positions: np.ndarray
     progressbar: bool = False
@@ -295,33 +210,16 @@ def merge_outputs(parts: Sequence[PartitionOutput]) -> PartitionOutput:
     return out
 
 
-# ------------------------------------------------------------------------------------------
 # what an estimator reads and writes (the strategies of ``strategies`` implement it)
-# ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CandidateGroup:
     """Records of one chunk with the same number of candidates ``G``, truth inside support.
 
-    Attributes
-    ----------
-    pos : int ndarray (R,)
-        Row positions.
-    vals : ndarray (R, G, q)
-        Candidate codes / values.
-    g0 : int ndarray (R,)
-        Index of the truth.
-    unknown : bool ndarray (R, G)
-        Candidates at a level the model was never fitted with (probability 0).
-    weight : int ndarray (R,), optional
-        How many records of the partition each record stands for (identical records are
-        evaluated once; counts over records use it). ``None``: one each.
-    members : tuple of two CandidateGroup, optional
-        Wei & Reiter's two-record intruder (``scenario="two_records"``,
-        :mod:`bayes_risk.attribute.pairs`): row ``k`` is a pair of records, ``pos`` numbers the
-        pairs, and the pair's candidates are the product of the candidates of
-        ``members[0]`` row ``k`` (slow index) and ``members[1]`` row ``k`` (fast index);
-        the likelihoods come from the members (:func:`~bayes_risk.attribute.likelihoods.
-        model_logp`). ``None``: one record per row.
+    ``vals (R, G, q)`` are the candidates, ``g0`` the truth's index, ``unknown (R, G)`` the
+    candidates at a level the model never saw, ``weight`` how many records each stands for
+    (identical records are evaluated once; ``None``: one each). ``members``: Wei & Reiter's
+    two-record intruder (:mod:`bayes_risk.attribute.pairs`), row ``k`` a pair whose candidates
+    are the product of ``members[0]`` row ``k`` (slow index) and ``members[1]`` row ``k``.
     """
 
     pos: np.ndarray
@@ -344,11 +242,7 @@ class CandidateGroup:
 
 @dataclass
 class Workspace:
-    """Per-partition scratch state: reused output buffers and the time spent in the model.
-
-    Large ``[H, R, G]`` arrays are allocated once per posterior and reused for every chunk
-    (not re-allocated and page-faulted each time).
-    """
+    """Per-partition scratch state: output buffers reused for every chunk, and model time."""
 
     buffers: dict[Any, np.ndarray] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=lambda: {"model_likelihood_s": 0.0})
@@ -362,8 +256,7 @@ class Workspace:
         return b
 
     def records(self, data: AnalysisData, group: CandidateGroup) -> tuple[pd.DataFrame, bool]:
-        """The original rows of ``group`` and whether any value is missing: formed once per
-        chunk and shared by the ``m + 1`` models that evaluate it."""
+        """The original rows of ``group`` and whether any value is missing (cached per chunk)."""
         last = self._records
         if last is None or last[0] is not group or last[1] is not data:
             rows = data.orig.iloc[group.pos]
@@ -381,10 +274,7 @@ class EstimatorStrategy(ABC):
     def estimate(
         self, plan: AttributePlan, group: CandidateGroup, ws: Workspace, out: PartitionOutput
     ) -> None:
-        """Log-likelihoods, diagnostics and flags of the records of ``group`` into ``out``.
-
-        ``out.flags[i]`` already exists for every record (flags are appended).
-        """
+        """Log-likelihoods, diagnostics and flags (appended) of ``group``'s records into ``out``."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -1,11 +1,7 @@
-"""Stage 1 of attribute risk: validate the inputs and build the plan every record shares.
-
-Everything here runs once per analysis, in the calling process: argument checks, level
-harmonisation, the model's capabilities (its :class:`~bayes_risk.contract.ModelInfo` and
-the protocols of :mod:`bayes_risk.contract`, once), the estimator strategy,
-``L = dataset_loglik``, the ``m`` augmented fits of the stabilised estimator and the
-draw-bootstrap counts. The random streams are spawned here, so the numbers do not depend on
-how the records are later partitioned.
+"""Stage 1 of attribute risk: validate the inputs and build the plan every record shares
+(harmonised data, the model's capabilities, the estimator, ``L = dataset_loglik``, the augmented
+fits, the bootstrap counts), once, in the calling process. The random streams are spawned here,
+so the numbers do not depend on how the records are later partitioned.
 """
 
 from __future__ import annotations
@@ -54,32 +50,16 @@ from bayes_risk.exceptions import (
     ValidationError,
 )
 
-__all__ = ["prepare", "as_datasets", "resolve_records"]
+__all__ = ["prepare"]
+
 
 def prepare(
-    model: Any,
-    original: pd.DataFrame,
-    synthetic: Any,
-    records: Sequence[int] | np.ndarray | None,
-    *,
-    candidates: Any,
-    prior: Any,
-    scenario: ScenarioSpec,
-    estimator: EstimatorSpec,
-    random_seed: RandomSeed,
-    progressbar: bool,
+    model: Any, original: pd.DataFrame, synthetic: Any, records: Sequence[int] | np.ndarray | None,
+    *, candidates: Any, prior: Any, scenario: ScenarioSpec, estimator: EstimatorSpec,
+    random_seed: RandomSeed, progressbar: bool,
 ) -> AttributePlan:
-    """Validate the arguments of :func:`bayes_risk.attribute.attribute_risk` and build its plan.
-
-    Returns
-    -------
-    AttributePlan
-
-    Raises
-    ------
-    ValidationError, SchemaError, NotSupportedError (a ``NotImplementedError``)
-        As documented by :func:`bayes_risk.attribute.attribute_risk`.
-    """
+    """Validate the arguments of :func:`bayes_risk.attribute.attribute_risk` and build its plan
+    (errors as documented there)."""
     is_plugin = _check_model(model)
     pr = _check_settings(prior=prior, scenario=scenario.kind, original=original)
     es = estimator
@@ -100,16 +80,13 @@ def prepare(
         warn_codes.append("H_TOO_SMALL")
         warnings.warn(
             f"only H = {H} posterior draws: the importance-sampling estimates are unreliable "
-            "(H_TOO_SMALL).",
-            ImportanceSamplingWarning,
-            skip_file_prefixes=CALLER,
+            "(H_TOO_SMALL).", ImportanceSamplingWarning, skip_file_prefixes=CALLER,
         )
     if compat is not None and bootstrap:
         bootstrap = 0  # the R package has no bootstrap; its q normalisation is not resampled
     children = as_generator(random_seed).spawn(2 + data.m)
-    need_L = est == "is" or (
-        es.is_diagnostics and not is_plugin and capabilities(model).has("dataset")
-    )
+    need_L = est == "is" or (es.is_diagnostics and not is_plugin
+                             and capabilities(model).has("dataset"))
     draw_plan = _draw_plan(model, data, compat, draw_idx, H, need_L, is_plugin, bootstrap,
                            children[0])
     # the bootstrap stream children[0] gives the counts of p(Θ | y) first, then those of the
@@ -117,33 +94,23 @@ def prepare(
     aug = _augmented_fits(model, data, est, augmented, children[2:], progressbar,
                           draw_plan.n_boot, children[0], es.refit_draws)
     return AttributePlan(
-        model=model_access(model),
-        data=data,
-        rule=_candidate_rule(model, data, candidates, spec),
-        draws=draw_plan,
-        augmented=aug,
+        model=model_access(model), data=data, rule=_candidate_rule(model, data, candidates, spec),
+        draws=draw_plan, augmented=aug,
         diagnostics=DiagnosticsSettings(
             khat=es.khat, psis=es.psis, khat_rule=es.khat_rule,
             khat_tolerance=es.khat_tolerance, khat_threshold=khat_threshold(H),
             low_ess_threshold=low_ess_threshold(H),
         ),
-        estimator=strategy_for(est),
-        prior=pr,
-        compat=compat,
-        chunk_size=es.chunk_size,
-        random_seed_json=seed_to_json(random_seed),
-        warn_codes=warn_codes,
+        estimator=strategy_for(est), prior=pr, compat=compat, chunk_size=es.chunk_size,
+        random_seed_json=seed_to_json(random_seed), warn_codes=warn_codes,
         chains=chain_plan(model, draw_idx, [a.model for a in aug.models], est),
     )
 
 
-# ------------------------------------------------------------------------------------------
 # checks
-# ------------------------------------------------------------------------------------------
 def _check_model(model: Any) -> bool:
     """Whether ``model`` is a plug-in model; a :class:`ValidationError` naming what it lacks
-    when it is neither a plug-in nor a model with posterior draws (its :class:`ModelInfo`
-    decides which it claims to be)."""
+    when it is neither that nor a model with posterior draws."""
     info = capabilities(model)
     if info.has("plugin") and not missing_members(model, SupportsPluginLoglik):
         is_plugin = True
@@ -184,11 +151,9 @@ def _check_settings(*, prior: Any, scenario: str, original: Any) -> Any:
 def _estimator_name(
     model: Any, is_plugin: bool, estimator: str, compat: str | None, augmented: Any, draws: Any
 ) -> str:
-    """The estimator ``auto`` resolves to (methods, The stabilised estimator)."""
+    """The estimator ``auto`` resolves to."""
     if is_plugin:
-        # plug-in likelihood of a non-parametric synthesizer (methods, Tree synthesizers:
-        # plug-in likelihoods): no posterior draws
-        if estimator not in ("auto",):
+        if estimator != "auto":
             raise ValidationError(
                 f"{type(model).__name__} has a plug-in likelihood (methods page 'Attribute "
                 "disclosure risk', section 'Tree synthesizers: plug-in likelihoods'); it has no "
@@ -218,9 +183,7 @@ def _check_estimator(model: Any, is_plugin: bool, est: str, compat: str | None) 
     if compat is not None and est != "is":
         raise ValidationError("compat='AttributeRiskCalculation' applies to estimator='is' only.")
     info = capabilities(model)
-    if model.model_class == "O" and not is_plugin and not (
-        info.has("own_record")
-    ):
+    if model.model_class == "O" and not is_plugin and not info.has("own_record"):
         raise NotSupportedError(
             f"{type(model).__name__} is a class O model (its synthetic values depend on the "
             "record's own confidential values given Θ) but provides no own_record_delta(record, "
@@ -239,20 +202,7 @@ def _check_estimator(model: Any, is_plugin: bool, est: str, compat: str | None) 
         )
 
 
-# ------------------------------------------------------------------------------------------
 # data, draws, augmented fits, candidate rule
-# ------------------------------------------------------------------------------------------
-def as_datasets(synthetic: Any, original: pd.DataFrame | None = None) -> list[pd.DataFrame]:
-    """The released datasets as a list of DataFrames (the package's one normaliser), checked
-    against the original's fingerprint when the release records one."""
-    return as_synthetic_list(synthetic, original=original).datasets
-
-
-def resolve_records(records: Any, n: int) -> np.ndarray:
-    """``records`` as distinct 0-based row positions (all rows when ``None``)."""
-    return record_positions(records, n)
-
-
 def _prepare_data(
     model: Any, original: pd.DataFrame, synthetic: Any, records: Any, scenario: str,
     known: Sequence[str] | None,
@@ -267,31 +217,27 @@ def _prepare_data(
     orig = original[cols].reset_index(drop=True)
     datasets = [
         z[cols].reset_index(drop=True) if all(c in z.columns for c in cols) else z
-        for z in as_datasets(synthetic, original)
+        for z in as_synthetic_list(synthetic, original=original).datasets
     ]
     _refuse_synthetic_only_levels(datasets, schema0)
-    # declared missing-value codes are missing values (attribute.missing); a plug-in reads the
-    # release as it is (its synthesizer releases each code as a missingness kind of its own)
+    # declared missing-value codes are missing values; a plug-in reads the release as it is
     released = datasets if schema0.missing_codes else None
     orig = mask_missing_codes(orig, schema0.missing_codes)
     datasets = [mask_missing_codes(z, schema0.missing_codes) for z in datasets]
     schema = harmonise_levels(orig, datasets, schema=schema0)
     validate_synthetic(orig, datasets, schema=schema, allow_nan=True)
     vary, known_l = _varying_columns(schema, scenario, known)
-    positions = resolve_records(records, len(orig))
+    positions = record_positions(records, len(orig))
     # varying columns: codes (categorical) or values (numeric), [n, q]
     is_cat = np.array([schema[c].is_categorical for c in vary])
     values = np.empty((len(orig), len(vary)))
     for j, c in enumerate(vary):
-        values[:, j] = (
-            encode(orig, schema, [c])[:, 0] if is_cat[j] else orig[c].to_numpy(np.float64)
-        )
+        values[:, j] = encode(orig, schema, [c])[:, 0] if is_cat[j] else orig[c].to_numpy(float)
     check_missing_truth(model, vary, values, is_cat, positions, orig)
     return AnalysisData(
         orig=orig, datasets=datasets, schema=schema, vary=vary, is_cat=is_cat, values=values,
-        levels_model={
-            c: (len(schema0[c].levels) if schema0[c].is_categorical else 0) for c in vary
-        },
+        levels_model={c: (len(schema0[c].levels) if schema0[c].is_categorical else 0)
+                      for c in vary},
         levels_harmonised={c: (schema[c].n_levels if schema[c].is_categorical else 0)
                            for c in vary},
         scenario=scenario, known=known_l, positions=positions, released=released,
@@ -326,8 +272,7 @@ def _varying_columns(
 
 
 def _refuse_synthetic_only_levels(datasets: list[pd.DataFrame], schema: Any) -> None:
-    """A synthetic value the model was never fitted with has probability 0 under every draw:
-    the released datasets' likelihood, hence the attribute risk, is undefined."""
+    """Refuse a synthetic level the model was never fitted with (the risk is undefined)."""
     from bayes_risk.data.levels import normalise_level as _normalise_value
     from bayes_risk.data.schema import _level_to_json
 
@@ -356,9 +301,8 @@ def _draw_plan(
     need_L: bool, is_plugin: bool, bootstrap: int, boot_rng: np.random.Generator,
 ) -> DrawPlan:
     """Draws used, ``L = dataset_loglik`` and the bootstrap counts of ``p(Θ | y)``."""
-    # AttributeRiskCalculation normalises q_h with all posterior rows but sums over the first H
-    # (AttributeRiskCalculation compatibility): in compat mode `draws` must be the leading draws
-    # 0..H-1.
+    # AttributeRiskCalculation normalises q_h with all posterior rows but sums over the first H:
+    # in compat mode `draws` must be the leading draws 0..H-1
     logp_idx = draw_idx
     n_sum = None
     if compat is not None and draw_idx is not None:
@@ -369,11 +313,8 @@ def _draw_plan(
             )
         logp_idx = None
         n_sum = int(draw_idx.size)
-    L = (
-        np.asarray(model.dataset_loglik(data.datasets, draw_indices=logp_idx), dtype=np.float64)
-        if need_L
-        else None
-    )
+    L = (np.asarray(model.dataset_loglik(data.datasets, draw_indices=logp_idx), dtype=float)
+         if need_L else None)
     h_L = H if logp_idx is draw_idx else int(model.n_draws)
     if L is not None and L.shape != (h_L, data.m):
         raise ValidationError(
@@ -443,20 +384,14 @@ def _check_refit_draws(refit_draws: Any, model: Any, est: str, augmented: Any) -
         )
 
 
-
-
 def _candidate_rule(
     model: Any, data: AnalysisData, candidates: Any, spec: CandidateSpec | None
 ) -> CandidateRule:
     """The candidate rule and whether the model's one-variable neighbourhood serves it."""
     vary = data.vary
-    use_fast = (
-        spec is not None
-        and spec.rule == "one_variable"
-        and spec.spatial is None
-        and bool(data.is_cat.all())
-        and all(data.levels_model[c] == data.levels_harmonised[c] for c in vary)
-    )
+    use_fast = (spec is not None and spec.rule == "one_variable" and spec.spatial is None
+                and bool(data.is_cat.all())
+                and all(data.levels_model[c] == data.levels_harmonised[c] for c in vary))
     nb_index = None
     if use_fast:
         schema0 = model.schema_

@@ -1,13 +1,6 @@
-"""Intruder priors ``P0_i`` over a record's candidate set (methods, Priors).
-
-A prior turns a :class:`PriorInputs` bundle (candidate sets, truth positions, the other records'
-true values, cached model quantities) into one ``logprior`` vector per record, normalised over the
-record's candidates. Because the attribute-risk engine keeps every per-candidate log-likelihood, a
-new prior only renormalises (``bayes_risk.with_prior(result, prior=...)``).
-
-Priors: :class:`Uniform`, :class:`TruthWeighted`, :class:`UserWeights`, :class:`Empirical`,
-:class:`ModelPredictive`, :class:`GridUniform`; :func:`parse_prior` reads the CLI forms
-``uniform``, ``truth-weighted:K``, ``empirical[:ALPHA]``, ``model-predictive``, ``grid-uniform``.
+"""Intruder priors ``P0_i`` over a record's candidate set: each turns a :class:`PriorInputs`
+bundle into one normalised ``logprior`` per record; :func:`parse_prior` reads the string forms.
+See :doc:`/methods/attribute` (Priors).
 """
 
 from __future__ import annotations
@@ -21,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk.attribute.diagnostics import logsumexp
-from bayes_risk.attribute.record_table import ungroup
+from bayes_risk.attribute.record_table import groups_by_size, ungroup
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
 
 __all__ = [
@@ -42,26 +35,10 @@ __all__ = [
 
 @dataclass
 class PriorInputs:
-    """What a prior may use, for ``R`` evaluated records.
-
-    Attributes
-    ----------
-    records : int array (R,)
-        Row positions of the records.
-    values : list of float arrays (G_r, q)
-        Candidate codes/values (see :mod:`bayes_risk.attribute.candidates`).
-    g0 : int array (R,)
-        Index of the truth in each candidate set.
-    columns : tuple of str
-        Varying columns.
-    categorical : bool array (q,)
-        Which varying columns are categorical.
-    others : float array (n, q)
-        Every record's true codes/values of the varying columns (``A = y_{-i}`` knowledge).
-    log_mean_r : list of float arrays (G_r,), optional
-        ``log Ê_{Θ|y}[r(y*)]`` per candidate (for :class:`ModelPredictive`).
-    cache : dict
-        Memo of quantities shared between priors of a sweep (e.g. empirical counts).
+    """What a prior may use, for ``R`` evaluated records: their row positions ``records``, their
+    candidate ``values`` ``(G_r, q)`` and truth ``g0``, the varying ``columns`` (``categorical``
+    or not), every record's true values ``others (n, q)``, ``log_mean_r`` (``log Ê_{Θ|y}[r]``
+    per candidate, for :class:`ModelPredictive`) and a ``cache`` shared by a sweep's priors.
     """
 
     records: np.ndarray
@@ -84,8 +61,7 @@ class PriorInputs:
     def groups(self) -> list[np.ndarray]:
         """Indices of records sharing a candidate-set size (for vectorised evaluation)."""
         if "groups" not in self.cache:
-            sz = self.sizes
-            self.cache["groups"] = [np.flatnonzero(sz == g) for g in np.unique(sz)]
+            self.cache["groups"] = groups_by_size(self.sizes)
         return self.cache["groups"]
 
 
@@ -109,9 +85,8 @@ def _stacked(inp: PriorInputs, key: str, arrays: Sequence[np.ndarray]) -> list[n
 
 
 class Prior:
-    """Base class: subclasses implement :meth:`log_weights` (unnormalised, one array per record)
-    or :meth:`log_weight_groups` (one matrix per group of records with the same number of
-    candidates, ``inp.groups``: what the engine evaluates, vectorised); each defaults to the
+    """Base class: subclasses implement :meth:`log_weights` (one array per record) or
+    :meth:`log_weight_groups` (one matrix per group of ``inp.groups``); each defaults to the
     other."""
 
     name = "prior"
@@ -153,7 +128,7 @@ class Uniform(Prior):
 
 
 class GridUniform(Uniform):
-    """Uniform over spatial grid points (methods, Priors); identical to :class:`Uniform`."""
+    """Uniform over spatial grid points; identical to :class:`Uniform`."""
 
     name = "grid-uniform"
 
@@ -172,9 +147,8 @@ class TruthWeighted(Prior):
     kappa: float = 1.0
 
     def __post_init__(self) -> None:
-        if not (
-            isinstance(self.kappa, (int, float)) and self.kappa > 0 and math.isfinite(self.kappa)
-        ):
+        k = self.kappa
+        if not (isinstance(k, (int, float)) and k > 0 and math.isfinite(k)):
             raise ValidationError(f"truth-weighted prior needs kappa > 0. Got {self.kappa!r}.")
 
     def label(self) -> str:
@@ -183,9 +157,8 @@ class TruthWeighted(Prior):
     def log_weight_groups(self, inp: PriorInputs) -> list[np.ndarray]:
         def make(idx: np.ndarray, g: int) -> np.ndarray:
             lw = np.full((idx.size, g), -math.log(g + self.kappa - 1))
-            lw[np.arange(idx.size), inp.g0[idx]] = math.log(self.kappa) - math.log(
-                g + self.kappa - 1
-            )
+            lw[np.arange(idx.size), inp.g0[idx]] = (math.log(self.kappa)
+                                                    - math.log(g + self.kappa - 1))
             return lw
 
         return _by_group(inp, make)
@@ -242,9 +215,8 @@ def silverman_bandwidth(x: np.ndarray) -> float:
 class Empirical(Prior):
     """Prior from the other records' true values (methods, Priors) [P for continuous columns].
 
-    Categorical part: ``#{i' ≠ i : y_{i'} = y*} + α`` (joint match over the varying categorical
-    columns). Continuous part (when numeric columns vary): a product Gaussian kernel density of
-    the other records' values at the candidate, Silverman bandwidth per column, multiplied in.
+    Categorical part: ``#{i' ≠ i : y_{i'} = y*} + α``; numeric columns multiply in a product
+    Gaussian kernel density of the other records' values (Silverman bandwidths).
 
     Examples
     --------
@@ -271,9 +243,7 @@ class Empirical(Prior):
         if cat.any():
             oc = others[:, cat].astype(np.int64)
             uniq, cnt = np.unique(oc, axis=0, return_counts=True)
-            table = {
-                tuple(row): int(c) for row, c in zip(uniq.tolist(), cnt.tolist(), strict=False)
-            }
+            table = dict(zip(map(tuple, uniq.tolist()), cnt.tolist(), strict=True))
         for r, v, _g0 in zip(inp.records, inp.values, inp.g0, strict=False):
             if cat.any():
                 vc = v[:, cat].astype(np.int64)
@@ -300,21 +270,16 @@ class Empirical(Prior):
                        for j in range(others.shape[1])])
         out = []
         for r, v in zip(inp.records, inp.values, strict=False):
-            # missing values (attribute.missing): a column the record's candidates hold missing
-            # is the same in every candidate (a constant: left out), and the density of the
-            # others is that of those observed in the columns used
+            # a column the record's candidates hold missing is constant (left out); the density
+            # is that of the others observed in the columns used
             vn = v[:, num]
             use = ~np.isnan(vn).any(axis=0)
             mask = ~np.isnan(others[:, use]).any(axis=1)
             mask[int(r)] = False
             o = others[mask][:, use]
             z = (vn[:, use][:, None, :] - o[None, :, :]) / bw[use][None, None, :]
-            lk = (
-                -0.5 * np.sum(z * z, axis=2)
-                - np.sum(np.log(bw[use]))
-                - 0.5 * use.sum() * math.log(2 * math.pi)
-            )
-
+            lk = (-0.5 * np.sum(z * z, axis=2) - np.sum(np.log(bw[use]))
+                  - 0.5 * use.sum() * math.log(2 * math.pi))
             out.append(logsumexp(lk, axis=1) - math.log(max(o.shape[0], 1)))
         inp.cache["empirical_kde"] = out
         return out
@@ -326,11 +291,8 @@ class Empirical(Prior):
         out = []
         for k, c in enumerate(counts):
             with np.errstate(divide="ignore"):
-                lw = (
-                    np.log(c + self.alpha)
-                    if np.asarray(inp.categorical).any()
-                    else np.zeros_like(c)
-                )
+                lw = (np.log(c + self.alpha) if np.asarray(inp.categorical).any()
+                      else np.zeros_like(c))
             if kde_g is not None:
                 lw = lw + kde_g[k]
             out.append(lw)
@@ -340,11 +302,8 @@ class Empirical(Prior):
 class ModelPredictive(Prior):
     """Model-predictive prior ``P0(y*) ∝ p(y* | y_{-i})`` (methods, Priors).
 
-    ``p(y* | y_{-i}) ≈ Σ_h w_h p(y* | Θ_h)`` with ``w_h ∝ 1/p(y_i | Θ_h)``.
-
-    With ``r_h(y*) = p(y* | Θ_h)/p(y_i | Θ_h)`` this is proportional to ``mean_h r_h(y*)``,
-    which the engine already computes, so the prior is free. The harmonic-mean type weights can
-    be unstable (flag ``HARMONIC_WEIGHTS``; check ``khat_max``).
+    Proportional to ``mean_h r_h(y*)``, which the engine already computes; the harmonic-mean
+    type weights can be unstable (flag ``HARMONIC_WEIGHTS``).
     """
 
     name = "model-predictive"
@@ -393,8 +352,8 @@ def parse_prior(prior: str | Prior | Sequence[float] | Callable[..., Any]) -> Pr
             raise ValidationError(f"prior {prior!r}: parameter {arg!r} is not a number.") from err
         raise ValidationError(
             f"{arg_name('prior')} {prior!r} not understood; expected 'uniform', "
-            "'truth-weighted:K', "
-            "'empirical[:ALPHA]', 'model-predictive', 'grid-uniform', weights or a callable.",
+            "'truth-weighted:K', 'empirical[:ALPHA]', 'model-predictive', 'grid-uniform', "
+            "weights or a callable.",
             code="INVALID_ARGUMENT",
         )
     if callable(prior) or isinstance(prior, (list, tuple, np.ndarray)):
@@ -412,11 +371,8 @@ def evaluate_prior(prior: Prior, inp: PriorInputs) -> tuple[list[np.ndarray], li
 
 def evaluate_prior_groups(prior: Prior, inp: PriorInputs) -> tuple[list[np.ndarray], list[str]]:
     """Normalised ``logprior``, one matrix ``(len(idx), G)`` per ``idx`` of ``inp.groups``, plus
-    warning codes.
-
-    ``PRIOR_RENORMALISED`` is reported (and a :class:`DataWarning` issued) when user weights do
-    not sum to 1 (Hu 2019 eq. 1 edge case iii); ``HARMONIC_WEIGHTS`` for the model-predictive prior.
-    """
+    warning codes (``PRIOR_RENORMALISED`` with a :class:`DataWarning` for user weights that do
+    not sum to 1; ``HARMONIC_WEIGHTS`` for the model-predictive prior)."""
     lws = prior.log_weight_groups(inp)
     codes: list[str] = []
     out: list[np.ndarray] = []

@@ -1,13 +1,7 @@
-"""Record-level columns of an attribute-risk result, computed from kept log-likelihoods.
-
-Shared by the assemble stage of :func:`bayes_risk.attribute.attribute_risk` and by the result's
-``with_prior`` / :func:`bayes_risk.attribute.prior_sensitivity`: a new prior only renormalises
-the kept log-likelihoods, so every column that depends on the prior is computed here, once.
-
-* ``point_summaries`` — posterior and rank summaries of the truth, records grouped by ``G``.
-* ``khat_material`` — the range of ``p_true`` allowed by high-k̂ means (stabilised estimator).
-* ``bootstrap_summaries`` — quantiles of the truth's rank and probability over draw bootstraps.
-* ``order_flags`` / ``set_point_columns`` — record flags in canonical order; typed columns.
+"""Record-level columns of an attribute-risk result, computed from kept log-likelihoods: every
+column that depends on the prior (point summaries, the k̂ bounds of ``p_true``, the bootstrap
+quantiles, the record flags), shared by the assemble stage, :func:`~bayes_risk.attribute.with_prior`
+and :func:`~bayes_risk.attribute.prior_sensitivity`.
 """
 
 from __future__ import annotations
@@ -43,15 +37,14 @@ __all__ = [
     "bootstrap_summaries",
 ]
 
-#: ``MC_ERROR_HIGH`` (plug-in likelihoods estimated by Monte Carlo, e.g. kernel-smoothed CART):
-#: a candidate whose log-likelihood is within ``MC_SE_WINDOW`` of the record's largest has a
-#: standard error of its difference from the truth above ``MC_SE_THRESHOLD`` (posterior odds
-#: uncertain by more than about ±10 %); candidates further down carry no weight either way
+#: ``MC_ERROR_HIGH`` (plug-in likelihoods estimated by Monte Carlo): a candidate within
+#: ``MC_SE_WINDOW`` of the record's largest log-likelihood has a standard error of its difference
+#: from the truth above ``MC_SE_THRESHOLD`` (posterior odds uncertain by more than about ±10 %)
 MC_SE_THRESHOLD = 0.1
 MC_SE_WINDOW = 10.0
 
-#: ``KHAT_HIGH`` under ``khat_rule="material"`` (stabilised estimator): by how much, on the
-#: probability scale, the truth's probability may at most be understated (one percentage point)
+#: ``KHAT_HIGH`` under ``khat_rule="material"``: by how much the truth's probability may at
+#: most be understated (probability scale)
 KHAT_TOLERANCE = 0.01
 
 #: the record columns of the posterior and rank summaries of the truth (Hu 2019 eq. 1)
@@ -71,14 +64,11 @@ def ungroup(mats: list[np.ndarray], groups: list[np.ndarray], n: int) -> list[np
 
 
 def point_summaries(
-    loglik: list[np.ndarray],
-    logprior: list[np.ndarray],
-    g0: np.ndarray,
+    loglik: list[np.ndarray], logprior: list[np.ndarray], g0: np.ndarray,
     groups: list[np.ndarray] | None = None,
 ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
-    """Log posteriors and the posterior and rank summaries of the truth (``POINT_COLUMNS``),
-    records grouped by ``G`` (``groups``: positions with the same ``G``; default: found
-    here)."""
+    """Log posteriors and the summaries of the truth (``POINT_COLUMNS``), records grouped by
+    ``G`` (``groups``; default: found here)."""
     n = len(loglik)
     if groups is None:
         groups = groups_by_size(np.array([a.size for a in loglik], dtype=np.int64))
@@ -97,36 +87,17 @@ def point_summaries(
 
 
 def khat_material(
-    loglik: Sequence[np.ndarray],
-    diagnostics: Sequence[dict[str, np.ndarray]],
-    logprior: Sequence[np.ndarray],
-    g0: np.ndarray,
-    tolerance: float,
+    loglik: Sequence[np.ndarray], diagnostics: Sequence[dict[str, np.ndarray]],
+    logprior: Sequence[np.ndarray], g0: np.ndarray, tolerance: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Bounds of ``p_true`` allowed by the Pareto diagnostics, and whether they are material.
 
-    A candidate whose stabilised log-likelihood rests on a mean with a high k̂ gets the
-    interval ``[loglik_lo, loglik_hi]`` of :func:`~bayes_risk.attribute.estimator.
-    stabilised_bounds`. Setting every such candidate at its lower end gives the largest
-    probability the truth could have (``p_true_upper``); at its upper end, the smallest
-    (``p_true_lower``, often 0: a mean with a heavy tail has no finite upper bound).
-
-    A record none of whose candidates rests on a mean with a high k̂ has no such range: its
-    bounds are ``nan``, not ``p_true`` twice (an interval of width 0 would claim no Monte Carlo
-    error; that error is the draw bootstrap's, ``boot_p_true_q05`` / ``boot_p_true_q95``).
-
-    The record is flagged ``KHAT_HIGH`` when its risk could be **understated** materially:
-    ``p_true_upper > p_true + tolerance``, or the truth is not the most probable candidate
-    but could be. The other direction (``p_true_lower < p_true``) means the reported
-    ``p_true`` may overstate the risk: it is then an upper bound, still safe for a release
-    decision, and reported in ``p_true_lower``.
-
-    Returns
-    -------
-    p_lower, p_upper : ndarray (R,)
-        ``nan`` where the record has no bounds (no candidate with a high k̂, other estimators,
-        skipped records).
-    material : bool ndarray (R,)
+    Candidates resting on a mean with a high k̂ take the interval of
+    :func:`~bayes_risk.attribute.estimator.stabilised_bounds`: at its lower end the truth's
+    largest probability (``p_true_upper``), at its upper end the smallest (``p_true_lower``).
+    ``material`` (``KHAT_HIGH``): ``p_true_upper > p_true + tolerance``, or the truth could be
+    the best guess when it is not. Bounds are ``nan`` for records without such a candidate.
+    Returns ``p_lower, p_upper, material``, each ``(R,)``.
     """
     n = len(loglik)
     sizes = np.array([np.size(a) for a in loglik], dtype=np.int64)
@@ -144,25 +115,13 @@ def khat_material(
 
 @dataclass
 class RecordStack:
-    """The kept per-candidate quantities of the records with ``G`` candidates, stacked once, so
-    that a new prior (or a block of priors: :func:`bayes_risk.attribute.prior_sensitivity`) is
-    applied to arrays rather than record by record.
+    """The kept per-candidate quantities of the records with ``G`` candidates, stacked once
+    so that a new prior (or a block of priors) is applied to arrays.
 
-    Attributes
-    ----------
-    idx : int ndarray (n,)
-        The records' positions (in the result's order).
-    g0 : int ndarray (n,)
-    loglik : ndarray (n, G)
-    bound_rows : int ndarray (nb,)
-        Rows (of ``idx``) with the interval of :func:`khat_material` (``loglik_lo``).
-    lo, hi : ndarray (nb, G)
-        ``loglik_lo``, ``loglik_hi`` of those rows.
-    khat_high : bool ndarray (nb,) or None
-        Whether the row has a candidate with a high k̂; ``None`` for rows whose intervals came
-        without it (then an interval that is not a point decides, under each prior).
-    chains : list of (rows, chain_loglik (nc, C, G), chain_dev (nc, C, K, G))
-        The between-chain check's inputs, one entry per shape ``(C, K)``.
+    ``idx`` are the records' positions; ``bound_rows`` the rows with the interval
+    ``[lo, hi]`` of :func:`khat_material`; ``khat_high`` whether such a row has a candidate with
+    a high k̂ (``None``: an interval that is not a point decides); ``chains`` the between-chain
+    check's inputs ``(rows, chain_loglik, chain_dev)``, one entry per shape ``(C, K)``.
     """
 
     idx: np.ndarray
@@ -176,12 +135,8 @@ class RecordStack:
 
 
 def record_stacks(
-    loglik: Sequence[np.ndarray],
-    diagnostics: Sequence[dict[str, np.ndarray]],
-    g0: np.ndarray,
-    groups: Sequence[np.ndarray],
-    *,
-    chains: bool = True,
+    loglik: Sequence[np.ndarray], diagnostics: Sequence[dict[str, np.ndarray]], g0: np.ndarray,
+    groups: Sequence[np.ndarray], *, chains: bool = True,
 ) -> list[RecordStack]:
     """One :class:`RecordStack` per group of records (``groups``: positions with the same ``G``,
     as ``PriorInputs.groups``)."""
@@ -223,31 +178,12 @@ def prior_columns(
     st: RecordStack, lp: np.ndarray, *, tolerance: float = KHAT_TOLERANCE,
     log_post: bool = False, alone: bool = False,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Every record column of ``st`` that depends on the prior, under each of ``P`` priors.
+    """Every record column of ``st`` that depends on the prior, under each of ``P`` priors
+    ``lp (P, n, G)`` (row by row, as a run with one prior: each prior's numbers bit for bit).
 
-    The operations are those of a run with one prior, applied along a leading prior axis
-    (row by row, in the same order), so a block of priors gives each prior's numbers bit for
-    bit as a run with that prior alone.
-
-    Parameters
-    ----------
-    st : RecordStack
-    lp : ndarray (P, n, G)
-        Normalised log priors.
-    tolerance : float
-        ``khat_tolerance`` of :func:`khat_material`.
-    log_post : bool
-        Also return the log posteriors.
-    alone : bool
-        Also what the prior alone gives (``prior_p_true``, ``prior_top_share``).
-
-    Returns
-    -------
-    log_post : ndarray (P, n, G), or an empty array
-    columns : dict of ndarray (P, n)
-        ``POINT_COLUMNS`` (Hu 2019 eq. 1 and the rank summaries), ``p_true_lower``,
-        ``p_true_upper`` and ``khat_material`` (:func:`khat_material`; ``nan`` / ``False``
-        without an interval), with ``alone`` ``prior_p_true`` and ``prior_top_share``.
+    Returns the log posteriors ``(P, n, G)`` (empty unless ``log_post``) and the columns
+    ``(P, n)``: ``POINT_COLUMNS``, ``p_true_lower``, ``p_true_upper``, ``khat_material`` and,
+    with ``alone``, ``prior_p_true`` and ``prior_top_share``.
     """
     P, n, g = lp.shape
     names = (*POINT_COLUMNS, "p_true_lower", "p_true_upper") + (
@@ -322,21 +258,8 @@ def _khat_bounds(
 
 
 def flag_strings(base: Sequence[str], flags: dict[str, np.ndarray]) -> np.ndarray:
-    """Record ``flag_codes`` with each code of ``flags`` set where its mask is true and removed
-    elsewhere (in :data:`RECORD_FLAGS` order).
-
-    Parameters
-    ----------
-    base : sequence of str (n,)
-        The records' ``flag_codes``.
-    flags : dict of str to bool ndarray (..., n)
-        Masks, with any leading axes (e.g. one row per prior).
-
-    Returns
-    -------
-    object ndarray (..., n)
-        Strings, each distinct combination joined once.
-    """
+    """Record ``flag_codes`` ``base (n,)`` with each code of ``flags`` (masks ``(..., n)``, e.g.
+    one row per prior) set where its mask is true and removed elsewhere: ``(..., n)`` strings."""
     codes = list(flags)
     inv, uniq = pd.factorize(pd.Series(list(base), dtype=object))
     kept = [[c for c in str(u).split(";") if c and c not in codes] for u in uniq]
@@ -369,24 +292,14 @@ def set_point_columns(df: pd.DataFrame, rec: dict[str, np.ndarray]) -> None:
 def bootstrap_summaries(
     boot: list[np.ndarray] | None, logprior: list[np.ndarray], g0: np.ndarray, n: int
 ) -> dict[str, np.ndarray]:
-    keys = (
-        "boot_rank_q05",
-        "boot_rank_q50",
-        "boot_rank_q95",
-        "boot_p_true_q05",
-        "boot_p_true_q50",
-        "boot_p_true_q95",
-    )
-    out = {k: np.full(n, np.nan) for k in keys}
+    out = {f"boot_{m}_{q}": np.full(n, np.nan)
+           for m in ("rank", "p_true") for q in ("q05", "q50", "q95")}
     if boot is None:
         return out
     sizes = np.array([b.shape[1] for b in boot], dtype=np.int64)
-    # blocks of records bound the [R, B, G] temporaries (B = 200, G = 35: 56 kB per record);
-    # blocks are independent and write disjoint records, so they run on the shared threads
-    # (numpy releases the GIL in its loops) with the same values
-    blocks = [
-        grp[a : a + 256] for grp in groups_by_size(sizes) for a in range(0, grp.size, 256)
-    ]
+    # blocks of records bound the [R, B, G] temporaries; they write disjoint records, so they
+    # run on the shared threads with the same values
+    blocks = [grp[a : a + 256] for grp in groups_by_size(sizes) for a in range(0, grp.size, 256)]
 
     def block(idx: np.ndarray) -> None:
         bl = np.stack([boot[i] for i in idx])  # [R, B, G]

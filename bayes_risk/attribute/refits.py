@@ -1,7 +1,6 @@
-"""The refits ``p(Θ | y, Z_(l))``, one per synthetic dataset, that the stabilised estimator of
-attribute risk and the membership ratio both need: the cost stated before the work, one
-progress bar over the refits, and the first refit's measured time. Most of either measure's
-time goes here, so both call this one loop."""
+"""The refits ``p(Θ | y, Z_(l))``, one per synthetic dataset, that the stabilised estimator and
+the membership ratio both need: the cost stated before the work, one progress bar, and the first
+refit's measured time."""
 
 from __future__ import annotations
 
@@ -34,16 +33,13 @@ def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFra
                progressbar: bool = False) -> list[Any]:
     """``model.fit_augmented(original, Z_(l), random_seed=seeds[l])`` for every dataset.
 
-    With ``progressbar``, the estimated cost is printed first (:func:`refit_cost`), one bar
-    runs over the refits (the refits' own sampler output is silenced) and the first refit's
-    measured time is printed with the rest's estimate. ``refit_draws`` sets the kept draws per
-    chain of the refits (the model's own setting is restored afterwards).
+    With ``progressbar``, the estimated cost is printed first, one bar runs over the refits and
+    the first refit's time is printed. ``refit_draws`` sets the refits' kept draws per chain.
     """
     m = len(datasets)
     if progressbar:  # the cost, stated before the work
         sel = getattr(model, "synthesized_records_", None)
         n_syn = int(np.count_nonzero(sel)) if sel is not None else len(datasets[0])
-        # where the progress bars go; printed also when the estimate is unknown
         distinct = distinct_records(model, original, datasets[0])
         cost = refit_cost(model, n_syn, m, refit_draws=refit_draws, distinct=distinct)
         if wants_pilot(model, cost):  # minutes of refits: time the refit itself first
@@ -58,8 +54,6 @@ def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFra
             t0 = time.perf_counter()
             models.append(model.fit_augmented(original, datasets[li], random_seed=seeds[li]))
             if progressbar and li == 0 and m > 1:
-                # the first refit measures this machine at the refits' size: the estimate
-                # from the fit's time also counts its one-off costs (compiling, processes)
                 took = time.perf_counter() - t0
                 say(f"refit 1 of {m} took {duration(took)}: the other {m - 1}, about "
                     f"{duration(took * (m - 1))}")
@@ -70,16 +64,10 @@ def pilot_refit(model: Any, original: pd.DataFrame, synthetic: pd.DataFrame, *,
                 refit_draws: int | None = None) -> Pilot | None:
     """Time the refit itself before the refits run (``bayes_risk.attribute.cost``).
 
-    ``model.fit_augmented(original, synthetic)`` with the refits' chains, run as the fit ran
-    them (as many at once, in worker processes when the fit used them: a chain in a worker
-    sweeps more slowly than one alone in this process, 7 against 2.6 ms on the demo's ACS
-    table), ``PILOT_TUNE`` warm-up sweeps and ``PILOT_DRAWS`` kept draws at the refits'
-    thinning, no extension: its steady seconds per sweep of one chain (recorded by the sampler,
-    each chain's first sweep left out) and its time outside them. A tiny run of one chain in
-    this process first loads what the process has not loaded yet (compiled kernels, which
-    forked workers then inherit), which the refits do not pay again. Its own seed (the refits'
-    draws are not touched), warnings and sampler output silenced; the model's settings are
-    restored.
+    ``model.fit_augmented(original, synthetic)`` with the refits' chains run as the fit ran
+    them, ``PILOT_TUNE`` warm-up sweeps and ``PILOT_DRAWS`` kept draws, after a tiny run that
+    loads what the process has not loaded yet; its own seed, output silenced, the model's
+    settings restored.
 
     Returns
     -------
@@ -115,9 +103,8 @@ def pilot_refit(model: Any, original: pd.DataFrame, synthetic: pd.DataFrame, *,
 
 @contextlib.contextmanager
 def _refit_settings(model: Any, refit_draws: int | None, **overrides: Any) -> Iterator[None]:
-    """The refits run without their own progress bars and PyMC's per-fit log lines (one bar
-    over the refits replaces them) and with ``refit_draws`` kept draws per chain (and any other
-    settings in ``overrides``: the pilot's); the model's settings are restored afterwards."""
+    """The refits run without their own progress bars and PyMC's log lines, with ``refit_draws``
+    kept draws per chain and ``overrides``; the model's settings are restored afterwards."""
     run = model._run_settings() if hasattr(model, "_run_settings") else {}
     saved = {k: getattr(model, k) for k in ("progressbar", "draws", *run, *overrides)
              if hasattr(model, k)}

@@ -1,12 +1,8 @@
-"""The grouped arguments of attribute risk: what the intruder knows and how the likelihood is
-estimated.
+"""The grouped arguments of attribute risk: :class:`ScenarioSpec` (what the intruder knows) and
+:class:`EstimatorSpec` (how the likelihood is estimated and checked).
 
-:class:`ScenarioSpec` (``scenario=``) holds the intruder's knowledge (the scenario, the known
-own values, the pairs of the two-record intruder), :class:`EstimatorSpec` (``estimator=``) the
-estimator's settings and the Monte Carlo diagnostics of its estimates — as
-:class:`~bayes_risk.identification.MatchSpec` groups the match rule of identification risk.
-Both are validated when built, with errors naming the field; what depends on the model or the
-data is checked when the risk is computed (:mod:`bayes_risk.attribute.prepare`).
+Both are validated when built; what depends on the model or the data is checked by
+:mod:`bayes_risk.attribute.prepare`.
 """
 
 from __future__ import annotations
@@ -24,9 +20,7 @@ from bayes_risk.exceptions import NotSupportedError, ValidationError
 
 __all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS"]
 
-#: What the intruder knows (methods, The intruder's posterior): every other record
-#: (``worst_case``), also some of the target's own values (``partially_known``), or nothing about
-#: the other records (``empty``, Wang & Reiter's low-risk intruder).
+#: What the intruder knows (see :class:`ScenarioSpec`).
 SCENARIOS = ("worst_case", "partially_known", "empty")
 
 _PAIVA_POINTER = (
@@ -50,22 +44,17 @@ def _int_at_least(value: Any, what: str, minimum: int) -> int:
 
 @dataclass(frozen=True)
 class ScenarioSpec:
-    """What the intruder of attribute risk knows (methods, The intruder's posterior).
+    """What the intruder of attribute risk knows (see :doc:`/methods/attribute`).
 
     Parameters
     ----------
     kind : {"worst_case", "partially_known", "empty", "two_records"}
-        Worst case: the intruder knows every other record (``A = y_{-i}``) and guesses all of
-        record ``i``'s synthesized values. Partially known: also knows ``known`` of record
-        ``i``'s own synthesized values (fixed at the truth). Empty: Wang & Reiter's (2012)
-        low-risk intruder, who knows nothing of the other records (``A = ∅``); the record's
-        ``m`` synthetic values stand in for the intruder's posterior (candidates: the truth and
-        those values; uniform prior only; warning ``APPROX_LOW_RISK``; the estimator options
-        do not apply — see :func:`~bayes_risk.attribute.low_risk.low_risk_attribute_risk`).
-        Two records: Wei & Reiter's (2016) intruder who knows every record except the two of
-        each pair in ``pairs`` and guesses both jointly, over the product of the two records'
-        candidate sets (class P models; methods, Wei & Reiter's two-record intruder; the
-        result has one row per pair).
+        Worst case: the intruder knows every other record and guesses all of record ``i``'s
+        synthesized values. Partially known: also knows ``known`` of record ``i``'s own
+        values. Empty: Wang & Reiter's (2012) low-risk intruder, who knows nothing of the
+        other records (see :func:`~bayes_risk.attribute.low_risk.low_risk_attribute_risk`).
+        Two records: Wei & Reiter's (2016) intruder who guesses both records of each pair in
+        ``pairs`` jointly (one result row per pair).
     known : sequence of str, optional
         Synthesized columns the intruder knows (``partially_known`` only).
     pairs : sequence of (int, int), optional
@@ -75,9 +64,9 @@ class ScenarioSpec:
     Raises
     ------
     NotSupportedError
-        (a ``NotImplementedError``) For another ``kind``.
+        For another ``kind``.
     ValidationError
-        ``known`` or ``pairs`` with a scenario that does not take them, named in the message.
+        ``known`` or ``pairs`` with a scenario that does not take them.
 
     Examples
     --------
@@ -118,66 +107,42 @@ class ScenarioSpec:
 @dataclass(frozen=True)
 class EstimatorSpec:
     """How the likelihood of each candidate is estimated from the posterior draws, and the
-    Monte Carlo diagnostics of the estimates.
+    Monte Carlo diagnostics of the estimates (see :doc:`/methods/attribute`).
 
     Parameters
     ----------
     kind : {"auto", "stabilised", "is"}
-        ``auto``: chosen from what the model can do (its
-        :func:`~bayes_risk.contract.capabilities`): the first of its ``estimators`` that
-        applies — stabilised for class P models that draw from ``p(Θ | y, Z_(l))`` (or are given
-        ``augmented``), otherwise IS (methods, The stabilised estimator) — and the closed-form
-        plug-in likelihood for plug-in models. ``is`` is the published estimator (Hu 2019
-        §3.2.5), needed to reproduce published numbers.
+        ``auto``: the first of the model's ``estimators`` that applies (stabilised for class P
+        models that draw from ``p(Θ | y, Z_(l))`` or are given ``augmented``, else IS; the
+        plug-in likelihood for plug-in models). ``is`` is the published estimator (Hu 2019).
     augmented : sequence of models, optional
         For the stabilised estimator: one model per synthetic dataset with draws of
         ``p(Θ | y, Z_(l))`` (default: ``model.fit_augmented(original, Z_(l), random_seed=...)``).
     draw_indices : sequence of int, optional
-        Indices (0-based, in ``0..H-1``) of the model's posterior draws to use (default all
-        ``H``).
+        Indices (0-based) of the model's posterior draws to use (default all ``H``).
     refit_draws : int, optional
         Kept draws per chain of each of the stabilised estimator's ``m`` refits (default: the
-        model's ``draws``). The refits are most of the run's time: before they start, the
-        estimated time is printed (a range: from the seconds per sweep the fit measured once its
-        chains ran, scaled by the records and sweeps of a refit, up to that plus the fit's own
-        set-up per refit; for refits of half a minute or more of a Gibbs-sampled model, from a
-        short pilot of the refit timed just before; :func:`~bayes_risk.attribute.cost.refit_cost`,
-        :func:`~bayes_risk.attribute.refits.pilot_refit`), then one progress bar
-        "refit k of m" runs over them.
+        model's ``draws``). The estimated time of the refits is printed before they start
+        (:func:`~bayes_risk.attribute.cost.refit_cost`).
     psis : bool
-        Pareto-smooth the stabilised estimator's means (methods, The stabilised estimator).
+        Pareto-smooth the stabilised estimator's means.
     khat : {"all", "base", "none"}
-        Posteriors under which the Pareto k̂ of the ratios is computed (methods, Diagnostics, The
-        stabilised estimator): all ``m + 1`` (default), only ``p(Θ | y)``, or none. k̂ is the
-        costliest diagnostic (a generalized-Pareto fit per record, candidate and posterior);
-        records are flagged ``KHAT_HIGH`` only from the k̂ values computed.
+        Posteriors under which the Pareto k̂ of the ratios is computed: all ``m + 1``
+        (default), only ``p(Θ | y)``, or none (no k̂, no bounds, no ``KHAT_HIGH``).
     khat_rule : {"material", "any"}
-        When a high k̂ flags a record ``KHAT_HIGH``. ``"any"``: some candidate's k̂ exceeds the
-        threshold under some posterior (the published estimator always uses this rule).
-        ``"material"`` (default, stabilised estimator): a mean whose k̂ exceeds the threshold
-        is trusted only as far as the draws below its Pareto tail go (its true value may be
-        anywhere above their truncated mean), and the record is flagged when, in the worst case
-        this allows, the truth's probability could be more than ``khat_tolerance`` above
-        ``p_true`` (absolute, on the probability scale), or the truth could be the most
-        probable candidate when it is not.
-        ``p_true_lower``, ``p_true_upper`` and ``n_khat_high`` (candidates with a mean above
-        the threshold) are reported either way (``khat="none"``: no k̂, no bounds, no
-        ``KHAT_HIGH``); the bounds are ``NaN`` for a record with no such candidate (its Monte
-        Carlo interval is the draw bootstrap's, ``boot_p_true_q05`` / ``boot_p_true_q95``).
+        When a high k̂ flags a record ``KHAT_HIGH``: ``"any"`` high k̂ (the published
+        estimator always uses this rule), or ``"material"`` (default): when the truth's
+        probability could be more than ``khat_tolerance`` above ``p_true``, or the truth could
+        be the best guess when it is not (``p_true_lower``, ``p_true_upper``).
     khat_tolerance : float
-        Tolerance of ``khat_rule="material"`` on the probability scale (default 0.01: one
-        percentage point).
+        Tolerance of ``khat_rule="material"`` on the probability scale (default 0.01).
     is_diagnostics : bool
-        With the stabilised estimator, also compute the ratio diagnostics of the
-        published estimator (needs ``dataset_loglik``) to show how degenerate it would be.
+        With the stabilised estimator, also compute the ratio diagnostics of the published
+        estimator (needs ``dataset_loglik``).
     compat : {"AttributeRiskCalculation"}, optional
-        IS estimator only: copy the R package's prior handling (prior probability added to the
-        log-likelihood once per dataset) — AttributeRiskCalculation compatibility. Not a
-        default: it is not Bayes' rule.
+        IS estimator only: copy the R package's prior handling (not Bayes' rule).
     chunk_size : int
-        Records processed together (bounds memory ``~ chunk × H × G × 8`` bytes per array;
-        about 2.2 GB of peak memory at the default 256 for 10,000 records with H = 1,000 draws,
-        G = 35 candidates and m = 5, against 1.7 GB at 128, which is about 5 % slower). The
+        Records processed together (memory ``~ chunk × H × G × 8`` bytes per array); the
         results do not depend on it.
     bootstrap : int
         Draw-bootstrap replicates for the stability of the truth's rank (0 disables).
@@ -185,9 +150,7 @@ class EstimatorSpec:
     Raises
     ------
     ValidationError
-        A field out of its range, named in the message (what depends on the model — a plug-in
-        model takes ``kind="auto"`` only, draw indices within its draws — is checked when the
-        risk is computed).
+        A field out of its range, named in the message.
 
     Examples
     --------
@@ -241,9 +204,7 @@ class EstimatorSpec:
                     f"EstimatorSpec.{name} must be True or False. Got {getattr(self, name)!r}.")
 
     def replace(self, **changes: Any) -> EstimatorSpec:
-        """A copy with ``changes`` applied (validated again), as :meth:`MatchSpec.replace
-        <bayes_risk.identification.MatchSpec.replace>`."""
+        """A copy with ``changes`` applied (validated again)."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        fields.update(changes)
-        return EstimatorSpec(**fields)
+        return EstimatorSpec(**(fields | changes))
 

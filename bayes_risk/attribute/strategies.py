@@ -1,17 +1,8 @@
-"""Estimators of ``log p(Z | Y_i = y*, y_{-i})`` as strategy objects.
-
-Each estimator turns one :class:`~bayes_risk.attribute.plan.CandidateGroup` (records of a
-chunk with the same number of candidates) into per-record log-likelihoods, diagnostics and
-record flags, written into the partition's output:
-
-* :class:`PublishedIS` — the published importance-sampling estimator (Hu 2019 §3.2.5).
-* :class:`Stabilised` — the stabilised estimator with the augmented posteriors
-  ``p(Θ | y, Z_(l))`` (methods, The stabilised estimator; the default for class P models).
-* :class:`PlugIn` — the closed-form plug-in likelihood of a model without posterior draws
-  (methods, Tree synthesizers: plug-in likelihoods).
-
-A record's outputs depend only on the record and on the plan, never on the records evaluated
-with it: any partition of the records gives the same numbers.
+"""Estimators of ``log p(Z | Y_i = y*, y_{-i})`` as strategy objects: :class:`PublishedIS`
+(Hu 2019 §3.2.5), :class:`Stabilised` and :class:`PlugIn` (a model without posterior draws).
+Each turns one :class:`~bayes_risk.attribute.plan.CandidateGroup` into per-record
+log-likelihoods, diagnostics and flags; a record's outputs never depend on the records evaluated
+with it. See :doc:`/methods/attribute`.
 """
 
 from __future__ import annotations
@@ -51,9 +42,6 @@ from bayes_risk.exceptions import ValidationError
 __all__ = ["EstimatorStrategy", "PublishedIS", "Stabilised", "PlugIn", "strategy_for"]
 
 
-# ------------------------------------------------------------------------------------------
-# plug-in likelihoods
-# ------------------------------------------------------------------------------------------
 class PlugIn(EstimatorStrategy):
     """The model's own likelihood of the release, summed over datasets (no posterior draws)."""
 
@@ -64,10 +52,8 @@ class PlugIn(EstimatorStrategy):
     ) -> None:
         t_m = time.perf_counter()
         model, data = plan.model.model, plan.data
-        # the plug-in's method labels (RFPlugin: APPROXIMATE_NONPARAMETRIC, methods, Tree
-        # synthesizers: plug-in likelihoods) hold for every record alike, so they are result
-        # warnings: a record flag would mark every estimate unstable and leave the unflagged
-        # summary empty
+        # the plug-in's method labels (RFPlugin: APPROXIMATE_NONPARAMETRIC) hold for every
+        # record alike: result warnings, not record flags
         labels = capabilities(model).result_warnings
         if labels:
             out.add_warnings(labels)
@@ -109,9 +95,6 @@ class PlugIn(EstimatorStrategy):
         ws.timing["model_likelihood_s"] += time.perf_counter() - t_m
 
 
-# ------------------------------------------------------------------------------------------
-# estimators with posterior draws
-# ------------------------------------------------------------------------------------------
 class PublishedSums(NamedTuple):
     """The published estimator's log-likelihoods ``[R, G]`` and, for class O models, the
     own-record term ``[R, H, m, G]`` it used."""
@@ -126,28 +109,16 @@ def _khat_tail(n_draws: int) -> int:
     return m if (m >= 5 and n_draws > m) else 0
 
 
-def _ratio_pass(
-    logp: np.ndarray,
-    group: CandidateGroup,
-    ws: Workspace,
-    slot: int,
-    *,
-    tail: bool,
-    L: np.ndarray | None = None,
-    groups: np.ndarray | None = None,
-) -> RatioStats:
+def _ratio_pass(logp: np.ndarray, group: CandidateGroup, ws: Workspace, slot: int, *,
+                tail: bool, L: np.ndarray | None = None, groups: np.ndarray | None = None
+                ) -> RatioStats:
     """``RatioStats.from_logp`` of a model's ``[R, H, G]`` log-likelihoods in workspace
-    buffer ``slot``; ``tail``: select the Pareto tails for k̂; ``L`` is used when it has one row
-    per draw of ``logp``; ``groups``: the draws' chains and batches of the between-chain check
-    (their sums are formed in the same pass)."""
+    buffer ``slot`` (``L`` used when it has one row per draw of ``logp``)."""
     hh = logp.shape[1]
     st = RatioStats.from_logp(
-        np.moveaxis(logp, 1, 0),
-        group.g0,
-        tail=_khat_tail(hh) if tail else 0,
+        np.moveaxis(logp, 1, 0), group.g0, tail=_khat_tail(hh) if tail else 0,
         L=L if (L is not None and L.shape[0] == hh) else None,
-        out=ws.buffer(slot, (hh, group.size, group.n_candidates)),
-        groups=groups,
+        out=ws.buffer(slot, (hh, group.size, group.n_candidates)), groups=groups,
     )
     # the k̂ fits (numpy, GIL released) run while the next posterior's likelihoods and ratio
     # pass (compiled, GIL released) are computed; the estimator collects them
@@ -162,13 +133,8 @@ def _constant_ratio(st: RatioStats) -> np.ndarray:
 
 
 def _exact_pair_khat(group: CandidateGroup, khat: np.ndarray, st: RatioStats) -> None:
-    """No k̂ (``nan``) for a pair candidate whose ratio to the truth is identically 1.
-
-    The swap ``(Y_i, Y_j) = (y_j, y_i)`` of a pair (:mod:`bayes_risk.attribute.pairs`) has
-    exactly the truth's likelihood under a model whose records share one likelihood given
-    ``Θ``: its mean ratio is exact, while the Pareto fit of a constant (``k̂ = +inf``) would
-    flag the pair ``KHAT_HIGH`` for nothing. Single records are left as they are.
-    """
+    """No k̂ (``nan``) for a pair candidate whose ratio to the truth is identically 1 (the
+    swap of a pair: its mean is exact, a Pareto fit of a constant would flag it for nothing)."""
     if group.members is not None:
         khat[_constant_ratio(st)] = np.nan
 
@@ -182,12 +148,8 @@ class _DrawEstimator(EstimatorStrategy):
     ) -> None:
         dr, dg = plan.draws, plan.diagnostics
         logp = model_logp(plan.model, plan.data, plan.rule, group, dr.logp_idx, ws)
-        # one compiled pass: ratios to the truth, their exponentials and sums, the Pareto tails
-        # and the published estimator's per-dataset sums (see RatioStats.from_logp)
-        L_fast = (
-            dr.L is not None and plan.model.model.model_class == "P" and dr.n_sum is None
-            and fast_path_exact(dr.L)
-        )
+        L_fast = (dr.L is not None and plan.model.model.model_class == "P" and dr.n_sum is None
+                  and fast_path_exact(dr.L))
         cp = plan.chains if (plan.chains is not None and plan.chains.run) else None
         st0 = _ratio_pass(logp, group, ws, 0, tail=dg.khat != "none" and not dg.psis,
                           L=dr.L if L_fast else None, groups=None if cp is None else cp.base)
@@ -199,49 +161,30 @@ class _DrawEstimator(EstimatorStrategy):
 
     @abstractmethod
     def _estimate(
-        self,
-        plan: AttributePlan,
-        group: CandidateGroup,
-        ws: Workspace,
-        st0: RatioStats,
-        published: PublishedSums | None,
-        diag: dict[str, np.ndarray],
+        self, plan: AttributePlan, group: CandidateGroup, ws: Workspace, st0: RatioStats,
+        published: PublishedSums | None, diag: dict[str, np.ndarray],
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         """``(loglik [R, G], log_mean_r [R, G], n_dropped [R], bootstrap [R, B, G] or None)``;
-        adds the estimator's diagnostics to ``diag``. ``published`` holds the published
-        estimator's log-likelihoods when ``L`` was computed."""
+        adds the estimator's diagnostics to ``diag``."""
 
-    def _published_sums(
-        self,
-        plan: AttributePlan,
-        group: CandidateGroup,
-        st0: RatioStats,
-        diag: dict[str, np.ndarray],
-        out: PartitionOutput,
-    ) -> PublishedSums:
+    def _published_sums(self, plan: AttributePlan, group: CandidateGroup, st0: RatioStats,
+                        diag: dict[str, np.ndarray], out: PartitionOutput) -> PublishedSums:
         """The published estimator (Hu 2019 §3.2.5) and its degeneracy diagnostics."""
         dr, data, model = plan.draws, plan.data, plan.model.model
         delta = None
         if model.model_class == "O":
             delta = np.stack([
-                np.asarray(
-                    model.own_record_delta(
-                        data.orig.iloc[int(i)],
-                        decode_values(group.vals[k], data.vary, data.schema),
-                        data.datasets,
-                        draw_indices=dr.logp_idx,
-                    ),
-                    dtype=np.float64,
-                )
+                np.asarray(model.own_record_delta(
+                    data.orig.iloc[int(i)], decode_values(group.vals[k], data.vary, data.schema),
+                    data.datasets, draw_indices=dr.logp_idx,
+                ), dtype=np.float64)
                 for k, i in enumerate(group.pos)
             ])
             delta = np.where(group.unknown[:, None, None, :], -np.inf, delta)
         isr = is_estimate(
             None, dr.L, delta=delta, compat_r=dr.n_sum is not None, n_sum=dr.n_sum, stats=st0
         )
-        diag["ess_q"] = isr["ess_q"]
-        diag["ess_omega"] = isr["ess_omega"]
-        diag["max_omega"] = isr["max_omega"]
+        diag.update({k: isr[k] for k in ("ess_q", "ess_omega", "max_omega")})
         finite = np.isfinite(isr["ess_omega"])
         deg = (isr["ess_omega"] < 1.5) & (isr["max_omega"] > 0.9) & finite
         # identical records evaluated once count once each (CandidateGroup.weight)
@@ -250,17 +193,9 @@ class _DrawEstimator(EstimatorStrategy):
         out.deg_total += int(finite.sum(axis=(1, 2)) @ w)
         return PublishedSums(loglik=isr["loglik"], delta=delta)
 
-    def _store(
-        self,
-        plan: AttributePlan,
-        group: CandidateGroup,
-        ll: np.ndarray,
-        lmr: np.ndarray,
-        ndrop: np.ndarray,
-        boot: np.ndarray | None,
-        diag: dict[str, np.ndarray],
-        out: PartitionOutput,
-    ) -> None:
+    def _store(self, plan: AttributePlan, group: CandidateGroup, ll: np.ndarray, lmr: np.ndarray,
+               ndrop: np.ndarray, boot: np.ndarray | None, diag: dict[str, np.ndarray],
+               out: PartitionOutput) -> None:
         """Per-record outputs and flags."""
         dg = plan.diagnostics
         g = group.n_candidates
@@ -303,13 +238,8 @@ class PublishedIS(_DrawEstimator):
     name = "is"
 
     def _estimate(
-        self,
-        plan: AttributePlan,
-        group: CandidateGroup,
-        ws: Workspace,
-        st0: RatioStats,
-        published: PublishedSums | None,
-        diag: dict[str, np.ndarray],
+        self, plan: AttributePlan, group: CandidateGroup, ws: Workspace, st0: RatioStats,
+        published: PublishedSums | None, diag: dict[str, np.ndarray],
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         dr, khat = plan.draws, plan.diagnostics.khat
         if khat == "none":
@@ -329,13 +259,8 @@ class Stabilised(_DrawEstimator):
     name = "stabilised"
 
     def _estimate(
-        self,
-        plan: AttributePlan,
-        group: CandidateGroup,
-        ws: Workspace,
-        st0: RatioStats,
-        published: PublishedSums | None,
-        diag: dict[str, np.ndarray],
+        self, plan: AttributePlan, group: CandidateGroup, ws: Workspace, st0: RatioStats,
+        published: PublishedSums | None, diag: dict[str, np.ndarray],
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         dr, dg, aug = plan.draws, plan.diagnostics, plan.augmented
         cp = plan.chains if (plan.chains is not None and plan.chains.run) else None
@@ -348,27 +273,19 @@ class Stabilised(_DrawEstimator):
             del lp_a
             ndrop = ndrop + st_a.n_dropped
             logr_aug.append(st_a)
-        # what does not need k̂ first: the last posterior's k̂ fits run meanwhile (in the
-        # background, RatioStats.start_khat) instead of being waited for here
+        # what does not need k̂ first: the last posterior's k̂ fits run meanwhile
         if cp is not None:
-            # each chain's estimate from the same ratios (a regrouping of the sums over draws,
-            # formed in the ratio passes)
             t_c = time.perf_counter()
-            diag["chain_loglik"], diag["chain_dev"] = chain_estimates(
-                cp, st0, logr_aug, group.g0
-            )
-            ws.timing["chain_check_s"] = (
-                ws.timing.get("chain_check_s", 0.0) + time.perf_counter() - t_c
-            )
+            diag["chain_loglik"], diag["chain_dev"] = chain_estimates(cp, st0, logr_aug, group.g0)
+            ws.timing["chain_check_s"] = (ws.timing.get("chain_check_s", 0.0)
+                                          + time.perf_counter() - t_c)
         boot = bootstrap_stabilised(st0, logr_aug, dr.counts, aug.counts) if dr.n_boot else None
         st = stabilised_estimate(st0, logr_aug, psis=dg.psis, khat=dg.khat)
         _exact_pair_khat(group, st["khat0"], st0)
         for li, st_a in enumerate(logr_aug):
             _exact_pair_khat(group, st["khat_aug"][:, li], st_a)
-        diag["khat"] = st["khat0"]
-        diag["khat_aug"] = st["khat_aug"]
-        diag["ess_r"] = st["ess_r0"]
-        diag["ess_aug"] = st["ess_aug"]
+        diag.update(khat=st["khat0"], khat_aug=st["khat_aug"], ess_r=st["ess_r0"],
+                    ess_aug=st["ess_aug"])
         if dg.khat != "none":
             self._bounds(plan, group, st0, logr_aug, st, diag)
         if "ess_q" not in diag:
@@ -376,14 +293,9 @@ class Stabilised(_DrawEstimator):
         return st["loglik"], st["log_mean_r"], ndrop, boot
 
     @staticmethod
-    def _bounds(
-        plan: AttributePlan,
-        group: CandidateGroup,
-        st0: RatioStats,
-        logr_aug: list[RatioStats],
-        st: dict[str, Any],
-        diag: dict[str, np.ndarray],
-    ) -> None:
+    def _bounds(plan: AttributePlan, group: CandidateGroup, st0: RatioStats,
+                logr_aug: list[RatioStats], st: dict[str, Any], diag: dict[str, np.ndarray]
+                ) -> None:
         """Interval of each candidate's log-likelihood where a mean has a high k̂."""
         dg, m = plan.diagnostics, plan.data.m
         thr_aug = plan.augmented.khat_thresholds
@@ -395,21 +307,15 @@ class Stabilised(_DrawEstimator):
         bad0[rr, group.g0] = False
         bad_a[rr, :, group.g0] = False
         lo0 = truncated_log_mean(st0) if bad0.any() else st["log_mean_r"]
-        lo_a = np.stack(
-            [
-                truncated_log_mean(s_a) if bad_a[:, li].any() else st["log_mean_aug"][:, li]
-                for li, s_a in enumerate(logr_aug)
-            ],
-            axis=1,
-        )
+        lo_a = np.stack([truncated_log_mean(s_a) if bad_a[:, li].any()
+                         else st["log_mean_aug"][:, li] for li, s_a in enumerate(logr_aug)],
+                        axis=1)
         diag["loglik_lo"], diag["loglik_hi"] = stabilised_bounds(st, lo0, lo_a, bad0, bad_a)
         diag["khat_high"] = bad0 | bad_a.any(axis=1)
 
 
 _STRATEGIES: dict[str, type[EstimatorStrategy]] = {
-    "is": PublishedIS,
-    "stabilised": Stabilised,
-    "plugin": PlugIn,
+    "is": PublishedIS, "stabilised": Stabilised, "plugin": PlugIn,
 }
 
 
@@ -419,6 +325,5 @@ def strategy_for(name: str) -> EstimatorStrategy:
     try:
         return _STRATEGIES[name]()
     except KeyError:
-        raise ValidationError(
-            f"estimator must be one of {sorted(_STRATEGIES)}. Got {name!r}."
-        ) from None
+        raise ValidationError(f"estimator must be one of {sorted(_STRATEGIES)}. Got {name!r}."
+                              ) from None

@@ -1,19 +1,6 @@
-"""Record- and file-level summaries of attribute-risk posteriors.
-
-Hu (2019, eq. 1); the methods page, sections Record-level and File-level summaries.
-
-* :func:`posterior` — Bayes rule over a candidate set in log space (Hu 2019 eq. 1).
-* :func:`rank_summary` — ``p_true``, ``rank_min`` (ties per the tie tolerance never push the truth
-  down), ``n_tie``, ``rank_avg``, ``is_top``, ``top_share``, vectorised over records (methods,
-  Record-level summaries).
-* :func:`record_summary` — every record-level summary of one record (MAP set, marginals, errors).
-* :func:`wang_reiter` — R1/R2 geography measures, exact and Monte Carlo (Wang & Reiter 2012), and
-  :func:`low_risk_posterior` (``APPROX_LOW_RISK``).
-* :func:`paiva_measures` — Paiva et al. (2014) measures (provisional).
-* :func:`largest_value` — Wei & Reiter (2016) largest-value summary (provisional).
-
-The Hu, Reiter & Wang (2014) file-level summary of the record table is the result's own
-(:func:`bayes_risk.results.attribute.hrw_summary`, what ``AttributeRiskResult.to_dict`` reports).
+"""Record- and file-level summaries of attribute-risk posteriors (Hu 2019 eq. 1): ranks of the
+truth, Wang & Reiter's (2012) R1/R2, Paiva et al.'s (2014) and Wei & Reiter's (2016) measures.
+See :doc:`/methods/attribute` (Record-level and File-level summaries).
 """
 
 from __future__ import annotations
@@ -39,7 +26,6 @@ __all__ = [
     "paiva_measures",
     "largest_value",
 ]
-
 
 
 def log_posterior(loglik: np.ndarray, logprior: np.ndarray | None = None) -> np.ndarray:
@@ -78,8 +64,8 @@ def rank_summary(lpost: np.ndarray, g0: np.ndarray) -> dict[str, np.ndarray]:
 
     Returns
     -------
-    dict of arrays (R,): ``p_true``, ``rank_min``, ``n_tie``, ``rank_avg``, ``is_top``,
-    ``top_share``.
+    dict of arrays (R,)
+        ``p_true``, ``rank_min``, ``n_tie``, ``rank_avg``, ``is_top``, ``top_share``.
     """
     lpost = np.asarray(lpost, dtype=np.float64)
     g0 = np.asarray(g0, dtype=np.int64)
@@ -108,31 +94,15 @@ def rank_summary(lpost: np.ndarray, g0: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def record_summary(
-    post: np.ndarray,
-    g0: int,
-    candidates: np.ndarray | None = None,
-    *,
+    post: np.ndarray, g0: int, candidates: np.ndarray | None = None, *,
     numeric: Sequence[bool] | None = None,
 ) -> dict[str, Any]:
     """All record-level summaries of one record's posterior.
 
-    Parameters
-    ----------
-    post : array (G,)
-        Normalised posterior.
-    g0 : int
-        Truth index.
-    candidates : array (G, q), optional
-        Candidate values (codes for categorical columns) for marginals and distances.
-    numeric : sequence of bool (q,), optional
-        Which columns are numeric (for ``abs_err`` and ``E_dist``; default all).
-
-    Returns
-    -------
-    dict
-        ``p_true, rank_min, n_tie, rank_avg, is_top, top_share, map_set, map_value, baseline``
-        and, with candidates, ``marginals`` (list, per column, probability of the true value),
-        ``abs_err`` (per numeric column: ``|truth − argmax marginal|``) and ``E_dist``.
+    ``post (G,)`` is the normalised posterior, ``g0`` the truth's index; with ``candidates
+    (G, q)`` (codes for categorical columns; ``numeric`` marks the numeric columns, default all)
+    also ``marginals`` (per column, the probability of the true value), ``abs_err`` (per
+    numeric column, ``|truth − argmax marginal|``) and ``E_dist``.
 
     Examples
     --------
@@ -148,17 +118,10 @@ def record_summary(
     map_set = np.flatnonzero(
         (np.abs(lp - mx) <= LOG_TIE_ATOL) | (np.isneginf(lp) & np.isneginf(mx))
     )
-    out: dict[str, Any] = {
-        "p_true": float(rs["p_true"][0]),
-        "rank_min": int(rs["rank_min"][0]),
-        "n_tie": int(rs["n_tie"][0]),
-        "rank_avg": float(rs["rank_avg"][0]),
-        "is_top": bool(rs["is_top"][0]),
-        "top_share": float(rs["top_share"][0]),
-        "map_set": map_set.tolist(),
-        "map_value": int(map_set[0]),
-        "baseline": 1.0 / post.size,
-    }
+    types = {"p_true": float, "rank_min": int, "n_tie": int, "rank_avg": float, "is_top": bool,
+             "top_share": float}
+    out: dict[str, Any] = {k: t(rs[k][0]) for k, t in types.items()}
+    out.update(map_set=map_set.tolist(), map_value=int(map_set[0]), baseline=1.0 / post.size)
     if candidates is not None:
         c = np.asarray(candidates, dtype=np.float64)
         if c.ndim == 1:
@@ -183,34 +146,27 @@ def record_summary(
 
 
 def wang_reiter(
-    post: np.ndarray,
-    cand_locations: np.ndarray,
-    true_location: np.ndarray,
-    other_locations: np.ndarray,
-    *,
-    n_mc: int | None = None,
-    random_seed: RandomSeed = None,
+    post: np.ndarray, cand_locations: np.ndarray, true_location: np.ndarray,
+    other_locations: np.ndarray, *, n_mc: int | None = None, random_seed: RandomSeed = None,
 ) -> dict[str, float]:
     """Wang & Reiter (2012) R1 and R2 for one record.
 
     Parameters
     ----------
-    post : array (G,)
-        Posterior over candidate locations.
-    cand_locations : array (G, 2)
-    true_location : array (2,)
+    post, cand_locations, true_location : arrays (G,), (G, 2) and (2,)
+        Posterior over candidate locations, the candidates and the truth.
     other_locations : array (n_other, 2)
-        Actual locations of the **other** records (the target is excluded, as in Wang & Reiter
-        2012).
+        Actual locations of the **other** records (the target excluded).
     n_mc : int, optional
-        If given, R1 is the Monte Carlo mean over ``n_mc`` posterior draws (W&R's definition)
-        instead of the exact expectation.
+        If given, R1 is the Monte Carlo mean over ``n_mc`` posterior draws instead of the exact
+        expectation.
     random_seed : int, Generator or None
         Seed of those draws (``n_mc`` only).
 
     Returns
     -------
-    dict with ``R1`` and ``R2``.
+    dict
+        ``R1`` and ``R2``.
 
     Examples
     --------
@@ -238,11 +194,8 @@ def wang_reiter_file(r1: np.ndarray, r2: np.ndarray) -> dict[str, dict[str, floa
     out = {}
     for name, v in (("R1", r1), ("R2", r2)):
         v = np.asarray(v, dtype=np.float64)
-        out[name] = {
-            "min": float(np.min(v)),
-            "q1": float(np.quantile(v, 0.25)),
-            "median": float(np.median(v)),
-        }
+        out[name] = {"min": float(np.min(v)), "q1": float(np.quantile(v, 0.25)),
+                     "median": float(np.median(v))}
     return out
 
 
@@ -250,10 +203,6 @@ def low_risk_posterior(
     synthetic_values: np.ndarray, truth: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Wang & Reiter's (2012) low-risk stand-in: the record's ``m`` synthetic values as draws.
-
-    The intruder who knows nothing of the other records (``A = ∅``) has, approximately, the
-    synthesizer's predictive distribution of the record's values as posterior, and the record's
-    ``m`` released values are draws from it (Wang & Reiter 2012).
 
     Parameters
     ----------
@@ -266,8 +215,7 @@ def low_risk_posterior(
     -------
     (candidates [G, q], post [G], flags)
         The truth first, then the distinct synthetic values; ``post`` is each value's share of
-        the ``m`` datasets (the truth gets 0 when no dataset reproduces it); ``flags`` is
-        ``["APPROX_LOW_RISK"]`` (not an importance-sampling estimate).
+        the ``m`` datasets; ``flags`` is ``["APPROX_LOW_RISK"]``.
 
     Examples
     --------
@@ -291,27 +239,25 @@ def low_risk_posterior(
 
 
 def paiva_measures(
-    posts: Sequence[np.ndarray],
-    g0: Sequence[int],
-    cand_locations: Sequence[np.ndarray],
+    posts: Sequence[np.ndarray], g0: Sequence[int], cand_locations: Sequence[np.ndarray],
     unique: Sequence[bool],
 ) -> dict[str, Any]:
     """Paiva et al. (2014) measures for areal locations (provisional).
 
     Parameters
     ----------
-    posts : sequence of arrays (G_r,)
-    g0 : sequence of int
+    posts, g0 : sequences of arrays (G_r,) and of int
     cand_locations : sequence of arrays (G_r, 2)
         Candidate centroids of each record.
     unique : sequence of bool
-        Whether the record's pattern (default: unsynthesized columns) is unique in ``y``.
+        Whether the record's pattern is unique in ``y``.
 
     Returns
     -------
-    dict with ``pct_true_is_map`` (i), ``pct_true_is_map_shared`` (credit shared among ties),
-    ``pct_true_is_map_unique`` (ii; ``nan`` without unique records), ``dist_map`` (iii, per
-    record), ``dist_map_mean``, ``dist_map_median``.
+    dict
+        ``pct_true_is_map``, ``pct_true_is_map_shared`` (credit shared among ties),
+        ``pct_true_is_map_unique`` (``nan`` without unique records), ``dist_map`` (per record),
+        ``dist_map_mean``, ``dist_map_median``.
     """
     is_top, share, dist = [], [], []
     for p, t, cl in zip(posts, g0, cand_locations, strict=False):
@@ -334,11 +280,7 @@ def paiva_measures(
 
 
 def largest_value(
-    post: np.ndarray,
-    candidates: np.ndarray,
-    truth: float,
-    *,
-    delta: float = 0.05,
+    post: np.ndarray, candidates: np.ndarray, truth: float, *, delta: float = 0.05,
     interval: tuple[float, float] | None = None,
 ) -> dict[str, float]:
     """Wei & Reiter (2016) largest-value summary (provisional).

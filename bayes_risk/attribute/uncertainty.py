@@ -1,13 +1,6 @@
-"""Monte Carlo intervals of file-level attribute-risk summaries (draw bootstrap).
-
-:func:`attribute_risk` keeps, per record, the candidates' log-likelihoods recomputed on ``B``
-bootstrap resamples of the posterior draws; every record uses the **same** resampled draws in
-replicate ``b``. Recomputing a file-level figure in every replicate ``b`` therefore gives its
-distribution under the posterior-draw Monte Carlo error (resample the draws once, recompute the
-figure), from which :func:`file_uncertainty` reports ``mc_se`` (bootstrap standard deviation) and
-``mc_interval_<level>`` (percentile interval). These intervals cover the Monte Carlo error of
-using ``H`` posterior draws, not sampling variability of the data or a spread over synthetic
-datasets (hence the ``mc_`` prefix).
+"""Monte Carlo intervals of file-level attribute-risk summaries from the kept draw bootstrap
+(every record uses the same resampled draws in replicate ``b``): they cover the Monte Carlo error
+of using ``H`` posterior draws only (hence the ``mc_`` names). See :doc:`/user_guide/attribute`.
 """
 
 from __future__ import annotations
@@ -65,7 +58,7 @@ def _flagged(result: Any) -> np.ndarray:
 
 def _boot_posteriors(result: Any, keep: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """``(positions in keep, log posteriors [r, B, G])`` of the records ``keep``, in blocks of
-    records of one candidate-set size (bounds the ``[r, B, G]`` temporaries)."""
+    one candidate-set size."""
     boot = result._boot_loglik
     sizes = np.array([boot[i].shape[1] for i in keep], dtype=np.int64)
     for G in np.unique(sizes):
@@ -109,10 +102,9 @@ def file_uncertainty(result: Any, *, level: float = 0.9) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``n_records``, ``n_flagged_excluded`` (records carrying a flag: left out of every
-        figure), ``bootstrap`` (``B``), ``value`` (each figure of ``FILE_FIGURES`` on the
-        unflagged records), ``mc_se`` (bootstrap standard deviation) and
-        ``mc_interval_<level>`` (``[lower, upper]``).
+        ``n_records``, ``n_flagged_excluded`` (left out of every figure), ``bootstrap``
+        (``B``), ``value`` (each figure of ``FILE_FIGURES`` on the unflagged records), ``mc_se``
+        (bootstrap standard deviation) and ``mc_interval_<level>`` (``[lower, upper]``).
 
     Raises
     ------
@@ -141,20 +133,13 @@ def file_uncertainty(result: Any, *, level: float = 0.9) -> dict[str, Any]:
 
 
 def wang_reiter_uncertainty(
-    result: Any,
-    *,
-    original: Any,
-    location_columns: Sequence[str],
-    locations: Mapping[Any, Sequence[float]] | None = None,
-    level: float = 0.9,
+    result: Any, *, original: Any, location_columns: Sequence[str],
+    locations: Mapping[Any, Sequence[float]] | None = None, level: float = 0.9,
 ) -> dict[str, Any]:
     """Monte Carlo standard errors and intervals of Wang & Reiter's (2012) file-level R1 / R2.
 
-    In bootstrap replicate ``b`` every unflagged record's posterior is recomputed from the same
-    resampled draws, its R1 (expected distance of the guess from the true location, exact
-    expectation) and R2 (other records within R1 of the target) recomputed, and the file-level
-    min, first quartile and median taken over the records: the intervals cover the Monte Carlo
-    error of using ``H`` posterior draws (``mc_`` names), nothing else.
+    R1 (exact expectation) and R2 of every unflagged record are recomputed in each bootstrap
+    replicate, and their min, first quartile and median taken over the records.
 
     Parameters
     ----------
@@ -170,9 +155,7 @@ def wang_reiter_uncertainty(
     Returns
     -------
     dict
-        ``n_records``, ``n_flagged_excluded``, ``bootstrap``, ``value`` (the figures of
-        ``WANG_REITER_FIGURES`` on the unflagged records, exact R1), ``mc_se`` and
-        ``mc_interval_<level>``.
+        As :func:`file_uncertainty`, over ``WANG_REITER_FIGURES``.
 
     Raises
     ------
