@@ -1,11 +1,5 @@
-"""Fitting the CART synthesizer: settings, one tree per synthesized column, bandwidths.
-
-The work of :meth:`CARTSynthesizer.fit <bayes_risk.models.trees.cart.CARTSynthesizer.fit>`
-(documented there): the trees are fitted on the confidential data with the unsynthesized
-columns and the columns synthesized before as predictors (Reiter 2005), the per-node kernel
-bandwidths of smoothed columns (Wang & Reiter 2012) are set, and the fitted state is stored on
-the synthesizer.
-"""
+"""The work of :meth:`CARTSynthesizer.fit <bayes_risk.models.trees.cart.CARTSynthesizer.fit>`:
+settings, one tree per synthesized column, kernel bandwidths (Wang & Reiter 2012)."""
 
 from __future__ import annotations
 
@@ -18,7 +12,7 @@ import pandas as pd
 from bayes_risk._rng import RandomSeed, replayable_seed, spawn
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.trees.base import prepare_schema, records_mask
+from bayes_risk.models.trees.base import check_integer, prepare_schema, records_mask
 from bayes_risk.models.trees.missing import (
     design_inputs,
     encoded_values,
@@ -34,16 +28,10 @@ __all__ = ["check_settings", "data_resolution", "decimals_of", "fit", "observed_
 
 def check_settings(model: Any) -> None:
     """Check the settings of a CART synthesizer (naming the bad one)."""
-    def _int(name: str, v: Any, lo: int, allow_none: bool = False) -> None:
-        if v is None and allow_none:
-            return
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-            raise ValidationError(f"{name} must be an integer >= {lo}. Got {v!r}.")
-
-    _int("min_leaf", model.min_leaf, 1)
-    _int("max_depth", model.max_depth, 1, allow_none=True)
-    _int("prune_to_diversity", model.prune_to_diversity, 1, allow_none=True)
-    _int("n_jobs", model.n_jobs, 1)
+    for name in ("min_leaf", "max_depth", "prune_to_diversity", "n_jobs"):
+        v = getattr(model, name)
+        if v is not None or name in ("min_leaf", "n_jobs"):
+            check_integer(name, v)
     if not (isinstance(model.min_deviance, (int, float)) and 0 <= model.min_deviance < 1):
         raise ValidationError(
             f"min_deviance must be a number in [0, 1). Got {model.min_deviance!r}.",

@@ -1,9 +1,6 @@
-"""Small-cell selection and predictive mean matching (Hawala 2008; Hawala 2008).
+"""Small-cell selection and predictive mean matching (Hawala 2008).
 
-Records in sensitive cells of the identifying variables' cross-classification (count ≤
-``threshold``, non-empty) are recipients; their identifying values are replaced by observed values
-of donors matched on model predictions (proportional-odds logit for ordinal, multinomial logit for
-nominal, additive regression splines for numeric variables), honouring user logical constraints.
+See :doc:`/methods/models` and :doc:`/user_guide/synthesizers`.
 """
 
 from __future__ import annotations
@@ -16,16 +13,15 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._numeric import ties
-from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
+from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo
-from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema, infer_schema
-from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
-from bayes_risk.data.validate import check_m, validate_table
+from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
-from bayes_risk.models.base import check_is_fitted, synthesized_columns
-from bayes_risk.models.trees.base import TreeSynthesizer, records_mask
+from bayes_risk.models.base import synthesized_columns
+from bayes_risk.models.trees.base import TreeSynthesizer, check_integer, records_mask
 from bayes_risk.models.trees.io import split_data
 from bayes_risk.models.trees.missing import refusal_hint
 from bayes_risk.models.trees.seqtree import column_codes
@@ -44,13 +40,8 @@ Constraint = Callable[[pd.Series, Any], bool]
 def sensitive_cells(
     data: pd.DataFrame, identifying: Sequence[str], threshold: int = 5
 ) -> pd.DataFrame:
-    """Non-empty cells of the identifying variables' table with count ≤ ``threshold``.
-
-    Returns
-    -------
-    DataFrame
-        One row per sensitive cell: the identifying values and ``count``.
-    """
+    """Non-empty cells of the identifying variables' table with count ≤ ``threshold``: one row
+    per cell, the identifying values and ``count``."""
     counts = data.groupby(list(identifying), observed=True, dropna=False).size()
     small = counts[(counts > 0) & (counts <= threshold)]
     return small.rename("count").reset_index()
@@ -84,10 +75,8 @@ def match_donor(
 ) -> tuple[int, np.ndarray]:
     """Index of the donor whose prediction is closest to the recipient's (Hawala 2008 step 5).
 
-    Distance is the absolute difference for scalar predictions and the Euclidean distance for
-    probability vectors (rows of ``donor_predictions``). Distances within the package's tie
-    tolerance are ties, broken uniformly at random (``tie="random"``) or by taking the first donor
-    (``tie="first"``).
+    Absolute difference for scalar predictions, Euclidean distance for probability vectors;
+    ties (within the package's tolerance) are broken at random or by the first donor.
 
     Parameters
     ----------
@@ -133,31 +122,11 @@ def match_donor(
 class SmallCellPMMSynthesizer(TreeSynthesizer):
     """Hawala (2008) small-cell partial synthesis by model prediction + predictive mean matching.
 
-    Algorithm (Hawala 2008): cross-classify the identifying variables (IVs); records in non-empty
-    cells with count ≤ ``threshold`` are recipients, all others donors. For each IV ``v`` to
-    synthesize (in order): recipients' values of ``v`` are deleted and temporarily filled with a
-    random draw (with replacement) from the donors' values; a prediction model of ``v`` on all
-    other columns (other IVs, non-IVs, design variables) is fitted on all records; every record
-    gets a predicted value; each recipient receives the observed value of the donor with the
-    closest prediction among donors allowed by the user's constraints. IVs synthesized earlier
-    enter later models with their synthetic values; IVs not yet synthesized with their temporary
-    fills.
-
-    Models and predicted values:
-    * ordinal ``v``: proportional-odds logit (statsmodels ``OrderedModel``); predicted value =
-      expected score ``Σ_c c p̂_c`` with scores 1..K [Hawala 2008 leaves the score open;
-      provisional];
-    * unordered categorical ``v``: baseline-category logit (statsmodels ``MNLogit``); predicted
-      value = the probability vector, compared by Euclidean distance (a choice of this package);
-    * count/continuous ``v``: additive regression splines fitted by least squares — each numeric
-      predictor enters through a cubic B-spline basis (patsy ``bs``, 4 degrees of freedom, linear
-      when it has fewer than 6 distinct values), categorical predictors as indicators. This is
-      the additive model ``α + Σ g_i(X_i)`` of Hawala 2008 with regression (unpenalised) splines
-      instead of backfitted smoothers: the fit is exact in one least-squares step and needs no
-      smoothing parameter, which keeps the matching deterministic given the fills.
-
-    Predictors are coded as indicators for categorical/ordinal columns (first level dropped) and
-    as values for numeric columns.
+    Records in non-empty cells of the identifying variables' table with count ≤ ``threshold``
+    are recipients; each synthesized identifying variable is predicted (proportional-odds logit,
+    multinomial logit or additive regression splines) and every recipient takes the value of the
+    allowed donor with the closest prediction (:doc:`/methods/models`, Small-cell predictive mean
+    matching).
 
     Parameters
     ----------
@@ -166,10 +135,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
     threshold : int, default 5
         A non-empty cell with count ≤ threshold is sensitive.
     constraints : mapping or sequence, optional
-        Logical constraints: callables ``allowed(recipient_row, donor_value) -> bool``; either a
-        mapping ``{column: callable or list of callables}`` or a list applied to every synthesized
-        column. ``recipient_row`` is the recipient's current row (a Series: earlier IVs already
-        synthesized).
+        Callables ``allowed(recipient_row, donor_value) -> bool``: ``{column: callable or
+        list}`` or a list for every synthesized column.
     tie : {"random", "first"}
         Tie-breaking between equally close donors.
     predictors : mapping, optional
@@ -179,8 +146,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         Degrees of freedom of each B-spline basis (numeric models).
     progressbar : bool, default False
     random_seed : RandomSeed, optional
-        Default seed of :meth:`synthesize` (temporary fills and random tie-breaking; a seed passed
-        to it takes precedence).
+        Default seed of :meth:`synthesize` (temporary fills and random tie-breaking).
 
     Attributes
     ----------
@@ -224,8 +190,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         self.random_seed = random_seed
 
     def _release_settings(self) -> dict[str, Any]:
-        """The settings for a manifest or ``model.json``: callables in ``constraints`` are
-        described by their names (JSON-safe)."""
+        """The settings for a manifest, ``constraints`` described by the callables' names."""
         p = super()._release_settings()
         c = p["constraints"]
         if c is not None:
@@ -240,7 +205,6 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             p["identifying"] = list(p["identifying"])
         return p
 
-    # ----- fit ----------------------------------------------------------------------------
     def fit(
         self,
         data: pd.DataFrame,
@@ -259,14 +223,10 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         synthesized : sequence of str, optional
             IVs to synthesize, in order (default: all identifying variables).
         records : boolean mask or integer positions, optional
-            The recipients, when they are chosen by another rule than the cell counts (e.g.
-            records flagged by an identification-risk assessment). Default: the records of the
-            sensitive cells (Hawala 2008). Every other record is a donor, so at least one record
-            must be left out. The sensitive cells are reported either way.
+            The recipients, chosen by another rule than the cell counts (default: the records of
+            the sensitive cells); every other record is a donor.
         random_seed : RandomSeed
-            Unused (fitting is deterministic); accepted for the common ``fit`` signature (and,
-            as for every synthesizer, refused when it differs from a ``random_seed`` setting:
-            ``SEED_CONFLICT``).
+            Unused (fitting is deterministic; the common signature).
 
         Returns
         -------
@@ -283,13 +243,10 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         if self.identifying is None or len(list(self.identifying)) == 0:
             raise ValidationError("identifying must list the identifying variables (IVs).")
         thr = self.threshold
-        if isinstance(thr, bool) or not isinstance(thr, (int, np.integer)) or thr < 1:
-            raise ValidationError(f"threshold must be an integer >= 1. Got {thr!r}.")
+        check_integer("threshold", thr)
         if self.tie not in ("random", "first"):
             raise ValidationError(f"tie must be 'random' or 'first'. Got {self.tie!r}.")
-        sdf = self.spline_df
-        if isinstance(sdf, bool) or not isinstance(sdf, (int, np.integer)) or sdf < 3:
-            raise ValidationError(f"spline_df must be an integer >= 3. Got {sdf!r}.")
+        check_integer("spline_df", self.spline_df, 3)
         if schema is None:
             schema = infer_schema(data)
         elif not isinstance(schema, Schema):
@@ -370,7 +327,6 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                     )
         return out
 
-    # ----- models -------------------------------------------------------------------------
     def _design(self, df: pd.DataFrame, preds: list[str], splines: bool) -> np.ndarray:
         from patsy.splines import BS
 
@@ -395,10 +351,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                     blocks.append(np.asarray(bs.transform(x, df=int(self.spline_df))))
                 elif nu > 1:
                     blocks.append(((x - x.mean()) / x.std())[:, None])
-        if not blocks:
-            return np.zeros((len(df), 0))
-        X = np.column_stack(blocks)
-        return X
+        return np.column_stack(blocks) if blocks else np.zeros((len(df), 0))
 
     def _predict(self, df: pd.DataFrame, col: str) -> np.ndarray:
         """Predicted value of every record (scalar, or probability vector for nominal)."""
@@ -420,7 +373,6 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 return np.ones(len(df)) if spec.type == "ordinal" else np.ones((len(df), 1))
             y = np.searchsorted(present, codes)
             if spec.type == "ordinal":
-
                 Xo = X[:, _independent_columns(X)]
                 p, conv = _ordered_logit_proba(Xo, y)
                 self._check_conv(conv, col, "proportional-odds")
@@ -443,7 +395,6 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 skip_file_prefixes=CALLER,
             )
 
-    # ----- synthesize ---------------------------------------------------------------------
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Produce ``m`` implicates (Hawala 2008 releases one; ``m > 1`` uses independent streams).
 
@@ -452,28 +403,22 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         m : int
             Number of implicates.
         random_seed : RandomSeed
-            Same seed → identical implicates; default: the ``random_seed`` setting.
+            Same seed → identical implicates; default: the setting.
 
         Returns
         -------
         SyntheticData
-            ``method="pmm"``; ``synthesized_records`` = recipients; ``extra`` holds
-            ``n_recipients``, ``sensitive_cells``, ``min_cell_count_before`` and per dataset
-            ``min_cell_count_after`` (smallest non-empty cell of the IV table after synthesis),
-            ``unmatched`` (recipients for which no donor satisfied the constraints — they keep
-            their values, flagged ``"NO_ALLOWED_DONOR"``) and ``warnings`` codes
-            (``"SMALL_CELLS_REMAIN"`` when a cell with count ≤ threshold remains,
-            ``"NO_SENSITIVE_CELLS"``).
+            ``method="pmm"``; ``extra`` holds ``n_recipients``, ``sensitive_cells``,
+            ``min_cell_count_before`` and per dataset ``min_cell_count_after``, ``unmatched``
+            (recipients without an allowed donor keep their values) and ``warnings`` codes
+            (``"SMALL_CELLS_REMAIN"``, ``"NO_SENSITIVE_CELLS"``, ``"NO_ALLOWED_DONOR"``).
 
         Raises
         ------
         NotFittedError
             Before :meth:`fit`.
         """
-        check_is_fitted(self, "recipients_", method="synthesize")
-        m = check_m(m)
-        random_seed = self._seed(random_seed)
-        gens = spawn(random_seed, m)
+        m, random_seed, gens = self._streams(m, random_seed)
         datasets, after, unmatched, codes = [], [], [], []
         for l in progress(range(m), total=m, description="PMM synthesis", enabled=self.progressbar):
             z, un = self._synthesize_one(gens[l])
@@ -498,30 +443,16 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 w.append("NO_ALLOWED_DONOR")
             codes.append(w)
         cells = self.sensitive_cells_.copy()
-        return SyntheticData(
-            datasets=datasets,
-            method=self.method_name,
-            settings=self._release_settings(),
-            random_seed=seed_to_json(random_seed),
-            schema=self.schema_,
-            synthesized_records=self.recipients_.copy(),
-            extra={
-                "identifying": list(self.identifying_),
-                "threshold": int(self.threshold),
-                "n_recipients": int(self.recipients_.sum()),
-                "sensitive_cells": cells.astype(object).to_dict(orient="records"),
-                "min_cell_count_before": int(self.min_cell_count_before_),
-                "min_cell_count_after": after,
-                "unmatched": unmatched,
-                "warnings": codes,
-            },
-            original_fingerprint=getattr(self, "original_fingerprint_", None),
-            model_id=model_id(self),
-            generation=generation_from_roles(self.schema_, self.recipients_),
-            # missing values are synthesized as values, never filled in
-            imputed_columns=[],
-            proper=False,
-        )
+        return self._make_release(datasets, random_seed, self.recipients_, {
+            "identifying": list(self.identifying_),
+            "threshold": int(self.threshold),
+            "n_recipients": int(self.recipients_.sum()),
+            "sensitive_cells": cells.astype(object).to_dict(orient="records"),
+            "min_cell_count_before": int(self.min_cell_count_before_),
+            "min_cell_count_after": after,
+            "unmatched": unmatched,
+            "warnings": codes,
+        })
 
     def _synthesize_one(self, rng: np.random.Generator) -> tuple[pd.DataFrame, list[int]]:
         z = self._data.copy()
@@ -562,7 +493,6 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         z.index = self._index
         return z, sorted(unmatched)
 
-    # ----- persistence (save, load, check_fingerprint: trees.base) ---------------------------
     def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         if any(self._constraints_.values()):
             raise ValidationError(
@@ -616,13 +546,9 @@ def _independent_columns(X: np.ndarray) -> np.ndarray:
 
 
 def _ordered_logit_proba(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Proportional-odds logit (statsmodels ``OrderedModel`` parameterisation) fitted by maximum
-    likelihood on the distinct (x, y) patterns with frequency weights; fitted class probabilities
-    of every record.
-
-    Aggregating identical records makes each likelihood evaluation cost O(#patterns) instead of
-    O(n), which matters because ``OrderedModel`` differentiates numerically.
-    """
+    """Fitted class probabilities of a proportional-odds logit (``OrderedModel``), fitted on the
+    distinct (x, y) patterns with frequency weights (``OrderedModel`` differentiates
+    numerically: O(#patterns), not O(n))."""
     from scipy.optimize import minimize
     from statsmodels.miscmodels.ordinal_model import OrderedModel
 

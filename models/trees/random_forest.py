@@ -1,14 +1,8 @@
 """Random-forest synthesizer for categorical variables (Caiola & Reiter 2010).
 
-One module on purpose: the forests' leaf tables, the group forests and the synthesis draws
-share one fitted state; the leaves' class probabilities, which the plug-in likelihood uses too,
-are in :mod:`bayes_risk.models.trees.forest_leaves`.
-
-For each categorical column to replace, a classification forest is grown on the genuine data of
-the records whose value will be replaced; each such record is dropped down every tree (or only its
-out-of-bag trees) and a synthetic value is drawn from the resulting multinomial distribution.
-Several columns are synthesized in one sequential pass (procedure A, Caiola & Reiter 2010 steps
-3.1–3.3, or procedure B, steps 3.1a–3.3a).
+The leaves' class probabilities, which the plug-in likelihood uses too, are in
+:mod:`bayes_risk.models.trees.forest_leaves`. See :doc:`/methods/models` and
+:doc:`/user_guide/synthesizers`.
 """
 
 from __future__ import annotations
@@ -19,17 +13,19 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, seed_to_json, spawn
+from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, spawn
 from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.levels import drop_unused_levels
-from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
-from bayes_risk.data.validate import check_m
+from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.base import check_is_fitted
-from bayes_risk.models.trees.base import TreeSynthesizer, prepare_schema, records_mask
+from bayes_risk.models.trees.base import (
+    TreeSynthesizer,
+    check_integer,
+    prepare_schema,
+    records_mask,
+)
 from bayes_risk.models.trees.forest_leaves import (
     distinct_rows,
     forest_apply_distinct,
@@ -46,28 +42,16 @@ _CHUNK = 512  # records per block when averaging leaf tables (bounds memory: chu
 class RandomForestSynthesizer(TreeSynthesizer):
     """Random-forest synthesizer for categorical columns (Caiola & Reiter 2010).
 
-    For each categorical column ``Y_j`` to replace, a classification forest (Gini, bootstrap
-    samples of the training records, ``mtry = floor(sqrt(#predictors))`` candidate predictors at
-    every split, leaves grown until pure) is fitted on the **genuine** data of the records whose
-    ``Y_j`` will be replaced. Columns are visited by decreasing number of replaced records (ties:
-    fewer categories first, or a seeded random order), or in a user order. Procedure ``"A"``
-    (Caiola & Reiter 2010 3.1–3.3): each forest uses all other columns; when dropping records down
-    the trees for ``Y_(k)`` their synthetic ``Y_(1..k-1)`` and genuine values of everything else are
-    used. Procedure ``"B"`` (3.1a–3.3a): the forest for ``Y_(k)`` uses only the never-replaced
-    columns and ``Y_(1..k-1)``; valid only when all replaced columns share the same replaced
-    records.
-
-    Unordered categorical predictors enter the forests as integer level codes (so ``mtry``
-    counts predictors as R ``randomForest`` does; fully grown trees can isolate any level with
-    two splits). Numeric predictors enter as they are.
+    For each categorical column to replace, a classification forest is grown on the genuine data
+    of its replaced records, which then draw from their leaves' class distribution, column by
+    column in visit order (:doc:`/methods/models`, Random forests for categorical columns).
 
     Parameters
     ----------
     n_trees : int, default 500
         Trees per forest.
     probabilities : {"vote", "leaf_dirichlet"}
-        How a record's synthesis distribution is formed from its leaves (Caiola & Reiter 2010;
-        default is ``"vote"``).
+        How a record's synthesis distribution is formed from its leaves.
     alpha : float, default 1.0
         Dirichlet prior count per class for ``"leaf_dirichlet"``.
     oob_only : bool, default False
@@ -75,6 +59,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
         100) until every replaced record has ``min_oob_trees`` of them.
     min_oob_trees : int, default 100
     procedure : {"A", "B"}
+        Caiola & Reiter's procedure: forests on all other columns (A), or on the never-replaced
+        columns and those visited before (B; the replaced records must be the same).
     visit_sequence : sequence of str, optional
         User order of the synthesized columns (default: by decreasing amount of synthesis).
     tie_order : {"fewer_categories", "random"}
@@ -84,33 +70,25 @@ class RandomForestSynthesizer(TreeSynthesizer):
     min_samples_leaf : int, default 1
         Leaf size (1 = grow until pure, as Caiola & Reiter 2010).
     group_by : str or mapping, optional
-        Synthesize within groups (Caiola & Reiter 2010 §5): separate forests for each level of a
-        categorical grouping column. A column name applies to every synthesized column except
-        the grouping column itself; a mapping ``{column: grouping column}`` chooses per column.
-        The forest of level ``g`` is grown on the replaced records whose genuine grouping value is
-        ``g``; when synthesizing, a record is dropped down the forest of its *current* grouping
-        value (its synthetic value when the grouping column was synthesized earlier in the visit
-        order). The grouping column must therefore be unsynthesized or visited earlier.
+        Synthesize within groups (Caiola & Reiter 2010 §5): one forest per level of a categorical
+        grouping column (a name for every synthesized column, or ``{column: grouping column}``);
+        the grouping column must be unsynthesized or visited earlier (user guide, Synthesizers,
+        Forests within groups).
     min_group_size : int, default 10
-        Levels with fewer replaced records than this (and levels without any) use one forest
-        grown on all replaced records of the column instead (listed in ``group_fallback_``).
+        Levels with fewer replaced records use the column's pooled forest
+        (``group_fallback_``).
     n_jobs : int, default 1
-        Threads used by scikit-learn to grow and apply the forests (results do not depend on it:
-        each forest is seeded with an integer drawn from its own child stream).
+        Threads used by scikit-learn (results do not depend on it).
     progressbar : bool, default False
     random_seed : RandomSeed, optional
-        Seed of :meth:`fit` and default seed of :meth:`synthesize` (a seed passed to
-        ``synthesize`` takes precedence; one passed to ``fit`` must be this one, or this setting
-        ``None``: ``SEED_CONFLICT``).
+        Seed of :meth:`fit` and default seed of :meth:`synthesize` (``SEED_CONFLICT`` when
+        ``fit`` gets another).
 
     Attributes
     ----------
-    schema_, visit_sequence_, predictors_ (dict), forests_ (dict of fitted
-    ``RandomForestClassifier``; for a grouped column the forest of all its replaced records),
-    records_ (dict of boolean masks per column), n_trees_ (dict: trees per forest after
-    out-of-bag extension), groups_ (dict column -> grouping column), group_forests_ (dict column
-    -> {level: forest}), group_sizes_ (dict column -> {level: replaced records}),
-    group_fallback_ (dict column -> levels synthesized by the pooled forest).
+    schema_, visit_sequence_, predictors_, forests_ (per column, the pooled forest), records_
+    (masks per column), n_trees_, groups_, group_forests_ (column -> {level: forest}),
+    group_sizes_, group_fallback_ (column -> levels synthesized by the pooled forest).
 
     References
     ----------
@@ -165,9 +143,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     def _check_settings(self) -> None:
         for name in ("n_trees", "min_oob_trees", "min_samples_leaf", "min_group_size", "n_jobs"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValidationError(f"{name} must be an integer >= 1. Got {v!r}.")
+            check_integer(name, getattr(self, name))
         if self.probabilities not in ("vote", "leaf_dirichlet"):
             raise ValidationError(
                 f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {self.probabilities!r}."
@@ -186,7 +162,6 @@ class RandomForestSynthesizer(TreeSynthesizer):
                                  and mf >= 1)):
             raise ValidationError(f"max_features must be 'sqrt' or an integer >= 1. Got {mf!r}.")
 
-    # ----- fit ----------------------------------------------------------------------------
     def fit(
         self,
         data: pd.DataFrame,
@@ -201,20 +176,16 @@ class RandomForestSynthesizer(TreeSynthesizer):
         Parameters
         ----------
         data : DataFrame
-            Confidential table. Empty cells are accepted (user guide, Synthesizers, Missing
-            values): a categorical column's missing value is a level of its own; a numeric
-            predictor with empty cells or declared missing-value codes enters the forests as its
-            value filled with 0 and its missingness kind.
+            Confidential table; empty cells are accepted (user guide, Synthesizers, Missing
+            values).
         schema : Schema, optional
         synthesized : sequence of str, optional
             Categorical columns to replace.
         records : mask, positions or dict, optional
-            Records whose values are replaced: one selection for all columns, or a mapping
-            ``{column: selection}`` (δ_ij of Caiola & Reiter 2010). Default: all records.
+            Records whose values are replaced: one selection, or ``{column: selection}``
+            (default: all records).
         random_seed : RandomSeed
-            Seeds the forests (and the random tie order) when the ``random_seed`` setting is
-            ``None`` (default: the setting; another seed than a setting given raises
-            ``SEED_CONFLICT``).
+            Seeds the forests when the ``random_seed`` setting is ``None``.
 
         Returns
         -------
@@ -314,7 +285,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     @staticmethod
     def _record_masks(records: Any, cols: list[str], n: int) -> dict[str, np.ndarray]:
-        """Replaced-record mask of each synthesized column from the ``records`` argument."""
+        """Replaced-record mask of each synthesized column."""
         if isinstance(records, Mapping):
             unknown = [c for c in records if c not in cols]
             if unknown:
@@ -339,11 +310,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     @staticmethod
     def _fit_call(cols: list[str], masks: dict[str, np.ndarray], random_seed: RandomSeed) -> dict:
-        """Provenance: what a release needs to rebuild this synthesizer from the confidential data.
-
-        (``bayes_risk.models.rebuild_synthesizer``; None seed = not replayable.) The order of
-        ``synthesized`` matters (random tie order); per-column record sets only when they differ.
-        """
+        """What a release needs to rebuild this synthesizer (``rebuild_synthesizer``)."""
         union = np.logical_or.reduce([masks[c] for c in cols])
         same = all(np.array_equal(masks[c], union) for c in cols)
         return {
@@ -355,12 +322,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
         }
 
     def _grow_groups(self, forest_cls, col, g, gvalues, X, y, schema, seed, layout, out):
-        """Group forests of ``col`` (one per level of ``g`` with enough replaced records).
-
-        ``out`` holds the column's forests, leaf tables, record positions and in-bag matrices by
-        level code, filled in place; returns the group sizes and the levels that fall back to
-        the pooled forest.
-        """
+        """Grow the group forests of ``col`` into ``out`` (forests, leaf tables, record positions,
+        in-bag matrices by level code); return the group sizes and the fallback levels."""
         g_forests, g_tables, g_tpos, g_inbag = out
         gcodes = gvalues.astype(np.int64)
         levels = list(schema[g].levels)
@@ -395,8 +358,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     @staticmethod
     def _matrix(preds: list[str], value_of: Any, layout: Mapping[str, Any]) -> np.ndarray:
-        """Forest inputs of ``preds``: one column each (level codes, numbers), and for a numeric
-        predictor with missing values its value filled with 0 and its missingness kind."""
+        """Forest inputs of ``preds`` (a numeric predictor with missing values: filled value and
+        kind)."""
         cols = []
         for p in preds:
             v = value_of(p)
@@ -507,11 +470,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
         return out
 
     def _leaf_tables(self, rf, X, y, d) -> tuple[np.ndarray, np.ndarray]:
-        """Per-tree leaf probability tables stacked: (sum of node counts, d) and tree offsets.
-
-        Leaf class counts are recomputed from the bootstrap sample of each tree (with
-        multiplicities), because scikit-learn stores class fractions, not counts.
-        """
+        """Per-tree leaf probability tables stacked, and tree offsets (class counts recounted
+        from each bootstrap sample: scikit-learn stores fractions)."""
         parts, offs = [], [0]
         # the training records' leaves in every tree, each distinct record routed once; a
         # tree's bootstrap sample takes its records' rows
@@ -528,15 +488,12 @@ class RandomForestSynthesizer(TreeSynthesizer):
             offs.append(offs[-1] + nn)
         return np.vstack(parts), np.asarray(offs[:-1], dtype=np.int64)
 
-    # ----- synthesize ---------------------------------------------------------------------
     def predict_proba(self, column: str, X: np.ndarray, train_index: np.ndarray,
                       group: int | None = None) -> np.ndarray:
-        """Synthesis probabilities ``p_i`` for rows ``X`` of the forest for ``column``.
+        """Synthesis probabilities for rows ``X`` of the forest for ``column``.
 
-        ``train_index`` gives each row's position among the forest's training records (used for
-        out-of-bag selection; ``-1``: not a training record of this forest, all trees are
-        used). ``group``: level code of the grouping column whose forest is used (grouped
-        columns; ``None`` or a level without its own forest: the pooled forest).
+        ``train_index``: each row's position among the training records (out-of-bag selection;
+        ``-1``: all trees). ``group``: level code whose forest is used (default: pooled).
         """
         if group is not None and group in self.group_forests_.get(column, {}):
             rf = self.group_forests_[column][group]
@@ -583,55 +540,36 @@ class RandomForestSynthesizer(TreeSynthesizer):
         m : int
             Number of datasets.
         random_seed : RandomSeed
-            Same seed → identical datasets; default: the ``random_seed`` setting.
+            Same seed → identical datasets; default: the setting.
 
         Returns
         -------
         SyntheticData
-            ``method="rf"``; ``extra`` holds the visit order, procedure, trees per forest and the
-            per-column replaced-record counts.
+            ``method="rf"``; ``extra`` holds the visit order, procedure, trees per forest and
+            replaced-record counts.
 
         Raises
         ------
         NotFittedError
             Before :meth:`fit`.
         """
-        check_is_fitted(self, "forests_", method="synthesize")
-        m = check_m(m)
-        random_seed = self._seed(random_seed)
-        gens = spawn(random_seed, m)
+        m, random_seed, gens = self._streams(m, random_seed)
         cache: dict[str, np.ndarray] = {}
         datasets = []
         for l in progress(range(m), total=m, description="RF synthesis", enabled=self.progressbar):
             datasets.append(self._synthesize_one(gens[l], cache))
-        union = np.zeros(len(self._data), dtype=bool)
-        for mk in self.records_.values():
-            union |= mk
-        return SyntheticData(
-            datasets=datasets,
-            method=self.method_name,
-            settings=self._release_settings(),
-            random_seed=seed_to_json(random_seed),
-            schema=self.schema_,
-            synthesized_records=union,
-            extra={
-                "visit_sequence": list(self.visit_sequence_),
-                "procedure": self.procedure,
-                "predictors": {k: list(v) for k, v in self.predictors_.items()},
-                "n_trees": dict(self.n_trees_),
-                "n_replaced": {c: int(mk.sum()) for c, mk in self.records_.items()},
-                "groups": dict(self.groups_),
-                "group_sizes": {c: dict(v) for c, v in self.group_sizes_.items()},
-                "group_fallback": {c: list(v) for c, v in self.group_fallback_.items()},
-                "fit_call": self.fit_call_,
-            },
-            original_fingerprint=getattr(self, "original_fingerprint_", None),
-            model_id=model_id(self),
-            generation=generation_from_roles(self.schema_, union),
-            # missing values are synthesized as values, never filled in
-            imputed_columns=[],
-            proper=False,
-        )
+        union = np.logical_or.reduce(list(self.records_.values()))
+        return self._make_release(datasets, random_seed, union, {
+            "visit_sequence": list(self.visit_sequence_),
+            "procedure": self.procedure,
+            "predictors": {k: list(v) for k, v in self.predictors_.items()},
+            "n_trees": dict(self.n_trees_),
+            "n_replaced": {c: int(mk.sum()) for c, mk in self.records_.items()},
+            "groups": dict(self.groups_),
+            "group_sizes": {c: dict(v) for c, v in self.group_sizes_.items()},
+            "group_fallback": {c: list(v) for c, v in self.group_fallback_.items()},
+            "fit_call": self.fit_call_,
+        })
 
     def _synthesize_one(self, rng: np.random.Generator, cache: dict) -> pd.DataFrame:
         cur = {c: v.copy() for c, v in self._values.items()}
@@ -681,27 +619,23 @@ class RandomForestSynthesizer(TreeSynthesizer):
         out.index = self._index
         return out
 
-    # ----- plug-in likelihood ---------------------------------------------------------------
     def plugin_likelihood(
         self, original: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> Any:
         """The plug-in likelihood of this fitted synthesizer for attribute risk
-        (:class:`~bayes_risk.models.RFPlugin`; offered by having this method).
+        (:class:`~bayes_risk.models.RFPlugin`).
 
         Parameters
         ----------
         original : DataFrame
             The confidential table the synthesizer was fitted to.
         random_seed : RandomSeed
-            Unused: the forests' plug-in has no Monte Carlo term (the same signature as every
-            synthesizer's ``plugin_likelihood``).
+            Unused (no Monte Carlo term; the common signature).
         """
         from bayes_risk.models.trees.plugins.plugin_rf import RFPlugin
 
         return RFPlugin(self, original)
 
-
-    # ----- persistence (save, load, check_fingerprint: trees.base) ---------------------------
     def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         return forest_state(self)
 
