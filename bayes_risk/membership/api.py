@@ -159,21 +159,13 @@ def check_model(model: Any, selection: Any = None) -> None:
         )
 
 
-def membership_risk(
-    model: Any,
-    original: pd.DataFrame,
-    synthetic: Any,
-    *,
-    holdout: pd.DataFrame | None = None,
-    records: Sequence[int] | np.ndarray | None = None,
-    population: int | None = None,
-    attack: AttackSpec | None = None,
-    ratio: RatioSpec | None = None,
-    selection: Any = None,
-    progressbar: bool = True,
-    random_seed: RandomSeed = None,
-    allow_other_model: bool = False,
-) -> MembershipRiskResult:
+def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
+                    holdout: pd.DataFrame | None = None,
+                    records: Sequence[int] | np.ndarray | None = None,
+                    population: int | None = None, attack: AttackSpec | None = None,
+                    ratio: RatioSpec | None = None, selection: Any = None, progressbar: bool = True,
+                    random_seed: RandomSeed = None,
+                    allow_other_model: bool = False) -> MembershipRiskResult:
     """Membership disclosure risk: the intruder's posterior probability that a record was in the
     confidential data (Hu 2019, §4.4).
 
@@ -363,12 +355,11 @@ def membership_risk(
                                                 warnings=warnings_), synthetic)
 
 
-def _tree_membership_risk(
-    model: Any, original: Any, synthetic: Any, *, holdout: Any, records: Any,
-    population: int | None, prior: float | str, population_size: int | None, threshold: float,
-    normaliser_draws: int, unsynthesized_concentration: float, dcr: bool, bootstrap: int,
-    random_seed: RandomSeed,
-) -> MembershipRiskResult:
+def _tree_membership_risk(model: Any, original: Any, synthetic: Any, *, holdout: Any, records: Any,
+                          population: int | None, prior: float | str, population_size: int | None,
+                          threshold: float, normaliser_draws: int,
+                          unsynthesized_concentration: float, dcr: bool, bootstrap: int,
+                          random_seed: RandomSeed) -> MembershipRiskResult:
     """:func:`membership_risk` of a CART release under the plug-in likelihood."""
     synth = model.synthesizer if hasattr(model, "plugin_loglik") else model
     orig, datasets, hold, members = prepare(synth, original, synthetic, holdout, records)

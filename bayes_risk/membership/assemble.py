@@ -20,9 +20,8 @@ __all__ = ["record_table", "result_warnings", "result_summary", "unsynthesized_s
 
 
 def record_table(columns: dict[str, Any], *, partial: tuple[Any, Any] | None,
-                  normaliser: tuple[Any, Any, Any] | None, dcr: np.ndarray | None,
-                  flags: list[list[str]], selection: dict[str, Any] | None = None,
-                  ) -> pd.DataFrame:
+                 normaliser: tuple[Any, Any, Any] | None, dcr: np.ndarray | None,
+                 flags: list[list[str]], selection: dict[str, Any] | None = None) -> pd.DataFrame:
     """The per-target table of :class:`MembershipRiskResult` (index ``target``): the columns
     given, the partial-synthesis columns, the selection's, the normaliser's (m > 1 or a
     selection rule), the distance and the flags."""
@@ -117,11 +116,10 @@ def selection_summary(rule: Any, selected: np.ndarray, members: np.ndarray,
 
 
 def _result_settings(pi: float, prior: float | str, threshold: float,
-              mc_thresholds: tuple[float, float], *, m: int, H: int, normaliser_draws: int,
-              n_members: int, n_holdout: int, population: int, bootstrap: int,
-              random_seed: RandomSeed, model: Any, us: list[str], alpha: float,
-              selection: Any = None, n_selected: int | None = None,
-              ) -> dict[str, Any]:
+                     mc_thresholds: tuple[float, float], *, m: int, H: int, normaliser_draws: int,
+                     n_members: int, n_holdout: int, population: int, bootstrap: int,
+                     random_seed: RandomSeed, model: Any, us: list[str], alpha: float,
+                     selection: Any = None, n_selected: int | None = None) -> dict[str, Any]:
     """The settings a :class:`MembershipRiskResult` reports."""
     return {
         "prior": pi,

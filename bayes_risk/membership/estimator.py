@@ -57,9 +57,8 @@ def _khat(log_r: np.ndarray) -> np.ndarray:
     return k
 
 
-def loo_log_predictive(
-    target_ll: np.ndarray, slot_ll: np.ndarray, *, khat: bool = True
-) -> LogPredictive:
+def loo_log_predictive(target_ll: np.ndarray, slot_ll: np.ndarray, *,
+                       khat: bool = True) -> LogPredictive:
     """``log p(x_t | y_{-i_t})`` from the draws of one posterior.
 
     Parameters
@@ -164,9 +163,8 @@ def _log_cross(pop: tuple[np.ndarray, np.ndarray, np.ndarray], log_w: np.ndarray
     return out
 
 
-def membership_log_lr(
-    base: LogPredictive, augmented: list[LogPredictive], log_d: np.ndarray | None
-) -> np.ndarray:
+def membership_log_lr(base: LogPredictive, augmented: list[LogPredictive],
+                      log_d: np.ndarray | None) -> np.ndarray:
     """``log Λ(x_t) = Σ_l [log p(x | y_{-i}, Z_(l)) − log p(x | y_{-i})] − log D_i``."""
     out = sum(a.value - base.value for a in augmented)
     if log_d is not None:

@@ -25,16 +25,12 @@ class HoldoutOverlap:
     Attributes
     ----------
     copies : ndarray of bool
-        One per holdout row: equal to some record of the original on every column (missing
-        values equal each other).
+        One per holdout row: equal to some record of the original on every column.
     reference_share : float
-        Share of the original's records that equal another of its records: how often a record
-        of the population copies one of ``n`` others by chance.
+        Share of the original's records that equal another of its records (the chance rate).
     p_value : float
-        Probability of at least this many copies among the holdout's rows if the holdout were
-        apart from the original: beta-binomial, the chance rate ``q`` given the original's
-        ``d`` records that copy another (``q ~ Beta(d + 1, n − d + 1)``), so that a few records
-        with no copy among them do not make every copy impossible.
+        Probability of at least this many copies if the holdout were apart from the original
+        (beta-binomial around the chance rate).
     """
 
     copies: np.ndarray
@@ -91,13 +87,12 @@ def screen_holdout(original: pd.DataFrame, holdout: pd.DataFrame | None) -> np.n
     ------
     ValidationError
         ``HOLDOUT_OVERLAPS_ORIGINAL`` when every holdout row copies a record of the original
-        beyond chance (the holdout is part of the original): no non-member is left.
+        beyond chance.
 
     Warns
     -----
     DataWarning
-        ``HOLDOUT_OVERLAPS_ORIGINAL`` when some do: they are flagged and left out of the
-        summaries and the distance baseline's holdout.
+        ``HOLDOUT_OVERLAPS_ORIGINAL`` when some do (they are flagged and left out).
     """
     import warnings
 

@@ -139,9 +139,8 @@ def n_cells(original: pd.DataFrame, schema: Any, columns: list[str]) -> int:
     return c
 
 
-def log_p_unsynthesized(
-    slot_keys: np.ndarray, original_keys: np.ndarray, n_cells_: int, concentration: float
-) -> np.ndarray:
+def log_p_unsynthesized(slot_keys: np.ndarray, original_keys: np.ndarray, n_cells_: int,
+                        concentration: float) -> np.ndarray:
     """``log p(r_i | y_{-i}) = log (n_r^{(-i)} + α / C) − log (n − 1 + α)`` of each slot's
     unsynthesized values.
 

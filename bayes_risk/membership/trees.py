@@ -216,10 +216,9 @@ def _normaliser(L: np.ndarray, log_w: np.ndarray, exact: bool = False,
     return log_d, k, ess, se
 
 
-def tree_log_lr(plugin: Any, datasets: list[pd.DataFrame], targets: pd.DataFrame,
-                slots: np.ndarray, population: Any, exact: bool, *,
-                match: np.ndarray | None = None, slot_cells: np.ndarray | None = None,
-                ) -> dict[str, np.ndarray]:
+def tree_log_lr(plugin: Any, datasets: list[pd.DataFrame], targets: pd.DataFrame, slots: np.ndarray,
+                population: Any, exact: bool, *, match: np.ndarray | None = None,
+                slot_cells: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Each target's log likelihood ratio of membership under the plug-in, with its slot's
     normaliser and that normaliser's diagnostics (with unsynthesized columns: the synthesized
     part given the slot's values ``r``; the caller adds the factor of ``r``).

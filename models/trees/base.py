@@ -44,10 +44,8 @@ def records_mask(records: Any, n: int, argument: str = "records") -> np.ndarray:
     return mask
 
 
-def prepare_schema(
-    data: pd.DataFrame, schema: Schema | None, synthesized: Sequence[str] | None,
-    *, allow_missing: bool = False,
-) -> tuple[Schema, list[str]]:
+def prepare_schema(data: pd.DataFrame, schema: Schema | None, synthesized: Sequence[str] | None, *,
+                   allow_missing: bool = False) -> tuple[Schema, list[str]]:
     """Schema with roles set and the ordered synthesized columns (``allow_missing``: accept
     empty cells, else ``MISSING_VALUES``)."""
     if not isinstance(data, pd.DataFrame):
@@ -127,7 +125,6 @@ class TreeSynthesizer(BaseSynthesizer):
                 "schema": self.schema_.to_dict(), "state": state,
                 "data": fp.get("table")}, dict(arrays)
 
-    # ----- persistence --------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save the fitted synthesizer as a folder, atomically (no pickle).
 

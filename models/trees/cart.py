@@ -126,21 +126,12 @@ class CARTSynthesizer(TreeSynthesizer):
     info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True,
                      releases_donor_values=True)
 
-    def __init__(
-        self,
-        *,
-        min_leaf: int = 5,
-        min_deviance: float = 0.0,
-        max_depth: int | None = None,
-        prune_to_diversity: int | None = None,
-        donor: str = "bayes_bootstrap",
-        unroutable: str = "climb",
-        smoothing: bool | Sequence[str] = False,
-        bandwidth: float | dict[str, float] | None = None,
-        n_jobs: int = 1,
-        progressbar: bool = False,
-        random_seed: RandomSeed = None,
-    ) -> None:
+    def __init__(self, *, min_leaf: int = 5, min_deviance: float = 0.0,
+                 max_depth: int | None = None, prune_to_diversity: int | None = None,
+                 donor: str = "bayes_bootstrap", unroutable: str = "climb",
+                 smoothing: bool | Sequence[str] = False,
+                 bandwidth: float | dict[str, float] | None = None, n_jobs: int = 1,
+                 progressbar: bool = False, random_seed: RandomSeed = None) -> None:
         self.min_leaf = min_leaf
         self.min_deviance = min_deviance
         self.max_depth = max_depth
@@ -153,16 +144,9 @@ class CARTSynthesizer(TreeSynthesizer):
         self.progressbar = progressbar
         self.random_seed = random_seed
 
-    # ----- fit ----------------------------------------------------------------------------
-    def fit(
-        self,
-        data: pd.DataFrame,
-        *,
-        schema: Schema | None = None,
-        synthesized: Sequence[str] | None = None,
-        records: Any = None,
-        random_seed: RandomSeed = None,
-    ) -> CARTSynthesizer:
+    def fit(self, data: pd.DataFrame, *, schema: Schema | None = None,
+            synthesized: Sequence[str] | None = None, records: Any = None,
+            random_seed: RandomSeed = None) -> CARTSynthesizer:
         """Fit one tree per synthesized column on the confidential data.
 
         Parameters
@@ -205,7 +189,6 @@ class CARTSynthesizer(TreeSynthesizer):
             records=self.records_, data=self._data, index=self._index, values=self._values,
         )
 
-    # ----- synthesize ---------------------------------------------------------------------
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Draw ``m`` synthetic datasets, each from its own child stream of ``random_seed``.
 
@@ -254,14 +237,10 @@ class CARTSynthesizer(TreeSynthesizer):
         return self._make_release([o[0] for o in out], random_seed, self.records_, extra,
                                   proper=self.donor == "bayes_bootstrap")
 
-    # ----- persistence (save, load, check_fingerprint: trees.base) ---------------------------
     def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         return _io.cart_state(self._state, self.fit_call_, self.n_records_)
 
-    # ----- plug-in likelihood ---------------------------------------------------------------
-    def plugin_likelihood(
-        self, original: pd.DataFrame, *, random_seed: RandomSeed = None
-    ) -> Any:
+    def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None) -> Any:
         """The plug-in likelihood of this fitted synthesizer for attribute risk
         (:class:`~bayes_risk.models.CARTPlugin`).
 
@@ -281,9 +260,8 @@ class CARTSynthesizer(TreeSynthesizer):
         _io.restore_cart(obj, meta, arrays, data)
         obj._set_state()
 
-    def route(
-        self, records: pd.DataFrame, column: str, random_seed: RandomSeed = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def route(self, records: pd.DataFrame, column: str,
+              random_seed: RandomSeed = None) -> tuple[np.ndarray, np.ndarray]:
         """Node reached by each row of ``records`` in the fixed tree of ``column`` (with the
         ``unroutable`` rule; :doc:`/methods/attribute`, Tree synthesizers: plug-in likelihoods).
 
@@ -326,15 +304,9 @@ class CARTSynthesizer(TreeSynthesizer):
         return _synthesis.output_rounding(self._state, column)
 
     @available_if(lambda self: self.donor == "bayes_bootstrap")  # equal weights: no posterior
-    def posterior_replicates(
-        self,
-        n: int | None,
-        *,
-        columns: Sequence[str] | None = None,
-        chunk_size: int = 50,
-        random_seed: RandomSeed = None,
-        start: int = 0,
-    ) -> Iterator[list[pd.DataFrame]]:
+    def posterior_replicates(self, n: int | None, *, columns: Sequence[str] | None = None,
+                             chunk_size: int = 50, random_seed: RandomSeed = None,
+                             start: int = 0) -> Iterator[list[pd.DataFrame]]:
         """Draw replicates of synthesized columns from the Bayesian-bootstrap predictive, in chunks.
 
         Each replicate is a fresh synthesis as :meth:`synthesize`; replicate ``r`` uses child

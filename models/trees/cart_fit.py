@@ -38,10 +38,8 @@ def check_settings(model: Any) -> None:
             code="INVALID_ARGUMENT"
         )
     if model.donor not in ("bayes_bootstrap", "uniform"):
-        raise ValidationError(
-            f"donor must be 'bayes_bootstrap' or 'uniform'. Got {model.donor!r}.",
-            code="INVALID_ARGUMENT"
-        )
+        raise ValidationError(f"donor must be 'bayes_bootstrap' or 'uniform'. Got {model.donor!r}.",
+                              code="INVALID_ARGUMENT")
     if model.unroutable not in ("climb", "random_descent"):
         raise ValidationError(
             f"unroutable must be 'climb' or 'random_descent'. Got {model.unroutable!r}.",
@@ -123,10 +121,8 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
         lay = layout.get(col)
         fit_rows = rows
         if schema[col].is_categorical:
-            est = DecisionTreeClassifier(
-                criterion="gini", min_samples_leaf=model.min_leaf, max_depth=model.max_depth,
-                random_state=rs,
-            )
+            est = DecisionTreeClassifier(criterion="gini", min_samples_leaf=model.min_leaf,
+                                         max_depth=model.max_depth, random_state=rs)
         else:
             if lay is not None:
                 # step 1 (synthpop's cont.na): which kind of missing value, or observed
@@ -141,10 +137,8 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
                 )
                 # step 2: the value, among the records where it is observed
                 fit_rows = np.flatnonzero(yk == 0)
-            est = DecisionTreeRegressor(
-                criterion="squared_error", min_samples_leaf=model.min_leaf,
-                max_depth=model.max_depth, random_state=rs,
-            )
+            est = DecisionTreeRegressor(criterion="squared_error", min_samples_leaf=model.min_leaf,
+                                        max_depth=model.max_depth, random_state=rs)
         n_classes = 0
         if schema[col].is_categorical:
             n_classes = schema[col].n_levels + (1 if lay is not None else 0)
@@ -200,10 +194,8 @@ def node_bandwidths(model: Any, tree: SeqTree, col: str, y: np.ndarray) -> np.nd
         bw = bw.get(col)
     if bw is not None:
         if not (isinstance(bw, (int, float)) and bw > 0):
-            raise ValidationError(
-                f"bandwidth for {col!r} must be a positive number. Got {bw!r}.",
-                code="INVALID_ARGUMENT"
-            )
+            raise ValidationError(f"bandwidth for {col!r} must be a positive number. Got {bw!r}.",
+                                  code="INVALID_ARGUMENT")
         return np.full(tree.n_nodes, float(bw))
     res = data_resolution(np.asarray(y, dtype=np.float64))
     h = np.zeros(tree.n_nodes)

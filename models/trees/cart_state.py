@@ -1,12 +1,5 @@
-"""The fitted state of a :class:`~bayes_risk.models.trees.cart.CARTSynthesizer`.
-
-:class:`CARTState` holds what synthesis, routing and the donors of a node
-(``trees.cart_synthesis``) read: the schema, the visit sequence and predictors, the fitted
-value and kind trees, the kernel bandwidths and output rounding of smoothed columns, the
-selected records and the fitted table (as given and encoded). The synthesizer builds it once
-when it is fitted or loaded and passes it to those module-level functions, which take the
-state, not the synthesizer.
-"""
+"""The fitted state of a :class:`~bayes_risk.models.trees.cart.CARTSynthesizer`: what the
+module-level functions of ``trees.cart_synthesis`` read."""
 
 from __future__ import annotations
 
@@ -35,8 +28,7 @@ class CARTState:
     predictors : mapping of str to list of str
         Each synthesized column's predictors.
     trees : mapping of str to SeqTree
-        Each synthesized column's fitted tree (of its value, among the observed records, for a
-        two-step numeric column).
+        Each synthesized column's fitted (value) tree.
     missing : mapping of str to dict
         The missing-value layout of each column with missing values.
     missing_trees : mapping of str to SeqTree

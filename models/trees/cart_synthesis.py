@@ -25,10 +25,8 @@ from bayes_risk.models.trees.seqtree import column_codes, segment_choice
 _FIXED_ROUTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def route(
-    state: CARTState, records: pd.DataFrame, column: str, random_seed: RandomSeed, *,
-    unroutable: str,
-) -> tuple[np.ndarray, np.ndarray]:
+def route(state: CARTState, records: pd.DataFrame, column: str, random_seed: RandomSeed, *,
+          unroutable: str) -> tuple[np.ndarray, np.ndarray]:
     """The work of :meth:`CARTSynthesizer.route` (documented there)."""
     if column not in state.trees:
         raise ValidationError(
@@ -69,9 +67,8 @@ def output_rounding(state: CARTState, column: str) -> tuple[int | None, bool]:
     return decimals, bool(final)
 
 
-def synthesize_one(state: CARTState, rng: np.random.Generator,
-                   columns: Sequence[str] | None = None, *, unroutable: str, donor: str
-                   ) -> tuple[pd.DataFrame, dict[str, int]]:
+def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence[str] | None = None,
+                   *, unroutable: str, donor: str) -> tuple[pd.DataFrame, dict[str, int]]:
     """One synthetic table (``columns``: only these synthesized columns, for replicates; the
     same draws) and the number of unroutable records per column; ``unroutable`` and ``donor``:
     the settings."""
@@ -211,10 +208,7 @@ def kernel_draw(state: CARTState, col, tree, used, inv, seg_start, sizes, pos_ma
     hb, lob, hib = h_node[which_b], lo_node[which_b], hi_node[which_b]
     degenerate = (hib <= lob) | (hb <= 0)
     safe_h = np.where(degenerate, 1.0, hb)
-    mass = np.where(
-        degenerate, 1.0,
-        np.exp(_log_ndtr_diff((lob - b) / safe_h, (hib - b) / safe_h)),
-    )
+    mass = np.where(degenerate, 1.0, np.exp(_log_ndtr_diff((lob - b) / safe_h, (hib - b) / safe_h)))
     # 2. each routed record picks a component with probability ∝ its truncated mass
     k = segment_choice(seg_start, sizes, inv, rng, weights=mass)
     centre, h, lo, hi = b[k], safe_h[k], lob[k], hib[k]

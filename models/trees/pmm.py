@@ -37,9 +37,8 @@ __all__ = [
 Constraint = Callable[[pd.Series, Any], bool]
 
 
-def sensitive_cells(
-    data: pd.DataFrame, identifying: Sequence[str], threshold: int = 5
-) -> pd.DataFrame:
+def sensitive_cells(data: pd.DataFrame, identifying: Sequence[str],
+                    threshold: int = 5) -> pd.DataFrame:
     """Non-empty cells of the identifying variables' table with count ≤ ``threshold``: one row
     per cell, the identifying values and ``count``."""
     counts = data.groupby(list(identifying), observed=True, dropna=False).size()
@@ -65,14 +64,9 @@ def expected_score(probabilities: np.ndarray, scores: Sequence[float] | None = N
     return p @ c
 
 
-def match_donor(
-    recipient_prediction: np.ndarray | float,
-    donor_predictions: np.ndarray,
-    *,
-    allowed: np.ndarray | None = None,
-    tie: str = "random",
-    rng: np.random.Generator | None = None,
-) -> tuple[int, np.ndarray]:
+def match_donor(recipient_prediction: np.ndarray | float, donor_predictions: np.ndarray, *,
+                allowed: np.ndarray | None = None, tie: str = "random",
+                rng: np.random.Generator | None = None) -> tuple[int, np.ndarray]:
     """Index of the donor whose prediction is closest to the recipient's (Hawala 2008 step 5).
 
     Absolute difference for scalar predictions, Euclidean distance for probability vectors;
@@ -168,18 +162,11 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
     info = ModelInfo(partial_synthesis=True, required=("identifying",),
                      releases_donor_values=True)
 
-    def __init__(
-        self,
-        *,
-        identifying: Sequence[str] | None = None,
-        threshold: int = 5,
-        constraints: Mapping[str, Any] | Sequence[Constraint] | None = None,
-        tie: str = "random",
-        predictors: Mapping[str, Sequence[str]] | None = None,
-        spline_df: int = 4,
-        progressbar: bool = False,
-        random_seed: RandomSeed = None,
-    ) -> None:
+    def __init__(self, *, identifying: Sequence[str] | None = None, threshold: int = 5,
+                 constraints: Mapping[str, Any] | Sequence[Constraint] | None = None,
+                 tie: str = "random", predictors: Mapping[str, Sequence[str]] | None = None,
+                 spline_df: int = 4, progressbar: bool = False,
+                 random_seed: RandomSeed = None) -> None:
         self.identifying = identifying
         self.threshold = threshold
         self.constraints = constraints
@@ -205,15 +192,9 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             p["identifying"] = list(p["identifying"])
         return p
 
-    def fit(
-        self,
-        data: pd.DataFrame,
-        *,
-        schema: Schema | None = None,
-        synthesized: Sequence[str] | None = None,
-        records: Any = None,
-        random_seed: RandomSeed = None,
-    ) -> SmallCellPMMSynthesizer:
+    def fit(self, data: pd.DataFrame, *, schema: Schema | None = None,
+            synthesized: Sequence[str] | None = None, records: Any = None,
+            random_seed: RandomSeed = None) -> SmallCellPMMSynthesizer:
         """Find the sensitive cells and recipients.
 
         Parameters

@@ -106,25 +106,13 @@ class RandomForestSynthesizer(TreeSynthesizer):
     #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
     info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True)
 
-    def __init__(
-        self,
-        *,
-        n_trees: int = 500,
-        probabilities: str = "vote",
-        alpha: float = 1.0,
-        oob_only: bool = False,
-        min_oob_trees: int = 100,
-        procedure: str = "A",
-        visit_sequence: Sequence[str] | None = None,
-        tie_order: str = "fewer_categories",
-        max_features: str | int = "sqrt",
-        min_samples_leaf: int = 1,
-        group_by: str | Mapping[str, str] | None = None,
-        min_group_size: int = 10,
-        n_jobs: int = 1,
-        progressbar: bool = False,
-        random_seed: RandomSeed = None,
-    ) -> None:
+    def __init__(self, *, n_trees: int = 500, probabilities: str = "vote", alpha: float = 1.0,
+                 oob_only: bool = False, min_oob_trees: int = 100, procedure: str = "A",
+                 visit_sequence: Sequence[str] | None = None, tie_order: str = "fewer_categories",
+                 max_features: str | int = "sqrt", min_samples_leaf: int = 1,
+                 group_by: str | Mapping[str, str] | None = None, min_group_size: int = 10,
+                 n_jobs: int = 1, progressbar: bool = False,
+                 random_seed: RandomSeed = None) -> None:
         self.n_trees = n_trees
         self.probabilities = probabilities
         self.alpha = alpha
@@ -162,15 +150,9 @@ class RandomForestSynthesizer(TreeSynthesizer):
                                  and mf >= 1)):
             raise ValidationError(f"max_features must be 'sqrt' or an integer >= 1. Got {mf!r}.")
 
-    def fit(
-        self,
-        data: pd.DataFrame,
-        *,
-        schema: Schema | None = None,
-        synthesized: Sequence[str] | None = None,
-        records: Any = None,
-        random_seed: RandomSeed = None,
-    ) -> RandomForestSynthesizer:
+    def fit(self, data: pd.DataFrame, *, schema: Schema | None = None,
+            synthesized: Sequence[str] | None = None, records: Any = None,
+            random_seed: RandomSeed = None) -> RandomForestSynthesizer:
         """Grow one forest per synthesized column on the genuine data of its replaced records.
 
         Parameters
@@ -378,12 +360,10 @@ class RandomForestSynthesizer(TreeSynthesizer):
             if self.max_features == "sqrt"
             else min(int(self.max_features), n_preds)
         )
-        rf = forest_cls(
-            n_estimators=int(self.n_trees), criterion="gini", max_features=mtry,
-            bootstrap=True, min_samples_leaf=int(self.min_samples_leaf),
-            random_state=int(rng.integers(2**31 - 1)),
-            n_jobs=int(self.n_jobs), warm_start=True,
-        )
+        rf = forest_cls(n_estimators=int(self.n_trees), criterion="gini", max_features=mtry,
+                        bootstrap=True, min_samples_leaf=int(self.min_samples_leaf),
+                        random_state=int(rng.integers(2**31 - 1)), n_jobs=int(self.n_jobs),
+                        warm_start=True)
         rf.fit(X, y)
         if not self.oob_only:
             return rf, None
@@ -417,9 +397,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
                         f"group_by: column {c!r} is not synthesized (synthesized: {cols})."
                     )
                 if not isinstance(g, str):
-                    raise ValidationError(
-                        f"group_by[{c!r}] must be a column name. Got {g!r}."
-                    )
+                    raise ValidationError(f"group_by[{c!r}] must be a column name. Got {g!r}.")
                 schema.check_columns([g], f"group_by[{c!r}]")
                 if g == c:
                     raise ValidationError(
@@ -619,9 +597,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         out.index = self._index
         return out
 
-    def plugin_likelihood(
-        self, original: pd.DataFrame, *, random_seed: RandomSeed = None
-    ) -> Any:
+    def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None) -> Any:
         """The plug-in likelihood of this fitted synthesizer for attribute risk
         (:class:`~bayes_risk.models.RFPlugin`).
 

@@ -1,21 +1,10 @@
 """Private tree machinery shared by the CART and random-forest synthesizers.
 
-* :class:`Design` — turns predictor columns into the numeric matrix a scikit-learn tree sees:
-  numeric and ordinal columns as one column each (ordinal by level code), unordered categorical
-  columns as one-hot indicators (so a split is "level k versus the rest", never an arbitrary order
-  of labels). The integer codes of unordered categorical predictors are kept beside the matrix so
-  that routing can tell whether a record's level was seen in a node's training data.
-* :class:`SeqTree` — a fitted scikit-learn tree rewritten into flat arrays with, for every node,
-  the contiguous slice of its training records ("donors"), the set of levels of each unordered
-  categorical predictor seen in the node (methods, CART with a Bayesian bootstrap), and optional
-  collapsing of nodes (``min_deviance`` stopping rule, ``prune_to_diversity``).
-* :func:`segment_choice` — vectorised "one categorical draw per routed record inside its node"
-  used by the per-leaf Bayesian bootstrap (Reiter 2005; Rubin 1981).
-
-scikit-learn's depth-first builder numbers nodes in pre-order (a node, then its whole left
-subtree, then its right subtree), so the training records of any node are a contiguous block once
-records are sorted by leaf id. This makes donors of internal nodes (used when a record has to stop
-above the leaves) free to look up. The pre-order property is checked at construction.
+:class:`Design` (predictor columns as the matrix a scikit-learn tree sees: unordered categorical
+columns one-hot), :class:`SeqTree` (a fitted tree in flat arrays with each node's donors and the
+levels seen in it) and :func:`segment_choice` (one draw per routed record inside its node).
+scikit-learn numbers nodes in pre-order, so every node's donors are one contiguous block once the
+records are sorted by leaf (checked at construction).
 """
 
 from __future__ import annotations
@@ -177,17 +166,9 @@ class SeqTree:
     categorical_outcome : bool
     """
 
-    def __init__(
-        self,
-        estimator,
-        design: Design,
-        X: np.ndarray,
-        nominal_codes: np.ndarray,
-        donor_rows: np.ndarray,
-        y: np.ndarray,
-        categorical_outcome: bool,
-        n_classes: int = 0,
-    ) -> None:
+    def __init__(self, estimator, design: Design, X: np.ndarray, nominal_codes: np.ndarray,
+                 donor_rows: np.ndarray, y: np.ndarray, categorical_outcome: bool,
+                 n_classes: int = 0) -> None:
         t = estimator.tree_
         self.design = design
         self.left = t.children_left.astype(np.int64)
@@ -227,7 +208,6 @@ class SeqTree:
         self.is_leaf = self.left == -1
         self.n_collapsed = 0
 
-    # ----- growth controls applied after fitting -----------------------------------------
     def _deviance(self, k: int) -> float:
         v = self.y_sorted[self.node_start[k] : self.node_stop[k]]
         if v.size == 0:
@@ -240,11 +220,8 @@ class SeqTree:
         return float(np.sum((v - v.mean()) ** 2))
 
     def collapse_low_deviance(self, min_deviance: float) -> None:
-        """Treat as a leaf every node whose deviance is below ``min_deviance`` × root deviance.
-
-        Growing fully and collapsing top-down is equivalent to R ``tree``'s ``mindev`` stopping
-        rule, because a depth-first builder splits a node the same way whatever its siblings do.
-        """
+        """Treat as a leaf every node whose deviance is below ``min_deviance`` × root deviance
+        (R ``tree``'s ``mindev``, applied top-down after growing fully)."""
         if min_deviance <= 0:
             return
         thr = min_deviance * self._deviance(0)
@@ -253,11 +230,8 @@ class SeqTree:
                 self._make_leaf(k)
 
     def prune_to_diversity(self, k_min: int) -> None:
-        """Collapse leaves into their parents until every leaf holds ≥ ``k_min`` distinct values.
-
-        Reiter 2005's leaf-diversity criterion. A root that is not diverse
-        enough stays (the tree then has a single leaf).
-        """
+        """Collapse leaves into their parents until every leaf holds ≥ ``k_min`` distinct values
+        (Reiter 2005's diversity criterion)."""
         if k_min is None or k_min <= 1:
             return
         parent = np.full(self.n_nodes, -1, dtype=np.int64)
@@ -293,21 +267,9 @@ class SeqTree:
         ids = [k for k in range(self.n_nodes) if self.is_leaf[k] and self._reachable(k)]
         return np.asarray(ids, dtype=np.int64)
 
-    # ----- routing -----------------------------------------------------------------------
-    def route(
-        self,
-        X: np.ndarray,
-        nominal_codes: np.ndarray,
-        unroutable: str = "climb",
-        rng: np.random.Generator | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Drop records down the tree.
-
-        A record reaching a node that splits on an unordered categorical predictor whose level
-        was not seen among the node's training records cannot be routed (methods, CART with a
-        Bayesian bootstrap): ``"climb"`` stops there and uses the node as the record's leaf (Reiter;
-        Drechsler & Reiter), ``"random_descent"`` continues into a child chosen with probability
-        proportional to the children's training sizes (synthpop's rule).
+    def route(self, X: np.ndarray, nominal_codes: np.ndarray, unroutable: str = "climb",
+              rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Drop records down the tree (``unroutable``: the CART synthesizer's setting).
 
         Returns
         -------
@@ -363,14 +325,9 @@ class SeqTree:
         return node, flag
 
 
-def segment_choice(
-    seg_start: np.ndarray,
-    seg_size: np.ndarray,
-    which: np.ndarray,
-    rng: np.random.Generator,
-    weights: np.ndarray | None = None,
-    bayes_bootstrap: bool = True,
-) -> np.ndarray:
+def segment_choice(seg_start: np.ndarray, seg_size: np.ndarray, which: np.ndarray,
+                   rng: np.random.Generator, weights: np.ndarray | None = None,
+                   bayes_bootstrap: bool = True) -> np.ndarray:
     """One categorical draw per request inside a segment, vectorised.
 
     Segments ``g = 0..G-1`` are blocks ``[seg_start[g], seg_start[g] + seg_size[g])`` of a

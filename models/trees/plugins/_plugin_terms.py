@@ -41,22 +41,13 @@ def _polya(donors: Counter, syn: Counter, uniform: bool) -> float:
     return float(out)
 
 
-# ------------------------------------------------------------------------------------------
-# Monte Carlo likelihood of the smoothed values of one node (Wang & Reiter 2012)
-# ------------------------------------------------------------------------------------------
 def _z_blocks(n_z: int, width: int) -> list[slice]:
     step = max(1, _MC_BLOCK // max(width, 1))
     return [slice(a, a + step) for a in range(0, n_z, step)]
 
 
-def mc_node_loglik(
-    counts: np.ndarray,
-    log_k: np.ndarray,
-    log_m: np.ndarray,
-    z_weights: np.ndarray,
-    *,
-    return_terms: bool = False,
-) -> float | tuple[float, np.ndarray]:
+def mc_node_loglik(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray, z_weights: np.ndarray,
+                   *, return_terms: bool = False) -> float | tuple[float, np.ndarray]:
     """``log (1/R) Σ_r Π_s p_r(z_s)`` for a node's synthetic values (Wang & Reiter 2012).
 
     ``p_r(z) = Σ_k C_rk K_k(z) / Σ_k C_rk M_k`` is the kernel mixture of replicate ``r``, whose
@@ -92,16 +83,9 @@ def mc_node_loglik(
     return (val, lf) if return_terms else val
 
 
-def mc_node_loglik_extra(
-    counts: np.ndarray,
-    log_k: np.ndarray,
-    log_m: np.ndarray,
-    log_k_extra: np.ndarray,
-    log_m_extra: np.ndarray,
-    z_weights: np.ndarray,
-    *,
-    return_terms: bool = False,
-) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+def mc_node_loglik_extra(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray,
+                         log_k_extra: np.ndarray, log_m_extra: np.ndarray, z_weights: np.ndarray, *,
+                         return_terms: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """:func:`mc_node_loglik` for donors ``D`` plus one extra donor, for several extra values.
 
     The last column of ``counts`` belongs to the extra donor (record ``i`` with a candidate value);

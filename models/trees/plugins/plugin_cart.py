@@ -34,9 +34,6 @@ __all__ = ["CARTPlugin", "DonorTrees"]
 _CACHE_BYTES = 256 << 20  # common-random-number count matrices kept per release
 
 
-# ------------------------------------------------------------------------------------------
-# shared plumbing of the plug-in adapters
-# ------------------------------------------------------------------------------------------
 class PluginBase:
     """Value encoding, candidate rows and the per-release cache shared by the plug-ins."""
 
@@ -102,9 +99,8 @@ class PluginBase:
         self._cache_owner: Any = None
         self._level_codes: dict[str, dict[Any, float]] = {}
 
-    def _values(
-        self, df: pd.DataFrame, columns: Sequence[str] | None = None
-    ) -> dict[str, np.ndarray]:
+    def _values(self, df: pd.DataFrame,
+                columns: Sequence[str] | None = None) -> dict[str, np.ndarray]:
         """The synthesizer's encoding of ``df`` (float64)."""
         from bayes_risk.models.trees.missing import encoded_values
 
@@ -204,14 +200,9 @@ class PluginBase:
             return v.astype(np.float64)
         return None
 
-    def plugin_loglik(
-        self,
-        record: int,
-        candidates: pd.DataFrame,
-        synthetic: Sequence[pd.DataFrame],
-        *,
-        return_se: bool = False,
-    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    def plugin_loglik(self, record: int, candidates: pd.DataFrame,
+                      synthetic: Sequence[pd.DataFrame], *,
+                      return_se: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """``[m, G]`` log-likelihood of each dataset under each candidate (up to a common
         constant).
 
@@ -248,19 +239,13 @@ class PluginBase:
             var[:, off] = 0.0
         return (ll, np.sqrt(var)) if return_se else ll
 
-    def _loglik(
-        self,
-        i: int,
-        cand: dict[str, np.ndarray],
-        varying: list[str],
-        synthetic: Sequence[pd.DataFrame],
-    ) -> np.ndarray:
+    def _loglik(self, i: int, cand: dict[str, np.ndarray], varying: list[str],
+                synthetic: Sequence[pd.DataFrame]) -> np.ndarray:
         raise NotImplementedError
 
     @staticmethod
-    def _released_as_is(
-        released: dict[str, np.ndarray], cand: dict[str, np.ndarray], columns: Sequence[str]
-    ) -> np.ndarray:
+    def _released_as_is(released: dict[str, np.ndarray], cand: dict[str, np.ndarray],
+                        columns: Sequence[str]) -> np.ndarray:
         """Log-likelihood ``0``/``-inf`` of values released unaltered (``[G]``)."""
         ok = np.ones(len(cand[columns[0]]) if columns else 0, dtype=bool)
         for c in columns:
@@ -346,14 +331,8 @@ class CARTPlugin(PluginBase):
     >>> res = attribute_risk(CARTPlugin(cart, df, random_seed=1), df, syn)  # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        synthesizer: Any,
-        original: pd.DataFrame,
-        *,
-        n_bootstrap: int = 500,
-        random_seed: RandomSeed = None,
-    ) -> None:
+    def __init__(self, synthesizer: Any, original: pd.DataFrame, *, n_bootstrap: int = 500,
+                 random_seed: RandomSeed = None) -> None:
         self._bind(synthesizer, original, "bayes_risk.models.trees.cart.CARTSynthesizer")
         if synthesizer.unroutable != "climb":
             raise ValidationError(
@@ -400,13 +379,10 @@ class CARTPlugin(PluginBase):
         DonorTrees
         """
         cols = tuple(self.synthesizer.visit_sequence_)
-        return DonorTrees(
-            visit_sequence=cols, trees={c: self._trees[c] for c in cols},
-            values=self._vals, positions={c: self._pos[c] for c in cols},
-            encode=self._values, design=self._design,
-        )
+        return DonorTrees(visit_sequence=cols, trees={c: self._trees[c] for c in cols},
+                          values=self._vals, positions={c: self._pos[c] for c in cols},
+                          encode=self._values, design=self._design)
 
-    # ------------------------------------------------------------------ helpers
     @staticmethod
     def _column(key: Any) -> str:
         return key[1] if isinstance(key, tuple) else key
@@ -421,9 +397,7 @@ class CARTPlugin(PluginBase):
                 v = values[p][rows]
                 return v.astype(np.int64) if self.schema_[p].is_categorical else v
 
-            return tree.design.matrix(
-                design_inputs(self.schema_, preds, self._layout, value_of)[3]
-            )
+            return tree.design.matrix(design_inputs(self.schema_, preds, self._layout, value_of)[3])
         return np.zeros((rows.size, 1), dtype=np.float32), np.zeros((rows.size, 0), dtype=np.int64)
 
     def _path(self, key: Any, node: int) -> list[int]:
@@ -511,15 +485,8 @@ class CARTPlugin(PluginBase):
         self._crn_bytes += c.nbytes
         return c
 
-    def _node_loglik(
-        self,
-        key: tuple[int, int, int],
-        col: str,
-        donors: np.ndarray,
-        extras: np.ndarray | None,
-        zu: np.ndarray,
-        zw: np.ndarray,
-    ) -> np.ndarray:
+    def _node_loglik(self, key: tuple[int, int, int], col: str, donors: np.ndarray,
+                     extras: np.ndarray | None, zu: np.ndarray, zw: np.ndarray) -> np.ndarray:
         """Smoothed node log-likelihood with donors ``D`` (``extras=None``) or ``D ∪ {x}`` per
         extra value ``x``, and the replicates' log-likelihoods ``[n_out, R]``."""
         from bayes_risk.models.trees.cart_leaf import kernel_log_terms
@@ -565,25 +532,16 @@ class CARTPlugin(PluginBase):
             # the support stays [min D, max D]: the donors' part is shared (rank-one update);
             # no atoms here (D unequal, or x = v and the node does not smooth)
             lk_x, lm_x = terms(extras[inner], lo, hi)
-            out[inner], lfs[inner] = mc_node_loglik_extra(
-                counts, *terms(donors, lo, hi), lk_x.T, lm_x, zw, return_terms=True
-            )
+            out[inner], lfs[inner] = mc_node_loglik_extra(counts, *terms(donors, lo, hi), lk_x.T,
+                                                          lm_x, zw, return_terms=True)
         for k in np.flatnonzero(~inner):
             out[k], lfs[k] = full(np.append(donors, extras[k]), counts)
         return out, lfs
 
-    def _smoothed_loglik(
-        self,
-        li: int,
-        ci: int,
-        col: str,
-        pos: int,
-        old: set[int],
-        paths: list[set[int]],
-        ystar: np.ndarray,
-        zstate: dict[int, tuple[np.ndarray, np.ndarray]],
-        g0: int,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _smoothed_loglik(self, li: int, ci: int, col: str, pos: int, old: set[int],
+                         paths: list[set[int]], ystar: np.ndarray,
+                         zstate: dict[int, tuple[np.ndarray, np.ndarray]],
+                         g0: int) -> tuple[np.ndarray, np.ndarray]:
         """``[G]`` log-likelihood of the smoothed column's touched nodes under each candidate,
         and ``[G]`` Monte Carlo variance of each candidate's difference from candidate ``g0``
         (the truth): nodes use independent replicates, so their variances add."""
@@ -617,14 +575,8 @@ class CARTPlugin(PluginBase):
                     var[g] += mc_log_var(lf[g], lf[g0], paired=bool(inside[g] == inside[g0]))
         return ell, var
 
-    # ------------------------------------------------------------------ protocol
-    def _loglik(
-        self,
-        i: int,
-        cand_vals: dict[str, np.ndarray],
-        columns: list[str],
-        synthetic: Sequence[pd.DataFrame],
-    ) -> np.ndarray:
+    def _loglik(self, i: int, cand_vals: dict[str, np.ndarray], columns: list[str],
+                synthetic: Sequence[pd.DataFrame]) -> np.ndarray:
         syn = self.synthesizer
         G = len(cand_vals[columns[0]])
         out = np.zeros((len(synthetic), G))
@@ -676,9 +628,8 @@ class CARTPlugin(PluginBase):
                 if col not in paths:
                     continue
                 old, new_paths = paths[col]
-                ell, v = self._smoothed_loglik(
-                    li, ci, col, where[col][0], old, new_paths, cand_vals[col], state[col], g0
-                )
+                ell, v = self._smoothed_loglik(li, ci, col, where[col][0], old, new_paths,
+                                               cand_vals[col], state[col], g0)
                 out[li] += ell
                 var[li] += v
             if not syn.records_[i]:  # a record that was not replaced is released as it is

@@ -33,9 +33,7 @@ class _Forest:
     id range ``[k, end[k])``.
     """
 
-    def __init__(
-        self, rf: Any, X: np.ndarray, y: np.ndarray, d: int, oob_only: bool
-    ) -> None:
+    def __init__(self, rf: Any, X: np.ndarray, y: np.ndarray, d: int, oob_only: bool) -> None:
         ests = rf.estimators_
         sizes = np.array([e.tree_.node_count for e in ests], dtype=np.int64)
         self.B = len(ests)
@@ -220,16 +218,14 @@ class RFPlugin(PluginBase):
         syn = self.synthesizer
         return syn._matrix(syn.predictors_[col], lambda p: values[p][rows], self._layout)
 
-    def _syn_matrix(
-        self, col: str, zv: dict[str, np.ndarray], base: dict[str, np.ndarray], rows: np.ndarray
-    ) -> np.ndarray:
+    def _syn_matrix(self, col: str, zv: dict[str, np.ndarray], base: dict[str, np.ndarray],
+                    rows: np.ndarray) -> np.ndarray:
         """Synthesis predictors: synthetic values of the columns visited before ``col``."""
         syn = self.synthesizer
         done = set(syn.visit_sequence_[: syn.visit_sequence_.index(col)])
         return self._inputs(col, {p: zv[p] if p in done else base[p]
                                   for p in syn.predictors_[col]}, rows)
 
-    # ------------------------------------------------------------------ per dataset
     def _dataset_state(self, li: int, z: pd.DataFrame) -> dict[str, Any]:
         """Per forest: base ``log p_r(z_r)``, and the synthetic records of every leaf (CSR)."""
         if li in self._cache:
@@ -292,10 +288,8 @@ class RFPlugin(PluginBase):
             "ptr": ptr,
         }
 
-    # ------------------------------------------------------------------ per record
-    def _changes(
-        self, key: tuple[str, int | None], i: int, cand: dict[str, np.ndarray], varying: set[str]
-    ) -> dict[str, np.ndarray] | None:
+    def _changes(self, key: tuple[str, int | None], i: int, cand: dict[str, np.ndarray],
+                 varying: set[str]) -> dict[str, np.ndarray] | None:
         """Leaves whose class counts change under each candidate: arrays over changed
         (candidate, tree, leaf) entries ``g``, ``b``, ``node``, ``qb``/``qn`` (shares before and
         after); ``None`` when record ``i`` does not train this forest."""
@@ -343,14 +337,8 @@ class RFPlugin(PluginBase):
             "qn": self._q(np.concatenate([eff, n_new])),
         }
 
-    def _own_logp(
-        self,
-        key: tuple[str, int | None],
-        i: int,
-        cand: dict[str, np.ndarray],
-        zvs: list[dict[str, np.ndarray]],
-        ch: dict[str, np.ndarray],
-    ) -> np.ndarray:
+    def _own_logp(self, key: tuple[str, int | None], i: int, cand: dict[str, np.ndarray],
+                  zvs: list[dict[str, np.ndarray]], ch: dict[str, np.ndarray]) -> np.ndarray:
         """``[m, G]`` log p_i(z_i) of record ``i``'s own synthetic value (by this forest)."""
         col = key[0]
         F = self._forests[key]
@@ -373,15 +361,8 @@ class RFPlugin(PluginBase):
         with np.errstate(divide="ignore"):
             return np.where(p > 0, np.log(np.where(p > 0, p, 1.0)), -np.inf)
 
-    def _column_loglik(
-        self,
-        key: tuple[str, int | None],
-        i: int,
-        ch: dict[str, np.ndarray],
-        st: dict[str, Any],
-        own: np.ndarray | None,
-        G: int,
-    ) -> np.ndarray:
+    def _column_loglik(self, key: tuple[str, int | None], i: int, ch: dict[str, np.ndarray],
+                       st: dict[str, Any], own: np.ndarray | None, G: int) -> np.ndarray:
         """``[G]`` log-likelihood of the synthetic values this forest drew under each candidate
         (``own``: record ``i``'s own term, ``None`` when another forest synthesizes it)."""
         F = self._forests[key]
@@ -431,14 +412,8 @@ class RFPlugin(PluginBase):
             zeros += ~np.isfinite(own)
         return np.where(zeros > 0, -np.inf, fin)
 
-    # ------------------------------------------------------------------ protocol
-    def _loglik(
-        self,
-        i: int,
-        cand: dict[str, np.ndarray],
-        columns: list[str],
-        synthetic: Sequence[pd.DataFrame],
-    ) -> np.ndarray:
+    def _loglik(self, i: int, cand: dict[str, np.ndarray], columns: list[str],
+                synthetic: Sequence[pd.DataFrame]) -> np.ndarray:
         # the full plug-in log-likelihoods Σ_j Σ_r log p_r(z_rj) of the replaced records (the
         # records released as they are contribute 0)
         syn = self.synthesizer
@@ -484,8 +459,7 @@ def _refuse_synthesized_groups(syn: Any) -> None:
         )
 
 
-def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *,
-                      random_seed: Any = None) -> Any:
+def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *, random_seed: Any = None) -> Any:
     """The likelihood attribute risk uses for a fitted synthesizer.
 
     A synthesizer with a ``plugin_likelihood`` method builds its plug-in
