@@ -102,15 +102,13 @@ def check_model(model: Any, selection: Any = None) -> None:
         raise NotSupportedError(
             f"{name} does not supply posterior draws with record_loglik and fit_augmented; "
             "membership risk needs both (methods, Membership disclosure risk).",
-            code="MEMBERSHIP_MODEL_UNSUPPORTED",
-        )
+            code="MEMBERSHIP_MODEL_UNSUPPORTED")
     if getattr(model, "model_class", "P") != "P":
         raise NotSupportedError(
             f"{name} is a class O model (its synthetic values depend on the records' own values "
             "given Θ, e.g. DPMPM's posterior_class mode): the membership ratio is derived for "
             "class P models only; refit in marginal mode.",
-            code="MEMBERSHIP_MODEL_UNSUPPORTED",
-        )
+            code="MEMBERSHIP_MODEL_UNSUPPORTED")
     schema = getattr(model, "schema_", None)
     if schema is None:
         raise ValidationError(f"{name} is not fitted; fit it before membership_risk.",
@@ -130,8 +128,7 @@ def check_model(model: Any, selection: Any = None) -> None:
             "without looking at their values) or a rule on a record's own values (e.g. "
             f"{arg_name('selection', repr(_RULE), cli=repr(_RULE))}). A member left "
             "unsynthesized is released whole: its membership is revealed outright.",
-            code="MEMBERSHIP_PARTIAL_SYNTHESIS",
-        )
+            code="MEMBERSHIP_PARTIAL_SYNTHESIS")
     families = getattr(model, "families_", None) or {}
     rounded = [c for c, f in families.items()
                if f == "normal" and c in schema.names and schema[c].type == "count"]
@@ -141,8 +138,7 @@ def check_model(model: Any, selection: Any = None) -> None:
             "draws: the released counts are not drawn from the density its likelihood and "
             "refits use, so the membership ratio would be approximate. Model them with "
             "poisson_log (the default for counts) or declare them continuous.",
-            code="MEMBERSHIP_MODEL_UNSUPPORTED",
-        )
+            code="MEMBERSHIP_MODEL_UNSUPPORTED")
     us = list(schema.unsynthesized)
     if us and getattr(model, "ratio_form", "joint") != "conditional":
         raise NotSupportedError(
@@ -155,8 +151,7 @@ def check_model(model: Any, selection: Any = None) -> None:
             "bound (methods, Membership disclosure risk, Partially synthetic releases). Fit a "
             "model of the synthesized columns given the unsynthesized ones "
             "(SequentialRegression).",
-            code="MEMBERSHIP_PARTIAL_SYNTHESIS",
-        )
+            code="MEMBERSHIP_PARTIAL_SYNTHESIS")
 
 
 def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
@@ -280,9 +275,8 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
     fit_rng, pop_rng, slot_rng, norm_rng, boot_rng = rng.spawn(5)
     posteriors = fit_posteriors(model, orig, datasets, augmented, fit_rng, progressbar)
 
-    targets, role, source, src_row, slots = plan(model, orig, members, hold,
-                                                          int(population), pop_rng, slot_rng,
-                                                          rows_)
+    targets, role, source, src_row, slots = plan(model, orig, members, hold, int(population),
+                                                 pop_rng, slot_rng, rows_)
     T = len(targets)
     n_non = T - len(members)
     uslots, slot_inv = np.unique(slots, return_inverse=True)
@@ -305,9 +299,8 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
     normalised = m > 1 or (rule is not None and rule.kind == "rule")
     if normalised:
         log_d, norm_khat, norm_ess = _normalisers(
-            model, posteriors, orig, uslots, slot_inv, slot_lls, match,
-            orig_keys if us else None, int(normaliser_draws), norm_rng, schema, us, rule,
-            rows_)
+            model, posteriors, orig, uslots, slot_inv, slot_lls, match, orig_keys if us else None,
+            int(normaliser_draws), norm_rng, schema, us, rule, rows_)
     log_lr = _est.membership_log_lr(base, aug, log_d) - log_p_us
     # a target whose unsynthesized values are not the slot's, or that the selection rules out:
     # membership is excluded exactly; a record released whole is revealed
@@ -317,8 +310,7 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
 
     khat_max, ess_min, flags, mc_thresholds = diagnostics(
         match, log_lr, khats, ess, norm_khat, norm_ess, H=H, normalised=normalised,
-        normaliser_draws=int(normaliser_draws), khat=khat,
-        partial=bool(us) or rule is not None)
+        normaliser_draws=int(normaliser_draws), khat=khat, partial=bool(us) or rule is not None)
     for t in np.flatnonzero(released_whole):
         flags[t].append("RELEASED_WHOLE")
     _holdout.flag_copies(flags, source, src_row, copies)
@@ -411,9 +403,8 @@ def _tree_membership_risk(model: Any, original: Any, synthetic: Any, *, holdout:
     norm_thr = _est.thresholds(int(normaliser_draws))
     # an infinite ratio of a revealed slot is exact (a result, not a failed estimate)
     checked = np.where(res["slot_revealed"], 0.0, log_lr)
-    flags = target_flags(match, checked, None, np.full(T, np.inf),
-                   res["normaliser_khat"], res["normaliser_ess"], np.inf, 0.0,
-                   None if exact else norm_thr)
+    flags = target_flags(match, checked, None, np.full(T, np.inf), res["normaliser_khat"],
+                         res["normaliser_ess"], np.inf, 0.0, None if exact else norm_thr)
     _holdout.flag_copies(flags, source, src_row, copies)
     table = record_table(
         dict(role=role, source=source, row=np.asarray(src_row, dtype=np.int64), slot=slots,
@@ -457,5 +448,4 @@ def _tree_membership_risk(model: Any, original: Any, synthetic: Any, *, holdout:
         normaliser="exact (the predictive's support enumerated)" if exact
         else f"{int(normaliser_draws)} population draws (importance sampling"
         + (", per cell of the unsynthesized columns)" if us else ")"))
-    return MembershipRiskResult(records=table, file=summary, settings=settings,
-                                warnings=warnings_)
+    return MembershipRiskResult(records=table, file=summary, settings=settings, warnings=warnings_)

@@ -33,9 +33,8 @@ def fit_posteriors(model: Any, orig: pd.DataFrame, datasets: list[pd.DataFrame],
     else:
         augmented = list(augmented)
         if len(augmented) != m:
-            raise ValidationError(
-                f"augmented must hold one model per synthetic dataset ({m}); got "
-                f"{len(augmented)}.")
+            raise ValidationError(f"augmented must hold one model per synthetic dataset ({m}); got "
+                                  f"{len(augmented)}.")
     return [model, *augmented]
 
 

@@ -106,9 +106,8 @@ def screen_holdout(original: pd.DataFrame, holdout: pd.DataFrame | None) -> np.n
     why = ("a holdout must hold records of the population that are not in the original; a "
            "member scored as a non-member lowers the attack's measured advantage")
     if ov.copies.all():
-        raise ValidationError(
-            f"holdout: {ov.describe()}: is it a part of the original? {why}.",
-            code="HOLDOUT_OVERLAPS_ORIGINAL")
+        raise ValidationError(f"holdout: {ov.describe()}: is it a part of the original? {why}.",
+                              code="HOLDOUT_OVERLAPS_ORIGINAL")
     warnings.warn(DataWarning(
         f"holdout: {ov.describe()}, more than chance explains; {why}. These rows are flagged "
         "HOLDOUT_IN_ORIGINAL and left out of the summaries and of the distance baseline "

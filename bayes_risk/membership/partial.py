@@ -194,7 +194,6 @@ def slot_match(orig: pd.DataFrame, targets: pd.DataFrame, slots: np.ndarray, sch
         return np.ones(T, dtype=bool), np.zeros(T), None, None
     orig_keys, target_keys = cell_keys([orig, targets], schema, us, reference=orig)
     slot_keys = orig_keys[slots]
-    log_p_us = log_p_unsynthesized(slot_keys, orig_keys, n_cells(orig, schema, us),
-                                   float(alpha))
+    log_p_us = log_p_unsynthesized(slot_keys, orig_keys, n_cells(orig, schema, us), float(alpha))
     return target_keys == slot_keys, log_p_us, orig_keys, slot_keys
 

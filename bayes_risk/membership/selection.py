@@ -58,8 +58,7 @@ class SelectionRule:
                 arr.dtype == object and all(isinstance(v, (bool, np.bool_)) for v in arr))):
             raise ValidationError(
                 f"{arg_name('selection')} {self.description!r} must give one True/False per "
-                "record of "
-                f"{what} ({len(table)}); got {arr.dtype} of shape {arr.shape}.",
+                "record of " f"{what} ({len(table)}); got {arr.dtype} of shape {arr.shape}.",
                 code="BAD_SELECTION_RULE")
         return arr.astype(bool)
 

@@ -64,8 +64,7 @@ class AttackSpec:
                                   "population_size=N.", code="OPTION_REQUIRED")
         if N is not None and (isinstance(N, bool) or not isinstance(N, (int, np.integer))
                               or N < 1):
-            raise ValidationError(
-                f"AttackSpec.population_size must be an integer >= 1. Got {N!r}.")
+            raise ValidationError(f"AttackSpec.population_size must be an integer >= 1. Got {N!r}.")
         t = self.threshold
         if isinstance(t, bool) or not isinstance(t, (int, float, np.number)) or not 0 < t < 1:
             raise ValidationError(f"AttackSpec.threshold must be in (0, 1). Got {t!r}.")

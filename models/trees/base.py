@@ -59,8 +59,7 @@ def prepare_schema(data: pd.DataFrame, schema: Schema | None, synthesized: Seque
         order = schema.synthesized
     if not order:
         raise ValidationError(
-            "no column to synthesize: pass synthesize=[...] or a schema with synthesized roles."
-        )
+            "no column to synthesize: pass synthesize=[...] or a schema with synthesized roles.")
     schema = schema.with_roles(order, known=schema.known)
     validate_table(data, schema, name="data", allow_nan=allow_missing)
     return schema, list(order)

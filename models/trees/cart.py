@@ -182,12 +182,11 @@ class CARTSynthesizer(TreeSynthesizer):
     def _set_state(self) -> None:
         """Build the fitted state the synthesis functions read."""
         self._state = CARTState(
-            schema=self.schema_, visit_sequence=self.visit_sequence_,
-            predictors=self.predictors_, trees=self.trees_, missing=self.missing_,
-            missing_trees=self.missing_trees_, smoothed=self.smoothed_,
-            bandwidth=self.bandwidth_, integer=self._integer, decimals=self._decimals,
-            records=self.records_, data=self._data, index=self._index, values=self._values,
-        )
+            schema=self.schema_, visit_sequence=self.visit_sequence_, predictors=self.predictors_,
+            trees=self.trees_, missing=self.missing_, missing_trees=self.missing_trees_,
+            smoothed=self.smoothed_, bandwidth=self.bandwidth_, integer=self._integer,
+            decimals=self._decimals, records=self.records_, data=self._data, index=self._index,
+            values=self._values)
 
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Draw ``m`` synthetic datasets, each from its own child stream of ``random_seed``.

@@ -35,16 +35,14 @@ def check_settings(model: Any) -> None:
     if not (isinstance(model.min_deviance, (int, float)) and 0 <= model.min_deviance < 1):
         raise ValidationError(
             f"min_deviance must be a number in [0, 1). Got {model.min_deviance!r}.",
-            code="INVALID_ARGUMENT"
-        )
+            code="INVALID_ARGUMENT")
     if model.donor not in ("bayes_bootstrap", "uniform"):
         raise ValidationError(f"donor must be 'bayes_bootstrap' or 'uniform'. Got {model.donor!r}.",
                               code="INVALID_ARGUMENT")
     if model.unroutable not in ("climb", "random_descent"):
         raise ValidationError(
             f"unroutable must be 'climb' or 'random_descent'. Got {model.unroutable!r}.",
-            code="INVALID_ARGUMENT"
-        )
+            code="INVALID_ARGUMENT")
 
 
 def smoothed_columns(model: Any, schema: Schema, order: list[str]) -> list[str]:
@@ -60,14 +58,12 @@ def smoothed_columns(model: Any, schema: Schema, order: list[str]) -> list[str]:
         if c not in order:
             raise ValidationError(
                 f"smoothing: column {c!r} is not synthesized (synthesized: {order}).",
-                code="INVALID_ARGUMENT"
-            )
+                code="INVALID_ARGUMENT")
         if schema[c].is_categorical:
             raise ValidationError(
                 f"smoothing: column {c!r} is {schema[c].type}; kernel smoothing applies to "
                 "numeric (count/continuous) columns only.",
-                code="WRONG_DTYPE"
-            )
+                code="WRONG_DTYPE")
     return cols
 
 
@@ -96,8 +92,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
             raise ValidationError(
                 f"column {c!r} has no observed value (every cell is empty or a missing-value "
                 "code); expected at least one value to synthesize from.",
-                code="MISSING_VALUES"
-            )
+                code="MISSING_VALUES")
     # encoded views of the confidential data (codes for categorical, floats for numeric)
     values = encoded_values(data, schema, layout)
     seeds = spawn(random_seed, len(order))

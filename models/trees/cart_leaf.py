@@ -206,8 +206,7 @@ def truncated_kde_logpdf(x: np.ndarray | float, b: Sequence[float], h: float, lo
     w = np.ones(b.size) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
     if w.shape != b.shape or np.any(w < 0) or not np.any(w > 0):
         raise ValidationError(
-            f"weights must be {b.size} non-negative numbers, not all 0. Got {weights!r}."
-        )
+            f"weights must be {b.size} non-negative numbers, not all 0. Got {weights!r}.")
     log_k, log_m = kernel_log_terms(x.ravel(), b, h, lo, hi, decimals=decimals,
                                     integer_output=integer_output)
     with np.errstate(divide="ignore"):

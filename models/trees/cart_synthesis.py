@@ -30,8 +30,7 @@ def route(state: CARTState, records: pd.DataFrame, column: str, random_seed: Ran
     """The work of :meth:`CARTSynthesizer.route` (documented there)."""
     if column not in state.trees:
         raise ValidationError(
-            f"column {column!r} is not synthesized (synthesized: {state.visit_sequence})."
-        )
+            f"column {column!r} is not synthesized (synthesized: {state.visit_sequence}).")
     tree = state.trees[column]
     preds = state.predictors[column]
     if not preds:
@@ -59,8 +58,7 @@ def output_rounding(state: CARTState, column: str) -> tuple[int | None, bool]:
     """The work of :meth:`CARTSynthesizer.output_rounding` (documented there)."""
     if column not in state.smoothed:
         raise ValidationError(
-            f"column {column!r} is not kernel-smoothed (smoothed: {list(state.smoothed)})."
-        )
+            f"column {column!r} is not kernel-smoothed (smoothed: {list(state.smoothed)}).")
     integer = bool(state.integer.get(column))
     decimals = 0 if integer else state.decimals.get(column)
     final = integer and pd.api.types.is_integer_dtype(state.data[column].dtype)
@@ -150,8 +148,7 @@ def two_step(state: CARTState, col, lay, sel, cur, src, unrout, rng, *, unroutab
         n_flag += n_f2
         if col in state.smoothed:
             vals = vals.copy()
-            vals[obs] = kernel_draw(state, col, tree, used, inv, seg_start, sizes, pos_map,
-                                    rng, bb)
+            vals[obs] = kernel_draw(state, col, tree, used, inv, seg_start, sizes, pos_map, rng, bb)
         else:
             j = segment_choice(seg_start, sizes, inv, rng, bayes_bootstrap=bb)
             rows = rows.copy()
@@ -177,8 +174,7 @@ def route_blocks(state: CARTState, tree, col, cur, sel, rng, unroutable: str, su
             return v if subset is None else v[subset]
 
         X, codes = tree.design.matrix(
-            design_inputs(state.schema, preds, state.missing, value_of)[3]
-        )
+            design_inputs(state.schema, preds, state.missing, value_of)[3])
     else:
         X = np.zeros((n_rec, 1), dtype=np.float32)
         codes = np.zeros((n_rec, 0), dtype=np.int64)

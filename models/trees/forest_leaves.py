@@ -94,8 +94,7 @@ def leaf_probabilities(leaf_counts: np.ndarray, probabilities: str = "vote",
         with np.errstate(invalid="ignore", divide="ignore"):
             return (c + alpha) / (c.sum(axis=-1, keepdims=True) + d * alpha)
     raise ValidationError(
-        f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {probabilities!r}."
-    )
+        f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {probabilities!r}.")
 
 
 def synthesis_probabilities(leaf_counts: np.ndarray, probabilities: str = "vote",

@@ -76,8 +76,7 @@ def save_synthesizer(model: Any, path: str | os.PathLike[str], *, state: Mapping
         if np.asarray(a).dtype == object:  # pragma: no cover - guarded by the callers
             raise ValidationError(
                 f"array {k!r} has dtype object; it cannot be saved without pickle.",
-                code="MODEL_NOT_SAVABLE"
-            )
+                code="MODEL_NOT_SAVABLE")
     fp = getattr(model, "original_fingerprint_", None) or {}
     meta: dict[str, Any] = {
         "format": "bayes-risk model",
@@ -124,16 +123,14 @@ def load_synthesizer(
         raise ValidationError(
             f"{p} holds a {meta.get('method')!r} model, not {cls.method_name!r}; use "
             "bayes_risk.models.load_model(path).",
-            code="MODEL_UNSUITED"
-        )
+            code="MODEL_UNSUITED")
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
         raise ValidationError(
             f"{p} is a saved {cls.method_name!r} synthesizer of format version {version!r}; "
             f"this bayes-risk reads format version {FORMAT_VERSION} only. Use the bayes-risk "
             "release that wrote it, or fit the synthesizer again.",
-            code="MODEL_FORMAT_VERSION",
-        )
+            code="MODEL_FORMAT_VERSION")
     verify_model_folder(p, meta, required=(ARRAYS_FILE, DATA_FILE), legacy=False)
     try:
         with np.load(p / ARRAYS_FILE, allow_pickle=False) as z:

@@ -159,8 +159,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
     default_m = 1
     _fitted_attribute: ClassVar[str] = "recipients_"
     #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
-    info = ModelInfo(partial_synthesis=True, required=("identifying",),
-                     releases_donor_values=True)
+    info = ModelInfo(partial_synthesis=True, required=("identifying",), releases_donor_values=True)
 
     def __init__(self, *, identifying: Sequence[str] | None = None, threshold: int = 5,
                  constraints: Mapping[str, Any] | Sequence[Constraint] | None = None,
@@ -232,8 +231,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             schema = infer_schema(data)
         elif not isinstance(schema, Schema):
             raise ValidationError(
-                f"schema must be a bayes_risk Schema. Got {type(schema).__name__}."
-            )
+                f"schema must be a bayes_risk Schema. Got {type(schema).__name__}.")
         as_generator(self._fit_seed(random_seed))  # unused by the fit; a bad seed is an error now
         ivs = schema.check_columns(list(self.identifying), "identifying")
         syn = synthesized_columns(synthesized, schema)
@@ -242,8 +240,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             if c not in ivs:
                 raise ValidationError(
                     f"synthesized: column {c!r} is not an identifying variable ({ivs}); "
-                    "non-identifying variables are never synthesized by this method."
-                )
+                    "non-identifying variables are never synthesized by this method.")
         schema = schema.with_roles(syn, known=schema.known)
         validate_table(data, schema, name="data", missing_hint=refusal_hint("PMM"))
         cons = self._constraints(syn)
@@ -257,8 +254,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             for c in self.predictors:
                 if c not in syn:
                     raise ValidationError(
-                        f"predictors: column {c!r} is not synthesized (synthesized: {syn})."
-                    )
+                        f"predictors: column {c!r} is not synthesized (synthesized: {syn}).")
         self._keep_fitted_table(data, schema)
         data = self._data
         cells = sensitive_cells(data, ivs, int(thr))
@@ -270,8 +266,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             if recipients.all():
                 raise ValidationError(
                     "records selects every record as a recipient; predictive mean matching "
-                    "needs donors (records left out of the selection)."
-                )
+                    "needs donors (records left out of the selection).")
         self.schema_ = schema
         self.identifying_ = ivs
         self.synthesize_ = list(syn)
@@ -291,8 +286,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             for k, v in c.items():
                 if k not in syn:
                     raise ValidationError(
-                        f"constraints: column {k!r} is not synthesized (synthesized: {syn})."
-                    )
+                        f"constraints: column {k!r} is not synthesized (synthesized: {syn}).")
                 fs = list(v) if isinstance(v, (list, tuple)) else [v]
                 out[k] = fs
         else:
@@ -304,8 +298,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 if not callable(f):
                     raise ValidationError(
                         f"constraints must be callables allowed(recipient_row, donor_value). "
-                        f"Got {f!r}."
-                    )
+                        f"Got {f!r}.")
         return out
 
     def _design(self, df: pd.DataFrame, preds: list[str], splines: bool) -> np.ndarray:
@@ -372,9 +365,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 f"the {model} model for {col!r} did not converge (often quasi-separation in small "
                 "cells); its predictions are still used only to rank donors, but check the "
                 "matches or condense categories.",
-                ConvergenceWarning,
-                skip_file_prefixes=CALLER,
-            )
+                ConvergenceWarning, skip_file_prefixes=CALLER)
 
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Produce ``m`` implicates (Hawala 2008 releases one; ``m > 1`` uses independent streams).
@@ -417,9 +408,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                     f"{mc} record(s) (threshold {self.threshold}); the donor pool or the "
                     "constraints did not allow all recipients to leave the sensitive cells. "
                     "Consider condensing categories or relaxing constraints.",
-                    DataWarning,
-                    skip_file_prefixes=CALLER,
-                )
+                    DataWarning, skip_file_prefixes=CALLER)
             if un:
                 w.append("NO_ALLOWED_DONOR")
             codes.append(w)
@@ -480,8 +469,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 "constraints: a synthesizer with constraints cannot be saved (they are Python "
                 "callables, and a saved model holds no code); expected constraints=None. Keep "
                 "the fitted object, or synthesize in the session that defines the constraints.",
-                code="CONSTRAINTS_NOT_SAVED",
-            )
+                code="CONSTRAINTS_NOT_SAVED")
         state = {
             "identifying": list(self.identifying_),
             "synthesized": list(self.synthesize_),

@@ -134,8 +134,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
             check_integer(name, getattr(self, name))
         if self.probabilities not in ("vote", "leaf_dirichlet"):
             raise ValidationError(
-                f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {self.probabilities!r}."
-            )
+                f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {self.probabilities!r}.")
         a = self.alpha
         if not (isinstance(a, (int, float)) and np.isfinite(a) and a >= 0):
             raise ValidationError(f"alpha must be a number >= 0. Got {self.alpha!r}.")
@@ -143,8 +142,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
             raise ValidationError(f"procedure must be 'A' or 'B'. Got {self.procedure!r}.")
         if self.tie_order not in ("fewer_categories", "random"):
             raise ValidationError(
-                f"tie_order must be 'fewer_categories' or 'random'. Got {self.tie_order!r}."
-            )
+                f"tie_order must be 'fewer_categories' or 'random'. Got {self.tie_order!r}.")
         mf = self.max_features
         if not (mf == "sqrt" or (isinstance(mf, (int, np.integer)) and not isinstance(mf, bool)
                                  and mf >= 1)):
@@ -193,8 +191,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
                     f"column {c!r} is {schema[c].type}; the random-forest synthesizer replaces "
                     "categorical/ordinal columns only (declare integer-coded factors categorical, "
                     "or use method 'cart' for numeric columns).",
-                    code="WRONG_DTYPE"
-                )
+                    code="WRONG_DTYPE")
         masks = self._record_masks(records, cols, len(data))
         rng = as_generator(random_seed)
         order = self._order(cols, schema, masks, rng)
@@ -228,8 +225,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
                 raise ValidationError(
                     f"column {col!r}: at least 2 replaced records are needed to grow a forest. "
                     f"Got {train.size}.",
-                    code="TOO_FEW_RECORDS"
-                )
+                    code="TOO_FEW_RECORDS")
             X = self._matrix(preds, lambda p, t=train: values[p][t], layout)
             y = values[col][train].astype(np.int64)
             rf, ib = self._grow(RandomForestClassifier, X, y, X.shape[1], forest_seeds[k], col)
@@ -242,8 +238,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
                 group_sizes[col], group_fallback[col] = self._grow_groups(
                     RandomForestClassifier, col, groups[col], values[groups[col]][train], X, y,
                     schema, forest_seeds[k], layout,
-                    (group_forests[col], group_tables[col], group_tpos[col], group_inbag[col]),
-                )
+                    (group_forests[col], group_tables[col], group_tpos[col], group_inbag[col]))
         self.schema_ = schema
         self._keep_fitted_table(data, schema)
         self.visit_sequence_ = order
@@ -272,8 +267,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
             unknown = [c for c in records if c not in cols]
             if unknown:
                 raise ValidationError(
-                    f"records: column {unknown[0]!r} is not synthesized (synthesized: {cols})."
-                )
+                    f"records: column {unknown[0]!r} is not synthesized (synthesized: {cols}).")
             return {c: records_mask(records.get(c), n, f"records[{c!r}]") for c in cols}
         mk = records_mask(records, n)
         return {c: mk for c in cols}
@@ -287,8 +281,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
                 raise ValidationError(
                     f"procedure 'B' requires all replaced columns to share the same replaced "
                     f"records; {c!r} and {order[0]!r} differ. Use procedure 'A'.",
-                    code="INVALID_ARGUMENT"
-                )
+                    code="INVALID_ARGUMENT")
 
     @staticmethod
     def _fit_call(cols: list[str], masks: dict[str, np.ndarray], random_seed: RandomSeed) -> dict:
@@ -376,8 +369,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
                 raise ValidationError(
                     f"column {label!r}: could not reach min_oob_trees={self.min_oob_trees} "
                     f"out-of-bag trees for every record with {cap} trees.",
-                    code="FIT_FAILED"
-                )
+                    code="FIT_FAILED")
             rf.n_estimators += 100
             rf.fit(X, y)
 
@@ -394,33 +386,28 @@ class RandomForestSynthesizer(TreeSynthesizer):
             for c, g in gb.items():
                 if c not in cols:
                     raise ValidationError(
-                        f"group_by: column {c!r} is not synthesized (synthesized: {cols})."
-                    )
+                        f"group_by: column {c!r} is not synthesized (synthesized: {cols}).")
                 if not isinstance(g, str):
                     raise ValidationError(f"group_by[{c!r}] must be a column name. Got {g!r}.")
                 schema.check_columns([g], f"group_by[{c!r}]")
                 if g == c:
                     raise ValidationError(
-                        f"group_by[{c!r}]: a column cannot be synthesized within groups of itself."
-                    )
+                        f"group_by[{c!r}]: a column cannot be synthesized within groups of itself.")
                 groups[c] = g
         else:
             raise ValidationError(
                 f"group_by must be a column name or a mapping {{column: grouping column}}. "
-                f"Got {type(gb).__name__}."
-            )
+                f"Got {type(gb).__name__}.")
         for c, g in groups.items():
             if not schema[g].is_categorical:
                 raise ValidationError(
                     f"group_by: grouping column {g!r} is {schema[g].type}; groups are the levels "
-                    "of a categorical column (bin a numeric column first)."
-                )
+                    "of a categorical column (bin a numeric column first).")
             if g in cols and order.index(g) > order.index(c):
                 raise ValidationError(
                     f"group_by: {c!r} is grouped by {g!r}, which is synthesized later in the visit "
                     f"order {order}; its genuine values would steer the synthesis of {c!r}. Visit "
-                    f"{g!r} first (visit_sequence) or group by an unsynthesized column."
-                )
+                    f"{g!r} first (visit_sequence) or group by an unsynthesized column.")
         return groups
 
     def _order(self, cols, schema, masks, rng) -> list[str]:
@@ -428,8 +415,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
             vs = list(self.visit_sequence)
             if sorted(vs) != sorted(cols):
                 raise ValidationError(
-                    f"visit_sequence must list exactly the synthesized columns {cols}. Got {vs}."
-                )
+                    f"visit_sequence must list exactly the synthesized columns {cols}. Got {vs}.")
             return vs
         amount = {c: int(masks[c].sum()) for c in cols}
         if self.tie_order == "fewer_categories":
@@ -461,8 +447,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
             # float32 halves the memory of the stacked tables (~n_trees × 2 n_train rows × d);
             # probabilities are renormalised when drawn
             parts.append(
-                leaf_probabilities(cnt, self.probabilities, float(self.alpha)).astype(np.float32)
-            )
+                leaf_probabilities(cnt, self.probabilities, float(self.alpha)).astype(np.float32))
             offs.append(offs[-1] + nn)
         return np.vstack(parts), np.asarray(offs[:-1], dtype=np.int64)
 

@@ -61,22 +61,19 @@ class PluginBase:
                             for k in type(synthesizer).__mro__}:
             raise ValidationError(
                 f"synthesizer must be a fitted bayes_risk.models.{expected.rpartition('.')[2]}. "
-                f"Got {type(synthesizer).__name__}."
-            )
+                f"Got {type(synthesizer).__name__}.")
         check_is_fitted(synthesizer, "schema_")
         # columns with missing values in the fitted data ({} for complete data): the plug-ins
         # encode, route and count them as the synthesizer does (models.trees.missing)
         self._layout = dict(getattr(synthesizer, "missing_", None) or {})
         if not isinstance(original, pd.DataFrame):
             raise ValidationError(
-                f"original must be a pandas DataFrame. Got {type(original).__name__}."
-            )
+                f"original must be a pandas DataFrame. Got {type(original).__name__}.")
         n_fit = len(synthesizer._data)
         if len(original) != n_fit:
             raise ValidationError(
                 f"original has {len(original)} rows; the synthesizer was fitted to {n_fit}.",
-                code="ROW_COUNT_MISMATCH"
-            )
+                code="ROW_COUNT_MISMATCH")
         missing = [c for c in synthesizer.schema_.names if c not in original.columns]
         if missing:
             raise ValidationError(f"original is missing the synthesizer's column(s) {missing}.",
@@ -93,8 +90,7 @@ class PluginBase:
                 raise ValidationError(
                     f"original differs from the data the synthesizer was fitted to (column "
                     f"{c!r}, row {r}); pass the same table in the same row order.",
-                    code="ORIGINAL_DIFFERS"
-                )
+                    code="ORIGINAL_DIFFERS")
         self._cache: dict[Any, Any] = {}
         self._cache_owner: Any = None
         self._level_codes: dict[str, dict[Any, float]] = {}
@@ -147,8 +143,7 @@ class PluginBase:
             if c not in self.schema_.synthesized:
                 raise ValidationError(
                     f"candidates vary column {c!r}, which the synthesizer did not synthesize "
-                    f"(synthesized: {self.schema_.synthesized})."
-                )
+                    f"(synthesized: {self.schema_.synthesized}).")
 
     def _candidate_rows(self, i: int, candidates: pd.DataFrame) -> pd.DataFrame:
         self._check_varying(candidates)
@@ -338,8 +333,7 @@ class CARTPlugin(PluginBase):
             raise ValidationError(
                 "unroutable='random_descent' routes records at random; the plug-in likelihood is "
                 "implemented for unroutable='climb' only.",
-                code="MODEL_UNSUITED"
-            )
+                code="MODEL_UNSUITED")
         check_integer("n_bootstrap", n_bootstrap)
         self.n_bootstrap = int(n_bootstrap)
         self.random_seed = random_seed
@@ -469,8 +463,7 @@ class CARTPlugin(PluginBase):
         n = key[-1]
         R = self.n_bootstrap
         rng = np.random.Generator(
-            np.random.PCG64(np.random.SeedSequence(self._entropy, spawn_key=key))
-        )
+            np.random.PCG64(np.random.SeedSequence(self._entropy, spawn_key=key)))
         if n == 1:
             c = np.ones((R, 1))
         elif self._uniform:

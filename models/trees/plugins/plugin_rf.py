@@ -150,8 +150,7 @@ class RFPlugin(PluginBase):
     """
 
     result_warnings = ("APPROXIMATE_NONPARAMETRIC",)
-    info = ModelInfo(holds_missing=True,
-                     result_warnings=("APPROXIMATE_NONPARAMETRIC",))
+    info = ModelInfo(holds_missing=True, result_warnings=("APPROXIMATE_NONPARAMETRIC",))
 
     def __init__(self, synthesizer: Any, original: pd.DataFrame) -> None:
         self._bind(synthesizer, original,
@@ -241,8 +240,7 @@ class RFPlugin(PluginBase):
                     f"synthetic dataset {li}: column {col!r} differs from the original for "
                     f"record {int(bad[0])}, which the synthesizer does not replace; the datasets "
                     "were not produced by this synthesizer.",
-                    code="RELEASE_NOT_REPRODUCED"
-                )
+                    code="RELEASE_NOT_REPRODUCED")
             for key in self._units[col]:
                 state[key] = self._unit_state(key, zv)
         self._cache[li] = state
@@ -393,8 +391,7 @@ class RFPlugin(PluginBase):
         p_new = st["p"][rk] + dq
         pos_new = st["npos"][rk] + dpos
         with np.errstate(divide="ignore"):
-            lp_new = np.where(pos_new > 0, np.log(np.maximum(p_new, np.finfo(float).tiny)),
-                              -np.inf)
+            lp_new = np.where(pos_new > 0, np.log(np.maximum(p_new, np.finfo(float).tiny)), -np.inf)
         lp_old = st["lp"][rk]
         # affected records: swap their old log p for the new one (zeros counted apart)
         fin = np.full(G, st["base_sum"])
@@ -455,8 +452,7 @@ def _refuse_synthesized_groups(syn: Any) -> None:
             "multiplicity, so the fixed-forest likelihood is not defined (re-growing the forest "
             "would be needed; methods page 'Attribute disclosure risk', Tree synthesizers). "
             "Group by an unsynthesized column, or synthesize without group_by.",
-            code="MODEL_UNSUITED"
-        )
+            code="MODEL_UNSUITED")
 
 
 def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *, random_seed: Any = None) -> Any:
@@ -486,5 +482,4 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *, random_seed: 
         "cannot be computed from it; expected a Bayesian model, or a synthesizer with a plug-in "
         "likelihood such as CART or random forests (docs: methods page 'Attribute disclosure "
         "risk').",
-        code="NO_LIKELIHOOD",
-    )
+        code="NO_LIKELIHOOD")
