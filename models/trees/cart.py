@@ -78,23 +78,10 @@ class CARTSynthesizer(TreeSynthesizer):
 
     Attributes
     ----------
-    schema_ : Schema
-        Schema with synthesized roles.
-    visit_sequence_ : list of str
-        Synthesized columns in visit order.
-    predictors_ : dict
-        Predictor columns of each tree.
-    trees_ : dict
-        Fitted trees (:class:`~bayes_risk.models.trees.seqtree.SeqTree`) per synthesized column.
-    records_ : ndarray of bool
-        Records that are synthesized (δ_i).
-    bandwidth_ : dict
-        Per smoothed column, the bandwidth of every node.
-    missing_ : dict
-        Columns with missing values: ``{"type": "level"}`` or ``{"type": "two_step",
-        "codes": [...]}``.
-    missing_trees_ : dict
-        Per two-step numeric column, the tree of its missingness kind.
+    schema_, visit_sequence_, predictors_, trees_ (per column, a
+    :class:`~bayes_risk.models.trees.seqtree.SeqTree`), records_ (the synthesized records),
+    bandwidth_ (per smoothed column and node), missing_ (columns with missing values),
+    missing_trees_ (per two-step numeric column, the tree of its missingness kind).
 
     Examples
     --------

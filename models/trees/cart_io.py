@@ -1,10 +1,5 @@
-"""Saved CART synthesizers: the fitted state as arrays and settings, and back.
-
-The folder layout and its checks are :mod:`bayes_risk.models.trees.io`'s; this module only says
-which arrays a CART synthesizer has (every tree's nodes, splits, donor blocks and seen levels,
-the kind trees of numeric columns with missing values, bandwidths, the synthesized records), as
-:mod:`bayes_risk.models.trees.rf_io` does for random forests.
-"""
+"""Saved CART synthesizers: the fitted state as arrays and settings, and back (the folder is
+:mod:`bayes_risk.models.trees.io`'s)."""
 
 from __future__ import annotations
 

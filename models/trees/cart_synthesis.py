@@ -1,8 +1,5 @@
-"""Synthesis of :class:`~bayes_risk.models.trees.cart.CARTSynthesizer` from its fitted trees.
-
-Routing of records through the fixed trees and the donors of a node (also what the tree plug-in
-likelihoods read), one synthesis with Bayesian-bootstrap donors or per-leaf truncated Gaussian
-kernel draws (Reiter 2005; Wang & Reiter 2012), and posterior-predictive replicates.
+"""Synthesis of :class:`~bayes_risk.models.trees.cart.CARTSynthesizer` from its fitted state:
+routing, the donors of a node, one synthesis (Bayesian-bootstrap donors or kernel draws).
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""Saved random-forest synthesizers: the fitted state as arrays and settings, and back.
-
-The folder layout and its checks are :mod:`bayes_risk.models.trees.io`'s; this module only
-says which arrays a random-forest synthesizer has (the forests as flat arrays, leaf class
-tables, bootstrap samples, groups) so that :mod:`bayes_risk.models.trees.random_forest` stays the
-synthesizer.
-"""
+"""Saved random-forest synthesizers: the fitted state as arrays and settings, and back (the
+folder is :mod:`bayes_risk.models.trees.io`'s)."""
 
 from __future__ import annotations
 

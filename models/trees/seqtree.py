@@ -60,17 +60,8 @@ def column_codes(df: pd.DataFrame, schema: Schema, col: str) -> np.ndarray:
 
 @dataclass
 class Design:
-    """Predictor layout for one tree.
-
-    Parameters
-    ----------
-    predictors : list of str
-        Predictor columns in order.
-    kinds : list of str
-        ``"numeric"`` (count/continuous), ``"ordinal"`` or ``"nominal"`` per predictor.
-    n_levels : list of int
-        Number of levels (0 for numeric).
-    """
+    """Predictor layout for one tree: per predictor its kind (``"numeric"``, ``"ordinal"`` or
+    ``"nominal"``) and number of levels (0 for numeric)."""
 
     predictors: list[str]
     kinds: list[str]
@@ -101,18 +92,10 @@ class Design:
     @classmethod
     def from_schema(cls, schema: Schema, predictors: list[str]) -> Design:
         """Layout for ``predictors`` given their schema types."""
-        kinds, nlev = [], []
-        for c in predictors:
-            spec = schema[c]
-            if spec.type == "categorical":
-                kinds.append("nominal")
-                nlev.append(spec.n_levels)
-            elif spec.type == "ordinal":
-                kinds.append("ordinal")
-                nlev.append(spec.n_levels)
-            else:
-                kinds.append("numeric")
-                nlev.append(0)
+        kinds = [{"categorical": "nominal", "ordinal": "ordinal"}.get(schema[c].type, "numeric")
+                 for c in predictors]
+        nlev = [0 if k == "numeric" else schema[c].n_levels
+                for c, k in zip(predictors, kinds, strict=True)]
         return cls(list(predictors), kinds, nlev)
 
     @property
@@ -120,18 +103,8 @@ class Design:
         return int((self.nominal_index >= 0).sum())
 
     def matrix(self, values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """Build the design matrix from per-predictor arrays.
-
-        Parameters
-        ----------
-        values : list of ndarray
-            One array per predictor: float values (numeric) or int codes (ordinal/nominal).
-
-        Returns
-        -------
-        X : ndarray, shape (n, n_features), float32 (what scikit-learn trees use internally)
-        nominal_codes : ndarray, shape (n, n_nominal), int64
-        """
+        """The float32 design matrix ``(n, n_features)`` and the nominal codes ``(n, n_nominal)``
+        of per-predictor arrays (float values, or int codes of ordinal/nominal predictors)."""
         n = len(values[0]) if values else 0
         X = np.zeros((n, self.n_features), dtype=np.float32)
         codes = np.zeros((n, self.n_nominal), dtype=np.int64)
@@ -150,21 +123,9 @@ class Design:
 
 
 class SeqTree:
-    """A fitted scikit-learn decision tree in flat arrays, with donors and seen levels per node.
-
-    Parameters
-    ----------
-    estimator : DecisionTreeRegressor or DecisionTreeClassifier
-        Fitted on ``X`` (from :meth:`Design.matrix`).
-    design : Design
-    X, nominal_codes : ndarray
-        Training design matrix and nominal codes (same rows as used to fit).
-    donor_rows : ndarray of int
-        Row index (in the original table) of each training record.
-    y : ndarray
-        Training outcome (float values or int codes), used for deviance and diversity.
-    categorical_outcome : bool
-    """
+    """A fitted scikit-learn decision tree in flat arrays, with donors and seen levels per node
+    (``X``, ``nominal_codes``: the training design; ``donor_rows``: their rows in the table;
+    ``y``: the training outcome)."""
 
     def __init__(self, estimator, design: Design, X: np.ndarray, nominal_codes: np.ndarray,
                  donor_rows: np.ndarray, y: np.ndarray, categorical_outcome: bool,
@@ -269,15 +230,8 @@ class SeqTree:
 
     def route(self, X: np.ndarray, nominal_codes: np.ndarray, unroutable: str = "climb",
               rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Drop records down the tree (``unroutable``: the CART synthesizer's setting).
-
-        Returns
-        -------
-        node : ndarray of int
-            Node (leaf, or internal node for climbed records) of each record.
-        unroutable : ndarray of bool
-            Whether the record met an unevaluable split.
-        """
+        """Each record's node (a leaf, or where it climbed) and whether it met an unevaluable
+        split (``unroutable``: the CART synthesizer's setting)."""
         design = self.design
         if unroutable == "climb" and X.shape[0] > 0 and _compiled_route(X.shape[0]):
             from bayes_risk.models.trees.route import route_climb
@@ -328,19 +282,9 @@ class SeqTree:
 def segment_choice(seg_start: np.ndarray, seg_size: np.ndarray, which: np.ndarray,
                    rng: np.random.Generator, weights: np.ndarray | None = None,
                    bayes_bootstrap: bool = True) -> np.ndarray:
-    """One categorical draw per request inside a segment, vectorised.
-
-    Segments ``g = 0..G-1`` are blocks ``[seg_start[g], seg_start[g] + seg_size[g])`` of a
-    concatenated array. Request ``r`` draws one position from segment ``which[r]`` with
-    probability proportional to the segment's ``weights`` (given), or to fresh Dirichlet(1, …, 1)
-    weights drawn once per segment (``bayes_bootstrap=True``; Rubin 1981: normalised
-    Exp(1) variates), or uniformly.
-
-    Returns
-    -------
-    ndarray of int
-        Positions in the concatenated array.
-    """
+    """One position per request ``r`` drawn inside segment ``which[r]`` of a concatenated array,
+    in proportion to ``weights``, to fresh Dirichlet(1, …, 1) weights (``bayes_bootstrap``;
+    Rubin 1981), or uniformly."""
     seg_start = np.asarray(seg_start, dtype=np.int64)
     seg_size = np.asarray(seg_size, dtype=np.int64)
     total = int(seg_start[-1] + seg_size[-1]) if seg_start.size else 0
