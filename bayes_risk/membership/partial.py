@@ -24,14 +24,7 @@ def resolution(values: pd.Series) -> float:
     """The finest decimal unit ``10^-k`` (``k >= 0``, never coarser than 1: fewer cells would
     understate the risk) that every value of a numeric column is a multiple of.
 
-    Parameters
-    ----------
-    values : Series
-        A numeric column (missing values ignored).
-
-    Returns
-    -------
-    float
+    Missing values are ignored.
     """
     v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
     v = v[np.isfinite(v)]
@@ -73,18 +66,16 @@ def cell_keys(tables: list[pd.DataFrame], schema: Any, columns: list[str], *,
     Parameters
     ----------
     tables : list of DataFrame
-        Tables holding ``columns``.
+        Tables holding ``columns`` (the unsynthesized columns).
     schema : Schema
         The model's schema (categorical values compared as levels, numeric ones exactly).
     columns : list of str
-        The unsynthesized columns.
     reference : DataFrame
         The confidential data, whose records define the cells.
 
     Returns
     -------
     list of ndarray of int64
-        One array per table, one key per row.
     """
     def codes(t: pd.DataFrame) -> np.ndarray:
         cols = [_column_codes(t, reference, schema, c) for c in columns]
@@ -112,19 +103,7 @@ def n_cells(original: pd.DataFrame, schema: Any, columns: list[str]) -> int:
     """``C``: the cells of the unsynthesized columns (levels; multiples of a numeric column's
     :func:`resolution` over its range; "missing" where the original has one).
 
-    Parameters
-    ----------
-    original : DataFrame
-        The confidential data.
-    schema : Schema
-        The model's schema.
-    columns : list of str
-        The unsynthesized columns.
-
-    Returns
-    -------
-    int
-        May exceed the range of a 64-bit integer (a Python int).
+    Returns a Python int (it may exceed 64 bits).
     """
     c = 1
     for col in columns:
@@ -146,10 +125,8 @@ def log_p_unsynthesized(slot_keys: np.ndarray, original_keys: np.ndarray, n_cell
 
     Parameters
     ----------
-    slot_keys : array [T]
-        The cell of each slot's record (:func:`cell_keys` of the original at the slots).
-    original_keys : array [n]
-        The cells of every confidential record.
+    slot_keys, original_keys : array [T], array [n]
+        The cell of each slot's record and of every confidential record (:func:`cell_keys`).
     n_cells_ : int
         ``C``, the cells of the unsynthesized columns.
     concentration : float
@@ -158,7 +135,6 @@ def log_p_unsynthesized(slot_keys: np.ndarray, original_keys: np.ndarray, n_cell
     Returns
     -------
     ndarray of float64
-        ``log p(r_i | y_{-i})`` per slot.
     """
     uniq, counts = np.unique(original_keys, return_counts=True)
     n_r = counts[np.searchsorted(uniq, slot_keys)]  # the slot's own record is among them
@@ -179,15 +155,8 @@ def slot_match(orig: pd.DataFrame, targets: pd.DataFrame, slots: np.ndarray, sch
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Whether each target's unsynthesized values are its slot's ``r``, and ``log p(r | y_{-i})``.
 
-    Returns
-    -------
-    match : ndarray of bool
-        Per target: its unsynthesized values are its slot's (all ``True`` without ``us``).
-    log_p_us : ndarray
-        Per target: ``log p(r | y_{-i})`` of its slot's values (0 without ``us``).
-    orig_keys, slot_keys : ndarray or None
-        The cell of every record of ``orig`` and of every target's slot (``None`` without
-        ``us``).
+    Returns ``match``, ``log_p_us`` per target, and the cells of ``orig``'s records and of the
+    targets' slots (without ``us``: all ``True``, 0, ``None``, ``None``).
     """
     T = len(targets)
     if not us:

@@ -227,11 +227,9 @@ def tree_log_lr(plugin: Any, datasets: list[pd.DataFrame], targets: pd.DataFrame
     ----------
     plugin : CARTPlugin
     datasets : list of DataFrame
-        The released datasets.
     targets : DataFrame
         The targets' values (synthesized columns).
     slots : array of int
-        Each target's slot.
     population : DataFrame, dict or None
         Rows of fresh synthetic datasets (draws of ``q(· | y)``), or per cell of the
         unsynthesized columns (``slot_cells``) rows of that cell. Ignored when ``exact``.

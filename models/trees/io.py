@@ -52,26 +52,8 @@ def json_settings(model: Any) -> dict[str, Any]:
 
 def save_synthesizer(model: Any, path: str | os.PathLike[str], *, state: Mapping[str, Any],
                      arrays: Mapping[str, np.ndarray], data: pd.DataFrame) -> Path:
-    """Write a fitted synthesizer's folder atomically (``model.json``, NPZ, Parquet).
-
-    Parameters
-    ----------
-    model : BaseSynthesizer
-        The fitted synthesizer (its settings, schema and ``method_name`` are written).
-    path : path-like
-        The folder (replaced atomically if it exists).
-    state : mapping
-        JSON-serialisable fitted state.
-    arrays : mapping of str to ndarray
-        Numeric/boolean arrays of the fitted state (no object arrays).
-    data : DataFrame
-        The confidential table, with the index released with the synthetic data.
-
-    Returns
-    -------
-    Path
-        The folder written.
-    """
+    """Write a fitted synthesizer's folder atomically: its settings and JSON-ready ``state`` in
+    ``model.json``, the numeric ``arrays`` (NPZ) and the fitted table ``data`` (Parquet)."""
     for k, a in arrays.items():
         if np.asarray(a).dtype == object:  # pragma: no cover - guarded by the callers
             raise ValidationError(
