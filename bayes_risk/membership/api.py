@@ -81,8 +81,7 @@ def check_model(model: Any, selection: Any = None) -> None:
     ----------
     model : fitted model
     selection : None, "independent", str or callable
-        The selection rule of a release that synthesizes selected records (``None``: not
-        stated, and such a release is refused).
+        The selection rule of a release of selected records (``None``: not stated, refused).
 
     Raises
     ------

@@ -1,7 +1,5 @@
-"""Stage 4 of :func:`bayes_risk.membership.membership_risk`, shared by its two ratios: the
-pieces of :class:`~bayes_risk.results.membership.MembershipRiskResult` — the per-target record
-table, the warning codes, the file summary (with what the unsynthesized values and a selection
-reveal) and the settings."""
+"""Stage 4 of :func:`bayes_risk.membership.membership_risk`: the record table, warning codes,
+file summary and settings of :class:`~bayes_risk.results.membership.MembershipRiskResult`."""
 
 from __future__ import annotations
 
@@ -104,15 +102,11 @@ def selection_summary(rule: Any, selected: np.ndarray, members: np.ndarray,
     is_non = np.asarray(role) == "non-member"
     ruled_out = columns["slot_selected"] & ~columns.get(
         "selected_by_rule", np.ones(len(role), dtype=bool))
-    return {
-        "rule": rule.description,
-        "kind": rule.kind,
-        "n_selected": int(selected.sum()),
-        "n_records": int(selected.size),
-        "n_members_released_whole": int(released_whole[: len(members)].sum()),
-        "n_non_members_released_whole": int(released_whole[is_non].sum()),
-        "n_non_members_ruled_out": int(ruled_out[is_non].sum()),
-    }
+    return {"rule": rule.description, "kind": rule.kind, "n_selected": int(selected.sum()),
+            "n_records": int(selected.size),
+            "n_members_released_whole": int(released_whole[: len(members)].sum()),
+            "n_non_members_released_whole": int(released_whole[is_non].sum()),
+            "n_non_members_ruled_out": int(ruled_out[is_non].sum())}
 
 
 def _result_settings(pi: float, prior: float | str, threshold: float,

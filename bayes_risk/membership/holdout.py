@@ -1,8 +1,6 @@
-"""Is the holdout disjoint from the original? A holdout row that is a record of the original is
-scored as a non-member although it is a member, which lowers the attack's measured advantage:
-an understated risk. Exact copies are the evidence, judged against how often the original's own
-records copy one another (identical records of different people are common in tables of a few
-categorical variables, and impossible by chance with continuous ones)."""
+"""Is the holdout disjoint from the original? Exact copies of original records, judged against
+how often the original's own records copy one another (a copy scored as a non-member would
+understate the risk)."""
 
 from __future__ import annotations
 

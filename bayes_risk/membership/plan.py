@@ -1,7 +1,5 @@
-"""Stage 2 of :func:`bayes_risk.membership.membership_risk`: :func:`plan` sets out the targets —
-members, holdout rows and look-alikes drawn from the model — with their role, source and slot;
-the population rows drawn from the model's posterior predictive (for the look-alikes and the
-normalisers) are drawn here too."""
+"""Stage 2 of :func:`bayes_risk.membership.membership_risk`: the targets (members, holdout rows,
+look-alikes) with their role, source and slot, and the population rows drawn from the model."""
 
 from __future__ import annotations
 

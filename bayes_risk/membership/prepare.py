@@ -1,8 +1,5 @@
-"""Stage 1 of :func:`bayes_risk.membership.membership_risk`, shared by its two ratios (the
-posterior-draw ratio of the Bayesian models and the plug-in ratio of CART releases):
-:func:`prepare` reads the original, the synthetic datasets and the holdout as tables of the
-model's columns and checks them; the options and the prior are checked here too (methods,
-Membership disclosure risk)."""
+"""Stage 1 of :func:`bayes_risk.membership.membership_risk`: the original, the synthetic datasets
+and the holdout as checked tables of the model's columns, the options and the prior."""
 
 from __future__ import annotations
 

@@ -27,13 +27,8 @@ from bayes_risk.models.trees.base import TreeSynthesizer, records_mask
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
 from bayes_risk.models.trees.cart_state import CARTState
 
-__all__ = [
-    "CARTSynthesizer",
-    "polya_logprob",
-    "truncated_kde_logpdf",
-    "kernel_log_terms",
-    "records_mask",
-]
+__all__ = ["CARTSynthesizer", "polya_logprob", "truncated_kde_logpdf", "kernel_log_terms",
+           "records_mask"]
 
 
 class CARTSynthesizer(TreeSynthesizer):
@@ -48,33 +43,28 @@ class CARTSynthesizer(TreeSynthesizer):
     min_leaf : int, default 5
         Minimum number of training records per leaf (Drechsler & Reiter 2008).
     min_deviance : float, default 0.0
-        A node is not split when its deviance is below ``min_deviance`` × the root's deviance
-        (R ``tree``'s ``mindev``; W&R 2012 use 1e-4). 0 switches the rule off.
+        Do not split a node whose deviance is below this share of the root's (R ``mindev``).
     max_depth : int, optional
         Maximum depth of each tree.
     prune_to_diversity : int, optional
-        Collapse leaves into their parent until every leaf holds at least this many distinct
-        confidential values (Reiter 2005's diversity criterion).
+        Collapse leaves until each holds this many distinct values (Reiter 2005).
     donor : {"bayes_bootstrap", "uniform"}
-        Donors drawn with Dirichlet(1..1) weights per leaf and dataset (Reiter), or equally
-        likely (synthpop with ``proper=FALSE``).
+        Donors drawn with Dirichlet(1..1) weights per leaf and dataset, or equally likely
+        (synthpop with ``proper=FALSE``).
     unroutable : {"climb", "random_descent"}
-        At a split a record cannot take (an unordered level not seen in the node): use the
-        node's records as donors (Drechsler & Reiter 2008), or descend to a child chosen in
-        proportion to its training size (synthpop).
+        At a split a record cannot take, use the node's records as donors, or descend at random
+        (synthpop).
     smoothing : bool or sequence of str, default False
-        Per-leaf truncated Gaussian kernel smoothing (Wang & Reiter 2012) of all numeric
-        synthesized columns (``True``) or of those listed.
+        Truncated Gaussian kernel smoothing (Wang & Reiter 2012) of all (``True``) or the listed
+        numeric synthesized columns.
     bandwidth : float or dict, optional
-        Kernel bandwidth (one value, or per column). Default: Silverman's rule per leaf, floored
-        at the column's data resolution.
+        Kernel bandwidth (one value, or per column; default: Silverman's rule per leaf).
     n_jobs : int, default 1
         Threads synthesizing datasets in parallel (results do not depend on it).
     progressbar : bool, default False
         Show a progress bar over the datasets.
     random_seed : RandomSeed, optional
-        Seed of :meth:`fit` and default seed of :meth:`synthesize` (``SEED_CONFLICT`` when
-        ``fit`` gets another).
+        Seed of :meth:`fit` and default seed of :meth:`synthesize`.
 
     Attributes
     ----------
@@ -183,7 +173,7 @@ class CARTSynthesizer(TreeSynthesizer):
         m : int
             Number of datasets.
         random_seed : RandomSeed
-            Same seed → identical datasets (whatever ``n_jobs``); default: the setting.
+            Same seed → identical datasets (default: the setting).
 
         Returns
         -------
@@ -212,13 +202,10 @@ class CARTSynthesizer(TreeSynthesizer):
         else:
             out = [one(l) for l in progress(idx, total=m, description="CART synthesis",
                                             enabled=self.progressbar)]
-        extra = {
-            "visit_sequence": list(self.visit_sequence_),
-            "predictors": {k: list(v) for k, v in self.predictors_.items()},
-            "unroutable": [o[1] for o in out],
-            "unroutable_rule": self.unroutable,
-            "fit_call": self.fit_call_,
-        }
+        extra = {"visit_sequence": list(self.visit_sequence_),
+                 "predictors": {k: list(v) for k, v in self.predictors_.items()},
+                 "unroutable": [o[1] for o in out], "unroutable_rule": self.unroutable,
+                 "fit_call": self.fit_call_}
         # the per-leaf Bayesian bootstrap draws each dataset's leaf distributions anew
         return self._make_release([o[0] for o in out], random_seed, self.records_, extra,
                                   proper=self.donor == "bayes_bootstrap")
@@ -254,7 +241,7 @@ class CARTSynthesizer(TreeSynthesizer):
         Parameters
         ----------
         records : DataFrame
-            Must hold the predictor columns (categorical values among the schema's levels).
+            Must hold the predictor columns.
         column : str
             A synthesized column.
         random_seed : RandomSeed
@@ -263,9 +250,8 @@ class CARTSynthesizer(TreeSynthesizer):
         Returns
         -------
         node : ndarray of int
-            Node id per row (a leaf, or an internal node for records that climbed).
+            Node id per row (a leaf, or where the record climbed).
         unroutable : ndarray of bool
-            Rows that met an unevaluable split.
         """
         check_is_fitted(self, "trees_")
         return _synthesis.route(self._state, records, column, random_seed,
@@ -301,20 +287,18 @@ class CARTSynthesizer(TreeSynthesizer):
         Parameters
         ----------
         n : int or None
-            Number of replicates (``None``: chunks until the caller stops).
+            Number of replicates (``None``: until the caller stops).
         columns : sequence of str, optional
             Synthesized columns to return (default: all, in visit order).
         chunk_size : int
             Replicates per yielded list.
         random_seed : RandomSeed
-            Seed of the replicates.
         start : int
             Index of the first replicate.
 
         Yields
         ------
         list of DataFrame
-            Up to ``chunk_size`` tables ``[n_records, len(columns)]`` in record order.
 
         Raises
         ------

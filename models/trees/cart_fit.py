@@ -82,8 +82,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
                               code="TOO_FEW_RECORDS")
     mask = records_mask(records, n)
     unsyn = [c for c in schema.names if c not in order]
-    # columns with missing values (empty, or a declared code): {} for complete data, which
-    # then take exactly the paths they always took
+    # columns with missing values (empty, or a declared code): {} for complete data
     layout = missing_layout(data, schema)
     for c in order:
         if layout.get(c, {}).get("type") == "two_step" and \
@@ -93,7 +92,6 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
                 f"column {c!r} has no observed value (every cell is empty or a missing-value "
                 "code); expected at least one value to synthesize from.",
                 code="MISSING_VALUES")
-    # encoded views of the confidential data (codes for categorical, floats for numeric)
     values = encoded_values(data, schema, layout)
     seeds = spawn(random_seed, len(order))
     trees: dict[str, SeqTree] = {}
@@ -112,40 +110,25 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
             X, codes = np.zeros((n, 1), dtype=np.float32), np.zeros((n, 0), dtype=np.int64)
             design = Design(["__const__"], ["numeric"], [0])
         y = values[col]
-        rs = int(seeds[k].integers(2**31 - 1))
+        kw = {"min_samples_leaf": model.min_leaf, "max_depth": model.max_depth,
+              "random_state": int(seeds[k].integers(2**31 - 1))}
         lay = layout.get(col)
+        cat = schema[col].is_categorical
         fit_rows = rows
-        if schema[col].is_categorical:
-            est = DecisionTreeClassifier(criterion="gini", min_samples_leaf=model.min_leaf,
-                                         max_depth=model.max_depth, random_state=rs)
-        else:
-            if lay is not None:
-                # step 1 (synthpop's cont.na): which kind of missing value, or observed
-                yk = kind_codes(y, lay["codes"])
-                kind_trees[col] = grow(
-                    model,
-                    DecisionTreeClassifier(
-                        criterion="gini", min_samples_leaf=model.min_leaf,
-                        max_depth=model.max_depth, random_state=rs,
-                    ),
-                    design, X, codes, rows, yk, True, n_kinds(lay),
-                )
-                # step 2: the value, among the records where it is observed
-                fit_rows = np.flatnonzero(yk == 0)
-            est = DecisionTreeRegressor(criterion="squared_error", min_samples_leaf=model.min_leaf,
-                                        max_depth=model.max_depth, random_state=rs)
-        n_classes = 0
-        if schema[col].is_categorical:
-            n_classes = schema[col].n_levels + (1 if lay is not None else 0)
-        if fit_rows is rows:
-            tree = grow(model, est, design, X, codes, rows, y,
-                        schema[col].is_categorical, n_classes)
-        else:
-            tree = grow(model, est, design, X[fit_rows], codes[fit_rows], fit_rows,
-                        y[fit_rows], False, 0)
-        trees[col] = tree
+        if not cat and lay is not None:
+            # step 1 (synthpop's cont.na): which kind of missing value, or observed
+            yk = kind_codes(y, lay["codes"])
+            kind_trees[col] = grow(model, DecisionTreeClassifier(criterion="gini", **kw), design,
+                                   X, codes, rows, yk, True, n_kinds(lay))
+            # step 2: the value, among the records where it is observed
+            fit_rows = np.flatnonzero(yk == 0)
+            X, codes, y = X[fit_rows], codes[fit_rows], y[fit_rows]
+        est = (DecisionTreeClassifier(criterion="gini", **kw) if cat
+               else DecisionTreeRegressor(criterion="squared_error", **kw))
+        n_classes = schema[col].n_levels + (1 if lay is not None else 0) if cat else 0
+        trees[col] = tree = grow(model, est, design, X, codes, fit_rows, y, cat, n_classes)
         if col in smoothed:
-            node_h[col] = node_bandwidths(model, tree, col, y[fit_rows])
+            node_h[col] = node_bandwidths(model, tree, col, y)
     model.schema_ = schema
     model._keep_fitted_table(data, schema)
     model.visit_sequence_ = order
@@ -154,20 +137,15 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     model.missing_ = layout
     model.missing_trees_ = kind_trees
     model.records_ = mask
-    # provenance: what a release needs to rebuild this synthesizer from the confidential data
-    # (bayes_risk.models.rebuild_synthesizer; None seed = not replayable)
+    # what a release needs to rebuild this synthesizer (None seed: not replayable)
     model.fit_call_ = {"synthesized": list(order), "random_seed": replayable_seed(random_seed)}
     model.smoothed_ = smoothed
     model.bandwidth_ = node_h
     model.n_records_ = n
     model._values = values
-    model._decimals = {
-        c: decimals_of(observed_values(values[c], layout.get(c))) for c in smoothed
-    }
-    model._integer = {
-        c: schema[c].type == "count" or pd.api.types.is_integer_dtype(data[c].dtype)
-        for c in smoothed
-    }
+    model._decimals = {c: decimals_of(observed_values(values[c], layout.get(c))) for c in smoothed}
+    model._integer = {c: schema[c].type == "count" or pd.api.types.is_integer_dtype(data[c].dtype)
+                      for c in smoothed}
     return model
 
 

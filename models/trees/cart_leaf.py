@@ -110,14 +110,10 @@ def kernel_log_terms(z: np.ndarray, centres: np.ndarray, h: float, lo: float, hi
 
     Parameters
     ----------
-    z : array, shape (n_z,)
-        Synthetic values.
-    centres : array, shape (n,)
-        Kernel centres (bootstrap values or donor values).
-    h : float
-        Bandwidth.
-    lo, hi : float
-        Support.
+    z, centres : arrays, shapes (n_z,) and (n,)
+        Synthetic values and kernel centres.
+    h, lo, hi : float
+        Bandwidth and support.
     decimals : int, optional
         Output rounded to this many decimals; ``None``: not rounded (densities).
     integer_output : bool
@@ -125,10 +121,8 @@ def kernel_log_terms(z: np.ndarray, centres: np.ndarray, h: float, lo: float, hi
 
     Returns
     -------
-    log_k : ndarray, shape (n_z, n)
-        ``log K_k(z)`` (``-inf`` where ``z`` cannot come from kernel ``k``).
-    log_m : ndarray, shape (n,)
-        ``log M_k``.
+    log_k, log_m : ndarrays, shapes (n_z, n) and (n,)
+        ``log K_k(z)`` (``-inf`` where ``z`` cannot come from kernel ``k``) and ``log M_k``.
     """
     z = np.asarray(z, dtype=np.float64).ravel()
     b = np.asarray(centres, dtype=np.float64).ravel()
@@ -169,10 +163,8 @@ def truncated_kde_logpdf(x: np.ndarray | float, b: Sequence[float], h: float, lo
         Points at which to evaluate.
     b : sequence of float
         Kernel centres (the leaf's bootstrap values).
-    h : float
-        Bandwidth (> 0).
-    lo, hi : float
-        Support (``lo <= hi``; ``lo == hi``: a point mass).
+    h, lo, hi : float
+        Bandwidth (> 0) and support (``lo <= hi``; ``lo == hi``: a point mass).
     weights : sequence of float, optional
         Non-negative centre weights (default all 1).
     decimals : int, optional

@@ -78,16 +78,8 @@ def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence
         if lay is not None and lay["type"] == "two_step":
             two_step(state, col, lay, sel, cur, src, unrout, rng, unroutable=unroutable, bb=bb)
             continue
-        # routing without random draws on fixed predictors: the same nodes every synthesis
-        fixed = unroutable == "climb" and not any(p in cur for p in state.predictors[col])
-        routed = _FIXED_ROUTES.get(tree) if fixed else None
-        if routed is None:
-            routed = route_blocks(state, tree, col, cur, sel, rng, unroutable)
-            if fixed:  # shared by every later synthesis: read-only
-                for a in routed[1:]:
-                    a.flags.writeable = False
-                _FIXED_ROUTES[tree] = routed
-        n_flag, used, inv, seg_start, sizes, pos_map = routed
+        n_flag, used, inv, seg_start, sizes, pos_map = _cached_route(state, tree, col, cur, sel,
+                                                                     rng, unroutable)
         unrout[col] = n_flag
         if col in state.smoothed:
             vals = kernel_draw(state, col, tree, used, inv, seg_start, sizes, pos_map, rng, bb)
@@ -125,15 +117,8 @@ def two_step(state: CARTState, col, lay, sel, cur, src, unrout, rng, *, unroutab
     kind is "observed", a value from the value tree (fitted on the observed records); ``bb``:
     Bayesian-bootstrap donors."""
     ktree = state.missing_trees[col]
-    fixed = unroutable == "climb" and not any(p in cur for p in state.predictors[col])
-    routed = _FIXED_ROUTES.get(ktree) if fixed else None
-    if routed is None:
-        routed = route_blocks(state, ktree, col, cur, sel, rng, unroutable)
-        if fixed:
-            for a in routed[1:]:
-                a.flags.writeable = False
-            _FIXED_ROUTES[ktree] = routed
-    n_flag, used, inv, seg_start, sizes, pos_map = routed
+    n_flag, used, inv, seg_start, sizes, pos_map = _cached_route(state, ktree, col, cur, sel, rng,
+                                                                 unroutable)
     j = segment_choice(seg_start, sizes, inv, rng, bayes_bootstrap=bb)
     rows = ktree.donor_rows[pos_map[j]]  # donors of the kind: their value is that kind
     obs = np.flatnonzero(kind_codes(state.values[col][rows], lay["codes"]) == 0)
@@ -157,6 +142,20 @@ def two_step(state: CARTState, col, lay, sel, cur, src, unrout, rng, *, unroutab
         src.pop(col, None)
     else:
         src[col] = rows
+
+
+def _cached_route(state: CARTState, tree, col, cur, sel, rng, unroutable: str):
+    """:func:`route_blocks`, kept when no predictor is synthesized yet and routing draws nothing
+    (every synthesis routes to the same nodes)."""
+    fixed = unroutable == "climb" and not any(p in cur for p in state.predictors[col])
+    routed = _FIXED_ROUTES.get(tree) if fixed else None
+    if routed is None:
+        routed = route_blocks(state, tree, col, cur, sel, rng, unroutable)
+        if fixed:  # shared by every later synthesis: read-only
+            for a in routed[1:]:
+                a.flags.writeable = False
+            _FIXED_ROUTES[tree] = routed
+    return routed
 
 
 def route_blocks(state: CARTState, tree, col, cur, sel, rng, unroutable: str, subset=None):

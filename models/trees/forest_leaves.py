@@ -21,7 +21,6 @@ def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Parameters
     ----------
     X : array, shape (n, p)
-        Forest inputs.
 
     Returns
     -------
@@ -45,18 +44,8 @@ def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def forest_apply_distinct(forest: Any, X: np.ndarray) -> np.ndarray:
-    """``forest.apply(X)`` with each distinct row routed once (the same leaves, row for row).
-
-    Parameters
-    ----------
-    forest : fitted RandomForestClassifier or stored forest
-        Anything with scikit-learn's ``apply`` (leaf of every row in every tree).
-    X : array, shape (n, p)
-
-    Returns
-    -------
-    ndarray, shape (n, n_trees)
-    """
+    """``forest.apply(X)`` ``(n, n_trees)`` with each distinct row routed once (the same leaves,
+    row for row)."""
     distinct, inverse = distinct_rows(X)
     if distinct.shape[0] == inverse.size:  # nothing shared: route the rows in their order
         return forest.apply(np.ascontiguousarray(X, dtype=np.float32))

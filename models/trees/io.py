@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -30,14 +31,8 @@ from bayes_risk.models.base import (
     write_model_json,
 )
 
-__all__ = [
-    "ARRAYS_FILE",
-    "DATA_FILE",
-    "FORMAT_VERSION",
-    "StoredForest",
-    "load_synthesizer",
-    "save_synthesizer",
-]
+__all__ = ["ARRAYS_FILE", "DATA_FILE", "FORMAT_VERSION", "StoredForest", "load_synthesizer",
+           "save_synthesizer"]
 
 ARRAYS_FILE = "arrays.npz"
 DATA_FILE = "data.parquet"
@@ -171,23 +166,6 @@ def split_data(data: pd.DataFrame) -> tuple[pd.Index, pd.DataFrame]:
     return data.index, data.reset_index(drop=True)
 
 
-class _StoredTreeArrays:
-    """The ``tree_`` arrays of one stored tree (what the plug-in likelihood reads)."""
-
-    def __init__(self, left: np.ndarray, right: np.ndarray, feature: np.ndarray,
-                 threshold: np.ndarray) -> None:
-        self.children_left = left
-        self.children_right = right
-        self.feature = feature
-        self.threshold = threshold
-        self.node_count = int(left.size)
-
-
-class _StoredTree:
-    def __init__(self, tree: _StoredTreeArrays) -> None:
-        self.tree_ = tree
-
-
 class StoredForest:
     """A fitted classification forest as flat arrays, standing in for a
     ``RandomForestClassifier`` in a loaded synthesizer (``apply`` routes exactly as
@@ -205,11 +183,12 @@ class StoredForest:
         self.samples = np.asarray(samples)  # (n_trees, n_train) bootstrap draws
         self.n_estimators = int(self.offsets.size)
         bounds = np.append(self.offsets, self.left.size)
+        # each tree's ``tree_`` arrays, as the plug-in likelihood reads them
         self.estimators_ = [
-            _StoredTree(_StoredTreeArrays(self.left[a:b], self.right[a:b], self.feature[a:b],
-                                          self.threshold[a:b]))
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-        ]
+            SimpleNamespace(tree_=SimpleNamespace(
+                children_left=self.left[a:b], children_right=self.right[a:b],
+                feature=self.feature[a:b], threshold=self.threshold[a:b], node_count=int(b - a)))
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
         self.estimators_samples_ = [self.samples[b] for b in range(self.n_estimators)]
 
     @classmethod
@@ -236,10 +215,8 @@ class StoredForest:
         return {f"{prefix}.left": self.left.astype(np.int32),
                 f"{prefix}.right": self.right.astype(np.int32),
                 f"{prefix}.feature": self.feature.astype(np.int32),
-                f"{prefix}.threshold": self.threshold,
-                f"{prefix}.missing_left": self.missing_left,
-                f"{prefix}.offsets": self.offsets,
-                f"{prefix}.samples": samples}
+                f"{prefix}.threshold": self.threshold, f"{prefix}.missing_left": self.missing_left,
+                f"{prefix}.offsets": self.offsets, f"{prefix}.samples": samples}
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray], prefix: str) -> StoredForest:

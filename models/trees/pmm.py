@@ -26,13 +26,8 @@ from bayes_risk.models.trees.io import split_data
 from bayes_risk.models.trees.missing import refusal_hint
 from bayes_risk.models.trees.seqtree import column_codes
 
-__all__ = [
-    "SmallCellPMMSynthesizer",
-    "sensitive_cells",
-    "match_donor",
-    "expected_score",
-    "min_cell_count",
-]
+__all__ = ["SmallCellPMMSynthesizer", "sensitive_cells", "match_donor", "expected_score",
+           "min_cell_count"]
 
 Constraint = Callable[[pd.Series, Any], bool]
 
@@ -134,8 +129,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
     tie : {"random", "first"}
         Tie-breaking between equally close donors.
     predictors : mapping, optional
-        ``{column: [predictor columns]}`` to restrict a model's predictors (default: all other
-        columns).
+        ``{column: [predictor columns]}`` (default: all other columns).
     spline_df : int, default 4
         Degrees of freedom of each B-spline basis (numeric models).
     progressbar : bool, default False
@@ -203,8 +197,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         synthesized : sequence of str, optional
             IVs to synthesize, in order (default: all identifying variables).
         records : boolean mask or integer positions, optional
-            The recipients, chosen by another rule than the cell counts (default: the records of
-            the sensitive cells); every other record is a donor.
+            The recipients (default: the records of the sensitive cells).
         random_seed : RandomSeed
             Unused (fitting is deterministic; the common signature).
 
@@ -414,15 +407,11 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             codes.append(w)
         cells = self.sensitive_cells_.copy()
         return self._make_release(datasets, random_seed, self.recipients_, {
-            "identifying": list(self.identifying_),
-            "threshold": int(self.threshold),
+            "identifying": list(self.identifying_), "threshold": int(self.threshold),
             "n_recipients": int(self.recipients_.sum()),
             "sensitive_cells": cells.astype(object).to_dict(orient="records"),
             "min_cell_count_before": int(self.min_cell_count_before_),
-            "min_cell_count_after": after,
-            "unmatched": unmatched,
-            "warnings": codes,
-        })
+            "min_cell_count_after": after, "unmatched": unmatched, "warnings": codes})
 
     def _synthesize_one(self, rng: np.random.Generator) -> tuple[pd.DataFrame, list[int]]:
         z = self._data.copy()
@@ -470,11 +459,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 "callables, and a saved model holds no code); expected constraints=None. Keep "
                 "the fitted object, or synthesize in the session that defines the constraints.",
                 code="CONSTRAINTS_NOT_SAVED")
-        state = {
-            "identifying": list(self.identifying_),
-            "synthesized": list(self.synthesize_),
-            "predictors": {c: list(v) for c, v in self.predictors_.items()},
-        }
+        state = {"identifying": list(self.identifying_), "synthesized": list(self.synthesize_),
+                 "predictors": {c: list(v) for c, v in self.predictors_.items()}}
         return state, {"recipients": np.asarray(self.recipients_, dtype=bool)}
 
     @staticmethod

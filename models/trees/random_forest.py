@@ -55,8 +55,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
     alpha : float, default 1.0
         Dirichlet prior count per class for ``"leaf_dirichlet"``.
     oob_only : bool, default False
-        Use only trees for which the record is out of bag; more trees are grown (in batches of
-        100) until every replaced record has ``min_oob_trees`` of them.
+        Use only the trees for which the record is out of bag (at least ``min_oob_trees``).
     min_oob_trees : int, default 100
     procedure : {"A", "B"}
         Caiola & Reiter's procedure: forests on all other columns (A), or on the never-replaced
@@ -70,19 +69,15 @@ class RandomForestSynthesizer(TreeSynthesizer):
     min_samples_leaf : int, default 1
         Leaf size (1 = grow until pure, as Caiola & Reiter 2010).
     group_by : str or mapping, optional
-        Synthesize within groups (Caiola & Reiter 2010 §5): one forest per level of a categorical
-        grouping column (a name for every synthesized column, or ``{column: grouping column}``);
-        the grouping column must be unsynthesized or visited earlier (user guide, Synthesizers,
-        Forests within groups).
+        One forest per level of a grouping column (or ``{column: grouping column}``; Caiola &
+        Reiter 2010 §5; user guide, Synthesizers, Forests within groups).
     min_group_size : int, default 10
-        Levels with fewer replaced records use the column's pooled forest
-        (``group_fallback_``).
+        Levels with fewer replaced records use the column's pooled forest.
     n_jobs : int, default 1
         Threads used by scikit-learn (results do not depend on it).
     progressbar : bool, default False
     random_seed : RandomSeed, optional
-        Seed of :meth:`fit` and default seed of :meth:`synthesize` (``SEED_CONFLICT`` when
-        ``fit`` gets another).
+        Seed of :meth:`fit` and default seed of :meth:`synthesize`.
 
     Attributes
     ----------
@@ -156,8 +151,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         Parameters
         ----------
         data : DataFrame
-            Confidential table; empty cells are accepted (user guide, Synthesizers, Missing
-            values).
+            Confidential table (empty cells accepted).
         schema : Schema, optional
         synthesized : sequence of str, optional
             Categorical columns to replace.
@@ -175,7 +169,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         ------
         ValidationError
             For a non-categorical synthesized column, procedure B with differing record sets,
-            an unknown column in ``visit_sequence``, or fewer than 2 replaced records.
+            a bad ``visit_sequence`` or fewer than 2 replaced records.
         """
         from sklearn.ensemble import RandomForestClassifier
 
@@ -199,17 +193,13 @@ class RandomForestSynthesizer(TreeSynthesizer):
             self._check_same_records(order, masks)
         groups = self._groups(cols, order, schema)
         unsyn = [c for c in schema.names if c not in cols]
-        # columns with missing values ({} for complete data): a categorical column's missing
-        # value is a level of its own (code d), a numeric predictor enters as its missingness
-        # kind and a filled value (synthpop's treatment, as CART)
+        # columns with missing values ({} for complete data), treated as CART treats them
         layout = missing_layout(data, schema)
         values = {c: v.astype(np.float64) for c, v in encoded_values(data, schema, layout).items()}
         forest_seeds = spawn(rng, len(order))
         forests, predictors, tables, inbag, ntrees = {}, {}, {}, {}, {}
-        group_forests = {c: {} for c in groups}
-        group_tables: dict[str, dict] = {c: {} for c in groups}
-        group_inbag: dict[str, dict] = {c: {} for c in groups}
-        group_tpos: dict[str, dict] = {c: {} for c in groups}
+        group_forests, group_tables, group_inbag, group_tpos = (
+            {c: {} for c in groups} for _ in range(4))
         group_sizes, group_fallback = {}, {}
         for k, col in enumerate(order):
             if self.procedure == "A":
@@ -348,11 +338,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     def _grow(self, forest_cls, X, y, n_preds, rng, label):
         """One forest (and its in-bag matrix with ``oob_only``) on ``X``, ``y``."""
-        mtry = (
-            max(1, int(np.floor(np.sqrt(n_preds))))
-            if self.max_features == "sqrt"
-            else min(int(self.max_features), n_preds)
-        )
+        mtry = (max(1, int(np.floor(np.sqrt(n_preds)))) if self.max_features == "sqrt"
+                else min(int(self.max_features), n_preds))
         rf = forest_cls(n_estimators=int(self.n_trees), criterion="gini", max_features=mtry,
                         bootstrap=True, min_samples_leaf=int(self.min_samples_leaf),
                         random_state=int(rng.integers(2**31 - 1)), n_jobs=int(self.n_jobs),
@@ -518,21 +505,18 @@ class RandomForestSynthesizer(TreeSynthesizer):
         """
         m, random_seed, gens = self._streams(m, random_seed)
         cache: dict[str, np.ndarray] = {}
-        datasets = []
-        for l in progress(range(m), total=m, description="RF synthesis", enabled=self.progressbar):
-            datasets.append(self._synthesize_one(gens[l], cache))
+        datasets = [self._synthesize_one(gens[l], cache) for l in progress(
+            range(m), total=m, description="RF synthesis", enabled=self.progressbar)]
         union = np.logical_or.reduce(list(self.records_.values()))
         return self._make_release(datasets, random_seed, union, {
-            "visit_sequence": list(self.visit_sequence_),
-            "procedure": self.procedure,
+            "visit_sequence": list(self.visit_sequence_), "procedure": self.procedure,
             "predictors": {k: list(v) for k, v in self.predictors_.items()},
             "n_trees": dict(self.n_trees_),
             "n_replaced": {c: int(mk.sum()) for c, mk in self.records_.items()},
             "groups": dict(self.groups_),
             "group_sizes": {c: dict(v) for c, v in self.group_sizes_.items()},
             "group_fallback": {c: list(v) for c, v in self.group_fallback_.items()},
-            "fit_call": self.fit_call_,
-        })
+            "fit_call": self.fit_call_})
 
     def _synthesize_one(self, rng: np.random.Generator, cache: dict) -> pd.DataFrame:
         cur = {c: v.copy() for c, v in self._values.items()}

@@ -20,12 +20,9 @@ from bayes_risk.exceptions import ValidationError
 
 __all__ = ["Design", "SeqTree", "segment_choice", "column_codes"]
 
-#: route ``"climb"`` records with the compiled per-record walk (``trees.route``): ``True``
-#: always, ``False`` never (the vectorised level-by-level loop: the same nodes; the reference
-#: the tests compare with), ``None`` when it pays — the call routes at least
-#: ``COMPILED_ROUTE_MIN`` records, or the compiled walk is loaded already. Loading numba and the
-#: cached kernel costs about 0.45 s of CPU and 130 MiB once per process, more than the
-#: vectorised loop takes on tables of CEdata's size (benchmarks: ``synthesis.CARTCommand``).
+#: route ``"climb"`` records with the compiled walk (``trees.route``): ``True`` always, ``False``
+#: never (the vectorised loop: the same nodes), ``None`` when it pays — at least
+#: ``COMPILED_ROUTE_MIN`` records, or numba loaded already (loading costs ~0.45 s and 130 MiB).
 COMPILED_ROUTE: bool | None = None
 COMPILED_ROUTE_MIN = 50_000
 

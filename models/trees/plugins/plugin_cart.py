@@ -63,8 +63,7 @@ class PluginBase:
                 f"synthesizer must be a fitted bayes_risk.models.{expected.rpartition('.')[2]}. "
                 f"Got {type(synthesizer).__name__}.")
         check_is_fitted(synthesizer, "schema_")
-        # columns with missing values in the fitted data ({} for complete data): the plug-ins
-        # encode, route and count them as the synthesizer does (models.trees.missing)
+        # columns with missing values ({} for complete data), encoded as the synthesizer does
         self._layout = dict(getattr(synthesizer, "missing_", None) or {})
         if not isinstance(original, pd.DataFrame):
             raise ValidationError(
@@ -309,9 +308,8 @@ class CARTPlugin(PluginBase):
     Attributes
     ----------
     model_class : "O"
-        Synthetic values depend on the record's own confidential values.
     schema_ : Schema
-        The synthesizer's schema (synthesized columns = the intruder's unknowns).
+        The synthesizer's schema.
 
     Raises
     ------

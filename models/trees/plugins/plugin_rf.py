@@ -120,12 +120,10 @@ class RFPlugin(PluginBase):
     Attributes
     ----------
     model_class : "O"
-        Synthetic values depend on the record's own confidential values.
     schema_ : Schema
-        The synthesizer's schema (synthesized columns = the intruder's unknowns).
+        The synthesizer's schema.
     result_warnings : tuple of str
-        ``("APPROXIMATE_NONPARAMETRIC",)``, added to the result's ``warnings`` (re-growing the
-        forests would change the splits too).
+        ``("APPROXIMATE_NONPARAMETRIC",)``: re-growing the forests would change the splits too.
 
     Raises
     ------
@@ -275,16 +273,9 @@ class RFPlugin(PluginBase):
         with np.errstate(divide="ignore"):
             lp = np.where(npos > 0, np.log(np.where(npos > 0, p, 1.0)), -np.inf)
         lp = np.where(smask, lp, 0.0)  # records another forest synthesizes
-        return {
-            "z": zc,
-            "p": p,
-            "npos": npos,
-            "lp": lp,
-            "base_sum": float(lp[(npos > 0) & smask].sum()),
-            "n_zero": int(((npos == 0) & smask).sum()),
-            "rec": rec.astype(np.int32),
-            "ptr": ptr,
-        }
+        return {"z": zc, "p": p, "npos": npos, "lp": lp,
+                "base_sum": float(lp[(npos > 0) & smask].sum()),
+                "n_zero": int(((npos == 0) & smask).sum()), "rec": rec.astype(np.int32), "ptr": ptr}
 
     def _changes(self, key: tuple[str, int | None], i: int, cand: dict[str, np.ndarray],
                  varying: set[str]) -> dict[str, np.ndarray] | None:
@@ -327,13 +318,10 @@ class RFPlugin(PluginBase):
         mv = ~same
         n_new = F.counts[nw[mv]].astype(np.int64)
         n_new[np.arange(int(mv.sum())), cc[mv]] += kk[mv]
-        return {
-            "g": np.concatenate([g, g[mv]]),
-            "b": np.concatenate([b, b[mv]]),
-            "node": np.concatenate([o, nw[mv]]),
-            "qb": np.concatenate([F.shares[o], F.shares[nw[mv]]]),
-            "qn": self._q(np.concatenate([eff, n_new])),
-        }
+        return {"g": np.concatenate([g, g[mv]]), "b": np.concatenate([b, b[mv]]),
+                "node": np.concatenate([o, nw[mv]]),
+                "qb": np.concatenate([F.shares[o], F.shares[nw[mv]]]),
+                "qn": self._q(np.concatenate([eff, n_new]))}
 
     def _own_logp(self, key: tuple[str, int | None], i: int, cand: dict[str, np.ndarray],
                   zvs: list[dict[str, np.ndarray]], ch: dict[str, np.ndarray]) -> np.ndarray:
