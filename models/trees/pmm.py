@@ -280,8 +280,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 if k not in syn:
                     raise ValidationError(
                         f"constraints: column {k!r} is not synthesized (synthesized: {syn}).")
-                fs = list(v) if isinstance(v, (list, tuple)) else [v]
-                out[k] = fs
+                out[k] = list(v) if isinstance(v, (list, tuple)) else [v]
         else:
             fs = [c] if callable(c) else list(c)
             for v in syn:
@@ -300,14 +299,9 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         blocks = []
         for p in preds:
             spec = self.schema_[p]
-            if spec.is_categorical:
-                codes = column_codes(df, self.schema_, p)
-                d = spec.n_levels
-                ind = np.zeros((len(df), d))
-                ind[np.arange(len(df)), codes] = 1.0
-                ind = ind[:, 1:]
-                ind = ind[:, ind.std(axis=0) > 0]  # levels absent from the data add nothing
-                blocks.append(ind)
+            if spec.is_categorical:  # indicators, first level dropped
+                ind = np.eye(spec.n_levels)[column_codes(df, self.schema_, p)][:, 1:]
+                blocks.append(ind[:, ind.std(axis=0) > 0])  # absent levels add nothing
             else:
                 x = df[p].to_numpy(dtype=np.float64)
                 nu = np.unique(x).size
@@ -340,16 +334,14 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 return np.ones(len(df)) if spec.type == "ordinal" else np.ones((len(df), 1))
             y = np.searchsorted(present, codes)
             if spec.type == "ordinal":
-                Xo = X[:, _independent_columns(X)]
-                p, conv = _ordered_logit_proba(Xo, y)
+                p, conv = _ordered_logit_proba(X[:, _independent_columns(X)], y)
                 self._check_conv(conv, col, "proportional-odds")
                 return expected_score(p, scores=present + 1)
             Xn = sm.add_constant(X[:, _independent_columns(X)], has_constant="add")
             res = sm.MNLogit(y, Xn).fit(method="bfgs", disp=False, maxiter=2000)
             self._check_conv(bool(res.mle_retvals.get("converged", True)), col, "multinomial logit")
-            p = np.asarray(res.predict())
             full = np.zeros((len(df), spec.n_levels))
-            full[:, present] = p
+            full[:, present] = np.asarray(res.predict())
             return full
 
     def _check_conv(self, converged: bool, col: str, model: str) -> None:
