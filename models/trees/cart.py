@@ -68,10 +68,9 @@ class CARTSynthesizer(TreeSynthesizer):
 
     Attributes
     ----------
-    schema_, visit_sequence_, predictors_, trees_ (per column, a
-    :class:`~bayes_risk.models.trees.seqtree.SeqTree`), records_ (the synthesized records),
-    bandwidth_ (per smoothed column and node), missing_ (columns with missing values),
-    missing_trees_ (per two-step numeric column, the tree of its missingness kind).
+    schema_, visit_sequence_, predictors_, trees_ (a ``SeqTree`` per column), records_ (the
+    synthesized records), bandwidth_ (per smoothed column and node), missing_ (columns with
+    missing values), missing_trees_ (per two-step numeric column, its missingness-kind tree).
 
     Examples
     --------
