@@ -1,16 +1,9 @@
 """Membership disclosure risk: the intruder's posterior probability that a record was in the
-confidential data (methods, Membership disclosure risk), with the distance-to-closest-record
-baseline beside it.
+confidential data, with the distance-to-closest-record baseline beside it.
 
-* :func:`membership_risk` — the analysis (:mod:`bayes_risk.membership.api`);
-* :mod:`bayes_risk.membership.estimator` — the likelihood ratio from posterior draws;
-* :mod:`bayes_risk.membership.partial` — partially synthetic releases: the released
-  unsynthesized values and their population model;
-* :mod:`bayes_risk.membership.trees` — CART releases: the ratio under the plug-in likelihood;
-* :mod:`bayes_risk.membership.selection` — releases that synthesize selected records: the
-  stated selection rule;
-* :mod:`bayes_risk.membership.dcr` — the distance baseline (SDMetrics, anonymeter);
-* :mod:`bayes_risk.membership.summaries` — file-level summaries and their bootstrap.
+:func:`membership_risk` is the analysis; ``estimator`` (ratios from posterior draws),
+``partial`` (unsynthesized values), ``trees`` (CART releases), ``selection`` (selected records),
+``dcr`` and ``summaries`` its parts. See :doc:`/methods/membership`.
 """
 
 from __future__ import annotations
@@ -18,5 +11,4 @@ from __future__ import annotations
 from bayes_risk.membership.api import MEMBERSHIP_FLAGS, MembershipRiskResult, membership_risk
 from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
-__all__ = ["membership_risk", "AttackSpec", "RatioSpec", "MembershipRiskResult",
-           "MEMBERSHIP_FLAGS"]
+__all__ = ["membership_risk", "AttackSpec", "RatioSpec", "MembershipRiskResult", "MEMBERSHIP_FLAGS"]

@@ -1,10 +1,6 @@
-"""User-facing membership disclosure risk: :func:`membership_risk`.
+"""User-facing membership disclosure risk: :func:`membership_risk` and its input checks.
 
-The intruder's posterior probability that a given record was in the confidential data, from the
-synthesis model's posterior draws (methods, Membership disclosure risk), beside the empirical
-distance-to-closest-record baseline of SDMetrics and anonymeter
-(:mod:`bayes_risk.membership.dcr`). The engine depends only on the model protocols of
-:mod:`bayes_risk.contract` (``record_loglik``, ``fit_augmented``, ``synthesize``).
+See :doc:`/methods/membership` and :doc:`/user_guide/membership`.
 """
 
 from __future__ import annotations
@@ -57,10 +53,8 @@ _RULE = "Income > 150000 or Age >= 90"
 
 def check_inputs(model: Any, original: Any, synthetic: Any, holdout: Any = None,
                  selection: Any = None) -> None:
-    """The checks :func:`membership_risk` makes of its inputs before any refit: the model (as
-    :func:`check_model`), the tables against its columns and levels, the holdout against the
-    original, and a selection rule against the records the model synthesized. The audit runs
-    them before its first step, so that a bad input never fails it after the other steps.
+    """The checks :func:`membership_risk` makes of its inputs before any refit (the audit runs
+    them before its first step).
 
     Raises
     ------
@@ -81,26 +75,14 @@ def check_inputs(model: Any, original: Any, synthetic: Any, holdout: Any = None,
 
 
 def check_model(model: Any, selection: Any = None) -> None:
-    """Refuse, with a coded error, the models whose membership likelihood is not derived.
-
-    Supported: a fitted CARTSynthesizer (or its plug-in likelihood) without smoothing or
-    missing values, fully synthetic or with unsynthesized columns and every record synthesized
-    (the plug-in ratio, ``bayes_risk.membership.trees``);
-    fitted class P models with a record likelihood, augmented refits and a
-    posterior-predictive sampler — DPMPM in ``marginal`` mode and the MP Poisson mixture in
-    ``marginal`` mode (fully synthetic releases), and the sequential regressions (fully
-    synthetic releases, and partially synthetic releases: their conditional likelihood and refits
-    are exact for the synthesized part, and the released unsynthesized values, categorical or
-    numeric, enter through :func:`bayes_risk.membership.partial.log_p_unsynthesized`). A model
-    fitted with ``records=...`` (selected records synthesized) is supported when the selection
-    rule is stated (``selection``, ``bayes_risk.membership.selection``).
+    """Refuse, with a coded error, the models whose membership likelihood is not derived
+    (:doc:`/methods/membership`, Models supported and refused).
 
     Parameters
     ----------
     model : fitted model
     selection : None, "independent", str or callable
-        The selection rule of a release that synthesizes selected records (``None``: not
-        stated, and such a release is refused).
+        The selection rule of a release of selected records (``None``: not stated, refused).
 
     Raises
     ------
@@ -120,15 +102,13 @@ def check_model(model: Any, selection: Any = None) -> None:
         raise NotSupportedError(
             f"{name} does not supply posterior draws with record_loglik and fit_augmented; "
             "membership risk needs both (methods, Membership disclosure risk).",
-            code="MEMBERSHIP_MODEL_UNSUPPORTED",
-        )
+            code="MEMBERSHIP_MODEL_UNSUPPORTED")
     if getattr(model, "model_class", "P") != "P":
         raise NotSupportedError(
             f"{name} is a class O model (its synthetic values depend on the records' own values "
             "given Θ, e.g. DPMPM's posterior_class mode): the membership ratio is derived for "
             "class P models only; refit in marginal mode.",
-            code="MEMBERSHIP_MODEL_UNSUPPORTED",
-        )
+            code="MEMBERSHIP_MODEL_UNSUPPORTED")
     schema = getattr(model, "schema_", None)
     if schema is None:
         raise ValidationError(f"{name} is not fitted; fit it before membership_risk.",
@@ -148,8 +128,7 @@ def check_model(model: Any, selection: Any = None) -> None:
             "without looking at their values) or a rule on a record's own values (e.g. "
             f"{arg_name('selection', repr(_RULE), cli=repr(_RULE))}). A member left "
             "unsynthesized is released whole: its membership is revealed outright.",
-            code="MEMBERSHIP_PARTIAL_SYNTHESIS",
-        )
+            code="MEMBERSHIP_PARTIAL_SYNTHESIS")
     families = getattr(model, "families_", None) or {}
     rounded = [c for c, f in families.items()
                if f == "normal" and c in schema.names and schema[c].type == "count"]
@@ -159,8 +138,7 @@ def check_model(model: Any, selection: Any = None) -> None:
             "draws: the released counts are not drawn from the density its likelihood and "
             "refits use, so the membership ratio would be approximate. Model them with "
             "poisson_log (the default for counts) or declare them continuous.",
-            code="MEMBERSHIP_MODEL_UNSUPPORTED",
-        )
+            code="MEMBERSHIP_MODEL_UNSUPPORTED")
     us = list(schema.unsynthesized)
     if us and getattr(model, "ratio_form", "joint") != "conditional":
         raise NotSupportedError(
@@ -173,54 +151,29 @@ def check_model(model: Any, selection: Any = None) -> None:
             "bound (methods, Membership disclosure risk, Partially synthetic releases). Fit a "
             "model of the synthesized columns given the unsynthesized ones "
             "(SequentialRegression).",
-            code="MEMBERSHIP_PARTIAL_SYNTHESIS",
-        )
+            code="MEMBERSHIP_PARTIAL_SYNTHESIS")
 
 
-def membership_risk(
-    model: Any,
-    original: pd.DataFrame,
-    synthetic: Any,
-    *,
-    holdout: pd.DataFrame | None = None,
-    records: Sequence[int] | np.ndarray | None = None,
-    population: int | None = None,
-    attack: AttackSpec | None = None,
-    ratio: RatioSpec | None = None,
-    selection: Any = None,
-    progressbar: bool = True,
-    random_seed: RandomSeed = None,
-    allow_other_model: bool = False,
-) -> MembershipRiskResult:
+def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
+                    holdout: pd.DataFrame | None = None,
+                    records: Sequence[int] | np.ndarray | None = None,
+                    population: int | None = None, attack: AttackSpec | None = None,
+                    ratio: RatioSpec | None = None, selection: Any = None, progressbar: bool = True,
+                    random_seed: RandomSeed = None,
+                    allow_other_model: bool = False) -> MembershipRiskResult:
     """Membership disclosure risk: the intruder's posterior probability that a record was in the
-    confidential data (methods, Membership disclosure risk; Hu 2019, §4.4).
+    confidential data (Hu 2019, §4.4).
 
-    Members are rows of ``original``; non-members are rows of ``holdout`` (records of the same
-    population not used for fitting) and look-alikes drawn from the fitted model's posterior
-    predictive. For each, the likelihood ratio of the release under "the record is in the data"
-    against "a record of the population is in its place" is estimated from the same posterior
-    draws as attribute risk (reweighted, with the augmented refits of the stabilised estimator),
-    and turned into a posterior probability by Bayes' rule with the prior membership probability.
-    Under partial synthesis the release shows the unsynthesized values ``r`` of the slot's record:
-    the ratio holds the factor ``1{x^us = r} / p(r | y_{-i})`` (a target whose own values differ
-    has probability 0) and its synthesized part is conditional on ``r`` (methods, Partially
-    synthetic releases). When only selected records were synthesized (a model fitted with
-    ``records=...``) the ratio holds the probability of the selection seen, and the rule that
-    selected them must be stated (``selection``; methods, Releases that synthesize selected
-    records).
+    Members are rows of ``original``; non-members are rows of ``holdout`` and look-alikes drawn
+    from the model's posterior predictive. Each one's likelihood ratio of membership is
+    estimated from the posterior draws and augmented refits (CART: the plug-in likelihood) and
+    turned into a posterior probability (:doc:`/methods/membership`).
 
     Parameters
     ----------
     model : fitted DPMPM, PoissonMixture, SequentialRegression or CARTSynthesizer
-        A class P Bayesian model with posterior draws: DPMPM or the MP Poisson mixture in
-        ``marginal`` mode (fully synthetic release), or the sequential regressions (fully
-        synthetic, or partially synthetic with categorical or numeric unsynthesized columns);
-        or a CART synthesizer (or its plug-in likelihood) without smoothing, of a fully
-        synthetic release or of one with unsynthesized columns (every record synthesized),
-        under the plug-in likelihood given the fitted splits (methods, CART releases: no
-        refits; the columns ``slot_revealed`` and ``normaliser_mcse``). Others are
-        refused with ``MEMBERSHIP_MODEL_UNSUPPORTED`` or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (see
-        :func:`check_model`).
+        A class P Bayesian model with posterior draws, or a CART synthesizer (or its plug-in)
+        without smoothing; others are refused (:func:`check_model`).
     original : DataFrame
         The confidential data ``y`` the model was fitted to (same rows, same order).
     synthetic : SyntheticData, DataFrame or list of DataFrames
@@ -230,41 +183,25 @@ def membership_risk(
     records : sequence of int, optional
         0-based rows of ``original`` evaluated as members (default all).
     population : int, optional
-        Look-alike non-members drawn from the model's posterior predictive (default: as many as
-        the members when no ``holdout`` is given, else 0).
+        Look-alike non-members (default: as many as the members without ``holdout``, else 0).
     attack : AttackSpec, optional
-        The attack game: the intruder's prior membership probability, the posterior
-        threshold of "identified as a member", the distance-to-closest-record baseline and the
-        bootstrap of the advantage's interval (:class:`AttackSpec`; default ``AttackSpec()``:
-        balanced prior, threshold 0.5).
+        Prior membership probability, threshold, distance baseline and bootstrap
+        (:class:`AttackSpec`).
     ratio : RatioSpec, optional
-        How the likelihood ratios are estimated: the augmented refits, the normaliser's
-        population draws, the population model of the unsynthesized values and the Pareto
-        k̂ (:class:`RatioSpec`; default ``RatioSpec()``).
+        How the likelihood ratios are estimated (:class:`RatioSpec`).
     selection : None, "independent", str or callable
-        How the records of a release that synthesizes selected records only (a model fitted
-        with ``records=...``) were selected; without it such a release is refused
-        (``MEMBERSHIP_PARTIAL_SYNTHESIS``). ``"independent"``: without looking at their values
-        (a random subset), the selection then cancels from the ratio. A string: a rule on a
-        record's own values, as a pandas ``DataFrame.eval`` expression on the model's columns
-        (``"Income > 150000 or Age >= 90"``). A callable: the same as a function of a DataFrame
-        of records returning one bool per row. The rule must reproduce the model's
-        synthesized rows (``MEMBERSHIP_SELECTION_MISMATCH``) and look only at each record's own
-        values (``MEMBERSHIP_SELECTION_DATA_DEPENDENT``: a quantile, sample uniques). A target
-        the rule would not select, in a synthesized slot, has probability 0; a member left
-        unsynthesized is released whole: ``p_member`` is 1 with the flag ``RELEASED_WHOLE``.
+        How the records of a release that synthesizes selected records only were selected
+        (required for one): ``"independent"`` (without looking at their values), a
+        ``DataFrame.eval`` rule on a record's own values (``"Income > 150000 or Age >= 90"``)
+        or a callable returning one bool per row (:doc:`/user_guide/membership`, Only selected
+        records synthesized).
     progressbar : bool
-        Before the refits (one per dataset, most of the cost), print their estimated cost, then
-        show one progress bar over them and the first refit's measured time, as attribute risk
-        does (user guide, Attribute risk, Cost of the refits); ``False`` silences them.
+        Print the refits' estimated cost and show a progress bar over them.
     random_seed : int, Generator or None
         Seeds the refits, the look-alikes, the non-members' slots and the bootstrap.
     allow_other_model : bool, default False
-        Go on when ``model`` is not the model that made the release (user guide, Provenance):
-        the ratios are then those of ``model``'s release, with warning ``MODEL_DIFFERS``. By
-        default such a model is refused (``MODEL_DIFFERS``): a model of fewer synthesized
-        columns scores the others as released unchanged, another fit's draws stand for the
-        release's.
+        Go on, with warning ``MODEL_DIFFERS``, when ``model`` did not make the release (by
+        default refused: ``MODEL_DIFFERS``).
 
     Returns
     -------
@@ -338,9 +275,8 @@ def membership_risk(
     fit_rng, pop_rng, slot_rng, norm_rng, boot_rng = rng.spawn(5)
     posteriors = fit_posteriors(model, orig, datasets, augmented, fit_rng, progressbar)
 
-    targets, role, source, src_row, slots = plan(model, orig, members, hold,
-                                                          int(population), pop_rng, slot_rng,
-                                                          rows_)
+    targets, role, source, src_row, slots = plan(model, orig, members, hold, int(population),
+                                                 pop_rng, slot_rng, rows_)
     T = len(targets)
     n_non = T - len(members)
     uslots, slot_inv = np.unique(slots, return_inverse=True)
@@ -363,9 +299,8 @@ def membership_risk(
     normalised = m > 1 or (rule is not None and rule.kind == "rule")
     if normalised:
         log_d, norm_khat, norm_ess = _normalisers(
-            model, posteriors, orig, uslots, slot_inv, slot_lls, match,
-            orig_keys if us else None, int(normaliser_draws), norm_rng, schema, us, rule,
-            rows_)
+            model, posteriors, orig, uslots, slot_inv, slot_lls, match, orig_keys if us else None,
+            int(normaliser_draws), norm_rng, schema, us, rule, rows_)
     log_lr = _est.membership_log_lr(base, aug, log_d) - log_p_us
     # a target whose unsynthesized values are not the slot's, or that the selection rules out:
     # membership is excluded exactly; a record released whole is revealed
@@ -375,8 +310,7 @@ def membership_risk(
 
     khat_max, ess_min, flags, mc_thresholds = diagnostics(
         match, log_lr, khats, ess, norm_khat, norm_ess, H=H, normalised=normalised,
-        normaliser_draws=int(normaliser_draws), khat=khat,
-        partial=bool(us) or rule is not None)
+        normaliser_draws=int(normaliser_draws), khat=khat, partial=bool(us) or rule is not None)
     for t in np.flatnonzero(released_whole):
         flags[t].append("RELEASED_WHOLE")
     _holdout.flag_copies(flags, source, src_row, copies)
@@ -413,15 +347,12 @@ def membership_risk(
                                                 warnings=warnings_), synthetic)
 
 
-def _tree_membership_risk(
-    model: Any, original: Any, synthetic: Any, *, holdout: Any, records: Any,
-    population: int | None, prior: float | str, population_size: int | None, threshold: float,
-    normaliser_draws: int, unsynthesized_concentration: float, dcr: bool, bootstrap: int,
-    random_seed: RandomSeed,
-) -> MembershipRiskResult:
-    """:func:`membership_risk` of a CART release under the plug-in likelihood (methods,
-    Membership disclosure risk, CART releases; ``bayes_risk.membership.trees``), fully or
-    partially synthetic (every record synthesized)."""
+def _tree_membership_risk(model: Any, original: Any, synthetic: Any, *, holdout: Any, records: Any,
+                          population: int | None, prior: float | str, population_size: int | None,
+                          threshold: float, normaliser_draws: int,
+                          unsynthesized_concentration: float, dcr: bool, bootstrap: int,
+                          random_seed: RandomSeed) -> MembershipRiskResult:
+    """:func:`membership_risk` of a CART release under the plug-in likelihood."""
     synth = model.synthesizer if hasattr(model, "plugin_loglik") else model
     orig, datasets, hold, members = prepare(synth, original, synthetic, holdout, records)
     copies = _holdout.screen_holdout(orig, hold)  # holdout rows that are records of the original
@@ -472,9 +403,8 @@ def _tree_membership_risk(
     norm_thr = _est.thresholds(int(normaliser_draws))
     # an infinite ratio of a revealed slot is exact (a result, not a failed estimate)
     checked = np.where(res["slot_revealed"], 0.0, log_lr)
-    flags = target_flags(match, checked, None, np.full(T, np.inf),
-                   res["normaliser_khat"], res["normaliser_ess"], np.inf, 0.0,
-                   None if exact else norm_thr)
+    flags = target_flags(match, checked, None, np.full(T, np.inf), res["normaliser_khat"],
+                         res["normaliser_ess"], np.inf, 0.0, None if exact else norm_thr)
     _holdout.flag_copies(flags, source, src_row, copies)
     table = record_table(
         dict(role=role, source=source, row=np.asarray(src_row, dtype=np.int64), slot=slots,
@@ -518,5 +448,4 @@ def _tree_membership_risk(
         normaliser="exact (the predictive's support enumerated)" if exact
         else f"{int(normaliser_draws)} population draws (importance sampling"
         + (", per cell of the unsynthesized columns)" if us else ")"))
-    return MembershipRiskResult(records=table, file=summary, settings=settings,
-                                warnings=warnings_)
+    return MembershipRiskResult(records=table, file=summary, settings=settings, warnings=warnings_)

@@ -1,7 +1,5 @@
-"""Stage 4 of :func:`bayes_risk.membership.membership_risk`, shared by its two ratios: the
-pieces of :class:`~bayes_risk.results.membership.MembershipRiskResult` — the per-target record
-table, the warning codes, the file summary (with what the unsynthesized values and a selection
-reveal) and the settings."""
+"""Stage 4 of :func:`bayes_risk.membership.membership_risk`: the record table, warning codes,
+file summary and settings of :class:`~bayes_risk.results.membership.MembershipRiskResult`."""
 
 from __future__ import annotations
 
@@ -20,9 +18,8 @@ __all__ = ["record_table", "result_warnings", "result_summary", "unsynthesized_s
 
 
 def record_table(columns: dict[str, Any], *, partial: tuple[Any, Any] | None,
-                  normaliser: tuple[Any, Any, Any] | None, dcr: np.ndarray | None,
-                  flags: list[list[str]], selection: dict[str, Any] | None = None,
-                  ) -> pd.DataFrame:
+                 normaliser: tuple[Any, Any, Any] | None, dcr: np.ndarray | None,
+                 flags: list[list[str]], selection: dict[str, Any] | None = None) -> pd.DataFrame:
     """The per-target table of :class:`MembershipRiskResult` (index ``target``): the columns
     given, the partial-synthesis columns, the selection's, the normaliser's (m > 1 or a
     selection rule), the distance and the flags."""
@@ -105,23 +102,18 @@ def selection_summary(rule: Any, selected: np.ndarray, members: np.ndarray,
     is_non = np.asarray(role) == "non-member"
     ruled_out = columns["slot_selected"] & ~columns.get(
         "selected_by_rule", np.ones(len(role), dtype=bool))
-    return {
-        "rule": rule.description,
-        "kind": rule.kind,
-        "n_selected": int(selected.sum()),
-        "n_records": int(selected.size),
-        "n_members_released_whole": int(released_whole[: len(members)].sum()),
-        "n_non_members_released_whole": int(released_whole[is_non].sum()),
-        "n_non_members_ruled_out": int(ruled_out[is_non].sum()),
-    }
+    return {"rule": rule.description, "kind": rule.kind, "n_selected": int(selected.sum()),
+            "n_records": int(selected.size),
+            "n_members_released_whole": int(released_whole[: len(members)].sum()),
+            "n_non_members_released_whole": int(released_whole[is_non].sum()),
+            "n_non_members_ruled_out": int(ruled_out[is_non].sum())}
 
 
 def _result_settings(pi: float, prior: float | str, threshold: float,
-              mc_thresholds: tuple[float, float], *, m: int, H: int, normaliser_draws: int,
-              n_members: int, n_holdout: int, population: int, bootstrap: int,
-              random_seed: RandomSeed, model: Any, us: list[str], alpha: float,
-              selection: Any = None, n_selected: int | None = None,
-              ) -> dict[str, Any]:
+                     mc_thresholds: tuple[float, float], *, m: int, H: int, normaliser_draws: int,
+                     n_members: int, n_holdout: int, population: int, bootstrap: int,
+                     random_seed: RandomSeed, model: Any, us: list[str], alpha: float,
+                     selection: Any = None, n_selected: int | None = None) -> dict[str, Any]:
     """The settings a :class:`MembershipRiskResult` reports."""
     return {
         "prior": pi,

@@ -1,12 +1,9 @@
 """The empirical baseline: distance to the closest record (DCR) with a holdout.
 
-The distance between two records is the one of SDMetrics' ``DCRBaselineProtection`` and
-``DCROverfittingProtection`` and of anonymeter's mixed-type nearest neighbours (a Gower
-distance): per column 0/1 for a categorical value (equal or not), ``|a − b| / range`` for a
-numeric one (the range of the original's column), averaged over the columns. A missing value is a
-value of its own (two missing values are equal). The distance of a record to the release is the
-smallest distance to any row of any released dataset; members of the confidential data that the
-synthesizer copies or imitates closely sit nearer the release than non-members do.
+The distance is SDMetrics' and anonymeter's Gower distance (per column 0/1 for a categorical
+value, ``|a − b| / range`` for a numeric one, averaged; a missing value is a value of its own);
+a record's distance to the release is its smallest distance to any released row. See
+:doc:`/methods/membership`, The distance baseline.
 """
 
 from __future__ import annotations
@@ -22,9 +19,8 @@ __all__ = ["closest_distance", "overfitting_share", "encode_for_distance"]
 _BLOCK = 64
 
 
-def encode_for_distance(
-    tables: list[pd.DataFrame], schema: Any, reference: pd.DataFrame
-) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+def encode_for_distance(tables: list[pd.DataFrame], schema: Any,
+                        reference: pd.DataFrame) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """Code the tables for the distance: categorical columns as shared integer codes (missing its
     own code), numeric columns scaled by the range of ``reference``.
 
@@ -57,9 +53,8 @@ def encode_for_distance(
     return coded, is_cat, scale
 
 
-def _min_distance(
-    a: np.ndarray, b: np.ndarray, is_cat: np.ndarray, scale: np.ndarray
-) -> np.ndarray:
+def _min_distance(a: np.ndarray, b: np.ndarray, is_cat: np.ndarray,
+                  scale: np.ndarray) -> np.ndarray:
     """Smallest distance from each row of ``a`` to the rows of ``b``."""
     out = np.empty(len(a))
     p = a.shape[1]
@@ -79,9 +74,8 @@ def _min_distance(
     return out
 
 
-def closest_distance(
-    targets: pd.DataFrame, datasets: list[pd.DataFrame], original: pd.DataFrame, schema: Any
-) -> np.ndarray:
+def closest_distance(targets: pd.DataFrame, datasets: list[pd.DataFrame], original: pd.DataFrame,
+                     schema: Any) -> np.ndarray:
     """DCR of each target: its smallest distance to a row of any released dataset."""
     coded, is_cat, scale = encode_for_distance([targets, *datasets], schema, original)
     release = np.concatenate(coded[1:], axis=0)
@@ -89,17 +83,11 @@ def closest_distance(
     return _min_distance(coded[0], release, is_cat, scale)
 
 
-def overfitting_share(
-    datasets: list[pd.DataFrame], original: pd.DataFrame, holdout: pd.DataFrame, schema: Any,
-    rng: np.random.Generator,
-) -> dict[str, float]:
-    """SDMetrics' ``DCROverfittingProtection`` comparison: the share of synthetic rows closer to
-    a training record than to a holdout record.
-
-    The larger of the two real tables is subsampled (seeded) to the size of the smaller, so that
-    a release that does not overfit gives 0.5 whatever their sizes; a tie (equal distances, common
-    with categorical data) counts one half and is reported on its own.
-    """
+def overfitting_share(datasets: list[pd.DataFrame], original: pd.DataFrame, holdout: pd.DataFrame,
+                      schema: Any, rng: np.random.Generator) -> dict[str, float]:
+    """SDMetrics' ``DCROverfittingProtection``: the share of synthetic rows closer to a training
+    record than to a holdout record (the larger table subsampled to the smaller; a tie counts
+    one half and is reported on its own)."""
     k = min(len(original), len(holdout))
     train = original.iloc[np.sort(rng.choice(len(original), size=k, replace=False))]
     hold = holdout.iloc[np.sort(rng.choice(len(holdout), size=k, replace=False))]

@@ -1,24 +1,7 @@
-"""The membership likelihood ratio from posterior draws (methods, Membership disclosure risk).
-
-For a target record ``x`` paired with a slot ``i`` of the confidential data (its own row for a
-member; a row drawn at random for a non-member), the intruder who knows ``y_{-i}`` compares
-
-    H1: the data are y_{-i} ∪ {x}        H0: the data are y_{-i} ∪ {x'},  x' ~ p(· | y_{-i}).
-
-For a class P model the released datasets are independent given the data and
-
-    p(Z_(l) | y_{-i} ∪ {x}) = p(Z_(l) | y_{-i}) · A_l(x),
-    A_l(x) = p(x | y_{-i}, Z_(l)) / p(x | y_{-i}),
-
-so the likelihood ratio is ``Λ(x) = Π_l A_l(x) / E_{x' | y_{-i}}[Π_l A_l(x')]``; the denominator
-is exactly 1 when ``m = 1``. Each leave-one-out predictive is a ratio of two means over the draws
-of one posterior (``p(Θ | y)`` or ``p(Θ | y, Z_(l))``):
-
-    p(x | y_{-i}, ·) = E[p(x | Θ) / p(y_i | Θ)] / E[1 / p(y_i | Θ)],
-
-the importance ratios of the attribute engine (methods, The stabilised estimator) with the
-record ``x`` as the candidate. Everything is in log space; the Pareto k̂ and Kish ESS of every
-mean are returned for the flags.
+"""The membership likelihood ratio from posterior draws: leave-one-out log predictives, the
+normaliser over population draws and the posterior membership probability, in log space with
+their Pareto k̂ and Kish ESS. See :doc:`/methods/membership`, The likelihood ratio from posterior
+draws.
 """
 
 from __future__ import annotations
@@ -60,13 +43,8 @@ class LogPredictive:
 
 
 def _khat(log_r: np.ndarray) -> np.ndarray:
-    """Pareto k̂ over the last axis, with two cases where no tail can be fitted.
-
-    :func:`~bayes_risk.attribute.diagnostics.pareto_khat` returns ``+inf`` for a tail it cannot
-    fit. A tail whose values are all the largest one is bounded (a member's own ratio is 1 for
-    every draw): k̂ is 0. A tail holding repeated values (population records of a few distinct
-    cells) has no continuous tail to fit: k̂ is ``nan`` and the Kish ESS decides.
-    """
+    """Pareto k̂ over the last axis; 0 for a flat (bounded) tail, ``nan`` for a tail of
+    repeated values (the Kish ESS decides)."""
     log_r = np.ascontiguousarray(log_r, dtype=np.float64)
     k = pareto_khat(log_r)
     s = log_r.shape[-1]
@@ -79,9 +57,8 @@ def _khat(log_r: np.ndarray) -> np.ndarray:
     return k
 
 
-def loo_log_predictive(
-    target_ll: np.ndarray, slot_ll: np.ndarray, *, khat: bool = True
-) -> LogPredictive:
+def loo_log_predictive(target_ll: np.ndarray, slot_ll: np.ndarray, *,
+                       khat: bool = True) -> LogPredictive:
     """``log p(x_t | y_{-i_t})`` from the draws of one posterior.
 
     Parameters
@@ -114,15 +91,9 @@ def log_normaliser(
     pop_ll: list[np.ndarray], slot_ll: list[np.ndarray], *, block: int = 16,
     log_select: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``log E_{x' ~ p(· | y_{-i})}[s(x') Π_l A_l(x')]`` for each slot, from population draws.
-
-    The ``S`` population records ``x'_s`` are draws of the posterior predictive ``p(· | y)``
-    (rows of fresh synthetic datasets); self-normalised importance weights
-    ``p(x'_s | y_{-i}) / p(x'_s | y)`` turn them into draws of ``p(· | y_{-i})``. ``s`` is 1
-    unless a selection rule is given (releases that synthesize selected records: ``s(x')`` is
-    whether the rule selects ``x'``). For ``m = 1`` the mean of ``A_1`` is exactly 1, so the
-    estimate is the self-normalised ``Σ s A_1 / Σ A_1``: the probability that a record of
-    ``p(· | y_{-i}, Z_(1))`` is selected (exactly 1 when every draw is).
+    """``log E_{x' ~ p(· | y_{-i})}[s(x') Π_l A_l(x')]`` for each slot, from population draws of
+    ``p(· | y)`` reweighted by self-normalised importance sampling (``s``: the selection rule,
+    or 1).
 
     Parameters
     ----------
@@ -133,16 +104,14 @@ def log_normaliser(
     block : int
         Slots processed together (memory ``block × H × S``).
     log_select : array [S], optional
-        ``log s(x'_s)``: 0 for a population record the selection rule selects, ``-inf`` for
-        one it does not.
+        ``log s(x'_s)``: 0 (selected) or ``-inf``.
 
     Returns
     -------
     log_d : array [U]
         The log normaliser per slot.
     khat : array [U]
-        Pareto k̂ of the self-normalised importance sum over the population draws (``nan``
-        when the draws repeat a few distinct records, see ``_khat``).
+        Pareto k̂ of the self-normalised importance sum.
     ess : array [U]
         Kish effective sample size of that sum.
     """
@@ -181,12 +150,8 @@ def log_normaliser(
 
 
 def _log_cross(pop: tuple[np.ndarray, np.ndarray, np.ndarray], log_w: np.ndarray) -> np.ndarray:
-    """``[B, S]`` of ``log Σ_h exp(L_hs + log_w_hb)`` as one matrix product.
-
-    Each factor is scaled by its largest value over the draws, so both lie in [0, 1]; where the
-    largest terms of the two factors fall on different draws the product can underflow, and
-    those entries (below ``1e-250``) are recomputed by a log-sum-exp over the draws.
-    """
+    """``[B, S]`` of ``log Σ_h exp(L_hs + log_w_hb)`` as one scaled matrix product (entries
+    that underflow below ``1e-250`` recomputed by log-sum-exp)."""
     L, a, eL = pop
     bmax = log_w.max(axis=0)
     prod = np.exp(log_w - bmax).T @ eL  # [B, S]
@@ -198,9 +163,8 @@ def _log_cross(pop: tuple[np.ndarray, np.ndarray, np.ndarray], log_w: np.ndarray
     return out
 
 
-def membership_log_lr(
-    base: LogPredictive, augmented: list[LogPredictive], log_d: np.ndarray | None
-) -> np.ndarray:
+def membership_log_lr(base: LogPredictive, augmented: list[LogPredictive],
+                      log_d: np.ndarray | None) -> np.ndarray:
     """``log Λ(x_t) = Σ_l [log p(x | y_{-i}, Z_(l)) − log p(x | y_{-i})] − log D_i``."""
     out = sum(a.value - base.value for a in augmented)
     if log_d is not None:

@@ -1,7 +1,5 @@
-"""Stage 3 of :func:`bayes_risk.membership.membership_risk` (the Bayesian ratio): the refits, each
-posterior's leave-one-out log predictive of the targets (:func:`log_predictives`), the
-population normalisers, what a selection of records says about each target, and the
-diagnostics and flags of each target's estimate (methods, Membership disclosure risk)."""
+"""Stage 3 of :func:`bayes_risk.membership.membership_risk` (the Bayesian ratio): the refits, the
+leave-one-out log predictives, the population normalisers, the selection and the flags."""
 
 from __future__ import annotations
 
@@ -17,8 +15,7 @@ from bayes_risk.membership import estimator as _est
 from bayes_risk.membership import partial as _partial
 from bayes_risk.membership.plan import conditional_population_rows, population_rows
 
-__all__ = ["fit_posteriors", "log_predictives", "diagnostics", "target_flags",
-           "selection_match"]
+__all__ = ["fit_posteriors", "log_predictives", "diagnostics", "target_flags", "selection_match"]
 
 
 def fit_posteriors(model: Any, orig: pd.DataFrame, datasets: list[pd.DataFrame],
@@ -33,9 +30,8 @@ def fit_posteriors(model: Any, orig: pd.DataFrame, datasets: list[pd.DataFrame],
     else:
         augmented = list(augmented)
         if len(augmented) != m:
-            raise ValidationError(
-                f"augmented must hold one model per synthetic dataset ({m}); got "
-                f"{len(augmented)}.")
+            raise ValidationError(f"augmented must hold one model per synthetic dataset ({m}); got "
+                                  f"{len(augmented)}.")
     return [model, *augmented]
 
 

@@ -1,8 +1,6 @@
-"""Is the holdout disjoint from the original? A holdout row that is a record of the original is
-scored as a non-member although it is a member, which lowers the attack's measured advantage:
-an understated risk. Exact copies are the evidence, judged against how often the original's own
-records copy one another (identical records of different people are common in tables of a few
-categorical variables, and impossible by chance with continuous ones)."""
+"""Is the holdout disjoint from the original? Exact copies of original records, judged against
+how often the original's own records copy one another (a copy scored as a non-member would
+understate the risk)."""
 
 from __future__ import annotations
 
@@ -25,16 +23,12 @@ class HoldoutOverlap:
     Attributes
     ----------
     copies : ndarray of bool
-        One per holdout row: equal to some record of the original on every column (missing
-        values equal each other).
+        One per holdout row: equal to some record of the original on every column.
     reference_share : float
-        Share of the original's records that equal another of its records: how often a record
-        of the population copies one of ``n`` others by chance.
+        Share of the original's records that equal another of its records (the chance rate).
     p_value : float
-        Probability of at least this many copies among the holdout's rows if the holdout were
-        apart from the original: beta-binomial, the chance rate ``q`` given the original's
-        ``d`` records that copy another (``q ~ Beta(d + 1, n − d + 1)``), so that a few records
-        with no copy among them do not make every copy impossible.
+        Probability of at least this many copies if the holdout were apart from the original
+        (beta-binomial around the chance rate).
     """
 
     copies: np.ndarray
@@ -91,13 +85,12 @@ def screen_holdout(original: pd.DataFrame, holdout: pd.DataFrame | None) -> np.n
     ------
     ValidationError
         ``HOLDOUT_OVERLAPS_ORIGINAL`` when every holdout row copies a record of the original
-        beyond chance (the holdout is part of the original): no non-member is left.
+        beyond chance.
 
     Warns
     -----
     DataWarning
-        ``HOLDOUT_OVERLAPS_ORIGINAL`` when some do: they are flagged and left out of the
-        summaries and the distance baseline's holdout.
+        ``HOLDOUT_OVERLAPS_ORIGINAL`` when some do (they are flagged and left out).
     """
     import warnings
 
@@ -111,9 +104,8 @@ def screen_holdout(original: pd.DataFrame, holdout: pd.DataFrame | None) -> np.n
     why = ("a holdout must hold records of the population that are not in the original; a "
            "member scored as a non-member lowers the attack's measured advantage")
     if ov.copies.all():
-        raise ValidationError(
-            f"holdout: {ov.describe()}: is it a part of the original? {why}.",
-            code="HOLDOUT_OVERLAPS_ORIGINAL")
+        raise ValidationError(f"holdout: {ov.describe()}: is it a part of the original? {why}.",
+                              code="HOLDOUT_OVERLAPS_ORIGINAL")
     warnings.warn(DataWarning(
         f"holdout: {ov.describe()}, more than chance explains; {why}. These rows are flagged "
         "HOLDOUT_IN_ORIGINAL and left out of the summaries and of the distance baseline "

@@ -1,27 +1,6 @@
-"""Partially synthetic releases: what the released unsynthesized values tell the intruder
-(methods, Membership disclosure risk, Partially synthetic releases).
-
-Every released dataset carries the unsynthesized values ``y^us`` of every confidential record
-as they are. An intruder who knows ``y_{-i}`` therefore reads the unsynthesized values ``r`` of
-the unknown record off the release (the multiset of released unsynthesized values minus those
-of ``y_{-i}``). Under "the target ``x`` is in slot ``i``" the release shows ``r = x^us`` with
-probability 1; under "slot ``i`` holds a record ``x'`` of the population" it shows ``r`` with the
-population's probability ``p(x'^us = r | y_{-i})``. The likelihood ratio of membership thus
-holds the factor
-
-    1{x^us = r} / p(r | y_{-i}),
-
-times the ratio of the synthesized part given ``r``, which the model's conditional record
-likelihood gives (:mod:`bayes_risk.membership.estimator`). The population model of the
-unsynthesized values is a Dirichlet process with concentration ``α`` and a uniform base
-measure over the cells of the unsynthesized columns (a missing value is a level of its own):
-``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` with ``n_r^{(-i)}`` the other records
-with the values ``r`` and ``C`` the number of cells. A categorical column's cells are its
-levels; a numeric column's are the values it can be recorded with: the multiples of its
-resolution (the finest decimal unit its values use, :func:`resolution`) from its smallest to
-its largest value in the original. Released values are compared exactly, so a record whose
-numeric value no other record shares has ``p(r | y_{-i}) = (α / C) / (n − 1 + α)``: the
-release all but reveals its membership, as the continuous limit (``C → ∞``) says it does.
+"""Partially synthetic releases: the factor ``1{x^us = r} / p(r | y_{-i})`` of the released
+unsynthesized values ``r``, under a Dirichlet-process population model over the cells of the
+unsynthesized columns. See :doc:`/methods/membership`, Partially synthetic releases.
 """
 
 from __future__ import annotations
@@ -42,21 +21,10 @@ _EPS = float(np.finfo(np.float64).eps)
 
 
 def resolution(values: pd.Series) -> float:
-    """The finest decimal unit ``10^-k`` (``k >= 0``) that every value of a numeric column is a
-    multiple of: the precision the column is recorded with.
+    """The finest decimal unit ``10^-k`` (``k >= 0``, never coarser than 1: fewer cells would
+    understate the risk) that every value of a numeric column is a multiple of.
 
-    Never coarser than 1: a column of multiples of 10 could be so by chance, and a coarser unit
-    makes fewer cells, hence a smaller ratio (an understated risk). A column whose values use
-    more than 15 decimals gets the spacing of its floating-point values.
-
-    Parameters
-    ----------
-    values : Series
-        A numeric column (missing values ignored).
-
-    Returns
-    -------
-    float
+    Missing values are ignored.
     """
     v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
     v = v[np.isfinite(v)]
@@ -73,8 +41,8 @@ def resolution(values: pd.Series) -> float:
 
 def _column_codes(table: pd.DataFrame, reference: pd.DataFrame, schema: Any,
                   column: str) -> np.ndarray:
-    """Integer codes of one column's values (``-1`` for missing, ``-2`` for a numeric value the
-    reference never takes: it cannot be any reference record's value)."""
+    """Integer codes of one column's values (``-1``: missing, ``-2``: a numeric value the
+    reference never takes)."""
     spec = schema[column]
     if spec.is_categorical:
         return level_codes(table[column], spec.levels, column=column)
@@ -92,26 +60,22 @@ def _column_codes(table: pd.DataFrame, reference: pd.DataFrame, schema: Any,
 
 def cell_keys(tables: list[pd.DataFrame], schema: Any, columns: list[str], *,
               reference: pd.DataFrame) -> list[np.ndarray]:
-    """One integer per row of each table naming its cell of ``columns``: the row of the
-    reference's distinct cells it falls in, or ``-1`` for a cell no reference record has (the
-    keys depend on ``reference`` only, so calls with other tables agree).
+    """One integer per row of each table naming its cell of ``columns`` among the reference's
+    distinct cells (``-1``: a cell no reference record has).
 
     Parameters
     ----------
     tables : list of DataFrame
-        Tables holding ``columns``.
+        Tables holding ``columns`` (the unsynthesized columns).
     schema : Schema
-        The model's schema: categorical values are compared as its levels (``2`` and ``2.0``
-        are one level), numeric values exactly; a missing value is a level of its own.
+        The model's schema (categorical values compared as levels, numeric ones exactly).
     columns : list of str
-        The unsynthesized columns.
     reference : DataFrame
         The confidential data, whose records define the cells.
 
     Returns
     -------
     list of ndarray of int64
-        One array per table, one key per row.
     """
     def codes(t: pd.DataFrame) -> np.ndarray:
         cols = [_column_codes(t, reference, schema, c) for c in columns]
@@ -136,23 +100,10 @@ def cell_keys(tables: list[pd.DataFrame], schema: Any, columns: list[str], *,
 
 
 def n_cells(original: pd.DataFrame, schema: Any, columns: list[str]) -> int:
-    """``C``: the cells of the unsynthesized columns — a categorical column's levels, a numeric
-    column's multiples of its :func:`resolution` from its smallest to its largest value, plus
-    "missing" for a column with a missing value in the original.
+    """``C``: the cells of the unsynthesized columns (levels; multiples of a numeric column's
+    :func:`resolution` over its range; "missing" where the original has one).
 
-    Parameters
-    ----------
-    original : DataFrame
-        The confidential data.
-    schema : Schema
-        The model's schema.
-    columns : list of str
-        The unsynthesized columns.
-
-    Returns
-    -------
-    int
-        May exceed the range of a 64-bit integer (a Python int).
+    Returns a Python int (it may exceed 64 bits).
     """
     c = 1
     for col in columns:
@@ -167,18 +118,15 @@ def n_cells(original: pd.DataFrame, schema: Any, columns: list[str]) -> int:
     return c
 
 
-def log_p_unsynthesized(
-    slot_keys: np.ndarray, original_keys: np.ndarray, n_cells_: int, concentration: float
-) -> np.ndarray:
-    """``log p(r_i | y_{-i})`` of each slot's unsynthesized values under the Dirichlet-process
-    population model (module docstring).
+def log_p_unsynthesized(slot_keys: np.ndarray, original_keys: np.ndarray, n_cells_: int,
+                        concentration: float) -> np.ndarray:
+    """``log p(r_i | y_{-i}) = log (n_r^{(-i)} + α / C) − log (n − 1 + α)`` of each slot's
+    unsynthesized values.
 
     Parameters
     ----------
-    slot_keys : array [T]
-        The cell of each slot's record (:func:`cell_keys` of the original at the slots).
-    original_keys : array [n]
-        The cells of every confidential record.
+    slot_keys, original_keys : array [T], array [n]
+        The cell of each slot's record and of every confidential record (:func:`cell_keys`).
     n_cells_ : int
         ``C``, the cells of the unsynthesized columns.
     concentration : float
@@ -187,7 +135,6 @@ def log_p_unsynthesized(
     Returns
     -------
     ndarray of float64
-        ``log p(r_i | y_{-i})`` per slot.
     """
     uniq, counts = np.unique(original_keys, return_counts=True)
     n_r = counts[np.searchsorted(uniq, slot_keys)]  # the slot's own record is among them
@@ -206,26 +153,16 @@ def _log0(x: np.ndarray) -> np.ndarray:
 def slot_match(orig: pd.DataFrame, targets: pd.DataFrame, slots: np.ndarray, schema: Any,
                us: list[str], alpha: float
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """Under partial synthesis the release shows slot i's unsynthesized values r: a target can
-    be the slot's record only if its own are r, and r enters through the population model of
-    the unsynthesized values (methods, Partially synthetic releases).
+    """Whether each target's unsynthesized values are its slot's ``r``, and ``log p(r | y_{-i})``.
 
-    Returns
-    -------
-    match : ndarray of bool
-        Per target: its unsynthesized values are its slot's (all ``True`` without ``us``).
-    log_p_us : ndarray
-        Per target: ``log p(r | y_{-i})`` of its slot's values (0 without ``us``).
-    orig_keys, slot_keys : ndarray or None
-        The cell of every record of ``orig`` and of every target's slot (``None`` without
-        ``us``).
+    Returns ``match``, ``log_p_us`` per target, and the cells of ``orig``'s records and of the
+    targets' slots (without ``us``: all ``True``, 0, ``None``, ``None``).
     """
     T = len(targets)
     if not us:
         return np.ones(T, dtype=bool), np.zeros(T), None, None
     orig_keys, target_keys = cell_keys([orig, targets], schema, us, reference=orig)
     slot_keys = orig_keys[slots]
-    log_p_us = log_p_unsynthesized(slot_keys, orig_keys, n_cells(orig, schema, us),
-                                   float(alpha))
+    log_p_us = log_p_unsynthesized(slot_keys, orig_keys, n_cells(orig, schema, us), float(alpha))
     return target_keys == slot_keys, log_p_us, orig_keys, slot_keys
 

@@ -1,7 +1,5 @@
-"""Stage 2 of :func:`bayes_risk.membership.membership_risk`: :func:`plan` sets out the targets —
-members, holdout rows and look-alikes drawn from the model — with their role, source and slot;
-the population rows drawn from the model's posterior predictive (for the look-alikes and the
-normalisers) are drawn here too."""
+"""Stage 2 of :func:`bayes_risk.membership.membership_risk`: the targets (members, holdout rows,
+look-alikes) with their role, source and slot, and the population rows drawn from the model."""
 
 from __future__ import annotations
 
@@ -19,10 +17,9 @@ __all__ = ["plan", "population_rows", "conditional_population_rows", "ROWS_PER_D
 ROWS_PER_DRAW = 4
 
 
-def plan(model: Any, orig: pd.DataFrame, members: np.ndarray,
-                  hold: pd.DataFrame | None, population: int, pop_rng: np.random.Generator,
-                  slot_rng: np.random.Generator, rows_: np.ndarray | None = None,
-                  ) -> tuple[Any, ...]:
+def plan(model: Any, orig: pd.DataFrame, members: np.ndarray, hold: pd.DataFrame | None,
+         population: int, pop_rng: np.random.Generator, slot_rng: np.random.Generator,
+         rows_: np.ndarray | None = None) -> tuple[Any, ...]:
     """The targets — members (their own slot), holdout rows and ``population`` look-alikes
     drawn from the model (from the synthesized rows ``rows_``; a random slot each) — with their
     role, source, source row and slot."""
@@ -84,17 +81,10 @@ def conditional_population_rows(
     model: Any, original: pd.DataFrame, original_keys: np.ndarray, keys: list[int], k: int,
     rng: np.random.Generator, schema: Any, us: list[str], rows_: np.ndarray | None = None,
 ) -> dict[int, pd.DataFrame]:
-    """For each cell ``r`` of the unsynthesized columns in ``keys``, ``k`` records of
-    ``p(· | r, y)``: rows of fresh synthetic datasets whose unsynthesized values are ``r`` (the
-    model copies them from the original and draws the synthesized ones given them).
-
-    A cell that few records share needs many datasets: as many as ``k`` over its rows per
-    dataset (at most :data:`ROWS_PER_DRAW`), and never more than the model's draws ``H``; a
-    cell then gets fewer than ``k`` records, and the ESS flag of the normaliser says so. (A
-    numeric unsynthesized column makes most cells single records: the rows of each dataset are
-    grouped by cell once, not searched once per cell.) When selected records are synthesized
-    only the synthesized rows ``rows_`` are drawn from.
-    """
+    """For each cell ``r`` of the unsynthesized columns in ``keys``, up to ``k`` rows of fresh
+    synthetic datasets whose unsynthesized values are ``r`` (draws of ``p(· | r, y)``; at most
+    :data:`ROWS_PER_DRAW` datasets per row and the model's draws ``H``; only ``rows_`` when
+    selected records are synthesized)."""
     if not keys:
         return {}
     uniq, counts = np.unique(original_keys if rows_ is None else original_keys[rows_],

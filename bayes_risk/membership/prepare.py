@@ -1,8 +1,5 @@
-"""Stage 1 of :func:`bayes_risk.membership.membership_risk`, shared by its two ratios (the
-posterior-draw ratio of the Bayesian models and the plug-in ratio of CART releases):
-:func:`prepare` reads the original, the synthetic datasets and the holdout as tables of the
-model's columns and checks them; the options and the prior are checked here too (methods,
-Membership disclosure risk)."""
+"""Stage 1 of :func:`bayes_risk.membership.membership_risk`: the original, the synthetic datasets
+and the holdout as checked tables of the model's columns, the options and the prior."""
 
 from __future__ import annotations
 
@@ -75,8 +72,7 @@ def _check_levels(df: pd.DataFrame, schema: Any, argument: str) -> None:
                 "from the data the model was fitted to; its likelihood is 0 under the model, so "
                 "its membership ratio is undefined (UNKNOWN_LEVEL). Drop such rows or refit with "
                 "the level declared.",
-                code="UNKNOWN_LEVEL",
-            )
+                code="UNKNOWN_LEVEL")
 
 
 def prior_probability(prior: float | str, n: int, population_size: int | None) -> float:
@@ -119,9 +115,8 @@ def check_options(population: Any, threshold: float, normaliser_draws: Any, boot
         raise ValidationError(f"bootstrap must be an integer >= 0. Got {bootstrap!r}.")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.number)) or not (
             np.isfinite(alpha) and alpha > 0):
-        raise ValidationError(
-            f"unsynthesized_concentration must be a number > 0. Got {alpha!r}.",
-            code="INVALID_ARGUMENT")
+        raise ValidationError(f"unsynthesized_concentration must be a number > 0. Got {alpha!r}.",
+                              code="INVALID_ARGUMENT")
     if model is not None:
         check_drawable(model, int(population), "population", n)
 
@@ -141,8 +136,7 @@ def check_drawable(model: Any, k: int, argument: str, n: int) -> None:
             f"{ROWS_PER_DRAW} to a synthetic dataset, one dataset per posterior draw, and the "
             f"model has H = {int(H)} draws: at most {ROWS_PER_DRAW * int(H)} records. Give "
             "fewer, or fit the model with more draws.",
-            code="TOO_FEW_DRAWS",
-        )
+            code="TOO_FEW_DRAWS")
     schema = getattr(model, "schema_", None)
     width = len(schema.names) if schema is not None else 1
     check_memory(8.0 * sets * max(n, 1) * width, arg_name(argument),

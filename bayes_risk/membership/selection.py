@@ -1,20 +1,7 @@
-"""Releases that synthesize selected records only: the selection rule the membership ratio needs
-(methods, Membership disclosure risk, Releases that synthesize selected records).
-
-When only some records are synthesized (``fit(..., records=...)``) the release shows which
-rows were (a row left alone is a confidential record, whole), so under "slot ``i`` holds a
-record ``x'`` of the population" the likelihood of the release holds the probability of the
-selection seen, ``P(S | y_{-i} ∪ {x'})``. The agency states its rule:
-
-* ``"independent"``: records were selected independently of their values (a random subset):
-  the factor is the same under both hypotheses and cancels;
-* a rule on a record's own values (a callable, or a pandas ``eval`` expression such as
-  ``"Income > 150000 or Age >= 90"``): the factor is ``s(x')``, 1 if the record would be
-  selected, else 0, times the other records' selections, which do not depend on slot ``i``.
-
-A rule that looks at the other records (the largest incomes, sample uniques on keys) changes
-the other records' selection when slot ``i`` changes; it is refused
-(``MEMBERSHIP_SELECTION_DATA_DEPENDENT``).
+"""Releases that synthesize selected records only: the stated selection rule (``"independent"``,
+or a rule on a record's own values) the membership ratio needs; a rule that looks at the other
+records is refused (``MEMBERSHIP_SELECTION_DATA_DEPENDENT``). See :doc:`/methods/membership`,
+Releases that synthesize selected records.
 """
 
 from __future__ import annotations
@@ -55,8 +42,7 @@ class SelectionRule:
         Raises
         ------
         ValidationError
-            ``BAD_SELECTION_RULE``: the rule fails on ``table`` or does not return one truth
-            value per row.
+            ``BAD_SELECTION_RULE``: the rule fails or does not return one bool per row.
         """
         if self.kind == "independent":
             return np.ones(len(table), dtype=bool)
@@ -72,8 +58,7 @@ class SelectionRule:
                 arr.dtype == object and all(isinstance(v, (bool, np.bool_)) for v in arr))):
             raise ValidationError(
                 f"{arg_name('selection')} {self.description!r} must give one True/False per "
-                "record of "
-                f"{what} ({len(table)}); got {arr.dtype} of shape {arr.shape}.",
+                "record of " f"{what} ({len(table)}); got {arr.dtype} of shape {arr.shape}.",
                 code="BAD_SELECTION_RULE")
         return arr.astype(bool)
 
@@ -91,9 +76,8 @@ def as_selection(selection: Any) -> SelectionRule | None:
     Parameters
     ----------
     selection : None, "independent", str or callable
-        ``None`` (not stated), ``"independent"``, a pandas ``DataFrame.eval`` expression on the
-        model's columns, or a callable taking a DataFrame of records and returning one bool per
-        row.
+        ``None`` (not stated), ``"independent"``, a ``DataFrame.eval`` expression, or a callable
+        returning one bool per row.
 
     Returns
     -------
@@ -124,12 +108,8 @@ def as_selection(selection: Any) -> SelectionRule | None:
 
 
 def check_rule(rule: SelectionRule, original: pd.DataFrame, selected: np.ndarray) -> None:
-    """Check a rule against the selection the model was fitted with.
-
-    A rule must reproduce the rows the model synthesized, and must be a rule on each record's
-    own values: applied to parts of the table (each half, and the rows in reverse order) it
-    must select the same records as applied to the whole. A rule that does not (a quantile of
-    the column, uniqueness on keys) depends on the other records.
+    """Check that a rule reproduces the rows the model synthesized and selects the same records
+    when applied to parts of the table (each half, the rows reversed).
 
     Parameters
     ----------

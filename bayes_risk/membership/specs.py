@@ -1,11 +1,6 @@
-"""The grouped arguments of membership risk: the attack game and the estimation of the ratios.
-
-:class:`AttackSpec` (``attack=``) holds the intruder's prior, the threshold of "identified as a
-member" and the figures reported beside the estimate (the distance baseline, the bootstrap of
-the advantage); :class:`RatioSpec` (``ratio=``) how the likelihood ratios are estimated (the
-augmented refits, the normaliser's draws, the population model of the unsynthesized values,
-k̂). Both are validated when built, with errors naming the field.
-"""
+"""The grouped arguments of membership risk: :class:`AttackSpec` (``attack=``, the attack game)
+and :class:`RatioSpec` (``ratio=``, how the likelihood ratios are estimated), validated when
+built."""
 
 from __future__ import annotations
 
@@ -22,23 +17,21 @@ __all__ = ["AttackSpec", "RatioSpec"]
 
 @dataclass(frozen=True)
 class AttackSpec:
-    """The membership attack game: the intruder's prior, when a record counts as identified,
-    and the figures reported beside the estimate.
+    """The membership attack game: the prior, the threshold and the figures reported beside.
 
     Parameters
     ----------
     prior : float or {"balanced", "sampling"}
-        Prior membership probability π: ``"balanced"`` (0.5, default: the balanced attack game),
-        ``"sampling"`` (the base rate ``n / population_size``) or a number in (0, 1).
+        Prior membership probability: ``"balanced"`` (0.5), ``"sampling"``
+        (``n / population_size``) or a number in (0, 1).
     population_size : int, optional
         ``N`` of ``prior="sampling"`` (at least the number of confidential records).
     threshold : float
-        Posterior membership probability above which a record counts as identified as a member
-        (file summaries: share of members above it; TPR − FPR at it).
+        Posterior membership probability above which a record counts as identified.
     dcr : bool
         Compute the distance-to-closest-record baseline beside the estimate.
     bootstrap : int
-        Bootstrap replicates over records for the intervals of the advantage (0 disables).
+        Bootstrap replicates for the intervals of the advantage (0 disables).
 
     Raises
     ------
@@ -71,8 +64,7 @@ class AttackSpec:
                                   "population_size=N.", code="OPTION_REQUIRED")
         if N is not None and (isinstance(N, bool) or not isinstance(N, (int, np.integer))
                               or N < 1):
-            raise ValidationError(
-                f"AttackSpec.population_size must be an integer >= 1. Got {N!r}.")
+            raise ValidationError(f"AttackSpec.population_size must be an integer >= 1. Got {N!r}.")
         t = self.threshold
         if isinstance(t, bool) or not isinstance(t, (int, float, np.number)) or not 0 < t < 1:
             raise ValidationError(f"AttackSpec.threshold must be in (0, 1). Got {t!r}.")
@@ -90,19 +82,13 @@ class RatioSpec:
     Parameters
     ----------
     augmented : sequence of models, optional
-        Draws of ``p(Θ | y, Z_(l))``, one model per dataset (default:
-        ``model.fit_augmented(original, Z_(l), random_seed=...)``, as attribute risk).
+        Draws of ``p(Θ | y, Z_(l))``, one model per dataset (default: ``model.fit_augmented``).
     normaliser_draws : int
-        Population records for the normaliser ``E[Π_l A_l(x')]`` when ``m > 1`` (it is exactly 1
-        when ``m = 1``); under partial synthesis, per cell of the unsynthesized columns. CART:
-        the normaliser is a sum over the synthesizer's predictive, enumerated when its support
-        has at most this many records, else estimated from this many draws (any ``m``).
+        Population records for the normaliser when ``m > 1`` (per cell of the unsynthesized
+        columns; CART: enumerated when its support is at most this large).
     unsynthesized_concentration : float
-        Partial synthesis (sequential regressions and CART): concentration ``α > 0`` of the
-        Dirichlet-process population model of the unsynthesized values,
-        ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` over the ``C`` cells of the
-        unsynthesized columns (methods, Partially synthetic releases). It matters only for a
-        record whose unsynthesized values no other record shares.
+        Concentration ``α > 0`` of the population model of the unsynthesized values
+        (:doc:`/methods/membership`, Partially synthetic releases).
     khat : bool
         Compute Pareto k̂ of every mean (flags ``KHAT_HIGH``).
 

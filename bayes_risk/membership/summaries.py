@@ -37,20 +37,11 @@ def _interval(x: np.ndarray) -> list[float]:
     return [float(np.quantile(x, 0.025)), float(np.quantile(x, 0.975))]
 
 
-def file_summary(
-    table: pd.DataFrame, *, threshold: float, bootstrap: int, rng: np.random.Generator,
-    dcr: bool,
-) -> dict[str, Any]:
-    """Summaries over the unflagged targets (flagged ones are counted separately; a target
-    flagged ``RELEASED_WHOLE`` only, a record of an unsynthesized slot, counts with P = 1).
-
-    ``auc_advantage`` is AUC − 0.5 of the log likelihood ratio between members and non-members;
-    ``tpr_fpr`` the share of members minus the share of non-members above ``threshold``; the
-    intervals are 95 % percentile intervals of a bootstrap that resamples members and
-    non-members separately (``bootstrap`` replicates, seeded). With ``dcr``, the same AUC of the
-    distance baseline (a smaller distance scores as a member) and the Spearman rank correlation
-    of the two scores over the targets.
-    """
+def file_summary(table: pd.DataFrame, *, threshold: float, bootstrap: int, rng: np.random.Generator,
+                 dcr: bool) -> dict[str, Any]:
+    """Summaries over the unflagged targets (``RELEASED_WHOLE`` ones count with P = 1):
+    ``auc_advantage``, ``tpr_fpr`` at ``threshold`` with bootstrap 95 % intervals, and with
+    ``dcr`` the baseline's AUC and its rank correlation with the ratio."""
     codes = table["flag_codes"].to_numpy()
     # a record released whole is not an unstable estimate: its P(member) = 1 counts
     ok = (codes == "") | (codes == "RELEASED_WHOLE")

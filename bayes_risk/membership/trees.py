@@ -1,41 +1,6 @@
-"""Membership risk of a CART release under the plug-in likelihood (methods, Membership disclosure
-risk, CART releases: the plug-in ratio).
-
-The plug-in treats the fitted splits as known (Wang & Reiter's "high-risk" assumption) and gives
-``log p(Z_(l) | y_{-i}, y_i = u)`` for any record ``u`` in slot ``i``, up to a constant common to
-all records of one call (:meth:`~bayes_risk.models.CARTPlugin.plugin_loglik`): ``u`` is routed
-through the fixed splits and joins, as a donor, the nodes on its path in every tree. A record
-of the population in slot ``i`` is routed the same way, so
-
-    Λ(x) = Π_l p(Z_(l) | y_{-i}, x) / E_{x' ~ q(· | y_{-i})}[Π_l p(Z_(l) | y_{-i}, x')],
-
-with ``q(· | y_{-i})`` the synthesizer's own predictive of one record given the other records
-and the fitted splits: its first column drawn from the other records' values, each later one
-from the other donors of the node its earlier values route it to (one draw of the Bayesian
-bootstrap, or of ``donor="uniform"``, is a donor chosen uniformly). The expectation is a finite
-sum: it is enumerated when the predictive's support is small, otherwise estimated by importance
-sampling from rows of fresh synthetic datasets (draws of ``q(· | y)``), with weights
-``q(x' | y_{-i}) / q(x' | y)`` (ratios of donor counts), its Pareto k̂, Kish ESS and Monte Carlo
-standard error.
-
-The normaliser is 0 exactly when the release shows, in some node, a value that no other donor of
-that node holds (the slot's record was drawn): no population record can produce it, since a
-record drawn from ``q`` brings to a node only values its other donors hold. The ratio is then
-``+∞`` for a target that can produce the release (its posterior membership probability is 1) and
-0 for one that cannot (the limit of a population model that gives such values a vanishing
-probability); both are exact, counted in the summaries and reported (``slot_revealed``).
-
-A partially synthetic release (unsynthesized columns, every record synthesized) shows slot
-``i``'s unsynthesized values ``r`` as they are. The synthesizer routes a record with its own
-unsynthesized values, so the population record in the slot is ``(r, x'^s)`` with ``x'^s`` from
-``q(· | r, y_{-i})`` (the same predictive, started from ``r``), and
-
-    Λ(x) = 1{x^us = r} / p(r | y_{-i}) × Π_l p(Z_(l) | y_{-i}, x) / E_{x'^s ~ q(· | r, y_{-i})}[…],
-
-with ``p(r | y_{-i})`` the Dirichlet-process population model of the unsynthesized values
-that the sequential regressions' partial path uses
-(:func:`bayes_risk.membership.partial.log_p_unsynthesized`).
-:func:`tree_log_lr` gives the second factor; the caller multiplies in the first.
+"""Membership risk of a CART release under the plug-in likelihood: the synthesizer's predictive
+``q`` of one record, its support, and the ratio with its normaliser (enumerated, or by importance
+sampling). See :doc:`/methods/membership`, CART releases: the plug-in ratio.
 """
 
 from __future__ import annotations
@@ -73,15 +38,14 @@ def _synthesizer(model: Any) -> Any:
 
 def check_tree_model(model: Any) -> None:
     """Refuse, with a coded error, the tree releases whose plug-in membership ratio is not
-    derived (methods, Membership disclosure risk, CART releases).
+    derived.
 
     Raises
     ------
     NotSupportedError
         ``MEMBERSHIP_MODEL_UNSUPPORTED`` (random forests; kernel smoothing; missing values;
         random-descent routing; an unfitted synthesizer), ``MEMBERSHIP_PARTIAL_SYNTHESIS``
-        (selected records). Unsynthesized columns are supported: the ratio is conditional on
-        the slot's released unsynthesized values (:func:`tree_log_lr`).
+        (selected records).
     """
     name = type(model).__name__
     # the synthesizer says whether its plug-in is exact given the splits (CART) or an
@@ -139,9 +103,6 @@ def tree_plugin(model: Any, original: pd.DataFrame) -> Any:
     return model if _is_plugin(model) else model.plugin_likelihood(original)
 
 
-# ------------------------------------------------------------------------------------------
-# the synthesizer's predictive of one record, q(· | y) and q(· | y_{-i})
-# ------------------------------------------------------------------------------------------
 def _donor_counts(tree: Any, node: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, ...]:
     """Donors of each node with the given value, and the node's number of donors."""
     c = np.empty(node.size)
@@ -151,8 +112,8 @@ def _donor_counts(tree: Any, node: np.ndarray, value: np.ndarray) -> tuple[np.nd
 
 
 def unsynthesized_values(plugin: Any, i: int) -> dict[str, np.ndarray]:
-    """Record ``i``'s encoded unsynthesized values ``r`` (one-element arrays; empty for a fully
-    synthetic release): what the release shows in slot ``i``, as it is."""
+    """Record ``i``'s encoded unsynthesized values ``r`` (one-element arrays), shown in slot
+    ``i``."""
     values = plugin.donor_trees().values
     return {c: values[c][[i]] for c in plugin.schema_.unsynthesized}
 
@@ -160,16 +121,9 @@ def unsynthesized_values(plugin: Any, i: int) -> dict[str, np.ndarray]:
 def population_support(plugin: Any, limit: float,
                        given: dict[str, np.ndarray] | None = None,
                        ) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
-    """Every record ``q(· | y)`` can produce, with ``log q(x' | y)``, or ``None`` when there
-    are more than ``limit``.
-
-    Built column by column in the visit order: each partial record is routed through the next
-    tree and extended by every distinct donor value of its node (probability: the value's share
-    of the node's donors). ``q(· | y_{-i})`` has the same support or a smaller one. For a
-    partially synthetic release ``given`` holds the unsynthesized values ``r``
-    (:func:`unsynthesized_values`): the records then start from ``r`` and the first tree routes
-    on it, as the synthesizer routes a record with its own unsynthesized values, so the support
-    is that of ``q(· | r, y)`` (the returned values include ``r``, repeated).
+    """Every record ``q(· | y)`` (or ``q(· | r, y)``, starting from ``given`` values ``r``) can
+    produce, with ``log q(x' | y)``, or ``None`` when there are more than ``limit``; built
+    column by column in visit order from each node's distinct donor values.
     """
     donors = plugin.donor_trees()
     vals: dict[str, np.ndarray] = dict(given or {})
@@ -194,8 +148,8 @@ def population_support(plugin: Any, limit: float,
 
 
 def population_routes(plugin: Any, vals: dict[str, np.ndarray]) -> dict[str, tuple[Any, ...]]:
-    """Per tree: the node each encoded record ``x'_s`` routes to, the node's donors with the
-    record's value and its number of donors (they do not depend on the slot)."""
+    """Per tree: each encoded record's node, the node's donors with its value, and the node's
+    number of donors."""
     S = len(next(iter(vals.values())))
     out = {}
     donors = plugin.donor_trees()
@@ -210,12 +164,8 @@ def population_routes(plugin: Any, vals: dict[str, np.ndarray]) -> dict[str, tup
 def population_log_weights(plugin: Any, vals: dict[str, np.ndarray],
                            routes: dict[str, tuple[Any, ...]], i: int,
                            ) -> tuple[np.ndarray, np.ndarray]:
-    """``log q(x'_s | y)`` and ``log q(x'_s | y_{-i})`` of encoded records ``x'_s``.
-
-    In each tree the record's node and value give the factor ``c / n`` (donors with its value
-    over donors); without record ``i`` both counts lose it where it is a donor of the node. A
-    node whose only donor is record ``i`` cannot be drawn from: probability 0.
-    """
+    """``log q(x'_s | y)`` and ``log q(x'_s | y_{-i})`` of encoded records: per tree the share
+    of the node's donors with the record's value, with and without record ``i``."""
     S = len(next(iter(vals.values())))
     lq = np.zeros(S)
     lq_i = np.zeros(S)
@@ -233,8 +183,7 @@ def population_log_weights(plugin: Any, vals: dict[str, np.ndarray],
 
 
 def _decode(plugin: Any, vals: dict[str, np.ndarray]) -> pd.DataFrame:
-    """Encoded records as a table of the synthesizer's values (level labels) of the
-    synthesized columns."""
+    """Encoded records as a table of the synthesized columns' values (level labels)."""
     out = {}
     for c in plugin.schema_.synthesized:
         v = vals[c]
@@ -247,14 +196,10 @@ def _decode(plugin: Any, vals: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-# ------------------------------------------------------------------------------------------
-# the ratio
-# ------------------------------------------------------------------------------------------
 def _normaliser(L: np.ndarray, log_w: np.ndarray, exact: bool = False,
                 ) -> tuple[float, float, float, float]:
-    """``log Σ_s w_s e^{L_s} / Σ_s w_s`` with its k̂, Kish ESS and the delta-method standard
-    error of the log (self-normalised importance sampling; an exact sum has no k̂ or ESS and
-    standard error 0)."""
+    """``log Σ_s w_s e^{L_s} / Σ_s w_s`` with its k̂, Kish ESS and delta-method standard error
+    (an exact sum: no k̂ or ESS, standard error 0)."""
     log_num = logsumexp(log_w + L)
     log_den = logsumexp(log_w)
     log_d = float(log_num - log_den)
@@ -271,49 +216,35 @@ def _normaliser(L: np.ndarray, log_w: np.ndarray, exact: bool = False,
     return log_d, k, ess, se
 
 
-def tree_log_lr(plugin: Any, datasets: list[pd.DataFrame], targets: pd.DataFrame,
-                slots: np.ndarray, population: Any, exact: bool, *,
-                match: np.ndarray | None = None, slot_cells: np.ndarray | None = None,
-                ) -> dict[str, np.ndarray]:
+def tree_log_lr(plugin: Any, datasets: list[pd.DataFrame], targets: pd.DataFrame, slots: np.ndarray,
+                population: Any, exact: bool, *, match: np.ndarray | None = None,
+                slot_cells: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Each target's log likelihood ratio of membership under the plug-in, with its slot's
-    normaliser and that normaliser's diagnostics.
-
-    For a partially synthetic release this is the ratio of the synthesized part given the
-    slot's unsynthesized values ``r``: the target is evaluated with ``r`` (the plug-in holds the
-    record's other values at slot ``i``'s), and the population records are ``(r, x'^s)`` with
-    ``x'^s ~ q(· | r, y_{-i})``. The factor ``1{x^us = r} / p(r | y_{-i})`` of the released
-    unsynthesized values is the caller's (:mod:`bayes_risk.membership.partial`).
+    normaliser and that normaliser's diagnostics (with unsynthesized columns: the synthesized
+    part given the slot's values ``r``; the caller adds the factor of ``r``).
 
     Parameters
     ----------
     plugin : CARTPlugin
     datasets : list of DataFrame
-        The released datasets (their likelihoods multiply: independent bootstraps).
     targets : DataFrame
         The targets' values (synthesized columns).
     slots : array of int
-        Each target's slot.
     population : DataFrame, dict or None
-        Rows of fresh synthetic datasets (draws of ``q(· | y)``); for a partially synthetic
-        release a dict from the cell of the unsynthesized columns (``slot_cells``) to rows
-        whose unsynthesized values are that cell's (draws of ``q(· | r, y)``). Ignored when
-        ``exact``.
+        Rows of fresh synthetic datasets (draws of ``q(· | y)``), or per cell of the
+        unsynthesized columns (``slot_cells``) rows of that cell. Ignored when ``exact``.
     exact : bool
         Enumerate ``q``'s support (:func:`population_support`) instead.
     match : array of bool [T], optional
-        Targets that can be the slot's record (their unsynthesized values are ``r``); the
-        others get ``log_lr = -inf``, and a slot none of whose targets match is not evaluated
-        (its normaliser is ``nan``). Default: all.
+        Targets that can be the slot's record (default: all); the others get ``-inf``.
     slot_cells : array of int [T], optional
-        The cell of each target's slot (:func:`bayes_risk.membership.partial.cell_keys`);
-        needed with unsynthesized columns.
+        The cell of each target's slot; needed with unsynthesized columns.
 
     Returns
     -------
     dict of arrays [T]
         ``log_lr``, ``log_normaliser``, ``normaliser_khat``, ``normaliser_ess``,
-        ``normaliser_mcse`` (standard error of ``log_normaliser``; 0 when exact) and
-        ``slot_revealed`` (the normaliser is 0).
+        ``normaliser_mcse`` and ``slot_revealed`` (the normaliser is 0).
     """
     cols = list(plugin.schema_.synthesized)
     us = list(plugin.schema_.unsynthesized)
@@ -363,7 +294,7 @@ def tree_log_lr(plugin: Any, datasets: list[pd.DataFrame], targets: pd.DataFrame
         revealed = log_d == -np.inf
         with np.errstate(invalid="ignore"):
             # a revealed slot: +inf for a target that can produce the release, 0 for one that
-            # cannot (module docstring); both exact
+            # cannot (methods page); both exact
             lr = np.where(revealed & (L_t == -np.inf), -np.inf, L_t - log_d)
         out["log_lr"][at] = lr
         out["log_normaliser"][at_all] = log_d

@@ -1,12 +1,7 @@
-"""The template of the tree synthesizers (CART, random forests, small-cell PMM) and the fit
-helpers they share.
+"""The template of the tree synthesizers (CART, random forests, small-cell PMM): the fitted
+table, the release, saving and loading; and the ``fit`` argument helpers they share.
 
-:class:`TreeSynthesizer` holds what the three classes do alike: keep the fitted table and its
-fingerprint, save the fitted synthesizer as a folder, load it back, check a table against the
-fitted one. Each class says only what is its own (``_fitted_attribute``, ``_persisted_state``,
-``_restore``); the folder layout is :mod:`bayes_risk.models.trees.io`'s. The module-level helpers
-read the arguments of ``fit`` (schema and synthesized columns, record selections) and give the
-trees' view of a table.
+See :doc:`/user_guide/synthesizers`.
 """
 
 from __future__ import annotations
@@ -19,21 +14,28 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk.data.fingerprint import fingerprint_record
+from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema, infer_schema
-from bayes_risk.data.validate import record_mask, validate_table
+from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
+from bayes_risk.data.validate import check_m, record_mask, validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, synthesized_columns
 from bayes_risk.models.trees.io import check_fitted_fingerprint, load_synthesizer, save_synthesizer
 from bayes_risk.models.trees.missing import encoded_values
 
-__all__ = ["TreeSynthesizer", "encoded_values", "prepare_schema", "records_mask"]
+__all__ = ["TreeSynthesizer", "check_integer", "encoded_values", "prepare_schema", "records_mask"]
+
+
+def check_integer(name: str, value: Any, minimum: int = 1) -> None:
+    """Refuse a setting that is not an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValidationError(f"{name} must be an integer >= {minimum}. Got {value!r}.")
 
 
 def records_mask(records: Any, n: int, argument: str = "records") -> np.ndarray:
-    """A record selection (boolean mask, integer positions or ``None``: every record) as a mask,
-    checked by :func:`~bayes_risk.data.validate.record_mask`; a selection of no record is
-    refused (nothing would be synthesized)."""
+    """A record selection (mask, positions or ``None``: all) as a mask; an empty one is refused."""
     if records is None:
         return np.ones(n, dtype=bool)
     mask = record_mask(records, n, argument=argument)
@@ -42,14 +44,10 @@ def records_mask(records: Any, n: int, argument: str = "records") -> np.ndarray:
     return mask
 
 
-def prepare_schema(
-    data: pd.DataFrame, schema: Schema | None, synthesized: Sequence[str] | None,
-    *, allow_missing: bool = False,
-) -> tuple[Schema, list[str]]:
-    """Schema with roles set and the ordered list of synthesized columns.
-
-    ``allow_missing``: empty cells are accepted (CART); otherwise refused (``MISSING_VALUES``).
-    """
+def prepare_schema(data: pd.DataFrame, schema: Schema | None, synthesized: Sequence[str] | None, *,
+                   allow_missing: bool = False) -> tuple[Schema, list[str]]:
+    """Schema with roles set and the ordered synthesized columns (``allow_missing``: accept
+    empty cells, else ``MISSING_VALUES``)."""
     if not isinstance(data, pd.DataFrame):
         raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
     if schema is None:
@@ -61,35 +59,51 @@ def prepare_schema(
         order = schema.synthesized
     if not order:
         raise ValidationError(
-            "no column to synthesize: pass synthesize=[...] or a schema with synthesized roles."
-        )
+            "no column to synthesize: pass synthesize=[...] or a schema with synthesized roles.")
     schema = schema.with_roles(order, known=schema.known)
     validate_table(data, schema, name="data", allow_nan=allow_missing)
     return schema, list(order)
 
 
 class TreeSynthesizer(BaseSynthesizer):
-    """Template of the tree synthesizers: the fitted table, saving, loading, the fingerprint.
+    """Template of the tree synthesizers: the fitted table, the release, saving, loading.
 
-    A subclass sets ``_fitted_attribute`` (the attribute ``fit`` sets last, checked before
-    saving) and implements ``_persisted_state`` (its fitted state as JSON-ready settings and
-    named arrays) and ``_restore`` (the reverse, on a new instance); ``fit`` calls
-    ``_keep_fitted_table``.
+    A subclass sets ``_fitted_attribute`` (set last by ``fit``) and implements
+    ``_persisted_state`` and ``_restore``; ``fit`` calls ``_keep_fitted_table``.
     """
 
     #: the fitted attribute whose presence means "fitted" (checked by :meth:`save`)
     _fitted_attribute: ClassVar[str] = "schema_"
 
     def _keep_fitted_table(self, data: pd.DataFrame, schema: Schema) -> None:
-        """Keep the fitted table (the donors, and the records released unchanged) and a hash of
-        its encoded values: releases carry the hash in their manifest, and every measure checks
-        the original it is given against it (never the data)."""
+        """Keep the fitted table and its fingerprint (which releases carry and measures check)."""
         self.original_fingerprint_ = fingerprint_record(data, schema)
         self._index = data.index
         self._data = data.reset_index(drop=True)
 
+    def _streams(self, m: int, random_seed: RandomSeed) -> tuple[int, RandomSeed, list]:
+        """Checked ``m``, the seed of ``synthesize`` and one child stream per dataset."""
+        check_is_fitted(self, self._fitted_attribute, method="synthesize")
+        m = check_m(m)
+        random_seed = self._seed(random_seed)
+        return m, random_seed, spawn(random_seed, m)
+
+    def _make_release(self, datasets: list[pd.DataFrame], random_seed: RandomSeed,
+                      records: np.ndarray, extra: dict[str, Any], *,
+                      proper: bool = False) -> SyntheticData:
+        """The release of ``datasets`` with the provenance every tree synthesizer records."""
+        return SyntheticData(
+            datasets=datasets, method=self.method_name, settings=self._release_settings(),
+            random_seed=seed_to_json(random_seed), schema=self.schema_,
+            synthesized_records=records.copy(), extra=extra,
+            original_fingerprint=getattr(self, "original_fingerprint_", None),
+            model_id=model_id(self), generation=generation_from_roles(self.schema_, records),
+            # missing values are synthesized as values, never filled in
+            imputed_columns=[], proper=proper,
+        )
+
     def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """The fitted state as JSON-ready settings and named arrays (what :meth:`save` writes)."""
+        """The fitted state as JSON-ready settings and named arrays."""
         raise NotImplementedError
 
     @staticmethod
@@ -99,8 +113,7 @@ class TreeSynthesizer(BaseSynthesizer):
         raise NotImplementedError
 
     def _identity(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """What :func:`bayes_risk.data.provenance.model_id` hashes: the method, settings,
-        schema, fitted table's fingerprint and the fitted state this folder saves."""
+        """What :func:`bayes_risk.data.provenance.model_id` hashes."""
         from bayes_risk.data.provenance import identity_settings
 
         check_is_fitted(self, self._fitted_attribute, method="model_id")
@@ -111,19 +124,11 @@ class TreeSynthesizer(BaseSynthesizer):
                 "schema": self.schema_.to_dict(), "state": state,
                 "data": fp.get("table")}, dict(arrays)
 
-    # ----- persistence --------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save the fitted synthesizer as a folder, atomically (no pickle).
 
-        The folder holds ``model.json`` (format version, settings, schema, the fitted structure
-        that is not an array — visit order, predictors, groups —, fingerprint of the fitted
-        table, checksums), ``arrays.npz`` (the fitted arrays: every tree's nodes and splits,
-        donor blocks or leaf class tables, bandwidths, the synthesized records) and
-        ``data.parquet`` (the fitted table: the donors). **The folder is as confidential as the
-        data**: release only the synthetic datasets, never the folder. :meth:`load` (or
-        :func:`bayes_risk.models.load_model`) reads it back; the loaded synthesizer makes the
-        same synthetic data as this one for the same seed (and serves the plug-in likelihoods
-        as the fitted one does).
+        The folder (``model.json``, ``arrays.npz``, ``data.parquet``: the fitted table) is
+        **as confidential as the data** (user guide, Synthesizers, Saving and loading).
 
         Parameters
         ----------
@@ -140,8 +145,7 @@ class TreeSynthesizer(BaseSynthesizer):
         NotFittedError
             Before :meth:`fit`.
         ValidationError
-            ``CONSTRAINTS_NOT_SAVED`` for a small-cell PMM synthesizer with ``constraints``:
-            they are Python callables, which the folder cannot hold without pickle.
+            ``CONSTRAINTS_NOT_SAVED`` for a small-cell PMM synthesizer with ``constraints``.
         """
         check_is_fitted(self, self._fitted_attribute, method="save")
         state, arrays = self._persisted_state()
@@ -160,22 +164,17 @@ class TreeSynthesizer(BaseSynthesizer):
         Returns
         -------
         TreeSynthesizer
-            Fitted, of the class that was saved; same seed, same synthetic data as the
-            synthesizer that was saved.
+            Fitted, of the class saved; same seed, same synthetic data.
 
         Raises
         ------
         ValidationError
-            ``MODEL_FORMAT_VERSION`` for a folder of another format version, ``MODEL_DAMAGED``
-            for a missing, unreadable or changed file, or a folder of another model type.
+            ``MODEL_FORMAT_VERSION`` (another format version) or ``MODEL_DAMAGED`` (a missing,
+            unreadable or changed file, or another model type).
         """
         return load_synthesizer(cls, path, cls._restore)
 
     def check_fingerprint(self, data: pd.DataFrame) -> str | None:
-        """Whether ``data`` is the table this synthesizer was fitted to.
-
-        Compares the SHA-256 fingerprints stored at fit time (also in a saved folder) with those
-        of ``data``. Returns ``None`` when they agree, otherwise a short description of the
-        difference (missing columns, another number of records, other values or row order).
-        """
+        """``None`` when ``data`` is the table this synthesizer was fitted to (by SHA-256
+        fingerprints), else a short description of the difference."""
         return check_fitted_fingerprint(self, data)

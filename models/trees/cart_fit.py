@@ -1,11 +1,5 @@
-"""Fitting the CART synthesizer: settings, one tree per synthesized column, bandwidths.
-
-The work of :meth:`CARTSynthesizer.fit <bayes_risk.models.trees.cart.CARTSynthesizer.fit>`
-(documented there): the trees are fitted on the confidential data with the unsynthesized
-columns and the columns synthesized before as predictors (Reiter 2005), the per-node kernel
-bandwidths of smoothed columns (Wang & Reiter 2012) are set, and the fitted state is stored on
-the synthesizer.
-"""
+"""The work of :meth:`CARTSynthesizer.fit <bayes_risk.models.trees.cart.CARTSynthesizer.fit>`:
+settings, one tree per synthesized column, kernel bandwidths (Wang & Reiter 2012)."""
 
 from __future__ import annotations
 
@@ -18,7 +12,7 @@ import pandas as pd
 from bayes_risk._rng import RandomSeed, replayable_seed, spawn
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.trees.base import prepare_schema, records_mask
+from bayes_risk.models.trees.base import check_integer, prepare_schema, records_mask
 from bayes_risk.models.trees.missing import (
     design_inputs,
     encoded_values,
@@ -34,31 +28,21 @@ __all__ = ["check_settings", "data_resolution", "decimals_of", "fit", "observed_
 
 def check_settings(model: Any) -> None:
     """Check the settings of a CART synthesizer (naming the bad one)."""
-    def _int(name: str, v: Any, lo: int, allow_none: bool = False) -> None:
-        if v is None and allow_none:
-            return
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-            raise ValidationError(f"{name} must be an integer >= {lo}. Got {v!r}.")
-
-    _int("min_leaf", model.min_leaf, 1)
-    _int("max_depth", model.max_depth, 1, allow_none=True)
-    _int("prune_to_diversity", model.prune_to_diversity, 1, allow_none=True)
-    _int("n_jobs", model.n_jobs, 1)
+    for name in ("min_leaf", "max_depth", "prune_to_diversity", "n_jobs"):
+        v = getattr(model, name)
+        if v is not None or name in ("min_leaf", "n_jobs"):
+            check_integer(name, v)
     if not (isinstance(model.min_deviance, (int, float)) and 0 <= model.min_deviance < 1):
         raise ValidationError(
             f"min_deviance must be a number in [0, 1). Got {model.min_deviance!r}.",
-            code="INVALID_ARGUMENT"
-        )
+            code="INVALID_ARGUMENT")
     if model.donor not in ("bayes_bootstrap", "uniform"):
-        raise ValidationError(
-            f"donor must be 'bayes_bootstrap' or 'uniform'. Got {model.donor!r}.",
-            code="INVALID_ARGUMENT"
-        )
+        raise ValidationError(f"donor must be 'bayes_bootstrap' or 'uniform'. Got {model.donor!r}.",
+                              code="INVALID_ARGUMENT")
     if model.unroutable not in ("climb", "random_descent"):
         raise ValidationError(
             f"unroutable must be 'climb' or 'random_descent'. Got {model.unroutable!r}.",
-            code="INVALID_ARGUMENT"
-        )
+            code="INVALID_ARGUMENT")
 
 
 def smoothed_columns(model: Any, schema: Schema, order: list[str]) -> list[str]:
@@ -74,14 +58,12 @@ def smoothed_columns(model: Any, schema: Schema, order: list[str]) -> list[str]:
         if c not in order:
             raise ValidationError(
                 f"smoothing: column {c!r} is not synthesized (synthesized: {order}).",
-                code="INVALID_ARGUMENT"
-            )
+                code="INVALID_ARGUMENT")
         if schema[c].is_categorical:
             raise ValidationError(
                 f"smoothing: column {c!r} is {schema[c].type}; kernel smoothing applies to "
                 "numeric (count/continuous) columns only.",
-                code="WRONG_DTYPE"
-            )
+                code="WRONG_DTYPE")
     return cols
 
 
@@ -100,8 +82,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
                               code="TOO_FEW_RECORDS")
     mask = records_mask(records, n)
     unsyn = [c for c in schema.names if c not in order]
-    # columns with missing values (empty, or a declared code): {} for complete data, which
-    # then take exactly the paths they always took
+    # columns with missing values (empty, or a declared code): {} for complete data
     layout = missing_layout(data, schema)
     for c in order:
         if layout.get(c, {}).get("type") == "two_step" and \
@@ -110,9 +91,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
             raise ValidationError(
                 f"column {c!r} has no observed value (every cell is empty or a missing-value "
                 "code); expected at least one value to synthesize from.",
-                code="MISSING_VALUES"
-            )
-    # encoded views of the confidential data (codes for categorical, floats for numeric)
+                code="MISSING_VALUES")
     values = encoded_values(data, schema, layout)
     seeds = spawn(random_seed, len(order))
     trees: dict[str, SeqTree] = {}
@@ -131,44 +110,25 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
             X, codes = np.zeros((n, 1), dtype=np.float32), np.zeros((n, 0), dtype=np.int64)
             design = Design(["__const__"], ["numeric"], [0])
         y = values[col]
-        rs = int(seeds[k].integers(2**31 - 1))
+        kw = {"min_samples_leaf": model.min_leaf, "max_depth": model.max_depth,
+              "random_state": int(seeds[k].integers(2**31 - 1))}
         lay = layout.get(col)
+        cat = schema[col].is_categorical
         fit_rows = rows
-        if schema[col].is_categorical:
-            est = DecisionTreeClassifier(
-                criterion="gini", min_samples_leaf=model.min_leaf, max_depth=model.max_depth,
-                random_state=rs,
-            )
-        else:
-            if lay is not None:
-                # step 1 (synthpop's cont.na): which kind of missing value, or observed
-                yk = kind_codes(y, lay["codes"])
-                kind_trees[col] = grow(
-                    model,
-                    DecisionTreeClassifier(
-                        criterion="gini", min_samples_leaf=model.min_leaf,
-                        max_depth=model.max_depth, random_state=rs,
-                    ),
-                    design, X, codes, rows, yk, True, n_kinds(lay),
-                )
-                # step 2: the value, among the records where it is observed
-                fit_rows = np.flatnonzero(yk == 0)
-            est = DecisionTreeRegressor(
-                criterion="squared_error", min_samples_leaf=model.min_leaf,
-                max_depth=model.max_depth, random_state=rs,
-            )
-        n_classes = 0
-        if schema[col].is_categorical:
-            n_classes = schema[col].n_levels + (1 if lay is not None else 0)
-        if fit_rows is rows:
-            tree = grow(model, est, design, X, codes, rows, y,
-                        schema[col].is_categorical, n_classes)
-        else:
-            tree = grow(model, est, design, X[fit_rows], codes[fit_rows], fit_rows,
-                        y[fit_rows], False, 0)
-        trees[col] = tree
+        if not cat and lay is not None:
+            # step 1 (synthpop's cont.na): which kind of missing value, or observed
+            yk = kind_codes(y, lay["codes"])
+            kind_trees[col] = grow(model, DecisionTreeClassifier(criterion="gini", **kw), design,
+                                   X, codes, rows, yk, True, n_kinds(lay))
+            # step 2: the value, among the records where it is observed
+            fit_rows = np.flatnonzero(yk == 0)
+            X, codes, y = X[fit_rows], codes[fit_rows], y[fit_rows]
+        est = (DecisionTreeClassifier(criterion="gini", **kw) if cat
+               else DecisionTreeRegressor(criterion="squared_error", **kw))
+        n_classes = schema[col].n_levels + (1 if lay is not None else 0) if cat else 0
+        trees[col] = tree = grow(model, est, design, X, codes, fit_rows, y, cat, n_classes)
         if col in smoothed:
-            node_h[col] = node_bandwidths(model, tree, col, y[fit_rows])
+            node_h[col] = node_bandwidths(model, tree, col, y)
     model.schema_ = schema
     model._keep_fitted_table(data, schema)
     model.visit_sequence_ = order
@@ -177,20 +137,15 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     model.missing_ = layout
     model.missing_trees_ = kind_trees
     model.records_ = mask
-    # provenance: what a release needs to rebuild this synthesizer from the confidential data
-    # (bayes_risk.models.rebuild_synthesizer; None seed = not replayable)
+    # what a release needs to rebuild this synthesizer (None seed: not replayable)
     model.fit_call_ = {"synthesized": list(order), "random_seed": replayable_seed(random_seed)}
     model.smoothed_ = smoothed
     model.bandwidth_ = node_h
     model.n_records_ = n
     model._values = values
-    model._decimals = {
-        c: decimals_of(observed_values(values[c], layout.get(c))) for c in smoothed
-    }
-    model._integer = {
-        c: schema[c].type == "count" or pd.api.types.is_integer_dtype(data[c].dtype)
-        for c in smoothed
-    }
+    model._decimals = {c: decimals_of(observed_values(values[c], layout.get(c))) for c in smoothed}
+    model._integer = {c: schema[c].type == "count" or pd.api.types.is_integer_dtype(data[c].dtype)
+                      for c in smoothed}
     return model
 
 
@@ -212,10 +167,8 @@ def node_bandwidths(model: Any, tree: SeqTree, col: str, y: np.ndarray) -> np.nd
         bw = bw.get(col)
     if bw is not None:
         if not (isinstance(bw, (int, float)) and bw > 0):
-            raise ValidationError(
-                f"bandwidth for {col!r} must be a positive number. Got {bw!r}.",
-                code="INVALID_ARGUMENT"
-            )
+            raise ValidationError(f"bandwidth for {col!r} must be a positive number. Got {bw!r}.",
+                                  code="INVALID_ARGUMENT")
         return np.full(tree.n_nodes, float(bw))
     res = data_resolution(np.asarray(y, dtype=np.float64))
     h = np.zeros(tree.n_nodes)

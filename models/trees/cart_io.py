@@ -1,10 +1,5 @@
-"""Saved CART synthesizers: the fitted state as arrays and settings, and back.
-
-The folder layout and its checks are :mod:`bayes_risk.models.trees.io`'s; this module only says
-which arrays a CART synthesizer has (every tree's nodes, splits, donor blocks and seen levels,
-the kind trees of numeric columns with missing values, bandwidths, the synthesized records), as
-:mod:`bayes_risk.models.trees.rf_io` does for random forests.
-"""
+"""Saved CART synthesizers: the fitted state as arrays and settings, and back (the folder is
+:mod:`bayes_risk.models.trees.io`'s)."""
 
 from __future__ import annotations
 
@@ -27,8 +22,7 @@ __all__ = ["cart_state", "restore_cart"]
 
 def cart_state(state: CARTState, fit_call: Any, n_records: int
                ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The fitted state of a CART synthesizer as JSON-ready settings and named arrays
-    (what :meth:`CARTSynthesizer.save` writes; ``fit_call``: its ``fit_call_``)."""
+    """The fitted state of a CART synthesizer as JSON-ready settings and named arrays."""
     arrays: dict[str, np.ndarray] = {"records": np.asarray(state.records, dtype=bool)}
     trees = []
     for k, col in enumerate(state.visit_sequence):
@@ -60,8 +54,8 @@ def cart_state(state: CARTState, fit_call: Any, n_records: int
 
 
 def restore_cart(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
-    """Set the fitted attributes of a new CART synthesizer ``obj`` from a saved folder (what
-    :meth:`CARTSynthesizer.load` reads); a ``ValueError`` means a damaged folder."""
+    """Set the fitted attributes of a new CART synthesizer from a saved folder (a ``ValueError``:
+    a damaged folder)."""
     st = meta["state"]
     schema = obj.schema_
     obj.visit_sequence_ = list(st["visit_sequence"])
@@ -69,8 +63,7 @@ def restore_cart(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame
     obj.trees_ = {c: seqtree_from_arrays(st["trees"][k], arrays, f"tree{k}")
                   for k, c in enumerate(obj.visit_sequence_)}
     for c, tree in obj.trees_.items():  # tree k is the k-th visited column's
-        # its design: the predictors (a missing-value kind beside a numeric one with missing
-        # values; a constant when there is none), as cart_fit builds it
+        # its design's predictors, without the kind inputs and the constant cart_fit adds
         names = [p for p in tree.design.predictors
                  if p != "__const__" and not p.endswith(KIND_SUFFIX)]
         if names != obj.predictors_.get(c) or \

@@ -1,10 +1,6 @@
-"""Closed-form leaf likelihoods of :class:`~bayes_risk.models.trees.cart.CARTSynthesizer`.
-
-Used by the attribute-risk engine for tree synthesizers (methods, Tree synthesizers: plug-in
-likelihoods): the Pólya (Bayesian-bootstrap) probability of the values drawn from one leaf
-(Reiter 2005) and the per-leaf truncated Gaussian kernel density, or probability of a rounded
-output value (Wang & Reiter 2012), with its per-centre terms. Public through
-``bayes_risk.models.trees.cart``.
+"""Closed-form leaf likelihoods of :class:`~bayes_risk.models.trees.cart.CARTSynthesizer`: the
+Pólya probability of one leaf's draws and the truncated Gaussian kernel density (or probability
+of a rounded value). See :doc:`/methods/attribute`, Tree synthesizers: plug-in likelihoods.
 """
 
 from __future__ import annotations
@@ -20,19 +16,15 @@ from bayes_risk.exceptions import ValidationError
 
 
 def polya_logprob(donor_values: Sequence[Any], synthetic_values: Sequence[Any]) -> float:
-    """Log-probability of an ordered sequence of synthetic values drawn from one leaf.
-
-    Under the per-leaf Bayesian bootstrap (Reiter 2005; Wang & Reiter 2012) the synthetic values
-    routed to a leaf are a Pólya-urn (Dirichlet–multinomial) sequence:
-    ``P = Γ(n_L)/Γ(n_L + u_L) · Π_c Γ(n_c + s_c)/Γ(n_c)`` (Pólya urn probability).
+    """Log-probability of an ordered sequence of synthetic values drawn from one leaf, the
+    Pólya urn ``P = Γ(n_L)/Γ(n_L + u_L) · Π_c Γ(n_c + s_c)/Γ(n_c)`` (Reiter 2005).
 
     Parameters
     ----------
     donor_values : sequence
-        Confidential values of the leaf's training records (``n_L`` of them; categorical labels
-        or numbers, compared exactly).
+        Confidential values of the leaf's ``n_L`` training records (compared exactly).
     synthetic_values : sequence
-        Synthetic values of the ``u_L`` records routed to the leaf, as an ordered sequence.
+        Synthetic values of the ``u_L`` records routed to the leaf.
 
     Returns
     -------
@@ -64,9 +56,7 @@ def polya_logprob(donor_values: Sequence[Any], synthetic_values: Sequence[Any]) 
             return float("-inf")
         s_c[k] += 1
     n_l, u_l = donors.size, syn.size
-    return float(
-        gammaln(n_l) - gammaln(n_l + u_l) + np.sum(gammaln(n_c + s_c) - gammaln(n_c))
-    )
+    return float(gammaln(n_l) - gammaln(n_l + u_l) + np.sum(gammaln(n_c + s_c) - gammaln(n_c)))
 
 
 def _log_ndtr_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -82,17 +72,11 @@ def _log_ndtr_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return lb + np.log1p(-np.exp(la - lb))
 
 
-def _rounding_interval(
-    z: np.ndarray, lo: float, hi: float, decimals: int, integer_output: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """Interval ``[a, b]`` of kernel draws ``x ∈ [lo, hi]`` that are released as ``z``.
-
-    The synthesizer outputs ``F(clip(round(x, decimals), lo, hi))`` with ``F`` a final rounding to
-    integer for integer-dtype columns (:meth:`CARTSynthesizer._synthesize_one`). A value on the
-    ``10**-decimals`` grid inside ``[lo, hi]`` comes from its rounding cell; when ``lo`` (``hi``)
-    is off the grid (a candidate value, say), the cell that rounds below ``lo`` (above ``hi``) is
-    clipped to ``lo`` (``hi``). Empty intervals have ``a >= b``.
-    """
+def _rounding_interval(z: np.ndarray, lo: float, hi: float, decimals: int,
+                       integer_output: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Interval ``[a, b]`` of kernel draws ``x ∈ [lo, hi]`` released as ``z`` (output
+    ``clip(round(x, decimals), lo, hi)``, rounded once more for integer columns; empty:
+    ``a >= b``)."""
     step = 10.0 ** (-decimals)
     tol = 1e-6 * step
     half = 0.5 * step
@@ -116,48 +100,29 @@ def _rounding_interval(
     return a, b
 
 
-def kernel_log_terms(
-    z: np.ndarray,
-    centres: np.ndarray,
-    h: float,
-    lo: float,
-    hi: float,
-    *,
-    decimals: int | None = None,
-    integer_output: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-centre terms of the truncated kernel mixture of Wang & Reiter 2012.
-
-    The mixture with centre weights ``c_k`` is
-    ``p(z) = Σ_k c_k K_k(z) / Σ_k c_k M_k``: ``K_k`` is the Gaussian kernel density
-    ``φ((z − b_k)/h)/h`` on ``[lo, hi]`` (``0`` outside) or, when the synthesizer rounds its
-    output (``decimals`` given), the kernel's mass over the interval of draws that are output as
-    ``z`` (:func:`_rounding_interval`); ``M_k = Φ((hi − b_k)/h) − Φ((lo − b_k)/h)`` is the kernel's
-    mass on the support (truncation of the whole mixture). When no smoothing is possible
-    (``lo == hi`` or ``h <= 0``) the synthesizer outputs the centres themselves (rounded and
-    clipped): ``K_k`` is then the indicator that ``z`` equals that output and ``M_k = 1``.
+def kernel_log_terms(z: np.ndarray, centres: np.ndarray, h: float, lo: float, hi: float, *,
+                     decimals: int | None = None,
+                     integer_output: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Per-centre terms of the truncated kernel mixture ``p(z) = Σ_k c_k K_k(z) / Σ_k c_k M_k``
+    of Wang & Reiter 2012: ``K_k`` the kernel density on ``[lo, hi]`` (with ``decimals``: its
+    mass over the draws released as ``z``), ``M_k`` its mass on ``[lo, hi]``; without smoothing
+    (``lo == hi`` or ``h <= 0``) ``K_k`` is the indicator of the centre's output, ``M_k = 1``.
 
     Parameters
     ----------
-    z : array, shape (n_z,)
-        Synthetic values.
-    centres : array, shape (n,)
-        Kernel centres (bootstrap values or donor values).
-    h : float
-        Bandwidth.
-    lo, hi : float
-        Support.
+    z, centres : arrays, shapes (n_z,) and (n,)
+        Synthetic values and kernel centres.
+    h, lo, hi : float
+        Bandwidth and support.
     decimals : int, optional
-        Output rounded to this many decimals (0 for integers); ``None``: not rounded (densities).
+        Output rounded to this many decimals; ``None``: not rounded (densities).
     integer_output : bool
-        The column's dtype is integer: the clipped value is rounded once more to an integer.
+        The column's dtype is integer.
 
     Returns
     -------
-    log_k : ndarray, shape (n_z, n)
-        ``log K_k(z)`` (``-inf`` where ``z`` cannot come from kernel ``k``).
-    log_m : ndarray, shape (n,)
-        ``log M_k``.
+    log_k, log_m : ndarrays, shapes (n_z, n) and (n,)
+        ``log K_k(z)`` (``-inf`` where ``z`` cannot come from kernel ``k``) and ``log M_k``.
     """
     z = np.asarray(z, dtype=np.float64).ravel()
     b = np.asarray(centres, dtype=np.float64).ravel()
@@ -186,24 +151,11 @@ def kernel_log_terms(
     return np.where(empty[:, None], -np.inf, log_k), log_m
 
 
-def truncated_kde_logpdf(
-    x: np.ndarray | float,
-    b: Sequence[float],
-    h: float,
-    lo: float,
-    hi: float,
-    *,
-    weights: Sequence[float] | None = None,
-    decimals: int | None = None,
-    integer_output: bool = False,
-) -> np.ndarray:
-    """Log-density of the truncated Gaussian kernel mixture of Wang & Reiter 2012.
-
-    ``f(z) = Σ_k φ((z − b_k)/h)/h / Σ_k [Φ((hi − b_k)/h) − Φ((lo − b_k)/h)]``
-    on ``[lo, hi]`` (truncation of the whole mixture, renormalised once), ``0`` outside. With
-    ``decimals`` the synthesizer's rounded output is modelled instead and the function returns the
-    log-*probability* of each value (the mixture mass of its rounding interval within
-    ``[lo, hi]``). The terms come from :func:`kernel_log_terms`.
+def truncated_kde_logpdf(x: np.ndarray | float, b: Sequence[float], h: float, lo: float, hi: float,
+                         *, weights: Sequence[float] | None = None, decimals: int | None = None,
+                         integer_output: bool = False) -> np.ndarray:
+    """Log-density of the truncated Gaussian kernel mixture of Wang & Reiter 2012 on ``[lo, hi]``
+    (with ``decimals``: the log-probability of each rounded value; :func:`kernel_log_terms`).
 
     Parameters
     ----------
@@ -211,17 +163,14 @@ def truncated_kde_logpdf(
         Points at which to evaluate.
     b : sequence of float
         Kernel centres (the leaf's bootstrap values).
-    h : float
-        Bandwidth (> 0).
-    lo, hi : float
-        Support (``lo <= hi``). When ``lo == hi`` no smoothing is possible: the distribution is
-        a point mass and the function returns ``0`` (log of probability 1) at ``lo``.
+    h, lo, hi : float
+        Bandwidth (> 0) and support (``lo <= hi``; ``lo == hi``: a point mass).
     weights : sequence of float, optional
-        Non-negative centre weights (multiplicities); default all 1.
+        Non-negative centre weights (default all 1).
     decimals : int, optional
         The output is rounded to this many decimals: return log-probabilities.
     integer_output : bool
-        With ``decimals``: the clipped value is rounded once more to an integer (integer dtype).
+        With ``decimals``: the column's dtype is integer.
 
     Returns
     -------
@@ -249,11 +198,9 @@ def truncated_kde_logpdf(
     w = np.ones(b.size) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
     if w.shape != b.shape or np.any(w < 0) or not np.any(w > 0):
         raise ValidationError(
-            f"weights must be {b.size} non-negative numbers, not all 0. Got {weights!r}."
-        )
-    log_k, log_m = kernel_log_terms(
-        x.ravel(), b, h, lo, hi, decimals=decimals, integer_output=integer_output
-    )
+            f"weights must be {b.size} non-negative numbers, not all 0. Got {weights!r}.")
+    log_k, log_m = kernel_log_terms(x.ravel(), b, h, lo, hi, decimals=decimals,
+                                    integer_output=integer_output)
     with np.errstate(divide="ignore"):
         lw = np.log(w)
     out = logsumexp(log_k + lw, axis=-1) - logsumexp(log_m + lw)

@@ -1,18 +1,9 @@
 """Vectorised Pólya-urn bookkeeping of the CART plug-in likelihood (un-smoothed columns).
 
-A node ``u`` with donor counts ``D_v`` (``n = Σ D_v``) and synthetic counts ``S_v``
-(``U = Σ S_v``) contributes
-
-    log p = log Γ(n) − log Γ(n + U) + Σ_{S_v > 0} [log Γ(D_v + S_v) − log Γ(D_v)]
-
-(``donor="bayes_bootstrap"``, Pólya urn) or ``Σ_{S_v > 0} S_v (log D_v − log n)``
-(``donor="uniform"``, multinomial), and ``−inf`` when a synthetic value has no donor. A candidate
-for record ``i`` removes one donor of its true value from the nodes of its donor path and adds one
-of the candidate value to the nodes of its (possibly re-routed) path, so each touched node changes
-by a few terms that telescope into logarithms of integers, e.g. one more donor of ``v`` adds
-``log(D_v + S_v) − log D_v``. :class:`PolyaTables` holds the donor and synthetic counts of one
-tree for every released dataset as sorted key tables and evaluates these changes for all
-candidates, nodes and datasets at once (numpy; no per-node Python loop).
+:class:`PolyaTables` holds one tree's donor and synthetic counts for every released dataset and
+evaluates the change a candidate makes (one donor moved along its paths) for all candidates,
+nodes and datasets at once. See :doc:`/methods/attribute`, Tree synthesizers: plug-in
+likelihoods.
 """
 
 from __future__ import annotations
@@ -48,14 +39,8 @@ class PolyaTables:
         ``donor="uniform"`` (multinomial) rather than the Bayesian bootstrap (Pólya urn).
     """
 
-    def __init__(
-        self,
-        tree,
-        parent: np.ndarray,
-        syn_nodes: Sequence[np.ndarray],
-        syn_values: Sequence[np.ndarray],
-        uniform: bool,
-    ) -> None:
+    def __init__(self, tree, parent: np.ndarray, syn_nodes: Sequence[np.ndarray],
+                 syn_values: Sequence[np.ndarray], uniform: bool) -> None:
         self.uniform = uniform
         self.start, self.stop = tree.node_start, tree.node_stop
         N = self.n_nodes = int(tree.n_nodes)
@@ -109,18 +94,12 @@ class PolyaTables:
         k = np.minimum(np.searchsorted(self.values, x), self.values.size - 1)
         return np.where(self.values[k] == x, k, -1).astype(np.int64)
 
-    def delta(
-        self, pos: int, old_v: float, new_v: np.ndarray, new_leaf: np.ndarray | None
-    ) -> np.ndarray:
+    def delta(self, pos: int, old_v: float, new_v: np.ndarray,
+              new_leaf: np.ndarray | None) -> np.ndarray:
         """``[m, G]`` change of the tree's log-likelihood when record ``i`` (donor position
         ``pos``, true value ``old_v``) takes value ``new_v[g]`` and is routed to ``new_leaf[g]``
-        (``None``: its donor path, unchanged).
-
-        Equals, node by node, ``log p(node | changed donors) − log p(node | donors)`` including
-        the infinite cases (``−inf`` when the change leaves a synthetic value without donor;
-        a node that had no likelihood under the true donors gives ``+inf`` or ``nan``), and
-        ``0`` for nodes no synthetic record was routed to.
-        """
+        (``None``: its donor path), with the infinite cases (``−inf``: a synthetic value left
+        without donor)."""
         G = new_v.size
         old = np.flatnonzero((self.start <= pos) & (pos < self.stop))
         d0 = old.size

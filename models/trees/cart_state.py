@@ -1,12 +1,5 @@
-"""The fitted state of a :class:`~bayes_risk.models.trees.cart.CARTSynthesizer`.
-
-:class:`CARTState` holds what synthesis, routing and the donors of a node
-(``trees.cart_synthesis``) read: the schema, the visit sequence and predictors, the fitted
-value and kind trees, the kernel bandwidths and output rounding of smoothed columns, the
-selected records and the fitted table (as given and encoded). The synthesizer builds it once
-when it is fitted or loaded and passes it to those module-level functions, which take the
-state, not the synthesizer.
-"""
+"""The fitted state of a :class:`~bayes_risk.models.trees.cart.CARTSynthesizer`: what the
+module-level functions of ``trees.cart_synthesis`` read."""
 
 from __future__ import annotations
 
@@ -24,38 +17,9 @@ __all__ = ["CARTState"]
 
 @dataclass(frozen=True, eq=False)
 class CARTState:
-    """The fitted trees and table of a CART synthesizer.
-
-    Attributes
-    ----------
-    schema : Schema
-        Columns, types, levels and roles the synthesizer was fitted with.
-    visit_sequence : sequence of str
-        The synthesized columns in visit order.
-    predictors : mapping of str to list of str
-        Each synthesized column's predictors.
-    trees : mapping of str to SeqTree
-        Each synthesized column's fitted tree (of its value, among the observed records, for a
-        two-step numeric column).
-    missing : mapping of str to dict
-        The missing-value layout of each column with missing values.
-    missing_trees : mapping of str to SeqTree
-        The kind trees of two-step numeric columns.
-    smoothed : sequence of str
-        The kernel-smoothed columns.
-    bandwidth : mapping of str to ndarray
-        Each smoothed column's per-node bandwidths.
-    integer, decimals : mapping of str
-        Output rounding of each smoothed column (integer output; decimals of its values).
-    records : ndarray of bool
-        The records whose synthesized columns are replaced.
-    data : DataFrame
-        The fitted table (positional index).
-    index : Index
-        The fitted table's own index, restored on output.
-    values : mapping of str to ndarray
-        The encoded values of every column of the fitted table.
-    """
+    """The fitted trees and table of a CART synthesizer: the synthesizer's fitted attributes of
+    the same names, the output rounding of smoothed columns (``integer``, ``decimals``), the
+    fitted table (``data``, positional index; ``index``, its own) and its encoded ``values``."""
 
     schema: Schema
     visit_sequence: Sequence[str]

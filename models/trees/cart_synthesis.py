@@ -1,8 +1,5 @@
-"""Synthesis of :class:`~bayes_risk.models.trees.cart.CARTSynthesizer` from its fitted trees.
-
-Routing of records through the fixed trees and the donors of a node (also what the tree plug-in
-likelihoods read), one synthesis with Bayesian-bootstrap donors or per-leaf truncated Gaussian
-kernel draws (Reiter 2005; Wang & Reiter 2012), and posterior-predictive replicates.
+"""Synthesis of :class:`~bayes_risk.models.trees.cart.CARTSynthesizer` from its fitted state:
+routing, the donors of a node, one synthesis (Bayesian-bootstrap donors or kernel draws).
 """
 
 from __future__ import annotations
@@ -25,15 +22,12 @@ from bayes_risk.models.trees.seqtree import column_codes, segment_choice
 _FIXED_ROUTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def route(
-    state: CARTState, records: pd.DataFrame, column: str, random_seed: RandomSeed, *,
-    unroutable: str,
-) -> tuple[np.ndarray, np.ndarray]:
+def route(state: CARTState, records: pd.DataFrame, column: str, random_seed: RandomSeed, *,
+          unroutable: str) -> tuple[np.ndarray, np.ndarray]:
     """The work of :meth:`CARTSynthesizer.route` (documented there)."""
     if column not in state.trees:
         raise ValidationError(
-            f"column {column!r} is not synthesized (synthesized: {state.visit_sequence})."
-        )
+            f"column {column!r} is not synthesized (synthesized: {state.visit_sequence}).")
     tree = state.trees[column]
     preds = state.predictors[column]
     if not preds:
@@ -61,17 +55,15 @@ def output_rounding(state: CARTState, column: str) -> tuple[int | None, bool]:
     """The work of :meth:`CARTSynthesizer.output_rounding` (documented there)."""
     if column not in state.smoothed:
         raise ValidationError(
-            f"column {column!r} is not kernel-smoothed (smoothed: {list(state.smoothed)})."
-        )
+            f"column {column!r} is not kernel-smoothed (smoothed: {list(state.smoothed)}).")
     integer = bool(state.integer.get(column))
     decimals = 0 if integer else state.decimals.get(column)
     final = integer and pd.api.types.is_integer_dtype(state.data[column].dtype)
     return decimals, bool(final)
 
 
-def synthesize_one(state: CARTState, rng: np.random.Generator,
-                   columns: Sequence[str] | None = None, *, unroutable: str, donor: str
-                   ) -> tuple[pd.DataFrame, dict[str, int]]:
+def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence[str] | None = None,
+                   *, unroutable: str, donor: str) -> tuple[pd.DataFrame, dict[str, int]]:
     """One synthetic table (``columns``: only these synthesized columns, for replicates; the
     same draws) and the number of unroutable records per column; ``unroutable`` and ``donor``:
     the settings."""
@@ -86,16 +78,8 @@ def synthesize_one(state: CARTState, rng: np.random.Generator,
         if lay is not None and lay["type"] == "two_step":
             two_step(state, col, lay, sel, cur, src, unrout, rng, unroutable=unroutable, bb=bb)
             continue
-        # routing without random draws on fixed predictors: the same nodes every synthesis
-        fixed = unroutable == "climb" and not any(p in cur for p in state.predictors[col])
-        routed = _FIXED_ROUTES.get(tree) if fixed else None
-        if routed is None:
-            routed = route_blocks(state, tree, col, cur, sel, rng, unroutable)
-            if fixed:  # shared by every later synthesis: read-only
-                for a in routed[1:]:
-                    a.flags.writeable = False
-                _FIXED_ROUTES[tree] = routed
-        n_flag, used, inv, seg_start, sizes, pos_map = routed
+        n_flag, used, inv, seg_start, sizes, pos_map = _cached_route(state, tree, col, cur, sel,
+                                                                     rng, unroutable)
         unrout[col] = n_flag
         if col in state.smoothed:
             vals = kernel_draw(state, col, tree, used, inv, seg_start, sizes, pos_map, rng, bb)
@@ -133,15 +117,8 @@ def two_step(state: CARTState, col, lay, sel, cur, src, unrout, rng, *, unroutab
     kind is "observed", a value from the value tree (fitted on the observed records); ``bb``:
     Bayesian-bootstrap donors."""
     ktree = state.missing_trees[col]
-    fixed = unroutable == "climb" and not any(p in cur for p in state.predictors[col])
-    routed = _FIXED_ROUTES.get(ktree) if fixed else None
-    if routed is None:
-        routed = route_blocks(state, ktree, col, cur, sel, rng, unroutable)
-        if fixed:
-            for a in routed[1:]:
-                a.flags.writeable = False
-            _FIXED_ROUTES[ktree] = routed
-    n_flag, used, inv, seg_start, sizes, pos_map = routed
+    n_flag, used, inv, seg_start, sizes, pos_map = _cached_route(state, ktree, col, cur, sel, rng,
+                                                                 unroutable)
     j = segment_choice(seg_start, sizes, inv, rng, bayes_bootstrap=bb)
     rows = ktree.donor_rows[pos_map[j]]  # donors of the kind: their value is that kind
     obs = np.flatnonzero(kind_codes(state.values[col][rows], lay["codes"]) == 0)
@@ -153,8 +130,7 @@ def two_step(state: CARTState, col, lay, sel, cur, src, unrout, rng, *, unroutab
         n_flag += n_f2
         if col in state.smoothed:
             vals = vals.copy()
-            vals[obs] = kernel_draw(state, col, tree, used, inv, seg_start, sizes, pos_map,
-                                    rng, bb)
+            vals[obs] = kernel_draw(state, col, tree, used, inv, seg_start, sizes, pos_map, rng, bb)
         else:
             j = segment_choice(seg_start, sizes, inv, rng, bayes_bootstrap=bb)
             rows = rows.copy()
@@ -166,6 +142,20 @@ def two_step(state: CARTState, col, lay, sel, cur, src, unrout, rng, *, unroutab
         src.pop(col, None)
     else:
         src[col] = rows
+
+
+def _cached_route(state: CARTState, tree, col, cur, sel, rng, unroutable: str):
+    """:func:`route_blocks`, kept when no predictor is synthesized yet and routing draws nothing
+    (every synthesis routes to the same nodes)."""
+    fixed = unroutable == "climb" and not any(p in cur for p in state.predictors[col])
+    routed = _FIXED_ROUTES.get(tree) if fixed else None
+    if routed is None:
+        routed = route_blocks(state, tree, col, cur, sel, rng, unroutable)
+        if fixed:  # shared by every later synthesis: read-only
+            for a in routed[1:]:
+                a.flags.writeable = False
+            _FIXED_ROUTES[tree] = routed
+    return routed
 
 
 def route_blocks(state: CARTState, tree, col, cur, sel, rng, unroutable: str, subset=None):
@@ -180,8 +170,7 @@ def route_blocks(state: CARTState, tree, col, cur, sel, rng, unroutable: str, su
             return v if subset is None else v[subset]
 
         X, codes = tree.design.matrix(
-            design_inputs(state.schema, preds, state.missing, value_of)[3]
-        )
+            design_inputs(state.schema, preds, state.missing, value_of)[3])
     else:
         X = np.zeros((n_rec, 1), dtype=np.float32)
         codes = np.zeros((n_rec, 0), dtype=np.int64)
@@ -211,10 +200,7 @@ def kernel_draw(state: CARTState, col, tree, used, inv, seg_start, sizes, pos_ma
     hb, lob, hib = h_node[which_b], lo_node[which_b], hi_node[which_b]
     degenerate = (hib <= lob) | (hb <= 0)
     safe_h = np.where(degenerate, 1.0, hb)
-    mass = np.where(
-        degenerate, 1.0,
-        np.exp(_log_ndtr_diff((lob - b) / safe_h, (hib - b) / safe_h)),
-    )
+    mass = np.where(degenerate, 1.0, np.exp(_log_ndtr_diff((lob - b) / safe_h, (hib - b) / safe_h)))
     # 2. each routed record picks a component with probability ∝ its truncated mass
     k = segment_choice(seg_start, sizes, inv, rng, weights=mass)
     centre, h, lo, hi = b[k], safe_h[k], lob[k], hib[k]

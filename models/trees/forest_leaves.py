@@ -15,16 +15,12 @@ __all__ = ["distinct_rows", "forest_apply_distinct", "leaf_probabilities",
 
 
 def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of a forest's input and where each row of ``X`` is among them.
-
-    Rows are compared as the float32 bytes that scikit-learn's trees route (``apply`` converts
-    its input to float32), so two rows are merged only when every tree sends them down the same
-    path; this is what makes routing the distinct rows exact.
+    """The distinct rows of a forest's input (compared as the float32 bytes the trees route) and
+    where each row of ``X`` is among them.
 
     Parameters
     ----------
     X : array, shape (n, p)
-        Forest inputs.
 
     Returns
     -------
@@ -48,31 +44,16 @@ def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def forest_apply_distinct(forest: Any, X: np.ndarray) -> np.ndarray:
-    """``forest.apply(X)`` with each distinct row routed once.
-
-    Records of categorical data often share every predictor (a fifth to a third of the rows are
-    distinct in census extracts), and routing is most of the cost of drawing from a forest. The
-    leaves are those of ``forest.apply`` row for row: identical rows reach identical leaves.
-
-    Parameters
-    ----------
-    forest : fitted RandomForestClassifier or stored forest
-        Anything with scikit-learn's ``apply`` (leaf of every row in every tree).
-    X : array, shape (n, p)
-
-    Returns
-    -------
-    ndarray, shape (n, n_trees)
-    """
+    """``forest.apply(X)`` ``(n, n_trees)`` with each distinct row routed once (the same leaves,
+    row for row)."""
     distinct, inverse = distinct_rows(X)
     if distinct.shape[0] == inverse.size:  # nothing shared: route the rows in their order
         return forest.apply(np.ascontiguousarray(X, dtype=np.float32))
     return forest.apply(distinct)[inverse]
 
 
-def leaf_probabilities(
-    leaf_counts: np.ndarray, probabilities: str = "vote", alpha: float = 1.0
-) -> np.ndarray:
+def leaf_probabilities(leaf_counts: np.ndarray, probabilities: str = "vote",
+                       alpha: float = 1.0) -> np.ndarray:
     """Per-leaf class probabilities from leaf class counts (Caiola & Reiter 2010).
 
     Parameters
@@ -80,8 +61,7 @@ def leaf_probabilities(
     leaf_counts : array, shape (..., d)
         Class counts ``n_{b,c}`` of the training (bootstrap) records in each leaf.
     probabilities : {"vote", "leaf_dirichlet"}
-        ``"vote"``: the leaf votes for its majority class (ties split equally; a pure leaf votes
-        for its single class). ``"leaf_dirichlet"``: ``(n_{b,c} + α)/(n_b + d α)``.
+        The leaf's majority vote (ties split equally), or ``(n_{b,c} + α)/(n_b + d α)``.
     alpha : float
         Dirichlet prior count per class (``leaf_dirichlet`` only; ``>= 0``).
 
@@ -103,17 +83,13 @@ def leaf_probabilities(
         with np.errstate(invalid="ignore", divide="ignore"):
             return (c + alpha) / (c.sum(axis=-1, keepdims=True) + d * alpha)
     raise ValidationError(
-        f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {probabilities!r}."
-    )
+        f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {probabilities!r}.")
 
 
-def synthesis_probabilities(
-    leaf_counts: np.ndarray, probabilities: str = "vote", alpha: float = 1.0
-) -> np.ndarray:
-    """Synthesis distribution of one record from the leaves it reaches in the trees ``B_i``.
-
-    ``p_i(c) = mean_{b ∈ B_i} q_b(c)`` with ``q_b`` from :func:`leaf_probabilities`
-    (Caiola & Reiter 2010): with ``"vote"`` this is the share of trees voting for ``c``.
+def synthesis_probabilities(leaf_counts: np.ndarray, probabilities: str = "vote",
+                            alpha: float = 1.0) -> np.ndarray:
+    """Synthesis distribution ``p_i(c) = mean_b q_b(c)`` of one record from the leaves it reaches
+    (``q_b``: :func:`leaf_probabilities`).
 
     Parameters
     ----------

@@ -1,25 +1,10 @@
 """Persistence of the CART, random-forest and PMM synthesizers: save, load (never pickle).
 
-A fitted synthesizer is saved as a folder of three files:
-
-* ``model.json`` — ``format`` (``"bayes-risk model"``), ``format_version``
-  (:data:`FORMAT_VERSION`), ``method``, ``class``, ``settings`` (the ``__init__`` arguments),
-  ``schema``, the fitted state that is not an array (visit order, predictors, fingerprint of
-  the fitted table, …) and, under ``"sha256"``, the SHA-256 of the two other files and of
-  its own other fields;
-* ``arrays.npz`` — the tree arrays (children, split features and thresholds, donor blocks,
-  leaf class tables, bootstrap samples, record flags), NumPy's NPZ format read with
-  ``allow_pickle=False``;
-* ``data.parquet`` — the confidential table the synthesizer was fitted to (with its index):
-  the donors of the tree leaves and the records released unchanged. **The folder is as
-  confidential as the data.**
-
-Loading refuses a folder of another format version (``MODEL_FORMAT_VERSION``), a folder whose
-files are missing, unreadable or changed since they were written, ``model.json`` included
-(``MODEL_DAMAGED``, naming the file), and a fitted state that does not hang together (a visit
-sequence that visits a column before one of its predictors, a tree under another column). A
-folder written before ``model.json`` recorded its own checksum is loaded with warning
-``MODEL_UNVERIFIED``.
+A folder of ``model.json`` (settings, schema, the fitted state that is not an array and SHA-256
+checksums), ``arrays.npz`` (read with ``allow_pickle=False``) and ``data.parquet`` (the fitted
+table: **the folder is as confidential as the data**). Loading refuses another format version
+(``MODEL_FORMAT_VERSION``) and a missing, unreadable or changed file (``MODEL_DAMAGED``). See
+:doc:`/user_guide/synthesizers`, Saving and loading.
 """
 
 from __future__ import annotations
@@ -27,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -45,14 +31,8 @@ from bayes_risk.models.base import (
     write_model_json,
 )
 
-__all__ = [
-    "ARRAYS_FILE",
-    "DATA_FILE",
-    "FORMAT_VERSION",
-    "StoredForest",
-    "load_synthesizer",
-    "save_synthesizer",
-]
+__all__ = ["ARRAYS_FILE", "DATA_FILE", "FORMAT_VERSION", "StoredForest", "load_synthesizer",
+           "save_synthesizer"]
 
 ARRAYS_FILE = "arrays.npz"
 DATA_FILE = "data.parquet"
@@ -65,40 +45,15 @@ def json_settings(model: Any) -> dict[str, Any]:
     return to_jsonable(model._release_settings())
 
 
-def save_synthesizer(
-    model: Any,
-    path: str | os.PathLike[str],
-    *,
-    state: Mapping[str, Any],
-    arrays: Mapping[str, np.ndarray],
-    data: pd.DataFrame,
-) -> Path:
-    """Write a fitted synthesizer's folder atomically (``model.json``, NPZ, Parquet).
-
-    Parameters
-    ----------
-    model : BaseSynthesizer
-        The fitted synthesizer (its settings, schema and ``method_name`` are written).
-    path : path-like
-        The folder (replaced atomically if it exists).
-    state : mapping
-        JSON-serialisable fitted state.
-    arrays : mapping of str to ndarray
-        Numeric/boolean arrays of the fitted state (no object arrays).
-    data : DataFrame
-        The confidential table, with the index released with the synthetic data.
-
-    Returns
-    -------
-    Path
-        The folder written.
-    """
+def save_synthesizer(model: Any, path: str | os.PathLike[str], *, state: Mapping[str, Any],
+                     arrays: Mapping[str, np.ndarray], data: pd.DataFrame) -> Path:
+    """Write a fitted synthesizer's folder atomically: its settings and JSON-ready ``state`` in
+    ``model.json``, the numeric ``arrays`` (NPZ) and the fitted table ``data`` (Parquet)."""
     for k, a in arrays.items():
         if np.asarray(a).dtype == object:  # pragma: no cover - guarded by the callers
             raise ValidationError(
                 f"array {k!r} has dtype object; it cannot be saved without pickle.",
-                code="MODEL_NOT_SAVABLE"
-            )
+                code="MODEL_NOT_SAVABLE")
     fp = getattr(model, "original_fingerprint_", None) or {}
     meta: dict[str, Any] = {
         "format": "bayes-risk model",
@@ -131,10 +86,8 @@ def load_synthesizer(
     path: str | os.PathLike[str],
     restore: Callable[[Any, dict[str, Any], Mapping[str, np.ndarray], pd.DataFrame], None],
 ) -> Any:
-    """Read a folder written by :func:`save_synthesizer` into a new fitted ``cls``.
-
-    ``restore(model, meta, arrays, data)`` sets the fitted attributes; a missing key or an array
-    of the wrong shape there means a damaged folder.
+    """Read a folder written by :func:`save_synthesizer` into a new fitted ``cls``, whose
+    attributes ``restore(model, meta, arrays, data)`` sets.
 
     Raises
     ------
@@ -147,16 +100,14 @@ def load_synthesizer(
         raise ValidationError(
             f"{p} holds a {meta.get('method')!r} model, not {cls.method_name!r}; use "
             "bayes_risk.models.load_model(path).",
-            code="MODEL_UNSUITED"
-        )
+            code="MODEL_UNSUITED")
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
         raise ValidationError(
             f"{p} is a saved {cls.method_name!r} synthesizer of format version {version!r}; "
             f"this bayes-risk reads format version {FORMAT_VERSION} only. Use the bayes-risk "
             "release that wrote it, or fit the synthesizer again.",
-            code="MODEL_FORMAT_VERSION",
-        )
+            code="MODEL_FORMAT_VERSION")
     verify_model_folder(p, meta, required=(ARRAYS_FILE, DATA_FILE), legacy=False)
     try:
         with np.load(p / ARRAYS_FILE, allow_pickle=False) as z:
@@ -187,12 +138,8 @@ def load_synthesizer(
 
 
 def check_visit_sequence(model: Any) -> None:
-    """A ``ValueError`` unless a restored tree synthesizer's columns hang together: the visit
-    sequence (CART, random forests) or the synthesized columns (PMM) are distinct synthesized
-    columns of its schema, each with predictors among the schema's other columns; for CART, a
-    column's predictors are the unsynthesized columns and those visited before it (what it was
-    fitted with). An edited ``model.json`` of a folder without its own checksum fails here
-    (reported as a damaged folder), not with an ``IndexError`` when it synthesizes."""
+    """A ``ValueError`` unless a restored synthesizer's visit sequence and predictors hang
+    together (an edited ``model.json`` is then reported as a damaged folder)."""
     schema = model.schema_
     order = getattr(model, "visit_sequence_", None)
     cols = list(order if order is not None else getattr(model, "synthesize_", []))
@@ -219,35 +166,10 @@ def split_data(data: pd.DataFrame) -> tuple[pd.Index, pd.DataFrame]:
     return data.index, data.reset_index(drop=True)
 
 
-# --------------------------------------------------------------------------------------------
-# random forests without scikit-learn objects
-# --------------------------------------------------------------------------------------------
-class _StoredTreeArrays:
-    """The ``tree_`` arrays of one stored tree (what the plug-in likelihood reads)."""
-
-    def __init__(self, left: np.ndarray, right: np.ndarray, feature: np.ndarray,
-                 threshold: np.ndarray) -> None:
-        self.children_left = left
-        self.children_right = right
-        self.feature = feature
-        self.threshold = threshold
-        self.node_count = int(left.size)
-
-
-class _StoredTree:
-    def __init__(self, tree: _StoredTreeArrays) -> None:
-        self.tree_ = tree
-
-
 class StoredForest:
-    """A fitted classification forest as flat arrays, with scikit-learn's ``apply``.
-
-    Stands in for a ``RandomForestClassifier`` in a loaded
-    :class:`~bayes_risk.models.RandomForestSynthesizer`: ``apply`` routes records exactly as
-    scikit-learn does (float32 values compared with the float64 thresholds, ``x <= t`` goes
-    left, a missing value follows ``missing_go_to_left``), ``estimators_`` exposes each tree's
-    ``tree_`` arrays and ``estimators_samples_`` the stored bootstrap samples.
-    """
+    """A fitted classification forest as flat arrays, standing in for a
+    ``RandomForestClassifier`` in a loaded synthesizer (``apply`` routes exactly as
+    scikit-learn does; ``estimators_``, ``estimators_samples_``)."""
 
     def __init__(self, left: np.ndarray, right: np.ndarray, feature: np.ndarray,
                  threshold: np.ndarray, missing_left: np.ndarray, offsets: np.ndarray,
@@ -261,11 +183,12 @@ class StoredForest:
         self.samples = np.asarray(samples)  # (n_trees, n_train) bootstrap draws
         self.n_estimators = int(self.offsets.size)
         bounds = np.append(self.offsets, self.left.size)
+        # each tree's ``tree_`` arrays, as the plug-in likelihood reads them
         self.estimators_ = [
-            _StoredTree(_StoredTreeArrays(self.left[a:b], self.right[a:b], self.feature[a:b],
-                                          self.threshold[a:b]))
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-        ]
+            SimpleNamespace(tree_=SimpleNamespace(
+                children_left=self.left[a:b], children_right=self.right[a:b],
+                feature=self.feature[a:b], threshold=self.threshold[a:b], node_count=int(b - a)))
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
         self.estimators_samples_ = [self.samples[b] for b in range(self.n_estimators)]
 
     @classmethod
@@ -292,10 +215,8 @@ class StoredForest:
         return {f"{prefix}.left": self.left.astype(np.int32),
                 f"{prefix}.right": self.right.astype(np.int32),
                 f"{prefix}.feature": self.feature.astype(np.int32),
-                f"{prefix}.threshold": self.threshold,
-                f"{prefix}.missing_left": self.missing_left,
-                f"{prefix}.offsets": self.offsets,
-                f"{prefix}.samples": samples}
+                f"{prefix}.threshold": self.threshold, f"{prefix}.missing_left": self.missing_left,
+                f"{prefix}.offsets": self.offsets, f"{prefix}.samples": samples}
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray], prefix: str) -> StoredForest:
@@ -328,9 +249,6 @@ class StoredForest:
                             self.missing_left, self.offsets)
 
 
-# --------------------------------------------------------------------------------------------
-# CART trees (SeqTree) as arrays
-# --------------------------------------------------------------------------------------------
 _SEQTREE_ARRAYS = ("left", "right", "feature", "threshold", "subtree_end", "donor_rows",
                    "y_sorted", "node_start", "node_stop", "node_size", "seen", "is_leaf")
 

@@ -1,18 +1,10 @@
 """Missing values in the tree synthesizers (synthpop's treatment of ``NA`` and ``cont.na``).
 
-Only columns that hold a missing value in the fitted data get a *layout* (so complete data take
-exactly the code paths they always took):
-
-* a categorical (or ordinal) column's missing value is a level of its own, code ``d`` after the
-  ``d`` declared levels, both as an outcome (the classification tree has ``d + 1`` classes) and as
-  a predictor (one more one-hot indicator; for an ordinal predictor the code after the last level);
-* a numeric column is synthesized in two steps (Nowok, Raab & Dibben 2016, synthpop's ``syn()``
-  with ``cont.na``): first its *missingness kind* (0 observed, 1 empty, ``2 + k`` the ``k``-th
-  declared missing-value code) by a classification tree, then its value by a regression tree
-  fitted on the records where it is observed, for the records whose synthetic kind is 0;
-* a numeric predictor with missing values enters a tree as two inputs: the value with every
-  missing cell filled with :data:`FILL` and the missingness kind as an unordered categorical
-  input (one indicator per kind).
+Only columns with a missing value in the fitted data get a *layout*: a categorical column's
+missing value is a level of its own (code ``d``); a numeric column is synthesized in two steps
+(its missingness kind, 0 observed, 1 empty, ``2 + k`` the ``k``-th declared code, then its value
+among the observed), and as a predictor enters as its value filled with :data:`FILL` plus its
+kind. See :doc:`/methods/attribute`, Tree synthesizers: missing values.
 """
 
 from __future__ import annotations
@@ -81,12 +73,8 @@ def design_inputs(
     layout: Mapping[str, Mapping[str, Any]],
     value_of: Callable[[str], np.ndarray],
 ) -> tuple[list[str], list[str], list[int], list[np.ndarray]]:
-    """Inputs of a tree's design for ``predictors`` (names, kinds, numbers of levels, arrays).
-
-    ``value_of(p)`` gives the predictor's values as the synthesizer holds them: level codes for a
-    categorical column (``-1`` or ``d`` for a missing value), float values (``NaN`` or a declared
-    code for a missing value) for a numeric one.
-    """
+    """Inputs of a tree's design for ``predictors`` (names, kinds, numbers of levels, arrays
+    from ``value_of(p)``, the values as the synthesizer holds them)."""
     names: list[str] = []
     kinds: list[str] = []
     nlev: list[int] = []
@@ -121,8 +109,7 @@ def design_inputs(
     return names, kinds, nlev, arrays
 
 
-def encoded_values(data: pd.DataFrame, schema: Schema,
-                   layout: dict[str, dict[str, Any]],
+def encoded_values(data: pd.DataFrame, schema: Schema, layout: dict[str, dict[str, Any]],
                    columns: Sequence[str] | None = None) -> dict[str, np.ndarray]:
     """The trees' view of ``data``: level codes of categorical columns (a missing value is code
     ``d``, a level of its own, in a column with missing values), floats of numeric ones (``NaN``

@@ -1,9 +1,6 @@
-"""Small-cell selection and predictive mean matching (Hawala 2008; Hawala 2008).
+"""Small-cell selection and predictive mean matching (Hawala 2008).
 
-Records in sensitive cells of the identifying variables' cross-classification (count ≤
-``threshold``, non-empty) are recipients; their identifying values are replaced by observed values
-of donors matched on model predictions (proportional-odds logit for ordinal, multinomial logit for
-nominal, additive regression splines for numeric variables), honouring user logical constraints.
+See :doc:`/methods/models` and :doc:`/user_guide/synthesizers`.
 """
 
 from __future__ import annotations
@@ -16,41 +13,29 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._numeric import ties
-from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
+from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo
-from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema, infer_schema
-from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
-from bayes_risk.data.validate import check_m, validate_table
+from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
-from bayes_risk.models.base import check_is_fitted, synthesized_columns
-from bayes_risk.models.trees.base import TreeSynthesizer, records_mask
+from bayes_risk.models.base import synthesized_columns
+from bayes_risk.models.trees.base import TreeSynthesizer, check_integer, records_mask
 from bayes_risk.models.trees.io import split_data
 from bayes_risk.models.trees.missing import refusal_hint
 from bayes_risk.models.trees.seqtree import column_codes
 
-__all__ = [
-    "SmallCellPMMSynthesizer",
-    "sensitive_cells",
-    "match_donor",
-    "expected_score",
-    "min_cell_count",
-]
+__all__ = ["SmallCellPMMSynthesizer", "sensitive_cells", "match_donor", "expected_score",
+           "min_cell_count"]
 
 Constraint = Callable[[pd.Series, Any], bool]
 
 
-def sensitive_cells(
-    data: pd.DataFrame, identifying: Sequence[str], threshold: int = 5
-) -> pd.DataFrame:
-    """Non-empty cells of the identifying variables' table with count ≤ ``threshold``.
-
-    Returns
-    -------
-    DataFrame
-        One row per sensitive cell: the identifying values and ``count``.
-    """
+def sensitive_cells(data: pd.DataFrame, identifying: Sequence[str],
+                    threshold: int = 5) -> pd.DataFrame:
+    """Non-empty cells of the identifying variables' table with count ≤ ``threshold``: one row
+    per cell, the identifying values and ``count``."""
     counts = data.groupby(list(identifying), observed=True, dropna=False).size()
     small = counts[(counts > 0) & (counts <= threshold)]
     return small.rename("count").reset_index()
@@ -74,20 +59,13 @@ def expected_score(probabilities: np.ndarray, scores: Sequence[float] | None = N
     return p @ c
 
 
-def match_donor(
-    recipient_prediction: np.ndarray | float,
-    donor_predictions: np.ndarray,
-    *,
-    allowed: np.ndarray | None = None,
-    tie: str = "random",
-    rng: np.random.Generator | None = None,
-) -> tuple[int, np.ndarray]:
+def match_donor(recipient_prediction: np.ndarray | float, donor_predictions: np.ndarray, *,
+                allowed: np.ndarray | None = None, tie: str = "random",
+                rng: np.random.Generator | None = None) -> tuple[int, np.ndarray]:
     """Index of the donor whose prediction is closest to the recipient's (Hawala 2008 step 5).
 
-    Distance is the absolute difference for scalar predictions and the Euclidean distance for
-    probability vectors (rows of ``donor_predictions``). Distances within the package's tie
-    tolerance are ties, broken uniformly at random (``tie="random"``) or by taking the first donor
-    (``tie="first"``).
+    Absolute difference for scalar predictions, Euclidean distance for probability vectors;
+    ties (within the package's tolerance) are broken at random or by the first donor.
 
     Parameters
     ----------
@@ -133,31 +111,11 @@ def match_donor(
 class SmallCellPMMSynthesizer(TreeSynthesizer):
     """Hawala (2008) small-cell partial synthesis by model prediction + predictive mean matching.
 
-    Algorithm (Hawala 2008): cross-classify the identifying variables (IVs); records in non-empty
-    cells with count ≤ ``threshold`` are recipients, all others donors. For each IV ``v`` to
-    synthesize (in order): recipients' values of ``v`` are deleted and temporarily filled with a
-    random draw (with replacement) from the donors' values; a prediction model of ``v`` on all
-    other columns (other IVs, non-IVs, design variables) is fitted on all records; every record
-    gets a predicted value; each recipient receives the observed value of the donor with the
-    closest prediction among donors allowed by the user's constraints. IVs synthesized earlier
-    enter later models with their synthetic values; IVs not yet synthesized with their temporary
-    fills.
-
-    Models and predicted values:
-    * ordinal ``v``: proportional-odds logit (statsmodels ``OrderedModel``); predicted value =
-      expected score ``Σ_c c p̂_c`` with scores 1..K [Hawala 2008 leaves the score open;
-      provisional];
-    * unordered categorical ``v``: baseline-category logit (statsmodels ``MNLogit``); predicted
-      value = the probability vector, compared by Euclidean distance (a choice of this package);
-    * count/continuous ``v``: additive regression splines fitted by least squares — each numeric
-      predictor enters through a cubic B-spline basis (patsy ``bs``, 4 degrees of freedom, linear
-      when it has fewer than 6 distinct values), categorical predictors as indicators. This is
-      the additive model ``α + Σ g_i(X_i)`` of Hawala 2008 with regression (unpenalised) splines
-      instead of backfitted smoothers: the fit is exact in one least-squares step and needs no
-      smoothing parameter, which keeps the matching deterministic given the fills.
-
-    Predictors are coded as indicators for categorical/ordinal columns (first level dropped) and
-    as values for numeric columns.
+    Records in non-empty cells of the identifying variables' table with count ≤ ``threshold``
+    are recipients; each synthesized identifying variable is predicted (proportional-odds logit,
+    multinomial logit or additive regression splines) and every recipient takes the value of the
+    allowed donor with the closest prediction (:doc:`/methods/models`, Small-cell predictive mean
+    matching).
 
     Parameters
     ----------
@@ -166,21 +124,17 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
     threshold : int, default 5
         A non-empty cell with count ≤ threshold is sensitive.
     constraints : mapping or sequence, optional
-        Logical constraints: callables ``allowed(recipient_row, donor_value) -> bool``; either a
-        mapping ``{column: callable or list of callables}`` or a list applied to every synthesized
-        column. ``recipient_row`` is the recipient's current row (a Series: earlier IVs already
-        synthesized).
+        Callables ``allowed(recipient_row, donor_value) -> bool``: ``{column: callable or
+        list}`` or a list for every synthesized column.
     tie : {"random", "first"}
         Tie-breaking between equally close donors.
     predictors : mapping, optional
-        ``{column: [predictor columns]}`` to restrict a model's predictors (default: all other
-        columns).
+        ``{column: [predictor columns]}`` (default: all other columns).
     spline_df : int, default 4
         Degrees of freedom of each B-spline basis (numeric models).
     progressbar : bool, default False
     random_seed : RandomSeed, optional
-        Default seed of :meth:`synthesize` (temporary fills and random tie-breaking; a seed passed
-        to it takes precedence).
+        Default seed of :meth:`synthesize` (temporary fills and random tie-breaking).
 
     Attributes
     ----------
@@ -199,21 +153,13 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
     default_m = 1
     _fitted_attribute: ClassVar[str] = "recipients_"
     #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
-    info = ModelInfo(partial_synthesis=True, required=("identifying",),
-                     releases_donor_values=True)
+    info = ModelInfo(partial_synthesis=True, required=("identifying",), releases_donor_values=True)
 
-    def __init__(
-        self,
-        *,
-        identifying: Sequence[str] | None = None,
-        threshold: int = 5,
-        constraints: Mapping[str, Any] | Sequence[Constraint] | None = None,
-        tie: str = "random",
-        predictors: Mapping[str, Sequence[str]] | None = None,
-        spline_df: int = 4,
-        progressbar: bool = False,
-        random_seed: RandomSeed = None,
-    ) -> None:
+    def __init__(self, *, identifying: Sequence[str] | None = None, threshold: int = 5,
+                 constraints: Mapping[str, Any] | Sequence[Constraint] | None = None,
+                 tie: str = "random", predictors: Mapping[str, Sequence[str]] | None = None,
+                 spline_df: int = 4, progressbar: bool = False,
+                 random_seed: RandomSeed = None) -> None:
         self.identifying = identifying
         self.threshold = threshold
         self.constraints = constraints
@@ -224,8 +170,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         self.random_seed = random_seed
 
     def _release_settings(self) -> dict[str, Any]:
-        """The settings for a manifest or ``model.json``: callables in ``constraints`` are
-        described by their names (JSON-safe)."""
+        """The settings for a manifest, ``constraints`` described by the callables' names."""
         p = super()._release_settings()
         c = p["constraints"]
         if c is not None:
@@ -240,16 +185,9 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             p["identifying"] = list(p["identifying"])
         return p
 
-    # ----- fit ----------------------------------------------------------------------------
-    def fit(
-        self,
-        data: pd.DataFrame,
-        *,
-        schema: Schema | None = None,
-        synthesized: Sequence[str] | None = None,
-        records: Any = None,
-        random_seed: RandomSeed = None,
-    ) -> SmallCellPMMSynthesizer:
+    def fit(self, data: pd.DataFrame, *, schema: Schema | None = None,
+            synthesized: Sequence[str] | None = None, records: Any = None,
+            random_seed: RandomSeed = None) -> SmallCellPMMSynthesizer:
         """Find the sensitive cells and recipients.
 
         Parameters
@@ -259,14 +197,9 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         synthesized : sequence of str, optional
             IVs to synthesize, in order (default: all identifying variables).
         records : boolean mask or integer positions, optional
-            The recipients, when they are chosen by another rule than the cell counts (e.g.
-            records flagged by an identification-risk assessment). Default: the records of the
-            sensitive cells (Hawala 2008). Every other record is a donor, so at least one record
-            must be left out. The sensitive cells are reported either way.
+            The recipients (default: the records of the sensitive cells).
         random_seed : RandomSeed
-            Unused (fitting is deterministic); accepted for the common ``fit`` signature (and,
-            as for every synthesizer, refused when it differs from a ``random_seed`` setting:
-            ``SEED_CONFLICT``).
+            Unused (fitting is deterministic; the common signature).
 
         Returns
         -------
@@ -283,19 +216,15 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         if self.identifying is None or len(list(self.identifying)) == 0:
             raise ValidationError("identifying must list the identifying variables (IVs).")
         thr = self.threshold
-        if isinstance(thr, bool) or not isinstance(thr, (int, np.integer)) or thr < 1:
-            raise ValidationError(f"threshold must be an integer >= 1. Got {thr!r}.")
+        check_integer("threshold", thr)
         if self.tie not in ("random", "first"):
             raise ValidationError(f"tie must be 'random' or 'first'. Got {self.tie!r}.")
-        sdf = self.spline_df
-        if isinstance(sdf, bool) or not isinstance(sdf, (int, np.integer)) or sdf < 3:
-            raise ValidationError(f"spline_df must be an integer >= 3. Got {sdf!r}.")
+        check_integer("spline_df", self.spline_df, 3)
         if schema is None:
             schema = infer_schema(data)
         elif not isinstance(schema, Schema):
             raise ValidationError(
-                f"schema must be a bayes_risk Schema. Got {type(schema).__name__}."
-            )
+                f"schema must be a bayes_risk Schema. Got {type(schema).__name__}.")
         as_generator(self._fit_seed(random_seed))  # unused by the fit; a bad seed is an error now
         ivs = schema.check_columns(list(self.identifying), "identifying")
         syn = synthesized_columns(synthesized, schema)
@@ -304,8 +233,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             if c not in ivs:
                 raise ValidationError(
                     f"synthesized: column {c!r} is not an identifying variable ({ivs}); "
-                    "non-identifying variables are never synthesized by this method."
-                )
+                    "non-identifying variables are never synthesized by this method.")
         schema = schema.with_roles(syn, known=schema.known)
         validate_table(data, schema, name="data", missing_hint=refusal_hint("PMM"))
         cons = self._constraints(syn)
@@ -319,8 +247,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             for c in self.predictors:
                 if c not in syn:
                     raise ValidationError(
-                        f"predictors: column {c!r} is not synthesized (synthesized: {syn})."
-                    )
+                        f"predictors: column {c!r} is not synthesized (synthesized: {syn}).")
         self._keep_fitted_table(data, schema)
         data = self._data
         cells = sensitive_cells(data, ivs, int(thr))
@@ -332,8 +259,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             if recipients.all():
                 raise ValidationError(
                     "records selects every record as a recipient; predictive mean matching "
-                    "needs donors (records left out of the selection)."
-                )
+                    "needs donors (records left out of the selection).")
         self.schema_ = schema
         self.identifying_ = ivs
         self.synthesize_ = list(syn)
@@ -353,10 +279,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             for k, v in c.items():
                 if k not in syn:
                     raise ValidationError(
-                        f"constraints: column {k!r} is not synthesized (synthesized: {syn})."
-                    )
-                fs = list(v) if isinstance(v, (list, tuple)) else [v]
-                out[k] = fs
+                        f"constraints: column {k!r} is not synthesized (synthesized: {syn}).")
+                out[k] = list(v) if isinstance(v, (list, tuple)) else [v]
         else:
             fs = [c] if callable(c) else list(c)
             for v in syn:
@@ -366,25 +290,18 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 if not callable(f):
                     raise ValidationError(
                         f"constraints must be callables allowed(recipient_row, donor_value). "
-                        f"Got {f!r}."
-                    )
+                        f"Got {f!r}.")
         return out
 
-    # ----- models -------------------------------------------------------------------------
     def _design(self, df: pd.DataFrame, preds: list[str], splines: bool) -> np.ndarray:
         from patsy.splines import BS
 
         blocks = []
         for p in preds:
             spec = self.schema_[p]
-            if spec.is_categorical:
-                codes = column_codes(df, self.schema_, p)
-                d = spec.n_levels
-                ind = np.zeros((len(df), d))
-                ind[np.arange(len(df)), codes] = 1.0
-                ind = ind[:, 1:]
-                ind = ind[:, ind.std(axis=0) > 0]  # levels absent from the data add nothing
-                blocks.append(ind)
+            if spec.is_categorical:  # indicators, first level dropped
+                ind = np.eye(spec.n_levels)[column_codes(df, self.schema_, p)][:, 1:]
+                blocks.append(ind[:, ind.std(axis=0) > 0])  # absent levels add nothing
             else:
                 x = df[p].to_numpy(dtype=np.float64)
                 nu = np.unique(x).size
@@ -395,10 +312,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                     blocks.append(np.asarray(bs.transform(x, df=int(self.spline_df))))
                 elif nu > 1:
                     blocks.append(((x - x.mean()) / x.std())[:, None])
-        if not blocks:
-            return np.zeros((len(df), 0))
-        X = np.column_stack(blocks)
-        return X
+        return np.column_stack(blocks) if blocks else np.zeros((len(df), 0))
 
     def _predict(self, df: pd.DataFrame, col: str) -> np.ndarray:
         """Predicted value of every record (scalar, or probability vector for nominal)."""
@@ -420,17 +334,14 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 return np.ones(len(df)) if spec.type == "ordinal" else np.ones((len(df), 1))
             y = np.searchsorted(present, codes)
             if spec.type == "ordinal":
-
-                Xo = X[:, _independent_columns(X)]
-                p, conv = _ordered_logit_proba(Xo, y)
+                p, conv = _ordered_logit_proba(X[:, _independent_columns(X)], y)
                 self._check_conv(conv, col, "proportional-odds")
                 return expected_score(p, scores=present + 1)
             Xn = sm.add_constant(X[:, _independent_columns(X)], has_constant="add")
             res = sm.MNLogit(y, Xn).fit(method="bfgs", disp=False, maxiter=2000)
             self._check_conv(bool(res.mle_retvals.get("converged", True)), col, "multinomial logit")
-            p = np.asarray(res.predict())
             full = np.zeros((len(df), spec.n_levels))
-            full[:, present] = p
+            full[:, present] = np.asarray(res.predict())
             return full
 
     def _check_conv(self, converged: bool, col: str, model: str) -> None:
@@ -439,11 +350,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 f"the {model} model for {col!r} did not converge (often quasi-separation in small "
                 "cells); its predictions are still used only to rank donors, but check the "
                 "matches or condense categories.",
-                ConvergenceWarning,
-                skip_file_prefixes=CALLER,
-            )
+                ConvergenceWarning, skip_file_prefixes=CALLER)
 
-    # ----- synthesize ---------------------------------------------------------------------
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Produce ``m`` implicates (Hawala 2008 releases one; ``m > 1`` uses independent streams).
 
@@ -452,28 +360,22 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         m : int
             Number of implicates.
         random_seed : RandomSeed
-            Same seed → identical implicates; default: the ``random_seed`` setting.
+            Same seed → identical implicates; default: the setting.
 
         Returns
         -------
         SyntheticData
-            ``method="pmm"``; ``synthesized_records`` = recipients; ``extra`` holds
-            ``n_recipients``, ``sensitive_cells``, ``min_cell_count_before`` and per dataset
-            ``min_cell_count_after`` (smallest non-empty cell of the IV table after synthesis),
-            ``unmatched`` (recipients for which no donor satisfied the constraints — they keep
-            their values, flagged ``"NO_ALLOWED_DONOR"``) and ``warnings`` codes
-            (``"SMALL_CELLS_REMAIN"`` when a cell with count ≤ threshold remains,
-            ``"NO_SENSITIVE_CELLS"``).
+            ``method="pmm"``; ``extra`` holds ``n_recipients``, ``sensitive_cells``,
+            ``min_cell_count_before`` and per dataset ``min_cell_count_after``, ``unmatched``
+            (recipients without an allowed donor keep their values) and ``warnings`` codes
+            (``"SMALL_CELLS_REMAIN"``, ``"NO_SENSITIVE_CELLS"``, ``"NO_ALLOWED_DONOR"``).
 
         Raises
         ------
         NotFittedError
             Before :meth:`fit`.
         """
-        check_is_fitted(self, "recipients_", method="synthesize")
-        m = check_m(m)
-        random_seed = self._seed(random_seed)
-        gens = spawn(random_seed, m)
+        m, random_seed, gens = self._streams(m, random_seed)
         datasets, after, unmatched, codes = [], [], [], []
         for l in progress(range(m), total=m, description="PMM synthesis", enabled=self.progressbar):
             z, un = self._synthesize_one(gens[l])
@@ -491,37 +393,17 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                     f"{mc} record(s) (threshold {self.threshold}); the donor pool or the "
                     "constraints did not allow all recipients to leave the sensitive cells. "
                     "Consider condensing categories or relaxing constraints.",
-                    DataWarning,
-                    skip_file_prefixes=CALLER,
-                )
+                    DataWarning, skip_file_prefixes=CALLER)
             if un:
                 w.append("NO_ALLOWED_DONOR")
             codes.append(w)
         cells = self.sensitive_cells_.copy()
-        return SyntheticData(
-            datasets=datasets,
-            method=self.method_name,
-            settings=self._release_settings(),
-            random_seed=seed_to_json(random_seed),
-            schema=self.schema_,
-            synthesized_records=self.recipients_.copy(),
-            extra={
-                "identifying": list(self.identifying_),
-                "threshold": int(self.threshold),
-                "n_recipients": int(self.recipients_.sum()),
-                "sensitive_cells": cells.astype(object).to_dict(orient="records"),
-                "min_cell_count_before": int(self.min_cell_count_before_),
-                "min_cell_count_after": after,
-                "unmatched": unmatched,
-                "warnings": codes,
-            },
-            original_fingerprint=getattr(self, "original_fingerprint_", None),
-            model_id=model_id(self),
-            generation=generation_from_roles(self.schema_, self.recipients_),
-            # missing values are synthesized as values, never filled in
-            imputed_columns=[],
-            proper=False,
-        )
+        return self._make_release(datasets, random_seed, self.recipients_, {
+            "identifying": list(self.identifying_), "threshold": int(self.threshold),
+            "n_recipients": int(self.recipients_.sum()),
+            "sensitive_cells": cells.astype(object).to_dict(orient="records"),
+            "min_cell_count_before": int(self.min_cell_count_before_),
+            "min_cell_count_after": after, "unmatched": unmatched, "warnings": codes})
 
     def _synthesize_one(self, rng: np.random.Generator) -> tuple[pd.DataFrame, list[int]]:
         z = self._data.copy()
@@ -562,20 +444,15 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         z.index = self._index
         return z, sorted(unmatched)
 
-    # ----- persistence (save, load, check_fingerprint: trees.base) ---------------------------
     def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         if any(self._constraints_.values()):
             raise ValidationError(
                 "constraints: a synthesizer with constraints cannot be saved (they are Python "
                 "callables, and a saved model holds no code); expected constraints=None. Keep "
                 "the fitted object, or synthesize in the session that defines the constraints.",
-                code="CONSTRAINTS_NOT_SAVED",
-            )
-        state = {
-            "identifying": list(self.identifying_),
-            "synthesized": list(self.synthesize_),
-            "predictors": {c: list(v) for c, v in self.predictors_.items()},
-        }
+                code="CONSTRAINTS_NOT_SAVED")
+        state = {"identifying": list(self.identifying_), "synthesized": list(self.synthesize_),
+                 "predictors": {c: list(v) for c, v in self.predictors_.items()}}
         return state, {"recipients": np.asarray(self.recipients_, dtype=bool)}
 
     @staticmethod
@@ -616,13 +493,9 @@ def _independent_columns(X: np.ndarray) -> np.ndarray:
 
 
 def _ordered_logit_proba(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Proportional-odds logit (statsmodels ``OrderedModel`` parameterisation) fitted by maximum
-    likelihood on the distinct (x, y) patterns with frequency weights; fitted class probabilities
-    of every record.
-
-    Aggregating identical records makes each likelihood evaluation cost O(#patterns) instead of
-    O(n), which matters because ``OrderedModel`` differentiates numerically.
-    """
+    """Fitted class probabilities of a proportional-odds logit (``OrderedModel``), fitted on the
+    distinct (x, y) patterns with frequency weights (``OrderedModel`` differentiates
+    numerically: O(#patterns), not O(n))."""
     from scipy.optimize import minimize
     from statsmodels.miscmodels.ordinal_model import OrderedModel
 

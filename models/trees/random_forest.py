@@ -1,14 +1,8 @@
 """Random-forest synthesizer for categorical variables (Caiola & Reiter 2010).
 
-One module on purpose: the forests' leaf tables, the group forests and the synthesis draws
-share one fitted state; the leaves' class probabilities, which the plug-in likelihood uses too,
-are in :mod:`bayes_risk.models.trees.forest_leaves`.
-
-For each categorical column to replace, a classification forest is grown on the genuine data of
-the records whose value will be replaced; each such record is dropped down every tree (or only its
-out-of-bag trees) and a synthetic value is drawn from the resulting multinomial distribution.
-Several columns are synthesized in one sequential pass (procedure A, Caiola & Reiter 2010 steps
-3.1–3.3, or procedure B, steps 3.1a–3.3a).
+The leaves' class probabilities, which the plug-in likelihood uses too, are in
+:mod:`bayes_risk.models.trees.forest_leaves`. See :doc:`/methods/models` and
+:doc:`/user_guide/synthesizers`.
 """
 
 from __future__ import annotations
@@ -19,17 +13,19 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, seed_to_json, spawn
+from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, spawn
 from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.levels import drop_unused_levels
-from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
-from bayes_risk.data.validate import check_m
+from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.base import check_is_fitted
-from bayes_risk.models.trees.base import TreeSynthesizer, prepare_schema, records_mask
+from bayes_risk.models.trees.base import (
+    TreeSynthesizer,
+    check_integer,
+    prepare_schema,
+    records_mask,
+)
 from bayes_risk.models.trees.forest_leaves import (
     distinct_rows,
     forest_apply_distinct,
@@ -46,35 +42,24 @@ _CHUNK = 512  # records per block when averaging leaf tables (bounds memory: chu
 class RandomForestSynthesizer(TreeSynthesizer):
     """Random-forest synthesizer for categorical columns (Caiola & Reiter 2010).
 
-    For each categorical column ``Y_j`` to replace, a classification forest (Gini, bootstrap
-    samples of the training records, ``mtry = floor(sqrt(#predictors))`` candidate predictors at
-    every split, leaves grown until pure) is fitted on the **genuine** data of the records whose
-    ``Y_j`` will be replaced. Columns are visited by decreasing number of replaced records (ties:
-    fewer categories first, or a seeded random order), or in a user order. Procedure ``"A"``
-    (Caiola & Reiter 2010 3.1–3.3): each forest uses all other columns; when dropping records down
-    the trees for ``Y_(k)`` their synthetic ``Y_(1..k-1)`` and genuine values of everything else are
-    used. Procedure ``"B"`` (3.1a–3.3a): the forest for ``Y_(k)`` uses only the never-replaced
-    columns and ``Y_(1..k-1)``; valid only when all replaced columns share the same replaced
-    records.
-
-    Unordered categorical predictors enter the forests as integer level codes (so ``mtry``
-    counts predictors as R ``randomForest`` does; fully grown trees can isolate any level with
-    two splits). Numeric predictors enter as they are.
+    For each categorical column to replace, a classification forest is grown on the genuine data
+    of its replaced records, which then draw from their leaves' class distribution, column by
+    column in visit order (:doc:`/methods/models`, Random forests for categorical columns).
 
     Parameters
     ----------
     n_trees : int, default 500
         Trees per forest.
     probabilities : {"vote", "leaf_dirichlet"}
-        How a record's synthesis distribution is formed from its leaves (Caiola & Reiter 2010;
-        default is ``"vote"``).
+        How a record's synthesis distribution is formed from its leaves.
     alpha : float, default 1.0
         Dirichlet prior count per class for ``"leaf_dirichlet"``.
     oob_only : bool, default False
-        Use only trees for which the record is out of bag; more trees are grown (in batches of
-        100) until every replaced record has ``min_oob_trees`` of them.
+        Use only the trees for which the record is out of bag (at least ``min_oob_trees``).
     min_oob_trees : int, default 100
     procedure : {"A", "B"}
+        Caiola & Reiter's procedure: forests on all other columns (A), or on the never-replaced
+        columns and those visited before (B; the replaced records must be the same).
     visit_sequence : sequence of str, optional
         User order of the synthesized columns (default: by decreasing amount of synthesis).
     tie_order : {"fewer_categories", "random"}
@@ -84,33 +69,21 @@ class RandomForestSynthesizer(TreeSynthesizer):
     min_samples_leaf : int, default 1
         Leaf size (1 = grow until pure, as Caiola & Reiter 2010).
     group_by : str or mapping, optional
-        Synthesize within groups (Caiola & Reiter 2010 §5): separate forests for each level of a
-        categorical grouping column. A column name applies to every synthesized column except
-        the grouping column itself; a mapping ``{column: grouping column}`` chooses per column.
-        The forest of level ``g`` is grown on the replaced records whose genuine grouping value is
-        ``g``; when synthesizing, a record is dropped down the forest of its *current* grouping
-        value (its synthetic value when the grouping column was synthesized earlier in the visit
-        order). The grouping column must therefore be unsynthesized or visited earlier.
+        One forest per level of a grouping column (or ``{column: grouping column}``; Caiola &
+        Reiter 2010 §5; user guide, Synthesizers, Forests within groups).
     min_group_size : int, default 10
-        Levels with fewer replaced records than this (and levels without any) use one forest
-        grown on all replaced records of the column instead (listed in ``group_fallback_``).
+        Levels with fewer replaced records use the column's pooled forest.
     n_jobs : int, default 1
-        Threads used by scikit-learn to grow and apply the forests (results do not depend on it:
-        each forest is seeded with an integer drawn from its own child stream).
+        Threads used by scikit-learn (results do not depend on it).
     progressbar : bool, default False
     random_seed : RandomSeed, optional
-        Seed of :meth:`fit` and default seed of :meth:`synthesize` (a seed passed to
-        ``synthesize`` takes precedence; one passed to ``fit`` must be this one, or this setting
-        ``None``: ``SEED_CONFLICT``).
+        Seed of :meth:`fit` and default seed of :meth:`synthesize`.
 
     Attributes
     ----------
-    schema_, visit_sequence_, predictors_ (dict), forests_ (dict of fitted
-    ``RandomForestClassifier``; for a grouped column the forest of all its replaced records),
-    records_ (dict of boolean masks per column), n_trees_ (dict: trees per forest after
-    out-of-bag extension), groups_ (dict column -> grouping column), group_forests_ (dict column
-    -> {level: forest}), group_sizes_ (dict column -> {level: replaced records}),
-    group_fallback_ (dict column -> levels synthesized by the pooled forest).
+    schema_, visit_sequence_, predictors_, forests_ (per column, the pooled forest), records_
+    (masks per column), n_trees_, groups_, group_forests_ (column -> {level: forest}),
+    group_sizes_, group_fallback_ (column -> levels synthesized by the pooled forest).
 
     References
     ----------
@@ -128,25 +101,13 @@ class RandomForestSynthesizer(TreeSynthesizer):
     #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
     info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True)
 
-    def __init__(
-        self,
-        *,
-        n_trees: int = 500,
-        probabilities: str = "vote",
-        alpha: float = 1.0,
-        oob_only: bool = False,
-        min_oob_trees: int = 100,
-        procedure: str = "A",
-        visit_sequence: Sequence[str] | None = None,
-        tie_order: str = "fewer_categories",
-        max_features: str | int = "sqrt",
-        min_samples_leaf: int = 1,
-        group_by: str | Mapping[str, str] | None = None,
-        min_group_size: int = 10,
-        n_jobs: int = 1,
-        progressbar: bool = False,
-        random_seed: RandomSeed = None,
-    ) -> None:
+    def __init__(self, *, n_trees: int = 500, probabilities: str = "vote", alpha: float = 1.0,
+                 oob_only: bool = False, min_oob_trees: int = 100, procedure: str = "A",
+                 visit_sequence: Sequence[str] | None = None, tie_order: str = "fewer_categories",
+                 max_features: str | int = "sqrt", min_samples_leaf: int = 1,
+                 group_by: str | Mapping[str, str] | None = None, min_group_size: int = 10,
+                 n_jobs: int = 1, progressbar: bool = False,
+                 random_seed: RandomSeed = None) -> None:
         self.n_trees = n_trees
         self.probabilities = probabilities
         self.alpha = alpha
@@ -165,13 +126,10 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     def _check_settings(self) -> None:
         for name in ("n_trees", "min_oob_trees", "min_samples_leaf", "min_group_size", "n_jobs"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValidationError(f"{name} must be an integer >= 1. Got {v!r}.")
+            check_integer(name, getattr(self, name))
         if self.probabilities not in ("vote", "leaf_dirichlet"):
             raise ValidationError(
-                f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {self.probabilities!r}."
-            )
+                f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {self.probabilities!r}.")
         a = self.alpha
         if not (isinstance(a, (int, float)) and np.isfinite(a) and a >= 0):
             raise ValidationError(f"alpha must be a number >= 0. Got {self.alpha!r}.")
@@ -179,42 +137,29 @@ class RandomForestSynthesizer(TreeSynthesizer):
             raise ValidationError(f"procedure must be 'A' or 'B'. Got {self.procedure!r}.")
         if self.tie_order not in ("fewer_categories", "random"):
             raise ValidationError(
-                f"tie_order must be 'fewer_categories' or 'random'. Got {self.tie_order!r}."
-            )
+                f"tie_order must be 'fewer_categories' or 'random'. Got {self.tie_order!r}.")
         mf = self.max_features
         if not (mf == "sqrt" or (isinstance(mf, (int, np.integer)) and not isinstance(mf, bool)
                                  and mf >= 1)):
             raise ValidationError(f"max_features must be 'sqrt' or an integer >= 1. Got {mf!r}.")
 
-    # ----- fit ----------------------------------------------------------------------------
-    def fit(
-        self,
-        data: pd.DataFrame,
-        *,
-        schema: Schema | None = None,
-        synthesized: Sequence[str] | None = None,
-        records: Any = None,
-        random_seed: RandomSeed = None,
-    ) -> RandomForestSynthesizer:
+    def fit(self, data: pd.DataFrame, *, schema: Schema | None = None,
+            synthesized: Sequence[str] | None = None, records: Any = None,
+            random_seed: RandomSeed = None) -> RandomForestSynthesizer:
         """Grow one forest per synthesized column on the genuine data of its replaced records.
 
         Parameters
         ----------
         data : DataFrame
-            Confidential table. Empty cells are accepted (user guide, Synthesizers, Missing
-            values): a categorical column's missing value is a level of its own; a numeric
-            predictor with empty cells or declared missing-value codes enters the forests as its
-            value filled with 0 and its missingness kind.
+            Confidential table (empty cells accepted).
         schema : Schema, optional
         synthesized : sequence of str, optional
             Categorical columns to replace.
         records : mask, positions or dict, optional
-            Records whose values are replaced: one selection for all columns, or a mapping
-            ``{column: selection}`` (δ_ij of Caiola & Reiter 2010). Default: all records.
+            Records whose values are replaced: one selection, or ``{column: selection}``
+            (default: all records).
         random_seed : RandomSeed
-            Seeds the forests (and the random tie order) when the ``random_seed`` setting is
-            ``None`` (default: the setting; another seed than a setting given raises
-            ``SEED_CONFLICT``).
+            Seeds the forests when the ``random_seed`` setting is ``None``.
 
         Returns
         -------
@@ -224,7 +169,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         ------
         ValidationError
             For a non-categorical synthesized column, procedure B with differing record sets,
-            an unknown column in ``visit_sequence``, or fewer than 2 replaced records.
+            a bad ``visit_sequence`` or fewer than 2 replaced records.
         """
         from sklearn.ensemble import RandomForestClassifier
 
@@ -240,8 +185,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
                     f"column {c!r} is {schema[c].type}; the random-forest synthesizer replaces "
                     "categorical/ordinal columns only (declare integer-coded factors categorical, "
                     "or use method 'cart' for numeric columns).",
-                    code="WRONG_DTYPE"
-                )
+                    code="WRONG_DTYPE")
         masks = self._record_masks(records, cols, len(data))
         rng = as_generator(random_seed)
         order = self._order(cols, schema, masks, rng)
@@ -249,17 +193,13 @@ class RandomForestSynthesizer(TreeSynthesizer):
             self._check_same_records(order, masks)
         groups = self._groups(cols, order, schema)
         unsyn = [c for c in schema.names if c not in cols]
-        # columns with missing values ({} for complete data): a categorical column's missing
-        # value is a level of its own (code d), a numeric predictor enters as its missingness
-        # kind and a filled value (synthpop's treatment, as CART)
+        # columns with missing values ({} for complete data), treated as CART treats them
         layout = missing_layout(data, schema)
         values = {c: v.astype(np.float64) for c, v in encoded_values(data, schema, layout).items()}
         forest_seeds = spawn(rng, len(order))
         forests, predictors, tables, inbag, ntrees = {}, {}, {}, {}, {}
-        group_forests = {c: {} for c in groups}
-        group_tables: dict[str, dict] = {c: {} for c in groups}
-        group_inbag: dict[str, dict] = {c: {} for c in groups}
-        group_tpos: dict[str, dict] = {c: {} for c in groups}
+        group_forests, group_tables, group_inbag, group_tpos = (
+            {c: {} for c in groups} for _ in range(4))
         group_sizes, group_fallback = {}, {}
         for k, col in enumerate(order):
             if self.procedure == "A":
@@ -275,8 +215,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
                 raise ValidationError(
                     f"column {col!r}: at least 2 replaced records are needed to grow a forest. "
                     f"Got {train.size}.",
-                    code="TOO_FEW_RECORDS"
-                )
+                    code="TOO_FEW_RECORDS")
             X = self._matrix(preds, lambda p, t=train: values[p][t], layout)
             y = values[col][train].astype(np.int64)
             rf, ib = self._grow(RandomForestClassifier, X, y, X.shape[1], forest_seeds[k], col)
@@ -289,8 +228,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
                 group_sizes[col], group_fallback[col] = self._grow_groups(
                     RandomForestClassifier, col, groups[col], values[groups[col]][train], X, y,
                     schema, forest_seeds[k], layout,
-                    (group_forests[col], group_tables[col], group_tpos[col], group_inbag[col]),
-                )
+                    (group_forests[col], group_tables[col], group_tpos[col], group_inbag[col]))
         self.schema_ = schema
         self._keep_fitted_table(data, schema)
         self.visit_sequence_ = order
@@ -314,13 +252,12 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     @staticmethod
     def _record_masks(records: Any, cols: list[str], n: int) -> dict[str, np.ndarray]:
-        """Replaced-record mask of each synthesized column from the ``records`` argument."""
+        """Replaced-record mask of each synthesized column."""
         if isinstance(records, Mapping):
             unknown = [c for c in records if c not in cols]
             if unknown:
                 raise ValidationError(
-                    f"records: column {unknown[0]!r} is not synthesized (synthesized: {cols})."
-                )
+                    f"records: column {unknown[0]!r} is not synthesized (synthesized: {cols}).")
             return {c: records_mask(records.get(c), n, f"records[{c!r}]") for c in cols}
         mk = records_mask(records, n)
         return {c: mk for c in cols}
@@ -334,16 +271,11 @@ class RandomForestSynthesizer(TreeSynthesizer):
                 raise ValidationError(
                     f"procedure 'B' requires all replaced columns to share the same replaced "
                     f"records; {c!r} and {order[0]!r} differ. Use procedure 'A'.",
-                    code="INVALID_ARGUMENT"
-                )
+                    code="INVALID_ARGUMENT")
 
     @staticmethod
     def _fit_call(cols: list[str], masks: dict[str, np.ndarray], random_seed: RandomSeed) -> dict:
-        """Provenance: what a release needs to rebuild this synthesizer from the confidential data.
-
-        (``bayes_risk.models.rebuild_synthesizer``; None seed = not replayable.) The order of
-        ``synthesized`` matters (random tie order); per-column record sets only when they differ.
-        """
+        """What a release needs to rebuild this synthesizer (``rebuild_synthesizer``)."""
         union = np.logical_or.reduce([masks[c] for c in cols])
         same = all(np.array_equal(masks[c], union) for c in cols)
         return {
@@ -355,12 +287,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
         }
 
     def _grow_groups(self, forest_cls, col, g, gvalues, X, y, schema, seed, layout, out):
-        """Group forests of ``col`` (one per level of ``g`` with enough replaced records).
-
-        ``out`` holds the column's forests, leaf tables, record positions and in-bag matrices by
-        level code, filled in place; returns the group sizes and the levels that fall back to
-        the pooled forest.
-        """
+        """Grow the group forests of ``col`` into ``out`` (forests, leaf tables, record positions,
+        in-bag matrices by level code); return the group sizes and the fallback levels."""
         g_forests, g_tables, g_tpos, g_inbag = out
         gcodes = gvalues.astype(np.int64)
         levels = list(schema[g].levels)
@@ -395,8 +323,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     @staticmethod
     def _matrix(preds: list[str], value_of: Any, layout: Mapping[str, Any]) -> np.ndarray:
-        """Forest inputs of ``preds``: one column each (level codes, numbers), and for a numeric
-        predictor with missing values its value filled with 0 and its missingness kind."""
+        """Forest inputs of ``preds`` (a numeric predictor with missing values: filled value and
+        kind)."""
         cols = []
         for p in preds:
             v = value_of(p)
@@ -410,17 +338,12 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     def _grow(self, forest_cls, X, y, n_preds, rng, label):
         """One forest (and its in-bag matrix with ``oob_only``) on ``X``, ``y``."""
-        mtry = (
-            max(1, int(np.floor(np.sqrt(n_preds))))
-            if self.max_features == "sqrt"
-            else min(int(self.max_features), n_preds)
-        )
-        rf = forest_cls(
-            n_estimators=int(self.n_trees), criterion="gini", max_features=mtry,
-            bootstrap=True, min_samples_leaf=int(self.min_samples_leaf),
-            random_state=int(rng.integers(2**31 - 1)),
-            n_jobs=int(self.n_jobs), warm_start=True,
-        )
+        mtry = (max(1, int(np.floor(np.sqrt(n_preds)))) if self.max_features == "sqrt"
+                else min(int(self.max_features), n_preds))
+        rf = forest_cls(n_estimators=int(self.n_trees), criterion="gini", max_features=mtry,
+                        bootstrap=True, min_samples_leaf=int(self.min_samples_leaf),
+                        random_state=int(rng.integers(2**31 - 1)), n_jobs=int(self.n_jobs),
+                        warm_start=True)
         rf.fit(X, y)
         if not self.oob_only:
             return rf, None
@@ -433,8 +356,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
                 raise ValidationError(
                     f"column {label!r}: could not reach min_oob_trees={self.min_oob_trees} "
                     f"out-of-bag trees for every record with {cap} trees.",
-                    code="FIT_FAILED"
-                )
+                    code="FIT_FAILED")
             rf.n_estimators += 100
             rf.fit(X, y)
 
@@ -451,35 +373,28 @@ class RandomForestSynthesizer(TreeSynthesizer):
             for c, g in gb.items():
                 if c not in cols:
                     raise ValidationError(
-                        f"group_by: column {c!r} is not synthesized (synthesized: {cols})."
-                    )
+                        f"group_by: column {c!r} is not synthesized (synthesized: {cols}).")
                 if not isinstance(g, str):
-                    raise ValidationError(
-                        f"group_by[{c!r}] must be a column name. Got {g!r}."
-                    )
+                    raise ValidationError(f"group_by[{c!r}] must be a column name. Got {g!r}.")
                 schema.check_columns([g], f"group_by[{c!r}]")
                 if g == c:
                     raise ValidationError(
-                        f"group_by[{c!r}]: a column cannot be synthesized within groups of itself."
-                    )
+                        f"group_by[{c!r}]: a column cannot be synthesized within groups of itself.")
                 groups[c] = g
         else:
             raise ValidationError(
                 f"group_by must be a column name or a mapping {{column: grouping column}}. "
-                f"Got {type(gb).__name__}."
-            )
+                f"Got {type(gb).__name__}.")
         for c, g in groups.items():
             if not schema[g].is_categorical:
                 raise ValidationError(
                     f"group_by: grouping column {g!r} is {schema[g].type}; groups are the levels "
-                    "of a categorical column (bin a numeric column first)."
-                )
+                    "of a categorical column (bin a numeric column first).")
             if g in cols and order.index(g) > order.index(c):
                 raise ValidationError(
                     f"group_by: {c!r} is grouped by {g!r}, which is synthesized later in the visit "
                     f"order {order}; its genuine values would steer the synthesis of {c!r}. Visit "
-                    f"{g!r} first (visit_sequence) or group by an unsynthesized column."
-                )
+                    f"{g!r} first (visit_sequence) or group by an unsynthesized column.")
         return groups
 
     def _order(self, cols, schema, masks, rng) -> list[str]:
@@ -487,8 +402,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
             vs = list(self.visit_sequence)
             if sorted(vs) != sorted(cols):
                 raise ValidationError(
-                    f"visit_sequence must list exactly the synthesized columns {cols}. Got {vs}."
-                )
+                    f"visit_sequence must list exactly the synthesized columns {cols}. Got {vs}.")
             return vs
         amount = {c: int(masks[c].sum()) for c in cols}
         if self.tie_order == "fewer_categories":
@@ -507,11 +421,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
         return out
 
     def _leaf_tables(self, rf, X, y, d) -> tuple[np.ndarray, np.ndarray]:
-        """Per-tree leaf probability tables stacked: (sum of node counts, d) and tree offsets.
-
-        Leaf class counts are recomputed from the bootstrap sample of each tree (with
-        multiplicities), because scikit-learn stores class fractions, not counts.
-        """
+        """Per-tree leaf probability tables stacked, and tree offsets (class counts recounted
+        from each bootstrap sample: scikit-learn stores fractions)."""
         parts, offs = [], [0]
         # the training records' leaves in every tree, each distinct record routed once; a
         # tree's bootstrap sample takes its records' rows
@@ -523,20 +434,16 @@ class RandomForestSynthesizer(TreeSynthesizer):
             # float32 halves the memory of the stacked tables (~n_trees × 2 n_train rows × d);
             # probabilities are renormalised when drawn
             parts.append(
-                leaf_probabilities(cnt, self.probabilities, float(self.alpha)).astype(np.float32)
-            )
+                leaf_probabilities(cnt, self.probabilities, float(self.alpha)).astype(np.float32))
             offs.append(offs[-1] + nn)
         return np.vstack(parts), np.asarray(offs[:-1], dtype=np.int64)
 
-    # ----- synthesize ---------------------------------------------------------------------
     def predict_proba(self, column: str, X: np.ndarray, train_index: np.ndarray,
                       group: int | None = None) -> np.ndarray:
-        """Synthesis probabilities ``p_i`` for rows ``X`` of the forest for ``column``.
+        """Synthesis probabilities for rows ``X`` of the forest for ``column``.
 
-        ``train_index`` gives each row's position among the forest's training records (used for
-        out-of-bag selection; ``-1``: not a training record of this forest, all trees are
-        used). ``group``: level code of the grouping column whose forest is used (grouped
-        columns; ``None`` or a level without its own forest: the pooled forest).
+        ``train_index``: each row's position among the training records (out-of-bag selection;
+        ``-1``: all trees). ``group``: level code whose forest is used (default: pooled).
         """
         if group is not None and group in self.group_forests_.get(column, {}):
             rf = self.group_forests_[column][group]
@@ -583,55 +490,33 @@ class RandomForestSynthesizer(TreeSynthesizer):
         m : int
             Number of datasets.
         random_seed : RandomSeed
-            Same seed → identical datasets; default: the ``random_seed`` setting.
+            Same seed → identical datasets; default: the setting.
 
         Returns
         -------
         SyntheticData
-            ``method="rf"``; ``extra`` holds the visit order, procedure, trees per forest and the
-            per-column replaced-record counts.
+            ``method="rf"``; ``extra`` holds the visit order, procedure, trees per forest and
+            replaced-record counts.
 
         Raises
         ------
         NotFittedError
             Before :meth:`fit`.
         """
-        check_is_fitted(self, "forests_", method="synthesize")
-        m = check_m(m)
-        random_seed = self._seed(random_seed)
-        gens = spawn(random_seed, m)
+        m, random_seed, gens = self._streams(m, random_seed)
         cache: dict[str, np.ndarray] = {}
-        datasets = []
-        for l in progress(range(m), total=m, description="RF synthesis", enabled=self.progressbar):
-            datasets.append(self._synthesize_one(gens[l], cache))
-        union = np.zeros(len(self._data), dtype=bool)
-        for mk in self.records_.values():
-            union |= mk
-        return SyntheticData(
-            datasets=datasets,
-            method=self.method_name,
-            settings=self._release_settings(),
-            random_seed=seed_to_json(random_seed),
-            schema=self.schema_,
-            synthesized_records=union,
-            extra={
-                "visit_sequence": list(self.visit_sequence_),
-                "procedure": self.procedure,
-                "predictors": {k: list(v) for k, v in self.predictors_.items()},
-                "n_trees": dict(self.n_trees_),
-                "n_replaced": {c: int(mk.sum()) for c, mk in self.records_.items()},
-                "groups": dict(self.groups_),
-                "group_sizes": {c: dict(v) for c, v in self.group_sizes_.items()},
-                "group_fallback": {c: list(v) for c, v in self.group_fallback_.items()},
-                "fit_call": self.fit_call_,
-            },
-            original_fingerprint=getattr(self, "original_fingerprint_", None),
-            model_id=model_id(self),
-            generation=generation_from_roles(self.schema_, union),
-            # missing values are synthesized as values, never filled in
-            imputed_columns=[],
-            proper=False,
-        )
+        datasets = [self._synthesize_one(gens[l], cache) for l in progress(
+            range(m), total=m, description="RF synthesis", enabled=self.progressbar)]
+        union = np.logical_or.reduce(list(self.records_.values()))
+        return self._make_release(datasets, random_seed, union, {
+            "visit_sequence": list(self.visit_sequence_), "procedure": self.procedure,
+            "predictors": {k: list(v) for k, v in self.predictors_.items()},
+            "n_trees": dict(self.n_trees_),
+            "n_replaced": {c: int(mk.sum()) for c, mk in self.records_.items()},
+            "groups": dict(self.groups_),
+            "group_sizes": {c: dict(v) for c, v in self.group_sizes_.items()},
+            "group_fallback": {c: list(v) for c, v in self.group_fallback_.items()},
+            "fit_call": self.fit_call_})
 
     def _synthesize_one(self, rng: np.random.Generator, cache: dict) -> pd.DataFrame:
         cur = {c: v.copy() for c, v in self._values.items()}
@@ -681,27 +566,21 @@ class RandomForestSynthesizer(TreeSynthesizer):
         out.index = self._index
         return out
 
-    # ----- plug-in likelihood ---------------------------------------------------------------
-    def plugin_likelihood(
-        self, original: pd.DataFrame, *, random_seed: RandomSeed = None
-    ) -> Any:
+    def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None) -> Any:
         """The plug-in likelihood of this fitted synthesizer for attribute risk
-        (:class:`~bayes_risk.models.RFPlugin`; offered by having this method).
+        (:class:`~bayes_risk.models.RFPlugin`).
 
         Parameters
         ----------
         original : DataFrame
             The confidential table the synthesizer was fitted to.
         random_seed : RandomSeed
-            Unused: the forests' plug-in has no Monte Carlo term (the same signature as every
-            synthesizer's ``plugin_likelihood``).
+            Unused (no Monte Carlo term; the common signature).
         """
         from bayes_risk.models.trees.plugins.plugin_rf import RFPlugin
 
         return RFPlugin(self, original)
 
-
-    # ----- persistence (save, load, check_fingerprint: trees.base) ---------------------------
     def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         return forest_state(self)
 

@@ -1,10 +1,5 @@
-"""Saved random-forest synthesizers: the fitted state as arrays and settings, and back.
-
-The folder layout and its checks are :mod:`bayes_risk.models.trees.io`'s; this module only
-says which arrays a random-forest synthesizer has (the forests as flat arrays, leaf class
-tables, bootstrap samples, groups) so that :mod:`bayes_risk.models.trees.random_forest` stays the
-synthesizer.
-"""
+"""Saved random-forest synthesizers: the fitted state as arrays and settings, and back (the
+folder is :mod:`bayes_risk.models.trees.io`'s)."""
 
 from __future__ import annotations
 
@@ -20,8 +15,7 @@ __all__ = ["forest_state", "restore_forests"]
 
 
 def forest_state(self: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The fitted state of a random-forest synthesizer as JSON-ready settings and named arrays
-    (what :meth:`RandomForestSynthesizer.save` writes)."""
+    """The fitted state of a random-forest synthesizer as JSON-ready settings and named arrays."""
 
     def flat(f: Any) -> StoredForest:
         return f if isinstance(f, StoredForest) else StoredForest.from_sklearn(f)
@@ -65,8 +59,7 @@ def forest_state(self: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
 
 
 def restore_forests(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
-    """Set the fitted state of a random-forest synthesizer from its saved folder (called by
-    :func:`~bayes_risk.models.trees.io.load_synthesizer`, which checks the files first)."""
+    """Set the fitted state of a random-forest synthesizer from its saved folder."""
     st = meta["state"]
     schema = obj.schema_
     obj._index, obj._data = split_data(data)
@@ -78,10 +71,8 @@ def restore_forests(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFr
     obj.n_trees_ = {c: int(v) for c, v in st["n_trees"].items()}
     obj.groups_ = dict(st["groups"])
     obj.records_, obj.forests_, obj._tables, obj._inbag_ = {}, {}, {}, {}
-    obj.group_forests_ = {c: {} for c in obj.groups_}
-    obj._group_tables = {c: {} for c in obj.groups_}
-    obj._group_inbag = {c: {} for c in obj.groups_}
-    obj._group_tpos = {c: {} for c in obj.groups_}
+    obj.group_forests_, obj._group_tables, obj._group_inbag, obj._group_tpos = (
+        {c: {} for c in obj.groups_} for _ in range(4))
     obj.group_sizes_, obj.group_fallback_ = {}, {}
     for k, col in enumerate(order):
         mk = np.asarray(arrays[f"records{k}"], dtype=bool)

@@ -1,9 +1,6 @@
-"""Compiled routing of records down a fitted synthesis tree (numba, ``cache=True``).
-
-Used by ``Tree.route`` for the ``"climb"`` rule (no random numbers): the same nodes and flags as
-the vectorised level-by-level loop, one record at a time, which avoids ``depth`` passes of
-fancy indexing over all records (the cost of drawing many CART posterior replicates). The
-``"random_descent"`` rule keeps the vectorised loop, whose random draws are made level by level.
+"""Compiled routing of records down a fitted synthesis tree (numba, ``cache=True``): the
+``"climb"`` rule one record at a time (the same nodes as the vectorised loop), and a stored
+forest's ``apply``.
 """
 
 from __future__ import annotations
@@ -43,13 +40,8 @@ def route_climb(X, codes, is_leaf, feature, threshold, left, right, feature_pred
 
 @_nb.njit(cache=True, nogil=True)
 def forest_apply(X, left, right, feature, threshold, missing_left, offsets):
-    """Leaf of every record in every tree of a stored forest, as scikit-learn's ``apply``.
-
-    ``X [n, features]`` (float32); node arrays concatenated over the trees, tree ``b``'s nodes
-    at ``offsets[b]..`` with child ids local to their tree. A value ``x <= threshold`` goes left
-    (float32 compared as float64, as scikit-learn does); a missing value follows
-    ``missing_left``. Returns local leaf ids, shape ``(n, n_trees)``.
-    """
+    """Local leaf id ``(n, n_trees)`` of every record in every tree of a stored forest, as
+    scikit-learn's ``apply`` (tree ``b``'s nodes at ``offsets[b]..``)."""
     n = X.shape[0]
     B = offsets.shape[0]
     out = np.zeros((n, B), dtype=np.int64)

@@ -1,21 +1,10 @@
 """Private tree machinery shared by the CART and random-forest synthesizers.
 
-* :class:`Design` — turns predictor columns into the numeric matrix a scikit-learn tree sees:
-  numeric and ordinal columns as one column each (ordinal by level code), unordered categorical
-  columns as one-hot indicators (so a split is "level k versus the rest", never an arbitrary order
-  of labels). The integer codes of unordered categorical predictors are kept beside the matrix so
-  that routing can tell whether a record's level was seen in a node's training data.
-* :class:`SeqTree` — a fitted scikit-learn tree rewritten into flat arrays with, for every node,
-  the contiguous slice of its training records ("donors"), the set of levels of each unordered
-  categorical predictor seen in the node (methods, CART with a Bayesian bootstrap), and optional
-  collapsing of nodes (``min_deviance`` stopping rule, ``prune_to_diversity``).
-* :func:`segment_choice` — vectorised "one categorical draw per routed record inside its node"
-  used by the per-leaf Bayesian bootstrap (Reiter 2005; Rubin 1981).
-
-scikit-learn's depth-first builder numbers nodes in pre-order (a node, then its whole left
-subtree, then its right subtree), so the training records of any node are a contiguous block once
-records are sorted by leaf id. This makes donors of internal nodes (used when a record has to stop
-above the leaves) free to look up. The pre-order property is checked at construction.
+:class:`Design` (predictor columns as the matrix a scikit-learn tree sees: unordered categorical
+columns one-hot), :class:`SeqTree` (a fitted tree in flat arrays with each node's donors and the
+levels seen in it) and :func:`segment_choice` (one draw per routed record inside its node).
+scikit-learn numbers nodes in pre-order, so every node's donors are one contiguous block once the
+records are sorted by leaf (checked at construction).
 """
 
 from __future__ import annotations
@@ -31,12 +20,9 @@ from bayes_risk.exceptions import ValidationError
 
 __all__ = ["Design", "SeqTree", "segment_choice", "column_codes"]
 
-#: route ``"climb"`` records with the compiled per-record walk (``trees.route``): ``True``
-#: always, ``False`` never (the vectorised level-by-level loop: the same nodes; the reference
-#: the tests compare with), ``None`` when it pays — the call routes at least
-#: ``COMPILED_ROUTE_MIN`` records, or the compiled walk is loaded already. Loading numba and the
-#: cached kernel costs about 0.45 s of CPU and 130 MiB once per process, more than the
-#: vectorised loop takes on tables of CEdata's size (benchmarks: ``synthesis.CARTCommand``).
+#: route ``"climb"`` records with the compiled walk (``trees.route``): ``True`` always, ``False``
+#: never (the vectorised loop: the same nodes), ``None`` when it pays — at least
+#: ``COMPILED_ROUTE_MIN`` records, or numba loaded already (loading costs ~0.45 s and 130 MiB).
 COMPILED_ROUTE: bool | None = None
 COMPILED_ROUTE_MIN = 50_000
 
@@ -71,17 +57,8 @@ def column_codes(df: pd.DataFrame, schema: Schema, col: str) -> np.ndarray:
 
 @dataclass
 class Design:
-    """Predictor layout for one tree.
-
-    Parameters
-    ----------
-    predictors : list of str
-        Predictor columns in order.
-    kinds : list of str
-        ``"numeric"`` (count/continuous), ``"ordinal"`` or ``"nominal"`` per predictor.
-    n_levels : list of int
-        Number of levels (0 for numeric).
-    """
+    """Predictor layout for one tree: per predictor its kind (``"numeric"``, ``"ordinal"`` or
+    ``"nominal"``) and number of levels (0 for numeric)."""
 
     predictors: list[str]
     kinds: list[str]
@@ -112,18 +89,10 @@ class Design:
     @classmethod
     def from_schema(cls, schema: Schema, predictors: list[str]) -> Design:
         """Layout for ``predictors`` given their schema types."""
-        kinds, nlev = [], []
-        for c in predictors:
-            spec = schema[c]
-            if spec.type == "categorical":
-                kinds.append("nominal")
-                nlev.append(spec.n_levels)
-            elif spec.type == "ordinal":
-                kinds.append("ordinal")
-                nlev.append(spec.n_levels)
-            else:
-                kinds.append("numeric")
-                nlev.append(0)
+        kinds = [{"categorical": "nominal", "ordinal": "ordinal"}.get(schema[c].type, "numeric")
+                 for c in predictors]
+        nlev = [0 if k == "numeric" else schema[c].n_levels
+                for c, k in zip(predictors, kinds, strict=True)]
         return cls(list(predictors), kinds, nlev)
 
     @property
@@ -131,18 +100,8 @@ class Design:
         return int((self.nominal_index >= 0).sum())
 
     def matrix(self, values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """Build the design matrix from per-predictor arrays.
-
-        Parameters
-        ----------
-        values : list of ndarray
-            One array per predictor: float values (numeric) or int codes (ordinal/nominal).
-
-        Returns
-        -------
-        X : ndarray, shape (n, n_features), float32 (what scikit-learn trees use internally)
-        nominal_codes : ndarray, shape (n, n_nominal), int64
-        """
+        """The float32 design matrix ``(n, n_features)`` and the nominal codes ``(n, n_nominal)``
+        of per-predictor arrays (float values, or int codes of ordinal/nominal predictors)."""
         n = len(values[0]) if values else 0
         X = np.zeros((n, self.n_features), dtype=np.float32)
         codes = np.zeros((n, self.n_nominal), dtype=np.int64)
@@ -161,33 +120,13 @@ class Design:
 
 
 class SeqTree:
-    """A fitted scikit-learn decision tree in flat arrays, with donors and seen levels per node.
+    """A fitted scikit-learn decision tree in flat arrays, with donors and seen levels per node
+    (``X``, ``nominal_codes``: the training design; ``donor_rows``: their rows in the table;
+    ``y``: the training outcome)."""
 
-    Parameters
-    ----------
-    estimator : DecisionTreeRegressor or DecisionTreeClassifier
-        Fitted on ``X`` (from :meth:`Design.matrix`).
-    design : Design
-    X, nominal_codes : ndarray
-        Training design matrix and nominal codes (same rows as used to fit).
-    donor_rows : ndarray of int
-        Row index (in the original table) of each training record.
-    y : ndarray
-        Training outcome (float values or int codes), used for deviance and diversity.
-    categorical_outcome : bool
-    """
-
-    def __init__(
-        self,
-        estimator,
-        design: Design,
-        X: np.ndarray,
-        nominal_codes: np.ndarray,
-        donor_rows: np.ndarray,
-        y: np.ndarray,
-        categorical_outcome: bool,
-        n_classes: int = 0,
-    ) -> None:
+    def __init__(self, estimator, design: Design, X: np.ndarray, nominal_codes: np.ndarray,
+                 donor_rows: np.ndarray, y: np.ndarray, categorical_outcome: bool,
+                 n_classes: int = 0) -> None:
         t = estimator.tree_
         self.design = design
         self.left = t.children_left.astype(np.int64)
@@ -227,7 +166,6 @@ class SeqTree:
         self.is_leaf = self.left == -1
         self.n_collapsed = 0
 
-    # ----- growth controls applied after fitting -----------------------------------------
     def _deviance(self, k: int) -> float:
         v = self.y_sorted[self.node_start[k] : self.node_stop[k]]
         if v.size == 0:
@@ -240,11 +178,8 @@ class SeqTree:
         return float(np.sum((v - v.mean()) ** 2))
 
     def collapse_low_deviance(self, min_deviance: float) -> None:
-        """Treat as a leaf every node whose deviance is below ``min_deviance`` × root deviance.
-
-        Growing fully and collapsing top-down is equivalent to R ``tree``'s ``mindev`` stopping
-        rule, because a depth-first builder splits a node the same way whatever its siblings do.
-        """
+        """Treat as a leaf every node whose deviance is below ``min_deviance`` × root deviance
+        (R ``tree``'s ``mindev``, applied top-down after growing fully)."""
         if min_deviance <= 0:
             return
         thr = min_deviance * self._deviance(0)
@@ -253,11 +188,8 @@ class SeqTree:
                 self._make_leaf(k)
 
     def prune_to_diversity(self, k_min: int) -> None:
-        """Collapse leaves into their parents until every leaf holds ≥ ``k_min`` distinct values.
-
-        Reiter 2005's leaf-diversity criterion. A root that is not diverse
-        enough stays (the tree then has a single leaf).
-        """
+        """Collapse leaves into their parents until every leaf holds ≥ ``k_min`` distinct values
+        (Reiter 2005's diversity criterion)."""
         if k_min is None or k_min <= 1:
             return
         parent = np.full(self.n_nodes, -1, dtype=np.int64)
@@ -293,29 +225,10 @@ class SeqTree:
         ids = [k for k in range(self.n_nodes) if self.is_leaf[k] and self._reachable(k)]
         return np.asarray(ids, dtype=np.int64)
 
-    # ----- routing -----------------------------------------------------------------------
-    def route(
-        self,
-        X: np.ndarray,
-        nominal_codes: np.ndarray,
-        unroutable: str = "climb",
-        rng: np.random.Generator | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Drop records down the tree.
-
-        A record reaching a node that splits on an unordered categorical predictor whose level
-        was not seen among the node's training records cannot be routed (methods, CART with a
-        Bayesian bootstrap): ``"climb"`` stops there and uses the node as the record's leaf (Reiter;
-        Drechsler & Reiter), ``"random_descent"`` continues into a child chosen with probability
-        proportional to the children's training sizes (synthpop's rule).
-
-        Returns
-        -------
-        node : ndarray of int
-            Node (leaf, or internal node for climbed records) of each record.
-        unroutable : ndarray of bool
-            Whether the record met an unevaluable split.
-        """
+    def route(self, X: np.ndarray, nominal_codes: np.ndarray, unroutable: str = "climb",
+              rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Each record's node (a leaf, or where it climbed) and whether it met an unevaluable
+        split (``unroutable``: the CART synthesizer's setting)."""
         design = self.design
         if unroutable == "climb" and X.shape[0] > 0 and _compiled_route(X.shape[0]):
             from bayes_risk.models.trees.route import route_climb
@@ -363,27 +276,12 @@ class SeqTree:
         return node, flag
 
 
-def segment_choice(
-    seg_start: np.ndarray,
-    seg_size: np.ndarray,
-    which: np.ndarray,
-    rng: np.random.Generator,
-    weights: np.ndarray | None = None,
-    bayes_bootstrap: bool = True,
-) -> np.ndarray:
-    """One categorical draw per request inside a segment, vectorised.
-
-    Segments ``g = 0..G-1`` are blocks ``[seg_start[g], seg_start[g] + seg_size[g])`` of a
-    concatenated array. Request ``r`` draws one position from segment ``which[r]`` with
-    probability proportional to the segment's ``weights`` (given), or to fresh Dirichlet(1, …, 1)
-    weights drawn once per segment (``bayes_bootstrap=True``; Rubin 1981: normalised
-    Exp(1) variates), or uniformly.
-
-    Returns
-    -------
-    ndarray of int
-        Positions in the concatenated array.
-    """
+def segment_choice(seg_start: np.ndarray, seg_size: np.ndarray, which: np.ndarray,
+                   rng: np.random.Generator, weights: np.ndarray | None = None,
+                   bayes_bootstrap: bool = True) -> np.ndarray:
+    """One position per request ``r`` drawn inside segment ``which[r]`` of a concatenated array,
+    in proportion to ``weights``, to fresh Dirichlet(1, …, 1) weights (``bayes_bootstrap``;
+    Rubin 1981), or uniformly."""
     seg_start = np.asarray(seg_start, dtype=np.int64)
     seg_size = np.asarray(seg_size, dtype=np.int64)
     total = int(seg_start[-1] + seg_size[-1]) if seg_start.size else 0

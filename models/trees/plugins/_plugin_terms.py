@@ -1,9 +1,6 @@
-"""Node likelihood terms of the CART plug-in (methods, Tree synthesizers: plug-in likelihoods).
-
-The Pólya-urn probability of a node's synthetic values given its donors (closed form), the Monte
-Carlo estimate of a kernel-smoothed node's likelihood over bootstrap count vectors (common random
-numbers across candidates), and the delta-method variance of that estimate. Used by
-:class:`~bayes_risk.models.CARTPlugin` (``models/trees/plugins/plugin_cart.py``).
+"""Node likelihood terms of the CART plug-in: the Pólya urn, the Monte Carlo estimate of a
+kernel-smoothed node and its variance. See :doc:`/methods/attribute`, Tree synthesizers: plug-in
+likelihoods.
 """
 
 from __future__ import annotations
@@ -19,12 +16,8 @@ _MC_BLOCK = 1 << 21  # entries per (bootstrap replicate × synthetic value) bloc
 
 
 def _polya(donors: Counter, syn: Counter, uniform: bool) -> float:
-    """One node's Pólya-urn (multinomial for ``uniform``) log-likelihood, in full.
-
-    The plug-in evaluates its changes with ``trees.cart_polya.PolyaTables``
-    (differences in closed form, all datasets at once); this is the direct formula they are
-    tested against.
-    """
+    """One node's Pólya-urn (multinomial for ``uniform``) log-likelihood in full: the formula
+    ``trees.cart_polya.PolyaTables`` is tested against."""
     n_l = sum(donors.values())
     u_l = sum(syn.values())
     if u_l == 0:
@@ -41,43 +34,16 @@ def _polya(donors: Counter, syn: Counter, uniform: bool) -> float:
     return float(out)
 
 
-# ------------------------------------------------------------------------------------------
-# Monte Carlo likelihood of the smoothed values of one node (Wang & Reiter 2012)
-# ------------------------------------------------------------------------------------------
 def _z_blocks(n_z: int, width: int) -> list[slice]:
     step = max(1, _MC_BLOCK // max(width, 1))
     return [slice(a, a + step) for a in range(0, n_z, step)]
 
 
-def mc_node_loglik(
-    counts: np.ndarray,
-    log_k: np.ndarray,
-    log_m: np.ndarray,
-    z_weights: np.ndarray,
-    *,
-    return_terms: bool = False,
-) -> float | tuple[float, np.ndarray]:
-    """``log (1/R) Σ_r Π_s p_r(z_s)`` for a node's synthetic values (Wang & Reiter 2012).
-
-    ``p_r(z) = Σ_k C_rk K_k(z) / Σ_k C_rk M_k`` is the kernel mixture of replicate ``r``, whose
-    centres are the donors with bootstrap multiplicities ``C_rk``.
-
-    Parameters
-    ----------
-    counts : array, shape (R, n)
-        Bootstrap multiplicities of the ``n`` donors in each of ``R`` replicates.
-    log_k, log_m : arrays, shapes (n_z, n) and (n,)
-        Kernel terms from :func:`bayes_risk.models.trees.cart.kernel_log_terms`.
-    z_weights : array, shape (n_z,)
-        How many synthetic records of the node carry each distinct value.
-    return_terms : bool
-        Also return the replicates' log-likelihoods ``lf[r] = log Π_s p_r(z_s)`` (``[R]``), from
-        which the Monte Carlo error is estimated (:func:`mc_log_var`).
-
-    Returns
-    -------
-    float, or (float, ndarray of shape (R,))
-    """
+def mc_node_loglik(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray, z_weights: np.ndarray,
+                   *, return_terms: bool = False) -> float | tuple[float, np.ndarray]:
+    """``log (1/R) Σ_r Π_s p_r(z_s)`` of a node's distinct values (``z_weights``: their counts),
+    ``p_r`` the kernel mixture of the donors with bootstrap multiplicities ``counts[r]``; with
+    ``return_terms`` also the replicates' ``[R]`` terms (for :func:`mc_log_var`)."""
     R = counts.shape[0]
     with np.errstate(divide="ignore"):
         lf = -float(z_weights.sum()) * np.log(counts @ np.exp(log_m))
@@ -92,37 +58,11 @@ def mc_node_loglik(
     return (val, lf) if return_terms else val
 
 
-def mc_node_loglik_extra(
-    counts: np.ndarray,
-    log_k: np.ndarray,
-    log_m: np.ndarray,
-    log_k_extra: np.ndarray,
-    log_m_extra: np.ndarray,
-    z_weights: np.ndarray,
-    *,
-    return_terms: bool = False,
-) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-    """:func:`mc_node_loglik` for donors ``D`` plus one extra donor, for several extra values.
-
-    The last column of ``counts`` belongs to the extra donor (record ``i`` with a candidate value);
-    the support must be the same for every extra value (they lie within ``[min D, max D]``), so
-    the donors' part of each replicate's mixture is computed once (rank-one update).
-
-    Parameters
-    ----------
-    counts : array, shape (R, n_D + 1)
-    log_k, log_m : arrays, shapes (n_z, n_D) and (n_D,)
-        Terms of the donors ``D``.
-    log_k_extra, log_m_extra : arrays, shapes (n_x, n_z) and (n_x,)
-        Terms of each extra value.
-    z_weights : array, shape (n_z,)
-    return_terms : bool
-        Also return the replicates' log-likelihoods ``[n_x, R]``.
-
-    Returns
-    -------
-    ndarray, shape (n_x,), or (that, ndarray of shape (n_x, R))
-    """
+def mc_node_loglik_extra(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray,
+                         log_k_extra: np.ndarray, log_m_extra: np.ndarray, z_weights: np.ndarray, *,
+                         return_terms: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """:func:`mc_node_loglik` ``[n_x]`` for donors ``D`` plus one extra donor (the last column of
+    ``counts``) taking each of ``n_x`` values within ``[min D, max D]`` (rank-one update)."""
     R = counts.shape[0]
     c_d, c_x = counts[:, :-1], counts[:, -1]
     n_x = log_k_extra.shape[0]
@@ -148,14 +88,9 @@ def mc_node_loglik_extra(
 
 
 def mc_log_var(lf_a: np.ndarray, lf_b: np.ndarray | None = None, *, paired: bool = True) -> float:
-    """Delta-method variance of ``log p̂_a − log p̂_b`` for Monte Carlo means of likelihoods.
-
-    ``p̂ = (1/R) Σ_r exp(lf[r])``; with ``u_r = exp(lf[r]) / p̂`` (mean 1),
-    ``Var(log p̂) ≈ Var_r(u) / R``. Two estimates computed from the **same** replicates (common
-    random numbers, ``paired=True``) have ``Var(log p̂_a − log p̂_b) ≈ Var_r(u_a − u_b) / R``;
-    from independent replicates the two variances add. ``lf_b=None`` gives ``Var(log p̂_a)``.
-    Impossible values (all ``-inf``) carry no Monte Carlo error (``0``).
-    """
+    """Delta-method variance of ``log p̂_a − log p̂_b`` (``lf_b=None``: of ``log p̂_a``) for
+    Monte Carlo means of likelihoods, ``Var_r(u_a − u_b) / R`` with ``u_r = exp(lf[r]) / p̂``
+    when ``paired`` (common random numbers), else the sum of the two variances."""
 
     def u(lf: np.ndarray) -> np.ndarray | None:
         if not np.isfinite(lf).any():

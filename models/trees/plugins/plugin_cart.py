@@ -1,51 +1,9 @@
-"""Plug-in likelihood of a fitted CART synthesizer for attribute risk.
-
-The plug-in base class and the CART plug-in share the node-count bookkeeping; the random-forest
-plug-in (``plugin_rf``) builds on the base; the node likelihood terms are in
+"""Plug-in likelihood of a fitted CART synthesizer for attribute risk, and the plug-in base
+class the random-forest plug-in (``plugin_rf``) builds on; the node likelihood terms are in
 ``_plugin_terms``.
 
-See the methods page, section Tree synthesizers: plug-in likelihoods.
-
-Importance sampling over Θ is not available for tree synthesizers: their synthetic values are
-resampled confidential values. With the fitted tree structure treated as known (``S_meta``: the
-split rules and bandwidths, not the leaf values — Wang & Reiter's "high-risk" assumption), the
-synthetic values routed to a node depend only on the node's donor values, so
-
-    log p(Z_(l) | y*, y_{-i}) = Σ_v Σ_nodes log p(synthetic values of node | donors of node).
-
-* Un-smoothed columns: the node's values are a Pólya-urn sequence given its donors (per-node
-  Bayesian bootstrap, Reiter 2005; Wang & Reiter 2012), in closed form (multinomial for
-  ``donor="uniform"``); the changes a candidate makes are evaluated for all nodes, candidates and
-  datasets at once in ``trees.cart_polya``.
-* Kernel-smoothed numeric columns (Wang & Reiter 2012): the node's values are i.i.d. draws from the
-  truncated Gaussian kernel mixture centred at ``n_L`` bootstrap values of the donors, so
-  ``p = E_b[Π_s f_b(z_s)]`` is estimated by Monte Carlo over ``n_bootstrap`` bootstrap count
-  vectors, drawn once per node (and dataset) and shared by all candidates (common random
-  numbers), in log space. When the synthesizer rounds its output, ``f_b(z)`` is the mixture mass
-  of the set of draws released as ``z`` (the rounding cell within ``[lo, hi]``), not a density.
-
-A candidate ``y*`` changes (a) record ``i``'s own donor value in every node that contains it,
-for the varying columns, and with it the support ``[lo, hi]`` of smoothed nodes, and (b) the node
-record ``i`` belongs to in each later tree that uses a varying column as predictor (its
-confidential predictor vector is re-routed through the fixed splits). Only nodes containing record
-``i`` before or after the change are recomputed. A record that the synthesizer did not replace
-is released as it is, so a candidate that differs from its released values is impossible.
-
-Missing values (methods, Tree synthesizers: missing values): a categorical column's missing
-value is a level of its own (one more value of the urn); a numeric column with missing values
-has two trees, its kind tree (every replaced record draws its missingness kind) and its value
-tree (the records whose synthetic kind is "observed" draw a value), whose terms add; records
-route with the synthesizer's missing-value inputs (``models.trees.missing``). A record's missing
-values are held at their kind in every candidate (the intruder knows which are missing); a
-candidate that changes a kind has probability 0.
-
-Supported: ``donor="bayes_bootstrap"`` and ``"uniform"``, ``unroutable="climb"``, with or without
-smoothing, with or without missing values. ``unroutable="random_descent"`` is refused (random
-routing would have to be marginalised).
-
-The node likelihood terms (Pólya urn, kernel Monte Carlo, its variance) are in
-``_plugin_terms.py``; the shared plug-in base and the CART node bookkeeping stay here,
-since they work on the same private state.
+See :doc:`/methods/attribute`, sections Tree synthesizers: plug-in likelihoods and missing values.
+``unroutable="random_descent"`` is refused (random routing would have to be marginalised).
 """
 
 from __future__ import annotations
@@ -60,6 +18,7 @@ import pandas as pd
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.contract import ModelInfo
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models.trees.base import check_integer
 from bayes_risk.models.trees.cart_polya import PolyaTables
 from bayes_risk.models.trees.missing import design_inputs, kind_codes
 from bayes_risk.models.trees.plugins._plugin_terms import (  # noqa: F401 - _polya is tested here
@@ -75,9 +34,6 @@ __all__ = ["CARTPlugin", "DonorTrees"]
 _CACHE_BYTES = 256 << 20  # common-random-number count matrices kept per release
 
 
-# ------------------------------------------------------------------------------------------
-# shared plumbing of the plug-in adapters
-# ------------------------------------------------------------------------------------------
 class PluginBase:
     """Value encoding, candidate rows and the per-release cache shared by the plug-ins."""
 
@@ -105,22 +61,18 @@ class PluginBase:
                             for k in type(synthesizer).__mro__}:
             raise ValidationError(
                 f"synthesizer must be a fitted bayes_risk.models.{expected.rpartition('.')[2]}. "
-                f"Got {type(synthesizer).__name__}."
-            )
+                f"Got {type(synthesizer).__name__}.")
         check_is_fitted(synthesizer, "schema_")
-        # columns with missing values in the fitted data ({} for complete data): the plug-ins
-        # encode, route and count them as the synthesizer does (models.trees.missing)
+        # columns with missing values ({} for complete data), encoded as the synthesizer does
         self._layout = dict(getattr(synthesizer, "missing_", None) or {})
         if not isinstance(original, pd.DataFrame):
             raise ValidationError(
-                f"original must be a pandas DataFrame. Got {type(original).__name__}."
-            )
+                f"original must be a pandas DataFrame. Got {type(original).__name__}.")
         n_fit = len(synthesizer._data)
         if len(original) != n_fit:
             raise ValidationError(
                 f"original has {len(original)} rows; the synthesizer was fitted to {n_fit}.",
-                code="ROW_COUNT_MISMATCH"
-            )
+                code="ROW_COUNT_MISMATCH")
         missing = [c for c in synthesizer.schema_.names if c not in original.columns]
         if missing:
             raise ValidationError(f"original is missing the synthesizer's column(s) {missing}.",
@@ -137,26 +89,22 @@ class PluginBase:
                 raise ValidationError(
                     f"original differs from the data the synthesizer was fitted to (column "
                     f"{c!r}, row {r}); pass the same table in the same row order.",
-                    code="ORIGINAL_DIFFERS"
-                )
+                    code="ORIGINAL_DIFFERS")
         self._cache: dict[Any, Any] = {}
         self._cache_owner: Any = None
         self._level_codes: dict[str, dict[Any, float]] = {}
 
-    def _values(
-        self, df: pd.DataFrame, columns: Sequence[str] | None = None
-    ) -> dict[str, np.ndarray]:
-        """The synthesizer's encoding of ``df`` (float64): level codes, a missing level as code
-        ``d``; numeric values, a missing value as ``NaN`` or its declared code."""
+    def _values(self, df: pd.DataFrame,
+                columns: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """The synthesizer's encoding of ``df`` (float64)."""
         from bayes_risk.models.trees.missing import encoded_values
 
         return {c: np.asarray(v, dtype=np.float64)
                 for c, v in encoded_values(df, self.schema_, self._layout, columns).items()}
 
     def _kinds(self, c: str, v: np.ndarray) -> np.ndarray:
-        """Missingness kind of encoded values of column ``c``: 0 observed; a categorical
-        column's missing level 1; a numeric column's kind (1 empty, ``2 + k`` the ``k``-th
-        code; ``models.trees.missing``)."""
+        """Missingness kind of encoded values of column ``c`` (0: observed;
+        ``models.trees.missing``)."""
         lay = self._layout.get(c)
         v = np.asarray(v, dtype=np.float64)
         if lay is None:
@@ -167,15 +115,9 @@ class PluginBase:
 
     def _hold_missing(self, i: int, cand: dict[str, np.ndarray], columns: Sequence[str]
                       ) -> np.ndarray:
-        """Record ``i``'s missing values held at their kind; which candidates change a kind.
-
-        The intruder knows which of the record's values are missing and how (methods, Tree
-        synthesizers: missing values): a candidate leaves a missing value as it is. The
-        engine hands a missing value over as ``NaN`` (a declared code masked), so a ``NaN``
-        candidate of a missing value is set to the record's own value (its exact kind). Returns
-        ``[G]``: candidates that make an observed value missing, or change a missing value's
-        kind (probability 0 under that view); ``cand`` is updated in place.
-        """
+        """Hold record ``i``'s missing values at their kind in ``cand`` (in place; a ``NaN``
+        candidate takes the record's own value); return ``[G]``: the candidates that change a
+        kind (probability 0)."""
         G = len(cand[columns[0]]) if columns else 0
         off = np.zeros(G, dtype=bool)
         for c in columns:
@@ -200,8 +142,7 @@ class PluginBase:
             if c not in self.schema_.synthesized:
                 raise ValidationError(
                     f"candidates vary column {c!r}, which the synthesizer did not synthesize "
-                    f"(synthesized: {self.schema_.synthesized})."
-                )
+                    f"(synthesized: {self.schema_.synthesized}).")
 
     def _candidate_rows(self, i: int, candidates: pd.DataFrame) -> pd.DataFrame:
         self._check_varying(candidates)
@@ -218,9 +159,7 @@ class PluginBase:
         return rows
 
     def _candidate_values(self, i: int, candidates: pd.DataFrame) -> dict[str, np.ndarray]:
-        """Encoded values of the candidate rows (record ``i`` with the candidates' values), as
-        ``_values(_candidate_rows(i, candidates))`` gives them, without building data frames
-        for the common cases (level labels of the schema, plain numeric values)."""
+        """``_values(_candidate_rows(i, candidates))``, without data frames where possible."""
         self._check_varying(candidates)
         G = len(candidates)
         out = {c: np.full(G, self._vals[c][i]) for c in self.schema_.names}
@@ -255,16 +194,11 @@ class PluginBase:
             return v.astype(np.float64)
         return None
 
-    def plugin_loglik(
-        self,
-        record: int,
-        candidates: pd.DataFrame,
-        synthetic: Sequence[pd.DataFrame],
-        *,
-        return_se: bool = False,
-    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-        """``[m, G]`` log-likelihood of each dataset under each candidate (up to a constant
-        common to all candidates).
+    def plugin_loglik(self, record: int, candidates: pd.DataFrame,
+                      synthetic: Sequence[pd.DataFrame], *,
+                      return_se: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """``[m, G]`` log-likelihood of each dataset under each candidate (up to a common
+        constant).
 
         Parameters
         ----------
@@ -274,11 +208,10 @@ class PluginBase:
             ``G`` rows over some synthesized columns (decoded values); the record's other
             values stay at the truth.
         synthetic : sequence of DataFrame
-            The released datasets (per-dataset state is cached while the same list is passed).
+            The released datasets (state is cached while the same list is passed).
         return_se : bool
-            Also return the ``[m, G]`` Monte Carlo standard errors of each candidate's
-            log-likelihood difference from the truth (kernel-smoothed CART columns, Wang & Reiter
-            2012; ``0`` where the likelihood is exact).
+            Also return the ``[m, G]`` Monte Carlo standard errors of each candidate's difference
+            from the truth (``0`` where the likelihood is exact).
 
         Returns
         -------
@@ -300,19 +233,13 @@ class PluginBase:
             var[:, off] = 0.0
         return (ll, np.sqrt(var)) if return_se else ll
 
-    def _loglik(
-        self,
-        i: int,
-        cand: dict[str, np.ndarray],
-        varying: list[str],
-        synthetic: Sequence[pd.DataFrame],
-    ) -> np.ndarray:
+    def _loglik(self, i: int, cand: dict[str, np.ndarray], varying: list[str],
+                synthetic: Sequence[pd.DataFrame]) -> np.ndarray:
         raise NotImplementedError
 
     @staticmethod
-    def _released_as_is(
-        released: dict[str, np.ndarray], cand: dict[str, np.ndarray], columns: Sequence[str]
-    ) -> np.ndarray:
+    def _released_as_is(released: dict[str, np.ndarray], cand: dict[str, np.ndarray],
+                        columns: Sequence[str]) -> np.ndarray:
         """Log-likelihood ``0``/``-inf`` of values released unaltered (``[G]``)."""
         ok = np.ones(len(cand[columns[0]]) if columns else 0, dtype=bool)
         for c in columns:
@@ -324,34 +251,25 @@ class PluginBase:
         return np.where(ok, 0.0, -np.inf)
 
 
-# ------------------------------------------------------------------------------------------
-# CART
-# ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DonorTrees:
-    """The fitted value trees of a CART release as its plug-in routes records through them
-    (:meth:`CARTPlugin.donor_trees`): what the membership ratio of a CART release reads
-    (:mod:`bayes_risk.membership.trees`).
+    """The fitted value trees of a CART release (:meth:`CARTPlugin.donor_trees`), as the
+    membership ratio reads them (:mod:`bayes_risk.membership.trees`).
 
     Attributes
     ----------
     visit_sequence : tuple of str
-        The synthesized columns in the order their trees are grown and drawn.
+        The synthesized columns in visit order.
     trees : mapping of str to fitted tree
-        Each synthesized column's tree (``y_sorted``, ``node_start``, ``node_stop``: the
-        node's donor values, ``route``).
+        Each synthesized column's tree.
     values : mapping of str to ndarray
-        Each column's encoded values of the original records ``[n]`` (float64: level codes or
-        numeric values).
+        Each column's encoded values of the original records ``[n]``.
     positions : mapping of str to ndarray
-        Each record's position in the donor order of the column's tree ``[n]`` (int64; -1: not
-        a donor).
+        Each record's position in the donor order of the column's tree (-1: not a donor).
     encode : callable
-        ``encode(table, columns)``: the synthesizer's encoding of ``table``'s ``columns``
-        (``dict`` of float64 arrays), as ``values`` holds the original's.
+        ``encode(table, columns)``: the synthesizer's encoding of a table.
     design : callable
-        ``design(column, values, rows)``: the design of encoded records ``rows`` in the
-        column's tree (its predictors, as the synthesizer builds them).
+        ``design(column, values, rows)``: the design of encoded records in the column's tree.
     """
 
     visit_sequence: tuple[str, ...]
@@ -362,8 +280,7 @@ class DonorTrees:
     design: Callable[..., tuple[np.ndarray, np.ndarray]]
 
     def route(self, column: str, values: Mapping[str, np.ndarray], n: int) -> np.ndarray:
-        """Node of the tree of ``column`` each of ``n`` encoded records routes to (the fixed
-        splits, ``climb``), as the synthesizer routes a synthetic record."""
+        """Node of the tree of ``column`` each of ``n`` encoded records routes to (``climb``)."""
         X, codes = self.design(column, values, np.arange(n))
         node, _ = self.trees[column].route(X, codes, "climb", None)
         return np.asarray(node, dtype=np.int64)
@@ -371,20 +288,11 @@ class DonorTrees:
 
 class CARTPlugin(PluginBase):
     """Adapter giving a fitted :class:`~bayes_risk.models.trees.cart.CARTSynthesizer` the plug-in
-    likelihood ``plugin_loglik`` used by :func:`bayes_risk.attribute_risk` (methods, Tree
+    likelihood ``plugin_loglik`` used by :func:`bayes_risk.attribute_risk`.
+
+    Pólya-urn terms for un-smoothed columns, a Monte Carlo estimate with common random numbers
+    for kernel-smoothed ones; the fitted bandwidths stay fixed (:doc:`/methods/attribute`, Tree
     synthesizers: plug-in likelihoods).
-
-    Un-smoothed columns get the closed-form Pólya likelihood (Reiter 2005; Wang & Reiter 2012).
-    Kernel-smoothed columns (Wang & Reiter 2012) get a Monte Carlo estimate over ``n_bootstrap``
-    bootstrap replicates per node, drawn once and shared by all candidates (common random numbers),
-    so differences between candidates have a small Monte Carlo error; the fitted per-node bandwidths
-    are part of the known structure ``S_meta`` (Reiter 2005) and stay fixed when a candidate changes
-    a node's donors (with Silverman's default they were computed from the true donors), while the
-    support ``[lo, hi]`` (the donors' range) follows the candidate.
-
-    A synthesizer fitted with missing values is supported: the kind tree and the value tree of a
-    numeric column with missing values each contribute their term, and a record's missing values
-    are held at their kind in every candidate (methods, Tree synthesizers: missing values).
 
     Parameters
     ----------
@@ -393,19 +301,15 @@ class CARTPlugin(PluginBase):
     original : DataFrame
         The confidential data the synthesizer was fitted to.
     n_bootstrap : int, default 500
-        Bootstrap replicates ``R_bb`` per node for smoothed columns. The Monte Carlo standard
-        error of a node's log-likelihood shrinks like ``1/sqrt(n_bootstrap)``.
+        Bootstrap replicates per node for smoothed columns.
     random_seed : RandomSeed
-        Seeds the replicates; the same seed gives the same log-likelihoods (whatever the order
-        in which records are evaluated: node ``u`` of dataset ``l`` always uses the same
-        stream).
+        Seeds the replicates (same seed, same log-likelihoods, in any record order).
 
     Attributes
     ----------
     model_class : "O"
-        Synthetic values depend on the record's own confidential values.
     schema_ : Schema
-        The synthesizer's schema (synthesized columns = the intruder's unknowns).
+        The synthesizer's schema.
 
     Raises
     ------
@@ -415,41 +319,20 @@ class CARTPlugin(PluginBase):
     NotFittedError
         For an unfitted synthesizer.
 
-    Notes
-    -----
-    The smoothed-column likelihood is taken with respect to Lebesgue measure plus point masses
-    at the values a node can release exactly: a node whose donors are all equal releases that
-    value (no smoothing is possible), which a smoothing node does with probability 0. Only a
-    node whose donors other than record ``i`` are all equal can be in either state, depending on
-    the candidate, so only its value is a point mass. A node whose other donors hold two
-    distinct values smooths under every candidate: every value released from it, one that
-    happens to lie within 1e-9 (relative) of a donor value included, gets its mixture density.
-    This matters only for unrounded columns; rounded ones have probabilities throughout.
-
     Examples
     --------
     >>> res = attribute_risk(CARTPlugin(cart, df, random_seed=1), df, syn)  # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        synthesizer: Any,
-        original: pd.DataFrame,
-        *,
-        n_bootstrap: int = 500,
-        random_seed: RandomSeed = None,
-    ) -> None:
+    def __init__(self, synthesizer: Any, original: pd.DataFrame, *, n_bootstrap: int = 500,
+                 random_seed: RandomSeed = None) -> None:
         self._bind(synthesizer, original, "bayes_risk.models.trees.cart.CARTSynthesizer")
         if synthesizer.unroutable != "climb":
             raise ValidationError(
                 "unroutable='random_descent' routes records at random; the plug-in likelihood is "
                 "implemented for unroutable='climb' only.",
-                code="MODEL_UNSUITED"
-            )
-        if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) or (
-            n_bootstrap < 1
-        ):
-            raise ValidationError(f"n_bootstrap must be an integer >= 1. Got {n_bootstrap!r}.")
+                code="MODEL_UNSUITED")
+        check_integer("n_bootstrap", n_bootstrap)
         self.n_bootstrap = int(n_bootstrap)
         self.random_seed = random_seed
         # one integer of entropy; node streams are keyed by (dataset, column, node, n_donors)
@@ -480,23 +363,18 @@ class CARTPlugin(PluginBase):
         self._crn_bytes = 0
 
     def donor_trees(self) -> DonorTrees:
-        """The fitted value trees with the original records' encoded values and donor
-        positions: what the membership ratio of a CART release needs (``membership_risk``).
+        """The fitted value trees, encoded values and donor positions the membership ratio of a
+        CART release reads (``membership_risk``).
 
         Returns
         -------
         DonorTrees
-            ``visit_sequence``, ``trees``, ``values``, ``positions``, ``encode``, ``design``
-            and ``route`` (``bayes_risk.models.trees.plugins.plugin_cart.DonorTrees``).
         """
         cols = tuple(self.synthesizer.visit_sequence_)
-        return DonorTrees(
-            visit_sequence=cols, trees={c: self._trees[c] for c in cols},
-            values=self._vals, positions={c: self._pos[c] for c in cols},
-            encode=self._values, design=self._design,
-        )
+        return DonorTrees(visit_sequence=cols, trees={c: self._trees[c] for c in cols},
+                          values=self._vals, positions={c: self._pos[c] for c in cols},
+                          encode=self._values, design=self._design)
 
-    # ------------------------------------------------------------------ helpers
     @staticmethod
     def _column(key: Any) -> str:
         return key[1] if isinstance(key, tuple) else key
@@ -511,9 +389,7 @@ class CARTPlugin(PluginBase):
                 v = values[p][rows]
                 return v.astype(np.int64) if self.schema_[p].is_categorical else v
 
-            return tree.design.matrix(
-                design_inputs(self.schema_, preds, self._layout, value_of)[3]
-            )
+            return tree.design.matrix(design_inputs(self.schema_, preds, self._layout, value_of)[3])
         return np.zeros((rows.size, 1), dtype=np.float32), np.zeros((rows.size, 0), dtype=np.int64)
 
     def _path(self, key: Any, node: int) -> list[int]:
@@ -526,10 +402,8 @@ class CARTPlugin(PluginBase):
 
     def _drawn(self, key: Any, zv: dict[str, np.ndarray], sel: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
-        """The synthetic records drawn from the tree ``key`` and the values they drew, as
-        synthesis draws them (``trees.cart_synthesis.two_step``): a kind tree gives every replaced
-        record its missingness kind; the value tree of a column with a kind tree gives a value
-        to the records whose synthetic kind is "observed"."""
+        """The synthetic records drawn from the tree ``key`` and their values, as
+        ``trees.cart_synthesis.two_step`` draws them."""
         col = self._column(key)
         z = zv[col][sel]
         if isinstance(key, tuple):
@@ -579,21 +453,15 @@ class CARTPlugin(PluginBase):
         return tables
 
     def _counts(self, key: tuple[int, int, int, int]) -> np.ndarray:
-        """Bootstrap multiplicities ``[R, n]`` of a node's ``n`` donors (common random numbers).
-
-        Replicate ``r`` is the synthesizer's draw of ``n`` bootstrap values (Reiter 2005; Wang &
-        Reiter 2012): Dirichlet(1, …, 1) weights then ``n`` categorical draws
-        (``donor="bayes_bootstrap"``), or ``n`` uniform draws (``"uniform"``). The stream is keyed
-        by (dataset, column, node, n).
-        """
+        """Bootstrap multiplicities ``[R, n]`` of a node's ``n`` donors, drawn as the synthesizer
+        draws them, from a stream keyed by (dataset, column, node, n)."""
         c = self._crn.get(key)
         if c is not None:
             return c
         n = key[-1]
         R = self.n_bootstrap
         rng = np.random.Generator(
-            np.random.PCG64(np.random.SeedSequence(self._entropy, spawn_key=key))
-        )
+            np.random.PCG64(np.random.SeedSequence(self._entropy, spawn_key=key)))
         if n == 1:
             c = np.ones((R, 1))
         elif self._uniform:
@@ -608,21 +476,10 @@ class CARTPlugin(PluginBase):
         self._crn_bytes += c.nbytes
         return c
 
-    def _node_loglik(
-        self,
-        key: tuple[int, int, int],
-        col: str,
-        donors: np.ndarray,
-        extras: np.ndarray | None,
-        zu: np.ndarray,
-        zw: np.ndarray,
-    ) -> np.ndarray:
-        """Smoothed node log-likelihood with donors ``D`` (``extras=None``) or ``D ∪ {x}``.
-
-        Returns one value (``extras=None``) or one per extra value ``x`` (record ``i``'s
-        candidate values; its donor takes the last bootstrap position), and the replicates'
-        log-likelihoods ``[n_out, R]`` (for the Monte Carlo error).
-        """
+    def _node_loglik(self, key: tuple[int, int, int], col: str, donors: np.ndarray,
+                     extras: np.ndarray | None, zu: np.ndarray, zw: np.ndarray) -> np.ndarray:
+        """Smoothed node log-likelihood with donors ``D`` (``extras=None``) or ``D ∪ {x}`` per
+        extra value ``x``, and the replicates' log-likelihoods ``[n_out, R]``."""
         from bayes_risk.models.trees.cart_leaf import kernel_log_terms
 
         decimals, int_out = self._rounding[col]
@@ -633,12 +490,8 @@ class CARTPlugin(PluginBase):
                                     integer_output=int_out)
 
         n_d = donors.size
-        # Point masses of the dominating measure (class Notes): only a node whose other donors
-        # D are all equal (to v) can release a value exactly, under the candidate x = v; under
-        # any other x it smooths and gives v density 0. A node whose D holds two distinct
-        # values smooths under every candidate: its values are continuous draws, used with
-        # their density even when one falls within 1e-9 of a donor value (in a large node that
-        # happens by chance, and counting it as an atom made the truth impossible).
+        # point masses of the dominating measure (methods page): only a node whose other donors
+        # are all equal (to v) releases v exactly, under the candidate x = v
         atoms = donors[:1] if n_d and donors.min() == donors.max() else donors[:0]
 
         def atom(lo: float, hi: float) -> bool:
@@ -670,25 +523,16 @@ class CARTPlugin(PluginBase):
             # the support stays [min D, max D]: the donors' part is shared (rank-one update);
             # no atoms here (D unequal, or x = v and the node does not smooth)
             lk_x, lm_x = terms(extras[inner], lo, hi)
-            out[inner], lfs[inner] = mc_node_loglik_extra(
-                counts, *terms(donors, lo, hi), lk_x.T, lm_x, zw, return_terms=True
-            )
+            out[inner], lfs[inner] = mc_node_loglik_extra(counts, *terms(donors, lo, hi), lk_x.T,
+                                                          lm_x, zw, return_terms=True)
         for k in np.flatnonzero(~inner):
             out[k], lfs[k] = full(np.append(donors, extras[k]), counts)
         return out, lfs
 
-    def _smoothed_loglik(
-        self,
-        li: int,
-        ci: int,
-        col: str,
-        pos: int,
-        old: set[int],
-        paths: list[set[int]],
-        ystar: np.ndarray,
-        zstate: dict[int, tuple[np.ndarray, np.ndarray]],
-        g0: int,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _smoothed_loglik(self, li: int, ci: int, col: str, pos: int, old: set[int],
+                         paths: list[set[int]], ystar: np.ndarray,
+                         zstate: dict[int, tuple[np.ndarray, np.ndarray]],
+                         g0: int) -> tuple[np.ndarray, np.ndarray]:
         """``[G]`` log-likelihood of the smoothed column's touched nodes under each candidate,
         and ``[G]`` Monte Carlo variance of each candidate's difference from candidate ``g0``
         (the truth): nodes use independent replicates, so their variances add."""
@@ -722,14 +566,8 @@ class CARTPlugin(PluginBase):
                     var[g] += mc_log_var(lf[g], lf[g0], paired=bool(inside[g] == inside[g0]))
         return ell, var
 
-    # ------------------------------------------------------------------ protocol
-    def _loglik(
-        self,
-        i: int,
-        cand_vals: dict[str, np.ndarray],
-        columns: list[str],
-        synthetic: Sequence[pd.DataFrame],
-    ) -> np.ndarray:
+    def _loglik(self, i: int, cand_vals: dict[str, np.ndarray], columns: list[str],
+                synthetic: Sequence[pd.DataFrame]) -> np.ndarray:
         syn = self.synthesizer
         G = len(cand_vals[columns[0]])
         out = np.zeros((len(synthetic), G))
@@ -781,9 +619,8 @@ class CARTPlugin(PluginBase):
                 if col not in paths:
                     continue
                 old, new_paths = paths[col]
-                ell, v = self._smoothed_loglik(
-                    li, ci, col, where[col][0], old, new_paths, cand_vals[col], state[col], g0
-                )
+                ell, v = self._smoothed_loglik(li, ci, col, where[col][0], old, new_paths,
+                                               cand_vals[col], state[col], g0)
                 out[li] += ell
                 var[li] += v
             if not syn.records_[i]:  # a record that was not replaced is released as it is

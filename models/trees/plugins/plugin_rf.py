@@ -1,38 +1,10 @@
 """Plug-in likelihood of a fitted random-forest synthesizer for attribute risk.
 
-See the methods page, section Tree synthesizers: plug-in likelihoods.
-
-With the forests fixed (split rules and each tree's bootstrap sample, with multiplicities, as
-fitted), the synthetic value of every replaced record ``r`` is a draw from
-``p_r(c) = mean_{b ∈ B_r} q_b(leaf_b(x_r), c)``, where ``q_b`` is the leaf's vote or
-Dirichlet-smoothed class share computed from the class counts of the tree's bootstrap sample
-(Caiola & Reiter 2010), and ``x_r`` is the record's synthesis predictor vector (synthetic values of
-the columns visited before, genuine values of everything else). Hence
-
-    log p(Z_(l) | y*, y_{-i}) = Σ_columns Σ_{replaced r} log p_r(z_{r,(l)}),
-
-and records that were not replaced are released as they are. A candidate ``y*`` for record ``i``
-changes, in the forest of column ``j``:
-
-(a) the class counts of the trees where record ``i`` is in the bootstrap sample: its old class
-    (with its in-bag multiplicity) leaves its leaf and ``y*_j`` joins the leaf its training
-    vector reaches — which moves when a varying column is a predictor of the forest (its
-    genuine values are predictors in procedure A, and the earlier columns' in procedure B);
-    every ``p_r`` whose leaf gains or loses counts changes;
-(b) record ``i``'s own synthesis distribution, when its synthesis predictors include genuine
-    values of varying columns (procedure A: the columns visited later).
-
-Only the affected (record, tree) pairs are recomputed. A leaf left empty by (a) has no class
-counts; it is treated as if the split creating it had not been made, i.e. the records routed to
-it use the counts of its parent node (always non-empty: it holds the sibling's records).
-
-This is an approximation (label ``"APPROXIMATE_NONPARAMETRIC"``): re-growing the forest with
-``y*`` would also change the splits and the bootstrap samples.
-
-Missing values (methods, Tree synthesizers: missing values): a categorical column's missing
-value is one more class of its forest, and a numeric predictor with missing values enters as the
-synthesizer builds it (its filled value and its kind). A record's missing values are held in
-every candidate; a candidate that changes a kind has probability 0.
+With the forests fixed (splits and bootstrap samples), a candidate for record ``i`` recounts the
+leaves of the trees whose bootstrap sample holds ``i`` and recomputes the synthesis
+probabilities of the replaced records those leaves reach; only the affected (record, tree)
+pairs are recomputed. A leaf left empty uses its parent's counts. See :doc:`/methods/attribute`,
+sections Tree synthesizers: plug-in likelihoods and missing values.
 """
 
 from __future__ import annotations
@@ -57,14 +29,11 @@ _DENSE = 1 << 22  # (candidate × record) table size up to which sums use a dens
 class _Forest:
     """One column's forest as stacked arrays, with class counts of every node from the fit.
 
-    Node ids are global (tree ``b``'s nodes are ``offs[b] .. offs[b] + n_nodes_b - 1``);
-    scikit-learn numbers each tree's nodes in pre-order, so a node's subtree is the id range
-    ``[k, end[k])``.
+    Node ids are global (tree ``b`` starts at ``offs[b]``); in pre-order, a node's subtree is the
+    id range ``[k, end[k])``.
     """
 
-    def __init__(
-        self, rf: Any, X: np.ndarray, y: np.ndarray, d: int, oob_only: bool
-    ) -> None:
+    def __init__(self, rf: Any, X: np.ndarray, y: np.ndarray, d: int, oob_only: bool) -> None:
         ests = rf.estimators_
         sizes = np.array([e.tree_.node_count for e in ests], dtype=np.int64)
         self.B = len(ests)
@@ -136,22 +105,10 @@ class _Forest:
 
 class RFPlugin(PluginBase):
     """Adapter giving a fitted
-    :class:`~bayes_risk.models.trees.random_forest.RandomForestSynthesizer`
-    the fixed-forest plug-in likelihood ``plugin_loglik`` (methods, Tree synthesizers: plug-in
-    likelihoods).
-
-    The forests (split rules and every tree's bootstrap sample with its multiplicities) are
-    treated as known; a candidate ``y*`` for record ``i`` recounts the leaf classes of the trees
-    in which ``i`` is in the bootstrap sample (re-routing ``i``'s training vector when a varying
-    column is a predictor) and recomputes its own synthesis distribution when its synthesis
-    predictors change (procedure A). Works with ``probabilities="vote"`` (classes that win no
-    tree have probability 0, so log-likelihoods of ``-inf`` are legitimate) and
-    ``"leaf_dirichlet"``, procedures A and B, ``oob_only``, and forests fitted with missing
-    values (the missing level is a class; a record's missing values are held in every
-    candidate). Forests grown within groups of an unsynthesized column (``group_by``; Caiola &
-    Reiter 2010 §5) are one more forest each: a candidate recounts the forests the record
-    trains (its group's and the pooled one) and its own term comes from the forest that
-    synthesizes it.
+    :class:`~bayes_risk.models.trees.random_forest.RandomForestSynthesizer` the fixed-forest
+    plug-in likelihood ``plugin_loglik`` (:doc:`/methods/attribute`, Tree synthesizers: plug-in
+    likelihoods): vote or Dirichlet leaves, procedures A and B, ``oob_only``, missing values and
+    forests grown within groups of an unsynthesized column.
 
     Parameters
     ----------
@@ -163,33 +120,25 @@ class RFPlugin(PluginBase):
     Attributes
     ----------
     model_class : "O"
-        Synthetic values depend on the record's own confidential values.
     schema_ : Schema
-        The synthesizer's schema (synthesized columns = the intruder's unknowns).
+        The synthesizer's schema.
     result_warnings : tuple of str
-        ``("APPROXIMATE_NONPARAMETRIC",)``: :func:`bayes_risk.attribute_risk` adds it to the
-        result's ``warnings``. It qualifies the method, so it applies to every record alike and
-        is not a per-record flag (flagged records are those whose estimate is unstable).
+        ``("APPROXIMATE_NONPARAMETRIC",)``: re-growing the forests would change the splits too.
 
     Raises
     ------
     ValidationError
         For another synthesizer type or an ``original`` that is not the fitted table.
     NotSupportedError
-        For forests grown within groups of a synthesized column (a candidate grouping value
-        would move the record into a forest it did not train).
+        For forests grown within groups of a synthesized column.
     NotFittedError
         For an unfitted synthesizer.
 
     Notes
     -----
-    Memory: per forest, the class counts and shares of every node and the stacked tree
-    arrays, ``~ n_nodes × (12 d + 28)`` bytes, plus ``~ 9 n_trees × n_replaced`` bytes for the
-    training records' leaves and in-bag multiplicities (500 fully grown trees on 3,000 records:
-    about 1.5 million nodes, ~110 MB with d = 5); per synthetic dataset and forest, the synthetic
-    records of every leaf, ``~ 4 (n_trees × n_replaced + n_nodes)`` bytes, cached for the
-    release. Time: the README case (3,000 records, 3 columns, 500 trees, m = 5) takes ~5 s to
-    set up, ~8 s to index the datasets and ~40 ms per evaluated record on one core.
+    Memory: per forest ``~ n_nodes × (12 d + 28) + 9 n_trees × n_replaced`` bytes (500 fully
+    grown trees on 3,000 records: ~110 MB with d = 5), and per dataset and forest
+    ``~ 4 (n_trees × n_replaced + n_nodes)`` bytes.
 
     Examples
     --------
@@ -199,8 +148,7 @@ class RFPlugin(PluginBase):
     """
 
     result_warnings = ("APPROXIMATE_NONPARAMETRIC",)
-    info = ModelInfo(holds_missing=True,
-                     result_warnings=("APPROXIMATE_NONPARAMETRIC",))
+    info = ModelInfo(holds_missing=True, result_warnings=("APPROXIMATE_NONPARAMETRIC",))
 
     def __init__(self, synthesizer: Any, original: pd.DataFrame) -> None:
         self._bind(synthesizer, original,
@@ -238,14 +186,8 @@ class RFPlugin(PluginBase):
     def _forests_of(
         self, col: str, train: np.ndarray
     ) -> list[tuple[tuple[str, int | None], Any, np.ndarray, np.ndarray]]:
-        """The forests of ``col``: ``(key, forest, training rows, synthesizes each)``.
-
-        Without groups, the column's forest, grown on and synthesizing its replaced records.
-        Grown within groups of an unsynthesized column ``g`` (``group_by``): the forest of level
-        ``c`` is grown on and synthesizes the replaced records with ``g = c``; the pooled forest
-        is grown on every replaced record and synthesizes those of the levels without a forest of
-        their own (``group_fallback_``, and a missing ``g``), as the synthesizer does.
-        """
+        """The forests of ``col``: ``(key, forest, training rows, synthesizes each)``; with
+        groups, each level's forest and the pooled one (for the fallback levels)."""
         syn = self.synthesizer
         everyone = np.ones(train.size, dtype=bool)
         if col not in syn.groups_:
@@ -269,21 +211,18 @@ class RFPlugin(PluginBase):
         return leaf_probabilities(counts, syn.probabilities, float(syn.alpha))
 
     def _inputs(self, col: str, values: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
-        """The forest inputs of ``rows`` as the synthesizer builds them (a numeric predictor
-        with missing values: its filled value and its missingness kind)."""
+        """The forest inputs of ``rows`` as the synthesizer builds them."""
         syn = self.synthesizer
         return syn._matrix(syn.predictors_[col], lambda p: values[p][rows], self._layout)
 
-    def _syn_matrix(
-        self, col: str, zv: dict[str, np.ndarray], base: dict[str, np.ndarray], rows: np.ndarray
-    ) -> np.ndarray:
+    def _syn_matrix(self, col: str, zv: dict[str, np.ndarray], base: dict[str, np.ndarray],
+                    rows: np.ndarray) -> np.ndarray:
         """Synthesis predictors: synthetic values of the columns visited before ``col``."""
         syn = self.synthesizer
         done = set(syn.visit_sequence_[: syn.visit_sequence_.index(col)])
         return self._inputs(col, {p: zv[p] if p in done else base[p]
                                   for p in syn.predictors_[col]}, rows)
 
-    # ------------------------------------------------------------------ per dataset
     def _dataset_state(self, li: int, z: pd.DataFrame) -> dict[str, Any]:
         """Per forest: base ``log p_r(z_r)``, and the synthetic records of every leaf (CSR)."""
         if li in self._cache:
@@ -299,16 +238,15 @@ class RFPlugin(PluginBase):
                     f"synthetic dataset {li}: column {col!r} differs from the original for "
                     f"record {int(bad[0])}, which the synthesizer does not replace; the datasets "
                     "were not produced by this synthesizer.",
-                    code="RELEASE_NOT_REPRODUCED"
-                )
+                    code="RELEASE_NOT_REPRODUCED")
             for key in self._units[col]:
                 state[key] = self._unit_state(key, zv)
         self._cache[li] = state
         return state
 
     def _unit_state(self, key: tuple[str, int | None], zv: dict[str, np.ndarray]) -> dict:
-        """One forest's base ``log p_r(z_r)`` of the records it synthesizes, and the synthetic
-        records of every leaf (CSR); training records it does not synthesize count 0."""
+        """One forest's base ``log p_r(z_r)`` of the records it synthesizes (others 0), and the
+        synthetic records of every leaf (CSR)."""
         col = key[0]
         F, train, smask = self._forests[key], self._train[key], self._smask[key]
         X = self._syn_matrix(col, zv, self._vals, train)
@@ -335,27 +273,15 @@ class RFPlugin(PluginBase):
         with np.errstate(divide="ignore"):
             lp = np.where(npos > 0, np.log(np.where(npos > 0, p, 1.0)), -np.inf)
         lp = np.where(smask, lp, 0.0)  # records another forest synthesizes
-        return {
-            "z": zc,
-            "p": p,
-            "npos": npos,
-            "lp": lp,
-            "base_sum": float(lp[(npos > 0) & smask].sum()),
-            "n_zero": int(((npos == 0) & smask).sum()),
-            "rec": rec.astype(np.int32),
-            "ptr": ptr,
-        }
+        return {"z": zc, "p": p, "npos": npos, "lp": lp,
+                "base_sum": float(lp[(npos > 0) & smask].sum()),
+                "n_zero": int(((npos == 0) & smask).sum()), "rec": rec.astype(np.int32), "ptr": ptr}
 
-    # ------------------------------------------------------------------ per record
-    def _changes(
-        self, key: tuple[str, int | None], i: int, cand: dict[str, np.ndarray], varying: set[str]
-    ) -> dict[str, np.ndarray] | None:
-        """Leaves whose class counts change under each candidate.
-
-        Returns arrays over changed (candidate, tree, leaf) entries: ``g``, ``b``, ``node``,
-        ``qb``/``qn`` (leaf class shares before/after, ``[E, d]``); ``None`` when record ``i``
-        does not train this forest.
-        """
+    def _changes(self, key: tuple[str, int | None], i: int, cand: dict[str, np.ndarray],
+                 varying: set[str]) -> dict[str, np.ndarray] | None:
+        """Leaves whose class counts change under each candidate: arrays over changed
+        (candidate, tree, leaf) entries ``g``, ``b``, ``node``, ``qb``/``qn`` (shares before and
+        after); ``None`` when record ``i`` does not train this forest."""
         col = key[0]
         F = self._forests[key]
         t = int(self._tpos[key][i])
@@ -392,22 +318,13 @@ class RFPlugin(PluginBase):
         mv = ~same
         n_new = F.counts[nw[mv]].astype(np.int64)
         n_new[np.arange(int(mv.sum())), cc[mv]] += kk[mv]
-        return {
-            "g": np.concatenate([g, g[mv]]),
-            "b": np.concatenate([b, b[mv]]),
-            "node": np.concatenate([o, nw[mv]]),
-            "qb": np.concatenate([F.shares[o], F.shares[nw[mv]]]),
-            "qn": self._q(np.concatenate([eff, n_new])),
-        }
+        return {"g": np.concatenate([g, g[mv]]), "b": np.concatenate([b, b[mv]]),
+                "node": np.concatenate([o, nw[mv]]),
+                "qb": np.concatenate([F.shares[o], F.shares[nw[mv]]]),
+                "qn": self._q(np.concatenate([eff, n_new]))}
 
-    def _own_logp(
-        self,
-        key: tuple[str, int | None],
-        i: int,
-        cand: dict[str, np.ndarray],
-        zvs: list[dict[str, np.ndarray]],
-        ch: dict[str, np.ndarray],
-    ) -> np.ndarray:
+    def _own_logp(self, key: tuple[str, int | None], i: int, cand: dict[str, np.ndarray],
+                  zvs: list[dict[str, np.ndarray]], ch: dict[str, np.ndarray]) -> np.ndarray:
         """``[m, G]`` log p_i(z_i) of record ``i``'s own synthetic value (by this forest)."""
         col = key[0]
         F = self._forests[key]
@@ -430,15 +347,8 @@ class RFPlugin(PluginBase):
         with np.errstate(divide="ignore"):
             return np.where(p > 0, np.log(np.where(p > 0, p, 1.0)), -np.inf)
 
-    def _column_loglik(
-        self,
-        key: tuple[str, int | None],
-        i: int,
-        ch: dict[str, np.ndarray],
-        st: dict[str, Any],
-        own: np.ndarray | None,
-        G: int,
-    ) -> np.ndarray:
+    def _column_loglik(self, key: tuple[str, int | None], i: int, ch: dict[str, np.ndarray],
+                       st: dict[str, Any], own: np.ndarray | None, G: int) -> np.ndarray:
         """``[G]`` log-likelihood of the synthetic values this forest drew under each candidate
         (``own``: record ``i``'s own term, ``None`` when another forest synthesizes it)."""
         F = self._forests[key]
@@ -469,8 +379,7 @@ class RFPlugin(PluginBase):
         p_new = st["p"][rk] + dq
         pos_new = st["npos"][rk] + dpos
         with np.errstate(divide="ignore"):
-            lp_new = np.where(pos_new > 0, np.log(np.maximum(p_new, np.finfo(float).tiny)),
-                              -np.inf)
+            lp_new = np.where(pos_new > 0, np.log(np.maximum(p_new, np.finfo(float).tiny)), -np.inf)
         lp_old = st["lp"][rk]
         # affected records: swap their old log p for the new one (zeros counted apart)
         fin = np.full(G, st["base_sum"])
@@ -488,14 +397,8 @@ class RFPlugin(PluginBase):
             zeros += ~np.isfinite(own)
         return np.where(zeros > 0, -np.inf, fin)
 
-    # ------------------------------------------------------------------ protocol
-    def _loglik(
-        self,
-        i: int,
-        cand: dict[str, np.ndarray],
-        columns: list[str],
-        synthetic: Sequence[pd.DataFrame],
-    ) -> np.ndarray:
+    def _loglik(self, i: int, cand: dict[str, np.ndarray], columns: list[str],
+                synthetic: Sequence[pd.DataFrame]) -> np.ndarray:
         # the full plug-in log-likelihoods Σ_j Σ_r log p_r(z_rj) of the replaced records (the
         # records released as they are contribute 0)
         syn = self.synthesizer
@@ -525,16 +428,7 @@ class RFPlugin(PluginBase):
 
 
 def _refuse_synthesized_groups(syn: Any) -> None:
-    """Forests grown within groups of a *synthesized* column are not supported.
-
-    A candidate that changes record ``i``'s genuine grouping value moves ``i`` from the training
-    records of one group's forest to another's, and ``i`` has no bootstrap multiplicity in the
-    trees of a forest it did not train: how the leaves of that forest would change is not
-    defined without re-growing it. The other records are synthesized by the forest of their
-    *synthetic* grouping value, so the records a forest synthesizes also differ between
-    datasets. Grouping by an unsynthesized column (the records of each forest then stay put)
-    is supported.
-    """
+    """Refuse forests grown within groups of a *synthesized* column (methods page)."""
     synthesized = set(syn.visit_sequence_)
     bad = {c: g for c, g in syn.groups_.items() if g in synthesized}
     if bad:
@@ -546,22 +440,16 @@ def _refuse_synthesized_groups(syn: Any) -> None:
             "multiplicity, so the fixed-forest likelihood is not defined (re-growing the forest "
             "would be needed; methods page 'Attribute disclosure risk', Tree synthesizers). "
             "Group by an unsynthesized column, or synthesize without group_by.",
-            code="MODEL_UNSUITED"
-        )
+            code="MODEL_UNSUITED")
 
 
-def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *,
-                      random_seed: Any = None) -> Any:
+def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *, random_seed: Any = None) -> Any:
     """The likelihood attribute risk uses for a fitted synthesizer.
 
-    What the synthesizer can do decides (:func:`~bayes_risk.contract.capabilities`, never
-    its name): a synthesizer without posterior draws that has a ``plugin_likelihood`` method
-    builds its plug-in with its own ``plugin_likelihood(original, *, random_seed=None)`` method
-    (CART: :class:`~bayes_risk.models.CARTPlugin`, random forests:
-    :class:`~bayes_risk.models.RFPlugin`, or a registered model's own); a model with a record
-    likelihood (a Bayesian model) or a plug-in likelihood is returned as it is. Every path that
-    turns a saved or rebuilt synthesizer into a likelihood (``bayes-risk attribute``, the
-    audit's attribute step) calls this.
+    A synthesizer with a ``plugin_likelihood`` method builds its plug-in
+    (:class:`~bayes_risk.models.CARTPlugin`, :class:`~bayes_risk.models.RFPlugin`); a model with
+    a record or plug-in likelihood is returned as it is
+    (:func:`~bayes_risk.contract.capabilities` decides).
 
     Raises
     ------
@@ -582,5 +470,4 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *,
         "cannot be computed from it; expected a Bayesian model, or a synthesizer with a plug-in "
         "likelihood such as CART or random forests (docs: methods page 'Attribute disclosure "
         "risk').",
-        code="NO_LIKELIHOOD",
-    )
+        code="NO_LIKELIHOOD")
