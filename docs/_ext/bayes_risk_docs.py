@@ -14,6 +14,9 @@
   in the formulas, not a substitution) is escaped.
 * numpydoc's docstring template is compiled once per builder, not once per docstring (the same
   pages, a tenth less Sphinx time).
+* A parallel build (``-j 2``, as the docs test runs it) spreads the pages with executed notebooks
+  evenly over the reading processes, instead of leaving two alphabetical chunks of them to run
+  one after the other.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import itertools
 import os
 import re
 import time
@@ -295,8 +299,62 @@ def _trace_read(app, doctree):
     _trace("read")(app, app.env.docname)
 
 
+# --------------------------------------------------------------------------- parallel reading
+
+#: a page's notebook costs a kernel start-up (interpreter, imports) besides its cells
+_KERNEL_CELLS = 3
+
+
+def _notebook_weight(env: Any, docname: str) -> int:
+    """Cost estimate of reading a page: 0 without executed cells, else cells + kernel start-up."""
+    try:
+        text = env.doc2path(docname).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return 0
+    cells = text.count("```{code-cell}")
+    return cells + _KERNEL_CELLS if cells else 0
+
+
+def _balance_read_chunks(app, env, docnames: list[str]) -> None:
+    """Reorder the pages of a parallel read so that the executed notebooks are spread evenly.
+
+    Sphinx reads the sorted pages in contiguous chunks, each chunk in one process: the example
+    pages (``gallery/``, ``user_guide/``) fell into two chunks executed one notebook after
+    the other, while the other process soon ran out of chunks. The notebooks are dealt to the
+    chunks heaviest first, each to the chunk with the least so far (the LPT schedule; a tie goes
+    to the chunk Sphinx starts first). Only the reading order changes: every page is read and
+    executed once, as before.
+    """
+    from sphinx.util.parallel import make_chunks
+
+    if app.parallel <= 1 or len(docnames) < 2:
+        return
+    sizes = [len(c) for c in make_chunks(docnames, app.parallel)]
+    if len(sizes) <= app.parallel:
+        return
+    weight = {d: _notebook_weight(env, d) for d in docnames}
+    heavy = sorted((d for d in docnames if weight[d]), key=lambda d: -weight[d])
+    light = iter([d for d in docnames if not weight[d]])
+    # ParallelTasks starts the first `parallel` chunks, then the others last first: a tie in
+    # load goes to the chunk started earlier
+    starts = [*range(app.parallel), *range(len(sizes) - 1, app.parallel - 1, -1)]
+    rank = {c: r for r, c in enumerate(starts)}
+    chunks: list[list[str]] = [[] for _ in sizes]
+    load = [0] * len(sizes)
+    for d in heavy:
+        free = [i for i in range(len(sizes)) if len(chunks[i]) < sizes[i]]
+        i = min(free, key=lambda k: (load[k], rank[k]))
+        chunks[i].append(d)
+        load[i] += weight[d]
+    for chunk, size in zip(chunks, sizes, strict=True):
+        chunk += itertools.islice(light, size - len(chunk))
+    # every chunk keeps its size, so make_chunks cuts the new order into these chunks
+    docnames[:] = [d for chunk in chunks for d in chunk]
+
+
 def setup(app):
     app.add_directive("bayes-risk-cli", CliReference)
+    app.connect("env-before-read-docs", _balance_read_chunks)
     app.connect("source-read", _trace("start"))
     app.connect("doctree-read", _trace_read)
     app.connect("missing-reference", _resolve_alias)
