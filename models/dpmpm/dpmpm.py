@@ -32,6 +32,7 @@ from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
+from bayes_risk.models._bayesian.records import check_synthesized_records
 from bayes_risk.models._bayesian.starts import chain_starts, check_starts
 from bayes_risk.models._bayesian.sticks import (  # noqa: F401  (re-exported)
     alpha_conditional,
@@ -493,7 +494,7 @@ class DPMPM(BayesianSynthesizer):
             data, schema=schema, synthesized=synthesized, categorical=categorical, allow_nan=True
         )
         _coding.check_categorical(schema)
-        flags = self._check_synthesized_records(records, len(data))
+        flags = check_synthesized_records(records, len(data))
         self.dtypes_ = _dtypes_of(data)
         codes = _coding.encode(schema, data, name="data")
         self._zeros = self._structural_zeros_for(schema)

@@ -131,9 +131,7 @@ def _stack(pieces: list[object]) -> object:
 def synthesize_stacked(model, m: int, random_seed: RandomSeed, rows: np.ndarray | None,
                        ) -> tuple[pd.DataFrame, list[int]]:
     """The work of :meth:`SequentialRegression._synthesize_stacked` (documented there)."""
-    from bayes_risk.models._bayesian.synthesis import plan
-
-    idx, rngs, _ = plan(model, m, random_seed)
+    idx, rngs, _ = model._synthesis_plan(m, random_seed)
     names = list(model.schema_.names)
     drawn = list(model.order_)
     pieces: dict[str, list[object]] = {c: [] for c in drawn}
