@@ -1,30 +1,11 @@
 """Base class of every synthesizer: the one API dialect of the package's synthesis models.
 
-Estimator contract (scikit-learn style, STYLE.md R4), the same for every registered synthesizer:
-
-* ``__init__(..., random_seed=None)`` stores its settings unchanged, and nothing else (no
-  validation, no defaults resolved: a setting left at ``None`` is resolved by ``fit``), so that
-  ``get_params(deep=True)`` / ``set_params(**params)`` and ``sklearn.base.clone`` give the model
-  a constructor call would; ``random_seed`` is the seed of :meth:`~BaseSynthesizer.fit` and the
-  default seed of :meth:`~BaseSynthesizer.synthesize`;
-* ``fit(data, *, schema=None, synthesized=None, records=None, random_seed=None)`` validates,
-  learns, sets attributes with a trailing underscore (none exists before) and returns ``self``;
-  it never changes a setting;
-* ``synthesize(m, *, random_seed=None)`` returns :class:`~bayes_risk.data.SyntheticData`; calling
-  it before ``fit`` raises :class:`~bayes_risk.exceptions.NotFittedError`.
-
-Seeds: ``fit(random_seed=...)`` is the PyMC form of the same seed (``pm.sample(random_seed=)``)
-for a model created without one; a model created with ``random_seed=a`` refuses
-``fit(random_seed=b)`` for another ``b`` (``SEED_CONFLICT``), since a clone of it (same
-``get_params``) would fit with ``a``. ``synthesize(random_seed=...)`` draws from the fitted model
-and takes precedence over the setting, as ``pm.sample_posterior_predictive(random_seed=)`` does.
-The contract is checked for every registered synthesizer by ``tests/models/test_contract.py``
-(with scikit-learn's own API checks).
-
-Bayesian models (DPMPM, Poisson mixtures, sequential regressions) additionally implement the
-model contract :class:`bayes_risk.contract.RiskModel` used by the risk engines, and
-``save``/``load`` (NetCDF posterior + JSON settings; no pickle). CART, random-forest and PMM
-synthesizers have ``save``/``load`` too (NPZ tree arrays + Parquet data + JSON).
+Scikit-learn's estimator contract: ``__init__`` stores its settings unchanged (resolved by
+``fit``); ``fit(data, *, schema=None, synthesized=None, records=None, random_seed=None)`` sets
+attributes with a trailing underscore and returns ``self``; ``synthesize(m, *,
+random_seed=None)`` returns :class:`~bayes_risk.data.SyntheticData`. ``fit(random_seed=b)``
+on a model created with another ``random_seed=a`` raises ``SEED_CONFLICT``. Checked for every
+registered synthesizer by ``tests/models/test_contract.py``; see :doc:`/user_guide/synthesizers`.
 """
 
 from __future__ import annotations

@@ -1,32 +1,12 @@
 """Gibbs-only MCMC runs without ``pm.sample``: the step in a loop, draws into preallocated arrays.
 
-A model whose every parameter is updated by one PyMC step method that draws from full
-conditionals (the DPMPM's blocked Gibbs sweep) needs nothing of ``pm.sample`` but the loop: no
-gradients, no tuning, no initial-point or trace functions. Building the class-marginalised PyMC
-model, compiling those functions and converting PyMC's trace objects cost about a second of CPU
-and 15–95 MiB on NYexample (issue 15; benchmarks/bench_dpmpm.py of commit 977bc9f); this
-module calls the step itself and returns the same ArviZ ``DataTree`` as
-``BayesianSynthesizer._run_sampler`` (groups ``posterior``, ``warmup_sample_stats``,
-``sample_stats``; the same variables, dims,
-coordinates and attributes), so everything downstream (convergence, save/load, synthesis) is
-unchanged.
-
-Random streams are those of ``pm.sample`` with the step as its only step: chain ``c`` draws from
-``default_rng(seeds).spawn(chains)[c]`` (after the one integer ``pm.sample`` takes from it), so
-the same seed gives the same draws as the ``pm.sample`` path, sequential or parallel. Chains run
-in forked processes when ``cores > 1`` on Linux (one per chain, at most ``cores`` sampling at a
-time), each with ``cpu_count // workers`` threads for the compiled kernels (whose results do not
-depend on the number of threads); elsewhere they run in turn (macOS does not allow ``fork`` once
-its system frameworks are in use). With ``cores=None`` (the package's choice) they run in
-worker processes only when the step's estimate of the sampling time in one process
-(``expected_sweep_seconds``) is at least ``FORK_MIN_SECONDS``: below it, starting the workers
-costs more than a second core saves (``chain_processes``). Either way every chain draws from its
-own generator, so the draws are the same.
-
-A run may extend itself (``max_sweeps``, ``check``: the DPMPM's default run length): the worker
-processes stay alive between rounds and hold their chain's state (in one process each chain has
-its own copy of the step), so a round continues every chain where it stopped, and the same seed
-gives the same draws whether the chains run in parallel or in turn.
+For a model sampled by one Gibbs step (the DPMPM's sweep) this returns the DataTree that
+``pm.sample`` with that step returns (same groups, variables, dims and attributes) without
+building and compiling the PyMC model. Chain ``c`` draws from
+``default_rng(seeds).spawn(chains)[c]``, as under ``pm.sample``, so the draws do not depend on
+whether the chains run in turn or in forked worker processes (Linux, ``cores > 1``; with
+``cores=None`` only when the run takes at least ``FORK_MIN_SECONDS``). A self-extending run
+(``max_sweeps``, ``check``) continues every chain where it stopped, its workers kept alive.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Sequential Bayesian regression synthesizers (parametric chains).
 
-Synthesized columns are visited in an order ``v_1..v_S``; each gets a generalised linear model
-``f_v(y_v | x_v, Θ_v)`` whose design row ``x_v`` is built from the unsynthesized columns and the
-columns synthesized before ``v`` (intercept + numeric columns as given + treatment-coded
-categorical columns, :mod:`bayes_risk.models._bayesian.design`). Synthetic values of earlier
-columns are used as predictors of later ones. This is the family of models accepted by the R package
-AttributeRiskCalculation and used by SIPP Synthetic Beta.
-
-Because the priors of the ``Θ_v`` are independent, the posterior factorises over ``v`` and each
-regression is fitted on its own.
-
-Partial synthesis of selected records (``fit(..., records=...)``): the regressions
-are fitted to every record, but only the selected records get synthetic values; the others are
-released unchanged, and the dataset likelihood is the product over the selected records only.
+Synthesized columns are visited in order, each with a GLM whose design row holds the
+unsynthesized columns and the columns synthesized before it
+(:mod:`bayes_risk.models._bayesian.design`); the priors are independent, so each regression is
+fitted on its own. See :doc:`/user_guide/bayesian_models` and :doc:`/methods/models`.
 """
 
 from __future__ import annotations

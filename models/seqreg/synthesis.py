@@ -1,14 +1,8 @@
 """Synthesis of :class:`~bayes_risk.models.SequentialRegression` datasets from posterior draws.
 
-Many datasets at once (``synthesize(m)``, the membership normaliser's hundreds of population
-draws): what every dataset shares is prepared once — the confidential values and codes, the
-draws' parameters, the released unsynthesized columns, the design matrices whose predictors are
-all unsynthesized and each synthesized column's conversion to its output dtype — and each
-dataset then costs its own draws on numpy arrays and one DataFrame.
-
-Dataset ``l`` draws from its own generator ``rngs[l]`` only, column by column in the chain's
-order, exactly as one dataset at a time did: the datasets do not depend on how many are made
-together.
+What many datasets share (confidential values, the draws' parameters, released columns, designs
+of unsynthesized predictors, output dtypes) is prepared once; dataset ``l`` draws from its own
+``rngs[l]`` only, column by column, so the datasets do not depend on how many are made together.
 """
 
 from __future__ import annotations
