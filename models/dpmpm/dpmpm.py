@@ -234,8 +234,8 @@ class DPMPM(BayesianSynthesizer):
         self._zeros = None  # StructuralZeros of the fitted schema (models.dpmpm.zeros)
 
     def _run_settings(self) -> dict[str, int]:
-        """``draws``, ``thin`` and ``max_sweeps`` of a fit, those left at ``None`` resolved (the default
-        Gibbs run: 500 draws every 5th sweep, extending itself up to 50,000 sweeps).
+        """``draws``, ``thin`` and ``max_sweeps`` of a fit, those left at ``None`` resolved (the
+        default Gibbs run: 500 draws every 5th sweep, extending itself up to 50,000 sweeps).
         """
         default_run = self.draws is None and self.sampler == "gibbs"
         thin, max_sweeps = self.thin, self.max_sweeps
@@ -353,8 +353,8 @@ class DPMPM(BayesianSynthesizer):
     def convergence_summary(
         self, kind: Literal["dict", "table"] | None = None
     ) -> dict[str, Any] | pd.DataFrame:
-        """``BayesianSynthesizer.convergence_summary`` with ``alpha_warmup``: the ``bound`` of α and the
-        warm-up ``sweeps`` per chain it held for (``None`` and 0: no bound).
+        """``BayesianSynthesizer.convergence_summary`` with ``alpha_warmup``: the ``bound`` of α and
+        the warm-up ``sweeps`` per chain it held for (``None`` and 0: no bound).
 
         Parameters
         ----------
@@ -496,8 +496,8 @@ class DPMPM(BayesianSynthesizer):
         Its draws come from ``p(Θ | y, Z_(l))`` (:doc:`/methods/attribute`, The stabilised
         estimator): same settings, schema, roles and kept draws per chain as this model (a
         self-extending run starts at the thinning this one ended with); only the synthesized rows of
-        ``synthetic`` are appended. In ``conditional_us`` mode it is an approximation that counts the
-        unsynthesized values twice (see the methods page).
+        ``synthetic`` are appended. In ``conditional_us`` mode it is an approximation that counts
+        the unsynthesized values twice (see the methods page).
 
         Raises
         ------
@@ -603,8 +603,8 @@ class DPMPM(BayesianSynthesizer):
         self, synthetic: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame, *,
         draw_indices: Any = None,
     ) -> np.ndarray:
-        """``[H, m]`` log-likelihoods ``log p(Z_(l) | Θ_h)`` under the synthesis mode, summed over the
-        synthesized records: ``marginal`` — ``logsumexp_k(log π_k + Σ_{j∈S} log φ_kj[z_ij])``;
+        """``[H, m]`` log-likelihoods ``log p(Z_(l) | Θ_h)`` under the synthesis mode, summed over
+        the synthesized records: ``marginal`` — ``logsumexp_k(log π_k + Σ_{j∈S} log φ_kj[z_ij])``;
         ``conditional_us`` — ``log p(z_i^S | z_i^US, Θ)``; ``posterior_class`` — with
         ``log p(k | y_i, Θ)`` of the confidential ``y_i`` for ``log π_k`` (class O).
         """

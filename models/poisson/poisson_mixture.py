@@ -349,7 +349,7 @@ class PoissonMixture(BayesianSynthesizer):
         )
 
     def pymc_record_logp(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
-        """``[H, n]`` record log-densities by the PyMC model itself (slow; checks the Numba kernels)."""
+        """``[H, n]`` record log-densities by the PyMC model itself (slow; for checks)."""
         self._check_fitted()
         idx = self._draw_indices(draw_indices)
         y = self._state.counts(records)
@@ -360,8 +360,8 @@ class PoissonMixture(BayesianSynthesizer):
         self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> PoissonMixture:
         """A new model with the same settings and prior fitted to the confidential records and the
-        synthesized rows of ``Z_(l)``: draws from ``p(Θ | y, Z_(l))`` (:doc:`/methods/attribute`, The
-        stabilised estimator).
+        synthesized rows of ``Z_(l)``: draws from ``p(Θ | y, Z_(l))`` (:doc:`/methods/attribute`,
+        The stabilised estimator).
         """
         self._check_fitted()
         cols = self.columns_
@@ -391,8 +391,8 @@ class PoissonMixture(BayesianSynthesizer):
         Raises
         ------
         NeighbourhoodUnavailable
-            Always (a ``ValidationError`` and ``NotImplementedError``: the attribute engine falls back
-            to candidate records); use :meth:`record_loglik` on a grid, or
+            Always (a ``ValidationError`` and ``NotImplementedError``: the attribute engine falls
+            back to candidate records); use :meth:`record_loglik` on a grid, or
             :meth:`largest_value_loglik`.
         """
         raise _loglik.neighbourhood_unavailable()
@@ -411,14 +411,14 @@ class PoissonMixture(BayesianSynthesizer):
 
         Parameters
         ----------
-        memberships : {"generating", "map", "stored", "marginalised"}, int array [n] or [H, n], or None
+        memberships : str, int array [n] or [H, n], or None
             Class O only — the unreleased memberships: ``"generating"`` (default when the Gibbs
             sampler recorded them: those that generated each dataset, from
             ``SyntheticData.draw_index`` or the first stored draw reproducing its group sums; the
             agency's worst case), ``"map"`` (default otherwise: MAP component of each record under
-            ``Θ_h``), ``"stored"`` (those of draw ``h``), an integer array (the intruder's guess), or
-            ``"marginalised"`` (default for MP ``posterior_class``: classes summed out with weights
-            ``p(k | y_i, Θ_h)``).
+            ``Θ_h``), ``"stored"`` (those of draw ``h``), an integer array (the intruder's guess),
+            or ``"marginalised"`` (default for MP ``posterior_class``: classes summed out with
+            weights ``p(k | y_i, Θ_h)``).
         """
         self._check_fitted()
         return _loglik.dataset_loglik(self._state, synthetic, self._draw_indices(draw_indices),
@@ -476,8 +476,9 @@ class PoissonMixture(BayesianSynthesizer):
         """``[H, m, G]`` class-O own-record term ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_i)``.
 
         :meth:`candidate_dataset_loglik` minus its value at the truth. Where the truth has zero
-        likelihood under a draw: ``0`` if the candidate's is ``−inf`` too, ``+inf`` otherwise (engines
-        that can should use :meth:`candidate_dataset_loglik`). A record that is not synthesized: 0.
+        likelihood under a draw: ``0`` if the candidate's is ``−inf`` too, ``+inf`` otherwise
+        (engines that can should use :meth:`candidate_dataset_loglik`). A record that is not
+        synthesized: 0.
         """
         self._check_fitted()
         return _loglik.own_record_delta(
