@@ -9,7 +9,7 @@ the functions of ``dpmpm.fit``, ``dpmpm.loglik`` and ``dpmpm.coding``.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -450,11 +450,9 @@ class DPMPM(BayesianSynthesizer):
             self._zeros.check_observed(codes)
         d = [len(c.levels) for c in schema]
         if self.sampler == "gibbs":
-            from bayes_risk.models.dpmpm.run import gibbs_posterior
-
             history: list[float] = []  # the largest R-hat of each round (extension)
-            dt = gibbs_posterior(self, codes, d, seed,
-                                 check=lambda tree: self._round_verdict(tree, schema, history))
+            dt = self._gibbs_posterior(
+                codes, d, seed, check=lambda tree: self._round_verdict(tree, schema, history))
         else:
             model = self._build_model(codes, d, transforms=True)
             dt = self._run_sampler(model, random_seed=seed)
@@ -467,6 +465,72 @@ class DPMPM(BayesianSynthesizer):
         self.convergence_ = self._check_convergence(warn=True)
         record_fit_time(self, started)
         return self
+
+    def _gibbs_posterior(
+        self,
+        codes: np.ndarray,
+        d: Sequence[int],
+        random_seed: RandomSeed,
+        *,
+        via_pymc: bool = False,
+        check: Callable[[xr.DataTree], str] | None = None,
+    ) -> xr.DataTree:
+        """Posterior draws by blocked Gibbs in a plain loop (no PyMC model compiled).
+
+        ``via_pymc=True`` builds the PyMC model and runs the same step through ``pm.sample``
+        (same seed, same draws; slower and larger; never extended). ``check(tree) -> str``: the
+        convergence checks of the kept draws (``sample_gibbs``), with ``max_sweeps`` the bound
+        of a self-extending run (``DPMPM``, ``max_sweeps``).
+        """
+        from bayes_risk.models._bayesian.regimes import record_starts
+        from bayes_risk.models.dpmpm.run import gibbs_layout
+        from bayes_risk.models.dpmpm.step import DPMPMGibbs, pymc_step
+
+        settings = dict(
+            codes=codes,
+            d=np.asarray(d, dtype=np.int64),
+            n_components=int(self.n_components),
+            alpha_prior=tuple(float(x) for x in self.alpha_prior),
+            dirichlet_prior=float(self.dirichlet_prior),
+            zeros=self._zeros,
+            thin=int(self._run_settings()["thin"]),
+            starts=self._starts(),
+        )
+        settings["alpha_warmup_bound"], settings["alpha_warmup_sweeps"] = self._alpha_warmup()
+        if via_pymc:
+            kinds = self._starts()
+            if (int(self.chains) > 1 and self.cores != 1
+                    and len({kinds[c % len(kinds)] for c in range(int(self.chains))}) > 1):
+                # PyMC's worker processes each get a copy of the step and do not number the
+                # chains: every chain would start as the first
+                raise ValidationError(
+                    "via_pymc with chains in PyMC's worker processes (cores != 1) needs chains "
+                    f"that start alike: give starts one kind (got {kinds!r}) or cores=1.")
+            pm_model = self._build_model(codes, d, transforms=False)
+            step = pymc_step([pm_model.rvs_to_values[v] for v in pm_model.free_RVs],
+                             model=pm_model, **settings)
+            dt = self._run_sampler(pm_model, step=[step], random_seed=random_seed)
+            record_starts(dt, kinds, int(self.chains))
+            return dt
+        layout = gibbs_layout(self.n_components, d)
+        # the step updates every variable and reads none of a model's graph: no PyMC model (nor
+        # PyMC) is needed
+        step = DPMPMGibbs(list(layout.shapes), **settings)
+        T = int(self.temperatures)
+        if T > 1:  # parallel tempering: each chain a ladder of T replicas (dpmpm.tempering)
+            from bayes_risk.models.dpmpm.tempering import TemperedLadder
+
+            step = TemperedLadder(step, T)
+        dt = self._run_gibbs(step, layout, random_seed=random_seed,
+                              max_sweeps=(int(self._run_settings()["max_sweeps"])
+                                          if check is not None else 0),
+                              check=check)
+        record_starts(dt, self._starts(), int(self.chains))
+        if T > 1:
+            from bayes_risk.models.dpmpm.tempering import record_evidence
+
+            record_evidence(dt, T)
+        return dt
 
     def _state_to_json(self) -> dict[str, Any]:
         return {"warnings": list(self.warnings_), "dtypes": dict(self.dtypes_)}
