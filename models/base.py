@@ -492,26 +492,21 @@ def rebuildable_synthesizer(synthetic: Any) -> type | None:
 def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -> Any:
     """Refit the synthesizer that produced a release, from its manifest and the original.
 
-    A synthesizer with a plug-in likelihood (a ``plugin_likelihood`` method: CART, random
-    forests) can be saved with its ``save(path)`` (a confidential folder); without one, a release
-    records how it was made — the method, its settings, the synthesized columns in the order
-    given to ``fit``, the replaced records and the seeds — so the same synthesizer can be fitted
-    again from the confidential table. This is what its plug-in likelihood
-    (:class:`~bayes_risk.models.CARTPlugin`, :class:`~bayes_risk.models.RFPlugin`) needs for
-    attribute risk when only the release is at hand (``bayes-risk attribute`` without
-    ``--model``); :func:`rebuildable_synthesizer` says which releases qualify.
+    A release records how it was made (method, settings, synthesized columns, replaced records,
+    seeds), so a synthesizer with a plug-in likelihood (CART, random forests) can be fitted again
+    from the confidential table when only the release is at hand (``bayes-risk attribute``
+    without ``--model``); :func:`rebuildable_synthesizer` says which releases qualify.
 
     Parameters
     ----------
     original : DataFrame
         The confidential table the release was made from (same rows, same order).
     synthetic : SyntheticData
-        The release (e.g. ``read_synthetic(folder)``), made by ``CARTSynthesizer`` or
-        ``RandomForestSynthesizer`` fitted with a replayable ``random_seed`` (an integer or a
-        sequence of integers; the ``bayes-risk synthesize`` command always records one).
+        The release, made by ``CARTSynthesizer`` or ``RandomForestSynthesizer`` fitted with a
+        replayable ``random_seed`` (an integer or a sequence of integers).
     verify : bool, default True
         Synthesize again with the release's seed and require every dataset to be reproduced
-        exactly, which proves that the rebuilt synthesizer is the one that made the release.
+        exactly (proof that the rebuilt synthesizer made the release).
 
     Returns
     -------
@@ -522,9 +517,8 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
     ------
     ValidationError
         If the release was not made by a registered synthesizer with a plug-in likelihood
-        (code ``NOT_REBUILDABLE``), does not record a replayable seed,
-        or (``verify=True``) is not reproduced — e.g. ``original`` is not the table it was made
-        from, or the release was edited after synthesis.
+        (code ``NOT_REBUILDABLE``), does not record a replayable seed, or (``verify=True``) is
+        not reproduced — e.g. ``original`` is not its table, or the release was edited.
     """
     import numpy as np
     import pandas as pd

@@ -72,25 +72,11 @@ STATISTIC_NAMES = {"rhat": "R-hat", "ess_bulk": "bulk ESS", "ess_tail": "tail ES
 
 
 def failed_checks(table: pd.DataFrame, ess_min: float) -> list[dict[str, Any]]:
-    """The failed checks of a convergence table, one per quantity and statistic.
-
-    Parameters
-    ----------
-    table : DataFrame
-        Index: quantity; columns ``ess_bulk``, ``ess_tail``, ``rhat`` (as
-        :func:`check_convergence`).
-    ess_min : float
-        The fit's ESS threshold (``ESS_MIN`` per chain).
-
-    Returns
-    -------
-    list of dict
-        ``code`` (``"RHAT_HIGH"``: ``rhat > RHAT_MAX``; ``"LOW_ESS"``: ``ess_bulk`` or
-        ``ess_tail`` below ``ess_min``), ``quantity``, ``statistic`` (``"rhat"``,
-        ``"ess_bulk"``, ``"ess_tail"``), ``value`` and ``threshold``. The decision uses the
-        value as computed (no rounding): a tail ESS of 199.9996 fails a threshold of 200. An
-        ESS that cannot be computed (``NaN``: non-finite draws, fewer than 4 draws per chain)
-        fails too, with ``value`` NaN: convergence that cannot be assessed is not vouched for.
+    """The failed checks of a convergence table (index: quantity; ``ess_bulk``, ``ess_tail``,
+    ``rhat``), one per quantity and statistic: ``code`` (``"RHAT_HIGH"``: ``rhat > RHAT_MAX``;
+    ``"LOW_ESS"``: an ESS below ``ess_min``), ``quantity``, ``statistic``, ``value`` and
+    ``threshold``. Values are compared as computed (199.9996 fails 200), and an ESS that cannot
+    be computed (NaN) fails: convergence that cannot be assessed is not vouched for.
     """
     out: list[dict[str, Any]] = []
     for q, r in table.iterrows():

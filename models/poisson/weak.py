@@ -91,12 +91,10 @@ def _power(p: np.ndarray, r: int) -> np.ndarray:
 def sum_logpmf(member_logpmf: np.ndarray, lo: int, r: int, s: np.ndarray) -> np.ndarray:
     """``log P(S_r = s)`` for the sum of ``r`` independent values with the given pmf, per draw.
 
-    The convolution power is taken of the exponentially tilted pmf
-    ``f_θ(y) = f(y) e^{θy} / M(θ)``, with ``θ`` chosen so that the tilted sum has its mean in the
-    middle of the wanted totals, and ``P(S_r = s) = e^{−θs} M(θ)^r P_θ(S_r = s)``: the wanted
-    totals then lie in the bulk of the distribution that is convolved, so a total far in the tail
-    of ``S_r`` (a candidate the release makes implausible) keeps its relative accuracy instead of
-    being lost under rounding.
+    The convolution power is taken of the exponentially tilted pmf ``f(y) e^{θy} / M(θ)``, ``θ``
+    putting the tilted sum's mean among the wanted totals, and
+    ``P(S_r = s) = e^{−θs} M(θ)^r P_θ(S_r = s)``: a total far in the tail keeps its relative
+    accuracy.
 
     Parameters
     ----------
