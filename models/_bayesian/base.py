@@ -240,15 +240,14 @@ class BayesianSynthesizer(SamplingMixin, ConvergenceMixin, PersistenceMixin, Bas
         schema : Schema, optional
             Column types, levels and roles (default inferred: integer columns are counts).
         synthesized : sequence of str, optional
-            Columns to model and synthesize (default: the schema's synthesized columns, else
-            all). Other columns are released unchanged.
+            Columns to model and synthesize (default: the schema's synthesized columns, else all).
+            Other columns are released unchanged.
         records : array of bool or int indices, optional
-            Records whose synthesized columns are replaced (default all); the others are
-            released unchanged. The model is fitted to every record either way.
+            Records whose synthesized columns are replaced (default all); the model is fitted to
+            every record either way.
         random_seed : RandomSeed
-            Seed of the sampler when the ``random_seed`` setting is ``None`` (default: the
-            setting; another seed than a setting given raises ``SEED_CONFLICT``); each chain,
-            and each regression of a sequential chain, gets its own child stream.
+            Seed of the sampler when the ``random_seed`` setting is ``None`` (another seed than a
+            setting given raises ``SEED_CONFLICT``); each chain gets its own child stream.
 
         Returns
         -------
@@ -257,14 +256,12 @@ class BayesianSynthesizer(SamplingMixin, ConvergenceMixin, PersistenceMixin, Bas
         Raises
         ------
         SchemaError
-            A synthesized column the model does not take (naming it; e.g. a column that is not
-            a count for :class:`~bayes_risk.models.PoissonMixture`), or a column named in the
-            settings that is not in the data.
+            A synthesized column the model does not take, or a column named in the settings that
+            is not in the data.
         ValidationError
-            Invalid settings or record selection; for
-            :class:`~bayes_risk.models.SequentialRegression` an unknown family, a family that
-            does not fit the column's type, a predictor synthesized later in the order, a
-            rank-deficient design.
+            Invalid settings or record selection (for
+            :class:`~bayes_risk.models.SequentialRegression` also a bad family, predictor order or a
+            rank-deficient design).
         """
         started = time.perf_counter()
         self._check_settings()
