@@ -388,7 +388,6 @@ class BayesianSynthesizer(SamplingMixin, ConvergenceMixin, PersistenceMixin, Bas
         return [self._synthesize_one(int(h), rng, data)
                 for h, rng in zip(draws, rngs, strict=True)]
 
-
     # ------------------------------------------------------------------ protocol (abstract)
     @abstractmethod
     def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:

@@ -197,8 +197,6 @@ class ConvergenceMixin:
         tree[LABEL_INVARIANT_GROUP] = xr.DataTree(ds)
         return ds
 
-
-
     def _check_convergence(self, *, warn: bool = False) -> pd.DataFrame:
         """R-hat and bulk/tail ESS of the diagnosed quantities (index: quantity; ``mean``, ``sd``,
         ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``; ``attrs["mcmc_run"]``); ``warn``: one
@@ -235,8 +233,6 @@ class ConvergenceMixin:
                               skip_file_prefixes=CALLER)
         return df
 
-
-
     def _mcmc_run(self) -> dict[str, Any]:
         """The run the kept draws come from: warm-up sweeps, final thinning, kept draws per
         chain, rounds (more than 1: the run extended itself, ``max_sweeps``), sweeps per chain
@@ -252,14 +248,11 @@ class ConvergenceMixin:
                 "max_sweeps": int(attrs.get("max_sweeps", 0)),
                 "stopped": str(attrs.get("gibbs_stop", ""))}
 
-
-
     def _round_verdict(self, posterior: Any, schema: Any, history: list[float]) -> str:
-        """The convergence checks of :func:`check_convergence` on draws (a DataTree of this
-        model's posterior for ``schema``) between the rounds of a model-extending run:
-        ``"passed"``, ``"failed"`` or ``"stuck"`` (``extension_stuck``; ``history``: the
-        largest R-hat of the earlier rounds, appended to). A new instance with the same
-        settings is diagnosed; this one is left as it is."""
+        """The convergence checks on ``posterior`` (this model's, for ``schema``) between the
+        rounds of a self-extending run, diagnosed on a new instance: ``"passed"``, ``"failed"``
+        or ``"stuck"`` (``extension_stuck``; ``history``: the largest R-hat of the earlier
+        rounds, appended to)."""
         probe = type(self)(**self.get_params())
         probe.posterior_, probe.schema_ = posterior, schema
         probe._after_posterior()
@@ -271,8 +264,6 @@ class ConvergenceMixin:
         previous = history[-1] if history else None
         history.append(worst)
         return "stuck" if extension_stuck(previous, worst) else "failed"
-
-
 
     def _thresholds(self) -> dict[str, Any]:
         return {"rhat_max": RHAT_MAX, "ess_min": self._ess_min(),
@@ -327,8 +318,6 @@ class ConvergenceMixin:
                 ),
             })
         return out
-
-
 
     def _convergence_table(self, *, passed: bool) -> pd.DataFrame:
         """The convergence figures under ArviZ's column names (the deprecated

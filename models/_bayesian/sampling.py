@@ -145,7 +145,6 @@ class SamplingMixin:
         self._check_mcmc_settings()
         return chain_seeds(random_seed, int(self.chains))
 
-
     def _run_sampler(self, model: Any, *, step: Any = None, random_seed: RandomSeed = None,
                      **sample_kwargs: Any) -> xr.DataTree:
         """``pm.sample`` on ``model`` with this object's settings and one seed per chain drawn

@@ -265,7 +265,6 @@ class PoissonMixture(BayesianSynthesizer):
         return (self.model_class == "O" or bool(extra)
                 or getattr(self, "synthesized_records_", None) is not None)
 
-
     # ------------------------------------------------------------------ fitting
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed
                         ) -> xr.DataTree:
