@@ -1,12 +1,8 @@
-"""Posterior draws from any software as a model: :class:`ArrayModel`, the external model.
+"""Posterior draws from any software as a model: :class:`ArrayModel`.
 
-:class:`ArrayModel` adapts per-draw record log-likelihood functions to the model contract
-(:class:`~bayes_risk.contract.RiskModel`, and the optional methods when their functions are
-given: ``available_if``), for draws obtained elsewhere (Stan, PyMC,
-R) and for tests. It is a model the risk engines evaluate, not a synthesizer: it neither fits
-nor synthesizes, so it is not registered (``bayes_risk.registry``), and
-``bayes_risk.testing.check_synthesizer`` skips the checks of fitting, synthesis and seeds for
-it.
+A model the risk engines evaluate (:class:`~bayes_risk.contract.RiskModel`, and the optional
+methods when their functions are given), not a synthesizer: it is not registered and
+``bayes_risk.testing.check_synthesizer`` skips fitting, synthesis and seeds for it.
 """
 
 from __future__ import annotations

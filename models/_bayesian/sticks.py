@@ -1,12 +1,8 @@
-"""Truncated stick breaking and the concentration parameter (stick breaking and the α step).
+"""Truncated stick breaking and the concentration α, shared by the DPMPM and the Poisson mixtures.
 
-Shared by every mixture model with a truncated Dirichlet-process prior (DPMPM, Poisson mixtures).
-
-The stick fractions are drawn **in log space**: ``log V_k`` and ``log(1 − V_k)`` come from two
-log-Gamma variates, so nothing is clipped. When α is small, ``1 − V_k`` is often far below
-``1e-12``; clipping ``V_k`` below 1 (as an earlier version did) makes ``−Σ log(1 − V_k)`` too
-small in the α update, draws α too large and biases the whole posterior (Ishwaran & James 2001
-give the truncated sampler; the log-space draw is the standard remedy for underflow).
+The stick fractions are drawn **in log space** (``log V_k`` and ``log(1 − V_k)`` from two
+log-Gamma variates): clipping ``V_k`` below 1 when α is small makes ``−Σ log(1 − V_k)`` too small
+in the α update and biases the posterior (Ishwaran & James 2001).
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Numba kernels of the DPMPM (Hu & Savitsky 2018): class step, counts, record and neighbourhood
 log-likelihoods.
 
-Layout conventions (all float64 / int64):
-
-* ``codes[n, p]``: level codes ``0..d_j-1``; ``-1`` = missing (marginalised out).
-* ``offsets[p]``: start row of column ``j`` in the stacked level axis of length ``L = Σ d_j``.
-* ``logphi[L, K]`` (one draw) or ``[H, L, K]``: ``log φ_kj[c]`` at row ``offsets[j] + c``; the
-  component axis is last (contiguous), so a record's per-class sum adds ``p`` contiguous rows.
-* ``log_pi[K]`` or ``[H, K]``.
-
-Random numbers are drawn by the caller from its ``numpy.random.Generator`` and passed in as
-uniforms, so the kernels are deterministic functions of their inputs (same seed, same numbers).
+Layout: ``codes[n, p]`` level codes (``-1``: missing); ``offsets[p]`` the start row of column
+``j`` in the stacked level axis ``L = Σ d_j``; ``logphi[L, K]`` or ``[H, L, K]`` (component axis
+last, contiguous); ``log_pi[K]`` or ``[H, K]``. Uniforms are drawn by the caller and passed in.
 """
 
 from __future__ import annotations

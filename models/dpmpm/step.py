@@ -1,12 +1,8 @@
 """The DPMPM blocked-Gibbs sweep (Hu & Savitsky 2018) and its PyMC step method.
 
-Kept in its own module (imported only by :meth:`DPMPM.fit`) so that importing
-``bayes_risk.models.dpmpm.dpmpm`` does not import PyMC. :class:`DPMPMGibbs` is a plain class with
-the interface of a PyMC ``BlockedStep`` (``setup_chain``, ``step``, ``stop_tuning``,
-``stats_dtypes_shapes``): the Gibbs-only loop (``bayes_risk.models._bayesian.gibbs``) runs it
-without importing PyMC (about 0.5 s of CPU and 40 MiB of a ``bayes-risk fit``, issue 15).
-:func:`pymc_step` makes the same sweep a ``BlockedStep`` for ``pm.sample`` (same seed, same
-draws).
+:class:`DPMPMGibbs` has the interface of a PyMC ``BlockedStep`` without importing PyMC (the
+Gibbs-only loop of ``bayes_risk.models._bayesian.gibbs`` runs it); :func:`pymc_step` makes the
+same sweep a ``BlockedStep`` for ``pm.sample`` (same seed, same draws).
 """
 
 from __future__ import annotations
