@@ -61,22 +61,10 @@ def chain_processes(cores: int | None, chains: int, expected_seconds: float | No
 
 @dataclass(frozen=True)
 class GibbsLayout:
-    """What a Gibbs-only run records, as the PyMC model would declare it.
-
-    Attributes
-    ----------
-    shapes : mapping of str to tuple of int
-        Event shape of each variable the step writes into its point, in the model's order of
-        free variables (the posterior group's order).
-    dims : mapping of str to tuple of str
-        Event dimension names of every posterior variable (step variables and deterministics).
-    coords : mapping of str to array
-        Coordinates of those dimensions.
-    deterministics : callable, optional
-        ``f(draws) -> {name: array}``: the model's deterministic variables from the step
-        variables' ``[chain, draw, ...]`` arrays (vectorised), appended after them.
-    initial_point : mapping, optional
-        Point given to the first step (a step that draws its start from the prior ignores it).
+    """What a Gibbs-only run records, as the PyMC model would declare it: ``shapes`` (event shape of
+    each step variable, in the posterior's order), ``dims`` and ``coords`` of every posterior
+    variable, ``deterministics`` (``f(draws) -> {name: array}`` on the ``[chain, draw, ...]``
+    arrays, appended after the step variables) and ``initial_point`` (given to the first step).
     """
 
     shapes: Mapping[str, tuple[int, ...]]

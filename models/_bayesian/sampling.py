@@ -34,19 +34,13 @@ def check_complete(dt: Any, chains: int, draws: int) -> None:
 class InterruptGuard:
     """Make Ctrl-C (and a handled SIGTERM) stop every chain of ``pm.sample``, not only one.
 
-    PyMC's sequential sampler catches ``KeyboardInterrupt`` per chain, keeps the draws so far
-    and starts the next chain, so one Ctrl-C would cost the whole of the remaining chains. The
-    guard records the signal (and passes it on to the handler in place) and its draw callback
-    stops each later chain at once; the caller then raises ``KeyboardInterrupt`` instead of
-    returning a truncated posterior. SIGTERM is watched only where a Python handler is
-    installed (the command line's); otherwise its default action, ending the process, stands.
-    A signal the process ignores (SIGINT of a job a script started in the background) is left
-    ignored.
-    While the guard is active, the ``KeyboardInterrupt`` that a recorded signal raised inside a
-    callback Python cannot raise from (numba compiling or loading a kernel calls back into
-    Python through ctypes, a ``__del__``) is not printed as "Exception ignored ... Traceback":
-    the recorded signal stops the chains at the next draw all the same, and the interrupt is
-    delivered again (``redeliver_interrupt``) for what runs after the chains.
+    PyMC's sequential sampler catches ``KeyboardInterrupt`` per chain and starts the next one. The
+    guard records the signal (passing it on to the handler in place), its draw callback stops each
+    later chain, and the caller raises ``KeyboardInterrupt`` instead of returning a truncated
+    posterior. SIGTERM is watched only where a Python handler is installed; an ignored SIGINT stays
+    ignored. A ``KeyboardInterrupt`` raised where Python cannot raise it (numba calling back through
+    ctypes, a ``__del__``) is not printed as "Exception ignored": it is delivered again
+    (``redeliver_interrupt``) after the chains.
     """
 
     def __init__(self) -> None:
