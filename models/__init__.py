@@ -1,18 +1,11 @@
 """Synthesis models, installed as ``bayes_risk.models``.
 
-Every synthesizer speaks one dialect (:class:`BaseSynthesizer`): settings, including a default
-``random_seed``, in ``__init__``; ``fit(data, *, schema=None, synthesized=None, records=None,
-random_seed=None)`` returns ``self``; ``synthesize(m, *, random_seed=None)`` returns
-:class:`bayes_risk.data.SyntheticData`.
+Every synthesizer speaks one dialect (:class:`BaseSynthesizer`; :doc:`/user_guide/synthesizers`).
 Classes are imported lazily (PyMC is loaded only by the modules that need it);
-:func:`get_synthesizer` looks a class up by its command-line name, among the entry points of
-the group ``bayes_risk.synthesizers`` (:mod:`bayes_risk.registry`; the built-in models are
-registered in the package's ``pyproject.toml``, a model of another distribution in its own).
-
-Each family is a sub-package whose ``__init__`` exports its classes: ``dpmpm``, ``poisson``,
-``seqreg``, ``trees`` (with ``trees.plugins``), over the shared Bayesian machinery in
-``_bayesian`` and ``base``; ``external`` holds :class:`ArrayModel`, posterior draws made by any
-software wrapped as a model (not a synthesizer: it is not registered).
+:func:`get_synthesizer` looks a class up by its command-line name among the entry points of
+the group ``bayes_risk.synthesizers`` (:mod:`bayes_risk.registry`). The families ``dpmpm``,
+``poisson``, ``seqreg`` and ``trees`` share ``_bayesian`` and ``base``; ``external`` holds
+:class:`ArrayModel` (draws made by any software, not a registered synthesizer).
 """
 
 from __future__ import annotations

@@ -1,30 +1,11 @@
 """Base class of every synthesizer: the one API dialect of the package's synthesis models.
 
-Estimator contract (scikit-learn style, STYLE.md R4), the same for every registered synthesizer:
-
-* ``__init__(..., random_seed=None)`` stores its settings unchanged, and nothing else (no
-  validation, no defaults resolved: a setting left at ``None`` is resolved by ``fit``), so that
-  ``get_params(deep=True)`` / ``set_params(**params)`` and ``sklearn.base.clone`` give the model
-  a constructor call would; ``random_seed`` is the seed of :meth:`~BaseSynthesizer.fit` and the
-  default seed of :meth:`~BaseSynthesizer.synthesize`;
-* ``fit(data, *, schema=None, synthesized=None, records=None, random_seed=None)`` validates,
-  learns, sets attributes with a trailing underscore (none exists before) and returns ``self``;
-  it never changes a setting;
-* ``synthesize(m, *, random_seed=None)`` returns :class:`~bayes_risk.data.SyntheticData`; calling
-  it before ``fit`` raises :class:`~bayes_risk.exceptions.NotFittedError`.
-
-Seeds: ``fit(random_seed=...)`` is the PyMC form of the same seed (``pm.sample(random_seed=)``)
-for a model created without one; a model created with ``random_seed=a`` refuses
-``fit(random_seed=b)`` for another ``b`` (``SEED_CONFLICT``), since a clone of it (same
-``get_params``) would fit with ``a``. ``synthesize(random_seed=...)`` draws from the fitted model
-and takes precedence over the setting, as ``pm.sample_posterior_predictive(random_seed=)`` does.
-The contract is checked for every registered synthesizer by ``tests/models/test_contract.py``
-(with scikit-learn's own API checks).
-
-Bayesian models (DPMPM, Poisson mixtures, sequential regressions) additionally implement the
-model contract :class:`bayes_risk.contract.RiskModel` used by the risk engines, and
-``save``/``load`` (NetCDF posterior + JSON settings; no pickle). CART, random-forest and PMM
-synthesizers have ``save``/``load`` too (NPZ tree arrays + Parquet data + JSON).
+Scikit-learn's estimator contract: ``__init__`` stores its settings unchanged (resolved by
+``fit``); ``fit(data, *, schema=None, synthesized=None, records=None, random_seed=None)`` sets
+attributes with a trailing underscore and returns ``self``; ``synthesize(m, *,
+random_seed=None)`` returns :class:`~bayes_risk.data.SyntheticData`. ``fit(random_seed=b)``
+on a model created with another ``random_seed=a`` raises ``SEED_CONFLICT``. Checked for every
+registered synthesizer by ``tests/models/test_contract.py``; see :doc:`/user_guide/synthesizers`.
 """
 
 from __future__ import annotations
@@ -511,26 +492,21 @@ def rebuildable_synthesizer(synthetic: Any) -> type | None:
 def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -> Any:
     """Refit the synthesizer that produced a release, from its manifest and the original.
 
-    A synthesizer with a plug-in likelihood (a ``plugin_likelihood`` method: CART, random
-    forests) can be saved with its ``save(path)`` (a confidential folder); without one, a release
-    records how it was made — the method, its settings, the synthesized columns in the order
-    given to ``fit``, the replaced records and the seeds — so the same synthesizer can be fitted
-    again from the confidential table. This is what its plug-in likelihood
-    (:class:`~bayes_risk.models.CARTPlugin`, :class:`~bayes_risk.models.RFPlugin`) needs for
-    attribute risk when only the release is at hand (``bayes-risk attribute`` without
-    ``--model``); :func:`rebuildable_synthesizer` says which releases qualify.
+    A release records how it was made (method, settings, synthesized columns, replaced records,
+    seeds), so a synthesizer with a plug-in likelihood (CART, random forests) can be fitted again
+    from the confidential table when only the release is at hand (``bayes-risk attribute``
+    without ``--model``); :func:`rebuildable_synthesizer` says which releases qualify.
 
     Parameters
     ----------
     original : DataFrame
         The confidential table the release was made from (same rows, same order).
     synthetic : SyntheticData
-        The release (e.g. ``read_synthetic(folder)``), made by ``CARTSynthesizer`` or
-        ``RandomForestSynthesizer`` fitted with a replayable ``random_seed`` (an integer or a
-        sequence of integers; the ``bayes-risk synthesize`` command always records one).
+        The release, made by ``CARTSynthesizer`` or ``RandomForestSynthesizer`` fitted with a
+        replayable ``random_seed`` (an integer or a sequence of integers).
     verify : bool, default True
         Synthesize again with the release's seed and require every dataset to be reproduced
-        exactly, which proves that the rebuilt synthesizer is the one that made the release.
+        exactly (proof that the rebuilt synthesizer made the release).
 
     Returns
     -------
@@ -541,9 +517,8 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
     ------
     ValidationError
         If the release was not made by a registered synthesizer with a plug-in likelihood
-        (code ``NOT_REBUILDABLE``), does not record a replayable seed,
-        or (``verify=True``) is not reproduced — e.g. ``original`` is not the table it was made
-        from, or the release was edited after synthesis.
+        (code ``NOT_REBUILDABLE``), does not record a replayable seed, or (``verify=True``) is
+        not reproduced — e.g. ``original`` is not its table, or the release was edited.
     """
     import numpy as np
     import pandas as pd

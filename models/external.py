@@ -1,12 +1,8 @@
-"""Posterior draws from any software as a model: :class:`ArrayModel`, the external model.
+"""Posterior draws from any software as a model: :class:`ArrayModel`.
 
-:class:`ArrayModel` adapts per-draw record log-likelihood functions to the model contract
-(:class:`~bayes_risk.contract.RiskModel`, and the optional methods when their functions are
-given: ``available_if``), for draws obtained elsewhere (Stan, PyMC,
-R) and for tests. It is a model the risk engines evaluate, not a synthesizer: it neither fits
-nor synthesizes, so it is not registered (``bayes_risk.registry``), and
-``bayes_risk.testing.check_synthesizer`` skips the checks of fitting, synthesis and seeds for
-it.
+A model the risk engines evaluate (:class:`~bayes_risk.contract.RiskModel`, and the optional
+methods when their functions are given), not a synthesizer: it is not registered and
+``bayes_risk.testing.check_synthesizer`` skips fitting, synthesis and seeds for it.
 """
 
 from __future__ import annotations
@@ -82,37 +78,32 @@ def _chain_labels(chains: Any, h: int) -> np.ndarray:
 class ArrayModel:
     """A Bayesian synthesis model given by posterior draws and a per-draw record log-likelihood.
 
-    Implements the protocol :class:`bayes_risk.contract.RiskModel`, so that
-    :func:`bayes_risk.attribute_risk` can run on draws produced by any software (Stan, PyMC, R).
-    Its capabilities (:func:`~bayes_risk.contract.capabilities`) follow from its arguments: the
-    record and dataset likelihoods and the chains always, :meth:`fit_augmented` (the stabilised
-    estimator) with ``augment_fn``, :meth:`neighbourhood_loglik` with ``neighbourhood_fn``,
-    :meth:`own_record_delta` with ``own_record_delta_fn`` (each absent otherwise). It neither
-    fits nor synthesizes (the draws were made elsewhere).
+    Implements :class:`bayes_risk.contract.RiskModel`, so that :func:`bayes_risk.attribute_risk`
+    can run on draws produced by any software (Stan, PyMC, R). Its capabilities
+    (:func:`~bayes_risk.contract.capabilities`) follow from the functions given. It neither fits
+    nor synthesizes.
 
     Parameters
     ----------
     loglik_fn : callable
-        ``loglik_fn(records: DataFrame, draws) -> ndarray[H, n]`` with
-        ``log p(record | Θ_h)`` (joint form) or ``log p(record^s | record^us, Θ_h)``
-        (conditional form) for every draw and record. ``draws`` is what was passed below
-        (sliced along the first axis when a subset of draws is used).
+        ``loglik_fn(records: DataFrame, draws) -> ndarray[H, n]`` with ``log p(record | Θ_h)``
+        (joint form) or ``log p(record^s | record^us, Θ_h)`` (conditional form); ``draws`` is
+        what was passed below (sliced along the first axis for a subset of draws).
     draws : ndarray or mapping of str to ndarray
         Posterior draws of ``p(Θ | y)``; leading dimension ``H``.
     schema : Schema
         Column types, levels and roles (the synthesized columns are those the intruder guesses).
     model_class : {"P", "O"}
-        Methods page, section Two classes of synthesis model. Class O needs
+        See :doc:`/methods/attribute` (Two classes of synthesis model). Class O needs
         ``own_record_delta_fn``.
     ratio_form : {"joint", "conditional"}
         Hu 2019 §3.2.5.
     dataset_loglik_fn : callable, optional
         ``f(dataset: DataFrame, draws) -> ndarray[H]`` = ``log p(Z_(l) | Θ_h)``. Default: the sum
-        over the dataset's rows of ``loglik_fn`` (correct for class P models whose synthetic
-        records are conditionally independent given Θ, in the form the synthesizer used).
+        over the dataset's rows of ``loglik_fn`` (class P with conditionally independent records).
     augment_fn : callable, optional
         ``augment_fn(data, synthetic, **kw) -> draws`` of ``p(Θ | y, Z_(l))`` (enables
-        :meth:`fit_augmented`, i.e. the stabilised estimator without precomputed draws).
+        :meth:`fit_augmented`, the stabilised estimator).
     own_record_delta_fn : callable, optional
         Class O: ``f(record_row, candidates_df, synthetic, draws) -> ndarray[H, m, G]`` =
         ``ℓ_{hli}(y*_g) − ℓ_{hli}(y_i)``.
@@ -120,11 +111,9 @@ class ArrayModel:
         Fast path ``f(records_df, draws) -> ndarray[H, n, G]`` of one-variable-different
         candidate log-likelihoods (candidate-set order).
     chains : int or array of int, optional
-        Which MCMC chain each draw comes from: a number ``C`` of equally long chains stored
-        chain-major (draw ``h`` in chain ``h // (H / C)``, the order of ArviZ's
-        ``stack(sample=("chain", "draw"))``), or ``H`` chain labels. With two or more chains the
-        engine compares each record's estimate between chains (flag ``CHAINS_DISAGREE``).
-        Default: one chain.
+        A number ``C`` of equally long chains stored chain-major, or ``H`` chain labels. With two
+        or more chains the engine compares each record's estimate between chains
+        (``CHAINS_DISAGREE``). Default: one chain.
 
     Examples
     --------

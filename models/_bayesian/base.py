@@ -1,67 +1,17 @@
-"""Shared machinery of the PyMC-based synthesis models (DPMPM, Poisson mixtures, regressions).
+"""The base class of the PyMC-based synthesizers (DPMPM, Poisson mixtures, regressions).
 
-:class:`BayesianSynthesizer` holds what every Bayesian synthesizer of the package has in common:
-MCMC settings, the posterior draws (an ArviZ ``xarray.DataTree``, as returned by ``pm.sample``),
-the flattening of ``chain × draw`` into ``H`` draws, synthesis from ``m`` draws far apart in the
-chain (Hu 2019 §3.2.5), saving/loading (NetCDF + JSON, never pickle), construction from draws made
-elsewhere (:meth:`BayesianSynthesizer.from_posterior`) and convergence diagnostics on
-label-invariant scalars (ArviZ rank-normalised ESS and R-hat).
-
-Contract for subclasses
------------------------
-A subclass (e.g. :class:`bayes_risk.models.dpmpm.dpmpm.DPMPM`) must
-
-* define ``method_name`` (its registry name), ``model_class`` ("P"/"O", methods, Two classes of
-  synthesis model) and ``ratio_form`` ("joint"/"conditional", Hu 2019 §3.2.5), and an ``__init__``
-  that lists **all** its settings (model settings plus the MCMC settings of this class: ``tune``,
-  ``draws``, ``chains``, ``cores``, ``random_seed``, ``progressbar``) and passes the MCMC ones to
-  ``super().__init__``;
-* implement ``_draw_posterior(data, schema, seed)`` (build the model and sample, e.g. with
-  ``_run_sampler`` or ``_run_gibbs``; the posterior as a DataTree) and, when it has settings of
-  its own, ``_check_settings()``: the template :meth:`BayesianSynthesizer.fit` checks the
-  settings, prepares the table (``_prepare_data``), samples and stores the fit
-  (``_set_fitted``). A model whose ``fit`` takes more (DPMPM's ``categorical``) overrides
-  ``fit`` and follows the same steps;
-* implement ``_synthesize_one(draw, rng, data)`` (one synthetic dataset from flattened draw
-  ``draw``; ``_synthesize_many(draws, rngs, data)``, which ``synthesize`` calls, may prepare
-  once what many datasets share), ``record_loglik``, ``dataset_loglik`` and ``fit_augmented``
-  (the likelihood protocol of :mod:`bayes_risk.contract`); optionally
-  ``neighbourhood_loglik`` (the fast candidate route, offered by having it); a model that can
-  be in class O also provides
-  ``own_record_delta(record, candidates, datasets, *, draw_indices=None)``
-  → ``[H, m, G]`` (methods, Two classes of synthesis model), which the attribute-risk engine
-  requires for class O;
-* implement ``_validate_posterior(posterior, schema)`` (check variables/shapes of a posterior
-  given to :meth:`from_posterior` or loaded from disk; may add derived variables),
-  ``_event_ndims()`` (number of parameter dimensions of each variable, so that
-  :meth:`from_posterior` can read a dict of ``(draw, ...)`` or ``(chain, draw, ...)`` arrays) and
-  ``_convergence_quantities()`` (label-invariant scalars, each ``[chain, draw]``);
-* optionally override ``_needs_data_for_synthesis()`` (whether the confidential data must be
-  saved with the model), ``_state_to_json()`` / ``_state_from_json(state)`` (extra fitted state
-  for ``model.json``). Options of ``bayes-risk fit`` are declared in
-  ``bayes_risk.cli.parsers.fit`` (building the command line must not import the models).
-
-Draw order
-----------
-Posterior draws are flattened **chain-major**: flattened index ``h = c * n_draws_per_chain + d``
-for chain ``c`` and draw ``d`` (as ``posterior.stack(sample=("chain", "draw"))`` does). Every
-``[H, ...]`` array returned by a model, every ``draw_indices=`` argument and every ``draw_index``
-recorded in :class:`~bayes_risk.data.SyntheticData` uses this order.
-
-Layout
-------
-The class's methods call module-level helpers, one module per concern: the fitted table, record
-selections and draw indices (``_bayesian.records``), running the samplers
-(``_bayesian.sampling``), synthesis from the draws (``_bayesian.synthesis``), convergence
-diagnostics (``_bayesian.convergence``) and persistence (``_bayesian.io``: save/load,
-fingerprint, ``from_posterior``); the file names and thresholds they define are re-exported
-here.
+:class:`BayesianSynthesizer` holds their MCMC settings, the posterior (an ArviZ
+``xarray.DataTree``), synthesis from draws far apart in the chain, persistence (NetCDF + JSON) and
+convergence diagnostics (:doc:`/user_guide/bayesian_models`). Draws are flattened chain-major,
+``h = c * draws + d``: the order of every ``[H, ...]`` array, ``draw_indices=`` argument and
+recorded ``draw_index``.
 """
 
 from __future__ import annotations
 
 import os
 import time
+import warnings
 from abc import ABCMeta, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -70,33 +20,51 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
-import bayes_risk.models._bayesian.convergence as _convergence
-import bayes_risk.models._bayesian.io as _io
-import bayes_risk.models._bayesian.records as _records
-import bayes_risk.models._bayesian.sampling as _sampling
-import bayes_risk.models._bayesian.synthesis as _synthesis
-from bayes_risk._io import to_jsonable
-from bayes_risk._rng import RandomSeed
-from bayes_risk.data.fingerprint import fingerprint_record
-from bayes_risk.data.schema import Schema
-from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.exceptions import (
-    NotFittedError,
-    ValidationError,
+from bayes_risk._io import atomic_dir, to_jsonable, write_json
+from bayes_risk._rng import RandomSeed, seed_to_json, spawn
+from bayes_risk.data.fingerprint import fingerprint_problem, fingerprint_record
+from bayes_risk.data.levels import drop_unused_levels
+from bayes_risk.data.provenance import model_id
+from bayes_risk.data.schema import Schema, infer_schema
+from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
+from bayes_risk.data.validate import check_m, validate_table
+from bayes_risk.exceptions import CALLER, NotFittedError, SchemaError, ValidationError
+from bayes_risk.models._bayesian.convergence import (
+    ESS_MIN,
+    RHAT_MAX,
+    ConvergenceMixin,
+    warn_deprecated,
 )
-from bayes_risk.models._bayesian.convergence import ESS_MIN, RHAT_MAX
 from bayes_risk.models._bayesian.design import record_dtypes
 from bayes_risk.models._bayesian.io import (
     CONVERGENCE_FILE,
     DATA_FILE,
     FORMAT_VERSION,
     POSTERIOR_FILE,
+    PersistenceMixin,
     _check_int,
+    read_posterior,
 )
+from bayes_risk.models._bayesian.records import (
+    check_draw_indices,
+    check_synthesized_records,
+    stacked_values,
+    synthesized_part,
+)
+from bayes_risk.models._bayesian.regimes import regime_summary, regime_warnings
+from bayes_risk.models._bayesian.sampling import SamplingMixin
+from bayes_risk.models._bayesian.synthesis import spread_draws
 from bayes_risk.models._bayesian.timing import record_fit_time
 from bayes_risk.models.base import (
+    SETTINGS_FILE,
     BaseSynthesizer,
+    damaged_folder,
+    read_model_meta,
+    synthesized_columns,
+    verify_model_folder,
+    write_model_json,
 )
+from bayes_risk.models.trees.missing import refusal_hint
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -112,7 +80,8 @@ __all__ = [
 ]
 
 
-class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
+class BayesianSynthesizer(SamplingMixin, ConvergenceMixin, PersistenceMixin, BaseSynthesizer,
+                          metaclass=ABCMeta):
     """Abstract base class of the PyMC-based synthesizers (not instantiated directly).
 
     Parameters
@@ -124,9 +93,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     chains : int
         Number of MCMC chains.
     cores : int, optional
-        Chains run in parallel processes (``None``: the sampler's choice, at most 4; the DPMPM's
-        Gibbs runs use processes only when the sampling is long enough to gain from them).
-        ``1`` runs them sequentially in this process.
+        Chains run in parallel processes (``None``: the sampler's choice, at most 4); ``1`` runs
+        them sequentially in this process.
     random_seed : RandomSeed
         Seed of :meth:`fit` and default seed of :meth:`synthesize` (a seed given to
         ``synthesize`` takes precedence; one given to ``fit`` must be this one, or this
@@ -139,30 +107,30 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     posterior_ : xarray.DataTree
         Posterior draws (group ``posterior``; sampler statistics in ``sample_stats``).
     schema_ : Schema
-        Columns, types, levels and roles (synthesized / unsynthesized) the model was fitted with.
+        Columns, types, levels and roles the model was fitted with.
     data_ : DataFrame or None
         The confidential records, kept only when synthesis needs them (partial synthesis,
         class-O modes). **Confidential**: it is saved with the model.
     synthesized_records_ : ndarray of bool or None
         Records whose synthesized columns are replaced (``None``: all records).
     convergence_ : DataFrame or None
-        ESS and R-hat of the label-invariant scalars (the figures of
-        :meth:`convergence_summary`'s ``quantities``; their draws are the posterior's group
-        ``label_invariant``).
+        ESS and R-hat of the label-invariant scalars (see :meth:`convergence_summary`).
 
     Notes
     -----
-    A subclass must provide (``abc.abstractmethod``; an incomplete subclass cannot be
-    instantiated): the likelihoods the attribute engine uses (``record_loglik``,
-    ``dataset_loglik``, ``fit_augmented``; the protocols of
-    ``bayes_risk.contract``), one synthetic dataset per posterior draw
-    (``_synthesize_one``), the label-invariant convergence quantities
-    (``_convergence_quantities``) and the check of a loaded posterior (``_validate_posterior``).
+    A subclass sets ``method_name``, ``model_class`` and ``ratio_form``; lists all its settings
+    in ``__init__`` (passing the MCMC ones to ``super().__init__``); implements
+    ``_draw_posterior`` (and ``_check_settings`` for its own settings) for the template
+    :meth:`fit`, or a ``fit`` of its own with the same steps; ``_synthesize_one`` (optionally
+    ``_synthesize_many``); the likelihoods ``record_loglik``, ``dataset_loglik`` and
+    ``fit_augmented`` (optionally ``neighbourhood_loglik``; ``own_record_delta`` in class O);
+    ``_validate_posterior``, ``_event_ndims`` and ``_convergence_quantities``; optionally
+    ``_needs_data_for_synthesis`` and ``_state_to_json`` / ``_state_from_json``. Options of
+    ``bayes-risk fit`` are declared in ``bayes_risk.cli.parsers.fit``.
     """
 
     method_name: ClassVar[str] = "bayesian"
-    #: Model class (methods, Two classes of synthesis model) of the default synthesis mode
-    #: (subclasses may set it per instance).
+    #: Model class ("P"/"O") of the default synthesis mode (subclasses may set it per instance).
     model_class: Literal["P", "O"] = "P"
     #: Hu 2019 §3.2.5 form of the importance ratios.
     ratio_form: Literal["joint", "conditional"] = "joint"
@@ -183,8 +151,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self.cores = cores
         self.random_seed = random_seed
         self.progressbar = progressbar
-        # the fitted attributes (posterior_, schema_, ...) exist only once fit, load or
-        # from_posterior has set them (scikit-learn's convention: their presence means fitted)
 
     # ------------------------------------------------------------------ settings & checks
     def _check_mcmc_settings(self) -> None:
@@ -196,15 +162,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         if not isinstance(self.progressbar, (bool, np.bool_)):
             raise ValidationError(f"progressbar must be True or False. Got {self.progressbar!r}.")
 
-    @staticmethod
-    def _check_synthesized_records(records: Any, n: int) -> np.ndarray | None:
-        """Validate a ``records=`` argument of ``fit``: ``None`` (every record), a
-        boolean mask of length ``n`` or integer record positions in ``0..n-1``.
-
-        Returns the flags as a boolean array ``[n]`` (a copy), or ``None``.
-        """
-        return _records.check_synthesized_records(records, n)
-
     def _synthesized_rows(self) -> np.ndarray:
         """Positions of the records whose synthesized columns are replaced (all by default)."""
         if getattr(self, "synthesized_records_", None) is None:
@@ -212,20 +169,15 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return np.flatnonzero(self.synthesized_records_).astype(np.int64)
 
     def _synthesized_part(self, z: pd.DataFrame, name: str = "synthetic") -> pd.DataFrame:
-        """The synthesized records' rows of a released dataset (all rows under full synthesis).
-
-        Under partial synthesis of selected records the other rows are copies of the
-        confidential data: they carry no likelihood (``dataset_loglik``) and must not be appended
-        to the data a second time (``fit_augmented``, methods, The stabilised estimator).
-        """
+        """The synthesized records' rows of a released dataset (all rows under full synthesis):
+        the copied rows carry no likelihood and are not appended twice (``fit_augmented``)."""
         if self.synthesized_records_ is None:
             return z
-        return _records.synthesized_part(z, self._synthesized_rows(), self.n_records, name)
+        return synthesized_part(z, self._synthesized_rows(), self.n_records, name)
 
     def _run_settings(self) -> dict[str, int]:
-        """The run length a fit with the current settings uses (settings left at ``None``
-        resolved): ``{"draws": kept draws per chain}``; DPMPM adds ``thin`` and
-        ``max_sweeps``."""
+        """The run length of a fit with the current settings: ``{"draws": ...}`` (DPMPM adds
+        ``thin`` and ``max_sweeps``)."""
         return {"draws": self.draws}
 
     def _check_fitted(self, method: str | None = None) -> None:
@@ -259,18 +211,14 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return int(self._n_records)
 
     def _draw_indices(self, draw_indices: Any = None) -> np.ndarray:
-        """Validate a ``draw_indices=`` argument and return flattened draw indices (int64).
-
-        ``None`` means all ``H`` draws in order; otherwise a sequence (or array) of integers in
-        ``0..H-1`` (repeats allowed), or a boolean mask of length ``H``.
-        """
-        return _records.check_draw_indices(self.n_draws, draw_indices)
+        """A ``draw_indices=`` argument (``None``: all; integers in ``0..H-1``; a mask of length
+        ``H``) as flattened draw indices (int64)."""
+        return check_draw_indices(self.n_draws, draw_indices)
 
     def _stacked(self, name: str, draw_indices: np.ndarray | None = None) -> np.ndarray:
-        """Posterior variable ``name`` as an ``[H, ...]`` float array (chain-major), optionally
-        restricted to the flattened indices ``draw_indices``."""
+        """Posterior variable ``name`` as an ``[H, ...]`` array, optionally at ``draw_indices``."""
         self._check_fitted()
-        return _records.stacked_values(self.posterior_["posterior"], name, draw_indices)
+        return stacked_values(self.posterior_["posterior"], name, draw_indices)
 
     # ------------------------------------------------------------------ fit (template)
     def fit(
@@ -292,15 +240,14 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         schema : Schema, optional
             Column types, levels and roles (default inferred: integer columns are counts).
         synthesized : sequence of str, optional
-            Columns to model and synthesize (default: the schema's synthesized columns, else
-            all). Other columns are released unchanged.
+            Columns to model and synthesize (default: the schema's synthesized columns, else all).
+            Other columns are released unchanged.
         records : array of bool or int indices, optional
-            Records whose synthesized columns are replaced (default all); the others are
-            released unchanged. The model is fitted to every record either way.
+            Records whose synthesized columns are replaced (default all); the model is fitted to
+            every record either way.
         random_seed : RandomSeed
-            Seed of the sampler when the ``random_seed`` setting is ``None`` (default: the
-            setting; another seed than a setting given raises ``SEED_CONFLICT``); each chain,
-            and each regression of a sequential chain, gets its own child stream.
+            Seed of the sampler when the ``random_seed`` setting is ``None`` (another seed than a
+            setting given raises ``SEED_CONFLICT``); each chain gets its own child stream.
 
         Returns
         -------
@@ -309,19 +256,17 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Raises
         ------
         SchemaError
-            A synthesized column the model does not take (naming it; e.g. a column that is not
-            a count for :class:`~bayes_risk.models.PoissonMixture`), or a column named in the
-            settings that is not in the data.
+            A synthesized column the model does not take, or a column named in the settings that
+            is not in the data.
         ValidationError
-            Invalid settings or record selection; for
-            :class:`~bayes_risk.models.SequentialRegression` an unknown family, a family that
-            does not fit the column's type, a predictor synthesized later in the order, a
-            rank-deficient design.
+            Invalid settings or record selection (for
+            :class:`~bayes_risk.models.SequentialRegression` also a bad family, predictor order or a
+            rank-deficient design).
         """
         started = time.perf_counter()
         self._check_settings()
         data, schema = self._prepare_data(data, schema=schema, synthesized=synthesized)
-        flags = self._check_synthesized_records(records, len(data))
+        flags = check_synthesized_records(records, len(data))
         posterior = self._draw_posterior(data, schema, self._fit_seed(random_seed))
         self.dtypes_ = record_dtypes(data)
         self._set_fitted(posterior, schema, len(data), data=data, synthesized_records=flags)
@@ -347,45 +292,42 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         allow_nan: bool = False,
         fitting: bool = True,
     ) -> tuple[pd.DataFrame, Schema]:
-        """Validate the confidential table and settle its schema and roles.
-
-        ``schema`` (or one inferred with ``categorical`` overrides) gives types and levels;
-        ``synthesized`` names the synthesized columns. If neither ``synthesized`` nor the schema's
-        roles name any, every column is synthesized (full synthesis). ``fitting``: a level no
-        record holds is dropped, unless the schema keeps it (``UNUSED_LEVEL``); ``False`` for
-        records given with a posterior, whose levels are the posterior's.
-        """
-        return _records.prepare_data(self, data, schema, synthesized, categorical, allow_nan,
-                                     fitting)
-
-    # ------------------------------------------------------------------ sampling
-    def _run_sampler(
-        self,
-        model: Any,
-        *,
-        step: Any = None,
-        random_seed: RandomSeed = None,
-        **sample_kwargs: Any,
-    ) -> xr.DataTree:
-        """Run ``pm.sample`` with this object's settings and return the posterior DataTree.
-
-        Per-chain integer seeds are drawn from ``random_seed`` (so any accepted seed form works).
-        Warm-up draws are discarded; their sampler statistics are kept in the
-        ``warmup_sample_stats`` group when PyMC provides them.
-        """
-        return _sampling.run_sampler(self, model, step, random_seed, sample_kwargs)
-
-    def _chain_seeds(self, random_seed: RandomSeed) -> list[int]:
-        """Check the MCMC settings; one integer seed per chain drawn from ``random_seed``."""
-        self._check_mcmc_settings()
-        return _sampling.chain_seeds(random_seed, int(self.chains))
-
-    def _run_gibbs(self, step: Any, layout: Any, *, random_seed: RandomSeed = None,
-                   **extension: Any) -> xr.DataTree:
-        """``_run_sampler`` for a model sampled by one Gibbs step alone: the step runs in a
-        plain loop (``bayes_risk.models._bayesian.gibbs``), same seeds, same DataTree.
-        ``extension``: ``max_sweeps`` and ``check`` of ``sample_gibbs`` (extension rounds)."""
-        return _sampling.run_gibbs(self, step, layout, self._chain_seeds(random_seed), extension)
+        """Validate the confidential table and settle its schema and roles (no roles: every
+        column is synthesized). ``fitting``: levels no record holds are dropped unless the
+        schema keeps them (``UNUSED_LEVEL``); ``False`` for the records of a given posterior."""
+        if not isinstance(data, pd.DataFrame):
+            raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
+        if len(data) == 0:
+            raise ValidationError("data has no records.", code="EMPTY_TABLE")
+        data = data.copy()
+        data.columns = [str(c) for c in data.columns]
+        if schema is None:
+            schema = infer_schema(data, categorical=categorical)
+        elif not isinstance(schema, Schema):
+            raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
+        missing = [c for c in schema.names if c not in data.columns]
+        if missing:
+            raise SchemaError(
+                f"data is missing column(s) {missing} named in the schema.", code="MISSING_COLUMN"
+            )
+        extra = [c for c in data.columns if c not in schema.names]
+        if extra:
+            raise SchemaError(
+                f"data has column(s) {extra} that are not in the schema; select the columns to "
+                "model first.",
+                code="EXTRA_COLUMN",
+            )
+        data = data[schema.names]
+        synthesized = synthesized_columns(synthesized, schema)
+        if synthesized is not None:
+            schema = schema.with_roles(synthesized)
+        if not schema.synthesized:
+            schema = schema.with_roles(schema.names)
+        validate_table(data, schema, name="data", allow_nan=allow_nan,
+                       missing_hint="" if allow_nan else refusal_hint(type(self).__name__))
+        if fitting:
+            schema = drop_unused_levels(data, schema)
+        return data.reset_index(drop=True), schema
 
     def _set_fitted(
         self,
@@ -446,7 +388,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return [self._synthesize_one(int(h), rng, data)
                 for h, rng in zip(draws, rngs, strict=True)]
 
-
     # ------------------------------------------------------------------ protocol (abstract)
     @abstractmethod
     def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
@@ -474,18 +415,30 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """Check that ``posterior`` holds this model's parameters for ``schema`` (names, shapes,
         support); may add derived variables in place. Raise :class:`ValidationError`."""
 
-    # -- thin methods: the work is done by module-level helpers of the family's modules
+    # ------------------------------------------------------------------ synthesis
+    _spread_draws = staticmethod(spread_draws)
 
-    @staticmethod
-    def _spread_draws(H: int, m: int) -> np.ndarray:
-        return _synthesis.spread_draws(H, m)
+    def _synthesis_plan(self, m: int, random_seed: RandomSeed
+                        ) -> tuple[np.ndarray, list[np.random.Generator], RandomSeed]:
+        """The posterior draws and child generators of ``m`` synthetic datasets, and the seed."""
+        self._check_fitted("synthesize")
+        m = check_m(m)
+        random_seed = self._seed(random_seed)
+        H = self.n_draws
+        if m > H:
+            raise ValidationError(
+                f"m = {m} synthetic datasets need m distinct posterior draws, but the model has "
+                f"only H = {H}; sample more draws.",
+                code="TOO_FEW_DRAWS"
+            )
+        return self._spread_draws(H, m), spawn(random_seed, m), random_seed
 
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Generate ``m`` synthetic datasets, each from its own posterior draw.
 
-        The draws are evenly spaced over the (chain-major) flattened draws, ``floor(l H / m) - 1``
-        for ``l = 1..m``, so that they are far apart in the chain (Hu 2019 §3.2.5); each dataset
-        gets an independent child random stream of ``random_seed``.
+        The draws are evenly spaced over the flattened draws, ``floor(l H / m) - 1`` for
+        ``l = 1..m``, far apart in the chain (Hu 2019 §3.2.5); each dataset gets an independent
+        child random stream of ``random_seed``.
 
         Parameters
         ----------
@@ -509,7 +462,22 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         ValidationError
             If ``m`` is not an integer in ``1..H``.
         """
-        return _synthesis.synthesize(self, m, random_seed=random_seed)
+        idx, rngs, random_seed = self._synthesis_plan(m, random_seed)
+        return SyntheticData(
+            datasets=self._synthesize_many(idx, rngs, self.data_),
+            method=self.method_name,
+            settings=to_jsonable(self._json_settings()),
+            random_seed=seed_to_json(random_seed),
+            draw_index=[int(h) for h in idx],
+            schema=self.schema_,
+            synthesized_records=self.synthesized_records_,
+            extra={"model_class": self.model_class, "ratio_form": self.ratio_form},
+            original_fingerprint=getattr(self, "original_fingerprint_", None),
+            model_id=model_id(self),
+            generation=generation_from_roles(self.schema_, self.synthesized_records_),
+            proper=True,
+            imputed_columns=getattr(self, "imputed_columns_", None),
+        )
 
     def posterior_replicates(
         self,
@@ -522,12 +490,10 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     ) -> Iterator[list[pd.DataFrame]]:
         """Draw posterior-predictive replicates of synthesized columns, in chunks.
 
-        Replicate ``r`` takes a posterior draw ``θ_h`` uniformly at random among the ``H`` stored
-        draws and then synthesizes exactly as :meth:`synthesize` does with that draw (given the
-        unsynthesized columns; under partial synthesis only the selected records change), so
-        the released datasets are such replicates too (Drechsler & Reiter 2008, eq. 5). Each
-        replicate uses its own child stream ``r`` of ``random_seed``: the replicates do not depend
-        on ``chunk_size``, and ``start`` continues a run.
+        Replicate ``r`` takes a posterior draw uniformly at random among the ``H`` stored draws
+        and synthesizes as :meth:`synthesize` does with it (Drechsler & Reiter 2008, eq. 5),
+        from its own child stream ``r`` of ``random_seed``: the replicates do not depend on
+        ``chunk_size``, and ``start`` continues a run (:doc:`/user_guide/posterior_replicates`).
 
         Parameters
         ----------
@@ -547,15 +513,22 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         list of DataFrame
             Up to ``chunk_size`` tables ``[n_records, len(columns)]`` in record order.
         """
-        return _synthesis.posterior_replicates(self, n, columns, chunk_size, random_seed, start)
+        from bayes_risk.models._replicates import check_replicate_columns, iter_replicates
 
+        self._check_fitted()
+        cols = check_replicate_columns(columns, self.schema_.synthesized, type(self).__name__)
+        H = self.n_draws
+
+        def draw_one(rng: np.random.Generator) -> pd.DataFrame:
+            return self._synthesize_one(int(rng.integers(H)), rng, self.data_)
+
+        return iter_replicates(draw_one, n, columns=cols, chunk_size=chunk_size,
+                               random_seed=random_seed, start=start)
+
+    # ------------------------------------------------------------------ convergence
     def convergence_report(self, *, warn: bool = False) -> pd.DataFrame:
-        """Deprecated: use :meth:`convergence_summary` (its ``quantities`` hold these figures)
+        """Deprecated (``FutureWarning``): use :meth:`convergence_summary` (its ``quantities``)
         or ``arviz.summary(model.posterior_, group="label_invariant")``.
-
-        Issues a ``FutureWarning`` and returns, as before, one row per diagnosed quantity
-        (columns ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``;
-        ``attrs["mcmc_run"]``).
 
         Parameters
         ----------
@@ -565,26 +538,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Returns
         -------
         DataFrame
+            One row per diagnosed quantity (``mean``, ``sd``, ``ess_bulk``, ``ess_tail``,
+            ``rhat``, ``flag``; ``attrs["mcmc_run"]``).
         """
-        _convergence.warn_deprecated("convergence_report()")
+        warn_deprecated("convergence_report()")
         return self._check_convergence(warn=warn)
-
-    def _check_convergence(self, *, warn: bool = False) -> pd.DataFrame:
-        return _convergence.check_convergence(self, warn=warn)
-
-    def _mcmc_run(self) -> dict[str, Any]:
-        return _convergence.mcmc_run(self)
-
-    def _round_verdict(self, posterior: Any, schema: Any, history: list[float]) -> str:
-        return _convergence.round_verdict(self, posterior, schema, history)
-
-    def _ess_min(self) -> float:
-        """The ESS threshold of this fit: ``ESS_MIN`` per chain (Vehtari et al. 2021), read when
-        called (tests lower it)."""
-        return _convergence.ESS_MIN * int(self.posterior_["posterior"].sizes["chain"])
-
-    def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
-        return _convergence.convergence_warnings(self, df)
 
     def mcmc_warnings(self) -> list[dict[str, Any]]:
         """Structured MCMC warnings of this fit: failed convergence checks and model codes.
@@ -592,13 +550,24 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Returns
         -------
         list of dict
-            Each with ``code`` (``"RHAT_HIGH"``, ``"LOW_ESS"``, ``"REGIMES_DISAGREE"``
-            — chains in different regimes, with ``regimes`` —, or a model code such as
-            ``"TRUNCATION_TOO_SMALL"``), ``quantities`` (the diagnosed quantities concerned),
-            ``checks`` (the failed checks: ``code``, ``quantity``, ``statistic``, ``value``,
-            ``threshold``; empty for a model code) and ``message``.
+            Each with ``code`` (``"RHAT_HIGH"``, ``"LOW_ESS"``, ``"REGIMES_DISAGREE"``, or a
+            model code such as ``"TRUNCATION_TOO_SMALL"``), ``quantities``, ``checks`` (the
+            failed checks: ``code``, ``quantity``, ``statistic``, ``value``, ``threshold``;
+            empty for a model code) and ``message``.
         """
-        return _convergence.mcmc_warnings(self)
+        from bayes_risk.warning_codes import message
+
+        self._check_fitted()
+        if self.convergence_ is None:
+            self.convergence_ = self._check_convergence(warn=False)
+        out = self._convergence_warnings(self.convergence_)
+        out += regime_warnings(self)  # chains in different class structures
+        for code in getattr(self, "warnings_", None) or []:
+            if code not in {w["code"] for w in out}:
+                # the code's meaning and remedy, as the result's structured warnings give it
+                out.append({"code": str(code), "quantities": [], "checks": [],
+                            "message": f"{type(self).__name__}: {message(str(code))} ({code})"})
+        return out
 
     def convergence_summary(
         self, kind: Literal["dict", "table"] | None = None
@@ -606,48 +575,32 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """Convergence of the fit: the JSON-ready record written to ``convergence.json`` by
         :meth:`save` and included in the outputs of every run that uses the model.
 
-        Mixture labels switch freely, so component-wise parameters are not diagnosed; the model
-        supplies quantities that do not depend on labels (log-likelihood, cell probabilities,
-        concentration, number of occupied components). Their draws are the posterior's group
-        ``label_invariant`` (kept in a saved model's ``posterior.nc``), so that
-        ``arviz.summary(model.posterior_, group="label_invariant")`` and ArviZ's plots show
-        what is checked. The figures are ArviZ's, computed on those draws:
-        ``arviz_stats.ess(x, method="bulk")``, ``arviz_stats.ess(x, method="tail", prob=(0.05,
-        0.95))`` (the tail ESS of Vehtari et al. 2021; ArviZ 1.x's default ``prob``,
-        ``rcParams["stats.ci_prob"]`` = 0.89, takes the 11 % and 89 % quantiles and gives
-        larger values) and ``arviz_stats.rhat(x, method="rank")``. With one chain, R-hat is
-        computed on the chain split in two halves (split-R-hat).
+        Mixture labels switch freely, so the model diagnoses label-invariant quantities
+        (log-likelihood, cell probabilities, concentration, occupied components), kept as the
+        posterior's group ``label_invariant``. The figures are ``arviz_stats``':
+        ``ess(method="bulk")``, ``ess(method="tail", prob=(0.05, 0.95))`` (Vehtari et al.
+        2021) and ``rhat(method="rank")`` (split-R-hat with one chain); see
+        :doc:`/user_guide/bayesian_models`.
 
         Parameters
         ----------
         kind : {"dict", "table"}, optional
             Deprecated (``FutureWarning``): ``"dict"`` is the record returned without it;
             ``"table"`` returns the figures of ``quantities`` as a DataFrame with ArviZ's
-            column names (``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``r_hat``,
-            ``failed_checks``); use ``pandas.DataFrame.from_dict(summary["quantities"],
+            column names; use ``pandas.DataFrame.from_dict(summary["quantities"],
             orient="index")`` or ``arviz.summary(model.posterior_, group="label_invariant")``.
 
         Returns
         -------
         dict
-            ``chains``, ``draws`` (kept per chain), ``thin`` (sampler sweeps per kept draw
-            after the warm-up; 1 where every draw is kept; the final one of a run that extended
-            itself), ``tune``, ``rounds`` (1, or the rounds of a run that extended itself until
-            its checks passed or its bound was reached), ``sweeps_per_chain`` (warm-up
-            included), ``max_sweeps_per_chain`` (the bound of a self-extending run; 0: the
-            run had the length asked for), ``stopped`` (why a self-extending run ended:
-            ``"passed"``, ``"stuck"`` (R-hat stayed high, see ``DPMPM``, ``max_sweeps``),
-            ``"max_sweeps"``; ``""``: no extension), ``thresholds`` (R-hat, ESS, and the
-            quantiles ``ess_tail_prob`` of the tail ESS), ``quantities`` (per diagnosed
-            quantity: ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``: the
-            codes of its failed checks, ``"RHAT_HIGH"``, ``"LOW_ESS"``, joined by ``","``),
-            ``failed_checks`` (one per quantity and statistic: ``code``, ``quantity``,
-            ``statistic``, ``value``, ``threshold``), ``warnings`` (:meth:`mcmc_warnings`),
-            ``passed`` (no failed check, no warning): R-hat > 1.01 or bulk/tail ESS below 100
-            per chain fail (Vehtari et al. 2021), and ``regimes`` (two or more chains of a
-            mixture: which chains agree on α, ``k*`` and the log-likelihood, each chain's start
-            and means, each regime's evidence when tempered ladders estimated it —
-            ``bayes_risk.models._bayesian.regimes.regime_summary``; ``None`` otherwise).
+            ``chains``, ``draws`` (kept per chain), ``thin``, ``tune``, ``rounds`` (more than
+            1: a run that extended itself), ``sweeps_per_chain``, ``max_sweeps_per_chain``,
+            ``stopped`` (``"passed"``, ``"stuck"``, ``"max_sweeps"`` or ``""``),
+            ``thresholds``, ``quantities`` (per quantity: ``mean``, ``sd``, ``ess_bulk``,
+            ``ess_tail``, ``rhat``, ``flag``), ``failed_checks``, ``warnings``
+            (:meth:`mcmc_warnings`), ``passed`` (no failed check, no warning: R-hat <= 1.01,
+            bulk/tail ESS >= 100 per chain) and ``regimes`` (two or more chains of a mixture:
+            which chains agree on α, ``k*`` and the log-likelihood; ``None`` otherwise).
 
         References
         ----------
@@ -662,26 +615,43 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         >>> import arviz as az  # doctest: +SKIP
         >>> az.summary(model.posterior_, group="label_invariant")  # doctest: +SKIP
         """
-        return _convergence.convergence_summary(self, kind)
+        if kind not in (None, "dict", "table"):
+            raise ValidationError(
+                f"kind must be 'dict' (the convergence.json record) or 'table' (one row per "
+                f"diagnosed quantity, as arviz.summary); got {kind!r}.", code="INVALID_ARGUMENT")
+        if kind == "table":
+            warn_deprecated("convergence_summary(kind='table')")
+        elif kind == "dict":
+            warnings.warn("convergence_summary(kind='dict') is deprecated and will be removed in a "
+                          "future release: convergence_summary() returns the record.",
+                          FutureWarning, skip_file_prefixes=CALLER)
+        warns = self.mcmc_warnings()
+        if kind == "table":
+            return self._convergence_table(passed=not warns)
+        post = self.posterior_["posterior"]
+        run = self._mcmc_run()
+        return to_jsonable({
+            "model": type(self).__name__,
+            "chains": int(post.sizes["chain"]),
+            "draws": int(post.sizes["draw"]),
+            "thin": run["thin"],
+            "tune": int(self.tune),
+            "rounds": run["rounds"],
+            "sweeps_per_chain": run["sweeps_per_chain"],
+            "max_sweeps_per_chain": run["max_sweeps"],
+            "stopped": run["stopped"],
+            "thresholds": self._thresholds(),
+            "quantities": {
+                str(q): {k: (float(v) if k != "flag" else v) for k, v in r.items()}
+                for q, r in self.convergence_.iterrows()
+            },
+            "failed_checks": [c for w in warns for c in w.get("checks", [])],
+            "warnings": warns,
+            "passed": not warns,
+            "regimes": regime_summary(self) if int(post.sizes["chain"]) > 1 else None,
+        })
 
-    def _convergence_table(self, *, passed: bool) -> pd.DataFrame:
-        return _convergence.convergence_table(self, passed=passed)
-
-    def _json_settings(self) -> dict[str, Any]:
-        return to_jsonable(self._release_settings())
-
-    def _identity(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """What :func:`bayes_risk.data.provenance.model_id` hashes: method, settings, schema,
-        records, the fitted table's fingerprint, the state and the posterior draws."""
-        return _io.identity(self)
-
-    def _state_to_json(self) -> dict[str, Any]:
-        """Extra fitted state written to ``model.json`` (JSON-serialisable; none here)."""
-        return {}
-
-    def _state_from_json(self, state: Mapping[str, Any]) -> None:
-        """Restore what :meth:`_state_to_json` wrote (nothing here)."""
-
+    # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save the fitted model as a folder, atomically.
 
@@ -697,7 +667,38 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Path
             The folder written.
         """
-        return _io.save(self, path)
+        self._check_fitted()
+        meta = {
+            "format": "bayes-risk model",
+            "format_version": FORMAT_VERSION,
+            "method": self.method_name,
+            "class": type(self).__name__,
+            "settings": self._json_settings(),
+            "schema": self.schema_.to_dict(),
+            "n_records": int(self._n_records),
+            "n_draws": self.n_draws,
+            "draw_order": "chain-major: h = chain * draws_per_chain + draw",
+            "synthesized_records": None
+            if self.synthesized_records_ is None
+            else [int(i) for i in np.flatnonzero(self.synthesized_records_)],
+            "data_file": DATA_FILE if self.data_ is not None else None,
+            "confidential": self.data_ is not None,
+            "state": to_jsonable(self._state_to_json()),
+            # a hash of the encoded fitted table (never the data): checks the original later
+            "data_fingerprint": getattr(self, "data_fingerprint_", None),
+            "imputed_columns": getattr(self, "imputed_columns_", None),
+            "data_column_fingerprints": (getattr(self, "original_fingerprint_", None)
+                                         or {}).get("columns"),
+            "model_id": model_id(self),
+        }
+        self._label_invariant()  # the diagnosed quantities travel with the draws (ArviZ reads them)
+        with atomic_dir(path) as tmp:
+            self.posterior_.to_netcdf(tmp / POSTERIOR_FILE, engine="h5netcdf")
+            if self.data_ is not None:
+                self.data_.to_parquet(tmp / DATA_FILE, index=False)
+            write_json(tmp / CONVERGENCE_FILE, self.convergence_summary())
+            write_model_json(tmp, meta)  # last: the checksums of the files above
+        return Path(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> BayesianSynthesizer:
@@ -708,7 +709,39 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         ValidationError
             If the folder is not a saved model of this class or a file is missing.
         """
-        return _io.load(cls, path)
+        p, meta = read_model_meta(path)
+        if meta.get("method") != cls.method_name:
+            raise ValidationError(
+                f"{p} holds a {meta.get('method')!r} model, not {cls.method_name!r}; use "
+                "bayes_risk.models.load_model(path).",
+                code="MODEL_UNSUITED"
+            )
+        if int(meta.get("format_version", 0)) > FORMAT_VERSION:
+            raise ValidationError(
+                f"{p} was written by a newer bayes-risk (format version "
+                f"{meta.get('format_version')}); upgrade bayes-risk to read it.",
+                code="MODEL_FORMAT_VERSION"
+            )
+        required = [POSTERIOR_FILE] + ([meta["data_file"]]
+                                       if isinstance(meta.get("data_file"), str) else [])
+        verify_model_folder(p, meta, required=required)
+        posterior = read_posterior(p)
+        try:
+            obj = cls._restore(p, meta, posterior)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError, OSError) as err:
+            if isinstance(err, ValidationError) and err.code_given:
+                raise
+            # a folder without checksums (an older bayes-risk) whose model.json was edited
+            raise damaged_folder(p, f"{SETTINGS_FILE} does not describe a fitted {cls.__name__} "
+                                    f"({type(err).__name__}: {' '.join(str(err).split())[:200]})"
+                                 ) from err
+        imputed = meta.get("imputed_columns")
+        if isinstance(imputed, list):  # a model saved before it was recorded keeps its own
+            obj.imputed_columns_ = [str(c) for c in imputed if c in obj.schema_.names]
+        obj.data_fingerprint_ = meta.get("data_fingerprint")
+        obj.original_fingerprint_ = None if obj.data_fingerprint_ is None else {
+            "table": obj.data_fingerprint_, "columns": meta.get("data_column_fingerprints")}
+        return obj
 
     def check_fingerprint(self, data: pd.DataFrame) -> str | None:
         """Whether ``data`` is the table this model was fitted to.
@@ -718,7 +751,10 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         fingerprint was stored: a model saved by an older version), otherwise a short
         description of the difference.
         """
-        return _io.check_fingerprint(self, data)
+        self._check_fitted()
+        record = getattr(self, "original_fingerprint_", None) or {}
+        return fingerprint_problem(data, getattr(self, "data_fingerprint_", None), self.schema_,
+                                   self._n_records, record.get("columns"))
 
     @classmethod
     def from_posterior(
@@ -755,15 +791,5 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         BayesianSynthesizer
             A fitted model; convergence is reported on the given draws.
         """
-        return _io.from_posterior(cls, posterior, schema, n_records, data, synthesized_records,
-                                  settings)
-
-    def _needs_data_for_synthesis_given(self, schema: Schema) -> bool:
-        return _io.needs_data_for_synthesis_given(self, schema)
-
-    def _event_ndims(self) -> dict[str, int]:
-        """Number of non-sample dimensions of each posterior variable (for dict input)."""
-        return {}
-
-    def _as_datatree(self, posterior: Any) -> xr.DataTree:
-        return _io.as_datatree(posterior, self._event_ndims(), type(self).__name__)
+        return cls(**settings)._adopt_posterior(posterior, schema, n_records, data,
+                                                synthesized_records)

@@ -1,30 +1,19 @@
-"""Convergence diagnostics of :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`.
-
-Rank-normalised bulk/tail ESS and R-hat (Vehtari et al. 2021) of the label-invariant scalars
-each model supplies (``_convergence_quantities``), the structured warnings they raise and the
-JSON record written to ``convergence.json`` with a saved model. The scalars' draws are kept in
-the posterior's group ``label_invariant`` (:func:`label_invariant`), so that ArviZ's own tools
-(``arviz.summary(model.posterior_, group="label_invariant")``, trace and rank plots) show what
-is checked, and a saved model keeps them in its NetCDF file.
-
-The estimators are ``arviz_stats``' own, called on the stored draws of each quantity
-(``ess(method="bulk")``, ``ess(method="tail", prob=(0.05, 0.95))``, ``rhat(method="rank")``):
-the values equal ArviZ's on the saved posterior. Importing ``arviz_stats`` (and ``scipy.stats``)
-takes about half a second of CPU; a Gibbs run does it in a thread while its chains run
-(``bayes_risk.models._bayesian.gibbs._warm_up_output``).
+"""Convergence diagnostics of the Bayesian synthesizers: rank-normalised bulk/tail ESS and R-hat
+(Vehtari et al. 2021, ``arviz_stats``' estimators) of the label-invariant scalars each model
+supplies, kept as the posterior's group ``label_invariant``; the structured warnings and the
+``convergence.json`` record. See :doc:`/user_guide/bayesian_models`.
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._io import to_jsonable
-from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
-from bayes_risk.models._bayesian.regimes import regime_summary, regime_warnings
+from bayes_risk.exceptions import CALLER, ConvergenceWarning
+from bayes_risk.models._bayesian.regimes import regime_warnings
 from bayes_risk.models._bayesian.rhat import RHAT_MAX, rhat_rank
 
 #: bulk/tail ESS below this many **per chain** flags too few effective draws (Vehtari et al.
@@ -83,25 +72,11 @@ STATISTIC_NAMES = {"rhat": "R-hat", "ess_bulk": "bulk ESS", "ess_tail": "tail ES
 
 
 def failed_checks(table: pd.DataFrame, ess_min: float) -> list[dict[str, Any]]:
-    """The failed checks of a convergence table, one per quantity and statistic.
-
-    Parameters
-    ----------
-    table : DataFrame
-        Index: quantity; columns ``ess_bulk``, ``ess_tail``, ``rhat`` (as
-        :func:`check_convergence`).
-    ess_min : float
-        The fit's ESS threshold (``ESS_MIN`` per chain).
-
-    Returns
-    -------
-    list of dict
-        ``code`` (``"RHAT_HIGH"``: ``rhat > RHAT_MAX``; ``"LOW_ESS"``: ``ess_bulk`` or
-        ``ess_tail`` below ``ess_min``), ``quantity``, ``statistic`` (``"rhat"``,
-        ``"ess_bulk"``, ``"ess_tail"``), ``value`` and ``threshold``. The decision uses the
-        value as computed (no rounding): a tail ESS of 199.9996 fails a threshold of 200. An
-        ESS that cannot be computed (``NaN``: non-finite draws, fewer than 4 draws per chain)
-        fails too, with ``value`` NaN: convergence that cannot be assessed is not vouched for.
+    """The failed checks of a convergence table (index: quantity; ``ess_bulk``, ``ess_tail``,
+    ``rhat``), one per quantity and statistic: ``code`` (``"RHAT_HIGH"``: ``rhat > RHAT_MAX``;
+    ``"LOW_ESS"``: an ESS below ``ess_min``), ``quantity``, ``statistic``, ``value`` and
+    ``threshold``. Values are compared as computed (199.9996 fails 200), and an ESS that cannot
+    be computed (NaN) fails: convergence that cannot be assessed is not vouched for.
     """
     out: list[dict[str, Any]] = []
     for q, r in table.iterrows():
@@ -172,199 +147,6 @@ def checks_headline(checks: list[dict[str, Any]], *, where: str) -> str:
     return "; ".join(parts) + f" ({len(checks)} failed check(s) in all: {where})"
 
 
-def label_invariant(model, *, refresh: bool = False) -> Any:
-    """The draws of the diagnosed quantities: the posterior's group ``label_invariant``.
-
-    One variable ``[chain, draw]`` per quantity of the model's ``_convergence_quantities``
-    (mixture labels switch freely, so these are functions of the draws that do not depend on
-    them), with the posterior's ``chain`` and ``draw`` coordinates. Made from the draws and
-    put in ``model.posterior_`` when the tree lacks it or ``refresh`` (the convergence checks
-    refresh it, so that it always holds what they diagnosed); a saved model keeps it in
-    ``posterior.nc``. xarray forbids ``/`` in a variable name: such a name is written with
-    ``∕`` (U+2215); every variable keeps the quantity's own name in its attribute
-    ``quantity``.
-
-    Returns
-    -------
-    xarray.Dataset
-    """
-    import xarray as xr
-
-    from bayes_risk._version import __version__
-
-    tree = model.posterior_
-    post = tree["posterior"]
-    shape = (post.sizes["chain"], post.sizes["draw"])
-    if not refresh and LABEL_INVARIANT_GROUP in tree.children:
-        ds = tree[LABEL_INVARIANT_GROUP].to_dataset()
-        if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
-            return ds
-    data = {}
-    for name, x in model._convergence_quantities().items():
-        x = np.asarray(x, dtype=np.float64)
-        x = x.reshape(shape) if x.size == shape[0] * shape[1] else x.reshape(-1, x.shape[-1])
-        var = str(name).replace("/", "\u2215")
-        data[var] = xr.DataArray(x, dims=("chain", "draw"), attrs={"quantity": str(name)})
-    coords = {d: post[d].values for d in ("chain", "draw") if d in post.coords}
-    ds = xr.Dataset(data, attrs={
-        "description": "label-invariant functions of each posterior draw: the quantities "
-                       "whose R-hat and bulk/tail ESS bayes-risk checks (convergence_summary)",
-        "creation_library": "bayes-risk",
-        "creation_library_version": __version__,
-        "ess_tail_prob": list(TAIL_PROB),
-    })
-    if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
-        ds = ds.assign_coords(coords)
-    tree[LABEL_INVARIANT_GROUP] = xr.DataTree(ds)
-    return ds
-
-
-def check_convergence(model, *, warn: bool = False) -> pd.DataFrame:
-    """R-hat and bulk/tail ESS of the diagnosed quantities (the figures of
-    :meth:`BayesianSynthesizer.convergence_summary`'s ``quantities``; ``warn``: issue a
-    :class:`ConvergenceWarning` per failed code).
-
-    Returns
-    -------
-    DataFrame
-        Index: quantity; columns ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``,
-        ``flag`` (``""``, ``"RHAT_HIGH"``, ``"LOW_ESS"`` or both joined by ``","``);
-        ``attrs["mcmc_run"]``: the run the draws come from (:func:`mcmc_run`).
-    """
-    model._check_fitted()
-    ess_min = model._ess_min()
-    rows = []
-    for var in (ds := label_invariant(model, refresh=True)).data_vars:
-        name = ds[var].attrs.get("quantity", str(var))
-        x = np.asarray(ds[var].transpose("chain", "draw").values, dtype=np.float64)
-        finite = np.all(np.isfinite(x))
-        if x.shape[1] < 4 or not finite:
-            rows.append((name, np.nanmean(x), np.nanstd(x), np.nan, np.nan, np.nan))
-            continue
-        xr_ = x if x.shape[0] > 1 else x[:, : 2 * (x.shape[1] // 2)].reshape(2, -1)
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            eb, et, rh = ess_bulk(x), ess_tail(x), rhat_rank(xr_)
-        if np.ptp(x) == 0:  # a constant (e.g. K = 1): nothing to diagnose
-            eb, et, rh = float(x.size), float(x.size), 1.0
-        rows.append((name, float(x.mean()), float(x.std()), eb, et, rh))
-    df = pd.DataFrame(rows, columns=["quantity", "mean", "sd", "ess_bulk", "ess_tail", "rhat"])
-    df = df.set_index("quantity")
-    failed: dict[str, list[str]] = {}
-    for c in failed_checks(df, ess_min):
-        codes = failed.setdefault(c["quantity"], [])
-        if c["code"] not in codes:
-            codes.append(c["code"])
-    df["flag"] = [",".join(failed.get(str(q), [])) for q in df.index]
-    df.attrs["mcmc_run"] = model._mcmc_run()
-    if warn:
-
-        for w in model._convergence_warnings(df) + regime_warnings(model):
-            warnings.warn(ConvergenceWarning(w["message"], code=w["code"]),
-                          skip_file_prefixes=CALLER)
-    return df
-
-
-def mcmc_run(model) -> dict[str, Any]:
-    """The run the kept draws come from: warm-up sweeps, final thinning, kept draws per
-    chain, rounds (more than 1: the run extended itself, ``max_sweeps``), sweeps per chain
-    and the bound of a model-extending run (0: none). Read from the posterior's attributes
-    (``bayes_risk.models._bayesian.gibbs``), else from the settings."""
-    attrs = model.posterior_.attrs
-    tune = int(model.tune)
-    thin = int(attrs.get("thin", model._run_settings().get("thin", 1)))
-    draws = int(model.posterior_["posterior"].sizes["draw"])
-    return {"tune": tune, "thin": thin, "draws": draws,
-            "rounds": int(attrs.get("gibbs_rounds", 1)),
-            "sweeps_per_chain": tune + draws * thin,
-            "max_sweeps": int(attrs.get("max_sweeps", 0)),
-            "stopped": str(attrs.get("gibbs_stop", ""))}
-
-
-def round_verdict(model, posterior: Any, schema: Any, history: list[float]) -> str:
-    """The convergence checks of :func:`check_convergence` on draws (a DataTree of this
-    model's posterior for ``schema``) between the rounds of a model-extending run:
-    ``"passed"``, ``"failed"`` or ``"stuck"`` (``extension_stuck``; ``history``: the
-    largest R-hat of the earlier rounds, appended to). A new instance with the same
-    settings is diagnosed; this one is left as it is."""
-    probe = type(model)(**model.get_params())
-    probe.posterior_, probe.schema_ = posterior, schema
-    probe._after_posterior()
-    rep = probe._check_convergence(warn=False)
-    if not any(rep["flag"]):
-        return "passed"
-    rhat = rep["rhat"].to_numpy(dtype=float)
-    worst = float(np.max(rhat[np.isfinite(rhat)])) if np.isfinite(rhat).any() else np.nan
-    previous = history[-1] if history else None
-    history.append(worst)
-    return "stuck" if extension_stuck(previous, worst) else "failed"
-
-
-def convergence_warnings(model, df: pd.DataFrame) -> list[dict[str, Any]]:
-    """One structured warning per code of the failed checks of a convergence table
-    (``code``, ``quantities``, ``checks``: :func:`failed_checks`, ``message``)."""
-    out = []
-    chains = int(model.posterior_["posterior"].sizes["chain"])
-    run = model._mcmc_run()
-    if run["stopped"] == "stuck":  # a model-extending run that stopped early
-        advice = (f"The run stopped extending itself at {run['sweeps_per_chain']:,} sweeps "
-                  f"per chain (one kept per {run['thin']}, {run['rounds']} rounds): its last "
-                  f"round left R-hat above {STUCK_RHAT}, as when chains sit in different "
-                  "states that longer runs do not bring together. Compare fits with several "
-                  "seeds; a longer explicit run (draws, thin) shows whether they meet; see "
-                  "convergence_summary().")
-    elif run["max_sweeps"]:  # a model-extending run that stopped at its bound
-        advice = (f"The run extended itself to {run['sweeps_per_chain']:,} sweeps per chain "
-                  f"(one kept per {run['thin']}, {run['rounds']} rounds), the longest that "
-                  f"max_sweeps={run['max_sweeps']:,} allows: raise max_sweeps, or run longer "
-                  "chains (draws, thin) or more chains; see convergence_summary().")
-    else:
-        advice = ("Run longer chains (more tune/draws) or more chains; see "
-                  "convergence_summary().")
-    checks = failed_checks(df, model._ess_min()) if len(df) else []
-    for code, what in (("RHAT_HIGH", f"R-hat > {RHAT_MAX}"),
-                       ("LOW_ESS", f"bulk or tail ESS < {model._ess_min():.0f}, i.e. "
-                                   f"{ESS_MIN:.0f} per chain for {chains} chain(s)")):
-        mine = [c for c in checks if c["code"] == code]
-        if not mine:
-            continue
-        quantities = list(dict.fromkeys(c["quantity"] for c in mine))
-        # each quantity with the values that failed (not rounded onto the threshold)
-        desc = "; ".join(
-            f"{q}: " + ", ".join(check_text(c, with_quantity=False) for c in mine
-                                 if c["quantity"] == q)
-            for q in quantities
-        )
-        out.append({
-            "code": code,
-            "quantities": quantities,
-            "checks": mine,
-            "message": (
-                f"{type(model).__name__}: MCMC may not have converged ({what}: {desc}) "
-                f"({code}). {advice}"
-            ),
-        })
-    return out
-
-
-def mcmc_warnings(model) -> list[dict[str, Any]]:
-    """The work of :meth:`BayesianSynthesizer.mcmc_warnings` (documented there)."""
-    model._check_fitted()
-    if model.convergence_ is None:
-        model.convergence_ = model._check_convergence(warn=False)
-    out = model._convergence_warnings(model.convergence_)
-    from bayes_risk.warning_codes import message
-
-    out += regime_warnings(model)  # chains in different class structures (REGIMES_DISAGREE)
-
-    for code in getattr(model, "warnings_", None) or []:
-        if code not in {w["code"] for w in out}:
-            # the code's meaning and remedy, as the result's structured warnings give it
-            out.append({"code": str(code), "quantities": [], "checks": [],
-                        "message": f"{type(model).__name__}: {message(str(code))} ({code})"})
-    return out
-
-
 #: what replaces the table forms of the convergence figures (deprecated)
 TABLE_REPLACEMENT = ("convergence_summary()['quantities'] (the same figures; "
                      "pandas.DataFrame.from_dict(..., orient='index') makes it a table), or "
@@ -378,62 +160,175 @@ def warn_deprecated(what: str) -> None:
                   f"{TABLE_REPLACEMENT}.", FutureWarning, skip_file_prefixes=CALLER)
 
 
-def convergence_summary(
-    model, kind: Literal["dict", "table"] | None = None
-) -> dict[str, Any] | pd.DataFrame:
-    """The work of :meth:`BayesianSynthesizer.convergence_summary` (documented there)."""
-    if kind not in (None, "dict", "table"):
-        raise ValidationError(
-            f"kind must be 'dict' (the convergence.json record) or 'table' (one row per "
-            f"diagnosed quantity, as arviz.summary); got {kind!r}.", code="INVALID_ARGUMENT")
+class ConvergenceMixin:
+    """The convergence checks of :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`."""
 
-    if kind == "table":
-        warn_deprecated("convergence_summary(kind='table')")
-    elif kind == "dict":
-        warnings.warn("convergence_summary(kind='dict') is deprecated and will be removed in a "
-                      "future release: convergence_summary() returns the record.",
-                      FutureWarning, skip_file_prefixes=CALLER)
-    warns = model.mcmc_warnings()
-    if kind == "table":
-        return model._convergence_table(passed=not warns)
-    post = model.posterior_["posterior"]
-    run = model._mcmc_run()
-    return to_jsonable({
-        "model": type(model).__name__,
-        "chains": int(post.sizes["chain"]),
-        "draws": int(post.sizes["draw"]),
-        "thin": run["thin"],
-        "tune": int(model.tune),
-        "rounds": run["rounds"],
-        "sweeps_per_chain": run["sweeps_per_chain"],
-        "max_sweeps_per_chain": run["max_sweeps"],
-        "stopped": run["stopped"],
-        "thresholds": {"rhat_max": RHAT_MAX, "ess_min": model._ess_min(),
-                       "ess_min_per_chain": ESS_MIN, "ess_tail_prob": list(TAIL_PROB)},
-        "quantities": {
-            str(q): {k: (float(v) if k != "flag" else v) for k, v in r.items()}
-            for q, r in model.convergence_.iterrows()
-        },
-        "failed_checks": [c for w in warns for c in w.get("checks", [])],
-        "warnings": warns,
-        "passed": not warns,
-        # which chains agree on α, k* and the log-likelihood, and (tempered fits) which
-        # regime carries the posterior mass
-        "regimes": regime_summary(model) if int(post.sizes["chain"]) > 1 else None,
-    })
+    def _label_invariant(self, *, refresh: bool = False) -> Any:
+        """The posterior's group ``label_invariant``: one ``[chain, draw]`` variable per quantity of
+        ``_convergence_quantities``, (re)made from the draws when missing or ``refresh``. xarray
+        forbids ``/`` in a name: it is written ``∕`` (U+2215), attribute ``quantity`` keeps it."""
+        import xarray as xr
 
+        from bayes_risk._version import __version__
 
-def convergence_table(model, *, passed: bool) -> pd.DataFrame:
-    """The convergence figures under ArviZ's column names (the deprecated
-    ``convergence_summary(kind="table")``): ``r_hat`` for ``rhat``, ``failed_checks`` for
-    ``flag``."""
-    df = model.convergence_.rename(columns={"rhat": "r_hat", "flag": "failed_checks"})
-    df = df[["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "failed_checks"]].copy()
-    df.attrs = {
-        "model": type(model).__name__,
-        "thresholds": {"rhat_max": RHAT_MAX, "ess_min": model._ess_min(),
-                       "ess_min_per_chain": ESS_MIN, "ess_tail_prob": list(TAIL_PROB)},
-        "passed": passed,
-        "mcmc_run": model._mcmc_run(),
-    }
-    return df
+        tree = self.posterior_
+        post = tree["posterior"]
+        shape = (post.sizes["chain"], post.sizes["draw"])
+        if not refresh and LABEL_INVARIANT_GROUP in tree.children:
+            ds = tree[LABEL_INVARIANT_GROUP].to_dataset()
+            if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
+                return ds
+        data = {}
+        for name, x in self._convergence_quantities().items():
+            x = np.asarray(x, dtype=np.float64)
+            x = x.reshape(shape) if x.size == shape[0] * shape[1] else x.reshape(-1, x.shape[-1])
+            var = str(name).replace("/", "\u2215")
+            data[var] = xr.DataArray(x, dims=("chain", "draw"), attrs={"quantity": str(name)})
+        coords = {d: post[d].values for d in ("chain", "draw") if d in post.coords}
+        ds = xr.Dataset(data, attrs={
+            "description": "label-invariant functions of each posterior draw: the quantities "
+                           "whose R-hat and bulk/tail ESS bayes-risk checks (convergence_summary)",
+            "creation_library": "bayes-risk",
+            "creation_library_version": __version__,
+            "ess_tail_prob": list(TAIL_PROB),
+        })
+        if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
+            ds = ds.assign_coords(coords)
+        tree[LABEL_INVARIANT_GROUP] = xr.DataTree(ds)
+        return ds
+
+    def _check_convergence(self, *, warn: bool = False) -> pd.DataFrame:
+        """R-hat and bulk/tail ESS of the diagnosed quantities (index: quantity; ``mean``, ``sd``,
+        ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``; ``attrs["mcmc_run"]``); ``warn``: one
+        :class:`ConvergenceWarning` per failed code."""
+        self._check_fitted()
+        ess_min = self._ess_min()
+        rows = []
+        for var in (ds := self._label_invariant(refresh=True)).data_vars:
+            name = ds[var].attrs.get("quantity", str(var))
+            x = np.asarray(ds[var].transpose("chain", "draw").values, dtype=np.float64)
+            finite = np.all(np.isfinite(x))
+            if x.shape[1] < 4 or not finite:
+                rows.append((name, np.nanmean(x), np.nanstd(x), np.nan, np.nan, np.nan))
+                continue
+            xr_ = x if x.shape[0] > 1 else x[:, : 2 * (x.shape[1] // 2)].reshape(2, -1)
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                eb, et, rh = ess_bulk(x), ess_tail(x), rhat_rank(xr_)
+            if np.ptp(x) == 0:  # a constant (e.g. K = 1): nothing to diagnose
+                eb, et, rh = float(x.size), float(x.size), 1.0
+            rows.append((name, float(x.mean()), float(x.std()), eb, et, rh))
+        df = pd.DataFrame(rows, columns=["quantity", "mean", "sd", "ess_bulk", "ess_tail", "rhat"])
+        df = df.set_index("quantity")
+        failed: dict[str, list[str]] = {}
+        for c in failed_checks(df, ess_min):
+            codes = failed.setdefault(c["quantity"], [])
+            if c["code"] not in codes:
+                codes.append(c["code"])
+        df["flag"] = [",".join(failed.get(str(q), [])) for q in df.index]
+        df.attrs["mcmc_run"] = self._mcmc_run()
+        if warn:
+            for w in self._convergence_warnings(df) + regime_warnings(self):
+                warnings.warn(ConvergenceWarning(w["message"], code=w["code"]),
+                              skip_file_prefixes=CALLER)
+        return df
+
+    def _mcmc_run(self) -> dict[str, Any]:
+        """The run the kept draws come from: warm-up sweeps, final thinning, kept draws per
+        chain, rounds (more than 1: the run extended itself, ``max_sweeps``), sweeps per chain
+        and the bound of a model-extending run (0: none). Read from the posterior's attributes
+        (``bayes_risk.models._bayesian.gibbs``), else from the settings."""
+        attrs = self.posterior_.attrs
+        tune = int(self.tune)
+        thin = int(attrs.get("thin", self._run_settings().get("thin", 1)))
+        draws = int(self.posterior_["posterior"].sizes["draw"])
+        return {"tune": tune, "thin": thin, "draws": draws,
+                "rounds": int(attrs.get("gibbs_rounds", 1)),
+                "sweeps_per_chain": tune + draws * thin,
+                "max_sweeps": int(attrs.get("max_sweeps", 0)),
+                "stopped": str(attrs.get("gibbs_stop", ""))}
+
+    def _round_verdict(self, posterior: Any, schema: Any, history: list[float]) -> str:
+        """The convergence checks on ``posterior`` (this model's, for ``schema``) between the
+        rounds of a self-extending run, diagnosed on a new instance: ``"passed"``, ``"failed"``
+        or ``"stuck"`` (``extension_stuck``; ``history``: the largest R-hat of the earlier
+        rounds, appended to)."""
+        probe = type(self)(**self.get_params())
+        probe.posterior_, probe.schema_ = posterior, schema
+        probe._after_posterior()
+        rep = probe._check_convergence(warn=False)
+        if not any(rep["flag"]):
+            return "passed"
+        rhat = rep["rhat"].to_numpy(dtype=float)
+        worst = float(np.max(rhat[np.isfinite(rhat)])) if np.isfinite(rhat).any() else np.nan
+        previous = history[-1] if history else None
+        history.append(worst)
+        return "stuck" if extension_stuck(previous, worst) else "failed"
+
+    def _thresholds(self) -> dict[str, Any]:
+        return {"rhat_max": RHAT_MAX, "ess_min": self._ess_min(),
+                "ess_min_per_chain": ESS_MIN, "ess_tail_prob": list(TAIL_PROB)}
+
+    def _ess_min(self) -> float:
+        """``ESS_MIN`` per chain (read when called: tests lower it)."""
+        return ESS_MIN * int(self.posterior_["posterior"].sizes["chain"])
+
+    def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
+        """One structured warning per code of the failed checks of a convergence table
+        (``code``, ``quantities``, ``checks``: :func:`failed_checks`, ``message``)."""
+        out = []
+        chains = int(self.posterior_["posterior"].sizes["chain"])
+        run = self._mcmc_run()
+        if run["stopped"] == "stuck":  # a model-extending run that stopped early
+            advice = (f"The run stopped extending itself at {run['sweeps_per_chain']:,} sweeps "
+                      f"per chain (one kept per {run['thin']}, {run['rounds']} rounds): its last "
+                      f"round left R-hat above {STUCK_RHAT}, as when chains sit in different "
+                      "states that longer runs do not bring together. Compare fits with several "
+                      "seeds; a longer explicit run (draws, thin) shows whether they meet; see "
+                      "convergence_summary().")
+        elif run["max_sweeps"]:  # a model-extending run that stopped at its bound
+            advice = (f"The run extended itself to {run['sweeps_per_chain']:,} sweeps per chain "
+                      f"(one kept per {run['thin']}, {run['rounds']} rounds), the longest that "
+                      f"max_sweeps={run['max_sweeps']:,} allows: raise max_sweeps, or run longer "
+                      "chains (draws, thin) or more chains; see convergence_summary().")
+        else:
+            advice = ("Run longer chains (more tune/draws) or more chains; see "
+                      "convergence_summary().")
+        checks = failed_checks(df, self._ess_min()) if len(df) else []
+        for code, what in (("RHAT_HIGH", f"R-hat > {RHAT_MAX}"),
+                           ("LOW_ESS", f"bulk or tail ESS < {self._ess_min():.0f}, i.e. "
+                                       f"{ESS_MIN:.0f} per chain for {chains} chain(s)")):
+            mine = [c for c in checks if c["code"] == code]
+            if not mine:
+                continue
+            quantities = list(dict.fromkeys(c["quantity"] for c in mine))
+            # each quantity with the values that failed (not rounded onto the threshold)
+            desc = "; ".join(
+                f"{q}: " + ", ".join(check_text(c, with_quantity=False) for c in mine
+                                     if c["quantity"] == q)
+                for q in quantities
+            )
+            out.append({
+                "code": code,
+                "quantities": quantities,
+                "checks": mine,
+                "message": (
+                    f"{type(self).__name__}: MCMC may not have converged ({what}: {desc}) "
+                    f"({code}). {advice}"
+                ),
+            })
+        return out
+
+    def _convergence_table(self, *, passed: bool) -> pd.DataFrame:
+        """The convergence figures under ArviZ's column names (the deprecated
+        ``convergence_summary(kind="table")``): ``r_hat`` for ``rhat``, ``failed_checks`` for
+        ``flag``."""
+        df = self.convergence_.rename(columns={"rhat": "r_hat", "flag": "failed_checks"})
+        df = df[["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "failed_checks"]].copy()
+        df.attrs = {
+            "model": type(self).__name__,
+            "thresholds": self._thresholds(),
+            "passed": passed,
+            "mcmc_run": self._mcmc_run(),
+        }
+        return df

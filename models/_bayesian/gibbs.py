@@ -1,32 +1,12 @@
 """Gibbs-only MCMC runs without ``pm.sample``: the step in a loop, draws into preallocated arrays.
 
-A model whose every parameter is updated by one PyMC step method that draws from full
-conditionals (the DPMPM's blocked Gibbs sweep) needs nothing of ``pm.sample`` but the loop: no
-gradients, no tuning, no initial-point or trace functions. Building the class-marginalised PyMC
-model, compiling those functions and converting PyMC's trace objects cost about a second of CPU
-and 15–95 MiB on NYexample (issue 15; benchmarks/bench_dpmpm.py of commit 977bc9f); this
-module calls the step itself and returns the same ArviZ ``DataTree`` as
-``BayesianSynthesizer._run_sampler`` (groups ``posterior``, ``warmup_sample_stats``,
-``sample_stats``; the same variables, dims,
-coordinates and attributes), so everything downstream (convergence, save/load, synthesis) is
-unchanged.
-
-Random streams are those of ``pm.sample`` with the step as its only step: chain ``c`` draws from
-``default_rng(seeds).spawn(chains)[c]`` (after the one integer ``pm.sample`` takes from it), so
-the same seed gives the same draws as the ``pm.sample`` path, sequential or parallel. Chains run
-in forked processes when ``cores > 1`` on Linux (one per chain, at most ``cores`` sampling at a
-time), each with ``cpu_count // workers`` threads for the compiled kernels (whose results do not
-depend on the number of threads); elsewhere they run in turn (macOS does not allow ``fork`` once
-its system frameworks are in use). With ``cores=None`` (the package's choice) they run in
-worker processes only when the step's estimate of the sampling time in one process
-(``expected_sweep_seconds``) is at least ``FORK_MIN_SECONDS``: below it, starting the workers
-costs more than a second core saves (``chain_processes``). Either way every chain draws from its
-own generator, so the draws are the same.
-
-A run may extend itself (``max_sweeps``, ``check``: the DPMPM's default run length): the worker
-processes stay alive between rounds and hold their chain's state (in one process each chain has
-its own copy of the step), so a round continues every chain where it stopped, and the same seed
-gives the same draws whether the chains run in parallel or in turn.
+For a model sampled by one Gibbs step (the DPMPM's sweep) this returns the DataTree that
+``pm.sample`` with that step returns (same groups, variables, dims and attributes) without
+building and compiling the PyMC model. Chain ``c`` draws from
+``default_rng(seeds).spawn(chains)[c]``, as under ``pm.sample``, so the draws do not depend on
+whether the chains run in turn or in forked worker processes (Linux, ``cores > 1``; with
+``cores=None`` only when the run takes at least ``FORK_MIN_SECONDS``). A self-extending run
+(``max_sweeps``, ``check``) continues every chain where it stopped, its workers kept alive.
 """
 
 from __future__ import annotations
@@ -65,23 +45,11 @@ FORK_MIN_SECONDS = 2.0
 def chain_processes(cores: int | None, chains: int, expected_seconds: float | None) -> int:
     """Worker processes for the chains of a Gibbs run; ``1``: in turn, in this process.
 
-    Parameters
-    ----------
-    cores : int or None
-        The ``cores`` setting. An integer is the number of worker processes asked for (at most
-        one per chain); ``None`` is the package's choice: ``min(4, cpu_count)`` workers when the
-        sampling is expected to take at least ``FORK_MIN_SECONDS`` in one process, else none.
-    chains : int
-        Number of chains.
-    expected_seconds : float or None
-        The step's estimate of all chains' sampling time in one process (``None``: no
-        estimate, workers as with an integer ``cores``).
-
-    Returns
-    -------
-    int
-        Chains sampling at once; more than one only on Linux (forked workers, as PyMC does:
-        macOS does not allow ``fork`` once its system frameworks are in use).
+    ``cores``: an integer asks for that many workers (at most one per chain); ``None``:
+    ``min(4, cpu_count)`` workers when ``expected_seconds`` (the step's estimate of all chains'
+    sampling time in one process; ``None``: no estimate) is at least ``FORK_MIN_SECONDS``, else
+    none. More than one only on Linux (forked workers; macOS does not allow ``fork`` once its
+    system frameworks are in use).
     """
     if cores is None:
         if expected_seconds is not None and expected_seconds < FORK_MIN_SECONDS:
@@ -93,22 +61,10 @@ def chain_processes(cores: int | None, chains: int, expected_seconds: float | No
 
 @dataclass(frozen=True)
 class GibbsLayout:
-    """What a Gibbs-only run records, as the PyMC model would declare it.
-
-    Attributes
-    ----------
-    shapes : mapping of str to tuple of int
-        Event shape of each variable the step writes into its point, in the model's order of
-        free variables (the posterior group's order).
-    dims : mapping of str to tuple of str
-        Event dimension names of every posterior variable (step variables and deterministics).
-    coords : mapping of str to array
-        Coordinates of those dimensions.
-    deterministics : callable, optional
-        ``f(draws) -> {name: array}``: the model's deterministic variables from the step
-        variables' ``[chain, draw, ...]`` arrays (vectorised), appended after them.
-    initial_point : mapping, optional
-        Point given to the first step (a step that draws its start from the prior ignores it).
+    """What a Gibbs-only run records, as the PyMC model would declare it: ``shapes`` (event shape of
+    each step variable, in the posterior's order), ``dims`` and ``coords`` of every posterior
+    variable, ``deterministics`` (``f(draws) -> {name: array}`` on the ``[chain, draw, ...]``
+    arrays, appended after the step variables) and ``initial_point`` (given to the first step).
     """
 
     shapes: Mapping[str, tuple[int, ...]]
@@ -430,49 +386,37 @@ def sample_gibbs(
     Parameters
     ----------
     step : object
-        A step method with the interface of PyMC's ``BlockedStep`` (``setup_chain(rng, tune,
-        draws)``, ``stop_tuning()``, ``step(point) -> (point, [stats])`` with scalar statistics
-        ``stats_dtypes_shapes``), which need not be one (PyMC is not imported); used as is in
-        one process, copied into each worker process. Extension rounds need a ``thin``
-        attribute and a chain's state in attributes that ``setup_chain`` sets afresh (each
-        chain runs on a shallow copy).
+        A step with the interface of PyMC's ``BlockedStep`` (``setup_chain(rng, tune, draws)``,
+        ``stop_tuning()``, ``step(point) -> (point, [stats])``, ``stats_dtypes_shapes``); copied
+        into each worker process. Extension rounds need a ``thin`` attribute and a chain's state
+        in attributes that ``setup_chain`` sets afresh.
     layout : GibbsLayout
         Variables, dims and coordinates of the posterior.
     seeds : list of int
         One integer seed per chain (as given to ``pm.sample``).
     tune, draws, chains : int
-        Warm-up sweeps (statistics kept in ``warmup_sample_stats``), kept draws per chain,
-        chains.
+        Warm-up sweeps, kept draws per chain, chains.
     cores : int or None
-        Worker processes for the chains; ``1`` runs the chains one after the other in this
-        process. ``None``: ``min(4, cpu_count)`` workers (as PyMC) when the step's
-        ``expected_sweep_seconds()`` over every chain's first round of sweeps comes to at least
-        ``FORK_MIN_SECONDS``, else the chains run in turn here (``chain_processes``; a step
-        without the method gets the workers). The draws are the same either way.
+        Worker processes for the chains (``1``: in turn in this process; ``None``: up to
+        ``min(4, cpu_count)`` when the run is long enough, ``chain_processes``). The draws are
+        the same either way.
     progressbar : bool
-        Show a progress bar of the draws on stderr (warm-up draws and kept draws; a step with a
-        ``thin`` attribute makes ``thin`` sweeps per kept draw, and the bar says so).
+        Show a progress bar of the draws on stderr.
     stop : callable
         Polled between sweeps; ``True`` stops the run with ``KeyboardInterrupt``.
     max_sweeps : int
-        With ``check``: while ``check`` fails and twice the window fits in ``max_sweeps``
-        sweeps per chain (warm-up included), every chain continues from its state for as many
-        sweeps again, at twice the thinning, and every second draw so far is kept (those at
-        multiples of the new ``thin``): the draws of one run at the final ``thin``. 0: none.
+        With ``check``: while ``check`` fails and twice the window fits in ``max_sweeps`` sweeps
+        per chain, every chain continues for as many sweeps again at twice the thinning, keeping
+        every second draw so far: the draws of one run at the final ``thin``. 0: none.
     check : callable, optional
-        ``check(datatree) -> str``: ``"passed"`` (the kept draws pass the convergence checks),
-        ``"failed"`` (extend) or ``"stuck"`` (failed, and a longer run is not expected to help:
-        stop).
+        ``check(datatree) -> str``: ``"passed"``, ``"failed"`` (extend) or ``"stuck"`` (stop).
 
     Returns
     -------
     xarray.DataTree
-        The groups of ``pm.sample``; the root's attributes record the run: ``thin`` (final
-        sweeps per kept draw), ``gibbs_rounds`` (1: no extension), ``max_sweeps`` and
-        ``gibbs_stop`` (why the rounds ended: ``"passed"``, ``"stuck"``, ``"max_sweeps"``;
-        ``""`` without extension); the posterior group's, besides ``sampling_time``, the steady
-        ``sweep_time`` of one chain (each chain's first step left out) and ``chains_at_once``
-        (``bayes_risk.models._bayesian.timing``).
+        The groups of ``pm.sample``; the root's attributes ``thin``, ``gibbs_rounds``,
+        ``max_sweeps`` and ``gibbs_stop`` record the run, the posterior group's the timings of
+        ``bayes_risk.models._bayesian.timing``.
     """
     tune, draws, chains = int(tune), int(draws), int(chains)
     rngs = chain_generators(seeds, chains)

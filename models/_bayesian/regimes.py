@@ -1,23 +1,10 @@
 """Regimes of the chains of a mixture fit: which chains agree on the class structure.
 
-A truncated Dirichlet-process mixture (DPMPM, Poisson mixtures) has label-invariant summaries of
-its class structure — the concentration α, the number of occupied classes ``k*`` and the data
-log-likelihood — that a Gibbs sampler can hold at different levels for a long time (metastable
-states; the chains start overdispersed, ``bayes_risk.models._bayesian.starts``, so that they can
-show it). Two chains are in the same *regime* when, for each of these quantities, the
-rank-normalised R-hat of the pair (Vehtari et al. 2021; ``rhat.rhat_rank``) is at most
-``RHAT_MAX`` or the difference of the two chains' means is within Monte Carlo error (a pair of
-short chains fails R-hat by chance; that is ``RHAT_HIGH`` / ``LOW_ESS``, not two regimes); the
-regimes are the groups of chains connected by agreement. More than one regime is
-the warning ``REGIMES_DISAGREE``, which names α, ``k*`` and the log-likelihood of each chain;
-every risk computed from the fit then depends on which draws are used, and the risk engines
-report it per regime (``RISK_BY_REGIME``).
-
-When the fit ran tempered ladders (``DPMPM(temperatures=...)``), each chain carries a
-stepping-stone estimate of the log marginal likelihood of the region its ladder sampled
-(``bayes_risk.models.dpmpm.tempering``); a regime's estimate is the mean of its chains', and the
-regimes' posterior probabilities are their estimates normalised (``mass``): which regime carries
-the posterior mass.
+Two chains are in the same *regime* when, for each of α, ``k*`` and the data log-likelihood, the
+rank-normalised R-hat of the pair is at most ``RHAT_MAX`` or their means differ within Monte
+Carlo error; regimes are the groups connected by agreement. More than one is the warning
+``REGIMES_DISAGREE`` (the risk engines then report ``RISK_BY_REGIME``). With tempered ladders
+each regime's stepping-stone evidence gives its posterior ``mass``. See :doc:`/methods/models`.
 """
 
 from __future__ import annotations

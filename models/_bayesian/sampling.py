@@ -17,7 +17,7 @@ from bayes_risk.models._bayesian.timing import DrawClock, record_sweep_time
 if TYPE_CHECKING:
     import xarray as xr
 
-__all__ = ["InterruptGuard", "chain_seeds", "check_complete", "run_gibbs", "run_sampler"]
+__all__ = ["InterruptGuard", "SamplingMixin", "chain_seeds", "check_complete"]
 
 
 def check_complete(dt: Any, chains: int, draws: int) -> None:
@@ -34,19 +34,13 @@ def check_complete(dt: Any, chains: int, draws: int) -> None:
 class InterruptGuard:
     """Make Ctrl-C (and a handled SIGTERM) stop every chain of ``pm.sample``, not only one.
 
-    PyMC's sequential sampler catches ``KeyboardInterrupt`` per chain, keeps the draws so far
-    and starts the next chain, so one Ctrl-C would cost the whole of the remaining chains. The
-    guard records the signal (and passes it on to the handler in place) and its draw callback
-    stops each later chain at once; the caller then raises ``KeyboardInterrupt`` instead of
-    returning a truncated posterior. SIGTERM is watched only where a Python handler is
-    installed (the command line's); otherwise its default action, ending the process, stands.
-    A signal the process ignores (SIGINT of a job a script started in the background) is left
-    ignored.
-    While the guard is active, the ``KeyboardInterrupt`` that a recorded signal raised inside a
-    callback Python cannot raise from (numba compiling or loading a kernel calls back into
-    Python through ctypes, a ``__del__``) is not printed as "Exception ignored ... Traceback":
-    the recorded signal stops the chains at the next draw all the same, and the interrupt is
-    delivered again (``redeliver_interrupt``) for what runs after the chains.
+    PyMC's sequential sampler catches ``KeyboardInterrupt`` per chain and starts the next one. The
+    guard records the signal (passing it on to the handler in place), its draw callback stops each
+    later chain, and the caller raises ``KeyboardInterrupt`` instead of returning a truncated
+    posterior. SIGTERM is watched only where a Python handler is installed; an ignored SIGINT stays
+    ignored. A ``KeyboardInterrupt`` raised where Python cannot raise it (numba calling back through
+    ctypes, a ``__del__``) is not printed as "Exception ignored": it is delivered again
+    (``redeliver_interrupt``) after the chains.
     """
 
     def __init__(self) -> None:
@@ -114,54 +108,6 @@ def chain_seeds(random_seed: RandomSeed, chains: int) -> list[int]:
     return [int(s) for s in rng.integers(0, 2**31 - 1, size=chains)]
 
 
-def run_sampler(synth: Any, model: Any, step: Any, random_seed: RandomSeed,
-                sample_kwargs: dict[str, Any]) -> xr.DataTree:
-    """The work of ``BayesianSynthesizer._run_sampler``: ``pm.sample`` on ``model`` with the
-    settings of ``synth``."""
-    import pymc as pm
-
-    seeds = synth._chain_seeds(random_seed)
-    kwargs: dict[str, Any] = dict(
-        draws=int(synth._run_settings()["draws"]),
-        tune=int(synth.tune),
-        chains=int(synth.chains),
-        cores=synth.cores,
-        random_seed=seeds,
-        progressbar=bool(synth.progressbar),
-        quiet=not bool(synth.progressbar),
-        compute_convergence_checks=False,
-        discard_tuned_samples=False,
-        model=model,
-    )
-    if step is not None:
-        kwargs["step"] = step
-    kwargs.update(sample_kwargs)
-    bar = _plain_bar(kwargs)
-    with warnings.catch_warnings(), InterruptGuard() as guard, bar:
-        # PyMC's own short-chain message; convergence is reported by convergence_summary().
-        warnings.filterwarnings("ignore", message=".*samples per chain.*")
-        # the steady time per draw, without the chains' one-off start (bayes_risk.attribute.cost)
-        clock = DrawClock(kwargs.get("callback"))
-        kwargs["callback"] = guard.callback(clock)
-        try:
-            with keyboard_interrupts(lambda: guard.interrupted):  # in a compiled step
-                dt = pm.sample(**kwargs)
-        except KeyError as err:
-            # PyMC interrupted during tuning fails while assembling the empty trace
-            raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
-    if guard.interrupted:
-        raise KeyboardInterrupt("sampling interrupted")
-    check_complete(dt, int(synth.chains), int(synth._run_settings()["draws"]))
-    cores, chains = kwargs["cores"], int(kwargs["chains"])
-    cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
-    record_sweep_time(dt, clock.seconds_per_draw(), min(cores, chains) if cores > 1 else 1)
-    if "warmup_posterior" in dt.children:
-        del dt["warmup_posterior"]
-    if "observed_data" in dt.children:
-        del dt["observed_data"]
-    return dt
-
-
 def _plain_bar(kwargs: dict[str, Any]) -> Any:
     """Where a bar shows as plain text (a log file, a notebook without ipywidgets:
     ``bayes_risk._terminal``), PyMC's rich bar shows nothing there (and warns "install
@@ -185,17 +131,76 @@ def _plain_bar(kwargs: dict[str, Any]) -> Any:
     return bar
 
 
-def run_gibbs(synth: Any, step: Any, layout: Any, seeds: list[int],
-              extension: dict[str, Any]) -> xr.DataTree:
-    """The work of ``BayesianSynthesizer._run_gibbs``: the Gibbs step in a plain loop."""
-    from bayes_risk.models._bayesian.gibbs import sample_gibbs
+class SamplingMixin:
+    """The samplers of :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`."""
 
-    # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)
-    with InterruptGuard() as guard, keyboard_interrupts(lambda: guard.interrupted):
-        dt = sample_gibbs(step, layout, seeds=seeds, tune=synth.tune,
-                          draws=int(synth._run_settings()["draws"]),
-                          chains=synth.chains, cores=synth.cores,
-                          progressbar=bool(synth.progressbar), stop=lambda: guard.interrupted,
-                          **extension)
-    check_complete(dt, int(synth.chains), int(synth._run_settings()["draws"]))
-    return dt
+    def _chain_seeds(self, random_seed: RandomSeed) -> list[int]:
+        """Check the MCMC settings; one integer seed per chain drawn from ``random_seed``."""
+        self._check_mcmc_settings()
+        return chain_seeds(random_seed, int(self.chains))
+
+    def _run_sampler(self, model: Any, *, step: Any = None, random_seed: RandomSeed = None,
+                     **sample_kwargs: Any) -> xr.DataTree:
+        """``pm.sample`` on ``model`` with this object's settings and one seed per chain drawn
+        from ``random_seed``; the warm-up draws are dropped (their ``warmup_sample_stats`` kept)."""
+        import pymc as pm
+
+        seeds = self._chain_seeds(random_seed)
+        kwargs: dict[str, Any] = dict(
+            draws=int(self._run_settings()["draws"]),
+            tune=int(self.tune),
+            chains=int(self.chains),
+            cores=self.cores,
+            random_seed=seeds,
+            progressbar=bool(self.progressbar),
+            quiet=not bool(self.progressbar),
+            compute_convergence_checks=False,
+            discard_tuned_samples=False,
+            model=model,
+        )
+        if step is not None:
+            kwargs["step"] = step
+        kwargs.update(sample_kwargs)
+        bar = _plain_bar(kwargs)
+        with warnings.catch_warnings(), InterruptGuard() as guard, bar:
+            # PyMC's own short-chain message; convergence is reported by convergence_summary().
+            warnings.filterwarnings("ignore", message=".*samples per chain.*")
+            # the steady time per draw, without the chains' one-off start
+            # (bayes_risk.attribute.cost)
+            clock = DrawClock(kwargs.get("callback"))
+            kwargs["callback"] = guard.callback(clock)
+            try:
+                with keyboard_interrupts(lambda: guard.interrupted):  # in a compiled step
+                    dt = pm.sample(**kwargs)
+            except KeyError as err:
+                # PyMC interrupted during tuning fails while assembling the empty trace
+                raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
+        if guard.interrupted:
+            raise KeyboardInterrupt("sampling interrupted")
+        check_complete(dt, int(self.chains), int(self._run_settings()["draws"]))
+        cores, chains = kwargs["cores"], int(kwargs["chains"])
+        cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
+        record_sweep_time(dt, clock.seconds_per_draw(), min(cores, chains) if cores > 1 else 1)
+        if "warmup_posterior" in dt.children:
+            del dt["warmup_posterior"]
+        if "observed_data" in dt.children:
+            del dt["observed_data"]
+        return dt
+
+    def _run_gibbs(self, step: Any, layout: Any, *, random_seed: RandomSeed = None,
+                   **extension: Any) -> xr.DataTree:
+        """``_run_sampler`` for a model sampled by one Gibbs step alone, run in a plain loop
+        (``bayes_risk.models._bayesian.gibbs``): same seeds, same DataTree. ``extension``:
+        ``max_sweeps`` and ``check`` of ``sample_gibbs``."""
+        from bayes_risk.models._bayesian.gibbs import sample_gibbs
+
+        seeds = self._chain_seeds(random_seed)
+        # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)
+        with InterruptGuard() as guard, keyboard_interrupts(lambda: guard.interrupted):
+            dt = sample_gibbs(step, layout, seeds=seeds, tune=self.tune,
+                              draws=int(self._run_settings()["draws"]),
+                              chains=self.chains, cores=self.cores,
+                              progressbar=bool(self.progressbar), stop=lambda: guard.interrupted,
+                              **extension)
+        check_complete(dt, int(self.chains), int(self._run_settings()["draws"]))
+        return dt

@@ -1,21 +1,11 @@
 """Overdispersed chain starts of the truncated stick-breaking mixtures (DPMPM, Poisson mixtures).
 
-A mixture's Gibbs sampler can sit for a long time in the class structure it starts in (a few
-large classes, or many small ones: a *regime* of the number of occupied classes ``k*`` and of
-the concentration α). Chains that all start the same way can then agree with each other while
-missing another regime, and R-hat, which compares chains, cannot see it (Gelman & Rubin 1992
-ask for starting points "overdispersed with respect to the target"). So by default the chains of
-a fit start in different regimes, cycled over the chains:
-
-* ``"spread"``: the records spread uniformly over all ``K`` classes (every class occupied, as
-  NPBayesImputeCat starts), α drawn from its prior and bounded to [0.5, 5];
-* ``"few"``: the records spread uniformly over ``min(K, 3)`` classes, α = 0.5;
-* ``"prior"``: α drawn from its prior (bounded to [0.5, 5]), the sticks from the prior given α
-  and each record's class from the resulting weights
-  (:func:`~bayes_risk.models._bayesian.sticks.initial_memberships`): about ``α log n`` classes.
-
-The first chain keeps the start each model had before (DPMPM: ``"spread"``; Poisson mixture:
-``"prior"``), so a one-chain fit is unchanged; the second starts at the other end of ``k*``.
+Chains that start in the same class structure can agree while missing another regime, which
+R-hat cannot see (Gelman & Rubin 1992), so by default the chains start in different ones, cycled:
+``"spread"`` (records uniform over all ``K`` classes, α from its prior bounded to [0.5, 5]),
+``"few"`` (uniform over ``min(K, 3)`` classes, α = 0.5) or ``"prior"`` (α, sticks and classes
+from the prior). The first chain keeps each model's former start (DPMPM ``"spread"``, Poisson
+mixture ``"prior"``).
 
 References
 ----------

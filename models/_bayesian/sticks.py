@@ -1,12 +1,8 @@
-"""Truncated stick breaking and the concentration parameter (stick breaking and the α step).
+"""Truncated stick breaking and the concentration α, shared by the DPMPM and the Poisson mixtures.
 
-Shared by every mixture model with a truncated Dirichlet-process prior (DPMPM, Poisson mixtures).
-
-The stick fractions are drawn **in log space**: ``log V_k`` and ``log(1 − V_k)`` come from two
-log-Gamma variates, so nothing is clipped. When α is small, ``1 − V_k`` is often far below
-``1e-12``; clipping ``V_k`` below 1 (as an earlier version did) makes ``−Σ log(1 − V_k)`` too
-small in the α update, draws α too large and biases the whole posterior (Ishwaran & James 2001
-give the truncated sampler; the log-space draw is the standard remedy for underflow).
+The stick fractions are drawn **in log space** (``log V_k`` and ``log(1 − V_k)`` from two
+log-Gamma variates): clipping ``V_k`` below 1 when α is small makes ``−Σ log(1 − V_k)`` too small
+in the α update and biases the posterior (Ishwaran & James 2001).
 """
 
 from __future__ import annotations
@@ -235,17 +231,10 @@ def slice_alpha(
     """One slice-sampling update of α from ``p(α | z)`` with the sticks integrated out.
 
     Univariate slice sampling (Neal 2003; stepping out and shrinkage) on ``log α`` of
-    :func:`alpha_log_marginal` (compiled; every uniform from ``rng``). Drawing α given the sticks
-    (:func:`sample_alpha`) couples it with the sticks of the empty classes, which are prior draws
-    given α: the pair moves as a random walk of about ``α / sqrt(K)`` per sweep, and a chain that
-    reaches a large α stays there for thousands of sweeps (α ≈ 78 with 38 of K = 80 classes
-    occupied for 1,300 sweeps on the ACS extract). Given ``z`` alone, α moves across its whole
-    conditional in one update; the caller then draws the sticks given ``z`` and the new α.
-
-    ``upper`` restricts the update to ``α <= upper``: slice sampling on the conditional times
-    ``1{α <= upper}`` (a point above it is outside the slice), so the draw follows the truncated
-    conditional (never a clipped draw); ``alpha`` must lie below it. The DPMPM sampler uses it
-    in the first warm-up sweeps only (``DPMPM(alpha_warmup_bound=...)``).
+    :func:`alpha_log_marginal`: given ``z`` alone α moves across its whole conditional in one
+    update, where given the sticks it random-walks with the empty classes' sticks. ``upper``
+    restricts the draw to the truncated conditional ``α <= upper`` (``alpha`` must lie below it;
+    the DPMPM's first warm-up sweeps).
 
     References
     ----------
@@ -286,18 +275,13 @@ def initial_memberships(
 def label_switch_moves(
     nk: np.ndarray, log_v: np.ndarray, log_1mv: np.ndarray, rng: np.random.Generator | np.ndarray
 ) -> np.ndarray:
-    """Metropolis label-switching moves of the truncated stick-breaking mixture.
-
-    Blocked Gibbs on ``(z, V)`` mixes slowly over the *order* of the classes, and with it over α
-    and the number of occupied classes (Papaspiliopoulos & Roberts 2008; Hastie, Liverani &
-    Richardson 2015). Two moves that leave the posterior invariant:
+    """Metropolis label-switching moves of the truncated stick-breaking mixture (Papaspiliopoulos &
+    Roberts 2008; Hastie, Liverani & Richardson 2015), both leaving the posterior invariant:
 
     1. swap the labels of two occupied classes ``j, l`` (``V`` kept): accept with probability
        ``min(1, (π_j / π_l)^{n_l − n_j})``;
     2. for ``K − 2`` uniformly chosen ``j < K − 2``, swap the labels *and* sticks of classes
        ``j, j + 1``: accept with ``min(1, (1 − V_{j+1})^{n_j} / (1 − V_j)^{n_{j+1}})``.
-
-    Class parameters move with their labels; the caller redraws them given the new labels.
 
     Parameters
     ----------
@@ -306,12 +290,13 @@ def label_switch_moves(
     log_v, log_1mv : arrays [K-1]
         ``log V_k`` and ``log(1 − V_k)`` of the current sticks.
     rng : Generator or array
-        The generator, or its ``generator.generator_handle`` (a sampler's loop reads it once).
+        The generator, or its ``generator.generator_handle``.
 
     Returns
     -------
     int array [K]
-        ``new_label[old_label]``; apply as ``z = new_label[z]``.
+        ``new_label[old_label]``; apply as ``z = new_label[z]`` (the caller redraws the class
+        parameters given the new labels).
 
     References
     ----------

@@ -1,25 +1,10 @@
-"""What a fit records of its own cost, for the estimate of the stabilised estimator's refits.
+"""What a fit records of its own cost, for ``bayes_risk.attribute.cost``'s estimate of the refits.
 
-The refits (``fit_augmented``) run the sampler of the fit again on more records; they do not pay
-again what a fit pays once per process: importing PyMC, xarray and ArviZ, compiling (or loading)
-the numba kernels on a chain's first sweep, compiling a PyMC model for the first time. A fit's
-total sampling time (``sampling_time``, as PyMC records it) includes those costs, which made the
-refits' estimate from it 1.3–7 times too high. So the samplers also record, in the attributes of
-the posterior group (saved with the model, as ``sampling_time``):
-
-``sweep_time``
-    Wall seconds per sweep of one chain after its first sweep (a PyMC draw is one sweep; a
-    kept draw of a thinned Gibbs run is ``thin`` sweeps), averaged over the chains.
-``chains_at_once``
-    How many chains sampled at the same time (worker processes), during which ``sweep_time``
-    was measured.
-``fit_time``
-    Wall seconds of the whole ``fit`` (data checks, model building, sampling, convergence
-    checks). What it holds beyond the steady sweeps is an upper bound of a refit's set-up: a
-    refit repeats part of it (building the model, starting worker processes, the checks) but not
-    the one-off costs.
-
-``bayes_risk.attribute.cost`` turns them into the estimate printed before the refits.
+A refit does not pay the once-per-process costs (imports, kernel compilation) that a fit's
+``sampling_time`` includes, so the samplers also record in the posterior group's attributes:
+``sweep_time`` (wall seconds per sweep of one chain after its first, averaged over the chains),
+``chains_at_once`` (chains sampling at the same time while it was measured) and ``fit_time``
+(wall seconds of the whole ``fit``: an upper bound of a refit's set-up beyond the sweeps).
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
 """DPMPM: truncated Dirichlet-process mixture of products of multinomials (Hu & Savitsky 2018).
 
-The latent-class model of Dunson & Xing (2009) used for categorical synthesis by Hu, Reiter &
-Wang (2014) and in the R package NPBayesImputeCat. The PyMC model (classes marginalised out) is
-the single source of truth for the density; the default sampler is a blocked Gibbs step (a PyMC
-step method) with numba kernels, run in a plain loop (``models/dpmpm/run.py``) that returns the
-ArviZ DataTree ``pm.sample`` would.
-
-Once its posterior is set (fit, load, ``from_posterior``) the model builds its fitted state
-(:class:`~bayes_risk.models.dpmpm.state.DPMPMState`: the arrays of the draws) once and passes it
-to the module-level functions of its sibling modules, one per concern: the PyMC model and the
-fitted posterior (``dpmpm.fit``), the likelihoods of the risk engines (``dpmpm.loglik``) and
-level coding and synthesis (``dpmpm.coding``).
+The PyMC model (classes marginalised out) defines the density; the default sampler is a blocked
+Gibbs step with numba kernels run in a plain loop (``dpmpm.run``). The fitted state
+(:class:`~bayes_risk.models.dpmpm.state.DPMPMState`) is built once per posterior and passed to
+the functions of ``dpmpm.fit``, ``dpmpm.loglik`` and ``dpmpm.coding``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -32,6 +25,7 @@ from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
+from bayes_risk.models._bayesian.records import check_synthesized_records
 from bayes_risk.models._bayesian.starts import chain_starts, check_starts
 from bayes_risk.models._bayesian.sticks import (  # noqa: F401  (re-exported)
     alpha_conditional,
@@ -85,114 +79,73 @@ class DPMPM(BayesianSynthesizer):
 
     Model: ``y_ij | z_i = k ~ Cat(φ_kj)``, ``z_i ~ Cat(π)``, ``π`` by truncated stick breaking
     with ``V_k ~ Beta(1, α)`` (``V_K = 1``), ``α ~ Gamma(a_α, b_α)`` (shape, rate),
-    ``φ_kj ~ Dirichlet(a, …, a)``. Missing values in the confidential data are imputed inside the
-    sampler (each sweep draws the missing ``y_ij`` from ``φ_{z_i j}``), as NPBayesImputeCat does.
+    ``φ_kj ~ Dirichlet(a, …, a)``. Missing values are imputed inside the sampler, as
+    NPBayesImputeCat does. Sampler, defaults and convergence: :doc:`/user_guide/bayesian_models`;
+    the mathematics: :doc:`/methods/models`.
 
     Parameters
     ----------
     n_components : int
-        Truncation level ``K >= 1`` (default 50; Hu & Savitsky use 40, NPBayesImputeCat examples
-        80). ``K = 1`` is the product of independent Dirichlet–multinomials.
+        Truncation level ``K >= 1`` (default 50). ``K = 1`` is the product of independent
+        Dirichlet–multinomials.
     alpha_prior : (float, float)
         Shape and rate ``(a_α, b_α)`` of the Gamma prior of the DP concentration (0.25, 0.25).
     dirichlet_prior : float
         Dirichlet parameter ``a_jc`` of every category probability (1: uniform).
     synthesis_mode : {"marginal", "conditional_us", "posterior_class"}, optional
-        Synthesis mode (Hu & Savitsky 2018). Default: ``marginal`` for full synthesis (no
-        unsynthesized columns), ``conditional_us`` for partial synthesis — both class P.
-        ``posterior_class`` (NPBayesImputeCat's ``DPMPM_nozeros_syn``) draws each record's class
-        from ``p(k | y_i, Θ)`` and is class O.
+        Synthesis mode (Hu & Savitsky 2018). Default: ``marginal`` for full synthesis,
+        ``conditional_us`` for partial synthesis — both class P. ``posterior_class``
+        (NPBayesImputeCat's ``DPMPM_nozeros_syn``) draws each record's class from
+        ``p(k | y_i, Θ)`` and is class O.
     sampler : {"gibbs", "nuts"}
-        ``gibbs`` (default): blocked Gibbs (Hu & Savitsky 2018) with numba kernels. ``nuts``: PyMC
-        NUTS on the class-marginalised model — only for small problems (label switching and
-        multimodality make it far slower per effective draw); no missing-value imputation is
-        needed there because missing entries are marginalised in the likelihood.
+        ``gibbs`` (default): blocked Gibbs with numba kernels. ``nuts``: PyMC NUTS on the
+        class-marginalised model, only for small problems.
     structural_zeros : DataFrame, path or list of mappings, optional
-        Impossible combinations (structural zeros) in NPBayesImputeCat's ``MCZ`` format: the
-        model's columns, one pattern per row, a missing value meaning any level (a CSV file:
-        an empty field). They get probability zero in the model (truncated-multinomial data
-        augmentation of Manrique-Vallier & Reiter 2014), in synthesis and in every likelihood
-        (normalised over the allowed cells). Saved with the model (``model.json``).
+        Impossible combinations in NPBayesImputeCat's ``MCZ`` format (one pattern per row, a
+        missing value meaning any level). They get probability zero in the model (Manrique-Vallier
+        & Reiter 2014), in synthesis and in every likelihood. Saved with the model.
     tune, draws, chains, cores, random_seed, progressbar
-        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`; ``draws``
-        counts the kept draws per chain). Defaults: 2 chains (``cores=None``: in parallel
-        worker processes, at most ``min(4, CPUs)``, when the sampling is expected to take 2
-        seconds or more in one process, else in turn in this process; the same draws either
-        way; user guide, Bayesian models, Chains in worker processes) of 1,000 warm-up sweeps
-        and 500 kept draws taken every 5th of 2,500 sweeps (``thin``), so ``H = 1000`` draws,
-        R-hat can see a chain that is stuck in another mode and has enough effective draws to
-        stay below 1.01 when the chains agree (user guide, DPMPM convergence).
+        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`;
+        ``draws`` counts the kept draws per chain). Defaults: 2 chains (``cores=None``: in worker
+        processes when the run is long enough; the same draws either way) of 1,000 warm-up sweeps
+        and 500 kept draws taken every 5th of 2,500 sweeps, so ``H = 1000``.
     thin : int, optional
-        Gibbs sweeps per kept draw after the warm-up (the last of each ``thin`` sweeps is kept).
-        Default: 5 when ``draws`` is not given and the sampler is ``gibbs``, else 1 (``draws``
-        given: that many sweeps, each kept, as in PyMC). NUTS keeps every draw (``thin=1``).
-        Stored as given (``get_params`` gives ``None`` for the default) and resolved by
-        ``fit``, so that ``DPMPM().set_params(draws=200)`` is ``DPMPM(draws=200)``; the value
-        a fit used is in :meth:`convergence_summary` (``thin``, ``draws``). The thinning of the
-        kept draws is this value unless the run was extended (``max_sweeps``).
+        Gibbs sweeps per kept draw after the warm-up. Default: 5 when ``draws`` is not given and
+        the sampler is ``gibbs``, else 1. Resolved by ``fit`` (``get_params`` gives ``None``); the
+        value a fit used is in :meth:`convergence_summary`.
     max_sweeps : int, optional
-        Upper bound of the sweeps per chain (warm-up included) of a run that extends itself
-        until its convergence checks pass, as ``autorun.jags`` in runjags does. Default:
-        50,000 when ``draws`` is not given and the sampler is ``gibbs``, else 0 (a run length
-        asked for is the run length run); 0 disables. After the first run (``tune`` warm-up
-        sweeps, ``draws`` kept draws every ``thin`` sweeps) the checks of
-        :meth:`convergence_summary` (R-hat > 1.01, bulk or tail ESS < 100 per chain) run on
-        the kept draws; while they fail and a round with twice the window after the warm-up
-        stays within ``max_sweeps``, every chain continues from where it stopped (no
-        restart) for as many sweeps again, every second kept draw so far is dropped and the
-        new sweeps are kept at twice the thinning. The kept draws per chain stay ``draws``
-        (so ``H`` and memory do not change) and they are exactly the draws of one run of
-        ``tune`` warm-up sweeps and ``draws`` draws at the final thinning (the same seed and
-        ``DPMPM(draws=500, thin=<final thin>)`` reproduces them); the warm-up, and with it the
-        α bound, is unchanged. The run also stops when a round leaves the largest R-hat above
-        1.1 and takes less than a tenth off R-hat − 1: chains that sit in different states,
-        which longer runs do not bring together (its warning says so). The diagnostics
-        reported are those of these kept draws; the run's rounds, sweeps, final thinning and
-        why it stopped are in :meth:`convergence_summary`. With the defaults the thinning can
-        reach 80 (41,000 sweeps per chain). Resolved by ``fit``, like ``thin``.
+        Upper bound of the sweeps per chain of a run that extends itself (doubling its thinning,
+        same kept draws per chain) until the checks of :meth:`convergence_summary` pass, as
+        ``autorun.jags`` does; it also stops when R-hat stays above 1.1. Default: 50,000 when
+        ``draws`` is not given and the sampler is ``gibbs``, else 0 (disabled). Resolved by
+        ``fit``, like ``thin``.
     alpha_warmup_bound : float, optional
         Upper bound of α during the first ``alpha_warmup_sweeps`` warm-up sweeps of each chain
-        (Gibbs sampler, ``K > 1``). Default (``None``): the 95 % quantile of the α prior, 4.9
-        for the default Gamma(0.25, 0.25). In those sweeps α is drawn from its conditional
-        restricted to ``α <= bound`` (the chain starts below it); afterwards, and in every kept
-        sweep, from the unrestricted conditional, so the kept draws target the posterior
-        whatever the bound. Why: the chains start with every class occupied, where α's
-        conditional lies near 100; without the bound a chain can settle in a state of many
-        small classes and large α that it does not leave (user guide, DPMPM convergence).
+        (Gibbs, ``K > 1``); the kept sweeps draw α unrestricted. Default: the 95 % quantile of the
+        α prior (4.9 for Gamma(0.25, 0.25)).
     alpha_warmup_sweeps : int
         Warm-up sweeps with α bounded (default 100; at most ``tune``); 0: no bound.
     temperatures : int
-        Replicas of each chain's parallel-tempering ladder (default 1: none). With ``T >= 2``
-        every chain runs ``T`` replicas of the sweep at inverse temperatures ``β_t = (1 − t /
-        (T − 1))^(1/0.3)`` of the likelihood (1 down to 0, the prior), adjacent replicas swap
-        states after every sweep, and the kept draws are those of the replica at ``β = 1``;
-        each chain also gives a stepping-stone estimate of the log marginal likelihood
-        (``convergence_summary()["regimes"]``: which regime of the class structure carries the
-        posterior mass). Costs about ``T`` times the sweeps (methods, DPMPM regimes). Not with
-        structural zeros or ``sampler="nuts"``.
+        Replicas of each chain's parallel-tempering ladder (default 1: none); with ``T >= 2`` each
+        chain also estimates its log marginal likelihood (stepping stones) for the regime check.
+        Costs about ``T`` times the sweeps. Not with structural zeros or ``sampler="nuts"``.
     starts : str or sequence of str
-        How each chain of the Gibbs sampler starts (cycled over the chains): ``"spread"``
-        (every class occupied: records uniform on the K classes, α from its prior bounded to
-        [0.5, 5]), ``"few"`` (records uniform on 3 classes, α = 0.5) or ``"prior"`` (α, sticks
-        and classes drawn from the prior). Default ``"overdispersed"``: ``("spread", "few",
-        "prior")``, so that two chains start at both ends of the number of occupied classes and
-        R-hat and the regime check (:meth:`convergence_summary`, ``regimes``; warning
-        ``REGIMES_DISAGREE``) compare class structures a sampler could stay in (user guide,
-        DPMPM convergence). The first chain starts as before (``"spread"``).
+        How each Gibbs chain starts (cycled over the chains): ``"spread"`` (every class
+        occupied), ``"few"`` (3 classes) or ``"prior"``. Default ``"overdispersed"``:
+        ``("spread", "few", "prior")``, so that R-hat and the regime check (warning
+        ``REGIMES_DISAGREE``) compare class structures a sampler could stay in.
 
     Attributes
     ----------
     posterior_ : xarray.DataTree
         ``posterior`` group: ``alpha`` [chain, draw], ``V`` [chain, draw, K-1] (K > 1), ``pi``
         [chain, draw, K], ``phi_<j>`` [chain, draw, K, d_j] for the j-th column (0-based, schema
-        order). ``sample_stats``: ``loglik`` (observed-data log-likelihood at the draw) and
-        ``k_occupied`` (occupied classes ``k*``) for the Gibbs sampler.
+        order). ``sample_stats``: ``loglik`` and ``k_occupied`` (Gibbs sampler).
     schema_ : Schema
     warnings_ : list of str
         Machine-readable codes, e.g. ``"TRUNCATION_TOO_SMALL"`` (``k*`` reached ``K − 1``).
     convergence_ : DataFrame
-        ESS and R-hat of log-likelihood, α, ``k*`` and a few marginal and two-way cell
-        probabilities (label-invariant).
+        ESS and R-hat of the label-invariant quantities.
 
     Examples
     --------
@@ -281,11 +234,9 @@ class DPMPM(BayesianSynthesizer):
         self._zeros = None  # StructuralZeros of the fitted schema (models.dpmpm.zeros)
 
     def _run_settings(self) -> dict[str, int]:
-        """The run a fit with these settings makes: ``draws``, ``thin`` and ``max_sweeps``
-        with those left at ``None`` resolved. The default run (``draws`` not given, Gibbs)
-        keeps 500 draws per chain, every 5th sweep, and extends itself up to 50,000 sweeps;
-        a run length asked for (``draws`` given) keeps every sweep unless ``thin`` is given
-        and does not extend itself unless ``max_sweeps`` is given."""
+        """``draws``, ``thin`` and ``max_sweeps`` of a fit, those left at ``None`` resolved (the
+        default Gibbs run: 500 draws every 5th sweep, extending itself up to 50,000 sweeps).
+        """
         default_run = self.draws is None and self.sampler == "gibbs"
         thin, max_sweeps = self.thin, self.max_sweeps
         return {
@@ -402,15 +353,13 @@ class DPMPM(BayesianSynthesizer):
     def convergence_summary(
         self, kind: Literal["dict", "table"] | None = None
     ) -> dict[str, Any] | pd.DataFrame:
-        """Convergence of the fit (``BayesianSynthesizer.convergence_summary``): the JSON-ready
-        record written to ``convergence.json`` by ``save`` and included in the outputs of every
-        run that uses the model, with ``alpha_warmup``: the ``bound`` of α and the number of
-        warm-up ``sweeps`` per chain it held for (``sweeps`` 0 and ``bound`` None: no bound).
+        """``BayesianSynthesizer.convergence_summary`` with ``alpha_warmup``: the ``bound`` of α and
+        the warm-up ``sweeps`` per chain it held for (``None`` and 0: no bound).
 
         Parameters
         ----------
         kind : {"dict", "table"}, optional
-            Deprecated (``FutureWarning``; see ``BayesianSynthesizer.convergence_summary``).
+            Deprecated (``FutureWarning``).
 
         Returns
         -------
@@ -493,7 +442,7 @@ class DPMPM(BayesianSynthesizer):
             data, schema=schema, synthesized=synthesized, categorical=categorical, allow_nan=True
         )
         _coding.check_categorical(schema)
-        flags = self._check_synthesized_records(records, len(data))
+        flags = check_synthesized_records(records, len(data))
         self.dtypes_ = _dtypes_of(data)
         codes = _coding.encode(schema, data, name="data")
         self._zeros = self._structural_zeros_for(schema)
@@ -501,11 +450,9 @@ class DPMPM(BayesianSynthesizer):
             self._zeros.check_observed(codes)
         d = [len(c.levels) for c in schema]
         if self.sampler == "gibbs":
-            from bayes_risk.models.dpmpm.run import gibbs_posterior
-
             history: list[float] = []  # the largest R-hat of each round (extension)
-            dt = gibbs_posterior(self, codes, d, seed,
-                                 check=lambda tree: self._round_verdict(tree, schema, history))
+            dt = self._gibbs_posterior(
+                codes, d, seed, check=lambda tree: self._round_verdict(tree, schema, history))
         else:
             model = self._build_model(codes, d, transforms=True)
             dt = self._run_sampler(model, random_seed=seed)
@@ -518,6 +465,72 @@ class DPMPM(BayesianSynthesizer):
         self.convergence_ = self._check_convergence(warn=True)
         record_fit_time(self, started)
         return self
+
+    def _gibbs_posterior(
+        self,
+        codes: np.ndarray,
+        d: Sequence[int],
+        random_seed: RandomSeed,
+        *,
+        via_pymc: bool = False,
+        check: Callable[[xr.DataTree], str] | None = None,
+    ) -> xr.DataTree:
+        """Posterior draws by blocked Gibbs in a plain loop (no PyMC model compiled).
+
+        ``via_pymc=True`` builds the PyMC model and runs the same step through ``pm.sample``
+        (same seed, same draws; slower and larger; never extended). ``check(tree) -> str``: the
+        convergence checks of the kept draws (``sample_gibbs``), with ``max_sweeps`` the bound
+        of a self-extending run (``DPMPM``, ``max_sweeps``).
+        """
+        from bayes_risk.models._bayesian.regimes import record_starts
+        from bayes_risk.models.dpmpm.run import gibbs_layout
+        from bayes_risk.models.dpmpm.step import DPMPMGibbs, pymc_step
+
+        settings = dict(
+            codes=codes,
+            d=np.asarray(d, dtype=np.int64),
+            n_components=int(self.n_components),
+            alpha_prior=tuple(float(x) for x in self.alpha_prior),
+            dirichlet_prior=float(self.dirichlet_prior),
+            zeros=self._zeros,
+            thin=int(self._run_settings()["thin"]),
+            starts=self._starts(),
+        )
+        settings["alpha_warmup_bound"], settings["alpha_warmup_sweeps"] = self._alpha_warmup()
+        if via_pymc:
+            kinds = self._starts()
+            if (int(self.chains) > 1 and self.cores != 1
+                    and len({kinds[c % len(kinds)] for c in range(int(self.chains))}) > 1):
+                # PyMC's worker processes each get a copy of the step and do not number the
+                # chains: every chain would start as the first
+                raise ValidationError(
+                    "via_pymc with chains in PyMC's worker processes (cores != 1) needs chains "
+                    f"that start alike: give starts one kind (got {kinds!r}) or cores=1.")
+            pm_model = self._build_model(codes, d, transforms=False)
+            step = pymc_step([pm_model.rvs_to_values[v] for v in pm_model.free_RVs],
+                             model=pm_model, **settings)
+            dt = self._run_sampler(pm_model, step=[step], random_seed=random_seed)
+            record_starts(dt, kinds, int(self.chains))
+            return dt
+        layout = gibbs_layout(self.n_components, d)
+        # the step updates every variable and reads none of a model's graph: no PyMC model (nor
+        # PyMC) is needed
+        step = DPMPMGibbs(list(layout.shapes), **settings)
+        T = int(self.temperatures)
+        if T > 1:  # parallel tempering: each chain a ladder of T replicas (dpmpm.tempering)
+            from bayes_risk.models.dpmpm.tempering import TemperedLadder
+
+            step = TemperedLadder(step, T)
+        dt = self._run_gibbs(step, layout, random_seed=random_seed,
+                              max_sweeps=(int(self._run_settings()["max_sweeps"])
+                                          if check is not None else 0),
+                              check=check)
+        record_starts(dt, self._starts(), int(self.chains))
+        if T > 1:
+            from bayes_risk.models.dpmpm.tempering import record_evidence
+
+            record_evidence(dt, T)
+        return dt
 
     def _state_to_json(self) -> dict[str, Any]:
         return {"warnings": list(self.warnings_), "dtypes": dict(self.dtypes_)}
@@ -544,21 +557,11 @@ class DPMPM(BayesianSynthesizer):
     ) -> DPMPM:
         """A new DPMPM fitted to the confidential records and one synthetic dataset together.
 
-        Its draws come from ``p(Θ | y, Z_(l))`` (methods, The stabilised estimator): same settings,
-        schema and roles as this model (a run that extended itself, ``max_sweeps``, starts at
-        the thinning this model's run ended with and may extend further; the kept draws per
-        chain, and so ``H``, are this model's); the records of ``synthetic`` are appended to
-        ``data`` — under partial synthesis of selected records only the selected rows, the ones
-        :meth:`dataset_loglik` counts (the others are copies of ``data``).
-
-        In ``conditional_us`` mode this is an approximation: the appended rows enter as full
-        records, so the draws come from ``p(Θ | y, Z_(l)) × Π_r p(z_r^US | Θ)`` rather than from
-        the posterior under the likelihood :meth:`dataset_loglik` uses
-        (``Π_r p(z_r^S | z_r^US, Θ)``); the unsynthesized values ``z_r^US`` are the confidential
-        ``y_r^US`` counted a second time. On tiny tables with exact ground truth the resulting
-        shift of ``p_true`` was ≤ 0.0007 (n = 30, m = 2). An exact Metropolis correction was
-        tried and mixes far too slowly at realistic n (the stick block is never accepted with
-        1,000 synthetic rows), so it is not used.
+        Its draws come from ``p(Θ | y, Z_(l))`` (:doc:`/methods/attribute`, The stabilised
+        estimator): same settings, schema, roles and kept draws per chain as this model (a
+        self-extending run starts at the thinning this one ended with); only the synthesized rows of
+        ``synthetic`` are appended. In ``conditional_us`` mode it is an approximation that counts
+        the unsynthesized values twice (see the methods page).
 
         Raises
         ------
@@ -664,14 +667,10 @@ class DPMPM(BayesianSynthesizer):
         self, synthetic: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame, *,
         draw_indices: Any = None,
     ) -> np.ndarray:
-        """``[H, m]`` log-likelihoods ``log p(Z_(l) | Θ_h)`` under the synthesis mode.
-
-        Sum over the synthesized records of: ``marginal`` —
-        ``logsumexp_k(log π_k + Σ_{j∈S} log φ_kj[z_ij])``; ``conditional_us`` —
-        ``log p(z_i^S | z_i^US, Θ)`` (the released
-        unsynthesized values equal the original's); ``posterior_class`` —
-        ``logsumexp_k(log p(k | y_i, Θ) + Σ_{j∈S} log φ_kj[z_ij])`` with the confidential
-        ``y_i`` (class O).
+        """``[H, m]`` log-likelihoods ``log p(Z_(l) | Θ_h)`` under the synthesis mode, summed over
+        the synthesized records: ``marginal`` — ``logsumexp_k(log π_k + Σ_{j∈S} log φ_kj[z_ij])``;
+        ``conditional_us`` — ``log p(z_i^S | z_i^US, Θ)``; ``posterior_class`` — with
+        ``log p(k | y_i, Θ)`` of the confidential ``y_i`` for ``log π_k`` (class O).
         """
         self._check_fitted()
         return _loglik.dataset_loglik(
@@ -689,18 +688,16 @@ class DPMPM(BayesianSynthesizer):
     ) -> np.ndarray:
         """``[H, m, G]`` own-record term ``ℓ_{hli}(y*_g) − ℓ_{hli}(y_i)`` (class O).
 
-        In ``posterior_class`` mode (class O) synthetic record ``i`` of dataset ``l`` has
-        likelihood
-        ``ℓ_{hli}(y) = logsumexp_k(log p(k | y, Θ_h) + Σ_{j∈S} log φ_hkj[z_lij])``,
-        which depends on the confidential record ``y``; the candidate ``y*`` replaces the
-        varying columns of ``y_i``. In the class P modes, and for records that are not
+        In ``posterior_class`` mode synthetic record ``i`` of dataset ``l`` has likelihood
+        ``ℓ_{hli}(y) = logsumexp_k(log p(k | y, Θ_h) + Σ_{j∈S} log φ_hkj[z_lij])``, which depends on
+        the confidential record ``y``. In the class P modes, and for records that are not
         synthesized, the term is 0.
 
         Parameters
         ----------
         record : int or Series
-            Record position ``i`` in the original data, or the original row (its ``name`` is
-            taken as the position, as ``original.iloc[i]`` gives).
+            Record position ``i`` in the original data, or the original row (its ``name`` is the
+            position).
         candidates : DataFrame
             ``G`` candidate values of the varying columns (any subset of the model's columns).
         synthetic : sequence of DataFrame or SyntheticData
@@ -730,12 +727,9 @@ class DPMPM(BayesianSynthesizer):
     ) -> np.ndarray:
         """``[H, n, G]`` joint log-likelihoods of the one-variable-different candidates.
 
-        Candidates (methods, Candidate sets) vary the synthesized columns: index 0 is the truth,
-        then column by column in column order, levels ascending, skipping the true level;
-        ``G = 1 + Σ_{j∈S}(d_j − 1)`` (:meth:`neighbourhood_size`). Uses the probability-space
-        incremental update (see :func:`bayes_risk.models.dpmpm.kernels.neighbourhood`), chunked
-        over records. ``out`` (float64 ``[H, n, G]``) receives the result when given: callers
-        that evaluate many chunks reuse one buffer instead of allocating a large array each time.
+        Index 0 is the truth, then column by column, levels ascending, skipping the true level
+        (:doc:`/methods/attribute`, Candidate sets; ``G``: :meth:`neighbourhood_size`). ``out``
+        (float64 ``[H, n, G]``) receives the result when given.
 
         Raises
         ------

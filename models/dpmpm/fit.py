@@ -1,11 +1,7 @@
-"""Fitting of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`: the PyMC model and the posterior.
-
-The class-marginalised PyMC model (``build_model``) is the single source of truth for the DPMPM
-density; the default Gibbs sampler (``dpmpm.step``) runs inside ``pm.sample`` on it. This module
-also holds what happens to the posterior once sampled: the observed-data log-likelihood statistic
-under NUTS, the truncation check, validation of a posterior given by the user and the
-label-invariant convergence quantities. The functions take the fitted state
-(:class:`~bayes_risk.models.dpmpm.state.DPMPMState`), a posterior or settings, never the model.
+"""Fitting of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`: the class-marginalised PyMC model
+(the single source of truth for the density) and what follows sampling: the log-likelihood
+statistic under NUTS, the truncation check, validation of a given posterior and the
+label-invariant convergence quantities.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Numba kernels of the DPMPM (Hu & Savitsky 2018): class step, counts, record and neighbourhood
 log-likelihoods.
 
-Layout conventions (all float64 / int64):
-
-* ``codes[n, p]``: level codes ``0..d_j-1``; ``-1`` = missing (marginalised out).
-* ``offsets[p]``: start row of column ``j`` in the stacked level axis of length ``L = Σ d_j``.
-* ``logphi[L, K]`` (one draw) or ``[H, L, K]``: ``log φ_kj[c]`` at row ``offsets[j] + c``; the
-  component axis is last (contiguous), so a record's per-class sum adds ``p`` contiguous rows.
-* ``log_pi[K]`` or ``[H, K]``.
-
-Random numbers are drawn by the caller from its ``numpy.random.Generator`` and passed in as
-uniforms, so the kernels are deterministic functions of their inputs (same seed, same numbers).
+Layout: ``codes[n, p]`` level codes (``-1``: missing); ``offsets[p]`` the start row of column
+``j`` in the stacked level axis ``L = Σ d_j``; ``logphi[L, K]`` or ``[H, L, K]`` (component axis
+last, contiguous); ``log_pi[K]`` or ``[H, K]``. Uniforms are drawn by the caller and passed in.
 """
 
 from __future__ import annotations
@@ -242,26 +235,17 @@ def class_step(  # pragma: no cover - numba
 ):
     """One Gibbs update of the classes and missing values given Θ (the DPMPM class step).
 
-    ``z_r ~ p(k | y_r,obs, Θ)`` (missing entries marginalised), then each missing ``y_rj`` is
-    drawn from ``φ_{z_r j}``: a blocked draw of ``(z, y_mis)`` from their joint conditional.
-    Writes ``z`` and the imputed entries of ``y``; returns the observed-data log-likelihood
-    ``Σ_r log p(y_r,obs | Θ)`` and the class sizes ``n_k`` and level counts ``c[L, K]`` of the
-    new ``(z, y)`` (as :func:`counts`).
+    ``z_r ~ p(k | y_r,obs, Θ)`` (missing entries marginalised), then each missing ``y_rj`` from
+    ``φ_{z_r j}``. Writes ``z`` and the imputed entries of ``y``; returns the observed-data
+    log-likelihood and the class sizes ``n_k`` and level counts ``c[L, K]`` of the new ``(z, y)``.
 
-    Every per-record array (``codes``, ``u_z``, ``y``, ``z``; ``miss_ptr``: record ``r``'s
-    missing entries ``miss_ptr[r]..miss_ptr[r + 1]`` of ``miss_j``, ``u_y``) is in the visiting
-    order; ``rec[r]`` is the record's position in the data, whose order the log-likelihood is
-    summed in (serially), and ``lcp`` is :func:`shared_prefix` of ``codes``.
-
-    The class weights ``π_k Π_j φ_kj[y_rj]`` are multiplied in probability space (no ``exp``
-    per class), column by column; a record whose weights underflow (sum below 1e-280) is redone
-    in log space. A record starts from the partial products of the leading columns it shares
-    with the record before (records sorted by :func:`sorted_patterns`: NYexample's 200,000
-    record-columns need 40,933 new products), and one with the same observed pattern as the
-    record before reuses its weights. Every product is formed by the same multiplications in
-    the same order as record by record and each record uses its own uniforms, so the results
-    depend neither on the visiting order nor on ``nchunks`` (parallel work items) nor on the
-    number of threads.
+    Per-record arrays are in the visiting order (``rec[r]``: the record's position in the data,
+    the order the log-likelihood is summed in; ``lcp``: :func:`shared_prefix` of ``codes``). The
+    class weights are multiplied in probability space, column by column (log space for a record
+    whose weights underflow), sharing the partial products of leading columns with the record
+    before. Every product is formed in the same order as record by record and each record uses its
+    own uniforms, so the results depend neither on the visiting order nor on ``nchunks`` nor on
+    the number of threads.
     """
     n = codes.shape[0]
     K = log_pi.shape[0]

@@ -1,20 +1,11 @@
 """Label swaps for the DPMPM allocations on the collapsed target ``p(z | α, y)``.
 
-Target: ``p(z | α, y)`` with the stick fractions ``V`` and the category probabilities ``φ``
-integrated out (the completed data ``y`` — missing entries at their current imputations — are
-held fixed):
-
-``log p(z | α) = Σ_{k<K} [log B(1 + n_k, α + m_k) − log B(1, α)]``, ``m_k = Σ_{h>k} n_h``
-(truncated stick breaking, ``V_K = 1``), and
-
+Target: ``p(z | α, y)`` with ``V`` and ``φ`` integrated out (completed data held fixed):
+``log p(z | α) = Σ_{k<K} [log B(1 + n_k, α + m_k) − log B(1, α)]``, ``m_k = Σ_{h>k} n_h``, and
 ``log p(y | z) = Σ_k Σ_j [log Γ(d_j a) − log Γ(d_j a + n_k) + Σ_c (log Γ(a + n_kjc) − log Γ(a))]``.
-
-``p(y | z)`` does not depend on the labels but ``p(z | α)`` does: empty labels before occupied
-ones make a large α likely, and a chain started with every class occupied then keeps α large
-and many classes (α ≈ 80 with 38 of K = 80 classes occupied for 1,300 sweeps on the ACS
-extract). :func:`relabel` makes Metropolis swaps of two uniformly chosen labels, accepted with
-the prior ratio; the caller redraws ``V`` and ``φ`` given the new labels, so the sweep leaves
-the joint posterior invariant.
+``p(y | z)`` does not depend on the labels but ``p(z | α)`` does (empty labels before occupied
+ones make a large α likely): :func:`relabel` makes Metropolis swaps of two uniformly chosen
+labels, accepted with the prior ratio; the caller redraws ``V`` and ``φ``.
 """
 
 from __future__ import annotations

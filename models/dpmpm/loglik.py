@@ -1,11 +1,6 @@
-"""Likelihoods of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM` that the risk engines use.
-
-Record, dataset and own-record log-likelihoods, the one-variable-different neighbourhood (chunked
-over records, with the numba kernels of ``dpmpm.kernels``) and the class probabilities
-``p(k | y_i, Θ)`` (Hu & Savitsky 2018). Each function takes the fitted state
-(:class:`~bayes_risk.models.dpmpm.state.DPMPMState`), the flattened draws ``idx`` to use
-(``None``: all) and what the release adds (synthesis mode, synthesized rows, the confidential
-records); the model's methods of the same names document them.
+"""Likelihoods of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM` that the risk engines use, on the
+fitted state (:class:`~bayes_risk.models.dpmpm.state.DPMPMState`); the model's methods of the
+same names document them.
 """
 
 from __future__ import annotations

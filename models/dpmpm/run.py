@@ -1,27 +1,18 @@
-"""Running the DPMPM's blocked Gibbs sampler (``DPMPM.fit`` with ``sampler="gibbs"``).
-
-The sweep (``DPMPMGibbs``) updates every parameter, so the
-fit runs it in a plain loop (``bayes_risk.models._bayesian.gibbs.sample_gibbs``) instead of
-``pm.sample``: neither PyMC nor the class-marginalised PyMC model is loaded and nothing is
-compiled. The posterior DataTree is the one ``pm.sample`` gives (``via_pymc=True`` still runs
-that path with the sweep as a PyMC step; the tests compare the two).
-"""
+"""The layout of the DPMPM posterior for its Gibbs run in a plain loop
+(``bayes_risk.models._bayesian.gibbs.sample_gibbs``), the DataTree ``pm.sample`` gives."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayes_risk._rng import RandomSeed
-from bayes_risk.models._bayesian.regimes import record_starts
-
 if TYPE_CHECKING:  # pragma: no cover
-    import xarray as xr
+    pass
 
 
-__all__ = ["gibbs_posterior", "gibbs_layout"]
+__all__ = ["gibbs_layout"]
 
 
 def gibbs_layout(n_components: int, d: Sequence[int]) -> Any:
@@ -50,70 +41,3 @@ def gibbs_layout(n_components: int, d: Sequence[int]) -> Any:
         return {"pi": np.exp(stick_breaking_log(draws["V"]))}
 
     return GibbsLayout(shapes=shapes, dims=dims, coords=coords, deterministics=pi)
-
-
-def gibbs_posterior(
-    model: Any,
-    codes: np.ndarray,
-    d: Sequence[int],
-    random_seed: RandomSeed,
-    *,
-    via_pymc: bool = False,
-    check: Callable[[xr.DataTree], str] | None = None,
-) -> xr.DataTree:
-    """Posterior draws of the DPMPM by blocked Gibbs (``model``'s MCMC settings).
-
-    ``via_pymc=True`` builds the PyMC model and runs the same step through ``pm.sample``
-    (same seed, same draws; slower and larger; never extended). ``check(tree) -> str``: the
-    convergence checks of the kept draws (``sample_gibbs``), with ``model.max_sweeps`` the bound
-    of a self-extending run (``DPMPM``, ``max_sweeps``).
-    """
-    from bayes_risk.models.dpmpm.step import DPMPMGibbs, pymc_step
-
-    settings = dict(
-        codes=codes,
-        d=np.asarray(d, dtype=np.int64),
-        n_components=int(model.n_components),
-        alpha_prior=tuple(float(x) for x in model.alpha_prior),
-        dirichlet_prior=float(model.dirichlet_prior),
-        zeros=model._zeros,
-        thin=int(model._run_settings()["thin"]),
-        starts=model._starts(),
-    )
-    settings["alpha_warmup_bound"], settings["alpha_warmup_sweeps"] = model._alpha_warmup()
-    if via_pymc:
-        kinds = model._starts()
-        if (int(model.chains) > 1 and model.cores != 1
-                and len({kinds[c % len(kinds)] for c in range(int(model.chains))}) > 1):
-            # PyMC's worker processes each get a copy of the step and do not number the
-            # chains: every chain would start as the first
-            from bayes_risk.exceptions import ValidationError
-
-            raise ValidationError(
-                "via_pymc with chains in PyMC's worker processes (cores != 1) needs chains that "
-                f"start alike: give starts one kind (got {kinds!r}) or cores=1.")
-        pm_model = model._build_model(codes, d, transforms=False)
-        step = pymc_step([pm_model.rvs_to_values[v] for v in pm_model.free_RVs],
-                         model=pm_model, **settings)
-        dt = model._run_sampler(pm_model, step=[step], random_seed=random_seed)
-        record_starts(dt, kinds, int(model.chains))
-        return dt
-    layout = gibbs_layout(model.n_components, d)
-    # the step updates every variable and reads none of a model's graph: no PyMC model (nor
-    # PyMC) is needed
-    step = DPMPMGibbs(list(layout.shapes), **settings)
-    T = int(getattr(model, "temperatures", 1))
-    if T > 1:  # parallel tempering: each chain a ladder of T replicas (dpmpm.tempering)
-        from bayes_risk.models.dpmpm.tempering import TemperedLadder
-
-        step = TemperedLadder(step, T)
-    dt = model._run_gibbs(step, layout, random_seed=random_seed,
-                          max_sweeps=(int(model._run_settings()["max_sweeps"])
-                                      if check is not None else 0),
-                          check=check)
-    record_starts(dt, model._starts(), int(model.chains))
-    if T > 1:
-        from bayes_risk.models.dpmpm.tempering import record_evidence
-
-        record_evidence(dt, T)
-    return dt

@@ -1,14 +1,8 @@
 """Sequentially allocated merge–split moves for the DPMPM allocations (Dahl 2003, 2005).
 
-Blocked Gibbs changes the number of occupied classes one record at a time: a class that should
-be split in two (or two that should be merged) only forms through a long run of unlikely single
-reallocations. On the ACS extract (K = 80) chains moved between about 4.6 and 5.8 occupied
-classes over hundreds of sweeps (R-hat of the data log-likelihood up to 1.42 with the
-defaults; benchmarks/bench_dpmpm_mixing.py of commit 977bc9f). A merge–split move proposes the
-whole change at once.
-
-Target: ``p(z | α, y)`` of ``bayes_risk.models.dpmpm.labels`` (stick fractions and category
-probabilities integrated out; the completed data held fixed), on the **labelled** truncated
+Blocked Gibbs changes the number of occupied classes one record at a time; a merge–split move
+proposes a whole split or merge at once. Target: ``p(z | α, y)`` of
+``bayes_risk.models.dpmpm.labels`` (sticks and φ integrated out) on the labelled truncated
 stick-breaking model. One move:
 
 1. pick an ordered pair of distinct records ``(i, j)`` uniformly; ``S`` = the other records of
@@ -17,21 +11,13 @@ stick-breaking model. One move:
    label (no move if every label is occupied); the records of ``S`` are allocated one after the
    other to ``k`` or ``e`` with probability proportional to ``n_c · p(y_r | records already in
    c)`` (Dirichlet–multinomial predictive); ``q`` = product of these probabilities;
-3. different classes ``k ≠ l`` (**merge**): every record of ``l`` moves to ``k``; the reverse
-   split must start its new class at ``l``, so the move is rejected unless ``l`` is below every
-   label left empty; ``q`` = the probability that the split allocation reproduces the current
-   two classes (same order of ``S``);
+3. different classes ``k ≠ l`` (**merge**): every record of ``l`` moves to ``k``; the move is
+   rejected unless ``l`` is below every label left empty (where the reverse split starts);
+   ``q`` = the probability that the split allocation reproduces the current two classes;
 4. accept with ``min(1, p(z') / p(z) · 1 / q)`` (split) or ``min(1, p(z') / p(z) · q)`` (merge).
 
-For each pair and order the move is reversible with respect to ``p(z | α, y)``: the pair and the
-order are drawn independently of the state, a split's only reverse is the merge of the same pair,
-and both directions compute the same ``q``. The caller redraws the sticks and φ given the new
-classes, so the sweep leaves the joint posterior invariant (tests/models/test_dpmpm_splitmerge.py
-checks one move against exact enumeration, and the whole sampler against the exact posterior).
-
-Counts not held by ``y`` (the augmented records of the structural-zeros model, which exist only
-as per-class counts) stay in their class: they are part of ``nk, c`` but never move, and a merge
-that would leave such counts in the emptied label is rejected (the label would not be empty).
+Counts not held by ``y`` (the augmented records of structural zeros) never move, and a merge that
+would leave such counts in the emptied label is rejected.
 
 References
 ----------

@@ -1,11 +1,6 @@
-"""The fitted state of a :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`.
-
-:class:`DPMPMState` holds what the likelihoods (``dpmpm.loglik``, ``dpmpm.zeros_loglik``),
-synthesis (``dpmpm.coding``) and the fitted-posterior helpers (``dpmpm.fit``) read: the schema,
-the column layout of the stacked category probabilities, ``log π`` of every draw and the table
-of structural zeros. The model builds it once whenever its posterior is set (fit, load,
-``from_posterior``) and passes it to those module-level functions, which take the state, not the
-model (as PyMC's step methods take their arrays and arviz-stats' array layer takes arrays).
+"""The fitted state of a :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`, built once whenever its
+posterior is set and passed to the family's likelihoods, synthesis and posterior helpers
+(which take the state, not the model).
 """
 
 from __future__ import annotations
@@ -29,23 +24,10 @@ __all__ = ["DPMPMState", "build_state"]
 
 @dataclass(frozen=True, eq=False)
 class DPMPMState:
-    """Arrays of a fitted DPMPM, read by the family's module-level functions.
-
-    Attributes
-    ----------
-    schema : Schema
-        Columns, levels and roles the model was fitted with.
-    d : ndarray of int64
-        Levels of each column ``[p]``.
-    offsets : ndarray of int64
-        First row of each column in the stacked ``φ`` (``[p]``; ``φ`` is ``[H, L, K]`` with
-        ``L = Σ_j d_j``).
-    log_pi : ndarray
-        ``log π`` of every draw, ``[H, K]`` (C order).
-    zeros : StructuralZeros or None
-        The structural zeros of the fitted schema (``dpmpm.zeros``).
-    tree : xarray.DataTree
-        The posterior, from which ``phi`` is stacked on first use.
+    """Arrays of a fitted DPMPM, read by the family's module-level functions: ``d`` (levels of each
+    column), ``offsets`` (first row of each column in the stacked ``φ [H, L, K]``, ``L = Σ_j d_j``),
+    ``log_pi [H, K]``, ``zeros`` (the structural zeros of the schema, or ``None``) and the posterior
+    ``tree`` (``phi`` stacked from it on first use).
     """
 
     schema: Schema

@@ -1,12 +1,8 @@
 """The DPMPM blocked-Gibbs sweep (Hu & Savitsky 2018) and its PyMC step method.
 
-Kept in its own module (imported only by :meth:`DPMPM.fit`) so that importing
-``bayes_risk.models.dpmpm.dpmpm`` does not import PyMC. :class:`DPMPMGibbs` is a plain class with
-the interface of a PyMC ``BlockedStep`` (``setup_chain``, ``step``, ``stop_tuning``,
-``stats_dtypes_shapes``): the Gibbs-only loop (``bayes_risk.models._bayesian.gibbs``) runs it
-without importing PyMC (about 0.5 s of CPU and 40 MiB of a ``bayes-risk fit``, issue 15).
-:func:`pymc_step` makes the same sweep a ``BlockedStep`` for ``pm.sample`` (same seed, same
-draws).
+:class:`DPMPMGibbs` has the interface of a PyMC ``BlockedStep`` without importing PyMC (the
+Gibbs-only loop of ``bayes_risk.models._bayesian.gibbs`` runs it); :func:`pymc_step` makes the
+same sweep a ``BlockedStep`` for ``pm.sample`` (same seed, same draws).
 """
 
 from __future__ import annotations
@@ -69,28 +65,16 @@ _SWEEP_SECONDS_PER_CELL = 1e-9
 class DPMPMGibbs(ChainGenerator):
     """Blocked Gibbs sweep of the DPMPM (Hu & Savitsky 2018) with a PyMC step method's interface.
 
-    Per-chain state: latent classes ``z`` and the completed data (missing entries imputed).
-    Each sweep draws Θ_new = (V, φ, α) given the current ``z`` and completed data
-    (steps 2–4), then ``(z, y_mis)`` given Θ_new (step 1; missing entries marginalised in
-    the class probabilities, then imputed from ``φ_{z_i j}``). The returned point is Θ_new;
-    stats: ``loglik`` = observed-data log-likelihood at Θ_new, ``k_occupied`` = occupied
-    classes of the ``z`` used to draw Θ_new. A call (one draw) makes one sweep during the
-    warm-up and ``thin`` sweeps after it. Initialisation: classes and α as ``starts`` says for
-    the chain (``set_chain``; :mod:`bayes_risk.models._bayesian.starts`; ``"spread"``: every
-    class occupied, ``z`` uniform on the K classes, α from its prior bounded to [0.5, 5]),
-    missing values uniform.
-    Each later sweep runs the Metropolis label-switching moves of
-    :func:`~bayes_risk.models._bayesian.sticks.label_switch_moves`, then merge–split moves on
-    ``p(z | α, y)`` (``bayes_risk.models.dpmpm.splitmerge``; about ``20,000 / n`` per sweep,
-    1 to 20 and at most ``n / 10``, five times as many during warm-up), then ``2K`` label swaps on
-    ``p(z | α, y)`` with the sticks and φ integrated out (``bayes_risk.models.dpmpm.labels``),
-    then α given ``z`` (sticks integrated out, slice sampling:
-    :func:`~bayes_risk.models._bayesian.sticks.slice_alpha`), the sticks given ``z`` and α (in log
-    space, never clipped), φ, and the classes and missing values given the parameters. In the first
-    ``alpha_warmup_sweeps`` warm-up sweeps of each chain (never after the warm-up) α is drawn
-    from its conditional restricted to ``α <= alpha_warmup_bound`` (and starts below it): from
-    the start with every class occupied, α's conditional lies at ≈ 100 and a chain can settle
-    in a state of many small classes that it never leaves (``DPMPM``, ``alpha_warmup_bound``).
+    Per-chain state: latent classes ``z`` and the completed data (missing entries imputed). Each
+    sweep runs the label-switching moves
+    (:func:`~bayes_risk.models._bayesian.sticks.label_switch_moves`), merge–split moves
+    (``dpmpm.splitmerge``; about ``20,000 / n`` per sweep, 1 to 20 and at most ``n / 10``, five
+    times as many in the warm-up) and ``2K`` label swaps on ``p(z | α, y)`` (``dpmpm.labels``), then
+    draws α given ``z`` (slice sampling, bounded by ``alpha_warmup_bound`` in the first
+    ``alpha_warmup_sweeps``), the sticks in log space, φ, and the classes and missing values given
+    the parameters. The returned point is the new Θ; stats ``loglik`` (observed-data log-likelihood)
+    and ``k_occupied``. A draw is one sweep in the warm-up and ``thin`` sweeps after it; chains
+    start as ``starts`` says (:mod:`bayes_risk.models._bayesian.starts`), missing values uniform.
     """
 
     name = "dpmpm_gibbs"

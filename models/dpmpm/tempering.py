@@ -1,36 +1,11 @@
 """Parallel tempering of the DPMPM Gibbs sampler and the stepping-stone marginal likelihood.
 
-``DPMPM(temperatures=T)`` runs each chain as a ladder of ``T`` replicas of the Gibbs sweep
-(:class:`~bayes_risk.models.dpmpm.step.DPMPMGibbs`), replica ``t`` targeting
-
-``p_β(Θ, z, y_mis | y_obs) ∝ p(Θ) p(z | π) p(y_mis | z, φ) p(y_obs | z, φ)^β``,
-
-the complete-data likelihood of the observed entries tempered by the inverse temperature
-``β_t = ((T − 1 − t) / (T − 1))^(1/0.3)`` (``β_0 = 1``: the posterior; ``β_{T−1} = 0``: the
-prior; the spacing of Xie et al. 2011, dense near the prior, where ``E_β[log L]`` changes fastest).
-At ``β < 1`` the sweep is the same blocked Gibbs sweep with ``φ | z ~ Dirichlet(a + β c_obs +
-c_mis)`` and ``p(z_i = k | ·) ∝ π_k Π_{j obs} φ_kj[y_ij]^β`` (missing entries imputed from
-``φ``); the merge–split moves, whose target is the untempered collapsed posterior, run only at
-``β = 1``; the label moves and α given the classes involve the prior only and run at every
-temperature. After each sweep of every replica, adjacent replicas ``t, t + 1`` propose to swap
-their states — even pairs after even sweeps, odd pairs after odd ones (the deterministic
-even–odd scheme of Syed et al. 2022) — accepted with probability
-``min(1, exp((β_t − β_{t+1}) (ℓ_{t+1} − ℓ_t)))``, ``ℓ = log p(y_obs | z, φ)``. Every replica's
-move leaves its tempered target invariant and the swaps leave the product of the targets
-invariant, so the replica at ``β = 1`` samples the posterior; the kept draws are its draws.
-A state that a hot replica moved across a barrier between class structures (a *regime*, where
-``β = 1`` chains stay) reaches ``β = 1`` through the swaps.
-
-**Evidence.** ``Z(β) = ∫ p(y_obs | z, φ)^β p(Θ, z) = E_0[L^β]``, ``Z(0) = 1``, ``Z(1) = p(y_obs)``.
-The stepping-stone estimator (Xie et al. 2011) multiplies the ratios
-``Z(β_t) / Z(β_{t+1}) = E_{β_{t+1}}[L^{β_t − β_{t+1}}]``, each the mean over the kept draws of
-replica ``t + 1`` (log-sum-exp); its Monte Carlo standard error comes from batch means of each
-ratio's terms (20 batches per chain, delta method, the ratios taken as independent). Each
-chain's estimate is of the evidence of the region its ladder sampled: when the ladders mix
-between regimes, of ``p(y)``; when a regime is metastable even for the ladder, of that regime's
-share of it — so the regimes' estimates say which carries the posterior mass
-(``bayes_risk.models._bayesian.regimes``). Checked against exact evidences of small tables
-(tests/models/test_dpmpm_tempering.py).
+``DPMPM(temperatures=T)`` runs each chain as a ladder of ``T`` replicas of the Gibbs sweep at
+inverse temperatures ``β_t = ((T − 1 − t) / (T − 1))^(1/0.3)`` of the observed-data likelihood,
+with even–odd swaps of adjacent replicas (Syed et al. 2022); the kept draws are those of the
+replica at ``β = 1``. Each chain's stepping-stone estimate (Xie et al. 2011) of its log evidence,
+with a batch-means standard error, tells which regime carries the posterior mass
+(``bayes_risk.models._bayesian.regimes``). See :doc:`/methods/models` (DPMPM regimes).
 
 References
 ----------

@@ -1,19 +1,11 @@
 """Structural zeros of the DPMPM (Manrique-Vallier & Reiter 2014; Manrique-Vallier & Hu 2018).
 
-A structural zero is a combination of levels that cannot occur (a 16-year-old with a doctorate).
-The table of zeros uses NPBayesImputeCat's ``MCZ`` format: one row per pattern, the model's
-columns, a level or a missing value (= any level). The model is the latent class model truncated
-to the allowed cells,
-
-``p(y | Θ) = 1{y ∉ S} Σ_k π_k Π_j φ_kj[y_j] / (1 − P(S | Θ))``,
-
-fitted by the truncated-multinomial data augmentation of Manrique-Vallier & Reiter (2014): each
-sweep adds the records an unrestricted latent class model generates inside ``S`` before it has
-produced ``n`` records outside (their number is negative binomial), so that the class and ``φ``
-updates see a sample of the unrestricted model.
-
-Patterns are turned into disjoint boxes (a box fixes a *set* of levels per column) so that
-``P(S | Θ) = Σ_box Σ_k π_k Π_j Σ_{c ∈ A_j} φ_kj[c]`` holds without double counting.
+The table of zeros uses NPBayesImputeCat's ``MCZ`` format (one pattern per row, a missing value
+= any level). The model is truncated to the allowed cells,
+``p(y | Θ) = 1{y ∉ S} Σ_k π_k Π_j φ_kj[y_j] / (1 − P(S | Θ))``, and fitted by truncated-
+multinomial data augmentation. Patterns become disjoint boxes so that
+``P(S | Θ) = Σ_box Σ_k π_k Π_j Σ_{c ∈ A_j} φ_kj[c]`` counts nothing twice.
+See :doc:`/methods/models` (Structural zeros).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Numerical kernels of the Poisson-mixture synthesizers (Hu 2019 §3.3.3, stick breaking §3.2).
-
-Pure NumPy/Numba, no PyMC: the PyMC model in :mod:`bayes_risk.models.poisson.poisson_mixture` is
-the single
-source of truth for the density and the tests check every kernel here against its log-density.
-
-Random numbers are always drawn with a :class:`numpy.random.Generator` outside the compiled
-kernels (uniforms and Gamma variates are passed in), so results depend only on the seed.
+"""Numerical kernels of the Poisson-mixture synthesizers (Hu 2019 §3.3.3), tested against the
+PyMC model's log-density. Random numbers are drawn outside the compiled kernels and passed in,
+so results depend only on the seed.
 """
 
 from __future__ import annotations

@@ -24,7 +24,9 @@ LARGEST_VALUE_SCENARIOS = ("worst_case", "second_largest", "two_largest_sum")
 
 @dataclass(frozen=True)
 class LargestValueLikelihood:
-    """Likelihood pieces of the Wei–Reiter largest-value scenario, per candidate.
+    """Likelihood pieces of the Wei–Reiter largest-value scenario, per candidate
+    (:class:`bayes_risk.contract.LargestValuePieces`; the attribute engine turns them into the
+    intruder's posterior, :func:`bayes_risk.attribute.largest_value.largest_value_posterior`).
 
     Attributes
     ----------
@@ -39,49 +41,34 @@ class LargestValueLikelihood:
     g0 : int
     model_class : {"P", "O"}
     logp_rec : ndarray [H, G]
-        ``log p(y_(1) with column j set to y*_g | Θ_h)`` — the joint MP record likelihood whose
-        differences are the importance ratios ``log r_h`` of Hu 2019 §3.2.5.
+        ``log p(y_(1) with column j set to y*_g | Θ_h)``, whose differences are the importance
+        ratios ``log r_h`` (Hu 2019 §3.2.5).
     L : ndarray [H, m] or None
-        ``log p(Z_(l) | Θ_h)`` under the model's synthesis mode (class P: MP likelihood; class
-        O: component-total likelihood for the truth).
+        ``log p(Z_(l) | Θ_h)`` under the model's synthesis mode.
     delta : ndarray [H, m, G] or None
-        Class O only: ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_(1)j)``, the change of the component-total
-        log-likelihood of ``Z_(l)`` when the target's value is ``y*_g`` (methods, Two classes of
-        synthesis model); ``+inf`` where the truth has zero likelihood under draw ``h`` but the
-        candidate has not (then use ``loglik_candidates``).
+        Class O only: ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_(1)j)``; ``+inf`` where the truth has zero
+        likelihood under draw ``h`` but the candidate has not (then use ``loglik_candidates``).
     loglik_candidates : ndarray [H, m, G] or None
         Class O only: ``log p(Z_(l) | Θ_h, y*_g, y_{-i})`` (= ``L + delta`` where defined).
     memberships : str
         How memberships were obtained (``"generating"``, ``"map"``, ``"stored"`` or ``"user"``).
     warnings : list of str
-        ``"TRUTH_ZERO_LIKELIHOOD"``; ``"TARGET_NOT_SYNTHESIZED"`` when the target record is
-        not among the synthesized records (its value is released unchanged: the pieces measure
-        what the synthesized records reveal about it); ``"THETA_GIVEN_OTHER_RECORDS"`` for MP
-        under ``second_largest`` (the release's likelihood through Θ holds the other records at
-        their true values: an upper bound for this intruder).
+        ``"TRUTH_ZERO_LIKELIHOOD"``, ``"TARGET_NOT_SYNTHESIZED"`` (the target's value is released
+        unchanged) or ``"THETA_GIVEN_OTHER_RECORDS"`` (MP under ``second_largest``: an upper
+        bound for this intruder).
     scenario : {"worst_case", "second_largest", "two_largest_sum"}
         What the intruder knows (see ``PoissonMixture.largest_value_loglik``).
     constraint_loglik : ndarray [H, C, G] or None
         ``second_largest``: ``log P_h(S_r = σ_c − y*_g − c_c)`` for each distinct group-sum
-        constraint ``c`` (the target's synthesis group for MM/TCMM; the column total ``T_j``
-        for MP when ``total_known``), added to the log-likelihood once per constraint with the
-        importance weights ``q_h(y*)``.
+        constraint, added once per constraint with the importance weights ``q_h(y*)``.
     constraints : list of tuple or None
-        ``second_largest``: each constraint as ``(σ, c, r, lo, hi, by_component)`` — the released
-        sum, the known part (``y_(2)j`` when that record is in the group), the number of unknown
-        records in the group, the range of their values and whether they share one component
-        (an MM group).
+        ``second_largest``: each constraint as ``(σ, c, r, lo, hi, by_component)`` — released
+        sum, known part, number of unknown records, range of their values, whether they share a
+        component (an MM group).
     second_record : int or None
         The record holding ``y_(2)j``.
     pair_total : float or None
-        ``two_largest_sum``: ``T_2j = y_(1)j + y_(2)j``; candidate ``y*`` stands for the pair
-        ``(y*, T_2j − y*)``.
-
-    Notes
-    -----
-    The attribute engine turns the pieces into the intruder's posterior
-    (:func:`bayes_risk.attribute.largest_value.largest_value_posterior`); the model only
-    provides the likelihoods (:class:`bayes_risk.contract.LargestValuePieces`).
+        ``two_largest_sum``: ``T_2j = y_(1)j + y_(2)j``.
     """
 
     column: str

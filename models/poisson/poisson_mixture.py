@@ -1,25 +1,11 @@
-"""Poisson-mixture synthesizers for count (magnitude) data: MP, MM and TCMM (Hu 2019 §3.3.3).
+"""Poisson-mixture synthesizers for count data: MP, MM and TCMM (Wei & Reiter 2016; Hu 2019 §3.3.3).
 
-Wei & Reiter (2016), as summarised in Hu (2019, §3.3.3): a truncated stick-breaking
-mixture of products of Poissons (**MP**) fitted to the confidential counts; **MM** keeps the MP
-memberships of a posterior draw and redistributes each component's column totals multinomially
-over its members (every marginal total is reproduced exactly); **TCMM** additionally pools each
-column's upper tail (values above the empirical ``q``-quantile) into one group before
-redistribution (provisional: Wei & Reiter give no full algorithm). Every variant also supports
-partial synthesis of selected records (``fit(..., records=...)``; see
-:class:`PoissonMixture`).
-
-The PyMC model (:meth:`PoissonMixture.build_pymc_model`) is the single source of truth for the
-density; the default sampler is a blocked Gibbs step (a PyMC ``BlockedStep`` with Numba kernels,
-:mod:`bayes_risk.models.poisson.kernels`) that also records the memberships ``z`` of every kept
-draw, which MM/TCMM synthesis and their likelihoods need.
-
-Once its posterior is set (fit, load, ``from_posterior``) the model builds its fitted state
-(:class:`~bayes_risk.models.poisson.state.PoissonState`: the posterior, the count columns, the
-variant and the synthesized records) once and passes it to the module-level functions of its
-sibling modules, one per concern: the PyMC model and the Gibbs step (``poisson.fit``), the
-record/dataset/candidate likelihoods (``poisson.loglik``), synthesis (``poisson.synthesis``) and
-the largest-value pieces (``poisson.largest``).
+The PyMC model (:meth:`PoissonMixture.build_pymc_model`) defines the density; the default
+sampler is a blocked Gibbs step with Numba kernels that also records the memberships ``z`` of
+every kept draw, which MM/TCMM need. The fitted state
+(:class:`~bayes_risk.models.poisson.state.PoissonState`) is built once per posterior and passed
+to the functions of ``poisson.fit``, ``poisson.loglik``, ``poisson.synthesis`` and
+``poisson.largest``. See :doc:`/user_guide/bayesian_models`.
 """
 
 from __future__ import annotations
@@ -74,12 +60,10 @@ class PoissonMixture(BayesianSynthesizer):
     Parameters
     ----------
     variant : {"mp", "mm", "tcmm"}
-        ``"mp"``: synthetic records are drawn from the MP posterior predictive (class P in
-        ``synthesis_mode="marginal"``). ``"mm"``: each component's column totals are
-        redistributed multinomially over its members (all marginal totals reproduced exactly;
-        class O). ``"tcmm"``: tail-collapsed MM with threshold ``q`` — **provisional** (Hu 2019
-        §3.3.3: reconstructed from the description in Hu (2019), the original rule was not
-        verified).
+        ``"mp"``: draws from the MP posterior predictive (class P in ``synthesis_mode="marginal"``).
+        ``"mm"``: each component's column totals are redistributed multinomially over its members
+        (every marginal total reproduced exactly; class O). ``"tcmm"``: tail-collapsed MM with
+        threshold ``q`` — **provisional** (reconstructed from the description in Hu 2019).
     q : float
         TCMM only: quantile in ``(0, 1]`` defining each column's tail ``{y_ij > τ_j}``, ``τ_j`` the
         inverse-CDF empirical ``q``-quantile. Smaller ``q`` collapses more (lower risk).
@@ -88,30 +72,24 @@ class PoissonMixture(BayesianSynthesizer):
     a_lambda : float
         Gamma shape ``a_λ`` of the rates (default 1).
     b_lambda : float or None
-        Gamma rate ``b_λ``; ``None`` (default) uses ``1 / max(1, mean(y_·j))`` per column, so the
-        prior mean of each rate equals the column mean (Hu 2019 §3.3.3 package default).
+        Gamma rate ``b_λ``; ``None`` (default): ``1 / max(1, mean(y_·j))`` per column, so the prior
+        mean of each rate equals the column mean.
     a_alpha, b_alpha : float
         Gamma(shape, rate) prior of the concentration ``α`` (default 0.25, 0.25).
     synthesis_mode : {"marginal", "posterior_class"}
         MP only: draw each synthetic record's component from ``π`` (class P, default) or use the
-        record's sampled membership ``z_i`` (class O, as NPBayesImputeCat does for DPMPM).
+        record's sampled membership ``z_i`` (class O).
     sampler : {"gibbs", "nuts"}
-        ``"gibbs"`` (default): blocked Gibbs in a PyMC ``BlockedStep``; records memberships.
-        ``"nuts"``: PyMC's NUTS on the class-marginalised model (small problems only: label
-        switching makes it slow per effective draw); memberships for MM/TCMM are then drawn from
-        ``p(z | Θ_h, y)`` at synthesis time.
+        ``"gibbs"`` (default): blocked Gibbs, recording memberships. ``"nuts"``: PyMC's NUTS on
+        the class-marginalised model (small problems only); memberships for MM/TCMM are then drawn
+        from ``p(z | Θ_h, y)`` at synthesis time.
     starts : str or sequence of str
-        How each Gibbs chain starts (cycled over the chains): ``"prior"`` (α, sticks and
-        memberships drawn from the prior: a few occupied components), ``"spread"`` (records
-        uniform on all K components) or ``"few"`` (uniform on 3). Default ``"overdispersed"``:
-        ``("prior", "spread", "few")`` — the first chain as before, the second at the other end
-        of the number of occupied components, so that R-hat and the regime check
-        (``convergence_summary()["regimes"]``, warning ``REGIMES_DISAGREE``) compare them
-        (``bayes_risk.models._bayesian.starts``).
+        How each Gibbs chain starts (cycled over the chains): ``"prior"``, ``"spread"`` (all K
+        components) or ``"few"`` (3). Default ``"overdispersed"``: ``("prior", "spread", "few")``,
+        so that R-hat and the regime check (warning ``REGIMES_DISAGREE``) compare both ends.
     tune, draws, chains, cores, random_seed, progressbar
-        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`). With the
-        Gibbs sampler chains always run sequentially in this process (``cores`` is ignored),
-        because the recorded memberships live on the step object.
+        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`). With
+        the Gibbs sampler chains run sequentially in this process (``cores`` is ignored).
 
     Attributes
     ----------
@@ -125,33 +103,19 @@ class PoissonMixture(BayesianSynthesizer):
     synthesized_records_ : ndarray of bool or None
         Records whose count columns are replaced (``None``: all records).
     model_class : {"P", "O"}
-        ``"P"`` for MP in marginal mode, ``"O"`` otherwise (methods, Two classes of synthesis
-        model).
+        ``"P"`` for MP in marginal mode, ``"O"`` otherwise.
     ratio_form : "joint"
 
     Notes
     -----
-    **Partial synthesis of selected records** (``fit(..., records=...)``). The
-    mixture is fitted to every record (it describes the whole table); in every synthetic dataset
-    the records that are not selected keep all their original values, and only the selected
-    records ``S`` get synthetic counts:
-
-    * MP, ``marginal``: each selected record is drawn from the posterior predictive ``p(· | Θ)``;
-      ``posterior_class``: from ``Poisson(λ_{z_i})`` with its own membership ``z_i``.
-    * MM: within each component ``k``, the total of the *selected* members,
-      ``T_kj^S = Σ_{i∈I_k∩S} y_ij``, is redistributed over the selected members,
-      ``Multinomial(T_kj^S; 1/n_k^S, …)``. The non-selected records keep their values, so every
-      component total and every column total is still reproduced exactly.
-    * TCMM: as MM, with the tail taken among the selected records: ``τ_j`` is the empirical
-      ``q``-quantile of the selected records' values of column ``j``, and the selected records
-      above it form the pooled tail group.
-
-    Synthesis thus involves only the selected records' confidential counts (and the
-    memberships), so the likelihoods follow: :meth:`dataset_loglik` is the product over the
-    selected records (MP) or the multinomial over the selected members of each group (MM,
-    TCMM), and :meth:`own_record_delta` is 0 for a record that is not selected (its value does
-    not enter the synthesis given Θ and the memberships). :meth:`fit_augmented` appends only
-    the selected rows of ``Z_(l)``.
+    **Partial synthesis of selected records** (``fit(..., records=...)``): the mixture is fitted
+    to every record; only the selected records ``S`` get synthetic counts. MP draws them from the
+    posterior predictive (``posterior_class``: from ``Poisson(λ_{z_i})``); MM redistributes the
+    total of the selected members of each component, ``T_kj^S = Σ_{i∈I_k∩S} y_ij``, over them
+    (every total still reproduced); TCMM takes the tail among the selected records. The
+    likelihoods follow: :meth:`dataset_loglik` covers the selected records only,
+    :meth:`own_record_delta` is 0 for the others and :meth:`fit_augmented` appends only the
+    selected rows of ``Z_(l)``.
 
     Examples
     --------
@@ -301,7 +265,6 @@ class PoissonMixture(BayesianSynthesizer):
         return (self.model_class == "O" or bool(extra)
                 or getattr(self, "synthesized_records_", None) is not None)
 
-
     # ------------------------------------------------------------------ fitting
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed
                         ) -> xr.DataTree:
@@ -385,10 +348,7 @@ class PoissonMixture(BayesianSynthesizer):
         )
 
     def pymc_record_logp(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
-        """``[H, n]`` record log-densities evaluated by the PyMC model itself (slow; for checks).
-
-        Used by the tests to verify the Numba kernels (:meth:`record_loglik`) against the model.
-        """
+        """``[H, n]`` record log-densities by the PyMC model itself (slow; for checks)."""
         self._check_fitted()
         idx = self._draw_indices(draw_indices)
         y = self._state.counts(records)
@@ -398,12 +358,9 @@ class PoissonMixture(BayesianSynthesizer):
     def fit_augmented(
         self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> PoissonMixture:
-        """Refit with the same settings to the confidential records and ``Z_(l)`` together.
-
-        Returns a new model whose draws come from ``p(Θ | y, Z_(l))`` (methods, The stabilised
-        estimator). Under partial synthesis of selected records only the selected rows of
-        ``synthetic`` are appended: they are the rows :meth:`dataset_loglik` counts (the others are
-        copies of ``data``).
+        """A new model with the same settings and prior fitted to the confidential records and the
+        synthesized rows of ``Z_(l)``: draws from ``p(Θ | y, Z_(l))`` (:doc:`/methods/attribute`,
+        The stabilised estimator).
         """
         self._check_fitted()
         cols = self.columns_
@@ -420,11 +377,8 @@ class PoissonMixture(BayesianSynthesizer):
         return new.fit(both, schema=self.schema_.keeping_levels(), synthesized=cols)
 
     def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
-        """``[H, n]`` MP record log-likelihood ``log p(y_i | Θ_h)`` (Hu 2019 §3.3.3).
-
-        This joint record likelihood gives the importance ratios of every variant (the
-        posterior of Θ was fitted to the full records, Hu 2019 §3.2.5). Records with a negative or
-        non-integer count (e.g. from a percentage candidate grid) get ``-inf``.
+        """``[H, n]`` MP record log-likelihood ``log p(y_i | Θ_h)``, the importance ratios of every
+        variant (Hu 2019 §3.2.5); a negative or non-integer count gives ``-inf``.
         """
         self._check_fitted()
         return _loglik.record_loglik(self._state, records, self._draw_indices(draw_indices))
@@ -436,9 +390,9 @@ class PoissonMixture(BayesianSynthesizer):
         Raises
         ------
         NeighbourhoodUnavailable
-            Always (a ``ValidationError`` and ``NotImplementedError``, so the attribute engine
-            falls back to candidate records); evaluate a candidate grid (methods, Candidate sets)
-            with :meth:`record_loglik`, or use :meth:`largest_value_loglik`.
+            Always (a ``ValidationError`` and ``NotImplementedError``: the attribute engine falls
+            back to candidate records); use :meth:`record_loglik` on a grid, or
+            :meth:`largest_value_loglik`.
         """
         raise _loglik.neighbourhood_unavailable()
 
@@ -448,41 +402,22 @@ class PoissonMixture(BayesianSynthesizer):
     ) -> np.ndarray:
         """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the synthesis mode.
 
-        * MP, ``marginal`` (class P): ``Σ_i log p(z_i | Θ_h)`` (sum of record likelihoods).
-        * MM / TCMM (class O): the multinomial likelihood of each group's synthetic values given
-          its confidential total, ``Σ_k Σ_j log[T_kj! / Π_{i∈I_k} z_ij!] − T_kj log n_k``, ``-inf``
-          when a group's synthetic sum differs from its total (Hu 2019 §3.3.3). Synthetic row ``i``
-          corresponds to confidential record ``i``, so it shares its membership.
-        * MP, ``posterior_class`` (class O): ``Σ_i log Poisson(z_i | λ_{k_i})`` given memberships.
-
-        Under partial synthesis of selected records the sums run over the selected records
-        only, and the MM/TCMM groups hold the selected records only (see the class Notes): a
-        record released unchanged contributes nothing.
+        MP, ``marginal`` (class P): the sum of record likelihoods. MM / TCMM (class O): the
+        multinomial likelihood of each group's synthetic values given its confidential total,
+        ``Σ_k Σ_j log[T_kj! / Π_{i∈I_k} z_ij!] − T_kj log n_k``, ``-inf`` when a group's synthetic
+        sum differs from its total (Hu 2019 §3.3.3). MP, ``posterior_class``: ``Σ_i log
+        Poisson(z_i | λ_{k_i})``. Under partial synthesis only the selected records count.
 
         Parameters
         ----------
-        memberships : {"generating", "map", "stored"}, int array [n] or [H, n], or None
-            Class O only — the (unreleased) memberships (Hu 2019 §3.3.3; the intruder must
-            approximate them, the agency knows them):
-
-            * ``"generating"`` (default when the Gibbs sampler recorded memberships): for each
-              dataset, the memberships that generated it — from ``SyntheticData.draw_index``
-              when given, else the stored draw whose memberships reproduce the dataset's group
-              sums (the first one found: when few records are synthesized several draws may
-              reproduce them, so pass the ``SyntheticData``). The agency-side worst case of
-              the worst-case intruder of Hu 2019 §3 (who knows the synthesis groups); the same for
-              every ``Θ_h``, since the MM likelihood given memberships does not depend on ``Θ``.
-            * ``"map"`` (default otherwise): MAP component of each confidential record under
-              ``Θ_h`` (an approximation of the intruder's). With exact totals a MAP grouping rarely
-              reproduces the synthetic group sums, so ``L`` is mostly ``-inf``.
-            * ``"stored"``: the memberships recorded with draw ``h`` (finite only for the draw
-              that generated ``Z_(l)``).
-            * an integer array: user-supplied (the intruder's own guess), ``[n]`` or per draw
-              ``[H, n]``.
-            * ``"marginalised"`` (default for MP in ``posterior_class`` mode): each record's
-              class is summed out with weights ``p(k | y_i, Θ_h)`` (as DPMPM's ``posterior_class``
-              mode), so no approximation is needed; the other options condition on given
-              memberships.
+        memberships : str, int array [n] or [H, n], or None
+            Class O only — the unreleased memberships: ``"generating"`` (default when the Gibbs
+            sampler recorded them: those that generated each dataset, from
+            ``SyntheticData.draw_index`` or the first stored draw reproducing its group sums; the
+            agency's worst case), ``"map"`` (default otherwise: MAP component of each record under
+            ``Θ_h``), ``"stored"`` (those of draw ``h``), an integer array (the intruder's guess),
+            or ``"marginalised"`` (default for MP ``posterior_class``: classes summed out with
+            weights ``p(k | y_i, Θ_h)``).
         """
         self._check_fitted()
         return _loglik.dataset_loglik(self._state, synthetic, self._draw_indices(draw_indices),
@@ -499,27 +434,23 @@ class PoissonMixture(BayesianSynthesizer):
     ) -> np.ndarray:
         """``[H, m, G]`` class-O dataset log-likelihood with the record's counts set to ``y*_g``.
 
-        ``log p(Z_(l) | Θ_h, y*, y_{-i})`` (see :meth:`dataset_loglik`) with the confidential
-        counts of ``record`` replaced by candidate ``g``: the totals of the record's group change
-        and, with ``memberships="map"``, so may its own membership (MAP of ``y*`` under ``Θ_h``;
-        the other records keep the MAP of their true values). This equals ``L_{hl} + delta`` of
-        the class-O estimator (Hu 2019 §3.2.5) and stays well defined when ``L_{hl} = −inf``; with
-        exact totals it is ``-inf`` for every candidate that does not reproduce the synthetic group
-        sums — the collapse behind the high MM risk reported in Hu (2019).
+        ``log p(Z_(l) | Θ_h, y*, y_{-i})`` (see :meth:`dataset_loglik`): the totals of the record's
+        group change and, with ``memberships="map"``, so may its own membership. This equals
+        ``L_{hl} + delta`` of the class-O estimator (Hu 2019 §3.2.5) and stays defined when
+        ``L_{hl} = −inf``.
 
         Parameters
         ----------
         record : int or Series
-            Row position (0-based) of the target record in the confidential data, or the row
-            itself (e.g. ``data.iloc[i]``, as the attribute engine passes it).
+            Row position (0-based) of the target record in the confidential data, or the row itself.
         candidates : DataFrame or array [G, p]
             Candidate count vectors: an array over all modelled columns (``columns_`` order) or
             a DataFrame over some of them (the others keep the record's true values).
         synthetic : sequence of DataFrame or SyntheticData
             The released datasets.
         draw_indices, memberships
-            As in :meth:`dataset_loglik` (a user array gives the memberships of all records;
-            the target keeps its given membership for every candidate).
+            As in :meth:`dataset_loglik` (the target keeps its given membership for every
+            candidate).
 
         Raises
         ------
@@ -541,14 +472,12 @@ class PoissonMixture(BayesianSynthesizer):
         draw_indices: Any = None,
         memberships: Any = None,
     ) -> np.ndarray:
-        """``[H, m, G]`` class-O own-record term ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_i)`` (class O).
+        """``[H, m, G]`` class-O own-record term ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_i)``.
 
-        Equal to :meth:`candidate_dataset_loglik` minus its value at the truth. Conventions
-        where the truth has zero likelihood under a draw (``L_{hl} = −inf``, e.g. MAP memberships
-        that do not reproduce the synthetic group sums): ``0`` if the candidate's is ``−inf``
-        too, ``+inf`` otherwise — so ``L + delta`` is ``nan`` there; engines that can should use
-        :meth:`candidate_dataset_loglik` directly. A record that is not synthesized (partial
-        synthesis of selected records) has no own-record term: 0.
+        :meth:`candidate_dataset_loglik` minus its value at the truth. Where the truth has zero
+        likelihood under a draw: ``0`` if the candidate's is ``−inf`` too, ``+inf`` otherwise
+        (engines that can should use :meth:`candidate_dataset_loglik`). A record that is not
+        synthesized: 0.
         """
         self._check_fitted()
         return _loglik.own_record_delta(
@@ -559,10 +488,8 @@ class PoissonMixture(BayesianSynthesizer):
     def largest_value_candidates(
         self, column: str, upper: float, *, step: float = 1.0, data: pd.DataFrame | None = None
     ) -> tuple[np.ndarray, int, int]:
-        """Candidate grid for the largest value of ``column`` (Wei & Reiter 2016).
-
-        Integers (or multiples of ``step``) from ``y_(2)j`` to ``upper``, with the truth
-        ``y_(1)j`` inserted if it is not on the grid.
+        """Candidate grid for the largest value of ``column`` (Wei & Reiter 2016): multiples of
+        ``step`` from ``y_(2)j`` to ``upper``, with the truth ``y_(1)j`` inserted.
 
         Returns
         -------
@@ -596,39 +523,15 @@ class PoissonMixture(BayesianSynthesizer):
         """Per-candidate likelihood pieces for the Wei–Reiter largest-value scenarios.
 
         The target is the record holding ``y_(1)j``; candidates ``y*`` vary only its value of
-        ``column`` (its other counts stay at their true values). The attribute engine turns the
-        pieces into the intruder's posterior
-        (:func:`bayes_risk.attribute.largest_value.largest_value_posterior`) with the estimator
-        of Hu 2019 §3.2.5. What the intruder knows (``scenario``; Wei & Reiter 2016 as
-        summarised in Hu 2019 §3.3.3):
-
-        * ``"worst_case"`` (default): every other record (``A = y_{-i}``). MP (class P):
-          importance sampling over Θ with ``logp_rec`` (``[H, G]``) and
-          ``L = dataset_loglik(Z)``. MM / TCMM (class O): the component-total likelihood, ``L``
-          plus ``delta`` (:meth:`own_record_delta`) — the component and tail totals then pin
-          ``y*`` down exactly and the posterior collapses on the truth for MM *and* TCMM.
-        * ``"second_largest"``: only the record holding ``y_(2)j`` (and that
-          ``Y_(1)j ≥ y_(2)j``), plus the column total ``T_j`` when ``total_known``. The other
-          records' values are integrated out under the model's posterior predictive truncated
-          to ``0..y_(2)j`` (TCMM tail members: above the tail threshold). MM / TCMM: the release
-          reveals the sum of the target's synthesis group (component, or the pooled tail for
-          TCMM); the likelihood is that of the group's unknown members summing to what is
-          left (``constraint_loglik``; ``T_j`` adds nothing: both reproduce it). TCMM pools the
-          tail across components, so more unknown values share the sum and the risk falls as
-          ``q`` falls. MP: the worst-case pieces (the other records' influence on Θ is held at
-          their true values — an upper bound for this intruder, warning
-          ``THETA_GIVEN_OTHER_RECORDS``) plus, with ``total_known``, the term of the other
-          ``n − 2`` records summing to ``T_j − y* − y_(2)j``.
-        * ``"two_largest_sum"``: every record but the two largest, and their sum
-          ``T_2j = y_(1)j + y_(2)j``; candidate ``y*`` stands for the pair ``(y*, T_2j − y*)``
-          on ``ceil(T_2j / 2) .. T_2j − y_(3)j``. MM keeps the pair's sum when both records share
-          a component, TCMM when both are in the tail: the posterior is then flat.
-
-        Provisional: Wei & Reiter's exact membership approximation was not available.
-        ``memberships`` selects the synthesis groups (see :meth:`dataset_loglik`); for
-        ``second_largest`` with MM/TCMM: ``"generating"`` (default; the groups that made each
-        dataset — the most an intruder can learn about them from ``Z``) or an integer array
-        ``[n]`` or ``[m, n]`` (per dataset). The TCMM tail threshold is taken as known.
+        ``column``. The attribute engine turns the pieces into the intruder's posterior
+        (:func:`bayes_risk.attribute.largest_value.largest_value_posterior`). The scenarios —
+        ``"worst_case"`` (every other record known), ``"second_largest"`` (the record holding
+        ``y_(2)j``, and the column total with ``total_known``) and ``"two_largest_sum"`` (every
+        record but the two largest, and their sum) — are described in :doc:`/methods/attribute`
+        (Intruders of the largest value). Provisional: Wei & Reiter's exact membership approximation
+        was not available. For ``second_largest`` with MM/TCMM ``memberships`` is ``"generating"``
+        (default) or an integer array ``[n]`` or ``[m, n]``; the TCMM tail threshold is taken as
+        known.
 
         Parameters
         ----------

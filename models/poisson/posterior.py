@@ -1,11 +1,6 @@
 """Posterior of :class:`~bayes_risk.models.PoissonMixture`: checks of a given posterior and the
-label-invariant quantities of the convergence checks.
-
-A posterior given to ``from_posterior`` (or read from a saved folder) is checked against the
-settings and the count columns (``lam`` ``[chain, draw, K, p]``, weights ``w`` or stick
-proportions ``v``, the memberships ``z`` of the Gibbs sampler); the convergence checks use the
-posterior predictive mean and variance of each column, which do not depend on the labelling of
-the components (Hu 2019 §3.3.3).
+label-invariant quantities of the convergence checks (each column's posterior predictive mean
+and variance).
 """
 
 from __future__ import annotations

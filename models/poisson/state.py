@@ -1,11 +1,6 @@
-"""The fitted state of a :class:`~bayes_risk.models.PoissonMixture`.
-
-:class:`PoissonState` holds what the likelihoods (``poisson.loglik``, ``poisson.largest``,
-``poisson.weak``), synthesis (``poisson.synthesis``) and the convergence quantities
-(``poisson.posterior``) read: the schema and its count columns, the variant and its tail
-quantile, the posterior and the recorded memberships, and which records are synthesized. The
-model builds it once whenever its posterior is set (fit, load, ``from_posterior``) and passes
-it to those module-level functions, which take the state, not the model.
+"""The fitted state of a :class:`~bayes_risk.models.PoissonMixture`, built once whenever its
+posterior is set and passed to the family's likelihoods, synthesis and convergence quantities
+(which take the state, not the model).
 """
 
 from __future__ import annotations
@@ -31,26 +26,10 @@ __all__ = ["PoissonState"]
 
 @dataclass(frozen=True, eq=False)
 class PoissonState:
-    """The posterior and settings of a fitted Poisson mixture, read by the family's functions.
-
-    Attributes
-    ----------
-    schema : Schema
-        Columns, types and roles the model was fitted with.
-    columns : list of str
-        The modelled (synthesized) count columns.
-    variant : {"mp", "mm", "tcmm"}
-        The synthesis variant.
-    q : float
-        The TCMM tail quantile.
-    model_class : {"P", "O"}
-        ``"P"`` for MP in ``marginal`` mode, ``"O"`` otherwise.
-    tree : xarray.DataTree
-        The posterior (with group ``latent`` when the Gibbs sampler recorded memberships).
-    synthesized_records : ndarray of bool or None
-        Records whose counts are replaced (``None``: all records).
-    n_records : int
-        Records of the data the model was fitted to.
+    """The posterior and settings of a fitted Poisson mixture, read by the family's functions:
+    ``columns`` (the modelled count columns), ``variant``, ``q`` (TCMM tail quantile),
+    ``model_class``, ``tree`` (the posterior; group ``latent`` holds the recorded memberships),
+    ``synthesized_records`` (``None``: all) and ``n_records``.
     """
 
     schema: Schema

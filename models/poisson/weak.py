@@ -1,28 +1,12 @@
 """Weaker-than-worst-case intruders of the Wei & Reiter (2016) largest-value scenario.
 
-Pieces used by :meth:`~bayes_risk.models.PoissonMixture.largest_value_loglik` for
-
-* ``scenario="second_largest"`` — the intruder knows the record holding the second-largest value
-  ``y_(2)j`` (and possibly the column total ``T_j``) but none of the other records: their values
-  are integrated out under the model's posterior predictive, truncated to the range the scenario
-  implies (every other record is at most ``y_(2)j``; TCMM tail members lie above the tail
-  threshold). What the release reveals about the largest value then comes through the *group
-  sums* the synthesizer preserves: MM and TCMM reproduce, in every dataset, the total of each
-  redistribution group, so with the target's group ``G`` known (from the generating memberships:
-  the most an intruder can learn about the groups from ``Z``)
-
-      p(Z_(l) | Y_(1)j = y*) ∝ P(S_r = σ_l − y* − c_l),
-
-  ``σ_l`` the synthetic sum of the target's group, ``c_l = y_(2)j`` when the second-largest record
-  is in the group (else 0) and ``S_r`` the sum of the group's ``r`` other, unknown members. For
-  MP a known ``T_j`` adds the same kind of term with every other record as "group".
-* ``scenario="two_largest_sum"`` — everything but the two largest values is known, and so is
-  their sum ``T_2j = y_(1)j + y_(2)j``: the candidates are the splits ``(y*, T_2j − y*)``.
-
-The sums of independent truncated predictive values are computed by exact convolution of an
-exponentially tilted pmf (direct for small supports; FFT beyond, with probabilities below
-``FFT_FLOOR`` of the largest set to 0 because FFT rounding leaves noise of that order — the tilt
-puts the wanted totals in the bulk, far above that floor).
+Pieces of :meth:`~bayes_risk.models.PoissonMixture.largest_value_loglik` for
+``scenario="second_largest"`` (the other records integrated out under the truncated posterior
+predictive; the release speaks through the group sums MM/TCMM preserve:
+``p(Z_(l) | Y_(1)j = y*) ∝ P(S_r = σ_l − y* − c_l)``) and ``"two_largest_sum"``. Sums of
+truncated predictive values are exact convolutions of an exponentially tilted pmf (FFT for
+large supports, below ``FFT_FLOOR`` of the largest set to 0). See :doc:`/methods/attribute`
+(Intruders of the largest value).
 """
 
 from __future__ import annotations
@@ -107,12 +91,10 @@ def _power(p: np.ndarray, r: int) -> np.ndarray:
 def sum_logpmf(member_logpmf: np.ndarray, lo: int, r: int, s: np.ndarray) -> np.ndarray:
     """``log P(S_r = s)`` for the sum of ``r`` independent values with the given pmf, per draw.
 
-    The convolution power is taken of the exponentially tilted pmf
-    ``f_θ(y) = f(y) e^{θy} / M(θ)``, with ``θ`` chosen so that the tilted sum has its mean in the
-    middle of the wanted totals, and ``P(S_r = s) = e^{−θs} M(θ)^r P_θ(S_r = s)``: the wanted
-    totals then lie in the bulk of the distribution that is convolved, so a total far in the tail
-    of ``S_r`` (a candidate the release makes implausible) keeps its relative accuracy instead of
-    being lost under rounding.
+    The convolution power is taken of the exponentially tilted pmf ``f(y) e^{θy} / M(θ)``, ``θ``
+    putting the tilted sum's mean among the wanted totals, and
+    ``P(S_r = s) = e^{−θs} M(θ)^r P_θ(S_r = s)``: a total far in the tail keeps its relative
+    accuracy.
 
     Parameters
     ----------

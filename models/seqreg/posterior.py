@@ -13,9 +13,6 @@ import pandas as pd
 
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models._bayesian.design import (
-    record_dtypes,
-)
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -23,9 +20,10 @@ from bayes_risk.models.seqreg.draws import _SEP, _var
 from bayes_risk.models.seqreg.state import SeqRegState
 
 
-def draws_from_user(model, c: str, val: Any, schema: Schema) -> dict[str, np.ndarray]:
-    fam = model.families_[c]
-    names = list(model.designs_[c].names)
+def draws_from_user(c: str, val: Any, schema: Schema, fam: str, design: Any
+                    ) -> dict[str, np.ndarray]:
+    """Column ``c``'s draws given as a table or array, as posterior variables ``[H, ...]``."""
+    names = list(design.names)
     q = len(names)
     if fam == "categorical":
         raw = val.to_numpy() if isinstance(val, pd.DataFrame) else val
@@ -79,11 +77,12 @@ def draws_from_user(model, c: str, val: Any, schema: Schema) -> dict[str, np.nda
     return out
 
 
-def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
-    model._resolve_structure(schema)
+def check_posterior(posterior: xr.DataTree, schema: Schema, order: Any, families: Any,
+                    designs: Any) -> None:
+    """Check that ``posterior`` holds the parameters of the chain (names and shapes)."""
     post = posterior["posterior"]
-    for c in model.order_:
-        fam = model.families_[c]
+    for c in order:
+        fam = families[c]
         need = {"normal": ["beta", "sigma"], "categorical": ["probs"]}.get(fam, ["beta"])
         for name in need:
             v = _var(c, name)
@@ -91,7 +90,7 @@ def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
                 raise ValidationError(f"posterior lacks variable {v!r} ({fam} model of {c!r}).",
                                       code="POSTERIOR_INVALID")
             shape = tuple(post[v].shape[2:])
-            q = model.designs_[c].n_coef
+            q = designs[c].n_coef
             if name == "sigma":
                 exp: tuple[int, ...] = ()
             elif name == "probs":
@@ -103,16 +102,9 @@ def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
             if shape != exp:
                 raise ValidationError(
                     f"posterior variable {v!r} has shape {shape} per draw; expected {exp} "
-                    f"(coefficients {list(model.designs_[c].names)}).",
+                    f"(coefficients {list(designs[c].names)}).",
                     code="POSTERIOR_INVALID"
                 )
-
-
-def after_posterior(model) -> None:
-    if model.schema_ is not None and not hasattr(model, "order_"):
-        model._resolve_structure(model.schema_)
-    if not hasattr(model, "dtypes_"):
-        model.dtypes_ = record_dtypes(model.data_) if model.data_ is not None else {}
 
 
 def posterior_methods(state: SeqRegState) -> dict[str, str]:

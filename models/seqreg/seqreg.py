@@ -1,18 +1,9 @@
 """Sequential Bayesian regression synthesizers (parametric chains).
 
-Synthesized columns are visited in an order ``v_1..v_S``; each gets a generalised linear model
-``f_v(y_v | x_v, Θ_v)`` whose design row ``x_v`` is built from the unsynthesized columns and the
-columns synthesized before ``v`` (intercept + numeric columns as given + treatment-coded
-categorical columns, :mod:`bayes_risk.models._bayesian.design`). Synthetic values of earlier
-columns are used as predictors of later ones. This is the family of models accepted by the R package
-AttributeRiskCalculation and used by SIPP Synthetic Beta.
-
-Because the priors of the ``Θ_v`` are independent, the posterior factorises over ``v`` and each
-regression is fitted on its own.
-
-Partial synthesis of selected records (``fit(..., records=...)``): the regressions
-are fitted to every record, but only the selected records get synthetic values; the others are
-released unchanged, and the dataset likelihood is the product over the selected records only.
+Synthesized columns are visited in order, each with a GLM whose design row holds the
+unsynthesized columns and the columns synthesized before it
+(:mod:`bayes_risk.models._bayesian.design`); the priors are independent, so each regression is
+fitted on its own. See :doc:`/user_guide/bayesian_models` and :doc:`/methods/models`.
 """
 
 from __future__ import annotations
@@ -41,6 +32,7 @@ from bayes_risk.models._bayesian.design import (
     column_values,
     normal_exact_posterior,
     parse_formula,
+    record_dtypes,
 )
 from bayes_risk.models._bayesian.timing import record_sweep_time
 from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
@@ -82,19 +74,12 @@ class SequentialRegression(BayesianSynthesizer):
     formulas : dict, optional
         Column → ``"y ~ a + b"`` (sums of column names only), an alternative to ``predictors``.
     posterior_method : {"auto", "exact", "nuts", "laplace"} or dict
-        How posterior draws are made (per column if a dict):
-
-        * ``"exact"`` — ``normal``: independent draws from the flat-prior posterior
-          ``p(β, σ²) ∝ σ^{-2}``: ``σ² = (n−q) s²/χ²_{n−q}``, ``β | σ² ~ N(β̂, σ²(XᵀX)^{-1})``
-          (methods, Sequential Bayesian regressions); ``categorical``: ``Dirichlet(1 + counts)``.
-        * ``"nuts"`` — PyMC NUTS with weakly-informative priors: intercept ``N(0, 10²)``; each
-          other coefficient ``N(0, (2.5 / sd(x_j))²)`` (rstanarm-style autoscaling; sd = 1 if a
-          design column is constant); ``normal`` adds ``σ ~ Exponential(1 / sd(y))``.
-        * ``"laplace"`` — normal approximation at the posterior mode under the same priors
-          (Newton's method; a fast, *approximate* posterior, labelled as such in
-          ``posterior_.attrs``). Given for all columns at once, normal and categorical columns
-          still get their exact posterior.
-        * ``"auto"`` (default) — ``exact`` for ``normal`` and ``categorical``, ``nuts`` otherwise.
+        How posterior draws are made (per column if a dict): ``"exact"`` (``normal``: the
+        flat-prior posterior ``p(β, σ²) ∝ σ^{-2}``; ``categorical``: ``Dirichlet(1 + counts)``),
+        ``"nuts"`` (PyMC with weakly-informative autoscaled priors), ``"laplace"`` (normal
+        approximation at the mode, labelled as approximate in ``posterior_.attrs``) or ``"auto"``
+        (default: ``exact`` for ``normal`` and ``categorical``, ``nuts`` otherwise). Priors and
+        draws: :doc:`/methods/models` (Sequential Bayesian regressions).
     tune, draws, chains, cores, random_seed, progressbar
         MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`); exact
         and Laplace draws are arranged as ``chains × draws`` independent draws.
@@ -115,14 +100,10 @@ class SequentialRegression(BayesianSynthesizer):
 
     Notes
     -----
-    **Partial synthesis of selected records.** With ``fit(..., records=...)`` the
-    chain is still fitted to all records (it describes the whole table), but in every synthetic
-    dataset only the selected records get synthetic values: for a selected record, column ``v``
-    is drawn given the record's unsynthesized values and its *synthetic* values of the columns
-    before ``v`` (as in full synthesis); every other record keeps all its original values.
-    :meth:`dataset_loglik` then sums over the selected records only (a record released
-    unchanged has no synthesis likelihood), and :meth:`fit_augmented` appends only the selected
-    records of ``Z_(l)``, so that its draws come from ``p(Θ | y, Z_(l))`` for that likelihood.
+    **Partial synthesis of selected records** (``fit(..., records=...)``): the chain is fitted to
+    all records, but only the selected records get synthetic values (each column drawn given the
+    record's synthetic values of the columns before it); :meth:`dataset_loglik` sums over them
+    only and :meth:`fit_augmented` appends only their rows of ``Z_(l)``.
 
     Examples
     --------
@@ -455,27 +436,33 @@ class SequentialRegression(BayesianSynthesizer):
         """
         import xarray as xr
 
-        if isinstance(posterior, xr.DataTree):
-            return super().from_posterior(
-                posterior, schema, n_records=n_records, data=data,
-                synthesized_records=synthesized_records, **settings,
-            )
-        if not isinstance(posterior, Mapping):
-            raise ValidationError(
-                "posterior must be an xarray.DataTree or a dict {column: draws}. "
-                f"Got {type(posterior).__name__}."
-            )
-        obj = cls(**settings)
-        obj._resolve_structure(schema)
+        if not isinstance(posterior, xr.DataTree):
+            if not isinstance(posterior, Mapping):
+                raise ValidationError(
+                    "posterior must be an xarray.DataTree or a dict {column: draws}. "
+                    f"Got {type(posterior).__name__}."
+                )
+            posterior = cls(**settings)._user_posterior(posterior, schema)
+        return super().from_posterior(
+            posterior, schema, n_records=n_records, data=data,
+            synthesized_records=synthesized_records, **settings,
+        )
+
+    def _user_posterior(self, posterior: Mapping[str, Any], schema: Schema) -> xr.DataTree:
+        """The posterior DataTree of a dict ``{column: draws}`` (see :meth:`from_posterior`)."""
+        import xarray as xr
+
+        self._resolve_structure(schema)
         arrays: dict[str, np.ndarray] = {}
         for c, val in posterior.items():
-            if c not in obj.order_:
+            if c not in self.order_:
                 raise ValidationError(
-                    f"posterior: {c!r} is not a synthesized column of the chain {obj.order_}.",
+                    f"posterior: {c!r} is not a synthesized column of the chain {self.order_}.",
                     code="POSTERIOR_INVALID"
                 )
-            arrays.update(obj._draws_from_user(c, val, schema))
-        missing = [c for c in obj.order_ if not any(k.startswith(c + _SEP) for k in arrays)]
+            arrays.update(_posterior.draws_from_user(c, val, schema, self.families_[c],
+                                                     self.designs_[c]))
+        missing = [c for c in self.order_ if not any(k.startswith(c + _SEP) for k in arrays)]
         if missing:
             raise ValidationError(f"posterior: no draws for synthesized column(s) {missing}.",
                                   code="POSTERIOR_INVALID")
@@ -488,16 +475,10 @@ class SequentialRegression(BayesianSynthesizer):
         ds = xr.Dataset(coords={"chain": [0], "draw": np.arange(Hs.pop())})
         for k, a in arrays.items():
             c, name = k.rsplit(_SEP, 1)
-            ds[k] = (("chain", "draw", *obj._param_dims(c, name)), a[None, ...])
-        ds = ds.assign_coords(obj._coords(schema))
+            ds[k] = (("chain", "draw", *self._param_dims(c, name)), a[None, ...])
+        ds = ds.assign_coords(self._coords(schema))
         ds.attrs["posterior_methods"] = "user-supplied"
-        dt = xr.DataTree.from_dict({"posterior": ds})
-        return super().from_posterior(
-            dt, schema, n_records=n_records, data=data,
-            synthesized_records=synthesized_records, **settings,
-        )
-
-
+        return xr.DataTree.from_dict({"posterior": ds})
 
     # ------------------------------------------------------------------ synthesis
     def _synthesize_one(
@@ -508,34 +489,31 @@ class SequentialRegression(BayesianSynthesizer):
     def _synthesize_many(
         self, draws: np.ndarray, rngs: Sequence[np.random.Generator], data: pd.DataFrame | None
     ) -> list[pd.DataFrame]:
-        """One synthetic dataset per flattened draw in ``draws``, dataset ``l`` drawn from
-        ``rngs[l]`` only (as :meth:`_synthesize_one` would make it).
-
-        What the datasets share (the confidential values, the draws' parameters, the released
-        columns, designs of unsynthesized predictors, the output dtypes) is prepared once
-        (:mod:`bayes_risk.models.seqreg.synthesis`).
-        """
-        return _synthesis.synthesize_many(self, draws, rngs, data)
+        """One dataset per draw in ``draws``, dataset ``l`` from ``rngs[l]`` only; what they
+        share is prepared once (:mod:`bayes_risk.models.seqreg.synthesis`)."""
+        return [pd.DataFrame(columns) for columns in _synthesis.datasets(
+            self._state, self.dtypes_, self.synthesized_records_, draws, rngs, data,
+            self.n_records)]
 
     def _synthesize_stacked(
         self, m: int, *, random_seed: RandomSeed = None, rows: np.ndarray | None = None
     ) -> tuple[pd.DataFrame, list[int]]:
-        """The datasets of ``synthesize(m, random_seed=random_seed)`` stacked in one table
-        (``pd.concat(..., ignore_index=True)``; only the rows ``rows`` of each when given), and
-        each dataset's number of rows: the membership normaliser's population draws without a
-        DataFrame per dataset."""
-        return _synthesis.synthesize_stacked(self, m, random_seed, rows)
-
-    # -- thin methods: the work is done by module-level helpers of the family's modules
-
-    def _draws_from_user(self, c: str, val: Any, schema: Schema) -> dict[str, np.ndarray]:
-        return _posterior.draws_from_user(self, c, val, schema)
+        """The datasets of ``synthesize(m, random_seed=random_seed)`` stacked in one table (only
+        the rows ``rows`` of each when given), and each dataset's number of rows: the
+        membership normaliser's population draws without a DataFrame per dataset."""
+        idx, rngs, _ = self._synthesis_plan(m, random_seed)
+        return _synthesis.stacked(self._state, self.dtypes_, self.synthesized_records_, idx,
+                                  rngs, self.data_, self.n_records, rows)
 
     def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
-        return _posterior.validate_posterior(self, posterior, schema)
+        self._resolve_structure(schema)
+        _posterior.check_posterior(posterior, schema, self.order_, self.families_, self.designs_)
 
     def _after_posterior(self) -> None:
-        _posterior.after_posterior(self)
+        if self.schema_ is not None and not hasattr(self, "order_"):
+            self._resolve_structure(self.schema_)
+        if not hasattr(self, "dtypes_"):
+            self.dtypes_ = record_dtypes(self.data_) if self.data_ is not None else {}
         self._state = SeqRegState(
             schema=self.schema_, order=tuple(self.order_), families=self.families_,
             designs=self.designs_, tree=self.posterior_,

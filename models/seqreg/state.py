@@ -1,10 +1,5 @@
-"""The fitted state of a :class:`~bayes_risk.models.SequentialRegression`.
-
-:class:`SeqRegState` holds what the likelihoods (``seqreg.loglik``) and synthesis read: the
-schema, the chain of regressions (visit order, families, designs) and the posterior draws of
-each regression's parameters, stacked ``[H, ...]`` on first use. The model builds it once per
-posterior (fit, load, ``from_posterior``) and passes it to the module-level functions, which
-take the state, not the model.
+"""The fitted state of a :class:`~bayes_risk.models.SequentialRegression`, built once per
+posterior and passed to the likelihoods and synthesis (which take the state, not the model).
 """
 
 from __future__ import annotations
@@ -30,20 +25,8 @@ _PARAMS = {"normal": ("beta", "sigma"), "categorical": ("probs",)}
 
 @dataclass(frozen=True, eq=False)
 class SeqRegState:
-    """The chain of regressions of a fitted model and its posterior draws.
-
-    Attributes
-    ----------
-    schema : Schema
-        Columns, types, levels and roles the model was fitted with.
-    order : tuple of str
-        The synthesized columns in visit order.
-    families : mapping of str to str
-        Each synthesized column's regression family.
-    designs : mapping of str to Design
-        Each synthesized column's design (its predictors' terms).
-    tree : xarray.DataTree
-        The posterior.
+    """The chain of regressions of a fitted model (``order``: synthesized columns in visit order;
+    each column's ``families`` and ``designs``) and its posterior ``tree``.
     """
 
     schema: Schema

@@ -1,14 +1,8 @@
 """Synthesis of :class:`~bayes_risk.models.SequentialRegression` datasets from posterior draws.
 
-Many datasets at once (``synthesize(m)``, the membership normaliser's hundreds of population
-draws): what every dataset shares is prepared once — the confidential values and codes, the
-draws' parameters, the released unsynthesized columns, the design matrices whose predictors are
-all unsynthesized and each synthesized column's conversion to its output dtype — and each
-dataset then costs its own draws on numpy arrays and one DataFrame.
-
-Dataset ``l`` draws from its own generator ``rngs[l]`` only, column by column in the chain's
-order, exactly as one dataset at a time did: the datasets do not depend on how many are made
-together.
+What many datasets share (confidential values, the draws' parameters, released columns, designs
+of unsynthesized predictors, output dtypes) is prepared once; dataset ``l`` draws from its own
+``rngs[l]`` only, column by column, so the datasets do not depend on how many are made together.
 """
 
 from __future__ import annotations
@@ -18,9 +12,10 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from bayes_risk._rng import RandomSeed
+from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import decode
 from bayes_risk.models._bayesian.design import apply_dtypes, column_values, family_sample
+from bayes_risk.models.seqreg.state import SeqRegState
 
 
 def _cast(values: np.ndarray, dtype: str | None) -> np.ndarray | pd.Series:
@@ -40,11 +35,12 @@ def _cast(values: np.ndarray, dtype: str | None) -> np.ndarray | pd.Series:
         return s
 
 
-def _output_column(model, c: str) -> Callable[[np.ndarray], object]:
+def _output_column(schema: Schema, dtypes: dict[str, str], c: str
+                   ) -> Callable[[np.ndarray], object]:
     """The conversion of column ``c``'s drawn values (codes of a categorical column) to the
     released column, set up once for all datasets."""
-    spec = model.schema_[c]
-    dtype = model.dtypes_.get(c)
+    spec = schema[c]
+    dtype = dtypes.get(c)
     if spec.is_categorical:
         if dtype is not None and dtype.startswith("category"):
             cat = pd.CategoricalDtype(list(spec.levels or ()), ordered=dtype == "category-ordered")
@@ -52,14 +48,14 @@ def _output_column(model, c: str) -> Callable[[np.ndarray], object]:
             return lambda new: pd.Categorical.from_codes(new.astype(np.int64), dtype=cat)
         d = len(spec.levels or ())
         # the level values as decode gives them (objects, or int64 when every level is an int)
-        table = decode(np.arange(d, dtype=np.int64)[:, None], model.schema_, [c])[c].to_numpy()
+        table = decode(np.arange(d, dtype=np.int64)[:, None], schema, [c])[c].to_numpy()
 
         def other(new: np.ndarray) -> np.ndarray | pd.Series:
             codes = new.astype(np.int64)
             if d and codes.min() >= 0:
                 return _cast(table[codes], dtype)
             # a missing code (-1): decode's own path
-            return _cast(decode(codes[:, None], model.schema_, [c])[c].to_numpy(), dtype)
+            return _cast(decode(codes[:, None], schema, [c])[c].to_numpy(), dtype)
 
         return other
     if spec.type == "count":
@@ -68,34 +64,34 @@ def _output_column(model, c: str) -> Callable[[np.ndarray], object]:
     return lambda new: _cast(new, dtype)
 
 
-def _datasets(model, draws: Sequence[int] | np.ndarray, rngs: Sequence[np.random.Generator],
-              data: pd.DataFrame | None) -> Iterator[dict[str, object]]:
-    """Each dataset's released columns (arrays, categoricals or Series), dataset by dataset."""
-    n = model.n_records
-    schema = model.schema_
+def datasets(state: SeqRegState, dtypes: dict[str, str], mask: np.ndarray | None,
+              draws: Sequence[int] | np.ndarray, rngs: Sequence[np.random.Generator],
+              data: pd.DataFrame | None, n: int) -> Iterator[dict[str, object]]:
+    """Each dataset's released columns (arrays, categoricals or Series), dataset by dataset;
+    ``mask``: the synthesized records (``None``: all)."""
+    schema = state.schema
     names = list(schema.names)
-    order = list(model.order_)
-    mask = model.synthesized_records_
+    order = list(state.order)
     idx = np.asarray(draws, dtype=np.int64).reshape(-1)
     base = column_values(data, schema, names) if data is not None else {}
-    params = {c: model._state.params(c, idx) for c in order}
+    params = {c: state.params(c, idx) for c in order}
     synthesized = set(order)
-    designs = {c: model.designs_[c] for c in order}
+    designs = {c: state.designs[c] for c in order}
     # a design of unsynthesized predictors only (or the intercept) is the same in every dataset
     fixed_x = {c: designs[c].build(base, n) for c in order
-               if model.families_[c] != "categorical"
+               if state.families[c] != "categorical"
                and not synthesized.intersection(designs[c].predictors)}
-    convert = {c: _output_column(model, c) for c in order}
+    convert = {c: _output_column(schema, dtypes, c) for c in order}
     released: dict[str, pd.Series] = {}
     if data is not None:
         kept = [c for c in names if c not in synthesized]
-        frame = apply_dtypes(data[kept].reset_index(drop=True), model.dtypes_, schema)
+        frame = apply_dtypes(data[kept].reset_index(drop=True), dtypes, schema)
         released = {c: frame[c] for c in kept}
     for k, rng in zip(range(idx.size), rngs, strict=True):
         vals = dict(base)
         columns: dict[str, object] = dict(released)
         for c in order:
-            fam = model.families_[c]
+            fam = state.families[c]
             X = None if fam == "categorical" else fixed_x.get(c)
             if X is None and fam != "categorical":
                 X = designs[c].build(vals, n)
@@ -110,13 +106,6 @@ def _datasets(model, draws: Sequence[int] | np.ndarray, rngs: Sequence[np.random
         yield {c: columns[c] for c in names}
 
 
-def synthesize_many(model, draws: Sequence[int] | np.ndarray,
-                    rngs: Sequence[np.random.Generator], data: pd.DataFrame | None,
-                    ) -> list[pd.DataFrame]:
-    """The work of :meth:`SequentialRegression._synthesize_many` (documented there)."""
-    return [pd.DataFrame(columns) for columns in _datasets(model, draws, rngs, data)]
-
-
 def _stack(pieces: list[object]) -> object:
     """One column from its datasets' pieces, as ``pd.concat`` of the datasets gives it."""
     first = pieces[0]
@@ -128,17 +117,16 @@ def _stack(pieces: list[object]) -> object:
     return pd.concat([pd.Series(p) for p in pieces], ignore_index=True)
 
 
-def synthesize_stacked(model, m: int, random_seed: RandomSeed, rows: np.ndarray | None,
-                       ) -> tuple[pd.DataFrame, list[int]]:
-    """The work of :meth:`SequentialRegression._synthesize_stacked` (documented there)."""
-    from bayes_risk.models._bayesian.synthesis import plan
-
-    idx, rngs, _ = plan(model, m, random_seed)
-    names = list(model.schema_.names)
-    drawn = list(model.order_)
+def stacked(state: SeqRegState, dtypes: dict[str, str], mask: np.ndarray | None,
+            idx: np.ndarray, rngs: Sequence[np.random.Generator], data: pd.DataFrame | None,
+            n: int, rows: np.ndarray | None) -> tuple[pd.DataFrame, list[int]]:
+    """The datasets of draws ``idx`` stacked in one table (only the rows ``rows`` of each when
+    given), and each dataset's number of rows."""
+    names = list(state.schema.names)
+    drawn = list(state.order)
     pieces: dict[str, list[object]] = {c: [] for c in drawn}
     columns: dict[str, object] = {}
-    for columns in _datasets(model, idx, rngs, model.data_):
+    for columns in datasets(state, dtypes, mask, idx, rngs, data, n):
         for c in drawn:
             col = columns[c]
             if rows is not None:
@@ -146,7 +134,7 @@ def synthesize_stacked(model, m: int, random_seed: RandomSeed, rows: np.ndarray 
             pieces[c].append(col)
     stacked = {c: _stack(pieces[c]) for c in drawn}
     # a released column is the same Series in every dataset: its rows repeated, in one take
-    pos = np.arange(model.n_records) if rows is None else np.asarray(rows)
+    pos = np.arange(n) if rows is None else np.asarray(rows)
     for c in names:
         if c not in stacked:
             stacked[c] = columns[c].iloc[np.tile(pos, len(idx))].reset_index(drop=True)

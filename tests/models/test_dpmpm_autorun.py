@@ -25,7 +25,6 @@ from bayes_risk.data import make_acs_like
 from bayes_risk.exceptions import BayesRiskWarning, ConvergenceWarning, ValidationError
 from bayes_risk.models import DPMPM
 from bayes_risk.models.dpmpm.coding import encode
-from bayes_risk.models.dpmpm.run import gibbs_posterior
 
 GROUPS = ("posterior", "sample_stats", "warmup_sample_stats")
 
@@ -55,7 +54,7 @@ def _same_draws(a, b) -> None:
 def _posterior(model, df, seed, check):
     data, schema = model._prepare_data(df, allow_nan=True)
     codes = encode(schema, data, name="data")
-    return gibbs_posterior(model, codes, [len(c.levels) for c in schema], seed, check=check)
+    return model._gibbs_posterior(codes, [len(c.levels) for c in schema], seed, check=check)
 
 
 def test_settings_stored_as_given_and_resolved_by_fit():
@@ -184,7 +183,7 @@ def test_explicit_run_length_is_run_as_asked():
     data, schema = m._prepare_data(df, allow_nan=True)
     codes = encode(schema, data, name="data")
     seed = 3
-    pm_tree = gibbs_posterior(m, codes, [len(c.levels) for c in schema], seed, via_pymc=True)
+    pm_tree = m._gibbs_posterior(codes, [len(c.levels) for c in schema], seed, via_pymc=True)
     for g in ("sample_stats", "warmup_sample_stats"):
         for v in ("loglik", "k_occupied"):
             np.testing.assert_array_equal(pm_tree[g][v].values, m.posterior_[g][v].values)

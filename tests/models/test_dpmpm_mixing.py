@@ -97,7 +97,6 @@ def test_fits_that_have_not_reached_the_posterior_record_rhat_high():
 
 
 def test_thinned_draws_are_the_same_through_pm_sample_and_in_parallel():
-    from bayes_risk.models.dpmpm.run import gibbs_posterior
 
     df = make_acs_like(200, random_seed=2)[["SEX", "MAR", "MIG"]]
     trees = []
@@ -108,7 +107,7 @@ def test_thinned_draws_are_the_same_through_pm_sample_and_in_parallel():
         codes = encode(schema, data, name="data")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            trees.append(gibbs_posterior(model, codes, [len(c.levels) for c in schema], 7,
+            trees.append(model._gibbs_posterior(codes, [len(c.levels) for c in schema], 7,
                                          via_pymc=via_pymc))
     for other in trees[1:]:
         for group, name in (("posterior", "alpha"), ("posterior", "phi_0"),

@@ -17,7 +17,6 @@ import pytest
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.dpmpm.coding import encode
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
-from bayes_risk.models.dpmpm.run import gibbs_posterior
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
 
@@ -37,7 +36,7 @@ def _posterior(model: DPMPM, df: pd.DataFrame, seed: int, via_pymc: bool):
     data, schema = model._prepare_data(df, allow_nan=True)
     codes = encode(schema, data, name="data")
     d = [len(c.levels) for c in schema]
-    return gibbs_posterior(model, codes, d, seed, via_pymc=via_pymc)
+    return model._gibbs_posterior(codes, d, seed, via_pymc=via_pymc)
 
 
 def _assert_same_tree(a, b, *, pi_rtol: float = 1e-12) -> None:
