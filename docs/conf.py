@@ -97,10 +97,6 @@ nitpick_ignore = [
     # base class of the tree plug-ins
     ("py:class", "bayes_risk.models.trees.plugins.plugin_cart.PluginBase"),
     ("py:class", "bayes_risk.models.trees.seqtree.SeqTree"),  # CARTSynthesizer.trees_ items
-    # private mixins of BayesianSynthesizer (shown in "Bases:")
-    ("py:class", "bayes_risk.models._bayesian.sampling.SamplingMixin"),
-    ("py:class", "bayes_risk.models._bayesian.convergence.ConvergenceMixin"),
-    ("py:class", "bayes_risk.models._bayesian.io.PersistenceMixin"),
     # the private base of SinglingOutResult and LinkabilityResult (shown in "Bases:")
     ("py:class", "bayes_risk.results.attacks._AttackResult"),
     ("py:func", "bayes_risk.models.dpmpm.kernels.neighbourhood"),  # DPMPM.neighbourhood_loglik

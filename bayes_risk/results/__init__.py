@@ -15,6 +15,7 @@ from bayes_risk._lazy import attach
 
 if TYPE_CHECKING:
     from bayes_risk.results._base import RiskResult
+    from bayes_risk.results._format import format_number
     from bayes_risk.results._summary import ResultWarning, Summary
     from bayes_risk.results.attacks import LinkabilityResult, SinglingOutResult
     from bayes_risk.results.attribute import AttributeRiskResult
@@ -61,6 +62,7 @@ _CLASSES: dict[str, str] = {
     "OriginalRisk": "bayes_risk.results.original_risk",
     "DifferencingResult": "bayes_risk.results.differencing",
     "VisitOrderComparison": "bayes_risk.results.visit_orders",
+    "format_number": "bayes_risk.results._format",
 }
 
 __all__ = [
@@ -86,6 +88,7 @@ __all__ = [
     "OriginalRisk",
     "DifferencingResult",
     "VisitOrderComparison",
+    "format_number",
 ]
 
 

@@ -28,11 +28,25 @@ from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, validate_table
-from bayes_risk.exceptions import CALLER, NotFittedError, SchemaError, ValidationError
+from bayes_risk.exceptions import (
+    CALLER,
+    ConvergenceWarning,
+    NotFittedError,
+    SchemaError,
+    ValidationError,
+    keyboard_interrupts,
+)
 from bayes_risk.models._bayesian.convergence import (
     ESS_MIN,
+    LABEL_INVARIANT_GROUP,
     RHAT_MAX,
-    ConvergenceMixin,
+    STUCK_RHAT,
+    TAIL_PROB,
+    check_text,
+    ess_bulk,
+    ess_tail,
+    extension_stuck,
+    failed_checks,
     warn_deprecated,
 )
 from bayes_risk.models._bayesian.design import record_dtypes
@@ -41,8 +55,8 @@ from bayes_risk.models._bayesian.io import (
     DATA_FILE,
     FORMAT_VERSION,
     POSTERIOR_FILE,
-    PersistenceMixin,
     _check_int,
+    as_datatree,
     read_posterior,
 )
 from bayes_risk.models._bayesian.records import (
@@ -52,9 +66,15 @@ from bayes_risk.models._bayesian.records import (
     synthesized_part,
 )
 from bayes_risk.models._bayesian.regimes import regime_summary, regime_warnings
-from bayes_risk.models._bayesian.sampling import SamplingMixin
+from bayes_risk.models._bayesian.rhat import rhat_rank
+from bayes_risk.models._bayesian.sampling import (
+    InterruptGuard,
+    _plain_bar,
+    chain_seeds,
+    check_complete,
+)
 from bayes_risk.models._bayesian.synthesis import spread_draws
-from bayes_risk.models._bayesian.timing import record_fit_time
+from bayes_risk.models._bayesian.timing import DrawClock, record_fit_time, record_sweep_time
 from bayes_risk.models.base import (
     SETTINGS_FILE,
     BaseSynthesizer,
@@ -80,8 +100,7 @@ __all__ = [
 ]
 
 
-class BayesianSynthesizer(SamplingMixin, ConvergenceMixin, PersistenceMixin, BaseSynthesizer,
-                          metaclass=ABCMeta):
+class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     """Abstract base class of the PyMC-based synthesizers (not instantiated directly).
 
     Parameters
@@ -793,3 +812,359 @@ class BayesianSynthesizer(SamplingMixin, ConvergenceMixin, PersistenceMixin, Bas
         """
         return cls(**settings)._adopt_posterior(posterior, schema, n_records, data,
                                                 synthesized_records)
+
+    def _chain_seeds(self, random_seed: RandomSeed) -> list[int]:
+        """Check the MCMC settings; one integer seed per chain drawn from ``random_seed``."""
+        self._check_mcmc_settings()
+        return chain_seeds(random_seed, int(self.chains))
+
+    def _run_sampler(self, model: Any, *, step: Any = None, random_seed: RandomSeed = None,
+                     **sample_kwargs: Any) -> xr.DataTree:
+        """``pm.sample`` on ``model`` with this object's settings and one seed per chain drawn
+        from ``random_seed``; the warm-up draws are dropped (their ``warmup_sample_stats`` kept)."""
+        import pymc as pm
+
+        seeds = self._chain_seeds(random_seed)
+        kwargs: dict[str, Any] = dict(
+            draws=int(self._run_settings()["draws"]),
+            tune=int(self.tune),
+            chains=int(self.chains),
+            cores=self.cores,
+            random_seed=seeds,
+            progressbar=bool(self.progressbar),
+            quiet=not bool(self.progressbar),
+            compute_convergence_checks=False,
+            discard_tuned_samples=False,
+            model=model,
+        )
+        if step is not None:
+            kwargs["step"] = step
+        kwargs.update(sample_kwargs)
+        bar = _plain_bar(kwargs)
+        with warnings.catch_warnings(), InterruptGuard() as guard, bar:
+            # PyMC's own short-chain message; convergence is reported by convergence_summary().
+            warnings.filterwarnings("ignore", message=".*samples per chain.*")
+            # the steady time per draw, without the chains' one-off start
+            # (bayes_risk.attribute.cost)
+            clock = DrawClock(kwargs.get("callback"))
+            kwargs["callback"] = guard.callback(clock)
+            try:
+                with keyboard_interrupts(lambda: guard.interrupted):  # in a compiled step
+                    dt = pm.sample(**kwargs)
+            except KeyError as err:
+                # PyMC interrupted during tuning fails while assembling the empty trace
+                raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
+        if guard.interrupted:
+            raise KeyboardInterrupt("sampling interrupted")
+        check_complete(dt, int(self.chains), int(self._run_settings()["draws"]))
+        cores, chains = kwargs["cores"], int(kwargs["chains"])
+        cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
+        record_sweep_time(dt, clock.seconds_per_draw(), min(cores, chains) if cores > 1 else 1)
+        if "warmup_posterior" in dt.children:
+            del dt["warmup_posterior"]
+        if "observed_data" in dt.children:
+            del dt["observed_data"]
+        return dt
+
+    def _run_gibbs(self, step: Any, layout: Any, *, random_seed: RandomSeed = None,
+                   **extension: Any) -> xr.DataTree:
+        """``_run_sampler`` for a model sampled by one Gibbs step alone, run in a plain loop
+        (``bayes_risk.models._bayesian.gibbs``): same seeds, same DataTree. ``extension``:
+        ``max_sweeps`` and ``check`` of ``sample_gibbs``."""
+        from bayes_risk.models._bayesian.gibbs import sample_gibbs
+
+        seeds = self._chain_seeds(random_seed)
+        # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)
+        with InterruptGuard() as guard, keyboard_interrupts(lambda: guard.interrupted):
+            dt = sample_gibbs(step, layout, seeds=seeds, tune=self.tune,
+                              draws=int(self._run_settings()["draws"]),
+                              chains=self.chains, cores=self.cores,
+                              progressbar=bool(self.progressbar), stop=lambda: guard.interrupted,
+                              **extension)
+        check_complete(dt, int(self.chains), int(self._run_settings()["draws"]))
+        return dt
+
+    def _label_invariant(self, *, refresh: bool = False) -> Any:
+        """The posterior's group ``label_invariant``: one ``[chain, draw]`` variable per quantity of
+        ``_convergence_quantities``, (re)made from the draws when missing or ``refresh``. xarray
+        forbids ``/`` in a name: it is written ``∕`` (U+2215), attribute ``quantity`` keeps it."""
+        import xarray as xr
+
+        from bayes_risk._version import __version__
+
+        tree = self.posterior_
+        post = tree["posterior"]
+        shape = (post.sizes["chain"], post.sizes["draw"])
+        if not refresh and LABEL_INVARIANT_GROUP in tree.children:
+            ds = tree[LABEL_INVARIANT_GROUP].to_dataset()
+            if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
+                return ds
+        data = {}
+        for name, x in self._convergence_quantities().items():
+            x = np.asarray(x, dtype=np.float64)
+            x = x.reshape(shape) if x.size == shape[0] * shape[1] else x.reshape(-1, x.shape[-1])
+            var = str(name).replace("/", "\u2215")
+            data[var] = xr.DataArray(x, dims=("chain", "draw"), attrs={"quantity": str(name)})
+        coords = {d: post[d].values for d in ("chain", "draw") if d in post.coords}
+        ds = xr.Dataset(data, attrs={
+            "description": "label-invariant functions of each posterior draw: the quantities "
+                           "whose R-hat and bulk/tail ESS bayes-risk checks (convergence_summary)",
+            "creation_library": "bayes-risk",
+            "creation_library_version": __version__,
+            "ess_tail_prob": list(TAIL_PROB),
+        })
+        if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
+            ds = ds.assign_coords(coords)
+        tree[LABEL_INVARIANT_GROUP] = xr.DataTree(ds)
+        return ds
+
+    def _check_convergence(self, *, warn: bool = False) -> pd.DataFrame:
+        """R-hat and bulk/tail ESS of the diagnosed quantities (index: quantity; ``mean``, ``sd``,
+        ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``; ``attrs["mcmc_run"]``); ``warn``: one
+        :class:`ConvergenceWarning` per failed code."""
+        self._check_fitted()
+        ess_min = self._ess_min()
+        rows = []
+        for var in (ds := self._label_invariant(refresh=True)).data_vars:
+            name = ds[var].attrs.get("quantity", str(var))
+            x = np.asarray(ds[var].transpose("chain", "draw").values, dtype=np.float64)
+            finite = np.all(np.isfinite(x))
+            if x.shape[1] < 4 or not finite:
+                rows.append((name, np.nanmean(x), np.nanstd(x), np.nan, np.nan, np.nan))
+                continue
+            xr_ = x if x.shape[0] > 1 else x[:, : 2 * (x.shape[1] // 2)].reshape(2, -1)
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                eb, et, rh = ess_bulk(x), ess_tail(x), rhat_rank(xr_)
+            if np.ptp(x) == 0:  # a constant (e.g. K = 1): nothing to diagnose
+                eb, et, rh = float(x.size), float(x.size), 1.0
+            rows.append((name, float(x.mean()), float(x.std()), eb, et, rh))
+        df = pd.DataFrame(rows, columns=["quantity", "mean", "sd", "ess_bulk", "ess_tail", "rhat"])
+        df = df.set_index("quantity")
+        failed: dict[str, list[str]] = {}
+        for c in failed_checks(df, ess_min):
+            codes = failed.setdefault(c["quantity"], [])
+            if c["code"] not in codes:
+                codes.append(c["code"])
+        df["flag"] = [",".join(failed.get(str(q), [])) for q in df.index]
+        df.attrs["mcmc_run"] = self._mcmc_run()
+        if warn:
+            for w in self._convergence_warnings(df) + regime_warnings(self):
+                warnings.warn(ConvergenceWarning(w["message"], code=w["code"]),
+                              skip_file_prefixes=CALLER)
+        return df
+
+    def _mcmc_run(self) -> dict[str, Any]:
+        """The run the kept draws come from: warm-up sweeps, final thinning, kept draws per
+        chain, rounds (more than 1: the run extended itself, ``max_sweeps``), sweeps per chain
+        and the bound of a model-extending run (0: none). Read from the posterior's attributes
+        (``bayes_risk.models._bayesian.gibbs``), else from the settings."""
+        attrs = self.posterior_.attrs
+        tune = int(self.tune)
+        thin = int(attrs.get("thin", self._run_settings().get("thin", 1)))
+        draws = int(self.posterior_["posterior"].sizes["draw"])
+        return {"tune": tune, "thin": thin, "draws": draws,
+                "rounds": int(attrs.get("gibbs_rounds", 1)),
+                "sweeps_per_chain": tune + draws * thin,
+                "max_sweeps": int(attrs.get("max_sweeps", 0)),
+                "stopped": str(attrs.get("gibbs_stop", ""))}
+
+    def _round_verdict(self, posterior: Any, schema: Any, history: list[float]) -> str:
+        """The convergence checks on ``posterior`` (this model's, for ``schema``) between the
+        rounds of a self-extending run, diagnosed on a new instance: ``"passed"``, ``"failed"``
+        or ``"stuck"`` (``extension_stuck``; ``history``: the largest R-hat of the earlier
+        rounds, appended to)."""
+        probe = type(self)(**self.get_params())
+        probe.posterior_, probe.schema_ = posterior, schema
+        probe._after_posterior()
+        rep = probe._check_convergence(warn=False)
+        if not any(rep["flag"]):
+            return "passed"
+        rhat = rep["rhat"].to_numpy(dtype=float)
+        worst = float(np.max(rhat[np.isfinite(rhat)])) if np.isfinite(rhat).any() else np.nan
+        previous = history[-1] if history else None
+        history.append(worst)
+        return "stuck" if extension_stuck(previous, worst) else "failed"
+
+    def _thresholds(self) -> dict[str, Any]:
+        return {"rhat_max": RHAT_MAX, "ess_min": self._ess_min(),
+                "ess_min_per_chain": ESS_MIN, "ess_tail_prob": list(TAIL_PROB)}
+
+    def _ess_min(self) -> float:
+        """``ESS_MIN`` per chain (read when called: tests lower it)."""
+        return ESS_MIN * int(self.posterior_["posterior"].sizes["chain"])
+
+    def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
+        """One structured warning per code of the failed checks of a convergence table
+        (``code``, ``quantities``, ``checks``: :func:`failed_checks`, ``message``)."""
+        out = []
+        chains = int(self.posterior_["posterior"].sizes["chain"])
+        run = self._mcmc_run()
+        if run["stopped"] == "stuck":  # a model-extending run that stopped early
+            advice = (f"The run stopped extending itself at {run['sweeps_per_chain']:,} sweeps "
+                      f"per chain (one kept per {run['thin']}, {run['rounds']} rounds): its last "
+                      f"round left R-hat above {STUCK_RHAT}, as when chains sit in different "
+                      "states that longer runs do not bring together. Compare fits with several "
+                      "seeds; a longer explicit run (draws, thin) shows whether they meet; see "
+                      "convergence_summary().")
+        elif run["max_sweeps"]:  # a model-extending run that stopped at its bound
+            advice = (f"The run extended itself to {run['sweeps_per_chain']:,} sweeps per chain "
+                      f"(one kept per {run['thin']}, {run['rounds']} rounds), the longest that "
+                      f"max_sweeps={run['max_sweeps']:,} allows: raise max_sweeps, or run longer "
+                      "chains (draws, thin) or more chains; see convergence_summary().")
+        else:
+            advice = ("Run longer chains (more tune/draws) or more chains; see "
+                      "convergence_summary().")
+        checks = failed_checks(df, self._ess_min()) if len(df) else []
+        for code, what in (("RHAT_HIGH", f"R-hat > {RHAT_MAX}"),
+                           ("LOW_ESS", f"bulk or tail ESS < {self._ess_min():.0f}, i.e. "
+                                       f"{ESS_MIN:.0f} per chain for {chains} chain(s)")):
+            mine = [c for c in checks if c["code"] == code]
+            if not mine:
+                continue
+            quantities = list(dict.fromkeys(c["quantity"] for c in mine))
+            # each quantity with the values that failed (not rounded onto the threshold)
+            desc = "; ".join(
+                f"{q}: " + ", ".join(check_text(c, with_quantity=False) for c in mine
+                                     if c["quantity"] == q)
+                for q in quantities
+            )
+            out.append({
+                "code": code,
+                "quantities": quantities,
+                "checks": mine,
+                "message": (
+                    f"{type(self).__name__}: MCMC may not have converged ({what}: {desc}) "
+                    f"({code}). {advice}"
+                ),
+            })
+        return out
+
+    def _convergence_table(self, *, passed: bool) -> pd.DataFrame:
+        """The convergence figures under ArviZ's column names (the deprecated
+        ``convergence_summary(kind="table")``): ``r_hat`` for ``rhat``, ``failed_checks`` for
+        ``flag``."""
+        df = self.convergence_.rename(columns={"rhat": "r_hat", "flag": "failed_checks"})
+        df = df[["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "failed_checks"]].copy()
+        df.attrs = {
+            "model": type(self).__name__,
+            "thresholds": self._thresholds(),
+            "passed": passed,
+            "mcmc_run": self._mcmc_run(),
+        }
+        return df
+
+    @classmethod
+    def _restore(cls, p: Path, meta: dict[str, Any], posterior: Any) -> Any:
+        """A new fitted model from the parsed ``model.json`` and posterior of folder ``p``."""
+        # JSON has no tuples: sequence settings come back as tuples (as the defaults are)
+        settings = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in meta.get("settings", {}).items()
+        }
+        return cls(**settings)._restore_fitted(p, meta, posterior)
+
+    def _restore_fitted(self, p: Path, meta: dict[str, Any], posterior: Any) -> Any:
+        data = None
+        if meta.get("data_file"):
+            data = pd.read_parquet(p / meta["data_file"])
+        flags = None
+        if meta.get("synthesized_records") is not None:
+            flags = np.zeros(int(meta["n_records"]), dtype=bool)
+            flags[np.asarray(meta["synthesized_records"], dtype=np.int64)] = True
+        schema = Schema.from_dict(meta["schema"])
+        self._state_from_json(meta.get("state") or {})
+        self._validate_posterior(posterior, schema)
+        self._set_fitted(posterior, schema, int(meta["n_records"]), data=data,
+                         synthesized_records=flags, check_convergence=False)
+        self.data_ = data
+        return self
+
+    def _adopt_posterior(self, posterior: Any, schema: Schema, n_records: int | None,
+                         data: pd.DataFrame | None, synthesized_records: Any) -> Any:
+        """The work of ``from_posterior`` on a new instance."""
+        if not isinstance(schema, Schema):
+            raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
+        if not schema.synthesized:  # no roles given: full synthesis, as in fit
+            schema = schema.with_roles(schema.names)
+        dt = self._as_datatree(posterior)
+        if data is not None:
+            data, _ = self._prepare_data(data, schema=schema, allow_nan=True, fitting=False)
+        if n_records is None:
+            if data is None:
+                raise ValidationError(
+                    "from_posterior needs n_records or data (the number of "
+                    "records per synthetic dataset)."
+                )
+            n_records = len(data)
+        n_records = _check_int(n_records, "n_records", 1)
+        if synthesized_records is not None:
+            synthesized_records = np.asarray(synthesized_records, dtype=bool)
+            if synthesized_records.shape != (n_records,):
+                raise ValidationError(
+                    f"synthesized_records must have one flag per record ({n_records})."
+                )
+            if data is None:
+                # the records that are not synthesized are released unchanged: copied from data
+                raise ValidationError(
+                    "synthesized_records (partial synthesis of selected records) needs the "
+                    "confidential data: pass data=..."
+                )
+        self._validate_posterior(dt, schema)
+        if self._needs_data_for_synthesis_given(schema) and data is None:
+            raise ValidationError(
+                "this model's synthesis mode needs the confidential data: pass data=..."
+            )
+        self._set_fitted(dt, schema, n_records, data=data,
+                         synthesized_records=synthesized_records)
+        self.data_ = data if self._needs_data_for_synthesis() else None
+        return self
+
+    def _identity(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """What :func:`bayes_risk.data.provenance.model_id` hashes: method, settings, schema,
+        records, the fitted table's fingerprint, the state and the posterior draws."""
+        from bayes_risk.data.provenance import identity_settings
+
+        self._check_fitted()
+        flags = self.synthesized_records_
+        post = self.posterior_["posterior"]
+        parts = {
+            "method": self.method_name, "class": type(self).__name__,
+            # as its releases record them (DPMPM: the table of structural zeros, not its path)
+            "settings": identity_settings(self._json_settings()),
+            "schema": self.schema_.to_dict(), "n_records": int(self._n_records),
+            "synthesized_records": None if flags is None else
+            [int(i) for i in np.flatnonzero(flags)],
+            "state": to_jsonable(self._state_to_json()),
+            "data": getattr(self, "data_fingerprint_", None),
+        }
+        return parts, {str(k): np.asarray(post[k].values) for k in post.data_vars}
+
+    def _json_settings(self) -> dict[str, Any]:
+        return to_jsonable(self._release_settings())
+
+    def _state_to_json(self) -> dict[str, Any]:
+        """Extra fitted state written to ``model.json`` (JSON-serialisable; none here)."""
+        return {}
+
+    def _state_from_json(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`_state_to_json` wrote (nothing here)."""
+
+    def _needs_data_for_synthesis_given(self, schema: Schema) -> bool:
+        """``_needs_data_for_synthesis`` before ``schema_`` is set."""
+        missing = object()
+        old = self.__dict__.get("schema_", missing)
+        self.schema_ = schema
+        try:
+            return self._needs_data_for_synthesis()
+        finally:
+            if old is missing:  # not fitted: no fitted attribute is left behind
+                del self.schema_
+            else:
+                self.schema_ = old
+
+    def _event_ndims(self) -> dict[str, int]:
+        """Number of non-sample dimensions of each posterior variable (for dict input)."""
+        return {}
+
+    def _as_datatree(self, posterior: Any) -> xr.DataTree:
+        return as_datatree(posterior, self._event_ndims(), type(self).__name__)

@@ -6,18 +6,15 @@ handled SIGTERM) instead of returning a truncated posterior, and refuse a partia
 
 from __future__ import annotations
 
-import os
-import warnings
 from typing import TYPE_CHECKING, Any
 
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk.exceptions import keyboard_interrupts, redeliver_interrupt
-from bayes_risk.models._bayesian.timing import DrawClock, record_sweep_time
+from bayes_risk.exceptions import redeliver_interrupt
 
 if TYPE_CHECKING:
-    import xarray as xr
+    pass
 
-__all__ = ["InterruptGuard", "SamplingMixin", "chain_seeds", "check_complete"]
+__all__ = ["InterruptGuard", "chain_seeds", "check_complete"]
 
 
 def check_complete(dt: Any, chains: int, draws: int) -> None:
@@ -129,78 +126,3 @@ def _plain_bar(kwargs: dict[str, Any]) -> Any:
     kwargs["progressbar"] = False
     kwargs["callback"] = count
     return bar
-
-
-class SamplingMixin:
-    """The samplers of :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`."""
-
-    def _chain_seeds(self, random_seed: RandomSeed) -> list[int]:
-        """Check the MCMC settings; one integer seed per chain drawn from ``random_seed``."""
-        self._check_mcmc_settings()
-        return chain_seeds(random_seed, int(self.chains))
-
-    def _run_sampler(self, model: Any, *, step: Any = None, random_seed: RandomSeed = None,
-                     **sample_kwargs: Any) -> xr.DataTree:
-        """``pm.sample`` on ``model`` with this object's settings and one seed per chain drawn
-        from ``random_seed``; the warm-up draws are dropped (their ``warmup_sample_stats`` kept)."""
-        import pymc as pm
-
-        seeds = self._chain_seeds(random_seed)
-        kwargs: dict[str, Any] = dict(
-            draws=int(self._run_settings()["draws"]),
-            tune=int(self.tune),
-            chains=int(self.chains),
-            cores=self.cores,
-            random_seed=seeds,
-            progressbar=bool(self.progressbar),
-            quiet=not bool(self.progressbar),
-            compute_convergence_checks=False,
-            discard_tuned_samples=False,
-            model=model,
-        )
-        if step is not None:
-            kwargs["step"] = step
-        kwargs.update(sample_kwargs)
-        bar = _plain_bar(kwargs)
-        with warnings.catch_warnings(), InterruptGuard() as guard, bar:
-            # PyMC's own short-chain message; convergence is reported by convergence_summary().
-            warnings.filterwarnings("ignore", message=".*samples per chain.*")
-            # the steady time per draw, without the chains' one-off start
-            # (bayes_risk.attribute.cost)
-            clock = DrawClock(kwargs.get("callback"))
-            kwargs["callback"] = guard.callback(clock)
-            try:
-                with keyboard_interrupts(lambda: guard.interrupted):  # in a compiled step
-                    dt = pm.sample(**kwargs)
-            except KeyError as err:
-                # PyMC interrupted during tuning fails while assembling the empty trace
-                raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
-        if guard.interrupted:
-            raise KeyboardInterrupt("sampling interrupted")
-        check_complete(dt, int(self.chains), int(self._run_settings()["draws"]))
-        cores, chains = kwargs["cores"], int(kwargs["chains"])
-        cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
-        record_sweep_time(dt, clock.seconds_per_draw(), min(cores, chains) if cores > 1 else 1)
-        if "warmup_posterior" in dt.children:
-            del dt["warmup_posterior"]
-        if "observed_data" in dt.children:
-            del dt["observed_data"]
-        return dt
-
-    def _run_gibbs(self, step: Any, layout: Any, *, random_seed: RandomSeed = None,
-                   **extension: Any) -> xr.DataTree:
-        """``_run_sampler`` for a model sampled by one Gibbs step alone, run in a plain loop
-        (``bayes_risk.models._bayesian.gibbs``): same seeds, same DataTree. ``extension``:
-        ``max_sweeps`` and ``check`` of ``sample_gibbs``."""
-        from bayes_risk.models._bayesian.gibbs import sample_gibbs
-
-        seeds = self._chain_seeds(random_seed)
-        # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)
-        with InterruptGuard() as guard, keyboard_interrupts(lambda: guard.interrupted):
-            dt = sample_gibbs(step, layout, seeds=seeds, tune=self.tune,
-                              draws=int(self._run_settings()["draws"]),
-                              chains=self.chains, cores=self.cores,
-                              progressbar=bool(self.progressbar), stop=lambda: guard.interrupted,
-                              **extension)
-        check_complete(dt, int(self.chains), int(self._run_settings()["draws"]))
-        return dt

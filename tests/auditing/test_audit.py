@@ -1614,7 +1614,7 @@ def test_report_one_unit_per_quantity(audited_hh, report_hh):
     """The expected match risk is a count of targets with its per cent of them wherever it
     appears (the verdict line too); rates are in per cent; no number is in exponent notation
     and no number cell wraps."""
-    from bayes_risk.results._format import format_number
+    from bayes_risk.results import format_number
 
     res, _ = audited_hh
     html = report_hh[0].read_text()
@@ -1823,7 +1823,7 @@ def dataclasses_replace_root(res):
 
 
 def test_format_number_plain():
-    from bayes_risk.results._format import format_number
+    from bayes_risk.results import format_number
 
     assert format_number(4.796e-05, plain=True) == "0.00004796"
     assert format_number(9.695e-04, 3, plain=True) == "0.000969"
