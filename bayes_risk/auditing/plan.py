@@ -74,8 +74,8 @@ THRESHOLD_SOURCES: dict[str, str] = {
 class Thresholds:
     """Release-board thresholds against which the first screen of the report is read.
 
-    The defaults are conventions, not findings (:data:`THRESHOLD_SOURCES`); percentages are in
-    percent (as synthpop reports them), rates are fractions.
+    The defaults are conventions, not findings (their sources: ``THRESHOLD_SOURCES`` in this
+    module); percentages are in percent (as synthpop reports them), rates are fractions.
 
     Parameters
     ----------
