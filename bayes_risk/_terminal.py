@@ -106,21 +106,8 @@ class _Through:
     def write(self, s: str) -> int:
         return STDERR.write_through(s)
 
-    def flush(self) -> None:
-        STDERR.flush()
-
-    def writable(self) -> bool:
-        return True
-
-    def isatty(self) -> bool:
-        return STDERR.isatty()
-
-    def fileno(self) -> int:
-        return STDERR.fileno()
-
-    @property
-    def encoding(self) -> str:
-        return STDERR.encoding
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, ...
+        return getattr(STDERR, name)
 
 
 #: the one owner of stderr's line state

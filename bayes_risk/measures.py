@@ -75,49 +75,38 @@ class Measure:
         return self.parser or f"bayes_risk.cli.parsers.{self.command.replace('-', '_')}"
 
 
-_A = "bayes_risk.auditing"
-_R = f"{_A}.render"
+def _builtin(name: str, title: str, function: str, result: str, *, step: str = "steps",
+             verdict: bool = True, sections: tuple[str, ...] | None = None,
+             command: str | None = None) -> Measure:
+    """A measure of the package, its code in ``bayes_risk.auditing`` named after it."""
+    a, r = "bayes_risk.auditing", "bayes_risk.auditing.render"
+    return Measure(name, title, f"{a}.{step}:{name}_step", function=f"bayes_risk.{function}",
+                   result=f"bayes_risk.results.{result}",
+                   verdict=f"{a}.verdicts:{name}_lines" if verdict else None,
+                   sections=tuple(f"{r}:{x}_section" for x in sections or (name,)),
+                   command=command)
+
 
 #: the measures of the package, in the order the audit runs them
 _BUILTIN: tuple[Measure, ...] = (
-    Measure("utility", "Utility", f"{_A}.steps:utility_step",
-            function="bayes_risk.utility.summary:utility_summary",
-            result="bayes_risk.results.utility:UtilitySummary",
-            verdict=f"{_A}.verdicts:utility_lines",
-            sections=(f"{_R}:utility_section", f"{_R}:comparisons_section"),
-            command="utility"),
-    Measure("identification", "Identification risk", f"{_A}.steps:identification_step",
-            function="bayes_risk.identification.api:identification_risk",
-            result="bayes_risk.results.identification:IdentificationResult",
-            verdict=f"{_A}.verdicts:identification_lines",
-            sections=(f"{_R}:identification_section",), command="identification"),
-    Measure("posterior_identification", "Posterior Monte Carlo identification risk",
-            f"{_A}.steps:posterior_identification_step",
-            function="bayes_risk.identification.api:identification_risk",
-            result="bayes_risk.results.identification:IdentificationResult",
-            sections=(f"{_R}:posterior_identification_section",)),
-    Measure("attribute", "Attribute risk", f"{_A}.steps:attribute_step",
-            function="bayes_risk.attribute.api:attribute_risk",
-            result="bayes_risk.results.attribute:AttributeRiskResult",
-            verdict=f"{_A}.verdicts:attribute_lines",
-            sections=(f"{_R}:attribute_section",), command="attribute"),
-    Measure("membership", "Membership risk", f"{_A}.steps:membership_step",
-            function="bayes_risk.membership.api:membership_risk",
-            result="bayes_risk.results.membership:MembershipRiskResult",
-            verdict=f"{_A}.verdicts:membership_lines",
-            sections=(f"{_R}:membership_section",), command="membership"),
-    Measure("attacks", "Singling out and linkability (anonymeter)",
-            f"{_A}.attacks_step:attacks_step",
-            function="bayes_risk.attacks.singling_out:singling_out_risk",
-            result="bayes_risk.results.attacks:SinglingOutResult",
-            verdict=f"{_A}.verdicts:attacks_lines",
-            sections=(f"{_R}:attacks_section",), command="attacks"),
-    Measure("disclosure", "Empirical disclosure measures (synthpop)",
-            f"{_A}.disclosure_step:disclosure_step",
-            function="bayes_risk.disclosure.measures:disclosure_measures",
-            result="bayes_risk.results.disclosure:DisclosureByTarget",
-            verdict=f"{_A}.verdicts:disclosure_lines",
-            sections=(f"{_R}:disclosure_section",), command="disclosure"),
+    _builtin("utility", "Utility", "utility.summary:utility_summary",
+             "utility:UtilitySummary", sections=("utility", "comparisons"), command="utility"),
+    _builtin("identification", "Identification risk",
+             "identification.api:identification_risk",
+             "identification:IdentificationResult", command="identification"),
+    _builtin("posterior_identification", "Posterior Monte Carlo identification risk",
+             "identification.api:identification_risk",
+             "identification:IdentificationResult", verdict=False),
+    _builtin("attribute", "Attribute risk", "attribute.api:attribute_risk",
+             "attribute:AttributeRiskResult", command="attribute"),
+    _builtin("membership", "Membership risk", "membership.api:membership_risk",
+             "membership:MembershipRiskResult", command="membership"),
+    _builtin("attacks", "Singling out and linkability (anonymeter)",
+             "attacks.singling_out:singling_out_risk", "attacks:SinglingOutResult",
+             step="attacks_step", command="attacks"),
+    _builtin("disclosure", "Empirical disclosure measures (synthpop)",
+             "disclosure.measures:disclosure_measures", "disclosure:DisclosureByTarget",
+             step="disclosure_step", command="disclosure"),
 )
 
 #: measures registered for this session (:func:`register`), after the built-in ones

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bayes_risk.auditing.context import StepContext, _write_json, step_folder
+from bayes_risk._io import write_json
+from bayes_risk.auditing.context import StepContext, ran, step_folder
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import ATTACK_OPTIONS
 from bayes_risk.results._base import plot_figure
@@ -41,7 +42,7 @@ def attacks_step(ctx: StepContext) -> StepOutcome:
     folder = step_folder(ctx, "attacks")
     files: list[str] = []
     if folder is not None:
-        _write_json(folder / "summary.json", {
+        write_json(folder / "summary.json", {
             "measure": "attacks", "singling_out": so.to_dict(),
             "linkability": None if lk is None else lk.to_dict(),
             "linkability_not_run": why_not,
@@ -57,6 +58,4 @@ def attacks_step(ctx: StepContext) -> StepOutcome:
             plot_figure(lk, "risk").savefig(folder / "linkability.png", dpi=100)
             files += ["linkability.csv", "linkability_records.csv", "linkability.png"]
     result: dict[str, Any] = {"singling_out": so, "linkability": lk}
-    return StepOutcome(name="attacks", status="ran", result=result,
-                       folder="attacks" if folder is not None else None, files=files,
-                       extra={"linkability_not_run": why_not})
+    return ran("attacks", result, folder, files, linkability_not_run=why_not)

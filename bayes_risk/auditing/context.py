@@ -17,6 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from bayes_risk._io import write_json
+from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan
 
 __all__ = ["StepContext", "add_run_warnings", "named_run", "rebuilt_synthesizer",
@@ -134,10 +136,11 @@ def step_folder(ctx: StepContext, name: str) -> Path | None:
     return p
 
 
-def _write_json(path: Path, d: dict[str, Any]) -> None:
-    from bayes_risk._io import write_json
-
-    write_json(path, d)
+def ran(name: str, result: Any, folder: Path | None, files: list[str],
+        **extra: Any) -> StepOutcome:
+    """The outcome of step ``name`` that ran, its ``files`` in ``folder`` (``None``: none)."""
+    return StepOutcome(name=name, status="ran", result=result,
+                       folder=name if folder is not None else None, files=files, extra=extra)
 
 
 def add_run_warnings(folder: Path, step: str, run_warnings: list[dict[str, Any]]) -> None:
@@ -149,7 +152,7 @@ def add_run_warnings(folder: Path, step: str, run_warnings: list[dict[str, Any]]
         d["run_warnings"] = run_warnings
         codes = [w["code"] for w in run_warnings]
         d["warnings"] = list(dict.fromkeys([*(d.get("warnings") or []), *codes]))
-        _write_json(path, d)
+        write_json(path, d)
 
 
 # ---- utility ---------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from bayes_risk._io import write_json
 from bayes_risk.auditing.context import (
     StepContext,
-    _write_json,
     release_independent,
     rows_aligned,
     step_folder,
@@ -63,7 +63,7 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
         if ctx.root is not None:
             sub = f"disclosure/{target_folder(p.disclosure_targets, t)}".rstrip("/")
             folder = step_folder(ctx, sub)
-            _write_json(folder / "summary.json", res.to_dict())
+            write_json(folder / "summary.json", res.to_dict())
             res.ident.to_csv(folder / "ident.csv", index=False)
             res.attrib.to_csv(folder / "attrib.csv", index=False)
             res.allCAPs.to_csv(folder / "allCAPs.csv", index=False)
@@ -77,7 +77,7 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
     from bayes_risk.results.disclosure import DisclosureByTarget
 
     if diff is not None and ctx.root is not None:
-        _write_json(step_folder(ctx, "disclosure") / "differencing.json", diff.to_dict())
+        write_json(step_folder(ctx, "disclosure") / "differencing.json", diff.to_dict())
         files.append("disclosure/differencing.json")
     baseline = _original_baseline(ctx, results, files)
     return StepOutcome(name="disclosure", status="ran", result=DisclosureByTarget(results),
@@ -112,7 +112,7 @@ def _original_baseline(ctx: StepContext, results: dict[str, Any], files: list[st
         if ctx.root is not None:
             sub = "disclosure/original_risk" + (f"_{i}" if len(by_keys) > 1 else "")
             folder = step_folder(ctx, sub)
-            _write_json(folder / "summary.json", r.to_dict())
+            write_json(folder / "summary.json", r.to_dict())
             r.records.reset_index(drop=True).to_csv(folder / "records.csv",
                                                     index_label="record")
             files += [f"{sub}/summary.json", f"{sub}/records.csv"]

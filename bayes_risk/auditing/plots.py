@@ -146,19 +146,15 @@ def utility_risk_figure(points: pd.DataFrame) -> Any:
                 ax.annotate(str(int(d)), (xi, yi), fontsize=10, xytext=(4, 3),
                             textcoords="offset points")
             top = [np.nanmax(y)]
-            if c in thresholds:
-                t = float(thresholds[c])
-                ax.axhline(t, color="#a51d2d", ls="--", lw=1.2)
-                ax.text(0.01, t, f" threshold {t:g} %", transform=ax.get_yaxis_transform(),
-                        ha="left", va="bottom", color="#a51d2d", fontsize=10)
-                top.append(t)
-            if c in verdict:
-                v = float(verdict[c])
-                ax.axhline(v, color="black", ls=":", lw=1.2)
-                ax.text(0.01, v, f" verdict: all datasets pooled, {v:.3g} %",
-                        transform=ax.get_yaxis_transform(), ha="left", va="bottom",
-                        fontsize=10)
-                top.append(v)
+            for lines, ls, colour, text in ((thresholds, "--", "#a51d2d", " threshold {:g} %"),
+                                            (verdict, ":", "black",
+                                             " verdict: all datasets pooled, {:.3g} %")):
+                if c in lines:
+                    t = float(lines[c])
+                    ax.axhline(t, color=colour, ls=ls, lw=1.2)
+                    ax.text(0.01, t, text.format(t), transform=ax.get_yaxis_transform(),
+                            ha="left", va="bottom", color=colour, fontsize=10)
+                    top.append(t)
             if x_thr is not None:
                 ax.axvline(x_thr, color="#a51d2d", ls="--", lw=1.2)
                 ax.text(x_thr, 0.98, f"S_pMSE threshold {x_thr:g} ", rotation=90,

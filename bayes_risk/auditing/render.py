@@ -522,18 +522,18 @@ TARGET_COLUMNS = {
 }
 
 
+#: the identification measures that count targets, in plain words
+_ID_COUNTS = {"expected_match_risk": "expected match risk: targets expected to be identified "
+                                     "(sum of IR)",
+              "true_match_risk": "true matches: targets matched to one record, their own",
+              "n_unique": "unique matches: targets matched to one record"}
+
+
 def _id_rows(f: dict[str, Any], n: int, src: str | None, links: _Links) -> list[list[Any]]:
     """The identification measures, each count with its per cent of the ``n`` targets."""
-    return [
-        [Span("expected match risk: targets expected to be identified (sum of IR)"),
-         links.count(f["expected_match_risk"], n, src)],
-        [Span("true matches: targets matched to one record, their own"),
-         links.count(f["true_match_risk"], n, src)],
-        [Span("unique matches: targets matched to one record"),
-         links.count(f["n_unique"], n, src)],
-        [Span("false match rate: unique matches that are another record"),
-         [links.pct(f["false_match_rate"], src), Span(" of the unique matches")]],
-    ]
+    return [*([Span(text), links.count(f[k], n, src)] for k, text in _ID_COUNTS.items()),
+            [Span("false match rate: unique matches that are another record"),
+             [links.pct(f["false_match_rate"], src), Span(" of the unique matches")]]]
 
 
 def _sweep_sentence(sw: Any, n: int, src: str | None, links: _Links) -> list[Any]:
@@ -569,17 +569,15 @@ def _known_sweep_blocks(sec: Section, ks: Any, s: Any, links: _Links) -> None:
         what = ("The same measures for every subset of the known columns "
                 f"({len(ks.table)} subsets; the empty set is the intruder who knows nothing)")
         fig = "Expected match risk against the number of known columns"
-        unit = "targets"
-        lv_cols = ["variable", "level", "n_targets", "share_targets", "share_risk",
-                   "risk_ratio", "true_matches"]
+        unit, last = "targets", "true_matches"
     else:
         what = ("The same measures for every subset of the synthesized known columns the "
                 "intruder may also know of the target's own values "
                 f"({len(ks.table)} subsets; the empty set is the worst case above)")
         fig = "Mean p_true against the number of the record's own values known"
-        unit = "records"
-        lv_cols = ["variable", "level", "n_targets", "share_targets", "share_risk",
-                   "risk_ratio", "truth_first"]
+        unit, last = "records", "truth_first"
+    lv_cols = ["variable", "level", "n_targets", "share_targets", "share_risk", "risk_ratio",
+               last]
     sec.p(Span("Sensitivity to the intruder's knowledge. ", strong=True),
           f"{what}: how much the figures above depend on the assumption about what the "
           "intruder knows (Hu 2019, §5). Not read by the verdict.")
@@ -871,11 +869,11 @@ def utility_risk_points(result: Any) -> pd.DataFrame | None:
         sw = i.extra.get("sweep")
         if sw is not None and sw.argmax:  # at the maximising radius, as the verdict reads it
             col = f"expected match rate (% of targets), radius {sw.r_star:g}"
-            pts[col] = np.asarray(sw.risk[sw.argmax[0]], dtype=float) / n * 100
+            risk = sw.risk[sw.argmax[0]]
         else:
-            per = i.result.to_dict()["summary"]["per_dataset"]
             col = f"expected match rate (% of targets), {radius_text(plan.radius)}"
-            pts[col] = np.asarray(per["expected_match_risk"], dtype=float) / n * 100
+            risk = i.result.to_dict()["summary"]["per_dataset"]["expected_match_risk"]
+        pts[col] = np.asarray(risk, dtype=float) / n * 100
         thresholds[col] = th.expected_match_rate * 100
         line = lines.get("expected_match_rate")
         if line is not None and line.detail.startswith("larger: pooled"):

@@ -15,12 +15,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._io import write_json
 from bayes_risk.auditing.attacks_step import attacks_step
 from bayes_risk.auditing.context import (
     StepContext,
-    _write_json,
     add_run_warnings,
     named_run,
+    ran,
     rebuilt_synthesizer,
     release_independent,
     rows_aligned,
@@ -73,7 +74,7 @@ def utility_step(ctx: StepContext) -> StepOutcome:
     files: list[str] = []
     folder = step_folder(ctx, "utility")
     if folder is not None:
-        _write_json(folder / "summary.json", res.to_dict())
+        write_json(folder / "summary.json", res.to_dict())
         res.overlap.to_csv(folder / "overlap.csv", index=False)
         marg.to_csv(folder / "marginals.csv", index=False)
         tw.to_csv(folder / "twoway.csv", index=False)
@@ -82,9 +83,7 @@ def utility_step(ctx: StepContext) -> StepOutcome:
 
     cats = [c for c in plan.synthesized if ctx.schema[c].is_categorical]
     drivers = marginal_discrepancy(ctx.original, datasets, plan.synthesized, cats)
-    return StepOutcome(name="utility", status="ran", result=res,
-                       folder="utility" if folder else None, files=files,
-                       extra={"marginals": marg, "twoway": tw, "drivers": drivers})
+    return ran("utility", res, folder, files, marginals=marg, twoway=tw, drivers=drivers)
 
 
 def twoway(original: pd.DataFrame, synthetic: Any, schema: Any, synthesized: list[str],
@@ -217,7 +216,6 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     """Identification risk at the given radius and, over the sweep, the maximising radius."""
     from bayes_risk.auditing.causes import identification_drivers
     from bayes_risk.identification.api import identification_risk
-    from bayes_risk.identification.radius import radius_sweep
 
     p = ctx.plan
     kw = _id_kwargs(ctx)
@@ -232,17 +230,7 @@ def identification_step(ctx: StepContext) -> StepOutcome:
         res = identification_risk(ctx.original, ctx.synthetic, **known, **kw)
     sweep = at_star = None
     if p.sweep and p.sweep_columns:
-        with named_run(f"radius sweep of {', '.join(p.sweep_columns)}, one dataset at a time"):
-            sweep = radius_sweep(ctx.original, ctx.synthetic, **known, radii=list(p.sweep),
-                                 columns=list(p.sweep_columns), **kw)
-        # every measure at the maximising radius, the conservative one to report (Hornby & Hu
-        # 2021, §4.1): the verdict reads the true match rate there, beside the expected match
-        # rate, not at the step's own radius
-        rad = {**p.radius, **{c: float(sweep.r_star) for c in sweep.columns}}
-        with named_run(f"one dataset at a time, maximising {_radius_label(rad)}"):
-            at_star = res if rad == p.radius else identification_risk(
-                ctx.original, ctx.synthetic, **known,
-                **{**kw, "match": kw["match"].replace(radius=rad), "progressbar": False})
+        sweep, rad, at_star = _sweep(ctx, res, {**kw, **known}, "one dataset at a time")
     pooled = _pooled_identification(ctx, kw)
     ksweep = _known_sweep(ctx, kw)
     regimes = dataset_regimes(ctx)
@@ -262,7 +250,7 @@ def identification_step(ctx: StepContext) -> StepOutcome:
         from bayes_risk.data.io import write_csv
 
         write_csv(res.target_table(), folder / "records.csv")
-        _write_json(folder / "summary.json", d)
+        write_json(folder / "summary.json", d)
         files = ["records.csv", "summary.json"]
         if sweep is not None:
             sweep.to_frame().to_csv(folder / "radius_sweep.csv", index=False)
@@ -281,14 +269,10 @@ def identification_step(ctx: StepContext) -> StepOutcome:
                 f"the unsynthesized columns ({', '.join(p.radius)}) stay fixed, since the "
                 "release carries those columns unchanged ("
                 f"{arg_name('sweep_unsynthesized', True, cli='')} varies them too)")
-    return StepOutcome(name="identification", status="ran", result=res,
-                       folder="identification" if folder else None, files=files,
-                       extra={"sweep": sweep, "at_r_star": at_star, "note": note,
-                              "qi": _qi(ctx), "pooled": pooled, "known_sweep": ksweep,
-                              "regimes": regimes,
-                              "drivers": identification_drivers(
-                                  ctx.original, list(ctx.synthetic), p.known,
-                                  p.known_synthesized, aligned=rows_aligned(ctx))})
+    return ran("identification", res, folder, files, sweep=sweep, at_r_star=at_star,
+               note=note, qi=_qi(ctx), pooled=pooled, known_sweep=ksweep, regimes=regimes,
+               drivers=identification_drivers(ctx.original, list(ctx.synthetic), p.known,
+                                              p.known_synthesized, aligned=rows_aligned(ctx)))
 
 
 def dataset_regimes(ctx: StepContext) -> dict[str, Any] | None:
@@ -365,7 +349,6 @@ def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdenti
     """The pooled figures, which the verdict reads: an intruder with m datasets can do better
     than the mean of one-dataset intruders."""
     from bayes_risk.identification.api import identification_risk
-    from bayes_risk.identification.radius import radius_sweep
 
     p = ctx.plan
     pkw = {**kw, "aggregation": "pooled", "match": kw["match"].replace(fallback=None),
@@ -376,14 +359,26 @@ def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdenti
         res = identification_risk(*args, **pkw)
     if not (p.sweep and p.sweep_columns):
         return PooledIdentification(res)
-    with named_run(f"radius sweep of {', '.join(p.sweep_columns)}, all {p.m} datasets "
-                   "pooled"):
-        sweep = radius_sweep(*args, radii=list(p.sweep), columns=list(p.sweep_columns), **pkw)
-    rad = {**p.radius, **{c: float(sweep.r_star) for c in sweep.columns}}
-    with named_run(f"all {p.m} datasets pooled, maximising {_radius_label(rad)}"):
-        star = res if rad == p.radius else identification_risk(
-            *args, **{**pkw, "match": pkw["match"].replace(radius=rad)})
+    sweep, rad, star = _sweep(ctx, res, pkw, f"all {p.m} datasets pooled")
     return PooledIdentification(res, sweep, star, rad)
+
+
+def _sweep(ctx: StepContext, res: Any, kw: dict[str, Any], how: str) -> tuple[Any, dict, Any]:
+    """The radius sweep, its maximising radius and every measure there (``res`` when that is
+    the step's radius): the conservative radius to report (Hornby & Hu 2021, §4.1)."""
+    from bayes_risk.identification.api import identification_risk
+    from bayes_risk.identification.radius import radius_sweep
+
+    p = ctx.plan
+    with named_run(f"radius sweep of {', '.join(p.sweep_columns)}, {how}"):
+        sweep = radius_sweep(ctx.original, ctx.synthetic, radii=list(p.sweep),
+                             columns=list(p.sweep_columns), **kw)
+    rad = {**p.radius, **{c: float(sweep.r_star) for c in sweep.columns}}
+    with named_run(f"{how}, maximising {_radius_label(rad)}"):
+        star = res if rad == p.radius else identification_risk(
+            ctx.original, ctx.synthetic,
+            **{**kw, "match": kw["match"].replace(radius=rad), "progressbar": False})
+    return sweep, rad, star
 
 
 def _radius_label(radius: dict[str, float]) -> str:
@@ -465,11 +460,10 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
         from bayes_risk.data.io import write_csv
 
         write_csv(res.target_table(), folder / "records.csv")
-        _write_json(folder / "summary.json", res.to_dict())
+        write_json(folder / "summary.json", res.to_dict())
         plot_figure(res, "running_estimate").savefig(folder / "running_estimate.png", dpi=100)
         files = ["records.csv", "summary.json", "running_estimate.png"]
-    return StepOutcome(name=name, status="ran", result=res, folder=name if folder else None,
-                       files=files, extra={"qi": _qi(ctx)})
+    return ran(name, res, folder, files, qi=_qi(ctx))
 
 
 # ---- attribute -------------------------------------------------------------------------------
@@ -584,19 +578,16 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
         from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
 
         res.records.to_csv(folder / "records.csv")  # the index: column "record"
-        _write_json(folder / "summary.json", summary)
+        write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
         for kind, name, _ in ATTRIBUTE_FIGURES:
             plot_figure(res, kind).savefig(folder / name, dpi=100)
             files.append(name)
         if aks is not None:
             files += _write_known_sweep(aks, folder)
-    return StepOutcome(name="attribute", status="ran", result=res,
-                       folder="attribute" if folder else None, files=files,
-                       extra={"summary": summary, "qi": _qi(ctx), "drivers": drivers,
-                              "known_sweep": aks,
-                              # the fits' failed checks, also of a model fitted earlier
-                              "mcmc_warnings": list((res.mcmc or {}).get("warnings", []))})
+    # mcmc_warnings: the fits' failed checks, also of a model fitted earlier
+    return ran("attribute", res, folder, files, summary=summary, qi=_qi(ctx), drivers=drivers,
+               known_sweep=aks, mcmc_warnings=list((res.mcmc or {}).get("warnings", [])))
 
 
 def _membership_reuses(ctx: StepContext, model: Any) -> bool:
@@ -657,14 +648,12 @@ def membership_step(ctx: StepContext) -> StepOutcome:
     files: list[str] = []
     if folder is not None:
         res.records.to_csv(folder / "records.csv")
-        _write_json(folder / "summary.json", summary)
+        write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
         for kind, name in (("p_member", "p_member_hist.png"), ("roc", "roc.png")):
             plot_figure(res, kind).savefig(folder / name, dpi=100)
             files.append(name)
-    return StepOutcome(name="membership", status="ran", result=res,
-                       folder="membership" if folder else None, files=files,
-                       extra={"summary": summary})
+    return ran("membership", res, folder, files, summary=summary)
 
 
 # ---- empirical disclosure measures -----------------------------------------------------------

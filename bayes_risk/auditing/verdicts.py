@@ -135,10 +135,14 @@ def _pct(x: Any) -> float:
     return float(x) * 100
 
 
+def _finite(values: Any) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float64).ravel()
+    return v[np.isfinite(v)]
+
+
 def _range(values: Any, unit: str = "") -> str:
     """``"per dataset a–b"`` of the finite ``values`` (one per synthetic dataset)."""
-    v = np.asarray(values, dtype=np.float64).ravel()
-    v = v[np.isfinite(v)]
+    v = _finite(values)
     if not v.size:
         return "no finite value per dataset"
     u = f" {unit}" if unit else ""
@@ -148,8 +152,7 @@ def _range(values: Any, unit: str = "") -> str:
 def _outside(value: float, each: Any, why: str, otherwise: str = "") -> str:
     """Why a headline value lies outside the range of its per-dataset values (``why``, after
     "above every dataset's: " or "below …"), or ``otherwise`` when it lies within it."""
-    v = np.asarray(each, dtype=np.float64).ravel()
-    v = v[np.isfinite(v)]
+    v = _finite(each)
     if not v.size or not np.isfinite(value) or v.min() <= value <= v.max():
         return otherwise
     return f"{'above' if value > v.max() else 'below'} every dataset's own value: {why}"
@@ -322,43 +325,35 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
 
     for t, res in d.result.items():
         sub = target_folder(d.result, t)
-        means = res.means()
         keys = ", ".join(res.keys)
         fixed_keys = plan.release_independent_keys(t)
-        rep_src = step_file(d, sub + "ident.csv")
         who = f"knows the keys {keys} of every record"
+        # (threshold, measure, file, baseline or not, why a baseline, caveats, intruder, cause)
+        specs = [("DiSCO", f"DiSCO (%), target {t}", "attrib.csv",
+                  fixed_keys and t not in plan.synthesized,
+                  f"neither the keys ({keys}) nor the target are synthesized: the release "
+                  "shows the original's values",
+                  _caveats("DiSCO", res.warnings) + doubt((*res.keys, t)),
+                  f"{who} and reads the target {t} off the release",
+                  lambda res=res, t=t: remedies.disco_cause(plan, res, t))]
         # repU depends on the keys alone: one line per set of keys, not per target
-        if tuple(res.keys) in seen_keys:
-            pass
-        elif fixed_keys:
-            out.append(Baseline(
-                "disclosure", f"repU (%), keys {keys}", float(means["repU"]), th.repU,
-                rep_src, f"the keys ({keys}) are not synthesized: repU equals UiO, "
-                "the original's sample uniques on the keys, in every dataset",
-                unit="%"))
-        else:
-            v = Verdict("disclosure", f"repU (%), keys {keys}",
-                        float(means["repU"]), th.repU, "max", rep_src, unit="%",
-                        warnings=doubt(res.keys),
-                        spread=_range(res.ident["repU"], "%"), intruder=who,
-                        count_of=(plan.n_records, "records"), threshold_name="repU")
-            out.append(_caused(v, *remedies.repu_cause(plan, res)))
+        if tuple(res.keys) not in seen_keys:
+            specs.insert(0, ("repU", f"repU (%), keys {keys}", "ident.csv", fixed_keys,
+                             f"the keys ({keys}) are not synthesized: repU equals UiO, the "
+                             "original's sample uniques on the keys, in every dataset",
+                             doubt(res.keys), who, lambda res=res: remedies.repu_cause(plan, res)))
         seen_keys.add(tuple(res.keys))
-        dsrc = step_file(d, sub + "attrib.csv")
-        if fixed_keys and t not in plan.synthesized:
-            out.append(Baseline(
-                "disclosure", f"DiSCO (%), target {t}", float(means["DiSCO"]),
-                th.DiSCO, dsrc, f"neither the keys ({keys}) nor the target are "
-                "synthesized: the release shows the original's values", unit="%"))
-        else:
-            v = Verdict("disclosure", f"DiSCO (%), target {t}",
-                        float(means["DiSCO"]), th.DiSCO, "max", dsrc,
-                        warnings=_caveats("DiSCO", res.warnings) + doubt((*res.keys, t)),
-                        unit="%",
-                        spread=_range(res.attrib["DiSCO"], "%"),
-                        intruder=f"{who} and reads the target {t} off the release",
-                        count_of=(plan.n_records, "records"), threshold_name="DiSCO")
-            out.append(_caused(v, *remedies.disco_cause(plan, res, t)))
+        for name, measure, file, fixed, why, warns, intruder, cause in specs:
+            src, value = step_file(d, sub + file), float(res.means()[name])
+            if fixed:
+                out.append(Baseline("disclosure", measure, value, getattr(th, name), src, why,
+                                    unit="%"))
+                continue
+            table = res.ident if name == "repU" else res.attrib
+            v = Verdict("disclosure", measure, value, getattr(th, name), "max", src, unit="%",
+                        warnings=warns, spread=_range(table[name], "%"), intruder=intruder,
+                        count_of=(plan.n_records, "records"), threshold_name=name)
+            out.append(_caused(v, *cause()))
     base = d.extra.get("original_risk") or {}
     for i, r in enumerate(base.values(), start=1):
         sub = "original_risk" + (f"_{i}" if len(base) > 1 else "")
