@@ -223,15 +223,11 @@ def _preflight(ctx: Any) -> None:
     with warnings.catch_warnings():
         # only the errors matter here: the steps raise these warnings again, recorded
         warnings.simplefilter("ignore")
-        from bayes_risk.data.alignment import check_rows_aligned
+        from bayes_risk.auditing.context import aligned_columns
         from bayes_risk.data.fingerprint import check_original
 
         check_original(data, syn)
-        ctx.rows_aligned = False
-        if all(len(z) == len(data) for z in syn):
-            manifest = syn if (syn.schema is not None and syn.schema.synthesized) else None
-            ctx.rows_aligned = bool(check_rows_aligned(data, list(syn), manifest,
-                                                       synthesized=plan.synthesized))
+        ctx.rows_aligned = bool(aligned_columns(ctx))
         attribute = "attribute" not in plan.skip and plan.attribute_source is not None
         posterior = "posterior_identification" not in plan.skip and bool(plan.known_synthesized)
         membership = "membership" not in plan.skip and ctx.holdout is not None

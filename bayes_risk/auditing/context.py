@@ -21,8 +21,8 @@ from bayes_risk._io import write_json
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan
 
-__all__ = ["StepContext", "add_run_warnings", "named_run", "rebuilt_synthesizer",
-           "release_independent", "rows_aligned", "step_folder"]
+__all__ = ["StepContext", "add_run_warnings", "aligned_columns", "named_run", "ran",
+           "rebuilt_synthesizer", "release_independent", "rows_aligned", "step_folder"]
 
 
 @dataclass
@@ -54,32 +54,38 @@ class StepContext:
     weights: Any = None
 
 
+def aligned_columns(ctx: StepContext) -> list[str]:
+    """The columns the release carries unchanged row by row
+    (:func:`~bayes_risk.data.alignment.check_rows_aligned`); none when the lengths differ."""
+    from bayes_risk.data.alignment import check_rows_aligned
+
+    syn = ctx.synthetic
+    if not all(len(z) == len(ctx.original) for z in syn):
+        return []
+    manifest = syn if (getattr(syn, "schema", None) is not None
+                       and syn.schema.synthesized) else None
+    return check_rows_aligned(ctx.original, list(syn), manifest,
+                              synthesized=ctx.plan.synthesized)
+
+
 def rows_aligned(ctx: StepContext) -> bool:
     """Whether the release is row-aligned with the original (checked once, then kept).
 
     Equal lengths are necessary, not sufficient: a fully synthetic release of the original's
     size has no record-by-record correspondence. Row ``i`` corresponds to record ``i`` when some
-    column is released unchanged row by row (:func:`~bayes_risk.data.alignment.check_rows_aligned`).
+    column is released unchanged row by row (:func:`aligned_columns`).
     """
     if ctx.rows_aligned is None:
         import warnings
 
-        from bayes_risk.data.alignment import check_rows_aligned
         from bayes_risk.exceptions import SchemaError
 
-        syn = ctx.synthetic
-        found: list[str] = []
-        if all(len(z) == len(ctx.original) for z in syn):
-            manifest = syn if (getattr(syn, "schema", None) is not None
-                               and syn.schema.synthesized) else None
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the check's warnings are the preflight's
-                try:
-                    found = check_rows_aligned(ctx.original, list(syn), manifest,
-                                               synthesized=ctx.plan.synthesized)
-                except SchemaError:
-                    found = []
-        ctx.rows_aligned = bool(found)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the check's warnings are the preflight's
+            try:
+                ctx.rows_aligned = bool(aligned_columns(ctx))
+            except SchemaError:
+                ctx.rows_aligned = False
     return ctx.rows_aligned
 
 
