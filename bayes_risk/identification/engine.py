@@ -46,9 +46,6 @@ USE_NUMBA: bool | None = None
 COMPILED_MIN_WORK = 300_000
 _CHUNK_TARGETS = 200_000
 MAX_NNZ = 100_000_000  # ~1.2 GB of pooled probabilities (12 bytes each); beyond it: an error
-#: ``True``: a fallback set is kept as the set and one probability; ``False``: record by record
-#: (the reference the compact form is tested against)
-FALLBACK_AS_CELLS = True
 _HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 

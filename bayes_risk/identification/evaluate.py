@@ -107,7 +107,7 @@ def evaluate(pool: Prepared, part: TargetPartition) -> EngineOutput:
                                        fallback=part.fallback, progressbar=part.progressbar)
     return run_pooled(prep, rule, inv_f=part.inv_f, strategy=part.strategy,
                       fallback=part.fallback, progressbar=part.progressbar,
-                      fallback_cells=False if part.drop else None, keep_prob=part.keep_prob)
+                      fallback_cells=not part.drop, keep_prob=part.keep_prob)
 
 
 def concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:

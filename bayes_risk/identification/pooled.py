@@ -169,9 +169,8 @@ MAX_CHUNK_TARGETS = 200_000
 FIRST_CHUNK_TARGETS = 4096
 #: contributions decoded at once at least
 MIN_BLOCK = 1 << 12
-#: match targets with the same key, windows and counts once: ``None`` when the distinct
-#: targets are at most :data:`DISTINCT_SHARE` of them, ``True`` always, ``False`` never
-DISTINCT_TARGETS: bool | None = None
+#: match targets with the same key, windows and counts once when the distinct targets are at
+#: most this share of them
 DISTINCT_SHARE = 0.9
 
 
@@ -237,21 +236,21 @@ def run_pooled(
     strategy,
     fallback: str,
     progressbar: bool = False,
-    fallback_cells: bool | None = None,
+    fallback_cells: bool = True,
     keep_prob: bool = True,
 ) -> PooledOutput:
     """Pooled probabilities ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the declared top sets.
 
     Chunks of targets fit in :data:`CHUNK_BYTES`. The records of a fallback set matched
     directly in no replicate share one value (kept per target, not stored); materialising them
-    (``FALLBACK_AS_CELLS = False``, or ``fallback_cells=False``) gives bitwise the same
-    numbers. ``keep_prob=False`` leaves ``π`` out (its size is still checked).
+    (``fallback_cells=False``) gives bitwise the same numbers. ``keep_prob=False`` leaves ``π``
+    out (its size is still checked).
     """
     from bayes_risk._memory import check_memory, working_bytes
 
     N_all, R, n = prep.n_targets, prep.R, prep.n
     use_fb = fallback == "unsynthesized"
-    cells = use_fb and _engine.FALLBACK_AS_CELLS and fallback_cells is not False
+    cells = use_fb and fallback_cells
     tkey, tkey_us = _engine.target_keys(prep, rule)
     bounds = target_bounds(prep, rule)
     work = working_bytes(CHUNK_BYTES)  # read here: worker threads do not see the limit
@@ -322,9 +321,9 @@ def _index_bytes(prep: Prepared, rule: MatchRule) -> float:
 def _distinct_targets(tkey: np.ndarray, bounds: TargetBounds, inv_f: np.ndarray | None
                       ) -> tuple[np.ndarray, np.ndarray] | None:
     """The first target of each distinct target (same key, windows and counts) and every
-    target's distinct target, or ``None`` when that saves too little (:data:`DISTINCT_TARGETS`)."""
+    target's distinct target, or ``None`` when that saves too little (:data:`DISTINCT_SHARE`)."""
     N = len(tkey)
-    if DISTINCT_TARGETS is False or N < 2:
+    if N < 2:
         return None
     parts = [tkey[:, None]]
     for arr in (bounds.lo, bounds.hi, bounds.centre, bounds.scale):
@@ -340,7 +339,7 @@ def _distinct_targets(tkey: np.ndarray, bounds: TargetBounds, inv_f: np.ndarray 
             h ^= M[:, j].view(np.uint64)
             h *= np.uint64(0x9E3779B97F4A7C15)
             h ^= h >> np.uint64(29)
-    if DISTINCT_TARGETS is None and np.unique(h).size > DISTINCT_SHARE * N:
+    if np.unique(h).size > DISTINCT_SHARE * N:
         return None
     _, first, inv = np.unique(h, return_index=True, return_inverse=True)
     inv = inv.ravel()
