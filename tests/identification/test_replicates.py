@@ -664,7 +664,6 @@ def test_next_batch_drawn_in_a_thread_gives_the_same_numbers(extra, monkeypatch)
     the tolerance draws at most two batches it does not use, and an error while drawing reaches
     the caller."""
     from bayes_risk.identification import _replicate_batches as rb
-    from bayes_risk.identification import replicates as rep
 
     y = make_data(200, seed=3)
     syn = perturb(y, 3, 4)
