@@ -17,7 +17,7 @@ import numpy as np
 from bayes_risk._numeric import ties
 from bayes_risk._terminal import progress
 from bayes_risk.identification import engine as _engine
-from bayes_risk.identification.index import ReplicateIndex, TargetBounds, target_bounds
+from bayes_risk.identification.index import ReplicateIndex, TargetBounds, spans, target_bounds
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.problem import Prepared, drop_groups, target_problem
 
@@ -125,8 +125,7 @@ def merge_target_major(N: int, parts: list[tuple[np.ndarray, np.ndarray, np.ndar
     start = np.cumsum(cnt) - cnt
     out = np.empty(int(cnt.sum()), dtype=np.int64)
     for pos, c, recs in parts:  # each group's records at its targets' places
-        within = np.arange(recs.size) - np.repeat(np.cumsum(c) - c, c)
-        out[np.repeat(start[pos], c) + within] = recs
+        out[spans(start[pos], c)] = recs
     return cnt, out
 
 
@@ -382,10 +381,7 @@ def _replicate_keys(ctx: _Chunks, r: int, a: int, cnt: np.ndarray, lst: np.ndarr
         else:
             ucnt, ustart, ulst = fb_lists
             keys = np.concatenate([keys, np.repeat(emp, ucnt[emp])])
-            take = np.arange(int(ucnt[emp].sum())) \
-                - np.repeat(np.cumsum(ucnt[emp]) - ucnt[emp], ucnt[emp]) \
-                + np.repeat(ustart[emp], ucnt[emp])
-            lst = np.concatenate([lst, ulst[take]])
+            lst = np.concatenate([lst, ulst[spans(ustart[emp], ucnt[emp])]])
             cnt[emp] = ucnt[emp]
     keys *= n
     keys += lst
@@ -556,12 +552,9 @@ class _FallbackCells:
         tot = int(f_len.sum())
         if not tot:
             return np.zeros(0, dtype=np.int64)
-        rep_pair = np.repeat(np.arange(ins.size), f_len)
-        src = np.arange(tot) - np.repeat(np.cumsum(f_len) - f_len, f_len)
-        src += f_start[rep_pair]
-        out = ins[rep_pair]
+        out = np.repeat(ins, f_len)
         out *= R
-        out += self.f_r[src]
+        out += self.f_r[spans(f_start, f_len)]
         return out
 
     def extra(self) -> np.ndarray:
@@ -707,9 +700,7 @@ def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
         while s < N_all:  # targets in blocks of about ctx.block entries
             e = int(np.searchsorted(indptr, indptr[s] + ctx.block, side="right")) - 1
             e = min(max(e, s + 1), N_all)
-            L = lens[s:e]
-            src = np.arange(int(L.sum())) - np.repeat(np.cumsum(L) - L, L)
-            src += np.repeat(g_ptr[ctx.group[s:e]], L)
+            src = spans(g_ptr[ctx.group[s:e]], lens[s:e])
             out_ind[indptr[s]:indptr[e]] = indices[src]
             out_dat[indptr[s]:indptr[e]] = data[src]
             s = e
@@ -762,8 +753,7 @@ class PooledProbabilities:
         ip = ex.indptr.astype(np.int64)
         e_len = ip[rows + 1] - ip[rows]
         e_tr = np.repeat(np.arange(rows.size), e_len)
-        e_pos = np.arange(int(e_len.sum())) - np.repeat(np.cumsum(e_len) - e_len, e_len) \
-            + np.repeat(ip[rows], e_len)
+        e_pos = spans(ip[rows], e_len)
         e_col = ex.indices[e_pos].astype(np.int64)
         e_dat = ex.data[e_pos]
         has = self.fallback_extra[rows] > 0
