@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk.exceptions import ValidationError
 from bayes_risk.executors import Executor, InProcessExecutor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.matching import MatchRule
@@ -82,9 +81,6 @@ def partitions(plan: IdentificationPlan, rule: MatchRule, size: int | None, *,
             for a in range(0, max(N, 1), size)
             for z in (min(N, a + size),)
         ], None
-    if plan.counts.rows(0, N) is not None:  # refused in prepare; kept as a guard
-        raise ValidationError("missing known values need membership='known'.",
-                              code="MISSING_VALUES")
     groups = drop_groups(prep, rule)
     parts = []
     for rows, drop in groups:

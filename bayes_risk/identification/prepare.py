@@ -57,10 +57,6 @@ def _known_columns(known_unsynthesized: Any, known_synthesized: Any) -> tuple[li
             "no known column: give known=[...] (the intruder's quasi-identifiers).",
             code="INVALID_ARGUMENT"
         )
-    both = sorted(set(known_us) & set(known_s))
-    if both:  # pragma: no cover - split from one list by known_columns
-        raise ValidationError(f"column(s) {both} are both synthesized and unsynthesized.",
-                              code="INVALID_ARGUMENT")
     return known_us, known_s
 
 
@@ -137,12 +133,6 @@ def _same_values(a: pd.Series, b: pd.Series) -> bool:
     return bool(np.all(x == y))
 
 
-def resolve_compat(compat: Any) -> str | None:
-    """The compat mode's name, or a ValidationError."""
-    check_one_of(compat, COMPAT_MODES, "compat", optional=True)
-    return compat
-
-
 def _compat_options(o: dict[str, Any], *, targets, replicates, population_counts) -> None:
     """Check and fix the options of IdentificationRiskCalculation's mode (in place)."""
     name = "compat='IdentificationRiskCalculation'"
@@ -180,7 +170,7 @@ def _compat_options(o: dict[str, Any], *, targets, replicates, population_counts
 def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replicates,
                      population_counts) -> dict[str, Any]:
     """Defaults of the matching and aggregation options (``o`` holds them as given)."""
-    o["compat"] = resolve_compat(o["compat"])
+    check_one_of(o["compat"], COMPAT_MODES, "compat", optional=True)
     if o["compat"] is not None:
         _compat_options(o, targets=targets, replicates=replicates,
                         population_counts=population_counts)
