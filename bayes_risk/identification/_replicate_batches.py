@@ -60,12 +60,8 @@ _PENDING = 4_000_000  # (target, record) contributions buffered before they are 
 
 
 class Batch:
-    """One batch matched replicate by replicate: pooled sums and per-replicate ``c``, ``T``.
-
-    The engine's rules (tested against both aggregations), with all targets of a replicate
-    matched at once. ``threaded``: the buffered contributions are summed in a thread while the
-    next replicates are matched (in order: the same sums).
-    """
+    """One batch matched replicate by replicate, all targets at once: pooled sums and
+    per-replicate ``c``, ``T`` (``threaded``: sums in a thread while matching, in order)."""
 
     def __init__(self, ctx: MatchContext, plan: IdentificationPlan,
                  threaded: bool = False) -> None:
@@ -236,11 +232,8 @@ def _merge_pairs(acc_k: np.ndarray, acc_v: np.ndarray, keys: np.ndarray, vals: n
 
 
 class Recoder:
-    """Encodes a batch of replicates with the first batch's encoders (no repeated validation).
-
-    A level the first batch does not hold gets ``-1`` (matches nothing). Not used when preparing
-    depends on the replicates (:meth:`make` gives ``None``): every batch is then prepared in full.
-    """
+    """Encodes a batch with the first batch's encoders (a new level: ``-1``, matches nothing);
+    :meth:`make` gives ``None`` when preparing depends on the replicates."""
 
     def __init__(self, plan: IdentificationPlan) -> None:
         self.plan = plan
@@ -318,11 +311,8 @@ class BatchSums:
 
 @dataclass
 class BatchJob:
-    """Everything needed to draw and match any batch of a run (sent to each worker once).
-
-    Replicate ``r`` comes from ``models[r % len(models)]``; without ``recode``, ``inputs``
-    (``original, synthetic, known_unsynthesized, options``) prepare each batch in full.
-    """
+    """Everything needed to draw and match any batch of a run (sent to each worker once);
+    replicate ``r`` comes from ``models[r % len(models)]``."""
 
     models: list
     columns: list[str]

@@ -26,10 +26,8 @@ __all__ = ["assemble"]
 
 
 def _reported_T(rm: dict[str, np.ndarray], legacy_T: bool) -> np.ndarray:
-    """``T`` as reported: IdentificationRiskCalculation reports 1 when ``c = 0``.
-
-    Taken out of ``rm`` and set in place (the measures that follow do not read ``rm["T"]``):
-    no copy of an ``[N_T, m]`` table."""
+    """``T`` as reported (IdentificationRiskCalculation: 1 when ``c = 0``), taken out of
+    ``rm`` and set in place: no copy of an ``[N_T, m]`` table."""
     T_rep = rm.pop("T")
     if legacy_T:
         T_rep[rm["c"] == 0] = 1

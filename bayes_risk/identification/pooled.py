@@ -409,9 +409,8 @@ def _check_size(ctx: _Chunks, total: int) -> None:
 
 
 def _pool_chunk(ctx: _Chunks, acc: _Pooled, a: int, z: int) -> tuple[int, int]:
-    """Pool the distinct targets ``a:e``, the largest ``e <= z`` within the chunk's share.
-
-    Returns ``e`` and the contributions the chunk held."""
+    """Pool the distinct targets ``a:e`` (the largest ``e <= z`` within the chunk's share);
+    returns ``e`` and the contributions the chunk held."""
     R, n = ctx.prep.R, ctx.prep.n
     bb = ctx.bounds.rows(slice(a, z))
     # merge sweep for large chunks, binary searches for small ones (the same slices)

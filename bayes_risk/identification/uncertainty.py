@@ -75,9 +75,8 @@ class PooledSums:
                 os.remove(f"{self._file}-{k}.npy")
             self._file = None
         self._add(batch)
-        self.fb = self.fb + batch.fb
-        self.p_out = self.p_out + batch.p_out
-        self.p_un = self.p_un + batch.p_un
+        for k in ("fb", "p_out", "p_un"):
+            setattr(self, k, getattr(self, k) + getattr(batch, k))
         self.ever |= batch.ever
         self.R += int(batch.R)
         if self.spill is not None and self.keys.size >= SPILL_MIN_PAIRS:
