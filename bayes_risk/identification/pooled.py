@@ -65,9 +65,9 @@ class FallbackSets:
         """Whether ``records[i]`` belongs to the set of target ``rows[i]``."""
         return self.index.own(self.tkey[rows], self.bounds.rows(rows), records)
 
-    def sizes(self) -> np.ndarray:
-        """Size of every target's set ``[N_T]``."""
-        return self.index.match(self.tkey, self.bounds, False)[0]
+    def sizes(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """Sizes of the sets of the targets ``rows`` (default: every target)."""
+        return self.index.match(self.tkey[rows], self.bounds.rows(rows), False)[0]
 
 
 @dataclass
@@ -184,11 +184,10 @@ class _Chunks:
     strategy: Any
     bounds: TargetBounds
     tkey: np.ndarray
-    tkey_us: np.ndarray
     use_fb: bool
     cells: bool
     compiled: bool
-    fsets: FallbackSets | None
+    fsets: FallbackSets | None  # with the fallback
     rec: np.ndarray  # every target's own record and membership
     in_sample: np.ndarray
     #: targets of distinct targets ``a:z``: ``order[start[a]:start[z]]`` (``None``: all distinct)
@@ -199,10 +198,6 @@ class _Chunks:
     #: contributions a chunk holds at most, and that a block decodes at once
     share: int = 1 << 22
     block: int = 1 << 20
-
-    @property
-    def q_us(self) -> int:
-        return len(self.rule.radius_us)
 
     def members(self, a: int, z: int) -> tuple[np.ndarray, np.ndarray]:
         """The targets of distinct targets ``a:z`` and their distinct target's place."""
@@ -250,7 +245,7 @@ def run_pooled(
     N_all, R, n = prep.n_targets, prep.R, prep.n
     use_fb = fallback == "unsynthesized"
     cells = use_fb and fallback_cells
-    tkey, tkey_us = _engine.target_keys(prep, rule)
+    tkey = _engine.target_keys(prep, rule)[0]
     bounds = target_bounds(prep, rule)
     work = working_bytes(CHUNK_BYTES)  # read here: worker threads do not see the limit
     compiled = _engine.use_compiled(prep)
@@ -270,14 +265,14 @@ def run_pooled(
             in_sample=prep.in_sample[first], rec=prep.rec[first], tgt_drop=None,
             _cache=prep._cache)
         ctx_inv_f = None if inv_f is None else inv_f[first]
-        tkey, tkey_us, bounds = tkey[first], tkey_us[first], bounds.rows(first)
+        tkey, bounds = tkey[first], bounds.rows(first)
         order = np.argsort(group, kind="stable")
         weight = np.bincount(group, minlength=first.size)
         start = row_pointers(weight)
     N = ctx_prep.n_targets
     ctx = _Chunks(prep=ctx_prep, rule=rule, inv_f=ctx_inv_f, strategy=strategy, bounds=bounds,
-                  tkey=tkey, tkey_us=tkey_us, use_fb=use_fb, cells=cells, compiled=compiled,
-                  fsets=fallback_sets(ctx_prep, rule) if cells else None, rec=prep.rec,
+                  tkey=tkey, use_fb=use_fb, cells=cells, compiled=compiled,
+                  fsets=fallback_sets(ctx_prep, rule) if use_fb else None, rec=prep.rec,
                   in_sample=prep.in_sample, order=order, start=start, group=group,
                   weight=weight, share=max(1, work // BYTES_PER_CONTRIBUTION),
                   block=max(MIN_BLOCK, work // (4 * BYTES_PER_CONTRIBUTION)))
@@ -428,11 +423,8 @@ def _pool_chunk(ctx: _Chunks, acc: _Pooled, a: int, z: int) -> tuple[int, int]:
     if ctx.use_fb and not ctx.cells:  # the fallback sets of the targets without a match count
         e, fb_lists = _materialised_fallback(ctx, a, e, [c for c, _, _ in listed], limit * R)
     m = e - a
-    bb = ctx.bounds.rows(slice(a, e))
     # fallback-set sizes of the chunk's targets (the same in every replicate)
-    ucnt_all = None
-    if ctx.cells:
-        ucnt_all, _ = ctx.fsets.index.match(ctx.tkey_us[a:e], bb.cols(slice(0, ctx.q_us)), False)
+    ucnt_all = ctx.fsets.sizes(slice(a, e)) if ctx.cells else None
     parts = []
     for cnt, lst, _ in listed:
         cnt = cnt[:m]
@@ -481,11 +473,8 @@ def _materialised_fallback(ctx: _Chunks, a: int, e: int, counts: list[np.ndarray
                            ) -> tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The end of the chunk within ``limit`` contributions and ``(sizes, starts, records)`` of
     the fallback sets of its targets without a match in some replicate."""
-    rule = ctx.rule
     m = e - a
-    uidx = _engine.us_index(ctx.prep, rule)
-    bu = ctx.bounds.rows(slice(a, e)).cols(slice(0, ctx.q_us))
-    ucnt, _ = uidx.match(ctx.tkey_us[a:e], bu, False)
+    ucnt = ctx.fsets.sizes(slice(a, e))
     held = np.zeros(m, dtype=np.int64)
     empty = np.zeros(m, dtype=bool)
     for cnt in counts:
@@ -496,7 +485,7 @@ def _materialised_fallback(ctx: _Chunks, a: int, e: int, counts: list[np.ndarray
     m = min(m, stop)
     need = np.flatnonzero((ucnt[:m] > 0) & empty[:m])
     sizes = np.zeros(m, dtype=np.int64)
-    _, ulst = uidx.match(ctx.tkey_us[a:a + m][need], bu.rows(need), True)
+    _, ulst = ctx.fsets.members(a + need)
     sizes[need] = ucnt[need]
     starts = np.cumsum(sizes) - sizes
     return a + m, (sizes, starts, ulst)
