@@ -610,24 +610,10 @@ def _decoded_sums(blk: np.ndarray, V: np.ndarray, R: int, n: int, m: int
 def _top_sets(ctx: _Chunks, acc: _Pooled, a: int, z: int, pk, data, r_of, nnz_row, v_fb,
               n_extra) -> None:
     """Top set, ``c``, ``T`` and the declared match of the distinct targets ``a:z``."""
-    m = z - a
-    pm = np.zeros(m)
-    has = nnz_row > 0
-    indptr = np.concatenate([[0], np.cumsum(nnz_row)])
-    if data.size:
-        pm[has] = np.maximum.reduceat(data, indptr[:-1][has])
+    pm, _, c_blk, _ = _engine.pooled_top(r_of, data, nnz_row, v_fb, n_extra)
     cell = n_extra > 0
-    pm = np.where(cell, np.maximum(pm, v_fb), pm)
-    if data.size:
-        tied = ties(data, pm[r_of]) & (data > 0)
-        c_blk = np.bincount(r_of[tied], minlength=m)
-    else:
-        c_blk = np.zeros(m, dtype=np.int64)
-    if cell.any():
-        cell_tied = cell & ties(v_fb, pm) & (v_fb > 0)
-        c_blk = c_blk + np.where(cell_tied, n_extra, 0)
-        acc.fb_value[a:z] = np.where(cell, v_fb, 0.0)
-        acc.fb_extra[a:z] = n_extra
+    acc.fb_value[a:z] = np.where(cell, v_fb, 0.0)
+    acc.fb_extra[a:z] = n_extra
     acc.p_max[a:z] = pm
     dec = _engine.declare(pm, acc.p_out[a:z], ctx.strategy)
     acc.c[a:z] = np.where(dec, c_blk, 0)
