@@ -48,6 +48,43 @@ def build(rec_g, G, vals, orders):
     return gstart, perms, sv
 
 @_nb.njit(cache=True, nogil=True)
+def _first_above(sv, j, base, end, x, upper):
+    """The first position of ``sv[j, j, base:end]`` (sorted) holding a value above ``x``
+    (``upper``) or not below it (branchless binary search)."""
+    m = end - base
+    while m > 1:
+        half = m >> 1
+        v = sv[j, j, base + half - 1]
+        base = base + half if (v <= x if upper else v < x) else base
+        m -= half
+    if m == 1 and (sv[j, j, base] <= x if upper else sv[j, j, base] < x):
+        base += 1
+    return base
+
+
+@_nb.njit(cache=True, nogil=True)
+def _sweep(gstart, sv, tgt_g, bound, order, j, upper, out):
+    """:func:`_first_above` of column ``j`` for every target, walking the targets in (key,
+    bound) ``order`` once over each key group."""
+    gprev = -2
+    p = 0
+    pend = 0
+    for t in range(tgt_g.shape[0]):
+        i = order[j, t]
+        g = tgt_g[i]
+        if g < 0:
+            continue
+        if g != gprev:
+            p = gstart[g]
+            pend = gstart[g + 1]
+            gprev = g
+        x = bound[i, j]
+        while p < pend and (sv[j, j, p] <= x if upper else sv[j, j, p] < x):
+            p += 1
+        out[i, j] = p
+
+
+@_nb.njit(cache=True, nogil=True)
 def ranges(gstart, sv, tgt_g, lo, hi):
     """For each target: the radius column with the smallest window slice in its key group
     (``prim``), the slice start ``bs`` and length ``blen`` (branchless binary searches)."""
@@ -70,25 +107,8 @@ def ranges(gstart, sv, tgt_g, lo, hi):
         bs = 0
         blen = -1
         for j in range(q):
-            x = lo[i, j]
-            base = s0
-            m = e0 - s0
-            while m > 1:
-                half = m >> 1
-                base = base + half if sv[j, j, base + half - 1] < x else base
-                m -= half
-            if m == 1 and sv[j, j, base] < x:
-                base += 1
-            s = base
-            x = hi[i, j]
-            m = e0 - s
-            while m > 1:
-                half = m >> 1
-                base = base + half if sv[j, j, base + half - 1] <= x else base
-                m -= half
-            if m == 1 and sv[j, j, base] <= x:
-                base += 1
-            ln = base - s
+            s = _first_above(sv, j, s0, e0, lo[i, j], False)
+            ln = _first_above(sv, j, s, e0, hi[i, j], True) - s
             if blen < 0 or ln < blen:
                 blen = ln
                 bj = j
@@ -108,36 +128,8 @@ def ranges_sweep(gstart, sv, tgt_g, lo, hi, olo, ohi):
     S = np.zeros((N, q), dtype=np.int64)
     E = np.zeros((N, q), dtype=np.int64)
     for j in range(q):
-        gprev = -2
-        p = 0
-        pend = 0
-        for t in range(N):
-            i = olo[j, t]
-            g = tgt_g[i]
-            if g < 0:
-                continue
-            if g != gprev:
-                p = gstart[g]
-                pend = gstart[g + 1]
-                gprev = g
-            x = lo[i, j]
-            while p < pend and sv[j, j, p] < x:
-                p += 1
-            S[i, j] = p
-        gprev = -2
-        for t in range(N):
-            i = ohi[j, t]
-            g = tgt_g[i]
-            if g < 0:
-                continue
-            if g != gprev:
-                p = gstart[g]
-                pend = gstart[g + 1]
-                gprev = g
-            x = hi[i, j]
-            while p < pend and sv[j, j, p] <= x:
-                p += 1
-            E[i, j] = p
+        _sweep(gstart, sv, tgt_g, lo, olo, j, False, S)
+        _sweep(gstart, sv, tgt_g, hi, ohi, j, True, E)
     prim = np.zeros(N, dtype=np.int64)
     bstart = np.zeros(N, dtype=np.int64)
     blen = np.zeros(N, dtype=np.int64)

@@ -60,12 +60,8 @@ _PENDING = 4_000_000  # (target, record) contributions buffered before they are 
 
 
 class Batch:
-    """One batch matched replicate by replicate: pooled sums and per-replicate ``c``, ``T``.
-
-    The engine's rules (tested against both aggregations), with all targets of a replicate
-    matched at once. ``threaded``: the buffered contributions are summed in a thread while the
-    next replicates are matched (in order: the same sums).
-    """
+    """One batch matched replicate by replicate, all targets at once: pooled sums and
+    per-replicate ``c``, ``T`` (``threaded``: sums in a thread while matching, in order)."""
 
     def __init__(self, ctx: MatchContext, plan: IdentificationPlan,
                  threaded: bool = False) -> None:
@@ -73,12 +69,9 @@ class Batch:
         N, n, R = prep.n_targets, prep.n, prep.R
         use_fb = ctx.contains is not None
         inv_f_all = plan.counts.inv_f
-        groups = [_Group.of(prep, rule, rows, drop, use_fb)
-                  for rows, drop in drop_groups(prep, rule)]
+        groups = [_Group.of(prep, rule, rows, drop) for rows, drop in drop_groups(prep, rule)]
         if use_fb:  # every target's own record in its fallback set
-            u_own = np.zeros(N, dtype=bool)
-            for g in groups:
-                u_own[g.rows] = g.u_own
+            u_own = ctx.contains(np.arange(N), prep.rec)
         self.fb = np.zeros(N)
         self.p_out = np.zeros(N)
         self.p_un = np.zeros(N)
@@ -131,8 +124,7 @@ class Batch:
 
 @dataclass
 class _Group:
-    """Targets matched on the same known columns: their problem, windows, keys and own
-    fallback records."""
+    """Targets matched on the same known columns: their problem, windows and keys."""
 
     rows: np.ndarray
     prep: Prepared
@@ -140,23 +132,17 @@ class _Group:
     bounds: Any
     tkey: np.ndarray
     tord: Any
-    u_own: np.ndarray | None
 
     @classmethod
-    def of(cls, prep: Prepared, rule: Any, rows: np.ndarray, drop: tuple[str, ...],
-           use_fb: bool) -> _Group:
+    def of(cls, prep: Prepared, rule: Any, rows: np.ndarray, drop: tuple[str, ...]) -> _Group:
         if prep.tgt_drop is not None:
             prep, rule = target_problem(prep, rule, drop, prep.tgt_exact[rows],
                                         prep.tgt_radius[rows], prep.in_sample[rows],
                                         prep.rec[rows])
         b = target_bounds(prep, rule)
-        tkey, tkey_us = engine.target_keys(prep, rule)
+        tkey = engine.target_keys(prep, rule)[0]
         tord = engine.target_orders(tkey, b, engine.use_compiled(prep)) if prep.R else None
-        u_own = None
-        if use_fb:
-            uidx = engine.us_index(prep, rule)
-            u_own = uidx.own(tkey_us, b.cols(slice(0, len(rule.radius_us))), prep.rec)
-        return cls(rows, prep, rule, b, tkey, tord, u_own)
+        return cls(rows, prep, rule, b, tkey, tord)
 
     def match(self, r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Counts, matched records (target-major) and own-record flags in replicate ``r``."""
@@ -236,11 +222,8 @@ def _merge_pairs(acc_k: np.ndarray, acc_v: np.ndarray, keys: np.ndarray, vals: n
 
 
 class Recoder:
-    """Encodes a batch of replicates with the first batch's encoders (no repeated validation).
-
-    A level the first batch does not hold gets ``-1`` (matches nothing). Not used when preparing
-    depends on the replicates (:meth:`make` gives ``None``): every batch is then prepared in full.
-    """
+    """Encodes a batch with the first batch's encoders (a new level: ``-1``, matches nothing);
+    :meth:`make` gives ``None`` when preparing depends on the replicates."""
 
     def __init__(self, plan: IdentificationPlan) -> None:
         self.plan = plan
@@ -318,11 +301,8 @@ class BatchSums:
 
 @dataclass
 class BatchJob:
-    """Everything needed to draw and match any batch of a run (sent to each worker once).
-
-    Replicate ``r`` comes from ``models[r % len(models)]``; without ``recode``, ``inputs``
-    (``original, synthetic, known_unsynthesized, options``) prepare each batch in full.
-    """
+    """Everything needed to draw and match any batch of a run (sent to each worker once);
+    replicate ``r`` comes from ``models[r % len(models)]``."""
 
     models: list
     columns: list[str]

@@ -26,10 +26,8 @@ __all__ = ["assemble"]
 
 
 def _reported_T(rm: dict[str, np.ndarray], legacy_T: bool) -> np.ndarray:
-    """``T`` as reported: IdentificationRiskCalculation reports 1 when ``c = 0``.
-
-    Taken out of ``rm`` and set in place (the measures that follow do not read ``rm["T"]``):
-    no copy of an ``[N_T, m]`` table."""
+    """``T`` as reported (IdentificationRiskCalculation: 1 when ``c = 0``), taken out of
+    ``rm`` and set in place: no copy of an ``[N_T, m]`` table."""
     T_rep = rm.pop("T")
     if legacy_T:
         T_rep[rm["c"] == 0] = 1
@@ -92,14 +90,13 @@ def assemble(plan: IdentificationPlan, rule: MatchRule, out: EngineOutput) -> Id
     N_T = plan.prep.n_targets
     legacy_T = plan.settings.legacy_T_when_c0
     per_dataset = plan.settings.aggregation == "per_dataset"
-    rm = record_measures(out.c, out.T) if not per_dataset else None
-    extra: dict[str, Any]
     if per_dataset:
         rm, file, per = _per_dataset(out, N_T, warn)
         T_rep = _reported_T(rm, legacy_T)
-        extra = dict(_records=None, record_IR=rm["IR"].mean(axis=1), pooled=None,
-                     p_unassigned=None, per_dataset=per)
+        extra: dict[str, Any] = dict(_records=None, record_IR=rm["IR"].mean(axis=1), pooled=None,
+                                     p_unassigned=None, per_dataset=per)
     else:
+        rm = record_measures(out.c, out.T)
         T_rep = _reported_T(rm, legacy_T)
         file, recs, prob = _pooled(plan, rule, out, T_rep, rm, warn)
         extra = dict(_records=recs, record_IR=rm["IR"], pooled=prob,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bayes_risk._numeric import ties
+from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, ties
 from bayes_risk._terminal import progress
 from bayes_risk.identification.index import (
     NumbaIndex,
@@ -46,9 +46,6 @@ USE_NUMBA: bool | None = None
 COMPILED_MIN_WORK = 300_000
 _CHUNK_TARGETS = 200_000
 MAX_NNZ = 100_000_000  # ~1.2 GB of pooled probabilities (12 bytes each); beyond it: an error
-#: ``True``: a fallback set is kept as the set and one probability; ``False``: record by record
-#: (the reference the compact form is tested against)
-FALLBACK_AS_CELLS = True
 _HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 
@@ -164,6 +161,28 @@ def declare(p_max: np.ndarray, p_out: np.ndarray, strategy) -> np.ndarray:
         return has & ~((p_out > p_max) & ~ties(p_out, p_max))
     kind, gamma = strategy
     return has & (p_out < gamma) & ~ties(p_out, gamma)
+
+
+def pooled_top(rows: np.ndarray, vals: np.ndarray, nnz_row: np.ndarray, fb: np.ndarray,
+               n_extra: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each target's largest pooled probability (its stored pairs ``vals``, target-major with
+    ``nnz_row`` per target, and its ``n_extra`` fallback records of ``π = fb`` not stored), the
+    stored pairs tied with it, the size of the top set and whether the fallback records are in
+    it."""
+    N = nnz_row.size
+    pm = np.zeros(N)
+    has = nnz_row > 0
+    if vals.size:
+        pm[has] = np.maximum.reduceat(vals, (np.cumsum(nnz_row) - nnz_row)[has])
+    cell = n_extra > 0
+    pm = np.where(cell, np.maximum(pm, fb), pm)
+    # ties(vals, pm[rows]) bit for bit, without pair-sized temporaries (0 <= vals <= pm[rows])
+    tied = pm[rows]
+    tied -= vals
+    tied = (tied <= (TIE_RTOL * pm + TIE_ATOL)[rows]) & (vals > 0)
+    cell_tied = cell & ties(fb, pm) & (fb > 0)
+    c = np.bincount(rows[tied], minlength=N) + np.where(cell_tied, n_extra, 0)
+    return pm, tied, c, cell_tied
 
 
 @dataclass

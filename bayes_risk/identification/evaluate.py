@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk.exceptions import ValidationError
 from bayes_risk.executors import Executor, InProcessExecutor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.matching import MatchRule
@@ -72,30 +71,18 @@ def partitions(plan: IdentificationPlan, rule: MatchRule, size: int | None, *,
     size = max(N, 1) if size is None else size
     common = dict(rule=rule, aggregation=st.aggregation, strategy=st.strategy,
                   fallback=st.fallback, progressbar=progressbar, keep_prob=keep_prob)
-    if prep.tgt_drop is None:
-        return [
-            TargetPartition(
-                tgt_exact=prep.tgt_exact[a:z], tgt_radius=prep.tgt_radius[a:z],
-                in_sample=prep.in_sample[a:z], rec=prep.rec[a:z], inv_f=plan.counts.rows(a, z),
-                **common,
-            )
-            for a in range(0, max(N, 1), size)
-            for z in (min(N, a + size),)
-        ], None
-    if plan.counts.rows(0, N) is not None:  # refused in prepare; kept as a guard
-        raise ValidationError("missing known values need membership='known'.",
-                              code="MISSING_VALUES")
     groups = drop_groups(prep, rule)
+    inv_f = plan.counts.inv_f
     parts = []
     for rows, drop in groups:
-        for a in range(0, rows.size, size):
-            idx = rows[a:a + size]
+        for a in range(0, max(rows.size, 1), size):
+            idx = slice(a, a + size) if prep.tgt_drop is None else rows[a:a + size]
             parts.append(TargetPartition(
                 tgt_exact=prep.tgt_exact[idx], tgt_radius=prep.tgt_radius[idx],
-                in_sample=prep.in_sample[idx], rec=prep.rec[idx], inv_f=None, drop=drop,
-                **common,
+                in_sample=prep.in_sample[idx], rec=prep.rec[idx],
+                inv_f=None if inv_f is None else inv_f[idx], drop=drop, **common,
             ))
-    return parts, np.concatenate([rows for rows, _ in groups])
+    return parts, None if prep.tgt_drop is None else np.concatenate([r for r, _ in groups])
 
 
 def evaluate(pool: Prepared, part: TargetPartition) -> EngineOutput:
@@ -107,7 +94,7 @@ def evaluate(pool: Prepared, part: TargetPartition) -> EngineOutput:
                                        fallback=part.fallback, progressbar=part.progressbar)
     return run_pooled(prep, rule, inv_f=part.inv_f, strategy=part.strategy,
                       fallback=part.fallback, progressbar=part.progressbar,
-                      fallback_cells=False if part.drop else None, keep_prob=part.keep_prob)
+                      fallback_cells=not part.drop, keep_prob=part.keep_prob)
 
 
 def concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:

@@ -7,7 +7,7 @@ is the numpy index, :class:`NumbaIndex` its compiled twin (tested against each o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,49 +35,64 @@ def _nb():
     return _kernels
 
 
+def spans(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(s, s + l) for s, l in zip(starts, lens)])``."""
+    offs = np.cumsum(lens) - lens
+    return np.arange(int(np.sum(lens)), dtype=np.int64) + np.repeat(starts - offs, lens)
+
+
+def _blocks(counts: np.ndarray, size: int) -> Iterator[tuple[int, int]]:
+    """Consecutive ``(start, stop)`` of the items whose ``counts`` sum to ``size`` at most (at
+    least one item)."""
+    csum = np.cumsum(counts)
+    start = 0
+    while start < len(counts):
+        base = csum[start - 1] if start > 0 else 0
+        stop = max(int(np.searchsorted(csum, base + size, side="right")), start + 1)
+        yield start, stop
+        start = stop
+
+
+def _in_ellipse(vals: list, centre: list, scale: list, strict: bool) -> np.ndarray:
+    """Whether ``Σ_j ((vals[j] − centre[j]) / scale[j])²`` is below 1 (a zero scale: the
+    column adds nothing)."""
+    acc = 0.0
+    for v, ce, sc in zip(vals, centre, scale, strict=True):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = np.where(sc > 0, (v - ce) / sc, 0.0)
+        acc = acc + d * d
+    return (acc < 1.0) if strict else (acc <= 1.0)
+
+
 def _numpy_filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, want_list):
     """Pure-numpy twin of the numba kernel (chunked candidate expansion); ``sv[p, j]`` is
     column ``j`` in the sort order of column ``p``."""
-    n_t = len(s)
     q, n = sv.shape[1], sv.shape[2]
     flat = sv.reshape(-1)
     oflat = orders.reshape(-1)
     cnt = np.maximum(e - s, 0)
-    counts = np.zeros(n_t, dtype=np.int64)
+    counts = np.zeros(len(s), dtype=np.int64)
     lists: list[np.ndarray] = []
-    csum = np.cumsum(cnt)
-    start = 0
-    while start < n_t:
-        base = csum[start - 1] if start > 0 else 0
-        stop = int(np.searchsorted(csum, base + _NUMPY_CHUNK_CANDIDATES, side="right"))
-        stop = max(stop, start + 1)
+    for start, stop in _blocks(cnt, _NUMPY_CHUNK_CANDIDATES):
         c = cnt[start:stop]
-        tot = int(c.sum())
-        if tot:
-            offs = np.cumsum(c) - c
-            # position in the primary column's order, and its offset in sv / orders
-            pos = np.arange(tot) + np.repeat(s[start:stop] - offs, c)
-            p_rep = np.repeat(prim[start:stop], c)
-            at = p_rep * (q * n) + pos
-            ok = np.ones(tot, dtype=bool)
-            for j in range(q):
-                v = flat[at + j * n]
-                ok &= v >= np.repeat(lo[start:stop, j], c)
-                ok &= v <= np.repeat(hi[start:stop, j], c)
-            if ell:
-                acc = np.zeros(tot)
-                for j in range(q):
-                    sc = np.repeat(scale[start:stop, j], c)
-                    v = flat[at + j * n]
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        d = np.where(sc > 0, (v - np.repeat(centre[start:stop, j], c)) / sc, 0.0)
-                    acc += d * d
-                ok &= (acc < 1.0) if strict else (acc <= 1.0)
-            rep = np.repeat(np.arange(stop - start), c)
-            counts[start:stop] = np.bincount(rep[ok], minlength=stop - start)
-            if want_list:
-                lists.append(oflat[(p_rep * n + pos)[ok]])
-        start = stop
+        if not c.any():
+            continue
+        # position in the primary column's order, and its offset in sv / orders
+        pos = spans(s[start:stop], c)
+        p_rep = np.repeat(prim[start:stop], c)
+        at = p_rep * (q * n) + pos
+        vals = [flat[at + j * n] for j in range(q)]
+        ok = np.ones(pos.size, dtype=bool)
+        for j in range(q):
+            ok &= vals[j] >= np.repeat(lo[start:stop, j], c)
+            ok &= vals[j] <= np.repeat(hi[start:stop, j], c)
+        if ell:
+            ok &= _in_ellipse(vals, [np.repeat(centre[start:stop, j], c) for j in range(q)],
+                              [np.repeat(scale[start:stop, j], c) for j in range(q)], strict)
+        rep = np.repeat(np.arange(stop - start), c)
+        counts[start:stop] = np.bincount(rep[ok], minlength=stop - start)
+        if want_list:
+            lists.append(oflat[(p_rep * n + pos)[ok]])
     if want_list:
         return counts, (np.concatenate(lists) if lists else np.zeros(0, dtype=np.int64))
     return counts, None
@@ -86,26 +101,17 @@ def _numpy_filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, wa
 def _rect_filter(orders, sv, prim, s, e, lo, hi, want_list):
     """:func:`_numpy_filter` for rectangular windows without NaN bounds: only the columns
     other than the scanned one are tested (same counts and lists)."""
-    n_t = len(s)
     q = sv.shape[1]
     cnt = np.maximum(e - s, 0)
-    counts = np.zeros(n_t, dtype=np.int64)
+    counts = np.zeros(len(s), dtype=np.int64)
     pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for p in range(q):
         sel = np.flatnonzero((prim == p) & (cnt > 0))
         others = [j for j in range(q) if j != p]
-        csum = np.cumsum(cnt[sel])
-        start = 0
-        while start < len(sel):
-            base = csum[start - 1] if start > 0 else 0
-            stop = int(np.searchsorted(csum, base + _NUMPY_CHUNK_CANDIDATES, side="right"))
-            stop = max(stop, start + 1)
+        for start, stop in _blocks(cnt[sel], _NUMPY_CHUNK_CANDIDATES):
             t = sel[start:stop]
             c = cnt[t]
-            ends = np.cumsum(c)
-            offs = ends - c
-            pos = np.repeat(s[t] - offs, c)
-            pos += np.arange(int(ends[-1]))
+            pos = spans(s[t], c)
             ok = None
             for j in others:
                 v = sv[p, j].take(pos)
@@ -115,19 +121,17 @@ def _rect_filter(orders, sv, prim, s, e, lo, hi, want_list):
             if ok is None:
                 hit = c
             else:  # every slice is non-empty, so reduceat sums exactly each target's slice
-                hit = np.add.reduceat(ok.view(np.uint8), offs, dtype=np.int64)
+                hit = np.add.reduceat(ok.view(np.uint8), np.cumsum(c) - c, dtype=np.int64)
             counts[t] = hit
             if want_list:
                 pieces.append((t, hit, orders[p].take(pos if ok is None else pos[ok])))
-            start = stop
     if not want_list:
         return counts, None
     # scatter every piece's matches to its targets' slots (target-major order)
     out = np.empty(int(counts.sum()), dtype=np.int64)
     first = np.cumsum(counts) - counts
     for t, hit, recs in pieces:
-        ends = np.cumsum(hit)
-        out[np.repeat(first[t] - (ends - hit), hit) + np.arange(len(recs))] = recs
+        out[spans(first[t], hit)] = recs
     return counts, out
 
 
@@ -341,11 +345,7 @@ class ReplicateIndex:
             counts = np.maximum(e0 - s0, 0)
             if not want_list:
                 return counts, None
-            tot = int(counts.sum())
-            rep = np.repeat(np.arange(len(s0)), counts)
-            offs = np.cumsum(counts) - counts
-            pos = np.arange(tot) - offs[rep] + s0[rep]
-            return counts, self.orders[0, pos]
+            return counts, self.orders[0, spans(s0, counts)]
         cnt = np.maximum(e - s, 0)
         prim = np.argmin(cnt, axis=1)
         ar = np.arange(len(prim))
@@ -373,13 +373,8 @@ class ReplicateIndex:
             v = self.vals[j, k]
             m &= (v >= b.lo[:, j]) & (v <= b.hi[:, j])
         if b.ellipse and q:
-            acc = np.zeros(len(k))
-            for j in range(q):
-                sc = b.scale[:, j]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    d = np.where(sc > 0, (self.vals[j, k] - b.centre[:, j]) / sc, 0.0)
-                acc += d * d
-            m &= (acc < 1.0) if b.strict else (acc <= 1.0)
+            m &= _in_ellipse([self.vals[j, k] for j in range(q)], list(b.centre.T),
+                             list(b.scale.T), b.strict)
         return m
 
 
@@ -429,14 +424,10 @@ class NumbaIndex:
             return counts, None
         # scan into slots sized by the slice lengths, then compact, in sub-blocks of targets
         step = _CHUNK_CANDIDATES if limit is None else max(1, min(_CHUNK_CANDIDATES, limit))
-        csum = np.cumsum(blen)
         counts = np.zeros(len(tg), dtype=np.int64)
         pieces = []
-        start = total = 0
-        while start < len(tg):
-            base = csum[start - 1] if start else 0
-            stop = int(np.searchsorted(csum, base + step, side="right"))
-            stop = max(stop, start + 1)
+        done = total = 0
+        for start, stop in _blocks(blen, step):
             bl = blen[start:stop]
             offsets = np.cumsum(bl) - bl
             buf = np.empty(int(bl.sum()), dtype=np.int64)
@@ -446,11 +437,11 @@ class NumbaIndex:
             counts[start:stop] = cnt
             pieces.append(_nb().compact(buf, offsets, cnt))
             total += int(cnt.sum())
-            start = stop
+            done = stop
             if limit is not None and total >= limit:
                 break
         lst = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
-        return (counts, lst) if limit is None else (counts[:start], lst, start)
+        return (counts, lst) if limit is None else (counts[:done], lst, done)
 
     def candidates(self, tgt_key: np.ndarray, b: TargetBounds) -> np.ndarray:
         """Length of the scanned slice per target (bounds the matches; sizes chunks)."""

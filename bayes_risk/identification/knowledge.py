@@ -37,7 +37,7 @@ from bayes_risk.identification.matching import check_one_of
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
 from bayes_risk.identification.prepare import inferred_synthesized, prepare
 from bayes_risk.identification.problem import positions, restricted_columns, without_columns
-from bayes_risk.identification.radius import sweep_options
+from bayes_risk.identification.radius import SWEEP_DEFAULTS, sweep_options
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
 
 __all__ = ["known_sweep", "KnowledgeSweepResult", "shapley_values", "SWEEP_MEASURES"]
@@ -46,10 +46,7 @@ __all__ = ["known_sweep", "KnowledgeSweepResult", "shapley_values", "SWEEP_MEASU
 SHAPLEY_MEASURES = ("expected_match_risk", "true_match_rate_targets")
 
 #: arguments of ``identification_risk`` a sweep passes on, with their defaults
-_OPTIONS: dict[str, Any] = {
-    "categorical": None, "schema": None, "match": None, "population": None, "aggregation": None,
-    "replicates": None,
-}
+_OPTIONS: dict[str, Any] = {**SWEEP_DEFAULTS, "aggregation": None}
 
 
 @interruptible
@@ -316,12 +313,9 @@ class _Sweep:
         R = plan.prep.R
         p1 = _one_replicate(plan)
         out = run_engine(p1, plan.rule, self.ex, p1.prep, progressbar=False, keep_prob=False)
-        if isinstance(out, _engine.PerDatasetOutput):
-            return _engine.PerDatasetOutput(
-                c=np.repeat(out.c, R, axis=1), T=np.repeat(out.T, R, axis=1),
-                declared=np.repeat(out.declared, R, axis=1),
-                p_out=np.repeat(out.p_out, R, axis=1), no_match_any=out.no_match_any,
-            )
+        if isinstance(out, _engine.PerDatasetOutput):  # [N_T, 1] tables repeated R times
+            return dataclasses.replace(out, **{k: np.repeat(getattr(out, k), R, axis=1)
+                                               for k in ("c", "T", "declared", "p_out")})
         return out
 
     def _nothing_plan(self) -> IdentificationPlan:

@@ -14,9 +14,6 @@ from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 
 __all__ = ["IPFResult", "fit_all_two_way", "population_estimate", "expected_inverse"]
 
-F_ESTIMATES = ("default", "scaled", "expected_inverse")
-
-
 @dataclass(frozen=True)
 class IPFResult:
     """Fitted cell means ``mu`` of the all-two-way model (shape of the table), whether IPF

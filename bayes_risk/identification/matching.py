@@ -67,38 +67,19 @@ class MatchRule:
     quantile_groups: int = 20
 
     def __post_init__(self) -> None:
-        check_one_of(self.radius_type, RADIUS_TYPES, "radius_type")
-        check_one_of(self.window, WINDOWS, "window")
-        check_one_of(self.shape, SHAPES, "shape")
-        if self.shape == "mahalanobis":
-            if self.radius_type != "absolute":
-                raise ValidationError(
-                    "shape='mahalanobis' takes the radius as a Mahalanobis distance; "
-                    f"radius_type must be 'absolute'. Got {self.radius_type!r}."
-                )
-            if len({float(self.radius[c]) for c in self.radius_cols if c in self.radius}) > 1:
-                raise ValidationError(
-                    "shape='mahalanobis' uses one radius (a Mahalanobis distance) for all radius "
-                    f"columns together. Got {dict(self.radius)}."
-                )
-        if isinstance(self.quantile_groups, bool) or int(self.quantile_groups) < 1:
+        # MatchSpec and prepare have checked every option; what is left depends on the columns
+        if self.shape == "mahalanobis" and len({float(self.radius[c]) for c in self.radius_cols
+                                                if c in self.radius}) > 1:
             raise ValidationError(
-                f"quantile_groups must be an integer >= 1. Got {self.quantile_groups!r}."
+                "shape='mahalanobis' uses one radius (a Mahalanobis distance) for all radius "
+                f"columns together. Got {dict(self.radius)}."
             )
-        for c in self.radius_cols:
-            r = self.radius.get(c)
-            if r is None or not np.isfinite(r) or r < 0:
-                raise ValidationError(
-                    f"radius for column {c!r} must be a finite number >= 0. Got {r!r}."
-                )
-        for c, v in self.r_min.items():
+        for c in self.r_min:
             if c not in self.radius_cols:
                 raise ValidationError(
                     f"r_min given for column {c!r}, which is not matched with a radius "
                     f"(radius columns: {list(self.radius_cols)})."
                 )
-            if not np.isfinite(v) or v < 0:
-                raise ValidationError(f"r_min for column {c!r} must be >= 0. Got {v!r}.")
 
     @property
     def radius_cols(self) -> tuple[str, ...]:

@@ -61,10 +61,6 @@ class PopulationCounts:
     source: str | None = None
     estimate: str | None = None
 
-    def rows(self, a: int, z: int) -> np.ndarray | None:
-        """``inv_f`` of the targets ``a:z`` (``None`` for known membership)."""
-        return None if self.inv_f is None else self.inv_f[a:z]
-
 
 @dataclass(frozen=True)
 class ReplicateSource:

@@ -17,7 +17,7 @@ import numpy as np
 from bayes_risk._numeric import ties
 from bayes_risk._terminal import progress
 from bayes_risk.identification import engine as _engine
-from bayes_risk.identification.index import ReplicateIndex, TargetBounds, target_bounds
+from bayes_risk.identification.index import ReplicateIndex, TargetBounds, spans, target_bounds
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.problem import Prepared, drop_groups, target_problem
 
@@ -65,9 +65,9 @@ class FallbackSets:
         """Whether ``records[i]`` belongs to the set of target ``rows[i]``."""
         return self.index.own(self.tkey[rows], self.bounds.rows(rows), records)
 
-    def sizes(self) -> np.ndarray:
-        """Size of every target's set ``[N_T]``."""
-        return self.index.match(self.tkey, self.bounds, False)[0]
+    def sizes(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """Sizes of the sets of the targets ``rows`` (default: every target)."""
+        return self.index.match(self.tkey[rows], self.bounds.rows(rows), False)[0]
 
 
 @dataclass
@@ -125,8 +125,7 @@ def merge_target_major(N: int, parts: list[tuple[np.ndarray, np.ndarray, np.ndar
     start = np.cumsum(cnt) - cnt
     out = np.empty(int(cnt.sum()), dtype=np.int64)
     for pos, c, recs in parts:  # each group's records at its targets' places
-        within = np.arange(recs.size) - np.repeat(np.cumsum(c) - c, c)
-        out[np.repeat(start[pos], c) + within] = recs
+        out[spans(start[pos], c)] = recs
     return cnt, out
 
 
@@ -169,9 +168,8 @@ MAX_CHUNK_TARGETS = 200_000
 FIRST_CHUNK_TARGETS = 4096
 #: contributions decoded at once at least
 MIN_BLOCK = 1 << 12
-#: match targets with the same key, windows and counts once: ``None`` when the distinct
-#: targets are at most :data:`DISTINCT_SHARE` of them, ``True`` always, ``False`` never
-DISTINCT_TARGETS: bool | None = None
+#: match targets with the same key, windows and counts once when the distinct targets are at
+#: most this share of them
 DISTINCT_SHARE = 0.9
 
 
@@ -186,11 +184,10 @@ class _Chunks:
     strategy: Any
     bounds: TargetBounds
     tkey: np.ndarray
-    tkey_us: np.ndarray
     use_fb: bool
     cells: bool
     compiled: bool
-    fsets: FallbackSets | None
+    fsets: FallbackSets | None  # with the fallback
     rec: np.ndarray  # every target's own record and membership
     in_sample: np.ndarray
     #: targets of distinct targets ``a:z``: ``order[start[a]:start[z]]`` (``None``: all distinct)
@@ -201,10 +198,6 @@ class _Chunks:
     #: contributions a chunk holds at most, and that a block decodes at once
     share: int = 1 << 22
     block: int = 1 << 20
-
-    @property
-    def q_us(self) -> int:
-        return len(self.rule.radius_us)
 
     def members(self, a: int, z: int) -> tuple[np.ndarray, np.ndarray]:
         """The targets of distinct targets ``a:z`` and their distinct target's place."""
@@ -237,22 +230,22 @@ def run_pooled(
     strategy,
     fallback: str,
     progressbar: bool = False,
-    fallback_cells: bool | None = None,
+    fallback_cells: bool = True,
     keep_prob: bool = True,
 ) -> PooledOutput:
     """Pooled probabilities ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the declared top sets.
 
     Chunks of targets fit in :data:`CHUNK_BYTES`. The records of a fallback set matched
     directly in no replicate share one value (kept per target, not stored); materialising them
-    (``FALLBACK_AS_CELLS = False``, or ``fallback_cells=False``) gives bitwise the same
-    numbers. ``keep_prob=False`` leaves ``π`` out (its size is still checked).
+    (``fallback_cells=False``) gives bitwise the same numbers. ``keep_prob=False`` leaves ``π``
+    out (its size is still checked).
     """
     from bayes_risk._memory import check_memory, working_bytes
 
     N_all, R, n = prep.n_targets, prep.R, prep.n
     use_fb = fallback == "unsynthesized"
-    cells = use_fb and _engine.FALLBACK_AS_CELLS and fallback_cells is not False
-    tkey, tkey_us = _engine.target_keys(prep, rule)
+    cells = use_fb and fallback_cells
+    tkey = _engine.target_keys(prep, rule)[0]
     bounds = target_bounds(prep, rule)
     work = working_bytes(CHUNK_BYTES)  # read here: worker threads do not see the limit
     compiled = _engine.use_compiled(prep)
@@ -272,14 +265,14 @@ def run_pooled(
             in_sample=prep.in_sample[first], rec=prep.rec[first], tgt_drop=None,
             _cache=prep._cache)
         ctx_inv_f = None if inv_f is None else inv_f[first]
-        tkey, tkey_us, bounds = tkey[first], tkey_us[first], bounds.rows(first)
+        tkey, bounds = tkey[first], bounds.rows(first)
         order = np.argsort(group, kind="stable")
         weight = np.bincount(group, minlength=first.size)
         start = row_pointers(weight)
     N = ctx_prep.n_targets
     ctx = _Chunks(prep=ctx_prep, rule=rule, inv_f=ctx_inv_f, strategy=strategy, bounds=bounds,
-                  tkey=tkey, tkey_us=tkey_us, use_fb=use_fb, cells=cells, compiled=compiled,
-                  fsets=fallback_sets(ctx_prep, rule) if cells else None, rec=prep.rec,
+                  tkey=tkey, use_fb=use_fb, cells=cells, compiled=compiled,
+                  fsets=fallback_sets(ctx_prep, rule) if use_fb else None, rec=prep.rec,
                   in_sample=prep.in_sample, order=order, start=start, group=group,
                   weight=weight, share=max(1, work // BYTES_PER_CONTRIBUTION),
                   block=max(MIN_BLOCK, work // (4 * BYTES_PER_CONTRIBUTION)))
@@ -322,9 +315,9 @@ def _index_bytes(prep: Prepared, rule: MatchRule) -> float:
 def _distinct_targets(tkey: np.ndarray, bounds: TargetBounds, inv_f: np.ndarray | None
                       ) -> tuple[np.ndarray, np.ndarray] | None:
     """The first target of each distinct target (same key, windows and counts) and every
-    target's distinct target, or ``None`` when that saves too little (:data:`DISTINCT_TARGETS`)."""
+    target's distinct target, or ``None`` when that saves too little (:data:`DISTINCT_SHARE`)."""
     N = len(tkey)
-    if DISTINCT_TARGETS is False or N < 2:
+    if N < 2:
         return None
     parts = [tkey[:, None]]
     for arr in (bounds.lo, bounds.hi, bounds.centre, bounds.scale):
@@ -340,7 +333,7 @@ def _distinct_targets(tkey: np.ndarray, bounds: TargetBounds, inv_f: np.ndarray 
             h ^= M[:, j].view(np.uint64)
             h *= np.uint64(0x9E3779B97F4A7C15)
             h ^= h >> np.uint64(29)
-    if DISTINCT_TARGETS is None and np.unique(h).size > DISTINCT_SHARE * N:
+    if np.unique(h).size > DISTINCT_SHARE * N:
         return None
     _, first, inv = np.unique(h, return_index=True, return_inverse=True)
     inv = inv.ravel()
@@ -383,10 +376,7 @@ def _replicate_keys(ctx: _Chunks, r: int, a: int, cnt: np.ndarray, lst: np.ndarr
         else:
             ucnt, ustart, ulst = fb_lists
             keys = np.concatenate([keys, np.repeat(emp, ucnt[emp])])
-            take = np.arange(int(ucnt[emp].sum())) \
-                - np.repeat(np.cumsum(ucnt[emp]) - ucnt[emp], ucnt[emp]) \
-                + np.repeat(ustart[emp], ucnt[emp])
-            lst = np.concatenate([lst, ulst[take]])
+            lst = np.concatenate([lst, ulst[spans(ustart[emp], ucnt[emp])]])
             cnt[emp] = ucnt[emp]
     keys *= n
     keys += lst
@@ -414,9 +404,8 @@ def _check_size(ctx: _Chunks, total: int) -> None:
 
 
 def _pool_chunk(ctx: _Chunks, acc: _Pooled, a: int, z: int) -> tuple[int, int]:
-    """Pool the distinct targets ``a:e``, the largest ``e <= z`` within the chunk's share.
-
-    Returns ``e`` and the contributions the chunk held."""
+    """Pool the distinct targets ``a:e`` (the largest ``e <= z`` within the chunk's share);
+    returns ``e`` and the contributions the chunk held."""
     R, n = ctx.prep.R, ctx.prep.n
     bb = ctx.bounds.rows(slice(a, z))
     # merge sweep for large chunks, binary searches for small ones (the same slices)
@@ -434,11 +423,8 @@ def _pool_chunk(ctx: _Chunks, acc: _Pooled, a: int, z: int) -> tuple[int, int]:
     if ctx.use_fb and not ctx.cells:  # the fallback sets of the targets without a match count
         e, fb_lists = _materialised_fallback(ctx, a, e, [c for c, _, _ in listed], limit * R)
     m = e - a
-    bb = ctx.bounds.rows(slice(a, e))
     # fallback-set sizes of the chunk's targets (the same in every replicate)
-    ucnt_all = None
-    if ctx.cells:
-        ucnt_all, _ = ctx.fsets.index.match(ctx.tkey_us[a:e], bb.cols(slice(0, ctx.q_us)), False)
+    ucnt_all = ctx.fsets.sizes(slice(a, e)) if ctx.cells else None
     parts = []
     for cnt, lst, _ in listed:
         cnt = cnt[:m]
@@ -487,11 +473,8 @@ def _materialised_fallback(ctx: _Chunks, a: int, e: int, counts: list[np.ndarray
                            ) -> tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The end of the chunk within ``limit`` contributions and ``(sizes, starts, records)`` of
     the fallback sets of its targets without a match in some replicate."""
-    rule = ctx.rule
     m = e - a
-    uidx = _engine.us_index(ctx.prep, rule)
-    bu = ctx.bounds.rows(slice(a, e)).cols(slice(0, ctx.q_us))
-    ucnt, _ = uidx.match(ctx.tkey_us[a:e], bu, False)
+    ucnt = ctx.fsets.sizes(slice(a, e))
     held = np.zeros(m, dtype=np.int64)
     empty = np.zeros(m, dtype=bool)
     for cnt in counts:
@@ -502,7 +485,7 @@ def _materialised_fallback(ctx: _Chunks, a: int, e: int, counts: list[np.ndarray
     m = min(m, stop)
     need = np.flatnonzero((ucnt[:m] > 0) & empty[:m])
     sizes = np.zeros(m, dtype=np.int64)
-    _, ulst = uidx.match(ctx.tkey_us[a:a + m][need], bu.rows(need), True)
+    _, ulst = ctx.fsets.members(a + need)
     sizes[need] = ucnt[need]
     starts = np.cumsum(sizes) - sizes
     return a + m, (sizes, starts, ulst)
@@ -557,12 +540,9 @@ class _FallbackCells:
         tot = int(f_len.sum())
         if not tot:
             return np.zeros(0, dtype=np.int64)
-        rep_pair = np.repeat(np.arange(ins.size), f_len)
-        src = np.arange(tot) - np.repeat(np.cumsum(f_len) - f_len, f_len)
-        src += f_start[rep_pair]
-        out = ins[rep_pair]
+        out = np.repeat(ins, f_len)
         out *= R
-        out += self.f_r[src]
+        out += self.f_r[spans(f_start, f_len)]
         return out
 
     def extra(self) -> np.ndarray:
@@ -630,24 +610,10 @@ def _decoded_sums(blk: np.ndarray, V: np.ndarray, R: int, n: int, m: int
 def _top_sets(ctx: _Chunks, acc: _Pooled, a: int, z: int, pk, data, r_of, nnz_row, v_fb,
               n_extra) -> None:
     """Top set, ``c``, ``T`` and the declared match of the distinct targets ``a:z``."""
-    m = z - a
-    pm = np.zeros(m)
-    has = nnz_row > 0
-    indptr = np.concatenate([[0], np.cumsum(nnz_row)])
-    if data.size:
-        pm[has] = np.maximum.reduceat(data, indptr[:-1][has])
+    pm, _, c_blk, _ = _engine.pooled_top(r_of, data, nnz_row, v_fb, n_extra)
     cell = n_extra > 0
-    pm = np.where(cell, np.maximum(pm, v_fb), pm)
-    if data.size:
-        tied = ties(data, pm[r_of]) & (data > 0)
-        c_blk = np.bincount(r_of[tied], minlength=m)
-    else:
-        c_blk = np.zeros(m, dtype=np.int64)
-    if cell.any():
-        cell_tied = cell & ties(v_fb, pm) & (v_fb > 0)
-        c_blk = c_blk + np.where(cell_tied, n_extra, 0)
-        acc.fb_value[a:z] = np.where(cell, v_fb, 0.0)
-        acc.fb_extra[a:z] = n_extra
+    acc.fb_value[a:z] = np.where(cell, v_fb, 0.0)
+    acc.fb_extra[a:z] = n_extra
     acc.p_max[a:z] = pm
     dec = _engine.declare(pm, acc.p_out[a:z], ctx.strategy)
     acc.c[a:z] = np.where(dec, c_blk, 0)
@@ -708,9 +674,7 @@ def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
         while s < N_all:  # targets in blocks of about ctx.block entries
             e = int(np.searchsorted(indptr, indptr[s] + ctx.block, side="right")) - 1
             e = min(max(e, s + 1), N_all)
-            L = lens[s:e]
-            src = np.arange(int(L.sum())) - np.repeat(np.cumsum(L) - L, L)
-            src += np.repeat(g_ptr[ctx.group[s:e]], L)
+            src = spans(g_ptr[ctx.group[s:e]], lens[s:e])
             out_ind[indptr[s]:indptr[e]] = indices[src]
             out_dat[indptr[s]:indptr[e]] = data[src]
             s = e
@@ -763,8 +727,7 @@ class PooledProbabilities:
         ip = ex.indptr.astype(np.int64)
         e_len = ip[rows + 1] - ip[rows]
         e_tr = np.repeat(np.arange(rows.size), e_len)
-        e_pos = np.arange(int(e_len.sum())) - np.repeat(np.cumsum(e_len) - e_len, e_len) \
-            + np.repeat(ip[rows], e_len)
+        e_pos = spans(ip[rows], e_len)
         e_col = ex.indices[e_pos].astype(np.int64)
         e_dat = ex.data[e_pos]
         has = self.fallback_extra[rows] > 0

@@ -53,28 +53,16 @@ def population_counts(
     weights = population.weights
     sampling_fraction, population_size = population.sampling_fraction, population.population_size
     n, N_T, R = prep.n, prep.n_targets, prep.R
+    # the spec has checked membership, estimate and which of counts and weights are given
     if membership == "known":
-        if given is not None or weights is not None:
-            raise ValidationError(
-                "population counts and weights are used only with membership='unknown' (the "
-                "intruder does not know who is in the sample)."
-            )
         return PopulationCounts()
-    if given is not None and weights is not None:
-        raise ValidationError("give population counts or survey weights, not both.")
     if given is None and weights is None:
         raise ValidationError(
             "membership='unknown' needs population counts: PopulationSpec(counts=...) with a "
             "mapping/DataFrame of true counts, per-target counts, 'loglinear_original' or "
             "'loglinear_synthetic', or PopulationSpec(weights=...) with survey weights."
         )
-    if weights is None and kind not in ("default", "scaled", "expected_inverse"):
-        raise ValidationError(
-            "population_estimate must be 'default', 'scaled' or 'expected_inverse'. "
-            f"Got {kind!r}.",
-            code="INVALID_ARGUMENT"
-        )
-    if weights is None and isinstance(given, str):
+    if isinstance(given, str):
         if given not in _LOGLIN_ORIG + _LOGLIN_SYN:
             raise ValidationError(
                 "population_counts must be a mapping, a DataFrame, an array of per-target "
@@ -123,23 +111,19 @@ def _key_kind(values: pd.Series) -> str:
 
 
 def _sampling_fraction(sampling_fraction, population_size, n) -> float:
-    if sampling_fraction is not None and population_size is not None:
-        raise ValidationError("give sampling_fraction or population_size, not both.")
+    """``a`` (the spec has checked its range and that one of the two is given at most)."""
     if sampling_fraction is None and population_size is None:
         raise ValidationError(
             "log-linear population counts need the sampling fraction a = n / population_size: pass "
             "sampling_fraction= or population_size=."
         )
-    if population_size is not None:
-        if population_size < n:
-            raise ValidationError(
-                f"population_size={population_size} is smaller than the sample size n={n}."
-            )
-        return n / float(population_size)
-    a = float(sampling_fraction)
-    if not (0 < a <= 1):
-        raise ValidationError(f"sampling_fraction must be in (0, 1]. Got {sampling_fraction!r}.")
-    return a
+    if population_size is None:
+        return float(sampling_fraction)
+    if population_size < n:
+        raise ValidationError(
+            f"population_size={population_size} is smaller than the sample size n={n}."
+        )
+    return n / float(population_size)
 
 
 def _loglinear_counts(prep, rule, orig_exact, on_synthetic, a, kind, warn):

@@ -22,7 +22,7 @@ from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.identification import population as _population
 from bayes_risk.identification.encoding import encode_problem
 from bayes_risk.identification.inputs import released_replicates, user_replicates
-from bayes_risk.identification.matching import MatchRule, check_one_of, parse_radius
+from bayes_risk.identification.matching import MatchRule, parse_radius
 from bayes_risk.identification.plan import (
     EncodedData,
     IdentificationPlan,
@@ -57,10 +57,6 @@ def _known_columns(known_unsynthesized: Any, known_synthesized: Any) -> tuple[li
             "no known column: give known=[...] (the intruder's quasi-identifiers).",
             code="INVALID_ARGUMENT"
         )
-    both = sorted(set(known_us) & set(known_s))
-    if both:  # pragma: no cover - split from one list by known_columns
-        raise ValidationError(f"column(s) {both} are both synthesized and unsynthesized.",
-                              code="INVALID_ARGUMENT")
     return known_us, known_s
 
 
@@ -137,12 +133,6 @@ def _same_values(a: pd.Series, b: pd.Series) -> bool:
     return bool(np.all(x == y))
 
 
-def resolve_compat(compat: Any) -> str | None:
-    """The compat mode's name, or a ValidationError."""
-    check_one_of(compat, COMPAT_MODES, "compat", optional=True)
-    return compat
-
-
 def _compat_options(o: dict[str, Any], *, targets, replicates, population_counts) -> None:
     """Check and fix the options of IdentificationRiskCalculation's mode (in place)."""
     name = "compat='IdentificationRiskCalculation'"
@@ -179,8 +169,8 @@ def _compat_options(o: dict[str, Any], *, targets, replicates, population_counts
 
 def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replicates,
                      population_counts) -> dict[str, Any]:
-    """Defaults of the matching and aggregation options (``o`` holds them as given)."""
-    o["compat"] = resolve_compat(o["compat"])
+    """Defaults of the matching and aggregation options (``o`` holds them as given; the specs
+    have checked them one by one)."""
     if o["compat"] is not None:
         _compat_options(o, targets=targets, replicates=replicates,
                         population_counts=population_counts)
@@ -206,24 +196,13 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
             f"aggregation must be 'pooled' or 'per_dataset'. Got {o['aggregation']!r}.",
             code="INVALID_ARGUMENT"
         )
-    if o["membership"] not in ("known", "unknown"):
-        raise ValidationError(
-            f"membership must be 'known' or 'unknown'. Got {o['membership']!r}.",
-            code="INVALID_ARGUMENT"
-        )
     if o["fallback"] is None:
         # Drechsler & Reiter 2009; without a known unsynthesized column the set is the file
         pooled_known = o["aggregation"] == "pooled" and o["membership"] == "known" \
             and bool(known_us)
         o["fallback"] = "unsynthesized" if pooled_known else "none"
-    if o["fallback"] not in ("none", "unsynthesized"):
-        raise ValidationError(
-            f"fallback must be None, 'none' or 'unsynthesized'. Got {o['fallback']!r}.",
-            code="INVALID_ARGUMENT"
-        )
     o["strategy"] = parse_strategy(o["strategy"])
     o["missing_known"] = o.get("missing_known") or "any"
-    check_one_of(o["missing_known"], MISSING_KNOWN, "missing_known")
     return o
 
 

@@ -85,7 +85,7 @@ def radius_sweep(
     """
     if statistic not in ("mean", "median"):
         raise ValidationError(f"statistic must be 'mean' or 'median'. Got {statistic!r}.")
-    options = sweep_options(kwargs, _SWEEP_DEFAULTS, "radius_sweep")
+    options = sweep_options(kwargs, SWEEP_DEFAULTS, "radius_sweep")
     if options["radius_type"] == "quantile_sd":
         raise ValidationError("a radius sweep needs radius_type 'percentage' or 'absolute'.",
                               code="INVALID_ARGUMENT")
@@ -129,7 +129,7 @@ def radius_sweep(
 
 
 #: arguments of ``identification_risk`` a sweep passes on, with their defaults
-_SWEEP_DEFAULTS: dict[str, Any] = {
+SWEEP_DEFAULTS: dict[str, Any] = {
     "categorical": None, "schema": None, "match": None, "population": None, "replicates": None,
 }
 

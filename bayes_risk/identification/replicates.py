@@ -221,11 +221,6 @@ def _refit(model: Any, released: pd.DataFrame, seed: np.random.SeedSequence) -> 
     return new.fit(data, **kw)
 
 
-#: evaluate the jackknife and running estimate on the pairs that can reach a top set only
-#: (``False``: every stored pair, the reference the tests compare with)
-PRUNE = True
-
-
 def _checkpoints(max_batches: int) -> set[int]:
     """Batch counts at which the running estimate is evaluated (about 25 % apart)."""
     pts, b = {1}, 2.0
@@ -286,12 +281,10 @@ class _Run:
         if self._pool is not None and self._pool[0] == self.n_batches:
             return self._pool[1]
         t = self.total
-        keep = slice(None)
-        if PRUNE:
-            star = _unc.row_argmax(t.keys, t.vals, n=self.n)
-            top = np.zeros(self.N)
-            top[t.keys[star] // self.n] = t.vals[star] / t.R
-            keep = _unc.candidate_pairs(t.keys, t.vals, top, n=self.n, R=t.R)
+        star = _unc.row_argmax(t.keys, t.vals, n=self.n)
+        top = np.zeros(self.N)
+        top[t.keys[star] // self.n] = t.vals[star] / t.R
+        keep = _unc.candidate_pairs(t.keys, t.vals, top, n=self.n, R=t.R)
         res = self._evaluate(t.keys[keep], t.vals[keep], t.in_u[keep], t.fb, t.p_out, t.R)
         self._pool = (self.n_batches, res)
         return res
@@ -320,20 +313,18 @@ class _Run:
         groups = [g for g in self.groups if g.R > 0]
         if len(groups) < 2:
             return {k: float("nan") for k in MEASURES}, np.full(self.N, np.nan)
-        keys, tv, in_u = t.keys, t.vals, t.in_u
-        if PRUNE:  # the pairs that can reach a top set whichever group is deleted
-            keep, bounds = _unc.group_candidates(keys, tv, in_u, groups, t.R, n=self.n,
-                                                 N=self.N)
-            keys, tv, in_u = keys[keep], tv[keep], in_u[keep]
-            rows = None if _unc.use_pair_kernels(keys.size) else keys // self.n
-            del keep
+        # the pairs that can reach a top set whichever group is deleted
+        keep, bounds = _unc.group_candidates(t.keys, t.vals, t.in_u, groups, t.R, n=self.n,
+                                             N=self.N)
+        keys, tv, in_u = t.keys[keep], t.vals[keep], t.in_u[keep]
+        rows = None if _unc.use_pair_kernels(keys.size) else keys // self.n
+        del keep
         thetas, irs = [], []
         for i, g in enumerate(groups):
             R = t.R - g.R
-            kg, tg, ug = keys, tv, in_u
-            if PRUNE:  # this group's candidates (``candidate_pairs`` on the union's pairs)
-                sel = _unc.candidate_pairs(keys, tv, bounds[i], n=self.n, rows=rows, R=R)
-                kg, tg, ug = keys[sel], tv[sel], in_u[sel]
+            # this group's candidates (``candidate_pairs`` on the union's pairs)
+            sel = _unc.candidate_pairs(keys, tv, bounds[i], n=self.n, rows=rows, R=R)
+            kg, tg, ug = keys[sel], tv[sel], in_u[sel]
             vals = tg - g.on(kg, ug)
             # exact zeros where only this group matched (no residue of the subtraction)
             vals[vals <= 1e-9 * tg] = 0.0
@@ -384,12 +375,11 @@ def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple
                  n_batches: int, points: set[int], progressbar: bool) -> Any:
     """The batches of a run added in order, checkpoints, stopping rule, and the result.
 
-    In process (``PREFETCH``) a checkpoint is evaluated in a thread while the next batch is
-    matched; the rule is applied before that batch is added (the same stopping point).
+    In process a checkpoint is evaluated in a thread while the next batch is matched; the rule
+    is applied before that batch is added (the same stopping point).
     """
     plan, auto, stopped = first[0], pr.n == "auto", False
-    overlap = PREFETCH and getattr(ex, "client", None) is None \
-        and isinstance(ex, InProcessExecutor)
+    overlap = isinstance(ex, InProcessExecutor)
 
     def stop(est: float, se: float) -> bool:
         return auto and run.total.R >= pr.min_replicates and (
@@ -420,17 +410,12 @@ def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple
     return _assemble(pr, run, first, stopped)
 
 
-#: in process, draw, sum and evaluate checkpoints in threads while matching (``False``:
-#: everything in turn, the reference the tests compare with)
-PREFETCH = True
-
-
 def _batch_sums(ex: Any, shared: Any, job: BatchJob, first: IdentificationPlan, n_batches: int,
                 points: set[int]) -> Iterator[BatchSums]:
     """The batches' sums in batch order (``first``: batch 0's plan; ``shared``: ``job`` as
     ``ex`` passes it to its tasks). On a cluster, in waves that stop at the next checkpoint."""
     client = getattr(ex, "client", None)
-    if client is None and PREFETCH and isinstance(ex, InProcessExecutor):
+    if isinstance(ex, InProcessExecutor):
         yield from prefetched_batches(job, first, n_batches)
         return
     yield BatchSums.of(Batch(job.ctx, first))
@@ -454,9 +439,9 @@ def _pooled_output(run: _Run) -> PooledOutput:
     t = run.total
     res = run.pooled()
     keys, data, n = t.keys, t.vals, t.n
-    if PRUNE:  # the fallback-set records not stored, counted over every stored pair
-        res = {**res, **_unc.fallback_cells(t.fb / t.R, run.ctx.u_size,
-                                            np.bincount(keys[t.in_u] // n, minlength=run.N))}
+    # the fallback-set records not stored, counted over every stored pair
+    res = {**res, **_unc.fallback_cells(t.fb / t.R, run.ctx.u_size,
+                                        np.bincount(keys[t.in_u] // n, minlength=run.N))}
     t.keys, t.vals, t.in_u = (np.zeros(0, dtype=np.int64), np.zeros(0),
                               np.zeros(0, dtype=bool))
     indptr = np.searchsorted(keys, np.arange(run.N + 1, dtype=np.int64) * n)

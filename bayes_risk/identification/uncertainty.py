@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, ties
+from bayes_risk._numeric import TIE_ATOL, TIE_RTOL
 from bayes_risk.exceptions import BayesRiskWarning
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.engine import declare
@@ -75,9 +75,8 @@ class PooledSums:
                 os.remove(f"{self._file}-{k}.npy")
             self._file = None
         self._add(batch)
-        self.fb = self.fb + batch.fb
-        self.p_out = self.p_out + batch.p_out
-        self.p_un = self.p_un + batch.p_un
+        for k in ("fb", "p_out", "p_un"):
+            setattr(self, k, getattr(self, k) + getattr(batch, k))
         self.ever |= batch.ever
         self.R += int(batch.R)
         if self.spill is not None and self.keys.size >= SPILL_MIN_PAIRS:
@@ -181,26 +180,12 @@ def top_sets(
     ``fb``: the ``π`` of the other records of each target's fallback set."""
     N = p_out.size
     rows = keys // n
-    cols = keys - rows * n
-    nnz_row = np.bincount(rows, minlength=N)
-    pm = np.zeros(N)
-    has = nnz_row > 0
-    if keys.size:
-        starts = np.concatenate([[0], np.cumsum(nnz_row)[:-1]])
-        pm[has] = np.maximum.reduceat(vals, starts[has])
     cells = fallback_cells(fb, u_size, np.bincount(rows[in_u], minlength=N))
-    n_extra, cell = cells["fallback_extra"], cells["fallback_extra"] > 0
-    pm = np.where(cell, np.maximum(pm, fb), pm)
-    # ties(vals, pm[rows]) bit for bit, without pair-sized temporaries (0 <= vals <= pm[rows])
-    tied = pm[rows]
-    tied -= vals
-    tied = (tied <= (TIE_RTOL * pm + TIE_ATOL)[rows]) & (vals > 0)
-    own = cols == rec[rows]
-    c = np.bincount(rows[tied], minlength=N)
+    pm, tied, c, cell_tied = _engine.pooled_top(rows, vals, np.bincount(rows, minlength=N), fb,
+                                                cells["fallback_extra"])
+    own = keys - rows * n == rec[rows]
     T = np.bincount(rows[tied & own], minlength=N) > 0
     own_stored = np.bincount(rows[own], minlength=N) > 0
-    cell_tied = cell & ties(fb, pm) & (fb > 0)
-    c = c + np.where(cell_tied, n_extra, 0)
     chk = np.flatnonzero(cell_tied & ~own_stored & (rec >= 0))
     if chk.size and contains is not None:
         T[chk] |= contains(chk, rec[chk])

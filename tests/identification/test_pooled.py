@@ -1,8 +1,9 @@
 """Pooled identification risk with the fallback to the unsynthesized key (SPEC §4.3(5), §4.5).
 
 The fallback set of a target is represented by the set and one probability
-(``engine.FALLBACK_AS_CELLS = True``, the default); these tests check that every probability,
-top set and measure is bitwise the same as when each set is materialised record by record.
+(the default); these tests check that every probability, top set and measure is bitwise the
+same as when each set is materialised record by record (``run_pooled(fallback_cells=False)``,
+the path of targets with missing known values).
 """
 
 from __future__ import annotations
@@ -28,13 +29,22 @@ def ir(*args, **kw):
         return identification_risk(*args, **kw)
 
 
+def _cells(monkeypatch, cells: bool) -> None:
+    """Fallback sets kept as cells (the default) or materialised record by record."""
+    from bayes_risk.identification import evaluate, pooled
+
+    real = pooled.run_pooled
+    monkeypatch.setattr(evaluate, "run_pooled", real if cells else
+                        lambda *a, **kw: real(*a, **{**kw, "fallback_cells": False}))
+
+
 def _both(monkeypatch, *args, **kw):
     """The result with fallback sets as cells and materialised."""
     out = []
     for cells in (True, False):
-        monkeypatch.setattr(engine, "FALLBACK_AS_CELLS", cells)
+        _cells(monkeypatch, cells)
         out.append(ir(*args, **kw))
-    monkeypatch.setattr(engine, "FALLBACK_AS_CELLS", True)
+    _cells(monkeypatch, True)
     return out
 
 
@@ -164,7 +174,7 @@ def test_cells_avoid_the_materialised_size(monkeypatch):
     assert _bitwise(p, full.data[full.indptr[5]:full.indptr[6]])
     with pytest.raises(ValidationError, match="row by row"):
         res.prob  # noqa: B018
-    monkeypatch.setattr(engine, "FALLBACK_AS_CELLS", False)
+    _cells(monkeypatch, False)
     with pytest.raises(ValidationError, match="per_dataset"):
         ir(y, zs, known=["g", "s", "x"], synthesized=["s", "x"], categorical=["g", "s"],
            match=MatchSpec(radius={"x": 0.01}))
@@ -271,7 +281,7 @@ def test_memory_budget_chunking_gives_the_same_numbers(monkeypatch, compiled, fa
               match=MatchSpec(radius={"x": 0.3},
                               fallback="none" if fallback == "none" else "unsynthesized"))
     monkeypatch.setattr(engine, "USE_NUMBA", compiled)
-    monkeypatch.setattr(engine, "FALLBACK_AS_CELLS", fallback == "cells")
+    _cells(monkeypatch, fallback == "cells")
     base = ir(y, zs, **kw)
     seen = []
     real = pooled._pool_chunk
@@ -286,7 +296,8 @@ def test_memory_budget_chunking_gives_the_same_numbers(monkeypatch, compiled, fa
     monkeypatch.setattr(pooled, "FIRST_CHUNK_TARGETS", 7)
     for distinct in (True, False):
         seen.clear()
-        monkeypatch.setattr(pooled, "DISTINCT_TARGETS", distinct)
+        # share 1: every chunk matches distinct targets; below 0: none does
+        monkeypatch.setattr(pooled, "DISTINCT_SHARE", 1.0 if distinct else -1.0)
         small = ir(y, zs, **kw)
         assert len(seen) > 10 and all(s == 40 for s, _ in seen)
         assert all(d is distinct for _, d in seen)

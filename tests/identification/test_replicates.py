@@ -548,18 +548,21 @@ def test_pruned_jackknife_equals_the_full_evaluation(extra, monkeypatch):
             return out
         return f
 
+    def run():
+        return identification_risk(
+            y, syn, known=["sex", "region", "race", "income"], synthesized=["race", "income"],
+            **_kw(extra, y), replicates=PosteriorReplicates(model, n=60, batch_size=6,
+                                                            n_groups=10, random_seed=2))
+
     for name in dropped:
         monkeypatch.setattr(rep._unc, name, counting(name))
-    runs = []
-    for prune in (True, False):
-        monkeypatch.setattr(rep, "PRUNE", prune)
-        runs.append(identification_risk(
-            y, syn, known=["sex", "region", "race", "income"], synthesized=["race",
-                                                                              "income"],
-                                                                              **_kw(extra, y),
-            replicates=PosteriorReplicates(model, n=60, batch_size=6, n_groups=10,
-                                           random_seed=2)))
-    a, b = runs
+    a = run()
+    # the reference: every stored pair evaluated (no pair left out as a non-candidate)
+    monkeypatch.setattr(rep._unc, "candidate_pairs",
+                        lambda keys, *args, **kw: np.ones(keys.size, dtype=bool))
+    monkeypatch.setattr(rep._unc, "group_candidates", lambda keys, vals, in_u, groups, *args,
+                        **kw: (np.ones(keys.size, dtype=bool), [None] * len(groups)))
+    b = run()
     assert np.isfinite(a.file["mc_se"]["expected_match_risk"])
     # pairs were left out of the running estimate and of the jackknife
     assert all(sum(v) > 0 for v in dropped.values()), dropped
@@ -657,11 +660,10 @@ def test_next_batch_drawn_in_a_thread_gives_the_same_numbers(extra, monkeypatch)
     """In process the next batch is drawn in a thread while one is matched, a batch's flushes
     are summed in a thread while its next replicates are matched, and a checkpoint is
     evaluated in a thread while the next batch is matched: the numbers and the stopping
-    point are those of doing everything in turn (``PREFETCH = False``), a run stopped by the
-    tolerance draws at most two batches it does not use, and an error while drawing reaches
+    point are those of doing everything in turn (as with any other executor), a run stopped by
+    the tolerance draws at most two batches it does not use, and an error while drawing reaches
     the caller."""
     from bayes_risk.identification import _replicate_batches as rb
-    from bayes_risk.identification import replicates as rep
 
     y = make_data(200, seed=3)
     syn = perturb(y, 3, 4)
@@ -671,9 +673,15 @@ def test_next_batch_drawn_in_a_thread_gives_the_same_numbers(extra, monkeypatch)
     real = rb.draw_batch
     monkeypatch.setattr(rb, "draw_batch", lambda job, b: (drawn.append(b), real(job, b))[1])
 
-    def run(**pr):
+    class InTurn:  # an executor other than the in-process one: every batch in turn
+        partition_size = None
+
+        def map(self, fn, shared, parts, *, progressbar=True, description=""):
+            return [fn(shared, p) for p in parts]
+
+    def run(executor=None, **pr):
         return identification_risk(y, syn, known=["sex", "region", "race", "income"],
-                                   synthesized=["race", "income"],
+                                   synthesized=["race", "income"], executor=executor,
                                    **_kw(extra, y), replicates=PosteriorReplicates(
                                        model, batch_size=6, n_groups=4, random_seed=2, **pr))
 
@@ -681,9 +689,8 @@ def test_next_batch_drawn_in_a_thread_gives_the_same_numbers(extra, monkeypatch)
                            "max_replicates": 120}):
         runs = []
         for prefetch in (True, False):
-            monkeypatch.setattr(rep, "PREFETCH", prefetch)
             drawn.clear()
-            runs.append(run(**pr))
+            runs.append(run(None if prefetch else InTurn(), **pr))
             used = runs[-1].file["n_replicates"] // 6
             if prefetch:  # batches 1 … used − 1, and at most two more (one matched while
                 # the last checkpoint was evaluated, one drawn ahead of it)
@@ -702,7 +709,6 @@ def test_next_batch_drawn_in_a_thread_gives_the_same_numbers(extra, monkeypatch)
             raise RuntimeError("replicate model failed")
         return real(job, b)
 
-    monkeypatch.setattr(rep, "PREFETCH", True)
     monkeypatch.setattr(rb, "draw_batch", failing)
     with pytest.raises(RuntimeError, match="replicate model failed"):
         run(n=60)
