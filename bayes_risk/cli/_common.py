@@ -24,7 +24,53 @@ __all__ = [
     "check_required", "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
     "read_inputs", "missing_labels", "parse_records", "schema_from_args", "model_schema",
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
+    "add_input_arguments", "add_run_arguments", "inputs_summary",
 ]
+
+#: ``SYN`` of the sub-commands that read a release
+SYN_HELP = ("synthetic datasets (one file each) or one SyntheticData folder written by "
+            "'bayes-risk synthesize'")
+
+
+def add_input_arguments(p: argparse.ArgumentParser, original: str = "",
+                        synthetic: str | None = SYN_HELP, metavar: str = "SYN") -> None:
+    """``ORIGINAL`` (help: the confidential table, then ``original``) and, unless
+    ``synthetic`` is ``None``, the release ``SYN [SYN ...]``."""
+    p.add_argument("original", metavar="ORIGINAL",
+                   help="confidential table (.csv or .parquet)" + original)
+    if synthetic is not None:
+        p.add_argument("synthetic", nargs="+", metavar=metavar, help=synthetic)
+
+
+NO_SEED = object()
+
+
+def add_run_arguments(p: argparse.ArgumentParser, command: str, out: str, *,
+                      seed: Any = None, dask: str | None = None, check: str | None = None,
+                      other_model: bool = False) -> None:
+    """The options every run shares, in this order: ``--random-seed`` (default ``seed``;
+    left out for ``NO_SEED``), Dask's (``dask``: the unit of a task), ``--quiet``,
+    ``--allow-different-original`` (``check``: what ORIGINAL made), ``--allow-other-model``,
+    ``--out`` (``out``: what it holds); the handler is ``bayes_risk.cli.COMMAND``."""
+    from bayes_risk.cli.parsers import Handler
+
+    if seed is not NO_SEED:
+        add_seed_argument(p, default=seed)
+    if dask is not None:
+        add_dask_arguments(p, dask)
+    add_quiet_argument(p)
+    if check is not None:
+        add_original_check_argument(p, check)
+    if other_model:
+        add_other_model_argument(p)
+    add_out_argument(p, out)
+    p.set_defaults(handler=Handler(f"bayes_risk.cli.{command}"))
+
+
+def inputs_summary(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
+    """``summary.json``'s ``inputs``: ORIGINAL and SYN as given, then ``extra``."""
+    return {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic],
+            **extra}
 
 
 def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> None:

@@ -5,16 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.cli._common import (
-    RECORDS_HELP,
-    add_dask_arguments,
-    add_original_check_argument,
-    add_other_model_argument,
-    add_out_argument,
-    add_quiet_argument,
-    add_seed_argument,
-)
-from bayes_risk.cli.parsers import Handler
+from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
 
 __all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES", "REFIT_COST_HELP"]
 
@@ -63,11 +54,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "manifest and ORIGINAL and checked to reproduce the release exactly (plug-in "
                    "likelihood; see the methods page, section Tree synthesizers: plug-in "
                    "likelihoods)")
-    p.add_argument("original", metavar="ORIGINAL",
-                   help="confidential table (.csv or .parquet) the model was fitted to")
-    p.add_argument("synthetic", nargs="+", metavar="SYN",
-                   help="synthetic datasets (one file each) or one SyntheticData folder written "
-                   "by 'bayes-risk synthesize'")
+    add_input_arguments(p, " the model was fitted to")
     p.add_argument("--records", default=None, metavar="RANGE|FILE",
                    help=f"records to evaluate (default: all records): {RECORDS_HELP}")
     p.add_argument("--candidates", default="one-variable", metavar="RULE",
@@ -85,11 +72,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "(partially-known scenario)")
     _add_known_sweep(p)
     _add_estimator_arguments(p)
-    add_seed_argument(p, default=None)
-    add_dask_arguments(p, "records")
-    add_quiet_argument(p)
-    add_out_argument(p, "records.csv, summary.json and diagnostic plots")
-    p.set_defaults(handler=Handler("bayes_risk.cli.attribute"))
+    add_run_arguments(p, "attribute", "records.csv, summary.json and diagnostic plots",
+                      dask="records", check="the release SYN or the --model", other_model=True)
     return p
 
 
@@ -152,5 +136,4 @@ def _add_estimator_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chunk-size", type=int, default=256, metavar="N",
                    help="records processed together (memory bound; default 256; halve it to save "
                    "memory)")
-    add_original_check_argument(p, "the release SYN or the --model")
-    add_other_model_argument(p)
+
