@@ -24,7 +24,8 @@ __all__ = [
     "check_required", "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
     "read_inputs", "missing_labels", "parse_records", "schema_from_args", "model_schema",
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
-    "add_input_arguments", "add_run_arguments", "inputs_summary",
+    "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
+    "save_known_sweep",
 ]
 
 #: ``SYN`` of the sub-commands that read a release
@@ -462,3 +463,31 @@ def imputed_arg(values: list[str] | None) -> str | list[str]:
     if [v.lower() for v in values] == ["none"]:
         return []
     return list(values)
+
+
+def check_max_size(args: argparse.Namespace) -> None:
+    """``--max-size`` against ``--known-sweep``, before any work."""
+    if args.max_size is None:
+        return
+    if not args.known_sweep:
+        raise ValidationError("--max-size needs --known-sweep COL ...", code="OPTION_REQUIRED")
+    if not 1 <= args.max_size <= len(args.known_sweep):
+        raise ValidationError("--max-size must be between 1 and the number of --known-sweep "
+                              f"columns ({len(args.known_sweep)}). Got {args.max_size}.",
+                              code="BAD_OPTION_VALUE")
+
+
+def save_known_sweep(folder: Path, ksweep: Any, lines: list[str], *, dpi: int,
+                     write: Any = None) -> None:
+    """Write a knowledge sweep's tables (``write(df, path)``, default pandas' CSV) and figures
+    into ``folder``; its line joins the summary ``lines``."""
+    from bayes_risk.results._base import plot_figure
+
+    for part in ("table", "drivers", "levels"):
+        df = getattr(ksweep, part)
+        path = folder / ("known_sweep.csv" if part == "table" else f"known_sweep_{part}.csv")
+        write(df, path) if write is not None else df.to_csv(path, index=False)
+    plot_figure(ksweep, "frontier").savefig(folder / "known_sweep.png", dpi=dpi)
+    plot_figure(ksweep, "drivers").savefig(folder / "known_sweep_drivers.png", dpi=dpi)
+    lines.append(f"knowledge sweep over {len(ksweep.table)} subsets of "
+                 f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")

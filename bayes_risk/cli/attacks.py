@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from bayes_risk.cli._common import inputs_summary
+
 __all__ = ["run"]
 
 
@@ -93,9 +95,8 @@ def run(args: argparse.Namespace) -> int:
                "linkability": None if lk is None else lk.to_dict(),
                "warnings": list(dict.fromkeys([*(so.warnings if so else []),
                                                *(lk.warnings if lk else [])])),
-               "inputs": {"original": str(args.original),
-                          "synthetic": [str(s) for s in args.synthetic],
-                          "holdout": None if args.holdout is None else str(args.holdout)}}
+               "inputs": inputs_summary(args, holdout=None if args.holdout is None
+                                        else str(args.holdout))}
     with output_dir(args) as tmp:
         write_json(tmp / "summary.json", summary)
         if so is not None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from bayes_risk.cli._common import inputs_summary
+
 __all__ = ["run"]
 
 
@@ -66,10 +68,8 @@ def run(args: argparse.Namespace) -> int:
     summary = result.to_dict()
     summary["inputs"] = {
         "model": str(args.model),
-        "original": str(args.original),
-        "synthetic": [str(s) for s in args.synthetic],
-        "holdout": None if args.holdout is None else str(args.holdout),
-        "records": args.records,
+        **inputs_summary(args, holdout=None if args.holdout is None else str(args.holdout),
+                         records=args.records),
     }
     from bayes_risk.results._base import plot_figure
 

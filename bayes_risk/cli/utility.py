@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bayes_risk.cli._common import inputs_summary
+
 __all__ = ["run"]
 
 
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         imputed=imputed_arg(args.imputed),
     )
     d = summary.to_dict()
-    d["inputs"] = {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic]}
+    d["inputs"] = inputs_summary(args)
     with output_dir(args) as tmp:
         write_json(tmp / "summary.json", d)
         summary.overlap.to_csv(tmp / "overlap.csv", index=False)
