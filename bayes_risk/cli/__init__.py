@@ -189,9 +189,8 @@ def _interrupted(run: object = None) -> int:
 
 
 def _exit(status: int) -> NoReturn:
-    """End the process with ``status`` now: ``atexit`` handlers run and the streams are
-    flushed, but the interpreter's tear-down (2-3 s of CPU with PyMC, numba and xarray loaded)
-    is skipped, so a Ctrl-C ends the program promptly. Every output is in place or removed."""
+    """End the process with ``status`` now (``atexit`` handlers run, streams flushed),
+    skipping the interpreter's slow tear-down."""
     import atexit
     import os
 

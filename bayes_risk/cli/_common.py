@@ -25,7 +25,7 @@ __all__ = [
     "read_inputs", "missing_labels", "parse_records", "schema_from_args", "model_schema",
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
-    "save_known_sweep",
+    "save_known_sweep", "init_params",
 ]
 
 #: ``SYN`` of the sub-commands that read a release
@@ -491,3 +491,19 @@ def save_known_sweep(folder: Path, ksweep: Any, lines: list[str], *, dpi: int,
     plot_figure(ksweep, "drivers").savefig(folder / "known_sweep_drivers.png", dpi=dpi)
     lines.append(f"knowledge sweep over {len(ksweep.table)} subsets of "
                  f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")
+
+
+def init_params(cls: type, method: str | None = None, given: Any = ()) -> set[str]:
+    """The parameters of ``cls.__init__`` (none when its signature cannot be read); with
+    ``method``, refuse a ``given`` setting it does not take (``OPTION_CONFLICT``)."""
+    import inspect
+
+    try:
+        params = set(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        params = set()
+    refused = ["--" + k.replace("_", "-") for k in given if k not in params]
+    if method is not None and refused:
+        raise ValidationError(f"{', '.join(refused)}: not an option of --method {method} "
+                              f"({cls.__name__} takes no such setting).", code="OPTION_CONFLICT")
+    return params

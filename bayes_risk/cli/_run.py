@@ -51,14 +51,9 @@ _COMMIT = threading.Lock()
 
 
 class _Stopper:
-    """What makes a stop signal end a run within seconds, whatever the run is doing.
-
-    A ``KeyboardInterrupt`` that Python swallowed (``sys.unraisablehook``) is delivered again.
-    In the ``bayes-risk`` program (``watch``), a thread learns of each stop signal through
-    ``signal.set_wakeup_fd`` (also while a compiled kernel runs); if the run has not ended
-    :data:`STOP_GRACE` seconds later, it removes the run's temporaries, stops the workers,
-    prints ``interrupted`` and exits 130.
-    """
+    """Ends a run within :data:`STOP_GRACE` seconds of a stop signal: a swallowed
+    ``KeyboardInterrupt`` is delivered again; with ``watch``, a thread woken by
+    ``signal.set_wakeup_fd`` ends the program itself (exit 130) if the run does not."""
 
     def __init__(self, run: CommandRun, *, watch: bool) -> None:
         self.run = run
@@ -298,11 +293,8 @@ def _input_paths(inputs: dict[str, Any]) -> list[Path]:
 
 
 def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) -> Path:
-    """Apply the ``--out`` policy before any work; return the absolute output path.
-
-    Raises ``ValidationError`` if ``--out`` is empty, the current folder or a parent, holds an
-    input, exists non-empty (without ``overwrite``), or cannot be written.
-    """
+    """Apply the ``--out`` policy before any work (``ValidationError`` for an empty, unsafe,
+    taken or unwritable ``--out``); return the absolute output path."""
     if not str(out).strip():
         raise ValidationError("--out is empty; give the name of a new folder, e.g. --out results.",
                               code="OUT_INVALID")
@@ -385,13 +377,9 @@ def _new_dirs(path: Path) -> list[Path]:
 @contextlib.contextmanager
 def output_dir(args: argparse.Namespace,
                finalize: Callable[[Path], Any] | None = None) -> Iterator[Path]:
-    """Yield an empty temporary folder; on success it takes the place of ``--out``.
-
-    The run's fields are merged into ``summary.json``, then ``finalize(folder)`` runs on the
-    complete folder. Nothing is swapped in after an interrupt; on error the temporary folder is
-    removed. Stale temporaries beside ``--out`` are removed first; the rename replaces only what
-    was at ``--out`` when checked (else ``OUT_TAKEN``) and is the only critical section.
-    """
+    """Yield an empty temporary folder that, complete (run fields merged into
+    ``summary.json``, then ``finalize(folder)``), replaces ``--out`` as checked (else
+    ``OUT_TAKEN``); removed on error or interrupt."""
     from bayes_risk._io import (
         path_identity,
         remove_stale_siblings,

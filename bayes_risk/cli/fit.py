@@ -82,14 +82,10 @@ def run(args: argparse.Namespace) -> int:
 def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, Any]:
     """The ``__init__`` settings of ``--method``'s model: the MCMC options given, the
     model-specific options, the seed and the progress bar — each only if the model takes it."""
-    import inspect
-
+    from bayes_risk.cli._common import init_params
     from bayes_risk.exceptions import ValidationError
 
-    try:
-        params = set(inspect.signature(cls).parameters)
-    except (TypeError, ValueError):  # a class whose signature cannot be read
-        params = set()
+    params = init_params(cls)
     mcmc = {k: getattr(args, k) for k in ("tune", "draws", "chains", "cores")
             if getattr(args, k) is not None}
     refused = [f"--{k}" for k in mcmc if k not in params]
@@ -108,9 +104,8 @@ def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, An
 
 
 def _write_summary(folder: Any, args: argparse.Namespace, model: Any) -> None:
-    """``summary.json`` of the fit: whether its convergence checks passed and each failed check
-    (``code``, ``fit``, ``quantity``, ``statistic``, ``value``, ``threshold``); the run's
-    command, inputs and warnings are added by ``output_dir``."""
+    """``summary.json`` of the fit: whether its convergence checks passed, and each failed
+    check."""
     from bayes_risk._io import write_json
 
     conv = model.convergence_summary()

@@ -139,10 +139,8 @@ def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any) -> list[str]:
 
 
 def _lean_process(blas_threads: bool) -> None:
-    """Load numpy and pyarrow lean, if this process has not loaded them yet: numpy with a
-    single-threaded OpenBLAS unless ``blas_threads`` (matching multiplies no matrices worth
-    threads; the variable is removed afterwards, a user's value left alone), pyarrow with the C
-    library's malloc instead of mimalloc (≈ 2 MiB resident per thread for kilobyte tables)."""
+    """Load numpy with a single-threaded OpenBLAS (unless ``blas_threads``) and pyarrow with
+    the system allocator, if not loaded yet: matching needs neither's threads or pools."""
     if "numpy" not in sys.modules and not blas_threads \
             and "OPENBLAS_NUM_THREADS" not in os.environ:
         os.environ["OPENBLAS_NUM_THREADS"] = "1"

@@ -331,11 +331,7 @@ def _describe_cells(s: pd.Series, rows: np.ndarray, limit: int = 5) -> str:
 
 
 def _check_numeric_text(c: str, s: pd.Series, declared: str | None) -> None:
-    """A text column that is numbers except for a few cells is an error, not a factor.
-
-    Inference must not turn a numeric column categorical because of stray strings (a typo, a
-    missing-value marker such as ``"."``); the user fixes the cells or declares the type.
-    """
+    """Refuse a text column of numbers but for a few stray cells (not inferred a factor)."""
     if pd.api.types.is_numeric_dtype(s.dtype) or isinstance(s.dtype, pd.CategoricalDtype):
         return
     if pd.api.types.is_bool_dtype(s.dtype):
@@ -387,9 +383,7 @@ def check_column_labels(df: Any, name: str = "the original") -> None:
 
 
 def _name_key(name: str) -> str:
-    """What a reader tells two column names apart by: not by case, by white space around the
-    name, by the Unicode form of a character (``ﬁ`` and ``fi``) or by runs of inner white
-    space."""
+    """A column name without case, Unicode form (NFKC) or surplus white space."""
     return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
 
 
