@@ -25,7 +25,7 @@ __all__ = [
     "read_inputs", "missing_labels", "parse_records", "schema_from_args", "model_schema",
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
-    "save_known_sweep", "init_params",
+    "save_known_sweep", "init_params", "read_holdout", "run_seed",
 ]
 
 #: ``SYN`` of the sub-commands that read a release
@@ -507,3 +507,19 @@ def init_params(cls: type, method: str | None = None, given: Any = ()) -> set[st
         raise ValidationError(f"{', '.join(refused)}: not an option of --method {method} "
                               f"({cls.__name__} takes no such setting).", code="OPTION_CONFLICT")
     return params
+
+
+def read_holdout(args: argparse.Namespace) -> pd.DataFrame | None:
+    """The ``--holdout`` table (``None`` when not given)."""
+    if args.holdout is None:
+        return None
+    return read_records_table(args.holdout, "--holdout", missing_labels(args))
+
+
+def run_seed(args: argparse.Namespace) -> int:
+    """``--random-seed``, else a fresh one: recorded, it makes the run reproducible."""
+    if args.random_seed is not None:
+        return args.random_seed
+    import numpy as np
+
+    return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])

@@ -225,15 +225,6 @@ def _input_path(value: str) -> str | None:
     return None
 
 
-def _absolute(value: Any) -> Any:
-    """An existing path value (or list of them) made absolute; other values kept as given."""
-    if isinstance(value, list):
-        return [_absolute(v) for v in value]
-    if isinstance(value, str) and value and Path(value).exists():
-        return os.path.abspath(value)
-    return value
-
-
 def _checksums(inputs: dict[str, Any]) -> dict[str, str]:
     """SHA-256 of every input file (each file of an input folder), by absolute path; a pipe,
     device or socket is refused (``NOT_A_REGULAR_FILE``)."""
@@ -275,21 +266,14 @@ def shown(text: str | Path) -> str:
     return s
 
 
-def _shown_value(v: Any) -> Any:
-    """:func:`shown` of a path or of each path in a list; other values unchanged."""
-    if isinstance(v, str):
-        return shown(v)
-    if isinstance(v, list):
-        return [shown(p) if isinstance(p, str) else p for p in v]
-    return v
-
-
-def _input_paths(inputs: dict[str, Any]) -> list[Path]:
-    paths: list[Path] = []
-    for v in inputs.values():
-        for p in v if isinstance(v, list) else [v]:
-            paths.append(Path(p).resolve())
-    return paths
+def _final_path(value: Any) -> Any:
+    """An existing path (or each of a list) made absolute, a text under its :func:`shown`
+    name; other values kept as given."""
+    if isinstance(value, list):
+        return [_final_path(v) for v in value]
+    if isinstance(value, str):
+        return shown(os.path.abspath(value) if value and Path(value).exists() else value)
+    return value
 
 
 def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) -> Path:
@@ -469,7 +453,7 @@ def _merge_summary(path: Path, extra: dict[str, Any]) -> None:
     if "inputs" not in d or not d["inputs"]:
         d["inputs"] = extra["inputs"]
     if isinstance(d["inputs"], dict):  # absolute; the files' final names (a demo's steps)
-        d["inputs"] = {k: _shown_value(_absolute(v)) for k, v in d["inputs"].items()}
+        d["inputs"] = {k: _final_path(v) for k, v in d["inputs"].items()}
     d["input_sha256"] = {shown(k): v for k, v in extra["input_sha256"].items()}
     d["run_warnings"] = extra["run_warnings"]
     codes = [w["code"] for w in extra["run_warnings"]]
@@ -490,7 +474,8 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
     args._run = run
     if getattr(args, "out", None) is not None:
         run.out = check_out(args.out, overwrite=bool(getattr(args, "overwrite", False)),
-                            inputs=_input_paths(run.inputs))
+                            inputs=[Path(p).resolve() for v in run.inputs.values()
+                                    for p in (v if isinstance(v, list) else [v])])
         from bayes_risk._io import path_identity
 
         run.out_identity = path_identity(run.out)

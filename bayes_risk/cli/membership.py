@@ -29,21 +29,18 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk._io import write_json
     from bayes_risk.cli._common import (
         check_model_original,
-        missing_labels,
         parse_records,
         print_summary,
+        read_holdout,
         read_inputs,
-        read_records_table,
     )
     from bayes_risk.cli._run import output_dir
     from bayes_risk.membership.api import membership_risk
     from bayes_risk.membership.specs import AttackSpec, RatioSpec
     from bayes_risk.models import load_model
 
-    labels = missing_labels(args)
     original, synthetic = read_inputs(args)
-    holdout = (None if args.holdout is None
-               else read_records_table(args.holdout, "--holdout", labels))
+    holdout = read_holdout(args)
     model = load_model(args.model)
     check_model_original(args, model, original)
     if args.quiet and hasattr(model, "progressbar"):

@@ -19,13 +19,6 @@ _DEFAULT_M_SAVED = 5
 _COLUMN_SETTINGS = ("identifying", "visit_sequence")
 
 
-def _fresh_seed() -> int:
-    import numpy as np
-
-    # a recorded seed makes a run without --random-seed reproducible from its manifest
-    return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
-
-
 def _flag(setting: str) -> str:
     return "--" + setting.replace("_", "-")
 
@@ -106,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``bayes-risk synthesize``; returns the exit status."""
     import numpy as np
 
+    from bayes_risk.cli._common import run_seed
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data import SyntheticData, check_m
     from bayes_risk.exceptions import ValidationError
@@ -114,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValidationError("give either ORIGINAL (a confidential table, with --method) or "
                               "--model DIR (a model saved by 'bayes-risk fit'), not both and not "
                               "neither.", code="OPTION_CONFLICT")
-    seed = args.random_seed if args.random_seed is not None else _fresh_seed()
+    seed = run_seed(args)  # recorded in the manifest
     if args.model is not None:
         given = [
             name for name, val in (("--method", args.method), ("--synthesize", args.synthesize),

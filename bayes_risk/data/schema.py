@@ -52,6 +52,11 @@ def did_you_mean(name: str, options: Iterable[str]) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
+def _unknown_column(argument: str, name: str, names: Sequence[str]) -> SchemaError:
+    return SchemaError(f"{arg_name(argument)}: column {name!r} is not in the data (columns: "
+                       f"{list(names)})." + did_you_mean(name, names), code="UNKNOWN_COLUMN")
+
+
 @dataclass(frozen=True)
 class ColumnSpec:
     """Type, role and levels of one column.
@@ -191,9 +196,7 @@ class Schema:
         out = []
         for n in names:
             if n not in self.names:
-                raise SchemaError(f"{arg_name(argument)}: column {n!r} is not in the data "
-                                  f"(columns: {self.names})." + did_you_mean(n, self.names),
-                                  code="UNKNOWN_COLUMN")
+                raise _unknown_column(argument, n, self.names)
             out.append(n)
         return out
 
@@ -465,8 +468,7 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
     ):
         for c in cols or ():
             if c not in names:
-                raise SchemaError(f"{arg_name(typ)}: column {c!r} is not in the data (columns: "
-                                  f"{names})." + did_you_mean(c, names), code="UNKNOWN_COLUMN")
+                raise _unknown_column(typ, c, names)
             if c in forced and forced[c] != typ:
                 raise SchemaError(f"column {c!r} is declared both {forced[c]} and {typ}.",
                                   code="OPTION_CONFLICT")
@@ -518,7 +520,5 @@ def _keep_unused(keep: bool | Iterable[str], names: Sequence[str]) -> set[str]:
     cols = [keep] if isinstance(keep, str) else list(keep)
     for c in cols:
         if c not in names:
-            raise SchemaError(f"{arg_name('keep_unused_levels')}: column {c!r} is not in the data "
-                              f"(columns: {list(names)})." + did_you_mean(c, names),
-                              code="UNKNOWN_COLUMN")
+            raise _unknown_column("keep_unused_levels", c, names)
     return set(cols)
