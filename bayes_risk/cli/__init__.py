@@ -98,7 +98,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     run = None
     # the library's messages name its arguments as this sub-command's options
-    options = option_names(_subparser(parser, args.command))
+    options = option_names(parser._subparsers._group_actions[0].choices[args.command])
     try:
         # checked before the run starts: a bad --memory writes nothing
         limit = parse_memory(getattr(args, "memory", None), "--memory")
@@ -125,14 +125,6 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         raise
     except KeyboardInterrupt:
         return _interrupted(run)
-
-
-def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
-    """The parser of sub-command ``command``."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action.choices[command]
-    raise KeyError(command)
 
 
 def _print_error(command: str, code: str, err: BaseException | str) -> None:
@@ -189,9 +181,8 @@ def _interrupted(run: object = None) -> int:
 
 
 def _exit(status: int) -> NoReturn:
-    """End the process with ``status`` now: ``atexit`` handlers run and the streams are
-    flushed, but the interpreter's tear-down (2-3 s of CPU with PyMC, numba and xarray loaded)
-    is skipped, so a Ctrl-C ends the program promptly. Every output is in place or removed."""
+    """End the process with ``status`` now (``atexit`` handlers run, streams flushed),
+    skipping the interpreter's slow tear-down."""
     import atexit
     import os
 

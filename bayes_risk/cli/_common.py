@@ -24,7 +24,54 @@ __all__ = [
     "check_required", "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
     "read_inputs", "missing_labels", "parse_records", "schema_from_args", "model_schema",
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
+    "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
+    "save_known_sweep", "init_params", "read_holdout", "run_seed",
 ]
+
+#: ``SYN`` of the sub-commands that read a release
+SYN_HELP = ("synthetic datasets (one file each) or one SyntheticData folder written by "
+            "'bayes-risk synthesize'")
+
+
+def add_input_arguments(p: argparse.ArgumentParser, original: str = "",
+                        synthetic: str | None = SYN_HELP, metavar: str = "SYN") -> None:
+    """``ORIGINAL`` (help: the confidential table, then ``original``) and, unless
+    ``synthetic`` is ``None``, the release ``SYN [SYN ...]``."""
+    p.add_argument("original", metavar="ORIGINAL",
+                   help="confidential table (.csv or .parquet)" + original)
+    if synthetic is not None:
+        p.add_argument("synthetic", nargs="+", metavar=metavar, help=synthetic)
+
+
+NO_SEED = object()
+
+
+def add_run_arguments(p: argparse.ArgumentParser, command: str, out: str, *,
+                      seed: Any = None, dask: str | None = None, check: str | None = None,
+                      other_model: bool = False) -> None:
+    """The options every run shares, in this order: ``--random-seed`` (default ``seed``;
+    left out for ``NO_SEED``), Dask's (``dask``: the unit of a task), ``--quiet``,
+    ``--allow-different-original`` (``check``: what ORIGINAL made), ``--allow-other-model``,
+    ``--out`` (``out``: what it holds); the handler is ``bayes_risk.cli.COMMAND``."""
+    from bayes_risk.cli.parsers import Handler
+
+    if seed is not NO_SEED:
+        add_seed_argument(p, default=seed)
+    if dask is not None:
+        add_dask_arguments(p, dask)
+    add_quiet_argument(p)
+    if check is not None:
+        add_original_check_argument(p, check)
+    if other_model:
+        add_other_model_argument(p)
+    add_out_argument(p, out)
+    p.set_defaults(handler=Handler(f"bayes_risk.cli.{command}"))
+
+
+def inputs_summary(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
+    """``summary.json``'s ``inputs``: ORIGINAL and SYN as given, then ``extra``."""
+    return {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic],
+            **extra}
 
 
 def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> None:
@@ -416,3 +463,63 @@ def imputed_arg(values: list[str] | None) -> str | list[str]:
     if [v.lower() for v in values] == ["none"]:
         return []
     return list(values)
+
+
+def check_max_size(args: argparse.Namespace) -> None:
+    """``--max-size`` against ``--known-sweep``, before any work."""
+    if args.max_size is None:
+        return
+    if not args.known_sweep:
+        raise ValidationError("--max-size needs --known-sweep COL ...", code="OPTION_REQUIRED")
+    if not 1 <= args.max_size <= len(args.known_sweep):
+        raise ValidationError("--max-size must be between 1 and the number of --known-sweep "
+                              f"columns ({len(args.known_sweep)}). Got {args.max_size}.",
+                              code="BAD_OPTION_VALUE")
+
+
+def save_known_sweep(folder: Path, ksweep: Any, lines: list[str], *, dpi: int,
+                     write: Any = None) -> None:
+    """Write a knowledge sweep's tables (``write(df, path)``, default pandas' CSV) and figures
+    into ``folder``; its line joins the summary ``lines``."""
+    from bayes_risk.results._base import plot_figure
+
+    for part in ("table", "drivers", "levels"):
+        df = getattr(ksweep, part)
+        path = folder / ("known_sweep.csv" if part == "table" else f"known_sweep_{part}.csv")
+        write(df, path) if write is not None else df.to_csv(path, index=False)
+    plot_figure(ksweep, "frontier").savefig(folder / "known_sweep.png", dpi=dpi)
+    plot_figure(ksweep, "drivers").savefig(folder / "known_sweep_drivers.png", dpi=dpi)
+    lines.append(f"knowledge sweep over {len(ksweep.table)} subsets of "
+                 f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")
+
+
+def init_params(cls: type, method: str | None = None, given: Any = ()) -> set[str]:
+    """The parameters of ``cls.__init__`` (none when its signature cannot be read); with
+    ``method``, refuse a ``given`` setting it does not take (``OPTION_CONFLICT``)."""
+    import inspect
+
+    try:
+        params = set(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        params = set()
+    refused = ["--" + k.replace("_", "-") for k in given if k not in params]
+    if method is not None and refused:
+        raise ValidationError(f"{', '.join(refused)}: not an option of --method {method} "
+                              f"({cls.__name__} takes no such setting).", code="OPTION_CONFLICT")
+    return params
+
+
+def read_holdout(args: argparse.Namespace) -> pd.DataFrame | None:
+    """The ``--holdout`` table (``None`` when not given)."""
+    if args.holdout is None:
+        return None
+    return read_records_table(args.holdout, "--holdout", missing_labels(args))
+
+
+def run_seed(args: argparse.Namespace) -> int:
+    """``--random-seed``, else a fresh one: recorded, it makes the run reproducible."""
+    if args.random_seed is not None:
+        return args.random_seed
+    import numpy as np
+
+    return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])

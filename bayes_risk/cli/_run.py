@@ -51,14 +51,9 @@ _COMMIT = threading.Lock()
 
 
 class _Stopper:
-    """What makes a stop signal end a run within seconds, whatever the run is doing.
-
-    A ``KeyboardInterrupt`` that Python swallowed (``sys.unraisablehook``) is delivered again.
-    In the ``bayes-risk`` program (``watch``), a thread learns of each stop signal through
-    ``signal.set_wakeup_fd`` (also while a compiled kernel runs); if the run has not ended
-    :data:`STOP_GRACE` seconds later, it removes the run's temporaries, stops the workers,
-    prints ``interrupted`` and exits 130.
-    """
+    """Ends a run within :data:`STOP_GRACE` seconds of a stop signal: a swallowed
+    ``KeyboardInterrupt`` is delivered again; with ``watch``, a thread woken by
+    ``signal.set_wakeup_fd`` ends the program itself (exit 130) if the run does not."""
 
     def __init__(self, run: CommandRun, *, watch: bool) -> None:
         self.run = run
@@ -230,15 +225,6 @@ def _input_path(value: str) -> str | None:
     return None
 
 
-def _absolute(value: Any) -> Any:
-    """An existing path value (or list of them) made absolute; other values kept as given."""
-    if isinstance(value, list):
-        return [_absolute(v) for v in value]
-    if isinstance(value, str) and value and Path(value).exists():
-        return os.path.abspath(value)
-    return value
-
-
 def _checksums(inputs: dict[str, Any]) -> dict[str, str]:
     """SHA-256 of every input file (each file of an input folder), by absolute path; a pipe,
     device or socket is refused (``NOT_A_REGULAR_FILE``)."""
@@ -280,29 +266,19 @@ def shown(text: str | Path) -> str:
     return s
 
 
-def _shown_value(v: Any) -> Any:
-    """:func:`shown` of a path or of each path in a list; other values unchanged."""
-    if isinstance(v, str):
-        return shown(v)
-    if isinstance(v, list):
-        return [shown(p) if isinstance(p, str) else p for p in v]
-    return v
-
-
-def _input_paths(inputs: dict[str, Any]) -> list[Path]:
-    paths: list[Path] = []
-    for v in inputs.values():
-        for p in v if isinstance(v, list) else [v]:
-            paths.append(Path(p).resolve())
-    return paths
+def _final_path(value: Any) -> Any:
+    """An existing path (or each of a list) made absolute, a text under its :func:`shown`
+    name; other values kept as given."""
+    if isinstance(value, list):
+        return [_final_path(v) for v in value]
+    if isinstance(value, str):
+        return shown(os.path.abspath(value) if value and Path(value).exists() else value)
+    return value
 
 
 def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) -> Path:
-    """Apply the ``--out`` policy before any work; return the absolute output path.
-
-    Raises ``ValidationError`` if ``--out`` is empty, the current folder or a parent, holds an
-    input, exists non-empty (without ``overwrite``), or cannot be written.
-    """
+    """Apply the ``--out`` policy before any work (``ValidationError`` for an empty, unsafe,
+    taken or unwritable ``--out``); return the absolute output path."""
     if not str(out).strip():
         raise ValidationError("--out is empty; give the name of a new folder, e.g. --out results.",
                               code="OUT_INVALID")
@@ -385,13 +361,9 @@ def _new_dirs(path: Path) -> list[Path]:
 @contextlib.contextmanager
 def output_dir(args: argparse.Namespace,
                finalize: Callable[[Path], Any] | None = None) -> Iterator[Path]:
-    """Yield an empty temporary folder; on success it takes the place of ``--out``.
-
-    The run's fields are merged into ``summary.json``, then ``finalize(folder)`` runs on the
-    complete folder. Nothing is swapped in after an interrupt; on error the temporary folder is
-    removed. Stale temporaries beside ``--out`` are removed first; the rename replaces only what
-    was at ``--out`` when checked (else ``OUT_TAKEN``) and is the only critical section.
-    """
+    """Yield an empty temporary folder that, complete (run fields merged into
+    ``summary.json``, then ``finalize(folder)``), replaces ``--out`` as checked (else
+    ``OUT_TAKEN``); removed on error or interrupt."""
     from bayes_risk._io import (
         path_identity,
         remove_stale_siblings,
@@ -481,7 +453,7 @@ def _merge_summary(path: Path, extra: dict[str, Any]) -> None:
     if "inputs" not in d or not d["inputs"]:
         d["inputs"] = extra["inputs"]
     if isinstance(d["inputs"], dict):  # absolute; the files' final names (a demo's steps)
-        d["inputs"] = {k: _shown_value(_absolute(v)) for k, v in d["inputs"].items()}
+        d["inputs"] = {k: _final_path(v) for k, v in d["inputs"].items()}
     d["input_sha256"] = {shown(k): v for k, v in extra["input_sha256"].items()}
     d["run_warnings"] = extra["run_warnings"]
     codes = [w["code"] for w in extra["run_warnings"]]
@@ -502,7 +474,8 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
     args._run = run
     if getattr(args, "out", None) is not None:
         run.out = check_out(args.out, overwrite=bool(getattr(args, "overwrite", False)),
-                            inputs=_input_paths(run.inputs))
+                            inputs=[Path(p).resolve() for v in run.inputs.values()
+                                    for p in (v if isinstance(v, list) else [v])])
         from bayes_risk._io import path_identity
 
         run.out_identity = path_identity(run.out)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from bayes_risk.cli._common import inputs_summary
+
 __all__ = ["run"]
 
 
@@ -49,10 +51,9 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk._io import write_json
     from bayes_risk.attacks import linkability_risk, singling_out_risk
     from bayes_risk.cli._common import (
-        missing_labels,
         print_summary,
+        read_holdout,
         read_inputs,
-        read_records_table,
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
@@ -68,10 +69,8 @@ def run(args: argparse.Namespace) -> int:
                               "COLS_A COLS_B.", code="OPTION_REQUIRED")
     aux = (None if args.linkability is None else
            tuple(_columns(t, "--linkability") for t in args.linkability))
-    labels = missing_labels(args)
     original, synthetic = read_inputs(args)
-    holdout = (None if args.holdout is None
-               else read_records_table(args.holdout, "--holdout", labels))
+    holdout = read_holdout(args)
     schema = release_schema(original, synthetic, args)
     common = dict(holdout=holdout, schema=schema, confidence_level=args.confidence_level,
                   random_seed=args.random_seed)
@@ -93,9 +92,8 @@ def run(args: argparse.Namespace) -> int:
                "linkability": None if lk is None else lk.to_dict(),
                "warnings": list(dict.fromkeys([*(so.warnings if so else []),
                                                *(lk.warnings if lk else [])])),
-               "inputs": {"original": str(args.original),
-                          "synthetic": [str(s) for s in args.synthetic],
-                          "holdout": None if args.holdout is None else str(args.holdout)}}
+               "inputs": inputs_summary(args, holdout=None if args.holdout is None
+                                        else str(args.holdout))}
     with output_dir(args) as tmp:
         write_json(tmp / "summary.json", summary)
         if so is not None:

@@ -6,7 +6,15 @@ import argparse
 import math
 from typing import Any
 
-from bayes_risk.cli._common import dask_client, dask_kwargs, parse_records, read_inputs
+from bayes_risk.cli._common import (
+    check_max_size,
+    dask_client,
+    dask_kwargs,
+    inputs_summary,
+    parse_records,
+    read_inputs,
+    save_known_sweep,
+)
 
 __all__ = ["run", "parse_records", "parse_pairs"]
 
@@ -192,8 +200,7 @@ def _run_largest_value(args: argparse.Namespace, scenario: str, model: Any, orig
         "total_known": bool(args.total_known),
         "memberships": pieces.memberships,
         "warnings": list(pieces.warnings),
-        "inputs": {"model": str(args.model), "original": str(args.original),
-                   "synthetic": [str(s) for s in args.synthetic]},
+        "inputs": {"model": str(args.model), **inputs_summary(args)},
         "reference": "Wei & Reiter (2016), as summarised in Hu (2019, section 3.3.3)",
     }
     with output_dir(args) as tmp:
@@ -272,25 +279,11 @@ def run(args: argparse.Namespace) -> int:
         "model": str(args.model)
         if args.model is not None
         else f"{synthetic.method} synthesizer rebuilt from the release manifest",
-        "original": str(args.original),
-        "synthetic": [str(s) for s in args.synthetic],
-        "records": args.records,
-        **({} if pairs is None else {"pairs": args.pairs}),
+        **inputs_summary(args, records=args.records,
+                         **({} if pairs is None else {"pairs": args.pairs})),
     }
     from bayes_risk.results._base import plot_figure
 
-    with output_dir(args) as tmp:
-        result.records.to_csv(tmp / "records.csv")  # the index: column "record" (or "pair")
-        write_json(tmp / "summary.json", summary)
-        for kind, name in (("p_true", "p_true_hist.png"), ("rank", "rank_hist.png"),
-                           ("khat", "khat.png")):
-            plot_figure(result, kind).savefig(tmp / name, dpi=100)
-        if ksweep is not None:
-            ksweep.table.to_csv(tmp / "known_sweep.csv", index=False)
-            ksweep.drivers.to_csv(tmp / "known_sweep_drivers.csv", index=False)
-            ksweep.levels.to_csv(tmp / "known_sweep_levels.csv", index=False)
-            plot_figure(ksweep, "frontier").savefig(tmp / "known_sweep.png", dpi=100)
-            plot_figure(ksweep, "drivers").savefig(tmp / "known_sweep_drivers.png", dpi=100)
     un = summary["unflagged"]
     what = "pairs of records" if pairs is not None else "records"
     lines = [
@@ -308,9 +301,14 @@ def run(args: argparse.Namespace) -> int:
             f"{chains.get('records_flagged', 0)} record(s) flagged CHAINS_DISAGREE"
             if chains.get("status") == "run" else f"between-chain check not run: {chains['reason']}"
         )
-    if ksweep is not None:
-        lines.append(f"knowledge sweep over {len(ksweep.table)} subsets of "
-                     f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")
+    with output_dir(args) as tmp:
+        result.records.to_csv(tmp / "records.csv")  # the index: column "record" (or "pair")
+        write_json(tmp / "summary.json", summary)
+        for kind, name in (("p_true", "p_true_hist.png"), ("rank", "rank_hist.png"),
+                           ("khat", "khat.png")):
+            plot_figure(result, kind).savefig(tmp / name, dpi=100)
+        if ksweep is not None:
+            save_known_sweep(tmp, ksweep, lines, dpi=100)
     print_summary(lines, args.out)
     return 0
 
@@ -319,15 +317,8 @@ def _check_known_sweep(args: argparse.Namespace, scenario: str) -> None:
     """``--known-sweep`` and ``--max-size`` against the scenario, before any fit."""
     from bayes_risk.exceptions import ValidationError
 
-    if args.max_size is not None and not args.known_sweep:
-        raise ValidationError("--max-size needs --known-sweep COL ...", code="OPTION_REQUIRED")
-    if not args.known_sweep:
-        return
-    if scenario != "worst_case" or args.known:
+    if args.known_sweep and (scenario != "worst_case" or args.known):
         raise ValidationError(
             "--known-sweep sets the known columns of every subset itself (the empty subset is "
             "the worst case): drop --known and --scenario.", code="OPTION_CONFLICT")
-    if args.max_size is not None and not 1 <= args.max_size <= len(args.known_sweep):
-        raise ValidationError(
-            f"--max-size must be between 1 and the number of --known-sweep columns "
-            f"({len(args.known_sweep)}). Got {args.max_size}.", code="BAD_OPTION_VALUE")
+    check_max_size(args)

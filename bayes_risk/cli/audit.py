@@ -81,11 +81,10 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.auditing import AuditSettings, audit
     from bayes_risk.cli._common import (
         imputed_arg,
-        missing_labels,
         parse_records,
         print_summary,
+        read_holdout,
         read_inputs,
-        read_records_table,
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
@@ -115,8 +114,7 @@ def run(args: argparse.Namespace) -> int:
         known=args.known, model=args.model, synthesized=args.synthesized, schema=schema,
         settings=settings, thresholds=args.threshold, random_seed=args.random_seed,
         progressbar=not args.quiet,
-        holdout=(None if args.holdout is None
-                 else read_records_table(args.holdout, "--holdout", missing_labels(args))),
+        holdout=read_holdout(args),
     )
     done: list = []
     # the zip of the whole folder, made once summary.json is complete: the one file to send

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bayes_risk.cli._common import inputs_summary
+
 __all__ = ["run"]
 
 
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         compat=args.compat,
     )
     d = res.to_dict()
-    d["inputs"] = {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic]}
+    d["inputs"] = inputs_summary(args)
     with output_dir(args) as tmp:
         write_json(tmp / "summary.json", d)
         res.ident.to_csv(tmp / "ident.csv", index=False)
@@ -107,8 +109,6 @@ def _write_differencing(tmp: Path, diff, args: argparse.Namespace) -> None:
     from bayes_risk._io import write_json
 
     d = diff.to_dict()
-    d["inputs"] = {"original": str(args.original),
-                   "synthetic": [str(s) for s in args.synthetic],
-                   "selected": args.selected}
+    d["inputs"] = inputs_summary(args, selected=args.selected)
     write_json(tmp / "differencing.json", d)
     diff.to_dataframe().to_csv(tmp / "differencing.csv", index=False)

@@ -58,8 +58,6 @@ def run(args: argparse.Namespace) -> int:
     for opt in options:  # options naming columns: checked against the table
         if opt.kwargs.get("metavar") == "COL" and settings.get(opt.setting):
             settings[opt.setting] = schema.check_columns(list(settings[opt.setting]), opt.flag)
-    if not info.convergence:
-        return _fit_direct(args, cls, settings, df, schema)
     model = cls(**settings)
     fit_kw: dict[str, Any] = {}
     if args.records is not None:
@@ -67,29 +65,31 @@ def run(args: argparse.Namespace) -> int:
 
         # every synthesizer's fit takes records= (the common fit signature, models/base.py)
         fit_kw["records"] = np.asarray(parse_records(args.records, len(df)), dtype=np.int64)
-    _check_memory(args, df, schema, model)
-    # warnings are printed as one line each and recorded in summary.json (cli._run); the
-    # NetCDF writer's imports run on the other core while the sampler's kernels run
-    with overlap(warm_up_writer):
-        model.fit(df, schema=schema, random_seed=args.random_seed, **fit_kw)
+    if info.convergence:
+        _check_memory(args, df, schema, model)
+        # warnings are printed as one line each and recorded in summary.json (cli._run); the
+        # NetCDF writer's imports run on the other core while the sampler's kernels run
+        with overlap(warm_up_writer):
+            model.fit(df, schema=schema, random_seed=args.random_seed, **fit_kw)
+    else:  # CART, random forests, PMM, or a model such as an exact conjugate posterior
+        model.fit(df, schema=schema, synthesized=args.synthesize or None,
+                  random_seed=args.random_seed, **fit_kw)
     with output_dir(args) as tmp:
         model.save(tmp)
-        _write_summary(tmp, args, model)
-    print_summary(_summary_lines(args, model, df, schema), args.out)
+        if info.convergence:
+            _write_summary(tmp, args, model)
+    print_summary(_summary_lines(args, model, df, schema) if info.convergence
+                  else _direct_lines(args, model, df), args.out)
     return 0
 
 
 def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, Any]:
     """The ``__init__`` settings of ``--method``'s model: the MCMC options given, the
     model-specific options, the seed and the progress bar — each only if the model takes it."""
-    import inspect
-
+    from bayes_risk.cli._common import init_params
     from bayes_risk.exceptions import ValidationError
 
-    try:
-        params = set(inspect.signature(cls).parameters)
-    except (TypeError, ValueError):  # a class whose signature cannot be read
-        params = set()
+    params = init_params(cls)
     mcmc = {k: getattr(args, k) for k in ("tune", "draws", "chains", "cores")
             if getattr(args, k) is not None}
     refused = [f"--{k}" for k in mcmc if k not in params]
@@ -108,9 +108,8 @@ def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, An
 
 
 def _write_summary(folder: Any, args: argparse.Namespace, model: Any) -> None:
-    """``summary.json`` of the fit: whether its convergence checks passed and each failed check
-    (``code``, ``fit``, ``quantity``, ``statistic``, ``value``, ``threshold``); the run's
-    command, inputs and warnings are added by ``output_dir``."""
+    """``summary.json`` of the fit: whether its convergence checks passed, and each failed
+    check."""
     from bayes_risk._io import write_json
 
     conv = model.convergence_summary()
@@ -124,34 +123,13 @@ def _write_summary(folder: Any, args: argparse.Namespace, model: Any) -> None:
     })
 
 
-def _fit_direct(args: argparse.Namespace, cls: type, settings: dict[str, Any], df: Any,
-                schema: Any) -> int:
-    """Fit a synthesizer without MCMC diagnostics (CART, random forests, PMM, or a registered
-    model such as an exact conjugate posterior) and save it."""
-    import numpy as np
-
-    from bayes_risk.cli._common import print_summary
-    from bayes_risk.cli._run import output_dir
-
-    model = cls(**settings)
-    fit_kw: dict[str, Any] = {}
-    if args.records is not None:
-        from bayes_risk.cli._common import parse_records
-
-        fit_kw["records"] = np.asarray(parse_records(args.records, len(df)), dtype=np.int64)
-    model.fit(df, schema=schema, synthesized=args.synthesize or None,
-              random_seed=args.random_seed, **fit_kw)
-    with output_dir(args) as tmp:
-        model.save(tmp)
+def _direct_lines(args: argparse.Namespace, model: Any, df: Any) -> list[str]:
+    """Headline of a fit without MCMC diagnostics."""
     synthesized = list(model.schema_.synthesized or model.schema_.names)
-    lines = [
-        f"fitted {args.method} to {len(df)} records x {len(df.columns)} columns",
-        f"synthesized columns: {', '.join(map(str, synthesized))}",
-        *_model_id_line(model),
-        "the model folder holds the confidential data: keep it as confidential as the data",
-    ]
-    print_summary(lines, args.out)
-    return 0
+    return [f"fitted {args.method} to {len(df)} records x {len(df.columns)} columns",
+            f"synthesized columns: {', '.join(map(str, synthesized))}",
+            *_model_id_line(model),
+            "the model folder holds the confidential data: keep it as confidential as the data"]
 
 
 def _shown_metavar(opt: Any) -> str:

@@ -7,7 +7,12 @@ import os
 import sys
 from typing import Any
 
-from bayes_risk.cli._common import parse_key_value
+from bayes_risk.cli._common import (
+    check_max_size,
+    inputs_summary,
+    parse_key_value,
+    save_known_sweep,
+)
 
 __all__ = ["run"]
 
@@ -134,10 +139,8 @@ def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any) -> list[str]:
 
 
 def _lean_process(blas_threads: bool) -> None:
-    """Load numpy and pyarrow lean, if this process has not loaded them yet: numpy with a
-    single-threaded OpenBLAS unless ``blas_threads`` (matching multiplies no matrices worth
-    threads; the variable is removed afterwards, a user's value left alone), pyarrow with the C
-    library's malloc instead of mimalloc (≈ 2 MiB resident per thread for kilobyte tables)."""
+    """Load numpy with a single-threaded OpenBLAS (unless ``blas_threads``) and pyarrow with
+    the system allocator, if not loaded yet: matching needs neither's threads or pools."""
     if "numpy" not in sys.modules and not blas_threads \
             and "OPENBLAS_NUM_THREADS" not in os.environ:
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
@@ -168,12 +171,10 @@ def _release_free_memory() -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``bayes-risk identification`` (see the module docstring)."""
-    import json
-
     # posterior replicates (--model) are drawn by models that may use BLAS
     _lean_process(blas_threads=args.model is not None)
 
-    from bayes_risk._io import to_jsonable
+    from bayes_risk._io import write_json
     from bayes_risk.cli._common import (
         dask_client,
         dask_kwargs,
@@ -217,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as err:
             raise ValidationError("--radius-sweep expects comma-separated numbers. Got "
                                   f"{args.radius_sweep!r}.", code="BAD_OPTION_VALUE") from err
-    _check_known_sweep(args)
+    check_max_size(args)
     replicates = _posterior_replicates(args, original, syn)
     _release_free_memory()  # the CSV readers' buffers
     rkw = {} if replicates is None else {"replicates": replicates}
@@ -248,49 +249,25 @@ def run(args: argparse.Namespace) -> int:
         out["radius_sweep"] = sweep.to_dict()
     if ksweep is not None:
         out["known_sweep"] = ksweep.to_dict()
-    out["inputs"] = {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic]}
-    if args.targets:
-        out["inputs"]["targets"] = str(args.targets)
+    out["inputs"] = inputs_summary(args, **({"targets": str(args.targets)} if args.targets
+                                            else {}))
     from bayes_risk.results._base import plot_figure
 
+    lines = _summary_lines(res, m, sweep, replicates)
     with output_dir(args) as tmp:
         if args.records_output != "none":
             table = res.records if args.records_output == "per-dataset" else res.target_table()
             write_csv(table, tmp / "records.csv")
-        with open(tmp / "summary.json", "w") as fh:
-            json.dump(to_jsonable(out), fh, indent=2, allow_nan=False)
-            fh.write("\n")
+        write_json(tmp / "summary.json", out)
         if replicates is not None:
             plot_figure(res, "running_estimate").savefig(tmp / "running_estimate.png", dpi=120)
         if sweep is not None:
             sweep.to_frame().to_csv(tmp / "radius_sweep.csv", index=False)
             plot_figure(sweep, "box").savefig(tmp / "radius_sweep.png", dpi=120)
         if ksweep is not None:
-            write_csv(ksweep.table, tmp / "known_sweep.csv")
-            write_csv(ksweep.drivers, tmp / "known_sweep_drivers.csv")
-            write_csv(ksweep.levels, tmp / "known_sweep_levels.csv")
-            plot_figure(ksweep, "frontier").savefig(tmp / "known_sweep.png", dpi=120)
-            plot_figure(ksweep, "drivers").savefig(tmp / "known_sweep_drivers.png", dpi=120)
-    lines = _summary_lines(res, m, sweep, replicates)
-    if ksweep is not None:
-        lines.append(f"knowledge sweep over {len(ksweep.table)} subsets of "
-                     f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")
+            save_known_sweep(tmp, ksweep, lines, dpi=120, write=write_csv)
     print_summary(lines, args.out)
     return 0
-
-
-def _check_known_sweep(args: argparse.Namespace) -> None:
-    """``--max-size`` against ``--known-sweep``, before any matching runs."""
-    from bayes_risk.exceptions import ValidationError
-
-    if args.max_size is None:
-        return
-    if not args.known_sweep:
-        raise ValidationError("--max-size needs --known-sweep COL ...", code="OPTION_REQUIRED")
-    if not 1 <= args.max_size <= len(args.known_sweep):
-        raise ValidationError("--max-size must be between 1 and the number of --known-sweep "
-                              f"columns ({len(args.known_sweep)}). Got {args.max_size}.",
-                              code="BAD_OPTION_VALUE")
 
 
 def _known_sweep(args: argparse.Namespace, original: Any, syn: Any, kw: dict[str, Any],

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from bayes_risk.cli._common import inputs_summary
+
 __all__ = ["run"]
 
 
@@ -27,21 +29,18 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk._io import write_json
     from bayes_risk.cli._common import (
         check_model_original,
-        missing_labels,
         parse_records,
         print_summary,
+        read_holdout,
         read_inputs,
-        read_records_table,
     )
     from bayes_risk.cli._run import output_dir
     from bayes_risk.membership.api import membership_risk
     from bayes_risk.membership.specs import AttackSpec, RatioSpec
     from bayes_risk.models import load_model
 
-    labels = missing_labels(args)
     original, synthetic = read_inputs(args)
-    holdout = (None if args.holdout is None
-               else read_records_table(args.holdout, "--holdout", labels))
+    holdout = read_holdout(args)
     model = load_model(args.model)
     check_model_original(args, model, original)
     if args.quiet and hasattr(model, "progressbar"):
@@ -66,10 +65,8 @@ def run(args: argparse.Namespace) -> int:
     summary = result.to_dict()
     summary["inputs"] = {
         "model": str(args.model),
-        "original": str(args.original),
-        "synthetic": [str(s) for s in args.synthetic],
-        "holdout": None if args.holdout is None else str(args.holdout),
-        "records": args.records,
+        **inputs_summary(args, holdout=None if args.holdout is None else str(args.holdout),
+                         records=args.records),
     }
     from bayes_risk.results._base import plot_figure
 

@@ -14,9 +14,7 @@ __all__ = ["run"]
 
 def run(args: argparse.Namespace) -> int:
     """Run ``bayes-risk orders``; returns the exit status."""
-    import json
-
-    from bayes_risk._io import to_jsonable
+    from bayes_risk._io import write_json
     from bayes_risk.cli._common import (
         missing_labels,
         print_summary,
@@ -57,9 +55,7 @@ def run(args: argparse.Namespace) -> int:
     out["settings"]["random_seed"] = args.random_seed
     with output_dir(args) as tmp:
         res.table.to_csv(tmp / "orders.csv", index=False)
-        with open(tmp / "summary.json", "w") as fh:
-            json.dump(to_jsonable(out), fh, indent=2, allow_nan=False)
-            fh.write("\n")
+        write_json(tmp / "summary.json", out)
     print_summary([f"{len(orders)} visit orders ({args.method}, m = {m} each): mean pMSE, "
                    "pMSE ratio and identification risk per order",
                    *res.table.to_string(index=False).splitlines()], args.out)
@@ -74,8 +70,7 @@ def _synthesizer(args: Any) -> Any:
     """``--method``'s registered synthesizer with the settings given, checked before any
     synthesis by what the class declares (``ModelInfo.visit_order``) and takes (its
     ``__init__``), never by its name."""
-    import inspect
-
+    from bayes_risk.cli._common import init_params
     from bayes_risk.cli.synthesize import _group_by
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
@@ -87,15 +82,8 @@ def _synthesizer(args: Any) -> Any:
                               "columns in a visit order (its ModelInfo does not declare "
                               "visit_order), so there are no orders to compare; use a sequential "
                               "synthesizer such as cart or rf.", code="OPTION_CONFLICT")
-    try:
-        params = set(inspect.signature(cls).parameters)
-    except (TypeError, ValueError):  # a class whose signature cannot be read
-        params = set()
     given = {k: getattr(args, k) for k in _SETTINGS if getattr(args, k, None) is not None}
-    refused = ["--" + k.replace("_", "-") for k in given if k not in params]
-    if refused:
-        raise ValidationError(f"{', '.join(refused)}: not an option of --method {args.method} "
-                              f"({cls.__name__} takes no such setting).", code="OPTION_CONFLICT")
+    init_params(cls, args.method, given)
     if "group_by" in given:
         given["group_by"] = _group_by(given["group_by"])
     return cls(**given)

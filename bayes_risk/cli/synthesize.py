@@ -19,13 +19,6 @@ _DEFAULT_M_SAVED = 5
 _COLUMN_SETTINGS = ("identifying", "visit_sequence")
 
 
-def _fresh_seed() -> int:
-    import numpy as np
-
-    # a recorded seed makes a run without --random-seed reproducible from its manifest
-    return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
-
-
 def _flag(setting: str) -> str:
     return "--" + setting.replace("_", "-")
 
@@ -55,9 +48,7 @@ def _underscore(value: str) -> str:
 
 def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
     """``--method``'s registered class and its settings, checked before any data is read."""
-    import inspect
-
-    from bayes_risk.cli._common import check_required
+    from bayes_risk.cli._common import check_required, init_params
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
@@ -70,15 +61,8 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
                               f"'bayes-risk fit ORIGINAL --method {args.method} --out MODEL_DIR', "
                               "then synthesize with 'bayes-risk synthesize --model MODEL_DIR'.",
                               code="OPTION_CONFLICT")
-    try:
-        params = set(inspect.signature(cls).parameters)
-    except (TypeError, ValueError):  # a class whose signature cannot be read
-        params = set()
     settings = _given_settings(args)
-    refused = [_flag(k) for k in settings if k not in params]
-    if refused:
-        raise ValidationError(f"{', '.join(refused)}: not an option of --method {args.method} "
-                              f"({cls.__name__} takes no such setting).", code="OPTION_CONFLICT")
+    params = init_params(cls, args.method, settings)
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
                    options={k: _option(k) for k in MODEL_SETTINGS})
     if "progressbar" in params:
@@ -115,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``bayes-risk synthesize``; returns the exit status."""
     import numpy as np
 
+    from bayes_risk.cli._common import run_seed
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data import SyntheticData, check_m
     from bayes_risk.exceptions import ValidationError
@@ -123,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValidationError("give either ORIGINAL (a confidential table, with --method) or "
                               "--model DIR (a model saved by 'bayes-risk fit'), not both and not "
                               "neither.", code="OPTION_CONFLICT")
-    seed = args.random_seed if args.random_seed is not None else _fresh_seed()
+    seed = run_seed(args)  # recorded in the manifest
     if args.model is not None:
         given = [
             name for name, val in (("--method", args.method), ("--synthesize", args.synthesize),
@@ -186,9 +171,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_release_size(m: int, n: int, width: int) -> None:
-    """Refuse, before the fit, a release too large for memory (its datasets are held together
-    until they are written): ``-m 1000000000`` is an error naming ``-m``, not a run that never
-    ends."""
+    """Refuse, before the fit, a release too large for memory (``-m 1000000000``)."""
     from bayes_risk._memory import check_memory
 
     check_memory(8.0 * m * max(n, 1) * max(width, 1), "-m",

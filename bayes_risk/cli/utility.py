@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bayes_risk.cli._common import inputs_summary, run_seed
+
 __all__ = ["run"]
 
 
@@ -25,12 +27,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_order < 0:
         raise ValidationError(f"--max-order must be >= 0. Got {args.max_order}.",
                               code="BAD_OPTION_VALUE")
-    seed = args.random_seed
-    if seed is None:
-        import numpy as np
-
-        # recorded in summary.json, so a CART / permutation run can be repeated exactly
-        seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
+    seed = run_seed(args)  # recorded in summary.json: a CART / permutation run repeats exactly
     original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
     synthesized = args.synthesized
@@ -51,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         imputed=imputed_arg(args.imputed),
     )
     d = summary.to_dict()
-    d["inputs"] = {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic]}
+    d["inputs"] = inputs_summary(args)
     with output_dir(args) as tmp:
         write_json(tmp / "summary.json", d)
         summary.overlap.to_csv(tmp / "overlap.csv", index=False)

@@ -51,9 +51,8 @@ def comparable_values(col: pd.Series) -> np.ndarray:
 
 
 def _values_like(col: pd.Series, original: pd.Series, original_values: np.ndarray) -> np.ndarray:
-    """``comparable_values(col)``, reusing the original's when ``col`` is the original's column
-    (same dtype, same values): a released unchanged column usually is, and parsing it again for
-    every dataset is the cost of the check."""
+    """``comparable_values(col)``, the original's when ``col`` equals its column (the usual
+    unchanged column: not parsed again per dataset)."""
     if col.dtype == original.dtype and len(col) == len(original) and \
             col.reset_index(drop=True).equals(original.reset_index(drop=True)):
         return original_values

@@ -127,9 +127,7 @@ def _check_row_lengths(p: Path, width: int) -> None:
 
 @contextlib.contextmanager
 def _any_field_size() -> Iterator[None]:
-    """Lift the ``csv`` module's limit on the length of a field (128 KiB: ``_csv.Error: field
-    larger than field limit``) inside the block, as pandas' reader has none: a long free-text
-    field is data, not damage. The process-wide setting is restored after."""
+    """Lift the ``csv`` module's 128 KiB field limit inside the block (pandas has none)."""
     old = csv.field_size_limit()
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # a C long on every platform
     try:
@@ -222,10 +220,8 @@ def _keep_leading_zeros(p: Path, df: pd.DataFrame) -> pd.DataFrame:
 
 def _apply_missing_labels(p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]] | None,
                           strict: bool = True) -> pd.DataFrame:
-    """Declared missing labels become missing values; a column left with numbers only becomes
-    numeric again. ``strict``: a label declared for a numeric column (which cannot hold it) is
-    refused (``MISSING_LABEL_NOT_TEXT``); a synthetic dataset's column may hold numbers only
-    where the original's held the label."""
+    """Declared missing labels become missing values (a column left with numbers becomes
+    numeric); ``strict``: a label of a numeric column is refused."""
     if not labels:
         return df
     out = df.copy()
@@ -304,11 +300,7 @@ def _check_unique_names(p: Path, names: list[str]) -> None:
 
 
 def _check_comma_separated(p: Path, header: str) -> None:
-    """Refuse a CSV file whose header holds semicolons or tabs but no comma.
-
-    Such a file (``write.csv2`` in R, a spreadsheet's export in many locales) would be read as
-    one column whose name is the whole header line; the models would then run on that column.
-    """
+    """Refuse a CSV file whose header holds semicolons or tabs but no comma (one column)."""
     if "," in header:
         return
     for sep, name in ((";", "semicolons"), ("\t", "tabs")):

@@ -67,16 +67,7 @@ def parse_missing_codes(items: Sequence[str] | None, argument: str = "--missing-
     """The numeric codes of ``["nociga=-8", "income=-8", "Marital=NA"]`` as
     ``{"nociga": [-8.0], "income": [-8.0]}``; other values are labels
     (:func:`parse_missing_labels`)."""
-    out: dict[str, list[float]] = {}
-    for k, v in _missing_items(items, argument):
-        try:
-            f = float(v)
-        except ValueError:
-            continue  # a label
-        if not np.isfinite(f):
-            continue  # "nan", "inf": labels, as written in the file
-        out.setdefault(k, []).append(f)
-    return out
+    return _missing_items(items, argument)[0]
 
 
 def parse_missing_labels(items: Sequence[str] | None, argument: str = "--missing-code"
@@ -84,26 +75,29 @@ def parse_missing_labels(items: Sequence[str] | None, argument: str = "--missing
     """The text labels of ``--missing-code COL=VALUE`` items (values that are not finite
     numbers, e.g. ``Marital=NA``), as ``{column: [label, ...]}`` for
     :func:`bayes_risk.data.io.read_table`."""
-    out: dict[str, list[str]] = {}
-    for k, v in _missing_items(items, argument):
-        try:
-            if np.isfinite(float(v)):
-                continue
-        except ValueError:
-            pass
-        out.setdefault(k, []).append(v)
-    return out
+    return _missing_items(items, argument)[1]
 
 
-def _missing_items(items: Sequence[str] | None, argument: str) -> list[tuple[str, str]]:
-    out = []
+def _missing_items(items: Sequence[str] | None, argument: str
+                   ) -> tuple[dict[str, list[float]], dict[str, list[str]]]:
+    """``COL=VALUE`` items split into finite numeric codes and labels (``nan``, ``inf``: as
+    written in the file)."""
+    codes: dict[str, list[float]] = {}
+    labels: dict[str, list[str]] = {}
     for it in items or ():
-        if "=" not in it or not it.rsplit("=", 1)[0] or not it.rsplit("=", 1)[1]:
+        k, _, v = it.rpartition("=")
+        if not k or not v:
             raise ValidationError(f"{argument} expects COLUMN=VALUE, e.g. nociga=-8 or "
                                   f"Marital=NA. Got {it!r}.")
-        k, v = it.rsplit("=", 1)
-        out.append((k, v))
-    return out
+        try:
+            f = float(v)
+        except ValueError:
+            f = float("nan")
+        if np.isfinite(f):
+            codes.setdefault(k, []).append(f)
+        else:
+            labels.setdefault(k, []).append(v)
+    return codes, labels
 
 
 def _as_float(s: pd.Series | np.ndarray) -> np.ndarray | None:

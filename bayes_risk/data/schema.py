@@ -52,6 +52,11 @@ def did_you_mean(name: str, options: Iterable[str]) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
+def _unknown_column(argument: str, name: str, names: Sequence[str]) -> SchemaError:
+    return SchemaError(f"{arg_name(argument)}: column {name!r} is not in the data (columns: "
+                       f"{list(names)})." + did_you_mean(name, names), code="UNKNOWN_COLUMN")
+
+
 @dataclass(frozen=True)
 class ColumnSpec:
     """Type, role and levels of one column.
@@ -191,9 +196,7 @@ class Schema:
         out = []
         for n in names:
             if n not in self.names:
-                raise SchemaError(f"{arg_name(argument)}: column {n!r} is not in the data "
-                                  f"(columns: {self.names})." + did_you_mean(n, self.names),
-                                  code="UNKNOWN_COLUMN")
+                raise _unknown_column(argument, n, self.names)
             out.append(n)
         return out
 
@@ -331,11 +334,7 @@ def _describe_cells(s: pd.Series, rows: np.ndarray, limit: int = 5) -> str:
 
 
 def _check_numeric_text(c: str, s: pd.Series, declared: str | None) -> None:
-    """A text column that is numbers except for a few cells is an error, not a factor.
-
-    Inference must not turn a numeric column categorical because of stray strings (a typo, a
-    missing-value marker such as ``"."``); the user fixes the cells or declares the type.
-    """
+    """Refuse a text column of numbers but for a few stray cells (not inferred a factor)."""
     if pd.api.types.is_numeric_dtype(s.dtype) or isinstance(s.dtype, pd.CategoricalDtype):
         return
     if pd.api.types.is_bool_dtype(s.dtype):
@@ -387,9 +386,7 @@ def check_column_labels(df: Any, name: str = "the original") -> None:
 
 
 def _name_key(name: str) -> str:
-    """What a reader tells two column names apart by: not by case, by white space around the
-    name, by the Unicode form of a character (``ﬁ`` and ``fi``) or by runs of inner white
-    space."""
+    """A column name without case, Unicode form (NFKC) or surplus white space."""
     return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
 
 
@@ -471,8 +468,7 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
     ):
         for c in cols or ():
             if c not in names:
-                raise SchemaError(f"{arg_name(typ)}: column {c!r} is not in the data (columns: "
-                                  f"{names})." + did_you_mean(c, names), code="UNKNOWN_COLUMN")
+                raise _unknown_column(typ, c, names)
             if c in forced and forced[c] != typ:
                 raise SchemaError(f"column {c!r} is declared both {forced[c]} and {typ}.",
                                   code="OPTION_CONFLICT")
@@ -524,7 +520,5 @@ def _keep_unused(keep: bool | Iterable[str], names: Sequence[str]) -> set[str]:
     cols = [keep] if isinstance(keep, str) else list(keep)
     for c in cols:
         if c not in names:
-            raise SchemaError(f"{arg_name('keep_unused_levels')}: column {c!r} is not in the data "
-                              f"(columns: {list(names)})." + did_you_mean(c, names),
-                              code="UNKNOWN_COLUMN")
+            raise _unknown_column("keep_unused_levels", c, names)
     return set(cols)

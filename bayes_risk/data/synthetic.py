@@ -32,9 +32,8 @@ def generation_from_roles(schema: Schema | None,
     some column or record is released unchanged, ``None`` without a schema with roles."""
     if schema is None or not schema.synthesized:
         return None
-    if list(schema.unsynthesized):
-        return "partial"
-    if synthesized_records is not None and not bool(np.all(synthesized_records)):
+    if schema.unsynthesized or (synthesized_records is not None
+                                and not bool(np.all(synthesized_records))):
         return "partial"
     return "full-same-n"
 

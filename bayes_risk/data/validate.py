@@ -28,16 +28,6 @@ __all__ = [
 ]
 
 
-def _as_frame(df: Any, name: str) -> pd.DataFrame:
-    if not isinstance(df, pd.DataFrame):
-        raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(df).__name__}.")
-    return df
-
-
-#: one normalisation of level values (2.0 and 2 are one level), shared with ``level_codes``
-_normalise_value = normalise_level
-
-
 def validate_table(df: pd.DataFrame, schema: Schema, *, name: str = "original",
                    allow_nan: bool | Iterable[str] = False, check_levels: bool = True,
                    extra_columns: bool = False, missing_hint: str = "") -> None:
@@ -66,7 +56,8 @@ def validate_table(df: pd.DataFrame, schema: Schema, *, name: str = "original",
     SchemaError
         Naming the column and value at fault and what was expected.
     """
-    df = _as_frame(df, name)
+    if not isinstance(df, pd.DataFrame):
+        raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(df).__name__}.")
     cols = [str(c) for c in df.columns]
     missing = [c for c in schema.names if c not in cols]
     if missing:
@@ -79,13 +70,7 @@ def validate_table(df: pd.DataFrame, schema: Schema, *, name: str = "original",
     if extra and not extra_columns:
         raise SchemaError(f"{name} has unexpected column(s) {extra}; expected columns "
                           f"{schema.names}.", code="EXTRA_COLUMN")
-    nan_ok: set[str]
-    if allow_nan is True:
-        nan_ok = set(schema.names)
-    elif allow_nan is False:
-        nan_ok = set()
-    else:
-        nan_ok = set(allow_nan)
+    nan_ok = set(schema.names) if allow_nan is True else set(allow_nan or ())
     for spec in schema:
         s = df[spec.name]
         n_na = int(s.isna().sum())
@@ -99,9 +84,9 @@ def validate_table(df: pd.DataFrame, schema: Schema, *, name: str = "original",
             )
         if spec.type in CATEGORICAL_TYPES:
             if check_levels and spec.levels is not None:
-                allowed = {_normalise_value(v) for v in spec.levels}
+                allowed = {normalise_level(v) for v in spec.levels}
                 vals = pd.unique(s.dropna())
-                bad = [v for v in vals if _normalise_value(v) not in allowed]
+                bad = [v for v in vals if normalise_level(v) not in allowed]
                 if bad:
                     raise SchemaError(f"{name}: column {spec.name!r} has value "
                                       f"{_level_to_json(bad[0])!r} that is not among its levels "
@@ -237,13 +222,13 @@ def harmonise_levels(original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], 
         if spec.type not in CATEGORICAL_TYPES:
             continue
         base = list(spec.levels or ())
-        seen = {_normalise_value(v) for v in base}
+        seen = {normalise_level(v) for v in base}
         extra = []
         for l, df in enumerate([original, *synthetic]):
             if spec.name not in df.columns:
                 continue
             for v in pd.unique(df[spec.name].dropna()):
-                nv = _normalise_value(v)
+                nv = normalise_level(v)
                 if nv not in seen:
                     seen.add(nv)
                     extra.append(nv)
@@ -317,24 +302,14 @@ def validate_synthetic(original: pd.DataFrame, synthetic: Sequence[pd.DataFrame]
                               "order.", code="ROW_COUNT_MISMATCH")
         if check_unsynthesized and same_rows:
             for c in schema.unsynthesized:
-                a = original[c].to_numpy()
-                b = z[c].to_numpy()
-                if schema[c].type in CATEGORICAL_TYPES:
-                    eq = _equal_levels(original[c], z[c])
-                else:
-                    af = a.astype(np.float64)
-                    bf = b.astype(np.float64)
-                    eq = (af == bf) | (np.isnan(af) & np.isnan(bf))
+                eq = _equal_levels(original[c], z[c])
                 if not eq.all():
                     raise unchanged_column_error(label, c, original[c], z[c], ~eq)
 
 
 def _equal_levels(a: pd.Series, b: pd.Series) -> np.ndarray:
-    """Element-wise equality of two categorical columns, vectorised.
-
-    Numeric codes compare as numbers (so 2 equals 2.0 after a CSV round trip); anything else
-    compares by value, falling back to the level normalisation of ``normalise_level``.
-    """
+    """Element-wise equality of two columns: as numbers where both are (2 equals 2.0, NaN
+    NaN), else by value and ``normalise_level``."""
     av = a.to_numpy(dtype=object) if isinstance(a.dtype, pd.CategoricalDtype) else a.to_numpy()
     bv = b.to_numpy(dtype=object) if isinstance(b.dtype, pd.CategoricalDtype) else b.to_numpy()
     try:
@@ -347,7 +322,7 @@ def _equal_levels(a: pd.Series, b: pd.Series) -> np.ndarray:
         pd.Series(av, dtype=object).to_numpy() == pd.Series(bv, dtype=object).to_numpy()
     )
     for i in np.flatnonzero(~eq):  # only the rare mismatches get the slow normalised comparison
-        eq[i] = _normalise_value(av[i]) == _normalise_value(bv[i]) or (
+        eq[i] = normalise_level(av[i]) == normalise_level(bv[i]) or (
             pd.isna(av[i]) and pd.isna(bv[i])
         )
     return eq

@@ -5,14 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.cli._common import (
-    add_original_check_argument,
-    add_out_argument,
-    add_quiet_argument,
-    add_seed_argument,
-    add_type_arguments,
-)
-from bayes_risk.cli.parsers import Handler
+from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 
 __all__ = ["add_parser"]
 
@@ -56,11 +49,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               "linkability'). Without --holdout the risk is the main attack's "
                               "success rate (warning NO_HOLDOUT).", epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("original", metavar="ORIGINAL",
-                   help="confidential table (.csv or .parquet) the release was made from")
-    p.add_argument("synthetic", nargs="+", metavar="SYN",
-                   help="synthetic datasets (one file each) or one SyntheticData folder written "
-                   "by 'bayes-risk synthesize'")
+    add_input_arguments(p, " the release was made from")
     p.add_argument("--holdout", default=None, metavar="FILE",
                    help="records of the same population that the synthesis did not use "
                    "(anonymeter's control set; .csv or .parquet), ideally as many as ORIGINAL")
@@ -90,9 +79,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--confidence-level", type=float, default=0.95, metavar="P",
                    help="level of the intervals (default 0.95)")
     add_type_arguments(p)
-    add_original_check_argument(p)
-    add_seed_argument(p, default=None)
-    add_quiet_argument(p)
-    add_out_argument(p, "singling_out.csv, linkability.csv, summary.json and plots")
-    p.set_defaults(handler=Handler("bayes_risk.cli.attacks"))
+    add_run_arguments(p, "attacks", "singling_out.csv, linkability.csv, summary.json and plots",
+                      check="SYN")
     return p

@@ -5,16 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.cli._common import (
-    RECORDS_HELP,
-    add_dask_arguments,
-    add_original_check_argument,
-    add_other_model_argument,
-    add_out_argument,
-    add_quiet_argument,
-    add_seed_argument,
-)
-from bayes_risk.cli.parsers import Handler
+from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
 
 __all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES", "REFIT_COST_HELP"]
 
@@ -63,11 +54,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "manifest and ORIGINAL and checked to reproduce the release exactly (plug-in "
                    "likelihood; see the methods page, section Tree synthesizers: plug-in "
                    "likelihoods)")
-    p.add_argument("original", metavar="ORIGINAL",
-                   help="confidential table (.csv or .parquet) the model was fitted to")
-    p.add_argument("synthetic", nargs="+", metavar="SYN",
-                   help="synthetic datasets (one file each) or one SyntheticData folder written "
-                   "by 'bayes-risk synthesize'")
+    add_input_arguments(p, " the model was fitted to")
     p.add_argument("--records", default=None, metavar="RANGE|FILE",
                    help=f"records to evaluate (default: all records): {RECORDS_HELP}")
     p.add_argument("--candidates", default="one-variable", metavar="RULE",
@@ -79,22 +66,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--prior", default="uniform", metavar="PRIOR",
                    help="intruder prior: uniform (default), truth-weighted:K, empirical[:ALPHA], "
                    "model-predictive")
-    _add_scenario_arguments(p)
-    p.add_argument("--known", nargs="+", default=None, metavar="COL",
-                   help="synthesized columns the intruder also knows for the target record "
-                   "(partially-known scenario)")
-    _add_known_sweep(p)
-    _add_estimator_arguments(p)
-    add_seed_argument(p, default=None)
-    add_dask_arguments(p, "records")
-    add_quiet_argument(p)
-    add_out_argument(p, "records.csv, summary.json and diagnostic plots")
-    p.set_defaults(handler=Handler("bayes_risk.cli.attribute"))
-    return p
-
-
-def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
-    """``--scenario`` and the options of the largest-value scenarios (Wei & Reiter)."""
     p.add_argument("--scenario", default=None, choices=list(SCENARIO_CHOICES),
                    help="what the intruder knows: worst-case (default: every other record), "
                    "partially-known (also --known of the target's own values; implied by "
@@ -121,10 +92,9 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delta", type=float, default=None, metavar="D",
                    help="largest-value scenarios: report the posterior probability within D times "
                    f"the largest value of it (default {DEFAULT_DELTA})")
-
-
-def _add_known_sweep(p: argparse.ArgumentParser) -> None:
-    """``--known-sweep`` and ``--max-size``: the risk over subsets of the known columns."""
+    p.add_argument("--known", nargs="+", default=None, metavar="COL",
+                   help="synthesized columns the intruder also knows for the target record "
+                   "(partially-known scenario)")
     p.add_argument("--known-sweep", nargs="+", default=None, metavar="COL",
                    help="also compute the attribute risk for every subset of these synthesized "
                    "columns known of each record's own values (up to --max-size, a greedy path "
@@ -134,10 +104,6 @@ def _add_known_sweep(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-size", type=int, default=None, metavar="K",
                    help="largest subset size evaluated exhaustively by --known-sweep (default: "
                    "every size)")
-
-
-def _add_estimator_arguments(p: argparse.ArgumentParser) -> None:
-    """The estimator and its Monte Carlo settings (methods, Attribute disclosure risk)."""
     p.add_argument("--estimator", default="auto", choices=["auto", "stabilised", "is"],
                    help="auto: stabilised for class P models, importance sampling (is) for class O")
     p.add_argument("--refit-draws", type=int, default=None, metavar="N",
@@ -152,5 +118,6 @@ def _add_estimator_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chunk-size", type=int, default=256, metavar="N",
                    help="records processed together (memory bound; default 256; halve it to save "
                    "memory)")
-    add_original_check_argument(p, "the release SYN or the --model")
-    add_other_model_argument(p)
+    add_run_arguments(p, "attribute", "records.csv, summary.json and diagnostic plots",
+                      dask="records", check="the release SYN or the --model", other_model=True)
+    return p

@@ -6,14 +6,10 @@ import argparse
 
 from bayes_risk.cli._common import (
     RECORDS_HELP,
-    add_original_check_argument,
-    add_other_model_argument,
-    add_out_argument,
-    add_quiet_argument,
-    add_seed_argument,
+    add_input_arguments,
+    add_run_arguments,
     add_type_arguments,
 )
-from bayes_risk.cli.parsers import Handler
 from bayes_risk.cli.parsers.attribute import REFIT_COST_HELP
 from bayes_risk.measures import measures
 
@@ -79,11 +75,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               "synthetic dataset (see --refit-draws; the estimate is printed at "
                               "the step's start).", epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("original", metavar="ORIGINAL",
-                   help="the confidential table (.csv or .parquet)")
-    p.add_argument("synthetic", nargs="+", metavar="RELEASE",
-                   help="the release: a SyntheticData folder written by 'bayes-risk "
-                   "synthesize' (its manifest gives roles and method) or one file per dataset")
+    add_input_arguments(p, synthetic="the release: a SyntheticData folder written by "
+                        "'bayes-risk synthesize' (its manifest gives roles and method) or one "
+                        "file per dataset", metavar="RELEASE")
     p.add_argument("--model", default=None, metavar="DIR",
                    help="fitted model folder written by 'bayes-risk fit' (attribute risk); "
                    "not needed for a CART or random-forest release")
@@ -170,10 +164,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--show-confidential-values", action="store_true",
                    help="show the known (quasi-identifier) values of the records most at risk "
                    "in the report (off by default: record numbers only)")
-    add_seed_argument(p)
-    add_quiet_argument(p)
-    add_original_check_argument(p, "the release SYN or the --model")
-    add_other_model_argument(p)
-    add_out_argument(p, "report.html, report.md, summary.json and one folder per step")
-    p.set_defaults(handler=Handler("bayes_risk.cli.audit"))
+    add_run_arguments(p, "audit", "report.html, report.md, summary.json and one folder per step",
+                      check="the release SYN or the --model", other_model=True)
     return p

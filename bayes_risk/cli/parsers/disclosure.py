@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 
 from bayes_risk.cli._common import (
-    add_original_check_argument,
-    add_out_argument,
-    add_quiet_argument,
+    NO_SEED,
+    add_input_arguments,
+    add_run_arguments,
     add_type_arguments,
 )
-from bayes_risk.cli.parsers import Handler
 
 __all__ = ["add_parser"]
 
@@ -50,10 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               "target, with the original's sample uniques and k-anonymity counts "
                               "on the keys.", epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv or .parquet)")
-    p.add_argument("synthetic", nargs="+", metavar="SYN",
-                   help="synthetic datasets (.csv/.parquet, one per dataset) or one SyntheticData "
-                   "folder written by 'bayes-risk synthesize'")
+    add_input_arguments(p)
     p.add_argument("--keys", nargs="+", default=None, metavar="COL",
                    help="key columns (quasi-identifiers) combined into one key (required "
                    "unless only --differencing is asked for)")
@@ -96,8 +92,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     g.add_argument("--compat", choices=["synthpop"], default=None,
                    help="reproduce synthpop 1.9-2 exactly, including its misaligned tables for "
                    "an ungrouped numeric target and its text comparison of replicated uniques")
-    add_quiet_argument(p)
-    add_original_check_argument(p, "the release SYN")
-    add_out_argument(p, "summary.json and one CSV per measure family")
-    p.set_defaults(handler=Handler("bayes_risk.cli.disclosure"))
+    add_run_arguments(p, "disclosure", "summary.json and one CSV per measure family",
+                      seed=NO_SEED, check="the release SYN")
     return p

@@ -10,12 +10,10 @@ from typing import Any
 
 from bayes_risk.cli._common import (
     RECORDS_HELP,
-    add_out_argument,
-    add_quiet_argument,
-    add_seed_argument,
+    add_input_arguments,
+    add_run_arguments,
     add_type_arguments,
 )
-from bayes_risk.cli.parsers import Handler
 
 __all__ = ["add_model_options", "add_parser"]
 
@@ -34,7 +32,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               "With --method dpmpm every modelled column is categorical (the only "
                               "type DPMPM models), integer-coded ones included, so no "
                               "--categorical list is needed.")
-    p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv or .parquet)")
+    add_input_arguments(p, synthetic=None)
     # no argparse choices: any registered synthesizer is accepted (bayes_risk.registry), and an
     # unknown name gets the registry's error listing the registered ones
     p.add_argument("--method", default=None, metavar="NAME",
@@ -64,11 +62,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="processes running chains in parallel (model default; dpmpm: one per "
                         "chain up to the CPUs when the run is long enough to gain from "
                         "them, else in turn; others 1)")
-    add_seed_argument(p, default=None)
-    add_quiet_argument(p)
-    add_out_argument(p, "model folder: model.json + posterior.nc (Bayesian) or arrays.npz + "
-                        "data.parquet (cart, rf, pmm)")
-    p.set_defaults(handler=Handler("bayes_risk.cli.fit"))
+    add_run_arguments(p, "fit", "model folder: model.json + posterior.nc (Bayesian) or "
+                      "arrays.npz + data.parquet (cart, rf, pmm)")
     return p
 
 

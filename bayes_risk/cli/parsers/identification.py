@@ -4,16 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_risk.cli._common import (
-    add_dask_arguments,
-    add_original_check_argument,
-    add_other_model_argument,
-    add_out_argument,
-    add_quiet_argument,
-    add_seed_argument,
-    add_type_arguments,
-)
-from bayes_risk.cli.parsers import Handler
+from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 
 __all__ = ["add_parser"]
 
@@ -47,9 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                               help="identification risk (matching known quasi-identifiers to "
                               "released records)", description=_DESCRIPTION,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("original", metavar="ORIGINAL", help="confidential data (CSV or Parquet)")
-    p.add_argument("synthetic", nargs="+", metavar="SYN",
-                   help="synthetic datasets (one file each) or one SyntheticData folder")
+    add_input_arguments(p)
     p.add_argument("--known-unsynthesized", nargs="+", default=[], metavar="COL",
                    help="known columns released unchanged")
     p.add_argument("--known-synthesized", nargs="+", default=[], metavar="COL",
@@ -141,11 +130,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="relative MCSE at which --replicates auto stops (default 0.01)")
     q.add_argument("--max-replicates", type=int, default=2000, metavar="R",
                    help="cap of --replicates auto (default 2000)")
-    add_seed_argument(p)
-    add_dask_arguments(p, "targets")
-    add_quiet_argument(p)
-    add_original_check_argument(p, "the release SYN or the --model")
-    add_other_model_argument(p)
-    add_out_argument(p, "records.csv, summary.json, radius_sweep.csv/.png, "
-                        "known_sweep*.csv/.png, running_estimate.png")
-    p.set_defaults(handler=Handler("bayes_risk.cli.identification"))
+    add_run_arguments(p, "identification", "records.csv, summary.json, radius_sweep.csv/.png, "
+                      "known_sweep*.csv/.png, running_estimate.png", dask="targets",
+                      check="the release SYN or the --model", other_model=True)

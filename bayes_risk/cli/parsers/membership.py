@@ -5,15 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.cli._common import (
-    RECORDS_HELP,
-    add_original_check_argument,
-    add_other_model_argument,
-    add_out_argument,
-    add_quiet_argument,
-    add_seed_argument,
-)
-from bayes_risk.cli.parsers import Handler
+from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
 
 __all__ = ["add_parser"]
 
@@ -66,11 +58,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("original", metavar="ORIGINAL",
-                   help="confidential table (.csv or .parquet) the model was fitted to")
-    p.add_argument("synthetic", nargs="+", metavar="SYN",
-                   help="synthetic datasets (one file each) or one SyntheticData folder written "
-                   "by 'bayes-risk synthesize'")
+    add_input_arguments(p, " the model was fitted to")
     p.add_argument("--model", required=True, metavar="DIR",
                    help="fitted model folder written by 'bayes-risk fit' (DPMPM or Poisson "
                    "mixture, full synthesis; sequential regressions and CART, full or "
@@ -111,10 +99,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=200, metavar="B",
                    help="bootstrap replicates over records for the intervals (default 200; 0 "
                    "disables)")
-    add_original_check_argument(p, "the --model")
-    add_other_model_argument(p)
-    add_seed_argument(p, default=None)
-    add_quiet_argument(p)
-    add_out_argument(p, "records.csv, summary.json and plots")
-    p.set_defaults(handler=Handler("bayes_risk.cli.membership"))
+    add_run_arguments(p, "membership", "records.csv, summary.json and plots",
+                      check="the --model", other_model=True)
     return p

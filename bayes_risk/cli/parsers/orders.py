@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_risk.cli._common import (
-    add_out_argument,
-    add_quiet_argument,
-    add_seed_argument,
-    add_type_arguments,
-)
-from bayes_risk.cli.parsers import Handler
+from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 
 __all__ = ["add_parser"]
 
@@ -33,7 +27,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               "given columns (Caiola & Reiter 2010 recommend comparing orders "
                               "this way).", epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv or .parquet)")
+    add_input_arguments(p, synthetic=None)
     # no argparse choices: any registered synthesizer whose ModelInfo declares visit_order
     p.add_argument("--method", required=True, metavar="NAME",
                    help="synthesizer: cart, rf, or a synthesizer registered in the entry-point "
@@ -66,8 +60,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="rf: smallest group with a forest of its own (default 10)")
     g.add_argument("--min-leaf", type=int, default=None, metavar="N",
                    help="cart: minimum leaf size (default 5)")
-    add_seed_argument(p, default=1)
-    add_quiet_argument(p)
-    add_out_argument(p, "orders.csv, summary.json")
-    p.set_defaults(handler=Handler("bayes_risk.cli.orders"))
+    add_run_arguments(p, "orders", "orders.csv, summary.json", seed=1)
     return p

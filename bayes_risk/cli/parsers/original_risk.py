@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_risk.cli._common import add_out_argument, add_quiet_argument
-from bayes_risk.cli.parsers import Handler
+from bayes_risk.cli._common import NO_SEED, add_input_arguments, add_run_arguments
 
 __all__ = ["add_parser"]
 
@@ -48,7 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               "columns (Machanavajjhala et al. 2007), as sdcMicro's measure_risk, "
                               "suda2 and ldiversity.", epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv or .parquet)")
+    add_input_arguments(p, synthetic=None)
     p.add_argument("--keys", nargs="+", required=True, metavar="COL",
                    help="key columns (quasi-identifiers), combined into one key; values are "
                    "compared as they are (an empty cell is a value of its own unless --compat "
@@ -78,7 +77,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "empty key cell matches every value in f_k and F_k (lowering the risk), is "
                    "never part of a minimal sample unique, and each empty sensitive cell is a "
                    "distinct value")
-    add_quiet_argument(p)
-    add_out_argument(p, "records.csv, suda_contributions.csv and summary.json")
-    p.set_defaults(handler=Handler("bayes_risk.cli.original_risk"))
+    add_run_arguments(p, "original_risk", "records.csv, suda_contributions.csv and summary.json",
+                      seed=NO_SEED)
     return p

@@ -11,6 +11,7 @@ from bayes_risk.cli._common import (
     add_seed_argument,
     add_type_arguments,
 )
+from bayes_risk.cli.options.trees import CART
 from bayes_risk.cli.parsers import Handler
 
 __all__ = ["add_parser", "MODEL_SETTINGS"]
@@ -81,13 +82,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     # reaches the model whose __init__ takes the setting of its name (cli.synthesize), and is
     # refused for any other
     g = p.add_argument_group("CART (--method cart)")
-    g.add_argument("--min-leaf", type=int, default=None, metavar="N",
-                   help="minimum records per leaf (default 5)")
-    g.add_argument("--max-depth", type=int, default=None, metavar="N", help="maximum tree depth")
-    g.add_argument("--min-deviance", type=float, default=None, metavar="F",
-                   help="do not split nodes with deviance below F x root deviance (default 0)")
-    g.add_argument("--prune-to-diversity", type=int, default=None, metavar="K",
-                   help="collapse leaves until each holds at least K distinct values")
+    for o in CART:  # as 'fit' declares them
+        g.add_argument(o.flag, default=None, help=o.help, **o.kwargs)
     g.add_argument("--smoothing", action="store_true", default=None,
                    help="per-leaf truncated Gaussian kernel smoothing of numeric columns")
     g.add_argument("--bandwidth", type=float, default=None, metavar="H",

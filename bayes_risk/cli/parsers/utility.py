@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_risk.cli._common import (
-    add_original_check_argument,
-    add_out_argument,
-    add_quiet_argument,
-    add_seed_argument,
-    add_type_arguments,
-)
-from bayes_risk.cli.parsers import Handler
+from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 
 __all__ = ["add_parser"]
 
@@ -48,10 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               "intervals (combining rules chosen by how the release was made) for "
                               "means and proportions or for the coefficients of user formulas.",
                               epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv or .parquet)")
-    p.add_argument("synthetic", nargs="+", metavar="SYN",
-                   help="synthetic datasets (.csv/.parquet, one per dataset) or one SyntheticData "
-                   "folder written by 'bayes-risk synthesize'")
+    add_input_arguments(p)
     add_type_arguments(p)
     p.add_argument("--pmse", choices=["logit", "cart"], default="logit",
                    help="propensity model (default logit: synthpop's utility.gen design)")
@@ -89,9 +79,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "empty cells in the original and none in any synthetic dataset (with a warning)")
     p.add_argument("--alpha", type=float, default=0.05, metavar="A",
                    help="1 - confidence level of the intervals (default 0.05)")
-    add_seed_argument(p)
-    add_quiet_argument(p)
-    add_original_check_argument(p, "the release SYN")
-    add_out_argument(p, "summary.json, overlap.csv and comparison.csv")
-    p.set_defaults(handler=Handler("bayes_risk.cli.utility"))
+    add_run_arguments(p, "utility", "summary.json, overlap.csv and comparison.csv",
+                      check="the release SYN")
     return p
