@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
-from bayes_risk.attacks._inputs import attack_inputs, check_count, code_table, raise_warnings
+from bayes_risk._specs import check_int
+from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
 from bayes_risk.attacks.rates import attack_risk, check_confidence_level, success_rate
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
@@ -173,7 +174,7 @@ def linkability_risk(
     >>> res.headline()[["dataset", "n_neighbors", "risk", "ci_low", "ci_high"]]  # doctest: +SKIP
     """
     aux_a, aux_b = _check_aux(aux_columns)
-    K = check_count(n_neighbors, "n_neighbors")
+    K = check_int(n_neighbors, "n_neighbors", 1)
     level = check_confidence_level(confidence_level)
     cols = list(dict.fromkeys([*aux_a, *aux_b]))
     inp = attack_inputs(original, synthetic, holdout, columns=cols, schema=schema,
@@ -183,7 +184,7 @@ def linkability_risk(
     if n_attacks is None:
         n_att = min(sizes)
     else:
-        n_att = check_count(n_attacks, "n_attacks")
+        n_att = check_int(n_attacks, "n_attacks", 1)
         if n_att > min(sizes):
             raise ValidationError(
                 f"n_attacks={n_att} exceeds the records available: the original has "

@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
+from bayes_risk._specs import check_int
 from bayes_risk.attacks import predicates as pr
-from bayes_risk.attacks._inputs import attack_inputs, check_count, code_table, raise_warnings
+from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
 from bayes_risk.attacks.rates import attack_risk, check_confidence_level, success_rate
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
@@ -223,10 +224,10 @@ def singling_out_risk(
     >>> res.table[["dataset", "mode", "risk", "ci_low", "ci_high"]]  # doctest: +SKIP
     """
     modes = _check_modes(mode)
-    n_attacks = check_count(n_attacks, "n_attacks")
-    n_cols = check_count(n_cols, "n_cols")
+    n_attacks = check_int(n_attacks, "n_attacks", 1)
+    n_cols = check_int(n_cols, "n_cols", 1)
     if max_attempts is not None:
-        max_attempts = check_count(max_attempts, "max_attempts")
+        max_attempts = check_int(max_attempts, "max_attempts", 1)
     level = check_confidence_level(confidence_level)
     rng = as_generator(random_seed)
     inp = attack_inputs(original, synthetic, holdout, columns=columns, schema=schema,

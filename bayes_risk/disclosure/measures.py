@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._specs import as_spec
+from bayes_risk._specs import as_spec, check_flag, check_int
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
@@ -70,12 +70,6 @@ def _check_names(keys: Any, target: Any) -> tuple[list[str], str]:
     return keys, target
 
 
-def _bool(value: Any, what: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValidationError(f"{what} must be True or False. Got {value!r}.")
-    return bool(value)
-
-
 @dataclass(frozen=True)
 class ExclusionSpec:
     """What the disclosure measures leave out (synthpop's ``disclosure()`` options).
@@ -115,16 +109,15 @@ class ExclusionSpec:
     use_keys_na: bool | Sequence[bool] = True
 
     def __post_init__(self) -> None:
-        d = self.denom_lim
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or int(d) < 1:
-            raise ValidationError(f"ExclusionSpec.denom_lim must be an integer >= 1. Got {d!r}.")
-        object.__setattr__(self, "denom_lim", int(d))
+        d = check_int(self.denom_lim, "ExclusionSpec.denom_lim", 1)
+        object.__setattr__(self, "denom_lim", d)
         for name in ("exclude_ov_denom_lim", "use_target_na"):
-            object.__setattr__(self, name, _bool(getattr(self, name), f"ExclusionSpec.{name}"))
+            flag = check_flag(getattr(self, name), f"ExclusionSpec.{name}")
+            object.__setattr__(self, name, flag)
         u = self.use_keys_na
-        object.__setattr__(self, "use_keys_na", _bool(u, "ExclusionSpec.use_keys_na")
+        object.__setattr__(self, "use_keys_na", check_flag(u, "ExclusionSpec.use_keys_na")
                            if isinstance(u, (bool, np.bool_)) or not isinstance(u, Iterable)
-                           else tuple(_bool(x, "ExclusionSpec.use_keys_na") for x in u))
+                           else tuple(check_flag(x, "ExclusionSpec.use_keys_na") for x in u))
         levels = self.not_targetlev
         object.__setattr__(self, "not_targetlev", () if levels is None else
                            (levels,) if isinstance(levels, str) else tuple(levels))

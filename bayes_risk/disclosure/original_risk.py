@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._specs import is_number
 from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 from bayes_risk.results.original_risk import OriginalRisk
 
@@ -91,12 +92,10 @@ def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, ma
                                  or not isinstance(max_size, (int, np.integer))
                                  or int(max_size) < 1):
         raise ValidationError(f"max_size must be an integer >= 1 or None. Got {max_size!r}.")
-    if isinstance(dis_fraction, bool) or not isinstance(dis_fraction, (int, float, np.number)) \
-            or not 0 < float(dis_fraction) < 1:
+    if not is_number(dis_fraction) or not 0 < float(dis_fraction) < 1:
         raise ValidationError(
             f"dis_fraction must be a sampling fraction in (0, 1). Got {dis_fraction!r}.")
-    if isinstance(recursive_c, bool) or not isinstance(recursive_c, (int, float, np.number)) \
-            or not float(recursive_c) > 0:
+    if not is_number(recursive_c) or not float(recursive_c) > 0:
         raise ValidationError(f"recursive_c must be a number > 0. Got {recursive_c!r}.")
     for k in k_anonymity:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:

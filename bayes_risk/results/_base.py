@@ -4,6 +4,7 @@ and structured warnings."""
 from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, ClassVar
 
@@ -69,6 +70,24 @@ class RiskResult(metaclass=ABCMeta):
 
     def _warning_codes(self) -> list[str]:
         return [str(c) for c in getattr(self, "warnings", ()) or ()]
+
+    def _flag_counts(self) -> dict[str, int]:
+        """``{code: rows}`` of the ``;``-joined ``flag_codes`` of :attr:`records`."""
+        out: dict[str, int] = {}
+        for f in self.records["flag_codes"]:
+            for c in filter(None, str(f).split(";")):
+                out[c] = out.get(c, 0) + 1
+        return out
+
+    def _flag_warnings(self, what: str, text: Callable[[str], str] = message
+                       ) -> list[ResultWarning]:
+        """One warning per row flag, ``where``: how many ``what`` and the first five."""
+        out, recs = [], self.records
+        for c, n in self._flag_counts().items():
+            ids = recs.index[recs["flag_codes"].str.split(";").map(lambda f, c=c: c in f)]
+            first = ", ".join(str(int(r)) for r in ids[:5])
+            out.append(ResultWarning(c, text(c), f"{n} {what}: {first}" + (", …" if n > 5 else "")))
+        return out
 
     @property
     def structured_warnings(self) -> list[ResultWarning]:
