@@ -4,7 +4,7 @@ and structured warnings."""
 from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
-from collections.abc import Callable
+from collections import Counter
 from dataclasses import asdict
 from typing import Any, ClassVar
 
@@ -73,26 +73,25 @@ class RiskResult(metaclass=ABCMeta):
 
     def _flag_counts(self) -> dict[str, int]:
         """``{code: rows}`` of the ``;``-joined ``flag_codes`` of :attr:`records`."""
-        out: dict[str, int] = {}
-        for f in self.records["flag_codes"]:
-            for c in filter(None, str(f).split(";")):
-                out[c] = out.get(c, 0) + 1
-        return out
+        return dict(Counter(c for f in self.records["flag_codes"] for c in str(f).split(";") if c))
 
-    def _flag_warnings(self, what: str, text: Callable[[str], str] = message
-                       ) -> list[ResultWarning]:
+    def _flag_warnings(self, what: str) -> list[ResultWarning]:
         """One warning per row flag, ``where``: how many ``what`` and the first five."""
         out, recs = [], self.records
         for c, n in self._flag_counts().items():
             ids = recs.index[recs["flag_codes"].str.split(";").map(lambda f, c=c: c in f)]
-            first = ", ".join(str(int(r)) for r in ids[:5])
-            out.append(ResultWarning(c, text(c), f"{n} {what}: {first}" + (", …" if n > 5 else "")))
+            first = ", ".join(str(int(r)) for r in ids[:5]) + (", …" if n > 5 else "")
+            out.append(ResultWarning(c, self._message(c), f"{n} {what}: {first}"))
         return out
 
     @property
     def structured_warnings(self) -> list[ResultWarning]:
         """The result's warnings with their meaning and what they concern."""
-        return [ResultWarning(c, message(c)) for c in self._warning_codes()]
+        return [ResultWarning(c, self._message(c)) for c in self._warning_codes()]
+
+    def _message(self, code: str) -> str:
+        """What ``code`` means for this result (a result with its own texts overrides this)."""
+        return message(code)
 
     def plot(self, kind: str | None = None, *, ax: Any = None, **kwargs: Any) -> Any:
         """Draw one kind of plot of the result on a matplotlib Axes and return the Axes.

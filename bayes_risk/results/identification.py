@@ -12,7 +12,7 @@ import pandas as pd
 from bayes_risk._io import to_jsonable
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results._base import RiskResult, legend_below
-from bayes_risk.results._summary import ResultWarning, Summary
+from bayes_risk.results._summary import Summary
 from bayes_risk.warning_codes import message
 
 if TYPE_CHECKING:
@@ -218,13 +218,8 @@ class IdentificationResult(RiskResult):
             d["records"] = self.records.to_dict(orient="list")
         return to_jsonable(d)
 
-    @property
-    def structured_warnings(self) -> list[ResultWarning]:
-        """The warning codes with the messages of ``warning_details``."""
-        return [
-            ResultWarning(c, self.warning_details.get(c) or message(c))
-            for c in self._warning_codes()
-        ]
+    def _message(self, code: str) -> str:
+        return self.warning_details.get(code) or message(code)
 
     def summary(self) -> Summary:
         """Printable summary: the file-level measures (with their range over datasets for

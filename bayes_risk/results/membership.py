@@ -84,14 +84,13 @@ class MembershipRiskResult(RiskResult):
             "structured_warnings": [w.to_dict() for w in self.structured_warnings],
         })
 
+    def _message(self, code: str) -> str:
+        return MEMBERSHIP_MESSAGES.get(code) or message(code)
+
     @property
     def structured_warnings(self) -> list[ResultWarning]:
         """File-level codes and target flags (with the targets they concern)."""
-        def text(c: str) -> str:
-            return MEMBERSHIP_MESSAGES.get(c) or message(c)
-
-        return [ResultWarning(c, text(c)) for c in self.warnings] + self._flag_warnings(
-            "target(s)", text)
+        return super().structured_warnings + self._flag_warnings("target(s)")
 
     def summary(self) -> Summary:
         """Header (sizes, prior, m), the attack table (Bayesian estimate beside the distance
