@@ -49,26 +49,27 @@ def _univariate_queries(S: np.ndarray, is_cat: np.ndarray, n: int, rng: np.rando
                         ) -> pr.Predicates:
     cands, counts = pr.univariate_candidates(S, is_cat)
     order = rng.permutation(len(cands))
-    keep = order[counts[order] == 1]
-    seen: set[bytes] = set()
+    return _distinct(cands, order[counts[order] == 1], set(), n)
+
+
+def _distinct(cands: pr.Predicates, idx: np.ndarray, seen: set[bytes], n: int
+              ) -> pr.Predicates:
+    """The candidates ``idx`` not in ``seen`` (which they join), in order, at most ``n``."""
     out = []
-    for i, key in zip(keep, cands.take(keep).keys(), strict=True):
+    for i, key in zip(idx, cands.take(idx).keys(), strict=True):
+        if len(out) == n:
+            break
         if key not in seen:
             seen.add(key)
             out.append(i)
-            if len(out) == n:
-                break
     return cands.take(np.asarray(out, dtype=np.int64))
 
 
 def _multivariate_queries(S: np.ndarray, is_cat: np.ndarray, n: int, n_cols: int,
                           max_attempts: int | None, rng: np.random.Generator
                           ) -> tuple[pr.Predicates, int]:
-    """Candidates in batches until ``n`` distinct ones single out a row of ``S`` (in the order
-    drawn) or ``max_attempts`` were tried; returns them and the number tried.
-
-    A candidate is a row and a set of columns; the search stops once ``N (log N + 5)`` of the
-    ``N`` possible ones were drawn (each drawn with probability ``1 − e^-5``)."""
+    """Candidates in batches until ``n`` distinct ones single out a row of ``S`` or the search
+    stops (:doc:`/methods/attacks`); returns them and the number tried."""
     medians = np.array([np.nan if is_cat[j] or np.isnan(S[:, j]).all()
                         else float(np.nanmedian(S[:, j])) for j in range(S.shape[1])])
     seen: set[bytes] = set()
@@ -82,16 +83,8 @@ def _multivariate_queries(S: np.ndarray, is_cat: np.ndarray, n: int, n_cols: int
         b = min(_BATCH, limit - tried)
         cand = pr.multivariate_candidates(S, is_cat, medians, b, n_cols, rng)
         tried += b
-        ok = np.flatnonzero(_singles_out(S, cand))
-        take = []
-        for i, key in zip(ok, cand.take(ok).keys(), strict=True):
-            if key not in seen:
-                seen.add(key)
-                take.append(i)
-                n_found += 1
-                if n_found == n:
-                    break
-        found.append(cand.take(np.asarray(take, dtype=np.int64)))
+        found.append(_distinct(cand, np.flatnonzero(_singles_out(S, cand)), seen, n - n_found))
+        n_found += len(found[-1])
     if not found:
         empty = np.empty((0, n_cols))
         return pr.Predicates(empty.astype(np.int64), empty.astype(np.int8), empty), tried

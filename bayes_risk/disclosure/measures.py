@@ -188,13 +188,8 @@ def c_sort_codes(codes: list[int], labels: list[str]) -> list[int]:
 
 def _positions(td: np.ndarray, ts: np.ndarray, var: EncodedVar, compat: bool
                ) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
-    """Row position of every target code in the original's and the synthetic table.
-
-    By default both tables share one row per level. In compat mode the rows are where synthpop
-    puts them: each table in its factor's level order, and a table that lacks some of the other
-    table's levels is extended and re-sorted as text, so the two tables can be multiplied
-    element-wise with their rows out of step (synthpop 1.9-2 does not realign them).
-    """
+    """Row position of every target code in the original's and the synthetic table: one row per
+    level, or in compat mode where synthpop puts them (:doc:`/methods/compatibility`)."""
     n = var.n_codes
     if not compat:
         pos = np.arange(n)
