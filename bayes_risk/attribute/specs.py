@@ -83,10 +83,8 @@ class ScenarioSpec:
                 code="INVALID_ARGUMENT"
             )
         if self.known is not None:
-            if isinstance(self.known, str):
-                object.__setattr__(self, "known", (self.known,))
-            else:
-                object.__setattr__(self, "known", tuple(self.known))
+            known = (self.known,) if isinstance(self.known, str) else tuple(self.known)
+            object.__setattr__(self, "known", known)
         if self.pairs is not None and self.kind != "two_records":
             raise ValidationError(
                 f"ScenarioSpec.pairs applies to kind='two_records' only (kind={self.kind!r}); "
@@ -185,6 +183,5 @@ class EstimatorSpec:
 
     def replace(self, **changes: Any) -> EstimatorSpec:
         """A copy with ``changes`` applied (validated again)."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return EstimatorSpec(**(fields | changes))
+        return dataclasses.replace(self, **changes)
 

@@ -36,22 +36,9 @@ def legend_below(ax: Any, ncols: int = 3, warning: str = "") -> Any:
 
 
 class RiskResult(metaclass=ABCMeta):
-    """Base class of the results of bayes-risk's measures.
-
-    Every result
-
-    * ``summary()`` — a :class:`~bayes_risk.results.Summary` (printable as text, Markdown, HTML;
-      a notebook shows it);
-    * ``to_dict()`` — a JSON-safe dict (what the command line writes to ``summary.json``);
-    * ``to_dataframe()`` — its main table as a DataFrame;
-    * ``plot(kind=...)`` — one of :attr:`plot_kinds` drawn on the given or the current
-      matplotlib Axes, which it returns (pandas' and ArviZ's convention; matplotlib is
-      imported only here);
-    * ``structured_warnings`` — its warning codes as :class:`~bayes_risk.results.ResultWarning`
-      objects (code, message, where); ``warnings`` keeps the codes.
-
-    ``print(result)`` prints the summary.
-    """
+    """Base class of the results of bayes-risk's measures: ``summary()``, ``to_dict()``,
+    ``to_dataframe()``, ``plot(kind=..., ax=None)`` and ``structured_warnings``
+    (:doc:`/user_guide/results`); ``print(result)`` prints the summary."""
 
     #: the kinds ``plot`` draws; the first is the default
     plot_kinds: ClassVar[tuple[str, ...]] = ()
@@ -90,16 +77,13 @@ class RiskResult(metaclass=ABCMeta):
         return [ResultWarning(c, self._message(c)) for c in self._warning_codes()]
 
     def _message(self, code: str) -> str:
-        """What ``code`` means for this result (a result with its own texts overrides this)."""
-        return message(code)
+        """What ``code`` means: the result's ``warning_details``, else the code's message."""
+        return (getattr(self, "warning_details", None) or {}).get(code) or message(code)
 
     def plot(self, kind: str | None = None, *, ax: Any = None, **kwargs: Any) -> Any:
         """Draw one kind of plot of the result on a matplotlib Axes and return the Axes.
 
-        As ``DataFrame.plot`` and ArviZ's ``plot_*`` functions do: with ``ax`` it draws there
-        (any figure, e.g. one panel of ``plt.subplots``); without, on pyplot's current Axes —
-        a new pyplot figure of the kind's size when none is open — so ``result.plot();
-        plt.savefig(path)`` writes the plot and a notebook shows it.
+        As ``DataFrame.plot`` and ArviZ's ``plot_*`` functions do (:doc:`/user_guide/results`).
 
         Parameters
         ----------

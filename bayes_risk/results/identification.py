@@ -13,7 +13,6 @@ from bayes_risk._io import to_jsonable
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results._base import RiskResult, legend_below
 from bayes_risk.results._summary import Summary
-from bayes_risk.warning_codes import message
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -218,9 +217,6 @@ class IdentificationResult(RiskResult):
             d["records"] = self.records.to_dict(orient="list")
         return to_jsonable(d)
 
-    def _message(self, code: str) -> str:
-        return self.warning_details.get(code) or message(code)
-
     def summary(self) -> Summary:
         """Printable summary: the file-level measures (with their range over datasets for
         per-dataset aggregation), the intruder's knowledge and the match rule."""
@@ -409,9 +405,7 @@ class RadiusSweepResult(RiskResult):
         d["expected_match_risk"] = self.risk.ravel()
         return pd.DataFrame(d)
 
-    def to_dataframe(self) -> pd.DataFrame:
-        """Alias of :meth:`to_frame`."""
-        return self.to_frame()
+    to_dataframe = to_frame
 
     @property
     def fixed_radii(self) -> dict[str, float]:

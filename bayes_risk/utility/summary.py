@@ -303,9 +303,7 @@ def _roles(
     ``ROLE_CONTRADICTED``). Returns ``(columns, inferred, warning codes)``."""
     codes: list[str] = []
     inferred = False
-    if synthesized is not None:
-        syn_cols = list(schema.synthesized)
-    elif schema.synthesized:
+    if synthesized is not None or schema.synthesized:
         syn_cols = list(schema.synthesized)
     elif all(len(z) == len(original) for z in datasets):
         # the roles are read off the rows: shuffled files would make every column "synthesized"
