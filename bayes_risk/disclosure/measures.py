@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._specs import as_spec, check_flag, check_int
+from bayes_risk._specs import as_spec, check_flag, check_int, check_option
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
@@ -133,8 +133,7 @@ class ExclusionSpec:
 
 
 def _check_options(ngroups_target: Any, compat: Any) -> int | None:
-    if compat not in _COMPAT:
-        raise ValidationError(f"compat must be None or 'synthpop'. Got {compat!r}.")
+    check_option(compat, "compat", _COMPAT)
     if ngroups_target is None or (not isinstance(ngroups_target, bool)
                                   and isinstance(ngroups_target, (int, np.integer))
                                   and int(ngroups_target) == 0):
@@ -602,8 +601,7 @@ def replicated_uniques(
        Original  Synthetic  Replicated uniques
     0         2          4                   2
     """
-    if compat not in _COMPAT:
-        raise ValidationError(f"compat must be None or 'synthpop'. Got {compat!r}.")
+    check_option(compat, "compat", _COMPAT)
     if not isinstance(original, pd.DataFrame):
         raise ValidationError(
             f"original must be a pandas DataFrame. Got {type(original).__name__}.")

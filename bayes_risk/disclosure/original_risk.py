@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._specs import is_number
+from bayes_risk._specs import check_option, is_number
 from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 from bayes_risk.results.original_risk import OriginalRisk
 
@@ -84,10 +84,8 @@ def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, ma
             f"sensitive column(s) {both} are also keys; a column is either a key or sensitive.")
     if isinstance(weights, str) and weights in keys + sensitive:
         raise ValidationError(f"weights column {weights!r} is also a key or sensitive column.")
-    if method not in ("approx", "exact"):
-        raise ValidationError(f"method must be 'approx' or 'exact'. Got {method!r}.")
-    if compat not in (None, "sdcmicro"):
-        raise ValidationError(f"compat must be None or 'sdcmicro'. Got {compat!r}.")
+    check_option(method, "method", ("approx", "exact"))
+    check_option(compat, "compat", (None, "sdcmicro"))
     if max_size is not None and (isinstance(max_size, bool)
                                  or not isinstance(max_size, (int, np.integer))
                                  or int(max_size) < 1):
