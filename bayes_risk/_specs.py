@@ -37,7 +37,7 @@ def _a(cls: type) -> str:
 
 def check_int(value: Any, what: str, minimum: int) -> int:
     """``value`` as an int; a ValidationError naming ``what`` unless an integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+    if not is_integer(value) or value < minimum:
         raise ValidationError(f"{what} must be an integer >= {minimum}. Got {value!r}.")
     return int(value)
 
@@ -56,6 +56,11 @@ def check_option(value: Any, what: str, options: Sequence[Any]) -> Any:
         listed = f"{', '.join(head)} or {last}" if head else last
         raise ValidationError(f"{what} must be {listed}. Got {value!r}.")
     return value
+
+
+def is_integer(value: Any) -> bool:
+    """Whether ``value`` is an integer (not a bool)."""
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer))
 
 
 def is_number(value: Any) -> bool:

@@ -11,7 +11,8 @@ from statistics import NormalDist
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["SuccessRate", "AttackRisk", "success_rate", "attack_risk", "check_confidence_level"]
+__all__ = ["SuccessRate", "AttackRisk", "success_rate", "attack_risk", "check_confidence_level",
+           "rate_columns"]
 
 
 @dataclass(frozen=True)
@@ -148,3 +149,15 @@ def attack_risk(main: SuccessRate, control: SuccessRate | None) -> AttackRisk:
         return min(max(x, 0.0), 1.0)
 
     return AttackRisk(res, err, clip(res), (clip(res - err), clip(res + err)))
+
+
+def rate_columns(main: SuccessRate, control: SuccessRate | None, baseline: SuccessRate
+                 ) -> dict[str, float]:
+    """The three attacks' rates and the risk read from them: the columns of a result's row."""
+    risk, no_control = attack_risk(main, control), control is None
+    return {"main_rate": main.rate, "main_error": main.error,
+            "control_rate": math.nan if no_control else control.rate,
+            "control_error": math.nan if no_control else control.error,
+            "baseline_rate": baseline.rate, "baseline_error": baseline.error,
+            "residual": risk.residual, "risk": risk.risk, "ci_low": risk.ci[0],
+            "ci_high": risk.ci[1]}

@@ -18,7 +18,7 @@ from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk._specs import check_int
 from bayes_risk.attacks import predicates as pr
 from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
-from bayes_risk.attacks.rates import attack_risk, check_confidence_level, success_rate
+from bayes_risk.attacks.rates import check_confidence_level, rate_columns, success_rate
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results.attacks import SinglingOutResult
@@ -279,7 +279,6 @@ def singling_out_risk(
             r_main = success_rate(n_main, q, level)
             r_base = success_rate(n_base, n_attacks, level)
             r_ctrl = None if n_ctrl is None else success_rate(n_ctrl, q, level)
-            risk = attack_risk(r_main, r_ctrl)
             if q < n_attacks:
                 flagged.setdefault("FEW_SINGLING_OUT_QUERIES", []).append(
                     f"dataset {l} {md}: {q} of {n_attacks}"
@@ -296,12 +295,7 @@ def singling_out_risk(
                 "n_control_raw": np.nan if n_ctrl_raw is None else n_ctrl_raw,
                 "control_correction": np.nan if factor is None else factor,
                 "n_baseline": n_base,
-                "main_rate": r_main.rate, "main_error": r_main.error,
-                "control_rate": np.nan if r_ctrl is None else r_ctrl.rate,
-                "control_error": np.nan if r_ctrl is None else r_ctrl.error,
-                "baseline_rate": r_base.rate, "baseline_error": r_base.error,
-                "residual": risk.residual, "risk": risk.risk,
-                "ci_low": risk.ci[0], "ci_high": risk.ci[1]})
+                **rate_columns(r_main, r_ctrl, r_base)})
             qframes.append(pd.DataFrame({
                 "dataset": l, "mode": md, "query": pr.describe(preds, names, levels),
                 "columns": [",".join(names[int(c)] for c in row) for row in preds.col],

@@ -183,5 +183,6 @@ class EstimatorSpec:
 
     def replace(self, **changes: Any) -> EstimatorSpec:
         """A copy with ``changes`` applied (validated again)."""
-        return dataclasses.replace(self, **changes)
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return EstimatorSpec(**(fields | changes))
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._specs import as_spec, check_flag, check_int, check_option
+from bayes_risk._specs import as_spec, check_flag, check_int, check_option, is_integer
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
@@ -131,15 +131,11 @@ class ExclusionSpec:
         object.__setattr__(self, "exclude_combinations", tuple(triples))
 
 
-
 def _check_options(ngroups_target: Any, compat: Any) -> int | None:
     check_option(compat, "compat", _COMPAT)
-    if ngroups_target is None or (not isinstance(ngroups_target, bool)
-                                  and isinstance(ngroups_target, (int, np.integer))
-                                  and int(ngroups_target) == 0):
+    if ngroups_target is None or (is_integer(ngroups_target) and int(ngroups_target) == 0):
         return None
-    if isinstance(ngroups_target, bool) or not isinstance(ngroups_target, (int, np.integer)) \
-            or int(ngroups_target) < 2:
+    if not is_integer(ngroups_target) or int(ngroups_target) < 2:
         raise ValidationError(
             f"ngroups_target must be an integer >= 2 (or None / 0: no grouping). "
             f"Got {ngroups_target!r}.")
@@ -152,12 +148,11 @@ def _key_groups(ngroups_keys: Any, keys: list[str], schema: Schema) -> list[int 
         return [None] * len(keys)
 
     def one(g: Any, what: str) -> int | None:
-        if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or int(g) < 0 \
-                or int(g) == 1:
+        if not is_integer(g) or int(g) < 0 or int(g) == 1:
             raise ValidationError(f"{what} must be an integer >= 2 (or 0: no grouping). Got {g!r}.")
         return int(g) or None
 
-    if isinstance(ngroups_keys, (int, np.integer)) and not isinstance(ngroups_keys, bool):
+    if is_integer(ngroups_keys):
         g = one(ngroups_keys, "ngroups_keys")
         # one number applies to the numeric keys only, as in synthpop
         return [None if schema[k].is_categorical else g for k in keys]
@@ -464,16 +459,14 @@ def disclosure_measures(
     carried = None if source is None else source.schema
     sub = resolve_inputs(original, datasets, carried, schema, categorical, [*keys, target],
                          target=True)
-    if isinstance(ex.use_keys_na, bool):
-        use_keys = [ex.use_keys_na] * len(keys)
-    else:
-        use_keys = list(ex.use_keys_na)
-        if len(use_keys) != len(keys):
-            raise ValidationError(
-                f"ExclusionSpec.use_keys_na must be one logical value or one per key "
-                f"({len(keys)}). Got {len(use_keys)} values.", code="INVALID_ARGUMENT")
+    u = ex.use_keys_na
+    use_keys = [u] * len(keys) if isinstance(u, bool) else list(u)
+    if len(use_keys) != len(keys):
+        raise ValidationError(
+            f"ExclusionSpec.use_keys_na must be one logical value or one per key "
+            f"({len(keys)}). Got {len(use_keys)} values.", code="INVALID_ARGUMENT")
     for k in k_anonymity:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+        if not is_integer(k) or k < 2:
             raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")
 
     key_groups = _key_groups(ngroups_keys, keys, sub)
@@ -509,10 +502,9 @@ def disclosure_measures(
     ident = res[["syn", *IDENT_MEASURES]].reset_index(drop=True)
     attrib = res[["syn", *ATTRIB_MEASURES]].reset_index(drop=True)
     caps = res[["syn", *CAP_MEASURES]].reset_index(drop=True)
-    diag = res[["syn", "n_synthetic", "n_over_denom_lim", "n_excluded_original",
-                "n_excluded_synthetic"]].astype({"n_synthetic": int}).reset_index(drop=True)
-    for c in ("n_over_denom_lim", "n_excluded_original", "n_excluded_synthetic"):
-        diag[c] = diag[c].astype(np.int64)
+    counts = ("n_over_denom_lim", "n_excluded_original", "n_excluded_synthetic")
+    diag = res[["syn", "n_synthetic", *counts]].astype(
+        {"n_synthetic": int, **dict.fromkeys(counts, np.int64)}).reset_index(drop=True)
 
     codes: list[str] = duplicate_codes(datasets)  # warned by as_synthetic_list
     n_levels = int(len(np.unique(tvar.orig)))

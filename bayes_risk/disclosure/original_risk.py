@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._specs import check_option, is_number
+from bayes_risk._specs import check_option, is_integer, is_number
 from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 from bayes_risk.results.original_risk import OriginalRisk
 
@@ -86,9 +86,7 @@ def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, ma
         raise ValidationError(f"weights column {weights!r} is also a key or sensitive column.")
     check_option(method, "method", ("approx", "exact"))
     check_option(compat, "compat", (None, "sdcmicro"))
-    if max_size is not None and (isinstance(max_size, bool)
-                                 or not isinstance(max_size, (int, np.integer))
-                                 or int(max_size) < 1):
+    if max_size is not None and (not is_integer(max_size) or int(max_size) < 1):
         raise ValidationError(f"max_size must be an integer >= 1 or None. Got {max_size!r}.")
     if not is_number(dis_fraction) or not 0 < float(dis_fraction) < 1:
         raise ValidationError(
@@ -96,7 +94,7 @@ def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, ma
     if not is_number(recursive_c) or not float(recursive_c) > 0:
         raise ValidationError(f"recursive_c must be a number > 0. Got {recursive_c!r}.")
     for k in k_anonymity:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+        if not is_integer(k) or k < 2:
             raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")
 
 
