@@ -11,8 +11,7 @@ from statistics import NormalDist
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["SuccessRate", "AttackRisk", "success_rate", "attack_risk", "check_confidence_level",
-           "rate_columns"]
+__all__ = ["SuccessRate", "AttackRisk", "success_rate", "attack_risk", "check_confidence_level"]
 
 
 @dataclass(frozen=True)

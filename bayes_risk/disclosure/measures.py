@@ -293,11 +293,10 @@ def _repu_table(orig: np.ndarray, syn: list[np.ndarray]) -> pd.DataFrame:
     for l, s in enumerate(syn, start=1):
         cnt_s = np.bincount(s, minlength=n_codes)
         u_s = cnt_s == 1
-        row = {"syn": l, "Original": int(np.sum(cnt_o == 1)), "Synthetic": int(u_s.sum()),
-               "Synthetic uniques in original": int(np.sum(u_s & (cnt_o > 0))),
-               "Replicated uniques": int(np.sum(u_s & (cnt_o == 1))),
-               "n_original": len(orig), "n_synthetic": len(s)}
-        rows.append(row)
+        rows.append({"syn": l, "Original": int(np.sum(cnt_o == 1)), "Synthetic": int(u_s.sum()),
+                     "Synthetic uniques in original": int(np.sum(u_s & (cnt_o > 0))),
+                     "Replicated uniques": int(np.sum(u_s & (cnt_o == 1))),
+                     "n_original": len(orig), "n_synthetic": len(s)})
     df = pd.DataFrame(rows)
     for name in REPU_MEASURES:
         tot = df["n_original"] if name == "Original" else df["n_synthetic"]
