@@ -20,7 +20,7 @@ from bayes_risk.data.validate import encode, harmonise_levels, validate_table
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 from bayes_risk.utility._inputs import base_schema
 
-__all__ = ["AttackInputs", "attack_inputs", "code_table", "check_count", "raise_warnings"]
+__all__ = ["AttackInputs", "attack_inputs", "code_table", "raise_warnings"]
 
 
 @dataclass
@@ -34,13 +34,6 @@ class AttackInputs:
     holdout: pd.DataFrame | None
     schema: Schema
     n_holdout_dropped: int = 0
-
-
-def check_count(value: Any, name: str, minimum: int = 1) -> int:
-    """``value`` as an int ``>= minimum``, or a ``ValidationError`` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValidationError(f"{name} must be an integer >= {minimum}. Got {value!r}.")
-    return int(value)
 
 
 def attack_inputs(

@@ -13,8 +13,9 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
-from bayes_risk.attacks._inputs import attack_inputs, check_count, code_table, raise_warnings
-from bayes_risk.attacks.rates import attack_risk, check_confidence_level, success_rate
+from bayes_risk._specs import check_int
+from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
+from bayes_risk.attacks.rates import check_confidence_level, rate_columns, success_rate
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results.attacks import LinkabilityResult
@@ -173,7 +174,7 @@ def linkability_risk(
     >>> res.headline()[["dataset", "n_neighbors", "risk", "ci_low", "ci_high"]]  # doctest: +SKIP
     """
     aux_a, aux_b = _check_aux(aux_columns)
-    K = check_count(n_neighbors, "n_neighbors")
+    K = check_int(n_neighbors, "n_neighbors", 1)
     level = check_confidence_level(confidence_level)
     cols = list(dict.fromkeys([*aux_a, *aux_b]))
     inp = attack_inputs(original, synthetic, holdout, columns=cols, schema=schema,
@@ -183,7 +184,7 @@ def linkability_risk(
     if n_attacks is None:
         n_att = min(sizes)
     else:
-        n_att = check_count(n_attacks, "n_attacks")
+        n_att = check_int(n_attacks, "n_attacks", 1)
         if n_att > min(sizes):
             raise ValidationError(
                 f"n_attacks={n_att} exceeds the records available: the original has "
@@ -245,7 +246,6 @@ def linkability_risk(
             r_main = success_rate(n_main, n_att, level)
             r_base = success_rate(n_base, n_att, level)
             r_ctrl = None if n_ctrl is None else success_rate(n_ctrl, n_att, level)
-            risk = attack_risk(r_main, r_ctrl)
             if k == K and r_base.rate >= r_main.rate:
                 flagged.setdefault("ATTACK_NOT_BETTER_THAN_BASELINE", []).append(
                     f"dataset {l}: main {r_main.rate:.3g}, baseline {r_base.rate:.3g}")
@@ -254,12 +254,7 @@ def linkability_risk(
             rows.append({
                 "dataset": l, "n_neighbors": k, "n_attacks": n_att, "n_main": n_main,
                 "n_control": np.nan if n_ctrl is None else n_ctrl, "n_baseline": n_base,
-                "main_rate": r_main.rate, "main_error": r_main.error,
-                "control_rate": np.nan if r_ctrl is None else r_ctrl.rate,
-                "control_error": np.nan if r_ctrl is None else r_ctrl.error,
-                "baseline_rate": r_base.rate, "baseline_error": r_base.error,
-                "residual": risk.residual, "risk": risk.risk,
-                "ci_low": risk.ci[0], "ci_high": risk.ci[1],
+                **rate_columns(r_main, r_ctrl, r_base),
                 "share_tied_main": float(tied["original"].mean()),
                 "share_tied_control": (float(tied["holdout"].mean()) if "holdout" in tied
                                        else np.nan)})

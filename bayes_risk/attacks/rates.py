@@ -148,3 +148,15 @@ def attack_risk(main: SuccessRate, control: SuccessRate | None) -> AttackRisk:
         return min(max(x, 0.0), 1.0)
 
     return AttackRisk(res, err, clip(res), (clip(res - err), clip(res + err)))
+
+
+def rate_columns(main: SuccessRate, control: SuccessRate | None, baseline: SuccessRate
+                 ) -> dict[str, float]:
+    """The three attacks' rates and the risk read from them: the columns of a result's row."""
+    risk, no_control = attack_risk(main, control), control is None
+    return {"main_rate": main.rate, "main_error": main.error,
+            "control_rate": math.nan if no_control else control.rate,
+            "control_error": math.nan if no_control else control.error,
+            "baseline_rate": baseline.rate, "baseline_error": baseline.error,
+            "residual": risk.residual, "risk": risk.risk, "ci_low": risk.ci[0],
+            "ci_high": risk.ci[1]}

@@ -15,9 +15,10 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
+from bayes_risk._specs import check_int
 from bayes_risk.attacks import predicates as pr
-from bayes_risk.attacks._inputs import attack_inputs, check_count, code_table, raise_warnings
-from bayes_risk.attacks.rates import attack_risk, check_confidence_level, success_rate
+from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
+from bayes_risk.attacks.rates import check_confidence_level, rate_columns, success_rate
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results.attacks import SinglingOutResult
@@ -48,26 +49,27 @@ def _univariate_queries(S: np.ndarray, is_cat: np.ndarray, n: int, rng: np.rando
                         ) -> pr.Predicates:
     cands, counts = pr.univariate_candidates(S, is_cat)
     order = rng.permutation(len(cands))
-    keep = order[counts[order] == 1]
-    seen: set[bytes] = set()
+    return _distinct(cands, order[counts[order] == 1], set(), n)
+
+
+def _distinct(cands: pr.Predicates, idx: np.ndarray, seen: set[bytes], n: int
+              ) -> pr.Predicates:
+    """The candidates ``idx`` not in ``seen`` (which they join), in order, at most ``n``."""
     out = []
-    for i, key in zip(keep, cands.take(keep).keys(), strict=True):
+    for i, key in zip(idx, cands.take(idx).keys(), strict=True):
+        if len(out) == n:
+            break
         if key not in seen:
             seen.add(key)
             out.append(i)
-            if len(out) == n:
-                break
     return cands.take(np.asarray(out, dtype=np.int64))
 
 
 def _multivariate_queries(S: np.ndarray, is_cat: np.ndarray, n: int, n_cols: int,
                           max_attempts: int | None, rng: np.random.Generator
                           ) -> tuple[pr.Predicates, int]:
-    """Candidates in batches until ``n`` distinct ones single out a row of ``S`` (in the order
-    drawn) or ``max_attempts`` were tried; returns them and the number tried.
-
-    A candidate is a row and a set of columns; the search stops once ``N (log N + 5)`` of the
-    ``N`` possible ones were drawn (each drawn with probability ``1 − e^-5``)."""
+    """Candidates in batches until ``n`` distinct ones single out a row of ``S`` or the search
+    stops (:doc:`/methods/attacks`); returns them and the number tried."""
     medians = np.array([np.nan if is_cat[j] or np.isnan(S[:, j]).all()
                         else float(np.nanmedian(S[:, j])) for j in range(S.shape[1])])
     seen: set[bytes] = set()
@@ -81,16 +83,8 @@ def _multivariate_queries(S: np.ndarray, is_cat: np.ndarray, n: int, n_cols: int
         b = min(_BATCH, limit - tried)
         cand = pr.multivariate_candidates(S, is_cat, medians, b, n_cols, rng)
         tried += b
-        ok = np.flatnonzero(_singles_out(S, cand))
-        take = []
-        for i, key in zip(ok, cand.take(ok).keys(), strict=True):
-            if key not in seen:
-                seen.add(key)
-                take.append(i)
-                n_found += 1
-                if n_found == n:
-                    break
-        found.append(cand.take(np.asarray(take, dtype=np.int64)))
+        found.append(_distinct(cand, np.flatnonzero(_singles_out(S, cand)), seen, n - n_found))
+        n_found += len(found[-1])
     if not found:
         empty = np.empty((0, n_cols))
         return pr.Predicates(empty.astype(np.int64), empty.astype(np.int8), empty), tried
@@ -223,10 +217,10 @@ def singling_out_risk(
     >>> res.table[["dataset", "mode", "risk", "ci_low", "ci_high"]]  # doctest: +SKIP
     """
     modes = _check_modes(mode)
-    n_attacks = check_count(n_attacks, "n_attacks")
-    n_cols = check_count(n_cols, "n_cols")
+    n_attacks = check_int(n_attacks, "n_attacks", 1)
+    n_cols = check_int(n_cols, "n_cols", 1)
     if max_attempts is not None:
-        max_attempts = check_count(max_attempts, "max_attempts")
+        max_attempts = check_int(max_attempts, "max_attempts", 1)
     level = check_confidence_level(confidence_level)
     rng = as_generator(random_seed)
     inp = attack_inputs(original, synthetic, holdout, columns=columns, schema=schema,
@@ -285,7 +279,6 @@ def singling_out_risk(
             r_main = success_rate(n_main, q, level)
             r_base = success_rate(n_base, n_attacks, level)
             r_ctrl = None if n_ctrl is None else success_rate(n_ctrl, q, level)
-            risk = attack_risk(r_main, r_ctrl)
             if q < n_attacks:
                 flagged.setdefault("FEW_SINGLING_OUT_QUERIES", []).append(
                     f"dataset {l} {md}: {q} of {n_attacks}"
@@ -302,12 +295,7 @@ def singling_out_risk(
                 "n_control_raw": np.nan if n_ctrl_raw is None else n_ctrl_raw,
                 "control_correction": np.nan if factor is None else factor,
                 "n_baseline": n_base,
-                "main_rate": r_main.rate, "main_error": r_main.error,
-                "control_rate": np.nan if r_ctrl is None else r_ctrl.rate,
-                "control_error": np.nan if r_ctrl is None else r_ctrl.error,
-                "baseline_rate": r_base.rate, "baseline_error": r_base.error,
-                "residual": risk.residual, "risk": risk.risk,
-                "ci_low": risk.ci[0], "ci_high": risk.ci[1]})
+                **rate_columns(r_main, r_ctrl, r_base)})
             qframes.append(pd.DataFrame({
                 "dataset": l, "mode": md, "query": pr.describe(preds, names, levels),
                 "columns": [",".join(names[int(c)] for c in row) for row in preds.col],

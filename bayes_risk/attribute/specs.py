@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from bayes_risk._specs import check_flag, check_int, check_option, is_number
 from bayes_risk.attribute.record_table import KHAT_TOLERANCE
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 
@@ -34,12 +35,6 @@ _PAIVA_POINTER = (
 
 #: the estimators of ``EstimatorSpec.kind`` (``"auto"``: chosen from the model's capabilities)
 ESTIMATORS = ("auto", "stabilised", "is")
-
-
-def _int_at_least(value: Any, what: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValidationError(f"{what} must be an integer >= {minimum}. Got {value!r}.")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -88,10 +83,8 @@ class ScenarioSpec:
                 code="INVALID_ARGUMENT"
             )
         if self.known is not None:
-            if isinstance(self.known, str):
-                object.__setattr__(self, "known", (self.known,))
-            else:
-                object.__setattr__(self, "known", tuple(self.known))
+            known = (self.known,) if isinstance(self.known, str) else tuple(self.known)
+            object.__setattr__(self, "known", known)
         if self.pairs is not None and self.kind != "two_records":
             raise ValidationError(
                 f"ScenarioSpec.pairs applies to kind='two_records' only (kind={self.kind!r}); "
@@ -172,36 +165,21 @@ class EstimatorSpec:
     bootstrap: int = 200
 
     def __post_init__(self) -> None:
-        if self.kind not in ESTIMATORS:
-            raise ValidationError(
-                f"EstimatorSpec.kind must be 'auto', 'stabilised' or 'is'. Got {self.kind!r}.")
-        if self.khat not in ("all", "base", "none"):
-            raise ValidationError(
-                f"EstimatorSpec.khat must be 'all', 'base' or 'none'. Got {self.khat!r}.")
-        if self.khat_rule not in ("material", "any"):
-            raise ValidationError(
-                f"EstimatorSpec.khat_rule must be 'material' or 'any'. Got {self.khat_rule!r}.")
+        check_option(self.kind, "EstimatorSpec.kind", ESTIMATORS)
+        check_option(self.khat, "EstimatorSpec.khat", ("all", "base", "none"))
+        check_option(self.khat_rule, "EstimatorSpec.khat_rule", ("material", "any"))
         tol = self.khat_tolerance
-        if (isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating))
-                or not (math.isfinite(float(tol)) and tol >= 0)):
+        if not is_number(tol) or not (math.isfinite(float(tol)) and tol >= 0):
             raise ValidationError(
                 f"EstimatorSpec.khat_tolerance must be a finite number >= 0. Got {tol!r}.")
         object.__setattr__(self, "khat_tolerance", float(tol))
-        if self.compat not in (None, "AttributeRiskCalculation"):
-            raise ValidationError(
-                "EstimatorSpec.compat must be None or 'AttributeRiskCalculation'. "
-                f"Got {self.compat!r}.")
-        object.__setattr__(self, "chunk_size",
-                           _int_at_least(self.chunk_size, "EstimatorSpec.chunk_size", 1))
-        object.__setattr__(self, "bootstrap",
-                           _int_at_least(self.bootstrap, "EstimatorSpec.bootstrap", 0))
-        if self.refit_draws is not None:
-            object.__setattr__(self, "refit_draws",
-                               _int_at_least(self.refit_draws, "EstimatorSpec.refit_draws", 1))
+        check_option(self.compat, "EstimatorSpec.compat", (None, "AttributeRiskCalculation"))
+        for name, minimum in (("chunk_size", 1), ("bootstrap", 0), ("refit_draws", 1)):
+            if name != "refit_draws" or self.refit_draws is not None:
+                object.__setattr__(self, name, check_int(getattr(self, name),
+                                                         f"EstimatorSpec.{name}", minimum))
         for name in ("psis", "is_diagnostics"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValidationError(
-                    f"EstimatorSpec.{name} must be True or False. Got {getattr(self, name)!r}.")
+            check_flag(getattr(self, name), f"EstimatorSpec.{name}")
 
     def replace(self, **changes: Any) -> EstimatorSpec:
         """A copy with ``changes`` applied (validated again)."""

@@ -440,7 +440,7 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
     """Resolve every setting of the :class:`~bayes_risk.AuditSettings` ``s`` (typed ``Any``: the
     settings module imports this one) and the inputs, checked before any step runs, and record
     where each came from."""
-    from bayes_risk.utility._inputs import infer_synthesized
+    from bayes_risk.utility._inputs import differing_share
 
     est, prop, radius_type = s.attribute_estimator, s.propensity, s.match.radius_type
     imputed = _check_utility_options(sch, s.combining_rules, s.imputed)
@@ -463,7 +463,7 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
     elif syn.schema is not None and syn.schema.synthesized:
         syn_cols, src = list(syn.schema.synthesized), "release manifest"
     else:
-        syn_cols, src = infer_synthesized(data, list(syn), sch), "inferred"
+        syn_cols, src = list(differing_share(data, list(syn), sch)), "inferred"
     if not syn_cols:
         raise ValidationError(
             f"{arg_name('synthesized')}: no synthesized column given, recorded or found (every "

@@ -62,31 +62,23 @@ def resolve_inputs(
         schema.check_columns([c], "target" if target and c == columns[-1] else "keys")
     sub = schema.select(columns)
     # the schema may be the release's (its manifest), so the original is checked on its own
-    missing = [c for c in columns if c not in original.columns]
-    if missing:
-        raise ValidationError(
-            f"the original has no column(s) {missing}; keys and target must be columns of the "
-            "original and of every synthetic dataset.",
-            code="MISSING_COLUMN")
-    tables = [original[list(columns)]]
-    for l, z in enumerate(datasets, start=1):
-        missing = [c for c in columns if c not in z.columns]
+    names = ["original", *(f"synthetic dataset {l}" for l in range(1, len(datasets) + 1))]
+    tables = []
+    for name, t in zip(names, [original, *datasets], strict=True):
+        missing = [c for c in columns if c not in t.columns]
         if missing:
             raise ValidationError(
-                f"synthetic dataset {l} has no column(s) {missing}; keys and target must be "
-                "columns of the original and of every synthetic dataset.",
+                f"{'the ' if name == 'original' else ''}{name} has no column(s) {missing}; keys "
+                "and target must be columns of the original and of every synthetic dataset.",
                 code="MISSING_COLUMN")
-        tables.append(z[list(columns)])
-    for l, t in enumerate(tables):
+        tables.append(t[list(columns)])
+    for name, t in zip(names, tables, strict=True):
         if len(t) == 0:
-            raise ValidationError(
-                f"{'original' if l == 0 else f'synthetic dataset {l}'} has no rows; the "
-                "measures are percentages of records.",
-                code="EMPTY_TABLE")
+            raise ValidationError(f"{name} has no rows; the measures are percentages of records.",
+                                  code="EMPTY_TABLE")
     sub = harmonise_levels(tables[0], tables[1:], schema=sub)
-    for l, t in enumerate(tables):
-        validate_table(t, sub, name="original" if l == 0 else f"synthetic dataset {l}",
-                       allow_nan=True)
+    for name, t in zip(names, tables, strict=True):
+        validate_table(t, sub, name=name, allow_nan=True)
     return sub
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._specs import as_spec
+from bayes_risk._specs import as_spec, check_flag, check_int, check_option, is_integer
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
@@ -70,12 +70,6 @@ def _check_names(keys: Any, target: Any) -> tuple[list[str], str]:
     return keys, target
 
 
-def _bool(value: Any, what: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValidationError(f"{what} must be True or False. Got {value!r}.")
-    return bool(value)
-
-
 @dataclass(frozen=True)
 class ExclusionSpec:
     """What the disclosure measures leave out (synthpop's ``disclosure()`` options).
@@ -115,16 +109,15 @@ class ExclusionSpec:
     use_keys_na: bool | Sequence[bool] = True
 
     def __post_init__(self) -> None:
-        d = self.denom_lim
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or int(d) < 1:
-            raise ValidationError(f"ExclusionSpec.denom_lim must be an integer >= 1. Got {d!r}.")
-        object.__setattr__(self, "denom_lim", int(d))
+        d = check_int(self.denom_lim, "ExclusionSpec.denom_lim", 1)
+        object.__setattr__(self, "denom_lim", d)
         for name in ("exclude_ov_denom_lim", "use_target_na"):
-            object.__setattr__(self, name, _bool(getattr(self, name), f"ExclusionSpec.{name}"))
+            flag = check_flag(getattr(self, name), f"ExclusionSpec.{name}")
+            object.__setattr__(self, name, flag)
         u = self.use_keys_na
-        object.__setattr__(self, "use_keys_na", _bool(u, "ExclusionSpec.use_keys_na")
+        object.__setattr__(self, "use_keys_na", check_flag(u, "ExclusionSpec.use_keys_na")
                            if isinstance(u, (bool, np.bool_)) or not isinstance(u, Iterable)
-                           else tuple(_bool(x, "ExclusionSpec.use_keys_na") for x in u))
+                           else tuple(check_flag(x, "ExclusionSpec.use_keys_na") for x in u))
         levels = self.not_targetlev
         object.__setattr__(self, "not_targetlev", () if levels is None else
                            (levels,) if isinstance(levels, str) else tuple(levels))
@@ -138,16 +131,11 @@ class ExclusionSpec:
         object.__setattr__(self, "exclude_combinations", tuple(triples))
 
 
-
 def _check_options(ngroups_target: Any, compat: Any) -> int | None:
-    if compat not in _COMPAT:
-        raise ValidationError(f"compat must be None or 'synthpop'. Got {compat!r}.")
-    if ngroups_target is None or (not isinstance(ngroups_target, bool)
-                                  and isinstance(ngroups_target, (int, np.integer))
-                                  and int(ngroups_target) == 0):
+    check_option(compat, "compat", _COMPAT)
+    if ngroups_target is None or (is_integer(ngroups_target) and int(ngroups_target) == 0):
         return None
-    if isinstance(ngroups_target, bool) or not isinstance(ngroups_target, (int, np.integer)) \
-            or int(ngroups_target) < 2:
+    if not is_integer(ngroups_target) or int(ngroups_target) < 2:
         raise ValidationError(
             f"ngroups_target must be an integer >= 2 (or None / 0: no grouping). "
             f"Got {ngroups_target!r}.")
@@ -160,12 +148,11 @@ def _key_groups(ngroups_keys: Any, keys: list[str], schema: Schema) -> list[int 
         return [None] * len(keys)
 
     def one(g: Any, what: str) -> int | None:
-        if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or int(g) < 0 \
-                or int(g) == 1:
+        if not is_integer(g) or int(g) < 0 or int(g) == 1:
             raise ValidationError(f"{what} must be an integer >= 2 (or 0: no grouping). Got {g!r}.")
         return int(g) or None
 
-    if isinstance(ngroups_keys, (int, np.integer)) and not isinstance(ngroups_keys, bool):
+    if is_integer(ngroups_keys):
         g = one(ngroups_keys, "ngroups_keys")
         # one number applies to the numeric keys only, as in synthpop
         return [None if schema[k].is_categorical else g for k in keys]
@@ -195,13 +182,8 @@ def c_sort_codes(codes: list[int], labels: list[str]) -> list[int]:
 
 def _positions(td: np.ndarray, ts: np.ndarray, var: EncodedVar, compat: bool
                ) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
-    """Row position of every target code in the original's and the synthetic table.
-
-    By default both tables share one row per level. In compat mode the rows are where synthpop
-    puts them: each table in its factor's level order, and a table that lacks some of the other
-    table's levels is extended and re-sorted as text, so the two tables can be multiplied
-    element-wise with their rows out of step (synthpop 1.9-2 does not realign them).
-    """
+    """Row position of every target code in the original's and the synthetic table: one row per
+    level, or in compat mode where synthpop puts them (:doc:`/methods/compatibility`)."""
     n = var.n_codes
     if not compat:
         pos = np.arange(n)
@@ -311,11 +293,10 @@ def _repu_table(orig: np.ndarray, syn: list[np.ndarray]) -> pd.DataFrame:
     for l, s in enumerate(syn, start=1):
         cnt_s = np.bincount(s, minlength=n_codes)
         u_s = cnt_s == 1
-        row = {"syn": l, "Original": int(np.sum(cnt_o == 1)), "Synthetic": int(u_s.sum()),
-               "Synthetic uniques in original": int(np.sum(u_s & (cnt_o > 0))),
-               "Replicated uniques": int(np.sum(u_s & (cnt_o == 1))),
-               "n_original": len(orig), "n_synthetic": len(s)}
-        rows.append(row)
+        rows.append({"syn": l, "Original": int(np.sum(cnt_o == 1)), "Synthetic": int(u_s.sum()),
+                     "Synthetic uniques in original": int(np.sum(u_s & (cnt_o > 0))),
+                     "Replicated uniques": int(np.sum(u_s & (cnt_o == 1))),
+                     "n_original": len(orig), "n_synthetic": len(s)})
     df = pd.DataFrame(rows)
     for name in REPU_MEASURES:
         tot = df["n_original"] if name == "Original" else df["n_synthetic"]
@@ -477,16 +458,14 @@ def disclosure_measures(
     carried = None if source is None else source.schema
     sub = resolve_inputs(original, datasets, carried, schema, categorical, [*keys, target],
                          target=True)
-    if isinstance(ex.use_keys_na, bool):
-        use_keys = [ex.use_keys_na] * len(keys)
-    else:
-        use_keys = list(ex.use_keys_na)
-        if len(use_keys) != len(keys):
-            raise ValidationError(
-                f"ExclusionSpec.use_keys_na must be one logical value or one per key "
-                f"({len(keys)}). Got {len(use_keys)} values.", code="INVALID_ARGUMENT")
+    u = ex.use_keys_na
+    use_keys = [u] * len(keys) if isinstance(u, bool) else list(u)
+    if len(use_keys) != len(keys):
+        raise ValidationError(
+            f"ExclusionSpec.use_keys_na must be one logical value or one per key "
+            f"({len(keys)}). Got {len(use_keys)} values.", code="INVALID_ARGUMENT")
     for k in k_anonymity:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+        if not is_integer(k) or k < 2:
             raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")
 
     key_groups = _key_groups(ngroups_keys, keys, sub)
@@ -522,10 +501,9 @@ def disclosure_measures(
     ident = res[["syn", *IDENT_MEASURES]].reset_index(drop=True)
     attrib = res[["syn", *ATTRIB_MEASURES]].reset_index(drop=True)
     caps = res[["syn", *CAP_MEASURES]].reset_index(drop=True)
-    diag = res[["syn", "n_synthetic", "n_over_denom_lim", "n_excluded_original",
-                "n_excluded_synthetic"]].astype({"n_synthetic": int}).reset_index(drop=True)
-    for c in ("n_over_denom_lim", "n_excluded_original", "n_excluded_synthetic"):
-        diag[c] = diag[c].astype(np.int64)
+    counts = ("n_over_denom_lim", "n_excluded_original", "n_excluded_synthetic")
+    diag = res[["syn", "n_synthetic", *counts]].astype(
+        {"n_synthetic": int, **dict.fromkeys(counts, np.int64)}).reset_index(drop=True)
 
     codes: list[str] = duplicate_codes(datasets)  # warned by as_synthetic_list
     n_levels = int(len(np.unique(tvar.orig)))
@@ -614,8 +592,7 @@ def replicated_uniques(
        Original  Synthetic  Replicated uniques
     0         2          4                   2
     """
-    if compat not in _COMPAT:
-        raise ValidationError(f"compat must be None or 'synthpop'. Got {compat!r}.")
+    check_option(compat, "compat", _COMPAT)
     if not isinstance(original, pd.DataFrame):
         raise ValidationError(
             f"original must be a pandas DataFrame. Got {type(original).__name__}.")

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._specs import check_option, is_integer, is_number
 from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 from bayes_risk.results.original_risk import OriginalRisk
 
@@ -83,23 +84,17 @@ def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, ma
             f"sensitive column(s) {both} are also keys; a column is either a key or sensitive.")
     if isinstance(weights, str) and weights in keys + sensitive:
         raise ValidationError(f"weights column {weights!r} is also a key or sensitive column.")
-    if method not in ("approx", "exact"):
-        raise ValidationError(f"method must be 'approx' or 'exact'. Got {method!r}.")
-    if compat not in (None, "sdcmicro"):
-        raise ValidationError(f"compat must be None or 'sdcmicro'. Got {compat!r}.")
-    if max_size is not None and (isinstance(max_size, bool)
-                                 or not isinstance(max_size, (int, np.integer))
-                                 or int(max_size) < 1):
+    check_option(method, "method", ("approx", "exact"))
+    check_option(compat, "compat", (None, "sdcmicro"))
+    if max_size is not None and (not is_integer(max_size) or int(max_size) < 1):
         raise ValidationError(f"max_size must be an integer >= 1 or None. Got {max_size!r}.")
-    if isinstance(dis_fraction, bool) or not isinstance(dis_fraction, (int, float, np.number)) \
-            or not 0 < float(dis_fraction) < 1:
+    if not is_number(dis_fraction) or not 0 < float(dis_fraction) < 1:
         raise ValidationError(
             f"dis_fraction must be a sampling fraction in (0, 1). Got {dis_fraction!r}.")
-    if isinstance(recursive_c, bool) or not isinstance(recursive_c, (int, float, np.number)) \
-            or not float(recursive_c) > 0:
+    if not is_number(recursive_c) or not float(recursive_c) > 0:
         raise ValidationError(f"recursive_c must be a number > 0. Got {recursive_c!r}.")
     for k in k_anonymity:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+        if not is_integer(k) or k < 2:
             raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")
 
 
@@ -124,14 +119,8 @@ def _combine(codes: np.ndarray) -> np.ndarray:
 # f_k and F_k
 def _frequencies(codes: np.ndarray, miss: np.ndarray, w: np.ndarray, wildcard: bool
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Sample frequency ``f_k`` and weighted frequency ``F_k`` of every record's key cell.
-
-    ``wildcard``: sdcMicro's ``freqCalc`` with ``alpha = 1``. A record with missing keys counts
-    the other records that agree with it on its observed keys (those with missing values there
-    too); a complete record counts the records with missing keys that agree with it on their
-    observed keys (not the records missing every key); a record missing every key counts every
-    record. With one key, the complete records also count the records missing it.
-    """
+    """Sample frequency ``f_k`` and weighted frequency ``F_k`` of every record's key cell;
+    ``wildcard``: sdcMicro's ``freqCalc`` (:doc:`/methods/compatibility`, sdcMicro)."""
     n, p = codes.shape
     if not wildcard or not miss.any():
         cell = _combine(codes)
@@ -172,14 +161,8 @@ def _frequencies(codes: np.ndarray, miss: np.ndarray, w: np.ndarray, wildcard: b
 
 # individual risk
 def _risk_approx(f: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """sdcMicro's risk (``indivRisk(method = "approx")``) in terms of ``z = F_k/f_k − 1``.
-
-    With ``p = f/F = 1/(1+z)`` and ``q = 1 − p``: ``f = 1``: ``(p/q) log(1/p) = log(1+z)/z``;
-    ``f = 2``: ``p/q − (p/q)² log(1/p) = (z − log(1+z))/z²`` (both exact: Franconi & Polettini
-    2004); ``f ≥ 3``: ``p/(f − q) = 1/(f + (f − 1) z)``, their approximation. ``z = 0`` gives
-    ``1/f`` (sdcMicro's value when ``f_k = F_k``). Written in ``z`` with ``log1p`` and a series
-    for small ``z``, so weights close to 1 do not cancel digits.
-    """
+    """sdcMicro's risk (``indivRisk(method = "approx")``) in ``z = F_k/f_k − 1`` (with
+    ``log1p`` and a series for small ``z``: :doc:`/methods/original_risk`, Individual risk)."""
     r = np.empty_like(z)
     one, two, more = f == 1, f == 2, f >= 3
     small = z < 1e-3
@@ -194,14 +177,8 @@ def _risk_approx(f: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 
 def _risk_exact(f: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """``E(1/F | f) = ∫_0^1 s^(f−1) / (1 + z s) ds`` by quadrature, once per distinct (f, z).
-
-    The negative binomial model ``F − f ~ NB(f, p)`` gives ``E(1/F) = Σ_h C(h−1, f−1) p^f
-    q^(h−f) / h = p^f ∫_0^1 t^(f−1) (1 − q t)^(−f) dt``; the substitution
-    ``s = p t / (1 − q t)`` gives the form above. With ``s = exp(−x/f)`` it becomes
-    ``(1/f) ∫_0^∞ e^(−x) / (1 + z e^(−x/f)) dx``, which ``quad`` integrates to ~1e-12 for any
-    cell size.
-    """
+    """``E(1/F | f) = ∫_0^1 s^(f−1) / (1 + z s) ds`` by quadrature, once per distinct (f, z)
+    (:doc:`/methods/original_risk`, Individual risk)."""
     from scipy.integrate import quad
 
     pairs, inv = np.unique(np.column_stack([f, z]), axis=0, return_inverse=True)
@@ -231,15 +208,8 @@ def _individual_risk(f: np.ndarray, F: np.ndarray, weighted: bool, method: str
 # SUDA2
 def _suda(codes: np.ndarray, miss: np.ndarray, compat: bool, max_size: int | None,
           dis_fraction: float) -> dict[str, Any]:
-    """Minimal sample uniques of every record, SUDA and DIS scores, per-key contributions.
-
-    A record is unique on a set of keys when no other record has its values there; an MSU is a
-    set on which it is unique while unique on none of its subsets (it is enough to check the
-    subsets one key smaller: uniqueness only grows with the set). Every subset of up to
-    ``max_size`` keys is examined, its cell codes built from a subset one key smaller. Only a
-    record unique on all the keys can have an MSU: the flags are kept for those alone.
-    ``compat`` (sdcMicro): a record's missing value is never part of an MSU.
-    """
+    """Minimal sample uniques of every record, SUDA and DIS scores, per-key contributions
+    (:doc:`/methods/original_risk`, SUDA2); ``compat``: no missing value in an MSU."""
     from bayes_risk._memory import check_memory
 
     n, p = codes.shape
@@ -328,14 +298,8 @@ def _level_contributions(original: pd.DataFrame, keys: list[str], raw: np.ndarra
 # l-diversity
 def _l_diversity(cell: np.ndarray, values: pd.Series, c: float, compat: bool
                  ) -> dict[str, np.ndarray]:
-    """Distinct, entropy and recursive (c, l) l-diversity of every record's key cell.
-
-    In a cell with sensitive-value counts ``r_1 ≥ r_2 ≥ … ≥ r_m``: distinct l = ``m``; entropy
-    l = ``exp(−Σ (r_j/n) log(r_j/n))``; recursive l = the largest ``l`` with
-    ``r_1 < c (r_l + … + r_m)`` (1 when there is no such ``l ≥ 2``), as sdcMicro computes them.
-    ``compat`` (sdcMicro): each missing sensitive value is a value of its own (R's ``NA`` is
-    never equal to itself in its C++ code).
-    """
+    """Distinct, entropy and recursive (c, l) l-diversity of every record's key cell
+    (:doc:`/methods/original_risk`); ``compat``: each missing sensitive value a value of its own."""
     v, _ = pd.factorize(values, use_na_sentinel=True)
     v = np.asarray(v, dtype=np.int64)
     miss = v < 0

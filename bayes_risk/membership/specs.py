@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from bayes_risk._specs import check_flag, check_int, is_number
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["AttackSpec", "RatioSpec"]
@@ -56,23 +57,18 @@ class AttackSpec:
             if p not in ("balanced", "sampling"):
                 raise ValidationError("AttackSpec.prior must be 'balanced', 'sampling' or a "
                                       f"probability in (0, 1). Got {p!r}.")
-        elif isinstance(p, bool) or not isinstance(p, (int, float, np.number)) or not 0 < p < 1:
+        elif not is_number(p) or not 0 < p < 1:
             raise ValidationError(f"AttackSpec.prior must be a probability in (0, 1). Got {p!r}.")
-        N = self.population_size
-        if p == "sampling" and N is None:
+        if p == "sampling" and self.population_size is None:
             raise ValidationError("AttackSpec(prior='sampling') (the base rate n/N) needs "
                                   "population_size=N.", code="OPTION_REQUIRED")
-        if N is not None and (isinstance(N, bool) or not isinstance(N, (int, np.integer))
-                              or N < 1):
-            raise ValidationError(f"AttackSpec.population_size must be an integer >= 1. Got {N!r}.")
+        if self.population_size is not None:
+            check_int(self.population_size, "AttackSpec.population_size", 1)
         t = self.threshold
-        if isinstance(t, bool) or not isinstance(t, (int, float, np.number)) or not 0 < t < 1:
+        if not is_number(t) or not 0 < t < 1:
             raise ValidationError(f"AttackSpec.threshold must be in (0, 1). Got {t!r}.")
-        if not isinstance(self.dcr, (bool, np.bool_)):
-            raise ValidationError(f"AttackSpec.dcr must be True or False. Got {self.dcr!r}.")
-        b = self.bootstrap
-        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 0:
-            raise ValidationError(f"AttackSpec.bootstrap must be an integer >= 0. Got {b!r}.")
+        check_flag(self.dcr, "AttackSpec.dcr")
+        check_int(self.bootstrap, "AttackSpec.bootstrap", 0)
 
 
 @dataclass(frozen=True)
@@ -109,15 +105,9 @@ class RatioSpec:
     khat: bool = True
 
     def __post_init__(self) -> None:
-        d = self.normaliser_draws
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 20:
-            raise ValidationError(
-                f"RatioSpec.normaliser_draws must be an integer >= 20. Got {d!r}.")
+        check_int(self.normaliser_draws, "RatioSpec.normaliser_draws", 20)
         a = self.unsynthesized_concentration
-        if isinstance(a, bool) or not isinstance(a, (int, float, np.number)) or not (
-                np.isfinite(a) and a > 0):
+        if not is_number(a) or not (np.isfinite(a) and a > 0):
             raise ValidationError(
-                f"RatioSpec.unsynthesized_concentration must be a number > 0. Got {a!r}.",
-                code="INVALID_ARGUMENT")
-        if not isinstance(self.khat, (bool, np.bool_)):
-            raise ValidationError(f"RatioSpec.khat must be True or False. Got {self.khat!r}.")
+                f"RatioSpec.unsynthesized_concentration must be a number > 0. Got {a!r}.")
+        check_flag(self.khat, "RatioSpec.khat")

@@ -38,32 +38,24 @@ if TYPE_CHECKING:
     from bayes_risk.results.utility import PMSEResult, UtilitySummary
     from bayes_risk.results.visit_orders import VisitOrderComparison
 
-# name -> module that defines it
-_CLASSES: dict[str, str] = {
-    "RiskResult": "bayes_risk.results._base",
-    "Summary": "bayes_risk.results._summary",
-    "ResultWarning": "bayes_risk.results._summary",
-    "AttributeRiskResult": "bayes_risk.results.attribute",
-    "IdentificationResult": "bayes_risk.results.identification",
-    "RadiusSweepResult": "bayes_risk.results.identification",
-    "MembershipRiskResult": "bayes_risk.results.membership",
-    "SinglingOutResult": "bayes_risk.results.attacks",
-    "LinkabilityResult": "bayes_risk.results.attacks",
-    "KnowledgeSweepResult": "bayes_risk.results.knowledge",
-    "PMSEResult": "bayes_risk.results.utility",
-    "UtilitySummary": "bayes_risk.results.utility",
-    "CombinedScalar": "bayes_risk.results.combining",
-    "CombinedMultivariate": "bayes_risk.results.combining",
-    "OverlapResult": "bayes_risk.results.combining",
-    "CoefDiffResult": "bayes_risk.results.combining",
-    "DisclosureMeasures": "bayes_risk.results.disclosure",
-    "DisclosureByTarget": "bayes_risk.results.disclosure",
-    "ReplicatedUniques": "bayes_risk.results.disclosure",
-    "OriginalRisk": "bayes_risk.results.original_risk",
-    "DifferencingResult": "bayes_risk.results.differencing",
-    "VisitOrderComparison": "bayes_risk.results.visit_orders",
-    "format_number": "bayes_risk.results._format",
+# module of bayes_risk.results -> the names it defines
+_MODULES: dict[str, tuple[str, ...]] = {
+    "_base": ("RiskResult",),
+    "_summary": ("Summary", "ResultWarning"),
+    "_format": ("format_number",),
+    "attacks": ("SinglingOutResult", "LinkabilityResult"),
+    "attribute": ("AttributeRiskResult",),
+    "combining": ("CombinedScalar", "CombinedMultivariate", "OverlapResult", "CoefDiffResult"),
+    "differencing": ("DifferencingResult",),
+    "disclosure": ("DisclosureMeasures", "DisclosureByTarget", "ReplicatedUniques"),
+    "identification": ("IdentificationResult", "RadiusSweepResult"),
+    "knowledge": ("KnowledgeSweepResult",),
+    "membership": ("MembershipRiskResult",),
+    "original_risk": ("OriginalRisk",),
+    "utility": ("PMSEResult", "UtilitySummary"),
+    "visit_orders": ("VisitOrderComparison",),
 }
+_CLASSES = {name: f"bayes_risk.results.{m}" for m, names in _MODULES.items() for name in names}
 
 __all__ = [
     "RiskResult",

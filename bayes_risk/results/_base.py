@@ -4,6 +4,7 @@ and structured warnings."""
 from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
+from collections import Counter
 from dataclasses import asdict
 from typing import Any, ClassVar
 
@@ -35,22 +36,9 @@ def legend_below(ax: Any, ncols: int = 3, warning: str = "") -> Any:
 
 
 class RiskResult(metaclass=ABCMeta):
-    """Base class of the results of bayes-risk's measures.
-
-    Every result
-
-    * ``summary()`` — a :class:`~bayes_risk.results.Summary` (printable as text, Markdown, HTML;
-      a notebook shows it);
-    * ``to_dict()`` — a JSON-safe dict (what the command line writes to ``summary.json``);
-    * ``to_dataframe()`` — its main table as a DataFrame;
-    * ``plot(kind=...)`` — one of :attr:`plot_kinds` drawn on the given or the current
-      matplotlib Axes, which it returns (pandas' and ArviZ's convention; matplotlib is
-      imported only here);
-    * ``structured_warnings`` — its warning codes as :class:`~bayes_risk.results.ResultWarning`
-      objects (code, message, where); ``warnings`` keeps the codes.
-
-    ``print(result)`` prints the summary.
-    """
+    """Base class of the results of bayes-risk's measures: ``summary()``, ``to_dict()``,
+    ``to_dataframe()``, ``plot(kind=..., ax=None)`` and ``structured_warnings``
+    (:doc:`/user_guide/results`); ``print(result)`` prints the summary."""
 
     #: the kinds ``plot`` draws; the first is the default
     plot_kinds: ClassVar[tuple[str, ...]] = ()
@@ -70,18 +58,32 @@ class RiskResult(metaclass=ABCMeta):
     def _warning_codes(self) -> list[str]:
         return [str(c) for c in getattr(self, "warnings", ()) or ()]
 
+    def _flag_counts(self) -> dict[str, int]:
+        """``{code: rows}`` of the ``;``-joined ``flag_codes`` of :attr:`records`."""
+        return dict(Counter(c for f in self.records["flag_codes"] for c in str(f).split(";") if c))
+
+    def _flag_warnings(self, what: str) -> list[ResultWarning]:
+        """One warning per row flag, ``where``: how many ``what`` and the first five."""
+        out, recs = [], self.records
+        for c, n in self._flag_counts().items():
+            ids = recs.index[recs["flag_codes"].str.split(";").map(lambda f, c=c: c in f)]
+            first = ", ".join(str(int(r)) for r in ids[:5]) + (", …" if n > 5 else "")
+            out.append(ResultWarning(c, self._message(c), f"{n} {what}: {first}"))
+        return out
+
     @property
     def structured_warnings(self) -> list[ResultWarning]:
         """The result's warnings with their meaning and what they concern."""
-        return [ResultWarning(c, message(c)) for c in self._warning_codes()]
+        return [ResultWarning(c, self._message(c)) for c in self._warning_codes()]
+
+    def _message(self, code: str) -> str:
+        """What ``code`` means: the result's ``warning_details``, else the code's message."""
+        return (getattr(self, "warning_details", None) or {}).get(code) or message(code)
 
     def plot(self, kind: str | None = None, *, ax: Any = None, **kwargs: Any) -> Any:
         """Draw one kind of plot of the result on a matplotlib Axes and return the Axes.
 
-        As ``DataFrame.plot`` and ArviZ's ``plot_*`` functions do: with ``ax`` it draws there
-        (any figure, e.g. one panel of ``plt.subplots``); without, on pyplot's current Axes —
-        a new pyplot figure of the kind's size when none is open — so ``result.plot();
-        plt.savefig(path)`` writes the plot and a notebook shows it.
+        As ``DataFrame.plot`` and ArviZ's ``plot_*`` functions do (:doc:`/user_guide/results`).
 
         Parameters
         ----------

@@ -14,7 +14,7 @@ import pandas as pd
 
 from bayes_risk._io import to_jsonable
 from bayes_risk.results._base import RiskResult, legend_below
-from bayes_risk.results._summary import ResultWarning, Summary
+from bayes_risk.results._summary import Summary
 from bayes_risk.warning_codes import ATTACK_MESSAGES, message
 
 __all__ = ["SinglingOutResult", "LinkabilityResult"]
@@ -42,10 +42,8 @@ class _AttackResult(RiskResult):
         """The risk table (:attr:`table`)."""
         return self.table
 
-    @property
-    def structured_warnings(self) -> list[ResultWarning]:
-        """The warning codes with their meaning."""
-        return [ResultWarning(c, ATTACK_MESSAGES.get(c) or message(c)) for c in self.warnings]
+    def _message(self, code: str) -> str:
+        return ATTACK_MESSAGES.get(code) or message(code)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: ``measure``, ``settings``, ``table`` (records), ``warnings`` and

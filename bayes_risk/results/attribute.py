@@ -329,13 +329,6 @@ class AttributeRiskResult(RiskResult):
             self._cache["mc_uncertainty"] = self._mc_figures(self)
         return self._cache["mc_uncertainty"]
 
-    def _flag_counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for f in self.records["flag_codes"]:
-            for c in filter(None, f.split(";")):
-                counts[c] = counts.get(c, 0) + 1
-        return counts
-
     def to_dataframe(self) -> pd.DataFrame:
         """The record table (a copy of :attr:`records`)."""
         return self.records.copy()
@@ -351,12 +344,7 @@ class AttributeRiskResult(RiskResult):
         for c in self._warning_codes():
             if c not in mc_codes and c not in flags:
                 out.append(ResultWarning(c, message(c)))
-        recs = self.records
-        for c, n in flags.items():
-            ids = recs.index[recs["flag_codes"].str.split(";").map(lambda f, c=c: c in f)]
-            first = ", ".join(str(int(r)) for r in ids[:5])
-            where = f"{n} record(s): {first}" + (", …" if n > 5 else "")
-            out.append(ResultWarning(c, message(c), where))
+        out += self._flag_warnings("record(s)")
         for w in mc:
             where = f"fit {w.get('fit', 'model')}"
             q = w.get("quantities")

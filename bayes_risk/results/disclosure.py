@@ -271,10 +271,8 @@ class DisclosureByTarget(RiskResult, Mapping):
 
     def to_dataframe(self) -> pd.DataFrame:
         """Mean of every measure over the synthetic datasets: one row per target."""
-        rows = []
-        for t, r in self.by_target.items():
-            rows.append({"target": t, "keys": ", ".join(r.keys), **r.means()})
-        return pd.DataFrame(rows)
+        return pd.DataFrame([{"target": t, "keys": ", ".join(r.keys), **r.means()}
+                             for t, r in self.by_target.items()])
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: ``{"targets": [...], "by_target": {target: its to_dict()}}``."""

@@ -12,8 +12,7 @@ import pandas as pd
 from bayes_risk._io import to_jsonable
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results._base import RiskResult, legend_below
-from bayes_risk.results._summary import ResultWarning, Summary
-from bayes_risk.warning_codes import message
+from bayes_risk.results._summary import Summary
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -218,14 +217,6 @@ class IdentificationResult(RiskResult):
             d["records"] = self.records.to_dict(orient="list")
         return to_jsonable(d)
 
-    @property
-    def structured_warnings(self) -> list[ResultWarning]:
-        """The warning codes with the messages of ``warning_details``."""
-        return [
-            ResultWarning(c, self.warning_details.get(c) or message(c))
-            for c in self._warning_codes()
-        ]
-
     def summary(self) -> Summary:
         """Printable summary: the file-level measures (with their range over datasets for
         per-dataset aggregation), the intruder's knowledge and the match rule."""
@@ -414,9 +405,7 @@ class RadiusSweepResult(RiskResult):
         d["expected_match_risk"] = self.risk.ravel()
         return pd.DataFrame(d)
 
-    def to_dataframe(self) -> pd.DataFrame:
-        """Alias of :meth:`to_frame`."""
-        return self.to_frame()
+    to_dataframe = to_frame
 
     @property
     def fixed_radii(self) -> dict[str, float]:

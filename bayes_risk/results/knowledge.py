@@ -11,9 +11,8 @@ import pandas as pd
 
 from bayes_risk._io import to_jsonable
 from bayes_risk.results._base import RiskResult
-from bayes_risk.results._summary import ResultWarning, Summary
+from bayes_risk.results._summary import Summary
 from bayes_risk.results.identification import ID_MEASURES
-from bayes_risk.warning_codes import message
 
 __all__ = ["KnowledgeSweepResult", "SWEEP_MEASURES", "ATTRIBUTE_SWEEP_MEASURES"]
 
@@ -150,13 +149,7 @@ class KnowledgeSweepResult(RiskResult):
         """The per-subset table (``table``)."""
         return self.table.copy()
 
-    def to_dataframe(self) -> pd.DataFrame:
-        """Alias of :meth:`to_frame`."""
-        return self.to_frame()
-
-    def _structured(self) -> list[ResultWarning]:
-        return [ResultWarning(c, self.warning_details.get(c) or message(c))
-                for c in self.warnings]
+    to_dataframe = to_frame
 
     def headline(self) -> str:
         """One sentence naming the variable whose removal from the full set lowers the risk
@@ -207,7 +200,7 @@ class KnowledgeSweepResult(RiskResult):
             notes=[self.shapley_note + ".", self.headline(),
                    "Sensitivity to the intruder's knowledge is the open question of Hu (2019) "
                    f"§5; {what}."],
-            warnings=self._structured(),
+            warnings=self.structured_warnings,
         )
 
     def to_dict(self) -> dict[str, Any]:

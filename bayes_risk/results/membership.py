@@ -84,25 +84,13 @@ class MembershipRiskResult(RiskResult):
             "structured_warnings": [w.to_dict() for w in self.structured_warnings],
         })
 
-    def _flag_counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for f in self.records["flag_codes"]:
-            for c in filter(None, str(f).split(";")):
-                out[c] = out.get(c, 0) + 1
-        return out
+    def _message(self, code: str) -> str:
+        return MEMBERSHIP_MESSAGES.get(code) or message(code)
 
     @property
     def structured_warnings(self) -> list[ResultWarning]:
         """File-level codes and target flags (with the targets they concern)."""
-        out = [ResultWarning(c, MEMBERSHIP_MESSAGES.get(c) or message(c))
-               for c in self.warnings]
-        recs = self.records
-        for c, n in self._flag_counts().items():
-            ids = recs.index[recs["flag_codes"].str.split(";").map(lambda f, c=c: c in f)]
-            first = ", ".join(str(int(r)) for r in ids[:5])
-            where = f"{n} target(s): {first}" + (", …" if n > 5 else "")
-            out.append(ResultWarning(c, MEMBERSHIP_MESSAGES.get(c) or message(c), where))
-        return out
+        return super().structured_warnings + self._flag_warnings("target(s)")
 
     def summary(self) -> Summary:
         """Header (sizes, prior, m), the attack table (Bayesian estimate beside the distance

@@ -99,15 +99,11 @@ class OriginalRisk(RiskResult):
 
     def _risk_text(self) -> str:
         if self.weighted:
-            how = ("Benedetti–Franconi risk with survey weights, F_k = sum of the weights of "
-                   "the key cell" + (" (exact expectation)"
-                                     if self.settings.get("method") == "exact"
-                                     else " (sdcMicro's approximation for f_k >= 3)"))
-        else:
-            how = ("no survey weights: the sample-based risk 1/f_k (sdcMicro with every "
-                   "weight 1), an upper bound of the risk in the population the sample "
-                   "stands for")
-        return how
+            return ("Benedetti–Franconi risk with survey weights, F_k = sum of the weights of "
+                    "the key cell" + (" (exact expectation)" if self.settings.get("method")
+                                      == "exact" else " (sdcMicro's approximation for f_k >= 3)"))
+        return ("no survey weights: the sample-based risk 1/f_k (sdcMicro with every weight 1), "
+                "an upper bound of the risk in the population the sample stands for")
 
     def summary(self) -> Summary:
         """Printable summary: global risk, k-anonymity, SUDA2 and l-diversity."""

@@ -145,9 +145,7 @@ class PMSEResult(RiskResult):
         d["mean"] = {"pmse": self.mean_pmse, "ratio": self.mean_ratio, "std": self.mean_std}
         return to_jsonable(d)
 
-    def to_dataframe(self) -> pd.DataFrame:
-        """Alias of :meth:`to_frame`."""
-        return self.to_frame()
+    to_dataframe = to_frame
 
     def summary(self) -> Summary:
         """Printable summary: the per-dataset pMSE table, its null and the means."""

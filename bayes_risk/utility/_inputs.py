@@ -16,7 +16,7 @@ from bayes_risk.data.validate import harmonise_levels, validate_synthetic
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
 
 __all__ = [
-    "base_schema", "resolve_schema", "infer_synthesized", "differing_share",
+    "base_schema", "resolve_schema", "differing_share",
     "check_choice", "ImputedChoice", "resolve_imputed", "observed_cells", "warn_observed_cells"]
 
 
@@ -72,13 +72,6 @@ def resolve_schema(
                        check_unsynthesized=same_rows and bool(schema.synthesized),
                        allow_nan=True)
     return schema
-
-
-def infer_synthesized(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
-                      schema: Schema) -> list[str]:
-    """Columns whose values differ from the original's in at least one synthetic dataset (every
-    column unless the datasets have the original's rows in order)."""
-    return list(differing_share(original, datasets, schema))
 
 
 def differing_share(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],

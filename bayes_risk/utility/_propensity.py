@@ -222,16 +222,8 @@ def _power_of_two_scale(X: np.ndarray) -> np.ndarray:
 
 
 def _estimable_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
-    """Indices of the columns kept by a rank-revealing pass in model order.
-
-    Like R's ``dqrdc2`` (used by ``glm``), a column is aliased when the norm of its residual after
-    projection on the columns before it is below ``tol`` times its own norm, so earlier terms
-    are kept in preference to later ones (main effects before interactions). Implemented with
-    Householder QR of the unit-norm columns (no pivoting): columns whose ``|R_jj|`` falls below
-    ``tol`` are removed; the kept set is then re-checked (Cholesky of its Gram matrix, which
-    gives the same residual norms; a full QR again if that check is not clean) until every kept
-    column passes.
-    """
+    """Indices of the columns kept by a rank-revealing pass in model order, as R's ``dqrdc2``:
+    Householder QR of the unit-norm columns, re-checked until every kept column passes."""
     from scipy.linalg import LinAlgError, cholesky, qr
 
     norms = np.linalg.norm(X, axis=0)
@@ -301,16 +293,9 @@ def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float =
               rank_tol: float = RANK_TOL) -> _LogitFit:
     """Unpenalised logistic regression by IRLS with step-halving (Snoke et al. 2018).
 
-    Aliased columns are dropped first (:func:`_estimable_columns`). The iteration is R's
-    ``glm.fit`` for the binomial family (the propensity model of synthpop's ``utility.gen``):
-    start at ``μ = (y + 1/2)/2``, solve the weighted least-squares problem for the working
-    response ``z = η + (y − μ)/(μ(1 − μ))``, stop when
-    ``|dev − dev_old| / (|dev| + 0.1) < tol`` (R's default ``epsilon = 1e-8``). A step that gives
-    a non-finite or larger deviance is halved towards the previous coefficients (up to 30
-    times). Under (quasi-)separation the maximum-likelihood estimate does not exist and the
-    fitted values depend on where the iteration stops; following ``glm.fit`` step by step is
-    what makes the pMSE equal synthpop's in that case too. Fitted probabilities are
-    ``expit(Xβ)``.
+    Aliased columns are dropped first; the iteration is R's ``glm.fit`` for the binomial family
+    step by step, so that the pMSE equals synthpop's even under separation
+    (:doc:`/methods/utility`, Propensity-score mean squared error).
 
     Parameters
     ----------

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats
 
+from bayes_risk._specs import check_flag
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 from bayes_risk.results.combining import MULTIVARIATE_TESTS, CombinedMultivariate, CombinedScalar
@@ -257,9 +258,7 @@ def _rules_of(rules: Any, proper: bool | None, size_ratio: float | None
 
 def _checked(rules: Any, proper: Any, size_ratio: Any) -> tuple[str, bool, float]:
     """``(rules, proper, size_ratio)`` validated: a known rules name, a bool, a positive k/n."""
-    rules = check_rules(rules)
-    if not isinstance(proper, (bool, np.bool_)):
-        raise ValidationError(f"proper must be True or False. Got {proper!r}.")
+    rules, proper = check_rules(rules), check_flag(proper, "proper")
     try:
         size_ratio = float(size_ratio)
     except (TypeError, ValueError) as err:
@@ -267,7 +266,7 @@ def _checked(rules: Any, proper: Any, size_ratio: Any) -> tuple[str, bool, float
             from err
     if not (math.isfinite(size_ratio) and size_ratio > 0):
         raise ValidationError(f"size_ratio must be a positive number (k/n). Got {size_ratio!r}.")
-    return rules, bool(proper), size_ratio
+    return rules, proper, size_ratio
 
 
 def _lrr_df(t: int, r: float, sign: float, codes: list[str]) -> float:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats
 
+from bayes_risk._specs import check_option
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results.combining import CoefDiffResult, OverlapResult
 
@@ -63,8 +64,7 @@ def _cdf(x: np.ndarray, est: np.ndarray, se: np.ndarray, df: np.ndarray | None) 
     z = (x - est) / se
     if df is None:
         return stats.norm.cdf(z)
-    out = np.where(np.isinf(df), stats.norm.cdf(z), stats.t.cdf(z, np.where(np.isinf(df), 1, df)))
-    return out
+    return np.where(np.isinf(df), stats.norm.cdf(z), stats.t.cdf(z, np.where(np.isinf(df), 1, df)))
 
 
 def ci_overlap(
@@ -116,8 +116,7 @@ def ci_overlap(
     >>> np.round(r.values, 6).tolist()
     [0.52381, 0.583333]
     """
-    if kind not in ("length", "signed", "probability"):
-        raise ValidationError(f"kind must be 'length', 'signed' or 'probability'. Got {kind!r}.")
+    check_option(kind, "kind", ("length", "signed", "probability"))
     arrs = [_vec(v, n) for v, n in ((lo_o, "lo_o"), (hi_o, "hi_o"), (lo_s, "lo_s"),
                                      (hi_s, "hi_s"))]
     try:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
-from bayes_risk._specs import as_spec
+from bayes_risk._specs import as_spec, check_int, is_number
 from bayes_risk._terminal import progress
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
@@ -152,14 +152,6 @@ class _Engine:
         return _OneFit(_pmse_value(p, c), k, df, fit.converged, sep, codes)
 
 
-# the propensity model's settings
-def _positive_int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValidationError(f"{what} must be an integer >= 1. Got {value!r}.",
-                              code="INVALID_ARGUMENT")
-    return int(value)
-
-
 @dataclass(frozen=True)
 class PropensitySpec:
     """The propensity model of the pMSE: its kind, terms, columns and fitting settings.
@@ -204,25 +196,20 @@ class PropensitySpec:
 
     def __post_init__(self) -> None:
         check_choice(self.method, "PropensitySpec.method", PROPENSITY_METHODS)
-        mo = self.max_order
-        if isinstance(mo, bool) or not isinstance(mo, (int, np.integer)) or mo < 0:
-            raise ValidationError(f"PropensitySpec.max_order must be an integer >= 0. Got {mo!r}.")
-        object.__setattr__(self, "max_order", int(mo))
+        object.__setattr__(self, "max_order",
+                           check_int(self.max_order, "PropensitySpec.max_order", 0))
         if self.columns is not None:
             if isinstance(self.columns, str):
                 raise ValidationError(
                     "PropensitySpec.columns must be a sequence of column names, not a string. "
                     f"Got {self.columns!r}.")
             object.__setattr__(self, "columns", tuple(self.columns))
-        cp = self.cp
-        if isinstance(cp, bool) or not isinstance(cp, (int, float, np.integer, np.floating)) \
-                or not cp >= 0:
-            raise ValidationError(f"PropensitySpec.cp must be a number >= 0. Got {cp!r}.")
-        object.__setattr__(self, "cp", float(cp))
+        if not is_number(self.cp) or not self.cp >= 0:
+            raise ValidationError(f"PropensitySpec.cp must be a number >= 0. Got {self.cp!r}.")
+        object.__setattr__(self, "cp", float(self.cp))
         for name in ("min_leaf", "min_split", "max_depth", "max_iter"):
             object.__setattr__(self, name,
-                               _positive_int(getattr(self, name), f"PropensitySpec.{name}"))
-
+                               check_int(getattr(self, name), f"PropensitySpec.{name}", 1))
 
 
 # public function
@@ -326,8 +313,7 @@ def pmse(
     spec = as_spec(propensity, PropensitySpec, "propensity", "method", PROPENSITY_METHODS)
     method, max_order, columns = spec.method, spec.max_order, spec.columns
     null = check_choice(null, "null", ("auto", "theory", "perm", "pairs"))
-    if isinstance(n_perm, bool) or not isinstance(n_perm, (int, np.integer)) or n_perm < 2:
-        raise ValidationError(f"n_perm must be an integer >= 2. Got {n_perm!r}.")
+    check_int(n_perm, "n_perm", 2)
 
     datasets, source = as_synthetic_list(synthetic, original=original)
     dups = duplicate_codes(datasets)  # warned by as_synthetic_list; a result code too

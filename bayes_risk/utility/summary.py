@@ -303,9 +303,7 @@ def _roles(
     ``ROLE_CONTRADICTED``). Returns ``(columns, inferred, warning codes)``."""
     codes: list[str] = []
     inferred = False
-    if synthesized is not None:
-        syn_cols = list(schema.synthesized)
-    elif schema.synthesized:
+    if synthesized is not None or schema.synthesized:
         syn_cols = list(schema.synthesized)
     elif all(len(z) == len(original) for z in datasets):
         # the roles are read off the rows: shuffled files would make every column "synthesized"
@@ -313,6 +311,10 @@ def _roles(
         shares = differing_share(original, datasets, schema)
         syn_cols = list(shares)
         inferred = True
+        def listed(cols: dict[str, list[float]]) -> str:
+            return ", ".join(f"{c!r} (differing records per dataset: "
+                             + ", ".join(f"{x:.1%}" for x in v) + ")" for c, v in cols.items())
+
         # a synthesized column differs in most records of every dataset. One released
         # unchanged in some dataset and changed in another contradicts any role: the files
         # were altered, or a column was synthesized in only some datasets. Refused; the
@@ -320,26 +322,20 @@ def _roles(
         contradicted = {c: v for c, v in shares.items() if min(v) == 0}
         if contradicted:
             raise SchemaError(
-                "column(s) "
-                + ", ".join(f"{c!r} (differing records per dataset: "
-                            + ", ".join(f"{x:.1%}" for x in v) + ")"
-                            for c, v in contradicted.items())
-                + " are unchanged in some synthetic datasets and changed in others, so their "
-                "role cannot be inferred (ROLE_CONTRADICTED): if they were released unchanged "
-                "the synthetic files were altered. State the synthesized columns with "
-                f"{arg_name('synthesized')} or give the release folder with its manifest.",
-                code="ROLE_CONTRADICTED")
+                f"column(s) {listed(contradicted)} are unchanged in some synthetic datasets and "
+                "changed in others, so their role cannot be inferred (ROLE_CONTRADICTED): if "
+                "they were released unchanged the synthetic files were altered. State the "
+                f"synthesized columns with {arg_name('synthesized')} or give the release folder "
+                "with its manifest.", code="ROLE_CONTRADICTED")
         odd = {c: v for c, v in shares.items() if max(v) < 0.05}
         if odd:
             codes.append("ROLE_INFERENCE_DOUBTFUL")
             warnings.warn(
-                "column(s) "
-                + ", ".join(f"{c!r} (differing records per dataset: "
-                            + ", ".join(f"{x:.1%}" for x in v) + ")" for c, v in odd.items())
-                + " are inferred as synthesized although they differ from the original in "
-                "under 5 % of the records of every dataset (ROLE_INFERENCE_DOUBTFUL): right "
-                "when only some records were synthesized; otherwise state the roles with "
-                f"{arg_name('synthesized')}.", DataWarning, skip_file_prefixes=CALLER)
+                f"column(s) {listed(odd)} are inferred as synthesized although they differ "
+                "from the original in under 5 % of the records of every dataset "
+                "(ROLE_INFERENCE_DOUBTFUL): right when only some records were synthesized; "
+                f"otherwise state the roles with {arg_name('synthesized')}.", DataWarning,
+                skip_file_prefixes=CALLER)
         if not syn_cols:
             codes.append("NO_DIFFERENCES")
             warnings.warn(
