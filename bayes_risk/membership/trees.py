@@ -103,14 +103,6 @@ def tree_plugin(model: Any, original: pd.DataFrame) -> Any:
     return model if _is_plugin(model) else model.plugin_likelihood(original)
 
 
-def _donor_counts(tree: Any, node: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Donors of each node with the given value, and the node's number of donors."""
-    c = np.empty(node.size)
-    for k, (u, v) in enumerate(zip(node, value, strict=True)):
-        c[k] = np.count_nonzero(tree.y_sorted[tree.node_start[u]:tree.node_stop[u]] == v)
-    return c, (tree.node_stop[node] - tree.node_start[node]).astype(np.float64)
-
-
 def unsynthesized_values(plugin: Any, i: int) -> dict[str, np.ndarray]:
     """Record ``i``'s encoded unsynthesized values ``r`` (one-element arrays), shown in slot
     ``i``."""
@@ -156,8 +148,10 @@ def population_routes(plugin: Any, vals: dict[str, np.ndarray]) -> dict[str, tup
     for col in donors.visit_sequence:
         tree = donors.trees[col]
         node = donors.route(col, vals, S)
-        c, n = _donor_counts(tree, node, vals[col])
-        out[col] = (node, c, n)
+        c = [np.count_nonzero(tree.y_sorted[tree.node_start[u]:tree.node_stop[u]] == v)
+             for u, v in zip(node, vals[col], strict=True)]
+        out[col] = (node, np.asarray(c, dtype=np.float64),
+                    (tree.node_stop[node] - tree.node_start[node]).astype(np.float64))
     return out
 
 
@@ -208,7 +202,7 @@ def _normaliser(L: np.ndarray, log_w: np.ndarray, exact: bool = False,
     if not np.isfinite(log_d):
         return log_d, float("nan"), float("nan"), float("nan")
     a = log_w + L
-    k = float(_est._khat(a[None, :])[0]) if a.size > 30 else float("nan")
+    k = float(_est.tail_khat(a[None, :])[0]) if a.size > 30 else float("nan")
     ess = float(kish_ess(a[None, :], axis=1)[0])
     wt = np.exp(log_w - log_den)  # normalised weights
     f = np.exp(L - log_num + log_den)  # e^{L_s} / D, mean 1 under the weights

@@ -209,8 +209,7 @@ class CARTSynthesizer(TreeSynthesizer):
         return self._make_release([o[0] for o in out], random_seed, self.records_, extra,
                                   proper=self.donor == "bayes_bootstrap")
 
-    def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        return _io.cart_state(self._state, self.fit_call_, self.n_records_)
+    _persisted_state = _io.cart_state
 
     def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None) -> Any:
         """The plug-in likelihood of this fitted synthesizer for attribute risk
@@ -227,10 +226,7 @@ class CARTSynthesizer(TreeSynthesizer):
 
         return CARTPlugin(self, original, random_seed=random_seed)
 
-    @staticmethod
-    def _restore(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
-        _io.restore_cart(obj, meta, arrays, data)
-        obj._set_state()
+    _restore = staticmethod(_io.restore_cart)
 
     def route(self, records: pd.DataFrame, column: str,
               random_seed: RandomSeed = None) -> tuple[np.ndarray, np.ndarray]:

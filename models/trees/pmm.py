@@ -21,7 +21,7 @@ from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
 from bayes_risk.models.base import synthesized_columns
-from bayes_risk.models.trees.base import TreeSynthesizer, check_integer, records_mask
+from bayes_risk.models.trees.base import TreeSynthesizer, check_choice, check_integer, records_mask
 from bayes_risk.models.trees.io import split_data
 from bayes_risk.models.trees.missing import refusal_hint
 from bayes_risk.models.trees.seqtree import column_codes
@@ -217,8 +217,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             raise ValidationError("identifying must list the identifying variables (IVs).")
         thr = self.threshold
         check_integer("threshold", thr)
-        if self.tie not in ("random", "first"):
-            raise ValidationError(f"tie must be 'random' or 'first'. Got {self.tie!r}.")
+        check_choice("tie", self.tie, ("random", "first"))
         check_integer("spline_df", self.spline_df, 3)
         if schema is None:
             schema = infer_schema(data)

@@ -22,6 +22,7 @@ from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.base import (
     TreeSynthesizer,
+    check_choice,
     check_integer,
     prepare_schema,
     records_mask,
@@ -127,17 +128,12 @@ class RandomForestSynthesizer(TreeSynthesizer):
     def _check_settings(self) -> None:
         for name in ("n_trees", "min_oob_trees", "min_samples_leaf", "min_group_size", "n_jobs"):
             check_integer(name, getattr(self, name))
-        if self.probabilities not in ("vote", "leaf_dirichlet"):
-            raise ValidationError(
-                f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {self.probabilities!r}.")
+        check_choice("probabilities", self.probabilities, ("vote", "leaf_dirichlet"))
         a = self.alpha
         if not (isinstance(a, (int, float)) and np.isfinite(a) and a >= 0):
             raise ValidationError(f"alpha must be a number >= 0. Got {self.alpha!r}.")
-        if self.procedure not in ("A", "B"):
-            raise ValidationError(f"procedure must be 'A' or 'B'. Got {self.procedure!r}.")
-        if self.tie_order not in ("fewer_categories", "random"):
-            raise ValidationError(
-                f"tie_order must be 'fewer_categories' or 'random'. Got {self.tie_order!r}.")
+        check_choice("procedure", self.procedure, ("A", "B"))
+        check_choice("tie_order", self.tie_order, ("fewer_categories", "random"))
         mf = self.max_features
         if not (mf == "sqrt" or (isinstance(mf, (int, np.integer)) and not isinstance(mf, bool)
                                  and mf >= 1)):
@@ -581,9 +577,5 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
         return RFPlugin(self, original)
 
-    def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        return forest_state(self)
-
-    @staticmethod
-    def _restore(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
-        restore_forests(obj, meta, arrays, data)
+    _persisted_state = forest_state
+    _restore = staticmethod(restore_forests)

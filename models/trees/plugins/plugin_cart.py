@@ -82,10 +82,10 @@ class PluginBase:
         self.original = original[self.schema_.names].reset_index(drop=True)
         self._vals = self._values(self.original)
         for c in self.schema_.names:  # the trees' donors are the fitted rows: check the match
-            a, b = self._vals[c], np.asarray(synthesizer._values[c], dtype=np.float64)
-            if not np.allclose(a, b, rtol=1e-12, atol=0.0, equal_nan=True):
-                r = int(np.flatnonzero(~np.isclose(a, b, rtol=1e-12, atol=0.0,
-                                                   equal_nan=True))[0])
+            close = np.isclose(self._vals[c], np.asarray(synthesizer._values[c], dtype=np.float64),
+                               rtol=1e-12, atol=0.0, equal_nan=True)
+            if not close.all():
+                r = int(np.flatnonzero(~close)[0])
                 raise ValidationError(
                     f"original differs from the data the synthesizer was fitted to (column "
                     f"{c!r}, row {r}); pass the same table in the same row order.",
