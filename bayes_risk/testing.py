@@ -234,7 +234,7 @@ def check_same_seed(ctx: CheckContext) -> None:
 
 
 def _check_loglik(model: Any, name: str, arg: Any, width: int) -> None:
-    """``model.<name>(arg)`` is float64 ``[H, width]`` and finite; ``draw_indices=`` selects rows."""
+    """``model.<name>(arg)`` is float64 ``[H, width]``, finite; ``draw_indices=`` selects rows."""
     h = int(model.n_draws)
     ll = getattr(model, name)(arg)
     _check_array(ll, (h, width), name)
