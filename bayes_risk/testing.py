@@ -144,10 +144,6 @@ def _same_tables(a: list[pd.DataFrame], b: list[pd.DataFrame]) -> bool:
     )
 
 
-def _draw_subset(h: int) -> np.ndarray:
-    return np.unique(np.array([0, h // 2, h - 1], dtype=np.int64))
-
-
 # ------------------------------------------------------------------------------ the checks
 def check_info(ctx: CheckContext) -> None:
     """What the model declares (``info``, a :class:`ModelInfo` if present) holds for what it
@@ -238,7 +234,7 @@ def _check_loglik(model: Any, name: str, arg: Any, width: int) -> None:
     h = int(model.n_draws)
     ll = getattr(model, name)(arg)
     _check_array(ll, (h, width), name)
-    idx = _draw_subset(h)
+    idx = np.unique(np.array([0, h // 2, h - 1], dtype=np.int64))
     sub = getattr(model, name)(arg, draw_indices=idx)
     _check_array(sub, (idx.size, width), f"{name}(draw_indices=...)")
     if not np.allclose(sub, ll[idx], rtol=1e-10, atol=1e-10):

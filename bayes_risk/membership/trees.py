@@ -16,8 +16,9 @@ from bayes_risk.contract import capabilities
 from bayes_risk.exceptions import NotSupportedError
 from bayes_risk.membership import estimator as _est
 
-__all__ = ["is_tree_model", "check_tree_model", "tree_plugin", "unsynthesized_values",
-           "population_support", "population_routes", "population_log_weights", "tree_log_lr"]
+__all__ = ["is_tree_model", "check_tree_model", "tree_plugin", "tree_synthesizer",
+           "unsynthesized_values", "population_support", "population_routes",
+           "population_log_weights", "tree_log_lr"]
 
 
 def is_tree_model(model: Any) -> bool:
@@ -27,13 +28,10 @@ def is_tree_model(model: Any) -> bool:
                                             and "record" not in info.likelihoods)
 
 
-def _is_plugin(model: Any) -> bool:
-    """A plug-in likelihood (it is bound to its fitted synthesizer), not a synthesizer."""
-    return getattr(model, "synthesizer", None) is not None
-
-
-def _synthesizer(model: Any) -> Any:
-    return model.synthesizer if _is_plugin(model) else model
+def tree_synthesizer(model: Any) -> Any:
+    """The synthesizer of a plug-in likelihood (bound to its fitted synthesizer), or ``model``."""
+    syn = getattr(model, "synthesizer", None)
+    return model if syn is None else syn
 
 
 def check_tree_model(model: Any) -> None:
@@ -50,7 +48,7 @@ def check_tree_model(model: Any) -> None:
     name = type(model).__name__
     # the synthesizer says whether its plug-in is exact given the splits (CART) or an
     # approximation (random forest); other plug-in models say neither
-    exact = getattr(_synthesizer(model), "exact_plugin", None)
+    exact = getattr(tree_synthesizer(model), "exact_plugin", None)
     if exact is None:
         raise NotSupportedError(
             f"{name} has a plug-in likelihood, but the membership ratio is derived for CART "
@@ -65,7 +63,7 @@ def check_tree_model(model: Any) -> None:
             "derived for CART (methods, Membership disclosure risk, CART releases). Use the "
             "distance baseline (bayes_risk.membership.dcr.closest_distance) for a forest.",
             code="MEMBERSHIP_MODEL_UNSUPPORTED")
-    syn = _synthesizer(model)
+    syn = tree_synthesizer(model)
     if getattr(syn, "schema_", None) is None:
         raise NotSupportedError(f"{name} is not fitted; fit it before membership_risk.",
                                 code="MEMBERSHIP_MODEL_UNSUPPORTED")
@@ -100,7 +98,7 @@ def check_tree_model(model: Any) -> None:
 
 def tree_plugin(model: Any, original: pd.DataFrame) -> Any:
     """The CART plug-in likelihood of ``model`` (a fitted CARTSynthesizer, or its plug-in)."""
-    return model if _is_plugin(model) else model.plugin_likelihood(original)
+    return model if tree_synthesizer(model) is not model else model.plugin_likelihood(original)
 
 
 def unsynthesized_values(plugin: Any, i: int) -> dict[str, np.ndarray]:

@@ -23,10 +23,8 @@ from bayes_risk.data.validate import check_m, record_mask, validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, synthesized_columns
 from bayes_risk.models.trees.io import load_synthesizer, save_synthesizer
-from bayes_risk.models.trees.missing import encoded_values
 
-__all__ = ["TreeSynthesizer", "check_choice", "check_integer", "encoded_values", "prepare_schema",
-           "records_mask"]
+__all__ = ["TreeSynthesizer", "check_choice", "check_integer", "prepare_schema", "records_mask"]
 
 
 def check_choice(name: str, value: Any, options: tuple[str, str], code: str | None = None) -> None:

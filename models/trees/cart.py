@@ -23,12 +23,11 @@ from bayes_risk.contract import ModelInfo, available_if
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.models.base import check_is_fitted
-from bayes_risk.models.trees.base import TreeSynthesizer, records_mask
+from bayes_risk.models.trees.base import TreeSynthesizer
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
 from bayes_risk.models.trees.cart_state import CARTState
 
-__all__ = ["CARTSynthesizer", "polya_logprob", "truncated_kde_logpdf", "kernel_log_terms",
-           "records_mask"]
+__all__ = ["CARTSynthesizer", "polya_logprob", "truncated_kde_logpdf", "kernel_log_terms"]
 
 
 class CARTSynthesizer(TreeSynthesizer):

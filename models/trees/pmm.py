@@ -236,17 +236,13 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         schema = schema.with_roles(syn, known=schema.known)
         validate_table(data, schema, name="data", missing_hint=refusal_hint("PMM"))
         cons = self._constraints(syn)
-        preds = {}
-        for c in syn:
-            if self.predictors is not None and c in self.predictors:
-                preds[c] = schema.check_columns(list(self.predictors[c]), f"predictors[{c!r}]")
-            else:
-                preds[c] = [x for x in schema.names if x != c]
-        if self.predictors is not None:
-            for c in self.predictors:
-                if c not in syn:
-                    raise ValidationError(
-                        f"predictors: column {c!r} is not synthesized (synthesized: {syn}).")
+        given = self.predictors or {}
+        preds = {c: schema.check_columns(list(given[c]), f"predictors[{c!r}]") if c in given
+                 else [x for x in schema.names if x != c] for c in syn}
+        for c in given:
+            if c not in syn:
+                raise ValidationError(
+                    f"predictors: column {c!r} is not synthesized (synthesized: {syn}).")
         self._keep_fitted_table(data, schema)
         data = self._data
         cells = sensitive_cells(data, ivs, int(thr))

@@ -21,9 +21,8 @@ from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.base import check_integer
 from bayes_risk.models.trees.cart_polya import PolyaTables
 from bayes_risk.models.trees.missing import design_inputs, kind_codes
-from bayes_risk.models.trees.plugins._plugin_terms import (  # noqa: F401 - _polya is tested here
+from bayes_risk.models.trees.plugins._plugin_terms import (
     _atom_hit,
-    _polya,
     mc_log_var,
     mc_node_loglik,
     mc_node_loglik_extra,
