@@ -144,10 +144,6 @@ def _same_tables(a: list[pd.DataFrame], b: list[pd.DataFrame]) -> bool:
     )
 
 
-def _draw_subset(h: int) -> np.ndarray:
-    return np.unique(np.array([0, h // 2, h - 1], dtype=np.int64))
-
-
 # ------------------------------------------------------------------------------ the checks
 def check_info(ctx: CheckContext) -> None:
     """What the model declares (``info``, a :class:`ModelInfo` if present) holds for what it
@@ -233,39 +229,35 @@ def check_same_seed(ctx: CheckContext) -> None:
         _fail("synthesize gave the same datasets for two different random_seed values.")
 
 
+def _check_loglik(model: Any, name: str, arg: Any, width: int) -> None:
+    """``model.<name>(arg)`` is float64 ``[H, width]``, finite; ``draw_indices=`` selects rows."""
+    h = int(model.n_draws)
+    ll = getattr(model, name)(arg)
+    _check_array(ll, (h, width), name)
+    idx = np.unique(np.array([0, h // 2, h - 1], dtype=np.int64))
+    sub = getattr(model, name)(arg, draw_indices=idx)
+    _check_array(sub, (idx.size, width), f"{name}(draw_indices=...)")
+    if not np.allclose(sub, ll[idx], rtol=1e-10, atol=1e-10):
+        _fail(f"{name}(draw_indices=idx) differs from {name}()[idx].")
+
+
 def check_record_loglik(ctx: CheckContext) -> None:
     """``record_loglik(records)`` is float64 ``[H, n]`` and finite on the fitted records;
     ``draw_indices=`` selects rows."""
-    model = ctx.fitted
     if not ctx.info.has("record"):
         return
-    h = int(model.n_draws)
+    h = int(ctx.fitted.n_draws)
     if h < 1:
         _fail(f"n_draws is {h}; expected a positive number of posterior draws.")
     recs = ctx.data.iloc[: min(len(ctx.data), 10)]
-    ll = model.record_loglik(recs)
-    _check_array(ll, (h, len(recs)), "record_loglik")
-    idx = _draw_subset(h)
-    sub = model.record_loglik(recs, draw_indices=idx)
-    _check_array(sub, (idx.size, len(recs)), "record_loglik(draw_indices=...)")
-    if not np.allclose(sub, ll[idx], rtol=1e-10, atol=1e-10):
-        _fail("record_loglik(draw_indices=idx) differs from record_loglik()[idx].")
+    _check_loglik(ctx.fitted, "record_loglik", recs, len(recs))
 
 
 def check_dataset_loglik(ctx: CheckContext) -> None:
     """``dataset_loglik(datasets)`` is float64 ``[H, m]`` and finite on the model's own
     synthetic datasets; ``draw_indices=`` selects rows."""
-    model = ctx.fitted
-    if not ctx.info.has("dataset"):
-        return
-    h = int(model.n_draws)
-    L = model.dataset_loglik(ctx.synthetic)
-    _check_array(L, (h, ctx.m), "dataset_loglik")
-    idx = _draw_subset(h)
-    sub = model.dataset_loglik(ctx.synthetic, draw_indices=idx)
-    _check_array(sub, (idx.size, ctx.m), "dataset_loglik(draw_indices=...)")
-    if not np.allclose(sub, L[idx], rtol=1e-10, atol=1e-10):
-        _fail("dataset_loglik(draw_indices=idx) differs from dataset_loglik()[idx].")
+    if ctx.info.has("dataset"):
+        _check_loglik(ctx.fitted, "dataset_loglik", ctx.synthetic, ctx.m)
 
 
 def check_draws(ctx: CheckContext) -> None:

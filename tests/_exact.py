@@ -19,6 +19,7 @@ number of allocations ``Π_c N_c! / Π_k T_ck!`` as weight. Given the per-class 
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +38,7 @@ __all__ = [
     "poisson_mixture_exact",
     "poisson_predictive",
     "cells_of",
+    "polya_brute",
     "normal_regression_log_predictive",
     "normal_regression_p_true_exact",
     "check_p_true",
@@ -729,3 +731,22 @@ def alpha_given_counts(
     lp = _log_p_z_given_alpha(np.asarray(nk, dtype=float), t) + a * t - b * np.exp(t)
     w = np.exp(lp - lp.max(axis=1, keepdims=True))
     return (w @ np.exp(t)) / w.sum(axis=1)
+
+
+def polya_brute(donors: Counter, syn: Counter, uniform: bool) -> float:
+    """One CART node's Pólya-urn (multinomial for ``uniform``) log-likelihood in full, value by
+    value: what ``trees.cart_polya.PolyaTables`` and the CART plug-in are tested against."""
+    n_l = sum(donors.values())
+    u_l = sum(syn.values())
+    if u_l == 0:
+        return 0.0
+    if n_l == 0:
+        return float("-inf")
+    if any(donors.get(v, 0) == 0 for v, s in syn.items() if s > 0):
+        return float("-inf")
+    if uniform:  # each routed record copies a donor chosen uniformly: multinomial sequence
+        return float(sum(s * (np.log(donors[v]) - np.log(n_l)) for v, s in syn.items()))
+    out = gammaln(n_l) - gammaln(n_l + u_l)
+    for v, s in syn.items():
+        out += gammaln(donors[v] + s) - gammaln(donors[v])
+    return float(out)

@@ -64,14 +64,17 @@ def check_inputs(model: Any, original: Any, synthetic: Any, holdout: Any = None,
     rule = _selection.as_selection(selection)
     check_model(model, selection=rule)
     tree = _trees.is_tree_model(model)
-    synth = model.synthesizer if hasattr(model, "plugin_loglik") else model
+    synth = _trees.tree_synthesizer(model) if tree else model
     orig, _, hold, _ = prepare(synth, original, synthetic, holdout, None)
     _holdout.screen_holdout(orig, hold)
     if rule is not None and not tree:
-        flags_ = getattr(model, "synthesized_records_", None)
-        selected = (np.ones(len(orig), dtype=bool) if flags_ is None
-                    else np.asarray(flags_, dtype=bool))
-        _selection.check_rule(rule, orig, selected)
+        _selection.check_rule(rule, orig, _selected(model, len(orig)))
+
+
+def _selected(model: Any, n: int) -> np.ndarray:
+    """The rows the model synthesized (all for a model of whole records)."""
+    flags = getattr(model, "synthesized_records_", None)
+    return np.ones(n, dtype=bool) if flags is None else np.asarray(flags, dtype=bool)
 
 
 def check_model(model: Any, selection: Any = None) -> None:
@@ -226,15 +229,11 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
     >>> res.records[["role", "p_member", "dcr"]].head()  # doctest: +SKIP
     """
     attack, ratio = as_spec(attack, AttackSpec, "attack"), as_spec(ratio, RatioSpec, "ratio")
-    prior, population_size, threshold = attack.prior, attack.population_size, attack.threshold
-    dcr, bootstrap = attack.dcr, attack.bootstrap
-    augmented, normaliser_draws = ratio.augmented, ratio.normaliser_draws
-    unsynthesized_concentration, khat = ratio.unsynthesized_concentration, ratio.khat
     rule = _selection.as_selection(selection)
     check_model(model, selection=rule)
     provenance = check_release_model(model, synthetic, original, allow=allow_other_model)
     if _trees.is_tree_model(model):
-        if augmented is not None:
+        if ratio.augmented is not None:
             raise ValidationError("RatioSpec.augmented applies to models with posterior draws; a "
                                   "CART release has none (leave augmented unset).",
                                   code="INVALID_ARGUMENT")
@@ -245,20 +244,19 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
                 "unset).",
                 code="OPTION_CONFLICT")
         return provenance.note(_tree_membership_risk(
-            model, original, synthetic, holdout=holdout, records=records, population=population,
-            prior=prior, population_size=population_size, threshold=threshold,
-            normaliser_draws=normaliser_draws,
-            unsynthesized_concentration=unsynthesized_concentration, dcr=dcr,
-            bootstrap=bootstrap, random_seed=random_seed), synthetic)
+            model, original, synthetic, holdout, records, population, attack, ratio, random_seed),
+            synthetic)
+    prior, population_size, threshold = attack.prior, attack.population_size, attack.threshold
+    dcr, bootstrap = attack.dcr, attack.bootstrap
+    augmented, normaliser_draws = ratio.augmented, ratio.normaliser_draws
+    unsynthesized_concentration, khat = ratio.unsynthesized_concentration, ratio.khat
     schema = model.schema_
     orig, datasets, hold, members = prepare(model, original, synthetic, holdout, records)
     copies = _holdout.screen_holdout(orig, hold)  # holdout rows that are records of the original
     n, m = len(orig), len(datasets)
     selected, rows_ = None, None
     if rule is not None:
-        flags_ = getattr(model, "synthesized_records_", None)
-        selected = (np.ones(n, dtype=bool) if flags_ is None
-                    else np.asarray(flags_, dtype=bool))
+        selected = _selected(model, n)
         _selection.check_rule(rule, orig, selected)
         rows_ = np.flatnonzero(selected)
     if population is None:
@@ -347,13 +345,14 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
                                                 warnings=warnings_), synthetic)
 
 
-def _tree_membership_risk(model: Any, original: Any, synthetic: Any, *, holdout: Any, records: Any,
-                          population: int | None, prior: float | str, population_size: int | None,
-                          threshold: float, normaliser_draws: int,
-                          unsynthesized_concentration: float, dcr: bool, bootstrap: int,
+def _tree_membership_risk(model: Any, original: Any, synthetic: Any, holdout: Any, records: Any,
+                          population: int | None, attack: AttackSpec, ratio: RatioSpec,
                           random_seed: RandomSeed) -> MembershipRiskResult:
     """:func:`membership_risk` of a CART release under the plug-in likelihood."""
-    synth = model.synthesizer if hasattr(model, "plugin_loglik") else model
+    prior, population_size, threshold = attack.prior, attack.population_size, attack.threshold
+    dcr, bootstrap, normaliser_draws = attack.dcr, attack.bootstrap, ratio.normaliser_draws
+    unsynthesized_concentration = ratio.unsynthesized_concentration
+    synth = _trees.tree_synthesizer(model)
     orig, datasets, hold, members = prepare(synth, original, synthetic, holdout, records)
     copies = _holdout.screen_holdout(orig, hold)  # holdout rows that are records of the original
     schema = synth.schema_

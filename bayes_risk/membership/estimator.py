@@ -20,7 +20,7 @@ from bayes_risk.attribute.diagnostics import (
 )
 
 __all__ = ["LogPredictive", "loo_log_predictive", "log_normaliser", "membership_log_lr",
-           "posterior_membership", "thresholds"]
+           "posterior_membership", "tail_khat", "thresholds"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class LogPredictive:
     ess: np.ndarray
 
 
-def _khat(log_r: np.ndarray) -> np.ndarray:
+def tail_khat(log_r: np.ndarray) -> np.ndarray:
     """Pareto k̂ over the last axis; 0 for a flat (bounded) tail, ``nan`` for a tail of
     repeated values (the Kish ESS decides)."""
     log_r = np.ascontiguousarray(log_r, dtype=np.float64)
@@ -81,7 +81,7 @@ def loo_log_predictive(target_ll: np.ndarray, slot_ll: np.ndarray, *,
     value = logsumexp(log_r, axis=1) - logsumexp(log_w, axis=1)
     ess = np.minimum(kish_ess(log_r, axis=1), kish_ess(log_w, axis=1))
     if khat:
-        k = np.maximum(_khat(log_r), _khat(log_w))
+        k = np.maximum(tail_khat(log_r), tail_khat(log_w))
     else:
         k = np.full(value.shape, np.nan)
     return LogPredictive(value=value, khat=k, ess=ess)
@@ -142,7 +142,7 @@ def log_normaliser(
             # m = 1: E[A_1] = 1 exactly, so divide by its estimate rather than by Σ v
             log_d[a:b] = logsumexp(ts, axis=1) - logsumexp(t if m == 1 else log_v, axis=1)
             t = ts
-        khat[a:b] = _khat(t)
+        khat[a:b] = tail_khat(t)
         ess[a:b] = kish_ess(t, axis=1)
     if log_select is not None:  # no population draw selected: no estimate (flagged)
         ess = np.where(np.isnan(ess), 0.0, ess)

@@ -141,13 +141,9 @@ def log_p_unsynthesized(slot_keys: np.ndarray, original_keys: np.ndarray, n_cell
     n = original_keys.size
     # α / C in log space: C of a finely recorded numeric column can exceed a float's range
     log_base = math.log(concentration) - math.log(n_cells_)
-    return np.logaddexp(_log0(n_r - 1), log_base) - np.log(n - 1 + concentration)
-
-
-def _log0(x: np.ndarray) -> np.ndarray:
-    """``log x`` with ``log 0 = -inf`` and no warning."""
-    with np.errstate(divide="ignore"):
-        return np.log(np.asarray(x, dtype=np.float64))
+    with np.errstate(divide="ignore"):  # log 0 = -inf
+        log_others = np.log(np.asarray(n_r - 1, dtype=np.float64))
+    return np.logaddexp(log_others, log_base) - np.log(n - 1 + concentration)
 
 
 def slot_match(orig: pd.DataFrame, targets: pd.DataFrame, slots: np.ndarray, schema: Any,

@@ -63,13 +63,6 @@ class SelectionRule:
         return arr.astype(bool)
 
 
-def _expression(expr: str) -> Callable[[pd.DataFrame], Any]:
-    def rule(table: pd.DataFrame) -> Any:
-        return table.eval(expr)
-
-    return rule
-
-
 def as_selection(selection: Any) -> SelectionRule | None:
     """``selection=`` of :func:`~bayes_risk.membership_risk` as a :class:`SelectionRule`.
 
@@ -97,7 +90,7 @@ def as_selection(selection: Any) -> SelectionRule | None:
                                   "'Income > 150000 or Age >= 90'.", code="BAD_SELECTION_RULE")
         if text == "independent":
             return SelectionRule("independent", "independent")
-        return SelectionRule("rule", text, _expression(text))
+        return SelectionRule("rule", text, lambda table: table.eval(text))
     if callable(selection):
         name = getattr(selection, "__qualname__", None) or type(selection).__name__
         return SelectionRule("rule", f"callable {name}", selection)

@@ -16,8 +16,9 @@ from bayes_risk.contract import capabilities
 from bayes_risk.exceptions import NotSupportedError
 from bayes_risk.membership import estimator as _est
 
-__all__ = ["is_tree_model", "check_tree_model", "tree_plugin", "unsynthesized_values",
-           "population_support", "population_routes", "population_log_weights", "tree_log_lr"]
+__all__ = ["is_tree_model", "check_tree_model", "tree_plugin", "tree_synthesizer",
+           "unsynthesized_values", "population_support", "population_routes",
+           "population_log_weights", "tree_log_lr"]
 
 
 def is_tree_model(model: Any) -> bool:
@@ -27,13 +28,10 @@ def is_tree_model(model: Any) -> bool:
                                             and "record" not in info.likelihoods)
 
 
-def _is_plugin(model: Any) -> bool:
-    """A plug-in likelihood (it is bound to its fitted synthesizer), not a synthesizer."""
-    return getattr(model, "synthesizer", None) is not None
-
-
-def _synthesizer(model: Any) -> Any:
-    return model.synthesizer if _is_plugin(model) else model
+def tree_synthesizer(model: Any) -> Any:
+    """The synthesizer of a plug-in likelihood (bound to its fitted synthesizer), or ``model``."""
+    syn = getattr(model, "synthesizer", None)
+    return model if syn is None else syn
 
 
 def check_tree_model(model: Any) -> None:
@@ -50,7 +48,7 @@ def check_tree_model(model: Any) -> None:
     name = type(model).__name__
     # the synthesizer says whether its plug-in is exact given the splits (CART) or an
     # approximation (random forest); other plug-in models say neither
-    exact = getattr(_synthesizer(model), "exact_plugin", None)
+    exact = getattr(tree_synthesizer(model), "exact_plugin", None)
     if exact is None:
         raise NotSupportedError(
             f"{name} has a plug-in likelihood, but the membership ratio is derived for CART "
@@ -65,7 +63,7 @@ def check_tree_model(model: Any) -> None:
             "derived for CART (methods, Membership disclosure risk, CART releases). Use the "
             "distance baseline (bayes_risk.membership.dcr.closest_distance) for a forest.",
             code="MEMBERSHIP_MODEL_UNSUPPORTED")
-    syn = _synthesizer(model)
+    syn = tree_synthesizer(model)
     if getattr(syn, "schema_", None) is None:
         raise NotSupportedError(f"{name} is not fitted; fit it before membership_risk.",
                                 code="MEMBERSHIP_MODEL_UNSUPPORTED")
@@ -100,15 +98,7 @@ def check_tree_model(model: Any) -> None:
 
 def tree_plugin(model: Any, original: pd.DataFrame) -> Any:
     """The CART plug-in likelihood of ``model`` (a fitted CARTSynthesizer, or its plug-in)."""
-    return model if _is_plugin(model) else model.plugin_likelihood(original)
-
-
-def _donor_counts(tree: Any, node: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Donors of each node with the given value, and the node's number of donors."""
-    c = np.empty(node.size)
-    for k, (u, v) in enumerate(zip(node, value, strict=True)):
-        c[k] = np.count_nonzero(tree.y_sorted[tree.node_start[u]:tree.node_stop[u]] == v)
-    return c, (tree.node_stop[node] - tree.node_start[node]).astype(np.float64)
+    return model if tree_synthesizer(model) is not model else model.plugin_likelihood(original)
 
 
 def unsynthesized_values(plugin: Any, i: int) -> dict[str, np.ndarray]:
@@ -156,8 +146,10 @@ def population_routes(plugin: Any, vals: dict[str, np.ndarray]) -> dict[str, tup
     for col in donors.visit_sequence:
         tree = donors.trees[col]
         node = donors.route(col, vals, S)
-        c, n = _donor_counts(tree, node, vals[col])
-        out[col] = (node, c, n)
+        c = [np.count_nonzero(tree.y_sorted[tree.node_start[u]:tree.node_stop[u]] == v)
+             for u, v in zip(node, vals[col], strict=True)]
+        out[col] = (node, np.asarray(c, dtype=np.float64),
+                    (tree.node_stop[node] - tree.node_start[node]).astype(np.float64))
     return out
 
 
@@ -208,7 +200,7 @@ def _normaliser(L: np.ndarray, log_w: np.ndarray, exact: bool = False,
     if not np.isfinite(log_d):
         return log_d, float("nan"), float("nan"), float("nan")
     a = log_w + L
-    k = float(_est._khat(a[None, :])[0]) if a.size > 30 else float("nan")
+    k = float(_est.tail_khat(a[None, :])[0]) if a.size > 30 else float("nan")
     ess = float(kish_ess(a[None, :], axis=1)[0])
     wt = np.exp(log_w - log_den)  # normalised weights
     f = np.exp(L - log_num + log_den)  # e^{L_s} / D, mean 1 under the weights

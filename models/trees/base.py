@@ -22,10 +22,16 @@ from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, record_mask, validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, synthesized_columns
-from bayes_risk.models.trees.io import check_fitted_fingerprint, load_synthesizer, save_synthesizer
-from bayes_risk.models.trees.missing import encoded_values
+from bayes_risk.models.trees.io import load_synthesizer, save_synthesizer
 
-__all__ = ["TreeSynthesizer", "check_integer", "encoded_values", "prepare_schema", "records_mask"]
+__all__ = ["TreeSynthesizer", "check_choice", "check_integer", "prepare_schema", "records_mask"]
+
+
+def check_choice(name: str, value: Any, options: tuple[str, str], code: str | None = None) -> None:
+    """Refuse a setting that is not one of two ``options``."""
+    if value not in options:
+        raise ValidationError(f"{name} must be {options[0]!r} or {options[1]!r}. Got {value!r}.",
+                              code=code)
 
 
 def check_integer(name: str, value: Any, minimum: int = 1) -> None:
@@ -177,4 +183,9 @@ class TreeSynthesizer(BaseSynthesizer):
     def check_fingerprint(self, data: pd.DataFrame) -> str | None:
         """``None`` when ``data`` is the table this synthesizer was fitted to (by SHA-256
         fingerprints), else a short description of the difference."""
-        return check_fitted_fingerprint(self, data)
+        from bayes_risk.data.fingerprint import fingerprint_problem
+
+        check_is_fitted(self, "schema_", method="check_fingerprint")
+        record = getattr(self, "original_fingerprint_", None) or {}
+        return fingerprint_problem(data, record.get("table"), self.schema_, len(self._data),
+                                   record.get("columns"))

@@ -23,12 +23,11 @@ from bayes_risk.contract import ModelInfo, available_if
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.models.base import check_is_fitted
-from bayes_risk.models.trees.base import TreeSynthesizer, records_mask
+from bayes_risk.models.trees.base import TreeSynthesizer
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
 from bayes_risk.models.trees.cart_state import CARTState
 
-__all__ = ["CARTSynthesizer", "polya_logprob", "truncated_kde_logpdf", "kernel_log_terms",
-           "records_mask"]
+__all__ = ["CARTSynthesizer", "polya_logprob", "truncated_kde_logpdf", "kernel_log_terms"]
 
 
 class CARTSynthesizer(TreeSynthesizer):
@@ -209,8 +208,7 @@ class CARTSynthesizer(TreeSynthesizer):
         return self._make_release([o[0] for o in out], random_seed, self.records_, extra,
                                   proper=self.donor == "bayes_bootstrap")
 
-    def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        return _io.cart_state(self._state, self.fit_call_, self.n_records_)
+    _persisted_state = _io.cart_state
 
     def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None) -> Any:
         """The plug-in likelihood of this fitted synthesizer for attribute risk
@@ -227,10 +225,7 @@ class CARTSynthesizer(TreeSynthesizer):
 
         return CARTPlugin(self, original, random_seed=random_seed)
 
-    @staticmethod
-    def _restore(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
-        _io.restore_cart(obj, meta, arrays, data)
-        obj._set_state()
+    _restore = staticmethod(_io.restore_cart)
 
     def route(self, records: pd.DataFrame, column: str,
               random_seed: RandomSeed = None) -> tuple[np.ndarray, np.ndarray]:

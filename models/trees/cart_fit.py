@@ -12,7 +12,7 @@ import pandas as pd
 from bayes_risk._rng import RandomSeed, replayable_seed, spawn
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.trees.base import check_integer, prepare_schema, records_mask
+from bayes_risk.models.trees.base import check_choice, check_integer, prepare_schema, records_mask
 from bayes_risk.models.trees.missing import (
     design_inputs,
     encoded_values,
@@ -36,13 +36,8 @@ def check_settings(model: Any) -> None:
         raise ValidationError(
             f"min_deviance must be a number in [0, 1). Got {model.min_deviance!r}.",
             code="INVALID_ARGUMENT")
-    if model.donor not in ("bayes_bootstrap", "uniform"):
-        raise ValidationError(f"donor must be 'bayes_bootstrap' or 'uniform'. Got {model.donor!r}.",
-                              code="INVALID_ARGUMENT")
-    if model.unroutable not in ("climb", "random_descent"):
-        raise ValidationError(
-            f"unroutable must be 'climb' or 'random_descent'. Got {model.unroutable!r}.",
-            code="INVALID_ARGUMENT")
+    check_choice("donor", model.donor, ("bayes_bootstrap", "uniform"), "INVALID_ARGUMENT")
+    check_choice("unroutable", model.unroutable, ("climb", "random_descent"), "INVALID_ARGUMENT")
 
 
 def smoothed_columns(model: Any, schema: Schema, order: list[str]) -> list[str]:

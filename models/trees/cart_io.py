@@ -20,9 +20,9 @@ from bayes_risk.models.trees.missing import KIND_SUFFIX, encoded_values
 __all__ = ["cart_state", "restore_cart"]
 
 
-def cart_state(state: CARTState, fit_call: Any, n_records: int
-               ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def cart_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The fitted state of a CART synthesizer as JSON-ready settings and named arrays."""
+    state: CARTState = model._state
     arrays: dict[str, np.ndarray] = {"records": np.asarray(state.records, dtype=bool)}
     trees = []
     for k, col in enumerate(state.visit_sequence):
@@ -41,11 +41,11 @@ def cart_state(state: CARTState, fit_call: Any, n_records: int
         "visit_sequence": list(state.visit_sequence),
         "predictors": {c: list(v) for c, v in state.predictors.items()},
         "trees": trees,
-        "fit_call": fit_call,
+        "fit_call": model.fit_call_,
         "smoothed": list(state.smoothed),
         "decimals": dict(state.decimals),
         "integer": {c: bool(v) for c, v in state.integer.items()},
-        "n_records": int(n_records),
+        "n_records": int(model.n_records_),
         # columns with missing values and the kind trees of two-step numeric columns
         # (absent in folders of complete data: their files are unchanged)
         **({"missing": state.missing, "kind_trees": kind_trees} if state.missing else {}),
@@ -92,3 +92,4 @@ def restore_cart(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame
     if obj.records_.shape != (n,) or obj.n_records_ != n:
         raise ValueError(f"{n} records in the data, {obj.records_.shape} flags")
     obj._values = encoded_values(obj._data, schema, obj.missing_)
+    obj._set_state()

@@ -1,6 +1,7 @@
 """The leaves of a random forest and their class probabilities (Caiola & Reiter 2010): the
-synthesis distribution of :class:`~bayes_risk.models.RandomForestSynthesizer` and the plug-in
-likelihood of :class:`~bayes_risk.models.RFPlugin` read them from here."""
+synthesis distribution of :class:`~bayes_risk.models.RandomForestSynthesizer` (the mean over the
+trees of the leaves reached) and the plug-in likelihood of :class:`~bayes_risk.models.RFPlugin`
+read them from here."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ import numpy as np
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["distinct_rows", "forest_apply_distinct", "leaf_probabilities",
-           "synthesis_probabilities"]
+__all__ = ["distinct_rows", "forest_apply_distinct", "leaf_probabilities"]
 
 
 def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -84,29 +84,3 @@ def leaf_probabilities(leaf_counts: np.ndarray, probabilities: str = "vote",
             return (c + alpha) / (c.sum(axis=-1, keepdims=True) + d * alpha)
     raise ValidationError(
         f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {probabilities!r}.")
-
-
-def synthesis_probabilities(leaf_counts: np.ndarray, probabilities: str = "vote",
-                            alpha: float = 1.0) -> np.ndarray:
-    """Synthesis distribution ``p_i(c) = mean_b q_b(c)`` of one record from the leaves it reaches
-    (``q_b``: :func:`leaf_probabilities`).
-
-    Parameters
-    ----------
-    leaf_counts : array, shape (n_trees, d)
-        Class counts of the leaf reached in each tree.
-    probabilities, alpha
-        See :func:`leaf_probabilities`.
-
-    Returns
-    -------
-    ndarray, shape (d,)
-
-    Examples
-    --------
-    >>> counts = np.array([[2, 0, 0], [0, 1, 0], [1, 1, 0], [3, 0, 0]])
-    >>> synthesis_probabilities(counts, "leaf_dirichlet", alpha=0.0).tolist()
-    [0.625, 0.375, 0.0]
-    """
-    q = leaf_probabilities(leaf_counts, probabilities, alpha)
-    return q.mean(axis=0)

@@ -24,7 +24,6 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import (
     SETTINGS_FILE,
-    check_is_fitted,
     damaged_folder,
     read_model_meta,
     verify_model_folder,
@@ -38,11 +37,6 @@ ARRAYS_FILE = "arrays.npz"
 DATA_FILE = "data.parquet"
 #: layout of a saved CART / random-forest / PMM folder; a loader reads only its own version
 FORMAT_VERSION = 1
-
-
-def json_settings(model: Any) -> dict[str, Any]:
-    """The model's ``__init__`` settings as JSON (the seed described by ``seed_to_json``)."""
-    return to_jsonable(model._release_settings())
 
 
 def save_synthesizer(model: Any, path: str | os.PathLike[str], *, state: Mapping[str, Any],
@@ -60,7 +54,7 @@ def save_synthesizer(model: Any, path: str | os.PathLike[str], *, state: Mapping
         "format_version": FORMAT_VERSION,
         "method": model.method_name,
         "class": type(model).__name__,
-        "settings": json_settings(model),
+        "settings": to_jsonable(model._release_settings()),
         "schema": model.schema_.to_dict(),
         "confidential": True,
         "data_file": DATA_FILE,
@@ -303,15 +297,3 @@ def check_missing_layout(missing: dict[str, Any], schema: Any) -> dict[str, dict
                 (lay["type"] == "two_step") == schema[c].is_categorical:
             raise ValueError(f"missing-value layout of column {c!r} does not fit")
     return out
-
-
-def check_fitted_fingerprint(model: Any, data: pd.DataFrame) -> str | None:
-    """``check_fingerprint`` of the saved tree synthesizers (CART, random forests, PMM): ``None``
-    when ``data`` is the table ``model`` was fitted to, else a short description of the
-    difference (the three classes store a fingerprint of their fitted table)."""
-    from bayes_risk.data.fingerprint import fingerprint_problem
-
-    check_is_fitted(model, "schema_", method="check_fingerprint")
-    record = getattr(model, "original_fingerprint_", None) or {}
-    return fingerprint_problem(data, record.get("table"), model.schema_, len(model._data),
-                               record.get("columns"))

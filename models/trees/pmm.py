@@ -21,7 +21,7 @@ from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
 from bayes_risk.models.base import synthesized_columns
-from bayes_risk.models.trees.base import TreeSynthesizer, check_integer, records_mask
+from bayes_risk.models.trees.base import TreeSynthesizer, check_choice, check_integer, records_mask
 from bayes_risk.models.trees.io import split_data
 from bayes_risk.models.trees.missing import refusal_hint
 from bayes_risk.models.trees.seqtree import column_codes
@@ -217,8 +217,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             raise ValidationError("identifying must list the identifying variables (IVs).")
         thr = self.threshold
         check_integer("threshold", thr)
-        if self.tie not in ("random", "first"):
-            raise ValidationError(f"tie must be 'random' or 'first'. Got {self.tie!r}.")
+        check_choice("tie", self.tie, ("random", "first"))
         check_integer("spline_df", self.spline_df, 3)
         if schema is None:
             schema = infer_schema(data)
@@ -237,17 +236,13 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         schema = schema.with_roles(syn, known=schema.known)
         validate_table(data, schema, name="data", missing_hint=refusal_hint("PMM"))
         cons = self._constraints(syn)
-        preds = {}
-        for c in syn:
-            if self.predictors is not None and c in self.predictors:
-                preds[c] = schema.check_columns(list(self.predictors[c]), f"predictors[{c!r}]")
-            else:
-                preds[c] = [x for x in schema.names if x != c]
-        if self.predictors is not None:
-            for c in self.predictors:
-                if c not in syn:
-                    raise ValidationError(
-                        f"predictors: column {c!r} is not synthesized (synthesized: {syn}).")
+        given = self.predictors or {}
+        preds = {c: schema.check_columns(list(given[c]), f"predictors[{c!r}]") if c in given
+                 else [x for x in schema.names if x != c] for c in syn}
+        for c in given:
+            if c not in syn:
+                raise ValidationError(
+                    f"predictors: column {c!r} is not synthesized (synthesized: {syn}).")
         self._keep_fitted_table(data, schema)
         data = self._data
         cells = sensitive_cells(data, ivs, int(thr))

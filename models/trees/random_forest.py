@@ -22,6 +22,7 @@ from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.base import (
     TreeSynthesizer,
+    check_choice,
     check_integer,
     prepare_schema,
     records_mask,
@@ -127,17 +128,12 @@ class RandomForestSynthesizer(TreeSynthesizer):
     def _check_settings(self) -> None:
         for name in ("n_trees", "min_oob_trees", "min_samples_leaf", "min_group_size", "n_jobs"):
             check_integer(name, getattr(self, name))
-        if self.probabilities not in ("vote", "leaf_dirichlet"):
-            raise ValidationError(
-                f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {self.probabilities!r}.")
+        check_choice("probabilities", self.probabilities, ("vote", "leaf_dirichlet"))
         a = self.alpha
         if not (isinstance(a, (int, float)) and np.isfinite(a) and a >= 0):
             raise ValidationError(f"alpha must be a number >= 0. Got {self.alpha!r}.")
-        if self.procedure not in ("A", "B"):
-            raise ValidationError(f"procedure must be 'A' or 'B'. Got {self.procedure!r}.")
-        if self.tie_order not in ("fewer_categories", "random"):
-            raise ValidationError(
-                f"tie_order must be 'fewer_categories' or 'random'. Got {self.tie_order!r}.")
+        check_choice("procedure", self.procedure, ("A", "B"))
+        check_choice("tie_order", self.tie_order, ("fewer_categories", "random"))
         mf = self.max_features
         if not (mf == "sqrt" or (isinstance(mf, (int, np.integer)) and not isinstance(mf, bool)
                                  and mf >= 1)):
@@ -189,8 +185,13 @@ class RandomForestSynthesizer(TreeSynthesizer):
         masks = self._record_masks(records, cols, len(data))
         rng = as_generator(random_seed)
         order = self._order(cols, schema, masks, rng)
-        if self.procedure == "B":
-            self._check_same_records(order, masks)
+        if self.procedure == "B":  # every forest is grown on the same replaced records
+            for c in order[1:]:
+                if not np.array_equal(masks[c], masks[order[0]]):
+                    raise ValidationError(
+                        f"procedure 'B' requires all replaced columns to share the same replaced "
+                        f"records; {c!r} and {order[0]!r} differ. Use procedure 'A'.",
+                        code="INVALID_ARGUMENT")
         groups = self._groups(cols, order, schema)
         unsyn = [c for c in schema.names if c not in cols]
         # columns with missing values ({} for complete data), treated as CART treats them
@@ -236,7 +237,12 @@ class RandomForestSynthesizer(TreeSynthesizer):
         self.missing_ = layout
         self.forests_ = forests
         self.records_ = masks
-        self.fit_call_ = self._fit_call(cols, masks, random_seed)
+        # what a release needs to rebuild this synthesizer (``rebuild_synthesizer``)
+        union = np.logical_or.reduce([masks[c] for c in cols])
+        self.fit_call_ = {
+            "synthesized": list(cols), "random_seed": replayable_seed(random_seed),
+            "records": None if all(np.array_equal(masks[c], union) for c in cols)
+            else {c: [int(i) for i in np.flatnonzero(masks[c])] for c in cols}}
         self.n_trees_ = ntrees
         self.groups_ = groups
         self.group_forests_ = group_forests
@@ -261,30 +267,6 @@ class RandomForestSynthesizer(TreeSynthesizer):
             return {c: records_mask(records.get(c), n, f"records[{c!r}]") for c in cols}
         mk = records_mask(records, n)
         return {c: mk for c in cols}
-
-    @staticmethod
-    def _check_same_records(order: list[str], masks: dict[str, np.ndarray]) -> None:
-        """Procedure B grows every forest on the same replaced records."""
-        first = masks[order[0]]
-        for c in order[1:]:
-            if not np.array_equal(masks[c], first):
-                raise ValidationError(
-                    f"procedure 'B' requires all replaced columns to share the same replaced "
-                    f"records; {c!r} and {order[0]!r} differ. Use procedure 'A'.",
-                    code="INVALID_ARGUMENT")
-
-    @staticmethod
-    def _fit_call(cols: list[str], masks: dict[str, np.ndarray], random_seed: RandomSeed) -> dict:
-        """What a release needs to rebuild this synthesizer (``rebuild_synthesizer``)."""
-        union = np.logical_or.reduce([masks[c] for c in cols])
-        same = all(np.array_equal(masks[c], union) for c in cols)
-        return {
-            "synthesized": list(cols),
-            "random_seed": replayable_seed(random_seed),
-            "records": None
-            if same
-            else {c: [int(i) for i in np.flatnonzero(masks[c])] for c in cols},
-        }
 
     def _grow_groups(self, forest_cls, col, g, gvalues, X, y, schema, seed, layout, out):
         """Grow the group forests of ``col`` into ``out`` (forests, leaf tables, record positions,
@@ -349,7 +331,9 @@ class RandomForestSynthesizer(TreeSynthesizer):
             return rf, None
         cap = 20 * int(self.n_trees)
         while True:
-            ib = self._inbag(rf, len(y))
+            ib = np.zeros((len(rf.estimators_), len(y)), dtype=bool)  # in-bag, (n_trees, n_train)
+            for b, s in enumerate(rf.estimators_samples_):
+                ib[b, s] = True
             if (~ib).sum(axis=0).min() >= self.min_oob_trees:
                 return rf, ib
             if rf.n_estimators >= cap:
@@ -411,14 +395,6 @@ class RandomForestSynthesizer(TreeSynthesizer):
             perm = rng.permutation(len(cols))
             tie = {c: int(perm[i]) for i, c in enumerate(cols)}
         return sorted(cols, key=lambda c: (-amount[c], tie[c], cols.index(c)))
-
-    @staticmethod
-    def _inbag(rf, n_train: int) -> np.ndarray:
-        """In-bag indicator, shape (n_trees, n_train)."""
-        out = np.zeros((len(rf.estimators_), n_train), dtype=bool)
-        for b, s in enumerate(rf.estimators_samples_):
-            out[b, s] = True
-        return out
 
     def _leaf_tables(self, rf, X, y, d) -> tuple[np.ndarray, np.ndarray]:
         """Per-tree leaf probability tables stacked, and tree offsets (class counts recounted
@@ -581,9 +557,5 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
         return RFPlugin(self, original)
 
-    def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        return forest_state(self)
-
-    @staticmethod
-    def _restore(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
-        restore_forests(obj, meta, arrays, data)
+    _persisted_state = forest_state
+    _restore = staticmethod(restore_forests)

@@ -86,15 +86,6 @@ class Design:
         self.nominal_offset = np.asarray(offs, dtype=np.int64)
         self.n_features = len(fp)
 
-    @classmethod
-    def from_schema(cls, schema: Schema, predictors: list[str]) -> Design:
-        """Layout for ``predictors`` given their schema types."""
-        kinds = [{"categorical": "nominal", "ordinal": "ordinal"}.get(schema[c].type, "numeric")
-                 for c in predictors]
-        nlev = [0 if k == "numeric" else schema[c].n_levels
-                for c, k in zip(predictors, kinds, strict=True)]
-        return cls(list(predictors), kinds, nlev)
-
     @property
     def n_nominal(self) -> int:
         return int((self.nominal_index >= 0).sum())

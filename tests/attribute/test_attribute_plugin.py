@@ -17,7 +17,9 @@ from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
 
 cart_mod = pytest.importorskip("bayes_risk.models.trees.cart")
-from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin, _polya  # noqa: E402
+from _exact import polya_brute  # noqa: E402
+
+from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin  # noqa: E402
 
 
 def test_leafcat_fixture():
@@ -69,7 +71,7 @@ def _brute(plugin: CARTPlugin, i: int, cand: dict, z: pd.DataFrame) -> float:
             else:
                 donors = Counter(vals[col][r] for r in members)
                 s = Counter(zv[col][sel[snode == u]].tolist())
-                total += _polya(donors, s, plugin._uniform)
+                total += polya_brute(donors, s, plugin._uniform)
     return total
 
 

@@ -17,7 +17,9 @@ import pytest
 from bayes_risk.data import infer_schema, make_ce_like
 
 cart_mod = pytest.importorskip("bayes_risk.models.trees.cart")
-from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin, _polya  # noqa: E402
+from _exact import polya_brute  # noqa: E402
+
+from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin  # noqa: E402
 
 
 def _reference(plugin: CARTPlugin, i: int, cand: dict, columns: list, datasets: list):
@@ -36,7 +38,7 @@ def _reference(plugin: CARTPlugin, i: int, cand: dict, columns: list, datasets: 
                 u: Counter(tree.y_sorted[tree.node_start[u] : tree.node_stop[u]].tolist())
                 for u in s_cnt
             }
-            base = {u: _polya(donors[u], s_cnt[u], plugin._uniform) for u in s_cnt}
+            base = {u: polya_brute(donors[u], s_cnt[u], plugin._uniform) for u in s_cnt}
             pos = int(plugin._pos[col][i])
             old_nodes = np.flatnonzero((tree.node_start <= pos) & (pos < tree.node_stop)).tolist()
             new_paths = None
@@ -58,7 +60,7 @@ def _reference(plugin: CARTPlugin, i: int, cand: dict, columns: list, datasets: 
                         d[new_v] += 1
                     d = Counter({k: v for k, v in d.items() if v > 0})
                     with np.errstate(invalid="ignore"):
-                        out[li, g] += _polya(d, s_cnt[u], plugin._uniform) - base[u]
+                        out[li, g] += polya_brute(d, s_cnt[u], plugin._uniform) - base[u]
         if not syn.records_[i]:
             zi = {c: v[i] for c, v in zv.items()}
             out[li] += plugin._released_as_is(zi, cand, columns)

@@ -20,13 +20,14 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 import pytest
+from _exact import polya_brute
 from _shared import missing_table
 
 from bayes_risk.attribute import attribute_risk
 from bayes_risk.data import infer_schema
 from bayes_risk.models import CARTSynthesizer, RandomForestSynthesizer
 from bayes_risk.models.trees.missing import kind_codes
-from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin, _polya
+from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin
 from bayes_risk.models.trees.plugins.plugin_rf import RFPlugin
 
 
@@ -80,7 +81,7 @@ def _brute(plugin, i, enc, zs):
                             np.array(extra) if extra else None, zu, zw)
                         out[li] += v[0]
                     else:
-                        out[li] += _polya(Counter(dvals[members].tolist()),
+                        out[li] += polya_brute(Counter(dvals[members].tolist()),
                                           Counter(svals[snode == u].tolist()), plugin._uniform)
         if not syn.records_[i]:
             out[li] += plugin._released_as_is({c: v[i] for c, v in zv.items()},
@@ -448,9 +449,9 @@ def test_kind_then_value_is_the_samplers_distribution(donor):
     uniform = donor == "uniform"
 
     def log_seq(n1, n2, ne, nc, d1=2, d2=1):  # one sequence with these counts
-        kinds = _polya(Counter({0: d1 + d2, 1: 1, 2: 1}),
+        kinds = polya_brute(Counter({0: d1 + d2, 1: 1, 2: 1}),
                        Counter({0: n1 + n2, 1: ne, 2: nc}), uniform)
-        values = _polya(Counter({1.0: d1, 2.0: d2}), Counter({1.0: n1, 2.0: n2}), uniform)
+        values = polya_brute(Counter({1.0: d1, 2.0: d2}), Counter({1.0: n1, 2.0: n2}), uniform)
         return kinds + values
 
     vecs = [v for v in product(range(6), repeat=4) if sum(v) == 5]

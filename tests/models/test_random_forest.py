@@ -16,7 +16,6 @@ from bayes_risk.models.trees.forest_leaves import (
     distinct_rows,
     forest_apply_distinct,
     leaf_probabilities,
-    synthesis_probabilities,
 )
 from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
 
@@ -35,7 +34,7 @@ def test_vote_example():
     # 500 pure leaves: 300 white, 100 black, 75 Asian, 25 American Indian (S004)
     counts = np.zeros((500, 4))
     counts[np.arange(500), np.repeat([0, 1, 2, 3], [300, 100, 75, 25])] = 1
-    np.testing.assert_allclose(synthesis_probabilities(counts, "vote"),
+    np.testing.assert_allclose(leaf_probabilities(counts, "vote").mean(axis=0),
                                [0.6, 0.2, 0.15, 0.05], rtol=RTOL, atol=ATOL)
 
 
@@ -46,9 +45,9 @@ def test_vote_ties_split_equally_and_leaf_counts_ignored():
 
 def test_leaf_dirichlet_example():
     counts = np.array([[2, 0, 0], [0, 1, 0], [1, 1, 0], [3, 0, 0]])
-    np.testing.assert_allclose(synthesis_probabilities(counts, "leaf_dirichlet", alpha=0.0),
+    np.testing.assert_allclose(leaf_probabilities(counts, "leaf_dirichlet", alpha=0.0).mean(axis=0),
                                [0.625, 0.375, 0.0], rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(synthesis_probabilities(counts, "leaf_dirichlet", alpha=1.0),
+    np.testing.assert_allclose(leaf_probabilities(counts, "leaf_dirichlet", alpha=1.0).mean(axis=0),
                                [0.479167, 0.316667, 0.204167], rtol=1e-5)
     with pytest.raises(ValidationError, match="probabilities must be"):
         leaf_probabilities(counts, "majority")
@@ -361,7 +360,7 @@ def test_synthesis_probabilities_route_each_distinct_record_once(ce, monkeypatch
     st.floats(0, 3),
 )
 def test_property_synthesis_probabilities_are_distributions(counts, rule, alpha):
-    p = synthesis_probabilities(counts, rule, alpha)
+    p = leaf_probabilities(counts, rule, alpha).mean(axis=0)
     assert np.all(p >= 0) and p.sum() == pytest.approx(1.0, rel=1e-12)
     if rule == "vote":
         # only classes that win some leaf get probability

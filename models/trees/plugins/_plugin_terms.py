@@ -5,33 +5,11 @@ likelihoods.
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
-from scipy.special import gammaln
 
 from bayes_risk._numeric import logsumexp
 
 _MC_BLOCK = 1 << 21  # entries per (bootstrap replicate × synthetic value) block: bounds memory
-
-
-def _polya(donors: Counter, syn: Counter, uniform: bool) -> float:
-    """One node's Pólya-urn (multinomial for ``uniform``) log-likelihood in full: the formula
-    ``trees.cart_polya.PolyaTables`` is tested against."""
-    n_l = sum(donors.values())
-    u_l = sum(syn.values())
-    if u_l == 0:
-        return 0.0
-    if n_l == 0:
-        return float("-inf")
-    if any(donors.get(v, 0) == 0 for v, s in syn.items() if s > 0):
-        return float("-inf")
-    if uniform:  # each routed record copies a donor chosen uniformly: multinomial sequence
-        return float(sum(s * (np.log(donors[v]) - np.log(n_l)) for v, s in syn.items()))
-    out = gammaln(n_l) - gammaln(n_l + u_l)
-    for v, s in syn.items():
-        out += gammaln(donors[v] + s) - gammaln(donors[v])
-    return float(out)
 
 
 def _z_blocks(n_z: int, width: int) -> list[slice]:

@@ -21,9 +21,8 @@ from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.base import check_integer
 from bayes_risk.models.trees.cart_polya import PolyaTables
 from bayes_risk.models.trees.missing import design_inputs, kind_codes
-from bayes_risk.models.trees.plugins._plugin_terms import (  # noqa: F401 - _polya is tested here
+from bayes_risk.models.trees.plugins._plugin_terms import (
     _atom_hit,
-    _polya,
     mc_log_var,
     mc_node_loglik,
     mc_node_loglik_extra,
@@ -82,10 +81,10 @@ class PluginBase:
         self.original = original[self.schema_.names].reset_index(drop=True)
         self._vals = self._values(self.original)
         for c in self.schema_.names:  # the trees' donors are the fitted rows: check the match
-            a, b = self._vals[c], np.asarray(synthesizer._values[c], dtype=np.float64)
-            if not np.allclose(a, b, rtol=1e-12, atol=0.0, equal_nan=True):
-                r = int(np.flatnonzero(~np.isclose(a, b, rtol=1e-12, atol=0.0,
-                                                   equal_nan=True))[0])
+            close = np.isclose(self._vals[c], np.asarray(synthesizer._values[c], dtype=np.float64),
+                               rtol=1e-12, atol=0.0, equal_nan=True)
+            if not close.all():
+                r = int(np.flatnonzero(~close)[0])
                 raise ValidationError(
                     f"original differs from the data the synthesizer was fitted to (column "
                     f"{c!r}, row {r}); pass the same table in the same row order.",

@@ -154,7 +154,17 @@ class RFPlugin(PluginBase):
         self._bind(synthesizer, original,
                    "bayes_risk.models.trees.random_forest.RandomForestSynthesizer")
         syn = synthesizer
-        _refuse_synthesized_groups(syn)
+        bad = {c: g for c, g in syn.groups_.items() if g in set(syn.visit_sequence_)}
+        if bad:  # methods page
+            c, g = next(iter(bad.items()))
+            raise NotSupportedError(
+                f"RFPlugin: column {c!r} is synthesized within groups of {g!r}, which is itself "
+                "synthesized; a candidate value of that column would move the record into the "
+                "training records of another group's forest, in whose bootstrap samples it has "
+                "no multiplicity, so the fixed-forest likelihood is not defined (re-growing the "
+                "forest would be needed; methods page 'Attribute disclosure risk', Tree "
+                "synthesizers). Group by an unsynthesized column, or synthesize without group_by.",
+                code="MODEL_UNSUITED")
         n = len(self.original)
         # one "unit" per forest: (column, None) for a column's forest, (column, level code) for
         # a forest grown within a group (Caiola & Reiter 2010 §5)
@@ -425,22 +435,6 @@ class RFPlugin(PluginBase):
                     out[li] += self._column_loglik(key, i, ch, st[key],
                                                    None if own is None else own[li], G)
         return out
-
-
-def _refuse_synthesized_groups(syn: Any) -> None:
-    """Refuse forests grown within groups of a *synthesized* column (methods page)."""
-    synthesized = set(syn.visit_sequence_)
-    bad = {c: g for c, g in syn.groups_.items() if g in synthesized}
-    if bad:
-        c, g = next(iter(bad.items()))
-        raise NotSupportedError(
-            f"RFPlugin: column {c!r} is synthesized within groups of {g!r}, which is itself "
-            "synthesized; a candidate value of that column would move the record into the "
-            "training records of another group's forest, in whose bootstrap samples it has no "
-            "multiplicity, so the fixed-forest likelihood is not defined (re-growing the forest "
-            "would be needed; methods page 'Attribute disclosure risk', Tree synthesizers). "
-            "Group by an unsynthesized column, or synthesize without group_by.",
-            code="MODEL_UNSUITED")
 
 
 def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *, random_seed: Any = None) -> Any:
