@@ -357,8 +357,9 @@ def _reprior(
         for k, v in cols.items():
             if k in out:
                 out[k][:, st.idx] = v
-        for rows, cll, dev in st.chains:
-            res = agreement_columns(cll, dev, lp[:, rows], st.g0[rows])
+        for rows, cll, dev_t in st.chains:
+            res = agreement_columns(cll, np.swapaxes(dev_t, 2, 3), lp[:, rows], st.g0[rows],
+                                    dev_t=dev_t)
             for k in ("p_true_chain_min", "p_true_chain_max", "chain_z"):
                 out[k][:, st.idx[rows]] = res[k]
             out["chain_flag"][:, st.idx[rows]] = res["flag"]
