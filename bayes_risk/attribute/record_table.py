@@ -10,6 +10,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -65,26 +66,10 @@ def ungroup(mats: list[np.ndarray], groups: list[np.ndarray], n: int) -> list[np
 
 
 def point_summaries(
-    loglik: list[np.ndarray], logprior: list[np.ndarray], g0: np.ndarray,
-    groups: list[np.ndarray] | None = None,
+    loglik: list[np.ndarray], logprior: list[np.ndarray], g0: np.ndarray
 ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
-    """Log posteriors and the summaries of the truth (``POINT_COLUMNS``), records grouped by
-    ``G`` (``groups``; default: found here)."""
-    n = len(loglik)
-    if groups is None:
-        groups = groups_by_size(np.array([a.size for a in loglik], dtype=np.int64))
-    log_post: list[np.ndarray] = [np.empty(0)] * n
-    out = {k: np.full(n, np.nan) for k in POINT_COLUMNS}
-    stacks = record_stacks(loglik, [{}] * n, np.asarray(g0, dtype=np.int64), groups,
-                           chains=False)
-    for st in stacks:
-        lp = np.stack([np.asarray(logprior[i], dtype=np.float64) for i in st.idx])[None]
-        post, cols = prior_columns(st, lp, log_post=True)
-        for k in POINT_COLUMNS:
-            out[k][st.idx] = cols[k][0]
-        for j, i in enumerate(st.idx):
-            log_post[i] = post[0, j]
-    return log_post, out
+    """Log posteriors and the summaries of the truth (``POINT_COLUMNS``)."""
+    return _one_prior(loglik, [{}] * len(loglik), logprior, g0, POINT_COLUMNS, log_post=True)
 
 
 def khat_material(
@@ -100,18 +85,30 @@ def khat_material(
     the best guess when it is not. Bounds are ``nan`` for records without such a candidate.
     Returns ``p_lower, p_upper, material``, each ``(R,)``.
     """
+    out = _one_prior(loglik, diagnostics, logprior, g0,
+                     ("p_true_lower", "p_true_upper", "khat_material"), tolerance=tolerance)[1]
+    return out["p_true_lower"], out["p_true_upper"], out["khat_material"].astype(bool)
+
+
+def _one_prior(
+    loglik: Sequence[np.ndarray], diagnostics: Sequence[dict[str, np.ndarray]],
+    logprior: Sequence[np.ndarray], g0: np.ndarray, names: Sequence[str], **kw: Any,
+) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """Columns ``names`` of :func:`prior_columns` under one prior, per record (every record is in
+    a group), and with ``log_post=True`` the log posteriors."""
     n = len(loglik)
     sizes = np.array([np.size(a) for a in loglik], dtype=np.int64)
-    stacks = record_stacks(loglik, diagnostics, np.asarray(g0, dtype=np.int64),
-                           groups_by_size(sizes), chains=False)
-    out = {k: np.full(n, np.nan) for k in ("p_true_lower", "p_true_upper")}
-    out["khat_material"] = np.zeros(n, dtype=bool)
-    for st in stacks:
+    log_post: list[np.ndarray] = [np.empty(0)] * n
+    out = {k: np.full(n, np.nan) for k in names}
+    for st in record_stacks(loglik, diagnostics, np.asarray(g0, dtype=np.int64),
+                            groups_by_size(sizes), chains=False):
         lp = np.stack([np.asarray(logprior[i], dtype=np.float64) for i in st.idx])[None]
-        cols = prior_columns(st, lp, tolerance=tolerance)[1]
-        for k in out:
+        post, cols = prior_columns(st, lp, **kw)
+        for k in names:
             out[k][st.idx] = cols[k][0]
-    return out["p_true_lower"], out["p_true_upper"], out["khat_material"]
+        for j, i in enumerate(st.idx if kw.get("log_post") else ()):
+            log_post[i] = post[0, j]
+    return log_post, out
 
 
 @dataclass
