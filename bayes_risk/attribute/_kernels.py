@@ -513,6 +513,8 @@ def chain_columns(ll, dev_t, lp, g0, crit, tolerance, ratio):  # pragma: no cove
                     lo = min(pc[ci], pc[cj])
                     if math.isnan(pc[ci]) or math.isnan(pc[cj]):
                         lo = math.nan
+                    # material: beyond the absolute floor, or beyond the relative one
+                    # (p_max / p_min > ratio)
                     rel = (ratio - 1.0) * lo if math.isfinite(ratio) else math.inf
                     floor = math.nan if math.isnan(rel) else min(tolerance, rel)
                     sig = sig or (z > crit and dp > floor)
