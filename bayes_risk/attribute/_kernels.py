@@ -338,3 +338,200 @@ def neg_outer(theta, x):  # pragma: no cover - compiled
             for e in range(m):
                 out[i, j, e] = a * x[i, e]
     return out
+
+
+#: ``|log p_g − log p_truth|`` at most this is a tie (``bayes_risk._numeric.LOG_TIE_ATOL``)
+_TIE = 1e-9
+#: rows per block of the prior kernels (buffers allocated once per block)
+_PB = 256
+
+
+@njit(cache=True, inline="always")
+def _lse(a):  # pragma: no cover - compiled
+    """``logsumexp`` of one row as :func:`bayes_risk._numeric.logsumexp` (``nan`` propagates)."""
+    m = -math.inf
+    for v in a:
+        if math.isnan(v):
+            return math.nan
+        if v > m:
+            m = v
+    sh = m if math.isfinite(m) else 0.0
+    s = 0.0
+    for v in a:
+        s += math.exp(v - sh)
+    return math.log(s) + sh
+
+
+@njit(cache=True, inline="always")
+def _rank(x, t, out, p, r, at):  # pragma: no cover - compiled
+    """:func:`~bayes_risk.attribute.summaries.rank_summary` of row ``x`` (truth ``t``) into
+    ``out[at:at + 6, p, r]`` (``at + 4`` onwards: ``p_true`` and ``top_share`` only if
+    ``at > 0``)."""
+    lt = x[t]
+    bad = math.isnan(lt)
+    above = 0
+    tie = 0
+    for v in x:
+        if math.isnan(v):
+            bad = True
+        elif (v == -math.inf and lt == -math.inf) or abs(v - lt) <= _TIE:
+            tie += 1
+        elif v > lt:
+            above += 1
+    if bad:
+        return
+    rank = 1.0 + above
+    share = 1.0 / max(tie, 1) if above == 0 else 0.0
+    if at == 0:
+        out[0, p, r] = math.exp(lt)
+        out[1, p, r] = rank
+        out[2, p, r] = tie
+        out[3, p, r] = rank + (tie - 1) / 2.0
+        out[4, p, r] = 1.0 if above == 0 else 0.0
+        out[5, p, r] = share
+    else:
+        out[at, p, r] = math.exp(lt)
+        out[at + 1, p, r] = share
+
+
+@njit(cache=True, parallel=True, nogil=True, error_model="numpy")
+def prior_point_columns(ll, lp, g0, alone, post):  # pragma: no cover - compiled
+    """Log posteriors and rank summaries of the truth of ``n`` records (``ll[n, G]``) under
+    each of ``P`` priors ``lp[P, n, G]`` (Hu 2019 eq. 1). Returns ``[6 (8 with alone), P, n]``:
+    ``POINT_COLUMNS`` then ``prior_p_true``, ``prior_top_share`` (the prior alone); writes the
+    log posteriors into ``post[P, n, G]`` unless it is empty."""
+    P, n, G = lp.shape
+    out = np.full((8 if alone else 6, P, n), np.nan)
+    keep = post.shape[0] > 0
+    for b in prange((P * n + _PB - 1) // _PB):
+        a = np.empty(G)
+        for i in range(b * _PB, min(P * n, (b + 1) * _PB)):
+            p = i // n
+            r = i - p * n
+            for g in range(G):
+                a[g] = ll[r, g] + lp[p, r, g]
+            lse = _lse(a)
+            for g in range(G):
+                a[g] = a[g] - lse if math.isfinite(lse) else math.nan
+                if keep:
+                    post[p, r, g] = a[g]
+            _rank(a, g0[r], out, p, r, 0)
+            if alone:
+                _rank(lp[p, r], g0[r], out, p, r, 6)
+    return out
+
+
+@njit(cache=True, parallel=True, nogil=True, error_model="numpy")
+def chain_columns(ll, dev_t, lp, g0, crit, tolerance, ratio):  # pragma: no cover - compiled
+    """The between-chain check of :func:`bayes_risk.attribute.chains.agreement_columns` for
+    ``R`` records (``ll[R, C, G]``, batch deviations ``dev_t[R, C, G, K]``) under each of
+    ``P`` priors ``lp[P, R, G]``. Returns ``[5, P, R]``: ``p_true_chain_min``,
+    ``p_true_chain_max``, ``chain_z``, ``top_differs`` and ``flag`` (0/1)."""
+    R, C, G = ll.shape
+    K = dev_t.shape[3]
+    P = lp.shape[0]
+    out = np.full((5, P, R), np.nan)
+    norm = 1.0 / (K * (K - 1))
+    for b in prange((P * R + _PB - 1) // _PB):
+        a = np.empty(G)
+        post = np.empty(G)
+        lin = np.empty(K)
+        pc = np.empty(C)
+        vp = np.empty(C)
+        mg = np.empty(C)
+        vm = np.empty(C)
+        top = np.empty(C, dtype=np.bool_)
+        for i in range(b * _PB, min(P * R, (b + 1) * _PB)):
+            p = i // R
+            r = i - p * R
+            t = g0[r]
+            ok = True
+            for c in range(C):
+                for g in range(G):
+                    a[g] = ll[r, c, g] + lp[p, r, g]
+                at = a[t]
+                ok = ok and math.isfinite(at)
+                # the normalised exp(a): the shifted exponentials of the logsumexp, divided
+                m = -math.inf
+                for g in range(G):
+                    m = math.nan if (math.isnan(a[g]) or math.isnan(m)) else max(m, a[g])
+                sh = m if math.isfinite(m) else 0.0
+                tot = 0.0
+                for g in range(G):
+                    post[g] = math.exp(a[g] - sh)
+                    tot += post[g]
+                lse = math.log(tot) + sh
+                for g in range(G):
+                    post[g] = post[g] / tot if math.isfinite(lse) else math.nan
+                pt = post[t]
+                pc[c] = pt
+                # delta method: d p_t = p_t (d ll_t − Σ_g post_g d ll_g)
+                lin[:] = 0.0
+                for g in range(G):
+                    gr = -pt * post[g] + (pt if g == t else 0.0)
+                    if math.isnan(gr):
+                        gr = 0.0
+                    elif math.isinf(gr):
+                        gr = 1.7976931348623157e308 if gr > 0 else -1.7976931348623157e308
+                    for k in range(K):
+                        lin[k] += gr * dev_t[r, c, g, k]
+                s = 0.0
+                for k in range(K):
+                    s += lin[k] * lin[k]
+                vp[c] = s * norm
+                # the best rival of the truth (np.argmax: the first nan, else the first maximum)
+                rival = 0
+                best = a[0] if t != 0 else -math.inf
+                if not math.isnan(best):
+                    for g in range(1, G):
+                        v = a[g] if g != t else -math.inf
+                        if math.isnan(v):
+                            rival = g
+                            best = v
+                            break
+                        if v > best:
+                            rival = g
+                            best = v
+                mg[c] = at - best
+                s = 0.0
+                for k in range(K):
+                    s += dev_t[r, c, rival, k] * dev_t[r, c, rival, k]
+                vm[c] = s * norm
+                top[c] = mg[c] >= -_TIE
+            sig = False
+            flip = False
+            zmax = -math.inf
+            for ci in range(C):
+                for cj in range(ci + 1, C):
+                    dp = abs(pc[ci] - pc[cj])
+                    z = 0.0 if dp == 0 else dp / math.sqrt(vp[ci] + vp[cj])
+                    zm = abs(mg[ci] - mg[cj]) / math.sqrt(vm[ci] + vm[cj])
+                    if math.isnan(z) or math.isnan(zmax):
+                        zmax = math.nan
+                    elif z > zmax:
+                        zmax = z
+                    lo = min(pc[ci], pc[cj])
+                    if math.isnan(pc[ci]) or math.isnan(pc[cj]):
+                        lo = math.nan
+                    # material: beyond the absolute floor, or beyond the relative one
+                    # (p_max / p_min > ratio)
+                    rel = (ratio - 1.0) * lo if math.isfinite(ratio) else math.inf
+                    floor = math.nan if math.isnan(rel) else min(tolerance, rel)
+                    sig = sig or (z > crit and dp > floor)
+                    flip = flip or (top[ci] != top[cj] and zm > crit)
+            pmin = pc[0]
+            pmax = pc[0]
+            for c in range(1, C):
+                if math.isnan(pc[c]) or math.isnan(pmin):
+                    pmin = math.nan
+                    pmax = math.nan
+                else:
+                    pmin = min(pmin, pc[c])
+                    pmax = max(pmax, pc[c])
+            if ok:
+                out[0, p, r] = pmin
+                out[1, p, r] = pmax
+                out[2, p, r] = zmax
+            out[3, p, r] = 1.0 if (flip and ok) else 0.0
+            out[4, p, r] = 1.0 if ((sig or flip) and ok) else 0.0
+    return out

@@ -357,8 +357,10 @@ def _reprior(
         for k, v in cols.items():
             if k in out:
                 out[k][:, st.idx] = v
-        for rows, cll, dev in st.chains:
-            res = agreement_columns(cll, dev, lp[:, rows], st.g0[rows])
+        for rows, cll, dev_t in st.chains:
+            # (np.take: a C-contiguous copy, as the kernel reads it)
+            res = agreement_columns(cll, np.swapaxes(dev_t, 2, 3), np.take(lp, rows, axis=1),
+                                    st.g0[rows], dev_t=dev_t)
             for k in ("p_true_chain_min", "p_true_chain_max", "chain_z"):
                 out[k][:, st.idx[rows]] = res[k]
             out["chain_flag"][:, st.idx[rows]] = res["flag"]
@@ -460,7 +462,7 @@ def prior_sensitivity(
     P = len(parsed)
     key = recs.index.name or "record"
     table = {
-        "prior": np.repeat(np.asarray(labels, dtype=object), n),
+        "prior": pd.Series(labels, dtype="str").repeat(n).array,
         key: np.tile(recs.index.to_numpy(), P),
     }
     for k in ("p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share",

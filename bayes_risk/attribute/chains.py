@@ -15,8 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk._numeric import LOG_TIE_ATOL
-from bayes_risk.attribute.summaries import log_posterior
 from bayes_risk.contract import capabilities
 
 __all__ = [
@@ -248,67 +246,23 @@ def chain_agreement(
 def agreement_columns(
     ll: np.ndarray, dev: np.ndarray, lp: np.ndarray, g0: np.ndarray, *,
     tolerance: float = CHAIN_TOLERANCE, ratio: float = CHAIN_RATIO, alpha: float = CHAIN_ALPHA,
+    dev_t: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """:func:`chain_agreement` of ``R`` records with the same shapes (``ll (R, C, G)``,
-    ``dev (R, C, K, G)``) under each of ``P`` priors ``lp (P, R, G)``: columns ``(P, R)``."""
-    P, R = lp.shape[:2]
-    C, K = dev.shape[1:3]
-    crit = _critical(alpha, C, K)
-    out = {k: np.full((P, R), np.nan) for k in ("p_true_chain_min", "p_true_chain_max",
-                                                "chain_z")}
-    out["top_differs"] = np.zeros((P, R), dtype=bool)
-    out["flag"] = np.zeros((P, R), dtype=bool)
-    for a in range(0, R, 1024):  # blocks keep the [R, C, K, G] temporaries small
-        sl = slice(a, a + 1024)
-        d64 = dev[sl].astype(np.float64)
-        for p in range(P):
-            res = _agreement_block(ll[sl], d64, lp[p, sl], g0[sl], crit, tolerance, ratio)
-            for key, v in res.items():
-                out[key][p, sl] = v
-    return out
+    ``dev (R, C, K, G)``) under each of ``P`` priors ``lp (P, R, G)``: columns ``(P, R)``.
+    ``dev_t`` is ``dev`` as ``(R, C, G, K)``, if the caller keeps it."""
+    from bayes_risk.attribute._kernels import chain_columns
+
+    if dev_t is None:
+        dev_t = transposed_dev(dev)
+    crit = _critical(alpha, dev.shape[1], dev.shape[2])
+    res = chain_columns(np.ascontiguousarray(ll, dtype=np.float64), dev_t,
+                        np.ascontiguousarray(lp, dtype=np.float64),
+                        np.asarray(g0, dtype=np.int64), crit, float(tolerance), float(ratio))
+    out = dict(zip(("p_true_chain_min", "p_true_chain_max", "chain_z"), res[:3], strict=True))
+    return out | {"top_differs": res[3] > 0, "flag": res[4] > 0}
 
 
-def _agreement_block(
-    ll: np.ndarray, dev: np.ndarray, lp: np.ndarray, g0: np.ndarray, crit: float,
-    tolerance: float, ratio: float,
-) -> dict[str, np.ndarray]:
-    """:func:`chain_agreement` of ``R`` records: ``ll [R, C, G]``, ``dev [R, C, K, G]``."""
-    R, C, K, _ = dev.shape
-    rr = np.arange(R)
-    a = ll + lp[:, None, :]
-    at = a[rr, :, g0]  # [R, C]
-    ok = np.all(np.isfinite(at), axis=1)
-    post = np.exp(log_posterior(a))
-    p = post[rr, :, g0]
-    # delta method: d p_t = p_t (d ll_t − Σ_g post_g d ll_g); the truth's deviation is 0
-    grad = -p[..., None] * post
-    grad[rr, :, g0] += p
-    lin = np.einsum("rcg,rckg->rck", np.nan_to_num(grad), dev)
-    var_p = (lin * lin).sum(axis=-1) / (K * (K - 1))
-    others = a.copy()
-    others[rr, :, g0] = -np.inf
-    rival = np.argmax(others, axis=-1)  # [R, C]
-    with np.errstate(invalid="ignore"):
-        margin = at - np.take_along_axis(others, rival[..., None], axis=-1)[..., 0]
-    lin_m = np.take_along_axis(dev, np.broadcast_to(rival[:, :, None, None], (R, C, K, 1)),
-                               axis=-1)[..., 0]
-    var_m = (lin_m * lin_m).sum(axis=-1) / (K * (K - 1))
-    top = margin >= -LOG_TIE_ATOL
-    iu, ju = np.triu_indices(C, 1)
-    dp = np.abs(p[:, iu] - p[:, ju])  # [R, pairs]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(dp == 0, 0.0, dp / np.sqrt(var_p[:, iu] + var_p[:, ju]))
-        zm = np.abs(margin[:, iu] - margin[:, ju]) / np.sqrt(var_m[:, iu] + var_m[:, ju])
-    # material: beyond the absolute floor, or beyond the relative one (p_max / p_min > ratio)
-    rel = (ratio - 1.0) * np.minimum(p[:, iu], p[:, ju]) if np.isfinite(ratio) else np.inf
-    floor = np.minimum(tolerance, rel)
-    sig = (z > crit) & (dp > floor)
-    flip = (top[:, iu] != top[:, ju]) & (zm > crit)
-    nan = np.where(ok, 0.0, np.nan)
-    return {
-        "p_true_chain_min": p.min(axis=1) + nan,
-        "p_true_chain_max": p.max(axis=1) + nan,
-        "chain_z": np.max(z, axis=1) + nan,
-        "top_differs": flip.any(axis=1) & ok,
-        "flag": (sig.any(axis=1) | flip.any(axis=1)) & ok,
-    }
+def transposed_dev(dev: np.ndarray) -> np.ndarray:
+    """Batch deviations ``(R, C, K, G)`` as the kernel reads them, ``(R, C, G, K)``."""
+    return np.ascontiguousarray(np.swapaxes(dev, 2, 3))

@@ -10,11 +10,13 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk._numeric import LOG_TIE_ATOL, threaded_map
+from bayes_risk.attribute.chains import transposed_dev
 from bayes_risk.attribute.diagnostics import logsumexp
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
 from bayes_risk.warning_codes import RECORD_FLAGS
@@ -64,26 +66,10 @@ def ungroup(mats: list[np.ndarray], groups: list[np.ndarray], n: int) -> list[np
 
 
 def point_summaries(
-    loglik: list[np.ndarray], logprior: list[np.ndarray], g0: np.ndarray,
-    groups: list[np.ndarray] | None = None,
+    loglik: list[np.ndarray], logprior: list[np.ndarray], g0: np.ndarray
 ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
-    """Log posteriors and the summaries of the truth (``POINT_COLUMNS``), records grouped by
-    ``G`` (``groups``; default: found here)."""
-    n = len(loglik)
-    if groups is None:
-        groups = groups_by_size(np.array([a.size for a in loglik], dtype=np.int64))
-    log_post: list[np.ndarray] = [np.empty(0)] * n
-    out = {k: np.full(n, np.nan) for k in POINT_COLUMNS}
-    stacks = record_stacks(loglik, [{}] * n, np.asarray(g0, dtype=np.int64), groups,
-                           chains=False)
-    for st in stacks:
-        lp = np.stack([np.asarray(logprior[i], dtype=np.float64) for i in st.idx])[None]
-        post, cols = prior_columns(st, lp, log_post=True)
-        for k in POINT_COLUMNS:
-            out[k][st.idx] = cols[k][0]
-        for j, i in enumerate(st.idx):
-            log_post[i] = post[0, j]
-    return log_post, out
+    """Log posteriors and the summaries of the truth (``POINT_COLUMNS``)."""
+    return _one_prior(loglik, [{}] * len(loglik), logprior, g0, POINT_COLUMNS, log_post=True)
 
 
 def khat_material(
@@ -99,18 +85,30 @@ def khat_material(
     the best guess when it is not. Bounds are ``nan`` for records without such a candidate.
     Returns ``p_lower, p_upper, material``, each ``(R,)``.
     """
+    out = _one_prior(loglik, diagnostics, logprior, g0,
+                     ("p_true_lower", "p_true_upper", "khat_material"), tolerance=tolerance)[1]
+    return out["p_true_lower"], out["p_true_upper"], out["khat_material"].astype(bool)
+
+
+def _one_prior(
+    loglik: Sequence[np.ndarray], diagnostics: Sequence[dict[str, np.ndarray]],
+    logprior: Sequence[np.ndarray], g0: np.ndarray, names: Sequence[str], **kw: Any,
+) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """Columns ``names`` of :func:`prior_columns` under one prior, per record (every record is in
+    a group), and with ``log_post=True`` the log posteriors."""
     n = len(loglik)
     sizes = np.array([np.size(a) for a in loglik], dtype=np.int64)
-    stacks = record_stacks(loglik, diagnostics, np.asarray(g0, dtype=np.int64),
-                           groups_by_size(sizes), chains=False)
-    out = {k: np.full(n, np.nan) for k in ("p_true_lower", "p_true_upper")}
-    out["khat_material"] = np.zeros(n, dtype=bool)
-    for st in stacks:
+    log_post: list[np.ndarray] = [np.empty(0)] * n
+    out = {k: np.full(n, np.nan) for k in names}
+    for st in record_stacks(loglik, diagnostics, np.asarray(g0, dtype=np.int64),
+                            groups_by_size(sizes), chains=False):
         lp = np.stack([np.asarray(logprior[i], dtype=np.float64) for i in st.idx])[None]
-        cols = prior_columns(st, lp, tolerance=tolerance)[1]
-        for k in out:
+        post, cols = prior_columns(st, lp, **kw)
+        for k in names:
             out[k][st.idx] = cols[k][0]
-    return out["p_true_lower"], out["p_true_upper"], out["khat_material"]
+        for j, i in enumerate(st.idx if kw.get("log_post") else ()):
+            log_post[i] = post[0, j]
+    return log_post, out
 
 
 @dataclass
@@ -121,7 +119,8 @@ class RecordStack:
     ``idx`` are the records' positions; ``bound_rows`` the rows with the interval
     ``[lo, hi]`` of :func:`khat_material`; ``khat_high`` whether such a row has a candidate with
     a high k̂ (``None``: an interval that is not a point decides); ``chains`` the between-chain
-    check's inputs ``(rows, chain_loglik, chain_dev)``, one entry per shape ``(C, K)``.
+    check's inputs ``(rows, chain_loglik, chain_dev)`` (``chain_dev`` as
+    ``(R, C, G, K)``), one entry per shape ``(C, K)``.
     """
 
     idx: np.ndarray
@@ -167,7 +166,7 @@ def record_stacks(
                 r,
                 np.stack([np.asarray(diagnostics[idx[k]]["chain_loglik"], dtype=np.float64)
                           for k in r]),
-                np.stack([diagnostics[idx[k]]["chain_dev"] for k in r]),
+                transposed_dev(np.stack([diagnostics[idx[k]]["chain_dev"] for k in r])),
             ))
         out.append(RecordStack(idx=idx, g0=np.asarray(g0, dtype=np.int64)[idx], loglik=ll,
                                bound_rows=rows, lo=lo, hi=hi, khat_high=kh, chains=blocks))
@@ -192,22 +191,21 @@ def prior_columns(
     cols["khat_material"] = np.zeros((P, n), dtype=bool)
     if g == 0 or n == 0:  # (an empty candidate set: records the engine skipped)
         return np.empty((P, n, g)), cols
-    g0 = np.tile(st.g0, P)
-    post = log_posterior(st.loglik, lp)  # [P, n, G]
-    for k, v in rank_summary(post.reshape(P * n, g), g0).items():
-        cols[k] = v.reshape(P, n)
-    if alone:
-        rs = rank_summary(lp.reshape(P * n, g), g0)
-        cols["prior_p_true"] = rs["p_true"].reshape(P, n)
-        cols["prior_top_share"] = rs["top_share"].reshape(P, n)
-    if st.bound_rows.size:
-        b = st.bound_rows
-        lo_, up_, mat = _khat_bounds(st.loglik[b], st.lo, st.hi, st.khat_high, lp[:, b],
-                                     st.g0[b], tolerance)
+    from bayes_risk.attribute._kernels import prior_point_columns
+
+    post = np.empty((P, n, g) if log_post else (0, 0, 0))
+    res = prior_point_columns(st.loglik, np.ascontiguousarray(lp, dtype=np.float64), st.g0,
+                              alone, post)
+    cols.update(zip((*POINT_COLUMNS, "prior_p_true", "prior_top_share"), res, strict=False))
+    b, lo, hi, kh = st.bound_rows, st.lo, st.hi, st.khat_high
+    if kh is not None:  # only the rows with a high k̂ have an interval
+        b, lo, hi, kh = b[kh], lo[kh], hi[kh], kh[kh]
+    if b.size:
+        lo_, up_, mat = _khat_bounds(st.loglik[b], lo, hi, kh, lp[:, b], st.g0[b], tolerance)
         cols["p_true_lower"][:, b] = lo_
         cols["p_true_upper"][:, b] = up_
         cols["khat_material"][:, b] = mat
-    return (post if log_post else np.empty((P, n, 0))), cols
+    return post, cols
 
 
 _exp = np.frompyfunc(math.exp, 1, 1)  # the scalar exp of a run (numpy's may differ by an ulp)

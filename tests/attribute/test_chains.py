@@ -335,3 +335,47 @@ def test_prior_sweep_is_with_prior_bit_for_bit_in_any_blocks(monkeypatch):
         for k in ("p_true", "rank_min", "rank_avg", "n_tie", "top_share", "flag_codes"):
             np.testing.assert_array_equal(rows[k].to_numpy(), ref[k].to_numpy())
         np.testing.assert_array_equal(rows["is_top"].to_numpy(), ref["is_top"].to_numpy() > 0)
+
+
+def test_prior_sweep_equals_numpy_one_prior_at_a_time():
+    # the compiled sweep (a block of priors at once) against the numpy formulas applied to one
+    # prior at a time: the posterior and ranks of the truth (Hu 2019 eq. 1), what the prior
+    # alone gives, each chain's p_true; and every flag as with_prior sets it
+    from bayes_risk.attribute.summaries import log_posterior, rank_summary
+
+    df, model, aug, _, _ = _case(2, affected=(0, 1, 2))
+    res = _run(df, model, aug)
+    user = np.array([0.5, 0.0, 2.0])  # a candidate without weight
+    priors = ["uniform", "truth-weighted:3", "empirical:0.5", "model-predictive", user,
+              "truth-weighted:0.05"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sweep = prior_sensitivity(res, priors=priors)
+        alone = [with_prior(res, prior=p, bootstrap=False) for p in priors]
+    n, g0 = len(res.loglik), res._g0()
+    ll = np.stack(res.loglik)
+    cll = np.stack([d["chain_loglik"] for d in res.diagnostics])  # (n, C, G)
+    dev = np.stack([d["chain_dev"] for d in res.diagnostics]).astype(np.float64)  # (n, C, K, G)
+    K = dev.shape[2]
+    assert res.records["flag_codes"].str.contains("CHAINS_DISAGREE").any()
+    for k, one in enumerate(alone):
+        rows = sweep.iloc[k * n : (k + 1) * n]
+        lp = np.stack(one.logprior)
+        ref = rank_summary(log_posterior(ll, lp), g0)
+        for c in ("p_true", "rank_min", "n_tie", "rank_avg", "top_share"):
+            np.testing.assert_allclose(rows[c].to_numpy(float), ref[c], rtol=1e-12, atol=0)
+        np.testing.assert_allclose(rows["prior_p_true"], np.exp(lp[np.arange(n), g0]),
+                                   rtol=1e-12, atol=0)
+        pc = np.exp(log_posterior(cll, lp[:, None, :]))[np.arange(n), :, g0]  # (n, C)
+        np.testing.assert_allclose(one.records["p_true_chain_min"], pc.min(axis=1), rtol=1e-12)
+        np.testing.assert_allclose(one.records["p_true_chain_max"], pc.max(axis=1), rtol=1e-12)
+        # chain_z: the delta-method batch-means z of the two chains' p_true
+        post = np.exp(log_posterior(cll, lp[:, None, :]))
+        grad = -pc[..., None] * post
+        grad[np.arange(n), :, g0] += pc
+        var = (np.einsum("rcg,rckg->rck", grad, dev) ** 2).sum(axis=-1) / (K * (K - 1))
+        dp = np.abs(pc[:, 0] - pc[:, 1])
+        z = np.where(dp == 0, 0.0, dp / np.sqrt(var.sum(axis=1)))
+        np.testing.assert_allclose(one.records["chain_z"], z, rtol=1e-9)
+        for c in ("p_true", "p_true_lower", "p_true_upper", "flag_codes"):
+            np.testing.assert_array_equal(rows[c].to_numpy(), one.records[c].to_numpy())
