@@ -36,10 +36,9 @@ from bayes_risk.exceptions import (
     ValidationError,
     keyboard_interrupts,
 )
+from bayes_risk.models._bayesian import convergence
 from bayes_risk.models._bayesian.convergence import (
-    ESS_MIN,
     LABEL_INVARIANT_GROUP,
-    RHAT_MAX,
     STUCK_RHAT,
     TAIL_PROB,
     check_text,
@@ -47,6 +46,7 @@ from bayes_risk.models._bayesian.convergence import (
     ess_tail,
     extension_stuck,
     failed_checks,
+    rhat_rank,
     warn_deprecated,
 )
 from bayes_risk.models._bayesian.design import record_dtypes
@@ -66,7 +66,6 @@ from bayes_risk.models._bayesian.records import (
     synthesized_part,
 )
 from bayes_risk.models._bayesian.regimes import regime_summary, regime_warnings
-from bayes_risk.models._bayesian.rhat import rhat_rank
 from bayes_risk.models._bayesian.sampling import (
     InterruptGuard,
     _plain_bar,
@@ -95,8 +94,6 @@ __all__ = [
     "CONVERGENCE_FILE",
     "DATA_FILE",
     "FORMAT_VERSION",
-    "RHAT_MAX",
-    "ESS_MIN",
 ]
 
 
@@ -580,7 +577,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         if self.convergence_ is None:
             self.convergence_ = self._check_convergence(warn=False)
         out = self._convergence_warnings(self.convergence_)
-        out += regime_warnings(self)  # chains in different class structures
+        out += self._regime_warnings()  # chains in different class structures
         for code in getattr(self, "warnings_", None) or []:
             if code not in {w["code"] for w in out}:
                 # the code's meaning and remedy, as the result's structured warnings give it
@@ -667,7 +664,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             "failed_checks": [c for w in warns for c in w.get("checks", [])],
             "warnings": warns,
             "passed": not warns,
-            "regimes": regime_summary(self) if int(post.sizes["chain"]) > 1 else None,
+            "regimes": (regime_summary(post, self._convergence_quantities())
+                        if int(post.sizes["chain"]) > 1 else None),
         })
 
     # ------------------------------------------------------------------ persistence
@@ -949,7 +947,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         df["flag"] = [",".join(failed.get(str(q), [])) for q in df.index]
         df.attrs["mcmc_run"] = self._mcmc_run()
         if warn:
-            for w in self._convergence_warnings(df) + regime_warnings(self):
+            for w in self._convergence_warnings(df) + self._regime_warnings():
                 warnings.warn(ConvergenceWarning(w["message"], code=w["code"]),
                               skip_file_prefixes=CALLER)
         return df
@@ -987,12 +985,16 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return "stuck" if extension_stuck(previous, worst) else "failed"
 
     def _thresholds(self) -> dict[str, Any]:
-        return {"rhat_max": RHAT_MAX, "ess_min": self._ess_min(),
-                "ess_min_per_chain": ESS_MIN, "ess_tail_prob": list(TAIL_PROB)}
+        return {"rhat_max": convergence.RHAT_MAX, "ess_min": self._ess_min(),
+                "ess_min_per_chain": convergence.ESS_MIN, "ess_tail_prob": list(TAIL_PROB)}
 
     def _ess_min(self) -> float:
-        """``ESS_MIN`` per chain (read when called: tests lower it)."""
-        return ESS_MIN * int(self.posterior_["posterior"].sizes["chain"])
+        """``ESS_MIN`` per chain."""
+        return convergence.ESS_MIN * int(self.posterior_["posterior"].sizes["chain"])
+
+    def _regime_warnings(self) -> list[dict[str, Any]]:
+        return regime_warnings(self.posterior_["posterior"], self._convergence_quantities(),
+                               type(self).__name__)
 
     def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
         """One structured warning per code of the failed checks of a convergence table
@@ -1016,9 +1018,10 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             advice = ("Run longer chains (more tune/draws) or more chains; see "
                       "convergence_summary().")
         checks = failed_checks(df, self._ess_min()) if len(df) else []
-        for code, what in (("RHAT_HIGH", f"R-hat > {RHAT_MAX}"),
+        for code, what in (("RHAT_HIGH", f"R-hat > {convergence.RHAT_MAX}"),
                            ("LOW_ESS", f"bulk or tail ESS < {self._ess_min():.0f}, i.e. "
-                                       f"{ESS_MIN:.0f} per chain for {chains} chain(s)")):
+                                       f"{convergence.ESS_MIN:.0f} per chain for {chains} "
+                                       "chain(s)")):
             mine = [c for c in checks if c["code"] == code]
             if not mine:
                 continue

@@ -13,8 +13,10 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.exceptions import CALLER
-from bayes_risk.models._bayesian.rhat import RHAT_MAX
 
+#: R-hat above this flags non-convergence (Vehtari et al. 2021 recommend 1.01). This module is the
+#: thresholds' one home: every check reads them here when it runs.
+RHAT_MAX = 1.01
 #: bulk/tail ESS below this many **per chain** flags too few effective draws (Vehtari et al.
 #: 2021 and Stan: about 100 per chain, i.e. 400 for four chains, 200 for two).
 ESS_MIN = 100.0
@@ -45,6 +47,14 @@ def extension_stuck(previous: float | None, current: float) -> bool:
 
 
 # ---------------------------------------------------------------------- ESS and R-hat
+def rhat_rank(x: np.ndarray) -> float:
+    """Rank-normalised split R-hat (bulk and folded) of ``x[chain, draw]``:
+    ``arviz_stats.rhat(x, method="rank")`` (NaN: fewer than 2 chains or 4 draws)."""
+    import arviz_stats
+
+    return float(arviz_stats.rhat(np.asarray(x, dtype=np.float64), method="rank"))
+
+
 def ess_bulk(x: np.ndarray) -> float:
     """Bulk ESS of ``x[chain, draw]``: ``arviz_stats.ess(x, method="bulk")`` (rank-normalised
     split chains; NaN with fewer than 4 draws or a NaN draw)."""
