@@ -72,7 +72,6 @@ from bayes_risk.models._bayesian.sampling import (
     chain_seeds,
     check_complete,
 )
-from bayes_risk.models._bayesian.synthesis import spread_draws
 from bayes_risk.models._bayesian.timing import DrawClock, record_fit_time, record_sweep_time
 from bayes_risk.models.base import (
     SETTINGS_FILE,
@@ -432,7 +431,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         support); may add derived variables in place. Raise :class:`ValidationError`."""
 
     # ------------------------------------------------------------------ synthesis
-    _spread_draws = staticmethod(spread_draws)
+    @staticmethod
+    def _spread_draws(H: int, m: int) -> np.ndarray:
+        """``m`` flattened draws evenly spaced over ``0..H-1``, ending at the last:
+        ``h_l = floor(l H / m) - 1``, ``l = 1..m`` (far apart in the chain, Hu 2019 §3.2.5)."""
+        return ((np.arange(1, m + 1, dtype=np.int64) * H) // m - 1).astype(np.int64)
 
     def _synthesis_plan(self, m: int, random_seed: RandomSeed
                         ) -> tuple[np.ndarray, list[np.random.Generator], RandomSeed]:
