@@ -55,8 +55,8 @@ from bayes_risk.models._bayesian.io import (
     DATA_FILE,
     FORMAT_VERSION,
     POSTERIOR_FILE,
-    _check_int,
     as_datatree,
+    check_int,
     read_posterior,
 )
 from bayes_risk.models._bayesian.records import (
@@ -169,11 +169,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     # ------------------------------------------------------------------ settings & checks
     def _check_mcmc_settings(self) -> None:
-        _check_int(self.tune, "tune", 0)
-        _check_int(self._run_settings()["draws"], "draws", 1)
-        _check_int(self.chains, "chains", 1)
+        check_int(self.tune, "tune", 0)
+        check_int(self._run_settings()["draws"], "draws", 1)
+        check_int(self.chains, "chains", 1)
         if self.cores is not None:
-            _check_int(self.cores, "cores", 1)
+            check_int(self.cores, "cores", 1)
         if not isinstance(self.progressbar, (bool, np.bool_)):
             raise ValidationError(f"progressbar must be True or False. Got {self.progressbar!r}.")
 
@@ -380,8 +380,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """Hook called whenever ``posterior_`` is set (fit, load, from_posterior): caches."""
 
     def _needs_data_for_synthesis(self) -> bool:
-        """Whether :meth:`synthesize` needs the confidential records (saved with the model)."""
-        return False
+        """Whether :meth:`synthesize` needs the confidential records (saved with the model): here
+        when it copies some (unsynthesized columns, records that are not synthesized)."""
+        return bool(self.schema_ is not None and self.schema_.unsynthesized) or (
+            getattr(self, "synthesized_records_", None) is not None
+        )
 
     @abstractmethod
     def _synthesize_one(
@@ -1102,7 +1105,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
                     "records per synthetic dataset)."
                 )
             n_records = len(data)
-        n_records = _check_int(n_records, "n_records", 1)
+        n_records = check_int(n_records, "n_records", 1)
         if synthesized_records is not None:
             synthesized_records = np.asarray(synthesized_records, dtype=bool)
             if synthesized_records.shape != (n_records,):
