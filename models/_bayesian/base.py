@@ -42,11 +42,9 @@ from bayes_risk.models._bayesian.convergence import (
     STUCK_RHAT,
     TAIL_PROB,
     check_text,
-    ess_bulk,
-    ess_tail,
-    extension_stuck,
+    convergence_table,
     failed_checks,
-    rhat_rank,
+    label_invariant_dataset,
     warn_deprecated,
 )
 from bayes_risk.models._bayesian.design import record_dtypes
@@ -894,8 +892,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         forbids ``/`` in a name: it is written ``∕`` (U+2215), attribute ``quantity`` keeps it."""
         import xarray as xr
 
-        from bayes_risk._version import __version__
-
         tree = self.posterior_
         post = tree["posterior"]
         shape = (post.sizes["chain"], post.sizes["draw"])
@@ -903,22 +899,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             ds = tree[LABEL_INVARIANT_GROUP].to_dataset()
             if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
                 return ds
-        data = {}
-        for name, x in self._convergence_quantities().items():
-            x = np.asarray(x, dtype=np.float64)
-            x = x.reshape(shape) if x.size == shape[0] * shape[1] else x.reshape(-1, x.shape[-1])
-            var = str(name).replace("/", "\u2215")
-            data[var] = xr.DataArray(x, dims=("chain", "draw"), attrs={"quantity": str(name)})
-        coords = {d: post[d].values for d in ("chain", "draw") if d in post.coords}
-        ds = xr.Dataset(data, attrs={
-            "description": "label-invariant functions of each posterior draw: the quantities "
-                           "whose R-hat and bulk/tail ESS bayes-risk checks (convergence_summary)",
-            "creation_library": "bayes-risk",
-            "creation_library_version": __version__,
-            "ess_tail_prob": list(TAIL_PROB),
-        })
-        if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
-            ds = ds.assign_coords(coords)
+        ds = label_invariant_dataset(self._convergence_quantities(), post)
         tree[LABEL_INVARIANT_GROUP] = xr.DataTree(ds)
         return ds
 
@@ -927,30 +908,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``; ``attrs["mcmc_run"]``); ``warn``: one
         :class:`ConvergenceWarning` per failed code."""
         self._check_fitted()
-        ess_min = self._ess_min()
-        rows = []
-        for var in (ds := self._label_invariant(refresh=True)).data_vars:
-            name = ds[var].attrs.get("quantity", str(var))
-            x = np.asarray(ds[var].transpose("chain", "draw").values, dtype=np.float64)
-            finite = np.all(np.isfinite(x))
-            if x.shape[1] < 4 or not finite:
-                rows.append((name, np.nanmean(x), np.nanstd(x), np.nan, np.nan, np.nan))
-                continue
-            xr_ = x if x.shape[0] > 1 else x[:, : 2 * (x.shape[1] // 2)].reshape(2, -1)
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                eb, et, rh = ess_bulk(x), ess_tail(x), rhat_rank(xr_)
-            if np.ptp(x) == 0:  # a constant (e.g. K = 1): nothing to diagnose
-                eb, et, rh = float(x.size), float(x.size), 1.0
-            rows.append((name, float(x.mean()), float(x.std()), eb, et, rh))
-        df = pd.DataFrame(rows, columns=["quantity", "mean", "sd", "ess_bulk", "ess_tail", "rhat"])
-        df = df.set_index("quantity")
-        failed: dict[str, list[str]] = {}
-        for c in failed_checks(df, ess_min):
-            codes = failed.setdefault(c["quantity"], [])
-            if c["code"] not in codes:
-                codes.append(c["code"])
-        df["flag"] = [",".join(failed.get(str(q), [])) for q in df.index]
+        df = convergence_table(self._label_invariant(refresh=True), self._ess_min())
         df.attrs["mcmc_run"] = self._mcmc_run()
         if warn:
             for w in self._convergence_warnings(df) + self._regime_warnings():
@@ -972,23 +930,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
                 "sweeps_per_chain": tune + draws * thin,
                 "max_sweeps": int(attrs.get("max_sweeps", 0)),
                 "stopped": str(attrs.get("gibbs_stop", ""))}
-
-    def _round_verdict(self, posterior: Any, schema: Any, history: list[float]) -> str:
-        """The convergence checks on ``posterior`` (this model's, for ``schema``) between the
-        rounds of a self-extending run, diagnosed on a new instance: ``"passed"``, ``"failed"``
-        or ``"stuck"`` (``extension_stuck``; ``history``: the largest R-hat of the earlier
-        rounds, appended to)."""
-        probe = type(self)(**self.get_params())
-        probe.posterior_, probe.schema_ = posterior, schema
-        probe._after_posterior()
-        rep = probe._check_convergence(warn=False)
-        if not any(rep["flag"]):
-            return "passed"
-        rhat = rep["rhat"].to_numpy(dtype=float)
-        worst = float(np.max(rhat[np.isfinite(rhat)])) if np.isfinite(rhat).any() else np.nan
-        previous = history[-1] if history else None
-        history.append(worst)
-        return "stuck" if extension_stuck(previous, worst) else "failed"
 
     def _thresholds(self) -> dict[str, Any]:
         return {"rhat_max": convergence.RHAT_MAX, "ess_min": self._ess_min(),

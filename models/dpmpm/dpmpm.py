@@ -25,6 +25,7 @@ from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
+from bayes_risk.models._bayesian.convergence import round_verdict
 from bayes_risk.models._bayesian.io import check_int
 from bayes_risk.models._bayesian.records import check_synthesized_records
 from bayes_risk.models._bayesian.starts import chain_starts, check_starts
@@ -430,8 +431,12 @@ class DPMPM(BayesianSynthesizer):
         d = [len(c.levels) for c in schema]
         if self.sampler == "gibbs":
             history: list[float] = []  # the largest R-hat of each round (extension)
-            dt = self._gibbs_posterior(
-                codes, d, seed, check=lambda tree: self._round_verdict(tree, schema, history))
+
+            def check(tree: xr.DataTree) -> str:
+                quantities = _fit.convergence_quantities(build_state(tree, schema, self._zeros))
+                return round_verdict(quantities, tree["posterior"], history)
+
+            dt = self._gibbs_posterior(codes, d, seed, check=check)
         else:
             model = self._build_model(codes, d, transforms=True)
             dt = self._run_sampler(model, random_seed=seed)

@@ -284,14 +284,11 @@ class PoissonMixture(BayesianSynthesizer):
         _posterior.validate_posterior(posterior, self._count_columns(schema), self.n_components)
 
     def _after_posterior(self) -> None:
-        # a convergence probe (_bayesian.convergence.round_verdict) sets only the posterior
-        # and the schema
         self._state = PoissonState(
             schema=self.schema_, columns=self._count_columns(self.schema_),
             variant=self.variant, q=float(self.q), model_class=self.model_class,
-            tree=self.posterior_,
-            synthesized_records=getattr(self, "synthesized_records_", None),
-            n_records=int(getattr(self, "_n_records", 0)),
+            tree=self.posterior_, synthesized_records=self.synthesized_records_,
+            n_records=self._n_records,
         )
         if not hasattr(self, "dtypes_"):
             self.dtypes_ = record_dtypes(self.data_) if self.data_ is not None else {}
