@@ -36,17 +36,15 @@ from bayes_risk.exceptions import (
     ValidationError,
     keyboard_interrupts,
 )
+from bayes_risk.models._bayesian import convergence
 from bayes_risk.models._bayesian.convergence import (
-    ESS_MIN,
     LABEL_INVARIANT_GROUP,
-    RHAT_MAX,
     STUCK_RHAT,
     TAIL_PROB,
     check_text,
-    ess_bulk,
-    ess_tail,
-    extension_stuck,
+    convergence_table,
     failed_checks,
+    label_invariant_dataset,
     warn_deprecated,
 )
 from bayes_risk.models._bayesian.design import record_dtypes
@@ -55,8 +53,8 @@ from bayes_risk.models._bayesian.io import (
     DATA_FILE,
     FORMAT_VERSION,
     POSTERIOR_FILE,
-    _check_int,
     as_datatree,
+    check_int,
     read_posterior,
 )
 from bayes_risk.models._bayesian.records import (
@@ -66,14 +64,12 @@ from bayes_risk.models._bayesian.records import (
     synthesized_part,
 )
 from bayes_risk.models._bayesian.regimes import regime_summary, regime_warnings
-from bayes_risk.models._bayesian.rhat import rhat_rank
 from bayes_risk.models._bayesian.sampling import (
     InterruptGuard,
     _plain_bar,
     chain_seeds,
     check_complete,
 )
-from bayes_risk.models._bayesian.synthesis import spread_draws
 from bayes_risk.models._bayesian.timing import DrawClock, record_fit_time, record_sweep_time
 from bayes_risk.models.base import (
     SETTINGS_FILE,
@@ -95,8 +91,6 @@ __all__ = [
     "CONVERGENCE_FILE",
     "DATA_FILE",
     "FORMAT_VERSION",
-    "RHAT_MAX",
-    "ESS_MIN",
 ]
 
 
@@ -173,11 +167,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     # ------------------------------------------------------------------ settings & checks
     def _check_mcmc_settings(self) -> None:
-        _check_int(self.tune, "tune", 0)
-        _check_int(self._run_settings()["draws"], "draws", 1)
-        _check_int(self.chains, "chains", 1)
+        check_int(self.tune, "tune", 0)
+        check_int(self._run_settings()["draws"], "draws", 1)
+        check_int(self.chains, "chains", 1)
         if self.cores is not None:
-            _check_int(self.cores, "cores", 1)
+            check_int(self.cores, "cores", 1)
         if not isinstance(self.progressbar, (bool, np.bool_)):
             raise ValidationError(f"progressbar must be True or False. Got {self.progressbar!r}.")
 
@@ -384,8 +378,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """Hook called whenever ``posterior_`` is set (fit, load, from_posterior): caches."""
 
     def _needs_data_for_synthesis(self) -> bool:
-        """Whether :meth:`synthesize` needs the confidential records (saved with the model)."""
-        return False
+        """Whether :meth:`synthesize` needs the confidential records (saved with the model): here
+        when it copies some (unsynthesized columns, records that are not synthesized)."""
+        return bool(self.schema_ is not None and self.schema_.unsynthesized) or (
+            getattr(self, "synthesized_records_", None) is not None
+        )
 
     @abstractmethod
     def _synthesize_one(
@@ -435,7 +432,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         support); may add derived variables in place. Raise :class:`ValidationError`."""
 
     # ------------------------------------------------------------------ synthesis
-    _spread_draws = staticmethod(spread_draws)
+    @staticmethod
+    def _spread_draws(H: int, m: int) -> np.ndarray:
+        """``m`` flattened draws evenly spaced over ``0..H-1``, ending at the last:
+        ``h_l = floor(l H / m) - 1``, ``l = 1..m`` (far apart in the chain, Hu 2019 §3.2.5)."""
+        return ((np.arange(1, m + 1, dtype=np.int64) * H) // m - 1).astype(np.int64)
 
     def _synthesis_plan(self, m: int, random_seed: RandomSeed
                         ) -> tuple[np.ndarray, list[np.random.Generator], RandomSeed]:
@@ -580,7 +581,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         if self.convergence_ is None:
             self.convergence_ = self._check_convergence(warn=False)
         out = self._convergence_warnings(self.convergence_)
-        out += regime_warnings(self)  # chains in different class structures
+        out += self._regime_warnings()  # chains in different class structures
         for code in getattr(self, "warnings_", None) or []:
             if code not in {w["code"] for w in out}:
                 # the code's meaning and remedy, as the result's structured warnings give it
@@ -667,7 +668,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             "failed_checks": [c for w in warns for c in w.get("checks", [])],
             "warnings": warns,
             "passed": not warns,
-            "regimes": regime_summary(self) if int(post.sizes["chain"]) > 1 else None,
+            "regimes": (regime_summary(post, self._convergence_quantities())
+                        if int(post.sizes["chain"]) > 1 else None),
         })
 
     # ------------------------------------------------------------------ persistence
@@ -890,8 +892,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         forbids ``/`` in a name: it is written ``∕`` (U+2215), attribute ``quantity`` keeps it."""
         import xarray as xr
 
-        from bayes_risk._version import __version__
-
         tree = self.posterior_
         post = tree["posterior"]
         shape = (post.sizes["chain"], post.sizes["draw"])
@@ -899,22 +899,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             ds = tree[LABEL_INVARIANT_GROUP].to_dataset()
             if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
                 return ds
-        data = {}
-        for name, x in self._convergence_quantities().items():
-            x = np.asarray(x, dtype=np.float64)
-            x = x.reshape(shape) if x.size == shape[0] * shape[1] else x.reshape(-1, x.shape[-1])
-            var = str(name).replace("/", "\u2215")
-            data[var] = xr.DataArray(x, dims=("chain", "draw"), attrs={"quantity": str(name)})
-        coords = {d: post[d].values for d in ("chain", "draw") if d in post.coords}
-        ds = xr.Dataset(data, attrs={
-            "description": "label-invariant functions of each posterior draw: the quantities "
-                           "whose R-hat and bulk/tail ESS bayes-risk checks (convergence_summary)",
-            "creation_library": "bayes-risk",
-            "creation_library_version": __version__,
-            "ess_tail_prob": list(TAIL_PROB),
-        })
-        if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
-            ds = ds.assign_coords(coords)
+        ds = label_invariant_dataset(self._convergence_quantities(), post)
         tree[LABEL_INVARIANT_GROUP] = xr.DataTree(ds)
         return ds
 
@@ -923,33 +908,10 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``; ``attrs["mcmc_run"]``); ``warn``: one
         :class:`ConvergenceWarning` per failed code."""
         self._check_fitted()
-        ess_min = self._ess_min()
-        rows = []
-        for var in (ds := self._label_invariant(refresh=True)).data_vars:
-            name = ds[var].attrs.get("quantity", str(var))
-            x = np.asarray(ds[var].transpose("chain", "draw").values, dtype=np.float64)
-            finite = np.all(np.isfinite(x))
-            if x.shape[1] < 4 or not finite:
-                rows.append((name, np.nanmean(x), np.nanstd(x), np.nan, np.nan, np.nan))
-                continue
-            xr_ = x if x.shape[0] > 1 else x[:, : 2 * (x.shape[1] // 2)].reshape(2, -1)
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                eb, et, rh = ess_bulk(x), ess_tail(x), rhat_rank(xr_)
-            if np.ptp(x) == 0:  # a constant (e.g. K = 1): nothing to diagnose
-                eb, et, rh = float(x.size), float(x.size), 1.0
-            rows.append((name, float(x.mean()), float(x.std()), eb, et, rh))
-        df = pd.DataFrame(rows, columns=["quantity", "mean", "sd", "ess_bulk", "ess_tail", "rhat"])
-        df = df.set_index("quantity")
-        failed: dict[str, list[str]] = {}
-        for c in failed_checks(df, ess_min):
-            codes = failed.setdefault(c["quantity"], [])
-            if c["code"] not in codes:
-                codes.append(c["code"])
-        df["flag"] = [",".join(failed.get(str(q), [])) for q in df.index]
+        df = convergence_table(self._label_invariant(refresh=True), self._ess_min())
         df.attrs["mcmc_run"] = self._mcmc_run()
         if warn:
-            for w in self._convergence_warnings(df) + regime_warnings(self):
+            for w in self._convergence_warnings(df) + self._regime_warnings():
                 warnings.warn(ConvergenceWarning(w["message"], code=w["code"]),
                               skip_file_prefixes=CALLER)
         return df
@@ -969,30 +931,17 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
                 "max_sweeps": int(attrs.get("max_sweeps", 0)),
                 "stopped": str(attrs.get("gibbs_stop", ""))}
 
-    def _round_verdict(self, posterior: Any, schema: Any, history: list[float]) -> str:
-        """The convergence checks on ``posterior`` (this model's, for ``schema``) between the
-        rounds of a self-extending run, diagnosed on a new instance: ``"passed"``, ``"failed"``
-        or ``"stuck"`` (``extension_stuck``; ``history``: the largest R-hat of the earlier
-        rounds, appended to)."""
-        probe = type(self)(**self.get_params())
-        probe.posterior_, probe.schema_ = posterior, schema
-        probe._after_posterior()
-        rep = probe._check_convergence(warn=False)
-        if not any(rep["flag"]):
-            return "passed"
-        rhat = rep["rhat"].to_numpy(dtype=float)
-        worst = float(np.max(rhat[np.isfinite(rhat)])) if np.isfinite(rhat).any() else np.nan
-        previous = history[-1] if history else None
-        history.append(worst)
-        return "stuck" if extension_stuck(previous, worst) else "failed"
-
     def _thresholds(self) -> dict[str, Any]:
-        return {"rhat_max": RHAT_MAX, "ess_min": self._ess_min(),
-                "ess_min_per_chain": ESS_MIN, "ess_tail_prob": list(TAIL_PROB)}
+        return {"rhat_max": convergence.RHAT_MAX, "ess_min": self._ess_min(),
+                "ess_min_per_chain": convergence.ESS_MIN, "ess_tail_prob": list(TAIL_PROB)}
 
     def _ess_min(self) -> float:
-        """``ESS_MIN`` per chain (read when called: tests lower it)."""
-        return ESS_MIN * int(self.posterior_["posterior"].sizes["chain"])
+        """``ESS_MIN`` per chain."""
+        return convergence.ESS_MIN * int(self.posterior_["posterior"].sizes["chain"])
+
+    def _regime_warnings(self) -> list[dict[str, Any]]:
+        return regime_warnings(self.posterior_["posterior"], self._convergence_quantities(),
+                               type(self).__name__)
 
     def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
         """One structured warning per code of the failed checks of a convergence table
@@ -1016,9 +965,10 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             advice = ("Run longer chains (more tune/draws) or more chains; see "
                       "convergence_summary().")
         checks = failed_checks(df, self._ess_min()) if len(df) else []
-        for code, what in (("RHAT_HIGH", f"R-hat > {RHAT_MAX}"),
+        for code, what in (("RHAT_HIGH", f"R-hat > {convergence.RHAT_MAX}"),
                            ("LOW_ESS", f"bulk or tail ESS < {self._ess_min():.0f}, i.e. "
-                                       f"{ESS_MIN:.0f} per chain for {chains} chain(s)")):
+                                       f"{convergence.ESS_MIN:.0f} per chain for {chains} "
+                                       "chain(s)")):
             mine = [c for c in checks if c["code"] == code]
             if not mine:
                 continue
@@ -1096,7 +1046,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
                     "records per synthetic dataset)."
                 )
             n_records = len(data)
-        n_records = _check_int(n_records, "n_records", 1)
+        n_records = check_int(n_records, "n_records", 1)
         if synthesized_records is not None:
             synthesized_records = np.asarray(synthesized_records, dtype=bool)
             if synthesized_records.shape != (n_records,):

@@ -13,8 +13,10 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.exceptions import CALLER
-from bayes_risk.models._bayesian.rhat import RHAT_MAX
 
+#: R-hat above this flags non-convergence (Vehtari et al. 2021 recommend 1.01). This module is the
+#: thresholds' one home: every check reads them here when it runs.
+RHAT_MAX = 1.01
 #: bulk/tail ESS below this many **per chain** flags too few effective draws (Vehtari et al.
 #: 2021 and Stan: about 100 per chain, i.e. 400 for four chains, 200 for two).
 ESS_MIN = 100.0
@@ -45,6 +47,14 @@ def extension_stuck(previous: float | None, current: float) -> bool:
 
 
 # ---------------------------------------------------------------------- ESS and R-hat
+def rhat_rank(x: np.ndarray) -> float:
+    """Rank-normalised split R-hat (bulk and folded) of ``x[chain, draw]``:
+    ``arviz_stats.rhat(x, method="rank")`` (NaN: fewer than 2 chains or 4 draws)."""
+    import arviz_stats
+
+    return float(arviz_stats.rhat(np.asarray(x, dtype=np.float64), method="rank"))
+
+
 def ess_bulk(x: np.ndarray) -> float:
     """Bulk ESS of ``x[chain, draw]``: ``arviz_stats.ess(x, method="bulk")`` (rank-normalised
     split chains; NaN with fewer than 4 draws or a NaN draw)."""
@@ -157,3 +167,76 @@ def warn_deprecated(what: str) -> None:
     """The ``FutureWarning`` of a deprecated form of the convergence figures."""
     warnings.warn(f"{what} is deprecated and will be removed in a future release: use "
                   f"{TABLE_REPLACEMENT}.", FutureWarning, skip_file_prefixes=CALLER)
+
+
+def label_invariant_dataset(quantities: dict[str, Any], post: Any) -> Any:
+    """The group ``label_invariant`` of a posterior group ``post``: one ``[chain, draw]`` variable
+    per diagnosed quantity. xarray forbids ``/`` in a name: it is written ``∕`` (U+2215),
+    attribute ``quantity`` keeps it."""
+    import xarray as xr
+
+    from bayes_risk._version import __version__
+
+    shape = (post.sizes["chain"], post.sizes["draw"])
+    data = {}
+    for name, x in quantities.items():
+        x = np.asarray(x, dtype=np.float64)
+        x = x.reshape(shape) if x.size == shape[0] * shape[1] else x.reshape(-1, x.shape[-1])
+        var = str(name).replace("/", "\u2215")
+        data[var] = xr.DataArray(x, dims=("chain", "draw"), attrs={"quantity": str(name)})
+    coords = {d: post[d].values for d in ("chain", "draw") if d in post.coords}
+    ds = xr.Dataset(data, attrs={
+        "description": "label-invariant functions of each posterior draw: the quantities "
+                       "whose R-hat and bulk/tail ESS bayes-risk checks (convergence_summary)",
+        "creation_library": "bayes-risk",
+        "creation_library_version": __version__,
+        "ess_tail_prob": list(TAIL_PROB),
+    })
+    if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
+        ds = ds.assign_coords(coords)
+    return ds
+
+
+def convergence_table(ds: Any, ess_min: float) -> pd.DataFrame:
+    """R-hat and bulk/tail ESS of the variables of a ``label_invariant`` group ``ds`` (index:
+    quantity; ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``: the codes of
+    the failed checks)."""
+    rows = []
+    for var in ds.data_vars:
+        name = ds[var].attrs.get("quantity", str(var))
+        x = np.asarray(ds[var].transpose("chain", "draw").values, dtype=np.float64)
+        if x.shape[1] < 4 or not np.all(np.isfinite(x)):
+            rows.append((name, np.nanmean(x), np.nanstd(x), np.nan, np.nan, np.nan))
+            continue
+        xr_ = x if x.shape[0] > 1 else x[:, : 2 * (x.shape[1] // 2)].reshape(2, -1)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            eb, et, rh = ess_bulk(x), ess_tail(x), rhat_rank(xr_)
+        if np.ptp(x) == 0:  # a constant (e.g. K = 1): nothing to diagnose
+            eb, et, rh = float(x.size), float(x.size), 1.0
+        rows.append((name, float(x.mean()), float(x.std()), eb, et, rh))
+    df = pd.DataFrame(rows, columns=["quantity", "mean", "sd", "ess_bulk", "ess_tail", "rhat"])
+    df = df.set_index("quantity")
+    failed: dict[str, list[str]] = {}
+    for c in failed_checks(df, ess_min):
+        codes = failed.setdefault(c["quantity"], [])
+        if c["code"] not in codes:
+            codes.append(c["code"])
+    df["flag"] = [",".join(failed.get(str(q), [])) for q in df.index]
+    return df
+
+
+def round_verdict(quantities: dict[str, Any], post: Any, history: list[float]) -> str:
+    """The convergence checks of the diagnosed ``quantities`` of posterior group ``post`` between
+    the rounds of a self-extending run: ``"passed"``, ``"failed"`` or ``"stuck"``
+    (:func:`extension_stuck`; ``history``: the largest R-hat of the earlier rounds, appended to).
+    """
+    table = convergence_table(label_invariant_dataset(quantities, post),
+                              ESS_MIN * int(post.sizes["chain"]))
+    if not any(table["flag"]):
+        return "passed"
+    rhat = table["rhat"].to_numpy(dtype=float)
+    worst = float(np.max(rhat[np.isfinite(rhat)])) if np.isfinite(rhat).any() else np.nan
+    previous = history[-1] if history else None
+    history.append(worst)
+    return "stuck" if extension_stuck(previous, worst) else "failed"

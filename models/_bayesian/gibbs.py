@@ -383,40 +383,13 @@ def sample_gibbs(
 ) -> xr.DataTree:
     """Run a Gibbs-only step for ``chains`` chains and return the ``pm.sample``-shaped DataTree.
 
-    Parameters
-    ----------
-    step : object
-        A step with the interface of PyMC's ``BlockedStep`` (``setup_chain(rng, tune, draws)``,
-        ``stop_tuning()``, ``step(point) -> (point, [stats])``, ``stats_dtypes_shapes``); copied
-        into each worker process. Extension rounds need a ``thin`` attribute and a chain's state
-        in attributes that ``setup_chain`` sets afresh.
-    layout : GibbsLayout
-        Variables, dims and coordinates of the posterior.
-    seeds : list of int
-        One integer seed per chain (as given to ``pm.sample``).
-    tune, draws, chains : int
-        Warm-up sweeps, kept draws per chain, chains.
-    cores : int or None
-        Worker processes for the chains (``1``: in turn in this process; ``None``: up to
-        ``min(4, cpu_count)`` when the run is long enough, ``chain_processes``). The draws are
-        the same either way.
-    progressbar : bool
-        Show a progress bar of the draws on stderr.
-    stop : callable
-        Polled between sweeps; ``True`` stops the run with ``KeyboardInterrupt``.
-    max_sweeps : int
-        With ``check``: while ``check`` fails and twice the window fits in ``max_sweeps`` sweeps
-        per chain, every chain continues for as many sweeps again at twice the thinning, keeping
-        every second draw so far: the draws of one run at the final ``thin``. 0: none.
-    check : callable, optional
-        ``check(datatree) -> str``: ``"passed"``, ``"failed"`` (extend) or ``"stuck"`` (stop).
-
-    Returns
-    -------
-    xarray.DataTree
-        The groups of ``pm.sample``; the root's attributes ``thin``, ``gibbs_rounds``,
-        ``max_sweeps`` and ``gibbs_stop`` record the run, the posterior group's the timings of
-        ``bayes_risk.models._bayesian.timing``.
+    ``step`` has the interface of PyMC's ``BlockedStep`` (extension rounds need its ``thin`` and a
+    chain state that ``setup_chain`` sets afresh); ``seeds``: one per chain, as given to
+    ``pm.sample``; ``cores``: as :func:`chain_processes` (same draws either way); ``stop``: polled
+    between sweeps, ``True`` raises ``KeyboardInterrupt``. While ``check(datatree)`` returns
+    ``"failed"`` and twice the window fits in ``max_sweeps`` sweeps per chain, every chain runs as
+    many sweeps again at twice the thinning (the draws of one run at the final ``thin``). The
+    root's attributes ``thin``, ``gibbs_rounds``, ``max_sweeps`` and ``gibbs_stop`` record the run.
     """
     tune, draws, chains = int(tune), int(draws), int(chains)
     rngs = chain_generators(seeds, chains)

@@ -24,7 +24,7 @@ DATA_FILE = "data.parquet"
 FORMAT_VERSION = 1
 
 
-def _check_int(value: Any, name: str, minimum: int) -> int:
+def check_int(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < minimum:
         raise ValidationError(f"{name} must be an integer >= {minimum}. Got {value!r}.")
     return int(value)

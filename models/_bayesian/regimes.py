@@ -14,11 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk.models._bayesian.rhat import RHAT_MAX, rhat_rank
+from bayes_risk.models._bayesian import convergence
 
 __all__ = ["REGIME_QUANTITIES", "EVIDENCE_ATTR", "EVIDENCE_MIN_SWAP", "STARTS_ATTR",
-           "chain_regimes", "record_starts", "regime_summary", "regime_warnings",
-           "regime_draws", "regime_text"]
+           "chain_regimes", "record_starts", "regime_summary", "regime_warnings", "regime_text"]
 
 #: the quantities that tell regimes apart, and how messages name them
 REGIME_QUANTITIES: dict[str, str] = {"alpha": "α", "k_occupied": "k*", "n_occupied": "k*",
@@ -37,8 +36,8 @@ REGIME_ALPHA = 0.01
 EVIDENCE_SE_ATTR = "log_evidence_se"
 
 
-def _quantities(model: Any) -> dict[str, np.ndarray]:
-    q = model._convergence_quantities()
+def _quantities(q: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The regime quantities among a model's diagnosed ones, each ``[chain, draw]``."""
     out = {}
     for name in REGIME_QUANTITIES:
         if name in q:
@@ -66,8 +65,8 @@ def _agree(x: np.ndarray, a: int, b: int, crit: float) -> bool:
         return True
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        r = rhat_rank(pair)
-        if not (np.isfinite(r) and r > RHAT_MAX):
+        r = convergence.rhat_rank(pair)
+        if not (np.isfinite(r) and r > convergence.RHAT_MAX):
             return True
         se = np.hypot(_mcse(pair[0]), _mcse(pair[1]))
     diff = abs(float(pair[0].mean() - pair[1].mean()))
@@ -83,17 +82,16 @@ def _critical(n_chains: int, n_quantities: int) -> float:
     return float(ndtri(1.0 - REGIME_ALPHA / (2.0 * tests)))
 
 
-def chain_regimes(model: Any) -> list[list[int]]:
-    """The regimes of a fitted model's chains: lists of chain indices (0-based), ordered by
-    their first chain; one list holding every chain when they all agree (or with one chain).
+def chain_regimes(qs: dict[str, np.ndarray], C: int) -> list[list[int]]:
+    """The regimes of ``C`` chains given their regime quantities ``qs`` (each ``[chain, draw]``):
+    lists of chain indices (0-based), ordered by their first chain; one list holding every chain
+    when they all agree (or with one chain).
 
     Chains ``a`` and ``b`` agree when, for every quantity of :data:`REGIME_QUANTITIES` the
     model diagnoses, the pair R-hat is at most ``RHAT_MAX`` or the difference of their means
     is within Monte Carlo error (``_agree``; Bonferroni over pairs and quantities at
     family-wise level ``REGIME_ALPHA``); a regime is a group of chains connected by agreement
     (single linkage)."""
-    qs = _quantities(model)
-    C = int(model.posterior_["posterior"].sizes["chain"])
     parent = list(range(C))
 
     def root(i: int) -> int:
@@ -113,13 +111,6 @@ def chain_regimes(model: Any) -> list[list[int]]:
     return sorted(groups.values(), key=lambda g: g[0])
 
 
-def regime_draws(model: Any, regime: list[int]) -> np.ndarray:
-    """Flattened (chain-major) indices of the kept draws of the chains in ``regime``."""
-    post = model.posterior_["posterior"]
-    D = int(post.sizes["draw"])
-    return np.concatenate([np.arange(c * D, (c + 1) * D) for c in regime]).astype(np.int64)
-
-
 #: posterior attribute of a Gibbs fit: how each chain started (``models._bayesian.starts``)
 STARTS_ATTR = "chain_starts"
 
@@ -129,18 +120,18 @@ def record_starts(dt: Any, kinds: tuple[str, ...], chains: int) -> None:
     dt["posterior"].attrs[STARTS_ATTR] = [kinds[c % len(kinds)] for c in range(int(chains))]
 
 
-def _starts(model: Any, C: int) -> list[str | None]:
+def _starts(post: Any, C: int) -> list[str | None]:
     """How each chain started, as the fit recorded it (``None``: draws made elsewhere, NUTS)."""
-    kinds = model.posterior_["posterior"].attrs.get(STARTS_ATTR)
+    kinds = post.attrs.get(STARTS_ATTR)
     if kinds is None:
         return [None] * C
     kinds = [str(k) for k in np.atleast_1d(kinds)]
     return [kinds[c] if c < len(kinds) else None for c in range(C)]
 
 
-def regime_summary(model: Any) -> dict[str, Any] | None:
-    """The regime record of ``convergence_summary()["regimes"]`` (``None``: the model
-    diagnoses none of :data:`REGIME_QUANTITIES`).
+def regime_summary(post: Any, quantities: dict[str, Any]) -> dict[str, Any] | None:
+    """The regime record of ``convergence_summary()["regimes"]`` of a fit with posterior group
+    ``post`` and diagnosed ``quantities`` (``None``: none of :data:`REGIME_QUANTITIES`).
 
     Returns
     -------
@@ -153,13 +144,12 @@ def regime_summary(model: Any) -> dict[str, Any] | None:
         quantities compared), ``rhat_max`` and ``evidence`` (how the evidences were estimated,
         or why there are none).
     """
-    qs = _quantities(model)
+    qs = _quantities(quantities)
     if not qs:
         return None
-    post = model.posterior_["posterior"]
     C, D = int(post.sizes["chain"]), int(post.sizes["draw"])
-    groups = chain_regimes(model)
-    starts = _starts(model, C)
+    groups = chain_regimes(qs, C)
+    starts = _starts(post, C)
     attrs = post.attrs
     ev = attrs.get(EVIDENCE_ATTR)
     ev = None if ev is None else np.atleast_1d(np.asarray(ev, dtype=np.float64))
@@ -201,7 +191,7 @@ def regime_summary(model: Any) -> dict[str, Any] | None:
             r["mass"] = float(p)
         how = (f"stepping-stone estimates over each chain's tempered ladder ({T} "
                "temperatures)")
-    return {"agree": len(groups) == 1, "quantities": list(qs), "rhat_max": RHAT_MAX,
+    return {"agree": len(groups) == 1, "quantities": list(qs), "rhat_max": convergence.RHAT_MAX,
             "chains": chains, "regimes": regimes, "evidence": how}
 
 
@@ -257,12 +247,13 @@ def regime_text(summary: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def regime_warnings(model: Any) -> list[dict[str, Any]]:
+def regime_warnings(post: Any, quantities: dict[str, Any], model: str) -> list[dict[str, Any]]:
     """``[REGIMES_DISAGREE]`` when the chains form more than one regime (else ``[]``), in the
-    structure of :meth:`~BayesianSynthesizer.mcmc_warnings` with ``regimes`` added."""
-    if int(model.posterior_["posterior"].sizes["chain"]) < 2:
+    structure of :meth:`~BayesianSynthesizer.mcmc_warnings` with ``regimes`` added (``model``:
+    the class name the message starts with)."""
+    if int(post.sizes["chain"]) < 2:
         return []
-    summ = regime_summary(model)
+    summ = regime_summary(post, quantities)
     if summ is None or summ["agree"]:
         return []
     names = list(dict.fromkeys(REGIME_QUANTITIES[q] for q in summ["quantities"]))
@@ -276,8 +267,8 @@ def regime_warnings(model: Any) -> list[dict[str, Any]]:
         which = (" Which regime carries the posterior mass is not estimated: refit with "
                  "temperatures=T (parallel tempering; command line --temperatures T), which "
                  "also estimates each regime's marginal likelihood.")
-    msg = (f"{type(model).__name__}: the chains sit in {len(summ['regimes'])} regimes of the "
-           f"class structure (the pair R-hat of {', '.join(names)} above {RHAT_MAX}): "
+    msg = (f"{model}: the chains sit in {len(summ['regimes'])} regimes of the "
+           f"class structure (the pair R-hat of {', '.join(names)} above {convergence.RHAT_MAX}): "
            f"{regime_text(summ)}. Every risk computed from this fit depends on the regime its "
            "draws come from: the risk engines report each regime's figure and use the larger "
            f"(RISK_BY_REGIME).{which} Compare refits with other seeds, more chains or longer "

@@ -25,6 +25,8 @@ from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
+from bayes_risk.models._bayesian.convergence import round_verdict
+from bayes_risk.models._bayesian.io import check_int
 from bayes_risk.models._bayesian.records import check_synthesized_records
 from bayes_risk.models._bayesian.starts import chain_starts, check_starts
 from bayes_risk.models._bayesian.sticks import (  # noqa: F401  (re-exported)
@@ -249,11 +251,7 @@ class DPMPM(BayesianSynthesizer):
     # ------------------------------------------------------------------ settings
     def _check_settings(self) -> None:
         self._check_mcmc_settings()
-        K = self.n_components
-        if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
-            raise ValidationError(
-                f"n_components (the truncation level K) must be an integer >= 1. Got {K!r}."
-            )
+        check_int(self.n_components, "n_components (the truncation level K)", 1)
         try:
             a, b = (float(x) for x in self.alpha_prior)
         except (TypeError, ValueError) as err:
@@ -277,32 +275,21 @@ class DPMPM(BayesianSynthesizer):
             raise ValidationError(f"sampler must be one of {list(SAMPLERS)}. Got {self.sampler!r}.")
         run = self._run_settings()  # the settings left at None, resolved
         t = self.thin if self.thin is not None else run["thin"]
-        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 1:
-            raise ValidationError(
-                f"thin (Gibbs sweeps per kept draw) must be an integer >= 1. Got {t!r}."
-            )
+        check_int(t, "thin (Gibbs sweeps per kept draw)", 1)
         if self.sampler == "nuts" and t != 1:
             raise ValidationError(
                 f"thin={t!r} applies to the Gibbs sampler; with sampler='nuts' every draw is "
                 "kept (thin=1): ask for more draws instead."
             )
         ms = self.max_sweeps if self.max_sweeps is not None else run["max_sweeps"]
-        if isinstance(ms, bool) or not isinstance(ms, (int, np.integer)) or ms < 0:
-            raise ValidationError(
-                f"max_sweeps (most sweeps per chain of a self-extending run; 0: none) must be an "
-                f"integer >= 0. Got {ms!r}."
-            )
+        check_int(ms, "max_sweeps (most sweeps per chain of a self-extending run; 0: none)", 0)
         if self.sampler == "nuts" and ms:
             raise ValidationError(
                 f"max_sweeps={ms!r} applies to the Gibbs sampler; with sampler='nuts' the run "
                 "has the length asked for (max_sweeps=0): ask for more draws instead."
             )
-        w = self.alpha_warmup_sweeps
-        if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0:
-            raise ValidationError(
-                f"alpha_warmup_sweeps (warm-up sweeps with α bounded) must be an integer >= 0. "
-                f"Got {w!r}."
-            )
+        check_int(self.alpha_warmup_sweeps, "alpha_warmup_sweeps (warm-up sweeps with α bounded)",
+                  0)
         ub = self.alpha_warmup_bound
         if ub is not None and (
             isinstance(ub, bool) or not isinstance(ub, (int, float, np.number)) or not ub > 0
@@ -313,10 +300,7 @@ class DPMPM(BayesianSynthesizer):
             )
         check_starts(self.starts)
         T = self.temperatures
-        if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
-            raise ValidationError(
-                f"temperatures (replicas of each chain's tempered ladder; 1: no tempering) must "
-                f"be an integer >= 1. Got {T!r}.")
+        check_int(T, "temperatures (replicas of each chain's tempered ladder; 1: no tempering)", 1)
         if T > 1 and self.sampler != "gibbs":
             raise ValidationError(
                 f"temperatures={T!r} applies to the Gibbs sampler (parallel tempering); with "
@@ -388,11 +372,7 @@ class DPMPM(BayesianSynthesizer):
         return "O" if self.synthesis_mode_ == "posterior_class" else "P"
 
     def _needs_data_for_synthesis(self) -> bool:
-        return (
-            self.synthesis_mode_ != "marginal"
-            or bool(self.schema_ is not None and self.schema_.unsynthesized)
-            or getattr(self, "synthesized_records_", None) is not None
-        )
+        return self.synthesis_mode_ != "marginal" or super()._needs_data_for_synthesis()
 
     # ------------------------------------------------------------------ fit
     def fit(
@@ -451,8 +431,12 @@ class DPMPM(BayesianSynthesizer):
         d = [len(c.levels) for c in schema]
         if self.sampler == "gibbs":
             history: list[float] = []  # the largest R-hat of each round (extension)
-            dt = self._gibbs_posterior(
-                codes, d, seed, check=lambda tree: self._round_verdict(tree, schema, history))
+
+            def check(tree: xr.DataTree) -> str:
+                quantities = _fit.convergence_quantities(build_state(tree, schema, self._zeros))
+                return round_verdict(quantities, tree["posterior"], history)
+
+            dt = self._gibbs_posterior(codes, d, seed, check=check)
         else:
             model = self._build_model(codes, d, transforms=True)
             dt = self._run_sampler(model, random_seed=seed)

@@ -27,6 +27,7 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import record_dtypes
+from bayes_risk.models._bayesian.io import check_int
 from bayes_risk.models._bayesian.starts import chain_starts, check_starts
 from bayes_risk.models.poisson.largest import LargestValueLikelihood
 from bayes_risk.models.poisson.state import PoissonState
@@ -205,9 +206,7 @@ class PoissonMixture(BayesianSynthesizer):
             raise ValidationError(
                 f"sampler must be one of {list(_SAMPLERS)}. Got {self.sampler!r}."
             )
-        K = self.n_components
-        if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
-            raise ValidationError(f"n_components must be an integer >= 1. Got {K!r}.")
+        check_int(self.n_components, "n_components", 1)
         for name in ("a_lambda", "a_alpha", "b_alpha"):
             v = getattr(self, name)
             if not isinstance(v, (int, float, np.number)) or not np.isfinite(v) or v <= 0:
@@ -258,12 +257,8 @@ class PoissonMixture(BayesianSynthesizer):
         return 1.0 / np.maximum(1.0, y.mean(axis=0))
 
     def _needs_data_for_synthesis(self) -> bool:
-        # class O needs the confidential counts; columns outside the mixture, and records that
-        # are not synthesized, are copied
-        schema = self.schema_
-        extra = schema is not None and len(self._count_columns(schema)) < len(schema)
-        return (self.model_class == "O" or bool(extra)
-                or getattr(self, "synthesized_records_", None) is not None)
+        # class O needs the confidential counts
+        return self.model_class == "O" or super()._needs_data_for_synthesis()
 
     # ------------------------------------------------------------------ fitting
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed
@@ -289,14 +284,11 @@ class PoissonMixture(BayesianSynthesizer):
         _posterior.validate_posterior(posterior, self._count_columns(schema), self.n_components)
 
     def _after_posterior(self) -> None:
-        # a convergence probe (_bayesian.convergence.round_verdict) sets only the posterior
-        # and the schema
         self._state = PoissonState(
             schema=self.schema_, columns=self._count_columns(self.schema_),
             variant=self.variant, q=float(self.q), model_class=self.model_class,
-            tree=self.posterior_,
-            synthesized_records=getattr(self, "synthesized_records_", None),
-            n_records=int(getattr(self, "_n_records", 0)),
+            tree=self.posterior_, synthesized_records=self.synthesized_records_,
+            n_records=self._n_records,
         )
         if not hasattr(self, "dtypes_"):
             self.dtypes_ = record_dtypes(self.data_) if self.data_ is not None else {}

@@ -159,14 +159,17 @@ class SequentialRegression(BayesianSynthesizer):
                 f"order must list every synthesized column exactly once: synthesized {syn}, "
                 f"order {order}."
             )
+
+        def synthesized_only(cols: dict[str, Any], what: str) -> None:
+            schema.check_columns(cols, what)
+            for c in cols:
+                if c not in syn:
+                    raise ValidationError(
+                        f"{what}: column {c!r} is not synthesized (synthesized: {syn}).")
+
         fams: dict[str, str] = {}
         given = dict(_normalise_mapping(self.families, "families"))
-        schema.check_columns(given, "families")
-        for c in given:
-            if c not in syn:
-                raise ValidationError(
-                    f"families: column {c!r} is not synthesized (synthesized: {syn})."
-                )
+        synthesized_only(given, "families")
         for c in order:
             spec = schema[c]
             f = given.get(c, default_family(spec))
@@ -193,14 +196,8 @@ class SequentialRegression(BayesianSynthesizer):
         for c, form in (self.formulas or {}).items():
             if c in given_p:
                 raise ValidationError(f"column {c!r} has both predictors and a formula; give one.")
-            lhs, rhs = parse_formula(form, target=c)
-            given_p[c] = rhs
-        schema.check_columns(given_p, "predictors")
-        for c in given_p:
-            if c not in syn:
-                raise ValidationError(
-                    f"predictors: column {c!r} is not synthesized (synthesized: {syn})."
-                )
+            given_p[c] = parse_formula(form, target=c)[1]
+        synthesized_only(given_p, "predictors")
         unsyn = schema.unsynthesized
         for k, c in enumerate(order):
             allowed = unsyn + order[:k]
@@ -247,12 +244,6 @@ class SequentialRegression(BayesianSynthesizer):
                 "drawn exactly (use 'exact' or 'nuts')."
             )
         return m
-
-    def _needs_data_for_synthesis(self) -> bool:
-        # unsynthesized columns, and the records that are not synthesized, are copied from data
-        return bool(self.schema_ is not None and self.schema_.unsynthesized) or (
-            getattr(self, "synthesized_records_", None) is not None
-        )
 
     # ------------------------------------------------------------------ fit
 

@@ -30,9 +30,9 @@ from bayes_risk.models._bayesian.convergence import (
     ess_bulk,
     ess_tail,
     failed_checks,
+    rhat_rank,
     shown_against,
 )
-from bayes_risk.models._bayesian.rhat import rhat_rank
 
 arviz = pytest.importorskip("arviz")
 arviz_stats = pytest.importorskip("arviz_stats")

@@ -84,9 +84,9 @@ def test_settings_stored_as_given_and_resolved_by_fit():
 def never_stuck(monkeypatch):
     """Rounds until the bound: these tiny fits' R-hat stays high (the early stop of
     ``extension_stuck`` is tested on its own)."""
-    import bayes_risk.models._bayesian.base as bb  # the run's rounds call it from there
+    import bayes_risk.models._bayesian.convergence as bc  # the rounds' verdict calls it there
 
-    monkeypatch.setattr(bb, "extension_stuck", lambda previous, current: False)
+    monkeypatch.setattr(bc, "extension_stuck", lambda previous, current: False)
 
 
 def test_extended_run_is_the_run_at_its_final_thinning(never_stuck):
