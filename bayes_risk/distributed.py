@@ -60,6 +60,7 @@ def connect(scheduler: str | None = None, n_workers: int | None = None) -> Itera
         try:
             client = distributed.Client(scheduler)
         except (ValueError, OSError) as err:  # a malformed address, or no scheduler there
+            _close_failed_client(distributed)
             raise ValidationError(
                 f"{arg_name('scheduler')} {scheduler!r}: no Dask scheduler could be reached "
                 f"there ({' '.join(str(err).split()) or type(err).__name__}); give the address "
@@ -80,6 +81,16 @@ def connect(scheduler: str | None = None, n_workers: int | None = None) -> Itera
         n_workers=int(n_workers), threads_per_worker=1, processes=True, dashboard_address=None
     ) as cluster, distributed.Client(cluster) as client:
         yield client
+
+
+def _close_failed_client(distributed: Any) -> None:
+    """Close the client that failed to connect: Dask makes a client the default (and Dask's
+    scheduler) before it connects and leaves a failed one so, which sent later Dask work and
+    xarray's netCDF locks in the same process to the bad address."""
+    with contextlib.suppress(ValueError):  # ValueError: no client was registered
+        failed = distributed.Client.current()
+        if failed.status != "running":  # never a working client of the user's
+            failed.close()
 
 
 def attribute_risk(

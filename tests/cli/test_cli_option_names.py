@@ -13,6 +13,7 @@ as every case of the bad-input corpus is.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 from pathlib import Path
@@ -313,11 +314,22 @@ def test_errors_name_the_options(argv, code, named, at, capsys, tmp_path):
 
 
 def test_a_dask_scheduler_that_is_not_there(at, capsys, tmp_path):
-    pytest.importorskip("distributed")
-    line = _error(["identification", "wide.csv", "rel", "--known-unsynthesized", "Age",
-                   "--known-synthesized", "Income", "--radius", "Income=0.1", "--scheduler",
-                   "nope", "-q", "--out", str(tmp_path / "out")], capsys,
-                  "DASK_SCHEDULER_UNREACHABLE")
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    gc.disable()  # the failed client must be closed by the package, not by a garbage collection
+    try:
+        line = _error(["identification", "wide.csv", "rel", "--known-unsynthesized", "Age",
+                       "--known-synthesized", "Income", "--radius", "Income=0.1", "--scheduler",
+                       "nope", "-q", "--out", str(tmp_path / "out")], capsys,
+                      "DASK_SCHEDULER_UNREACHABLE")
+        # and is not left as the default client and Dask's scheduler for the rest of the
+        # process (later netCDF writes went through a Dask lock at 'nope')
+        assert dask.config.get("scheduler", None) is None
+        with pytest.raises(ValueError, match="No global client"):
+            distributed.get_client()
+    finally:
+        gc.enable()
     assert "--scheduler 'nope'" in line
 
 
