@@ -90,8 +90,8 @@ def check_model(model: Any, selection: Any = None) -> None:
     Raises
     ------
     NotSupportedError
-        ``MEMBERSHIP_MODEL_UNSUPPORTED`` (random forests, smoothed or incomplete CART, class O
-        models, models without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (selected records
+        ``MEMBERSHIP_MODEL_UNSUPPORTED`` (random forests, smoothed or incomplete CART, PMM,
+        class O models, models without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (selected records
         without a stated selection rule, or of a CART release; a model of whole records with
         unsynthesized columns).
     """
@@ -100,6 +100,17 @@ def check_model(model: Any, selection: Any = None) -> None:
         _trees.check_tree_model(model)
         return
     info = capabilities(model)
+    if info.releases_donor_values:  # Hawala's PMM (methods, Models supported and refused)
+        raise NotSupportedError(
+            f"{name} releases donors' observed values by predictive mean matching: its "
+            "recipients are the records of small cells of the identifying variables, a selection "
+            "that depends on the other records' values, and a recipient's value is the closest "
+            "donor's, a deterministic function of the fit, so the release has no density under "
+            "the population record that the membership ratio could evaluate. Every record "
+            "outside the small cells is released unchanged (its membership is revealed "
+            "outright); use the distance baseline (bayes_risk.membership.dcr.closest_distance) "
+            "for the recipients.",
+            code="MEMBERSHIP_MODEL_UNSUPPORTED")
     has_record = "record" in info.likelihoods
     if not has_record or "stabilised" not in capabilities(type(model)).estimators:  # or augmented=
         raise NotSupportedError(

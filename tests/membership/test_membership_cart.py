@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from bayes_risk.exceptions import NotSupportedError
 from bayes_risk.membership import AttackSpec, RatioSpec, membership_risk
 from bayes_risk.membership import trees as mtrees
-from bayes_risk.models import CARTSynthesizer, RandomForestSynthesizer
+from bayes_risk.models import CARTSynthesizer, RandomForestSynthesizer, SmallCellPMMSynthesizer
 
 LEVELS = {"A": ["a", "b"], "B": ["x", "y", "z"]}
 
@@ -247,6 +247,15 @@ def test_refusals_are_coded():
     with pytest.raises(NotSupportedError) as err:
         membership_risk(rf, data, rf.synthesize(1, random_seed=1))
     assert err.value.code == "MEMBERSHIP_MODEL_UNSUPPORTED" and "forest" in str(err.value)
+    # Hawala's PMM: refused with its own reasons (methods, Models supported and refused)
+    pmm_data = _ce_like(60, 2)
+    pmm = SmallCellPMMSynthesizer(identifying=["A", "B", "D"], threshold=3, random_seed=1).fit(
+        pmm_data)
+    assert pmm.recipients_.any()  # the refusal is about a release that synthesized records
+    with pytest.raises(NotSupportedError) as err:
+        membership_risk(pmm, pmm_data, pmm.synthesize(1, random_seed=1))
+    assert err.value.code == "MEMBERSHIP_MODEL_UNSUPPORTED"
+    assert "small cells" in str(err.value) and "closest" in str(err.value)
 
 
 def test_cli_and_audit_accept_a_saved_cart(tmp_path):
