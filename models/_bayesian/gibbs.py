@@ -190,10 +190,10 @@ def _chain_task(chain: dict[str, Any], layout: GibbsLayout, task: tuple,
 _FORKED: dict[str, Any] = {}
 
 
-def _worker_main(c: int, conn: Any, threads: int) -> None:
+def _worker_main(c: int, conn: Any, threads: int, parent: int) -> None:
     """A chain's worker process: runs the rounds the parent sends (``None``: done) and sends
     back each round's draws; the chain's state stays here between rounds."""
-    _worker_init(threads)
+    _worker_init(threads, parent)
     s = _FORKED
     done = s["done"][c]
 
@@ -217,13 +217,14 @@ def _worker_main(c: int, conn: Any, threads: int) -> None:
         conn.close()
 
 
-def _worker_init(threads: int) -> None:
+def _worker_init(threads: int, parent: int) -> None:
     # the parent keeps Ctrl-C; workers are terminated by it (SIGTERM), quietly: a handler the
     # parent installed (the command line turns SIGTERM into an interrupt) is not inherited
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent(parent)
     if "numba" in sys.modules:
         import threading
 
@@ -242,6 +243,22 @@ def _worker_init(threads: int) -> None:
             parallel._backend_init_process_lock = None
             parallel._backend_init_thread_lock = threading.RLock()
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this worker when its parent ends, however it ends: a parent killed with SIGKILL (the
+    out-of-memory killer, a batch system's time limit) runs no clean-up, and the workers would
+    go on sampling, each on a core, until their round ends (hours on a large table)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:  # PR_SET_PDEATHSIG = 1: the kernel sends SIGTERM when the parent exits
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
+            pass
+    if os.getppid() != parent:  # the parent ended before the signal was asked for
+        os._exit(1)
 
 
 class _ForkedChains:
@@ -268,7 +285,8 @@ class _ForkedChains:
                                         category=DeprecationWarning)
                 for c in range(len(rngs)):
                     parent, child = ctx.Pipe()
-                    proc = ctx.Process(target=_worker_main, args=(c, child, threads), daemon=True)
+                    proc = ctx.Process(target=_worker_main, args=(c, child, threads, os.getpid()),
+                                       daemon=True)
                     proc.start()
                     child.close()
                     self.conns.append(parent)

@@ -356,3 +356,70 @@ def test_forked_chains_survive_a_lock_left_held_by_a_killed_worker():
         proc.communicate()
         pytest.fail("the forked chain workers waited for ever on numba's launch lock")
     assert proc.returncode == 0 and "fitted" in out, err[-2000:]
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (from /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    # "pid (comm) state ppid ...": comm may hold spaces, so split after ")"
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                pass  # ended while read
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")  # not a zombie
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc (Linux)")
+def test_forked_chain_workers_end_when_the_fit_is_killed():
+    """A fit killed with SIGKILL (the out-of-memory killer, a batch system's time limit) runs no
+    clean-up; its forked chain workers used to go on sampling, each on a core, until their
+    round ended. They now end with their parent."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import bayes_risk as br
+        from bayes_risk.models import DPMPM
+
+        acs = br.make_acs_like(2000, random_seed=1)
+        print("fitting", flush=True)
+        DPMPM(n_components=20, tune=100000, draws=100000, chains=2, cores=2,
+              progressbar=False, max_sweeps=0).fit(acs, random_seed=1)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    workers: list[int] = []
+    try:
+        assert proc.stdout.readline().strip() == "fitting", proc.stderr.read()[-2000:]
+        deadline = time.monotonic() + 300  # the workers start once the sampler is compiled
+        while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+            workers = _children(proc.pid)
+        assert len(workers) >= 2, f"no chain workers appeared: {proc.poll()}"
+        proc.kill()  # SIGKILL: no handler, no finally, no atexit in the parent
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [w for w in workers if _alive(w)]
+        assert not left, f"chain workers {left} outlived the killed fit"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL) if proc.poll() is None else None
+        for w in workers:
+            try:
+                os.kill(w, signal.SIGKILL)
+            except OSError:
+                pass
