@@ -150,6 +150,9 @@ MESSAGES: dict[str, str] = {
     "WEIGHTED_FREQUENCY_BELOW_SAMPLE": "the survey weights of some key cells sum to less than "
     "their numbers of records (weights below 1): the negative binomial risk is undefined "
     "there, and those records get its largest value, 1/f_k.",
+    "SENSITIVE_MOSTLY_UNIQUE": "a numeric sensitive column has mostly distinct values, so "
+    "l-diversity counts close values as diverse and overstates the protection; group the "
+    "column first.",
     "SUDA_FEW_KEYS": "SUDA2 with fewer than three keys: sdcMicro scores the minimal sample "
     "uniques as if there were three (it pads the keys with constant columns); the scores rank "
     "records but are read with care.",

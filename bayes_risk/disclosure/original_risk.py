@@ -405,7 +405,9 @@ def original_risk(
     -----
     DataWarning
         ``WEIGHTED_FREQUENCY_BELOW_SAMPLE`` (weights of a key cell summing to less than its
-        records: those get ``1/f_k``); ``SUDA_FEW_KEYS`` (fewer than three keys).
+        records: those get ``1/f_k``); ``SUDA_FEW_KEYS`` (fewer than three keys);
+        ``SENSITIVE_MOSTLY_UNIQUE`` (a numeric sensitive column with mostly distinct values,
+        whose l-diversity overstates the protection: group it first).
 
     Examples
     --------
@@ -525,6 +527,19 @@ def original_risk(
             records[f"{sv}_Entropy_Ldiversity"] = d["entropy"]
             records[f"{sv}_Recursive_Ldiversity"] = d["recursive"]
             l_out[sv] = _l_summary(d)
+            col = original[sv]
+            k = int(col.nunique(dropna=True))
+            if (pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
+                    and k > 20 and k > 0.5 * int(col.notna().sum())):
+                codes_list.append("SENSITIVE_MOSTLY_UNIQUE")
+                warnings.warn(DataWarning(
+                    f"SENSITIVE_MOSTLY_UNIQUE: sensitive column {sv!r} is numeric with {k:,} "
+                    f"distinct values among {int(col.notna().sum()):,} records; l-diversity "
+                    "counts every distinct value, so close values (an income of 50,000 and "
+                    "one of 50,100) count as diverse and the l-diversity overstates the "
+                    "protection. Group the column first (e.g. pandas.qcut(original["
+                    f"{sv!r}], 10)) to measure the diversity of ranges.",
+                    code="SENSITIVE_MOSTLY_UNIQUE"), stacklevel=2)
 
     settings = {
         "keys": keys,

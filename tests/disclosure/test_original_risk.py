@@ -255,6 +255,30 @@ def test_missing_sensitive_values():
         "s_Distinct_Ldiversity"].tolist() == [3] * 4
 
 
+def test_mostly_unique_numeric_sensitive_column_warns():
+    """A numeric sensitive column with mostly distinct values: l-diversity counts close values
+    as diverse (it overstates the protection), so it warns; grouped first, it does not, and
+    the distinct l-diversity counts the ranges."""
+    rng = np.random.default_rng(0)
+    d = pd.DataFrame({"k": np.repeat([1, 2, 3, 4], 25),
+                      "income": np.round(rng.lognormal(10, 0.1, 100), 2)})
+    with pytest.warns(DataWarning, match="SENSITIVE_MOSTLY_UNIQUE"):
+        r = original_risk(d, keys=["k"], sensitive="income", suda=False)
+    assert "SENSITIVE_MOSTLY_UNIQUE" in r.warnings
+    assert r.l_diversity["income"]["min"] == 25  # every value distinct: the cell size
+    grouped = d.assign(income=pd.qcut(d["income"], 3, labels=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = original_risk(grouped, keys=["k"], sensitive="income", suda=False)
+    assert "SENSITIVE_MOSTLY_UNIQUE" not in g.warnings
+    assert g.l_diversity["income"]["max"] <= 3
+    # 20 distinct values or fewer: a coded column, no warning
+    coded = d.assign(income=np.arange(100) % 20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        original_risk(coded, keys=["k"], sensitive="income", suda=False)
+
+
 # ---- invariants -----------------------------------------------------------------------------
 _TABLES = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(0, 2),
                              st.floats(1.0, 50.0), st.integers(0, 3)), min_size=1, max_size=40)
