@@ -107,6 +107,8 @@ _API: dict[str, str] = {
     "differencing_check": "bayes_risk.disclosure.differencing",
     # sdcMicro's risk of the original on its keys (the release-independent baseline)
     "original_risk": "bayes_risk.disclosure.original_risk",
+    # synthpop's post-processing of a release (a remedy, audited again)
+    "sdc": "bayes_risk.disclosure.sdc",
     # results
     "RiskResult": "bayes_risk.results",
     "Summary": "bayes_risk.results",

@@ -169,6 +169,9 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
     if name in ctx.plan.skip:
         return StepOutcome(name=name, title=title, status="skipped",
                            reason=f"skipped as asked ({_skip_arg([name])}).")
+    if name in ctx.plan.withheld:
+        return StepOutcome(name=name, title=title, status="skipped",
+                           reason=ctx.plan.withheld[name])
     _say(ctx, f"step {i}/{n}: {title.lower()}")
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -228,9 +231,10 @@ def _preflight(ctx: Any) -> None:
 
         check_original(data, syn)
         ctx.rows_aligned = bool(aligned_columns(ctx))
-        attribute = "attribute" not in plan.skip and plan.attribute_source is not None
-        posterior = "posterior_identification" not in plan.skip and bool(plan.known_synthesized)
-        membership = "membership" not in plan.skip and ctx.holdout is not None
+        off = {*plan.skip, *plan.withheld}
+        attribute = "attribute" not in off and plan.attribute_source is not None
+        posterior = "posterior_identification" not in off and bool(plan.known_synthesized)
+        membership = "membership" not in off and ctx.holdout is not None
         users = [n for n, use in (("attribute", attribute), ("posterior_identification",
                                                              posterior),
                                   ("membership", membership and ctx.model is not None)) if use]
@@ -241,8 +245,7 @@ def _preflight(ctx: Any) -> None:
                 st.rebuilt_synthesizer(ctx)
         except (ValidationError, SchemaError) as err:
             raise _needed_by(err, users) from err
-        if ("membership" not in plan.skip and ctx.holdout is not None
-                and ctx.model is not None):
+        if membership and ctx.model is not None:
             from bayes_risk.exceptions import NotSupportedError
             from bayes_risk.membership.api import check_inputs
 

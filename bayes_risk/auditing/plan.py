@@ -213,6 +213,9 @@ class AuditPlan:
     random_seed: int
     #: steps the caller asked to skip
     skip: tuple[str, ...] = ()
+    #: steps that do not apply to this release, with the reason (a post-processed release:
+    #: the model-based steps)
+    withheld: dict[str, str] = field(default_factory=dict)
     #: radius columns the sweep varies: the synthesized ones unless ``sweep_unsynthesized``
     sweep_columns: list[str] = field(default_factory=list)
     sweep_unsynthesized: bool = False
@@ -519,6 +522,16 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
                  "given", "the steps that use the fitted model measure its risks, with warning "
                  "MODEL_DIFFERS when it did not make the release")
     plan.releases_donor_values, plan.smoothing_option = _release_capabilities(syn)
+    done = (getattr(syn, "extra", None) or {}).get("post_processing")
+    if done:
+        ops = ", ".join(str(d.get("operation")).replace("_", " ") for d in done)
+        why = (f"the release was post-processed after synthesis ({ops}; bayes_risk.sdc), so no "
+               "model's likelihood describes it; audit the release as synthesized for this "
+               "step (an intruder who sees the post-processed release learns no more, on "
+               "average, than one who sees it before).")
+        plan.withheld = {n: why for n in ("attribute", "posterior_identification", "membership")}
+        plan.add("release", "post-processing", ops, "release manifest",
+                 "applied after synthesis (bayes_risk.sdc); the model-based steps are withheld")
     # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
     partial = 0 < len(syn_cols) < len(sch.names)
     _record_settings(plan, src, rad_src, tg_src, s.ngroups_target, seed_src, partial=partial)

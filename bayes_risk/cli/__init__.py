@@ -19,7 +19,7 @@ __all__ = ["build_parser", "main", "console_main", "SUBCOMMANDS"]
 
 #: the sub-commands before the measures' and after them, in the order of --help (the data flow)
 _BEFORE: tuple[str, ...] = ("fit", "synthesize")
-_AFTER: tuple[str, ...] = ("original-risk", "audit", "orders", "demo")
+_AFTER: tuple[str, ...] = ("original-risk", "remedy", "audit", "orders", "demo")
 
 #: the sub-commands of the package, in the order of --help: the measures' own
 #: (``Measure.command``) between fitting and the audit (not those of other distributions:

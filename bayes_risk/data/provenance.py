@@ -249,9 +249,18 @@ def _data_differences(synth: Any, datasets: Sequence[pd.DataFrame],
 def release_model_problem(model: Any, synthetic: Any,
                           original: pd.DataFrame | None = None) -> tuple[str | None, str]:
     """``(difference or None, check)``: how the model was found not to have made the
-    release, by ``"identity"``, ``"manifest"``, ``"data"`` (plain files) or ``"none"``."""
+    release, by ``"post-processing"`` (:func:`bayes_risk.disclosure.sdc`), ``"identity"``,
+    ``"manifest"``, ``"data"`` (plain files) or ``"none"``."""
     synth = _synthesizer(model)
     source = synthetic if isinstance(synthetic, SyntheticData) else None
+    done = (source.extra or {}).get("post_processing") if source is not None else None
+    if done:  # bayes_risk.disclosure.sdc: the model made the release before this
+        ops = ", ".join(str(step.get("operation")) for step in done)
+        return (f"the release was post-processed after synthesis ({ops}), so the model's "
+                "likelihood describes the release before post-processing, not this one; "
+                "measure the model-based risks on the release as synthesized (its release-only "
+                "measures, identification and the empirical disclosure measures, apply to "
+                "this one)"), "post-processing"
     if source is not None and source.model_id is not None:
         mine = model_id(synth)
         if mine is not None:

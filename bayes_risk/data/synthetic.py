@@ -213,6 +213,9 @@ class SyntheticData:
             "random_seed": to_jsonable(self.random_seed),
             "m": self.m,
             "n_records": len(self.datasets[0]),
+            # after records were removed (bayes_risk.disclosure.sdc) the datasets' sizes differ
+            "n_records_per_dataset": None if len({len(z) for z in self.datasets}) == 1
+            else [len(z) for z in self.datasets],
             "columns": [str(c) for c in self.datasets[0].columns],
             "files": [f"syn_{l:0{width}d}.parquet" for l in range(1, self.m + 1)],
             "categorical_dtypes": _categorical_dtypes(self.datasets[0]),
@@ -321,6 +324,9 @@ _MANIFEST_FIELDS: dict[str, tuple[Any, str, bool]] = {
                     False),
     "m": (lambda x: _is_int(x) and x >= 1, "an integer >= 1", False),
     "n_records": (lambda x: _is_int(x) and x >= 0, "an integer >= 0", True),
+    "n_records_per_dataset": (lambda x: isinstance(x, list) and all(_is_int(v) and v >= 0
+                                                                    for v in x),
+                              "a list of integers >= 0", False),
     "columns": (_is_str_list, "a list of column names", False),
     "files": (lambda x: _is_str_list(x) and len(x) >= 1, "a non-empty list of file names", True),
     "categorical_dtypes": (lambda x: isinstance(x, dict), "an object", False),
@@ -382,6 +388,11 @@ def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
             raise _bad_manifest(p, f"dataset file {f!r} is not a Parquet file")
     if man.get("m") is not None and man["m"] != len(files):
         raise _bad_manifest(p, f"'m' is {man['m']} but 'files' lists {len(files)} dataset(s)")
+    sizes = man.get("n_records_per_dataset")
+    if sizes is not None and (len(sizes) != len(files) or sizes[0] != man["n_records"]):
+        raise _bad_manifest(p, f"'n_records_per_dataset' {sizes} does not give one size per "
+                            f"dataset file ({len(files)}) starting with 'n_records' "
+                            f"({man['n_records']})")
     imp, cols = man.get("imputed_columns"), man.get("columns")
     if imp is not None and cols is not None and any(c not in cols for c in imp):
         bad = [c for c in imp if c not in cols]
@@ -399,11 +410,11 @@ def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
 
 def _check_datasets_match(man: dict[str, Any], p: Path, datasets: list[pd.DataFrame]) -> None:
     """Each dataset has the manifest's number of records and columns."""
-    n = man["n_records"]
+    sizes = man.get("n_records_per_dataset") or [man["n_records"]] * len(datasets)
     cols = man.get("columns")
-    for f, z in zip(man["files"], datasets, strict=True):
+    for f, z, n in zip(man["files"], datasets, sizes, strict=True):
         if len(z) != n:
-            raise _bad_manifest(p, f"{f} has {len(z)} records but 'n_records' is {n}")
+            raise _bad_manifest(p, f"{f} has {len(z)} records but the manifest gives {n}")
         if cols is not None and [str(c) for c in z.columns] != cols:
             raise _bad_manifest(p, f"{f} has columns {[str(c) for c in z.columns]}, the manifest "
                                 f"lists {cols}")

@@ -1,6 +1,7 @@
 """Empirical disclosure measures of synthetic data (synthpop's :func:`disclosure_measures` and
 :func:`replicated_uniques`), the original's own risk on its keys (sdcMicro's
-:func:`original_risk`, :func:`key_anonymity`) and :func:`differencing_check` (Hawala 2008). See
+:func:`original_risk`, :func:`key_anonymity`), :func:`differencing_check` (Hawala 2008) and
+synthpop's post-processing of a release, :func:`sdc`. See
 :doc:`/methods/disclosure`.
 """
 
@@ -19,8 +20,9 @@ from bayes_risk.disclosure.measures import (
     replicated_uniques,
 )
 from bayes_risk.disclosure.original_risk import OriginalRisk, original_risk
+from bayes_risk.disclosure.sdc import sdc
 
 __all__ = ["differencing_check", "disclosure_measures", "ExclusionSpec", "replicated_uniques",
            "key_anonymity", "original_risk", "OriginalRisk", "DisclosureMeasures",
            "DisclosureByTarget", "ReplicatedUniques", "IDENT_MEASURES", "ATTRIB_MEASURES",
-           "CAP_MEASURES", "REPU_MEASURES"]
+           "CAP_MEASURES", "REPU_MEASURES", "sdc"]

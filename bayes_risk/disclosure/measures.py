@@ -337,6 +337,17 @@ def _synthpop_key_text(tables: list[pd.DataFrame], keys: list[str], schema: Sche
 def _replicated(original: pd.DataFrame, datasets: list[pd.DataFrame], keys: list[str],
                 schema: Schema, compat: bool,
                 encoded: dict[str, EncodedVar] | None = None) -> ReplicatedUniques:
+    orig, syn = combined_key_codes(original, datasets, keys, schema, compat, encoded)
+    return ReplicatedUniques(keys=list(keys), table=_repu_table(orig, syn),
+                             compat="synthpop" if compat else None)
+
+
+def combined_key_codes(original: pd.DataFrame, datasets: list[pd.DataFrame], keys: list[str],
+                       schema: Schema, compat: bool,
+                       encoded: dict[str, EncodedVar] | None = None
+                       ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One integer code per record of the combined ``keys``, shared by the original and the
+    datasets (``compat``: as synthpop's padded text): the original's, and each dataset's."""
     if compat:
         text = _synthpop_key_text([original, *datasets], keys, schema)
         codes = pd.factorize(text)[0].astype(np.int64)
@@ -346,10 +357,8 @@ def _replicated(original: pd.DataFrame, datasets: list[pd.DataFrame], keys: list
         o, s, _, _ = combine_keys(enc)
         codes = np.concatenate([o, *s])
     bounds = np.cumsum([0, len(original), *[len(z) for z in datasets]])
-    orig = codes[: bounds[1]]
-    syn = [codes[bounds[l]: bounds[l + 1]] for l in range(1, len(bounds) - 1)]
-    return ReplicatedUniques(keys=list(keys), table=_repu_table(orig, syn),
-                             compat="synthpop" if compat else None)
+    return codes[: bounds[1]], [codes[bounds[l]: bounds[l + 1]]
+                                for l in range(1, len(bounds) - 1)]
 
 
 def key_anonymity(key_codes: np.ndarray, k_values: Sequence[int] = (2, 3, 5)) -> dict[str, Any]:

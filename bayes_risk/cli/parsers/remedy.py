@@ -1,0 +1,65 @@
+"""Arguments of ``bayes-risk remedy`` (run: :mod:`bayes_risk.cli.remedy`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from bayes_risk.cli._common import NO_SEED, add_input_arguments, add_run_arguments
+
+__all__ = ["add_parser"]
+
+
+_EPILOG = """\
+examples:
+  bayes-risk remedy CEdata.csv syn_cart/ --bottom-top Income=:200000 --out syn_coded
+  bayes-risk remedy CEdata.csv syn_full/ --remove replicated-uniques \\
+      --keys Age Urban Marital Income --out syn_no_repu
+  bayes-risk audit CEdata.csv syn_coded/ --known Age Urban Marital --out audit_coded
+
+outputs (--out, written atomically): the post-processed release, a SyntheticData folder like
+the one 'bayes-risk synthesize' writes (syn_001.parquet ..., manifest.json); the manifest keeps
+the release's provenance and lists the post-processing in extra.post_processing (values coded
+per column and dataset, records removed per dataset, columns smoothed).
+
+audit it as any release: the release-only steps run on it; the model-based steps (attribute,
+posterior identification, membership) are withheld with the reason, and a model given with it
+is refused (MODEL_DIFFERS): its likelihood is that of the release before post-processing.
+"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register the ``remedy`` sub-command."""
+    p = subparsers.add_parser("remedy",
+                              help="post-process a release as synthpop's sdc() (top and bottom "
+                              "coding, removal of replicated uniques, smoothing)",
+                              description="Apply synthpop's post-processing of a release "
+                              "(sdc(); Nowok, Raab & Dibben 2016) before it goes out, in its "
+                              "order: bottom and top coding of numeric columns, removal of the "
+                              "synthetic records unique on the keys that replicate a unique "
+                              "original record, smoothing of numeric columns; and write the "
+                              "remedied release with its manifest, to be audited again.",
+                              epilog=_EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_input_arguments(p, " (the uniques to remove are found against it)")
+    p.add_argument("--remove", choices=["replicated-uniques", "uniques-in-original"],
+                   default=None,
+                   help="remove the synthetic records unique on --keys in their dataset that are "
+                   "unique in ORIGINAL (synthpop's rm.replicated.uniques) or occur in it at all "
+                   "(rm.uniques.in.orig); fully synthetic releases only")
+    p.add_argument("--keys", nargs="+", default=None, metavar="COL",
+                   help="columns that define a record for --remove (default: every column of "
+                   "ORIGINAL)")
+    p.add_argument("--bottom-top", nargs="+", default=[], metavar="COL=BOTTOM:TOP",
+                   help="bottom and top coding of a numeric synthesized column: values below "
+                   "BOTTOM become BOTTOM, above TOP become TOP; leave a side empty for no bound "
+                   "(Income=:200000)")
+    p.add_argument("--exclude", nargs="+", default=[], metavar="COL=V[,V...]",
+                   help="values of a --bottom-top column left as they are (a missing-value code)")
+    p.add_argument("--smooth", nargs="+", default=[], metavar="COL",
+                   help="numeric synthesized columns replaced by a cubic smoothing spline of "
+                   "their sorted values (synthpop's smooth.vars), dataset by dataset")
+    p.add_argument("--compat", choices=["synthpop"], default=None,
+                   help="compare the --keys of --remove as synthpop 1.9-2 does (as padded text)")
+    add_run_arguments(p, "remedy", "the post-processed release (a SyntheticData folder)",
+                      seed=NO_SEED, check="SYN")
+    return p

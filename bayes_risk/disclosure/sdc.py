@@ -1,0 +1,276 @@
+"""synthpop's ``sdc()``: post-processing of a release before it goes out (top and bottom
+coding, removal of replicated uniques, smoothing of numeric columns). See
+:doc:`/user_guide/disclosure` (Post-processing a release).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._specs import check_option
+from bayes_risk.data.missing import missing_kinds
+from bayes_risk.data.normalise import as_synthetic_list
+from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.disclosure._encode import resolve_inputs
+from bayes_risk.disclosure.measures import combined_key_codes
+from bayes_risk.exceptions import SchemaError, ValidationError
+
+__all__ = ["sdc"]
+
+#: ``remove=``: synthpop's ``rm.replicated.uniques`` and ``rm.uniques.in.orig``
+REMOVALS = (None, "replicated_uniques", "uniques_in_original")
+#: smallest number of values a smoothing spline is fitted to
+MIN_SMOOTH = 5
+
+
+def sdc(
+    synthetic: Any,
+    original: pd.DataFrame,
+    *,
+    keys: Sequence[str] | None = None,
+    remove: Literal["replicated_uniques", "uniques_in_original"] | None = None,
+    bottom_top_coding: Mapping[str, tuple[float | None, float | None]] | None = None,
+    recode_exclude: Mapping[str, Sequence[float]] | None = None,
+    smooth: Sequence[str] | None = None,
+    compat: Literal["synthpop"] | None = None,
+) -> SyntheticData:
+    """Post-process a release as synthpop's ``sdc()`` does, in its order: bottom and top coding,
+    then the removal of unique records, then smoothing.
+
+    Parameters
+    ----------
+    synthetic : SyntheticData, DataFrame or list of DataFrame
+        The release.
+    original : DataFrame
+        The confidential table (the uniques to remove are found against it).
+    keys : sequence of str, optional
+        Columns that define a record for ``remove`` (default: every column of ``original``).
+    remove : {"replicated_uniques", "uniques_in_original"}, optional
+        Remove the synthetic records unique on ``keys`` in their dataset that are also unique
+        in the original (synthpop's ``rm.replicated.uniques``), or that occur in the original
+        at all (``rm.uniques.in.orig``, which includes the former). Only for fully synthetic
+        releases: the records of a partially synthetic one are paired row by row with the
+        original's.
+    bottom_top_coding : mapping, optional
+        ``{column: (bottom, top)}``: values below ``bottom`` become ``bottom``, values above
+        ``top`` become ``top`` (``None``: no bound on that side); numeric synthesized columns.
+    recode_exclude : mapping, optional
+        ``{column: [values]}`` left as they are by the coding (e.g. a missing-value code).
+    smooth : sequence of str, optional
+        Numeric synthesized columns replaced, dataset by dataset, by a cubic smoothing spline
+        (penalty chosen by generalised cross-validation) of their sorted values against their
+        ranks, each value taking the smoothed value of its rank (synthpop's ``smooth.vars``);
+        missing values and the column's declared missing-value codes are left as they are.
+    compat : {None, "synthpop"}
+        How the keys are compared for ``remove`` (as :func:`replicated_uniques`).
+
+    Returns
+    -------
+    SyntheticData
+        The release after post-processing, with its provenance: ``extra["post_processing"]``
+        records each operation and what it changed (values coded per column and dataset,
+        records removed per dataset, columns smoothed). A model-based measure refuses it with
+        the model that made the release before (``MODEL_DIFFERS``: the model's likelihood is
+        that of the release before post-processing).
+
+    Raises
+    ------
+    ValidationError
+        Bad options (named), a column that is not numeric or not synthesized, or ``remove``
+        on a partially synthetic release (``REMEDY_NOT_APPLICABLE``).
+    SchemaError
+        A column that is not in the release (``MISSING_COLUMN``).
+
+    Notes
+    -----
+    synthpop smooths with R's ``smooth.spline(all.knots = FALSE)``, a penalised regression
+    spline on a subset of knots; the package fits the smoothing spline with a knot at every
+    value (:func:`scipy.interpolate.make_smoothing_spline`), so the smoothed values differ from
+    synthpop's in detail (:doc:`/methods/compatibility`).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> orig = pd.DataFrame({"age": [20, 30, 40, 50], "income": [10.0, 20.0, 30.0, 400.0]})
+    >>> syn = pd.DataFrame({"age": [20, 30, 30, 60], "income": [12.0, 18.0, 25.0, 500.0]})
+    >>> out = sdc(syn, orig, bottom_top_coding={"income": (None, 100.0)})
+    >>> out[0]["income"].tolist()
+    [12.0, 18.0, 25.0, 100.0]
+    >>> out.extra["post_processing"][0]["n_top_coded"]
+    {'income': [1]}
+    """
+    check_option(remove, "remove", REMOVALS)
+    check_option(compat, "compat", (None, "synthpop"))
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError("original must be a pandas DataFrame. Got "
+                              f"{type(original).__name__}.")
+    datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
+    datasets = [z.copy() for z in datasets]
+    schema = source.schema if source is not None else None
+    synthesized = set(schema.synthesized) if schema is not None and schema.synthesized else None
+    coding = _check_coding(bottom_top_coding, recode_exclude, datasets[0], synthesized)
+    smooth = _check_columns(smooth, "smooth", datasets[0], synthesized)
+    steps: list[dict[str, Any]] = []
+    if coding:
+        low: dict[str, list[int]] = {}
+        high: dict[str, list[int]] = {}
+        for col, (bottom, top, exclude) in coding.items():
+            low[col], high[col] = [], []
+            for z in datasets:
+                x = z[col].to_numpy(dtype=np.float64, na_value=np.nan)
+                free = ~np.isin(x, exclude)
+                below = free & (x < bottom) if bottom is not None else np.zeros(len(x), bool)
+                above = free & (x > top) if top is not None else np.zeros(len(x), bool)
+                coded = pd.Series(np.where(below, bottom, np.where(above, top, x)), index=z.index)
+                # an integer column coded at integer bounds stays an integer column
+                z[col] = coded.astype(z[col].dtype) if _fits(z[col], bottom, top) else coded
+                low[col].append(int(below.sum()))
+                high[col].append(int(above.sum()))
+        steps.append({"operation": "bottom_top_coding",
+                      "bounds": {c: [b, t] for c, (b, t, _) in coding.items()},
+                      "exclude": {c: list(e) for c, (_, _, e) in coding.items() if len(e)},
+                      "n_bottom_coded": low, "n_top_coded": high})
+    if remove is not None:
+        datasets, removed, keys = _remove(datasets, original, keys, remove, source, compat)
+        steps.append({"operation": f"remove_{remove}", "keys": keys, "compat": compat,
+                      "n_removed": removed})
+    if smooth:
+        codes = {c: list(schema[c].missing_codes) if schema is not None and c in schema.names
+                 else [] for c in smooth}
+        for z in datasets:
+            for c in smooth:
+                z[c] = _smoothed(z[c], codes[c])
+        steps.append({"operation": "smoothing", "columns": list(smooth),
+                      "method": "cubic smoothing spline of the sorted values on their ranks, "
+                      "penalty by generalised cross-validation"})
+    extra = {**(source.extra if source is not None else {}),
+             "post_processing": [*((source.extra or {}).get("post_processing", [])
+                                   if source is not None else []), *steps]}
+    if source is None:
+        return SyntheticData(datasets, method="external", extra=extra)
+    return dataclasses.replace(source, datasets=datasets, extra=extra)
+
+
+def _fits(col: pd.Series, bottom: float | None, top: float | None) -> bool:
+    """Whether the column's dtype holds the bounds exactly."""
+    return not pd.api.types.is_integer_dtype(col) or all(
+        b is None or float(b).is_integer() for b in (bottom, top))
+
+
+def _numeric(col: str, z: pd.DataFrame, argument: str) -> None:
+    if not (pd.api.types.is_numeric_dtype(z[col]) and not pd.api.types.is_bool_dtype(z[col])):
+        raise ValidationError(f"{argument}: column {col!r} is {z[col].dtype}, not numeric; only "
+                              "numeric columns can be coded or smoothed.", code="WRONG_DTYPE")
+
+
+def _check_columns(cols: Any, argument: str, z: pd.DataFrame,
+                   synthesized: set[str] | None) -> list[str]:
+    if cols is None:
+        return []
+    if isinstance(cols, str):
+        cols = [cols]
+    cols = list(cols)
+    absent = [c for c in cols if c not in z.columns]
+    if absent:
+        raise SchemaError(f"{argument}: column(s) {absent} are not in the release (columns: "
+                          f"{', '.join(map(str, z.columns))}).", code="MISSING_COLUMN")
+    for c in cols:
+        _numeric(c, z, argument)
+        if synthesized is not None and c not in synthesized:
+            raise ValidationError(
+                f"{argument}: column {c!r} is released unsynthesized (the original's values, "
+                "row by row); post-processing it would change what the release shows as the "
+                "original's. Recode it in the original before synthesis instead.",
+                code="REMEDY_NOT_APPLICABLE")
+    return cols
+
+
+def _check_coding(coding: Any, exclude: Any, z: pd.DataFrame, synthesized: set[str] | None
+                  ) -> dict[str, tuple[float | None, float | None, np.ndarray]]:
+    if coding is None:
+        if exclude:
+            raise ValidationError("recode_exclude applies to bottom_top_coding, which is not "
+                                  "given.")
+        return {}
+    if not isinstance(coding, Mapping):
+        raise ValidationError("bottom_top_coding must be a mapping {column: (bottom, top)}. "
+                              f"Got {type(coding).__name__}.")
+    exclude = dict(exclude or {})
+    unknown = [c for c in exclude if c not in coding]
+    if unknown:
+        raise ValidationError(f"recode_exclude names column(s) {unknown} that bottom_top_coding "
+                              "does not code.")
+    cols = _check_columns(list(coding), "bottom_top_coding", z, synthesized)
+    out = {}
+    for c in cols:
+        pair = coding[c]
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValidationError(f"bottom_top_coding[{c!r}] must be (bottom, top), None for no "
+                                  f"bound on a side. Got {pair!r}.")
+        b, t = (None if v is None or (isinstance(v, float) and np.isnan(v)) else v
+                for v in pair)
+        for v in (b, t):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                  or not np.isfinite(v)):
+                raise ValidationError(f"bottom_top_coding[{c!r}] bounds must be finite numbers "
+                                      f"or None. Got {pair!r}.")
+        if b is None and t is None:
+            raise ValidationError(f"bottom_top_coding[{c!r}] gives no bound.")
+        if b is not None and t is not None and b > t:
+            raise ValidationError(f"bottom_top_coding[{c!r}]: bottom {b} is above top {t}.")
+        out[c] = (b, t, np.asarray(list(exclude.get(c, ())), dtype=np.float64))
+    return out
+
+
+def _remove(datasets: list[pd.DataFrame], original: pd.DataFrame, keys: Any, remove: str,
+            source: SyntheticData | None, compat: str | None
+            ) -> tuple[list[pd.DataFrame], list[int], list[str]]:
+    """The datasets without the synthetic uniques (on ``keys``) that are unique in the original
+    (``replicated_uniques``) or occur in it (``uniques_in_original``)."""
+    schema = source.schema if source is not None else None
+    partial = schema is not None and bool(schema.unsynthesized)
+    if partial or (source is not None and source.synthesized_records is not None):
+        raise ValidationError(
+            f"remove={remove!r} applies to fully synthetic releases: this one is partially "
+            "synthetic, its rows paired with the original's records, which the measures rely "
+            "on (a removed row would leave its record without a released row). Coarsen the "
+            "keys or synthesize more columns instead.", code="REMEDY_NOT_APPLICABLE")
+    keys = (list(original.columns) if keys is None else [keys] if isinstance(keys, str)
+            else list(keys))
+    sub = resolve_inputs(original, datasets, schema, None, None, keys)
+    orig, syn = combined_key_codes(original, datasets, keys, sub, compat == "synthpop")
+    n_codes = int(max([orig.max(initial=-1), *[s.max(initial=-1) for s in syn]])) + 1
+    in_orig = np.bincount(orig, minlength=n_codes)
+    out, removed = [], []
+    for z, s in zip(datasets, syn, strict=True):
+        unique_here = np.bincount(s, minlength=n_codes)[s] == 1
+        drop = unique_here & ((in_orig[s] == 1) if remove == "replicated_uniques"
+                              else (in_orig[s] > 0))
+        out.append(z.loc[~drop].reset_index(drop=True))
+        removed.append(int(drop.sum()))
+    return out, removed, keys
+
+
+def _smoothed(col: pd.Series, codes: Sequence[float]) -> pd.Series:
+    """synthpop's smoothing: the sorted values fitted by a smoothing spline on their positions
+    1..n, each value replaced by the fitted value at its rank (ties: the average rank, truncated
+    as R indexes with it)."""
+    from scipy.interpolate import make_smoothing_spline
+    from scipy.stats import rankdata
+
+    x = col.to_numpy(dtype=np.float64, na_value=np.nan)
+    ok = missing_kinds(x, codes) == 0
+    y = x[ok]
+    if y.size < MIN_SMOOTH:
+        raise ValidationError(f"smooth: column {col.name!r} has {y.size} values in a dataset; "
+                              f"a smoothing spline needs at least {MIN_SMOOTH}.")
+    pos = np.arange(1.0, y.size + 1.0)
+    fitted = make_smoothing_spline(pos, np.sort(y))(pos)
+    out = x.copy()
+    out[ok] = fitted[np.floor(rankdata(y, method="average")).astype(np.int64) - 1]
+    return pd.Series(out, index=col.index, name=col.name)
