@@ -1443,12 +1443,15 @@ def _quiet_argv(sub: str, base: Path) -> list[str]:
     if sub == "original-risk":
         return ["original-risk", "ce.csv", "--keys", "Age", "Urban", "Marital", "-q",
                 "--out", "out"]
+    if sub == "remedy":
+        return ["remedy", "ce.csv", "cesyn", "--bottom-top", "Income=:50000", "--smooth",
+                "Expenditure", "-q", "--out", "out"]
     return _cmd(sub, base)
 
 
 @pytest.mark.parametrize("sub", ["fit", "synthesize", "utility", "identification", "attribute",
-                                 "membership", "attacks", "disclosure", "original-risk", "audit",
-                                 "orders", "demo"])
+                                 "membership", "attacks", "disclosure", "original-risk", "remedy",
+                                 "audit", "orders", "demo"])
 def test_quiet_prints_the_written_paths_and_warnings_only(base, tmp_path, capsys, monkeypatch,
                                                           sub):
     """One rule for every sub-command (issue 48: ``disclosure --quiet`` printed 34 lines,
@@ -1458,7 +1461,7 @@ def test_quiet_prints_the_written_paths_and_warnings_only(base, tmp_path, capsys
 
     assert sorted(SUBCOMMANDS) == sorted(
         ["fit", "synthesize", "utility", "identification", "attribute", "membership",
-         "attacks", "disclosure", "original-risk", "audit", "orders", "demo"])
+         "attacks", "disclosure", "original-risk", "remedy", "audit", "orders", "demo"])
     # a new sub-command joins this test
     work = tmp_path / "w"
     shutil.copytree(base, work)
