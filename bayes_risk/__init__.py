@@ -128,6 +128,7 @@ _API: dict[str, str] = {
     "VisitOrderComparison": "bayes_risk.results",
     # audit: every measure on one release, one report
     "audit": "bayes_risk.auditing",
+    "compare_audits": "bayes_risk.auditing.compare",
     "AuditResult": "bayes_risk.auditing.result",
     "AuditSettings": "bayes_risk.auditing.settings",
     "Thresholds": "bayes_risk.auditing.plan",

@@ -44,6 +44,7 @@ DATA_ARGUMENTS = frozenset({
 #: positional arguments are all data: the table or codes they convert and what describes it
 EXTRA_DATA = {
     "bayes_risk.ArrayModel": {"loglik_fn", "draws", "schema"},  # the model is made of these
+    "bayes_risk.compare_audits": {"before", "after"},  # the two audits compared
     "bayes_risk.data.encode": {"schema", "columns"},
     "bayes_risk.data.decode": {"codes", "schema", "columns"},
     "bayes_risk.data.level_codes": {"values", "levels"},

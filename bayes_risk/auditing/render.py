@@ -336,6 +336,36 @@ def _verdicts(result: Any, links: _Links) -> list[dict[str, Any]]:
     return out
 
 
+def _before_after(result: Any) -> dict[str, Any] | None:
+    """The verdict lines of the earlier audit (:attr:`AuditResult.before`) beside this one's."""
+    cmp = result.comparison()
+    if cmp is None:
+        return None
+
+    def value(x: Any, unit: str) -> str:
+        return "—" if x is None or pd.isna(x) else format_number(x, 4, plain=True) + (
+            f" {unit}" if unit else "")
+
+    def status(word: str) -> str:
+        sign, text = LINE_STATUS.get(word, ("", word))
+        return f"{sign} {text}".strip()
+
+    rows = [{"step": r.step, "measure": r.measure,
+             "before": value(r.before, r.unit), "status_before": status(r.status_before),
+             "after": value(r.after, r.unit), "status_after": status(r.status_after),
+             "change": "—" if r.change is None or pd.isna(r.change) else
+             ("+" if r.change > 0 else "") + format_number(r.change, 3, plain=True)
+             # the change of a percentage is in percentage points
+             + {"": "", "%": " pp"}.get(r.unit, f" {r.unit}"),
+             "thresholds_differ": r.threshold_before is not None and r.threshold_after
+             is not None and r.threshold_before != r.threshold_after}
+            for r in cmp.itertuples()]
+    b = result.before
+    return {"rows": rows, "folder": str(b.get("folder") or "the earlier audit"),
+            "headline": str(b.get("headline") or "").rstrip("."),
+            "status_sign": RELEASE_SIGN.get(b.get("status"), "")}
+
+
 def _baseline(b: Any, links: _Links) -> dict[str, Any]:
     u = f" {b.unit}" if b.unit else ""
     val = links.num(b.value, b.source)
@@ -1062,6 +1092,7 @@ def _context(result: Any, links: _Links, bundle: str | None = None) -> dict[str,
         "n": f"{plan.n_records:,}", "m": plan.m, "method": method,
         "synthesized": ", ".join(plan.synthesized), "known": ", ".join(plan.known),
         "verdicts": _verdicts(result, links),
+        "before_after": _before_after(result),
         "threshold_sources": _threshold_sources(result)[0],
         "intruders": _intruders(result),
         "complete": result.complete,

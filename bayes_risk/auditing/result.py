@@ -65,6 +65,10 @@ class AuditResult(RiskResult):
     plan: AuditPlan
     steps: list[StepOutcome]
     root: Path | None = None
+    #: the summary of an earlier audit of the same original (:func:`~bayes_risk.auditing.
+    #: compare.load_audit`), e.g. of the release before a remedy: the report and
+    #: ``summary.json`` then show the two audits' verdict lines side by side
+    before: dict[str, Any] | None = None
 
     def step(self, name: str) -> StepOutcome:
         """The outcome of step ``name`` (``"utility"``, ``"identification"``, …)."""
@@ -252,7 +256,7 @@ class AuditResult(RiskResult):
         the failed convergence checks of the fits (:attr:`convergence_checks`)."""
         from bayes_risk._io import to_jsonable
 
-        return to_jsonable({
+        out = to_jsonable({
             "command": "audit",
             "n_records": self.plan.n_records,
             "m": self.plan.m,
@@ -275,6 +279,20 @@ class AuditResult(RiskResult):
             "failed_convergence_checks": self.convergence_checks,
             "warnings": list(dict.fromkeys(w["code"] for w in self.warnings)),
         })
+        if self.before is not None:
+            out["before_after"] = to_jsonable({
+                "before": {k: self.before.get(k) for k in ("folder", "status", "headline")},
+                "lines": self.comparison(out).to_dict(orient="records")})
+        return out
+
+    def comparison(self, summary: dict[str, Any] | None = None) -> pd.DataFrame | None:
+        """This audit's verdict lines beside those of :attr:`before`
+        (:func:`~bayes_risk.auditing.compare.compare_audits`), or ``None`` without one."""
+        if self.before is None:
+            return None
+        from bayes_risk.auditing.compare import compare_audits
+
+        return compare_audits(self.before, summary if summary is not None else self)
 
     def write_summary(self, path: str | os.PathLike[str]) -> Path:
         """Write ``to_dict()`` as JSON."""

@@ -75,6 +75,24 @@ def _linkability(values: list[str] | None) -> tuple[list[str], list[str]] | None
     return parts[0], parts[1]
 
 
+def _before(args: argparse.Namespace) -> dict | None:
+    """``--before DIR``: the earlier audit's summary, of the same ORIGINAL file."""
+    if args.before is None:
+        return None
+    from bayes_risk._checksums import file_sha256
+    from bayes_risk.auditing.compare import load_audit
+    from bayes_risk.exceptions import ValidationError
+
+    before = load_audit(args.before)
+    recorded = (before.get("input_sha256") or {}).get((before.get("inputs") or {}).get(
+        "original"))
+    if recorded is not None and recorded != file_sha256(args.original):
+        raise ValidationError(f"--before {args.before!r} is the audit of another original (its "
+                              "original file's SHA-256 differs from ORIGINAL's); give an audit "
+                              "of the same original.", code="ORIGINAL_DIFFERS")
+    return before
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the audit into the output folder and print the verdict lines."""
     from bayes_risk.attribute import EstimatorSpec
@@ -91,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.identification.specs import MatchSpec
     from bayes_risk.utility.pmse import PropensitySpec
 
+    before = _before(args)
     original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
     records = parse_records(args.records, len(original))
@@ -121,6 +140,12 @@ def run(args: argparse.Namespace) -> int:
     with output_dir(args, finalize=lambda folder: done[0].to_zip(folder / BUNDLE)) as tmp:
         res = audit(original, syn, out=tmp, **kw)
         done.append(res)
+        if before is not None:
+            from bayes_risk.auditing.compare import compare_audits
+
+            res.before = before
+            compare_audits(before, res)  # the same number of records
+            res.write_summary(tmp / "summary.json")
         res.to_html(tmp / "report.html", bundle=BUNDLE)
         res.to_markdown(tmp / "report.md", bundle=BUNDLE)
     lines = [f"audit of {res.plan.n_records:,} records, m = {res.plan.m}: "

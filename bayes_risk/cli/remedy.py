@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValidationError("--keys applies to --remove, which is not given.",
                               code="OPTION_CONFLICT")
     original, syn = read_inputs(args)
-    out = sdc(syn, original, keys=args.keys,
+    out = sdc(original, syn, keys=args.keys,
               remove=None if args.remove is None else args.remove.replace("-", "_"),
               bottom_top_coding=coding or None, recode_exclude=exclude or None,
               smooth=args.smooth or None, compat=args.compat)

@@ -29,8 +29,8 @@ MIN_SMOOTH = 5
 
 
 def sdc(
-    synthetic: Any,
     original: pd.DataFrame,
+    synthetic: Any,
     *,
     keys: Sequence[str] | None = None,
     remove: Literal["replicated_uniques", "uniques_in_original"] | None = None,
@@ -44,10 +44,10 @@ def sdc(
 
     Parameters
     ----------
-    synthetic : SyntheticData, DataFrame or list of DataFrame
-        The release.
     original : DataFrame
         The confidential table (the uniques to remove are found against it).
+    synthetic : SyntheticData, DataFrame or list of DataFrame
+        The release.
     keys : sequence of str, optional
         Columns that define a record for ``remove`` (default: every column of ``original``).
     remove : {"replicated_uniques", "uniques_in_original"}, optional
@@ -98,7 +98,7 @@ def sdc(
     >>> import pandas as pd
     >>> orig = pd.DataFrame({"age": [20, 30, 40, 50], "income": [10.0, 20.0, 30.0, 400.0]})
     >>> syn = pd.DataFrame({"age": [20, 30, 30, 60], "income": [12.0, 18.0, 25.0, 500.0]})
-    >>> out = sdc(syn, orig, bottom_top_coding={"income": (None, 100.0)})
+    >>> out = sdc(orig, syn, bottom_top_coding={"income": (None, 100.0)})
     >>> out[0]["income"].tolist()
     [12.0, 18.0, 25.0, 100.0]
     >>> out.extra["post_processing"][0]["n_top_coded"]
@@ -108,7 +108,7 @@ def sdc(
     check_option(compat, "compat", (None, "synthpop"))
     if not isinstance(original, pd.DataFrame):
         raise ValidationError("original must be a pandas DataFrame. Got "
-                              f"{type(original).__name__}.")
+                              f"{type(original).__name__}.", code="INVALID_ARGUMENT")
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     datasets = [z.copy() for z in datasets]
     schema = source.schema if source is not None else None
@@ -195,34 +195,36 @@ def _check_coding(coding: Any, exclude: Any, z: pd.DataFrame, synthesized: set[s
     if coding is None:
         if exclude:
             raise ValidationError("recode_exclude applies to bottom_top_coding, which is not "
-                                  "given.")
+                                  "given.", code="INVALID_ARGUMENT")
         return {}
     if not isinstance(coding, Mapping):
         raise ValidationError("bottom_top_coding must be a mapping {column: (bottom, top)}. "
-                              f"Got {type(coding).__name__}.")
+                              f"Got {type(coding).__name__}.", code="INVALID_ARGUMENT")
     exclude = dict(exclude or {})
     unknown = [c for c in exclude if c not in coding]
     if unknown:
         raise ValidationError(f"recode_exclude names column(s) {unknown} that bottom_top_coding "
-                              "does not code.")
+                              "does not code.", code="INVALID_ARGUMENT")
     cols = _check_columns(list(coding), "bottom_top_coding", z, synthesized)
     out = {}
     for c in cols:
         pair = coding[c]
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise ValidationError(f"bottom_top_coding[{c!r}] must be (bottom, top), None for no "
-                                  f"bound on a side. Got {pair!r}.")
+                                  f"bound on a side. Got {pair!r}.", code="INVALID_ARGUMENT")
         b, t = (None if v is None or (isinstance(v, float) and np.isnan(v)) else v
                 for v in pair)
         for v in (b, t):
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
                                   or not np.isfinite(v)):
                 raise ValidationError(f"bottom_top_coding[{c!r}] bounds must be finite numbers "
-                                      f"or None. Got {pair!r}.")
+                                      f"or None. Got {pair!r}.", code="INVALID_ARGUMENT")
         if b is None and t is None:
-            raise ValidationError(f"bottom_top_coding[{c!r}] gives no bound.")
+            raise ValidationError(f"bottom_top_coding[{c!r}] gives no bound.",
+                                  code="INVALID_ARGUMENT")
         if b is not None and t is not None and b > t:
-            raise ValidationError(f"bottom_top_coding[{c!r}]: bottom {b} is above top {t}.")
+            raise ValidationError(f"bottom_top_coding[{c!r}]: bottom {b} is above top {t}.",
+                                  code="INVALID_ARGUMENT")
         out[c] = (b, t, np.asarray(list(exclude.get(c, ())), dtype=np.float64))
     return out
 
@@ -268,7 +270,8 @@ def _smoothed(col: pd.Series, codes: Sequence[float]) -> pd.Series:
     y = x[ok]
     if y.size < MIN_SMOOTH:
         raise ValidationError(f"smooth: column {col.name!r} has {y.size} values in a dataset; "
-                              f"a smoothing spline needs at least {MIN_SMOOTH}.")
+                              f"a smoothing spline needs at least {MIN_SMOOTH}.",
+                              code="INVALID_ARGUMENT")
     pos = np.arange(1.0, y.size + 1.0)
     fitted = make_smoothing_spline(pos, np.sort(y))(pos)
     out = x.copy()

@@ -49,9 +49,13 @@ def test_remedy_then_audit(work, tmp_path, monkeypatch, capsys):
     ops = [s["operation"] for s in after.extra["post_processing"]]
     assert ops == ["bottom_top_coding", "smoothing"]
     assert after.model_id == before.model_id and after.schema == before.schema
-    aud = tmp_path / "aud"
-    assert main(["audit", "ce.csv", str(out), "--known", "Age", "Urban", "Marital",
-                 "--categorical", *CE_CAT, "--random-seed", "1", "-q", "--out", str(aud)]) == 0
+    aud0, aud = tmp_path / "aud0", tmp_path / "aud"
+    common = ["--known", "Age", "Urban", "Marital", "--categorical", *CE_CAT, "--random-seed",
+              "1", "-q"]
+    assert main(["audit", "ce.csv", "rel", *common, "--skip", "attribute",
+                 "posterior-identification", "--out", str(aud0)]) == 0
+    assert main(["audit", "ce.csv", str(out), *common, "--before", str(aud0),
+                 "--out", str(aud)]) == 0
     summary = json.loads((aud / "summary.json").read_text())
     steps = {s["name"]: s for s in summary["steps"]}
     for name in ("attribute", "posterior_identification"):
@@ -59,7 +63,25 @@ def test_remedy_then_audit(work, tmp_path, monkeypatch, capsys):
         assert "post-processed" in steps[name]["reason"]
     assert steps["identification"]["status"] == "ran"
     assert steps["disclosure"]["status"] == "ran"
-    assert "post-processed" in (aud / "report.md").read_text()
+    report = (aud / "report.md").read_text()
+    assert "post-processed" in report and "### Before and after" in report
+    assert "Before and after" in (aud / "report.html").read_text()
+    # the verdict lines of both audits, matched by step and measure
+    before = {(v["step"], v["measure"]): v["value"] for v in json.loads(
+        (aud0 / "summary.json").read_text())["verdicts"]}
+    pairs = summary["before_after"]["lines"]
+    assert {(r["step"], r["measure"]) for r in pairs} >= set(before)
+    for r in pairs:
+        if (r["step"], r["measure"]) in before:
+            assert r["before"] == before[(r["step"], r["measure"])]
+    # an audit of another original is refused before anything runs
+    other = tmp_path / "other.csv"
+    make_ce_like(300, random_seed=6).to_csv(other, index=False)
+    assert main(["audit", str(other), str(out), *common, "--before", str(aud0),
+                 "--out", str(tmp_path / "aud2")]) == 2
+    err = capsys.readouterr().err
+    assert "[ORIGINAL_DIFFERS]" in err and "--before" in err, err
+    assert not (tmp_path / "aud2").exists()
 
 
 @pytest.mark.parametrize("extra, code, text", [

@@ -28,7 +28,7 @@ def test_bottom_top_coding_by_hand():
     orig = pd.DataFrame({"a": [1, 2, 3, 4, 5, 6], "x": [0.0, 1, 2, 3, 4, 5]})
     z1 = pd.DataFrame({"a": [0, 2, 9, 4, -8, 6], "x": [-1.0, 1, 2, np.nan, 40, 5]})
     z2 = pd.DataFrame({"a": [1, 1, 1, 7, 7, 7], "x": [0.5, 1, 2, 3, 4, 5]})
-    out = sdc([z1, z2], orig, bottom_top_coding={"a": (1, 6), "x": (None, 4.5)},
+    out = sdc(orig, [z1, z2], bottom_top_coding={"a": (1, 6), "x": (None, 4.5)},
               recode_exclude={"a": [-8]})
     assert out[0]["a"].tolist() == [1, 2, 6, 4, -8, 6]
     assert out[0]["a"].dtype == z1["a"].dtype
@@ -39,7 +39,7 @@ def test_bottom_top_coding_by_hand():
     assert step["n_top_coded"] == {"a": [1, 3], "x": [2, 1]}
     assert z1["a"].tolist() == [0, 2, 9, 4, -8, 6]  # the input is not changed
     # a fractional bound on an integer column: the column becomes float
-    frac = sdc(z1, orig, bottom_top_coding={"a": (0.5, None)})
+    frac = sdc(orig, z1, bottom_top_coding={"a": (0.5, None)})
     assert frac[0]["a"].tolist() == [0.5, 2, 9, 4, 0.5, 6]
 
 
@@ -56,11 +56,11 @@ def _uniques_table():
 @pytest.mark.filterwarnings("ignore:.*SYNTHETIC_ONLY_LEVEL")
 def test_removal_of_replicated_uniques_by_hand():
     orig, syn = _uniques_table()
-    rep = sdc(syn, orig, remove="replicated_uniques")
+    rep = sdc(orig, syn, remove="replicated_uniques")
     assert rep[0]["k"].tolist() == ["c", "e", "b", "b"]
     assert rep[1]["k"].tolist() == ["d", "d", "c", "e"]
     assert rep.extra["post_processing"][0]["n_removed"] == [1, 1]
-    allu = sdc(syn, orig, remove="uniques_in_original", keys=["k"])
+    allu = sdc(orig, syn, remove="uniques_in_original", keys=["k"])
     assert allu[0]["k"].tolist() == ["e", "b", "b"]
     assert allu[1]["k"].tolist() == ["d", "d", "e"]
     # the counts are those of replicated_uniques
@@ -79,7 +79,7 @@ def test_removal_counts_equal_replicated_uniques_on_cedata():
     syn = [pd.read_csv(rel / f"scenario1_syn{i}.csv") for i in (1, 2)]
     keys = ["Age", "Urban", "Marital", "Income"]
     for compat in (None, "synthpop"):
-        out = sdc(syn, orig, keys=keys, remove="replicated_uniques", compat=compat)
+        out = sdc(orig, syn, keys=keys, remove="replicated_uniques", compat=compat)
         table = replicated_uniques(orig, syn, keys=keys, compat=compat).table
         removed = out.extra["post_processing"][0]["n_removed"]
         assert removed == table["Replicated uniques"].tolist()
@@ -111,7 +111,7 @@ def test_smoothing_leaves_missing_values_and_codes():
     z = pd.DataFrame({"x": x, "k": 1})
     schema = br.infer_schema(z, missing_codes={"x": [-9.0]})
     rel = SyntheticData([z], method="external", schema=schema)
-    out = sdc(rel, z, smooth="x")
+    out = sdc(z, rel, smooth="x")
     got = out[0]["x"].to_numpy()
     assert np.isnan(got[[3, 7]]).all() and (got[[5, 9]] == -9.0).all()
     ok = ~np.isnan(x) & (x != -9.0)
@@ -127,23 +127,23 @@ def test_partial_releases_and_bad_input_are_refused():
                                                          random_seed=1)
     rel = cart.synthesize(2, random_seed=2)
     with pytest.raises(ValidationError) as err:
-        sdc(rel, data, remove="replicated_uniques")
+        sdc(data, rel, remove="replicated_uniques")
     assert err.value.code == "REMEDY_NOT_APPLICABLE" and "partially synthetic" in str(err.value)
     with pytest.raises(ValidationError) as err:
-        sdc(rel, data, bottom_top_coding={"Age": (20, None)})
+        sdc(data, rel, bottom_top_coding={"Age": (20, None)})
     assert err.value.code == "REMEDY_NOT_APPLICABLE" and "'Age'" in str(err.value)
     with pytest.raises(SchemaError, match="'Nope'"):
-        sdc(rel, data, smooth=["Nope"])
+        sdc(data, rel, smooth=["Nope"])
     for bad, text in (({"Income": (5, 1)}, "above top"), ({"Income": (None, None)}, "no bound"),
                       ({"Income": 5}, r"\(bottom, top\)"), ({"Income": ("a", 1)}, "finite")):
         with pytest.raises(ValidationError, match=text):
-            sdc(rel, data, bottom_top_coding=bad)
+            sdc(data, rel, bottom_top_coding=bad)
     with pytest.raises(ValidationError, match="remove must be"):
-        sdc(rel, data, remove="uniques")
+        sdc(data, rel, remove="uniques")
     with pytest.raises(ValidationError, match="recode_exclude"):
-        sdc(rel, data, recode_exclude={"Income": [0]})
+        sdc(data, rel, recode_exclude={"Income": [0]})
     with pytest.raises(ValidationError, match="not numeric"):
-        sdc(data.assign(Urban=data["Urban"].astype(str)), data, smooth=["Urban"])
+        sdc(data, data.assign(Urban=data["Urban"].astype(str)), smooth=["Urban"])
 
 
 def test_model_based_measures_refuse_a_post_processed_release(tmp_path):
@@ -154,7 +154,7 @@ def test_model_based_measures_refuse_a_post_processed_release(tmp_path):
                                                          random_seed=1)
     rel = cart.synthesize(2, random_seed=2)
     top = float(data["Income"].quantile(0.9))
-    coded = sdc(rel, data, bottom_top_coding={"Income": (None, top)})
+    coded = sdc(data, rel, bottom_top_coding={"Income": (None, top)})
     assert coded.model_id == rel.model_id
     plugin = plugin_likelihood(cart, data, random_seed=1)
     with pytest.raises(ValidationError) as err:
@@ -167,7 +167,7 @@ def test_model_based_measures_refuse_a_post_processed_release(tmp_path):
     # removal of rows: the datasets' sizes differ and are kept in the manifest
     full = SyntheticData([data.iloc[:100].reset_index(drop=True),
                           data.iloc[30:].reset_index(drop=True)], method="external")
-    out = sdc(full, data, remove="replicated_uniques", keys=["Urban", "Marital"])
+    out = sdc(data, full, remove="replicated_uniques", keys=["Urban", "Marital"])
     out.save(tmp_path / "removed")
     back = SyntheticData.load(tmp_path / "removed")
     assert [len(z) for z in back] == [len(z) for z in out]

@@ -131,6 +131,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     steps = [m.name.replace("_", "-") for m in measures(installed=False)]
     p.add_argument("--skip", nargs="+", default=None, metavar="STEP",
                    help="steps not to run (reported as skipped): " + ", ".join(steps))
+    p.add_argument("--before", default=None, metavar="DIR",
+                   help="an earlier audit folder of the same ORIGINAL (e.g. of the release "
+                   "before 'bayes-risk remedy'): the report and summary.json show its verdict "
+                   "lines beside this audit's")
     p.add_argument("--holdout", default=None, metavar="FILE",
                    help="records of the population that were not in ORIGINAL (.csv or "
                    ".parquet): the membership step runs with them and --model (skipped "
