@@ -216,6 +216,9 @@ class AuditPlan:
     #: steps that do not apply to this release, with the reason (a post-processed release:
     #: the model-based steps)
     withheld: dict[str, str] = field(default_factory=dict)
+    #: every column synthesized, with no record released unchanged (the removal of replicated
+    #: uniques applies to such a release only)
+    fully_synthetic: bool = False
     #: radius columns the sweep varies: the synthesized ones unless ``sweep_unsynthesized``
     sweep_columns: list[str] = field(default_factory=list)
     sweep_unsynthesized: bool = False
@@ -534,6 +537,7 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
                  "applied after synthesis (bayes_risk.sdc); the model-based steps are withheld")
     # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
     partial = 0 < len(syn_cols) < len(sch.names)
+    plan.fully_synthetic = not partial and getattr(syn, "synthesized_records", None) is None
     _record_settings(plan, src, rad_src, tg_src, s.ngroups_target, seed_src, partial=partial)
     _record_attack_settings(plan, link_src)
     zeros = _structural_zeros(model)

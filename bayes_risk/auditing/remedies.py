@@ -148,6 +148,9 @@ def repu_cause(plan: AuditPlan, res: Any) -> Cause:
     if fixed:
         rem.append(f"synthesize a key ({', '.join(fixed)} released unchanged)")
     rem += smoothing_remedy(plan, res.keys)
+    if plan.fully_synthetic:
+        rem.append("remove the replicated uniques from the release (bayes-risk remedy --remove "
+                   "replicated-uniques; bayes_risk.sdc), then audit it again")
     return cause, rem
 
 
