@@ -60,14 +60,16 @@ class AuditResult(RiskResult):
         One per step, in order (run, skipped with the reason, or failed).
     root : Path or None
         The audit folder (``out``) holding the steps' files, or ``None``.
+    before : dict or None
+        The summary of an earlier audit of the same original
+        (:func:`~bayes_risk.auditing.compare.load_audit`), e.g. of the release before a remedy:
+        the report and ``summary.json`` then show both audits' verdict lines side by side
+        (:meth:`comparison`).
     """
 
     plan: AuditPlan
     steps: list[StepOutcome]
     root: Path | None = None
-    #: the summary of an earlier audit of the same original (:func:`~bayes_risk.auditing.
-    #: compare.load_audit`), e.g. of the release before a remedy: the report and
-    #: ``summary.json`` then show the two audits' verdict lines side by side
     before: dict[str, Any] | None = None
 
     def step(self, name: str) -> StepOutcome:

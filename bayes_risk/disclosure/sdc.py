@@ -90,7 +90,7 @@ def sdc(
     -----
     synthpop smooths with R's ``smooth.spline(all.knots = FALSE)``, a penalised regression
     spline on a subset of knots; the package fits the smoothing spline with a knot at every
-    value (:func:`scipy.interpolate.make_smoothing_spline`), so the smoothed values differ from
+    value (``scipy.interpolate.make_smoothing_spline``), so the smoothed values differ from
     synthpop's in detail (:doc:`/methods/compatibility`).
 
     Examples
