@@ -91,6 +91,8 @@ def _robust_kernels() -> None:
 
     ConnectionFileMixin.class_traits()["transport"].default_value = "ipc"
     NotebookClient.class_traits()["startup_timeout"].default_value = nb_execution_timeout
+    # traitlets keeps the class's immutable defaults apart, read when an instance is made
+    NotebookClient._static_immutable_initial_values["startup_timeout"] = nb_execution_timeout
 
 
 _robust_kernels()
