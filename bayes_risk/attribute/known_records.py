@@ -24,6 +24,7 @@ from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec, ScenarioSpec
 from bayes_risk.exceptions import NotSupportedError, ValidationError, interruptible
 from bayes_risk.results._base import RiskResult, legend_below
 from bayes_risk.results._summary import ResultWarning, Summary
+from bayes_risk.warning_codes import message
 
 __all__ = ["KnownRecords", "known_mask", "known_records_plan", "check_known_records",
            "check_known_prior", "known_fraction_curve", "KnownFractionResult"]
@@ -276,7 +277,8 @@ class KnownFractionResult(RiskResult):
 
     @property
     def structured_warnings(self) -> list[ResultWarning]:
-        return [ResultWarning(c, self._message(c), self.warning_details.get(c, ""))
+        # warning_details says where (the fractions); the meaning is the code's own
+        return [ResultWarning(c, message(c), self.warning_details.get(c, ""))
                 for c in self.warnings]
 
     def summary(self) -> Summary:
