@@ -16,7 +16,7 @@ import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk.attribute.candidates import CandidateSpec, parse_candidates
-from bayes_risk.attribute.chains import chain_plan
+from bayes_risk.attribute.chains import ChainPlan, chain_plan
 from bayes_risk.attribute.diagnostics import khat_threshold, low_ess_threshold
 from bayes_risk.attribute.estimator import bootstrap_counts
 from bayes_risk.attribute.known_records import (
@@ -119,6 +119,12 @@ def prepare(
     )
     if scenario.kind == "known_records":
         plan = dataclasses.replace(plan, known=known_records_plan(plan, known, scenario))
+        if not plan.known.everything and plan.chains is not None and plan.chains.run:
+            # the check counts each batch's draws by the truth's ratio, 1 only without the
+            # unknown records' weights
+            plan = dataclasses.replace(plan, chains=ChainPlan(
+                False, "not run for an intruder who knows only some records (the truth's "
+                "ratios are reweighted)"))
     return plan
 
 

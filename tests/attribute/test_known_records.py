@@ -230,3 +230,19 @@ def test_identical_records_known_and_unknown_are_evaluated_apart():
         vals = res.candidates[k].values[:, 0].astype(int)
         np.testing.assert_allclose(np.exp(res.log_post[k]), exact[vals], atol=0.015)
     assert res.records.loc[0, "p_true"] != res.records.loc[5, "p_true"]
+
+
+def test_between_chain_check_only_when_every_record_is_known():
+    """Two chains: the check runs for the worst case (share 1, the worst-case run exactly) and
+    is stated as not run when records are unknown (it counts draws by the truth's ratio)."""
+    rng = np.random.default_rng(10)
+    cy = _counts(Y)
+    base, _ = _model(10, 0)
+    model = base.with_draws(rng.dirichlet(ALPHA + cy, size=400), chains=2)
+    aug = [model.with_draws(rng.dirichlet(ALPHA + cy + _counts(z), size=400), chains=2)
+           for z in Z]
+    full = _run(model, aug, scenario=ScenarioSpec("known_records", known_fraction=1.0))
+    part = _run(model, aug, scenario=ScenarioSpec("known_records", known_fraction=0.5))
+    assert full.settings["chain_check"]["status"] == "run"
+    assert part.settings["chain_check"]["status"] == "not run"
+    assert "only some records" in part.settings["chain_check"]["reason"]
