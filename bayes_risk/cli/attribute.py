@@ -322,7 +322,9 @@ def run(args: argparse.Namespace) -> int:
         if args.model is not None
         else f"{synthetic.method} synthesizer rebuilt from the release manifest",
         **inputs_summary(args, records=args.records,
-                         **({} if pairs is None else {"pairs": args.pairs})),
+                         **({} if pairs is None else {"pairs": args.pairs}),
+                         **({} if args.known_records is None
+                            else {"known_records": args.known_records})),
     }
     from bayes_risk.results._base import plot_figure
 
