@@ -232,8 +232,7 @@ def known_fraction_curve(
                 random_seed=seed_all, progressbar=False, **options)
         row = {"known_fraction": f, "n_known": int(res.settings["n_known"])}
         row.update(file_measures(res.records))
-        flagged = res.records["flag_codes"] == ""
-        p = res.records["p_true"][flagged]
+        p = res.records["p_true"][res.records["flag_codes"] == ""]
         row["mean_p_true_unflagged"] = float(p.mean()) if p.notna().any() else float("nan")
         rows.append(row)
         results.append(res)
