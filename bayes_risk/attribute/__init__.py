@@ -1,6 +1,7 @@
 """Attribute disclosure risk (Hu 2019): candidates, priors, estimators, diagnostics, summaries.
 
-Main entry points: :func:`attribute_risk`, :func:`attribute_known_sweep`, :func:`with_prior`,
+Main entry points: :func:`attribute_risk`, :func:`attribute_known_sweep`,
+:func:`known_fraction_curve`, :func:`with_prior`,
 :func:`prior_sensitivity` and :func:`plot_prior_sensitivity`. The engine never imports a model:
 draws from any software are wrapped by :class:`bayes_risk.models.ArrayModel`, and the tree
 synthesizers' plug-in likelihoods live with their models (:class:`bayes_risk.models.CARTPlugin`).
@@ -15,11 +16,14 @@ from bayes_risk.attribute.api import (
 )
 from bayes_risk.attribute.candidates import CandidateSpec, GridSpec, SpatialGridSpec
 from bayes_risk.attribute.knowledge import attribute_known_sweep
+from bayes_risk.attribute.known_records import KnownFractionResult, known_fraction_curve
 from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
 
 __all__ = [
     "attribute_risk",
     "attribute_known_sweep",
+    "known_fraction_curve",
+    "KnownFractionResult",
     "with_prior",
     "prior_sensitivity",
     "plot_prior_sensitivity",

@@ -291,6 +291,7 @@ def _settings(plan: AttributePlan, part: PartitionOutput) -> dict[str, Any]:
         "chain_check": (plan.chains if plan.chains is not None
                         else ChainPlan(False, "not prepared")).to_dict(),
         "timing": dict(part.timing),
+        **({} if plan.known is None else plan.known.description),
     }
 
 

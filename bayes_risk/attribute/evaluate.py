@@ -104,8 +104,9 @@ def distinct_records(plan: AttributePlan, order: np.ndarray
     from bayes_risk.attribute.strategies import PlugIn
 
     model = plan.model.model
+    # (an intruder who knows some records: a known and an unknown twin differ)
     if (order.size < 2 or plan.rule.spec is None or isinstance(plan.estimator, PlugIn)
-            or getattr(model, "model_class", "O") != "P"):
+            or getattr(model, "model_class", "O") != "P" or plan.known is not None):
         return order, {}
     frame = plan.data.orig.iloc[order]
     cols = []

@@ -156,6 +156,9 @@ class AttributePlan:
     warn_codes: list[str]
     #: the between-chain check (``bayes_risk.attribute.chains.ChainPlan``; ``None``: not run)
     chains: Any = None
+    #: the intruder's known records (``bayes_risk.attribute.known_records.KnownRecords``;
+    #: ``None``: every other record known)
+    known: Any = None
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ so the numbers do not depend on how the records are later partitioned.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -15,9 +16,15 @@ import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk.attribute.candidates import CandidateSpec, parse_candidates
-from bayes_risk.attribute.chains import chain_plan
+from bayes_risk.attribute.chains import ChainPlan, chain_plan
 from bayes_risk.attribute.diagnostics import khat_threshold, low_ess_threshold
 from bayes_risk.attribute.estimator import bootstrap_counts
+from bayes_risk.attribute.known_records import (
+    check_known_prior,
+    check_known_records,
+    known_mask,
+    known_records_plan,
+)
 from bayes_risk.attribute.likelihoods import model_access, neighbourhood_index
 from bayes_risk.attribute.missing import check_missing_truth
 from bayes_risk.attribute.plan import (
@@ -84,6 +91,11 @@ def prepare(
         )
     if compat is not None and bootstrap:
         bootstrap = 0  # the R package has no bootstrap; its q normalisation is not resampled
+    known = None
+    if scenario.kind == "known_records":  # checked before the refits
+        check_known_records(model, is_plugin, compat)
+        check_known_prior(pr)
+        known = known_mask(scenario, len(data.orig))
     children = as_generator(random_seed).spawn(2 + data.m)
     need_L = est == "is" or (es.is_diagnostics and not is_plugin
                              and capabilities(model).has("dataset"))
@@ -93,7 +105,7 @@ def prepare(
     # augmented fits; children[2 + l] seeds the augmented fit of Z_(l)
     aug = _augmented_fits(model, data, est, augmented, children[2:], progressbar,
                           draw_plan.n_boot, children[0], es.refit_draws)
-    return AttributePlan(
+    plan = AttributePlan(
         model=model_access(model), data=data, rule=_candidate_rule(model, data, candidates, spec),
         draws=draw_plan, augmented=aug,
         diagnostics=DiagnosticsSettings(
@@ -105,6 +117,15 @@ def prepare(
         random_seed_json=seed_to_json(random_seed), warn_codes=warn_codes,
         chains=chain_plan(model, draw_idx, [a.model for a in aug.models], est),
     )
+    if scenario.kind == "known_records":
+        plan = dataclasses.replace(plan, known=known_records_plan(plan, known, scenario))
+        if not plan.known.everything and plan.chains is not None and plan.chains.run:
+            # the check counts each batch's draws by the truth's ratio, 1 only without the
+            # unknown records' weights
+            plan = dataclasses.replace(plan, chains=ChainPlan(
+                False, "not run for an intruder who knows only some records (the truth's "
+                "ratios are reweighted)"))
+    return plan
 
 
 # checks

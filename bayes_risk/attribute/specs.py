@@ -22,14 +22,11 @@ from bayes_risk.exceptions import NotSupportedError, ValidationError
 __all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS"]
 
 #: What the intruder knows (see :class:`ScenarioSpec`).
-SCENARIOS = ("worst_case", "partially_known", "empty")
+SCENARIOS = ("worst_case", "partially_known", "empty", "known_records")
 
-_PAIVA_POINTER = (
-    "Other intruder knowledge (e.g. only some other records known) needs the other records' "
-    "unknown values to be imputed inside the likelihood; this is out of scope (see the "
-    "methods page 'Attribute disclosure risk'). See Paiva, Chakraborty, "
-    "Reiter & Gelfand (2014), 'Imputation of confidential data sets with spatial locations using "
-    "disease mapping models', Statistics in Medicine 33, for an approach."
+_KNOWN_HINT = (
+    "An intruder who knows only some of the other records is "
+    "ScenarioSpec('known_records', known_fraction=F) or known_records=[row positions]."
 )
 
 
@@ -43,18 +40,31 @@ class ScenarioSpec:
 
     Parameters
     ----------
-    kind : {"worst_case", "partially_known", "empty", "two_records"}
+    kind : {"worst_case", "partially_known", "empty", "two_records", "known_records"}
         Worst case: the intruder knows every other record and guesses all of record ``i``'s
         synthesized values. Partially known: also knows ``known`` of record ``i``'s own
         values. Empty: Wang & Reiter's (2012) low-risk intruder, who knows nothing of the
         other records (see :func:`~bayes_risk.attribute.low_risk.low_risk_attribute_risk`).
         Two records: Wei & Reiter's (2016) intruder who guesses both records of each pair in
-        ``pairs`` jointly (one result row per pair).
+        ``pairs`` jointly (one result row per pair). Known records: the intruder knows the
+        confidential records ``known_records`` (or a random ``known_fraction`` of them), the
+        target's own record excepted, and nothing of the others (between worst case and
+        empty; class P models, see :func:`~bayes_risk.attribute.known_fraction_curve`).
     known : sequence of str, optional
         Synthesized columns the intruder knows (``partially_known`` only).
     pairs : sequence of (int, int), optional
         ``two_records`` only (and then required): the pairs of records (0-based row
         positions) the intruder does not know; ``records`` does not apply.
+    known_records : sequence of int or bool mask, optional
+        ``known_records`` only: the row positions (0-based) of the records the intruder knows,
+        or a boolean mask over the rows (e.g. the records of some keys,
+        ``(original["area"] == "A").to_numpy()``).
+    known_fraction : float, optional
+        ``known_records`` only, instead of ``known_records``: the intruder knows a random
+        share of the records, the first ``round(known_fraction * n)`` of a random permutation
+        of the rows seeded by ``seed`` (the same seed gives nested sets as the fraction grows).
+    seed : int, optional
+        Seed of the permutation of ``known_fraction`` (default 0).
 
     Raises
     ------
@@ -67,11 +77,18 @@ class ScenarioSpec:
     --------
     >>> ScenarioSpec("partially_known", known=["Tenure"]).known
     ('Tenure',)
+    >>> ScenarioSpec("known_records", known_fraction=0.25).known_fraction
+    0.25
     """
 
-    kind: Literal["worst_case", "partially_known", "empty", "two_records"] = "worst_case"
+    kind: Literal[
+        "worst_case", "partially_known", "empty", "two_records", "known_records"
+    ] = "worst_case"
     known: Sequence[str] | None = None
     pairs: Sequence[tuple[int, int]] | np.ndarray | None = None
+    known_records: Sequence[int] | np.ndarray | None = None
+    known_fraction: float | None = None
+    seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in (*SCENARIOS, "two_records"):
@@ -79,7 +96,7 @@ class ScenarioSpec:
                 f"scenario {self.kind!r} is not supported; use one of "
                 f"{[*SCENARIOS, 'two_records']} ('two_records' with "
                 "ScenarioSpec('two_records', pairs=[(i, j), ...])). "
-                + _PAIVA_POINTER,
+                + _KNOWN_HINT,
                 code="INVALID_ARGUMENT"
             )
         if self.known is not None:
@@ -95,6 +112,37 @@ class ScenarioSpec:
                 "ScenarioSpec.known does not apply to kind='two_records': the intruder knows "
                 "none of the synthesized values of the two records."
             )
+        self._check_known_records()
+
+    def _check_known_records(self) -> None:
+        """The fields of ``kind='known_records'`` (and only of it)."""
+        given = [f for f in ("known_records", "known_fraction", "seed")
+                 if getattr(self, f) is not None]
+        if self.kind != "known_records":
+            if given:
+                raise ValidationError(
+                    f"ScenarioSpec.{given[0]} applies to kind='known_records' only "
+                    f"(kind={self.kind!r})."
+                )
+            return
+        if (self.known_records is None) == (self.known_fraction is None):
+            raise ValidationError(
+                "ScenarioSpec('known_records') needs exactly one of known_records= (row "
+                "positions or a boolean mask) and known_fraction= (a number in [0, 1])."
+            )
+        if self.known:
+            raise ValidationError(
+                "ScenarioSpec.known does not apply to kind='known_records': the intruder "
+                "guesses every synthesized value of the target."
+            )
+        f = self.known_fraction
+        if f is not None and not (is_number(f) and 0.0 <= float(f) <= 1.0):
+            raise ValidationError(
+                f"ScenarioSpec.known_fraction must be a number in [0, 1]. Got {f!r}.")
+        if f is not None:
+            object.__setattr__(self, "known_fraction", float(f))
+        if self.seed is not None:
+            object.__setattr__(self, "seed", check_int(self.seed, "ScenarioSpec.seed", 0))
 
 
 @dataclass(frozen=True)

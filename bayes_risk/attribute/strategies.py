@@ -21,6 +21,7 @@ from bayes_risk.attribute.estimator import (
     bootstrap_stabilised,
     fast_path_exact,
     is_estimate,
+    log_ratios,
     mean_log_ratio,
     stabilised_bounds,
     stabilised_estimate,
@@ -110,11 +111,18 @@ def _khat_tail(n_draws: int) -> int:
 
 
 def _ratio_pass(logp: np.ndarray, group: CandidateGroup, ws: Workspace, slot: int, *,
-                tail: bool, L: np.ndarray | None = None, groups: np.ndarray | None = None
-                ) -> RatioStats:
+                tail: bool, L: np.ndarray | None = None, groups: np.ndarray | None = None,
+                shift: np.ndarray | None = None) -> RatioStats:
     """``RatioStats.from_logp`` of a model's ``[R, H, G]`` log-likelihoods in workspace
-    buffer ``slot`` (``L`` used when it has one row per draw of ``logp``)."""
+    buffer ``slot`` (``L`` used when it has one row per draw of ``logp``); with ``shift
+    [R, H]`` (an intruder who knows some records only) the ratios are ``r_h e^{−shift}``."""
     hh = logp.shape[1]
+    if shift is not None:
+        logr, ndrop = log_ratios(logp, group.g0)
+        with np.errstate(invalid="ignore"):
+            st = RatioStats(logr - shift[:, :, None])
+        st.n_dropped = ndrop
+        return st
     st = RatioStats.from_logp(
         np.moveaxis(logp, 1, 0), group.g0, tail=_khat_tail(hh) if tail else 0,
         L=L if (L is not None and L.shape[0] == hh) else None,
@@ -124,6 +132,22 @@ def _ratio_pass(logp: np.ndarray, group: CandidateGroup, ws: Workspace, slot: in
     # pass (compiled, GIL released) are computed; the estimator collects them
     st.start_khat()
     return st
+
+
+def _known_shift(plan: AttributePlan, k: int, group: CandidateGroup) -> np.ndarray | None:
+    """``[R, H]`` shift of model ``k``'s log ratios for an intruder who knows some records
+    only (:mod:`bayes_risk.attribute.known_records`); ``None`` when every record is known."""
+    known = plan.known
+    if known is None or known.everything:
+        return None
+    model = plan.model.model if k == 0 else plan.augmented.models[k - 1].model
+    idx = plan.draws.logp_idx if k == 0 else None
+    return known.shift(model, plan.data.orig, k, group.pos, idx)
+
+
+def _known_shift_free(plan: AttributePlan) -> bool:
+    """Whether the truth's ratios are identically 1 (no known-records shift)."""
+    return plan.known is None or plan.known.everything
 
 
 def _constant_ratio(st: RatioStats) -> np.ndarray:
@@ -152,7 +176,8 @@ class _DrawEstimator(EstimatorStrategy):
                   and fast_path_exact(dr.L))
         cp = plan.chains if (plan.chains is not None and plan.chains.run) else None
         st0 = _ratio_pass(logp, group, ws, 0, tail=dg.khat != "none" and not dg.psis,
-                          L=dr.L if L_fast else None, groups=None if cp is None else cp.base)
+                          L=dr.L if L_fast else None, groups=None if cp is None else cp.base,
+                          shift=_known_shift(plan, 0, group))
         del logp
         diag: dict[str, np.ndarray] = {}
         published = self._published_sums(plan, group, st0, diag, out) if dr.L is not None else None
@@ -212,7 +237,8 @@ class _DrawEstimator(EstimatorStrategy):
                 out.boot[i] = boot[k]
             fl = out.flags[i]
             nt = np.ones(g, dtype=bool)
-            nt[group.g0[k]] = False
+            # the truth's ratio is 1 under every draw unless unknown records reweight them
+            nt[group.g0[k]] = not _known_shift_free(plan)
             ess_pool = [diag["ess_q"][k][nt]]
             k_pool = [diag["khat"][k][nt]]
             if self.name == "stabilised":
@@ -269,7 +295,8 @@ class Stabilised(_DrawEstimator):
         for ai, a in enumerate(aug.models):
             lp_a = model_logp(a, plan.data, plan.rule, group, None, ws)
             st_a = _ratio_pass(lp_a, group, ws, 1 + ai, tail=dg.khat == "all" and not dg.psis,
-                               groups=None if cp is None else cp.aug[ai])
+                               groups=None if cp is None else cp.aug[ai],
+                               shift=_known_shift(plan, 1 + ai, group))
             del lp_a
             ndrop = ndrop + st_a.n_dropped
             logr_aug.append(st_a)
@@ -304,8 +331,9 @@ class Stabilised(_DrawEstimator):
         with np.errstate(invalid="ignore"):
             bad0 = st["khat0"] > dg.khat_threshold
             bad_a = st["khat_aug"] > thr_a[None, :, None]
-        bad0[rr, group.g0] = False
-        bad_a[rr, :, group.g0] = False
+        if _known_shift_free(plan):
+            bad0[rr, group.g0] = False
+            bad_a[rr, :, group.g0] = False
         lo0 = truncated_log_mean(st0) if bad0.any() else st["log_mean_r"]
         lo_a = np.stack([truncated_log_mean(s_a) if bad_a[:, li].any()
                          else st["log_mean_aug"][:, li] for li, s_a in enumerate(logr_aug)],

@@ -223,6 +223,8 @@ class AuditPlan:
     sweep_columns: list[str] = field(default_factory=list)
     sweep_unsynthesized: bool = False
     known_sweep: bool = False
+    #: shares of the attribute step's known-records curve (``None``: no curve)
+    known_fractions: tuple[float, ...] | None = None
     combining_rules: str = "auto"
     pmse_method: str = "logit"
     max_order: int = 1
@@ -509,7 +511,7 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         skip=tuple(dict.fromkeys(skip_steps)), sweep_columns=sweep_cols,
         sweep_unsynthesized=bool(s.sweep_unsynthesized), combining_rules=s.combining_rules,
         pmse_method=prop.method, max_order=prop.max_order, known_sweep=bool(s.known_sweep),
-        imputed=imputed,
+        known_fractions=s.known_fractions, imputed=imputed,
     )
     if s.membership_selection is not None:
         from bayes_risk.membership.selection import as_selection

@@ -591,6 +591,26 @@ def _sweep_sentence(sw: Any, n: int, src: str | None, links: _Links) -> list[Any
             "report (Hornby & Hu 2021, §4.1)."]
 
 
+def _known_curve_blocks(sec: Section, s: Any, links: _Links) -> None:
+    """The attribute risk by the share of other records the intruder knows (when asked for)."""
+    curve, note = s.extra.get("known_curve"), s.extra.get("known_curve_note")
+    if curve is None and note is None:
+        return
+    head = Span("Intruders who know some of the other records. ", strong=True)
+    if curve is None:
+        sec.p(head, f"Not computed: {note}.")
+        return
+    sec.p(head, "The figures above assume the intruder knows every other record (Hu 2019, "
+          "§3.4, calls this unrealistic). The same measures when the intruder knows only a "
+          "random share of them; a record whose reweighted estimate cannot be trusted is "
+          "counted in n_flagged, not averaged in (mean_p_true_unflagged). Not read by the "
+          "verdict.")
+    sec.blocks.append(links.figure(lambda: plot_figure(curve, "curve"), "known_curve.png",
+                                   "Mean p_true against the share of other records known"))
+    sec.blocks.append(_table(curve.table, links, step_file(s, "known_curve.csv"),
+                             "Attribute risk by the share of other records known"))
+
+
 def _known_sweep_blocks(sec: Section, ks: Any, s: Any, links: _Links) -> None:
     """The knowledge sweep of the identification or the attribute step: frontier, drivers and
     levels."""
@@ -759,6 +779,7 @@ def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     ks = s.extra.get("known_sweep")
     if ks is not None:
         _known_sweep_blocks(sec, ks, s, links)
+    _known_curve_blocks(sec, s, links)
     stable = recs[recs["flag_codes"].fillna("").astype(str) == ""]
     top = stable.sort_values("p_true", ascending=False, kind="stable").head(TOP_N).reset_index()
     cols = [c for c in ("record", "p_true", "rank_min", "G", "baseline") if c in top]

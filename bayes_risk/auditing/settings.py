@@ -49,6 +49,11 @@ class AuditSettings:
         (:func:`~bayes_risk.identification.known_sweep`) and the attribute step
         (:func:`~bayes_risk.attribute.attribute_known_sweep`). Off by default: ``2**k`` subsets
         for ``k`` known columns. The verdict does not read it.
+    known_fractions : sequence of float, optional
+        Shares in ``[0, 1]`` of the other records the intruder knows, for the attribute step's
+        risk curve (:func:`~bayes_risk.attribute.known_fraction_curve`; 1 is the worst case).
+        Default ``None``: no curve. Class P models with posterior draws only (otherwise the
+        step says why there is none). The verdict does not read it.
     targets : sequence of str, optional
         Targets of the empirical disclosure measures (one run each). Default: the synthesized
         columns the intruder does not know.
@@ -117,6 +122,7 @@ class AuditSettings:
     sweep: Sequence[float] | None = DEFAULT_SWEEP
     sweep_unsynthesized: bool = False
     known_sweep: bool = False
+    known_fractions: Sequence[float] | None = None
     targets: Sequence[str] | None = None
     ngroups_target: int | None = 10
     attribute_records: Sequence[int] | None = None
@@ -146,6 +152,8 @@ class AuditSettings:
             ("kind", "refit_draws"), "attribute_estimator"))
         if self.sweep is not None:
             set_(self, "sweep", _radii(self.sweep))
+        if self.known_fractions is not None:
+            set_(self, "known_fractions", _shares(self.known_fractions))
         ng = self.ngroups_target
         if ng is not None and (isinstance(ng, bool) or int(ng) != ng or ng < 2):
             raise ValidationError(f"ngroups_target must be an integer >= 2 or None. "
@@ -156,6 +164,19 @@ class AuditSettings:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         fields.update(changes)
         return AuditSettings(**fields)
+
+
+def _shares(values: Any) -> tuple[float, ...]:
+    """``known_fractions`` as sorted distinct floats in ``[0, 1]`` (at least one)."""
+    try:
+        out = tuple(sorted({float(v) for v in values if not isinstance(v, (bool, np.bool_))}))
+    except (TypeError, ValueError):
+        out = ()
+    if not out or len(out) != len(set(values)) or out[0] < 0 or out[-1] > 1:
+        raise ValidationError(
+            "known_fractions must be shares in [0, 1] (or None for no curve). "
+            f"Got {values!r}.", code="INVALID_ARGUMENT")
+    return out
 
 
 def _radii(sweep: Any) -> tuple[float, ...]:

@@ -298,6 +298,20 @@ def dataset_regimes(ctx: StepContext) -> dict[str, Any] | None:
             "dataset_regime": [of_chain.get(int(h) // D) for h in draws]}
 
 
+def _known_curve_note(p: Any, model: Any) -> str | None:
+    """Why the known-records curve asked for cannot be computed for ``model`` (``None``: it
+    can, or none was asked for)."""
+    if p.known_fractions is None:
+        return None
+    from bayes_risk.contract import capabilities
+
+    if capabilities(model).has("plugin") or getattr(model, "model_class", "O") != "P":
+        return (f"the curve over the share of records known needs a class P model with "
+                f"posterior draws; {type(model).__name__} is not one (the unknown records' "
+                "values enter the release given the parameters)")
+    return None
+
+
 def _write_known_sweep(ks: Any, folder: Path) -> list[str]:
     """Write a knowledge sweep's tables into ``folder``; their file names."""
     from bayes_risk.data.io import write_csv
@@ -541,7 +555,9 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     ks_cols = [c for c in p.known if c in p.synthesized] if p.known_sweep else []
     if len(ks_cols) == len(p.synthesized):
         ks_cols = []
-    if ks_cols or _membership_reuses(ctx, model):
+    curve_note = _known_curve_note(p, model)
+    curve_on = p.known_fractions is not None and curve_note is None
+    if ks_cols or curve_on or _membership_reuses(ctx, model):
         from bayes_risk.attribute.knowledge import one_seed, shared_refits
 
         # one seed and one set of refits for the step, every subset of the sweep and the
@@ -563,6 +579,13 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
         aks = attribute_known_sweep(ctx.original, ctx.synthetic, model=model, known=ks_cols,
                                     records=p.attribute_records, progressbar=ctx.progressbar,
                                     **opts)
+    curve = None
+    if curve_on:
+        from bayes_risk.attribute.known_records import known_fraction_curve
+
+        curve = known_fraction_curve(ctx.original, ctx.synthetic, model=model,
+                                     fractions=p.known_fractions, records=p.attribute_records,
+                                     progressbar=ctx.progressbar, **opts)
     recs = res.records.index
     drivers = attribute_drivers(ctx.original, list(ctx.synthetic), p.synthesized,
                                 np.asarray(recs, dtype=int), spec,
@@ -572,6 +595,10 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     summary["inputs"] = {"model": p.attribute_source}
     if aks is not None:
         summary["known_sweep"] = aks.to_dict()
+    if curve is not None:
+        summary["known_curve"] = curve.to_dict()
+    elif curve_note is not None:
+        summary["known_curve"] = {"not_computed": curve_note}
     folder = step_folder(ctx, "attribute")
     files: list[str] = []
     if folder is not None:
@@ -585,9 +612,15 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
             files.append(name)
         if aks is not None:
             files += _write_known_sweep(aks, folder)
+        if curve is not None:
+            from bayes_risk.data.io import write_csv
+
+            write_csv(curve.table, folder / "known_curve.csv")
+            files.append("known_curve.csv")
     # mcmc_warnings: the fits' failed checks, also of a model fitted earlier
     return ran("attribute", res, folder, files, summary=summary, qi=_qi(ctx), drivers=drivers,
-               known_sweep=aks, mcmc_warnings=list((res.mcmc or {}).get("warnings", [])))
+               known_sweep=aks, known_curve=curve, known_curve_note=curve_note,
+               mcmc_warnings=list((res.mcmc or {}).get("warnings", [])))
 
 
 def _membership_reuses(ctx: StepContext, model: Any) -> bool:

@@ -78,8 +78,34 @@ def _scenario(args: argparse.Namespace) -> str:
     from bayes_risk.cli.parsers.attribute import LARGEST_VALUE_CHOICES
     from bayes_risk.exceptions import ValidationError
 
+    by_records = args.known_records is not None or args.known_fraction is not None
     given = args.scenario or ("partially-known" if args.known else
-                              "two-records" if args.pairs else "worst-case")
+                              "two-records" if args.pairs else
+                              "known-records" if by_records else "worst-case")
+    if given == "known-records" and (args.known_records is None) == (args.known_fraction is None):
+        raise ValidationError(
+            "--scenario known-records needs exactly one of --known-records and "
+            "--known-fraction.", code="OPTION_REQUIRED")
+    if given != "known-records" and (by_records or args.known_seed is not None) and not (
+            args.known_curve and not by_records):
+        raise ValidationError(
+            f"--known-records, --known-fraction and --known-seed apply to --scenario "
+            f"known-records (and --known-seed to --known-curve), not {given}.",
+            code="OPTION_CONFLICT")
+    for name, values in (("--known-fraction", [args.known_fraction]),
+                         ("--known-curve", args.known_curve or [])):
+        bad = [v for v in values if v is not None and not 0.0 <= v <= 1.0]
+        if bad:
+            raise ValidationError(f"{name} must be a share in [0, 1]. Got {bad[0]!r}.",
+                                  code="BAD_OPTION_VALUE")
+    if args.known_seed is not None and args.known_seed < 0:
+        raise ValidationError(f"--known-seed must be an integer >= 0. Got {args.known_seed}.",
+                              code="BAD_OPTION_VALUE")
+    if args.known_curve and given != "worst-case":
+        raise ValidationError(
+            "--known-curve sets the known records at each share itself (share 1 is the worst "
+            "case): drop --scenario, --known-records and --known-fraction.",
+            code="OPTION_CONFLICT")
     if (args.pairs is not None) != (given == "two-records"):
         raise ValidationError(
             "--pairs goes with --scenario two-records (the pairs of records the intruder does "
@@ -239,10 +265,10 @@ def run(args: argparse.Namespace) -> int:
     estimator = EstimatorSpec(kind=args.estimator, refit_draws=args.refit_draws, psis=args.psis,
                               khat=args.khat, bootstrap=args.bootstrap, chunk_size=args.chunk_size)
     seed = args.random_seed
-    if args.known_sweep:
+    if args.known_sweep or args.known_curve:
         from bayes_risk.attribute.knowledge import one_seed, shared_refits
 
-        # one seed and one set of refits for the run and every subset of the sweep
+        # one seed and one set of refits for the run and every subset or share of the sweeps
         seed = one_seed(args.random_seed)
         fits = shared_refits(original, synthetic, model=model, records=records,
                              random_seed=seed, progressbar=not args.quiet,
@@ -257,9 +283,23 @@ def run(args: argparse.Namespace) -> int:
             from bayes_risk.distributed import attribute_risk as risk
         opts = dict(candidates=candidates, prior=args.prior, estimator=estimator, random_seed=seed,
                     allow_other_model=args.allow_other_model)
+        by_records = {}
+        if scenario == "known_records":
+            by_records = dict(known_fraction=args.known_fraction, seed=args.known_seed,
+                              known_records=parse_records(args.known_records, len(original),
+                                                          "--known-records"))
         result = risk(original, synthetic, model=model, records=records,
-                      scenario=ScenarioSpec(kind=scenario, known=args.known, pairs=pairs),
+                      scenario=ScenarioSpec(kind=scenario, known=args.known, pairs=pairs,
+                                            **by_records),
                       progressbar=not args.quiet, **opts, **dask_kwargs(args, client))
+        curve = None
+        if args.known_curve:
+            from bayes_risk.attribute.known_records import known_fraction_curve
+
+            curve = known_fraction_curve(
+                original, synthetic, model=model, fractions=args.known_curve,
+                seed=0 if args.known_seed is None else args.known_seed, records=records,
+                progressbar=not args.quiet, **opts)
         if args.known_sweep:
             from bayes_risk.attribute.knowledge import attribute_known_sweep
             from bayes_risk.exceptions import command_line_options
@@ -275,12 +315,16 @@ def run(args: argparse.Namespace) -> int:
     summary["scenario"] = scenario
     if ksweep is not None:
         summary["known_sweep"] = ksweep.to_dict()
+    if curve is not None:
+        summary["known_curve"] = curve.to_dict()
     summary["inputs"] = {  # in the order given
         "model": str(args.model)
         if args.model is not None
         else f"{synthetic.method} synthesizer rebuilt from the release manifest",
         **inputs_summary(args, records=args.records,
-                         **({} if pairs is None else {"pairs": args.pairs})),
+                         **({} if pairs is None else {"pairs": args.pairs}),
+                         **({} if args.known_records is None
+                            else {"known_records": args.known_records})),
     }
     from bayes_risk.results._base import plot_figure
 
@@ -309,6 +353,13 @@ def run(args: argparse.Namespace) -> int:
             plot_figure(result, kind).savefig(tmp / name, dpi=100)
         if ksweep is not None:
             save_known_sweep(tmp, ksweep, lines, dpi=100)
+        if curve is not None:
+            curve.table.to_csv(tmp / "known_curve.csv", index=False)
+            plot_figure(curve, "curve").savefig(tmp / "known_curve.png", dpi=100)
+            t = curve.table
+            lines.append("risk by the share of other records known: " + ", ".join(
+                f"{f:g}: mean p_true {100 * p:.3g} %"
+                for f, p in zip(t["known_fraction"], t["mean_p_true"], strict=True)))
     print_summary(lines, args.out)
     return 0
 

@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         match=MatchSpec(radius=_radius(args.radius),
                         radius_type=args.radius_type.replace("-", "_")),
         sweep=_grid(args.radius_sweep), sweep_unsynthesized=args.sweep_unsynthesized,
-        known_sweep=args.known_sweep,
+        known_sweep=args.known_sweep, known_fractions=args.known_fractions,
         targets=args.target, skip=args.skip, combining_rules=args.combining_rules,
         propensity=PropensitySpec(method=args.pmse_method, max_order=args.max_order),
         imputed=imputed_arg(args.imputed),

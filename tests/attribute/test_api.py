@@ -389,7 +389,7 @@ def test_partially_known_and_scenarios():
         scenario=ScenarioSpec(kind="partially_known", known=["b"]),
         estimator=EstimatorSpec(augmented=aug))
     assert res.columns == ("a",) and res.records.loc[0, "G"] == 3
-    with pytest.raises(NotImplementedError, match="Paiva"):
+    with pytest.raises(NotImplementedError, match="known_records"):
         _run(orig, syn, model=model, scenario="some_others_known")
     with pytest.raises(ValidationError, match="not synthesized"):
         _run(orig, syn, model=model, scenario=ScenarioSpec(kind="partially_known", known=["u"]),

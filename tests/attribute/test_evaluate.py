@@ -134,6 +134,7 @@ def test_distinct_records_groups_identical_rows_and_keeps_the_first():
     plan.rule = type("R", (), {"spec": object()})()
     plan.estimator = object()
     plan.model = type("M", (), {"model": model})()
+    plan.known = None  # every other record known (ScenarioSpec("known_records") evaluates all)
     order = np.arange(30, dtype=np.int64)
     reps, copies = evaluate_mod.distinct_records(plan, order)
     key = [tuple(r) for r in orig.astype(int).itertuples(index=False)]

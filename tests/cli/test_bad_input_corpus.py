@@ -802,7 +802,7 @@ def test_every_path_argument_is_an_input():
         "fit": {"original", "records", "model_opt_structural_zeros"},
         "synthesize": {"original", "model", "records"},
         "identification": {"original", "synthetic", "population_counts", "targets", "model"},
-        "attribute": {"model", "original", "synthetic", "records", "pairs"},
+        "attribute": {"model", "original", "synthetic", "records", "pairs", "known_records"},
         "audit": {"original", "synthetic", "model", "records", "holdout"},
     }
     for name, parser in sub.choices.items():

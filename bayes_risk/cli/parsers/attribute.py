@@ -10,9 +10,9 @@ from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_ar
 __all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES", "REFIT_COST_HELP"]
 
 #: ``--scenario`` values; the last three are the Wei & Reiter largest-value scenarios
-SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "two-records", "largest-value",
-                    "second-largest", "two-largest-sum")
-LARGEST_VALUE_CHOICES = SCENARIO_CHOICES[4:]
+SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "two-records", "known-records",
+                    "largest-value", "second-largest", "two-largest-sum")
+LARGEST_VALUE_CHOICES = SCENARIO_CHOICES[5:]
 #: the cost of the stabilised estimator, stated in --help of attribute and audit
 REFIT_COST_HELP = (
     "Cost: the stabilised estimator refits the model once per synthetic dataset (m refits, "
@@ -72,7 +72,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "--known), empty (Wang & Reiter's low-risk intruder: nothing about the other "
                    "records; the record's synthetic values stand in for the posterior), "
                    "two-records (Wei & Reiter: every record except the two of each --pairs pair, "
-                   "guessed jointly; class P models); for the largest value of --column (Wei & "
+                   "guessed jointly; class P models), known-records (only the records of "
+                   "--known-records, or a random --known-fraction of them; class P models; "
+                   "implied by either option); for the largest value of --column (Wei & "
                    "Reiter; Poisson-mixture models): largest-value (every other record known), "
                    "second-largest (only the second-largest record, plus the column total with "
                    "--total-known), two-largest-sum (every record but the two largest, and their "
@@ -82,6 +84,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "such as '0:1,2:5', or a text file with one pair 'I J' (or 'I,J', 'I:J') per "
                    "line; records.csv then has one row per pair, numbered from 0 in the order "
                    "given (column 'pair'), with its record_1 and record_2")
+    p.add_argument("--known-records", default=None, metavar="RANGE|FILE",
+                   help="the records the intruder knows (--scenario known-records; the target's "
+                   f"own record is never among them): {RECORDS_HELP}")
+    p.add_argument("--known-fraction", type=float, default=None, metavar="F",
+                   help="instead of --known-records: the intruder knows a random share F in "
+                   "[0, 1] of the records (the first round(F n) of a random order seeded by "
+                   "--known-seed)")
+    p.add_argument("--known-seed", type=int, default=None, metavar="S",
+                   help="seed of the random order of --known-fraction and --known-curve "
+                   "(default 0; the sets of one seed are nested as the share grows)")
+    p.add_argument("--known-curve", nargs="+", type=float, default=None, metavar="F",
+                   help="also compute the attribute risk as the share of records the intruder "
+                   "knows grows, at these shares in [0, 1] (1: the worst case; 0: no other "
+                   "record known), the refits made once (DIR/known_curve.csv and .png)")
     p.add_argument("--column", default=None, metavar="COL",
                    help="the magnitude column of the largest-value scenarios")
     p.add_argument("--upper", type=float, default=None, metavar="U",

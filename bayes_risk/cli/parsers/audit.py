@@ -106,6 +106,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "values, per-level contributions), and to the attribute step the same over "
                    "the synthesized known columns known of the record's own values; off by "
                    "default (one run per subset)")
+    g.add_argument("--known-fractions", nargs="+", type=float, default=None, metavar="F",
+                   help="add to the attribute step the risk when the intruder knows only these "
+                   "shares in [0, 1] of the other records (1: the worst case; class P models; "
+                   "the refits made once); off by default (one run per share)")
     g.add_argument("--target", nargs="+", default=None, metavar="COL",
                    help="targets of the empirical measures (default: the synthesized columns "
                    "the intruder does not know)")
