@@ -234,6 +234,55 @@ class DPMPMDefaultFit:
     track_sweep_ms.unit = "ms"
 
 
+class DPMPMNYexample:
+    """A DPMPM fit as NPBayesImputeCat's reference runs make it (K = 80, one chain of 1,000
+    sweeps: 500 warm-up + 500 kept) on ``NYexample_X.csv`` (20,000 × 10), in a fresh process
+    with one numba thread: its CPU seconds (user + system) and peak memory, the whole process
+    as R's figures are (NPBayesImputeCat: 10.5 s, 136 MiB; issue 49)."""
+
+    number = 1
+    repeat = 1
+    timeout = 600
+    SCRIPT = (
+        "import warnings, pandas as pd\n"
+        "from bayes_risk.models.dpmpm import DPMPM\n"
+        "df = pd.read_csv({path!r}, dtype=str)\n"
+        "warnings.simplefilter('ignore')\n"
+        "DPMPM(n_components=80, tune=500, draws=500, thin=1, max_sweeps=0, chains=1, cores=1,\n"
+        "      progressbar=False).fit(df, random_seed=1)\n"
+    )
+
+    def setup(self):
+        self.path = SHARED_DATA / "NYexample_X.csv"
+        if not self.path.is_file():
+            raise NotImplementedError("NYexample_X.csv of the shared data is needed")  # skipped
+        self._runs()  # the first run loads (or compiles) the cached kernels: not counted
+
+    def _runs(self, n=1):
+        """CPU seconds and peak MiB of ``n`` runs of the script (medians)."""
+        env = {**os.environ, "NUMBA_NUM_THREADS": "1"}
+        cpu, mem = [], []
+        for _ in range(n):
+            proc = subprocess.Popen([sys.executable, "-c", self.SCRIPT.format(path=str(self.path))],
+                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            _, status, usage = os.wait4(proc.pid, 0)
+            if os.waitstatus_to_exitcode(status):
+                raise RuntimeError(f"the fit exited with {os.waitstatus_to_exitcode(status)}")
+            cpu.append(usage.ru_utime + usage.ru_stime)
+            mem.append(usage.ru_maxrss / 1024)
+        return sorted(cpu)[n // 2], sorted(mem)[n // 2]
+
+    def track_process_cpu(self):
+        return self._runs(3)[0]
+
+    track_process_cpu.unit = "seconds"
+
+    def track_process_peakmem(self):
+        return self._runs(3)[1]
+
+    track_process_peakmem.unit = "MiB"
+
+
 class DPMPMStructuralZeros:
     """A DPMPM (K = 30, one chain of 500 + 500 sweeps) fitted to the ACS extract
     ``ss16pusa_sample_zeros.csv`` and to ``NYexample_X.csv``, without and with their tables of

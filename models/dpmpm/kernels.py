@@ -124,14 +124,24 @@ def _impute_and_count(r, zi, offsets, phi_t, miss_ptr, miss_j, u_y, y, nk, cnt):
         cnt[offsets[j] + y[r, j], zi] += 1.0
 
 
-@njit(cache=True, inline="always")
-def _class_records(  # pragma: no cover - numba
+# The flags of every class-step kernel: set-up, parts and finish make the same floating-point
+# operations in the same order whichever kernel runs them (bitwise the same draws,
+# tests/models/test_dpmpm_class_step.py).
+_CLASS_FLAGS = {"reassoc", "contract", "arcp", "nsz"}
+
+
+# compiled once, called by class_step, its serial twin and models.dpmpm.step's two threads (not
+# inlined: one copy of the largest tree to compile instead of three); nogil so that parts run at
+# once
+@njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
+def class_step_part(  # pragma: no cover - numba
     codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr, miss_j, u_y, y, z,
     lo, hi, ll, nk, cnt
 ):
-    """The class step (:func:`class_step`) of the records ``lo..hi-1`` of the visiting order:
-    writes their ``z``, imputations and ``ll[rec[r]]``, adds their class sizes to ``nk`` and
-    their level counts to ``cnt``. The first record starts from no shared prefix."""
+    """:func:`class_step` of the records ``lo..hi-1`` of the visiting order (``pi, phi_t``:
+    :func:`class_step_setup`): writes their ``z``, imputations and ``ll[rec[r]]``, adds their
+    class sizes to ``nk`` and their level counts to ``cnt``. The first record starts from no
+    shared prefix."""
     p = codes.shape[1]
     K = log_pi.shape[0]
     w = np.empty(K)
@@ -229,7 +239,7 @@ def _class_step_finish(ll, nks, cs):  # pragma: no cover - numba
     return total, nk_all, c_all
 
 
-@njit(cache=True, parallel=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
+@njit(cache=True, parallel=True, fastmath=_CLASS_FLAGS)
 def class_step(  # pragma: no cover - numba
     codes, lcp, rec, offsets, logphi, phi, log_pi, u_z, miss_ptr, miss_j, u_y, y, z, nchunks
 ):
@@ -256,9 +266,9 @@ def class_step(  # pragma: no cover - numba
     cs = np.zeros((nchunks, L, K))
     size = (n + nchunks - 1) // nchunks
     for ch in prange(nchunks):
-        _class_records(codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr,
-                       miss_j, u_y, y, z, ch * size, min(n, (ch + 1) * size), ll, nks[ch],
-                       cs[ch])
+        class_step_part(codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr,
+                        miss_j, u_y, y, z, ch * size, min(n, (ch + 1) * size), ll, nks[ch],
+                        cs[ch])
     return _class_step_finish(ll, nks, cs)
 
 
@@ -277,28 +287,12 @@ def _serial_twin(kernel, name: str):
                 fastmath=kernel.targetoptions.get("fastmath", False))(twin)
 
 
-# The class step split by the caller into parts run on its own threads (models.dpmpm.step):
-# the same inlined code compiled with the same flags as class_step, so that set-up, parts and
-# finish make the same floating-point operations in the same order as class_step (bitwise the
-# same draws, tests/models/test_dpmpm_class_step.py); nogil so that the parts run at once.
-_CLASS_FLAGS = {"reassoc", "contract", "arcp", "nsz"}
-
-
+# The set-up and finish of the class step split by the caller into parts run on its own threads
+# (models.dpmpm.step), compiled with class_step's flags.
 @njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
 def class_step_setup(phi, log_pi):  # pragma: no cover - numba
     """``(π, φ by class)`` for :func:`class_step_part`."""
     return _class_step_setup(phi, log_pi)
-
-
-@njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
-def class_step_part(  # pragma: no cover - numba
-    codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr, miss_j, u_y, y, z,
-    lo, hi, ll, nk, cnt
-):
-    """:func:`class_step` of the records ``lo..hi-1`` (visiting order) into ``ll``, ``nk`` and
-    ``cnt`` (one part's class sizes and level counts, zeros on entry)."""
-    _class_records(codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr,
-                   miss_j, u_y, y, z, lo, hi, ll, nk, cnt)
 
 
 @njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)

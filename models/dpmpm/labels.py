@@ -161,7 +161,13 @@ def relabel(z, c, nk, alpha, n_props, rng):  # pragma: no cover - numba
         if inv[k] != k:
             moved = True
     if moved:
-        c[:, :] = c[:, inv].copy()
+        # c[:, :] = c[:, inv], element by element (splitmerge._set_column: no slice assignment)
+        row = np.empty(K)
+        for r in range(c.shape[0]):
+            for k in range(K):
+                row[k] = c[r, inv[k]]
+            for k in range(K):
+                c[r, k] = row[k]
         for r in range(z.shape[0]):
             z[r] = new_label[z[r]]
     return new_label

@@ -168,12 +168,20 @@ def _shuffle(order, u):  # pragma: no cover - numba
 
 
 @njit(cache=True)
+def _set_column(c, k, v):  # pragma: no cover - numba
+    """``c[:, k] = v``. Element by element: an array assigned to a slice makes numba compile
+    its shape-mismatch error message (string formatting, ≈ 2 s of a first compile)."""
+    for row in range(c.shape[0]):
+        c[row, k] = v[row]
+
+
+@njit(cache=True)
 def _fixed_part(y, z, c, nk, real, k, offsets, out):  # pragma: no cover - numba
     """Level counts of class ``k`` not held by ``y`` into ``out``; returns their number."""
-    out[:] = 0.0
     nf = nk[k] - real[k]
+    for row in range(out.shape[0]):  # element by element: see _set_column
+        out[row] = c[row, k] if nf > 0 else 0.0
     if nf > 0:
-        out[:] = c[:, k]
         for r in range(y.shape[0]):
             if z[r] == k:
                 _add(y, r, out, -1.0, offsets)
@@ -227,7 +235,7 @@ def _merge(y, z, c, nk, real, d, offsets, alpha, a, i, j, ki, kj, m, u, members,
         return 0
     nk[ki] = nm
     nk[kj] = 0
-    c[:, ki] = cm
+    _set_column(c, ki, cm)
     c[:, kj] = 0.0
     for r in range(z.shape[0]):
         if z[r] == kj:
@@ -264,7 +272,8 @@ def split_merge(y, z, c, nk, d, offsets, alpha, a, n_moves, rng):  # pragma: no 
     for k in range(K):
         total += nk[k]
     if total == n:  # no fixed counts (they are never negative): real = nk, no pass over z
-        real[:] = nk
+        for k in range(K):
+            real[k] = nk[k]
     else:
         for r in range(n):
             real[z[r]] += 1
@@ -311,8 +320,8 @@ def split_merge(y, z, c, nk, d, offsets, alpha, a, n_moves, rng):  # pragma: no 
             log_r = _log_prior_span(nk, alpha, lo, hi) - lp_old + lm_new - lm_old - logq
             if math.log(1.0 - u) < log_r:
                 accepted += 1
-                c[:, ki] = ca
-                c[:, e] = cb
+                _set_column(c, ki, ca)
+                _set_column(c, e, cb)
                 z[j] = e
                 for t in range(m):
                     if not target_a[t]:
