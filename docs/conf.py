@@ -77,25 +77,19 @@ nb_merge_streams = True
 nb_execution_in_temp = True  # examples write their output folders into a temporary directory
 
 
-def _robust_kernels() -> None:
-    """Two causes of builds failing for no fault of the pages. (1) Notebook kernels talk to the
-    build over local (IPC) sockets named after each kernel's connection file, not TCP ports:
-    two kernels started at once by the parallel readers (``-j 2``) could be given the same free
-    port (jupyter_client binds a port, releases it, and the kernel binds it later: "ZMQError:
-    Address already in use", "Kernel died before replying to kernel_info"). (2) A kernel may
-    take as long as a cell to start on a loaded machine (nbclient waits 60 s: "Kernel didn't
-    respond in 60 seconds" at a load average of 25 on 2 cores). The readers are forked from
-    this process, so they inherit both defaults (myst-nb passes neither setting through)."""
-    from jupyter_client.connect import ConnectionFileMixin
+def _patient_kernels() -> None:
+    """A notebook kernel may take as long as a cell to start on a loaded machine: nbclient waits
+    60 s ("Kernel didn't respond in 60 seconds" at a load average of 25 on 2 cores). The
+    parallel readers are forked from this process, so they inherit the default (myst-nb does not
+    pass the setting through)."""
     from nbclient import NotebookClient
 
-    ConnectionFileMixin.class_traits()["transport"].default_value = "ipc"
     NotebookClient.class_traits()["startup_timeout"].default_value = nb_execution_timeout
     # traitlets keeps the class's immutable defaults apart, read when an instance is made
     NotebookClient._static_immutable_initial_values["startup_timeout"] = nb_execution_timeout
 
 
-_robust_kernels()
+_patient_kernels()
 
 # --- API pages ----------------------------------------------------------------------------------
 autosummary_generate = True

@@ -290,6 +290,10 @@ def _tail(log: Path, n: int = 120) -> str:
     return "\n".join(lines[-n:])
 
 
+#: what the build prints when two notebook kernels were given the same port
+KERNEL_PORT_RACE = re.compile(r"Address already in use|Kernel died before replying to kernel_info")
+
+
 @pytest.mark.slow
 @needs_docs_tree
 def test_docs_build(tmp_path):
@@ -320,15 +324,24 @@ def test_docs_build(tmp_path):
         "-b", "html", "-d", str(tmp_path / "doctrees"), str(src / "docs"), str(out),
     ]
     log = tmp_path / "sphinx.log"
-    with log.open("w", encoding="utf-8") as fh:
-        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                text=True)
-        try:
-            returncode = proc.wait(timeout=DOCS_BUILD_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            _kill_tree(proc)
-            pytest.fail(f"sphinx-build did not finish in {DOCS_BUILD_TIMEOUT} s; "
-                        f"{_trace_report(trace)}\n{_tail(log)}")
+    for attempt in (1, 2):
+        with log.open("w", encoding="utf-8") as fh:
+            proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=fh,
+                                    stderr=subprocess.STDOUT, text=True)
+            try:
+                returncode = proc.wait(timeout=DOCS_BUILD_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                _kill_tree(proc)
+                pytest.fail(f"sphinx-build did not finish in {DOCS_BUILD_TIMEOUT} s; "
+                            f"{_trace_report(trace)}\n{_tail(log)}")
+        # two notebook kernels started at once by the parallel readers can be given the same
+        # TCP port by jupyter_client (it binds a free port, releases it, and the kernel binds it
+        # later): a race outside the pages, built once more; any other failure fails at once
+        if returncode == 0 or attempt == 2 or not KERNEL_PORT_RACE.search(
+                log.read_text(encoding="utf-8", errors="replace")):
+            break
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(tmp_path / "doctrees", ignore_errors=True)
     assert returncode == 0, f"sphinx-build failed; {_trace_report(trace)}\n{_tail(log)}"
 
     # the executed examples left their outputs and figures in the pages
