@@ -92,10 +92,9 @@ def prepare(
     # the bootstrap stream (child 0 of random_seed) gives the counts of p(Θ | y) first, then
     # those of the augmented fits; its child l seeds the refit of Z_(l), as in membership risk
     # (the same seeds, so that the two share refits: EstimatorSpec.refit_cache)
-    cache = cache_folder(es.refit_cache, "EstimatorSpec.refit_cache")
+    cache = cache_folder(es.refit_cache, "EstimatorSpec.refit_cache", random_seed)
     aug = _augmented_fits(model, data, est, augmented, boot_rng.spawn(data.m), progressbar,
-                          draw_plan.n_boot, boot_rng, es.refit_draws,
-                          cache if random_seed is not None else None)
+                          draw_plan.n_boot, boot_rng, es.refit_draws, cache)
     return AttributePlan(
         model=model_access(model), data=data, rule=_candidate_rule(model, data, candidates, spec),
         draws=draw_plan, augmented=aug,

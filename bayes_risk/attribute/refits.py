@@ -43,21 +43,26 @@ _log = logging.getLogger(__name__)
 _ENTRY_MODEL, _ENTRY_KEY, _CACHE_FORMAT = "model", "key.json", 1
 
 
-def cache_folder(value: Any, argument: str) -> Path | None:
+def cache_folder(value: Any, argument: str, random_seed: Any) -> Path | None:
     """``value`` (``None``, a str or a path) as the refit cache folder, made if missing; a
-    :class:`~bayes_risk.exceptions.ValidationError` naming ``argument`` otherwise."""
-    from bayes_risk.exceptions import ValidationError
+    :class:`~bayes_risk.exceptions.ValidationError` naming ``argument`` otherwise, or when no
+    ``random_seed`` is given (unseeded refits are never the same twice)."""
+    from bayes_risk.exceptions import ValidationError, arg_name
 
     if value is None:
         return None
     if not isinstance(value, (str, os.PathLike)) or not str(value):
-        raise ValidationError(f"{argument} must be a folder path (str or os.PathLike) or None. "
-                              f"Got {value!r}.")
+        raise ValidationError(f"{arg_name(argument)} must be a folder path (str or "
+                              f"os.PathLike) or None. Got {value!r}.")
+    if random_seed is None:
+        raise ValidationError(
+            f"{arg_name(argument)} needs {arg_name('random_seed')}: a refit is reused only by a run with "
+            "the same seed, and an unseeded run draws a new one.", code="OPTION_REQUIRED")
     folder = Path(value)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ValidationError(f"{argument}: {str(folder)!r} cannot be used as a folder "
+        raise ValidationError(f"{arg_name(argument)}: {str(folder)!r} cannot be used as a folder "
                               f"({err.strerror or err}).", code="INVALID_ARGUMENT") from err
     return folder
 

@@ -272,9 +272,8 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
 
     rng = as_generator(random_seed)
     fit_rng, pop_rng, slot_rng, norm_rng, boot_rng = rng.spawn(5)
-    cache = cache_folder(ratio.refit_cache, "RatioSpec.refit_cache")
-    posteriors = fit_posteriors(model, orig, datasets, augmented, fit_rng, progressbar,
-                                cache if random_seed is not None else None)
+    cache = cache_folder(ratio.refit_cache, "RatioSpec.refit_cache", random_seed)
+    posteriors = fit_posteriors(model, orig, datasets, augmented, fit_rng, progressbar, cache)
 
     targets, role, source, src_row, slots = plan(model, orig, members, hold, int(population),
                                                  pop_rng, slot_rng, rows_)
