@@ -56,14 +56,15 @@ def cache_folder(value: Any, argument: str, random_seed: Any) -> Path | None:
                               f"os.PathLike) or None. Got {value!r}.")
     if random_seed is None:
         raise ValidationError(
-            f"{arg_name(argument)} needs {arg_name('random_seed')}: a refit is reused only by a run with "
-            "the same seed, and an unseeded run draws a new one.", code="OPTION_REQUIRED")
+            f"{arg_name(argument)} needs {arg_name('random_seed')}: a refit is reused only by a "
+            "run with the same seed, and an unseeded run draws a new one.",
+            code="OPTION_REQUIRED")
     folder = Path(value)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ValidationError(f"{arg_name(argument)}: {str(folder)!r} cannot be used as a folder "
-                              f"({err.strerror or err}).", code="INVALID_ARGUMENT") from err
+        raise ValidationError(f"{arg_name(argument)}: {str(folder)!r} cannot be used as a "
+                              f"folder ({err.strerror or err}).", code="INVALID_ARGUMENT") from err
     return folder
 
 

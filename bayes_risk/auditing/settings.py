@@ -62,7 +62,8 @@ class AuditSettings:
         :func:`~bayes_risk.attribute.attribute_risk`; default ``"auto"``) and
         ``EstimatorSpec.refit_draws`` (default: the model's ``draws``) and
         ``EstimatorSpec.refit_cache`` (a folder of refits that the attribute and membership steps
-        read and fill, shared with later runs; default none); any other field given is refused. Stored as an :class:`~bayes_risk.EstimatorSpec`.
+        read and fill, shared with later runs; default none); any other field given is refused.
+        Stored as an :class:`~bayes_risk.EstimatorSpec`.
     combining_rules : {"auto", "partial", "full-same-n", "full-population"}
         Combining rules of the interval overlaps (see
         :func:`~bayes_risk.utility.utility_summary`); ``"auto"`` (default): the release's
