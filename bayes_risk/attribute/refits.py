@@ -53,7 +53,7 @@ def cache_folder(value: Any, argument: str, random_seed: Any) -> Path | None:
         return None
     if not isinstance(value, (str, os.PathLike)) or not str(value):
         raise ValidationError(f"{arg_name(argument)} must be a folder path (str or "
-                              f"os.PathLike) or None. Got {value!r}.")
+                              f"os.PathLike) or None. Got {value!r}.", code="INVALID_ARGUMENT")
     if random_seed is None:
         raise ValidationError(
             f"{arg_name(argument)} needs {arg_name('random_seed')}: a refit is reused only by a "
@@ -126,14 +126,13 @@ def _refit_keys(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFr
     state, and the versions of the package (with a digest of its installed source), Python,
     NumPy, PyMC, PyTensor and Numba.
     """
-    from bayes_risk.attribute.cost import refit_sweeps
     from bayes_risk.data.provenance import identity_settings, model_id
 
     ident = model_id(model)
     if ident is None:
         return [None] * len(datasets)
-    run = model._run_settings() if hasattr(model, "_run_settings") else {}
-    settings = {**(model.get_params(deep=False) if hasattr(model, "get_params") else {}), **run}
+    # the settings as given; how a setting left at None resolves is the source's (digested)
+    settings = model.get_params(deep=False) if hasattr(model, "get_params") else {}
     common = {
         "format": _CACHE_FORMAT, "software": _software(),
         "class": f"{type(model).__module__}.{type(model).__qualname__}", "model_id": ident,
@@ -218,6 +217,9 @@ def _read_entry(cache: Path | None, key: dict[str, Any], model: Any) -> Any | No
             refit = load_model(folder / _ENTRY_MODEL)
         if type(refit) is not type(model):
             raise ValueError(f"it holds a {type(refit).__name__}, not a {type(model).__name__}")
+        # its seed, a Generator, was saved as a placeholder string (key.json has the seed): the
+        # setting a fitted refit no longer uses, cleared so that the refit can be saved again
+        refit.random_seed = None
     except (OSError, ValueError, KeyError, TypeError, BayesRiskError, DataWarning) as err:
         warnings.warn(
             f"the cached refit {folder} does not verify ({' '.join(str(err).split())[:200]}): "

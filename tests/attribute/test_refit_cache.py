@@ -9,6 +9,7 @@ import copy
 import json
 import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -164,6 +165,27 @@ def test_an_interrupted_write_leaves_no_entry(release, refits, tmp_path, monkeyp
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_failed_write_warns_and_the_run_goes_on(release, refits, tmp_path, monkeypatch):
+    """Disk full while storing: warning REFIT_CACHE_UNWRITABLE, the refits made are used, no
+    entry is left, and the numbers are those of a run without the cache."""
+    import errno
+
+    def full(self, path):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    plain = _membership(release)
+    monkeypatch.setattr(DPMPM, "save", full)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = membership_risk(release[0], release[1], release[3], holdout=release[2],
+                              random_seed=5, progressbar=False,
+                              ratio=RatioSpec(refit_cache=tmp_path))
+    codes = [warning_code(w.message, w.category) for w in caught]
+    assert codes.count("REFIT_CACHE_UNWRITABLE") == 2  # one per refit (m = 2)
+    assert list(tmp_path.iterdir()) == []
+    _same(plain, res)
+
+
 def test_refit_cache_refusals(release, tmp_path):
     model, train, hold, syn = release
     with pytest.raises(ValidationError, match="RatioSpec.refit_cache needs random_seed") as e:
@@ -176,3 +198,22 @@ def test_refit_cache_refusals(release, tmp_path):
         _attribute(release, refit_cache=afile)
     with pytest.raises(ValidationError, match="must be a folder path"):
         _attribute(release, refit_cache=3)
+
+
+def test_a_refit_read_from_the_cache_is_the_refit_made(release, tmp_path):
+    """``fit_refits`` reads what it stored: the same draws, and a model that saves again."""
+    from bayes_risk.attribute.refits import fit_refits
+
+    model, train, _, syn = release
+
+    def seeds():
+        return np.random.default_rng(5).spawn(1)[0].spawn(syn.m)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        made = fit_refits(model, train, syn.datasets, seeds(), cache=tmp_path)
+        read = fit_refits(model, train, syn.datasets, seeds(), cache=tmp_path)
+    for a, b in zip(made, read, strict=True):
+        assert a is not b
+        np.testing.assert_array_equal(a.record_loglik(train), b.record_loglik(train))
+        b.save(tmp_path / "again" / str(id(b)))
