@@ -97,6 +97,11 @@ MESSAGES: dict[str, str] = {
     "MODEL_UNVERIFIED": "the model folder was saved by an older bayes-risk without the "
     "checksums of (some of) its files, so an edit to what they do not cover cannot be "
     "detected; save it again to record them.",
+    "REFIT_CACHE_DAMAGED": "an entry of the refit cache did not verify (a file missing, edited "
+    "or cut short, or not the refit its name says): it was ignored, the refit made again and "
+    "the entry replaced.",
+    "REFIT_CACHE_UNWRITABLE": "a refit could not be stored in the refit cache (disk full, no "
+    "permission): the run went on with the refit made, which a later run makes again.",
     "ORIGINAL_UNCONFIRMED": "a synthesized column of the synthetic data shows no row-by-row "
     "association with the original's: the original's column may not be the one the release "
     "was made from, and a risk measured against it would be understated (the check of plain "

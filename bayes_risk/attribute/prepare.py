@@ -36,7 +36,7 @@ from bayes_risk.attribute.plan import (
     DrawPlan,
 )
 from bayes_risk.attribute.priors import parse_prior
-from bayes_risk.attribute.refits import fit_refits
+from bayes_risk.attribute.refits import cache_folder, fit_refits
 from bayes_risk.attribute.specs import SCENARIOS, EstimatorSpec, ScenarioSpec
 from bayes_risk.attribute.strategies import strategy_for
 from bayes_risk.contract import (
@@ -106,6 +106,19 @@ def prepare(
     aug = _augmented_fits(model, data, est, augmented, children[2:], progressbar,
                           draw_plan.n_boot, children[0], es.refit_draws)
     plan = AttributePlan(
+
+    boot_rng = as_generator(random_seed).spawn(1)[0]
+    need_L = est == "is" or (es.is_diagnostics and not is_plugin
+                             and capabilities(model).has("dataset"))
+    draw_plan = _draw_plan(model, data, compat, draw_idx, H, need_L, is_plugin, bootstrap,
+                           boot_rng)
+    # the bootstrap stream (child 0 of random_seed) gives the counts of p(Θ | y) first, then
+    # those of the augmented fits; its child l seeds the refit of Z_(l), as in membership risk
+    # (the same seeds, so that the two share refits: EstimatorSpec.refit_cache)
+    cache = cache_folder(es.refit_cache, "EstimatorSpec.refit_cache", random_seed)
+    aug = _augmented_fits(model, data, est, augmented, boot_rng.spawn(data.m), progressbar,
+                          draw_plan.n_boot, boot_rng, es.refit_draws, cache)
+    return AttributePlan(
         model=model_access(model), data=data, rule=_candidate_rule(model, data, candidates, spec),
         draws=draw_plan, augmented=aug,
         diagnostics=DiagnosticsSettings(
@@ -352,7 +365,7 @@ def _draw_plan(
 def _augmented_fits(
     model: Any, data: AnalysisData, est: str, augmented: Sequence[Any] | None,
     seeds: Sequence[np.random.Generator], progressbar: bool, n_boot: int,
-    boot_rng: np.random.Generator, refit_draws: int | None = None,
+    boot_rng: np.random.Generator, refit_draws: int | None = None, cache: Any = None,
 ) -> AugmentedFits:
     """The ``m`` models with draws of ``p(Θ | y, Z_(l))`` (stabilised estimator only)."""
     _check_refit_draws(refit_draws, model, est, augmented)
@@ -374,7 +387,7 @@ def _augmented_fits(
                 code="MODEL_UNSUITED"
             )
         models = fit_refits(model, data.orig, data.datasets, seeds, refit_draws=refit_draws,
-                            progressbar=progressbar)
+                            progressbar=progressbar, cache=cache)
     for a in models:
         if not isinstance(a, RiskModel):
             raise ValidationError(

@@ -1,13 +1,22 @@
 """The refits ``p(Θ | y, Z_(l))``, one per synthetic dataset, that the stabilised estimator and
-the membership ratio both need: the cost stated before the work, one progress bar, and the first
-refit's measured time."""
+the membership ratio both need: the cost stated before the work, one progress bar, the first
+refit's measured time, and the refit cache shared across runs and commands
+(:doc:`/user_guide/attribute`, Refits reused across commands)."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
+import importlib.metadata
+import json
 import logging
+import os
+import platform
 import time
+import warnings
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,39 +34,218 @@ from bayes_risk.attribute.cost import (
     wants_pilot,
 )
 
-__all__ = ["fit_refits", "pilot_refit"]
+__all__ = ["fit_refits", "pilot_refit", "cache_folder"]
+
+_log = logging.getLogger(__name__)
+
+#: the layout of a cache entry ``DIR/<key>/``: the refit saved as a model folder, and the JSON of
+#: what its key covers (the entry is complete when both are there: it is renamed into place)
+_ENTRY_MODEL, _ENTRY_KEY, _CACHE_FORMAT = "model", "key.json", 1
+
+
+def cache_folder(value: Any, argument: str, random_seed: Any) -> Path | None:
+    """``value`` (``None``, a str or a path) as the refit cache folder, made if missing; a
+    :class:`~bayes_risk.exceptions.ValidationError` naming ``argument`` otherwise, or when no
+    ``random_seed`` is given (unseeded refits are never the same twice)."""
+    from bayes_risk.exceptions import ValidationError, arg_name
+
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        raise ValidationError(f"{arg_name(argument)} must be a folder path (str or "
+                              f"os.PathLike) or None. Got {value!r}.", code="INVALID_ARGUMENT")
+    if random_seed is None:
+        raise ValidationError(
+            f"{arg_name(argument)} needs {arg_name('random_seed')}: a refit is reused only by a "
+            "run with the same seed, and an unseeded run draws a new one.",
+            code="OPTION_REQUIRED")
+    folder = Path(value)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValidationError(f"{arg_name(argument)}: {str(folder)!r} cannot be used as a "
+                              f"folder ({err.strerror or err}).", code="INVALID_ARGUMENT") from err
+    return folder
 
 
 def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                seeds: Sequence[Any], *, refit_draws: int | None = None,
-               progressbar: bool = False) -> list[Any]:
+               progressbar: bool = False, cache: Path | None = None) -> list[Any]:
     """``model.fit_augmented(original, Z_(l), random_seed=seeds[l])`` for every dataset.
 
     With ``progressbar``, the estimated cost is printed first, one bar runs over the refits and
     the first refit's time is printed. ``refit_draws`` sets the refits' kept draws per chain.
+    With a ``cache`` folder (:func:`cache_folder`), a refit whose key (what it depends on) has an
+    intact entry there is read instead of made, and every refit made is stored.
     """
     m = len(datasets)
-    if progressbar:  # the cost, stated before the work
+    keys: list[dict[str, Any] | None] = [None] * m
+    if cache is not None:
+        with _refit_settings(model, refit_draws):  # the keys read the refits' own settings
+            keys = _refit_keys(model, original, datasets, seeds, refit_draws)
+    models: list[Any] = [None if k is None else _read_entry(cache, k, model) for k in keys]
+    todo = [li for li in range(m) if models[li] is None]
+    if cache is not None:
+        _log.info("refits: %d of %d read from the cache %s", m - len(todo), m, cache)
+        if progressbar and len(todo) < m:
+            say(f"{m - len(todo)} of {m} refits read from the cache {cache}")
+    if progressbar and todo:  # the cost, stated before the work
         sel = getattr(model, "synthesized_records_", None)
         n_syn = int(np.count_nonzero(sel)) if sel is not None else len(datasets[0])
         distinct = distinct_records(model, original, datasets[0])
-        cost = refit_cost(model, n_syn, m, refit_draws=refit_draws, distinct=distinct)
+        cost = refit_cost(model, n_syn, len(todo), refit_draws=refit_draws, distinct=distinct)
         if wants_pilot(model, cost):  # minutes of refits: time the refit itself first
             pilot = pilot_refit(model, original, datasets[0], refit_draws=refit_draws)
             if pilot is not None:
-                cost = refit_cost(model, n_syn, m, refit_draws=refit_draws, pilot=pilot)
+                cost = refit_cost(model, n_syn, len(todo), refit_draws=refit_draws, pilot=pilot)
         say(cost.line())
-    models = []
     with _refit_settings(model, refit_draws):
-        for li in progress(range(m), description="refits of the model", enabled=progressbar,
-                           label=lambda k, total: f"refit {k} of {total}"):
+        for k, li in enumerate(progress(todo, description="refits of the model",
+                                        enabled=progressbar,
+                                        label=lambda k, total: f"refit {k} of {total}")):
             t0 = time.perf_counter()
-            models.append(model.fit_augmented(original, datasets[li], random_seed=seeds[li]))
-            if progressbar and li == 0 and m > 1:
-                took = time.perf_counter() - t0
-                say(f"refit 1 of {m} took {duration(took)}: the other {m - 1}, about "
-                    f"{duration(took * (m - 1))}")
+            models[li] = model.fit_augmented(original, datasets[li], random_seed=seeds[li])
+            if keys[li] is not None:
+                _write_entry(cache, keys[li], models[li])
+            if progressbar and k == 0 and len(todo) > 1:
+                took, rest = time.perf_counter() - t0, len(todo) - 1
+                say(f"refit 1 of {len(todo)} took {duration(took)}: the other {rest}, about "
+                    f"{duration(took * rest)}")
     return models
+
+
+def _refit_keys(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
+                seeds: Sequence[Any], refit_draws: int | None) -> list[dict[str, Any] | None]:
+    """What each refit ``model.fit_augmented(original, Z_(l), random_seed=seeds[l])`` depends
+    on, as JSON (its SHA-256 names the cache entry), or ``None`` when that cannot be stated: a
+    model without an identity (:func:`~bayes_risk.data.provenance.model_id`) or a seed that is
+    not a Generator or an int. Read before the refits run (they draw from the seeds).
+
+    The model's identity (class, settings, schema and roles, fitted draws), its refit settings
+    as they are when the refits run, the sweeps of a refit, the two tables' contents, the seed's
+    state, and the versions of the package (with a digest of its installed source), Python,
+    NumPy, PyMC, PyTensor and Numba.
+    """
+    from bayes_risk.data.provenance import identity_settings, model_id
+
+    ident = model_id(model)
+    if ident is None:
+        return [None] * len(datasets)
+    # the settings as given; how a setting left at None resolves is the source's (digested)
+    settings = model.get_params(deep=False) if hasattr(model, "get_params") else {}
+    common = {
+        "format": _CACHE_FORMAT, "software": _software(),
+        "class": f"{type(model).__module__}.{type(model).__qualname__}", "model_id": ident,
+        "settings": identity_settings(settings), "sweeps": refit_sweeps(model, refit_draws),
+        "original": _table_sha256(original),
+    }
+    states = [_seed_state(s) for s in seeds]
+    return [None if st is None else {**common, "synthetic": _table_sha256(z), "seed": st}
+            for z, st in zip(datasets, states, strict=True)]
+
+
+def _seed_state(seed: Any) -> dict[str, Any] | None:
+    """A refit's seed as JSON: a Generator's seed sequence and bit-generator state (what its
+    draws and spawned children follow), an int as itself; ``None`` for anything else."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return {"int": int(seed)}
+    if not isinstance(seed, np.random.Generator):
+        return None
+    ss = seed.bit_generator.seed_seq
+    return {"entropy": str(getattr(ss, "entropy", None)),
+            "spawn_key": [int(k) for k in getattr(ss, "spawn_key", ())],
+            "pool_size": getattr(ss, "pool_size", None),
+            "children": getattr(ss, "n_children_spawned", None),
+            "state": json.loads(json.dumps(seed.bit_generator.state, default=str))}
+
+
+def _table_sha256(df: pd.DataFrame) -> str:
+    """SHA-256 of a table's columns, dtypes and values in row order (object and categorical
+    values with their Python type, so that ``1`` and ``"1"`` differ)."""
+    h = hashlib.sha256(f"{len(df)}|{df.shape[1]}".encode())
+    for name in df.columns:
+        col = df[name]
+        h.update(f"|{name!r}|{col.dtype}|".encode())
+        if isinstance(col.dtype, np.dtype) and col.dtype.kind in "biuf":
+            h.update(np.ascontiguousarray(col.to_numpy()).tobytes())
+        else:
+            typed = np.array([f"{type(v).__name__}:{v!r}" for v in col.astype(object)],
+                             dtype=object)
+            h.update(pd.util.hash_array(typed, categorize=False).tobytes())
+    return h.hexdigest()
+
+
+@functools.cache
+def _software() -> dict[str, str]:
+    """The versions a refit's draws may depend on, and a digest of the installed package's
+    source (a development copy changes it without changing its version)."""
+    import bayes_risk
+
+    out = {"bayes-risk": bayes_risk.__version__, "python": platform.python_version(),
+           "machine": platform.machine()}
+    for dist in ("numpy", "pymc", "pytensor", "numba"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = "absent"
+    h = hashlib.sha256()
+    root = Path(bayes_risk.__file__).parent
+    for f in sorted(root.rglob("*.py")):
+        h.update(f"{f.relative_to(root).as_posix()}|".encode())
+        h.update(f.read_bytes())
+    out["source"] = h.hexdigest()
+    return out
+
+
+def _read_entry(cache: Path | None, key: dict[str, Any], model: Any) -> Any | None:
+    """The refit stored under ``key``, or ``None``: no entry, or one that does not verify
+    (warning ``REFIT_CACHE_DAMAGED``; the refit is made again and the entry replaced)."""
+    from bayes_risk._checksums import json_sha256
+    from bayes_risk.exceptions import CALLER, BayesRiskError, DataWarning
+    from bayes_risk.models.base import load_model
+
+    folder = Path(cache) / json_sha256(key)  # type: ignore[arg-type]
+    if not folder.exists():
+        return None
+    try:
+        stored = json.loads((folder / _ENTRY_KEY).read_text())
+        if json_sha256(stored) != folder.name or stored != json.loads(json.dumps(key)):
+            raise ValueError(f"{_ENTRY_KEY} does not hold the key the entry is named by")
+        with warnings.catch_warnings():
+            # a missing checksum (MODEL_UNVERIFIED) is damage here: the cache writes them all
+            warnings.simplefilter("error", DataWarning)
+            refit = load_model(folder / _ENTRY_MODEL)
+        if type(refit) is not type(model):
+            raise ValueError(f"it holds a {type(refit).__name__}, not a {type(model).__name__}")
+        # its seed, a Generator, was saved as a placeholder string (key.json has the seed): the
+        # setting a fitted refit no longer uses, cleared so that the refit can be saved again
+        refit.random_seed = None
+    except (OSError, ValueError, KeyError, TypeError, BayesRiskError, DataWarning) as err:
+        warnings.warn(
+            f"the cached refit {folder} does not verify ({' '.join(str(err).split())[:200]}): "
+            "the refit is made again and the entry replaced (REFIT_CACHE_DAMAGED).",
+            DataWarning, skip_file_prefixes=CALLER)
+        return None
+    return refit
+
+
+def _write_entry(cache: Path | None, key: dict[str, Any], refit: Any) -> None:
+    """Store ``refit`` under ``key``, atomically: the entry is written beside its place and
+    renamed into it, so an interrupted write leaves nothing that is later read. A write that
+    fails warns ``REFIT_CACHE_UNWRITABLE`` (the run goes on with the refit made)."""
+    from bayes_risk._checksums import json_sha256
+    from bayes_risk._io import atomic_dir, write_json
+    from bayes_risk.exceptions import CALLER, DataWarning
+
+    folder = Path(cache) / json_sha256(key)  # type: ignore[arg-type]
+    try:
+        with atomic_dir(folder) as tmp:
+            refit.save(tmp / _ENTRY_MODEL)
+            write_json(tmp / _ENTRY_KEY, key)
+    except OSError as err:
+        warnings.warn(f"the refit could not be stored in the cache {cache} ({err}); the run "
+                      "goes on without storing it (REFIT_CACHE_UNWRITABLE).", DataWarning,
+                      skip_file_prefixes=CALLER)
 
 
 def pilot_refit(model: Any, original: pd.DataFrame, synthetic: pd.DataFrame, *,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -187,6 +188,11 @@ class EstimatorSpec:
         results do not depend on it.
     bootstrap : int
         Draw-bootstrap replicates for the stability of the truth's rank (0 disables).
+    refit_cache : str or path, optional
+        A folder where the stabilised estimator's refits are stored and read again, by this and
+        later runs and by :func:`~bayes_risk.membership_risk` on the same model, release and
+        ``random_seed`` (:doc:`/user_guide/attribute`, Refits reused across commands); used
+        with a ``random_seed`` only. Default: none.
 
     Raises
     ------
@@ -211,6 +217,7 @@ class EstimatorSpec:
     compat: Literal["AttributeRiskCalculation"] | None = None
     chunk_size: int = 256
     bootstrap: int = 200
+    refit_cache: str | os.PathLike[str] | None = None
 
     def __post_init__(self) -> None:
         check_option(self.kind, "EstimatorSpec.kind", ESTIMATORS)

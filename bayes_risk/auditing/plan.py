@@ -231,6 +231,8 @@ class AuditPlan:
     imputed: Any = "auto"
     attribute_estimator: str = "auto"
     refit_draws: int | None = None
+    #: the folder of refits the attribute and membership steps read and fill (``None``: none)
+    refit_cache: Any = None
     #: the membership step's ``selection`` (:class:`~bayes_risk.AuditSettings`, as the fields
     #: above)
     membership_selection: Any = None
@@ -507,6 +509,7 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         attribute_source=a_src, attribute_records=recs, thresholds=thresholds,
         attribute_estimator=est.kind,
         refit_draws=est.refit_draws,
+        refit_cache=None if est.refit_cache is None else str(est.refit_cache),
         show_confidential_values=bool(s.show_confidential_values), random_seed=int(random_seed),
         skip=tuple(dict.fromkeys(skip_steps)), sweep_columns=sweep_cols,
         sweep_unsynthesized=bool(s.sweep_unsynthesized), combining_rules=s.combining_rules,

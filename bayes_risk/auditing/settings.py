@@ -65,8 +65,10 @@ class AuditSettings:
     attribute_estimator : EstimatorSpec or {"auto", "stabilised", "is"}
         Estimator of the attribute step (``estimator`` of
         :func:`~bayes_risk.attribute.attribute_risk`; default ``"auto"``) and
-        ``EstimatorSpec.refit_draws`` (default: the model's ``draws``); any other field given
-        is refused. Stored as an :class:`~bayes_risk.EstimatorSpec`.
+        ``EstimatorSpec.refit_draws`` (default: the model's ``draws``) and
+        ``EstimatorSpec.refit_cache`` (a folder of refits that the attribute and membership steps
+        read and fill, shared with later runs; default none); any other field given is refused.
+        Stored as an :class:`~bayes_risk.EstimatorSpec`.
     combining_rules : {"auto", "partial", "full-same-n", "full-population"}
         Combining rules of the interval overlaps (see
         :func:`~bayes_risk.utility.utility_summary`); ``"auto"`` (default): the release's
@@ -149,7 +151,7 @@ class AuditSettings:
         set_(self, "attribute_estimator", _used_fields(
             as_spec(self.attribute_estimator, EstimatorSpec, "attribute_estimator", "kind",
                     ESTIMATORS),
-            ("kind", "refit_draws"), "attribute_estimator"))
+            ("kind", "refit_draws", "refit_cache"), "attribute_estimator"))
         if self.sweep is not None:
             set_(self, "sweep", _radii(self.sweep))
         if self.known_fractions is not None:

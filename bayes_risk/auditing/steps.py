@@ -547,7 +547,8 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     spec = _candidates(ctx, p.synthesized)
     opts: dict[str, Any] = dict(candidates=spec, prior="uniform",
                                 estimator=EstimatorSpec(kind=p.attribute_estimator,
-                                                        refit_draws=p.refit_draws),
+                                                        refit_draws=p.refit_draws,
+                                                        refit_cache=p.refit_cache),
                                 random_seed=p.random_seed,
                                 allow_other_model=p.allow_other_model)
     # known_sweep=True: the synthesized known columns, some of the record's own values the
@@ -671,7 +672,8 @@ def membership_step(ctx: StepContext) -> StepOutcome:
                           population=0,
                           attack=AttackSpec(threshold=ctx.plan.thresholds.membership_probability),
                           selection=ctx.plan.membership_selection,
-                          ratio=RatioSpec(augmented=shared), progressbar=ctx.progressbar,
+                          ratio=RatioSpec(augmented=shared, refit_cache=ctx.plan.refit_cache),
+                          progressbar=ctx.progressbar,
                           random_seed=ctx.plan.random_seed,
                           allow_other_model=ctx.plan.allow_other_model)
     summary = res.to_dict()

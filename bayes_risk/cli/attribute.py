@@ -263,7 +263,8 @@ def run(args: argparse.Namespace) -> int:
     candidates = (args.candidates if scenario == "empty"
                   else _candidates(args.candidates, model, original))
     estimator = EstimatorSpec(kind=args.estimator, refit_draws=args.refit_draws, psis=args.psis,
-                              khat=args.khat, bootstrap=args.bootstrap, chunk_size=args.chunk_size)
+                              khat=args.khat, bootstrap=args.bootstrap, chunk_size=args.chunk_size,
+                              refit_cache=args.refit_cache)
     seed = args.random_seed
     if args.known_sweep or args.known_curve:
         from bayes_risk.attribute.knowledge import one_seed, shared_refits

@@ -13,6 +13,7 @@ import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._specs import as_spec
+from bayes_risk.attribute.refits import cache_folder
 from bayes_risk.contract import capabilities
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
@@ -282,7 +283,8 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
 
     rng = as_generator(random_seed)
     fit_rng, pop_rng, slot_rng, norm_rng, boot_rng = rng.spawn(5)
-    posteriors = fit_posteriors(model, orig, datasets, augmented, fit_rng, progressbar)
+    cache = cache_folder(ratio.refit_cache, "RatioSpec.refit_cache", random_seed)
+    posteriors = fit_posteriors(model, orig, datasets, augmented, fit_rng, progressbar, cache)
 
     targets, role, source, src_row, slots = plan(model, orig, members, hold, int(population),
                                                  pop_rng, slot_rng, rows_)

@@ -4,6 +4,7 @@ leave-one-out log predictives, the population normalisers, the selection and the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,13 +21,15 @@ __all__ = ["fit_posteriors", "log_predictives", "diagnostics", "target_flags", "
 
 def fit_posteriors(model: Any, orig: pd.DataFrame, datasets: list[pd.DataFrame],
                 augmented: Sequence[Any] | None, rng: np.random.Generator,
-                progressbar: bool = False) -> list[Any]:
+                progressbar: bool = False, cache: Path | None = None) -> list[Any]:
     """The model and one augmented refit per synthetic dataset: ``augmented`` when given (one
-    per dataset), otherwise fitted here, each with its own seed from ``rng`` (the cost stated
-    first and one bar over the refits, as attribute risk's)."""
+    per dataset), otherwise fitted here (or read from ``cache``), each with its own seed from
+    ``rng``, the seeds of attribute risk's refits (the cost stated first and one bar over the
+    refits, as attribute risk's)."""
     m = len(datasets)
     if augmented is None:
-        augmented = fit_refits(model, orig, datasets, rng.spawn(m), progressbar=progressbar)
+        augmented = fit_refits(model, orig, datasets, rng.spawn(m), progressbar=progressbar,
+                               cache=cache)
     else:
         augmented = list(augmented)
         if len(augmented) != m:

@@ -4,6 +4,7 @@ built."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -87,6 +88,11 @@ class RatioSpec:
         (:doc:`/methods/membership`, Partially synthetic releases).
     khat : bool
         Compute Pareto k̂ of every mean (flags ``KHAT_HIGH``).
+    refit_cache : str or path, optional
+        A folder where the refits are stored and read again, by later runs and by
+        :func:`~bayes_risk.attribute_risk` on the same model, release and ``random_seed``
+        (:doc:`/user_guide/attribute`, Refits reused across commands); used with a
+        ``random_seed`` only. Default: none.
 
     Raises
     ------
@@ -103,6 +109,7 @@ class RatioSpec:
     normaliser_draws: int = 400
     unsynthesized_concentration: float = 1.0
     khat: bool = True
+    refit_cache: str | os.PathLike[str] | None = None
 
     def __post_init__(self) -> None:
         check_int(self.normaliser_draws, "RatioSpec.normaliser_draws", 20)

@@ -1,4 +1,5 @@
-"""Membership risk: CEdata releases of 2,000 members and 500 holdout records, m = 5.
+"""Membership risk: CEdata releases of 2,000 members and 500 holdout records, m = 5, and a
+DPMPM release with and without the refit cache.
 
 A CART release under the plug-in (every column synthesized; age, expenditure and income banded,
 or as recorded) and a partially synthetic release of normal regressions (log expenditure and log
@@ -119,3 +120,50 @@ class MembershipPartial:
 
     def peakmem_membership_risk(self):
         self._run()
+
+
+class MembershipRefitCache:
+    """``membership_risk`` of a DPMPM release (1,000 ACS-like persons, 14 variables, m = 3)
+    after ``attribute_risk`` on the same model, release and seed: with the refit cache the
+    attribute run filled (no refit) and without it (m refits)."""
+
+    params = (["cached", "refits"],)
+    param_names = ["cache"]
+    number = 1
+    timer = time.process_time  # CPU seconds of all threads: the machine may be shared
+    repeat = (1, 3, 300.0)
+    timeout = 900
+
+    def setup(self, cache):
+        import tempfile
+
+        from bayes_risk import EstimatorSpec, attribute_risk
+        from bayes_risk.data import make_acs_like
+        from bayes_risk.models import DPMPM
+
+        df = make_acs_like(1200, random_seed=1)
+        self.train, self.hold = df.iloc[:1000], df.iloc[1000:].reset_index(drop=True)
+        self.folder = tempfile.mkdtemp()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.model = DPMPM(n_components=20, tune=200, draws=200, chains=1,
+                               progressbar=False).fit(self.train, random_seed=1)
+            self.syn = self.model.synthesize(3, random_seed=2)
+            attribute_risk(self.train, self.syn, model=self.model, records=range(10),
+                           random_seed=3, progressbar=False,
+                           estimator=EstimatorSpec(refit_cache=self.folder))
+
+    def teardown(self, cache):
+        import shutil
+
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def time_membership_risk(self, cache):
+        from bayes_risk import RatioSpec, membership_risk
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            membership_risk(self.model, self.train, self.syn, holdout=self.hold, random_seed=3,
+                            progressbar=False,
+                            ratio=RatioSpec(refit_cache=self.folder if cache == "cached"
+                                            else None))

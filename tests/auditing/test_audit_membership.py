@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 
+import pandas as pd
 import pytest
 
 OTHERS = ["utility", "identification", "posterior_identification", "attribute", "disclosure"]
@@ -308,3 +309,37 @@ def test_attribute_line_carries_its_monte_carlo_interval(release, tmp_path):
                        settings=br.AuditSettings(attribute_records=list(range(40)), skip=skip))
     line = next(v for v in res.verdicts if v.step == "attribute")
     assert "no posterior draws to bootstrap" in line.detail
+
+
+def test_audit_fills_the_refit_cache_that_membership_risk_reads(release, tmp_path, monkeypatch):
+    """The audit's attribute step refits once for itself and the membership step and stores the
+    refits (``EstimatorSpec.refit_cache``); ``membership_risk`` on the same model, release and
+    seed then refits nothing and gives the audit's membership numbers bit for bit."""
+    import bayes_risk as br
+    from bayes_risk.models import DPMPM
+
+    made: list[int] = []
+    fit_augmented = DPMPM.fit_augmented
+
+    def counted(self, *args, **kwargs):
+        made.append(1)
+        return fit_augmented(self, *args, **kwargs)
+
+    monkeypatch.setattr(DPMPM, "fit_augmented", counted)
+    model, train, hold, syn = release
+    cache = tmp_path / "refits"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = br.audit(train, syn, known=["SEX", "MAR"], model=model, holdout=hold,
+                       random_seed=4, progressbar=False,
+                       settings=br.AuditSettings(
+                           skip=[s for s in OTHERS if s != "attribute"],
+                           attribute_estimator=br.EstimatorSpec(refit_cache=cache)))
+        assert res.step("attribute").status == "ran" and len(made) == syn.m
+        assert len(list(cache.iterdir())) == syn.m
+        alone = br.membership_risk(model, train, syn, holdout=hold, population=0,
+                                   attack=br.AttackSpec(threshold=0.9), random_seed=4,
+                                   progressbar=False, ratio=br.RatioSpec(refit_cache=cache))
+    assert len(made) == syn.m
+    pd.testing.assert_frame_equal(res.step("membership").result.records, alone.records,
+                                  check_exact=True)

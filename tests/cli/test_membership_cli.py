@@ -168,3 +168,37 @@ def test_membership_cli_selected_records(tmp_path, capsys):
     assert s["settings"]["selection"] == rule and s["settings"]["n_selected"] == 4
     assert s["file"]["selection"]["n_members_released_whole"] == 1
     assert "MEMBERSHIP_RELEASED_WHOLE" in s["warnings"]
+
+
+def test_refit_cache_shared_by_attribute_and_membership(release, monkeypatch, capsys):
+    """``bayes-risk attribute --refit-cache DIR`` then ``bayes-risk membership --refit-cache DIR``
+    with the same --random-seed: the second command refits nothing and writes what it writes
+    without the cache; without --random-seed the option is refused (OPTION_REQUIRED)."""
+    from bayes_risk.models import DPMPM
+
+    w = release
+    made: list[int] = []
+    fit_augmented = DPMPM.fit_augmented
+
+    def counted(self, *args, **kwargs):
+        made.append(1)
+        return fit_augmented(self, *args, **kwargs)
+
+    monkeypatch.setattr(DPMPM, "fit_augmented", counted)
+    common = [str(w / "train.csv"), str(w / "syn"), "--model", str(w / "model"),
+              "--random-seed", "3", "-q"]
+    member = ["membership", *common, "--holdout", str(w / "hold.csv"), "--bootstrap", "20"]
+    assert _main([*member, "--out", str(w / "mem_plain")]) == 0
+    assert len(made) == 1
+    assert _main(["attribute", *common, "--records", "0-9", "--bootstrap", "20",
+                  "--refit-cache", str(w / "refits"), "--out", str(w / "att_cached")]) == 0
+    assert len(made) == 2 and len(list((w / "refits").iterdir())) == 1
+    assert _main([*member, "--refit-cache", str(w / "refits"),
+                  "--out", str(w / "mem_cached")]) == 0
+    assert len(made) == 2
+    assert (w / "mem_cached" / "records.csv").read_bytes() == \
+        (w / "mem_plain" / "records.csv").read_bytes()
+    rc = main(["membership", str(w / "train.csv"), str(w / "syn"), "--model", str(w / "model"),
+               "--refit-cache", str(w / "refits"), "-q", "--out", str(w / "unseeded")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "[OPTION_REQUIRED]" in err and "--refit-cache needs --random-seed" in err

@@ -59,6 +59,7 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "pmse_method": ("PropensitySpec.method",),
     "attribute_estimator": ("EstimatorSpec.kind",),
     "refit_draws": ("EstimatorSpec.refit_draws",),
+    "refit_cache": ("EstimatorSpec.refit_cache", "RatioSpec.refit_cache"),
     "radius_type": ("MatchSpec.radius_type",),
     "alpha": ("OverlapSpec.alpha",),
     "family": ("OverlapSpec.family",),

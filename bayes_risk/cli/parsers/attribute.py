@@ -14,6 +14,13 @@ SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "two-records", "kn
                     "largest-value", "second-largest", "two-largest-sum")
 LARGEST_VALUE_CHOICES = SCENARIO_CHOICES[5:]
 #: the cost of the stabilised estimator, stated in --help of attribute and audit
+REFIT_CACHE_HELP = (
+    "a folder where the refits of the model are stored and read again by later runs: "
+    "'bayes-risk attribute', 'membership' and 'audit' on the same model, release and "
+    "--random-seed (needed) share them; an entry is used only when everything the refit "
+    "depends on is the same, and the folder can be deleted at any time (default: none). It is "
+    "as confidential as the model folder")
+
 REFIT_COST_HELP = (
     "Cost: the stabilised estimator refits the model once per synthetic dataset (m refits, "
     "each on the original plus one synthetic dataset, so about 2 x the records): expect about "
@@ -125,6 +132,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--refit-draws", type=int, default=None, metavar="N",
                    help="kept draws per chain of each refit of the stabilised estimator (default: "
                    "the model's draws). " + REFIT_COST_HELP)
+    p.add_argument("--refit-cache", default=None, metavar="DIR", help=REFIT_CACHE_HELP)
     p.add_argument("--psis", action="store_true", help="Pareto-smooth the stabilised estimator")
     p.add_argument("--khat", default="all", choices=["all", "base", "none"],
                    help="posteriors under which Pareto k-hat is computed (all m+1, only "

@@ -10,7 +10,7 @@ from bayes_risk.cli._common import (
     add_run_arguments,
     add_type_arguments,
 )
-from bayes_risk.cli.parsers.attribute import REFIT_COST_HELP
+from bayes_risk.cli.parsers.attribute import REFIT_CACHE_HELP, REFIT_COST_HELP
 from bayes_risk.measures import measures
 
 __all__ = ["add_parser"]
@@ -128,6 +128,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     g.add_argument("--refit-draws", type=int, default=None, metavar="N",
                    help="kept draws per chain of each refit of the attribute step's stabilised "
                    "estimator (default: the model's draws). " + REFIT_COST_HELP)
+    g.add_argument("--refit-cache", default=None, metavar="DIR", help=REFIT_CACHE_HELP)
     g.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                    help="verdict threshold (repeat; names and defaults below)")
     # the registered measures' steps (the audit checks the names given: a measure of another

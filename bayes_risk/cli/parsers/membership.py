@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
+from bayes_risk.cli.parsers.attribute import REFIT_CACHE_HELP
 
 __all__ = ["add_parser"]
 
@@ -86,6 +87,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "model of the released unsynthesized values, over their cells (a numeric "
                    "column's: the multiples of its finest decimal unit; default 1; it matters "
                    "only for records whose unsynthesized values no other record shares)")
+    p.add_argument("--refit-cache", default=None, metavar="DIR", help=REFIT_CACHE_HELP)
     p.add_argument("--selection", default=None, metavar="RULE",
                    help="release that synthesized selected records only (a model fitted with "
                    "--records): how they were selected, 'independent' (without looking at "
