@@ -96,17 +96,6 @@ def prepare(
         check_known_records(model, is_plugin, compat)
         check_known_prior(pr)
         known = known_mask(scenario, len(data.orig))
-    children = as_generator(random_seed).spawn(2 + data.m)
-    need_L = est == "is" or (es.is_diagnostics and not is_plugin
-                             and capabilities(model).has("dataset"))
-    draw_plan = _draw_plan(model, data, compat, draw_idx, H, need_L, is_plugin, bootstrap,
-                           children[0])
-    # the bootstrap stream children[0] gives the counts of p(Θ | y) first, then those of the
-    # augmented fits; children[2 + l] seeds the augmented fit of Z_(l)
-    aug = _augmented_fits(model, data, est, augmented, children[2:], progressbar,
-                          draw_plan.n_boot, children[0], es.refit_draws)
-    plan = AttributePlan(
-
     boot_rng = as_generator(random_seed).spawn(1)[0]
     need_L = est == "is" or (es.is_diagnostics and not is_plugin
                              and capabilities(model).has("dataset"))
@@ -118,7 +107,7 @@ def prepare(
     cache = cache_folder(es.refit_cache, "EstimatorSpec.refit_cache", random_seed)
     aug = _augmented_fits(model, data, est, augmented, boot_rng.spawn(data.m), progressbar,
                           draw_plan.n_boot, boot_rng, es.refit_draws, cache)
-    return AttributePlan(
+    plan = AttributePlan(
         model=model_access(model), data=data, rule=_candidate_rule(model, data, candidates, spec),
         draws=draw_plan, augmented=aug,
         diagnostics=DiagnosticsSettings(
