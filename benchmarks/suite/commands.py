@@ -1,8 +1,19 @@
-"""Whole commands: ``bayes-risk audit`` of a CART release (CEdata, m = 20) and the start-up of
-``bayes-risk --help``."""
+"""Whole commands as users run them: the rows of the benchmarks README's table against the R
+packages (``VersusR``) and ``bayes-risk audit`` of a CART release (CEdata, m = 20).
+
+``VersusR.track_command_cpu`` is the median CPU seconds (user + system) of five fresh processes
+of the command, the figure paired with the R package's call in the README;
+``VersusR.peakmem_command`` is the peak memory of the same command run in the benchmark's
+process (``bayes_risk.cli.main``), its set-up included. The inputs are the README's: the
+scenario-4 CART release written by ``bayes-risk synthesize`` as CSV files, and CEdata and the
+releases stacked 4 or 16 times (copies of the real files, named so); without the shared data
+the benchmark is skipped.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import resource
 import shutil
@@ -12,7 +23,105 @@ import tempfile
 import time
 import warnings
 
-from ._data import CATEGORICAL, CE_PATH, SYNTHESIZED, ce
+from ._data import CATEGORICAL, CE_PATH, KNOWN, SCENARIO1, SHARED_DATA, SYNTHESIZED, ce
+
+NY_PATH = SHARED_DATA / "NYexample_X.csv"
+NY_COLUMNS = ["OWNERSHP", "MORTGAGE", "AGE", "SEX", "MARST", "RACESING", "EDUC", "EMPSTAT",
+              "DISABWRK", "VETSTAT"]
+IDENTIFICATION = ["--known-unsynthesized", *KNOWN, "--known-synthesized", *SYNTHESIZED,
+                  "--categorical", *CATEGORICAL, "--radius", "0.1", "--compat",
+                  "IdentificationRiskCalculation"]
+CART = ["--method", "cart", "--synthesize", *SYNTHESIZED, "--categorical", *CATEGORICAL]
+PMSE = ["--categorical", *CATEGORICAL, "--pmse", "logit", "--max-order", "0"]
+DPMPM = ["--method", "dpmpm", "--categorical", *NY_COLUMNS, "--components", "80", "--tune",
+         "500", "--draws", "500", "--chains", "1", "--random-seed", "1"]
+#: the README's rows: (sub-command, input, stacked copies, m)
+ROWS = {
+    "identification, m = 20": ("identification", "scenario 4", 1, 20),
+    "identification, m = 5": ("identification", "scenario 4", 1, 5),
+    "identification 4x stacked, m = 5": ("identification", "scenario 4", 4, 5),
+    "CART, m = 20": ("synthesize", "CEdata", 1, 20),
+    "CART 16x stacked, m = 5": ("synthesize", "CEdata", 16, 5),
+    "pMSE logit, m = 20": ("utility", "scenario 1", 1, 20),
+    "pMSE logit 16x stacked, m = 5": ("utility", "scenario 1", 16, 5),
+    "DPMPM NYexample, K = 80": ("fit", "NYexample", 1, 1),
+    "--help": ("--help", None, 1, 0),
+}
+
+
+def _stacked(path, k: int, out: str) -> str:
+    """``path`` (CSV or Parquet) written ``k`` times over, one header, as the CSV ``out``."""
+    import pandas as pd
+
+    df = pd.read_parquet(path) if str(path).endswith(".parquet") else pd.read_csv(path)
+    pd.concat([df] * k, ignore_index=True).to_csv(out, index=False)
+    return out
+
+
+class VersusR:
+    """The README's commands paired with the R packages (bayes-risk's side): identification of
+    the scenario-4 release, CART synthesis, pMSE of scenario 1, the DPMPM fit of NYexample
+    (one chain of 1,000 sweeps), ``--help``."""
+
+    params = (list(ROWS),)
+    param_names = ["row"]
+    number = 1
+    repeat = 1
+    timeout = 900
+
+    def setup(self, row):
+        command, data, k, m = ROWS[row]
+        if data == "NYexample" and not NY_PATH.is_file():
+            raise NotImplementedError(f"{NY_PATH} is needed (the shared data); skipped")
+        if data == "scenario 1" and not SCENARIO1.is_dir():
+            raise NotImplementedError(f"{SCENARIO1} is needed (the shared data); skipped")
+        if data is not None and data != "NYexample":
+            ce()  # NotImplementedError (asv: skipped) without CEdata
+        self.tmp = tmp = tempfile.mkdtemp()
+        out = ["--quiet", "--overwrite", "--out", os.path.join(tmp, "out")]
+        orig = str(CE_PATH) if k == 1 else _stacked(CE_PATH, k, os.path.join(tmp, "orig.csv"))
+        if data == "scenario 4":  # the release as the README makes it, then as CSV files
+            subprocess.run([sys.executable, "-m", "bayes_risk", "synthesize", str(CE_PATH), *CART,
+                            "-m", "20", "--random-seed", "2021", "--quiet", "--out",
+                            os.path.join(tmp, "s4")], check=True, capture_output=True)
+            syn = [_stacked(os.path.join(tmp, "s4", f"syn_{i:03d}.parquet"), k,
+                            os.path.join(tmp, f"syn{i}.csv")) for i in range(1, m + 1)]
+            self.argv = [command, orig, *syn, *IDENTIFICATION, *out]
+        elif data == "scenario 1":
+            syn = [str(SCENARIO1 / f"scenario1_syn{i}.csv") for i in range(1, m + 1)]
+            if k > 1:
+                syn = [_stacked(p, k, os.path.join(tmp, f"syn{i}.csv"))
+                       for i, p in enumerate(syn, start=1)]
+            self.argv = [command, orig, *syn, *PMSE, *out]
+        elif data == "CEdata":
+            self.argv = [command, orig, *CART, "-m", str(m), "--random-seed", "1", *out]
+        elif data == "NYexample":
+            self.argv = [command, str(NY_PATH), *DPMPM, *out]
+        else:
+            self.argv = [command]
+
+    def teardown(self, row):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def track_command_cpu(self, row):
+        runs = []
+        for _ in range(5):  # the median of five: the machine may be shared
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run([sys.executable, "-m", "bayes_risk", *self.argv], check=True,
+                           capture_output=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            runs.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        return sorted(runs)[len(runs) // 2]
+
+    track_command_cpu.unit = "seconds"
+
+    def peakmem_command(self, row):
+        from bayes_risk.cli import main as cli
+
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()), contextlib.suppress(SystemExit):
+            warnings.simplefilter("ignore")
+            cli(self.argv)
 
 
 class Audit:
@@ -54,22 +163,3 @@ class Audit:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert cli(argv) == 0
-
-
-class StartUp:
-    """CPU seconds of ``bayes-risk --help`` in a fresh process (goal: ≤ 0.15 s)."""
-
-    number = 1
-    repeat = 1
-
-    def track_help_cpu(self):
-        runs = []
-        for _ in range(5):
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            subprocess.run([sys.executable, "-m", "bayes_risk", "--help"], check=True,
-                           capture_output=True)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            runs.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-        return sorted(runs)[len(runs) // 2]
-
-    track_help_cpu.unit = "seconds"

@@ -1,23 +1,15 @@
 """Synthesis: sequential CART on CEdata (m = 20), CART on SD2011 with missing values, DPMPM fit
 (and the default fit on the ACS extract and NYexample, with and without structural zeros),
-sequential regressions on CEdata (m = 20).
-
-``track_command_cpu`` times ``bayes-risk synthesize`` as a user runs it (a fresh process, CPU
-seconds of user + system): the figure compared with synthpop's ``syn()`` in the README's table,
-and the one that shows a change in start-up, reading or writing as well as in the trees.
+sequential regressions on CEdata (m = 20). The whole ``bayes-risk synthesize`` and ``fit``
+commands of the README's table against R are ``commands.VersusR``.
 """
 
 from __future__ import annotations
 
-import os
-import resource
-import subprocess
-import sys
-import tempfile
 import time
 import warnings
 
-from ._data import CATEGORICAL, CE_PATH, SHARED_DATA, SYNTHESIZED, ce
+from ._data import CATEGORICAL, SHARED_DATA, SYNTHESIZED, ce
 
 
 def _quiet(fn, *args, **kwargs):
@@ -56,34 +48,6 @@ class CARTCEdata:
 
     def peakmem_fit_synthesize(self, donor):
         self._fit().synthesize(20, random_seed=1)
-
-
-class CARTCommand:
-    """``bayes-risk synthesize CEdata.csv --method cart ... -m 20`` in a fresh process."""
-
-    number = 1
-    repeat = 1
-    timeout = 300
-
-    def setup(self):
-        if not CE_PATH.is_file():
-            raise NotImplementedError("CEdata.csv of the shared data is needed")  # asv: skipped
-
-    def track_command_cpu(self):
-        argv = [sys.executable, "-m", "bayes_risk", "synthesize", str(CE_PATH), "--method",
-                "cart", "--synthesize", *SYNTHESIZED, "--categorical", *CATEGORICAL,
-                "-m", "20", "--random-seed", "1", "--quiet"]
-        runs = []
-        for _ in range(5):  # the median of five: the machine may be shared
-            with tempfile.TemporaryDirectory() as tmp:
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                subprocess.run([*argv, "--out", os.path.join(tmp, "out")], check=True,
-                               capture_output=True)
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            runs.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-        return sorted(runs)[len(runs) // 2]
-
-    track_command_cpu.unit = "seconds"
 
 
 class CARTMissingValues:
