@@ -26,6 +26,7 @@ from bayes_risk.models.base import check_is_fitted
 from bayes_risk.models.trees.base import TreeSynthesizer
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
 from bayes_risk.models.trees.cart_state import CARTState
+from bayes_risk.models.trees.spec import SynthesisSpec
 
 __all__ = ["CARTSynthesizer", "polya_logprob", "truncated_kde_logpdf", "kernel_log_terms"]
 
@@ -58,6 +59,12 @@ class CARTSynthesizer(TreeSynthesizer):
         numeric synthesized columns.
     bandwidth : float or dict, optional
         Kernel bandwidth (one value, or per column; default: Silverman's rule per leaf).
+    spec : SynthesisSpec, optional
+        A synthpop-style specification (method per column, visit sequence, predictor matrix),
+        resolved with synthpop's defaults: the first visited column is drawn by ``"sample"``
+        and each later one is predicted by the columns visited before it only
+        (:class:`~bayes_risk.models.SynthesisSpec`). Default: every unsynthesized column and
+        every earlier synthesized one predicts (Reiter 2005).
     n_jobs : int, default 1
         Threads synthesizing datasets in parallel (results do not depend on it).
     progressbar : bool, default False
@@ -105,7 +112,8 @@ class CARTSynthesizer(TreeSynthesizer):
                  max_depth: int | None = None, prune_to_diversity: int | None = None,
                  donor: str = "bayes_bootstrap", unroutable: str = "climb",
                  smoothing: bool | Sequence[str] = False,
-                 bandwidth: float | dict[str, float] | None = None, n_jobs: int = 1,
+                 bandwidth: float | dict[str, float] | None = None,
+                 spec: SynthesisSpec | None = None, n_jobs: int = 1,
                  progressbar: bool = False, random_seed: RandomSeed = None) -> None:
         self.min_leaf = min_leaf
         self.min_deviance = min_deviance
@@ -115,6 +123,7 @@ class CARTSynthesizer(TreeSynthesizer):
         self.unroutable = unroutable
         self.smoothing = smoothing
         self.bandwidth = bandwidth
+        self.spec = spec
         self.n_jobs = n_jobs
         self.progressbar = progressbar
         self.random_seed = random_seed

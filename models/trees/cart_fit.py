@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, replayable_seed, spawn
-from bayes_risk.data.schema import Schema
+from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.base import check_choice, check_integer, prepare_schema, records_mask
 from bayes_risk.models.trees.missing import (
@@ -21,6 +21,7 @@ from bayes_risk.models.trees.missing import (
     n_kinds,
 )
 from bayes_risk.models.trees.seqtree import Design, SeqTree
+from bayes_risk.models.trees.spec import SynthesisSpec
 
 __all__ = ["check_settings", "data_resolution", "decimals_of", "fit", "observed_values",
            "silverman"]
@@ -38,6 +39,7 @@ def check_settings(model: Any) -> None:
             code="INVALID_ARGUMENT")
     check_choice("donor", model.donor, ("bayes_bootstrap", "uniform"), "INVALID_ARGUMENT")
     check_choice("unroutable", model.unroutable, ("climb", "random_descent"), "INVALID_ARGUMENT")
+    SynthesisSpec.coerce(model.spec)
 
 
 def smoothed_columns(model: Any, schema: Schema, order: list[str]) -> list[str]:
@@ -69,6 +71,13 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
 
     check_settings(model)
     random_seed = model._fit_seed(random_seed)
+    spec = None
+    if model.spec is not None:  # synthpop-style: the spec decides the order and the predictors
+        if not isinstance(data, pd.DataFrame):
+            raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
+        spec = SynthesisSpec.coerce(model.spec).resolve(
+            infer_schema(data) if schema is None else schema, synthesized)
+        synthesized = spec.synthesized
     schema, order = prepare_schema(data, schema, synthesized, allow_missing=True)
     smoothed = smoothed_columns(model, schema, order)
     n = len(data)
@@ -95,7 +104,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     node_h: dict[str, np.ndarray] = {}
     rows = np.arange(n)
     for k, col in enumerate(order):
-        preds = unsyn + order[:k]
+        preds = unsyn + order[:k] if spec is None else spec.predictors[col]
         predictors[col] = preds
         if preds:
             names, kinds, nlev, arrs = design_inputs(schema, preds, layout, values.__getitem__)
@@ -133,7 +142,8 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     model.missing_trees_ = kind_trees
     model.records_ = mask
     # what a release needs to rebuild this synthesizer (None seed: not replayable)
-    model.fit_call_ = {"synthesized": list(order), "random_seed": replayable_seed(random_seed)}
+    model.fit_call_ = {"synthesized": list(order if spec is None else spec.visit_sequence),
+                       "random_seed": replayable_seed(random_seed)}
     model.smoothed_ = smoothed
     model.bandwidth_ = node_h
     model.n_records_ = n
