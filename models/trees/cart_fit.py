@@ -11,7 +11,7 @@ import pandas as pd
 
 from bayes_risk._rng import RandomSeed, replayable_seed, spawn
 from bayes_risk.data.schema import Schema, infer_schema
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models.trees.base import check_choice, check_integer, prepare_schema, records_mask
 from bayes_risk.models.trees.missing import (
     design_inputs,
@@ -77,6 +77,12 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
             raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
         spec = SynthesisSpec.coerce(model.spec).resolve(
             infer_schema(data) if schema is None else schema, synthesized)
+        parametric = {c: v for c, v in spec.methods.items() if v not in ("cart", "sample", "")}
+        if parametric:
+            raise NotSupportedError(
+                f"spec: the methods {parametric} are not drawn by the CART synthesizer, which "
+                "synthesizes with 'cart' and 'sample' (and keeps '' columns); use "
+                "SequentialRegression for regression synthesis.", code="INVALID_ARGUMENT")
         synthesized = spec.synthesized
     schema, order = prepare_schema(data, schema, synthesized, allow_missing=True)
     smoothed = smoothed_columns(model, schema, order)

@@ -173,6 +173,8 @@ class SynthesisSpec:
                 _known(row, names, "predictor_matrix")
                 for p in preds:
                     _known(p, names, "predictor_matrix")
+        for c in synth:  # synthpop checks the types before a method without predictors changes
+            _check_type(methods[c], c, schema)
         predictors: dict[str, list[str]] = {}
         for c in synth:
             if methods[c] == "sample":
@@ -192,8 +194,6 @@ class SynthesisSpec:
             predictors[c] = [p for p in names if p in preds]
             if not predictors[c]:  # synthpop: "not valid for a variable without predictors"
                 methods[c] = "sample"
-        for c in synth:
-            _check_type(methods[c], c, schema)
         return ResolvedSpec(methods, visit, synth, predictors)
 
     def _visit(self, synthesized: Sequence[str] | None, names: list[str]) -> list[str]:
