@@ -22,6 +22,7 @@ from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo, available_if
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.exceptions import NotSupportedError
 from bayes_risk.models.base import check_is_fitted
 from bayes_risk.models.trees.base import TreeSynthesizer
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
@@ -170,7 +171,7 @@ class CARTSynthesizer(TreeSynthesizer):
             trees=self.trees_, missing=self.missing_, missing_trees=self.missing_trees_,
             smoothed=self.smoothed_, bandwidth=self.bandwidth_, integer=self._integer,
             decimals=self._decimals, records=self.records_, data=self._data, index=self._index,
-            values=self._values)
+            values=self._values, regressions=self.regressions_)
 
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Draw ``m`` synthetic datasets, each from its own child stream of ``random_seed``.
@@ -229,9 +230,20 @@ class CARTSynthesizer(TreeSynthesizer):
             The confidential table the synthesizer was fitted to.
         random_seed : RandomSeed
             Seed of the Monte Carlo terms of kernel-smoothed columns.
+
+        Raises
+        ------
+        NotSupportedError
+            When a spec draws a column by ``norm``, ``logreg`` or ``polyreg``.
         """
         from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin
 
+        check_is_fitted(self, "trees_")
+        if self.regressions_:
+            raise NotSupportedError(
+                f"the columns {list(self.regressions_)} are drawn by a regression method of the "
+                "spec; the CART plug-in likelihood covers 'cart' and 'sample' columns only.",
+                code="MODEL_UNSUITED")
         return CARTPlugin(self, original, random_seed=random_seed)
 
     _restore = staticmethod(_io.restore_cart)

@@ -20,6 +20,7 @@ from bayes_risk.models.trees.missing import (
     missing_layout,
     n_kinds,
 )
+from bayes_risk.models.trees.regression import RegressionColumn
 from bayes_risk.models.trees.seqtree import Design, SeqTree
 from bayes_risk.models.trees.spec import SynthesisSpec
 
@@ -77,12 +78,6 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
             raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
         spec = SynthesisSpec.coerce(model.spec).resolve(
             infer_schema(data) if schema is None else schema, synthesized)
-        parametric = {c: v for c, v in spec.methods.items() if v not in ("cart", "sample", "")}
-        if parametric:
-            raise NotSupportedError(
-                f"spec: the methods {parametric} are not drawn by the CART synthesizer, which "
-                "synthesizes with 'cart' and 'sample' (and keeps '' columns); use "
-                "SequentialRegression for regression synthesis.", code="INVALID_ARGUMENT")
         synthesized = spec.synthesized
     schema, order = prepare_schema(data, schema, synthesized, allow_missing=True)
     smoothed = smoothed_columns(model, schema, order)
@@ -104,6 +99,20 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
                 code="MISSING_VALUES")
     values = encoded_values(data, schema, layout)
     seeds = spawn(random_seed, len(order))
+    regression = {c: spec.methods[c] for c in order
+                  if spec is not None and spec.methods[c] in ("norm", "logreg", "polyreg")}
+    for c in regression:
+        if c in smoothed:
+            raise ValidationError(f"smoothing: column {c!r} is drawn by {regression[c]!r}; "
+                                  "kernel smoothing applies to CART columns.",
+                                  code="INVALID_ARGUMENT")
+        bad = [p for p in [c, *spec.predictors[c]] if p in layout]
+        if bad:
+            raise NotSupportedError(f"column {c!r} is drawn by {regression[c]!r}, and {bad} have "
+                                    "missing values; the regression methods need complete "
+                                    "columns (CART handles missing values).",
+                                    code="MISSING_VALUES")
+    regressions: dict[str, RegressionColumn] = {}
     trees: dict[str, SeqTree] = {}
     kind_trees: dict[str, SeqTree] = {}
     predictors: dict[str, list[str]] = {}
@@ -112,6 +121,11 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     for k, col in enumerate(order):
         preds = unsyn + order[:k] if spec is None else spec.predictors[col]
         predictors[col] = preds
+        if col in regression:
+            regressions[col] = RegressionColumn(
+                regression[col], col, preds, schema, values,
+                None if schema[col].is_categorical else decimals_of(values[col]))
+            continue
         if preds:
             names, kinds, nlev, arrs = design_inputs(schema, preds, layout, values.__getitem__)
             design = Design(names, kinds, nlev)
@@ -144,6 +158,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     model.visit_sequence_ = order
     model.predictors_ = predictors
     model.trees_ = trees
+    model.regressions_ = regressions
     model.missing_ = layout
     model.missing_trees_ = kind_trees
     model.records_ = mask
@@ -156,7 +171,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     model._values = values
     model._decimals = {c: decimals_of(observed_values(values[c], layout.get(c))) for c in smoothed}
     model._integer = {c: schema[c].type == "count" or pd.api.types.is_integer_dtype(data[c].dtype)
-                      for c in smoothed}
+                      for c in [*smoothed, *(c for c, v in regression.items() if v == "norm")]}
     return model
 
 

@@ -73,6 +73,10 @@ def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence
     unrout: dict[str, int] = {}
     bb = donor == "bayes_bootstrap"
     for col in state.visit_sequence:
+        reg = state.regressions.get(col)
+        if reg is not None:
+            regression_draw(state, reg, sel, cur, src, rng, proper=bb)
+            continue
         tree = state.trees[col]
         lay = state.missing.get(col)
         if lay is not None and lay["type"] == "two_step":
@@ -108,6 +112,22 @@ def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence
         out[col] = s
     out.index = state.index
     return out, unrout
+
+
+def regression_draw(state: CARTState, reg, sel, cur, src, rng, *, proper: bool) -> None:
+    """Draw a column a spec synthesizes by regression (``trees.regression``); a categorical
+    one takes its drawn levels from records holding them, so its values keep the data's type."""
+    vals = reg.draw(lambda p: cur[p] if p in cur else state.values[p][sel], rng, proper)
+    if state.schema[reg.column].is_categorical:
+        codes = state.values[reg.column]
+        lookup = np.full(state.schema[reg.column].n_levels, -1, dtype=np.int64)
+        first = np.unique(codes, return_index=True)
+        lookup[first[0].astype(np.int64)] = first[1]
+        src[reg.column] = lookup[vals]
+        vals = codes[src[reg.column]]
+    else:
+        src.pop(reg.column, None)
+    cur[reg.column] = vals
 
 
 def two_step(state: CARTState, col, lay, sel, cur, src, unrout, rng, *, unroutable: str,
