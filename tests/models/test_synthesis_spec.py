@@ -146,11 +146,15 @@ def test_unvisited_columns_are_copied_and_sample_draws_the_marginal(small):
     assert abs(agree - float((p ** 2).sum())) < 4 * np.sqrt(agree * (1 - agree) / len(drawn))
 
 
-def test_parametric_methods_are_refused_by_cart(small):
+def test_regression_columns_refuse_missing_values_and_smoothing(small):
     df, schema = small
-    syn = CARTSynthesizer(spec=SynthesisSpec(method={"Tenure": "sample", "Income": "norm"}))
-    with pytest.raises(NotSupportedError, match="'Income': 'norm'"):
-        syn.fit(df, schema=schema)
+    spec = SynthesisSpec(method={"Tenure": "sample", "Income": "norm"})
+    holes = df.astype({"Income": float}).copy()
+    holes.loc[0, "Income"] = np.nan
+    with pytest.raises(NotSupportedError, match=r"'Income' is drawn by 'norm', and \['Income'\]"):
+        CARTSynthesizer(spec=spec).fit(holes, schema=schema)
+    with pytest.raises(ValidationError, match="kernel smoothing applies to CART columns"):
+        CARTSynthesizer(spec=spec, smoothing=["Income"]).fit(df, schema=schema)
 
 
 def test_spec_survives_save_and_load(small, tmp_path):
@@ -229,3 +233,72 @@ def test_release_matches_the_synthpop_releases(ce, k):
     default = CARTSynthesizer(donor="uniform", unroutable="random_descent").fit(
         df, schema=schema, synthesized=cols, random_seed=[50, k]).synthesize(5, random_seed=1)
     assert _z(_risk(df, schema, default, cols), r_t) > 10
+
+
+# --- the regression methods against synthpop 1.9-2 -----------------------------------------
+
+#: ``syn(CEdata, method = c(Age = "", Urban = "logreg", Tenure = "sample", Educ = "",
+#: Expenditure = "norm", Marital = "polyreg", Income = "cart"), visit.sequence = c("Tenure",
+#: "Marital", "Urban", "Expenditure", "Income"), models = TRUE)`` with Urban, Marital, Tenure
+#: factors (synthpop 1.9-2, R 4.2): ``$models$Expenditure$beta``/``sigma``,
+#: ``coef($models$Urban)`` and the probabilities of ``$models$Marital``'s coefficients at the
+#: five Tenure levels
+R_NORM_BETA = [14740.08444, -3281.411671, -2730.146617, -4519.331428, -6778.976779,
+               -8296.648702, -5281.188806, -4582.332762, -3069.106621, -3804.987381]
+R_NORM_SIGMA = 10346.04774
+R_LOGREG = [-2.73145516, 0.7176532357, -0.4552351151, 1.044352099, 0.6418170545, 0.05617868771,
+            0.1648486441, 0.4825039307, -0.2740457909]
+R_POLYREG = np.array([
+    [-2.437153100, 1.23708459388, 0.9699139352, 1.205400006, 2.461309433],
+    [-1.630422678, 0.25427968717, 1.0672309945, 1.031167655, 3.203379131],
+    [-4.049348525, 0.34178866492, 2.0148359876, 2.409316305, 31.198229777],
+    [-1.787493102, 0.02401755501, 1.8715399140, 1.821871948, 32.491004886]])
+
+
+def test_regression_fits_are_synthpops(ce):
+    """norm (ridge least squares, sigma on n - p - 1 degrees of freedom) and logreg (augmented
+    IRLS) to synthpop's digits; polyreg's probabilities to 1e-3 (nnet's BFGS stops at its own
+    tolerance; the Tenure level 6 cell is separated, its coefficients diverge)."""
+    df, schema = ce
+    spec = SynthesisSpec(method={"Tenure": "sample", "Marital": "polyreg", "Urban": "logreg",
+                                 "Expenditure": "norm", "Income": "cart"})
+    syn = CARTSynthesizer(donor="uniform", spec=spec).fit(df, schema=schema, random_seed=1)
+    assert syn.predictors_["Expenditure"] == ["Urban", "Tenure", "Marital"]
+    reg = syn.regressions_
+    norm = reg["Expenditure"]
+    np.testing.assert_allclose(norm.coef, R_NORM_BETA, rtol=1e-9)
+    np.testing.assert_allclose(np.sqrt(norm.rss / (norm.n - norm.p - 1)), R_NORM_SIGMA, rtol=1e-9)
+    np.testing.assert_allclose(reg["Urban"].coef, R_LOGREG, rtol=1e-7)
+    dummies = np.eye(5)[:, 1:]  # the five Tenure levels as treatment dummies
+    eta = np.column_stack([np.zeros(5), np.column_stack([np.ones(5), dummies]) @ R_POLYREG.T])
+    p_r = np.exp(eta) / np.exp(eta).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(reg["Marital"].fit_multinom(dummies), p_r, atol=1e-3)
+    # the release: levels of the data's type, frequencies near the data's
+    z = syn.synthesize(5, random_seed=2)
+    for c in ("Marital", "Urban"):
+        assert set(pd.concat([d[c] for d in z])) <= set(df[c])
+        q = pd.concat([d[c] for d in z]).value_counts(normalize=True)
+        p = df[c].value_counts(normalize=True)
+        assert (np.abs(q.reindex(p.index, fill_value=0) - p) < 0.02).all()
+    # saved and loaded: refitted from the data, the same draws
+    with pytest.raises(NotSupportedError, match="regression method"):
+        syn.plugin_likelihood(df)
+
+
+def test_norm_by_hand():
+    """A four-record regression: the plug-in draw of record i is N(a + b x_i, s^2) with the
+    least-squares line and s^2 = RSS / (n - 3) (synthpop's n - p - 1, p counting the intercept);
+    ``proper`` (Bayesian-bootstrap donors) draws the parameters too, widening the spread."""
+    df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.25, 3.0, 5.5, 7.75]})
+    b, a = np.polyfit(df["x"], df["y"], 1)  # 2.2, 1.1
+    s = np.sqrt(np.sum((df["y"] - a - b * df["x"]) ** 2) / (4 - 3))
+    spec = SynthesisSpec(method={"x": "", "y": "norm"}, visit_sequence=["x", "y"])
+    z = CARTSynthesizer(donor="uniform", spec=spec).fit(df, random_seed=1).synthesize(
+        1000, random_seed=2)
+    y = np.array([d["y"].to_numpy() for d in z])
+    np.testing.assert_allclose(y.mean(axis=0), a + b * df["x"], atol=4 * s / np.sqrt(1000))
+    np.testing.assert_allclose(y.std(axis=0), s, rtol=0.1)
+    assert np.allclose(y * 100, np.round(y * 100))  # rounded to the data's decimals (two)
+    yp = np.array([d["y"].to_numpy() for d in CARTSynthesizer(spec=spec).fit(
+        df, random_seed=1).synthesize(300, random_seed=3)])
+    assert (yp.std(axis=0) > 1.5 * s).all()  # sigma from RSS / chi2(1): heavy tails
