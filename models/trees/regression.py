@@ -139,7 +139,7 @@ def _logit(X: np.ndarray, y: np.ndarray):
     Xa, ya, w = _augment(X, np.array([0.0, 1.0]), y)
     X1 = np.column_stack([np.ones(len(ya)), Xa])
     beta = np.zeros(X1.shape[1])
-    for it in range(100):
+    for _ in range(100):
         eta = X1 @ beta
         mu = 1 / (1 + np.exp(-eta))
         W = w * np.clip(mu * (1 - mu), 1e-10, None)

@@ -119,9 +119,9 @@ class SynthesisSpec:
 
     def __jsonable__(self) -> dict[str, Any]:
         """JSON form (settings of a saved model or a release's manifest)."""
-        pm = self.predictor_matrix
+        pm, vs = self.predictor_matrix, self.visit_sequence
         return {"method": dict(self.method) if isinstance(self.method, Mapping) else self.method,
-                "visit_sequence": None if self.visit_sequence is None else list(self.visit_sequence),
+                "visit_sequence": None if vs is None else list(vs),
                 "predictor_matrix": None if pm is None else {k: list(v) for k, v in pm.items()}}
 
     @classmethod
