@@ -233,7 +233,8 @@ class SynthesisSpec:
 def _check_method(value: Any, column: str | None) -> None:
     if value not in METHODS:
         where = "method" if column is None else f"method of column {column!r}"
-        raise ValidationError(f"{where} must be one of {list(METHODS)}. Got {value!r}.")
+        raise ValidationError(f"{where} must be one of {list(METHODS)}. Got {value!r}.",
+                              code="INVALID_ARGUMENT")
 
 
 def _known(col: str, names: list[str], argument: str) -> None:
@@ -263,14 +264,16 @@ def _predictor_rows(pm: Any) -> dict[str, tuple[str, ...]]:
         rows, cols = [str(c) for c in pm.index], [str(c) for c in pm.columns]
         if rows != cols:
             raise ValidationError("predictor_matrix must be square with the same column names "
-                                  f"as rows and columns. Got rows {rows}, columns {cols}.")
+                                  f"as rows and columns. Got rows {rows}, columns {cols}.",
+                                  code="INVALID_ARGUMENT")
         vals = pm.to_numpy()
         try:
             ok = ((vals == 0) | (vals == 1)).all()
         except TypeError:
             ok = False
         if not ok:
-            raise ValidationError("predictor_matrix must hold only 0 and 1.")
+            raise ValidationError("predictor_matrix must hold only 0 and 1.",
+                                  code="INVALID_ARGUMENT")
         return {r: tuple(c for c, v in zip(cols, vals[i], strict=True) if v == 1 and c != r)
                 for i, r in enumerate(rows)}
     if isinstance(pm, Mapping):
@@ -279,9 +282,9 @@ def _predictor_rows(pm: Any) -> dict[str, tuple[str, ...]]:
             preds = [preds] if isinstance(preds, str) else list(preds)
             if not all(isinstance(p, str) for p in preds):
                 raise ValidationError(f"predictor_matrix: the predictors of {r!r} must be column "
-                                      f"names. Got {preds!r}.")
+                                      f"names. Got {preds!r}.", code="INVALID_ARGUMENT")
             out[str(r)] = tuple(p for p in preds if p != r)
         return out
     raise ValidationError("predictor_matrix must be a DataFrame (0/1, rows and columns named by "
                           f"the data's columns) or a mapping column -> predictors. Got "
-                          f"{type(pm).__name__}.")
+                          f"{type(pm).__name__}.", code="INVALID_ARGUMENT")
