@@ -77,7 +77,8 @@ class CARTSynthesizer(TreeSynthesizer):
     ----------
     schema_, visit_sequence_, predictors_, trees_ (a ``SeqTree`` per column), records_ (the
     synthesized records), bandwidth_ (per smoothed column and node), missing_ (columns with
-    missing values), missing_trees_ (per two-step numeric column, its missingness-kind tree).
+    missing values), missing_trees_ (per two-step numeric column, its missingness-kind tree),
+    regressions_ (per column a spec draws by ``norm``, ``logreg`` or ``polyreg``, its fit).
 
     Examples
     --------

@@ -299,3 +299,14 @@ def test_norm_by_hand():
     yp = np.array([d["y"].to_numpy() for d in CARTSynthesizer(spec=spec).fit(
         df, random_seed=1).synthesize(300, random_seed=3)])
     assert (yp.std(axis=0) > 1.5 * s).all()  # sigma from RSS / chi2(1): heavy tails
+
+
+def test_a_regression_column_has_no_tree(small):
+    df, schema = small
+    syn = CARTSynthesizer(spec=SynthesisSpec(method={"Tenure": "sample", "Income": "norm"}))
+    syn.fit(df, schema=schema, random_seed=1)
+    with pytest.raises(ValidationError, match="drawn by 'norm'"):
+        syn.route(df, "Income")
+    with pytest.raises(ValidationError, match="drawn by 'norm'"):
+        syn.donors("Income", 0)
+    assert syn.route(df, "Tenure")[0].tolist() == [0] * len(df)  # "sample": the root
