@@ -398,6 +398,8 @@ def to_jsonable(obj: Any) -> Any:
         return f
     if isinstance(obj, Path):
         return str(obj)
+    if hasattr(type(obj), "__jsonable__"):  # a setting object with a JSON form (SynthesisSpec)
+        return to_jsonable(obj.__jsonable__())
     return obj
 
 

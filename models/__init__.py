@@ -29,6 +29,7 @@ _LAZY = {
     "CARTSynthesizer": "bayes_risk.models.trees",
     "RandomForestSynthesizer": "bayes_risk.models.trees",
     "SmallCellPMMSynthesizer": "bayes_risk.models.trees",
+    "SynthesisSpec": "bayes_risk.models.trees",
     "DPMPM": "bayes_risk.models.dpmpm",
     "PoissonMixture": "bayes_risk.models.poisson",
     "SequentialRegression": "bayes_risk.models.seqreg",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.cli.parsers.synthesize import MODEL_SETTINGS
+from bayes_risk.cli.parsers.synthesize import MODEL_SETTINGS, SPEC_OPTIONS
 
 __all__ = ["run"]
 
@@ -33,6 +33,7 @@ def _given_settings(args: argparse.Namespace) -> dict[str, Any]:
     convert = {
         "donor": _underscore, "unroutable": _underscore, "probabilities": _underscore,
         "group_by": _group_by, "identifying": list, "visit_sequence": list,
+        "method_per_column": _method_per_column, "predictor_matrix": _predictor_matrix,
     }
     out: dict[str, Any] = {}
     for name in MODEL_SETTINGS:
@@ -62,12 +63,48 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
                               "then synthesize with 'bayes-risk synthesize --model MODEL_DIR'.",
                               code="OPTION_CONFLICT")
     settings = _given_settings(args)
+    if "spec" in init_params(cls) and any(k in settings for k in SPEC_OPTIONS):
+        from bayes_risk.models import SynthesisSpec
+
+        # a synthpop-style specification: --synthesize is its visit sequence
+        settings["spec"] = SynthesisSpec(method=settings.pop("method_per_column", "cart"),
+                                         predictor_matrix=settings.pop("predictor_matrix", None))
     params = init_params(cls, args.method, settings)
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
                    options={k: _option(k) for k in MODEL_SETTINGS})
     if "progressbar" in params:
         settings["progressbar"] = not args.quiet
     return cls, settings
+
+
+def _method_per_column(items: list[str]) -> Any:
+    """``--method-per-column``: one method for every column (synthpop's defaults), or
+    ``COL=METHOD`` pairs (``COL=``: keep the column)."""
+    from bayes_risk.exceptions import ValidationError
+
+    if len(items) == 1 and "=" not in items[0]:
+        return items[0]
+    out = {}
+    for i in items:
+        c, sep, m = i.partition("=")
+        if not sep or not c or c in out:
+            raise ValidationError(f"--method-per-column: {i!r} is not a new COL=METHOD pair (or "
+                                  "give one METHOD for every column).", code="BAD_OPTION_VALUE")
+        out[c] = m
+    return out
+
+
+def _predictor_matrix(path: str) -> Any:
+    """``--predictor-matrix``: a CSV file, the first column naming the rows."""
+    import pandas as pd
+
+    from bayes_risk.exceptions import ValidationError
+
+    try:
+        return pd.read_csv(path, index_col=0)
+    except (OSError, ValueError) as e:
+        raise ValidationError(f"--predictor-matrix: cannot read {path!r} as a CSV table ({e}).",
+                              code="BAD_OPTION_VALUE") from e
 
 
 def _group_by(items):

@@ -125,8 +125,11 @@ class TreeSynthesizer(BaseSynthesizer):
         check_is_fitted(self, self._fitted_attribute, method="model_id")
         state, arrays = self._persisted_state()
         fp = getattr(self, "original_fingerprint_", None) or {}
+        settings = self.get_params()
+        if settings.get("spec", ...) is None:  # CART's later setting: unset, earlier identities
+            del settings["spec"]
         return {"method": self.method_name, "class": type(self).__name__,
-                "settings": identity_settings(self.get_params()),
+                "settings": identity_settings(settings),
                 "schema": self.schema_.to_dict(), "state": state,
                 "data": fp.get("table")}, dict(arrays)
 

@@ -22,10 +22,12 @@ from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo, available_if
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.exceptions import NotSupportedError
 from bayes_risk.models.base import check_is_fitted
 from bayes_risk.models.trees.base import TreeSynthesizer
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
 from bayes_risk.models.trees.cart_state import CARTState
+from bayes_risk.models.trees.spec import SynthesisSpec
 
 __all__ = ["CARTSynthesizer", "polya_logprob", "truncated_kde_logpdf", "kernel_log_terms"]
 
@@ -58,6 +60,12 @@ class CARTSynthesizer(TreeSynthesizer):
         numeric synthesized columns.
     bandwidth : float or dict, optional
         Kernel bandwidth (one value, or per column; default: Silverman's rule per leaf).
+    spec : SynthesisSpec, optional
+        A synthpop-style specification (method per column, visit sequence, predictor matrix),
+        resolved with synthpop's defaults: the first visited column is drawn by ``"sample"``
+        and each later one is predicted by the columns visited before it only
+        (:class:`~bayes_risk.models.SynthesisSpec`). Default: every unsynthesized column and
+        every earlier synthesized one predicts (Reiter 2005).
     n_jobs : int, default 1
         Threads synthesizing datasets in parallel (results do not depend on it).
     progressbar : bool, default False
@@ -69,7 +77,8 @@ class CARTSynthesizer(TreeSynthesizer):
     ----------
     schema_, visit_sequence_, predictors_, trees_ (a ``SeqTree`` per column), records_ (the
     synthesized records), bandwidth_ (per smoothed column and node), missing_ (columns with
-    missing values), missing_trees_ (per two-step numeric column, its missingness-kind tree).
+    missing values), missing_trees_ (per two-step numeric column, its missingness-kind tree),
+    regressions_ (per column a spec draws by ``norm``, ``logreg`` or ``polyreg``, its fit).
 
     Examples
     --------
@@ -105,7 +114,8 @@ class CARTSynthesizer(TreeSynthesizer):
                  max_depth: int | None = None, prune_to_diversity: int | None = None,
                  donor: str = "bayes_bootstrap", unroutable: str = "climb",
                  smoothing: bool | Sequence[str] = False,
-                 bandwidth: float | dict[str, float] | None = None, n_jobs: int = 1,
+                 bandwidth: float | dict[str, float] | None = None,
+                 spec: SynthesisSpec | None = None, n_jobs: int = 1,
                  progressbar: bool = False, random_seed: RandomSeed = None) -> None:
         self.min_leaf = min_leaf
         self.min_deviance = min_deviance
@@ -115,6 +125,7 @@ class CARTSynthesizer(TreeSynthesizer):
         self.unroutable = unroutable
         self.smoothing = smoothing
         self.bandwidth = bandwidth
+        self.spec = spec
         self.n_jobs = n_jobs
         self.progressbar = progressbar
         self.random_seed = random_seed
@@ -161,7 +172,7 @@ class CARTSynthesizer(TreeSynthesizer):
             trees=self.trees_, missing=self.missing_, missing_trees=self.missing_trees_,
             smoothed=self.smoothed_, bandwidth=self.bandwidth_, integer=self._integer,
             decimals=self._decimals, records=self.records_, data=self._data, index=self._index,
-            values=self._values)
+            values=self._values, regressions=self.regressions_)
 
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Draw ``m`` synthetic datasets, each from its own child stream of ``random_seed``.
@@ -220,9 +231,20 @@ class CARTSynthesizer(TreeSynthesizer):
             The confidential table the synthesizer was fitted to.
         random_seed : RandomSeed
             Seed of the Monte Carlo terms of kernel-smoothed columns.
+
+        Raises
+        ------
+        NotSupportedError
+            When a spec draws a column by ``norm``, ``logreg`` or ``polyreg``.
         """
         from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin
 
+        check_is_fitted(self, "trees_")
+        if self.regressions_:
+            raise NotSupportedError(
+                f"the columns {list(self.regressions_)} are drawn by a regression method of the "
+                "spec; the CART plug-in likelihood covers 'cart' and 'sample' columns only.",
+                code="MODEL_UNSUITED")
         return CARTPlugin(self, original, random_seed=random_seed)
 
     _restore = staticmethod(_io.restore_cart)

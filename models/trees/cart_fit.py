@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, replayable_seed, spawn
-from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.data.schema import Schema, infer_schema
+from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models.trees.base import check_choice, check_integer, prepare_schema, records_mask
 from bayes_risk.models.trees.missing import (
     design_inputs,
@@ -20,7 +20,9 @@ from bayes_risk.models.trees.missing import (
     missing_layout,
     n_kinds,
 )
+from bayes_risk.models.trees.regression import RegressionColumn
 from bayes_risk.models.trees.seqtree import Design, SeqTree
+from bayes_risk.models.trees.spec import SynthesisSpec
 
 __all__ = ["check_settings", "data_resolution", "decimals_of", "fit", "observed_values",
            "silverman"]
@@ -38,6 +40,7 @@ def check_settings(model: Any) -> None:
             code="INVALID_ARGUMENT")
     check_choice("donor", model.donor, ("bayes_bootstrap", "uniform"), "INVALID_ARGUMENT")
     check_choice("unroutable", model.unroutable, ("climb", "random_descent"), "INVALID_ARGUMENT")
+    SynthesisSpec.coerce(model.spec)
 
 
 def smoothed_columns(model: Any, schema: Schema, order: list[str]) -> list[str]:
@@ -69,6 +72,13 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
 
     check_settings(model)
     random_seed = model._fit_seed(random_seed)
+    spec = None
+    if model.spec is not None:  # synthpop-style: the spec decides the order and the predictors
+        if not isinstance(data, pd.DataFrame):
+            raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
+        spec = SynthesisSpec.coerce(model.spec).resolve(
+            infer_schema(data) if schema is None else schema, synthesized)
+        synthesized = spec.synthesized
     schema, order = prepare_schema(data, schema, synthesized, allow_missing=True)
     smoothed = smoothed_columns(model, schema, order)
     n = len(data)
@@ -89,14 +99,33 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
                 code="MISSING_VALUES")
     values = encoded_values(data, schema, layout)
     seeds = spawn(random_seed, len(order))
+    regression = {c: spec.methods[c] for c in order
+                  if spec is not None and spec.methods[c] in ("norm", "logreg", "polyreg")}
+    for c in regression:
+        if c in smoothed:
+            raise ValidationError(f"smoothing: column {c!r} is drawn by {regression[c]!r}; "
+                                  "kernel smoothing applies to CART columns.",
+                                  code="INVALID_ARGUMENT")
+        bad = [p for p in [c, *spec.predictors[c]] if p in layout]
+        if bad:
+            raise NotSupportedError(f"column {c!r} is drawn by {regression[c]!r}, and {bad} have "
+                                    "missing values; the regression methods need complete "
+                                    "columns (CART handles missing values).",
+                                    code="MISSING_VALUES")
+    regressions: dict[str, RegressionColumn] = {}
     trees: dict[str, SeqTree] = {}
     kind_trees: dict[str, SeqTree] = {}
     predictors: dict[str, list[str]] = {}
     node_h: dict[str, np.ndarray] = {}
     rows = np.arange(n)
     for k, col in enumerate(order):
-        preds = unsyn + order[:k]
+        preds = unsyn + order[:k] if spec is None else spec.predictors[col]
         predictors[col] = preds
+        if col in regression:
+            regressions[col] = RegressionColumn(
+                regression[col], col, preds, schema, values,
+                None if schema[col].is_categorical else decimals_of(values[col]))
+            continue
         if preds:
             names, kinds, nlev, arrs = design_inputs(schema, preds, layout, values.__getitem__)
             design = Design(names, kinds, nlev)
@@ -129,18 +158,20 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     model.visit_sequence_ = order
     model.predictors_ = predictors
     model.trees_ = trees
+    model.regressions_ = regressions
     model.missing_ = layout
     model.missing_trees_ = kind_trees
     model.records_ = mask
     # what a release needs to rebuild this synthesizer (None seed: not replayable)
-    model.fit_call_ = {"synthesized": list(order), "random_seed": replayable_seed(random_seed)}
+    model.fit_call_ = {"synthesized": list(order if spec is None else spec.visit_sequence),
+                       "random_seed": replayable_seed(random_seed)}
     model.smoothed_ = smoothed
     model.bandwidth_ = node_h
     model.n_records_ = n
     model._values = values
     model._decimals = {c: decimals_of(observed_values(values[c], layout.get(c))) for c in smoothed}
     model._integer = {c: schema[c].type == "count" or pd.api.types.is_integer_dtype(data[c].dtype)
-                      for c in smoothed}
+                      for c in [*smoothed, *(c for c, v in regression.items() if v == "norm")]}
     return model
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.models.trees.cart_fit import decimals_of
 from bayes_risk.models.trees.cart_state import CARTState
 from bayes_risk.models.trees.io import (
     check_missing_layout,
@@ -16,6 +17,7 @@ from bayes_risk.models.trees.io import (
     split_data,
 )
 from bayes_risk.models.trees.missing import KIND_SUFFIX, encoded_values
+from bayes_risk.models.trees.regression import RegressionColumn
 
 __all__ = ["cart_state", "restore_cart"]
 
@@ -26,6 +28,9 @@ def cart_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     arrays: dict[str, np.ndarray] = {"records": np.asarray(state.records, dtype=bool)}
     trees = []
     for k, col in enumerate(state.visit_sequence):
+        if col in state.regressions:  # refitted from the data on loading (no random draw)
+            trees.append(None)
+            continue
         info, arr = seqtree_to_arrays(state.trees[col], f"tree{k}")
         trees.append(info)
         arrays.update(arr)
@@ -46,6 +51,9 @@ def cart_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         "decimals": dict(state.decimals),
         "integer": {c: bool(v) for c, v in state.integer.items()},
         "n_records": int(model.n_records_),
+        # columns a spec draws by regression (absent otherwise: older folders are unchanged)
+        **({"regressions": {c: r.method for c, r in state.regressions.items()}}
+           if state.regressions else {}),
         # columns with missing values and the kind trees of two-step numeric columns
         # (absent in folders of complete data: their files are unchanged)
         **({"missing": state.missing, "kind_trees": kind_trees} if state.missing else {}),
@@ -61,7 +69,10 @@ def restore_cart(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame
     obj.visit_sequence_ = list(st["visit_sequence"])
     obj.predictors_ = {c: list(v) for c, v in st["predictors"].items()}
     obj.trees_ = {c: seqtree_from_arrays(st["trees"][k], arrays, f"tree{k}")
-                  for k, c in enumerate(obj.visit_sequence_)}
+                  for k, c in enumerate(obj.visit_sequence_) if st["trees"][k] is not None}
+    methods = st.get("regressions", {})
+    if set(methods) | set(obj.trees_) != set(obj.visit_sequence_):
+        raise ValueError("a visited column has neither a tree nor a regression method")
     for c, tree in obj.trees_.items():  # tree k is the k-th visited column's
         # its design's predictors, without the kind inputs and the constant cart_fit adds
         names = [p for p in tree.design.predictors
@@ -92,4 +103,8 @@ def restore_cart(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame
     if obj.records_.shape != (n,) or obj.n_records_ != n:
         raise ValueError(f"{n} records in the data, {obj.records_.shape} flags")
     obj._values = encoded_values(obj._data, schema, obj.missing_)
+    obj.regressions_ = {
+        c: RegressionColumn(m, c, obj.predictors_[c], schema, obj._values,
+                            None if schema[c].is_categorical else decimals_of(obj._values[c]))
+        for c, m in methods.items()}
     obj._set_state()

@@ -4,7 +4,7 @@ module-level functions of ``trees.cart_synthesis`` read."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,8 @@ __all__ = ["CARTState"]
 class CARTState:
     """The fitted trees and table of a CART synthesizer: the synthesizer's fitted attributes of
     the same names, the output rounding of smoothed columns (``integer``, ``decimals``), the
-    fitted table (``data``, positional index; ``index``, its own) and its encoded ``values``."""
+    fitted table (``data``, positional index; ``index``, its own), its encoded ``values`` and the
+    columns a spec draws by regression (``regressions``)."""
 
     schema: Schema
     visit_sequence: Sequence[str]
@@ -35,3 +36,5 @@ class CARTState:
     data: pd.DataFrame
     index: pd.Index
     values: Mapping[str, np.ndarray]
+    #: the columns drawn by a regression method of a spec (``trees.regression``)
+    regressions: Mapping[str, Any] = field(default_factory=dict)

@@ -25,6 +25,7 @@ _FIXED_ROUTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def route(state: CARTState, records: pd.DataFrame, column: str, random_seed: RandomSeed, *,
           unroutable: str) -> tuple[np.ndarray, np.ndarray]:
     """The work of :meth:`CARTSynthesizer.route` (documented there)."""
+    _check_tree(state, column)
     if column not in state.trees:
         raise ValidationError(
             f"column {column!r} is not synthesized (synthesized: {state.visit_sequence}).")
@@ -45,10 +46,21 @@ def route(state: CARTState, records: pd.DataFrame, column: str, random_seed: Ran
 
 def donors(state: CARTState, column: str, node: int) -> np.ndarray:
     """The work of :meth:`CARTSynthesizer.donors` (documented there)."""
+    _check_tree(state, column)
+    if column not in state.trees:
+        raise ValidationError(
+            f"column {column!r} is not synthesized (synthesized: {state.visit_sequence}).")
     tree = state.trees[column]
     if not 0 <= int(node) < tree.n_nodes:
         raise ValidationError(f"node must be in 0..{tree.n_nodes - 1}. Got {node!r}.")
     return tree.donor_rows[tree.node_start[node] : tree.node_stop[node]].copy()
+
+
+def _check_tree(state: CARTState, column: str) -> None:
+    """Refuse a column a spec draws by regression: it has no tree."""
+    if column in state.regressions:
+        raise ValidationError(f"column {column!r} is drawn by {state.regressions[column].method!r}"
+                              " (the spec), not by a tree.")
 
 
 def output_rounding(state: CARTState, column: str) -> tuple[int | None, bool]:
@@ -73,6 +85,10 @@ def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence
     unrout: dict[str, int] = {}
     bb = donor == "bayes_bootstrap"
     for col in state.visit_sequence:
+        reg = state.regressions.get(col)
+        if reg is not None:
+            regression_draw(state, reg, sel, cur, src, rng, proper=bb)
+            continue
         tree = state.trees[col]
         lay = state.missing.get(col)
         if lay is not None and lay["type"] == "two_step":
@@ -108,6 +124,22 @@ def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence
         out[col] = s
     out.index = state.index
     return out, unrout
+
+
+def regression_draw(state: CARTState, reg, sel, cur, src, rng, *, proper: bool) -> None:
+    """Draw a column a spec synthesizes by regression (``trees.regression``); a categorical
+    one takes its drawn levels from records holding them, so its values keep the data's type."""
+    vals = reg.draw(lambda p: cur[p] if p in cur else state.values[p][sel], rng, proper)
+    if state.schema[reg.column].is_categorical:
+        codes = state.values[reg.column]
+        lookup = np.full(state.schema[reg.column].n_levels, -1, dtype=np.int64)
+        first = np.unique(codes, return_index=True)
+        lookup[first[0].astype(np.int64)] = first[1]
+        src[reg.column] = lookup[vals]
+        vals = codes[src[reg.column]]
+    else:
+        src.pop(reg.column, None)
+    cur[reg.column] = vals
 
 
 def two_step(state: CARTState, col, lay, sel, cur, src, unrout, rng, *, unroutable: str,

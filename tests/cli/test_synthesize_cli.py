@@ -95,6 +95,36 @@ def test_cart_options_and_recorded_seed(ce_csv, tmp_path):
     assert z.synthesized_records.sum() == 100
 
 
+def test_synthpop_style_specification(ce_csv, tmp_path):
+    """--method-per-column: synthpop's syn(data, visit.sequence = --synthesize) (the first
+    column by "sample", the next on the earlier ones only) or a method per column; the spec is
+    recorded in the manifest; --predictor-matrix reads synthpop's matrix from a CSV file."""
+    path, df = ce_csv
+    out = tmp_path / "syn"
+    assert cli.main(["synthesize", str(path), "--method", "cart", "--synthesize", "Tenure",
+                     "Income", "--categorical", "Urban", "Marital", "Tenure",
+                     "--method-per-column", "cart", "-m", "2", "--random-seed", "1", "--quiet",
+                     "--out", str(out)]) == 0
+    z = SyntheticData.load(out)
+    assert z.settings["spec"] == {"method": "cart", "visit_sequence": None,
+                                  "predictor_matrix": None}
+    assert z.extra["predictors"] == {"Tenure": [], "Income": ["Tenure"]}
+    names = list(df.columns)
+    pm = pd.DataFrame(0, index=names, columns=names)
+    pm.loc["Income", ["Age", "Tenure"]] = 1
+    pm.to_csv(tmp_path / "pm.csv")
+    out2 = tmp_path / "syn2"
+    assert cli.main(["synthesize", str(path), "--method", "cart", "--synthesize", "Tenure",
+                     "Income", "--categorical", "Urban", "Marital", "Tenure",
+                     "--method-per-column", "Tenure=sample", "Income=norm", "--predictor-matrix",
+                     str(tmp_path / "pm.csv"), "-m", "2", "--quiet", "--out", str(out2)]) == 0
+    z2 = SyntheticData.load(out2)
+    assert z2.extra["predictors"] == {"Tenure": [], "Income": ["Age", "Tenure"]}
+    for d in z2:
+        np.testing.assert_array_equal(d["Age"].to_numpy(), df["Age"].to_numpy())
+        assert d["Income"].dtype == df["Income"].dtype
+
+
 def test_rf_and_pmm_forms(ce_csv, tmp_path):
     path, df = ce_csv
     out = tmp_path / "rf"
@@ -216,6 +246,16 @@ def test_failure_inside_save_leaves_no_folder(fake_model, tmp_path):
         (["--model", "MODEL", "--method", "cart"], "cannot be used with --model"),
         (["--model", "NOTAMODEL"], "is not a saved bayes-risk model"),
         (["missing.csv", "--method", "cart", "--synthesize", "Income"], "does not exist"),
+        (["ORIG", "--method", "cart", "--synthesize", "Income", "--method-per-column", "Income"],
+         "method must be one of"),
+        (["ORIG", "--method", "cart", "--synthesize", "Tenure", "--method-per-column",
+          "Tenure=sample", "Tenure=cart"], "is not a new COL=METHOD pair"),
+        (["ORIG", "--method", "cart", "--synthesize", "Income", "--method-per-column",
+          "Income=logreg"], "'logreg' is for categorical"),
+        (["ORIG", "--method", "rf", "--synthesize", "Tenure", "--method-per-column", "cart"],
+         "--method-per-column: not an option of --method rf"),
+        (["ORIG", "--method", "cart", "--synthesize", "Income", "--predictor-matrix",
+          "missing.csv"], "--predictor-matrix: cannot read"),
     ],
 )
 def test_bad_input_errors(extra, message, ce_csv, fake_model, tmp_path, capsys):
@@ -279,7 +319,7 @@ def test_model_options_are_the_settings_of_the_builtin_synthesizers():
     import argparse
     import inspect
 
-    from bayes_risk.cli.parsers.synthesize import MODEL_SETTINGS, add_parser
+    from bayes_risk.cli.parsers.synthesize import MODEL_SETTINGS, SPEC_OPTIONS, add_parser
     from bayes_risk.models import get_synthesizer
 
     sub = argparse.ArgumentParser().add_subparsers()
@@ -291,7 +331,8 @@ def test_model_options_are_the_settings_of_the_builtin_synthesizers():
     settings = set()
     for name in ("cart", "rf", "pmm"):
         settings |= set(inspect.signature(get_synthesizer(name)).parameters)
-    assert set(MODEL_SETTINGS) <= settings
+    # the spec options make the setting "spec" together (cli.synthesize)
+    assert set(MODEL_SETTINGS) - set(SPEC_OPTIONS) <= settings and "spec" in settings
 
 
 def test_orders_takes_any_registered_sequential_synthesizer(tmp_path, capsys, monkeypatch):

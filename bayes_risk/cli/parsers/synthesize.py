@@ -14,25 +14,32 @@ from bayes_risk.cli._common import (
 from bayes_risk.cli.options.trees import CART
 from bayes_risk.cli.parsers import Handler
 
-__all__ = ["add_parser", "MODEL_SETTINGS"]
+__all__ = ["add_parser", "MODEL_SETTINGS", "SPEC_OPTIONS"]
 
 #: the model-specific options, by ``argparse`` destination: each given one is passed to the
 #: model as the ``__init__`` setting of the same name, and refused for a model without that
 #: setting (cli.synthesize); the groups below say which built-in model takes which
 MODEL_SETTINGS: tuple[str, ...] = (
     "min_leaf", "max_depth", "min_deviance", "prune_to_diversity", "smoothing", "bandwidth",
-    "donor", "unroutable",
+    "donor", "unroutable", "method_per_column", "predictor_matrix",
     "n_trees", "probabilities", "alpha", "oob_only", "min_oob_trees", "procedure",
     "visit_sequence", "group_by", "min_group_size",
     "identifying", "threshold", "tie",
     "n_jobs",
 )
 
+#: the options that together make a model's ``spec`` setting (a synthpop-style specification,
+#: :class:`~bayes_risk.models.SynthesisSpec`), with ``--synthesize`` as its visit sequence
+SPEC_OPTIONS: tuple[str, ...] = ("method_per_column", "predictor_matrix")
+
 
 _EPILOG = """\
 examples:
   bayes-risk synthesize CEdata.csv --method cart --synthesize Tenure Expenditure Income \\
       --categorical Urban Marital Tenure -m 20 --random-seed 1 --out syn_cart
+  bayes-risk synthesize CEdata.csv --method cart --synthesize Tenure Expenditure Income \
+      --categorical Urban Marital Tenure --method-per-column cart --donor uniform \
+      --unroutable random-descent --out syn_synthpop   # synthpop's syn(visit.sequence = ...)
   bayes-risk synthesize acs.csv --method rf --synthesize SEX RACE --categorical SEX RACE \\
       --probabilities leaf-dirichlet --alpha 1 --out syn_rf
   bayes-risk synthesize survey.csv --method pmm --identifying AGE EDU PRO \\
@@ -93,6 +100,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     g.add_argument("--unroutable", choices=["climb", "random-descent"], default=None,
                    help="records meeting an unevaluable split (default climb; random-descent = "
                    "synthpop)")
+    g.add_argument("--method-per-column", nargs="+", default=None, metavar="METHOD|COL=METHOD",
+                   help="a synthpop-style specification with --synthesize as its visit sequence: "
+                        "one METHOD for every column (synthpop's defaults: the first visited "
+                        "column is drawn by 'sample', each later one by CART on the columns "
+                        "visited before it only), or COL=METHOD pairs; METHOD is cart or sample "
+                        "(COL=: keep the column, a predictor of later ones)")
+    g.add_argument("--predictor-matrix", default=None, metavar="FILE.csv",
+                   help="synthpop's predictor matrix as a CSV table (first column: the column "
+                        "predicted; 1: predictor), with a synthpop-style specification")
     g = p.add_argument_group("random forest (--method rf)")
     g.add_argument("--n-trees", type=int, default=None, metavar="N", help="trees per forest")
     g.add_argument("--probabilities", choices=["vote", "leaf-dirichlet"], default=None,

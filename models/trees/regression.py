@@ -1,0 +1,202 @@
+"""synthpop's regression methods of a :class:`~bayes_risk.models.SynthesisSpec`: ``norm``,
+``logreg`` and ``polyreg`` as synthpop 1.9-2 draws them (``R/functions.syn.r``: ``syn.norm``,
+``syn.logreg``, ``syn.polyreg``, ``augment.syn``; ``R/sampler.syn.r``: ``remove.lindep.syn``).
+
+Categorical predictors enter as treatment dummies (``padModel.syn``). Plug-in estimates
+(synthpop's default ``proper = FALSE``) or, with ``proper``, a parameter draw per dataset:
+``norm`` σ² from RSS/χ²(n − p) and β from N(β̂, σ²V); ``logreg`` β from N(β̂, cov); ``polyreg``
+a refit on a bootstrap sample. See :doc:`/user_guide/synthesizers`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from bayes_risk.data.schema import Schema
+from bayes_risk.exceptions import ConvergenceWarning
+
+__all__ = ["RegressionColumn"]
+
+_RIDGE = 1e-5  # synthpop's .norm.fix.syn / .norm.draw.syn ``ridge``
+
+
+class RegressionColumn:
+    """One synthesized column drawn by ``norm``, ``logreg`` or ``polyreg`` from its
+    ``predictors``, fitted on the encoded original ``values`` (categorical: level codes)."""
+
+    def __init__(self, method: str, column: str, predictors: Sequence[str], schema: Schema,
+                 values: dict[str, np.ndarray], decimals: int | None) -> None:
+        self.method, self.column, self.predictors = method, column, list(predictors)
+        self.schema, self.decimals = schema, decimals
+        X = self.design(values.__getitem__)
+        self.keep = _independent(X, values[column])
+        X = X[:, self.keep]
+        y = values[column]
+        if method == "norm":
+            self.coef, self.V, self.rss, self.n, self.p = _ols(X, y.astype(np.float64))
+        elif method == "logreg":
+            self.center = X.mean(axis=0)
+            self.coef, self.cov = _logit(X - self.center, (y == 1).astype(np.float64))
+        else:
+            self.X, self.y = X, y.astype(np.int64)
+            self.fit_multinom = _multinom(X, self.y, schema[column].n_levels)
+
+    def design(self, value_of: Callable[[str], np.ndarray]) -> np.ndarray:
+        """The predictors as a matrix: numeric values, categorical ones as treatment dummies."""
+        cols = []
+        for p in self.predictors:
+            v = value_of(p)
+            if self.schema[p].is_categorical:
+                codes = np.asarray(v, dtype=np.int64)
+                cols.extend((codes == k).astype(np.float64)
+                            for k in range(1, self.schema[p].n_levels))
+            else:
+                cols.append(np.asarray(v, dtype=np.float64))
+        n = len(value_of(self.column)) if not cols else len(cols[0])
+        return np.column_stack(cols) if cols else np.zeros((n, 0))
+
+    def draw(self, value_of: Callable[[str], np.ndarray], rng: np.random.Generator,
+             proper: bool) -> np.ndarray:
+        """Synthetic values (``norm``) or level codes from the predictors' current values."""
+        Xp = self.design(value_of)[:, self.keep]
+        n = Xp.shape[0]
+        if self.method == "norm":
+            coef, sigma = self.coef, np.sqrt(self.rss / (self.n - self.p - 1))
+            if proper:  # Rubin (1987, p. 167), synthpop's .norm.draw.syn
+                sigma = np.sqrt(self.rss / rng.chisquare(self.n - self.p))
+                L = np.linalg.cholesky((self.V + self.V.T) / 2)
+                coef = coef + L @ rng.standard_normal(self.p) * sigma
+            out = np.column_stack([np.ones(n), Xp]) @ coef + rng.standard_normal(n) * sigma
+            return out if self.decimals is None else np.round(out, self.decimals)
+        if self.method == "logreg":
+            coef = self.coef
+            if proper:
+                coef = coef + np.linalg.cholesky(self.cov) @ rng.standard_normal(coef.size)
+            prob = 1 / (1 + np.exp(-(np.column_stack([np.ones(n), Xp - self.center]) @ coef)))
+            return (rng.random(n) <= prob).astype(np.int64)
+        fit = self.fit_multinom
+        if proper:  # synthpop refits on a bootstrap sample of the records
+            s = rng.integers(0, self.y.size, self.y.size)
+            fit = _multinom(self.X[s], self.y[s], self.schema[self.column].n_levels)
+        prob = fit(Xp)
+        u = rng.random(n)
+        return np.minimum((u[:, None] > np.cumsum(prob, axis=1)).sum(axis=1), prob.shape[1] - 1)
+
+
+def _independent(X: np.ndarray, y: np.ndarray, eps: float = 1e-5,
+                 maxcor: float = 0.99999) -> np.ndarray:
+    """synthpop's ``remove.lindep.syn``: drop constant predictors, those correlated with ``y``
+    above ``maxcor``, then one at a time while the correlation matrix is near singular."""
+    if X.shape[1] == 0:
+        return np.zeros(0, dtype=bool)
+    keep = X.var(axis=0, ddof=1) > eps
+    yv = np.asarray(y, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cor = np.array([np.corrcoef(X[:, j], yv)[0, 1] if keep[j] else np.nan
+                        for j in range(X.shape[1])])
+    keep &= np.nan_to_num(cor, nan=2.0) < maxcor
+    while keep.sum() > 1:
+        vals, vecs = np.linalg.eigh(np.corrcoef(X[:, keep], rowvar=False))
+        if vals[0] / vals[-1] >= eps:
+            break
+        idx = np.flatnonzero(keep)
+        keep[idx[np.argmax(np.abs(vecs[:, 0]))]] = False
+    return keep
+
+
+def _ols(X: np.ndarray, y: np.ndarray):
+    """synthpop's ridge-stabilised least squares: coefficients, (X'X + ridge)^-1, RSS, n, p."""
+    X1 = np.column_stack([np.ones(len(y)), X])
+    xtx = X1.T @ X1
+    V = np.linalg.inv(xtx + np.diag(_RIDGE * np.diag(xtx)))
+    coef = V @ (X1.T @ y)
+    rss = float(np.sum((y - X1 @ coef) ** 2))
+    return coef, V, rss, len(y), X1.shape[1]
+
+
+def _augment(X: np.ndarray, codes: np.ndarray, y: np.ndarray):
+    """synthpop's ``augment.syn`` (White, Daniel & Royston 2010): ``2 p k`` pseudo-records at
+    the predictors' mean ± sd/2 (within their range), each outcome level, weight (p+1)/(2pk)."""
+    p = X.shape[1]
+    if p == 0:
+        return X, y, np.ones(len(y))
+    k = codes.size
+    nr = 2 * p * k
+    pattern = np.r_[np.tile([0.5, -0.5], k), np.zeros(nr)]
+    b = np.resize(pattern, nr * p).reshape(p, nr).T  # R fills the matrix by column
+    d = X.mean(axis=0) + b * X.std(axis=0, ddof=1)
+    d = np.clip(d, X.min(axis=0), X.max(axis=0))
+    e = np.tile(np.repeat(codes, 2), p)
+    w = np.r_[np.ones(len(y)), np.full(nr, (p + 1) / nr)]
+    return np.vstack([X, d]), np.r_[y, e], w
+
+
+def _logit(X: np.ndarray, y: np.ndarray):
+    """Weighted logistic regression on the augmented records by IRLS (R's ``glm.fit``): the
+    estimate and its unscaled covariance."""
+    Xa, ya, w = _augment(X, np.array([0.0, 1.0]), y)
+    X1 = np.column_stack([np.ones(len(ya)), Xa])
+    beta = np.zeros(X1.shape[1])
+    for _ in range(100):
+        eta = X1 @ beta
+        mu = 1 / (1 + np.exp(-eta))
+        W = w * np.clip(mu * (1 - mu), 1e-10, None)
+        H = X1.T @ (W[:, None] * X1)
+        step = np.linalg.solve(H, X1.T @ (w * (ya - mu)))
+        beta = beta + step
+        if np.max(np.abs(step)) < 1e-10 * (1 + np.max(np.abs(beta))):
+            break
+    else:
+        import warnings
+
+        warnings.warn(ConvergenceWarning("logreg: the logistic regression did not converge in "
+                                         "100 iterations."), stacklevel=3)
+    mu = 1 / (1 + np.exp(-(X1 @ beta)))
+    H = X1.T @ ((w * mu * (1 - mu))[:, None] * X1)
+    return beta, np.linalg.inv(H)
+
+
+def _multinom(X: np.ndarray, y: np.ndarray, n_levels: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Multinomial logit on the augmented records by maximum likelihood (nnet's ``multinom``
+    with predictors rescaled to [0, 1]); returns the level probabilities of new rows."""
+    from scipy.optimize import minimize
+
+    levels = np.unique(y)  # the observed levels (R's factor(y) after a bootstrap)
+    Xa, ya, w = _augment(X, levels, y)
+    lo, hi = Xa.min(axis=0), Xa.max(axis=0)
+    scale = ((lo < 0) | (hi > 1)) & (hi > lo)
+
+    def rescale(M: np.ndarray) -> np.ndarray:
+        M = M.copy()
+        M[:, scale] = (M[:, scale] - lo[scale]) / (hi[scale] - lo[scale])
+        return np.column_stack([np.ones(len(M)), M])
+
+    X1 = rescale(Xa)
+    K, q = levels.size, X1.shape[1]
+    Y = (ya[:, None] == levels[None, :]).astype(np.float64)
+
+    def nll(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        B = np.column_stack([np.zeros(q), theta.reshape(q, K - 1)])  # first level: baseline
+        eta = X1 @ B
+        eta -= eta.max(axis=1, keepdims=True)
+        logp = eta - np.log(np.exp(eta).sum(axis=1, keepdims=True))
+        grad = X1.T @ (w[:, None] * (np.exp(logp) - Y))
+        return -float(np.sum(w[:, None] * Y * logp)), grad[:, 1:].ravel()
+
+    theta = np.zeros(q * (K - 1))
+    if K > 1:
+        theta = minimize(nll, theta, jac=True, method="BFGS",
+                         options={"maxiter": 1000, "gtol": 1e-8}).x
+    B = np.column_stack([np.zeros(q), theta.reshape(q, K - 1)])
+
+    def probs(Xp: np.ndarray) -> np.ndarray:
+        eta = rescale(Xp) @ B
+        eta -= eta.max(axis=1, keepdims=True)
+        p = np.exp(eta)
+        out = np.zeros((len(Xp), n_levels))
+        out[:, levels] = p / p.sum(axis=1, keepdims=True)
+        return out
+
+    return probs

@@ -1,0 +1,290 @@
+"""synthpop-style synthesis specifications: a method per column, a visit sequence and a
+predictor matrix, resolved with the defaults of synthpop 1.9-2's ``syn()``.
+
+See :doc:`/user_guide/synthesizers` (CART, synthpop-style specifications).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from bayes_risk.data.schema import Schema
+from bayes_risk.exceptions import SchemaError, ValidationError
+
+__all__ = ["METHODS", "ResolvedSpec", "SynthesisSpec"]
+
+#: the per-column methods: synthpop's names ("" keeps a column's original values)
+METHODS = ("cart", "sample", "norm", "logreg", "polyreg", "")
+#: the methods that need predictors: without any, synthpop changes them to "sample"
+_MODEL_METHODS = ("cart", "norm", "logreg", "polyreg")
+
+
+@dataclass(frozen=True)
+class ResolvedSpec:
+    """A specification applied to a table: ``methods`` of every column (``""``: copied),
+    ``visit_sequence`` (the visited columns, in order), ``synthesized`` (the visited columns
+    with a method other than ``""``, in visit order) and ``predictors`` of each synthesized
+    column (in the table's column order; none for ``"sample"``)."""
+
+    methods: dict[str, str]
+    visit_sequence: list[str]
+    synthesized: list[str]
+    predictors: dict[str, list[str]]
+
+
+@dataclass(frozen=True)
+class SynthesisSpec:
+    """A synthpop-style specification of a sequential synthesis (Nowok, Raab & Dibben 2016).
+
+    Built and checked once; :meth:`resolve` applies it to a table with the defaults of synthpop
+    1.9-2's ``syn()`` for what is not given (``R/syn.r``): a single ``method`` applies to every
+    visited column except the first, which is drawn by ``"sample"``; columns not visited get
+    ``""`` (copied); the default predictor matrix has each visited column predicted by the
+    visited columns before it — **columns not visited are not predictors** unless the predictor
+    matrix names them; ``"sample"`` and ``""`` columns have no predictors; a column whose
+    method needs predictors but has none is drawn by ``"sample"``.
+
+    Parameters
+    ----------
+    method : str or mapping of str to str, default "cart"
+        One method for every visited column, or a method per column: ``"cart"``, ``"sample"``
+        (a draw from the column's observed values), ``"norm"`` (normal linear regression),
+        ``"logreg"`` (logistic regression, two-level columns), ``"polyreg"`` (multinomial
+        logit, categorical columns) or ``""`` (keep the original values). Visited columns a
+        mapping does not name get synthpop's default for ``"cart"``.
+    visit_sequence : sequence of str, optional
+        The columns to visit, in order (default: the ``synthesized`` columns of ``fit``, else
+        the columns a ``method`` mapping names with a method other than ``""``).
+    predictor_matrix : DataFrame or mapping of str to sequence of str, optional
+        Which columns predict which: a square 0/1 table (row: the column predicted, column:
+        a predictor; synthpop's ``predictor.matrix`` with names), or ``{column: [predictors]}``
+        for the columns whose predictors differ from the default. Predictors that are not
+        visited keep their original values; a visited column can only be predicted by
+        columns visited before it or not synthesized.
+
+    Raises
+    ------
+    ValidationError
+        For an unknown method (naming the column), a column visited twice, or a predictor
+        matrix that is not square 0/1 with matching row and column names.
+
+    Examples
+    --------
+    Hornby & Hu's (2021) scenario (4), ``syn(CEdata, visit.sequence = c("Tenure",
+    "Expenditure", "Income"))``:
+
+    >>> from bayes_risk.data import make_ce_like, infer_schema
+    >>> df = make_ce_like(200, random_seed=1)
+    >>> schema = infer_schema(df, categorical=["Urban", "Marital", "Tenure"])
+    >>> spec = SynthesisSpec(visit_sequence=["Tenure", "Expenditure", "Income"])
+    >>> r = spec.resolve(schema)
+    >>> r.methods["Tenure"], r.methods["Income"], r.methods["Age"]
+    ('sample', 'cart', '')
+    >>> r.predictors["Income"]
+    ['Tenure', 'Expenditure']
+    """
+
+    method: str | Mapping[str, str] = "cart"
+    visit_sequence: Sequence[str] | None = None
+    predictor_matrix: pd.DataFrame | Mapping[str, Sequence[str]] | None = None
+
+    def __post_init__(self) -> None:
+        m = self.method
+        if isinstance(m, Mapping):
+            m = {str(c): v for c, v in m.items()}
+            for c, v in m.items():
+                _check_method(v, c)
+            object.__setattr__(self, "method", m)
+        else:
+            _check_method(m, None)
+            if m == "":
+                raise ValidationError('method: "" for every column synthesizes nothing; give a '
+                                      "method such as 'cart', or a method per column.")
+        if self.visit_sequence is not None:
+            vs = [self.visit_sequence] if isinstance(self.visit_sequence, str) \
+                else list(self.visit_sequence)
+            if not vs or not all(isinstance(c, str) for c in vs):
+                raise ValidationError("visit_sequence must be a non-empty sequence of column "
+                                      f"names. Got {self.visit_sequence!r}.")
+            dup = sorted({c for c in vs if vs.count(c) > 1})
+            if dup:
+                raise ValidationError(f"visit_sequence names {dup} more than once.")
+            object.__setattr__(self, "visit_sequence", tuple(vs))
+        if self.predictor_matrix is not None:
+            object.__setattr__(self, "predictor_matrix", _predictor_rows(self.predictor_matrix))
+
+    def __jsonable__(self) -> dict[str, Any]:
+        """JSON form (settings of a saved model or a release's manifest)."""
+        pm, vs = self.predictor_matrix, self.visit_sequence
+        return {"method": dict(self.method) if isinstance(self.method, Mapping) else self.method,
+                "visit_sequence": None if vs is None else list(vs),
+                "predictor_matrix": None if pm is None else {k: list(v) for k, v in pm.items()}}
+
+    @classmethod
+    def coerce(cls, spec: Any) -> SynthesisSpec | None:
+        """``spec`` as a :class:`SynthesisSpec` (``None``, a spec, or its JSON form)."""
+        if spec is None or isinstance(spec, SynthesisSpec):
+            return spec
+        if isinstance(spec, Mapping) and set(spec) <= {"method", "visit_sequence",
+                                                       "predictor_matrix"}:
+            return cls(**spec)
+        raise ValidationError("spec must be a SynthesisSpec (or its dict form with keys method, "
+                              f"visit_sequence, predictor_matrix). Got {spec!r}.")
+
+    def resolve(self, schema: Schema, synthesized: Sequence[str] | None = None) -> ResolvedSpec:
+        """Apply the specification to a table with columns ``schema`` (synthpop's defaults).
+
+        Parameters
+        ----------
+        schema : Schema
+            The table's columns and types.
+        synthesized : sequence of str, optional
+            The visit sequence when the specification gives none (``fit``'s ``synthesized``).
+
+        Returns
+        -------
+        ResolvedSpec
+
+        Raises
+        ------
+        ValidationError
+            When ``synthesized`` and ``visit_sequence`` disagree, a method does not suit its
+            column's type (``norm`` for a categorical column, ``logreg``/``polyreg`` for a
+            numeric one, ``logreg`` for more than two levels), a method is given to a column
+            that is not visited, or a predictor is synthesized after the column it predicts.
+        SchemaError
+            For a name that is not a column (``UNKNOWN_COLUMN``).
+        """
+        names = list(schema.names)
+        visit = self._visit(synthesized, names)
+        methods = self._methods(visit, names)
+        synth = [c for c in visit if methods[c] != ""]
+        if not synth:
+            raise ValidationError(f'every visited column {visit} has method ""; nothing would be '
+                                  "synthesized.")
+        rank = {c: k for k, c in enumerate(visit)}
+        given = self.predictor_matrix
+        if given is not None:
+            for row, preds in given.items():
+                _known(row, names, "predictor_matrix")
+                for p in preds:
+                    _known(p, names, "predictor_matrix")
+        for c in synth:  # synthpop checks the types before a method without predictors changes
+            _check_type(methods[c], c, schema)
+        predictors: dict[str, list[str]] = {}
+        for c in synth:
+            if methods[c] == "sample":
+                predictors[c] = []
+                continue
+            if given is not None and c in given:
+                preds = set(given[c]) - {c}
+                late = [p for p in preds if p in synth and rank[p] > rank[c]]
+                if late:
+                    raise ValidationError(
+                        f"predictor_matrix: column {c!r} is predicted by {sorted(late)}, "
+                        "synthesized after it; a column can only be predicted by columns "
+                        "visited before it or not synthesized (synthpop drops such predictors "
+                        "with a message).")
+            else:  # synthpop's default: the visited columns before it
+                preds = set(visit[: rank[c]])
+            predictors[c] = [p for p in names if p in preds]
+            if not predictors[c]:  # synthpop: "not valid for a variable without predictors"
+                methods[c] = "sample"
+        return ResolvedSpec(methods, visit, synth, predictors)
+
+    def _visit(self, synthesized: Sequence[str] | None, names: list[str]) -> list[str]:
+        """The visit sequence: the spec's, ``synthesized``, or the mapping's non-blank keys."""
+        own = None if self.visit_sequence is None else list(self.visit_sequence)
+        other = None if synthesized is None else (
+            [synthesized] if isinstance(synthesized, str) else list(synthesized))
+        if own is not None and other is not None and own != other:
+            raise ValidationError(f"synthesized {other} and the spec's visit_sequence {own} "
+                                  "differ; give the visit order once.")
+        visit = own if own is not None else other
+        if visit is None and isinstance(self.method, Mapping):
+            visit = [c for c, v in self.method.items() if v != ""]
+        if not visit:
+            raise ValidationError("no visit sequence: give the spec's visit_sequence, fit's "
+                                  "synthesized, or a method per column.")
+        for c in visit:
+            _known(c, names, "visit_sequence")
+        return visit
+
+    def _methods(self, visit: list[str], names: list[str]) -> dict[str, str]:
+        """Every column's method (syn.r: a single method is given to all columns, the first
+        visited is "sample" and the columns not visited are "")."""
+        methods = dict.fromkeys(names, "")
+        given = self.method if isinstance(self.method, Mapping) else {}
+        default = "cart" if given else self.method
+        for k, c in enumerate(visit):
+            methods[c] = given.get(c, "sample" if k == 0 and c not in given else default)
+        for c, v in given.items():
+            _known(c, names, "method")
+            if c not in visit and v != "":
+                raise ValidationError(f"method: column {c!r} has method {v!r} but is not in the "
+                                      f"visit sequence {visit}; visit it, or give it \"\".")
+        return methods
+
+
+def _check_method(value: Any, column: str | None) -> None:
+    if value not in METHODS:
+        where = "method" if column is None else f"method of column {column!r}"
+        raise ValidationError(f"{where} must be one of {list(METHODS)}. Got {value!r}.",
+                              code="INVALID_ARGUMENT")
+
+
+def _known(col: str, names: list[str], argument: str) -> None:
+    if col not in names:
+        raise SchemaError(f"{argument}: {col!r} is not a column of the data (columns: {names}).",
+                          code="UNKNOWN_COLUMN")
+
+
+def _check_type(method: str, col: str, schema: Schema) -> None:
+    """synthpop's type checks (check.method.syn): what each parametric method accepts."""
+    spec = schema[col]
+    if method == "norm" and spec.is_categorical:
+        raise ValidationError(f"column {col!r} is {spec.type}; method 'norm' is for numeric "
+                              "columns (use 'logreg', 'polyreg' or 'cart').", code="WRONG_DTYPE")
+    if method in ("logreg", "polyreg") and not spec.is_categorical:
+        raise ValidationError(f"column {col!r} is {spec.type}; method {method!r} is for "
+                              "categorical columns (use 'norm' or 'cart').", code="WRONG_DTYPE")
+    if method == "logreg" and spec.n_levels > 2:
+        raise ValidationError(f"column {col!r} has {spec.n_levels} levels; method 'logreg' is "
+                              "for two levels (use 'polyreg').", code="WRONG_DTYPE")
+
+
+def _predictor_rows(pm: Any) -> dict[str, tuple[str, ...]]:
+    """A predictor matrix as ``{column: predictors}``, checked (a 0/1 square table with the same
+    names on both axes, or such a mapping)."""
+    if isinstance(pm, pd.DataFrame):
+        rows, cols = [str(c) for c in pm.index], [str(c) for c in pm.columns]
+        if rows != cols:
+            raise ValidationError("predictor_matrix must be square with the same column names "
+                                  f"as rows and columns. Got rows {rows}, columns {cols}.",
+                                  code="INVALID_ARGUMENT")
+        vals = pm.to_numpy()
+        try:
+            ok = ((vals == 0) | (vals == 1)).all()
+        except TypeError:
+            ok = False
+        if not ok:
+            raise ValidationError("predictor_matrix must hold only 0 and 1.",
+                                  code="INVALID_ARGUMENT")
+        return {r: tuple(c for c, v in zip(cols, vals[i], strict=True) if v == 1 and c != r)
+                for i, r in enumerate(rows)}
+    if isinstance(pm, Mapping):
+        out = {}
+        for r, preds in pm.items():
+            preds = [preds] if isinstance(preds, str) else list(preds)
+            if not all(isinstance(p, str) for p in preds):
+                raise ValidationError(f"predictor_matrix: the predictors of {r!r} must be column "
+                                      f"names. Got {preds!r}.", code="INVALID_ARGUMENT")
+            out[str(r)] = tuple(p for p in preds if p != r)
+        return out
+    raise ValidationError("predictor_matrix must be a DataFrame (0/1, rows and columns named by "
+                          f"the data's columns) or a mapping column -> predictors. Got "
+                          f"{type(pm).__name__}.", code="INVALID_ARGUMENT")

@@ -1,0 +1,312 @@
+"""synthpop-style specifications (SynthesisSpec) and the CART synthesizer driven by them, checked
+against synthpop 1.9-2's rules (R/syn.r) and the synthpop releases of Hornby & Hu's scenarios
+(1) and (3) in the shared reference data."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from _shared import shared_path
+
+import bayes_risk as br
+from bayes_risk.data.provenance import model_id
+from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError
+from bayes_risk.models import CARTSynthesizer, SynthesisSpec
+
+CAT = ["Urban", "Marital", "Tenure"]
+
+
+@pytest.fixture(scope="module")
+def ce():
+    df = br.read_table(shared_path("data", "CEdata.csv"))
+    return df, br.infer_schema(df, categorical=CAT, continuous=["Age", "Expenditure", "Income"])
+
+
+@pytest.fixture(scope="module")
+def small():
+    df = br.data.make_ce_like(300, random_seed=4)
+    return df, br.infer_schema(df, categorical=CAT)
+
+
+# --- resolution: synthpop's defaults ------------------------------------------------------
+
+
+def test_defaults_of_a_visit_sequence(small):
+    """syn(data, visit.sequence = c("Tenure", "Expenditure", "Income")): the first visited is
+    "sample", the others "cart", unvisited columns "" and never predictors (check.predictor.
+    matrix.syn: the default matrix is lower-triangular over the visit sequence only)."""
+    _, schema = small
+    r = SynthesisSpec(visit_sequence=["Tenure", "Expenditure", "Income"]).resolve(schema)
+    assert r.methods == {"Age": "", "Urban": "", "Tenure": "sample", "Educ": "",
+                         "Expenditure": "cart", "Marital": "", "Income": "cart"}
+    assert r.predictors == {"Tenure": [], "Expenditure": ["Tenure"],
+                            "Income": ["Tenure", "Expenditure"]}
+    assert r.synthesized == r.visit_sequence == ["Tenure", "Expenditure", "Income"]
+    # the same from fit's synthesized, or from a method per column
+    assert SynthesisSpec().resolve(schema, ["Tenure", "Expenditure", "Income"]) == r
+    assert SynthesisSpec(method={"Tenure": "sample", "Expenditure": "cart",
+                                 "Income": "cart"}).resolve(schema) == r
+
+
+def test_visited_blank_column_predicts_with_its_original_values(small):
+    """A visited column with method "" is not synthesized but stays a predictor of later ones
+    (synthpop zeroes only its row of the predictor matrix)."""
+    _, schema = small
+    r = SynthesisSpec(method={"Age": "", "Income": "cart"},
+                      visit_sequence=["Age", "Income"]).resolve(schema)
+    assert r.synthesized == ["Income"]
+    assert r.predictors == {"Income": ["Age"]}
+
+
+def test_predictor_matrix(small):
+    """A user matrix may add unvisited predictors; a row with no predictor turns the method
+    into "sample" (synthpop's check.method.syn); the diagonal is ignored."""
+    df, schema = small
+    names = list(df.columns)
+    pm = pd.DataFrame(0, index=names, columns=names)
+    pm.loc["Income", ["Age", "Tenure", "Income"]] = 1
+    r = SynthesisSpec(visit_sequence=["Tenure", "Expenditure", "Income"],
+                      predictor_matrix=pm).resolve(schema)
+    assert r.predictors == {"Tenure": [], "Expenditure": [], "Income": ["Age", "Tenure"]}
+    assert r.methods["Expenditure"] == "sample"
+    # a mapping changes only the rows it names
+    r2 = SynthesisSpec(visit_sequence=["Tenure", "Expenditure", "Income"],
+                       predictor_matrix={"Income": ["Age", "Tenure"]}).resolve(schema)
+    assert r2.predictors["Expenditure"] == ["Tenure"]
+    assert r2.predictors["Income"] == ["Age", "Tenure"]
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"method": "rpart"}, "method must be one of"),
+    ({"method": {"Income": "lm"}}, "method of column 'Income'"),
+    ({"method": ""}, 'method: ""'),
+    ({"visit_sequence": ["Income", "Income"]}, r"names \['Income'\] more than once"),
+    ({"predictor_matrix": pd.DataFrame([[0, 2], [0, 0]], index=["a", "b"], columns=["a", "b"])},
+     "only 0 and 1"),
+    ({"predictor_matrix": pd.DataFrame([[0, 1]], index=["a"], columns=["a", "b"])}, "square"),
+])
+def test_bad_specifications_are_refused_when_built(kw, match):
+    with pytest.raises(ValidationError, match=match):
+        SynthesisSpec(**kw)
+
+
+@pytest.mark.parametrize("kw, synthesized, err, match", [
+    ({"method": {"Income": "logreg"}}, None, ValidationError, "'logreg' is for categorical"),
+    ({"method": {"Tenure": "cart", "Marital": "norm"}}, None, ValidationError,
+     "'norm' is for numeric"),
+    ({"method": {"Age": "cart", "Tenure": "logreg"}}, None, ValidationError, "levels; method "
+     "'logreg' is for two levels"),
+    ({"visit_sequence": ["Incme"]}, None, SchemaError, "'Incme' is not a column"),
+    ({"visit_sequence": ["Tenure", "Income"]}, ["Income"], ValidationError, "differ"),
+    ({"method": {"Age": "cart"}, "visit_sequence": ["Income"]}, None, ValidationError,
+     "not in the visit sequence"),
+    ({"visit_sequence": ["Tenure", "Expenditure", "Income"],
+      "predictor_matrix": {"Expenditure": ["Income"]}}, None, ValidationError,
+     "synthesized after it"),
+])
+def test_bad_specifications_for_the_data(small, kw, synthesized, err, match):
+    _, schema = small
+    with pytest.raises(err, match=match):
+        SynthesisSpec(**kw).resolve(schema, synthesized)
+
+
+def test_json_form_round_trips():
+    spec = SynthesisSpec(method={"Tenure": "sample", "Income": "cart"},
+                         predictor_matrix={"Income": ["Age", "Tenure"]})
+    assert SynthesisSpec.coerce(spec.__jsonable__()) == spec
+    assert br._io.to_jsonable({"spec": spec})["spec"] == spec.__jsonable__()
+
+
+# --- the CART synthesizer with a spec -------------------------------------------------------
+
+
+def test_unvisited_columns_are_copied_and_sample_draws_the_marginal(small):
+    """Hand check of "sample": every value is an observed one, the proportions are the data's
+    (4 standard errors over 40 datasets), and the draw ignores the record's other columns."""
+    df, schema = small
+    syn = CARTSynthesizer(donor="uniform", spec=SynthesisSpec(visit_sequence=["Tenure"]))
+    z = syn.fit(df, schema=schema, random_seed=1).synthesize(40, random_seed=2)
+    assert syn.predictors_ == {"Tenure": []}
+    for d in z:
+        pd.testing.assert_frame_equal(d.drop(columns="Tenure"), df.drop(columns="Tenure"))
+    drawn = pd.concat([d["Tenure"] for d in z])
+    p = df["Tenure"].value_counts(normalize=True)
+    q = drawn.value_counts(normalize=True).reindex(p.index, fill_value=0)
+    se = np.sqrt(p * (1 - p) / len(drawn))
+    assert (np.abs(q - p) < 4 * se).all()
+    # independent of the record: agreement with its own value is sum p_k^2, not more
+    agree = np.mean([(d["Tenure"].to_numpy() == df["Tenure"].to_numpy()).mean() for d in z])
+    assert abs(agree - float((p ** 2).sum())) < 4 * np.sqrt(agree * (1 - agree) / len(drawn))
+
+
+def test_regression_columns_refuse_missing_values_and_smoothing(small):
+    df, schema = small
+    spec = SynthesisSpec(method={"Tenure": "sample", "Income": "norm"})
+    holes = df.astype({"Income": float}).copy()
+    holes.loc[0, "Income"] = np.nan
+    with pytest.raises(NotSupportedError, match=r"'Income' is drawn by 'norm', and \['Income'\]"):
+        CARTSynthesizer(spec=spec).fit(holes, schema=schema)
+    with pytest.raises(ValidationError, match="kernel smoothing applies to CART columns"):
+        CARTSynthesizer(spec=spec, smoothing=["Income"]).fit(df, schema=schema)
+
+
+def test_spec_survives_save_and_load(small, tmp_path):
+    df, schema = small
+    syn = CARTSynthesizer(spec=SynthesisSpec(visit_sequence=["Tenure", "Income"]))
+    syn.fit(df, schema=schema, random_seed=1)
+    back = CARTSynthesizer.load(syn.save(tmp_path / "m"))
+    assert back.predictors_ == {"Tenure": [], "Income": ["Tenure"]}
+    pd.testing.assert_frame_equal(back.synthesize(1, random_seed=3)[0],
+                                  syn.synthesize(1, random_seed=3)[0])
+    assert model_id(back) == model_id(syn)
+    assert isinstance(back.spec, dict)  # its JSON form, the same identity
+
+
+# --- against synthpop's releases ------------------------------------------------------------
+
+SCENARIOS = {1: ["Income"], 3: ["Expenditure", "Income"]}
+
+
+def _statistics(d: pd.DataFrame) -> dict[str, float]:
+    """Per-dataset statistics of the synthesized columns and their relations."""
+    out = {}
+    for c in ("Expenditure", "Income"):
+        x = d[c].to_numpy(dtype=float)
+        out |= {f"{c} mean": x.mean(), f"{c} q10": np.quantile(x, 0.1),
+                f"{c} median": np.median(x), f"{c} q90": np.quantile(x, 0.9)}
+    out["Income <= 0"] = float((d["Income"] <= 0).mean())
+    out["corr(Income, Expenditure)"] = d["Income"].corr(d["Expenditure"])
+    out["corr(Income, Age)"] = d["Income"].corr(d["Age"])
+    out["corr(Expenditure, Age)"] = d["Expenditure"].corr(d["Age"])
+    return out
+
+
+def _risk(ce, schema, release, cols):
+    cont = ["Age", *[c for c in cols if c != "Tenure"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", br.BayesRiskWarning)
+        res = br.identification_risk(ce, list(release), known=["Age", "Urban", "Marital", *cols],
+                                     synthesized=cols, schema=schema,
+                                     match=br.MatchSpec(radius={c: 0.01 for c in cont}),
+                                     aggregation="per_dataset", progressbar=False)
+    return np.asarray(res.per_dataset["expected_match_risk"], dtype=float)
+
+
+def _z(a, b):
+    """Welch's two-sample z of the means of two sets of per-dataset values."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    se = np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+    return abs(a.mean() - b.mean()) / se if se > 0 else (0.0 if a.mean() == b.mean() else np.inf)
+
+
+@pytest.mark.parametrize("k", sorted(SCENARIOS))
+def test_release_matches_the_synthpop_releases(ce, k):
+    """The release made from Hornby & Hu's specification (syn(CEdata, m = 20, visit.sequence =
+    cols): the first column by "sample", the next by CART on the earlier ones, the others
+    copied) against the 20 synthpop 1.9-2 releases: every per-dataset statistic and the expected
+    match risk at radius 1 % agree within Monte Carlo error (Welch z < 4 over 20 + 20 datasets;
+    seed fixed), while the package's default predictors (every unsynthesized column) are
+    rejected by the same test."""
+    df, schema = ce
+    cols = SCENARIOS[k]
+    reference = shared_path("reference", "identification", "synthetic")
+    theirs = [br.read_table(reference / f"scenario{k}_syn{j}.csv")[df.columns]
+              for j in range(1, 21)]
+    spec = SynthesisSpec(visit_sequence=cols)
+    ours = CARTSynthesizer(donor="uniform", unroutable="random_descent", spec=spec).fit(
+        df, schema=schema, random_seed=[50, k]).synthesize(20, random_seed=[51, k])
+    for d in ours:  # unvisited columns copied exactly
+        pd.testing.assert_frame_equal(d.drop(columns=cols), df.drop(columns=cols))
+    st_o = pd.DataFrame([_statistics(d) for d in ours])
+    st_t = pd.DataFrame([_statistics(d) for d in theirs])
+    z = {s: _z(st_o[s], st_t[s]) for s in st_o}
+    assert max(z.values()) < 4, z
+    r_o, r_t = _risk(df, schema, ours, cols), _risk(df, schema, theirs, cols)
+    assert _z(r_o, r_t) < 4, (r_o.mean(), r_t.mean())
+    # the default CART (Reiter 2005's predictors) is far from synthpop's releases
+    default = CARTSynthesizer(donor="uniform", unroutable="random_descent").fit(
+        df, schema=schema, synthesized=cols, random_seed=[50, k]).synthesize(5, random_seed=1)
+    assert _z(_risk(df, schema, default, cols), r_t) > 10
+
+
+# --- the regression methods against synthpop 1.9-2 -----------------------------------------
+
+#: ``syn(CEdata, method = c(Age = "", Urban = "logreg", Tenure = "sample", Educ = "",
+#: Expenditure = "norm", Marital = "polyreg", Income = "cart"), visit.sequence = c("Tenure",
+#: "Marital", "Urban", "Expenditure", "Income"), models = TRUE)`` with Urban, Marital, Tenure
+#: factors (synthpop 1.9-2, R 4.2): ``$models$Expenditure$beta``/``sigma``,
+#: ``coef($models$Urban)`` and the probabilities of ``$models$Marital``'s coefficients at the
+#: five Tenure levels
+R_NORM_BETA = [14740.08444, -3281.411671, -2730.146617, -4519.331428, -6778.976779,
+               -8296.648702, -5281.188806, -4582.332762, -3069.106621, -3804.987381]
+R_NORM_SIGMA = 10346.04774
+R_LOGREG = [-2.73145516, 0.7176532357, -0.4552351151, 1.044352099, 0.6418170545, 0.05617868771,
+            0.1648486441, 0.4825039307, -0.2740457909]
+R_POLYREG = np.array([
+    [-2.437153100, 1.23708459388, 0.9699139352, 1.205400006, 2.461309433],
+    [-1.630422678, 0.25427968717, 1.0672309945, 1.031167655, 3.203379131],
+    [-4.049348525, 0.34178866492, 2.0148359876, 2.409316305, 31.198229777],
+    [-1.787493102, 0.02401755501, 1.8715399140, 1.821871948, 32.491004886]])
+
+
+def test_regression_fits_are_synthpops(ce):
+    """norm (ridge least squares, sigma on n - p - 1 degrees of freedom) and logreg (augmented
+    IRLS) to synthpop's digits; polyreg's probabilities to 1e-3 (nnet's BFGS stops at its own
+    tolerance; the Tenure level 6 cell is separated, its coefficients diverge)."""
+    df, schema = ce
+    spec = SynthesisSpec(method={"Tenure": "sample", "Marital": "polyreg", "Urban": "logreg",
+                                 "Expenditure": "norm", "Income": "cart"})
+    syn = CARTSynthesizer(donor="uniform", spec=spec).fit(df, schema=schema, random_seed=1)
+    assert syn.predictors_["Expenditure"] == ["Urban", "Tenure", "Marital"]
+    reg = syn.regressions_
+    norm = reg["Expenditure"]
+    np.testing.assert_allclose(norm.coef, R_NORM_BETA, rtol=1e-9)
+    np.testing.assert_allclose(np.sqrt(norm.rss / (norm.n - norm.p - 1)), R_NORM_SIGMA, rtol=1e-9)
+    np.testing.assert_allclose(reg["Urban"].coef, R_LOGREG, rtol=1e-7)
+    dummies = np.eye(5)[:, 1:]  # the five Tenure levels as treatment dummies
+    eta = np.column_stack([np.zeros(5), np.column_stack([np.ones(5), dummies]) @ R_POLYREG.T])
+    p_r = np.exp(eta) / np.exp(eta).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(reg["Marital"].fit_multinom(dummies), p_r, atol=1e-3)
+    # the release: levels of the data's type, frequencies near the data's
+    z = syn.synthesize(5, random_seed=2)
+    for c in ("Marital", "Urban"):
+        assert set(pd.concat([d[c] for d in z])) <= set(df[c])
+        q = pd.concat([d[c] for d in z]).value_counts(normalize=True)
+        p = df[c].value_counts(normalize=True)
+        assert (np.abs(q.reindex(p.index, fill_value=0) - p) < 0.02).all()
+    # saved and loaded: refitted from the data, the same draws
+    with pytest.raises(NotSupportedError, match="regression method"):
+        syn.plugin_likelihood(df)
+
+
+def test_norm_by_hand():
+    """A four-record regression: the plug-in draw of record i is N(a + b x_i, s^2) with the
+    least-squares line and s^2 = RSS / (n - 3) (synthpop's n - p - 1, p counting the intercept);
+    ``proper`` (Bayesian-bootstrap donors) draws the parameters too, widening the spread."""
+    df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.25, 3.0, 5.5, 7.75]})
+    b, a = np.polyfit(df["x"], df["y"], 1)  # 2.2, 1.1
+    s = np.sqrt(np.sum((df["y"] - a - b * df["x"]) ** 2) / (4 - 3))
+    spec = SynthesisSpec(method={"x": "", "y": "norm"}, visit_sequence=["x", "y"])
+    z = CARTSynthesizer(donor="uniform", spec=spec).fit(df, random_seed=1).synthesize(
+        1000, random_seed=2)
+    y = np.array([d["y"].to_numpy() for d in z])
+    np.testing.assert_allclose(y.mean(axis=0), a + b * df["x"], atol=4 * s / np.sqrt(1000))
+    np.testing.assert_allclose(y.std(axis=0), s, rtol=0.1)
+    assert np.allclose(y * 100, np.round(y * 100))  # rounded to the data's decimals (two)
+    yp = np.array([d["y"].to_numpy() for d in CARTSynthesizer(spec=spec).fit(
+        df, random_seed=1).synthesize(300, random_seed=3)])
+    assert (yp.std(axis=0) > 1.5 * s).all()  # sigma from RSS / chi2(1): heavy tails
+
+
+def test_a_regression_column_has_no_tree(small):
+    df, schema = small
+    syn = CARTSynthesizer(spec=SynthesisSpec(method={"Tenure": "sample", "Income": "norm"}))
+    syn.fit(df, schema=schema, random_seed=1)
+    with pytest.raises(ValidationError, match="drawn by 'norm'"):
+        syn.route(df, "Income")
+    with pytest.raises(ValidationError, match="drawn by 'norm'"):
+        syn.donors("Income", 0)
+    assert syn.route(df, "Tenure")[0].tolist() == [0] * len(df)  # "sample": the root
