@@ -110,7 +110,8 @@ class RatioStats:
         """
         from bayes_risk.attribute._kernels import ratio_pass, ratio_sums
 
-        logp_hrg = np.asarray(logp_hrg, dtype=np.float64)
+        # one array layout: the kernel is compiled once, not for C, F and strided views
+        logp_hrg = np.ascontiguousarray(logp_hrg, dtype=np.float64)
         g0 = np.ascontiguousarray(g0, dtype=np.int64)
         H, R, G = logp_hrg.shape
         if out is None or out.shape != (H, R, G):
