@@ -530,6 +530,26 @@ def test_ratio_pass_sees_one_array_layout():
     assert {sig[0].layout for sig in ratio_pass.signatures} == {"C"}
 
 
+def test_bootstrap_product_does_not_depend_on_blas_threads_or_columns():
+    """The draw bootstrap's ``counts @ E`` gives the same bits with one or two BLAS threads (a
+    Dask worker runs one) and for any slice of the columns (a record's chunk), and equals the
+    plain product to rounding."""
+    from threadpoolctl import threadpool_limits
+
+    from bayes_risk.attribute.estimator import _product_by_blocks, bootstrap_counts
+
+    rng = np.random.default_rng(8)
+    counts = bootstrap_counts(rng, 40, 300)
+    E = rng.random((300, 37 * 35))
+    ref = _product_by_blocks(counts, E)
+    for limit in (1, 2):
+        with threadpool_limits(limits=limit, user_api="blas"):
+            np.testing.assert_array_equal(_product_by_blocks(counts, E), ref)
+    np.testing.assert_array_equal(_product_by_blocks(counts, E[:, 35 * 3 : 35 * 30]),
+                                  ref[:, 35 * 3 : 35 * 30])
+    np.testing.assert_allclose(ref, counts @ E, rtol=1e-12)
+
+
 def test_khat_background_fits_equal_synchronous_fits_and_any_row_split():
     """The k̂ fits started in the background after a ratio pass (``RatioStats.start_khat``) give
     bitwise the k̂ of the synchronous fits, whatever the split of the rows over threads and
