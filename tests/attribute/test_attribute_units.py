@@ -539,8 +539,10 @@ def test_bootstrap_product_does_not_depend_on_blas_threads_or_columns():
     from bayes_risk.attribute.estimator import _product_by_blocks, bootstrap_counts
 
     rng = np.random.default_rng(8)
-    counts = bootstrap_counts(rng, 40, 300)
-    E = rng.random((300, 37 * 35))
+    # B = 200 replicates of 1,000 draws (the engine's default B): two OpenBLAS threads sum a
+    # plain product over the draws in another order than one
+    counts = bootstrap_counts(rng, 200, 1000)
+    E = rng.random((1000, 37 * 35))
     ref = _product_by_blocks(counts, E)
     for limit in (1, 2):
         with threadpool_limits(limits=limit, user_api="blas"):
