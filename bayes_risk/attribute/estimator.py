@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from bayes_risk._numeric import threaded_map, threaded_ufunc
+from bayes_risk._numeric import n_threads, threaded_map, threaded_ufunc
 from bayes_risk.attribute.diagnostics import (
     KhatJob,
     kish_ess,
@@ -110,7 +110,8 @@ class RatioStats:
         """
         from bayes_risk.attribute._kernels import ratio_pass, ratio_sums
 
-        logp_hrg = np.asarray(logp_hrg, dtype=np.float64)
+        # one array layout: the kernel is compiled once, not for C, F and strided views
+        logp_hrg = np.ascontiguousarray(logp_hrg, dtype=np.float64)
         g0 = np.ascontiguousarray(g0, dtype=np.int64)
         H, R, G = logp_hrg.shape
         if out is None or out.shape != (H, R, G):
@@ -428,17 +429,28 @@ _COL_BLOCK = 16
 
 def _product_by_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` over whole blocks of ``_COL_BLOCK`` columns of ``b``: a column's values do not
-    depend on how many columns ``b`` has (nor a record's replicates on its chunk)."""
+    depend on how many columns ``b`` has (nor a record's replicates on its chunk), nor on
+    BLAS's thread count: multithreaded OpenBLAS sums in another order than one thread (a Dask
+    worker's), so slabs of columns go to one-threaded BLAS calls on the shared threads."""
+    from threadpoolctl import threadpool_limits
+
     n = b.shape[1]
-    main = n - n % _COL_BLOCK
-    if main == n:
-        return a @ b
     out = np.empty((a.shape[0], n))
-    if main:
-        out[:, :main] = a @ b[:, :main]
-    tail = np.zeros((b.shape[0], _COL_BLOCK))
-    tail[:, : n - main] = b[:, main:]
-    out[:, main:] = (a @ tail)[:, : n - main]
+    blocks = -(-n // _COL_BLOCK)
+    width = -(-blocks // n_threads()) * _COL_BLOCK  # one slab per thread, whole blocks
+
+    def slab(lo: int) -> None:
+        hi = min(n, lo + width)
+        main = hi - (hi - lo) % _COL_BLOCK
+        if main > lo:
+            out[:, lo:main] = a @ b[:, lo:main]
+        if main < hi:
+            tail = np.zeros((b.shape[0], _COL_BLOCK))
+            tail[:, : hi - main] = b[:, main:hi]
+            out[:, main:hi] = (a @ tail)[:, : hi - main]
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        threaded_map(slab, list(range(0, n, width)) if n else [])
     return out
 
 

@@ -507,6 +507,51 @@ def test_ratio_stats_from_logp_matches_reference_path():
         np.testing.assert_allclose(fast[key], slow[key], rtol=1e-10, equal_nan=True)
 
 
+def test_ratio_pass_sees_one_array_layout():
+    """``RatioStats.from_logp`` gives the compiled ratio pass C-contiguous likelihoods whatever
+    their layout (a strided ``moveaxis`` view, Fortran order), so the kernel is compiled once
+    per process (issue 47), and the statistics do not depend on the layout."""
+    from bayes_risk.attribute._kernels import ratio_pass
+    from bayes_risk.attribute.diagnostics import tail_size
+    from bayes_risk.attribute.estimator import RatioStats
+
+    rng = np.random.default_rng(5)
+    R, H, G = 4, 120, 6
+    logp_rhg = rng.normal(scale=2.0, size=(R, H, G))
+    g0 = rng.integers(0, G, R)
+    views = [np.ascontiguousarray(np.moveaxis(logp_rhg, 1, 0)), np.moveaxis(logp_rhg, 1, 0),
+             np.asfortranarray(np.moveaxis(logp_rhg, 1, 0))]
+    assert not views[1].flags.c_contiguous and views[2].flags.f_contiguous
+    stats = [RatioStats.from_logp(v, g0, tail=tail_size(H)) for v in views]
+    for st in stats[1:]:
+        for a in ("mx", "s1", "s2", "n_ok", "E"):
+            np.testing.assert_array_equal(getattr(st, a), getattr(stats[0], a))
+        np.testing.assert_array_equal(st.tails[0], stats[0].tails[0])
+    assert {sig[0].layout for sig in ratio_pass.signatures} == {"C"}
+
+
+def test_bootstrap_product_does_not_depend_on_blas_threads_or_columns():
+    """The draw bootstrap's ``counts @ E`` gives the same bits with one or two BLAS threads (a
+    Dask worker runs one) and for any slice of the columns (a record's chunk), and equals the
+    plain product to rounding."""
+    from threadpoolctl import threadpool_limits
+
+    from bayes_risk.attribute.estimator import _product_by_blocks, bootstrap_counts
+
+    rng = np.random.default_rng(8)
+    # B = 200 replicates of 1,000 draws (the engine's default B): two OpenBLAS threads sum a
+    # plain product over the draws in another order than one
+    counts = bootstrap_counts(rng, 200, 1000)
+    E = rng.random((1000, 37 * 35))
+    ref = _product_by_blocks(counts, E)
+    for limit in (1, 2):
+        with threadpool_limits(limits=limit, user_api="blas"):
+            np.testing.assert_array_equal(_product_by_blocks(counts, E), ref)
+    np.testing.assert_array_equal(_product_by_blocks(counts, E[:, 35 * 3 : 35 * 30]),
+                                  ref[:, 35 * 3 : 35 * 30])
+    np.testing.assert_allclose(ref, counts @ E, rtol=1e-12)
+
+
 def test_khat_background_fits_equal_synchronous_fits_and_any_row_split():
     """The k̂ fits started in the background after a ratio pass (``RatioStats.start_khat``) give
     bitwise the k̂ of the synchronous fits, whatever the split of the rows over threads and
