@@ -288,7 +288,7 @@ class AuditResult(RiskResult):
         return out
 
     def comparison(self, summary: dict[str, Any] | None = None) -> pd.DataFrame | None:
-        """This audit's verdict lines beside those of :attr:`before`
+        """This audit's verdict lines beside those of ``before``
         (:func:`~bayes_risk.auditing.compare.compare_audits`), or ``None`` without one."""
         if self.before is None:
             return None
