@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import mask_missing_codes
@@ -29,7 +28,7 @@ from bayes_risk.utility._inputs import (
     resolve_schema,
     warn_observed_cells,
 )
-from bayes_risk.utility.combining import COMBINING_RULES, check_rules, combine_scalar
+from bayes_risk.utility.combining import COMBINING_RULES, check_rules, combine_scalar, t_quantile
 from bayes_risk.utility.overlap import ci_overlap
 
 __all__ = ["Estimate", "estimand_row", "compare_estimates", "with_categorical_dtypes",
@@ -154,8 +153,7 @@ class Estimate:
 
     def interval(self, alpha: float) -> tuple[float, float]:
         """``est ∓ q_{1−α/2} se`` with the t (or normal) quantile."""
-        q = stats.norm.ppf(1 - alpha / 2) if math.isinf(self.df) else stats.t.ppf(
-            1 - alpha / 2, self.df)
+        q = t_quantile(self.df, alpha)
         return self.est - q * self.se, self.est + q * self.se
 
 

@@ -266,3 +266,37 @@ def test_the_messages_of_this_file_name_python_arguments_in_python(tmp_path):
         assert "--missing-code" not in str(err)
     else:  # pragma: no cover - the label must be refused
         raise AssertionError("not refused")
+
+
+# ---------------------------------------------------------------- row lengths, counted fast
+def _csv_module_ok(raw: bytes, width: int) -> bool:
+    """The row-length rule read by the csv module: every row has ``width`` fields or is a blank
+    line after the header."""
+    rows = csv.reader(raw.decode("utf-8-sig").splitlines(keepends=True))
+    return all(len(r) == width or (not r and k > 1) for k, r in enumerate(rows, start=1))
+
+
+def test_the_vectorised_row_length_count_agrees_with_the_csv_module():
+    from bayes_risk.data.io import _row_lengths_plain
+
+    rng = np.random.default_rng(7)
+    pieces = [b"1", b"22", b"", b"x y", b"\xc3\xa9"]  # an empty field, a space, UTF-8
+    checked = 0
+    for _ in range(3000):
+        width = int(rng.integers(1, 5))
+        lines = []
+        for _ in range(int(rng.integers(0, 6))):
+            n = width if rng.random() < 0.8 else int(rng.integers(0, 6))
+            lines.append(b",".join(pieces[int(rng.integers(len(pieces)))] for _ in range(n)))
+        end = [b"\n", b"\r\n"][int(rng.integers(2))]
+        raw = (b"\xef\xbb\xbf" if rng.random() < 0.2 else b"") + end.join(lines)
+        if rng.random() < 0.7:
+            raw += end  # a last newline, or none
+        fast, ok = _row_lengths_plain(raw, width), _csv_module_ok(raw, width)
+        # the fast count never passes a file the csv module refuses, and passes every good one
+        assert fast == ok, raw
+        checked += fast
+    assert checked > 1000
+    # quotes and lone carriage returns are left to the csv module
+    assert not _row_lengths_plain(b'a,b\n"1,2",3\n', 2)
+    assert not _row_lengths_plain(b"a,b\r1,2\r", 2)

@@ -425,7 +425,9 @@ def _estimable_columns_reference(X, tol):
 
 def test_rank_revealing_pass_factorises_in_place_same_columns(monkeypatch):
     # the QR gets the unit-norm design in Fortran order, to overwrite (no copy); the kept
-    # columns, the R factor and so every fit are those of the pass that copied the design
+    # columns, the R factor and so every fit are those of the pass that copied the design.
+    # A design whose columns are all clearly kept or clearly aliased is settled without the QR
+    # (the same columns); a column near the tolerance goes to the QR
     import scipy.linalg
 
     from bayes_risk.utility._propensity import RANK_TOL, _estimable_columns
@@ -438,26 +440,33 @@ def test_rank_revealing_pass_factorises_in_place_same_columns(monkeypatch):
         calls.append((a.flags.f_contiguous, kw.get("overwrite_a", False)))
         return real_qr(a, *args, **kw)
 
-    for n, p in [(400, 12), (60, 80), (1000, 40)]:
+    qr_used = []
+    for n, p, near in [(400, 12, 1e-9), (60, 80, 1e-9), (1000, 40, 1e-9), (400, 12, 1e-7),
+                       (1000, 40, 3e-7), (1000, 40, 1e-5)]:
         X = (rng.random((n, p)) < 0.25).astype(float)
         X[:, 0] = 1.0
         X[:, 5] = X[:, 3] + X[:, 4]  # aliased: dropped
         X[:, 7] = 0.0  # empty column
-        X[:, 9] = 2 * X[:, 8] + 1e-9 * X[:, 2]  # aliased within the tolerance
+        # aliased within the tolerance, or near it (unit-norm residual about `near`)
+        X[:, 9] = 2 * X[:, 8] + near * 2 * np.linalg.norm(X[:, 8]) * rng.standard_normal(n) / n**0.5
         expected = _estimable_columns_reference(X, RANK_TOL)
         calls.clear()
         monkeypatch.setattr(scipy.linalg, "qr", spy)
         got = _estimable_columns(X, RANK_TOL)
         monkeypatch.setattr(scipy.linalg, "qr", real_qr)
         np.testing.assert_array_equal(got, expected)
-        assert not {5, 7, 9} & set(got.tolist())
-        assert calls and all(f and o for f, o in calls)
+        assert not {5, 7} & set(got.tolist())
+        assert (9 in got) == (near > 2e-7)
+        assert all(f and o for f, o in calls)
+        qr_used.append(bool(calls))
         y = (rng.random(n) < 0.5).astype(float)
         Xs = X[:, expected] / np.linalg.norm(X[:, expected], axis=0)
         np.testing.assert_array_equal(
             real_qr(np.asfortranarray(Xs), mode="r", check_finite=False, overwrite_a=True)[0],
             real_qr(Xs, mode="r", check_finite=False)[0])
         assert fit_logit(X, y).keep.tolist() == expected.tolist()
+    # clear designs skip the QR; a column whose residual is near the tolerance does not
+    assert qr_used == [False, True, False, True, True, True]
 
 
 def test_irls_normal_equations_weighted_design_in_fortran_order(monkeypatch):
