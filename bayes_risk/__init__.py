@@ -86,7 +86,7 @@ _API: dict[str, str] = {
     "EstimatorSpec": "bayes_risk.attribute.specs",
     "ScenarioSpec": "bayes_risk.attribute.specs",
     "attribute_known_sweep": "bayes_risk.attribute.knowledge",
-    "known_fraction_curve": "bayes_risk.attribute.known_records",
+    "known_fraction_curve": "bayes_risk.attribute.known_curve",
     "with_prior": "bayes_risk.attribute.api",
     "prior_sensitivity": "bayes_risk.attribute.api",
     "plot_prior_sensitivity": "bayes_risk.attribute.api",

@@ -16,7 +16,7 @@ from bayes_risk.attribute.api import (
 )
 from bayes_risk.attribute.candidates import CandidateSpec, GridSpec, SpatialGridSpec
 from bayes_risk.attribute.knowledge import attribute_known_sweep
-from bayes_risk.attribute.known_records import KnownFractionResult, known_fraction_curve
+from bayes_risk.attribute.known_curve import KnownFractionResult, known_fraction_curve
 from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
 
 __all__ = [

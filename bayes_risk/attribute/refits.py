@@ -179,9 +179,9 @@ def _table_sha256(df: pd.DataFrame) -> str:
 def _software() -> dict[str, str]:
     """The versions a refit's draws may depend on, and a digest of the installed package's
     source (a development copy changes it without changing its version)."""
-    import bayes_risk
+    from bayes_risk._version import __version__
 
-    out = {"bayes-risk": bayes_risk.__version__, "python": platform.python_version(),
+    out = {"bayes-risk": __version__, "python": platform.python_version(),
            "machine": platform.machine()}
     for dist in ("numpy", "pymc", "pytensor", "numba"):
         try:
@@ -189,7 +189,7 @@ def _software() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             out[dist] = "absent"
     h = hashlib.sha256()
-    root = Path(bayes_risk.__file__).parent
+    root = Path(__file__).resolve().parents[1]  # the installed bayes_risk package
     for f in sorted(root.rglob("*.py")):
         h.update(f"{f.relative_to(root).as_posix()}|".encode())
         h.update(f.read_bytes())
@@ -202,7 +202,6 @@ def _read_entry(cache: Path | None, key: dict[str, Any], model: Any) -> Any | No
     (warning ``REFIT_CACHE_DAMAGED``; the refit is made again and the entry replaced)."""
     from bayes_risk._checksums import json_sha256
     from bayes_risk.exceptions import CALLER, BayesRiskError, DataWarning
-    from bayes_risk.models.base import load_model
 
     folder = Path(cache) / json_sha256(key)  # type: ignore[arg-type]
     if not folder.exists():
@@ -214,7 +213,9 @@ def _read_entry(cache: Path | None, key: dict[str, Any], model: Any) -> Any | No
         with warnings.catch_warnings():
             # a missing checksum (MODEL_UNVERIFIED) is damage here: the cache writes them all
             warnings.simplefilter("error", DataWarning)
-            refit = load_model(folder / _ENTRY_MODEL)
+            # the refitted model's own class reads it back (the engines never import the
+            # models); a folder of another class fails its checks
+            refit = type(model).load(folder / _ENTRY_MODEL)
         if type(refit) is not type(model):
             raise ValueError(f"it holds a {type(refit).__name__}, not a {type(model).__name__}")
         # its seed, a Generator, was saved as a placeholder string (key.json has the seed): the

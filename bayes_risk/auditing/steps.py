@@ -582,7 +582,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
                                     **opts)
     curve = None
     if curve_on:
-        from bayes_risk.attribute.known_records import known_fraction_curve
+        from bayes_risk.attribute.known_curve import known_fraction_curve
 
         curve = known_fraction_curve(ctx.original, ctx.synthetic, model=model,
                                      fractions=p.known_fractions, records=p.attribute_records,

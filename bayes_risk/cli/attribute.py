@@ -295,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
                       progressbar=not args.quiet, **opts, **dask_kwargs(args, client))
         curve = None
         if args.known_curve:
-            from bayes_risk.attribute.known_records import known_fraction_curve
+            from bayes_risk.attribute.known_curve import known_fraction_curve
 
             curve = known_fraction_curve(
                 original, synthetic, model=model, fractions=args.known_curve,

@@ -6,6 +6,9 @@ commands of the README's table against R are ``commands.VersusR``.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 import warnings
 
