@@ -410,11 +410,13 @@ def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
 
 def _check_datasets_match(man: dict[str, Any], p: Path, datasets: list[pd.DataFrame]) -> None:
     """Each dataset has the manifest's number of records and columns."""
-    sizes = man.get("n_records_per_dataset") or [man["n_records"]] * len(datasets)
+    sizes = man.get("n_records_per_dataset")
+    field = "'n_records_per_dataset' gives" if sizes else "'n_records' is"
     cols = man.get("columns")
-    for f, z, n in zip(man["files"], datasets, sizes, strict=True):
+    for f, z, n in zip(man["files"], datasets, sizes or [man["n_records"]] * len(datasets),
+                       strict=True):
         if len(z) != n:
-            raise _bad_manifest(p, f"{f} has {len(z)} records but the manifest gives {n}")
+            raise _bad_manifest(p, f"{f} has {len(z)} records but {field} {n}")
         if cols is not None and [str(c) for c in z.columns] != cols:
             raise _bad_manifest(p, f"{f} has columns {[str(c) for c in z.columns]}, the manifest "
                                 f"lists {cols}")

@@ -56,6 +56,9 @@ def test_the_package_measures_are_the_audit_steps():
                 assert callable(load(path)), path
 
 
+# the disclosure step's baseline of the original warns that Expenditure's l-diversity counts
+# close values as diverse: not what this test is about
+@pytest.mark.filterwarnings("ignore:SENSITIVE_MOSTLY_UNIQUE")
 def test_a_registered_measure_runs_in_the_audit_report_and_summary(toy, data, tmp_path):
     orig, syn = data
     register(toy.MEASURE)

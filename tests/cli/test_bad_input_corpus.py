@@ -800,10 +800,12 @@ def test_every_path_argument_is_an_input():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     expected = {
         "fit": {"original", "records", "model_opt_structural_zeros"},
-        "synthesize": {"original", "model", "records"},
+        "synthesize": {"original", "model", "records", "predictor_matrix"},
         "identification": {"original", "synthetic", "population_counts", "targets", "model"},
-        "attribute": {"model", "original", "synthetic", "records", "pairs", "known_records"},
-        "audit": {"original", "synthetic", "model", "records", "holdout"},
+        "attribute": {"model", "original", "synthetic", "records", "pairs", "known_records",
+                      "refit_cache"},
+        "audit": {"original", "synthetic", "model", "records", "holdout", "refit_cache",
+                  "before"},
     }
     for name, parser in sub.choices.items():
         inputs = set(parser.get_default(INPUTS_ATTR))
