@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.cli.parsers.synthesize import MODEL_SETTINGS, SPEC_OPTIONS
+from bayes_risk.cli.parsers.synthesize import MODEL_SETTINGS, SYNTHESIS_OPTIONS
 
 __all__ = ["run"]
 
@@ -63,7 +63,7 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
                               "then synthesize with 'bayes-risk synthesize --model MODEL_DIR'.",
                               code="OPTION_CONFLICT")
     settings = _given_settings(args)
-    if "spec" in init_params(cls) and any(k in settings for k in SPEC_OPTIONS):
+    if "spec" in init_params(cls) and any(k in settings for k in SYNTHESIS_OPTIONS):
         from bayes_risk.models import SynthesisSpec
 
         # a synthpop-style specification: --synthesize is its visit sequence

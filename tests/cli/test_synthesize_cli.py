@@ -319,7 +319,7 @@ def test_model_options_are_the_settings_of_the_builtin_synthesizers():
     import argparse
     import inspect
 
-    from bayes_risk.cli.parsers.synthesize import MODEL_SETTINGS, SPEC_OPTIONS, add_parser
+    from bayes_risk.cli.parsers.synthesize import MODEL_SETTINGS, SYNTHESIS_OPTIONS, add_parser
     from bayes_risk.models import get_synthesizer
 
     sub = argparse.ArgumentParser().add_subparsers()
@@ -332,7 +332,7 @@ def test_model_options_are_the_settings_of_the_builtin_synthesizers():
     for name in ("cart", "rf", "pmm"):
         settings |= set(inspect.signature(get_synthesizer(name)).parameters)
     # the spec options make the setting "spec" together (cli.synthesize)
-    assert set(MODEL_SETTINGS) - set(SPEC_OPTIONS) <= settings and "spec" in settings
+    assert set(MODEL_SETTINGS) - set(SYNTHESIS_OPTIONS) <= settings and "spec" in settings
 
 
 def test_orders_takes_any_registered_sequential_synthesizer(tmp_path, capsys, monkeypatch):

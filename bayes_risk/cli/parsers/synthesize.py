@@ -14,7 +14,7 @@ from bayes_risk.cli._common import (
 from bayes_risk.cli.options.trees import CART
 from bayes_risk.cli.parsers import Handler
 
-__all__ = ["add_parser", "MODEL_SETTINGS", "SPEC_OPTIONS"]
+__all__ = ["add_parser", "MODEL_SETTINGS", "SYNTHESIS_OPTIONS"]
 
 #: the model-specific options, by ``argparse`` destination: each given one is passed to the
 #: model as the ``__init__`` setting of the same name, and refused for a model without that
@@ -30,7 +30,7 @@ MODEL_SETTINGS: tuple[str, ...] = (
 
 #: the options that together make a model's ``spec`` setting (a synthpop-style specification,
 #: :class:`~bayes_risk.models.SynthesisSpec`), with ``--synthesize`` as its visit sequence
-SPEC_OPTIONS: tuple[str, ...] = ("method_per_column", "predictor_matrix")
+SYNTHESIS_OPTIONS: tuple[str, ...] = ("method_per_column", "predictor_matrix")
 
 
 _EPILOG = """\
