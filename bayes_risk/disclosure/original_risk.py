@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._specs import check_option, is_integer, is_number
-from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError
 from bayes_risk.results.original_risk import OriginalRisk
 
 __all__ = ["original_risk", "OriginalRisk"]
@@ -339,6 +339,24 @@ def _l_summary(d: dict[str, np.ndarray]) -> dict[str, Any]:
         "min_recursive": float(d["recursive"].min())}
 
 
+def _mostly_unique(col: pd.Series) -> bool:
+    """Whether a sensitive column is numeric with mostly distinct values (the rule of
+    ``TARGET_MOSTLY_UNIQUE``), warned ``SENSITIVE_MOSTLY_UNIQUE``: its l-diversity counts close
+    values as diverse."""
+    k, n = int(col.nunique(dropna=True)), int(col.notna().sum())
+    if not (pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
+            and k > 20 and k > 0.5 * n):
+        return False
+    warnings.warn(DataWarning(
+        f"SENSITIVE_MOSTLY_UNIQUE: sensitive column {col.name!r} is numeric with {k:,} distinct "
+        f"values among {n:,} records; l-diversity counts every distinct value, so close values "
+        "(an income of 50,000 and one of 50,100) count as diverse and the l-diversity "
+        "overstates the protection. Group the column first (e.g. pandas.qcut(original["
+        f"{col.name!r}], 10)) to measure the diversity of ranges.",
+        code="SENSITIVE_MOSTLY_UNIQUE"), skip_file_prefixes=CALLER)
+    return True
+
+
 # public function
 def original_risk(
     original: pd.DataFrame,
@@ -527,19 +545,8 @@ def original_risk(
             records[f"{sv}_Entropy_Ldiversity"] = d["entropy"]
             records[f"{sv}_Recursive_Ldiversity"] = d["recursive"]
             l_out[sv] = _l_summary(d)
-            col = original[sv]
-            k = int(col.nunique(dropna=True))
-            if (pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
-                    and k > 20 and k > 0.5 * int(col.notna().sum())):
+            if _mostly_unique(original[sv]):
                 codes_list.append("SENSITIVE_MOSTLY_UNIQUE")
-                warnings.warn(DataWarning(
-                    f"SENSITIVE_MOSTLY_UNIQUE: sensitive column {sv!r} is numeric with {k:,} "
-                    f"distinct values among {int(col.notna().sum()):,} records; l-diversity "
-                    "counts every distinct value, so close values (an income of 50,000 and "
-                    "one of 50,100) count as diverse and the l-diversity overstates the "
-                    "protection. Group the column first (e.g. pandas.qcut(original["
-                    f"{sv!r}], 10)) to measure the diversity of ranges.",
-                    code="SENSITIVE_MOSTLY_UNIQUE"), stacklevel=2)
 
     settings = {
         "keys": keys,
