@@ -1,10 +1,12 @@
 """synthpop-style specifications (SynthesisSpec) and the CART synthesizer driven by them, checked
-against synthpop 1.9-2's rules (R/syn.r) and the synthpop releases of Hornby & Hu's scenarios
-(1) and (3) in the shared reference data."""
+against synthpop 1.9-2's rules (R/syn.r) and synthpop's releases of Hornby & Hu's four scenarios
+((1) and (3) in the shared reference data, (2) and (4) made by synthpop_reference/make_reference.R
+beside this file)."""
 
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -167,12 +169,32 @@ def test_spec_survives_save_and_load(small, tmp_path):
 
 # --- against synthpop's releases ------------------------------------------------------------
 
-SCENARIOS = {1: ["Income"], 3: ["Expenditure", "Income"]}
+SCENARIOS = {1: ["Income"], 2: ["Tenure", "Income"], 3: ["Expenditure", "Income"],
+             4: ["Tenure", "Expenditure", "Income"]}
+#: synthpop's releases of scenarios (2) and (4): their synthesized columns (make_reference.R)
+SYNTHPOP_REFERENCE = Path(__file__).parent / "synthpop_reference"
+
+
+def _synthpop_release(df: pd.DataFrame, k: int) -> list[pd.DataFrame]:
+    """synthpop 1.9-2's 20 datasets of scenario ``k``, columns in ``df``'s order."""
+    if k in (1, 3):
+        reference = shared_path("reference", "identification", "synthetic")
+        return [br.read_table(reference / f"scenario{k}_syn{j}.csv")[df.columns]
+                for j in range(1, 21)]
+    cols = SCENARIOS[k]
+    syn = pd.read_csv(SYNTHPOP_REFERENCE / f"scenario{k}.csv.gz")
+    assert syn["dataset"].tolist() == np.repeat(np.arange(1, 21), len(df)).tolist()
+    return [df.assign(**{c: g[c].to_numpy().astype(df[c].dtype) for c in cols})
+            for _, g in syn.groupby("dataset")]
 
 
 def _statistics(d: pd.DataFrame) -> dict[str, float]:
     """Per-dataset statistics of the synthesized columns and their relations."""
     out = {}
+    for v in (1, 2, 4):  # the three common Tenure levels (95 and 36 records hold 5 and 6)
+        tenure = d["Tenure"].to_numpy() == v
+        out |= {f"Tenure = {v}": tenure.mean(),
+                f"Income mean | Tenure = {v}": d["Income"].to_numpy()[tenure].mean()}
     for c in ("Expenditure", "Income"):
         x = d[c].to_numpy(dtype=float)
         out |= {f"{c} mean": x.mean(), f"{c} q10": np.quantile(x, 0.1),
@@ -212,13 +234,11 @@ def test_release_matches_the_synthpop_releases(ce, k):
     rejected by the same test."""
     df, schema = ce
     cols = SCENARIOS[k]
-    reference = shared_path("reference", "identification", "synthetic")
-    theirs = [br.read_table(reference / f"scenario{k}_syn{j}.csv")[df.columns]
-              for j in range(1, 21)]
+    theirs = _synthpop_release(df, k)
     spec = SynthesisSpec(visit_sequence=cols)
     ours = CARTSynthesizer(donor="uniform", unroutable="random_descent", spec=spec).fit(
         df, schema=schema, random_seed=[50, k]).synthesize(20, random_seed=[51, k])
-    for d in ours:  # unvisited columns copied exactly
+    for d in [*ours, *theirs]:  # unvisited columns copied exactly
         pd.testing.assert_frame_equal(d.drop(columns=cols), df.drop(columns=cols))
     st_o = pd.DataFrame([_statistics(d) for d in ours])
     st_t = pd.DataFrame([_statistics(d) for d in theirs])
