@@ -176,7 +176,10 @@ MESSAGES: dict[str, str] = {
     # fitting a synthesizer
     "UNUSED_LEVEL": "a declared level of a categorical column that no record holds (an unused "
     "category of a pandas Categorical, a codebook's level) was dropped from the fitted model, "
-    "so that it is given no probability and never released; keep it with keep_unused_levels."}
+    "so that it is given no probability and never released; keep it with keep_unused_levels.",
+    "PREDICTOR_DROPPED": "a predictor_matrix names as a predictor of a column a column "
+    "synthesized after it; it was dropped from that column's predictors, as synthpop does "
+    "(a column whose predictors are all dropped is drawn by sample): visit it earlier to keep it."}
 
 
 #: the attacks' meaning of codes they share with another measure

@@ -6,6 +6,7 @@ See :doc:`/user_guide/synthesizers` (CART, synthpop-style specifications).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import CALLER, BayesRiskWarning, SchemaError, ValidationError
 
 __all__ = ["METHODS", "ResolvedSpec", "SynthesisSpec"]
 
@@ -64,7 +65,8 @@ class SynthesisSpec:
         a predictor; synthpop's ``predictor.matrix`` with names), or ``{column: [predictors]}``
         for the columns whose predictors differ from the default. Predictors that are not
         visited keep their original values; a visited column can only be predicted by
-        columns visited before it or not synthesized.
+        columns visited before it or not synthesized: a predictor synthesized after its
+        column is dropped, as synthpop does, with warning ``PREDICTOR_DROPPED``.
 
     Raises
     ------
@@ -154,10 +156,16 @@ class SynthesisSpec:
         ValidationError
             When ``synthesized`` and ``visit_sequence`` disagree, a method does not suit its
             column's type (``norm`` for a categorical column, ``logreg``/``polyreg`` for a
-            numeric one, ``logreg`` for more than two levels), a method is given to a column
-            that is not visited, or a predictor is synthesized after the column it predicts.
+            numeric one, ``logreg`` for more than two levels), or a method is given to a
+            column that is not visited.
         SchemaError
             For a name that is not a column (``UNKNOWN_COLUMN``).
+
+        Warns
+        -----
+        BayesRiskWarning
+            ``PREDICTOR_DROPPED``: a predictor of the predictor matrix is synthesized after the
+            column it predicts, and is dropped (synthpop's ``check.predictor.matrix.syn``).
         """
         names = list(schema.names)
         visit = self._visit(synthesized, names)
@@ -182,13 +190,14 @@ class SynthesisSpec:
                 continue
             if given is not None and c in given:
                 preds = set(given[c]) - {c}
-                late = [p for p in preds if p in synth and rank[p] > rank[c]]
-                if late:
-                    raise ValidationError(
-                        f"predictor_matrix: column {c!r} is predicted by {sorted(late)}, "
-                        "synthesized after it; a column can only be predicted by columns "
-                        "visited before it or not synthesized (synthpop drops such predictors "
-                        "with a message).")
+                late = [p for p in names if p in preds and p in synth and rank[p] > rank[c]]
+                if late:  # synthpop's check.predictor.matrix.syn drops them with a message
+                    warnings.warn(BayesRiskWarning(
+                        f"predictor_matrix: {late} of column {c!r} are synthesized after it, "
+                        "so they cannot predict it; dropped from its predictors, as synthpop "
+                        "does (PREDICTOR_DROPPED). To keep one, visit it before "
+                        f"{c!r}.", code="PREDICTOR_DROPPED"), skip_file_prefixes=CALLER)
+                    preds -= set(late)
             else:  # synthpop's default: the visited columns before it
                 preds = set(visit[: rank[c]])
             predictors[c] = [p for p in names if p in preds]

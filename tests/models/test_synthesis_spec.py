@@ -105,14 +105,34 @@ def test_bad_specifications_are_refused_when_built(kw, match):
     ({"visit_sequence": ["Tenure", "Income"]}, ["Income"], ValidationError, "differ"),
     ({"method": {"Age": "cart"}, "visit_sequence": ["Income"]}, None, ValidationError,
      "not in the visit sequence"),
-    ({"visit_sequence": ["Tenure", "Expenditure", "Income"],
-      "predictor_matrix": {"Expenditure": ["Income"]}}, None, ValidationError,
-     "synthesized after it"),
 ])
 def test_bad_specifications_for_the_data(small, kw, synthesized, err, match):
     _, schema = small
     with pytest.raises(err, match=match):
         SynthesisSpec(**kw).resolve(schema, synthesized)
+
+
+@pytest.mark.parametrize("expenditure, predictors, method", [
+    (["Tenure", "Income", "Age"], ["Age", "Tenure"], "cart"),
+    (["Income"], [], "sample"),
+])
+def test_a_predictor_synthesized_later_is_dropped_as_synthpop_does(small, expenditure,
+                                                                   predictors, method):
+    """syn(CEdata, visit.sequence = c("Tenure", "Expenditure", "Income"), predictor.matrix =
+    pm) with pm's Expenditure row naming Income (synthpop 1.9-2 prints "Not synthesised
+    predictor Income removed from predictor.matrix for variable Expenditure."): synthpop's
+    resulting $predictor.matrix has Expenditure predicted by Age and Tenure, and with Income
+    alone no predictor, so that its method becomes "sample" (R's output, both cases)."""
+    _, schema = small
+    spec = SynthesisSpec(visit_sequence=["Tenure", "Expenditure", "Income"],
+                         predictor_matrix={"Expenditure": expenditure,
+                                           "Income": ["Tenure", "Expenditure"]})
+    with pytest.warns(br.BayesRiskWarning, match=r"\['Income'\] of column 'Expenditure'") as w:
+        r = spec.resolve(schema)
+    assert [x.message.code for x in w] == ["PREDICTOR_DROPPED"]
+    assert r.predictors["Expenditure"] == predictors
+    assert r.methods["Expenditure"] == method
+    assert r.predictors["Income"] == ["Tenure", "Expenditure"]
 
 
 def test_json_form_round_trips():
