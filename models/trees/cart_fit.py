@@ -106,11 +106,10 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
             raise ValidationError(f"smoothing: column {c!r} is drawn by {regression[c]!r}; "
                                   "kernel smoothing applies to CART columns.",
                                   code="INVALID_ARGUMENT")
-        bad = [p for p in [c, *spec.predictors[c]] if p in layout]
-        if bad:
-            raise NotSupportedError(f"column {c!r} is drawn by {regression[c]!r}, and {bad} have "
-                                    "missing values; the regression methods need complete "
-                                    "columns (CART handles missing values).",
+        if regression[c] == "logreg" and c in layout:
+            raise NotSupportedError(f"column {c!r} is drawn by 'logreg' and has missing values: "
+                                    "the missing value is a third level (synthpop's too, whose "
+                                    "logreg then fails); use 'polyreg' or 'cart'.",
                                     code="MISSING_VALUES")
     regressions: dict[str, RegressionColumn] = {}
     trees: dict[str, SeqTree] = {}
@@ -124,7 +123,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
         if col in regression:
             regressions[col] = RegressionColumn(
                 regression[col], col, preds, schema, values,
-                None if schema[col].is_categorical else decimals_of(values[col]))
+                None if schema[col].is_categorical else decimals_of(values[col]), layout)
             continue
         if preds:
             names, kinds, nlev, arrs = design_inputs(schema, preds, layout, values.__getitem__)

@@ -88,8 +88,8 @@ def restore_cart(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame
         c: seqtree_from_arrays(kinds[c], arrays, f"kindtree{k}")
         for k, c in enumerate(obj.visit_sequence_) if c in kinds
     }
-    if any(obj.missing_.get(c, {}).get("type") == "two_step"
-           and c not in obj.missing_trees_ for c in obj.visit_sequence_):
+    if any(obj.missing_.get(c, {}).get("type") == "two_step" and c not in obj.missing_trees_
+           and c not in methods for c in obj.visit_sequence_):  # regressions: no kind tree
         raise ValueError("a kind tree of a column with missing values is missing")
     obj.smoothed_ = list(st["smoothed"])
     obj.bandwidth_ = {c: arrays[f"bandwidth{k}"]
@@ -105,6 +105,7 @@ def restore_cart(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame
     obj._values = encoded_values(obj._data, schema, obj.missing_)
     obj.regressions_ = {
         c: RegressionColumn(m, c, obj.predictors_[c], schema, obj._values,
-                            None if schema[c].is_categorical else decimals_of(obj._values[c]))
+                            None if schema[c].is_categorical else decimals_of(obj._values[c]),
+                            obj.missing_)
         for c, m in methods.items()}
     obj._set_state()

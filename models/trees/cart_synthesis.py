@@ -132,7 +132,8 @@ def regression_draw(state: CARTState, reg, sel, cur, src, rng, *, proper: bool) 
     vals = reg.draw(lambda p: cur[p] if p in cur else state.values[p][sel], rng, proper)
     if state.schema[reg.column].is_categorical:
         codes = state.values[reg.column]
-        lookup = np.full(state.schema[reg.column].n_levels, -1, dtype=np.int64)
+        # one more code: a missing value, a level of its own (trees.missing)
+        lookup = np.full(state.schema[reg.column].n_levels + 1, -1, dtype=np.int64)
         first = np.unique(codes, return_index=True)
         lookup[first[0].astype(np.int64)] = first[1]
         src[reg.column] = lookup[vals]

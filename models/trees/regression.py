@@ -10,12 +10,14 @@ a refit on a bootstrap sample. See :doc:`/user_guide/synthesizers`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ConvergenceWarning
+from bayes_risk.models.trees.missing import kind_codes
 
 __all__ = ["RegressionColumn"]
 
@@ -24,16 +26,88 @@ _RIDGE = 1e-5  # synthpop's .norm.fix.syn / .norm.draw.syn ``ridge``
 
 class RegressionColumn:
     """One synthesized column drawn by ``norm``, ``logreg`` or ``polyreg`` from its
-    ``predictors``, fitted on the encoded original ``values`` (categorical: level codes)."""
+    ``predictors``, fitted on the encoded original ``values`` (categorical: level codes; a
+    column of ``layout`` has missing values, treated as synthpop's ``padMis.syn`` does).
+
+    A categorical column's missing value is a level of its own (the last). A numeric column
+    with missing values predicts by its value (missing cells 0) and its missingness kind
+    (treatment dummies); drawn by ``norm``, its kind is drawn first (``logreg`` for two kinds,
+    else ``polyreg``), then its value, fitted on the observed records, where the kind drawn is
+    "observed". ``fit`` is the value's (or the level's) model, ``kind_fit`` the kind's."""
 
     def __init__(self, method: str, column: str, predictors: Sequence[str], schema: Schema,
-                 values: dict[str, np.ndarray], decimals: int | None) -> None:
+                 values: dict[str, np.ndarray], decimals: int | None,
+                 layout: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.method, self.column, self.predictors = method, column, list(predictors)
-        self.schema, self.decimals = schema, decimals
+        self.schema, self.decimals, self.layout = schema, decimals, dict(layout or {})
+        # each numeric column's missingness kinds as synthpop orders its factor's levels:
+        # the declared codes present (by value), observed, empty
+        self.kinds = {c: _kind_levels(values[c], self.layout[c]["codes"])
+                      for c in [*self.predictors, column]
+                      if c in self.layout and not schema[c].is_categorical}
         X = self.design(values.__getitem__)
-        self.keep = _independent(X, values[column])
-        X = X[:, self.keep]
         y = values[column]
+        self.kind_fit = None
+        if column in self.kinds:
+            kind = kind_codes(y, self.layout[column]["codes"])
+            levels = np.asarray(self.kinds[column])
+            index = np.zeros(levels.max() + 1, dtype=np.int64)
+            index[levels] = np.arange(levels.size)
+            self.kind_fit = _Fit("logreg" if levels.size == 2 else "polyreg", X, index[kind],
+                                 levels.size)
+            X, y = X[kind == 0], y[kind == 0]
+        n_levels = schema[column].n_levels + (column in self.layout) \
+            if schema[column].is_categorical else 0
+        self.fit = _Fit(method, X, y, n_levels)
+
+    def design(self, value_of: Callable[[str], np.ndarray]) -> np.ndarray:
+        """The predictors as a matrix in synthpop's column order (``padMis.syn``,
+        ``padModel.syn``): numeric values, then the value (0 when missing) of numeric columns
+        with missing values, then treatment dummies of categorical columns, then of the kinds."""
+        numeric, filled, dummies, kind_dummies = [], [], [], []
+        for p in self.predictors:
+            v = value_of(p)
+            if self.schema[p].is_categorical:
+                codes = np.asarray(v, dtype=np.int64)
+                n_levels = self.schema[p].n_levels + (p in self.layout)
+                dummies.extend((codes == k).astype(np.float64) for k in range(1, n_levels))
+            elif p in self.kinds:
+                x = np.asarray(v, dtype=np.float64)
+                kind = kind_codes(x, self.layout[p]["codes"])
+                filled.append(np.where(kind > 0, 0.0, x))
+                kind_dummies.extend((kind == k).astype(np.float64) for k in self.kinds[p][1:])
+            else:
+                numeric.append(np.asarray(v, dtype=np.float64))
+        cols = [*numeric, *filled, *dummies, *kind_dummies]
+        n = len(value_of(self.column)) if not cols else len(cols[0])
+        return np.column_stack(cols) if cols else np.zeros((n, 0))
+
+    def draw(self, value_of: Callable[[str], np.ndarray], rng: np.random.Generator,
+             proper: bool) -> np.ndarray:
+        """Synthetic values (``norm``) or level codes from the predictors' current values."""
+        Xp = self.design(value_of)
+        if self.kind_fit is None:
+            out = self.fit.draw(Xp, rng, proper)
+        else:
+            codes = self.layout[self.column]["codes"]
+            kind = np.asarray(self.kinds[self.column])[self.kind_fit.draw(Xp, rng, proper)]
+            # an empty cell is NaN, a declared code its value
+            out = np.asarray([np.nan, *codes], dtype=np.float64)[np.maximum(kind - 1, 0)]
+            obs = kind == 0
+            out[obs] = self.fit.draw(Xp[obs], rng, proper)
+        return out if self.method != "norm" or self.decimals is None \
+            else np.round(out, self.decimals)
+
+
+class _Fit:
+    """One regression of synthpop's on the design ``X`` (after ``remove.lindep.syn``): ``norm``
+    (``coef``, ``V``, ``rss``, ``n``, ``p``), ``logreg`` (``center``, ``coef``, ``cov``) or
+    ``polyreg`` over ``n_levels`` codes (``fit_multinom``)."""
+
+    def __init__(self, method: str, X: np.ndarray, y: np.ndarray, n_levels: int) -> None:
+        self.method, self.n_levels = method, n_levels
+        self.keep = _independent(X, y)
+        X = X[:, self.keep]
         if method == "norm":
             self.coef, self.V, self.rss, self.n, self.p = _ols(X, y.astype(np.float64))
         elif method == "logreg":
@@ -41,26 +115,11 @@ class RegressionColumn:
             self.coef, self.cov = _logit(X - self.center, (y == 1).astype(np.float64))
         else:
             self.X, self.y = X, y.astype(np.int64)
-            self.fit_multinom = _multinom(X, self.y, schema[column].n_levels)
+            self.fit_multinom = _multinom(X, self.y, n_levels)
 
-    def design(self, value_of: Callable[[str], np.ndarray]) -> np.ndarray:
-        """The predictors as a matrix: numeric values, categorical ones as treatment dummies."""
-        cols = []
-        for p in self.predictors:
-            v = value_of(p)
-            if self.schema[p].is_categorical:
-                codes = np.asarray(v, dtype=np.int64)
-                cols.extend((codes == k).astype(np.float64)
-                            for k in range(1, self.schema[p].n_levels))
-            else:
-                cols.append(np.asarray(v, dtype=np.float64))
-        n = len(value_of(self.column)) if not cols else len(cols[0])
-        return np.column_stack(cols) if cols else np.zeros((n, 0))
-
-    def draw(self, value_of: Callable[[str], np.ndarray], rng: np.random.Generator,
-             proper: bool) -> np.ndarray:
-        """Synthetic values (``norm``) or level codes from the predictors' current values."""
-        Xp = self.design(value_of)[:, self.keep]
+    def draw(self, Xp: np.ndarray, rng: np.random.Generator, proper: bool) -> np.ndarray:
+        """Draws for the rows of the design ``Xp`` (plug-in, or parameters drawn: ``proper``)."""
+        Xp = Xp[:, self.keep]
         n = Xp.shape[0]
         if self.method == "norm":
             coef, sigma = self.coef, np.sqrt(self.rss / (self.n - self.p - 1))
@@ -68,8 +127,7 @@ class RegressionColumn:
                 sigma = np.sqrt(self.rss / rng.chisquare(self.n - self.p))
                 L = np.linalg.cholesky((self.V + self.V.T) / 2)
                 coef = coef + L @ rng.standard_normal(self.p) * sigma
-            out = np.column_stack([np.ones(n), Xp]) @ coef + rng.standard_normal(n) * sigma
-            return out if self.decimals is None else np.round(out, self.decimals)
+            return np.column_stack([np.ones(n), Xp]) @ coef + rng.standard_normal(n) * sigma
         if self.method == "logreg":
             coef = self.coef
             if proper:
@@ -79,10 +137,18 @@ class RegressionColumn:
         fit = self.fit_multinom
         if proper:  # synthpop refits on a bootstrap sample of the records
             s = rng.integers(0, self.y.size, self.y.size)
-            fit = _multinom(self.X[s], self.y[s], self.schema[self.column].n_levels)
+            fit = _multinom(self.X[s], self.y[s], self.n_levels)
         prob = fit(Xp)
         u = rng.random(n)
         return np.minimum((u[:, None] > np.cumsum(prob, axis=1)).sum(axis=1), prob.shape[1] - 1)
+
+
+def _kind_levels(values: np.ndarray, codes: Sequence[float]) -> list[int]:
+    """The missingness kinds present in ``values``, in the order of synthpop's factor levels
+    (``padMis.syn``): the declared codes by value, observed (its large stand-in), empty (last)."""
+    present = set(np.unique(kind_codes(values, codes)).tolist())
+    by_value = [2 + int(k) for k in np.argsort(np.asarray(codes, dtype=np.float64), kind="stable")]
+    return [k for k in [*by_value, 0, 1] if k in present]
 
 
 def _independent(X: np.ndarray, y: np.ndarray, eps: float = 1e-5,

@@ -5,6 +5,7 @@ beside this file)."""
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -164,12 +165,13 @@ def test_unvisited_columns_are_copied_and_sample_draws_the_marginal(small):
     assert abs(agree - float((p ** 2).sum())) < 4 * np.sqrt(agree * (1 - agree) / len(drawn))
 
 
-def test_regression_columns_refuse_missing_values_and_smoothing(small):
+def test_regression_columns_refuse_logreg_with_missing_values_and_smoothing(small):
     df, schema = small
-    spec = SynthesisSpec(method={"Tenure": "sample", "Income": "norm"})
-    holes = df.astype({"Income": float}).copy()
-    holes.loc[0, "Income"] = np.nan
-    with pytest.raises(NotSupportedError, match=r"'Income' is drawn by 'norm', and \['Income'\]"):
+    spec = SynthesisSpec(method={"Tenure": "sample", "Urban": "logreg", "Income": "norm"})
+    holes = df.astype({"Urban": "Int64"})
+    holes.loc[0, "Urban"] = pd.NA
+    with pytest.raises(NotSupportedError, match=r"'Urban' is drawn by 'logreg' and has missing "
+                       "values: the missing value is a third level"):
         CARTSynthesizer(spec=spec).fit(holes, schema=schema)
     with pytest.raises(ValidationError, match="kernel smoothing applies to CART columns"):
         CARTSynthesizer(spec=spec, smoothing=["Income"]).fit(df, schema=schema)
@@ -302,14 +304,14 @@ def test_regression_fits_are_synthpops(ce):
     syn = CARTSynthesizer(donor="uniform", spec=spec).fit(df, schema=schema, random_seed=1)
     assert syn.predictors_["Expenditure"] == ["Urban", "Tenure", "Marital"]
     reg = syn.regressions_
-    norm = reg["Expenditure"]
+    norm = reg["Expenditure"].fit
     np.testing.assert_allclose(norm.coef, R_NORM_BETA, rtol=1e-9)
     np.testing.assert_allclose(np.sqrt(norm.rss / (norm.n - norm.p - 1)), R_NORM_SIGMA, rtol=1e-9)
-    np.testing.assert_allclose(reg["Urban"].coef, R_LOGREG, rtol=1e-7)
+    np.testing.assert_allclose(reg["Urban"].fit.coef, R_LOGREG, rtol=1e-7)
     dummies = np.eye(5)[:, 1:]  # the five Tenure levels as treatment dummies
     eta = np.column_stack([np.zeros(5), np.column_stack([np.ones(5), dummies]) @ R_POLYREG.T])
     p_r = np.exp(eta) / np.exp(eta).sum(axis=1, keepdims=True)
-    np.testing.assert_allclose(reg["Marital"].fit_multinom(dummies), p_r, atol=1e-3)
+    np.testing.assert_allclose(reg["Marital"].fit.fit_multinom(dummies), p_r, atol=1e-3)
     # the release: levels of the data's type, frequencies near the data's
     z = syn.synthesize(5, random_seed=2)
     for c in ("Marital", "Urban"):
@@ -350,3 +352,53 @@ def test_a_regression_column_has_no_tree(small):
     with pytest.raises(ValidationError, match="drawn by 'norm'"):
         syn.donors("Income", 0)
     assert syn.route(df, "Tenure")[0].tolist() == [0] * len(df)  # "sample": the root
+
+
+def test_regressions_with_missing_values_are_synthpops(ce, tmp_path):
+    """synthpop's padMis.syn / padModel.syn on a copy of CEdata with empty cells and a declared
+    code (synthpop_reference/make_reference.R, its fits in missing_fits.json): a missing
+    category is a level of its own (the last); Expenditure, drawn by norm, is drawn in two
+    steps, its kind (-1, observed, empty: polyreg) then its value (norm on the observed
+    records), and predicts Income by its value (0 when missing) and its kind's dummies. norm and
+    logreg to synthpop's digits, polyreg's probabilities to 1e-3 (nnet's BFGS tolerance)."""
+    df, _ = ce
+    i = np.arange(len(df))
+    d = df.astype({"Expenditure": float, "Marital": "Int64"})
+    d["Expenditure"] = d["Expenditure"].where(i % 17 != 3)
+    d.loc[(i % 29 == 7) & d["Expenditure"].notna(), "Expenditure"] = -1.0
+    d["Marital"] = d["Marital"].mask(i % 23 == 5)
+    schema = br.infer_schema(d, categorical=CAT, continuous=["Age", "Expenditure", "Income"],
+                             missing_codes={"Expenditure": [-1]})
+    spec = SynthesisSpec(method={"Tenure": "sample", "Marital": "polyreg", "Urban": "logreg",
+                                 "Expenditure": "norm", "Income": "norm"},
+                         visit_sequence=["Tenure", "Marital", "Urban", "Expenditure", "Income"])
+    syn = CARTSynthesizer(donor="uniform", spec=spec).fit(d, schema=schema, random_seed=1)
+    r = json.loads((SYNTHPOP_REFERENCE / "missing_fits.json").read_text())
+    reg = syn.regressions_
+    for col, ref in [("Expenditure", r["Expenditure.0"]), ("Income", r["Income"])]:
+        f = reg[col].fit
+        assert f.keep.all() and f.coef.size == len(ref["names"])
+        np.testing.assert_allclose(f.coef, ref["beta"], rtol=1e-9)
+        np.testing.assert_allclose(np.sqrt(f.rss / (f.n - f.p - 1)), ref["sigma"], rtol=1e-9)
+    np.testing.assert_allclose(reg["Urban"].fit.coef, r["Urban"]["coefficients"], rtol=1e-7)
+    assert reg["Expenditure"].kinds["Expenditure"] == [2, 0, 1]  # R's levels -1, 9999999, NA
+
+    def probs(X, coefficients):  # multinom's level probabilities, first level the baseline
+        eta = np.column_stack([np.ones(len(X)), X]) @ np.asarray(coefficients).T
+        e = np.exp(np.column_stack([np.zeros(len(X)), eta]))
+        return e / e.sum(axis=1, keepdims=True)
+
+    for col, fit, ref in [("Marital", reg["Marital"].fit, r["Marital"]),
+                          ("Expenditure", reg["Expenditure"].kind_fit, r["Expenditure.NA"])]:
+        X = np.unique(fit.X, axis=0)
+        assert fit.keep.all() and X.shape[1] == len(ref["names"]) - 1, col
+        np.testing.assert_allclose(fit.fit_multinom(X), probs(X, ref["coefficients"]),
+                                   atol=1e-3, err_msg=col)
+    # the release: empty cells and the code at about the data's rates (4 standard errors)
+    z = syn.synthesize(5, random_seed=2)
+    saved = CARTSynthesizer.load(syn.save(tmp_path / "m"))
+    pd.testing.assert_frame_equal(saved.synthesize(1, random_seed=2)[0], z[0])
+    for col, cell in [("Expenditure", None), ("Expenditure", -1.0), ("Marital", None)]:
+        p, q = [np.mean([(t[col].isna() if cell is None else t[col] == cell).mean()
+                         for t in ts]) for ts in ([d], z)]
+        assert abs(q - p) < 4 * np.sqrt(p * (1 - p) / (5 * len(d))), (col, cell, p, q)

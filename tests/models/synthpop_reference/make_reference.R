@@ -33,3 +33,36 @@ for (k in names(scenarios)) {
   rel$Tenure <- as.integer(as.character(rel$Tenure))
   write.csv(rel, gzfile(file.path(out, sprintf("scenario%s.csv.gz", k))), row.names = FALSE)
 }
+
+# The regression methods on a copy of CEdata with missing values (synthpop's padMis.syn,
+# padModel.syn): Expenditure empty in every 17th record (i %% 17 == 3, i = 0-based row) and -1,
+# a declared missing-value code (cont.na), in every 29th (i %% 29 == 7) of the others; Marital
+# empty in every 23rd (i %% 23 == 5). The fitted models (models = TRUE) go to missing_fits.json:
+# norm's beta and sigma, logreg's coefficients, multinom's coefficient matrices (rows: the
+# levels after the first), each with R's names.
+suppressMessages(library(jsonlite))
+CEdata <- read.csv(file.path(data_dir, "CEdata.csv"))
+i <- seq_len(nrow(CEdata)) - 1
+CEdata$Expenditure[i %% 17 == 3] <- NA
+CEdata$Expenditure[i %% 29 == 7 & !is.na(CEdata$Expenditure)] <- -1
+CEdata$Marital[i %% 23 == 5] <- NA
+for (v in c("Urban", "Marital", "Tenure")) CEdata[[v]] <- as.factor(CEdata[[v]])
+s <- syn(CEdata, method = c(Age = "", Urban = "logreg", Tenure = "sample", Educ = "",
+                            Expenditure = "norm", Marital = "polyreg", Income = "norm"),
+         visit.sequence = c("Tenure", "Marital", "Urban", "Expenditure", "Income"),
+         cont.na = list(Expenditure = c(NA, -1)), models = TRUE, seed = 1, print.flag = FALSE)
+m <- s$models
+norm <- function(f) list(names = rownames(f$beta), beta = unname(f$beta[, 1]), sigma = f$sigma)
+mult <- function(f) list(levels = f$lev, names = colnames(f$coefficients),
+                         coefficients = unname(f$coefficients))
+fits <- list(
+  call = paste("syn(CEdata, method = c(Age = '', Urban = 'logreg', Tenure = 'sample',",
+               "Educ = '', Expenditure = 'norm', Marital = 'polyreg', Income = 'norm'),",
+               "visit.sequence = c('Tenure', 'Marital', 'Urban', 'Expenditure', 'Income'),",
+               "cont.na = list(Expenditure = c(NA, -1)), models = TRUE, seed = 1)"),
+  Expenditure.0 = norm(m$Expenditure), Income = norm(m$Income),
+  Urban = list(names = rownames(m$Urban$coefficients),
+               coefficients = unname(m$Urban$coefficients[, 1])),
+  Marital = mult(m$Marital), Expenditure.NA = mult(m[["Expenditure.NA"]]))
+write(toJSON(fits, digits = NA, auto_unbox = TRUE, pretty = TRUE),
+      file.path(out, "missing_fits.json"))
