@@ -235,7 +235,9 @@ class CARTSynthesizer(TreeSynthesizer):
         Raises
         ------
         NotSupportedError
-            When a spec draws a column by ``norm``, ``logreg`` or ``polyreg``.
+            When a spec draws a column by ``norm``, ``logreg`` or ``polyreg`` (their likelihood,
+            refitted for each candidate, is not derived; :doc:`/methods/attribute`, Tree
+            synthesizers: plug-in likelihoods).
         """
         from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin
 
@@ -243,7 +245,13 @@ class CARTSynthesizer(TreeSynthesizer):
         if self.regressions_:
             raise NotSupportedError(
                 f"the columns {list(self.regressions_)} are drawn by a regression method of the "
-                "spec; the CART plug-in likelihood covers 'cart' and 'sample' columns only.",
+                "spec; the CART plug-in likelihood covers 'cart' and 'sample' columns only: it "
+                "holds the fitted trees fixed and lets a candidate value act through the donors "
+                "it changes, while a regression column's draw is a parametric density whose "
+                "coefficients the candidate itself moves (a refit per candidate; with "
+                "Bayesian-bootstrap donors, parameters drawn per dataset), a likelihood not "
+                "derived nor checked against exact values. Draw the columns whose risk you "
+                "evaluate by 'cart', or synthesize by SequentialRegression (posterior draws).",
                 code="MODEL_UNSUITED")
         return CARTPlugin(self, original, random_seed=random_seed)
 

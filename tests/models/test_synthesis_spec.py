@@ -352,6 +352,15 @@ def test_a_regression_column_has_no_tree(small):
     with pytest.raises(ValidationError, match="drawn by 'norm'"):
         syn.donors("Income", 0)
     assert syn.route(df, "Tenure")[0].tolist() == [0] * len(df)  # "sample": the root
+    # attribute risk (through the plug-in) and membership risk refuse it, with the reason
+    why = "a parametric density whose coefficients the candidate itself moves"
+    with pytest.raises(NotSupportedError, match=why):
+        syn.plugin_likelihood(df)
+    holdout = br.data.make_ce_like(30, random_seed=9)
+    with warnings.catch_warnings(), pytest.raises(NotSupportedError, match=why):
+        warnings.simplefilter("ignore", br.BayesRiskWarning)
+        br.membership_risk(syn, df, syn.synthesize(1, random_seed=2), holdout=holdout,
+                           progressbar=False)
 
 
 def test_regressions_with_missing_values_are_synthpops(ce, tmp_path):
