@@ -207,9 +207,9 @@ def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool,
                 out.flags[int(p)] = ["TRUTH_OUTSIDE_SUPPORT"]
                 out.skip(int(p), g)
                 continue
-            by_size.setdefault((ci.size, cj.size) if not sums else (g, 0), []).append(int(p))
+            by_size.setdefault((g, 1) if sums else (ci.size, cj.size), []).append(int(p))
         for (gi, gj), ps in by_size.items():
-            step = max(1, size * _CANDIDATES_PER_RECORD // (gi * max(gj, 1)))
+            step = max(1, size * _CANDIDATES_PER_RECORD // (gi * gj))
             for a in range(0, len(ps), step):
                 sub = np.asarray(ps[a : a + step], dtype=np.int64)
                 grp = (_aligned_group(sub, pairs, out.candidates, plan) if sums
@@ -297,8 +297,8 @@ def sum_columns(data: AnalysisData, known_sums: bool | Sequence[str]) -> list[st
         if c not in data.orig.columns:
             why, code = "is not a column of the original", "UNKNOWN_COLUMN"
         elif c in data.vary:
-            why, code = "is categorical; a sum applies to count and continuous columns", \
-                "INVALID_ARGUMENT"
+            why, code = ("is categorical; a sum applies to count and continuous columns",
+                         "INVALID_ARGUMENT")
         else:
             why, code = ("is not synthesized (the intruder reads it from the release)",
                          "INVALID_ARGUMENT")
