@@ -28,7 +28,9 @@ from bayes_risk.attribute.pairs import (
     check_pair_prior,
     check_pairs,
     evaluate_pairs,
+    p_true_unordered,
     pair_data,
+    sum_columns,
 )
 from bayes_risk.attribute.plan import RecordPartition, merge_outputs
 from bayes_risk.attribute.prepare import prepare
@@ -150,7 +152,7 @@ def attribute_risk(
     if scenario.kind == "two_records":
         return provenance.note(synthetic=synthetic, result=_two_records(
             original, synthetic, model=model, records=records, pairs=scenario.pairs,
-            executor=executor, progressbar=progressbar,
+            known_sums=scenario.known_sums, executor=executor, progressbar=progressbar,
             options=dict(candidates=candidates, prior=prior, estimator=estimator,
                          random_seed=random_seed),
         ))
@@ -183,9 +185,10 @@ def attribute_risk(
 
 def _two_records(
     original: pd.DataFrame, synthetic: Any, *, model: Any, records: Any, pairs: Any,
-    executor: Any, progressbar: bool, options: dict[str, Any],
+    known_sums: bool | Sequence[str] | None, executor: Any, progressbar: bool,
+    options: dict[str, Any],
 ) -> AttributeRiskResult:
-    """Wei & Reiter's two-record intruder (:mod:`bayes_risk.attribute.pairs`)."""
+    """Wei & Reiter's two-record intruders (:mod:`bayes_risk.attribute.pairs`)."""
     if records is not None:
         raise ValidationError(
             "records does not apply to scenario='two_records': the pairs name the records."
@@ -204,13 +207,20 @@ def _two_records(
     plan = prepare(model, original, synthetic, np.unique(pair_arr), scenario=ScenarioSpec(),
                    progressbar=progressbar, **options)
     check_pair_plan(plan, pair_arr)
-    out = evaluate_pairs(plan, pair_arr, progressbar=progressbar)
+    sums = [] if known_sums is None else sum_columns(plan.data, known_sums)
+    out = evaluate_pairs(plan, pair_arr, progressbar=progressbar, sums=sums)
     res = _assemble.assemble(pair_data(plan, pair_arr), out)
     df = res.records.copy()
     df.insert(0, "record_1", pair_arr[:, 0])
     df.insert(1, "record_2", pair_arr[:, 1])
+    for k, c in enumerate(sums):  # the known sums, as the intruder reads them
+        col = plan.data.values[:, plan.data.vary.index(c)]
+        df.insert(2 + k, f"sum_{c}", col[pair_arr[:, 0]] + col[pair_arr[:, 1]])
+    df.insert(df.columns.get_loc("p_true") + 1, "p_true_unordered",
+              p_true_unordered(res.candidates, res.log_post))
     return dataclasses.replace(
-        res, records=df, settings=dict(res.settings, pairs=pair_arr.tolist()), _cache={}
+        res, records=df, _cache={},
+        settings=dict(res.settings, pairs=pair_arr.tolist(), known_sums=sums or None),
     )
 
 
@@ -294,6 +304,9 @@ def with_prior(
               "chain_z", "flag_codes"):
         if k in cols:
             df[k] = cols[k][0]
+    log_post = ungroup([q[0] for q in posts], inp.groups, n)
+    if "p_true_unordered" in df.columns:  # a two-record result
+        df["p_true_unordered"] = p_true_unordered(result.candidates, log_post)
     boot = result._boot_loglik if bootstrap else None
     logprior = ungroup(lp_groups, inp.groups, n)
     for k, v in bootstrap_summaries(boot, logprior, result._g0(), len(df)).items():
@@ -302,7 +315,7 @@ def with_prior(
     warns += [c for c in codes if c not in warns]
     return dataclasses.replace(
         result, records=df, logprior=logprior,
-        log_post=ungroup([q[0] for q in posts], inp.groups, n), warnings=warns,
+        log_post=log_post, warnings=warns,
         settings=dict(result.settings, prior=p.label()), prior=p, _cache={},
     )
 

@@ -5,6 +5,7 @@ one-variable neighbourhood (``neighbourhood_loglik``), per-record ``candidate_lo
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -40,9 +41,13 @@ def model_logp(access: ModelAccess, data: AnalysisData, rule: CandidateRule,
     a pair candidate ``(a, b)`` of ``group.members`` has ``log p(a | Θ_h) + log p(b | Θ_h)``."""
     if group.members is not None:
         first, second = group.members
+        if group.aligned:  # the members' candidates are splits, not the one-variable neighbourhood
+            rule = dataclasses.replace(rule, nb_index=None)
         # a copy: the second call may reuse the model's output buffer (Workspace.buffer)
         a = np.array(model_logp(access, data, rule, first, draw_indices, ws))
         b = model_logp(access, data, rule, second, draw_indices, ws)
+        if group.aligned:
+            return a + b
         r, h = a.shape[:2]
         return (a[:, :, :, None] + b[:, :, None, :]).reshape(r, h, -1)
     t = time.perf_counter()

@@ -4,13 +4,16 @@ The intruder knows every confidential record except the two of a pair and guesse
 over the product of their candidate sets; for a class P model a pair candidate's importance ratio
 is the product of the two records' (:func:`bayes_risk.attribute.likelihoods.model_logp`), so both
 estimators and their diagnostics apply per pair. Class O models, tree plug-ins, unsynthesized
-records, missing values and priors that read the other records are refused. See
-:doc:`/methods/attribute` (Wei & Reiter's two-record intruder).
+records, missing values and priors that read the other records are refused. With
+``known_sums`` the intruder also knows the sums of numeric columns of the two records and guesses
+the splits consistent with them (:func:`sum_sets`). See :doc:`/methods/attribute` (Wei &
+Reiter's two-record intruder).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -18,19 +21,28 @@ from typing import Any
 import numpy as np
 
 from bayes_risk._terminal import progress
-from bayes_risk.attribute.candidates import DEFAULT_MAX_CANDIDATES, CandidateSet
+from bayes_risk.attribute.candidates import DEFAULT_MAX_CANDIDATES, CandidateSet, GridSpec
 from bayes_risk.attribute.evaluate import candidate_sets, finish
-from bayes_risk.attribute.plan import AttributePlan, CandidateGroup, PartitionOutput, Workspace
+from bayes_risk.attribute.plan import (
+    AnalysisData,
+    AttributePlan,
+    CandidateGroup,
+    PartitionOutput,
+    Workspace,
+)
 from bayes_risk.attribute.priors import Empirical, ModelPredictive, Prior
 from bayes_risk.contract import capabilities
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import NotSupportedError, ValidationError
+from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
 
 __all__ = [
     "PAIR_SUFFIXES",
     "check_pairs",
     "check_pair_prior",
     "check_pair_plan",
+    "sum_columns",
+    "sum_sets",
+    "p_true_unordered",
     "pair_columns",
     "evaluate_pairs",
     "pair_data",
@@ -118,7 +130,9 @@ def check_pair_plan(plan: AttributePlan, pairs: np.ndarray) -> None:
             f"scenario='two_records' needs a class P model; {type(model).__name__} is class O "
             "(a record's synthetic values depend on its own confidential values given Θ), "
             "whose own-record term is derived for one unknown record only (methods page "
-            "'Attribute disclosure risk', Wei & Reiter's two-record intruder).",
+            "'Attribute disclosure risk', Wei & Reiter's two-record intruder; for the Poisson "
+            "mixtures MM and TCMM the intruder who knows the sum of the two largest values of "
+            "a column is largest_value_loglik(..., scenario='two_largest_sum')).",
             code="MODEL_UNSUITED",
         )
     if plan.compat is not None:
@@ -147,53 +161,72 @@ def check_pair_plan(plan: AttributePlan, pairs: np.ndarray) -> None:
             )
 
 
-def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool) -> PartitionOutput:
+def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool,
+                   sums: Sequence[str] = ()) -> PartitionOutput:
     """Likelihoods, diagnostics and flags of every pair (outputs keyed by pair number); pairs
-    with the same ``(G_i, G_j)`` are estimated together from their records' likelihoods."""
+    with the same ``(G_i, G_j)`` are estimated together from their records' likelihoods.
+    ``sums``: the columns whose pair sums the intruder knows (:func:`sum_sets`)."""
     t_loop = time.perf_counter()
     ws, out, data = Workspace(), PartitionOutput(), plan.data
     size = max(1, plan.chunk_size)
     spec = plan.rule.spec
     limit = spec.max_candidates if spec is not None else DEFAULT_MAX_CANDIDATES
     chunks = [np.arange(a, min(a + size, len(pairs))) for a in range(0, len(pairs), size)]
+    counts = [c for c in sums if data.schema[c].type == "count"]
+    cand_plan = plan
+    if counts and spec is not None:
+        # a count column's splits are 0..s whatever its grid: a grid that is never degenerate
+        # (the percent grid is, at a true 0) builds the sets whose other columns are used
+        grids = {**spec.grids, **{c: GridSpec("additive", 1.0, 1.0, 3) for c in counts}}
+        cand_plan = dataclasses.replace(plan, rule=dataclasses.replace(
+            plan.rule, spec=dataclasses.replace(spec, grids=grids)))
     for chunk in progress(chunks, description="attribute risk (pairs)", enabled=progressbar):
         members = np.unique(pairs[chunk])
-        csets = dict(zip(members.tolist(), candidate_sets(plan, members), strict=True))
+        csets = dict(zip(members.tolist(), candidate_sets(cand_plan, members), strict=True))
         unknown = {i: _unknown(plan, cs) for i, cs in csets.items()}
         out.any_unknown = out.any_unknown or any(u.any() for u in unknown.values())
         by_size: dict[tuple[int, int], list[int]] = {}
         for p in chunk:
             i, j = (int(v) for v in pairs[p])
             ci, cj = csets[i], csets[j]
-            if ci.size * cj.size > limit:
+            if sums:
+                cs = sum_sets(data, i, j, ci, cj, sums, limit=limit, pair=int(p))
+            elif ci.size * cj.size > limit:
                 raise ValidationError(
                     f"pair {int(p)} (records {i} and {j}) has G = {ci.size} x {cj.size} = "
                     f"{ci.size * cj.size:,} joint candidates, more than max_candidates = "
                     f"{limit:,}; use smaller candidate sets (e.g. candidates='one-variable').",
                     code="TOO_MANY_CANDIDATES",
                 )
-            out.candidates[int(p)] = _pair_set(data.vary, ci, cj)
+            else:
+                cs = _pair_set(data.vary, ci, cj)
+            g = cs.size
+            out.candidates[int(p)] = cs
             out.flags[int(p)] = []
             if unknown[i][ci.g0] or unknown[j][cj.g0]:
                 out.flags[int(p)] = ["TRUTH_OUTSIDE_SUPPORT"]
-                out.skip(int(p), ci.size * cj.size)
+                out.skip(int(p), g)
                 continue
-            by_size.setdefault((ci.size, cj.size), []).append(int(p))
+            by_size.setdefault((g, 1) if sums else (ci.size, cj.size), []).append(int(p))
         for (gi, gj), ps in by_size.items():
             step = max(1, size * _CANDIDATES_PER_RECORD // (gi * gj))
             for a in range(0, len(ps), step):
                 sub = np.asarray(ps[a : a + step], dtype=np.int64)
-                plan.estimator.estimate(plan, _pair_group(sub, pairs, csets, unknown), ws, out)
+                grp = (_aligned_group(sub, pairs, out.candidates, plan) if sums
+                       else _pair_group(sub, pairs, csets, unknown))
+                plan.estimator.estimate(plan, grp, ws, out)
     return finish(out, ws, t_loop)
 
 
-def _unknown(plan: AttributePlan, cs: CandidateSet) -> np.ndarray:
-    """``[G]``: candidates at a level the model was never fitted with (probability 0)."""
+def _unknown(plan: AttributePlan, cs: CandidateSet | np.ndarray) -> np.ndarray:
+    """``[..., G]``: candidates (a set, or values ``[..., G, q]``) at a level the model was
+    never fitted with (probability 0)."""
     data = plan.data
-    out = np.zeros(cs.size, dtype=bool)
+    vals = cs.values if isinstance(cs, CandidateSet) else cs
+    out = np.zeros(vals.shape[:-1], dtype=bool)
     for j, c in enumerate(data.vary):
         if data.is_cat[j]:
-            out |= cs.values[:, j] >= data.levels_model[c]
+            out |= vals[..., j] >= data.levels_model[c]
     return out
 
 
@@ -244,3 +277,148 @@ def pair_data(plan: AttributePlan, pairs: np.ndarray) -> AttributePlan:
         values=vals, scenario="two_records", positions=np.arange(len(pairs), dtype=np.int64),
     )
     return dataclasses.replace(plan, data=pd_)
+
+
+def sum_columns(data: AnalysisData, known_sums: bool | Sequence[str]) -> list[str]:
+    """The columns of ``ScenarioSpec.known_sums`` (``True``: every numeric guessed column),
+    each a count or continuous column the intruder guesses, else a ``ValidationError``."""
+    numeric = [c for c, cat in zip(data.vary, data.is_cat, strict=True) if not cat]
+    if known_sums is True:
+        if not numeric:
+            raise ValidationError(
+                f"{arg_name('known_sums')}: the model synthesizes no count or continuous "
+                f"column (guessed columns {data.vary}); a sum applies to numeric columns.",
+                code="INVALID_ARGUMENT",
+            )
+        return numeric
+    for c in known_sums:
+        if c in numeric:
+            continue
+        if c not in data.orig.columns:
+            why, code = "is not a column of the original", "UNKNOWN_COLUMN"
+        elif c in data.vary:
+            why, code = ("is categorical; a sum applies to count and continuous columns",
+                         "INVALID_ARGUMENT")
+        else:
+            why, code = ("is not synthesized (the intruder reads it from the release)",
+                         "INVALID_ARGUMENT")
+        raise ValidationError(
+            f"{arg_name('known_sums')}: column {c!r} {why}; the numeric synthesized columns "
+            f"are {numeric}.", code=code,
+        )
+    return list(known_sums)
+
+
+def sum_sets(data: AnalysisData, i: int, j: int, ci: CandidateSet, cj: CandidateSet,
+             sums: Sequence[str], *, limit: int, pair: int) -> CandidateSet:
+    """The pair candidates ``(a, b)`` of records ``i`` and ``j`` consistent with the known sums
+    ``s = y_i + y_j`` of the columns ``sums`` (``b = s − a`` there).
+
+    Per sum column: a count column takes every split ``a = 0..s``; a continuous column the
+    values of the two records' candidate sets and their mirror images ``s − v``, for either
+    record (so the swap ``(y_j, y_i)`` is always a candidate), restricted to ``a, b >= 0`` when
+    the column holds no negative value. The splits of several columns are crossed, and the
+    pair's other guessed columns are unknown: the product of the distinct values the two
+    records' candidate sets take on them (sum part the slow index, then ``i``'s, then ``j``'s).
+    """
+    q = len(data.vary)
+    S = [data.vary.index(c) for c in sums]
+    N = [k for k in range(q) if k not in S]
+    yi, yj = ci.values[ci.g0], cj.values[cj.g0]
+    splits, t_split = [], []
+    for k in S:
+        ab, t = _splits(data, k, yi[k], yj[k], ci.values[:, k], cj.values[:, k])
+        splits.append(ab)
+        t_split.append(t)
+    ni, ti = _distinct_rows(ci.values[:, N], ci.g0)
+    nj, tj = _distinct_rows(cj.values[:, N], cj.g0)
+    n_split = [len(ab) for ab in splits]
+    g = math.prod(n_split) * len(ni) * len(nj)
+    if g > limit:
+        raise ValidationError(
+            f"pair {pair} (records {i} and {j}) has G = {g:,} splits consistent with the known "
+            f"sums of {list(sums)} ({' x '.join(map(str, n_split))} splits x "
+            f"{len(ni)} x {len(nj)} values of the other columns), more than max_candidates = "
+            f"{limit:,}; name fewer columns in {arg_name('known_sums')} or raise "
+            "max_candidates.",
+            code="TOO_MANY_CANDIDATES",
+        )
+    idx = np.indices((*n_split, len(ni), len(nj))).reshape(len(S) + 2, -1)
+    first, second = np.empty((g, q)), np.empty((g, q))
+    for c, (k, ab) in enumerate(zip(S, splits, strict=True)):
+        first[:, k], second[:, k] = ab[idx[c], 0], ab[idx[c], 1]
+    first[:, N], second[:, N] = ni[idx[-2]], nj[idx[-1]]
+    g0 = int(np.ravel_multi_index((*t_split, ti, tj), (*n_split, len(ni), len(nj))))
+    return CandidateSet(tuple(pair_columns(data.vary)), np.concatenate([first, second], axis=1),
+                        g0)
+
+
+def _splits(data: AnalysisData, k: int, yi: float, yj: float, vi: np.ndarray, vj: np.ndarray
+            ) -> tuple[np.ndarray, int]:
+    """``[n, 2]`` splits ``(a, s − a)`` of column ``k``'s sum ``s = yi + yj`` (ascending in
+    ``a``; the truth and the swap exact) and the truth's index."""
+    c = data.vary[k]
+    s, scale = yi + yj, max(abs(yi), abs(yj), 1.0)
+    if data.schema[c].type == "count":
+        a = np.arange(int(round(s)) + 1, dtype=np.float64)
+    else:
+        # the candidates of either record, and the splits that leave them to the other one;
+        # equal up to rounding (s − (s − v)) is one point, keyed relative to the values' scale
+        a = np.concatenate([vi, vj, s - vi, s - vj, [yi, yj]])
+        _, first = np.unique(np.rint(a / scale * 1e10), return_index=True)
+        a = a[first]
+    ab = np.column_stack([a, s - a])
+    near = np.abs(ab[:, 0] - yj) <= 1e-10 * scale
+    ab[near] = (yj, yi)
+    near = np.abs(ab[:, 0] - yi) <= 1e-10 * scale
+    ab[near] = (yi, yj)
+    if data.schema[c].type != "count" and not (data.orig[c] < 0).any():
+        ab = ab[(ab >= 0).all(axis=1)]  # a column with no negative value: both parts >= 0
+    ab = np.unique(ab, axis=0)  # ascending in a; one row where the keys split a point
+    return ab, int(np.flatnonzero((ab[:, 0] == yi) & (ab[:, 1] == yj))[0])
+
+
+def _distinct_rows(vals: np.ndarray, g0: int) -> tuple[np.ndarray, int]:
+    """The distinct rows of ``vals [G, k]`` in order of first appearance, and the index of
+    row ``g0``'s (one empty row for ``k = 0``)."""
+    if vals.shape[1] == 0:
+        return vals[:1], 0
+    _, first, inv = np.unique(vals, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return vals[first[order]], int(rank[np.ravel(inv)[g0]])
+
+
+def _aligned_group(ps: np.ndarray, pairs: np.ndarray, candidates: dict[int, CandidateSet],
+                   plan: AttributePlan) -> CandidateGroup:
+    """Pairs ``ps`` (same ``G``) of the known-sums intruder: candidate ``g`` of a pair is row
+    ``g`` of ``members[0]`` with row ``g`` of ``members[1]``."""
+    vals = np.stack([candidates[int(p)].values for p in ps])  # [R, G, 2q]
+    g0 = np.array([candidates[int(p)].g0 for p in ps], dtype=np.int64)
+    q = vals.shape[2] // 2
+
+    def member(k: int) -> CandidateGroup:
+        v = np.ascontiguousarray(vals[:, :, k * q : (k + 1) * q])
+        return CandidateGroup(pos=pairs[ps, k], vals=v, g0=g0, unknown=_unknown(plan, v))
+
+    first, second = member(0), member(1)
+    return CandidateGroup(pos=ps, vals=vals, g0=g0, unknown=first.unknown | second.unknown,
+                          weight=np.ones(ps.size, dtype=np.int64), members=(first, second),
+                          aligned=True)
+
+
+def p_true_unordered(candidates: Sequence[CandidateSet], log_post: Sequence[np.ndarray]
+                     ) -> np.ndarray:
+    """Per pair, the posterior probability of the unordered pair of true values
+    ``{y_i, y_j}``: ``p_true`` plus the swap ``(y_j, y_i)``'s probability when the swap is
+    another candidate (the intruder who learns both values but not which record holds which)."""
+    out = np.full(len(candidates), np.nan)
+    for k, (cs, lp) in enumerate(zip(candidates, log_post, strict=True)):
+        p = np.exp(np.asarray(lp, dtype=np.float64))
+        q = cs.values.shape[1] // 2
+        t = cs.values[cs.g0]
+        swap = (cs.values == np.concatenate([t[q:], t[:q]])).all(axis=1)
+        swap[cs.g0] = False
+        out[k] = p[cs.g0] + p[swap].sum()
+    return out

@@ -222,7 +222,8 @@ class CandidateGroup:
     candidates at a level the model never saw, ``weight`` how many records each stands for
     (identical records are evaluated once; ``None``: one each). ``members``: Wei & Reiter's
     two-record intruder (:mod:`bayes_risk.attribute.pairs`), row ``k`` a pair whose candidates
-    are the product of ``members[0]`` row ``k`` (slow index) and ``members[1]`` row ``k``.
+    are the product of ``members[0]`` row ``k`` (slow index) and ``members[1]`` row ``k``, or
+    with ``aligned`` (known sums) candidate ``g`` of both members together.
     """
 
     pos: np.ndarray
@@ -231,6 +232,7 @@ class CandidateGroup:
     unknown: np.ndarray
     weight: np.ndarray | None = None
     members: tuple[CandidateGroup, CandidateGroup] | None = None
+    aligned: bool = False
 
     @property
     def size(self) -> int:

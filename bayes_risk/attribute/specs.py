@@ -56,6 +56,11 @@ class ScenarioSpec:
     pairs : sequence of (int, int), optional
         ``two_records`` only (and then required): the pairs of records (0-based row
         positions) the intruder does not know; ``records`` does not apply.
+    known_sums : bool or sequence of str, optional
+        ``two_records`` only: the intruder also knows the sums ``y_i + y_j`` of the pair's
+        numeric synthesized columns (``True``: every count and continuous one; or the columns
+        named) and guesses the splits consistent with them (Wei & Reiter 2016; see
+        :doc:`/methods/attribute`, Wei & Reiter's two-record intruder).
     known_records : sequence of int or bool mask, optional
         ``known_records`` only: the row positions (0-based) of the records the intruder knows,
         or a boolean mask over the rows (e.g. the records of some keys,
@@ -72,7 +77,7 @@ class ScenarioSpec:
     NotSupportedError
         For another ``kind``.
     ValidationError
-        ``known`` or ``pairs`` with a scenario that does not take them.
+        ``known``, ``pairs`` or ``known_sums`` with a scenario that does not take them.
 
     Examples
     --------
@@ -80,6 +85,8 @@ class ScenarioSpec:
     ('Tenure',)
     >>> ScenarioSpec("known_records", known_fraction=0.25).known_fraction
     0.25
+    >>> ScenarioSpec("two_records", pairs=[(0, 1)], known_sums=["income"]).known_sums
+    ('income',)
     """
 
     kind: Literal[
@@ -87,6 +94,7 @@ class ScenarioSpec:
     ] = "worst_case"
     known: Sequence[str] | None = None
     pairs: Sequence[tuple[int, int]] | np.ndarray | None = None
+    known_sums: bool | Sequence[str] | None = None
     known_records: Sequence[int] | np.ndarray | None = None
     known_fraction: float | None = None
     seed: int | None = None
@@ -113,7 +121,40 @@ class ScenarioSpec:
                 "ScenarioSpec.known does not apply to kind='two_records': the intruder knows "
                 "none of the synthesized values of the two records."
             )
+        self._check_known_sums()
         self._check_known_records()
+
+    def _check_known_sums(self) -> None:
+        """``known_sums``: ``two_records`` only; ``True`` or a non-empty tuple of names
+        (``False``/``None``: no sums known)."""
+        ks = self.known_sums
+        if ks is None or ks is False:
+            object.__setattr__(self, "known_sums", None)
+            return
+        if self.kind != "two_records":
+            raise ValidationError(
+                f"ScenarioSpec.known_sums applies to kind='two_records' only "
+                f"(kind={self.kind!r})."
+            )
+        if ks is True:
+            return
+        names = (ks,) if isinstance(ks, str) else ks
+        try:
+            names = tuple(names)
+        except TypeError:
+            names = ()
+        if not names or not all(isinstance(c, str) for c in names):
+            raise ValidationError(
+                "ScenarioSpec.known_sums must be True (every numeric synthesized column) or "
+                f"a non-empty sequence of column names. Got {ks!r}.",
+                code="INVALID_ARGUMENT",
+            )
+        if len(set(names)) != len(names):
+            raise ValidationError(
+                f"ScenarioSpec.known_sums names a column twice: {list(names)}.",
+                code="INVALID_ARGUMENT",
+            )
+        object.__setattr__(self, "known_sums", names)
 
     def _check_known_records(self) -> None:
         """The fields of ``kind='known_records'`` (and only of it)."""

@@ -151,9 +151,13 @@ def _known_shift_free(plan: AttributePlan) -> bool:
 
 
 def _constant_ratio(st: RatioStats) -> np.ndarray:
-    """``[R, G]``: candidates whose ratio to the truth is 1 under every kept draw."""
+    """``[R, G]``: candidates whose ratio to the truth is 1 under every kept draw, up to the
+    rounding of sums of log-likelihoods taken in another order (``E_h <= 1``, so
+    ``s1 >= n (1 − 1e-12)`` puts every ``E_h`` within ``1e-12 n`` of 1)."""
     n = st.n_ok[:, None].astype(np.float64)
-    return st.finite & (st.mx == 0.0) & (st.s1 == n) & (st.s2 == n)
+    tol = 1e-12 * n
+    return (st.finite & (np.abs(st.mx) <= 1e-12) & (np.abs(st.s1 - n) <= tol)
+            & (np.abs(st.s2 - n) <= tol))
 
 
 def _exact_pair_khat(group: CandidateGroup, khat: np.ndarray, st: RatioStats) -> None:

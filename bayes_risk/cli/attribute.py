@@ -72,6 +72,11 @@ def _candidates(text: str, model: Any, original: Any) -> Any:
     return with_zero_fallback(spec, original, numeric)
 
 
+def _known_sums(cols: list[str] | None) -> bool | list[str] | None:
+    """``--known-sums [COL ...]`` as ``ScenarioSpec.known_sums`` (no column: every numeric one)."""
+    return None if cols is None else (cols or True)
+
+
 def _scenario(args: argparse.Namespace) -> str:
     """``--scenario`` (``--known`` implies partially-known) as the API's name, checked against
     the options that go with it."""
@@ -112,6 +117,9 @@ def _scenario(args: argparse.Namespace) -> str:
             "not know), and --scenario two-records needs --pairs.",
             code="OPTION_CONFLICT" if args.pairs is not None else "OPTION_REQUIRED",
         )
+    if args.known_sums is not None and given != "two-records":
+        raise ValidationError(f"--known-sums applies to --scenario two-records, not {given}.",
+                              code="OPTION_CONFLICT")
     if args.pairs is not None and args.records is not None:
         raise ValidationError("--records does not apply to --scenario two-records: --pairs names "
                               "the records.", code="OPTION_CONFLICT")
@@ -291,6 +299,7 @@ def run(args: argparse.Namespace) -> int:
                                                           "--known-records"))
         result = risk(original, synthetic, model=model, records=records,
                       scenario=ScenarioSpec(kind=scenario, known=args.known, pairs=pairs,
+                                            known_sums=_known_sums(args.known_sums),
                                             **by_records),
                       progressbar=not args.quiet, **opts, **dask_kwargs(args, client))
         curve = None

@@ -192,6 +192,61 @@ def test_two_records_cli(saved_dpmpm, tmp_path, capsys):
 
 
 @pytest.mark.slow
+def test_two_records_known_sums_cli(tmp_path, capsys):
+    """``--pairs ... --known-sums [COL ...]``: the Python API's numbers, the sums and the
+    unordered probability in records.csv; a bad column or a class O model refused by name."""
+    from bayes_risk import attribute_risk
+    from bayes_risk.models import PoissonMixture
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"workers": rng.poisson(4, 60), "wages": rng.poisson(30, 60)})
+    df.to_csv(tmp_path / "orig.csv", index=False)
+    fits = {}
+    for variant in ("mp", "mm"):
+        model = PoissonMixture(variant=variant, n_components=4, tune=50, draws=100,
+                               progressbar=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(df, random_seed=1)
+        model.save(tmp_path / variant)
+        fits[variant] = model
+    syn = fits["mp"].synthesize(2, random_seed=2)
+    syn.save(tmp_path / "syn")
+    base = ["attribute", "--model", str(tmp_path / "mp"), str(tmp_path / "orig.csv"),
+            str(tmp_path / "syn"), "--pairs", "0:1,2:3", "--estimator", "is", "--bootstrap",
+            "0", "--quiet"]
+    for cols, sums in (([], ["workers", "wages"]), (["wages"], ["wages"])):
+        out = tmp_path / f"sums{len(cols)}"
+        r = _cli([*base, "--known-sums", *cols, "--out", str(out)], tmp_path, capsys)
+        assert r.returncode == 0, r.stderr
+        summ = json.loads((out / "summary.json").read_text())
+        assert summ["scenario"] == "two_records" and summ["settings"]["known_sums"] == sums
+        rec = pd.read_csv(out / "records.csv")
+        for c in sums:
+            assert rec[f"sum_{c}"].tolist() == [df[c][0] + df[c][1], df[c][2] + df[c][3]]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = attribute_risk(df, syn, model=fits["mp"], progressbar=False,
+                                 scenario=ScenarioSpec("two_records", pairs=[(0, 1), (2, 3)],
+                                                       known_sums=cols or True),
+                                 estimator=EstimatorSpec(kind="is", bootstrap=0))
+        for c in ("G", "p_true", "p_true_unordered"):
+            np.testing.assert_allclose(rec[c], res.records[c], rtol=1e-9)
+        # every pair candidate keeps the known sums
+        for k in (0, 1):
+            v = res.candidates[k].frame(res.schema)
+            for c in sums:
+                assert (v[f"{c}[1]"] + v[f"{c}[2]"] == rec[f"sum_{c}"][k]).all()
+    r = _cli([*base, "--known-sums", "salary", "--out", str(tmp_path / "bad")], tmp_path, capsys)
+    assert r.returncode == 2 and "--known-sums: column 'salary'" in r.stderr
+    assert "UNKNOWN_COLUMN" in r.stderr
+    fits["mm"].synthesize(2, random_seed=2).save(tmp_path / "syn_mm")
+    mm = [*base[:2], str(tmp_path / "mm"), base[3], str(tmp_path / "syn_mm"), *base[5:]]
+    r = _cli([*mm, "--known-sums", "--out", str(tmp_path / "mm_out")], tmp_path, capsys)
+    assert r.returncode == 2 and "class P" in r.stderr and "two_largest_sum" in r.stderr
+
+
+@pytest.mark.slow
 def test_rf_release_grown_within_groups_cli(tmp_path, capsys):
     """A random-forest release with forests grown within groups of an unsynthesized column:
     ``attribute`` rebuilds the synthesizer and scores it (it was refused before)."""

@@ -91,6 +91,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "such as '0:1,2:5', or a text file with one pair 'I J' (or 'I,J', 'I:J') per "
                    "line; records.csv then has one row per pair, numbered from 0 in the order "
                    "given (column 'pair'), with its record_1 and record_2")
+    p.add_argument("--known-sums", nargs="*", default=None, metavar="COL",
+                   help="with --scenario two-records: the intruder also knows the sums y_i + "
+                   "y_j of the pair's numeric synthesized columns COL (none named: every count "
+                   "and continuous one) and guesses the splits consistent with them; "
+                   "records.csv then has the sums (sum_COL) and p_true_unordered")
     p.add_argument("--known-records", default=None, metavar="RANGE|FILE",
                    help="the records the intruder knows (--scenario known-records; the target's "
                    f"own record is never among them): {RECORDS_HELP}")
