@@ -262,8 +262,10 @@ class PoissonMixture(BayesianSynthesizer):
             return ""
         return (f"Variant {self.variant!r} redistributes each component's confidential column "
                 "totals over its members, and a missing count leaves its group's total "
-                "unobserved (methods, Poisson mixtures: missing values); variant='mp' accepts "
-                "missing counts. Leave the column or its records out, or fill the cells first.")
+                "unobserved (methods, Poisson mixtures: missing values); "
+                + ("--variant mp" if on_command_line() else "variant='mp'")
+                + " accepts missing counts. Leave the column or its records out, or fill the "
+                "cells first.")
 
     def _needs_data_for_synthesis(self) -> bool:
         # class O needs the confidential counts

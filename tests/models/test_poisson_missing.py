@@ -189,3 +189,41 @@ def test_largest_value_uses_the_observed_values(mp, counts):
         mp.largest_value_loglik("emp", mp.synthesize(1, random_seed=1), upper=200,
                                 scenario="second_largest", total_known=True, data=counts)
     assert err.value.code == "MISSING_VALUES"
+
+
+def test_attribute_risk_guesses_the_observed_counts_only(mp, counts):
+    """A record's missing count is not guessed: one candidate in that column (its NaN), the
+    likelihood integrating it out (``settings["missing_values"] == "integrated_out"``)."""
+    from bayes_risk.attribute import attribute_risk
+
+    syn = mp.synthesize(2, random_seed=2)
+    rows = [0, 3]  # two counts missing, none (every count positive: 3 grid values each)
+    res = attribute_risk(counts, syn, model=mp, records=rows, estimator="is",
+                         candidates="grid:additive:1:3", random_seed=3, progressbar=False)
+    assert res.settings["missing_values"] == "integrated_out"
+    miss = counts.iloc[rows].isna().sum(axis=1).to_numpy()
+    np.testing.assert_array_equal(miss, [2, 0])
+    np.testing.assert_array_equal(res.records["G"].to_numpy(), [3, 27])
+    cp = res.candidate_posteriors(0)
+    assert cp["emp"].isna().all() and cp["est"].isna().all()
+    assert cp["posterior"].sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_command_line_fit_with_empty_cells(tmp_path, counts, capsys):
+    from bayes_risk import cli
+    from bayes_risk.models import load_model
+
+    path = tmp_path / "counts.csv"
+    counts.to_csv(path, index=False)
+    # counts with empty cells are read as floats: --count declares them
+    common = ["fit", str(path), "--method", "poisson-mixture", "--count", "emp", "est", "sites",
+              "--components", "3", "--tune", "10", "--draws", "10", "--quiet",
+              "--random-seed", "1"]
+    assert cli.main([*common, "--out", str(tmp_path / "mp")]) == 0
+    model = load_model(tmp_path / "mp")
+    assert sorted(model.imputed_columns_) == ["emp", "est"]
+    assert not model.synthesize(1, random_seed=1)[0].isna().any().any()
+    capsys.readouterr()
+    assert cli.main([*common, "--variant", "mm", "--out", str(tmp_path / "mm")]) == 2
+    err = capsys.readouterr().err
+    assert "[MISSING_VALUES]" in err and "column 'emp'" in err and "--variant mp" in err
