@@ -50,8 +50,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "intruder, one-variable-different candidates, uniform prior, stabilised estimator for "
             "class P models. A record's missing synthesized values (empty cells, and the codes "
             "declared when the model was fitted, such as -8) are not guessed: DPMPM and the MP "
-            "Poisson mixture integrate them out; the CART and random-forest plug-ins hold them as released (the intruder "
-            "knows which values are missing; docs: user guide, Missing values). "
+            "Poisson mixture integrate them out; the CART and random-forest plug-ins hold them "
+            "as released (the intruder knows which values are missing; docs: user guide, Missing "
+            "values). "
             + REFIT_COST_HELP + "."
         ),
     )
