@@ -118,6 +118,11 @@ class PoissonMixture(BayesianSynthesizer):
     :meth:`own_record_delta` is 0 for the others and :meth:`fit_augmented` appends only the
     selected rows of ``Z_(l)``.
 
+    **Missing counts** (empty cells): variant ``"mp"`` sums them out of every likelihood and of
+    the rates' updates, and releases complete records (``imputed_columns_``); ``"mm"`` and
+    ``"tcmm"`` refuse them (``MISSING_VALUES``), since a missing count leaves its group's total
+    unobserved. See :doc:`/methods/models` (Poisson mixtures: missing values).
+
     Examples
     --------
     >>> import warnings
