@@ -1,6 +1,6 @@
 """Records whose synthesized values are missing in the original.
 
-Models whose record likelihood marginalises a missing value (DPMPM) integrate it out; the tree
+Models whose record likelihood marginalises a missing value (DPMPM, MP) integrate it out; the tree
 plug-ins hold it at its missingness kind (the intruder knows which values are missing); other
 models refuse such records. Candidates that would fill a missing value get probability 0. See
 :doc:`/methods/attribute` (Tree synthesizers: missing values) and :doc:`/user_guide/attribute`.
@@ -62,10 +62,10 @@ def check_missing_truth(model: Any, vary: Sequence[str], values: np.ndarray,
     raise ValidationError(
         f"column {cols[j]!r} is missing in {int(miss[:, j].sum())} evaluated record(s) "
         f"(first: record {first})" + (f"; also {also} ({n_rec} records in all)" if also else "")
-        + f"; {type(model).__name__} cannot integrate out a record's missing values (DPMPM can: "
-        "its likelihood marginalises them; the CART and random-forest plug-ins hold them as "
-        "released). Leave those records out with records=, or fit a DPMPM, CART or random "
-        "forest.",
+        + f"; {type(model).__name__} cannot integrate out a record's missing values (DPMPM and "
+        "the MP Poisson mixture can: their likelihoods marginalise them; the CART and "
+        "random-forest plug-ins hold them as released). Leave those records out with records=, "
+        "or fit a DPMPM, MP Poisson mixture, CART or random forest.",
         code="MISSING_VALUES",
     )
 

@@ -289,6 +289,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     def _check_settings(self) -> None:
         """Check the model's own settings before fitting (naming the bad one)."""
 
+    def _missing_refusal(self) -> str:
+        """Why :meth:`fit` refuses empty cells, added to the ``MISSING_VALUES`` error (``""``:
+        the model accepts them)."""
+        return refusal_hint(type(self).__name__)
+
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed
                         ) -> xr.DataTree:
         """The posterior draws given the prepared confidential table (the work of :meth:`fit`)."""
@@ -336,8 +341,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             schema = schema.with_roles(synthesized)
         if not schema.synthesized:
             schema = schema.with_roles(schema.names)
-        validate_table(data, schema, name="data", allow_nan=allow_nan,
-                       missing_hint="" if allow_nan else refusal_hint(type(self).__name__))
+        refusal = "" if allow_nan else self._missing_refusal()
+        validate_table(data, schema, name="data", allow_nan=not refusal, missing_hint=refusal)
         if fitting:
             schema = drop_unused_levels(data, schema)
         return data.reset_index(drop=True), schema

@@ -45,6 +45,18 @@ def _mp_logp(value, log_pi, lam):
     return pm.math.logsumexp(terms, axis=-1, keepdims=False)
 
 
+def _mp_logp_missing(value, log_pi, lam):
+    """:func:`_mp_logp` of records whose missing counts are coded ``-1``: their Poisson factors
+    are left out (summed over every count)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    v = value[..., None, :]
+    cell = pm.logp(pm.Poisson.dist(mu=lam), pt.maximum(v, 0))
+    terms = pt.switch(pt.ge(v, 0), cell, 0.0).sum(axis=-1) + log_pi
+    return pm.math.logsumexp(terms, axis=-1, keepdims=False)
+
+
 @lru_cache(maxsize=1)
 def _gibbs_step_class() -> type:
     """The blocked Gibbs ``BlockedStep`` (defined on first use so that PyMC loads lazily)."""
@@ -73,6 +85,10 @@ def _gibbs_step_class() -> type:
                      starts=("prior",), model=None, blocked=True, rng=None):
             self.vars = list(vars)
             self.y = np.ascontiguousarray(y, dtype=np.float64)
+            # with missing counts (NaN) the rate of λ_kj counts the members observed in column
+            # j: their missing counts are summed out, not imputed (methods, Poisson mixtures)
+            miss = np.isnan(self.y)
+            self.observed = (~miss).astype(np.float64) if miss.any() else None
             self.K = int(K)
             self.a_lam = float(a_lam)
             self.b_lam = np.asarray(b_lam, dtype=np.float64)
@@ -116,7 +132,9 @@ def _gibbs_step_class() -> type:
                     self._z = pk.label_switch_moves(nk0, *self._sticks,
                                                      self._generator())[self._z]
             n_k, s_kj = pk.component_stats(y, self._z, K)
-            shape, rate = pk.lambda_params(n_k, s_kj, self.a_lam, self.b_lam)
+            n_obs = n_k if self.observed is None else pk.component_stats(
+                self.observed, self._z, K)[1]
+            shape, rate = pk.lambda_params(n_obs, s_kj, self.a_lam, self.b_lam)
             lam = rng.gamma(shape, 1.0 / rate)
             lam = np.maximum(lam, 1e-300)
             new = dict(point)
@@ -170,9 +188,11 @@ def build_pymc_model(
             "lam", alpha=float(a_lambda), beta=np.asarray(b, dtype=np.float64)[None, :],
             dims=("component", "column"),
         )
+        miss = np.isnan(np.asarray(y, dtype=np.float64))
         pm.CustomDist(
-            "y", log_pi, lam, logp=_mp_logp, signature="(k),(k,p)->(p)",
-            observed=np.asarray(y, dtype=np.int64), dims=("record", "column"),
+            "y", log_pi, lam, logp=_mp_logp_missing if miss.any() else _mp_logp,
+            signature="(k),(k,p)->(p)",
+            observed=np.where(miss, -1, y).astype(np.int64), dims=("record", "column"),
         )
     return model
 

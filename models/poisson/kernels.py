@@ -53,6 +53,13 @@ alpha_params = alpha_conditional
 # ----------------------------------------------------------------------------------------------
 # memberships and sufficient statistics
 # ----------------------------------------------------------------------------------------------
+# A missing count is NaN in ``y``: the kernels leave its Poisson factor out, which sums it over
+# 0, 1, 2, ... (the factor sums to 1), so every likelihood is that of the observed counts.
+def _filled(y: np.ndarray) -> np.ndarray:
+    """``y`` with missing counts set to 0, whose ``lgamma(0 + 1) = 0`` adds nothing."""
+    return np.where(np.isnan(y), 0.0, y)
+
+
 @nb.njit(cache=True)
 def _class_log_weights(y, log_pi, lam, log_lam, lgy):  # pragma: no cover - compiled
     n, p = y.shape
@@ -62,18 +69,20 @@ def _class_log_weights(y, log_pi, lam, log_lam, lgy):  # pragma: no cover - comp
         for k in range(K):
             s = log_pi[k]
             for j in range(p):
-                s += y[i, j] * log_lam[k, j] - lam[k, j]
+                if y[i, j] == y[i, j]:  # a missing count (NaN) is summed out: its factor is 1
+                    s += y[i, j] * log_lam[k, j] - lam[k, j]
             out[i, k] = s - lgy[i]
     return out
 
 
 def class_log_weights(y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """``[n, K]`` array of ``log π_k + Σ_j log Poisson(y_ij | λ_kj)`` (Hu 2019 §3.3.3)."""
+    """``[n, K]`` array of ``log π_k + Σ_j log Poisson(y_ij | λ_kj)`` (Hu 2019 §3.3.3), the sum
+    over the observed counts (NaN: missing)."""
     y = np.ascontiguousarray(y, dtype=np.float64)
     lam = np.ascontiguousarray(lam, dtype=np.float64)
     with np.errstate(divide="ignore"):
         log_lam = np.log(lam)
-    lgy = gammaln(y + 1.0).sum(axis=1)
+    lgy = gammaln(_filled(y) + 1.0).sum(axis=1)
     return _class_log_weights(y, np.ascontiguousarray(log_pi, dtype=np.float64), lam, log_lam, lgy)
 
 
@@ -89,7 +98,8 @@ def _sample_memberships(y, log_pi, lam, log_lam, u):  # pragma: no cover - compi
         for k in range(K):
             s = log_pi[k]
             for j in range(p):
-                s += y[i, j] * log_lam[k, j] - lam[k, j]
+                if y[i, j] == y[i, j]:  # missing (NaN): summed out
+                    s += y[i, j] * log_lam[k, j] - lam[k, j]
             w[k] = s
             if s > mx:
                 mx = s
@@ -114,7 +124,8 @@ def sample_memberships(
     y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray, rng: np.random.Generator,
     *, return_loglik: bool = False,
 ):
-    """Draw ``z_i ~ Cat(softmax(log π_k + Σ_j log Poisson(y_ij|λ_kj)))`` for every record.
+    """Draw ``z_i ~ Cat(softmax(log π_k + Σ_j log Poisson(y_ij|λ_kj)))`` for every record, the
+    sum over its observed counts (NaN: missing, summed out).
 
     With ``return_loglik=True`` also returns ``Σ_i log p(y_i | Θ)`` (the data log-likelihood under
     the ``Θ`` the memberships were drawn from), computed in the same pass.
@@ -126,7 +137,7 @@ def sample_memberships(
     u = rng.random(y.shape[0])
     z, ll = _sample_memberships(y, np.ascontiguousarray(log_pi, dtype=np.float64), lam, log_lam, u)
     if return_loglik:
-        return z, float(ll - gammaln(y + 1.0).sum())
+        return z, float(ll - gammaln(_filled(y) + 1.0).sum())
     return z
 
 
@@ -139,7 +150,8 @@ def _component_stats(y, z, K):  # pragma: no cover - compiled
         k = z[i]
         n_k[k] += 1.0
         for j in range(p):
-            s_kj[k, j] += y[i, j]
+            if y[i, j] == y[i, j]:  # a missing count adds nothing to T_kj
+                s_kj[k, j] += y[i, j]
     return n_k, s_kj
 
 
@@ -147,6 +159,9 @@ def lambda_params(
     n_k: np.ndarray, s_kj: np.ndarray, a_lam: float, b_lam: np.ndarray | float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Shape and rate of the full conditional ``λ_kj ~ Gamma(a_λ + T_kj, b_λj + n_k)``.
+
+    ``n_k`` [K], or [K, p] with missing counts: ``n_kj``, the members of ``k`` observed in
+    column ``j`` (their missing counts summed out, ``T_kj`` their observed total).
 
     Examples
     --------
@@ -156,11 +171,13 @@ def lambda_params(
     """
     b = np.asarray(b_lam, dtype=np.float64)
     b = np.broadcast_to(b, (s_kj.shape[1],))
-    return a_lam + s_kj, b[None, :] + np.asarray(n_k, dtype=np.float64)[:, None]
+    n = np.asarray(n_k, dtype=np.float64)
+    return a_lam + s_kj, b[None, :] + (n[:, None] if n.ndim == 1 else n)
 
 
 def component_stats(y: np.ndarray, z: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
-    """Component sizes ``n_k`` and totals ``T_kj = Σ_{i: z_i = k} y_ij``."""
+    """Component sizes ``n_k`` and totals ``T_kj = Σ_{i: z_i = k} y_ij`` (observed counts only;
+    NaN: missing)."""
     return _component_stats(
         np.ascontiguousarray(y, dtype=np.float64), np.ascontiguousarray(z, dtype=np.int64), int(K)
     )
@@ -181,7 +198,8 @@ def _record_loglik(y, lgy, log_pi, lam, log_lam):  # pragma: no cover - compiled
             for k in range(K):
                 s = log_pi[h, k]
                 for j in range(p):
-                    s += y[i, j] * log_lam[h, k, j] - lam[h, k, j]
+                    if y[i, j] == y[i, j]:  # missing (NaN): summed out
+                        s += y[i, j] * log_lam[h, k, j] - lam[h, k, j]
                 w[k] = s
                 if s > mx:
                     mx = s
@@ -198,12 +216,13 @@ def _record_loglik(y, lgy, log_pi, lam, log_lam):  # pragma: no cover - compiled
 def record_loglik(y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
     """MP record log-likelihood ``[H, n]`` (Hu 2019 §3.3.3).
 
-    ``log p(y_i | Θ_h) = logsumexp_k(log π_hk + Σ_j [y_ij log λ_hkj − λ_hkj − lgamma(y_ij + 1)])``.
+    ``log p(y_i | Θ_h) = logsumexp_k(log π_hk + Σ_j [y_ij log λ_hkj − λ_hkj − lgamma(y_ij + 1)])``,
+    the sum over the observed counts: a missing one (NaN) is summed out.
 
     Parameters
     ----------
     y : ndarray, shape (n, p)
-        Counts.
+        Counts (NaN: missing).
     log_pi : ndarray, shape (H, K)
     lam : ndarray, shape (H, K, p)
     """
@@ -213,7 +232,7 @@ def record_loglik(y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndar
         log_lam = np.log(lam)
     # 0 * log(0) = 0 for a zero count under a zero rate
     log_lam = np.where(np.isneginf(log_lam), -1e300, log_lam)
-    lgy = gammaln(y + 1.0).sum(axis=1)
+    lgy = gammaln(_filled(y) + 1.0).sum(axis=1)
     return _record_loglik(y, lgy, np.ascontiguousarray(log_pi, dtype=np.float64), lam, log_lam)
 
 

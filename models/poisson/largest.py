@@ -99,7 +99,7 @@ def largest_value_candidates(state: PoissonState, column: str, upper: float, ste
     y = _loglik.confidential_counts(state, kept, data)
     j = column_index(state, column)
     col = y[:, j]
-    order = np.argsort(-col, kind="stable")
+    order = observed_order(col)
     rec = int(order[0])
     y1 = float(col[rec])
     y2 = float(col[order[1]]) if col.size > 1 else 0.0
@@ -117,6 +117,13 @@ def largest_value_candidates(state: PoissonState, column: str, upper: float, ste
     grid = np.unique(grid)
     g0 = int(np.flatnonzero(grid == y1)[0])
     return grid, g0, rec
+
+
+def observed_order(col: np.ndarray) -> np.ndarray:
+    """Rows of ``col`` by decreasing value, those whose value is missing (NaN) left out: the
+    largest values are the largest observed ones."""
+    order = np.argsort(-col, kind="stable")
+    return order[~np.isnan(col[order])]
 
 
 def column_index(state: PoissonState, column: str) -> int:
@@ -151,10 +158,15 @@ def largest_value_loglik(state: PoissonState, column: str, synthetic: Any, scena
         )
     y = _loglik.confidential_counts(state, kept, data)
     j = column_index(state, column)
-    order = np.argsort(-y[:, j], kind="stable")
+    order = observed_order(y[:, j])
     if order.size < 2:
-        raise ValidationError("the largest-value scenarios need at least two records.",
-                              code="TOO_FEW_RECORDS")
+        raise ValidationError("the largest-value scenarios need at least two records observed "
+                              f"in {column!r}.", code="TOO_FEW_RECORDS")
+    if total_known and order.size < y.shape[0]:
+        raise ValidationError(
+            f"total_known: column {column!r} has {y.shape[0] - order.size} missing value(s), "
+            "so its total is not known to anyone; use total_known=False.",
+            code="MISSING_VALUES")
     rec, rec2 = int(order[0]), int(order[1])
     if scenario == "two_largest_sum":
         return two_largest_pieces(state, column, synthetic, y, j, order, candidates, idx,

@@ -24,7 +24,8 @@ from bayes_risk.models.poisson.state import PoissonState
 def record_loglik(state: PoissonState, records: pd.DataFrame, idx: np.ndarray) -> np.ndarray:
     """The work of :meth:`PoissonMixture.record_loglik` (documented there)."""
     y = state.counts(records, strict=False)
-    bad = np.any((y < 0) | (y % 1 != 0), axis=1)
+    with np.errstate(invalid="ignore"):  # a missing count (NaN) is summed out, not bad
+        bad = np.any((y < 0) | (y % 1 > 0), axis=1)
     log_pi, lam = state.params(idx)
     out = pk.record_loglik(np.where(bad[:, None], 0.0, y), log_pi, lam)
     out[:, bad] = -np.inf  # impossible counts (a candidate grid may produce them)
@@ -389,9 +390,10 @@ def record_position(state: PoissonState, record: Any, y: np.ndarray) -> int:
             ) from err
         label = record.name
         if (isinstance(label, (int, np.integer)) and 0 <= int(label) < n
-                and np.array_equal(y[int(label)], vals)):
+                and np.array_equal(y[int(label)], vals, equal_nan=True)):
             return int(label)
-        hits = np.flatnonzero(np.all(y == vals[None, :], axis=1))
+        same = (y == vals[None, :]) | (np.isnan(y) & np.isnan(vals)[None, :])  # missing alike
+        hits = np.flatnonzero(np.all(same, axis=1))
         if hits.size == 1:
             return int(hits[0])
         raise ValidationError(
@@ -420,7 +422,7 @@ def candidate_array(state: PoissonState, candidates: Any, truth: np.ndarray | No
         raise ValidationError(
             f"candidates must be a DataFrame or an array [G, {len(cols)}] over columns {cols}."
         )
-    if np.any(a < 0) or np.any(a % 1 != 0):
+    if np.any(a < 0) or np.any(a % 1 > 0):  # NaN (missing, summed out) passes
         raise ValidationError("candidates must be non-negative integer counts.")
     return a
 

@@ -118,6 +118,11 @@ class PoissonMixture(BayesianSynthesizer):
     :meth:`own_record_delta` is 0 for the others and :meth:`fit_augmented` appends only the
     selected rows of ``Z_(l)``.
 
+    **Missing counts** (empty cells): variant ``"mp"`` sums them out of every likelihood and of
+    the rates' updates, and releases complete records (``imputed_columns_``); ``"mm"`` and
+    ``"tcmm"`` refuse them (``MISSING_VALUES``), since a missing count leaves its group's total
+    unobserved. See :doc:`/methods/models` (Poisson mixtures: missing values).
+
     Examples
     --------
     >>> import warnings
@@ -143,7 +148,7 @@ class PoissonMixture(BayesianSynthesizer):
 
     method_name = "poisson-mixture"
     #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
-    info = ModelInfo(partial_synthesis=True)
+    info = ModelInfo(imputes=True, partial_synthesis=True)
     ratio_form: Literal["joint", "conditional"] = "joint"
 
     def __init__(
@@ -254,7 +259,18 @@ class PoissonMixture(BayesianSynthesizer):
         fixed = getattr(self, "_prior_rate_fixed", None)
         if fixed is not None:  # an augmented fit keeps the base fit's prior (fit_augmented)
             return np.asarray(fixed, dtype=np.float64)
-        return 1.0 / np.maximum(1.0, y.mean(axis=0))
+        # the mean of the observed counts (missing ones are NaN)
+        return 1.0 / np.maximum(1.0, np.nanmean(y, axis=0))
+
+    def _missing_refusal(self) -> str:
+        if self.variant == "mp":  # its likelihood sums a missing count out
+            return ""
+        return (f"Variant {self.variant!r} redistributes each component's confidential column "
+                "totals over its members, and a missing count leaves its group's total "
+                "unobserved (methods, Poisson mixtures: missing values); "
+                + ("--variant mp" if on_command_line() else "variant='mp'")
+                + " accepts missing counts. Leave the column or its records out, or fill the "
+                "cells first.")
 
     def _needs_data_for_synthesis(self) -> bool:
         # class O needs the confidential counts
@@ -266,6 +282,11 @@ class PoissonMixture(BayesianSynthesizer):
         # the mixture is fitted to the count columns of every record
         cols = self._count_columns(schema)
         y = data[cols].to_numpy(dtype=np.float64)
+        empty = [c for c, seen in zip(cols, (~np.isnan(y)).any(axis=0), strict=True) if not seen]
+        if empty:
+            raise SchemaError(f"data: column {empty[0]!r} is missing in every record; a "
+                              "modelled count column needs an observed value.",
+                              code="MISSING_VALUES")
         model = self.build_pymc_model(y, cols)
         if self.sampler == "nuts":
             return self._run_sampler(model, random_seed=seed)

@@ -80,7 +80,8 @@ class PoissonState:
     def counts(self, df: pd.DataFrame, name: str = "records", *, strict: bool = True
                ) -> np.ndarray:
         """The modelled count columns as floats; ``strict=False`` lets negative or non-integer
-        values through (they have Poisson probability 0; candidates may hold them)."""
+        values through (they have Poisson probability 0; candidates may hold them). Variant
+        ``"mp"`` takes missing counts (NaN; its likelihoods sum them out)."""
         cols = self.columns
         if not isinstance(df, pd.DataFrame):
             raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(df).__name__}.")
@@ -88,11 +89,12 @@ class PoissonState:
         if missing:
             raise SchemaError(f"{name} lacks the modelled count column(s) {missing}.",
                               code="MISSING_COLUMN")
-        if strict:
-            validate_table(df[cols], self.schema.select(cols), name=name)
-        else:
-            validate_table(df[cols], self.schema.select(cols).with_types(
-                **{c: "continuous" for c in cols}), name=name)
+        schema = self.schema.select(cols)
+        if not strict:
+            schema = schema.with_types(**{c: "continuous" for c in cols})
+        validate_table(df[cols], schema, name=name, allow_nan=self.variant == "mp",
+                       missing_hint="" if self.variant == "mp" else (
+                           f"Variant {self.variant!r} takes complete counts only."))
         return df[cols].to_numpy(dtype=np.float64)
 
     def groups(self, ycol: np.ndarray, z: np.ndarray, K: int) -> tuple[np.ndarray, int]:

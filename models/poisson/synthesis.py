@@ -3,7 +3,8 @@
 MP in ``marginal`` mode draws each record's component and counts afresh (class P); MP in
 ``posterior_class`` mode draws from the record's own component; MM and TCMM redistribute each
 component's (and the tail's) confidential total over its members (Hu 2019 §3.3.3), so that the
-group sums of every column are kept (class O).
+group sums of every column are kept (class O). MP releases complete counts for the records it
+replaces, whatever their missing counts in the original.
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ def synthesize_one(state: PoissonState, draw: int, rng: np.random.Generator,
     for j, c in enumerate(cols):
         if rows.size == n:
             out[c] = vals[:, j]
-        else:  # the records that are not selected keep their values
-            col = out[c].to_numpy(dtype=np.int64, copy=True)
+        else:  # the records that are not selected keep their values (a missing one: NaN)
+            col = out[c].to_numpy(dtype=np.float64 if out[c].isna().any() else np.int64,
+                                  copy=True)
             col[rows] = vals[:, j]
             out[c] = col
     out = out[state.schema.names].reset_index(drop=True)

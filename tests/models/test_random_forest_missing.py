@@ -98,13 +98,18 @@ def test_pmm_refuses_naming_the_synthesizers_that_accept_missing_values():
 @pytest.mark.parametrize("cls_name", ["PoissonMixture", "SequentialRegression"])
 def test_bayesian_models_without_missing_support_refuse_naming_those_with(cls_name):
     """Refused before any sampling: the message names the column and the synthesizers that
-    accept missing values."""
+    accept missing values (for the Poisson mixture: MM refuses, giving the reason and naming
+    variant 'mp', which accepts them)."""
     import bayes_risk.models as models
 
     df = pd.DataFrame({"x": [1.0, 2.0, np.nan, 4.0, 5.0, 6.0], "y": [0, 1, 2, 1, 0, 3]})
-    schema = infer_schema(df, count=["x", "y"]) if cls_name == "PoissonMixture" \
-        else infer_schema(df)
-    with pytest.raises(SchemaError, match="column 'x'.*DPMPM, CART and random forests do") as e:
-        getattr(models, cls_name)().fit(df, schema=schema, synthesized=["x", "y"])
+    if cls_name == "PoissonMixture":
+        schema, model = infer_schema(df, count=["x", "y"]), models.PoissonMixture(variant="mm")
+        match = "column 'x'.*'mm' redistributes .* totals .*variant='mp' accepts"
+    else:
+        schema, model = infer_schema(df), getattr(models, cls_name)()
+        match = "column 'x'.*DPMPM, CART and random forests do"
+    with pytest.raises(SchemaError, match=match) as e:
+        model.fit(df, schema=schema, synthesized=["x", "y"])
     assert e.value.code == "MISSING_VALUES"
-    assert cls_name in str(e.value)
+    assert cls_name in str(e.value) or "Variant 'mm'" in str(e.value)

@@ -49,9 +49,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "Bayesian synthesis model and the released synthetic datasets. Default: worst-case "
             "intruder, one-variable-different candidates, uniform prior, stabilised estimator for "
             "class P models. A record's missing synthesized values (empty cells, and the codes "
-            "declared when the model was fitted, such as -8) are not guessed: DPMPM integrates "
-            "them out; the CART and random-forest plug-ins hold them as released (the intruder "
-            "knows which values are missing; docs: user guide, Missing values). "
+            "declared when the model was fitted, such as -8) are not guessed: DPMPM and the MP "
+            "Poisson mixture integrate them out; the CART and random-forest plug-ins hold them "
+            "as released (the intruder knows which values are missing; docs: user guide, Missing "
+            "values). "
             + REFIT_COST_HELP + "."
         ),
     )
