@@ -278,7 +278,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """
         started = time.perf_counter()
         self._check_settings()
-        data, schema = self._prepare_data(data, schema=schema, synthesized=synthesized)
+        from bayes_risk.contract import capabilities
+
+        # a model whose likelihood integrates missing values out is fitted to them
+        data, schema = self._prepare_data(data, schema=schema, synthesized=synthesized,
+                                          allow_nan=capabilities(self).imputes)
         flags = check_synthesized_records(records, len(data))
         posterior = self._draw_posterior(data, schema, self._fit_seed(random_seed))
         self.dtypes_ = record_dtypes(data)
