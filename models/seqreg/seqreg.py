@@ -106,6 +106,11 @@ class SequentialRegression(BayesianSynthesizer):
     record's synthetic values of the columns before it); :meth:`dataset_loglik` sums over them
     only and :meth:`fit_augmented` appends only their rows of ``Z_(l)``.
 
+    **Missing values** (empty cells): a synthesized column's are left out of its regression
+    (missing at random; the column must predict no later one) and imputed in the release; an
+    unsynthesized predictor's are padded (value 0 and an indicator ``col[missing]``). See
+    :doc:`/methods/models` (Sequential Bayesian regressions).
+
     Examples
     --------
     >>> import numpy as np, pandas as pd
@@ -556,7 +561,8 @@ class SequentialRegression(BayesianSynthesizer):
         """``[H, n]`` conditional record log-likelihood (methods, Sequential Bayesian regressions).
 
         ``Σ_v log f_v(y_iv | x_v(y_i^us, y_{i,<v}), Θ_{h,v})``: each synthesized column given
-        the record's own unsynthesized and earlier synthesized values.
+        the record's own unsynthesized and earlier synthesized values. A missing synthesized
+        value that predicts no later column is integrated out (its term is dropped).
         """
         self._check_fitted()
         return _loglik.record_loglik(self._state, records, self._draw_indices(draw_indices))
