@@ -15,7 +15,7 @@ import numpy as np
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["missing_cells", "padded_columns", "check_missing"]
+__all__ = ["missing_cells", "padded_columns", "check_missing", "refuse_codes"]
 
 
 def missing_cells(schema: Schema, values: Mapping[str, np.ndarray], column: str) -> np.ndarray:
@@ -27,6 +27,20 @@ def missing_cells(schema: Schema, values: Mapping[str, np.ndarray], column: str)
 def padded_columns(schema: Schema, values: Mapping[str, np.ndarray]) -> list[str]:
     """The unsynthesized columns with a missing value: predictors the designs pad."""
     return [c for c in schema.unsynthesized if missing_cells(schema, values, c).any()]
+
+
+def refuse_codes(schema: Schema, values: Mapping[str, np.ndarray]) -> None:
+    """Refuse declared missing-value codes present in ``values``: a regression would model them
+    as numbers."""
+    for spec in schema:
+        codes = list(spec.missing_codes)  # declared for numeric columns only
+        hit = np.isin(values[spec.name], codes)
+        if hit.any():
+            raise ValidationError(
+                f"data: column {spec.name!r} holds its declared missing-value code(s) {codes} in "
+                f"{int(hit.sum())} record(s); the regressions would model them as numbers. "
+                "Make them empty cells (e.g. data[col].replace(codes, np.nan)) or leave the "
+                "column out.", code="MISSING_VALUES")
 
 
 def check_missing(schema: Schema, predictors: Mapping[str, Sequence[str]],

@@ -256,6 +256,7 @@ class SequentialRegression(BayesianSynthesizer):
 
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed) -> xr.DataTree:
         vals = column_values(data, schema, schema.names)
+        _missing.refuse_codes(schema, vals)
         self._padded = tuple(_missing.padded_columns(schema, vals))
         self._resolve_structure(schema)
         _missing.check_missing(schema, self.predictors_, self._padded, vals, "data")

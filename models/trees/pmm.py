@@ -114,7 +114,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
     are recipients; each synthesized identifying variable is predicted (proportional-odds logit,
     multinomial logit or additive regression splines) and every recipient takes the value of the
     allowed donor with the closest prediction (:doc:`/methods/models`, Small-cell predictive mean
-    matching).
+    matching). Empty cells: a recipient takes an observed donor value whether its own was
+    observed or empty, donors give observed values only, predictors are padded.
 
     Parameters
     ----------
@@ -414,12 +415,17 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 w.append("NO_ALLOWED_DONOR")
             codes.append(w)
         cells = self.sensitive_cells_.copy()
-        return self._make_release(datasets, random_seed, self.recipients_, {
+        # a recipient's empty cell is filled with a donor's value
+        filled = [c for c in self.synthesize_
+                  if self._data[c].iloc[np.flatnonzero(self.recipients_)].isna().any()]
+        extra = {
             "identifying": list(self.identifying_), "threshold": int(self.threshold),
             "n_recipients": int(self.recipients_.sum()),
             "sensitive_cells": cells.astype(object).to_dict(orient="records"),
             "min_cell_count_before": int(self.min_cell_count_before_),
-            "min_cell_count_after": after, "unmatched": unmatched, "warnings": codes})
+            "min_cell_count_after": after, "unmatched": unmatched, "warnings": codes}
+        return self._make_release(datasets, random_seed, self.recipients_, extra,
+                                  imputed=filled)
 
     def _synthesize_one(self, rng: np.random.Generator) -> tuple[pd.DataFrame, list[int]]:
         z = self._data.copy()
@@ -429,14 +435,12 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         if rec.size == 0 or don.size == 0:
             z.index = self._index
             return z, []
-        # a record whose value of col is missing is neither a recipient nor a donor of col: it
-        # keeps its empty cell (methods, Small-cell predictive mean matching)
-        observed = {col: self._data[col].notna().to_numpy() for col in self.synthesize_}
-        recs = {col: rec[observed[col][rec]] for col in self.synthesize_}
-        dons = {col: don[observed[col][don]] for col in self.synthesize_}
+        # a recipient's value is deleted whether observed or not; a donor gives an observed value
+        # (methods, Small-cell predictive mean matching: missing values)
+        dons = {col: don[self._data[col].notna().to_numpy()[don]] for col in self.synthesize_}
         # step 2: temporary fills from the donors' values (with replacement)
         for col in self.synthesize_:
-            rec, don = recs[col], dons[col]
+            don = dons[col]
             if don.size == 0:
                 continue
             s = z[col].copy()
@@ -444,7 +448,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             s.iloc[rec] = self._data[col].iloc[fill].to_numpy()
             z[col] = s
         for col in self.synthesize_:
-            rec, don = recs[col], dons[col]
+            don = dons[col]
             if don.size == 0:  # no observed donor: the recipients keep their values
                 unmatched.update(int(i) for i in rec)
                 continue

@@ -1,8 +1,8 @@
 """Small-cell PMM with missing values (methods, Small-cell predictive mean matching: missing
-values): a record whose identifying value is missing is neither a recipient nor a donor of that
-column and keeps its empty cell; predictors with empty cells are padded as synthpop's
-``padModel`` does (value 0 and an indicator; a categorical empty cell a level of its own).
-Checked against the design and the least-squares fit written by hand.
+values): a recipient's value is deleted and replaced whether observed or empty, donors give
+observed values only, other records keep their empty cells; predictors with empty cells are
+padded as synthpop's ``padModel`` does (value 0 and an indicator; a categorical empty cell a
+level of its own). Checked against the design and the least-squares fit written by hand.
 """
 
 from __future__ import annotations
@@ -63,25 +63,26 @@ def test_prediction_is_the_observed_records_fit(table):
     np.testing.assert_allclose(pred[~miss], hand.fittedvalues, rtol=1e-10)
 
 
-def test_missing_identifying_value_is_kept_and_never_donated(table):
+def test_recipients_leave_empty_cells_and_donors_give_observed_values(table):
     df, schema = table
     m = _fit(df, schema)
-    # a record in a small cell is a recipient, empty cells included (NaN is a cell value)
-    assert m.recipients_[[5, 6, 40]].any()
+    empty = df["Marital"].isna().to_numpy()
+    # an empty cell is a value of the cross-table: these records are alone in their cells
+    assert m.recipients_[empty].all()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        z = m.synthesize(3, random_seed=2).datasets
-    empty = df["Marital"].isna().to_numpy()
+        rel = m.synthesize(3, random_seed=2)
+    assert rel.imputed_columns == ["Marital"]
     donors = ~m.recipients_ & ~empty
     allowed = set(df.loc[donors, "Marital"])
-    for d in z:
-        # the empty cells stay, and nobody else gets one
-        np.testing.assert_array_equal(d["Marital"].isna().to_numpy(), empty)
-        # recipients with an observed value take an observed donor's value
-        rec = m.recipients_ & ~empty
-        assert set(d.loc[rec, "Marital"]) <= allowed
+    for d in rel.datasets:
+        # every recipient takes an observed donor's value, its empty cell included
+        assert set(d.loc[m.recipients_, "Marital"]) <= allowed
         # non-recipients are unchanged, empty cells included
         pd.testing.assert_frame_equal(d.loc[~m.recipients_], df.loc[~m.recipients_])
+    # a non-recipient's empty cell is never a donor's value: every record of the empty cells
+    # is a recipient here, so no release has one
+    assert not any(d["Marital"].isna().any() for d in rel.datasets)
 
 
 def test_complete_table_takes_the_former_path(table):
@@ -110,3 +111,20 @@ def test_save_load_with_empty_cells(table, tmp_path):
         b = back.synthesize(1, random_seed=5).datasets[0]
     # (the saved table gives the column with empty cells back as floats)
     pd.testing.assert_frame_equal(a.astype({"Marital": float}), b.astype({"Marital": float}))
+
+
+def test_non_recipients_keep_empty_cells_that_are_never_donated(table):
+    df, _ = table
+    df = df.copy()
+    big = df.index[(df["Urban"] == df["Urban"].mode()[0])
+                   & (df["Tenure"] == df["Tenure"].mode()[0])][:12]
+    df.loc[big, "Marital"] = None  # a cell of 12 records with the empty cell: no recipient
+    m = _fit(df, infer_schema(df, categorical=IV))
+    empty = df["Marital"].isna().to_numpy()
+    kept = empty & ~m.recipients_
+    assert kept.sum() >= 12
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z = m.synthesize(3, random_seed=6).datasets
+    for d in z:
+        np.testing.assert_array_equal(d["Marital"].isna().to_numpy(), kept)

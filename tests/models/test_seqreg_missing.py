@@ -210,3 +210,14 @@ def test_cli_fit_and_synthesize_data_with_empty_cells(table, tmp_path, capsys):
     # the default order has y, which has empty cells, predict a: refused, naming both
     assert main([*base, "--synthesize", "y", "a", "--out", str(tmp_path / "bad")]) != 0
     assert "column 'y' has 3 missing value(s)" in capsys.readouterr().err
+
+
+def test_declared_missing_codes_are_refused():
+    from bayes_risk.data import infer_schema
+
+    df = pd.DataFrame({"x": np.arange(20.0), "y": np.r_[np.arange(19.0), -8.0]})
+    schema = infer_schema(df, missing_codes={"y": [-8]})
+    with pytest.raises(ValidationError, match=r"column 'y' holds its declared missing-value "
+                       r"code\(s\) \[-8.0\] in 1 record\(s\)") as e:
+        SequentialRegression(progressbar=False).fit(df, schema=schema, synthesized=["y"])
+    assert e.value.code == "MISSING_VALUES"
