@@ -190,6 +190,11 @@ def test_attribute_risk_integrates_out_a_missing_synthesized_value(chain):
                              progressbar=False)
     assert res.settings["missing_values"] == "integrated_out"
     assert np.isfinite(res.records["p_true"].to_numpy()).all()
+    # the record's candidates vary y only (a stays empty); the complete record's a has 2 more
+    assert res.candidates[0].frame(model.schema_)["a"].isna().all()
+    g = res.records["G"].to_numpy()
+    assert g[0] == g[1] - 2
+    assert np.isfinite(res.loglik[0]).all()
 
 
 def test_cli_fit_and_synthesize_data_with_empty_cells(table, tmp_path, capsys):
