@@ -15,7 +15,8 @@ import numpy as np
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["missing_cells", "padded_columns", "check_missing", "refuse_codes"]
+__all__ = ["missing_cells", "padded_columns", "check_missing", "check_indicators",
+           "refuse_codes"]
 
 
 def missing_cells(schema: Schema, values: Mapping[str, np.ndarray], column: str) -> np.ndarray:
@@ -41,6 +42,20 @@ def refuse_codes(schema: Schema, values: Mapping[str, np.ndarray]) -> None:
                 f"{int(hit.sum())} record(s); the regressions would model them as numbers. "
                 "Make them empty cells (e.g. data[col].replace(codes, np.nan)) or leave the "
                 "column out.", code="MISSING_VALUES")
+
+
+def check_indicators(schema: Schema, column: str, predictors: Sequence[str],
+                     values: Mapping[str, np.ndarray], observed: np.ndarray) -> None:
+    """Refuse a flat-prior (``exact``) fit of ``column`` when a padded predictor is missing only
+    where ``column`` is: its indicator's coefficient has no data and the posterior is improper."""
+    for p in predictors:
+        if not missing_cells(schema, values, p)[observed].any():
+            raise ValidationError(
+                f"predictor {p!r} of {column!r} is missing only in records where {column!r} is "
+                f"missing too: the coefficient of '{p}[missing]' has no data, and the flat-prior "
+                f"('exact') posterior is improper. Use posterior_method 'nuts' for {column!r} (its "
+                f"prior identifies it), or leave {p!r} out of its predictors.",
+                code="RANK_DEFICIENT")
 
 
 def check_missing(schema: Schema, predictors: Mapping[str, Sequence[str]],

@@ -287,6 +287,7 @@ class SequentialRegression(BayesianSynthesizer):
                 # this regression integrates to 1, so the observed records are its likelihood
                 X, y = X[observed], y[observed]
             if method == "exact" and fam == "normal":
+                _missing.check_indicators(schema, c, design.padded, vals, observed)
                 d = normal_exact_posterior(X, y, H, rng)
                 params = {"beta": d["beta"], "sigma": d["sigma"]}
             elif method == "exact":  # categorical

@@ -226,3 +226,19 @@ def test_declared_missing_codes_are_refused():
                        r"code\(s\) \[-8.0\] in 1 record\(s\)") as e:
         SequentialRegression(progressbar=False).fit(df, schema=schema, synthesized=["y"])
     assert e.value.code == "MISSING_VALUES"
+
+
+def test_indicator_without_data_is_refused_for_the_flat_prior():
+    """x is missing only where y is: x[missing] has no data, the exact posterior is improper;
+    NUTS's prior identifies it."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=60)
+    df = pd.DataFrame({"x": x, "y": 1 + x + rng.normal(size=60)})
+    df.loc[[1, 2, 3], "x"] = np.nan
+    df.loc[[1, 2, 3, 4], "y"] = np.nan
+    with pytest.raises(ValidationError, match=r"predictor 'x' of 'y' is missing only in records "
+                       r"where 'y' is missing too.*'x\[missing\]'") as e:
+        _fit(df, synthesized=["y"], draws=20)
+    assert e.value.code == "RANK_DEFICIENT"
+    nuts = _fit(df, synthesized=["y"], posterior_method={"y": "nuts"}, tune=50, draws=50)
+    assert nuts.synthesize(1, random_seed=1).datasets[0]["y"].notna().all()
