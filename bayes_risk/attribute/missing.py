@@ -62,10 +62,11 @@ def check_missing_truth(model: Any, vary: Sequence[str], values: np.ndarray,
     raise ValidationError(
         f"column {cols[j]!r} is missing in {int(miss[:, j].sum())} evaluated record(s) "
         f"(first: record {first})" + (f"; also {also} ({n_rec} records in all)" if also else "")
-        + f"; {type(model).__name__} cannot integrate out a record's missing values (DPMPM and "
-        "the MP Poisson mixture can: their likelihoods marginalise them; the CART and "
-        "random-forest plug-ins hold them as released). Leave those records out with records=, "
-        "or fit a DPMPM, MP Poisson mixture, CART or random forest.",
+        + f"; {type(model).__name__} cannot integrate out a record's missing values (DPMPM, "
+        "the MP Poisson mixture and the sequential regressions can: their likelihoods "
+        "marginalise them; the CART and random-forest plug-ins hold them as released). Leave "
+        "those records out with records=, or fit a DPMPM, MP Poisson mixture, sequential "
+        "regressions, CART or random forest.",
         code="MISSING_VALUES",
     )
 

@@ -291,8 +291,10 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     def _missing_refusal(self) -> str:
         """Why :meth:`fit` refuses empty cells, added to the ``MISSING_VALUES`` error (``""``:
-        the model accepts them)."""
-        return refusal_hint(type(self).__name__)
+        the model accepts them: one whose likelihood integrates missing values out)."""
+        from bayes_risk.contract import capabilities
+
+        return "" if capabilities(self).imputes else refusal_hint(type(self).__name__)
 
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed
                         ) -> xr.DataTree:

@@ -107,19 +107,27 @@ class DesignSpec:
     n_levels : tuple of int
         Levels of categorical predictors (0 for numeric).
     names : tuple of str
-        Coefficient names: ``(Intercept)``, numeric names, ``col[T.level]`` dummies.
+        Coefficient names: ``(Intercept)``, numeric names, ``col[T.level]`` dummies, and
+        ``col[missing]`` after the columns of a predictor in ``padded``.
+    padded : tuple of str
+        Predictors with missing values: a missing cell enters as 0 (numeric) or as no dummy
+        (categorical), and the indicator ``col[missing]`` tells it apart (synthpop's padding).
     """
 
     predictors: tuple[str, ...]
     kinds: tuple[str, ...]
     n_levels: tuple[int, ...]
     names: tuple[str, ...]
+    padded: tuple[str, ...] = ()
 
     @classmethod
-    def from_schema(cls, schema: Schema, predictors: Sequence[str]) -> DesignSpec:
-        """Design of intercept + predictors, with the schema's levels for dummy coding."""
+    def from_schema(cls, schema: Schema, predictors: Sequence[str],
+                    padded: Sequence[str] = ()) -> DesignSpec:
+        """Design of intercept + predictors, with the schema's levels for dummy coding and an
+        indicator column after each predictor in ``padded``."""
         names = ["(Intercept)"]
         kinds, nlev = [], []
+        padded = tuple(c for c in predictors if c in set(padded))
         for c in predictors:
             spec = schema[c]
             if spec.is_categorical:
@@ -134,7 +142,9 @@ class DesignSpec:
                 kinds.append("numeric")
                 nlev.append(0)
                 names.append(c)
-        return cls(tuple(predictors), tuple(kinds), tuple(nlev), tuple(names))
+            if c in padded:
+                names.append(f"{c}[missing]")
+        return cls(tuple(predictors), tuple(kinds), tuple(nlev), tuple(names), padded)
 
     @property
     def n_coef(self) -> int:
@@ -158,13 +168,16 @@ class DesignSpec:
         for c, kind, d in zip(self.predictors, self.kinds, self.n_levels, strict=False):
             v = np.asarray(values[c])
             if kind == "numeric":
-                out[..., col] = v
+                out[..., col] = np.where(np.isnan(v), 0.0, v) if c in self.padded else v
                 col += 1
             else:
                 codes = v.astype(np.int64)
                 for lev in range(1, d):
                     out[..., col] = codes == lev
                     col += 1
+            if c in self.padded:
+                out[..., col] = np.isnan(v) if kind == "numeric" else v < 0
+                col += 1
         return out
 
     def build(self, values: Mapping[str, np.ndarray], n: int) -> np.ndarray:
@@ -186,7 +199,7 @@ def column_values(
             out[c] = codes[:, j].astype(np.float64)
     for c in columns:
         if c not in out:
-            out[c] = df[c].to_numpy(dtype=np.float64)
+            out[c] = df[c].to_numpy(dtype=np.float64, na_value=np.nan)
     return out
 
 

@@ -14,31 +14,43 @@ import pandas as pd
 
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import validate_table
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models._bayesian.design import (
     NeighbourhoodUnavailable,
     column_values,
     family_loglik,
     row_frame,
 )
+from bayes_risk.models.seqreg.missing import check_missing, missing_cells
 from bayes_risk.models.seqreg.state import SeqRegState
 
 
 def values(state: SeqRegState, df: pd.DataFrame, name: str) -> dict[str, np.ndarray]:
-    """The columns of ``df`` (checked against the schema, naming ``name``) as value arrays."""
-    validate_table(df, state.schema, name=name, extra_columns=True)
-    return column_values(df, state.schema, state.schema.names)
+    """The columns of ``df`` (checked against the schema, naming ``name``) as value arrays;
+    missing values only where the likelihood integrates them out or a design pads them."""
+    validate_table(df, state.schema, name=name, extra_columns=True, allow_nan=True)
+    vals = column_values(df, state.schema, state.schema.names)
+    if any(missing_cells(state.schema, vals, c).any() for c in vals):
+        check_missing(state.schema, {c: d.predictors for c, d in state.designs.items()},
+                      [p for d in state.designs.values() for p in d.padded], vals, name)
+    return vals
 
 
 def loglik_from_values(
     state: SeqRegState, vals: Mapping[str, np.ndarray], n: int, idx: np.ndarray
 ) -> np.ndarray:
-    """``[H', n]`` sum over the chain of each regression's log-density of ``n`` records."""
+    """``[H', n]`` sum over the chain of each regression's log-density of ``n`` records; a
+    missing outcome's factor integrates to 1 (it predicts no later column:
+    :func:`~bayes_risk.models.seqreg.missing.check_missing`)."""
     out = np.zeros((idx.size, n))
     for c in state.order:
         fam = state.families[c]
         X = None if fam == "categorical" else state.designs[c].build(vals, n)
-        out += family_loglik(fam, vals[c], X, state.params(c, idx))
+        ll = family_loglik(fam, vals[c], X, state.params(c, idx))
+        miss = missing_cells(state.schema, vals, c)
+        if miss.any():
+            ll[:, miss] = 0.0
+        out += ll
     return out
 
 
@@ -110,6 +122,14 @@ def neighbourhood_loglik(state: SeqRegState, records: pd.DataFrame, idx: np.ndar
     every synthesized column categorical (:func:`neighbourhood_unavailable`)."""
     syn = state.schema.synthesized
     vals_all = values(state, records, "records")
+    for c in syn:
+        miss = missing_cells(state.schema, vals_all, c)
+        if miss.any():
+            raise SchemaError(
+                f"records: column {c!r} is missing in row {int(np.flatnonzero(miss)[0])}; "
+                "a one-variable-different neighbourhood needs the record's synthesized values "
+                "(candidate_loglik holds a missing value and integrates it out).",
+                code="MISSING_VALUES")
     n = len(records)
     d = [state.schema[c].n_levels for c in syn]
     G = 1 + sum(k - 1 for k in d)

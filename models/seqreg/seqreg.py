@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 import bayes_risk.models.seqreg.loglik as _loglik
+import bayes_risk.models.seqreg.missing as _missing
 import bayes_risk.models.seqreg.posterior as _posterior
 import bayes_risk.models.seqreg.synthesis as _synthesis
 from bayes_risk._rng import RandomSeed, spawn
@@ -105,6 +106,11 @@ class SequentialRegression(BayesianSynthesizer):
     record's synthetic values of the columns before it); :meth:`dataset_loglik` sums over them
     only and :meth:`fit_augmented` appends only their rows of ``Z_(l)``.
 
+    **Missing values** (empty cells): a synthesized column's are left out of its regression
+    (missing at random; the column must predict no later one) and imputed in the release; an
+    unsynthesized predictor's are padded (value 0 and an indicator ``col[missing]``). See
+    :doc:`/methods/models` (Sequential Bayesian regressions).
+
     Examples
     --------
     >>> import numpy as np, pandas as pd
@@ -119,7 +125,7 @@ class SequentialRegression(BayesianSynthesizer):
 
     method_name = "regression"
     #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
-    info = ModelInfo(partial_synthesis=True)
+    info = ModelInfo(imputes=True, partial_synthesis=True)
     model_class: Literal["P", "O"] = "P"
     ratio_form: Literal["joint", "conditional"] = "conditional"
 
@@ -219,7 +225,8 @@ class SequentialRegression(BayesianSynthesizer):
         self.order_ = order
         self.families_ = fams
         self.predictors_ = preds
-        self.designs_ = {c: DesignSpec.from_schema(schema, preds[c]) for c in order}
+        padded = getattr(self, "_padded", ())
+        self.designs_ = {c: DesignSpec.from_schema(schema, preds[c], padded) for c in order}
 
     def _method_of(self, col: str) -> str:
         pm_ = self.posterior_method
@@ -248,7 +255,11 @@ class SequentialRegression(BayesianSynthesizer):
     # ------------------------------------------------------------------ fit
 
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed) -> xr.DataTree:
+        vals = column_values(data, schema, schema.names)
+        _missing.refuse_codes(schema, vals)
+        self._padded = tuple(_missing.padded_columns(schema, vals))
         self._resolve_structure(schema)
+        _missing.check_missing(schema, self.predictors_, self._padded, vals, "data")
         import xarray as xr
 
         t0 = time.perf_counter()
@@ -256,7 +267,6 @@ class SequentialRegression(BayesianSynthesizer):
         C, D = int(self.chains), int(self.draws)
         H = C * D
         rngs = spawn(seed, len(self.order_))
-        vals = column_values(data, schema, schema.names)
         n = len(data)
         ds = xr.Dataset(coords={"chain": np.arange(C), "draw": np.arange(D)})
         methods = {c: self._method_of(c) for c in self.order_}
@@ -271,7 +281,13 @@ class SequentialRegression(BayesianSynthesizer):
             design = self.designs_[c]
             X = design.build(vals, n)
             y = vals[c]
+            observed = ~_missing.missing_cells(schema, vals, c)
+            if not observed.all():
+                # missing at random and a predictor of no later column: the record's factor of
+                # this regression integrates to 1, so the observed records are its likelihood
+                X, y = X[observed], y[observed]
             if method == "exact" and fam == "normal":
+                _missing.check_indicators(schema, c, design.padded, vals, observed)
                 d = normal_exact_posterior(X, y, H, rng)
                 params = {"beta": d["beta"], "sigma": d["sigma"]}
             elif method == "exact":  # categorical
@@ -497,6 +513,11 @@ class SequentialRegression(BayesianSynthesizer):
                                   rngs, self.data_, self.n_records, rows)
 
     def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
+        # the padded predictors, as the coefficient names of the draws show them
+        post = posterior["posterior"]
+        coefs = [str(x) for k in post.coords if str(k).endswith(_SEP + "coef")
+                 for x in post.coords[k].values]
+        self._padded = tuple(p for p in schema.unsynthesized if f"{p}[missing]" in coefs)
         self._resolve_structure(schema)
         _posterior.check_posterior(posterior, schema, self.order_, self.families_, self.designs_)
 
@@ -505,6 +526,11 @@ class SequentialRegression(BayesianSynthesizer):
             self._resolve_structure(self.schema_)
         if not hasattr(self, "dtypes_"):
             self.dtypes_ = record_dtypes(self.data_) if self.data_ is not None else {}
+        if self.data_ is not None and self.data_.isna().to_numpy().any():
+            # records given with draws made elsewhere: checked as at fit
+            _missing.check_missing(
+                self.schema_, self.predictors_, getattr(self, "_padded", ()),
+                column_values(self.data_, self.schema_, self.schema_.names), "data")
         self._state = SeqRegState(
             schema=self.schema_, order=tuple(self.order_), families=self.families_,
             designs=self.designs_, tree=self.posterior_,
@@ -537,7 +563,8 @@ class SequentialRegression(BayesianSynthesizer):
         """``[H, n]`` conditional record log-likelihood (methods, Sequential Bayesian regressions).
 
         ``Σ_v log f_v(y_iv | x_v(y_i^us, y_{i,<v}), Θ_{h,v})``: each synthesized column given
-        the record's own unsynthesized and earlier synthesized values.
+        the record's own unsynthesized and earlier synthesized values. A missing synthesized
+        value that predicts no later column is integrated out (its term is dropped).
         """
         self._check_fitted()
         return _loglik.record_loglik(self._state, records, self._draw_indices(draw_indices))

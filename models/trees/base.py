@@ -96,16 +96,17 @@ class TreeSynthesizer(BaseSynthesizer):
 
     def _make_release(self, datasets: list[pd.DataFrame], random_seed: RandomSeed,
                       records: np.ndarray, extra: dict[str, Any], *,
-                      proper: bool = False) -> SyntheticData:
-        """The release of ``datasets`` with the provenance every tree synthesizer records."""
+                      proper: bool = False, imputed: list[str] | None = None) -> SyntheticData:
+        """The release of ``datasets`` with the provenance every tree synthesizer records
+        (``imputed``: columns whose empty cells some records had filled, PMM's recipients)."""
         return SyntheticData(
             datasets=datasets, method=self.method_name, settings=self._release_settings(),
             random_seed=seed_to_json(random_seed), schema=self.schema_,
             synthesized_records=records.copy(), extra=extra,
             original_fingerprint=getattr(self, "original_fingerprint_", None),
             model_id=model_id(self), generation=generation_from_roles(self.schema_, records),
-            # missing values are synthesized as values, never filled in
-            imputed_columns=[], proper=proper,
+            # CART and forests synthesize missing values as values, never filled in
+            imputed_columns=list(imputed or []), proper=proper,
         )
 
     def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

@@ -31,9 +31,9 @@ KIND_SUFFIX = ".missing"
 def refusal_hint(method: str) -> str:
     """What the ``MISSING_VALUES`` error of a synthesizer without missing-value support adds."""
     return (f"The {method} synthesizer does not accept missing values; DPMPM, CART and random "
-            "forests do, and so does the Poisson mixture's variant 'mp' (user guide, "
-            "Synthesizers, Missing values). Leave the column or its records out, or fill the "
-            "cells first.")
+            "forests do, and so do the Poisson mixture's variant 'mp', the sequential "
+            "regressions and the small-cell PMM (user guide, Synthesizers, Missing values). Leave "
+            "the column or its records out, or fill the cells first.")
 
 
 def missing_layout(data: pd.DataFrame, schema: Schema) -> dict[str, dict[str, Any]]:

@@ -23,7 +23,6 @@ from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, Valid
 from bayes_risk.models.base import synthesized_columns
 from bayes_risk.models.trees.base import TreeSynthesizer, check_choice, check_integer, records_mask
 from bayes_risk.models.trees.io import split_data
-from bayes_risk.models.trees.missing import refusal_hint
 from bayes_risk.models.trees.seqtree import column_codes
 
 __all__ = ["SmallCellPMMSynthesizer", "sensitive_cells", "match_donor", "expected_score",
@@ -115,7 +114,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
     are recipients; each synthesized identifying variable is predicted (proportional-odds logit,
     multinomial logit or additive regression splines) and every recipient takes the value of the
     allowed donor with the closest prediction (:doc:`/methods/models`, Small-cell predictive mean
-    matching).
+    matching). Empty cells: a recipient takes an observed donor value whether its own was
+    observed or empty, donors give observed values only, predictors are padded.
 
     Parameters
     ----------
@@ -234,7 +234,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                     f"synthesized: column {c!r} is not an identifying variable ({ivs}); "
                     "non-identifying variables are never synthesized by this method.")
         schema = schema.with_roles(syn, known=schema.known)
-        validate_table(data, schema, name="data", missing_hint=refusal_hint("PMM"))
+        validate_table(data, schema, name="data", allow_nan=True)
         cons = self._constraints(syn)
         given = self.predictors or {}
         preds = {c: schema.check_columns(list(given[c]), f"predictors[{c!r}]") if c in given
@@ -295,24 +295,46 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         for p in preds:
             spec = self.schema_[p]
             if spec.is_categorical:  # indicators, first level dropped
-                ind = np.eye(spec.n_levels)[column_codes(df, self.schema_, p)][:, 1:]
+                codes = column_codes(df, self.schema_, p)
+                d = spec.n_levels
+                # an empty cell is a level of its own, after the others (synthpop's padding)
+                ind = np.eye(d + 1)[np.where(codes < 0, d, codes)][:, 1:] if (codes < 0).any() \
+                    else np.eye(d)[codes][:, 1:]
                 blocks.append(ind[:, ind.std(axis=0) > 0])  # absent levels add nothing
-            else:
-                x = df[p].to_numpy(dtype=np.float64)
-                nu = np.unique(x).size
-                if splines and nu >= 6:
-                    bs = BS()
-                    bs.memorize_chunk(x, df=int(self.spline_df))
-                    bs.memorize_finish()
-                    blocks.append(np.asarray(bs.transform(x, df=int(self.spline_df))))
-                elif nu > 1:
-                    blocks.append(((x - x.mean()) / x.std())[:, None])
+                continue
+            x = df[p].to_numpy(dtype=np.float64, na_value=np.nan)
+            obs = ~np.isnan(x)
+            xo = x[obs]
+            nu = np.unique(xo).size
+            block = None
+            if splines and nu >= 6:
+                bs = BS()
+                bs.memorize_chunk(xo, df=int(self.spline_df))
+                bs.memorize_finish()
+                block = np.asarray(bs.transform(xo, df=int(self.spline_df)))
+            elif nu > 1:
+                block = ((xo - xo.mean()) / xo.std())[:, None]
+            if obs.all():
+                blocks += [] if block is None else [block]
+                continue
+            # synthpop's padding of a numeric predictor: its terms 0 in the empty cells, and an
+            # indicator of them
+            full = np.zeros((x.size, 0 if block is None else block.shape[1]))
+            full[obs] = 0.0 if block is None else block
+            blocks += [full, (~obs).astype(np.float64)[:, None]]
         return np.column_stack(blocks) if blocks else np.zeros((len(df), 0))
 
     def _predict(self, df: pd.DataFrame, col: str) -> np.ndarray:
-        """Predicted value of every record (scalar, or probability vector for nominal)."""
+        """Predicted value of every record (scalar, or probability vector for nominal); ``NaN``
+        for a record whose ``col`` is missing (the model is fitted to the others)."""
         import statsmodels.api as sm
 
+        missing = df[col].isna().to_numpy()
+        if missing.any():
+            kept = self._predict(df.loc[~missing], col)
+            out = np.full((len(df),) + kept.shape[1:], np.nan)
+            out[~missing] = kept
+            return out
         spec = self.schema_[col]
         preds = self.predictors_[col]
         numeric = not spec.is_categorical
@@ -393,12 +415,17 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 w.append("NO_ALLOWED_DONOR")
             codes.append(w)
         cells = self.sensitive_cells_.copy()
-        return self._make_release(datasets, random_seed, self.recipients_, {
+        # a recipient's empty cell is filled with a donor's value
+        filled = [c for c in self.synthesize_
+                  if self._data[c].iloc[np.flatnonzero(self.recipients_)].isna().any()]
+        extra = {
             "identifying": list(self.identifying_), "threshold": int(self.threshold),
             "n_recipients": int(self.recipients_.sum()),
             "sensitive_cells": cells.astype(object).to_dict(orient="records"),
             "min_cell_count_before": int(self.min_cell_count_before_),
-            "min_cell_count_after": after, "unmatched": unmatched, "warnings": codes})
+            "min_cell_count_after": after, "unmatched": unmatched, "warnings": codes}
+        return self._make_release(datasets, random_seed, self.recipients_, extra,
+                                  imputed=filled)
 
     def _synthesize_one(self, rng: np.random.Generator) -> tuple[pd.DataFrame, list[int]]:
         z = self._data.copy()
@@ -408,13 +435,23 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         if rec.size == 0 or don.size == 0:
             z.index = self._index
             return z, []
+        # a recipient's value is deleted whether observed or not; a donor gives an observed value
+        # (methods, Small-cell predictive mean matching: missing values)
+        dons = {col: don[self._data[col].notna().to_numpy()[don]] for col in self.synthesize_}
         # step 2: temporary fills from the donors' values (with replacement)
         for col in self.synthesize_:
+            don = dons[col]
+            if don.size == 0:
+                continue
             s = z[col].copy()
             fill = don[rng.integers(don.size, size=rec.size)]
             s.iloc[rec] = self._data[col].iloc[fill].to_numpy()
             z[col] = s
         for col in self.synthesize_:
+            don = dons[col]
+            if don.size == 0:  # no observed donor: the recipients keep their values
+                unmatched.update(int(i) for i in rec)
+                continue
             pred = self._predict(z, col)
             donor_vals = self._data[col].iloc[don].to_numpy()
             uniq = pd.unique(donor_vals)

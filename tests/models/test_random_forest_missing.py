@@ -1,6 +1,6 @@
 """Random forests with missing values (as CART: a categorical column's missing value is a level of
-its own; a numeric predictor enters as its missingness kind and a filled value); PMM and the
-Bayesian models without missing-value support refuse, naming those that accept them."""
+its own; a numeric predictor enters as its missingness kind and a filled value); the Bayesian
+models without missing-value support refuse, naming those that accept them."""
 
 from __future__ import annotations
 
@@ -84,18 +84,18 @@ def test_rf_plugin_with_missing_values_uses_the_synthesizers_probabilities(fitte
     assert got == pytest.approx(ref, rel=1e-6)
 
 
-def test_pmm_refuses_naming_the_synthesizers_that_accept_missing_values():
+def test_pmm_accepts_missing_values():
+    """(It refused them before; tests/models/test_pmm_missing.py checks the treatment.)"""
     df = make_ce_like(200, random_seed=1)
     df["Income"] = df["Income"].astype(float)
     df.loc[3, "Income"] = np.nan
     schema = infer_schema(df, categorical=["Urban", "Marital", "Tenure"])
-    with pytest.raises(SchemaError, match="DPMPM, CART and random forests do") as err:
-        SmallCellPMMSynthesizer(identifying=["Urban", "Marital"]).fit(df, schema=schema)
-    assert err.value.code == "MISSING_VALUES"
-    assert "'Income'" in str(err.value)
+    model = SmallCellPMMSynthesizer(identifying=["Urban", "Marital"]).fit(df, schema=schema)
+    assert pd.isna(model.synthesize(1, random_seed=1).datasets[0].loc[3, "Income"])
 
 
-@pytest.mark.parametrize("cls_name", ["PoissonMixture", "SequentialRegression"])
+# (SequentialRegression accepts missing values: tests/models/test_seqreg_missing.py)
+@pytest.mark.parametrize("cls_name", ["PoissonMixture"])
 def test_bayesian_models_without_missing_support_refuse_naming_those_with(cls_name):
     """Refused before any sampling: the message names the column and the synthesizers that
     accept missing values (for the Poisson mixture: MM refuses, giving the reason and naming
