@@ -152,9 +152,9 @@ def donor_weights(donors: dict[str, np.ndarray], leaves: np.ndarray,
     from scipy.sparse import csr_matrix
 
     values, vid = np.unique(donors["values"], return_inverse=True)
-    start, size = donors["start"], donors["size"].astype(np.int64)
+    size = donors["size"].astype(np.int64)
     counts = donors["counts"].astype(np.float64)
-    entry_node = np.repeat(np.arange(size.size), size)
+    entry_node = np.repeat(np.arange(size.size), size)  # entries are stored node after node
     share = counts / np.bincount(entry_node, weights=counts, minlength=size.size)[entry_node]
     # node x value: the leaf's donor shares; row x node: 1/(valid trees) at each valid leaf
     M = csr_matrix((share, (entry_node, vid.ravel())), shape=(size.size, values.size))

@@ -118,7 +118,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
     info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True)
 
     def __init__(self, *, n_trees: int = 500, probabilities: str = "vote", alpha: float = 1.0,
-                 donor: str = "uniform", oob_only: bool = False, min_oob_trees: int = 100, procedure: str = "A",
+                 donor: str = "uniform", oob_only: bool = False, min_oob_trees: int = 100,
+                 procedure: str = "A",
                  visit_sequence: Sequence[str] | None = None, tie_order: str = "fewer_categories",
                  max_features: str | int = "sqrt", min_samples_leaf: int = 1,
                  group_by: str | Mapping[str, str] | None = None, min_group_size: int = 10,

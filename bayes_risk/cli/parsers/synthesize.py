@@ -22,7 +22,8 @@ __all__ = ["add_parser", "MODEL_SETTINGS", "SYNTHESIS_OPTIONS"]
 MODEL_SETTINGS: tuple[str, ...] = (
     "min_leaf", "max_depth", "min_deviance", "prune_to_diversity", "smoothing", "bandwidth",
     "donor", "unroutable", "method_per_column", "predictor_matrix",
-    "n_trees", "min_samples_leaf", "probabilities", "alpha", "oob_only", "min_oob_trees", "procedure",
+    "n_trees", "min_samples_leaf", "probabilities", "alpha", "oob_only", "min_oob_trees",
+    "procedure",
     "visit_sequence", "group_by", "min_group_size",
     "identifying", "threshold", "tie",
     "n_jobs",
