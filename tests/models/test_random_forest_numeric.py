@@ -209,3 +209,11 @@ def test_command_line_fit_and_synthesize(ce, tmp_path):
         pd.testing.assert_frame_equal(x.reset_index(drop=True), y.reset_index(drop=True),
                                       check_dtype=False, check_exact=True)
     assert b[0]["Income"].isin(df["Income"]).all() and not b[0]["Income"].equals(df["Income"])
+
+
+def test_check_synthesizer_on_its_default_table():
+    """The contract checks, on check_data's table with a count column synthesized."""
+    from bayes_risk.testing import check_data, check_synthesizer
+
+    assert check_data(RandomForestSynthesizer)["n"].dtype.kind == "i"
+    assert "check_persistence" in check_synthesizer(RandomForestSynthesizer(n_trees=10))
