@@ -494,7 +494,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
             The distinct donor values, sorted.
         weights : ndarray, shape (n, k)
             Each row's probabilities (rows sum to 1; ``donor="bayes_bootstrap"`` draws around
-            them, with these means).
+            them, with these means). Dense: ``8 n k`` bytes.
         """
         rf, donors, ib = self._forest(column, group, numeric=True)
         valid = None if ib is None else self._valid_trees(ib, train_index)
