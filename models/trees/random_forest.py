@@ -27,7 +27,6 @@ from bayes_risk.models.trees.base import (
     check_choice,
     check_integer,
     prepare_schema,
-    records_mask,
 )
 from bayes_risk.models.trees.forest_leaves import (
     distinct_rows,
@@ -38,11 +37,14 @@ from bayes_risk.models.trees.forest_leaves import (
     leaf_probabilities,
 )
 from bayes_risk.models.trees.missing import FILL, encoded_values, kind_codes, missing_layout
+from bayes_risk.models.trees.rf_fit import grouping, grow_forest, record_masks, visit_order
 from bayes_risk.models.trees.rf_io import forest_state, restore_forests
 
 __all__ = ["RandomForestSynthesizer"]
 
 _CHUNK = 512  # records per block when averaging leaf tables (bounds memory: chunk × trees × d)
+#: the ``donor`` setting's values (numeric columns)
+DONORS = ("uniform", "bayes_bootstrap")
 
 
 class RandomForestSynthesizer(TreeSynthesizer):
@@ -149,7 +151,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         a = self.alpha
         if not (isinstance(a, (int, float)) and np.isfinite(a) and a >= 0):
             raise ValidationError(f"alpha must be a number >= 0. Got {self.alpha!r}.")
-        check_choice("donor", self.donor, ("uniform", "bayes_bootstrap"))
+        check_choice("donor", self.donor, DONORS)
         check_choice("procedure", self.procedure, ("A", "B"))
         check_choice("tie_order", self.tie_order, ("fewer_categories", "random"))
         mf = self.max_features
@@ -201,9 +203,9 @@ class RandomForestSynthesizer(TreeSynthesizer):
                     "regression forest cannot be grown on empty or coded responses). Use method "
                     "'cart', whose two-step draw synthesizes them, or leave the column "
                     "unsynthesized.", code="MISSING_VALUES")
-        masks = self._record_masks(records, cols, len(data))
+        masks = record_masks(records, cols, len(data))
         rng = as_generator(random_seed)
-        order = self._order(cols, schema, masks, rng)
+        order = visit_order(self.visit_sequence, self.tie_order, cols, schema, masks, rng)
         if self.procedure == "B":  # every forest is grown on the same replaced records
             for c in order[1:]:
                 if not np.array_equal(masks[c], masks[order[0]]):
@@ -211,7 +213,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
                         f"procedure 'B' requires all replaced columns to share the same replaced "
                         f"records; {c!r} and {order[0]!r} differ. Use procedure 'A'.",
                         code="INVALID_ARGUMENT")
-        groups = self._groups(cols, order, schema)
+        groups = grouping(self.group_by, cols, order, schema)
         unsyn = [c for c in schema.names if c not in cols]
         values = {c: v.astype(np.float64) for c, v in encoded_values(data, schema, layout).items()}
         forest_seeds = spawn(rng, len(order))
@@ -237,7 +239,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
             X = self._matrix(preds, lambda p, t=train: values[p][t], layout)
             numeric = not schema[col].is_categorical
             y = values[col][train] if numeric else values[col][train].astype(np.int64)
-            rf, ib = self._grow(numeric, X, y, X.shape[1], forest_seeds[k], col)
+            rf, ib = grow_forest(self, numeric, X, y, X.shape[1], forest_seeds[k], col)
             if ib is not None:
                 inbag[col] = ib
             forests[col] = rf
@@ -274,18 +276,6 @@ class RandomForestSynthesizer(TreeSynthesizer):
         self._values = values
         return self
 
-    @staticmethod
-    def _record_masks(records: Any, cols: list[str], n: int) -> dict[str, np.ndarray]:
-        """Replaced-record mask of each synthesized column."""
-        if isinstance(records, Mapping):
-            unknown = [c for c in records if c not in cols]
-            if unknown:
-                raise ValidationError(
-                    f"records: column {unknown[0]!r} is not synthesized (synthesized: {cols}).")
-            return {c: records_mask(records.get(c), n, f"records[{c!r}]") for c in cols}
-        mk = records_mask(records, n)
-        return {c: mk for c in cols}
-
     def _grow_groups(self, numeric, col, g, gvalues, X, y, schema, seed, layout, out):
         """Grow the group forests of ``col`` into ``out`` (forests, leaf tables, record positions,
         in-bag matrices by level code); return the group sizes and the fallback levels."""
@@ -303,7 +293,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
             if rows.size < self.min_group_size:
                 fallback.append(lab)
                 continue
-            grf, gib = self._grow(numeric, X[rows], y[rows], X.shape[1],
+            grf, gib = grow_forest(self, numeric, X[rows], y[rows], X.shape[1],
                                   g_seeds[code], f"{col} (group {g} = {lab!r})")
             g_forests[code] = grf
             g_tables[code] = self._table(grf, X[rows], y[rows], col, schema, layout)
@@ -334,89 +324,6 @@ class RandomForestSynthesizer(TreeSynthesizer):
             else:
                 cols.append(v)
         return np.column_stack(cols)
-
-    def _grow(self, numeric, X, y, n_preds, rng, label):
-        """One forest (and its in-bag matrix with ``oob_only``) on ``X``, ``y``: a regression
-        forest for a numeric column, else a classification forest."""
-        from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
-
-        mtry = (max(1, int(np.floor(np.sqrt(n_preds)))) if self.max_features == "sqrt"
-                else min(int(self.max_features), n_preds))
-        forest_cls, criterion = ((RandomForestRegressor, "squared_error") if numeric
-                                 else (RandomForestClassifier, "gini"))
-        rf = forest_cls(n_estimators=int(self.n_trees), criterion=criterion, max_features=mtry,
-                        bootstrap=True, min_samples_leaf=int(self.min_samples_leaf),
-                        random_state=int(rng.integers(2**31 - 1)), n_jobs=int(self.n_jobs),
-                        warm_start=True)
-        rf.fit(X, y)
-        if not self.oob_only:
-            return rf, None
-        cap = 20 * int(self.n_trees)
-        while True:
-            ib = np.zeros((len(rf.estimators_), len(y)), dtype=bool)  # in-bag, (n_trees, n_train)
-            for b, s in enumerate(rf.estimators_samples_):
-                ib[b, s] = True
-            if (~ib).sum(axis=0).min() >= self.min_oob_trees:
-                return rf, ib
-            if rf.n_estimators >= cap:
-                raise ValidationError(
-                    f"column {label!r}: could not reach min_oob_trees={self.min_oob_trees} "
-                    f"out-of-bag trees for every record with {cap} trees.",
-                    code="FIT_FAILED")
-            rf.n_estimators += 100
-            rf.fit(X, y)
-
-    def _groups(self, cols, order, schema) -> dict[str, str]:
-        """``{column: grouping column}`` from ``group_by``, checked against the visit order."""
-        gb = self.group_by
-        if gb is None:
-            return {}
-        if isinstance(gb, str):
-            schema.check_columns([gb], "group_by")
-            groups = {c: gb for c in cols if c != gb}
-        elif isinstance(gb, Mapping):
-            groups = {}
-            for c, g in gb.items():
-                if c not in cols:
-                    raise ValidationError(
-                        f"group_by: column {c!r} is not synthesized (synthesized: {cols}).")
-                if not isinstance(g, str):
-                    raise ValidationError(f"group_by[{c!r}] must be a column name. Got {g!r}.")
-                schema.check_columns([g], f"group_by[{c!r}]")
-                if g == c:
-                    raise ValidationError(
-                        f"group_by[{c!r}]: a column cannot be synthesized within groups of itself.")
-                groups[c] = g
-        else:
-            raise ValidationError(
-                f"group_by must be a column name or a mapping {{column: grouping column}}. "
-                f"Got {type(gb).__name__}.")
-        for c, g in groups.items():
-            if not schema[g].is_categorical:
-                raise ValidationError(
-                    f"group_by: grouping column {g!r} is {schema[g].type}; groups are the levels "
-                    "of a categorical column (bin a numeric column first).")
-            if g in cols and order.index(g) > order.index(c):
-                raise ValidationError(
-                    f"group_by: {c!r} is grouped by {g!r}, which is synthesized later in the visit "
-                    f"order {order}; its genuine values would steer the synthesis of {c!r}. Visit "
-                    f"{g!r} first (visit_sequence) or group by an unsynthesized column.")
-        return groups
-
-    def _order(self, cols, schema, masks, rng) -> list[str]:
-        if self.visit_sequence is not None:
-            vs = list(self.visit_sequence)
-            if sorted(vs) != sorted(cols):
-                raise ValidationError(
-                    f"visit_sequence must list exactly the synthesized columns {cols}. Got {vs}.")
-            return vs
-        amount = {c: int(masks[c].sum()) for c in cols}
-        if self.tie_order == "fewer_categories":  # numeric columns after the categorical ones
-            tie = {c: schema[c].n_levels if schema[c].is_categorical else np.inf for c in cols}
-        else:
-            perm = rng.permutation(len(cols))
-            tie = {c: int(perm[i]) for i, c in enumerate(cols)}
-        return sorted(cols, key=lambda c: (-amount[c], tie[c], cols.index(c)))
 
     def _table(self, rf, X, y, col, schema, layout) -> Any:
         """What the draws of ``col`` read from its forest: the leaf donors of a numeric column,
