@@ -1,7 +1,7 @@
-"""The leaves of a random forest and their class probabilities (Caiola & Reiter 2010): the
-synthesis distribution of :class:`~bayes_risk.models.RandomForestSynthesizer` (the mean over the
-trees of the leaves reached) and the plug-in likelihood of :class:`~bayes_risk.models.RFPlugin`
-read them from here."""
+"""The leaves of a random forest: their class probabilities (Caiola & Reiter 2010) and, for a
+regression forest, their donors (the weighted empirical distribution of Meinshausen 2006). The
+synthesis distributions of :class:`~bayes_risk.models.RandomForestSynthesizer` and the plug-in
+likelihood of :class:`~bayes_risk.models.RFPlugin` read them from here."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from typing import Any
 import numpy as np
 
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models.trees.seqtree import segment_choice
 
-__all__ = ["distinct_rows", "forest_apply_distinct", "leaf_probabilities"]
+__all__ = ["distinct_rows", "donor_weights", "draw_donors", "forest_apply_distinct",
+           "leaf_donors", "leaf_probabilities"]
 
 
 def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -84,3 +86,103 @@ def leaf_probabilities(leaf_counts: np.ndarray, probabilities: str = "vote",
             return (c + alpha) / (c.sum(axis=-1, keepdims=True) + d * alpha)
     raise ValidationError(
         f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {probabilities!r}.")
+
+
+def leaf_donors(forest: Any, X: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    """The donors of every leaf of a fitted regression forest: each tree's in-bag training
+    records with their bootstrap counts (scikit-learn grows a tree on all rows weighted by those
+    counts, and a record of count 0 reaches no node's statistics), stacked tree after tree.
+
+    Parameters
+    ----------
+    forest : fitted RandomForestRegressor (or a stored forest with ``estimators_samples_``)
+    X : array, shape (n, p)
+        The training inputs.
+    y : array, shape (n,)
+        The training responses.
+
+    Returns
+    -------
+    dict of ndarray
+        ``values``, ``counts`` (one entry per in-bag record and tree, ordered by global node id),
+        ``start``, ``size`` (each global node's entries; node ``k`` of tree ``b`` is
+        ``offsets[b] + k``) and ``offsets``.
+    """
+    n = X.shape[0]
+    leaves = forest_apply_distinct(forest, X)
+    sizes = np.array([e.tree_.node_count for e in forest.estimators_], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    node, rec, cnt = [], [], []
+    for b, s in enumerate(forest.estimators_samples_):
+        c = np.bincount(s, minlength=n)
+        t = np.flatnonzero(c)
+        node.append(leaves[t, b] + offsets[b])
+        rec.append(t)
+        cnt.append(c[t])
+    node, rec, cnt = np.concatenate(node), np.concatenate(rec), np.concatenate(cnt)
+    order = np.argsort(node, kind="stable")
+    size = np.bincount(node, minlength=int(sizes.sum()))
+    return {"values": np.asarray(y, dtype=np.float64)[rec[order]],
+            "counts": cnt[order].astype(np.int32),
+            "start": (np.cumsum(size) - size).astype(np.int64),
+            "size": size.astype(np.int32), "offsets": offsets}
+
+
+def donor_weights(donors: dict[str, np.ndarray], leaves: np.ndarray,
+                  valid: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The forest's conditional distribution of each row (Meinshausen 2006): donor ``t`` weighs
+    the mean over the trees of ``c_bt 1{t in leaf_b(x)} / sum_t' c_bt' 1{t' in leaf_b(x)}``.
+
+    Parameters
+    ----------
+    donors : dict of ndarray
+        :func:`leaf_donors` of the forest.
+    leaves : array of int, shape (n, n_trees)
+        Each row's leaf in each tree (``forest.apply``; node ids within the tree).
+    valid : array of bool, shape (n, n_trees), optional
+        The trees each row averages over (default all; ``oob_only``: its out-of-bag trees).
+
+    Returns
+    -------
+    values : ndarray, shape (k,)
+        The distinct donor values, sorted.
+    weights : ndarray, shape (n, k)
+        Each row sums to 1.
+    """
+    from scipy.sparse import csr_matrix
+
+    values, vid = np.unique(donors["values"], return_inverse=True)
+    size = donors["size"].astype(np.int64)
+    counts = donors["counts"].astype(np.float64)
+    entry_node = np.repeat(np.arange(size.size), size)  # entries are stored node after node
+    share = counts / np.bincount(entry_node, weights=counts, minlength=size.size)[entry_node]
+    # node x value: the leaf's donor shares; row x node: 1/(valid trees) at each valid leaf
+    M = csr_matrix((share, (entry_node, vid.ravel())), shape=(size.size, values.size))
+    node = np.asarray(leaves, dtype=np.int64) + donors["offsets"][None, :]
+    use = np.ones(node.shape, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
+    r, b = np.nonzero(use)
+    A = csr_matrix((1.0 / use.sum(axis=1)[r], (r, node[r, b])), shape=(node.shape[0], size.size))
+    out = (A @ M).toarray()
+    return values, out
+
+
+def draw_donors(donors: dict[str, np.ndarray], leaves: np.ndarray, rng: np.random.Generator,
+                valid: np.ndarray | None = None, bayes_bootstrap: bool = False) -> np.ndarray:
+    """One value per row from its forest distribution (:func:`donor_weights`): a tree drawn
+    uniformly among the row's valid trees, then a donor of the row's leaf in proportion to its
+    bootstrap count, or to Gamma(count, 1) weights drawn afresh per call (``bayes_bootstrap``: the
+    leaf's bootstrap copies get Dirichlet(1, …, 1) weights, Rubin 1981)."""
+    n, B = leaves.shape
+    u = rng.random(n)
+    if valid is None:
+        b = np.minimum((u * B).astype(np.int64), B - 1)
+    else:
+        k = valid.sum(axis=1)
+        j = np.minimum((u * k).astype(np.int64), k - 1)  # the j-th valid tree of each row
+        b = np.argmax(np.cumsum(valid, axis=1) > j[:, None], axis=1)
+    node = np.asarray(leaves, dtype=np.int64)[np.arange(n), b] + donors["offsets"][b]
+    counts = donors["counts"].astype(np.float64)
+    w = rng.standard_gamma(counts) if bayes_bootstrap else counts
+    uniq, inv = np.unique(node, return_inverse=True)
+    pos = segment_choice(donors["start"][uniq], donors["size"][uniq], inv.ravel(), rng, weights=w)
+    return donors["values"][pos]

@@ -161,9 +161,9 @@ def split_data(data: pd.DataFrame) -> tuple[pd.Index, pd.DataFrame]:
 
 
 class StoredForest:
-    """A fitted classification forest as flat arrays, standing in for a
-    ``RandomForestClassifier`` in a loaded synthesizer (``apply`` routes exactly as
-    scikit-learn does; ``estimators_``, ``estimators_samples_``)."""
+    """A fitted classification or regression forest as flat arrays, standing in for a
+    scikit-learn random forest in a loaded synthesizer (``apply`` routes exactly as scikit-learn
+    does; ``estimators_``, ``estimators_samples_``)."""
 
     def __init__(self, left: np.ndarray, right: np.ndarray, feature: np.ndarray,
                  threshold: np.ndarray, missing_left: np.ndarray, offsets: np.ndarray,
@@ -187,7 +187,7 @@ class StoredForest:
 
     @classmethod
     def from_sklearn(cls, rf: Any) -> StoredForest:
-        """Flatten a fitted ``RandomForestClassifier``."""
+        """Flatten a fitted ``RandomForestClassifier`` or ``RandomForestRegressor``."""
         ests = rf.estimators_
         sizes = np.array([e.tree_.node_count for e in ests], dtype=np.int64)
         offs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)

@@ -1,6 +1,7 @@
-"""Random-forest synthesizer for categorical variables (Caiola & Reiter 2010).
+"""Random-forest synthesizer (Caiola & Reiter 2010): classification forests for categorical
+columns, regression forests drawing leaf donors for numeric ones.
 
-The leaves' class probabilities, which the plug-in likelihood uses too, are in
+The leaves' class probabilities (which the plug-in likelihood uses too) and donors are in
 :mod:`bayes_risk.models.trees.forest_leaves`. See :doc:`/methods/models` and
 :doc:`/user_guide/synthesizers`.
 """
@@ -20,41 +21,54 @@ from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models.base import check_is_fitted
 from bayes_risk.models.trees.base import (
     TreeSynthesizer,
     check_choice,
     check_integer,
     prepare_schema,
-    records_mask,
 )
 from bayes_risk.models.trees.forest_leaves import (
     distinct_rows,
+    donor_weights,
+    draw_donors,
     forest_apply_distinct,
+    leaf_donors,
     leaf_probabilities,
 )
 from bayes_risk.models.trees.missing import FILL, encoded_values, kind_codes, missing_layout
+from bayes_risk.models.trees.rf_fit import grouping, grow_forest, record_masks, visit_order
 from bayes_risk.models.trees.rf_io import forest_state, restore_forests
 
 __all__ = ["RandomForestSynthesizer"]
 
 _CHUNK = 512  # records per block when averaging leaf tables (bounds memory: chunk × trees × d)
+#: the ``donor`` setting's values (numeric columns)
+DONORS = ("uniform", "bayes_bootstrap")
 
 
 class RandomForestSynthesizer(TreeSynthesizer):
-    """Random-forest synthesizer for categorical columns (Caiola & Reiter 2010).
+    """Random-forest synthesizer (Caiola & Reiter 2010).
 
-    For each categorical column to replace, a classification forest is grown on the genuine data
-    of its replaced records, which then draw from their leaves' class distribution, column by
-    column in visit order (:doc:`/methods/models`, Random forests for categorical columns).
+    For each column to replace, a forest is grown on the genuine data of its replaced records,
+    column by column in visit order. For a categorical column (a classification forest) the
+    records draw from their leaves' class distribution (:doc:`/methods/models`, Random forests
+    for categorical columns); for a numeric column (a regression forest) they draw a donor value
+    from the forest's weighted empirical distribution of the training values in their leaves
+    (Meinshausen 2006; :doc:`/methods/models`, Random forests for numeric columns).
 
     Parameters
     ----------
     n_trees : int, default 500
         Trees per forest.
     probabilities : {"vote", "leaf_dirichlet"}
-        How a record's synthesis distribution is formed from its leaves.
+        How a categorical column's synthesis distribution is formed from its leaves.
     alpha : float, default 1.0
         Dirichlet prior count per class for ``"leaf_dirichlet"``.
+    donor : {"uniform", "bayes_bootstrap"}
+        Numeric columns: a donor of the drawn tree's leaf in proportion to its bootstrap count
+        (the forest's conditional distribution), or to Dirichlet(1, …, 1) weights of the leaf's
+        bootstrap copies drawn afresh per dataset (Caiola & Reiter 2010 §5).
     oob_only : bool, default False
         Use only the trees for which the record is out of bag (at least ``min_oob_trees``).
     min_oob_trees : int, default 100
@@ -68,7 +82,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
     max_features : "sqrt" or int
         Candidate predictors per split (default ``floor(sqrt(p))``).
     min_samples_leaf : int, default 1
-        Leaf size (1 = grow until pure, as Caiola & Reiter 2010).
+        Leaf size in distinct in-bag records (1 = grow until pure, as Caiola & Reiter 2010; a
+        larger leaf gives a numeric column more donors per leaf, their §5).
     group_by : str or mapping, optional
         One forest per level of a grouping column (or ``{column: grouping column}``; Caiola &
         Reiter 2010 §5; user guide, Synthesizers, Forests within groups).
@@ -90,6 +105,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
     ----------
     Caiola, G. & Reiter, J. P. (2010). Random forests for generating partially synthetic,
     categorical data. Transactions on Data Privacy 3, 27–42.
+    Meinshausen, N. (2006). Quantile regression forests. Journal of Machine Learning Research 7,
+    983–999.
     """
 
     method_name = "rf"
@@ -103,7 +120,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
     info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True)
 
     def __init__(self, *, n_trees: int = 500, probabilities: str = "vote", alpha: float = 1.0,
-                 oob_only: bool = False, min_oob_trees: int = 100, procedure: str = "A",
+                 donor: str = "uniform", oob_only: bool = False, min_oob_trees: int = 100,
+                 procedure: str = "A",
                  visit_sequence: Sequence[str] | None = None, tie_order: str = "fewer_categories",
                  max_features: str | int = "sqrt", min_samples_leaf: int = 1,
                  group_by: str | Mapping[str, str] | None = None, min_group_size: int = 10,
@@ -112,6 +130,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         self.n_trees = n_trees
         self.probabilities = probabilities
         self.alpha = alpha
+        self.donor = donor
         self.oob_only = oob_only
         self.min_oob_trees = min_oob_trees
         self.procedure = procedure
@@ -132,6 +151,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         a = self.alpha
         if not (isinstance(a, (int, float)) and np.isfinite(a) and a >= 0):
             raise ValidationError(f"alpha must be a number >= 0. Got {self.alpha!r}.")
+        check_choice("donor", self.donor, DONORS)
         check_choice("procedure", self.procedure, ("A", "B"))
         check_choice("tie_order", self.tie_order, ("fewer_categories", "random"))
         mf = self.max_features
@@ -150,7 +170,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
             Confidential table (empty cells accepted).
         schema : Schema, optional
         synthesized : sequence of str, optional
-            Categorical columns to replace.
+            Columns to replace (categorical, ordinal, count or continuous).
         records : mask, positions or dict, optional
             Records whose values are replaced: one selection, or ``{column: selection}``
             (default: all records).
@@ -164,27 +184,28 @@ class RandomForestSynthesizer(TreeSynthesizer):
         Raises
         ------
         ValidationError
-            For a non-categorical synthesized column, procedure B with differing record sets,
-            a bad ``visit_sequence`` or fewer than 2 replaced records.
+            For a numeric synthesized column with missing values, procedure B with differing
+            record sets, a bad ``visit_sequence`` or fewer than 2 replaced records.
         """
-        from sklearn.ensemble import RandomForestClassifier
-
         self._check_settings()
         random_seed = self._fit_seed(random_seed)
         schema, cols = prepare_schema(data, schema, synthesized, allow_missing=True)
         # the forests' classes are the levels, and leaf_dirichlet gives each class prior mass:
         # a level no record holds would be released (CART and PMM release donors' values only)
         schema = drop_unused_levels(data, schema)
+        # columns with missing values ({} for complete data), treated as CART treats them
+        layout = missing_layout(data, schema)
         for c in cols:
-            if not schema[c].is_categorical:
+            if not schema[c].is_categorical and c in layout:
                 raise ValidationError(
-                    f"column {c!r} is {schema[c].type}; the random-forest synthesizer replaces "
-                    "categorical/ordinal columns only (declare integer-coded factors categorical, "
-                    "or use method 'cart' for numeric columns).",
-                    code="WRONG_DTYPE")
-        masks = self._record_masks(records, cols, len(data))
+                    f"column {c!r} is {schema[c].type} with missing values; the random-forest "
+                    "synthesizer replaces numeric columns without missing values only (a "
+                    "regression forest cannot be grown on empty or coded responses). Use method "
+                    "'cart', whose two-step draw synthesizes them, or leave the column "
+                    "unsynthesized.", code="MISSING_VALUES")
+        masks = record_masks(records, cols, len(data))
         rng = as_generator(random_seed)
-        order = self._order(cols, schema, masks, rng)
+        order = visit_order(self.visit_sequence, self.tie_order, cols, schema, masks, rng)
         if self.procedure == "B":  # every forest is grown on the same replaced records
             for c in order[1:]:
                 if not np.array_equal(masks[c], masks[order[0]]):
@@ -192,10 +213,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
                         f"procedure 'B' requires all replaced columns to share the same replaced "
                         f"records; {c!r} and {order[0]!r} differ. Use procedure 'A'.",
                         code="INVALID_ARGUMENT")
-        groups = self._groups(cols, order, schema)
+        groups = grouping(self.group_by, cols, order, schema)
         unsyn = [c for c in schema.names if c not in cols]
-        # columns with missing values ({} for complete data), treated as CART treats them
-        layout = missing_layout(data, schema)
         values = {c: v.astype(np.float64) for c, v in encoded_values(data, schema, layout).items()}
         forest_seeds = spawn(rng, len(order))
         forests, predictors, tables, inbag, ntrees = {}, {}, {}, {}, {}
@@ -218,16 +237,17 @@ class RandomForestSynthesizer(TreeSynthesizer):
                     f"Got {train.size}.",
                     code="TOO_FEW_RECORDS")
             X = self._matrix(preds, lambda p, t=train: values[p][t], layout)
-            y = values[col][train].astype(np.int64)
-            rf, ib = self._grow(RandomForestClassifier, X, y, X.shape[1], forest_seeds[k], col)
+            numeric = not schema[col].is_categorical
+            y = values[col][train] if numeric else values[col][train].astype(np.int64)
+            rf, ib = grow_forest(self, numeric, X, y, X.shape[1], forest_seeds[k], col)
             if ib is not None:
                 inbag[col] = ib
             forests[col] = rf
             ntrees[col] = int(rf.n_estimators)
-            tables[col] = self._leaf_tables(rf, X, y, self._n_classes(col, schema, layout))
+            tables[col] = self._table(rf, X, y, col, schema, layout)
             if col in groups:
                 group_sizes[col], group_fallback[col] = self._grow_groups(
-                    RandomForestClassifier, col, groups[col], values[groups[col]][train], X, y,
+                    numeric, col, groups[col], values[groups[col]][train], X, y,
                     schema, forest_seeds[k], layout,
                     (group_forests[col], group_tables[col], group_tpos[col], group_inbag[col]))
         self.schema_ = schema
@@ -256,19 +276,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         self._values = values
         return self
 
-    @staticmethod
-    def _record_masks(records: Any, cols: list[str], n: int) -> dict[str, np.ndarray]:
-        """Replaced-record mask of each synthesized column."""
-        if isinstance(records, Mapping):
-            unknown = [c for c in records if c not in cols]
-            if unknown:
-                raise ValidationError(
-                    f"records: column {unknown[0]!r} is not synthesized (synthesized: {cols}).")
-            return {c: records_mask(records.get(c), n, f"records[{c!r}]") for c in cols}
-        mk = records_mask(records, n)
-        return {c: mk for c in cols}
-
-    def _grow_groups(self, forest_cls, col, g, gvalues, X, y, schema, seed, layout, out):
+    def _grow_groups(self, numeric, col, g, gvalues, X, y, schema, seed, layout, out):
         """Grow the group forests of ``col`` into ``out`` (forests, leaf tables, record positions,
         in-bag matrices by level code); return the group sizes and the fallback levels."""
         g_forests, g_tables, g_tpos, g_inbag = out
@@ -285,11 +293,10 @@ class RandomForestSynthesizer(TreeSynthesizer):
             if rows.size < self.min_group_size:
                 fallback.append(lab)
                 continue
-            grf, gib = self._grow(forest_cls, X[rows], y[rows], X.shape[1],
+            grf, gib = grow_forest(self, numeric, X[rows], y[rows], X.shape[1],
                                   g_seeds[code], f"{col} (group {g} = {lab!r})")
             g_forests[code] = grf
-            g_tables[code] = self._leaf_tables(grf, X[rows], y[rows],
-                                               self._n_classes(col, schema, layout))
+            g_tables[code] = self._table(grf, X[rows], y[rows], col, schema, layout)
             # position of each replaced record among its group forest's records
             tpos = np.full(y.size, -1, dtype=np.int64)
             tpos[rows] = np.arange(rows.size)
@@ -318,83 +325,12 @@ class RandomForestSynthesizer(TreeSynthesizer):
                 cols.append(v)
         return np.column_stack(cols)
 
-    def _grow(self, forest_cls, X, y, n_preds, rng, label):
-        """One forest (and its in-bag matrix with ``oob_only``) on ``X``, ``y``."""
-        mtry = (max(1, int(np.floor(np.sqrt(n_preds)))) if self.max_features == "sqrt"
-                else min(int(self.max_features), n_preds))
-        rf = forest_cls(n_estimators=int(self.n_trees), criterion="gini", max_features=mtry,
-                        bootstrap=True, min_samples_leaf=int(self.min_samples_leaf),
-                        random_state=int(rng.integers(2**31 - 1)), n_jobs=int(self.n_jobs),
-                        warm_start=True)
-        rf.fit(X, y)
-        if not self.oob_only:
-            return rf, None
-        cap = 20 * int(self.n_trees)
-        while True:
-            ib = np.zeros((len(rf.estimators_), len(y)), dtype=bool)  # in-bag, (n_trees, n_train)
-            for b, s in enumerate(rf.estimators_samples_):
-                ib[b, s] = True
-            if (~ib).sum(axis=0).min() >= self.min_oob_trees:
-                return rf, ib
-            if rf.n_estimators >= cap:
-                raise ValidationError(
-                    f"column {label!r}: could not reach min_oob_trees={self.min_oob_trees} "
-                    f"out-of-bag trees for every record with {cap} trees.",
-                    code="FIT_FAILED")
-            rf.n_estimators += 100
-            rf.fit(X, y)
-
-    def _groups(self, cols, order, schema) -> dict[str, str]:
-        """``{column: grouping column}`` from ``group_by``, checked against the visit order."""
-        gb = self.group_by
-        if gb is None:
-            return {}
-        if isinstance(gb, str):
-            schema.check_columns([gb], "group_by")
-            groups = {c: gb for c in cols if c != gb}
-        elif isinstance(gb, Mapping):
-            groups = {}
-            for c, g in gb.items():
-                if c not in cols:
-                    raise ValidationError(
-                        f"group_by: column {c!r} is not synthesized (synthesized: {cols}).")
-                if not isinstance(g, str):
-                    raise ValidationError(f"group_by[{c!r}] must be a column name. Got {g!r}.")
-                schema.check_columns([g], f"group_by[{c!r}]")
-                if g == c:
-                    raise ValidationError(
-                        f"group_by[{c!r}]: a column cannot be synthesized within groups of itself.")
-                groups[c] = g
-        else:
-            raise ValidationError(
-                f"group_by must be a column name or a mapping {{column: grouping column}}. "
-                f"Got {type(gb).__name__}.")
-        for c, g in groups.items():
-            if not schema[g].is_categorical:
-                raise ValidationError(
-                    f"group_by: grouping column {g!r} is {schema[g].type}; groups are the levels "
-                    "of a categorical column (bin a numeric column first).")
-            if g in cols and order.index(g) > order.index(c):
-                raise ValidationError(
-                    f"group_by: {c!r} is grouped by {g!r}, which is synthesized later in the visit "
-                    f"order {order}; its genuine values would steer the synthesis of {c!r}. Visit "
-                    f"{g!r} first (visit_sequence) or group by an unsynthesized column.")
-        return groups
-
-    def _order(self, cols, schema, masks, rng) -> list[str]:
-        if self.visit_sequence is not None:
-            vs = list(self.visit_sequence)
-            if sorted(vs) != sorted(cols):
-                raise ValidationError(
-                    f"visit_sequence must list exactly the synthesized columns {cols}. Got {vs}.")
-            return vs
-        amount = {c: int(masks[c].sum()) for c in cols}
-        if self.tie_order == "fewer_categories":
-            tie = {c: schema[c].n_levels for c in cols}
-        else:
-            perm = rng.permutation(len(cols))
-            tie = {c: int(perm[i]) for i, c in enumerate(cols)}
-        return sorted(cols, key=lambda c: (-amount[c], tie[c], cols.index(c)))
+    def _table(self, rf, X, y, col, schema, layout) -> Any:
+        """What the draws of ``col`` read from its forest: the leaf donors of a numeric column,
+        the leaf probability tables of a categorical one."""
+        if not schema[col].is_categorical:
+            return leaf_donors(rf, X, y)
+        return self._leaf_tables(rf, X, y, self._n_classes(col, schema, layout))
 
     def _leaf_tables(self, rf, X, y, d) -> tuple[np.ndarray, np.ndarray]:
         """Per-tree leaf probability tables stacked, and tree offsets (class counts recounted
@@ -420,15 +356,9 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
         ``train_index``: each row's position among the training records (out-of-bag selection;
         ``-1``: all trees). ``group``: level code whose forest is used (default: pooled).
+        A numeric column has :meth:`predict_distribution` instead.
         """
-        if group is not None and group in self.group_forests_.get(column, {}):
-            rf = self.group_forests_[column][group]
-            table, offs = self._group_tables[column][group]
-            ib = self._group_inbag[column].get(group)
-        else:
-            rf = self.forests_[column]
-            table, offs = self._tables[column]
-            ib = self._inbag_.get(column)
+        rf, (table, offs), ib = self._forest(column, group, numeric=False)
         d = table.shape[1]
         if ib is None:
             # a record's probabilities depend on its row only: each distinct row is routed and
@@ -442,12 +372,67 @@ class RandomForestSynthesizer(TreeSynthesizer):
         for a in range(0, X.shape[0], _CHUNK):
             sl = slice(a, a + _CHUNK)
             q = table[leaves[sl] + offs[None, :]]  # (chunk, B, d)
-            ti = np.asarray(train_index[sl])
-            w = ~ib[:, np.maximum(ti, 0)].T  # (chunk, B) out-of-bag trees
-            w[ti < 0] = True
+            w = self._valid_trees(ib, train_index[sl])
             num = (q * w[..., None]).sum(axis=1, dtype=np.float64)
             out[sl] = num / w.sum(axis=1, keepdims=True)
         return out
+
+    def predict_distribution(self, column: str, X: np.ndarray, train_index: np.ndarray,
+                             group: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The synthesis distribution of a numeric column for rows ``X``: the forest's weighted
+        empirical distribution of the training values (:doc:`/methods/models`, Random forests
+        for numeric columns).
+
+        Parameters
+        ----------
+        column : str
+            A synthesized numeric column.
+        X : array, shape (n, p)
+            Forest inputs (as the synthesis builds them from ``predictors_[column]``).
+        train_index : array of int, shape (n,)
+            Each row's position among the training records (out-of-bag selection; ``-1``: all
+            trees).
+        group : int, optional
+            Level code whose forest is used (default: pooled).
+
+        Returns
+        -------
+        values : ndarray, shape (k,)
+            The distinct donor values, sorted.
+        weights : ndarray, shape (n, k)
+            Each row's probabilities (rows sum to 1; ``donor="bayes_bootstrap"`` draws around
+            them, with these means). Dense: ``8 n k`` bytes.
+        """
+        rf, donors, ib = self._forest(column, group, numeric=True)
+        valid = None if ib is None else self._valid_trees(ib, train_index)
+        return donor_weights(donors, forest_apply_distinct(rf, X), valid)
+
+    def _forest(self, column: str, group: int | None, numeric: bool) -> tuple[Any, Any, Any]:
+        """The forest of ``column`` (``group``'s if it has one, else the pooled forest), what its
+        draws read (leaf tables or donors) and its in-bag matrix (``None`` without
+        ``oob_only``)."""
+        check_is_fitted(self, self._fitted_attribute, method="predict_proba")
+        if column not in self.forests_:
+            raise ValidationError(f"column {column!r} is not synthesized (synthesized: "
+                                  f"{list(self.visit_sequence_)}).", code="UNKNOWN_COLUMN")
+        if numeric == self.schema_[column].is_categorical:
+            raise ValidationError(
+                f"column {column!r} is {self.schema_[column].type}; "
+                + ("predict_distribution is for numeric columns (use predict_proba)." if numeric
+                   else "predict_proba is for categorical columns (use predict_distribution)."),
+                code="WRONG_DTYPE")
+        if group is not None and group in self.group_forests_.get(column, {}):
+            return (self.group_forests_[column][group], self._group_tables[column][group],
+                    self._group_inbag[column].get(group))
+        return self.forests_[column], self._tables[column], self._inbag_.get(column)
+
+    @staticmethod
+    def _valid_trees(ib: np.ndarray, train_index: np.ndarray) -> np.ndarray:
+        """``(n, n_trees)``: the trees for which each row is out of bag (all for ``-1``)."""
+        ti = np.asarray(train_index)
+        w = ~ib[:, np.maximum(ti, 0)].T
+        w[ti < 0] = True
+        return w
 
     @staticmethod
     def _mean_leaf_table(leaves: np.ndarray, table: np.ndarray, offs: np.ndarray) -> np.ndarray:
@@ -496,50 +481,80 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     def _synthesize_one(self, rng: np.random.Generator, cache: dict) -> pd.DataFrame:
         cur = {c: v.copy() for c, v in self._values.items()}
-        src: dict[str, np.ndarray] = {}
         done: list[str] = []
         for col in self.visit_sequence_:
             sel = np.flatnonzero(self.records_[col])
             preds = self.predictors_[col]
-            depends = any(p in done for p in preds)
-            if not depends and col in cache:
-                P = cache[col]
-            else:
+            # forest inputs that no synthesized column feeds: computed once for all datasets
+            fixed = not any(p in done for p in preds)
+            X = None
+            if not (fixed and col in cache):
                 X = self._matrix(preds, lambda p, r=sel: cur[p][r],
                                  self.missing_).astype(np.float32)
-                if col in self.groups_:
-                    # each record goes down the forest of its current grouping value
-                    gcur = cur[self.groups_[col]][sel].astype(np.int64)
-                    P = np.empty((sel.size, self._n_classes(col, self.schema_, self.missing_)))
-                    for code in np.unique(gcur):
-                        rows = np.flatnonzero(gcur == code)
-                        tpos = self._group_tpos[col].get(int(code))
-                        ti = tpos[rows] if tpos is not None else rows
-                        P[rows] = self.predict_proba(col, X[rows], ti, group=int(code))
-                else:
-                    P = self.predict_proba(col, X, np.arange(sel.size))
-                if not depends:
-                    cache[col] = P
-            # one categorical draw per record by inverse CDF
-            cdf = np.cumsum(P, axis=1)
-            u = rng.random(sel.size) * cdf[:, -1]
-            code = np.minimum((u[:, None] >= cdf).sum(axis=1), P.shape[1] - 1)
-            cur[col][sel] = code
-            src[col] = code
+            if self.schema_[col].is_categorical:
+                cur[col][sel] = self._draw_codes(col, X, sel, cur, rng, cache, fixed)
+            else:
+                cur[col][sel] = self._draw_values(col, X, sel, cur, rng, cache, fixed)
             done.append(col)
         out = self._data.copy()
         for col in self.visit_sequence_:
             sel = np.flatnonzero(self.records_[col])
-            lv = np.asarray(list(self.schema_[col].levels)
-                            + ([np.nan] if col in getattr(self, "missing_", {}) else []),
-                            dtype=object)
-            new = lv[src[col]]
+            new = cur[col][sel]
+            if self.schema_[col].is_categorical:
+                lv = np.asarray(list(self.schema_[col].levels)
+                                + ([np.nan] if col in self.missing_ else []), dtype=object)
+                new = lv[new.astype(np.int64)]
             s = out[col].copy()
             if isinstance(s.dtype, np.dtype) and s.dtype != object:
                 new = new.astype(s.dtype)
             s.iloc[sel] = new
             out[col] = s
         out.index = self._index
+        return out
+
+    def _by_forest(self, col: str, sel: np.ndarray, cur: dict) -> list[tuple[Any, np.ndarray,
+                                                                               np.ndarray]]:
+        """``(group code, rows, training positions)`` of the records of ``col`` per forest: one
+        pooled entry, or each record down the forest of its current grouping value."""
+        if col not in self.groups_:
+            return [(None, np.arange(sel.size), np.arange(sel.size))]
+        gcur = cur[self.groups_[col]][sel].astype(np.int64)
+        out = []
+        for code in np.unique(gcur):
+            rows = np.flatnonzero(gcur == code)
+            tpos = self._group_tpos[col].get(int(code))
+            out.append((int(code), rows, tpos[rows] if tpos is not None else rows))
+        return out
+
+    def _draw_codes(self, col, X, sel, cur, rng, cache, fixed) -> np.ndarray:
+        """One level code per replaced record of categorical ``col`` by inverse CDF."""
+        if fixed and col in cache:
+            P = cache[col]
+        else:
+            P = np.empty((sel.size, self._n_classes(col, self.schema_, self.missing_)))
+            for code, rows, ti in self._by_forest(col, sel, cur):
+                P[rows] = self.predict_proba(col, X[rows], ti, group=code)
+            if fixed:
+                cache[col] = P
+        cdf = np.cumsum(P, axis=1)
+        u = rng.random(sel.size) * cdf[:, -1]
+        return np.minimum((u[:, None] >= cdf).sum(axis=1), P.shape[1] - 1)
+
+    def _draw_values(self, col, X, sel, cur, rng, cache, fixed) -> np.ndarray:
+        """One donor value per replaced record of numeric ``col`` (:func:`draw_donors`)."""
+        out = np.empty(sel.size)
+        parts = cache.get(col) if fixed else None
+        if parts is None:
+            parts = [(code, rows, ti, forest_apply_distinct(
+                self._forest(col, code, numeric=True)[0], X[rows]))
+                for code, rows, ti in self._by_forest(col, sel, cur)]
+            if fixed:
+                cache[col] = parts
+        for code, rows, ti, leaves in parts:
+            _, donors, ib = self._forest(col, code, numeric=True)
+            valid = None if ib is None else self._valid_trees(ib, ti)
+            out[rows] = draw_donors(donors, leaves, rng, valid,
+                                    bayes_bootstrap=self.donor == "bayes_bootstrap")
         return out
 
     def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None) -> Any:

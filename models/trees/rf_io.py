@@ -13,6 +13,23 @@ from bayes_risk.models.trees.missing import encoded_values
 
 __all__ = ["forest_state", "restore_forests"]
 
+#: the arrays of a numeric column's leaf donors (forest_leaves.leaf_donors)
+_DONORS = ("values", "counts", "start", "size", "offsets")
+
+
+def _table_arrays(table: Any, prefix: str) -> dict[str, np.ndarray]:
+    """A forest's leaf tables (categorical column) or leaf donors (numeric) as named arrays."""
+    if isinstance(table, dict):
+        return {f"{prefix}.donors_{k}": table[k] for k in _DONORS}
+    return {f"{prefix}.table": table[0], f"{prefix}.table_offsets": table[1]}
+
+
+def _read_table(arrays: Any, prefix: str) -> Any:
+    """What :func:`_table_arrays` stored under ``prefix``."""
+    if f"{prefix}.donors_values" in arrays:
+        return {k: np.asarray(arrays[f"{prefix}.donors_{k}"]) for k in _DONORS}
+    return arrays[f"{prefix}.table"], arrays[f"{prefix}.table_offsets"]
+
 
 def forest_state(self: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The fitted state of a random-forest synthesizer as JSON-ready settings and named arrays."""
@@ -25,8 +42,11 @@ def forest_state(self: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     for k, col in enumerate(self.visit_sequence_):
         arrays[f"records{k}"] = np.asarray(self.records_[col], dtype=bool)
         arrays.update(flat(self.forests_[col]).to_arrays(f"forest{k}"))
-        table, offs = self._tables[col]
-        arrays[f"table{k}"], arrays[f"table{k}.offsets"] = table, offs
+        table = self._tables[col]
+        if isinstance(table, dict):
+            arrays.update(_table_arrays(table, f"forest{k}"))
+        else:  # the layout of the saved categorical forests, unchanged
+            arrays[f"table{k}"], arrays[f"table{k}.offsets"] = table
         if col in self._inbag_:
             arrays[f"inbag{k}"] = self._inbag_[col]
         if col in self.groups_:
@@ -39,8 +59,7 @@ def forest_state(self: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
             for code in codes:
                 pre = f"group{k}_{int(code)}"
                 arrays.update(flat(self.group_forests_[col][code]).to_arrays(pre))
-                gt, go = self._group_tables[col][code]
-                arrays[f"{pre}.table"], arrays[f"{pre}.table_offsets"] = gt, go
+                arrays.update(_table_arrays(self._group_tables[col][code], pre))
                 arrays[f"{pre}.tpos"] = self._group_tpos[col][code]
                 if code in self._group_inbag[col]:
                     arrays[f"{pre}.inbag"] = self._group_inbag[col][code]
@@ -80,7 +99,8 @@ def restore_forests(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFr
             raise ValueError(f"{n} records in the data, {mk.shape} flags for {col!r}")
         obj.records_[col] = mk
         obj.forests_[col] = StoredForest.from_arrays(arrays, f"forest{k}")
-        obj._tables[col] = (arrays[f"table{k}"], arrays[f"table{k}.offsets"])
+        obj._tables[col] = (_read_table(arrays, f"forest{k}") if f"table{k}" not in arrays
+                            else (arrays[f"table{k}"], arrays[f"table{k}.offsets"]))
         if col in st["inbag"]:
             obj._inbag_[col] = arrays[f"inbag{k}"]
         if col in obj.groups_:
@@ -90,8 +110,7 @@ def restore_forests(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFr
             for code in g["codes"]:
                 pre = f"group{k}_{int(code)}"
                 obj.group_forests_[col][code] = StoredForest.from_arrays(arrays, pre)
-                obj._group_tables[col][code] = (arrays[f"{pre}.table"],
-                                                arrays[f"{pre}.table_offsets"])
+                obj._group_tables[col][code] = _read_table(arrays, pre)
                 obj._group_tpos[col][code] = arrays[f"{pre}.tpos"]
                 if f"{pre}.inbag" in arrays:
                     obj._group_inbag[col][code] = arrays[f"{pre}.inbag"]

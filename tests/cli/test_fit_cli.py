@@ -287,6 +287,7 @@ def test_model_options_match_the_models():
     from bayes_risk.models.dpmpm import dpmpm
     from bayes_risk.models.poisson import poisson_mixture
     from bayes_risk.models.seqreg import seqreg
+    from bayes_risk.models.trees import random_forest
     from bayes_risk.registry import fit_options
 
     allowed = {  # the models' own constants, per option
@@ -295,6 +296,7 @@ def test_model_options_match_the_models():
         "variant": set(poisson_mixture._VARIANTS),
         "posterior_method": set(seqreg._METHODS),
         "starts": {starts.OVERDISPERSED, *starts.START_KINDS},
+        "donor": set(random_forest.DONORS),
     }
     options = fit_options()
     assert {m for o in options for m in o.models} == set(list_synthesizers())

@@ -1,4 +1,5 @@
-"""Random-forest synthesizer for categorical data (SPEC §3.5, seed 004)."""
+"""Random-forest synthesizer for categorical data (SPEC §3.5, seed 004); numeric columns are in
+test_random_forest_numeric."""
 
 from __future__ import annotations
 
@@ -204,8 +205,10 @@ def test_errors(ce):
     df, schema = ce
     with pytest.raises(NotFittedError):
         RandomForestSynthesizer().synthesize(1)
-    with pytest.raises(ValidationError, match="column 'Income' is continuous"):
-        RandomForestSynthesizer(n_trees=5).fit(df, schema=schema, synthesized=["Income"])
+    # numeric columns are synthesized (test_random_forest_numeric), but not with missing values
+    holes = df.assign(Income=df["Income"].where(np.arange(len(df)) % 5 > 0))
+    with pytest.raises(ValidationError, match="column 'Income' is continuous with missing"):
+        RandomForestSynthesizer(n_trees=5).fit(holes, schema=schema, synthesized=["Income"])
     with pytest.raises(SchemaError, match="Tenur"):
         RandomForestSynthesizer(n_trees=5).fit(df, schema=schema, synthesized=["Tenur"])
     with pytest.raises(ValidationError, match="n_trees must be an integer >= 1"):

@@ -62,6 +62,10 @@ CASES = [
     pytest.param(lambda: RandomForestSynthesizer(n_trees=20, group_by="Urban",
                                                  min_group_size=120, random_seed=1),
                  ["Tenure", "Marital"], id="rf-groups"),
+    pytest.param(lambda: RandomForestSynthesizer(n_trees=15, donor="bayes_bootstrap",
+                                                 group_by="Urban", min_group_size=120,
+                                                 random_seed=1),
+                 ["Income", "Tenure", "Expenditure"], id="rf-numeric"),
     pytest.param(lambda: SmallCellPMMSynthesizer(
         identifying=["Urban", "Marital", "Tenure"], threshold=3, random_seed=1), None, id="pmm"),
 ]

@@ -23,6 +23,13 @@ CART: tuple[ModelOption, ...] = (
 RF: tuple[ModelOption, ...] = (
     ModelOption("--n-trees", "n_trees", "trees per forest (default 500)",
                 {"type": int, "metavar": "N"}),
+    ModelOption("--min-samples-leaf", "min_samples_leaf",
+                "minimum distinct in-bag records per leaf (default 1)",
+                {"type": int, "metavar": "N"}),
+    ModelOption("--donor", "donor",
+                "numeric columns: leaf donors by bootstrap count (uniform, the forest's "
+                "distribution; default) or Bayesian bootstrap weights",
+                {"choices": ["uniform", "bayes_bootstrap"]}),
 )
 
 PMM: tuple[ModelOption, ...] = (

@@ -22,7 +22,8 @@ __all__ = ["add_parser", "MODEL_SETTINGS", "SYNTHESIS_OPTIONS"]
 MODEL_SETTINGS: tuple[str, ...] = (
     "min_leaf", "max_depth", "min_deviance", "prune_to_diversity", "smoothing", "bandwidth",
     "donor", "unroutable", "method_per_column", "predictor_matrix",
-    "n_trees", "probabilities", "alpha", "oob_only", "min_oob_trees", "procedure",
+    "n_trees", "min_samples_leaf", "probabilities", "alpha", "oob_only", "min_oob_trees",
+    "procedure",
     "visit_sequence", "group_by", "min_group_size",
     "identifying", "threshold", "tie",
     "n_jobs",
@@ -42,6 +43,8 @@ examples:
       --unroutable random-descent --out syn_synthpop   # synthpop's syn(visit.sequence = ...)
   bayes-risk synthesize acs.csv --method rf --synthesize SEX RACE --categorical SEX RACE \\
       --probabilities leaf-dirichlet --alpha 1 --out syn_rf
+  bayes-risk synthesize CEdata.csv --method rf --synthesize Tenure Income \
+      --categorical Urban Marital Tenure --oob-only --min-samples-leaf 5 --out syn_rf_numeric
   bayes-risk synthesize survey.csv --method pmm --identifying AGE EDU PRO \\
       --ordinal AGE EDU PRO --threshold 5 --out syn_pmm
   bayes-risk synthesize --model dpmpm_fit -m 5 --random-seed 2 --out syn_dpmpm
@@ -55,9 +58,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               "saved Bayesian model)",
                               description="Create m partially synthetic datasets from a "
                               "confidential table with a non-parametric synthesizer (sequential "
-                              "CART with Bayesian bootstrap, random forests for categorical "
-                              "columns, small-cell predictive mean matching) or any synthesizer "
-                              "registered in the entry-point group bayes_risk.synthesizers, or "
+                              "CART with Bayesian bootstrap, random forests, small-cell "
+                              "predictive mean matching) or any synthesizer registered in the "
+                              "entry-point group bayes_risk.synthesizers, or "
                               "from a model saved by 'bayes-risk fit' (--model DIR). The model "
                               "options below reach the model whose settings have their names. "
                               "Writes one Parquet file per dataset and a manifest.json "
@@ -96,7 +99,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     g.add_argument("--bandwidth", type=float, default=None, metavar="H",
                    help="kernel bandwidth (default: Silverman's rule per leaf)")
     g.add_argument("--donor", choices=["bayes-bootstrap", "uniform"], default=None,
-                   help="donor draw inside a leaf (default bayes-bootstrap; uniform = synthpop)")
+                   help="donor draw inside a leaf (cart: default bayes-bootstrap, uniform = "
+                   "synthpop; rf numeric columns: default uniform, the forest's distribution)")
     g.add_argument("--unroutable", choices=["climb", "random-descent"], default=None,
                    help="records meeting an unevaluable split (default climb; random-descent = "
                    "synthpop)")
@@ -111,6 +115,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "predicted; 1: predictor), with a synthpop-style specification")
     g = p.add_argument_group("random forest (--method rf)")
     g.add_argument("--n-trees", type=int, default=None, metavar="N", help="trees per forest")
+    g.add_argument("--min-samples-leaf", type=int, default=None, metavar="N",
+                   help="minimum distinct in-bag records per leaf (default 1; larger gives numeric "
+                   "columns more donors per leaf)")
     g.add_argument("--probabilities", choices=["vote", "leaf-dirichlet"], default=None,
                    help="synthesis probabilities from leaf votes or leaf counts + Dirichlet prior")
     g.add_argument("--alpha", type=float, default=None, metavar="A",

@@ -130,7 +130,8 @@ class RFPlugin(PluginBase):
     ValidationError
         For another synthesizer type or an ``original`` that is not the fitted table.
     NotSupportedError
-        For forests grown within groups of a synthesized column.
+        For forests grown within groups of a synthesized column, or a synthesized numeric
+        column.
     NotFittedError
         For an unfitted synthesizer.
 
@@ -154,6 +155,16 @@ class RFPlugin(PluginBase):
         self._bind(synthesizer, original,
                    "bayes_risk.models.trees.random_forest.RandomForestSynthesizer")
         syn = synthesizer
+        numeric = [c for c in syn.visit_sequence_ if not self.schema_[c].is_categorical]
+        if numeric:  # methods page, Random forests for numeric columns
+            raise NotSupportedError(
+                f"RFPlugin: column {numeric[0]!r} is {self.schema_[numeric[0]].type}; the "
+                "fixed-forest plug-in likelihood covers categorical columns only. A numeric "
+                "column's synthetic value is a donor value with a probability under the forest's "
+                "weighted empirical distribution, which a candidate changes through the record's "
+                "donor value in its in-bag leaves; that likelihood is not implemented. Estimate "
+                "attribute risk with a synthesizer of the categorical columns only, or use "
+                "identification risk (which works on any release).", code="MODEL_UNSUITED")
         bad = {c: g for c, g in syn.groups_.items() if g in set(syn.visit_sequence_)}
         if bad:  # methods page
             c, g = next(iter(bad.items()))
