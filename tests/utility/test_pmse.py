@@ -518,7 +518,7 @@ def _fit_logit_reference(X, y, max_iter=100, tol=1e-8):
     mu = (y + 0.5) / 2.0
     eta = np.log(mu / (1 - mu))
     d, beta = dev(eta), None
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (returned as the iteration count)
         w = mu * (1 - mu)
         Xw = Xs * np.sqrt(w)[:, None]
         nb = np.linalg.lstsq(Xw.T @ Xw, Xs.T @ (w * eta + (y - mu)), rcond=None)[0]
