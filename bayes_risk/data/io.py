@@ -29,7 +29,6 @@ NA_LIKE = ("NA", "N/A", "n/a", "NaN", "nan", "NULL", "null", "None", "none", "<N
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
 _PLAIN_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _LEADING_ZERO = re.compile(r"^[+-]?0\d")
-_LEADING_ZERO_FIELD = re.compile(rb'(?:^|,)"?[+-]?0\d', re.MULTILINE)
 
 
 def read_table(path: str | os.PathLike[str], *,
@@ -144,8 +143,12 @@ def _row_lengths_plain(raw: bytes, width: int) -> bool:
     if len(raw) and raw[-1:] != b"\n":  # a last line without its newline is a line
         ends = np.append(ends, len(raw))
     starts = np.concatenate(([0], ends[:-1] + 1))[: ends.size]
-    commas = np.flatnonzero(buf == ord(","))
-    fields = np.searchsorted(commas, ends) - np.searchsorted(commas, starts) + 1
+    # the commas up to each line's end, less those up to the line before's (a running count
+    # of the 0/1 bytes: summing the booleans themselves is five times slower)
+    count = np.cumsum((buf == ord(",")).view(np.uint8),
+                      dtype=np.int32 if buf.size < 2**31 else np.int64)
+    commas = count[np.minimum(ends, buf.size - 1)]
+    fields = np.diff(commas, prepend=0) + 1
     # the line's text without a "\r" before its newline; an empty line has no field
     length = ends - starts - (buf[np.maximum(ends - 1, 0)] == ord("\r")) * (ends > starts)
     fields[length == 0] = 0
@@ -217,12 +220,25 @@ def _check_thousands(p: Path, df: pd.DataFrame, text: list[str]) -> None:
                               "index=False)).", code="THOUSANDS_SEPARATOR")
 
 
+def _has_leading_zero_field(raw: bytes) -> bool:
+    """Whether a field of the CSV text starts with ``0`` and a digit (after an opening quote
+    and a sign, if any): the regular expression ``(?:^|,)"?[+-]?0\\d`` (multiline) in
+    vectorised passes over the bytes (the expression's scan took a tenth of a second per 2 MB)."""
+    b = np.frombuffer(raw, dtype=np.uint8)
+    i = np.flatnonzero((b[:-1] == ord("0")) & (b[1:] - ord("0") < 10))  # uint8: wraps below
+    j = i - 1  # back over a sign, then an opening quote, to the field's start
+    j -= (j >= 0) & np.isin(b[np.maximum(j, 0)], (ord("+"), ord("-")))
+    j -= (j >= 0) & (b[np.maximum(j, 0)] == ord('"'))
+    start = b[np.maximum(j, 0)]
+    return bool(np.any((j < 0) | (start == ord(",")) | (start == ord("\n"))))
+
+
 def _keep_leading_zeros(p: Path, df: pd.DataFrame, raw: bytes) -> pd.DataFrame:
     """Integer columns whose text has leading zeros (``015``) are re-read as text labels."""
     ints = [c for c in df.columns if pd.api.types.is_integer_dtype(df[c].dtype)
             or (pd.api.types.is_float_dtype(df[c].dtype))]
     # one pass over the bytes first: most files have no field starting with 0 and a digit
-    if not ints or not _LEADING_ZERO_FIELD.search(raw):
+    if not ints or not _has_leading_zero_field(raw):
         return df
     raw = pd.read_csv(p, usecols=lambda c: c in set(ints), dtype=str, keep_default_na=False,
                       na_values=[""])

@@ -86,11 +86,11 @@ def differing_share(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
         shares = []
         for z in datasets:
             b = z[c].to_numpy()
-            if schema[c].type in CATEGORICAL_TYPES:
+            if schema[c].type in CATEGORICAL_TYPES and not (_exact_float(a) and _exact_float(b)):
                 diff = np.fromiter(
                     (normalise_level(x) != normalise_level(y) and not (pd.isna(x) and pd.isna(y))
                      for x, y in zip(a, b, strict=False)), dtype=bool, count=len(a))
-            else:
+            else:  # numbers, or levels that float64 holds exactly (2 and 2.0 are one level)
                 af = np.asarray(a, dtype=np.float64)
                 bf = np.asarray(b, dtype=np.float64)
                 diff = (af != bf) & ~(np.isnan(af) & np.isnan(bf))
@@ -98,6 +98,14 @@ def differing_share(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
         if max(shares) > 0:
             out[c] = shares
     return out
+
+
+def _exact_float(a: np.ndarray) -> bool:
+    """Whether float64 holds every value of ``a`` exactly: floats, and integers within 2**53."""
+    if a.dtype.kind == "f":
+        return True
+    return a.dtype.kind in "iu" and (a.size == 0 or -(2**53) <= int(a.min()) <= int(a.max())
+                                     <= 2**53)
 
 
 def check_choice(value: Any, name: str, options: Sequence[str]) -> str:

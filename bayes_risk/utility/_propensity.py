@@ -122,7 +122,7 @@ def _variable_blocks(
         spec = schema[c]
         if spec.is_categorical:
             k = np.concatenate([f[c] for f in frames])
-            observed = np.unique(k)
+            observed = np.flatnonzero(np.bincount(k, minlength=spec.n_levels + 1))
             if len(observed) < spec.n_levels:
                 codes.append("EMPTY_LEVELS_DROPPED")
             if len(observed) < 2:
@@ -131,7 +131,14 @@ def _variable_blocks(
             check_memory(8.0 * len(k) * (len(observed) - 1),
                          f"the levels of {c!r} (group them) or the compared columns",
                          what=f"the indicators of {c!r} ({len(observed):,} levels)")
-            cols = (k[:, None] == observed[None, 1:]).astype(np.float64)
+            # the indicators of the observed levels but the first, column by column (Fortran
+            # order, as the design): a 1 where the record's level is the column's
+            position = np.zeros(spec.n_levels + 1, dtype=np.int64)
+            position[observed] = np.arange(len(observed))
+            pos = position[k]
+            rows = np.flatnonzero(pos)
+            cols = np.zeros((len(k), len(observed) - 1), order="F")
+            cols[rows, pos[rows] - 1] = 1.0
             labels = [f"{c}[{spec.levels[j] if j < spec.n_levels else 'NA'}]"
                       for j in observed[1:]]
             blocks.append(_Block(c, cols, labels))
@@ -200,7 +207,9 @@ def propensity_design(
             code="DESIGN_TOO_LARGE")
     check_memory(32.0 * N * p, f"{arg_name('max_order')} or the levels of the compared columns",
                  what=f"the pMSE logistic design ({N:,} rows x {p:,} columns)")
-    mats = [np.ones((N, 1))]
+    # written column by column in the Fortran order the fit's BLAS calls read
+    X = np.empty((N, p), order="F")
+    X[:, 0] = 1.0
     names = ["(Intercept)"]
     involves: list[frozenset[str]] = [frozenset()]
     for order in range(1, top + 1):
@@ -210,68 +219,83 @@ def propensity_design(
             for b in combo[1:]:
                 cols = (cols[:, :, None] * b.columns[:, None, :]).reshape(N, -1)
                 labels = [f"{a}:{z}" for a in labels for z in b.labels]
-            mats.append(cols)
+            X[:, len(names):len(names) + len(labels)] = cols
             names.extend(labels)
             involves.extend([frozenset(b.name for b in combo)] * len(labels))
-    return np.hstack(mats), names, involves, codes
+    return X, names, involves, codes
 
 
 def _power_of_two_scale(X: np.ndarray) -> np.ndarray:
     """Per column, the power of two ``2**e`` with ``max|x| / 2**e`` in ``[1, 2)`` (1 for a
     column of zeros or with a non-finite value)."""
-    with np.errstate(invalid="ignore"):
-        m = np.max(np.abs(X), axis=0) if X.size else np.zeros(X.shape[1])
+    with np.errstate(invalid="ignore"):  # max and -min: max|x| without a copy of abs(X)
+        m = (np.maximum(np.max(X, axis=0), -np.min(X, axis=0)) if X.size
+             else np.zeros(X.shape[1]))
     _, ex = np.frexp(np.where(np.isfinite(m) & (m > 0), m, 1.0))
     return np.ldexp(1.0, ex - 1)
 
 
-def _estimable_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
+def _estimable_columns(X: np.ndarray, tol: float = RANK_TOL, G: np.ndarray | None = None
+                       ) -> np.ndarray:
     """Indices of the columns kept by a rank-revealing pass in model order, as R's ``dqrdc2``:
     Householder QR of the unit-norm columns, re-checked until every kept column passes. A design
-    whose every column is clearly kept or clearly aliased is settled without the QR."""
+    whose every column is clearly kept or clearly aliased is settled without the QR, from the
+    cross-products ``G`` (upper triangle of ``XᵀX``; computed when not given)."""
     from scipy.linalg.blas import dsyrk
 
-    norms = np.linalg.norm(X, axis=0)
+    if G is None:
+        G = dsyrk(1.0, np.asfortranarray(X), trans=1, lower=0)
+    norms = np.sqrt(np.diag(G))
     keep = np.flatnonzero(norms > 0)
-    # the unit-norm columns, written in the Fortran order BLAS and LAPACK read (no copy)
-    Xn = np.empty((X.shape[0], keep.size), order="F")
-    np.divide(X[:, keep] if keep.size < X.shape[1] else X, norms[keep], out=Xn)
-    clear = _clear_columns(Xn, dsyrk(1.0, Xn, trans=1, lower=0), tol)
+    inv = 1.0 / norms[keep]
+    Gn = G[np.ix_(keep, keep)] * inv[:, None] * inv[None, :]  # the unit-norm columns'
+    clear = _clear_columns(X, keep, norms, Gn, tol)
     if clear is not None:
         return keep[clear].astype(np.int64)
+    # the unit-norm columns, written in the Fortran order LAPACK reads, factorised in place
+    Xn = np.empty((X.shape[0], keep.size), order="F")
+    np.divide(X[:, keep] if keep.size < X.shape[1] else X, norms[keep], out=Xn)
     return keep[_qr_columns(Xn, tol)].astype(np.int64)
 
 
-def _clear_columns(Xn: np.ndarray, G: np.ndarray, tol: float) -> np.ndarray | None:
-    """The columns of ``Xn`` that the QR keeps, read off the cross-products ``G`` (upper
-    triangle) in model order: a column is kept when its residual on the kept columns before it
-    is at least ``CLEAR_RESIDUAL`` (far above ``tol``: the cross-products lose the residual's
-    low digits), aliased when that residual, recomputed from the data, is below ``tol / 10``.
-    ``None`` when a column is in between, where only the QR decides (its cost is several times
-    a pass of the IRLS: on CEdata's two-way design it was a third of the pMSE)."""
-    from scipy.linalg import solve_triangular
+def _clear_columns(X: np.ndarray, keep: np.ndarray, norms: np.ndarray, G: np.ndarray,
+                   tol: float) -> np.ndarray | None:
+    """The columns ``keep`` of ``X`` that the QR keeps (positions in ``keep``), read off the
+    unit-norm cross-products ``G`` (upper triangle) in model order: a column is kept when its
+    residual on the kept columns before it is at least ``CLEAR_RESIDUAL`` (far above ``tol``:
+    the cross-products lose the residual's low digits), aliased when that residual, recomputed
+    from the data, is below ``tol / 10``. ``None`` when a column is in between, where only the
+    QR decides (its cost is several times a pass of the IRLS: on CEdata's two-way design it was
+    a third of the pMSE)."""
+    from scipy.linalg.lapack import dpotrf, dtrtrs
 
     p = G.shape[0]
-    if p > Xn.shape[0]:
+    if p > X.shape[0]:
         return None
-    L = np.zeros((p, p))  # upper Cholesky factor of the kept columns' cross-products
+    # every column clearly kept (the usual design): the Cholesky factor of G in one call is
+    # the loop below with every column kept
+    L, info = dpotrf(G, lower=0, clean=1)
+    if info == 0 and np.all(np.diag(L) >= CLEAR_RESIDUAL):
+        return np.arange(p, dtype=np.int64)
+    L = np.zeros((p, p), order="F")  # upper Cholesky factor of the kept columns
     kept: list[int] = []
     for j in range(p):
-        v = (solve_triangular(L[np.ix_(kept, kept)], G[kept, j], trans=1, check_finite=False)
-             if kept else np.zeros(0))
+        k = len(kept)
+        v = dtrtrs(L[:k, :k], G[kept, j], lower=0, trans=1)[0] if k else np.zeros(0)
         d2 = G[j, j] - v @ v
         if d2 >= CLEAR_RESIDUAL**2:
-            L[kept, j] = v
-            L[j, j] = math.sqrt(d2)
+            L[:k, k] = v
+            L[k, k] = math.sqrt(d2)
             kept.append(j)
             continue
+        xj = X[:, keep[j]] / norms[keep[j]]
         if kept:  # the residual itself: the cross-products cannot tell 0 from 1e-7
-            beta = solve_triangular(L[np.ix_(kept, kept)], v, check_finite=False)
+            beta = dtrtrs(L[:k, :k], v, lower=0, trans=0)[0]
             if not np.abs(beta).sum() < 1e6:  # its rounding could hide a residual of 1e-8
                 return None
-            r = Xn[:, j] - Xn[:, kept] @ beta
+            r = xj - (X[:, keep[kept]] / norms[keep[kept]]) @ beta
         else:
-            r = Xn[:, j]
+            r = xj
         # an upper bound of the least-squares residual, so below tol / 10 the QR's is below tol
         if not float(np.linalg.norm(r)) < tol / 10:
             return None
@@ -318,27 +342,32 @@ class _LogitFit:
 
 
 def _deviance(eta: np.ndarray, y: np.ndarray) -> float:
-    return float(2.0 * np.sum(np.logaddexp(0.0, eta) - y * eta))
+    # log(1 + e^η) as log1p(e^-|η|) + max(η, 0): the value of np.logaddexp(0, η) to rounding,
+    # in array passes 2.5 times faster than its element-wise loop
+    return float(2.0 * np.sum(np.log1p(np.exp(-np.abs(eta))) + np.maximum(eta, 0.0) - y * eta))
 
 
-def _wls(Xs: np.ndarray, w: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+def _wls(Xs: np.ndarray, w: np.ndarray, rhs: np.ndarray, H: np.ndarray | None = None,
+         buf: np.ndarray | None = None) -> np.ndarray:
     """Solve the IRLS normal equations ``(Xᵀ W X) β = Xᵀ rhs`` (Cholesky, else least squares);
-    ``rhs = W η + (y − μ)`` avoids dividing by weights that are 0."""
-    from scipy.linalg import LinAlgError, cho_factor, cho_solve
+    ``rhs = W η + (y − μ)`` avoids dividing by weights that are 0. ``H``: the upper triangle of
+    ``Xᵀ W X`` when the caller has it; ``buf``: room for the weighted design (Fortran order)."""
     from scipy.linalg.blas import dsyrk
+    from scipy.linalg.lapack import dpotrf, dpotrs
 
-    # upper triangle of Xᵀ W X by a symmetric rank-k update (half the flops of a product); the
-    # weighted design is written straight in the Fortran order BLAS reads (no transposing copy)
-    Xw = np.empty(Xs.shape, order="F")
-    np.multiply(Xs, np.sqrt(w)[:, None], out=Xw)
-    H = dsyrk(1.0, Xw, trans=1, lower=0)
+    if H is None:
+        # upper triangle of Xᵀ W X by a symmetric rank-k update (half the flops of a product);
+        # the weighted design is written straight in the Fortran order BLAS reads (no
+        # transposing copy)
+        Xw = np.empty(Xs.shape, order="F") if buf is None else buf
+        np.multiply(Xs, np.sqrt(w)[:, None], out=Xw)
+        H = dsyrk(1.0, Xw, trans=1, lower=0)
     g = Xs.T @ rhs
-    try:
-        out = cho_solve(cho_factor(H, lower=False, check_finite=False), g, check_finite=False)
-        if np.all(np.isfinite(out)):
+    c, info = dpotrf(H, lower=0, clean=0)
+    if info == 0:
+        out, info = dpotrs(c, g, lower=0)
+        if info == 0 and np.all(np.isfinite(out)):
             return out
-    except (LinAlgError, ValueError):
-        pass
     H = np.triu(H) + np.triu(H, 1).T
     return np.linalg.lstsq(H, g, rcond=None)[0]
 
@@ -366,18 +395,25 @@ def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float =
         ``prob``, ``beta`` (of the kept columns), ``keep``, ``converged``, ``n_iter``,
         ``deviance``.
     """
+    from scipy.linalg.blas import dsyrk
+
     # a column of tiny (1e-300) or huge values would underflow or overflow in the norms and
     # the normal equations and be dropped as aliased without a word: each column is first
-    # scaled by a power of two that brings its largest value into [1, 2). That is exact in
-    # floating point, so every other fit is bit for bit what it was.
+    # scaled by a power of two that brings its largest value into [1, 2) (exact in floating
+    # point), into the one copy of the design the fit makes, in the Fortran order BLAS reads
     p2 = _power_of_two_scale(X)
-    X = X / p2
-    keep = _estimable_columns(X, rank_tol)
-    Xs = X[:, keep]
-    # scale columns to unit RMS: the fit is invariant, conditioning is better
-    scale = np.sqrt(np.mean(Xs**2, axis=0))
-    scale[scale == 0] = 1.0
+    N = X.shape[0]
+    Xs = np.empty(X.shape, order="F")
+    np.divide(X, p2, out=Xs)
+    G = dsyrk(1.0, Xs, trans=1, lower=0)  # cross-products: the rank pass and the first step
+    keep = _estimable_columns(Xs, rank_tol, G)
+    if keep.size < X.shape[1]:
+        Xs = np.asfortranarray(Xs[:, keep])
+        G = G[np.ix_(keep, keep)]
+    # columns of unit RMS: the fit is invariant, conditioning is better
+    scale = np.sqrt(np.diag(G) / N)
     Xs /= scale  # in place: at 10^5 records each copy of the design is 100 MB
+    buf = np.empty(Xs.shape, order="F")  # the weighted design of every iteration
     mu = (y + 0.5) / 2.0
     eta = np.log(mu / (1 - mu))
     dev = _deviance(eta, y)
@@ -386,7 +422,9 @@ def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float =
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 (reported as n_iter after the loop)
         w = mu * (1 - mu)
-        new_beta = _wls(Xs, w, w * eta + (y - mu))
+        # equal weights (the first step with 0/1 labels): Xᵀ W X from the cross-products
+        H = G / np.outer(scale, scale) * w[0] if it == 1 and np.ptp(w) == 0 else None
+        new_beta = _wls(Xs, w, w * eta + (y - mu), H, buf)
         new_eta = Xs @ new_beta
         new_dev = _deviance(new_eta, y)
         halvings = 0
@@ -405,8 +443,6 @@ def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float =
     assert beta is not None
     return _LogitFit(prob=mu, beta=beta / scale / p2[keep], keep=keep, converged=converged,
                      n_iter=it, deviance=dev)
-
-
 
 
 def _cart_prob(X: np.ndarray, y: np.ndarray, *, cp: float, min_leaf: int, min_split: int,

@@ -300,3 +300,23 @@ def test_the_vectorised_row_length_count_agrees_with_the_csv_module():
     # quotes and lone carriage returns are left to the csv module
     assert not _row_lengths_plain(b'a,b\n"1,2",3\n', 2)
     assert not _row_lengths_plain(b"a,b\r1,2\r", 2)
+
+
+def test_the_vectorised_leading_zero_scan_agrees_with_the_regular_expression():
+    # the pre-check of LEADING_ZEROS: a field that starts with 0 and a digit (after an opening
+    # quote and a sign), found as the expression finds it, on short random texts
+    import re
+
+    from bayes_risk.data.io import _has_leading_zero_field
+
+    pattern = re.compile(rb'(?:^|,)"?[+-]?0\d', re.MULTILINE)
+    rng = np.random.default_rng(8)
+    alphabet = [b"0", b"0", b"1", b"9", b",", b'"', b"+", b"-", b"\n", b"\r", b"a", b".", b" "]
+    found = 0
+    for _ in range(20000):
+        raw = b"".join(alphabet[int(k)] for k in rng.integers(len(alphabet),
+                                                              size=int(rng.integers(0, 9))))
+        expected = pattern.search(raw) is not None
+        assert _has_leading_zero_field(raw) == expected, raw
+        found += expected
+    assert 1000 < found < 19000
