@@ -273,19 +273,15 @@ class _Sweep:
     def run(self, s: frozenset) -> None:
         if s in self.done:
             return
-        cache = self.plan.prep._cache
-        held = set(cache)
-        if not s:
-            plan = self._nothing_plan()
-        elif self.shared:
-            plan = self._subset_plan(s)
-        else:
-            plan = self._own_plan(s)
-        self._record(s, self._evaluate(plan, s))
-        # the subset's columns and matching indexes serve no other subset (the sort orders of
-        # unsynthesized columns may): freed, so that the sweep holds one subset's at a time
-        for key in [k for k in cache if k not in held and k[:1] != ("us_order",)]:
-            del cache[key]
+        # the sweep holds one subset's columns and matching indexes at a time
+        with self.plan.prep.cache_scope():
+            if not s:
+                plan = self._nothing_plan()
+            elif self.shared:
+                plan = self._subset_plan(s)
+            else:
+                plan = self._own_plan(s)
+            self._record(s, self._evaluate(plan, s))
 
     def _record(self, s: frozenset, res: Any) -> None:
         row = {k: res.file.get(k) for k in SWEEP_MEASURES}
