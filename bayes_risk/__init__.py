@@ -127,6 +127,8 @@ _API: dict[str, str] = {
     "OriginalRisk": "bayes_risk.results",
     "DifferencingResult": "bayes_risk.results",
     "VisitOrderComparison": "bayes_risk.results",
+    # the memory a run may use (``--memory`` on the command line)
+    "memory_limit": "bayes_risk._memory",
     # audit: every measure on one release, one report
     "audit": "bayes_risk.auditing",
     "compare_audits": "bayes_risk.auditing.compare",

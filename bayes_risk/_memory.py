@@ -1,7 +1,8 @@
-"""The memory a run may use: the user's limit (``--memory``, :func:`memory_limit`) or what the
-machine has. Chunked work sizes its arrays from what is left (:func:`working_bytes`); an
-allocation that cannot be chunked is checked first (:func:`check_memory`, ``MEMORY_TOO_LARGE``)
-instead of ending in an out-of-memory kill.
+"""The memory a run may use: the user's limit (``--memory``, :func:`memory_limit`, public as
+``bayes_risk.memory_limit``) or what the machine has. Chunked work sizes its arrays from what
+is left (:func:`working_bytes`); an allocation that cannot be chunked is checked first
+(:func:`check_memory`, ``MEMORY_TOO_LARGE``) instead of ending in an out-of-memory kill.
+See :doc:`/user_guide/memory`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["available_memory", "check_memory", "memory_limit", "parse_memory",
            "resident_memory", "working_bytes", "format_bytes"]
@@ -59,10 +60,35 @@ def parse_memory(value: int | float | str | None, argument: str = "memory") -> i
 
 
 @contextlib.contextmanager
-def memory_limit(limit: int | float | str | None, argument: str = "memory") -> Iterator[None]:
-    """Limit the memory of the work done inside the block to ``limit`` (``None``: no change;
-    nested limits keep the smaller). It covers the whole process, as ``--memory`` promises."""
-    nbytes = parse_memory(limit, argument)
+def memory_limit(limit: int | float | str | None) -> Iterator[None]:
+    """Limit the memory of the work done inside the ``with`` block, as ``--memory`` does on the
+    command line.
+
+    Every function called in the block sizes its chunks from what is left of ``limit`` (the
+    process's resident memory counts against it), and refuses beforehand, with
+    ``ValidationError`` ``MEMORY_TOO_LARGE`` naming the argument to reduce, what cannot be
+    chunked and would not fit. Chunking never changes a number. Nested limits keep the smaller;
+    the limit holds in the thread (and ``contextvars`` context) that entered the block.
+
+    Parameters
+    ----------
+    limit : int, float, str or None
+        Bytes, or a size with a unit: ``"2GB"``, ``"512MB"``, ``"1.5GiB"`` (kB..TB are powers
+        of 1000, KiB..TiB of 1024). ``None`` leaves the limit as it is (by default the memory
+        available on the machine).
+
+    Raises
+    ------
+    ValidationError
+        ``limit`` is not a memory size or is below 1 MB.
+
+    Examples
+    --------
+    >>> import bayes_risk as br
+    >>> with br.memory_limit("2GB"):
+    ...     pass  # identification_risk, attribute_risk, ... within 2 GB
+    """
+    nbytes = parse_memory(limit, "limit")
     if nbytes is None:
         yield
         return
@@ -146,7 +172,9 @@ def check_memory(nbytes: float, argument: str, *, what: str) -> None:
         return
     limit = _LIMIT.get()
     if limit is not None:
-        where = (f"{format_bytes(left)} of the memory limit ({format_bytes(limit)}, --memory) "
+        given = arg_name("memory")  # --memory on the command line
+        given = "memory_limit" if given == "memory" else given
+        where = (f"{format_bytes(left)} of the memory limit ({format_bytes(limit)}, {given}) "
                  "is left")
         fix = f"reduce {argument} or raise the limit"
     else:

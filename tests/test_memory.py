@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bayes_risk import _memory
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, command_line_options
 
 
 @pytest.mark.parametrize("value, nbytes", [
@@ -50,10 +50,13 @@ def test_budget_counts_the_resident_memory():
         assert _memory.working_bytes(10**12) == max(_memory.MIN_WORKING_BYTES, left // 4)
         assert _memory.working_bytes(1) == _memory.MIN_WORKING_BYTES
         _memory.check_memory(left / 2, "n", what="a table")
-        with pytest.raises(ValidationError, match=r"of the memory limit .*--memory.*reduce n or "
-                                                  r"raise the limit") as err:
+        with pytest.raises(ValidationError, match=r"of the memory limit .*memory_limit.*reduce n "
+                                                  r"or raise the limit") as err:
             _memory.check_memory(10**9, "n", what="a table")
         assert err.value.code == "MEMORY_TOO_LARGE"
+        with command_line_options({"memory": "--memory"}), \
+                pytest.raises(ValidationError, match=r"of the memory limit .*, --memory\)"):
+            _memory.check_memory(10**9, "n", what="a table")
     with _memory.memory_limit(2 * 10**6):  # below what the process holds: nothing is left
         assert _memory.room() == 0
 
@@ -62,3 +65,157 @@ def test_format_bytes_reads_back():
     assert _memory.format_bytes(1.5e9) == "1.5 GB"
     assert _memory.format_bytes(999) == "999 B"
     assert _memory.parse_memory(_memory.format_bytes(2.5e9).replace(" ", "")) == 2_500_000_000
+
+
+# --------------------------------------------- the budget in Python: bayes_risk.memory_limit
+def _room_left(nbytes: int) -> int:
+    """A limit leaving about ``nbytes`` beyond what the process holds now."""
+    return _memory.resident_memory() + nbytes
+
+
+def _identification_problem():
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    n = 20_000
+    y = pd.DataFrame({"region": rng.integers(0, 10, n), "size": rng.integers(0, 8, n),
+                      "income": rng.lognormal(10, 1.0, n).round(0)})
+    syn = [y.assign(income=(y["income"] * rng.lognormal(0, 0.1, n)).round(0))
+           for _ in range(3)]
+    return y, syn
+
+
+def _identify(y, syn):
+    import bayes_risk as br
+
+    return br.identification_risk(
+        y, syn, known=["region", "size", "income"], synthesized=["income"],
+        categorical=["region", "size"], match=br.MatchSpec(radius={"income": 0.05}),
+        aggregation="pooled", progressbar=False)
+
+
+def test_memory_limit_chunks_identification_with_the_same_numbers(monkeypatch):
+    import numpy as np
+
+    import bayes_risk as br
+    from bayes_risk.identification import pooled
+
+    y, syn = _identification_problem()
+    calls = []
+    chunk = pooled._pool_chunk
+    monkeypatch.setattr(pooled, "_pool_chunk", lambda *a: calls.append(a[2:]) or chunk(*a))
+    free = _identify(y, syn)
+    n_free = len(calls)
+    calls.clear()
+    # 64 MB left: the chunks get the 16 MB floor instead of 256 MB
+    with br.memory_limit(_room_left(64 * 10**6)):
+        tight = _identify(y, syn)
+    assert len(calls) > n_free  # more, smaller chunks
+    assert tight.records.equals(free.records)
+    assert (tight.prob != free.prob).nnz == 0
+    np.testing.assert_array_equal(tight.prob.data, free.prob.data)
+
+
+def test_memory_limit_refuses_identification_beforehand():
+    import bayes_risk as br
+
+    y, syn = _identification_problem()
+    with br.memory_limit(_room_left(10**6)), pytest.raises(ValidationError) as err:
+        _identify(y, syn)
+    assert err.value.code == "MEMORY_TOO_LARGE"
+    assert "reduce the number of synthetic datasets or of records" in str(err.value)
+
+
+def _attribute_problem(n: int = 300, H: int = 400):
+    import numpy as np
+    import pandas as pd
+
+    from bayes_risk.data import infer_schema
+    from bayes_risk.models import ArrayModel
+
+    rng = np.random.default_rng(2)
+    orig = pd.DataFrame({"a": pd.Categorical(rng.integers(0, 3, n), categories=[0, 1, 2]),
+                         "b": pd.Categorical(rng.integers(0, 2, n), categories=[0, 1]),
+                         "u": pd.Categorical(rng.integers(0, 2, n), categories=[0, 1])})
+    schema = infer_schema(orig, synthesized=["a", "b"])
+
+    def ll(rec, d):
+        return (np.log(d["pa"][:, rec["a"].astype(int).to_numpy()])
+                + np.log(d["pb"][:, rec["b"].astype(int).to_numpy()]))
+
+    def draws():
+        return {"pa": rng.dirichlet(np.ones(3) * 5, size=H),
+                "pb": rng.dirichlet(np.ones(2) * 5, size=H)}
+
+    model = ArrayModel(ll, draws(), schema)
+    syn = [orig.assign(a=pd.Categorical(rng.integers(0, 3, n), categories=[0, 1, 2]))
+           for _ in range(2)]
+    return model, orig, syn, [model.with_draws(draws()) for _ in range(2)]
+
+
+def _attribute(model, orig, syn, aug, bootstrap=30):
+    import warnings
+
+    import bayes_risk as br
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return br.attribute_risk(
+            orig, syn, model=model, candidates="product", random_seed=3, progressbar=False,
+            estimator=br.EstimatorSpec(augmented=aug, bootstrap=bootstrap))
+
+
+def test_memory_limit_sizes_attribute_chunks_with_the_same_numbers(monkeypatch):
+    import pandas as pd
+
+    import bayes_risk as br
+    from bayes_risk.attribute import evaluate, prepare
+
+    problem = _attribute_problem()
+    sizes = []
+
+    def spy(plan, chunk_size):
+        sizes.append(evaluate.chunk_records(plan, chunk_size))
+        return sizes[-1]
+
+    monkeypatch.setattr(prepare, "chunk_records", spy)
+    free = _attribute(*problem)
+    with br.memory_limit(_room_left(64 * 10**6)):
+        tight = _attribute(*problem)
+    # 6 candidates x 400 draws under 3 posteriors: 16 MB hold about 100 records
+    assert sizes[0] == evaluate.MAX_CHUNK_RECORDS
+    assert 1 < sizes[1] < 300 // 2
+    pd.testing.assert_frame_equal(tight.records, free.records, check_exact=True)
+
+
+def test_memory_limit_refuses_attribute_beforehand():
+    import bayes_risk as br
+
+    problem = _attribute_problem(n=3000, H=50)
+    with br.memory_limit(_room_left(10**6)), pytest.raises(ValidationError) as err:
+        _attribute(*problem, bootstrap=200)
+    assert err.value.code == "MEMORY_TOO_LARGE"
+    assert "reduce records or bootstrap" in str(err.value)
+
+
+def test_known_sweep_pools_in_chunks_beyond_the_size_of_pooled_probabilities(monkeypatch):
+    """The sweep keeps no pooled probabilities, so their size limit (``MAX_NNZ``, which a
+    single run still enforces) does not stop it: the same table, whatever the limit."""
+    import warnings
+
+    import bayes_risk as br
+    from bayes_risk.identification import engine
+
+    y, syn = _identification_problem()
+    y, syn = y[:3000], [s[:3000] for s in syn]
+    kw = dict(candidates=["region", "size", "income"], synthesized=["income"],
+              categorical=["region", "size"], match=br.MatchSpec(radius={"income": 0.05}),
+              aggregation="pooled", progressbar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ZERO_UNIQUE of the coarse subsets
+        ref = br.known_sweep(y, syn, **kw).to_dataframe()
+        monkeypatch.setattr(engine, "MAX_NNZ", 3)
+        assert br.known_sweep(y, syn, **kw).to_dataframe().equals(ref)
+    with pytest.raises(ValidationError, match="per_dataset"):
+        _identify(y, syn)

@@ -66,6 +66,8 @@ EXTRA_DATA = {
     # the table of points a figure draws is its data
     "bayes_risk.plot_utility_risk": {"points"},
     "bayes_risk.plot_prior_sensitivity": {"sensitivity"},
+    # the one argument of a context manager, as threadpoolctl's threadpool_limits(limits)
+    "bayes_risk.memory_limit": {"limit"},
     # a decorator's one argument: when the method is offered (@available_if(check))
     "bayes_risk.available_if": {"check"},
 }

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._memory import check_memory, working_bytes
 from bayes_risk._rng import RandomSeed
 from bayes_risk._specs import as_spec
 from bayes_risk.attribute import assemble as _assemble
@@ -50,7 +51,7 @@ from bayes_risk.attribute.record_table import (
 )
 from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec, ScenarioSpec
 from bayes_risk.data.provenance import check_release_model
-from bayes_risk.exceptions import NotSupportedError, ValidationError, interruptible
+from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
 from bayes_risk.results.attribute import AttributeRiskResult
 from bayes_risk.warning_codes import RECORD_FLAGS
@@ -452,9 +453,13 @@ def prior_sensitivity(
     recs = result.records
     extra = [k for k in ("baseline", "p_true_lower", "p_true_upper") if k in recs.columns]
     parts: dict[str, list[np.ndarray]] = {}
-    # blocks of priors keep the [P, n, G] temporaries to about _SWEEP_BLOCK values
+    # blocks of priors keep the [P, n, G] temporaries to about _SWEEP_BLOCK values (a few
+    # arrays of doubles each), fewer when the memory budget is smaller; the table of every
+    # prior and record, which is returned, is checked first
+    check_memory(8.0 * 24 * len(parsed) * n, arg_name("priors"),
+                 what=f"the table of {n:,} records under {len(parsed)} priors")
     size = int(np.sum([np.size(a) for a in result.loglik])) or 1
-    step = max(1, _SWEEP_BLOCK // size)
+    step = max(1, working_bytes(32 * _SWEEP_BLOCK) // (32 * size))
     for a in range(0, len(parsed), step):
         block = parsed[a : a + step]
         lps = [evaluate_prior_groups(p, inp)[0] for p in block]

@@ -19,6 +19,7 @@ from bayes_risk.attribute.candidates import CandidateSpec, parse_candidates
 from bayes_risk.attribute.chains import ChainPlan, chain_plan
 from bayes_risk.attribute.diagnostics import khat_threshold, low_ess_threshold
 from bayes_risk.attribute.estimator import bootstrap_counts
+from bayes_risk.attribute.evaluate import MAX_CHUNK_RECORDS, chunk_records
 from bayes_risk.attribute.known_records import (
     check_known_prior,
     check_known_records,
@@ -115,10 +116,12 @@ def prepare(
             khat_tolerance=es.khat_tolerance, khat_threshold=khat_threshold(H),
             low_ess_threshold=low_ess_threshold(H),
         ),
-        estimator=strategy_for(est), prior=pr, compat=compat, chunk_size=es.chunk_size,
+        estimator=strategy_for(est), prior=pr, compat=compat,
+        chunk_size=MAX_CHUNK_RECORDS,  # sized below, from the candidate sets the plan builds
         random_seed_json=seed_to_json(random_seed), warn_codes=warn_codes,
         chains=chain_plan(model, draw_idx, [a.model for a in aug.models], est),
     )
+    plan = dataclasses.replace(plan, chunk_size=chunk_records(plan, es.chunk_size))
     if scenario.kind == "known_records":
         plan = dataclasses.replace(plan, known=known_records_plan(plan, known, scenario))
         if not plan.known.everything and plan.chains is not None and plan.chains.run:

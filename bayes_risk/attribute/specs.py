@@ -224,9 +224,10 @@ class EstimatorSpec:
         estimator (needs ``dataset_loglik``).
     compat : {"AttributeRiskCalculation"}, optional
         IS estimator only: copy the R package's prior handling (not Bayes' rule).
-    chunk_size : int
+    chunk_size : int, optional
         Records processed together (memory ``~ chunk × H × G × 8`` bytes per array); the
-        results do not depend on it.
+        results do not depend on it. Default: 256, or fewer when the memory budget
+        (:func:`~bayes_risk.memory_limit`, ``--memory``) is smaller.
     bootstrap : int
         Draw-bootstrap replicates for the stability of the truth's rank (0 disables).
     refit_cache : str or path, optional
@@ -256,7 +257,7 @@ class EstimatorSpec:
     khat_tolerance: float = KHAT_TOLERANCE
     is_diagnostics: bool = True
     compat: Literal["AttributeRiskCalculation"] | None = None
-    chunk_size: int = 256
+    chunk_size: int | None = None
     bootstrap: int = 200
     refit_cache: str | os.PathLike[str] | None = None
 
@@ -271,7 +272,7 @@ class EstimatorSpec:
         object.__setattr__(self, "khat_tolerance", float(tol))
         check_option(self.compat, "EstimatorSpec.compat", (None, "AttributeRiskCalculation"))
         for name, minimum in (("chunk_size", 1), ("bootstrap", 0), ("refit_draws", 1)):
-            if name != "refit_draws" or self.refit_draws is not None:
+            if name == "bootstrap" or getattr(self, name) is not None:
                 object.__setattr__(self, name, check_int(getattr(self, name),
                                                          f"EstimatorSpec.{name}", minimum))
         for name in ("psis", "is_diagnostics"):

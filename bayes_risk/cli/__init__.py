@@ -66,8 +66,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             "--memory", metavar="SIZE", default=None,
             help="memory the whole process may use, such as 2GB, 512MB or 1.5GiB (default: the "
                  "memory available on the machine). Work checked against it is refused "
-                 "beforehand (MEMORY_TOO_LARGE) instead of running out of memory; the pooled "
-                 "identification engine sizes its chunks of targets from it.")
+                 "beforehand (MEMORY_TOO_LARGE) instead of running out of memory; "
+                 "identification and attribute risk size their chunks of targets and records "
+                 "from it (the numbers do not depend on the chunks).")
     return parser
 
 

@@ -25,6 +25,7 @@ from bayes_risk._lattice import (
     subset_label,
     subset_order,
 )
+from bayes_risk._memory import working_bytes
 from bayes_risk._terminal import progress
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, interruptible
@@ -249,8 +250,8 @@ class _Sweep:
         """Evaluate ``todo``, yielding once per subset (the progress bar's steps)."""
         masked = [s for s in todo if s and self.masks]
         # a batch's counts and flags ([N_T, R] each per subset) stay below the masks' budget
-        size = max(1, _masks.BUDGET_BYTES // max(1, 9 * self.plan.prep.n_targets
-                                                  * self.plan.prep.R))
+        prep = self.plan.prep
+        size = max(1, working_bytes(_masks.BUDGET_BYTES) // max(1, 9 * prep.n_targets * prep.R))
         for a in range(0, len(masked), size):
             batch = masked[a:a + size]
             cols = [[c for c in self.cands if c in s] for s in batch]
@@ -272,13 +273,15 @@ class _Sweep:
     def run(self, s: frozenset) -> None:
         if s in self.done:
             return
-        if not s:
-            plan = self._nothing_plan()
-        elif self.shared:
-            plan = self._subset_plan(s)
-        else:
-            plan = self._own_plan(s)
-        self._record(s, self._evaluate(plan, s))
+        # the sweep holds one subset's columns and matching indexes at a time
+        with self.plan.prep.cache_scope():
+            if not s:
+                plan = self._nothing_plan()
+            elif self.shared:
+                plan = self._subset_plan(s)
+            else:
+                plan = self._own_plan(s)
+            self._record(s, self._evaluate(plan, s))
 
     def _record(self, s: frozenset, res: Any) -> None:
         row = {k: res.file.get(k) for k in SWEEP_MEASURES}

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from bayes_risk._memory import working_bytes
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.index import _order_keys, target_bounds
 from bayes_risk.identification.matching import MatchRule
@@ -22,7 +23,8 @@ __all__ = ["MAX_RECORDS", "BUDGET_BYTES", "COMPILED_MIN_WORDS", "usable", "use_c
 
 #: records up to which the knowledge sweep matches with masks
 MAX_RECORDS = 20_000
-#: memory of the masks held at once (the columns', the lattice path's); targets are chunked
+#: memory of the masks held at once (the columns', the lattice path's) at most, or a quarter of
+#: what the memory budget leaves; targets are chunked
 BUDGET_BYTES = 256 * 2**20
 
 #: words of masks combined from which the compiled kernel repays importing numba
@@ -171,7 +173,9 @@ def _fill(prep: Prepared, rule: MatchRule, cols: list[str], n_us: int,
         kern = _lattice_counts
     # per target: every column's mask (the chunk's), and the numpy twin's masks per level
     depth = max(len(k) for k in todo)
-    chunk = max(1, BUDGET_BYTES // (W * 8 * (len(cols) + (0 if compiled else depth))))
+    # targets per chunk: the fast size, or what the memory budget leaves (--memory)
+    chunk = max(1, working_bytes(BUDGET_BYTES) // (W * 8 * (len(cols) + (0 if compiled
+                                                                           else depth))))
     us_prefix = {c: _prefix(prep.rec_radius_us[j]) for j, c in enumerate(rule.radius_us)}
 
     def column(c: str, r: int, a: int, z: int, prefix: dict) -> np.ndarray:

@@ -238,7 +238,7 @@ def run_pooled(
     Chunks of targets fit in :data:`CHUNK_BYTES`. The records of a fallback set matched
     directly in no replicate share one value (kept per target, not stored); materialising them
     (``fallback_cells=False``) gives bitwise the same numbers. ``keep_prob=False`` leaves ``π``
-    out (its size is still checked).
+    out (its size is then not limited: only the chunks are held).
     """
     from bayes_risk._memory import check_memory, working_bytes
 
@@ -276,7 +276,8 @@ def run_pooled(
                   in_sample=prep.in_sample, order=order, start=start, group=group,
                   weight=weight, share=max(1, work // BYTES_PER_CONTRIBUTION),
                   block=max(MIN_BLOCK, work // (4 * BYTES_PER_CONTRIBUTION)))
-    _early_size_check(ctx)
+    if keep_prob:  # without π the chunks bound the memory: the number of its entries does not
+        _early_size_check(ctx)
     acc = _Pooled(N, N_all, keep=keep_prob)
     # 100 steps only when the bar is shown: a small table cut into 100 chunks pays their cost
     steps = min(100 if progressbar else 1, N)
@@ -457,7 +458,8 @@ def _pool_chunk(ctx: _Chunks, acc: _Pooled, a: int, z: int) -> tuple[int, int]:
     nnz_row = np.bincount(r_of, minlength=m)
     w = ctx.weight[a:e] if ctx.weight is not None else 1
     acc.total += int(np.sum(nnz_row * w))
-    _check_size(ctx, acc.total)
+    if acc.keep:
+        _check_size(ctx, acc.total)
     _top_sets(ctx, acc, a, e, pk, data, r_of, nnz_row, v_fb, n_extra)
     if acc.keep:
         from bayes_risk._memory import check_memory

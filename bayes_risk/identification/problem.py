@@ -4,8 +4,9 @@ targets matched on the known columns they hold (:func:`drop_groups`, :func:`targ
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,18 @@ class Prepared:
     @property
     def n_targets(self) -> int:
         return self.tgt_exact.shape[0]
+
+    @contextlib.contextmanager
+    def cache_scope(self) -> Iterator[None]:
+        """Drop at the end of the block the columns and indexes cached in it (one subset's of a
+        knowledge sweep, which serve no other subset; the sort orders of unsynthesized columns
+        may, and are kept)."""
+        held = set(self._cache)
+        try:
+            yield
+        finally:
+            for key in [k for k in self._cache if k not in held and k[:1] != ("us_order",)]:
+                del self._cache[key]
 
     def release_replicates(self) -> None:
         """Drop the replicates' encoded columns and indexes once a one-run engine has run (the

@@ -159,7 +159,9 @@ def _sweep_risk(plan: IdentificationPlan, rules: list[MatchRule], executor: Any,
                              enabled=progressbar):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                res = assemble(plan, rule, run_engine(plan, rule, ex, shared, progressbar=False))
+                # the file measures only: no pooled probabilities kept (nor their size limited)
+                res = assemble(plan, rule, run_engine(plan, rule, ex, shared, progressbar=False,
+                                                      keep_prob=False))
             if res.per_dataset is not None:
                 rows.append(np.asarray(res.per_dataset["expected_match_risk"], dtype=np.float64))
             else:

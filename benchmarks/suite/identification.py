@@ -1,6 +1,6 @@
 """Identification risk: CEdata with m = 5 and 20 (Hornby & Hu's scenario 4, compat mode), a
-large file (100,000 records, m = 5) per dataset and pooled, the knowledge sweep (against separate
-runs) and posterior replicates."""
+large file (100,000 records, m = 5) per dataset and pooled, 10⁶ records pooled, the knowledge
+sweep (against separate runs) and posterior replicates."""
 
 from __future__ import annotations
 
@@ -94,6 +94,28 @@ class IdentificationLarge:
 
     def peakmem_identification(self, aggregation):
         self._run(aggregation)
+
+
+class IdentificationMillion:
+    """10⁶ records, m = 5, pooled, as :class:`IdentificationLarge` (issue 49: ≤ 2 GB and
+    ≤ 30 s CPU)."""
+
+    number = 1
+    timer = time.process_time  # CPU seconds of all threads: the machine may be shared
+    repeat = (1, 2, 120.0)
+    timeout = 900
+
+    def setup(self):
+        self.y, self.syn = _large(1_000_000, 5)
+
+    def _run(self):
+        IdentificationLarge._run(self, "pooled")
+
+    def time_identification(self):
+        self._run()
+
+    def peakmem_identification(self):
+        self._run()
 
 
 class KnownSweepCEdata:

@@ -145,9 +145,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "p(theta|y), or none; default all)")
     p.add_argument("--bootstrap", type=int, default=200, metavar="B",
                    help="draw-bootstrap replicates for rank stability (default 200; 0 disables)")
-    p.add_argument("--chunk-size", type=int, default=256, metavar="N",
-                   help="records processed together (memory bound; default 256; halve it to save "
-                   "memory)")
+    p.add_argument("--chunk-size", type=int, default=None, metavar="N",
+                   help="records processed together (memory bound; default 256, or fewer when "
+                   "--memory is smaller; the results do not depend on it)")
     add_run_arguments(p, "attribute", "records.csv, summary.json and diagnostic plots",
                       dask="records", check="the release SYN or the --model", other_model=True)
     return p
