@@ -404,6 +404,12 @@ def lse_two(a_codes, a_use, b_codes, b_use, offsets, logphi, log_pi):  # pragma:
     return out
 
 
+#: the neighbourhood and lse_two_sum kernels pad the class axis to a multiple of this (the
+#: AVX-512 width in doubles): at K = 30 their class loops were left partly to scalar remainder
+#: code (K = 30 ran 20 % slower than K = 32)
+_KPAD = 8
+
+
 @njit(cache=True, parallel=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
 def lse_two_sum(
     a_codes, a_use, b_codes, b_use, offsets, logphi, log_pi, rows, phi
@@ -417,17 +423,21 @@ def lse_two_sum(
     """
     H = log_pi.shape[0]
     K = log_pi.shape[1]
+    # the products run over classes padded as in neighbourhood (whole vectors; each class's
+    # product is the same); the sum stays over the K real classes (the same loop, same order)
+    Kp = ((K + _KPAD - 1) // _KPAD) * _KPAD
     out = np.zeros(H)
     for h in prange(H):
-        w = np.empty(K)
-        pi = np.empty(K)
-        ph = phi[h]
+        w = np.empty(Kp)
+        pi = np.zeros(Kp)
+        ph = np.ones((phi.shape[1], Kp))
+        ph[:, :K] = phi[h]
         for k in range(K):
             pi[k] = math.exp(log_pi[h, k])
         acc = 0.0
         for r in range(rows.shape[0]):
             i = rows[r]
-            for k in range(K):
+            for k in range(Kp):
                 w[k] = pi[k]
             _times_levels(w, a_codes, i, a_use, offsets, ph)
             _times_levels(w, b_codes, i, b_use, offsets, ph)
@@ -440,12 +450,6 @@ def lse_two_sum(
                 acc += _lse_row(a_codes, a_use, b_codes, b_use, offsets, logphi[h], log_pi[h], i, w)
         out[h] = acc
     return out
-
-
-#: the neighbourhood kernel pads the class axis to a multiple of this (the AVX-512 width in
-#: doubles): at K = 30 its class loops were left partly to scalar remainder code (K = 30 ran
-#: 20 % slower than K = 32)
-_KPAD = 8
 
 
 # nogil: the attribute engine fits k̂ on other threads meanwhile (attribute.strategies)

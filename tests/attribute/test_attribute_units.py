@@ -407,6 +407,34 @@ def test_khat_threshold_small():
     assert math.isinf(khat_threshold(1))
 
 
+def test_select_places_kth_value_on_ties_and_orders():
+    """``_select`` (branch-free quickselect) leaves ``a[k]`` the ``k``-th smallest value with no
+    larger value before it and no smaller one after it, the values unchanged as a multiset —
+    also when most values tie (all equal, long runs of ``-inf``), sorted or reversed."""
+    from bayes_risk.attribute._kernels import _select
+
+    rng = np.random.default_rng(13)
+    cases = [
+        np.zeros(200),
+        np.full(97, -np.inf),
+        np.r_[np.full(150, -np.inf), rng.normal(size=50)],
+        np.arange(300, dtype=float),
+        np.arange(300, dtype=float)[::-1].copy(),
+        np.repeat(rng.normal(size=7), 31),
+        rng.standard_cauchy(1000),
+        rng.normal(size=2),
+        np.array([1.5]),
+    ]
+    for v in cases:
+        ref = np.sort(v)
+        for k in sorted({0, len(v) // 3, len(v) // 2, len(v) - 1}):
+            a = v.copy()
+            _select(a, k)
+            assert a[k] == ref[k]
+            assert np.all(a[:k] <= a[k]) and np.all(a[k:] >= a[k])
+            np.testing.assert_array_equal(np.sort(a), ref)
+
+
 def test_top_sorted_adversarial_orders_use_exact_fallback():
     """The sampled threshold of ``_top_sorted`` can miss (sorted chains, long ties): the result
     must still be the exact ``k`` largest values, ascending."""
