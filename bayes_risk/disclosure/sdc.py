@@ -180,6 +180,12 @@ def _check_columns(cols: Any, argument: str, z: pd.DataFrame, schema: Any) -> li
     synthesized = set(schema.synthesized) if schema is not None and schema.synthesized else None
     for c in cols:
         _numeric(c, z, argument)
+        if synthesized is not None and c not in synthesized:
+            raise ValidationError(
+                f"{argument}: column {c!r} is released unsynthesized (the original's values, "
+                "row by row); post-processing it would change what the release shows as the "
+                "original's. Recode it in the original before synthesis instead.",
+                code="REMEDY_NOT_APPLICABLE")
         # an integer-coded categorical column is numeric to pandas, not to the release's model
         if schema is not None and c in schema.names and schema[c].is_categorical:
             raise ValidationError(
@@ -187,12 +193,6 @@ def _check_columns(cols: Any, argument: str, z: pd.DataFrame, schema: Any) -> li
                 "codes of levels); only count and continuous columns can be coded or smoothed. "
                 "Coarsen its levels in the original before synthesis instead.",
                 code="WRONG_DTYPE")
-        if synthesized is not None and c not in synthesized:
-            raise ValidationError(
-                f"{argument}: column {c!r} is released unsynthesized (the original's values, "
-                "row by row); post-processing it would change what the release shows as the "
-                "original's. Recode it in the original before synthesis instead.",
-                code="REMEDY_NOT_APPLICABLE")
     return cols
 
 
