@@ -179,7 +179,11 @@ MESSAGES: dict[str, str] = {
     "so that it is given no probability and never released; keep it with keep_unused_levels.",
     "PREDICTOR_DROPPED": "a predictor_matrix names as a predictor of a column a column "
     "synthesized after it; it was dropped from that column's predictors, as synthpop does "
-    "(a column whose predictors are all dropped is drawn by sample): visit it earlier to keep it."}
+    "(a column whose predictors are all dropped is drawn by sample): visit it earlier to keep it.",
+    "SMALL_CELLS_REMAIN": "after small-cell predictive mean matching a cell of the identifying "
+    "variables' table still holds no more records than the threshold: the donors or the "
+    "constraints did not let every recipient leave the sensitive cells; condense categories or "
+    "relax the constraints."}
 
 
 #: the attacks' meaning of codes they share with another measure

@@ -295,7 +295,7 @@ def sum_columns(data: AnalysisData, known_sums: bool | Sequence[str]) -> list[st
         if c in numeric:
             continue
         if c not in data.orig.columns:
-            why, code = "is not a column of the original", "UNKNOWN_COLUMN"
+            why, code = "is not a column the model was fitted to", "UNKNOWN_COLUMN"
         elif c in data.vary:
             why, code = ("is categorical; a sum applies to count and continuous columns",
                          "INVALID_ARGUMENT")

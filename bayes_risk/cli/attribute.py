@@ -74,6 +74,11 @@ def _candidates(text: str, model: Any, original: Any) -> Any:
 
 def _known_sums(cols: list[str] | None) -> bool | list[str] | None:
     """``--known-sums [COL ...]`` as ``ScenarioSpec.known_sums`` (no column: every numeric one)."""
+    from bayes_risk.exceptions import ValidationError
+
+    if cols and len(set(cols)) < len(cols):
+        raise ValidationError(f"--known-sums names a column twice: {' '.join(cols)}.",
+                              code="BAD_OPTION_VALUE")
     return None if cols is None else (cols or True)
 
 
@@ -173,6 +178,10 @@ def parse_pairs(text: str, n: int) -> list[tuple[int, int]]:
         if max(i, j) >= n:
             raise ValidationError(f"{where}: pair {it!r} names a record outside 0..{n - 1} of "
                                   "ORIGINAL.", code="BAD_OPTION_VALUE")
+        if i == j:
+            raise ValidationError(f"{where}: pair {it!r} names record {i} twice; a pair is two "
+                                  "different records (for one record: --scenario worst-case).",
+                                  code="BAD_OPTION_VALUE")
         out.append((i, j))
     if not out:
         raise ValidationError(f"{where} holds no pair.", code="BAD_OPTION_VALUE")

@@ -192,6 +192,9 @@ def run(args: argparse.Namespace) -> int:
         for name in _COLUMN_SETTINGS:
             if settings.get(name):
                 schema.check_columns(settings[name], _flag(name))
+        pairs = getattr(settings.get("spec"), "method", None)
+        if isinstance(pairs, dict):  # else the spec's own check names it `method`, i.e. --method
+            schema.check_columns(pairs, "--method-per-column")
         model = cls(**settings)
         records = None if args.records is None else np.asarray(
             parse_records(args.records, len(df)), dtype=np.int64

@@ -112,9 +112,8 @@ def sdc(
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     datasets = [z.copy() for z in datasets]
     schema = source.schema if source is not None else None
-    synthesized = set(schema.synthesized) if schema is not None and schema.synthesized else None
-    coding = _check_coding(bottom_top_coding, recode_exclude, datasets[0], synthesized)
-    smooth = _check_columns(smooth, "smooth", datasets[0], synthesized)
+    coding = _check_coding(bottom_top_coding, recode_exclude, datasets[0], schema)
+    smooth = _check_columns(smooth, "smooth", datasets[0], schema)
     steps: list[dict[str, Any]] = []
     if coding:
         low: dict[str, list[int]] = {}
@@ -168,8 +167,7 @@ def _numeric(col: str, z: pd.DataFrame, argument: str) -> None:
                               "numeric columns can be coded or smoothed.", code="WRONG_DTYPE")
 
 
-def _check_columns(cols: Any, argument: str, z: pd.DataFrame,
-                   synthesized: set[str] | None) -> list[str]:
+def _check_columns(cols: Any, argument: str, z: pd.DataFrame, schema: Any) -> list[str]:
     if cols is None:
         return []
     if isinstance(cols, str):
@@ -179,6 +177,7 @@ def _check_columns(cols: Any, argument: str, z: pd.DataFrame,
     if absent:
         raise SchemaError(f"{argument}: column(s) {absent} are not in the release (columns: "
                           f"{', '.join(map(str, z.columns))}).", code="MISSING_COLUMN")
+    synthesized = set(schema.synthesized) if schema is not None and schema.synthesized else None
     for c in cols:
         _numeric(c, z, argument)
         if synthesized is not None and c not in synthesized:
@@ -187,10 +186,17 @@ def _check_columns(cols: Any, argument: str, z: pd.DataFrame,
                 "row by row); post-processing it would change what the release shows as the "
                 "original's. Recode it in the original before synthesis instead.",
                 code="REMEDY_NOT_APPLICABLE")
+        # an integer-coded categorical column is numeric to pandas, not to the release's model
+        if schema is not None and c in schema.names and schema[c].is_categorical:
+            raise ValidationError(
+                f"{argument}: column {c!r} is {schema[c].type} in the release's schema (integer "
+                "codes of levels); only count and continuous columns can be coded or smoothed. "
+                "Coarsen its levels in the original before synthesis instead.",
+                code="WRONG_DTYPE")
     return cols
 
 
-def _check_coding(coding: Any, exclude: Any, z: pd.DataFrame, synthesized: set[str] | None
+def _check_coding(coding: Any, exclude: Any, z: pd.DataFrame, schema: Any
                   ) -> dict[str, tuple[float | None, float | None, np.ndarray]]:
     if coding is None:
         if exclude:
@@ -205,7 +211,7 @@ def _check_coding(coding: Any, exclude: Any, z: pd.DataFrame, synthesized: set[s
     if unknown:
         raise ValidationError(f"recode_exclude names column(s) {unknown} that bottom_top_coding "
                               "does not code.", code="INVALID_ARGUMENT")
-    cols = _check_columns(list(coding), "bottom_top_coding", z, synthesized)
+    cols = _check_columns(list(coding), "bottom_top_coding", z, schema)
     out = {}
     for c in cols:
         pair = coding[c]

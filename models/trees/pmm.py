@@ -405,12 +405,12 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 w.append("NO_SENSITIVE_CELLS")
             if mc <= self.threshold and self.recipients_.any():
                 w.append("SMALL_CELLS_REMAIN")
-                warnings.warn(
+                warnings.warn(DataWarning(
                     f"dataset {l + 1}: a cell of the identifying variables' table still has only "
                     f"{mc} record(s) (threshold {self.threshold}); the donor pool or the "
                     "constraints did not allow all recipients to leave the sensitive cells. "
                     "Consider condensing categories or relaxing constraints.",
-                    DataWarning, skip_file_prefixes=CALLER)
+                    code="SMALL_CELLS_REMAIN"), skip_file_prefixes=CALLER)
             if un:
                 w.append("NO_ALLOWED_DONOR")
             codes.append(w)

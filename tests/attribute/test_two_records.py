@@ -400,7 +400,7 @@ def test_known_sums_refusals():
     with pytest.raises(ValidationError, match="names a column twice"):
         ScenarioSpec("two_records", known_sums=["x", "x"], **two)
     assert ScenarioSpec("two_records", known_sums=False, **two).known_sums is None
-    for col, msg, code in (("nope", "not a column of the original", "UNKNOWN_COLUMN"),
+    for col, msg, code in (("nope", "not a column the model was fitted to", "UNKNOWN_COLUMN"),
                            ("c", "'c' is categorical", "INVALID_ARGUMENT")):
         with pytest.raises(ValidationError, match=msg) as e:
             _run_sums(model, aug, scenario=ScenarioSpec("two_records", known_sums=[col], **two))

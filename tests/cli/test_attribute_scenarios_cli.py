@@ -240,6 +240,12 @@ def test_two_records_known_sums_cli(tmp_path, capsys):
     r = _cli([*base, "--known-sums", "salary", "--out", str(tmp_path / "bad")], tmp_path, capsys)
     assert r.returncode == 2 and "--known-sums: column 'salary'" in r.stderr
     assert "UNKNOWN_COLUMN" in r.stderr
+    # refused in the command's own words (not the Python API's), nothing written
+    for bad, msg in ((["--known-sums", "wages", "wages"], "--known-sums names a column twice"),
+                     (["--pairs", "4:4"], "--pairs: pair '4:4' names record 4 twice")):
+        r = _cli([*base, *bad, "--out", str(tmp_path / "bad2")], tmp_path, capsys)
+        assert r.returncode == 2 and msg in r.stderr and "BAD_OPTION_VALUE" in r.stderr
+        assert not (tmp_path / "bad2").exists()
     fits["mm"].synthesize(2, random_seed=2).save(tmp_path / "syn_mm")
     mm = [*base[:2], str(tmp_path / "mm"), base[3], str(tmp_path / "syn_mm"), *base[5:]]
     r = _cli([*mm, "--known-sums", "--out", str(tmp_path / "mm_out")], tmp_path, capsys)

@@ -253,6 +253,8 @@ def test_failure_inside_save_leaves_no_folder(fake_model, tmp_path):
           "Tenure=sample", "Tenure=cart"], "is not a new COL=METHOD pair"),
         (["ORIG", "--method", "cart", "--synthesize", "Income", "--method-per-column",
           "Income=logreg"], "'logreg' is for categorical"),
+        (["ORIG", "--method", "cart", "--synthesize", "Income", "--method-per-column",
+          "Incme=cart"], "--method-per-column: column 'Incme' is not in the data"),
         (["ORIG", "--method", "rf", "--synthesize", "Tenure", "--method-per-column", "cart"],
          "--method-per-column: not an option of --method rf"),
         (["ORIG", "--method", "cart", "--synthesize", "Income", "--predictor-matrix",

@@ -146,6 +146,20 @@ def test_partial_releases_and_bad_input_are_refused():
         sdc(data, data.assign(Urban=data["Urban"].astype(str)), smooth=["Urban"])
 
 
+def test_integer_coded_categorical_column_is_not_coded_or_smoothed():
+    """A synthesized categorical column held as integer codes is numeric to pandas but not to
+    the release's schema: smoothing or coding it would turn levels into fractions."""
+    data = br.make_ce_like(200, random_seed=1)  # Tenure: int64 codes
+    schema = br.infer_schema(data, categorical=["Urban", "Marital", "Tenure"])
+    rel = CARTSynthesizer(random_seed=1).fit(data, schema=schema, synthesized=["Tenure", "Income"],
+                                             random_seed=1).synthesize(1, random_seed=2)
+    for kw in ({"smooth": ["Tenure"]}, {"bottom_top_coding": {"Tenure": (None, 2)}}):
+        with pytest.raises(ValidationError, match="'Tenure' is categorical") as err:
+            sdc(data, rel, **kw)
+        assert err.value.code == "WRONG_DTYPE"
+    assert sdc(data, rel, smooth=["Income"])[0]["Tenure"].equals(rel[0]["Tenure"])
+
+
 def test_model_based_measures_refuse_a_post_processed_release(tmp_path):
     """The model made the release before post-processing: attribute risk with it is refused
     (MODEL_DIFFERS), the manifest keeps the post-processing and different dataset sizes."""

@@ -227,8 +227,11 @@ def test_no_allowed_donor_keeps_values_and_warns(hawala):
 
     m = SmallCellPMMSynthesizer(identifying=IV, constraints=[lambda row, v: False]).fit(
         df, schema=schema, synthesized=["PRO"])
-    with pytest.warns(DataWarning, match="still has only 1 record"):
+    with pytest.warns(DataWarning, match="still has only 1 record") as w:
         z = m.synthesize(1, random_seed=0)
+    # the code the command line prints (warning [SMALL_CELLS_REMAIN]), not the class name
+    assert [x.message.code for x in w if issubclass(x.category, DataWarning)] == [
+        "SMALL_CELLS_REMAIN"]
     pd.testing.assert_frame_equal(z[0], df)
     assert z.extra["unmatched"] == [np.flatnonzero(m.recipients_).tolist()]
     assert z.extra["warnings"] == [["SMALL_CELLS_REMAIN", "NO_ALLOWED_DONOR"]]

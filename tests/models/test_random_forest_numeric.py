@@ -192,7 +192,7 @@ def test_command_line_fit_and_synthesize(ce, tmp_path):
     schema = infer_schema(df, categorical=["Urban", "Marital", "Tenure"])
     common = ["--synthesize", "Income", "Tenure", "--categorical", "Urban", "Marital", "Tenure",
               "--n-trees", "12", "--min-samples-leaf", "3", "--random-seed", "4", "--quiet"]
-    assert cli.main(["fit", str(path), "--method", "rf", *common, "--donor", "bayes_bootstrap",
+    assert cli.main(["fit", str(path), "--method", "rf", *common, "--donor", "bayes-bootstrap",
                      "--out", str(tmp_path / "model")]) == 0
     assert cli.main(["synthesize", "--model", str(tmp_path / "model"), "-m", "2",
                      "--random-seed", "5", "--quiet", "--out", str(tmp_path / "a")]) == 0

@@ -29,7 +29,9 @@ RF: tuple[ModelOption, ...] = (
     ModelOption("--donor", "donor",
                 "numeric columns: leaf donors by bootstrap count (uniform, the forest's "
                 "distribution; default) or Bayesian bootstrap weights",
-                {"choices": ["uniform", "bayes_bootstrap"]}),
+                # spelled as `synthesize --donor` spells it; the setting's own spelling is kept
+                {"type": lambda v: v.replace("-", "_"), "choices": ["uniform", "bayes_bootstrap"],
+                 "metavar": "{uniform,bayes-bootstrap}"}),
 )
 
 PMM: tuple[ModelOption, ...] = (
