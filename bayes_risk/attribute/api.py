@@ -206,7 +206,7 @@ def _two_records(
     pair_arr = check_pairs(pairs, len(original))
     check_pair_prior(parse_prior(options["prior"]))
     plan = prepare(model, original, synthetic, np.unique(pair_arr), scenario=ScenarioSpec(),
-                   progressbar=progressbar, **options)
+                   progressbar=progressbar, size_chunks=False, **options)
     check_pair_plan(plan, pair_arr)
     sums = [] if known_sums is None else sum_columns(plan.data, known_sums)
     out = evaluate_pairs(plan, pair_arr, progressbar=progressbar, sums=sums)

@@ -64,10 +64,11 @@ __all__ = ["prepare"]
 def prepare(
     model: Any, original: pd.DataFrame, synthetic: Any, records: Sequence[int] | np.ndarray | None,
     *, candidates: Any, prior: Any, scenario: ScenarioSpec, estimator: EstimatorSpec,
-    random_seed: RandomSeed, progressbar: bool,
+    random_seed: RandomSeed, progressbar: bool, size_chunks: bool = True,
 ) -> AttributePlan:
     """Validate the arguments of :func:`bayes_risk.attribute.attribute_risk` and build its plan
-    (errors as documented there)."""
+    (errors as documented there). ``size_chunks=False``: records per chunk are the user's or
+    the largest (the two-record intruder groups its pairs itself, over other candidate sets)."""
     is_plugin = _check_model(model)
     pr = _check_settings(prior=prior, scenario=scenario.kind, original=original)
     es = estimator
@@ -121,7 +122,8 @@ def prepare(
         random_seed_json=seed_to_json(random_seed), warn_codes=warn_codes,
         chains=chain_plan(model, draw_idx, [a.model for a in aug.models], est),
     )
-    plan = dataclasses.replace(plan, chunk_size=chunk_records(plan, es.chunk_size))
+    plan = dataclasses.replace(plan, chunk_size=chunk_records(plan, es.chunk_size)
+                               if size_chunks else es.chunk_size or MAX_CHUNK_RECORDS)
     if scenario.kind == "known_records":
         plan = dataclasses.replace(plan, known=known_records_plan(plan, known, scenario))
         if not plan.known.everything and plan.chains is not None and plan.chains.run:
