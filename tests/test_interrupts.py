@@ -139,6 +139,50 @@ def test_an_interrupt_that_python_swallowed_is_delivered_again(tmp_path, monkeyp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.csv"]
 
 
+def test_an_interrupt_swallowed_inside_a_demo_step_is_delivered_again(tmp_path, monkeypatch,
+                                                                      capsys):
+    """The same inside a run nested in another (a demo's step): the step's signal handler ran
+    in a weakref callback, while the unraisable hook is the outer run's. It used to check only
+    the outer run, which the signal had not marked: "Exception ignored ... KeyboardInterrupt"
+    was printed and the step's audit went on to its end (seen in the demo's Ctrl-C test)."""
+    import os
+    import signal
+    import time
+    import weakref
+
+    from bayes_risk.cli import main
+    from bayes_risk.cli._run import output_dir
+
+    done, calls = [], []
+
+    class Target:
+        pass
+
+    def handler(args):
+        calls.append(1)
+        if len(calls) == 1:  # the outer run (the demo) runs a step in itself
+            return main(argv)
+        with output_dir(args) as tmp:
+            (tmp / "part.csv").write_text("confidential")
+            obj = Target()
+            ref = weakref.ref(obj, lambda r: os.kill(os.getpid(), signal.SIGINT))
+            del obj  # the callback runs: the handler's KeyboardInterrupt is dropped there
+            for k in range(1000):  # 10 s of work in Python, were the interrupt lost
+                time.sleep(0.01)
+                done.append(k)
+            del ref
+        return 0
+
+    argv = _utility_with(handler, tmp_path, monkeypatch)
+    argv[argv.index("out")] = "inner"
+    rc = main([*argv[:-1], "outer"])
+    err = capsys.readouterr().err
+    assert rc == 130 and err.splitlines()[-1] == "interrupted", err
+    assert "Exception ignored" not in err and "Traceback" not in err, err
+    assert len(done) < 1000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.csv"]
+
+
 def test_the_program_ends_a_run_that_does_not_stop_on_a_signal(tmp_path):
     """A library that takes Ctrl-C for its own and goes on (or a compiled kernel that does not
     return): the ``bayes-risk`` program ends the run itself a few seconds after the signal

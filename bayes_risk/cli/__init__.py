@@ -171,7 +171,7 @@ def _interrupted(run: object = None) -> int:
     a demo's step, passes the interrupt on)."""
     from bayes_risk.cli import _run
 
-    if _run._depth > 0:
+    if _run._ACTIVE:
         raise KeyboardInterrupt
     from bayes_risk._terminal import line
 

@@ -35,7 +35,9 @@ __all__ = [
 #: set by the ``bayes-risk`` program (:func:`bayes_risk.cli.console_main`): the process ends
 #: with the run, so late signals are ignored instead of restoring Python's handlers
 CONSOLE = False
-_depth = 0
+#: the runs in progress, outermost first (a demo and the step it runs): a stop signal
+#: interrupts all of them
+_ACTIVE: list[CommandRun] = []
 
 #: signals that stop a run (exit 130): Ctrl-C, ``kill``, and a closed terminal or SSH session
 _STOP_SIGNALS = tuple(
@@ -479,9 +481,8 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
         from bayes_risk._io import path_identity
 
         run.out_identity = path_identity(run.out)
-    global _depth
     handlers: dict[int, Any] = {}
-    _depth += 1
+    _ACTIVE.append(run)
     if threading.current_thread() is threading.main_thread():
 
         def on_signal(signum: int, frame: Any) -> None:
@@ -489,7 +490,8 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
             # with exit status 0. Not cut: the final rename (the signal acts when it ends),
             # and the clean-up of an interrupt being handled (a second Ctrl-C, or one
             # delivered again, would leave a temporary folder half-removed)
-            run.interrupted = True
+            for active in _ACTIVE:  # the demo too, whose stopper holds the unraisable hook
+                active.interrupted = True
             if not run.critical and not isinstance(sys.exception(), KeyboardInterrupt):
                 raise KeyboardInterrupt
 
@@ -499,7 +501,7 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
             if signal.getsignal(sig) is not signal.SIG_IGN:
                 handlers[sig] = signal.signal(sig, on_signal)
     showwarning = warnings.showwarning
-    outermost = _depth == 1 and threading.current_thread() is threading.main_thread()
+    outermost = len(_ACTIVE) == 1 and threading.current_thread() is threading.main_thread()
     stopper = _Stopper(run, watch=CONSOLE) if outermost else contextlib.nullcontext()
     stack = contextlib.ExitStack()
     try:
@@ -526,8 +528,8 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
             yield run
     finally:
         stack.close()
-        _depth -= 1
+        _ACTIVE.remove(run)
         warnings.showwarning = showwarning
         for sig, h in handlers.items():
             # the program ends with its outermost run: a late signal changes nothing
-            signal.signal(sig, signal.SIG_IGN if (CONSOLE and _depth == 0) else h)
+            signal.signal(sig, signal.SIG_IGN if (CONSOLE and not _ACTIVE) else h)
