@@ -18,7 +18,7 @@ from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.disclosure._encode import resolve_inputs
 from bayes_risk.disclosure.measures import combined_key_codes
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
 
 __all__ = ["sdc"]
 
@@ -196,12 +196,20 @@ def _check_columns(cols: Any, argument: str, z: pd.DataFrame, schema: Any) -> li
     return cols
 
 
+def _coded(column: str) -> str:
+    """A column's bounds as the caller gave them: ``bottom_top_coding['x']``, ``--bottom-top x``."""
+    if on_command_line():
+        return f"{arg_name('bottom_top_coding')} {column}"
+    return f"bottom_top_coding[{column!r}]"
+
+
 def _check_coding(coding: Any, exclude: Any, z: pd.DataFrame, schema: Any
                   ) -> dict[str, tuple[float | None, float | None, np.ndarray]]:
     if coding is None:
         if exclude:
-            raise ValidationError("recode_exclude applies to bottom_top_coding, which is not "
-                                  "given.", code="INVALID_ARGUMENT")
+            raise ValidationError(f"{arg_name('recode_exclude')} applies to "
+                                  f"{arg_name('bottom_top_coding')}, which is not given.",
+                                  code="INVALID_ARGUMENT")
         return {}
     if not isinstance(coding, Mapping):
         raise ValidationError("bottom_top_coding must be a mapping {column: (bottom, top)}. "
@@ -209,27 +217,28 @@ def _check_coding(coding: Any, exclude: Any, z: pd.DataFrame, schema: Any
     exclude = dict(exclude or {})
     unknown = [c for c in exclude if c not in coding]
     if unknown:
-        raise ValidationError(f"recode_exclude names column(s) {unknown} that bottom_top_coding "
-                              "does not code.", code="INVALID_ARGUMENT")
+        raise ValidationError(f"{arg_name('recode_exclude')} names column(s) {unknown} that "
+                              f"{arg_name('bottom_top_coding')} does not code.",
+                              code="INVALID_ARGUMENT")
     cols = _check_columns(list(coding), "bottom_top_coding", z, schema)
     out = {}
     for c in cols:
         pair = coding[c]
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-            raise ValidationError(f"bottom_top_coding[{c!r}] must be (bottom, top), None for no "
+            raise ValidationError(f"{_coded(c)} must be (bottom, top), None for no "
                                   f"bound on a side. Got {pair!r}.", code="INVALID_ARGUMENT")
         b, t = (None if v is None or (isinstance(v, float) and np.isnan(v)) else v
                 for v in pair)
         for v in (b, t):
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
                                   or not np.isfinite(v)):
-                raise ValidationError(f"bottom_top_coding[{c!r}] bounds must be finite numbers "
+                raise ValidationError(f"{_coded(c)} bounds must be finite numbers "
                                       f"or None. Got {pair!r}.", code="INVALID_ARGUMENT")
         if b is None and t is None:
-            raise ValidationError(f"bottom_top_coding[{c!r}] gives no bound.",
+            raise ValidationError(f"{_coded(c)} gives no bound.",
                                   code="INVALID_ARGUMENT")
         if b is not None and t is not None and b > t:
-            raise ValidationError(f"bottom_top_coding[{c!r}]: bottom {b} is above top {t}.",
+            raise ValidationError(f"{_coded(c)}: bottom {b} is above top {t}.",
                                   code="INVALID_ARGUMENT")
         out[c] = (b, t, np.asarray(list(exclude.get(c, ())), dtype=np.float64))
     return out
@@ -244,7 +253,8 @@ def _remove(datasets: list[pd.DataFrame], original: pd.DataFrame, keys: Any, rem
     partial = schema is not None and bool(schema.unsynthesized)
     if partial or (source is not None and source.synthesized_records is not None):
         raise ValidationError(
-            f"remove={remove!r} applies to fully synthetic releases: this one is partially "
+            f"{arg_name('remove', repr(remove), cli=remove.replace('_', '-'))} applies to "
+            "fully synthetic releases: this one is partially "
             "synthetic, its rows paired with the original's records, which the measures rely "
             "on (a removed row would leave its record without a released row). Coarsen the "
             "keys or synthesize more columns instead.", code="REMEDY_NOT_APPLICABLE")

@@ -87,14 +87,15 @@ def test_remedy_then_audit(work, tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("extra, code, text", [
     (["--bottom-top", "Income=5"], "BAD_OPTION_VALUE", "COL=BOTTOM:TOP"),
     (["--bottom-top", "Income=a:5"], "BAD_OPTION_VALUE", "'a' is not a number"),
-    (["--bottom-top", "Income=9:5"], "INVALID_ARGUMENT", "above top"),
+    (["--bottom-top", "Income=9:5"], "INVALID_ARGUMENT", "--bottom-top Income: bottom 9"),
     (["--exclude", "Income=1"], "OPTION_CONFLICT", "--exclude"),
     (["--bottom-top", "Income=:5", "--exclude", "Expenditure=1"], "INVALID_ARGUMENT",
-     "recode_exclude"),
+     "--exclude names column(s) ['Expenditure'] that --bottom-top does not code"),
     ([], "OPTION_REQUIRED", "nothing to do"),
     (["--smooth", "Urban"], "REMEDY_NOT_APPLICABLE", "unsynthesized"),
     (["--keys", "Age", "--smooth", "Income"], "OPTION_CONFLICT", "--keys"),
-    (["--remove", "replicated-uniques"], "REMEDY_NOT_APPLICABLE", "partially synthetic"),
+    (["--remove", "replicated-uniques"], "REMEDY_NOT_APPLICABLE",
+     "--remove replicated-uniques applies to fully synthetic releases"),
     (["--smooth", "Nope"], "MISSING_COLUMN", "'Nope'"),
 ])
 def test_bad_options_write_nothing(work, tmp_path, monkeypatch, capsys, extra, code, text):
@@ -103,4 +104,6 @@ def test_bad_options_write_nothing(work, tmp_path, monkeypatch, capsys, extra, c
     assert main(["remedy", "ce.csv", "rel", *extra, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert f"[{code}]" in err and text in err, err
+    # worded for the command line: the options, never the Python arguments
+    assert not any(w in err for w in ("bottom_top_coding", "recode_exclude", "remove=")), err
     assert not out.exists()

@@ -60,6 +60,8 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "attribute_estimator": ("EstimatorSpec.kind",),
     "refit_draws": ("EstimatorSpec.refit_draws",),
     "refit_cache": ("EstimatorSpec.refit_cache", "RatioSpec.refit_cache"),
+    "bottom_top": ("bottom_top_coding",),
+    "exclude": ("recode_exclude",),
     "radius_type": ("MatchSpec.radius_type",),
     "alpha": ("OverlapSpec.alpha",),
     "family": ("OverlapSpec.family",),
