@@ -227,3 +227,33 @@ def test_command_line_fit_with_empty_cells(tmp_path, counts, capsys):
     assert cli.main([*common, "--variant", "mm", "--out", str(tmp_path / "mm")]) == 2
     err = capsys.readouterr().err
     assert "[MISSING_VALUES]" in err and "column 'emp'" in err and "--variant mp" in err
+
+
+def _fit_codes(counts: pd.DataFrame, **kw) -> tuple[PoissonMixture, list[str]]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = PoissonMixture(progressbar=False, **kw).fit(counts, schema=_schema(counts),
+                                                        random_seed=2)
+    return m, [w["code"] for w in m.mcmc_warnings()]
+
+
+def test_chains_started_at_both_ends_reach_one_regime_with_empty_cells(counts):
+    """The regime check runs on a fit with empty cells as on complete counts: chains started
+    with every class occupied and with three are two regimes when the warm-up is cut
+    (REGIMES_DISAGREE, the fit does not pass); after a warm-up they leave their starts and
+    agree on α, k* and the observed-data log-likelihood."""
+    m, codes = _fit_codes(counts, n_components=30, tune=1, draws=5, chains=2,
+                          starts=("spread", "few"))
+    first = m.posterior_["warmup_sample_stats"]["n_occupied"].values[:, 0]
+    assert first[0] >= 20 and first[1] <= 5, first  # after one sweep
+    assert "REGIMES_DISAGREE" in codes and not m.convergence_summary()["passed"]
+
+    m, codes = _fit_codes(counts, n_components=30, tune=300, draws=300, chains=2,
+                          starts=("spread", "few"))
+    regimes = m.convergence_summary()["regimes"]
+    assert regimes["agree"] and "REGIMES_DISAGREE" not in codes
+    assert [c["start"] for c in regimes["chains"]] == ["spread", "few"]
+    k = m.posterior_["sample_stats"]["n_occupied"].values.mean(axis=1)
+    assert k.max() < 8, k  # the spread chain left its 30 classes
+    ll = m.posterior_["sample_stats"]["loglik"].values.mean(axis=1)
+    assert abs(ll[0] - ll[1]) < 1.0, ll
