@@ -227,6 +227,12 @@ def _input_path(value: str) -> str | None:
     return None
 
 
+#: inputs that are not hashed: a refit cache is read and written by the run, and its entries
+#: are keyed by what each refit depends on (hashing it would make ``input_sha256`` change as
+#: it fills, and cost a read of every cached refit)
+_NOT_HASHED = frozenset({"refit_cache"})
+
+
 def _checksums(inputs: dict[str, Any]) -> dict[str, str]:
     """SHA-256 of every input file (each file of an input folder), by absolute path; a pipe,
     device or socket is refused (``NOT_A_REGULAR_FILE``)."""
@@ -235,6 +241,8 @@ def _checksums(inputs: dict[str, Any]) -> dict[str, str]:
 
     out: dict[str, str] = {}
     for name, v in inputs.items():
+        if name in _NOT_HASHED:
+            continue
         for p in map(Path, v if isinstance(v, list) else [v]):
             for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
                 what = special_file(f)
