@@ -1,8 +1,5 @@
-"""Posterior draws of one regression of :class:`~bayes_risk.models.SequentialRegression`.
-
-Variable naming of the posterior (``<column>__<parameter>``), the weakly-informative prior
-scales shared by NUTS and the Laplace approximation, and the Laplace draws themselves.
-"""
+"""Posterior variable names, prior scales and Laplace draws of one regression of
+:class:`~bayes_risk.models.SequentialRegression`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Posterior handling of :class:`~bayes_risk.models.SequentialRegression`.
-
-User-supplied draws, posterior validation, saved state, per-column parameters and the
-quantities checked for convergence.
-"""
+"""Posterior handling of :class:`~bayes_risk.models.SequentialRegression`: user-supplied draws,
+validation and convergence quantities."""
 
 from __future__ import annotations
 
@@ -116,10 +113,7 @@ def posterior_methods(state: SeqRegState) -> dict[str, str]:
 
 
 def convergence_quantities(state: SeqRegState) -> dict[str, np.ndarray]:
-    """Coefficients of the columns drawn by MCMC (NUTS or user-supplied draws).
-
-    Exact and Laplace draws are independent by construction, so they are not diagnosed.
-    """
+    """Coefficients of the columns drawn by MCMC (NUTS or user-supplied draws)."""
     post = state.tree["posterior"]
     methods = posterior_methods(state)
     out: dict[str, np.ndarray] = {}

@@ -1,9 +1,5 @@
-"""Vectorised Pólya-urn bookkeeping of the CART plug-in likelihood (un-smoothed columns).
-
-:class:`PolyaTables` holds one tree's donor and synthetic counts for every released dataset and
-evaluates the change a candidate makes (one donor moved along its paths) for all candidates,
-nodes and datasets at once. See :doc:`/methods/attribute`, Tree synthesizers: plug-in
-likelihoods.
+"""Vectorised Pólya-urn bookkeeping of the CART plug-in likelihood (un-smoothed columns). See
+:doc:`/methods/attribute`.
 """
 
 from __future__ import annotations
@@ -96,10 +92,8 @@ class PolyaTables:
 
     def delta(self, pos: int, old_v: float, new_v: np.ndarray,
               new_leaf: np.ndarray | None) -> np.ndarray:
-        """``[m, G]`` change of the tree's log-likelihood when record ``i`` (donor position
-        ``pos``, true value ``old_v``) takes value ``new_v[g]`` and is routed to ``new_leaf[g]``
-        (``None``: its donor path), with the infinite cases (``−inf``: a synthetic value left
-        without donor)."""
+        """``[m, G]`` change of the tree's log-likelihood when the donor at ``pos`` takes value
+        ``new_v[g]`` and is routed to ``new_leaf[g]`` (``None``: its donor path)."""
         G = new_v.size
         old = np.flatnonzero((self.start <= pos) & (pos < self.stop))
         d0 = old.size

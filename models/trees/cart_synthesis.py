@@ -76,9 +76,7 @@ def output_rounding(state: CARTState, column: str) -> tuple[int | None, bool]:
 
 def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence[str] | None = None,
                    *, unroutable: str, donor: str) -> tuple[pd.DataFrame, dict[str, int]]:
-    """One synthetic table (``columns``: only these synthesized columns, for replicates; the
-    same draws) and the number of unroutable records per column; ``unroutable`` and ``donor``:
-    the settings."""
+    """One synthetic table (``columns``: only these) and the unroutable records per column."""
     sel = np.flatnonzero(state.records)
     cur: dict[str, np.ndarray] = {}  # current values of selected records, per column
     src: dict[str, np.ndarray] = {}  # donor row of each selected record (non-smoothed)
@@ -146,9 +144,7 @@ def regression_draw(state: CARTState, reg, sel, cur, src, rng, *, proper: bool) 
 def two_step(state: CARTState, col, lay, sel, cur, src, unrout, rng, *, unroutable: str,
              bb: bool) -> None:
     """Synthesize a numeric column with missing values in two steps (synthpop's ``cont.na``):
-    the missingness kind from the kind tree's donors, then, for the records whose synthetic
-    kind is "observed", a value from the value tree (fitted on the observed records); ``bb``:
-    Bayesian-bootstrap donors."""
+    its missingness kind, then the value of the records drawn "observed"."""
     ktree = state.missing_trees[col]
     n_flag, used, inv, seg_start, sizes, pos_map = _cached_route(state, ktree, col, cur, sel, rng,
                                                                  unroutable)
@@ -192,9 +188,8 @@ def _cached_route(state: CARTState, tree, col, cur, sel, rng, unroutable: str):
 
 
 def route_blocks(state: CARTState, tree, col, cur, sel, rng, unroutable: str, subset=None):
-    """Route the selected records (``subset``: only these of them) through ``tree``: the
-    number of unroutable records, the used nodes, each record's node among them and the
-    nodes' concatenated donor blocks."""
+    """Route the selected records through ``tree``: unroutable count, used nodes, each record's
+    node among them and the nodes' concatenated donor blocks."""
     preds = state.predictors[col]
     n_rec = sel.size if subset is None else subset.size
     if preds:
