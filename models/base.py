@@ -81,6 +81,8 @@ class BaseSynthesizer(metaclass=ABCMeta):
 
         Raises
         ------
+        ValidationError, SchemaError
+            For invalid settings, columns or record selection.
         NotImplementedError
             For a model that is only built from draws made elsewhere (``from_posterior``).
         """

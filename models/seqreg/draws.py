@@ -4,16 +4,11 @@
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import expit, logsumexp
 
 from bayes_risk.exceptions import CALLER, ConvergenceWarning
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
-
 
 _SEP = "__"
 

@@ -119,32 +119,6 @@ class CARTSynthesizer(TreeSynthesizer):
     def fit(self, data: pd.DataFrame, *, schema: Schema | None = None,
             synthesized: Sequence[str] | None = None, records: Any = None,
             random_seed: RandomSeed = None) -> CARTSynthesizer:
-        """Fit one tree per synthesized column on the confidential data.
-
-        Parameters
-        ----------
-        data : DataFrame
-            Confidential table; empty cells and declared missing-value codes are accepted.
-        schema : Schema, optional
-            Column types (default: inferred).
-        synthesized : sequence of str, optional
-            Columns to synthesize, in visit order (default: the schema's synthesized columns).
-        records : boolean mask or integer positions, optional
-            Records whose synthesized columns are replaced (default: all); trees are fitted on
-            all records.
-        random_seed : RandomSeed
-            Seeds scikit-learn's split tie-breaking when the ``random_seed`` setting is ``None``.
-
-        Returns
-        -------
-        CARTSynthesizer
-            ``self``.
-
-        Raises
-        ------
-        ValidationError, SchemaError
-            For invalid settings, columns or record selection.
-        """
         _fit.fit(self, data, schema, synthesized, records, random_seed)
         self._set_state()
         return self

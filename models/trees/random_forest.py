@@ -45,6 +45,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
     """Random-forest synthesizer (Caiola & Reiter 2010): one forest per replaced column, in visit
     order; categorical columns draw from their leaves' class distribution, numeric ones a donor
     value of their leaves (Meinshausen 2006; :doc:`/methods/models`, Random forests).
+    ``fit(records=...)`` also takes a selection per column, ``{column: selection}``.
 
     Parameters
     ----------
@@ -145,31 +146,6 @@ class RandomForestSynthesizer(TreeSynthesizer):
     def fit(self, data: pd.DataFrame, *, schema: Schema | None = None,
             synthesized: Sequence[str] | None = None, records: Any = None,
             random_seed: RandomSeed = None) -> RandomForestSynthesizer:
-        """Grow one forest per synthesized column on the genuine data of its replaced records.
-
-        Parameters
-        ----------
-        data : DataFrame
-            Confidential table (empty cells accepted).
-        schema : Schema, optional
-        synthesized : sequence of str, optional
-            Columns to replace (categorical, ordinal, count or continuous).
-        records : mask, positions or dict, optional
-            Records whose values are replaced: one selection, or ``{column: selection}``
-            (default: all records).
-        random_seed : RandomSeed
-            Seeds the forests when the ``random_seed`` setting is ``None``.
-
-        Returns
-        -------
-        RandomForestSynthesizer
-
-        Raises
-        ------
-        ValidationError
-            For a numeric column with missing values, procedure B with differing record sets,
-            a bad ``visit_sequence`` or fewer than 2 replaced records.
-        """
         self._check_settings()
         random_seed = self._fit_seed(random_seed)
         schema, cols = prepare_schema(data, schema, synthesized, allow_missing=True)
