@@ -25,11 +25,7 @@ _FIXED_ROUTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def route(state: CARTState, records: pd.DataFrame, column: str, random_seed: RandomSeed, *,
           unroutable: str) -> tuple[np.ndarray, np.ndarray]:
     """The work of :meth:`CARTSynthesizer.route` (documented there)."""
-    _check_tree(state, column)
-    if column not in state.trees:
-        raise ValidationError(
-            f"column {column!r} is not synthesized (synthesized: {state.visit_sequence}).")
-    tree = state.trees[column]
+    tree = _tree(state, column)
     preds = state.predictors[column]
     if not preds:
         return np.zeros(len(records), dtype=np.int64), np.zeros(len(records), dtype=bool)
@@ -46,21 +42,21 @@ def route(state: CARTState, records: pd.DataFrame, column: str, random_seed: Ran
 
 def donors(state: CARTState, column: str, node: int) -> np.ndarray:
     """The work of :meth:`CARTSynthesizer.donors` (documented there)."""
-    _check_tree(state, column)
-    if column not in state.trees:
-        raise ValidationError(
-            f"column {column!r} is not synthesized (synthesized: {state.visit_sequence}).")
-    tree = state.trees[column]
+    tree = _tree(state, column)
     if not 0 <= int(node) < tree.n_nodes:
         raise ValidationError(f"node must be in 0..{tree.n_nodes - 1}. Got {node!r}.")
     return tree.donor_rows[tree.node_start[node] : tree.node_stop[node]].copy()
 
 
-def _check_tree(state: CARTState, column: str) -> None:
-    """Refuse a column a spec draws by regression: it has no tree."""
+def _tree(state: CARTState, column: str):
+    """The tree of a synthesized ``column`` (refused: a column a spec draws by regression)."""
     if column in state.regressions:
         raise ValidationError(f"column {column!r} is drawn by {state.regressions[column].method!r}"
                               " (the spec), not by a tree.")
+    if column not in state.trees:
+        raise ValidationError(
+            f"column {column!r} is not synthesized (synthesized: {state.visit_sequence}).")
+    return state.trees[column]
 
 
 def output_rounding(state: CARTState, column: str) -> tuple[int | None, bool]:
