@@ -465,12 +465,9 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
     if cls is None:
         raise ValidationError(
             f"the release was made by {synthetic.method!r}, which is not a registered "
-            "synthesizer declaring a plug-in likelihood (a plugin_likelihood method, as CART "
-            "'cart' and random forests 'rf' do); only such releases can be rebuilt for their "
-            "plug-in likelihoods (methods page, section 'Tree synthesizers: plug-in "
-            "likelihoods'). Bayesian models are saved with 'bayes-risk fit' and passed as "
-            "--model.", code="NOT_REBUILDABLE",
-        )
+            "synthesizer declaring a plug-in likelihood (as CART and random forests do), so it "
+            "cannot be rebuilt; a Bayesian model is saved with 'bayes-risk fit' and passed as "
+            "--model.", code="NOT_REBUILDABLE")
     call = (synthetic.extra or {}).get("fit_call")
     if not call or call.get("random_seed") is None:
         raise ValidationError(

@@ -20,20 +20,9 @@ def _lookup(keys: np.ndarray, counts: np.ndarray, query: np.ndarray) -> np.ndarr
 
 
 class PolyaTables:
-    """Donor and synthetic value counts of every node of one tree, for all released datasets.
-
-    Parameters
-    ----------
-    tree : SeqTree
-        The fitted tree (donors ``y_sorted[node_start[u]:node_stop[u]]`` of node ``u``).
-    parent : ndarray of int
-        Parent of every node (``-1`` at the root).
-    syn_nodes, syn_values : sequences of ndarray
-        Per released dataset: the node each synthesized record is routed to and its released
-        value (float64; categorical columns as level codes).
-    uniform : bool
-        ``donor="uniform"`` (multinomial) rather than the Bayesian bootstrap (Pólya urn).
-    """
+    """Donor and synthetic value counts of every node of one ``tree`` (with each node's
+    ``parent``), for all released datasets (per dataset, each synthesized record's node and
+    encoded value); ``uniform``: ``donor="uniform"`` (multinomial, not the Pólya urn)."""
 
     def __init__(self, tree, parent: np.ndarray, syn_nodes: Sequence[np.ndarray],
                  syn_values: Sequence[np.ndarray], uniform: bool) -> None:

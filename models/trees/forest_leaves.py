@@ -15,18 +15,8 @@ __all__ = ["distinct_rows", "donor_weights", "draw_donors", "forest_apply_distin
 
 
 def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of a forest's input (compared as the float32 bytes the trees route) and
-    where each row of ``X`` is among them.
-
-    Parameters
-    ----------
-    X : array, shape (n, p)
-
-    Returns
-    -------
-    distinct : ndarray of float32, shape (k, p)
-    inverse : ndarray of int64, shape (n,)
-        ``distinct[inverse]`` has the bytes of ``X`` as float32.
+    """The distinct rows of a forest's input ``X`` (as float32 bytes) and ``inverse``, where
+    each row is among them.
 
     Examples
     --------
@@ -90,20 +80,8 @@ def leaf_donors(forest: Any, X: np.ndarray, y: np.ndarray) -> dict[str, np.ndarr
     """The donors of every leaf of a fitted regression forest: each tree's in-bag training
     records with their bootstrap counts, stacked tree after tree.
 
-    Parameters
-    ----------
-    forest : fitted RandomForestRegressor (or a stored forest with ``estimators_samples_``)
-    X : array, shape (n, p)
-        The training inputs.
-    y : array, shape (n,)
-        The training responses.
-
-    Returns
-    -------
-    dict of ndarray
-        ``values``, ``counts`` (one entry per in-bag record and tree, ordered by global node id),
-        ``start``, ``size`` (each global node's entries; node ``k`` of tree ``b`` is
-        ``offsets[b] + k``) and ``offsets``.
+    Returns ``values``, ``counts`` (one entry per in-bag record and tree, by global node id),
+    ``start``, ``size`` (each global node's entries) and ``offsets`` (of each tree's nodes).
     """
     n = X.shape[0]
     leaves = forest_apply_distinct(forest, X)

@@ -61,10 +61,8 @@ def expected_score(probabilities: np.ndarray, scores: Sequence[float] | None = N
 def match_donor(recipient_prediction: np.ndarray | float, donor_predictions: np.ndarray, *,
                 allowed: np.ndarray | None = None, tie: str = "random",
                 rng: np.random.Generator | None = None) -> tuple[int, np.ndarray]:
-    """Index of the donor whose prediction is closest to the recipient's (Hawala 2008 step 5).
-
-    Absolute difference for scalar predictions, Euclidean distance for probability vectors;
-    ties (within the package's tolerance) are broken at random or by the first donor.
+    """Index of the donor whose prediction is closest to the recipient's (Hawala 2008 step 5;
+    Euclidean distance for probability vectors).
 
     Parameters
     ----------

@@ -442,9 +442,6 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *, random_seed: 
     if info.has("record") or info.has("plugin"):
         return synthesizer
     raise ValidationError(
-        f"{type(synthesizer).__name__} has no likelihood of a record's values (it has "
-        "neither record_loglik nor plugin_likelihood), so attribute risk "
-        "cannot be computed from it; expected a Bayesian model, or a synthesizer with a plug-in "
-        "likelihood such as CART or random forests (docs: methods page 'Attribute disclosure "
-        "risk').",
-        code="NO_LIKELIHOOD")
+        f"{type(synthesizer).__name__} has no likelihood of a record's values (neither "
+        "record_loglik nor plugin_likelihood), so attribute risk cannot be computed from it; "
+        "expected a Bayesian model, or CART or random forests.", code="NO_LIKELIHOOD")
