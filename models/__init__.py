@@ -1,11 +1,5 @@
-"""Synthesis models, installed as ``bayes_risk.models``.
-
-Every synthesizer speaks one dialect (:class:`BaseSynthesizer`; :doc:`/user_guide/synthesizers`).
-Classes are imported lazily (PyMC is loaded only by the modules that need it);
-:func:`get_synthesizer` looks a class up by its command-line name among the entry points of
-the group ``bayes_risk.synthesizers`` (:mod:`bayes_risk.registry`). The families ``dpmpm``,
-``poisson``, ``seqreg`` and ``trees`` share ``_bayesian`` and ``base``; ``external`` holds
-:class:`ArrayModel` (draws made by any software, not a registered synthesizer).
+"""Synthesis models, installed as ``bayes_risk.models`` (classes imported lazily); see
+:doc:`/user_guide/synthesizers`.
 """
 
 from __future__ import annotations
@@ -22,9 +16,7 @@ from bayes_risk.models.base import (
 )
 from bayes_risk.registry import get_synthesizer, list_synthesizers
 
-# the classes exported lazily, by the family sub-package exporting them (their command-line names
-# are the entry points of pyproject.toml alone: bayes_risk.registry; tests/test_model_contract.py
-# checks that every built-in entry point is exported here)
+# the classes exported lazily, by the sub-package exporting them
 _LAZY = {
     "CARTSynthesizer": "bayes_risk.models.trees",
     "RandomForestSynthesizer": "bayes_risk.models.trees",

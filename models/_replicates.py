@@ -1,9 +1,6 @@
-"""Posterior-predictive replicates of synthesized columns, drawn in chunks.
-
-Shared by the models' ``posterior_replicates`` methods (the protocol
-``bayes_risk.contract.SupportsPosteriorReplicates``). Replicate ``r`` is drawn from its own random
-stream, child ``r`` of the seed's ``SeedSequence``, so the replicates do not depend on the chunk
-size or on where a run starts: ``start=100`` continues a run that stopped after 100 replicates.
+"""Posterior-predictive replicates of synthesized columns, drawn in chunks (the models'
+``posterior_replicates``); replicate ``r`` uses child stream ``r`` of the seed, so chunking
+and ``start`` do not change them. See :doc:`/user_guide/posterior_replicates`.
 """
 
 from __future__ import annotations
@@ -47,11 +44,8 @@ def iter_replicates(
     random_seed: RandomSeed,
     start: int = 0,
 ) -> Iterator[list[pd.DataFrame]]:
-    """Yield lists of at most ``chunk_size`` replicates (``columns`` only, rows in record order).
-
-    ``draw_one(rng)`` returns one full synthetic table drawn with ``rng`` only. ``n=None`` yields
-    chunks until the consumer stops.
-    """
+    """Yield lists of at most ``chunk_size`` replicates ``draw_one(rng)`` (``columns`` only);
+    ``n=None``: until the consumer stops."""
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) \
             or chunk_size < 1:
         raise ValidationError(f"chunk_size must be a positive integer. Got {chunk_size!r}.")

@@ -1,11 +1,5 @@
-"""Base class of every synthesizer: the one API dialect of the package's synthesis models.
-
-Scikit-learn's estimator contract: ``__init__`` stores its settings unchanged (resolved by
-``fit``); ``fit(data, *, schema=None, synthesized=None, records=None, random_seed=None)`` sets
-attributes with a trailing underscore and returns ``self``; ``synthesize(m, *,
-random_seed=None)`` returns :class:`~bayes_risk.data.SyntheticData`. ``fit(random_seed=b)``
-on a model created with another ``random_seed=a`` raises ``SEED_CONFLICT``. Checked for every
-registered synthesizer by ``tests/models/test_contract.py``; see :doc:`/user_guide/synthesizers`.
+"""Base class of every synthesizer (scikit-learn's estimator contract: ``fit`` / ``synthesize``
+/ ``get_params``), model loading and rebuilding. See :doc:`/user_guide/synthesizers`.
 """
 
 from __future__ import annotations
@@ -46,12 +40,8 @@ SETTINGS_FILE = "model.json"
 
 
 class BaseSynthesizer(metaclass=ABCMeta):
-    """Base class of the synthesizers: the fit / synthesize dialect and ``get_params``.
-
-    ``get_params`` / ``set_params`` read the settings from the ``__init__`` signature (every
-    setting is stored under its own name). Subclasses implement :meth:`synthesize` and (unless
-    they are only built from draws made elsewhere) :meth:`fit`, with the signatures below.
-    """
+    """Base class of the synthesizers: ``fit`` / ``synthesize`` and ``get_params`` (read from
+    the ``__init__`` signature)."""
 
     #: name under which the class is registered in :func:`bayes_risk.models.get_synthesizer`
     method_name: str = "base"
@@ -91,6 +81,8 @@ class BaseSynthesizer(metaclass=ABCMeta):
 
         Raises
         ------
+        ValidationError, SchemaError
+            For invalid settings, columns or record selection.
         NotImplementedError
             For a model that is only built from draws made elsewhere (``from_posterior``).
         """
@@ -116,21 +108,12 @@ class BaseSynthesizer(metaclass=ABCMeta):
         """
 
     def _seed(self, random_seed: RandomSeed) -> RandomSeed:
-        """The seed of a draw from the fitted model (``synthesize``): ``random_seed`` if given,
-        else the ``random_seed`` setting."""
+        """``random_seed`` if given, else the ``random_seed`` setting."""
         return getattr(self, "random_seed", None) if random_seed is None else random_seed
 
     def _fit_seed(self, random_seed: RandomSeed) -> RandomSeed:
-        """The seed of ``fit``: the ``random_seed`` setting, or the one given to ``fit`` when
-        the setting is ``None`` (or the same seed).
-
-        Raises
-        ------
-        ValidationError
-            When both are given and differ (``SEED_CONFLICT``): the fit would not be the one
-            that ``get_params`` (and so ``sklearn.base.clone``, ``save``/``load`` and the
-            release's manifest) describes.
-        """
+        """The seed of ``fit``: the setting, or ``random_seed`` when the setting is ``None``;
+        ``SEED_CONFLICT`` when both are given and differ."""
         setting = getattr(self, "random_seed", None)
         if random_seed is None or random_seed is setting:
             return setting
@@ -148,7 +131,7 @@ class BaseSynthesizer(metaclass=ABCMeta):
         return random_seed
 
     def _release_settings(self) -> dict[str, Any]:
-        """:meth:`get_params` for a release's manifest (the seed described as JSON)."""
+        """:meth:`get_params` with the seed as JSON (a release's manifest)."""
         from bayes_risk._rng import seed_to_json
 
         params = self.get_params(deep=False)
@@ -177,8 +160,7 @@ class BaseSynthesizer(metaclass=ABCMeta):
         Returns
         -------
         dict
-            Setting name → value; ``type(model)(**model.get_params(deep=False))`` is an
-            unfitted model with the same settings (what ``sklearn.base.clone`` makes).
+            Setting name → value.
         """
         out: dict[str, Any] = {}
         for name in self._param_names():
@@ -216,16 +198,14 @@ class BaseSynthesizer(metaclass=ABCMeta):
         return self
 
     def __sklearn_tags__(self) -> Any:
-        """scikit-learn's tags (asked for by its ``check_is_fitted`` and estimator checks): an
-        estimator of no scikit-learn type, fitted to a table without a target. scikit-learn is
-        imported here only: ``import bayes_risk.models`` does not load it."""
+        """scikit-learn's tags: no estimator type, no target (sklearn imported lazily)."""
         from sklearn.utils import InputTags, Tags, TargetTags
 
         return Tags(estimator_type=None, target_tags=TargetTags(required=False),
                     input_tags=InputTags(categorical=True, string=True, allow_nan=True))
 
     def __sklearn_is_fitted__(self) -> bool:
-        """Whether ``fit`` has run (``sklearn.utils.validation.check_is_fitted`` asks this)."""
+        """Whether ``fit`` has run (for scikit-learn's ``check_is_fitted``)."""
         try:
             check_is_fitted(self)
         except NotFittedError:
@@ -238,8 +218,7 @@ class BaseSynthesizer(metaclass=ABCMeta):
 
 
 def _same_seed(a: Any, b: Any) -> bool:
-    """Whether two seeds are the same seed: equal integers, or sequences of equal integers (a
-    generator or seed sequence is the same seed only as itself)."""
+    """Equal integers or integer sequences; a generator or seed sequence equals only itself."""
     import numpy as np
 
     def key(x: Any) -> Any:
@@ -255,10 +234,7 @@ def _same_seed(a: Any, b: Any) -> bool:
 
 
 def synthesized_columns(synthesized: Any, schema: Schema) -> list[str] | None:
-    """Validate a ``synthesized=`` argument of ``fit`` against the schema.
-
-    Returns ``None`` (the model's default) or the named columns in the order given; a single
-    name counts as a list of one.
+    """Validate a ``synthesized=`` argument of ``fit``: ``None`` or the named columns, in order.
 
     Raises
     ------
@@ -293,11 +269,8 @@ def synthesized_columns(synthesized: Any, schema: Schema) -> list[str] | None:
 def check_is_fitted(
     model: Any, attribute: str | None = None, *, method: str | None = None
 ) -> None:
-    """Raise :class:`NotFittedError` unless ``model`` has been fitted.
-
-    A model counts as fitted when it has any attribute ending in ``_`` set by ``fit`` (or the
-    named ``attribute``). ``method`` names the method that needs the fit (in the message).
-    """
+    """Raise :class:`NotFittedError` unless ``model`` has a fitted (``_``-suffixed) attribute,
+    or the named ``attribute``; ``method`` is named in the message."""
     if attribute is not None:
         fitted = getattr(model, attribute, None) is not None
     else:
@@ -315,7 +288,7 @@ def check_is_fitted(
 
 
 def read_model_meta(path: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]:
-    """The folder and the parsed ``model.json`` of a saved model (clear error if it is not one)."""
+    """The folder and the parsed ``model.json`` of a saved model."""
     from bayes_risk._io import read_json
 
     p = Path(path)
@@ -331,10 +304,8 @@ CHECKSUMS = "sha256"
 
 
 def write_model_json(folder: Path, meta: dict[str, Any]) -> None:
-    """Write ``model.json`` last into a model folder being saved, with the SHA-256 of every
-    other file in it and of its own other fields (``"sha256"``), which :func:`verify_model_folder`
-    checks when the folder is loaded: an edited role, visit sequence or setting, or a replaced
-    posterior, is then refused naming the file instead of making another release."""
+    """Write ``model.json`` last, with the SHA-256 of every other file and of its own fields
+    (checked by :func:`verify_model_folder`)."""
     from bayes_risk._checksums import file_sha256, json_sha256
     from bayes_risk._io import to_jsonable, write_json
 
@@ -356,35 +327,10 @@ def damaged_folder(p: Path, what: str) -> ValidationError:
 
 def verify_model_folder(p: Path, meta: dict[str, Any], *, required: Sequence[str] = (),
                         legacy: bool = True) -> None:
-    """Check a model folder against the checksums its ``model.json`` records, before anything
-    is read by it.
-
-    Parameters
-    ----------
-    p : Path
-        The folder.
-    meta : dict
-        Its parsed ``model.json``.
-    required : sequence of str
-        Files the folder must hold whatever ``model.json`` says (``MODEL_DAMAGED`` if absent).
-    legacy : bool, default True
-        Whether a folder without checksums can be one written before they were recorded (a
-        Bayesian model): it is then loaded with warning ``MODEL_UNVERIFIED``. Otherwise (a
-        tree synthesizer, whose folders always held the checksums of their arrays and data)
-        it is refused.
-
-    Raises
-    ------
-    ValidationError
-        ``MODEL_DAMAGED``, naming the file that is missing or whose checksum differs (for
-        ``model.json``: a field edited after it was written).
-
-    Warns
-    -----
-    DataWarning
-        ``MODEL_UNVERIFIED``: a folder written by an older bayes-risk, without the checksum of
-        ``model.json`` (or of any file): an edit to what is not covered cannot be detected.
-    """
+    """Check a model folder (``p``, its parsed ``model.json`` ``meta``) against the checksums
+    ``model.json`` records: ``MODEL_DAMAGED`` naming a missing ``required`` file or a changed
+    one. A folder without checksums is refused unless ``legacy`` (older Bayesian models): it is
+    then loaded with warning ``MODEL_UNVERIFIED``."""
     import warnings
 
     from bayes_risk._checksums import file_sha256, json_sha256
@@ -428,11 +374,8 @@ def verify_model_folder(p: Path, meta: dict[str, Any], *, required: Sequence[str
 
 
 def load_model(path: str | os.PathLike[str]) -> Any:
-    """Load a fitted model saved with its ``save(path)`` method.
-
-    The folder's ``model.json`` names the class (its registered name under ``"method"``: an entry
-    point of the group ``bayes_risk.synthesizers``); the class's own ``load`` reads the rest (e.g.
-    the NetCDF posterior).
+    """Load a fitted model saved with its ``save(path)`` method (the class registered under
+    ``model.json``'s ``"method"`` reads the folder).
 
     Raises
     ------
@@ -459,15 +402,9 @@ def _same_cells(a: Any, b: Any) -> bool:
 
 
 def rebuildable_synthesizer(synthetic: Any) -> type | None:
-    """The registered synthesizer class that made a release, when the release can be rebuilt
-    for a plug-in likelihood; ``None`` otherwise.
-
-    What the class can do decides, not its name: a synthesizer without posterior draws with a
-    ``plugin_likelihood`` method (:func:`~bayes_risk.contract.capabilities`; CART, random forests,
-    or a model registered by another distribution) can be fitted again from the release's
-    manifest (:func:`rebuild_synthesizer`) and give its plug-in likelihood. A release of a
-    Bayesian model (saved with ``bayes-risk fit`` instead), of PMM, of an unregistered method or
-    of unknown origin gives ``None``.
+    """The registered synthesizer class that made a release, when it declares a plug-in
+    likelihood (:func:`~bayes_risk.contract.capabilities`) and so can be rebuilt
+    (:func:`rebuild_synthesizer`); ``None`` otherwise.
 
     Parameters
     ----------
@@ -490,12 +427,8 @@ def rebuildable_synthesizer(synthetic: Any) -> type | None:
 
 
 def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -> Any:
-    """Refit the synthesizer that produced a release, from its manifest and the original.
-
-    A release records how it was made (method, settings, synthesized columns, replaced records,
-    seeds), so a synthesizer with a plug-in likelihood (CART, random forests) can be fitted again
-    from the confidential table when only the release is at hand (``bayes-risk attribute``
-    without ``--model``); :func:`rebuildable_synthesizer` says which releases qualify.
+    """Refit the synthesizer that produced a release (CART, random forests), from its manifest
+    and the original; :func:`rebuildable_synthesizer` says which releases qualify.
 
     Parameters
     ----------
@@ -517,8 +450,7 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
     ------
     ValidationError
         If the release was not made by a registered synthesizer with a plug-in likelihood
-        (code ``NOT_REBUILDABLE``), does not record a replayable seed, or (``verify=True``) is
-        not reproduced — e.g. ``original`` is not its table, or the release was edited.
+        or does not record a replayable seed (``NOT_REBUILDABLE``), or is not reproduced.
     """
     import numpy as np
     import pandas as pd
@@ -533,12 +465,9 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
     if cls is None:
         raise ValidationError(
             f"the release was made by {synthetic.method!r}, which is not a registered "
-            "synthesizer declaring a plug-in likelihood (a plugin_likelihood method, as CART "
-            "'cart' and random forests 'rf' do); only such releases can be rebuilt for their "
-            "plug-in likelihoods (methods page, section 'Tree synthesizers: plug-in "
-            "likelihoods'). Bayesian models are saved with 'bayes-risk fit' and passed as "
-            "--model.", code="NOT_REBUILDABLE",
-        )
+            "synthesizer declaring a plug-in likelihood (as CART and random forests do), so it "
+            "cannot be rebuilt; a Bayesian model is saved with 'bayes-risk fit' and passed as "
+            "--model.", code="NOT_REBUILDABLE")
     call = (synthetic.extra or {}).get("fit_call")
     if not call or call.get("random_seed") is None:
         raise ValidationError(

@@ -1,9 +1,4 @@
-"""Posterior draws from any software as a model: :class:`ArrayModel`.
-
-A model the risk engines evaluate (:class:`~bayes_risk.contract.RiskModel`, and the optional
-methods when their functions are given), not a synthesizer: it is not registered and
-``bayes_risk.testing.check_synthesizer`` skips fitting, synthesis and seeds for it.
-"""
+"""Posterior draws from any software as a risk model (not a synthesizer): :class:`ArrayModel`."""
 
 from __future__ import annotations
 
@@ -19,9 +14,6 @@ from bayes_risk.exceptions import ValidationError
 __all__ = ["ArrayModel"]
 
 
-# ------------------------------------------------------------------------------------------
-# ArrayModel
-# ------------------------------------------------------------------------------------------
 def _take_draws(draws: Any, idx: np.ndarray | None) -> Any:
     if idx is None:
         return draws
@@ -76,12 +68,9 @@ def _chain_labels(chains: Any, h: int) -> np.ndarray:
 
 
 class ArrayModel:
-    """A Bayesian synthesis model given by posterior draws and a per-draw record log-likelihood.
-
-    Implements :class:`bayes_risk.contract.RiskModel`, so that :func:`bayes_risk.attribute_risk`
-    can run on draws produced by any software (Stan, PyMC, R). Its capabilities
-    (:func:`~bayes_risk.contract.capabilities`) follow from the functions given. It neither fits
-    nor synthesizes.
+    """A Bayesian synthesis model given by posterior draws and a per-draw record log-likelihood
+    (a :class:`bayes_risk.contract.RiskModel` for draws made by any software; it neither fits
+    nor synthesizes).
 
     Parameters
     ----------
@@ -99,8 +88,8 @@ class ArrayModel:
     ratio_form : {"joint", "conditional"}
         Hu 2019 §3.2.5.
     dataset_loglik_fn : callable, optional
-        ``f(dataset: DataFrame, draws) -> ndarray[H]`` = ``log p(Z_(l) | Θ_h)``. Default: the sum
-        over the dataset's rows of ``loglik_fn`` (class P with conditionally independent records).
+        ``f(dataset: DataFrame, draws) -> ndarray[H]`` = ``log p(Z_(l) | Θ_h)`` (default: the sum
+        of ``loglik_fn`` over the rows).
     augment_fn : callable, optional
         ``augment_fn(data, synthetic, **kw) -> draws`` of ``p(Θ | y, Z_(l))`` (enables
         :meth:`fit_augmented`, the stabilised estimator).
@@ -111,9 +100,8 @@ class ArrayModel:
         Fast path ``f(records_df, draws) -> ndarray[H, n, G]`` of one-variable-different
         candidate log-likelihoods (candidate-set order).
     chains : int or array of int, optional
-        A number ``C`` of equally long chains stored chain-major, or ``H`` chain labels. With two
-        or more chains the engine compares each record's estimate between chains
-        (``CHAINS_DISAGREE``). Default: one chain.
+        A number ``C`` of equally long chains stored chain-major, or ``H`` chain labels
+        (default: one chain).
 
     Examples
     --------
@@ -182,8 +170,7 @@ class ArrayModel:
     def neighbourhood_loglik(
         self, records: pd.DataFrame, *, draw_indices: np.ndarray | None = None
     ) -> np.ndarray:
-        """``[H, n, G]`` one-variable-different candidate log-likelihoods from
-        ``neighbourhood_fn`` (only when it was given)."""
+        """``[H, n, G]`` one-variable-different candidate log-likelihoods (``neighbourhood_fn``)."""
         d = _take_draws(self.draws, draw_indices)
         return np.asarray(self.neighbourhood_fn(records, d), dtype=np.float64)
 
@@ -196,8 +183,7 @@ class ArrayModel:
         *,
         draw_indices: np.ndarray | None = None,
     ) -> np.ndarray:
-        """``[H, m, G]`` own-record terms of a class O model (methods, Two classes of synthesis
-        model) from ``own_record_delta_fn`` (only when it was given)."""
+        """``[H, m, G]`` own-record terms of a class O model (``own_record_delta_fn``)."""
         d = _take_draws(self.draws, draw_indices)
         return np.asarray(self.own_record_delta_fn(record, candidates, synthetic, d),
                           dtype=np.float64)
@@ -207,20 +193,11 @@ class ArrayModel:
         return self._chains.copy()
 
     def with_draws(self, draws: Any, *, chains: Any = None) -> ArrayModel:
-        """The same model with other draws (e.g. of ``p(Θ | y, Z_(l))`` for the stabilised one)
-        and their ``chains`` (see the class)."""
-        return ArrayModel(
-            self.loglik_fn,
-            draws,
-            self.schema_,
-            model_class=self.model_class,
-            ratio_form=self.ratio_form,
-            dataset_loglik_fn=self.dataset_loglik_fn,
-            augment_fn=self.augment_fn,
-            own_record_delta_fn=self.own_record_delta_fn,
-            neighbourhood_fn=self.neighbourhood_fn,
-            chains=chains,
-        )
+        """The same model with other draws and their ``chains`` (see the class)."""
+        fns = ("model_class", "ratio_form", "dataset_loglik_fn", "augment_fn",
+               "own_record_delta_fn", "neighbourhood_fn")
+        return ArrayModel(self.loglik_fn, draws, self.schema_, chains=chains,
+                          **{k: getattr(self, k) for k in fns})
 
     def _check(self, out: Any, n: int, what: str, h: int) -> np.ndarray:
         arr = np.asarray(out, dtype=np.float64)
@@ -261,9 +238,7 @@ class ArrayModel:
     def fit_augmented(
         self, data: pd.DataFrame, synthetic: pd.DataFrame, **kwargs: Any
     ) -> ArrayModel:
-        """Model with draws of ``p(Θ | y, Z_(l))`` from ``augment_fn`` (only when it was
-        given: without it, pass ``augmented=[model.with_draws(draws_l) for each dataset]`` to
-        ``attribute_risk``, or use ``estimator='is'``)."""
+        """Model with draws of ``p(Θ | y, Z_(l))`` from ``augment_fn``."""
         return self.with_draws(self.augment_fn(data, synthetic, **kwargs))
 
     def __repr__(self) -> str:

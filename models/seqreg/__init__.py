@@ -1,8 +1,4 @@
-"""Sequential regression synthesis (one GLM per column, conditional on the earlier columns).
-
-:class:`SequentialRegression` (``seqreg.py``) calls the module-level helpers of ``posterior``
-(exact, NUTS and Laplace posteriors), ``draws`` and ``loglik``.
-"""
+"""Sequential regression synthesis (one GLM per column, conditional on the earlier columns)."""
 
 from bayes_risk.models.seqreg.seqreg import SequentialRegression, default_family
 

@@ -1,22 +1,14 @@
-"""Posterior draws of one regression of :class:`~bayes_risk.models.SequentialRegression`.
-
-Variable naming of the posterior (``<column>__<parameter>``), the weakly-informative prior
-scales shared by NUTS and the Laplace approximation, and the Laplace draws themselves.
-"""
+"""Posterior variable names, prior scales and Laplace draws of one regression of
+:class:`~bayes_risk.models.SequentialRegression`."""
 
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import expit, logsumexp
 
 from bayes_risk.exceptions import CALLER, ConvergenceWarning
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
-
 
 _SEP = "__"
 

@@ -1,8 +1,5 @@
-"""Likelihood protocol of :class:`~bayes_risk.models.SequentialRegression`.
-
-Record, dataset, candidate and neighbourhood log-likelihoods: the product over the visit
-order of each column's regression density given its design row. The functions take the fitted
-state (:class:`~bayes_risk.models.seqreg.state.SeqRegState`) and the flattened draws ``idx``.
+"""Record, dataset, candidate and neighbourhood log-likelihoods of
+:class:`~bayes_risk.models.SequentialRegression`, from its fitted state.
 """
 
 from __future__ import annotations
@@ -39,9 +36,8 @@ def values(state: SeqRegState, df: pd.DataFrame, name: str) -> dict[str, np.ndar
 def loglik_from_values(
     state: SeqRegState, vals: Mapping[str, np.ndarray], n: int, idx: np.ndarray
 ) -> np.ndarray:
-    """``[H', n]`` sum over the chain of each regression's log-density of ``n`` records; a
-    missing outcome's factor integrates to 1 (it predicts no later column:
-    :func:`~bayes_risk.models.seqreg.missing.check_missing`)."""
+    """``[H', n]`` sum over the chain of each regression's log-density of ``n`` records (a
+    missing outcome's factor integrates to 1)."""
     out = np.zeros((idx.size, n))
     for c in state.order:
         fam = state.families[c]

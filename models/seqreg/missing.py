@@ -1,8 +1,4 @@
-"""Missing values (empty cells) in :class:`~bayes_risk.models.SequentialRegression`.
-
-A synthesized column's missing value (missing at random) is left out of its own regression and
-integrated out of the record likelihood, which is exact while the column predicts no later one;
-an unsynthesized predictor with missing values is padded (:class:`DesignSpec`, ``padded``). See
+"""Missing values (empty cells) in :class:`~bayes_risk.models.SequentialRegression`. See
 :doc:`/methods/models` (Sequential Bayesian regressions: missing values).
 """
 
@@ -60,9 +56,8 @@ def check_indicators(schema: Schema, column: str, predictors: Sequence[str],
 
 def check_missing(schema: Schema, predictors: Mapping[str, Sequence[str]],
                   padded: Sequence[str], values: Mapping[str, np.ndarray], name: str) -> None:
-    """Refuse the missing values of ``values`` (the table ``name``) that no regression can take:
-    in a synthesized column that predicts a later one, or in an unpadded unsynthesized
-    predictor, naming the column."""
+    """Refuse the missing values of ``values`` (the table ``name``) that no regression can take,
+    naming the column."""
     for c, preds in predictors.items():
         for p in preds:
             miss = missing_cells(schema, values, p)

@@ -1,8 +1,5 @@
-"""Posterior handling of :class:`~bayes_risk.models.SequentialRegression`.
-
-User-supplied draws, posterior validation, saved state, per-column parameters and the
-quantities checked for convergence.
-"""
+"""Posterior handling of :class:`~bayes_risk.models.SequentialRegression`: user-supplied draws,
+validation and convergence quantities."""
 
 from __future__ import annotations
 
@@ -20,6 +17,10 @@ from bayes_risk.models.seqreg.draws import _SEP, _var
 from bayes_risk.models.seqreg.state import SeqRegState
 
 
+def _invalid(message: str) -> ValidationError:
+    return ValidationError(message, code="POSTERIOR_INVALID")
+
+
 def draws_from_user(c: str, val: Any, schema: Schema, fam: str, design: Any
                     ) -> dict[str, np.ndarray]:
     """Column ``c``'s draws given as a table or array, as posterior variables ``[H, ...]``."""
@@ -30,20 +31,15 @@ def draws_from_user(c: str, val: Any, schema: Schema, fam: str, design: Any
         a = np.asarray(raw, dtype=np.float64)
         d = schema[c].n_levels
         if a.ndim != 2 or a.shape[1] != d:
-            raise ValidationError(
-                f"draws for categorical {c!r} must be [H, {d}] probabilities.",
-                code="POSTERIOR_INVALID"
-            )
+            raise _invalid(f"draws for categorical {c!r} must be [H, {d}] probabilities.")
         return {_var(c, "probs"): a}
     if fam == "multinomial_logit":
         a = np.asarray(val, dtype=np.float64)
         d = schema[c].n_levels
         if a.ndim != 3 or a.shape[1:] != (d - 1, q):
-            raise ValidationError(
+            raise _invalid(
                 f"draws for multinomial_logit {c!r} must be an array [H, {d - 1}, {q}] "
-                f"(categories {list(schema[c].levels[1:])} × coefficients {names}).",
-                code="POSTERIOR_INVALID"
-            )
+                f"(categories {list(schema[c].levels[1:])} × coefficients {names}).")
         return {_var(c, "beta"): a}
     want = names + (["sigma"] if fam == "normal" else [])
     if isinstance(val, pd.DataFrame):
@@ -51,29 +47,21 @@ def draws_from_user(c: str, val: Any, schema: Schema, fam: str, design: Any
         miss = [w for w in want if w not in cols]
         extra = [x for x in cols if x not in want]
         if miss or extra:
-            raise ValidationError(
-                f"draws for {c!r} ({fam}) must have columns {want}; missing {miss}, "
-                f"unexpected {extra}.",
-                code="POSTERIOR_INVALID"
-            )
+            raise _invalid(f"draws for {c!r} ({fam}) must have columns {want}; missing {miss}, "
+                           f"unexpected {extra}.")
         a = val[want].to_numpy(dtype=np.float64)
     else:
         a = np.asarray(val, dtype=np.float64)
         if a.ndim != 2 or a.shape[1] != len(want):
-            raise ValidationError(
-                f"draws for {c!r} ({fam}) must be [H, {len(want)}] in the order {want}. "
-                f"Got shape {a.shape}.",
-                code="POSTERIOR_INVALID"
-            )
+            raise _invalid(f"draws for {c!r} ({fam}) must be [H, {len(want)}] in the order "
+                           f"{want}. Got shape {a.shape}.")
     out = {_var(c, "beta"): a[:, :q]}
     if fam == "normal":
         if np.any(a[:, q] <= 0):
-            raise ValidationError(f"draws for {c!r}: sigma must be positive.",
-                                  code="POSTERIOR_INVALID")
+            raise _invalid(f"draws for {c!r}: sigma must be positive.")
         out[_var(c, "sigma")] = a[:, q]
     if not np.all(np.isfinite(a)):
-        raise ValidationError(f"draws for {c!r} contain non-finite values.",
-                              code="POSTERIOR_INVALID")
+        raise _invalid(f"draws for {c!r} contain non-finite values.")
     return out
 
 
@@ -87,8 +75,7 @@ def check_posterior(posterior: xr.DataTree, schema: Schema, order: Any, families
         for name in need:
             v = _var(c, name)
             if v not in post.data_vars:
-                raise ValidationError(f"posterior lacks variable {v!r} ({fam} model of {c!r}).",
-                                      code="POSTERIOR_INVALID")
+                raise _invalid(f"posterior lacks variable {v!r} ({fam} model of {c!r}).")
             shape = tuple(post[v].shape[2:])
             q = designs[c].n_coef
             if name == "sigma":
@@ -100,11 +87,8 @@ def check_posterior(posterior: xr.DataTree, schema: Schema, order: Any, families
             else:
                 exp = (q,)
             if shape != exp:
-                raise ValidationError(
-                    f"posterior variable {v!r} has shape {shape} per draw; expected {exp} "
-                    f"(coefficients {list(designs[c].names)}).",
-                    code="POSTERIOR_INVALID"
-                )
+                raise _invalid(f"posterior variable {v!r} has shape {shape} per draw; expected "
+                               f"{exp} (coefficients {list(designs[c].names)}).")
 
 
 def posterior_methods(state: SeqRegState) -> dict[str, str]:
@@ -116,10 +100,7 @@ def posterior_methods(state: SeqRegState) -> dict[str, str]:
 
 
 def convergence_quantities(state: SeqRegState) -> dict[str, np.ndarray]:
-    """Coefficients of the columns drawn by MCMC (NUTS or user-supplied draws).
-
-    Exact and Laplace draws are independent by construction, so they are not diagnosed.
-    """
+    """Coefficients of the columns drawn by MCMC (NUTS or user-supplied draws)."""
     post = state.tree["posterior"]
     methods = posterior_methods(state)
     out: dict[str, np.ndarray] = {}

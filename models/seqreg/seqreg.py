@@ -1,10 +1,4 @@
-"""Sequential Bayesian regression synthesizers (parametric chains).
-
-Synthesized columns are visited in order, each with a GLM whose design row holds the
-unsynthesized columns and the columns synthesized before it
-(:mod:`bayes_risk.models._bayesian.design`); the priors are independent, so each regression is
-fitted on its own. See :doc:`/user_guide/bayesian_models` and :doc:`/methods/models`.
-"""
+"""Sequential Bayesian regression synthesizers (chains of GLMs). See :doc:`/methods/models`."""
 
 from __future__ import annotations
 
@@ -48,8 +42,8 @@ _METHODS = ("auto", "exact", "nuts", "laplace")
 
 
 def default_family(spec) -> str:
-    """Default GLM family of a column: continuous → ``normal``, count → ``poisson_log``,
-    2-level categorical → ``bernoulli_logit``, more levels → ``multinomial_logit``."""
+    """Default GLM family of a column: ``normal``, ``poisson_log``, ``bernoulli_logit`` (2
+    levels) or ``multinomial_logit``."""
     if spec.type == "continuous":
         return "normal"
     if spec.type == "count":
@@ -75,12 +69,8 @@ class SequentialRegression(BayesianSynthesizer):
     formulas : dict, optional
         Column → ``"y ~ a + b"`` (sums of column names only), an alternative to ``predictors``.
     posterior_method : {"auto", "exact", "nuts", "laplace"} or dict
-        How posterior draws are made (per column if a dict): ``"exact"`` (``normal``: the
-        flat-prior posterior ``p(β, σ²) ∝ σ^{-2}``; ``categorical``: ``Dirichlet(1 + counts)``),
-        ``"nuts"`` (PyMC with weakly-informative autoscaled priors), ``"laplace"`` (normal
-        approximation at the mode, labelled as approximate in ``posterior_.attrs``) or ``"auto"``
-        (default: ``exact`` for ``normal`` and ``categorical``, ``nuts`` otherwise). Priors and
-        draws: :doc:`/methods/models` (Sequential Bayesian regressions).
+        How posterior draws are made (per column if a dict); ``"auto"``: ``exact`` for
+        ``normal`` and ``categorical``, ``nuts`` otherwise (:doc:`/methods/models`).
     tune, draws, chains, cores, random_seed, progressbar
         MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`); exact
         and Laplace draws are arranged as ``chains × draws`` independent draws.
@@ -99,18 +89,6 @@ class SequentialRegression(BayesianSynthesizer):
     model_class : "P"
     ratio_form : "conditional"
 
-    Notes
-    -----
-    **Partial synthesis of selected records** (``fit(..., records=...)``): the chain is fitted to
-    all records, but only the selected records get synthetic values (each column drawn given the
-    record's synthetic values of the columns before it); :meth:`dataset_loglik` sums over them
-    only and :meth:`fit_augmented` appends only their rows of ``Z_(l)``.
-
-    **Missing values** (empty cells): a synthesized column's are left out of its regression
-    (missing at random; the column must predict no later one) and imputed in the release; an
-    unsynthesized predictor's are padded (value 0 and an indicator ``col[missing]``). See
-    :doc:`/methods/models` (Sequential Bayesian regressions).
-
     Examples
     --------
     >>> import numpy as np, pandas as pd
@@ -124,7 +102,6 @@ class SequentialRegression(BayesianSynthesizer):
     """
 
     method_name = "regression"
-    #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
     info = ModelInfo(imputes=True, partial_synthesis=True)
     model_class: Literal["P", "O"] = "P"
     ratio_form: Literal["joint", "conditional"] = "conditional"
@@ -154,7 +131,6 @@ class SequentialRegression(BayesianSynthesizer):
         self.formulas = formulas
         self.posterior_method = posterior_method
 
-    # ------------------------------------------------------------------ structure
     def _resolve_structure(self, schema: Schema) -> None:
         """Settle order, families, predictors and designs for ``schema`` (validating settings)."""
         syn = schema.synthesized
@@ -251,8 +227,6 @@ class SequentialRegression(BayesianSynthesizer):
                 "drawn exactly (use 'exact' or 'nuts')."
             )
         return m
-
-    # ------------------------------------------------------------------ fit
 
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed) -> xr.DataTree:
         vals = column_values(data, schema, schema.names)
@@ -388,13 +362,8 @@ class SequentialRegression(BayesianSynthesizer):
     def fit_augmented(
         self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> SequentialRegression:
-        """Refit every regression to the confidential records and ``Z_(l)`` stacked together.
-
-        Returns a new model with draws from ``p(Θ | y, Z_(l))`` (methods, The stabilised estimator):
-        exact for the normal/categorical families, NUTS or Laplace for the GLMs as set. Under
-        partial synthesis of selected records only the selected rows of ``synthetic`` are appended:
-        they are the rows :meth:`dataset_loglik` counts (the others are copies of ``data``).
-        """
+        """A new model with draws of ``p(Θ | y, Z_(l))``: refit to ``data`` and the synthesized
+        rows of ``synthetic`` stacked (methods, The stabilised estimator)."""
         self._check_fitted()
         names = self.schema_.names
         synthetic = self._synthesized_part(synthetic)
@@ -404,7 +373,6 @@ class SequentialRegression(BayesianSynthesizer):
             params["random_seed"] = random_seed
         return type(self)(**params).fit(both, schema=self.schema_.keeping_levels())
 
-    # ------------------------------------------------------------------ posterior handling
     @classmethod
     def from_posterior(
         cls,
@@ -422,18 +390,14 @@ class SequentialRegression(BayesianSynthesizer):
         ----------
         posterior : DataTree or dict
             A DataTree whose ``posterior`` group uses this class's names (``<col>__beta``, …), or
-            a dict keyed by synthesized column whose values are draw tables: a DataFrame with one
-            column per coefficient, named as the design (``(Intercept)``, numeric predictor
-            names, ``col[T.level]`` dummies; the R/brms convention) plus ``sigma`` for the
-            normal family — e.g. AttributeRiskCalculation's draws
-            ``(Intercept), LogExpenditure, sigma`` — or an array ``[H, q (+1)]`` in design order
-            (``sigma`` last). ``multinomial_logit``: array ``[H, d-1, q]``; ``categorical``:
-            ``[H, d]`` probabilities.
+            a dict keyed by synthesized column of draw tables: a DataFrame with one column per
+            coefficient named as the design (``(Intercept)``, ``col[T.level]``; the R/brms
+            convention) plus ``sigma`` (normal), or an array ``[H, q (+1)]`` in design order
+            (``multinomial_logit``: ``[H, d-1, q]``; ``categorical``: ``[H, d]``).
         schema : Schema
             Types, levels and roles (the synthesized columns are the chain's outcomes).
         n_records, data, synthesized_records
-            As in :meth:`BayesianSynthesizer.from_posterior` (``data`` is needed when there are
-            unsynthesized columns, which synthesis copies).
+            As in :meth:`BayesianSynthesizer.from_posterior`.
         **settings
             ``order``, ``families``, ``predictors`` / ``formulas``.
 
@@ -487,7 +451,6 @@ class SequentialRegression(BayesianSynthesizer):
         ds.attrs["posterior_methods"] = "user-supplied"
         return xr.DataTree.from_dict({"posterior": ds})
 
-    # ------------------------------------------------------------------ synthesis
     def _synthesize_one(
         self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
     ) -> pd.DataFrame:
@@ -496,8 +459,7 @@ class SequentialRegression(BayesianSynthesizer):
     def _synthesize_many(
         self, draws: np.ndarray, rngs: Sequence[np.random.Generator], data: pd.DataFrame | None
     ) -> list[pd.DataFrame]:
-        """One dataset per draw in ``draws``, dataset ``l`` from ``rngs[l]`` only; what they
-        share is prepared once (:mod:`bayes_risk.models.seqreg.synthesis`)."""
+        """One dataset per draw in ``draws``, dataset ``l`` from ``rngs[l]`` only."""
         return [pd.DataFrame(columns) for columns in _synthesis.datasets(
             self._state, self.dtypes_, self.synthesized_records_, draws, rngs, data,
             self.n_records)]
@@ -505,9 +467,8 @@ class SequentialRegression(BayesianSynthesizer):
     def _synthesize_stacked(
         self, m: int, *, random_seed: RandomSeed = None, rows: np.ndarray | None = None
     ) -> tuple[pd.DataFrame, list[int]]:
-        """The datasets of ``synthesize(m, random_seed=random_seed)`` stacked in one table (only
-        the rows ``rows`` of each when given), and each dataset's number of rows: the
-        membership normaliser's population draws without a DataFrame per dataset."""
+        """The datasets of ``synthesize(m, random_seed=random_seed)`` stacked (rows ``rows`` of
+        each when given), and each dataset's number of rows."""
         idx, rngs, _ = self._synthesis_plan(m, random_seed)
         return _synthesis.stacked(self._state, self.dtypes_, self.synthesized_records_, idx,
                                   rngs, self.data_, self.n_records, rows)
@@ -551,33 +512,21 @@ class SequentialRegression(BayesianSynthesizer):
         return _posterior.convergence_quantities(self._state)
 
     def design_matrix(self, df: pd.DataFrame, column: str) -> np.ndarray:
-        """Design matrix ``[n, q]`` of ``column``'s regression for the rows of ``df``.
-
-        Columns follow ``designs_[column].names``. Useful to check coefficients or build
-        candidate rows.
-        """
+        """Design matrix ``[n, q]`` of ``column``'s regression for the rows of ``df``
+        (columns: ``designs_[column].names``)."""
         self._check_fitted()
         return _loglik.design_matrix(self._state, df, column)
 
     def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
-        """``[H, n]`` conditional record log-likelihood (methods, Sequential Bayesian regressions).
-
-        ``Σ_v log f_v(y_iv | x_v(y_i^us, y_{i,<v}), Θ_{h,v})``: each synthesized column given
-        the record's own unsynthesized and earlier synthesized values. A missing synthesized
-        value that predicts no later column is integrated out (its term is dropped).
-        """
+        """``[H, n]`` conditional record log-likelihood (methods, Sequential Bayesian
+        regressions)."""
         self._check_fitted()
         return _loglik.record_loglik(self._state, records, self._draw_indices(draw_indices))
 
     def dataset_loglik(
         self, synthetic: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
     ) -> np.ndarray:
-        """``[H, m]`` ``log p(Z_(l) | Θ_h) = Σ_i Σ_v log f_v(z_iv | x_v(z_i), Θ_{h,v})``
-        (class P).
-
-        The sum runs over the synthesized records (all records unless the model was fitted with
-        ``synthesized_records``; a record released unchanged contributes nothing).
-        """
+        """``[H, m]`` ``log p(Z_(l) | Θ_h)`` over the synthesized records (class P)."""
         self._check_fitted()
         if isinstance(synthetic, SyntheticData):
             frames = list(synthetic.datasets)
@@ -594,11 +543,7 @@ class SequentialRegression(BayesianSynthesizer):
         self, record_row: pd.DataFrame | pd.Series, candidates: pd.DataFrame, *,
         draw_indices: Any = None,
     ) -> np.ndarray:
-        """``[H, G]`` record log-likelihood of each candidate (``log r_h`` terms).
-
-        Candidate ``g`` replaces the record's values of the columns in ``candidates`` (a subset
-        of the synthesized columns); every regression is evaluated with earlier synthesized
-        predictors set to the candidate values. ``log r_h(y*_g) = out[h, g] − out[h, g0]``.
+        """``[H, G]`` record log-likelihood of each candidate (its values replace the record's).
 
         Parameters
         ----------
@@ -618,16 +563,13 @@ class SequentialRegression(BayesianSynthesizer):
 
     def neighbourhood_loglik(self, records: pd.DataFrame, *,
         draw_indices: Any = None) -> np.ndarray:
-        """``[H, n, G]`` log-likelihoods of the one-variable-different candidates.
-
-        Defined when every synthesized column is categorical: truth first, then column by column
-        in column order, levels ascending skipping the true level.
+        """``[H, n, G]`` log-likelihoods of the one-variable-different candidates (truth first,
+        then column by column, levels ascending).
 
         Raises
         ------
         NeighbourhoodUnavailable
-            (a ``ValidationError`` and ``NotImplementedError``) if a synthesized column is
-            numeric; use :meth:`candidate_loglik` with a grid.
+            If a synthesized column is numeric (use :meth:`candidate_loglik`).
         """
         self._check_fitted()
         _loglik.neighbourhood_unavailable(self.schema_)
@@ -635,18 +577,9 @@ class SequentialRegression(BayesianSynthesizer):
                                             self._draw_indices(draw_indices))
 
 
-# ----------------------------------------------------------------------------------------------
-# helpers
-# ----------------------------------------------------------------------------------------------
 def _normalise_mapping(m: Any, name: str) -> dict[str, str]:
     if m is None:
         return {}
-    if isinstance(m, Mapping):
+    if isinstance(m, (Mapping, list, tuple)):  # CLI: list of (key, value) pairs
         return dict(m)
-    if isinstance(m, (list, tuple)):  # CLI: list of (key, value) pairs
-        out: dict[str, str] = {}
-        for it in m:
-            k, v = it
-            out[k] = v
-        return out
     raise ValidationError(f"{name} must be a dict column → value. Got {type(m).__name__}.")

@@ -1,6 +1,4 @@
-"""The fitted state of a :class:`~bayes_risk.models.SequentialRegression`, built once per
-posterior and passed to the likelihoods and synthesis (which take the state, not the model).
-"""
+"""The fitted state of a :class:`~bayes_risk.models.SequentialRegression`."""
 
 from __future__ import annotations
 
@@ -25,9 +23,7 @@ _PARAMS = {"normal": ("beta", "sigma"), "categorical": ("probs",)}
 
 @dataclass(frozen=True, eq=False)
 class SeqRegState:
-    """The chain of regressions of a fitted model (``order``: synthesized columns in visit order;
-    each column's ``families`` and ``designs``) and its posterior ``tree``.
-    """
+    """The chain of regressions of a fitted model and its posterior ``tree``."""
 
     schema: Schema
     order: tuple[str, ...]

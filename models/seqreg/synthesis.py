@@ -1,9 +1,5 @@
-"""Synthesis of :class:`~bayes_risk.models.SequentialRegression` datasets from posterior draws.
-
-What many datasets share (confidential values, the draws' parameters, released columns, designs
-of unsynthesized predictors, output dtypes) is prepared once; dataset ``l`` draws from its own
-``rngs[l]`` only, column by column, so the datasets do not depend on how many are made together.
-"""
+"""Synthesis of :class:`~bayes_risk.models.SequentialRegression` datasets from posterior draws
+(dataset ``l`` from ``rngs[l]`` only; what they share prepared once)."""
 
 from __future__ import annotations
 
@@ -19,9 +15,7 @@ from bayes_risk.models.seqreg.state import SeqRegState
 
 
 def _cast(values: np.ndarray, dtype: str | None) -> np.ndarray | pd.Series:
-    """``values`` as a column of the recorded dtype: the non-categorical branch of
-    :func:`~bayes_risk.models._bayesian.design.apply_dtypes` (a column it cannot cast keeps its
-    values)."""
+    """``values`` as a column of the recorded (non-categorical) dtype, or as they are."""
     if values.dtype.kind in "biuf" and dtype == values.dtype.name:
         # numbers already of the dtype: nothing to cast (the DataFrame copies the array; text
         # goes through the Series, whose dtype pandas infers)

@@ -1,6 +1,4 @@
-"""Tree synthesizers: sequential CART, random forests and small-cell PMM, on the template of
-``trees.base``; their plug-in likelihoods are in :mod:`bayes_risk.models.trees.plugins`.
-"""
+"""Tree synthesizers: sequential CART, random forests and small-cell PMM."""
 
 from bayes_risk.models.trees.cart import CARTSynthesizer
 from bayes_risk.models.trees.pmm import SmallCellPMMSynthesizer

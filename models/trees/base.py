@@ -1,7 +1,5 @@
-"""The template of the tree synthesizers (CART, random forests, small-cell PMM): the fitted
-table, the release, saving and loading; and the ``fit`` argument helpers they share.
-
-See :doc:`/user_guide/synthesizers`.
+"""The template of the tree synthesizers (fitted table, release, save/load) and their shared
+``fit`` argument checks. See :doc:`/user_guide/synthesizers`.
 """
 
 from __future__ import annotations
@@ -72,17 +70,13 @@ def prepare_schema(data: pd.DataFrame, schema: Schema | None, synthesized: Seque
 
 
 class TreeSynthesizer(BaseSynthesizer):
-    """Template of the tree synthesizers: the fitted table, the release, saving, loading.
+    """Template of the tree synthesizers: subclasses set ``_fitted_attribute`` and implement
+    ``_persisted_state`` and ``_restore``."""
 
-    A subclass sets ``_fitted_attribute`` (set last by ``fit``) and implements
-    ``_persisted_state`` and ``_restore``; ``fit`` calls ``_keep_fitted_table``.
-    """
-
-    #: the fitted attribute whose presence means "fitted" (checked by :meth:`save`)
     _fitted_attribute: ClassVar[str] = "schema_"
 
     def _keep_fitted_table(self, data: pd.DataFrame, schema: Schema) -> None:
-        """Keep the fitted table and its fingerprint (which releases carry and measures check)."""
+        """Keep the fitted table and its fingerprint."""
         self.original_fingerprint_ = fingerprint_record(data, schema)
         self._index = data.index
         self._data = data.reset_index(drop=True)
@@ -97,8 +91,8 @@ class TreeSynthesizer(BaseSynthesizer):
     def _make_release(self, datasets: list[pd.DataFrame], random_seed: RandomSeed,
                       records: np.ndarray, extra: dict[str, Any], *,
                       proper: bool = False, imputed: list[str] | None = None) -> SyntheticData:
-        """The release of ``datasets`` with the provenance every tree synthesizer records
-        (``imputed``: columns whose empty cells some records had filled, PMM's recipients)."""
+        """The release of ``datasets`` with its provenance (``imputed``: columns with filled
+        empty cells)."""
         return SyntheticData(
             datasets=datasets, method=self.method_name, settings=self._release_settings(),
             random_seed=seed_to_json(random_seed), schema=self.schema_,
@@ -135,10 +129,8 @@ class TreeSynthesizer(BaseSynthesizer):
                 "data": fp.get("table")}, dict(arrays)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Save the fitted synthesizer as a folder, atomically (no pickle).
-
-        The folder (``model.json``, ``arrays.npz``, ``data.parquet``: the fitted table) is
-        **as confidential as the data** (user guide, Synthesizers, Saving and loading).
+        """Save the fitted synthesizer as a folder, atomically (no pickle); it holds the fitted
+        table, so it is **as confidential as the data**.
 
         Parameters
         ----------
@@ -179,14 +171,12 @@ class TreeSynthesizer(BaseSynthesizer):
         Raises
         ------
         ValidationError
-            ``MODEL_FORMAT_VERSION`` (another format version) or ``MODEL_DAMAGED`` (a missing,
-            unreadable or changed file, or another model type).
+            ``MODEL_FORMAT_VERSION`` or ``MODEL_DAMAGED``.
         """
         return load_synthesizer(cls, path, cls._restore)
 
     def check_fingerprint(self, data: pd.DataFrame) -> str | None:
-        """``None`` when ``data`` is the table this synthesizer was fitted to (by SHA-256
-        fingerprints), else a short description of the difference."""
+        """``None`` when ``data`` is the fitted table (by fingerprint), else the difference."""
         from bayes_risk.data.fingerprint import fingerprint_problem
 
         check_is_fitted(self, "schema_", method="check_fingerprint")

@@ -1,9 +1,5 @@
-"""Sequential CART synthesizer with a per-leaf Bayesian bootstrap (Reiter 2005), and the leaf
-likelihoods the attribute-risk engine uses for it (:func:`polya_logprob`,
-:func:`truncated_kde_logpdf`, :func:`kernel_log_terms`).
-
-The class delegates to ``trees.cart_fit``, ``trees.cart_leaf``, ``trees.cart_synthesis`` and
-``trees.cart_io``. See :doc:`/methods/models` and :doc:`/user_guide/synthesizers`.
+"""Sequential CART synthesizer with a per-leaf Bayesian bootstrap (Reiter 2005). See
+:doc:`/methods/models`.
 """
 
 from __future__ import annotations
@@ -33,11 +29,8 @@ __all__ = ["CARTSynthesizer", "polya_logprob", "truncated_kde_logpdf", "kernel_l
 
 
 class CARTSynthesizer(TreeSynthesizer):
-    """Sequential CART synthesizer with a per-leaf Bayesian bootstrap (Reiter 2005).
-
-    One tree per synthesized column, in visit order, on the unsynthesized columns and the columns
-    visited before; each routed record copies a donor of its leaf drawn with Dirichlet(1, …, 1)
-    weights drawn afresh per dataset (:doc:`/methods/models`, CART with a Bayesian bootstrap).
+    """Sequential CART synthesizer with a per-leaf Bayesian bootstrap (Reiter 2005;
+    :doc:`/methods/models`).
 
     Parameters
     ----------
@@ -61,11 +54,8 @@ class CARTSynthesizer(TreeSynthesizer):
     bandwidth : float or dict, optional
         Kernel bandwidth (one value, or per column; default: Silverman's rule per leaf).
     spec : SynthesisSpec, optional
-        A synthpop-style specification (method per column, visit sequence, predictor matrix),
-        resolved with synthpop's defaults: the first visited column is drawn by ``"sample"``
-        and each later one is predicted by the columns visited before it only
-        (:class:`~bayes_risk.models.SynthesisSpec`). Default: every unsynthesized column and
-        every earlier synthesized one predicts (Reiter 2005).
+        A synthpop-style specification (:class:`~bayes_risk.models.SynthesisSpec`). Default:
+        every unsynthesized column and every earlier synthesized one predicts (Reiter 2005).
     n_jobs : int, default 1
         Threads synthesizing datasets in parallel (results do not depend on it).
     progressbar : bool, default False
@@ -99,14 +89,10 @@ class CARTSynthesizer(TreeSynthesizer):
     """
 
     method_name = "cart"
-    #: synthetic datasets of a release by default (``bayes-risk synthesize -m``)
     default_m = 20
-    #: the plug-in likelihood is exact given the fitted splits: membership risk is derived
-    #: from it (``membership_risk``; ``CARTPlugin.donor_trees``)
+    #: the plug-in likelihood is exact given the splits: membership risk is derived from it
     exact_plugin: ClassVar[bool] = True
     _fitted_attribute: ClassVar[str] = "trees_"
-
-    #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
     info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True,
                      releases_donor_values=True)
 
@@ -133,40 +119,11 @@ class CARTSynthesizer(TreeSynthesizer):
     def fit(self, data: pd.DataFrame, *, schema: Schema | None = None,
             synthesized: Sequence[str] | None = None, records: Any = None,
             random_seed: RandomSeed = None) -> CARTSynthesizer:
-        """Fit one tree per synthesized column on the confidential data.
-
-        Parameters
-        ----------
-        data : DataFrame
-            Confidential table; empty cells and declared missing-value codes are accepted
-            (user guide, Synthesizers, Missing values).
-        schema : Schema, optional
-            Column types (default: inferred).
-        synthesized : sequence of str, optional
-            Columns to synthesize, in visit order (default: the schema's synthesized columns).
-        records : boolean mask or integer positions, optional
-            Records whose synthesized columns are replaced (default: all); trees are fitted on
-            all records.
-        random_seed : RandomSeed
-            Seeds scikit-learn's split tie-breaking when the ``random_seed`` setting is ``None``.
-
-        Returns
-        -------
-        CARTSynthesizer
-            ``self``.
-
-        Raises
-        ------
-        ValidationError, SchemaError
-            For invalid settings, unknown columns, a column with no observed value or a bad
-            record selection.
-        """
         _fit.fit(self, data, schema, synthesized, records, random_seed)
         self._set_state()
         return self
 
     def _set_state(self) -> None:
-        """Build the fitted state the synthesis functions read."""
         self._state = CARTState(
             schema=self.schema_, visit_sequence=self.visit_sequence_, predictors=self.predictors_,
             trees=self.trees_, missing=self.missing_, missing_trees=self.missing_trees_,
@@ -175,26 +132,6 @@ class CARTSynthesizer(TreeSynthesizer):
             values=self._values, regressions=self.regressions_)
 
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
-        """Draw ``m`` synthetic datasets, each from its own child stream of ``random_seed``.
-
-        Parameters
-        ----------
-        m : int
-            Number of datasets.
-        random_seed : RandomSeed
-            Same seed → identical datasets (default: the setting).
-
-        Returns
-        -------
-        SyntheticData
-            ``method="cart"``; ``extra["unroutable"]`` counts, per dataset and column, the
-            records that met an unevaluable split.
-
-        Raises
-        ------
-        NotFittedError
-            Before :meth:`fit`.
-        """
         m, random_seed, gens = self._streams(m, random_seed)
 
         def one(l: int) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -222,22 +159,13 @@ class CARTSynthesizer(TreeSynthesizer):
     _persisted_state = _io.cart_state
 
     def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None) -> Any:
-        """The plug-in likelihood of this fitted synthesizer for attribute risk
-        (:class:`~bayes_risk.models.CARTPlugin`).
-
-        Parameters
-        ----------
-        original : DataFrame
-            The confidential table the synthesizer was fitted to.
-        random_seed : RandomSeed
-            Seed of the Monte Carlo terms of kernel-smoothed columns.
+        """The plug-in likelihood for attribute risk (:class:`~bayes_risk.models.CARTPlugin`)
+        given the ``original`` table fitted to; ``random_seed`` seeds its Monte Carlo terms.
 
         Raises
         ------
         NotSupportedError
-            When a spec draws a column by ``norm``, ``logreg`` or ``polyreg`` (their likelihood,
-            refitted for each candidate, is not derived; :doc:`/methods/attribute`, Tree
-            synthesizers: plug-in likelihoods).
+            When a spec draws a column by ``norm``, ``logreg`` or ``polyreg``.
         """
         from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin
 
@@ -260,7 +188,7 @@ class CARTSynthesizer(TreeSynthesizer):
     def route(self, records: pd.DataFrame, column: str,
               random_seed: RandomSeed = None) -> tuple[np.ndarray, np.ndarray]:
         """Node reached by each row of ``records`` in the fixed tree of ``column`` (with the
-        ``unroutable`` rule; :doc:`/methods/attribute`, Tree synthesizers: plug-in likelihoods).
+        ``unroutable`` rule).
 
         Parameters
         ----------
@@ -303,10 +231,8 @@ class CARTSynthesizer(TreeSynthesizer):
     def posterior_replicates(self, n: int | None, *, columns: Sequence[str] | None = None,
                              chunk_size: int = 50, random_seed: RandomSeed = None,
                              start: int = 0) -> Iterator[list[pd.DataFrame]]:
-        """Draw replicates of synthesized columns from the Bayesian-bootstrap predictive, in chunks.
-
-        Each replicate is a fresh synthesis as :meth:`synthesize`; replicate ``r`` uses child
-        stream ``r`` of ``random_seed`` (user guide, Posterior replicates).
+        """Draw replicates of synthesized columns from the Bayesian-bootstrap predictive, in chunks
+        (replicate ``r`` uses child stream ``r`` of ``random_seed``).
 
         Parameters
         ----------

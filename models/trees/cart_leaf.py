@@ -1,6 +1,5 @@
-"""Closed-form leaf likelihoods of :class:`~bayes_risk.models.trees.cart.CARTSynthesizer`: the
-Pólya probability of one leaf's draws and the truncated Gaussian kernel density (or probability
-of a rounded value). See :doc:`/methods/attribute`, Tree synthesizers: plug-in likelihoods.
+"""Closed-form CART leaf likelihoods (Pólya urn, truncated Gaussian kernel). See
+:doc:`/methods/attribute`.
 """
 
 from __future__ import annotations
@@ -74,9 +73,7 @@ def _log_ndtr_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _rounding_interval(z: np.ndarray, lo: float, hi: float, decimals: int,
                        integer_output: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Interval ``[a, b]`` of kernel draws ``x ∈ [lo, hi]`` released as ``z`` (output
-    ``clip(round(x, decimals), lo, hi)``, rounded once more for integer columns; empty:
-    ``a >= b``)."""
+    """Interval ``[a, b]`` of kernel draws in ``[lo, hi]`` released (rounded) as ``z``."""
     step = 10.0 ** (-decimals)
     tol = 1e-6 * step
     half = 0.5 * step
@@ -104,9 +101,7 @@ def kernel_log_terms(z: np.ndarray, centres: np.ndarray, h: float, lo: float, hi
                      decimals: int | None = None,
                      integer_output: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Per-centre terms of the truncated kernel mixture ``p(z) = Σ_k c_k K_k(z) / Σ_k c_k M_k``
-    of Wang & Reiter 2012: ``K_k`` the kernel density on ``[lo, hi]`` (with ``decimals``: its
-    mass over the draws released as ``z``), ``M_k`` its mass on ``[lo, hi]``; without smoothing
-    (``lo == hi`` or ``h <= 0``) ``K_k`` is the indicator of the centre's output, ``M_k = 1``.
+    (Wang & Reiter 2012; :doc:`/methods/attribute`).
 
     Parameters
     ----------
@@ -154,8 +149,8 @@ def kernel_log_terms(z: np.ndarray, centres: np.ndarray, h: float, lo: float, hi
 def truncated_kde_logpdf(x: np.ndarray | float, b: Sequence[float], h: float, lo: float, hi: float,
                          *, weights: Sequence[float] | None = None, decimals: int | None = None,
                          integer_output: bool = False) -> np.ndarray:
-    """Log-density of the truncated Gaussian kernel mixture of Wang & Reiter 2012 on ``[lo, hi]``
-    (with ``decimals``: the log-probability of each rounded value; :func:`kernel_log_terms`).
+    """Log-density (with ``decimals``: log-probability) of the truncated Gaussian kernel mixture
+    of Wang & Reiter 2012 on ``[lo, hi]``.
 
     Parameters
     ----------

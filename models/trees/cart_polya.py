@@ -1,9 +1,5 @@
-"""Vectorised Pólya-urn bookkeeping of the CART plug-in likelihood (un-smoothed columns).
-
-:class:`PolyaTables` holds one tree's donor and synthetic counts for every released dataset and
-evaluates the change a candidate makes (one donor moved along its paths) for all candidates,
-nodes and datasets at once. See :doc:`/methods/attribute`, Tree synthesizers: plug-in
-likelihoods.
+"""Vectorised Pólya-urn bookkeeping of the CART plug-in likelihood (un-smoothed columns). See
+:doc:`/methods/attribute`.
 """
 
 from __future__ import annotations
@@ -24,20 +20,9 @@ def _lookup(keys: np.ndarray, counts: np.ndarray, query: np.ndarray) -> np.ndarr
 
 
 class PolyaTables:
-    """Donor and synthetic value counts of every node of one tree, for all released datasets.
-
-    Parameters
-    ----------
-    tree : SeqTree
-        The fitted tree (donors ``y_sorted[node_start[u]:node_stop[u]]`` of node ``u``).
-    parent : ndarray of int
-        Parent of every node (``-1`` at the root).
-    syn_nodes, syn_values : sequences of ndarray
-        Per released dataset: the node each synthesized record is routed to and its released
-        value (float64; categorical columns as level codes).
-    uniform : bool
-        ``donor="uniform"`` (multinomial) rather than the Bayesian bootstrap (Pólya urn).
-    """
+    """Donor and synthetic value counts of every node of one ``tree`` (with each node's
+    ``parent``), for all released datasets (per dataset, each synthesized record's node and
+    encoded value); ``uniform``: ``donor="uniform"`` (multinomial, not the Pólya urn)."""
 
     def __init__(self, tree, parent: np.ndarray, syn_nodes: Sequence[np.ndarray],
                  syn_values: Sequence[np.ndarray], uniform: bool) -> None:
@@ -96,10 +81,8 @@ class PolyaTables:
 
     def delta(self, pos: int, old_v: float, new_v: np.ndarray,
               new_leaf: np.ndarray | None) -> np.ndarray:
-        """``[m, G]`` change of the tree's log-likelihood when record ``i`` (donor position
-        ``pos``, true value ``old_v``) takes value ``new_v[g]`` and is routed to ``new_leaf[g]``
-        (``None``: its donor path), with the infinite cases (``−inf``: a synthetic value left
-        without donor)."""
+        """``[m, G]`` change of the tree's log-likelihood when the donor at ``pos`` takes value
+        ``new_v[g]`` and is routed to ``new_leaf[g]`` (``None``: its donor path)."""
         G = new_v.size
         old = np.flatnonzero((self.start <= pos) & (pos < self.stop))
         d0 = old.size

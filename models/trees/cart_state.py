@@ -17,10 +17,7 @@ __all__ = ["CARTState"]
 
 @dataclass(frozen=True, eq=False)
 class CARTState:
-    """The fitted trees and table of a CART synthesizer: the synthesizer's fitted attributes of
-    the same names, the output rounding of smoothed columns (``integer``, ``decimals``), the
-    fitted table (``data``, positional index; ``index``, its own), its encoded ``values`` and the
-    columns a spec draws by regression (``regressions``)."""
+    """The fitted state of a CART synthesizer (its fitted attributes of the same names)."""
 
     schema: Schema
     visit_sequence: Sequence[str]

@@ -25,11 +25,7 @@ _FIXED_ROUTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def route(state: CARTState, records: pd.DataFrame, column: str, random_seed: RandomSeed, *,
           unroutable: str) -> tuple[np.ndarray, np.ndarray]:
     """The work of :meth:`CARTSynthesizer.route` (documented there)."""
-    _check_tree(state, column)
-    if column not in state.trees:
-        raise ValidationError(
-            f"column {column!r} is not synthesized (synthesized: {state.visit_sequence}).")
-    tree = state.trees[column]
+    tree = _tree(state, column)
     preds = state.predictors[column]
     if not preds:
         return np.zeros(len(records), dtype=np.int64), np.zeros(len(records), dtype=bool)
@@ -46,21 +42,21 @@ def route(state: CARTState, records: pd.DataFrame, column: str, random_seed: Ran
 
 def donors(state: CARTState, column: str, node: int) -> np.ndarray:
     """The work of :meth:`CARTSynthesizer.donors` (documented there)."""
-    _check_tree(state, column)
-    if column not in state.trees:
-        raise ValidationError(
-            f"column {column!r} is not synthesized (synthesized: {state.visit_sequence}).")
-    tree = state.trees[column]
+    tree = _tree(state, column)
     if not 0 <= int(node) < tree.n_nodes:
         raise ValidationError(f"node must be in 0..{tree.n_nodes - 1}. Got {node!r}.")
     return tree.donor_rows[tree.node_start[node] : tree.node_stop[node]].copy()
 
 
-def _check_tree(state: CARTState, column: str) -> None:
-    """Refuse a column a spec draws by regression: it has no tree."""
+def _tree(state: CARTState, column: str):
+    """The tree of a synthesized ``column`` (refused: a column a spec draws by regression)."""
     if column in state.regressions:
         raise ValidationError(f"column {column!r} is drawn by {state.regressions[column].method!r}"
                               " (the spec), not by a tree.")
+    if column not in state.trees:
+        raise ValidationError(
+            f"column {column!r} is not synthesized (synthesized: {state.visit_sequence}).")
+    return state.trees[column]
 
 
 def output_rounding(state: CARTState, column: str) -> tuple[int | None, bool]:
@@ -76,9 +72,7 @@ def output_rounding(state: CARTState, column: str) -> tuple[int | None, bool]:
 
 def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence[str] | None = None,
                    *, unroutable: str, donor: str) -> tuple[pd.DataFrame, dict[str, int]]:
-    """One synthetic table (``columns``: only these synthesized columns, for replicates; the
-    same draws) and the number of unroutable records per column; ``unroutable`` and ``donor``:
-    the settings."""
+    """One synthetic table (``columns``: only these) and the unroutable records per column."""
     sel = np.flatnonzero(state.records)
     cur: dict[str, np.ndarray] = {}  # current values of selected records, per column
     src: dict[str, np.ndarray] = {}  # donor row of each selected record (non-smoothed)
@@ -146,9 +140,7 @@ def regression_draw(state: CARTState, reg, sel, cur, src, rng, *, proper: bool) 
 def two_step(state: CARTState, col, lay, sel, cur, src, unrout, rng, *, unroutable: str,
              bb: bool) -> None:
     """Synthesize a numeric column with missing values in two steps (synthpop's ``cont.na``):
-    the missingness kind from the kind tree's donors, then, for the records whose synthetic
-    kind is "observed", a value from the value tree (fitted on the observed records); ``bb``:
-    Bayesian-bootstrap donors."""
+    its missingness kind, then the value of the records drawn "observed"."""
     ktree = state.missing_trees[col]
     n_flag, used, inv, seg_start, sizes, pos_map = _cached_route(state, ktree, col, cur, sel, rng,
                                                                  unroutable)
@@ -192,9 +184,8 @@ def _cached_route(state: CARTState, tree, col, cur, sel, rng, unroutable: str):
 
 
 def route_blocks(state: CARTState, tree, col, cur, sel, rng, unroutable: str, subset=None):
-    """Route the selected records (``subset``: only these of them) through ``tree``: the
-    number of unroutable records, the used nodes, each record's node among them and the
-    nodes' concatenated donor blocks."""
+    """Route the selected records through ``tree``: unroutable count, used nodes, each record's
+    node among them and the nodes' concatenated donor blocks."""
     preds = state.predictors[col]
     n_rec = sel.size if subset is None else subset.size
     if preds:

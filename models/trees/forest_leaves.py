@@ -1,7 +1,5 @@
-"""The leaves of a random forest: their class probabilities (Caiola & Reiter 2010) and, for a
-regression forest, their donors (the weighted empirical distribution of Meinshausen 2006). The
-synthesis distributions of :class:`~bayes_risk.models.RandomForestSynthesizer` and the plug-in
-likelihood of :class:`~bayes_risk.models.RFPlugin` read them from here."""
+"""The leaves of a random forest: class probabilities (Caiola & Reiter 2010) and donors
+(Meinshausen 2006). See :doc:`/methods/models`."""
 
 from __future__ import annotations
 
@@ -17,18 +15,8 @@ __all__ = ["distinct_rows", "donor_weights", "draw_donors", "forest_apply_distin
 
 
 def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of a forest's input (compared as the float32 bytes the trees route) and
-    where each row of ``X`` is among them.
-
-    Parameters
-    ----------
-    X : array, shape (n, p)
-
-    Returns
-    -------
-    distinct : ndarray of float32, shape (k, p)
-    inverse : ndarray of int64, shape (n,)
-        ``distinct[inverse]`` has the bytes of ``X`` as float32.
+    """The distinct rows of a forest's input ``X`` (as float32 bytes) and ``inverse``, where
+    each row is among them.
 
     Examples
     --------
@@ -90,23 +78,10 @@ def leaf_probabilities(leaf_counts: np.ndarray, probabilities: str = "vote",
 
 def leaf_donors(forest: Any, X: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
     """The donors of every leaf of a fitted regression forest: each tree's in-bag training
-    records with their bootstrap counts (scikit-learn grows a tree on all rows weighted by those
-    counts, and a record of count 0 reaches no node's statistics), stacked tree after tree.
+    records with their bootstrap counts, stacked tree after tree.
 
-    Parameters
-    ----------
-    forest : fitted RandomForestRegressor (or a stored forest with ``estimators_samples_``)
-    X : array, shape (n, p)
-        The training inputs.
-    y : array, shape (n,)
-        The training responses.
-
-    Returns
-    -------
-    dict of ndarray
-        ``values``, ``counts`` (one entry per in-bag record and tree, ordered by global node id),
-        ``start``, ``size`` (each global node's entries; node ``k`` of tree ``b`` is
-        ``offsets[b] + k``) and ``offsets``.
+    Returns ``values``, ``counts`` (one entry per in-bag record and tree, by global node id),
+    ``start``, ``size`` (each global node's entries) and ``offsets`` (of each tree's nodes).
     """
     n = X.shape[0]
     leaves = forest_apply_distinct(forest, X)
@@ -130,8 +105,7 @@ def leaf_donors(forest: Any, X: np.ndarray, y: np.ndarray) -> dict[str, np.ndarr
 
 def donor_weights(donors: dict[str, np.ndarray], leaves: np.ndarray,
                   valid: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The forest's conditional distribution of each row (Meinshausen 2006): donor ``t`` weighs
-    the mean over the trees of ``c_bt 1{t in leaf_b(x)} / sum_t' c_bt' 1{t' in leaf_b(x)}``.
+    """The forest's conditional distribution of each row (Meinshausen 2006).
 
     Parameters
     ----------
@@ -168,10 +142,8 @@ def donor_weights(donors: dict[str, np.ndarray], leaves: np.ndarray,
 
 def draw_donors(donors: dict[str, np.ndarray], leaves: np.ndarray, rng: np.random.Generator,
                 valid: np.ndarray | None = None, bayes_bootstrap: bool = False) -> np.ndarray:
-    """One value per row from its forest distribution (:func:`donor_weights`): a tree drawn
-    uniformly among the row's valid trees, then a donor of the row's leaf in proportion to its
-    bootstrap count, or to Gamma(count, 1) weights drawn afresh per call (``bayes_bootstrap``: the
-    leaf's bootstrap copies get Dirichlet(1, …, 1) weights, Rubin 1981)."""
+    """One value per row from its forest distribution (:func:`donor_weights`): a valid tree,
+    then a leaf donor by bootstrap count (``bayes_bootstrap``: by Gamma(count, 1) weights)."""
     n, B = leaves.shape
     u = rng.random(n)
     if valid is None:

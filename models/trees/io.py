@@ -1,10 +1,5 @@
-"""Persistence of the CART, random-forest and PMM synthesizers: save, load (never pickle).
-
-A folder of ``model.json`` (settings, schema, the fitted state that is not an array and SHA-256
-checksums), ``arrays.npz`` (read with ``allow_pickle=False``) and ``data.parquet`` (the fitted
-table: **the folder is as confidential as the data**). Loading refuses another format version
-(``MODEL_FORMAT_VERSION``) and a missing, unreadable or changed file (``MODEL_DAMAGED``). See
-:doc:`/user_guide/synthesizers`, Saving and loading.
+"""Save and load the tree synthesizers as folders (``model.json``, ``arrays.npz``,
+``data.parquet``; never pickle). See :doc:`/user_guide/synthesizers`.
 """
 
 from __future__ import annotations
@@ -80,15 +75,9 @@ def load_synthesizer(
     path: str | os.PathLike[str],
     restore: Callable[[Any, dict[str, Any], Mapping[str, np.ndarray], pd.DataFrame], None],
 ) -> Any:
-    """Read a folder written by :func:`save_synthesizer` into a new fitted ``cls``, whose
-    attributes ``restore(model, meta, arrays, data)`` sets.
-
-    Raises
-    ------
-    ValidationError
-        ``MODEL_FORMAT_VERSION`` for a folder of another format version, ``MODEL_DAMAGED`` for a
-        missing, unreadable or changed file; plain for a folder of another model type.
-    """
+    """Read a folder written by :func:`save_synthesizer` into a new fitted ``cls`` (attributes
+    set by ``restore(model, meta, arrays, data)``); ``MODEL_FORMAT_VERSION`` or
+    ``MODEL_DAMAGED`` when it cannot."""
     p, meta = read_model_meta(path)
     if meta.get("method") != cls.method_name:
         raise ValidationError(
@@ -161,9 +150,7 @@ def split_data(data: pd.DataFrame) -> tuple[pd.Index, pd.DataFrame]:
 
 
 class StoredForest:
-    """A fitted classification or regression forest as flat arrays, standing in for a
-    scikit-learn random forest in a loaded synthesizer (``apply`` routes exactly as scikit-learn
-    does; ``estimators_``, ``estimators_samples_``)."""
+    """A fitted forest as flat arrays, standing in for scikit-learn's in a loaded synthesizer."""
 
     def __init__(self, left: np.ndarray, right: np.ndarray, feature: np.ndarray,
                  threshold: np.ndarray, missing_left: np.ndarray, offsets: np.ndarray,
@@ -288,9 +275,7 @@ def seqtree_from_arrays(info: Mapping[str, Any], arrays: Mapping[str, np.ndarray
 
 
 def check_missing_layout(missing: dict[str, Any], schema: Any) -> dict[str, dict[str, Any]]:
-    """The saved missing-value layout of a tree synthesizer, checked against its schema: each
-    column is in the schema, categorical with ``"level"`` or numeric with ``"two_step"``.
-    A ``ValueError`` (reported by :func:`load_synthesizer` as a damaged folder) otherwise."""
+    """The saved missing-value layout, checked against the schema (``ValueError``: damaged)."""
     out = {c: dict(v) for c, v in missing.items()}
     for c, lay in out.items():
         if c not in schema.names or lay.get("type") not in ("level", "two_step") or \

@@ -1,10 +1,5 @@
-"""Missing values in the tree synthesizers (synthpop's treatment of ``NA`` and ``cont.na``).
-
-Only columns with a missing value in the fitted data get a *layout*: a categorical column's
-missing value is a level of its own (code ``d``); a numeric column is synthesized in two steps
-(its missingness kind, 0 observed, 1 empty, ``2 + k`` the ``k``-th declared code, then its value
-among the observed), and as a predictor enters as its value filled with :data:`FILL` plus its
-kind. See :doc:`/methods/attribute`, Tree synthesizers: missing values.
+"""Missing values in the tree synthesizers (synthpop's ``NA`` and ``cont.na``): a level of its
+own, or a two-step kind and value. See :doc:`/methods/attribute`, Tree synthesizers.
 """
 
 from __future__ import annotations
@@ -112,9 +107,7 @@ def design_inputs(
 
 def encoded_values(data: pd.DataFrame, schema: Schema, layout: dict[str, dict[str, Any]],
                    columns: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-    """The trees' view of ``data``: level codes of categorical columns (a missing value is code
-    ``d``, a level of its own, in a column with missing values), floats of numeric ones (``NaN``
-    or the declared code for a missing value). ``columns``: only these (default: the schema's)."""
+    """The trees' view of ``data`` (``columns`` only): level codes (missing: ``d``) or floats."""
     values: dict[str, np.ndarray] = {}
     for c in schema.names if columns is None else columns:
         if schema[c].is_categorical:

@@ -61,10 +61,8 @@ def expected_score(probabilities: np.ndarray, scores: Sequence[float] | None = N
 def match_donor(recipient_prediction: np.ndarray | float, donor_predictions: np.ndarray, *,
                 allowed: np.ndarray | None = None, tie: str = "random",
                 rng: np.random.Generator | None = None) -> tuple[int, np.ndarray]:
-    """Index of the donor whose prediction is closest to the recipient's (Hawala 2008 step 5).
-
-    Absolute difference for scalar predictions, Euclidean distance for probability vectors;
-    ties (within the package's tolerance) are broken at random or by the first donor.
+    """Index of the donor whose prediction is closest to the recipient's (Hawala 2008 step 5;
+    Euclidean distance for probability vectors).
 
     Parameters
     ----------
@@ -108,14 +106,9 @@ def match_donor(recipient_prediction: np.ndarray | float, donor_predictions: np.
 
 
 class SmallCellPMMSynthesizer(TreeSynthesizer):
-    """Hawala (2008) small-cell partial synthesis by model prediction + predictive mean matching.
-
-    Records in non-empty cells of the identifying variables' table with count ≤ ``threshold``
-    are recipients; each synthesized identifying variable is predicted (proportional-odds logit,
-    multinomial logit or additive regression splines) and every recipient takes the value of the
-    allowed donor with the closest prediction (:doc:`/methods/models`, Small-cell predictive mean
-    matching). Empty cells: a recipient takes an observed donor value whether its own was
-    observed or empty, donors give observed values only, predictors are padded.
+    """Hawala (2008) small-cell partial synthesis by model prediction + predictive mean matching:
+    records of cells with count ≤ ``threshold`` take the value of the allowed donor with the
+    closest prediction (:doc:`/methods/models`, Small-cell predictive mean matching).
 
     Parameters
     ----------
@@ -148,11 +141,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
     """
 
     method_name = "pmm"
-    #: synthetic datasets of a release by default (``bayes-risk synthesize -m``): Hawala's
-    #: single implicate
-    default_m = 1
+    default_m = 1  # Hawala's single implicate
     _fitted_attribute: ClassVar[str] = "recipients_"
-    #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
     info = ModelInfo(partial_synthesis=True, required=("identifying",), releases_donor_values=True)
 
     def __init__(self, *, identifying: Sequence[str] | None = None, threshold: int = 5,
@@ -170,7 +160,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         self.random_seed = random_seed
 
     def _release_settings(self) -> dict[str, Any]:
-        """The settings for a manifest, ``constraints`` described by the callables' names."""
+        """Manifest settings; ``constraints`` by the callables' names."""
         p = super()._release_settings()
         c = p["constraints"]
         if c is not None:
@@ -208,8 +198,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         Raises
         ------
         ValidationError
-            Missing ``identifying``, a synthesized column that is not identifying, a bad
-            ``threshold``/``tie``, or constraints for unknown columns.
+            For invalid settings or columns.
         """
         if not isinstance(data, pd.DataFrame):
             raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
@@ -325,8 +314,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         return np.column_stack(blocks) if blocks else np.zeros((len(df), 0))
 
     def _predict(self, df: pd.DataFrame, col: str) -> np.ndarray:
-        """Predicted value of every record (scalar, or probability vector for nominal); ``NaN``
-        for a record whose ``col`` is missing (the model is fitted to the others)."""
+        """Predicted value (or nominal probabilities) of every record; ``NaN`` where ``col`` is
+        missing."""
         import statsmodels.api as sm
 
         missing = df[col].isna().to_numpy()
@@ -382,10 +371,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         Returns
         -------
         SyntheticData
-            ``method="pmm"``; ``extra`` holds ``n_recipients``, ``sensitive_cells``,
-            ``min_cell_count_before`` and per dataset ``min_cell_count_after``, ``unmatched``
-            (recipients without an allowed donor keep their values) and ``warnings`` codes
-            (``"SMALL_CELLS_REMAIN"``, ``"NO_SENSITIVE_CELLS"``, ``"NO_ALLOWED_DONOR"``).
+            ``method="pmm"``; ``extra["warnings"]`` per dataset: ``"SMALL_CELLS_REMAIN"``,
+            ``"NO_SENSITIVE_CELLS"``, ``"NO_ALLOWED_DONOR"``.
 
         Raises
         ------
@@ -525,17 +512,14 @@ def _independent_columns(X: np.ndarray) -> np.ndarray:
 
 
 def _ordered_logit_proba(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Fitted class probabilities of a proportional-odds logit (``OrderedModel``), fitted on the
-    distinct (x, y) patterns with frequency weights (``OrderedModel`` differentiates
-    numerically: O(#patterns), not O(n))."""
+    """Fitted proportional-odds logit probabilities, fitted on the distinct (x, y) patterns
+    with frequency weights."""
     from scipy.optimize import minimize
     from statsmodels.miscmodels.ordinal_model import OrderedModel
 
     Z = np.column_stack([X, y])
     uniq, inv, w = np.unique(Z, axis=0, return_inverse=True, return_counts=True)
     Xu, yu = uniq[:, :-1], uniq[:, -1].astype(np.int64)
-    # every class must appear among the patterns for the thresholds to be identified (they do:
-    # y was re-coded to the classes present)
     mod = OrderedModel(yu, Xu if Xu.shape[1] else None, distr="logit")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -1,10 +1,4 @@
-"""Random-forest synthesizer (Caiola & Reiter 2010): classification forests for categorical
-columns, regression forests drawing leaf donors for numeric ones.
-
-The leaves' class probabilities (which the plug-in likelihood uses too) and donors are in
-:mod:`bayes_risk.models.trees.forest_leaves`. See :doc:`/methods/models` and
-:doc:`/user_guide/synthesizers`.
-"""
+"""Random-forest synthesizer (Caiola & Reiter 2010). See :doc:`/methods/models`."""
 
 from __future__ import annotations
 
@@ -48,14 +42,10 @@ DONORS = ("uniform", "bayes_bootstrap")
 
 
 class RandomForestSynthesizer(TreeSynthesizer):
-    """Random-forest synthesizer (Caiola & Reiter 2010).
-
-    For each column to replace, a forest is grown on the genuine data of its replaced records,
-    column by column in visit order. For a categorical column (a classification forest) the
-    records draw from their leaves' class distribution (:doc:`/methods/models`, Random forests
-    for categorical columns); for a numeric column (a regression forest) they draw a donor value
-    from the forest's weighted empirical distribution of the training values in their leaves
-    (Meinshausen 2006; :doc:`/methods/models`, Random forests for numeric columns).
+    """Random-forest synthesizer (Caiola & Reiter 2010): one forest per replaced column, in visit
+    order; categorical columns draw from their leaves' class distribution, numeric ones a donor
+    value of their leaves (Meinshausen 2006; :doc:`/methods/models`, Random forests).
+    ``fit(records=...)`` also takes a selection per column, ``{column: selection}``.
 
     Parameters
     ----------
@@ -66,9 +56,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
     alpha : float, default 1.0
         Dirichlet prior count per class for ``"leaf_dirichlet"``.
     donor : {"uniform", "bayes_bootstrap"}
-        Numeric columns: a donor of the drawn tree's leaf in proportion to its bootstrap count
-        (the forest's conditional distribution), or to Dirichlet(1, …, 1) weights of the leaf's
-        bootstrap copies drawn afresh per dataset (Caiola & Reiter 2010 §5).
+        Numeric columns: a leaf donor in proportion to its bootstrap count, or to Dirichlet
+        weights drawn afresh per dataset.
     oob_only : bool, default False
         Use only the trees for which the record is out of bag (at least ``min_oob_trees``).
     min_oob_trees : int, default 100
@@ -82,11 +71,9 @@ class RandomForestSynthesizer(TreeSynthesizer):
     max_features : "sqrt" or int
         Candidate predictors per split (default ``floor(sqrt(p))``).
     min_samples_leaf : int, default 1
-        Leaf size in distinct in-bag records (1 = grow until pure, as Caiola & Reiter 2010; a
-        larger leaf gives a numeric column more donors per leaf, their §5).
+        Leaf size in distinct in-bag records (1 = grow until pure).
     group_by : str or mapping, optional
-        One forest per level of a grouping column (or ``{column: grouping column}``; Caiola &
-        Reiter 2010 §5; user guide, Synthesizers, Forests within groups).
+        One forest per level of a grouping column (or ``{column: grouping column}``).
     min_group_size : int, default 10
         Levels with fewer replaced records use the column's pooled forest.
     n_jobs : int, default 1
@@ -110,13 +97,10 @@ class RandomForestSynthesizer(TreeSynthesizer):
     """
 
     method_name = "rf"
-    #: synthetic datasets of a release by default (``bayes-risk synthesize -m``)
     default_m = 20
-    #: the plug-in likelihood is approximate (each tree's bootstrap sample marginalised by a
-    #: Poisson approximation): no membership ratio is derived from it
+    #: the plug-in likelihood is approximate: no membership ratio is derived from it
     exact_plugin: ClassVar[bool] = False
     _fitted_attribute: ClassVar[str] = "forests_"
-    #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
     info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True)
 
     def __init__(self, *, n_trees: int = 500, probabilities: str = "vote", alpha: float = 1.0,
@@ -162,31 +146,6 @@ class RandomForestSynthesizer(TreeSynthesizer):
     def fit(self, data: pd.DataFrame, *, schema: Schema | None = None,
             synthesized: Sequence[str] | None = None, records: Any = None,
             random_seed: RandomSeed = None) -> RandomForestSynthesizer:
-        """Grow one forest per synthesized column on the genuine data of its replaced records.
-
-        Parameters
-        ----------
-        data : DataFrame
-            Confidential table (empty cells accepted).
-        schema : Schema, optional
-        synthesized : sequence of str, optional
-            Columns to replace (categorical, ordinal, count or continuous).
-        records : mask, positions or dict, optional
-            Records whose values are replaced: one selection, or ``{column: selection}``
-            (default: all records).
-        random_seed : RandomSeed
-            Seeds the forests when the ``random_seed`` setting is ``None``.
-
-        Returns
-        -------
-        RandomForestSynthesizer
-
-        Raises
-        ------
-        ValidationError
-            For a numeric synthesized column with missing values, procedure B with differing
-            record sets, a bad ``visit_sequence`` or fewer than 2 replaced records.
-        """
         self._check_settings()
         random_seed = self._fit_seed(random_seed)
         schema, cols = prepare_schema(data, schema, synthesized, allow_missing=True)
@@ -277,8 +236,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         return self
 
     def _grow_groups(self, numeric, col, g, gvalues, X, y, schema, seed, layout, out):
-        """Grow the group forests of ``col`` into ``out`` (forests, leaf tables, record positions,
-        in-bag matrices by level code); return the group sizes and the fallback levels."""
+        """Grow the group forests of ``col`` into ``out``; return sizes and fallback levels."""
         g_forests, g_tables, g_tpos, g_inbag = out
         gcodes = gvalues.astype(np.int64)
         levels = list(schema[g].levels)
@@ -307,13 +265,12 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     @staticmethod
     def _n_classes(col: str, schema: Schema, layout: Mapping[str, Any]) -> int:
-        """Classes of the forest of ``col``: its levels, and missing if it has missing values."""
+        """Classes of the forest of ``col``: its levels, plus missing."""
         return schema[col].n_levels + (1 if col in layout else 0)
 
     @staticmethod
     def _matrix(preds: list[str], value_of: Any, layout: Mapping[str, Any]) -> np.ndarray:
-        """Forest inputs of ``preds`` (a numeric predictor with missing values: filled value and
-        kind)."""
+        """Forest inputs of ``preds`` (two-step columns: filled value and kind)."""
         cols = []
         for p in preds:
             v = value_of(p)
@@ -326,15 +283,13 @@ class RandomForestSynthesizer(TreeSynthesizer):
         return np.column_stack(cols)
 
     def _table(self, rf, X, y, col, schema, layout) -> Any:
-        """What the draws of ``col`` read from its forest: the leaf donors of a numeric column,
-        the leaf probability tables of a categorical one."""
+        """Leaf donors (numeric ``col``) or leaf probability tables (categorical)."""
         if not schema[col].is_categorical:
             return leaf_donors(rf, X, y)
         return self._leaf_tables(rf, X, y, self._n_classes(col, schema, layout))
 
     def _leaf_tables(self, rf, X, y, d) -> tuple[np.ndarray, np.ndarray]:
-        """Per-tree leaf probability tables stacked, and tree offsets (class counts recounted
-        from each bootstrap sample: scikit-learn stores fractions)."""
+        """Stacked per-tree leaf probability tables and tree offsets (recounted per bootstrap)."""
         parts, offs = [], [0]
         # the training records' leaves in every tree, each distinct record routed once; a
         # tree's bootstrap sample takes its records' rows
@@ -352,12 +307,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     def predict_proba(self, column: str, X: np.ndarray, train_index: np.ndarray,
                       group: int | None = None) -> np.ndarray:
-        """Synthesis probabilities for rows ``X`` of the forest for ``column``.
-
-        ``train_index``: each row's position among the training records (out-of-bag selection;
-        ``-1``: all trees). ``group``: level code whose forest is used (default: pooled).
-        A numeric column has :meth:`predict_distribution` instead.
-        """
+        """Synthesis probabilities of a categorical ``column`` for rows ``X``
+        (``train_index``, ``group``: as in :meth:`predict_distribution`)."""
         rf, (table, offs), ib = self._forest(column, group, numeric=False)
         d = table.shape[1]
         if ib is None:
@@ -379,9 +330,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     def predict_distribution(self, column: str, X: np.ndarray, train_index: np.ndarray,
                              group: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """The synthesis distribution of a numeric column for rows ``X``: the forest's weighted
-        empirical distribution of the training values (:doc:`/methods/models`, Random forests
-        for numeric columns).
+        """The synthesis distribution of a numeric column for rows ``X`` (the forest's weighted
+        empirical distribution of the training values).
 
         Parameters
         ----------
@@ -400,17 +350,15 @@ class RandomForestSynthesizer(TreeSynthesizer):
         values : ndarray, shape (k,)
             The distinct donor values, sorted.
         weights : ndarray, shape (n, k)
-            Each row's probabilities (rows sum to 1; ``donor="bayes_bootstrap"`` draws around
-            them, with these means). Dense: ``8 n k`` bytes.
+            Each row's probabilities (rows sum to 1).
         """
         rf, donors, ib = self._forest(column, group, numeric=True)
         valid = None if ib is None else self._valid_trees(ib, train_index)
         return donor_weights(donors, forest_apply_distinct(rf, X), valid)
 
     def _forest(self, column: str, group: int | None, numeric: bool) -> tuple[Any, Any, Any]:
-        """The forest of ``column`` (``group``'s if it has one, else the pooled forest), what its
-        draws read (leaf tables or donors) and its in-bag matrix (``None`` without
-        ``oob_only``)."""
+        """The forest of ``column`` (``group``'s, else pooled), its leaf tables or donors and its
+        in-bag matrix (``None`` without ``oob_only``)."""
         check_is_fitted(self, self._fitted_attribute, method="predict_proba")
         if column not in self.forests_:
             raise ValidationError(f"column {column!r} is not synthesized (synthesized: "
@@ -444,26 +392,6 @@ class RandomForestSynthesizer(TreeSynthesizer):
         return out
 
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
-        """Draw ``m`` synthetic datasets (one child stream of ``random_seed`` per dataset).
-
-        Parameters
-        ----------
-        m : int
-            Number of datasets.
-        random_seed : RandomSeed
-            Same seed → identical datasets; default: the setting.
-
-        Returns
-        -------
-        SyntheticData
-            ``method="rf"``; ``extra`` holds the visit order, procedure, trees per forest and
-            replaced-record counts.
-
-        Raises
-        ------
-        NotFittedError
-            Before :meth:`fit`.
-        """
         m, random_seed, gens = self._streams(m, random_seed)
         cache: dict[str, np.ndarray] = {}
         datasets = [self._synthesize_one(gens[l], cache) for l in progress(
@@ -514,8 +442,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     def _by_forest(self, col: str, sel: np.ndarray, cur: dict) -> list[tuple[Any, np.ndarray,
                                                                                np.ndarray]]:
-        """``(group code, rows, training positions)`` of the records of ``col`` per forest: one
-        pooled entry, or each record down the forest of its current grouping value."""
+        """``(group code, rows, training positions)`` of the records of ``col`` per forest."""
         if col not in self.groups_:
             return [(None, np.arange(sel.size), np.arange(sel.size))]
         gcur = cur[self.groups_[col]][sel].astype(np.int64)
@@ -558,16 +485,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
         return out
 
     def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None) -> Any:
-        """The plug-in likelihood of this fitted synthesizer for attribute risk
-        (:class:`~bayes_risk.models.RFPlugin`).
-
-        Parameters
-        ----------
-        original : DataFrame
-            The confidential table the synthesizer was fitted to.
-        random_seed : RandomSeed
-            Unused (no Monte Carlo term; the common signature).
-        """
+        """The plug-in likelihood for attribute risk (:class:`~bayes_risk.models.RFPlugin`) given
+        the ``original`` table fitted to; ``random_seed`` is unused."""
         from bayes_risk.models.trees.plugins.plugin_rf import RFPlugin
 
         return RFPlugin(self, original)

@@ -1,11 +1,6 @@
-"""synthpop's regression methods of a :class:`~bayes_risk.models.SynthesisSpec`: ``norm``,
-``logreg`` and ``polyreg`` as synthpop 1.9-2 draws them (``R/functions.syn.r``: ``syn.norm``,
-``syn.logreg``, ``syn.polyreg``, ``augment.syn``; ``R/sampler.syn.r``: ``remove.lindep.syn``).
-
-Categorical predictors enter as treatment dummies (``padModel.syn``). Plug-in estimates
-(synthpop's default ``proper = FALSE``) or, with ``proper``, a parameter draw per dataset:
-``norm`` σ² from RSS/χ²(n − p) and β from N(β̂, σ²V); ``logreg`` β from N(β̂, cov); ``polyreg``
-a refit on a bootstrap sample. See :doc:`/user_guide/synthesizers`.
+"""synthpop 1.9-2's regression methods ``norm``, ``logreg`` and ``polyreg`` of a
+:class:`~bayes_risk.models.SynthesisSpec` (``R/functions.syn.r``). See
+:doc:`/user_guide/synthesizers`.
 """
 
 from __future__ import annotations
@@ -26,14 +21,8 @@ _RIDGE = 1e-5  # synthpop's .norm.fix.syn / .norm.draw.syn ``ridge``
 
 class RegressionColumn:
     """One synthesized column drawn by ``norm``, ``logreg`` or ``polyreg`` from its
-    ``predictors``, fitted on the encoded original ``values`` (categorical: level codes; a
-    column of ``layout`` has missing values, treated as synthpop's ``padMis.syn`` does).
-
-    A categorical column's missing value is a level of its own (the last). A numeric column
-    with missing values predicts by its value (missing cells 0) and its missingness kind
-    (treatment dummies); drawn by ``norm``, its kind is drawn first (``logreg`` for two kinds,
-    else ``polyreg``), then its value, fitted on the observed records, where the kind drawn is
-    "observed". ``fit`` is the value's (or the level's) model, ``kind_fit`` the kind's."""
+    ``predictors`` (missing values as synthpop's ``padMis.syn``: a numeric column's kind is
+    drawn first, by ``kind_fit``, then its value by ``fit``)."""
 
     def __init__(self, method: str, column: str, predictors: Sequence[str], schema: Schema,
                  values: dict[str, np.ndarray], decimals: int | None,
@@ -61,9 +50,7 @@ class RegressionColumn:
         self.fit = _Fit(method, X, y, n_levels)
 
     def design(self, value_of: Callable[[str], np.ndarray]) -> np.ndarray:
-        """The predictors as a matrix in synthpop's column order (``padMis.syn``,
-        ``padModel.syn``): numeric values, then the value (0 when missing) of numeric columns
-        with missing values, then treatment dummies of categorical columns, then of the kinds."""
+        """The predictors as a matrix in synthpop's column order (``padModel.syn``)."""
         numeric, filled, dummies, kind_dummies = [], [], [], []
         for p in self.predictors:
             v = value_of(p)
@@ -100,9 +87,7 @@ class RegressionColumn:
 
 
 class _Fit:
-    """One regression of synthpop's on the design ``X`` (after ``remove.lindep.syn``): ``norm``
-    (``coef``, ``V``, ``rss``, ``n``, ``p``), ``logreg`` (``center``, ``coef``, ``cov``) or
-    ``polyreg`` over ``n_levels`` codes (``fit_multinom``)."""
+    """One synthpop regression (``norm``, ``logreg`` or ``polyreg``) on the design ``X``."""
 
     def __init__(self, method: str, X: np.ndarray, y: np.ndarray, n_levels: int) -> None:
         self.method, self.n_levels = method, n_levels

@@ -1,6 +1,4 @@
-"""The work of :meth:`RandomForestSynthesizer.fit
-<bayes_risk.models.trees.random_forest.RandomForestSynthesizer.fit>`: the replaced records of each
-column, the visit order, the grouping columns, and one forest grown."""
+"""Helpers of ``RandomForestSynthesizer.fit``: replaced records, visit order, groups, forests."""
 
 from __future__ import annotations
 
@@ -89,9 +87,8 @@ def grouping(group_by: str | Mapping[str, str] | None, cols: list[str], order: l
 
 def grow_forest(model: Any, numeric: bool, X: np.ndarray, y: np.ndarray, n_preds: int,
                 rng: np.random.Generator, label: str) -> tuple[Any, np.ndarray | None]:
-    """One forest of ``model``'s settings on ``X``, ``y`` — a regression forest for a numeric
-    column, else a classification forest — and its in-bag matrix ``(n_trees, n_train)`` with
-    ``oob_only`` (trees added by 100 until every record is out of bag in ``min_oob_trees``)."""
+    """One forest on ``X``, ``y`` and, with ``oob_only``, its in-bag matrix (trees added by 100
+    until every record is out of bag in ``min_oob_trees``)."""
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
     mtry = (max(1, int(np.floor(np.sqrt(n_preds)))) if model.max_features == "sqrt"

@@ -1,7 +1,4 @@
-"""Compiled routing of records down a fitted synthesis tree (numba, ``cache=True``): the
-``"climb"`` rule one record at a time (the same nodes as the vectorised loop), and a stored
-forest's ``apply``.
-"""
+"""Compiled (numba) routing of records down a fitted synthesis tree and a stored forest."""
 
 from __future__ import annotations
 
@@ -14,11 +11,7 @@ __all__ = ["forest_apply", "route_climb"]
 @_nb.njit(cache=True, nogil=True)
 def route_climb(X, codes, is_leaf, feature, threshold, left, right, feature_pred, nominal_index,
                 nominal_offset, seen):
-    """Node of each record and whether it met an unevaluable split (then: that node).
-
-    ``X [n, features]`` (float32), ``codes [n, n_nominal]`` (nominal level codes), the tree's
-    arrays and the design's predictor maps as in ``Tree`` / ``Design``.
-    """
+    """Node of each record and whether it met an unevaluable split (then: that node)."""
     n = X.shape[0]
     node = np.zeros(n, dtype=np.int64)
     flag = np.zeros(n, dtype=np.bool_)

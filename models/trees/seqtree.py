@@ -1,10 +1,5 @@
-"""Private tree machinery shared by the CART and random-forest synthesizers.
-
-:class:`Design` (predictor columns as the matrix a scikit-learn tree sees: unordered categorical
-columns one-hot), :class:`SeqTree` (a fitted tree in flat arrays with each node's donors and the
-levels seen in it) and :func:`segment_choice` (one draw per routed record inside its node).
-scikit-learn numbers nodes in pre-order, so every node's donors are one contiguous block once the
-records are sorted by leaf (checked at construction).
+"""Tree machinery of the CART synthesizer: the design matrix, fitted trees in flat arrays with
+each node's donors (contiguous: pre-order nodes), and draws inside nodes.
 """
 
 from __future__ import annotations
@@ -270,9 +265,8 @@ class SeqTree:
 def segment_choice(seg_start: np.ndarray, seg_size: np.ndarray, which: np.ndarray,
                    rng: np.random.Generator, weights: np.ndarray | None = None,
                    bayes_bootstrap: bool = True) -> np.ndarray:
-    """One position per request ``r`` drawn inside segment ``which[r]`` of a concatenated array,
-    in proportion to ``weights``, to fresh Dirichlet(1, …, 1) weights (``bayes_bootstrap``;
-    Rubin 1981), or uniformly."""
+    """One position per request ``r`` inside segment ``which[r]``: by ``weights``, by fresh
+    Dirichlet weights (``bayes_bootstrap``), or uniformly."""
     seg_start = np.asarray(seg_start, dtype=np.int64)
     seg_size = np.asarray(seg_size, dtype=np.int64)
     total = int(seg_start[-1] + seg_size[-1]) if seg_start.size else 0

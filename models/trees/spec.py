@@ -1,7 +1,5 @@
-"""synthpop-style synthesis specifications: a method per column, a visit sequence and a
-predictor matrix, resolved with the defaults of synthpop 1.9-2's ``syn()``.
-
-See :doc:`/user_guide/synthesizers` (CART, synthpop-style specifications).
+"""synthpop-style synthesis specifications (method per column, visit sequence, predictor
+matrix). See :doc:`/user_guide/synthesizers`.
 """
 
 from __future__ import annotations
@@ -26,10 +24,8 @@ _MODEL_METHODS = ("cart", "norm", "logreg", "polyreg")
 
 @dataclass(frozen=True)
 class ResolvedSpec:
-    """A specification applied to a table: ``methods`` of every column (``""``: copied),
-    ``visit_sequence`` (the visited columns, in order), ``synthesized`` (the visited columns
-    with a method other than ``""``, in visit order) and ``predictors`` of each synthesized
-    column (in the table's column order; none for ``"sample"``)."""
+    """A specification applied to a table: every column's method, the visit sequence, the
+    synthesized columns (method other than ``""``) and their predictors."""
 
     methods: dict[str, str]
     visit_sequence: list[str]
@@ -39,34 +35,21 @@ class ResolvedSpec:
 
 @dataclass(frozen=True)
 class SynthesisSpec:
-    """A synthpop-style specification of a sequential synthesis (Nowok, Raab & Dibben 2016).
-
-    Built and checked once; :meth:`resolve` applies it to a table with the defaults of synthpop
-    1.9-2's ``syn()`` for what is not given (``R/syn.r``): a single ``method`` applies to every
-    visited column except the first, which is drawn by ``"sample"``; columns not visited get
-    ``""`` (copied); the default predictor matrix has each visited column predicted by the
-    visited columns before it — **columns not visited are not predictors** unless the predictor
-    matrix names them; ``"sample"`` and ``""`` columns have no predictors; a column whose
-    method needs predictors but has none is drawn by ``"sample"``.
+    """A synthpop-style specification of a sequential synthesis (Nowok, Raab & Dibben 2016),
+    resolved with the defaults of synthpop 1.9-2's ``syn()`` (:meth:`resolve`; user guide,
+    Synthesizers).
 
     Parameters
     ----------
     method : str or mapping of str to str, default "cart"
-        One method for every visited column, or a method per column: ``"cart"``, ``"sample"``
-        (a draw from the column's observed values), ``"norm"`` (normal linear regression),
-        ``"logreg"`` (logistic regression, two-level columns), ``"polyreg"`` (multinomial
-        logit, categorical columns) or ``""`` (keep the original values). Visited columns a
-        mapping does not name get synthpop's default for ``"cart"``.
+        One method for every visited column, or a method per column: ``"cart"``, ``"sample"``,
+        ``"norm"``, ``"logreg"``, ``"polyreg"`` or ``""`` (keep the original values).
     visit_sequence : sequence of str, optional
         The columns to visit, in order (default: the ``synthesized`` columns of ``fit``, else
         the columns a ``method`` mapping names with a method other than ``""``).
     predictor_matrix : DataFrame or mapping of str to sequence of str, optional
-        Which columns predict which: a square 0/1 table (row: the column predicted, column:
-        a predictor; synthpop's ``predictor.matrix`` with names), or ``{column: [predictors]}``
-        for the columns whose predictors differ from the default. Predictors that are not
-        visited keep their original values; a visited column can only be predicted by
-        columns visited before it or not synthesized: a predictor synthesized after its
-        column is dropped, as synthpop does, with warning ``PREDICTOR_DROPPED``.
+        Which columns predict which: a square 0/1 table (row: the column predicted), or
+        ``{column: [predictors]}`` for the columns whose predictors differ from the default.
 
     Raises
     ------
@@ -155,17 +138,14 @@ class SynthesisSpec:
         ------
         ValidationError
             When ``synthesized`` and ``visit_sequence`` disagree, a method does not suit its
-            column's type (``norm`` for a categorical column, ``logreg``/``polyreg`` for a
-            numeric one, ``logreg`` for more than two levels), or a method is given to a
-            column that is not visited.
+            column's type, or a method is given to a column that is not visited.
         SchemaError
             For a name that is not a column (``UNKNOWN_COLUMN``).
 
         Warns
         -----
         BayesRiskWarning
-            ``PREDICTOR_DROPPED``: a predictor of the predictor matrix is synthesized after the
-            column it predicts, and is dropped (synthpop's ``check.predictor.matrix.syn``).
+            ``PREDICTOR_DROPPED``: a predictor synthesized after its column is dropped.
         """
         names = list(schema.names)
         visit = self._visit(synthesized, names)
@@ -224,8 +204,7 @@ class SynthesisSpec:
         return visit
 
     def _methods(self, visit: list[str], names: list[str]) -> dict[str, str]:
-        """Every column's method (syn.r: a single method is given to all columns, the first
-        visited is "sample" and the columns not visited are "")."""
+        """Every column's method (syn.r: the first visited is "sample", unvisited ones "")."""
         methods = dict.fromkeys(names, "")
         given = self.method if isinstance(self.method, Mapping) else {}
         default = "cart" if given else self.method
@@ -267,8 +246,7 @@ def _check_type(method: str, col: str, schema: Schema) -> None:
 
 
 def _predictor_rows(pm: Any) -> dict[str, tuple[str, ...]]:
-    """A predictor matrix as ``{column: predictors}``, checked (a 0/1 square table with the same
-    names on both axes, or such a mapping)."""
+    """A predictor matrix (0/1 square table or mapping) as ``{column: predictors}``, checked."""
     if isinstance(pm, pd.DataFrame):
         rows, cols = [str(c) for c in pm.index], [str(c) for c in pm.columns]
         if rows != cols:

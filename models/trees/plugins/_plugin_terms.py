@@ -1,7 +1,4 @@
-"""Node likelihood terms of the CART plug-in: the Pólya urn, the Monte Carlo estimate of a
-kernel-smoothed node and its variance. See :doc:`/methods/attribute`, Tree synthesizers: plug-in
-likelihoods.
-"""
+"""Monte Carlo node likelihood terms of the CART plug-in. See :doc:`/methods/attribute`."""
 
 from __future__ import annotations
 
@@ -66,9 +63,8 @@ def mc_node_loglik_extra(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarra
 
 
 def mc_log_var(lf_a: np.ndarray, lf_b: np.ndarray | None = None, *, paired: bool = True) -> float:
-    """Delta-method variance of ``log p̂_a − log p̂_b`` (``lf_b=None``: of ``log p̂_a``) for
-    Monte Carlo means of likelihoods, ``Var_r(u_a − u_b) / R`` with ``u_r = exp(lf[r]) / p̂``
-    when ``paired`` (common random numbers), else the sum of the two variances."""
+    """Delta-method variance of ``log p̂_a − log p̂_b`` (``lf_b=None``: of ``log p̂_a``);
+    ``paired``: common random numbers."""
 
     def u(lf: np.ndarray) -> np.ndarray | None:
         if not np.isfinite(lf).any():

@@ -1,9 +1,5 @@
 """Plug-in likelihood of a fitted CART synthesizer for attribute risk, and the plug-in base
-class the random-forest plug-in (``plugin_rf``) builds on; the node likelihood terms are in
-``_plugin_terms``.
-
-See :doc:`/methods/attribute`, sections Tree synthesizers: plug-in likelihoods and missing values.
-``unroutable="random_descent"`` is refused (random routing would have to be marginalised).
+class. See :doc:`/methods/attribute`, Tree synthesizers: plug-in likelihoods.
 """
 
 from __future__ import annotations
@@ -39,11 +35,8 @@ class PluginBase:
     model_class = "O"
     ratio_form = "joint"
     plugin = True
-    #: a record's missing values are held at their missingness kind (attribute.missing)
-    holds_missing = True
-    #: method-level labels reported in ``AttributeRiskResult.warnings``
+    holds_missing = True  # a record's missing values are held at their missingness kind
     result_warnings: tuple[str, ...] = ()
-    #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
     info = ModelInfo(holds_missing=True)
 
     schema_: Any
@@ -102,8 +95,7 @@ class PluginBase:
                 for c, v in encoded_values(df, self.schema_, self._layout, columns).items()}
 
     def _kinds(self, c: str, v: np.ndarray) -> np.ndarray:
-        """Missingness kind of encoded values of column ``c`` (0: observed;
-        ``models.trees.missing``)."""
+        """Missingness kind of encoded values of column ``c`` (0: observed)."""
         lay = self._layout.get(c)
         v = np.asarray(v, dtype=np.float64)
         if lay is None:
@@ -114,9 +106,8 @@ class PluginBase:
 
     def _hold_missing(self, i: int, cand: dict[str, np.ndarray], columns: Sequence[str]
                       ) -> np.ndarray:
-        """Hold record ``i``'s missing values at their kind in ``cand`` (in place; a ``NaN``
-        candidate takes the record's own value); return ``[G]``: the candidates that change a
-        kind (probability 0)."""
+        """Hold record ``i``'s missing values at their kind in ``cand`` (in place); return the
+        ``[G]`` candidates that change a kind (probability 0)."""
         G = len(cand[columns[0]]) if columns else 0
         off = np.zeros(G, dtype=bool)
         for c in columns:
@@ -131,7 +122,7 @@ class PluginBase:
         return off
 
     def _release(self, synthetic: Sequence[pd.DataFrame]) -> None:
-        """Per-dataset state is cached for one release (the engine passes the same list)."""
+        """Per-dataset state is cached for one release."""
         if synthetic is not self._cache_owner:
             self._cache = {}
             self._cache_owner = synthetic
@@ -252,8 +243,8 @@ class PluginBase:
 
 @dataclass(frozen=True)
 class DonorTrees:
-    """The fitted value trees of a CART release (:meth:`CARTPlugin.donor_trees`), as the
-    membership ratio reads them (:mod:`bayes_risk.membership.trees`).
+    """The fitted value trees of a CART release (:meth:`CARTPlugin.donor_trees`) for the
+    membership ratio.
 
     Attributes
     ----------
@@ -287,11 +278,8 @@ class DonorTrees:
 
 class CARTPlugin(PluginBase):
     """Adapter giving a fitted :class:`~bayes_risk.models.trees.cart.CARTSynthesizer` the plug-in
-    likelihood ``plugin_loglik`` used by :func:`bayes_risk.attribute_risk`.
-
-    Pólya-urn terms for un-smoothed columns, a Monte Carlo estimate with common random numbers
-    for kernel-smoothed ones; the fitted bandwidths stay fixed (:doc:`/methods/attribute`, Tree
-    synthesizers: plug-in likelihoods).
+    likelihood ``plugin_loglik`` used by :func:`bayes_risk.attribute_risk`
+    (:doc:`/methods/attribute`, Tree synthesizers: plug-in likelihoods).
 
     Parameters
     ----------
@@ -313,8 +301,8 @@ class CARTPlugin(PluginBase):
     Raises
     ------
     ValidationError
-        For another synthesizer type, random-descent routing, a bad ``n_bootstrap`` or an
-        ``original`` that is not the fitted table.
+        For another synthesizer type, random-descent routing, a bad ``n_bootstrap`` or another
+        ``original``.
     NotFittedError
         For an unfitted synthesizer.
 
@@ -362,13 +350,7 @@ class CARTPlugin(PluginBase):
         self._crn_bytes = 0
 
     def donor_trees(self) -> DonorTrees:
-        """The fitted value trees, encoded values and donor positions the membership ratio of a
-        CART release reads (``membership_risk``).
-
-        Returns
-        -------
-        DonorTrees
-        """
+        """The fitted value trees, encoded values and donor positions (``membership_risk``)."""
         cols = tuple(self.synthesizer.visit_sequence_)
         return DonorTrees(visit_sequence=cols, trees={c: self._trees[c] for c in cols},
                           values=self._vals, positions={c: self._pos[c] for c in cols},
@@ -401,8 +383,7 @@ class CARTPlugin(PluginBase):
 
     def _drawn(self, key: Any, zv: dict[str, np.ndarray], sel: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
-        """The synthetic records drawn from the tree ``key`` and their values, as
-        ``trees.cart_synthesis.two_step`` draws them."""
+        """The synthetic records drawn from the tree ``key`` and their values."""
         col = self._column(key)
         z = zv[col][sel]
         if isinstance(key, tuple):
@@ -413,8 +394,7 @@ class CARTPlugin(PluginBase):
         return sel, z
 
     def _dataset_state(self, li: int, z: pd.DataFrame) -> dict[str, Any]:
-        """Per tree: the synthetic values per used node (smoothed columns) or the node each
-        record drawn from it is routed to and its value (Pólya trees)."""
+        """Per tree: synthetic values per node (smoothed) or each record's node and value."""
         if li in self._cache:
             return self._cache[li]
         sel = np.flatnonzero(self.synthesizer.records_)
@@ -452,8 +432,8 @@ class CARTPlugin(PluginBase):
         return tables
 
     def _counts(self, key: tuple[int, int, int, int]) -> np.ndarray:
-        """Bootstrap multiplicities ``[R, n]`` of a node's ``n`` donors, drawn as the synthesizer
-        draws them, from a stream keyed by (dataset, column, node, n)."""
+        """Bootstrap multiplicities ``[R, n]`` of a node's ``n`` donors, keyed by (dataset,
+        column, node, n)."""
         c = self._crn.get(key)
         if c is not None:
             return c
@@ -477,8 +457,8 @@ class CARTPlugin(PluginBase):
 
     def _node_loglik(self, key: tuple[int, int, int], col: str, donors: np.ndarray,
                      extras: np.ndarray | None, zu: np.ndarray, zw: np.ndarray) -> np.ndarray:
-        """Smoothed node log-likelihood with donors ``D`` (``extras=None``) or ``D ∪ {x}`` per
-        extra value ``x``, and the replicates' log-likelihoods ``[n_out, R]``."""
+        """Smoothed node log-likelihood with donors ``D`` or ``D ∪ {x}`` per extra value ``x``,
+        and the replicates' ``[n_out, R]``."""
         from bayes_risk.models.trees.cart_leaf import kernel_log_terms
 
         decimals, int_out = self._rounding[col]
@@ -532,9 +512,8 @@ class CARTPlugin(PluginBase):
                          paths: list[set[int]], ystar: np.ndarray,
                          zstate: dict[int, tuple[np.ndarray, np.ndarray]],
                          g0: int) -> tuple[np.ndarray, np.ndarray]:
-        """``[G]`` log-likelihood of the smoothed column's touched nodes under each candidate,
-        and ``[G]`` Monte Carlo variance of each candidate's difference from candidate ``g0``
-        (the truth): nodes use independent replicates, so their variances add."""
+        """``[G]`` log-likelihood of the smoothed column's touched nodes per candidate, and the
+        Monte Carlo variance of each one's difference from the truth ``g0``."""
         tree = self.synthesizer.trees_[col]
         G = ystar.size
         ell = np.zeros(G)

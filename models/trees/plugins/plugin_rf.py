@@ -1,10 +1,5 @@
-"""Plug-in likelihood of a fitted random-forest synthesizer for attribute risk.
-
-With the forests fixed (splits and bootstrap samples), a candidate for record ``i`` recounts the
-leaves of the trees whose bootstrap sample holds ``i`` and recomputes the synthesis
-probabilities of the replaced records those leaves reach; only the affected (record, tree)
-pairs are recomputed. A leaf left empty uses its parent's counts. See :doc:`/methods/attribute`,
-sections Tree synthesizers: plug-in likelihoods and missing values.
+"""Plug-in likelihood of a fitted random-forest synthesizer for attribute risk (forests fixed).
+See :doc:`/methods/attribute`, Tree synthesizers: plug-in likelihoods.
 """
 
 from __future__ import annotations
@@ -27,11 +22,8 @@ _DENSE = 1 << 22  # (candidate × record) table size up to which sums use a dens
 
 
 class _Forest:
-    """One column's forest as stacked arrays, with class counts of every node from the fit.
-
-    Node ids are global (tree ``b`` starts at ``offs[b]``); in pre-order, a node's subtree is the
-    id range ``[k, end[k])``.
-    """
+    """One column's forest as stacked arrays (global pre-order node ids: a subtree is
+    ``[k, end[k])``), with class counts of every node."""
 
     def __init__(self, rf: Any, X: np.ndarray, y: np.ndarray, d: int, oob_only: bool) -> None:
         ests = rf.estimators_
@@ -106,9 +98,7 @@ class _Forest:
 class RFPlugin(PluginBase):
     """Adapter giving a fitted
     :class:`~bayes_risk.models.trees.random_forest.RandomForestSynthesizer` the fixed-forest
-    plug-in likelihood ``plugin_loglik`` (:doc:`/methods/attribute`, Tree synthesizers: plug-in
-    likelihoods): vote or Dirichlet leaves, procedures A and B, ``oob_only``, missing values and
-    forests grown within groups of an unsynthesized column.
+    plug-in likelihood ``plugin_loglik`` (:doc:`/methods/attribute`, Tree synthesizers).
 
     Parameters
     ----------
@@ -128,18 +118,11 @@ class RFPlugin(PluginBase):
     Raises
     ------
     ValidationError
-        For another synthesizer type or an ``original`` that is not the fitted table.
+        For another synthesizer type or another ``original``.
     NotSupportedError
-        For forests grown within groups of a synthesized column, or a synthesized numeric
-        column.
+        For forests grown within groups of a synthesized column, or a numeric column.
     NotFittedError
         For an unfitted synthesizer.
-
-    Notes
-    -----
-    Memory: per forest ``~ n_nodes × (12 d + 28) + 9 n_trees × n_replaced`` bytes (500 fully
-    grown trees on 3,000 records: ~110 MB with d = 5), and per dataset and forest
-    ``~ 4 (n_trees × n_replaced + n_nodes)`` bytes.
 
     Examples
     --------
@@ -159,22 +142,17 @@ class RFPlugin(PluginBase):
         if numeric:  # methods page, Random forests for numeric columns
             raise NotSupportedError(
                 f"RFPlugin: column {numeric[0]!r} is {self.schema_[numeric[0]].type}; the "
-                "fixed-forest plug-in likelihood covers categorical columns only. A numeric "
-                "column's synthetic value is a donor value with a probability under the forest's "
-                "weighted empirical distribution, which a candidate changes through the record's "
-                "donor value in its in-bag leaves; that likelihood is not implemented. Estimate "
-                "attribute risk with a synthesizer of the categorical columns only, or use "
-                "identification risk (which works on any release).", code="MODEL_UNSUITED")
+                "fixed-forest plug-in likelihood covers categorical columns only (methods page "
+                "'Random forests for numeric columns'). Synthesize the categorical columns only, "
+                "or use identification risk.", code="MODEL_UNSUITED")
         bad = {c: g for c, g in syn.groups_.items() if g in set(syn.visit_sequence_)}
         if bad:  # methods page
             c, g = next(iter(bad.items()))
             raise NotSupportedError(
                 f"RFPlugin: column {c!r} is synthesized within groups of {g!r}, which is itself "
-                "synthesized; a candidate value of that column would move the record into the "
-                "training records of another group's forest, in whose bootstrap samples it has "
-                "no multiplicity, so the fixed-forest likelihood is not defined (re-growing the "
-                "forest would be needed; methods page 'Attribute disclosure risk', Tree "
-                "synthesizers). Group by an unsynthesized column, or synthesize without group_by.",
+                "synthesized; a candidate would move the record into another group's forest, in "
+                "whose bootstrap samples it has no multiplicity (methods page 'Attribute "
+                "disclosure risk'). Group by an unsynthesized column, or drop group_by.",
                 code="MODEL_UNSUITED")
         n = len(self.original)
         # one "unit" per forest: (column, None) for a column's forest, (column, level code) for
@@ -207,8 +185,8 @@ class RFPlugin(PluginBase):
     def _forests_of(
         self, col: str, train: np.ndarray
     ) -> list[tuple[tuple[str, int | None], Any, np.ndarray, np.ndarray]]:
-        """The forests of ``col``: ``(key, forest, training rows, synthesizes each)``; with
-        groups, each level's forest and the pooled one (for the fallback levels)."""
+        """The forests of ``col`` (each group's and the pooled one): ``(key, forest, training
+        rows, synthesizes each)``."""
         syn = self.synthesizer
         everyone = np.ones(train.size, dtype=bool)
         if col not in syn.groups_:
@@ -266,8 +244,7 @@ class RFPlugin(PluginBase):
         return state
 
     def _unit_state(self, key: tuple[str, int | None], zv: dict[str, np.ndarray]) -> dict:
-        """One forest's base ``log p_r(z_r)`` of the records it synthesizes (others 0), and the
-        synthetic records of every leaf (CSR)."""
+        """One forest's base ``log p_r(z_r)`` and the synthetic records of every leaf (CSR)."""
         col = key[0]
         F, train, smask = self._forests[key], self._train[key], self._smask[key]
         X = self._syn_matrix(col, zv, self._vals, train)
@@ -300,9 +277,8 @@ class RFPlugin(PluginBase):
 
     def _changes(self, key: tuple[str, int | None], i: int, cand: dict[str, np.ndarray],
                  varying: set[str]) -> dict[str, np.ndarray] | None:
-        """Leaves whose class counts change under each candidate: arrays over changed
-        (candidate, tree, leaf) entries ``g``, ``b``, ``node``, ``qb``/``qn`` (shares before and
-        after); ``None`` when record ``i`` does not train this forest."""
+        """The (candidate ``g``, tree ``b``, leaf ``node``) entries whose class shares change
+        (before ``qb``, after ``qn``); ``None`` when record ``i`` does not train this forest."""
         col = key[0]
         F = self._forests[key]
         t = int(self._tpos[key][i])
@@ -370,8 +346,8 @@ class RFPlugin(PluginBase):
 
     def _column_loglik(self, key: tuple[str, int | None], i: int, ch: dict[str, np.ndarray],
                        st: dict[str, Any], own: np.ndarray | None, G: int) -> np.ndarray:
-        """``[G]`` log-likelihood of the synthetic values this forest drew under each candidate
-        (``own``: record ``i``'s own term, ``None`` when another forest synthesizes it)."""
+        """``[G]`` log-likelihood of the values this forest drew, per candidate (``own``: record
+        ``i``'s own term, if this forest synthesizes it)."""
         F = self._forests[key]
         t = int(self._tpos[key][i])
         lo, hi = st["ptr"][ch["node"]], st["ptr"][ch["node"] + 1]
@@ -449,18 +425,14 @@ class RFPlugin(PluginBase):
 
 
 def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *, random_seed: Any = None) -> Any:
-    """The likelihood attribute risk uses for a fitted synthesizer.
-
-    A synthesizer with a ``plugin_likelihood`` method builds its plug-in
-    (:class:`~bayes_risk.models.CARTPlugin`, :class:`~bayes_risk.models.RFPlugin`); a model with
-    a record or plug-in likelihood is returned as it is
-    (:func:`~bayes_risk.contract.capabilities` decides).
+    """The likelihood attribute risk uses for a fitted synthesizer: its plug-in
+    (:class:`~bayes_risk.models.CARTPlugin`, :class:`~bayes_risk.models.RFPlugin`), or the model
+    itself when it has a record or plug-in likelihood.
 
     Raises
     ------
     ValidationError
-        For a synthesizer with no likelihood of a record's values (PMM, which declares neither;
-        code ``NO_LIKELIHOOD``).
+        ``NO_LIKELIHOOD`` for a synthesizer with neither (PMM).
     """
     from bayes_risk.contract import capabilities
 
@@ -470,9 +442,6 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *, random_seed: 
     if info.has("record") or info.has("plugin"):
         return synthesizer
     raise ValidationError(
-        f"{type(synthesizer).__name__} has no likelihood of a record's values (it has "
-        "neither record_loglik nor plugin_likelihood), so attribute risk "
-        "cannot be computed from it; expected a Bayesian model, or a synthesizer with a plug-in "
-        "likelihood such as CART or random forests (docs: methods page 'Attribute disclosure "
-        "risk').",
-        code="NO_LIKELIHOOD")
+        f"{type(synthesizer).__name__} has no likelihood of a record's values (neither "
+        "record_loglik nor plugin_likelihood), so attribute risk cannot be computed from it; "
+        "expected a Bayesian model, or CART or random forests.", code="NO_LIKELIHOOD")
