@@ -1,5 +1,4 @@
-"""The audit's step of anonymeter's attacks (Giomi et al. 2023): singling out (univariate and
-multivariate predicates) and linkability, each against the holdout."""
+"""The audit's step of anonymeter's attacks: singling out and linkability."""
 
 from __future__ import annotations
 

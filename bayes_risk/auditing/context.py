@@ -1,9 +1,4 @@
-"""What every audit step reads: the run's context, and the helpers the steps share (the
-row alignment of the release, the rebuilt synthesizer, step folders and JSON files).
-
-Its own module so that the steps' modules (:mod:`bayes_risk.auditing.steps`,
-:mod:`bayes_risk.auditing.disclosure_step`) share it without importing each other.
-"""
+"""The run's context and the helpers the audit steps share."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The audit's step of synthpop's disclosure measures (identity and attribute disclosure,
-replicated uniques), of sdcMicro's risk of the original on the same keys (the baseline the
-release is compared with) and of differencing the implicates (Hawala 2008)."""
+"""The audit's step of synthpop's disclosure measures, sdcMicro's risk of the original and
+differencing (:doc:`/methods/disclosure`)."""
 
 from __future__ import annotations
 
@@ -89,8 +88,7 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
 
 def _original_baseline(ctx: StepContext, results: dict[str, Any], files: list[str]
                        ) -> dict[tuple[str, ...], Any]:
-    """sdcMicro's risk of the original on each set of keys, a baseline (files as ``bayes-risk
-    original-risk`` writes them, in ``disclosure/original_risk[_<i>]/``)."""
+    """sdcMicro's risk of the original on each set of keys, a baseline."""
     from bayes_risk.disclosure.original_risk import MAX_SUBSETS, original_risk
 
     by_keys: dict[tuple[str, ...], list[str]] = {}
@@ -120,9 +118,8 @@ def _original_baseline(ctx: StepContext, results: dict[str, Any], files: list[st
 
 
 def _unconfirmed_disclosure_columns(ctx: StepContext, results: dict[str, Any]) -> list[str]:
-    """The synthesized keys and targets of plain, row-aligned release files that show no
-    row-by-row association with the original's (a wrong original understates the measures:
-    warns ``ORIGINAL_UNCONFIRMED``)."""
+    """The synthesized keys and targets of row-aligned release files with no row-by-row
+    association with the original's (warns ``ORIGINAL_UNCONFIRMED``)."""
     syn = ctx.synthetic
     if getattr(syn, "schema", None) is not None and syn.schema.synthesized:
         return []  # a manifest: the original's fingerprint was checked
@@ -137,8 +134,7 @@ def _unconfirmed_disclosure_columns(ctx: StepContext, results: dict[str, Any]) -
 
 
 def _differencing(ctx: StepContext) -> Any:
-    """What comparing the implicates of a release that synthesized selected records reveals
-    (Hawala 2008; ``None`` when it cannot be compared)."""
+    """What comparing the implicates reveals (Hawala 2008); ``None``: not comparable."""
     import warnings
 
     from bayes_risk.disclosure import differencing_check

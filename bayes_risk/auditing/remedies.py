@@ -1,9 +1,5 @@
-"""The cause and the remedies of a verdict line on the wrong side of its threshold.
-
-Each function returns ``(cause, remedies)``: one sentence with this run's numbers (from
-:mod:`bayes_risk.auditing.causes`) and the changes to the release that would move the value,
-chosen from what the synthesizer declares (its ``ModelInfo``), never from its name.
-"""
+"""The cause and remedies of a verdict line on the wrong side of its threshold: ``(cause,
+remedies)``, chosen from what the synthesizer declares (its ``ModelInfo``)."""
 
 from __future__ import annotations
 

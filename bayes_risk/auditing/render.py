@@ -1,9 +1,7 @@
-"""The audit report: one content model rendered by two Jinja2 templates (HTML and Markdown).
+"""The audit report: one content model rendered by two Jinja2 templates (HTML, Markdown).
 
-The content is built from the steps' result objects (their DataFrames and summaries), never by
-re-reading the files; every number links to the file it came from, relative to the report.
-The HTML is self-contained: CSS inline, figures as PNG data URIs, and a Content-Security-Policy
-that forbids every fetch, so the report opens from disk with no network access.
+Every number links to its file; the HTML is self-contained (inline CSS, data-URI figures, a
+Content-Security-Policy that forbids every fetch).
 """
 
 from __future__ import annotations
@@ -248,8 +246,7 @@ def _cell(value: Any, column: str, href: str | None, digits: int) -> Span:
 
 def _table(df: pd.DataFrame, links: _Links, src: str | None = None, caption: str = "",
            digits: int = 4, percent: tuple[str, ...] = ()) -> Block:
-    """A table whose every number links to ``src`` (the file it comes from); the columns
-    ``percent`` hold fractions, shown in per cent."""
+    """A table whose numbers link to ``src``; the ``percent`` columns (fractions) in per cent."""
     href = links.href(src)
     cols = [str(c) for c in df.columns]
     rows = [[links.pct(v, src) if c in percent else _cell(v, c, href, digits)
@@ -612,8 +609,7 @@ def _known_curve_blocks(sec: Section, s: Any, links: _Links) -> None:
 
 
 def _known_sweep_blocks(sec: Section, ks: Any, s: Any, links: _Links) -> None:
-    """The knowledge sweep of the identification or the attribute step: frontier, drivers and
-    levels."""
+    """The knowledge sweep of the identification or the attribute step."""
     m1, m2 = ks.shapley_measures
     if ks.kind == "identification":
         what = ("The same measures for every subset of the known columns "
@@ -1144,8 +1140,7 @@ _MD_BLOCK_START = re.compile(r"^(\s*\d{1,9})([.)])(?=\s|$)|^(\s*)([-+=](?=[\s=]|
 
 
 def _md_text(s: Any) -> str:
-    """``s`` as literal Markdown text: every markup character backslash-escaped, line breaks
-    as spaces, a list or quote marker at the start escaped (never raw HTML, a link or a block)."""
+    """``s`` as literal Markdown text: markup escaped, line breaks as spaces."""
     text = re.sub(r"[\r\n]+", " ", str(s))
     text = _MD_MARKUP.sub(lambda m: "\\" + m.group(0), text)
     return _MD_BLOCK_START.sub(

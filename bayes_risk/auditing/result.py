@@ -44,26 +44,20 @@ def _frame(items: Any, columns: list[str]) -> pd.DataFrame:
 
 @dataclass(repr=False)
 class AuditResult(RiskResult):
-    """What :func:`bayes_risk.auditing.audit` returns.
-
-    Like every result of the package it has ``summary()`` (the verdict, the baselines and the
-    steps as a printable :class:`~bayes_risk.results.Summary`; a notebook shows it),
-    ``to_dataframe()`` (the verdict lines), ``to_dict()`` (what ``summary.json`` holds),
-    ``plot(kind="verdict")`` and ``structured_warnings``; ``to_html(path)`` and
-    ``to_markdown(path)`` write the full report.
+    """What :func:`bayes_risk.auditing.audit` returns: a result of the family
+    (:doc:`/user_guide/results`) whose ``to_html(path)`` and ``to_markdown(path)`` write the report.
 
     Attributes
     ----------
     plan : AuditPlan
         Every setting, with where it came from.
     steps : list of StepOutcome
-        One per step, in order (run, skipped with the reason, or failed).
+        One per step, in order.
     root : Path or None
         The audit folder (``out``) holding the steps' files, or ``None``.
     before : dict or None
         The summary of an earlier audit of the same original
-        (:func:`~bayes_risk.auditing.compare.load_audit`), e.g. of the release before a remedy:
-        the report and ``summary.json`` then show both audits' verdict lines side by side
+        (:func:`~bayes_risk.auditing.compare.load_audit`), shown side by side
         (:meth:`comparison`).
     """
 
@@ -120,15 +114,10 @@ class AuditResult(RiskResult):
     def status(self) -> str:
         """The overall status of the release against the thresholds:
 
-        * ``"do_not_release"``: some verdict line is on the wrong side of its threshold (one
-          is enough, whatever the others and the steps that did not run);
-        * ``"incomplete"``: none is, but a step failed, so its measures are not assessed;
-        * ``"review"``: none is, but a line carries a warning that questions its value or
-          left flagged records out of it (:attr:`Verdict.status` ``"caution"``), or no
-          verdict line could be computed;
+        * ``"do_not_release"``: some verdict line is on the wrong side of its threshold;
+        * ``"incomplete"``: none is, but a step failed;
+        * ``"review"``: none is, but a line has a caution, or no line could be computed;
         * ``"within_thresholds"``: every line is within its threshold, with no caution.
-
-        A board decides; the status says what the thresholds say, and :attr:`headline` why.
         """
         v = self.verdicts
         if any(x.exceeds for x in v):
@@ -304,8 +293,7 @@ class AuditResult(RiskResult):
         return Path(path)
 
     def _report_figures(self) -> dict[tuple[str, int], bytes]:
-        """The report's figures as PNG bytes, drawn by the first report and reused by the next
-        unless a step's objects (compared by identity) changed since."""
+        """The report's figures as PNG bytes, reused while no step's objects changed."""
         state = (self.plan, self.steps, *(x for s in self.steps
                                           for x in (s, s.name, s.status, s.result, s.extra)))
         cached = self.__dict__.get("_figures")
@@ -316,19 +304,15 @@ class AuditResult(RiskResult):
         return cached[1]
 
     def to_html(self, path: str | os.PathLike[str], *, bundle: str | None = None) -> Path:
-        """Write the self-contained HTML report (CSS and plots embedded, no network fetch).
-
-        Numbers link to the step files they come from, relative to ``path``. The figures are
-        drawn once per result: a second report of it (HTML or Markdown) reuses them.
+        """Write the self-contained HTML report; its numbers link to the step files.
 
         Parameters
         ----------
         path : path-like
             The report's file.
         bundle : str, optional
-            The name of the zip of the audit folder written beside the report
-            (:meth:`to_zip`, which ``bayes-risk audit`` writes as ``report.zip``): the report
-            names it as the file to send. Without it the report says to send the folder.
+            The name of the zip of the audit folder beside the report (:meth:`to_zip`), named as
+            the file to send.
         """
         from bayes_risk.auditing.render import write_report
 
@@ -342,10 +326,7 @@ class AuditResult(RiskResult):
         return write_report(self, path, fmt="md", bundle=bundle)
 
     def to_zip(self, path: str | os.PathLike[str]) -> Path:
-        """Write the audit folder as one zip file, atomically: the reports with every file
-        their numbers link to, so that the links work once it is unpacked (the report's
-        links are relative: ``report.html`` sent alone keeps its numbers and figures, not its
-        links). The files sit in a folder named after the zip (``report.zip``: ``report/``).
+        """Write the audit folder as one zip file, atomically, in a folder named after the zip.
 
         Raises
         ------

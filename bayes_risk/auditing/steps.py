@@ -1,9 +1,5 @@
-"""The audit's steps: each calls the public function of one measure and writes, into its own
-sub-folder, the files that measure's sub-command writes (``summary.json``, ``records.csv`` …).
-
-A step returns a :class:`~bayes_risk.auditing.StepOutcome`; one that cannot run on this release
-returns it with status ``"skipped"`` and the reason.
-"""
+"""The audit's steps: each calls one measure's public function and writes its files into its
+own sub-folder, returning a :class:`~bayes_risk.auditing.StepOutcome`."""
 
 from __future__ import annotations
 
@@ -186,8 +182,7 @@ def marginals(original: pd.DataFrame, synthetic: Any, schema: Any,
 
 
 def _qi(ctx: StepContext) -> pd.DataFrame | None:
-    """The known (quasi-identifier) values of every record, kept only when the report may
-    show them (``show_confidential_values``)."""
+    """The known values of every record when the report may show them."""
     if not ctx.plan.show_confidential_values:
         return None
     return ctx.original[ctx.plan.known]
@@ -299,8 +294,7 @@ def dataset_regimes(ctx: StepContext) -> dict[str, Any] | None:
 
 
 def _known_curve_note(p: Any, model: Any) -> str | None:
-    """Why the known-records curve asked for cannot be computed for ``model`` (``None``: it
-    can, or none was asked for)."""
+    """Why the known-records curve asked for cannot be computed (``None``: it can)."""
     if p.known_fractions is None:
         return None
     from bayes_risk.contract import capabilities
@@ -323,8 +317,7 @@ def _write_known_sweep(ks: Any, folder: Path) -> list[str]:
 
 
 def _known_sweep(ctx: StepContext, kw: dict[str, Any]) -> Any:
-    """The knowledge sweep over the known columns at the step's radius (``known_sweep=True``),
-    with the step's options (per dataset, no fallback); ``None`` when not asked for."""
+    """The knowledge sweep at the step's radius; ``None`` when not asked for."""
     p = ctx.plan
     if not p.known_sweep:
         return None
@@ -360,8 +353,7 @@ class PooledIdentification:
 
 
 def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdentification:
-    """The pooled figures, which the verdict reads: an intruder with m datasets can do better
-    than the mean of one-dataset intruders."""
+    """The pooled figures of an intruder holding all m datasets (the verdict reads them)."""
     from bayes_risk.identification.api import identification_risk
 
     p = ctx.plan
@@ -378,8 +370,7 @@ def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdenti
 
 
 def _sweep(ctx: StepContext, res: Any, kw: dict[str, Any], how: str) -> tuple[Any, dict, Any]:
-    """The radius sweep, its maximising radius and every measure there (``res`` when that is
-    the step's radius): the conservative radius to report (Hornby & Hu 2021, §4.1)."""
+    """The radius sweep, its maximising radius and every measure there (Hornby & Hu 2021, §4.1)."""
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import radius_sweep
 
@@ -510,8 +501,7 @@ def _loaded_model(ctx: StepContext) -> Any:
 
 
 def _attribute_model(ctx: StepContext) -> Any:
-    """The fitted model (object or folder; a saved CART or random-forest synthesizer becomes
-    its plug-in likelihood), or the rebuilt tree synthesizer's plug-in likelihood."""
+    """The plug-in or fitted model of the attribute step."""
     from bayes_risk.models import plugin_likelihood
 
     synth = _loaded_model(ctx) if ctx.model is not None else rebuilt_synthesizer(ctx)
@@ -625,8 +615,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
 
 
 def _membership_reuses(ctx: StepContext, model: Any) -> bool:
-    """Whether the membership step will run on ``model`` (a holdout is given and the measure
-    supports it), so that the attribute step's refits serve both."""
+    """Whether the membership step will run on ``model``, so the attribute refits serve both."""
     from bayes_risk.exceptions import NotSupportedError
     from bayes_risk.membership.api import check_model
 

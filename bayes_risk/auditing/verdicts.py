@@ -1,10 +1,5 @@
-"""The verdict lines of an audit: each headline measure of the release against its threshold.
-
-:func:`verdict_lines` calls the builder each measure's record names (``Measure.verdict``; the
-package's are the ``*_lines`` functions here); a line on the wrong side gets its cause and
-remedies from :mod:`bayes_risk.auditing.remedies`. A figure that cannot depend on the release
-is a :class:`Baseline`, reported apart.
-"""
+"""The verdict lines of an audit: each headline measure against its threshold, with cause and
+remedies (:doc:`/adding_a_measure`)."""
 
 from __future__ import annotations
 
@@ -70,13 +65,9 @@ def _caveats(kind: str, codes: Any) -> tuple[str, ...]:
 class Verdict:
     """One line of the first screen: a measure against its threshold.
 
-    ``warnings`` are the codes of warnings of the measure that question this value (for
-    example ``SEPARATION``: the chi-square null of S_pMSE is not valid); the report names them
-    on the line. Rates (``unit`` ``"%"``) are in per cent, their threshold too. ``spread`` is
-    the range of the measure over the ``m`` datasets, or says that it is pooled. A line on the
-    wrong side of its threshold has a ``cause`` (one sentence with numbers from this run: what
-    drives the value) and its ``remedies`` (changes to the release that would move it); a line
-    within its threshold has neither.
+    ``warnings``: codes that question this value; rates (``unit`` ``"%"``) in per cent;
+    ``spread``: the range over the ``m`` datasets, or that it is pooled. A line on the wrong side
+    has a ``cause`` and ``remedies``.
     """
 
     step: str
@@ -150,8 +141,7 @@ def _range(values: Any, unit: str = "") -> str:
 
 
 def _outside(value: float, each: Any, why: str, otherwise: str = "") -> str:
-    """Why a headline value lies outside the range of its per-dataset values (``why``, after
-    "above every dataset's: " or "below …"), or ``otherwise`` when it lies within it."""
+    """Why a headline value lies outside its per-dataset range, else ``otherwise``."""
     v = _finite(each)
     if not v.size or not np.isfinite(value) or v.min() <= value <= v.max():
         return otherwise
@@ -291,8 +281,7 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
 
 
 def _regime_detail(reg: Any) -> str:
-    """The attribute line's words on the regimes of the model's fit (``REGIMES_DISAGREE``):
-    each regime's share and which is read, or why there is none per regime."""
+    """The attribute line's words on the regimes of the model's fit (``REGIMES_DISAGREE``)."""
     if not reg:
         return ""
     names = [f"regime {i} (chain{'s' if len(r['chains']) > 1 else ''} "
@@ -362,8 +351,7 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
 
 
 def _original_lines(r: Any, src: str | None) -> list[Baseline]:
-    """sdcMicro's measures of the original on the keys (:func:`~bayes_risk.original_risk`), as
-    baselines."""
+    """sdcMicro's measures of the original (:func:`~bayes_risk.original_risk`), as baselines."""
     keys = ", ".join(r.keys)
     g, n = r.global_risk, r.key_cells["n_records"]
     alone = "computed on the original alone (sdcMicro), the same for every release"
@@ -590,8 +578,7 @@ _ID_THRESHOLDS = ("expected_match_rate", "true_match_rate")
 
 
 def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple[float, str]:
-    """An identification line's value and words under the regimes of the model's fit (the
-    larger of ``value`` and each regime's mean per dataset, ``RISK_BY_REGIME``)."""
+    """An identification line's value and words under the fit's regimes (``RISK_BY_REGIME``)."""
     if not reg:
         return value, ""
     if reg.get("status") != "computed":

@@ -1,5 +1,4 @@
-"""The base of every result: ``summary()``, ``to_dict()``, ``to_dataframe()``, ``plot(kind=)``
-and structured warnings."""
+"""The base of every result (:doc:`/user_guide/results`)."""
 
 from __future__ import annotations
 
@@ -83,8 +82,6 @@ class RiskResult(metaclass=ABCMeta):
     def plot(self, kind: str | None = None, *, ax: Any = None, **kwargs: Any) -> Any:
         """Draw one kind of plot of the result on a matplotlib Axes and return the Axes.
 
-        As ``DataFrame.plot`` and ArviZ's ``plot_*`` functions do (:doc:`/user_guide/results`).
-
         Parameters
         ----------
         kind : str, optional
@@ -92,13 +89,11 @@ class RiskResult(metaclass=ABCMeta):
         ax : matplotlib.axes.Axes, optional
             The Axes to draw on (default: ``plt.gca()``, or a new figure when none is open).
         **kwargs
-            Options of the kind (see the subclass); ``figsize=(w, h)`` without ``ax`` draws on
-            a new pyplot figure of that size.
+            Options of the kind; ``figsize=(w, h)`` without ``ax`` draws on a new figure.
 
         Returns
         -------
         matplotlib.axes.Axes
-            The Axes drawn on (``ax.figure.savefig(path)`` writes its figure).
 
         Raises
         ------
@@ -122,8 +117,7 @@ class RiskResult(metaclass=ABCMeta):
         return ax
 
     def _layout(self, fig: Any) -> None:
-        """Lay out a figure that holds the plot alone (never a figure of several panels the
-        caller made)."""
+        """Lay out a figure that holds the plot alone."""
         fig.tight_layout()
 
     def _figsize(self, kind: str) -> tuple[float, float]:

@@ -1,8 +1,4 @@
-"""Formatting of numbers and tables for text, Markdown and HTML (one definition each).
-
-Used by :class:`~bayes_risk.results.Summary` and by the audit report, so that a figure reads the
-same wherever it is shown.
-"""
+"""Formatting of numbers and tables for text, Markdown and HTML (summaries and the audit report)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Results of the combining rules for synthetic data (Reiter 2003; Raab, Nowok & Dibben 2016;
-Raghunathan, Reiter & Rubin 2003) and of the interval-overlap and coefficient-difference measures
-(Karr et al. 2006; Snoke et al. 2018)."""
+"""Results of the combining rules and of the interval-overlap and coefficient-difference
+measures (:doc:`/methods/utility`)."""
 
 from __future__ import annotations
 

@@ -21,23 +21,18 @@ class DifferencingResult(RiskResult):
 
     Attributes
     ----------
-    m : int
-        Number of implicates.
-    n_records : int
-        Records per implicate.
+    m, n_records : int
+        Implicates; records per implicate.
     varies : DataFrame of bool, shape (n_records, columns)
         Whether the record's value of the column differs between implicates.
     changed : DataFrame of bool or None
-        Whether the record's value differs from the original in some implicate (``None``
-        without the original).
+        Whether it differs from the original in some implicate (``None`` without the original).
     selected : ndarray of bool or None
-        The records selected for synthesis; ``None`` when neither the selection nor the
-        original is known.
+        The records selected for synthesis, if known.
     selection_source : {"given", "release", "changed records"} or None
-        Where ``selected`` comes from: the caller, the release's record of its synthesized
-        records, or the records the synthesis changed (inferred).    duplicates : bool
-        Whether two implicates are identical (``DUPLICATE_DATASETS``: a copy of another's file
-        is no implicate of its own, and differencing it reveals nothing).
+        Where ``selected`` comes from.
+    duplicates : bool
+        Whether two implicates are identical (``DUPLICATE_DATASETS``).
     """
 
     m: int

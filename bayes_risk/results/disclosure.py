@@ -1,5 +1,4 @@
-"""Results of the empirical disclosure measures (synthpop's ``disclosure()`` and
-``replicated.uniques()``)."""
+"""Results of synthpop's ``disclosure()`` and ``replicated.uniques()``."""
 
 from __future__ import annotations
 
@@ -27,18 +26,15 @@ class ReplicatedUniques(RiskResult):
     Attributes
     ----------
     keys : list of str
-        Columns that define a record (synthpop's ``keys`` of ``replicated.uniques()``).
+        synthpop's ``keys`` of ``replicated.uniques()``.
     table : DataFrame
-        One row per synthetic dataset (``syn`` = 1..m): the numbers of unique key combinations
-        in the original (``Original``) and in the synthetic dataset (``Synthetic``), of
-        synthetic uniques whose keys occur in the original (``Synthetic uniques in original``)
-        and of synthetic uniques that are unique in the original too (``Replicated uniques``),
-        each with its percentage (``... %``: of the original's records for ``Original``, of the
-        synthetic dataset's records otherwise), and ``n_original``, ``n_synthetic``.
+        One row per synthetic dataset (``syn``): uniques in the original and the synthetic
+        dataset, synthetic uniques found in the original and replicated uniques, each with its
+        ``%``, and ``n_original``, ``n_synthetic``.
     compat : str or None
         ``"synthpop"`` when synthpop's text comparison was reproduced.
     warnings : list of str
-        Warning codes (``DUPLICATE_DATASETS``: two synthetic datasets are identical).
+        Warning codes.
     """
 
     keys: list[str]
@@ -237,15 +233,13 @@ class DisclosureMeasures(RiskResult):
 
 @dataclass(frozen=True)
 class DisclosureByTarget(RiskResult, Mapping):
-    """synthpop's disclosure measures for several targets with the same release: a read-only
-    mapping of target to :class:`DisclosureMeasures` (what the audit's disclosure step
-    returns), with the result family's ``summary()``, ``to_dataframe()``, ``to_dict()`` and
-    ``plot()``.
+    """synthpop's disclosure measures for several targets: a read-only mapping of target to
+    :class:`DisclosureMeasures`, with the result family's methods.
 
     Attributes
     ----------
     by_target : dict of str to DisclosureMeasures
-        One result per target, in the order they were computed (``result[target]``).
+        One result per target, in the order computed.
     """
 
     by_target: dict[str, DisclosureMeasures]

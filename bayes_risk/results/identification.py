@@ -1,5 +1,4 @@
-"""Results of identification risk: :class:`IdentificationResult` and :class:`RadiusSweepResult`
-(Hu 2019 §4; Hornby & Hu 2021 §4.1)."""
+"""Results of identification risk (:doc:`/methods/identification`)."""
 
 from __future__ import annotations
 
@@ -129,8 +128,7 @@ class IdentificationResult(RiskResult):
         return cached
 
     def _summary_dict(self) -> dict[str, Any]:
-        """File-level figures by name (averaged over datasets for per-dataset
-        aggregation, with the vectors under ``"per_dataset"``), plus counts and warnings."""
+        """File-level figures by name (means over datasets, vectors under ``"per_dataset"``)."""
         out: dict[str, Any] = {"aggregation": self.settings["aggregation"]}
         out.update(self.file)
         if self.per_dataset is not None:
@@ -174,17 +172,9 @@ class IdentificationResult(RiskResult):
         return self.records.copy()
 
     def target_table(self) -> pd.DataFrame:
-        """One row per target.
-
-        Pooled aggregation: :attr:`records` itself. Per-dataset aggregation (where
-        :attr:`records` has one row per target and dataset): ``target``, ``IR`` (the record-level
-        risk ``mean_l IR^(l)``, Hornby & Hu), ``c_mean`` (mean number of declared matches),
-        ``T_datasets``, ``K_datasets``, ``W_datasets``, ``declared_datasets`` (in how many
-        datasets the true record is among the declared matches — as reported, so with
-        ``compat="IdentificationRiskCalculation"`` a dataset without a match counts —, the
-        target is a unique true match, a unique false match, a match is declared) and, when
-        membership is unknown, ``p_out_mean`` (mean ``Pr(J = n+1)``).
-        """
+        """One row per target: :attr:`records` itself when pooled; per dataset, ``target``, ``IR``
+        (``mean_l IR^(l)``), ``c_mean``, ``T_datasets``, ``K_datasets``, ``W_datasets``,
+        ``declared_datasets`` and, when membership is unknown, ``p_out_mean``."""
         if self.per_dataset is None:
             return self.records
         cols: dict[str, Any] = {
@@ -302,8 +292,7 @@ class IdentificationResult(RiskResult):
         return ax
 
     def _plot_running_estimate(self, ax: Any) -> Any:
-        """Running pooled expected match risk against the number of posterior replicates, with
-        its ±2 MCSE band (posterior replicates only)."""
+        """Running pooled expected match risk by replicates, with its ±2 MCSE band."""
         trace = self.file.get("mc_trace")
         if not trace:
             raise ValidationError(
@@ -500,8 +489,7 @@ class RadiusSweepResult(RiskResult):
         return [i for i in range(B) if i != best and not d[i].mean() - half[i] > 0]
 
     def _plot_box(self, ax: Any) -> Any:
-        """Box plot of the expected match risk over datasets (Hornby & Hu 2021 Fig. 6), from 0:
-        the spread between datasets is seen against the size of the risk, not magnified."""
+        """Box plot of the expected match risk over datasets (Hornby & Hu 2021 Fig. 6), from 0."""
         pos = np.arange(1, len(self.risk) + 1)
         ax.boxplot(list(self.risk), positions=pos, widths=0.6)
         ax.plot(pos, self.risk_summary, "o-", color="C1", lw=1, ms=4,
