@@ -140,8 +140,7 @@ def _say(ctx: Any, msg: str) -> None:
 
 
 def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepOutcome:
-    """Run one step, its warnings recorded and passed on; bad input fails the audit,
-    any other error the step alone."""
+    """Run one step; bad input fails the audit, any other error the step alone."""
     if name in ctx.plan.skip:
         return StepOutcome(name=name, title=title, status="skipped",
                            reason=f"skipped as asked ({_skip_arg([name])}).")
@@ -158,8 +157,7 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
         try:
             outcome = fn(ctx)
         except (ValidationError, SchemaError) as err:
-            # bad input the checks before the first step did not catch: the audit fails on it
-            # (a verdict without this step would read as a complete one)
+            # bad input fails the audit: a verdict without this step would read as complete
             raise type(err)(
                 f"{title} step: {' '.join(str(err).split())} (to audit the release without "
                 f"this step, give {_skip_arg([name])}).",
@@ -168,8 +166,7 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
         except Exception as err:
             if _caused_by_interrupt(err):
                 raise
-            # one measure that cannot be computed on this release does not hide the others;
-            # the audit is marked incomplete and the verdict says so first
+            # a failed step does not hide the others; the audit is marked incomplete
             outcome = StepOutcome(name=name, status="failed",
                                   reason=f"{type(err).__name__}: {' '.join(str(err).split())}",
                                   extra={"traceback": "".join(traceback.format_exception(err))})
@@ -244,8 +241,7 @@ def _needed_by(err: Exception, users: list[str]) -> Exception:
 
 def _with_mcmc_warnings(step_warnings: list[dict[str, Any]],
                         mcmc: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Name each fit's MCMC warning in the step's warnings; return those added (a saved
-    model's), which the caller raises."""
+    """Name each fit's MCMC warning in the step's warnings; return those added."""
     added = []
     for w in mcmc:
         fit, code = str(w.get("fit", "model")), str(w["code"])

@@ -14,8 +14,7 @@ __all__ = ["attacks_step"]
 
 
 def attacks_step(ctx: StepContext) -> StepOutcome:
-    """Singling-out risk (both modes) and linkability risk of every dataset against the
-    holdout; skipped, with the reason, without a holdout."""
+    """Singling-out and linkability risk against the holdout (skipped without one)."""
     from bayes_risk.attacks import linkability_risk, singling_out_risk
 
     if ctx.holdout is None:

@@ -86,13 +86,9 @@ def identification_drivers(original: pd.DataFrame, datasets: Sequence[pd.DataFra
                            known: Sequence[str],
                            known_synthesized: Sequence[str], *,
                            aligned: bool) -> dict[str, Any]:
-    """Sample uniques on the known columns and how often the release keeps the original value.
-
-    ``n_sample_unique``: targets whose combination of known values (exact values) occurs once in
-    the original; ``pct_released_equal``: for each synthesized known column, the per cent of
-    records whose released value equals the original, mean over the datasets (``None`` when the
-    datasets are not row-aligned with the original: ``aligned`` false, or lengths differ).
-    """
+    """Targets unique on the known columns (``n_sample_unique``) and, per synthesized known
+    column, the per cent of records released with their original value (``pct_released_equal``;
+    ``None`` unless row-aligned)."""
     # one label per combination of known values (missing values a value of their own)
     codes = [pd.factorize(original[c], use_na_sentinel=False)[0] for c in known]
     combo = pd.Series(list(zip(*codes, strict=True))) if codes else pd.Series([], dtype=object)
@@ -109,13 +105,8 @@ def identification_drivers(original: pd.DataFrame, datasets: Sequence[pd.DataFra
 def marginal_discrepancy(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                          columns: Sequence[str], categorical: Sequence[str],
                          top: int = 3) -> list[dict[str, Any]]:
-    """The synthesized variables whose marginal distribution differs most between the original
-    and the pooled synthetic datasets, largest first.
-
-    The discrepancy is in percentage points of records: the largest difference of a level's
-    share (categorical, missing values a level of their own) or of the empirical distribution
-    functions (numeric, the Kolmogorov-Smirnov distance, on the observed values).
-    """
+    """The synthesized variables whose marginal differs most between the original and the
+    pooled release, largest first, in percentage points (level shares; KS distance for numbers)."""
     pooled = pd.concat(list(datasets), ignore_index=True)
     rows = []
     for c in columns:

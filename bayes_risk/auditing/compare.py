@@ -20,8 +20,7 @@ COLUMNS = ["step", "measure", "unit", "direction", "threshold_before", "before",
 
 
 def load_audit(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The ``summary.json`` of an audit folder (written by ``bayes-risk audit`` or
-    ``audit(out=...)``), checked to be one.
+    """The ``summary.json`` of an audit folder.
 
     Raises
     ------

@@ -24,9 +24,7 @@ def step_names() -> tuple[str, ...]:
     """The audit's steps, in order: the names of the registered measures (``skip=`` takes)."""
     return tuple(m.name for m in measures())
 
-#: the attacks' options in an audit: anonymeter's defaults (500 attacks, 3 columns a
-#: multivariate predicate, 1 nearest row); linkability attacks at most the records of the
-#: smaller of the original and the holdout
+#: the attacks' options in an audit: anonymeter's defaults
 ATTACK_OPTIONS: dict[str, int] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1}
 
 #: the radius grid of Hornby & Hu (2021, §4.1)
@@ -43,8 +41,7 @@ _ANONYMETER = ("anonymeter (Giomi et al. 2023) defines the risk and leaves its a
                "of bayes-risk, not a finding; a board sets its own (user guide, Auditing a "
                "release: Thresholds)")
 
-#: where each default of :class:`Thresholds` comes from; the report prints it under the
-#: verdict table (a threshold the caller set is "given")
+#: where each default of :class:`Thresholds` comes from (printed under the verdict table)
 THRESHOLD_SOURCES: dict[str, str] = {
     "s_pmse": "synthpop's guidance: S_pMSE below 10 acceptable, below 3 good (methods page, "
               "Utility: null distribution)",
@@ -198,11 +195,9 @@ class AuditPlan:
     random_seed: int
     #: steps the caller asked to skip
     skip: tuple[str, ...] = ()
-    #: steps that do not apply to this release, with the reason (a post-processed release:
-    #: the model-based steps)
+    #: steps that do not apply to this release, with the reason
     withheld: dict[str, str] = field(default_factory=dict)
-    #: every column synthesized, with no record released unchanged (the removal of replicated
-    #: uniques applies to such a release only)
+    #: every column synthesized, no record released unchanged
     fully_synthetic: bool = False
     #: radius columns the sweep varies: the synthesized ones unless ``sweep_unsynthesized``
     sweep_columns: list[str] = field(default_factory=list)
@@ -218,8 +213,7 @@ class AuditPlan:
     refit_draws: int | None = None
     #: the folder of refits the attribute and membership steps read and fill (``None``: none)
     refit_cache: Any = None
-    #: the membership step's ``selection`` (:class:`~bayes_risk.AuditSettings`, as the fields
-    #: above)
+    #: the membership step's ``selection``
     membership_selection: Any = None
     #: ``None``: every column is known, linkability is not run
     linkability_columns: tuple[list[str], list[str]] | None = None
@@ -227,8 +221,7 @@ class AuditPlan:
     settings: list[Setting] = field(default_factory=list)
     #: the synthesized columns that are numeric (CART's smoothing applies to them)
     numeric_synthesized: list[str] = field(default_factory=list)
-    #: the release's registered synthesizer releases original (donor) values (its
-    #: ``ModelInfo.releases_donor_values``); the remedies of the verdict lines read it
+    #: the release's synthesizer releases original (donor) values
     releases_donor_values: bool = False
     #: the release's synthesizer takes a ``smoothing`` setting (the smoothing remedy names it)
     smoothing_option: bool = False
@@ -241,8 +234,7 @@ class AuditPlan:
 
     @property
     def identification_release_independent(self) -> bool:
-        """Whether the intruder matches on unsynthesized columns only (the release carries
-        them unchanged: the identification measures cannot depend on it)."""
+        """Whether the intruder matches on unsynthesized columns only."""
         return not self.known_synthesized
 
     def release_independent_keys(self, target: str) -> bool:
@@ -366,9 +358,7 @@ def _plan_sweep(sweep: Any, rad: dict[str, float], ks: list[str], radius_type: s
                 sweep_unsynthesized: bool) -> tuple[tuple[float, ...], list[str]]:
     """The sweep's radii (checked by the settings) and the columns whose radius it varies."""
     grid = tuple(sweep or ())
-    # the sweep varies the radii of the synthesized known columns only (unless asked): an
-    # unsynthesized column is released unchanged, so its radius adds matches the release has
-    # no part in, and the risk is largest at the smallest radius by construction
+    # an unsynthesized column's radius adds matches the release has no part in
     sweep_cols = [c for c in rad if sweep_unsynthesized or c in ks]
     if grid and sweep_cols and radius_type == "quantile_sd":
         raise ValidationError(

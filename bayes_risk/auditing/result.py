@@ -21,8 +21,7 @@ from bayes_risk.auditing.verdicts import (
 from bayes_risk.results._base import RiskResult
 from bayes_risk.results._summary import ResultWarning, Summary
 
-# StepOutcome, Verdict, Baseline and CAVEATS live beside the code that makes them (outcome.py,
-# verdicts.py) and stay importable from here
+# importable from here, as before
 __all__ = ["AuditResult", "Baseline", "CAVEATS", "StepOutcome", "Verdict"]
 
 
@@ -75,16 +74,12 @@ class AuditResult(RiskResult):
 
     @property
     def verdicts(self) -> list[Verdict]:
-        """The verdict lines: each headline measure of the release against its threshold.
-
-        A measure that cannot depend on the release is not among them: see :attr:`baselines`.
-        """
+        """The verdict lines (the release-independent figures are :attr:`baselines`)."""
         return [v for v in verdict_lines(self.plan, self.steps) if isinstance(v, Verdict)]
 
     @property
     def baselines(self) -> list[Baseline]:
-        """Headline figures that cannot depend on the release (warning ``RELEASE_INDEPENDENT``):
-        baselines of the original, reported apart from the verdict."""
+        """Headline figures that cannot depend on the release (``RELEASE_INDEPENDENT``)."""
         return [v for v in verdict_lines(self.plan, self.steps) if isinstance(v, Baseline)]
 
     @property
@@ -99,8 +94,7 @@ class AuditResult(RiskResult):
 
     @property
     def not_assessed(self) -> list[str]:
-        """What has no verdict line, and why: steps that were skipped or failed, and the
-        identification risk of the release when the intruder knows no synthesized column."""
+        """What has no verdict line, and why."""
         with_lines = verdict_steps()
         out = [f"{s.title.lower()} ({s.status})" for s in self.steps
                if s.status != "ran" and s.name in with_lines]
@@ -130,14 +124,11 @@ class AuditResult(RiskResult):
 
     @property
     def headline(self) -> str:
-        """The verdict in one sentence: the :attr:`status` and what decides it, with the
-        values against their thresholds ("Do not release as it stands: 5 of 7 measures
-        exceed their thresholds — expected match rate 2.28 % (threshold 1 %); …")."""
+        """The verdict in one sentence: the :attr:`status` and what decides it."""
         return ": ".join(self.headline_parts())
 
     def headline_parts(self) -> tuple[str, str]:
-        """:attr:`headline` in two parts: the status in words ("Do not release as it
-        stands"; the report's banner shows it as a badge) and what decides it."""
+        """:attr:`headline` in two parts: the status in words and what decides it."""
         from bayes_risk.results._format import format_number
 
         v = self.verdicts
@@ -176,8 +167,7 @@ class AuditResult(RiskResult):
 
     @property
     def verdict_text(self) -> str:
-        """The verdict in words: :attr:`headline`, then what qualifies it. When a step
-        failed, the first sentence says the audit is incomplete and which steps failed."""
+        """The verdict in words: :attr:`headline`, then what qualifies it."""
         return " ".join(self.verdict_sentences())
 
     def verdict_sentences(self) -> list[str]:
@@ -222,10 +212,7 @@ class AuditResult(RiskResult):
 
     @property
     def convergence_checks(self) -> list[dict[str, Any]]:
-        """The failed MCMC convergence checks of the fits the steps used (the saved model and
-        the augmented fits of the attribute step): ``step``, ``code`` (``RHAT_HIGH``,
-        ``LOW_ESS``), ``fit``, ``quantity``, ``statistic`` (``rhat``, ``ess_bulk``,
-        ``ess_tail``), ``value`` and ``threshold``."""
+        """The failed MCMC convergence checks of the fits the steps used, one dict each."""
         out = [{"step": s.name, **c} for s in self.steps for w in s.warnings
                for c in w.get("checks") or []]
         return sorted(out, key=lambda c: _fit_order(c.get("fit")))
@@ -243,8 +230,7 @@ class AuditResult(RiskResult):
                                        "source", "why", "code"])
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary: verdicts, steps (status, reason, files, warnings), settings, and
-        the failed convergence checks of the fits (:attr:`convergence_checks`)."""
+        """JSON-ready summary: verdicts, steps, settings and failed convergence checks."""
         from bayes_risk._io import to_jsonable
 
         out = to_jsonable({
@@ -277,8 +263,7 @@ class AuditResult(RiskResult):
         return out
 
     def comparison(self, summary: dict[str, Any] | None = None) -> pd.DataFrame | None:
-        """This audit's verdict lines beside those of ``before``
-        (:func:`~bayes_risk.auditing.compare.compare_audits`), or ``None`` without one."""
+        """This audit's verdict lines beside those of ``before``, or ``None`` without one."""
         if self.before is None:
             return None
         from bayes_risk.auditing.compare import compare_audits
@@ -319,8 +304,7 @@ class AuditResult(RiskResult):
         return write_report(self, path, fmt="html", bundle=bundle)
 
     def to_markdown(self, path: str | os.PathLike[str], *, bundle: str | None = None) -> Path:
-        """Write the report as Markdown (plots as PNG files in ``<stem>_figures/`` beside it);
-        ``bundle`` as in :meth:`to_html`."""
+        """Write the report as Markdown, plots in ``<stem>_figures/`` (``bundle``: see to_html)."""
         from bayes_risk.auditing.render import write_report
 
         return write_report(self, path, fmt="md", bundle=bundle)
@@ -356,8 +340,7 @@ class AuditResult(RiskResult):
     plot_kinds = ("verdict",)
 
     def summary(self) -> Summary:
-        """Printable summary: the verdict in words, the verdict lines against their thresholds,
-        the baselines of the original, every step's status and the warnings of every step."""
+        """Printable summary: the verdict, its lines, the baselines and every step."""
         p = self.plan
         header = [("status", self.status.replace("_", " ")),
                   ("records", p.n_records), ("synthetic datasets (m)", p.m),

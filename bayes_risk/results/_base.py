@@ -18,10 +18,7 @@ __all__ = ["RiskResult", "legend_below", "own_figure", "plot_figure", "pyplot_ax
 
 
 def legend_below(ax: Any, ncols: int = 3, warning: str = "") -> Any:
-    """The axes' legend under the axes, off the data (below the tick labels and the x label:
-    the offset is in font sizes, so it holds whatever the figure's height); ``None`` when
-    nothing is labelled. ``warning``: a line above the entries, in the colour of a warning
-    (what questions the figure is said beside it, not in its title)."""
+    """The axes' legend below the axes, ``warning`` above its entries (``None``: no labels)."""
     handles, labels = ax.get_legend_handles_labels()
     if not handles:
         return None
@@ -35,9 +32,7 @@ def legend_below(ax: Any, ncols: int = 3, warning: str = "") -> Any:
 
 
 class RiskResult(metaclass=ABCMeta):
-    """Base class of the results of bayes-risk's measures: ``summary()``, ``to_dict()``,
-    ``to_dataframe()``, ``plot(kind=..., ax=None)`` and ``structured_warnings``
-    (:doc:`/user_guide/results`); ``print(result)`` prints the summary."""
+    """Base class of the results of bayes-risk's measures (:doc:`/user_guide/results`)."""
 
     #: the kinds ``plot`` draws; the first is the default
     plot_kinds: ClassVar[tuple[str, ...]] = ()
@@ -131,8 +126,7 @@ class RiskResult(metaclass=ABCMeta):
 
 
 def pyplot_axes(figsize: tuple[float, float], *, new: bool = False) -> Any:
-    """pyplot's current Axes, or the Axes of a new pyplot figure of ``figsize`` when no figure
-    is open (or ``new``): where a plot drawn without ``ax=`` goes, as in pandas and ArviZ."""
+    """pyplot's current Axes, or a new figure's of ``figsize`` when none is open (or ``new``)."""
     import matplotlib.pyplot as plt
 
     if new or not plt.get_fignums():
@@ -141,16 +135,13 @@ def pyplot_axes(figsize: tuple[float, float], *, new: bool = False) -> Any:
 
 
 def own_figure(ax: Any) -> bool:
-    """Whether ``ax`` is the only Axes of its figure and the figure has no layout engine: a
-    figure the plot may lay out (``tight_layout``) without moving anyone else's panels."""
+    """Whether ``ax`` is alone in a figure with no layout engine (the plot may lay it out)."""
     fig = ax.figure
     return len(fig.axes) == 1 and fig.get_layout_engine() is None
 
 
 def plot_figure(result: RiskResult, kind: str | None = None, **kwargs: Any) -> Any:
-    """``result.plot(kind)`` on a figure of its own made without pyplot (nothing stays open in
-    pyplot, no backend is chosen, and pyplot's current figure in a user's session is never
-    drawn on): what the command line and the audit report save. Returns the Figure."""
+    """``result.plot(kind)`` on a figure made without pyplot; returns the Figure."""
     from matplotlib.figure import Figure
 
     kind = kind or type(result).plot_kinds[0]

@@ -100,8 +100,7 @@ class Summary:
         return "\n".join(lines)
 
     def as_markdown(self) -> str:
-        """Markdown: a level-3 heading, the header as a two-column table, tables, notes,
-        warnings as a list."""
+        """Markdown: a level-3 heading, the header table, tables, notes and warnings."""
         blocks = [f"### {self.title}"]
         pairs = self._header_pairs()
         if pairs:

@@ -42,8 +42,7 @@ class _AttackResult(RiskResult):
         return ATTACK_MESSAGES.get(code) or message(code)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe: ``measure``, ``settings``, ``table`` (records), ``warnings`` and
-        ``structured_warnings``."""
+        """JSON-safe: ``measure``, ``settings``, ``table`` and the warnings."""
         return to_jsonable({
             "measure": self._measure,
             "settings": self.settings,
@@ -53,8 +52,7 @@ class _AttackResult(RiskResult):
         })
 
     def headline(self) -> pd.DataFrame:
-        """The rows the verdict reads: for each mode (singling out) or at ``K`` neighbours
-        (linkability), the dataset with the largest risk."""
+        """The rows the verdict reads: per mode or at ``K`` neighbours, the riskiest dataset."""
         t = self._headline_rows()
         if t.empty:
             return t

@@ -98,10 +98,7 @@ class AttributeRiskResult(RiskResult):
     _prior_inputs: Any = field(repr=False)
     _boot_loglik: list[np.ndarray] | None = field(repr=False, default=None)
     _degenerate: dict[str, Any] = field(repr=False, default_factory=dict)
-    #: the engine's function of the draw bootstrap's Monte Carlo figures
-    #: (``bayes_risk.attribute.uncertainty.file_uncertainty``), run on first use: it costs about
-    #: as much as the bootstrap quantiles of the record table, which a caller who never asks
-    #: for a file-level summary should not pay
+    #: the engine's ``file_uncertainty``, run on first use (it costs as much as the bootstrap)
     _mc_figures: Callable[[AttributeRiskResult], dict[str, Any]] | None = field(
         repr=False, default=None, compare=False
     )
@@ -109,8 +106,7 @@ class AttributeRiskResult(RiskResult):
     mcmc: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # frozen: the record number becomes the index once, when the result is built
-        # (a pair number for Wei & Reiter's two-record intruder)
+        # frozen: the record (or pair) number becomes the index once
         key = "pair" if self.settings.get("scenario") == "two_records" else "record"
         object.__setattr__(self, "records", records_by_record(self.records, key))
 
@@ -130,9 +126,7 @@ class AttributeRiskResult(RiskResult):
         return int(hit[0])
 
     def candidate_posteriors(self, record: int) -> pd.DataFrame:
-        """Candidates of ``record`` (decoded values) with ``loglik``, ``prior``, ``posterior``,
-        ``is_truth``, sorted as built (truth at ``g0``); for a two-record result ``record`` is
-        the pair number and the columns are suffixed ``[1]`` and ``[2]``."""
+        """Candidates of ``record`` with ``loglik``, ``prior``, ``posterior``, ``is_truth``."""
         k = self._position(record)
         cs = self.candidates[k]
         df = decode_values(cs.values, cs.columns, self.schema)
@@ -297,8 +291,7 @@ class AttributeRiskResult(RiskResult):
 
     @property
     def structured_warnings(self) -> list[ResultWarning]:
-        """File-level codes, record flags (with the records they concern) and MCMC warnings
-        (with the fit and quantities) as :class:`~bayes_risk.results.ResultWarning`."""
+        """File-level codes, record flags and MCMC warnings as ResultWarnings."""
         out: list[ResultWarning] = []
         mc = list(self.mcmc.get("warnings", [])) if self.mcmc else []
         mc_codes = {w.get("code") for w in mc}
@@ -317,8 +310,7 @@ class AttributeRiskResult(RiskResult):
         return out
 
     def summary(self, *, thresholds: Sequence[float] = (0.5,)) -> Summary:
-        """Printable file-level summary: Hu–Reiter–Wang figures of all, unflagged and flagged
-        records, with the settings and warnings (the figures of :meth:`to_dict`)."""
+        """Printable file-level summary (the figures of :meth:`to_dict`)."""
         d = self.to_dict(thresholds=thresholds)
         st = self.settings
         cand = st.get("candidates")
@@ -459,10 +451,7 @@ def hrw_summary(
     *,
     thresholds: Sequence[float] = (0.5,),
 ) -> dict[str, Any]:
-    """File-level summary in the style of Hu, Reiter & Wang (2014).
-
-    Records with ``nan`` values (skipped records) are excluded and counted.
-    """
+    """File-level summary of Hu, Reiter & Wang (2014); ``nan`` records excluded and counted."""
     p = np.asarray(p_true, dtype=np.float64)
     ok = ~np.isnan(p)
     rk = np.asarray(rank_min, dtype=np.float64)[ok]
@@ -483,8 +472,7 @@ def hrw_summary(
 
 
 def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
-    """The figures of a ``file_uncertainty`` / ``wang_reiter_uncertainty`` dict as a table
-    (``figure``, ``value``, ``MCSE``, ``MC interval <level> %``; ``None`` values are ``nan``)."""
+    """The figures of a Monte Carlo uncertainty dict as a table."""
     name = next(k for k in mc if k.startswith("mc_interval_"))
     label = f"MC interval {name.rsplit('_', 1)[1]} %"
 
@@ -498,13 +486,7 @@ def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
                      label: f"[{num(lo):.4g}, {num(hi):.4g}]"})
     return pd.DataFrame(rows)
 def records_by_record(records: pd.DataFrame, key: str = "record") -> pd.DataFrame:
-    """The record table indexed by ``record`` (the row number in the original, 0-based).
-
-    Accepts the table with ``record`` as its index or as a column (``records.csv`` of
-    ``bayes-risk attribute`` and of the audit, read back with ``pandas.read_csv``). With
-    ``key="pair"`` (``scenario="two_records"``) the table is indexed by ``pair``, the pair's
-    position in ``pairs``.
-    """
+    """The record table indexed by ``record`` (or ``pair``), from an index or a column."""
     what = ("the pair numbers: a column or index named 'pair' (the pair's position in pairs)"
             if key == "pair" else "the record numbers: a column or index named 'record' (the "
             "row number in the original, 0-based)")

@@ -106,7 +106,7 @@ class CombinedScalar(RiskResult):
         return (self.ci_lower, self.ci_upper)
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row: every figure but the warnings."""
+        """One row per component: estimate and the within and between variances."""
         d = asdict(self)
         d.pop("warnings")
         return pd.DataFrame([d])
@@ -186,8 +186,7 @@ class CombinedMultivariate(RiskResult):
     total_cov: np.ndarray | None = None
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per component: ``estimate`` and the diagonals of ``within_cov`` and
-        ``between_cov``."""
+        """One row per component: estimate and the within and between variances."""
         return pd.DataFrame({
             "component": np.arange(1, len(self.estimate) + 1),
             "estimate": self.estimate,
@@ -221,10 +220,9 @@ class OverlapResult(RiskResult):
     values : ndarray of float, shape (E,)
         Overlap per estimand.
     mean : float
-        Mean over estimands (the file-level figure; Karr averages over the coefficients).
+        Mean over estimands.
     mean_truncated : float
-        Mean with negative values set to 0 (synthpop's summary of the signed overlap; equals
-        ``mean`` for the other kinds).
+        Mean with negative values set to 0 (synthpop's summary of the signed overlap).
     kind : str
         ``"length"``, ``"signed"`` or ``"probability"``.
     """
@@ -235,7 +233,7 @@ class OverlapResult(RiskResult):
     kind: str
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per estimand (``estimand`` = 1..E, ``overlap``)."""
+        """One row per component: estimate and the within and between variances."""
         return pd.DataFrame({"estimand": np.arange(1, self.values.size + 1),
                              "overlap": self.values})
 
@@ -273,7 +271,7 @@ class CoefDiffResult(RiskResult):
     median: float
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per coefficient (``coefficient`` = 1..E, ``std_coef_diff``)."""
+        """One row per component: estimate and the within and between variances."""
         return pd.DataFrame({"coefficient": np.arange(1, self.values.size + 1),
                              "std_coef_diff": self.values})
 

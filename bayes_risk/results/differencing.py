@@ -76,9 +76,7 @@ class DifferencingResult(RiskResult):
 
     @property
     def warnings(self) -> list[str]:
-        """``SELECTION_REVEALED`` when the comparison reveals records of a selection (given or
-        recorded by the release) that leaves other records unsynthesized;
-        ``DUPLICATE_DATASETS`` when two implicates are identical."""
+        """``SELECTION_REVEALED`` and ``DUPLICATE_DATASETS`` where they apply."""
         codes = ["DUPLICATE_DATASETS"] if self.duplicates else []
         explicit = self.selection_source in ("given", "release")
         if (explicit and self.n_revealed and self.selected is not None
@@ -87,8 +85,7 @@ class DifferencingResult(RiskResult):
         return codes
 
     def to_dataframe(self) -> pd.DataFrame:
-        """Per column: records that vary between implicates and, with the original, records
-        changed by the synthesis."""
+        """Per column: records that vary between implicates, and records the synthesis changed."""
         rows = []
         for c in self.varies.columns:
             row = {"column": str(c), "records_varying": int(self.varies[c].sum())}

@@ -43,8 +43,7 @@ class ReplicatedUniques(RiskResult):
     warnings: list[str] = field(default_factory=list)
 
     def to_long(self) -> pd.DataFrame:
-        """synthpop's layout: one row per dataset and measure (``syn, measure, number,
-        from_total, pct``); ``pct`` rounded to 2 decimals as synthpop prints it."""
+        """synthpop's layout: one row per dataset and measure, ``pct`` to 2 decimals."""
         rows = []
         for _, r in self.table.iterrows():
             for name in REPU_MEASURES:
@@ -181,8 +180,7 @@ class DisclosureMeasures(RiskResult):
         })
 
     def summary(self) -> Summary:
-        """Printable summary: the original's baseline on the keys, repU, DiSCO, TCAP and
-        replicated uniques per dataset, and the means of every measure."""
+        """Printable summary: the keys' baseline and every measure per dataset, with means."""
         b = self.key_baseline
         levels = f"{len(self.target_levels) - 1} levels" + (
             f", grouped into {self.settings['ngroups_target']}"
@@ -274,9 +272,7 @@ class DisclosureByTarget(RiskResult, Mapping):
                             "by_target": {t: r.to_dict() for t, r in self.by_target.items()}})
 
     def summary(self) -> Summary:
-        """Printable summary: the means of repU, DiSCO, TCAP and the replicated uniques per
-        target (a measure of the keys alone, repU, is the same for every target with the same
-        keys)."""
+        """Printable summary: the means of every measure per target."""
         df = self.to_dataframe()
         cols = [c for c in ("target", "keys", "UiO", "repU", "Dorig", "DiSCO", "TCAP")
                 if c in df.columns]

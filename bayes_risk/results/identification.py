@@ -83,8 +83,7 @@ class IdentificationResult(RiskResult):
     IR: np.ndarray
     declared: np.ndarray
     record_IR: np.ndarray
-    # ``bayes_risk.identification.pooled.PooledProbabilities`` (typed loosely: the result
-    # imports nothing of the engine)
+    # the engine's PooledProbabilities (typed loosely: no engine import)
     pooled: Any | None
     p_out: np.ndarray
     p_unassigned: np.ndarray | None
@@ -95,8 +94,7 @@ class IdentificationResult(RiskResult):
     settings: dict[str, Any]
     target_ids: np.ndarray = field(repr=False)
     population_counts: np.ndarray | None = field(default=None, repr=False)
-    #: the record table; ``None``: built from the arrays on first access (per-dataset runs,
-    #: where it has N_T x m rows and is often not needed)
+    #: the record table; ``None``: built from the arrays on first access
     _records: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -142,14 +140,8 @@ class IdentificationResult(RiskResult):
         return "mc_se" in self.file
 
     def uncertainty(self) -> dict[str, Any] | None:
-        """Point value, Monte Carlo standard error and spread over replicates of the headline
-        measures (``None`` without posterior replicates).
-
-        ``mc_se`` is the Monte Carlo error of the pooled value (it shrinks as ``R`` grows);
-        ``replicate_quantiles`` the spread of the measure computed on one replicate at a time
-        (it does not shrink), ``replicate_mean`` its mean and ``replicate_mean_mc_se`` the Monte
-        Carlo error of that mean.
-        """
+        """Per headline measure: the pooled value and its Monte Carlo error ``mc_se``, and the
+        spread over single replicates (``replicate_*``); ``None`` without posterior replicates."""
         if not self.has_uncertainty:
             return None
         f = self.file
@@ -191,10 +183,7 @@ class IdentificationResult(RiskResult):
         return pd.DataFrame(cols)
 
     def to_dict(self, records: bool = False) -> dict[str, Any]:
-        """JSON-safe dictionary: ``summary`` (the file-level figures of ``file``, the
-        per-dataset vectors, warnings), ``settings``, ``warnings``, ``warning_details`` (and the
-        record table if asked; with posterior replicates also ``uncertainty``, see
-        :meth:`uncertainty`); what ``bayes-risk identification`` writes to ``summary.json``."""
+        """JSON-safe dictionary: ``summary.json`` of ``bayes-risk identification``."""
         d = {
             "summary": self._summary_dict(),
             "settings": self.settings,
@@ -208,8 +197,7 @@ class IdentificationResult(RiskResult):
         return to_jsonable(d)
 
     def summary(self) -> Summary:
-        """Printable summary: the file-level measures (with their range over datasets for
-        per-dataset aggregation), the intruder's knowledge and the match rule."""
+        """Printable summary: the file-level measures, the knowledge and the match rule."""
         st = self.settings
         rule = st.get("match_rule") or {}
         radius = rule.get("radius") or {}
@@ -303,8 +291,7 @@ class IdentificationResult(RiskResult):
         R = np.asarray(trace["n_replicates"], dtype=float)
         est = np.asarray(trace["expected_match_risk"], dtype=float)
         se = np.nan_to_num(np.asarray(trace["mc_se"], dtype=float))
-        # Σ IR lies in [0, number of targets]: a ± 2 MCSE band reaching past either end (few
-        # match events, large jackknife error) is cut there rather than drawn as negative risk.
+        # Σ IR lies in [0, number of targets]: the ± 2 MCSE band is cut there
         n_targets = self.file.get("n_targets")
         lo = np.clip(est - 2 * se, 0.0, None)
         hi = est + 2 * se if n_targets is None else np.clip(est + 2 * se, None, float(n_targets))
@@ -340,7 +327,7 @@ class RadiusSweepResult(RiskResult):
         The radius columns that were varied.
     radii : ndarray, shape (B,) for a common radius or (B, q) for a per-column grid
     risk : ndarray, shape (B, m)
-        Expected match risk (``Σ IR``) per grid point and dataset (``m = 1`` for pooled).
+        Expected match risk per grid point and dataset (``m = 1`` for pooled).
     statistic : {"mean", "median"}
     risk_summary : ndarray (B,)
         ``statistic`` of ``risk`` over datasets.
@@ -348,11 +335,9 @@ class RadiusSweepResult(RiskResult):
         The smallest radius attaining the maximum.
     risk_star : float
     argmax : tuple of int
-        Every grid index attaining the maximum (within the package's tie tolerance).
+        Every grid index attaining the maximum.
     settings : dict
     warnings : list of str
-        Codes of the warnings raised while preparing the inputs (e.g. ``DUPLICATE_DATASETS``);
-        the warnings of a single grid point are those of ``identification_risk`` at its radius.
     """
 
     columns: tuple[str, ...]
@@ -381,8 +366,7 @@ class RadiusSweepResult(RiskResult):
         ]
 
     def to_frame(self) -> pd.DataFrame:
-        """Long table: one row per grid point and dataset (``radius`` or one column per radius
-        column, ``dataset``, ``expected_match_risk``)."""
+        """Long table: one row per grid point and dataset."""
         B, m = self.risk.shape
         d: dict[str, Any] = {}
         if self.common:
@@ -405,17 +389,14 @@ class RadiusSweepResult(RiskResult):
 
     @property
     def definition(self) -> str:
-        """What one point of the risk curve is, in words: the per-dataset expected match risks
-        summarised over the datasets (Hornby & Hu 2021, Fig. 6), or the risk of the intruder
-        who pools the datasets."""
+        """What one point of the risk curve is, in words."""
         m = self.risk.shape[1]
         if self.settings.get("aggregation") == "pooled":
             return "expected match risk of the intruder holding every dataset (pooled)"
         return f"{self.statistic} over the {m} datasets of each dataset's expected match risk"
 
     def summary(self) -> Summary:
-        """Printable summary: the risk curve (``statistic`` over datasets) and the maximising
-        radius."""
+        """Printable summary: the risk curve and the maximising radius."""
         tab = pd.DataFrame({
             "radius": self.labels(),
             f"{self.statistic} expected match risk": self.risk_summary,
@@ -445,7 +426,7 @@ class RadiusSweepResult(RiskResult):
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe summary."""
+        """JSON-safe dictionary: ``summary.json`` of ``bayes-risk identification``."""
         return to_jsonable(
             {
                 "columns": list(self.columns),
@@ -469,14 +450,8 @@ class RadiusSweepResult(RiskResult):
         return (max(5.0, 0.8 * len(self.risk) + 2), 4.0)
 
     def indistinguishable(self, level: float = 0.95) -> list[int] | None:
-        """The grid points whose risk cannot be told from the maximum's beyond the spread over
-        the datasets: those where the ``level`` t-interval of the paired differences (each
-        dataset's risk at the maximising radius minus its risk there; the same datasets at
-        every radius) includes 0. ``None`` with one dataset (no spread to judge by).
-
-        The maximising radius is the conservative value to report whatever this says
-        (Hornby & Hu 2021, §4.1); this says whether it is a finding or noise.
-        """
+        """The grid points whose risk cannot be told from the maximum's: the ``level`` t-interval of
+        the paired differences over datasets includes 0 (``None`` with one dataset)."""
         from scipy.stats import t as student_t
 
         risk = np.asarray(self.risk, dtype=np.float64)
@@ -504,8 +479,7 @@ class RadiusSweepResult(RiskResult):
             ha="center" if self.common else "right",
         )
         rt = self.settings.get("radius_type", "")
-        # a percentage radius is given as a fraction: 0.1 is ±10 % (a reader of "percentage"
-        # under ticks 0.01 … 0.3 takes them for hundredths of a per cent)
+        # a percentage radius is a fraction: 0.1 is ±10 %
         ax.set_xlabel("radius, fraction of the value (0.1 = ±10 %)" if rt == "percentage"
                       else "radius" + (f" ({rt})" if rt else ""))
         ax.set_ylabel("expected match risk (targets, sum of IR)")

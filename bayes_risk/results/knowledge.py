@@ -17,8 +17,7 @@ __all__ = ["KnowledgeSweepResult", "SWEEP_MEASURES", "ATTRIBUTE_SWEEP_MEASURES"]
 
 #: file-level measures reported for every subset (those of ``identification_risk``)
 SWEEP_MEASURES = tuple(name for name, _ in ID_MEASURES)
-#: file-level measures of an attribute-risk sweep (Hu, Reiter & Wang 2014 over every evaluated
-#: record, as ``AttributeRiskResult.to_dict()["all"]``), and what they are
+#: file-level measures of an attribute-risk sweep, and what they are
 ATTRIBUTE_MEASURES = (
     ("mean_p_true", "mean probability of the true values (p_true)"),
     ("prop_top", "share of records whose true values are the best guess"),
@@ -92,15 +91,13 @@ class KnowledgeSweepResult(RiskResult):
 
     @property
     def shapley_measures(self) -> tuple[str, ...]:
-        """The measures of the drivers (Shapley values, risk without each variable); the first
-        is the headline's."""
+        """The measures of the drivers; the first is the headline's."""
         return _SHAPLEY[self.kind]
 
     # -- tables -----------------------------------------------------------------------------
     @property
     def frontier(self) -> pd.DataFrame:
-        """The subsets on the Pareto frontier: no other subset knows as few or fewer variables
-        and has as high or higher a risk (one of them strictly)."""
+        """The subsets on the Pareto frontier of risk against the number known."""
         cols = ["known", "n_known", *self.measures]
         return self.table.loc[self.table["frontier"], cols].reset_index(drop=True)
 
@@ -111,8 +108,7 @@ class KnowledgeSweepResult(RiskResult):
         return t[["known", "n_known", *self.measures]].reset_index(drop=True)
 
     def risk(self, known: Any, measure: str | None = None) -> float:
-        """The risk of one subset evaluated (``known``: a sequence of variables, or the
-        ``known`` label).
+        """The risk of one subset evaluated (``known``: variables or its label).
 
         Raises
         ------
@@ -137,8 +133,7 @@ class KnowledgeSweepResult(RiskResult):
     to_dataframe = to_frame
 
     def headline(self) -> str:
-        """One sentence naming the variable whose removal from the full set lowers the risk
-        most, with the numbers (for a report)."""
+        """One sentence naming the variable whose removal lowers the risk most."""
         m = self.shapley_measures[0]
         d = self.drivers.sort_values(f"{m}_removed", ascending=False, kind="stable")
         top = d.iloc[0]

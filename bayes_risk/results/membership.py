@@ -53,8 +53,7 @@ class MembershipRiskResult(RiskResult):
         return self.records
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe: ``settings``, ``file`` summaries, ``flag_counts``, ``warnings`` (codes) and
-        ``structured_warnings`` (code, message, where)."""
+        """JSON-safe: ``settings``, ``file``, ``flag_counts`` and the warnings."""
         return to_jsonable({
             "measure": "membership",
             "settings": self.settings,
@@ -73,8 +72,7 @@ class MembershipRiskResult(RiskResult):
         return super().structured_warnings + self._flag_warnings("target(s)")
 
     def summary(self) -> Summary:
-        """Header (sizes, prior, m), the attack table (Bayesian estimate beside the distance
-        baseline) and notes on how to read them."""
+        """Header, the attack table beside the distance baseline, and notes."""
         f, s = self.file, self.settings
 
         def ci(key: str) -> str:

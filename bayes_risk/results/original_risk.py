@@ -67,8 +67,7 @@ class OriginalRisk(RiskResult):
         return self.records.copy()
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dictionary (the layout of ``summary.json``); the per-record table is not
-        in it (``records.csv`` of the command line)."""
+        """JSON-safe dictionary (``summary.json``), without the per-record table."""
         suda = None
         if self.suda is not None:
             suda = {k: (v.to_dict(orient="records") if isinstance(v, pd.DataFrame) else v)
