@@ -137,6 +137,3 @@ def add_run_warnings(folder: Path, step: str, run_warnings: list[dict[str, Any]]
         codes = [w["code"] for w in run_warnings]
         d["warnings"] = list(dict.fromkeys([*(d.get("warnings") or []), *codes]))
         write_json(path, d)
-
-
-# ---- utility ---------------------------------------------------------------------------------

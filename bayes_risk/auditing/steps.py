@@ -654,6 +654,3 @@ def membership_step(ctx: StepContext) -> StepOutcome:
             plot_figure(res, kind).savefig(folder / name, dpi=100)
             files.append(name)
     return ran("membership", res, folder, files, summary=summary)
-
-
-# ---- empirical disclosure measures -----------------------------------------------------------

@@ -89,31 +89,26 @@ class ReplicatedUniques(RiskResult):
 
 @dataclass(frozen=True)
 class DisclosureMeasures(RiskResult):
-    """Result of :func:`~bayes_risk.disclosure.disclosure_measures`.
+    """Result of :func:`~bayes_risk.disclosure.disclosure_measures` (:doc:`/methods/disclosure`).
 
     Attributes
     ----------
     keys : list of str
     target : str
     ident : DataFrame
-        One row per synthetic dataset (``syn`` = 1..m): ``UiO, UiS, UiOiS, repU`` (%).
+        One row per synthetic dataset (``syn``): ``UiO, UiS, UiOiS, repU`` (%).
     attrib : DataFrame
-        ``Dorig, Dsyn, iS, DiS, DiSCO, DiSDiO`` (%), ``max_denom``, ``mean_denom`` (records;
-        ``mean_denom`` is NaN when there is no DiSCO record).
+        ``Dorig, Dsyn, iS, DiS, DiSCO, DiSDiO`` (%), ``max_denom``, ``mean_denom`` (records).
     allCAPs : DataFrame
-        ``baseCAPd, CAPd, CAPs, DCAP, TCAP`` (%; ``TCAP`` is NaN when no original record has
-        keys found in the synthetic data).
+        ``baseCAPd, CAPd, CAPs, DCAP, TCAP`` (%).
     replicated_uniques : ReplicatedUniques
         synthpop's ``replicated.uniques()`` on the keys and the target.
     key_baseline : dict
-        The original-data figures an sdcMicro user expects on the keys: ``n_records``,
-        ``n_key_combinations``, ``n_sample_uniques`` (records with frequency ``f_k = 1``),
-        ``pct_sample_uniques`` and ``k_anonymity`` (records violating k-anonymity, ``f_k < k``,
-        for each ``k``).
+        The original's figures on the keys: ``n_records``, ``n_key_combinations``,
+        ``n_sample_uniques``, ``pct_sample_uniques`` and ``k_anonymity``.
     diagnostics : DataFrame
-        Per dataset: ``n_synthetic``, ``n_over_denom_lim`` (DiSCO records in key-target cells
-        holding more than ``denom_lim`` original records, often disclosure a user could
-        expect from the relation alone), ``n_excluded_original``, ``n_excluded_synthetic``.
+        Per dataset: ``n_synthetic``, ``n_over_denom_lim``, ``n_excluded_original``,
+        ``n_excluded_synthetic``.
     target_levels : list of str
         Labels of the target's levels (intervals when grouped).
     settings : dict

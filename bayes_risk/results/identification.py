@@ -36,40 +36,30 @@ UNCERTAIN_MEASURES = ("expected_match_risk", "true_match_rate_targets", "true_ma
 
 @dataclass(frozen=True)
 class IdentificationResult(RiskResult):
-    """Identification risk of a release (Hu 2019 §4).
+    """Identification risk of a release (Hu 2019 §4; :doc:`/methods/identification`).
 
     Attributes
     ----------
     records : DataFrame
-        Pooled: one row per target (``target, record, in_sample, c, T, K, W, IR, declared,
-        p_max, p_out, p_unassigned``). Per dataset: one row per target and dataset
-        (``target, dataset, c, T, K, W, IR, declared`` and ``p_out`` when membership is
-        unknown).
+        One row per target (pooled) or per target and dataset: ``c, T, K, W, IR, declared`` and
+        the probabilities of no match.
     c, T, K, W, IR, declared : ndarray
-        ``[N_T]`` (pooled) or ``[N_T, m]`` (per dataset). ``T`` is as reported (compat mode:
-        1 when ``c = 0``).
+        ``[N_T]`` (pooled) or ``[N_T, m]`` (per dataset).
     record_IR : ndarray [N_T]
         ``IR_τ`` (per dataset: ``mean_l IR_τ^(l)``).
     prob : scipy.sparse.csr_matrix [N_T, n] or None
-        Pooled ``π_τ(k)`` (columns = original records in row order); ``None`` per dataset.
-        Built from :attr:`pooled` on first access (an error beyond 100 million entries).
+        Pooled ``π_τ(k)``, built from :attr:`pooled` on first access; ``None`` per dataset.
     pooled : PooledProbabilities or None
-        The same probabilities in compact form, each target's fallback set as the set and one
-        probability (``.row(i)``, ``.tocsr()``, ``.nnz``).
+        The same probabilities in compact form (``.row(i)``, ``.tocsr()``, ``.nnz``).
     p_out, p_unassigned : ndarray
         ``π_τ(n+1)`` and the mass of replicates without any match (known membership).
     file : dict
-        File-level figures by name (``expected_match_risk``, ``expected_match_rate``,
-        ``true_match_risk``, ``n_unique``, ``true_match_rate_targets``,
-        ``true_match_rate_unique``, ``false_match_rate``, ``n_targets`` …; averaged over
-        datasets for per-dataset aggregation).
+        File-level figures by name (means over datasets per dataset; with posterior replicates
+        their Monte Carlo figures, :meth:`uncertainty`).
     per_dataset : dict or None
-        File-level measures as vectors over datasets (per-dataset aggregation). With posterior
-        replicates ``file`` also holds their Monte Carlo figures, which :meth:`uncertainty`
-        collects (:doc:`/user_guide/posterior_replicates`).
+        File-level measures as vectors over datasets (per-dataset aggregation).
     warnings : tuple of str
-        Machine-readable codes (``NO_MATCH``, ``ZERO_UNIQUE``, ``F_BELOW_ONE``,
-        ``IPF_NOT_CONVERGED``, ``LEGACY_NONPOSITIVE_NO_MATCH``).
+        Machine-readable codes.
     warning_details : dict
         Human-readable message per code.
     settings : dict
