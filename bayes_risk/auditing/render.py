@@ -187,9 +187,7 @@ class _Links:
     def num(self, value: Any, rel: str | None, digits: int = 4, unit: str = "") -> Span:
         """``value`` formatted for people (no exponent), linked to file ``rel``."""
         text = format_number(value, digits, plain=True)
-        if text in ("—", "nan"):
-            return Span("—", self.href(rel), num=True)
-        return Span(text + unit, self.href(rel), num=True)
+        return Span("—" if text in ("—", "nan") else text + unit, self.href(rel), num=True)
 
     def pct(self, fraction: Any, rel: str | None, digits: int = 3) -> Span:
         """A fraction of the files (summary.json holds rates as fractions) in per cent."""

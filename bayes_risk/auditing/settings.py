@@ -150,19 +150,15 @@ def _shares(values: Any) -> tuple[float, ...]:
 
 
 def _radii(sweep: Any) -> tuple[float, ...]:
-    grid: list[float] = []
     ok = isinstance(sweep, Iterable) and not isinstance(sweep, (str, bytes))
-    for r in sweep if ok else ():
-        if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, float, np.integer,
-                                                               np.floating)) \
-                or not (np.isfinite(r) and r > 0):
-            ok = False
-            break
-        grid.append(float(r))
-    if not ok:
+    grid = list(sweep) if ok else []
+    if not ok or not all(isinstance(r, (int, float, np.integer, np.floating))
+                         and not isinstance(r, (bool, np.bool_)) and np.isfinite(r) and r > 0
+                         for r in grid):
         raise ValidationError(
             "sweep must be radii, finite numbers > 0 (or None to skip the radius sweep). "
             f"Got {sweep!r}.", code="INVALID_ARGUMENT")
+    grid = [float(r) for r in grid]
     twice = [r for i, r in enumerate(grid) if r in grid[:i]]
     if twice:
         raise ValidationError(f"sweep: radius {twice[0]:g} listed twice. Got {grid}.",
