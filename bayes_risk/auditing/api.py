@@ -1,9 +1,4 @@
-"""``bayes_risk.audit()``: every measure of the package on one release, and one report.
-
-It works out a plan (:class:`~bayes_risk.auditing.AuditPlan`), then runs each registered measure
-through its public function, writing the files its sub-command writes into a sub-folder. See
-:doc:`/user_guide/audit`.
-"""
+"""``bayes_risk.audit()``: every registered measure on one release. See :doc:`/user_guide/audit`."""
 
 from __future__ import annotations
 
@@ -57,59 +52,41 @@ def audit(
     original : DataFrame or path
         The confidential table (CSV or Parquet path accepted).
     synthetic : SyntheticData, list of DataFrame, path or list of paths
-        The release: a ``SyntheticData`` (or its folder, whose manifest gives the synthesized
-        columns, the replaced records and the method) or one table per synthetic dataset.
+        The release: a ``SyntheticData`` (or its folder) or one table per synthetic dataset.
     known : sequence of str
-        Columns the intruder knows for every target (identification risk) and the keys of the
-        empirical measures.
+        Columns the intruder knows for every target; the keys of the empirical measures.
     model : fitted model or path, optional
-        The fitted Bayesian synthesis model (or its folder written by ``bayes-risk fit``) for
-        attribute risk. Without it, a CART or random-forest release is audited with the plug-in
-        likelihood of its rebuilt synthesizer; any other release skips attribute risk.
+        The fitted synthesis model (or its ``bayes-risk fit`` folder). Without it, a CART or
+        random-forest release uses its rebuilt synthesizer's plug-in likelihood.
     synthesized : sequence of str, optional
-        Synthesized columns. Default: the release manifest's, else the columns that differ from
-        the original in some dataset.
+        Synthesized columns. Default: the release manifest's, else the columns that differ.
     schema : Schema, optional
         Column types (overrides the release's and inference).
     holdout : DataFrame, optional
-        Records of the same population that were not in the original: the membership step
-        (:func:`~bayes_risk.membership_risk`, with the fitted ``model``) and the attacks step
-        (:func:`~bayes_risk.singling_out_risk`, :func:`~bayes_risk.linkability_risk`) run only
-        when it is given.
+        Records of the population not in the original; the membership and attacks steps run
+        only with it.
     settings : AuditSettings, optional
-        How the steps measure the release (:class:`~bayes_risk.AuditSettings`; default: every
-        field's default).
+        How the steps measure the release (:class:`~bayes_risk.AuditSettings`).
     thresholds : Thresholds, mapping or list of "NAME=VALUE", optional
-        Release-board thresholds of the verdict lines (defaults:
-        :class:`~bayes_risk.auditing.Thresholds`).
+        Thresholds of the verdict lines (:class:`~bayes_risk.auditing.Thresholds`).
     out : path, optional
-        Folder to write every step's files into (one sub-folder per step), with ``summary.json``.
-        It must not exist or be empty; it appears complete or not at all. ``None``: nothing is
-        written (the report's numbers then link to no file).
+        New or empty folder for every step's files, written atomically; ``None``: no files.
     random_seed : int, optional
         Seed of every random draw (drawn and recorded when ``None``).
     progressbar : bool
-        Show progress (step lines and the measures' progress bars) on stderr.
+        Show progress on stderr.
 
     Returns
     -------
     AuditResult
-        The plan, one :class:`~bayes_risk.auditing.StepOutcome` per step (with the measure's result
-        object), the verdict lines; ``to_html(path)`` / ``to_markdown(path)`` write the report.
+        The plan, one :class:`~bayes_risk.auditing.StepOutcome` per step and the verdict lines.
 
     Raises
     ------
     ValidationError, SchemaError
-        For a bad argument (named in the message), before any measure is computed; or when a
-        step fails on the input (the message names the step: pass
-        ``settings=AuditSettings(skip=[step])`` to audit without it). Nothing is written to
-        ``out`` then.
-
-    Notes
-    -----
-    A step that fails for another reason (out of memory, an error of the measure) does not
-    stop the others: its outcome has status ``"failed"`` with the error, the result's
-    ``complete`` is ``False`` and its ``verdict_text`` opens with "The audit is incomplete".
+        For a bad argument, before any measure is computed, or when a step fails on the input
+        (the message names the step). A step failing for another reason is marked
+        ``"failed"`` and the audit incomplete.
     """
     from bayes_risk.auditing import steps as st
 
@@ -150,8 +127,7 @@ def audit(
 
 
 def _skip_arg(steps: list[str]) -> str:
-    """``settings=AuditSettings(skip=['attribute'])`` in Python, ``--skip attribute`` on the
-    command line."""
+    """``settings=AuditSettings(skip=['attribute'])``, or ``--skip attribute`` on the CLI."""
     from bayes_risk.exceptions import arg_name
 
     named = arg_name("skip", repr(steps), cli=" ".join(_cli_name(s) for s in steps))
@@ -164,8 +140,7 @@ def _say(ctx: Any, msg: str) -> None:
 
 
 def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepOutcome:
-    """Run one step, its warnings recorded on the outcome and passed on. Bad input fails the
-    audit, naming the step; any other error fails the step alone (status ``"failed"``)."""
+    """Run one step; bad input fails the audit, any other error the step alone."""
     if name in ctx.plan.skip:
         return StepOutcome(name=name, title=title, status="skipped",
                            reason=f"skipped as asked ({_skip_arg([name])}).")
@@ -182,8 +157,7 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
         try:
             outcome = fn(ctx)
         except (ValidationError, SchemaError) as err:
-            # bad input the checks before the first step did not catch: the audit fails on it
-            # (a verdict without this step would read as a complete one)
+            # bad input fails the audit: a verdict without this step would read as complete
             raise type(err)(
                 f"{title} step: {' '.join(str(err).split())} (to audit the release without "
                 f"this step, give {_skip_arg([name])}).",
@@ -192,8 +166,7 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
         except Exception as err:
             if _caused_by_interrupt(err):
                 raise
-            # one measure that cannot be computed on this release does not hide the others;
-            # the audit is marked incomplete and the verdict says so first
+            # a failed step does not hide the others; the audit is marked incomplete
             outcome = StepOutcome(name=name, status="failed",
                                   reason=f"{type(err).__name__}: {' '.join(str(err).split())}",
                                   extra={"traceback": "".join(traceback.format_exception(err))})
@@ -214,11 +187,8 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
     return outcome
 
 
-
-
 def _preflight(ctx: Any) -> None:
-    """Check, before the first step, the original against the release, the fitted model (or
-    the rebuilt synthesizer, kept for the steps) and the membership step's inputs."""
+    """Check every step's inputs (release, model, holdout) before the first step."""
     from bayes_risk.auditing import steps as st
 
     plan, data, syn = ctx.plan, ctx.original, ctx.synthetic
@@ -259,8 +229,7 @@ def _preflight(ctx: Any) -> None:
 
 
 def _needed_by(err: Exception, users: list[str]) -> Exception:
-    """``err`` of an input a step needs, as the preflight raises it: naming the step(s) and how
-    to audit without them."""
+    """``err``, naming the step(s) that need the input and how to audit without them."""
     return type(err)(
         f"{' '.join(str(err).split())} (needed by the "
         f"{' and '.join(u.replace('_', ' ') for u in users)} step"
@@ -272,9 +241,7 @@ def _needed_by(err: Exception, users: list[str]) -> Exception:
 
 def _with_mcmc_warnings(step_warnings: list[dict[str, Any]],
                         mcmc: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Name each fit's MCMC warning (``AttributeRiskResult.mcmc``) in the step's warnings: the
-    entry a fit of the step raised gains the fit and its checks; a saved model's is added and
-    returned (the caller raises it). A code without checks is added only if not yet there."""
+    """Name each fit's MCMC warning in the step's warnings; return those added."""
     added = []
     for w in mcmc:
         fit, code = str(w.get("fit", "model")), str(w["code"])

@@ -1,5 +1,4 @@
-"""The audit's step of anonymeter's attacks (Giomi et al. 2023): singling out (univariate and
-multivariate predicates) and linkability, each against the holdout."""
+"""The audit's step of anonymeter's attacks: singling out and linkability."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ __all__ = ["attacks_step"]
 
 
 def attacks_step(ctx: StepContext) -> StepOutcome:
-    """Singling-out risk (both modes) and linkability risk of every dataset against the
-    holdout; skipped, with the reason, without a holdout."""
+    """Singling-out and linkability risk against the holdout (skipped without one)."""
     from bayes_risk.attacks import linkability_risk, singling_out_risk
 
     if ctx.holdout is None:

@@ -1,5 +1,4 @@
-"""What drives each verdict line: plain (JSON-ready) numbers the steps compute from the data
-the measure saw, turned into the cause of a line on the wrong side of its threshold."""
+"""What drives each verdict line: numbers the steps compute from the data the measure saw."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ __all__ = [
 
 
 def _aligned(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], aligned: bool) -> bool:
-    """Whether record ``i`` of every dataset is the synthetic version of original record ``i``
-    (``aligned``: the audit's row-alignment check; equal lengths alone are not enough)."""
+    """Whether record ``i`` of every dataset is the synthetic version of original record ``i``."""
     return aligned and bool(datasets) and all(len(z) == len(original) for z in datasets)
 
 
@@ -32,20 +30,12 @@ def _same(a: pd.Series, b: pd.Series) -> np.ndarray:
 def attribute_drivers(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                       columns: Sequence[str], records: Sequence[int], spec: Any,
                       numeric: Sequence[str], *, aligned: bool) -> dict[str, Any] | None:
-    """How often a record's true synthesized value is among the released values.
+    """How often a record's true synthesized value is among the released values, against how
+    often one of its alternative candidates is (:doc:`/methods/attribute`).
 
-    For every assessed record and synthesized column: whether the true value appears among the
-    values released for that record, against how often one of the intruder's alternative
-    candidates does (numeric columns: the other points of the ±k % grid of the attribute step;
-    categorical: the other levels). When the truth is released and its alternatives are not,
-    the worst-case intruder ranks the truth first whatever the model: the mechanical cause of a
-    high share of records "most probable" under CART, which releases original (donor) values.
-
-    When the datasets are row-aligned with the original (``aligned`` true and equal lengths:
-    partial synthesis), "the values released for that record" are its ``m`` values, one per
-    dataset (``scope`` ``"record"``). Otherwise (a fully synthetic release, which has no
-    record-by-record correspondence) they are every value of the column in the pooled datasets
-    (``scope`` ``"pooled"``). Returns ``None`` when no record is assessed.
+    Row-aligned datasets (``aligned``) compare the record's ``m`` released values (``scope``
+    ``"record"``); otherwise every value of the pooled datasets (``scope`` ``"pooled"``).
+    ``None`` when no record is assessed.
     """
     from bayes_risk.attribute.candidates import grid_points
 
@@ -96,13 +86,9 @@ def identification_drivers(original: pd.DataFrame, datasets: Sequence[pd.DataFra
                            known: Sequence[str],
                            known_synthesized: Sequence[str], *,
                            aligned: bool) -> dict[str, Any]:
-    """Sample uniques on the known columns and how often the release keeps the original value.
-
-    ``n_sample_unique``: targets whose combination of known values (exact values) occurs once in
-    the original; ``pct_released_equal``: for each synthesized known column, the per cent of
-    records whose released value equals the original, mean over the datasets (``None`` when the
-    datasets are not row-aligned with the original: ``aligned`` false, or lengths differ).
-    """
+    """Targets unique on the known columns (``n_sample_unique``) and, per synthesized known
+    column, the per cent of records released with their original value (``pct_released_equal``;
+    ``None`` unless row-aligned)."""
     # one label per combination of known values (missing values a value of their own)
     codes = [pd.factorize(original[c], use_na_sentinel=False)[0] for c in known]
     combo = pd.Series(list(zip(*codes, strict=True))) if codes else pd.Series([], dtype=object)
@@ -119,13 +105,8 @@ def identification_drivers(original: pd.DataFrame, datasets: Sequence[pd.DataFra
 def marginal_discrepancy(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                          columns: Sequence[str], categorical: Sequence[str],
                          top: int = 3) -> list[dict[str, Any]]:
-    """The synthesized variables whose marginal distribution differs most between the original
-    and the pooled synthetic datasets, largest first.
-
-    The discrepancy is in percentage points of records: the largest difference of a level's
-    share (categorical, missing values a level of their own) or of the empirical distribution
-    functions (numeric, the Kolmogorov-Smirnov distance, on the observed values).
-    """
+    """The synthesized variables whose marginal differs most between the original and the
+    pooled release, largest first, in percentage points (level shares; KS distance for numbers)."""
     pooled = pd.concat(list(datasets), ignore_index=True)
     rows = []
     for c in columns:

@@ -1,5 +1,4 @@
-"""Two audits side by side: the verdict lines of a release before and after a remedy
-(:doc:`/user_guide/audit`, Applying a remedy and auditing again)."""
+"""Two audits side by side (:doc:`/user_guide/audit`, Applying a remedy and auditing again)."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ COLUMNS = ["step", "measure", "unit", "direction", "threshold_before", "before",
 
 
 def load_audit(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The ``summary.json`` of an audit folder (written by ``bayes-risk audit`` or
-    ``audit(out=...)``), checked to be one.
+    """The ``summary.json`` of an audit folder.
 
     Raises
     ------
@@ -66,24 +64,20 @@ def compare_audits(before: Any, after: Any) -> pd.DataFrame:
     Parameters
     ----------
     before, after : AuditResult, dict or path
-        The audits (an :class:`~bayes_risk.AuditResult`, its ``to_dict()``, or the folder
-        written with ``out=`` / ``bayes-risk audit --out``), e.g. of a release and of the same
-        release after :func:`~bayes_risk.sdc`.
+        The audits (an :class:`~bayes_risk.AuditResult`, its ``to_dict()`` or its folder).
 
     Returns
     -------
     DataFrame
-        One row per verdict line of either audit, in the order of ``after`` then the lines only
-        ``before`` has: ``step``, ``measure``, ``unit``, ``direction``, the threshold, value and
-        status of each audit (``"not assessed"`` where it has no such line: a step withheld,
-        skipped or failed), and ``change`` (after − before, where both have a value).
+        One row per verdict line of either audit: ``step``, ``measure``, ``unit``,
+        ``direction``, each audit's threshold, value and status (``"not assessed"`` where it has
+        no such line), and ``change`` (after − before).
 
     Raises
     ------
     ValidationError
-        ``ORIGINAL_DIFFERS``: the audits are of different originals (other numbers of records,
-        or, for audits written by ``bayes-risk audit``, original files with other SHA-256);
-        ``NOT_AN_AUDIT``: a folder that holds no audit.
+        ``ORIGINAL_DIFFERS``: the audits are of different originals; ``NOT_AN_AUDIT``: a folder
+        that holds no audit.
     """
     b, a = _summary(before), _summary(after)
     if b.get("n_records") != a.get("n_records"):

@@ -1,9 +1,4 @@
-"""What every audit step reads: the run's context, and the helpers the steps share (the
-row alignment of the release, the rebuilt synthesizer, step folders and JSON files).
-
-Its own module so that the steps' modules (:mod:`bayes_risk.auditing.steps`,
-:mod:`bayes_risk.auditing.disclosure_step`) share it without importing each other.
-"""
+"""The run's context and the helpers the audit steps share."""
 
 from __future__ import annotations
 
@@ -36,27 +31,21 @@ class StepContext:
     model: Any
     root: Path | None
     progressbar: bool
-    #: the synthesizer rebuilt from a CART / random-forest manifest (built once, by the checks
-    #: before the first step, and shared by the steps that need it)
+    #: the synthesizer rebuilt from the release's manifest (built once)
     rebuilt: Any = None
-    #: whether row i of every dataset is record i of the original, as the row-alignment check
-    #: before the first step found it (a column released unchanged row by row); None: not checked
+    #: whether row i of every dataset is record i of the original (None: not checked)
     rows_aligned: bool | None = None
     #: records of the population not in the original (the membership step's non-members)
     holdout: Any = None
-    #: the attribute step's refits ``p(Θ | y, Z_(l))`` of ``refits_model``, one per dataset, which
-    #: the membership step reuses (the same ``fit_augmented(original, Z_(l))``): the refits are
-    #: most of both steps' cost
+    #: the attribute step's refits of ``refits_model``, reused by the membership step
     refits: list[Any] | None = None
     refits_model: Any = None
-    #: the original's survey weights (``weights=``; its column may be absent from ``original``
-    #: when the release does not carry it): sdcMicro's individual risk of the original
+    #: the original's survey weights (``weights=``)
     weights: Any = None
 
 
 def aligned_columns(ctx: StepContext) -> list[str]:
-    """The columns the release carries unchanged row by row
-    (:func:`~bayes_risk.data.alignment.check_rows_aligned`); none when the lengths differ."""
+    """The columns the release carries unchanged row by row (none when lengths differ)."""
     from bayes_risk.data.alignment import check_rows_aligned
 
     syn = ctx.synthetic
@@ -69,12 +58,7 @@ def aligned_columns(ctx: StepContext) -> list[str]:
 
 
 def rows_aligned(ctx: StepContext) -> bool:
-    """Whether the release is row-aligned with the original (checked once, then kept).
-
-    Equal lengths are necessary, not sufficient: a fully synthetic release of the original's
-    size has no record-by-record correspondence. Row ``i`` corresponds to record ``i`` when some
-    column is released unchanged row by row (:func:`aligned_columns`).
-    """
+    """Whether some column is released unchanged row by row (checked once, then kept)."""
     if ctx.rows_aligned is None:
         import warnings
 
@@ -112,11 +96,7 @@ def release_independent(what: str, why: str) -> None:
 
 @contextlib.contextmanager
 def named_run(label: str) -> Iterator[None]:
-    """The package's warnings raised inside the block, raised again naming the run they
-    come from (``NO_MATCH: 45 of 5571 … (run: one dataset at a time, radius Income =
-    0.1)``): a step that runs a measure several times (per dataset and pooled, at two radii)
-    would otherwise report the same code twice, with no way to tell which figure it
-    concerns. Other warnings pass unchanged."""
+    """Raise the package's warnings of the block again, naming the run they come from."""
     import warnings
 
     from bayes_risk.exceptions import BayesRiskWarning
@@ -133,8 +113,7 @@ def named_run(label: str) -> Iterator[None]:
 
 
 def step_folder(ctx: StepContext, name: str) -> Path | None:
-    """The step's sub-folder ``name`` of the audit folder, made now; ``None`` when the audit
-    writes nothing (``out=None``)."""
+    """The step's sub-folder ``name``, made now; ``None`` when the audit writes nothing."""
     if ctx.root is None:
         return None
     p = ctx.root / name
@@ -150,8 +129,7 @@ def ran(name: str, result: Any, folder: Path | None, files: list[str],
 
 
 def add_run_warnings(folder: Path, step: str, run_warnings: list[dict[str, Any]]) -> None:
-    """Add ``command`` and ``run_warnings`` to a step's ``summary.json`` files (one per
-    disclosure target), as a sub-command does."""
+    """Add ``command`` and ``run_warnings`` to a step's ``summary.json`` files."""
     for path in sorted(folder.rglob("summary.json")):
         d = json.loads(path.read_text())
         d.setdefault("command", f"audit {step}")
@@ -159,6 +137,3 @@ def add_run_warnings(folder: Path, step: str, run_warnings: list[dict[str, Any]]
         codes = [w["code"] for w in run_warnings]
         d["warnings"] = list(dict.fromkeys([*(d.get("warnings") or []), *codes]))
         write_json(path, d)
-
-
-# ---- utility ---------------------------------------------------------------------------------

@@ -1,6 +1,5 @@
-"""The audit's step of synthpop's disclosure measures (identity and attribute disclosure,
-replicated uniques), of sdcMicro's risk of the original on the same keys (the baseline the
-release is compared with) and of differencing the implicates (Hawala 2008)."""
+"""The audit's step of synthpop's disclosure measures, sdcMicro's risk of the original and
+differencing (:doc:`/methods/disclosure`)."""
 
 from __future__ import annotations
 
@@ -21,9 +20,7 @@ __all__ = ["disclosure_step", "target_folder"]
 
 
 def target_folder(targets: Any, t: str) -> str:
-    """The folder of target ``t``'s files inside ``disclosure/``: ``""`` for a single target,
-    else ``SLUG/`` (:func:`bayes_risk._io.file_slug` of the column name: a name with ``/`` or
-    thousands of characters still makes one folder of a bounded name)."""
+    """The folder of target ``t``'s files in ``disclosure/``: ``""`` or a bounded ``SLUG/``."""
     from bayes_risk._io import file_slug
 
     return f"{file_slug(t)}/" if len(targets) > 1 else ""
@@ -89,8 +86,7 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
 
 def _original_baseline(ctx: StepContext, results: dict[str, Any], files: list[str]
                        ) -> dict[tuple[str, ...], Any]:
-    """sdcMicro's risk of the original on each set of keys, a baseline (files as ``bayes-risk
-    original-risk`` writes them, in ``disclosure/original_risk[_<i>]/``)."""
+    """sdcMicro's risk of the original on each set of keys, a baseline."""
     from bayes_risk.disclosure.original_risk import MAX_SUBSETS, original_risk
 
     by_keys: dict[tuple[str, ...], list[str]] = {}
@@ -98,8 +94,7 @@ def _original_baseline(ctx: StepContext, results: dict[str, Any], files: list[st
         by_keys.setdefault(tuple(res.keys), []).append(t)
     out: dict[tuple[str, ...], Any] = {}
     for i, (keys, targets) in enumerate(by_keys.items(), start=1):
-        # SUDA2 examines every subset of keys: on many keys, the MSUs up to the size that
-        # keeps it to MAX_SUBSETS subsets (recorded in the result's settings)
+        # SUDA2 on many keys: MSUs up to the size that keeps to MAX_SUBSETS subsets
         size, total = 0, 0
         while size < len(keys) and total + math.comb(len(keys), size + 1) <= MAX_SUBSETS:
             size += 1
@@ -120,9 +115,7 @@ def _original_baseline(ctx: StepContext, results: dict[str, Any], files: list[st
 
 
 def _unconfirmed_disclosure_columns(ctx: StepContext, results: dict[str, Any]) -> list[str]:
-    """The synthesized keys and targets of plain, row-aligned release files that show no
-    row-by-row association with the original's (a wrong original understates the measures:
-    warns ``ORIGINAL_UNCONFIRMED``)."""
+    """Synthesized keys and targets of row-aligned files unrelated to the original's."""
     syn = ctx.synthetic
     if getattr(syn, "schema", None) is not None and syn.schema.synthesized:
         return []  # a manifest: the original's fingerprint was checked
@@ -137,8 +130,7 @@ def _unconfirmed_disclosure_columns(ctx: StepContext, results: dict[str, Any]) -
 
 
 def _differencing(ctx: StepContext) -> Any:
-    """What comparing the implicates of a release that synthesized selected records reveals
-    (Hawala 2008; ``None`` when it cannot be compared)."""
+    """What comparing the implicates reveals (Hawala 2008); ``None``: not comparable."""
     import warnings
 
     from bayes_risk.disclosure import differencing_check

@@ -1,5 +1,4 @@
-"""What one step of an audit gave: :class:`StepOutcome` (its own module so that the steps, the
-verdict lines and the result read it without importing one another)."""
+"""What one step of an audit gave: :class:`StepOutcome`."""
 
 from __future__ import annotations
 
@@ -18,13 +17,9 @@ class StepOutcome:
     name, title : str
         Step identifier (``"identification"``) and heading.
     status : {"ran", "skipped", "failed"}
-        ``skipped``: the step cannot run on this release, or the caller asked to skip it
-        (``reason`` says which); ``failed``: the measure raised an error that is not about the
-        input (``reason`` holds it; ``extra["traceback"]`` the traceback): the audit is then
-        incomplete (:attr:`AuditResult.complete`).
+        ``reason`` says why a step was skipped or failed (``extra["traceback"]``: its traceback).
     result : object
-        The measure's result object (``UtilitySummary``, ``IdentificationResult``,
-        ``AttributeRiskResult``, dict of ``DisclosureMeasures`` by target), or ``None``.
+        The measure's result object, or ``None``.
     folder : str or None
         Sub-folder of the audit's ``out`` holding the step's files.
     files : list of str

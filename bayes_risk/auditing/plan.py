@@ -1,9 +1,5 @@
-"""What an audit runs and with which settings: :class:`AuditPlan` and :class:`Thresholds`.
-
-The plan is worked out once, before any measure is computed, from the release's manifest, its
-synthesizer's capabilities and the :class:`~bayes_risk.AuditSettings`; every setting records
-where it came from (given, the release, a default) for the report. See :doc:`/user_guide/audit`.
-"""
+"""What an audit runs and with which settings: :class:`AuditPlan` and :class:`Thresholds`
+(:doc:`/user_guide/audit`)."""
 
 from __future__ import annotations
 
@@ -28,9 +24,7 @@ def step_names() -> tuple[str, ...]:
     """The audit's steps, in order: the names of the registered measures (``skip=`` takes)."""
     return tuple(m.name for m in measures())
 
-#: the attacks' options in an audit: anonymeter's defaults (500 attacks, 3 columns a
-#: multivariate predicate, 1 nearest row); linkability attacks at most the records of the
-#: smaller of the original and the holdout
+#: the attacks' options in an audit: anonymeter's defaults
 ATTACK_OPTIONS: dict[str, int] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1}
 
 #: the radius grid of Hornby & Hu (2021, §4.1)
@@ -47,8 +41,7 @@ _ANONYMETER = ("anonymeter (Giomi et al. 2023) defines the risk and leaves its a
                "of bayes-risk, not a finding; a board sets its own (user guide, Auditing a "
                "release: Thresholds)")
 
-#: where each default of :class:`Thresholds` comes from; the report prints it under the
-#: verdict table (a threshold the caller set is "given")
+#: where each default of :class:`Thresholds` comes from (printed under the verdict table)
 THRESHOLD_SOURCES: dict[str, str] = {
     "s_pmse": "synthpop's guidance: S_pMSE below 10 acceptable, below 3 good (methods page, "
               "Utility: null distribution)",
@@ -72,48 +65,37 @@ THRESHOLD_SOURCES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Release-board thresholds against which the first screen of the report is read.
-
-    The defaults are conventions, not findings (their sources: ``THRESHOLD_SOURCES`` in this
-    module); percentages are in percent (as synthpop reports them), rates are fractions.
+    """Release-board thresholds of the verdict lines: conventions, not findings (sources:
+    ``THRESHOLD_SOURCES``); percentages in percent, rates as fractions.
 
     Parameters
     ----------
     s_pmse : float
-        Largest acceptable mean S_pMSE (pMSE over its null expectation). Default 10, synthpop's
-        guidance (below 10 acceptable, below 3 good).
+        Largest acceptable mean S_pMSE. Default 10 (synthpop's guidance).
     overlap : float
-        Smallest acceptable mean confidence-interval overlap (Karr et al. 2006). Default 0.5.
+        Smallest acceptable mean interval overlap (Karr et al. 2006). Default 0.5.
     expected_match_rate : float
-        Largest acceptable expected match rate (expected match risk over the number of targets)
-        at the maximising radius. Default 0.01.
+        Largest acceptable expected match rate at the maximising radius. Default 0.01.
     true_match_rate : float
-        Largest acceptable true match rate (correct unique matches over targets). Default 0.01.
+        Largest acceptable true match rate. Default 0.01.
     prop_top : float
-        Largest acceptable share of records whose true synthesized values are the intruder's
-        most probable candidate (attribute risk). Default 0.1.
+        Largest acceptable share of records whose true values are the intruder's best guess.
+        Default 0.1.
     repU : float
-        Largest acceptable replicated uniques, percent of records (synthpop). Default 1.
+        Largest acceptable replicated uniques, percent of records. Default 1.
     DiSCO : float
-        Largest acceptable DiSCO, percent of records (synthpop). Default 1.
+        Largest acceptable DiSCO, percent of records. Default 1.
     membership_advantage : float
-        Largest acceptable advantage of the Bayesian membership attack over the base rate,
-        AUC − 0.5 of the members' against the holdout records' likelihood ratios (0: no better
-        than guessing, 0.5: perfect). Default 0.05.
+        Largest acceptable AUC − 0.5 of the Bayesian membership attack. Default 0.05.
     membership_share : float
-        Largest acceptable share of members whose posterior membership probability exceeds
-        ``membership_probability``. Default 0.01.
+        Largest acceptable share of members above ``membership_probability``. Default 0.01.
     membership_probability : float
-        The posterior membership probability above which a member counts as exposed (the
-        ``threshold`` of :func:`~bayes_risk.membership_risk`; in (0, 1)). Default 0.9: with the
-        balanced prior, a likelihood ratio above 9.
+        Posterior membership probability, in (0, 1), above which a member counts as exposed.
+        Default 0.9.
     singling_out_risk : float
-        Largest acceptable singling-out risk of anonymeter (the main attack's success beyond
-        the control attack's, over what the control leaves: 0 none, 1 every predicate),
-        univariate and multivariate predicates alike. Default 0.05.
+        Largest acceptable singling-out risk of anonymeter. Default 0.05.
     linkability_risk : float
-        Largest acceptable linkability risk of anonymeter (the same, for records relinked
-        through their nearest synthetic row). Default 0.05.
+        Largest acceptable linkability risk of anonymeter. Default 0.05.
     """
 
     s_pmse: float = 10.0
@@ -213,11 +195,9 @@ class AuditPlan:
     random_seed: int
     #: steps the caller asked to skip
     skip: tuple[str, ...] = ()
-    #: steps that do not apply to this release, with the reason (a post-processed release:
-    #: the model-based steps)
+    #: steps that do not apply to this release, with the reason
     withheld: dict[str, str] = field(default_factory=dict)
-    #: every column synthesized, with no record released unchanged (the removal of replicated
-    #: uniques applies to such a release only)
+    #: every column synthesized, no record released unchanged
     fully_synthetic: bool = False
     #: radius columns the sweep varies: the synthesized ones unless ``sweep_unsynthesized``
     sweep_columns: list[str] = field(default_factory=list)
@@ -233,8 +213,7 @@ class AuditPlan:
     refit_draws: int | None = None
     #: the folder of refits the attribute and membership steps read and fill (``None``: none)
     refit_cache: Any = None
-    #: the membership step's ``selection`` (:class:`~bayes_risk.AuditSettings`, as the fields
-    #: above)
+    #: the membership step's ``selection``
     membership_selection: Any = None
     #: ``None``: every column is known, linkability is not run
     linkability_columns: tuple[list[str], list[str]] | None = None
@@ -242,8 +221,7 @@ class AuditPlan:
     settings: list[Setting] = field(default_factory=list)
     #: the synthesized columns that are numeric (CART's smoothing applies to them)
     numeric_synthesized: list[str] = field(default_factory=list)
-    #: the release's registered synthesizer releases original (donor) values (its
-    #: ``ModelInfo.releases_donor_values``); the remedies of the verdict lines read it
+    #: the release's synthesizer releases original (donor) values
     releases_donor_values: bool = False
     #: the release's synthesizer takes a ``smoothing`` setting (the smoothing remedy names it)
     smoothing_option: bool = False
@@ -256,8 +234,7 @@ class AuditPlan:
 
     @property
     def identification_release_independent(self) -> bool:
-        """Whether the intruder matches on unsynthesized columns only (the release carries
-        them unchanged: the identification measures cannot depend on it)."""
+        """Whether the intruder matches on unsynthesized columns only."""
         return not self.known_synthesized
 
     def release_independent_keys(self, target: str) -> bool:
@@ -300,8 +277,7 @@ def _cli_name(step: str) -> str:
 
 def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
             weights: Any = None) -> tuple:
-    """The original, the release, the schema and the survey weights (a column of the original,
-    dropped from it when the release does not carry it), read and checked."""
+    """The original, the release, the schema and the survey weights, read and checked."""
     from bayes_risk.data import SyntheticData, infer_schema
     from bayes_risk.data.io import read_synthetic, read_table
 
@@ -382,9 +358,7 @@ def _plan_sweep(sweep: Any, rad: dict[str, float], ks: list[str], radius_type: s
                 sweep_unsynthesized: bool) -> tuple[tuple[float, ...], list[str]]:
     """The sweep's radii (checked by the settings) and the columns whose radius it varies."""
     grid = tuple(sweep or ())
-    # the sweep varies the radii of the synthesized known columns only (unless asked): an
-    # unsynthesized column is released unchanged, so its radius adds matches the release has
-    # no part in, and the risk is largest at the smallest radius by construction
+    # an unsynthesized column's radius adds matches the release has no part in
     sweep_cols = [c for c in rad if sweep_unsynthesized or c in ks]
     if grid and sweep_cols and radius_type == "quantile_sd":
         raise ValidationError(
@@ -426,8 +400,7 @@ def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
 
 
 def _release_capabilities(syn: Any) -> tuple[bool, bool]:
-    """Whether the synthesizer registered under the release's ``method`` releases donor values
-    (its ``ModelInfo``) and takes ``smoothing`` (its ``__init__``); neither when unregistered."""
+    """Whether the release's synthesizer releases donor values and takes ``smoothing``."""
     import inspect
 
     from bayes_risk.contract import capabilities
@@ -447,9 +420,7 @@ def _release_capabilities(syn: Any) -> tuple[bool, bool]:
 def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
                synthesized: Any, thresholds: Thresholds, random_seed: int,
                seed_src: str = "given") -> AuditPlan:
-    """Resolve every setting of the :class:`~bayes_risk.AuditSettings` ``s`` (typed ``Any``: the
-    settings module imports this one) and the inputs, checked before any step runs, and record
-    where each came from."""
+    """Resolve and check every setting of ``s`` and the inputs, recording where each came from."""
     from bayes_risk.utility._inputs import differing_share
 
     est, prop, radius_type = s.attribute_estimator, s.propensity, s.match.radius_type
@@ -566,9 +537,7 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
 
 
 def _structural_zeros(model: Any) -> tuple[int, str] | None:
-    """``(number of patterns, where they came from)`` of a model fitted with structural zeros
-    (DPMPM's ``structural_zeros``: ``model.json`` of its folder, the file ``summary.json``
-    names, or the fitted object), ``None`` for any other model or none."""
+    """``(number of patterns, source)`` of a model fitted with structural zeros, else ``None``."""
     if model is None:
         return None
     if isinstance(model, (str, os.PathLike)):
@@ -684,8 +653,7 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
 
 def _plan_linkability(columns: Any, known: list[str], sch: Any
                       ) -> tuple[tuple[list[str], list[str]] | None, str]:
-    """The intruder's two tables of the linkability attack (default: the known columns and the
-    others; ``None`` when every column is known) and where they came from."""
+    """The linkability attack's two tables (``None``: every column known) and their source."""
     if columns is None:
         rest = [c for c in sch.names if c not in known]
         return ((list(known), rest) if rest else None), "default"
@@ -724,8 +692,7 @@ def _record_attack_settings(plan: AuditPlan, link_src: str) -> None:
 
 
 def _check_known_sweep(known: list[str]) -> None:
-    """Refuse, before any step, more known columns than the knowledge sweeps evaluate (the
-    ``max_subsets`` of :func:`~bayes_risk.identification.known_sweep`)."""
+    """Refuse more known columns than the knowledge sweeps evaluate."""
     import inspect
 
     from bayes_risk.identification.knowledge import known_sweep as sweep_fn
@@ -764,8 +731,7 @@ def _skip_steps(skip: Any) -> list[str]:
 
 
 def _plan_radius(radius: Any, known: list[str], sch: Any) -> tuple[dict[str, float], str]:
-    """Radius of each numeric known column (default 0.1), checked as identification_risk
-    checks it, and where it came from."""
+    """Radius of each numeric known column (default 0.1) and its source."""
     from bayes_risk.data.validate import check_real
 
     numeric_known = [c for c in known if c in sch.numeric]
@@ -785,8 +751,7 @@ def _plan_radius(radius: Any, known: list[str], sch: Any) -> tuple[dict[str, flo
 
 def _plan_targets(targets: Any, syn_cols: list[str], known: list[str], sch: Any
                   ) -> tuple[list[str], str]:
-    """Targets of the empirical measures (default: the synthesized columns the intruder does
-    not know) and where they came from."""
+    """Targets of the empirical measures and their source."""
     if targets is None:
         return [c for c in syn_cols if c not in known], "default"
     tg = sch.check_columns([targets] if isinstance(targets, str) else list(targets), "targets")

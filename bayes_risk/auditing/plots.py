@@ -35,8 +35,7 @@ def _plt() -> Any:
 
 
 def figure_png(fig: Any, dpi: int = 80) -> bytes:
-    """The figure as PNG bytes, the bytes ``fig.savefig("x.png", dpi=dpi)`` writes (closes the
-    figure)."""
+    """The figure as PNG bytes (closes the figure)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     _plt().close(fig)
@@ -49,8 +48,7 @@ def png_data_uri(png: bytes) -> str:
 
 
 def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:
-    """synthpop ``compare()``-style plot of one variable from its rows of the marginals table
-    (``utility/marginals.csv``): bars of the level percentages, or the two densities."""
+    """synthpop ``compare()``-style plot of one variable of the marginals table."""
     plt = _plt()
     d = marg[marg["variable"] == variable]
     title = _short(variable, 44)  # what a 4.2-inch title shows at 11 pt
@@ -61,9 +59,7 @@ def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:
         d = d[d["kind"] != "missing"]
     bars = bool(len(d)) and bool((d["kind"] == "level").all())
     labels = [_short(v) for v in d["value"]] if bars else []
-    # 10 pt text: 11 px on the report's page (80 dpi). Level labels side by side take about
-    # 0.09 in per character at 10 pt; longer ones than the room a bar has (SD2011's
-    # "URBAN 100,000-200,000") are slanted, and the figure grows for them
+    # level labels longer than a bar's room (about 0.09 in a character at 10 pt) are slanted
     slant = bars and max(map(len, labels)) * 0.09 > 3.4 / len(labels)
     fig, ax = plt.subplots(figsize=(4.2, 3.1 + (0.07 * max(map(len, labels)) if slant else 0)))
     if bars:
@@ -97,8 +93,7 @@ def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:
     return fig
 
 
-#: the characters of a column name or measure a figure shows: a name of thousands of characters
-#: would be unreadable, and matplotlib takes seconds to lay it out
+#: the most characters of a name a figure shows (longer ones are unreadable and slow)
 NAME_CHARS = 60
 
 
@@ -108,20 +103,14 @@ def _short(label: Any, n: int = 22) -> str:
     return t if len(t) <= n else t[: n - 1] + "…"
 
 
-#: the report's page is 1,100 px wide and its figures are drawn at 80 dpi: a figure the width
-#: of the page is 13.75 in; 11 pt text is 12 px on the page
+#: the report's page width at 80 dpi (1,100 px); 11 pt text is 12 px on it
 PAGE_WIDTH_IN = 13.75
 
 
 def utility_risk_figure(points: pd.DataFrame) -> Any:
-    """One point per synthetic dataset: utility (S_pMSE) against each risk measure given,
-    with the verdict lines' thresholds, axes from 0, the width of the report's page.
-
-    ``points`` has a column ``S_pMSE`` and one column per risk measure (Hornby & Hu 2021,
-    Figs 8 and 9), as :func:`~bayes_risk.auditing.render.utility_risk_points` makes it: its
-    ``attrs["thresholds"]`` draws each column's threshold (dashed) and ``attrs["verdict"]``
-    the value a verdict line reads when no dataset shows it (dotted: the pooled intruder's).
-    """
+    """One point per synthetic dataset: S_pMSE against each risk measure of ``points``
+    (:func:`~bayes_risk.auditing.render.utility_risk_points`), with the thresholds (dashed) and the
+    pooled values the verdict reads (dotted)."""
     from bayes_risk.tradeoff import plot_utility_risk
 
     plt = _plt()
@@ -135,8 +124,7 @@ def utility_risk_figure(points: pd.DataFrame) -> Any:
                          "xtick.labelsize": 10, "ytick.labelsize": 10}):
         fig, axes = plt.subplots(1, len(risks), figsize=(PAGE_WIDTH_IN, 4.6), squeeze=False)
         for ax, c in zip(axes[0], risks, strict=True):
-            # the package's plot_utility_risk: the points and their quartile rectangle
-            # (Hornby & Hu 2021, Figs 8-9), one release
+            # the points and their quartile rectangle (Hornby & Hu 2021, Figs 8-9)
             plot_utility_risk(points.assign(scenario="datasets"), utility="S_pMSE", risk=c,
                               ax=ax)
             ax.get_legend().remove()
@@ -175,13 +163,8 @@ def utility_risk_figure(points: pd.DataFrame) -> Any:
 
 
 def verdict_figure(verdicts: Sequence[Any], ax: Any) -> Any:
-    """Each verdict line's value over its threshold (1 = at the threshold): bars past the
-    line are on the wrong side (for an "at least" measure, the ratio is threshold over
-    value); hatched bars carry a warning that questions the value.
-
-    ``verdicts`` are the :class:`~bayes_risk.auditing.Verdict` lines of an audit; draws on
-    ``ax`` and returns its figure (``AuditResult.plot(kind="verdict")``).
-    """
+    """Each verdict line's value over its threshold (1 = at the threshold; threshold over value
+    for an "at least" measure), hatched when a warning questions it; returns ``ax``'s figure."""
     vs = list(verdicts)
     if not vs:
         ax.text(0.5, 0.5, "no verdict line (no step with one ran)", ha="center",

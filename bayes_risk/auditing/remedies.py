@@ -1,9 +1,5 @@
-"""The cause and the remedies of a verdict line on the wrong side of its threshold.
-
-Each function returns ``(cause, remedies)``: one sentence with this run's numbers (from
-:mod:`bayes_risk.auditing.causes`) and the changes to the release that would move the value,
-chosen from what the synthesizer declares (its ``ModelInfo``), never from its name.
-"""
+"""The cause and remedies of a verdict line on the wrong side of its threshold: ``(cause,
+remedies)``, chosen from what the synthesizer declares (its ``ModelInfo``)."""
 
 from __future__ import annotations
 
@@ -35,13 +31,8 @@ def _unsynthesized(plan: AuditPlan, cols: Sequence[str]) -> list[str]:
 
 
 def smoothing_remedy(plan: AuditPlan, cols: Sequence[str]) -> list[str]:
-    """The remedy against released donor values, for the synthesized numeric ``cols``.
-
-    Only when the release's synthesizer declares that it releases original (donor) values
-    (``ModelInfo.releases_donor_values``) and some of ``cols`` are synthesized numeric columns
-    (smoothing applies to those only): smoothing when the synthesizer takes a ``smoothing``
-    setting (CART), otherwise a method that draws new values.
-    """
+    """The remedy against released donor values of the numeric ``cols``: smoothing when the
+    synthesizer takes it, else a method that draws new values; none unless it releases donors."""
     num = [c for c in cols if c in plan.numeric_synthesized]
     if not plan.releases_donor_values or not num:
         return []
@@ -179,8 +170,7 @@ def disco_cause(plan: AuditPlan, res: Any, target: str) -> Cause:
 
 
 def membership_cause(plan: AuditPlan, mem: StepOutcome) -> Cause:
-    """The members' against the holdout records' membership probabilities and distances, and
-    what the unsynthesized columns alone give away."""
+    """Members' against holdout records' membership probabilities and distances."""
     f, st = mem.result.file, mem.result.settings
     m = plan.m
     cause = (f"the members' mean posterior membership probability is "
@@ -236,8 +226,7 @@ def membership_cause(plan: AuditPlan, mem: StepOutcome) -> Cause:
 
 
 def _leaking_columns(so: Any, mode: str, dataset: int) -> tuple[int, list[tuple[str, int]]]:
-    """The predicates of one dataset and mode that single out a record of the original but
-    none of the holdout, and the columns they use (most used first)."""
+    """Columns of the predicates singling out an original record but no holdout one."""
     q = so.queries
     q = q[(q["dataset"] == dataset) & (q["mode"] == mode)]
     hold = q["singles_out_holdout"].astype("boolean").fillna(False).to_numpy(bool)
@@ -250,9 +239,7 @@ def _leaking_columns(so: Any, mode: str, dataset: int) -> tuple[int, list[tuple[
 
 
 def attacks_cause(plan: AuditPlan, a: StepOutcome) -> dict[str, Cause]:
-    """anonymeter's attacks: per singling-out mode, the columns of the predicates that single
-    out a record of the original and none of the holdout; for linkability, the records
-    relinked. Keyed by mode and ``"linkability"``."""
+    """The columns of the leaking predicates per singling-out mode; linkability's relinks."""
     so, lk = a.result["singling_out"], a.result["linkability"]
     out: dict[str, Cause] = {}
     for _, r in so.headline().iterrows():

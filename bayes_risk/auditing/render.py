@@ -1,9 +1,7 @@
-"""The audit report: one content model rendered by two Jinja2 templates (HTML and Markdown).
+"""The audit report: one content model rendered by two Jinja2 templates (HTML, Markdown).
 
-The content is built from the steps' result objects (their DataFrames and summaries), never by
-re-reading the files; every number links to the file it came from, relative to the report.
-The HTML is self-contained: CSS inline, figures as PNG data URIs, and a Content-Security-Policy
-that forbids every fetch, so the report opens from disk with no network access.
+Every number links to its file; the HTML is self-contained (inline CSS, data-URI figures, a
+Content-Security-Policy that forbids every fetch).
 """
 
 from __future__ import annotations
@@ -35,8 +33,7 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 TOP_N = 20
 
-#: the diagnostic columns of the attribute-risk records (records.csv), in plain words: the
-#: report's glossary shows those the estimator computed, each under its plain name
+#: the diagnostic columns of the attribute step's records.csv, in plain words
 DIAGNOSTICS = {
     "khat_max": ("Pareto k̂ (khat_max)",
                  "how heavy the tail of the record's importance weights is, the largest over "
@@ -77,8 +74,7 @@ DIAGNOSTICS = {
                    "flagged records are counted on their own, never averaged in."),
 }
 
-#: the columns of synthpop's disclosure tables, in plain words (percentages of the original
-#: records unless said otherwise); the methods page gives the formulas
+#: the columns of synthpop's disclosure tables, in plain words
 SYNTHPOP_TERMS = {
     "UiO": "unique in the original: records whose key combination occurs once in the original.",
     "UiS": "unique in the synthetic data: synthetic records whose key combination occurs once "
@@ -147,8 +143,7 @@ class Block:
     uri: str = ""
     file: str = ""
     terms: list[tuple[str, str]] = field(default_factory=list)
-    #: a table behind a closed disclosure element (caption visible; per-dataset and per-record
-    #: detail); ``False``: a summary, shown open
+    #: a table behind a closed disclosure element (``False``: a summary, shown open)
     fold: bool = True
     #: a figure shown the width of the page (the utility-and-risk panels)
     wide: bool = False
@@ -162,8 +157,7 @@ class Section:
     title: str
     status: str = "ran"
     blocks: list[Block] = field(default_factory=list)
-    #: HTML: the blocks after the first paragraph sit behind a closed disclosure element whose
-    #: summary is this text (detail one click away); ``""``: shown open
+    #: HTML: the summary of the closed element the blocks after the first paragraph sit in
     fold: str = ""
 
     def p(self, *parts: Any) -> None:
@@ -193,9 +187,7 @@ class _Links:
     def num(self, value: Any, rel: str | None, digits: int = 4, unit: str = "") -> Span:
         """``value`` formatted for people (no exponent), linked to file ``rel``."""
         text = format_number(value, digits, plain=True)
-        if text in ("—", "nan"):
-            return Span("—", self.href(rel), num=True)
-        return Span(text + unit, self.href(rel), num=True)
+        return Span("—" if text in ("—", "nan") else text + unit, self.href(rel), num=True)
 
     def pct(self, fraction: Any, rel: str | None, digits: int = 3) -> Span:
         """A fraction of the files (summary.json holds rates as fractions) in per cent."""
@@ -204,16 +196,14 @@ class _Links:
 
     def count(self, value: Any, n: int, rel: str | None, noun: str = "targets",
               paren: bool = True) -> list[Span]:
-        """A count of records with its per cent of ``n``: "47.35 targets (0.85 % of 5,571)"
-        (``paren=False``: "47.35 targets, 0.85 % of 5,571")."""
+        """A count with its per cent of ``n``: "47.35 targets (0.85 % of 5,571)"."""
         v = np.nan if value is None else float(value)
         return [self.num(v, rel), Span(f" {noun} (" if paren else f" {noun}, "),
                 self.pct(v / n if n else np.nan, rel),
                 Span(f" of {n:,}" + (")" if paren else ""))]
 
     def figure(self, draw: Callable[[], Any], name: str, caption: str) -> Block:
-        """The block of the figure ``draw()`` makes, as PNG; kept on the result by name and
-        occurrence, so that a second report (HTML and Markdown) does not draw it again."""
+        """The block of the figure ``draw()`` makes, drawn once per result."""
         from bayes_risk.auditing.plots import figure_png, png_data_uri
 
         key = (name, self._uses.get(name, 0))
@@ -222,8 +212,7 @@ class _Links:
         if png is None:
             png = self.pngs[key] = figure_png(draw())
         if self.fmt == "md":
-            # a name seen before in this report (the knowledge sweeps of the identification and
-            # attribute steps) gets a number: one file would hold the last figure for both
+            # a name seen before (the two knowledge sweeps) gets a number: one file each
             if key[1]:
                 stem, dot, ext = name.rpartition(".")
                 name = f"{stem}_{key[1] + 1}{dot}{ext}" if dot else f"{name}_{key[1] + 1}"
@@ -248,8 +237,7 @@ def _cell(value: Any, column: str, href: str | None, digits: int) -> Span:
 
 def _table(df: pd.DataFrame, links: _Links, src: str | None = None, caption: str = "",
            digits: int = 4, percent: tuple[str, ...] = ()) -> Block:
-    """A table whose every number links to ``src`` (the file it comes from); the columns
-    ``percent`` hold fractions, shown in per cent."""
+    """A table whose numbers link to ``src``; the ``percent`` columns (fractions) in per cent."""
     href = links.href(src)
     cols = [str(c) for c in df.columns]
     rows = [[links.pct(v, src) if c in percent else _cell(v, c, href, digits)
@@ -262,9 +250,8 @@ def _table(df: pd.DataFrame, links: _Links, src: str | None = None, caption: str
 
 # ---- sections --------------------------------------------------------------------------------
 def step_section(step: str, anchor: str, title: str) -> Callable[..., Callable[..., Section]]:
-    """A report section of one audit step: the decorated ``body(sec, s, result, links)`` fills
-    ``sec`` from the step's outcome ``s`` only when the step ran. See
-    :doc:`/adding_a_measure`."""
+    """A report section of one step, filled by the decorated body when it ran
+    (:doc:`/adding_a_measure`)."""
 
     def wrap(body: Callable[[Section, Any, Any, _Links], None]) -> Callable[..., Section]:
         @functools.wraps(body)
@@ -280,13 +267,11 @@ def step_section(step: str, anchor: str, title: str) -> Callable[..., Callable[.
     return wrap
 
 
-#: each line's status as the report shows it: a word and a sign, so that it reads without
-#: colour (printed in grey, or by a reader who does not tell red from green)
+#: each line's status as a sign and a word, so that it reads without colour
 LINE_STATUS = {"exceeds": ("✖", "exceeds"), "caution": ("⚠", "within, with a caution"),
                "within": ("✔", "within")}
 
-#: the release's status (AuditResult.status): the sign of the report's banner, beside the
-#: status in words (AuditResult.headline_parts)
+#: the sign of the report's banner for each :attr:`AuditResult.status`
 RELEASE_SIGN = {"do_not_release": "✖", "incomplete": "⚠", "review": "⚠",
                 "within_thresholds": "✔"}
 
@@ -612,8 +597,7 @@ def _known_curve_blocks(sec: Section, s: Any, links: _Links) -> None:
 
 
 def _known_sweep_blocks(sec: Section, ks: Any, s: Any, links: _Links) -> None:
-    """The knowledge sweep of the identification or the attribute step: frontier, drivers and
-    levels."""
+    """The knowledge sweep of the identification or the attribute step."""
     m1, m2 = ks.shapley_measures
     if ks.kind == "identification":
         what = ("The same measures for every subset of the known columns "
@@ -899,9 +883,7 @@ def disclosure_section(sec: Section, s: Any, result: Any, links: _Links) -> None
 
 
 def utility_risk_points(result: Any) -> pd.DataFrame | None:
-    """One row per synthetic dataset: S_pMSE and the risk measures of the "utility and risk"
-    figure, in per cent as their verdict lines read them; ``attrs["thresholds"]`` holds each
-    column's threshold, ``attrs["verdict"]`` a pooled value its verdict line reads."""
+    """One row per dataset: S_pMSE and the risk measures of the utility-and-risk figure."""
     u, i, d = (result.step(n) for n in ("utility", "identification", "disclosure"))
     if u.status != "ran":
         return None
@@ -912,8 +894,7 @@ def utility_risk_points(result: Any) -> pd.DataFrame | None:
     thresholds: dict[str, float] = {"S_pMSE": th.s_pmse}
     verdict: dict[str, float] = {}
     lines = {v.threshold_name: v for v in result.verdicts}
-    # a figure that cannot depend on the release (a baseline of the original) is the same for
-    # every dataset: it is not plotted as a risk of the release
+    # a baseline of the original is the same for every dataset: not plotted
     if i.status == "ran" and i.result.per_dataset is not None and \
             not plan.identification_release_independent:
         n = float(i.result.file["n_targets"])
@@ -1119,8 +1100,7 @@ def _context(result: Any, links: _Links, bundle: str | None = None) -> dict[str,
         "complete": result.complete,
         "status": result.status, "status_sign": RELEASE_SIGN[result.status],
         "status_word": word, "headline": reason,
-        # the first sentence says the audit is incomplete when a step failed; the headline is
-        # shown on its own, the others after it
+        # the headline is shown on its own, the other sentences after it
         "verdict_sentences": [t for t in result.verdict_sentences() if t != result.headline],
         "together": _reading_together(result),
         "sending": _sending(result, links, bundle),
@@ -1134,18 +1114,14 @@ def _context(result: Any, links: _Links, bundle: str | None = None) -> dict[str,
     }
 
 
-#: characters that mean something in CommonMark or GFM inline text (HTML tags and entities,
-#: links and images, code spans, emphasis, table cells, strikethrough, headings), and an
-#: underscore that could open or close emphasis (one inside a word, as in p_true, cannot)
+#: CommonMark/GFM inline markup, and an underscore that could open or close emphasis
 _MD_MARKUP = re.compile(r"[\\`*\[\]<>&|~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-#: what makes a line a list item (``-``, ``+``, ``1.``, ``1)`` before a space or the end), a
-#: block quote (``>``) or a setext heading's underline (``=``) at its start
+#: a list item, block quote or setext underline marker at the start of a line
 _MD_BLOCK_START = re.compile(r"^(\s*\d{1,9})([.)])(?=\s|$)|^(\s*)([-+=](?=[\s=]|$)|>)")
 
 
 def _md_text(s: Any) -> str:
-    """``s`` as literal Markdown text: every markup character backslash-escaped, line breaks
-    as spaces, a list or quote marker at the start escaped (never raw HTML, a link or a block)."""
+    """``s`` as literal Markdown text: markup escaped, line breaks as spaces."""
     text = re.sub(r"[\r\n]+", " ", str(s))
     text = _MD_MARKUP.sub(lambda m: "\\" + m.group(0), text)
     return _MD_BLOCK_START.sub(
@@ -1155,8 +1131,7 @@ def _md_text(s: Any) -> str:
 
 def write_report(result: Any, path: str | os.PathLike[str], fmt: str = "html",
                  bundle: str | None = None) -> Path:
-    """Render the report of ``result`` to ``path`` (``fmt`` "html" or "md"), atomically;
-    ``bundle``: the zip of the audit folder beside it, named as the file to send."""
+    """Render the report of ``result`` to ``path`` (``fmt`` "html" or "md"), atomically."""
     import jinja2
 
     from bayes_risk._io import atomic_file
@@ -1169,9 +1144,7 @@ def write_report(result: Any, path: str | os.PathLike[str], fmt: str = "html",
         autoescape=jinja2.select_autoescape(["html", "html.j2"], default_for_string=False),
         trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
     )
-    # Markdown: text from the data ("<NA>", "age<15", "<b>", a column named
-    # '"><img src=x onerror=alert(1)>') must render as text, never as markup; the escaped text
-    # holds no "|" or line break, so it is also a table cell's
+    # Markdown: text from the data renders as text, never markup (also as a table cell)
     env.filters["mdtext"] = _md_text
     text = env.get_template("report.html.j2" if fmt == "html" else "report.md.j2").render(**ctx)
     if links.figures:

@@ -21,8 +21,7 @@ from bayes_risk.auditing.verdicts import (
 from bayes_risk.results._base import RiskResult
 from bayes_risk.results._summary import ResultWarning, Summary
 
-# StepOutcome, Verdict, Baseline and CAVEATS live beside the code that makes them (outcome.py,
-# verdicts.py) and stay importable from here
+# importable from here, as before
 __all__ = ["AuditResult", "Baseline", "CAVEATS", "StepOutcome", "Verdict"]
 
 
@@ -44,26 +43,20 @@ def _frame(items: Any, columns: list[str]) -> pd.DataFrame:
 
 @dataclass(repr=False)
 class AuditResult(RiskResult):
-    """What :func:`bayes_risk.auditing.audit` returns.
-
-    Like every result of the package it has ``summary()`` (the verdict, the baselines and the
-    steps as a printable :class:`~bayes_risk.results.Summary`; a notebook shows it),
-    ``to_dataframe()`` (the verdict lines), ``to_dict()`` (what ``summary.json`` holds),
-    ``plot(kind="verdict")`` and ``structured_warnings``; ``to_html(path)`` and
-    ``to_markdown(path)`` write the full report.
+    """What :func:`bayes_risk.auditing.audit` returns: a result of the family
+    (:doc:`/user_guide/results`) whose ``to_html(path)`` and ``to_markdown(path)`` write the report.
 
     Attributes
     ----------
     plan : AuditPlan
         Every setting, with where it came from.
     steps : list of StepOutcome
-        One per step, in order (run, skipped with the reason, or failed).
+        One per step, in order.
     root : Path or None
         The audit folder (``out``) holding the steps' files, or ``None``.
     before : dict or None
         The summary of an earlier audit of the same original
-        (:func:`~bayes_risk.auditing.compare.load_audit`), e.g. of the release before a remedy:
-        the report and ``summary.json`` then show both audits' verdict lines side by side
+        (:func:`~bayes_risk.auditing.compare.load_audit`), shown side by side
         (:meth:`comparison`).
     """
 
@@ -81,16 +74,12 @@ class AuditResult(RiskResult):
 
     @property
     def verdicts(self) -> list[Verdict]:
-        """The verdict lines: each headline measure of the release against its threshold.
-
-        A measure that cannot depend on the release is not among them: see :attr:`baselines`.
-        """
+        """The verdict lines (the release-independent figures are :attr:`baselines`)."""
         return [v for v in verdict_lines(self.plan, self.steps) if isinstance(v, Verdict)]
 
     @property
     def baselines(self) -> list[Baseline]:
-        """Headline figures that cannot depend on the release (warning ``RELEASE_INDEPENDENT``):
-        baselines of the original, reported apart from the verdict."""
+        """Headline figures that cannot depend on the release (``RELEASE_INDEPENDENT``)."""
         return [v for v in verdict_lines(self.plan, self.steps) if isinstance(v, Baseline)]
 
     @property
@@ -105,8 +94,7 @@ class AuditResult(RiskResult):
 
     @property
     def not_assessed(self) -> list[str]:
-        """What has no verdict line, and why: steps that were skipped or failed, and the
-        identification risk of the release when the intruder knows no synthesized column."""
+        """What has no verdict line, and why."""
         with_lines = verdict_steps()
         out = [f"{s.title.lower()} ({s.status})" for s in self.steps
                if s.status != "ran" and s.name in with_lines]
@@ -120,15 +108,10 @@ class AuditResult(RiskResult):
     def status(self) -> str:
         """The overall status of the release against the thresholds:
 
-        * ``"do_not_release"``: some verdict line is on the wrong side of its threshold (one
-          is enough, whatever the others and the steps that did not run);
-        * ``"incomplete"``: none is, but a step failed, so its measures are not assessed;
-        * ``"review"``: none is, but a line carries a warning that questions its value or
-          left flagged records out of it (:attr:`Verdict.status` ``"caution"``), or no
-          verdict line could be computed;
+        * ``"do_not_release"``: some verdict line is on the wrong side of its threshold;
+        * ``"incomplete"``: none is, but a step failed;
+        * ``"review"``: none is, but a line has a caution, or no line could be computed;
         * ``"within_thresholds"``: every line is within its threshold, with no caution.
-
-        A board decides; the status says what the thresholds say, and :attr:`headline` why.
         """
         v = self.verdicts
         if any(x.exceeds for x in v):
@@ -141,14 +124,11 @@ class AuditResult(RiskResult):
 
     @property
     def headline(self) -> str:
-        """The verdict in one sentence: the :attr:`status` and what decides it, with the
-        values against their thresholds ("Do not release as it stands: 5 of 7 measures
-        exceed their thresholds — expected match rate 2.28 % (threshold 1 %); …")."""
+        """The verdict in one sentence: the :attr:`status` and what decides it."""
         return ": ".join(self.headline_parts())
 
     def headline_parts(self) -> tuple[str, str]:
-        """:attr:`headline` in two parts: the status in words ("Do not release as it
-        stands"; the report's banner shows it as a badge) and what decides it."""
+        """:attr:`headline` in two parts: the status in words and what decides it."""
         from bayes_risk.results._format import format_number
 
         v = self.verdicts
@@ -187,8 +167,7 @@ class AuditResult(RiskResult):
 
     @property
     def verdict_text(self) -> str:
-        """The verdict in words: :attr:`headline`, then what qualifies it. When a step
-        failed, the first sentence says the audit is incomplete and which steps failed."""
+        """The verdict in words: :attr:`headline`, then what qualifies it."""
         return " ".join(self.verdict_sentences())
 
     def verdict_sentences(self) -> list[str]:
@@ -233,10 +212,7 @@ class AuditResult(RiskResult):
 
     @property
     def convergence_checks(self) -> list[dict[str, Any]]:
-        """The failed MCMC convergence checks of the fits the steps used (the saved model and
-        the augmented fits of the attribute step): ``step``, ``code`` (``RHAT_HIGH``,
-        ``LOW_ESS``), ``fit``, ``quantity``, ``statistic`` (``rhat``, ``ess_bulk``,
-        ``ess_tail``), ``value`` and ``threshold``."""
+        """The failed MCMC convergence checks of the fits the steps used, one dict each."""
         out = [{"step": s.name, **c} for s in self.steps for w in s.warnings
                for c in w.get("checks") or []]
         return sorted(out, key=lambda c: _fit_order(c.get("fit")))
@@ -254,8 +230,7 @@ class AuditResult(RiskResult):
                                        "source", "why", "code"])
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary: verdicts, steps (status, reason, files, warnings), settings, and
-        the failed convergence checks of the fits (:attr:`convergence_checks`)."""
+        """JSON-ready summary: verdicts, steps, settings and failed convergence checks."""
         from bayes_risk._io import to_jsonable
 
         out = to_jsonable({
@@ -288,8 +263,7 @@ class AuditResult(RiskResult):
         return out
 
     def comparison(self, summary: dict[str, Any] | None = None) -> pd.DataFrame | None:
-        """This audit's verdict lines beside those of ``before``
-        (:func:`~bayes_risk.auditing.compare.compare_audits`), or ``None`` without one."""
+        """This audit's verdict lines beside those of ``before``, or ``None`` without one."""
         if self.before is None:
             return None
         from bayes_risk.auditing.compare import compare_audits
@@ -304,8 +278,7 @@ class AuditResult(RiskResult):
         return Path(path)
 
     def _report_figures(self) -> dict[tuple[str, int], bytes]:
-        """The report's figures as PNG bytes, drawn by the first report and reused by the next
-        unless a step's objects (compared by identity) changed since."""
+        """The report's figures as PNG bytes, reused while no step's objects changed."""
         state = (self.plan, self.steps, *(x for s in self.steps
                                           for x in (s, s.name, s.status, s.result, s.extra)))
         cached = self.__dict__.get("_figures")
@@ -316,36 +289,28 @@ class AuditResult(RiskResult):
         return cached[1]
 
     def to_html(self, path: str | os.PathLike[str], *, bundle: str | None = None) -> Path:
-        """Write the self-contained HTML report (CSS and plots embedded, no network fetch).
-
-        Numbers link to the step files they come from, relative to ``path``. The figures are
-        drawn once per result: a second report of it (HTML or Markdown) reuses them.
+        """Write the self-contained HTML report; its numbers link to the step files.
 
         Parameters
         ----------
         path : path-like
             The report's file.
         bundle : str, optional
-            The name of the zip of the audit folder written beside the report
-            (:meth:`to_zip`, which ``bayes-risk audit`` writes as ``report.zip``): the report
-            names it as the file to send. Without it the report says to send the folder.
+            The name of the zip of the audit folder beside the report (:meth:`to_zip`), named as
+            the file to send.
         """
         from bayes_risk.auditing.render import write_report
 
         return write_report(self, path, fmt="html", bundle=bundle)
 
     def to_markdown(self, path: str | os.PathLike[str], *, bundle: str | None = None) -> Path:
-        """Write the report as Markdown (plots as PNG files in ``<stem>_figures/`` beside it);
-        ``bundle`` as in :meth:`to_html`."""
+        """Write the report as Markdown, plots in ``<stem>_figures/`` (``bundle``: see to_html)."""
         from bayes_risk.auditing.render import write_report
 
         return write_report(self, path, fmt="md", bundle=bundle)
 
     def to_zip(self, path: str | os.PathLike[str]) -> Path:
-        """Write the audit folder as one zip file, atomically: the reports with every file
-        their numbers link to, so that the links work once it is unpacked (the report's
-        links are relative: ``report.html`` sent alone keeps its numbers and figures, not its
-        links). The files sit in a folder named after the zip (``report.zip``: ``report/``).
+        """Write the audit folder as one zip file, atomically, in a folder named after the zip.
 
         Raises
         ------
@@ -375,8 +340,7 @@ class AuditResult(RiskResult):
     plot_kinds = ("verdict",)
 
     def summary(self) -> Summary:
-        """Printable summary: the verdict in words, the verdict lines against their thresholds,
-        the baselines of the original, every step's status and the warnings of every step."""
+        """Printable summary: the verdict, its lines, the baselines and every step."""
         p = self.plan
         header = [("status", self.status.replace("_", " ")),
                   ("records", p.n_records), ("synthetic datasets (m)", p.m),

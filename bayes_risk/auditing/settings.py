@@ -1,9 +1,4 @@
-"""The settings of the audit's steps, grouped: :class:`AuditSettings` (``settings=`` of
-:func:`~bayes_risk.audit`; what the release is stays an argument of the audit).
-
-The specs are checked when the settings are built, the column names against the data by the
-audit, before its first step. See :doc:`/user_guide/audit`.
-"""
+"""The settings of the audit's steps: :class:`AuditSettings`. See :doc:`/user_guide/audit`."""
 
 from __future__ import annotations
 
@@ -31,84 +26,60 @@ class AuditSettings:
     Parameters
     ----------
     categorical : sequence of str, optional
-        Integer-coded factors (type inference otherwise treats integers as counts). Read only
-        when :func:`~bayes_risk.audit` is given no ``schema``; it overrides the release's
-        recorded column types.
+        Integer-coded factors; read only when :func:`~bayes_risk.audit` is given no ``schema``.
     match : MatchSpec, optional
-        How the identification steps match the known columns: ``radius`` (a float, or a dict:
-        only the columns named get one) and ``radius_type``. Default: percentage radius 0.1 for
-        every numeric known column (Hornby & Hu 2021). Any other field given is refused.
+        ``radius`` and ``radius_type`` of the identification steps (default: percentage radius
+        0.1 for every numeric known column); any other field given is refused.
     sweep : sequence of float or None
-        Common radii of the radius sweep (default Hornby & Hu's 0.01 … 0.3); ``None`` skips it.
-        It varies the radii of the synthesized known columns only (an unsynthesized one is
-        released unchanged).
+        Radii of the radius sweep of the synthesized known columns (default Hornby & Hu's 0.01
+        … 0.3); ``None`` skips it.
     sweep_unsynthesized : bool
         Vary the radii of the unsynthesized known columns in the sweep too (default False).
     known_sweep : bool
-        Add the knowledge sweeps to the identification step
-        (:func:`~bayes_risk.identification.known_sweep`) and the attribute step
-        (:func:`~bayes_risk.attribute.attribute_known_sweep`). Off by default: ``2**k`` subsets
-        for ``k`` known columns. The verdict does not read it.
+        Add the knowledge sweeps (:func:`~bayes_risk.identification.known_sweep`,
+        :func:`~bayes_risk.attribute.attribute_known_sweep`; ``2**k`` subsets). Default off.
     known_fractions : sequence of float, optional
         Shares in ``[0, 1]`` of the other records the intruder knows, for the attribute step's
-        risk curve (:func:`~bayes_risk.attribute.known_fraction_curve`; 1 is the worst case).
-        Default ``None``: no curve. Class P models with posterior draws only (otherwise the
-        step says why there is none). The verdict does not read it.
+        curve (:func:`~bayes_risk.attribute.known_fraction_curve`). Default ``None``: no curve.
     targets : sequence of str, optional
-        Targets of the empirical disclosure measures (one run each). Default: the synthesized
-        columns the intruder does not know.
+        Targets of the empirical disclosure measures. Default: the synthesized columns the
+        intruder does not know.
     ngroups_target : int or None
-        Group a numeric target into about this many groups for the empirical measures (default
-        10; ``None``: every distinct value is a level, synthpop's default).
+        Groups of a numeric target of the empirical measures (default 10; ``None``: none).
     attribute_records : sequence of int, optional
         Records (0-based) whose attribute risk is estimated (default all).
     attribute_estimator : EstimatorSpec or {"auto", "stabilised", "is"}
-        Estimator of the attribute step (``estimator`` of
-        :func:`~bayes_risk.attribute.attribute_risk`; default ``"auto"``) and
-        ``EstimatorSpec.refit_draws`` (default: the model's ``draws``) and
-        ``EstimatorSpec.refit_cache`` (a folder of refits that the attribute and membership steps
-        read and fill, shared with later runs; default none); any other field given is refused.
-        Stored as an :class:`~bayes_risk.EstimatorSpec`.
+        ``kind``, ``refit_draws`` and ``refit_cache`` of the attribute step's
+        :class:`~bayes_risk.EstimatorSpec` (default ``"auto"``); any other field is refused.
     combining_rules : {"auto", "partial", "full-same-n", "full-population"}
-        Combining rules of the interval overlaps (see
-        :func:`~bayes_risk.utility.utility_summary`); ``"auto"`` (default): the release's
-        recorded generation scheme, else inferred from the synthesized columns.
+        Combining rules of the interval overlaps (:func:`~bayes_risk.utility.utility_summary`).
     propensity : PropensitySpec, "logit" or "cart", optional
-        Propensity model of the utility step's pMSE: ``method`` (default ``"logit"``; ``"cart"``
-        for wide tables) and ``max_order`` (default ``1``: two-way interactions; ``0``: main
-        effects only); any other field given is refused. Stored as a
-        :class:`~bayes_risk.PropensitySpec`.
+        ``method`` and ``max_order`` of the pMSE's propensity model (default logit with two-way
+        interactions); any other field is refused.
     imputed : "auto" or sequence of str
-        Columns whose missing values the synthesizer imputed, compared on the original's
-        observed cells in the utility step (see :func:`~bayes_risk.utility.utility_summary`);
-        ``"auto"`` (default): the release's recorded ``imputed_columns``, else inferred;
-        ``[]``: none.
+        Columns the synthesizer imputed, compared on the observed cells
+        (:func:`~bayes_risk.utility.utility_summary`); ``[]``: none.
     membership_selection : None, "independent", str or callable
-        For a release that synthesizes selected records only: how they were selected
-        (``selection`` of :func:`~bayes_risk.membership_risk`). Without it the membership step
-        of such a release is skipped (``MEMBERSHIP_PARTIAL_SYNTHESIS``).
+        How the synthesized records of a partial release were selected (``selection`` of
+        :func:`~bayes_risk.membership_risk`); without it such a release skips membership.
     weights : str, optional
-        Survey weights of the original's records (a column of ``original``) for the disclosure
-        step's baseline, :func:`~bayes_risk.disclosure.original_risk` (without: ``1/f_k``).
+        Survey weights column of ``original`` for :func:`~bayes_risk.disclosure.original_risk`.
     linkability_columns : (sequence of str, sequence of str), optional
-        The columns of the intruder's two tables in the attacks step's linkability attack
-        (default: the ``known`` columns and the other columns; when every column is known,
-        linkability is not run).
+        The intruder's two tables of the linkability attack (default: the ``known`` columns and
+        the others).
     skip : sequence of str, optional
-        Steps not to run (names of :func:`bayes_risk.measures.measures`, e.g. ``"membership"``);
-        they are reported as skipped.
+        Steps not to run (names of :func:`bayes_risk.measures.measures`).
     show_confidential_values : bool
-        Show the known (quasi-identifier) values of the records most at risk in the report.
-        Off by default; the report says so.
+        Show the known values of the records most at risk in the report (default off).
     allow_other_model : bool
-        Go on when ``model`` did not make the release (:doc:`/user_guide/provenance`): its
-        steps then carry warning ``MODEL_DIFFERS``; by default such a model is refused.
+        Go on, with warning ``MODEL_DIFFERS``, when ``model`` did not make the release
+        (:doc:`/user_guide/provenance`).
 
     Raises
     ------
     ValidationError
         A spec field the audit's steps set themselves, a spec of the wrong type or an
-        ``ngroups_target`` below 2, named in the message.
+        ``ngroups_target`` below 2.
 
     Examples
     --------
@@ -140,8 +111,6 @@ class AuditSettings:
     allow_other_model: bool = False
 
     def __post_init__(self) -> None:
-        # the specs are stored resolved, so a step reads one type (a string or None is given
-        # as a shorthand)
         set_ = object.__setattr__
         set_(self, "match", _used_fields(as_spec(self.match, MatchSpec, "match"),
                                          ("radius", "radius_type"), "match"))
@@ -169,7 +138,6 @@ class AuditSettings:
 
 
 def _shares(values: Any) -> tuple[float, ...]:
-    """``known_fractions`` as sorted distinct floats in ``[0, 1]`` (at least one)."""
     try:
         out = tuple(sorted({float(v) for v in values if not isinstance(v, (bool, np.bool_))}))
     except (TypeError, ValueError):
@@ -182,20 +150,15 @@ def _shares(values: Any) -> tuple[float, ...]:
 
 
 def _radii(sweep: Any) -> tuple[float, ...]:
-    """The sweep's radii as a tuple of floats, each finite, > 0 and listed once."""
-    grid: list[float] = []
     ok = isinstance(sweep, Iterable) and not isinstance(sweep, (str, bytes))
-    for r in sweep if ok else ():
-        if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, float, np.integer,
-                                                               np.floating)) \
-                or not (np.isfinite(r) and r > 0):
-            ok = False
-            break
-        grid.append(float(r))
-    if not ok:
+    grid = list(sweep) if ok else []
+    if not ok or not all(isinstance(r, (int, float, np.integer, np.floating))
+                         and not isinstance(r, (bool, np.bool_)) and np.isfinite(r) and r > 0
+                         for r in grid):
         raise ValidationError(
             "sweep must be radii, finite numbers > 0 (or None to skip the radius sweep). "
             f"Got {sweep!r}.", code="INVALID_ARGUMENT")
+    grid = [float(r) for r in grid]
     twice = [r for i, r in enumerate(grid) if r in grid[:i]]
     if twice:
         raise ValidationError(f"sweep: radius {twice[0]:g} listed twice. Got {grid}.",
@@ -203,10 +166,8 @@ def _radii(sweep: Any) -> tuple[float, ...]:
     return tuple(grid)
 
 
-
 def _used_fields(spec: Any, used: Sequence[str], argument: str) -> Any:
-    """``spec`` if it sets no field but ``used`` (the audit's steps set the others), else a
-    ValidationError naming the field."""
+    """``spec`` if it sets no field but ``used`` (the audit's steps set the others)."""
     default = type(spec)()
     for f in dataclasses.fields(spec):
         if f.name not in used and not _same(getattr(spec, f.name), getattr(default, f.name)):

@@ -1,9 +1,5 @@
-"""The audit's steps: each calls the public function of one measure and writes, into its own
-sub-folder, the files that measure's sub-command writes (``summary.json``, ``records.csv`` …).
-
-A step returns a :class:`~bayes_risk.auditing.StepOutcome`; one that cannot run on this release
-returns it with status ``"skipped"`` and the reason.
-"""
+"""The audit's steps: each calls one measure's public function and writes its files into its
+own sub-folder, returning a :class:`~bayes_risk.auditing.StepOutcome`."""
 
 from __future__ import annotations
 
@@ -60,8 +56,7 @@ def utility_step(ctx: StepContext) -> StepOutcome:
         propensity=PropensitySpec(method=plan.pmse_method, max_order=plan.max_order),
         imputed=plan.imputed,
     )
-    # imputed columns: the tables too compare the original's observed cells (methods, Utility
-    # of an imputing release), with the choice the summary made
+    # the tables too compare imputed columns on the original's observed cells
     from bayes_risk.utility._inputs import ImputedChoice, observed_cells
 
     imputed = list(res.settings.get("imputed_columns") or [])
@@ -88,11 +83,8 @@ def utility_step(ctx: StepContext) -> StepOutcome:
 
 def twoway(original: pd.DataFrame, synthetic: Any, schema: Any, synthesized: list[str],
            max_pairs: int = 3) -> pd.DataFrame:
-    """Two-way tables of categorical pairs with a synthesized member (synthpop ``compare()``).
-
-    One row per cell: percentage of records in the original and the pooled synthetic data and
-    their difference, for up to ``max_pairs`` pairs (synthesized column first).
-    """
+    """Two-way tables (% of records) of up to ``max_pairs`` categorical pairs with a synthesized
+    member, original against pooled release (synthpop ``compare()``)."""
     cats = schema.categorical
     pairs = [(a, b) for a in synthesized if a in cats for b in cats if b != a]
     pairs = list(dict.fromkeys(tuple(p) for p in pairs))[:max_pairs]
@@ -119,13 +111,8 @@ def twoway(original: pd.DataFrame, synthetic: Any, schema: Any, synthesized: lis
 
 def marginals(original: pd.DataFrame, synthetic: Any, schema: Any,
               observed: Sequence[str] = ()) -> pd.DataFrame:
-    """Per-variable comparison table (synthpop ``compare()``): original vs pooled synthetic.
-
-    ``kind`` "level" (% of records per level of a categorical column), "quantile" (deciles)
-    and "density" (histogram over the central 99 %, ``value`` the bin centre) of the observed
-    values of a numeric one, "missing" (% of records with a missing value or code); columns in
-    ``observed`` (imputed) are compared on their observed cells only.
-    """
+    """Per-variable comparison, original against pooled release (synthpop ``compare()``):
+    ``kind`` "level", "quantile", "density" or "missing"; ``observed`` columns on observed cells."""
     from bayes_risk.data.missing import missing_mask
 
     rows = []
@@ -138,9 +125,7 @@ def marginals(original: pd.DataFrame, synthetic: Any, schema: Any,
                 o, s = o[original[c].notna().to_numpy()], s[pooled[c].notna().to_numpy()]
             po = o.value_counts(normalize=True) * 100
             ps = s.value_counts(normalize=True) * 100
-            # the schema's level order (synthpop's compare() plots factor levels in order; an
-            # ordinal or integer-coded factor drawn by frequency reads as another distribution),
-            # then levels it does not list, then the missing values
+            # the schema's level order (as synthpop's compare()), other levels, then missing values
             seen = list(dict.fromkeys([*po.index, *ps.index]))
             rank = {str(v): i for i, v in enumerate(schema[c].levels or ())}
             levels = sorted(seen, key=lambda v: (str(v) == "Missing" and str(v) not in rank,
@@ -169,8 +154,7 @@ def marginals(original: pd.DataFrame, synthetic: Any, schema: Any,
             ab = np.concatenate([a, b])
             lo, hi = np.quantile(ab, [0.005, 0.995])
             if np.all(ab == np.round(ab)):
-                # whole numbers (ages, counts, heights in cm): bins of whole widths centred on
-                # them; 30 equal bins would hold 2 or 3 values in turn, or none, and draw combs
+                # whole numbers: bins of whole widths centred on them (equal bins would draw combs)
                 lo, hi = np.floor(lo), np.ceil(hi)
                 w = max(1.0, np.ceil((hi - lo + 1) / 30))
                 edges = lo - 0.5 + w * np.arange(int(np.ceil((hi - lo + 1) / w)) + 1)
@@ -186,8 +170,7 @@ def marginals(original: pd.DataFrame, synthetic: Any, schema: Any,
 
 
 def _qi(ctx: StepContext) -> pd.DataFrame | None:
-    """The known (quasi-identifier) values of every record, kept only when the report may
-    show them (``show_confidential_values``)."""
+    """The known values of every record when the report may show them."""
     if not ctx.plan.show_confidential_values:
         return None
     return ctx.original[ctx.plan.known]
@@ -206,9 +189,7 @@ def _id_kwargs(ctx: StepContext) -> dict[str, Any]:
                 aggregation="per_dataset", progressbar=ctx.progressbar)
 
 
-#: the fallback of both identification steps: a target that matches no record in a dataset (or
-#: replicate) has no match there (the per-dataset default; a pooled run would otherwise fall
-#: back to the records matching on the unsynthesized columns, a figure of its own)
+#: the fallback of both identification steps: no match where no record matches
 ID_FALLBACK = "none"
 
 
@@ -276,9 +257,7 @@ def identification_step(ctx: StepContext) -> StepOutcome:
 
 
 def dataset_regimes(ctx: StepContext) -> dict[str, Any] | None:
-    """Which regime of the model's fit (``REGIMES_DISAGREE``) each released dataset was drawn
-    from: ``regimes`` and ``dataset_regime`` (1-based, per dataset) with a ``status``;
-    ``None`` when the chains agree or no model was given."""
+    """Which regime of the model's fit each released dataset was drawn from (``None``: agree)."""
     if ctx.model is None:
         return None
     model = _loaded_model(ctx)
@@ -299,8 +278,7 @@ def dataset_regimes(ctx: StepContext) -> dict[str, Any] | None:
 
 
 def _known_curve_note(p: Any, model: Any) -> str | None:
-    """Why the known-records curve asked for cannot be computed for ``model`` (``None``: it
-    can, or none was asked for)."""
+    """Why the known-records curve asked for cannot be computed (``None``: it can)."""
     if p.known_fractions is None:
         return None
     from bayes_risk.contract import capabilities
@@ -323,8 +301,7 @@ def _write_known_sweep(ks: Any, folder: Path) -> list[str]:
 
 
 def _known_sweep(ctx: StepContext, kw: dict[str, Any]) -> Any:
-    """The knowledge sweep over the known columns at the step's radius (``known_sweep=True``),
-    with the step's options (per dataset, no fallback); ``None`` when not asked for."""
+    """The knowledge sweep at the step's radius; ``None`` when not asked for."""
     p = ctx.plan
     if not p.known_sweep:
         return None
@@ -336,8 +313,7 @@ def _known_sweep(ctx: StepContext, kw: dict[str, Any]) -> Any:
 
 @dataclass
 class PooledIdentification:
-    """The identification measures of the intruder who holds all ``m`` released datasets
-    (pooled; Reiter & Mitra 2009), at the step's radius and at the pooled maximising radius."""
+    """The identification measures of the intruder holding all ``m`` datasets."""
 
     result: Any
     sweep: Any = None
@@ -360,8 +336,7 @@ class PooledIdentification:
 
 
 def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdentification:
-    """The pooled figures, which the verdict reads: an intruder with m datasets can do better
-    than the mean of one-dataset intruders."""
+    """The pooled figures of an intruder holding all m datasets (the verdict reads them)."""
     from bayes_risk.identification.api import identification_risk
 
     p = ctx.plan
@@ -378,8 +353,7 @@ def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdenti
 
 
 def _sweep(ctx: StepContext, res: Any, kw: dict[str, Any], how: str) -> tuple[Any, dict, Any]:
-    """The radius sweep, its maximising radius and every measure there (``res`` when that is
-    the step's radius): the conservative radius to report (Hornby & Hu 2021, §4.1)."""
+    """The radius sweep, its maximising radius and every measure there (Hornby & Hu 2021, §4.1)."""
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import radius_sweep
 
@@ -400,15 +374,13 @@ def _radius_label(radius: dict[str, float]) -> str:
     return f"radius {radius_text(radius)}" if radius else radius_text(radius)
 
 
-#: posterior replicates in an audit: ``n="auto"`` with a small cap (the audit stays quick; the
-#: command ``bayes-risk identification --model`` runs longer with its own defaults)
+#: posterior replicates in an audit: ``n="auto"`` with a small cap
 AUDIT_REPLICATES = dict(n="auto", mcse_tol=0.02, min_replicates=100, max_replicates=200,
                         batch_size=10, n_groups=10)
 
 
 def rebuilt_has_posterior(synthetic: Any) -> bool:
-    """Whether the release's synthesizer can be rebuilt from its manifest and has posterior
-    replicates (its class's capabilities)."""
+    """Whether the release's synthesizer can be rebuilt and has posterior replicates."""
     from bayes_risk.contract import capabilities
     from bayes_risk.models import rebuildable_synthesizer
 
@@ -431,8 +403,7 @@ def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
                       "by a synthesizer with posterior replicates that can be rebuilt from its "
                       "manifest, such as CART (method: "
                       f"{ctx.synthetic.method or 'unknown'})")
-    # what the model can do (its methods): CART's posterior predictive is its Bayesian
-    # bootstrap, so CART with equal-weight donors declares none
+    # CART with equal-weight donors declares no posterior predictive
     if not capabilities(model).posterior_replicates:
         why = f"{type(model).__name__} has no posterior predictive"
         if getattr(model, "donor", "bayes_bootstrap") != "bayes_bootstrap":
@@ -445,8 +416,7 @@ def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
 
 
 def posterior_identification_step(ctx: StepContext) -> StepOutcome:
-    """Identification risk over posterior-predictive replicates of the synthesized known columns
-    (Drechsler & Reiter 2008, eq. 5), pooled and per replicate, with Monte Carlo errors."""
+    """Identification risk over posterior-predictive replicates (Drechsler & Reiter 2008)."""
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.replicates import PosteriorReplicates
 
@@ -510,8 +480,7 @@ def _loaded_model(ctx: StepContext) -> Any:
 
 
 def _attribute_model(ctx: StepContext) -> Any:
-    """The fitted model (object or folder; a saved CART or random-forest synthesizer becomes
-    its plug-in likelihood), or the rebuilt tree synthesizer's plug-in likelihood."""
+    """The plug-in or fitted model of the attribute step."""
     from bayes_risk.models import plugin_likelihood
 
     synth = _loaded_model(ctx) if ctx.model is not None else rebuilt_synthesizer(ctx)
@@ -551,8 +520,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
                                                         refit_cache=p.refit_cache),
                                 random_seed=p.random_seed,
                                 allow_other_model=p.allow_other_model)
-    # known_sweep=True: the synthesized known columns, some of the record's own values the
-    # intruder may know (at least one synthesized column left to guess)
+    # the sweep leaves at least one synthesized column to guess
     ks_cols = [c for c in p.known if c in p.synthesized] if p.known_sweep else []
     if len(ks_cols) == len(p.synthesized):
         ks_cols = []
@@ -561,8 +529,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     if ks_cols or curve_on or _membership_reuses(ctx, model):
         from bayes_risk.attribute.knowledge import one_seed, shared_refits
 
-        # one seed and one set of refits for the step, every subset of the sweep and the
-        # membership step (equal to the refits attribute_risk would make with this seed)
+        # one seed and one set of refits for the step, its sweeps and the membership step
         opts["random_seed"] = one_seed(p.random_seed)
         fits = shared_refits(ctx.original, ctx.synthetic, model=model,
                              records=p.attribute_records, progressbar=ctx.progressbar, **opts)
@@ -625,8 +592,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
 
 
 def _membership_reuses(ctx: StepContext, model: Any) -> bool:
-    """Whether the membership step will run on ``model`` (a holdout is given and the measure
-    supports it), so that the attribute step's refits serve both."""
+    """Whether the membership step will run on ``model``, so the attribute refits serve both."""
     from bayes_risk.exceptions import NotSupportedError
     from bayes_risk.membership.api import check_model
 
@@ -640,8 +606,7 @@ def _membership_reuses(ctx: StepContext, model: Any) -> bool:
 
 
 def membership_step(ctx: StepContext) -> StepOutcome:
-    """Membership risk of every record against the holdout (:func:`bayes_risk.membership_risk`),
-    when a holdout and a fitted model the measure supports are given."""
+    """Membership risk against the holdout (:func:`bayes_risk.membership_risk`)."""
     from bayes_risk.exceptions import NotSupportedError
     from bayes_risk.membership.api import check_model, membership_risk
     from bayes_risk.membership.specs import AttackSpec, RatioSpec
@@ -689,6 +654,3 @@ def membership_step(ctx: StepContext) -> StepOutcome:
             plot_figure(res, kind).savefig(folder / name, dpi=100)
             files.append(name)
     return ran("membership", res, folder, files, summary=summary)
-
-
-# ---- empirical disclosure measures -----------------------------------------------------------

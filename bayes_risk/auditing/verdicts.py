@@ -1,10 +1,5 @@
-"""The verdict lines of an audit: each headline measure of the release against its threshold.
-
-:func:`verdict_lines` calls the builder each measure's record names (``Measure.verdict``; the
-package's are the ``*_lines`` functions here); a line on the wrong side gets its cause and
-remedies from :mod:`bayes_risk.auditing.remedies`. A figure that cannot depend on the release
-is a :class:`Baseline`, reported apart.
-"""
+"""The verdict lines of an audit: each headline measure against its threshold, with cause and
+remedies (:doc:`/adding_a_measure`)."""
 
 from __future__ import annotations
 
@@ -38,8 +33,7 @@ __all__ = [
 
 
 def verdict_steps() -> tuple[str, ...]:
-    """The steps with verdict lines: the registered measures with a verdict builder (a step
-    that did not run has none: the report says so)."""
+    """The steps with verdict lines: the registered measures with a verdict builder."""
     return tuple(m.name for m in measures() if m.verdict is not None)
 
 #: warning codes of a measure that question the value of a verdict line; the line names them
@@ -70,13 +64,9 @@ def _caveats(kind: str, codes: Any) -> tuple[str, ...]:
 class Verdict:
     """One line of the first screen: a measure against its threshold.
 
-    ``warnings`` are the codes of warnings of the measure that question this value (for
-    example ``SEPARATION``: the chi-square null of S_pMSE is not valid); the report names them
-    on the line. Rates (``unit`` ``"%"``) are in per cent, their threshold too. ``spread`` is
-    the range of the measure over the ``m`` datasets, or says that it is pooled. A line on the
-    wrong side of its threshold has a ``cause`` (one sentence with numbers from this run: what
-    drives the value) and its ``remedies`` (changes to the release that would move it); a line
-    within its threshold has neither.
+    ``warnings``: codes that question this value; rates (``unit`` ``"%"``) in per cent;
+    ``spread``: the range over the ``m`` datasets, or that it is pooled. A line on the wrong side
+    has a ``cause`` and ``remedies``.
     """
 
     step: str
@@ -97,11 +87,9 @@ class Verdict:
     cause: str = ""
     #: on the wrong side of the threshold: the changes to the release that would move it
     remedies: tuple[str, ...] = ()
-    #: records (or targets) with unreliable estimates, left out of the value: unassessed, so
-    #: to be treated as at risk; a line with some is never shown as a plain pass
+    #: records with unreliable estimates, left out of the value (never a plain pass)
     flagged: int = 0
-    #: a rate in per cent is a share of ``(n, noun)``: the report gives the count beside it
-    #: ("127.2 of 5,571 targets")
+    #: a rate in per cent is a share of ``(n, noun)``: "127.2 of 5,571 targets"
     count_of: tuple[int, str] | None = None
     #: the name of the line's threshold in :class:`~bayes_risk.auditing.Thresholds`
     threshold_name: str = ""
@@ -117,8 +105,7 @@ class Verdict:
 
     @property
     def status(self) -> str:
-        """``"exceeds"`` (on the wrong side of the threshold), ``"caution"`` (within it, but a
-        warning questions the value or flagged records were left out of it) or ``"within"``."""
+        """``"exceeds"``, ``"caution"`` (a warning or flagged records) or ``"within"``."""
         if self.exceeds:
             return "exceeds"
         return "caution" if self.warnings or self.flagged else "within"
@@ -150,8 +137,7 @@ def _range(values: Any, unit: str = "") -> str:
 
 
 def _outside(value: float, each: Any, why: str, otherwise: str = "") -> str:
-    """Why a headline value lies outside the range of its per-dataset values (``why``, after
-    "above every dataset's: " or "below …"), or ``otherwise`` when it lies within it."""
+    """Why a headline value lies outside its per-dataset range, else ``otherwise``."""
     v = _finite(each)
     if not v.size or not np.isfinite(value) or v.min() <= value <= v.max():
         return otherwise
@@ -167,14 +153,8 @@ def _caused(v: Verdict, cause: str, remedies: Sequence[str]) -> Verdict:
 
 @dataclass(frozen=True)
 class Baseline:
-    """A figure that cannot depend on the release: a baseline of the original.
-
-    The intruder matches on columns the release carries unchanged (no synthesized column), so
-    every synthetic dataset gives the same value (warning ``RELEASE_INDEPENDENT``). It is
-    reported beside the verdict, never as a verdict line on the release; ``threshold`` is the
-    release-board threshold of the measure, for reference (``None``: a measure of the original
-    alone, sdcMicro's, that has none).
-    """
+    """A figure that cannot depend on the release (``RELEASE_INDEPENDENT``), reported beside the
+    verdict; ``threshold`` for reference (``None``: a measure of the original alone)."""
 
     step: str
     measure: str
@@ -214,8 +194,7 @@ def verdict_lines(plan: AuditPlan, steps: Sequence[StepOutcome]) -> list[Verdict
 
 _NO_INTRUDER = "none (utility: how closely the release reproduces the original)"
 
-#: the attribute line's measure: ``prop_top`` of the attribute step, named "share ranked
-#: first" wherever it is shown (report, command line, summary tables)
+#: the attribute line's measure, ``prop_top`` of the attribute step
 ATTRIBUTE_MEASURE = "share ranked first: records whose true values are the intruder's best guess"
 
 
@@ -255,8 +234,7 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
         left_out = (f"; {nf} of {n} record(s) flagged and left out (unassessed: treat them as "
                     f"at risk; counted as ranked first, the share would be {bound:.3g} %, "
                     f"{'still within' if bound <= thr else 'past'} the threshold)")
-    # the Monte Carlo interval of the draw bootstrap (AttributeRiskResult.to_dict: the
-    # result's file_uncertainty), the uncertainty of a figure pooled over the datasets
+    # the draw bootstrap's Monte Carlo interval of the pooled figure
     mc = s.get("mc_uncertainty") or {}
     key = next((k for k in mc if k.startswith("mc_interval_")), None)
     share = mc[key].get("share_ranked_first") if key else None
@@ -264,8 +242,7 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
         interval = (f"{key.rsplit('_', 1)[1]} % Monte Carlo interval {_pct(share[0]):.3g}–"
                     f"{_pct(share[1]):.3g} % (draw bootstrap, {mc['bootstrap']} replicates); ")
     elif (a.result.settings or {}).get("estimator") == "plugin":
-        # the plug-in has no posterior draws; a smoothed column's Monte Carlo error is
-        # checked record by record (MC_ERROR_HIGH flags, left out above)
+        # the plug-in has no posterior draws (MC_ERROR_HIGH flags records instead)
         interval = ("no posterior draws to bootstrap (plug-in likelihood of the release's "
                     "synthesizer; a smoothed column's Monte Carlo error is checked per record, "
                     "MC_ERROR_HIGH); ")
@@ -291,8 +268,7 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
 
 
 def _regime_detail(reg: Any) -> str:
-    """The attribute line's words on the regimes of the model's fit (``REGIMES_DISAGREE``):
-    each regime's share and which is read, or why there is none per regime."""
+    """The attribute line's words on the regimes of the model's fit (``REGIMES_DISAGREE``)."""
     if not reg:
         return ""
     names = [f"regime {i} (chain{'s' if len(r['chains']) > 1 else ''} "
@@ -312,8 +288,7 @@ def _regime_detail(reg: Any) -> str:
 
 
 def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline]:
-    """repU (one line per set of keys) and DiSCO (one per target), or their baselines when the
-    keys (and the target) are not synthesized."""
+    """repU (per set of keys) and DiSCO (per target), or their baselines."""
     th = plan.thresholds
     out: list[Verdict | Baseline] = []
     seen_keys: set[tuple[str, ...]] = set()
@@ -362,8 +337,7 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
 
 
 def _original_lines(r: Any, src: str | None) -> list[Baseline]:
-    """sdcMicro's measures of the original on the keys (:func:`~bayes_risk.original_risk`), as
-    baselines."""
+    """sdcMicro's measures of the original (:func:`~bayes_risk.original_risk`), as baselines."""
     keys = ", ".join(r.keys)
     g, n = r.global_risk, r.key_cells["n_records"]
     alone = "computed on the original alone (sdcMicro), the same for every release"
@@ -400,10 +374,7 @@ def _original_lines(r: Any, src: str | None) -> list[Baseline]:
 
 
 def membership_lines(plan: AuditPlan, mem: StepOutcome) -> list[Verdict | Baseline]:
-    """The attack's advantage over the base rate (AUC − 0.5, with its bootstrap interval)
-    and the share of members whose posterior membership probability exceeds the board's
-    probability, over the records with stable estimates (flagged ones are counted on the
-    line and left out, as in the attribute line)."""
+    """The attack's advantage (AUC − 0.5) and the share of exposed members (stable estimates)."""
     th = plan.thresholds
     res = mem.result
     f, st = res.file, res.settings
@@ -468,9 +439,7 @@ def _attack_caveats(row: Any, size_ratio: float) -> tuple[str, ...]:
 
 
 def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
-    """anonymeter's singling-out risk (one line per mode) and linkability risk, each the
-    largest over the datasets (the intruder attacks the dataset that serves them best), with
-    its interval, the three attacks' counts and the spread over the datasets."""
+    """anonymeter's singling-out (per mode) and linkability risk, the largest over datasets."""
     th = plan.thresholds
     out: list[Verdict | Baseline] = []
     so, lk = a.result["singling_out"], a.result["linkability"]
@@ -523,9 +492,7 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
 
 
 def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Baseline]:
-    """The expected and the true match rate, each the larger of the figures of the intruder
-    who holds all m datasets (pooled, Reiter & Mitra 2009) and of the one who holds one (the
-    mean over the datasets, Hornby & Hu 2021), at the maximising radius when the sweep ran."""
+    """The expected and true match rates: the larger of the pooled and per-dataset figures."""
     th = plan.thresholds
     iw = _caveats("identification", i.result.warnings)
     pooled = i.extra["pooled"]
@@ -590,8 +557,7 @@ _ID_THRESHOLDS = ("expected_match_rate", "true_match_rate")
 
 
 def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple[float, str]:
-    """An identification line's value and words under the regimes of the model's fit (the
-    larger of ``value`` and each regime's mean per dataset, ``RISK_BY_REGIME``)."""
+    """An identification line's value and words under the fit's regimes (``RISK_BY_REGIME``)."""
     if not reg:
         return value, ""
     if reg.get("status") != "computed":

@@ -1,11 +1,5 @@
-"""One result family: every measure of bayes-risk returns a :class:`RiskResult`, with
-``summary()``, ``to_dict()``, ``to_dataframe()``, ``plot(kind=..., ax=None)`` and
-``structured_warnings`` (:doc:`/user_guide/results`).
-
-The classes are defined here and re-exported where their measures live. Names are imported on
-first use (PEP 562), so that a measure loading its own result class does not import every other
-family's.
-"""
+"""One result family: every measure returns a :class:`RiskResult` (:doc:`/user_guide/results`).
+Names are imported on first use (PEP 562)."""
 
 from __future__ import annotations
 

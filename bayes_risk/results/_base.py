@@ -1,5 +1,4 @@
-"""The base of every result: ``summary()``, ``to_dict()``, ``to_dataframe()``, ``plot(kind=)``
-and structured warnings."""
+"""The base of every result (:doc:`/user_guide/results`)."""
 
 from __future__ import annotations
 
@@ -19,10 +18,7 @@ __all__ = ["RiskResult", "legend_below", "own_figure", "plot_figure", "pyplot_ax
 
 
 def legend_below(ax: Any, ncols: int = 3, warning: str = "") -> Any:
-    """The axes' legend under the axes, off the data (below the tick labels and the x label:
-    the offset is in font sizes, so it holds whatever the figure's height); ``None`` when
-    nothing is labelled. ``warning``: a line above the entries, in the colour of a warning
-    (what questions the figure is said beside it, not in its title)."""
+    """The axes' legend below the axes, ``warning`` above its entries (``None``: no labels)."""
     handles, labels = ax.get_legend_handles_labels()
     if not handles:
         return None
@@ -36,9 +32,7 @@ def legend_below(ax: Any, ncols: int = 3, warning: str = "") -> Any:
 
 
 class RiskResult(metaclass=ABCMeta):
-    """Base class of the results of bayes-risk's measures: ``summary()``, ``to_dict()``,
-    ``to_dataframe()``, ``plot(kind=..., ax=None)`` and ``structured_warnings``
-    (:doc:`/user_guide/results`); ``print(result)`` prints the summary."""
+    """Base class of the results of bayes-risk's measures (:doc:`/user_guide/results`)."""
 
     #: the kinds ``plot`` draws; the first is the default
     plot_kinds: ClassVar[tuple[str, ...]] = ()
@@ -83,8 +77,6 @@ class RiskResult(metaclass=ABCMeta):
     def plot(self, kind: str | None = None, *, ax: Any = None, **kwargs: Any) -> Any:
         """Draw one kind of plot of the result on a matplotlib Axes and return the Axes.
 
-        As ``DataFrame.plot`` and ArviZ's ``plot_*`` functions do (:doc:`/user_guide/results`).
-
         Parameters
         ----------
         kind : str, optional
@@ -92,13 +84,11 @@ class RiskResult(metaclass=ABCMeta):
         ax : matplotlib.axes.Axes, optional
             The Axes to draw on (default: ``plt.gca()``, or a new figure when none is open).
         **kwargs
-            Options of the kind (see the subclass); ``figsize=(w, h)`` without ``ax`` draws on
-            a new pyplot figure of that size.
+            Options of the kind; ``figsize=(w, h)`` without ``ax`` draws on a new figure.
 
         Returns
         -------
         matplotlib.axes.Axes
-            The Axes drawn on (``ax.figure.savefig(path)`` writes its figure).
 
         Raises
         ------
@@ -122,8 +112,7 @@ class RiskResult(metaclass=ABCMeta):
         return ax
 
     def _layout(self, fig: Any) -> None:
-        """Lay out a figure that holds the plot alone (never a figure of several panels the
-        caller made)."""
+        """Lay out a figure that holds the plot alone."""
         fig.tight_layout()
 
     def _figsize(self, kind: str) -> tuple[float, float]:
@@ -137,8 +126,7 @@ class RiskResult(metaclass=ABCMeta):
 
 
 def pyplot_axes(figsize: tuple[float, float], *, new: bool = False) -> Any:
-    """pyplot's current Axes, or the Axes of a new pyplot figure of ``figsize`` when no figure
-    is open (or ``new``): where a plot drawn without ``ax=`` goes, as in pandas and ArviZ."""
+    """pyplot's current Axes, or a new figure's of ``figsize`` when none is open (or ``new``)."""
     import matplotlib.pyplot as plt
 
     if new or not plt.get_fignums():
@@ -147,16 +135,13 @@ def pyplot_axes(figsize: tuple[float, float], *, new: bool = False) -> Any:
 
 
 def own_figure(ax: Any) -> bool:
-    """Whether ``ax`` is the only Axes of its figure and the figure has no layout engine: a
-    figure the plot may lay out (``tight_layout``) without moving anyone else's panels."""
+    """Whether ``ax`` is alone in a figure with no layout engine (the plot may lay it out)."""
     fig = ax.figure
     return len(fig.axes) == 1 and fig.get_layout_engine() is None
 
 
 def plot_figure(result: RiskResult, kind: str | None = None, **kwargs: Any) -> Any:
-    """``result.plot(kind)`` on a figure of its own made without pyplot (nothing stays open in
-    pyplot, no backend is chosen, and pyplot's current figure in a user's session is never
-    drawn on): what the command line and the audit report save. Returns the Figure."""
+    """``result.plot(kind)`` on a figure made without pyplot; returns the Figure."""
     from matplotlib.figure import Figure
 
     kind = kind or type(result).plot_kinds[0]

@@ -1,8 +1,4 @@
-"""Formatting of numbers and tables for text, Markdown and HTML (one definition each).
-
-Used by :class:`~bayes_risk.results.Summary` and by the audit report, so that a figure reads the
-same wherever it is shown.
-"""
+"""Formatting of numbers and tables for text, Markdown and HTML (summaries and the audit report)."""
 
 from __future__ import annotations
 
@@ -16,12 +12,8 @@ __all__ = ["format_number", "markdown_table", "text_table", "html_table"]
 
 
 def format_number(x: Any, digits: int = 4, *, plain: bool = False) -> str:
-    """Format a scalar for a table: integers as is, floats with ``digits`` significant digits.
-
-    ``plain=True`` never uses exponent notation (the audit report, read by people, not
-    parsed): a small number in fixed point with ``digits`` significant digits (``0.00004796``),
-    one of 1,000 or more as a whole number with thousands separators (``15,598``).
-    """
+    """Format a scalar for a table: integers as is, floats with ``digits`` significant digits;
+    ``plain=True`` never uses exponents (``0.00004796``, ``15,598``)."""
     if x is None:
         return "—"
     if isinstance(x, (bool, np.bool_)):

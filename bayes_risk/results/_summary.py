@@ -1,9 +1,4 @@
-"""The printable summary every result returns from ``summary()``.
-
-Modelled on statsmodels' ``Summary`` (tables plus extra text, ``as_text`` / ``as_html`` /
-``_repr_html_``) and on ArviZ's ``ELPDData`` (header, table, footer): a title, a header of key
-facts, named tables held as DataFrames, footer notes and the result's structured warnings.
-"""
+"""The printable summary every result returns from ``summary()`` (as statsmodels' ``Summary``)."""
 
 from __future__ import annotations
 
@@ -21,18 +16,16 @@ __all__ = ["Summary", "ResultWarning"]
 
 @dataclass(frozen=True)
 class ResultWarning:
-    """One warning carried by a result: what, in words, and where.
+    """One warning carried by a result.
 
     Attributes
     ----------
     code : str
-        Machine-readable code, e.g. ``"KHAT_HIGH"`` (the codes listed in a result's
-        ``warnings``).
+        Machine-readable code, e.g. ``"KHAT_HIGH"``.
     message : str
         What deserves attention and what to do about it.
     where : str
-        What the warning concerns: ``"file"`` (the whole result), a fit (``"fit model"``),
-        records (``"12 records: 3, 17, …"``), a dataset.
+        What it concerns: ``"file"``, a fit, records, a dataset.
     """
 
     code: str
@@ -49,22 +42,18 @@ class ResultWarning:
 
 @dataclass(repr=False)
 class Summary:
-    """Printable summary of a result: header, tables, notes and warnings.
-
-    ``print(summary)`` (or :meth:`as_text`) gives plain text, :meth:`as_markdown` Markdown and
-    :meth:`as_html` HTML; a notebook shows the HTML. The tables stay DataFrames
-    (``summary.tables["name"]``) for further use.
+    """Printable summary of a result: ``as_text``, ``as_markdown``, ``as_html``.
 
     Parameters
     ----------
     title : str
         What the result is.
     header : sequence of (label, value)
-        Key facts (settings, sizes), shown before the tables.
+        Key facts, shown before the tables.
     tables : dict of str to DataFrame
-        Named tables in display order; the name is the table's caption.
+        Named tables in display order.
     notes : list of str
-        Footer lines: how to read the figures, references.
+        Footer lines.
     warnings : list of ResultWarning
         The result's structured warnings.
     digits : int
@@ -111,8 +100,7 @@ class Summary:
         return "\n".join(lines)
 
     def as_markdown(self) -> str:
-        """Markdown: a level-3 heading, the header as a two-column table, tables, notes,
-        warnings as a list."""
+        """Markdown: a level-3 heading, the header table, tables, notes and warnings."""
         blocks = [f"### {self.title}"]
         pairs = self._header_pairs()
         if pairs:

@@ -1,8 +1,4 @@
-"""The results of anonymeter's attacks: :func:`bayes_risk.singling_out_risk` and
-:func:`bayes_risk.linkability_risk`.
-
-A leaf of the package: it imports no engine (the engines build the results with their tables).
-"""
+"""The results of anonymeter's attacks (:doc:`/methods/attacks`)."""
 
 from __future__ import annotations
 
@@ -46,8 +42,7 @@ class _AttackResult(RiskResult):
         return ATTACK_MESSAGES.get(code) or message(code)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe: ``measure``, ``settings``, ``table`` (records), ``warnings`` and
-        ``structured_warnings``."""
+        """JSON-safe: ``measure``, ``settings``, ``table`` and the warnings."""
         return to_jsonable({
             "measure": self._measure,
             "settings": self.settings,
@@ -57,8 +52,7 @@ class _AttackResult(RiskResult):
         })
 
     def headline(self) -> pd.DataFrame:
-        """The rows the verdict reads: for each mode (singling out) or at ``K`` neighbours
-        (linkability), the dataset with the largest risk."""
+        """The rows the verdict reads: per mode or at ``K`` neighbours, the riskiest dataset."""
         t = self._headline_rows()
         if t.empty:
             return t
@@ -107,8 +101,7 @@ class _AttackResult(RiskResult):
         return ax
 
     def _plot_rates(self, ax: Any) -> Any:
-        """The success rates of the main, control and baseline attacks with their Wilson
-        intervals (the first dataset)."""
+        """Success rates of the main, control and baseline attacks (the first dataset)."""
         t = self.table[self.table["dataset"] == self.table["dataset"].min()]
         groups = list(t[self._by])
         x = np.arange(len(groups))
@@ -130,28 +123,21 @@ class _AttackResult(RiskResult):
 
 @dataclass(frozen=True)
 class SinglingOutResult(_AttackResult):
-    """Result of :func:`~bayes_risk.singling_out_risk`.
+    """Result of :func:`~bayes_risk.singling_out_risk` (:doc:`/methods/attacks`).
 
     Attributes
     ----------
     table : DataFrame
-        One row per synthetic dataset and mode: ``dataset``, ``mode``, ``n_cols``,
-        ``n_attacks`` (asked for), ``n_queries`` (written: predicates that single out a row of
-        the synthetic dataset), ``n_main`` (of those, predicates that single out a record of
-        the original), ``n_control`` (of the holdout, corrected for its size),
-        ``n_control_raw``, ``control_correction`` (the factor; ``nan``: none needed),
-        ``n_baseline`` (random predicates that single out a record of the original, of
-        ``n_attacks``), the Wilson ``*_rate`` and ``*_error`` of the main, control and
-        baseline attacks, ``residual`` (the risk before clipping), ``risk`` and its interval
-        ``ci_low``, ``ci_high`` (clipped to [0, 1], anonymeter's).
+        One row per synthetic dataset and mode: attacks asked and written, predicates singling
+        out a record of the original (``n_main``) and of the holdout (``n_control``, corrected
+        for size), random ones (``n_baseline``), each attack's Wilson ``*_rate`` and ``*_error``,
+        ``residual``, ``risk``, ``ci_low``, ``ci_high``.
     queries : DataFrame
-        Every predicate written: ``dataset``, ``mode``, ``query`` (as text), ``columns`` (the
-        columns it uses, comma-separated), ``singles_out_original``, ``singles_out_holdout``.
+        Every predicate written, with its columns and whom it singles out.
     settings : dict
-        Options, sizes (distinct records: anonymeter deduplicates every table), the fits of
-        the size correction, the seed.
+        Options, sizes, the seed.
     warnings : list of str
-        Codes (user guide, Errors: Warning codes).
+        Machine-readable codes.
     """
 
     queries: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -190,25 +176,21 @@ class SinglingOutResult(_AttackResult):
 
 @dataclass(frozen=True)
 class LinkabilityResult(_AttackResult):
-    """Result of :func:`~bayes_risk.linkability_risk`.
+    """Result of :func:`~bayes_risk.linkability_risk` (:doc:`/methods/attacks`).
 
     Attributes
     ----------
     table : DataFrame
-        One row per synthetic dataset and ``n_neighbors`` ``k = 1, …, K``: ``n_attacks``,
-        ``n_main``, ``n_control``, ``n_baseline`` (records linked), the Wilson ``*_rate`` and
-        ``*_error`` of the three attacks, ``residual``, ``risk``, ``ci_low``, ``ci_high``,
-        ``share_tied_main`` and ``share_tied_control`` (attacked records whose ``K``-th
-        nearest row was as distant as the next, in either part: the random order of equally
-        distant rows decided).
+        One row per synthetic dataset and ``n_neighbors`` ``k``: records linked by each attack,
+        their Wilson ``*_rate`` and ``*_error``, ``residual``, ``risk``, ``ci_low``, ``ci_high``,
+        ``share_tied_main`` and ``share_tied_control``.
     records : DataFrame
-        Per dataset and attacked record: ``role`` (``"original"`` or ``"holdout"``), ``row``
-        (in that table), ``linked_at`` (the smallest ``k`` that links it; missing: not linked
-        within ``K``) and ``tied``.
+        Per dataset and attacked record: ``role``, ``row``, ``linked_at`` (missing: not linked)
+        and ``tied``.
     settings : dict
         The two sets of columns, options, sizes, the seed.
     warnings : list of str
-        Codes (user guide, Errors: Warning codes).
+        Machine-readable codes.
     """
 
     records: pd.DataFrame = field(default_factory=pd.DataFrame)

@@ -1,10 +1,4 @@
-"""The result of an attribute-risk analysis (:func:`bayes_risk.attribute_risk`).
-
-The attribute engine builds this class and computes every number in it; the result only holds,
-summarises and shows them, and imports nothing of the engine (functions that compute from a
-result live in the engine and take it as their first argument: ``bayes_risk.attribute.with_prior``,
-``bayes_risk.file_summary``, ``bayes_risk.attribute.uncertainty.file_uncertainty``).
-"""
+"""The result of :func:`bayes_risk.attribute_risk`; it imports nothing of the engine."""
 
 from __future__ import annotations
 
@@ -65,48 +59,26 @@ class AttributeRiskResult(RiskResult):
     Attributes
     ----------
     records : DataFrame
-        One row per evaluated record, indexed by ``record`` (the record's row in the original,
-        0-based; in the order evaluated) — with ``scenario="two_records"`` one row per pair,
-        indexed by ``pair`` (its position in ``pairs``), with the pair's ``record_1`` and
-        ``record_2``, and the truth meaning both records' values: ``G``, ``p_true``,
-        ``rank_min``, ``n_tie``, ``rank_avg``, ``is_top``, ``top_share``, ``baseline`` (1/G),
-        ``ess_q_min``, ``khat_max``, ``ess_omega_min``, ``max_omega_max``, ``n_dropped``,
-        bootstrap quantiles of the truth's rank and probability (``boot_rank_q05/q50/q95``,
-        ``boot_p_true_q05/q50/q95``), ``marg_<column>`` (product sets) and ``flag_codes``; with the
-        stabilised estimator also ``khat_aug_max``, ``ess_aug_min``, ``n_khat_high`` (candidates
-        with a mean whose k̂ is above the threshold) and ``p_true_lower`` / ``p_true_upper`` (the
-        range of ``p_true`` those means allow, see ``khat_rule`` of
-        :func:`~bayes_risk.attribute_risk`; ``NaN`` for a record with no such candidate);
-        when the draws come from two or more chains also
-        ``p_true_chain_min`` / ``p_true_chain_max`` (the truth's probability estimated from each
-        chain's draws alone) and ``chain_z`` (their largest difference in Monte Carlo standard
-        errors), behind the flag ``CHAINS_DISAGREE``.
+        One row per evaluated record, indexed by ``record`` (by ``pair`` for
+        ``scenario="two_records"``): ``G``, ``p_true``, ``rank_min``, ``n_tie``, ``rank_avg``,
+        ``is_top``, ``top_share``, ``baseline`` (1/G), the diagnostics (``ess_q_min``,
+        ``khat_max``, …, :doc:`/methods/attribute`), bootstrap quantiles ``boot_*`` and
+        ``flag_codes``; the stabilised estimator adds ``p_true_lower`` / ``p_true_upper``, two
+        or more chains ``p_true_chain_min`` / ``p_true_chain_max`` and ``chain_z``.
     columns : tuple of str
         The varying (unknown) columns.
     candidates : list of CandidateSet
-    loglik : list of arrays (G,)
-        Per-candidate log-likelihoods (kept so that a new prior only renormalises).
-    logprior : list of arrays (G,)
-    log_post : list of arrays (G,)
+    loglik, logprior, log_post : list of arrays (G,)
+        Per-candidate log-likelihoods, log prior and log posterior.
     diagnostics : list of dict
-        Per record: ``ess_q (G)``, ``khat (G)``, and when available ``ess_omega (m, G)``,
-        ``max_omega (m, G)``, ``khat_aug (m, G)``, ``ess_aug (m, G)``, ``loglik_lo (G)``,
-        ``loglik_hi (G)`` and ``khat_high (G)`` (stabilised estimator: the interval of each
-        candidate's log-likelihood allowed by its high-k̂ means, and which candidates have one),
-        ``chain_loglik (C, G)`` and ``chain_dev (C, K, G)`` (each chain's log-likelihoods and
-        their batch deviations, for the between-chain check).
+        Per record: ``ess_q``, ``khat`` and, when available, the stabilised estimator's and the
+        chains' arrays.
     warnings : list of str
-        Machine-readable codes; MCMC problems of the model's fit or of an
-        augmented fit add their codes (``RHAT_HIGH``, ``LOW_ESS``, ``TRUNCATION_TOO_SMALL``).
+        Machine-readable codes, MCMC problems of the fits included.
     settings : dict
-        Estimator, prior, candidates, scenario, H, m, seed, and ``missing_values``: how a
-        record's missing synthesized values were treated (``"integrated_out"`` by DPMPM,
-        ``"held_at_kind"`` by the tree plug-ins, ``None`` where such records are refused).
+        Estimator, prior, candidates, scenario, H, m, seed, ``missing_values``.
     mcmc : dict
-        Convergence of every MCMC fit the estimate uses: ``fits`` (``"model"`` and
-        ``"augmented_<l>"`` → the fit's ``convergence_summary()``: R-hat and ESS of the
-        diagnosed quantities) and ``warnings`` (structured: ``code``, ``fit``, ``quantities``,
-        ``message``). Empty for models without MCMC draws.
+        Convergence of every MCMC fit the estimate uses: ``fits`` and ``warnings``.
     prior : Prior
         The prior applied (a :class:`bayes_risk.attribute.priors.Prior`).
     """
@@ -126,10 +98,7 @@ class AttributeRiskResult(RiskResult):
     _prior_inputs: Any = field(repr=False)
     _boot_loglik: list[np.ndarray] | None = field(repr=False, default=None)
     _degenerate: dict[str, Any] = field(repr=False, default_factory=dict)
-    #: the engine's function of the draw bootstrap's Monte Carlo figures
-    #: (``bayes_risk.attribute.uncertainty.file_uncertainty``), run on first use: it costs about
-    #: as much as the bootstrap quantiles of the record table, which a caller who never asks
-    #: for a file-level summary should not pay
+    #: the engine's ``file_uncertainty``, run on first use (it costs as much as the bootstrap)
     _mc_figures: Callable[[AttributeRiskResult], dict[str, Any]] | None = field(
         repr=False, default=None, compare=False
     )
@@ -137,8 +106,7 @@ class AttributeRiskResult(RiskResult):
     mcmc: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # frozen: the record number becomes the index once, when the result is built
-        # (a pair number for Wei & Reiter's two-record intruder)
+        # frozen: the record (or pair) number becomes the index once
         key = "pair" if self.settings.get("scenario") == "two_records" else "record"
         object.__setattr__(self, "records", records_by_record(self.records, key))
 
@@ -158,9 +126,7 @@ class AttributeRiskResult(RiskResult):
         return int(hit[0])
 
     def candidate_posteriors(self, record: int) -> pd.DataFrame:
-        """Candidates of ``record`` (decoded values) with ``loglik``, ``prior``, ``posterior``,
-        ``is_truth``, sorted as built (truth at ``g0``); for a two-record result ``record`` is
-        the pair number and the columns are suffixed ``[1]`` and ``[2]``."""
+        """Candidates of ``record`` with ``loglik``, ``prior``, ``posterior``, ``is_truth``."""
         k = self._position(record)
         cs = self.candidates[k]
         df = decode_values(cs.values, cs.columns, self.schema)
@@ -180,8 +146,8 @@ class AttributeRiskResult(RiskResult):
     def to_dict(
         self, *, thresholds: Sequence[float] = (0.5,), records: bool = False
     ) -> dict[str, Any]:
-        """File-level summary (Hu, Reiter & Wang 2014), unflagged and flagged records separately;
-        JSON-safe (``nan`` → ``None``), what ``bayes-risk attribute`` writes to ``summary.json``.
+        """File-level summary (Hu, Reiter & Wang 2014), JSON-safe: ``summary.json`` of
+        ``bayes-risk attribute`` (:doc:`/user_guide/attribute`).
 
         Parameters
         ----------
@@ -193,12 +159,10 @@ class AttributeRiskResult(RiskResult):
         Returns
         -------
         dict
-            ``n_records``, ``n_flagged``, ``flag_counts``, ``unflagged``, ``flagged`` and
-            ``all`` (Hu–Reiter–Wang summaries), ``random_guess_baseline`` (mean 1/G),
-            ``published_estimator``, ``pareto_khat``, ``between_chain_check`` (``status``,
-            ``reason``, ``records_flagged``), ``settings``, ``warnings``, ``mcmc``; with the
-            draw bootstrap kept, ``mc_uncertainty`` (Monte Carlo errors of the unflagged
-            records' figures; :doc:`/user_guide/attribute`).
+            ``n_records``, ``n_flagged``, ``flag_counts``, the Hu–Reiter–Wang summaries of
+            ``unflagged``, ``flagged`` and ``all`` records, ``random_guess_baseline``,
+            ``published_estimator``, ``pareto_khat``, ``between_chain_check``, ``settings``,
+            ``warnings``, ``mcmc`` and, with the draw bootstrap, ``mc_uncertainty``.
         """
         df = self.records
         fl = df["flag_codes"] != ""
@@ -251,21 +215,15 @@ class AttributeRiskResult(RiskResult):
         return to_jsonable(out)
 
     def regime_figures(self, *, thresholds: Sequence[float] = (0.5,)) -> dict[str, Any] | None:
-        """The file-level figures under each regime of the model's fit, when its chains sit in
-        different regimes (``REGIMES_DISAGREE``; ``None`` when they agree or the model has no
-        chains): a regime's estimate of a record is the mean over its chains of the posterior
-        from each chain's draws alone, over the records not flagged or flagged
-        ``CHAINS_DISAGREE`` only.
+        """The file-level figures under each regime of the model's fit when its chains disagree
+        (``REGIMES_DISAGREE``); ``None`` when they agree or there are no chains.
 
         Returns
         -------
         dict or None
-            ``status`` ("computed", or "not computed" with ``reason``: the between-chain
-            estimates did not run, e.g. the ``is`` estimator or too short chains), ``n_records``
-            (records covered), ``regimes`` (per regime: ``chains``, the fit's regime figures —
-            α, ``k*``, log-likelihood, evidence — and ``summary``, the Hu–Reiter–Wang summary
-            of its estimates, ``prop_top`` the share of records whose truth is ranked first)
-            and ``largest_prop_top`` (the regime with the largest share, 1-based, and it).
+            ``status`` ("computed" or "not computed" with ``reason``), ``n_records``, ``regimes``
+            (each with ``chains``, the fit's figures and the Hu–Reiter–Wang ``summary``) and
+            ``largest_prop_top``.
         """
         fit = (self.mcmc or {}).get("fits", {}).get("model") or {}
         reg = fit.get("regimes")
@@ -309,8 +267,7 @@ class AttributeRiskResult(RiskResult):
                                                                "prop_top": shares[best]}}
 
     def _chain_note(self) -> dict[str, Any]:
-        """``settings["chain_check"]`` with the number of records flagged ``CHAINS_DISAGREE``
-        (``None`` when the check did not run)."""
+        """``settings["chain_check"]`` with the number of records flagged ``CHAINS_DISAGREE``."""
         note = dict(self.settings.get("chain_check") or {"status": "not run",
                                                         "reason": "no posterior draws"})
         ran = note.get("status") == "run"
@@ -321,8 +278,7 @@ class AttributeRiskResult(RiskResult):
         return note
 
     def _mc_uncertainty(self) -> dict[str, Any] | None:
-        """The Monte Carlo figures of the draw bootstrap (computed once, by the engine's function
-        the result was built with), or ``None`` without a draw bootstrap."""
+        """The draw bootstrap's Monte Carlo figures (computed once), or ``None``."""
         if not self._boot_loglik or self._mc_figures is None:
             return None
         if "mc_uncertainty" not in self._cache:
@@ -335,8 +291,7 @@ class AttributeRiskResult(RiskResult):
 
     @property
     def structured_warnings(self) -> list[ResultWarning]:
-        """File-level codes, record flags (with the records they concern) and MCMC warnings
-        (with the fit and quantities) as :class:`~bayes_risk.results.ResultWarning`."""
+        """File-level codes, record flags and MCMC warnings as ResultWarnings."""
         out: list[ResultWarning] = []
         mc = list(self.mcmc.get("warnings", [])) if self.mcmc else []
         mc_codes = {w.get("code") for w in mc}
@@ -355,8 +310,7 @@ class AttributeRiskResult(RiskResult):
         return out
 
     def summary(self, *, thresholds: Sequence[float] = (0.5,)) -> Summary:
-        """Printable file-level summary: Hu–Reiter–Wang figures of all, unflagged and flagged
-        records, with the settings and warnings (the figures of :meth:`to_dict`)."""
+        """Printable file-level summary (the figures of :meth:`to_dict`)."""
         d = self.to_dict(thresholds=thresholds)
         st = self.settings
         cand = st.get("candidates")
@@ -497,10 +451,7 @@ def hrw_summary(
     *,
     thresholds: Sequence[float] = (0.5,),
 ) -> dict[str, Any]:
-    """File-level summary in the style of Hu, Reiter & Wang (2014).
-
-    Records with ``nan`` values (skipped records) are excluded and counted.
-    """
+    """File-level summary of Hu, Reiter & Wang (2014); ``nan`` records excluded and counted."""
     p = np.asarray(p_true, dtype=np.float64)
     ok = ~np.isnan(p)
     rk = np.asarray(rank_min, dtype=np.float64)[ok]
@@ -521,8 +472,7 @@ def hrw_summary(
 
 
 def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
-    """The figures of a ``file_uncertainty`` / ``wang_reiter_uncertainty`` dict as a table
-    (``figure``, ``value``, ``MCSE``, ``MC interval <level> %``; ``None`` values are ``nan``)."""
+    """The figures of a Monte Carlo uncertainty dict as a table."""
     name = next(k for k in mc if k.startswith("mc_interval_"))
     label = f"MC interval {name.rsplit('_', 1)[1]} %"
 
@@ -536,13 +486,7 @@ def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
                      label: f"[{num(lo):.4g}, {num(hi):.4g}]"})
     return pd.DataFrame(rows)
 def records_by_record(records: pd.DataFrame, key: str = "record") -> pd.DataFrame:
-    """The record table indexed by ``record`` (the row number in the original, 0-based).
-
-    Accepts the table with ``record`` as its index or as a column (``records.csv`` of
-    ``bayes-risk attribute`` and of the audit, read back with ``pandas.read_csv``). With
-    ``key="pair"`` (``scenario="two_records"``) the table is indexed by ``pair``, the pair's
-    position in ``pairs``.
-    """
+    """The record table indexed by ``record`` (or ``pair``), from an index or a column."""
     what = ("the pair numbers: a column or index named 'pair' (the pair's position in pairs)"
             if key == "pair" else "the record numbers: a column or index named 'record' (the "
             "row number in the original, 0-based)")

@@ -1,6 +1,5 @@
-"""Results of the combining rules for synthetic data (Reiter 2003; Raab, Nowok & Dibben 2016;
-Raghunathan, Reiter & Rubin 2003) and of the interval-overlap and coefficient-difference measures
-(Karr et al. 2006; Snoke et al. 2018)."""
+"""Results of the combining rules and of the interval-overlap and coefficient-difference
+measures (:doc:`/methods/utility`)."""
 
 from __future__ import annotations
 
@@ -52,14 +51,15 @@ _RULE_NOTES = {
 
 @dataclass(frozen=True)
 class CombinedScalar(RiskResult):
-    """Result of :func:`~bayes_risk.utility.combine_scalar`.
+    """Result of :func:`~bayes_risk.utility.combine_scalar` (:doc:`/methods/utility`, Combining
+    rules).
 
     Attributes
     ----------
     estimate : float
         ``q̄_m``, the mean of the per-dataset point estimates.
     between_var : float
-        ``b_m``, the between-dataset variance (divisor ``m − 1``); ``nan`` when ``m = 1``.
+        ``b_m`` (divisor ``m − 1``); ``nan`` when ``m = 1``.
     within_var : float
         ``ū_m``, the mean of the per-dataset variance estimates.
     total_var : float
@@ -69,22 +69,18 @@ class CombinedScalar(RiskResult):
     r : float
         ``r_m = (b_m / m) / ū_m`` (``inf`` when ``ū_m = 0 < b_m``; ``nan`` when ``m = 1``).
     df : float
-        ``ν_p = (m − 1)(1 + 1/r_m)^2``; ``inf`` when ``b_m = 0`` or ``m = 1``. With
-        ``m < 5`` (partial rules) ``r_m`` is replaced by its upper quartile bound
-        ``r_m (m − 1) / χ²_{m−1}(0.25)``, where Reiter's ``ν_p`` undercovers
-        (:doc:`/methods/utility`, Combining rules).
+        ``ν_p = (m − 1)(1 + 1/r_m)^2`` (``inf`` when ``b_m = 0`` or ``m = 1``; for ``m < 5``
+        under the partial rules with the upper quartile bound of ``r_m``).
     ci_lower, ci_upper : float
-        ``q̄_m ∓ t_{ν_p, 1−α/2} sqrt(T_p)`` (normal quantile when ``ν_p = inf``).
+        ``q̄_m ∓ t_{ν_p, 1−α/2} sqrt(T_p)``.
     alpha : float
         ``1 −`` confidence level of the interval.
     m : int
         Number of synthetic datasets.
     warnings : list of str
-        Machine-readable codes: ``"M_EQUALS_ONE"``, ``"NEGATIVE_VARIANCE"``.
+        Machine-readable codes.
     rules : str
-        The combining rules applied: ``"partial"`` (Reiter 2003; ``total_var`` is ``T_p``),
-        ``"full-same-n"`` (Raab, Nowok & Dibben 2016) or ``"full-population"``
-        (Raghunathan, Reiter & Rubin 2003; Reiter 2002).
+        ``"partial"``, ``"full-same-n"`` or ``"full-population"``.
     """
 
     estimate: float
@@ -107,7 +103,7 @@ class CombinedScalar(RiskResult):
         return (self.ci_lower, self.ci_upper)
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row: every figure but the warnings."""
+        """One row per component: estimate and the within and between variances."""
         d = asdict(self)
         d.pop("warnings")
         return pd.DataFrame([d])
@@ -137,40 +133,32 @@ class CombinedScalar(RiskResult):
 
 @dataclass(frozen=True)
 class CombinedMultivariate(RiskResult):
-    """Result of :func:`~bayes_risk.utility.combine_multivariate`.
+    """Result of :func:`~bayes_risk.utility.combine_multivariate` (:doc:`/methods/utility`).
 
     Attributes
     ----------
     estimate : ndarray, shape (k,)
         ``q̄_m``.
-    between_cov : ndarray, shape (k, k)
-        ``B_m``, sample covariance of the ``q_l`` (divisor ``m − 1``).
-    within_cov : ndarray, shape (k, k)
-        ``Ū_m``, mean of the ``U_l``.
+    between_cov, within_cov : ndarray, shape (k, k)
+        ``B_m`` (divisor ``m − 1``) and ``Ū_m``.
     r : float
-        ``r_p = tr(B_m Ū_m^{-1}) / (m k)`` (``"partial"``, and for information under
-        ``"full-same-n"``; ``nan`` when ``m = 1``) or ``r_f = (1 + 1/m) tr(B_m Ū_m^{-1}) / k``
-        (``"full-population"``).
+        ``r_p = tr(B_m Ū_m^{-1}) / (m k)`` or, for ``"full-population"``,
+        ``r_f = (1 + 1/m) tr(B_m Ū_m^{-1}) / k``.
     statistic : float
-        ``S = (q̄ − Q0)ᵀ total_cov^{-1} (q̄ − Q0) / k``: ``S_p`` (Reiter 2003), the Wald
-        statistic over ``k`` with ``T_s`` (Raab, Nowok & Dibben 2016) or ``S_f`` (Reiter 2005).
+        ``S = (q̄ − Q0)ᵀ total_cov^{-1} (q̄ − Q0) / k``.
     df_num : int
         ``k``.
     df_den : float
-        ``ν_p = 4 + (t − 4)(1 + (1 − 2/t)/r_p)^2`` or ``ν_f = 4 + (t − 4)(1 − (1 − 2/t)/r_f)^2``
-        with ``t = k(m − 1)``; ``4`` when ``t ≤ 4``; ``inf`` for ``"full-same-n"`` and when
-        ``r_p = 0``.
+        ``ν_p`` or ``ν_f`` (``inf`` for ``"full-same-n"`` and when ``r_p = 0``).
     p_value : float
-        Upper tail of ``F_{k, df_den}`` at ``statistic`` (``χ²_k`` at ``k × statistic`` when
-        ``df_den`` is infinite).
+        Upper tail of ``F_{k, df_den}`` at ``statistic``.
     m : int
     warnings : list of str
-        ``"SMALL_T"`` when ``t ≤ 4``.
+        ``"SMALL_T"`` when ``t = k(m − 1) ≤ 4``.
     rules : str
         The generation scheme whose test was used.
     total_cov : ndarray, shape (k, k), optional
-        The covariance matrix of ``q̄`` the statistic uses: ``Ū_m (1 + r_p)``, ``T_s`` or
-        ``Ū_m (r_f − 1)``.
+        The covariance matrix of ``q̄`` the statistic uses.
     """
 
     estimate: np.ndarray
@@ -187,8 +175,7 @@ class CombinedMultivariate(RiskResult):
     total_cov: np.ndarray | None = None
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per component: ``estimate`` and the diagonals of ``within_cov`` and
-        ``between_cov``."""
+        """One row per component: estimate and the within and between variances."""
         return pd.DataFrame({
             "component": np.arange(1, len(self.estimate) + 1),
             "estimate": self.estimate,
@@ -222,10 +209,9 @@ class OverlapResult(RiskResult):
     values : ndarray of float, shape (E,)
         Overlap per estimand.
     mean : float
-        Mean over estimands (the file-level figure; Karr averages over the coefficients).
+        Mean over estimands.
     mean_truncated : float
-        Mean with negative values set to 0 (synthpop's summary of the signed overlap; equals
-        ``mean`` for the other kinds).
+        Mean with negative values set to 0 (synthpop's summary of the signed overlap).
     kind : str
         ``"length"``, ``"signed"`` or ``"probability"``.
     """
@@ -236,7 +222,7 @@ class OverlapResult(RiskResult):
     kind: str
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per estimand (``estimand`` = 1..E, ``overlap``)."""
+        """One row per component: estimate and the within and between variances."""
         return pd.DataFrame({"estimand": np.arange(1, self.values.size + 1),
                              "overlap": self.values})
 
@@ -274,7 +260,7 @@ class CoefDiffResult(RiskResult):
     median: float
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per coefficient (``coefficient`` = 1..E, ``std_coef_diff``)."""
+        """One row per component: estimate and the within and between variances."""
         return pd.DataFrame({"coefficient": np.arange(1, self.values.size + 1),
                              "std_coef_diff": self.values})
 

@@ -21,23 +21,18 @@ class DifferencingResult(RiskResult):
 
     Attributes
     ----------
-    m : int
-        Number of implicates.
-    n_records : int
-        Records per implicate.
+    m, n_records : int
+        Implicates; records per implicate.
     varies : DataFrame of bool, shape (n_records, columns)
         Whether the record's value of the column differs between implicates.
     changed : DataFrame of bool or None
-        Whether the record's value differs from the original in some implicate (``None``
-        without the original).
+        Whether it differs from the original in some implicate (``None`` without the original).
     selected : ndarray of bool or None
-        The records selected for synthesis; ``None`` when neither the selection nor the
-        original is known.
+        The records selected for synthesis, if known.
     selection_source : {"given", "release", "changed records"} or None
-        Where ``selected`` comes from: the caller, the release's record of its synthesized
-        records, or the records the synthesis changed (inferred).    duplicates : bool
-        Whether two implicates are identical (``DUPLICATE_DATASETS``: a copy of another's file
-        is no implicate of its own, and differencing it reveals nothing).
+        Where ``selected`` comes from.
+    duplicates : bool
+        Whether two implicates are identical (``DUPLICATE_DATASETS``).
     """
 
     m: int
@@ -81,9 +76,7 @@ class DifferencingResult(RiskResult):
 
     @property
     def warnings(self) -> list[str]:
-        """``SELECTION_REVEALED`` when the comparison reveals records of a selection (given or
-        recorded by the release) that leaves other records unsynthesized;
-        ``DUPLICATE_DATASETS`` when two implicates are identical."""
+        """``SELECTION_REVEALED`` and ``DUPLICATE_DATASETS`` where they apply."""
         codes = ["DUPLICATE_DATASETS"] if self.duplicates else []
         explicit = self.selection_source in ("given", "release")
         if (explicit and self.n_revealed and self.selected is not None
@@ -92,8 +85,7 @@ class DifferencingResult(RiskResult):
         return codes
 
     def to_dataframe(self) -> pd.DataFrame:
-        """Per column: records that vary between implicates and, with the original, records
-        changed by the synthesis."""
+        """Per column: records that vary between implicates, and records the synthesis changed."""
         rows = []
         for c in self.varies.columns:
             row = {"column": str(c), "records_varying": int(self.varies[c].sum())}

@@ -1,5 +1,4 @@
-"""Results of the empirical disclosure measures (synthpop's ``disclosure()`` and
-``replicated.uniques()``)."""
+"""Results of synthpop's ``disclosure()`` and ``replicated.uniques()``."""
 
 from __future__ import annotations
 
@@ -27,18 +26,15 @@ class ReplicatedUniques(RiskResult):
     Attributes
     ----------
     keys : list of str
-        Columns that define a record (synthpop's ``keys`` of ``replicated.uniques()``).
+        synthpop's ``keys`` of ``replicated.uniques()``.
     table : DataFrame
-        One row per synthetic dataset (``syn`` = 1..m): the numbers of unique key combinations
-        in the original (``Original``) and in the synthetic dataset (``Synthetic``), of
-        synthetic uniques whose keys occur in the original (``Synthetic uniques in original``)
-        and of synthetic uniques that are unique in the original too (``Replicated uniques``),
-        each with its percentage (``... %``: of the original's records for ``Original``, of the
-        synthetic dataset's records otherwise), and ``n_original``, ``n_synthetic``.
+        One row per synthetic dataset (``syn``): uniques in the original and the synthetic
+        dataset, synthetic uniques found in the original and replicated uniques, each with its
+        ``%``, and ``n_original``, ``n_synthetic``.
     compat : str or None
         ``"synthpop"`` when synthpop's text comparison was reproduced.
     warnings : list of str
-        Warning codes (``DUPLICATE_DATASETS``: two synthetic datasets are identical).
+        Warning codes.
     """
 
     keys: list[str]
@@ -47,8 +43,7 @@ class ReplicatedUniques(RiskResult):
     warnings: list[str] = field(default_factory=list)
 
     def to_long(self) -> pd.DataFrame:
-        """synthpop's layout: one row per dataset and measure (``syn, measure, number,
-        from_total, pct``); ``pct`` rounded to 2 decimals as synthpop prints it."""
+        """synthpop's layout: one row per dataset and measure, ``pct`` to 2 decimals."""
         rows = []
         for _, r in self.table.iterrows():
             for name in REPU_MEASURES:
@@ -94,31 +89,26 @@ class ReplicatedUniques(RiskResult):
 
 @dataclass(frozen=True)
 class DisclosureMeasures(RiskResult):
-    """Result of :func:`~bayes_risk.disclosure.disclosure_measures`.
+    """Result of :func:`~bayes_risk.disclosure.disclosure_measures` (:doc:`/methods/disclosure`).
 
     Attributes
     ----------
     keys : list of str
     target : str
     ident : DataFrame
-        One row per synthetic dataset (``syn`` = 1..m): ``UiO, UiS, UiOiS, repU`` (%).
+        One row per synthetic dataset (``syn``): ``UiO, UiS, UiOiS, repU`` (%).
     attrib : DataFrame
-        ``Dorig, Dsyn, iS, DiS, DiSCO, DiSDiO`` (%), ``max_denom``, ``mean_denom`` (records;
-        ``mean_denom`` is NaN when there is no DiSCO record).
+        ``Dorig, Dsyn, iS, DiS, DiSCO, DiSDiO`` (%), ``max_denom``, ``mean_denom`` (records).
     allCAPs : DataFrame
-        ``baseCAPd, CAPd, CAPs, DCAP, TCAP`` (%; ``TCAP`` is NaN when no original record has
-        keys found in the synthetic data).
+        ``baseCAPd, CAPd, CAPs, DCAP, TCAP`` (%).
     replicated_uniques : ReplicatedUniques
         synthpop's ``replicated.uniques()`` on the keys and the target.
     key_baseline : dict
-        The original-data figures an sdcMicro user expects on the keys: ``n_records``,
-        ``n_key_combinations``, ``n_sample_uniques`` (records with frequency ``f_k = 1``),
-        ``pct_sample_uniques`` and ``k_anonymity`` (records violating k-anonymity, ``f_k < k``,
-        for each ``k``).
+        The original's figures on the keys: ``n_records``, ``n_key_combinations``,
+        ``n_sample_uniques``, ``pct_sample_uniques`` and ``k_anonymity``.
     diagnostics : DataFrame
-        Per dataset: ``n_synthetic``, ``n_over_denom_lim`` (DiSCO records in key-target cells
-        holding more than ``denom_lim`` original records, often disclosure a user could
-        expect from the relation alone), ``n_excluded_original``, ``n_excluded_synthetic``.
+        Per dataset: ``n_synthetic``, ``n_over_denom_lim``, ``n_excluded_original``,
+        ``n_excluded_synthetic``.
     target_levels : list of str
         Labels of the target's levels (intervals when grouped).
     settings : dict
@@ -185,8 +175,7 @@ class DisclosureMeasures(RiskResult):
         })
 
     def summary(self) -> Summary:
-        """Printable summary: the original's baseline on the keys, repU, DiSCO, TCAP and
-        replicated uniques per dataset, and the means of every measure."""
+        """Printable summary: the keys' baseline and every measure per dataset, with means."""
         b = self.key_baseline
         levels = f"{len(self.target_levels) - 1} levels" + (
             f", grouped into {self.settings['ngroups_target']}"
@@ -237,15 +226,13 @@ class DisclosureMeasures(RiskResult):
 
 @dataclass(frozen=True)
 class DisclosureByTarget(RiskResult, Mapping):
-    """synthpop's disclosure measures for several targets with the same release: a read-only
-    mapping of target to :class:`DisclosureMeasures` (what the audit's disclosure step
-    returns), with the result family's ``summary()``, ``to_dataframe()``, ``to_dict()`` and
-    ``plot()``.
+    """synthpop's disclosure measures for several targets: a read-only mapping of target to
+    :class:`DisclosureMeasures`, with the result family's methods.
 
     Attributes
     ----------
     by_target : dict of str to DisclosureMeasures
-        One result per target, in the order they were computed (``result[target]``).
+        One result per target, in the order computed.
     """
 
     by_target: dict[str, DisclosureMeasures]
@@ -280,9 +267,7 @@ class DisclosureByTarget(RiskResult, Mapping):
                             "by_target": {t: r.to_dict() for t, r in self.by_target.items()}})
 
     def summary(self) -> Summary:
-        """Printable summary: the means of repU, DiSCO, TCAP and the replicated uniques per
-        target (a measure of the keys alone, repU, is the same for every target with the same
-        keys)."""
+        """Printable summary: the means of every measure per target."""
         df = self.to_dataframe()
         cols = [c for c in ("target", "keys", "UiO", "repU", "Dorig", "DiSCO", "TCAP")
                 if c in df.columns]

@@ -1,5 +1,4 @@
-"""Results of identification risk: :class:`IdentificationResult` and :class:`RadiusSweepResult`
-(Hu 2019 §4; Hornby & Hu 2021 §4.1)."""
+"""Results of identification risk (:doc:`/methods/identification`)."""
 
 from __future__ import annotations
 
@@ -37,40 +36,30 @@ UNCERTAIN_MEASURES = ("expected_match_risk", "true_match_rate_targets", "true_ma
 
 @dataclass(frozen=True)
 class IdentificationResult(RiskResult):
-    """Identification risk of a release (Hu 2019 §4).
+    """Identification risk of a release (Hu 2019 §4; :doc:`/methods/identification`).
 
     Attributes
     ----------
     records : DataFrame
-        Pooled: one row per target (``target, record, in_sample, c, T, K, W, IR, declared,
-        p_max, p_out, p_unassigned``). Per dataset: one row per target and dataset
-        (``target, dataset, c, T, K, W, IR, declared`` and ``p_out`` when membership is
-        unknown).
+        One row per target (pooled) or per target and dataset: ``c, T, K, W, IR, declared`` and
+        the probabilities of no match.
     c, T, K, W, IR, declared : ndarray
-        ``[N_T]`` (pooled) or ``[N_T, m]`` (per dataset). ``T`` is as reported (compat mode:
-        1 when ``c = 0``).
+        ``[N_T]`` (pooled) or ``[N_T, m]`` (per dataset).
     record_IR : ndarray [N_T]
         ``IR_τ`` (per dataset: ``mean_l IR_τ^(l)``).
     prob : scipy.sparse.csr_matrix [N_T, n] or None
-        Pooled ``π_τ(k)`` (columns = original records in row order); ``None`` per dataset.
-        Built from :attr:`pooled` on first access (an error beyond 100 million entries).
+        Pooled ``π_τ(k)``, built from :attr:`pooled` on first access; ``None`` per dataset.
     pooled : PooledProbabilities or None
-        The same probabilities in compact form, each target's fallback set as the set and one
-        probability (``.row(i)``, ``.tocsr()``, ``.nnz``).
+        The same probabilities in compact form (``.row(i)``, ``.tocsr()``, ``.nnz``).
     p_out, p_unassigned : ndarray
         ``π_τ(n+1)`` and the mass of replicates without any match (known membership).
     file : dict
-        File-level figures by name (``expected_match_risk``, ``expected_match_rate``,
-        ``true_match_risk``, ``n_unique``, ``true_match_rate_targets``,
-        ``true_match_rate_unique``, ``false_match_rate``, ``n_targets`` …; averaged over
-        datasets for per-dataset aggregation).
+        File-level figures by name (means over datasets per dataset; with posterior replicates
+        their Monte Carlo figures, :meth:`uncertainty`).
     per_dataset : dict or None
-        File-level measures as vectors over datasets (per-dataset aggregation). With posterior
-        replicates ``file`` also holds their Monte Carlo figures, which :meth:`uncertainty`
-        collects (:doc:`/user_guide/posterior_replicates`).
+        File-level measures as vectors over datasets (per-dataset aggregation).
     warnings : tuple of str
-        Machine-readable codes (``NO_MATCH``, ``ZERO_UNIQUE``, ``F_BELOW_ONE``,
-        ``IPF_NOT_CONVERGED``, ``LEGACY_NONPOSITIVE_NO_MATCH``).
+        Machine-readable codes.
     warning_details : dict
         Human-readable message per code.
     settings : dict
@@ -84,8 +73,7 @@ class IdentificationResult(RiskResult):
     IR: np.ndarray
     declared: np.ndarray
     record_IR: np.ndarray
-    # ``bayes_risk.identification.pooled.PooledProbabilities`` (typed loosely: the result
-    # imports nothing of the engine)
+    # the engine's PooledProbabilities (typed loosely: no engine import)
     pooled: Any | None
     p_out: np.ndarray
     p_unassigned: np.ndarray | None
@@ -96,8 +84,7 @@ class IdentificationResult(RiskResult):
     settings: dict[str, Any]
     target_ids: np.ndarray = field(repr=False)
     population_counts: np.ndarray | None = field(default=None, repr=False)
-    #: the record table; ``None``: built from the arrays on first access (per-dataset runs,
-    #: where it has N_T x m rows and is often not needed)
+    #: the record table; ``None``: built from the arrays on first access
     _records: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -129,8 +116,7 @@ class IdentificationResult(RiskResult):
         return cached
 
     def _summary_dict(self) -> dict[str, Any]:
-        """File-level figures by name (averaged over datasets for per-dataset
-        aggregation, with the vectors under ``"per_dataset"``), plus counts and warnings."""
+        """File-level figures by name (means over datasets, vectors under ``"per_dataset"``)."""
         out: dict[str, Any] = {"aggregation": self.settings["aggregation"]}
         out.update(self.file)
         if self.per_dataset is not None:
@@ -144,14 +130,8 @@ class IdentificationResult(RiskResult):
         return "mc_se" in self.file
 
     def uncertainty(self) -> dict[str, Any] | None:
-        """Point value, Monte Carlo standard error and spread over replicates of the headline
-        measures (``None`` without posterior replicates).
-
-        ``mc_se`` is the Monte Carlo error of the pooled value (it shrinks as ``R`` grows);
-        ``replicate_quantiles`` the spread of the measure computed on one replicate at a time
-        (it does not shrink), ``replicate_mean`` its mean and ``replicate_mean_mc_se`` the Monte
-        Carlo error of that mean.
-        """
+        """Per headline measure: the pooled value and its Monte Carlo error ``mc_se``, and the
+        spread over single replicates (``replicate_*``); ``None`` without posterior replicates."""
         if not self.has_uncertainty:
             return None
         f = self.file
@@ -174,17 +154,9 @@ class IdentificationResult(RiskResult):
         return self.records.copy()
 
     def target_table(self) -> pd.DataFrame:
-        """One row per target.
-
-        Pooled aggregation: :attr:`records` itself. Per-dataset aggregation (where
-        :attr:`records` has one row per target and dataset): ``target``, ``IR`` (the record-level
-        risk ``mean_l IR^(l)``, Hornby & Hu), ``c_mean`` (mean number of declared matches),
-        ``T_datasets``, ``K_datasets``, ``W_datasets``, ``declared_datasets`` (in how many
-        datasets the true record is among the declared matches — as reported, so with
-        ``compat="IdentificationRiskCalculation"`` a dataset without a match counts —, the
-        target is a unique true match, a unique false match, a match is declared) and, when
-        membership is unknown, ``p_out_mean`` (mean ``Pr(J = n+1)``).
-        """
+        """One row per target: :attr:`records` itself when pooled; per dataset, ``target``, ``IR``
+        (``mean_l IR^(l)``), ``c_mean``, ``T_datasets``, ``K_datasets``, ``W_datasets``,
+        ``declared_datasets`` and, when membership is unknown, ``p_out_mean``."""
         if self.per_dataset is None:
             return self.records
         cols: dict[str, Any] = {
@@ -201,10 +173,7 @@ class IdentificationResult(RiskResult):
         return pd.DataFrame(cols)
 
     def to_dict(self, records: bool = False) -> dict[str, Any]:
-        """JSON-safe dictionary: ``summary`` (the file-level figures of ``file``, the
-        per-dataset vectors, warnings), ``settings``, ``warnings``, ``warning_details`` (and the
-        record table if asked; with posterior replicates also ``uncertainty``, see
-        :meth:`uncertainty`); what ``bayes-risk identification`` writes to ``summary.json``."""
+        """JSON-safe dictionary: ``summary.json`` of ``bayes-risk identification``."""
         d = {
             "summary": self._summary_dict(),
             "settings": self.settings,
@@ -218,8 +187,7 @@ class IdentificationResult(RiskResult):
         return to_jsonable(d)
 
     def summary(self) -> Summary:
-        """Printable summary: the file-level measures (with their range over datasets for
-        per-dataset aggregation), the intruder's knowledge and the match rule."""
+        """Printable summary: the file-level measures, the knowledge and the match rule."""
         st = self.settings
         rule = st.get("match_rule") or {}
         radius = rule.get("radius") or {}
@@ -302,8 +270,7 @@ class IdentificationResult(RiskResult):
         return ax
 
     def _plot_running_estimate(self, ax: Any) -> Any:
-        """Running pooled expected match risk against the number of posterior replicates, with
-        its ±2 MCSE band (posterior replicates only)."""
+        """Running pooled expected match risk by replicates, with its ±2 MCSE band."""
         trace = self.file.get("mc_trace")
         if not trace:
             raise ValidationError(
@@ -314,8 +281,7 @@ class IdentificationResult(RiskResult):
         R = np.asarray(trace["n_replicates"], dtype=float)
         est = np.asarray(trace["expected_match_risk"], dtype=float)
         se = np.nan_to_num(np.asarray(trace["mc_se"], dtype=float))
-        # Σ IR lies in [0, number of targets]: a ± 2 MCSE band reaching past either end (few
-        # match events, large jackknife error) is cut there rather than drawn as negative risk.
+        # Σ IR lies in [0, number of targets]: the ± 2 MCSE band is cut there
         n_targets = self.file.get("n_targets")
         lo = np.clip(est - 2 * se, 0.0, None)
         hi = est + 2 * se if n_targets is None else np.clip(est + 2 * se, None, float(n_targets))
@@ -351,7 +317,7 @@ class RadiusSweepResult(RiskResult):
         The radius columns that were varied.
     radii : ndarray, shape (B,) for a common radius or (B, q) for a per-column grid
     risk : ndarray, shape (B, m)
-        Expected match risk (``Σ IR``) per grid point and dataset (``m = 1`` for pooled).
+        Expected match risk per grid point and dataset (``m = 1`` for pooled).
     statistic : {"mean", "median"}
     risk_summary : ndarray (B,)
         ``statistic`` of ``risk`` over datasets.
@@ -359,11 +325,9 @@ class RadiusSweepResult(RiskResult):
         The smallest radius attaining the maximum.
     risk_star : float
     argmax : tuple of int
-        Every grid index attaining the maximum (within the package's tie tolerance).
+        Every grid index attaining the maximum.
     settings : dict
     warnings : list of str
-        Codes of the warnings raised while preparing the inputs (e.g. ``DUPLICATE_DATASETS``);
-        the warnings of a single grid point are those of ``identification_risk`` at its radius.
     """
 
     columns: tuple[str, ...]
@@ -392,8 +356,7 @@ class RadiusSweepResult(RiskResult):
         ]
 
     def to_frame(self) -> pd.DataFrame:
-        """Long table: one row per grid point and dataset (``radius`` or one column per radius
-        column, ``dataset``, ``expected_match_risk``)."""
+        """Long table: one row per grid point and dataset."""
         B, m = self.risk.shape
         d: dict[str, Any] = {}
         if self.common:
@@ -416,17 +379,14 @@ class RadiusSweepResult(RiskResult):
 
     @property
     def definition(self) -> str:
-        """What one point of the risk curve is, in words: the per-dataset expected match risks
-        summarised over the datasets (Hornby & Hu 2021, Fig. 6), or the risk of the intruder
-        who pools the datasets."""
+        """What one point of the risk curve is, in words."""
         m = self.risk.shape[1]
         if self.settings.get("aggregation") == "pooled":
             return "expected match risk of the intruder holding every dataset (pooled)"
         return f"{self.statistic} over the {m} datasets of each dataset's expected match risk"
 
     def summary(self) -> Summary:
-        """Printable summary: the risk curve (``statistic`` over datasets) and the maximising
-        radius."""
+        """Printable summary: the risk curve and the maximising radius."""
         tab = pd.DataFrame({
             "radius": self.labels(),
             f"{self.statistic} expected match risk": self.risk_summary,
@@ -456,7 +416,7 @@ class RadiusSweepResult(RiskResult):
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe summary."""
+        """JSON-safe dictionary: ``summary.json`` of ``bayes-risk identification``."""
         return to_jsonable(
             {
                 "columns": list(self.columns),
@@ -480,14 +440,8 @@ class RadiusSweepResult(RiskResult):
         return (max(5.0, 0.8 * len(self.risk) + 2), 4.0)
 
     def indistinguishable(self, level: float = 0.95) -> list[int] | None:
-        """The grid points whose risk cannot be told from the maximum's beyond the spread over
-        the datasets: those where the ``level`` t-interval of the paired differences (each
-        dataset's risk at the maximising radius minus its risk there; the same datasets at
-        every radius) includes 0. ``None`` with one dataset (no spread to judge by).
-
-        The maximising radius is the conservative value to report whatever this says
-        (Hornby & Hu 2021, §4.1); this says whether it is a finding or noise.
-        """
+        """The grid points whose risk cannot be told from the maximum's: the ``level`` t-interval of
+        the paired differences over datasets includes 0 (``None`` with one dataset)."""
         from scipy.stats import t as student_t
 
         risk = np.asarray(self.risk, dtype=np.float64)
@@ -500,8 +454,7 @@ class RadiusSweepResult(RiskResult):
         return [i for i in range(B) if i != best and not d[i].mean() - half[i] > 0]
 
     def _plot_box(self, ax: Any) -> Any:
-        """Box plot of the expected match risk over datasets (Hornby & Hu 2021 Fig. 6), from 0:
-        the spread between datasets is seen against the size of the risk, not magnified."""
+        """Box plot of the expected match risk over datasets (Hornby & Hu 2021 Fig. 6), from 0."""
         pos = np.arange(1, len(self.risk) + 1)
         ax.boxplot(list(self.risk), positions=pos, widths=0.6)
         ax.plot(pos, self.risk_summary, "o-", color="C1", lw=1, ms=4,
@@ -516,8 +469,7 @@ class RadiusSweepResult(RiskResult):
             ha="center" if self.common else "right",
         )
         rt = self.settings.get("radius_type", "")
-        # a percentage radius is given as a fraction: 0.1 is ±10 % (a reader of "percentage"
-        # under ticks 0.01 … 0.3 takes them for hundredths of a per cent)
+        # a percentage radius is a fraction: 0.1 is ±10 %
         ax.set_xlabel("radius, fraction of the value (0.1 = ±10 %)" if rt == "percentage"
                       else "radius" + (f" ({rt})" if rt else ""))
         ax.set_ylabel("expected match risk (targets, sum of IR)")

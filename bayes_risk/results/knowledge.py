@@ -1,5 +1,4 @@
-"""Result of the knowledge sweep: identification or attribute risk over subsets of the intruder's
-known variables, the Pareto frontier and the drivers of the risk (Hu 2019 §5)."""
+"""Result of the knowledge sweep over subsets of the intruder's known variables (Hu 2019 §5)."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ __all__ = ["KnowledgeSweepResult", "SWEEP_MEASURES", "ATTRIBUTE_SWEEP_MEASURES"]
 
 #: file-level measures reported for every subset (those of ``identification_risk``)
 SWEEP_MEASURES = tuple(name for name, _ in ID_MEASURES)
-#: file-level measures of an attribute-risk sweep (Hu, Reiter & Wang 2014 over every evaluated
-#: record, as ``AttributeRiskResult.to_dict()["all"]``), and what they are
+#: file-level measures of an attribute-risk sweep, and what they are
 ATTRIBUTE_MEASURES = (
     ("mean_p_true", "mean probability of the true values (p_true)"),
     ("prop_top", "share of records whose true values are the best guess"),
@@ -41,44 +39,30 @@ _RISK = {"identification": "Identification risk", "attribute": "Attribute risk"}
 
 @dataclass(frozen=True)
 class KnowledgeSweepResult(RiskResult):
-    """Identification or attribute risk over subsets of the candidate known variables.
+    """Identification or attribute risk over subsets of the candidate known variables
+    (:doc:`/user_guide/knowledge`).
 
     Attributes
     ----------
-    candidates : tuple of str
-        The candidate known variables.
-    synthesized : tuple of str
-        The candidates that were synthesized.
+    candidates, synthesized : tuple of str
+        The candidate known variables; those synthesized.
     measure : str
         The measure the frontier and the greedy path rank subsets by.
     table : DataFrame
-        One row per subset evaluated: ``known`` (the subset, ``"(none)"`` for the empty set),
-        ``n_known``, one boolean column per candidate, the file-level measures of
-        ``identification_risk`` (``expected_match_risk``, ``true_match_rate_targets``,
-        ``false_match_rate``, ``n_unique``, ...), ``greedy_step`` (position on the greedy path,
-        ``-1`` off it) and ``frontier`` (on the Pareto frontier of ``measure`` against
-        ``n_known``).
+        One row per subset: ``known``, ``n_known``, one boolean column per candidate, the
+        file-level measures, ``greedy_step`` (``-1``: off the path) and ``frontier``.
     drivers : DataFrame
-        One row per candidate: Shapley values of the expected match risk and of the true match
-        rate (``nan`` when the lattice was not complete), the risk of the full set without the
-        variable (``*_without``), the risk that removes (``*_removed``) and its share of the
-        full set's risk (``*_removed_share``).
+        One row per candidate: Shapley values of the two measures and the risk removed without it
+        (``*_without``, ``*_removed``, ``*_removed_share``).
     levels : DataFrame
-        Per-level contributions under the full set: ``variable``, ``level`` (a value, a
-        quantile band or ``"missing"``), ``n_targets``, ``share_targets``, the sum of the
-        record-level risks ``IR`` (``expected_match_risk``), ``share_risk``, ``risk_ratio``
-        (share of risk over share of targets), ``true_matches``, ``share_true_matches``.
+        Per-level contributions under the full set (``share_risk``, ``risk_ratio``, …).
     shapley_note : str
         How the Shapley values were computed (or why not).
     settings : dict
     warnings : tuple of str
     warning_details : dict
     kind : {"identification", "attribute"}
-        Which risk was swept. Attribute risk
-        (:func:`~bayes_risk.attribute.attribute_known_sweep`) reports ``mean_p_true``,
-        ``prop_top``, ``mean_baseline``, ``n_records`` and ``n_flagged`` per subset (the
-        measures' names in ``measures``), its drivers are Shapley values of ``mean_p_true`` and
-        ``prop_top``, and its levels sum the records' ``p_true`` (``share_risk``) by level.
+        Which risk was swept.
     """
 
     candidates: tuple[str, ...]
@@ -107,15 +91,13 @@ class KnowledgeSweepResult(RiskResult):
 
     @property
     def shapley_measures(self) -> tuple[str, ...]:
-        """The measures of the drivers (Shapley values, risk without each variable); the first
-        is the headline's."""
+        """The measures of the drivers; the first is the headline's."""
         return _SHAPLEY[self.kind]
 
     # -- tables -----------------------------------------------------------------------------
     @property
     def frontier(self) -> pd.DataFrame:
-        """The subsets on the Pareto frontier: no other subset knows as few or fewer variables
-        and has as high or higher a risk (one of them strictly)."""
+        """The subsets on the Pareto frontier of risk against the number known."""
         cols = ["known", "n_known", *self.measures]
         return self.table.loc[self.table["frontier"], cols].reset_index(drop=True)
 
@@ -126,8 +108,7 @@ class KnowledgeSweepResult(RiskResult):
         return t[["known", "n_known", *self.measures]].reset_index(drop=True)
 
     def risk(self, known: Any, measure: str | None = None) -> float:
-        """The risk of one subset evaluated (``known``: a sequence of variables, or the
-        ``known`` label).
+        """The risk of one subset evaluated (``known``: variables or its label).
 
         Raises
         ------
@@ -152,8 +133,7 @@ class KnowledgeSweepResult(RiskResult):
     to_dataframe = to_frame
 
     def headline(self) -> str:
-        """One sentence naming the variable whose removal from the full set lowers the risk
-        most, with the numbers (for a report)."""
+        """One sentence naming the variable whose removal lowers the risk most."""
         m = self.shapley_measures[0]
         d = self.drivers.sort_values(f"{m}_removed", ascending=False, kind="stable")
         top = d.iloc[0]
@@ -253,8 +233,7 @@ class KnowledgeSweepResult(RiskResult):
         return ax
 
     def _plot_drivers(self, ax: Any) -> Any:
-        """Bars: the Shapley value of each variable (or, when not computed, the risk its
-        removal from the full set takes away)."""
+        """Bars: each variable's Shapley value (else the risk its removal takes away)."""
         d = self.drivers
         m = self.shapley_measures[0]
         shap = d[f"shapley_{m}"].notna().all()

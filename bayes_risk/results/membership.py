@@ -1,8 +1,4 @@
-"""The result of a membership-risk analysis (:func:`bayes_risk.membership_risk`).
-
-A leaf of the package: it imports no engine (the engine builds it, with its table and the
-file-level summaries already computed).
-"""
+"""The result of :func:`bayes_risk.membership_risk`; it imports no engine."""
 
 from __future__ import annotations
 
@@ -22,39 +18,23 @@ __all__ = ["MembershipRiskResult", "MEMBERSHIP_FLAGS", "MEMBERSHIP_MESSAGES"]
 
 
 def _unflagged(records: pd.DataFrame) -> np.ndarray:
-    """Targets whose estimate stands: no flag, or only ``RELEASED_WHOLE`` (a record of an
-    unsynthesized slot, revealed: P = 1, not an unstable estimate)."""
+    """Targets whose estimate stands: no flag, or only ``RELEASED_WHOLE``."""
     return records["flag_codes"].isin(["", "RELEASED_WHOLE"]).to_numpy()
 
 
 @dataclass(frozen=True)
 class MembershipRiskResult(RiskResult):
-    """Result of :func:`~bayes_risk.membership_risk`.
+    """Result of :func:`~bayes_risk.membership_risk` (:doc:`/methods/membership`).
 
     Attributes
     ----------
     records : DataFrame
-        One row per target (index ``target``): ``role`` (``"member"`` or ``"non-member"``),
-        ``source`` (``"original"``, ``"holdout"``, ``"population"``), ``row`` (its row in that
-        table), ``slot`` (the confidential row whose place it takes), ``log_lr`` (log likelihood
-        ratio of membership), ``p_member`` (posterior membership probability), ``khat_max``,
-        ``ess_min``, under partial synthesis ``unsynthesized_match`` (the target's unsynthesized
-        values are those of its slot; when not, ``p_member`` is exactly 0) and
-        ``log_p_unsynthesized`` (``log p(r | y_{-i})`` of the slot's values), with a selection
-        rule (releases that synthesize selected records) ``slot_selected``, ``released_whole``
-        (the target is the record of an unsynthesized slot: ``p_member`` = 1, flag
-        ``RELEASED_WHOLE``) and ``selected_by_rule``, with ``m > 1``, a selection rule or a CART
-        release ``log_normaliser``, ``normaliser_khat`` and ``normaliser_ess``, for a CART release
-        ``slot_revealed`` (the release shows a value of the slot's record that no other record
-        of its node holds: ``p_member`` is exactly 1 or 0) and ``normaliser_mcse`` (Monte Carlo
-        standard error of ``log_normaliser``, 0 when exact), ``dcr`` (distance to the closest
-        released record) and ``flag_codes``.
+        One row per target (index ``target``): ``role``, ``source``, ``row``, ``slot``,
+        ``log_lr``, ``p_member``, ``khat_max``, ``ess_min``, the columns of partial synthesis,
+        selection rules and CART releases (``unsynthesized_match``, ``released_whole``,
+        ``log_normaliser``, ``slot_revealed``, …), ``dcr`` and ``flag_codes``.
     file : dict
-        File-level summaries (see :func:`bayes_risk.membership.summaries.file_summary`); under
-        partial synthesis ``unsynthesized`` (columns, cells, the resolution of each numeric
-        column, share of members alone in their cell, median factor ``1 / p(r | y_{-i})`` of
-        members, share of non-members matching their slot); for a CART release
-        ``share_members_revealed``.
+        File-level summaries (:func:`bayes_risk.membership.summaries.file_summary`).
     settings : dict
         Prior, threshold, m, H, thresholds of the flags, sizes, seed.
     warnings : list of str
@@ -73,8 +53,7 @@ class MembershipRiskResult(RiskResult):
         return self.records
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe: ``settings``, ``file`` summaries, ``flag_counts``, ``warnings`` (codes) and
-        ``structured_warnings`` (code, message, where)."""
+        """JSON-safe: ``settings``, ``file``, ``flag_counts`` and the warnings."""
         return to_jsonable({
             "measure": "membership",
             "settings": self.settings,
@@ -93,8 +72,7 @@ class MembershipRiskResult(RiskResult):
         return super().structured_warnings + self._flag_warnings("target(s)")
 
     def summary(self) -> Summary:
-        """Header (sizes, prior, m), the attack table (Bayesian estimate beside the distance
-        baseline) and notes on how to read them."""
+        """Header, the attack table beside the distance baseline, and notes."""
         f, s = self.file, self.settings
 
         def ci(key: str) -> str:

@@ -18,41 +18,29 @@ __all__ = ["OriginalRisk"]
 @dataclass(frozen=True)
 class OriginalRisk(RiskResult):
     """Result of :func:`~bayes_risk.disclosure.original_risk`: sdcMicro's risk measures of the
-    original on its keys, the baseline a release is compared with.
+    original on its keys (:doc:`/methods/disclosure`).
 
     Attributes
     ----------
     keys : list of str
     records : DataFrame
-        One row per record (the original's index), sdcMicro's names: ``fk`` (sample frequency
-        of the record's key cell), ``Fk`` (sum of its weights; ``fk`` without weights),
-        ``risk`` (individual re-identification risk); with SUDA2 ``suda_score``,
-        ``dis_suda_score``, ``min_msu_size`` (the fewest keys on which the record is unique; 0:
-        none, not an sdcMicro column) and ``<key>_contribution`` (the share of the record's
-        score from MSUs holding the key; they sum to 1 or more, an MSU holding several keys);
-        per sensitive
-        column ``<col>_Distinct_Ldiversity``, ``<col>_Entropy_Ldiversity`` and
-        ``<col>_Recursive_Ldiversity`` of the record's key cell.
+        One row per record, sdcMicro's names: ``fk``, ``Fk``, ``risk``; with SUDA2
+        ``suda_score``, ``dis_suda_score``, ``min_msu_size`` (0: none) and
+        ``<key>_contribution``; per sensitive column ``<col>_Distinct_Ldiversity``,
+        ``<col>_Entropy_Ldiversity`` and ``<col>_Recursive_Ldiversity``.
     global_risk : dict
-        ``expected_reidentifications`` (sdcMicro's ``global_risk_ER``, the sum of the
-        individual risks), ``global_risk`` (per record), ``global_risk_pct``, ``max_risk`` and
-        ``n_high_risk`` (sdcMicro's print: records with risk above the median plus three MADs
-        and above 0.1).
+        ``expected_reidentifications`` (sdcMicro's ``global_risk_ER``), ``global_risk``,
+        ``global_risk_pct``, ``max_risk`` and ``n_high_risk``.
     k_anonymity : dict
-        Per ``k``: ``n_violating`` and ``pct_violating`` (records with ``f_k < k``), with
-        weights also ``n_violating_population`` (``F_k < k``, sdcMicro's weighted count).
+        Per ``k``: ``n_violating`` and ``pct_violating`` (``f_k < k``), with weights also
+        ``n_violating_population`` (``F_k < k``).
     key_cells : dict
         ``n_records``, ``n_key_combinations``, ``n_sample_uniques``, ``pct_sample_uniques``.
     suda : dict or None
-        ``attribute_contributions`` and ``attribute_level_contributions`` (DataFrames, %),
-        ``dis_table`` (records per interval of the DIS score, as sdcMicro prints it),
-        ``n_msu_by_size``, ``n_records_with_msu``, ``n_full_key_pairs``, ``M``, ``max_size``,
-        ``Q``, ``dis_fraction``; ``None`` when SUDA2 was not asked for.
+        SUDA2's contributions, ``dis_table``, MSU counts and settings; ``None`` without SUDA2.
     l_diversity : dict
-        Per sensitive column: the distribution of distinct l-diversity over records
-        (``min``, quartiles, ``mean``, ``max``), ``n_records_l1`` / ``pct_records_l1`` (records
-        whose key cell has one sensitive value: it is disclosed to whoever knows the keys),
-        ``min_entropy``, ``min_recursive``.
+        Per sensitive column: distinct l-diversity over records (``min``, quartiles, ``mean``,
+        ``max``), ``n_records_l1`` / ``pct_records_l1``, ``min_entropy``, ``min_recursive``.
     settings : dict
     warnings : list of str
     """
@@ -79,8 +67,7 @@ class OriginalRisk(RiskResult):
         return self.records.copy()
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dictionary (the layout of ``summary.json``); the per-record table is not
-        in it (``records.csv`` of the command line)."""
+        """JSON-safe dictionary (``summary.json``), without the per-record table."""
         suda = None
         if self.suda is not None:
             suda = {k: (v.to_dict(orient="records") if isinstance(v, pd.DataFrame) else v)
@@ -150,9 +137,7 @@ class OriginalRisk(RiskResult):
 
     # ---- plots --------------------------------------------------------------------------------
     def _plot_risk(self, ax: Any) -> Any:
-        """Records by individual risk (a histogram on a logarithmic risk axis, which shows
-        weighted risks of 1e-4 and sample risks of 1/f_k alike), with the global risk (their
-        mean) as a dashed line."""
+        """Records by individual risk (log axis), with the global risk dashed."""
         r = self.records["risk"].to_numpy(dtype=np.float64)
         lo = max(float(r.min()), 1e-8)
         bins = np.geomspace(lo / 1.05, 1.05 * float(r.max()), 31) if r.max() > lo * 1.1 \
@@ -183,8 +168,7 @@ class OriginalRisk(RiskResult):
         return ax
 
     def _plot_l_diversity(self, ax: Any, sensitive: str | None = None) -> Any:
-        """Records by the distinct l-diversity of their key cell, for one sensitive column
-        (``sensitive=``; default the first)."""
+        """Records by the distinct l-diversity of their key cell for ``sensitive``."""
         from bayes_risk.exceptions import ValidationError
 
         if not self.l_diversity:

@@ -1,5 +1,4 @@
-"""Results of the global utility measures: pMSE and the one-call utility summary (the combining
-rules and interval overlap are in ``bayes_risk.results.combining``)."""
+"""Results of the global utility measures: pMSE and the utility summary."""
 
 from __future__ import annotations
 
@@ -31,8 +30,7 @@ def _per_dataset_plot(ax: Any, values: Any, reference: float, label: str) -> Any
 
 @dataclass(frozen=True)
 class PMSEResult(RiskResult):
-    """Result of :func:`~bayes_risk.utility.pmse` (one entry per synthetic dataset unless stated;
-    the formulas are on :doc:`/methods/utility`).
+    """Result of :func:`~bayes_risk.utility.pmse` (formulas: :doc:`/methods/utility`).
 
     Attributes
     ----------
@@ -45,41 +43,31 @@ class PMSEResult(RiskResult):
     std : ndarray of float, shape (m,)
         ``(pMSE − e0) / sd0``.
     k : ndarray of int, shape (m,)
-        Number of estimable coefficients of the logistic model including the intercept
-        (``-1`` for CART).
+        Estimable coefficients of the logistic model with intercept (``-1`` for CART).
     df : ndarray of int, shape (m,)
         Degrees of freedom of the theory null (``-1`` for CART).
     c : ndarray of float, shape (m,)
         ``n_syn / N``.
-    n_original : int
-        Rows of the original table.
-    n_synthetic : ndarray of int, shape (m,)
-        Rows of each synthetic dataset.
+    n_original, n_synthetic : int, ndarray of int
+        Rows of the original and of each synthetic dataset.
     converged : ndarray of bool, shape (m,)
         Whether each logistic fit converged (always True for CART).
     null_pmse : ndarray of float
-        Resampled null pMSEs: shape ``(m, n_perm)`` for ``perm`` (already halved), shape
-        ``(m (m − 1) / 2,)`` for ``pairs`` (not halved), empty for ``theory``.
+        Resampled null pMSEs: ``(m, n_perm)`` for ``perm`` (halved), ``(m (m − 1) / 2,)`` for
+        ``pairs``, empty for ``theory``.
     nnosplits : tuple of int or None
-        ``(number of resampled fits with pMSE < 1e-8, number of resampled fits)``.
-    method : str
-        ``"logit"`` or ``"cart"``.
-    max_order : int
-        Highest interaction order is ``max_order + 1`` (logit only).
-    null : str
-        Null actually used: ``"theory"``, ``"perm"`` or ``"pairs"``.
+        ``(resampled fits with pMSE < 1e-8, resampled fits)``.
+    method, max_order, null : str, int, str
+        Propensity model (``"logit"``, ``"cart"``), its highest interaction order minus 1 and
+        the null used (``"theory"``, ``"perm"``, ``"pairs"``).
     incomplete : bool
         Whether the theory null counted only coefficients involving synthesized variables.
-    synthesized : list of str
-        Synthesized columns (used for ``incomplete``).
-    columns : list of str
-        Columns entering the propensity model.
+    synthesized, columns : list of str
+        Synthesized columns; columns of the propensity model.
     settings : dict
         Further settings (CART parameters, tolerances, seed).
     warnings : list of str
-        Machine-readable codes: ``"SEPARATION"``, ``"NOT_CONVERGED"``, ``"LARGE_MODEL"``,
-        ``"EMPTY_LEVELS_DROPPED"``, ``"CONSTANT_COLUMN_DROPPED"``, ``"FEW_PAIRS"``,
-        ``"NO_SPLITS"``, ``"ZERO_DF"``.
+        Machine-readable codes.
     """
 
     pmse: np.ndarray
@@ -188,22 +176,21 @@ class UtilitySummary(RiskResult):
     pmse : PMSEResult
         pMSE, ratio (``S_pMSE``), standardised pMSE, ``k`` per synthetic dataset.
     overlap : DataFrame
-        One row per estimand: original estimate/SE/interval, combined synthetic estimate,
-        ``T_p``, ``ν_p`` and interval, ``overlap`` (Karr's ``J`` of the combined interval),
-        ``signed_overlap``, ``std_coef_diff`` and ``overlap_syn1 … overlap_synm`` (each
-        dataset's own interval against the original's).
+        One row per estimand: original and combined synthetic estimates and intervals,
+        ``overlap`` (Karr's ``J``), ``signed_overlap``, ``std_coef_diff`` and ``overlap_syn1 …
+        overlap_synm`` (each dataset's own interval).
     comparison : DataFrame or None
-        The formula comparison tables (one block of rows per formula) when formulas were given.
+        The formula comparison tables when formulas were given.
     estimand_kind : str
-        ``"formulas"`` or ``"means_and_proportions"`` (the default estimands).
+        ``"formulas"`` or ``"means_and_proportions"``.
     synthesized : list of str
-        Synthesized columns used (given, from the schema, or inferred).
+        Synthesized columns used.
     synthesized_inferred : bool
         Whether ``synthesized`` was inferred as the columns that differ from the original.
     settings : dict
-        Settings used (method, max_order, null, alpha, seed, family, formulas).
+        Settings used.
     warnings : list of str
-        Machine-readable codes (from pMSE and the overlap computations).
+        Machine-readable codes.
     """
 
     pmse: PMSEResult
@@ -285,9 +272,7 @@ class UtilitySummary(RiskResult):
         return [str(i + 1) for i in range(len(o))]
 
     def comparison_notes(self) -> list[str]:
-        """How the intervals were combined and how imputed columns were compared, in words,
-        from the settings (one sentence each; what the summary, the command's printout and the
-        audit report say)."""
+        """How the intervals were combined and imputed columns compared, one sentence each."""
         st = self.settings or {}
         out = []
         if "combining_rules" in st:

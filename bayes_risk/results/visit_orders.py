@@ -20,11 +20,8 @@ class VisitOrderComparison(RiskResult):
     Attributes
     ----------
     table : DataFrame
-        One row per order: ``order`` (``"A → B → C"``), ``pmse`` and ``pmse_ratio`` (means over
-        the ``m`` datasets; ``pmse_ratio`` is synthpop's ``S_pMSE``, about 1 when the synthetic
-        data cannot be told from the original), and the identification-risk measures
-        ``expected_match_risk``, ``true_match_risk``, ``n_unique``, ``true_match_rate_targets``,
-        ``false_match_rate``.
+        One row per order: ``order``, ``pmse``, ``pmse_ratio`` (means over the datasets) and the
+        identification-risk measures.
     orders : list of tuple of str
     releases : dict
         ``{order: SyntheticData}`` when ``keep_releases=True``, else empty.
