@@ -203,9 +203,6 @@ def column_values(
     return out
 
 
-# ----------------------------------------------------------------------------------------------
-# family log-densities, vectorised over draws
-# ----------------------------------------------------------------------------------------------
 def family_loglik(
     family: str,
     y: np.ndarray,
@@ -295,9 +292,6 @@ def family_sample(
     raise ValidationError(f"family must be one of {sorted(FAMILIES)}. Got {family!r}.")
 
 
-# ----------------------------------------------------------------------------------------------
-# exact normal-regression posterior (methods, Sequential Bayesian regressions)
-# ----------------------------------------------------------------------------------------------
 def normal_exact_posterior(
     X: np.ndarray, y: np.ndarray, n_draws: int, rng: np.random.Generator,
     weights: np.ndarray | None = None,
@@ -343,9 +337,6 @@ def normal_exact_posterior(
     return {"beta": beta, "sigma": np.sqrt(sigma2), "beta_hat": beta_hat, "s2": s2, "df": df}
 
 
-# ----------------------------------------------------------------------------------------------
-# output dtypes (Parquet drops pandas categoricals with integer categories)
-# ----------------------------------------------------------------------------------------------
 def record_dtypes(df: pd.DataFrame) -> dict[str, str]:
     """JSON-able dtype of every column: ``"category"``, ``"category-ordered"`` or a numpy name."""
     out: dict[str, str] = {}

@@ -109,7 +109,6 @@ def class_logw(state: DPMPMState, codes, lp, lpi, use) -> np.ndarray:
     return out
 
 
-# ---------------------------------------------------------------------- helpers
 def _dtypes_of(df: pd.DataFrame) -> dict[str, str]:
     out = {}
     for c in df.columns:

@@ -40,7 +40,6 @@ __all__ = [
 ]
 
 
-
 @njit(cache=True, inline="always")
 def _times_levels(w, codes, i, use, offsets, phi_h):  # pragma: no cover - numba
     """``w[k] *= Π_{j ∈ use, observed} φ_kj[codes[i, j]]`` (probability space, one draw)."""
@@ -270,7 +269,6 @@ def class_step(  # pragma: no cover - numba
                         miss_j, u_y, y, z, ch * size, min(n, (ch + 1) * size), ll, nks[ch],
                         cs[ch])
     return _class_step_finish(ll, nks, cs)
-
 
 
 def _serial_twin(kernel, name: str):

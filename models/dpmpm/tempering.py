@@ -1,24 +1,5 @@
-"""Parallel tempering of the DPMPM Gibbs sampler and the stepping-stone marginal likelihood.
-
-``DPMPM(temperatures=T)`` runs each chain as a ladder of ``T`` replicas of the Gibbs sweep at
-inverse temperatures ``β_t = ((T − 1 − t) / (T − 1))^(1/0.3)`` of the observed-data likelihood,
-with even–odd swaps of adjacent replicas (Syed et al. 2022); the kept draws are those of the
-replica at ``β = 1``. Each chain's stepping-stone estimate (Xie et al. 2011) of its log evidence,
-with a batch-means standard error, tells which regime carries the posterior mass
-(``bayes_risk.models._bayesian.regimes``). See :doc:`/methods/models` (DPMPM regimes).
-
-References
-----------
-Geyer, C. J. (1991). Markov chain Monte Carlo maximum likelihood. Computing Science and
-Statistics: Proceedings of the 23rd Symposium on the Interface, 156–163.
-
-Xie, W., Lewis, P. O., Fan, Y., Kuo, L., Chen, M.-H. (2011). Improving marginal likelihood
-estimation for Bayesian phylogenetic model selection. Systematic Biology 60(2), 150–160.
-https://doi.org/10.1093/sysbio/syq085
-
-Syed, S., Bouchard-Côté, A., Deligiannidis, G., Doucet, A. (2022). Non-reversible parallel
-tempering: a scalable highly parallel MCMC scheme. JRSS B 84(2), 321–350.
-https://doi.org/10.1111/rssb.12464
+"""Parallel tempering of the DPMPM Gibbs sampler (Geyer 1991; Syed et al. 2022) and the
+stepping-stone marginal likelihood (Xie et al. 2011): :doc:`/methods/models` (DPMPM regimes).
 """
 
 from __future__ import annotations

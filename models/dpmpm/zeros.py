@@ -131,7 +131,6 @@ class StructuralZeros:
                                for a, dj in zip(self.offsets, self.d, strict=True)])] = True
             self._table = table.ravel()
 
-    # ------------------------------------------------------------------ sets
     def _minus(self, box: np.ndarray, others: Sequence[np.ndarray]) -> list[np.ndarray]:
         """``box`` minus the union of ``others`` as disjoint boxes."""
         pieces = [box]
@@ -204,7 +203,6 @@ class StructuralZeros:
                 code="STRUCTURAL_ZERO_OBSERVED",
             )
 
-    # ------------------------------------------------------------------ masses
     def _box_column_logmass(self, phi: np.ndarray) -> np.ndarray:
         """``[H, B, p, K]`` ``log Σ_{c ∈ A_bj} φ_kj[c]`` (0 where the box leaves ``j`` free)."""
         H, _, K = phi.shape
@@ -257,7 +255,6 @@ class StructuralZeros:
             out[:, idx, :] = np.logaddexp(out[:, idx, :], acc)
         return out
 
-    # ------------------------------------------------------------------ draws
     def counts_in_zeros(
         self, count: int, phi: np.ndarray, log_pi: np.ndarray, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -288,7 +285,6 @@ class StructuralZeros:
         return nk, c
 
 
-# ---------------------------------------------------------------------- the Gibbs sampler
 class Augmentation:
     """Per-chain state of the truncated-multinomial data augmentation (Gibbs sampler).
 
@@ -412,7 +408,6 @@ class Augmentation:
         return np.asarray(left, dtype=np.int64)
 
 
-# ---------------------------------------------------------------------- helpers
 def _inverse_cdf(w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One category per row of non-negative weights ``w[n, d]`` (one uniform per row)."""
     cum = np.cumsum(w, axis=1)

@@ -16,6 +16,12 @@ import numpy as np
 import bayes_risk.models.poisson.kernels as pk
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.models._bayesian.records import stacked_values
+from bayes_risk.models._bayesian.sticks import (
+    label_switch_moves,
+    sample_alpha,
+    sample_sticks,
+    stick_breaking_log_parts,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -24,12 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover
 LATENT_GROUP = "latent"  # posterior group holding the Gibbs sampler's memberships z
 
 
-
-# ----------------------------------------------------------------------------------------------
-# PyMC pieces (imported lazily: ``import bayes_risk`` must not import PyMC)
-# ----------------------------------------------------------------------------------------------
 def _pt_log_stick(v):
-    """PyTensor version of :func:`_poisson_kernels.stick_breaking_log_weights`."""
+    """PyTensor version of :func:`~bayes_risk.models._bayesian.sticks.stick_breaking_log`."""
     import pytensor.tensor as pt
 
     log_v = pt.concatenate([pt.log(v), pt.zeros((1,))])
@@ -129,7 +131,7 @@ def _gibbs_step_class() -> type:
                 alpha = float(np.exp(point[self.names["alpha"]])) if "alpha" in self.names else 1.0
                 if K > 1 and self._sticks is not None:  # label moves (see _bayesian.sticks.py)
                     nk0 = np.bincount(self._z, minlength=K)
-                    self._z = pk.label_switch_moves(nk0, *self._sticks,
+                    self._z = label_switch_moves(nk0, *self._sticks,
                                                      self._generator())[self._z]
             n_k, s_kj = pk.component_stats(y, self._z, K)
             n_obs = n_k if self.observed is None else pk.component_stats(
@@ -140,9 +142,9 @@ def _gibbs_step_class() -> type:
             new = dict(point)
             if K > 1:
                 # log-space sticks, never clipped (stick breaking)
-                log_v, log_1mv = pk.sample_sticks(n_k, alpha, rng)
-                alpha = pk.sample_alpha(log_1mv, self.a_alpha, self.b_alpha, rng)
-                log_pi = pk.stick_breaking_log_parts(log_v, log_1mv)
+                log_v, log_1mv = sample_sticks(n_k, alpha, rng)
+                alpha = sample_alpha(log_1mv, self.a_alpha, self.b_alpha, rng)
+                log_pi = stick_breaking_log_parts(log_v, log_1mv)
                 self._sticks = (log_v, log_1mv)
                 new[self.names["v"]] = np.asarray(log_v - log_1mv)  # logit V
                 new[self.names["alpha"]] = np.asarray(np.log(alpha))

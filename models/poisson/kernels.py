@@ -11,21 +11,7 @@ import numba as nb
 import numpy as np
 from scipy.special import gammaln
 
-from bayes_risk.models._bayesian.sticks import (  # noqa: F401  (re-exported)
-    alpha_conditional,
-    initial_memberships,
-    label_switch_moves,
-    sample_alpha,
-    sample_sticks,
-    stick_breaking_log,
-    stick_breaking_log_parts,
-    stick_conditional,
-)
-
 __all__ = [
-    "stick_breaking_log_weights",
-    "sample_sticks",
-    "sample_alpha",
     "class_log_weights",
     "sample_memberships",
     "component_stats",
@@ -39,20 +25,6 @@ __all__ = [
 ]
 
 
-
-# ----------------------------------------------------------------------------------------------
-# stick breaking (Hu & Savitsky 2018; shared in substance with DPMPM)
-# ----------------------------------------------------------------------------------------------
-# One implementation for every truncated stick-breaking mixture (_bayesian/sticks.py); the names
-# below are those this module has always exported.
-stick_breaking_log_weights = stick_breaking_log
-stick_params = stick_conditional
-alpha_params = alpha_conditional
-
-
-# ----------------------------------------------------------------------------------------------
-# memberships and sufficient statistics
-# ----------------------------------------------------------------------------------------------
 # A missing count is NaN in ``y``: the kernels leave its Poisson factor out, which sums it over
 # 0, 1, 2, ... (the factor sums to 1), so every likelihood is that of the observed counts.
 def _filled(y: np.ndarray) -> np.ndarray:
@@ -183,9 +155,6 @@ def component_stats(y: np.ndarray, z: np.ndarray, K: int) -> tuple[np.ndarray, n
     )
 
 
-# ----------------------------------------------------------------------------------------------
-# likelihoods
-# ----------------------------------------------------------------------------------------------
 @nb.njit(cache=True)
 def _record_loglik(y, lgy, log_pi, lam, log_lam):  # pragma: no cover - compiled
     H, K = log_pi.shape
@@ -283,9 +252,6 @@ def groups_loglik(z_values: np.ndarray, groups: np.ndarray, totals: np.ndarray) 
     )
 
 
-# ----------------------------------------------------------------------------------------------
-# MM / TCMM synthesis
-# ----------------------------------------------------------------------------------------------
 def tail_threshold(x: np.ndarray, q: float) -> float:
     """Inverse-CDF empirical ``q``-quantile: smallest observed ``v`` with ``#{x ≤ v}/n ≥ q``
     (Hu 2019 §3.3.3).

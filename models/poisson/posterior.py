@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-import bayes_risk.models.poisson.kernels as pk
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models._bayesian.sticks import stick_breaking_log
 from bayes_risk.models.poisson.fit import LATENT_GROUP
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def validate_posterior(posterior: xr.DataTree, cols: list[str], n_components: in
                     f"posterior 'v' must have K - 1 = {K - 1} stick proportions in (0, 1).",
                     code="POSTERIOR_INVALID"
                 )
-            w = np.exp(pk.stick_breaking_log_weights(v))
+            w = np.exp(stick_breaking_log(v))
         else:
             raise ValidationError(
                 "a PoissonMixture posterior needs 'w' (mixture weights) or 'v'.",

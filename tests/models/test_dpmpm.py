@@ -19,13 +19,13 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
-from bayes_risk.models.dpmpm.coding import encode
-from bayes_risk.models.dpmpm.dpmpm import (
-    DPMPM,
+from bayes_risk.models._bayesian.sticks import (
     alpha_conditional,
     stick_breaking_log,
     stick_conditional,
 )
+from bayes_risk.models.dpmpm.coding import encode
+from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
 
