@@ -511,19 +511,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     def convergence_report(self, *, warn: bool = False) -> pd.DataFrame:
         """Deprecated (``FutureWarning``): use :meth:`convergence_summary` (its ``quantities``)
-        or ``arviz.summary(model.posterior_, group="label_invariant")``.
-
-        Parameters
-        ----------
-        warn : bool
-            Issue a :class:`ConvergenceWarning` naming the failed checks.
-
-        Returns
-        -------
-        DataFrame
-            One row per diagnosed quantity (``mean``, ``sd``, ``ess_bulk``, ``ess_tail``,
-            ``rhat``, ``flag``; ``attrs["mcmc_run"]``).
-        """
+        or ``arviz.summary(model.posterior_, group="label_invariant")``."""
         warn_deprecated("convergence_report()")
         return self._check_convergence(warn=warn)
 
@@ -533,10 +521,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Returns
         -------
         list of dict
-            Each with ``code`` (``"RHAT_HIGH"``, ``"LOW_ESS"``, ``"REGIMES_DISAGREE"``, or a
-            model code such as ``"TRUNCATION_TOO_SMALL"``), ``quantities``, ``checks`` (the
-            failed checks: ``code``, ``quantity``, ``statistic``, ``value``, ``threshold``;
-            empty for a model code) and ``message``.
+            Each with ``code`` (e.g. ``"RHAT_HIGH"``, ``"TRUNCATION_TOO_SMALL"``),
+            ``quantities``, ``checks`` (the failed checks) and ``message``.
         """
         from bayes_risk.warning_codes import message
 
@@ -563,10 +549,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Parameters
         ----------
         kind : {"dict", "table"}, optional
-            Deprecated (``FutureWarning``): ``"dict"`` is the record returned without it;
-            ``"table"`` returns the figures of ``quantities`` as a DataFrame with ArviZ's
-            column names; use ``pandas.DataFrame.from_dict(summary["quantities"],
-            orient="index")`` or ``arviz.summary(model.posterior_, group="label_invariant")``.
+            Deprecated (``FutureWarning``): ``"table"`` returns ``quantities`` as a DataFrame.
 
         Returns
         -------
@@ -738,9 +721,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Parameters
         ----------
         posterior : DataTree or mapping of name → array
-            A DataTree with a ``posterior`` group, or arrays whose leading dimensions are
-            ``(chain, draw)``, or only ``(draw,)`` for one chain. Variable names and shapes are
-            model specific (see the subclass's ``_validate_posterior``).
+            A DataTree with a ``posterior`` group, or arrays with leading dimensions
+            ``(chain, draw)`` (or ``(draw,)``); names and shapes are model specific.
         schema : Schema
             Columns, types, levels and roles of the data the draws were fitted to.
         n_records : int, optional
@@ -757,8 +739,43 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         BayesianSynthesizer
             A fitted model; convergence is reported on the given draws.
         """
-        return cls(**settings)._adopt_posterior(posterior, schema, n_records, data,
-                                                synthesized_records)
+        model = cls(**settings)
+        if not isinstance(schema, Schema):
+            raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
+        if not schema.synthesized:  # no roles given: full synthesis, as in fit
+            schema = schema.with_roles(schema.names)
+        dt = model._as_datatree(posterior)
+        if data is not None:
+            data, _ = model._prepare_data(data, schema=schema, allow_nan=True, fitting=False)
+        if n_records is None:
+            if data is None:
+                raise ValidationError(
+                    "from_posterior needs n_records or data (the number of "
+                    "records per synthetic dataset)."
+                )
+            n_records = len(data)
+        n_records = check_int(n_records, "n_records", 1)
+        if synthesized_records is not None:
+            synthesized_records = np.asarray(synthesized_records, dtype=bool)
+            if synthesized_records.shape != (n_records,):
+                raise ValidationError(
+                    f"synthesized_records must have one flag per record ({n_records})."
+                )
+            if data is None:
+                # the records that are not synthesized are released unchanged: copied from data
+                raise ValidationError(
+                    "synthesized_records (partial synthesis of selected records) needs the "
+                    "confidential data: pass data=..."
+                )
+        model._validate_posterior(dt, schema)
+        if model._needs_data_for_synthesis_given(schema) and data is None:
+            raise ValidationError(
+                "this model's synthesis mode needs the confidential data: pass data=..."
+            )
+        model._set_fitted(dt, schema, n_records, data=data,
+                          synthesized_records=synthesized_records)
+        model.data_ = data if model._needs_data_for_synthesis() else None
+        return model
 
     def _chain_seeds(self, random_seed: RandomSeed) -> list[int]:
         """Check the MCMC settings; one integer seed per chain drawn from ``random_seed``."""
@@ -943,9 +960,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         settings = {
             k: tuple(v) if isinstance(v, list) else v for k, v in meta.get("settings", {}).items()
         }
-        return cls(**settings)._restore_fitted(p, meta, posterior)
-
-    def _restore_fitted(self, p: Path, meta: dict[str, Any], posterior: Any) -> Any:
+        model = cls(**settings)
         data = None
         if meta.get("data_file"):
             data = pd.read_parquet(p / meta["data_file"])
@@ -954,52 +969,12 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             flags = np.zeros(int(meta["n_records"]), dtype=bool)
             flags[np.asarray(meta["synthesized_records"], dtype=np.int64)] = True
         schema = Schema.from_dict(meta["schema"])
-        self._state_from_json(meta.get("state") or {})
-        self._validate_posterior(posterior, schema)
-        self._set_fitted(posterior, schema, int(meta["n_records"]), data=data,
-                         synthesized_records=flags, check_convergence=False)
-        self.data_ = data
-        return self
-
-    def _adopt_posterior(self, posterior: Any, schema: Schema, n_records: int | None,
-                         data: pd.DataFrame | None, synthesized_records: Any) -> Any:
-        """The work of ``from_posterior`` on a new instance."""
-        if not isinstance(schema, Schema):
-            raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
-        if not schema.synthesized:  # no roles given: full synthesis, as in fit
-            schema = schema.with_roles(schema.names)
-        dt = self._as_datatree(posterior)
-        if data is not None:
-            data, _ = self._prepare_data(data, schema=schema, allow_nan=True, fitting=False)
-        if n_records is None:
-            if data is None:
-                raise ValidationError(
-                    "from_posterior needs n_records or data (the number of "
-                    "records per synthetic dataset)."
-                )
-            n_records = len(data)
-        n_records = check_int(n_records, "n_records", 1)
-        if synthesized_records is not None:
-            synthesized_records = np.asarray(synthesized_records, dtype=bool)
-            if synthesized_records.shape != (n_records,):
-                raise ValidationError(
-                    f"synthesized_records must have one flag per record ({n_records})."
-                )
-            if data is None:
-                # the records that are not synthesized are released unchanged: copied from data
-                raise ValidationError(
-                    "synthesized_records (partial synthesis of selected records) needs the "
-                    "confidential data: pass data=..."
-                )
-        self._validate_posterior(dt, schema)
-        if self._needs_data_for_synthesis_given(schema) and data is None:
-            raise ValidationError(
-                "this model's synthesis mode needs the confidential data: pass data=..."
-            )
-        self._set_fitted(dt, schema, n_records, data=data,
-                         synthesized_records=synthesized_records)
-        self.data_ = data if self._needs_data_for_synthesis() else None
-        return self
+        model._state_from_json(meta.get("state") or {})
+        model._validate_posterior(posterior, schema)
+        model._set_fitted(posterior, schema, int(meta["n_records"]), data=data,
+                          synthesized_records=flags, check_convergence=False)
+        model.data_ = data
+        return model
 
     def _identity(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """What :func:`bayes_risk.data.provenance.model_id` hashes."""

@@ -610,12 +610,11 @@ class DPMPM(BayesianSynthesizer):
         Parameters
         ----------
         record : int or Series
-            Record position ``i`` in the original data, or the original row (its ``name`` is the
-            position).
+            Record position ``i`` in the original data, or the row (its ``name`` the position).
         candidates : DataFrame
-            ``G`` candidate values of the varying columns (any subset of the model's columns).
+            ``G`` candidate values of some of the model's columns.
         synthetic : sequence of DataFrame or SyntheticData
-            The ``m`` released datasets (same row order as the original).
+            The ``m`` released datasets.
         draw_indices : array of int, optional
             Flattened draw indices.
         """
@@ -639,11 +638,8 @@ class DPMPM(BayesianSynthesizer):
         chunk_size: int | None = None,
         out: np.ndarray | None = None,
     ) -> np.ndarray:
-        """``[H, n, G]`` joint log-likelihoods of the one-variable-different candidates.
-
-        Index 0 is the truth, then column by column, levels ascending, skipping the true level
-        (:doc:`/methods/attribute`, Candidate sets; ``G``: :meth:`neighbourhood_size`). ``out``
-        (float64 ``[H, n, G]``) receives the result when given.
+        """``[H, n, G]`` joint log-likelihoods of the one-variable-different candidates, the truth
+        first (:doc:`/methods/attribute`, Candidate sets); ``out`` receives them when given.
 
         Raises
         ------

@@ -1,7 +1,5 @@
-"""Likelihoods of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM` that the risk engines use, on the
-fitted state (:class:`~bayes_risk.models.dpmpm.state.DPMPMState`); the model's methods of the
-same names document them.
-"""
+"""Likelihoods of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM` on its fitted state, documented
+on the model's methods."""
 
 from __future__ import annotations
 

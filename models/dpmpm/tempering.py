@@ -63,11 +63,8 @@ class TemperedLadder:
     temperatures : int
         Replicas ``T >= 2``.
 
-    Statistics of each draw: those of the sweep at ``β = 1`` (``loglik`` recomputed for a
-    state that a swap brought there), ``tempered_loglik`` ``[T]`` (``ℓ`` of the state at each
-    temperature), ``swap_accepted`` and ``swap_proposed`` ``[T − 1]`` (swaps of each adjacent
-    pair in the draw's sweeps; the even–odd scheme proposes every other pair at each sweep)
-    and ``beta`` ``[T]`` (the ladder, tuned in the first half of the warm-up).
+    Statistics: those of the sweep at ``β = 1``, ``tempered_loglik`` ``[T]``, ``swap_accepted``
+    and ``swap_proposed`` ``[T − 1]`` and ``beta`` ``[T]`` (tuned in the first half of the warm-up).
     """
 
     name = "dpmpm_tempered_gibbs"
@@ -216,10 +213,7 @@ def stepping_stone(ell: np.ndarray, betas: np.ndarray,
     """Stepping-stone log evidence and its Monte Carlo standard error from one chain's
     ``ell [draw, T]`` (``ℓ`` at each temperature of each kept draw) and the ladder ``betas``.
 
-    ``log Z = Σ_t log mean_d exp((β_t − β_{t+1}) ℓ_{d, t+1})``. Standard error by batch means
-    of the linearised estimate (delta method): consecutive batches of draws, each batch's
-    ``Σ_t mean_b(w_t) / mean(w_t)`` with ``w_t = exp(Δβ_t ℓ_t)``, so that the correlation of
-    the rungs (the swaps exchange their states) is counted.
+    Standard error by batch means of the linearised estimate (the rungs are correlated).
     """
     ell = np.asarray(ell, dtype=np.float64)
     D, T = ell.shape
@@ -237,10 +231,8 @@ def stepping_stone(ell: np.ndarray, betas: np.ndarray,
 
 
 def record_evidence(dt: Any, temperatures: int) -> None:
-    """Each chain's stepping-stone estimate (and its standard error) of the log evidence in the
-    posterior group's attributes (``log_evidence``, ``log_evidence_se``), with each chain's
-    ladder (``temperatures``, ``betas`` ``[C][T]``) and each adjacent pair's swap acceptance
-    rate over the kept draws (``swap_rate`` ``[C][T − 1]``)."""
+    """Record each chain's stepping-stone log evidence, its standard error, ladder and swap
+    rates in the posterior group's attributes."""
     from bayes_risk.models._bayesian.regimes import EVIDENCE_ATTR, EVIDENCE_SE_ATTR
 
     ell = np.asarray(dt["sample_stats"]["tempered_loglik"].values, dtype=np.float64)

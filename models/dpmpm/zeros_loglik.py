@@ -186,11 +186,8 @@ def own_record_terms(state: DPMPMState, codes_full, zc, lp, lpi, ph):
 def fix_synthesis(state: DPMPMState, draw, rng, rows_codes, logw, z, cols, *, keep_class: bool):
     """Redraw the synthesized records that fell in ``S`` until none does (rejection).
 
-    ``rows_codes[r, p]``: the released records' codes before synthesis (unsynthesized values);
-    ``logw[r, K]`` the class log-weights used; ``z`` the drawn classes; ``cols`` maps a column
-    index to its drawn codes (modified in place). With ``keep_class`` (``posterior_class``) only
-    the values are redrawn given the record's class, else class and values (marginal,
-    ``conditional_us``): exact draws from the truncated conditional either way.
+    ``cols`` maps a column index to its drawn codes (modified in place); ``keep_class``
+    (``posterior_class``): only the values are redrawn, given the record's class.
     """
     zs = state.zeros
     phi = state.phi[draw]

@@ -1,7 +1,4 @@
-"""Numerical kernels of the Poisson-mixture synthesizers (Hu 2019 §3.3.3), tested against the
-PyMC model's log-density. Random numbers are drawn outside the compiled kernels and passed in,
-so results depend only on the seed.
-"""
+"""Numerical kernels of the Poisson-mixture synthesizers (Hu 2019 §3.3.3)."""
 
 from __future__ import annotations
 
@@ -99,8 +96,7 @@ def sample_memberships(
     """Draw ``z_i ~ Cat(softmax(log π_k + Σ_j log Poisson(y_ij|λ_kj)))`` for every record, the
     sum over its observed counts (NaN: missing, summed out).
 
-    With ``return_loglik=True`` also returns ``Σ_i log p(y_i | Θ)`` (the data log-likelihood under
-    the ``Θ`` the memberships were drawn from), computed in the same pass.
+    ``return_loglik``: also ``Σ_i log p(y_i | Θ)``, in the same pass.
     """
     y = np.ascontiguousarray(y, dtype=np.float64)
     lam = np.ascontiguousarray(lam, dtype=np.float64)
@@ -185,8 +181,7 @@ def _record_loglik(y, lgy, log_pi, lam, log_lam):  # pragma: no cover - compiled
 def record_loglik(y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
     """MP record log-likelihood ``[H, n]`` (Hu 2019 §3.3.3).
 
-    ``log p(y_i | Θ_h) = logsumexp_k(log π_hk + Σ_j [y_ij log λ_hkj − λ_hkj − lgamma(y_ij + 1)])``,
-    the sum over the observed counts: a missing one (NaN) is summed out.
+    A missing count (NaN) is summed out.
 
     Parameters
     ----------

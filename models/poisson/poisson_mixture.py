@@ -298,7 +298,7 @@ class PoissonMixture(BayesianSynthesizer):
     def build_pymc_model(
         self, y: np.ndarray, columns: Sequence[str], b_lambda: np.ndarray | None = None
     ):
-        """The PyMC model of Hu 2019 §3.3.3 (class-marginalised; the single source of truth).
+        """The class-marginalised PyMC model of Hu 2019 §3.3.3 (the single source of truth).
 
         Parameters
         ----------
@@ -312,9 +312,7 @@ class PoissonMixture(BayesianSynthesizer):
         Returns
         -------
         pymc.Model
-            Free variables ``alpha``, ``v`` (absent when ``K = 1``) and ``lam``; deterministic
-            ``w``; observed ``y`` whose log-density is ``logsumexp_k(log π_k + Σ_j log
-            Poisson(y_ij | λ_kj))`` per record.
+            Free ``alpha``, ``v`` (``K > 1``) and ``lam``; deterministic ``w``; observed ``y``.
         """
         b = self._b_lambda_vector(np.asarray(y, dtype=np.float64)) if b_lambda is None else b_lambda
         return _fit.build_pymc_model(
@@ -333,10 +331,8 @@ class PoissonMixture(BayesianSynthesizer):
     def fit_augmented(
         self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> PoissonMixture:
-        """A new model with the same settings and prior fitted to the confidential records and the
-        synthesized rows of ``Z_(l)``: draws from ``p(Θ | y, Z_(l))`` (:doc:`/methods/attribute`,
-        The stabilised estimator).
-        """
+        """A new model, same settings and prior, fitted to the confidential records and the
+        synthesized rows of ``Z_(l)`` (:doc:`/methods/attribute`, The stabilised estimator)."""
         self._check_fitted()
         cols = self.columns_
         synthetic = self._synthesized_part(synthetic)
@@ -352,9 +348,8 @@ class PoissonMixture(BayesianSynthesizer):
         return new.fit(both, schema=self.schema_.keeping_levels(), synthesized=cols)
 
     def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
-        """``[H, n]`` MP record log-likelihood ``log p(y_i | Θ_h)``, the importance ratios of every
-        variant (Hu 2019 §3.2.5); a negative or non-integer count gives ``-inf``.
-        """
+        """``[H, n]`` MP record log-likelihood ``log p(y_i | Θ_h)`` (every variant's importance
+        ratios, Hu 2019 §3.2.5); a negative or non-integer count gives ``-inf``."""
         self._check_fitted()
         return _loglik.record_loglik(self._state, records, self._draw_indices(draw_indices))
 
@@ -365,9 +360,7 @@ class PoissonMixture(BayesianSynthesizer):
         Raises
         ------
         NeighbourhoodUnavailable
-            Always (a ``ValidationError`` and ``NotImplementedError``: the attribute engine falls
-            back to candidate records); use :meth:`record_loglik` on a grid, or
-            :meth:`largest_value_loglik`.
+            Always; use :meth:`record_loglik` on a grid, or :meth:`largest_value_loglik`.
         """
         raise _loglik.neighbourhood_unavailable()
 
@@ -450,8 +443,8 @@ class PoissonMixture(BayesianSynthesizer):
     def largest_value_candidates(
         self, column: str, upper: float, *, step: float = 1.0, data: pd.DataFrame | None = None
     ) -> tuple[np.ndarray, int, int]:
-        """Candidate grid for the largest value of ``column`` (Wei & Reiter 2016): multiples of
-        ``step`` from ``y_(2)j`` to ``upper``, with the truth ``y_(1)j`` inserted.
+        """Candidate grid for the largest value of ``column`` (Wei & Reiter 2016): ``step``s from
+        ``y_(2)j`` to ``upper``, with the truth ``y_(1)j``.
 
         Returns
         -------

@@ -1,7 +1,4 @@
-"""Posterior of :class:`~bayes_risk.models.PoissonMixture`: checks of a given posterior and the
-label-invariant quantities of the convergence checks (each column's posterior predictive mean
-and variance).
-"""
+"""Posterior of :class:`~bayes_risk.models.PoissonMixture`: checks and convergence quantities."""
 
 from __future__ import annotations
 
