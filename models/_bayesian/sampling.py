@@ -6,13 +6,10 @@ handled SIGTERM) instead of returning a truncated posterior, and refuse a partia
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.exceptions import redeliver_interrupt
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["InterruptGuard", "chain_seeds", "check_complete"]
 

@@ -186,7 +186,7 @@ def gamma_variates(shape, rng):  # pragma: no cover - numba
 @njit(cache=True, nogil=True)
 def stick_variates(nk, alpha, rng):  # pragma: no cover - numba
     """The random numbers of ``sticks.sample_sticks(nk, alpha, rng)``, in its order:
-    ``(a, g_a, u_a, b, g_b, u_b)`` for ``sticks.sticks_from_variates``."""
+    ``(a, g_a, u_a, b, g_b, u_b)`` for ``sticks.sticks_and_weights_from_variates``."""
     K = nk.shape[0]
     a = np.empty(K - 1)
     b = np.empty(K - 1)

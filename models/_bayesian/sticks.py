@@ -14,13 +14,10 @@ __all__ = [
     "stick_breaking_log",
     "stick_breaking_log_parts",
     "stick_conditional",
-    "alpha_conditional",
     "alpha_conditional_log",
     "sample_sticks",
-    "sticks_from_variates",
     "sticks_and_weights_from_variates",
     "sample_alpha",
-    "alpha_log_marginal",
     "slice_alpha",
     "initial_memberships",
     "label_switch_moves",
@@ -110,23 +107,18 @@ def stick_conditional(nk: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndar
     return 1.0 + nk[:-1], float(alpha) + tail[1:]
 
 
-def alpha_conditional(V: np.ndarray, a_alpha: float, b_alpha: float) -> tuple[float, float]:
-    """Shape and rate of the full conditional of α given ``V`` (Escobar & West 1995).
-
-    Examples
-    --------
-    >>> shape, rate = alpha_conditional(np.array([0.5, 0.4]), 0.25, 0.25)
-    >>> round(shape, 6), round(rate, 6)
-    (2.25, 1.453973)
-    """
-    V = np.asarray(V, dtype=np.float64)
-    return alpha_conditional_log(np.log1p(-V), a_alpha, b_alpha)
-
-
 def alpha_conditional_log(
     log_1mv: np.ndarray, a_alpha: float, b_alpha: float
 ) -> tuple[float, float]:
-    """:func:`alpha_conditional` from the log-space ``log(1 − V_k)`` (exact, never clipped)."""
+    """Shape and rate of the full conditional of α given the sticks' ``log(1 − V_k)`` (Escobar &
+    West 1995).
+
+    Examples
+    --------
+    >>> shape, rate = alpha_conditional_log(np.log1p(-np.array([0.5, 0.4])), 0.25, 0.25)
+    >>> round(shape, 6), round(rate, 6)
+    (2.25, 1.453973)
+    """
     l1 = np.asarray(log_1mv, dtype=np.float64)
     return float(a_alpha) + l1.size, float(b_alpha) - float(l1.sum())
 
@@ -143,20 +135,12 @@ def sample_sticks(
     return lg1 - tot, lg2 - tot
 
 
-def sticks_from_variates(
-    a: np.ndarray, g_a: np.ndarray, u_a: np.ndarray,
-    b: np.ndarray, g_b: np.ndarray, u_b: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`sample_sticks` from its random numbers (``stick_kernels.stick_variates``)."""
-    return sticks_and_weights_from_variates(a, g_a, u_a, b, g_b, u_b)[:2]
-
-
 def sticks_and_weights_from_variates(
     a: np.ndarray, g_a: np.ndarray, u_a: np.ndarray,
     b: np.ndarray, g_b: np.ndarray, u_b: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`sticks_from_variates` and ``log π``; the logarithms in numpy (whose ``log`` may
-    differ from C's in the last bit), the rest in one compiled call."""
+    """:func:`sample_sticks` from its random numbers (``stick_kernels.stick_variates``), and
+    ``log π``: the logarithms in numpy (whose ``log`` may differ from C's in the last bit)."""
     from bayes_risk.models._bayesian.stick_kernels import stick_log_parts
 
     small_b = b < 1.0
@@ -171,29 +155,6 @@ def sample_alpha(
     """Draw ``α ~ Gamma(a_α + K − 1, b_α − Σ log(1 − V_k))`` (shape, rate) from log-space sticks."""
     shape, rate = alpha_conditional_log(log_1mv, a_alpha, b_alpha)
     return float(rng.gamma(shape, 1.0 / rate))
-
-
-def alpha_log_marginal(nk: np.ndarray, alpha: float, a_alpha: float, b_alpha: float) -> float:
-    """``log p(α) + log p(z | α)`` up to a constant, the sticks integrated out.
-
-    Examples
-    --------
-    >>> from scipy.special import beta
-    >>> from scipy.stats import gamma
-    >>> nk = np.array([3, 0, 2, 0])
-    >>> def direct(al):  # B(4, α+2) B(1, α+2) B(3, α) / B(1, α)^3 × prior
-    ...     return float(np.log(beta(4, al + 2) * beta(1, al + 2) * beta(3, al) * al**3)
-    ...                  + gamma(0.25, scale=4).logpdf(al))
-    >>> ours = alpha_log_marginal(nk, 1.5, 0.25, 0.25) - alpha_log_marginal(nk, 0.7, 0.25, 0.25)
-    >>> bool(np.isclose(ours, direct(1.5) - direct(0.7)))
-    True
-    """
-    from bayes_risk.models._bayesian.stick_kernels import log_prior_counts
-
-    if not alpha > 0:
-        return -np.inf
-    nk = np.asarray(nk, dtype=np.float64)
-    return float((a_alpha - 1.0) * np.log(alpha) - b_alpha * alpha + log_prior_counts(nk, alpha))
 
 
 def slice_alpha(

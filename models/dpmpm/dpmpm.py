@@ -212,10 +212,8 @@ class DPMPM(BayesianSynthesizer):
         check_int(self.n_components, "n_components (the truncation level K)", 1)
         try:
             a, b = (float(x) for x in self.alpha_prior)
-        except (TypeError, ValueError) as err:
-            raise ValidationError(
-                f"alpha_prior must be two positive numbers (shape, rate). Got {self.alpha_prior!r}."
-            ) from err
+        except (TypeError, ValueError):
+            a = b = np.nan
         if not (a > 0 and b > 0 and np.isfinite(a) and np.isfinite(b)):
             raise ValidationError(
                 f"alpha_prior must be two positive numbers (shape, rate). Got {self.alpha_prior!r}."

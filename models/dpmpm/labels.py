@@ -18,7 +18,6 @@ from numba import njit
 from bayes_risk.models._bayesian.generator import generator_of
 from bayes_risk.models._bayesian.stick_kernels import (
     gamma_variates,
-    log_prior_counts,
     slice_log_alpha,
     stick_variates,
 )
@@ -28,41 +27,8 @@ from bayes_risk.models.dpmpm.splitmerge import split_merge
 __all__ = [
     "collapsed_moves",
     "collapsed_moves_and_variates",
-    "log_collapsed_posterior",
     "relabel",
 ]
-
-
-@njit(cache=True)
-def _log_marg(c, nk, k, d, offsets, a):  # pragma: no cover - numba
-    """Dirichlet–multinomial log marginal likelihood of class ``k`` (terms constant in the
-    counts are left out: they cancel between the states compared)."""
-    out = 0.0
-    lga = math.lgamma(a)
-    for j in range(d.shape[0]):
-        out -= math.lgamma(d[j] * a + nk[k]) - math.lgamma(d[j] * a)
-        base = offsets[j]
-        for cc in range(d[j]):
-            x = c[base + cc, k]
-            if x > 0:
-                out += math.lgamma(a + x) - lga
-    return out
-
-
-@njit(cache=True)
-def log_collapsed_posterior(y, z, d, offsets, K, alpha, a):  # pragma: no cover - numba
-    """``log p(z | α) + log p(y | z)`` up to a constant (the label swaps' target; tests)."""
-    L = offsets[-1] + d[-1]
-    c = np.zeros((L, K))
-    nk = np.zeros(K, dtype=np.int64)
-    for r in range(y.shape[0]):
-        nk[z[r]] += 1
-        for j in range(y.shape[1]):
-            c[offsets[j] + y[r, j], z[r]] += 1.0
-    out = log_prior_counts(nk, alpha)
-    for k in range(K):
-        out += _log_marg(c, nk, k, d, offsets, a)
-    return out
 
 
 @njit(cache=True)

@@ -1,11 +1,7 @@
 """Structural zeros of the DPMPM (Manrique-Vallier & Reiter 2014; Manrique-Vallier & Hu 2018).
 
-The table of zeros uses NPBayesImputeCat's ``MCZ`` format (one pattern per row, a missing value
-= any level). The model is truncated to the allowed cells,
-``p(y | Θ) = 1{y ∉ S} Σ_k π_k Π_j φ_kj[y_j] / (1 − P(S | Θ))``, and fitted by truncated-
-multinomial data augmentation. Patterns become disjoint boxes so that
-``P(S | Θ) = Σ_box Σ_k π_k Π_j Σ_{c ∈ A_j} φ_kj[c]`` counts nothing twice.
-See :doc:`/methods/models` (Structural zeros).
+The patterns (NPBayesImputeCat's ``MCZ`` format) become disjoint boxes, so that ``P(S | Θ)``
+counts nothing twice. See :doc:`/methods/models` (Structural zeros).
 """
 
 from __future__ import annotations
@@ -288,9 +284,8 @@ class StructuralZeros:
 class Augmentation:
     """Per-chain state of the truncated-multinomial data augmentation (Gibbs sampler).
 
-    Holds the class sizes and level counts of the imaginary records the unrestricted model
-    generated inside ``S``; they enter the sticks and ``φ`` updates (Manrique-Vallier & Reiter
-    2014, §3). The records themselves are never needed.
+    Holds the class sizes and level counts of the records the unrestricted model generated
+    inside ``S`` (Manrique-Vallier & Reiter 2014, §3).
     """
 
     def __init__(self, zeros: StructuralZeros, codes: np.ndarray):
@@ -445,9 +440,8 @@ def for_schema(obj: Any, schema: Any, synthesis_mode: str) -> StructuralZeros | 
     Raises
     ------
     ValidationError
-        ``marginal`` synthesis with unsynthesized columns: the released record would join a
-        synthesized part drawn without the record's own unsynthesized values to those values,
-        which can form an impossible combination.
+        ``marginal`` synthesis with unsynthesized columns (it could release an impossible
+        combination).
     """
     if obj is None:
         return None

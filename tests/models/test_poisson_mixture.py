@@ -119,7 +119,8 @@ def test_stick_breaking_fixtures():
     a, b = sticks.stick_conditional(np.array([5, 3, 2]), 1.0)
     np.testing.assert_allclose(a, [6, 4])
     np.testing.assert_allclose(b, [6, 3])
-    shape, rate = sticks.alpha_conditional(np.array([0.5, 0.4]), 0.25, 0.25)
+    shape, rate = sticks.alpha_conditional_log(np.log1p(-np.array([0.5, 0.4])), 0.25,
+                                               0.25)
     np.testing.assert_allclose([shape, rate], [2.25, 1.453973], rtol=1e-6)
 
 
