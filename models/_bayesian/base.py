@@ -229,19 +229,17 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Parameters
         ----------
         data : DataFrame
-            Confidential table (for :class:`~bayes_risk.models.PoissonMixture` the synthesized
-            columns must be non-negative integer counts).
+            Confidential table.
         schema : Schema, optional
             Column types, levels and roles (default inferred: integer columns are counts).
         synthesized : sequence of str, optional
             Columns to model and synthesize (default: the schema's synthesized columns, else all).
-            Other columns are released unchanged.
         records : array of bool or int indices, optional
-            Records whose synthesized columns are replaced (default all); the model is fitted to
-            every record either way.
+            Records whose synthesized columns are replaced (default all; the model is fitted to
+            every record).
         random_seed : RandomSeed
-            Seed of the sampler when the ``random_seed`` setting is ``None`` (another seed than a
-            setting given raises ``SEED_CONFLICT``); each chain gets its own child stream.
+            Seed of the sampler when the ``random_seed`` setting is ``None`` (``SEED_CONFLICT``
+            if it differs from a setting given).
 
         Returns
         -------
@@ -253,9 +251,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             A synthesized column the model does not take, or a column named in the settings that
             is not in the data.
         ValidationError
-            Invalid settings or record selection (for
-            :class:`~bayes_risk.models.SequentialRegression` also a bad family, predictor order or a
-            rank-deficient design).
+            Invalid settings or record selection.
         """
         started = time.perf_counter()
         self._check_settings()
@@ -484,9 +480,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         n : int or None
             Number of replicates (``None``: chunks until the caller stops).
         columns : sequence of str, optional
-            Synthesized columns to return (default: all synthesized columns).
+            Synthesized columns to return (default: all).
         chunk_size : int
-            Replicates per yielded list (memory; the values do not depend on it).
+            Replicates per yielded list (the values do not depend on it).
         random_seed : RandomSeed
             Seed of the replicates.
         start : int
@@ -557,12 +553,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             The run (``chains``, ``draws``, ``thin``, ``tune``, ``rounds``, ...), ``thresholds``,
             ``quantities``, ``failed_checks``, ``warnings`` (:meth:`mcmc_warnings`), ``passed``
             and ``regimes`` (which chains agree; ``None`` with one chain).
-
-        References
-        ----------
-        Vehtari, A., Gelman, A., Simpson, D., Carpenter, B., Bürkner, P.-C. (2021). Rank-
-        normalization, folding, and localization: an improved R-hat for assessing convergence of
-        MCMC. Bayesian Analysis 16(2), 667–718. https://doi.org/10.1214/20-BA1221
 
         Examples
         --------
@@ -716,7 +706,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         synthesized_records: np.ndarray | None = None,
         **settings: Any,
     ) -> BayesianSynthesizer:
-        """Build a fitted model from posterior draws made elsewhere (Stan, brms, another chain).
+        """Build a fitted model from posterior draws made elsewhere (Stan, brms, ...).
 
         Parameters
         ----------
@@ -726,7 +716,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         schema : Schema
             Columns, types, levels and roles of the data the draws were fitted to.
         n_records : int, optional
-            Number of records to synthesize per dataset (default: ``len(data)``).
+            Records per synthetic dataset (default: ``len(data)``).
         data : DataFrame, optional
             The confidential data, needed for partial synthesis and class-O modes.
         synthesized_records : array of bool, optional
@@ -737,7 +727,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Returns
         -------
         BayesianSynthesizer
-            A fitted model; convergence is reported on the given draws.
         """
         model = cls(**settings)
         if not isinstance(schema, Schema):

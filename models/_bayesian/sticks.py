@@ -167,13 +167,7 @@ def slice_alpha(
     upper: float = np.inf,
 ) -> float:
     """One slice-sampling update (Neal 2003) of ``log α`` from ``p(α | z)``, the sticks
-    integrated out; ``upper`` truncates it to ``α <= upper``.
-
-    References
-    ----------
-    Neal, R. M. (2003). Slice sampling. The Annals of Statistics 31(3), 705–767.
-    https://doi.org/10.1214/aos/1056562461
-    """
+    integrated out; ``upper`` truncates it to ``α <= upper``."""
     from bayes_risk.models._bayesian.stick_kernels import slice_log_alpha
 
     nk = np.ascontiguousarray(nk, dtype=np.float64)
@@ -205,30 +199,8 @@ def label_switch_moves(
     Roberts 2008; Hastie, Liverani & Richardson 2015): swap the labels of two occupied classes
     (``V`` kept), then of ``K − 2`` adjacent pairs with their sticks.
 
-    Parameters
-    ----------
-    nk : int array [K]
-        Class counts of the current memberships.
-    log_v, log_1mv : arrays [K-1]
-        ``log V_k`` and ``log(1 − V_k)`` of the current sticks.
-    rng : Generator or array
-        The generator, or its ``generator.generator_handle``.
-
-    Returns
-    -------
-    int array [K]
-        ``new_label[old_label]``; apply as ``z = new_label[z]`` (the caller redraws the class
-        parameters given the new labels).
-
-    References
-    ----------
-    Papaspiliopoulos, O., Roberts, G. O. (2008). Retrospective Markov chain Monte Carlo methods
-    for Dirichlet process hierarchical models. Biometrika 95(1), 169–186.
-    https://doi.org/10.1093/biomet/asm086
-
-    Hastie, D. I., Liverani, S., Richardson, S. (2015). Sampling from Dirichlet process mixture
-    models with unknown concentration parameter: mixing issues in large data implementations.
-    Statistics and Computing 25, 1023–1037. https://doi.org/10.1007/s11222-014-9471-3
+    ``rng``: the generator or its ``generator.generator_handle``. Returns ``new_label[old]``
+    (apply as ``z = new_label[z]``; the caller redraws the class parameters).
     """
     from bayes_risk.models._bayesian.generator import generator_handle
     from bayes_risk.models._bayesian.stick_kernels import label_switch_draws, label_switch_kernel

@@ -124,19 +124,6 @@ class DPMPM(BayesianSynthesizer):
     >>> syn = model.synthesize(2, random_seed=2)
     >>> syn.m, list(syn[0].columns), syn.draw_index
     (2, ['SEX', 'MAR', 'MIG'], [24, 49])
-
-    References
-    ----------
-    Dunson, D. B., Xing, C. (2009). Nonparametric Bayes modeling of multivariate categorical data.
-    JASA 104(487), 1042–1051. https://doi.org/10.1198/jasa.2009.tm08439
-
-    Manrique-Vallier, D., Reiter, J. P. (2014). Bayesian estimation of discrete multivariate
-    latent structure models with structural zeros. JCGS 23(4), 1061–1079.
-    https://doi.org/10.1080/10618600.2013.844700
-
-    Hu, J., Reiter, J. P., Wang, Q. (2014). Disclosure risk evaluation for fully synthetic
-    categorical data. Privacy in Statistical Databases, LNCS 8744, 185–199.
-    https://doi.org/10.1007/978-3-319-11257-2_15
     """
 
     method_name: ClassVar[str] = "dpmpm"

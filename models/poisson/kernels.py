@@ -181,14 +181,7 @@ def _record_loglik(y, lgy, log_pi, lam, log_lam):  # pragma: no cover - compiled
 def record_loglik(y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
     """MP record log-likelihood ``[H, n]`` (Hu 2019 §3.3.3).
 
-    A missing count (NaN) is summed out.
-
-    Parameters
-    ----------
-    y : ndarray, shape (n, p)
-        Counts (NaN: missing).
-    log_pi : ndarray, shape (H, K)
-    lam : ndarray, shape (H, K, p)
+    ``y [n, p]`` (NaN: missing, summed out), ``log_pi [H, K]``, ``lam [H, K, p]``.
     """
     y = np.ascontiguousarray(y, dtype=np.float64)
     lam = np.ascontiguousarray(lam, dtype=np.float64)
@@ -278,19 +271,8 @@ def tcmm_groups(y_col: np.ndarray, z: np.ndarray, K: int, q: float) -> tuple[np.
 def redistribute_totals(
     groups: np.ndarray, totals: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
-    """Draw each group's values ``~ Multinomial(T_g; 1/n_g, …, 1/n_g)`` (Hu 2019 §3.3.3, MM step).
-
-    Parameters
-    ----------
-    groups : int array [n]
-        Group of every record (``0..G-1``).
-    totals : array [G]
-        Total to redistribute in each group (integers).
-
-    Returns
-    -------
-    int64 array [n]; the sum over each group equals its total exactly.
-    """
+    """Draw each group's values ``~ Multinomial(T_g; 1/n_g, …, 1/n_g)`` (Hu 2019 §3.3.3, MM step):
+    ``groups [n]`` in ``0..G-1``, integer ``totals [G]``; each group's sum is its total exactly."""
     groups = np.asarray(groups, dtype=np.int64)
     out = np.zeros(groups.size, dtype=np.int64)
     order = np.argsort(groups, kind="stable")

@@ -108,13 +108,6 @@ class PoissonMixture(BayesianSynthesizer):
     >>> syn = pm_.synthesize(2, random_seed=2)
     >>> int(syn[0]["wages"].sum()) == int(df["wages"].sum())  # MM keeps every column total
     True
-
-    References
-    ----------
-    Wei, L. and Reiter, J. P. (2016). Releasing synthetic magnitude microdata constrained to fixed
-    marginal totals. Statistical Journal of the IAOS 32, 93–108.
-    Hu, J. (2019). Bayesian estimation of attribute and identification disclosure risks in
-    synthetic data. Transactions on Data Privacy 12, 61–89 (§3.3.3).
     """
 
     method_name = "poisson-mixture"

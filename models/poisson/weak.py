@@ -26,21 +26,8 @@ _DIRECT_MAX = 4_000_000  # size product up to which np.convolve (exact) is used
 
 
 def predictive_logpmf(log_pi: np.ndarray, lam_j: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Log pmf of one unknown record's value under draw ``h``, truncated to ``lo..hi``.
-
-    Parameters
-    ----------
-    log_pi : array [H, K]
-    lam_j : array [H, K]
-        Rates of column ``j``.
-    lo, hi : int
-        Support bounds (inclusive), ``0 <= lo <= hi``.
-
-    Returns
-    -------
-    array [H, hi - lo + 1]
-        Normalised over the support; a row of ``-inf`` when the draw gives the range no mass.
-    """
+    """``[H, hi - lo + 1]`` log pmf of one unknown record's value (``log_pi [H, K]``, column
+    rates ``lam_j [H, K]``) truncated to ``lo..hi``; ``-inf`` rows where the range has no mass."""
     y = np.arange(lo, hi + 1, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         log_lam = np.log(lam_j)[:, :, None]
@@ -84,19 +71,8 @@ def sum_logpmf(member_logpmf: np.ndarray, lo: int, r: int, s: np.ndarray) -> np.
 
     The convolution power of the exponentially tilted pmf keeps a tail total's relative accuracy.
 
-    Parameters
-    ----------
-    member_logpmf : array [H, w]
-        Log pmf of one value on ``lo..lo+w-1`` (from :func:`predictive_logpmf`).
-    lo : int
-    r : int
-        Number of values summed (``0``: ``S = 0``).
-    s : array [G]
-        Totals at which the pmf is wanted.
-
-    Returns
-    -------
-    array [H, G]
+    ``member_logpmf [H, w]``: one value's log pmf on ``lo..lo+w-1``; ``s [G]``: the totals.
+    Returns ``[H, G]``.
     """
     s = np.asarray(s, dtype=np.float64)
     H, w = member_logpmf.shape
