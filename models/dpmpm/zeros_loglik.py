@@ -13,7 +13,7 @@ import pandas as pd
 
 from bayes_risk._numeric import logsumexp
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.models.dpmpm.coding import class_logw, encode
+from bayes_risk.models.dpmpm.coding import class_logw, encode, encode_dataset
 from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.dpmpm.zeros import _MAX_REJECTION_ROUNDS, _UNKNOWN, _inverse_cdf
 
@@ -144,12 +144,7 @@ def dataset_loglik(state: DPMPMState, synthetic, lp, lpi, ph, *, mode: str, rows
     if mode == "posterior_class":
         ycodes = encode(state.schema, data, name="data")[rows]
     for l, z in enumerate(synthetic):
-        if len(z) != n:
-            raise SchemaError(
-                f"synthetic dataset {l + 1} has {len(z)} rows; the model synthesizes {n}.",
-                code="ROW_COUNT_MISMATCH",
-            )
-        zc = encode(state.schema, z, name=f"synthetic dataset {l + 1}")[rows]
+        zc = encode_dataset(state.schema, z, l, n)[rows]
         if np.any(zc[:, s_mask] == _UNKNOWN) or np.any(zc[:, s_mask] < 0):
             out[:, l] = -np.inf
             continue

@@ -235,8 +235,8 @@ def largest_grid(
     return grid, g0
 
 
-def _truth_index(grid: np.ndarray, y1: float, column: str) -> int:
-    hit = np.flatnonzero(grid == y1)
+def _truth_index(candidates: np.ndarray, y1: float, column: str) -> int:
+    hit = np.flatnonzero(candidates == y1)
     if hit.size != 1:
         raise ValidationError(
             f"candidates must contain the largest confidential value of {column!r} exactly "
