@@ -232,10 +232,8 @@ def _merge(y, z, c, nk, real, d, offsets, alpha, a, i, j, ki, kj, m, u, members,
 def split_merge(y, z, c, nk, d, offsets, alpha, a, n_moves, rng):  # pragma: no cover - numba
     """``n_moves`` sequentially allocated merge–split moves on ``p(z | α, y)`` (module docstring).
 
-    ``y [n, p]`` completed codes, ``z [n]`` classes, ``c [L, K]`` level counts and ``nk [K]``
-    class sizes of ``z`` (plus any fixed counts), ``d [p]`` levels, ``offsets [p]``, ``a`` the
-    Dirichlet parameter. Updates ``z``, ``c`` and ``nk`` in place; returns the number of
-    accepted moves.
+    Updates ``z [n]``, the level counts ``c [L, K]`` and sizes ``nk [K]`` (plus any fixed
+    counts) in place; returns the number of accepted moves.
 
     Each move draws the pair, the shuffle's uniforms and the acceptance uniform whatever
     happens next; a merge is rejected as soon as that is certain (``q <= 1``).

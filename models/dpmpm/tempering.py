@@ -53,18 +53,9 @@ def impute(y, z, phi, offsets, miss_i, miss_j, u):  # pragma: no cover - numba
 
 
 class TemperedLadder:
-    """A chain of ``T`` tempered replicas of a sweep with swaps (module docstring), with the
-    interface of a PyMC ``BlockedStep`` as ``DPMPMGibbs`` has it.
-
-    Parameters
-    ----------
-    step : DPMPMGibbs
-        The sweep (copied for each replica when a chain starts).
-    temperatures : int
-        Replicas ``T >= 2``.
-
-    Statistics: those of the sweep at ``β = 1``, ``tempered_loglik`` ``[T]``, ``swap_accepted``
-    and ``swap_proposed`` ``[T − 1]`` and ``beta`` ``[T]`` (tuned in the first half of the warm-up).
+    """A chain of ``T >= 2`` tempered replicas of the sweep ``step`` (copied per replica) with
+    swaps, with the step interface of ``DPMPMGibbs``. Statistics: the sweep's at ``β = 1``,
+    ``tempered_loglik`` ``[T]``, ``swap_accepted``, ``swap_proposed`` ``[T − 1]``, ``beta`` ``[T]``.
     """
 
     name = "dpmpm_tempered_gibbs"

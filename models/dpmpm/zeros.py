@@ -255,12 +255,8 @@ class StructuralZeros:
         self, count: int, phi: np.ndarray, log_pi: np.ndarray, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray]:
         """Class sizes ``[K]`` and level counts ``[L, K]`` of ``count`` records of the
-        unrestricted model conditioned on ``y ∈ S`` (one draw: ``phi[L, K]``, ``log_pi[K]``).
-
-        The Gibbs updates need only these counts: ``(box, class)`` pairs are multinomial with
-        weights ``π_k Π_j Σ_{c ∈ A_bj} φ_kj[c]``, then each column's levels within each pair are
-        multinomial with ``φ_kj`` restricted to ``A_bj`` — a cost that does not grow with the
-        number of augmented records (which can be many times ``n``).
+        unrestricted model conditioned on ``y ∈ S`` (one draw: ``phi[L, K]``, ``log_pi[K]``),
+        drawn as multinomial counts per (box, class) and level: a cost independent of ``count``.
         """
         B, K = len(self.boxes), phi.shape[1]
         nk = np.zeros(K, dtype=np.int64)
@@ -336,10 +332,8 @@ class Augmentation:
     ) -> float:
         """After the class step at Θ: fix imputations in ``S``, draw the augmented records.
 
-        Imputed records that fell in ``S`` get ``(z_i, y_i,mis)`` redrawn jointly from the
-        unrestricted conditional until allowed (rejection: exact draws from the truncated
-        conditional). Then ``n0 ~ NegBin(n, 1 − P(S | Θ))`` records are drawn from the model
-        conditioned on ``S``. Returns ``log(1 − P(S | Θ))``.
+        Imputed records in ``S`` are redrawn until allowed (rejection), then
+        ``n0 ~ NegBin(n, 1 − P(S | Θ))`` records in ``S``. Returns ``log(1 − P(S | Θ))``.
         """
         zs = self.zeros
         logphi = np.log(phi)
