@@ -30,6 +30,7 @@ from scipy.special import betaln, gammaln, logsumexp
 __all__ = [
     "allocation_states",
     "brute_force_allocations",
+    "collapsed_log_posterior",
     "DPMixtureExact",
     "dpmpm_exact",
     "dpmpm_exact_draws",
@@ -497,6 +498,23 @@ def poisson_mixture_exact(
     ).sum(axis=(1, 2))
     ll -= float((gammaln(y + 1.0)).sum())
     return _dp_exact(stats, log_mult, nk, ll, *alpha_prior)
+
+
+def collapsed_log_posterior(y, z, d, K, alpha, a):
+    """``log p(z | α) + log p(y | z)`` of the DPMPM with sticks and φ integrated out, by the
+    formulas: ``Σ_{k<K} [log B(1 + n_k, α + m_k) + log α]`` (``m_k = Σ_{h>k} n_h``) plus each
+    class's Dirichlet–multinomial marginal ``Σ_j [log Γ(d_j a) − log Γ(d_j a + n_k) +
+    Σ_c (log Γ(a + n_kjc) − log Γ(a))]``."""
+    y, z = np.asarray(y), np.asarray(z)
+    nk = np.bincount(z, minlength=K)
+    tail = np.cumsum(nk[::-1])[::-1]  # Σ_{h>=k} n_h
+    out = float(np.sum(betaln(1.0 + nk[:-1], alpha + tail[1:]) + np.log(alpha)))
+    for k in range(K):
+        for j, dj in enumerate(d):
+            ckj = np.bincount(y[z == k, j], minlength=int(dj))
+            out += float(gammaln(dj * a) - gammaln(dj * a + nk[k])
+                         + np.sum(gammaln(a + ckj) - gammaln(a)))
+    return out
 
 
 def brute_force_allocations(

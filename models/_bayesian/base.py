@@ -1,10 +1,6 @@
-"""The base class of the PyMC-based synthesizers (DPMPM, Poisson mixtures, regressions).
+"""The base class of the PyMC-based synthesizers (:doc:`/user_guide/bayesian_models`).
 
-:class:`BayesianSynthesizer` holds their MCMC settings, the posterior (an ArviZ
-``xarray.DataTree``), synthesis from draws far apart in the chain, persistence (NetCDF + JSON) and
-convergence diagnostics (:doc:`/user_guide/bayesian_models`). Draws are flattened chain-major,
-``h = c * draws + d``: the order of every ``[H, ...]`` array, ``draw_indices=`` argument and
-recorded ``draw_index``.
+Draws are flattened chain-major, ``h = c * draws + d``, in every ``[H, ...]`` array.
 """
 
 from __future__ import annotations
@@ -131,15 +127,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     Notes
     -----
-    A subclass sets ``method_name``, ``model_class`` and ``ratio_form``; lists all its settings
-    in ``__init__`` (passing the MCMC ones to ``super().__init__``); implements
-    ``_draw_posterior`` (and ``_check_settings`` for its own settings) for the template
-    :meth:`fit`, or a ``fit`` of its own with the same steps; ``_synthesize_one`` (optionally
-    ``_synthesize_many``); the likelihoods ``record_loglik``, ``dataset_loglik`` and
-    ``fit_augmented`` (optionally ``neighbourhood_loglik``; ``own_record_delta`` in class O);
-    ``_validate_posterior``, ``_event_ndims`` and ``_convergence_quantities``; optionally
-    ``_needs_data_for_synthesis`` and ``_state_to_json`` / ``_state_from_json``. Options of
-    ``bayes-risk fit`` are declared in ``bayes_risk.cli.parsers.fit``.
+    How to write a subclass: :doc:`/adding_a_model`.
     """
 
     method_name: ClassVar[str] = "bayesian"
@@ -165,7 +153,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self.random_seed = random_seed
         self.progressbar = progressbar
 
-    # ------------------------------------------------------------------ settings & checks
     def _check_mcmc_settings(self) -> None:
         check_int(self.tune, "tune", 0)
         check_int(self._run_settings()["draws"], "draws", 1)
@@ -182,15 +169,13 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return np.flatnonzero(self.synthesized_records_).astype(np.int64)
 
     def _synthesized_part(self, z: pd.DataFrame, name: str = "synthetic") -> pd.DataFrame:
-        """The synthesized records' rows of a released dataset (all rows under full synthesis):
-        the copied rows carry no likelihood and are not appended twice (``fit_augmented``)."""
+        """The synthesized records' rows of a released dataset (all rows under full synthesis)."""
         if self.synthesized_records_ is None:
             return z
         return synthesized_part(z, self._synthesized_rows(), self.n_records, name)
 
     def _run_settings(self) -> dict[str, int]:
-        """The run length of a fit with the current settings: ``{"draws": ...}`` (DPMPM adds
-        ``thin`` and ``max_sweeps``)."""
+        """The run length of a fit: ``{"draws": ...}`` (DPMPM adds ``thin``, ``max_sweeps``)."""
         return {"draws": self.draws}
 
     def _check_fitted(self, method: str | None = None) -> None:
@@ -210,8 +195,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return int(post.sizes["chain"] * post.sizes["draw"])
 
     def draw_chains(self) -> np.ndarray:
-        """``[H]`` chain of each flattened draw (chain-major: ``h // draws``), for the
-        attribute engine's between-chain check
+        """``[H]`` chain of each flattened draw
         (:class:`~bayes_risk.contract.SupportsDrawChains`)."""
         self._check_fitted()
         post = self.posterior_["posterior"]
@@ -224,16 +208,13 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return int(self._n_records)
 
     def _draw_indices(self, draw_indices: Any = None) -> np.ndarray:
-        """A ``draw_indices=`` argument (``None``: all; integers in ``0..H-1``; a mask of length
-        ``H``) as flattened draw indices (int64)."""
+        """A ``draw_indices=`` argument (``None``, integers or a mask) as int64 draw indices."""
         return check_draw_indices(self.n_draws, draw_indices)
 
     def _stacked(self, name: str, draw_indices: np.ndarray | None = None) -> np.ndarray:
-        """Posterior variable ``name`` as an ``[H, ...]`` array, optionally at ``draw_indices``."""
         self._check_fitted()
         return stacked_values(self.posterior_["posterior"], name, draw_indices)
 
-    # ------------------------------------------------------------------ fit (template)
     def fit(
         self,
         data: pd.DataFrame,
@@ -248,19 +229,17 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Parameters
         ----------
         data : DataFrame
-            Confidential table (for :class:`~bayes_risk.models.PoissonMixture` the synthesized
-            columns must be non-negative integer counts).
+            Confidential table.
         schema : Schema, optional
             Column types, levels and roles (default inferred: integer columns are counts).
         synthesized : sequence of str, optional
             Columns to model and synthesize (default: the schema's synthesized columns, else all).
-            Other columns are released unchanged.
         records : array of bool or int indices, optional
-            Records whose synthesized columns are replaced (default all); the model is fitted to
-            every record either way.
+            Records whose synthesized columns are replaced (default all; the model is fitted to
+            every record).
         random_seed : RandomSeed
-            Seed of the sampler when the ``random_seed`` setting is ``None`` (another seed than a
-            setting given raises ``SEED_CONFLICT``); each chain gets its own child stream.
+            Seed of the sampler when the ``random_seed`` setting is ``None`` (``SEED_CONFLICT``
+            if it differs from a setting given).
 
         Returns
         -------
@@ -272,9 +251,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             A synthesized column the model does not take, or a column named in the settings that
             is not in the data.
         ValidationError
-            Invalid settings or record selection (for
-            :class:`~bayes_risk.models.SequentialRegression` also a bad family, predictor order or a
-            rank-deficient design).
+            Invalid settings or record selection.
         """
         started = time.perf_counter()
         self._check_settings()
@@ -290,8 +267,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """Check the model's own settings before fitting (naming the bad one)."""
 
     def _missing_refusal(self) -> str:
-        """Why :meth:`fit` refuses empty cells, added to the ``MISSING_VALUES`` error (``""``:
-        the model accepts them: one whose likelihood integrates missing values out)."""
+        """Why :meth:`fit` refuses empty cells (``""``: it accepts them)."""
         from bayes_risk.contract import capabilities
 
         return "" if capabilities(self).imputes else refusal_hint(type(self).__name__)
@@ -301,7 +277,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """The posterior draws given the prepared confidential table (the work of :meth:`fit`)."""
         raise NotImplementedError(f"{type(self).__name__} implements its own fit.")
 
-    # ------------------------------------------------------------------ data preparation
     def _prepare_data(
         self,
         data: pd.DataFrame,
@@ -312,9 +287,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         allow_nan: bool = False,
         fitting: bool = True,
     ) -> tuple[pd.DataFrame, Schema]:
-        """Validate the confidential table and settle its schema and roles (no roles: every
-        column is synthesized). ``fitting``: levels no record holds are dropped unless the
-        schema keeps them (``UNUSED_LEVEL``); ``False`` for the records of a given posterior."""
+        """Validate the confidential table and settle its schema and roles (none: all
+        synthesized); ``fitting`` drops levels no record holds (``UNUSED_LEVEL``)."""
         if not isinstance(data, pd.DataFrame):
             raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
         if len(data) == 0:
@@ -385,8 +359,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """Hook called whenever ``posterior_`` is set (fit, load, from_posterior): caches."""
 
     def _needs_data_for_synthesis(self) -> bool:
-        """Whether :meth:`synthesize` needs the confidential records (saved with the model): here
-        when it copies some (unsynthesized columns, records that are not synthesized)."""
+        """Whether :meth:`synthesize` needs the confidential records (it copies some)."""
         return bool(self.schema_ is not None and self.schema_.unsynthesized) or (
             getattr(self, "synthesized_records_", None) is not None
         )
@@ -395,23 +368,15 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     def _synthesize_one(
         self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
     ) -> pd.DataFrame:
-        """One synthetic dataset from flattened posterior draw ``draw``.
-
-        ``data`` is the confidential table when :meth:`_needs_data_for_synthesis` is true (else
-        ``None``). Must return the original's columns in order, ``n_records`` rows, unsynthesized
-        columns unchanged, and draw only from ``rng``.
-        """
+        """One synthetic dataset from flattened draw ``draw``, drawing only from ``rng``."""
 
     def _synthesize_many(
         self, draws: np.ndarray, rngs: Sequence[np.random.Generator], data: pd.DataFrame | None
     ) -> list[pd.DataFrame]:
-        """One synthetic dataset per flattened draw in ``draws``, dataset ``l`` drawn from
-        ``rngs[l]`` only: :meth:`_synthesize_one` for each (a model overrides it to prepare once
-        what the datasets share; the datasets must be those :meth:`_synthesize_one` makes)."""
+        """:meth:`_synthesize_one` for each draw (a model may override it, same datasets)."""
         return [self._synthesize_one(int(h), rng, data)
                 for h, rng in zip(draws, rngs, strict=True)]
 
-    # ------------------------------------------------------------------ protocol (abstract)
     @abstractmethod
     def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` array of ``log p(y_i | Θ_h)`` (joint or conditional form, ``ratio_form``)."""
@@ -428,21 +393,17 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     ) -> BayesianSynthesizer:
         """A new fitted model whose draws come from ``p(Θ | y, Z_(l))`` (stabilised estimator)."""
 
-    # ------------------------------------------------------------------ convergence
     @abstractmethod
     def _convergence_quantities(self) -> dict[str, np.ndarray]:
         """Label-invariant scalars to diagnose, each an array ``[chain, draw]``."""
 
     @abstractmethod
     def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
-        """Check that ``posterior`` holds this model's parameters for ``schema`` (names, shapes,
-        support); may add derived variables in place. Raise :class:`ValidationError`."""
+        """Check that ``posterior`` holds this model's parameters for ``schema``."""
 
-    # ------------------------------------------------------------------ synthesis
     @staticmethod
     def _spread_draws(H: int, m: int) -> np.ndarray:
-        """``m`` flattened draws evenly spaced over ``0..H-1``, ending at the last:
-        ``h_l = floor(l H / m) - 1``, ``l = 1..m`` (far apart in the chain, Hu 2019 §3.2.5)."""
+        """``h_l = floor(l H / m) - 1``, ``l = 1..m`` (far apart in the chain, Hu 2019 §3.2.5)."""
         return ((np.arange(1, m + 1, dtype=np.int64) * H) // m - 1).astype(np.int64)
 
     def _synthesis_plan(self, m: int, random_seed: RandomSeed
@@ -461,11 +422,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return self._spread_draws(H, m), spawn(random_seed, m), random_seed
 
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
-        """Generate ``m`` synthetic datasets, each from its own posterior draw.
-
-        The draws are evenly spaced over the flattened draws, ``floor(l H / m) - 1`` for
-        ``l = 1..m``, far apart in the chain (Hu 2019 §3.2.5); each dataset gets an independent
-        child random stream of ``random_seed``.
+        """Generate ``m`` synthetic datasets from evenly spaced posterior draws (Hu 2019 §3.2.5).
 
         Parameters
         ----------
@@ -478,9 +435,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Returns
         -------
         SyntheticData
-            ``datasets`` (same columns and row order as the original), ``draw_index`` (the
-            flattened posterior draw behind each dataset), ``schema``, ``settings`` and
-            ``synthesized_records``.
+            The datasets (original column and row order) and the draw behind each.
 
         Raises
         ------
@@ -517,19 +472,17 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     ) -> Iterator[list[pd.DataFrame]]:
         """Draw posterior-predictive replicates of synthesized columns, in chunks.
 
-        Replicate ``r`` takes a posterior draw uniformly at random among the ``H`` stored draws
-        and synthesizes as :meth:`synthesize` does with it (Drechsler & Reiter 2008, eq. 5),
-        from its own child stream ``r`` of ``random_seed``: the replicates do not depend on
-        ``chunk_size``, and ``start`` continues a run (:doc:`/user_guide/posterior_replicates`).
+        Each from a uniformly drawn posterior draw and its own child stream
+        (:doc:`/user_guide/posterior_replicates`).
 
         Parameters
         ----------
         n : int or None
             Number of replicates (``None``: chunks until the caller stops).
         columns : sequence of str, optional
-            Synthesized columns to return (default: all synthesized columns).
+            Synthesized columns to return (default: all).
         chunk_size : int
-            Replicates per yielded list (memory; the values do not depend on it).
+            Replicates per yielded list (the values do not depend on it).
         random_seed : RandomSeed
             Seed of the replicates.
         start : int
@@ -552,22 +505,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return iter_replicates(draw_one, n, columns=cols, chunk_size=chunk_size,
                                random_seed=random_seed, start=start)
 
-    # ------------------------------------------------------------------ convergence
     def convergence_report(self, *, warn: bool = False) -> pd.DataFrame:
         """Deprecated (``FutureWarning``): use :meth:`convergence_summary` (its ``quantities``)
-        or ``arviz.summary(model.posterior_, group="label_invariant")``.
-
-        Parameters
-        ----------
-        warn : bool
-            Issue a :class:`ConvergenceWarning` naming the failed checks.
-
-        Returns
-        -------
-        DataFrame
-            One row per diagnosed quantity (``mean``, ``sd``, ``ess_bulk``, ``ess_tail``,
-            ``rhat``, ``flag``; ``attrs["mcmc_run"]``).
-        """
+        or ``arviz.summary(model.posterior_, group="label_invariant")``."""
         warn_deprecated("convergence_report()")
         return self._check_convergence(warn=warn)
 
@@ -577,10 +517,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Returns
         -------
         list of dict
-            Each with ``code`` (``"RHAT_HIGH"``, ``"LOW_ESS"``, ``"REGIMES_DISAGREE"``, or a
-            model code such as ``"TRUNCATION_TOO_SMALL"``), ``quantities``, ``checks`` (the
-            failed checks: ``code``, ``quantity``, ``statistic``, ``value``, ``threshold``;
-            empty for a model code) and ``message``.
+            Each with ``code`` (e.g. ``"RHAT_HIGH"``, ``"TRUNCATION_TOO_SMALL"``),
+            ``quantities``, ``checks`` (the failed checks) and ``message``.
         """
         from bayes_risk.warning_codes import message
 
@@ -599,41 +537,22 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     def convergence_summary(
         self, kind: Literal["dict", "table"] | None = None
     ) -> dict[str, Any] | pd.DataFrame:
-        """Convergence of the fit: the JSON-ready record written to ``convergence.json`` by
-        :meth:`save` and included in the outputs of every run that uses the model.
+        """Convergence of the fit: the record written to ``convergence.json`` by :meth:`save`.
 
-        Mixture labels switch freely, so the model diagnoses label-invariant quantities
-        (log-likelihood, cell probabilities, concentration, occupied components), kept as the
-        posterior's group ``label_invariant``. The figures are ``arviz_stats``':
-        ``ess(method="bulk")``, ``ess(method="tail", prob=(0.05, 0.95))`` (Vehtari et al.
-        2021) and ``rhat(method="rank")`` (split-R-hat with one chain); see
-        :doc:`/user_guide/bayesian_models`.
+        R-hat and ESS of label-invariant quantities (Vehtari et al. 2021), the posterior's group
+        ``label_invariant``; see :doc:`/user_guide/bayesian_models`.
 
         Parameters
         ----------
         kind : {"dict", "table"}, optional
-            Deprecated (``FutureWarning``): ``"dict"`` is the record returned without it;
-            ``"table"`` returns the figures of ``quantities`` as a DataFrame with ArviZ's
-            column names; use ``pandas.DataFrame.from_dict(summary["quantities"],
-            orient="index")`` or ``arviz.summary(model.posterior_, group="label_invariant")``.
+            Deprecated (``FutureWarning``): ``"table"`` returns ``quantities`` as a DataFrame.
 
         Returns
         -------
         dict
-            ``chains``, ``draws`` (kept per chain), ``thin``, ``tune``, ``rounds`` (more than
-            1: a run that extended itself), ``sweeps_per_chain``, ``max_sweeps_per_chain``,
-            ``stopped`` (``"passed"``, ``"stuck"``, ``"max_sweeps"`` or ``""``),
-            ``thresholds``, ``quantities`` (per quantity: ``mean``, ``sd``, ``ess_bulk``,
-            ``ess_tail``, ``rhat``, ``flag``), ``failed_checks``, ``warnings``
-            (:meth:`mcmc_warnings`), ``passed`` (no failed check, no warning: R-hat <= 1.01,
-            bulk/tail ESS >= 100 per chain) and ``regimes`` (two or more chains of a mixture:
-            which chains agree on α, ``k*`` and the log-likelihood; ``None`` otherwise).
-
-        References
-        ----------
-        Vehtari, A., Gelman, A., Simpson, D., Carpenter, B., Bürkner, P.-C. (2021). Rank-
-        normalization, folding, and localization: an improved R-hat for assessing convergence of
-        MCMC. Bayesian Analysis 16(2), 667–718. https://doi.org/10.1214/20-BA1221
+            The run (``chains``, ``draws``, ``thin``, ``tune``, ``rounds``, ...), ``thresholds``,
+            ``quantities``, ``failed_checks``, ``warnings`` (:meth:`mcmc_warnings`), ``passed``
+            and ``regimes`` (which chains agree; ``None`` with one chain).
 
         Examples
         --------
@@ -679,16 +598,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
                         if int(post.sizes["chain"]) > 1 else None),
         })
 
-    # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Save the fitted model as a folder, atomically.
+        """Save the fitted model as a folder (``posterior.nc``, ``model.json``), atomically.
 
-        The folder holds ``posterior.nc`` (the posterior DataTree as NetCDF, h5netcdf engine),
-        ``model.json`` (``method``, ``settings``, ``schema``, ``format_version``, number of
-        records, synthesized-record flags, model state) and, when synthesis needs them (partial
-        synthesis, class-O modes), the confidential records as ``data.parquet``. **The folder is
-        then as confidential as the data**: release only the synthetic datasets, never the model
-        folder.
+        When synthesis needs them the confidential records are saved too (``data.parquet``):
+        **the folder is then as confidential as the data**.
 
         Returns
         -------
@@ -772,12 +686,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return obj
 
     def check_fingerprint(self, data: pd.DataFrame) -> str | None:
-        """Whether ``data`` is the table this model was fitted to.
+        """Whether ``data`` is the table this model was fitted to (SHA-256 fingerprints).
 
-        Compares the SHA-256 fingerprint (``table_fingerprint``) of ``data`` (its schema
-        columns) with the one stored at fit time. Returns ``None`` when they agree (or no
-        fingerprint was stored: a model saved by an older version), otherwise a short
-        description of the difference.
+        Returns ``None`` when they agree (or none was stored), else what differs.
         """
         self._check_fitted()
         record = getattr(self, "original_fingerprint_", None) or {}
@@ -795,18 +706,17 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         synthesized_records: np.ndarray | None = None,
         **settings: Any,
     ) -> BayesianSynthesizer:
-        """Build a fitted model from posterior draws made elsewhere (Stan, brms, another chain).
+        """Build a fitted model from posterior draws made elsewhere (Stan, brms, ...).
 
         Parameters
         ----------
         posterior : DataTree or mapping of name → array
-            A DataTree with a ``posterior`` group, or arrays whose leading dimensions are
-            ``(chain, draw)``, or only ``(draw,)`` for one chain. Variable names and shapes are
-            model specific (see the subclass's ``_validate_posterior``).
+            A DataTree with a ``posterior`` group, or arrays with leading dimensions
+            ``(chain, draw)`` (or ``(draw,)``); names and shapes are model specific.
         schema : Schema
             Columns, types, levels and roles of the data the draws were fitted to.
         n_records : int, optional
-            Number of records to synthesize per dataset (default: ``len(data)``).
+            Records per synthetic dataset (default: ``len(data)``).
         data : DataFrame, optional
             The confidential data, needed for partial synthesis and class-O modes.
         synthesized_records : array of bool, optional
@@ -817,10 +727,44 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Returns
         -------
         BayesianSynthesizer
-            A fitted model; convergence is reported on the given draws.
         """
-        return cls(**settings)._adopt_posterior(posterior, schema, n_records, data,
-                                                synthesized_records)
+        model = cls(**settings)
+        if not isinstance(schema, Schema):
+            raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
+        if not schema.synthesized:  # no roles given: full synthesis, as in fit
+            schema = schema.with_roles(schema.names)
+        dt = model._as_datatree(posterior)
+        if data is not None:
+            data, _ = model._prepare_data(data, schema=schema, allow_nan=True, fitting=False)
+        if n_records is None:
+            if data is None:
+                raise ValidationError(
+                    "from_posterior needs n_records or data (the number of "
+                    "records per synthetic dataset)."
+                )
+            n_records = len(data)
+        n_records = check_int(n_records, "n_records", 1)
+        if synthesized_records is not None:
+            synthesized_records = np.asarray(synthesized_records, dtype=bool)
+            if synthesized_records.shape != (n_records,):
+                raise ValidationError(
+                    f"synthesized_records must have one flag per record ({n_records})."
+                )
+            if data is None:
+                # the records that are not synthesized are released unchanged: copied from data
+                raise ValidationError(
+                    "synthesized_records (partial synthesis of selected records) needs the "
+                    "confidential data: pass data=..."
+                )
+        model._validate_posterior(dt, schema)
+        if model._needs_data_for_synthesis_given(schema) and data is None:
+            raise ValidationError(
+                "this model's synthesis mode needs the confidential data: pass data=..."
+            )
+        model._set_fitted(dt, schema, n_records, data=data,
+                          synthesized_records=synthesized_records)
+        model.data_ = data if model._needs_data_for_synthesis() else None
+        return model
 
     def _chain_seeds(self, random_seed: RandomSeed) -> list[int]:
         """Check the MCMC settings; one integer seed per chain drawn from ``random_seed``."""
@@ -829,8 +773,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     def _run_sampler(self, model: Any, *, step: Any = None, random_seed: RandomSeed = None,
                      **sample_kwargs: Any) -> xr.DataTree:
-        """``pm.sample`` on ``model`` with this object's settings and one seed per chain drawn
-        from ``random_seed``; the warm-up draws are dropped (their ``warmup_sample_stats`` kept)."""
+        """``pm.sample`` on ``model`` with this object's settings, the warm-up draws dropped."""
         import pymc as pm
 
         seeds = self._chain_seeds(random_seed)
@@ -877,9 +820,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     def _run_gibbs(self, step: Any, layout: Any, *, random_seed: RandomSeed = None,
                    **extension: Any) -> xr.DataTree:
-        """``_run_sampler`` for a model sampled by one Gibbs step alone, run in a plain loop
-        (``bayes_risk.models._bayesian.gibbs``): same seeds, same DataTree. ``extension``:
-        ``max_sweeps`` and ``check`` of ``sample_gibbs``."""
+        """``_run_sampler`` for one Gibbs step run in a plain loop (``_bayesian.gibbs``)."""
         from bayes_risk.models._bayesian.gibbs import sample_gibbs
 
         seeds = self._chain_seeds(random_seed)
@@ -894,9 +835,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return dt
 
     def _label_invariant(self, *, refresh: bool = False) -> Any:
-        """The posterior's group ``label_invariant``: one ``[chain, draw]`` variable per quantity of
-        ``_convergence_quantities``, (re)made from the draws when missing or ``refresh``. xarray
-        forbids ``/`` in a name: it is written ``∕`` (U+2215), attribute ``quantity`` keeps it."""
+        """The posterior's group ``label_invariant``, (re)made when missing or ``refresh``."""
         import xarray as xr
 
         tree = self.posterior_
@@ -911,9 +850,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return ds
 
     def _check_convergence(self, *, warn: bool = False) -> pd.DataFrame:
-        """R-hat and bulk/tail ESS of the diagnosed quantities (index: quantity; ``mean``, ``sd``,
-        ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``; ``attrs["mcmc_run"]``); ``warn``: one
-        :class:`ConvergenceWarning` per failed code."""
+        """R-hat and ESS of the diagnosed quantities; ``warn``: one warning per failed code."""
         self._check_fitted()
         df = convergence_table(self._label_invariant(refresh=True), self._ess_min())
         df.attrs["mcmc_run"] = self._mcmc_run()
@@ -924,10 +861,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return df
 
     def _mcmc_run(self) -> dict[str, Any]:
-        """The run the kept draws come from: warm-up sweeps, final thinning, kept draws per
-        chain, rounds (more than 1: the run extended itself, ``max_sweeps``), sweeps per chain
-        and the bound of a model-extending run (0: none). Read from the posterior's attributes
-        (``bayes_risk.models._bayesian.gibbs``), else from the settings."""
+        """The run the kept draws come from (posterior attributes, else the settings)."""
         attrs = self.posterior_.attrs
         tune = int(self.tune)
         thin = int(attrs.get("thin", self._run_settings().get("thin", 1)))
@@ -951,8 +885,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
                                type(self).__name__)
 
     def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
-        """One structured warning per code of the failed checks of a convergence table
-        (``code``, ``quantities``, ``checks``: :func:`failed_checks`, ``message``)."""
+        """One structured warning per code of the failed checks of a convergence table."""
         out = []
         chains = int(self.posterior_["posterior"].sizes["chain"])
         run = self._mcmc_run()
@@ -998,9 +931,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return out
 
     def _convergence_table(self, *, passed: bool) -> pd.DataFrame:
-        """The convergence figures under ArviZ's column names (the deprecated
-        ``convergence_summary(kind="table")``): ``r_hat`` for ``rhat``, ``failed_checks`` for
-        ``flag``."""
+        """The deprecated ``convergence_summary(kind="table")``, ArviZ's column names."""
         df = self.convergence_.rename(columns={"rhat": "r_hat", "flag": "failed_checks"})
         df = df[["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "failed_checks"]].copy()
         df.attrs = {
@@ -1018,9 +949,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         settings = {
             k: tuple(v) if isinstance(v, list) else v for k, v in meta.get("settings", {}).items()
         }
-        return cls(**settings)._restore_fitted(p, meta, posterior)
-
-    def _restore_fitted(self, p: Path, meta: dict[str, Any], posterior: Any) -> Any:
+        model = cls(**settings)
         data = None
         if meta.get("data_file"):
             data = pd.read_parquet(p / meta["data_file"])
@@ -1029,56 +958,15 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             flags = np.zeros(int(meta["n_records"]), dtype=bool)
             flags[np.asarray(meta["synthesized_records"], dtype=np.int64)] = True
         schema = Schema.from_dict(meta["schema"])
-        self._state_from_json(meta.get("state") or {})
-        self._validate_posterior(posterior, schema)
-        self._set_fitted(posterior, schema, int(meta["n_records"]), data=data,
-                         synthesized_records=flags, check_convergence=False)
-        self.data_ = data
-        return self
-
-    def _adopt_posterior(self, posterior: Any, schema: Schema, n_records: int | None,
-                         data: pd.DataFrame | None, synthesized_records: Any) -> Any:
-        """The work of ``from_posterior`` on a new instance."""
-        if not isinstance(schema, Schema):
-            raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
-        if not schema.synthesized:  # no roles given: full synthesis, as in fit
-            schema = schema.with_roles(schema.names)
-        dt = self._as_datatree(posterior)
-        if data is not None:
-            data, _ = self._prepare_data(data, schema=schema, allow_nan=True, fitting=False)
-        if n_records is None:
-            if data is None:
-                raise ValidationError(
-                    "from_posterior needs n_records or data (the number of "
-                    "records per synthetic dataset)."
-                )
-            n_records = len(data)
-        n_records = check_int(n_records, "n_records", 1)
-        if synthesized_records is not None:
-            synthesized_records = np.asarray(synthesized_records, dtype=bool)
-            if synthesized_records.shape != (n_records,):
-                raise ValidationError(
-                    f"synthesized_records must have one flag per record ({n_records})."
-                )
-            if data is None:
-                # the records that are not synthesized are released unchanged: copied from data
-                raise ValidationError(
-                    "synthesized_records (partial synthesis of selected records) needs the "
-                    "confidential data: pass data=..."
-                )
-        self._validate_posterior(dt, schema)
-        if self._needs_data_for_synthesis_given(schema) and data is None:
-            raise ValidationError(
-                "this model's synthesis mode needs the confidential data: pass data=..."
-            )
-        self._set_fitted(dt, schema, n_records, data=data,
-                         synthesized_records=synthesized_records)
-        self.data_ = data if self._needs_data_for_synthesis() else None
-        return self
+        model._state_from_json(meta.get("state") or {})
+        model._validate_posterior(posterior, schema)
+        model._set_fitted(posterior, schema, int(meta["n_records"]), data=data,
+                          synthesized_records=flags, check_convergence=False)
+        model.data_ = data
+        return model
 
     def _identity(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """What :func:`bayes_risk.data.provenance.model_id` hashes: method, settings, schema,
-        records, the fitted table's fingerprint, the state and the posterior draws."""
+        """What :func:`bayes_risk.data.provenance.model_id` hashes."""
         from bayes_risk.data.provenance import identity_settings
 
         self._check_fitted()
@@ -1100,11 +988,10 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return to_jsonable(self._release_settings())
 
     def _state_to_json(self) -> dict[str, Any]:
-        """Extra fitted state written to ``model.json`` (JSON-serialisable; none here)."""
         return {}
 
     def _state_from_json(self, state: Mapping[str, Any]) -> None:
-        """Restore what :meth:`_state_to_json` wrote (nothing here)."""
+        pass
 
     def _needs_data_for_synthesis_given(self, schema: Schema) -> bool:
         """``_needs_data_for_synthesis`` before ``schema_`` is set."""

@@ -1,8 +1,5 @@
-"""Convergence diagnostics of the Bayesian synthesizers: rank-normalised bulk/tail ESS and R-hat
-(Vehtari et al. 2021, ``arviz_stats``' estimators) of the label-invariant scalars each model
-supplies, kept as the posterior's group ``label_invariant``; the structured warnings and the
-``convergence.json`` record. See :doc:`/user_guide/bayesian_models`.
-"""
+"""Convergence diagnostics of the Bayesian synthesizers (Vehtari et al. 2021, ``arviz_stats``):
+:doc:`/user_guide/bayesian_models`."""
 
 from __future__ import annotations
 
@@ -14,24 +11,16 @@ import pandas as pd
 
 from bayes_risk.exceptions import CALLER
 
-#: R-hat above this flags non-convergence (Vehtari et al. 2021 recommend 1.01). This module is the
-#: thresholds' one home: every check reads them here when it runs.
+#: R-hat above this flags non-convergence (Vehtari et al. 2021)
 RHAT_MAX = 1.01
-#: bulk/tail ESS below this many **per chain** flags too few effective draws (Vehtari et al.
-#: 2021 and Stan: about 100 per chain, i.e. 400 for four chains, 200 for two).
+#: bulk/tail ESS below this many **per chain** flags too few effective draws (Stan's 100)
 ESS_MIN = 100.0
-#: quantiles of the tail ESS (Vehtari et al. 2021; Stan and R ``posterior``): the smaller ESS of
-#: the indicators ``x <= q_0.05`` and ``x <= q_0.95``. Passed to ``arviz_stats.ess``, whose own
-#: default (ArviZ 1.x: ``rcParams["stats.ci_prob"]`` = 0.89, the 11 % and 89 % quantiles)
-#: measures less extreme quantiles, gives larger values and would move with a display setting.
+#: quantiles of the tail ESS (Vehtari et al. 2021), given: ArviZ's default follows a display
+#: setting (0.89)
 TAIL_PROB = (0.05, 0.95)
-#: a self-extending run stops early when a round leaves the largest R-hat above ``STUCK_RHAT``
-#: and takes less than a tenth off ``R-hat - 1``: for chains that agree but have too few
-#: effective draws, R-hat - 1 ≈ 2 / ESS roughly halves per doubling of the run (ACS extract with
-#: structural zeros and missing values, seed 1: 0.258, 0.090, 0.029, 0.007; with structural zeros
-#: only, seed 4: 0.457, 0.352, 0.084, 0.043), whereas chains in different states stay apart
-#: (NYexample seed 1: 1.084, 0.954, 0.955, 0.929). A quarter would have stopped the second
-#: (ratio 0.77 in its second round), which went on improving.
+#: a self-extending run stops when a round leaves the largest R-hat above ``STUCK_RHAT`` and
+#: takes less than a tenth off ``R-hat - 1`` (chains that agree roughly halve it per doubling;
+#: chains in different states stay apart, e.g. NYexample: 1.084, 0.954, 0.955, 0.929)
 STUCK_RHAT = 1.1
 STUCK_SHRINK = 0.9
 #: the posterior's group with the draws of the diagnosed label-invariant quantities
@@ -39,37 +28,28 @@ LABEL_INVARIANT_GROUP = "label_invariant"
 
 
 def extension_stuck(previous: float | None, current: float) -> bool:
-    """Whether a round of a self-extending run left its chains apart: the largest R-hat is above
-    ``STUCK_RHAT`` and its distance from 1 fell by less than a tenth since the last round."""
+    """Whether a round of a self-extending run left its chains apart (``STUCK_RHAT``)."""
     if previous is None or not (np.isfinite(previous) and np.isfinite(current)):
         return False
     return current > STUCK_RHAT and current - 1 > STUCK_SHRINK * (previous - 1)
 
 
-# ---------------------------------------------------------------------- ESS and R-hat
 def rhat_rank(x: np.ndarray) -> float:
-    """Rank-normalised split R-hat (bulk and folded) of ``x[chain, draw]``:
-    ``arviz_stats.rhat(x, method="rank")`` (NaN: fewer than 2 chains or 4 draws)."""
+    """``arviz_stats.rhat(x, method="rank")`` of ``x[chain, draw]``."""
     import arviz_stats
 
     return float(arviz_stats.rhat(np.asarray(x, dtype=np.float64), method="rank"))
 
 
 def ess_bulk(x: np.ndarray) -> float:
-    """Bulk ESS of ``x[chain, draw]``: ``arviz_stats.ess(x, method="bulk")`` (rank-normalised
-    split chains; NaN with fewer than 4 draws or a NaN draw)."""
+    """``arviz_stats.ess(x, method="bulk")`` of ``x[chain, draw]``."""
     import arviz_stats
 
     return float(arviz_stats.ess(np.asarray(x, dtype=np.float64), method="bulk"))
 
 
 def ess_tail(x: np.ndarray) -> float:
-    """Tail ESS of ``x[chain, draw]``: ``arviz_stats.ess(x, method="tail", prob=TAIL_PROB)``,
-    the smaller ESS of the indicators of the 5 % and 95 % quantiles (Vehtari et al. 2021).
-
-    ``prob`` is given: without it ArviZ 1.x takes ``rcParams["stats.ci_prob"]`` (0.89), i.e. the
-    11 % and 89 % quantiles, which gives a larger value than the tail ESS of Vehtari et al.
-    """
+    """``arviz_stats.ess(x, method="tail", prob=TAIL_PROB)`` of ``x[chain, draw]``."""
     import arviz_stats
 
     return float(arviz_stats.ess(np.asarray(x, dtype=np.float64), method="tail",
@@ -81,12 +61,8 @@ STATISTIC_NAMES = {"rhat": "R-hat", "ess_bulk": "bulk ESS", "ess_tail": "tail ES
 
 
 def failed_checks(table: pd.DataFrame, ess_min: float) -> list[dict[str, Any]]:
-    """The failed checks of a convergence table (index: quantity; ``ess_bulk``, ``ess_tail``,
-    ``rhat``), one per quantity and statistic: ``code`` (``"RHAT_HIGH"``: ``rhat > RHAT_MAX``;
-    ``"LOW_ESS"``: an ESS below ``ess_min``), ``quantity``, ``statistic``, ``value`` and
-    ``threshold``. Values are compared as computed (199.9996 fails 200), and an ESS that cannot
-    be computed (NaN) fails: convergence that cannot be assessed is not vouched for.
-    """
+    """The failed checks of a convergence table, one per quantity and statistic; values are
+    compared unrounded, and an ESS that cannot be computed (NaN) fails."""
     out: list[dict[str, Any]] = []
     for q, r in table.iterrows():
         if np.isfinite(r["rhat"]) and r["rhat"] > RHAT_MAX:

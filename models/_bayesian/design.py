@@ -1,10 +1,7 @@
 """Explicit design matrices and GLM log-densities for sequential regressions.
 
-Formula-free on purpose: a design is *intercept + numeric predictors as given + treatment (dummy)
-coding of categorical predictors with the first level as baseline*, the convention of R's
-``model.matrix`` (so coefficient names such as ``(Intercept)``, ``LogExpenditure``, ``Urban[T.2]``
-line up with draws exported from Stan/brms). The same builder evaluates candidate rows in the
-attribute-risk engine, which is why it works on plain arrays of codes/values.
+A design is intercept + numeric predictors + treatment coding of categorical ones (R's
+``model.matrix`` names, such as ``Urban[T.2]``, as draws exported from Stan/brms have them).
 """
 
 from __future__ import annotations
@@ -32,9 +29,8 @@ __all__ = [
 ]
 
 class NeighbourhoodUnavailable(ValidationError, NotImplementedError):
-    """The one-variable-different neighbourhood does not exist for this model's
-    columns. A :class:`ValidationError` for users, and a ``NotImplementedError`` so that the
-    attribute engine falls back to evaluating candidate records."""
+    """The one-variable-different neighbourhood does not exist for this model's columns (the
+    attribute engine falls back to candidate records)."""
 
 
 def row_frame(record_row: pd.DataFrame | pd.Series) -> pd.DataFrame:
@@ -57,10 +53,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 
 
 def parse_formula(formula: str, target: str | None = None) -> tuple[str | None, list[str]]:
-    """Parse ``"y ~ a + b"`` (or ``"a + b"``) into ``(y, [a, b])``.
-
-    Only sums of column names are accepted (no transformations, interactions or ``-1``): the
-    design is always intercept + main effects. ``"y ~ 1"`` gives no predictors.
+    """Parse ``"y ~ a + b"`` (or ``"a + b"``) into ``(y, [a, b])``; only sums of column names
+    (``"y ~ 1"``: no predictors).
 
     Raises
     ------
@@ -203,9 +197,6 @@ def column_values(
     return out
 
 
-# ----------------------------------------------------------------------------------------------
-# family log-densities, vectorised over draws
-# ----------------------------------------------------------------------------------------------
 def family_loglik(
     family: str,
     y: np.ndarray,
@@ -295,17 +286,12 @@ def family_sample(
     raise ValidationError(f"family must be one of {sorted(FAMILIES)}. Got {family!r}.")
 
 
-# ----------------------------------------------------------------------------------------------
-# exact normal-regression posterior (methods, Sequential Bayesian regressions)
-# ----------------------------------------------------------------------------------------------
 def normal_exact_posterior(
     X: np.ndarray, y: np.ndarray, n_draws: int, rng: np.random.Generator,
     weights: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """Independent draws from ``p(β, σ² | y)`` under ``p(β, σ²) ∝ σ^{-2}``.
-
-    ``σ² = (n − q) s² / χ²_{n−q}``, ``β | σ² ~ N(β̂, σ² (XᵀX)^{-1})`` (methods, Sequential Bayesian
-    regressions).
+    """Independent draws from ``p(β, σ² | y)`` under ``p(β, σ²) ∝ σ^{-2}`` (methods, Sequential
+    Bayesian regressions).
 
     Returns
     -------
@@ -343,9 +329,6 @@ def normal_exact_posterior(
     return {"beta": beta, "sigma": np.sqrt(sigma2), "beta_hat": beta_hat, "s2": s2, "df": df}
 
 
-# ----------------------------------------------------------------------------------------------
-# output dtypes (Parquet drops pandas categoricals with integer categories)
-# ----------------------------------------------------------------------------------------------
 def record_dtypes(df: pd.DataFrame) -> dict[str, str]:
     """JSON-able dtype of every column: ``"category"``, ``"category-ordered"`` or a numpy name."""
     out: dict[str, str] = {}

@@ -1,13 +1,7 @@
-"""A numpy ``Generator`` for compiled kernels without numba's per-call cost of one.
-
-numba takes a ``np.random.Generator`` argument by reading its bit generator's ``ctypes``
-interface afresh at every call (three ``ctypes.cast`` calls and a Python-level ``typeof``):
-≈ 15–30 µs per call, a third of a DPMPM sweep on a table of 25 records. The interface of one
-generator does not change, so :func:`generator_handle` reads it once (a chain's start) into a
-small integer array, which a kernel passes as cheaply as any array, and :func:`generator_of`
-turns back into numba's ``Generator`` inside the kernel: the same bit generator, the same
-state, the same algorithms, so the same draws bit for bit (tests/models/test_dpmpm_draws.py).
-The handle holds no reference: the caller keeps the ``Generator`` alive while it is used.
+"""A numpy ``Generator`` for compiled kernels without numba's per-call cost (≈ 15–30 µs) of one:
+:func:`generator_handle` reads its ``ctypes`` interface once into an integer array, and
+:func:`generator_of` turns it back into numba's ``Generator`` inside the kernel (same draws). The
+handle holds no reference: the caller keeps the ``Generator`` alive.
 """
 
 from __future__ import annotations
@@ -39,13 +33,7 @@ def generator_handle(rng: np.random.Generator) -> np.ndarray:
 
 class ChainGenerator:
     """Mixin of a sampler step whose chain's generator is ``self.rng``: :meth:`_generator` gives
-    its :func:`generator_handle`, read once per generator (a chain's start) rather than at every
-    compiled call that draws from it.
-
-    The handle holds addresses in this process: a copy or pickle of the step (a chain's own
-    step, PyMC's worker processes) carries none and reads its own; ``self.rng`` (kept by the
-    step) keeps the generator, and so the addresses, alive.
-    """
+    its :func:`generator_handle`, read once per generator (a pickle carries none)."""
 
     _handle: np.ndarray | None = None
     _handle_of: np.random.Generator | None = None

@@ -1,13 +1,6 @@
-"""Gibbs-only MCMC runs without ``pm.sample``: the step in a loop, draws into preallocated arrays.
-
-For a model sampled by one Gibbs step (the DPMPM's sweep) this returns the DataTree that
-``pm.sample`` with that step returns (same groups, variables, dims and attributes) without
-building and compiling the PyMC model. Chain ``c`` draws from
-``default_rng(seeds).spawn(chains)[c]``, as under ``pm.sample``, so the draws do not depend on
-whether the chains run in turn or in forked worker processes (Linux, ``cores > 1``; with
-``cores=None`` only when the run takes at least ``FORK_MIN_SECONDS``). A self-extending run
-(``max_sweeps``, ``check``) continues every chain where it stopped, its workers kept alive.
-"""
+"""Gibbs-only MCMC runs without ``pm.sample``: the step in a loop, the DataTree ``pm.sample``
+returns. Chain ``c`` draws from ``default_rng(seeds).spawn(chains)[c]``, in turn or in forked
+workers (same draws); a self-extending run continues every chain where it stopped."""
 
 from __future__ import annotations
 
@@ -32,25 +25,14 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["FORK_MIN_SECONDS", "GibbsLayout", "chain_generators", "chain_processes",
            "sample_gibbs"]
 
-# Chain worker processes cost a start-up that chains in turn do not: forking, each worker's
-# numba threads and, when this process has not run the step yet, each worker loading the
-# compiled kernels (a 200-record DPMPM fit of 2 × 110 sweeps: 0.58 CPU-s with two workers
-# against 0.09 in turn, in a fresh process; ≈ 0.5 s of wall time). Two workers save half the
-# sampling time, so below about twice that start-up the chains are faster in turn; the margin
-# keeps a fit that is about even in this process (the workers' start-up also takes the other
-# core from whatever else runs).
+# workers cost ≈ 0.5 s of start-up (fork, numba threads, loading the kernels): below about twice
+# that, chains in turn are faster
 FORK_MIN_SECONDS = 2.0
 
 
 def chain_processes(cores: int | None, chains: int, expected_seconds: float | None) -> int:
-    """Worker processes for the chains of a Gibbs run; ``1``: in turn, in this process.
-
-    ``cores``: an integer asks for that many workers (at most one per chain); ``None``:
-    ``min(4, cpu_count)`` workers when ``expected_seconds`` (the step's estimate of all chains'
-    sampling time in one process; ``None``: no estimate) is at least ``FORK_MIN_SECONDS``, else
-    none. More than one only on Linux (forked workers; macOS does not allow ``fork`` once its
-    system frameworks are in use).
-    """
+    """Worker processes for the chains of a Gibbs run (``1``: in turn, in this process; more
+    only on Linux, and with ``cores=None`` only for runs of ``FORK_MIN_SECONDS`` or more)."""
     if cores is None:
         if expected_seconds is not None and expected_seconds < FORK_MIN_SECONDS:
             return 1
@@ -61,11 +43,8 @@ def chain_processes(cores: int | None, chains: int, expected_seconds: float | No
 
 @dataclass(frozen=True)
 class GibbsLayout:
-    """What a Gibbs-only run records, as the PyMC model would declare it: ``shapes`` (event shape of
-    each step variable, in the posterior's order), ``dims`` and ``coords`` of every posterior
-    variable, ``deterministics`` (``f(draws) -> {name: array}`` on the ``[chain, draw, ...]``
-    arrays, appended after the step variables) and ``initial_point`` (given to the first step).
-    """
+    """What a Gibbs-only run records, as the PyMC model would declare it (``deterministics``:
+    ``f(draws) -> {name: array}``, appended after the step variables)."""
 
     shapes: Mapping[str, tuple[int, ...]]
     dims: Mapping[str, tuple[str, ...]]
@@ -75,11 +54,8 @@ class GibbsLayout:
 
 
 def chain_generators(seeds: list[int], chains: int) -> list[np.random.Generator]:
-    """The step's generator of each chain, as ``pm.sample(random_seed=seeds)`` makes them.
-
-    ``pm.sample`` spawns one generator per chain from ``default_rng(seeds)``, draws one integer
-    from each (its initial-point seed) and hands it to the step when the chain starts.
-    """
+    """The step's generator of each chain, as ``pm.sample(random_seed=seeds)`` makes them (it
+    draws each one's initial-point seed first)."""
     rngs = np.random.default_rng(list(seeds)).spawn(int(chains))
     for r in rngs:
         r.integers(2**30)
@@ -109,10 +85,8 @@ def _run_chain(
     draws: int,
     tick: Callable[[], None],
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any], tuple[float, int]]:
-    """One chain: ``tune + draws`` steps; kept draws of the step variables, all statistics, the
-    last point (from which an extension round continues) and the timing of the sweeps after the
-    first step (seconds, sweeps): the first step pays the one-off costs (compiling or loading
-    the kernels in this process), which a refit on a warm machine does not pay again."""
+    """One chain: kept draws, all statistics, the last point and the timing of the sweeps after
+    the first (which pays the one-off costs)."""
     step.setup_chain(rng, tune, draws)
     step.tune = bool(tune)
     post = {name: np.empty((draws, *shape)) for name, shape in layout.shapes.items()}
@@ -148,9 +122,8 @@ def _continue_chain(
     thin: int,
     tick: Callable[[], None],
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any], tuple[float, int]]:
-    """An extension round of a chain after its warm-up: ``calls`` kept draws from ``point``,
-    the first after ``first_thin`` sweeps, the others after ``thin`` (the step's ``thin``); and
-    the round's timing (seconds, sweeps: all steady, the kernels are loaded by now)."""
+    """An extension round: ``calls`` kept draws from ``point``, the first after ``first_thin``
+    sweeps, the others after ``thin``; and the round's timing."""
     post = {name: np.empty((calls, *shape)) for name, shape in layout.shapes.items()}
     stats = {name: np.empty((calls, *shape), dtype)
              for name, (dtype, shape) in _scalar_stats(step).items()}
@@ -172,9 +145,8 @@ def _continue_chain(
 def _chain_task(chain: dict[str, Any], layout: GibbsLayout, task: tuple,
                 tick: Callable[[], None]
                 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], tuple[float, int]]:
-    """Run one round of a chain (``task``: ``("start", tune, draws)`` or ``("extend", calls,
-    first_thin, thin)``); the chain's state (``step``, ``rng``, ``point``) stays in ``chain``.
-    Returns the round's draws, statistics and steady sweep timing (``_run_chain``)."""
+    """Run one round of a chain (``("start", ...)`` or ``("extend", ...)``), its state kept in
+    ``chain``."""
     if task[0] == "start":
         if hasattr(chain["step"], "set_chain"):
             chain["step"].set_chain(chain["index"])
@@ -191,8 +163,7 @@ _FORKED: dict[str, Any] = {}
 
 
 def _worker_main(c: int, conn: Any, threads: int, parent: int) -> None:
-    """A chain's worker process: runs the rounds the parent sends (``None``: done) and sends
-    back each round's draws; the chain's state stays here between rounds."""
+    """A chain's worker process: runs the rounds the parent sends (``None``: done)."""
     _worker_init(threads, parent)
     s = _FORKED
     done = s["done"][c]
@@ -235,20 +206,15 @@ def _worker_init(threads: int, parent: int) -> None:
         except ImportError:  # pragma: no cover - numba's layout changed
             parallel = None
         if parallel is not None and hasattr(parallel, "_backend_init_process_lock"):
-            # numba guards its thread launch with a lock shared by every process forked from
-            # this one (a multiprocessing semaphore) and a thread lock copied at fork. A worker
-            # terminated while holding the shared one (an interrupted fit) would leave every
-            # later fork of this process waiting on it for ever: each worker takes locks of its
-            # own (numba creates the process lock afresh when it is unset)
+            # numba's thread-launch locks are shared with every fork: a worker terminated while
+            # holding one would block later forks for ever, so each worker takes its own
             parallel._backend_init_process_lock = None
             parallel._backend_init_thread_lock = threading.RLock()
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
 
 
 def _die_with_parent(parent: int) -> None:
-    """End this worker when its parent ends, however it ends: a parent killed with SIGKILL (the
-    out-of-memory killer, a batch system's time limit) runs no clean-up, and the workers would
-    go on sampling, each on a core, until their round ends (hours on a large table)."""
+    """End this worker when its parent ends, even by SIGKILL (which runs no clean-up)."""
     if sys.platform.startswith("linux"):
         import ctypes
         import signal
@@ -262,8 +228,7 @@ def _die_with_parent(parent: int) -> None:
 
 
 class _ForkedChains:
-    """One forked process per chain, alive between rounds (so that an extension round continues
-    each chain from its state), at most ``workers`` of them sampling at a time."""
+    """One forked process per chain, alive between rounds, ``workers`` sampling at a time."""
 
     def __init__(self, step: Any, layout: GibbsLayout, rngs: list[np.random.Generator],
                  workers: int) -> None:
@@ -277,10 +242,8 @@ class _ForkedChains:
         self.conns, self.procs = [], []
         try:
             with warnings.catch_warnings():
-                # Python warns of fork() in a threaded process; as for PyMC's own parallel chains
-                # (which fork on Linux), the workers only run the step, and numba's workqueue
-                # threading layer (bayes_risk.models.dpmpm.kernels) starts its threads afresh
-                # in a forked child
+                # as PyMC's chains, the workers only run the step (numba's workqueue layer
+                # starts its threads afresh in a forked child)
                 warnings.filterwarnings("ignore", message=".*use of fork.*",
                                         category=DeprecationWarning)
                 for c in range(len(rngs)):
@@ -339,8 +302,7 @@ class _ForkedChains:
 
 
 class _InProcessChains:
-    """The chains run in turn in this process; with extension rounds each chain has its own
-    copy of the step (its state is the chain's), else they share the step as before."""
+    """The chains run in turn in this process (each with its own step copy when extended)."""
 
     def __init__(self, step: Any, rngs: list[np.random.Generator], layout: GibbsLayout,
                  own_steps: bool) -> None:
@@ -399,16 +361,9 @@ def sample_gibbs(
     max_sweeps: int = 0,
     check: Callable[[xr.DataTree], str] | None = None,
 ) -> xr.DataTree:
-    """Run a Gibbs-only step for ``chains`` chains and return the ``pm.sample``-shaped DataTree.
-
-    ``step`` has the interface of PyMC's ``BlockedStep`` (extension rounds need its ``thin`` and a
-    chain state that ``setup_chain`` sets afresh); ``seeds``: one per chain, as given to
-    ``pm.sample``; ``cores``: as :func:`chain_processes` (same draws either way); ``stop``: polled
-    between sweeps, ``True`` raises ``KeyboardInterrupt``. While ``check(datatree)`` returns
-    ``"failed"`` and twice the window fits in ``max_sweeps`` sweeps per chain, every chain runs as
-    many sweeps again at twice the thinning (the draws of one run at the final ``thin``). The
-    root's attributes ``thin``, ``gibbs_rounds``, ``max_sweeps`` and ``gibbs_stop`` record the run.
-    """
+    """Run a Gibbs-only step (PyMC ``BlockedStep`` interface) and return the ``pm.sample``-shaped
+    DataTree. While ``check`` returns ``"failed"`` and ``max_sweeps`` allows, every chain runs
+    as many sweeps again at twice the thinning; the root's attributes record the run."""
     tune, draws, chains = int(tune), int(draws), int(chains)
     rngs = chain_generators(seeds, chains)
     thin = int(getattr(step, "thin", 1))
@@ -431,19 +386,12 @@ def sample_gibbs(
                   else f"Sequential sampling ({chains} chains in 1 job)")
         _log.info(f"{type(step).__name__}: [{', '.join(layout.shapes)}]")
         tasks = [("start", tune, draws)] * chains
-        if parallel:
-            runner = _ForkedChains(step, layout, rngs, workers)
-            # every worker is forked by now (extension rounds reuse them), so the parent may
-            # import in a thread while it waits: no fork can meet a half-held import lock
-            with Background(_warm_up_output):
-                results, timed = _timed(runner.run(tasks, bar, stop))
-        else:
-            runner = _InProcessChains(step, rngs, layout, own_steps=extend)
-            # the sweeps' kernels release the GIL: the DataTree's imports run meanwhile on the
-            # other core (bayes_risk._lazy.Background; with forked workers only once they are
-            # forked: a fork while a thread imports could leave a child waiting on an import lock)
-            with Background(_warm_up_output):
-                results, timed = _timed(runner.run(tasks, bar, stop))
+        runner = (_ForkedChains(step, layout, rngs, workers) if parallel
+                  else _InProcessChains(step, rngs, layout, own_steps=extend))
+        # the DataTree's imports run in a thread meanwhile (the kernels release the GIL), only
+        # once every worker is forked: a fork during an import could deadlock a child
+        with Background(_warm_up_output):
+            results, timed = _timed(runner.run(tasks, bar, stop))
         total = chains * (tune + draws)
         bar(total)
         rounds, stopped = 1, ""
@@ -456,9 +404,8 @@ def sample_gibbs(
                 break
             if (stopped := check(dt)) != "failed":
                 break
-            # every second kept draw stays (those at multiples of 2 * thin after the warm-up);
-            # the first new one follows the last of them after 2 * thin sweeps (thin when the
-            # number of draws is odd)
+            # every second kept draw stays; the first new one follows after 2 * thin sweeps
+            # (thin when the number of draws is odd)
             results = [_chain_arrays(dt, layout, c, tune) for c in range(chains)]
             del dt
             calls, first = draws - draws // 2, (thin if draws % 2 else 2 * thin)
@@ -524,10 +471,7 @@ def _merge_rounds(old: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
 
 
 def _warm_up_output() -> None:
-    """What the first ``_to_datatree`` of a process pays for, on a one-value tree: importing
-    xarray and arviz_base, and what xarray imports when it first wraps an array (``dask.array``
-    when dask is installed); and the convergence checks' ``arviz_stats`` (with ``scipy.stats``,
-    about half a second)."""
+    """The imports the first ``_to_datatree`` and the convergence checks pay for."""
     import arviz_stats  # noqa: F401 - models._bayesian.convergence (ESS, R-hat)
     import xarray as xr
 
@@ -542,8 +486,7 @@ def _to_datatree(
     tune: int,
     sampling_time: float,
 ) -> xr.DataTree:
-    """The groups ``pm.sample(discard_tuned_samples=False)`` returns, without the warm-up
-    draws of the parameters (which ``BayesianSynthesizer._run_sampler`` deletes)."""
+    """The groups ``pm.sample(discard_tuned_samples=False)`` returns, less the warm-up draws."""
     import xarray as xr
 
     post = {}
@@ -576,8 +519,7 @@ def _to_datatree(
 
 @functools.cache
 def _pymc_version() -> str:
-    """PyMC's installed version (read once: ``importlib.metadata`` parses the package's
-    metadata file on every call)."""
+    """PyMC's installed version (read once)."""
     import importlib.metadata
 
     return importlib.metadata.version("pymc")
@@ -588,16 +530,8 @@ _SAMPLE_DIMS = ("chain", "draw")
 
 def _dataset(data: Mapping[str, np.ndarray], dims: Mapping[str, tuple[str, ...]],
              coords: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> xr.Dataset:
-    """``arviz_base.dict_to_dataset(data, attrs=attrs, coords=coords, dims=dims,
-    sample_dims=["chain", "draw"])``, built in one ``xarray.Dataset`` call.
-
-    ``dict_to_dataset`` makes a ``DataArray`` per variable, each with deep copies of its
-    coordinates and indexes of its own, and then aligns them into one dataset: about 10 ms of
-    a small fit's 3 groups, where this takes about 1 ms. The result is identical (variables,
-    dims, coordinates and their order, attributes; ``tests/models/test_gibbs_run.py``). A
-    variable whose dimensions do not match its shape (``dict_to_dataset`` names the missing
-    ones) goes through ``dict_to_dataset`` itself.
-    """
+    """``arviz_base.dict_to_dataset(...)`` in one ``xarray.Dataset`` call (≈ 1 ms, not 10;
+    identical result), falling back to it when dimensions do not match shapes."""
     import xarray as xr
     from arviz_base import dict_to_dataset, make_attrs, rcParams
 

@@ -1,6 +1,4 @@
-"""Persistence of the Bayesian synthesizers: the files of a saved model, reading its posterior
-and the fitted state restored from a folder or from draws made elsewhere (``from_posterior``).
-"""
+"""Persistence of the Bayesian synthesizers: saved files, posteriors read or given."""
 
 from __future__ import annotations
 
@@ -31,10 +29,8 @@ def check_int(value: Any, name: str, minimum: int) -> int:
 
 
 def warm_up_writer() -> None:
-    """Write a one-value DataTree to memory as ``save`` writes a posterior: imports h5netcdf and
-    h5py and does once what xarray does on its first NetCDF write (plugin discovery; with dask
-    installed, importing ``dask.distributed`` to look for a scheduler, ≈ 0.2 s). ``bayes-risk
-    fit`` runs it while the sampler runs (``bayes_risk._lazy.overlap``)."""
+    """Write a one-value DataTree to memory: the one-off costs of xarray's first NetCDF write,
+    paid while the sampler runs (``bayes_risk._lazy.overlap``)."""
     import io
 
     import xarray as xr

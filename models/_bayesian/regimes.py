@@ -1,10 +1,5 @@
-"""Regimes of the chains of a mixture fit: which chains agree on the class structure.
-
-Two chains are in the same *regime* when, for each of α, ``k*`` and the data log-likelihood, the
-rank-normalised R-hat of the pair is at most ``RHAT_MAX`` or their means differ within Monte
-Carlo error; regimes are the groups connected by agreement. More than one is the warning
-``REGIMES_DISAGREE`` (the risk engines then report ``RISK_BY_REGIME``). With tempered ladders
-each regime's stepping-stone evidence gives its posterior ``mass``. See :doc:`/methods/models`.
+"""Regimes of the chains of a mixture fit: which chains agree on the class structure
+(warning ``REGIMES_DISAGREE``). See :doc:`/methods/models`.
 """
 
 from __future__ import annotations
@@ -25,13 +20,10 @@ REGIME_QUANTITIES: dict[str, str] = {"alpha": "α", "k_occupied": "k*", "n_occup
 #: posterior attributes of a tempered fit: per chain, the stepping-stone log evidence and its
 #: Monte Carlo standard error (``bayes_risk.models.dpmpm.tempering``)
 EVIDENCE_ATTR = "log_evidence"
-#: the smallest swap acceptance rate of every adjacent pair of a chain's tempered ladder for its
-#: stepping-stone estimate to be used: below it the two temperatures' draws barely overlap (the
-#: tempered posterior passes a phase transition, e.g. the classes collapsing as β falls) and the
-#: estimate can be biased by far more than its standard error shows
+#: the smallest swap rate of every adjacent pair of a ladder for its stepping-stone estimate to
+#: be used (below it the estimate can be biased far beyond its standard error)
 EVIDENCE_MIN_SWAP = 0.2
-#: family-wise level of the test of a difference between two chains' means (about one fit in a
-#: hundred whose chains agree and that fails R-hat by chance is called two regimes)
+#: family-wise level of the test of a difference between two chains' means
 REGIME_ALPHA = 0.01
 EVIDENCE_SE_ATTR = "log_evidence_se"
 
@@ -47,19 +39,15 @@ def _quantities(q: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def _mcse(x: np.ndarray) -> float:
-    """Monte Carlo standard error of the mean of one chain's draws ``x [draw]`` (ArviZ's
-    ``mcse(method="mean")``: the chain's sd over the square root of its bulk-type ESS)."""
+    """``arviz_stats.mcse(method="mean")`` of one chain's draws ``x [draw]``."""
     import arviz_stats
 
     return float(arviz_stats.mcse(x[None, :], method="mean"))
 
 
 def _agree(x: np.ndarray, a: int, b: int, crit: float) -> bool:
-    """Whether chains ``a`` and ``b`` of ``x [chain, draw]`` agree: the pair R-hat is at most
-    ``RHAT_MAX``, or the difference of the two chains' means is within ``crit`` standard errors
-    (each chain's MCSE): chains that are merely short (few effective draws, R-hat high by
-    chance) agree, chains whose means are apart beyond Monte Carlo error do not. A pair that
-    cannot be diagnosed (constant, fewer than 4 draws, non-finite) agrees."""
+    """Whether chains ``a`` and ``b`` of ``x [chain, draw]`` agree: pair R-hat at most
+    ``RHAT_MAX``, or means within ``crit`` standard errors (a pair not diagnosable agrees)."""
     pair = x[[a, b]]
     if pair.shape[1] < 4 or not np.all(np.isfinite(pair)) or np.ptp(pair) == 0:
         return True
@@ -74,8 +62,7 @@ def _agree(x: np.ndarray, a: int, b: int, crit: float) -> bool:
 
 
 def _critical(n_chains: int, n_quantities: int) -> float:
-    """Normal quantile of a two-sided test at family-wise level ``REGIME_ALPHA``, Bonferroni
-    over the pairs of chains and the quantities."""
+    """Two-sided normal quantile at level ``REGIME_ALPHA``, Bonferroni over pairs and quantities."""
     from scipy.special import ndtri
 
     tests = max(1, n_chains * (n_chains - 1) // 2 * n_quantities)
@@ -83,15 +70,8 @@ def _critical(n_chains: int, n_quantities: int) -> float:
 
 
 def chain_regimes(qs: dict[str, np.ndarray], C: int) -> list[list[int]]:
-    """The regimes of ``C`` chains given their regime quantities ``qs`` (each ``[chain, draw]``):
-    lists of chain indices (0-based), ordered by their first chain; one list holding every chain
-    when they all agree (or with one chain).
-
-    Chains ``a`` and ``b`` agree when, for every quantity of :data:`REGIME_QUANTITIES` the
-    model diagnoses, the pair R-hat is at most ``RHAT_MAX`` or the difference of their means
-    is within Monte Carlo error (``_agree``; Bonferroni over pairs and quantities at
-    family-wise level ``REGIME_ALPHA``); a regime is a group of chains connected by agreement
-    (single linkage)."""
+    """The regimes of ``C`` chains (lists of 0-based chain indices ordered by their first): groups
+    of chains connected by agreement on every quantity (``_agree``; single linkage)."""
     parent = list(range(C))
 
     def root(i: int) -> int:
@@ -130,20 +110,9 @@ def _starts(post: Any, C: int) -> list[str | None]:
 
 
 def regime_summary(post: Any, quantities: dict[str, Any]) -> dict[str, Any] | None:
-    """The regime record of ``convergence_summary()["regimes"]`` of a fit with posterior group
-    ``post`` and diagnosed ``quantities`` (``None``: none of :data:`REGIME_QUANTITIES`).
-
-    Returns
-    -------
-    dict
-        ``agree`` (one regime), ``chains`` (per chain: ``chain``, ``start`` — how it started,
-        ``None`` when not known — and the mean of each regime quantity), ``regimes`` (per
-        regime: ``chains``, ``draws``, the means over its draws, ``log_evidence`` and
-        ``log_evidence_se`` — ``None`` without tempered ladders — and ``mass``, its posterior
-        probability from the evidences, ``None`` when not estimated), ``quantities`` (the
-        quantities compared), ``rhat_max`` and ``evidence`` (how the evidences were estimated,
-        or why there are none).
-    """
+    """The record ``convergence_summary()["regimes"]`` (``None``: no regime quantity): ``agree``,
+    ``chains``, ``regimes`` (with ``log_evidence`` and ``mass`` when estimated), ``quantities``,
+    ``rhat_max`` and ``evidence`` (how the evidences were estimated, or why not)."""
     qs = _quantities(quantities)
     if not qs:
         return None
@@ -169,8 +138,7 @@ def regime_summary(post: Any, quantities: dict[str, Any]) -> dict[str, Any] | No
                              **{k: float(np.mean(x[g])) for k, x in qs.items()},
                              "log_evidence": None, "log_evidence_se": None, "mass": None}
         if ev is not None:
-            # the chains of a regime estimate the same evidence: their mean, and its standard
-            # error from theirs
+            # the chains of a regime estimate the same evidence
             r["log_evidence"] = float(np.mean(ev[g]))
             r["log_evidence_se"] = float(np.sqrt(np.sum(ev_se[g] ** 2)) / len(g))
             problems += _evidence_problems(i, g, ev, ev_se, min_swap)
@@ -197,10 +165,8 @@ def regime_summary(post: Any, quantities: dict[str, Any]) -> dict[str, Any] | No
 
 def _evidence_problems(i: int, g: list[int], ev: np.ndarray, se: np.ndarray,
                        min_swap: np.ndarray | None) -> list[str]:
-    """Why regime ``i``'s evidence estimate cannot be used: a chain whose ladder has a pair of
-    temperatures that rarely swap (``EVIDENCE_MIN_SWAP``), or chains of the regime whose
-    estimates differ beyond 4 standard errors (the batch-means error misses the bias of a
-    ladder that does not mix)."""
+    """Why regime ``i``'s evidence estimate cannot be used: a pair of temperatures that rarely
+    swap, or chains whose estimates differ beyond 4 standard errors."""
     out = []
     if min_swap is not None:
         low = [c for c in g if not min_swap[c] >= EVIDENCE_MIN_SWAP]
@@ -225,9 +191,7 @@ def _fmt(name: str, v: float) -> str:
 
 
 def regime_text(summary: dict[str, Any]) -> str:
-    """The regimes in words: ``regime 1 (chain 1, started 'spread'): α 0.56, k* 4.7,
-    log-likelihood -5,752.4; regime 2 ...`` (chains numbered from 1), with each regime's
-    evidence and posterior probability when estimated."""
+    """The regimes in words: ``regime 1 (chain 1, started 'spread'): α 0.56, k* 4.7, ...``."""
     starts = {c["chain"]: c["start"] for c in summary["chains"]}
     parts = []
     for i, r in enumerate(summary["regimes"], 1):
@@ -248,9 +212,7 @@ def regime_text(summary: dict[str, Any]) -> str:
 
 
 def regime_warnings(post: Any, quantities: dict[str, Any], model: str) -> list[dict[str, Any]]:
-    """``[REGIMES_DISAGREE]`` when the chains form more than one regime (else ``[]``), in the
-    structure of :meth:`~BayesianSynthesizer.mcmc_warnings` with ``regimes`` added (``model``:
-    the class name the message starts with)."""
+    """``[REGIMES_DISAGREE]`` when the chains form more than one regime (else ``[]``)."""
     if int(post.sizes["chain"]) < 2:
         return []
     summ = regime_summary(post, quantities)

@@ -6,13 +6,10 @@ handled SIGTERM) instead of returning a truncated posterior, and refuse a partia
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.exceptions import redeliver_interrupt
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["InterruptGuard", "chain_seeds", "check_complete"]
 
@@ -29,16 +26,8 @@ def check_complete(dt: Any, chains: int, draws: int) -> None:
 
 
 class InterruptGuard:
-    """Make Ctrl-C (and a handled SIGTERM) stop every chain of ``pm.sample``, not only one.
-
-    PyMC's sequential sampler catches ``KeyboardInterrupt`` per chain and starts the next one. The
-    guard records the signal (passing it on to the handler in place), its draw callback stops each
-    later chain, and the caller raises ``KeyboardInterrupt`` instead of returning a truncated
-    posterior. SIGTERM is watched only where a Python handler is installed; an ignored SIGINT stays
-    ignored. A ``KeyboardInterrupt`` raised where Python cannot raise it (numba calling back through
-    ctypes, a ``__del__``) is not printed as "Exception ignored": it is delivered again
-    (``redeliver_interrupt``) after the chains.
-    """
+    """Make Ctrl-C (and a handled SIGTERM) stop every chain of ``pm.sample``, not only one (PyMC's
+    sequential sampler catches it per chain): the caller raises ``KeyboardInterrupt`` after."""
 
     def __init__(self) -> None:
         self.interrupted = False

@@ -1,16 +1,6 @@
-"""Overdispersed chain starts of the truncated stick-breaking mixtures (DPMPM, Poisson mixtures).
-
-Chains that start in the same class structure can agree while missing another regime, which
-R-hat cannot see (Gelman & Rubin 1992), so by default the chains start in different ones, cycled:
-``"spread"`` (records uniform over all ``K`` classes, α from its prior bounded to [0.5, 5]),
-``"few"`` (uniform over ``min(K, 3)`` classes, α = 0.5) or ``"prior"`` (α, sticks and classes
-from the prior). The first chain keeps each model's former start (DPMPM ``"spread"``, Poisson
-mixture ``"prior"``).
-
-References
-----------
-Gelman, A., Rubin, D. B. (1992). Inference from iterative simulation using multiple sequences.
-Statistical Science 7(4), 457–472. https://doi.org/10.1214/ss/1177011136
+"""Overdispersed chain starts of the truncated stick-breaking mixtures (Gelman & Rubin 1992):
+``"spread"`` (all ``K`` classes), ``"few"`` (``min(K, 3)`` classes, α = 0.5) or ``"prior"``,
+cycled over the chains. See :doc:`/methods/models`.
 """
 
 from __future__ import annotations

@@ -88,11 +88,8 @@ def _swap(x, a, b):  # pragma: no cover - numba
 
 @njit(cache=True)
 def label_switch_kernel(nk, log_v, log_1mv, j, l, log_u1, js, log_u):  # pragma: no cover
-    """The label-switching moves of ``sticks.label_switch_moves`` given their random numbers:
-    move 1 swaps occupied classes ``j, l`` (``j < 0``: no move 1) if ``log_u1`` is below its
-    log ratio, move 2 tries ``js[t], js[t] + 1`` against ``log_u[t]``. Every quantity is formed
-    with the operations of the numpy version (the cumulative sum of ``log(1 − V)`` from the
-    left, as ``np.cumsum``), so the decisions are the same. Returns ``new_label``."""
+    """The moves of ``sticks.label_switch_moves`` given their random numbers (``j < 0``: no move
+    1), with numpy's operations in numpy's order; returns ``new_label``."""
     K = nk.shape[0]
     n = np.empty(K)
     for k in range(K):
@@ -141,17 +138,9 @@ def label_switch_kernel(nk, log_v, log_1mv, j, l, log_u1, js, log_u):  # pragma:
 
 @njit(cache=True)
 def label_switch_draws(nk, handle):  # pragma: no cover - numba
-    """The random numbers of ``sticks.label_switch_moves`` (generator ``handle``,
-    ``generator.generator_handle``), in numpy's order and with numpy's algorithms.
-
-    Move 1's two occupied classes as ``rng.choice(occupied, 2, replace=False)`` draws them
-    (Floyd's algorithm: ``a`` uniform on ``0..n-2``, ``b`` on ``0..n-1``, ``b = n - 1`` if it
-    equals ``a``; the pair swapped unless a uniform on {0, 1} is 1; each a bounded
-    ``integers`` draw, whose algorithm numba's ``Generator`` shares with numpy's) and its
-    uniform; move 2's ``K − 2`` classes, then its ``K − 2`` uniforms. Returns ``(j, l, js, r)``
-    with ``j = l = -1`` without move 1 (fewer than two occupied classes) and ``r`` = move 1's
-    uniform (0 without move 1) followed by move 2's, whose ``log(1 − r)`` the caller takes in
-    numpy (whose ``log`` may differ from the C library's in the last bit)."""
+    """The random numbers of ``sticks.label_switch_moves`` in numpy's order and algorithms (move
+    1's pair as ``rng.choice(occupied, 2, replace=False)``, Floyd's algorithm). Returns
+    ``(j, l, js, r)``, ``j = l = -1`` without move 1; the caller takes ``log(1 − r)``."""
     rng = generator_of(handle)
     K = nk.shape[0]
     n = 0
@@ -186,10 +175,7 @@ def label_switch_draws(nk, handle):  # pragma: no cover - numba
 
 @njit(cache=True, nogil=True)
 def gamma_variates(shape, rng):  # pragma: no cover - numba
-    """``rng.standard_gamma(shape)`` for a float array, drawn element by element in C order:
-    numba's Generator runs numpy's algorithms on the same bit generator, so the draws are
-    numpy's bit for bit (tests/models/test_dpmpm_draws.py) without numpy's per-call cost of an
-    array argument (several microseconds, a sizeable share of a sweep on a small table)."""
+    """``rng.standard_gamma(shape)`` element by element in C order: numpy's draws bit for bit."""
     flat = shape.ravel()
     out = np.empty(flat.shape[0])
     for i in range(flat.shape[0]):
@@ -199,14 +185,8 @@ def gamma_variates(shape, rng):  # pragma: no cover - numba
 
 @njit(cache=True, nogil=True)
 def stick_variates(nk, alpha, rng):  # pragma: no cover - numba
-    """The random numbers of ``sticks.sample_sticks(nk, alpha, rng)``, in its order.
-
-    For the shapes ``a_k = 1 + n_k`` and then ``b_k = α + Σ_{h>k} n_h`` (``k < K − 1``), as
-    ``sticks.log_gamma_variates`` draws them: one Gamma variate per entry (shape + 1 for a
-    shape below 1), then one uniform per entry. Returns ``(a, g_a, u_a, b, g_b, u_b)``;
-    ``sticks.sticks_from_variates`` makes the sticks of them (the logarithms stay in numpy,
-    whose ``log`` may differ from the C library's in the last bit).
-    """
+    """The random numbers of ``sticks.sample_sticks(nk, alpha, rng)``, in its order:
+    ``(a, g_a, u_a, b, g_b, u_b)`` for ``sticks.sticks_and_weights_from_variates``."""
     K = nk.shape[0]
     a = np.empty(K - 1)
     b = np.empty(K - 1)
@@ -236,10 +216,8 @@ def _log_gamma_draws(shape, rng):  # pragma: no cover - numba
 
 @njit(cache=True)
 def stick_log_parts(lg1, lg2, tot):  # pragma: no cover - numba
-    """``(log V, log(1 − V), log π)`` from the log-Gamma variates of the sticks and their
-    ``logaddexp`` (taken in numpy): ``sticks.sticks_from_variates``' differences and
-    ``sticks.stick_breaking_log_parts``' sums with the same operations in the same order (the
-    cumulative sum from the left, as ``np.cumsum``), so the same numbers bit for bit."""
+    """``(log V, log(1 − V), log π)`` from the sticks' log-Gamma variates, with the operations
+    of ``sticks`` in the same order (the same numbers bit for bit)."""
     m = lg1.shape[0]
     log_v = np.empty(m)
     log_1mv = np.empty(m)

@@ -1,8 +1,6 @@
 """Truncated stick breaking and the concentration α, shared by the DPMPM and the Poisson mixtures.
 
-The stick fractions are drawn **in log space** (``log V_k`` and ``log(1 − V_k)`` from two
-log-Gamma variates): clipping ``V_k`` below 1 when α is small makes ``−Σ log(1 − V_k)`` too small
-in the α update and biases the posterior (Ishwaran & James 2001).
+The sticks are drawn in log space: clipping ``V_k`` below 1 would bias α (Ishwaran & James 2001).
 """
 
 from __future__ import annotations
@@ -16,13 +14,10 @@ __all__ = [
     "stick_breaking_log",
     "stick_breaking_log_parts",
     "stick_conditional",
-    "alpha_conditional",
     "alpha_conditional_log",
     "sample_sticks",
-    "sticks_from_variates",
     "sticks_and_weights_from_variates",
     "sample_alpha",
-    "alpha_log_marginal",
     "slice_alpha",
     "initial_memberships",
     "label_switch_moves",
@@ -30,11 +25,8 @@ __all__ = [
 
 
 def log_gamma_variates(shape: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """``log g`` with ``g ~ Gamma(shape, 1)``, exact also for tiny shapes (no underflow).
-
-    For ``shape < 1``: ``log g = log Gamma(shape + 1) + log(U) / shape`` with ``U ~ U(0, 1]``
-    (Marsaglia & Tsang 2000, §6), so ``g`` far below the smallest float is still represented.
-    Draws one Gamma variate and one uniform per entry, whatever the shapes (reproducible).
+    """``log g`` with ``g ~ Gamma(shape, 1)``, exact also for tiny shapes (Marsaglia & Tsang
+    2000, §6); one Gamma variate and one uniform per entry.
 
     Examples
     --------
@@ -54,8 +46,7 @@ def log_gamma_variates(shape: np.ndarray, rng: np.random.Generator) -> np.ndarra
 
 
 def _log_gamma_of(shape: np.ndarray, small: np.ndarray, g: np.ndarray, r: np.ndarray) -> Any:
-    """:func:`log_gamma_variates` from its Gamma variates ``g`` (of ``shape + 1`` where
-    ``small``) and uniforms ``r`` in [0, 1)."""
+    """:func:`log_gamma_variates` from its Gamma variates ``g`` and uniforms ``r``."""
     u = 1.0 - r  # in (0, 1]
     with np.errstate(divide="ignore"):
         out = np.log(g)
@@ -66,9 +57,7 @@ def _log_gamma_of(shape: np.ndarray, small: np.ndarray, g: np.ndarray, r: np.nda
 def stick_breaking_log(V: np.ndarray) -> np.ndarray:
     """``log π`` from stick fractions ``V[..., K-1]`` (``V_K = 1``), stick breaking.
 
-    ``log π_k = log V_k + Σ_{h<k} log1p(−V_h)``; the last class gets ``Σ_{h<K} log1p(−V_h)``.
-    For draws of the sampler use :func:`stick_breaking_log_parts` on the log-space sticks
-    (``V`` rounds to 1 when ``1 − V`` is below ``1e-16``).
+    For the sampler's draws use :func:`stick_breaking_log_parts` (``V`` may round to 1).
 
     Examples
     --------
@@ -105,9 +94,7 @@ def stick_breaking_log_parts(log_v: np.ndarray, log_1mv: np.ndarray) -> np.ndarr
 
 
 def stick_conditional(nk: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Beta parameters of the full conditionals of ``V_1..V_{K-1}`` (stick breaking).
-
-    ``V_k | · ~ Beta(1 + n_k, α + Σ_{h>k} n_h)``.
+    """Beta parameters ``(1 + n_k, α + Σ_{h>k} n_h)`` of the full conditionals of ``V_k``.
 
     Examples
     --------
@@ -120,25 +107,18 @@ def stick_conditional(nk: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndar
     return 1.0 + nk[:-1], float(alpha) + tail[1:]
 
 
-def alpha_conditional(V: np.ndarray, a_alpha: float, b_alpha: float) -> tuple[float, float]:
-    """Shape and rate of the full conditional of α (the α step of Escobar & West 1995).
-
-    ``α | V ~ Gamma(a_α + K − 1, b_α − Σ_{k<K} log1p(−V_k))`` with ``K − 1 = len(V)``.
-
-    Examples
-    --------
-    >>> shape, rate = alpha_conditional(np.array([0.5, 0.4]), 0.25, 0.25)
-    >>> round(shape, 6), round(rate, 6)
-    (2.25, 1.453973)
-    """
-    V = np.asarray(V, dtype=np.float64)
-    return alpha_conditional_log(np.log1p(-V), a_alpha, b_alpha)
-
-
 def alpha_conditional_log(
     log_1mv: np.ndarray, a_alpha: float, b_alpha: float
 ) -> tuple[float, float]:
-    """:func:`alpha_conditional` from the log-space ``log(1 − V_k)`` (exact, never clipped)."""
+    """Shape and rate of the full conditional of α given the sticks' ``log(1 − V_k)`` (Escobar &
+    West 1995).
+
+    Examples
+    --------
+    >>> shape, rate = alpha_conditional_log(np.log1p(-np.array([0.5, 0.4])), 0.25, 0.25)
+    >>> round(shape, 6), round(rate, 6)
+    (2.25, 1.453973)
+    """
     l1 = np.asarray(log_1mv, dtype=np.float64)
     return float(a_alpha) + l1.size, float(b_alpha) - float(l1.sum())
 
@@ -146,12 +126,8 @@ def alpha_conditional_log(
 def sample_sticks(
     nk: np.ndarray, alpha: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Draw ``(log V_k, log(1 − V_k))``, ``k < K``, from the full conditional (stick breaking).
-
-    ``V_k = g₁ / (g₁ + g₂)`` with ``g₁ ~ Gamma(1 + n_k)``, ``g₂ ~ Gamma(α + Σ_{h>k} n_h)``,
-    both as log-Gamma variates (:func:`log_gamma_variates`), so ``1 − V_k`` far below machine
-    precision is kept exactly (no clipping; see the module docstring).
-    """
+    """Draw ``(log V_k, log(1 − V_k))``, ``k < K``, from the full conditional, as log-Gamma
+    variates (:func:`log_gamma_variates`)."""
     a, b = stick_conditional(nk, alpha)
     lg1 = log_gamma_variates(a, rng)
     lg2 = log_gamma_variates(b, rng)
@@ -159,24 +135,12 @@ def sample_sticks(
     return lg1 - tot, lg2 - tot
 
 
-def sticks_from_variates(
-    a: np.ndarray, g_a: np.ndarray, u_a: np.ndarray,
-    b: np.ndarray, g_b: np.ndarray, u_b: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`sample_sticks` from its random numbers, drawn by the compiled
-    ``stick_kernels.stick_variates`` (same numbers, same sticks, bit for bit): Beta parameters
-    ``a, b``, each with its Gamma variates and uniforms."""
-    return sticks_and_weights_from_variates(a, g_a, u_a, b, g_b, u_b)[:2]
-
-
 def sticks_and_weights_from_variates(
     a: np.ndarray, g_a: np.ndarray, u_a: np.ndarray,
     b: np.ndarray, g_b: np.ndarray, u_b: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`sticks_from_variates` and the log weights of the sticks
-    (:func:`stick_breaking_log_parts`): ``(log V, log(1 − V), log π)``, the logarithms in numpy
-    (whose ``log`` may differ from the C library's in the last bit), the rest in one compiled
-    call (a sampler's sweep on a small table pays per numpy call)."""
+    """:func:`sample_sticks` from its random numbers (``stick_kernels.stick_variates``), and
+    ``log π``: the logarithms in numpy (whose ``log`` may differ from C's in the last bit)."""
     from bayes_risk.models._bayesian.stick_kernels import stick_log_parts
 
     small_b = b < 1.0
@@ -193,32 +157,6 @@ def sample_alpha(
     return float(rng.gamma(shape, 1.0 / rate))
 
 
-def alpha_log_marginal(nk: np.ndarray, alpha: float, a_alpha: float, b_alpha: float) -> float:
-    """``log p(α) + log p(z | α)`` up to a constant, the sticks integrated out.
-
-    ``p(z | α) = Π_{k<K} B(1 + n_k, α + m_k) / B(1, α)`` with ``m_k = Σ_{h>k} n_h``
-    (truncated stick breaking, ``V_K = 1``); the prior is ``Gamma(a_α, b_α)`` (shape, rate).
-
-    Examples
-    --------
-    >>> from scipy.special import beta
-    >>> from scipy.stats import gamma
-    >>> nk = np.array([3, 0, 2, 0])
-    >>> def direct(al):  # B(4, α+2) B(1, α+2) B(3, α) / B(1, α)^3 × prior
-    ...     return float(np.log(beta(4, al + 2) * beta(1, al + 2) * beta(3, al) * al**3)
-    ...                  + gamma(0.25, scale=4).logpdf(al))
-    >>> ours = alpha_log_marginal(nk, 1.5, 0.25, 0.25) - alpha_log_marginal(nk, 0.7, 0.25, 0.25)
-    >>> bool(np.isclose(ours, direct(1.5) - direct(0.7)))
-    True
-    """
-    from bayes_risk.models._bayesian.stick_kernels import log_prior_counts
-
-    if not alpha > 0:
-        return -np.inf
-    nk = np.asarray(nk, dtype=np.float64)
-    return float((a_alpha - 1.0) * np.log(alpha) - b_alpha * alpha + log_prior_counts(nk, alpha))
-
-
 def slice_alpha(
     nk: np.ndarray,
     alpha: float,
@@ -228,19 +166,8 @@ def slice_alpha(
     width: float = 1.0,
     upper: float = np.inf,
 ) -> float:
-    """One slice-sampling update of α from ``p(α | z)`` with the sticks integrated out.
-
-    Univariate slice sampling (Neal 2003; stepping out and shrinkage) on ``log α`` of
-    :func:`alpha_log_marginal`: given ``z`` alone α moves across its whole conditional in one
-    update, where given the sticks it random-walks with the empty classes' sticks. ``upper``
-    restricts the draw to the truncated conditional ``α <= upper`` (``alpha`` must lie below it;
-    the DPMPM's first warm-up sweeps).
-
-    References
-    ----------
-    Neal, R. M. (2003). Slice sampling. The Annals of Statistics 31(3), 705–767.
-    https://doi.org/10.1214/aos/1056562461
-    """
+    """One slice-sampling update (Neal 2003) of ``log α`` from ``p(α | z)``, the sticks
+    integrated out; ``upper`` truncates it to ``α <= upper``."""
     from bayes_risk.models._bayesian.stick_kernels import slice_log_alpha
 
     nk = np.ascontiguousarray(nk, dtype=np.float64)
@@ -251,15 +178,8 @@ def slice_alpha(
 def initial_memberships(
     n: int, K: int, a_alpha: float, b_alpha: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, float]:
-    """Starting classes and α drawn from the prior: α ~ Gamma(a_α, b_α) bounded to [0.5, 5],
-    ``π`` by stick breaking with that α, ``z_i ~ Cat(π)``.
-
-    A start with every class occupied (``z`` uniform on ``1..K``) puts the chain in a state of
-    large α that blocked Gibbs can take thousands of sweeps to leave (α ≈ 36 instead of ≈ 4 at
-    K = 80 on ACS data); a draw from the prior occupies about ``α log n`` classes, from which
-    classes are split and merged quickly. α is bounded so that a tiny prior draw does not start
-    the chain with one class of everything, nor a huge one with all classes.
-    """
+    """Starting classes and α drawn from the prior, α bounded to [0.5, 5] (neither one class
+    of everything nor all classes)."""
     alpha = float(np.clip(rng.gamma(a_alpha, 1.0 / b_alpha), 0.5, 5.0))
     if K == 1:
         return np.zeros(n, dtype=np.int64), alpha
@@ -276,37 +196,11 @@ def label_switch_moves(
     nk: np.ndarray, log_v: np.ndarray, log_1mv: np.ndarray, rng: np.random.Generator | np.ndarray
 ) -> np.ndarray:
     """Metropolis label-switching moves of the truncated stick-breaking mixture (Papaspiliopoulos &
-    Roberts 2008; Hastie, Liverani & Richardson 2015), both leaving the posterior invariant:
+    Roberts 2008; Hastie, Liverani & Richardson 2015): swap the labels of two occupied classes
+    (``V`` kept), then of ``K − 2`` adjacent pairs with their sticks.
 
-    1. swap the labels of two occupied classes ``j, l`` (``V`` kept): accept with probability
-       ``min(1, (π_j / π_l)^{n_l − n_j})``;
-    2. for ``K − 2`` uniformly chosen ``j < K − 2``, swap the labels *and* sticks of classes
-       ``j, j + 1``: accept with ``min(1, (1 − V_{j+1})^{n_j} / (1 − V_j)^{n_{j+1}})``.
-
-    Parameters
-    ----------
-    nk : int array [K]
-        Class counts of the current memberships.
-    log_v, log_1mv : arrays [K-1]
-        ``log V_k`` and ``log(1 − V_k)`` of the current sticks.
-    rng : Generator or array
-        The generator, or its ``generator.generator_handle``.
-
-    Returns
-    -------
-    int array [K]
-        ``new_label[old_label]``; apply as ``z = new_label[z]`` (the caller redraws the class
-        parameters given the new labels).
-
-    References
-    ----------
-    Papaspiliopoulos, O., Roberts, G. O. (2008). Retrospective Markov chain Monte Carlo methods
-    for Dirichlet process hierarchical models. Biometrika 95(1), 169–186.
-    https://doi.org/10.1093/biomet/asm086
-
-    Hastie, D. I., Liverani, S., Richardson, S. (2015). Sampling from Dirichlet process mixture
-    models with unknown concentration parameter: mixing issues in large data implementations.
-    Statistics and Computing 25, 1023–1037. https://doi.org/10.1007/s11222-014-9471-3
+    ``rng``: the generator or its ``generator.generator_handle``. Returns ``new_label[old]``
+    (apply as ``z = new_label[z]``; the caller redraws the class parameters).
     """
     from bayes_risk.models._bayesian.generator import generator_handle
     from bayes_risk.models._bayesian.stick_kernels import label_switch_draws, label_switch_kernel
@@ -315,8 +209,7 @@ def label_switch_moves(
     K = int(nk.size)
     if K < 2:
         return np.arange(K)
-    # the random numbers drawn compiled (numpy's streams and algorithms); their logarithms in
-    # numpy, whose log may differ from the C library's in the last bit; the moves compiled
+    # the logarithms in numpy (whose log may differ from C's in the last bit)
     handle = rng if isinstance(rng, np.ndarray) else generator_handle(rng)
     j, l, js, r = label_switch_draws(nk, handle)
     log_u = np.log(1.0 - r)

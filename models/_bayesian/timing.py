@@ -1,11 +1,5 @@
-"""What a fit records of its own cost, for ``bayes_risk.attribute.cost``'s estimate of the refits.
-
-A refit does not pay the once-per-process costs (imports, kernel compilation) that a fit's
-``sampling_time`` includes, so the samplers also record in the posterior group's attributes:
-``sweep_time`` (wall seconds per sweep of one chain after its first, averaged over the chains),
-``chains_at_once`` (chains sampling at the same time while it was measured) and ``fit_time``
-(wall seconds of the whole ``fit``: an upper bound of a refit's set-up beyond the sweeps).
-"""
+"""What a fit records of its own cost (posterior attributes ``sweep_time``, ``chains_at_once``,
+``fit_time``), for ``bayes_risk.attribute.cost``'s estimate of the refits."""
 
 from __future__ import annotations
 
@@ -26,8 +20,7 @@ def _posterior_attrs(dt: Any) -> dict[str, Any] | None:
 
 
 def record_sweep_time(dt: Any, seconds_per_sweep: float | None, chains_at_once: int) -> None:
-    """Store the steady seconds per sweep of one chain and the chains sampled at once in the
-    posterior group's attributes (nothing when no sweep after a chain's first was timed)."""
+    """Store the steady seconds per sweep of one chain and the chains sampled at once."""
     attrs = _posterior_attrs(dt)
     if attrs is None or seconds_per_sweep is None or not math.isfinite(seconds_per_sweep) \
             or seconds_per_sweep <= 0:
@@ -37,21 +30,15 @@ def record_sweep_time(dt: Any, seconds_per_sweep: float | None, chains_at_once: 
 
 
 def record_fit_time(model: Any, started: float) -> None:
-    """Store the wall seconds since ``started`` (``time.perf_counter()`` at the start of
-    ``fit``) as the fit's total time."""
+    """Store the wall seconds since ``started`` (``time.perf_counter()``) as the fit's time."""
     attrs = _posterior_attrs(getattr(model, "posterior_", None))
     if attrs is not None:
         attrs[FIT_TIME] = float(time.perf_counter() - started)
 
 
 class DrawClock:
-    """A ``pm.sample`` draw callback that times each chain's draws after its first.
-
-    PyMC calls it after every draw (warm-up included) of every chain, in this process also when
-    the chains run in worker processes; the time between a chain's first and last draw, over
-    the draws between them, is its steady time per draw (one sweep of its step methods). The
-    first draw, which compiles or warms up what the chain needs, is left out.
-    """
+    """A ``pm.sample`` draw callback that times each chain's draws after its first (which pays
+    the one-off costs)."""
 
     def __init__(self, user: Any = None, clock: Any = time.perf_counter) -> None:
         self.user = user

@@ -1,6 +1,4 @@
-"""The DPMPM latent-class model for categorical data (Si and Reiter 2013): :class:`DPMPM` and the
-modules of its fitted state, likelihoods, numba kernels, Gibbs step and structural zeros.
-"""
+"""The DPMPM latent-class model for categorical data (Si and Reiter 2013): :class:`DPMPM`."""
 
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
 

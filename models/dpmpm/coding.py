@@ -76,6 +76,16 @@ def encode(schema: Schema, df: pd.DataFrame, *, name: str = "records") -> np.nda
     return out
 
 
+def encode_dataset(schema: Schema, z: pd.DataFrame, l: int, n: int) -> np.ndarray:
+    """Codes of released dataset ``l`` (0-based), which must have the model's ``n`` rows."""
+    if len(z) != n:
+        raise SchemaError(
+            f"synthetic dataset {l + 1} has {len(z)} rows; the model synthesizes {n}.",
+            code="ROW_COUNT_MISMATCH",
+        )
+    return encode(schema, z, name=f"synthetic dataset {l + 1}")
+
+
 def decode_column(schema: Schema, dtypes: dict[str, str], codes: np.ndarray, j: int
                   ) -> pd.Series:
     """Codes of column ``j`` back to its levels, in the data's dtype (``dtypes``)."""
@@ -109,7 +119,6 @@ def class_logw(state: DPMPMState, codes, lp, lpi, use) -> np.ndarray:
     return out
 
 
-# ---------------------------------------------------------------------- helpers
 def _dtypes_of(df: pd.DataFrame) -> dict[str, str]:
     out = {}
     for c in df.columns:

@@ -1,9 +1,7 @@
 """DPMPM: truncated Dirichlet-process mixture of products of multinomials (Hu & Savitsky 2018).
 
-The PyMC model (classes marginalised out) defines the density; the default sampler is a blocked
-Gibbs step with numba kernels run in a plain loop (``dpmpm.run``). The fitted state
-(:class:`~bayes_risk.models.dpmpm.state.DPMPMState`) is built once per posterior and passed to
-the functions of ``dpmpm.fit``, ``dpmpm.loglik`` and ``dpmpm.coding``.
+The work is done by the functions of ``dpmpm.fit``, ``dpmpm.loglik`` and ``dpmpm.coding`` on the
+fitted state (:class:`~bayes_risk.models.dpmpm.state.DPMPMState`); see :doc:`/methods/models`.
 """
 
 from __future__ import annotations
@@ -29,11 +27,6 @@ from bayes_risk.models._bayesian.convergence import round_verdict
 from bayes_risk.models._bayesian.io import check_int
 from bayes_risk.models._bayesian.records import check_synthesized_records
 from bayes_risk.models._bayesian.starts import chain_starts, check_starts
-from bayes_risk.models._bayesian.sticks import (  # noqa: F401  (re-exported)
-    alpha_conditional,
-    stick_breaking_log,
-    stick_conditional,
-)
 from bayes_risk.models._bayesian.timing import record_fit_time
 from bayes_risk.models.dpmpm.coding import _dtypes_of
 from bayes_risk.models.dpmpm.state import build_state
@@ -48,42 +41,23 @@ __all__ = ["DPMPM", "MODES", "SAMPLERS"]
 
 MODES: tuple[str, ...] = ("marginal", "conditional_us", "posterior_class")
 SAMPLERS: tuple[str, ...] = ("gibbs", "nuts")
-# default run: 500 kept draws per chain, each after 5 Gibbs sweeps. On the ACS extract (K = 80)
-# the number of occupied classes has an ESS of ≈ 0.16 per sweep: 500 unthinned draws per chain
-# gave ESS ≈ 160, too few for R-hat (4 split chains) to stay below 1.01 when the chains agree
-# (benchmarks/bench_dpmpm_mixing.py of commit 977bc9f); 2,500 sweeps give ≈ 650–750, at the
-# same H and storage
+# default run: 500 draws every 5th sweep (occupied classes: ESS ≈ 0.16 per sweep on the ACS
+# extract), extending itself up to 50,000 sweeps per chain; α bounded by its prior's 95 %
+# quantile in the first 100 warm-up sweeps (chains stuck at α ≈ 100 otherwise). Figures:
+# benchmarks/bench_dpmpm_mixing.py and survey_dpmpm_defaults.py of commit 977bc9f
 _DEFAULT_DRAWS = 500
 _DEFAULT_THIN = 5
-# the default run extends itself in rounds (each doubling the window after the warm-up and the
-# thinning) while its convergence checks fail, up to this many sweeps per chain, warm-up
-# included: 1,000 + 500 × 80 = 41,000 with the defaults (thin 5 → 80, four rounds), which keeps
-# the longest default run to minutes on NYexample (K = 80) with the chains in parallel; the next
-# doubling would take several times as long before anything else runs
 _DEFAULT_MAX_SWEEPS = 50_000
-# α restricted to its prior's 95 % quantile (4.9 under Gamma(0.25, 0.25)) in the first 100
-# warm-up sweeps: from the start with every class occupied, 14 of 80 default chains on
-# ss16pusa_sample_nozeros (K = 80) had settled by sweep 100 at α ≈ 100–140 with 51–65 classes
-# and never left (posterior: α ≈ 0.55–0.6, 4.5–4.8 classes); none entered that state later
-# (benchmarks/survey_dpmpm_defaults.py of commit 977bc9f)
 _ALPHA_WARMUP_QUANTILE = 0.95
 _ALPHA_WARMUP_SWEEPS = 100
-# the chains' starts by default (starts="overdispersed"): the first as before, every class
-# occupied; the second at the other end of the number of classes; a third from the prior
 _OVERDISPERSED = ("spread", "few", "prior")
-
-
-# stick breaking and α conditionals are shared with the Poisson mixtures (Hu & Savitsky 2018)
 
 
 class DPMPM(BayesianSynthesizer):
     """Truncated DP mixture of products of multinomials for categorical data (Hu & Savitsky 2018).
 
-    Model: ``y_ij | z_i = k ~ Cat(φ_kj)``, ``z_i ~ Cat(π)``, ``π`` by truncated stick breaking
-    with ``V_k ~ Beta(1, α)`` (``V_K = 1``), ``α ~ Gamma(a_α, b_α)`` (shape, rate),
-    ``φ_kj ~ Dirichlet(a, …, a)``. Missing values are imputed inside the sampler, as
-    NPBayesImputeCat does. Sampler, defaults and convergence: :doc:`/user_guide/bayesian_models`;
-    the mathematics: :doc:`/methods/models`.
+    Missing values are imputed inside the sampler. Sampler, defaults and convergence:
+    :doc:`/user_guide/bayesian_models`; the model: :doc:`/methods/models`.
 
     Parameters
     ----------
@@ -95,47 +69,34 @@ class DPMPM(BayesianSynthesizer):
     dirichlet_prior : float
         Dirichlet parameter ``a_jc`` of every category probability (1: uniform).
     synthesis_mode : {"marginal", "conditional_us", "posterior_class"}, optional
-        Synthesis mode (Hu & Savitsky 2018). Default: ``marginal`` for full synthesis,
-        ``conditional_us`` for partial synthesis — both class P. ``posterior_class``
-        (NPBayesImputeCat's ``DPMPM_nozeros_syn``) draws each record's class from
-        ``p(k | y_i, Θ)`` and is class O.
+        Default: ``marginal`` for full synthesis, ``conditional_us`` for partial synthesis (both
+        class P); ``posterior_class`` (NPBayesImputeCat's ``DPMPM_nozeros_syn``) is class O.
     sampler : {"gibbs", "nuts"}
-        ``gibbs`` (default): blocked Gibbs with numba kernels. ``nuts``: PyMC NUTS on the
-        class-marginalised model, only for small problems.
+        ``gibbs`` (default): blocked Gibbs. ``nuts``: PyMC NUTS, only for small problems.
     structural_zeros : DataFrame, path or list of mappings, optional
-        Impossible combinations in NPBayesImputeCat's ``MCZ`` format (one pattern per row, a
-        missing value meaning any level). They get probability zero in the model (Manrique-Vallier
-        & Reiter 2014), in synthesis and in every likelihood. Saved with the model.
+        Impossible combinations in NPBayesImputeCat's ``MCZ`` format (a missing value: any
+        level), given probability zero (Manrique-Vallier & Reiter 2014). Saved with the model.
     tune, draws, chains, cores, random_seed, progressbar
-        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`;
-        ``draws`` counts the kept draws per chain). Defaults: 2 chains (``cores=None``: in worker
-        processes when the run is long enough; the same draws either way) of 1,000 warm-up sweeps
-        and 500 kept draws taken every 5th of 2,500 sweeps, so ``H = 1000``.
+        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`).
+        Defaults: 2 chains of 1,000 warm-up sweeps and 500 draws every 5th sweep (``H = 1000``).
     thin : int, optional
-        Gibbs sweeps per kept draw after the warm-up. Default: 5 when ``draws`` is not given and
-        the sampler is ``gibbs``, else 1. Resolved by ``fit`` (``get_params`` gives ``None``); the
-        value a fit used is in :meth:`convergence_summary`.
+        Gibbs sweeps per kept draw after the warm-up (default: 5 for the default Gibbs run,
+        else 1; resolved by ``fit``).
     max_sweeps : int, optional
-        Upper bound of the sweeps per chain of a run that extends itself (doubling its thinning,
-        same kept draws per chain) until the checks of :meth:`convergence_summary` pass, as
-        ``autorun.jags`` does; it also stops when R-hat stays above 1.1. Default: 50,000 when
-        ``draws`` is not given and the sampler is ``gibbs``, else 0 (disabled). Resolved by
-        ``fit``, like ``thin``.
+        Bound of the sweeps per chain of a run that extends itself (doubling its thinning) until
+        the checks of :meth:`convergence_summary` pass, as ``autorun.jags`` does (default: 50,000
+        for the default Gibbs run, else 0: disabled; resolved by ``fit``).
     alpha_warmup_bound : float, optional
-        Upper bound of α during the first ``alpha_warmup_sweeps`` warm-up sweeps of each chain
-        (Gibbs, ``K > 1``); the kept sweeps draw α unrestricted. Default: the 95 % quantile of the
-        α prior (4.9 for Gamma(0.25, 0.25)).
+        Upper bound of α in the first ``alpha_warmup_sweeps`` warm-up sweeps (default: the 95 %
+        quantile of the α prior).
     alpha_warmup_sweeps : int
         Warm-up sweeps with α bounded (default 100; at most ``tune``); 0: no bound.
     temperatures : int
-        Replicas of each chain's parallel-tempering ladder (default 1: none); with ``T >= 2`` each
-        chain also estimates its log marginal likelihood (stepping stones) for the regime check.
-        Costs about ``T`` times the sweeps. Not with structural zeros or ``sampler="nuts"``.
+        Replicas of each chain's parallel-tempering ladder (default 1: none); not with
+        structural zeros or ``sampler="nuts"``.
     starts : str or sequence of str
-        How each Gibbs chain starts (cycled over the chains): ``"spread"`` (every class
-        occupied), ``"few"`` (3 classes) or ``"prior"``. Default ``"overdispersed"``:
-        ``("spread", "few", "prior")``, so that R-hat and the regime check (warning
-        ``REGIMES_DISAGREE``) compare class structures a sampler could stay in.
+        How each Gibbs chain starts (cycled): ``"spread"``, ``"few"`` or ``"prior"``; default
+        ``"overdispersed"``: ``("spread", "few", "prior")``.
 
     Attributes
     ----------
@@ -163,19 +124,6 @@ class DPMPM(BayesianSynthesizer):
     >>> syn = model.synthesize(2, random_seed=2)
     >>> syn.m, list(syn[0].columns), syn.draw_index
     (2, ['SEX', 'MAR', 'MIG'], [24, 49])
-
-    References
-    ----------
-    Dunson, D. B., Xing, C. (2009). Nonparametric Bayes modeling of multivariate categorical data.
-    JASA 104(487), 1042–1051. https://doi.org/10.1198/jasa.2009.tm08439
-
-    Manrique-Vallier, D., Reiter, J. P. (2014). Bayesian estimation of discrete multivariate
-    latent structure models with structural zeros. JCGS 23(4), 1061–1079.
-    https://doi.org/10.1080/10618600.2013.844700
-
-    Hu, J., Reiter, J. P., Wang, Q. (2014). Disclosure risk evaluation for fully synthetic
-    categorical data. Privacy in Statistical Databases, LNCS 8744, 185–199.
-    https://doi.org/10.1007/978-3-319-11257-2_15
     """
 
     method_name: ClassVar[str] = "dpmpm"
@@ -236,9 +184,7 @@ class DPMPM(BayesianSynthesizer):
         self._zeros = None  # StructuralZeros of the fitted schema (models.dpmpm.zeros)
 
     def _run_settings(self) -> dict[str, int]:
-        """``draws``, ``thin`` and ``max_sweeps`` of a fit, those left at ``None`` resolved (the
-        default Gibbs run: 500 draws every 5th sweep, extending itself up to 50,000 sweeps).
-        """
+        """``draws``, ``thin`` and ``max_sweeps`` of a fit, those left at ``None`` resolved."""
         default_run = self.draws is None and self.sampler == "gibbs"
         thin, max_sweeps = self.thin, self.max_sweeps
         return {
@@ -248,16 +194,13 @@ class DPMPM(BayesianSynthesizer):
                            else max_sweeps),
         }
 
-    # ------------------------------------------------------------------ settings
     def _check_settings(self) -> None:
         self._check_mcmc_settings()
         check_int(self.n_components, "n_components (the truncation level K)", 1)
         try:
             a, b = (float(x) for x in self.alpha_prior)
-        except (TypeError, ValueError) as err:
-            raise ValidationError(
-                f"alpha_prior must be two positive numbers (shape, rate). Got {self.alpha_prior!r}."
-            ) from err
+        except (TypeError, ValueError):
+            a = b = np.nan
         if not (a > 0 and b > 0 and np.isfinite(a) and np.isfinite(b)):
             raise ValidationError(
                 f"alpha_prior must be two positive numbers (shape, rate). Got {self.alpha_prior!r}."
@@ -337,8 +280,7 @@ class DPMPM(BayesianSynthesizer):
     def convergence_summary(
         self, kind: Literal["dict", "table"] | None = None
     ) -> dict[str, Any] | pd.DataFrame:
-        """``BayesianSynthesizer.convergence_summary`` with ``alpha_warmup``: the ``bound`` of α and
-        the warm-up ``sweeps`` per chain it held for (``None`` and 0: no bound).
+        """``BayesianSynthesizer.convergence_summary`` with ``alpha_warmup`` (bound, sweeps).
 
         Parameters
         ----------
@@ -374,7 +316,6 @@ class DPMPM(BayesianSynthesizer):
     def _needs_data_for_synthesis(self) -> bool:
         return self.synthesis_mode_ != "marginal" or super()._needs_data_for_synthesis()
 
-    # ------------------------------------------------------------------ fit
     def fit(
         self,
         data: pd.DataFrame,
@@ -390,8 +331,7 @@ class DPMPM(BayesianSynthesizer):
         Parameters
         ----------
         data : DataFrame
-            Confidential records; every column categorical (missing values allowed: imputed in
-            the Gibbs sampler, marginalised under NUTS).
+            Confidential records; every column categorical (missing values allowed).
         schema : Schema, optional
             Types, levels and roles (default: inferred, with ``categorical`` overrides).
         synthesized : sequence of str, optional
@@ -459,13 +399,8 @@ class DPMPM(BayesianSynthesizer):
         via_pymc: bool = False,
         check: Callable[[xr.DataTree], str] | None = None,
     ) -> xr.DataTree:
-        """Posterior draws by blocked Gibbs in a plain loop (no PyMC model compiled).
-
-        ``via_pymc=True`` builds the PyMC model and runs the same step through ``pm.sample``
-        (same seed, same draws; slower and larger; never extended). ``check(tree) -> str``: the
-        convergence checks of the kept draws (``sample_gibbs``), with ``max_sweeps`` the bound
-        of a self-extending run (``DPMPM``, ``max_sweeps``).
-        """
+        """Posterior draws by blocked Gibbs in a plain loop; ``via_pymc``: the same step through
+        ``pm.sample`` (same draws). ``check``: the checks of a self-extending run."""
         from bayes_risk.models._bayesian.regimes import record_starts
         from bayes_risk.models.dpmpm.run import gibbs_layout
         from bayes_risk.models.dpmpm.step import DPMPMGibbs, pymc_step
@@ -497,8 +432,6 @@ class DPMPM(BayesianSynthesizer):
             record_starts(dt, kinds, int(self.chains))
             return dt
         layout = gibbs_layout(self.n_components, d)
-        # the step updates every variable and reads none of a model's graph: no PyMC model (nor
-        # PyMC) is needed
         step = DPMPMGibbs(list(layout.shapes), **settings)
         T = int(self.temperatures)
         if T > 1:  # parallel tempering: each chain a ladder of T replicas (dpmpm.tempering)
@@ -535,17 +468,13 @@ class DPMPM(BayesianSynthesizer):
         self.warnings_ = list(state.get("warnings", []))
         self.dtypes_ = dict(state.get("dtypes", {}))
 
-    # ------------------------------------------------------------------ augmented fit
     def fit_augmented(
         self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> DPMPM:
         """A new DPMPM fitted to the confidential records and one synthetic dataset together.
 
-        Its draws come from ``p(Θ | y, Z_(l))`` (:doc:`/methods/attribute`, The stabilised
-        estimator): same settings, schema, roles and kept draws per chain as this model (a
-        self-extending run starts at the thinning this one ended with); only the synthesized rows of
-        ``synthetic`` are appended. In ``conditional_us`` mode it is an approximation that counts
-        the unsynthesized values twice (see the methods page).
+        Draws from ``p(Θ | y, Z_(l))`` (:doc:`/methods/attribute`, The stabilised estimator),
+        same settings; only the synthesized rows of ``synthetic`` are appended.
 
         Raises
         ------
@@ -582,9 +511,6 @@ class DPMPM(BayesianSynthesizer):
             params["random_seed"] = random_seed
         return type(self)(**params).fit(combined, schema=self.schema_.keeping_levels())
 
-    # -- the work is done by module-level functions of the family's modules, which take the
-    # fitted state (self._state, dpmpm.state.DPMPMState) and the release's settings
-
     def _build_model(
         self, codes: np.ndarray | None, d: Sequence[int], *, transforms: bool,
         observed: bool = True,
@@ -596,11 +522,8 @@ class DPMPM(BayesianSynthesizer):
         )
 
     def pymc_model(self, records: pd.DataFrame | None = None, *, transforms: bool = False):
-        """The PyMC model (classes marginalised) with ``records`` as observed data.
-
-        The single source of truth for the density: every hand-written kernel is tested against
-        ``pm.compute_log_likelihood`` on this model. Missing values are marginalised.
-        """
+        """The PyMC model (classes and missing values marginalised), ``records`` observed: the
+        density every kernel is tested against."""
         self._check_fitted()
         codes = None if records is None else _fit.observed_codes(self._state, records)
         return self._build_model(codes, list(self._state.d), transforms=transforms,
@@ -627,15 +550,13 @@ class DPMPM(BayesianSynthesizer):
         return _fit.convergence_quantities(self._state)
 
     def _draws(self, draw_indices: Any) -> np.ndarray | None:
-        """Flattened draw indices of a ``draw_indices=`` argument; ``None`` for all draws (the
-        stored arrays are then used without a copy)."""
+        """Flattened draw indices of ``draw_indices``; ``None`` for all (no copy)."""
         return None if draw_indices is None else self._draw_indices(draw_indices)
 
     def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` joint record log-likelihoods ``log p(y_i | Θ_h)`` (Hu & Savitsky 2018).
 
-        ``logsumexp_k(log π_k + Σ_j log φ_kj[y_ij])``; a missing value is marginalised (its
-        column is left out of the sum); a level the model was not fitted with gives ``-inf``.
+        A missing value is marginalised; a level the model was not fitted with gives ``-inf``.
 
         Parameters
         ----------
@@ -652,10 +573,7 @@ class DPMPM(BayesianSynthesizer):
         draw_indices: Any = None,
     ) -> np.ndarray:
         """``[H, m]`` log-likelihoods ``log p(Z_(l) | Θ_h)`` under the synthesis mode, summed over
-        the synthesized records: ``marginal`` — ``logsumexp_k(log π_k + Σ_{j∈S} log φ_kj[z_ij])``;
-        ``conditional_us`` — ``log p(z_i^S | z_i^US, Θ)``; ``posterior_class`` — with
-        ``log p(k | y_i, Θ)`` of the confidential ``y_i`` for ``log π_k`` (class O).
-        """
+        the synthesized records (:doc:`/methods/models`)."""
         self._check_fitted()
         return _loglik.dataset_loglik(
             self._state, synthetic, self._draws(draw_indices), mode=self.synthesis_mode_,
@@ -672,20 +590,16 @@ class DPMPM(BayesianSynthesizer):
     ) -> np.ndarray:
         """``[H, m, G]`` own-record term ``ℓ_{hli}(y*_g) − ℓ_{hli}(y_i)`` (class O).
 
-        In ``posterior_class`` mode synthetic record ``i`` of dataset ``l`` has likelihood
-        ``ℓ_{hli}(y) = logsumexp_k(log p(k | y, Θ_h) + Σ_{j∈S} log φ_hkj[z_lij])``, which depends on
-        the confidential record ``y``. In the class P modes, and for records that are not
-        synthesized, the term is 0.
+        Non-zero in ``posterior_class`` mode only, for synthesized records.
 
         Parameters
         ----------
         record : int or Series
-            Record position ``i`` in the original data, or the original row (its ``name`` is the
-            position).
+            Record position ``i`` in the original data, or the row (its ``name`` the position).
         candidates : DataFrame
-            ``G`` candidate values of the varying columns (any subset of the model's columns).
+            ``G`` candidate values of some of the model's columns.
         synthetic : sequence of DataFrame or SyntheticData
-            The ``m`` released datasets (same row order as the original).
+            The ``m`` released datasets.
         draw_indices : array of int, optional
             Flattened draw indices.
         """
@@ -709,11 +623,8 @@ class DPMPM(BayesianSynthesizer):
         chunk_size: int | None = None,
         out: np.ndarray | None = None,
     ) -> np.ndarray:
-        """``[H, n, G]`` joint log-likelihoods of the one-variable-different candidates.
-
-        Index 0 is the truth, then column by column, levels ascending, skipping the true level
-        (:doc:`/methods/attribute`, Candidate sets; ``G``: :meth:`neighbourhood_size`). ``out``
-        (float64 ``[H, n, G]``) receives the result when given.
+        """``[H, n, G]`` joint log-likelihoods of the one-variable-different candidates, the truth
+        first (:doc:`/methods/attribute`, Candidate sets); ``out`` receives them when given.
 
         Raises
         ------

@@ -288,7 +288,6 @@ def convergence_quantities(state: DPMPMState) -> dict[str, np.ndarray]:
     return out
 
 
-# ---------------------------------------------------------------------- helpers
 def _marginal_logp(value, log_pi, *params):
     """PyMC log-density of each record, classes and missing entries (code -1) marginalised."""
     import pytensor.tensor as pt

@@ -40,7 +40,6 @@ __all__ = [
 ]
 
 
-
 @njit(cache=True, inline="always")
 def _times_levels(w, codes, i, use, offsets, phi_h):  # pragma: no cover - numba
     """``w[k] *= Π_{j ∈ use, observed} φ_kj[codes[i, j]]`` (probability space, one draw)."""
@@ -124,15 +123,11 @@ def _impute_and_count(r, zi, offsets, phi_t, miss_ptr, miss_j, u_y, y, nk, cnt):
         cnt[offsets[j] + y[r, j], zi] += 1.0
 
 
-# The flags of every class-step kernel: set-up, parts and finish make the same floating-point
-# operations in the same order whichever kernel runs them (bitwise the same draws,
-# tests/models/test_dpmpm_class_step.py).
+# The flags of every class-step kernel: the same floating-point operations whichever runs them
 _CLASS_FLAGS = {"reassoc", "contract", "arcp", "nsz"}
 
 
-# compiled once, called by class_step, its serial twin and models.dpmpm.step's two threads (not
-# inlined: one copy of the largest tree to compile instead of three); nogil so that parts run at
-# once
+# not inlined (compiled once for class_step, its serial twin and step's two threads); nogil
 @njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
 def class_step_part(  # pragma: no cover - numba
     codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr, miss_j, u_y, y, z,
@@ -245,17 +240,10 @@ def class_step(  # pragma: no cover - numba
 ):
     """One Gibbs update of the classes and missing values given Θ (the DPMPM class step).
 
-    ``z_r ~ p(k | y_r,obs, Θ)`` (missing entries marginalised), then each missing ``y_rj`` from
-    ``φ_{z_r j}``. Writes ``z`` and the imputed entries of ``y``; returns the observed-data
-    log-likelihood and the class sizes ``n_k`` and level counts ``c[L, K]`` of the new ``(z, y)``.
-
-    Per-record arrays are in the visiting order (``rec[r]``: the record's position in the data,
-    the order the log-likelihood is summed in; ``lcp``: :func:`shared_prefix` of ``codes``). The
-    class weights are multiplied in probability space, column by column (log space for a record
-    whose weights underflow), sharing the partial products of leading columns with the record
-    before. Every product is formed in the same order as record by record and each record uses its
-    own uniforms, so the results depend neither on the visiting order nor on ``nchunks`` nor on
-    the number of threads.
+    Writes ``z`` and the imputed entries of ``y``; returns the observed-data log-likelihood,
+    ``n_k`` and ``c[L, K]`` of the new ``(z, y)``. Records in the visiting order (``rec[r]``: the
+    position in the data), sharing the partial products of leading columns; the results depend
+    neither on the order nor on ``nchunks`` nor on the threads.
     """
     n = codes.shape[0]
     K = log_pi.shape[0]
@@ -272,12 +260,9 @@ def class_step(  # pragma: no cover - numba
     return _class_step_finish(ll, nks, cs)
 
 
-
 def _serial_twin(kernel, name: str):
-    """``kernel`` compiled without threads, under its own name (numba's cache is keyed by the
-    function's qualified name, so the twin needs one of its own): the same code, the same
-    floating-point operations in the same order (``prange`` runs as ``range``; every kernel
-    here gives results independent of the chunking and the number of threads)."""
+    """``kernel`` compiled without threads under its own name (numba's cache key): same code,
+    same floating-point operations."""
     f = kernel.py_func
     twin = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
     twin.__qualname__ = name
@@ -301,22 +286,14 @@ def class_step_finish(ll, nks, cs):  # pragma: no cover - numba
     return _class_step_finish(ll, nks, cs)
 
 
-#: :func:`class_step` without threads. Each parallel region costs about a millisecond with
-#: numba's workqueue layer (the layer that survives forked chain workers): more than the whole
-#: step on tables of a few thousand records (1,000 × 5, K = 80: ten times the serial step) and
-#: pure cost in a chain worker with one thread.
+#: :func:`class_step` without threads (a parallel region costs ≈ 1 ms)
 class_step_serial = _serial_twin(class_step, "class_step_serial")
 
 
 @njit(cache=True)
 def normalise_levels(g, offsets, floor):  # pragma: no cover - numba
-    """φ from the Gamma variates ``g[L, K]`` of the φ step: each column's rows divided by their
-    sum per class (a sum that is not positive is replaced by 1), then floored at ``floor``.
-
-    Bitwise numpy's ``maximum(g[a:b] / where(tot > 0, tot, 1.0), floor)`` with
-    ``tot = g[a:b].sum(axis=0)`` (rows added in order), without the per-column numpy calls (about
-    0.15 ms a sweep on NYexample); no fastmath, so the additions keep their order.
-    """
+    """φ from the Gamma variates ``g[L, K]``: bitwise numpy's ``maximum(g[a:b] / where(tot > 0,
+    tot, 1.0), floor)`` per column (no fastmath: the additions keep their order)."""
     L, K = g.shape
     p = offsets.shape[0]
     phi = np.empty((L, K))
@@ -404,9 +381,7 @@ def lse_two(a_codes, a_use, b_codes, b_use, offsets, logphi, log_pi):  # pragma:
     return out
 
 
-#: the neighbourhood and lse_two_sum kernels pad the class axis to a multiple of this (the
-#: AVX-512 width in doubles): at K = 30 their class loops were left partly to scalar remainder
-#: code (K = 30 ran 20 % slower than K = 32)
+#: the class axis padded to a multiple of the AVX-512 width in doubles (K = 30: 20 % slower)
 _KPAD = 8
 
 
@@ -414,13 +389,8 @@ _KPAD = 8
 def lse_two_sum(
     a_codes, a_use, b_codes, b_use, offsets, logphi, log_pi, rows, phi
 ):  # pragma: no cover - numba
-    """``Σ_{i ∈ rows}`` of :func:`lse_two` for every draw (``[H]``), no ``[H, n]`` array.
-
-    Parallel over draws; each draw's sum runs over ``rows`` in order (thread-independent
-    values). The per-class terms are multiplied in probability space (``phi = exp(logphi)``,
-    no ``exp`` per class); a record whose sum leaves ``(1e-280, 1e280)`` is redone in log
-    space by :func:`_lse_row`.
-    """
+    """``Σ_{i ∈ rows}`` of :func:`lse_two` for every draw (``[H]``), in probability space (a record
+    whose sum leaves ``(1e-280, 1e280)`` in log space); thread-independent values."""
     H = log_pi.shape[0]
     K = log_pi.shape[1]
     # the products run over classes padded as in neighbourhood (whole vectors; each class's
@@ -457,20 +427,11 @@ def lse_two_sum(
 def neighbourhood(codes, syn_cols, d, offsets, logphi, phi, log_pi, out):  # pragma: no cover
     """``out[h, i, g] = log p(y*_g | Θ_h)`` over the one-variable-different set.
 
-    Candidates: truth first, then for each column in ``syn_cols`` (ascending) its levels
-    ascending, skipping the true level. Probability-space incremental update: per (record,
-    draw) the per-class terms ``e_k = π_k Π_j φ_kj[y_ij]`` are formed once (products of
-    probabilities: equivalent to shifting the log terms and exponentiating the ``K`` numbers
-    once); a candidate that changes column ``j`` from level ``a`` to ``c`` then has probability
-    ``Σ_k (e_k / φ_kj[a]) φ_kj[c]``, a ``K``-term multiply-add. When some ``e_k`` is so small
-    that it may have lost precision (below 1e-290, e.g. a class made nearly impossible by the
-    truth's level ``a`` but not by the candidate's), or ``φ_kj[a] = 0``, the (record, draw)
-    pair is computed exactly in log space instead.
-
-    Writes ``out[H, n, G]`` (any strides) and returns ``logged[H, n]``: ``out[h, i, :]`` holds
-    **probabilities** where ``logged[h, i]`` is false (the caller takes their logarithm with
-    numpy's vectorised ``log``, several times faster than the scalar call made here) and
-    log-probabilities where it is true.
+    Candidates: truth first, then for each column in ``syn_cols`` its other levels ascending.
+    A candidate changing column ``j`` from ``a`` to ``c`` has probability ``Σ_k (e_k / φ_kj[a])
+    φ_kj[c]``, ``e_k = π_k Π_j φ_kj[y_ij]``; a (record, draw) with some ``e_k < 1e-290`` or
+    ``φ_kj[a] = 0`` is computed in log space. Returns ``logged[H, n]``: where false,
+    ``out[h, i, :]`` holds **probabilities** (the caller takes their log).
     """
     H = log_pi.shape[0]
     K = log_pi.shape[1]

@@ -18,7 +18,6 @@ from numba import njit
 from bayes_risk.models._bayesian.generator import generator_of
 from bayes_risk.models._bayesian.stick_kernels import (
     gamma_variates,
-    log_prior_counts,
     slice_log_alpha,
     stick_variates,
 )
@@ -28,41 +27,8 @@ from bayes_risk.models.dpmpm.splitmerge import split_merge
 __all__ = [
     "collapsed_moves",
     "collapsed_moves_and_variates",
-    "log_collapsed_posterior",
     "relabel",
 ]
-
-
-@njit(cache=True)
-def _log_marg(c, nk, k, d, offsets, a):  # pragma: no cover - numba
-    """Dirichlet–multinomial log marginal likelihood of class ``k`` (terms constant in the
-    counts are left out: they cancel between the states compared)."""
-    out = 0.0
-    lga = math.lgamma(a)
-    for j in range(d.shape[0]):
-        out -= math.lgamma(d[j] * a + nk[k]) - math.lgamma(d[j] * a)
-        base = offsets[j]
-        for cc in range(d[j]):
-            x = c[base + cc, k]
-            if x > 0:
-                out += math.lgamma(a + x) - lga
-    return out
-
-
-@njit(cache=True)
-def log_collapsed_posterior(y, z, d, offsets, K, alpha, a):  # pragma: no cover - numba
-    """``log p(z | α) + log p(y | z)`` up to a constant (the label swaps' target; tests)."""
-    L = offsets[-1] + d[-1]
-    c = np.zeros((L, K))
-    nk = np.zeros(K, dtype=np.int64)
-    for r in range(y.shape[0]):
-        nk[z[r]] += 1
-        for j in range(y.shape[1]):
-            c[offsets[j] + y[r, j], z[r]] += 1.0
-    out = log_prior_counts(nk, alpha)
-    for k in range(K):
-        out += _log_marg(c, nk, k, d, offsets, a)
-    return out
 
 
 @njit(cache=True)
@@ -87,16 +53,9 @@ def _prior_cache(nk, alpha, lb1, la, term, part):  # pragma: no cover - numba
 
 @njit(cache=True)
 def relabel(z, c, nk, alpha, n_props, rng):  # pragma: no cover - numba
-    """``n_props`` Metropolis swaps of two uniformly chosen labels (occupied or empty) on the
-    collapsed target: ``p(y | z)`` does not depend on the labels, ``p(z | α)`` does (empty labels
-    before occupied ones make a large α likely), so a swap is accepted with the prior ratio.
-    Returns the permutation applied (``new_label[old] = new``), for other holders of labels.
-
-    The prior after a swap of labels ``lo < hi`` is ``log_prior_counts`` of the swapped sizes
-    evaluated with the same operations in the same order: the terms above ``hi`` and their
-    running sum are kept from the current state, the terms ``hi..lo`` are evaluated afresh and
-    the (unchanged) terms below ``lo`` added to the new running sum one by one, so the value and
-    every decision are those of the full evaluation at a third of its ``lgamma`` calls."""
+    """``n_props`` Metropolis swaps of two uniformly chosen labels, accepted with the prior ratio;
+    returns the permutation applied (``new_label[old] = new``). The prior after a swap reuses
+    the unchanged terms with the same operations in the same order (bitwise the full one)."""
     K = nk.shape[0]
     new_label = np.arange(K)
     inv = np.arange(K)  # inv[label now] = original label
@@ -176,12 +135,8 @@ def relabel(z, c, nk, alpha, n_props, rng):  # pragma: no cover - numba
 @njit(cache=True, nogil=True)  # nogil: as kernels.class_step_serial
 def collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha, b_alpha,
                     log_alpha_max, rng):  # pragma: no cover - numba
-    """The sweep's moves on ``p(z | α, y)`` and the α update in one compiled call (each call
-    that takes a numpy ``Generator`` costs ≈ 10–20 µs of dispatch): ``n_moves`` merge–split
-    moves (``split_merge``), ``n_props`` label swaps (``relabel``), then one slice update
-    of α given the new class sizes (``_bayesian.sticks.slice_alpha``, width 1; restricted to
-    ``log α <= log_alpha_max``, ``inf`` for none). The same draws as the three calls one after
-    the other. Returns ``(new_label, α)``."""
+    """``n_moves`` merge–split moves, ``n_props`` label swaps and one slice update of α
+    (``log α <= log_alpha_max``) in one compiled call; returns ``(new_label, α)``."""
     split_merge(y, z, c, nk, d, offsets, alpha, a, n_moves, rng)
     new_label = relabel(z, c, nk, alpha, n_props, rng)
     nkf = np.empty(nk.shape[0])
@@ -193,15 +148,9 @@ def collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha
 @njit(cache=True, nogil=True)
 def collapsed_moves_and_variates(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha,
                                  b_alpha, log_alpha_max, floor, handle):  # pragma: no cover
-    """:func:`collapsed_moves`, then the random numbers the sweep draws next, in one compiled
-    call (a call that takes a ``Generator`` costs ≈ 10 µs; on a table of 25 records the
-    sweep's numpy calls with array arguments cost more than its arithmetic): those of the
-    sticks given the new α (``stick_kernels.stick_variates``) and the Gamma variates of φ,
-    shapes ``a + c`` (``stick_kernels.gamma_variates``), made φ by ``kernels.normalise_levels``
-    (floored at ``floor``). Returns ``(new_label, α, stick variates, φ)``; same draws as the
-    calls in turn.
-    The generator comes as its ``generator.generator_handle``: numba's own conversion of a
-    ``Generator`` argument costs more than the rest of the call on a small table."""
+    """:func:`collapsed_moves`, then the sticks' random numbers and φ, in one compiled call (same
+    draws as the calls in turn); ``rng`` is a ``generator.generator_handle``. Returns
+    ``(new_label, α, stick variates, φ)``."""
     rng = generator_of(handle)
     new_label, alpha_new = collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props,
                                            a_alpha, b_alpha, log_alpha_max, rng)

@@ -1,7 +1,5 @@
-"""Likelihoods of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM` that the risk engines use, on the
-fitted state (:class:`~bayes_risk.models.dpmpm.state.DPMPMState`); the model's methods of the
-same names document them.
-"""
+"""Likelihoods of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM` on its fitted state, documented
+on the model's methods."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.models.dpmpm.coding import class_logw, encode
+from bayes_risk.models.dpmpm.coding import class_logw, encode, encode_dataset
 from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.dpmpm.zeros import _UNKNOWN
 
@@ -61,12 +59,7 @@ def dataset_loglik(state: DPMPMState, synthetic: Any, idx: np.ndarray | None, *,
     if mode == "posterior_class":
         ycodes = encode(state.schema, data, name="data")
     for l, z in enumerate(synthetic):
-        if len(z) != n:
-            raise SchemaError(
-                f"synthetic dataset {l + 1} has {len(z)} rows; the model synthesizes {n}.",
-                code="ROW_COUNT_MISMATCH",
-            )
-        zc = encode(state.schema, z, name=f"synthetic dataset {l + 1}")
+        zc = encode_dataset(state.schema, z, l, n)
         if np.any(zc[rows][:, s_mask] == _UNKNOWN) or np.any(zc[rows][:, s_mask] < 0):
             out[:, l] = -np.inf
             continue

@@ -19,17 +19,7 @@ stick-breaking model. One move:
 Counts not held by ``y`` (the augmented records of structural zeros) never move, and a merge that
 would leave such counts in the emptied label is rejected.
 
-References
-----------
-Dahl, D. B. (2003). An improved merge–split sampler for conjugate Dirichlet process mixture
-models. Technical Report 1086, Department of Statistics, University of Wisconsin–Madison.
-
-Dahl, D. B. (2005). Sequentially-allocated merge–split sampler for conjugate and nonconjugate
-Dirichlet process mixture models. Technical report, Texas A&M University.
-
-Jain, S., Neal, R. M. (2004). A split–merge Markov chain Monte Carlo procedure for the Dirichlet
-process mixture model. Journal of Computational and Graphical Statistics 13(1), 158–182.
-https://doi.org/10.1198/1061860043001
+References: Dahl (2003, 2005); Jain & Neal (2004), https://doi.org/10.1198/1061860043001.
 """
 
 from __future__ import annotations
@@ -90,16 +80,9 @@ def _allocate(y, order, i, j, ca, cb, na, nb, d, offsets, a, split, rng, target_
     and ``na, nb`` (sizes). ``split``: draw each record (``target_a`` receives the choices);
     otherwise follow ``target_a``. Returns ``(log q, nA, nB, complete)``.
 
-    The odds of A against B, ``n_A p(y_r | A) / (n_B p(y_r | B))`` (Dirichlet–multinomial
-    predictives), are a product of ratios of counts: multiplied in probability space and
-    taken to logs only when they leave ``[1e-150, 1e150]``, so a record costs one ``log`` and
-    one ``exp`` however many columns there are.
-
-    A merge (``split`` false) draws nothing and is accepted when ``log u < base + log q``:
-    every term of ``log q`` is at most 0 and rounding is monotone, so once
-    ``base + log q`` (of the records so far) falls below ``log u`` the move is rejected
-    whatever the other records give, and the allocation stops (``complete`` false; ``log q``
-    and the counts are then partial). A split passes ``base = -inf``: it never stops early.
+    The odds are multiplied in probability space (logs only outside ``[1e-150, 1e150]``). A
+    merge stops as soon as ``base + log q`` falls below ``log u`` (every term of ``log q`` is
+    ``<= 0``): ``complete`` false, ``log q`` and the counts partial.
     """
     _add(y, i, ca, 1.0, offsets)
     _add(y, j, cb, 1.0, offsets)
@@ -249,17 +232,11 @@ def _merge(y, z, c, nk, real, d, offsets, alpha, a, i, j, ki, kj, m, u, members,
 def split_merge(y, z, c, nk, d, offsets, alpha, a, n_moves, rng):  # pragma: no cover - numba
     """``n_moves`` sequentially allocated merge–split moves on ``p(z | α, y)`` (module docstring).
 
-    ``y [n, p]`` completed codes, ``z [n]`` classes, ``c [L, K]`` level counts and ``nk [K]``
-    class sizes of ``z`` (plus any fixed counts), ``d [p]`` levels, ``offsets [p]``, ``a`` the
-    Dirichlet parameter. Updates ``z``, ``c`` and ``nk`` in place; returns the number of
-    accepted moves.
+    Updates ``z [n]``, the level counts ``c [L, K]`` and sizes ``nk [K]`` (plus any fixed
+    counts) in place; returns the number of accepted moves.
 
-    Each move draws the pair, the ``m − 1`` uniforms of the shuffle of the ``m`` other records
-    and the acceptance uniform, whatever happens next (so the random stream does not depend on
-    the path taken). A merge's acceptance ratio without ``q`` depends on the counts alone and
-    ``q ≤ 1``: when that part is already below the uniform the move is rejected without the
-    members, their order or the allocation (at n = 20,000 nearly every merge of two classes);
-    otherwise the allocation stops as soon as the rejection is certain (``_allocate``).
+    Each move draws the pair, the shuffle's uniforms and the acceptance uniform whatever
+    happens next; a merge is rejected as soon as that is certain (``q <= 1``).
     """
     n = y.shape[0]
     K = nk.shape[0]

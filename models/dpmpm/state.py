@@ -1,7 +1,5 @@
-"""The fitted state of a :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`, built once whenever its
-posterior is set and passed to the family's likelihoods, synthesis and posterior helpers
-(which take the state, not the model).
-"""
+"""The fitted state of a :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`, built whenever its
+posterior is set."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The DPMPM blocked-Gibbs sweep (Hu & Savitsky 2018) and its PyMC step method.
-
-:class:`DPMPMGibbs` has the interface of a PyMC ``BlockedStep`` without importing PyMC (the
-Gibbs-only loop of ``bayes_risk.models._bayesian.gibbs`` runs it); :func:`pymc_step` makes the
-same sweep a ``BlockedStep`` for ``pm.sample`` (same seed, same draws).
-"""
+"""The DPMPM blocked-Gibbs sweep (Hu & Savitsky 2018); :func:`pymc_step` makes it a PyMC
+``BlockedStep`` for ``pm.sample`` (same seed, same draws)."""
 
 from __future__ import annotations
 
@@ -33,31 +29,17 @@ _PHI_FLOOR = 1e-300  # the DPMPM φ step: floor before logs
 
 __all__ = ["DPMPMGibbs", "pymc_step"]
 
-# merge–split proposals per sweep: about 20,000 / n (20 moves at n = 1,000, one at n >= 20,000),
-# at most one per 10 records and 20 in all (on tiny tables the sweep itself is cheap;
-# benchmarks/bench_dpmpm_mixing.py of commit 977bc9f); a split or a merge not rejected at
-# once visits the records
+# merge–split proposals per sweep: about 20,000 / n, 1 to 20 and at most n / 10; five times as
+# many in the warm-up (benchmarks/bench_dpmpm_mixing.py of commit 977bc9f)
 _SPLIT_MERGE_VISITS = 20_000
-# during warm-up, five times as many: a chain that the start left in a poor mode (ACS extract:
-# ≈ 5.8 classes instead of ≈ 4.6) takes a median of ≈ 120 sweeps to leave it with 20 moves per
-# sweep, ≈ 55 with 50, and up to ~1,400 (benchmarks/bench_dpmpm_mixing.py of commit 977bc9f)
 _SPLIT_MERGE_WARMUP = 5
-# record-columns × classes from which the class step runs on several threads. A parallel region
-# (numba's workqueue layer) costs one to two milliseconds per sweep to start and join, which the
-# split class step does not recover below ≈ 30 million (NYexample, 16 million, runs faster on the
-# serial twin; the table stacked twice is where two threads start to win).
-# Both kernels give the same draws, so the choice changes only the time.
+# record-columns × classes from which the class step runs on numba's threads (a parallel region
+# costs 1–2 ms per sweep), and from which it runs in two halves on a plain thread; the same
+# draws either way
 _PARALLEL_MIN_WORK = 30_000_000
-# from this size the class step is split in two halves run at once, one on a plain thread (no
-# parallel region: a hand-off costs tens of microseconds); below it (a few thousand records)
-# the hand-off costs what the second core saves
 _SPLIT_MIN_WORK = 4_000_000
-# seconds of one sweep, for the choice of chains in turn or in worker processes
-# (``expected_sweep_seconds``): a part that does not grow with the table (the sweep's Python
-# steps, the label and merge–split moves: ≈ 0.25 ms with 200 records) and one per
-# record × column × class of the class step (≈ 0.5–1 ns on one thread; the larger figure, so
-# that a fit near the line keeps its workers). Measured with one numba thread, 200–5,000
-# records of make_acs_like, 3–12 columns, 5–50 classes.
+# seconds of one sweep (expected_sweep_seconds): a fixed part and one per record × column × class
+# (one numba thread, make_acs_like, 200–5,000 records)
 _SWEEP_SECONDS_BASE = 3e-4
 _SWEEP_SECONDS_PER_CELL = 1e-9
 
@@ -65,16 +47,9 @@ _SWEEP_SECONDS_PER_CELL = 1e-9
 class DPMPMGibbs(ChainGenerator):
     """Blocked Gibbs sweep of the DPMPM (Hu & Savitsky 2018) with a PyMC step method's interface.
 
-    Per-chain state: latent classes ``z`` and the completed data (missing entries imputed). Each
-    sweep runs the label-switching moves
-    (:func:`~bayes_risk.models._bayesian.sticks.label_switch_moves`), merge–split moves
-    (``dpmpm.splitmerge``; about ``20,000 / n`` per sweep, 1 to 20 and at most ``n / 10``, five
-    times as many in the warm-up) and ``2K`` label swaps on ``p(z | α, y)`` (``dpmpm.labels``), then
-    draws α given ``z`` (slice sampling, bounded by ``alpha_warmup_bound`` in the first
-    ``alpha_warmup_sweeps``), the sticks in log space, φ, and the classes and missing values given
-    the parameters. The returned point is the new Θ; stats ``loglik`` (observed-data log-likelihood)
-    and ``k_occupied``. A draw is one sweep in the warm-up and ``thin`` sweeps after it; chains
-    start as ``starts`` says (:mod:`bayes_risk.models._bayesian.starts`), missing values uniform.
+    Each sweep: label-switching, merge–split and label-swap moves, then α given ``z``, the
+    sticks, φ, and the classes and missing values (:doc:`/methods/models`). A draw is one sweep
+    in the warm-up and ``thin`` sweeps after it.
     """
 
     name = "dpmpm_gibbs"
@@ -101,21 +76,17 @@ class DPMPMGibbs(ChainGenerator):
         # α <= bound in the first sweeps of the warm-up (DPMPM.alpha_warmup_bound)
         self.alpha_warmup_bound = float(alpha_warmup_bound)
         self.alpha_warmup_sweeps = int(alpha_warmup_sweeps)
-        # how each chain starts (cycled over the chains; DPMPM.starts): the driver numbers the
-        # chains (set_chain); PyMC's sequential pm.sample, which does not, is counted
+        # how each chain starts (cycled over the chains; the driver numbers them)
         self.starts = tuple(starts)
         self.chain = 0
-        # parallel tempering (models.dpmpm.tempering): the replica's inverse temperature β of
-        # the observed entries' likelihood (1: the posterior), and whether it records the
-        # complete-data log-likelihood of its state for the swaps
+        # parallel tempering (models.dpmpm.tempering): the replica's β, and whether it records
+        # its complete-data log-likelihood for the swaps
         self.beta = 1.0
         self.ladder = False
         self.complete_ll = math.nan
         self._log_pi = None
-        # The sweep holds the records (codes, y, z) in its own order, sorted by pattern so that
-        # the class step shares partial products (kern.class_step); the random numbers are
-        # drawn per record of the data as before and mapped (same seed, same draws). With
-        # structural zeros the data order is kept (the augmentation draws per record in it).
+        # records sorted by pattern (the class step shares partial products), random numbers
+        # drawn in the data's order and mapped; structural zeros keep the data order
         n = len(codes)
         if zeros is None:
             self.rec = kern.sorted_patterns(codes)[0]  # rec[r]: data position of record r
@@ -147,10 +118,7 @@ class DPMPMGibbs(ChainGenerator):
         self.split_merge_moves = int(np.clip(min(round(_SPLIT_MERGE_VISITS / n), n // 10), 1, 20))
 
     def expected_sweep_seconds(self) -> float | None:
-        """Estimated seconds of one sweep in one process (``sample_gibbs`` runs the chains of a
-        small fit in turn instead of in worker processes with ``cores=None``); ``None`` with
-        structural zeros, whose augmentation's cost depends on how much of the table they
-        forbid (the chains keep their workers)."""
+        """Estimated seconds of one sweep in one process (``None`` with structural zeros)."""
         if self.zeros is not None:
             return None
         return _SWEEP_SECONDS_BASE + _SWEEP_SECONDS_PER_CELL * self.codes.size * self.K
@@ -162,8 +130,6 @@ class DPMPMGibbs(ChainGenerator):
     def setup_chain(self, rng, tune, draws):
         """Start a chain with generator ``rng`` (as PyMC's ``BlockedStep.setup_chain``)."""
         self.rng = rng
-        # warm-up sweeps counted here: every driver (this package's loop, pm.sample sequential
-        # or parallel) calls setup_chain with the number of tuning sweeps
         self._warmup_left = int(tune)
         # never beyond the warm-up: the kept sweeps' target is the posterior
         self._bounded_left = min(self.alpha_warmup_sweeps, int(tune))
@@ -201,9 +167,6 @@ class DPMPMGibbs(ChainGenerator):
                     self._mapped(rng.random(self.miss_i.size), self.u_pos) * self.d[self.miss_j]
                 ).astype(np.int64)
             self._y = y
-            # the chain's start (DPMPM.starts; models._bayesian.starts): by default the first
-            # chain with every class occupied (as NPBayesImputeCat), the second with three
-            # classes, so that the chains come from both ends of the number of classes
             start = self.starts[self.chain % len(self.starts)]
             z0, alpha = initial_state(start, n, K, self.a_alpha, self.b_alpha, rng)
             if self._bounded_left > 0:  # the restricted update starts inside its support
@@ -246,10 +209,8 @@ class DPMPMGibbs(ChainGenerator):
         # α's update restricted to α <= upper in the first warm-up sweeps (inf: none)
         upper = self.alpha_warmup_bound if self._bounded_left > 0 else math.inf
         if K > 1 and self._sticks is not None:
-            # merge–split moves on p(z | α, y) (V, φ integrated out; redrawn below): whole
-            # classes split or merge at once, which blocked Gibbs does one record at a time;
-            # then 2K label swaps on p(z | α, y) (the augmented records' classes follow the same
-            # permutation) and α given z (step 4, below), in one compiled call
+            # merge–split moves and 2K label swaps on p(z | α, y), then α given z, in one
+            # compiled call
             warm = self._warmup_left > 0
             # a tempered replica makes none (their target is the untempered collapsed one)
             moves = 0 if tempered else self.split_merge_moves * (_SPLIT_MERGE_WARMUP if warm
@@ -340,14 +301,8 @@ class DPMPMGibbs(ChainGenerator):
         return float(logsumexp(w, axis=1).sum())
 
     def _class_step(self, logphi, phi, log_pi, u_z, u_y):
-        """Step 1 (classes and imputations) with the kernel that is quickest for the table's
-        size; all three give the same numbers bit for bit (tests/models/test_dpmpm_class_step.py).
-
-        With two or more numba threads (one chain in the process): numba's threads from
-        ``_PARALLEL_MIN_WORK``; from ``_SPLIT_MIN_WORK``, the records split in two halves, one
-        run on a thread of this sweep's own (a hand-off costs tens of microseconds, against
-        ≈ 1 ms for a numba parallel region); below, the serial twin.
-        """
+        """Step 1 (classes and imputations) with the quickest kernel for the table's size (all
+        three give the same numbers bit for bit)."""
         args = (self.codes, self.lcp, self.rec, self.offsets, logphi, phi)
         rest = (u_z, self.miss_ptr, self.miss_j, u_y, self._y, self._z)
         threads = self._threads
@@ -383,8 +338,7 @@ def _helper_thread() -> Any:
 
 
 def _stop_helper_thread() -> None:
-    """Join the worker thread (before a fork: chains in forked workers must not inherit a
-    process with threads, which can deadlock and which Python warns about)."""
+    """Join the worker thread before a fork (a forked process must not inherit threads)."""
     global _HELPER
     if _HELPER is not None:
         _HELPER.shutdown(wait=True)

@@ -1,24 +1,5 @@
-"""Parallel tempering of the DPMPM Gibbs sampler and the stepping-stone marginal likelihood.
-
-``DPMPM(temperatures=T)`` runs each chain as a ladder of ``T`` replicas of the Gibbs sweep at
-inverse temperatures ``β_t = ((T − 1 − t) / (T − 1))^(1/0.3)`` of the observed-data likelihood,
-with even–odd swaps of adjacent replicas (Syed et al. 2022); the kept draws are those of the
-replica at ``β = 1``. Each chain's stepping-stone estimate (Xie et al. 2011) of its log evidence,
-with a batch-means standard error, tells which regime carries the posterior mass
-(``bayes_risk.models._bayesian.regimes``). See :doc:`/methods/models` (DPMPM regimes).
-
-References
-----------
-Geyer, C. J. (1991). Markov chain Monte Carlo maximum likelihood. Computing Science and
-Statistics: Proceedings of the 23rd Symposium on the Interface, 156–163.
-
-Xie, W., Lewis, P. O., Fan, Y., Kuo, L., Chen, M.-H. (2011). Improving marginal likelihood
-estimation for Bayesian phylogenetic model selection. Systematic Biology 60(2), 150–160.
-https://doi.org/10.1093/sysbio/syq085
-
-Syed, S., Bouchard-Côté, A., Deligiannidis, G., Doucet, A. (2022). Non-reversible parallel
-tempering: a scalable highly parallel MCMC scheme. JRSS B 84(2), 321–350.
-https://doi.org/10.1111/rssb.12464
+"""Parallel tempering of the DPMPM Gibbs sampler (Geyer 1991; Syed et al. 2022) and the
+stepping-stone marginal likelihood (Xie et al. 2011): :doc:`/methods/models` (DPMPM regimes).
 """
 
 from __future__ import annotations
@@ -72,21 +53,9 @@ def impute(y, z, phi, offsets, miss_i, miss_j, u):  # pragma: no cover - numba
 
 
 class TemperedLadder:
-    """A chain of ``T`` tempered replicas of a sweep with swaps (module docstring), with the
-    interface of a PyMC ``BlockedStep`` as ``DPMPMGibbs`` has it.
-
-    Parameters
-    ----------
-    step : DPMPMGibbs
-        The sweep (copied for each replica when a chain starts).
-    temperatures : int
-        Replicas ``T >= 2``.
-
-    Statistics of each draw: those of the sweep at ``β = 1`` (``loglik`` recomputed for a
-    state that a swap brought there), ``tempered_loglik`` ``[T]`` (``ℓ`` of the state at each
-    temperature), ``swap_accepted`` and ``swap_proposed`` ``[T − 1]`` (swaps of each adjacent
-    pair in the draw's sweeps; the even–odd scheme proposes every other pair at each sweep)
-    and ``beta`` ``[T]`` (the ladder, tuned in the first half of the warm-up).
+    """A chain of ``T >= 2`` tempered replicas of the sweep ``step`` (copied per replica) with
+    swaps, with the step interface of ``DPMPMGibbs``. Statistics: the sweep's at ``β = 1``,
+    ``tempered_loglik`` ``[T]``, ``swap_accepted``, ``swap_proposed`` ``[T − 1]``, ``beta`` ``[T]``.
     """
 
     name = "dpmpm_tempered_gibbs"
@@ -235,10 +204,7 @@ def stepping_stone(ell: np.ndarray, betas: np.ndarray,
     """Stepping-stone log evidence and its Monte Carlo standard error from one chain's
     ``ell [draw, T]`` (``ℓ`` at each temperature of each kept draw) and the ladder ``betas``.
 
-    ``log Z = Σ_t log mean_d exp((β_t − β_{t+1}) ℓ_{d, t+1})``. Standard error by batch means
-    of the linearised estimate (delta method): consecutive batches of draws, each batch's
-    ``Σ_t mean_b(w_t) / mean(w_t)`` with ``w_t = exp(Δβ_t ℓ_t)``, so that the correlation of
-    the rungs (the swaps exchange their states) is counted.
+    Standard error by batch means of the linearised estimate (the rungs are correlated).
     """
     ell = np.asarray(ell, dtype=np.float64)
     D, T = ell.shape
@@ -256,10 +222,8 @@ def stepping_stone(ell: np.ndarray, betas: np.ndarray,
 
 
 def record_evidence(dt: Any, temperatures: int) -> None:
-    """Each chain's stepping-stone estimate (and its standard error) of the log evidence in the
-    posterior group's attributes (``log_evidence``, ``log_evidence_se``), with each chain's
-    ladder (``temperatures``, ``betas`` ``[C][T]``) and each adjacent pair's swap acceptance
-    rate over the kept draws (``swap_rate`` ``[C][T − 1]``)."""
+    """Record each chain's stepping-stone log evidence, its standard error, ladder and swap
+    rates in the posterior group's attributes."""
     from bayes_risk.models._bayesian.regimes import EVIDENCE_ATTR, EVIDENCE_SE_ATTR
 
     ell = np.asarray(dt["sample_stats"]["tempered_loglik"].values, dtype=np.float64)

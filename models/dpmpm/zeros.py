@@ -1,11 +1,7 @@
 """Structural zeros of the DPMPM (Manrique-Vallier & Reiter 2014; Manrique-Vallier & Hu 2018).
 
-The table of zeros uses NPBayesImputeCat's ``MCZ`` format (one pattern per row, a missing value
-= any level). The model is truncated to the allowed cells,
-``p(y | Θ) = 1{y ∉ S} Σ_k π_k Π_j φ_kj[y_j] / (1 − P(S | Θ))``, and fitted by truncated-
-multinomial data augmentation. Patterns become disjoint boxes so that
-``P(S | Θ) = Σ_box Σ_k π_k Π_j Σ_{c ∈ A_j} φ_kj[c]`` counts nothing twice.
-See :doc:`/methods/models` (Structural zeros).
+The patterns (NPBayesImputeCat's ``MCZ`` format) become disjoint boxes, so that ``P(S | Θ)``
+counts nothing twice. See :doc:`/methods/models` (Structural zeros).
 """
 
 from __future__ import annotations
@@ -131,7 +127,6 @@ class StructuralZeros:
                                for a, dj in zip(self.offsets, self.d, strict=True)])] = True
             self._table = table.ravel()
 
-    # ------------------------------------------------------------------ sets
     def _minus(self, box: np.ndarray, others: Sequence[np.ndarray]) -> list[np.ndarray]:
         """``box`` minus the union of ``others`` as disjoint boxes."""
         pieces = [box]
@@ -204,7 +199,6 @@ class StructuralZeros:
                 code="STRUCTURAL_ZERO_OBSERVED",
             )
 
-    # ------------------------------------------------------------------ masses
     def _box_column_logmass(self, phi: np.ndarray) -> np.ndarray:
         """``[H, B, p, K]`` ``log Σ_{c ∈ A_bj} φ_kj[c]`` (0 where the box leaves ``j`` free)."""
         H, _, K = phi.shape
@@ -257,17 +251,12 @@ class StructuralZeros:
             out[:, idx, :] = np.logaddexp(out[:, idx, :], acc)
         return out
 
-    # ------------------------------------------------------------------ draws
     def counts_in_zeros(
         self, count: int, phi: np.ndarray, log_pi: np.ndarray, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray]:
         """Class sizes ``[K]`` and level counts ``[L, K]`` of ``count`` records of the
-        unrestricted model conditioned on ``y ∈ S`` (one draw: ``phi[L, K]``, ``log_pi[K]``).
-
-        The Gibbs updates need only these counts: ``(box, class)`` pairs are multinomial with
-        weights ``π_k Π_j Σ_{c ∈ A_bj} φ_kj[c]``, then each column's levels within each pair are
-        multinomial with ``φ_kj`` restricted to ``A_bj`` — a cost that does not grow with the
-        number of augmented records (which can be many times ``n``).
+        unrestricted model conditioned on ``y ∈ S`` (one draw: ``phi[L, K]``, ``log_pi[K]``),
+        drawn as multinomial counts per (box, class) and level: a cost independent of ``count``.
         """
         B, K = len(self.boxes), phi.shape[1]
         nk = np.zeros(K, dtype=np.int64)
@@ -288,13 +277,11 @@ class StructuralZeros:
         return nk, c
 
 
-# ---------------------------------------------------------------------- the Gibbs sampler
 class Augmentation:
     """Per-chain state of the truncated-multinomial data augmentation (Gibbs sampler).
 
-    Holds the class sizes and level counts of the imaginary records the unrestricted model
-    generated inside ``S``; they enter the sticks and ``φ`` updates (Manrique-Vallier & Reiter
-    2014, §3). The records themselves are never needed.
+    Holds the class sizes and level counts of the records the unrestricted model generated
+    inside ``S`` (Manrique-Vallier & Reiter 2014, §3).
     """
 
     def __init__(self, zeros: StructuralZeros, codes: np.ndarray):
@@ -345,10 +332,8 @@ class Augmentation:
     ) -> float:
         """After the class step at Θ: fix imputations in ``S``, draw the augmented records.
 
-        Imputed records that fell in ``S`` get ``(z_i, y_i,mis)`` redrawn jointly from the
-        unrestricted conditional until allowed (rejection: exact draws from the truncated
-        conditional). Then ``n0 ~ NegBin(n, 1 − P(S | Θ))`` records are drawn from the model
-        conditioned on ``S``. Returns ``log(1 − P(S | Θ))``.
+        Imputed records in ``S`` are redrawn until allowed (rejection), then
+        ``n0 ~ NegBin(n, 1 − P(S | Θ))`` records in ``S``. Returns ``log(1 − P(S | Θ))``.
         """
         zs = self.zeros
         logphi = np.log(phi)
@@ -412,7 +397,6 @@ class Augmentation:
         return np.asarray(left, dtype=np.int64)
 
 
-# ---------------------------------------------------------------------- helpers
 def _inverse_cdf(w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One category per row of non-negative weights ``w[n, d]`` (one uniform per row)."""
     cum = np.cumsum(w, axis=1)
@@ -450,9 +434,8 @@ def for_schema(obj: Any, schema: Any, synthesis_mode: str) -> StructuralZeros | 
     Raises
     ------
     ValidationError
-        ``marginal`` synthesis with unsynthesized columns: the released record would join a
-        synthesized part drawn without the record's own unsynthesized values to those values,
-        which can form an impossible combination.
+        ``marginal`` synthesis with unsynthesized columns (it could release an impossible
+        combination).
     """
     if obj is None:
         return None

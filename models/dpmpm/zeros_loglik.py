@@ -13,7 +13,7 @@ import pandas as pd
 
 from bayes_risk._numeric import logsumexp
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.models.dpmpm.coding import class_logw, encode
+from bayes_risk.models.dpmpm.coding import class_logw, encode, encode_dataset
 from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.dpmpm.zeros import _MAX_REJECTION_ROUNDS, _UNKNOWN, _inverse_cdf
 
@@ -144,12 +144,7 @@ def dataset_loglik(state: DPMPMState, synthetic, lp, lpi, ph, *, mode: str, rows
     if mode == "posterior_class":
         ycodes = encode(state.schema, data, name="data")[rows]
     for l, z in enumerate(synthetic):
-        if len(z) != n:
-            raise SchemaError(
-                f"synthetic dataset {l + 1} has {len(z)} rows; the model synthesizes {n}.",
-                code="ROW_COUNT_MISMATCH",
-            )
-        zc = encode(state.schema, z, name=f"synthetic dataset {l + 1}")[rows]
+        zc = encode_dataset(state.schema, z, l, n)[rows]
         if np.any(zc[:, s_mask] == _UNKNOWN) or np.any(zc[:, s_mask] < 0):
             out[:, l] = -np.inf
             continue
@@ -186,11 +181,8 @@ def own_record_terms(state: DPMPMState, codes_full, zc, lp, lpi, ph):
 def fix_synthesis(state: DPMPMState, draw, rng, rows_codes, logw, z, cols, *, keep_class: bool):
     """Redraw the synthesized records that fell in ``S`` until none does (rejection).
 
-    ``rows_codes[r, p]``: the released records' codes before synthesis (unsynthesized values);
-    ``logw[r, K]`` the class log-weights used; ``z`` the drawn classes; ``cols`` maps a column
-    index to its drawn codes (modified in place). With ``keep_class`` (``posterior_class``) only
-    the values are redrawn given the record's class, else class and values (marginal,
-    ``conditional_us``): exact draws from the truncated conditional either way.
+    ``cols`` maps a column index to its drawn codes (modified in place); ``keep_class``
+    (``posterior_class``): only the values are redrawn, given the record's class.
     """
     zs = state.zeros
     phi = state.phi[draw]

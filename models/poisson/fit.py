@@ -1,9 +1,5 @@
-"""Fitting of :class:`~bayes_risk.models.PoissonMixture`: the PyMC model and the blocked Gibbs step.
-
-The PyMC model (``build_pymc_model``) is the single source of truth for the MP density; the
-default sampler is a PyMC ``BlockedStep`` with the Numba kernels of ``poisson.kernels`` that also
-records the memberships ``z`` of every kept draw (posterior group ``latent``).
-"""
+"""Fitting of :class:`~bayes_risk.models.PoissonMixture`: the PyMC model (the MP density) and the
+blocked Gibbs step, which records the memberships of every kept draw (group ``latent``)."""
 
 from __future__ import annotations
 
@@ -16,6 +12,12 @@ import numpy as np
 import bayes_risk.models.poisson.kernels as pk
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.models._bayesian.records import stacked_values
+from bayes_risk.models._bayesian.sticks import (
+    label_switch_moves,
+    sample_alpha,
+    sample_sticks,
+    stick_breaking_log_parts,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -24,12 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
 LATENT_GROUP = "latent"  # posterior group holding the Gibbs sampler's memberships z
 
 
-
-# ----------------------------------------------------------------------------------------------
-# PyMC pieces (imported lazily: ``import bayes_risk`` must not import PyMC)
-# ----------------------------------------------------------------------------------------------
 def _pt_log_stick(v):
-    """PyTensor version of :func:`_poisson_kernels.stick_breaking_log_weights`."""
+    """PyTensor version of :func:`~bayes_risk.models._bayesian.sticks.stick_breaking_log`."""
     import pytensor.tensor as pt
 
     log_v = pt.concatenate([pt.log(v), pt.zeros((1,))])
@@ -65,14 +63,12 @@ def _gibbs_step_class() -> type:
     from bayes_risk.models._bayesian.generator import ChainGenerator
     from bayes_risk.models._bayesian.starts import initial_state
 
-    # ChainGenerator: the label moves' compiled draws take the chain's generator as a handle
-    # read once per chain (as the DPMPM sweep's), not read afresh from it at every sweep
+    # ChainGenerator: the label moves' generator handle, read once per chain
     class PoissonMixtureGibbs(ChainGenerator, BlockedStep):
         """One blocked Gibbs sweep of the MP model (Hu 2019 §3.3.3; stick breaking, α step).
 
-        Order within a sweep: ``λ | z``, ``V | z``, ``α | V``, then ``z | π, λ``, so that the
-        recorded memberships are a draw from ``p(z | Θ, y)`` for the recorded ``Θ``.
-        Memberships of kept draws are stored on the step (``z_trace``), one list per chain.
+        ``λ | z``, ``V | z``, ``α | V``, then ``z | π, λ`` (so the recorded memberships are a
+        draw given the recorded ``Θ``), stored on the step (``z_trace``).
         """
 
         name = "poisson_mixture_gibbs"
@@ -129,7 +125,7 @@ def _gibbs_step_class() -> type:
                 alpha = float(np.exp(point[self.names["alpha"]])) if "alpha" in self.names else 1.0
                 if K > 1 and self._sticks is not None:  # label moves (see _bayesian.sticks.py)
                     nk0 = np.bincount(self._z, minlength=K)
-                    self._z = pk.label_switch_moves(nk0, *self._sticks,
+                    self._z = label_switch_moves(nk0, *self._sticks,
                                                      self._generator())[self._z]
             n_k, s_kj = pk.component_stats(y, self._z, K)
             n_obs = n_k if self.observed is None else pk.component_stats(
@@ -140,9 +136,9 @@ def _gibbs_step_class() -> type:
             new = dict(point)
             if K > 1:
                 # log-space sticks, never clipped (stick breaking)
-                log_v, log_1mv = pk.sample_sticks(n_k, alpha, rng)
-                alpha = pk.sample_alpha(log_1mv, self.a_alpha, self.b_alpha, rng)
-                log_pi = pk.stick_breaking_log_parts(log_v, log_1mv)
+                log_v, log_1mv = sample_sticks(n_k, alpha, rng)
+                alpha = sample_alpha(log_1mv, self.a_alpha, self.b_alpha, rng)
+                log_pi = stick_breaking_log_parts(log_v, log_1mv)
                 self._sticks = (log_v, log_1mv)
                 new[self.names["v"]] = np.asarray(log_v - log_1mv)  # logit V
                 new[self.names["alpha"]] = np.asarray(np.log(alpha))
@@ -198,9 +194,7 @@ def build_pymc_model(
 
 
 def pymc_record_logp(model: Any, tree: xr.DataTree, n: int, idx: np.ndarray) -> np.ndarray:
-    """The work of :meth:`PoissonMixture.pymc_record_logp` (documented there): ``[H', n]``
-    log-densities of the ``n`` observed records of the PyMC ``model`` at the draws ``idx`` of
-    the posterior ``tree``."""
+    """The work of :meth:`PoissonMixture.pymc_record_logp`."""
     post = tree["posterior"]
     obs = model["y"]
     fn = model.compile_fn(
@@ -226,9 +220,7 @@ def sample_gibbs(
     n_components: int, a_lambda: float, b_lambda: np.ndarray, a_alpha: float, b_alpha: float,
     starts: tuple[str, ...], chains: int,
 ) -> xr.DataTree:
-    """Draws of the PyMC ``model`` of counts ``y`` by the blocked Gibbs step, run by
-    ``run_sampler`` (the model's ``pm.sample`` call), with the memberships of every kept draw
-    in group ``latent``."""
+    """Draws by the blocked Gibbs step through ``run_sampler``, memberships in group ``latent``."""
     import xarray as xr
 
     names = {rv.name: model.rvs_to_values[rv].name for rv in model.free_RVs}

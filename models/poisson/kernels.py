@@ -1,7 +1,4 @@
-"""Numerical kernels of the Poisson-mixture synthesizers (Hu 2019 §3.3.3), tested against the
-PyMC model's log-density. Random numbers are drawn outside the compiled kernels and passed in,
-so results depend only on the seed.
-"""
+"""Numerical kernels of the Poisson-mixture synthesizers (Hu 2019 §3.3.3)."""
 
 from __future__ import annotations
 
@@ -11,21 +8,7 @@ import numba as nb
 import numpy as np
 from scipy.special import gammaln
 
-from bayes_risk.models._bayesian.sticks import (  # noqa: F401  (re-exported)
-    alpha_conditional,
-    initial_memberships,
-    label_switch_moves,
-    sample_alpha,
-    sample_sticks,
-    stick_breaking_log,
-    stick_breaking_log_parts,
-    stick_conditional,
-)
-
 __all__ = [
-    "stick_breaking_log_weights",
-    "sample_sticks",
-    "sample_alpha",
     "class_log_weights",
     "sample_memberships",
     "component_stats",
@@ -39,20 +22,6 @@ __all__ = [
 ]
 
 
-
-# ----------------------------------------------------------------------------------------------
-# stick breaking (Hu & Savitsky 2018; shared in substance with DPMPM)
-# ----------------------------------------------------------------------------------------------
-# One implementation for every truncated stick-breaking mixture (_bayesian/sticks.py); the names
-# below are those this module has always exported.
-stick_breaking_log_weights = stick_breaking_log
-stick_params = stick_conditional
-alpha_params = alpha_conditional
-
-
-# ----------------------------------------------------------------------------------------------
-# memberships and sufficient statistics
-# ----------------------------------------------------------------------------------------------
 # A missing count is NaN in ``y``: the kernels leave its Poisson factor out, which sums it over
 # 0, 1, 2, ... (the factor sums to 1), so every likelihood is that of the observed counts.
 def _filled(y: np.ndarray) -> np.ndarray:
@@ -127,8 +96,7 @@ def sample_memberships(
     """Draw ``z_i ~ Cat(softmax(log π_k + Σ_j log Poisson(y_ij|λ_kj)))`` for every record, the
     sum over its observed counts (NaN: missing, summed out).
 
-    With ``return_loglik=True`` also returns ``Σ_i log p(y_i | Θ)`` (the data log-likelihood under
-    the ``Θ`` the memberships were drawn from), computed in the same pass.
+    ``return_loglik``: also ``Σ_i log p(y_i | Θ)``, in the same pass.
     """
     y = np.ascontiguousarray(y, dtype=np.float64)
     lam = np.ascontiguousarray(lam, dtype=np.float64)
@@ -183,9 +151,6 @@ def component_stats(y: np.ndarray, z: np.ndarray, K: int) -> tuple[np.ndarray, n
     )
 
 
-# ----------------------------------------------------------------------------------------------
-# likelihoods
-# ----------------------------------------------------------------------------------------------
 @nb.njit(cache=True)
 def _record_loglik(y, lgy, log_pi, lam, log_lam):  # pragma: no cover - compiled
     H, K = log_pi.shape
@@ -216,15 +181,7 @@ def _record_loglik(y, lgy, log_pi, lam, log_lam):  # pragma: no cover - compiled
 def record_loglik(y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
     """MP record log-likelihood ``[H, n]`` (Hu 2019 §3.3.3).
 
-    ``log p(y_i | Θ_h) = logsumexp_k(log π_hk + Σ_j [y_ij log λ_hkj − λ_hkj − lgamma(y_ij + 1)])``,
-    the sum over the observed counts: a missing one (NaN) is summed out.
-
-    Parameters
-    ----------
-    y : ndarray, shape (n, p)
-        Counts (NaN: missing).
-    log_pi : ndarray, shape (H, K)
-    lam : ndarray, shape (H, K, p)
+    ``y [n, p]`` (NaN: missing, summed out), ``log_pi [H, K]``, ``lam [H, K, p]``.
     """
     y = np.ascontiguousarray(y, dtype=np.float64)
     lam = np.ascontiguousarray(lam, dtype=np.float64)
@@ -283,9 +240,6 @@ def groups_loglik(z_values: np.ndarray, groups: np.ndarray, totals: np.ndarray) 
     )
 
 
-# ----------------------------------------------------------------------------------------------
-# MM / TCMM synthesis
-# ----------------------------------------------------------------------------------------------
 def tail_threshold(x: np.ndarray, q: float) -> float:
     """Inverse-CDF empirical ``q``-quantile: smallest observed ``v`` with ``#{x ≤ v}/n ≥ q``
     (Hu 2019 §3.3.3).
@@ -317,19 +271,8 @@ def tcmm_groups(y_col: np.ndarray, z: np.ndarray, K: int, q: float) -> tuple[np.
 def redistribute_totals(
     groups: np.ndarray, totals: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
-    """Draw each group's values ``~ Multinomial(T_g; 1/n_g, …, 1/n_g)`` (Hu 2019 §3.3.3, MM step).
-
-    Parameters
-    ----------
-    groups : int array [n]
-        Group of every record (``0..G-1``).
-    totals : array [G]
-        Total to redistribute in each group (integers).
-
-    Returns
-    -------
-    int64 array [n]; the sum over each group equals its total exactly.
-    """
+    """Draw each group's values ``~ Multinomial(T_g; 1/n_g, …, 1/n_g)`` (Hu 2019 §3.3.3, MM step):
+    ``groups [n]`` in ``0..G-1``, integer ``totals [G]``; each group's sum is its total exactly."""
     groups = np.asarray(groups, dtype=np.int64)
     out = np.zeros(groups.size, dtype=np.int64)
     order = np.argsort(groups, kind="stable")

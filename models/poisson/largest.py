@@ -25,8 +25,8 @@ LARGEST_VALUE_SCENARIOS = ("worst_case", "second_largest", "two_largest_sum")
 @dataclass(frozen=True)
 class LargestValueLikelihood:
     """Likelihood pieces of the Wei–Reiter largest-value scenario, per candidate
-    (:class:`bayes_risk.contract.LargestValuePieces`; the attribute engine turns them into the
-    intruder's posterior, :func:`bayes_risk.attribute.largest_value.largest_value_posterior`).
+    (:class:`bayes_risk.contract.LargestValuePieces`), for
+    :func:`bayes_risk.attribute.largest_value.largest_value_posterior`.
 
     Attributes
     ----------
@@ -41,30 +41,24 @@ class LargestValueLikelihood:
     g0 : int
     model_class : {"P", "O"}
     logp_rec : ndarray [H, G]
-        ``log p(y_(1) with column j set to y*_g | Θ_h)``, whose differences are the importance
-        ratios ``log r_h`` (Hu 2019 §3.2.5).
+        ``log p(y_(1) with column j set to y*_g | Θ_h)`` (Hu 2019 §3.2.5).
     L : ndarray [H, m] or None
         ``log p(Z_(l) | Θ_h)`` under the model's synthesis mode.
     delta : ndarray [H, m, G] or None
-        Class O only: ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_(1)j)``; ``+inf`` where the truth has zero
-        likelihood under draw ``h`` but the candidate has not (then use ``loglik_candidates``).
+        Class O only: ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_(1)j)`` (``+inf`` where only the truth's is 0).
     loglik_candidates : ndarray [H, m, G] or None
         Class O only: ``log p(Z_(l) | Θ_h, y*_g, y_{-i})`` (= ``L + delta`` where defined).
     memberships : str
         How memberships were obtained (``"generating"``, ``"map"``, ``"stored"`` or ``"user"``).
     warnings : list of str
-        ``"TRUTH_ZERO_LIKELIHOOD"``, ``"TARGET_NOT_SYNTHESIZED"`` (the target's value is released
-        unchanged) or ``"THETA_GIVEN_OTHER_RECORDS"`` (MP under ``second_largest``: an upper
-        bound for this intruder).
+        ``"TRUTH_ZERO_LIKELIHOOD"``, ``"TARGET_NOT_SYNTHESIZED"`` or
+        ``"THETA_GIVEN_OTHER_RECORDS"``.
     scenario : {"worst_case", "second_largest", "two_largest_sum"}
         What the intruder knows (see ``PoissonMixture.largest_value_loglik``).
     constraint_loglik : ndarray [H, C, G] or None
-        ``second_largest``: ``log P_h(S_r = σ_c − y*_g − c_c)`` for each distinct group-sum
-        constraint, added once per constraint with the importance weights ``q_h(y*)``.
+        ``second_largest``: ``log P_h(S_r = σ_c − y*_g − c_c)`` for each group-sum constraint.
     constraints : list of tuple or None
-        ``second_largest``: each constraint as ``(σ, c, r, lo, hi, by_component)`` — released
-        sum, known part, number of unknown records, range of their values, whether they share a
-        component (an MM group).
+        ``second_largest``: each constraint as ``(σ, c, r, lo, hi, by_component)``.
     second_record : int or None
         The record holding ``y_(2)j``.
     pair_total : float or None
@@ -235,15 +229,20 @@ def largest_grid(
         grid, g0, _ = largest_value_candidates(state, column, upper, step, data, kept)
         return grid, g0
     grid = np.asarray(candidates, dtype=np.float64).ravel()
-    hit = np.flatnonzero(grid == y1)
+    g0 = _truth_index(grid, y1, column)
+    if np.any(grid < 0) or np.any(grid % 1 != 0):
+        raise ValidationError("candidates must be non-negative integers (counts).")
+    return grid, g0
+
+
+def _truth_index(candidates: np.ndarray, y1: float, column: str) -> int:
+    hit = np.flatnonzero(candidates == y1)
     if hit.size != 1:
         raise ValidationError(
             f"candidates must contain the largest confidential value of {column!r} exactly "
             "once."
         )
-    if np.any(grid < 0) or np.any(grid % 1 != 0):
-        raise ValidationError("candidates must be non-negative integers (counts).")
-    return grid, int(hit[0])
+    return int(hit[0])
 
 
 def group_sum_pieces(
@@ -307,12 +306,7 @@ def two_largest_pieces(
                 f"two_largest_sum candidates must be integers in {lo:g}..{hi:g} (the larger "
                 f"of two values summing to {t2:g}, the smaller at least y_(3) = {y3:g})."
             )
-    hit = np.flatnonzero(grid == y1)
-    if hit.size != 1:
-        raise ValidationError(
-            f"candidates must contain the largest confidential value of {column!r} exactly "
-            "once."
-        )
+    g0 = _truth_index(grid, y1, column)
     c1 = np.repeat(y[rec][None, :], grid.size, axis=0)
     c2 = np.repeat(y[rec2][None, :], grid.size, axis=0)
     c1[:, j], c2[:, j] = grid, t2 - grid
@@ -324,9 +318,9 @@ def two_largest_pieces(
     if state.model_class == "O":
         cand_ll = pw.pair_dataset_loglik(state, (rec, rec2), (c1, c2), datasets, idx,
                                          memberships, kept)
-        delta = _delta(cand_ll, int(hit[0]), warns)
+        delta = _delta(cand_ll, g0, warns)
     return LargestValueLikelihood(
-        column=column, record=rec, second_largest=y2, candidates=grid, g0=int(hit[0]),
+        column=column, record=rec, second_largest=y2, candidates=grid, g0=g0,
         model_class=state.model_class, logp_rec=logp_rec, L=L, delta=delta,
         loglik_candidates=cand_ll,
         memberships=(_loglik.membership_mode(state, memberships)

@@ -1,9 +1,5 @@
-"""Likelihoods of :class:`~bayes_risk.models.PoissonMixture`: record, dataset and candidate terms.
-
-Class P (MP, marginal synthesis): record likelihoods under the MP model. Class O (MM, TCMM and
-MP's ``posterior_class`` mode): the component-total (or given-class Poisson) likelihood of each
-synthetic dataset given the memberships, and its change when the target's value is a candidate.
-"""
+"""Likelihoods of :class:`~bayes_risk.models.PoissonMixture` (record, dataset and candidate
+terms), documented on its methods."""
 
 from __future__ import annotations
 
@@ -120,12 +116,8 @@ def sums_match(state: PoissonState, zvals: np.ndarray, y: np.ndarray, memb: np.n
 def generating_memberships(
     state: PoissonState, datasets: Any, zs: list[np.ndarray], y: np.ndarray
 ) -> list[np.ndarray]:
-    """Memberships that generated each released dataset (agency-side knowledge).
-
-    Taken from the draw recorded in ``SyntheticData.draw_index`` when available (checked),
-    otherwise found by searching the stored draws for memberships under which every group
-    sum of ``Z_(l)`` equals its confidential total (MM/TCMM).
-    """
+    """Memberships that generated each released dataset: those of ``draw_index`` (checked), else
+    the first stored draw reproducing every group sum."""
     if not state.has_memberships:
         raise ValidationError(
             "memberships='generating' needs the memberships recorded by the Gibbs sampler; "
@@ -222,11 +214,7 @@ def dataset_loglik(state: PoissonState, synthetic: Any, idx: np.ndarray, members
 
 
 def pc_terms(z: np.ndarray, y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """Per-record ``log Σ_k p(k | y_i, Θ) Π_j Poisson(z_ij | λ_kj)`` (posterior_class, [n]).
-
-    The class-O likelihood of DPMPM's ``posterior_class`` mode with the record's class
-    summed out; record ``i``'s own term is the only one that involves ``y_i``.
-    """
+    """Per-record ``log Σ_k p(k | y_i, Θ) Π_j Poisson(z_ij | λ_kj)`` (posterior_class, [n])."""
     from scipy.special import logsumexp as lse
 
     w = pk.class_log_weights(y, log_pi, lam)
@@ -291,16 +279,9 @@ def replaced_dataset_loglik(
     replace: Sequence[tuple[int, np.ndarray]],
     idx: np.ndarray, log_pi: np.ndarray, lam: np.ndarray, mode: Any, gen: Any,
 ) -> np.ndarray:
-    """``[H', m, G]`` class-O log-likelihood of each dataset with the confidential counts of the
-    records of ``replace`` (pairs ``(record, candidates [G, p])``) set to their ``g``-th
-    candidate, every other record keeping its values (Hu 2019 §3.2.5; Wei & Reiter 2016's
-    two-record scenario replaces two).
-
-    ``mode``: the memberships argument as :func:`membership_mode` returns it; ``gen``: the
-    generating memberships of each dataset (``mode == "generating"``) or ``None``. With
-    ``"map"`` the replaced records take the MAP class of their candidate under ``Θ_h`` (the
-    others keep the MAP of their true values).
-    """
+    """``[H', m, G]`` class-O log-likelihood of each dataset with the records of ``replace``
+    (pairs ``(record, candidates [G, p])``) set to their ``g``-th candidate (Hu 2019 §3.2.5);
+    ``mode`` as :func:`membership_mode` returns it, ``gen`` the generating memberships."""
     K = lam.shape[1]
     G = replace[0][1].shape[0]
     rows = state.rows

@@ -1,11 +1,7 @@
 """Poisson-mixture synthesizers for count data: MP, MM and TCMM (Wei & Reiter 2016; Hu 2019 §3.3.3).
 
-The PyMC model (:meth:`PoissonMixture.build_pymc_model`) defines the density; the default
-sampler is a blocked Gibbs step with Numba kernels that also records the memberships ``z`` of
-every kept draw, which MM/TCMM need. The fitted state
-(:class:`~bayes_risk.models.poisson.state.PoissonState`) is built once per posterior and passed
-to the functions of ``poisson.fit``, ``poisson.loglik``, ``poisson.synthesis`` and
-``poisson.largest``. See :doc:`/user_guide/bayesian_models`.
+The work is done by the functions of the ``poisson`` modules on the fitted state
+(:class:`~bayes_risk.models.poisson.state.PoissonState`); see :doc:`/methods/models`.
 """
 
 from __future__ import annotations
@@ -42,55 +38,40 @@ __all__ = ["PoissonMixture", "LargestValueLikelihood"]
 _VARIANTS = ("mp", "mm", "tcmm")
 _MODES = ("marginal", "posterior_class")
 _SAMPLERS = ("gibbs", "nuts")
-# the Gibbs chains' starts by default (starts="overdispersed"): the first as before (a prior
-# draw, a few components), the second with every component occupied, a third with three
 _OVERDISPERSED = ("prior", "spread", "few")
-_MEMBERSHIPS = ("map", "stored")
 
 
-# ----------------------------------------------------------------------------------------------
-# the model
-# ----------------------------------------------------------------------------------------------
 class PoissonMixture(BayesianSynthesizer):
     """Truncated Dirichlet-process mixture of products of Poissons for count data (Hu 2019 §3.3.3).
 
-    Model: ``y_ij | z_i = k ~ Poisson(λ_kj)``, ``λ_kj ~ Gamma(a_λ, b_λj)`` (shape, rate),
-    ``z_i ~ Cat(π)`` with truncated stick breaking ``π_k = V_k Π_{h<k}(1 − V_h)``,
-    ``V_k ~ Beta(1, α)``, ``V_K = 1``, ``α ~ Gamma(a_α, b_α)``.
+    The model and its variants: :doc:`/methods/models`.
 
     Parameters
     ----------
     variant : {"mp", "mm", "tcmm"}
-        ``"mp"``: draws from the MP posterior predictive (class P in ``synthesis_mode="marginal"``).
-        ``"mm"``: each component's column totals are redistributed multinomially over its members
-        (every marginal total reproduced exactly; class O). ``"tcmm"``: tail-collapsed MM with
-        threshold ``q`` — **provisional** (reconstructed from the description in Hu 2019).
+        ``"mp"``: the posterior predictive. ``"mm"``: each component's column totals
+        redistributed over its members (class O). ``"tcmm"``: tail-collapsed MM with threshold
+        ``q`` (**provisional**).
     q : float
-        TCMM only: quantile in ``(0, 1]`` defining each column's tail ``{y_ij > τ_j}``, ``τ_j`` the
-        inverse-CDF empirical ``q``-quantile. Smaller ``q`` collapses more (lower risk).
+        TCMM only: quantile in ``(0, 1]`` defining each column's tail (smaller: more collapsed).
     n_components : int
         Truncation level ``K`` (default 50). ``K = 1`` is independent Poissons.
     a_lambda : float
         Gamma shape ``a_λ`` of the rates (default 1).
     b_lambda : float or None
-        Gamma rate ``b_λ``; ``None`` (default): ``1 / max(1, mean(y_·j))`` per column, so the prior
-        mean of each rate equals the column mean.
+        Gamma rate ``b_λ``; ``None`` (default): ``1 / max(1, mean(y_·j))`` per column.
     a_alpha, b_alpha : float
         Gamma(shape, rate) prior of the concentration ``α`` (default 0.25, 0.25).
     synthesis_mode : {"marginal", "posterior_class"}
-        MP only: draw each synthetic record's component from ``π`` (class P, default) or use the
-        record's sampled membership ``z_i`` (class O).
+        MP only: components drawn from ``π`` (class P, default) or the sampled ``z_i`` (class O).
     sampler : {"gibbs", "nuts"}
-        ``"gibbs"`` (default): blocked Gibbs, recording memberships. ``"nuts"``: PyMC's NUTS on
-        the class-marginalised model (small problems only); memberships for MM/TCMM are then drawn
-        from ``p(z | Θ_h, y)`` at synthesis time.
+        ``"gibbs"`` (default): blocked Gibbs, recording memberships. ``"nuts"``: PyMC's NUTS
+        (small problems only).
     starts : str or sequence of str
-        How each Gibbs chain starts (cycled over the chains): ``"prior"``, ``"spread"`` (all K
-        components) or ``"few"`` (3). Default ``"overdispersed"``: ``("prior", "spread", "few")``,
-        so that R-hat and the regime check (warning ``REGIMES_DISAGREE``) compare both ends.
+        How each Gibbs chain starts (cycled): ``"prior"``, ``"spread"`` or ``"few"``; default
+        ``"overdispersed"``: ``("prior", "spread", "few")``.
     tune, draws, chains, cores, random_seed, progressbar
-        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`). With
-        the Gibbs sampler chains run sequentially in this process (``cores`` is ignored).
+        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`).
 
     Attributes
     ----------
@@ -109,19 +90,9 @@ class PoissonMixture(BayesianSynthesizer):
 
     Notes
     -----
-    **Partial synthesis of selected records** (``fit(..., records=...)``): the mixture is fitted
-    to every record; only the selected records ``S`` get synthetic counts. MP draws them from the
-    posterior predictive (``posterior_class``: from ``Poisson(λ_{z_i})``); MM redistributes the
-    total of the selected members of each component, ``T_kj^S = Σ_{i∈I_k∩S} y_ij``, over them
-    (every total still reproduced); TCMM takes the tail among the selected records. The
-    likelihoods follow: :meth:`dataset_loglik` covers the selected records only,
-    :meth:`own_record_delta` is 0 for the others and :meth:`fit_augmented` appends only the
-    selected rows of ``Z_(l)``.
-
-    **Missing counts** (empty cells): variant ``"mp"`` sums them out of every likelihood and of
-    the rates' updates, and releases complete records (``imputed_columns_``); ``"mm"`` and
-    ``"tcmm"`` refuse them (``MISSING_VALUES``), since a missing count leaves its group's total
-    unobserved. See :doc:`/methods/models` (Poisson mixtures: missing values).
+    Under partial synthesis of selected records the mixture is fitted to every record; only the
+    selected ones get synthetic counts (MM: the totals of its selected members) and count in the
+    likelihoods. Missing counts (variant ``"mp"`` only): :doc:`/methods/models`.
 
     Examples
     --------
@@ -137,13 +108,6 @@ class PoissonMixture(BayesianSynthesizer):
     >>> syn = pm_.synthesize(2, random_seed=2)
     >>> int(syn[0]["wages"].sum()) == int(df["wages"].sum())  # MM keeps every column total
     True
-
-    References
-    ----------
-    Wei, L. and Reiter, J. P. (2016). Releasing synthetic magnitude microdata constrained to fixed
-    marginal totals. Statistical Journal of the IAOS 32, 93–108.
-    Hu, J. (2019). Bayesian estimation of attribute and identification disclosure risks in
-    synthetic data. Transactions on Data Privacy 12, 61–89 (§3.3.3).
     """
 
     method_name = "poisson-mixture"
@@ -186,7 +150,6 @@ class PoissonMixture(BayesianSynthesizer):
         self.sampler = sampler
         self.starts = starts
 
-    # ------------------------------------------------------------------ settings
     @property
     def model_class(self) -> Literal["P", "O"]:  # type: ignore[override]
         """``"P"`` for MP in ``marginal`` mode, ``"O"`` for MM, TCMM and ``posterior_class``."""
@@ -230,7 +193,6 @@ class PoissonMixture(BayesianSynthesizer):
         """How the Gibbs chains start, cycled over them (``starts``)."""
         return chain_starts(self.starts, _OVERDISPERSED)
 
-    # ------------------------------------------------------------------ data
     def _count_columns(self, schema: Schema) -> list[str]:
         # no synthesized role given (e.g. from_posterior with an inferred schema): full synthesis
         cols = schema.synthesized or schema.names
@@ -276,7 +238,6 @@ class PoissonMixture(BayesianSynthesizer):
         # class O needs the confidential counts
         return self.model_class == "O" or super()._needs_data_for_synthesis()
 
-    # ------------------------------------------------------------------ fitting
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed
                         ) -> xr.DataTree:
         # the mixture is fitted to the count columns of every record
@@ -296,7 +257,6 @@ class PoissonMixture(BayesianSynthesizer):
             b_alpha=self.b_alpha, starts=self._starts(), chains=self.chains,
         )
 
-    # ------------------------------------------------------------------ posterior handling
     def _event_ndims(self) -> dict[str, int]:
         return {"alpha": 0, "v": 1, "w": 1, "lam": 2}
 
@@ -323,20 +283,15 @@ class PoissonMixture(BayesianSynthesizer):
     def _convergence_quantities(self) -> dict[str, np.ndarray]:
         return _posterior.convergence_quantities(self._state)
 
-    # ------------------------------------------------------------------ synthesis
     def _synthesize_one(
         self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
     ) -> pd.DataFrame:
         return _synthesis.synthesize_one(self._state, draw, rng, data, dtypes=self.dtypes_)
 
-    # -- the work is done by module-level functions of the family's modules, which take the
-    # fitted state (self._state, poisson.state.PoissonState), resolved draw indices and the
-    # confidential table the model keeps
-
     def build_pymc_model(
         self, y: np.ndarray, columns: Sequence[str], b_lambda: np.ndarray | None = None
     ):
-        """The PyMC model of Hu 2019 §3.3.3 (class-marginalised; the single source of truth).
+        """The class-marginalised PyMC model of Hu 2019 §3.3.3 (the single source of truth).
 
         Parameters
         ----------
@@ -350,9 +305,7 @@ class PoissonMixture(BayesianSynthesizer):
         Returns
         -------
         pymc.Model
-            Free variables ``alpha``, ``v`` (absent when ``K = 1``) and ``lam``; deterministic
-            ``w``; observed ``y`` whose log-density is ``logsumexp_k(log π_k + Σ_j log
-            Poisson(y_ij | λ_kj))`` per record.
+            Free ``alpha``, ``v`` (``K > 1``) and ``lam``; deterministic ``w``; observed ``y``.
         """
         b = self._b_lambda_vector(np.asarray(y, dtype=np.float64)) if b_lambda is None else b_lambda
         return _fit.build_pymc_model(
@@ -371,10 +324,8 @@ class PoissonMixture(BayesianSynthesizer):
     def fit_augmented(
         self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> PoissonMixture:
-        """A new model with the same settings and prior fitted to the confidential records and the
-        synthesized rows of ``Z_(l)``: draws from ``p(Θ | y, Z_(l))`` (:doc:`/methods/attribute`,
-        The stabilised estimator).
-        """
+        """A new model, same settings and prior, fitted to the confidential records and the
+        synthesized rows of ``Z_(l)`` (:doc:`/methods/attribute`, The stabilised estimator)."""
         self._check_fitted()
         cols = self.columns_
         synthetic = self._synthesized_part(synthetic)
@@ -390,9 +341,8 @@ class PoissonMixture(BayesianSynthesizer):
         return new.fit(both, schema=self.schema_.keeping_levels(), synthesized=cols)
 
     def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
-        """``[H, n]`` MP record log-likelihood ``log p(y_i | Θ_h)``, the importance ratios of every
-        variant (Hu 2019 §3.2.5); a negative or non-integer count gives ``-inf``.
-        """
+        """``[H, n]`` MP record log-likelihood ``log p(y_i | Θ_h)`` (every variant's importance
+        ratios, Hu 2019 §3.2.5); a negative or non-integer count gives ``-inf``."""
         self._check_fitted()
         return _loglik.record_loglik(self._state, records, self._draw_indices(draw_indices))
 
@@ -403,9 +353,7 @@ class PoissonMixture(BayesianSynthesizer):
         Raises
         ------
         NeighbourhoodUnavailable
-            Always (a ``ValidationError`` and ``NotImplementedError``: the attribute engine falls
-            back to candidate records); use :meth:`record_loglik` on a grid, or
-            :meth:`largest_value_loglik`.
+            Always; use :meth:`record_loglik` on a grid, or :meth:`largest_value_loglik`.
         """
         raise _loglik.neighbourhood_unavailable()
 
@@ -413,24 +361,15 @@ class PoissonMixture(BayesianSynthesizer):
         self, synthetic: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None,
         memberships: Any = None,
     ) -> np.ndarray:
-        """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the synthesis mode.
-
-        MP, ``marginal`` (class P): the sum of record likelihoods. MM / TCMM (class O): the
-        multinomial likelihood of each group's synthetic values given its confidential total,
-        ``Σ_k Σ_j log[T_kj! / Π_{i∈I_k} z_ij!] − T_kj log n_k``, ``-inf`` when a group's synthetic
-        sum differs from its total (Hu 2019 §3.3.3). MP, ``posterior_class``: ``Σ_i log
-        Poisson(z_i | λ_{k_i})``. Under partial synthesis only the selected records count.
+        """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the synthesis mode (Hu 2019 §3.3.3).
 
         Parameters
         ----------
         memberships : str, int array [n] or [H, n], or None
-            Class O only — the unreleased memberships: ``"generating"`` (default when the Gibbs
-            sampler recorded them: those that generated each dataset, from
-            ``SyntheticData.draw_index`` or the first stored draw reproducing its group sums; the
-            agency's worst case), ``"map"`` (default otherwise: MAP component of each record under
-            ``Θ_h``), ``"stored"`` (those of draw ``h``), an integer array (the intruder's guess),
-            or ``"marginalised"`` (default for MP ``posterior_class``: classes summed out with
-            weights ``p(k | y_i, Θ_h)``).
+            Class O only, the unreleased memberships: ``"generating"`` (default when recorded),
+            ``"map"`` (default otherwise), ``"stored"``, an integer array (the intruder's
+            guess) or ``"marginalised"`` (default for MP ``posterior_class``); see
+            :doc:`/methods/models`.
         """
         self._check_fitted()
         return _loglik.dataset_loglik(self._state, synthetic, self._draw_indices(draw_indices),
@@ -447,9 +386,7 @@ class PoissonMixture(BayesianSynthesizer):
     ) -> np.ndarray:
         """``[H, m, G]`` class-O dataset log-likelihood with the record's counts set to ``y*_g``.
 
-        ``log p(Z_(l) | Θ_h, y*, y_{-i})`` (see :meth:`dataset_loglik`): the totals of the record's
-        group change and, with ``memberships="map"``, so may its own membership. This equals
-        ``L_{hl} + delta`` of the class-O estimator (Hu 2019 §3.2.5) and stays defined when
+        ``L_{hl} + delta`` of the class-O estimator (Hu 2019 §3.2.5), defined when
         ``L_{hl} = −inf``.
 
         Parameters
@@ -487,10 +424,8 @@ class PoissonMixture(BayesianSynthesizer):
     ) -> np.ndarray:
         """``[H, m, G]`` class-O own-record term ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_i)``.
 
-        :meth:`candidate_dataset_loglik` minus its value at the truth. Where the truth has zero
-        likelihood under a draw: ``0`` if the candidate's is ``−inf`` too, ``+inf`` otherwise
-        (engines that can should use :meth:`candidate_dataset_loglik`). A record that is not
-        synthesized: 0.
+        :meth:`candidate_dataset_loglik` minus its value at the truth (``+inf`` where only the
+        truth's is ``−inf``; 0 for a record that is not synthesized).
         """
         self._check_fitted()
         return _loglik.own_record_delta(
@@ -501,8 +436,8 @@ class PoissonMixture(BayesianSynthesizer):
     def largest_value_candidates(
         self, column: str, upper: float, *, step: float = 1.0, data: pd.DataFrame | None = None
     ) -> tuple[np.ndarray, int, int]:
-        """Candidate grid for the largest value of ``column`` (Wei & Reiter 2016): multiples of
-        ``step`` from ``y_(2)j`` to ``upper``, with the truth ``y_(1)j`` inserted.
+        """Candidate grid for the largest value of ``column`` (Wei & Reiter 2016): ``step``s from
+        ``y_(2)j`` to ``upper``, with the truth ``y_(1)j``.
 
         Returns
         -------
@@ -535,16 +470,9 @@ class PoissonMixture(BayesianSynthesizer):
     ) -> LargestValueLikelihood:
         """Per-candidate likelihood pieces for the Wei–Reiter largest-value scenarios.
 
-        The target is the record holding ``y_(1)j``; candidates ``y*`` vary only its value of
-        ``column``. The attribute engine turns the pieces into the intruder's posterior
-        (:func:`bayes_risk.attribute.largest_value.largest_value_posterior`). The scenarios —
-        ``"worst_case"`` (every other record known), ``"second_largest"`` (the record holding
-        ``y_(2)j``, and the column total with ``total_known``) and ``"two_largest_sum"`` (every
-        record but the two largest, and their sum) — are described in :doc:`/methods/attribute`
-        (Intruders of the largest value). Provisional: Wei & Reiter's exact membership approximation
-        was not available. For ``second_largest`` with MM/TCMM ``memberships`` is ``"generating"``
-        (default) or an integer array ``[n]`` or ``[m, n]``; the TCMM tail threshold is taken as
-        known.
+        The target is the record holding ``y_(1)j``; the pieces go to
+        :func:`bayes_risk.attribute.largest_value.largest_value_posterior`. Scenarios:
+        :doc:`/methods/attribute` (Intruders of the largest value). Provisional.
 
         Parameters
         ----------
@@ -553,7 +481,7 @@ class PoissonMixture(BayesianSynthesizer):
         synthetic : sequence of DataFrame or SyntheticData
             The released datasets ``Z``.
         scenario : {"worst_case", "second_largest", "two_largest_sum"}
-            What the intruder knows (above).
+            What the intruder knows.
         total_known : bool
             ``second_largest`` only: the intruder also knows the column total ``T_j``.
         candidates : array [G], optional

@@ -1,7 +1,4 @@
-"""Posterior of :class:`~bayes_risk.models.PoissonMixture`: checks of a given posterior and the
-label-invariant quantities of the convergence checks (each column's posterior predictive mean
-and variance).
-"""
+"""Posterior of :class:`~bayes_risk.models.PoissonMixture`: checks and convergence quantities."""
 
 from __future__ import annotations
 
@@ -9,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-import bayes_risk.models.poisson.kernels as pk
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models._bayesian.sticks import stick_breaking_log
 from bayes_risk.models.poisson.fit import LATENT_GROUP
 
 if TYPE_CHECKING:
@@ -63,7 +60,7 @@ def validate_posterior(posterior: xr.DataTree, cols: list[str], n_components: in
                     f"posterior 'v' must have K - 1 = {K - 1} stick proportions in (0, 1).",
                     code="POSTERIOR_INVALID"
                 )
-            w = np.exp(pk.stick_breaking_log_weights(v))
+            w = np.exp(stick_breaking_log(v))
         else:
             raise ValidationError(
                 "a PoissonMixture posterior needs 'w' (mixture weights) or 'v'.",

@@ -1,7 +1,5 @@
-"""The fitted state of a :class:`~bayes_risk.models.PoissonMixture`, built once whenever its
-posterior is set and passed to the family's likelihoods, synthesis and convergence quantities
-(which take the state, not the model).
-"""
+"""The fitted state of a :class:`~bayes_risk.models.PoissonMixture`, built whenever its posterior
+is set."""
 
 from __future__ import annotations
 
@@ -98,12 +96,8 @@ class PoissonState:
         return df[cols].to_numpy(dtype=np.float64)
 
     def groups(self, ycol: np.ndarray, z: np.ndarray, K: int) -> tuple[np.ndarray, int]:
-        """Redistribution groups of one column: components (MM) or components + tail (TCMM).
-
-        Under partial synthesis only the selected records are grouped (the others get ``-1``:
-        they are released unchanged) and the TCMM tail threshold is the ``q``-quantile of the
-        selected records' values, so that synthesis involves the selected records only.
-        """
+        """Redistribution groups of one column: components (MM) or components + tail (TCMM);
+        under partial synthesis only the selected records (others ``-1``)."""
         ng = K + 1 if self.variant == "tcmm" else K
         sel = self.synthesized_records
         if sel is None:

@@ -1,11 +1,5 @@
-"""Synthesis of :class:`~bayes_risk.models.PoissonMixture`: one dataset from one posterior draw.
-
-MP in ``marginal`` mode draws each record's component and counts afresh (class P); MP in
-``posterior_class`` mode draws from the record's own component; MM and TCMM redistribute each
-component's (and the tail's) confidential total over its members (Hu 2019 §3.3.3), so that the
-group sums of every column are kept (class O). MP releases complete counts for the records it
-replaces, whatever their missing counts in the original.
-"""
+"""Synthesis of :class:`~bayes_risk.models.PoissonMixture`: one dataset from one posterior draw
+(Hu 2019 §3.3.3)."""
 
 from __future__ import annotations
 

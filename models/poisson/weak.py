@@ -1,12 +1,6 @@
-"""Weaker-than-worst-case intruders of the Wei & Reiter (2016) largest-value scenario.
-
-Pieces of :meth:`~bayes_risk.models.PoissonMixture.largest_value_loglik` for
-``scenario="second_largest"`` (the other records integrated out under the truncated posterior
-predictive; the release speaks through the group sums MM/TCMM preserve:
-``p(Z_(l) | Y_(1)j = y*) ∝ P(S_r = σ_l − y* − c_l)``) and ``"two_largest_sum"``. Sums of
-truncated predictive values are exact convolutions of an exponentially tilted pmf (FFT for
-large supports, below ``FFT_FLOOR`` of the largest set to 0). See :doc:`/methods/attribute`
-(Intruders of the largest value).
+"""Weaker-than-worst-case intruders of the Wei & Reiter (2016) largest-value scenario
+(``"second_largest"``, ``"two_largest_sum"``): :doc:`/methods/attribute` (Intruders of the
+largest value).
 """
 
 from __future__ import annotations
@@ -32,24 +26,8 @@ _DIRECT_MAX = 4_000_000  # size product up to which np.convolve (exact) is used
 
 
 def predictive_logpmf(log_pi: np.ndarray, lam_j: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Log pmf of one unknown record's value under draw ``h``, truncated to ``lo..hi``.
-
-    ``p_h(y) ∝ Σ_k π_hk Poisson(y | λ_hkj)`` for ``y = lo..hi`` (the mixture predictive: an
-    unknown record's component is unknown too).
-
-    Parameters
-    ----------
-    log_pi : array [H, K]
-    lam_j : array [H, K]
-        Rates of column ``j``.
-    lo, hi : int
-        Support bounds (inclusive), ``0 <= lo <= hi``.
-
-    Returns
-    -------
-    array [H, hi - lo + 1]
-        Normalised over the support; a row of ``-inf`` when the draw gives the range no mass.
-    """
+    """``[H, hi - lo + 1]`` log pmf of one unknown record's value (``log_pi [H, K]``, column
+    rates ``lam_j [H, K]``) truncated to ``lo..hi``; ``-inf`` rows where the range has no mass."""
     y = np.arange(lo, hi + 1, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         log_lam = np.log(lam_j)[:, :, None]
@@ -91,24 +69,10 @@ def _power(p: np.ndarray, r: int) -> np.ndarray:
 def sum_logpmf(member_logpmf: np.ndarray, lo: int, r: int, s: np.ndarray) -> np.ndarray:
     """``log P(S_r = s)`` for the sum of ``r`` independent values with the given pmf, per draw.
 
-    The convolution power is taken of the exponentially tilted pmf ``f(y) e^{θy} / M(θ)``, ``θ``
-    putting the tilted sum's mean among the wanted totals, and
-    ``P(S_r = s) = e^{−θs} M(θ)^r P_θ(S_r = s)``: a total far in the tail keeps its relative
-    accuracy.
+    The convolution power of the exponentially tilted pmf keeps a tail total's relative accuracy.
 
-    Parameters
-    ----------
-    member_logpmf : array [H, w]
-        Log pmf of one value on ``lo..lo+w-1`` (from :func:`predictive_logpmf`).
-    lo : int
-    r : int
-        Number of values summed (``0``: ``S = 0``).
-    s : array [G]
-        Totals at which the pmf is wanted.
-
-    Returns
-    -------
-    array [H, G]
+    ``member_logpmf [H, w]``: one value's log pmf on ``lo..lo+w-1``; ``s [G]``: the totals.
+    Returns ``[H, G]``.
     """
     s = np.asarray(s, dtype=np.float64)
     H, w = member_logpmf.shape
@@ -169,18 +133,13 @@ def group_constraints(
 ) -> list[Constraint]:
     """The distinct group-sum constraints on the target's value, one per distinct group.
 
-    For each dataset ``l``: the target's redistribution group of column ``j`` under the
-    memberships ``gen[l]`` (components for MM; the pooled tail for TCMM), its synthetic sum
-    ``σ_l``, ``c_l`` and the number and range of its other, unknown members. Datasets whose
-    target group has the same members give the same constraint (the tail of TCMM is the same set
-    in every dataset): counting it once keeps the release from being credited with ``m``
-    independent looks at one sum.
+    Datasets whose target group has the same members give one constraint (not ``m``
+    independent looks at one sum).
 
     Returns
     -------
     list of ``(σ, c, r, lo, hi, by_component)``
-        ``by_component``: the members share one component (MM), so their values are drawn
-        from one Poisson whose component is weighted by how well it explains the group's sum.
+        ``by_component``: the members share one component (MM).
     """
     K = state.n_components
     y1col = y[:, j]
@@ -220,12 +179,8 @@ def constraint_loglik(
 ) -> np.ndarray:
     """``[H, C, G]`` array of ``log P_h(S_r = σ − y*_g − c)`` for each constraint.
 
-    Unknown values are draws from the model under ``Θ_h``, truncated to the constraint's range.
-    The members of a ``by_component`` group (an MM group is one component) share one
-    component ``k``, weighted by ``w_hk ∝ π_hk Poisson(σ | n_G λ_hkj)`` — how well it explains
-    the group's released sum ``σ`` over its ``n_G`` members, which is what the intruder sees; in
-    the other groups (the TCMM tail, the column total) every unknown value is a draw from the
-    mixture predictive (its component is unknown).
+    A ``by_component`` group's component is weighted by ``π_hk Poisson(σ | n_G λ_hkj)``; other
+    unknown values are draws from the truncated mixture predictive.
     """
     H = log_pi.shape[0]
     out = np.empty((H, len(constraints), candidates.size))
@@ -258,9 +213,7 @@ def pair_dataset_loglik(
 ) -> np.ndarray:
     """``[H, m, G]`` class-O log-likelihood of each dataset with *two* records' counts replaced.
 
-    The two-record analogue of ``candidate_dataset_loglik``: records ``recs`` take the count
-    vectors ``cands[0][g]`` and ``cands[1][g]``; every other record keeps its true values (the
-    intruder knows them).
+    Records ``recs`` take ``cands[0][g]`` and ``cands[1][g]``; the others keep their values.
     """
     y = _loglik.confidential_counts(state, kept)
     zs = _loglik.synthetic_counts(state, datasets)

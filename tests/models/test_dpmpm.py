@@ -19,13 +19,13 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
-from bayes_risk.models.dpmpm.coding import encode
-from bayes_risk.models.dpmpm.dpmpm import (
-    DPMPM,
-    alpha_conditional,
+from bayes_risk.models._bayesian.sticks import (
+    alpha_conditional_log,
     stick_breaking_log,
     stick_conditional,
 )
+from bayes_risk.models.dpmpm.coding import encode
+from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
 
@@ -140,7 +140,7 @@ def test_stick_breaking_and_full_conditionals():
     a, b = stick_conditional(np.array([5, 3, 2]), 1.0)
     np.testing.assert_allclose(a, [6, 4])
     np.testing.assert_allclose(b, [6, 3])
-    shape, rate = alpha_conditional(np.array([0.5, 0.4]), 0.25, 0.25)
+    shape, rate = alpha_conditional_log(np.log1p(-np.array([0.5, 0.4])), 0.25, 0.25)
     assert shape == pytest.approx(2.25)
     assert rate == pytest.approx(1.453973, rel=1e-6)
 

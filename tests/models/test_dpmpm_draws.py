@@ -26,7 +26,7 @@ from bayes_risk.models._bayesian.stick_kernels import (
     label_switch_draws,
     stick_variates,
 )
-from bayes_risk.models._bayesian.sticks import sample_sticks, sticks_from_variates
+from bayes_risk.models._bayesian.sticks import sample_sticks, sticks_and_weights_from_variates
 
 STORED = Path(__file__).parent / "dpmpm_draws"
 
@@ -67,7 +67,7 @@ def test_stick_variates_give_sample_sticks(nk, alpha):
     for seed in range(20):
         r1, r2 = np.random.default_rng(seed), np.random.default_rng(seed)
         lv1, l11 = sample_sticks(nk, alpha, r1)
-        lv2, l12 = sticks_from_variates(*stick_variates(nk, alpha, r2))
+        lv2, l12, _ = sticks_and_weights_from_variates(*stick_variates(nk, alpha, r2))
         np.testing.assert_array_equal(lv2, lv1)
         np.testing.assert_array_equal(l12, l11)
         assert _same_stream(r1, r2)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import gammaln
 
+import bayes_risk.models._bayesian.sticks as sticks
 import bayes_risk.models.poisson.kernels as pk
 from bayes_risk.attribute import EstimatorSpec
 from bayes_risk.data import infer_schema
@@ -113,12 +114,13 @@ def test_tcmm_tail_fixture():
 
 def test_stick_breaking_fixtures():
     # SPEC §3.2 (shared with DPMPM)
-    np.testing.assert_allclose(np.exp(pk.stick_breaking_log_weights(np.array([0.5, 0.4]))),
+    np.testing.assert_allclose(np.exp(sticks.stick_breaking_log(np.array([0.5, 0.4]))),
                                [0.5, 0.2, 0.3], rtol=RTOL)
-    a, b = pk.stick_params(np.array([5, 3, 2]), 1.0)
+    a, b = sticks.stick_conditional(np.array([5, 3, 2]), 1.0)
     np.testing.assert_allclose(a, [6, 4])
     np.testing.assert_allclose(b, [6, 3])
-    shape, rate = pk.alpha_params(np.array([0.5, 0.4]), 0.25, 0.25)
+    shape, rate = sticks.alpha_conditional_log(np.log1p(-np.array([0.5, 0.4])), 0.25,
+                                               0.25)
     np.testing.assert_allclose([shape, rate], [2.25, 1.453973], rtol=1e-6)
 
 
