@@ -1,7 +1,5 @@
-"""Subsets of the intruder's known variables: the lattice a knowledge sweep walks, its Pareto
-frontier, the greedy path beyond an exhaustive size, Shapley values and level labels — shared by
-identification (:func:`~bayes_risk.identification.known_sweep`) and attribute
-(:func:`~bayes_risk.attribute.attribute_known_sweep`) risk."""
+"""Subsets of the intruder's known variables for the knowledge sweeps of identification and
+attribute risk: the lattice, its Pareto frontier, the greedy path and Shapley values."""
 
 from __future__ import annotations
 

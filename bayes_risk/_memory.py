@@ -1,8 +1,5 @@
-"""The memory a run may use: the user's limit (``--memory``, :func:`memory_limit`, public as
-``bayes_risk.memory_limit``) or what the machine has. Chunked work sizes its arrays from what
-is left (:func:`working_bytes`); an allocation that cannot be chunked is checked first
-(:func:`check_memory`, ``MEMORY_TOO_LARGE``) instead of ending in an out-of-memory kill.
-See :doc:`/user_guide/memory`.
+"""The memory a run may use (:func:`memory_limit`, ``--memory``, else the machine's), the
+chunk sizes made from it and the checks of what cannot be chunked. See :doc:`/user_guide/memory`.
 """
 
 from __future__ import annotations
@@ -106,10 +103,8 @@ def current_limit() -> int | None:
 
 
 def available_memory() -> int | None:
-    """Bytes of memory available to this process (``None`` if the platform does not say).
-
-    Linux ``MemAvailable`` (free + reclaimable), capped by a cgroup v2 limit when one is set.
-    """
+    """Bytes available to this process: Linux ``MemAvailable``, capped by a cgroup v2 limit
+    (``None`` if the platform does not say)."""
     avail: int | None = None
     try:
         with open("/proc/meminfo") as fh:

@@ -1,11 +1,6 @@
-"""The model contract: what a synthesis model offers is read off its methods.
-
-:class:`RiskModel` is the one required protocol of a model with posterior draws;
-:func:`capabilities` reads what else a model can do off its methods (statsmodels'
-``GenericLikelihoodModel`` idiom, :func:`available_if` for methods offered under some settings);
-:class:`ModelInfo` holds what no method shows. The optional methods' signatures are the
-``Supports...`` protocols (documentation and typing, never ``isinstance`` checks). See
-:doc:`/adding_a_model`.
+"""The model contract: :class:`RiskModel`, the optional ``Supports...`` protocols,
+:func:`capabilities` (what a model offers, read off its methods) and :class:`ModelInfo` (what no
+method shows). See :doc:`/adding_a_model`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Command-line interface: ``bayes-risk SUBCOMMAND ...`` (also ``python -m bayes_risk``).
 
-Each sub-command ``NAME`` declares its arguments in the light ``bayes_risk.cli.parsers.NAME`` (so
-``--help`` is instant) and runs in ``bayes_risk.cli.NAME``, imported only when it runs. User
-errors print one line to stderr and exit with status 2; a run's summary goes to stdout.
+Arguments are declared in the light ``bayes_risk.cli.parsers.NAME``, the run in
+``bayes_risk.cli.NAME`` (imported when it runs). See :doc:`/cli`.
 """
 
 from __future__ import annotations
@@ -31,14 +30,8 @@ _AT_IMPORT = SUBCOMMANDS
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """Build the argument parser with every sub-command.
-
-    Parameters
-    ----------
-    command : str, optional
-        The sub-command about to run, when known: the registered models' ``fit`` options are
-        read (scanning the installed distributions) only for ``fit`` or ``None``.
-    """
+    """The argument parser with every sub-command; ``command``, the one about to run when known:
+    the models' ``fit`` options are read only for ``fit`` or ``None``."""
     from bayes_risk._version import __version__
 
     parser = _Parser(prog="bayes-risk",

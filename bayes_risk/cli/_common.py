@@ -1,8 +1,4 @@
-"""Arguments and helpers shared by the sub-commands.
-
-Imported when the parser is built (by :mod:`bayes_risk.cli.parsers`): only the standard library
-at module level; the helpers used by the runs import pandas and the library inside.
-"""
+"""Arguments and helpers shared by the sub-commands (standard library only at module level)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""What every sub-command shares when it runs: the ``--out`` policy, interrupts and warnings.
-
-:func:`bayes_risk.cli.main` wraps each handler in :func:`command_run`; handlers write only through
-:func:`output_dir`, built in a hidden sibling folder and renamed into ``--out`` once complete.
-SIGINT, SIGTERM and SIGHUP stop a run with exit status 130 and the line ``interrupted``; the final
-rename is never cut. Every warning is printed as ``warning [CODE]: message`` and recorded in
-``summary.json`` (``run_warnings``).
+"""What every sub-command shares when it runs: the ``--out`` policy (:func:`output_dir`),
+stop signals (exit 130, the final rename never cut) and warnings (``warning [CODE]: ...``,
+recorded in ``summary.json``). See :doc:`/cli`.
 """
 
 from __future__ import annotations

@@ -34,28 +34,24 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     if args.model is not None:
         model = load_model(args.model)
         check_model_original(args, model, original)
-        if capabilities(model).plugin_likelihood:  # a tree synthesizer: its plug-in likelihood
-            if args.estimator != "auto" or args.psis or args.refit_draws is not None:
-                raise ValidationError("--estimator, --refit-draws and --psis apply to Bayesian "
-                                      "models; a CART or random-forest synthesizer uses the "
-                                      "plug-in likelihood (docs: methods page 'Attribute "
-                                      "disclosure risk').", code="OPTION_CONFLICT")
-            return plugin_likelihood(model, original, random_seed=args.random_seed)
-        model = plugin_likelihood(model, original)  # a PMM synthesizer is refused here
-        if args.quiet and hasattr(model, "progressbar"):
-            model.progressbar = False  # the augmented refits' progress bars
-        return model
-    if rebuildable_synthesizer(synthetic) is None:
+        if not capabilities(model).plugin_likelihood:
+            model = plugin_likelihood(model, original)  # a PMM synthesizer is refused here
+            if args.quiet and hasattr(model, "progressbar"):
+                model.progressbar = False  # the augmented refits' progress bars
+            return model
+    elif rebuildable_synthesizer(synthetic) is None:
         raise ValidationError("--model is required unless SYN is a release of a synthesizer with "
                               "a plug-in likelihood (CART, random forests: a plugin_likelihood "
                               "method) written by 'bayes-risk synthesize --method NAME' (this "
                               f"release: {synthetic.method!r}).", code="OPTION_REQUIRED")
     if args.estimator != "auto" or args.psis or args.refit_draws is not None:
+        what = "release" if args.model is None else "synthesizer"
         raise ValidationError("--estimator, --refit-draws and --psis apply to Bayesian models; a "
-                              "CART or random-forest release uses the plug-in likelihood (docs: "
+                              f"CART or random-forest {what} uses the plug-in likelihood (docs: "
                               "methods page 'Attribute disclosure risk').", code="OPTION_CONFLICT")
-    synth = rebuild_synthesizer(original, synthetic)
-    return plugin_likelihood(synth, original, random_seed=args.random_seed)
+    if args.model is None:
+        model = rebuild_synthesizer(original, synthetic)
+    return plugin_likelihood(model, original, random_seed=args.random_seed)
 
 
 def _candidates(text: str, model: Any, original: Any) -> Any:
