@@ -29,8 +29,7 @@ def special_file(path: str | os.PathLike[str]) -> str | None:
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """SHA-256 (64 hex digits) of a file's bytes, read in blocks: what ``sha256sum`` prints (the
-    file itself, unlike a table fingerprint)."""
+    """SHA-256 (64 hex digits) of a file's bytes: what ``sha256sum`` prints."""
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 

@@ -28,8 +28,7 @@ _AT_FDCWD = -100
 
 
 def _renameat2_noreplace(src: Path, dst: Path) -> bool:
-    """Rename with ``RENAME_NOREPLACE`` (Linux); ``False`` where the call is unavailable (other
-    systems, old C libraries, file systems that do not support the flag)."""
+    """Rename with ``RENAME_NOREPLACE`` (Linux); ``False`` where the call is unavailable."""
     try:
         import ctypes
 
@@ -64,8 +63,7 @@ def rename_noreplace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -
 
 
 def path_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
-    """``(device, inode)`` of ``path`` itself (a symbolic link is not followed), ``None`` if
-    nothing is there: what "the same file or folder" means for :func:`replace_checked`."""
+    """``(device, inode)`` of ``path`` itself (links not followed), ``None`` if nothing is there."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -111,8 +109,7 @@ def replace_checked(
 
 
 def current_umask() -> int:
-    """The process's file-mode creation mask (``umask``), read without changing it where the
-    system tells it (Linux' ``/proc/self/status``), else set and restored at once."""
+    """The process's ``umask``, read without changing it where the system tells it."""
     with contextlib.suppress(OSError, ValueError):
         with open("/proc/self/status") as fh:
             for line in fh:
@@ -124,8 +121,7 @@ def current_umask() -> int:
 
 
 def _as_created(path: str | os.PathLike[str], *, folder: bool) -> None:
-    """Give a file or folder made by :mod:`tempfile` (0600 / 0700) the permissions ``open`` /
-    ``mkdir`` would have given it under the umask: it becomes the output."""
+    """Give a private file or folder the permissions ``open``/``mkdir`` give under the umask."""
     os.chmod(path, (0o777 if folder else 0o666) & ~current_umask())
 
 
@@ -182,8 +178,7 @@ def _remove(path: str | os.PathLike[str]) -> None:
 
 
 def temporary_name(target: str | os.PathLike[str]) -> Path:
-    """A new name ``.NAME.tmp-PID-XXXXXXXX`` beside ``target``, the form
-    :func:`remove_stale_siblings` recognises."""
+    """A new name ``.NAME.tmp-PID-XXXXXXXX`` beside ``target`` (:func:`remove_stale_siblings`)."""
     target = Path(target)
     return target.parent / f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
 
@@ -207,8 +202,7 @@ def _claim(target: Path, make: Any) -> Path:
 
 @contextlib.contextmanager
 def temporary_sibling(target: Path) -> Iterator[Path]:
-    """A new hidden folder beside ``target`` (:func:`_claim`, with the umask's permissions),
-    removed if the block raises."""
+    """A new hidden folder beside ``target`` (umask permissions), removed if the block raises."""
     tmp: Path | None = None
     try:
         tmp = _claim(target, lambda t: t.mkdir(mode=0o700))
@@ -302,8 +296,7 @@ def atomic_dir(path: str | os.PathLike[str], *, overwrite: bool = True) -> Itera
 
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike[str], mode: str = "w") -> Iterator[Any]:
-    """Open a temporary file beside ``path`` (umask permissions); rename over ``path`` on
-    success."""
+    """Open a temporary file beside ``path``; rename it over ``path`` on success."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_siblings(target)
@@ -384,8 +377,7 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
 def read_json(
     path: str | os.PathLike[str], missing: str, code: str = "FILE_NOT_FOUND"
 ) -> dict[str, Any]:
-    """Read a JSON object written by :func:`write_json`; a missing file raises
-    ``ValidationError(missing, code=code)``, an invalid one ``FILE_UNREADABLE``."""
+    """Read a JSON object; ``ValidationError(missing, code=code)`` when the file is missing."""
     from bayes_risk.exceptions import ValidationError
 
     f = Path(path)

@@ -50,8 +50,7 @@ def planned_subsets(cands: list[str], max_size: int, max_subsets: int,
 
 
 def candidate_list(candidates: Any, argument: str = "candidates") -> list[str]:
-    """The candidate variables as a list of names (at least one, each once, at most 20); an
-    error names the candidates' ``argument``."""
+    """The candidate variables as a list of names (at least one, each once, at most 20)."""
     if isinstance(candidates, str):
         candidates = [candidates]
     cands = [str(c) for c in (candidates or ())]

@@ -59,20 +59,14 @@ def parse_memory(value: int | float | str | None, argument: str = "memory") -> i
 @contextlib.contextmanager
 def memory_limit(limit: int | float | str | None) -> Iterator[None]:
     """Limit the memory of the work done inside the ``with`` block, as ``--memory`` does on the
-    command line.
-
-    Every function called in the block sizes its chunks from what is left of ``limit`` (the
-    process's resident memory counts against it), and refuses beforehand, with
-    ``ValidationError`` ``MEMORY_TOO_LARGE`` naming the argument to reduce, what cannot be
-    chunked and would not fit. Chunking never changes a number. Nested limits keep the smaller;
-    the limit holds in the thread (and ``contextvars`` context) that entered the block.
+    command line (:doc:`/user_guide/memory`): chunks are sized from what is left, and what cannot
+    be chunked is refused beforehand (``MEMORY_TOO_LARGE``). Nested limits keep the smaller.
 
     Parameters
     ----------
     limit : int, float, str or None
-        Bytes, or a size with a unit: ``"2GB"``, ``"512MB"``, ``"1.5GiB"`` (kB..TB are powers
-        of 1000, KiB..TiB of 1024). ``None`` leaves the limit as it is (by default the memory
-        available on the machine).
+        Bytes, or a size with a unit: ``"2GB"``, ``"512MB"``, ``"1.5GiB"``. ``None`` leaves the
+        limit as it is (by default the memory available on the machine).
 
     Raises
     ------
@@ -140,8 +134,7 @@ def resident_memory() -> int:
 
 
 def room() -> int | None:
-    """Bytes the run may still allocate: the user's limit minus the resident memory, else the
-    memory available (``None`` if unknown)."""
+    """Bytes the run may still allocate (``None`` if unknown)."""
     limit = _LIMIT.get()
     if limit is not None:
         return max(limit - resident_memory(), 0)

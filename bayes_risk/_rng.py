@@ -37,8 +37,7 @@ def as_generator(random_seed: RandomSeed = None) -> np.random.Generator:
 
 
 def spawn(random_seed: RandomSeed, n: int) -> list[np.random.Generator]:
-    """``n`` independent child generators: child ``k`` is the same stream whatever the chunking,
-    so results do not depend on how work is split."""
+    """``n`` independent child generators (child ``k`` the same whatever the chunking)."""
     return list(as_generator(random_seed).spawn(int(n)))
 
 
@@ -59,8 +58,7 @@ def child_sequence(seq: np.random.SeedSequence, k: int) -> np.random.SeedSequenc
 
 
 def replicate_rng(seq: np.random.SeedSequence, r: int) -> np.random.Generator:
-    """Generator of replicate ``r``: child ``r`` of ``seq`` (its own stream whatever the
-    chunking of the replicates)."""
+    """Generator of replicate ``r``: child ``r`` of ``seq``."""
     return np.random.default_rng(child_sequence(seq, r))
 
 

@@ -139,8 +139,7 @@ _OS_ERROR_CODES: tuple[tuple[type[OSError], str], ...] = (
 
 
 def _os_error_code(err: OSError) -> str:
-    """The code of an operating-system error (by class, a full disk by errno, else
-    ``OS_ERROR``)."""
+    """The code of an operating-system error (by class, ``DISK_FULL``, else ``OS_ERROR``)."""
     import errno
 
     for cls, code in _OS_ERROR_CODES:
@@ -175,8 +174,7 @@ def _interrupted(run: object = None) -> int:
 
 
 def _exit(status: int) -> NoReturn:
-    """End the process with ``status`` now (``atexit`` handlers run, streams flushed),
-    skipping the interpreter's slow tear-down."""
+    """End the process with ``status`` now (``atexit`` run, streams flushed, no tear-down)."""
     import atexit
     import os
 

@@ -31,8 +31,7 @@ SYN_HELP = ("synthetic datasets (one file each) or one SyntheticData folder writ
 
 def add_input_arguments(p: argparse.ArgumentParser, original: str = "",
                         synthetic: str | None = SYN_HELP, metavar: str = "SYN") -> None:
-    """``ORIGINAL`` (help: the confidential table, then ``original``) and, unless
-    ``synthetic`` is ``None``, the release ``SYN [SYN ...]``."""
+    """``ORIGINAL`` and, unless ``synthetic`` is ``None``, the release ``SYN [SYN ...]``."""
     p.add_argument("original", metavar="ORIGINAL",
                    help="confidential table (.csv or .parquet)" + original)
     if synthetic is not None:
@@ -113,8 +112,7 @@ def add_other_model_argument(p: argparse.ArgumentParser) -> None:
 
 
 def check_model_original(args: argparse.Namespace, model: Any, original: Any) -> None:
-    """Refuse (``ORIGINAL_DIFFERS``) an ORIGINAL ``--model`` was not fitted to, unless
-    ``--allow-different-original`` (then a warning)."""
+    """Refuse an ORIGINAL ``--model`` was not fitted to (``ORIGINAL_DIFFERS``), or warn."""
     import warnings
 
     from bayes_risk.exceptions import CALLER, DataWarning

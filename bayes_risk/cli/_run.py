@@ -265,8 +265,7 @@ def shown(text: str | Path) -> str:
 
 
 def _final_path(value: Any) -> Any:
-    """An existing path (or each of a list) made absolute, a text under its :func:`shown`
-    name; other values kept as given."""
+    """A value with existing paths made absolute and shown under their final names."""
     if isinstance(value, list):
         return [_final_path(v) for v in value]
     if isinstance(value, str):
@@ -329,8 +328,7 @@ def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) ->
 
 
 def _check_name_lengths(out: str, target: Path, anc: Path) -> None:
-    """Refuse, before any work, an ``--out`` whose new folder names (the hidden temporary's
-    included) are too long for the file system."""
+    """Refuse an ``--out`` whose new folder names are too long for the file system."""
     try:
         name_max = int(os.pathconf(anc, "PC_NAME_MAX"))
     except (OSError, ValueError, AttributeError):

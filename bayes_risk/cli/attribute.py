@@ -79,8 +79,7 @@ def _known_sums(cols: list[str] | None) -> bool | list[str] | None:
 
 
 def _scenario(args: argparse.Namespace) -> str:
-    """``--scenario`` (``--known`` implies partially-known) as the API's name, checked against
-    the options that go with it."""
+    """``--scenario`` as the API's name, checked against the options that go with it."""
     from bayes_risk.cli.parsers.attribute import LARGEST_VALUE_CHOICES
     from bayes_risk.exceptions import ValidationError
 
@@ -186,8 +185,7 @@ def parse_pairs(text: str, n: int) -> list[tuple[int, int]]:
 
 def _run_largest_value(args: argparse.Namespace, scenario: str, model: Any, original: Any,
                        synthetic: Any) -> int:
-    """The Wei & Reiter largest-value scenarios: ``largest_value.csv`` (the posterior over the
-    candidates) and ``summary.json``."""
+    """The Wei & Reiter largest-value scenarios: ``largest_value.csv`` and ``summary.json``."""
     import numpy as np
     import pandas as pd
 

@@ -163,8 +163,7 @@ def _rewrite(part: str, options: Mapping[str, str], *, at_start: bool) -> str:
 
 
 class Handler:
-    """The ``run(args)`` function (``function``) of a sub-command's ``module``, imported when
-    it is called."""
+    """The ``function`` of a sub-command's ``module``, imported when it is called."""
 
     def __init__(self, module: str, function: str = "run") -> None:
         self.module = module
