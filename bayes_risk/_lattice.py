@@ -29,8 +29,7 @@ class _Sweep(Protocol):
 def planned_subsets(cands: list[str], max_size: int, max_subsets: int,
                     argument: str = "candidates") -> list[frozenset]:
     """Every subset of at most ``max_size`` candidates (the empty one first), then the full set
-    minus each candidate and the full set; an error beyond ``max_subsets`` (naming the
-    candidates' ``argument``)."""
+    minus each candidate and the full set; an error beyond ``max_subsets``."""
     n_c = len(cands)
     n_planned = sum(math.comb(n_c, k) for k in range(max_size + 1))
     if n_planned > max_subsets:
@@ -103,9 +102,8 @@ def subset_label(s: frozenset, cands: list[str]) -> str:
 
 
 def frontier(n_known: np.ndarray, risk: np.ndarray) -> np.ndarray:
-    """Subsets on the Pareto frontier of risk (higher) against variables known (fewer): no
-    other subset knows as few or fewer variables and has as high or higher a risk, one of them
-    strictly. The empty set is not a candidate of the frontier."""
+    """Subsets on the Pareto frontier of risk (higher) against variables known (fewer); the empty
+    set is not a candidate."""
     out = np.zeros(len(risk), dtype=bool)
     ok = np.isfinite(risk) & (n_known > 0)
     for i in np.flatnonzero(ok):

@@ -30,9 +30,8 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
 
 
 def parse_memory(value: int | float | str | None, argument: str = "memory") -> int | None:
-    """Bytes of a memory size: a number of bytes, or a number with a unit (``"2GB"``,
-    ``"1.5GiB"``; kB..TB powers of 1000, KiB..TiB of 1024); ``None`` stays ``None``. A
-    non-size or a size below one megabyte raises ``ValidationError``."""
+    """Bytes of a memory size (``"2GB"``, ``"1.5GiB"``, a number of bytes; ``None`` stays
+    ``None``); ``ValidationError`` for a non-size or one below 1 MB."""
     if value is None:
         return None
     code = "BAD_OPTION_VALUE" if argument.startswith("--") else "INVALID_ARGUMENT"
@@ -142,9 +141,8 @@ def room() -> int | None:
 
 
 def working_bytes(cap: int) -> int:
-    """Bytes a chunked stage may give its temporary arrays: ``cap``, or a quarter of
-    :func:`room` when less, never below :data:`MIN_WORKING_BYTES`. Read it in the thread that
-    runs the loop (the limit is a context variable)."""
+    """Bytes a chunked stage may give its temporary arrays: ``cap``, or a quarter of :func:`room`
+    when less, never below :data:`MIN_WORKING_BYTES` (read it in the thread of the loop)."""
     left = room()
     if left is None:
         return int(cap)
@@ -152,9 +150,8 @@ def working_bytes(cap: int) -> int:
 
 
 def check_memory(nbytes: float, argument: str, *, what: str) -> None:
-    """Raise ``ValidationError`` ``MEMORY_TOO_LARGE`` if an allocation of about ``nbytes`` does
-    not fit in what is left of the budget; ``argument`` (driving the size) and ``what`` (what
-    the memory is for) are named in the message."""
+    """``ValidationError`` ``MEMORY_TOO_LARGE`` if about ``nbytes`` do not fit in what is left,
+    naming ``argument`` (driving the size) and ``what`` (what the memory is for)."""
     left = room()
     if left is None or nbytes <= left:
         return

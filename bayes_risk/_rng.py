@@ -15,9 +15,8 @@ type RandomSeed = None | int | Sequence[int] | np.random.SeedSequence | np.rando
 
 
 def as_generator(random_seed: RandomSeed = None) -> np.random.Generator:
-    """Turn any accepted seed form into a :class:`numpy.random.Generator` (``None``: fresh OS
-    entropy; a Generator is returned as is, sharing its stream); a legacy ``RandomState`` or
-    another type raises ``ValidationError``."""
+    """Any accepted seed form as a :class:`numpy.random.Generator` (a Generator as is; a legacy
+    ``RandomState`` or another type raises ``ValidationError``)."""
     if isinstance(random_seed, np.random.Generator):
         return random_seed
     if isinstance(random_seed, np.random.RandomState):

@@ -255,9 +255,8 @@ def _clock(seconds: float) -> str:
 
 
 class ProgressBar:
-    """One progress bar on stderr of ``total`` steps (``None``: unknown) beside
-    ``description``; ``enabled=False`` shows nothing. A context manager, or :meth:`start` and
-    :meth:`stop`."""
+    """One progress bar on stderr of ``total`` steps (``None``: unknown) beside ``description``
+    (a context manager, or :meth:`start` and :meth:`stop`)."""
 
     def __init__(self, total: int | None = None, description: str = "", *,
                  enabled: bool = True) -> None:
@@ -304,9 +303,8 @@ class ProgressBar:
                 self._next = now + self._gap
 
     def stop(self, *, complete: bool | None = None) -> None:
-        """End the bar. A plain bar that completed (``complete``; by default: its count
-        reached its total) writes its last line; one cut short (an interrupt, an error) writes
-        nothing more. A rich bar keeps its last state on screen, an inner one goes."""
+        """End the bar: a plain bar that completed writes its last line; a rich bar keeps its last
+        state on screen, an inner one goes."""
         style, self._style = self._style, None
         if complete is None:
             complete = self._done()
@@ -346,9 +344,8 @@ def progress[T](
     enabled: bool = True,
     label: Callable[[int, int | None], str] | None = None,
 ) -> Iterator[T]:
-    """Iterate while a :class:`ProgressBar` of ``description`` counts the items (``total``:
-    default ``len(iterable)``); ``label(k, total)`` replaces the description while item ``k``
-    (1-based) is worked on. A plain pass-through when not ``enabled``."""
+    """Iterate while a :class:`ProgressBar` counts the items; ``label(k, total)`` replaces the
+    description while item ``k`` (1-based) is worked on."""
     if not enabled or _QUIET:
         yield from iterable
         return

@@ -103,9 +103,7 @@ _ADDED: dict[str, Measure] = {}
 
 @functools.cache
 def _entry_point_measures() -> tuple[Measure, ...]:
-    """The measures of the entry-point group ``bayes_risk.measures``, each loaded (its module
-    declares a :class:`Measure` and imports nothing heavy); read once a session (reading the
-    installed distributions' metadata takes tens of milliseconds)."""
+    """The measures of the entry-point group ``bayes_risk.measures``, loaded once a session."""
     from importlib.metadata import entry_points
 
     out = []

@@ -322,9 +322,8 @@ def model_schema(df: pd.DataFrame, args: argparse.Namespace, info: Any, **kw: An
 
 
 def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
-    """The release manifest's schema with the command line's type options on top (``None``: the
-    release's as it is; a plain release: :func:`schema_from_args`). Columns whose type or codes
-    change are named in one warning ``SCHEMA_OVERRIDDEN``."""
+    """The release manifest's schema with the command line's type options on top (``None``: as it
+    is), the changed columns named in one warning ``SCHEMA_OVERRIDDEN``."""
     from bayes_risk.data.schema import Schema
 
     typed_opts = ("categorical", "ordinal", "count", "continuous")

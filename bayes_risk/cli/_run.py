@@ -357,9 +357,8 @@ def _new_dirs(path: Path) -> list[Path]:
 @contextlib.contextmanager
 def output_dir(args: argparse.Namespace,
                finalize: Callable[[Path], Any] | None = None) -> Iterator[Path]:
-    """Yield an empty temporary folder that, complete (run fields merged into
-    ``summary.json``, then ``finalize(folder)``), replaces ``--out`` as checked (else
-    ``OUT_TAKEN``); removed on error or interrupt."""
+    """Yield an empty temporary folder that, complete (``summary.json`` merged, ``finalize``
+    run), replaces ``--out`` as checked (else ``OUT_TAKEN``); removed on error or interrupt."""
     from bayes_risk._io import (
         path_identity,
         remove_stale_siblings,

@@ -55,9 +55,8 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
 
 
 def _candidates(text: str, model: Any, original: Any) -> Any:
-    """``--candidates`` with a stated zero fallback for the percent grids of the model's numeric
-    synthesized columns (``bayes_risk.attribute.candidates.with_zero_fallback``, as the audit):
-    a true value of 0, as in many incomes, would otherwise stop the run."""
+    """``--candidates`` with the audit's stated zero fallback for the percent grids of the model's
+    numeric synthesized columns (a true value of 0 would otherwise stop the run)."""
     from bayes_risk.attribute.candidates import parse_candidates, with_zero_fallback
 
     spec = parse_candidates(text)
