@@ -1,8 +1,6 @@
 """bayes-risk: Bayesian disclosure-risk estimation for synthetic microdata.
 
-The public API is curated here and grouped by stage of the data flow. Names are imported lazily
-so that ``import bayes_risk`` stays light and never imports PyMC (only ``bayes_risk.models``
-does, when a Bayesian model is used).
+The public API, imported lazily: ``import bayes_risk`` stays light and never imports PyMC.
 """
 
 from __future__ import annotations
@@ -17,14 +15,8 @@ from bayes_risk._version import __version__
 
 
 class _SourceTreeModels:
-    """Resolve ``bayes_risk.models`` to the checkout's top-level ``models/`` folder.
-
-    An install maps ``models/`` to ``bayes_risk/models`` (``package-dir`` in pyproject.toml).
-    A script run from the repository root imports the source tree instead, which has no
-    ``bayes_risk/models``; this finder gives it the same name, so both layouts import alike.
-    A meta path finder needs only ``find_spec``: not deriving from ``importlib.abc`` spares
-    every start-up (``bayes-risk --help`` included) that module and ``importlib.resources``.
-    """
+    """Resolve ``bayes_risk.models`` to the checkout's ``models/`` folder when run from the
+    source tree, as an install maps it (a bare finder: ``importlib.abc`` slows start-up)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder

@@ -18,9 +18,8 @@ _NON_REGULAR = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a charac
 
 
 def special_file(path: str | os.PathLike[str]) -> str | None:
-    """What ``path`` is (links followed) when it is neither a regular file nor a folder, e.g.
-    ``"a named pipe (FIFO)"``, else ``None``: an input is read more than once, which a pipe or a
-    device cannot give."""
+    """What ``path`` is when neither a regular file nor a folder (``"a named pipe (FIFO)"``), else
+    ``None``: an input is read more than once, which a pipe or a device cannot give."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -29,16 +28,13 @@ def special_file(path: str | os.PathLike[str]) -> str | None:
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """SHA-256 (64 hex digits) of a file's bytes, read in blocks: what ``sha256sum`` prints (the
-    file itself, unlike a table fingerprint)."""
+    """SHA-256 (64 hex digits) of a file's bytes: what ``sha256sum`` prints."""
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def json_sha256(obj: Any) -> str:
-    """SHA-256 (64 hex digits) of a JSON document's content (keys sorted, no white space): the
-    same for any layout, so that a file can record the checksum of its own other fields
-    (``model.json`` under ``"sha256"``)."""
+    """SHA-256 of a JSON document's content (keys sorted, no white space), whatever its layout."""
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
                       allow_nan=False)
     return hashlib.sha256(text.encode("ascii")).hexdigest()

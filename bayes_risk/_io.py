@@ -28,8 +28,7 @@ _AT_FDCWD = -100
 
 
 def _renameat2_noreplace(src: Path, dst: Path) -> bool:
-    """Rename with ``RENAME_NOREPLACE`` (Linux); ``False`` where the call is unavailable (other
-    systems, old C libraries, file systems that do not support the flag)."""
+    """Rename with ``RENAME_NOREPLACE`` (Linux); ``False`` where the call is unavailable."""
     try:
         import ctypes
 
@@ -47,10 +46,8 @@ def _renameat2_noreplace(src: Path, dst: Path) -> bool:
 
 
 def rename_noreplace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
-    """Rename ``src`` to ``dst`` in one step, failing (``FileExistsError``) if anything is at
-    ``dst``: ``renameat2(RENAME_NOREPLACE)`` on Linux, elsewhere a ``mkdir`` claim of ``dst``
-    that the finished folder replaces (``os.replace`` alone would replace another run's output).
-    """
+    """Rename ``src`` to ``dst`` in one step, ``FileExistsError`` if anything is at ``dst``
+    (``renameat2(RENAME_NOREPLACE)``, else a ``mkdir`` claim of ``dst`` replaced by ``src``)."""
     src, dst = Path(src), Path(dst)
     if _renameat2_noreplace(src, dst):
         return
@@ -66,8 +63,7 @@ def rename_noreplace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -
 
 
 def path_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
-    """``(device, inode)`` of ``path`` itself (a symbolic link is not followed), ``None`` if
-    nothing is there: what "the same file or folder" means for :func:`replace_checked`."""
+    """``(device, inode)`` of ``path`` itself (links not followed), ``None`` if nothing is there."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -81,14 +77,9 @@ def replace_checked(
     *,
     expected: tuple[int, int] | None,
 ) -> None:
-    """Put the finished ``src`` at ``dst``, replacing only what was there when the run began:
-    ``expected`` is :func:`path_identity` of ``dst`` then (``None``: nothing may be replaced).
-
-    Raises
-    ------
-    FileExistsError
-        If ``dst`` is not what was there at the check; it is left untouched, ``src`` unmoved.
-    """
+    """Put the finished ``src`` at ``dst``, replacing only what was there when the run began
+    (``expected``: its :func:`path_identity`, ``None`` for nothing); else ``FileExistsError``,
+    ``dst`` left untouched."""
     src, dst = Path(src), Path(dst)
     if expected is None:
         rename_noreplace(src, dst)
@@ -114,15 +105,11 @@ def replace_checked(
             f"{old.name})",
             str(dst),
         ) from None
-    if old.is_dir() and not old.is_symlink():
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        old.unlink(missing_ok=True)
+    _remove(old)
 
 
 def current_umask() -> int:
-    """The process's file-mode creation mask (``umask``), read without changing it where the
-    system tells it (Linux' ``/proc/self/status``), else set and restored at once."""
+    """The process's ``umask``, read without changing it where the system tells it."""
     with contextlib.suppress(OSError, ValueError):
         with open("/proc/self/status") as fh:
             for line in fh:
@@ -134,8 +121,7 @@ def current_umask() -> int:
 
 
 def _as_created(path: str | os.PathLike[str], *, folder: bool) -> None:
-    """Give a file or folder made by :mod:`tempfile` (0600 / 0700) the permissions ``open`` /
-    ``mkdir`` would have given it under the umask: it becomes the output."""
+    """Give a private file or folder the permissions ``open``/``mkdir`` give under the umask."""
     os.chmod(path, (0o777 if folder else 0o666) & ~current_umask())
 
 
@@ -153,12 +139,8 @@ _AUDIT_FOLDER = re.compile(r"original_risk(_\d+)?")
 
 
 def file_slug(name: str) -> str:
-    """A file-name part for the user string ``name`` (a column name): safe, bounded, unique.
-
-    A name of ASCII letters, digits, ``_.-`` (at most 64, starting with a letter or digit) is
-    kept; any other becomes its ASCII letters and digits (at most 40) plus ``-h`` and 12 hex
-    digits of its SHA-256 (``Income/month`` -> ``Income_month-h1d0…``). A kept name never ends
-    like a made one, so two names never share a slug.
+    """A safe, bounded, unique file-name part for the column name ``name``: kept when plain
+    ASCII (at most 64), else its letters and digits plus ``-h`` and 12 hex digits of its SHA-256.
     """
     import hashlib
     import unicodedata
@@ -180,48 +162,55 @@ _LIVE: set[str] = set()
 
 
 def remove_live_temporaries() -> None:
-    """Remove every temporary file and folder this process has made and still holds: the
-    command line's last resort when a stop signal could not end the run in the ordinary way
-    (``bayes_risk.cli._run``)."""
+    """Remove every temporary this process still holds (a run ending at once on a signal)."""
     for path in list(_LIVE):
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+        _remove(path)
         _LIVE.discard(path)
 
 
+def _remove(path: str | os.PathLike[str]) -> None:
+    """Remove a file or folder (a link itself, never its target); errors ignored."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
 def temporary_name(target: str | os.PathLike[str]) -> Path:
-    """A new name beside ``target`` for a temporary file or folder of this process:
-    ``.NAME.tmp-PID-XXXXXXXX``. Every temporary the package makes beside an output is named so
-    (also a temporary beside a temporary, ``..NAME.tmp-PID-X.tmp-PID-Y``), and
-    :func:`remove_stale_siblings` recognises each by it."""
+    """A new name ``.NAME.tmp-PID-XXXXXXXX`` beside ``target`` (:func:`remove_stale_siblings`)."""
     target = Path(target)
     return target.parent / f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
 
 
+def _claim(target: Path, make: Any) -> Path:
+    """A new :func:`temporary_name` beside ``target``, made by ``make(path)`` and tracked in
+    :data:`_LIVE` before it exists (an interrupt at its creation leaves nothing behind)."""
+    while True:
+        tmp = temporary_name(target)
+        _LIVE.add(str(tmp))
+        try:
+            make(tmp)
+            return tmp
+        except FileExistsError:
+            _LIVE.discard(str(tmp))
+        except BaseException:
+            _remove(tmp)
+            _LIVE.discard(str(tmp))
+            raise
+
+
 @contextlib.contextmanager
 def temporary_sibling(target: Path) -> Iterator[Path]:
-    """A new hidden folder beside ``target`` (:func:`temporary_name`, made with the umask's
-    permissions), removed if the block raises. Its name is known before it exists (unlike
-    ``tempfile.mkdtemp``'s), so an interrupt during its creation leaves nothing behind."""
+    """A new hidden folder beside ``target`` (umask permissions), removed if the block raises."""
     tmp: Path | None = None
     try:
-        while True:
-            tmp = temporary_name(target)
-            _LIVE.add(str(tmp))
-            try:
-                tmp.mkdir(mode=0o700)
-                break
-            except FileExistsError:
-                _LIVE.discard(str(tmp))
-                continue
+        tmp = _claim(target, lambda t: t.mkdir(mode=0o700))
         _as_created(tmp, folder=True)
         yield tmp
     except BaseException:
         if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+            _remove(tmp)
         raise
     finally:
         if tmp is not None:
@@ -235,9 +224,8 @@ _STALE_RE = re.compile(r"\.(?P<name>.+)\.(?:(?P<tmp>tmp)-(?P<tpid>\d+)-[^.]*|old
 
 
 def _temporary_of(name: str, target: str) -> tuple[list[int], bool] | None:
-    """The process ids in a temporary's name made for ``target`` (outermost first) and whether
-    its outermost part is a temporary (``False``: a previous output, ``.NAME.old-PID``);
-    ``None`` if ``name`` is not one of ``target``'s."""
+    """The process ids in a temporary's name for ``target`` (outermost first) and whether it is
+    a temporary (not a previous output ``.NAME.old-PID``); ``None`` if not ``target``'s."""
     pids: list[int] = []
     is_tmp = True
     while (m := _STALE_RE.match(name)) is not None:
@@ -263,15 +251,8 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_siblings(target: str | os.PathLike[str]) -> tuple[list[str], list[str]]:
-    """Remove the temporaries (``.NAME.tmp-PID-*``, ``.NAME.old-PID``) that killed runs left
-    beside ``target``, those whose processes are all gone; an ``.old`` one only when ``target``
-    exists (else it may be the only copy of the previous output).
-
-    Returns
-    -------
-    removed, kept : list of str
-        Names of the folders removed, and of stale ones kept (an ``.old`` without ``target``).
-    """
+    """Remove the temporaries that killed runs left beside ``target`` (``.old`` ones only when
+    ``target`` exists); return the names removed and the stale ones kept."""
     target = Path(target)
     removed: list[str] = []
     kept: list[str] = []
@@ -292,11 +273,7 @@ def remove_stale_siblings(target: str | os.PathLike[str]) -> tuple[list[str], li
         if not is_tmp and not (target.exists() or target.is_symlink()):
             kept.append(entry.name)
             continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                entry.unlink()
+        _remove(entry)
         if not (entry.exists() or entry.is_symlink()):
             removed.append(entry.name)
     return removed, kept
@@ -304,12 +281,8 @@ def remove_stale_siblings(target: str | os.PathLike[str]) -> tuple[list[str], li
 
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike[str], *, overwrite: bool = True) -> Iterator[Path]:
-    """Yield a temporary folder beside ``path`` that takes its place in one rename on success.
-
-    With ``overwrite`` only what was at ``path`` when the block began is replaced, without it
-    nothing (:func:`replace_checked`; else ``FileExistsError``). On an exception the temporary
-    is removed and ``path`` left as it was. Stale temporaries are removed first.
-    """
+    """Yield a temporary folder beside ``path`` that replaces it on success (only what was
+    there at the start; nothing without ``overwrite``: ``FileExistsError``)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_siblings(target)
@@ -323,23 +296,14 @@ def atomic_dir(path: str | os.PathLike[str], *, overwrite: bool = True) -> Itera
 
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike[str], mode: str = "w") -> Iterator[Any]:
-    """Open a temporary file beside ``path`` for writing; rename over ``path`` on success.
-
-    The file's permissions follow the umask, as a file written with ``open``."""
+    """Open a temporary file beside ``path``; rename it over ``path`` on success."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_siblings(target)
     tmpname: Path | None = None
     try:
-        while True:  # named before it exists: an interrupt at its creation leaves nothing
-            tmpname = temporary_name(target)
-            _LIVE.add(str(tmpname))
-            try:
-                os.close(os.open(tmpname, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-                break
-            except FileExistsError:
-                _LIVE.discard(str(tmpname))
-                continue
+        tmpname = _claim(target, lambda t: os.close(
+            os.open(t, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)))
         _as_created(tmpname, folder=False)  # as ``open(path, "w")`` would make it
         with open(tmpname, mode) as fh:
             yield fh
@@ -413,8 +377,7 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
 def read_json(
     path: str | os.PathLike[str], missing: str, code: str = "FILE_NOT_FOUND"
 ) -> dict[str, Any]:
-    """Read a JSON object written by :func:`write_json`; a missing file raises
-    ``ValidationError(missing, code=code)``, an invalid one ``FILE_UNREADABLE``."""
+    """Read a JSON object; ``ValidationError(missing, code=code)`` when the file is missing."""
     from bayes_risk.exceptions import ValidationError
 
     f = Path(path)

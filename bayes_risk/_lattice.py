@@ -1,7 +1,5 @@
-"""Subsets of the intruder's known variables: the lattice a knowledge sweep walks, its Pareto
-frontier, the greedy path beyond an exhaustive size, Shapley values and level labels — shared by
-identification (:func:`~bayes_risk.identification.known_sweep`) and attribute
-(:func:`~bayes_risk.attribute.attribute_known_sweep`) risk."""
+"""Subsets of the intruder's known variables for the knowledge sweeps of identification and
+attribute risk: the lattice, its Pareto frontier, the greedy path and Shapley values."""
 
 from __future__ import annotations
 
@@ -31,8 +29,7 @@ class _Sweep(Protocol):
 def planned_subsets(cands: list[str], max_size: int, max_subsets: int,
                     argument: str = "candidates") -> list[frozenset]:
     """Every subset of at most ``max_size`` candidates (the empty one first), then the full set
-    minus each candidate and the full set; an error beyond ``max_subsets`` (naming the
-    candidates' ``argument``)."""
+    minus each candidate and the full set; an error beyond ``max_subsets``."""
     n_c = len(cands)
     n_planned = sum(math.comb(n_c, k) for k in range(max_size + 1))
     if n_planned > max_subsets:
@@ -52,8 +49,7 @@ def planned_subsets(cands: list[str], max_size: int, max_subsets: int,
 
 
 def candidate_list(candidates: Any, argument: str = "candidates") -> list[str]:
-    """The candidate variables as a list of names (at least one, each once, at most 20); an
-    error names the candidates' ``argument``."""
+    """The candidate variables as a list of names (at least one, each once, at most 20)."""
     if isinstance(candidates, str):
         candidates = [candidates]
     cands = [str(c) for c in (candidates or ())]
@@ -106,9 +102,8 @@ def subset_label(s: frozenset, cands: list[str]) -> str:
 
 
 def frontier(n_known: np.ndarray, risk: np.ndarray) -> np.ndarray:
-    """Subsets on the Pareto frontier of risk (higher) against variables known (fewer): no
-    other subset knows as few or fewer variables and has as high or higher a risk, one of them
-    strictly. The empty set is not a candidate of the frontier."""
+    """Subsets on the Pareto frontier of risk (higher) against variables known (fewer); the empty
+    set is not a candidate."""
     out = np.zeros(len(risk), dtype=bool)
     ok = np.isfinite(risk) & (n_known > 0)
     for i in np.flatnonzero(ok):

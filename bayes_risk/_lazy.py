@@ -1,7 +1,5 @@
-"""Imports when they are needed: names of a package imported on first use (PEP 562), for the
-packages whose users should not pay for every submodule (``bayes_risk.results``,
-``bayes_risk.identification``), and imports done ahead of use on another core while compiled
-code runs (``Background``)."""
+"""Imports when they are needed: names of a package imported on first use (PEP 562), and
+imports done ahead of use on another core (``Background``)."""
 
 from __future__ import annotations
 
@@ -53,12 +51,8 @@ SWITCH_INTERVAL = 2e-4
 
 @contextlib.contextmanager
 def overlap(*tasks: Callable[[], object]) -> Iterator[None]:
-    """Add ``tasks`` to the background work of the long computations started in this context.
-
-    ``bayes-risk fit`` uses it to import the NetCDF writer while the sampler runs; a task must
-    only prepare what later code would do anyway (imports, first-use set-up): whether it runs,
-    or fails, changes no result.
-    """
+    """Add ``tasks`` to the background work of the long computations started in this context;
+    a task only prepares what later code does anyway (imports), so it changes no result."""
     token = _OVERLAP.set(_OVERLAP.get() + tasks)
     try:
         yield
@@ -67,12 +61,9 @@ def overlap(*tasks: Callable[[], object]) -> Iterator[None]:
 
 
 class Background:
-    """Run ``tasks`` (and those added by ``overlap``) one after another in a daemon thread,
-    around work that releases the GIL. A task's exception is kept in ``error`` and the rest
-    skipped, never raised (the main thread then meets it where it would anyway). ``__exit__``
-    joins the thread, so the main thread never sees a half-imported module, unless the work
-    inside raised (an interrupted command exits at once).
-    """
+    """Run ``tasks`` one after another in a daemon thread around work that releases the GIL; a
+    task's exception is kept in ``error``, never raised; ``__exit__`` joins the thread unless the
+    work raised."""
 
     def __init__(self, *tasks: Callable[[], object]) -> None:
         self.tasks = (*tasks, *_OVERLAP.get())

@@ -1,8 +1,5 @@
-"""The memory a run may use: the user's limit (``--memory``, :func:`memory_limit`, public as
-``bayes_risk.memory_limit``) or what the machine has. Chunked work sizes its arrays from what
-is left (:func:`working_bytes`); an allocation that cannot be chunked is checked first
-(:func:`check_memory`, ``MEMORY_TOO_LARGE``) instead of ending in an out-of-memory kill.
-See :doc:`/user_guide/memory`.
+"""The memory a run may use (:func:`memory_limit`, ``--memory``, else the machine's), the
+chunk sizes made from it and the checks of what cannot be chunked. See :doc:`/user_guide/memory`.
 """
 
 from __future__ import annotations
@@ -33,9 +30,8 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
 
 
 def parse_memory(value: int | float | str | None, argument: str = "memory") -> int | None:
-    """Bytes of a memory size: a number of bytes, or a number with a unit (``"2GB"``,
-    ``"1.5GiB"``; kB..TB powers of 1000, KiB..TiB of 1024); ``None`` stays ``None``. A
-    non-size or a size below one megabyte raises ``ValidationError``."""
+    """Bytes of a memory size (``"2GB"``, ``"1.5GiB"``, a number of bytes; ``None`` stays
+    ``None``); ``ValidationError`` for a non-size or one below 1 MB."""
     if value is None:
         return None
     code = "BAD_OPTION_VALUE" if argument.startswith("--") else "INVALID_ARGUMENT"
@@ -62,20 +58,14 @@ def parse_memory(value: int | float | str | None, argument: str = "memory") -> i
 @contextlib.contextmanager
 def memory_limit(limit: int | float | str | None) -> Iterator[None]:
     """Limit the memory of the work done inside the ``with`` block, as ``--memory`` does on the
-    command line.
-
-    Every function called in the block sizes its chunks from what is left of ``limit`` (the
-    process's resident memory counts against it), and refuses beforehand, with
-    ``ValidationError`` ``MEMORY_TOO_LARGE`` naming the argument to reduce, what cannot be
-    chunked and would not fit. Chunking never changes a number. Nested limits keep the smaller;
-    the limit holds in the thread (and ``contextvars`` context) that entered the block.
+    command line (:doc:`/user_guide/memory`): chunks are sized from what is left, and what cannot
+    be chunked is refused beforehand (``MEMORY_TOO_LARGE``). Nested limits keep the smaller.
 
     Parameters
     ----------
     limit : int, float, str or None
-        Bytes, or a size with a unit: ``"2GB"``, ``"512MB"``, ``"1.5GiB"`` (kB..TB are powers
-        of 1000, KiB..TiB of 1024). ``None`` leaves the limit as it is (by default the memory
-        available on the machine).
+        Bytes, or a size with a unit: ``"2GB"``, ``"512MB"``, ``"1.5GiB"``. ``None`` leaves the
+        limit as it is (by default the memory available on the machine).
 
     Raises
     ------
@@ -106,10 +96,8 @@ def current_limit() -> int | None:
 
 
 def available_memory() -> int | None:
-    """Bytes of memory available to this process (``None`` if the platform does not say).
-
-    Linux ``MemAvailable`` (free + reclaimable), capped by a cgroup v2 limit when one is set.
-    """
+    """Bytes available to this process: Linux ``MemAvailable``, capped by a cgroup v2 limit
+    (``None`` if the platform does not say)."""
     avail: int | None = None
     try:
         with open("/proc/meminfo") as fh:
@@ -145,8 +133,7 @@ def resident_memory() -> int:
 
 
 def room() -> int | None:
-    """Bytes the run may still allocate: the user's limit minus the resident memory, else the
-    memory available (``None`` if unknown)."""
+    """Bytes the run may still allocate (``None`` if unknown)."""
     limit = _LIMIT.get()
     if limit is not None:
         return max(limit - resident_memory(), 0)
@@ -154,9 +141,8 @@ def room() -> int | None:
 
 
 def working_bytes(cap: int) -> int:
-    """Bytes a chunked stage may give its temporary arrays: ``cap``, or a quarter of
-    :func:`room` when less, never below :data:`MIN_WORKING_BYTES`. Read it in the thread that
-    runs the loop (the limit is a context variable)."""
+    """Bytes a chunked stage may give its temporary arrays: ``cap``, or a quarter of :func:`room`
+    when less, never below :data:`MIN_WORKING_BYTES` (read it in the thread of the loop)."""
     left = room()
     if left is None:
         return int(cap)
@@ -164,9 +150,8 @@ def working_bytes(cap: int) -> int:
 
 
 def check_memory(nbytes: float, argument: str, *, what: str) -> None:
-    """Raise ``ValidationError`` ``MEMORY_TOO_LARGE`` if an allocation of about ``nbytes`` does
-    not fit in what is left of the budget; ``argument`` (driving the size) and ``what`` (what
-    the memory is for) are named in the message."""
+    """``ValidationError`` ``MEMORY_TOO_LARGE`` if about ``nbytes`` do not fit in what is left,
+    naming ``argument`` (driving the size) and ``what`` (what the memory is for)."""
     left = room()
     if left is None or nbytes <= left:
         return

@@ -91,9 +91,8 @@ def threaded_map(fn, items: list) -> list:
 def threaded_ufunc(
     ufunc: np.ufunc, a: np.ndarray, out: np.ndarray | None = None, **errstate: str
 ) -> np.ndarray:
-    """Elementwise ``ufunc(a, out=out)`` split over threads along the first axis (numpy's SIMD
-    ``exp``/``log`` run on one core); the values equal a single call's, ``errstate`` is applied
-    in every worker (numpy's error state is per thread)."""
+    """Elementwise ``ufunc(a, out=out)`` split over threads along the first axis; the values
+    equal a single call's (``errstate`` applied in every worker)."""
     if out is None:
         out = np.empty_like(a)
 

@@ -15,9 +15,8 @@ type RandomSeed = None | int | Sequence[int] | np.random.SeedSequence | np.rando
 
 
 def as_generator(random_seed: RandomSeed = None) -> np.random.Generator:
-    """Turn any accepted seed form into a :class:`numpy.random.Generator` (``None``: fresh OS
-    entropy; a Generator is returned as is, sharing its stream); a legacy ``RandomState`` or
-    another type raises ``ValidationError``."""
+    """Any accepted seed form as a :class:`numpy.random.Generator` (a Generator as is; a legacy
+    ``RandomState`` or another type raises ``ValidationError``)."""
     if isinstance(random_seed, np.random.Generator):
         return random_seed
     if isinstance(random_seed, np.random.RandomState):
@@ -37,8 +36,7 @@ def as_generator(random_seed: RandomSeed = None) -> np.random.Generator:
 
 
 def spawn(random_seed: RandomSeed, n: int) -> list[np.random.Generator]:
-    """``n`` independent child generators: child ``k`` is the same stream whatever the chunking,
-    so results do not depend on how work is split."""
+    """``n`` independent child generators (child ``k`` the same whatever the chunking)."""
     return list(as_generator(random_seed).spawn(int(n)))
 
 
@@ -59,8 +57,7 @@ def child_sequence(seq: np.random.SeedSequence, k: int) -> np.random.SeedSequenc
 
 
 def replicate_rng(seq: np.random.SeedSequence, r: int) -> np.random.Generator:
-    """Generator of replicate ``r``: child ``r`` of ``seq`` (its own stream whatever the
-    chunking of the replicates)."""
+    """Generator of replicate ``r``: child ``r`` of ``seq``."""
     return np.random.default_rng(child_sequence(seq, r))
 
 

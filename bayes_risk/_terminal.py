@@ -1,8 +1,5 @@
-"""What bayes-risk writes to stderr — warning and error lines, messages, progress bars — through
-one owner of the line state, :data:`STDERR` (installed as ``sys.stderr`` for a command's run),
-so that a line always starts on a line of its own: :func:`line`, :func:`say`,
-:class:`ProgressBar`, :func:`progress`. Bars follow PyMC's convention (rich in a terminal and in
-Jupyter with ipywidgets) and degrade to a plain line now and then (:data:`PLAIN_INTERVAL`).
+"""What bayes-risk writes to stderr (warnings, errors, messages, progress bars), through one
+owner of the line state, :data:`STDERR`, so that a line always starts on a line of its own.
 """
 
 from __future__ import annotations
@@ -22,11 +19,8 @@ PLAIN_INTERVAL: tuple[float, float] = (10.0, 60.0)
 
 
 class _Stderr:
-    """stderr with its line state: whether the last character written ended a line.
-
-    Writes go to the stream that ``sys.stderr`` was when :func:`installed` made this object
-    ``sys.stderr``, else to the current ``sys.stderr`` (seen through rich's redirection while a
-    bar is live, so that the console a bar writes with never writes into itself).
+    """stderr with its line state: whether the last character written ended a line (writes go to
+    the stream :func:`installed` replaced, so that a live bar's console never writes into itself).
     """
 
     def __init__(self) -> None:
@@ -117,11 +111,7 @@ _QUIET = False
 
 
 def line(text: str) -> None:
-    """Write ``text`` as a line of its own on stderr, and flush.
-
-    A partial line written before (by anyone writing through :data:`STDERR`) is ended first.
-    While a rich bar is live the line is printed above it.
-    """
+    """Write ``text`` as a line of its own on stderr (ending a partial line first), and flush."""
     text = text.rstrip("\n")
     live = _Live.progress
     if live is not None:
@@ -265,9 +255,8 @@ def _clock(seconds: float) -> str:
 
 
 class ProgressBar:
-    """One progress bar on stderr of ``total`` steps (``None``: unknown) beside
-    ``description``; ``enabled=False`` shows nothing. A context manager, or :meth:`start` and
-    :meth:`stop`."""
+    """One progress bar on stderr of ``total`` steps (``None``: unknown) beside ``description``
+    (a context manager, or :meth:`start` and :meth:`stop`)."""
 
     def __init__(self, total: int | None = None, description: str = "", *,
                  enabled: bool = True) -> None:
@@ -314,9 +303,8 @@ class ProgressBar:
                 self._next = now + self._gap
 
     def stop(self, *, complete: bool | None = None) -> None:
-        """End the bar. A plain bar that completed (``complete``; by default: its count
-        reached its total) writes its last line; one cut short (an interrupt, an error) writes
-        nothing more. A rich bar keeps its last state on screen, an inner one goes."""
+        """End the bar: a plain bar that completed writes its last line; a rich bar keeps its last
+        state on screen, an inner one goes."""
         style, self._style = self._style, None
         if complete is None:
             complete = self._done()
@@ -356,9 +344,8 @@ def progress[T](
     enabled: bool = True,
     label: Callable[[int, int | None], str] | None = None,
 ) -> Iterator[T]:
-    """Iterate while a :class:`ProgressBar` of ``description`` counts the items (``total``:
-    default ``len(iterable)``); ``label(k, total)`` replaces the description while item ``k``
-    (1-based) is worked on. A plain pass-through when not ``enabled``."""
+    """Iterate while a :class:`ProgressBar` counts the items; ``label(k, total)`` replaces the
+    description while item ``k`` (1-based) is worked on."""
     if not enabled or _QUIET:
         yield from iterable
         return

@@ -1,11 +1,6 @@
-"""The model contract: what a synthesis model offers is read off its methods.
-
-:class:`RiskModel` is the one required protocol of a model with posterior draws;
-:func:`capabilities` reads what else a model can do off its methods (statsmodels'
-``GenericLikelihoodModel`` idiom, :func:`available_if` for methods offered under some settings);
-:class:`ModelInfo` holds what no method shows. The optional methods' signatures are the
-``Supports...`` protocols (documentation and typing, never ``isinstance`` checks). See
-:doc:`/adding_a_model`.
+"""The model contract: :class:`RiskModel`, the optional ``Supports...`` protocols,
+:func:`capabilities` (what a model offers, read off its methods) and :class:`ModelInfo` (what no
+method shows). See :doc:`/adding_a_model`.
 """
 
 from __future__ import annotations
@@ -43,9 +38,7 @@ LIKELIHOODS: dict[str, str] = {
     "largest_value": "largest_value_loglik"}
 
 #: attribute-risk estimators, in order of preference, each with the methods it needs (methods
-#: page, Attribute disclosure risk): the stabilised estimator needs draws of p(Θ | y, Z_(l))
-#: (``fit_augmented``), the published importance-sampling one the dataset likelihood, the
-#: plug-in one a plug-in likelihood
+#: page, Attribute disclosure risk)
 ESTIMATORS: dict[str, tuple[str, ...]] = {
     "stabilised": ("record_loglik", "fit_augmented"),
     "is": ("record_loglik", "dataset_loglik"),
@@ -62,8 +55,8 @@ MEMBER_CAPABILITIES: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What a synthesis model declares because no method can show it (``info = ModelInfo(...)``).
-    The defaults claim nothing.
+    """What a synthesis model declares because no method can show it (``info = ModelInfo(...)``;
+    the defaults claim nothing).
 
     Parameters
     ----------
@@ -124,8 +117,8 @@ class ModelInfo:
 
 @dataclass(frozen=True)
 class Capabilities(ModelInfo):
-    """What a model can do (made by :func:`capabilities`): its :class:`ModelInfo` and what its
-    methods show.
+    """What a model can do (:func:`capabilities`): its :class:`ModelInfo` and what its methods
+    show.
 
     Parameters
     ----------
@@ -135,9 +128,7 @@ class Capabilities(ModelInfo):
         Attribute-risk estimators supported, in order of preference (keys of ``ESTIMATORS``;
         a plug-in likelihood supports ``"plugin"`` only).
     persistence, posterior_replicates, convergence, chains, plugin_likelihood : bool
-        Whether the methods of ``MEMBER_CAPABILITIES`` are there (``save``/``load``,
-        ``posterior_replicates``, ``convergence_summary``, ``draw_chains``,
-        ``plugin_likelihood``).
+        Whether the methods of ``MEMBER_CAPABILITIES`` are there.
     """
 
     likelihoods: frozenset[str] = frozenset()
@@ -154,10 +145,8 @@ class Capabilities(ModelInfo):
 
 
 def capabilities(model: Any) -> Capabilities:
-    """What ``model`` (an instance or a class) can do: its methods and its declared ``info``.
-
-    On a class, a method wrapped in :func:`available_if` counts; on an instance, only when its
-    condition holds. A member set to ``None`` is absent.
+    """What ``model`` (an instance or a class) can do: its methods (on an instance, those of
+    :func:`available_if` only when their condition holds) and its declared ``info``.
 
     Raises
     ------
@@ -224,8 +213,7 @@ def available_if(check: Callable[[Any], bool]) -> Callable[[Callable[..., Any]],
 
 
 def missing_members(obj: Any, protocol: type) -> list[str]:
-    """Members of the Protocol class ``protocol`` that ``obj`` lacks (sorted; empty when it
-    has every one), for an error message."""
+    """Members of the Protocol class ``protocol`` that ``obj`` lacks (sorted)."""
     get = getattr(typing, "get_protocol_members", None)  # Python >= 3.13
     members = get(protocol) if get is not None else protocol.__protocol_attrs__
     return sorted(m for m in members if not hasattr(obj, m))
@@ -253,10 +241,8 @@ def auto_estimator(model: Any, *, augmented_given: bool = False) -> str:
 
 @runtime_checkable
 class RiskModel(Protocol):
-    """The one protocol a model with posterior draws must satisfy for the risk engines.
-
-    Shapes follow the methods page, Notation; draw ``h`` is the ``h``-th of the draws flattened
-    chain by chain (ArviZ's ``(chain, draw)`` order) in every method. See :doc:`/adding_a_model`.
+    """The one protocol a model with posterior draws must satisfy for the risk engines; draws
+    are flattened chain by chain (ArviZ's ``(chain, draw)`` order). See :doc:`/adding_a_model`.
 
     Attributes
     ----------

@@ -1,7 +1,5 @@
-"""Scale-out with Dask: :func:`attribute_risk`, :func:`identification_risk` and
-:func:`radius_sweep` run the in-process engines with ``executor=DaskExecutor(...)``, the same
-numbers with the per-record stage on the workers (:doc:`/user_guide/dask`). ``import
-bayes_risk`` never imports Dask (``pip install "bayes-risk[dask]"``).
+"""Scale-out with Dask: the engines run with ``executor=DaskExecutor(...)``, the same numbers
+(:doc:`/user_guide/dask`); ``import bayes_risk`` never imports Dask.
 """
 
 from __future__ import annotations
@@ -28,8 +26,7 @@ __all__ = ["attribute_risk", "identification_risk", "radius_sweep", "connect",
            "DaskNotInstalledError"]
 
 def _bound_call(fn: Any, name: str, *args: Any, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)`` after checking the arguments bind (a ``ValidationError`` naming
-    ``name`` if not), so that a bad argument fails before any work is shipped."""
+    """``fn(*args, **kwargs)``, a ``ValidationError`` naming ``name`` if they do not bind."""
     try:
         inspect.signature(fn).bind(*args, **kwargs)
     except TypeError as err:
@@ -40,9 +37,8 @@ def _bound_call(fn: Any, name: str, *args: Any, **kwargs: Any) -> Any:
 
 @contextlib.contextmanager
 def connect(scheduler: str | None = None, n_workers: int | None = None) -> Iterator[Any]:
-    """A Dask client for the duration of a ``with`` block (used by the CLI): of the running
-    scheduler at ``scheduler`` (e.g. ``"tcp://host:8786"``), or of a ``LocalCluster`` of
-    ``n_workers`` single-thread processes.
+    """A Dask client for a ``with`` block: of the scheduler at ``scheduler``
+    (``"tcp://host:8786"``), or of a ``LocalCluster`` of ``n_workers`` processes.
 
     Raises
     ------
@@ -84,9 +80,8 @@ def connect(scheduler: str | None = None, n_workers: int | None = None) -> Itera
 
 
 def _close_failed_client(distributed: Any) -> None:
-    """Close the client that failed to connect: Dask makes a client the default (and Dask's
-    scheduler) before it connects and leaves a failed one so, which sent later Dask work and
-    xarray's netCDF locks in the same process to the bad address."""
+    """Close the client that failed to connect: Dask leaves it the default, which sends later
+    Dask work (and xarray's netCDF locks) to the bad address."""
     with contextlib.suppress(ValueError):  # ValueError: no client was registered
         failed = distributed.Client.current()
         if failed.status != "running":  # never a working client of the user's
@@ -108,21 +103,17 @@ def attribute_risk(
 
     Parameters
     ----------
-    original, synthetic, model, records, **kwargs
+    original, synthetic, model, records, progressbar, **kwargs
         As in :func:`bayes_risk.attribute_risk`.
     client : distributed.Client, optional
         The cluster to use (default: the current client, ``distributed.get_client()``).
     partition_size : int
-        Records per task (each holds about ``EstimatorSpec.chunk_size × H × G × 8`` bytes of
-        temporaries per posterior).
-    progressbar : bool
-        Progress of the augmented fits and of the partitions (on the client).
+        Records per task.
 
     Returns
     -------
     AttributeRiskResult
-        Identical to the in-process result (``settings["timing"]`` sums the workers' times).
-        See :doc:`/user_guide/dask`.
+        Identical to the in-process result (:doc:`/user_guide/dask`).
 
     Raises
     ------
@@ -156,8 +147,7 @@ def _collect(frame: Any, columns: Sequence[str]) -> Any:
 def _collect_inputs(
     original: Any, synthetic: Any, known: Sequence[str], kwargs: dict[str, Any]
 ) -> tuple[Any, Any]:
-    """Dask DataFrames among the inputs, reduced to the columns the engine reads (the known
-    columns, the id columns and a survey-weight column)."""
+    """Dask DataFrames among the inputs, reduced to the known, id and weight columns."""
     known = [known] if isinstance(known, str) else list(known)
     population = kwargs.get("population")
     ids = [c for c in (getattr(population, "original_id", None),
@@ -195,19 +185,15 @@ def identification_risk(
         and survey-weight columns) before it is gathered.
     synthetic : list of DataFrame (pandas or dask) or SyntheticData
         Dask DataFrames are reduced likewise (so are ``PopulationSpec.targets``).
-    known, synthesized, **kwargs
+    known, synthesized, progressbar, **kwargs
         As in :func:`bayes_risk.identification_risk`.
-    client : distributed.Client, optional
-        The cluster to use (default: the current client).
-    partition_size : int
-        Targets per task.
-    progressbar : bool
-        Progress of the partitions (on the client).
+    client, partition_size
+        As in :func:`attribute_risk` (targets per task).
 
     Returns
     -------
     IdentificationResult
-        Identical to the in-process result. See :doc:`/user_guide/dask`.
+        Identical to the in-process result.
 
     Raises
     ------
@@ -236,12 +222,8 @@ def radius_sweep(
     partition_size: int = 100_000,
     **kwargs: Any,
 ) -> Any:
-    """:func:`bayes_risk.radius_sweep` with the targets of every radius spread over a cluster.
-
-    The record pool is shipped to the workers once for the whole sweep. Arguments as
-    :func:`bayes_risk.radius_sweep` and :func:`identification_risk`; the result is identical to
-    the in-process sweep.
-    """
+    """:func:`bayes_risk.radius_sweep` with the targets of every radius spread over a cluster
+    (arguments as there and in :func:`identification_risk`; the same result)."""
     from bayes_risk.identification.radius import radius_sweep as _sweep
 
     executor = DaskExecutor(client, partition_size=check_partition_size(partition_size))

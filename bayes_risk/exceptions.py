@@ -107,15 +107,9 @@ def _caused_by_interrupt(err: BaseException) -> bool:
 
 
 def redeliver_interrupt(delay: float = 0.05) -> None:
-    """Deliver Ctrl-C to the main thread again ``delay`` seconds from now.
-
-    Python drops an exception raised where it cannot propagate — in ``__del__``, a weakref or
-    ``ctypes`` callback (numba compiling a kernel), reported as "Exception ignored" through
-    ``sys.unraisablehook`` — so a Ctrl-C whose handler ran there was lost, and the run went on
-    (42 s of an ``audit`` once, after xarray's file manager's ``__del__`` swallowed it). The
-    hooks that see such an interrupt call this: the SIGINT handler runs again once the main
-    thread is back in ordinary code. Nothing happens where Python does not handle SIGINT.
-    """
+    """Deliver Ctrl-C to the main thread again ``delay`` seconds from now: an interrupt raised
+    where it cannot propagate (``__del__``, a weakref or ``ctypes`` callback) is dropped by
+    Python, and the hooks that see it (``sys.unraisablehook``) call this."""
     import _thread
     import signal
     import threading
@@ -127,14 +121,9 @@ def redeliver_interrupt(delay: float = 0.05) -> None:
 
 @contextlib.contextmanager
 def keyboard_interrupts(interrupted: Callable[[], bool] | None = None) -> Iterator[None]:
-    """Re-raise Ctrl-C that surfaced from a compiled (numba) kernel as ``KeyboardInterrupt``.
-
-    A SIGINT whose handler runs while a compiled kernel is being called leaves the interpreter's
-    error set when the kernel returns, and Python reports that as ``SystemError: ... returned a
-    result with an exception set``, with the ``KeyboardInterrupt`` as its cause. Such an error
-    (or any ``SystemError`` while ``interrupted()`` says a signal was recorded) is re-raised as
-    ``KeyboardInterrupt`` from it; any other ``SystemError`` is left alone.
-    """
+    """Re-raise as ``KeyboardInterrupt`` the ``SystemError`` ("returned a result with an
+    exception set") that a Ctrl-C during a compiled (numba) kernel surfaces as: one caused by
+    the interrupt, or any while ``interrupted()``; other ``SystemError`` is left alone."""
     try:
         yield
     except SystemError as err:
@@ -155,20 +144,16 @@ def interruptible[**P, R](fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-#: the options of the running sub-command by the name of the argument of the library they stand
-#: for (``{"max_order": "--max-order", "original": "ORIGINAL"}``); ``None`` outside the command
-#: line. Set by :func:`command_line_options` (the command line, around each run and each call).
+#: the running sub-command's options by library argument (``{"max_order": "--max-order"}``);
+#: ``None`` outside the command line (:func:`command_line_options`)
 _OPTIONS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
     "bayes_risk_options", default=None)
 
 
 @contextlib.contextmanager
 def command_line_options(options: Mapping[str, str]) -> Iterator[None]:
-    """Inside the block, messages name arguments as the command line's options: ``options``
-    maps library argument names to options (``"--max-order"``, or a positional's metavar), and
-    :func:`arg_name` writes an argument the way the user gave it. The command line wraps every
-    run in one, nested for calls whose arguments bear other names than the options.
-    """
+    """Inside the block, messages name arguments as the command line's options (``options``:
+    library argument name -> ``"--max-order"`` or a positional's metavar; :func:`arg_name`)."""
     outer = _OPTIONS.get()
     token = _OPTIONS.set({**(outer or {}), **options})
     try:
@@ -184,8 +169,7 @@ def on_command_line() -> bool:
 
 def has_option(name: str) -> bool:
     """Whether the caller can set the argument ``name``: always in Python; on the command line
-    only when the sub-command has an option for it (a remedy naming an argument the command
-    line lacks is left out there)."""
+    only when the sub-command has an option for it."""
     opts = _OPTIONS.get()
     return opts is None or name in opts
 
@@ -194,9 +178,7 @@ def arg_name(name: str, value: Any = None, *, cli: Any = None) -> str:
     """The argument ``name`` (set to ``value``) as the caller writes it.
 
     In Python ``name`` or ``name=value``; on the command line the sub-command's option,
-    ``--max-order`` or ``--max-order 0`` (``cli``: the value as the option takes it). Every
-    message naming an argument uses it (an argument without an option is named as in Python:
-    guard the remedy with :func:`has_option`).
+    ``--max-order`` or ``--max-order 0`` (``cli``: the value as the option takes it).
 
     Examples
     --------

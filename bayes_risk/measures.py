@@ -1,10 +1,6 @@
-"""The measures by name: one :class:`Measure` record each, the single place a measure is declared.
-
-The audit's plan, step loop, verdict lines, report sections and the command line's sub-commands
-all iterate over :func:`measures`. A record holds import paths as strings (:func:`load` imports
-one when used), so importing this module imports only the standard library. Another
-distribution registers a measure as an entry point of :data:`GROUP`, a session with
-:func:`register`. See :doc:`/adding_a_measure`.
+"""The measures by name (:class:`Measure`), the one list the audit and the command line iterate
+over; records hold import paths, so importing this module imports only the standard library.
+See :doc:`/adding_a_measure`.
 """
 
 from __future__ import annotations
@@ -24,37 +20,29 @@ GROUP = "bayes_risk.measures"
 
 @dataclass(frozen=True)
 class Measure:
-    """One measure of the package: what computes it and what reads it
-    (:doc:`/adding_a_measure` describes every field).
-
-    Every reference to code is an import path ``"package.module:attribute"``, imported by
-    :func:`load` when it is used.
+    """One measure of the package: what computes it and what reads it. Code is named by import
+    paths ``"package.module:attribute"``, imported when used (:func:`load`); every field is
+    described in :doc:`/adding_a_measure`.
 
     Parameters
     ----------
     name : str
-        The audit step's name (``AuditSettings(skip=[name])``, ``AuditResult.step(name)``, its
-        sub-folder).
+        The audit step's name (``AuditSettings(skip=[name])``, its sub-folder).
     title : str
-        The step's heading in the progress lines, the report and the summary.
+        The step's heading.
     step : str
         The audit step: ``step(ctx: StepContext) -> StepOutcome``.
-    function : str, optional
-        The public function that computes the measure (what ``step`` calls).
-    result : str, optional
-        The class of the result ``function`` returns.
+    function, result : str, optional
+        The public function that computes the measure, and the class it returns.
     verdict : str, optional
-        The builder of the step's verdict lines: ``lines(plan, outcome) -> list[Verdict |
-        Baseline]``; ``None``: the step has no verdict line.
+        The builder of the step's verdict lines (``None``: no verdict line).
     sections : tuple of str
-        The builders of the step's report sections, in order: ``section(result, links) ->
-        Section`` (:func:`bayes_risk.auditing.render.step_section`).
+        The builders of the step's report sections, in order.
     command : str, optional
-        The sub-command of ``bayes-risk`` that computes the measure alone (``None``: none; not
-        added for an entry point's measure).
+        The sub-command of ``bayes-risk`` that computes the measure alone.
     parser : str, optional
-        The module declaring ``command``'s arguments (``add_parser(subparsers)``). Default:
-        ``bayes_risk.cli.parsers.<command>`` (hyphens as underscores).
+        The module declaring ``command``'s arguments (default
+        ``bayes_risk.cli.parsers.<command>``).
     """
 
     name: str
@@ -115,9 +103,7 @@ _ADDED: dict[str, Measure] = {}
 
 @functools.cache
 def _entry_point_measures() -> tuple[Measure, ...]:
-    """The measures of the entry-point group ``bayes_risk.measures``, each loaded (its module
-    declares a :class:`Measure` and imports nothing heavy); read once a session (reading the
-    installed distributions' metadata takes tens of milliseconds)."""
+    """The measures of the entry-point group ``bayes_risk.measures``, loaded once a session."""
     from importlib.metadata import entry_points
 
     out = []

@@ -1,7 +1,5 @@
 """Synthesizers by name: the entry-point groups ``bayes_risk.synthesizers`` (``GROUP``) and
-``bayes_risk.fit_options`` (``OPTIONS_GROUP``), the one list of the models. The name is what
-``bayes-risk fit --method NAME`` takes and ``model.json`` records; a class is imported only when
-its name is asked for. See :doc:`/adding_a_model`.
+``bayes_risk.fit_options`` (``OPTIONS_GROUP``). See :doc:`/adding_a_model`.
 """
 
 from __future__ import annotations

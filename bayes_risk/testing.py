@@ -1,8 +1,6 @@
-"""Checks that a synthesis model keeps the model contract: :func:`check_synthesizer` (as
-scikit-learn's ``check_estimator``) and :func:`synthesizer_checks` (as its
-``parametrize_with_checks``). Each check is a function of a :class:`CheckContext` (the model, a
-small table, a shared fit); a model that does not synthesize is checked as given, its checks of
-fitting, synthesis and seeds skipped (:class:`CheckSkipped`). See :doc:`/adding_a_model`.
+"""Checks that a synthesis model keeps the model contract: :func:`check_synthesizer`
+(scikit-learn's ``check_estimator``) and :func:`synthesizer_checks` (its
+``parametrize_with_checks``). See :doc:`/adding_a_model`.
 """
 
 from __future__ import annotations
@@ -41,9 +39,7 @@ class SynthesizerCheckError(BayesRiskError, AssertionError):
 
 
 class CheckSkipped(unittest.SkipTest):
-    """A check that does not apply to the model, with the reason (a subclass of
-    ``unittest.SkipTest``, so that pytest reports the check as skipped, as scikit-learn's
-    ``parametrize_with_checks`` does)."""
+    """A check that does not apply to the model, with the reason (pytest reports a skip)."""
 
 
 def _fail(message: str) -> None:
@@ -60,9 +56,8 @@ def _needs_synthesis(ctx: CheckContext, what: str) -> None:
 
 @dataclass
 class CheckContext:
-    """What every check of one model shares: the unfitted ``model`` (checks fit copies of it,
-    never the model itself), the ``data``, the ``fit_kw`` of ``fit``, ``m`` datasets and the
-    ``random_seed``."""
+    """What every check of one model shares: the unfitted ``model`` (only copies are fitted),
+    the ``data``, the ``fit_kw`` of ``fit``, ``m`` datasets and the ``random_seed``."""
 
     model: Any
     data: pd.DataFrame
@@ -74,8 +69,7 @@ class CheckContext:
 
     @property
     def synthesizes(self) -> bool:
-        """Whether the model is a synthesizer (``fit`` / ``synthesize``); one that is not (draws
-        made elsewhere, :class:`bayes_risk.models.ArrayModel`) is checked as given."""
+        """Whether the model synthesizes; one that does not (``ArrayModel``) is checked as given."""
         return callable(getattr(self.model, "synthesize", None))
 
     def new(self) -> Any:
@@ -96,17 +90,15 @@ class CheckContext:
 
     @property
     def fitted(self) -> Any:
-        """The model fitted once with ``random_seed`` (shared by the checks that only read); a
-        model that does not synthesize, as given."""
+        """The model fitted once with ``random_seed`` (one that does not synthesize, as given)."""
         if self._fitted is None:
             self._fitted = self.fit_new() if self.synthesizes else self.model
         return self._fitted
 
     @property
     def synthetic(self) -> list[pd.DataFrame]:
-        """``m`` datasets synthesized by :attr:`fitted` with ``random_seed``; for a model that
-        does not synthesize, ``m`` row permutations of ``data`` (datasets its likelihoods
-        evaluate)."""
+        """``m`` datasets synthesized by :attr:`fitted`; for a model that does not synthesize,
+        ``m`` row permutations of ``data``."""
         if self._synthetic is None:
             if self.synthesizes:
                 self._synthetic = list(self.fitted.synthesize(self.m, random_seed=self.random_seed))
@@ -408,9 +400,9 @@ CHECKS: tuple[Callable[[CheckContext], None], ...] = (
 
 
 def check_data(model: Any, *, n: int = 60, random_seed: int = 0) -> pd.DataFrame:
-    """A small table ``model`` can be checked on: its ``schema_``'s columns for a model that
-    carries one without fitting (:class:`bayes_risk.models.ArrayModel`), three categorical
-    columns for one declaring ``categorical_only``, else two categorical and a count column.
+    """A small table ``model`` can be checked on: its ``schema_``'s columns for a model that has
+    one unfitted (``ArrayModel``), else two categorical columns and a count (or, for
+    ``categorical_only``, a third categorical) column.
 
     Parameters
     ----------
@@ -532,16 +524,15 @@ def check_synthesizer(
 ) -> list[str]:
     """Check that a synthesis model keeps the model contract (scikit-learn's ``check_estimator``).
 
-    Runs every check of ``bayes_risk.testing.CHECKS`` (one shared fit) and reports all failures
-    at once; what they check: :doc:`/adding_a_model`.
+    Runs every check of ``bayes_risk.testing.CHECKS`` (one shared fit) and reports all
+    failures at once (:doc:`/adding_a_model`).
 
     Parameters
     ----------
     model_or_class : object or class
         An unfitted model (small settings keep the checks fast) or a class (its defaults).
     data : DataFrame, optional
-        A small table the model can fit. Default: :func:`check_data` (``fit`` is then given
-        ``synthesized=`` every column when ``ModelInfo.required`` names it).
+        A small table the model can fit (default: :func:`check_data`).
     fit_kw : dict, optional
         Further keywords of ``fit`` (``synthesized=``, ``schema=``).
     m : int
@@ -549,8 +540,8 @@ def check_synthesizer(
     random_seed : int
         Seed of the fits and syntheses.
     expected_failed_checks : dict of str to str, optional
-        ``{check name: reason}`` of the checks the model is known to fail: their failures are
-        not raised (:func:`synthesizer_checks` reports them as skips). Other names are refused.
+        ``{check name: reason}`` of the checks the model is known to fail: not raised
+        (:func:`synthesizer_checks` reports them as skips).
 
     Returns
     -------
@@ -603,10 +594,9 @@ def registered_synthesizer(
 ) -> Iterator[Path]:
     """Register a synthesizer under ``name`` for the duration of a ``with`` block.
 
-    Writes the metadata ``pip install`` would (a ``.dist-info`` folder whose
-    ``entry_points.txt`` names ``target`` in the group ``bayes_risk.synthesizers``, ``options``
-    in ``bayes_risk.fit_options``) into a temporary folder on ``sys.path``; a subprocess sees it
-    with the yielded folder on ``PYTHONPATH``. See :doc:`/adding_a_model`.
+    Writes the entry-point metadata ``pip install`` would into a temporary folder on
+    ``sys.path`` (a subprocess sees it with that folder on ``PYTHONPATH``).
+    See :doc:`/adding_a_model`.
 
     Parameters
     ----------

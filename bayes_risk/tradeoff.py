@@ -52,10 +52,8 @@ def utility_risk_points(
         The release's name in the ``scenario`` column.
     categorical, schema
         Column types, passed to both measures.
-    max_order : int
-        Interaction order of the propensity model (1: Hornby & Hu's main effects).
-    utility_method : {"logit", "cart"}
-        Propensity model of :func:`~bayes_risk.pmse`.
+    max_order, utility_method
+        The propensity model of :func:`~bayes_risk.pmse` (``PropensitySpec``).
     progressbar : bool
     **identification_options
         Further arguments of :func:`~bayes_risk.identification_risk` (not ``aggregation``).
@@ -100,8 +98,7 @@ def _measures(
     progressbar: bool = False,
     **identification_options: Any,
 ) -> tuple[Any, Any]:
-    """The pMSE of every dataset and the identification risk of the release, as ``aggregation``
-    asks (the one place where the tradeoff functions call the two measures)."""
+    """The pMSE of every dataset and the identification risk of the release (``aggregation``)."""
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.prepare import known_columns
     from bayes_risk.utility.pmse import PropensitySpec, pmse
@@ -135,10 +132,8 @@ def repeated_syntheses(
 ) -> pd.DataFrame:
     """Utility and identification risk over repeated syntheses, for several numbers of datasets.
 
-    For every ``m`` and repetition, ``synthesizer.synthesize(m)`` makes a new release (its own
-    seed, a child stream per repetition) measured as by :func:`utility_risk_points`; the
-    repetition's point is the mean over its datasets (Hornby & Hu 2021, §4.3, Fig. 10). See
-    :doc:`/gallery/hornby_hu_2021`.
+    Each repetition is a new release (a child seed stream each) measured as by
+    :func:`utility_risk_points` (Hornby & Hu 2021, §4.3, Fig. 10; :doc:`/gallery/hornby_hu_2021`).
 
     Parameters
     ----------
@@ -147,7 +142,6 @@ def repeated_syntheses(
     synthesizer
         A fitted synthesizer (anything with ``synthesize(m, random_seed=...)``).
     known : sequence of str
-        The intruder's known columns.
     synthesized : iterable of str, optional
         The synthesized columns (default: each release's manifest).
     m : sequence of int
@@ -156,8 +150,7 @@ def repeated_syntheses(
         Repetitions per ``m``.
     aggregation : {"per_dataset", "pooled"}
         A repetition's identification measures: the mean over its datasets, or those of the
-        release pooled over them (:func:`~bayes_risk.identification_risk`'s ``"pooled"``,
-        Reiter & Mitra 2009; the pMSE is still the mean).
+        pooled release (the pMSE is the mean either way).
     random_seed : RandomSeed
     progressbar : bool
         One progress bar over all repetitions.
@@ -238,8 +231,7 @@ def plot_utility_risk(
     Parameters
     ----------
     points : DataFrame
-        From :func:`utility_risk_points` (releases concatenated: a colour per ``scenario``) or
-        :func:`repeated_syntheses` (``by="m"``).
+        From :func:`utility_risk_points` or :func:`repeated_syntheses` (``by="m"``).
     utility, risk : str
         Columns on the x and y axes.
     by : str
@@ -247,7 +239,6 @@ def plot_utility_risk(
     whiskers : bool
         Also draw lines to the minimum and maximum (Hornby & Hu's "2D box plot", Fig. 10).
     ax : matplotlib Axes, optional
-        Where to draw (default: pyplot's current Axes, or a new figure).
 
     Returns
     -------

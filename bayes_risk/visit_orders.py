@@ -65,8 +65,7 @@ def compare_visit_orders(
 ) -> VisitOrderComparison:
     """Synthesize once per visit order and tabulate utility and identification risk.
 
-    Every order is fitted (``synthesized=order``, and ``visit_sequence=order`` where the
-    synthesizer has it) and synthesized with the same seeds, so the rows differ by the order
+    Every order is fitted and synthesized with the same seeds, so the rows differ by the order
     alone. See :doc:`/user_guide/synthesizers`.
 
     Parameters

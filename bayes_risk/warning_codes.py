@@ -1,7 +1,5 @@
-"""The warning catalogue: every warning code a result can carry and the sentence that explains
-it (:data:`MESSAGES`; a result turns its codes into :class:`~bayes_risk.results.ResultWarning`
-objects with it). The errors page lists the same codes (a test keeps the two the same). A low
-module: it imports nothing of the package.
+"""The warning catalogue: every warning code a result can carry and its explanation
+(:data:`MESSAGES`); the errors page lists the same codes. Imports nothing of the package.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Command-line interface: ``bayes-risk SUBCOMMAND ...`` (also ``python -m bayes_risk``).
 
-Each sub-command ``NAME`` declares its arguments in the light ``bayes_risk.cli.parsers.NAME`` (so
-``--help`` is instant) and runs in ``bayes_risk.cli.NAME``, imported only when it runs. User
-errors print one line to stderr and exit with status 2; a run's summary goes to stdout.
+Arguments are declared in the light ``bayes_risk.cli.parsers.NAME``, the run in
+``bayes_risk.cli.NAME`` (imported when it runs). See :doc:`/cli`.
 """
 
 from __future__ import annotations
@@ -31,14 +30,8 @@ _AT_IMPORT = SUBCOMMANDS
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """Build the argument parser with every sub-command.
-
-    Parameters
-    ----------
-    command : str, optional
-        The sub-command about to run, when known: the registered models' ``fit`` options are
-        read (scanning the installed distributions) only for ``fit`` or ``None``.
-    """
+    """The argument parser with every sub-command; ``command``, the one about to run when known:
+    the models' ``fit`` options are read only for ``fit`` or ``None``."""
     from bayes_risk._version import __version__
 
     parser = _Parser(prog="bayes-risk",
@@ -146,8 +139,7 @@ _OS_ERROR_CODES: tuple[tuple[type[OSError], str], ...] = (
 
 
 def _os_error_code(err: OSError) -> str:
-    """The code of an operating-system error (by class, a full disk by errno, else
-    ``OS_ERROR``)."""
+    """The code of an operating-system error (by class, ``DISK_FULL``, else ``OS_ERROR``)."""
     import errno
 
     for cls, code in _OS_ERROR_CODES:
@@ -182,8 +174,7 @@ def _interrupted(run: object = None) -> int:
 
 
 def _exit(status: int) -> NoReturn:
-    """End the process with ``status`` now (``atexit`` handlers run, streams flushed),
-    skipping the interpreter's slow tear-down."""
+    """End the process with ``status`` now (``atexit`` run, streams flushed, no tear-down)."""
     import atexit
     import os
 

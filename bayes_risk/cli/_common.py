@@ -1,8 +1,4 @@
-"""Arguments and helpers shared by the sub-commands.
-
-Imported when the parser is built (by :mod:`bayes_risk.cli.parsers`): only the standard library
-at module level; the helpers used by the runs import pandas and the library inside.
-"""
+"""Arguments and helpers shared by the sub-commands (standard library only at module level)."""
 
 from __future__ import annotations
 
@@ -35,8 +31,7 @@ SYN_HELP = ("synthetic datasets (one file each) or one SyntheticData folder writ
 
 def add_input_arguments(p: argparse.ArgumentParser, original: str = "",
                         synthetic: str | None = SYN_HELP, metavar: str = "SYN") -> None:
-    """``ORIGINAL`` (help: the confidential table, then ``original``) and, unless
-    ``synthetic`` is ``None``, the release ``SYN [SYN ...]``."""
+    """``ORIGINAL`` and, unless ``synthetic`` is ``None``, the release ``SYN [SYN ...]``."""
     p.add_argument("original", metavar="ORIGINAL",
                    help="confidential table (.csv or .parquet)" + original)
     if synthetic is not None:
@@ -117,8 +112,7 @@ def add_other_model_argument(p: argparse.ArgumentParser) -> None:
 
 
 def check_model_original(args: argparse.Namespace, model: Any, original: Any) -> None:
-    """Refuse (``ORIGINAL_DIFFERS``) an ORIGINAL ``--model`` was not fitted to, unless
-    ``--allow-different-original`` (then a warning)."""
+    """Refuse an ORIGINAL ``--model`` was not fitted to (``ORIGINAL_DIFFERS``), or warn."""
     import warnings
 
     from bayes_risk.exceptions import CALLER, DataWarning
@@ -328,9 +322,8 @@ def model_schema(df: pd.DataFrame, args: argparse.Namespace, info: Any, **kw: An
 
 
 def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
-    """The release manifest's schema with the command line's type options on top (``None``: the
-    release's as it is; a plain release: :func:`schema_from_args`). Columns whose type or codes
-    change are named in one warning ``SCHEMA_OVERRIDDEN``."""
+    """The release manifest's schema with the command line's type options on top (``None``: as it
+    is), the changed columns named in one warning ``SCHEMA_OVERRIDDEN``."""
     from bayes_risk.data.schema import Schema
 
     typed_opts = ("categorical", "ordinal", "count", "continuous")

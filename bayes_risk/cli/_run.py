@@ -1,10 +1,6 @@
-"""What every sub-command shares when it runs: the ``--out`` policy, interrupts and warnings.
-
-:func:`bayes_risk.cli.main` wraps each handler in :func:`command_run`; handlers write only through
-:func:`output_dir`, built in a hidden sibling folder and renamed into ``--out`` once complete.
-SIGINT, SIGTERM and SIGHUP stop a run with exit status 130 and the line ``interrupted``; the final
-rename is never cut. Every warning is printed as ``warning [CODE]: message`` and recorded in
-``summary.json`` (``run_warnings``).
+"""What every sub-command shares when it runs: the ``--out`` policy (:func:`output_dir`),
+stop signals (exit 130, the final rename never cut) and warnings (``warning [CODE]: ...``,
+recorded in ``summary.json``). See :doc:`/cli`.
 """
 
 from __future__ import annotations
@@ -277,8 +273,7 @@ def shown(text: str | Path) -> str:
 
 
 def _final_path(value: Any) -> Any:
-    """An existing path (or each of a list) made absolute, a text under its :func:`shown`
-    name; other values kept as given."""
+    """A value with existing paths made absolute and shown under their final names."""
     if isinstance(value, list):
         return [_final_path(v) for v in value]
     if isinstance(value, str):
@@ -341,8 +336,7 @@ def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) ->
 
 
 def _check_name_lengths(out: str, target: Path, anc: Path) -> None:
-    """Refuse, before any work, an ``--out`` whose new folder names (the hidden temporary's
-    included) are too long for the file system."""
+    """Refuse an ``--out`` whose new folder names are too long for the file system."""
     try:
         name_max = int(os.pathconf(anc, "PC_NAME_MAX"))
     except (OSError, ValueError, AttributeError):
@@ -371,9 +365,8 @@ def _new_dirs(path: Path) -> list[Path]:
 @contextlib.contextmanager
 def output_dir(args: argparse.Namespace,
                finalize: Callable[[Path], Any] | None = None) -> Iterator[Path]:
-    """Yield an empty temporary folder that, complete (run fields merged into
-    ``summary.json``, then ``finalize(folder)``), replaces ``--out`` as checked (else
-    ``OUT_TAKEN``); removed on error or interrupt."""
+    """Yield an empty temporary folder that, complete (``summary.json`` merged, ``finalize``
+    run), replaces ``--out`` as checked (else ``OUT_TAKEN``); removed on error or interrupt."""
     from bayes_risk._io import (
         path_identity,
         remove_stale_siblings,

@@ -34,34 +34,29 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     if args.model is not None:
         model = load_model(args.model)
         check_model_original(args, model, original)
-        if capabilities(model).plugin_likelihood:  # a tree synthesizer: its plug-in likelihood
-            if args.estimator != "auto" or args.psis or args.refit_draws is not None:
-                raise ValidationError("--estimator, --refit-draws and --psis apply to Bayesian "
-                                      "models; a CART or random-forest synthesizer uses the "
-                                      "plug-in likelihood (docs: methods page 'Attribute "
-                                      "disclosure risk').", code="OPTION_CONFLICT")
-            return plugin_likelihood(model, original, random_seed=args.random_seed)
-        model = plugin_likelihood(model, original)  # a PMM synthesizer is refused here
-        if args.quiet and hasattr(model, "progressbar"):
-            model.progressbar = False  # the augmented refits' progress bars
-        return model
-    if rebuildable_synthesizer(synthetic) is None:
+        if not capabilities(model).plugin_likelihood:
+            model = plugin_likelihood(model, original)  # a PMM synthesizer is refused here
+            if args.quiet and hasattr(model, "progressbar"):
+                model.progressbar = False  # the augmented refits' progress bars
+            return model
+    elif rebuildable_synthesizer(synthetic) is None:
         raise ValidationError("--model is required unless SYN is a release of a synthesizer with "
                               "a plug-in likelihood (CART, random forests: a plugin_likelihood "
                               "method) written by 'bayes-risk synthesize --method NAME' (this "
                               f"release: {synthetic.method!r}).", code="OPTION_REQUIRED")
     if args.estimator != "auto" or args.psis or args.refit_draws is not None:
+        what = "release" if args.model is None else "synthesizer"
         raise ValidationError("--estimator, --refit-draws and --psis apply to Bayesian models; a "
-                              "CART or random-forest release uses the plug-in likelihood (docs: "
+                              f"CART or random-forest {what} uses the plug-in likelihood (docs: "
                               "methods page 'Attribute disclosure risk').", code="OPTION_CONFLICT")
-    synth = rebuild_synthesizer(original, synthetic)
-    return plugin_likelihood(synth, original, random_seed=args.random_seed)
+    if args.model is None:
+        model = rebuild_synthesizer(original, synthetic)
+    return plugin_likelihood(model, original, random_seed=args.random_seed)
 
 
 def _candidates(text: str, model: Any, original: Any) -> Any:
-    """``--candidates`` with a stated zero fallback for the percent grids of the model's numeric
-    synthesized columns (``bayes_risk.attribute.candidates.with_zero_fallback``, as the audit):
-    a true value of 0, as in many incomes, would otherwise stop the run."""
+    """``--candidates`` with the audit's stated zero fallback for the percent grids of the model's
+    numeric synthesized columns (a true value of 0 would otherwise stop the run)."""
     from bayes_risk.attribute.candidates import parse_candidates, with_zero_fallback
 
     spec = parse_candidates(text)
@@ -83,8 +78,7 @@ def _known_sums(cols: list[str] | None) -> bool | list[str] | None:
 
 
 def _scenario(args: argparse.Namespace) -> str:
-    """``--scenario`` (``--known`` implies partially-known) as the API's name, checked against
-    the options that go with it."""
+    """``--scenario`` as the API's name, checked against the options that go with it."""
     from bayes_risk.cli.parsers.attribute import LARGEST_VALUE_CHOICES
     from bayes_risk.exceptions import ValidationError
 
@@ -190,8 +184,7 @@ def parse_pairs(text: str, n: int) -> list[tuple[int, int]]:
 
 def _run_largest_value(args: argparse.Namespace, scenario: str, model: Any, original: Any,
                        synthetic: Any) -> int:
-    """The Wei & Reiter largest-value scenarios: ``largest_value.csv`` (the posterior over the
-    candidates) and ``summary.json``."""
+    """The Wei & Reiter largest-value scenarios: ``largest_value.csv`` and ``summary.json``."""
     import numpy as np
     import pandas as pd
 

@@ -1,8 +1,4 @@
-"""``bayes-risk audit``: every measure on one release, and one report (HTML and Markdown).
-
-Exit status: 0 when every step ran or was skipped for a stated reason; 2 for bad input (nothing
-written); 1 when a step failed for another reason (the report is written, marked incomplete).
-"""
+"""``bayes-risk audit``: every measure on one release, and one report (HTML and Markdown)."""
 
 from __future__ import annotations
 

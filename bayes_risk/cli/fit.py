@@ -108,8 +108,7 @@ def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, An
 
 
 def _write_summary(folder: Any, args: argparse.Namespace, model: Any) -> None:
-    """``summary.json`` of the fit: whether its convergence checks passed, and each failed
-    check."""
+    """``summary.json`` of the fit: whether its convergence checks passed, and which failed."""
     from bayes_risk._io import write_json
 
     conv = model.convergence_summary()
@@ -227,8 +226,7 @@ def _finite(x: Any) -> bool:
 
 
 def _check_memory(args: argparse.Namespace, df: Any, schema: Any, model: Any) -> None:
-    """Refuse sizes whose posterior and per-sweep arrays cannot fit in the available memory
-    (invalid sizes are left to the model's own validation)."""
+    """Refuse sizes whose posterior arrays cannot fit in the available memory."""
     from bayes_risk._memory import check_memory
 
     try:

@@ -157,8 +157,7 @@ def _lean_process(blas_threads: bool) -> None:
 
 
 def _release_free_memory() -> None:
-    """Return the memory freed so far to the operating system (glibc's ``malloc_trim``), so
-    the next stage reuses its pages; nothing without glibc."""
+    """Return the memory freed so far to the operating system (glibc's ``malloc_trim``)."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes

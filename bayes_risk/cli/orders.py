@@ -67,9 +67,8 @@ _SETTINGS = ("n_trees", "group_by", "min_group_size", "min_leaf")
 
 
 def _synthesizer(args: Any) -> Any:
-    """``--method``'s registered synthesizer with the settings given, checked before any
-    synthesis by what the class declares (``ModelInfo.visit_order``) and takes (its
-    ``__init__``), never by its name."""
+    """``--method``'s registered synthesizer with the settings given, checked by what the class
+    declares (``ModelInfo.visit_order``) and takes, never by its name."""
     from bayes_risk.cli._common import init_params
     from bayes_risk.cli.synthesize import _group_by
     from bayes_risk.contract import capabilities

@@ -15,7 +15,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._common import print_summary, read_records_table
     from bayes_risk.cli._run import output_dir
     from bayes_risk.disclosure import original_risk
-    from bayes_risk.exceptions import SchemaError, ValidationError
+    from bayes_risk.exceptions import ValidationError
 
     # the options' ranges, named as options (the library names its arguments)
     for bad, text in ((not 0 < args.dis_fraction < 1,
@@ -30,13 +30,6 @@ def run(args: argparse.Namespace) -> int:
         if bad:
             raise ValidationError(text, code="BAD_OPTION_VALUE")
     original = read_records_table(args.original, "ORIGINAL")
-    for option, cols in (("--keys", args.keys), ("--sensitive", args.sensitive or []),
-                         ("--weights", [args.weights] if args.weights else [])):
-        absent = [c for c in cols if c not in original.columns]
-        if absent:
-            raise SchemaError(
-                f"{option}: column(s) {absent} are not in ORIGINAL {str(args.original)!r} "
-                f"(columns: {', '.join(map(str, original.columns))}).", code="MISSING_COLUMN")
     res = original_risk(original, keys=args.keys, weights=args.weights, sensitive=args.sensitive,
                         method=args.method, suda=not args.no_suda, max_size=args.max_size,
                         dis_fraction=args.dis_fraction, recursive_c=args.recursive_c,

@@ -1,8 +1,4 @@
-"""``bayes-risk synthesize``: m synthetic releases by a registered synthesizer or a saved model.
-
-What ``--method``'s model declares decides what applies (``ModelInfo``, :mod:`bayes_risk.registry`);
-both forms write a :class:`~bayes_risk.data.SyntheticData` folder atomically.
-"""
+"""``bayes-risk synthesize``: m synthetic datasets by a registered synthesizer or a saved model."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Declarations of the sub-commands' arguments: what ``bayes-risk --help`` needs, and no more.
-
-Each ``bayes_risk.cli.parsers.NAME`` has ``add_parser(sub)`` setting
-``handler=Handler("bayes_risk.cli.NAME")``; they import only the standard library and light
-helpers (a test checks ``sys.modules``), the run's module is imported when it runs.
+"""The sub-commands' arguments: ``bayes_risk.cli.parsers.NAME.add_parser(sub)`` with
+``handler=Handler("bayes_risk.cli.NAME")``; only the standard library and light helpers are
+imported (a test checks ``sys.modules``).
 """
 
 from __future__ import annotations
@@ -127,13 +125,8 @@ _NAME = re.compile(r"(?<![\w.\-])((?:[A-Z][A-Za-z]*\.)?[a-z][a-z0-9]*(?:_[a-z0-9
 
 def command_line_text(text: str, options: Mapping[str, str]) -> str:
     """A message of the library with the arguments it names in Python's words given as the
-    sub-command's options (:func:`option_names`).
-
-    Rewrites only what cannot be prose: a keyword argument (``max_order=0`` -> ``--max-order
-    0``, ``skip=['attribute']`` -> ``--skip attribute``), a name with an underscore, and the
-    argument a message starts with (``tune must ...``). Quoted texts, a name right after an
-    option and a name without an option are left as they are.
-    """
+    sub-command's options (:func:`option_names`): keyword arguments, names with an underscore and
+    a leading argument name; quoted texts are left as they are."""
     def listed(m: re.Match[str]) -> str:  # skip=['a', 'b'] -> --skip a b
         opt = options.get(m.group(1))
         if opt is None or text[:m.start()].rstrip().split(" ")[-1].startswith("-"):
@@ -170,8 +163,7 @@ def _rewrite(part: str, options: Mapping[str, str], *, at_start: bool) -> str:
 
 
 class Handler:
-    """The ``run(args)`` function (``function``) of a sub-command's ``module``, imported when
-    it is called."""
+    """The ``function`` of a sub-command's ``module``, imported when it is called."""
 
     def __init__(self, module: str, function: str = "run") -> None:
         self.module = module

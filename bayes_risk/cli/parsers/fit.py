@@ -69,8 +69,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
     """Add the options the registered models declare (:func:`bayes_risk.registry.fit_options`)
-    to the ``fit`` parser ``p``, in a group of their own, each named for the models declaring
-    it; "not given" leaves the model's default."""
+    to the ``fit`` parser ``p``, in a group of their own."""
     from bayes_risk.registry import fit_options, list_synthesizers
 
     mg = p.add_argument_group("model-specific options",
