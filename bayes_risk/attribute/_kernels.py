@@ -1,8 +1,4 @@
-"""Numba kernels of the attribute-risk engine: the ratio pass and sums of the estimators and the
-tail selection for Pareto k̂ (Vehtari et al. 2024). The selected tails are identical (as
-multisets) to those of the numpy reference, so k̂ is unchanged; the generalized-Pareto fit stays
-in numpy, whose SIMD ``log1p`` is faster than a compiled loop's.
-"""
+"""Numba kernels of the attribute-risk engine: ratio pass and sums, Pareto k̂ tail selection."""
 
 from __future__ import annotations
 
@@ -39,9 +35,7 @@ def _partition(a, lo, hi, pivot, strict):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _select(a, k):  # pragma: no cover - compiled
-    """Reorder ``a`` in place so that ``a[k]`` is its ``k``-th smallest value, ``a[:k] <= a[k]``
-    and ``a[k:] >= a[k]`` (quickselect, median-of-three pivot, branch-free partitions: the
-    comparisons of random values are mispredicted half the time; no ``nan`` allowed)."""
+    """Quickselect in place: ``a[k]`` the ``k``-th smallest, ``a[:k] <= a[k] <= a[k:]``."""
     lo = 0
     hi = a.shape[0]
     while hi - lo > 1:
@@ -89,11 +83,9 @@ def _top_sorted(v, n, k, out, small):  # pragma: no cover - compiled
 
 @njit(cache=True, parallel=True)
 def khat_tails(lr3, m):  # pragma: no cover - compiled
-    """Largest ``M + 1`` shifted log ratios of every vector (the loo algorithm, steps 1 and 3).
+    """Largest ``m + 1`` shifted log ratios of every vector ``lr3[a, b, :]`` (loo steps 1 and 3).
 
-    ``lr3`` is ``float64[A, B, S]`` (any strides; vector ``(a, b)`` is ``lr3[a, b, :]``), ``m``
-    the tail size (``5 <= M < S``). Returns ``top[A * B, M + 1]``, ``sort(lr − max(lr))[S − M −
-    1:]`` per vector (zeros where ``bad``), and ``bad[A * B]``: a non-finite maximum or a ``nan``.
+    Returns ``top[A * B, m + 1]`` (zeros where ``bad``) and ``bad[A * B]`` (non-finite or ``nan``).
     """
     nb = lr3.shape[1]
     s = lr3.shape[2]
@@ -137,14 +129,9 @@ _HB = 64
 
 @njit(cache=True, parallel=True, nogil=True)
 def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
-    """First pass over the candidate log-likelihoods ``logp[H, R, G]`` of a chunk of records.
+    """Log ratios of ``logp[H, R, G]`` shifted by their maxima into ``X``, with the Pareto tails.
 
-    Fuses the log ratios, their maxima over draws and the Pareto tails (identical to
-    :func:`_top_sorted`'s) in one pass over whole rows; the exponentials are left to numpy.
-    Writes ``X = log r − shift`` (``shift`` the maximum, 0 where not finite; ``-inf`` for a
-    ``nan`` ratio, a dropped draw or an ``exp`` overflow; ``X`` may not alias ``logp``).
-    Returns ``mx[R, G]`` (``nan`` if some ratio is ``nan``), ``n_ok[R]`` (draws kept), and, for
-    ``m_tail > 0``, ``top[R·G, M + 1]`` and ``bad[R·G]`` as :func:`khat_tails`.
+    Returns ``mx[R, G]``, ``n_ok[R]`` and (``m_tail > 0``) ``top``, ``bad`` as :func:`khat_tails`.
     """
     H, R, G = logp.shape
     mx_out = np.empty((R, G))
@@ -285,10 +272,8 @@ _RB = 16
 
 @njit(cache=True, parallel=True, nogil=True)
 def ratio_sums(E, W, groups, n_groups):  # pragma: no cover - compiled
-    """Sums over draws of ``E[H, R, G]``: ``Σ E``, ``Σ E²``, per column of ``W[H, m]``
-    ``Σ E W``, ``Σ (E W)²``, ``max E W`` (the IS estimator's fast path), and per group of draws
-    ``Σ_{h: groups[h] = c} E`` (``n_groups = 0``: none). Draws are summed in order (the values
-    do not depend on threads), in blocks of ``_RB`` records whose rows of a draw are contiguous.
+    """Sums over draws of ``E[H, R, G]``: ``Σ E``, ``Σ E²``, the IS fast path's sums per column of
+    ``W[H, m]`` and ``Σ E`` per group of draws; summed in draw order (thread-independent).
     """
     H, R, G = E.shape
     m = W.shape[1]
@@ -366,9 +351,9 @@ def _lse(a):  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always")
 def _rank(x, t, out, p, r, at):  # pragma: no cover - compiled
-    """:func:`~bayes_risk.attribute.summaries.rank_summary` of row ``x`` (truth ``t``) into
-    ``out[at:at + 6, p, r]`` (``at + 4`` onwards: ``p_true`` and ``top_share`` only if
-    ``at > 0``)."""
+    """Rank summary of row ``x`` (truth ``t``) into ``out[at:, p, r]`` (``at > 0``: ``p_true`` and
+    ``top_share`` only).
+    """
     lt = x[t]
     bad = math.isnan(lt)
     above = 0
@@ -398,10 +383,10 @@ def _rank(x, t, out, p, r, at):  # pragma: no cover - compiled
 
 @njit(cache=True, parallel=True, nogil=True, error_model="numpy")
 def prior_point_columns(ll, lp, g0, alone, post):  # pragma: no cover - compiled
-    """Log posteriors and rank summaries of the truth of ``n`` records (``ll[n, G]``) under
-    each of ``P`` priors ``lp[P, n, G]`` (Hu 2019 eq. 1). Returns ``[6 (8 with alone), P, n]``:
-    ``POINT_COLUMNS`` then ``prior_p_true``, ``prior_top_share`` (the prior alone); writes the
-    log posteriors into ``post[P, n, G]`` unless it is empty."""
+    """Log posteriors and rank summaries of the truth of ``ll[n, G]`` under priors ``lp[P, n, G]``.
+
+    Returns ``[6 (8 with alone), P, n]``; writes the log posteriors into ``post`` unless empty.
+    """
     P, n, G = lp.shape
     out = np.full((8 if alone else 6, P, n), np.nan)
     keep = post.shape[0] > 0
@@ -425,10 +410,10 @@ def prior_point_columns(ll, lp, g0, alone, post):  # pragma: no cover - compiled
 
 @njit(cache=True, parallel=True, nogil=True, error_model="numpy")
 def chain_columns(ll, dev_t, lp, g0, crit, tolerance, ratio):  # pragma: no cover - compiled
-    """The between-chain check of :func:`bayes_risk.attribute.chains.agreement_columns` for
-    ``R`` records (``ll[R, C, G]``, batch deviations ``dev_t[R, C, G, K]``) under each of
-    ``P`` priors ``lp[P, R, G]``. Returns ``[5, P, R]``: ``p_true_chain_min``,
-    ``p_true_chain_max``, ``chain_z``, ``top_differs`` and ``flag`` (0/1)."""
+    """The between-chain check of :func:`bayes_risk.attribute.chains.agreement_columns`.
+
+    Returns ``[5, P, R]``: chain min, max, ``chain_z``, ``top_differs`` and ``flag``.
+    """
     R, C, G = ll.shape
     K = dev_t.shape[3]
     P = lp.shape[0]

@@ -1,10 +1,5 @@
 """User-facing attribute-risk analysis: :func:`attribute_risk`, :func:`with_prior`,
-:func:`prior_sensitivity` and :func:`plot_prior_sensitivity`.
-
-:func:`attribute_risk` runs three stages: :mod:`~bayes_risk.attribute.prepare` (a typed plan),
-:mod:`~bayes_risk.attribute.evaluate` (one partition of the records, run by an executor)
-and :mod:`~bayes_risk.attribute.assemble` (priors, summaries, the result).
-See :doc:`/methods/attribute`.
+:func:`prior_sensitivity` and :func:`plot_prior_sensitivity`. See :doc:`/methods/attribute`.
 """
 
 from __future__ import annotations
@@ -347,10 +342,8 @@ def _reprior(
     result: AttributeRiskResult, lp_groups: Sequence[Sequence[np.ndarray]], *,
     log_post: bool = False, alone: bool = False,
 ) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
-    """Every record column that depends on the prior (and the flags it sets), under each of
-    ``P`` priors: ``lp_groups[p][g]`` is prior ``p``'s log prior of group ``g``.
-
-    Returns the columns ``{name: (P, n)}`` and, with ``log_post``, the log posteriors per group.
+    """The record columns ``{name: (P, n)}`` that depend on the prior under each of ``lp_groups``,
+    and (``log_post``) the log posteriors per group.
     """
     P, n = len(lp_groups), len(result.loglik)
     recs = result.records.columns

@@ -1,7 +1,4 @@
-"""Stage 3 of attribute risk: the result from the merged partition outputs, once, in the calling
-process (records released unchanged, the prior, the summaries, the k̂ bounds, the bootstrap
-quantiles, the record table, settings and warnings).
-"""
+"""Stage 3 of attribute risk: the result from the merged partition outputs."""
 
 from __future__ import annotations
 

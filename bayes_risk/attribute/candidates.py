@@ -1,8 +1,5 @@
-"""Candidate sets ``C_i`` for the intruder's unknown values of record ``i``: the specifications
-(:class:`CandidateSpec`, :class:`GridSpec`, :class:`SpatialGridSpec`), their parser and the
-builders. A set combines *blocks* (a categorical column's levels, a numeric column's grid, a
-spatial pair's grid) by the ``one_variable``, ``product`` or ``k_different`` rule; values are a
-float ``[G, q]`` array of codes (categorical) or values (numeric), the truth once at ``g0``.
+"""Candidate sets ``C_i`` of the intruder's unknown values: specifications, parser, builders.
+
 See :doc:`/methods/attribute` (Candidate sets).
 """
 

@@ -1,10 +1,6 @@
 """The cost of the stabilised estimator's refits, stated before they run.
 
-A refit's time is estimated from what the fit recorded of its own (``sweep_time``,
-``chains_at_once``, ``fit_time``; older models only ``sampling_time``, an upper bound), scaled by
-the records and sweeps of a refit (:func:`refit_cost`); for long refits of a Gibbs-sampled model
-a short pilot of the refit (:func:`~bayes_risk.attribute.refits.pilot_refit`) is timed first and
-its times replace the fit's. See :doc:`/user_guide/attribute` (Cost of the refits).
+See :doc:`/user_guide/attribute` (Cost of the refits).
 """
 
 from __future__ import annotations
@@ -26,10 +22,7 @@ PILOT_MIN_SECONDS = 30.0
 
 @dataclass(frozen=True)
 class Pilot:
-    """What a pilot refit measured just before the refits (one chain, in this process):
-    ``sweep_time`` (wall seconds per sweep after the first), ``setup`` (wall seconds outside
-    those sweeps: an upper bound of a refit's set-up) and ``sweeps`` (sweeps run).
-    """
+    """What a pilot refit measured: ``sweep_time``, ``setup`` and ``sweeps`` (wall seconds)."""
 
     sweep_time: float
     setup: float
@@ -128,11 +121,7 @@ def distinct_records(model: Any, data: Any, synthetic: Any) -> tuple[int, int] |
 
 
 def refit_sweeps(model: Any, refit_draws: int | None = None) -> dict[str, int | None]:
-    """The sweeps per chain of the fit and of a refit, from the model's settings and run.
-
-    Returns ``tune``, ``thin`` (a refit's), ``draws`` (``None`` when unknown), ``refit_draws``,
-    ``fit_sweeps``, ``refit_sweeps`` and ``max_sweeps`` (0: a run that does not extend itself).
-    """
+    """The sweeps per chain of the fit and of a refit, from the model's settings and run."""
     # the model's run, settings left at None resolved (DPMPM's default run)
     run = model._run_settings() if hasattr(model, "_run_settings") else {}
     draws = run.get("draws", getattr(model, "draws", None))
@@ -156,9 +145,7 @@ def refit_sweeps(model: Any, refit_draws: int | None = None) -> dict[str, int | 
 
 
 def wants_pilot(model: Any, cost: RefitCost) -> bool:
-    """Whether the refits are timed by a pilot: the estimate from the fit's times reaches
-    ``PILOT_MIN_SECONDS`` and the model was sampled by a Gibbs run (a pilot of a ``pm.sample``
-    model would compile its PyMC model, as long as a refit)."""
+    """Whether the refits are timed by a pilot (long estimate, Gibbs-sampled model)."""
     post = getattr(model, "posterior_", None)
     try:
         gibbs = "gibbs_rounds" in post.attrs

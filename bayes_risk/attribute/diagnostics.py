@@ -1,9 +1,6 @@
-"""Importance-sampling diagnostics for the attribute-risk estimators: Kish ESS, the Zhang &
-Stephens generalized-Pareto fit, Pareto k̂ (Vehtari et al. 2024) and PSIS means, vectorised over
-weight vectors whose draws are the **last** axis. See :doc:`/methods/attribute` (Diagnostics).
+"""Importance-sampling diagnostics: Kish ESS, generalized-Pareto fit, Pareto k̂ and PSIS.
 
-The loo algorithm (fixed relative efficiency 1, right tail only) is implemented here rather than
-taken from arviz-stats, whose ``pareto_khat`` evaluates one slice at a time.
+Draws are the **last** axis. See :doc:`/methods/attribute` (Diagnostics).
 """
 
 from __future__ import annotations
@@ -186,9 +183,7 @@ def khat_from_tails(top: np.ndarray, bad: np.ndarray, *, chunk: int | None = Non
 
 
 class KhatJob:
-    """The k̂ fits of :func:`khat_from_tails`, one contiguous share of the rows per thread;
-    :meth:`start` runs them in the background (the engine fits one posterior's tails while it
-    computes the next one's likelihoods), :meth:`result` waits for them."""
+    """The k̂ fits of :func:`khat_from_tails` on background threads (:meth:`result` waits)."""
 
     def __init__(self, top: np.ndarray, bad: np.ndarray, *, chunk: int | None = None) -> None:
         from bayes_risk._numeric import n_threads
@@ -271,11 +266,7 @@ def _pareto_khat_numpy(log_ratios: np.ndarray, *, chunk: int = 256) -> np.ndarra
 
 
 def psis_log_mean(log_ratios: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pareto-smoothed ``log mean(r)`` over the last axis, with its k̂ (``psis=True``).
-
-    The largest ``M`` ratios are replaced by the expected order statistics of the fitted
-    generalized Pareto distribution, as in PSIS; vectors whose k̂ is not finite keep theirs.
-    """
+    """Pareto-smoothed ``log mean(r)`` over the last axis, with its k̂."""
     lr = np.asarray(log_ratios, dtype=np.float64)
     shape = lr.shape[:-1]
     s = lr.shape[-1]

@@ -1,9 +1,5 @@
 """Attribute risk over the synthesized values the intruder knows (Hu 2019 §5).
 
-:func:`attribute_known_sweep` runs :func:`~bayes_risk.attribute.attribute_risk` for every subset
-of the columns the intruder may know, reported as the identification sweep is
-(:class:`~bayes_risk.identification.KnowledgeSweepResult`). The stabilised estimator's refits are
-fitted once and shared, so each subset equals a separate run with the same ``random_seed``.
 See :doc:`/user_guide/knowledge`.
 """
 

@@ -1,5 +1,5 @@
-"""The attribute risk as the intruder's known share of the other records grows
-(:func:`known_fraction_curve`; the intruder of :mod:`bayes_risk.attribute.known_records`).
+"""Attribute risk as the intruder's known share of the other records grows.
+
 See :doc:`/user_guide/attribute`.
 """
 
@@ -130,9 +130,7 @@ def known_fraction_curve(
 
 @dataclass(frozen=True, repr=False)
 class KnownFractionResult(RiskResult):
-    """The risk curve of :func:`known_fraction_curve`: one row of file-level figures per known
-    fraction (``mean_p_true``, ``prop_top``, ``mean_baseline``, ``n_records``, ``n_flagged``,
-    ``mean_p_true_unflagged``), the per-fraction results in ``results``."""
+    """The risk curve of :func:`known_fraction_curve`: a ``table`` row per known fraction."""
 
     table: pd.DataFrame
     results: tuple[Any, ...]

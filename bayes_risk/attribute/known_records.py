@@ -1,10 +1,6 @@
-"""The intruder who knows some of the other records, not all: ``ScenarioSpec("known_records")``
-(its risk curve as the known share grows: :mod:`bayes_risk.attribute.known_curve`).
+"""The intruder who knows some of the other records: ``ScenarioSpec("known_records")``.
 
-For a class P model the records the intruder does not know drop out of the posterior of ``Θ``;
-the engine reweights its draws by ``1 / Π_u p(y_u | Θ_h)`` over those records (a shift of every
-log ratio, :meth:`KnownRecords.shift`). See :doc:`/methods/attribute` (Intruders who know some
-of the other records).
+See :doc:`/methods/attribute` (Intruders who know some of the other records).
 """
 
 from __future__ import annotations
@@ -27,9 +23,7 @@ _BLOCK = 2048
 
 
 def known_mask(spec: ScenarioSpec, n: int) -> np.ndarray:
-    """``[n]`` bool: the records the intruder of ``spec`` knows (before the target's own is
-    taken out). A fraction takes the first ``round(f n)`` rows of a permutation seeded by
-    ``spec.seed``, so that the sets of one seed are nested as the fraction grows."""
+    """``[n]`` bool: the records the intruder of ``spec`` knows (nested as the fraction grows)."""
     if spec.known_fraction is not None:
         order = np.random.default_rng(0 if spec.seed is None else spec.seed).permutation(n)
         mask = np.zeros(n, dtype=bool)
@@ -59,9 +53,7 @@ def known_mask(spec: ScenarioSpec, n: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class KnownRecords:
-    """What the engine needs of the intruder's known records: ``mask [n]`` and, per model
-    (the base posterior first, then each augmented one), ``totals[k] [H_k]`` =
-    ``Σ_{u not known} log p(y_u | Θ_h)``."""
+    """The known ``mask [n]`` and per model ``totals[k] [H_k]`` over the unknown records."""
 
     mask: np.ndarray
     totals: list[np.ndarray] = field(default_factory=list)

@@ -1,7 +1,6 @@
-"""The Wei & Reiter (2016) largest-value scenario: an intruder who knows the second-largest value
-of a magnitude variable guesses the largest. The model's likelihood pieces
-(:class:`bayes_risk.contract.LargestValuePieces`) become the posterior by the estimator of Hu
-(2019); see :doc:`/methods/attribute` (Intruders of the largest value).
+"""Wei & Reiter's (2016) largest-value intruder.
+
+See :doc:`/methods/attribute` (Intruders of the largest value).
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""Candidate log-likelihoods ``log p(candidate | Θ_h)`` from a model, by its fastest route: the
-one-variable neighbourhood (``neighbourhood_loglik``), per-record ``candidate_loglik``, or the
-``record_loglik`` of full candidate rows (routes decided once, :func:`model_access`).
-"""
+"""Candidate log-likelihoods ``log p(candidate | Θ_h)`` from a model, by its fastest route."""
 
 from __future__ import annotations
 

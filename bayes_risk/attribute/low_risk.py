@@ -1,9 +1,6 @@
-"""The Wang & Reiter (2012) low-risk intruder: nothing known about the other records (``A = ∅``).
+"""Wang & Reiter's (2012) low-risk intruder (``scenario="empty"``).
 
-The record's ``m`` synthetic values stand in for draws from the intruder's posterior,
-``post_i(y*) = #{l : z_{i,(l)} = y*} / m``, over the truth and the record's distinct synthetic
-values; the result is an ordinary :class:`~bayes_risk.attribute.AttributeRiskResult` with warning
-``APPROX_LOW_RISK``. See :doc:`/methods/attribute` (The low-risk intruder).
+See :doc:`/methods/attribute` (The low-risk intruder).
 """
 
 from __future__ import annotations

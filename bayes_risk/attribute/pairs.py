@@ -1,13 +1,6 @@
-"""Wei & Reiter's (2016) two-record intruder: ``attribute_risk(..., scenario="two_records")``.
+"""Wei & Reiter's (2016) two-record intruder: ``scenario="two_records"``.
 
-The intruder knows every confidential record except the two of a pair and guesses both jointly
-over the product of their candidate sets; for a class P model a pair candidate's importance ratio
-is the product of the two records' (:func:`bayes_risk.attribute.likelihoods.model_logp`), so both
-estimators and their diagnostics apply per pair. Class O models, tree plug-ins, unsynthesized
-records, missing values and priors that read the other records are refused. With
-``known_sums`` the intruder also knows the sums of numeric columns of the two records and guesses
-the splits consistent with them (:func:`sum_sets`). See :doc:`/methods/attribute` (Wei &
-Reiter's two-record intruder).
+See :doc:`/methods/attribute` (Wei & Reiter's two-record intruder).
 """
 
 from __future__ import annotations
@@ -163,9 +156,7 @@ def check_pair_plan(plan: AttributePlan, pairs: np.ndarray) -> None:
 
 def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool,
                    sums: Sequence[str] = ()) -> PartitionOutput:
-    """Likelihoods, diagnostics and flags of every pair (outputs keyed by pair number); pairs
-    with the same ``(G_i, G_j)`` are estimated together from their records' likelihoods.
-    ``sums``: the columns whose pair sums the intruder knows (:func:`sum_sets`)."""
+    """Likelihoods, diagnostics and flags of every pair (outputs keyed by pair number)."""
     t_loop = time.perf_counter()
     ws, out, data = Workspace(), PartitionOutput(), plan.data
     size = max(1, plan.chunk_size)
@@ -410,9 +401,7 @@ def _aligned_group(ps: np.ndarray, pairs: np.ndarray, candidates: dict[int, Cand
 
 def p_true_unordered(candidates: Sequence[CandidateSet], log_post: Sequence[np.ndarray]
                      ) -> np.ndarray:
-    """Per pair, the posterior probability of the unordered pair of true values
-    ``{y_i, y_j}``: ``p_true`` plus the swap ``(y_j, y_i)``'s probability when the swap is
-    another candidate (the intruder who learns both values but not which record holds which)."""
+    """Per pair, the posterior probability of the unordered pair of true values ``{y_i, y_j}``."""
     out = np.full(len(candidates), np.nan)
     for k, (cs, lp) in enumerate(zip(candidates, log_post, strict=True)):
         p = np.exp(np.asarray(lp, dtype=np.float64))

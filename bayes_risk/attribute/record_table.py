@@ -1,8 +1,4 @@
-"""Record-level columns of an attribute-risk result, computed from kept log-likelihoods: every
-column that depends on the prior (point summaries, the k̂ bounds of ``p_true``, the bootstrap
-quantiles, the record flags), shared by the assemble stage, :func:`~bayes_risk.attribute.with_prior`
-and :func:`~bayes_risk.attribute.prior_sensitivity`.
-"""
+"""Record-level columns of an attribute-risk result that depend on the prior."""
 
 from __future__ import annotations
 
@@ -113,15 +109,7 @@ def _one_prior(
 
 @dataclass
 class RecordStack:
-    """The kept per-candidate quantities of the records with ``G`` candidates, stacked once
-    so that a new prior (or a block of priors) is applied to arrays.
-
-    ``idx`` are the records' positions; ``bound_rows`` the rows with the interval
-    ``[lo, hi]`` of :func:`khat_material`; ``khat_high`` whether such a row has a candidate with
-    a high k̂ (``None``: an interval that is not a point decides); ``chains`` the between-chain
-    check's inputs ``(rows, chain_loglik, chain_dev)`` (``chain_dev`` as
-    ``(R, C, G, K)``), one entry per shape ``(C, K)``.
-    """
+    """The kept per-candidate quantities of the records with ``G`` candidates, stacked once."""
 
     idx: np.ndarray
     g0: np.ndarray
@@ -177,12 +165,8 @@ def prior_columns(
     st: RecordStack, lp: np.ndarray, *, tolerance: float = KHAT_TOLERANCE,
     log_post: bool = False, alone: bool = False,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Every record column of ``st`` that depends on the prior, under each of ``P`` priors
-    ``lp (P, n, G)`` (row by row, as a run with one prior: each prior's numbers bit for bit).
-
-    Returns the log posteriors ``(P, n, G)`` (empty unless ``log_post``) and the columns
-    ``(P, n)``: ``POINT_COLUMNS``, ``p_true_lower``, ``p_true_upper``, ``khat_material`` and,
-    with ``alone``, ``prior_p_true`` and ``prior_top_share``.
+    """Every record column of ``st`` that depends on the prior, under each prior of ``lp``,
+    and (``log_post``) the log posteriors.
     """
     P, n, g = lp.shape
     names = (*POINT_COLUMNS, "p_true_lower", "p_true_upper") + (

@@ -1,9 +1,4 @@
-"""The grouped arguments of attribute risk: :class:`ScenarioSpec` (what the intruder knows) and
-:class:`EstimatorSpec` (how the likelihood is estimated and checked).
-
-Both are validated when built; what depends on the model or the data is checked by
-:mod:`bayes_risk.attribute.prepare`.
-"""
+"""The grouped arguments of attribute risk: :class:`ScenarioSpec` and :class:`EstimatorSpec`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Estimators of ``log p(Z | Y_i = y*, y_{-i})`` as strategy objects: :class:`PublishedIS`
-(Hu 2019 §3.2.5), :class:`Stabilised` and :class:`PlugIn` (a model without posterior draws).
-Each turns one :class:`~bayes_risk.attribute.plan.CandidateGroup` into per-record
-log-likelihoods, diagnostics and flags; a record's outputs never depend on the records evaluated
-with it. See :doc:`/methods/attribute`.
+"""Estimators as strategy objects: :class:`PublishedIS`, :class:`Stabilised`, :class:`PlugIn`.
+
+See :doc:`/methods/attribute`.
 """
 
 from __future__ import annotations
@@ -113,9 +111,7 @@ def _khat_tail(n_draws: int) -> int:
 def _ratio_pass(logp: np.ndarray, group: CandidateGroup, ws: Workspace, slot: int, *,
                 tail: bool, L: np.ndarray | None = None, groups: np.ndarray | None = None,
                 shift: np.ndarray | None = None) -> RatioStats:
-    """``RatioStats.from_logp`` of a model's ``[R, H, G]`` log-likelihoods in workspace
-    buffer ``slot`` (``L`` used when it has one row per draw of ``logp``); with ``shift
-    [R, H]`` (an intruder who knows some records only) the ratios are ``r_h e^{−shift}``."""
+    """``RatioStats.from_logp`` in workspace buffer ``slot``; ratios times ``e^{−shift}``."""
     hh = logp.shape[1]
     if shift is not None:
         logr, ndrop = log_ratios(logp, group.g0)
@@ -151,9 +147,7 @@ def _known_shift_free(plan: AttributePlan) -> bool:
 
 
 def _constant_ratio(st: RatioStats) -> np.ndarray:
-    """``[R, G]``: candidates whose ratio to the truth is 1 under every kept draw, up to the
-    rounding of sums of log-likelihoods taken in another order (``E_h <= 1``, so
-    ``s1 >= n (1 − 1e-12)`` puts every ``E_h`` within ``1e-12 n`` of 1)."""
+    """``[R, G]``: candidates whose ratio to the truth is 1 under every kept draw."""
     n = st.n_ok[:, None].astype(np.float64)
     tol = 1e-12 * n
     return (st.finite & (np.abs(st.mx) <= 1e-12) & (np.abs(st.s1 - n) <= tol)

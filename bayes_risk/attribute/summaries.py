@@ -1,5 +1,5 @@
-"""Record- and file-level summaries of attribute-risk posteriors (Hu 2019 eq. 1): ranks of the
-truth, Wang & Reiter's (2012) R1/R2, Paiva et al.'s (2014) and Wei & Reiter's (2016) measures.
+"""Record- and file-level summaries of attribute-risk posteriors.
+
 See :doc:`/methods/attribute` (Record-level and File-level summaries).
 """
 
@@ -29,10 +29,7 @@ __all__ = [
 
 
 def log_posterior(loglik: np.ndarray, logprior: np.ndarray | None = None) -> np.ndarray:
-    """``log post = a − logsumexp(a)``, ``a = loglik + logprior`` (Hu 2019 eq. 1).
-
-    Rows whose every ``a`` is ``-inf`` give ``nan`` (``ALL_CANDIDATES_IMPOSSIBLE``).
-    """
+    """``log post = a − logsumexp(a)``, ``a = loglik + logprior`` (``nan`` rows: all ``-inf``)."""
     a = np.asarray(loglik, dtype=np.float64)
     if logprior is not None:
         a = a + np.asarray(logprior, dtype=np.float64)

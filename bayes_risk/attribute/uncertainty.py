@@ -1,6 +1,6 @@
-"""Monte Carlo intervals of file-level attribute-risk summaries from the kept draw bootstrap
-(every record uses the same resampled draws in replicate ``b``): they cover the Monte Carlo error
-of using ``H`` posterior draws only (hence the ``mc_`` names). See :doc:`/user_guide/attribute`.
+"""Monte Carlo intervals of file-level summaries from the draw bootstrap.
+
+See :doc:`/user_guide/attribute`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""User-facing membership disclosure risk: :func:`membership_risk` and its input checks.
-
-See :doc:`/methods/membership` and :doc:`/user_guide/membership`.
-"""
+"""User-facing membership disclosure risk. See :doc:`/methods/membership`."""
 
 from __future__ import annotations
 

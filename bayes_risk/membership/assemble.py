@@ -20,9 +20,7 @@ __all__ = ["record_table", "result_warnings", "result_summary", "unsynthesized_s
 def record_table(columns: dict[str, Any], *, partial: tuple[Any, Any] | None,
                  normaliser: tuple[Any, Any, Any] | None, dcr: np.ndarray | None,
                  flags: list[list[str]], selection: dict[str, Any] | None = None) -> pd.DataFrame:
-    """The per-target table of :class:`MembershipRiskResult` (index ``target``): the columns
-    given, the partial-synthesis columns, the selection's, the normaliser's (m > 1 or a
-    selection rule), the distance and the flags."""
+    """The per-target table of :class:`MembershipRiskResult` (index ``target``)."""
     table = pd.DataFrame(columns)
     if partial is not None:
         table["unsynthesized_match"], table["log_p_unsynthesized"] = partial

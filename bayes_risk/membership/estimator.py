@@ -1,8 +1,4 @@
-"""The membership likelihood ratio from posterior draws: leave-one-out log predictives, the
-normaliser over population draws and the posterior membership probability, in log space with
-their Pareto k̂ and Kish ESS. See :doc:`/methods/membership`, The likelihood ratio from posterior
-draws.
-"""
+"""The membership likelihood ratio from posterior draws. See :doc:`/methods/membership`."""
 
 from __future__ import annotations
 

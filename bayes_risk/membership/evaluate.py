@@ -22,10 +22,7 @@ __all__ = ["fit_posteriors", "log_predictives", "diagnostics", "target_flags", "
 def fit_posteriors(model: Any, orig: pd.DataFrame, datasets: list[pd.DataFrame],
                 augmented: Sequence[Any] | None, rng: np.random.Generator,
                 progressbar: bool = False, cache: Path | None = None) -> list[Any]:
-    """The model and one augmented refit per synthetic dataset: ``augmented`` when given (one
-    per dataset), otherwise fitted here (or read from ``cache``), each with its own seed from
-    ``rng``, the seeds of attribute risk's refits (the cost stated first and one bar over the
-    refits, as attribute risk's)."""
+    """The model and one augmented refit per synthetic dataset (given, cached or fitted here)."""
     m = len(datasets)
     if augmented is None:
         augmented = fit_refits(model, orig, datasets, rng.spawn(m), progressbar=progressbar,
@@ -66,11 +63,7 @@ def _normalisers(model: Any, posteriors: list[Any], orig: pd.DataFrame, uslots: 
                  orig_keys: np.ndarray | None, normaliser_draws: int, rng: np.random.Generator,
                  schema: Any, us: list[str], rule: Any = None, rows_: np.ndarray | None = None,
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The population normaliser of every target's slot when m > 1 or a selection rule is
-    stated (methods, Membership disclosure risk), with its k-hat and ESS: one per distinct slot
-    record, from population draws (given the slot's unsynthesized values ``r`` for a partial
-    release, for the cells of matching targets only; from the synthesized rows ``rows_`` only,
-    each weighted by whether ``rule`` selects it)."""
+    """The population normaliser of every target's slot, with its k-hat and ESS."""
     _, first, rec_inv = np.unique(
         pd.util.hash_pandas_object(orig.iloc[uslots], index=False).to_numpy(),
         return_index=True, return_inverse=True)
@@ -120,9 +113,7 @@ def diagnostics(match: np.ndarray, log_lr: np.ndarray, khats: list[np.ndarray],
 def target_flags(match: np.ndarray, log_lr: np.ndarray, khat_max: np.ndarray | None,
            ess_min: np.ndarray, norm_khat: np.ndarray, norm_ess: np.ndarray, khat_thr: float,
            ess_thr: float, norm_thr: tuple[float, float] | None) -> list[list[str]]:
-    """Each target's flags (methods, Membership disclosure risk: diagnostics); a target whose
-    unsynthesized values (or the selection) exclude it has none. ``khat_max`` None: k-hat not
-    checked; ``norm_thr`` None: no normaliser (m = 1 without a selection rule)."""
+    """Each target's flags (methods, Membership disclosure risk: diagnostics)."""
     flags: list[list[str]] = [[] for _ in range(len(match))]
     for t in range(len(match)):
         if not match[t]:
@@ -143,10 +134,9 @@ def target_flags(match: np.ndarray, log_lr: np.ndarray, khat_max: np.ndarray | N
 def selection_match(rule: Any, selected: np.ndarray, targets: pd.DataFrame,
                      orig: pd.DataFrame, slots: np.ndarray, schema: Any, match: np.ndarray,
                      ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """What the selection seen says about each target (methods, Releases that synthesize
-    selected records): in a synthesized slot the target must be one the rule selects
-    (``s(x) = 1``); an unsynthesized slot shows its record whole, so a target equal to it is
-    revealed (``released_whole``) and any other is excluded."""
+    """What the selection seen says about each target (methods, Releases that synthesize selected
+    records).
+    """
     in_sel = selected[slots]
     cols = list(schema.names)
     slot_key, target_key = _partial.cell_keys([orig.iloc[slots], targets], schema, cols,

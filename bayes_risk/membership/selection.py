@@ -1,8 +1,4 @@
-"""Releases that synthesize selected records only: the stated selection rule (``"independent"``,
-or a rule on a record's own values) the membership ratio needs; a rule that looks at the other
-records is refused (``MEMBERSHIP_SELECTION_DATA_DEPENDENT``). See :doc:`/methods/membership`,
-Releases that synthesize selected records.
-"""
+"""Releases that synthesize selected records only. See :doc:`/methods/membership`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Membership risk of a CART release under the plug-in likelihood: the synthesizer's predictive
-``q`` of one record, its support, and the ratio with its normaliser (enumerated, or by importance
-sampling). See :doc:`/methods/membership`, CART releases: the plug-in ratio.
+"""Membership risk of a CART release under the plug-in likelihood.
+
+See :doc:`/methods/membership`, CART releases: the plug-in ratio.
 """
 
 from __future__ import annotations
@@ -111,9 +111,8 @@ def unsynthesized_values(plugin: Any, i: int) -> dict[str, np.ndarray]:
 def population_support(plugin: Any, limit: float,
                        given: dict[str, np.ndarray] | None = None,
                        ) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
-    """Every record ``q(· | y)`` (or ``q(· | r, y)``, starting from ``given`` values ``r``) can
-    produce, with ``log q(x' | y)``, or ``None`` when there are more than ``limit``; built
-    column by column in visit order from each node's distinct donor values.
+    """Every record ``q(· | y)`` (or ``q(· | r, y)``) can produce, with ``log q``; ``None`` past
+    ``limit``.
     """
     donors = plugin.donor_trees()
     vals: dict[str, np.ndarray] = dict(given or {})
