@@ -191,20 +191,18 @@ def chain_agreement(
     Parameters
     ----------
     diagnostics : sequence of dict
-        Per record, ``chain_loglik (C, G)`` and ``chain_dev (C, K, G)`` of
-        :func:`chain_estimates` (records without them are not checked).
+        Per record, ``chain_loglik`` and ``chain_dev`` of :func:`chain_estimates`.
     logprior, g0 : sequence of arrays (G,), int array (R,)
     tolerance, ratio : float
-        A difference of ``p_true`` beyond Monte Carlo error is material when it exceeds
-        ``tolerance`` or ``ratio − 1`` times the smaller estimate (``inf``: the first alone).
+        A difference of ``p_true`` is material beyond ``tolerance`` or ``ratio − 1`` times the
+        smaller estimate.
     alpha : float
         Two-sided level of the test of a difference (Bonferroni over the pairs of chains).
 
     Returns
     -------
     dict of arrays (R,)
-        ``p_true_chain_min``, ``p_true_chain_max`` (``nan`` where not checked), ``chain_z``
-        (largest ``|p_c − p_c'| / se``), ``top_differs`` and ``flag``.
+        ``p_true_chain_min``, ``p_true_chain_max``, ``chain_z``, ``top_differs`` and ``flag``.
     """
     n = len(diagnostics)
     out = {k: np.full(n, np.nan) for k in ("p_true_chain_min", "p_true_chain_max", "chain_z")}

@@ -31,23 +31,8 @@ class Pilot:
 
 @dataclass(frozen=True)
 class RefitCost:
-    """Estimated cost of the ``m`` refits of the stabilised estimator.
-
-    Attributes
-    ----------
-    n_refits : int
-        Number of refits (one per synthetic dataset).
-    seconds : float or None
-        Estimated wall time of all refits, the upper end of the range (``None`` when the model
-        records no time).
-    records : int
-        Records of each refit (the confidential records and one synthetic dataset).
-    draws : int or None
-        Kept draws per chain of each refit.
-    basis : str
-        What the estimate rests on, in words.
-    low : float or None
-        Lower end of the range (``None`` when only an upper bound is known).
+    """Estimated cost of the ``m`` refits: ``n_refits``, ``seconds`` (upper end, or ``None``),
+    ``records`` and ``draws`` of a refit, ``basis`` (in words) and ``low`` (lower end, or ``None``).
     """
 
     n_refits: int
@@ -189,17 +174,13 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
     refit_draws : int, optional
         Kept draws per chain of each refit (default: the model's ``draws``).
     distinct : (int, int), optional
-        Distinct records of the fit's data and of a refit's (:func:`distinct_records`): the
-        lower end of the range scales by their ratio instead of the records'.
+        Distinct records of the fit's data and of a refit's: the lower end scales by their ratio.
     pilot : Pilot, optional
         What a pilot refit measured just now: its times replace the fit's.
 
     Returns
     -------
     RefitCost
-        From the fit's ``sweep_time``, ``chains_at_once`` and ``fit_time`` (a range: the
-        sweeps alone to the sweeps plus the fit's set-up); from a ``pilot``'s times; from the
-        total ``sampling_time`` of an older model (an upper bound, ``low`` is ``None``); or
         ``seconds = None`` when the model records no time.
     """
     n = getattr(model, "_n_records", None)

@@ -90,10 +90,7 @@ def _gpdfit_sorted(x: np.ndarray, wip: bool = True) -> tuple[np.ndarray, np.ndar
 
 
 def gpdfit(x: np.ndarray, *, wip: bool = True) -> tuple[float, float]:
-    """Generalized-Pareto fit of exceedances ``x`` (Zhang & Stephens 2009; ``loo::gpdfit``).
-
-    ``x`` are positive exceedances (any order); ``wip`` applies the weakly-informative prior
-    adjustment ``k·N/(N+10) + 5/(N+10)``. Returns the shape and scale estimates ``k, sigma``.
+    """Generalized-Pareto fit ``k, sigma`` of exceedances ``x > 0`` (Zhang & Stephens 2009).
 
     Examples
     --------
@@ -108,28 +105,11 @@ def gpdfit(x: np.ndarray, *, wip: bool = True) -> tuple[float, float]:
 def pareto_khat(
     log_ratios: np.ndarray, *, chunk: int | None = None, backend: str = "numba"
 ) -> np.ndarray:
-    """Pareto k̂ of importance ratios given as logs, over the last axis (Vehtari et al. 2024).
+    """Pareto k̂ of log importance ratios over the last axis (Vehtari et al. 2024).
 
-    Parameters
-    ----------
-    log_ratios : array, shape (..., S)
-        ``log r_h`` for each weight vector; ``-inf`` entries are allowed (zero weights).
-    chunk : int, optional
-        Number of vectors fitted at once (``chunk × Mg × M`` temporaries).
-    backend : {"numba", "numpy"}
-        ``"numba"`` (default): tails selected by a compiled kernel, fits spread over threads;
-        ``"numpy"``: the all-numpy reference. Both give the same values.
-
-    Returns
-    -------
-    ndarray, shape (...)
-        ``k̂``; ``+inf`` when the tail is too short (``M < 5``) or constant, ``nan`` when every
-        ratio is ``-inf``.
-
-    Raises
-    ------
-    ValidationError
-        If ``backend`` is not one of the two names above.
+    ``+inf`` when the tail is too short (``M < 5``) or constant, ``nan`` when every ratio is
+    ``-inf``. ``backend="numpy"`` is the all-numpy reference (same values); ``chunk``: vectors
+    fitted at once. Raises ``ValidationError`` for another ``backend``.
     """
     if backend == "numpy":
         return _pareto_khat_numpy(log_ratios, chunk=256 if chunk is None else chunk)
@@ -160,22 +140,8 @@ _FIT_BYTES = 1 << 22
 
 
 def khat_from_tails(top: np.ndarray, bad: np.ndarray, *, chunk: int | None = None) -> np.ndarray:
-    """Pareto k̂ from selected tails (Vehtari et al. 2024 steps 3–5).
-
-    Parameters
-    ----------
-    top : ndarray, shape (N, M + 1)
-        Per vector, the cutoff followed by the tail of ``lr − max(lr)``, ascending (as
-        :func:`bayes_risk.attribute._kernels.khat_tails` returns it).
-    bad : bool ndarray, shape (N,)
-        Vectors whose k̂ is ``nan``.
-    chunk : int, optional
-        Rows fitted per vectorised call (default: a temporary of about 1 MB, at least 8 rows).
-
-    Returns
-    -------
-    ndarray, shape (N,)
-        ``k̂``; ``+inf`` for constant tails, ``nan`` where ``bad``.
+    """Pareto k̂ ``(N,)`` from the tails ``top (N, M + 1)`` of ``_kernels.khat_tails``
+    (``nan`` where ``bad``, ``+inf`` for constant tails); ``chunk``: rows per vectorised fit.
     """
     job = KhatJob(top, bad, chunk=chunk)
     threaded_map(job.fit_part, list(range(len(job.cuts) - 1)))

@@ -222,26 +222,9 @@ def is_estimate(
     logr: np.ndarray | None, L: np.ndarray, *, delta: np.ndarray | None = None,
     compat_r: bool = False, n_sum: int | None = None, stats: RatioStats | None = None,
 ) -> dict[str, np.ndarray]:
-    """The importance-sampling estimator of Hu 2019 §3.2.5 (steps 1–5), vectorised over records.
-
-    Parameters
-    ----------
-    logr : ndarray (R, H, G) or None
-        Log importance ratios; ``None`` takes them from ``stats`` (the exponentiated ratios).
-    L : ndarray (H, m)
-        ``log p(Z_(l) | Θ_h)``.
-    delta : ndarray (R, H, m, G), optional
-        Class O own-record term ``ℓ(y*) − ℓ(y_i)``.
-    compat_r, n_sum : bool, int
-        AttributeRiskCalculation compatibility: normalise ``q`` with all draws but sum over
-        only the first ``n_sum``.
-    stats : RatioStats, optional
-
-    Returns
-    -------
-    dict
-        ``loglik (R, G)``, ``logphat (R, m, G)``, ``ess_q (R, G)``, ``ess_omega (R, m, G)``,
-        ``max_omega (R, m, G)``.
+    """The IS estimator of Hu 2019 §3.2.5 (steps 1–5) of ``logr (R, H, G)`` (or ``stats``) and
+    ``L (H, m)``; ``delta (R, H, m, G)``: class O own-record term; ``compat_r``, ``n_sum``: the R
+    package's sums. Returns ``loglik``, ``logphat``, ``ess_q``, ``ess_omega`` and ``max_omega``.
     """
     L = np.asarray(L, dtype=np.float64)
     if delta is None and not compat_r and fast_path_exact(L):
@@ -290,24 +273,11 @@ def stabilised_estimate(
     logr0: np.ndarray | RatioStats, logr_aug: Sequence[np.ndarray | RatioStats], *,
     psis: bool = False, khat: str = "all",
 ) -> dict[str, np.ndarray]:
-    """The stabilised estimator (see the methods page), vectorised over records.
+    """The stabilised estimator ``Σ_l [log Ê_{y,Z_(l)}[r] − log Ê_y[r]]`` of ``logr0`` and the
+    ``m`` ``logr_aug``, PSIS-smoothed with ``psis``, k̂ under the posteriors ``khat`` names.
 
-    ``loglik(y*) = Σ_l [log Ê_{y,Z_(l)}[r(y*)] − log Ê_y[r(y*)]]``.
-
-    Parameters
-    ----------
-    logr0, logr_aug : ndarray (R, H, G), sequence of m arrays (R, H_l, G)
-        Log ratios under draws of ``p(Θ | y)`` and of each ``p(Θ | y, Z_(l))``.
-    psis : bool
-        Replace each plain mean by its Pareto-smoothed version.
-    khat : {"all", "base", "none"}
-        Under which posteriors Pareto k̂ is computed (``psis=True`` always computes it).
-
-    Returns
-    -------
-    dict
-        ``loglik (R, G)``, ``log_mean_r (R, G)``, ``log_mean_aug (R, m, G)``, ``khat0 (R, G)``,
-        ``khat_aug (R, m, G)``, ``ess_r0 (R, G)``, ``ess_aug (R, m, G)``.
+    Returns ``loglik``, ``log_mean_r``, ``log_mean_aug``, ``khat0``, ``khat_aug``, ``ess_r0``,
+    ``ess_aug``.
     """
     if khat not in ("all", "base", "none"):
         raise ValidationError(f"khat must be 'all', 'base' or 'none'. Got {khat!r}.")

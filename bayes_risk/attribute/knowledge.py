@@ -61,57 +61,43 @@ def attribute_known_sweep(
 ) -> KnowledgeSweepResult:
     """Attribute risk over subsets of the synthesized values the intruder knows.
 
-    For every subset ``K`` of ``known`` with ``|K| <= max_size``, the attribute risk with
-    ``scenario="partially_known"``, ``known=K`` (``K`` empty: the worst case); beyond
-    ``max_size`` a greedy path adds the column that raises ``measure`` most. The full set and
-    every full set minus one column are always evaluated.
+    Every subset ``K`` of ``known`` with ``|K| <= max_size`` is run with
+    ``scenario="partially_known"``, then a greedy path beyond (see :doc:`/user_guide/knowledge`).
 
     Parameters
     ----------
-    original : DataFrame
-        Confidential data (as in ``attribute_risk``).
-    synthetic : SyntheticData, DataFrame or list of DataFrames
-        The released datasets.
-    model : RiskModel
-        A fitted model, as in ``attribute_risk``.
+    original, synthetic, model
+        As in :func:`~bayes_risk.attribute.attribute_risk`.
     known : sequence of str
-        The synthesized columns the intruder may know (at least one, at most 20); at least one
-        synthesized column must stay outside them (something left to guess).
+        The synthesized columns the intruder may know (1 to 20; not every synthesized column).
     max_size : int, optional
         Largest subset size evaluated exhaustively (default: every size).
     greedy_beyond : bool
         Follow the greedy forward path beyond ``max_size`` (default ``True``).
     measure : {"mean_p_true", "prop_top"}
-        What the greedy path and the frontier rank subsets by: the mean ``p_true``, or the
-        share of records whose truth is the best guess.
+        What the greedy path and the frontier rank subsets by.
     bands : int
         Quantile bands of a numeric column in the per-level contributions (default 10).
     max_subsets : int
         Largest number of subsets evaluated (default 4,096); more is an error.
     random_seed : int, Generator or None
-        One seed for every subset (a Generator or ``None`` is turned into one integer first,
-        kept in ``settings["random_seed"]``).
+        One seed for every subset (kept in ``settings["random_seed"]``).
     progressbar : bool
         Show progress over the subsets (and the refits).
     executor : None, distributed.Client or Executor, optional
-        Where each subset's per-record stage runs (as in ``attribute_risk``).
+        Where each subset's per-record stage runs.
     **kwargs
-        Further arguments of ``attribute_risk``: ``records``, ``candidates``, ``prior``,
-        ``estimator`` and ``allow_other_model``.
+        ``records``, ``candidates``, ``prior``, ``estimator`` and ``allow_other_model``.
 
     Returns
     -------
     KnowledgeSweepResult
-        ``kind="attribute"``: ``.table`` (``mean_p_true``, ``prop_top``, ``mean_baseline``,
-        ``n_records``, ``n_flagged`` per subset), ``.frontier``, ``.drivers`` (Shapley values of
-        ``mean_p_true`` and ``prop_top``), ``.levels`` (the records' ``p_true`` with every
-        column of ``known`` known, summed by level of each of them).
+        ``kind="attribute"``, with ``.table``, ``.frontier``, ``.drivers`` and ``.levels``.
 
     Raises
     ------
     ValidationError
-        No column in ``known``, one listed twice or not synthesized, every synthesized column
-        in ``known``, ``max_size`` out of range, too many subsets, ``scenario`` or an unknown
+        A bad ``known``, ``max_size`` out of range, too many subsets, ``scenario`` or an unknown
         argument in ``kwargs``.
 
     References

@@ -36,10 +36,8 @@ def known_fraction_curve(
     """Attribute risk as the share of the other records the intruder knows grows.
 
     Runs :func:`~bayes_risk.attribute.attribute_risk` with
-    ``ScenarioSpec("known_records", known_fraction=f, seed=seed)`` for each ``f`` (nested known
-    sets; the stabilised estimator's refits are fitted once and shared). ``f = 1`` is the worst
-    case; ``f = 0`` the intruder who knows no other record (exact Bayes, not the low-risk
-    approximation of ``scenario="empty"``).
+    ``ScenarioSpec("known_records", known_fraction=f, seed=seed)`` for each ``f`` (nested sets,
+    refits shared); ``f = 1`` is the worst case.
 
     Parameters
     ----------
@@ -53,14 +51,11 @@ def known_fraction_curve(
         As in ``attribute_risk`` (one seed shared by every fraction).
     progressbar : bool
     **kwargs
-        ``records``, ``candidates``, ``prior``, ``estimator``, ``allow_other_model`` of
-        ``attribute_risk``.
+        ``records``, ``candidates``, ``prior``, ``estimator``, ``allow_other_model``.
 
     Returns
     -------
     KnownFractionResult
-        One row per fraction (``to_dataframe()``), ``summary()``, ``plot()``; the per-fraction
-        results in ``results``.
 
     Raises
     ------

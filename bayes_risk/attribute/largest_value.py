@@ -20,9 +20,6 @@ def largest_value_posterior(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Posterior of ``Y_(1)j`` over the candidates with the estimator of Hu 2019 §3.2.5.
 
-    Class O uses ``loglik_candidates`` in place of ``L + delta``; pieces of a weaker intruder
-    (``constraint_loglik [H, C, G]``) add :func:`constraint_term`.
-
     Parameters
     ----------
     pieces : LargestValuePieces

@@ -55,8 +55,7 @@ def low_risk_attribute_risk(
     Returns
     -------
     AttributeRiskResult
-        ``settings["scenario"] == "empty"``, ``settings["estimator"] == "synthetic_values"``;
-        warning ``APPROX_LOW_RISK``.
+        With warning ``APPROX_LOW_RISK``.
 
     Raises
     ------

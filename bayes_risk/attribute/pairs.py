@@ -303,14 +303,7 @@ def sum_columns(data: AnalysisData, known_sums: bool | Sequence[str]) -> list[st
 def sum_sets(data: AnalysisData, i: int, j: int, ci: CandidateSet, cj: CandidateSet,
              sums: Sequence[str], *, limit: int, pair: int) -> CandidateSet:
     """The pair candidates ``(a, b)`` of records ``i`` and ``j`` consistent with the known sums
-    ``s = y_i + y_j`` of the columns ``sums`` (``b = s − a`` there).
-
-    Per sum column: a count column takes every split ``a = 0..s``; a continuous column the
-    values of the two records' candidate sets and their mirror images ``s − v``, for either
-    record (so the swap ``(y_j, y_i)`` is always a candidate), restricted to ``a, b >= 0`` when
-    the column holds no negative value. The splits of several columns are crossed, and the
-    pair's other guessed columns are unknown: the product of the distinct values the two
-    records' candidate sets take on them (sum part the slow index, then ``i``'s, then ``j``'s).
+    ``y_i + y_j`` of ``sums`` (see :doc:`/methods/attribute`, Wei & Reiter's two-record intruder).
     """
     q = len(data.vary)
     S = [data.vary.index(c) for c in sums]

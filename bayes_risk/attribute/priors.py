@@ -291,11 +291,7 @@ class Empirical(Prior):
 
 
 class ModelPredictive(Prior):
-    """Model-predictive prior ``P0(y*) ∝ p(y* | y_{-i})`` (methods, Priors).
-
-    Proportional to ``mean_h r_h(y*)``, which the engine already computes; the harmonic-mean
-    type weights can be unstable (flag ``HARMONIC_WEIGHTS``).
-    """
+    """Model-predictive prior ``P0(y*) ∝ mean_h r_h(y*)`` (methods, Priors)."""
 
     name = "model-predictive"
 

@@ -72,14 +72,8 @@ def khat_material(
     loglik: Sequence[np.ndarray], diagnostics: Sequence[dict[str, np.ndarray]],
     logprior: Sequence[np.ndarray], g0: np.ndarray, tolerance: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bounds of ``p_true`` allowed by the Pareto diagnostics, and whether they are material.
-
-    Candidates resting on a mean with a high k̂ take the interval of
-    :func:`~bayes_risk.attribute.estimator.stabilised_bounds`: at its lower end the truth's
-    largest probability (``p_true_upper``), at its upper end the smallest (``p_true_lower``).
-    ``material`` (``KHAT_HIGH``): ``p_true_upper > p_true + tolerance``, or the truth could be
-    the best guess when it is not. Bounds are ``nan`` for records without such a candidate.
-    Returns ``p_lower, p_upper, material``, each ``(R,)``.
+    """Bounds ``p_lower, p_upper`` of ``p_true`` allowed by the k̂ bounds
+    (:func:`~bayes_risk.attribute.estimator.stabilised_bounds`), and whether they are material.
     """
     out = _one_prior(loglik, diagnostics, logprior, g0,
                      ("p_true_lower", "p_true_upper", "khat_material"), tolerance=tolerance)[1]

@@ -231,12 +231,7 @@ def _write_entry(cache: Path | None, key: dict[str, Any], refit: Any) -> None:
 
 def pilot_refit(model: Any, original: pd.DataFrame, synthetic: pd.DataFrame, *,
                 refit_draws: int | None = None) -> Pilot | None:
-    """Time the refit itself before the refits run (``bayes_risk.attribute.cost``).
-
-    ``model.fit_augmented(original, synthetic)`` with the refits' chains run as the fit ran
-    them, ``PILOT_TUNE`` warm-up sweeps and ``PILOT_DRAWS`` kept draws, after a tiny run that
-    loads what the process has not loaded yet; its own seed, output silenced, the model's
-    settings restored.
+    """Time a short refit (``PILOT_TUNE``, ``PILOT_DRAWS`` sweeps) before the refits run.
 
     Returns
     -------

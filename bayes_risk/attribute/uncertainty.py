@@ -95,22 +95,20 @@ def file_uncertainty(result: Any, *, level: float = 0.9) -> dict[str, Any]:
     Parameters
     ----------
     result : AttributeRiskResult
-        Output of :func:`bayes_risk.attribute_risk` computed with ``bootstrap > 0``.
+        Computed with ``bootstrap > 0``.
     level : float
         Coverage of the percentile intervals (default 0.9).
 
     Returns
     -------
     dict
-        ``n_records``, ``n_flagged_excluded`` (left out of every figure), ``bootstrap``
-        (``B``), ``value`` (each figure of ``FILE_FIGURES`` on the unflagged records), ``mc_se``
-        (bootstrap standard deviation) and ``mc_interval_<level>`` (``[lower, upper]``).
+        ``n_records``, ``n_flagged_excluded``, ``bootstrap``, ``value`` (each of
+        ``FILE_FIGURES`` on the unflagged records), ``mc_se`` and ``mc_interval_<level>``.
 
     Raises
     ------
     ValidationError
-        If the result kept no draw bootstrap (``bootstrap=0``, plug-in models, compat mode) or
-        ``level`` is not in (0, 1).
+        If the result kept no draw bootstrap, or ``level`` is not in (0, 1).
     """
     boot = _check(result, level)
     recs = result.records
@@ -138,13 +136,10 @@ def wang_reiter_uncertainty(
 ) -> dict[str, Any]:
     """Monte Carlo standard errors and intervals of Wang & Reiter's (2012) file-level R1 / R2.
 
-    R1 (exact expectation) and R2 of every unflagged record are recomputed in each bootstrap
-    replicate, and their min, first quartile and median taken over the records.
-
     Parameters
     ----------
     result : AttributeRiskResult
-        Output of :func:`bayes_risk.attribute_risk` computed with ``bootstrap > 0``.
+        Computed with ``bootstrap > 0``.
     original : DataFrame
         The confidential data (the other records' true locations, for R2).
     location_columns, locations

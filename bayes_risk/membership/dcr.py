@@ -15,16 +15,8 @@ _BLOCK = 64
 
 def encode_for_distance(tables: list[pd.DataFrame], schema: Any,
                         reference: pd.DataFrame) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-    """Code the tables for the distance: categorical columns as shared integer codes (missing its
-    own code), numeric columns scaled by the range of ``reference``.
-
-    Returns
-    -------
-    coded : list of float arrays [n_t, p]
-    is_cat : bool array [p]
-    scale : float array [p]
-        ``1 / range`` of each numeric column (1 for categorical columns; 0 for a constant one,
-        whose values then never differ).
+    """The tables coded for the distance (shared category codes, numeric columns scaled by
+    ``reference``'s range): ``coded``, ``is_cat`` and ``scale``.
     """
     cols = list(schema.names)
     is_cat = np.array([schema[c].is_categorical for c in cols])

@@ -18,17 +18,8 @@ ALPHA = 1e-3
 
 @dataclass(frozen=True)
 class HoldoutOverlap:
-    """The holdout rows that equal a record of the original on every column.
-
-    Attributes
-    ----------
-    copies : ndarray of bool
-        One per holdout row: equal to some record of the original on every column.
-    reference_share : float
-        Share of the original's records that equal another of its records (the chance rate).
-    p_value : float
-        Probability of at least this many copies if the holdout were apart from the original
-        (beta-binomial around the chance rate).
+    """The holdout rows equal to a record of the original (``copies``), the chance rate
+    ``reference_share`` and the beta-binomial ``p_value``.
     """
 
     copies: np.ndarray
@@ -79,18 +70,8 @@ def holdout_overlap(original: pd.DataFrame, holdout: pd.DataFrame) -> HoldoutOve
 
 
 def screen_holdout(original: pd.DataFrame, holdout: pd.DataFrame | None) -> np.ndarray | None:
-    """The holdout rows to flag ``HOLDOUT_IN_ORIGINAL`` (``None``: no overlap found).
-
-    Raises
-    ------
-    ValidationError
-        ``HOLDOUT_OVERLAPS_ORIGINAL`` when every holdout row copies a record of the original
-        beyond chance.
-
-    Warns
-    -----
-    DataWarning
-        ``HOLDOUT_OVERLAPS_ORIGINAL`` when some do (they are flagged and left out).
+    """The holdout rows to flag ``HOLDOUT_IN_ORIGINAL`` (``None``: no overlap); every row copied
+    beyond chance raises, some warn (``HOLDOUT_OVERLAPS_ORIGINAL``).
     """
     import warnings
 

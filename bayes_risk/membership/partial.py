@@ -62,7 +62,6 @@ def cell_keys(tables: list[pd.DataFrame], schema: Any, columns: list[str], *,
     Parameters
     ----------
     tables : list of DataFrame
-        Tables holding ``columns`` (the unsynthesized columns).
     schema : Schema
         The model's schema (categorical values compared as levels, numeric ones exactly).
     columns : list of str
@@ -112,8 +111,7 @@ def n_cells(original: pd.DataFrame, schema: Any, columns: list[str]) -> int:
 
 def log_p_unsynthesized(slot_keys: np.ndarray, original_keys: np.ndarray, n_cells_: int,
                         concentration: float) -> np.ndarray:
-    """``log p(r_i | y_{-i}) = log (n_r^{(-i)} + α / C) − log (n − 1 + α)`` of each slot's
-    unsynthesized values.
+    """``log p(r_i | y_{-i}) = log (n_r^{(-i)} + α / C) − log (n − 1 + α)`` of each slot.
 
     Parameters
     ----------

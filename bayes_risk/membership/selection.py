@@ -16,16 +16,8 @@ __all__ = ["SelectionRule", "as_selection", "check_rule"]
 
 @dataclass(frozen=True)
 class SelectionRule:
-    """A stated selection rule.
-
-    Attributes
-    ----------
-    kind : {"independent", "rule"}
-        Selection independent of the values, or a rule on each record's own values.
-    description : str
-        What the settings report: ``"independent"``, the expression, or the callable's name.
-    function : callable or None
-        ``DataFrame -> array of bool``, one per row (``kind="rule"``).
+    """A stated selection rule: ``kind`` (``"independent"`` or ``"rule"``), ``description`` and
+    ``function`` (``DataFrame -> bool per row``).
     """
 
     kind: str
@@ -33,13 +25,7 @@ class SelectionRule:
     function: Callable[[pd.DataFrame], Any] | None = None
 
     def evaluate(self, table: pd.DataFrame, what: str = "the records") -> np.ndarray:
-        """The rule on each row of ``table``: an array of bool (True: selected).
-
-        Raises
-        ------
-        ValidationError
-            ``BAD_SELECTION_RULE``: the rule fails or does not return one bool per row.
-        """
+        """The rule on each row of ``table`` (``BAD_SELECTION_RULE`` if it fails)."""
         if self.kind == "independent":
             return np.ones(len(table), dtype=bool)
         try:
@@ -60,22 +46,8 @@ class SelectionRule:
 
 
 def as_selection(selection: Any) -> SelectionRule | None:
-    """``selection=`` of :func:`~bayes_risk.membership_risk` as a :class:`SelectionRule`.
-
-    Parameters
-    ----------
-    selection : None, "independent", str or callable
-        ``None`` (not stated), ``"independent"``, a ``DataFrame.eval`` expression, or a callable
-        returning one bool per row.
-
-    Returns
-    -------
-    SelectionRule or None
-
-    Raises
-    ------
-    ValidationError
-        Any other value.
+    """``selection=`` of :func:`~bayes_risk.membership_risk` as a :class:`SelectionRule` (or
+    ``None``); a ``ValidationError`` for a value that is not a rule.
     """
     if selection is None or isinstance(selection, SelectionRule):
         return selection
@@ -97,23 +69,9 @@ def as_selection(selection: Any) -> SelectionRule | None:
 
 
 def check_rule(rule: SelectionRule, original: pd.DataFrame, selected: np.ndarray) -> None:
-    """Check that a rule reproduces the rows the model synthesized and selects the same records
-    when applied to parts of the table (each half, the rows reversed).
-
-    Parameters
-    ----------
-    rule : SelectionRule
-    original : DataFrame
-        The confidential data (the model's columns).
-    selected : array of bool
-        The rows the model synthesized.
-
-    Raises
-    ------
-    ValidationError
-        ``MEMBERSHIP_SELECTION_MISMATCH``: the rule does not select the synthesized rows.
-    NotSupportedError
-        ``MEMBERSHIP_SELECTION_DATA_DEPENDENT``: the rule depends on the other records.
+    """Check that ``rule`` selects the rows the model synthesized
+    (``MEMBERSHIP_SELECTION_MISMATCH``) and the same records on parts of the table
+    (``MEMBERSHIP_SELECTION_DATA_DEPENDENT``).
     """
     if rule.kind == "independent":  # nothing to check: it selects without looking
         return
