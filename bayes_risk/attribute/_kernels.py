@@ -22,8 +22,7 @@ __all__ = ["get_num_threads", "khat_tails", "neg_outer", "ratio_pass", "ratio_su
 
 @njit(cache=True)
 def _partition(a, lo, hi, pivot, strict):  # pragma: no cover - compiled
-    """Move the values of ``a[lo:hi]`` below ``pivot`` (``strict``; else not above it) to the
-    front, without branches on the data; returns how many there are, counted from ``lo``."""
+    """Move ``a[lo:hi]``'s values below ``pivot`` (``<=`` unless ``strict``) to the front; count."""
     s = lo
     for i in range(lo, hi):
         v = a[i]
@@ -56,8 +55,7 @@ def _select(a, k):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _top_sorted(v, n, k, out, small):  # pragma: no cover - compiled
-    """Write the ``k`` largest of ``v[:n]`` (no ``nan``), ascending, into ``out[:k]``: selected
-    among the values above a threshold from a strided sample (about ``2k``), else in ``v``."""
+    """Write the ``k`` largest of ``v[:n]`` (no ``nan``), ascending, into ``out[:k]``."""
     ns = min(n, 128)
     step = n // ns
     for a in range(ns):
@@ -83,10 +81,7 @@ def _top_sorted(v, n, k, out, small):  # pragma: no cover - compiled
 
 @njit(cache=True, parallel=True)
 def khat_tails(lr3, m):  # pragma: no cover - compiled
-    """Largest ``m + 1`` shifted log ratios of every vector ``lr3[a, b, :]`` (loo steps 1 and 3).
-
-    Returns ``top[A * B, m + 1]`` (zeros where ``bad``) and ``bad[A * B]`` (non-finite or ``nan``).
-    """
+    """Largest ``m + 1`` shifted log ratios of every vector ``lr3[a, b, :]``, and ``bad``."""
     nb = lr3.shape[1]
     s = lr3.shape[2]
     nrow = lr3.shape[0] * nb
@@ -129,10 +124,7 @@ _HB = 64
 
 @njit(cache=True, parallel=True, nogil=True)
 def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
-    """Log ratios of ``logp[H, R, G]`` shifted by their maxima into ``X``, with the Pareto tails.
-
-    Returns ``mx[R, G]``, ``n_ok[R]`` and (``m_tail > 0``) ``top``, ``bad`` as :func:`khat_tails`.
-    """
+    """Log ratios of ``logp[H, R, G]`` less their maxima into ``X``, and the Pareto tails."""
     H, R, G = logp.shape
     mx_out = np.empty((R, G))
     n_ok = np.zeros(R, dtype=np.int64)
@@ -215,8 +207,7 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always")
 def _gather(tb, nh, thr, small, cnt):  # pragma: no cover - compiled
-    """Append the values ``tb[g, :nh] >= thr[g]`` to ``small[g]`` (counted in ``cnt[g]``; past
-    ``small``'s last slot, values are only counted)."""
+    """Append the values ``tb[g, :nh] >= thr[g]`` to ``small[g]`` (counted in ``cnt[g]``)."""
     cap = small.shape[1] - 1
     for g in range(tb.shape[0]):
         c = cnt[g]
@@ -231,8 +222,7 @@ def _gather(tb, nh, thr, small, cnt):  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always")
 def _insertion_sort(a, out):  # pragma: no cover - compiled
-    """``out[:n] = sort(a)`` (``n = a.size``, no ``nan``); for ~100 values faster than
-    ``np.sort``."""
+    """``out[:n] = sort(a)`` (no ``nan``); for ~100 values faster than ``np.sort``."""
     n = a.shape[0]
     for i in range(n):
         v = a[i]
@@ -245,8 +235,7 @@ def _insertion_sort(a, out):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _finish_tails(X, r, k, small, cnt, bad, top):  # pragma: no cover - compiled
-    """The ``k`` largest of each candidate's gathered values, ascending, into ``top[g]``
-    (as :func:`_top_sorted`, with its exact fallback when the threshold missed)."""
+    """The ``k`` largest of each candidate's gathered values, ascending, into ``top[g]``."""
     H = X.shape[0]
     cap = small.shape[1] - 1
     tmp = np.empty(0)
@@ -272,9 +261,7 @@ _RB = 16
 
 @njit(cache=True, parallel=True, nogil=True)
 def ratio_sums(E, W, groups, n_groups):  # pragma: no cover - compiled
-    """Sums over draws of ``E[H, R, G]``: ``Σ E``, ``Σ E²``, the IS fast path's sums per column of
-    ``W[H, m]`` and ``Σ E`` per group of draws; summed in draw order (thread-independent).
-    """
+    """Sums over draws of ``E[H, R, G]`` (plain, squared, IS-weighted, per draw group)."""
     H, R, G = E.shape
     m = W.shape[1]
     s1 = np.zeros((R, G))
@@ -314,8 +301,7 @@ def ratio_sums(E, W, groups, n_groups):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def neg_outer(theta, x):  # pragma: no cover - compiled
-    """``out[i, j, l] = (−θ[i, j]) · x[i, l]``: the generalized-Pareto fit's grid of products
-    (bitwise numpy's broadcast, about four times faster for short rows)."""
+    """``out[i, j, l] = (−θ[i, j]) · x[i, l]`` (bitwise numpy's broadcast, faster)."""
     n, mg = theta.shape
     m = x.shape[1]
     out = np.empty((n, mg, m))
@@ -351,9 +337,7 @@ def _lse(a):  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always")
 def _rank(x, t, out, p, r, at):  # pragma: no cover - compiled
-    """Rank summary of row ``x`` (truth ``t``) into ``out[at:, p, r]`` (``at > 0``: ``p_true`` and
-    ``top_share`` only).
-    """
+    """Rank summary of row ``x`` (truth ``t``) into ``out[at:, p, r]``."""
     lt = x[t]
     bad = math.isnan(lt)
     above = 0
@@ -383,10 +367,7 @@ def _rank(x, t, out, p, r, at):  # pragma: no cover - compiled
 
 @njit(cache=True, parallel=True, nogil=True, error_model="numpy")
 def prior_point_columns(ll, lp, g0, alone, post):  # pragma: no cover - compiled
-    """Log posteriors and rank summaries of the truth of ``ll[n, G]`` under priors ``lp[P, n, G]``.
-
-    Returns ``[6 (8 with alone), P, n]``; writes the log posteriors into ``post`` unless empty.
-    """
+    """Log posteriors (into ``post``) and rank summaries of ``ll[n, G]`` under priors ``lp``."""
     P, n, G = lp.shape
     out = np.full((8 if alone else 6, P, n), np.nan)
     keep = post.shape[0] > 0
@@ -410,10 +391,7 @@ def prior_point_columns(ll, lp, g0, alone, post):  # pragma: no cover - compiled
 
 @njit(cache=True, parallel=True, nogil=True, error_model="numpy")
 def chain_columns(ll, dev_t, lp, g0, crit, tolerance, ratio):  # pragma: no cover - compiled
-    """The between-chain check of :func:`bayes_risk.attribute.chains.agreement_columns`.
-
-    Returns ``[5, P, R]``: chain min, max, ``chain_z``, ``top_differs`` and ``flag``.
-    """
+    """The between-chain check of :func:`~bayes_risk.attribute.chains.agreement_columns`."""
     R, C, G = ll.shape
     K = dev_t.shape[3]
     P = lp.shape[0]

@@ -325,9 +325,7 @@ def _reprior(
     result: AttributeRiskResult, lp_groups: Sequence[Sequence[np.ndarray]], *,
     log_post: bool = False, alone: bool = False,
 ) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
-    """The record columns ``{name: (P, n)}`` that depend on the prior under each of ``lp_groups``,
-    and (``log_post``) the log posteriors per group.
-    """
+    """The record columns ``{name: (P, n)}`` that depend on the prior, and the log posteriors."""
     P, n = len(lp_groups), len(result.loglik)
     recs = result.records.columns
     bounds, chains = "p_true_upper" in recs, "p_true_chain_min" in recs

@@ -414,8 +414,7 @@ def full_size(levels: Sequence[int]) -> int:
 
 
 def one_variable_codes(truth: np.ndarray, n_levels: Sequence[int]) -> np.ndarray:
-    """Vectorised one-variable-different sets ``[R, G, q]`` of records of categorical codes
-    ``truth [R, q]``: the truth, then column by column, levels ascending, skipping the truth's."""
+    """Vectorised one-variable-different sets ``[R, G, q]`` of codes ``truth [R, q]``."""
     truth = np.asarray(truth, dtype=np.int64)
     r, q = truth.shape
     g = neighbourhood_size(n_levels)
@@ -507,8 +506,7 @@ def _combine(blocks, spec: CandidateSpec) -> tuple[np.ndarray, int, tuple[str, .
 
 def build_candidates(truth: Mapping[str, Any] | pd.Series, vary: Sequence[str], schema: Schema,
                      spec: CandidateSpec | str = "one-variable") -> CandidateSet:
-    """Candidate set of one record from its true values of the varying columns ``vary`` (codes
-    for categorical columns); columns ordered as the blocks (a spatial pair stays together)."""
+    """Candidate set of one record from its true values of the varying columns ``vary``."""
     spec = parse_candidates(spec)
     if spec.spatial is not None:
         missing = [c for c in spec.spatial.columns if c not in vary]

@@ -79,8 +79,7 @@ def _groups(labels: np.ndarray, n_chains: int, k: int) -> np.ndarray:
 def chain_plan(
     model: Any, draw_idx: np.ndarray | None, aug_models: Sequence[Any], estimator: str
 ) -> ChainPlan:
-    """The between-chain check of an analysis (``draw_idx``: the draws used; ``estimator``:
-    ``"stabilised"``, ``"is"`` or ``"plugin"``), or why it cannot run."""
+    """The between-chain check of an analysis, or why it cannot run."""
     if estimator != "stabilised":
         return ChainPlan(False, f"the {estimator!r} estimator (the check covers the stabilised "
                                 "estimator)")
@@ -129,8 +128,7 @@ def _group_sums(E: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
 
 def _chain_means(st: Any, groups: np.ndarray | None, g0: np.ndarray, cp: ChainPlan
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Per chain ``log Ê_c[r]`` ``[C, R, G]`` and batch deviations ``[C, K, R, G]`` of one
-    posterior's ratios (relative, linearised: ``(S_k − Ê_c n_k) / (Ê_c n̄)``)."""
+    """Per chain ``log Ê_c[r]`` ``[C, R, G]`` and batch deviations ``[C, K, R, G]``."""
     C, K = cp.n_chains, cp.n_batches
     R, _, G = st.E.shape
     if groups is None:  # used whole by every chain: no difference between chains
@@ -156,9 +154,7 @@ def _chain_means(st: Any, groups: np.ndarray | None, g0: np.ndarray, cp: ChainPl
 def chain_estimates(
     cp: ChainPlan, st0: Any, st_aug: Sequence[Any], g0: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Each chain's stabilised log-likelihoods ``(R, C, G)`` and their float32 batch deviations
-    ``(R, C, K, G)``.
-    """
+    """Each chain's stabilised log-likelihoods ``(R, C, G)`` and batch deviations."""
     m = len(st_aug)
     l0, d0 = _chain_means(st0, cp.base, g0, cp)
     ll = -m * l0

@@ -89,8 +89,7 @@ def _posterior_attrs(model: Any) -> Any:
 
 
 def distinct_records(model: Any, data: Any, synthetic: Any) -> tuple[int, int] | None:
-    """Distinct records of the fit's data and of a refit's, for a model whose sweep shares the
-    work of equal records; ``None`` for the others or when they cannot be counted."""
+    """Distinct records of the fit's data and of a refit's, or ``None``."""
     if not getattr(model, "sweep_shares_equal_records", False):
         return None
     import pandas as pd

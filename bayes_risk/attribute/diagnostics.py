@@ -29,8 +29,7 @@ __all__ = [
 
 
 def kish_ess(logw: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Kish effective sample size ``(Σ w)² / Σ w²`` of (unnormalised) log weights; all ``-inf``
-    gives ``nan``."""
+    """Kish ESS ``(Σ w)² / Σ w²`` of log weights (``nan`` where all are ``-inf``)."""
     logw = np.asarray(logw, dtype=np.float64)
     a = logsumexp(logw, axis=axis)
     b = logsumexp(2.0 * logw, axis=axis)
@@ -140,9 +139,7 @@ _FIT_BYTES = 1 << 22
 
 
 def khat_from_tails(top: np.ndarray, bad: np.ndarray, *, chunk: int | None = None) -> np.ndarray:
-    """Pareto k̂ ``(N,)`` from the tails ``top (N, M + 1)`` of ``_kernels.khat_tails``
-    (``nan`` where ``bad``, ``+inf`` for constant tails); ``chunk``: rows per vectorised fit.
-    """
+    """Pareto k̂ ``(N,)`` from the tails ``top (N, M + 1)`` (``nan`` where ``bad``)."""
     job = KhatJob(top, bad, chunk=chunk)
     threaded_map(job.fit_part, list(range(len(job.cuts) - 1)))
     return job.result()

@@ -36,9 +36,7 @@ __all__ = [
 
 
 def log_ratios(logp: np.ndarray, g0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``logr = logp − logp[..., g0]`` (``-inf`` rows for draws where the truth is impossible),
-    and ``n_dropped (R,)``.
-    """
+    """``logr = logp − logp[..., g0]`` (dropped draws ``-inf``), and ``n_dropped (R,)``."""
     logp = np.asarray(logp, dtype=np.float64)
     r = logp.shape[0]
     tr = logp[np.arange(r), :, np.asarray(g0)]  # [R, H]
@@ -92,9 +90,7 @@ class RatioStats:
         cls, logp_hrg: np.ndarray, g0: np.ndarray, *, tail: int = 0, L: np.ndarray | None = None,
         out: np.ndarray | None = None, groups: np.ndarray | None = None,
     ) -> RatioStats:
-        """Statistics of ``logr`` from ``logp[H, R, G]`` in one compiled pass, with the tails of
-        size ``tail``, the IS sums of ``L (H, m)`` and the sums per draw group ``groups (H,)``.
-        """
+        """Statistics of ``logr`` from ``logp[H, R, G]`` in one compiled pass."""
         from bayes_risk.attribute._kernels import ratio_pass, ratio_sums
 
         # one array layout: the kernel is compiled once, not for C, F and strided views
@@ -346,9 +342,7 @@ def stabilised_bounds(
     est: Mapping[str, np.ndarray], lo0: np.ndarray, lo_aug: np.ndarray, bad0: np.ndarray,
     bad_aug: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Interval ``loglik_lo, loglik_hi (R, G)`` of the stabilised log-likelihood when some means
-    have a high Pareto k̂ (``bad0``, ``bad_aug``).
-    """
+    """Interval ``(lo, hi)`` of the stabilised log-likelihood where means have a high k̂."""
     ll = est["loglik"]
     b = est["log_mean_r"]
     a = est["log_mean_aug"]
@@ -379,9 +373,7 @@ _COL_BLOCK = 16
 
 
 def _product_by_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` over whole blocks of ``_COL_BLOCK`` columns on one-threaded BLAS: the values do not
-    depend on the number of columns or threads.
-    """
+    """``a @ b`` in whole blocks of ``_COL_BLOCK`` columns on one-threaded BLAS (reproducible)."""
     from threadpoolctl import threadpool_limits
 
     n = b.shape[1]

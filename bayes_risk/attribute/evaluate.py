@@ -91,8 +91,7 @@ def finish(out: PartitionOutput, ws: Workspace, t_loop: float) -> PartitionOutpu
 
 def _evaluate_group(plan: AttributePlan, pos: np.ndarray, csets: list[CandidateSet],
                     ws: Workspace, out: PartitionOutput, weight: np.ndarray) -> None:
-    """Records of a chunk with the same number of candidates ``G`` (``weight``: how many
-    records of the partition each position stands for)."""
+    """Records of a chunk with the same number of candidates ``G``."""
     data = plan.data
     vals = np.stack([c.values for c in csets])
     g0 = np.array([c.g0 for c in csets], dtype=np.int64)

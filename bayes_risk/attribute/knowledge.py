@@ -273,8 +273,7 @@ class _AttributeSweep:
 def shared_refits(original: pd.DataFrame, synthetic: Any, *, model: Any, records: Any,
                   random_seed: Any, progressbar: bool = False, **options: Any
                   ) -> list[Any] | None:
-    """The ``m`` augmented models a run of ``attribute_risk`` with these options and (a
-    reproducible) ``random_seed`` fits, or ``None`` when the estimator needs none."""
+    """The ``m`` augmented models a run with these options fits, or ``None``."""
     unknown = sorted(set(options) - (set(_OPTIONS) - {"records"}))
     if unknown:
         raise ValidationError(f"unknown argument(s) for shared_refits: {unknown}.",
@@ -350,8 +349,7 @@ def _drivers(sweep: _AttributeSweep, cands: list[str], lattice: bool
 
 def _levels(sweep: _AttributeSweep, cands: list[str], original: pd.DataFrame,
             bands: int) -> pd.DataFrame:
-    """With every column of ``known`` known: the records' ``p_true`` (and truth-first count)
-    summed by level of each column."""
+    """The records' ``p_true`` with every column of ``known`` known, summed by level."""
     res = sweep.results[frozenset(cands)]
     recs = res.records
     p = recs["p_true"].to_numpy(dtype=np.float64)

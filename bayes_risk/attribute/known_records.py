@@ -67,8 +67,7 @@ class KnownRecords:
 
     def shift(self, model: Any, orig: pd.DataFrame, k: int, pos: np.ndarray,
               draw_indices: np.ndarray | None) -> np.ndarray:
-        """``D [R, H]`` subtracted from the log ratios of records ``pos`` under model ``k``:
-        the unknown records other than the target, ``totals[k] − [i unknown] log p(y_i | Θ)``."""
+        """``D [R, H]`` subtracted from the log ratios of records ``pos`` under model ``k``."""
         own = _record_loglik(model, orig, pos, draw_indices)  # [H, R]
         unknown = ~self.mask[pos]
         return self.totals[k][None, :] - np.where(unknown[None, :], own, 0.0).T
@@ -98,8 +97,7 @@ def check_known_records(model: Any, is_plugin: bool, compat: str | None) -> None
 
 
 def known_records_plan(plan: Any, mask: np.ndarray, spec: ScenarioSpec) -> KnownRecords:
-    """The :class:`KnownRecords` of ``mask`` for a prepared plan: the unknown records'
-    log-likelihoods summed under each model's draws."""
+    """The :class:`KnownRecords` of ``mask`` for a prepared plan."""
     desc = {"n_known": int(mask.sum()), "known_fraction": spec.known_fraction,
             "known_seed": (0 if spec.seed is None else spec.seed)
             if spec.known_fraction is not None else None,

@@ -26,8 +26,7 @@ __all__ = ["low_risk_attribute_risk", "check_low_risk_prior"]
 
 
 def check_low_risk_prior(prior: Prior) -> Prior:
-    """``prior`` if the low-risk intruder (``scenario="empty"``) can take it (uniform only), for
-    a run and for a new prior applied to its result; else a ``ValidationError``."""
+    """``prior`` if the low-risk intruder can take it (uniform only)."""
     if prior.label() != "uniform":
         raise ValidationError(
             f"scenario='empty' takes the uniform prior only (got prior={prior.label()!r}): the "

@@ -18,8 +18,7 @@ __all__ = ["missing_truth", "check_missing_truth", "vary_missing", "n_guessable"
 
 
 def missing_policy(model: Any) -> str | None:
-    """How ``model`` treats a record's missing values (recorded in the result's settings):
-    ``"integrated_out"``, ``"held_at_kind"``, or ``None`` (such records are refused)."""
+    """How ``model`` treats missing values: "integrated_out", "held_at_kind" or None (refused)."""
     from bayes_risk.contract import capabilities
 
     caps = capabilities(model)

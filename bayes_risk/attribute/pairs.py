@@ -55,8 +55,7 @@ def pair_columns(vary: Sequence[str]) -> list[str]:
 
 
 def check_pairs(pairs: Any, n: int) -> np.ndarray:
-    """``pairs`` as an ``[P, 2]`` int array of row positions (distinct pairs of two distinct
-    records in ``0..n-1``, else a ``ValidationError``)."""
+    """``pairs`` as a ``[P, 2]`` int array of distinct pairs of distinct row positions."""
     hint = "pairs must be a sequence of (i, j) row positions (0-based), e.g. [(0, 1), (2, 5)]"
     if pairs is None:
         raise ValidationError(f"scenario='two_records' needs pairs: {hint}.")
@@ -210,8 +209,7 @@ def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool,
 
 
 def _unknown(plan: AttributePlan, cs: CandidateSet | np.ndarray) -> np.ndarray:
-    """``[..., G]``: candidates (a set, or values ``[..., G, q]``) at a level the model was
-    never fitted with (probability 0)."""
+    """``[..., G]``: candidates at a level the model was never fitted with."""
     data = plan.data
     vals = cs.values if isinstance(cs, CandidateSet) else cs
     out = np.zeros(vals.shape[:-1], dtype=bool)
@@ -271,8 +269,7 @@ def pair_data(plan: AttributePlan, pairs: np.ndarray) -> AttributePlan:
 
 
 def sum_columns(data: AnalysisData, known_sums: bool | Sequence[str]) -> list[str]:
-    """The columns of ``ScenarioSpec.known_sums`` (``True``: every numeric guessed column),
-    each a count or continuous column the intruder guesses, else a ``ValidationError``."""
+    """The columns of ``ScenarioSpec.known_sums``, each a numeric guessed column."""
     numeric = [c for c, cat in zip(data.vary, data.is_cat, strict=True) if not cat]
     if known_sums is True:
         if not numeric:
@@ -339,8 +336,7 @@ def sum_sets(data: AnalysisData, i: int, j: int, ci: CandidateSet, cj: Candidate
 
 def _splits(data: AnalysisData, k: int, yi: float, yj: float, vi: np.ndarray, vj: np.ndarray
             ) -> tuple[np.ndarray, int]:
-    """``[n, 2]`` splits ``(a, s − a)`` of column ``k``'s sum ``s = yi + yj`` (ascending in
-    ``a``; the truth and the swap exact) and the truth's index."""
+    """``[n, 2]`` splits ``(a, s − a)`` of column ``k``'s pair sum, and the truth's index."""
     c = data.vary[k]
     s, scale = yi + yj, max(abs(yi), abs(yj), 1.0)
     if data.schema[c].type == "count":
@@ -363,8 +359,7 @@ def _splits(data: AnalysisData, k: int, yi: float, yj: float, vi: np.ndarray, vj
 
 
 def _distinct_rows(vals: np.ndarray, g0: int) -> tuple[np.ndarray, int]:
-    """The distinct rows of ``vals [G, k]`` in order of first appearance, and the index of
-    row ``g0``'s (one empty row for ``k = 0``)."""
+    """The distinct rows of ``vals [G, k]`` in first-appearance order, and row ``g0``'s index."""
     if vals.shape[1] == 0:
         return vals[:1], 0
     _, first, inv = np.unique(vals, axis=0, return_index=True, return_inverse=True)
@@ -376,8 +371,7 @@ def _distinct_rows(vals: np.ndarray, g0: int) -> tuple[np.ndarray, int]:
 
 def _aligned_group(ps: np.ndarray, pairs: np.ndarray, candidates: dict[int, CandidateSet],
                    plan: AttributePlan) -> CandidateGroup:
-    """Pairs ``ps`` (same ``G``) of the known-sums intruder: candidate ``g`` of a pair is row
-    ``g`` of ``members[0]`` with row ``g`` of ``members[1]``."""
+    """Pairs ``ps`` of the known-sums intruder: candidate ``g`` is row ``g`` of both members."""
     vals = np.stack([candidates[int(p)].values for p in ps])  # [R, G, 2q]
     g0 = np.array([candidates[int(p)].g0 for p in ps], dtype=np.int64)
     q = vals.shape[2] // 2

@@ -70,8 +70,7 @@ class CandidateRule:
 
 @dataclass(frozen=True)
 class ModelAccess:
-    """A model and the likelihood capabilities it offers (checked once, with ``isinstance``):
-    ``neighbourhood_loglik`` (``buffer``: into a caller's buffer) and ``candidate_loglik``."""
+    """A model and the likelihood capabilities it offers (checked once)."""
 
     model: Any
     neighbourhood: bool

@@ -131,8 +131,7 @@ def prepare(
 
 # checks
 def _check_model(model: Any) -> bool:
-    """Whether ``model`` is a plug-in model; a :class:`ValidationError` naming what it lacks
-    when it is neither that nor a model with posterior draws."""
+    """Whether ``model`` is a plug-in model (else it must have posterior draws)."""
     info = capabilities(model)
     if info.has("plugin") and not missing_members(model, SupportsPluginLoglik):
         is_plugin = True

@@ -91,8 +91,7 @@ class Prior:
         return _ungroup(inp, self.log_weight_groups(inp))
 
     def log_weight_groups(self, inp: PriorInputs) -> list[np.ndarray]:
-        """Unnormalised log weights, one matrix ``(len(idx), G)`` per ``idx`` of
-        ``inp.groups``."""
+        """Unnormalised log weights, one matrix per ``idx`` of ``inp.groups``."""
         lws = self.log_weights(inp)
         return [np.stack([np.asarray(lws[i], dtype=np.float64) for i in idx])
                 for idx in inp.groups]

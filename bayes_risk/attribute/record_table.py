@@ -84,8 +84,7 @@ def _one_prior(
     loglik: Sequence[np.ndarray], diagnostics: Sequence[dict[str, np.ndarray]],
     logprior: Sequence[np.ndarray], g0: np.ndarray, names: Sequence[str], **kw: Any,
 ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
-    """Columns ``names`` of :func:`prior_columns` under one prior, per record (every record is in
-    a group), and with ``log_post=True`` the log posteriors."""
+    """Columns ``names`` of :func:`prior_columns` under one prior (and the log posteriors)."""
     n = len(loglik)
     sizes = np.array([np.size(a) for a in loglik], dtype=np.int64)
     log_post: list[np.ndarray] = [np.empty(0)] * n
@@ -119,8 +118,7 @@ def record_stacks(
     loglik: Sequence[np.ndarray], diagnostics: Sequence[dict[str, np.ndarray]], g0: np.ndarray,
     groups: Sequence[np.ndarray], *, chains: bool = True,
 ) -> list[RecordStack]:
-    """One :class:`RecordStack` per group of records (``groups``: positions with the same ``G``,
-    as ``PriorInputs.groups``)."""
+    """One :class:`RecordStack` per group of records with the same ``G``."""
     out = []
     for idx in groups:
         idx = np.asarray(idx, dtype=np.int64)
@@ -193,8 +191,7 @@ def _khat_bounds(
     ll: np.ndarray, lo: np.ndarray, hi: np.ndarray, khat_high: np.ndarray | None,
     lp: np.ndarray, g0: np.ndarray, tolerance: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`khat_material` of ``nb`` records with intervals under ``P`` priors ``lp [P, nb,
-    G]``: ``p_true_lower``, ``p_true_upper`` and ``material``, each ``(P, nb)``."""
+    """:func:`khat_material` of ``nb`` records under ``P`` priors, each ``(P, nb)``."""
     P, nb, g = lp.shape
     r = np.arange(nb)
     a = ll + lp
@@ -234,8 +231,7 @@ def _khat_bounds(
 
 
 def flag_strings(base: Sequence[str], flags: dict[str, np.ndarray]) -> np.ndarray:
-    """Record ``flag_codes`` ``base (n,)`` with each code of ``flags`` (masks ``(..., n)``, e.g.
-    one row per prior) set where its mask is true and removed elsewhere: ``(..., n)`` strings."""
+    """``flag_codes`` ``base (n,)`` with each code of ``flags`` set where its mask is true."""
     codes = list(flags)
     inv, uniq = pd.factorize(pd.Series(list(base), dtype=object))
     kept = [[c for c in str(u).split(";") if c and c not in codes] for u in uniq]

@@ -127,8 +127,7 @@ def _refit_keys(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFr
 
 
 def _seed_state(seed: Any) -> dict[str, Any] | None:
-    """A refit's seed as JSON: a Generator's seed sequence and bit-generator state (what its
-    draws and spawned children follow), an int as itself; ``None`` for anything else."""
+    """A refit's seed as JSON (a Generator's state, an int), or ``None``."""
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
         return {"int": int(seed)}
     if not isinstance(seed, np.random.Generator):
@@ -142,8 +141,7 @@ def _seed_state(seed: Any) -> dict[str, Any] | None:
 
 
 def _table_sha256(df: pd.DataFrame) -> str:
-    """SHA-256 of a table's columns, dtypes and values in row order (object and categorical
-    values with their Python type, so that ``1`` and ``"1"`` differ)."""
+    """SHA-256 of a table's columns, dtypes and typed values in row order."""
     h = hashlib.sha256(f"{len(df)}|{df.shape[1]}".encode())
     for name in df.columns:
         col = df[name]
@@ -159,8 +157,7 @@ def _table_sha256(df: pd.DataFrame) -> str:
 
 @functools.cache
 def _software() -> dict[str, str]:
-    """The versions a refit's draws may depend on, and a digest of the installed package's
-    source (a development copy changes it without changing its version)."""
+    """The versions a refit's draws may depend on, and a digest of the package source."""
     from bayes_risk._version import __version__
 
     out = {"bayes-risk": __version__, "python": platform.python_version(),
@@ -180,8 +177,7 @@ def _software() -> dict[str, str]:
 
 
 def _read_entry(cache: Path | None, key: dict[str, Any], model: Any) -> Any | None:
-    """The refit stored under ``key``, or ``None``: no entry, or one that does not verify
-    (warning ``REFIT_CACHE_DAMAGED``; the refit is made again and the entry replaced)."""
+    """The refit stored under ``key``, or ``None`` (a damaged entry warns)."""
     from bayes_risk._checksums import json_sha256
     from bayes_risk.exceptions import CALLER, BayesRiskError, DataWarning
 
@@ -267,8 +263,7 @@ def pilot_refit(model: Any, original: pd.DataFrame, synthetic: pd.DataFrame, *,
 
 @contextlib.contextmanager
 def _refit_settings(model: Any, refit_draws: int | None, **overrides: Any) -> Iterator[None]:
-    """The refits run without their own progress bars and PyMC's log lines, with ``refit_draws``
-    kept draws per chain and ``overrides``; the model's settings are restored afterwards."""
+    """The refits' settings (quiet, ``refit_draws``, ``overrides``), restored afterwards."""
     run = model._run_settings() if hasattr(model, "_run_settings") else {}
     saved = {k: getattr(model, k) for k in ("progressbar", "draws", *run, *overrides)
              if hasattr(model, k)}

@@ -109,8 +109,7 @@ class ScenarioSpec:
         self._check_known_records()
 
     def _check_known_sums(self) -> None:
-        """``known_sums``: ``two_records`` only; ``True`` or a non-empty tuple of names
-        (``False``/``None``: no sums known)."""
+        """``known_sums``: ``two_records`` only; ``True`` or a non-empty tuple of names."""
         ks = self.known_sums
         if ks is None or ks is False:
             object.__setattr__(self, "known_sums", None)

@@ -95,8 +95,7 @@ class PlugIn(EstimatorStrategy):
 
 
 class PublishedSums(NamedTuple):
-    """The published estimator's log-likelihoods ``[R, G]`` and, for class O models, the
-    own-record term ``[R, H, m, G]`` it used."""
+    """The published estimator's log-likelihoods and class O own-record term."""
 
     loglik: np.ndarray
     delta: np.ndarray | None
@@ -131,8 +130,7 @@ def _ratio_pass(logp: np.ndarray, group: CandidateGroup, ws: Workspace, slot: in
 
 
 def _known_shift(plan: AttributePlan, k: int, group: CandidateGroup) -> np.ndarray | None:
-    """``[R, H]`` shift of model ``k``'s log ratios for an intruder who knows some records
-    only (:mod:`bayes_risk.attribute.known_records`); ``None`` when every record is known."""
+    """``[R, H]`` shift of model ``k``'s log ratios (``None``: every record known)."""
     known = plan.known
     if known is None or known.everything:
         return None
@@ -155,15 +153,13 @@ def _constant_ratio(st: RatioStats) -> np.ndarray:
 
 
 def _exact_pair_khat(group: CandidateGroup, khat: np.ndarray, st: RatioStats) -> None:
-    """No k̂ (``nan``) for a pair candidate whose ratio to the truth is identically 1 (the
-    swap of a pair: its mean is exact, a Pareto fit of a constant would flag it for nothing)."""
+    """No k̂ (``nan``) for a pair candidate whose ratio to the truth is identically 1."""
     if group.members is not None:
         khat[_constant_ratio(st)] = np.nan
 
 
 class _DrawEstimator(EstimatorStrategy):
-    """Shared steps of the estimators that use posterior draws: the ratio pass under
-    ``p(Θ | y)``, the published estimator's sums and the record flags."""
+    """Shared steps of the estimators that use posterior draws."""
 
     def estimate(
         self, plan: AttributePlan, group: CandidateGroup, ws: Workspace, out: PartitionOutput
@@ -346,8 +342,7 @@ _STRATEGIES: dict[str, type[EstimatorStrategy]] = {
 
 
 def strategy_for(name: str) -> EstimatorStrategy:
-    """The estimator strategy of a resolved estimator name (``"is"``, ``"stabilised"``,
-    ``"plugin"``)."""
+    """The estimator strategy of "is", "stabilised" or "plugin"."""
     try:
         return _STRATEGIES[name]()
     except KeyError:

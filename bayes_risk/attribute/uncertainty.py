@@ -57,8 +57,7 @@ def _flagged(result: Any) -> np.ndarray:
 
 
 def _boot_posteriors(result: Any, keep: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """``(positions in keep, log posteriors [r, B, G])`` of the records ``keep``, in blocks of
-    one candidate-set size."""
+    """Positions in ``keep`` and log posteriors ``[r, B, G]``, per candidate-set size."""
     boot = result._boot_loglik
     sizes = np.array([boot[i].shape[1] for i in keep], dtype=np.int64)
     for G in np.unique(sizes):
@@ -73,8 +72,7 @@ def _boot_posteriors(result: Any, keep: np.ndarray) -> Iterator[tuple[np.ndarray
 
 def _intervals(point: np.ndarray, figs: np.ndarray, names: Sequence[str], level: float,
                base: dict[str, Any]) -> dict[str, Any]:
-    """``value``, ``mc_se`` (bootstrap sd) and ``mc_interval_<level>`` (percentile) of figures
-    ``[B, F]``."""
+    """``value``, ``mc_se`` and ``mc_interval_<level>`` of figures ``[B, F]``."""
     alpha = (1 - level) / 2
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a figure nan in every replicate

@@ -15,9 +15,7 @@ _BLOCK = 64
 
 def encode_for_distance(tables: list[pd.DataFrame], schema: Any,
                         reference: pd.DataFrame) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-    """The tables coded for the distance (shared category codes, numeric columns scaled by
-    ``reference``'s range): ``coded``, ``is_cat`` and ``scale``.
-    """
+    """The tables coded for the distance: ``coded``, ``is_cat`` and ``scale``."""
     cols = list(schema.names)
     is_cat = np.array([schema[c].is_categorical for c in cols])
     coded = [np.empty((len(t), len(cols))) for t in tables]

@@ -29,8 +29,7 @@ class LogPredictive:
 
 
 def tail_khat(log_r: np.ndarray) -> np.ndarray:
-    """Pareto k̂ over the last axis; 0 for a flat (bounded) tail, ``nan`` for a tail of
-    repeated values (the Kish ESS decides)."""
+    """Pareto k̂ over the last axis (0: flat tail; ``nan``: repeated values)."""
     log_r = np.ascontiguousarray(log_r, dtype=np.float64)
     k = pareto_khat(log_r)
     s = log_r.shape[-1]
@@ -129,8 +128,7 @@ def log_normaliser(
 
 
 def _log_cross(pop: tuple[np.ndarray, np.ndarray, np.ndarray], log_w: np.ndarray) -> np.ndarray:
-    """``[B, S]`` of ``log Σ_h exp(L_hs + log_w_hb)`` as one scaled matrix product (entries
-    that underflow below ``1e-250`` recomputed by log-sum-exp)."""
+    """``[B, S]`` of ``log Σ_h exp(L_hs + log_w_hb)`` as one scaled matrix product."""
     L, a, eL = pop
     bmax = log_w.max(axis=0)
     prod = np.exp(log_w - bmax).T @ eL  # [B, S]

@@ -39,8 +39,7 @@ def log_predictives(posteriors: list[Any], targets: pd.DataFrame, slot_rows: pd.
                      slot_inv: np.ndarray, khat: bool) -> tuple[Any, list[Any], list[np.ndarray],
                                                                 list[np.ndarray],
                                                                 list[np.ndarray]]:
-    """Each posterior's leave-one-out log predictive of the targets in their slots (the fit's
-    first, then the refits'), the slots' record log-likelihoods, k-hats and ESS."""
+    """Each posterior's LOO log predictives of the targets, slot log-likelihoods, k-hats, ESS."""
     base = None
     aug: list[_est.LogPredictive] = []
     slot_lls, khats, ess = [], [], []
@@ -96,8 +95,7 @@ def diagnostics(match: np.ndarray, log_lr: np.ndarray, khats: list[np.ndarray],
                  ess: list[np.ndarray], norm_khat: np.ndarray, norm_ess: np.ndarray, *, H: int,
                  normalised: bool, normaliser_draws: int, khat: bool, partial: bool,
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[float, float]]:
-    """Each target's worst Pareto k-hat and smallest ESS over the posteriors, its flags, and
-    the k-hat and ESS thresholds for ``H`` draws."""
+    """Each target's worst k-hat, smallest ESS and flags, and the thresholds for ``H`` draws."""
     khat_thr, ess_thr = _est.thresholds(H)
     khat_max = np.max(np.stack(khats), axis=0)
     ess_min = np.min(np.stack(ess), axis=0)
@@ -134,9 +132,7 @@ def target_flags(match: np.ndarray, log_lr: np.ndarray, khat_max: np.ndarray | N
 def selection_match(rule: Any, selected: np.ndarray, targets: pd.DataFrame,
                      orig: pd.DataFrame, slots: np.ndarray, schema: Any, match: np.ndarray,
                      ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """What the selection seen says about each target (methods, Releases that synthesize selected
-    records).
-    """
+    """What the selection seen says about each target."""
     in_sel = selected[slots]
     cols = list(schema.names)
     slot_key, target_key = _partial.cell_keys([orig.iloc[slots], targets], schema, cols,

@@ -18,9 +18,7 @@ ALPHA = 1e-3
 
 @dataclass(frozen=True)
 class HoldoutOverlap:
-    """The holdout rows equal to a record of the original (``copies``), the chance rate
-    ``reference_share`` and the beta-binomial ``p_value``.
-    """
+    """The holdout rows copying the original, the chance rate and the p-value."""
 
     copies: np.ndarray
     reference_share: float
@@ -70,9 +68,7 @@ def holdout_overlap(original: pd.DataFrame, holdout: pd.DataFrame) -> HoldoutOve
 
 
 def screen_holdout(original: pd.DataFrame, holdout: pd.DataFrame | None) -> np.ndarray | None:
-    """The holdout rows to flag ``HOLDOUT_IN_ORIGINAL`` (``None``: no overlap); every row copied
-    beyond chance raises, some warn (``HOLDOUT_OVERLAPS_ORIGINAL``).
-    """
+    """The holdout rows to flag ``HOLDOUT_IN_ORIGINAL`` (``None``: no overlap)."""
     import warnings
 
     from bayes_risk.exceptions import CALLER, DataWarning, ValidationError

@@ -37,8 +37,7 @@ def resolution(values: pd.Series) -> float:
 
 def _column_codes(table: pd.DataFrame, reference: pd.DataFrame, schema: Any,
                   column: str) -> np.ndarray:
-    """Integer codes of one column's values (``-1``: missing, ``-2``: a numeric value the
-    reference never takes)."""
+    """Integer codes of one column (``-1``: missing, ``-2``: unknown to the reference)."""
     spec = schema[column]
     if spec.is_categorical:
         return level_codes(table[column], spec.levels, column=column)

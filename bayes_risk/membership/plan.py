@@ -30,8 +30,7 @@ def plan(model: Any, orig: pd.DataFrame, members: np.ndarray, hold: pd.DataFrame
 
 def _targets(orig: pd.DataFrame, members: np.ndarray, hold: pd.DataFrame | None,
              look: pd.DataFrame | None) -> tuple[pd.DataFrame, list[str], list[str], list[int]]:
-    """The targets (members, then holdout rows, then look-alikes) with their role, source and
-    row in that source."""
+    """The targets (members, holdout rows, look-alikes) with role, source and row."""
     parts = [orig.iloc[members]]
     role = ["member"] * len(members)
     source = ["original"] * len(members)

@@ -19,8 +19,7 @@ __all__ = ["prepare", "prior_probability", "check_options", "check_drawable"]
 
 def prepare(model: Any, original: Any, synthetic: Any, holdout: Any, records: Any,
             ) -> tuple[pd.DataFrame, list[pd.DataFrame], pd.DataFrame | None, np.ndarray]:
-    """The original, the synthetic datasets and the holdout as tables of the model's columns,
-    checked against its schema and fitted size, and the members' row positions."""
+    """The tables checked against the model's schema, and the members' row positions."""
     schema = model.schema_
     cols = list(schema.names)
     orig = _table(original, cols, "original")

@@ -16,9 +16,7 @@ __all__ = ["SelectionRule", "as_selection", "check_rule"]
 
 @dataclass(frozen=True)
 class SelectionRule:
-    """A stated selection rule: ``kind`` (``"independent"`` or ``"rule"``), ``description`` and
-    ``function`` (``DataFrame -> bool per row``).
-    """
+    """A stated selection rule: ``kind``, ``description`` and ``function``."""
 
     kind: str
     description: str
@@ -46,9 +44,7 @@ class SelectionRule:
 
 
 def as_selection(selection: Any) -> SelectionRule | None:
-    """``selection=`` of :func:`~bayes_risk.membership_risk` as a :class:`SelectionRule` (or
-    ``None``); a ``ValidationError`` for a value that is not a rule.
-    """
+    """``selection=`` of :func:`~bayes_risk.membership_risk` as a :class:`SelectionRule`."""
     if selection is None or isinstance(selection, SelectionRule):
         return selection
     if isinstance(selection, str):
@@ -69,10 +65,7 @@ def as_selection(selection: Any) -> SelectionRule | None:
 
 
 def check_rule(rule: SelectionRule, original: pd.DataFrame, selected: np.ndarray) -> None:
-    """Check that ``rule`` selects the rows the model synthesized
-    (``MEMBERSHIP_SELECTION_MISMATCH``) and the same records on parts of the table
-    (``MEMBERSHIP_SELECTION_DATA_DEPENDENT``).
-    """
+    """Check that ``rule`` selects the synthesized rows, and the same on parts of the table."""
     if rule.kind == "independent":  # nothing to check: it selects without looking
         return
     got = rule.evaluate(original, "original")

@@ -13,8 +13,7 @@ __all__ = ["auc", "file_summary"]
 
 
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
-    """Area under the ROC curve of scores ``pos`` (members) against ``neg`` (non-members): the
-    Mann–Whitney probability that a member scores above a non-member, ties counted one half."""
+    """ROC AUC of scores ``pos`` against ``neg`` (ties count one half)."""
     pos = np.asarray(pos, dtype=np.float64)
     neg = np.asarray(neg, dtype=np.float64)
     if len(pos) == 0 or len(neg) == 0:
