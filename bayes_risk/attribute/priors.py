@@ -161,8 +161,7 @@ class UserWeights(Prior):
     Parameters
     ----------
     weights : array of float, or callable
-        An array (same length as every record's candidate set) or a callable
-        ``f(record, candidates: ndarray[G, q], g0) -> weights[G]``.
+        One weight per candidate, or ``f(record, candidates: ndarray[G, q], g0) -> weights[G]``.
     """
 
     weights: Any = None
@@ -307,14 +306,9 @@ class ModelPredictive(Prior):
 def parse_prior(prior: str | Prior | Sequence[float] | Callable[..., Any]) -> Prior:
     """Turn a prior specification into a :class:`Prior`.
 
-    Accepted: a :class:`Prior`; ``"uniform"``; ``"truth-weighted:K"``; ``"empirical"`` or
-    ``"empirical:ALPHA"``; ``"model-predictive"``; ``"grid-uniform"``; an array of weights or a
-    callable (→ :class:`UserWeights`).
-
-    Raises
-    ------
-    ValidationError
-        For an unknown string, naming the accepted forms.
+    Accepted: a :class:`Prior`; ``"uniform"``; ``"truth-weighted:K"``; ``"empirical[:ALPHA]"``;
+    ``"model-predictive"``; ``"grid-uniform"``; weights or a callable (:class:`UserWeights`).
+    Raises ``ValidationError`` for an unknown string.
     """
     if isinstance(prior, Prior):
         return prior
