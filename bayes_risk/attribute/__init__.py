@@ -1,10 +1,6 @@
 """Attribute disclosure risk (Hu 2019): candidates, priors, estimators, diagnostics, summaries.
 
-Main entry points: :func:`attribute_risk`, :func:`attribute_known_sweep`,
-:func:`known_fraction_curve`, :func:`with_prior`,
-:func:`prior_sensitivity` and :func:`plot_prior_sensitivity`. The engine never imports a model:
-draws from any software are wrapped by :class:`bayes_risk.models.ArrayModel`, and the tree
-synthesizers' plug-in likelihoods live with their models (:class:`bayes_risk.models.CARTPlugin`).
+See :doc:`/methods/attribute`.
 """
 
 from bayes_risk.attribute.api import (

@@ -1,8 +1,4 @@
-"""Numba kernels of the attribute-risk engine: the ratio pass and sums of the estimators and the
-tail selection for Pareto k̂ (Vehtari et al. 2024). The selected tails are identical (as
-multisets) to those of the numpy reference, so k̂ is unchanged; the generalized-Pareto fit stays
-in numpy, whose SIMD ``log1p`` is faster than a compiled loop's.
-"""
+"""Numba kernels of the attribute-risk engine: ratio pass and sums, Pareto k̂ tail selection."""
 
 from __future__ import annotations
 
@@ -26,8 +22,7 @@ __all__ = ["get_num_threads", "khat_tails", "neg_outer", "ratio_pass", "ratio_su
 
 @njit(cache=True)
 def _partition(a, lo, hi, pivot, strict):  # pragma: no cover - compiled
-    """Move the values of ``a[lo:hi]`` below ``pivot`` (``strict``; else not above it) to the
-    front, without branches on the data; returns how many there are, counted from ``lo``."""
+    """Move ``a[lo:hi]``'s values below ``pivot`` (``<=`` unless ``strict``) to the front; count."""
     s = lo
     for i in range(lo, hi):
         v = a[i]
@@ -39,9 +34,7 @@ def _partition(a, lo, hi, pivot, strict):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _select(a, k):  # pragma: no cover - compiled
-    """Reorder ``a`` in place so that ``a[k]`` is its ``k``-th smallest value, ``a[:k] <= a[k]``
-    and ``a[k:] >= a[k]`` (quickselect, median-of-three pivot, branch-free partitions: the
-    comparisons of random values are mispredicted half the time; no ``nan`` allowed)."""
+    """Quickselect in place: ``a[k]`` the ``k``-th smallest, ``a[:k] <= a[k] <= a[k:]``."""
     lo = 0
     hi = a.shape[0]
     while hi - lo > 1:
@@ -62,8 +55,7 @@ def _select(a, k):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _top_sorted(v, n, k, out, small):  # pragma: no cover - compiled
-    """Write the ``k`` largest of ``v[:n]`` (no ``nan``), ascending, into ``out[:k]``: selected
-    among the values above a threshold from a strided sample (about ``2k``), else in ``v``."""
+    """Write the ``k`` largest of ``v[:n]`` (no ``nan``), ascending, into ``out[:k]``."""
     ns = min(n, 128)
     step = n // ns
     for a in range(ns):
@@ -89,12 +81,7 @@ def _top_sorted(v, n, k, out, small):  # pragma: no cover - compiled
 
 @njit(cache=True, parallel=True)
 def khat_tails(lr3, m):  # pragma: no cover - compiled
-    """Largest ``M + 1`` shifted log ratios of every vector (the loo algorithm, steps 1 and 3).
-
-    ``lr3`` is ``float64[A, B, S]`` (any strides; vector ``(a, b)`` is ``lr3[a, b, :]``), ``m``
-    the tail size (``5 <= M < S``). Returns ``top[A * B, M + 1]``, ``sort(lr − max(lr))[S − M −
-    1:]`` per vector (zeros where ``bad``), and ``bad[A * B]``: a non-finite maximum or a ``nan``.
-    """
+    """Largest ``m + 1`` shifted log ratios of every vector ``lr3[a, b, :]``, and ``bad``."""
     nb = lr3.shape[1]
     s = lr3.shape[2]
     nrow = lr3.shape[0] * nb
@@ -137,15 +124,7 @@ _HB = 64
 
 @njit(cache=True, parallel=True, nogil=True)
 def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
-    """First pass over the candidate log-likelihoods ``logp[H, R, G]`` of a chunk of records.
-
-    Fuses the log ratios, their maxima over draws and the Pareto tails (identical to
-    :func:`_top_sorted`'s) in one pass over whole rows; the exponentials are left to numpy.
-    Writes ``X = log r − shift`` (``shift`` the maximum, 0 where not finite; ``-inf`` for a
-    ``nan`` ratio, a dropped draw or an ``exp`` overflow; ``X`` may not alias ``logp``).
-    Returns ``mx[R, G]`` (``nan`` if some ratio is ``nan``), ``n_ok[R]`` (draws kept), and, for
-    ``m_tail > 0``, ``top[R·G, M + 1]`` and ``bad[R·G]`` as :func:`khat_tails`.
-    """
+    """Log ratios of ``logp[H, R, G]`` less their maxima into ``X``, and the Pareto tails."""
     H, R, G = logp.shape
     mx_out = np.empty((R, G))
     n_ok = np.zeros(R, dtype=np.int64)
@@ -228,8 +207,7 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always")
 def _gather(tb, nh, thr, small, cnt):  # pragma: no cover - compiled
-    """Append the values ``tb[g, :nh] >= thr[g]`` to ``small[g]`` (counted in ``cnt[g]``; past
-    ``small``'s last slot, values are only counted)."""
+    """Append the values ``tb[g, :nh] >= thr[g]`` to ``small[g]`` (counted in ``cnt[g]``)."""
     cap = small.shape[1] - 1
     for g in range(tb.shape[0]):
         c = cnt[g]
@@ -244,8 +222,7 @@ def _gather(tb, nh, thr, small, cnt):  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always")
 def _insertion_sort(a, out):  # pragma: no cover - compiled
-    """``out[:n] = sort(a)`` (``n = a.size``, no ``nan``); for ~100 values faster than
-    ``np.sort``."""
+    """``out[:n] = sort(a)`` (no ``nan``); for ~100 values faster than ``np.sort``."""
     n = a.shape[0]
     for i in range(n):
         v = a[i]
@@ -258,8 +235,7 @@ def _insertion_sort(a, out):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _finish_tails(X, r, k, small, cnt, bad, top):  # pragma: no cover - compiled
-    """The ``k`` largest of each candidate's gathered values, ascending, into ``top[g]``
-    (as :func:`_top_sorted`, with its exact fallback when the threshold missed)."""
+    """The ``k`` largest of each candidate's gathered values, ascending, into ``top[g]``."""
     H = X.shape[0]
     cap = small.shape[1] - 1
     tmp = np.empty(0)
@@ -285,11 +261,7 @@ _RB = 16
 
 @njit(cache=True, parallel=True, nogil=True)
 def ratio_sums(E, W, groups, n_groups):  # pragma: no cover - compiled
-    """Sums over draws of ``E[H, R, G]``: ``Σ E``, ``Σ E²``, per column of ``W[H, m]``
-    ``Σ E W``, ``Σ (E W)²``, ``max E W`` (the IS estimator's fast path), and per group of draws
-    ``Σ_{h: groups[h] = c} E`` (``n_groups = 0``: none). Draws are summed in order (the values
-    do not depend on threads), in blocks of ``_RB`` records whose rows of a draw are contiguous.
-    """
+    """Sums over draws of ``E[H, R, G]`` (plain, squared, IS-weighted, per draw group)."""
     H, R, G = E.shape
     m = W.shape[1]
     s1 = np.zeros((R, G))
@@ -329,8 +301,7 @@ def ratio_sums(E, W, groups, n_groups):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def neg_outer(theta, x):  # pragma: no cover - compiled
-    """``out[i, j, l] = (−θ[i, j]) · x[i, l]``: the generalized-Pareto fit's grid of products
-    (bitwise numpy's broadcast, about four times faster for short rows)."""
+    """``out[i, j, l] = (−θ[i, j]) · x[i, l]`` (bitwise numpy's broadcast, faster)."""
     n, mg = theta.shape
     m = x.shape[1]
     out = np.empty((n, mg, m))
@@ -366,9 +337,7 @@ def _lse(a):  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always")
 def _rank(x, t, out, p, r, at):  # pragma: no cover - compiled
-    """:func:`~bayes_risk.attribute.summaries.rank_summary` of row ``x`` (truth ``t``) into
-    ``out[at:at + 6, p, r]`` (``at + 4`` onwards: ``p_true`` and ``top_share`` only if
-    ``at > 0``)."""
+    """Rank summary of row ``x`` (truth ``t``) into ``out[at:, p, r]``."""
     lt = x[t]
     bad = math.isnan(lt)
     above = 0
@@ -398,10 +367,7 @@ def _rank(x, t, out, p, r, at):  # pragma: no cover - compiled
 
 @njit(cache=True, parallel=True, nogil=True, error_model="numpy")
 def prior_point_columns(ll, lp, g0, alone, post):  # pragma: no cover - compiled
-    """Log posteriors and rank summaries of the truth of ``n`` records (``ll[n, G]``) under
-    each of ``P`` priors ``lp[P, n, G]`` (Hu 2019 eq. 1). Returns ``[6 (8 with alone), P, n]``:
-    ``POINT_COLUMNS`` then ``prior_p_true``, ``prior_top_share`` (the prior alone); writes the
-    log posteriors into ``post[P, n, G]`` unless it is empty."""
+    """Log posteriors (into ``post``) and rank summaries of ``ll[n, G]`` under priors ``lp``."""
     P, n, G = lp.shape
     out = np.full((8 if alone else 6, P, n), np.nan)
     keep = post.shape[0] > 0
@@ -425,10 +391,7 @@ def prior_point_columns(ll, lp, g0, alone, post):  # pragma: no cover - compiled
 
 @njit(cache=True, parallel=True, nogil=True, error_model="numpy")
 def chain_columns(ll, dev_t, lp, g0, crit, tolerance, ratio):  # pragma: no cover - compiled
-    """The between-chain check of :func:`bayes_risk.attribute.chains.agreement_columns` for
-    ``R`` records (``ll[R, C, G]``, batch deviations ``dev_t[R, C, G, K]``) under each of
-    ``P`` priors ``lp[P, R, G]``. Returns ``[5, P, R]``: ``p_true_chain_min``,
-    ``p_true_chain_max``, ``chain_z``, ``top_differs`` and ``flag`` (0/1)."""
+    """The between-chain check of :func:`~bayes_risk.attribute.chains.agreement_columns`."""
     R, C, G = ll.shape
     K = dev_t.shape[3]
     P = lp.shape[0]

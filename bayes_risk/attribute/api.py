@@ -1,10 +1,5 @@
 """User-facing attribute-risk analysis: :func:`attribute_risk`, :func:`with_prior`,
-:func:`prior_sensitivity` and :func:`plot_prior_sensitivity`.
-
-:func:`attribute_risk` runs three stages: :mod:`~bayes_risk.attribute.prepare` (a typed plan),
-:mod:`~bayes_risk.attribute.evaluate` (one partition of the records, run by an executor)
-and :mod:`~bayes_risk.attribute.assemble` (priors, summaries, the result).
-See :doc:`/methods/attribute`.
+:func:`prior_sensitivity` and :func:`plot_prior_sensitivity`. See :doc:`/methods/attribute`.
 """
 
 from __future__ import annotations
@@ -92,9 +87,7 @@ def attribute_risk(
     ----------
     model : RiskModel
         A fitted Bayesian synthesis model, an :class:`~bayes_risk.models.ArrayModel`, or a
-        plug-in model (:class:`~bayes_risk.models.CARTPlugin`; anything with
-        ``plugin_loglik(record, candidates, datasets) -> [m, G]``). Its ``schema_`` defines the
-        columns, levels and which columns were synthesized.
+        plug-in model (:class:`~bayes_risk.models.CARTPlugin`).
     original : DataFrame
         The confidential data ``y`` (the rows the model was fitted to, same order).
     synthetic : SyntheticData, DataFrame or list of DataFrames
@@ -102,43 +95,31 @@ def attribute_risk(
     records : sequence of int, optional
         0-based row positions to evaluate (default: all).
     candidates : {"one-variable", "full"}, str, CandidateSpec or callable
-        Candidate sets (see :func:`~bayes_risk.attribute.candidates.parse_candidates`). A
-        callable ``f(record_row: Series, columns: list) -> DataFrame`` returns a record's
-        candidates (decoded values); the truth is added when absent.
+        Candidate sets (:func:`~bayes_risk.attribute.candidates.parse_candidates`), or
+        ``f(record_row, columns) -> DataFrame`` of a record's candidates.
     prior : str, Prior, weights or callable
-        Intruder prior: ``"uniform"`` (default), ``"truth-weighted:K"``, ``"empirical:ALPHA"``,
-        ``"model-predictive"``, ...
+        Intruder prior (:func:`~bayes_risk.attribute.priors.parse_prior`; default ``"uniform"``).
     scenario : ScenarioSpec or {"worst_case", "partially_known", "empty"}
-        What the intruder knows (:class:`~bayes_risk.attribute.ScenarioSpec`); a string is
-        ``ScenarioSpec(kind=...)``.
+        What the intruder knows (:class:`~bayes_risk.attribute.ScenarioSpec`).
     estimator : EstimatorSpec or {"auto", "stabilised", "is"}
-        How the candidates' likelihoods are estimated and checked
-        (:class:`~bayes_risk.attribute.EstimatorSpec`); a string is
-        ``EstimatorSpec(kind=...)``.
+        How the likelihoods are estimated (:class:`~bayes_risk.attribute.EstimatorSpec`).
     random_seed : int, Generator or None
-        Seeds the bootstrap and the augmented fits. Results do not depend on the chunk size,
-        on the order of ``records``, on the executor or on its partitions.
+        Seeds the bootstrap and the augmented fits.
     progressbar : bool
         Show progress (rich).
     executor : None, distributed.Client or Executor
-        Where the per-record stage runs (:func:`bayes_risk.executors.as_executor`): ``None``
-        (default) in this process, or a Dask cluster in partitions of ``partition_size``
-        records (default 256).
+        Where the per-record stage runs (:func:`bayes_risk.executors.as_executor`).
     allow_other_model : bool, default False
-        Go on, with warning ``MODEL_DIFFERS``, when ``model`` is not the model that made the
-        release; by default such a model is refused.
+        Go on, with warning ``MODEL_DIFFERS``, when ``model`` did not make the release.
 
     Returns
     -------
     AttributeRiskResult
-        With the stabilised estimator and two or more MCMC chains, records whose chains
-        disagree are flagged ``CHAINS_DISAGREE`` (``bayes_risk.attribute.chains``).
 
     Raises
     ------
     ValidationError
-        For inconsistent inputs (naming the argument); ``MODEL_DIFFERS`` for a model that did
-        not make the release; ``DUPLICATE_DATASETS`` for a release holding a dataset twice.
+        For inconsistent inputs (naming the argument); ``MODEL_DIFFERS``; ``DUPLICATE_DATASETS``.
     NotSupportedError
         For other scenarios, and for class O models that do not supply the own-record term.
 
@@ -261,8 +242,6 @@ def with_prior(
 ) -> AttributeRiskResult:
     """``result`` under another prior: the kept log-likelihoods are re-normalised.
 
-    Every column that depends on the prior is recomputed as a run with that prior would.
-
     Parameters
     ----------
     result : AttributeRiskResult
@@ -270,8 +249,7 @@ def with_prior(
     prior : str, Prior, weights or callable
         See :func:`bayes_risk.attribute.priors.parse_prior`.
     bootstrap : bool
-        Recompute the bootstrap rank quantiles under the new prior from the kept bootstrap
-        log-likelihoods (set False for fast sweeps; those columns then become ``nan``).
+        Recompute the bootstrap rank quantiles (False: those columns become ``nan``).
 
     Returns
     -------
@@ -347,11 +325,7 @@ def _reprior(
     result: AttributeRiskResult, lp_groups: Sequence[Sequence[np.ndarray]], *,
     log_post: bool = False, alone: bool = False,
 ) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
-    """Every record column that depends on the prior (and the flags it sets), under each of
-    ``P`` priors: ``lp_groups[p][g]`` is prior ``p``'s log prior of group ``g``.
-
-    Returns the columns ``{name: (P, n)}`` and, with ``log_post``, the log posteriors per group.
-    """
+    """The record columns ``{name: (P, n)}`` that depend on the prior, and the log posteriors."""
     P, n = len(lp_groups), len(result.loglik)
     recs = result.records.columns
     bounds, chains = "p_true_upper" in recs, "p_true_chain_min" in recs
@@ -393,34 +367,29 @@ def _reprior(
 def prior_sensitivity(
     result: AttributeRiskResult, *, priors: Sequence[Any] | str | Prior, bootstrap: bool = False
 ) -> pd.DataFrame:
-    """Re-normalise a result under several priors: likelihoods are reused.
+    """Re-normalise a result under several priors (each as :func:`with_prior`).
 
-    Each prior's columns are those of :func:`with_prior`. Average over the rows whose
-    ``flag_codes`` are empty: a flagged record's estimate cannot be trusted under that prior.
+    Average over the rows whose ``flag_codes`` are empty.
 
     Parameters
     ----------
     result : AttributeRiskResult
     priors : sequence, or one prior specification
-        Prior specifications (see :func:`~bayes_risk.attribute.priors.parse_prior`); a single
-        string or :class:`~bayes_risk.attribute.priors.Prior` is one prior.
+        Prior specifications (see :func:`~bayes_risk.attribute.priors.parse_prior`).
     bootstrap : bool
-        Also recompute the bootstrap rank quantiles (slower: the ``[B, G]`` bootstrap
-        log-likelihoods of every record, once per prior).
+        Also recompute the bootstrap rank quantiles (slower).
 
     Returns
     -------
     DataFrame
-        Long format, one row per prior and record: ``prior`` (its label; a repeated label
-        gets ``#2``, ``#3``, ...), ``record``, the point summaries, ``prior_p_true`` and
-        ``prior_top_share`` (what the prior alone gives), ``baseline`` (``1/G``), the bounds,
-        the bootstrap columns when requested and ``flag_codes``.
+        One row per prior and record: ``prior`` (a repeated label gets ``#2``, ...), ``record``,
+        the point summaries, ``prior_p_true`` and ``prior_top_share`` (the prior alone),
+        ``baseline``, the bounds, the bootstrap columns when requested and ``flag_codes``.
 
     Raises
     ------
     ValidationError
-        ``priors`` is empty or holds a specification that is not understood; the result was
-        computed in compatibility mode.
+        ``priors`` is empty or not understood; the result was computed in compatibility mode.
 
     Examples
     --------
@@ -511,14 +480,12 @@ def plot_prior_sensitivity(
 ) -> Any:
     """Attribute risk under each intruder prior, beside what the prior alone gives.
 
-    One row per prior: the figure over the unflagged records (filled dot), the prior alone
-    (open circle) and the random guess ``1/G`` (dashed line); see :doc:`/user_guide/attribute`.
+    See :doc:`/user_guide/attribute`.
 
     Parameters
     ----------
     sensitivity : DataFrame
-        The table of :func:`prior_sensitivity` (columns ``prior``, ``flag_codes``, the
-        measure and ``prior_top_share`` / ``prior_p_true``).
+        The table of :func:`prior_sensitivity`.
     measure : {"is_top", "p_true"}
         Share of the records whose truth is the best guess, or mean ``p_true``.
     ax : matplotlib.axes.Axes, optional

@@ -1,7 +1,4 @@
-"""Stage 3 of attribute risk: the result from the merged partition outputs, once, in the calling
-process (records released unchanged, the prior, the summaries, the k̂ bounds, the bootstrap
-quantiles, the record table, settings and warnings).
-"""
+"""Stage 3 of attribute risk: the result from the merged partition outputs."""
 
 from __future__ import annotations
 
@@ -38,8 +35,7 @@ _COUNT_GRID = "one-variable,grid:additive:2:5"
 
 
 def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
-    """The :class:`~bayes_risk.attribute.AttributeRiskResult` of the evaluated records
-    (``part``: the merged outputs of every partition)."""
+    """The :class:`~bayes_risk.attribute.AttributeRiskResult` of the merged outputs ``part``."""
     data, est = plan.data, plan.estimator.name
     mcmc = mcmc_record(plan.model.model, [a.model for a in plan.augmented.models])
     warn_codes = _warning_codes(plan, part, mcmc)
@@ -170,8 +166,7 @@ def _warn_without_alternative(cands: Sequence[Any], warn_codes: list[str],
 def _released_unchanged(
     plan: AttributePlan, part: PartitionOutput, recs: Sequence[int]
 ) -> tuple[np.ndarray | None, set[int]]:
-    """Records the model did not synthesize (released as they are: every candidate but the
-    truth has likelihood 0), with that exact likelihood set in ``part``."""
+    """Records the model did not synthesize, with their exact likelihood set in ``part``."""
     model = plan.model.model
     syn_flags = None
     if plan.data.scenario == "two_records":  # pairs of synthesized records only (pairs.py)

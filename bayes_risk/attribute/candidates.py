@@ -1,8 +1,5 @@
-"""Candidate sets ``C_i`` for the intruder's unknown values of record ``i``: the specifications
-(:class:`CandidateSpec`, :class:`GridSpec`, :class:`SpatialGridSpec`), their parser and the
-builders. A set combines *blocks* (a categorical column's levels, a numeric column's grid, a
-spatial pair's grid) by the ``one_variable``, ``product`` or ``k_different`` rule; values are a
-float ``[G, q]`` array of codes (categorical) or values (numeric), the truth once at ``g0``.
+"""Candidate sets ``C_i`` of the intruder's unknown values: specifications, parser, builders.
+
 See :doc:`/methods/attribute` (Candidate sets).
 """
 
@@ -46,13 +43,12 @@ DEFAULT_MAX_CANDIDATES = 1_000_000
 
 @dataclass(frozen=True)
 class GridSpec:
-    """Grid of candidate values for one numeric column.
+    """Grid of candidate values for one numeric column (the truth always a grid point).
 
     Parameters
     ----------
     kind : {"percent", "additive", "fixed", "explicit"}
-        ``percent``: ``[x − a|x|, x + b|x|]``; ``additive``: ``[x − a, x + b]``; ``fixed``: the
-        user interval ``bounds`` (must contain the truth); ``explicit``: the user ``values``.
+        ``[x − a|x|, x + b|x|]``, ``[x − a, x + b]``, the interval ``bounds`` or the ``values``.
     lower, upper : float
         ``a`` and ``b`` (fractions for ``percent``, widths for ``additive``). Default 0.1.
     n_points : int
@@ -62,13 +58,7 @@ class GridSpec:
     values : sequence of float, optional
         Points for ``explicit``.
     zero_fallback : (str, float), optional
-        For ``percent`` with a true value of 0 (a degenerate interval): ``("additive", width)``
-        uses an additive grid of that half-width instead of raising ``ZERO_VALUE_PERCENT_GRID``.
-
-    Notes
-    -----
-    The truth is always a grid point: when it is not, the point nearest to it is replaced by it.
-    For ``count`` columns grid points are rounded to integers and duplicates removed.
+        ``("additive", width)``: the grid of a true value 0 under ``percent``.
     """
 
     kind: Literal["percent", "additive", "fixed", "explicit"] = "percent"
@@ -118,18 +108,13 @@ class SpatialGridSpec:
     Parameters
     ----------
     columns : (str, str)
-        The two coordinate columns (e.g. longitude, latitude), both numeric.
+        The two numeric coordinate columns.
     spacing : float
         Grid spacing ``Δ``.
     half_width : float
         Half-width ``w`` of the square centred at the truth.
     disk : bool
         Keep only points within distance ``w`` of the truth.
-
-    Notes
-    -----
-    The grid is centred on the truth: a uniform prior over it encodes an intruder who already
-    knows the location to within ``w``.
     """
 
     columns: tuple[str, str]
@@ -150,12 +135,12 @@ class SpatialGridSpec:
 
 @dataclass(frozen=True)
 class CandidateSpec:
-    """How to build every record's candidate set.
+    """How to build every record's candidate set (see :doc:`/methods/attribute`).
 
     Parameters
     ----------
     rule : {"one_variable", "product", "k_different"}
-        How blocks are combined (see module docstring).
+        How blocks are combined.
     k : int
         Maximum number of differing blocks for ``"k_different"``.
     grids : mapping of str to GridSpec
@@ -202,18 +187,10 @@ class CandidateSpec:
 def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
     """Parse a candidate-set description (also used by the CLI).
 
-    Accepted forms (comma-separated parts may be combined, e.g.
-    ``"one-variable,grid:additive:2.5:11"``):
-
-    * ``one-variable`` (or ``reduced``), ``full`` (or ``product``), ``k-different:K``;
-    * ``grid:percent:A[:G]``, ``grid:percent:A:B:G``, ``grid:additive:W[:G]``,
-      ``grid:additive:A:B:G``, ``grid:fixed:LO:HI[:G]`` — the grid for all numeric columns.
-      A grid on its own implies the product rule (the R package's behaviour).
-
-    Raises
-    ------
-    ValidationError
-        For an unknown form, naming the accepted ones.
+    Comma-separated parts: ``one-variable`` (``reduced``), ``full`` (``product``),
+    ``k-different:K``, ``grid:percent|additive:A[:G]``, ``grid:percent|additive:A:B:G``,
+    ``grid:fixed:LO:HI[:G]``; a grid alone implies the product rule. Raises ``ValidationError``
+    for an unknown form.
     """
     if isinstance(text, CandidateSpec):
         return text
@@ -281,26 +258,21 @@ def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
 
 def with_zero_fallback(spec: CandidateSpec, data: pd.DataFrame, columns: Sequence[str]
                        ) -> CandidateSpec:
-    """``spec`` with a stated zero fallback for the percent grid of each of ``columns``.
-
-    A true value of 0 makes the percent grid degenerate; each of ``columns`` whose grid is a
-    percent grid without ``zero_fallback`` gets, for such records, the additive grid of
-    half-width ``max(a, b)`` times the median of the column's non-zero absolute values in
-    ``data`` (1 when it has none). The rule of ``bayes-risk attribute`` and of the audit.
+    """``spec`` with a zero fallback for the percent grid of each of ``columns``: the additive grid
+    of half-width ``max(a, b)`` times the median non-zero ``|value|`` of the column (else 1).
 
     Parameters
     ----------
     spec : CandidateSpec
-        The candidate sets (e.g. from :func:`parse_candidates`).
     data : DataFrame
         The original table.
     columns : sequence of str
-        The numeric columns whose grids get a fallback (columns of ``data``).
+        The numeric columns whose grids get a fallback.
 
     Returns
     -------
     CandidateSpec
-        ``spec`` itself when no grid needed a fallback, else a copy with per-column grids.
+        ``spec`` itself when no grid needed a fallback.
 
     Examples
     --------
@@ -334,14 +306,8 @@ def _insert_truth(points: np.ndarray, x: float) -> np.ndarray:
 
 def grid_points(x: float, spec: GridSpec, *, column: str = "?", integer: bool = False
                 ) -> tuple[np.ndarray, int]:
-    """Candidate values for one numeric column with true value ``x``: the points, ascending
-    with the truth once, and the truth's index.
-
-    Raises
-    ------
-    ValidationError
-        ``ZERO_VALUE_PERCENT_GRID`` for ``x == 0`` with a percent grid and no ``zero_fallback``;
-        ``TRUTH_OUTSIDE_FIXED_GRID`` when the truth lies outside fixed bounds.
+    """Candidate values for one numeric column with true value ``x`` (ascending, the truth
+    once) and the truth's index.
 
     Examples
     --------
@@ -416,8 +382,7 @@ def spatial_points(truth: Sequence[float], spec: SpatialGridSpec) -> tuple[np.nd
 def columns_without_alternative(
     cands: Sequence[CandidateSet], is_cat: Sequence[bool] | None = None
 ) -> dict[str, int]:
-    """For each varying column, the number of records whose candidates all hold the truth's
-    value in it (e.g. a ±10 % grid on a count below 5); missing true values are skipped.
+    """Per varying column, the records whose candidates all hold the truth's value in it.
 
     Examples
     --------
@@ -449,8 +414,7 @@ def full_size(levels: Sequence[int]) -> int:
 
 
 def one_variable_codes(truth: np.ndarray, n_levels: Sequence[int]) -> np.ndarray:
-    """Vectorised one-variable-different sets ``[R, G, q]`` of records of categorical codes
-    ``truth [R, q]``: the truth, then column by column, levels ascending, skipping the truth's."""
+    """Vectorised one-variable-different sets ``[R, G, q]`` of codes ``truth [R, q]``."""
     truth = np.asarray(truth, dtype=np.int64)
     r, q = truth.shape
     g = neighbourhood_size(n_levels)
@@ -542,8 +506,7 @@ def _combine(blocks, spec: CandidateSpec) -> tuple[np.ndarray, int, tuple[str, .
 
 def build_candidates(truth: Mapping[str, Any] | pd.Series, vary: Sequence[str], schema: Schema,
                      spec: CandidateSpec | str = "one-variable") -> CandidateSet:
-    """Candidate set of one record from its true values of the varying columns ``vary`` (codes
-    for categorical columns); columns ordered as the blocks (a spatial pair stays together)."""
+    """Candidate set of one record from its true values of the varying columns ``vary``."""
     spec = parse_candidates(spec)
     if spec.spatial is not None:
         missing = [c for c in spec.spatial.columns if c not in vary]

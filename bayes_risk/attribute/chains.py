@@ -1,10 +1,6 @@
-"""Between-chain agreement of the record-level attribute-risk estimates (``CHAINS_DISAGREE``).
+"""Between-chain agreement of the record-level estimates (``CHAINS_DISAGREE``).
 
-With draws from ``C >= 2`` chains, the stabilised estimator is also computed from each chain's
-draws alone (a regrouping of the sums over draws, no further likelihood evaluation), with batch
-means standard errors (Flegal & Jones 2010). :func:`chain_agreement` flags a record whose
-``p_true`` differs between chains beyond Monte Carlo error and materially, or whose truth is the
-best guess under one chain only. See :doc:`/methods/attribute` (Diagnostics).
+See :doc:`/methods/attribute` (Diagnostics).
 """
 
 from __future__ import annotations
@@ -44,13 +40,7 @@ CHAIN_MIN_BATCH = 10
 
 @dataclass(frozen=True)
 class ChainPlan:
-    """Which chain and batch each posterior draw belongs to (built once per analysis).
-
-    ``base`` holds the group ``c · K + k`` (chain ``c``, batch ``k``) of each used draw of
-    ``p(Θ | y)``, ``aug`` the same per augmented fit (``None``: another number of chains, its
-    draws used whole by every chain); ``reason`` says why the check does not run, or what it
-    covers.
-    """
+    """Chain and batch group ``c · K + k`` of each used draw (``base``, ``aug``), and ``reason``."""
 
     run: bool
     reason: str
@@ -89,8 +79,7 @@ def _groups(labels: np.ndarray, n_chains: int, k: int) -> np.ndarray:
 def chain_plan(
     model: Any, draw_idx: np.ndarray | None, aug_models: Sequence[Any], estimator: str
 ) -> ChainPlan:
-    """The between-chain check of an analysis (``draw_idx``: the draws used; ``estimator``:
-    ``"stabilised"``, ``"is"`` or ``"plugin"``), or why it cannot run."""
+    """The between-chain check of an analysis, or why it cannot run."""
     if estimator != "stabilised":
         return ChainPlan(False, f"the {estimator!r} estimator (the check covers the stabilised "
                                 "estimator)")
@@ -139,8 +128,7 @@ def _group_sums(E: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
 
 def _chain_means(st: Any, groups: np.ndarray | None, g0: np.ndarray, cp: ChainPlan
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Per chain ``log Ê_c[r]`` ``[C, R, G]`` and batch deviations ``[C, K, R, G]`` of one
-    posterior's ratios (relative, linearised: ``(S_k − Ê_c n_k) / (Ê_c n̄)``)."""
+    """Per chain ``log Ê_c[r]`` ``[C, R, G]`` and batch deviations ``[C, K, R, G]``."""
     C, K = cp.n_chains, cp.n_batches
     R, _, G = st.E.shape
     if groups is None:  # used whole by every chain: no difference between chains
@@ -166,13 +154,7 @@ def _chain_means(st: Any, groups: np.ndarray | None, g0: np.ndarray, cp: ChainPl
 def chain_estimates(
     cp: ChainPlan, st0: Any, st_aug: Sequence[Any], g0: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Each chain's stabilised log-likelihoods and their batch deviations.
-
-    Returns ``chain_loglik (R, C, G)``, ``Σ_l log Ê_{y,Z_(l)}^c[r] − m log Ê_y^c[r]`` from chain
-    ``c``'s draws (``st0``: the ratios under ``p(Θ | y)``, ``st_aug`` under each augmented
-    fit), and ``chain_dev (R, C, K, G)`` (float32), first-order batch deviations: the
-    batch-means variance of ``a · chain_loglik[c]`` is ``Σ_k (a · chain_dev[c, k])² / (K (K − 1))``.
-    """
+    """Each chain's stabilised log-likelihoods ``(R, C, G)`` and batch deviations."""
     m = len(st_aug)
     l0, d0 = _chain_means(st0, cp.base, g0, cp)
     ll = -m * l0
@@ -205,20 +187,18 @@ def chain_agreement(
     Parameters
     ----------
     diagnostics : sequence of dict
-        Per record, ``chain_loglik (C, G)`` and ``chain_dev (C, K, G)`` of
-        :func:`chain_estimates` (records without them are not checked).
+        Per record, ``chain_loglik`` and ``chain_dev`` of :func:`chain_estimates`.
     logprior, g0 : sequence of arrays (G,), int array (R,)
     tolerance, ratio : float
-        A difference of ``p_true`` beyond Monte Carlo error is material when it exceeds
-        ``tolerance`` or ``ratio − 1`` times the smaller estimate (``inf``: the first alone).
+        A difference of ``p_true`` is material beyond ``tolerance`` or ``ratio − 1`` times the
+        smaller estimate.
     alpha : float
         Two-sided level of the test of a difference (Bonferroni over the pairs of chains).
 
     Returns
     -------
     dict of arrays (R,)
-        ``p_true_chain_min``, ``p_true_chain_max`` (``nan`` where not checked), ``chain_z``
-        (largest ``|p_c − p_c'| / se``), ``top_differs`` and ``flag``.
+        ``p_true_chain_min``, ``p_true_chain_max``, ``chain_z``, ``top_differs`` and ``flag``.
     """
     n = len(diagnostics)
     out = {k: np.full(n, np.nan) for k in ("p_true_chain_min", "p_true_chain_max", "chain_z")}
@@ -248,9 +228,7 @@ def agreement_columns(
     tolerance: float = CHAIN_TOLERANCE, ratio: float = CHAIN_RATIO, alpha: float = CHAIN_ALPHA,
     dev_t: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """:func:`chain_agreement` of ``R`` records with the same shapes (``ll (R, C, G)``,
-    ``dev (R, C, K, G)``) under each of ``P`` priors ``lp (P, R, G)``: columns ``(P, R)``.
-    ``dev_t`` is ``dev`` as ``(R, C, G, K)``, if the caller keeps it."""
+    """:func:`chain_agreement` of ``R`` records under each of ``P`` priors: columns ``(P, R)``."""
     from bayes_risk.attribute._kernels import chain_columns
 
     if dev_t is None:

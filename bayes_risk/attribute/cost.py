@@ -1,10 +1,6 @@
 """The cost of the stabilised estimator's refits, stated before they run.
 
-A refit's time is estimated from what the fit recorded of its own (``sweep_time``,
-``chains_at_once``, ``fit_time``; older models only ``sampling_time``, an upper bound), scaled by
-the records and sweeps of a refit (:func:`refit_cost`); for long refits of a Gibbs-sampled model
-a short pilot of the refit (:func:`~bayes_risk.attribute.refits.pilot_refit`) is timed first and
-its times replace the fit's. See :doc:`/user_guide/attribute` (Cost of the refits).
+See :doc:`/user_guide/attribute` (Cost of the refits).
 """
 
 from __future__ import annotations
@@ -26,10 +22,7 @@ PILOT_MIN_SECONDS = 30.0
 
 @dataclass(frozen=True)
 class Pilot:
-    """What a pilot refit measured just before the refits (one chain, in this process):
-    ``sweep_time`` (wall seconds per sweep after the first), ``setup`` (wall seconds outside
-    those sweeps: an upper bound of a refit's set-up) and ``sweeps`` (sweeps run).
-    """
+    """What a pilot refit measured: ``sweep_time``, ``setup`` and ``sweeps`` (wall seconds)."""
 
     sweep_time: float
     setup: float
@@ -38,23 +31,8 @@ class Pilot:
 
 @dataclass(frozen=True)
 class RefitCost:
-    """Estimated cost of the ``m`` refits of the stabilised estimator.
-
-    Attributes
-    ----------
-    n_refits : int
-        Number of refits (one per synthetic dataset).
-    seconds : float or None
-        Estimated wall time of all refits, the upper end of the range (``None`` when the model
-        records no time).
-    records : int
-        Records of each refit (the confidential records and one synthetic dataset).
-    draws : int or None
-        Kept draws per chain of each refit.
-    basis : str
-        What the estimate rests on, in words.
-    low : float or None
-        Lower end of the range (``None`` when only an upper bound is known).
+    """Estimated cost of the ``m`` refits: ``n_refits``, ``seconds`` (upper end, or ``None``),
+    ``records`` and ``draws`` of a refit, ``basis`` (in words) and ``low`` (lower end, or ``None``).
     """
 
     n_refits: int
@@ -111,8 +89,7 @@ def _posterior_attrs(model: Any) -> Any:
 
 
 def distinct_records(model: Any, data: Any, synthetic: Any) -> tuple[int, int] | None:
-    """Distinct records of the fit's data and of a refit's, for a model whose sweep shares the
-    work of equal records; ``None`` for the others or when they cannot be counted."""
+    """Distinct records of the fit's data and of a refit's, or ``None``."""
     if not getattr(model, "sweep_shares_equal_records", False):
         return None
     import pandas as pd
@@ -128,11 +105,7 @@ def distinct_records(model: Any, data: Any, synthetic: Any) -> tuple[int, int] |
 
 
 def refit_sweeps(model: Any, refit_draws: int | None = None) -> dict[str, int | None]:
-    """The sweeps per chain of the fit and of a refit, from the model's settings and run.
-
-    Returns ``tune``, ``thin`` (a refit's), ``draws`` (``None`` when unknown), ``refit_draws``,
-    ``fit_sweeps``, ``refit_sweeps`` and ``max_sweeps`` (0: a run that does not extend itself).
-    """
+    """The sweeps per chain of the fit and of a refit, from the model's settings and run."""
     # the model's run, settings left at None resolved (DPMPM's default run)
     run = model._run_settings() if hasattr(model, "_run_settings") else {}
     draws = run.get("draws", getattr(model, "draws", None))
@@ -156,9 +129,7 @@ def refit_sweeps(model: Any, refit_draws: int | None = None) -> dict[str, int | 
 
 
 def wants_pilot(model: Any, cost: RefitCost) -> bool:
-    """Whether the refits are timed by a pilot: the estimate from the fit's times reaches
-    ``PILOT_MIN_SECONDS`` and the model was sampled by a Gibbs run (a pilot of a ``pm.sample``
-    model would compile its PyMC model, as long as a refit)."""
+    """Whether the refits are timed by a pilot (long estimate, Gibbs-sampled model)."""
     post = getattr(model, "posterior_", None)
     try:
         gibbs = "gibbs_rounds" in post.attrs
@@ -202,17 +173,13 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
     refit_draws : int, optional
         Kept draws per chain of each refit (default: the model's ``draws``).
     distinct : (int, int), optional
-        Distinct records of the fit's data and of a refit's (:func:`distinct_records`): the
-        lower end of the range scales by their ratio instead of the records'.
+        Distinct records of the fit's data and of a refit's: the lower end scales by their ratio.
     pilot : Pilot, optional
         What a pilot refit measured just now: its times replace the fit's.
 
     Returns
     -------
     RefitCost
-        From the fit's ``sweep_time``, ``chains_at_once`` and ``fit_time`` (a range: the
-        sweeps alone to the sweeps plus the fit's set-up); from a ``pilot``'s times; from the
-        total ``sampling_time`` of an older model (an upper bound, ``low`` is ``None``); or
         ``seconds = None`` when the model records no time.
     """
     n = getattr(model, "_n_records", None)

@@ -1,9 +1,6 @@
-"""Importance-sampling diagnostics for the attribute-risk estimators: Kish ESS, the Zhang &
-Stephens generalized-Pareto fit, Pareto k̂ (Vehtari et al. 2024) and PSIS means, vectorised over
-weight vectors whose draws are the **last** axis. See :doc:`/methods/attribute` (Diagnostics).
+"""Importance-sampling diagnostics: Kish ESS, generalized-Pareto fit, Pareto k̂ and PSIS.
 
-The loo algorithm (fixed relative efficiency 1, right tail only) is implemented here rather than
-taken from arviz-stats, whose ``pareto_khat`` evaluates one slice at a time.
+Draws are the **last** axis. See :doc:`/methods/attribute` (Diagnostics).
 """
 
 from __future__ import annotations
@@ -32,8 +29,7 @@ __all__ = [
 
 
 def kish_ess(logw: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Kish effective sample size ``(Σ w)² / Σ w²`` of (unnormalised) log weights; all ``-inf``
-    gives ``nan``."""
+    """Kish ESS ``(Σ w)² / Σ w²`` of log weights (``nan`` where all are ``-inf``)."""
     logw = np.asarray(logw, dtype=np.float64)
     a = logsumexp(logw, axis=axis)
     b = logsumexp(2.0 * logw, axis=axis)
@@ -93,10 +89,7 @@ def _gpdfit_sorted(x: np.ndarray, wip: bool = True) -> tuple[np.ndarray, np.ndar
 
 
 def gpdfit(x: np.ndarray, *, wip: bool = True) -> tuple[float, float]:
-    """Generalized-Pareto fit of exceedances ``x`` (Zhang & Stephens 2009; ``loo::gpdfit``).
-
-    ``x`` are positive exceedances (any order); ``wip`` applies the weakly-informative prior
-    adjustment ``k·N/(N+10) + 5/(N+10)``. Returns the shape and scale estimates ``k, sigma``.
+    """Generalized-Pareto fit ``k, sigma`` of exceedances ``x > 0`` (Zhang & Stephens 2009).
 
     Examples
     --------
@@ -111,28 +104,11 @@ def gpdfit(x: np.ndarray, *, wip: bool = True) -> tuple[float, float]:
 def pareto_khat(
     log_ratios: np.ndarray, *, chunk: int | None = None, backend: str = "numba"
 ) -> np.ndarray:
-    """Pareto k̂ of importance ratios given as logs, over the last axis (Vehtari et al. 2024).
+    """Pareto k̂ of log importance ratios over the last axis (Vehtari et al. 2024).
 
-    Parameters
-    ----------
-    log_ratios : array, shape (..., S)
-        ``log r_h`` for each weight vector; ``-inf`` entries are allowed (zero weights).
-    chunk : int, optional
-        Number of vectors fitted at once (``chunk × Mg × M`` temporaries).
-    backend : {"numba", "numpy"}
-        ``"numba"`` (default): tails selected by a compiled kernel, fits spread over threads;
-        ``"numpy"``: the all-numpy reference. Both give the same values.
-
-    Returns
-    -------
-    ndarray, shape (...)
-        ``k̂``; ``+inf`` when the tail is too short (``M < 5``) or constant, ``nan`` when every
-        ratio is ``-inf``.
-
-    Raises
-    ------
-    ValidationError
-        If ``backend`` is not one of the two names above.
+    ``+inf`` when the tail is too short (``M < 5``) or constant, ``nan`` when every ratio is
+    ``-inf``. ``backend="numpy"`` is the all-numpy reference (same values); ``chunk``: vectors
+    fitted at once. Raises ``ValidationError`` for another ``backend``.
     """
     if backend == "numpy":
         return _pareto_khat_numpy(log_ratios, chunk=256 if chunk is None else chunk)
@@ -163,32 +139,14 @@ _FIT_BYTES = 1 << 22
 
 
 def khat_from_tails(top: np.ndarray, bad: np.ndarray, *, chunk: int | None = None) -> np.ndarray:
-    """Pareto k̂ from selected tails (Vehtari et al. 2024 steps 3–5).
-
-    Parameters
-    ----------
-    top : ndarray, shape (N, M + 1)
-        Per vector, the cutoff followed by the tail of ``lr − max(lr)``, ascending (as
-        :func:`bayes_risk.attribute._kernels.khat_tails` returns it).
-    bad : bool ndarray, shape (N,)
-        Vectors whose k̂ is ``nan``.
-    chunk : int, optional
-        Rows fitted per vectorised call (default: a temporary of about 1 MB, at least 8 rows).
-
-    Returns
-    -------
-    ndarray, shape (N,)
-        ``k̂``; ``+inf`` for constant tails, ``nan`` where ``bad``.
-    """
+    """Pareto k̂ ``(N,)`` from the tails ``top (N, M + 1)`` (``nan`` where ``bad``)."""
     job = KhatJob(top, bad, chunk=chunk)
     threaded_map(job.fit_part, list(range(len(job.cuts) - 1)))
     return job.result()
 
 
 class KhatJob:
-    """The k̂ fits of :func:`khat_from_tails`, one contiguous share of the rows per thread;
-    :meth:`start` runs them in the background (the engine fits one posterior's tails while it
-    computes the next one's likelihoods), :meth:`result` waits for them."""
+    """The k̂ fits of :func:`khat_from_tails` on background threads (:meth:`result` waits)."""
 
     def __init__(self, top: np.ndarray, bad: np.ndarray, *, chunk: int | None = None) -> None:
         from bayes_risk._numeric import n_threads
@@ -271,11 +229,7 @@ def _pareto_khat_numpy(log_ratios: np.ndarray, *, chunk: int = 256) -> np.ndarra
 
 
 def psis_log_mean(log_ratios: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pareto-smoothed ``log mean(r)`` over the last axis, with its k̂ (``psis=True``).
-
-    The largest ``M`` ratios are replaced by the expected order statistics of the fitted
-    generalized Pareto distribution, as in PSIS; vectors whose k̂ is not finite keep theirs.
-    """
+    """Pareto-smoothed ``log mean(r)`` over the last axis, with its k̂."""
     lr = np.asarray(log_ratios, dtype=np.float64)
     shape = lr.shape[:-1]
     s = lr.shape[-1]

@@ -1,8 +1,6 @@
-"""The two attribute-risk estimators, in log space and vectorised: the published
-importance-sampling estimator (:func:`is_estimate`, Hu 2019 §3.2.5) and the stabilised estimator
-(:func:`stabilised_estimate`), with their draw bootstraps (common resampling counts for all
-records). Both read the same exponentiated ratios (:class:`RatioStats`) of
-``logr[R, H, G] = log p(y*_g | Θ_h) − log p(y_i | Θ_h)``. See :doc:`/methods/attribute`.
+"""The IS (Hu 2019 §3.2.5) and stabilised attribute-risk estimators, with their draw bootstraps.
+
+See :doc:`/methods/attribute`.
 """
 
 from __future__ import annotations
@@ -38,11 +36,7 @@ __all__ = [
 
 
 def log_ratios(logp: np.ndarray, g0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``logr[R, H, G] = logp − logp[..., g0]`` with draws where the truth is impossible dropped.
-
-    Returns ``logr (R, H, G)`` (``-inf`` for every candidate of a dropped draw) and
-    ``n_dropped (R,)``.
-    """
+    """``logr = logp − logp[..., g0]`` (dropped draws ``-inf``), and ``n_dropped (R,)``."""
     logp = np.asarray(logp, dtype=np.float64)
     r = logp.shape[0]
     tr = logp[np.arange(r), :, np.asarray(g0)]  # [R, H]
@@ -55,12 +49,7 @@ def log_ratios(logp: np.ndarray, g0: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 class RatioStats:
-    """One exponentiation pass over ``logr[R, H, G]`` shared by every estimator and diagnostic.
-
-    ``E = exp(logr − mx)`` (``mx`` the maximum over draws) and the sums ``s1 = Σ_h E``,
-    ``s2 = Σ_h E²``. :meth:`from_logp` builds it from the log-likelihoods in one compiled pass,
-    ``logr`` then formed only if a slow path asks for it.
-    """
+    """One exponentiation pass ``E = exp(logr − mx)`` over ``logr[R, H, G]``, and its sums."""
 
     _logr: np.ndarray | None
     _logp: np.ndarray | None
@@ -101,13 +90,7 @@ class RatioStats:
         cls, logp_hrg: np.ndarray, g0: np.ndarray, *, tail: int = 0, L: np.ndarray | None = None,
         out: np.ndarray | None = None, groups: np.ndarray | None = None,
     ) -> RatioStats:
-        """Statistics of ``logr = logp − logp[truth]`` from ``logp[H, R, G]`` in one pass.
-
-        Also selects the Pareto tails of size ``tail`` (0: none), the published estimator's
-        sums when ``L (H, m)`` is given, and the sums of ``E`` per draw group ``groups (H,)``
-        (the between-chain check); ``out (H, R, G)`` is a reusable buffer for ``E``. Draws
-        under which the truth is impossible are dropped, as in :func:`log_ratios`.
-        """
+        """Statistics of ``logr`` from ``logp[H, R, G]`` in one compiled pass."""
         from bayes_risk.attribute._kernels import ratio_pass, ratio_sums
 
         # one array layout: the kernel is compiled once, not for C, F and strided views
@@ -235,26 +218,9 @@ def is_estimate(
     logr: np.ndarray | None, L: np.ndarray, *, delta: np.ndarray | None = None,
     compat_r: bool = False, n_sum: int | None = None, stats: RatioStats | None = None,
 ) -> dict[str, np.ndarray]:
-    """The importance-sampling estimator of Hu 2019 §3.2.5 (steps 1–5), vectorised over records.
-
-    Parameters
-    ----------
-    logr : ndarray (R, H, G) or None
-        Log importance ratios; ``None`` takes them from ``stats`` (the exponentiated ratios).
-    L : ndarray (H, m)
-        ``log p(Z_(l) | Θ_h)``.
-    delta : ndarray (R, H, m, G), optional
-        Class O own-record term ``ℓ(y*) − ℓ(y_i)``.
-    compat_r, n_sum : bool, int
-        AttributeRiskCalculation compatibility: normalise ``q`` with all draws but sum over
-        only the first ``n_sum``.
-    stats : RatioStats, optional
-
-    Returns
-    -------
-    dict
-        ``loglik (R, G)``, ``logphat (R, m, G)``, ``ess_q (R, G)``, ``ess_omega (R, m, G)``,
-        ``max_omega (R, m, G)``.
+    """The IS estimator of Hu 2019 §3.2.5 (steps 1–5) of ``logr (R, H, G)`` (or ``stats``) and
+    ``L (H, m)``; ``delta (R, H, m, G)``: class O own-record term; ``compat_r``, ``n_sum``: the R
+    package's sums. Returns ``loglik``, ``logphat``, ``ess_q``, ``ess_omega`` and ``max_omega``.
     """
     L = np.asarray(L, dtype=np.float64)
     if delta is None and not compat_r and fast_path_exact(L):
@@ -303,24 +269,11 @@ def stabilised_estimate(
     logr0: np.ndarray | RatioStats, logr_aug: Sequence[np.ndarray | RatioStats], *,
     psis: bool = False, khat: str = "all",
 ) -> dict[str, np.ndarray]:
-    """The stabilised estimator (see the methods page), vectorised over records.
+    """The stabilised estimator ``Σ_l [log Ê_{y,Z_(l)}[r] − log Ê_y[r]]`` of ``logr0`` and the
+    ``m`` ``logr_aug``, PSIS-smoothed with ``psis``, k̂ under the posteriors ``khat`` names.
 
-    ``loglik(y*) = Σ_l [log Ê_{y,Z_(l)}[r(y*)] − log Ê_y[r(y*)]]``.
-
-    Parameters
-    ----------
-    logr0, logr_aug : ndarray (R, H, G), sequence of m arrays (R, H_l, G)
-        Log ratios under draws of ``p(Θ | y)`` and of each ``p(Θ | y, Z_(l))``.
-    psis : bool
-        Replace each plain mean by its Pareto-smoothed version.
-    khat : {"all", "base", "none"}
-        Under which posteriors Pareto k̂ is computed (``psis=True`` always computes it).
-
-    Returns
-    -------
-    dict
-        ``loglik (R, G)``, ``log_mean_r (R, G)``, ``log_mean_aug (R, m, G)``, ``khat0 (R, G)``,
-        ``khat_aug (R, m, G)``, ``ess_r0 (R, G)``, ``ess_aug (R, m, G)``.
+    Returns ``loglik``, ``log_mean_r``, ``log_mean_aug``, ``khat0``, ``khat_aug``, ``ess_r0``,
+    ``ess_aug``.
     """
     if khat not in ("all", "base", "none"):
         raise ValidationError(f"khat must be 'all', 'base' or 'none'. Got {khat!r}.")
@@ -362,9 +315,7 @@ def stabilised_estimate(
 
 
 def truncated_log_mean(st: RatioStats) -> np.ndarray:
-    """``log mean_h min(r_h, u)`` ``[R, G]``, ``u`` the largest ratio below the Pareto tail,
-    minus two standard errors: the lower end :func:`stabilised_bounds` gives a mean whose k̂ is
-    above the threshold (``-inf`` where no draw is kept or the cutoff is ``-inf``)."""
+    """``log mean_h min(r_h, u)`` minus two standard errors, ``u`` the cut of the Pareto tail."""
     R, H, G = st.E.shape
     m = tail_size(H)
     if H < m + 1:
@@ -391,13 +342,7 @@ def stabilised_bounds(
     est: Mapping[str, np.ndarray], lo0: np.ndarray, lo_aug: np.ndarray, bad0: np.ndarray,
     bad_aug: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Interval of the stabilised log-likelihood when some means have a high Pareto k̂.
-
-    A mean whose k̂ is above the threshold (``bad0 (R, G)``, ``bad_aug (R, m, G)``) lies in
-    ``[lo, +inf)``, ``lo`` its truncated mean (``lo0``, ``lo_aug``, :func:`truncated_log_mean`);
-    the others are kept at their estimate (``est``: :func:`stabilised_estimate`'s output).
-    Returns ``loglik_lo, loglik_hi (R, G)``, equal to ``loglik`` where no mean is flagged.
-    """
+    """Interval ``(lo, hi)`` of the stabilised log-likelihood where means have a high k̂."""
     ll = est["loglik"]
     b = est["log_mean_r"]
     a = est["log_mean_aug"]
@@ -428,10 +373,7 @@ _COL_BLOCK = 16
 
 
 def _product_by_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` over whole blocks of ``_COL_BLOCK`` columns of ``b``: a column's values do not
-    depend on how many columns ``b`` has (nor a record's replicates on its chunk), nor on
-    BLAS's thread count: multithreaded OpenBLAS sums in another order than one thread (a Dask
-    worker's), so slabs of columns go to one-threaded BLAS calls on the shared threads."""
+    """``a @ b`` in whole blocks of ``_COL_BLOCK`` columns on one-threaded BLAS (reproducible)."""
     from threadpoolctl import threadpool_limits
 
     n = b.shape[1]
@@ -474,11 +416,7 @@ def bootstrap_stabilised(
     logr0: np.ndarray | RatioStats, logr_aug: Sequence[np.ndarray | RatioStats],
     counts0: np.ndarray, counts_aug: Sequence[np.ndarray],
 ) -> np.ndarray:
-    """Bootstrap replicates ``[R, B, G]`` of the stabilised log-likelihood (plain means).
-
-    One BLAS product ``counts @ E`` per posterior, then the logarithms and sums in slabs of
-    replicates on the shared threads (elementwise: the values do not depend on the slabs).
-    """
+    """Bootstrap replicates ``[R, B, G]`` of the stabilised log-likelihood (plain means)."""
     sts = [x if isinstance(x, RatioStats) else RatioStats(x) for x in (logr0, *logr_aug)]
     counts = [counts0, *counts_aug]
     sums = []

@@ -1,9 +1,4 @@
-"""Stage 2 of attribute risk: candidate sets, likelihoods, diagnostics and flags of a partition.
-
-:func:`evaluate` is what an executor runs per partition, in chunks of ``plan.chunk_size``
-records; a record's outputs depend only on the record and the plan, so any partition gives the
-same numbers, and identical records (where that allows) are evaluated once.
-"""
+"""Stage 2 of attribute risk: candidate sets, likelihoods, diagnostics and flags of a partition."""
 
 from __future__ import annotations
 
@@ -63,11 +58,7 @@ def evaluate(plan: AttributePlan, partition: RecordPartition) -> PartitionOutput
 
 
 def chunk_records(plan: AttributePlan, chunk_size: int | None) -> int:
-    """Records per chunk: ``chunk_size``, or (``None``) from the run's memory budget
-    (``--memory``, :func:`bayes_risk.memory_limit`): :data:`MAX_CHUNK_RECORDS`, fewer when a
-    chunk's working arrays would take more than :func:`~bayes_risk._memory.working_bytes`
-    allows. The kept outputs of every record, which chunks do not bound, are checked first
-    (``MEMORY_TOO_LARGE``)."""
+    """Records per chunk: ``chunk_size``, or the most the memory budget allows."""
     from bayes_risk._memory import check_memory, working_bytes
 
     n = plan.data.positions.size
@@ -100,8 +91,7 @@ def finish(out: PartitionOutput, ws: Workspace, t_loop: float) -> PartitionOutpu
 
 def _evaluate_group(plan: AttributePlan, pos: np.ndarray, csets: list[CandidateSet],
                     ws: Workspace, out: PartitionOutput, weight: np.ndarray) -> None:
-    """Records of a chunk with the same number of candidates ``G`` (``weight``: how many
-    records of the partition each position stands for)."""
+    """Records of a chunk with the same number of candidates ``G``."""
     data = plan.data
     vals = np.stack([c.values for c in csets])
     g0 = np.array([c.g0 for c in csets], dtype=np.int64)
@@ -130,9 +120,7 @@ def _evaluate_group(plan: AttributePlan, pos: np.ndarray, csets: list[CandidateS
 
 def distinct_records(plan: AttributePlan, order: np.ndarray
                      ) -> tuple[np.ndarray, dict[int, np.ndarray]]:
-    """The sorted positions of ``order`` to evaluate, and for each, the later identical records
-    that copy its outputs (class P models with built-in candidate rules and posterior draws,
-    whose outputs depend only on the record's values; elsewhere every record is evaluated)."""
+    """The positions of ``order`` to evaluate, and for each the identical records that copy it."""
     from bayes_risk.attribute.strategies import PlugIn
 
     model = plan.model.model

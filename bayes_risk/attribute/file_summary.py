@@ -61,15 +61,8 @@ def file_summary(
     result : AttributeRiskResult
         Output of :func:`bayes_risk.attribute_risk`.
     kind : {"hrw", "wang_reiter", "paiva", "largest_value"}
-        * ``"hrw"`` — Hu, Reiter & Wang (2014): the truth's rank and probability; the same as
-          ``result.to_dict()``.
-        * ``"wang_reiter"`` — Wang & Reiter (2012) R1 (expected distance of the guess from the
-          true location) and R2 (number of *other* records within R1 of the target).
-        * ``"paiva"`` — Paiva et al. (2014): percentage of records whose true area is the MAP,
-          the same among records with a unique pattern of ``pattern_vars``, and the distance of
-          the MAP from the truth (provisional).
-        * ``"largest_value"`` — Wei & Reiter (2016): posterior mass within ``delta`` of the
-          truth, posterior mode and its relative error, per record (provisional).
+        Hu, Reiter & Wang (2014) (as ``result.to_dict()``); Wang & Reiter (2012) R1 and R2;
+        Paiva et al. (2014) (provisional); Wei & Reiter (2016) largest value (provisional).
     original : DataFrame
         The confidential data (for R2 and the unique patterns of ``"paiva"``).
     location_columns : sequence of str
@@ -90,17 +83,15 @@ def file_summary(
     Returns
     -------
     dict
-        ``kind``, ``n_records``, ``n_flagged``, ``flagged_records`` and, by kind, ``per_record``
-        (a DataFrame) and file-level figures for ``"unflagged"`` and ``"all"`` records; with
-        ``"wang_reiter"`` and a kept draw bootstrap, ``mc_uncertainty``
-        (:func:`~bayes_risk.attribute.uncertainty.wang_reiter_uncertainty`).
+        ``kind``, ``n_records``, ``n_flagged``, ``flagged_records``, ``per_record`` and the
+        figures for ``"unflagged"`` and ``"all"`` records (and ``mc_uncertainty``, see
+        :func:`~bayes_risk.attribute.uncertainty.wang_reiter_uncertainty`).
 
     Raises
     ------
     ValidationError
-        For a ``result`` that is not an attribute-risk result, an unknown kind, missing or
-        unknown location columns, a level without a centroid, or a missing ``original`` where it
-        is needed.
+        A ``result`` that is not an attribute-risk result, an unknown kind, bad location columns,
+        or a missing ``original`` where it is needed.
     """
     if kind not in KINDS:
         raise ValidationError(f"kind of file_summary must be one of {list(KINDS)}. Got {kind!r}.")

@@ -1,9 +1,5 @@
 """Attribute risk over the synthesized values the intruder knows (Hu 2019 §5).
 
-:func:`attribute_known_sweep` runs :func:`~bayes_risk.attribute.attribute_risk` for every subset
-of the columns the intruder may know, reported as the identification sweep is
-(:class:`~bayes_risk.identification.KnowledgeSweepResult`). The stabilised estimator's refits are
-fitted once and shared, so each subset equals a separate run with the same ``random_seed``.
 See :doc:`/user_guide/knowledge`.
 """
 
@@ -65,57 +61,43 @@ def attribute_known_sweep(
 ) -> KnowledgeSweepResult:
     """Attribute risk over subsets of the synthesized values the intruder knows.
 
-    For every subset ``K`` of ``known`` with ``|K| <= max_size``, the attribute risk with
-    ``scenario="partially_known"``, ``known=K`` (``K`` empty: the worst case); beyond
-    ``max_size`` a greedy path adds the column that raises ``measure`` most. The full set and
-    every full set minus one column are always evaluated.
+    Every subset ``K`` of ``known`` with ``|K| <= max_size`` is run with
+    ``scenario="partially_known"``, then a greedy path beyond (see :doc:`/user_guide/knowledge`).
 
     Parameters
     ----------
-    original : DataFrame
-        Confidential data (as in ``attribute_risk``).
-    synthetic : SyntheticData, DataFrame or list of DataFrames
-        The released datasets.
-    model : RiskModel
-        A fitted model, as in ``attribute_risk``.
+    original, synthetic, model
+        As in :func:`~bayes_risk.attribute.attribute_risk`.
     known : sequence of str
-        The synthesized columns the intruder may know (at least one, at most 20); at least one
-        synthesized column must stay outside them (something left to guess).
+        The synthesized columns the intruder may know (1 to 20; not every synthesized column).
     max_size : int, optional
         Largest subset size evaluated exhaustively (default: every size).
     greedy_beyond : bool
         Follow the greedy forward path beyond ``max_size`` (default ``True``).
     measure : {"mean_p_true", "prop_top"}
-        What the greedy path and the frontier rank subsets by: the mean ``p_true``, or the
-        share of records whose truth is the best guess.
+        What the greedy path and the frontier rank subsets by.
     bands : int
         Quantile bands of a numeric column in the per-level contributions (default 10).
     max_subsets : int
         Largest number of subsets evaluated (default 4,096); more is an error.
     random_seed : int, Generator or None
-        One seed for every subset (a Generator or ``None`` is turned into one integer first,
-        kept in ``settings["random_seed"]``).
+        One seed for every subset (kept in ``settings["random_seed"]``).
     progressbar : bool
         Show progress over the subsets (and the refits).
     executor : None, distributed.Client or Executor, optional
-        Where each subset's per-record stage runs (as in ``attribute_risk``).
+        Where each subset's per-record stage runs.
     **kwargs
-        Further arguments of ``attribute_risk``: ``records``, ``candidates``, ``prior``,
-        ``estimator`` and ``allow_other_model``.
+        ``records``, ``candidates``, ``prior``, ``estimator`` and ``allow_other_model``.
 
     Returns
     -------
     KnowledgeSweepResult
-        ``kind="attribute"``: ``.table`` (``mean_p_true``, ``prop_top``, ``mean_baseline``,
-        ``n_records``, ``n_flagged`` per subset), ``.frontier``, ``.drivers`` (Shapley values of
-        ``mean_p_true`` and ``prop_top``), ``.levels`` (the records' ``p_true`` with every
-        column of ``known`` known, summed by level of each of them).
+        ``kind="attribute"``, with ``.table``, ``.frontier``, ``.drivers`` and ``.levels``.
 
     Raises
     ------
     ValidationError
-        No column in ``known``, one listed twice or not synthesized, every synthesized column
-        in ``known``, ``max_size`` out of range, too many subsets, ``scenario`` or an unknown
+        A bad ``known``, ``max_size`` out of range, too many subsets, ``scenario`` or an unknown
         argument in ``kwargs``.
 
     References
@@ -291,8 +273,7 @@ class _AttributeSweep:
 def shared_refits(original: pd.DataFrame, synthetic: Any, *, model: Any, records: Any,
                   random_seed: Any, progressbar: bool = False, **options: Any
                   ) -> list[Any] | None:
-    """The ``m`` augmented models a run of ``attribute_risk`` with these options and (a
-    reproducible) ``random_seed`` fits, or ``None`` when the estimator needs none."""
+    """The ``m`` augmented models a run with these options fits, or ``None``."""
     unknown = sorted(set(options) - (set(_OPTIONS) - {"records"}))
     if unknown:
         raise ValidationError(f"unknown argument(s) for shared_refits: {unknown}.",
@@ -368,8 +349,7 @@ def _drivers(sweep: _AttributeSweep, cands: list[str], lattice: bool
 
 def _levels(sweep: _AttributeSweep, cands: list[str], original: pd.DataFrame,
             bands: int) -> pd.DataFrame:
-    """With every column of ``known`` known: the records' ``p_true`` (and truth-first count)
-    summed by level of each column."""
+    """The records' ``p_true`` with every column of ``known`` known, summed by level."""
     res = sweep.results[frozenset(cands)]
     recs = res.records
     p = recs["p_true"].to_numpy(dtype=np.float64)

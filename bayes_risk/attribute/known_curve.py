@@ -1,5 +1,5 @@
-"""The attribute risk as the intruder's known share of the other records grows
-(:func:`known_fraction_curve`; the intruder of :mod:`bayes_risk.attribute.known_records`).
+"""Attribute risk as the intruder's known share of the other records grows.
+
 See :doc:`/user_guide/attribute`.
 """
 
@@ -36,10 +36,8 @@ def known_fraction_curve(
     """Attribute risk as the share of the other records the intruder knows grows.
 
     Runs :func:`~bayes_risk.attribute.attribute_risk` with
-    ``ScenarioSpec("known_records", known_fraction=f, seed=seed)`` for each ``f`` (nested known
-    sets; the stabilised estimator's refits are fitted once and shared). ``f = 1`` is the worst
-    case; ``f = 0`` the intruder who knows no other record (exact Bayes, not the low-risk
-    approximation of ``scenario="empty"``).
+    ``ScenarioSpec("known_records", known_fraction=f, seed=seed)`` for each ``f`` (nested sets,
+    refits shared); ``f = 1`` is the worst case.
 
     Parameters
     ----------
@@ -53,14 +51,11 @@ def known_fraction_curve(
         As in ``attribute_risk`` (one seed shared by every fraction).
     progressbar : bool
     **kwargs
-        ``records``, ``candidates``, ``prior``, ``estimator``, ``allow_other_model`` of
-        ``attribute_risk``.
+        ``records``, ``candidates``, ``prior``, ``estimator``, ``allow_other_model``.
 
     Returns
     -------
     KnownFractionResult
-        One row per fraction (``to_dataframe()``), ``summary()``, ``plot()``; the per-fraction
-        results in ``results``.
 
     Raises
     ------
@@ -130,9 +125,7 @@ def known_fraction_curve(
 
 @dataclass(frozen=True, repr=False)
 class KnownFractionResult(RiskResult):
-    """The risk curve of :func:`known_fraction_curve`: one row of file-level figures per known
-    fraction (``mean_p_true``, ``prop_top``, ``mean_baseline``, ``n_records``, ``n_flagged``,
-    ``mean_p_true_unflagged``), the per-fraction results in ``results``."""
+    """The risk curve of :func:`known_fraction_curve`: a ``table`` row per known fraction."""
 
     table: pd.DataFrame
     results: tuple[Any, ...]

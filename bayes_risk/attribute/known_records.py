@@ -1,10 +1,6 @@
-"""The intruder who knows some of the other records, not all: ``ScenarioSpec("known_records")``
-(its risk curve as the known share grows: :mod:`bayes_risk.attribute.known_curve`).
+"""The intruder who knows some of the other records: ``ScenarioSpec("known_records")``.
 
-For a class P model the records the intruder does not know drop out of the posterior of ``Θ``;
-the engine reweights its draws by ``1 / Π_u p(y_u | Θ_h)`` over those records (a shift of every
-log ratio, :meth:`KnownRecords.shift`). See :doc:`/methods/attribute` (Intruders who know some
-of the other records).
+See :doc:`/methods/attribute` (Intruders who know some of the other records).
 """
 
 from __future__ import annotations
@@ -27,9 +23,7 @@ _BLOCK = 2048
 
 
 def known_mask(spec: ScenarioSpec, n: int) -> np.ndarray:
-    """``[n]`` bool: the records the intruder of ``spec`` knows (before the target's own is
-    taken out). A fraction takes the first ``round(f n)`` rows of a permutation seeded by
-    ``spec.seed``, so that the sets of one seed are nested as the fraction grows."""
+    """``[n]`` bool: the records the intruder of ``spec`` knows (nested as the fraction grows)."""
     if spec.known_fraction is not None:
         order = np.random.default_rng(0 if spec.seed is None else spec.seed).permutation(n)
         mask = np.zeros(n, dtype=bool)
@@ -59,9 +53,7 @@ def known_mask(spec: ScenarioSpec, n: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class KnownRecords:
-    """What the engine needs of the intruder's known records: ``mask [n]`` and, per model
-    (the base posterior first, then each augmented one), ``totals[k] [H_k]`` =
-    ``Σ_{u not known} log p(y_u | Θ_h)``."""
+    """The known ``mask [n]`` and per model ``totals[k] [H_k]`` over the unknown records."""
 
     mask: np.ndarray
     totals: list[np.ndarray] = field(default_factory=list)
@@ -75,8 +67,7 @@ class KnownRecords:
 
     def shift(self, model: Any, orig: pd.DataFrame, k: int, pos: np.ndarray,
               draw_indices: np.ndarray | None) -> np.ndarray:
-        """``D [R, H]`` subtracted from the log ratios of records ``pos`` under model ``k``:
-        the unknown records other than the target, ``totals[k] − [i unknown] log p(y_i | Θ)``."""
+        """``D [R, H]`` subtracted from the log ratios of records ``pos`` under model ``k``."""
         own = _record_loglik(model, orig, pos, draw_indices)  # [H, R]
         unknown = ~self.mask[pos]
         return self.totals[k][None, :] - np.where(unknown[None, :], own, 0.0).T
@@ -106,8 +97,7 @@ def check_known_records(model: Any, is_plugin: bool, compat: str | None) -> None
 
 
 def known_records_plan(plan: Any, mask: np.ndarray, spec: ScenarioSpec) -> KnownRecords:
-    """The :class:`KnownRecords` of ``mask`` for a prepared plan: the unknown records'
-    log-likelihoods summed under each model's draws."""
+    """The :class:`KnownRecords` of ``mask`` for a prepared plan."""
     desc = {"n_known": int(mask.sum()), "known_fraction": spec.known_fraction,
             "known_seed": (0 if spec.seed is None else spec.seed)
             if spec.known_fraction is not None else None,

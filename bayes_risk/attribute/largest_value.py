@@ -1,7 +1,6 @@
-"""The Wei & Reiter (2016) largest-value scenario: an intruder who knows the second-largest value
-of a magnitude variable guesses the largest. The model's likelihood pieces
-(:class:`bayes_risk.contract.LargestValuePieces`) become the posterior by the estimator of Hu
-(2019); see :doc:`/methods/attribute` (Intruders of the largest value).
+"""Wei & Reiter's (2016) largest-value intruder.
+
+See :doc:`/methods/attribute` (Intruders of the largest value).
 """
 
 from __future__ import annotations
@@ -20,9 +19,6 @@ def largest_value_posterior(
     pieces: LargestValuePieces, prior: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Posterior of ``Y_(1)j`` over the candidates with the estimator of Hu 2019 §3.2.5.
-
-    Class O uses ``loglik_candidates`` in place of ``L + delta``; pieces of a weaker intruder
-    (``constraint_loglik [H, C, G]``) add :func:`constraint_term`.
 
     Parameters
     ----------

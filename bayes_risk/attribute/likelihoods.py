@@ -1,7 +1,4 @@
-"""Candidate log-likelihoods ``log p(candidate | Θ_h)`` from a model, by its fastest route: the
-one-variable neighbourhood (``neighbourhood_loglik``), per-record ``candidate_loglik``, or the
-``record_loglik`` of full candidate rows (routes decided once, :func:`model_access`).
-"""
+"""Candidate log-likelihoods ``log p(candidate | Θ_h)`` from a model, by its fastest route."""
 
 from __future__ import annotations
 
@@ -37,8 +34,7 @@ def model_access(model: Any) -> ModelAccess:
 def model_logp(access: ModelAccess, data: AnalysisData, rule: CandidateRule,
                group: CandidateGroup, draw_indices: np.ndarray | None, ws: Workspace
                ) -> np.ndarray:
-    """``[R, H, G]`` log p(candidate | Θ_h) of one model (time spent goes to ``ws.timing``);
-    a pair candidate ``(a, b)`` of ``group.members`` has ``log p(a | Θ_h) + log p(b | Θ_h)``."""
+    """``[R, H, G]`` log p(candidate | Θ_h) of one model (pair candidates summed)."""
     if group.members is not None:
         first, second = group.members
         if group.aligned:  # the members' candidates are splits, not the one-variable neighbourhood
@@ -149,8 +145,7 @@ def candidate_rows(
 
 def neighbourhood_index(vary: Sequence[str], syn_cols: Sequence[str], d: dict[str, int]
                         ) -> np.ndarray | None:
-    """Positions of the one-variable candidates over ``vary`` inside the model's neighbourhood
-    over its synthesized columns; None if vary ⊄ syn_cols."""
+    """Positions of the one-variable candidates in the model's neighbourhood, or None."""
     if any(c not in syn_cols for c in vary):
         return None
     idx = [0]

@@ -17,8 +17,7 @@ __all__ = ["location_xy", "check_location_columns", "record_posteriors"]
 
 def location_xy(values: pd.DataFrame, location_columns: Sequence[str],
                 locations: Mapping[Any, Sequence[float]] | None) -> np.ndarray:
-    """Coordinates ``[n, 2]`` of decoded values: two numeric columns, or one areal column mapped to
-    centroids by ``locations``."""
+    """Coordinates ``[n, 2]`` of decoded values (two columns, or an areal one via ``locations``)."""
     if len(location_columns) == 2 and locations is None:
         return values[list(location_columns)].to_numpy(dtype=np.float64)
     if len(location_columns) == 1 and locations is not None:

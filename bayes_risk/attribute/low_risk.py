@@ -1,9 +1,6 @@
-"""The Wang & Reiter (2012) low-risk intruder: nothing known about the other records (``A = ∅``).
+"""Wang & Reiter's (2012) low-risk intruder (``scenario="empty"``).
 
-The record's ``m`` synthetic values stand in for draws from the intruder's posterior,
-``post_i(y*) = #{l : z_{i,(l)} = y*} / m``, over the truth and the record's distinct synthetic
-values; the result is an ordinary :class:`~bayes_risk.attribute.AttributeRiskResult` with warning
-``APPROX_LOW_RISK``. See :doc:`/methods/attribute` (The low-risk intruder).
+See :doc:`/methods/attribute` (The low-risk intruder).
 """
 
 from __future__ import annotations
@@ -29,8 +26,7 @@ __all__ = ["low_risk_attribute_risk", "check_low_risk_prior"]
 
 
 def check_low_risk_prior(prior: Prior) -> Prior:
-    """``prior`` if the low-risk intruder (``scenario="empty"``) can take it (uniform only), for
-    a run and for a new prior applied to its result; else a ``ValidationError``."""
+    """``prior`` if the low-risk intruder can take it (uniform only)."""
     if prior.label() != "uniform":
         raise ValidationError(
             f"scenario='empty' takes the uniform prior only (got prior={prior.label()!r}): the "
@@ -58,8 +54,7 @@ def low_risk_attribute_risk(
     Returns
     -------
     AttributeRiskResult
-        ``settings["scenario"] == "empty"``, ``settings["estimator"] == "synthetic_values"``;
-        warning ``APPROX_LOW_RISK``.
+        With warning ``APPROX_LOW_RISK``.
 
     Raises
     ------

@@ -1,9 +1,6 @@
 """Records whose synthesized values are missing in the original.
 
-Models whose record likelihood marginalises a missing value (DPMPM, MP) integrate it out; the tree
-plug-ins hold it at its missingness kind (the intruder knows which values are missing); other
-models refuse such records. Candidates that would fill a missing value get probability 0. See
-:doc:`/methods/attribute` (Tree synthesizers: missing values) and :doc:`/user_guide/attribute`.
+See :doc:`/methods/attribute` (Tree synthesizers: missing values).
 """
 
 from __future__ import annotations
@@ -21,8 +18,7 @@ __all__ = ["missing_truth", "check_missing_truth", "vary_missing", "n_guessable"
 
 
 def missing_policy(model: Any) -> str | None:
-    """How ``model`` treats a record's missing values (recorded in the result's settings):
-    ``"integrated_out"``, ``"held_at_kind"``, or ``None`` (such records are refused)."""
+    """How ``model`` treats missing values: "integrated_out", "held_at_kind" or None (refused)."""
     from bayes_risk.contract import capabilities
 
     caps = capabilities(model)
@@ -40,9 +36,7 @@ def missing_truth(values: np.ndarray, is_cat: np.ndarray) -> np.ndarray:
 def check_missing_truth(model: Any, vary: Sequence[str], values: np.ndarray,
                         is_cat: np.ndarray, positions: np.ndarray,
                         orig: pd.DataFrame | None = None) -> None:
-    """Refuse records with missing values (in ``values``, the varying columns, or in ``orig``'s
-    other columns) when the model can neither integrate them out nor hold them, naming the
-    first such column."""
+    """Refuse records with missing values the model can neither integrate out nor hold."""
     if missing_policy(model) is not None:
         return
     cols = list(vary)

@@ -1,13 +1,6 @@
-"""Wei & Reiter's (2016) two-record intruder: ``attribute_risk(..., scenario="two_records")``.
+"""Wei & Reiter's (2016) two-record intruder: ``scenario="two_records"``.
 
-The intruder knows every confidential record except the two of a pair and guesses both jointly
-over the product of their candidate sets; for a class P model a pair candidate's importance ratio
-is the product of the two records' (:func:`bayes_risk.attribute.likelihoods.model_logp`), so both
-estimators and their diagnostics apply per pair. Class O models, tree plug-ins, unsynthesized
-records, missing values and priors that read the other records are refused. With
-``known_sums`` the intruder also knows the sums of numeric columns of the two records and guesses
-the splits consistent with them (:func:`sum_sets`). See :doc:`/methods/attribute` (Wei &
-Reiter's two-record intruder).
+See :doc:`/methods/attribute` (Wei & Reiter's two-record intruder).
 """
 
 from __future__ import annotations
@@ -62,8 +55,7 @@ def pair_columns(vary: Sequence[str]) -> list[str]:
 
 
 def check_pairs(pairs: Any, n: int) -> np.ndarray:
-    """``pairs`` as an ``[P, 2]`` int array of row positions (distinct pairs of two distinct
-    records in ``0..n-1``, else a ``ValidationError``)."""
+    """``pairs`` as a ``[P, 2]`` int array of distinct pairs of distinct row positions."""
     hint = "pairs must be a sequence of (i, j) row positions (0-based), e.g. [(0, 1), (2, 5)]"
     if pairs is None:
         raise ValidationError(f"scenario='two_records' needs pairs: {hint}.")
@@ -163,9 +155,7 @@ def check_pair_plan(plan: AttributePlan, pairs: np.ndarray) -> None:
 
 def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool,
                    sums: Sequence[str] = ()) -> PartitionOutput:
-    """Likelihoods, diagnostics and flags of every pair (outputs keyed by pair number); pairs
-    with the same ``(G_i, G_j)`` are estimated together from their records' likelihoods.
-    ``sums``: the columns whose pair sums the intruder knows (:func:`sum_sets`)."""
+    """Likelihoods, diagnostics and flags of every pair (outputs keyed by pair number)."""
     t_loop = time.perf_counter()
     ws, out, data = Workspace(), PartitionOutput(), plan.data
     size = max(1, plan.chunk_size)
@@ -219,8 +209,7 @@ def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool,
 
 
 def _unknown(plan: AttributePlan, cs: CandidateSet | np.ndarray) -> np.ndarray:
-    """``[..., G]``: candidates (a set, or values ``[..., G, q]``) at a level the model was
-    never fitted with (probability 0)."""
+    """``[..., G]``: candidates at a level the model was never fitted with."""
     data = plan.data
     vals = cs.values if isinstance(cs, CandidateSet) else cs
     out = np.zeros(vals.shape[:-1], dtype=bool)
@@ -280,8 +269,7 @@ def pair_data(plan: AttributePlan, pairs: np.ndarray) -> AttributePlan:
 
 
 def sum_columns(data: AnalysisData, known_sums: bool | Sequence[str]) -> list[str]:
-    """The columns of ``ScenarioSpec.known_sums`` (``True``: every numeric guessed column),
-    each a count or continuous column the intruder guesses, else a ``ValidationError``."""
+    """The columns of ``ScenarioSpec.known_sums``, each a numeric guessed column."""
     numeric = [c for c, cat in zip(data.vary, data.is_cat, strict=True) if not cat]
     if known_sums is True:
         if not numeric:
@@ -312,14 +300,7 @@ def sum_columns(data: AnalysisData, known_sums: bool | Sequence[str]) -> list[st
 def sum_sets(data: AnalysisData, i: int, j: int, ci: CandidateSet, cj: CandidateSet,
              sums: Sequence[str], *, limit: int, pair: int) -> CandidateSet:
     """The pair candidates ``(a, b)`` of records ``i`` and ``j`` consistent with the known sums
-    ``s = y_i + y_j`` of the columns ``sums`` (``b = s − a`` there).
-
-    Per sum column: a count column takes every split ``a = 0..s``; a continuous column the
-    values of the two records' candidate sets and their mirror images ``s − v``, for either
-    record (so the swap ``(y_j, y_i)`` is always a candidate), restricted to ``a, b >= 0`` when
-    the column holds no negative value. The splits of several columns are crossed, and the
-    pair's other guessed columns are unknown: the product of the distinct values the two
-    records' candidate sets take on them (sum part the slow index, then ``i``'s, then ``j``'s).
+    ``y_i + y_j`` of ``sums`` (see :doc:`/methods/attribute`, Wei & Reiter's two-record intruder).
     """
     q = len(data.vary)
     S = [data.vary.index(c) for c in sums]
@@ -355,8 +336,7 @@ def sum_sets(data: AnalysisData, i: int, j: int, ci: CandidateSet, cj: Candidate
 
 def _splits(data: AnalysisData, k: int, yi: float, yj: float, vi: np.ndarray, vj: np.ndarray
             ) -> tuple[np.ndarray, int]:
-    """``[n, 2]`` splits ``(a, s − a)`` of column ``k``'s sum ``s = yi + yj`` (ascending in
-    ``a``; the truth and the swap exact) and the truth's index."""
+    """``[n, 2]`` splits ``(a, s − a)`` of column ``k``'s pair sum, and the truth's index."""
     c = data.vary[k]
     s, scale = yi + yj, max(abs(yi), abs(yj), 1.0)
     if data.schema[c].type == "count":
@@ -379,8 +359,7 @@ def _splits(data: AnalysisData, k: int, yi: float, yj: float, vi: np.ndarray, vj
 
 
 def _distinct_rows(vals: np.ndarray, g0: int) -> tuple[np.ndarray, int]:
-    """The distinct rows of ``vals [G, k]`` in order of first appearance, and the index of
-    row ``g0``'s (one empty row for ``k = 0``)."""
+    """The distinct rows of ``vals [G, k]`` in first-appearance order, and row ``g0``'s index."""
     if vals.shape[1] == 0:
         return vals[:1], 0
     _, first, inv = np.unique(vals, axis=0, return_index=True, return_inverse=True)
@@ -392,8 +371,7 @@ def _distinct_rows(vals: np.ndarray, g0: int) -> tuple[np.ndarray, int]:
 
 def _aligned_group(ps: np.ndarray, pairs: np.ndarray, candidates: dict[int, CandidateSet],
                    plan: AttributePlan) -> CandidateGroup:
-    """Pairs ``ps`` (same ``G``) of the known-sums intruder: candidate ``g`` of a pair is row
-    ``g`` of ``members[0]`` with row ``g`` of ``members[1]``."""
+    """Pairs ``ps`` of the known-sums intruder: candidate ``g`` is row ``g`` of both members."""
     vals = np.stack([candidates[int(p)].values for p in ps])  # [R, G, 2q]
     g0 = np.array([candidates[int(p)].g0 for p in ps], dtype=np.int64)
     q = vals.shape[2] // 2
@@ -410,9 +388,7 @@ def _aligned_group(ps: np.ndarray, pairs: np.ndarray, candidates: dict[int, Cand
 
 def p_true_unordered(candidates: Sequence[CandidateSet], log_post: Sequence[np.ndarray]
                      ) -> np.ndarray:
-    """Per pair, the posterior probability of the unordered pair of true values
-    ``{y_i, y_j}``: ``p_true`` plus the swap ``(y_j, y_i)``'s probability when the swap is
-    another candidate (the intruder who learns both values but not which record holds which)."""
+    """Per pair, the posterior probability of the unordered pair of true values ``{y_i, y_j}``."""
     out = np.full(len(candidates), np.nan)
     for k, (cs, lp) in enumerate(zip(candidates, log_post, strict=True)):
         p = np.exp(np.asarray(lp, dtype=np.float64))

@@ -1,8 +1,4 @@
-"""The typed plan of one attribute-risk analysis (:class:`AttributePlan`, built once by
-:func:`~bayes_risk.attribute.prepare.prepare`, picklable), the output of one partition of its
-records (:class:`PartitionOutput`), and what an estimator reads and writes
-(:class:`CandidateGroup`, :class:`Workspace`, the interface :class:`EstimatorStrategy`).
-"""
+"""The typed plan of one attribute-risk analysis and what its estimators read and write."""
 
 from __future__ import annotations
 
@@ -36,15 +32,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class AnalysisData:
-    """The harmonised data and who knows what.
-
-    ``orig`` is the confidential data over the model's columns; ``values (n, q)`` the codes or
-    values of the guessed columns ``vary``; ``levels_model`` / ``levels_harmonised`` the levels
-    of each in the model and after harmonisation (0 for numeric; candidates at codes the model
-    never saw have probability 0); ``positions`` the records to evaluate, in the user's order;
-    ``released`` the datasets with their missing-value codes as released, which a plug-in
-    likelihood reads (``None``: the same as ``datasets``).
-    """
+    """The harmonised data (``orig``, ``values`` of columns ``vary``, levels) and the positions."""
 
     orig: pd.DataFrame
     datasets: list[pd.DataFrame]
@@ -72,10 +60,7 @@ class AnalysisData:
 
 @dataclass(frozen=True)
 class CandidateRule:
-    """How each record's candidate set is built: what the user passed, the parsed ``spec``
-    (``None`` for a callable), ``nb_index`` (the candidates' positions in the model's one-variable
-    neighbourhood, ``None`` when that fast path does not apply) and ``nb_all`` (the whole
-    neighbourhood in its order)."""
+    """How each record's candidate set is built (``spec``, neighbourhood fast path)."""
 
     candidates: Any
     spec: CandidateSpec | None
@@ -85,8 +70,7 @@ class CandidateRule:
 
 @dataclass(frozen=True)
 class ModelAccess:
-    """A model and the likelihood capabilities it offers (checked once, with ``isinstance``):
-    ``neighbourhood_loglik`` (``buffer``: into a caller's buffer) and ``candidate_loglik``."""
+    """A model and the likelihood capabilities it offers (checked once)."""
 
     model: Any
     neighbourhood: bool
@@ -101,12 +85,7 @@ class ModelAccess:
 
 @dataclass(frozen=True)
 class DrawPlan:
-    """Posterior draws of the model and what is computed from them once.
-
-    ``H`` draws used (0 for plug-in models), ``logp_idx`` those passed to the likelihoods
-    (``None``: all), ``n_sum`` (compatibility mode: sum over the first ``n_sum`` draws only),
-    ``L (H, m) = log p(Z_(l) | Θ_h)``, ``counts (B, H)``: bootstrap counts of the draws.
-    """
+    """Posterior draws of the model and what is computed from them once (``L``, ``counts``)."""
 
     H: int
     logp_idx: np.ndarray | None
@@ -216,14 +195,8 @@ def merge_outputs(parts: Sequence[PartitionOutput]) -> PartitionOutput:
 # what an estimator reads and writes (the strategies of ``strategies`` implement it)
 @dataclass(frozen=True)
 class CandidateGroup:
-    """Records of one chunk with the same number of candidates ``G``, truth inside support.
-
-    ``vals (R, G, q)`` are the candidates, ``g0`` the truth's index, ``unknown (R, G)`` the
-    candidates at a level the model never saw, ``weight`` how many records each stands for
-    (identical records are evaluated once; ``None``: one each). ``members``: Wei & Reiter's
-    two-record intruder (:mod:`bayes_risk.attribute.pairs`), row ``k`` a pair whose candidates
-    are the product of ``members[0]`` row ``k`` (slow index) and ``members[1]`` row ``k``, or
-    with ``aligned`` (known sums) candidate ``g`` of both members together.
+    """Records of one chunk with ``G`` candidates: ``vals (R, G, q)``, truth ``g0``, ``unknown``,
+    ``weight``; ``members`` / ``aligned`` for two-record pairs.
     """
 
     pos: np.ndarray

@@ -1,8 +1,4 @@
-"""Stage 1 of attribute risk: validate the inputs and build the plan every record shares
-(harmonised data, the model's capabilities, the estimator, ``L = dataset_loglik``, the augmented
-fits, the bootstrap counts), once, in the calling process. The random streams are spawned here,
-so the numbers do not depend on how the records are later partitioned.
-"""
+"""Stage 1 of attribute risk: validate the inputs and build the plan every record shares."""
 
 from __future__ import annotations
 
@@ -66,9 +62,7 @@ def prepare(
     *, candidates: Any, prior: Any, scenario: ScenarioSpec, estimator: EstimatorSpec,
     random_seed: RandomSeed, progressbar: bool, size_chunks: bool = True,
 ) -> AttributePlan:
-    """Validate the arguments of :func:`bayes_risk.attribute.attribute_risk` and build its plan
-    (errors as documented there). ``size_chunks=False``: records per chunk are the user's or
-    the largest (the two-record intruder groups its pairs itself, over other candidate sets)."""
+    """Validate the arguments of :func:`bayes_risk.attribute.attribute_risk` and build its plan."""
     is_plugin = _check_model(model)
     pr = _check_settings(prior=prior, scenario=scenario.kind, original=original)
     es = estimator
@@ -137,8 +131,7 @@ def prepare(
 
 # checks
 def _check_model(model: Any) -> bool:
-    """Whether ``model`` is a plug-in model; a :class:`ValidationError` naming what it lacks
-    when it is neither that nor a model with posterior draws."""
+    """Whether ``model`` is a plug-in model (else it must have posterior draws)."""
     info = capabilities(model)
     if info.has("plugin") and not missing_members(model, SupportsPluginLoglik):
         is_plugin = True

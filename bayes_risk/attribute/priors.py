@@ -1,7 +1,4 @@
-"""Intruder priors ``P0_i`` over a record's candidate set: each turns a :class:`PriorInputs`
-bundle into one normalised ``logprior`` per record; :func:`parse_prior` reads the string forms.
-See :doc:`/methods/attribute` (Priors).
-"""
+"""Intruder priors over a record's candidate set. See :doc:`/methods/attribute` (Priors)."""
 
 from __future__ import annotations
 
@@ -35,11 +32,7 @@ __all__ = [
 
 @dataclass
 class PriorInputs:
-    """What a prior may use, for ``R`` evaluated records: their row positions ``records``, their
-    candidate ``values`` ``(G_r, q)`` and truth ``g0``, the varying ``columns`` (``categorical``
-    or not), every record's true values ``others (n, q)``, ``log_mean_r`` (``log Ê_{Θ|y}[r]``
-    per candidate, for :class:`ModelPredictive`) and a ``cache`` shared by a sweep's priors.
-    """
+    """What a prior may use for the ``R`` evaluated records (candidates, truths, other records)."""
 
     records: np.ndarray
     values: list[np.ndarray]
@@ -85,9 +78,7 @@ def _stacked(inp: PriorInputs, key: str, arrays: Sequence[np.ndarray]) -> list[n
 
 
 class Prior:
-    """Base class: subclasses implement :meth:`log_weights` (one array per record) or
-    :meth:`log_weight_groups` (one matrix per group of ``inp.groups``); each defaults to the
-    other."""
+    """Base class: implement :meth:`log_weights` or :meth:`log_weight_groups`."""
 
     name = "prior"
 
@@ -100,8 +91,7 @@ class Prior:
         return _ungroup(inp, self.log_weight_groups(inp))
 
     def log_weight_groups(self, inp: PriorInputs) -> list[np.ndarray]:
-        """Unnormalised log weights, one matrix ``(len(idx), G)`` per ``idx`` of
-        ``inp.groups``."""
+        """Unnormalised log weights, one matrix per ``idx`` of ``inp.groups``."""
         lws = self.log_weights(inp)
         return [np.stack([np.asarray(lws[i], dtype=np.float64) for i in idx])
                 for idx in inp.groups]
@@ -171,8 +161,7 @@ class UserWeights(Prior):
     Parameters
     ----------
     weights : array of float, or callable
-        An array (same length as every record's candidate set) or a callable
-        ``f(record, candidates: ndarray[G, q], g0) -> weights[G]``.
+        One weight per candidate, or ``f(record, candidates: ndarray[G, q], g0) -> weights[G]``.
     """
 
     weights: Any = None
@@ -300,11 +289,7 @@ class Empirical(Prior):
 
 
 class ModelPredictive(Prior):
-    """Model-predictive prior ``P0(y*) ∝ p(y* | y_{-i})`` (methods, Priors).
-
-    Proportional to ``mean_h r_h(y*)``, which the engine already computes; the harmonic-mean
-    type weights can be unstable (flag ``HARMONIC_WEIGHTS``).
-    """
+    """Model-predictive prior ``P0(y*) ∝ mean_h r_h(y*)`` (methods, Priors)."""
 
     name = "model-predictive"
 
@@ -321,14 +306,9 @@ class ModelPredictive(Prior):
 def parse_prior(prior: str | Prior | Sequence[float] | Callable[..., Any]) -> Prior:
     """Turn a prior specification into a :class:`Prior`.
 
-    Accepted: a :class:`Prior`; ``"uniform"``; ``"truth-weighted:K"``; ``"empirical"`` or
-    ``"empirical:ALPHA"``; ``"model-predictive"``; ``"grid-uniform"``; an array of weights or a
-    callable (→ :class:`UserWeights`).
-
-    Raises
-    ------
-    ValidationError
-        For an unknown string, naming the accepted forms.
+    Accepted: a :class:`Prior`; ``"uniform"``; ``"truth-weighted:K"``; ``"empirical[:ALPHA]"``;
+    ``"model-predictive"``; ``"grid-uniform"``; weights or a callable (:class:`UserWeights`).
+    Raises ``ValidationError`` for an unknown string.
     """
     if isinstance(prior, Prior):
         return prior
@@ -370,9 +350,7 @@ def evaluate_prior(prior: Prior, inp: PriorInputs) -> tuple[list[np.ndarray], li
 
 
 def evaluate_prior_groups(prior: Prior, inp: PriorInputs) -> tuple[list[np.ndarray], list[str]]:
-    """Normalised ``logprior``, one matrix ``(len(idx), G)`` per ``idx`` of ``inp.groups``, plus
-    warning codes (``PRIOR_RENORMALISED`` with a :class:`DataWarning` for user weights that do
-    not sum to 1; ``HARMONIC_WEIGHTS`` for the model-predictive prior)."""
+    """Normalised ``logprior`` matrices, one per group of ``inp.groups``, and warning codes."""
     lws = prior.log_weight_groups(inp)
     codes: list[str] = []
     out: list[np.ndarray] = []

@@ -1,8 +1,4 @@
-"""Record-level columns of an attribute-risk result, computed from kept log-likelihoods: every
-column that depends on the prior (point summaries, the k̂ bounds of ``p_true``, the bootstrap
-quantiles, the record flags), shared by the assemble stage, :func:`~bayes_risk.attribute.with_prior`
-and :func:`~bayes_risk.attribute.prior_sensitivity`.
-"""
+"""Record-level columns of an attribute-risk result that depend on the prior."""
 
 from __future__ import annotations
 
@@ -76,14 +72,8 @@ def khat_material(
     loglik: Sequence[np.ndarray], diagnostics: Sequence[dict[str, np.ndarray]],
     logprior: Sequence[np.ndarray], g0: np.ndarray, tolerance: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bounds of ``p_true`` allowed by the Pareto diagnostics, and whether they are material.
-
-    Candidates resting on a mean with a high k̂ take the interval of
-    :func:`~bayes_risk.attribute.estimator.stabilised_bounds`: at its lower end the truth's
-    largest probability (``p_true_upper``), at its upper end the smallest (``p_true_lower``).
-    ``material`` (``KHAT_HIGH``): ``p_true_upper > p_true + tolerance``, or the truth could be
-    the best guess when it is not. Bounds are ``nan`` for records without such a candidate.
-    Returns ``p_lower, p_upper, material``, each ``(R,)``.
+    """Bounds ``p_lower, p_upper`` of ``p_true`` allowed by the k̂ bounds
+    (:func:`~bayes_risk.attribute.estimator.stabilised_bounds`), and whether they are material.
     """
     out = _one_prior(loglik, diagnostics, logprior, g0,
                      ("p_true_lower", "p_true_upper", "khat_material"), tolerance=tolerance)[1]
@@ -94,8 +84,7 @@ def _one_prior(
     loglik: Sequence[np.ndarray], diagnostics: Sequence[dict[str, np.ndarray]],
     logprior: Sequence[np.ndarray], g0: np.ndarray, names: Sequence[str], **kw: Any,
 ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
-    """Columns ``names`` of :func:`prior_columns` under one prior, per record (every record is in
-    a group), and with ``log_post=True`` the log posteriors."""
+    """Columns ``names`` of :func:`prior_columns` under one prior (and the log posteriors)."""
     n = len(loglik)
     sizes = np.array([np.size(a) for a in loglik], dtype=np.int64)
     log_post: list[np.ndarray] = [np.empty(0)] * n
@@ -113,15 +102,7 @@ def _one_prior(
 
 @dataclass
 class RecordStack:
-    """The kept per-candidate quantities of the records with ``G`` candidates, stacked once
-    so that a new prior (or a block of priors) is applied to arrays.
-
-    ``idx`` are the records' positions; ``bound_rows`` the rows with the interval
-    ``[lo, hi]`` of :func:`khat_material`; ``khat_high`` whether such a row has a candidate with
-    a high k̂ (``None``: an interval that is not a point decides); ``chains`` the between-chain
-    check's inputs ``(rows, chain_loglik, chain_dev)`` (``chain_dev`` as
-    ``(R, C, G, K)``), one entry per shape ``(C, K)``.
-    """
+    """The kept per-candidate quantities of the records with ``G`` candidates, stacked once."""
 
     idx: np.ndarray
     g0: np.ndarray
@@ -137,8 +118,7 @@ def record_stacks(
     loglik: Sequence[np.ndarray], diagnostics: Sequence[dict[str, np.ndarray]], g0: np.ndarray,
     groups: Sequence[np.ndarray], *, chains: bool = True,
 ) -> list[RecordStack]:
-    """One :class:`RecordStack` per group of records (``groups``: positions with the same ``G``,
-    as ``PriorInputs.groups``)."""
+    """One :class:`RecordStack` per group of records with the same ``G``."""
     out = []
     for idx in groups:
         idx = np.asarray(idx, dtype=np.int64)
@@ -177,12 +157,8 @@ def prior_columns(
     st: RecordStack, lp: np.ndarray, *, tolerance: float = KHAT_TOLERANCE,
     log_post: bool = False, alone: bool = False,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Every record column of ``st`` that depends on the prior, under each of ``P`` priors
-    ``lp (P, n, G)`` (row by row, as a run with one prior: each prior's numbers bit for bit).
-
-    Returns the log posteriors ``(P, n, G)`` (empty unless ``log_post``) and the columns
-    ``(P, n)``: ``POINT_COLUMNS``, ``p_true_lower``, ``p_true_upper``, ``khat_material`` and,
-    with ``alone``, ``prior_p_true`` and ``prior_top_share``.
+    """Every record column of ``st`` that depends on the prior, under each prior of ``lp``,
+    and (``log_post``) the log posteriors.
     """
     P, n, g = lp.shape
     names = (*POINT_COLUMNS, "p_true_lower", "p_true_upper") + (
@@ -215,8 +191,7 @@ def _khat_bounds(
     ll: np.ndarray, lo: np.ndarray, hi: np.ndarray, khat_high: np.ndarray | None,
     lp: np.ndarray, g0: np.ndarray, tolerance: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`khat_material` of ``nb`` records with intervals under ``P`` priors ``lp [P, nb,
-    G]``: ``p_true_lower``, ``p_true_upper`` and ``material``, each ``(P, nb)``."""
+    """:func:`khat_material` of ``nb`` records under ``P`` priors, each ``(P, nb)``."""
     P, nb, g = lp.shape
     r = np.arange(nb)
     a = ll + lp
@@ -256,8 +231,7 @@ def _khat_bounds(
 
 
 def flag_strings(base: Sequence[str], flags: dict[str, np.ndarray]) -> np.ndarray:
-    """Record ``flag_codes`` ``base (n,)`` with each code of ``flags`` (masks ``(..., n)``, e.g.
-    one row per prior) set where its mask is true and removed elsewhere: ``(..., n)`` strings."""
+    """``flag_codes`` ``base (n,)`` with each code of ``flags`` set where its mask is true."""
     codes = list(flags)
     inv, uniq = pd.factorize(pd.Series(list(base), dtype=object))
     kept = [[c for c in str(u).split(";") if c and c not in codes] for u in uniq]

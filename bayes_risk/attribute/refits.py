@@ -1,7 +1,4 @@
-"""The refits ``p(Θ | y, Z_(l))``, one per synthetic dataset, that the stabilised estimator and
-the membership ratio both need: the cost stated before the work, one progress bar, the first
-refit's measured time, and the refit cache shared across runs and commands
-(:doc:`/user_guide/attribute`, Refits reused across commands)."""
+"""The refits ``p(Θ | y, Z_(l))`` and their cache (:doc:`/user_guide/attribute`)."""
 
 from __future__ import annotations
 
@@ -44,9 +41,7 @@ _ENTRY_MODEL, _ENTRY_KEY, _CACHE_FORMAT = "model", "key.json", 1
 
 
 def cache_folder(value: Any, argument: str, random_seed: Any) -> Path | None:
-    """``value`` (``None``, a str or a path) as the refit cache folder, made if missing; a
-    :class:`~bayes_risk.exceptions.ValidationError` naming ``argument`` otherwise, or when no
-    ``random_seed`` is given (unseeded refits are never the same twice)."""
+    """``value`` as the refit cache folder (made if missing); refused without ``random_seed``."""
     from bayes_risk.exceptions import ValidationError, arg_name
 
     if value is None:
@@ -71,12 +66,8 @@ def cache_folder(value: Any, argument: str, random_seed: Any) -> Path | None:
 def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                seeds: Sequence[Any], *, refit_draws: int | None = None,
                progressbar: bool = False, cache: Path | None = None) -> list[Any]:
-    """``model.fit_augmented(original, Z_(l), random_seed=seeds[l])`` for every dataset.
-
-    With ``progressbar``, the estimated cost is printed first, one bar runs over the refits and
-    the first refit's time is printed. ``refit_draws`` sets the refits' kept draws per chain.
-    With a ``cache`` folder (:func:`cache_folder`), a refit whose key (what it depends on) has an
-    intact entry there is read instead of made, and every refit made is stored.
+    """``model.fit_augmented(original, Z_(l), random_seed=seeds[l])`` per dataset, from ``cache``
+    when an intact entry is there.
     """
     m = len(datasets)
     keys: list[dict[str, Any] | None] = [None] * m
@@ -116,16 +107,7 @@ def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFra
 
 def _refit_keys(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                 seeds: Sequence[Any], refit_draws: int | None) -> list[dict[str, Any] | None]:
-    """What each refit ``model.fit_augmented(original, Z_(l), random_seed=seeds[l])`` depends
-    on, as JSON (its SHA-256 names the cache entry), or ``None`` when that cannot be stated: a
-    model without an identity (:func:`~bayes_risk.data.provenance.model_id`) or a seed that is
-    not a Generator or an int. Read before the refits run (they draw from the seeds).
-
-    The model's identity (class, settings, schema and roles, fitted draws), its refit settings
-    as they are when the refits run, the sweeps of a refit, the two tables' contents, the seed's
-    state, and the versions of the package (with a digest of its installed source), Python,
-    NumPy, PyMC, PyTensor and Numba.
-    """
+    """What each refit depends on, as JSON (its SHA-256 names the cache entry), or ``None``."""
     from bayes_risk.data.provenance import identity_settings, model_id
 
     ident = model_id(model)
@@ -145,8 +127,7 @@ def _refit_keys(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFr
 
 
 def _seed_state(seed: Any) -> dict[str, Any] | None:
-    """A refit's seed as JSON: a Generator's seed sequence and bit-generator state (what its
-    draws and spawned children follow), an int as itself; ``None`` for anything else."""
+    """A refit's seed as JSON (a Generator's state, an int), or ``None``."""
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
         return {"int": int(seed)}
     if not isinstance(seed, np.random.Generator):
@@ -160,8 +141,7 @@ def _seed_state(seed: Any) -> dict[str, Any] | None:
 
 
 def _table_sha256(df: pd.DataFrame) -> str:
-    """SHA-256 of a table's columns, dtypes and values in row order (object and categorical
-    values with their Python type, so that ``1`` and ``"1"`` differ)."""
+    """SHA-256 of a table's columns, dtypes and typed values in row order."""
     h = hashlib.sha256(f"{len(df)}|{df.shape[1]}".encode())
     for name in df.columns:
         col = df[name]
@@ -177,8 +157,7 @@ def _table_sha256(df: pd.DataFrame) -> str:
 
 @functools.cache
 def _software() -> dict[str, str]:
-    """The versions a refit's draws may depend on, and a digest of the installed package's
-    source (a development copy changes it without changing its version)."""
+    """The versions a refit's draws may depend on, and a digest of the package source."""
     from bayes_risk._version import __version__
 
     out = {"bayes-risk": __version__, "python": platform.python_version(),
@@ -198,8 +177,7 @@ def _software() -> dict[str, str]:
 
 
 def _read_entry(cache: Path | None, key: dict[str, Any], model: Any) -> Any | None:
-    """The refit stored under ``key``, or ``None``: no entry, or one that does not verify
-    (warning ``REFIT_CACHE_DAMAGED``; the refit is made again and the entry replaced)."""
+    """The refit stored under ``key``, or ``None`` (a damaged entry warns)."""
     from bayes_risk._checksums import json_sha256
     from bayes_risk.exceptions import CALLER, BayesRiskError, DataWarning
 
@@ -231,9 +209,7 @@ def _read_entry(cache: Path | None, key: dict[str, Any], model: Any) -> Any | No
 
 
 def _write_entry(cache: Path | None, key: dict[str, Any], refit: Any) -> None:
-    """Store ``refit`` under ``key``, atomically: the entry is written beside its place and
-    renamed into it, so an interrupted write leaves nothing that is later read. A write that
-    fails warns ``REFIT_CACHE_UNWRITABLE`` (the run goes on with the refit made)."""
+    """Store ``refit`` under ``key`` atomically; a failure warns ``REFIT_CACHE_UNWRITABLE``."""
     from bayes_risk._checksums import json_sha256
     from bayes_risk._io import atomic_dir, write_json
     from bayes_risk.exceptions import CALLER, DataWarning
@@ -251,12 +227,7 @@ def _write_entry(cache: Path | None, key: dict[str, Any], refit: Any) -> None:
 
 def pilot_refit(model: Any, original: pd.DataFrame, synthetic: pd.DataFrame, *,
                 refit_draws: int | None = None) -> Pilot | None:
-    """Time the refit itself before the refits run (``bayes_risk.attribute.cost``).
-
-    ``model.fit_augmented(original, synthetic)`` with the refits' chains run as the fit ran
-    them, ``PILOT_TUNE`` warm-up sweeps and ``PILOT_DRAWS`` kept draws, after a tiny run that
-    loads what the process has not loaded yet; its own seed, output silenced, the model's
-    settings restored.
+    """Time a short refit (``PILOT_TUNE``, ``PILOT_DRAWS`` sweeps) before the refits run.
 
     Returns
     -------
@@ -292,8 +263,7 @@ def pilot_refit(model: Any, original: pd.DataFrame, synthetic: pd.DataFrame, *,
 
 @contextlib.contextmanager
 def _refit_settings(model: Any, refit_draws: int | None, **overrides: Any) -> Iterator[None]:
-    """The refits run without their own progress bars and PyMC's log lines, with ``refit_draws``
-    kept draws per chain and ``overrides``; the model's settings are restored afterwards."""
+    """The refits' settings (quiet, ``refit_draws``, ``overrides``), restored afterwards."""
     run = model._run_settings() if hasattr(model, "_run_settings") else {}
     saved = {k: getattr(model, k) for k in ("progressbar", "draws", *run, *overrides)
              if hasattr(model, k)}

@@ -1,9 +1,4 @@
-"""The grouped arguments of attribute risk: :class:`ScenarioSpec` (what the intruder knows) and
-:class:`EstimatorSpec` (how the likelihood is estimated and checked).
-
-Both are validated when built; what depends on the model or the data is checked by
-:mod:`bayes_risk.attribute.prepare`.
-"""
+"""The grouped arguments of attribute risk: :class:`ScenarioSpec` and :class:`EstimatorSpec`."""
 
 from __future__ import annotations
 
@@ -42,33 +37,22 @@ class ScenarioSpec:
     Parameters
     ----------
     kind : {"worst_case", "partially_known", "empty", "two_records", "known_records"}
-        Worst case: the intruder knows every other record and guesses all of record ``i``'s
-        synthesized values. Partially known: also knows ``known`` of record ``i``'s own
-        values. Empty: Wang & Reiter's (2012) low-risk intruder, who knows nothing of the
-        other records (see :func:`~bayes_risk.attribute.low_risk.low_risk_attribute_risk`).
-        Two records: Wei & Reiter's (2016) intruder who guesses both records of each pair in
-        ``pairs`` jointly (one result row per pair). Known records: the intruder knows the
-        confidential records ``known_records`` (or a random ``known_fraction`` of them), the
-        target's own record excepted, and nothing of the others (between worst case and
-        empty; class P models, see :func:`~bayes_risk.attribute.known_fraction_curve`).
+        Worst case: every other record known. Partially known: also ``known`` of the record's
+        own values. Empty: Wang & Reiter's (2012) low-risk intruder. Two records: Wei & Reiter's
+        (2016) intruder guessing both records of each pair in ``pairs``. Known records: only the
+        records ``known_records`` (or a random ``known_fraction``) known.
     known : sequence of str, optional
         Synthesized columns the intruder knows (``partially_known`` only).
     pairs : sequence of (int, int), optional
-        ``two_records`` only (and then required): the pairs of records (0-based row
-        positions) the intruder does not know; ``records`` does not apply.
+        ``two_records`` only (and then required): the pairs of row positions.
     known_sums : bool or sequence of str, optional
-        ``two_records`` only: the intruder also knows the sums ``y_i + y_j`` of the pair's
-        numeric synthesized columns (``True``: every count and continuous one; or the columns
-        named) and guesses the splits consistent with them (Wei & Reiter 2016; see
-        :doc:`/methods/attribute`, Wei & Reiter's two-record intruder).
+        ``two_records`` only: the numeric columns whose pair sums ``y_i + y_j`` the intruder
+        knows (``True``: every count and continuous one).
     known_records : sequence of int or bool mask, optional
-        ``known_records`` only: the row positions (0-based) of the records the intruder knows,
-        or a boolean mask over the rows (e.g. the records of some keys,
-        ``(original["area"] == "A").to_numpy()``).
+        ``known_records`` only: the row positions (or a boolean mask) of the records known.
     known_fraction : float, optional
-        ``known_records`` only, instead of ``known_records``: the intruder knows a random
-        share of the records, the first ``round(known_fraction * n)`` of a random permutation
-        of the rows seeded by ``seed`` (the same seed gives nested sets as the fraction grows).
+        ``known_records`` only, instead of ``known_records``: the first
+        ``round(known_fraction * n)`` rows of a permutation seeded by ``seed``.
     seed : int, optional
         Seed of the permutation of ``known_fraction`` (default 0).
 
@@ -125,8 +109,7 @@ class ScenarioSpec:
         self._check_known_records()
 
     def _check_known_sums(self) -> None:
-        """``known_sums``: ``two_records`` only; ``True`` or a non-empty tuple of names
-        (``False``/``None``: no sums known)."""
+        """``known_sums``: ``two_records`` only; ``True`` or a non-empty tuple of names."""
         ks = self.known_sums
         if ks is None or ks is False:
             object.__setattr__(self, "known_sums", None)
@@ -189,52 +172,41 @@ class ScenarioSpec:
 
 @dataclass(frozen=True)
 class EstimatorSpec:
-    """How the likelihood of each candidate is estimated from the posterior draws, and the
-    Monte Carlo diagnostics of the estimates (see :doc:`/methods/attribute`).
+    """How the candidates' likelihoods are estimated and checked (see :doc:`/methods/attribute`).
 
     Parameters
     ----------
     kind : {"auto", "stabilised", "is"}
-        ``auto``: the first of the model's ``estimators`` that applies (stabilised for class P
-        models that draw from ``p(Θ | y, Z_(l))`` or are given ``augmented``, else IS; the
-        plug-in likelihood for plug-in models). ``is`` is the published estimator (Hu 2019).
+        ``auto``: the first of the model's ``estimators`` that applies; ``is``: the published
+        estimator (Hu 2019).
     augmented : sequence of models, optional
-        For the stabilised estimator: one model per synthetic dataset with draws of
-        ``p(Θ | y, Z_(l))`` (default: ``model.fit_augmented(original, Z_(l), random_seed=...)``).
+        Stabilised estimator: one model per dataset with draws of ``p(Θ | y, Z_(l))`` (default:
+        ``model.fit_augmented``).
     draw_indices : sequence of int, optional
-        Indices (0-based) of the model's posterior draws to use (default all ``H``).
+        Indices (0-based) of the posterior draws to use (default all ``H``).
     refit_draws : int, optional
-        Kept draws per chain of each of the stabilised estimator's ``m`` refits (default: the
-        model's ``draws``). The estimated time of the refits is printed before they start
-        (:func:`~bayes_risk.attribute.cost.refit_cost`).
+        Kept draws per chain of each refit (default: the model's ``draws``).
     psis : bool
         Pareto-smooth the stabilised estimator's means.
     khat : {"all", "base", "none"}
-        Posteriors under which the Pareto k̂ of the ratios is computed: all ``m + 1``
-        (default), only ``p(Θ | y)``, or none (no k̂, no bounds, no ``KHAT_HIGH``).
+        Posteriors under which Pareto k̂ is computed: all ``m + 1``, ``p(Θ | y)`` only, or none.
     khat_rule : {"material", "any"}
-        When a high k̂ flags a record ``KHAT_HIGH``: ``"any"`` high k̂ (the published
-        estimator always uses this rule), or ``"material"`` (default): when the truth's
-        probability could be more than ``khat_tolerance`` above ``p_true``, or the truth could
-        be the best guess when it is not (``p_true_lower``, ``p_true_upper``).
+        Flag ``KHAT_HIGH`` on ``"any"`` high k̂, or only when the k̂ bounds of ``p_true`` are
+        ``"material"`` (default; the published estimator always uses ``"any"``).
     khat_tolerance : float
         Tolerance of ``khat_rule="material"`` on the probability scale (default 0.01).
     is_diagnostics : bool
-        With the stabilised estimator, also compute the ratio diagnostics of the published
-        estimator (needs ``dataset_loglik``).
+        With the stabilised estimator, also the ratio diagnostics of the published one.
     compat : {"AttributeRiskCalculation"}, optional
         IS estimator only: copy the R package's prior handling (not Bayes' rule).
     chunk_size : int, optional
-        Records processed together (memory ``~ chunk × H × G × 8`` bytes per array); the
-        results do not depend on it. Default: 256, or fewer when the memory budget
-        (:func:`~bayes_risk.memory_limit`, ``--memory``) is smaller.
+        Records processed together (default: 256, or fewer under the memory budget); the
+        results do not depend on it.
     bootstrap : int
         Draw-bootstrap replicates for the stability of the truth's rank (0 disables).
     refit_cache : str or path, optional
-        A folder where the stabilised estimator's refits are stored and read again, by this and
-        later runs and by :func:`~bayes_risk.membership_risk` on the same model, release and
-        ``random_seed`` (:doc:`/user_guide/attribute`, Refits reused across commands); used
-        with a ``random_seed`` only. Default: none.
+        A folder where the refits are stored and reused (with a ``random_seed`` only;
+        :doc:`/user_guide/attribute`, Refits reused across commands).
 
     Raises
     ------

@@ -1,8 +1,6 @@
-"""Estimators of ``log p(Z | Y_i = y*, y_{-i})`` as strategy objects: :class:`PublishedIS`
-(Hu 2019 §3.2.5), :class:`Stabilised` and :class:`PlugIn` (a model without posterior draws).
-Each turns one :class:`~bayes_risk.attribute.plan.CandidateGroup` into per-record
-log-likelihoods, diagnostics and flags; a record's outputs never depend on the records evaluated
-with it. See :doc:`/methods/attribute`.
+"""Estimators as strategy objects: :class:`PublishedIS`, :class:`Stabilised`, :class:`PlugIn`.
+
+See :doc:`/methods/attribute`.
 """
 
 from __future__ import annotations
@@ -97,8 +95,7 @@ class PlugIn(EstimatorStrategy):
 
 
 class PublishedSums(NamedTuple):
-    """The published estimator's log-likelihoods ``[R, G]`` and, for class O models, the
-    own-record term ``[R, H, m, G]`` it used."""
+    """The published estimator's log-likelihoods and class O own-record term."""
 
     loglik: np.ndarray
     delta: np.ndarray | None
@@ -113,9 +110,7 @@ def _khat_tail(n_draws: int) -> int:
 def _ratio_pass(logp: np.ndarray, group: CandidateGroup, ws: Workspace, slot: int, *,
                 tail: bool, L: np.ndarray | None = None, groups: np.ndarray | None = None,
                 shift: np.ndarray | None = None) -> RatioStats:
-    """``RatioStats.from_logp`` of a model's ``[R, H, G]`` log-likelihoods in workspace
-    buffer ``slot`` (``L`` used when it has one row per draw of ``logp``); with ``shift
-    [R, H]`` (an intruder who knows some records only) the ratios are ``r_h e^{−shift}``."""
+    """``RatioStats.from_logp`` in workspace buffer ``slot``; ratios times ``e^{−shift}``."""
     hh = logp.shape[1]
     if shift is not None:
         logr, ndrop = log_ratios(logp, group.g0)
@@ -135,8 +130,7 @@ def _ratio_pass(logp: np.ndarray, group: CandidateGroup, ws: Workspace, slot: in
 
 
 def _known_shift(plan: AttributePlan, k: int, group: CandidateGroup) -> np.ndarray | None:
-    """``[R, H]`` shift of model ``k``'s log ratios for an intruder who knows some records
-    only (:mod:`bayes_risk.attribute.known_records`); ``None`` when every record is known."""
+    """``[R, H]`` shift of model ``k``'s log ratios (``None``: every record known)."""
     known = plan.known
     if known is None or known.everything:
         return None
@@ -151,9 +145,7 @@ def _known_shift_free(plan: AttributePlan) -> bool:
 
 
 def _constant_ratio(st: RatioStats) -> np.ndarray:
-    """``[R, G]``: candidates whose ratio to the truth is 1 under every kept draw, up to the
-    rounding of sums of log-likelihoods taken in another order (``E_h <= 1``, so
-    ``s1 >= n (1 − 1e-12)`` puts every ``E_h`` within ``1e-12 n`` of 1)."""
+    """``[R, G]``: candidates whose ratio to the truth is 1 under every kept draw."""
     n = st.n_ok[:, None].astype(np.float64)
     tol = 1e-12 * n
     return (st.finite & (np.abs(st.mx) <= 1e-12) & (np.abs(st.s1 - n) <= tol)
@@ -161,15 +153,13 @@ def _constant_ratio(st: RatioStats) -> np.ndarray:
 
 
 def _exact_pair_khat(group: CandidateGroup, khat: np.ndarray, st: RatioStats) -> None:
-    """No k̂ (``nan``) for a pair candidate whose ratio to the truth is identically 1 (the
-    swap of a pair: its mean is exact, a Pareto fit of a constant would flag it for nothing)."""
+    """No k̂ (``nan``) for a pair candidate whose ratio to the truth is identically 1."""
     if group.members is not None:
         khat[_constant_ratio(st)] = np.nan
 
 
 class _DrawEstimator(EstimatorStrategy):
-    """Shared steps of the estimators that use posterior draws: the ratio pass under
-    ``p(Θ | y)``, the published estimator's sums and the record flags."""
+    """Shared steps of the estimators that use posterior draws."""
 
     def estimate(
         self, plan: AttributePlan, group: CandidateGroup, ws: Workspace, out: PartitionOutput
@@ -352,8 +342,7 @@ _STRATEGIES: dict[str, type[EstimatorStrategy]] = {
 
 
 def strategy_for(name: str) -> EstimatorStrategy:
-    """The estimator strategy of a resolved estimator name (``"is"``, ``"stabilised"``,
-    ``"plugin"``)."""
+    """The estimator strategy of "is", "stabilised" or "plugin"."""
     try:
         return _STRATEGIES[name]()
     except KeyError:

@@ -1,5 +1,5 @@
-"""Record- and file-level summaries of attribute-risk posteriors (Hu 2019 eq. 1): ranks of the
-truth, Wang & Reiter's (2012) R1/R2, Paiva et al.'s (2014) and Wei & Reiter's (2016) measures.
+"""Record- and file-level summaries of attribute-risk posteriors.
+
 See :doc:`/methods/attribute` (Record-level and File-level summaries).
 """
 
@@ -29,10 +29,7 @@ __all__ = [
 
 
 def log_posterior(loglik: np.ndarray, logprior: np.ndarray | None = None) -> np.ndarray:
-    """``log post = a − logsumexp(a)``, ``a = loglik + logprior`` (Hu 2019 eq. 1).
-
-    Rows whose every ``a`` is ``-inf`` give ``nan`` (``ALL_CANDIDATES_IMPOSSIBLE``).
-    """
+    """``log post = a − logsumexp(a)``, ``a = loglik + logprior`` (``nan`` rows: all ``-inf``)."""
     a = np.asarray(loglik, dtype=np.float64)
     if logprior is not None:
         a = a + np.asarray(logprior, dtype=np.float64)
@@ -97,12 +94,8 @@ def record_summary(
     post: np.ndarray, g0: int, candidates: np.ndarray | None = None, *,
     numeric: Sequence[bool] | None = None,
 ) -> dict[str, Any]:
-    """All record-level summaries of one record's posterior.
-
-    ``post (G,)`` is the normalised posterior, ``g0`` the truth's index; with ``candidates
-    (G, q)`` (codes for categorical columns; ``numeric`` marks the numeric columns, default all)
-    also ``marginals`` (per column, the probability of the true value), ``abs_err`` (per
-    numeric column, ``|truth − argmax marginal|``) and ``E_dist``.
+    """All record-level summaries of one record's posterior ``post (G,)`` (truth at ``g0``), with
+    ``candidates`` also ``marginals``, ``abs_err`` and ``E_dist``.
 
     Examples
     --------
@@ -158,10 +151,8 @@ def wang_reiter(
     other_locations : array (n_other, 2)
         Actual locations of the **other** records (the target excluded).
     n_mc : int, optional
-        If given, R1 is the Monte Carlo mean over ``n_mc`` posterior draws instead of the exact
-        expectation.
+        R1 as the Monte Carlo mean over ``n_mc`` posterior draws (seeded by ``random_seed``).
     random_seed : int, Generator or None
-        Seed of those draws (``n_mc`` only).
 
     Returns
     -------
@@ -207,15 +198,13 @@ def low_risk_posterior(
     Parameters
     ----------
     synthetic_values : array (m, q)
-        The record's synthetic values (codes or numbers, one row per released dataset).
+        The record's synthetic values (one row per released dataset).
     truth : array (q,)
-        The record's true values.
 
     Returns
     -------
     (candidates [G, q], post [G], flags)
-        The truth first, then the distinct synthetic values; ``post`` is each value's share of
-        the ``m`` datasets; ``flags`` is ``["APPROX_LOW_RISK"]``.
+        The truth, then the distinct synthetic values, each with its share of the datasets.
 
     Examples
     --------
@@ -255,9 +244,7 @@ def paiva_measures(
     Returns
     -------
     dict
-        ``pct_true_is_map``, ``pct_true_is_map_shared`` (credit shared among ties),
-        ``pct_true_is_map_unique`` (``nan`` without unique records), ``dist_map`` (per record),
-        ``dist_map_mean``, ``dist_map_median``.
+        ``pct_true_is_map`` (and ``_shared``, ``_unique``), ``dist_map`` and its mean and median.
     """
     is_top, share, dist = [], [], []
     for p, t, cl in zip(posts, g0, cand_locations, strict=False):
@@ -283,10 +270,7 @@ def largest_value(
     post: np.ndarray, candidates: np.ndarray, truth: float, *, delta: float = 0.05,
     interval: tuple[float, float] | None = None,
 ) -> dict[str, float]:
-    """Wei & Reiter (2016) largest-value summary (provisional).
-
-    Returns ``P_interval`` (posterior mass in ``I``, default ``[y(1−δ), y(1+δ)]``), the posterior
-    ``mode`` (first of tied maxima) and its ``relative_error`` ``|mode − y|/y``.
+    """Wei & Reiter (2016) largest-value summary: ``P_interval``, ``mode``, ``relative_error``.
 
     Examples
     --------

@@ -1,6 +1,6 @@
-"""Monte Carlo intervals of file-level attribute-risk summaries from the kept draw bootstrap
-(every record uses the same resampled draws in replicate ``b``): they cover the Monte Carlo error
-of using ``H`` posterior draws only (hence the ``mc_`` names). See :doc:`/user_guide/attribute`.
+"""Monte Carlo intervals of file-level summaries from the draw bootstrap.
+
+See :doc:`/user_guide/attribute`.
 """
 
 from __future__ import annotations
@@ -57,8 +57,7 @@ def _flagged(result: Any) -> np.ndarray:
 
 
 def _boot_posteriors(result: Any, keep: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """``(positions in keep, log posteriors [r, B, G])`` of the records ``keep``, in blocks of
-    one candidate-set size."""
+    """Positions in ``keep`` and log posteriors ``[r, B, G]``, per candidate-set size."""
     boot = result._boot_loglik
     sizes = np.array([boot[i].shape[1] for i in keep], dtype=np.int64)
     for G in np.unique(sizes):
@@ -73,8 +72,7 @@ def _boot_posteriors(result: Any, keep: np.ndarray) -> Iterator[tuple[np.ndarray
 
 def _intervals(point: np.ndarray, figs: np.ndarray, names: Sequence[str], level: float,
                base: dict[str, Any]) -> dict[str, Any]:
-    """``value``, ``mc_se`` (bootstrap sd) and ``mc_interval_<level>`` (percentile) of figures
-    ``[B, F]``."""
+    """``value``, ``mc_se`` and ``mc_interval_<level>`` of figures ``[B, F]``."""
     alpha = (1 - level) / 2
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a figure nan in every replicate
@@ -95,22 +93,20 @@ def file_uncertainty(result: Any, *, level: float = 0.9) -> dict[str, Any]:
     Parameters
     ----------
     result : AttributeRiskResult
-        Output of :func:`bayes_risk.attribute_risk` computed with ``bootstrap > 0``.
+        Computed with ``bootstrap > 0``.
     level : float
         Coverage of the percentile intervals (default 0.9).
 
     Returns
     -------
     dict
-        ``n_records``, ``n_flagged_excluded`` (left out of every figure), ``bootstrap``
-        (``B``), ``value`` (each figure of ``FILE_FIGURES`` on the unflagged records), ``mc_se``
-        (bootstrap standard deviation) and ``mc_interval_<level>`` (``[lower, upper]``).
+        ``n_records``, ``n_flagged_excluded``, ``bootstrap``, ``value`` (each of
+        ``FILE_FIGURES`` on the unflagged records), ``mc_se`` and ``mc_interval_<level>``.
 
     Raises
     ------
     ValidationError
-        If the result kept no draw bootstrap (``bootstrap=0``, plug-in models, compat mode) or
-        ``level`` is not in (0, 1).
+        If the result kept no draw bootstrap, or ``level`` is not in (0, 1).
     """
     boot = _check(result, level)
     recs = result.records
@@ -138,13 +134,10 @@ def wang_reiter_uncertainty(
 ) -> dict[str, Any]:
     """Monte Carlo standard errors and intervals of Wang & Reiter's (2012) file-level R1 / R2.
 
-    R1 (exact expectation) and R2 of every unflagged record are recomputed in each bootstrap
-    replicate, and their min, first quartile and median taken over the records.
-
     Parameters
     ----------
     result : AttributeRiskResult
-        Output of :func:`bayes_risk.attribute_risk` computed with ``bootstrap > 0``.
+        Computed with ``bootstrap > 0``.
     original : DataFrame
         The confidential data (the other records' true locations, for R2).
     location_columns, locations

@@ -1,10 +1,4 @@
-"""Membership disclosure risk: the intruder's posterior probability that a record was in the
-confidential data, with the distance-to-closest-record baseline beside it.
-
-:func:`membership_risk` is the analysis; ``estimator`` (ratios from posterior draws),
-``partial`` (unsynthesized values), ``trees`` (CART releases), ``selection`` (selected records),
-``dcr`` and ``summaries`` its parts. See :doc:`/methods/membership`.
-"""
+"""Membership disclosure risk. See :doc:`/methods/membership`."""
 
 from __future__ import annotations
 

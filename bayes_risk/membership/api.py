@@ -1,7 +1,4 @@
-"""User-facing membership disclosure risk: :func:`membership_risk` and its input checks.
-
-See :doc:`/methods/membership` and :doc:`/user_guide/membership`.
-"""
+"""User-facing membership disclosure risk. See :doc:`/methods/membership`."""
 
 from __future__ import annotations
 
@@ -54,14 +51,7 @@ _RULE = "Income > 150000 or Age >= 90"
 
 def check_inputs(model: Any, original: Any, synthetic: Any, holdout: Any = None,
                  selection: Any = None) -> None:
-    """The checks :func:`membership_risk` makes of its inputs before any refit (the audit runs
-    them before its first step).
-
-    Raises
-    ------
-    ValidationError, SchemaError, NotSupportedError
-        As :func:`membership_risk` would, before its refits.
-    """
+    """The checks :func:`membership_risk` makes of its inputs before any refit."""
     rule = _selection.as_selection(selection)
     check_model(model, selection=rule)
     tree = _trees.is_tree_model(model)
@@ -79,22 +69,19 @@ def _selected(model: Any, n: int) -> np.ndarray:
 
 
 def check_model(model: Any, selection: Any = None) -> None:
-    """Refuse, with a coded error, the models whose membership likelihood is not derived
+    """Refuse the models whose membership likelihood is not derived
     (:doc:`/methods/membership`, Models supported and refused).
 
     Parameters
     ----------
     model : fitted model
     selection : None, "independent", str or callable
-        The selection rule of a release of selected records (``None``: not stated, refused).
+        The selection rule of a release of selected records (``None``: not stated).
 
     Raises
     ------
     NotSupportedError
-        ``MEMBERSHIP_MODEL_UNSUPPORTED`` (random forests, smoothed or incomplete CART, PMM,
-        class O models, models without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (selected records
-        without a stated selection rule, or of a CART release; a model of whole records with
-        unsynthesized columns).
+        ``MEMBERSHIP_MODEL_UNSUPPORTED`` or ``MEMBERSHIP_PARTIAL_SYNTHESIS``.
     """
     name = type(model).__name__
     if _trees.is_tree_model(model):  # the plug-in ratio (methods, CART releases)
@@ -177,18 +164,13 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
                     random_seed: RandomSeed = None,
                     allow_other_model: bool = False) -> MembershipRiskResult:
     """Membership disclosure risk: the intruder's posterior probability that a record was in the
-    confidential data (Hu 2019, §4.4).
-
-    Members are rows of ``original``; non-members are rows of ``holdout`` and look-alikes drawn
-    from the model's posterior predictive. Each one's likelihood ratio of membership is
-    estimated from the posterior draws and augmented refits (CART: the plug-in likelihood) and
-    turned into a posterior probability (:doc:`/methods/membership`).
+    confidential data (Hu 2019, §4.4; :doc:`/methods/membership`).
 
     Parameters
     ----------
     model : fitted DPMPM, PoissonMixture, SequentialRegression or CARTSynthesizer
-        A class P Bayesian model with posterior draws, or a CART synthesizer (or its plug-in)
-        without smoothing; others are refused (:func:`check_model`).
+        A class P Bayesian model with posterior draws, or an unsmoothed CART synthesizer (or its
+        plug-in); others are refused (:func:`check_model`).
     original : DataFrame
         The confidential data ``y`` the model was fitted to (same rows, same order).
     synthetic : SyntheticData, DataFrame or list of DataFrames
@@ -200,23 +182,19 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
     population : int, optional
         Look-alike non-members (default: as many as the members without ``holdout``, else 0).
     attack : AttackSpec, optional
-        Prior membership probability, threshold, distance baseline and bootstrap
-        (:class:`AttackSpec`).
+        Prior, threshold, distance baseline and bootstrap (:class:`AttackSpec`).
     ratio : RatioSpec, optional
         How the likelihood ratios are estimated (:class:`RatioSpec`).
     selection : None, "independent", str or callable
-        How the records of a release that synthesizes selected records only were selected
-        (required for one): ``"independent"`` (without looking at their values), a
-        ``DataFrame.eval`` rule on a record's own values (``"Income > 150000 or Age >= 90"``)
-        or a callable returning one bool per row (:doc:`/user_guide/membership`, Only selected
-        records synthesized).
+        How the records of a release of selected records were selected: ``"independent"``, a
+        ``DataFrame.eval`` rule on a record's own values, or a callable returning one bool per
+        row (:doc:`/user_guide/membership`, Only selected records synthesized).
     progressbar : bool
         Print the refits' estimated cost and show a progress bar over them.
     random_seed : int, Generator or None
         Seeds the refits, the look-alikes, the non-members' slots and the bootstrap.
     allow_other_model : bool, default False
-        Go on, with warning ``MODEL_DIFFERS``, when ``model`` did not make the release (by
-        default refused: ``MODEL_DIFFERS``).
+        Go on, with warning ``MODEL_DIFFERS``, when ``model`` did not make the release.
 
     Returns
     -------
@@ -228,12 +206,10 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
         ``MEMBERSHIP_MODEL_UNSUPPORTED``, ``MEMBERSHIP_PARTIAL_SYNTHESIS``,
         ``MEMBERSHIP_SELECTION_DATA_DEPENDENT``.
     SchemaError
-        A column missing from ``original``, ``holdout`` or a synthetic dataset, or a holdout level
-        the model was never fitted with (``UNKNOWN_LEVEL``).
+        A column missing, or a holdout level the model was never fitted with (``UNKNOWN_LEVEL``).
     ValidationError
         Invalid options (naming the argument); ``BAD_SELECTION_RULE``,
-        ``MEMBERSHIP_SELECTION_MISMATCH``; ``MODEL_DIFFERS`` (a model that did not make the
-        release); ``DUPLICATE_DATASETS`` (a release holding a dataset twice).
+        ``MEMBERSHIP_SELECTION_MISMATCH``, ``MODEL_DIFFERS``, ``DUPLICATE_DATASETS``.
 
     Examples
     --------

@@ -20,9 +20,7 @@ __all__ = ["record_table", "result_warnings", "result_summary", "unsynthesized_s
 def record_table(columns: dict[str, Any], *, partial: tuple[Any, Any] | None,
                  normaliser: tuple[Any, Any, Any] | None, dcr: np.ndarray | None,
                  flags: list[list[str]], selection: dict[str, Any] | None = None) -> pd.DataFrame:
-    """The per-target table of :class:`MembershipRiskResult` (index ``target``): the columns
-    given, the partial-synthesis columns, the selection's, the normaliser's (m > 1 or a
-    selection rule), the distance and the flags."""
+    """The per-target table of :class:`MembershipRiskResult` (index ``target``)."""
     table = pd.DataFrame(columns)
     if partial is not None:
         table["unsynthesized_match"], table["log_p_unsynthesized"] = partial
@@ -39,8 +37,7 @@ def record_table(columns: dict[str, Any], *, partial: tuple[Any, Any] | None,
 
 def result_warnings(table: pd.DataFrame, n_non: int, H: int, model: Any,
                      posteriors: list[Any]) -> list[str]:
-    """The result's warning codes: flagged targets, no non-member, few draws, an approximate
-    posterior, and the MCMC warnings of the fit and of the refits."""
+    """The result's warning codes (flags, no non-member, few draws, approximations, MCMC)."""
     warnings_: list[str] = []
     # a record released whole is not an unstable estimate (MEMBERSHIP_RELEASED_WHOLE says so)
     if int((~table["flag_codes"].isin(["", "RELEASED_WHOLE"])).sum()):
@@ -61,8 +58,7 @@ def result_warnings(table: pd.DataFrame, n_non: int, H: int, model: Any,
 def result_summary(table: pd.DataFrame, datasets: list[pd.DataFrame], orig: pd.DataFrame,
              hold: pd.DataFrame | None, schema: Any, *, threshold: float, bootstrap: int,
              rng: np.random.Generator, dcr: bool) -> dict[str, Any]:
-    """The result's file summary, with the distance-to-closest-record overfitting share when
-    there is a holdout."""
+    """The result's file summary, with the DCR overfitting share given a holdout."""
     overfit = None
     if dcr and hold is not None and len(hold):
         overfit = _dcr.overfitting_share(datasets, orig, hold, schema, rng.spawn(1)[0])
@@ -97,8 +93,7 @@ def unsynthesized_summary(orig: pd.DataFrame, schema: Any, us: list[str],
 def selection_summary(rule: Any, selected: np.ndarray, members: np.ndarray,
                        released_whole: np.ndarray, columns: dict[str, np.ndarray],
                        role: list[str]) -> dict[str, Any]:
-    """The file summary of the selection: the rule, how many records it selected, the members
-    released whole and the non-members the rule rules out."""
+    """The file summary of the selection rule."""
     is_non = np.asarray(role) == "non-member"
     ruled_out = columns["slot_selected"] & ~columns.get(
         "selected_by_rule", np.ones(len(role), dtype=bool))

@@ -1,10 +1,4 @@
-"""The empirical baseline: distance to the closest record (DCR) with a holdout.
-
-The distance is SDMetrics' and anonymeter's Gower distance (per column 0/1 for a categorical
-value, ``|a − b| / range`` for a numeric one, averaged; a missing value is a value of its own);
-a record's distance to the release is its smallest distance to any released row. See
-:doc:`/methods/membership`, The distance baseline.
-"""
+"""The distance-to-closest-record (DCR) baseline. See :doc:`/methods/membership`."""
 
 from __future__ import annotations
 
@@ -21,17 +15,7 @@ _BLOCK = 64
 
 def encode_for_distance(tables: list[pd.DataFrame], schema: Any,
                         reference: pd.DataFrame) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-    """Code the tables for the distance: categorical columns as shared integer codes (missing its
-    own code), numeric columns scaled by the range of ``reference``.
-
-    Returns
-    -------
-    coded : list of float arrays [n_t, p]
-    is_cat : bool array [p]
-    scale : float array [p]
-        ``1 / range`` of each numeric column (1 for categorical columns; 0 for a constant one,
-        whose values then never differ).
-    """
+    """The tables coded for the distance: ``coded``, ``is_cat`` and ``scale``."""
     cols = list(schema.names)
     is_cat = np.array([schema[c].is_categorical for c in cols])
     coded = [np.empty((len(t), len(cols))) for t in tables]
@@ -85,9 +69,7 @@ def closest_distance(targets: pd.DataFrame, datasets: list[pd.DataFrame], origin
 
 def overfitting_share(datasets: list[pd.DataFrame], original: pd.DataFrame, holdout: pd.DataFrame,
                       schema: Any, rng: np.random.Generator) -> dict[str, float]:
-    """SDMetrics' ``DCROverfittingProtection``: the share of synthetic rows closer to a training
-    record than to a holdout record (the larger table subsampled to the smaller; a tie counts
-    one half and is reported on its own)."""
+    """SDMetrics' ``DCROverfittingProtection`` (ties count one half)."""
     k = min(len(original), len(holdout))
     train = original.iloc[np.sort(rng.choice(len(original), size=k, replace=False))]
     hold = holdout.iloc[np.sort(rng.choice(len(holdout), size=k, replace=False))]

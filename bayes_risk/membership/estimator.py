@@ -1,8 +1,4 @@
-"""The membership likelihood ratio from posterior draws: leave-one-out log predictives, the
-normaliser over population draws and the posterior membership probability, in log space with
-their Pareto k̂ and Kish ESS. See :doc:`/methods/membership`, The likelihood ratio from posterior
-draws.
-"""
+"""The membership likelihood ratio from posterior draws. See :doc:`/methods/membership`."""
 
 from __future__ import annotations
 
@@ -25,17 +21,7 @@ __all__ = ["LogPredictive", "loo_log_predictive", "log_normaliser", "membership_
 
 @dataclass(frozen=True)
 class LogPredictive:
-    """Leave-one-out log predictives of targets under one posterior, with diagnostics.
-
-    Attributes
-    ----------
-    value : array [T]
-        ``log p(x_t | y_{-i_t}, ·)``.
-    khat : array [T]
-        Largest Pareto k̂ of the two means (ratio mean and harmonic mean).
-    ess : array [T]
-        Smallest Kish ESS of the two means.
-    """
+    """LOO log predictives ``value [T]`` with the largest k̂ and smallest ESS of their two means."""
 
     value: np.ndarray
     khat: np.ndarray
@@ -43,8 +29,7 @@ class LogPredictive:
 
 
 def tail_khat(log_r: np.ndarray) -> np.ndarray:
-    """Pareto k̂ over the last axis; 0 for a flat (bounded) tail, ``nan`` for a tail of
-    repeated values (the Kish ESS decides)."""
+    """Pareto k̂ over the last axis (0: flat tail; ``nan``: repeated values)."""
     log_r = np.ascontiguousarray(log_r, dtype=np.float64)
     k = pareto_khat(log_r)
     s = log_r.shape[-1]
@@ -63,10 +48,8 @@ def loo_log_predictive(target_ll: np.ndarray, slot_ll: np.ndarray, *,
 
     Parameters
     ----------
-    target_ll : array [H, T]
-        ``log p(x_t | Θ_h)`` of the targets.
-    slot_ll : array [H, T]
-        ``log p(y_{i_t} | Θ_h)`` of each target's slot (the same column for a member).
+    target_ll, slot_ll : arrays [H, T]
+        ``log p(x_t | Θ_h)`` of the targets and ``log p(y_{i_t} | Θ_h)`` of their slots.
     khat : bool
         Compute the Pareto k̂ (``nan`` otherwise).
 
@@ -91,9 +74,8 @@ def log_normaliser(
     pop_ll: list[np.ndarray], slot_ll: list[np.ndarray], *, block: int = 16,
     log_select: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``log E_{x' ~ p(· | y_{-i})}[s(x') Π_l A_l(x')]`` for each slot, from population draws of
-    ``p(· | y)`` reweighted by self-normalised importance sampling (``s``: the selection rule,
-    or 1).
+    """``log E_{x' ~ p(· | y_{-i})}[s(x') Π_l A_l(x')]`` for each slot, by self-normalised
+    importance sampling of population draws of ``p(· | y)``.
 
     Parameters
     ----------
@@ -108,12 +90,8 @@ def log_normaliser(
 
     Returns
     -------
-    log_d : array [U]
-        The log normaliser per slot.
-    khat : array [U]
-        Pareto k̂ of the self-normalised importance sum.
-    ess : array [U]
-        Kish effective sample size of that sum.
+    log_d, khat, ess : arrays [U]
+        The log normaliser per slot, its Pareto k̂ and Kish ESS.
     """
     m = len(pop_ll) - 1
     U = slot_ll[0].shape[1]
@@ -150,8 +128,7 @@ def log_normaliser(
 
 
 def _log_cross(pop: tuple[np.ndarray, np.ndarray, np.ndarray], log_w: np.ndarray) -> np.ndarray:
-    """``[B, S]`` of ``log Σ_h exp(L_hs + log_w_hb)`` as one scaled matrix product (entries
-    that underflow below ``1e-250`` recomputed by log-sum-exp)."""
+    """``[B, S]`` of ``log Σ_h exp(L_hs + log_w_hb)`` as one scaled matrix product."""
     L, a, eL = pop
     bmax = log_w.max(axis=0)
     prod = np.exp(log_w - bmax).T @ eL  # [B, S]

@@ -22,10 +22,7 @@ __all__ = ["fit_posteriors", "log_predictives", "diagnostics", "target_flags", "
 def fit_posteriors(model: Any, orig: pd.DataFrame, datasets: list[pd.DataFrame],
                 augmented: Sequence[Any] | None, rng: np.random.Generator,
                 progressbar: bool = False, cache: Path | None = None) -> list[Any]:
-    """The model and one augmented refit per synthetic dataset: ``augmented`` when given (one
-    per dataset), otherwise fitted here (or read from ``cache``), each with its own seed from
-    ``rng``, the seeds of attribute risk's refits (the cost stated first and one bar over the
-    refits, as attribute risk's)."""
+    """The model and one augmented refit per synthetic dataset (given, cached or fitted here)."""
     m = len(datasets)
     if augmented is None:
         augmented = fit_refits(model, orig, datasets, rng.spawn(m), progressbar=progressbar,
@@ -42,8 +39,7 @@ def log_predictives(posteriors: list[Any], targets: pd.DataFrame, slot_rows: pd.
                      slot_inv: np.ndarray, khat: bool) -> tuple[Any, list[Any], list[np.ndarray],
                                                                 list[np.ndarray],
                                                                 list[np.ndarray]]:
-    """Each posterior's leave-one-out log predictive of the targets in their slots (the fit's
-    first, then the refits'), the slots' record log-likelihoods, k-hats and ESS."""
+    """Each posterior's LOO log predictives of the targets, slot log-likelihoods, k-hats, ESS."""
     base = None
     aug: list[_est.LogPredictive] = []
     slot_lls, khats, ess = [], [], []
@@ -66,11 +62,7 @@ def _normalisers(model: Any, posteriors: list[Any], orig: pd.DataFrame, uslots: 
                  orig_keys: np.ndarray | None, normaliser_draws: int, rng: np.random.Generator,
                  schema: Any, us: list[str], rule: Any = None, rows_: np.ndarray | None = None,
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The population normaliser of every target's slot when m > 1 or a selection rule is
-    stated (methods, Membership disclosure risk), with its k-hat and ESS: one per distinct slot
-    record, from population draws (given the slot's unsynthesized values ``r`` for a partial
-    release, for the cells of matching targets only; from the synthesized rows ``rows_`` only,
-    each weighted by whether ``rule`` selects it)."""
+    """The population normaliser of every target's slot, with its k-hat and ESS."""
     _, first, rec_inv = np.unique(
         pd.util.hash_pandas_object(orig.iloc[uslots], index=False).to_numpy(),
         return_index=True, return_inverse=True)
@@ -103,8 +95,7 @@ def diagnostics(match: np.ndarray, log_lr: np.ndarray, khats: list[np.ndarray],
                  ess: list[np.ndarray], norm_khat: np.ndarray, norm_ess: np.ndarray, *, H: int,
                  normalised: bool, normaliser_draws: int, khat: bool, partial: bool,
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[float, float]]:
-    """Each target's worst Pareto k-hat and smallest ESS over the posteriors, its flags, and
-    the k-hat and ESS thresholds for ``H`` draws."""
+    """Each target's worst k-hat, smallest ESS and flags, and the thresholds for ``H`` draws."""
     khat_thr, ess_thr = _est.thresholds(H)
     khat_max = np.max(np.stack(khats), axis=0)
     ess_min = np.min(np.stack(ess), axis=0)
@@ -120,9 +111,7 @@ def diagnostics(match: np.ndarray, log_lr: np.ndarray, khats: list[np.ndarray],
 def target_flags(match: np.ndarray, log_lr: np.ndarray, khat_max: np.ndarray | None,
            ess_min: np.ndarray, norm_khat: np.ndarray, norm_ess: np.ndarray, khat_thr: float,
            ess_thr: float, norm_thr: tuple[float, float] | None) -> list[list[str]]:
-    """Each target's flags (methods, Membership disclosure risk: diagnostics); a target whose
-    unsynthesized values (or the selection) exclude it has none. ``khat_max`` None: k-hat not
-    checked; ``norm_thr`` None: no normaliser (m = 1 without a selection rule)."""
+    """Each target's flags (methods, Membership disclosure risk: diagnostics)."""
     flags: list[list[str]] = [[] for _ in range(len(match))]
     for t in range(len(match)):
         if not match[t]:
@@ -143,10 +132,7 @@ def target_flags(match: np.ndarray, log_lr: np.ndarray, khat_max: np.ndarray | N
 def selection_match(rule: Any, selected: np.ndarray, targets: pd.DataFrame,
                      orig: pd.DataFrame, slots: np.ndarray, schema: Any, match: np.ndarray,
                      ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """What the selection seen says about each target (methods, Releases that synthesize
-    selected records): in a synthesized slot the target must be one the rule selects
-    (``s(x) = 1``); an unsynthesized slot shows its record whole, so a target equal to it is
-    revealed (``released_whole``) and any other is excluded."""
+    """What the selection seen says about each target."""
     in_sel = selected[slots]
     cols = list(schema.names)
     slot_key, target_key = _partial.cell_keys([orig.iloc[slots], targets], schema, cols,

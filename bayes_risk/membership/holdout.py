@@ -18,18 +18,7 @@ ALPHA = 1e-3
 
 @dataclass(frozen=True)
 class HoldoutOverlap:
-    """The holdout rows that equal a record of the original on every column.
-
-    Attributes
-    ----------
-    copies : ndarray of bool
-        One per holdout row: equal to some record of the original on every column.
-    reference_share : float
-        Share of the original's records that equal another of its records (the chance rate).
-    p_value : float
-        Probability of at least this many copies if the holdout were apart from the original
-        (beta-binomial around the chance rate).
-    """
+    """The holdout rows copying the original, the chance rate and the p-value."""
 
     copies: np.ndarray
     reference_share: float
@@ -79,19 +68,7 @@ def holdout_overlap(original: pd.DataFrame, holdout: pd.DataFrame) -> HoldoutOve
 
 
 def screen_holdout(original: pd.DataFrame, holdout: pd.DataFrame | None) -> np.ndarray | None:
-    """The holdout rows to flag ``HOLDOUT_IN_ORIGINAL`` (``None``: no overlap found).
-
-    Raises
-    ------
-    ValidationError
-        ``HOLDOUT_OVERLAPS_ORIGINAL`` when every holdout row copies a record of the original
-        beyond chance.
-
-    Warns
-    -----
-    DataWarning
-        ``HOLDOUT_OVERLAPS_ORIGINAL`` when some do (they are flagged and left out).
-    """
+    """The holdout rows to flag ``HOLDOUT_IN_ORIGINAL`` (``None``: no overlap)."""
     import warnings
 
     from bayes_risk.exceptions import CALLER, DataWarning, ValidationError

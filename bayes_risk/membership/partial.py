@@ -1,6 +1,6 @@
-"""Partially synthetic releases: the factor ``1{x^us = r} / p(r | y_{-i})`` of the released
-unsynthesized values ``r``, under a Dirichlet-process population model over the cells of the
-unsynthesized columns. See :doc:`/methods/membership`, Partially synthetic releases.
+"""Partially synthetic releases: the factor of the unsynthesized values.
+
+See :doc:`/methods/membership`, Partially synthetic releases.
 """
 
 from __future__ import annotations
@@ -21,11 +21,7 @@ _EPS = float(np.finfo(np.float64).eps)
 
 
 def resolution(values: pd.Series) -> float:
-    """The finest decimal unit ``10^-k`` (``k >= 0``, never coarser than 1: fewer cells would
-    understate the risk) that every value of a numeric column is a multiple of.
-
-    Missing values are ignored.
-    """
+    """The finest decimal unit ``10^-k`` (``k >= 0``) of a numeric column's values."""
     v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
     v = v[np.isfinite(v)]
     if v.size == 0:
@@ -41,8 +37,7 @@ def resolution(values: pd.Series) -> float:
 
 def _column_codes(table: pd.DataFrame, reference: pd.DataFrame, schema: Any,
                   column: str) -> np.ndarray:
-    """Integer codes of one column's values (``-1``: missing, ``-2``: a numeric value the
-    reference never takes)."""
+    """Integer codes of one column (``-1``: missing, ``-2``: unknown to the reference)."""
     spec = schema[column]
     if spec.is_categorical:
         return level_codes(table[column], spec.levels, column=column)
@@ -66,7 +61,6 @@ def cell_keys(tables: list[pd.DataFrame], schema: Any, columns: list[str], *,
     Parameters
     ----------
     tables : list of DataFrame
-        Tables holding ``columns`` (the unsynthesized columns).
     schema : Schema
         The model's schema (categorical values compared as levels, numeric ones exactly).
     columns : list of str
@@ -100,11 +94,7 @@ def cell_keys(tables: list[pd.DataFrame], schema: Any, columns: list[str], *,
 
 
 def n_cells(original: pd.DataFrame, schema: Any, columns: list[str]) -> int:
-    """``C``: the cells of the unsynthesized columns (levels; multiples of a numeric column's
-    :func:`resolution` over its range; "missing" where the original has one).
-
-    Returns a Python int (it may exceed 64 bits).
-    """
+    """``C``: the number of cells of the unsynthesized columns (a Python int)."""
     c = 1
     for col in columns:
         missing = int(original[col].isna().any())
@@ -120,8 +110,7 @@ def n_cells(original: pd.DataFrame, schema: Any, columns: list[str]) -> int:
 
 def log_p_unsynthesized(slot_keys: np.ndarray, original_keys: np.ndarray, n_cells_: int,
                         concentration: float) -> np.ndarray:
-    """``log p(r_i | y_{-i}) = log (n_r^{(-i)} + α / C) − log (n − 1 + α)`` of each slot's
-    unsynthesized values.
+    """``log p(r_i | y_{-i}) = log (n_r^{(-i)} + α / C) − log (n − 1 + α)`` of each slot.
 
     Parameters
     ----------
@@ -149,11 +138,7 @@ def log_p_unsynthesized(slot_keys: np.ndarray, original_keys: np.ndarray, n_cell
 def slot_match(orig: pd.DataFrame, targets: pd.DataFrame, slots: np.ndarray, schema: Any,
                us: list[str], alpha: float
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """Whether each target's unsynthesized values are its slot's ``r``, and ``log p(r | y_{-i})``.
-
-    Returns ``match``, ``log_p_us`` per target, and the cells of ``orig``'s records and of the
-    targets' slots (without ``us``: all ``True``, 0, ``None``, ``None``).
-    """
+    """Whether each target's unsynthesized values are its slot's, and ``log p(r | y_{-i})``."""
     T = len(targets)
     if not us:
         return np.ones(T, dtype=bool), np.zeros(T), None, None

@@ -20,9 +20,7 @@ ROWS_PER_DRAW = 4
 def plan(model: Any, orig: pd.DataFrame, members: np.ndarray, hold: pd.DataFrame | None,
          population: int, pop_rng: np.random.Generator, slot_rng: np.random.Generator,
          rows_: np.ndarray | None = None) -> tuple[Any, ...]:
-    """The targets — members (their own slot), holdout rows and ``population`` look-alikes
-    drawn from the model (from the synthesized rows ``rows_``; a random slot each) — with their
-    role, source, source row and slot."""
+    """The targets (members, holdout rows, population look-alikes): role, source, row and slot."""
     look = population_rows(model, population, pop_rng, rows_) if population else None
     targets, role, source, src_row = _targets(orig, members, hold, look)
     n_non = len(targets) - len(members)
@@ -32,8 +30,7 @@ def plan(model: Any, orig: pd.DataFrame, members: np.ndarray, hold: pd.DataFrame
 
 def _targets(orig: pd.DataFrame, members: np.ndarray, hold: pd.DataFrame | None,
              look: pd.DataFrame | None) -> tuple[pd.DataFrame, list[str], list[str], list[int]]:
-    """The targets (members, then holdout rows, then look-alikes) with their role, source and
-    row in that source."""
+    """The targets (members, holdout rows, look-alikes) with role, source and row."""
     parts = [orig.iloc[members]]
     role = ["member"] * len(members)
     source = ["original"] * len(members)
@@ -49,10 +46,7 @@ def _targets(orig: pd.DataFrame, members: np.ndarray, hold: pd.DataFrame | None,
 
 def population_rows(model: Any, k: int, rng: np.random.Generator,
                      rows_: np.ndarray | None = None) -> pd.DataFrame:
-    """``k`` records from the posterior predictive ``p(· | y)``: a few rows of each of several
-    synthetic datasets, so that many posterior draws are represented (only the synthesized
-    rows ``rows_`` when selected records are synthesized: the others are confidential
-    records)."""
+    """``k`` records from the posterior predictive ``p(· | y)``, a few rows per dataset."""
     sets = max(1, math.ceil(k / ROWS_PER_DRAW))
     syn = model.synthesize(sets, random_seed=rng)
     rows = []
@@ -66,9 +60,7 @@ def population_rows(model: Any, k: int, rng: np.random.Generator,
 
 def _stacked_datasets(model: Any, sets: int, rng: np.random.Generator,
                       rows_: np.ndarray | None) -> tuple[pd.DataFrame, list[int]]:
-    """``model.synthesize(sets, random_seed=rng)``'s datasets stacked (only their rows ``rows_``
-    when given) and each one's number of rows; a model that can stack them without a DataFrame
-    per dataset (``_synthesize_stacked``) does."""
+    """``model.synthesize(sets)``'s datasets stacked (rows ``rows_``), and each one's row count."""
     direct = getattr(model, "_synthesize_stacked", None)
     if direct is not None:
         return direct(sets, random_seed=rng, rows=rows_)
@@ -81,10 +73,7 @@ def conditional_population_rows(
     model: Any, original: pd.DataFrame, original_keys: np.ndarray, keys: list[int], k: int,
     rng: np.random.Generator, schema: Any, us: list[str], rows_: np.ndarray | None = None,
 ) -> dict[int, pd.DataFrame]:
-    """For each cell ``r`` of the unsynthesized columns in ``keys``, up to ``k`` rows of fresh
-    synthetic datasets whose unsynthesized values are ``r`` (draws of ``p(· | r, y)``; at most
-    :data:`ROWS_PER_DRAW` datasets per row and the model's draws ``H``; only ``rows_`` when
-    selected records are synthesized)."""
+    """Up to ``k`` rows of ``p(· | r, y)`` for each cell ``r`` of the unsynthesized columns."""
     if not keys:
         return {}
     uniq, counts = np.unique(original_keys if rows_ is None else original_keys[rows_],

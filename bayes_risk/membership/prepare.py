@@ -19,8 +19,7 @@ __all__ = ["prepare", "prior_probability", "check_options", "check_drawable"]
 
 def prepare(model: Any, original: Any, synthetic: Any, holdout: Any, records: Any,
             ) -> tuple[pd.DataFrame, list[pd.DataFrame], pd.DataFrame | None, np.ndarray]:
-    """The original, the synthetic datasets and the holdout as tables of the model's columns,
-    checked against its schema and fitted size, and the members' row positions."""
+    """The tables checked against the model's schema, and the members' row positions."""
     schema = model.schema_
     cols = list(schema.names)
     orig = _table(original, cols, "original")
@@ -99,9 +98,7 @@ def prior_probability(prior: float | str, n: int, population_size: int | None) -
 
 def check_options(population: Any, threshold: float, normaliser_draws: Any, bootstrap: Any,
                    alpha: Any, model: Any = None, n: int = 0) -> None:
-    """The numeric options of :func:`membership_risk`, each named in its error; with the
-    ``model`` and the records' number ``n``, whether it can draw ``population`` look-alikes
-    (:func:`check_drawable`)."""
+    """The numeric options of :func:`membership_risk`, each named in its error."""
     if isinstance(population, bool) or not isinstance(population, (int, np.integer)) or (
             population < 0):
         raise ValidationError(f"population must be an integer >= 0. Got {population!r}.")
@@ -122,10 +119,7 @@ def check_options(population: Any, threshold: float, normaliser_draws: Any, boot
 
 
 def check_drawable(model: Any, k: int, argument: str, n: int) -> None:
-    """Refuse ``k`` records of the posterior predictive (:func:`population_rows`) that the
-    model cannot draw — they come :data:`ROWS_PER_DRAW` to a synthetic dataset, one dataset per
-    posterior draw — or that would not fit in memory (the datasets are drawn at once), before
-    any refit: the error names the membership argument, not the synthetic datasets drawn."""
+    """Refuse ``k`` population look-alikes the model cannot draw or memory cannot hold."""
     from bayes_risk._memory import check_memory
 
     sets = math.ceil(k / ROWS_PER_DRAW)

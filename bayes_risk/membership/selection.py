@@ -1,8 +1,4 @@
-"""Releases that synthesize selected records only: the stated selection rule (``"independent"``,
-or a rule on a record's own values) the membership ratio needs; a rule that looks at the other
-records is refused (``MEMBERSHIP_SELECTION_DATA_DEPENDENT``). See :doc:`/methods/membership`,
-Releases that synthesize selected records.
-"""
+"""Releases that synthesize selected records only. See :doc:`/methods/membership`."""
 
 from __future__ import annotations
 
@@ -20,30 +16,14 @@ __all__ = ["SelectionRule", "as_selection", "check_rule"]
 
 @dataclass(frozen=True)
 class SelectionRule:
-    """A stated selection rule.
-
-    Attributes
-    ----------
-    kind : {"independent", "rule"}
-        Selection independent of the values, or a rule on each record's own values.
-    description : str
-        What the settings report: ``"independent"``, the expression, or the callable's name.
-    function : callable or None
-        ``DataFrame -> array of bool``, one per row (``kind="rule"``).
-    """
+    """A stated selection rule: ``kind``, ``description`` and ``function``."""
 
     kind: str
     description: str
     function: Callable[[pd.DataFrame], Any] | None = None
 
     def evaluate(self, table: pd.DataFrame, what: str = "the records") -> np.ndarray:
-        """The rule on each row of ``table``: an array of bool (True: selected).
-
-        Raises
-        ------
-        ValidationError
-            ``BAD_SELECTION_RULE``: the rule fails or does not return one bool per row.
-        """
+        """The rule on each row of ``table`` (``BAD_SELECTION_RULE`` if it fails)."""
         if self.kind == "independent":
             return np.ones(len(table), dtype=bool)
         try:
@@ -64,23 +44,7 @@ class SelectionRule:
 
 
 def as_selection(selection: Any) -> SelectionRule | None:
-    """``selection=`` of :func:`~bayes_risk.membership_risk` as a :class:`SelectionRule`.
-
-    Parameters
-    ----------
-    selection : None, "independent", str or callable
-        ``None`` (not stated), ``"independent"``, a ``DataFrame.eval`` expression, or a callable
-        returning one bool per row.
-
-    Returns
-    -------
-    SelectionRule or None
-
-    Raises
-    ------
-    ValidationError
-        Any other value.
-    """
+    """``selection=`` of :func:`~bayes_risk.membership_risk` as a :class:`SelectionRule`."""
     if selection is None or isinstance(selection, SelectionRule):
         return selection
     if isinstance(selection, str):
@@ -101,24 +65,7 @@ def as_selection(selection: Any) -> SelectionRule | None:
 
 
 def check_rule(rule: SelectionRule, original: pd.DataFrame, selected: np.ndarray) -> None:
-    """Check that a rule reproduces the rows the model synthesized and selects the same records
-    when applied to parts of the table (each half, the rows reversed).
-
-    Parameters
-    ----------
-    rule : SelectionRule
-    original : DataFrame
-        The confidential data (the model's columns).
-    selected : array of bool
-        The rows the model synthesized.
-
-    Raises
-    ------
-    ValidationError
-        ``MEMBERSHIP_SELECTION_MISMATCH``: the rule does not select the synthesized rows.
-    NotSupportedError
-        ``MEMBERSHIP_SELECTION_DATA_DEPENDENT``: the rule depends on the other records.
-    """
+    """Check that ``rule`` selects the synthesized rows, and the same on parts of the table."""
     if rule.kind == "independent":  # nothing to check: it selects without looking
         return
     got = rule.evaluate(original, "original")

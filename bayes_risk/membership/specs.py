@@ -24,8 +24,7 @@ class AttackSpec:
     Parameters
     ----------
     prior : float or {"balanced", "sampling"}
-        Prior membership probability: ``"balanced"`` (0.5), ``"sampling"``
-        (``n / population_size``) or a number in (0, 1).
+        Prior membership probability: 0.5, ``n / population_size``, or a number in (0, 1).
     population_size : int, optional
         ``N`` of ``prior="sampling"`` (at least the number of confidential records).
     threshold : float
@@ -84,15 +83,12 @@ class RatioSpec:
         Population records for the normaliser when ``m > 1`` (per cell of the unsynthesized
         columns; CART: enumerated when its support is at most this large).
     unsynthesized_concentration : float
-        Concentration ``α > 0`` of the population model of the unsynthesized values
-        (:doc:`/methods/membership`, Partially synthetic releases).
+        Concentration ``α > 0`` of the population model of the unsynthesized values.
     khat : bool
         Compute Pareto k̂ of every mean (flags ``KHAT_HIGH``).
     refit_cache : str or path, optional
-        A folder where the refits are stored and read again, by later runs and by
-        :func:`~bayes_risk.attribute_risk` on the same model, release and ``random_seed``
-        (:doc:`/user_guide/attribute`, Refits reused across commands); used with a
-        ``random_seed`` only. Default: none.
+        A folder where the refits are stored and reused (with a ``random_seed`` only;
+        :doc:`/user_guide/attribute`, Refits reused across commands).
 
     Raises
     ------

@@ -13,8 +13,7 @@ __all__ = ["auc", "file_summary"]
 
 
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
-    """Area under the ROC curve of scores ``pos`` (members) against ``neg`` (non-members): the
-    Mann–Whitney probability that a member scores above a non-member, ties counted one half."""
+    """ROC AUC of scores ``pos`` against ``neg`` (ties count one half)."""
     pos = np.asarray(pos, dtype=np.float64)
     neg = np.asarray(neg, dtype=np.float64)
     if len(pos) == 0 or len(neg) == 0:
@@ -39,9 +38,7 @@ def _interval(x: np.ndarray) -> list[float]:
 
 def file_summary(table: pd.DataFrame, *, threshold: float, bootstrap: int, rng: np.random.Generator,
                  dcr: bool) -> dict[str, Any]:
-    """Summaries over the unflagged targets (``RELEASED_WHOLE`` ones count with P = 1):
-    ``auc_advantage``, ``tpr_fpr`` at ``threshold`` with bootstrap 95 % intervals, and with
-    ``dcr`` the baseline's AUC and its rank correlation with the ratio."""
+    """Summaries over the unflagged targets: ``auc_advantage``, ``tpr_fpr``, the DCR baseline."""
     codes = table["flag_codes"].to_numpy()
     # a record released whole is not an unstable estimate: its P(member) = 1 counts
     ok = (codes == "") | (codes == "RELEASED_WHOLE")

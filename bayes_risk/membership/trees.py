@@ -1,6 +1,6 @@
-"""Membership risk of a CART release under the plug-in likelihood: the synthesizer's predictive
-``q`` of one record, its support, and the ratio with its normaliser (enumerated, or by importance
-sampling). See :doc:`/methods/membership`, CART releases: the plug-in ratio.
+"""Membership risk of a CART release under the plug-in likelihood.
+
+See :doc:`/methods/membership`, CART releases: the plug-in ratio.
 """
 
 from __future__ import annotations
@@ -35,15 +35,8 @@ def tree_synthesizer(model: Any) -> Any:
 
 
 def check_tree_model(model: Any) -> None:
-    """Refuse, with a coded error, the tree releases whose plug-in membership ratio is not
-    derived.
-
-    Raises
-    ------
-    NotSupportedError
-        ``MEMBERSHIP_MODEL_UNSUPPORTED`` (random forests; kernel smoothing; missing values;
-        random-descent routing; an unfitted synthesizer), ``MEMBERSHIP_PARTIAL_SYNTHESIS``
-        (selected records).
+    """Refuse the tree releases whose plug-in membership ratio is not derived
+    (``MEMBERSHIP_MODEL_UNSUPPORTED``, ``MEMBERSHIP_PARTIAL_SYNTHESIS``).
     """
     name = type(model).__name__
     # the synthesizer says whether its plug-in is exact given the splits (CART) or an
@@ -111,9 +104,8 @@ def unsynthesized_values(plugin: Any, i: int) -> dict[str, np.ndarray]:
 def population_support(plugin: Any, limit: float,
                        given: dict[str, np.ndarray] | None = None,
                        ) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
-    """Every record ``q(· | y)`` (or ``q(· | r, y)``, starting from ``given`` values ``r``) can
-    produce, with ``log q(x' | y)``, or ``None`` when there are more than ``limit``; built
-    column by column in visit order from each node's distinct donor values.
+    """Every record ``q(· | y)`` (or ``q(· | r, y)``) can produce, with ``log q``; ``None`` past
+    ``limit``.
     """
     donors = plugin.donor_trees()
     vals: dict[str, np.ndarray] = dict(given or {})
@@ -211,32 +203,10 @@ def _normaliser(L: np.ndarray, log_w: np.ndarray, exact: bool = False,
 def tree_log_lr(plugin: Any, datasets: list[pd.DataFrame], targets: pd.DataFrame, slots: np.ndarray,
                 population: Any, exact: bool, *, match: np.ndarray | None = None,
                 slot_cells: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Each target's log likelihood ratio of membership under the plug-in, with its slot's
-    normaliser and that normaliser's diagnostics (with unsynthesized columns: the synthesized
-    part given the slot's values ``r``; the caller adds the factor of ``r``).
-
-    Parameters
-    ----------
-    plugin : CARTPlugin
-    datasets : list of DataFrame
-    targets : DataFrame
-        The targets' values (synthesized columns).
-    slots : array of int
-    population : DataFrame, dict or None
-        Rows of fresh synthetic datasets (draws of ``q(· | y)``), or per cell of the
-        unsynthesized columns (``slot_cells``) rows of that cell. Ignored when ``exact``.
-    exact : bool
-        Enumerate ``q``'s support (:func:`population_support`) instead.
-    match : array of bool [T], optional
-        Targets that can be the slot's record (default: all); the others get ``-inf``.
-    slot_cells : array of int [T], optional
-        The cell of each target's slot; needed with unsynthesized columns.
-
-    Returns
-    -------
-    dict of arrays [T]
-        ``log_lr``, ``log_normaliser``, ``normaliser_khat``, ``normaliser_ess``,
-        ``normaliser_mcse`` and ``slot_revealed`` (the normaliser is 0).
+    """Each target's log membership ratio under the plug-in and its slot's normaliser, from
+    ``population`` rows (or per ``slot_cells`` cell) or, with ``exact``, the enumerated support;
+    targets not in ``match`` get ``-inf``. Returns ``log_lr``, ``log_normaliser``,
+    ``normaliser_khat``, ``normaliser_ess``, ``normaliser_mcse`` and ``slot_revealed``.
     """
     cols = list(plugin.schema_.synthesized)
     us = list(plugin.schema_.unsynthesized)
