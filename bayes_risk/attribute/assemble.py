@@ -99,9 +99,10 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
     n_flag = int((df["flag_codes"] != "").sum())
     if n_flag:
         # one text for both audiences: the command line writes the records to records.csv
+        rows = "pairs" if data.scenario == "two_records" else "records"
         warnings.warn(
             ImportanceSamplingWarning(
-                f"{n_flag} of {len(df)} records are flagged (unreliable estimates, summarised "
+                f"{n_flag} of {len(df)} {rows} are flagged (unreliable estimates, summarised "
                 "apart from the others): the 'flag_codes' column of records.csv says why (in "
                 "Python: result.flagged).",
                 code="RECORDS_FLAGGED",

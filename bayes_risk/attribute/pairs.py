@@ -49,6 +49,12 @@ PAIR_SUFFIXES = ("[1]", "[2]")
 _CANDIDATES_PER_RECORD = 35
 
 
+
+def _two_records() -> str:
+    """The scenario as the caller wrote it (``scenario='two_records'`` in Python,
+    ``--scenario two-records`` on the command line)."""
+    return arg_name("scenario", "'two_records'", cli="two-records")
+
 def pair_columns(vary: Sequence[str]) -> list[str]:
     """The pair's candidate columns: ``vary`` for the first record, then for the second."""
     return [f"{c}{s}" for s in PAIR_SUFFIXES for c in vary]
@@ -58,7 +64,7 @@ def check_pairs(pairs: Any, n: int) -> np.ndarray:
     """``pairs`` as a ``[P, 2]`` int array of distinct pairs of distinct row positions."""
     hint = "pairs must be a sequence of (i, j) row positions (0-based), e.g. [(0, 1), (2, 5)]"
     if pairs is None:
-        raise ValidationError(f"scenario='two_records' needs pairs: {hint}.")
+        raise ValidationError(f"{_two_records()} needs pairs: {hint}.")
     try:
         arr = np.asarray(list(pairs) if not isinstance(pairs, np.ndarray) else pairs)
     except TypeError:
@@ -111,7 +117,7 @@ def check_pair_plan(plan: AttributePlan, pairs: np.ndarray) -> None:
     model = plan.model.model
     if plan.estimator.name == "plugin":
         raise NotSupportedError(
-            f"scenario='two_records' is not available for {type(model).__name__}: a plug-in "
+            f"{_two_records()} is not available for {type(model).__name__}: a plug-in "
             "likelihood of a tree synthesizer changes the donors of the leaves holding the "
             "record, and two records sharing a leaf do not change it independently (methods "
             "page 'Attribute disclosure risk', Wei & Reiter's two-record intruder).",
@@ -119,7 +125,7 @@ def check_pair_plan(plan: AttributePlan, pairs: np.ndarray) -> None:
         )
     if getattr(model, "model_class", "O") != "P":
         raise NotSupportedError(
-            f"scenario='two_records' needs a class P model; {type(model).__name__} is class O "
+            f"{_two_records()} needs a class P model; {type(model).__name__} is class O "
             "(a record's synthetic values depend on its own confidential values given Θ), "
             "whose own-record term is derived for one unknown record only (methods page "
             "'Attribute disclosure risk', Wei & Reiter's two-record intruder; for the Poisson "

@@ -20,14 +20,11 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.synthetic import SyntheticData, check_distinct_files
-from bayes_risk.exceptions import CALLER, BayesRiskError, DataWarning, ValidationError
+from bayes_risk.exceptions import CALLER, BayesRiskError, DataWarning, ValidationError, arg_name
 
 __all__ = ["model_id", "identity_hash", "identity_settings", "check_release_model",
            "release_model_problem", "ModelCheck", "check_distinct_datasets", "duplicate_pairs",
-           "duplicate_codes", "check_distinct_files", "OTHER_MODEL_HINT"]
-
-#: how the user overrides the check, per entry point (in the messages)
-OTHER_MODEL_HINT = "--allow-other-model on the command line, allow_other_model=True in Python"
+           "duplicate_codes", "check_distinct_files"]
 
 #: settings that do not change what a model synthesizes or how it scores a release (progress
 #: display, the default seed of later calls, parallelism): left out of its identity, so that a
@@ -354,7 +351,7 @@ def check_release_model(model: Any, synthetic: Any, original: pd.DataFrame | Non
                               "risks would be those of another release (a column it leaves "
                               "unchanged but the release synthesized is scored as released; "
                               "another fit's posterior draws stand for the release's). Give the "
-                              f"model that made the release, or {OTHER_MODEL_HINT} to go on "
+                              f"model that made the release, or {arg_name('allow_other_model', True, cli='')} to go on "
                               "anyway.", code="MODEL_DIFFERS")
     msg = (f"the model is not the one that made the release ({problem}); the risks are "
            "those of this model, as asked (MODEL_DIFFERS).")

@@ -273,10 +273,16 @@ def _exact_sum_posterior(i: int, j: int) -> dict[tuple[int, int, int, int], floa
 
 def _run_sums(model, aug, estimator=None, **kw):
     est = (estimator or EstimatorSpec()).replace(augmented=aug)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return attribute_risk(_sum_frame(SX, SC), [_sum_frame(*z) for z in SZ], model=model,
-                              progressbar=False, estimator=est, **kw)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = attribute_risk(_sum_frame(SX, SC), [_sum_frame(*z) for z in SZ], model=model,
+                             progressbar=False, estimator=est, **kw)
+    _CAUGHT[:] = [str(w.message) for w in caught]
+    return res
+
+
+#: the warnings of the last _run_sums
+_CAUGHT: list[str] = []
 
 
 def test_known_sums_posterior_matches_exact_enumeration():
@@ -295,6 +301,7 @@ def test_known_sums_posterior_matches_exact_enumeration():
     assert res.records["sum_x"].tolist() == [SX[i] + SX[j] for i, j in pairs]
     assert res.records["flag_codes"].tolist()[:3] == ["", "", ""]
     assert "KHAT_HIGH" in res.records.loc[3, "flag_codes"]
+    assert any("1 of 4 pairs are flagged" in m for m in _CAUGHT), _CAUGHT
     for k, (i, j) in enumerate(pairs[:3]):
         exact = _exact_sum_posterior(i, j)
         cp = res.candidate_posteriors(k)

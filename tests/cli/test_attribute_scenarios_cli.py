@@ -250,6 +250,7 @@ def test_two_records_known_sums_cli(tmp_path, capsys):
     mm = [*base[:2], str(tmp_path / "mm"), base[3], str(tmp_path / "syn_mm"), *base[5:]]
     r = _cli([*mm, "--known-sums", "--out", str(tmp_path / "mm_out")], tmp_path, capsys)
     assert r.returncode == 2 and "class P" in r.stderr and "two_largest_sum" in r.stderr
+    assert "--scenario two-records needs a class P model" in r.stderr  # not scenario='two_records'
 
 
 @pytest.mark.slow
