@@ -135,10 +135,7 @@ def linkability_risk(
 ) -> LinkabilityResult:
     """Linkability risk of a synthetic release, as anonymeter measures it.
 
-    Records of the original (main attack) and of the holdout (control) are split into the two
-    tables ``aux_columns`` and linked when both parts share one of their ``n_neighbors`` nearest
-    synthetic rows (Gower-type distance, ties in a random order); the baseline draws the nearest
-    rows at random. Method and references: :doc:`/methods/attacks`.
+    Method and references: :doc:`/methods/attacks`.
 
     Parameters
     ----------
@@ -147,19 +144,17 @@ def linkability_risk(
     aux_columns : (sequence of str, sequence of str)
         The columns of the intruder's two tables.
     n_attacks : int or None
-        Records attacked in each of the main and control attacks (anonymeter's 500; ``None``:
-        as many as the smaller of the original and the holdout holds).
+        Records attacked in each of the main and control attacks (``None``: as many as the
+        smaller of the original and the holdout holds).
     n_neighbors : int
-        ``K``, the nearest rows that may link (anonymeter's 1); the table gives the risk for
-        every ``k = 1, …, K``.
+        ``K``, the nearest rows that may link; the table gives the risk for every ``k <= K``.
     random_seed : int, Generator or None
         Seeds the records attacked, the order of equally distant rows and the baseline.
 
     Returns
     -------
     LinkabilityResult
-        ``table`` (one row per dataset and ``k``), ``records`` (per dataset and attacked record:
-        role, row, the smallest ``k`` that links it, ties), ``settings``, ``warnings``.
+        ``table`` (one row per dataset and ``k``), ``records``, ``settings``, ``warnings``.
 
     Raises
     ------

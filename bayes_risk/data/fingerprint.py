@@ -1,7 +1,6 @@
 """Fingerprints of the original: which table a model was fitted to and a release was made from.
 
-A SHA-256 of the table encoded by its schema (never the data) is stored in ``model.json`` and
-``manifest.json``; a shuffled, re-sorted or wrong original is then refused (``ORIGINAL_DIFFERS``).
+See :doc:`/user_guide/data`, Row alignment and the original's fingerprint.
 """
 
 from __future__ import annotations
@@ -30,9 +29,6 @@ def override_hint() -> str:
 
 def table_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
     """SHA-256 of a table encoded by ``schema`` (categories as level codes, numbers as float64).
-
-    The same records in the same order give the same fingerprint whatever the file format or
-    dtypes; any change of a value or of the row order changes it.
 
     Parameters
     ----------
@@ -72,9 +68,7 @@ def _encoded_columns(data: pd.DataFrame, schema: Schema):  # noqa: ANN202
 
 
 def rows_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
-    """SHA-256 of a table's encoded records taken in sorted order: the same records in any row
-    order give the same hash (the table as a multiset of records, for measures that do not
-    pair records across files, such as synthpop's disclosure measures)."""
+    """SHA-256 of a table's encoded records in sorted order (the same in any row order)."""
     cols = [np.where(np.isnan(c), np.inf, c) if c.dtype.kind == "f" else c
             for _, c in _encoded_columns(data, schema)]
     order = np.lexsort(cols[::-1]) if cols else np.arange(len(data))
@@ -86,11 +80,7 @@ def rows_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
 
 
 def column_fingerprints(data: pd.DataFrame, schema: Schema) -> dict[str, list[str]]:
-    """Per column, a short hash of its values in row order and one of its sorted values.
-
-    Stored beside :func:`table_fingerprint` so that a refusal can say which column differs and
-    whether it holds the same values in another order (a shuffled table) or other values.
-    """
+    """Per column, a short hash of its values in row order and one of its sorted values."""
     out = {}
     for name, col in _encoded_columns(data, schema):
         arr = np.ascontiguousarray(col)

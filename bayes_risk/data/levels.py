@@ -1,8 +1,4 @@
-"""Level codes: the one encoder of categorical values (every fast path lives here).
-
-:func:`level_codes` maps the values of one column to codes ``0..d-1`` among its levels (``-1``
-for a missing value); ``bayes_risk.data.encode`` applies it to the columns of a table.
-"""
+"""Level codes: the one encoder of categorical values (every fast path lives here)."""
 
 from __future__ import annotations
 

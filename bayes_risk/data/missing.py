@@ -1,7 +1,4 @@
-"""Missing values: declared missing-value codes (part of the
-:class:`~bayes_risk.data.Schema`, synthpop's ``cont.na``) and the missingness of a column. Each
-measure's policy: :doc:`/user_guide/data`, Missing values.
-"""
+"""Declared missing-value codes and the missingness of a column (:doc:`/user_guide/data`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""One normaliser each for the inputs every engine and measure takes: synthetic inputs
-(:func:`as_synthetic_list`), record selections (:func:`record_positions`) and column selections
-(:func:`select_columns`); one categorical column's codes are in ``bayes_risk.data.levels``.
-"""
+"""One normaliser each for the synthetic inputs, record and column selections of a measure."""
 
 from __future__ import annotations
 

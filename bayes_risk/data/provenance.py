@@ -1,10 +1,6 @@
 """Provenance: does a model belong to a release, and are a release's datasets distinct?
 
-A model that did not make the release gives other risks, every number plausible
-(:doc:`/user_guide/provenance`). :func:`model_id` hashes a fitted model's content (recorded in a
-release's manifest and a saved model's ``model.json``); :func:`check_release_model` refuses
-another model (``MODEL_DIFFERS``); :func:`check_distinct_files` and
-:func:`check_distinct_datasets` catch a dataset given twice (``DUPLICATE_DATASETS``).
+See :doc:`/user_guide/provenance`.
 """
 
 from __future__ import annotations
@@ -45,11 +41,9 @@ def identity_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def identity_hash(parts: Mapping[str, Any], arrays: Mapping[str, Any]) -> str:
-    """SHA-256 of a model's identity: its JSON-ready ``parts`` and named arrays (widened to
-    uint8/int64/float64 so a round trip through a narrower file keeps it).
+    """SHA-256 of a model's JSON-ready ``parts`` and named arrays (widened dtypes).
 
-    Releases record this identity: changing what is hashed makes every older release refuse
-    its own model (``MODEL_DIFFERS``; pinned by tests/data/test_provenance.py)."""
+    Releases record it: changing what is hashed makes every older release refuse its model."""
     from bayes_risk._checksums import json_sha256
     from bayes_risk._io import to_jsonable
 
@@ -293,10 +287,8 @@ def release_model_problem(model: Any, synthetic: Any,
 
 
 class ModelCheck(NamedTuple):
-    """What :func:`check_release_model` found: the warning codes to add to a result
-    (``["MODEL_DIFFERS"]`` when another model was allowed) and how the model was checked
-    (``"identity"``, ``"manifest"``, ``"data"`` or ``"none"``: :func:`release_model_problem`),
-    which a result records in its settings as ``model_check``."""
+    """What :func:`check_release_model` found: the warning codes to add to a result and how
+    the model was checked (``model_check``)."""
 
     warnings: list[str]
     how: str
@@ -317,11 +309,7 @@ class ModelCheck(NamedTuple):
 
 def check_release_model(model: Any, synthetic: Any, original: pd.DataFrame | None = None, *,
                         allow: bool = False, record: dict[str, str] | None = None) -> ModelCheck:
-    """Refuse a model that did not make the release it is used with.
-
-    Compared by identity when the manifest records ``model_id``; else by what the manifest
-    records (method, settings, synthesized columns and records, fingerprint, size); plain files
-    by the columns and records the model releases unchanged (:doc:`/user_guide/provenance`).
+    """Refuse a model that did not make the release it is used with (:doc:`/user_guide/provenance`).
 
     Parameters
     ----------
@@ -417,9 +405,7 @@ def duplicate_codes(synthetic: Any) -> list[str]:
 
 def check_distinct_datasets(datasets: Sequence[pd.DataFrame], names: Sequence[str] | None = None, *,
                             record: dict[str, str] | None = None) -> list[str]:
-    """Warn when a release holds the same synthetic dataset twice (same value in every cell):
-    the measures would overstate ``m`` and understate the between-dataset variance. The same
-    *file* twice is an error instead (:func:`check_distinct_files`).
+    """Warn when a release holds the same synthetic dataset twice (same value in every cell).
 
     Parameters
     ----------

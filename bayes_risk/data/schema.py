@@ -1,6 +1,4 @@
-"""Column schema: type, role and levels of every column (methods, Notation), inferred from a
-DataFrame; the levels define the integer codes ``0..d_j-1`` every model and engine uses.
-"""
+"""Column schema: type, role and levels of every column (:doc:`/user_guide/data`)."""
 
 from __future__ import annotations
 
@@ -231,10 +229,7 @@ class Schema:
         return {c.name: c.missing_codes for c in self.columns if c.missing_codes}
 
     def with_missing_codes(self, codes: Mapping[str, Any]) -> Schema:
-        """Return a copy with the missing-value codes of some columns set (replaced).
-
-        ``codes`` maps a count or continuous column to a code or a list of codes.
-        """
+        """Return a copy with the missing-value codes (``{column: codes}``) of some columns set."""
         from bayes_risk.data.missing import check_missing_codes
 
         new = check_missing_codes(codes, self.names)

@@ -1,7 +1,6 @@
-"""Empirical disclosure measures of synthetic data, as synthpop 1.9-2 computes them:
-identity, attribute and CAP measures (Raab, Nowok & Dibben 2024) read off the two-way tables
-of target by key, built once per synthetic dataset, following synthpop's ``disclosure()`` step
-by step. Definitions: :doc:`/methods/disclosure`.
+"""Empirical disclosure measures of synthetic data, as synthpop 1.9-2 computes them.
+
+Definitions: :doc:`/methods/disclosure`.
 """
 
 from __future__ import annotations
@@ -85,8 +84,7 @@ class ExclusionSpec:
         Target levels (labels as in ``target_levels``, or values) excluded from the measures.
     exclude_combinations : iterable of (key, key level, target level), optional
         Key-target combinations excluded from the measures (synthpop's ``exclude.keys``,
-        ``exclude.keylevs``, ``exclude.targetlevs``): typically a target level that follows
-        from one key's level for everybody, which no synthesis can hide.
+        ``exclude.keylevs``, ``exclude.targetlevs``).
     use_target_na, use_keys_na : bool
         Whether records with a missing target / key (per key, or one value for all) count.
 
@@ -409,25 +407,19 @@ def disclosure_measures(
     target : str
         The attribute an intruder wants to learn.
     schema : Schema, optional
-        Column types (default: the one a SyntheticData carries, else inferred from
-        ``original``).
     categorical : iterable of str, optional
         Integer-coded columns to treat as categorical.
     ngroups_target : int, optional
-        Group a numeric target into about this many groups (quantile breaks of the original
-        and all synthetic values pooled; equal-width breaks when quantiles give fewer than 3
-        groups), as synthpop's ``ngroups_target``. Default: every distinct value is a level.
+        Group a numeric target into about this many groups (synthpop's ``ngroups_target``).
+        Default: every distinct value is a level.
     ngroups_keys : int or sequence of int, optional
-        The same for numeric keys: one number for every numeric key (categorical keys are left
-        as they are), or one per key (0: not grouped), as synthpop's ``ngroups_keys``.
+        The same for numeric keys: one number for all, or one per key (0: not grouped).
     exclude : ExclusionSpec, optional
         What the measures leave out (default: nothing, as synthpop's defaults).
     k_anonymity : sequence of int
         The ``k`` of the k-anonymity counts of ``key_baseline``.
     compat : {None, "synthpop"}
-        ``"synthpop"`` reproduces synthpop 1.9-2 exactly, including two of its behaviours the
-        default does not copy (target tables sorted as text; keys compared as padded text):
-        :doc:`/methods/compatibility`.
+        ``"synthpop"`` reproduces synthpop 1.9-2 exactly (:doc:`/methods/compatibility`).
 
     Returns
     -------
@@ -439,13 +431,8 @@ def disclosure_measures(
     Raises
     ------
     ValidationError, SchemaError
-        Unknown or duplicated columns, target among the keys, a synthetic dataset without a key
-        or the target, values outside a categorical column's levels, bad options.
-
-    References
-    ----------
-    Raab, Nowok & Dibben (2024), arXiv:2406.16826; Nowok, Raab & Dibben (2016), J. Stat.
-    Softw. 74(11).
+        Unknown or duplicated columns, target among the keys, missing columns, values outside
+        a categorical column's levels, bad options.
 
     Examples
     --------

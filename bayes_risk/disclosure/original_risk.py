@@ -1,8 +1,6 @@
 """Re-identification risk of the original on its keys, as sdcMicro computes it.
 
-Individual and global risk, k-anonymity, SUDA2 and l-diversity of the original alone (Templ,
-Kowarik & Meindl 2015): the release-independent baseline. Method: :doc:`/methods/original_risk`;
-usage: :doc:`/user_guide/original_risk`.
+See :doc:`/methods/original_risk` and :doc:`/user_guide/original_risk`.
 """
 
 from __future__ import annotations
@@ -374,8 +372,7 @@ def original_risk(
 ) -> OriginalRisk:
     """Re-identification risk of the original on its keys, as sdcMicro computes it.
 
-    sdcMicro's ``measure_risk``, k-anonymity, ``suda2`` and ``ldiversity``: the baseline a release
-    is compared with (:doc:`/methods/original_risk`, references there).
+    See :doc:`/methods/original_risk`.
 
     Parameters
     ----------
@@ -387,23 +384,20 @@ def original_risk(
     sensitive : str or sequence of str, optional
         Sensitive columns whose l-diversity in the key cells is computed (none by default).
     method : {"approx", "exact"}
-        ``"approx"`` (sdcMicro's default): Franconi & Polettini's approximation for cells of 3
-        or more records (overstates by at most about 4 %); ``"exact"`` integrates.
+        Benedetti–Franconi risk: sdcMicro's approximation, or exact integration.
     suda : bool
-        Compute the SUDA2 scores (default True; ``2**len(keys)`` subsets of keys).
+        Compute the SUDA2 scores (``2**len(keys)`` subsets of keys).
     max_size : int, optional
-        The largest MSU searched (default: every size, as sdcMicro). Smaller sizes save time
-        on many keys; larger MSUs are then not counted.
+        The largest MSU searched (default: every size, as sdcMicro).
     dis_fraction : float
-        The sampling fraction of the DIS score (sdcMicro's ``DisFraction``, default 0.01).
+        The sampling fraction of the DIS score (sdcMicro's ``DisFraction``).
     recursive_c : float
-        The constant ``c`` of recursive (c, l) l-diversity (sdcMicro's ``l_recurs_c``, 2).
+        The constant ``c`` of recursive (c, l) l-diversity (sdcMicro's ``l_recurs_c``).
     k_anonymity : sequence of int
         The ``k`` of the k-anonymity counts (records with ``f_k < k``).
     compat : {None, "sdcmicro"}
         ``"sdcmicro"`` reproduces sdcMicro 5.8.1 exactly, including its treatment of missing
-        values (a wildcard in ``f_k``, never part of an MSU, distinct in l-diversity); by
-        default a missing value is a value of its own everywhere (:doc:`/methods/compatibility`).
+        values; by default a missing value is a value of its own (:doc:`/methods/compatibility`).
 
     Returns
     -------
@@ -416,20 +410,17 @@ def original_risk(
     SchemaError
         A key, sensitive or weights column that is not in ``original`` (``MISSING_COLUMN``).
     ValidationError
-        Bad options, weights that are not positive and finite, a sensitive column among the
-        keys, or more than ``2**16`` key subsets for SUDA2 (give ``max_size``).
+        Bad options or weights, a sensitive column among the keys, or more than ``2**16`` key
+        subsets for SUDA2 (give ``max_size``).
 
     Warns
     -----
     DataWarning
-        ``WEIGHTED_FREQUENCY_BELOW_SAMPLE`` (weights of a key cell summing to less than its
-        records: those get ``1/f_k``); ``SUDA_FEW_KEYS`` (fewer than three keys);
-        ``SENSITIVE_MOSTLY_UNIQUE`` (a numeric sensitive column with mostly distinct values,
-        whose l-diversity overstates the protection: group it first).
+        ``WEIGHTED_FREQUENCY_BELOW_SAMPLE``, ``SUDA_FEW_KEYS``, ``SENSITIVE_MOSTLY_UNIQUE``.
 
     Examples
     --------
-    sdcMicro's ``francdat`` (Capobianchi, Polettini and Lucarelli's example):
+    sdcMicro's ``francdat``:
 
     >>> import pandas as pd
     >>> d = pd.DataFrame({"Key1": [1, 1, 1, 3, 4, 4, 6, 1], "Key2": [2, 2, 2, 3, 3, 3, 2, 2],

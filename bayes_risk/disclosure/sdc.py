@@ -1,7 +1,4 @@
-"""synthpop's ``sdc()``: post-processing of a release before it goes out (top and bottom
-coding, removal of replicated uniques, smoothing of numeric columns). See
-:doc:`/user_guide/disclosure` (Post-processing a release).
-"""
+"""synthpop's ``sdc()`` post-processing of a release (:doc:`/user_guide/disclosure`)."""
 
 from __future__ import annotations
 
@@ -51,32 +48,25 @@ def sdc(
     keys : sequence of str, optional
         Columns that define a record for ``remove`` (default: every column of ``original``).
     remove : {"replicated_uniques", "uniques_in_original"}, optional
-        Remove the synthetic records unique on ``keys`` in their dataset that are also unique
-        in the original (synthpop's ``rm.replicated.uniques``), or that occur in the original
-        at all (``rm.uniques.in.orig``, which includes the former). Only for fully synthetic
-        releases: the records of a partially synthetic one are paired row by row with the
-        original's.
+        Remove the synthetic records unique on ``keys`` that are also unique in the original
+        (synthpop's ``rm.replicated.uniques``), or that occur in it at all
+        (``rm.uniques.in.orig``). Fully synthetic releases only.
     bottom_top_coding : mapping, optional
         ``{column: (bottom, top)}``: values below ``bottom`` become ``bottom``, values above
         ``top`` become ``top`` (``None``: no bound on that side); numeric synthesized columns.
     recode_exclude : mapping, optional
         ``{column: [values]}`` left as they are by the coding (e.g. a missing-value code).
     smooth : sequence of str, optional
-        Numeric synthesized columns replaced, dataset by dataset, by a cubic smoothing spline
-        (penalty chosen by generalised cross-validation) of their sorted values against their
-        ranks, each value taking the smoothed value of its rank (synthpop's ``smooth.vars``);
-        missing values and the column's declared missing-value codes are left as they are.
+        Numeric synthesized columns smoothed by a cubic smoothing spline of their sorted values
+        against their ranks (synthpop's ``smooth.vars``; :doc:`/methods/compatibility`).
     compat : {None, "synthpop"}
         How the keys are compared for ``remove`` (as :func:`replicated_uniques`).
 
     Returns
     -------
     SyntheticData
-        The release after post-processing, with its provenance: ``extra["post_processing"]``
-        records each operation and what it changed (values coded per column and dataset,
-        records removed per dataset, columns smoothed). A model-based measure refuses it with
-        the model that made the release before (``MODEL_DIFFERS``: the model's likelihood is
-        that of the release before post-processing).
+        The release after post-processing; ``extra["post_processing"]`` records each operation
+        and what it changed.
 
     Raises
     ------
@@ -85,13 +75,6 @@ def sdc(
         on a partially synthetic release (``REMEDY_NOT_APPLICABLE``).
     SchemaError
         A column that is not in the release (``MISSING_COLUMN``).
-
-    Notes
-    -----
-    synthpop smooths with R's ``smooth.spline(all.knots = FALSE)``, a penalised regression
-    spline on a subset of knots; the package fits the smoothing spline with a knot at every
-    value (``scipy.interpolate.make_smoothing_spline``), so the smoothed values differ from
-    synthpop's in detail (:doc:`/methods/compatibility`).
 
     Examples
     --------
