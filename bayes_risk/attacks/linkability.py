@@ -1,8 +1,4 @@
-"""Linkability risk as anonymeter defines it (Giomi et al. 2023, §4.2).
-
-Main, control and baseline attacks link a record's two parts through its nearest synthetic
-rows: :doc:`/methods/attacks`.
-"""
+"""Linkability risk as anonymeter defines it (Giomi et al. 2023): :doc:`/methods/attacks`."""
 
 from __future__ import annotations
 
@@ -28,9 +24,8 @@ _BLOCK_CELLS = 1 << 21
 
 def _distances(T: np.ndarray, S: np.ndarray, is_cat: np.ndarray, scale: np.ndarray
                ) -> np.ndarray:
-    """Distance of every target row to every synthetic row ``[len(T), len(S)]``: per column 0
-    or 1 (categorical: equal or not), ``|a − b| / range`` (numeric); a missing cell is a value
-    of its own (two missing cells are equal, a missing and an observed one differ by 1)."""
+    """Gower-type distance of every target row to every synthetic row ``[len(T), len(S)]``
+    (a missing cell is a value of its own)."""
     d = np.zeros((T.shape[0], S.shape[0]))
     for j in range(T.shape[1]):
         a, b = T[:, j, None], S[None, :, j]

@@ -1,8 +1,4 @@
-"""Singling-out risk as anonymeter defines it (Giomi et al. 2023, §4.1).
-
-Main, control and baseline attacks and the risk from their success rates
-(:mod:`bayes_risk.attacks.rates`): :doc:`/methods/attacks`.
-"""
+"""Singling-out risk as anonymeter defines it (Giomi et al. 2023): :doc:`/methods/attacks`."""
 
 from __future__ import annotations
 
@@ -36,8 +32,7 @@ _SIZES, _REPEATS = 10, 5
 
 
 def _dedup(X: np.ndarray) -> np.ndarray:
-    """Distinct rows in order of first occurrence (anonymeter deduplicates every table; a
-    missing cell equals another)."""
+    """Distinct rows in order of first occurrence (a missing cell equals another)."""
     return pd.DataFrame(X).drop_duplicates().to_numpy(np.float64)
 
 

@@ -97,8 +97,7 @@ def check_rows_aligned(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
         The release they came from: its unsynthesized columns must equal the original's row by
         row. Without one (plain files), every shared column not in ``synthesized`` is checked.
     synthesized : iterable of str
-        Columns declared synthesized, for plain files: each must show a row-by-row association
-        with the original's column (:func:`row_association`).
+        Columns declared synthesized, for plain files (checked by :func:`row_association`).
     record : dict, optional
         Where to keep the codes and messages of the warnings raised (a result's warnings).
 
@@ -116,9 +115,7 @@ def check_rows_aligned(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
     Warns
     -----
     DataWarning
-        ``ROWS_NOT_VERIFIED``: plain files with no column released unchanged.
-        ``ORIGINAL_UNCONFIRMED``: a declared synthesized column of plain files shows no
-        significant association with the original's (p > 0.001; 50 records or more).
+        ``ROWS_NOT_VERIFIED``, ``ORIGINAL_UNCONFIRMED`` (plain files).
     """
     if not datasets or any(len(z) != len(original) for z in datasets):
         return []  # the row counts are refused by the callers' own checks

@@ -40,12 +40,8 @@ def make_ce_like(n: int = 5571, *, random_seed: RandomSeed = 2018) -> pd.DataFra
     Returns
     -------
     DataFrame
-        Columns ``Age`` (int 16–88), ``Urban`` (1 urban / 2 rural), ``Marital`` (1–5: married,
-        widowed, divorced, separated, never married), ``Tenure`` (1, 2, 4, 5, 6 as in the CE
-        codes: owned with mortgage, owned outright, rented, occupied without payment, student
-        housing), ``Educ`` (int 0–16, years-of-schooling style code), ``Income`` (float, about 5 %
-        zeros and 0.5 % negative: self-employment losses) and ``Expenditure`` (float >= 0, some
-        zeros).
+        Columns ``Age``, ``Urban`` (1/2), ``Marital`` (1–5), ``Tenure`` (CE codes 1, 2, 4, 5, 6),
+        ``Educ``, ``Income`` (some zeros and negatives) and ``Expenditure``.
 
     Examples
     --------

@@ -92,8 +92,7 @@ def column_fingerprints(data: pd.DataFrame, schema: Schema) -> dict[str, list[st
 def fingerprint_problem(data: pd.DataFrame, stored: str | None, schema: Schema, n_records: int,
                         columns: dict[str, list[str]] | None = None) -> str | None:
     """How ``data`` differs from the table whose fingerprint is ``stored`` (``None``: it does
-    not, or nothing was stored); with per-column fingerprints ``columns``, which columns are
-    reordered and which differ."""
+    not, or nothing was stored)."""
     if stored is None:
         return None
     if not isinstance(data, pd.DataFrame):
@@ -137,8 +136,7 @@ def check_original(original: pd.DataFrame, source: Any, *, what: str = "the rele
     what : str
         How the release is named in the message.
     row_order : bool, default True
-        Whether the measure pairs record i of the original with row i of each dataset (if not,
-        the same records in another order are accepted).
+        Whether record i of the original is paired with row i of each dataset.
 
     Raises
     ------
@@ -182,9 +180,7 @@ def check_original(original: pd.DataFrame, source: Any, *, what: str = "the rele
 
 
 def fingerprint_record(data: pd.DataFrame, schema: Schema) -> dict[str, Any]:
-    """What a release manifest stores of its original: ``{"table": table_fingerprint,
-    "rows": rows_fingerprint, "columns": column_fingerprints}`` (hashes only, never a
-    value)."""
+    """What a release manifest stores of its original (hashes only, never a value)."""
     table = data[schema.names].reset_index(drop=True)
     return {"table": table_fingerprint(table, schema),
             "rows": rows_fingerprint(table, schema),

@@ -40,12 +40,11 @@ def as_synthetic_list(synthetic: Any, *, argument: str = "synthetic", allow_none
     argument : str
         Name of the argument in error messages.
     allow_none : bool
-        Accept ``None`` (an empty list), for functions that can work from other replicates.
+        Accept ``None`` (an empty list).
     original : DataFrame, optional
         The original the release is measured against (checked against its fingerprint).
     row_order : bool, default True
-        Whether the caller pairs record i of ``original`` with row i of each dataset; if not,
-        the same records in another order are accepted.
+        Whether record i of ``original`` is paired with row i of each dataset.
 
     Returns
     -------

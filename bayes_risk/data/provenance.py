@@ -69,9 +69,7 @@ def _synthesizer(model: Any) -> Any:
 def model_id(model: Any) -> str | None:
     """The identity of a fitted model: a SHA-256 of its content, or ``None`` when it has none.
 
-    Two fits share it only if method, settings (apart from display, default seed and
-    parallelism), schema and roles, synthesized records, original's fingerprint and fitted
-    parameters are the same; saving and loading keep it.
+    Saving and loading keep it (:doc:`/user_guide/provenance`).
 
     Parameters
     ----------
@@ -242,9 +240,8 @@ def _data_differences(synth: Any, datasets: Sequence[pd.DataFrame],
 
 def release_model_problem(model: Any, synthetic: Any,
                           original: pd.DataFrame | None = None) -> tuple[str | None, str]:
-    """``(difference or None, check)``: how the model was found not to have made the
-    release, by ``"post-processing"`` (:func:`bayes_risk.disclosure.sdc`), ``"identity"``,
-    ``"manifest"``, ``"data"`` (plain files) or ``"none"``."""
+    """``(difference or None, check)``: how the model was found not to have made the release
+    (``"post-processing"``, ``"identity"``, ``"manifest"``, ``"data"`` or ``"none"``)."""
     synth = _synthesizer(model)
     source = synthetic if isinstance(synthetic, SyntheticData) else None
     done = (source.extra or {}).get("post_processing") if source is not None else None
@@ -294,9 +291,8 @@ class ModelCheck(NamedTuple):
     how: str
 
     def note(self, result: Any, synthetic: Any = None) -> Any:
-        """``result`` with the codes added to its ``warnings`` (with ``DUPLICATE_DATASETS``
-        when the release ``synthetic`` holds a dataset twice) and ``model_check`` to its
-        settings (a result whose fields are frozen is returned as it is)."""
+        """``result`` with the codes added to its ``warnings`` and ``model_check`` to its
+        settings."""
         codes = getattr(result, "warnings", None)
         if isinstance(codes, list):
             add = [*self.warnings, *duplicate_codes(synthetic)]
@@ -378,8 +374,7 @@ def _content_key(z: pd.DataFrame) -> str:
 
 
 def duplicate_pairs(datasets: Sequence[pd.DataFrame]) -> list[tuple[int, int]]:
-    """The pairs ``(k, l)``, ``k < l``, of datasets holding the same value in every record and
-    column (numbers compared as numbers: a CSV copy of a Parquet file is the same dataset), each
+    """The pairs ``(k, l)``, ``k < l``, of datasets holding the same value in every cell, each
     later dataset paired with the first it repeats."""
     keys = [_content_key(z) for z in datasets]
     first: dict[str, int] = {}
@@ -393,9 +388,8 @@ def duplicate_pairs(datasets: Sequence[pd.DataFrame]) -> list[tuple[int, int]]:
 
 
 def duplicate_codes(synthetic: Any) -> list[str]:
-    """``["DUPLICATE_DATASETS"]`` when two datasets of a release (a ``SyntheticData`` or a list
-    of DataFrames) are identical, else ``[]``: the code a result adds to its warnings (the
-    warning itself is raised once, by :func:`~bayes_risk.data.as_synthetic_list`)."""
+    """``["DUPLICATE_DATASETS"]`` when two datasets of a release are identical, else ``[]``
+    (the warning itself is raised by :func:`~bayes_risk.data.as_synthetic_list`)."""
     datasets = getattr(synthetic, "datasets", synthetic)
     if not isinstance(datasets, (list, tuple)) or len(datasets) < 2 or not all(
             isinstance(z, pd.DataFrame) for z in datasets):

@@ -72,11 +72,10 @@ class ColumnSpec:
     known : bool
         Whether the intruder knows the column (identification risk).
     missing_codes : tuple of float
-        Values of a count or continuous column that stand for a missing value (synthpop's
-        ``cont.na``, e.g. ``-8``; user guide, Missing values).
+        Values of a count or continuous column that stand for a missing value.
     keep_unused_levels : bool
-        Keep the levels no record holds when a model is fitted (a model with a prior over every
-        level may then release them). Default ``False``: dropped with warning ``UNUSED_LEVEL``.
+        Keep the levels no record holds when a model is fitted (default: dropped,
+        ``UNUSED_LEVEL``).
     """
 
     name: str
@@ -275,9 +274,8 @@ class Schema:
         return Schema(tuple(cols))
 
     def keeping_levels(self) -> Schema:
-        """A copy whose categorical columns keep every level when a model is fitted, whether a
-        record holds it or not (``ColumnSpec.keep_unused_levels``): a refit to changed data
-        (an augmented fit) keeps the codes of the model it refits."""
+        """A copy whose categorical columns keep every level when a model is fitted
+        (``ColumnSpec.keep_unused_levels``)."""
         return Schema(tuple(replace(c, keep_unused_levels=True) if c.is_categorical else c
                             for c in self.columns))
 
@@ -409,10 +407,8 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
                  keep_unused_levels: bool | Iterable[str] = False) -> Schema:
     """Infer a :class:`Schema` from a DataFrame, with explicit overrides.
 
-    Inference: pandas ``category`` → categorical (ordinal if ordered); bool, string and object
-    columns → categorical; integers → count when non-negative, else continuous; floats →
-    continuous. Integer-coded factors (e.g. ``Urban`` coded 1/2) must be named in
-    ``categorical``: a number is never silently treated as a label.
+    Integer-coded factors (e.g. ``Urban`` coded 1/2) must be named in ``categorical``
+    (inference rules: :doc:`/user_guide/data`).
 
     Parameters
     ----------
@@ -425,14 +421,12 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
     known : iterable of str, optional
         Columns the intruder knows.
     levels : mapping, optional
-        Explicit level order for categorical/ordinal columns (default: pandas category order or
-        sorted distinct values).
+        Explicit level order for categorical/ordinal columns.
     missing_codes : mapping, optional
-        ``{column: code or [codes]}``: values of count or continuous columns that stand for a
-        missing value (synthpop's ``cont.na``, e.g. ``{"nociga": [-8]}``).
+        ``{column: code or [codes]}``: values of numeric columns that stand for a missing value
+        (synthpop's ``cont.na``).
     keep_unused_levels : bool or iterable of str
-        Categorical columns (``True``: all) whose unused levels a fitted model keeps
-        (``ColumnSpec.keep_unused_levels``); by default ``fit`` drops them (``UNUSED_LEVEL``).
+        Categorical columns (``True``: all) whose unused levels a fitted model keeps.
 
     Returns
     -------

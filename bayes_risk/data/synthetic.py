@@ -83,21 +83,16 @@ class SyntheticData:
     extra : dict
         Further JSON-serialisable information (warnings, diagnostics).
     generation : {"partial", "full-same-n", "full-population"}, optional
-        How the release was generated; it chooses the utility measures' combining rules
-        (methods, Combining rules). ``None``: inferred from the schema's roles.
+        How the release was generated (chooses the combining rules); ``None``: inferred.
     proper : bool, optional
-        True when each dataset was drawn with its own parameter draw (proper synthesis), False
-        when all came from one fitted model; ``None`` when unknown (taken as proper).
+        Whether each dataset was drawn with its own parameter draw; ``None``: unknown.
     original_fingerprint : dict, optional
-        Hashes of the encoded original (never the data); a measure given another original
-        refuses it (``ORIGINAL_DIFFERS``) unless :meth:`allow_different_original` was called.
+        Hashes of the encoded original (never the data), checked against a measure's original.
     imputed_columns : list of str, optional
-        Columns whose missing values the synthesizer imputed (DPMPM); the utility measures
-        compare them on the original's observed cells. ``[]``: none; ``None``: not recorded.
+        Columns whose missing values the synthesizer imputed; ``None``: not recorded.
     model_id : str, optional
         Identity of the fitted model that made the release
-        (:func:`bayes_risk.data.provenance.model_id`); a measure given another model refuses it
-        (``MODEL_DIFFERS``) unless ``allow_other_model=True``. ``None``: not recorded.
+        (:func:`bayes_risk.data.provenance.model_id`); ``None``: not recorded.
 
     Examples
     --------

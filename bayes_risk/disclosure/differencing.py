@@ -50,14 +50,12 @@ def differencing_check(
     records: Any = None,
     columns: Sequence[str] | None = None,
 ) -> DifferencingResult:
-    """Records and variables an intruder finds by comparing the released implicates: those
-    whose values differ between implicates (none with one implicate, Hawala 2008).
+    """Records and variables an intruder finds by comparing the released implicates (Hawala 2008).
 
     Parameters
     ----------
     original : DataFrame or None
-        The confidential data (the agency's view: the records and columns the synthesis
-        changed); ``None`` for the intruder's view.
+        The confidential data (the agency's view); ``None`` for the intruder's view.
     synthetic : SyntheticData or sequence of DataFrame
         The ``m`` implicates, record ``i`` of each the same unit.
     records : boolean mask or sequence of int, optional

@@ -52,7 +52,6 @@ CAP_MEASURES = ("baseCAPd", "CAPd", "CAPs", "DCAP", "TCAP")
 _COMPAT = (None, "synthpop")
 
 
-# arguments
 def _check_names(keys: Any, target: Any) -> tuple[list[str], str]:
     if isinstance(keys, str):
         keys = [keys]
@@ -76,8 +75,8 @@ class ExclusionSpec:
     Parameters
     ----------
     denom_lim : int
-        Key-target cells with more original records than this are counted in
-        ``diagnostics["n_over_denom_lim"]`` and, with ``exclude_ov_denom_lim``, excluded.
+        Key-target cells with more original records than this are counted (and excluded with
+        ``exclude_ov_denom_lim``).
     exclude_ov_denom_lim : bool
         Exclude cells over ``denom_lim`` from every table (synthpop's option of that name).
     not_targetlev : iterable, optional
@@ -162,7 +161,6 @@ def _key_groups(ngroups_keys: Any, keys: list[str], schema: Schema) -> list[int 
     return [one(g, f"ngroups_keys for key {k!r}") for k, g in zip(keys, vals, strict=True)]
 
 
-# the tables of one synthetic dataset
 def _r_rows(present: np.ndarray, var: EncodedVar) -> list[int]:
     """Rows of R's ``table(target, keys)`` (codes, in R's order) for one table."""
     if var.na_code in present:  # tomissing(): factor(as.character(x)) -> used levels, text order
@@ -283,7 +281,6 @@ def _one_dataset(
     return {k: float(v) for k, v in out.items()}
 
 
-# replicated uniques and the sdcMicro baseline
 def _repu_table(orig: np.ndarray, syn: list[np.ndarray]) -> pd.DataFrame:
     n_codes = int(max([orig.max(initial=-1), *[s.max(initial=-1) for s in syn]])) + 1
     cnt_o = np.bincount(orig, minlength=n_codes)
@@ -379,7 +376,6 @@ def key_anonymity(key_codes: np.ndarray, k_values: Sequence[int] = (2, 3, 5)) ->
             for k in k_values}}
 
 
-# public functions
 def disclosure_measures(
     original: pd.DataFrame,
     synthetic: Any,
@@ -560,8 +556,7 @@ def replicated_uniques(
     categorical: Iterable[str] | None = None,
     compat: Literal["synthpop"] | None = None,
 ) -> ReplicatedUniques:
-    """synthpop's ``replicated.uniques()``: synthetic records unique on ``keys`` that replicate
-    a unique original record.
+    """synthpop's ``replicated.uniques()``: synthetic uniques that are unique in the original.
 
     Parameters
     ----------
@@ -572,8 +567,7 @@ def replicated_uniques(
     schema, categorical
         As in :func:`disclosure_measures`.
     compat : {None, "synthpop"}
-        ``"synthpop"`` compares the keys as synthpop 1.9-2 does, as padded text
-        (:doc:`/methods/compatibility`); the default compares values.
+        ``"synthpop"`` compares the keys as padded text (:doc:`/methods/compatibility`).
 
     Returns
     -------

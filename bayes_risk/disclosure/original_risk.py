@@ -38,7 +38,6 @@ DIS_INTERVALS = ("== 0", "(0.0, 0.1]", "(0.1, 0.2]", "(0.2, 0.3]", "(0.3, 0.4]",
                  "(0.5, 0.6]", "(0.6, 0.7]", "> 0.7")
 
 
-# arguments
 def _names(value: Any, argument: str, *, required: bool) -> list[str]:
     if value is None:
         if required:
@@ -114,7 +113,6 @@ def _combine(codes: np.ndarray) -> np.ndarray:
     return out
 
 
-# f_k and F_k
 def _frequencies(codes: np.ndarray, miss: np.ndarray, w: np.ndarray, wildcard: bool
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Sample frequency ``f_k`` and weighted frequency ``F_k`` of every record's key cell;
@@ -157,7 +155,6 @@ def _frequencies(codes: np.ndarray, miss: np.ndarray, w: np.ndarray, wildcard: b
     return f[cell], F[cell]
 
 
-# individual risk
 def _risk_approx(f: np.ndarray, z: np.ndarray) -> np.ndarray:
     """sdcMicro's risk (``indivRisk(method = "approx")``) in ``z = F_k/f_k − 1`` (with
     ``log1p`` and a series for small ``z``: :doc:`/methods/original_risk`, Individual risk)."""
@@ -203,7 +200,6 @@ def _individual_risk(f: np.ndarray, F: np.ndarray, weighted: bool, method: str
     return r, int(below.sum())
 
 
-# SUDA2
 def _suda(codes: np.ndarray, miss: np.ndarray, compat: bool, max_size: int | None,
           dis_fraction: float) -> dict[str, Any]:
     """Minimal sample uniques of every record, SUDA and DIS scores, per-key contributions
@@ -293,7 +289,6 @@ def _level_contributions(original: pd.DataFrame, keys: list[str], raw: np.ndarra
     return pd.DataFrame(rows, columns=["variable", "attribute", "contribution"])
 
 
-# l-diversity
 def _l_diversity(cell: np.ndarray, values: pd.Series, c: float, compat: bool
                  ) -> dict[str, np.ndarray]:
     """Distinct, entropy and recursive (c, l) l-diversity of every record's key cell
@@ -338,9 +333,7 @@ def _l_summary(d: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 def _mostly_unique(col: pd.Series) -> bool:
-    """Whether a sensitive column is numeric with mostly distinct values (the rule of
-    ``TARGET_MOSTLY_UNIQUE``), warned ``SENSITIVE_MOSTLY_UNIQUE``: its l-diversity counts close
-    values as diverse."""
+    """Whether a sensitive column is numeric with mostly distinct values."""
     k, n = int(col.nunique(dropna=True)), int(col.notna().sum())
     if not (pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
             and k > 20 and k > 0.5 * n):
@@ -355,7 +348,6 @@ def _mostly_unique(col: pd.Series) -> bool:
     return True
 
 
-# public function
 def original_risk(
     original: pd.DataFrame,
     *,

@@ -202,7 +202,6 @@ class PropensitySpec:
                                check_int(getattr(self, name), f"PropensitySpec.{name}", 1))
 
 
-# public function
 def pmse(
     original: pd.DataFrame,
     synthetic: Any,
@@ -416,8 +415,6 @@ def _pmse_values(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: S
     settings = {
         "max_iter": int(max_iter), "rank_tol": RANK_TOL, "n_perm": int(n_perm),
         "random_seed": seed_to_json(random_seed),
-        # the missing-value policy, and the kinds of missing value it met (user guide,
-        # Missing values)
         "missing_values": PMSE_MISSING_POLICY,
         "missing_kinds": missing_summary([orig, *prepared], schema, cols)}
     if method == "cart":
