@@ -27,13 +27,9 @@ NUMERIC_TYPES = frozenset({"count", "continuous"})
 
 
 def _level_to_json(v: Any) -> Any:
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
+    if isinstance(v, np.floating):
         return float(v)
-    if isinstance(v, (np.bool_,)):
-        return bool(v)
-    return v
+    return v.item() if isinstance(v, (np.integer, np.bool_)) else v
 
 
 def _sort_levels(values: Iterable[Any]) -> tuple[Any, ...]:

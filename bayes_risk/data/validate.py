@@ -360,12 +360,8 @@ def decode(codes: np.ndarray, schema: Schema, columns: Iterable[str]) -> pd.Data
         col = codes[:, j]
         vals = np.where(col >= 0, lv[np.clip(col, 0, max(len(lv) - 1, 0))], None)
         data[c] = pd.Series(vals, dtype=object)
-        # keep the dtype of the levels when possible (ints stay ints)
-        try:
-            if all(isinstance(v, (int, np.integer)) for v in lv) and (col >= 0).all():
-                data[c] = pd.Series(vals.astype(np.int64))
-        except (TypeError, ValueError):
-            pass
+        if all(isinstance(v, (int, np.integer)) for v in lv) and (col >= 0).all():
+            data[c] = pd.Series(vals.astype(np.int64))  # integer levels stay integers
     return pd.DataFrame(data)
 
 

@@ -130,9 +130,8 @@ def sdc(
         steps.append({"operation": "smoothing", "columns": list(smooth),
                       "method": "cubic smoothing spline of the sorted values on their ranks, "
                       "penalty by generalised cross-validation"})
-    extra = {**(source.extra if source is not None else {}),
-             "post_processing": [*((source.extra or {}).get("post_processing", [])
-                                   if source is not None else []), *steps]}
+    before = {} if source is None else source.extra or {}
+    extra = {**before, "post_processing": [*before.get("post_processing", []), *steps]}
     if source is None:
         return SyntheticData(datasets, method="external", extra=extra)
     return dataclasses.replace(source, datasets=datasets, extra=extra)
