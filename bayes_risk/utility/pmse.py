@@ -99,55 +99,6 @@ def _pmse_value(prob: np.ndarray, c: float) -> float:
 
 
 @dataclass(frozen=True)
-class _Engine:
-    """Fits the propensity model to one stacked pair of tables (label 1 = first table)."""
-
-    schema: Schema
-    columns: list[str]
-    method: str
-    max_order: int
-    synthesized: set[str]
-    incomplete: bool
-    cart: dict[str, Any]
-    max_iter: int
-
-    def features(self, syn: Prepared, orig: Prepared):
-        """Design (logit) or feature matrix (CART) and labels; synthetic rows first (synthpop)."""
-        frames = [syn, orig]
-        n_s, n_o = len(syn[self.columns[0]]), len(orig[self.columns[0]])
-        y = np.concatenate([np.ones(n_s), np.zeros(n_o)])
-        if self.method == "logit":
-            X, names, involves, codes = propensity_design(frames, self.schema, self.columns,
-                                                          self.max_order)
-            return X, y, (names, involves, codes)
-        return _cart_features(frames, self.schema, self.columns), y, None
-
-    def fit(self, X: np.ndarray, y: np.ndarray, meta: Any, seed: int) -> _OneFit:
-        c = float(np.mean(y))
-        N = len(y)
-        if self.method == "cart":
-            prob = _cart_prob(X, y, seed=seed, **self.cart)
-            return _OneFit(_pmse_value(prob, c), -1, -1, True, False, [])
-        names, involves, codes = meta
-        fit = fit_logit(X, y, max_iter=self.max_iter)
-        k = int(fit.keep.size)
-        if self.incomplete:
-            df = int(sum(1 for j in fit.keep if involves[j] & self.synthesized))
-        else:
-            df = k - 1
-        p = fit.prob
-        sep = bool(np.any(np.minimum(p, 1 - p) < SEPARATION_EPS))
-        codes = list(codes)
-        if sep:
-            codes.append("SEPARATION")
-        if not fit.converged:
-            codes.append("NOT_CONVERGED")
-        if k > N / 5:
-            codes.append("LARGE_MODEL")
-        return _OneFit(_pmse_value(p, c), k, df, fit.converged, sep, codes)
-
-
-@dataclass(frozen=True)
 class PropensitySpec:
     """The propensity model of the pMSE: its kind, terms, columns and fitting settings.
 
@@ -351,8 +302,40 @@ def _pmse_values(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: S
     method, max_order, max_iter = spec.method, spec.max_order, spec.max_iter
     cart = {"cp": spec.cp, "min_leaf": spec.min_leaf, "min_split": spec.min_split,
             "max_depth": spec.max_depth}
-    engine = _Engine(schema, list(cols), method, int(max_order), set(syn_cols), incomplete,
-                     cart, int(max_iter))
+    columns, synthesized = list(cols), set(syn_cols)
+
+    def features(syn: Prepared, orig: Prepared):
+        """Design (logit) or feature matrix (CART) and labels; synthetic rows first (synthpop)."""
+        frames = [syn, orig]
+        y = np.concatenate([np.ones(len(syn[columns[0]])), np.zeros(len(orig[columns[0]]))])
+        if method == "logit":
+            X, names, involves, found = propensity_design(frames, schema, columns, max_order)
+            return X, y, (names, involves, found)
+        return _cart_features(frames, schema, columns), y, None
+
+    def fit_one(X: np.ndarray, y: np.ndarray, meta: Any, seed: int) -> _OneFit:
+        c = float(np.mean(y))
+        if method == "cart":
+            prob = _cart_prob(X, y, seed=seed, **cart)
+            return _OneFit(_pmse_value(prob, c), -1, -1, True, False, [])
+        names, involves, found = meta
+        fit = fit_logit(X, y, max_iter=max_iter)
+        k = int(fit.keep.size)
+        if incomplete:
+            df = int(sum(1 for j in fit.keep if involves[j] & synthesized))
+        else:
+            df = k - 1
+        p = fit.prob
+        sep = bool(np.any(np.minimum(p, 1 - p) < SEPARATION_EPS))
+        found = list(found)
+        if sep:
+            found.append("SEPARATION")
+        if not fit.converged:
+            found.append("NOT_CONVERGED")
+        if k > len(y) / 5:
+            found.append("LARGE_MODEL")
+        return _OneFit(_pmse_value(p, c), k, df, fit.converged, sep, found)
+
     n1 = len(original)
     orig = prepare_table(original, schema, cols)
     prepared = [prepare_table(z, schema, cols) for z in datasets]
@@ -367,15 +350,15 @@ def _pmse_values(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: S
     null_vals: np.ndarray = np.empty(0)
     perm = np.empty((m, n_perm)) if null == "perm" else None
     for l in progress(range(m), total=m, description="pMSE", enabled=progressbar):
-        X, y, meta = engine.features(prepared[l], orig)
+        X, y, meta = features(prepared[l], orig)
         seed_l = int(rngs[l].integers(2**31 - 1))
-        one = engine.fit(X, y, meta, seed_l)
+        one = fit_one(X, y, meta, seed_l)
         values[l], ks[l], dfs[l], conv[l] = one.pmse, one.k, one.df, one.converged
         codes.extend(one.codes)
         if perm is not None:
             for b in range(n_perm):
                 yb = rngs[l].permutation(y)
-                fb = engine.fit(X, yb, meta, int(rngs[l].integers(2**31 - 1)))
+                fb = fit_one(X, yb, meta, int(rngs[l].integers(2**31 - 1)))
                 perm[l, b] = fb.pmse / 2.0  # synthpop/Snoke: halve permutation pMSEs
 
     c = n2 / (n1 + n2)
@@ -397,8 +380,8 @@ def _pmse_values(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: S
         pv = np.empty(len(pairs))
         for i, (a, b) in enumerate(progress(pairs, total=len(pairs), description="pMSE pairs",
                                             enabled=progressbar)):
-            X, y, meta = engine.features(prepared[a], prepared[b])
-            pv[i] = engine.fit(X, y, meta, int(rngs[m].integers(2**31 - 1))).pmse
+            X, y, meta = features(prepared[a], prepared[b])
+            pv[i] = fit_one(X, y, meta, int(rngs[m].integers(2**31 - 1))).pmse
         null_vals = pv
         half = pv / 2.0
         e0 = np.full(m, half.mean())
