@@ -191,8 +191,8 @@ def singling_out_risk(
     Raises
     ------
     ValidationError
-        Invalid options; a table without rows (``EMPTY_TABLE``) or a column
-        (``MISSING_COLUMN``); a holdout of copies of the original (``HOLDOUT_OVERLAPS_ORIGINAL``).
+        Invalid options, an empty table, a missing column, or a holdout of copies of the
+        original.
     SchemaError
         Values that do not fit the column types.
 

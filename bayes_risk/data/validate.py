@@ -48,7 +48,7 @@ def validate_table(df: pd.DataFrame, schema: Schema, *, name: str = "original",
     extra_columns : bool
         Whether columns outside the schema are tolerated.
     missing_hint : str
-        Sentence added to the ``MISSING_VALUES`` error (e.g. which synthesizers accept them).
+        Sentence added to the ``MISSING_VALUES`` error.
 
     Raises
     ------

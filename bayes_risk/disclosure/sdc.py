@@ -36,8 +36,7 @@ def sdc(
     smooth: Sequence[str] | None = None,
     compat: Literal["synthpop"] | None = None,
 ) -> SyntheticData:
-    """Post-process a release as synthpop's ``sdc()`` does, in its order: bottom and top coding,
-    then the removal of unique records, then smoothing.
+    """Post-process a release as synthpop's ``sdc()`` does: coding, removal, smoothing.
 
     Parameters
     ----------
@@ -52,8 +51,7 @@ def sdc(
         (synthpop's ``rm.replicated.uniques``), or that occur in it at all
         (``rm.uniques.in.orig``). Fully synthetic releases only.
     bottom_top_coding : mapping, optional
-        ``{column: (bottom, top)}``: values below ``bottom`` become ``bottom``, values above
-        ``top`` become ``top`` (``None``: no bound on that side); numeric synthesized columns.
+        ``{column: (bottom, top)}`` of numeric synthesized columns (``None``: no bound).
     recode_exclude : mapping, optional
         ``{column: [values]}`` left as they are by the coding (e.g. a missing-value code).
     smooth : sequence of str, optional
@@ -71,8 +69,8 @@ def sdc(
     Raises
     ------
     ValidationError
-        Bad options (named), a column that is not numeric or not synthesized, or ``remove``
-        on a partially synthetic release (``REMEDY_NOT_APPLICABLE``).
+        Bad options, a column that is not numeric or not synthesized, or ``remove`` on a
+        partially synthetic release (``REMEDY_NOT_APPLICABLE``).
     SchemaError
         A column that is not in the release (``MISSING_COLUMN``).
 

@@ -295,9 +295,8 @@ def combine_multivariate(
     Returns
     -------
     CombinedMultivariate
-        ``estimate``, ``between_cov``, ``within_cov``, ``total_cov`` (the covariance the
-        statistic uses), ``r``, ``statistic``, ``df_num``, ``df_den``, ``p_value``, ``m``,
-        ``warnings``, ``rules``.
+        ``estimate``, ``between_cov``, ``within_cov``, ``total_cov``, ``r``, ``statistic``,
+        ``df_num``, ``df_den``, ``p_value``, ``m``, ``warnings``, ``rules``.
 
     Raises
     ------

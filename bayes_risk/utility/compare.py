@@ -331,12 +331,10 @@ def compare_estimates(
     Returns
     -------
     DataFrame
-        One row per term: ``formula``, ``term``, the original's ``estimate_orig``, ``se_orig``,
-        ``df_orig``, ``ci_lower_orig``, ``ci_upper_orig``; the combined ``estimate_syn``,
-        ``se_syn``, ``between_var``, ``within_var``, ``df_syn``, ``ci_lower_syn``,
-        ``ci_upper_syn``; ``overlap`` (Karr's ``J``), ``signed_overlap``, ``std_coef_diff``.
-        ``attrs`` holds ``"overlap_per_dataset"`` (``[terms, m]``), ``"mean_overlap"``,
-        ``"warnings"``, ``"combining"`` (the rules and why) and ``"imputed"``.
+        One row per term: the original's and the combined synthetic estimate, standard error,
+        df and interval, ``overlap``, ``signed_overlap`` and ``std_coef_diff``. ``attrs`` holds
+        ``"overlap_per_dataset"``, ``"mean_overlap"``, ``"warnings"``, ``"combining"`` and
+        ``"imputed"``.
 
     Raises
     ------

@@ -202,8 +202,7 @@ def pmse(
     Returns
     -------
     PMSEResult
-        Per dataset ``pmse``, ``e0``, ``sd0``, ``ratio`` (``s_pmse``), ``std``, ``k``, ``df``,
-        ``converged``, with the null, the settings and the warnings.
+        Per dataset ``pmse``, ``e0``, ``sd0``, ``ratio``, ``std``, ``k``, ``df``, ``converged``.
 
     Raises
     ------
@@ -215,10 +214,10 @@ def pmse(
     Warns
     -----
     DataWarning
-        ``SEPARATION`` (the chi-square null is invalid), ``LARGE_MODEL`` (``k > N/5``),
-        ``FEW_PAIRS``, ``ZERO_DF``, ``MISSING_AT_RANDOM_ASSUMED``, ``IMPUTED_INFERRED``.
+        ``SEPARATION``, ``LARGE_MODEL``, ``FEW_PAIRS``, ``ZERO_DF``,
+        ``MISSING_AT_RANDOM_ASSUMED``, ``IMPUTED_INFERRED``.
     ConvergenceWarning
-        ``NOT_CONVERGED``: IRLS did not converge in ``max_iter`` iterations.
+        ``NOT_CONVERGED``.
 
     Examples
     --------

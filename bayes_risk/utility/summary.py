@@ -165,8 +165,7 @@ def utility_summary(
     categorical : iterable of str, optional
         Integer-coded columns to treat as categorical.
     synthesized : iterable of str, optional
-        Synthesized columns (default: the schema's roles, else those that differ from the
-        original when the rows are aligned, ``synthesized_inferred``).
+        Synthesized columns (default: the schema's roles, else inferred from aligned rows).
     random_seed : int, Generator or None
     progressbar : bool
     imputed : "auto" or iterable of str
