@@ -1,7 +1,4 @@
-"""anonymeter's attacks on a synthetic release (Giomi et al. 2023): :func:`singling_out_risk`
-and :func:`linkability_risk`, each read against a holdout and a baseline of random guesses
-(:mod:`bayes_risk.attacks.rates`; :doc:`/methods/attacks`).
-"""
+"""anonymeter's attacks on a synthetic release (Giomi et al. 2023): :doc:`/methods/attacks`."""
 
 from __future__ import annotations
 

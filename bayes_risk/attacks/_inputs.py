@@ -1,7 +1,4 @@
-"""Input handling shared by the singling-out and linkability attacks: the tables checked against
-one schema, the holdout screened for copies of the original, the tables coded as float arrays
-(level codes or values, ``nan`` for a missing cell).
-"""
+"""Input handling shared by the singling-out and linkability attacks."""
 
 from __future__ import annotations
 
@@ -25,9 +22,8 @@ __all__ = ["AttackInputs", "attack_inputs", "code_table", "raise_warnings"]
 
 @dataclass
 class AttackInputs:
-    """The tables of an attack, restricted to its columns and checked against one ``schema``
-    (levels harmonised); the holdout without the ``n_holdout_dropped`` rows found to copy a
-    record of the original."""
+    """The tables of an attack, restricted to its columns and checked against one ``schema``;
+    the holdout without the ``n_holdout_dropped`` rows that copy a record of the original."""
 
     original: pd.DataFrame
     datasets: list[pd.DataFrame]
@@ -91,9 +87,8 @@ def attack_inputs(
 
 
 def _screen_holdout(orig: pd.DataFrame, hold: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """The holdout without the rows that copy a record of the original beyond chance: a member
-    in the control set makes the control attack succeed as the main one does, and the risk
-    read from their difference is understated."""
+    """The holdout without the rows that copy a record of the original beyond chance (they
+    would understate the risk)."""
     from bayes_risk.membership.holdout import holdout_overlap
 
     ov = holdout_overlap(orig, hold)

@@ -1,8 +1,4 @@
-"""Linkability risk as anonymeter defines it (Giomi et al. 2023, §4.2).
-
-Main, control and baseline attacks link a record's two parts through its nearest synthetic
-rows: :doc:`/methods/attacks`.
-"""
+"""Linkability risk as anonymeter defines it (Giomi et al. 2023): :doc:`/methods/attacks`."""
 
 from __future__ import annotations
 
@@ -28,9 +24,8 @@ _BLOCK_CELLS = 1 << 21
 
 def _distances(T: np.ndarray, S: np.ndarray, is_cat: np.ndarray, scale: np.ndarray
                ) -> np.ndarray:
-    """Distance of every target row to every synthetic row ``[len(T), len(S)]``: per column 0
-    or 1 (categorical: equal or not), ``|a − b| / range`` (numeric); a missing cell is a value
-    of its own (two missing cells are equal, a missing and an observed one differ by 1)."""
+    """Gower-type distance of every target row to every synthetic row ``[len(T), len(S)]``
+    (a missing cell is a value of its own)."""
     d = np.zeros((T.shape[0], S.shape[0]))
     for j in range(T.shape[1]):
         a, b = T[:, j, None], S[None, :, j]
@@ -135,10 +130,7 @@ def linkability_risk(
 ) -> LinkabilityResult:
     """Linkability risk of a synthetic release, as anonymeter measures it.
 
-    Records of the original (main attack) and of the holdout (control) are split into the two
-    tables ``aux_columns`` and linked when both parts share one of their ``n_neighbors`` nearest
-    synthetic rows (Gower-type distance, ties in a random order); the baseline draws the nearest
-    rows at random. Method and references: :doc:`/methods/attacks`.
+    Method and references: :doc:`/methods/attacks`.
 
     Parameters
     ----------
@@ -147,19 +139,17 @@ def linkability_risk(
     aux_columns : (sequence of str, sequence of str)
         The columns of the intruder's two tables.
     n_attacks : int or None
-        Records attacked in each of the main and control attacks (anonymeter's 500; ``None``:
-        as many as the smaller of the original and the holdout holds).
+        Records attacked in each of the main and control attacks (``None``: as many as the
+        smaller of the original and the holdout holds).
     n_neighbors : int
-        ``K``, the nearest rows that may link (anonymeter's 1); the table gives the risk for
-        every ``k = 1, …, K``.
+        ``K``, the nearest rows that may link; the table gives the risk for every ``k <= K``.
     random_seed : int, Generator or None
         Seeds the records attacked, the order of equally distant rows and the baseline.
 
     Returns
     -------
     LinkabilityResult
-        ``table`` (one row per dataset and ``k``), ``records`` (per dataset and attacked record:
-        role, row, the smallest ``k`` that links it, ties), ``settings``, ``warnings``.
+        ``table`` (one row per dataset and ``k``), ``records``, ``settings``, ``warnings``.
 
     Raises
     ------

@@ -1,10 +1,7 @@
-"""Singling-out predicates: conjunctions of one-column conditions on coded tables
-(:func:`bayes_risk.attacks._inputs.code_table`: level codes, values, ``nan`` for missing).
+"""Singling-out predicates: conjunctions of one-column conditions on coded tables.
 
-A set of ``Q`` predicates of ``k`` terms each is three arrays of shape ``[Q, k]``: the column of
-each term, its operator (:data:`OPS`) and its value. A comparison with a missing cell is false
-(a missing value is matched by ``is missing`` only), as in anonymeter, whose queries run on
-polars, where a comparison with a null is null and does not count.
+A set of ``Q`` predicates of ``k`` terms each is three arrays of shape ``[Q, k]`` (column,
+operator, value). A comparison with a missing cell is false, as in anonymeter.
 """
 
 from __future__ import annotations
@@ -98,12 +95,8 @@ def _single(col: list[int], op: list[int], val: list[float]) -> Predicates:
 
 
 def univariate_candidates(S: np.ndarray, is_cat: np.ndarray) -> tuple[Predicates, np.ndarray]:
-    """anonymeter's univariate singling-out predicates of the (deduplicated) synthetic table
-    ``S``, with the number of its rows each matches.
-
-    Per column: ``is missing`` when exactly one cell is missing; for a numeric column
-    ``<= min`` and ``>= max``; ``== v`` for every value ``v`` held by one row only.
-    """
+    """anonymeter's univariate singling-out predicates of the synthetic table ``S``, with the
+    number of its rows each matches (:doc:`/methods/attacks`)."""
     col: list[int] = []
     op: list[int] = []
     val: list[float] = []
@@ -132,9 +125,7 @@ def univariate_candidates(S: np.ndarray, is_cat: np.ndarray) -> tuple[Predicates
 def multivariate_candidates(S: np.ndarray, is_cat: np.ndarray, medians: np.ndarray, n: int,
                             n_cols: int, rng: np.random.Generator) -> Predicates:
     """``n`` of anonymeter's multivariate candidates: a random row of ``S`` and ``n_cols``
-    random columns; a term per column, ``== value`` (categorical), ``>= value`` above the
-    column's median and ``<= value`` otherwise (numeric, to reach the rarer tail), ``is
-    missing`` for a missing cell. Terms are in column order."""
+    random columns, a term per column towards the rarer tail (:doc:`/methods/attacks`)."""
     rows = rng.integers(0, S.shape[0], size=n)
     cols = np.sort(np.argsort(rng.random((n, S.shape[1])), axis=1)[:, :n_cols], axis=1)
     val = S[rows[:, None], cols]
@@ -146,10 +137,8 @@ def multivariate_candidates(S: np.ndarray, is_cat: np.ndarray, medians: np.ndarr
 
 def random_predicates(S: np.ndarray, is_cat: np.ndarray, n: int, n_cols: int,
                       rng: np.random.Generator) -> Predicates:
-    """anonymeter's baseline: ``n`` predicates of ``n_cols`` random columns, each with a value
-    drawn among the column's distinct values in ``S`` (missing included) and a random
-    operator: ``==``/``!=`` for a categorical column, any of the six comparisons for a numeric
-    one, ``is missing``/``is not missing`` for a missing value."""
+    """anonymeter's baseline: ``n`` predicates of ``n_cols`` random columns, random values of
+    ``S`` and random operators (:doc:`/methods/attacks`)."""
     p = S.shape[1]
     cols = np.sort(np.argsort(rng.random((n, p)), axis=1)[:, :n_cols], axis=1)
     uniq = []

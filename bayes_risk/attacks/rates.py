@@ -1,6 +1,6 @@
-"""Success rates of an attack (Wilson score centres) and the privacy risk read from them,
-``(r_main − r_control) / (1 − r_control)`` clipped to ``[0, 1]``, as anonymeter computes them
-(Giomi et al. 2023, §4): :doc:`/methods/attacks`.
+"""Success rates of an attack and the privacy risk read from them, as anonymeter computes them.
+
+See :doc:`/methods/attacks`.
 """
 
 from __future__ import annotations
@@ -21,13 +21,11 @@ class SuccessRate:
     Attributes
     ----------
     n_attempts : int
-        Attempts made (the denominator; 0 leaves the rate undefined: ``nan``).
+        Attempts made (0 leaves the rate undefined: ``nan``).
     n_success : float
-        Successful attempts (a float: the control count corrected for the holdout's size is
-        fractional).
+        Successful attempts (fractional after the control's size correction).
     rate : float
-        Centre of the Wilson interval (not ``n_success / n_attempts``: it is pulled towards
-        one half by ``z²/2`` successes in ``z²`` extra attempts).
+        Centre of the Wilson interval.
     error : float
         Half-width of the interval.
     """
@@ -50,8 +48,8 @@ class AttackRisk:
     Attributes
     ----------
     residual : float
-        ``(r_main − r_control) / (1 − r_control)`` before clipping (negative when the control
-        attack does better); the main rate itself without a control; ``nan`` when undefined.
+        ``(r_main − r_control) / (1 − r_control)`` before clipping (without a control: the
+        main rate).
     error : float
         Its propagated half-width.
     risk : float

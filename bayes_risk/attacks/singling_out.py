@@ -1,8 +1,4 @@
-"""Singling-out risk as anonymeter defines it (Giomi et al. 2023, §4.1).
-
-Main, control and baseline attacks and the risk from their success rates
-(:mod:`bayes_risk.attacks.rates`): :doc:`/methods/attacks`.
-"""
+"""Singling-out risk as anonymeter defines it (Giomi et al. 2023): :doc:`/methods/attacks`."""
 
 from __future__ import annotations
 
@@ -36,8 +32,7 @@ _SIZES, _REPEATS = 10, 5
 
 
 def _dedup(X: np.ndarray) -> np.ndarray:
-    """Distinct rows in order of first occurrence (anonymeter deduplicates every table; a
-    missing cell equals another)."""
+    """Distinct rows in order of first occurrence (a missing cell equals another)."""
     return pd.DataFrame(X).drop_duplicates().to_numpy(np.float64)
 
 
@@ -161,11 +156,7 @@ def singling_out_risk(
 ) -> SinglingOutResult:
     """Singling-out risk of a synthetic release, as anonymeter measures it.
 
-    Per synthetic dataset and mode (``"univariate"``, ``"multivariate"``), predicates that
-    single out one synthetic row are tried on the original (main attack), on the holdout
-    (control) and random ones on the original (baseline); the risk is
-    ``(r_main − r_control) / (1 − r_control)`` (Giomi et al. 2023). Method and references:
-    :doc:`/methods/attacks`; usage: :doc:`/user_guide/attacks`.
+    Method and references: :doc:`/methods/attacks`; usage: :doc:`/user_guide/attacks`.
 
     Parameters
     ----------
@@ -174,8 +165,7 @@ def singling_out_risk(
     synthetic : DataFrame, list of DataFrame or SyntheticData
         The ``m`` synthetic datasets (each attacked on its own; any number of rows).
     holdout : DataFrame, optional
-        Records of the same population the synthesis did not use (anonymeter's control set);
-        without it the risk is the main attack's success rate (``NO_HOLDOUT``).
+        Records of the same population the synthesis did not use (anonymeter's control set).
     mode : {"univariate", "multivariate"} or both (default)
         The attacks to run.
     n_attacks : int
@@ -185,29 +175,24 @@ def singling_out_risk(
     columns : sequence of str, optional
         The columns the predicates may use (default: every column of the original).
     schema : Schema, optional
-        Column types (default: the release's, else inferred from ``original``).
     categorical : iterable of str, optional
         Integer-coded factors (compared with ``==`` / ``!=`` only).
     max_attempts : int or None
-        Multivariate candidates tried at most per dataset (anonymeter's 10,000,000; ``None``:
-        no limit).
+        Multivariate candidates tried at most per dataset (``None``: no limit).
     confidence_level : float
         Level of the Wilson intervals and of the risk's interval.
     random_seed : int, Generator or None
-        Seeds the predicates, the baseline and the size correction (a child stream per dataset
-        and mode).
 
     Returns
     -------
     SinglingOutResult
-        ``table`` (one row per dataset and mode), ``queries`` (every predicate, with whether it
-        singles out a record of the original and of the holdout), ``settings``, ``warnings``.
+        ``table`` (one row per dataset and mode), ``queries``, ``settings``, ``warnings``.
 
     Raises
     ------
     ValidationError
-        Invalid options; a table without rows (``EMPTY_TABLE``) or a column
-        (``MISSING_COLUMN``); a holdout of copies of the original (``HOLDOUT_OVERLAPS_ORIGINAL``).
+        Invalid options, an empty table, a missing column, or a holdout of copies of the
+        original.
     SchemaError
         Values that do not fit the column types.
 

@@ -1,9 +1,6 @@
 """Row alignment of a release with the original: record i of every dataset is record i.
 
-A shuffled or re-sorted file breaks that silently, every number plausible
-(:doc:`/user_guide/data`, Row alignment and the original's fingerprint). Checked on every column
-released unchanged; the original's fingerprint covers releases without one; plain files have
-their synthesized columns checked by :func:`row_association`.
+See :doc:`/user_guide/data`, Row alignment and the original's fingerprint.
 """
 
 from __future__ import annotations
@@ -100,8 +97,7 @@ def check_rows_aligned(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
         The release they came from: its unsynthesized columns must equal the original's row by
         row. Without one (plain files), every shared column not in ``synthesized`` is checked.
     synthesized : iterable of str
-        Columns declared synthesized, for plain files: each must show a row-by-row association
-        with the original's column (:func:`row_association`).
+        Columns declared synthesized, for plain files (checked by :func:`row_association`).
     record : dict, optional
         Where to keep the codes and messages of the warnings raised (a result's warnings).
 
@@ -119,9 +115,7 @@ def check_rows_aligned(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
     Warns
     -----
     DataWarning
-        ``ROWS_NOT_VERIFIED``: plain files with no column released unchanged.
-        ``ORIGINAL_UNCONFIRMED``: a declared synthesized column of plain files shows no
-        significant association with the original's (p > 0.001; 50 records or more).
+        ``ROWS_NOT_VERIFIED``, ``ORIGINAL_UNCONFIRMED`` (plain files).
     """
     if not datasets or any(len(z) != len(original) for z in datasets):
         return []  # the row counts are refused by the callers' own checks
@@ -204,10 +198,7 @@ def _warn(record: dict[str, str] | None, code: str, msg: str) -> None:
 def row_association(original: pd.Series, released: Sequence[pd.Series]) -> tuple[float, float]:
     """How strongly a synthesized column of the release follows the original's, row by row.
 
-    The statistic is linear in the pairing of rows, so under random pairing it has mean 0, an
-    exact variance and a near-normal standardised value (Hoeffding's combinatorial CLT).
-    A numeric column with more than 20 distinct values is compared by ranks, others by the
-    agreement of their values (a missing value is a value of its own).
+    See :doc:`/user_guide/data`, Row alignment and the original's fingerprint.
 
     Parameters
     ----------
@@ -286,9 +277,7 @@ def _upper_tail(z: float) -> float:
 def unconfirmed_columns(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                         columns: Iterable[str]) -> dict[str, tuple[float, float]]:
     """The synthesized columns whose row-by-row association with the original is not
-    significant (:func:`row_association`; one-sided ``p > ASSOCIATION_P``), with the
-    association and its one-sided p-value; none on tables of fewer than
-    ``ASSOCIATION_MIN_ROWS`` (50) records, where the test has too little power."""
+    significant, with the association and its one-sided p-value (none on small tables)."""
     out: dict[str, tuple[float, float]] = {}
     if len(original) < ASSOCIATION_MIN_ROWS:
         return out
@@ -320,10 +309,8 @@ def _refuse(c: str, l: int, eq: np.ndarray, code: str) -> None:
 def unchanged_column_error(label: str, column: str, original: pd.Series, released: pd.Series,
                            differ: np.ndarray, *, what: str = "unsynthesized column",
                            hint: str = "declare the column as synthesized") -> SchemaError:
-    """The error for a column that should be released unchanged but differs from the original:
-    ``ROWS_MISALIGNED`` when it holds the original's values in another row order, else
-    ``US_COLUMNS_DIFFER``. ``label`` names the dataset, ``differ`` marks where the column
-    differs, ``what`` names the column in the message, ``hint`` says what to do."""
+    """``ROWS_MISALIGNED`` for an unchanged column holding the original's values in another row
+    order, else ``US_COLUMNS_DIFFER``."""
     i = int(np.flatnonzero(differ)[0])
     k = int(differ.sum())
     if same_multiset(comparable_values(original), comparable_values(released)):

@@ -1,7 +1,6 @@
 """Fingerprints of the original: which table a model was fitted to and a release was made from.
 
-A SHA-256 of the table encoded by its schema (never the data) is stored in ``model.json`` and
-``manifest.json``; a shuffled, re-sorted or wrong original is then refused (``ORIGINAL_DIFFERS``).
+See :doc:`/user_guide/data`, Row alignment and the original's fingerprint.
 """
 
 from __future__ import annotations
@@ -30,9 +29,6 @@ def override_hint() -> str:
 
 def table_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
     """SHA-256 of a table encoded by ``schema`` (categories as level codes, numbers as float64).
-
-    The same records in the same order give the same fingerprint whatever the file format or
-    dtypes; any change of a value or of the row order changes it.
 
     Parameters
     ----------
@@ -72,9 +68,7 @@ def _encoded_columns(data: pd.DataFrame, schema: Schema):  # noqa: ANN202
 
 
 def rows_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
-    """SHA-256 of a table's encoded records taken in sorted order: the same records in any row
-    order give the same hash (the table as a multiset of records, for measures that do not
-    pair records across files, such as synthpop's disclosure measures)."""
+    """SHA-256 of a table's encoded records in sorted order (the same in any row order)."""
     cols = [np.where(np.isnan(c), np.inf, c) if c.dtype.kind == "f" else c
             for _, c in _encoded_columns(data, schema)]
     order = np.lexsort(cols[::-1]) if cols else np.arange(len(data))
@@ -86,11 +80,7 @@ def rows_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
 
 
 def column_fingerprints(data: pd.DataFrame, schema: Schema) -> dict[str, list[str]]:
-    """Per column, a short hash of its values in row order and one of its sorted values.
-
-    Stored beside :func:`table_fingerprint` so that a refusal can say which column differs and
-    whether it holds the same values in another order (a shuffled table) or other values.
-    """
+    """Per column, a short hash of its values in row order and one of its sorted values."""
     out = {}
     for name, col in _encoded_columns(data, schema):
         arr = np.ascontiguousarray(col)
@@ -102,8 +92,7 @@ def column_fingerprints(data: pd.DataFrame, schema: Schema) -> dict[str, list[st
 def fingerprint_problem(data: pd.DataFrame, stored: str | None, schema: Schema, n_records: int,
                         columns: dict[str, list[str]] | None = None) -> str | None:
     """How ``data`` differs from the table whose fingerprint is ``stored`` (``None``: it does
-    not, or nothing was stored); with per-column fingerprints ``columns``, which columns are
-    reordered and which differ."""
+    not, or nothing was stored)."""
     if stored is None:
         return None
     if not isinstance(data, pd.DataFrame):
@@ -147,8 +136,7 @@ def check_original(original: pd.DataFrame, source: Any, *, what: str = "the rele
     what : str
         How the release is named in the message.
     row_order : bool, default True
-        Whether the measure pairs record i of the original with row i of each dataset (if not,
-        the same records in another order are accepted).
+        Whether record i of the original is paired with row i of each dataset.
 
     Raises
     ------
@@ -192,9 +180,7 @@ def check_original(original: pd.DataFrame, source: Any, *, what: str = "the rele
 
 
 def fingerprint_record(data: pd.DataFrame, schema: Schema) -> dict[str, Any]:
-    """What a release manifest stores of its original: ``{"table": table_fingerprint,
-    "rows": rows_fingerprint, "columns": column_fingerprints}`` (hashes only, never a
-    value)."""
+    """What a release manifest stores of its original (hashes only, never a value)."""
     table = data[schema.names].reset_index(drop=True)
     return {"table": table_fingerprint(table, schema),
             "rows": rows_fingerprint(table, schema),

@@ -36,9 +36,7 @@ def read_table(path: str | os.PathLike[str], *,
                strict: bool = True) -> pd.DataFrame:
     """Read a CSV or Parquet file into a DataFrame, as the file holds it.
 
-    Only an empty field is missing (``NA``-like texts are labels, ``NA_LIKE_LABEL``); thousands
-    separators are refused; leading zeros are kept as text; a saved row index is dropped; a
-    row of the wrong length is refused. The rules: :doc:`/user_guide/data`, Reading rules.
+    The rules: :doc:`/user_guide/data`, Reading rules.
 
     Parameters
     ----------
@@ -92,7 +90,6 @@ def read_table(path: str | os.PathLike[str], *,
 
 
 def _read_csv(p: Path) -> pd.DataFrame:
-    """A CSV file read by the rules of :func:`read_table`."""
     header = _csv_header(p)
     _check_comma_separated(p, header)
     names = _csv_row(header)
@@ -108,7 +105,6 @@ def _read_csv(p: Path) -> pd.DataFrame:
 
 
 def _is_text(s: pd.Series) -> bool:
-    """Whether a column holds text (object or string dtype)."""
     return s.dtype == object or pd.api.types.is_string_dtype(s.dtype)
 
 
@@ -130,11 +126,8 @@ def _check_row_lengths(p: Path, width: int, raw: bytes) -> None:
 
 
 def _row_lengths_plain(raw: bytes, width: int) -> bool:
-    """Whether every line of a file without quotes, NUL bytes or lone carriage returns has
-    ``width`` fields or none (a blank line after the header), as the csv module reads it. Such
-    a file's records are its lines and its fields the commas plus one, so the fields are
-    counted in one vectorised pass instead of the csv module's (a tenth of the cost).
-    ``False`` also for any other file: the caller then reads it with the csv module."""
+    """Whether every line of a plain file (no quotes, NUL bytes or lone carriage returns) has
+    ``width`` fields or none, counted in one vectorised pass; ``False`` for any other file."""
     if b'"' in raw or b"\x00" in raw or raw.count(b"\r") != raw.count(b"\r\n"):
         return False
     raw = raw.removeprefix(b"\xef\xbb\xbf")  # the byte-order mark is no text
@@ -222,8 +215,7 @@ def _check_thousands(p: Path, df: pd.DataFrame, text: list[str]) -> None:
 
 def _has_leading_zero_field(raw: bytes) -> bool:
     """Whether a field of the CSV text starts with ``0`` and a digit (after an opening quote
-    and a sign, if any): the regular expression ``(?:^|,)"?[+-]?0\\d`` (multiline) in
-    vectorised passes over the bytes (the expression's scan took a tenth of a second per 2 MB)."""
+    and a sign, if any), in vectorised passes over the bytes."""
     b = np.frombuffer(raw, dtype=np.uint8)
     i = np.flatnonzero((b[:-1] == ord("0")) & (b[1:] - ord("0") < 10))  # uint8: wraps below
     j = i - 1  # back over a sign, then an opening quote, to the field's start
@@ -390,11 +382,8 @@ def write_csv(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
 
 
 def align_text_numbers(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
-    """Read numbers stored as text back as numbers where ``like`` has a numeric column.
-
-    One stray word makes a CSV column text (``"1"`` would not equal the level ``1``); cells that
-    parse as numbers become numbers again, others stay, so the checks that follow report them.
-    """
+    """Read numbers stored as text back as numbers where ``like`` has a numeric column (cells
+    that do not parse stay, so the checks that follow report them)."""
     out = table
     for c in table.columns:
         if c not in like.columns:
@@ -402,9 +391,8 @@ def align_text_numbers(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
         s, ref = table[c], like[c]
         if isinstance(s.dtype, pd.CategoricalDtype):  # Parquet categories "1".."5"
             s = s.astype(object)
-        if not (s.dtype == object or pd.api.types.is_string_dtype(s.dtype)):
-            continue
-        if not pd.api.types.is_numeric_dtype(ref.dtype) or pd.api.types.is_bool_dtype(ref.dtype):
+        numeric = pd.api.types.is_numeric_dtype(ref.dtype)
+        if not _is_text(s) or not numeric or pd.api.types.is_bool_dtype(ref.dtype):
             continue
         num = pd.to_numeric(s, errors="coerce")
         ok = num.notna() & s.notna()
@@ -422,8 +410,7 @@ def align_text_numbers(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two numeric or boolean arrays hold the same dtype and bit patterns (``-0.0``
-    and ``0.0`` differ, a NaN equals the same NaN)."""
+    """Whether two numeric or boolean arrays hold the same dtype and bit patterns."""
     if a.dtype != b.dtype or a.shape != b.shape or a.dtype.kind not in "biuf":
         return False
     if a.dtype.kind == "f":
@@ -483,7 +470,7 @@ def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[s
                                   "or data files.", code="NOT_A_RELEASE")
     check_distinct_files(paths)  # a file given twice, or a link to another's
     # each file's unsynthesized columns are shared with ``like`` as soon as it is read
-    labels = {c: v for c, v in (missing_labels or {}).items()}
+    labels = dict(missing_labels or {})
 
     def one(p: Path) -> pd.DataFrame:
         # a label declared for a column this file lacks is reported by the column checks below

@@ -1,8 +1,4 @@
-"""Level codes: the one encoder of categorical values (every fast path lives here).
-
-:func:`level_codes` maps the values of one column to codes ``0..d-1`` among its levels (``-1``
-for a missing value); ``bayes_risk.data.encode`` applies it to the columns of a table.
-"""
+"""Level codes: the one encoder of categorical values (every fast path lives here)."""
 
 from __future__ import annotations
 
@@ -100,9 +96,8 @@ def unused_levels(values: pd.Series, levels: Sequence[Any]) -> list[Any]:
 
 
 def drop_unused_levels(data: pd.DataFrame, schema: Schema, *, name: str = "data") -> Schema:
-    """``schema`` without the levels no record of ``data`` holds, with warning
-    ``UNUSED_LEVEL``; a column marked ``keep_unused_levels`` keeps them. Called by every
-    synthesizer's ``fit``, so no model gives such a level probability or releases it."""
+    """``schema`` without the levels no record of ``data`` holds (``UNUSED_LEVEL``), except in
+    columns marked ``keep_unused_levels``."""
     dropped: dict[str, list[Any]] = {}
     for spec in schema:
         if (not spec.is_categorical or spec.levels is None or spec.keep_unused_levels

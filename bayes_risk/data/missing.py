@@ -1,7 +1,4 @@
-"""Missing values: declared missing-value codes (part of the
-:class:`~bayes_risk.data.Schema`, synthpop's ``cont.na``) and the missingness of a column. Each
-measure's policy: :doc:`/user_guide/data`, Missing values.
-"""
+"""Declared missing-value codes and the missingness of a column (:doc:`/user_guide/data`)."""
 
 from __future__ import annotations
 
@@ -64,17 +61,14 @@ def check_missing_codes(missing_codes: Any, columns: Sequence[str]) -> dict[str,
 
 def parse_missing_codes(items: Sequence[str] | None, argument: str = "--missing-code"
                         ) -> dict[str, list[float]]:
-    """The numeric codes of ``["nociga=-8", "income=-8", "Marital=NA"]`` as
-    ``{"nociga": [-8.0], "income": [-8.0]}``; other values are labels
-    (:func:`parse_missing_labels`)."""
+    """The numeric codes of ``COL=VALUE`` items: ``["nociga=-8", "Marital=NA"]`` gives
+    ``{"nociga": [-8.0]}``."""
     return _missing_items(items, argument)[0]
 
 
 def parse_missing_labels(items: Sequence[str] | None, argument: str = "--missing-code"
                          ) -> dict[str, list[str]]:
-    """The text labels of ``--missing-code COL=VALUE`` items (values that are not finite
-    numbers, e.g. ``Marital=NA``), as ``{column: [label, ...]}`` for
-    :func:`bayes_risk.data.io.read_table`."""
+    """The text labels of ``COL=VALUE`` items (e.g. ``Marital=NA``) as ``{column: [label]}``."""
     return _missing_items(items, argument)[1]
 
 

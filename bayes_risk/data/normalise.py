@@ -1,7 +1,4 @@
-"""One normaliser each for the inputs every engine and measure takes: synthetic inputs
-(:func:`as_synthetic_list`), record selections (:func:`record_positions`) and column selections
-(:func:`select_columns`); one categorical column's codes are in ``bayes_risk.data.levels``.
-"""
+"""One normaliser each for the synthetic inputs, record and column selections of a measure."""
 
 from __future__ import annotations
 
@@ -43,12 +40,11 @@ def as_synthetic_list(synthetic: Any, *, argument: str = "synthetic", allow_none
     argument : str
         Name of the argument in error messages.
     allow_none : bool
-        Accept ``None`` (an empty list), for functions that can work from other replicates.
+        Accept ``None`` (an empty list).
     original : DataFrame, optional
         The original the release is measured against (checked against its fingerprint).
     row_order : bool, default True
-        Whether the caller pairs record i of ``original`` with row i of each dataset; if not,
-        the same records in another order are accepted.
+        Whether record i of ``original`` is paired with row i of each dataset.
 
     Returns
     -------

@@ -1,10 +1,6 @@
 """Provenance: does a model belong to a release, and are a release's datasets distinct?
 
-A model that did not make the release gives other risks, every number plausible
-(:doc:`/user_guide/provenance`). :func:`model_id` hashes a fitted model's content (recorded in a
-release's manifest and a saved model's ``model.json``); :func:`check_release_model` refuses
-another model (``MODEL_DIFFERS``); :func:`check_distinct_files` and
-:func:`check_distinct_datasets` catch a dataset given twice (``DUPLICATE_DATASETS``).
+See :doc:`/user_guide/provenance`.
 """
 
 from __future__ import annotations
@@ -42,11 +38,9 @@ def identity_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def identity_hash(parts: Mapping[str, Any], arrays: Mapping[str, Any]) -> str:
-    """SHA-256 of a model's identity: its JSON-ready ``parts`` and named arrays (widened to
-    uint8/int64/float64 so a round trip through a narrower file keeps it).
+    """SHA-256 of a model's JSON-ready ``parts`` and named arrays (widened dtypes).
 
-    Releases record this identity: changing what is hashed makes every older release refuse
-    its own model (``MODEL_DIFFERS``; pinned by tests/data/test_provenance.py)."""
+    Releases record it: changing what is hashed makes every older release refuse its model."""
     from bayes_risk._checksums import json_sha256
     from bayes_risk._io import to_jsonable
 
@@ -72,9 +66,7 @@ def _synthesizer(model: Any) -> Any:
 def model_id(model: Any) -> str | None:
     """The identity of a fitted model: a SHA-256 of its content, or ``None`` when it has none.
 
-    Two fits share it only if method, settings (apart from display, default seed and
-    parallelism), schema and roles, synthesized records, original's fingerprint and fitted
-    parameters are the same; saving and loading keep it.
+    Saving and loading keep it (:doc:`/user_guide/provenance`).
 
     Parameters
     ----------
@@ -245,9 +237,8 @@ def _data_differences(synth: Any, datasets: Sequence[pd.DataFrame],
 
 def release_model_problem(model: Any, synthetic: Any,
                           original: pd.DataFrame | None = None) -> tuple[str | None, str]:
-    """``(difference or None, check)``: how the model was found not to have made the
-    release, by ``"post-processing"`` (:func:`bayes_risk.disclosure.sdc`), ``"identity"``,
-    ``"manifest"``, ``"data"`` (plain files) or ``"none"``."""
+    """``(difference or None, check)``: how the model was found not to have made the release
+    (``"post-processing"``, ``"identity"``, ``"manifest"``, ``"data"`` or ``"none"``)."""
     synth = _synthesizer(model)
     source = synthetic if isinstance(synthetic, SyntheticData) else None
     done = (source.extra or {}).get("post_processing") if source is not None else None
@@ -290,18 +281,15 @@ def release_model_problem(model: Any, synthetic: Any,
 
 
 class ModelCheck(NamedTuple):
-    """What :func:`check_release_model` found: the warning codes to add to a result
-    (``["MODEL_DIFFERS"]`` when another model was allowed) and how the model was checked
-    (``"identity"``, ``"manifest"``, ``"data"`` or ``"none"``: :func:`release_model_problem`),
-    which a result records in its settings as ``model_check``."""
+    """What :func:`check_release_model` found: the warning codes to add to a result and how
+    the model was checked (``model_check``)."""
 
     warnings: list[str]
     how: str
 
     def note(self, result: Any, synthetic: Any = None) -> Any:
-        """``result`` with the codes added to its ``warnings`` (with ``DUPLICATE_DATASETS``
-        when the release ``synthetic`` holds a dataset twice) and ``model_check`` to its
-        settings (a result whose fields are frozen is returned as it is)."""
+        """``result`` with the codes added to its ``warnings`` and ``model_check`` to its
+        settings."""
         codes = getattr(result, "warnings", None)
         if isinstance(codes, list):
             add = [*self.warnings, *duplicate_codes(synthetic)]
@@ -314,11 +302,7 @@ class ModelCheck(NamedTuple):
 
 def check_release_model(model: Any, synthetic: Any, original: pd.DataFrame | None = None, *,
                         allow: bool = False, record: dict[str, str] | None = None) -> ModelCheck:
-    """Refuse a model that did not make the release it is used with.
-
-    Compared by identity when the manifest records ``model_id``; else by what the manifest
-    records (method, settings, synthesized columns and records, fingerprint, size); plain files
-    by the columns and records the model releases unchanged (:doc:`/user_guide/provenance`).
+    """Refuse a model that did not make the release it is used with (:doc:`/user_guide/provenance`).
 
     Parameters
     ----------
@@ -387,8 +371,7 @@ def _content_key(z: pd.DataFrame) -> str:
 
 
 def duplicate_pairs(datasets: Sequence[pd.DataFrame]) -> list[tuple[int, int]]:
-    """The pairs ``(k, l)``, ``k < l``, of datasets holding the same value in every record and
-    column (numbers compared as numbers: a CSV copy of a Parquet file is the same dataset), each
+    """The pairs ``(k, l)``, ``k < l``, of datasets holding the same value in every cell, each
     later dataset paired with the first it repeats."""
     keys = [_content_key(z) for z in datasets]
     first: dict[str, int] = {}
@@ -402,9 +385,8 @@ def duplicate_pairs(datasets: Sequence[pd.DataFrame]) -> list[tuple[int, int]]:
 
 
 def duplicate_codes(synthetic: Any) -> list[str]:
-    """``["DUPLICATE_DATASETS"]`` when two datasets of a release (a ``SyntheticData`` or a list
-    of DataFrames) are identical, else ``[]``: the code a result adds to its warnings (the
-    warning itself is raised once, by :func:`~bayes_risk.data.as_synthetic_list`)."""
+    """``["DUPLICATE_DATASETS"]`` when two datasets of a release are identical, else ``[]``
+    (the warning itself is raised by :func:`~bayes_risk.data.as_synthetic_list`)."""
     datasets = getattr(synthetic, "datasets", synthetic)
     if not isinstance(datasets, (list, tuple)) or len(datasets) < 2 or not all(
             isinstance(z, pd.DataFrame) for z in datasets):
@@ -414,9 +396,7 @@ def duplicate_codes(synthetic: Any) -> list[str]:
 
 def check_distinct_datasets(datasets: Sequence[pd.DataFrame], names: Sequence[str] | None = None, *,
                             record: dict[str, str] | None = None) -> list[str]:
-    """Warn when a release holds the same synthetic dataset twice (same value in every cell):
-    the measures would overstate ``m`` and understate the between-dataset variance. The same
-    *file* twice is an error instead (:func:`check_distinct_files`).
+    """Warn when a release holds the same synthetic dataset twice (same value in every cell).
 
     Parameters
     ----------

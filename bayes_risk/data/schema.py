@@ -1,6 +1,4 @@
-"""Column schema: type, role and levels of every column (methods, Notation), inferred from a
-DataFrame; the levels define the integer codes ``0..d_j-1`` every model and engine uses.
-"""
+"""Column schema: type, role and levels of every column (:doc:`/user_guide/data`)."""
 
 from __future__ import annotations
 
@@ -29,13 +27,9 @@ NUMERIC_TYPES = frozenset({"count", "continuous"})
 
 
 def _level_to_json(v: Any) -> Any:
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
+    if isinstance(v, np.floating):
         return float(v)
-    if isinstance(v, (np.bool_,)):
-        return bool(v)
-    return v
+    return v.item() if isinstance(v, (np.integer, np.bool_)) else v
 
 
 def _sort_levels(values: Iterable[Any]) -> tuple[Any, ...]:
@@ -74,11 +68,10 @@ class ColumnSpec:
     known : bool
         Whether the intruder knows the column (identification risk).
     missing_codes : tuple of float
-        Values of a count or continuous column that stand for a missing value (synthpop's
-        ``cont.na``, e.g. ``-8``; user guide, Missing values).
+        Values of a count or continuous column that stand for a missing value.
     keep_unused_levels : bool
-        Keep the levels no record holds when a model is fitted (a model with a prior over every
-        level may then release them). Default ``False``: dropped with warning ``UNUSED_LEVEL``.
+        Keep the levels no record holds when a model is fitted (default: dropped,
+        ``UNUSED_LEVEL``).
     """
 
     name: str
@@ -231,10 +224,7 @@ class Schema:
         return {c.name: c.missing_codes for c in self.columns if c.missing_codes}
 
     def with_missing_codes(self, codes: Mapping[str, Any]) -> Schema:
-        """Return a copy with the missing-value codes of some columns set (replaced).
-
-        ``codes`` maps a count or continuous column to a code or a list of codes.
-        """
+        """Return a copy with the missing-value codes (``{column: codes}``) of some columns set."""
         from bayes_risk.data.missing import check_missing_codes
 
         new = check_missing_codes(codes, self.names)
@@ -280,9 +270,8 @@ class Schema:
         return Schema(tuple(cols))
 
     def keeping_levels(self) -> Schema:
-        """A copy whose categorical columns keep every level when a model is fitted, whether a
-        record holds it or not (``ColumnSpec.keep_unused_levels``): a refit to changed data
-        (an augmented fit) keeps the codes of the model it refits."""
+        """A copy whose categorical columns keep every level when a model is fitted
+        (``ColumnSpec.keep_unused_levels``)."""
         return Schema(tuple(replace(c, keep_unused_levels=True) if c.is_categorical else c
                             for c in self.columns))
 
@@ -414,10 +403,8 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
                  keep_unused_levels: bool | Iterable[str] = False) -> Schema:
     """Infer a :class:`Schema` from a DataFrame, with explicit overrides.
 
-    Inference: pandas ``category`` → categorical (ordinal if ordered); bool, string and object
-    columns → categorical; integers → count when non-negative, else continuous; floats →
-    continuous. Integer-coded factors (e.g. ``Urban`` coded 1/2) must be named in
-    ``categorical``: a number is never silently treated as a label.
+    Integer-coded factors (e.g. ``Urban`` coded 1/2) must be named in ``categorical``
+    (inference rules: :doc:`/user_guide/data`).
 
     Parameters
     ----------
@@ -430,14 +417,12 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
     known : iterable of str, optional
         Columns the intruder knows.
     levels : mapping, optional
-        Explicit level order for categorical/ordinal columns (default: pandas category order or
-        sorted distinct values).
+        Explicit level order for categorical/ordinal columns.
     missing_codes : mapping, optional
-        ``{column: code or [codes]}``: values of count or continuous columns that stand for a
-        missing value (synthpop's ``cont.na``, e.g. ``{"nociga": [-8]}``).
+        ``{column: code or [codes]}``: values of numeric columns that stand for a missing value
+        (synthpop's ``cont.na``).
     keep_unused_levels : bool or iterable of str
-        Categorical columns (``True``: all) whose unused levels a fitted model keeps
-        (``ColumnSpec.keep_unused_levels``); by default ``fit`` drops them (``UNUSED_LEVEL``).
+        Categorical columns (``True``: all) whose unused levels a fitted model keeps.
 
     Returns
     -------

@@ -1,6 +1,4 @@
-"""The :class:`SyntheticData` container: m released tables plus their provenance, saved
-atomically as one Parquet file per dataset and a JSON manifest.
-"""
+"""The :class:`SyntheticData` container: m released tables plus their provenance."""
 
 from __future__ import annotations
 
@@ -85,21 +83,16 @@ class SyntheticData:
     extra : dict
         Further JSON-serialisable information (warnings, diagnostics).
     generation : {"partial", "full-same-n", "full-population"}, optional
-        How the release was generated; it chooses the utility measures' combining rules
-        (methods, Combining rules). ``None``: inferred from the schema's roles.
+        How the release was generated (chooses the combining rules); ``None``: inferred.
     proper : bool, optional
-        True when each dataset was drawn with its own parameter draw (proper synthesis), False
-        when all came from one fitted model; ``None`` when unknown (taken as proper).
+        Whether each dataset was drawn with its own parameter draw; ``None``: unknown.
     original_fingerprint : dict, optional
-        Hashes of the encoded original (never the data); a measure given another original
-        refuses it (``ORIGINAL_DIFFERS``) unless :meth:`allow_different_original` was called.
+        Hashes of the encoded original (never the data), checked against a measure's original.
     imputed_columns : list of str, optional
-        Columns whose missing values the synthesizer imputed (DPMPM); the utility measures
-        compare them on the original's observed cells. ``[]``: none; ``None``: not recorded.
+        Columns whose missing values the synthesizer imputed; ``None``: not recorded.
     model_id : str, optional
         Identity of the fitted model that made the release
-        (:func:`bayes_risk.data.provenance.model_id`); a measure given another model refuses it
-        (``MODEL_DIFFERS``) unless ``allow_other_model=True``. ``None``: not recorded.
+        (:func:`bayes_risk.data.provenance.model_id`); ``None``: not recorded.
 
     Examples
     --------
@@ -175,10 +168,7 @@ class SyntheticData:
                                       f"{self.synthesized_records.shape}.")
 
     def allow_different_original(self) -> SyntheticData:
-        """This release, to be measured against a table other than the one it was made from.
-
-        The copy returned turns the ``ORIGINAL_DIFFERS`` error into a ``DataWarning``; the
-        datasets are shared, not copied.
+        """A copy of this release (datasets shared) whose ``ORIGINAL_DIFFERS`` is a warning.
 
         Returns
         -------
@@ -320,8 +310,7 @@ _MANIFEST_FIELDS: dict[str, tuple[Any, str, bool]] = {
     "format_version": (_is_int, "an integer", False),
     "method": (lambda x: isinstance(x, str), "a text", False),
     "settings": (lambda x: isinstance(x, dict), "an object", False),
-    "random_seed": (lambda x: _is_int(x) or _is_str_list(x) or isinstance(x, list), "an integer",
-                    False),
+    "random_seed": (lambda x: _is_int(x) or isinstance(x, list), "an integer", False),
     "m": (lambda x: _is_int(x) and x >= 1, "an integer >= 1", False),
     "n_records": (lambda x: _is_int(x) and x >= 0, "an integer >= 0", True),
     "n_records_per_dataset": (lambda x: isinstance(x, list) and all(_is_int(v) and v >= 0
@@ -355,9 +344,6 @@ def _bad_manifest(p: Path, text: str) -> ValidationError:
 
 def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
     """Validate a release manifest before anything is read by it.
-
-    Every field has its type; the dataset files are ``m`` distinct names inside the folder; the
-    synthesized records are distinct numbers below ``n_records``.
 
     Raises
     ------

@@ -42,14 +42,13 @@ def validate_table(df: pd.DataFrame, schema: Schema, *, name: str = "original",
     name : str
         How the table is called in error messages (``"original"``, ``"synthetic dataset 3"``).
     allow_nan : bool or iterable of str
-        Columns in which missing values are allowed (``True``: all). Each measure has its
-        policy for them (user guide, Missing values); DPMPM imputes them.
+        Columns in which missing values are allowed (``True``: all).
     check_levels : bool
         Whether categorical values must be among the schema's levels.
     extra_columns : bool
         Whether columns outside the schema are tolerated.
     missing_hint : str
-        Sentence added to the ``MISSING_VALUES`` error (e.g. which synthesizers accept them).
+        Sentence added to the ``MISSING_VALUES`` error.
 
     Raises
     ------
@@ -198,11 +197,7 @@ def record_mask(records: Any, n: int, *, argument: str = "records",
 
 
 def check_probability(x: Any, argument: str) -> float:
-    """Validate a level, tail probability or tolerance: a real number strictly in (0, 1).
-
-    Any real number is accepted (``np.float32`` included, which is not a ``float``); ``bool`` is
-    not. Returns it as a Python ``float``.
-    """
+    """A real number strictly in (0, 1) (not ``bool``), as a Python ``float``."""
     if isinstance(x, bool) or not isinstance(x, numbers.Real) or not 0 < float(x) < 1:
         raise ValidationError(f"{arg_name(argument)} must be a number in (0, 1). Got {x!r}.",
                               code="INVALID_ARGUMENT")
@@ -258,11 +253,7 @@ def _refuse_labels_of_two_types(column: str, levels: list[Any]) -> None:
 
 
 def warn_synthetic_only_levels(syn_only: dict[str, list[tuple[int, Any]]]) -> None:
-    """The one policy for levels present only in synthetic data (utility, identification):
-    they are kept as levels of their own, with the coded warning ``SYNTHETIC_ONLY_LEVEL``.
-
-    ``syn_only`` maps a column to ``(dataset number from 1, level)`` pairs.
-    """
+    """Warn ``SYNTHETIC_ONLY_LEVEL``; ``syn_only`` maps a column to ``(dataset, level)`` pairs."""
     if not syn_only:
         return
     desc = "; ".join(
@@ -369,12 +360,8 @@ def decode(codes: np.ndarray, schema: Schema, columns: Iterable[str]) -> pd.Data
         col = codes[:, j]
         vals = np.where(col >= 0, lv[np.clip(col, 0, max(len(lv) - 1, 0))], None)
         data[c] = pd.Series(vals, dtype=object)
-        # keep the dtype of the levels when possible (ints stay ints)
-        try:
-            if all(isinstance(v, (int, np.integer)) for v in lv) and (col >= 0).all():
-                data[c] = pd.Series(vals.astype(np.int64))
-        except (TypeError, ValueError):
-            pass
+        if all(isinstance(v, (int, np.integer)) for v in lv) and (col >= 0).all():
+            data[c] = pd.Series(vals.astype(np.int64))  # integer levels stay integers
     return pd.DataFrame(data)
 
 

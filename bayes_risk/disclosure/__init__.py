@@ -1,8 +1,6 @@
-"""Empirical disclosure measures of synthetic data (synthpop's :func:`disclosure_measures` and
-:func:`replicated_uniques`), the original's own risk on its keys (sdcMicro's
-:func:`original_risk`, :func:`key_anonymity`), :func:`differencing_check` (Hawala 2008) and
-synthpop's post-processing of a release, :func:`sdc`. See
-:doc:`/methods/disclosure`.
+"""Empirical disclosure measures, the original's own risk and post-processing.
+
+See :doc:`/methods/disclosure`.
 """
 
 from bayes_risk.disclosure.differencing import differencing_check

@@ -54,9 +54,8 @@ def resolve_inputs(
     columns: Sequence[str],
     target: bool = False,
 ) -> Schema:
-    """Schema of ``columns`` (given, carried by a SyntheticData, or inferred), harmonised over
-    the tables, with every table checked (missing values allowed: they are a level);
-    ``target``: the last column is the target (named so in an error)."""
+    """Schema of ``columns``, harmonised over the tables, every table checked; ``target``: the
+    last column is the target."""
     schema = base_schema(original, schema=schema, carried=carried, categorical=categorical)
     for c in columns:  # the keys, then the target (if any) last
         schema.check_columns([c], "target" if target and c == columns[-1] else "keys")

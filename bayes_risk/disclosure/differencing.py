@@ -1,6 +1,6 @@
-"""What differencing the implicates of a partially synthetic release reveals (Hawala 2008,
-§3.2): the records and variables that vary between implicates are those the agency judged at
-risk. See :doc:`/methods/disclosure`.
+"""What differencing the implicates of a partially synthetic release reveals (Hawala 2008).
+
+See :doc:`/methods/disclosure`.
 """
 
 from __future__ import annotations
@@ -50,21 +50,17 @@ def differencing_check(
     records: Any = None,
     columns: Sequence[str] | None = None,
 ) -> DifferencingResult:
-    """Records and variables an intruder finds by comparing the released implicates: those
-    whose values differ between implicates (none with one implicate, Hawala 2008).
+    """Records and variables an intruder finds by comparing the released implicates (Hawala 2008).
 
     Parameters
     ----------
     original : DataFrame or None
-        The confidential data (the agency's view: the records and columns the synthesis
-        changed); ``None`` for the intruder's view.
+        The confidential data (the agency's view); ``None`` for the intruder's view.
     synthetic : SyntheticData or sequence of DataFrame
         The ``m`` implicates, record ``i`` of each the same unit.
     records : boolean mask or sequence of int, optional
-        The records the agency selected for synthesis (e.g.
-        ``SmallCellPMMSynthesizer.recipients_``); default: the release's
-        ``synthesized_records``, else those that differ from the original. Only a selection
-        given or recorded raises ``SELECTION_REVEALED``.
+        The records the agency selected for synthesis; default: the release's
+        ``synthesized_records``, else those that differ from the original.
     columns : sequence of str, optional
         Columns compared (default: every column of the first implicate).
 
@@ -75,8 +71,7 @@ def differencing_check(
     Warns
     -----
     DataWarning
-        ``DUPLICATE_DATASETS`` when two implicates are identical (also in the result's
-        ``warnings``).
+        ``DUPLICATE_DATASETS`` when two implicates are identical.
 
     Examples
     --------

@@ -1,7 +1,6 @@
-"""Empirical disclosure measures of synthetic data, as synthpop 1.9-2 computes them:
-identity, attribute and CAP measures (Raab, Nowok & Dibben 2024) read off the two-way tables
-of target by key, built once per synthetic dataset, following synthpop's ``disclosure()`` step
-by step. Definitions: :doc:`/methods/disclosure`.
+"""Empirical disclosure measures of synthetic data, as synthpop 1.9-2 computes them.
+
+Definitions: :doc:`/methods/disclosure`.
 """
 
 from __future__ import annotations
@@ -53,7 +52,6 @@ CAP_MEASURES = ("baseCAPd", "CAPd", "CAPs", "DCAP", "TCAP")
 _COMPAT = (None, "synthpop")
 
 
-# arguments
 def _check_names(keys: Any, target: Any) -> tuple[list[str], str]:
     if isinstance(keys, str):
         keys = [keys]
@@ -77,16 +75,15 @@ class ExclusionSpec:
     Parameters
     ----------
     denom_lim : int
-        Key-target cells with more original records than this are counted in
-        ``diagnostics["n_over_denom_lim"]`` and, with ``exclude_ov_denom_lim``, excluded.
+        Key-target cells with more original records than this are counted (and excluded with
+        ``exclude_ov_denom_lim``).
     exclude_ov_denom_lim : bool
         Exclude cells over ``denom_lim`` from every table (synthpop's option of that name).
     not_targetlev : iterable, optional
         Target levels (labels as in ``target_levels``, or values) excluded from the measures.
     exclude_combinations : iterable of (key, key level, target level), optional
         Key-target combinations excluded from the measures (synthpop's ``exclude.keys``,
-        ``exclude.keylevs``, ``exclude.targetlevs``): typically a target level that follows
-        from one key's level for everybody, which no synthesis can hide.
+        ``exclude.keylevs``, ``exclude.targetlevs``).
     use_target_na, use_keys_na : bool
         Whether records with a missing target / key (per key, or one value for all) count.
 
@@ -164,7 +161,6 @@ def _key_groups(ngroups_keys: Any, keys: list[str], schema: Schema) -> list[int 
     return [one(g, f"ngroups_keys for key {k!r}") for k, g in zip(keys, vals, strict=True)]
 
 
-# the tables of one synthetic dataset
 def _r_rows(present: np.ndarray, var: EncodedVar) -> list[int]:
     """Rows of R's ``table(target, keys)`` (codes, in R's order) for one table."""
     if var.na_code in present:  # tomissing(): factor(as.character(x)) -> used levels, text order
@@ -285,7 +281,6 @@ def _one_dataset(
     return {k: float(v) for k, v in out.items()}
 
 
-# replicated uniques and the sdcMicro baseline
 def _repu_table(orig: np.ndarray, syn: list[np.ndarray]) -> pd.DataFrame:
     n_codes = int(max([orig.max(initial=-1), *[s.max(initial=-1) for s in syn]])) + 1
     cnt_o = np.bincount(orig, minlength=n_codes)
@@ -381,7 +376,6 @@ def key_anonymity(key_codes: np.ndarray, k_values: Sequence[int] = (2, 3, 5)) ->
             for k in k_values}}
 
 
-# public functions
 def disclosure_measures(
     original: pd.DataFrame,
     synthetic: Any,
@@ -409,25 +403,19 @@ def disclosure_measures(
     target : str
         The attribute an intruder wants to learn.
     schema : Schema, optional
-        Column types (default: the one a SyntheticData carries, else inferred from
-        ``original``).
     categorical : iterable of str, optional
         Integer-coded columns to treat as categorical.
     ngroups_target : int, optional
-        Group a numeric target into about this many groups (quantile breaks of the original
-        and all synthetic values pooled; equal-width breaks when quantiles give fewer than 3
-        groups), as synthpop's ``ngroups_target``. Default: every distinct value is a level.
+        Group a numeric target into about this many groups (synthpop's ``ngroups_target``).
+        Default: every distinct value is a level.
     ngroups_keys : int or sequence of int, optional
-        The same for numeric keys: one number for every numeric key (categorical keys are left
-        as they are), or one per key (0: not grouped), as synthpop's ``ngroups_keys``.
+        The same for numeric keys: one number for all, or one per key (0: not grouped).
     exclude : ExclusionSpec, optional
         What the measures leave out (default: nothing, as synthpop's defaults).
     k_anonymity : sequence of int
         The ``k`` of the k-anonymity counts of ``key_baseline``.
     compat : {None, "synthpop"}
-        ``"synthpop"`` reproduces synthpop 1.9-2 exactly, including two of its behaviours the
-        default does not copy (target tables sorted as text; keys compared as padded text):
-        :doc:`/methods/compatibility`.
+        ``"synthpop"`` reproduces synthpop 1.9-2 exactly (:doc:`/methods/compatibility`).
 
     Returns
     -------
@@ -439,13 +427,8 @@ def disclosure_measures(
     Raises
     ------
     ValidationError, SchemaError
-        Unknown or duplicated columns, target among the keys, a synthetic dataset without a key
-        or the target, values outside a categorical column's levels, bad options.
-
-    References
-    ----------
-    Raab, Nowok & Dibben (2024), arXiv:2406.16826; Nowok, Raab & Dibben (2016), J. Stat.
-    Softw. 74(11).
+        Unknown or duplicated columns, target among the keys, missing columns, values outside
+        a categorical column's levels, bad options.
 
     Examples
     --------
@@ -573,8 +556,7 @@ def replicated_uniques(
     categorical: Iterable[str] | None = None,
     compat: Literal["synthpop"] | None = None,
 ) -> ReplicatedUniques:
-    """synthpop's ``replicated.uniques()``: synthetic records unique on ``keys`` that replicate
-    a unique original record.
+    """synthpop's ``replicated.uniques()``: synthetic uniques that are unique in the original.
 
     Parameters
     ----------
@@ -585,8 +567,7 @@ def replicated_uniques(
     schema, categorical
         As in :func:`disclosure_measures`.
     compat : {None, "synthpop"}
-        ``"synthpop"`` compares the keys as synthpop 1.9-2 does, as padded text
-        (:doc:`/methods/compatibility`); the default compares values.
+        ``"synthpop"`` compares the keys as padded text (:doc:`/methods/compatibility`).
 
     Returns
     -------

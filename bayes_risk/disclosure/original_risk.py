@@ -1,8 +1,6 @@
 """Re-identification risk of the original on its keys, as sdcMicro computes it.
 
-Individual and global risk, k-anonymity, SUDA2 and l-diversity of the original alone (Templ,
-Kowarik & Meindl 2015): the release-independent baseline. Method: :doc:`/methods/original_risk`;
-usage: :doc:`/user_guide/original_risk`.
+See :doc:`/methods/original_risk` and :doc:`/user_guide/original_risk`.
 """
 
 from __future__ import annotations
@@ -40,7 +38,6 @@ DIS_INTERVALS = ("== 0", "(0.0, 0.1]", "(0.1, 0.2]", "(0.2, 0.3]", "(0.3, 0.4]",
                  "(0.5, 0.6]", "(0.6, 0.7]", "> 0.7")
 
 
-# arguments
 def _names(value: Any, argument: str, *, required: bool) -> list[str]:
     if value is None:
         if required:
@@ -62,42 +59,6 @@ def _names(value: Any, argument: str, *, required: bool) -> list[str]:
     return names
 
 
-def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, max_size: Any,
-           dis_fraction: Any, recursive_c: Any, k_anonymity: Any, compat: Any,
-           weights: Any) -> None:
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
-    if len(original) == 0:
-        raise ValidationError("original has no records; expected at least one.",
-                              code="EMPTY_TABLE")
-    for argument, cols in (("keys", keys), ("sensitive", sensitive),
-                           ("weights", [weights] if isinstance(weights, str) else [])):
-        absent = [c for c in cols if c not in original.columns]
-        if absent:
-            raise SchemaError(
-                f"{argument}: column(s) {absent} are not in the original data (columns: "
-                f"{list(original.columns)}).", code="MISSING_COLUMN")
-    both = [s for s in sensitive if s in keys]
-    if both:
-        raise ValidationError(
-            f"sensitive column(s) {both} are also keys; a column is either a key or sensitive.")
-    if isinstance(weights, str) and weights in keys + sensitive:
-        raise ValidationError(f"weights column {weights!r} is also a key or sensitive column.")
-    check_option(method, "method", ("approx", "exact"))
-    check_option(compat, "compat", (None, "sdcmicro"))
-    if max_size is not None and (not is_integer(max_size) or int(max_size) < 1):
-        raise ValidationError(f"max_size must be an integer >= 1 or None. Got {max_size!r}.")
-    if not is_number(dis_fraction) or not 0 < float(dis_fraction) < 1:
-        raise ValidationError(
-            f"dis_fraction must be a sampling fraction in (0, 1). Got {dis_fraction!r}.")
-    if not is_number(recursive_c) or not float(recursive_c) > 0:
-        raise ValidationError(f"recursive_c must be a number > 0. Got {recursive_c!r}.")
-    for k in k_anonymity:
-        if not is_integer(k) or k < 2:
-            raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")
-
-
 def _codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes of a column's values (a value per distinct value) and its missing mask."""
     codes, _ = pd.factorize(col, use_na_sentinel=True)
@@ -116,7 +77,6 @@ def _combine(codes: np.ndarray) -> np.ndarray:
     return out
 
 
-# f_k and F_k
 def _frequencies(codes: np.ndarray, miss: np.ndarray, w: np.ndarray, wildcard: bool
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Sample frequency ``f_k`` and weighted frequency ``F_k`` of every record's key cell;
@@ -159,7 +119,6 @@ def _frequencies(codes: np.ndarray, miss: np.ndarray, w: np.ndarray, wildcard: b
     return f[cell], F[cell]
 
 
-# individual risk
 def _risk_approx(f: np.ndarray, z: np.ndarray) -> np.ndarray:
     """sdcMicro's risk (``indivRisk(method = "approx")``) in ``z = F_k/f_k − 1`` (with
     ``log1p`` and a series for small ``z``: :doc:`/methods/original_risk`, Individual risk)."""
@@ -205,7 +164,6 @@ def _individual_risk(f: np.ndarray, F: np.ndarray, weighted: bool, method: str
     return r, int(below.sum())
 
 
-# SUDA2
 def _suda(codes: np.ndarray, miss: np.ndarray, compat: bool, max_size: int | None,
           dis_fraction: float) -> dict[str, Any]:
     """Minimal sample uniques of every record, SUDA and DIS scores, per-key contributions
@@ -295,7 +253,6 @@ def _level_contributions(original: pd.DataFrame, keys: list[str], raw: np.ndarra
     return pd.DataFrame(rows, columns=["variable", "attribute", "contribution"])
 
 
-# l-diversity
 def _l_diversity(cell: np.ndarray, values: pd.Series, c: float, compat: bool
                  ) -> dict[str, np.ndarray]:
     """Distinct, entropy and recursive (c, l) l-diversity of every record's key cell
@@ -340,9 +297,7 @@ def _l_summary(d: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 def _mostly_unique(col: pd.Series) -> bool:
-    """Whether a sensitive column is numeric with mostly distinct values (the rule of
-    ``TARGET_MOSTLY_UNIQUE``), warned ``SENSITIVE_MOSTLY_UNIQUE``: its l-diversity counts close
-    values as diverse."""
+    """Whether a sensitive column is numeric with mostly distinct values."""
     k, n = int(col.nunique(dropna=True)), int(col.notna().sum())
     if not (pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
             and k > 20 and k > 0.5 * n):
@@ -357,7 +312,6 @@ def _mostly_unique(col: pd.Series) -> bool:
     return True
 
 
-# public function
 def original_risk(
     original: pd.DataFrame,
     *,
@@ -374,8 +328,7 @@ def original_risk(
 ) -> OriginalRisk:
     """Re-identification risk of the original on its keys, as sdcMicro computes it.
 
-    sdcMicro's ``measure_risk``, k-anonymity, ``suda2`` and ``ldiversity``: the baseline a release
-    is compared with (:doc:`/methods/original_risk`, references there).
+    See :doc:`/methods/original_risk`.
 
     Parameters
     ----------
@@ -387,23 +340,20 @@ def original_risk(
     sensitive : str or sequence of str, optional
         Sensitive columns whose l-diversity in the key cells is computed (none by default).
     method : {"approx", "exact"}
-        ``"approx"`` (sdcMicro's default): Franconi & Polettini's approximation for cells of 3
-        or more records (overstates by at most about 4 %); ``"exact"`` integrates.
+        Benedetti–Franconi risk: sdcMicro's approximation, or exact integration.
     suda : bool
-        Compute the SUDA2 scores (default True; ``2**len(keys)`` subsets of keys).
+        Compute the SUDA2 scores (``2**len(keys)`` subsets of keys).
     max_size : int, optional
-        The largest MSU searched (default: every size, as sdcMicro). Smaller sizes save time
-        on many keys; larger MSUs are then not counted.
+        The largest MSU searched (default: every size, as sdcMicro).
     dis_fraction : float
-        The sampling fraction of the DIS score (sdcMicro's ``DisFraction``, default 0.01).
+        The sampling fraction of the DIS score (sdcMicro's ``DisFraction``).
     recursive_c : float
-        The constant ``c`` of recursive (c, l) l-diversity (sdcMicro's ``l_recurs_c``, 2).
+        The constant ``c`` of recursive (c, l) l-diversity (sdcMicro's ``l_recurs_c``).
     k_anonymity : sequence of int
         The ``k`` of the k-anonymity counts (records with ``f_k < k``).
     compat : {None, "sdcmicro"}
         ``"sdcmicro"`` reproduces sdcMicro 5.8.1 exactly, including its treatment of missing
-        values (a wildcard in ``f_k``, never part of an MSU, distinct in l-diversity); by
-        default a missing value is a value of its own everywhere (:doc:`/methods/compatibility`).
+        values; by default a missing value is a value of its own (:doc:`/methods/compatibility`).
 
     Returns
     -------
@@ -416,20 +366,17 @@ def original_risk(
     SchemaError
         A key, sensitive or weights column that is not in ``original`` (``MISSING_COLUMN``).
     ValidationError
-        Bad options, weights that are not positive and finite, a sensitive column among the
-        keys, or more than ``2**16`` key subsets for SUDA2 (give ``max_size``).
+        Bad options or weights, a sensitive column among the keys, or more than ``2**16`` key
+        subsets for SUDA2 (give ``max_size``).
 
     Warns
     -----
     DataWarning
-        ``WEIGHTED_FREQUENCY_BELOW_SAMPLE`` (weights of a key cell summing to less than its
-        records: those get ``1/f_k``); ``SUDA_FEW_KEYS`` (fewer than three keys);
-        ``SENSITIVE_MOSTLY_UNIQUE`` (a numeric sensitive column with mostly distinct values,
-        whose l-diversity overstates the protection: group it first).
+        ``WEIGHTED_FREQUENCY_BELOW_SAMPLE``, ``SUDA_FEW_KEYS``, ``SENSITIVE_MOSTLY_UNIQUE``.
 
     Examples
     --------
-    sdcMicro's ``francdat`` (Capobianchi, Polettini and Lucarelli's example):
+    sdcMicro's ``francdat``:
 
     >>> import pandas as pd
     >>> d = pd.DataFrame({"Key1": [1, 1, 1, 3, 4, 4, 6, 1], "Key2": [2, 2, 2, 3, 3, 3, 2, 2],
@@ -447,8 +394,37 @@ def original_risk(
     sens = _names(sensitive, "sensitive", required=False)
     k_anonymity = [int(k) if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else k
                    for k in k_anonymity]
-    _check(original, keys, sens, method, max_size, dis_fraction, recursive_c, k_anonymity,
-           compat, weights)
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
+    if len(original) == 0:
+        raise ValidationError("original has no records; expected at least one.",
+                              code="EMPTY_TABLE")
+    for argument, cols in (("keys", keys), ("sensitive", sens),
+                           ("weights", [weights] if isinstance(weights, str) else [])):
+        absent = [c for c in cols if c not in original.columns]
+        if absent:
+            raise SchemaError(
+                f"{argument}: column(s) {absent} are not in the original data (columns: "
+                f"{list(original.columns)}).", code="MISSING_COLUMN")
+    both = [s for s in sens if s in keys]
+    if both:
+        raise ValidationError(
+            f"sensitive column(s) {both} are also keys; a column is either a key or sensitive.")
+    if isinstance(weights, str) and weights in keys + sens:
+        raise ValidationError(f"weights column {weights!r} is also a key or sensitive column.")
+    check_option(method, "method", ("approx", "exact"))
+    check_option(compat, "compat", (None, "sdcmicro"))
+    if max_size is not None and (not is_integer(max_size) or int(max_size) < 1):
+        raise ValidationError(f"max_size must be an integer >= 1 or None. Got {max_size!r}.")
+    if not is_number(dis_fraction) or not 0 < float(dis_fraction) < 1:
+        raise ValidationError(
+            f"dis_fraction must be a sampling fraction in (0, 1). Got {dis_fraction!r}.")
+    if not is_number(recursive_c) or not float(recursive_c) > 0:
+        raise ValidationError(f"recursive_c must be a number > 0. Got {recursive_c!r}.")
+    for k in k_anonymity:
+        if not is_integer(k) or k < 2:
+            raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")
     is_compat = compat == "sdcmicro"
     n, p = len(original), len(keys)
     weighted = weights is not None

@@ -1,7 +1,4 @@
-"""synthpop's ``sdc()``: post-processing of a release before it goes out (top and bottom
-coding, removal of replicated uniques, smoothing of numeric columns). See
-:doc:`/user_guide/disclosure` (Post-processing a release).
-"""
+"""synthpop's ``sdc()`` post-processing of a release (:doc:`/user_guide/disclosure`)."""
 
 from __future__ import annotations
 
@@ -39,8 +36,7 @@ def sdc(
     smooth: Sequence[str] | None = None,
     compat: Literal["synthpop"] | None = None,
 ) -> SyntheticData:
-    """Post-process a release as synthpop's ``sdc()`` does, in its order: bottom and top coding,
-    then the removal of unique records, then smoothing.
+    """Post-process a release as synthpop's ``sdc()`` does: coding, removal, smoothing.
 
     Parameters
     ----------
@@ -51,47 +47,32 @@ def sdc(
     keys : sequence of str, optional
         Columns that define a record for ``remove`` (default: every column of ``original``).
     remove : {"replicated_uniques", "uniques_in_original"}, optional
-        Remove the synthetic records unique on ``keys`` in their dataset that are also unique
-        in the original (synthpop's ``rm.replicated.uniques``), or that occur in the original
-        at all (``rm.uniques.in.orig``, which includes the former). Only for fully synthetic
-        releases: the records of a partially synthetic one are paired row by row with the
-        original's.
+        Remove the synthetic records unique on ``keys`` that are also unique in the original
+        (synthpop's ``rm.replicated.uniques``), or that occur in it at all
+        (``rm.uniques.in.orig``). Fully synthetic releases only.
     bottom_top_coding : mapping, optional
-        ``{column: (bottom, top)}``: values below ``bottom`` become ``bottom``, values above
-        ``top`` become ``top`` (``None``: no bound on that side); numeric synthesized columns.
+        ``{column: (bottom, top)}`` of numeric synthesized columns (``None``: no bound).
     recode_exclude : mapping, optional
         ``{column: [values]}`` left as they are by the coding (e.g. a missing-value code).
     smooth : sequence of str, optional
-        Numeric synthesized columns replaced, dataset by dataset, by a cubic smoothing spline
-        (penalty chosen by generalised cross-validation) of their sorted values against their
-        ranks, each value taking the smoothed value of its rank (synthpop's ``smooth.vars``);
-        missing values and the column's declared missing-value codes are left as they are.
+        Numeric synthesized columns smoothed by a cubic smoothing spline of their sorted values
+        against their ranks (synthpop's ``smooth.vars``; :doc:`/methods/compatibility`).
     compat : {None, "synthpop"}
         How the keys are compared for ``remove`` (as :func:`replicated_uniques`).
 
     Returns
     -------
     SyntheticData
-        The release after post-processing, with its provenance: ``extra["post_processing"]``
-        records each operation and what it changed (values coded per column and dataset,
-        records removed per dataset, columns smoothed). A model-based measure refuses it with
-        the model that made the release before (``MODEL_DIFFERS``: the model's likelihood is
-        that of the release before post-processing).
+        The release after post-processing; ``extra["post_processing"]`` records each operation
+        and what it changed.
 
     Raises
     ------
     ValidationError
-        Bad options (named), a column that is not numeric or not synthesized, or ``remove``
-        on a partially synthetic release (``REMEDY_NOT_APPLICABLE``).
+        Bad options, a column that is not numeric or not synthesized, or ``remove`` on a
+        partially synthetic release (``REMEDY_NOT_APPLICABLE``).
     SchemaError
         A column that is not in the release (``MISSING_COLUMN``).
-
-    Notes
-    -----
-    synthpop smooths with R's ``smooth.spline(all.knots = FALSE)``, a penalised regression
-    spline on a subset of knots; the package fits the smoothing spline with a knot at every
-    value (``scipy.interpolate.make_smoothing_spline``), so the smoothed values differ from
-    synthpop's in detail (:doc:`/methods/compatibility`).
 
     Examples
     --------
@@ -147,9 +128,8 @@ def sdc(
         steps.append({"operation": "smoothing", "columns": list(smooth),
                       "method": "cubic smoothing spline of the sorted values on their ranks, "
                       "penalty by generalised cross-validation"})
-    extra = {**(source.extra if source is not None else {}),
-             "post_processing": [*((source.extra or {}).get("post_processing", [])
-                                   if source is not None else []), *steps]}
+    before = {} if source is None else source.extra or {}
+    extra = {**before, "post_processing": [*before.get("post_processing", []), *steps]}
     if source is None:
         return SyntheticData(datasets, method="external", extra=extra)
     return dataclasses.replace(source, datasets=datasets, extra=extra)

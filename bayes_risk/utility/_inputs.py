@@ -27,9 +27,8 @@ def base_schema(
     carried: Schema | None,
     categorical: Iterable[str] | None,
 ) -> Schema:
-    """The schema a measure starts from: ``schema``, else the one a ``SyntheticData`` carries,
-    else inferred from ``original``; ``categorical`` columns are made categorical in any case
-    (with the original's levels)."""
+    """``schema``, else the one a ``SyntheticData`` carries, else inferred; ``categorical``
+    columns made categorical in any case."""
     if not isinstance(original, pd.DataFrame):
         raise ValidationError(
             f"original must be a pandas DataFrame. Got {type(original).__name__}.")
@@ -59,15 +58,12 @@ def resolve_schema(
     synthesized: Iterable[str] | None,
     same_rows: bool,
 ) -> Schema:
-    """Build (or take) the schema, apply ``categorical`` (always) and ``synthesized`` (the roles,
-    when given), harmonise levels and validate the tables."""
+    """The measure's schema (:func:`base_schema`, ``synthesized`` roles), harmonised and checked."""
     schema = base_schema(original, schema=schema, carried=carried, categorical=categorical)
     if synthesized is not None:
-        syn = list(synthesized)
-        schema = schema.with_roles(syn)
+        schema = schema.with_roles(list(synthesized))
     schema = harmonise_levels(original, datasets, schema=schema)
-    # missing values are allowed: the measures treat them as synthpop does (user guide,
-    # Missing values)
+    # missing values are allowed: the measures treat them as synthpop does
     validate_synthetic(original, datasets, schema=schema, same_rows=same_rows,
                        check_unsynthesized=same_rows and bool(schema.synthesized),
                        allow_nan=True)
@@ -76,8 +72,8 @@ def resolve_schema(
 
 def differing_share(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                     schema: Schema) -> dict[str, list[float]]:
-    """``{column: [share of records differing from the original, per dataset]}`` for the
-    columns that differ in some dataset (every column, shares 1, if row counts differ)."""
+    """``{column: [share of records differing from the original, per dataset]}`` of the
+    columns that differ somewhere (every column, shares 1, if row counts differ)."""
     if any(len(z) != len(original) for z in datasets):
         return {c: [1.0] * len(datasets) for c in schema.names}
     out: dict[str, list[float]] = {}
@@ -101,7 +97,6 @@ def differing_share(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
 
 
 def _exact_float(a: np.ndarray) -> bool:
-    """Whether float64 holds every value of ``a`` exactly: floats, and integers within 2**53."""
     if a.dtype.kind == "f":
         return True
     return a.dtype.kind in "iu" and (a.size == 0 or -(2**53) <= int(a.min()) <= int(a.max())
@@ -125,10 +120,8 @@ OBSERVED_CELLS = {
 
 @dataclass(frozen=True)
 class ImputedChoice:
-    """The columns a synthesizer imputed that have a missing value in the original (the only
-    ones whose comparison changes), their ``source`` (manifest, inferred, user or none) and
-    whether the rows are ``aligned`` (synthetic values then masked where the original is
-    missing)."""
+    """The imputed columns with a missing value in the original, their ``source`` (manifest,
+    inferred, user or none) and whether the rows are ``aligned``."""
 
     columns: list[str]
     source: str
@@ -144,10 +137,9 @@ class ImputedChoice:
 
 def resolve_imputed(imputed: Any, source: Any, original: pd.DataFrame,
                     datasets: Sequence[pd.DataFrame], schema: Schema) -> ImputedChoice:
-    """Which columns the synthesizer imputed: given (a list, ``[]`` for none), recorded in the
-    manifest, or inferred (``"auto"``: empty cells in the original, none in any synthetic
-    dataset; ``IMPUTED_INFERRED``). A given column not in the tables is ``UNKNOWN_COLUMN``."""
-    if isinstance(imputed, ImputedChoice):  # resolved by the caller (utility_summary)
+    """Which columns the synthesizer imputed: given, recorded in the manifest, or inferred
+    (``"auto"``: empty cells in the original, none in any synthetic dataset)."""
+    if isinstance(imputed, ImputedChoice):
         return imputed
     aligned = all(len(z) == len(original) for z in datasets)
     has_missing = {c for c in schema.names if bool(original[c].isna().any())}
@@ -178,10 +170,7 @@ def resolve_imputed(imputed: Any, source: Any, original: pd.DataFrame,
 
 
 def warn_observed_cells(choice: ImputedChoice) -> list[str]:
-    """Warn that an imputed column's comparison assumes the missingness is ignorable; returns
-    the warning codes (``MISSING_AT_RANDOM_ASSUMED``, and ``IMPUTED_INFERRED`` when the columns
-    were read off the data, which :func:`resolve_imputed` has already warned about), or
-    nothing when no column is imputed."""
+    """Warn ``MISSING_AT_RANDOM_ASSUMED`` for imputed columns; returns the warning codes."""
     if not choice.columns:
         return []
     codes = ["IMPUTED_INFERRED"] if choice.source == "inferred" else []
@@ -200,10 +189,8 @@ def warn_observed_cells(choice: ImputedChoice) -> list[str]:
 def observed_cells(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                    choice: ImputedChoice, *, for_pmse: bool
                    ) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
-    """The tables on which imputed columns are compared like with like: aligned rows mask each
-    dataset where the original is missing; otherwise, for the pMSE, the original keeps only its
-    records observed in every imputed column (a missing level it alone has would tell it apart).
-    """
+    """The tables on which imputed columns are compared like with like (methods, Utility of
+    an imputing release)."""
     if not choice.columns:
         return original, list(datasets)
     if choice.aligned:
@@ -214,7 +201,7 @@ def observed_cells(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                 z[c] = z[c].mask(original[c].isna().to_numpy())
             out.append(z)
         return original, out
-    if for_pmse:
+    if for_pmse:  # a missing level the original alone has would tell it apart
         keep = original[choice.columns].notna().all(axis=1).to_numpy()
-        return original.loc[keep].reset_index(drop=True), list(datasets)
+        original = original.loc[keep].reset_index(drop=True)
     return original, list(datasets)

@@ -29,7 +29,6 @@ RANK_TOL = 1e-7  # relative tolerance of the rank-revealing step (Snoke et al. 2
 CLEAR_RESIDUAL = 1e-3
 
 
-# design matrix (synthpop's t ~ . / t ~ .^(maxorder+1))
 @dataclass(frozen=True)
 class _Block:
     name: str
@@ -76,8 +75,7 @@ PMSE_MISSING_POLICY = (
 def missing_summary(frames: Sequence[Prepared], schema: Schema, columns: Sequence[str]
                     ) -> dict[str, list[str]]:
     """The kinds of missing value of every compared column that has some, over the stacked
-    tables: ``{column: ["NA", "-8", ...]}`` (``"NA"`` an empty cell, a number a declared code;
-    a categorical column's missing value is ``"NA"``)."""
+    tables: ``{column: ["NA", "-8", ...]}``."""
     out: dict[str, list[str]] = {}
     for c in columns:
         spec = schema[c]
@@ -94,9 +92,7 @@ def missing_summary(frames: Sequence[Prepared], schema: Schema, columns: Sequenc
 
 
 def _missing_blocks(c: str, spec, frames: Sequence[Prepared], x: np.ndarray) -> list[_Block]:
-    """0/1 indicators of each kind of missing value of a numeric column present in the stacked
-    tables (synthpop's ``<col>_NA``; one per declared code), named after the column (they
-    involve it)."""
+    """0/1 indicators of each kind of missing value of a numeric column (``<col>_NA``)."""
     if not any(c + _KIND in f for f in frames):
         return []
     kinds = np.concatenate([f.get(c + _KIND, np.zeros(len(f[c]), dtype=np.int64))
@@ -330,7 +326,6 @@ def _qr_columns(Xn: np.ndarray, tol: float) -> np.ndarray:
         keep = keep[ok]
 
 
-# IRLS
 @dataclass(frozen=True)
 class _LogitFit:
     prob: np.ndarray
@@ -374,11 +369,9 @@ def _wls(Xs: np.ndarray, w: np.ndarray, rhs: np.ndarray, H: np.ndarray | None = 
 
 def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float = 1e-8,
               rank_tol: float = RANK_TOL) -> _LogitFit:
-    """Unpenalised logistic regression by IRLS with step-halving (Snoke et al. 2018).
+    """Unpenalised logistic regression by IRLS with step-halving, as R's ``glm.fit``.
 
-    Aliased columns are dropped first; the iteration is R's ``glm.fit`` for the binomial family
-    step by step, so that the pMSE equals synthpop's even under separation
-    (:doc:`/methods/utility`, Propensity-score mean squared error).
+    Aliased columns are dropped first (:doc:`/methods/utility`).
 
     Parameters
     ----------

@@ -1,7 +1,4 @@
-"""Combining rules for synthetic data, chosen by how the release was made: ``"partial"``
-(Reiter 2003), ``"full-same-n"`` (Raab, Nowok & Dibben 2016) or ``"full-population"``
-(Raghunathan, Reiter & Rubin 2003). Formulas and references: :doc:`/methods/utility`.
-"""
+"""Combining rules for synthetic data by generation scheme (:doc:`/methods/utility`)."""
 
 from __future__ import annotations
 
@@ -12,8 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-# scipy.special, not scipy.stats (half a second more to import, a third of the utility command):
-# the functions that scipy.stats' t, normal, chi-square and F distributions evaluate
+# scipy.special, not scipy.stats (half a second more to import)
 from scipy import special
 
 from bayes_risk._specs import check_flag
@@ -34,13 +30,9 @@ COMBINING_RULES: dict[str, str] = {
     "full-population": "Raghunathan, Reiter & Rubin (2003), with Reiter (2002) for T_f <= 0"}
 
 
-#: from this many synthetic datasets on, Reiter's (2003) ``ν_p`` is used as published: its 95 %
-#: interval covers at least 94.1 % whatever ``r`` (methods, Combining rules). With fewer it
-#: covers down to 87.2 % (m = 2), 92.2 % (m = 3), 93.6 % (m = 4)
+#: from this many synthetic datasets on, Reiter's (2003) ``ν_p`` is used as published
 SMALL_M = 5
-#: with ``m < SMALL_M``, ``ν_p`` is evaluated at the upper confidence bound
-#: ``r_m (m − 1) / χ²_{m−1}(SMALL_M_QUANTILE)`` of ``r`` (its upper quartile): coverage
-#: 94.2–97.3 % (m = 2), 94.9–96.4 % (m = 3), 95.0–95.9 % (m = 4) whatever ``r``
+#: with ``m < SMALL_M``, ``ν_p`` is evaluated at this upper quantile bound of ``r``
 SMALL_M_QUANTILE = 0.25
 
 
@@ -74,8 +66,7 @@ def _as_vector(x: Any, name: str) -> np.ndarray:
 
 
 def t_quantile(df: float, alpha: float) -> float:
-    """The ``1 − α/2`` quantile of Student's t with ``df`` degrees of freedom (the normal's when
-    ``df`` is infinite), the value of ``scipy.stats.t.ppf`` / ``norm.ppf``."""
+    """The ``1 − α/2`` quantile of Student's t with ``df`` degrees of freedom (normal: inf)."""
     if math.isinf(df):
         return float(special.ndtri(1 - alpha / 2))
     return float(special.stdtrit(df, 1 - alpha / 2))
@@ -92,9 +83,6 @@ def combine_scalar(
 ) -> CombinedScalar:
     """Combine per-dataset estimates of a scalar with the rules of a generation scheme.
 
-    ``"partial"``: ``T_p = ū + b/m``, t reference (small ``m``: ``ν_p`` at an upper bound of
-    ``r``); ``"full-same-n"``: ``T_s = ū (k/n + (1 + k/n)/m)`` (proper), normal reference;
-    ``"full-population"``: ``T_f = (1 + 1/m) b − ū``, or ``(k/n) ū`` when not positive.
     Formulas and references: :doc:`/methods/utility` (Combining rules).
 
     Parameters
@@ -104,12 +92,11 @@ def combine_scalar(
     u : sequence of float, length m
         Their estimated variances (squared standard errors), ``>= 0``.
     alpha : float
-        ``1 −`` confidence level of the returned interval (default 0.05: 95% interval).
+        ``1 −`` confidence level of the returned interval.
     rules : {"partial", "full-same-n", "full-population"}
         The generation scheme whose rules apply.
     proper : bool
-        ``"full-same-n"`` only: each dataset drawn with its own parameter draw (a proper
-        synthesis, as the package's Bayesian models and CART's Bayesian bootstrap).
+        ``"full-same-n"`` only: each dataset drawn with its own parameter draw.
     size_ratio : float
         ``k/n``: records per synthetic dataset over records of the original (``> 0``).
 
@@ -128,8 +115,7 @@ def combine_scalar(
     Warns
     -----
     DataWarning
-        ``M_EQUALS_ONE`` (partial rules, ``m = 1``: ``T_p = u_1``, ``ν = inf``);
-        ``NEGATIVE_VARIANCE`` (``T_f <= 0``: Reiter's ``(k/n) ū`` is used).
+        ``M_EQUALS_ONE`` (partial rules, ``m = 1``); ``NEGATIVE_VARIANCE`` (``T_f <= 0``).
 
     Examples
     --------
@@ -179,8 +165,7 @@ def combine_scalar(
             r = (b / m) / ubar
             x = m * ubar / b
             if m < SMALL_M:
-                # Satterthwaite's df at r's upper quartile bound: b_m has m − 1 df, and
-                # Reiter's ν_p undercovers when b_m falls short (methods, Combining rules)
+                # Satterthwaite's df at r's upper quartile bound: Reiter's ν_p undercovers
                 x *= 2 * float(special.gammaincinv((m - 1) / 2, SMALL_M_QUANTILE)) / (m - 1)
             # b negligible next to ubar (e.g. a subnormal b): the reference is normal
             df = (m - 1) * (1 + x) ** 2 if x < 1e150 else math.inf
@@ -189,7 +174,6 @@ def combine_scalar(
 
 def _combine_full(qa: np.ndarray, ua: np.ndarray, alpha: float, rules: str, proper: bool,
                   size_ratio: float) -> CombinedScalar:
-    """The full-synthesis rules of :func:`combine_scalar` (inputs already validated)."""
     m = qa.size
     codes: list[str] = []
     qbar = float(np.mean(qa))
@@ -230,7 +214,6 @@ def _combine_full(qa: np.ndarray, ua: np.ndarray, alpha: float, rules: str, prop
 
 def _combined(qbar: float, b: float, ubar: float, total: float, r: float, df: float,
               alpha: float, m: int, codes: list[str], rules: str) -> CombinedScalar:
-    """The result of every scheme's scalar rules: the interval ``q̄ ± t_df(1 − α/2) √T``."""
     se = math.sqrt(total)
     half = t_quantile(df, alpha) * se
     return CombinedScalar(estimate=qbar, between_var=b, within_var=ubar, total_var=total,
@@ -240,9 +223,8 @@ def _combined(qbar: float, b: float, ubar: float, total: float, r: float, df: fl
 
 def _rules_of(rules: Any, proper: bool | None, size_ratio: float | None
               ) -> tuple[str, bool, float]:
-    """``(rules, proper, size_ratio)`` from a rules name, a ``CombiningChoice`` or the
-    ``combining_*`` settings of ``compare_estimates`` / ``utility_summary``; ``proper`` and
-    ``size_ratio`` given explicitly win."""
+    """``(rules, proper, size_ratio)`` from a rules name, a ``CombiningChoice`` or
+    ``combining_*`` settings; ``proper`` and ``size_ratio`` given explicitly win."""
     from collections.abc import Mapping
 
     rec_proper, rec_ratio = True, 1.0
@@ -262,7 +244,6 @@ def _rules_of(rules: Any, proper: bool | None, size_ratio: float | None
 
 
 def _checked(rules: Any, proper: Any, size_ratio: Any) -> tuple[str, bool, float]:
-    """``(rules, proper, size_ratio)`` validated: a known rules name, a bool, a positive k/n."""
     rules, proper = check_rules(rules), check_flag(proper, "proper")
     try:
         size_ratio = float(size_ratio)
@@ -275,8 +256,7 @@ def _checked(rules: Any, proper: Any, size_ratio: Any) -> tuple[str, bool, float
 
 
 def _lrr_df(t: int, r: float, sign: float, codes: list[str]) -> float:
-    """Denominator df ``4 + (t − 4)(1 ± (1 − 2/t)/r)²`` (Li, Raghunathan & Rubin 1991 form);
-    ``4`` with ``SMALL_T`` when ``t <= 4``."""
+    """Denominator df ``4 + (t − 4)(1 ± (1 − 2/t)/r)²``; ``4`` with ``SMALL_T`` when ``t <= 4``."""
     if t <= 4:
         warnings.warn(
             f"combine_multivariate: t = k(m − 1) = {t} <= 4; the degrees-of-freedom formula is "
@@ -296,9 +276,7 @@ def combine_multivariate(
 ) -> CombinedMultivariate:
     """Wald test of ``H0: Q = Q0`` for a ``k``-vector, with the rules of a generation scheme.
 
-    Partial rules: Reiter (2003); same units: the matrix form of Raab, Nowok & Dibben (2016),
-    ``F_{k, ∞}``; synthetic populations: Reiter (2005). Formulas: :doc:`/methods/utility`
-    (Multivariate tests).
+    Formulas: :doc:`/methods/utility` (Multivariate tests).
 
     Parameters
     ----------
@@ -310,24 +288,21 @@ def combine_multivariate(
         Null value (default 0).
     rules : {"partial", "full-same-n", "full-population"}, CombiningChoice or mapping
         The generation scheme whose test applies; a utility result's choice
-        (``compare_estimates(...).attrs["combining"]`` or ``utility_summary(...).settings``)
-        also gives ``proper`` and ``size_ratio``.
+        (``attrs["combining"]``, ``settings``) also gives ``proper`` and ``size_ratio``.
     proper, size_ratio : optional
         As in :func:`combine_scalar` (default True and 1, or the choice's).
 
     Returns
     -------
     CombinedMultivariate
-        ``estimate``, ``between_cov``, ``within_cov``, ``total_cov`` (the covariance the
-        statistic uses), ``r``, ``statistic``, ``df_num``, ``df_den``, ``p_value``, ``m``,
-        ``warnings``, ``rules``.
+        ``estimate``, ``between_cov``, ``within_cov``, ``total_cov``, ``r``, ``statistic``,
+        ``df_num``, ``df_den``, ``p_value``, ``m``, ``warnings``, ``rules``.
 
     Raises
     ------
     ValidationError
-        For shape mismatches, non-finite input, asymmetric ``U_l``, a singular ``Ū_m``,
-        unknown ``rules``, ``m < 2`` with rules that need ``B_m`` (``M_EQUALS_ONE``), and
-        ``"full-population"`` with ``r_f <= 1`` (``NEGATIVE_VARIANCE``: no published test).
+        Bad shapes or values, a singular ``Ū_m``, unknown ``rules``, ``m < 2`` with rules that
+        need ``B_m`` (``M_EQUALS_ONE``), ``"full-population"`` with ``r_f <= 1``.
 
     Warns
     -----

@@ -1,7 +1,4 @@
-"""Original vs synthetic comparison of user-chosen estimates (:doc:`/methods/utility`):
-:func:`compare_estimates`, and :func:`estimand_row` for the default estimands of
-:func:`~bayes_risk.utility.summary.utility_summary`.
-"""
+"""Original vs synthetic comparison of estimates (:doc:`/methods/utility`)."""
 
 from __future__ import annotations
 
@@ -60,19 +57,16 @@ class CombiningChoice:
 def choose_rules(rules: str, source: Any, original: pd.DataFrame,
                  datasets: Sequence[pd.DataFrame], synthesized: Sequence[str] | None,
                  columns: Sequence[str]) -> CombiningChoice:
-    """Pick the combining rules of a release (methods, Combining rules).
+    """Pick the combining rules of a release (:doc:`/methods/utility`, Combining rules).
 
-    ``rules="auto"``: the generation scheme the manifest records, else ``"full-same-n"`` when
-    every column (and record) is synthesized, else ``"partial"``; another value is used as
-    given. ``source`` is the release (``SyntheticData``) or ``None``; ``synthesized`` ``None``
-    when unknown.
+    ``rules="auto"``: the manifest's generation scheme, else ``"full-same-n"`` when every
+    column (and record) is synthesized, else ``"partial"``.
 
     Raises
     ------
     ValidationError
-        ``UNKNOWN_COMBINING_RULES``; ``NOT_PARTIAL_SYNTHESIS`` when the partial rules would
-        apply to datasets whose number of records differs from the original's (they
-        undercover, Reiter's rules assume the original's records).
+        ``UNKNOWN_COMBINING_RULES``; ``NOT_PARTIAL_SYNTHESIS`` (partial rules on datasets of
+        another size than the original).
     """
     if rules != "auto":
         rules = check_rules(rules, "rules")
@@ -84,53 +78,44 @@ def choose_rules(rules: str, source: Any, original: pd.DataFrame,
         why = f"given by the user (rules={rules!r}"
         if recorded is not None and recorded != rules:
             why += f"; the release records {recorded!r}"
-        return _not_partial_checked(
-            CombiningChoice(rules, proper, ratio, "user", why + ")."), original, datasets,
-            "rules='partial' was given")
-    if recorded is not None:
-        return _not_partial_checked(
-            CombiningChoice(recorded, proper, ratio, "manifest",
-                            f"the release's manifest records generation = {recorded!r}."),
-            original, datasets, "the release's manifest records generation = 'partial'")
-    if synthesized is None:
-        return _not_partial_checked(CombiningChoice(
+        choice = CombiningChoice(rules, proper, ratio, "user", why + ").")
+        partial = "rules='partial' was given"
+    elif recorded is not None:
+        choice = CombiningChoice(recorded, proper, ratio, "manifest",
+                                 f"the release's manifest records generation = {recorded!r}.")
+        partial = "the release's manifest records generation = 'partial'"
+    elif synthesized is None:
+        choice = CombiningChoice(
             "partial", proper, ratio, "inferred",
             "inferred: neither the release nor the schema says how the release was made or "
             "which columns were synthesized; Reiter's partial-synthesis rules are used (give "
-            f"{arg_name('rules')} otherwise)."), original, datasets,
-            "neither the release nor the schema says how the release was made (the "
-            "partial-synthesis rules would be assumed)")
-    syn = list(synthesized)
-    kept = [c for c in columns if c not in syn]
-    flags = getattr(source, "synthesized_records", None)
-    some_records = flags is not None and not bool(np.all(flags))
-    if kept or some_records:
+            f"{arg_name('rules')} otherwise).")
+        partial = ("neither the release nor the schema says how the release was made (the "
+                   "partial-synthesis rules would be assumed)")
+    else:
+        kept = [c for c in columns if c not in synthesized]
+        flags = getattr(source, "synthesized_records", None)
+        if not kept and (flags is None or bool(np.all(flags))):
+            return CombiningChoice(
+                "full-same-n", proper, ratio, "inferred",
+                "inferred: the release does not record how it was made, and every column is "
+                "synthesized; full synthesis of the same units assumed"
+                + ("" if proper_known is not None else ", proper (parameters drawn per dataset)")
+                + f" (give {arg_name('rules')} for samples from synthetic populations).")
         what = (f"column(s) {', '.join(map(repr, kept))} released unchanged" if kept
                 else "only some records synthesized")
-        return _not_partial_checked(CombiningChoice(
+        choice = CombiningChoice(
             "partial", proper, ratio, "inferred",
             f"inferred: the release does not record how it was made, and {what}; partial "
-            f"synthesis assumed (give {arg_name('rules')} otherwise)."),
-            original, datasets, f"{what} (partial synthesis would be assumed)")
-    return CombiningChoice(
-        "full-same-n", proper, ratio, "inferred",
-        "inferred: the release does not record how it was made, and every column is "
-        "synthesized; full synthesis of the same units assumed"
-        + ("" if proper_known is not None else ", proper (parameters drawn per dataset)")
-        + f" (give {arg_name('rules')} for samples from synthetic populations).")
-
-
-def _not_partial_checked(choice: CombiningChoice, original: pd.DataFrame,
-                         datasets: Sequence[pd.DataFrame], why: str) -> CombiningChoice:
-    """``choice``, unless it applies the partial rules to datasets of another number of
-    records than the original (``NOT_PARTIAL_SYNTHESIS``)."""
+            f"synthesis assumed (give {arg_name('rules')} otherwise).")
+        partial = f"{what} (partial synthesis would be assumed)"
     n = len(original)
     other = [(l, len(z)) for l, z in enumerate(datasets, start=1) if len(z) != n]
     if choice.rules != "partial" or not other:
         return choice
     l, k = other[0]
     raise ValidationError(
-        f"synthetic dataset {l} has {k} records and the original {n}, and {why}: no partial "
+        f"synthetic dataset {l} has {k} records and the original {n}, and {partial}: no partial "
         "synthesis releases another number of records than the original (it replaces values "
         "of the original's records), so Reiter's partial-synthesis combining rules do not "
         "apply (their intervals would be too narrow). Give the generation scheme, "
@@ -144,8 +129,7 @@ def _not_partial_checked(choice: CombiningChoice, original: pd.DataFrame,
 
 @dataclass(frozen=True)
 class Estimate:
-    """A point estimate with its standard error and reference degrees of freedom (``inf``:
-    normal)."""
+    """A point estimate, its standard error and reference df (``inf``: normal)."""
 
     est: float
     se: float
@@ -158,8 +142,7 @@ class Estimate:
 
 
 def warn_single_dataset(codes: Sequence[str]) -> None:
-    """One warning for a comparison of one synthetic dataset (``M_EQUALS_ONE``: the
-    between-dataset variance is undefined; Reiter 2003, Hawala 2008)."""
+    """One ``M_EQUALS_ONE`` warning for a comparison of one synthetic dataset."""
     if "M_EQUALS_ONE" in codes:
         warnings.warn(DataWarning(
             "one synthetic dataset (m = 1): the between-dataset variance is undefined, so each "
@@ -180,9 +163,8 @@ def _length_overlap(lo_o: float, hi_o: float, lo_s: float, hi_s: float, kind: st
 def estimand_row(name: str, original: Estimate, synthetic: Sequence[Estimate],
                  alpha: float = 0.05, choice: CombiningChoice | None = None
                  ) -> tuple[dict[str, Any], np.ndarray, list[str]]:
-    """Original vs combined-synthetic comparison of one estimand (``choice``: the rules,
-    default partial): the table row, the per-dataset length overlaps and warning codes
-    (``DEGENERATE_INTERVAL``: a zero-length interval, overlap ``nan``; ``NEGATIVE_VARIANCE``)."""
+    """Original vs combined-synthetic comparison of one estimand: the table row, the
+    per-dataset length overlaps and warning codes (default rules: partial)."""
     codes: list[str] = []
     q = [s.est for s in synthetic]
     u = [s.se**2 for s in synthetic]
@@ -190,8 +172,7 @@ def estimand_row(name: str, original: Estimate, synthetic: Sequence[Estimate],
     if choice is not None:
         kw = {"rules": choice.rules, "proper": choice.proper, "size_ratio": choice.size_ratio}
     with warnings.catch_warnings():
-        # m = 1 is warned about once by the caller (warn_single_dataset), not per estimand;
-        # its code stays in the list, so that the results and the audit's verdict carry it
+        # m = 1 is warned about once by the caller (warn_single_dataset); its code stays
         warnings.simplefilter("ignore", DataWarning)
         comb = combine_scalar(q, u, alpha=alpha, **kw)
     codes.extend(comb.warnings)
@@ -224,8 +205,7 @@ def estimand_row(name: str, original: Estimate, synthetic: Sequence[Estimate],
 
 
 def with_categorical_dtypes(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
-    """Copy of ``df`` whose categorical columns are Categoricals with the schema's levels (so
-    integer-coded factors give the same terms in every table)."""
+    """Copy of ``df`` whose categorical columns are Categoricals with the schema's levels."""
     out = df.copy()
     for c in schema.categorical:
         if c not in out.columns:
@@ -238,9 +218,8 @@ def with_categorical_dtypes(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
 
 
 def fit_formula(formula: str, data: pd.DataFrame, family: str, label: str) -> pd.DataFrame:
-    """Fit ``formula`` on ``data``: a frame of term estimates, SEs and reference df (OLS: t on
-    the residual df; ``"logit"``/``"poisson"`` GLMs: normal); a ``ValidationError`` if it cannot
-    be evaluated, is rank-deficient or fails."""
+    """Term estimates, SEs and reference df of ``formula`` fitted on ``data`` (OLS: t; GLMs:
+    normal)."""
     import statsmodels.api as sm
     import statsmodels.formula.api as smf
 
@@ -289,7 +268,6 @@ def _compare(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], schema: S
              ) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
     def table(df: pd.DataFrame) -> pd.DataFrame:
         # declared missing-value codes are missing values: the fit leaves their records out
-        # (statsmodels' formula default), as it does empty cells
         return with_categorical_dtypes(mask_missing_codes(df, schema.missing_codes), schema)
 
     o = fit_formula(formula, table(original), family, "original data")
@@ -329,9 +307,7 @@ def compare_estimates(
 ) -> pd.DataFrame:
     """Fit a formula on the original and on each synthetic dataset and compare.
 
-    The synthetic estimates of each term are combined (:func:`combine_scalar`) under the rules
-    of the release's generation scheme; the original's interval uses the model's own reference
-    distribution. See :doc:`/methods/utility`.
+    See :doc:`/methods/utility`.
 
     Parameters
     ----------
@@ -345,39 +321,30 @@ def compare_estimates(
     categorical : iterable of str, optional
         Integer-coded columns to treat as categorical.
     schema : Schema, optional
-        Column types; inferred from ``original`` when omitted.
     alpha : float
         ``1 −`` confidence level.
     rules : {"auto", "partial", "full-same-n", "full-population"}
-        Combining rules; ``"auto"``: the manifest's generation scheme, else inferred
-        (``choose_rules``).
+        Combining rules; ``"auto"``: the manifest's generation scheme, else inferred.
     imputed : "auto" or iterable of str
-        Columns whose missing values the synthesizer imputed, compared on the original's
-        observed cells (as :func:`~bayes_risk.pmse`'s).
+        As :func:`~bayes_risk.pmse`'s.
 
     Returns
     -------
     DataFrame
-        One row per term: ``formula``, ``term``, the original's ``estimate_orig``, ``se_orig``,
-        ``df_orig``, ``ci_lower_orig``, ``ci_upper_orig``; the combined ``estimate_syn``,
-        ``se_syn``, ``between_var``, ``within_var``, ``df_syn``, ``ci_lower_syn``,
-        ``ci_upper_syn``; ``overlap`` (Karr's ``J``), ``signed_overlap``, ``std_coef_diff``.
-        ``attrs`` holds ``"overlap_per_dataset"`` (``[terms, m]``), ``"mean_overlap"``,
-        ``"warnings"``, ``"combining"`` (the rules and why) and ``"imputed"``.
+        One row per term: the original's and the combined synthetic estimate, standard error,
+        df and interval, ``overlap``, ``signed_overlap`` and ``std_coef_diff``. ``attrs`` holds
+        ``"overlap_per_dataset"``, ``"mean_overlap"``, ``"warnings"``, ``"combining"`` and
+        ``"imputed"``.
 
     Raises
     ------
     ValidationError
-        Bad ``family``/``alpha``/``rules``, a formula that cannot be evaluated, rank-deficient
-        designs, or failing fits.
+        Bad options, a formula that cannot be evaluated, rank-deficient designs, failing fits.
     SchemaError
         Column mismatches between the tables, unknown columns in ``categorical``.
 
     Examples
     --------
-    The original given as both synthetic datasets (a check of the comparison, and reported as
-    one table given twice):
-
     >>> import warnings
     >>> from bayes_risk.data import make_ce_like
     >>> d = make_ce_like(n=300, random_seed=1)

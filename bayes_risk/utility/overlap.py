@@ -1,6 +1,6 @@
-"""Confidence-interval overlap (Karr et al. 2006; Snoke et al. 2018 eq. 7: ``kind="length"``,
-``"signed"``, ``"probability"``) and standardised coefficient differences (Snoke et al. 2018,
-§5): :doc:`/methods/utility`.
+"""Confidence-interval overlap and standardised coefficient differences.
+
+See :doc:`/methods/utility`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ def _vec(x: Any, name: str) -> np.ndarray:
 
 
 def _per_estimand(x: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """``x`` (a scalar or one value per estimand) broadcast to the intervals' ``shape``."""
     a = _vec(x, name)
     try:
         return np.broadcast_to(a, shape)
@@ -83,8 +82,7 @@ def ci_overlap(
 ) -> OverlapResult:
     """Overlap of original and synthetic confidence intervals (Karr et al. 2006).
 
-    Length (Karr's ``J_k``), signed (Snoke eq. 7) or probability (Karr's ``I_k``) overlap:
-    formulas and references in :doc:`/methods/utility`, Interval overlap.
+    Formulas and references: :doc:`/methods/utility`, Interval overlap.
 
     Parameters
     ----------
@@ -107,8 +105,8 @@ def ci_overlap(
     Raises
     ------
     ValidationError
-        For a zero-length, reversed or infinite interval, NaN, shape mismatch, unknown
-        ``kind``, or missing/non-positive standard errors for ``kind="probability"``.
+        Degenerate, reversed or infinite intervals, NaN, shape mismatch, unknown ``kind``, or
+        missing standard errors for ``kind="probability"``.
 
     Examples
     --------

@@ -1,6 +1,6 @@
-"""Propensity-score mean squared error (pMSE) and its null distribution (Snoke et al. 2018):
-:func:`pmse` with a logistic (synthpop's ``utility.gen(method = "logit")`` design, values equal
-to about 1e-8 relative) or CART propensity model. See :doc:`/methods/utility`.
+"""Propensity-score mean squared error (pMSE) and its null distribution (Snoke et al. 2018).
+
+See :doc:`/methods/utility`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk._specs import as_spec, check_int, is_number
@@ -51,13 +52,9 @@ PROPENSITY_METHODS = ("logit", "cart")
 SEPARATION_EPS = 1e-8  # fitted probabilities this close to 0 or 1 flag separation
 
 
-# null moments (theory)
 def pmse_null_moments(df: int | np.ndarray, n_original: Any, n_synthetic: Any
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Theoretical null mean and sd of the pMSE of a logistic model (Snoke et al. 2018, eqs. 1–2).
-
-    ``pMSE · N / ((1 − c)² c) ~ χ²_df`` with ``df = k − 1`` (or ``k* − 1``), hence
-    ``E0 = df (1 − c)² c / N`` and ``SD0 = sqrt(2 df) (1 − c)² c / N``.
 
     Parameters
     ----------
@@ -87,7 +84,6 @@ def pmse_null_moments(df: int | np.ndarray, n_original: Any, n_synthetic: Any
     return d * scale, np.sqrt(2 * d) * scale
 
 
-# one pMSE computation
 @dataclass(frozen=True)
 class _OneFit:
     pmse: float
@@ -102,56 +98,6 @@ def _pmse_value(prob: np.ndarray, c: float) -> float:
     return float(np.mean((prob - c) ** 2))
 
 
-
-@dataclass(frozen=True)
-class _Engine:
-    """Fits the propensity model to one stacked pair of tables (label 1 = first table)."""
-
-    schema: Schema
-    columns: list[str]
-    method: str
-    max_order: int
-    synthesized: set[str]
-    incomplete: bool
-    cart: dict[str, Any]
-    max_iter: int
-
-    def features(self, syn: Prepared, orig: Prepared):
-        """Design (logit) or feature matrix (CART) and labels; synthetic rows first (synthpop)."""
-        frames = [syn, orig]
-        n_s, n_o = len(syn[self.columns[0]]), len(orig[self.columns[0]])
-        y = np.concatenate([np.ones(n_s), np.zeros(n_o)])
-        if self.method == "logit":
-            X, names, involves, codes = propensity_design(frames, self.schema, self.columns,
-                                                          self.max_order)
-            return X, y, (names, involves, codes)
-        return _cart_features(frames, self.schema, self.columns), y, None
-
-    def fit(self, X: np.ndarray, y: np.ndarray, meta: Any, seed: int) -> _OneFit:
-        c = float(np.mean(y))
-        N = len(y)
-        if self.method == "cart":
-            prob = _cart_prob(X, y, seed=seed, **self.cart)
-            return _OneFit(_pmse_value(prob, c), -1, -1, True, False, [])
-        names, involves, codes = meta
-        fit = fit_logit(X, y, max_iter=self.max_iter)
-        k = int(fit.keep.size)
-        if self.incomplete:
-            df = int(sum(1 for j in fit.keep if involves[j] & self.synthesized))
-        else:
-            df = k - 1
-        p = fit.prob
-        sep = bool(np.any(np.minimum(p, 1 - p) < SEPARATION_EPS))
-        codes = list(codes)
-        if sep:
-            codes.append("SEPARATION")
-        if not fit.converged:
-            codes.append("NOT_CONVERGED")
-        if k > N / 5:
-            codes.append("LARGE_MODEL")
-        return _OneFit(_pmse_value(p, c), k, df, fit.converged, sep, codes)
-
-
 @dataclass(frozen=True)
 class PropensitySpec:
     """The propensity model of the pMSE: its kind, terms, columns and fitting settings.
@@ -159,13 +105,8 @@ class PropensitySpec:
     Parameters
     ----------
     method : {"logit", "cart"}
-        ``"logit"``: unpenalised logistic regression with intercept, main effects (categorical
-        columns as indicators) and all interactions of up to ``max_order + 1`` variables,
-        fitted by IRLS with step-halving; aliased columns dropped. ``"cart"``: a scikit-learn
-        ``DecisionTreeClassifier`` with rpart's ``minbucket``, ``minsplit`` and ``maxdepth``
-        (``min_leaf``, ``min_split``, ``max_depth``), pruned as rpart at ``cp``; categorical
-        columns one-hot, so values are close to, not identical with, synthpop's
-        (:doc:`/methods/compatibility`).
+        Logistic regression with interactions (synthpop's values), or a classification tree
+        pruned as rpart at ``cp`` (:doc:`/methods/compatibility`).
     max_order : int
         Interactions up to order ``max_order + 1`` (0: synthpop's ``t ~ .``; 1: ``t ~ .^2``).
     columns : sequence of str, optional
@@ -212,7 +153,6 @@ class PropensitySpec:
                                check_int(getattr(self, name), f"PropensitySpec.{name}", 1))
 
 
-# public function
 def pmse(
     original: pd.DataFrame,
     synthetic: Any,
@@ -230,25 +170,21 @@ def pmse(
 ) -> PMSEResult:
     """Propensity-score mean squared error of each synthetic dataset (Snoke et al. 2018).
 
-    For each synthetic dataset the original (label 0) and the dataset (label 1) are stacked,
-    a propensity model for the label is fitted and ``pMSE = (1/N) Σ (p̂_i − c)²``,
-    ``c = n_synthetic / N``.
+    See :doc:`/methods/utility` and :doc:`/methods/compatibility`.
 
     Parameters
     ----------
     original : DataFrame
     synthetic : DataFrame, list of DataFrame or SyntheticData
     propensity : PropensitySpec, "logit" or "cart", optional
-        The propensity model (a string: ``PropensitySpec(method=...)``; default: logistic with
-        all two-way interactions).
+        The propensity model (default: logistic with all two-way interactions).
     incomplete : bool, optional
-        Incomplete synthesis: the theory null uses ``k* − 1`` (estimable columns involving a
-        synthesized variable). Default: whether some but not all modelled columns are
-        synthesized.
+        Incomplete synthesis (theory null on ``k* − 1``). Default: whether some but not all
+        modelled columns are synthesized.
     null : {"auto", "theory", "perm", "pairs"}
-        Null distribution of ``e0``/``sd0``/``ratio``/``std``: ``χ²`` moments (logit only),
-        permuted labels (complete synthesis only), or the pMSE between pairs of synthetic
-        datasets (``m >= 2``). ``"auto"``: theory for logit; for CART perm (complete) or pairs.
+        Null distribution: ``χ²`` moments (logit only), permuted labels (complete synthesis
+        only), or pairs of synthetic datasets (``m >= 2``). ``"auto"``: theory for logit; for
+        CART perm (complete) or pairs.
     n_perm : int
         Permutations of ``null="perm"`` (synthpop uses 50).
     random_seed : int, Generator or None
@@ -260,42 +196,28 @@ def pmse(
     progressbar : bool
     imputed : "auto" or iterable of str
         Columns whose missing values the synthesizer imputed, compared on the original's
-        observed cells (methods, Utility of an imputing release). ``"auto"``: the release's
-        recorded ``imputed_columns``, else those read off the data (``IMPUTED_INFERRED``);
-        ``[]``: none (missing values compared as a level, as synthpop does).
+        observed cells. ``"auto"``: the release's recorded ``imputed_columns``, else those
+        read off the data; ``[]``: none.
 
     Returns
     -------
     PMSEResult
-        Per dataset ``pmse``, ``e0``, ``sd0``, ``ratio`` (``s_pmse``), ``std``, ``k``, ``df``,
-        ``converged``, with the null, the settings and the warnings.
+        Per dataset ``pmse``, ``e0``, ``sd0``, ``ratio``, ``std``, ``k``, ``df``, ``converged``.
 
     Raises
     ------
     ValidationError
-        Bad options, a ``null`` the propensity model or the synthesis does not allow,
-        ``incomplete=True`` without synthesized columns.
+        Bad options, or a ``null`` the propensity model or the synthesis does not allow.
     SchemaError
         Tables that do not fit the schema, unknown columns.
 
     Warns
     -----
     DataWarning
-        ``SEPARATION`` (the chi-square null is invalid), ``LARGE_MODEL`` (``k > N/5``),
-        ``FEW_PAIRS``, ``ZERO_DF``, ``MISSING_AT_RANDOM_ASSUMED``, ``IMPUTED_INFERRED``.
+        ``SEPARATION``, ``LARGE_MODEL``, ``FEW_PAIRS``, ``ZERO_DF``,
+        ``MISSING_AT_RANDOM_ASSUMED``, ``IMPUTED_INFERRED``.
     ConvergenceWarning
-        ``NOT_CONVERGED``: IRLS did not converge in ``max_iter`` iterations.
-
-    Notes
-    -----
-    ``method="logit"`` gives synthpop's ``utility.gen`` values; its incomplete-synthesis ``km1``
-    counts aliased coefficients too, here only estimable columns count (Snoke et al. 2018).
-    See :doc:`/methods/utility` and :doc:`/methods/compatibility`.
-
-    References
-    ----------
-    Snoke, J., Raab, G. M., Nowok, B., Dibben, C. and Slavković, A. (2018). General and specific
-    utility measures for synthetic data. *JRSS A* 181, 663–688.
+        ``NOT_CONVERGED``.
 
     Examples
     --------
@@ -311,7 +233,7 @@ def pmse(
     (0.0166667, 2, 1.066667)
     """
     spec = as_spec(propensity, PropensitySpec, "propensity", "method", PROPENSITY_METHODS)
-    method, max_order, columns = spec.method, spec.max_order, spec.columns
+    method, columns = spec.method, spec.columns
     null = check_choice(null, "null", ("auto", "theory", "perm", "pairs"))
     check_int(n_perm, "n_perm", 2)
 
@@ -362,36 +284,57 @@ def pmse(
         raise ValidationError(
             "null='pairs' compares synthetic datasets with each other and needs m >= 2. Got m = 1.")
 
-    cart = {"cp": spec.cp, "min_leaf": spec.min_leaf, "min_split": spec.min_split,
-            "max_depth": spec.max_depth}
-    with _single_threaded_blas():
-        res = _pmse_impl(original, datasets, schema, cols, syn_cols, incomplete, method,
-                         max_order, null, int(n_perm), random_seed, cart, spec.max_iter,
-                         progressbar)
+    # small matrices (N × k): a multithreaded BLAS is several times slower on a loaded machine
+    with threadpool_limits(limits=1, user_api="blas"):
+        res = _pmse_values(original, datasets, schema, cols, syn_cols, incomplete, spec, null,
+                           int(n_perm), random_seed, progressbar)
     res.settings.update(choice.to_settings())
     res.warnings.extend(c for c in [*imputed_codes, *dups] if c not in res.warnings)
     return res
 
 
-def _single_threaded_blas():
-    """BLAS limited to one thread: the matrices are small (N × k with k ≲ a few hundred) and a
-    multithreaded BLAS is several times slower on a shared, loaded machine."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-def _pmse_impl(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Schema,
-               cols: list[str], syn_cols: list[str], incomplete: bool, method: str,
-               max_order: int, null: str, n_perm: int, random_seed: RandomSeed,
-               cart: dict[str, Any], max_iter: int, progressbar: bool) -> PMSEResult:
+def _pmse_values(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Schema,
+                 cols: list[str], syn_cols: list[str], incomplete: bool, spec: PropensitySpec,
+                 null: str, n_perm: int, random_seed: RandomSeed, progressbar: bool
+                 ) -> PMSEResult:
     m = len(datasets)
-    engine = _Engine(schema, list(cols), method, int(max_order), set(syn_cols), incomplete,
-                     cart, int(max_iter))
+    method, max_order, max_iter = spec.method, spec.max_order, spec.max_iter
+    cart = {"cp": spec.cp, "min_leaf": spec.min_leaf, "min_split": spec.min_split,
+            "max_depth": spec.max_depth}
+    columns, synthesized = list(cols), set(syn_cols)
+
+    def features(syn: Prepared, orig: Prepared):
+        """Design (logit) or feature matrix (CART) and labels; synthetic rows first (synthpop)."""
+        frames = [syn, orig]
+        y = np.concatenate([np.ones(len(syn[columns[0]])), np.zeros(len(orig[columns[0]]))])
+        if method == "logit":
+            X, names, involves, found = propensity_design(frames, schema, columns, max_order)
+            return X, y, (names, involves, found)
+        return _cart_features(frames, schema, columns), y, None
+
+    def fit_one(X: np.ndarray, y: np.ndarray, meta: Any, seed: int) -> _OneFit:
+        c = float(np.mean(y))
+        if method == "cart":
+            prob = _cart_prob(X, y, seed=seed, **cart)
+            return _OneFit(_pmse_value(prob, c), -1, -1, True, False, [])
+        names, involves, found = meta
+        fit = fit_logit(X, y, max_iter=max_iter)
+        k = int(fit.keep.size)
+        if incomplete:
+            df = int(sum(1 for j in fit.keep if involves[j] & synthesized))
+        else:
+            df = k - 1
+        p = fit.prob
+        sep = bool(np.any(np.minimum(p, 1 - p) < SEPARATION_EPS))
+        found = list(found)
+        if sep:
+            found.append("SEPARATION")
+        if not fit.converged:
+            found.append("NOT_CONVERGED")
+        if k > len(y) / 5:
+            found.append("LARGE_MODEL")
+        return _OneFit(_pmse_value(p, c), k, df, fit.converged, sep, found)
+
     n1 = len(original)
     orig = prepare_table(original, schema, cols)
     prepared = [prepare_table(z, schema, cols) for z in datasets]
@@ -406,15 +349,15 @@ def _pmse_impl(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Sch
     null_vals: np.ndarray = np.empty(0)
     perm = np.empty((m, n_perm)) if null == "perm" else None
     for l in progress(range(m), total=m, description="pMSE", enabled=progressbar):
-        X, y, meta = engine.features(prepared[l], orig)
+        X, y, meta = features(prepared[l], orig)
         seed_l = int(rngs[l].integers(2**31 - 1))
-        one = engine.fit(X, y, meta, seed_l)
+        one = fit_one(X, y, meta, seed_l)
         values[l], ks[l], dfs[l], conv[l] = one.pmse, one.k, one.df, one.converged
         codes.extend(one.codes)
         if perm is not None:
             for b in range(n_perm):
                 yb = rngs[l].permutation(y)
-                fb = engine.fit(X, yb, meta, int(rngs[l].integers(2**31 - 1)))
+                fb = fit_one(X, yb, meta, int(rngs[l].integers(2**31 - 1)))
                 perm[l, b] = fb.pmse / 2.0  # synthpop/Snoke: halve permutation pMSEs
 
     c = n2 / (n1 + n2)
@@ -436,8 +379,8 @@ def _pmse_impl(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Sch
         pv = np.empty(len(pairs))
         for i, (a, b) in enumerate(progress(pairs, total=len(pairs), description="pMSE pairs",
                                             enabled=progressbar)):
-            X, y, meta = engine.features(prepared[a], prepared[b])
-            pv[i] = engine.fit(X, y, meta, int(rngs[m].integers(2**31 - 1))).pmse
+            X, y, meta = features(prepared[a], prepared[b])
+            pv[i] = fit_one(X, y, meta, int(rngs[m].integers(2**31 - 1))).pmse
         null_vals = pv
         half = pv / 2.0
         e0 = np.full(m, half.mean())
@@ -454,8 +397,6 @@ def _pmse_impl(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Sch
     settings = {
         "max_iter": int(max_iter), "rank_tol": RANK_TOL, "n_perm": int(n_perm),
         "random_seed": seed_to_json(random_seed),
-        # the missing-value policy, and the kinds of missing value it met (user guide,
-        # Missing values)
         "missing_values": PMSE_MISSING_POLICY,
         "missing_kinds": missing_summary([orig, *prepared], schema, cols)}
     if method == "cart":

@@ -1,6 +1,4 @@
-"""One-call utility summary of a synthetic release (what ``bayes-risk utility`` writes to
-``summary.json``): pMSE and interval overlap, each computed by the measure's one definition.
-"""
+"""One-call utility summary (pMSE and interval overlap) of a synthetic release."""
 
 from __future__ import annotations
 
@@ -49,9 +47,8 @@ OVERLAP_MISSING_POLICY = (
 def default_estimands(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], schema: Schema,
                       columns: Sequence[str], observed: Iterable[str] = ()
                       ) -> list[tuple[str, Estimate, list[Estimate]]]:
-    """Means of numeric columns (t intervals over the observed values) and level proportions
-    of categorical columns (Wald), with ``P(c missing)`` for a column with missing values;
-    columns in ``observed`` (imputed) have their proportions over the observed cells only."""
+    """Means of numeric columns and level proportions of categorical ones, with
+    ``P(c missing)``; ``observed`` (imputed) columns: proportions over observed cells only."""
     observed = set(observed)
     from bayes_risk.utility.pmse import prepare_table
 
@@ -94,24 +91,20 @@ def default_estimands(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], 
 
 @dataclass(frozen=True)
 class OverlapSpec:
-    """The interval-overlap figures of :func:`utility_summary`: what is estimated, and how the
-    intervals are made.
+    """The interval-overlap figures of :func:`utility_summary`.
 
     Parameters
     ----------
     estimands : str or sequence of str, optional
         statsmodels formulas (e.g. ``"Income ~ Age + C(Marital)"``) whose coefficients are the
-        estimands. Default: the mean of each numeric column and the proportion of each level
-        of each categorical column, over the synthesized columns (over all columns when none
-        are known) — unsynthesized columns would only add overlaps of 1.
+        estimands. Default: means and level proportions of the synthesized columns.
     family : {"ols", "logit", "poisson"}
         Model family of the formulas.
     alpha : float
         ``1 −`` confidence level of the intervals.
     rules : {"auto", "partial", "full-same-n", "full-population"}
-        Combining rules of the synthetic intervals (methods, Combining rules); ``"auto"``: the
-        manifest's generation scheme, else inferred from the synthesized columns. The choice
-        and its reason are in the summary's ``settings``.
+        Combining rules of the synthetic intervals; ``"auto"``: the manifest's generation
+        scheme, else inferred from the synthesized columns.
 
     Raises
     ------
@@ -144,7 +137,6 @@ class OverlapSpec:
             check_rules(self.rules, "OverlapSpec.rules")
 
 
-
 def utility_summary(
     original: pd.DataFrame,
     synthetic: Any,
@@ -166,27 +158,19 @@ def utility_summary(
     ----------
     original : DataFrame
     synthetic : DataFrame, list of DataFrame or SyntheticData
-    propensity : PropensitySpec, "logit" or "cart", optional
-        Propensity model of :func:`~bayes_risk.utility.pmse.pmse` (default: logistic, all
-        two-way interactions).
-    null : {"auto", "theory", "perm", "pairs"}
-        pMSE null (see :func:`~bayes_risk.utility.pmse.pmse`).
-    n_perm : int
-        Permutations for a ``perm`` null.
+    propensity, null, n_perm
+        As :func:`~bayes_risk.utility.pmse.pmse`.
     overlap : OverlapSpec, optional
-        The interval-overlap figures: estimands, model family, confidence level and combining
-        rules (:class:`OverlapSpec`; default ``OverlapSpec()``).
+        The interval-overlap figures (default ``OverlapSpec()``).
     categorical : iterable of str, optional
         Integer-coded columns to treat as categorical.
     synthesized : iterable of str, optional
-        Synthesized columns (default: the schema's roles, else those that differ from the
-        original when the rows are aligned, ``synthesized_inferred``).
+        Synthesized columns (default: the schema's roles, else inferred from aligned rows).
     random_seed : int, Generator or None
     progressbar : bool
     imputed : "auto" or iterable of str
         Columns whose missing values the synthesizer imputed, compared on the original's
-        observed cells (proportions among the observed records, no ``P(c missing)``; the
-        formulas and the pMSE as in :func:`~bayes_risk.utility.pmse.pmse`).
+        observed cells.
 
     Returns
     -------
@@ -298,9 +282,7 @@ def utility_summary(
 def _roles(
     original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Schema, synthesized: Any
 ) -> tuple[list[str], bool, list[str]]:
-    """The synthesized columns: declared, recorded in the schema, or read off the rows (then
-    checked for alignment first, and refused when the data contradict any role:
-    ``ROLE_CONTRADICTED``). Returns ``(columns, inferred, warning codes)``."""
+    """``(synthesized columns, inferred, warning codes)``: declared, or read off aligned rows."""
     codes: list[str] = []
     inferred = False
     if synthesized is not None or schema.synthesized:
@@ -315,10 +297,7 @@ def _roles(
             return ", ".join(f"{c!r} (differing records per dataset: "
                              + ", ".join(f"{x:.1%}" for x in v) + ")" for c, v in cols.items())
 
-        # a synthesized column differs in most records of every dataset. One released
-        # unchanged in some dataset and changed in another contradicts any role: the files
-        # were altered, or a column was synthesized in only some datasets. Refused; the
-        # roles are then stated.
+        # unchanged in some dataset and changed in another contradicts any role
         contradicted = {c: v for c, v in shares.items() if min(v) == 0}
         if contradicted:
             raise SchemaError(
