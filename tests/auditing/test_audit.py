@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -688,16 +687,30 @@ def test_original_without_a_column_of_the_release(release, tmp_path, capsys):
     assert not (tmp_path / "a").exists()
 
 
-def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    exe = Path(sys.executable).with_name("bayes-risk")
-    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "MPLBACKEND": "Agg"})
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """``bayes-risk ARGS`` run in process in ``cwd`` (a subprocess would pay a fresh interpreter
+    and its imports for each run; tests/cli/test_cli.py runs the real command): its exit code
+    and printed text."""
+    from bayes_risk.cli import main
+
+    def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        try:
+            rc = main(args)
+        except SystemExit as err:  # argparse usage errors
+            rc = int(err.code or 0)
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(args, rc, out.out, out.err)
+
+    return run
 
 
 @pytest.mark.slow
-def test_cli_end_to_end(release, tmp_path):
+def test_cli_end_to_end(release, tmp_path, cli):
     orig, syn = release
-    r = _cli(["audit", str(orig), str(syn), "--known", *KNOWN, "--records", "0-19",
+    r = cli(["audit", str(orig), str(syn), "--known", *KNOWN, "--records", "0-19",
               "--radius-sweep", "0.05,0.1", "--threshold", "repU=50", "--out", "aud"], tmp_path)
     assert r.returncode == 0, r.stderr
     out = tmp_path / "aud"
@@ -726,11 +739,11 @@ def test_cli_end_to_end(release, tmp_path):
              and u != "report.zip"]
     assert files and all((inner / f).exists() for f in files)
     # --quiet silences progress; bad input: one line naming the argument, exit 2, nothing written
-    q = _cli(["audit", str(orig), str(syn), "--known", *KNOWN, "--threshold", "bogus=1",
+    q = cli(["audit", str(orig), str(syn), "--known", *KNOWN, "--threshold", "bogus=1",
               "--quiet", "--out", "bad"], tmp_path)
     assert q.returncode == 2 and "bogus" in q.stderr and "[audit]" not in q.stderr
     assert not (tmp_path / "bad").exists()
-    q = _cli(["audit", str(orig), str(syn), "--known", "Nope", "--quiet", "--out", "bad"],
+    q = cli(["audit", str(orig), str(syn), "--known", "Nope", "--quiet", "--out", "bad"],
              tmp_path)
     assert q.returncode == 2 and "known: column 'Nope'" in q.stderr
 

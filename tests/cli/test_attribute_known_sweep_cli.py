@@ -1,24 +1,37 @@
 """``bayes-risk attribute --known-sweep``: attribute risk over subsets of the synthesized values
 the intruder knows (issue 33 item 2), from the command line.
 
-Run as a subprocess with the working directory outside the repository (the source tree would
-shadow the installed package).
+Run in process through ``bayes_risk.cli.main`` (a subprocess would pay a fresh interpreter and
+its imports for each run; exit codes and one-line errors of a real process are checked by
+tests/cli/test_cli.py).
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import warnings
 
 import pandas as pd
 import pytest
 
 
-def _cli(argv: list[str], cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bayes_risk", *argv], cwd=cwd,
-                          capture_output=True, text=True)
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """``bayes-risk ARGV`` run in ``cwd``: its exit code and printed text."""
+    from bayes_risk.cli import main
+
+    def run(argv: list[str], cwd) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        try:
+            rc = main(argv)
+        except SystemExit as err:  # argparse usage errors
+            rc = int(err.code or 0)
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, rc, out.out, out.err)
+
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -39,14 +52,14 @@ def saved(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_cli_attribute_known_sweep(saved, tmp_path):
+def test_cli_attribute_known_sweep(saved, tmp_path, cli):
     root, df = saved
     cols = list(df.columns[:2])
     base = ["attribute", "--model", str(root / "model"), str(root / "orig.csv"),
             str(root / "syn"), "--estimator", "is", "--bootstrap", "0", "--records", "0-19",
             "--random-seed", "3"]
     out = tmp_path / "ks"
-    r = _cli([*base, "--known-sweep", *cols, "--out", str(out)], tmp_path)
+    r = cli([*base, "--known-sweep", *cols, "--out", str(out)], tmp_path)
     assert r.returncode == 0, r.stderr
     summ = json.loads((out / "summary.json").read_text())
     table = pd.read_csv(out / "known_sweep.csv")
@@ -61,9 +74,9 @@ def test_cli_attribute_known_sweep(saved, tmp_path):
         assert (out / name).is_file(), name
     assert "knowledge sweep over 4 subsets" in r.stdout
     # the sweep sets the known columns itself
-    r = _cli([*base, "--known-sweep", cols[0], "--known", cols[1], "--out",
+    r = cli([*base, "--known-sweep", cols[0], "--known", cols[1], "--out",
               str(tmp_path / "bad")], tmp_path)
     assert r.returncode != 0 and "--known-sweep sets the known columns" in r.stderr
-    r = _cli([*base, "--max-size", "1", "--out", str(tmp_path / "bad2")], tmp_path)
+    r = cli([*base, "--max-size", "1", "--out", str(tmp_path / "bad2")], tmp_path)
     assert r.returncode != 0 and "--max-size needs --known-sweep" in r.stderr
     assert not (tmp_path / "bad").exists() and not (tmp_path / "bad2").exists()
