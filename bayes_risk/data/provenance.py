@@ -331,12 +331,13 @@ def check_release_model(model: Any, synthetic: Any, original: pd.DataFrame | Non
     if problem is None:
         return ModelCheck([], how)
     if not allow:
+        override = arg_name("allow_other_model", True, cli="")  # the command line: the flag
         raise ValidationError(f"the model is not the one that made the release: {problem}. Its "
                               "risks would be those of another release (a column it leaves "
                               "unchanged but the release synthesized is scored as released; "
                               "another fit's posterior draws stand for the release's). Give the "
-                              f"model that made the release, or {arg_name('allow_other_model', True, cli='')} to go on "
-                              "anyway.", code="MODEL_DIFFERS")
+                              f"model that made the release, or {override} to go on anyway.",
+                              code="MODEL_DIFFERS")
     msg = (f"the model is not the one that made the release ({problem}); the risks are "
            "those of this model, as asked (MODEL_DIFFERS).")
     if record is not None:
