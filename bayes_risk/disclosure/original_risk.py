@@ -59,6 +59,42 @@ def _names(value: Any, argument: str, *, required: bool) -> list[str]:
     return names
 
 
+def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, max_size: Any,
+           dis_fraction: Any, recursive_c: Any, k_anonymity: Any, compat: Any,
+           weights: Any) -> None:
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
+    if len(original) == 0:
+        raise ValidationError("original has no records; expected at least one.",
+                              code="EMPTY_TABLE")
+    for argument, cols in (("keys", keys), ("sensitive", sensitive),
+                           ("weights", [weights] if isinstance(weights, str) else [])):
+        absent = [c for c in cols if c not in original.columns]
+        if absent:
+            raise SchemaError(
+                f"{argument}: column(s) {absent} are not in the original data (columns: "
+                f"{list(original.columns)}).", code="MISSING_COLUMN")
+    both = [s for s in sensitive if s in keys]
+    if both:
+        raise ValidationError(
+            f"sensitive column(s) {both} are also keys; a column is either a key or sensitive.")
+    if isinstance(weights, str) and weights in keys + sensitive:
+        raise ValidationError(f"weights column {weights!r} is also a key or sensitive column.")
+    check_option(method, "method", ("approx", "exact"))
+    check_option(compat, "compat", (None, "sdcmicro"))
+    if max_size is not None and (not is_integer(max_size) or int(max_size) < 1):
+        raise ValidationError(f"max_size must be an integer >= 1 or None. Got {max_size!r}.")
+    if not is_number(dis_fraction) or not 0 < float(dis_fraction) < 1:
+        raise ValidationError(
+            f"dis_fraction must be a sampling fraction in (0, 1). Got {dis_fraction!r}.")
+    if not is_number(recursive_c) or not float(recursive_c) > 0:
+        raise ValidationError(f"recursive_c must be a number > 0. Got {recursive_c!r}.")
+    for k in k_anonymity:
+        if not is_integer(k) or k < 2:
+            raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")
+
+
 def _codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes of a column's values (a value per distinct value) and its missing mask."""
     codes, _ = pd.factorize(col, use_na_sentinel=True)
@@ -394,37 +430,8 @@ def original_risk(
     sens = _names(sensitive, "sensitive", required=False)
     k_anonymity = [int(k) if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else k
                    for k in k_anonymity]
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
-    if len(original) == 0:
-        raise ValidationError("original has no records; expected at least one.",
-                              code="EMPTY_TABLE")
-    for argument, cols in (("keys", keys), ("sensitive", sens),
-                           ("weights", [weights] if isinstance(weights, str) else [])):
-        absent = [c for c in cols if c not in original.columns]
-        if absent:
-            raise SchemaError(
-                f"{argument}: column(s) {absent} are not in the original data (columns: "
-                f"{list(original.columns)}).", code="MISSING_COLUMN")
-    both = [s for s in sens if s in keys]
-    if both:
-        raise ValidationError(
-            f"sensitive column(s) {both} are also keys; a column is either a key or sensitive.")
-    if isinstance(weights, str) and weights in keys + sens:
-        raise ValidationError(f"weights column {weights!r} is also a key or sensitive column.")
-    check_option(method, "method", ("approx", "exact"))
-    check_option(compat, "compat", (None, "sdcmicro"))
-    if max_size is not None and (not is_integer(max_size) or int(max_size) < 1):
-        raise ValidationError(f"max_size must be an integer >= 1 or None. Got {max_size!r}.")
-    if not is_number(dis_fraction) or not 0 < float(dis_fraction) < 1:
-        raise ValidationError(
-            f"dis_fraction must be a sampling fraction in (0, 1). Got {dis_fraction!r}.")
-    if not is_number(recursive_c) or not float(recursive_c) > 0:
-        raise ValidationError(f"recursive_c must be a number > 0. Got {recursive_c!r}.")
-    for k in k_anonymity:
-        if not is_integer(k) or k < 2:
-            raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")
+    _check(original, keys, sens, method, max_size, dis_fraction, recursive_c, k_anonymity,
+           compat, weights)
     is_compat = compat == "sdcmicro"
     n, p = len(original), len(keys)
     weighted = weights is not None
