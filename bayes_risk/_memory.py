@@ -161,7 +161,9 @@ def check_memory(nbytes: float, argument: str, *, what: str) -> None:
         given = "memory_limit" if given == "memory" else given
         where = (f"{format_bytes(left)} of the memory limit ({format_bytes(limit)}, {given}) "
                  "is left")
-        fix = f"reduce {argument} or raise the limit"
+        # what the process holds now and this allocation: the least limit that passes here
+        fix = (f"reduce {argument} or raise the limit to at least "
+               f"{format_bytes(resident_memory() + nbytes)}")
     else:
         where = f"{format_bytes(left)} is available"
         fix = f"reduce {argument}"

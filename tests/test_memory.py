@@ -121,10 +121,12 @@ def test_memory_limit_refuses_identification_beforehand():
     import bayes_risk as br
 
     y, syn = _identification_problem()
-    with br.memory_limit(_room_left(10**6)), pytest.raises(ValidationError) as err:
+    # 0.4 MB left: not even one replicate's index (0.8 MB; the three would be matched in turn)
+    with br.memory_limit(_room_left(4 * 10**5)), pytest.raises(ValidationError) as err:
         _identify(y, syn)
     assert err.value.code == "MEMORY_TOO_LARGE"
     assert "reduce the number of synthetic datasets or of records" in str(err.value)
+    assert "raise the limit to at least" in str(err.value)
 
 
 def _attribute_problem(n: int = 300, H: int = 400):

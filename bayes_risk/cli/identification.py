@@ -220,7 +220,8 @@ def run(args: argparse.Namespace) -> int:
     check_max_size(args)
     replicates = _posterior_replicates(args, original, syn)
     _release_free_memory()  # the CSV readers' buffers
-    rkw = {} if replicates is None else {"replicates": replicates}
+    # the command writes no pooled probabilities: the run keeps none (its memory, the sweep's)
+    rkw = {"pooled_probabilities": False} if replicates is None else {"replicates": replicates}
     sweep = None
     with dask_client(args) as client:
         risk, sweep_fn = identification_risk, radius_sweep

@@ -13,7 +13,7 @@ import pandas as pd
 
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.exceptions import interruptible
+from bayes_risk.exceptions import ValidationError, arg_name, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.assemble import assemble
@@ -50,6 +50,7 @@ def identification_risk(
     replicates: Sequence[Any] | PosteriorReplicates | None = None,
     progressbar: bool = True,
     executor: Any = None,
+    pooled_probabilities: bool = True,
 ) -> IdentificationResult:
     """Identification disclosure risk of partially synthetic data (Hu 2019 §4).
 
@@ -91,6 +92,10 @@ def identification_risk(
     executor : None, distributed.Client or Executor, optional
         Where the matching engine runs: ``None`` in process, or a Dask cluster
         (:doc:`/user_guide/dask`); the result is identical.
+    pooled_probabilities : bool
+        Keep the pooled match probabilities (``.pooled``, ``.prob``). ``False``: ``None``
+        there and the same measures, with no limit on the number of matches (only chunks of
+        targets are held; :doc:`/user_guide/memory`). Not with ``PosteriorReplicates``.
 
     Returns
     -------
@@ -125,6 +130,10 @@ def identification_risk(
         aggregation=aggregation, key_order=known if isinstance(known, str) else list(known),
     )
     if _is_posterior_replicates(replicates):
+        if not pooled_probabilities:
+            raise ValidationError(
+                f"{arg_name('pooled_probabilities', False)} applies to released datasets or "
+                "replicates as arrays; posterior replicates keep their pooled probabilities.")
         return replicates.run(original, synthetic, known_us, known_s,
                               options, progressbar=progressbar, executor=as_executor(executor))
     plan = prepare(original, synthetic, known_us, known_s, replicates=replicates, **options)
@@ -133,7 +142,8 @@ def identification_risk(
     if in_process:  # one run: indexes used once are not kept
         plan.prep._cache[_engine.SINGLE_RUN] = True
     pool = record_pool(plan, shipped=not in_process)
-    out = run_engine(plan, plan.rule, ex, pool, progressbar=progressbar)
+    out = run_engine(plan, plan.rule, ex, pool, progressbar=progressbar,
+                     keep_prob=pooled_probabilities)
     if in_process:
         plan.prep.release_replicates()
     return assemble(plan, plan.rule, out)

@@ -198,6 +198,8 @@ class _Chunks:
     #: contributions a chunk holds at most, and that a block decodes at once
     share: int = 1 << 22
     block: int = 1 << 20
+    #: the replicates' matches listed one index at a time (``None``: every index is held)
+    in_turn: _InTurn | None = None
 
     def members(self, a: int, z: int) -> tuple[np.ndarray, np.ndarray]:
         """The targets of distinct targets ``a:z`` and their distinct target's place."""
@@ -240,21 +242,27 @@ def run_pooled(
     (``fallback_cells=False``) gives bitwise the same numbers. ``keep_prob=False`` leaves ``π``
     out (its size is then not limited: only the chunks are held).
     """
-    from bayes_risk._memory import check_memory, working_bytes
+    from bayes_risk._memory import check_memory, room, working_bytes
 
     N_all, R, n = prep.n_targets, prep.R, prep.n
     use_fb = fallback == "unsynthesized"
     cells = use_fb and fallback_cells
     tkey = _engine.target_keys(prep, rule)[0]
     bounds = target_bounds(prep, rule)
-    work = working_bytes(CHUNK_BYTES)  # read here: worker threads do not see the limit
     compiled = _engine.use_compiled(prep)
-    check_memory(_index_bytes(prep, rule), "the number of synthetic datasets or of records",
-                 what=f"the matching indexes of the {R} replicate(s) of {n:,} records")
-    # build every replicate's index once (in parallel) before the chunk loop
-    _engine.parallel(lambda r: _engine.replicate_index(prep, rule, r), range(R),
-                     progressbar=progressbar, description="indexing replicates",
-                     threads=compiled)
+    if compiled:  # numba and the kernels loaded first: what is left is read after them
+        from bayes_risk.identification import _kernels  # noqa: F401
+    work = working_bytes(CHUNK_BYTES)  # read here: worker threads do not see the limit
+    # every replicate's index at once if they fit, else one at a time (the same matches)
+    left = room()
+    in_turn = R > 1 and left is not None and _index_bytes(prep, rule) > left
+    check_memory(_index_bytes(prep, rule, in_turn), "the number of synthetic datasets or of "
+                 "records", what=f"the matching indexes of the {1 if in_turn else R} "
+                 f"replicate(s) of {n:,} records")
+    if not in_turn:  # built once (in parallel) before the chunk loop
+        _engine.parallel(lambda r: _engine.replicate_index(prep, rule, r), range(R),
+                         progressbar=progressbar, description="indexing replicates",
+                         threads=compiled)
     groups = _distinct_targets(tkey, bounds, inv_f)
     ctx_prep, ctx_inv_f = prep, inv_f
     order = start = group = weight = None
@@ -276,6 +284,8 @@ def run_pooled(
                   in_sample=prep.in_sample, order=order, start=start, group=group,
                   weight=weight, share=max(1, work // BYTES_PER_CONTRIBUTION),
                   block=max(MIN_BLOCK, work // (4 * BYTES_PER_CONTRIBUTION)))
+    if in_turn:
+        ctx.in_turn = _InTurn(ctx, _index_bytes(prep, rule, True))
     if keep_prob:  # without π the chunks bound the memory: the number of its entries does not
         _early_size_check(ctx)
     acc = _Pooled(N, N_all, keep=keep_prob)
@@ -305,12 +315,69 @@ def run_pooled(
                         fallback_extra=acc.fb_extra[g])
 
 
-def _index_bytes(prep: Prepared, rule: MatchRule) -> float:
-    """Bytes of the replicates' matching indexes not built yet (``engine.replicate_index``)."""
+def _index_bytes(prep: Prepared, rule: MatchRule, one: bool = False) -> float:
+    """Bytes of the replicates' matching indexes not built yet (``engine.replicate_index``), or
+    of one of them (``one``)."""
     q = len(rule.radius_cols)
     per_record = 8 * (1 + q + max(q, 1) + q * q + q)
     todo = sum(1 for r in range(prep.R) if not _engine.has_replicate_index(prep, rule, r))
-    return float(todo) * prep.n * per_record
+    return float(min(todo, 1) if one else todo) * prep.n * per_record
+
+
+class _InTurn:
+    """The matches of a pass of distinct targets in every replicate, listed one replicate's
+    index at a time (built, read and dropped) when the indexes do not fit together; the chunks
+    of the pass read them from here."""
+
+    def __init__(self, ctx: _Chunks, index_bytes: float) -> None:
+        self.ctx, self.index_bytes = ctx, index_bytes
+        self.a = self.z = 0
+        self.parts: list[tuple[np.ndarray, np.ndarray]] = []  # row pointers, records
+
+    def _list(self, a: int) -> None:
+        """List the matches of the targets from ``a`` on within a third of what is left beside
+        one index, then size the chunks from what the lists leave."""
+        from bayes_risk._memory import MIN_WORKING_BYTES, room, working_bytes
+
+        ctx = self.ctx
+        R, n = ctx.prep.R, ctx.prep.n
+        self.parts = []  # the last pass's lists are freed first
+        left = room()
+        budget = MIN_WORKING_BYTES if left is None else max(
+            MIN_WORKING_BYTES, (left - self.index_bytes) // 3)
+        # records as int32 where they fit; a replicate's listing holds ≈ 24 bytes per match
+        rec_dtype = np.int32 if n < 2**31 - 1 else np.int64
+        limit = max(1, int(budget // (R * rec_dtype().itemsize + 24)))
+        z = ctx.prep.n_targets
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        for r in range(R):
+            idx = _engine.replicate_index(ctx.prep, ctx.rule, r, keep=False)
+            cnt, lst, done = idx.match(ctx.tkey[a:z], ctx.bounds.rows(slice(a, z)), True,
+                                       limit=limit)
+            del idx
+            z = a + done
+            # the earlier replicates' lists cut to the targets this one reached
+            parts = [(p[:done + 1], rec[:p[done]].copy()) for p, rec in parts]
+            parts.append((row_pointers(cnt[:done]), lst.astype(rec_dtype)))
+            del cnt, lst
+        self.parts, self.a, self.z = parts, a, z
+        work = working_bytes(CHUNK_BYTES)
+        ctx.share = max(1, work // BYTES_PER_CONTRIBUTION)
+        ctx.block = max(MIN_BLOCK, work // (4 * BYTES_PER_CONTRIBUTION))
+
+    def take(self, a: int, z: int, limit: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
+        """As the indexes' ``match(..., limit=limit)`` of the targets ``a:z`` in every
+        replicate: counts, records and the number of targets matched."""
+        if not self.a <= a < self.z:
+            self._list(a)
+            limit = max(1, self.ctx.share // self.ctx.prep.R)
+        i, j = a - self.a, min(z, self.z) - self.a
+        out = []
+        for ptr, rec in self.parts:
+            c = np.diff(ptr[i:j + 1])
+            done = max(1, int(np.searchsorted(np.cumsum(c), limit, side="right")))
+            out.append((c[:done], rec[ptr[i]:ptr[i + done]].astype(np.int64), done))
+        return out
 
 
 def _distinct_targets(tkey: np.ndarray, bounds: TargetBounds, inv_f: np.ndarray | None
@@ -354,7 +421,8 @@ def _early_size_check(ctx: _Chunks) -> None:
     if len(ctx.rule.radius_cols) > 1 or ctx.bounds.ellipse or not ctx.prep.R \
             or not ctx.prep.n_targets:
         return
-    cnt = _engine.replicate_index(ctx.prep, ctx.rule, 0).candidates(ctx.tkey, ctx.bounds)
+    cnt = _engine.replicate_index(ctx.prep, ctx.rule, 0, keep=ctx.in_turn is None).candidates(
+        ctx.tkey, ctx.bounds)
     w = 1 if ctx.weight is None else ctx.weight
     _check_size(ctx, int(np.sum(cnt * w, dtype=np.float64)))
 
@@ -408,17 +476,20 @@ def _pool_chunk(ctx: _Chunks, acc: _Pooled, a: int, z: int) -> tuple[int, int]:
     """Pool the distinct targets ``a:e`` (the largest ``e <= z`` within the chunk's share);
     returns ``e`` and the contributions the chunk held."""
     R, n = ctx.prep.R, ctx.prep.n
-    bb = ctx.bounds.rows(slice(a, z))
-    # merge sweep for large chunks, binary searches for small ones (the same slices)
-    sweep = R > 1 and (z - a) * max(np.log2(max(n, 2)), 1.0) >= n
-    tord = _engine.target_orders(ctx.tkey[a:z], bb, ctx.compiled) if sweep else None
     # the chunk ends where the first replicate reached its part of the share
     limit = max(1, ctx.share // max(R, 1))
-    listed = _engine.parallel(
-        lambda r: _engine.replicate_index(ctx.prep, ctx.rule, r).match(
-            ctx.tkey[a:z], bb, True, tord, limit=limit),
-        range(R), progressbar=False, description="", threads=ctx.compiled,
-    )
+    if ctx.in_turn is not None:
+        listed = ctx.in_turn.take(a, z, limit)
+    else:
+        bb = ctx.bounds.rows(slice(a, z))
+        # merge sweep for large chunks, binary searches for small ones (the same slices)
+        sweep = R > 1 and (z - a) * max(np.log2(max(n, 2)), 1.0) >= n
+        tord = _engine.target_orders(ctx.tkey[a:z], bb, ctx.compiled) if sweep else None
+        listed = _engine.parallel(
+            lambda r: _engine.replicate_index(ctx.prep, ctx.rule, r).match(
+                ctx.tkey[a:z], bb, True, tord, limit=limit),
+            range(R), progressbar=False, description="", threads=ctx.compiled,
+        )
     e = a + min((d for _, _, d in listed), default=z - a)
     fb_lists = None
     if ctx.use_fb and not ctx.cells:  # the fallback sets of the targets without a match count

@@ -312,3 +312,73 @@ def test_memory_budget_chunking_gives_the_same_numbers(monkeypatch, compiled, fa
         np.testing.assert_equal(base.file, small.file)
     if fallback == "cells":
         assert (base.pooled.fallback_extra > 0).any()  # the fallback cells are exercised
+
+
+def _one_index_bytes(n: int, q: int) -> int:
+    """Bytes ``run_pooled`` counts for one replicate's index of ``n`` records and ``q`` radius
+    columns (key, values, orders and the values in each column's order)."""
+    return n * 8 * (1 + q + max(q, 1) + q * q + q)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("fallback", ["cells", "materialised", "none"])
+@pytest.mark.parametrize("dups", [True, False])
+def test_indexes_in_turn_give_the_same_numbers(monkeypatch, compiled, fallback, dups):
+    """A budget that holds one replicate's index but not all four lists the matches one index
+    at a time, in passes of a few targets (each index built again per pass): every probability
+    and measure is bitwise the unbudgeted run's, which holds every index."""
+    import bayes_risk as br
+    from bayes_risk import _memory
+    from bayes_risk.identification import pooled
+
+    y, zs = (_dup_problem if dups else _coarse_problem)(11, 240, 4)
+    kw = dict(known=["g", "s", "x"], synthesized=["s", "x"], categorical=["g", "s"],
+              match=MatchSpec(radius={"x": 0.3},
+                              fallback="none" if fallback == "none" else "unsynthesized"))
+    monkeypatch.setattr(engine, "USE_NUMBA", compiled)
+    _cells(monkeypatch, fallback == "cells")
+    passes = []
+    real = pooled._InTurn._list
+    monkeypatch.setattr(pooled._InTurn, "_list", lambda self, a: passes.append(a) or real(self, a))
+    base = ir(y, zs, **kw)
+    assert not passes  # no budget: every index at once
+    one = _one_index_bytes(len(y), 1)
+    limit = 10**9
+    # room for 3.5 of the 4 indexes (the process's own memory pinned: the test decides it),
+    # then for the whole matrix of pooled probabilities
+    room = {"left": 7 * one // 2}
+    monkeypatch.setattr(_memory, "resident_memory", lambda: limit - room["left"])
+    csr = pooled._csr
+    monkeypatch.setattr(pooled, "_csr", lambda *a: room.update(left=10**8) or csr(*a))
+    monkeypatch.setattr(_memory, "MIN_WORKING_BYTES", 64)
+    with br.memory_limit(limit):
+        small = ir(y, zs, **kw)
+    assert len(passes) > 1 and passes == sorted(set(passes))
+    for part in ("indptr", "indices", "data"):
+        assert _bitwise(getattr(base.prob, part), getattr(small.prob, part)), part
+    for name in ("c", "T", "K", "W", "IR", "declared", "p_out", "p_unassigned"):
+        assert _bitwise(getattr(base, name), getattr(small, name)), name
+    for name in ("fallback_value", "fallback_extra"):
+        assert _bitwise(getattr(base.pooled, name), getattr(small.pooled, name)), name
+    pd.testing.assert_frame_equal(base.records, small.records)
+    np.testing.assert_equal(base.file, small.file)
+    # below one index: refused beforehand, with the least limit that would pass the check
+    monkeypatch.setattr(_memory, "resident_memory", lambda: limit - one // 2)
+    with br.memory_limit(limit), pytest.raises(ValidationError) as err:
+        ir(y, zs, **kw)
+    assert err.value.code == "MEMORY_TOO_LARGE"
+    assert "matching indexes of the 1 replicate(s)" in str(err.value)
+    assert f"raise the limit to at least {_memory.format_bytes(limit + one - one // 2)}" \
+        in str(err.value)
+
+
+def test_without_pooled_probabilities_the_same_measures():
+    """``pooled_probabilities=False`` keeps no ``π`` and leaves every measure as it is."""
+    y, zs = _coarse_problem(3, 300, 3)
+    kw = dict(known=["g", "s", "x"], synthesized=["s", "x"], categorical=["g", "s"],
+              match=MatchSpec(radius={"x": 0.3}))
+    base = ir(y, zs, **kw)
+    lean = ir(y, zs, pooled_probabilities=False, **kw)
+    assert lean.pooled is None and lean.prob is None and base.pooled is not None
+    pd.testing.assert_frame_equal(base.records, lean.records)
+    np.testing.assert_equal(base.file, lean.file)
