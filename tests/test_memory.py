@@ -86,13 +86,13 @@ def _identification_problem():
     return y, syn
 
 
-def _identify(y, syn):
+def _identify(y, syn, aggregation="pooled"):
     import bayes_risk as br
 
     return br.identification_risk(
         y, syn, known=["region", "size", "income"], synthesized=["income"],
         categorical=["region", "size"], match=br.MatchSpec(radius={"income": 0.05}),
-        aggregation="pooled", progressbar=False)
+        aggregation=aggregation, progressbar=False)
 
 
 def test_memory_limit_chunks_identification_with_the_same_numbers(monkeypatch):
@@ -203,7 +203,8 @@ def test_memory_limit_refuses_attribute_beforehand():
 
 def test_known_sweep_pools_in_chunks_beyond_the_size_of_pooled_probabilities(monkeypatch):
     """The sweep keeps no pooled probabilities, so their size limit (``MAX_NNZ``, which a
-    single run still enforces) does not stop it: the same table, whatever the limit."""
+    single run still enforces unless ``aggregation="pooled_measures"``) does not stop it: the
+    same table, whatever the limit."""
     import warnings
 
     import bayes_risk as br
@@ -217,7 +218,15 @@ def test_known_sweep_pools_in_chunks_beyond_the_size_of_pooled_probabilities(mon
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ZERO_UNIQUE of the coarse subsets
         ref = br.known_sweep(y, syn, **kw).to_dataframe()
+        full = _identify(y, syn)
         monkeypatch.setattr(engine, "MAX_NNZ", 3)
         assert br.known_sweep(y, syn, **kw).to_dataframe().equals(ref)
+        lean = _identify(y, syn, aggregation="pooled_measures")
     with pytest.raises(ValidationError, match="per_dataset"):
         _identify(y, syn)
+    assert lean.prob is None
+    import numpy as np
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(lean.records, full.records)
+    np.testing.assert_equal(lean.file, full.file)

@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     replicates = _posterior_replicates(args, original, syn)
     _release_free_memory()  # the CSV readers' buffers
     # the command writes no pooled probabilities: the run keeps none (its memory, the sweep's)
-    rkw = {"pooled_probabilities": False} if replicates is None else {"replicates": replicates}
+    run_aggregation = aggregation if replicates is not None or per_dataset else "pooled_measures"
     sweep = None
     with dask_client(args) as client:
         risk, sweep_fn = identification_risk, radius_sweep
@@ -232,7 +232,8 @@ def run(args: argparse.Namespace) -> int:
         dkw = dask_kwargs(args, client)
         known = [*args.known_unsynthesized, *args.known_synthesized]
         res = risk(original, syn, known=known, synthesized=list(args.known_synthesized),
-                   aggregation=aggregation, progressbar=not args.quiet, **kw, **rkw, **dkw)
+                   replicates=replicates, aggregation=run_aggregation, progressbar=not args.quiet,
+                   **kw, **dkw)
         if grid is not None:
             # the sweep evaluates every dataset separately (one box per radius, as Hornby & Hu 2021
             # Fig. 6)
@@ -241,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
                              **kw, **dkw)
         ksweep = _known_sweep(args, original, syn, kw, aggregation, client)
     m = syn.m
-    del original, syn, kw, rkw  # the inputs: the result holds what is written
+    del original, syn, kw  # the inputs: the result holds what is written
     _release_free_memory()  # the inputs, the matching engine's indexes and buffers
     out = res.to_dict()
     out["settings"]["records_output"] = args.records_output

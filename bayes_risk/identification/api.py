@@ -13,7 +13,7 @@ import pandas as pd
 
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.exceptions import ValidationError, arg_name, interruptible
+from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.assemble import assemble
@@ -46,11 +46,10 @@ def identification_risk(
     schema: Schema | None = None,
     match: MatchSpec | None = None,
     population: PopulationSpec | None = None,
-    aggregation: Literal["pooled", "per_dataset"] | None = None,
+    aggregation: Literal["pooled", "pooled_measures", "per_dataset"] | None = None,
     replicates: Sequence[Any] | PosteriorReplicates | None = None,
     progressbar: bool = True,
     executor: Any = None,
-    pooled_probabilities: bool = True,
 ) -> IdentificationResult:
     """Identification disclosure risk of partially synthetic data (Hu 2019 §4).
 
@@ -81,8 +80,11 @@ def identification_risk(
         The targets, membership and population counts
         (:class:`~bayes_risk.identification.PopulationSpec`; default: every original record,
         known membership).
-    aggregation : {"pooled", "per_dataset"}, optional
+    aggregation : {"pooled", "pooled_measures", "per_dataset"}, optional
         Default ``"pooled"`` (``MatchSpec(compat=...)``: ``"per_dataset"``).
+        ``"pooled_measures"``: the same pooled measures without the match probabilities
+        (``.pooled`` and ``.prob`` are ``None``), so their number is not limited
+        (:doc:`/user_guide/memory`); not with ``PosteriorReplicates``.
     replicates : list of arrays [n, synthesized known columns] or DataFrames, or PosteriorReplicates
         Replicates of the synthesized known columns on the original scale, instead of the
         released datasets; or a :class:`~bayes_risk.identification.PosteriorReplicates` that
@@ -92,10 +94,6 @@ def identification_risk(
     executor : None, distributed.Client or Executor, optional
         Where the matching engine runs: ``None`` in process, or a Dask cluster
         (:doc:`/user_guide/dask`); the result is identical.
-    pooled_probabilities : bool
-        Keep the pooled match probabilities (``.pooled``, ``.prob``). ``False``: ``None``
-        there and the same measures, with no limit on the number of matches (only chunks of
-        targets are held; :doc:`/user_guide/memory`). Not with ``PosteriorReplicates``.
 
     Returns
     -------
@@ -124,15 +122,18 @@ def identification_risk(
     >>> res.file["expected_match_risk"]
     2.5
     """
+    keep_prob = str(aggregation).replace("-", "_") != "pooled_measures"
+    if not keep_prob:
+        aggregation = "pooled"
     known_us, known_s = known_columns(original, synthetic, known, synthesized, replicates)
     options = dict(
         categorical=categorical, schema=schema, **spec_options(match, population),
         aggregation=aggregation, key_order=known if isinstance(known, str) else list(known),
     )
     if _is_posterior_replicates(replicates):
-        if not pooled_probabilities:
+        if not keep_prob:
             raise ValidationError(
-                f"{arg_name('pooled_probabilities', False)} applies to released datasets or "
+                "aggregation='pooled_measures' applies to released datasets or "
                 "replicates as arrays; posterior replicates keep their pooled probabilities.")
         return replicates.run(original, synthetic, known_us, known_s,
                               options, progressbar=progressbar, executor=as_executor(executor))
@@ -143,7 +144,7 @@ def identification_risk(
         plan.prep._cache[_engine.SINGLE_RUN] = True
     pool = record_pool(plan, shipped=not in_process)
     out = run_engine(plan, plan.rule, ex, pool, progressbar=progressbar,
-                     keep_prob=pooled_probabilities)
+                     keep_prob=keep_prob)
     if in_process:
         plan.prep.release_replicates()
     return assemble(plan, plan.rule, out)

@@ -372,13 +372,14 @@ def test_indexes_in_turn_give_the_same_numbers(monkeypatch, compiled, fallback, 
         in str(err.value)
 
 
-def test_without_pooled_probabilities_the_same_measures():
-    """``pooled_probabilities=False`` keeps no ``π`` and leaves every measure as it is."""
+def test_pooled_measures_without_pooled_probabilities_the_same_measures():
+    """``aggregation="pooled_measures"`` keeps no ``π`` and leaves every measure as it is."""
     y, zs = _coarse_problem(3, 300, 3)
     kw = dict(known=["g", "s", "x"], synthesized=["s", "x"], categorical=["g", "s"],
               match=MatchSpec(radius={"x": 0.3}))
     base = ir(y, zs, **kw)
-    lean = ir(y, zs, pooled_probabilities=False, **kw)
+    lean = ir(y, zs, aggregation="pooled_measures", **kw)
     assert lean.pooled is None and lean.prob is None and base.pooled is not None
+    assert lean.settings["aggregation"] == "pooled"
     pd.testing.assert_frame_equal(base.records, lean.records)
     np.testing.assert_equal(base.file, lean.file)

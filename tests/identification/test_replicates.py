@@ -837,7 +837,7 @@ def test_batches_give_the_same_numbers_whatever_columns_the_replicates_hold():
 def test_posterior_replicates_keep_their_pooled_probabilities():
     y = make_data()
     syn = perturb(y, 3, 1)
-    with pytest.raises(ValidationError, match="pooled_probabilities=False applies to released"):
+    with pytest.raises(ValidationError, match="aggregation='pooled_measures' applies to released"):
         identification_risk(y, syn, known=["sex", "region", "race"], synthesized=["race"],
                             replicates=PosteriorReplicates(Released(syn), n=3, random_seed=0),
-                            pooled_probabilities=False, progressbar=False)
+                            aggregation="pooled_measures", progressbar=False)
