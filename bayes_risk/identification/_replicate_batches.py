@@ -1,8 +1,5 @@
-"""Drawing and matching one batch of posterior replicates (the unit of work of a posterior run).
-
-Replicate ``r`` depends only on the seed and ``r``, so a batch is the same in this process or
-on a Dask worker. :func:`run_batch` draws a batch, matches it and reduces it to
-:class:`BatchSums`; see :doc:`/user_guide/posterior_replicates`.
+"""One batch of posterior replicates drawn, matched and reduced (:func:`run_batch`; the same in
+process or on a Dask worker). See :doc:`/user_guide/posterior_replicates`.
 """
 
 from __future__ import annotations
@@ -184,12 +181,8 @@ class _Flushes:
 
 def _merge_pairs(acc_k: np.ndarray, acc_v: np.ndarray, keys: np.ndarray, vals: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Add pending contributions ``keys``/``vals`` to the sorted unique sums ``acc_k``/``acc_v``.
-
-    Only the pending contributions are sorted; the merge is linear. A stored pair gets its value
-    plus the reduction of ``[0.0, pending values]``: bitwise ``np.add.reduceat`` of
-    ``[acc_v, pending values]``.
-    """
+    """Add ``keys``/``vals`` to the sorted unique sums ``acc_k``/``acc_v`` (a linear merge;
+    bitwise ``np.add.reduceat`` of ``[acc_v, pending values]``)."""
     if not keys.size:
         return acc_k, acc_v
     order = np.argsort(keys, kind="stable")

@@ -1,7 +1,5 @@
-"""Stage 3 of identification risk: record- and file-level measures from the engine output.
-
-Per dataset (Hornby & Hu 2021): the measures of every dataset and their averages. Pooled (Reiter
-& Mitra 2009): one record table and the file-level measures of the pooled probabilities.
+"""Stage 3 of identification risk: record- and file-level measures from the engine output,
+per dataset (Hornby & Hu 2021) or pooled (Reiter & Mitra 2009).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Per-replicate match sets and match probabilities (Drechsler & Reiter 2008 §3–§4.6).
-
-The replicates' indexes (:mod:`~bayes_risk.identification.index`, compiled or numpy) cached on
-the encoded problem, the per-dataset aggregation, and the switches read by
-:mod:`~bayes_risk.identification.pooled`. See :doc:`/methods/identification`.
+"""Per-replicate match sets and probabilities (Drechsler & Reiter 2008 §3–§4.6): cached
+indexes, the per-dataset aggregation. See :doc:`/methods/identification`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Stage 2 of identification risk: the matching engine over partitions of the targets.
-
-Partitions run independently (in process or on a Dask cluster) and their outputs are
-concatenated in order: the result equals one run over all targets. The record pool is the
-executor's shared object, sent once per call.
+"""Stage 2 of identification risk: the matching engine over partitions of the targets (in
+process or on Dask; concatenated, they equal one run).
 """
 
 from __future__ import annotations

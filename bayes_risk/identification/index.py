@@ -1,8 +1,5 @@
-"""Match indexes: the records of one replicate grouped by exact key and sorted by radius column.
-
-A target's window on a radius column is a slice of its group found by binary search; the
-shortest slice is scanned and the other columns filter its candidates. :class:`ReplicateIndex`
-is the numpy index, :class:`NumbaIndex` its compiled twin (tested against each other).
+"""Match indexes: one replicate's records grouped by exact key, sorted by radius column
+(:class:`ReplicateIndex`, and :class:`NumbaIndex`, its compiled twin).
 """
 
 from __future__ import annotations
@@ -323,11 +320,8 @@ class ReplicateIndex:
 
     def match(self, tgt_key: np.ndarray, b: TargetBounds, want_list: bool, torder=None,
               limit: int | None = None):
-        """Match counts ``[N]`` and, if asked, the matched records (target-major order).
-
-        With ``limit`` (and ``want_list``) only the first targets whose slices hold at most
-        ``limit`` candidates (at least one target) are matched; their number is returned third.
-        ``torder`` is read by the compiled index only."""
+        """Match counts ``[N]`` and, if asked, the matched records (target-major); ``limit``:
+        only the first targets within ``limit`` candidates (at least one), their number third."""
         s, e = self.ranges(tgt_key, b.lo, b.hi)
         done = len(tgt_key)
         if limit is not None and want_list and done:

@@ -148,10 +148,8 @@ def user_replicates(
 
 
 def harmonise(sk: Schema, frames: Sequence[Mapping[str, pd.Series]]) -> Schema:
-    """Union of categorical levels over the original (already in ``sk``) and the synthetic
-    columns, as :func:`bayes_risk.data.validate.harmonise_levels` (existing levels keep their
-    codes; new ones are appended sorted; user guide, Levels are harmonised), one ``pd.unique`` per
-    column."""
+    """Categorical levels of ``sk`` with the synthetic columns' appended sorted, as
+    :func:`bayes_risk.data.validate.harmonise_levels` (one ``pd.unique`` per column)."""
     new = {}
     syn_only: dict[str, list] = {}
     for c in sk.categorical:

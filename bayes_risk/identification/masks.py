@@ -1,9 +1,5 @@
-"""Match masks: many subsets of the known columns matched at once (the knowledge sweep).
-
-Under a rectangular rule a target's match set on several columns is the ``AND`` of one bitset
-of the records per column (a *mask*). Subsets are visited in lexicographic order, so a subset's
-mask is its parent's ``AND`` its last column's. The counts and flags are the engine's, bit for
-bit (tested); masks serve up to :data:`MAX_RECORDS` records.
+"""Match masks: many subsets of the known columns matched at once for the knowledge sweep
+(bitsets per column, ``AND``-ed along the lattice; the engine's counts bit for bit).
 """
 
 from __future__ import annotations

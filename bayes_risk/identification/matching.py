@@ -46,13 +46,9 @@ def check_one_of(value: Any, choices: Sequence, what: str, *, optional: bool = F
 
 @dataclass(frozen=True)
 class MatchRule:
-    """How the known columns are matched (:doc:`/methods/identification`).
-
-    ``exact_us``/``exact_s`` are the known unsynthesized/synthesized columns matched by
-    equality, ``radius_us``/``radius_s`` those matched inside a window of radius ``radius[c]``;
-    the other fields are those of :class:`~bayes_risk.identification.MatchSpec` (``"mahalanobis"``
-    expects whitened values). ``legacy_signed``: the R package's signed percentage radius ``r·t``.
-    """
+    """How the known columns match: ``exact_*`` by equality, ``radius_*`` within ``radius[c]``
+    (unsynthesized/synthesized), the rest as in :class:`~bayes_risk.identification.MatchSpec`
+    (``legacy_signed``: the R package's signed radius ``r·t``)."""
 
     exact_us: tuple[str, ...] = ()
     exact_s: tuple[str, ...] = ()

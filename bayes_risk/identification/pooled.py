@@ -1,9 +1,6 @@
-"""Pooled aggregation (Reiter & Mitra 2009): ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the top sets.
-
-Targets are processed in chunks whose contributions are bounded before any match is listed;
-targets with the same key and windows are matched once. ``π`` is a CSR matrix of the directly
-matched records plus, per target, its fallback set and the one probability its records share
-(:class:`PooledProbabilities`). See :doc:`/methods/identification`.
+"""Pooled aggregation (Reiter & Mitra 2009): ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the top sets,
+in chunks of targets, ``π`` kept compact (:class:`PooledProbabilities`). See
+:doc:`/methods/identification`.
 """
 
 from __future__ import annotations
@@ -30,11 +27,8 @@ __all__ = ["PooledOutput", "FallbackSets", "GroupedFallbackSets", "fallback_sets
 
 @dataclass
 class PooledOutput:
-    """Per-target output of :func:`run_pooled`.
-
-    ``prob`` holds every record matched directly in some replicate; the ``fallback_extra``
-    other records of a target's fallback set share ``fallback_value`` and are not stored.
-    """
+    """Per-target output of :func:`run_pooled` (``prob``: the directly matched records; the
+    ``fallback_extra`` other records of a fallback set share ``fallback_value``, not stored)."""
 
     prob: sp.csr_matrix | None
     p_out: np.ndarray
@@ -235,13 +229,9 @@ def run_pooled(
     fallback_cells: bool = True,
     keep_prob: bool = True,
 ) -> PooledOutput:
-    """Pooled probabilities ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the declared top sets.
-
-    Chunks of targets fit in :data:`CHUNK_BYTES`. The records of a fallback set matched
-    directly in no replicate share one value (kept per target, not stored); materialising them
-    (``fallback_cells=False``) gives bitwise the same numbers. ``keep_prob=False`` leaves ``π``
-    out (its size is then not limited: only the chunks are held).
-    """
+    """Pooled probabilities ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the declared top sets, in chunks
+    of :data:`CHUNK_BYTES` (``fallback_cells=False`` stores the fallback sets: the same numbers;
+    ``keep_prob=False``: no ``π``, so its size is not limited)."""
     from bayes_risk._memory import check_memory, room, working_bytes
 
     N_all, R, n = prep.n_targets, prep.R, prep.n
@@ -325,9 +315,8 @@ def _index_bytes(prep: Prepared, rule: MatchRule, one: bool = False) -> float:
 
 
 class _InTurn:
-    """The matches of a pass of distinct targets in every replicate, listed one replicate's
-    index at a time (built, read and dropped) when the indexes do not fit together; the chunks
-    of the pass read them from here."""
+    """A pass of distinct targets' matches in every replicate, one replicate's index built,
+    read and dropped at a time (the indexes do not fit together)."""
 
     def __init__(self, ctx: _Chunks, index_bytes: float) -> None:
         self.ctx, self.index_bytes = ctx, index_bytes

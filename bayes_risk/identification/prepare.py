@@ -340,11 +340,8 @@ def prepare(
     replicates: Any = None,
     **options: Any,
 ) -> IdentificationPlan:
-    """Validate the arguments of ``identification_risk`` and build the plan.
-
-    ``options``: every field of ``match=`` flattened (``spec_options``) and ``aggregation``;
-    ``key_order``: the order of the known columns in the keys of user population counts.
-    """
+    """Validate the arguments of ``identification_risk`` and build the plan (``options``:
+    ``spec_options`` and ``aggregation``; ``key_order``: the key order of user counts)."""
     if not isinstance(original, pd.DataFrame):
         raise ValidationError(
             f"original must be a pandas DataFrame. Got {type(original).__name__}."

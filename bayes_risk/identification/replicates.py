@@ -147,12 +147,8 @@ class PosteriorReplicates:
     def run(self, original: pd.DataFrame, synthetic: Any, known_unsynthesized: Sequence[str],
             known_synthesized: Sequence[str], options: dict[str, Any], *,
             progressbar: bool = True, executor: Any = None) -> Any:
-        """``identification_risk`` with these replicates (``options``: its arguments passed on
-        to ``prepare``); returns an ``IdentificationResult``.
-
-        The first batch is prepared here; the later batches run through ``executor`` and are
-        added in batch order, so nothing depends on the executor.
-        """
+        """``identification_risk`` with these replicates (``options``: for ``prepare``); the
+        batches are added in batch order, so nothing depends on ``executor``."""
         ks = _check_mode(options, known_synthesized)
         ex = InProcessExecutor() if executor is None else executor
         seq = seed_sequence(self.random_seed)
@@ -373,11 +369,8 @@ def _check_mode(options: dict[str, Any], known_synthesized: Any) -> list[str]:
 
 def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple, ex: Any,
                  n_batches: int, points: set[int], progressbar: bool) -> Any:
-    """The batches of a run added in order, checkpoints, stopping rule, and the result.
-
-    In process a checkpoint is evaluated in a thread while the next batch is matched; the rule
-    is applied before that batch is added (the same stopping point).
-    """
+    """The batches of a run added in order, checkpoints, stopping rule, and the result (in
+    process a checkpoint runs in a thread beside the next batch: the same stopping point)."""
     plan, auto, stopped = first[0], pr.n == "auto", False
     overlap = isinstance(ex, InProcessExecutor)
 

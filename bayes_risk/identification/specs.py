@@ -306,8 +306,6 @@ def _weights(weights: Any) -> str | np.ndarray:
     return w
 
 
-
-
 def spec_options(match: Any, population: Any) -> dict[str, Any]:
     """The engine's options from ``match=`` (flat) and ``population=`` (the spec)."""
     return {**as_spec(match, MatchSpec, "match").options(),

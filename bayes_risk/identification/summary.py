@@ -1,8 +1,5 @@
-"""Record-level (``c``, ``T``, ``K``, ``W``, ``IR``) and file-level identification-risk measures
-(``expected_match_risk``, ``true_match_rate_targets``, ``false_match_rate``, ...): formulas and
-sources in :doc:`/methods/identification`, Record and file measures.
-
-``U = 0`` gives ``nan`` rates and the warning code ``ZERO_UNIQUE``.
+"""Record- and file-level identification-risk measures; see :doc:`/methods/identification`
+(``U = 0`` gives ``nan`` rates and warning ``ZERO_UNIQUE``).
 """
 
 from __future__ import annotations

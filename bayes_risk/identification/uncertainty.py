@@ -47,12 +47,9 @@ SPILL_MIN_PAIRS = 1_000_000
 
 
 class PooledSums:
-    """Running sums ``Σ_r p_r(k)`` of pooled match probabilities over blocks of replicates.
-
-    The directly matched pairs (sorted keys ``target · n + record``), whether each is in the
-    target's fallback set, and per target the fallback value of the other set records.
-    ``spill``: a folder holding the pair arrays between uses once they are ``SPILL_MIN_PAIRS``.
-    """
+    """Running sums ``Σ_r p_r(k)`` over blocks of replicates: the direct pairs (sorted keys
+    ``target · n + record``, in the fallback set or not) and each target's fallback value
+    (``spill``: a folder for the pair arrays from ``SPILL_MIN_PAIRS`` on)."""
 
     def __init__(self, n_targets: int, n: int, spill: str | None = None) -> None:
         self.N, self.n = int(n_targets), int(n)
