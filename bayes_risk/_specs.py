@@ -49,12 +49,14 @@ def check_flag(value: Any, what: str) -> bool:
     return bool(value)
 
 
-def check_option(value: Any, what: str, options: Sequence[Any]) -> Any:
-    """``value``; a ValidationError naming ``what`` and listing ``options`` unless among them."""
+def check_option(value: Any, what: str, options: Sequence[Any], *, one_of: bool = False) -> Any:
+    """``value``; a ValidationError naming ``what`` and listing ``options`` unless among them
+    (``one_of``: as "must be one of [...]", the utility measures' wording)."""
     if value not in options:
         *head, last = map(repr, options)
         listed = f"{', '.join(head)} or {last}" if head else last
-        raise ValidationError(f"{what} must be {listed}. Got {value!r}.")
+        raise ValidationError(f"{what} must be {f'one of {list(options)}' if one_of else listed}. "
+                              f"Got {value!r}.")
     return value
 
 

@@ -288,11 +288,6 @@ class Schema:
         """Inverse of :meth:`to_dict`."""
         return cls(tuple(ColumnSpec.from_dict(c) for c in d["columns"]))
 
-    @classmethod
-    def infer(cls, df: pd.DataFrame, **overrides: Any) -> Schema:
-        """Alias of :func:`infer_schema`."""
-        return infer_schema(df, **overrides)
-
 
 def _infer_type(s: pd.Series) -> str:
     if isinstance(s.dtype, pd.CategoricalDtype):

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from bayes_risk.identification.radius import RadiusSweepResult
     from bayes_risk.identification.replicates import PosteriorReplicates
     from bayes_risk.identification.specs import MatchSpec, PopulationSpec
-    from bayes_risk.identification.uncertainty import plot_running_estimate
 
 # imported on first use (PEP 562): a run without posterior replicates skips their modules
 _NAMES: dict[str, str] = {
@@ -34,12 +33,11 @@ _NAMES: dict[str, str] = {
     "PosteriorReplicates": "bayes_risk.identification.replicates",
     "MatchSpec": "bayes_risk.identification.specs",
     "PopulationSpec": "bayes_risk.identification.specs",
-    "plot_running_estimate": "bayes_risk.identification.uncertainty",
 }
 
 __all__ = ["identification_risk", "radius_sweep", "known_sweep", "MatchSpec", "PopulationSpec",
            "IdentificationResult", "RadiusSweepResult", "KnowledgeSweepResult",
-           "PosteriorReplicates", "plot_running_estimate"]
+           "PosteriorReplicates"]
 
 
 __getattr__, __dir__ = attach(__name__, _NAMES, __all__)

@@ -28,7 +28,6 @@ __all__ = [
     "top_sets",
     "jackknife_se",
     "replicate_summary",
-    "plot_running_estimate",
 ]
 
 #: quantiles of the per-replicate measures reported as ``replicate_quantiles``
@@ -299,35 +298,3 @@ def replicate_summary(per: dict[str, Sequence[float]]) -> dict[str, dict[str, An
         )
     return out
 
-
-def plot_running_estimate(result: Any, *, ax: Any = None, measure: str = "expected_match_risk"):
-    """Running pooled estimate against the number of replicates, with its ±2 MCSE band.
-
-    .. deprecated:: 0.1.0
-        Use ``result.plot("running_estimate", ax=ax)``, which now draws on the given or the
-        current Axes and returns them, as this function did; it will be removed.
-
-    Parameters
-    ----------
-    result : IdentificationResult
-        A run with posterior replicates.
-    ax : matplotlib Axes, optional
-    measure : str
-        Only ``"expected_match_risk"`` is traced.
-
-    Returns
-    -------
-    matplotlib Axes
-    """
-    import warnings
-
-    from bayes_risk.exceptions import CALLER, ValidationError
-
-    warnings.warn(
-        "plot_running_estimate is deprecated and will be removed: use "
-        "result.plot('running_estimate', ax=ax), which returns the Axes as well.",
-        FutureWarning, skip_file_prefixes=CALLER,
-    )
-    if measure != "expected_match_risk":
-        raise ValidationError(f"only measure='expected_match_risk' is traced. Got {measure!r}.")
-    return result.plot("running_estimate", ax=ax)

@@ -17,7 +17,7 @@ from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
 
 __all__ = [
     "base_schema", "resolve_schema", "differing_share",
-    "check_choice", "ImputedChoice", "resolve_imputed", "observed_cells", "warn_observed_cells"]
+    "ImputedChoice", "resolve_imputed", "observed_cells", "warn_observed_cells"]
 
 
 def base_schema(
@@ -101,13 +101,6 @@ def _exact_float(a: np.ndarray) -> bool:
         return True
     return a.dtype.kind in "iu" and (a.size == 0 or -(2**53) <= int(a.min()) <= int(a.max())
                                      <= 2**53)
-
-
-def check_choice(value: Any, name: str, options: Sequence[str]) -> str:
-    """Validate a string option."""
-    if value not in options:
-        raise ValidationError(f"{name} must be one of {list(options)}. Got {value!r}.")
-    return str(value)
 
 
 # releases from synthesizers that impute missing values (methods, Utility of an imputing release)

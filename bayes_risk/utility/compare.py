@@ -11,6 +11,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._specs import check_option
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list
@@ -19,7 +20,6 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name, on_command_line
 from bayes_risk.utility._inputs import (
-    check_choice,
     observed_cells,
     resolve_imputed,
     resolve_schema,
@@ -359,7 +359,7 @@ def compare_estimates(
     >>> t.attrs["warnings"]
     ['DUPLICATE_DATASETS']
     """
-    family = check_choice(family, "family", ("ols", "logit", "poisson"))
+    family = check_option(family, "family", ("ols", "logit", "poisson"), one_of=True)
     if not isinstance(formula, str) or "~" not in formula:
         raise ValidationError(f"formula must be a string 'response ~ terms'. Got {formula!r}.")
     alpha = check_probability(alpha, "alpha")

@@ -17,7 +17,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
-from bayes_risk._specs import as_spec, check_int, is_number
+from bayes_risk._specs import as_spec, check_int, check_option, is_number
 from bayes_risk._terminal import progress
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
@@ -26,7 +26,6 @@ from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, Valid
 from bayes_risk.results.utility import PMSEResult
 from bayes_risk.utility._inputs import (
     ImputedChoice,
-    check_choice,
     observed_cells,
     resolve_imputed,
     resolve_schema,
@@ -136,7 +135,7 @@ class PropensitySpec:
     max_iter: int = 100
 
     def __post_init__(self) -> None:
-        check_choice(self.method, "PropensitySpec.method", PROPENSITY_METHODS)
+        check_option(self.method, "PropensitySpec.method", PROPENSITY_METHODS, one_of=True)
         object.__setattr__(self, "max_order",
                            check_int(self.max_order, "PropensitySpec.max_order", 0))
         if self.columns is not None:
@@ -234,7 +233,7 @@ def pmse(
     """
     spec = as_spec(propensity, PropensitySpec, "propensity", "method", PROPENSITY_METHODS)
     method, columns = spec.method, spec.columns
-    null = check_choice(null, "null", ("auto", "theory", "perm", "pairs"))
+    null = check_option(null, "null", ("auto", "theory", "perm", "pairs"), one_of=True)
     check_int(n_perm, "n_perm", 2)
 
     datasets, source = as_synthetic_list(synthetic, original=original)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed
-from bayes_risk._specs import as_spec
+from bayes_risk._specs import as_spec, check_option
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
@@ -20,7 +20,6 @@ from bayes_risk.data.validate import check_probability, validate_synthetic
 from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError, arg_name
 from bayes_risk.results.utility import UtilitySummary
 from bayes_risk.utility._inputs import (
-    check_choice,
     differing_share,
     observed_cells,
     resolve_imputed,
@@ -132,7 +131,7 @@ class OverlapSpec:
                         f"OverlapSpec.estimands must be formula strings. Got {f!r}.")
             object.__setattr__(self, "estimands", formulas)
         object.__setattr__(self, "alpha", check_probability(self.alpha, "OverlapSpec.alpha"))
-        check_choice(self.family, "OverlapSpec.family", ("ols", "logit", "poisson"))
+        check_option(self.family, "OverlapSpec.family", ("ols", "logit", "poisson"), one_of=True)
         if self.rules != "auto":
             check_rules(self.rules, "OverlapSpec.rules")
 

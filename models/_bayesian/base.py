@@ -41,7 +41,6 @@ from bayes_risk.models._bayesian.convergence import (
     convergence_table,
     failed_checks,
     label_invariant_dataset,
-    warn_deprecated,
 )
 from bayes_risk.models._bayesian.design import record_dtypes
 from bayes_risk.models._bayesian.io import (
@@ -505,12 +504,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return iter_replicates(draw_one, n, columns=cols, chunk_size=chunk_size,
                                random_seed=random_seed, start=start)
 
-    def convergence_report(self, *, warn: bool = False) -> pd.DataFrame:
-        """Deprecated (``FutureWarning``): use :meth:`convergence_summary` (its ``quantities``)
-        or ``arviz.summary(model.posterior_, group="label_invariant")``."""
-        warn_deprecated("convergence_report()")
-        return self._check_convergence(warn=warn)
-
     def mcmc_warnings(self) -> list[dict[str, Any]]:
         """Structured MCMC warnings of this fit: failed convergence checks and model codes.
 
@@ -534,18 +527,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
                             "message": f"{type(self).__name__}: {message(str(code))} ({code})"})
         return out
 
-    def convergence_summary(
-        self, kind: Literal["dict", "table"] | None = None
-    ) -> dict[str, Any] | pd.DataFrame:
+    def convergence_summary(self) -> dict[str, Any]:
         """Convergence of the fit: the record written to ``convergence.json`` by :meth:`save`.
 
         R-hat and ESS of label-invariant quantities (Vehtari et al. 2021), the posterior's group
         ``label_invariant``; see :doc:`/user_guide/bayesian_models`.
-
-        Parameters
-        ----------
-        kind : {"dict", "table"}, optional
-            Deprecated (``FutureWarning``): ``"table"`` returns ``quantities`` as a DataFrame.
 
         Returns
         -------
@@ -561,19 +547,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         >>> import arviz as az  # doctest: +SKIP
         >>> az.summary(model.posterior_, group="label_invariant")  # doctest: +SKIP
         """
-        if kind not in (None, "dict", "table"):
-            raise ValidationError(
-                f"kind must be 'dict' (the convergence.json record) or 'table' (one row per "
-                f"diagnosed quantity, as arviz.summary); got {kind!r}.", code="INVALID_ARGUMENT")
-        if kind == "table":
-            warn_deprecated("convergence_summary(kind='table')")
-        elif kind == "dict":
-            warnings.warn("convergence_summary(kind='dict') is deprecated and will be removed in a "
-                          "future release: convergence_summary() returns the record.",
-                          FutureWarning, skip_file_prefixes=CALLER)
         warns = self.mcmc_warnings()
-        if kind == "table":
-            return self._convergence_table(passed=not warns)
         post = self.posterior_["posterior"]
         run = self._mcmc_run()
         return to_jsonable({
@@ -929,18 +903,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
                 ),
             })
         return out
-
-    def _convergence_table(self, *, passed: bool) -> pd.DataFrame:
-        """The deprecated ``convergence_summary(kind="table")``, ArviZ's column names."""
-        df = self.convergence_.rename(columns={"rhat": "r_hat", "flag": "failed_checks"})
-        df = df[["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "failed_checks"]].copy()
-        df.attrs = {
-            "model": type(self).__name__,
-            "thresholds": self._thresholds(),
-            "passed": passed,
-            "mcmc_run": self._mcmc_run(),
-        }
-        return df
 
     @classmethod
     def _restore(cls, p: Path, meta: dict[str, Any], posterior: Any) -> Any:

@@ -9,8 +9,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.exceptions import CALLER
-
 #: R-hat above this flags non-convergence (Vehtari et al. 2021)
 RHAT_MAX = 1.01
 #: bulk/tail ESS below this many **per chain** flags too few effective draws (Stan's 100)
@@ -130,19 +128,6 @@ def checks_headline(checks: list[dict[str, Any]], *, where: str) -> str:
                  + (f"; worst fit {c['fit']})" if len(fits) > 1 else ")")) if fits else ""
         parts.append(f"{c['code']}{which}: {check_text(c)}")
     return "; ".join(parts) + f" ({len(checks)} failed check(s) in all: {where})"
-
-
-#: what replaces the table forms of the convergence figures (deprecated)
-TABLE_REPLACEMENT = ("convergence_summary()['quantities'] (the same figures; "
-                     "pandas.DataFrame.from_dict(..., orient='index') makes it a table), or "
-                     "arviz.summary(model.posterior_, group='label_invariant') (ArviZ's own "
-                     "table of the same draws)")
-
-
-def warn_deprecated(what: str) -> None:
-    """The ``FutureWarning`` of a deprecated form of the convergence figures."""
-    warnings.warn(f"{what} is deprecated and will be removed in a future release: use "
-                  f"{TABLE_REPLACEMENT}.", FutureWarning, skip_file_prefixes=CALLER)
 
 
 def label_invariant_dataset(quantities: dict[str, Any], post: Any) -> Any:

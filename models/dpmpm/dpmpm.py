@@ -277,23 +277,14 @@ class DPMPM(BayesianSynthesizer):
             bound = float(self.alpha_warmup_bound)
         return bound, (sweeps if np.isfinite(bound) else 0)
 
-    def convergence_summary(
-        self, kind: Literal["dict", "table"] | None = None
-    ) -> dict[str, Any] | pd.DataFrame:
+    def convergence_summary(self) -> dict[str, Any]:
         """``BayesianSynthesizer.convergence_summary`` with ``alpha_warmup`` (bound, sweeps).
-
-        Parameters
-        ----------
-        kind : {"dict", "table"}, optional
-            Deprecated (``FutureWarning``).
 
         Returns
         -------
         dict
         """
-        out = super().convergence_summary(kind)
-        if kind == "table":
-            return out
+        out = super().convergence_summary()
         bound, sweeps = self._alpha_warmup()
         out["alpha_warmup"] = {"bound": bound if sweeps else None, "sweeps": sweeps}
         return out

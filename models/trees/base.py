@@ -22,14 +22,7 @@ from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, synthesized_columns
 from bayes_risk.models.trees.io import load_synthesizer, save_synthesizer
 
-__all__ = ["TreeSynthesizer", "check_choice", "check_integer", "prepare_schema", "records_mask"]
-
-
-def check_choice(name: str, value: Any, options: tuple[str, str], code: str | None = None) -> None:
-    """Refuse a setting that is not one of two ``options``."""
-    if value not in options:
-        raise ValidationError(f"{name} must be {options[0]!r} or {options[1]!r}. Got {value!r}.",
-                              code=code)
+__all__ = ["TreeSynthesizer", "check_integer", "prepare_schema", "records_mask"]
 
 
 def check_integer(name: str, value: Any, minimum: int = 1) -> None:

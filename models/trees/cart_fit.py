@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, replayable_seed, spawn
+from bayes_risk._specs import check_option
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.exceptions import NotSupportedError, ValidationError
-from bayes_risk.models.trees.base import check_choice, check_integer, prepare_schema, records_mask
+from bayes_risk.models.trees.base import check_integer, prepare_schema, records_mask
 from bayes_risk.models.trees.missing import (
     design_inputs,
     encoded_values,
@@ -38,8 +39,8 @@ def check_settings(model: Any) -> None:
         raise ValidationError(
             f"min_deviance must be a number in [0, 1). Got {model.min_deviance!r}.",
             code="INVALID_ARGUMENT")
-    check_choice("donor", model.donor, ("bayes_bootstrap", "uniform"), "INVALID_ARGUMENT")
-    check_choice("unroutable", model.unroutable, ("climb", "random_descent"), "INVALID_ARGUMENT")
+    check_option(model.donor, "donor", ("bayes_bootstrap", "uniform"))
+    check_option(model.unroutable, "unroutable", ("climb", "random_descent"))
     SynthesisSpec.coerce(model.spec)
 
 

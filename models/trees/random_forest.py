@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, spawn
+from bayes_risk._specs import check_option
 from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.levels import drop_unused_levels
@@ -18,7 +19,6 @@ from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import check_is_fitted
 from bayes_risk.models.trees.base import (
     TreeSynthesizer,
-    check_choice,
     check_integer,
     prepare_schema,
 )
@@ -131,13 +131,13 @@ class RandomForestSynthesizer(TreeSynthesizer):
     def _check_settings(self) -> None:
         for name in ("n_trees", "min_oob_trees", "min_samples_leaf", "min_group_size", "n_jobs"):
             check_integer(name, getattr(self, name))
-        check_choice("probabilities", self.probabilities, ("vote", "leaf_dirichlet"))
+        check_option(self.probabilities, "probabilities", ("vote", "leaf_dirichlet"))
         a = self.alpha
         if not (isinstance(a, (int, float)) and np.isfinite(a) and a >= 0):
             raise ValidationError(f"alpha must be a number >= 0. Got {self.alpha!r}.")
-        check_choice("donor", self.donor, DONORS)
-        check_choice("procedure", self.procedure, ("A", "B"))
-        check_choice("tie_order", self.tie_order, ("fewer_categories", "random"))
+        check_option(self.donor, "donor", DONORS)
+        check_option(self.procedure, "procedure", ("A", "B"))
+        check_option(self.tie_order, "tie_order", ("fewer_categories", "random"))
         mf = self.max_features
         if not (mf == "sqrt" or (isinstance(mf, (int, np.integer)) and not isinstance(mf, bool)
                                  and mf >= 1)):

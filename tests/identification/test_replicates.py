@@ -22,7 +22,6 @@ from bayes_risk import (
 from bayes_risk.contract import capabilities
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import DataWarning, ValidationError
-from bayes_risk.identification import plot_running_estimate
 from bayes_risk.identification.summary import MEASURES
 
 pytestmark = [
@@ -294,9 +293,7 @@ def test_auto_stops_at_the_tolerance_and_warns_at_the_cap():
                                            min_replicates=20, max_replicates=40,
                                            random_seed=1))
     assert "MCSE_NOT_REACHED" in capped.warnings and capped.file["n_replicates"] == 40
-    with pytest.warns(FutureWarning, match="plot_running_estimate is deprecated.*"
-                      r"result.plot\('running_estimate', ax=ax\)"):
-        ax = plot_running_estimate(res)
+    ax = res.plot("running_estimate")
     assert ax.get_xlabel().startswith("number of posterior replicates")
     assert "not reached" not in ax.get_title()
     # few match events: the ± 2 MCSE band is cut at 0 (no negative risk drawn); that the

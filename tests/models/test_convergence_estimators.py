@@ -141,54 +141,23 @@ def fitted() -> DPMPM:
     return _tiny_fit()
 
 
-def test_convergence_table_is_arviz_like_and_equals_the_stored_record(fitted, tmp_path):
-    """``convergence_summary(kind="table")`` (deprecated: a ``FutureWarning`` naming the
-    replacement): one row per diagnosed quantity with ArviZ's column names, the same figures as
-    ``convergence.json`` (the dict, which is the one type ``convergence_summary`` returns)."""
+def test_convergence_summary_equals_the_stored_record(fitted, tmp_path):
+    """``convergence_summary()`` is the record written to ``convergence.json``, before and after
+    a save and load; its quantities make a table with ``pandas.DataFrame.from_dict``."""
     import json
-
-    from bayes_risk.exceptions import ValidationError
 
     fitted.save(tmp_path / "m")
     stored = json.loads((tmp_path / "m" / "convergence.json").read_text())
-    with pytest.warns(FutureWarning, match=r"kind='table'\) is deprecated.*convergence_summary"
-                                           r"\(\)\['quantities'\].*group='label_invariant'"):
-        table = load_model(tmp_path / "m").convergence_summary(kind="table")
-    assert isinstance(table, pd.DataFrame) and table.index.name == "quantity"
-    assert list(table.columns) == ["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "failed_checks"]
-    assert set(table.index) == set(stored["quantities"]) and len(table) > 0
-    for q, row in stored["quantities"].items():
-        for ours, theirs in (("mean", "mean"), ("sd", "sd"), ("ess_bulk", "ess_bulk"),
-                             ("ess_tail", "ess_tail"), ("r_hat", "rhat")):
-            a, b = table.loc[q, ours], row[theirs]
-            assert (b is None and np.isnan(a)) or a == b, (q, ours, a, b)
-        assert table.loc[q, "failed_checks"] == row["flag"]
+    summ = fitted.convergence_summary()
+    assert isinstance(summ, dict) and len(summ["quantities"]) > 0
+    assert summ["quantities"] == stored["quantities"]
+    back = load_model(tmp_path / "m").convergence_summary()
+    for key in ("quantities", "passed", "thresholds", "failed_checks"):
+        assert back[key] == stored[key], key
+    frame = pd.DataFrame.from_dict(summ["quantities"], orient="index")
+    assert {"mean", "sd", "ess_bulk", "ess_tail", "rhat", "flag"} <= set(frame.columns)
     codes = {c["code"] for c in stored["failed_checks"]}
-    assert {c for f in table["failed_checks"] for c in f.split(",") if c} == codes
-    assert table.attrs["passed"] is stored["passed"]
-    assert table.attrs["thresholds"] == stored["thresholds"]
-    # the record written to convergence.json; its quantities make the same table
-    assert isinstance(fitted.convergence_summary(), dict)
-    assert fitted.convergence_summary()["quantities"] == stored["quantities"]
-    frame = pd.DataFrame.from_dict(fitted.convergence_summary()["quantities"], orient="index")
-    np.testing.assert_array_equal(frame["rhat"].to_numpy(dtype=float),
-                                  table.loc[frame.index, "r_hat"].to_numpy(dtype=float))
-    with pytest.warns(FutureWarning, match=r"kind='dict'\) is deprecated"):
-        assert fitted.convergence_summary(kind="dict") == fitted.convergence_summary()
-    with pytest.raises(ValidationError, match="kind must be 'dict'.*'tables'"):
-        fitted.convergence_summary(kind="tables")
-
-
-def test_convergence_report_is_deprecated(fitted):
-    with pytest.warns(FutureWarning, match=r"convergence_report\(\) is deprecated.*"
-                                           r"convergence_summary\(\)\['quantities'\]"):
-        rep = fitted.convergence_report()
-    rec = fitted.convergence_summary()["quantities"]
-    assert list(rep.index) == list(rec)
-    for q, row in rec.items():
-        assert rep.loc[q, "flag"] == row["flag"]
-        for k in ("mean", "sd", "ess_bulk", "ess_tail", "rhat"):
-            assert (row[k] is None and np.isnan(rep.loc[q, k])) or rep.loc[q, k] == row[k]
+    assert {c for f in frame["flag"] for c in f.split(",") if c} == codes
 
 
 def test_label_invariant_group_holds_what_is_checked_and_is_saved(fitted, tmp_path):
