@@ -146,7 +146,7 @@ class ColumnSpec:
 class Schema:
     """Ordered column specifications of a table.
 
-    Build one with :func:`infer_schema` (or :meth:`Schema.infer`) and adjust it with
+    Build one with :func:`infer_schema` and adjust it with
     :meth:`with_roles`, :meth:`with_types` and :meth:`with_levels`.
     """
 
