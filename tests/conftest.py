@@ -75,6 +75,28 @@ def _close_pyplot_figures():
 DURATIONS = Path(__file__).resolve().parent / "durations.json"
 
 
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """``bayes-risk ARGV`` run in process in ``cwd`` (a subprocess would pay a fresh interpreter
+    and its imports for each run; tests/cli/test_cli.py runs the real command): its exit code
+    and printed text, as a ``subprocess.CompletedProcess``."""
+    import subprocess
+
+    from bayes_risk.cli import main
+
+    def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        try:
+            rc = main(argv)
+        except SystemExit as err:  # argparse usage errors
+            rc = int(err.code or 0)
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, rc, out.out, out.err)
+
+    return run
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--store-durations", action="store_true", default=False,

@@ -687,26 +687,6 @@ def test_original_without_a_column_of_the_release(release, tmp_path, capsys):
     assert not (tmp_path / "a").exists()
 
 
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    """``bayes-risk ARGS`` run in process in ``cwd`` (a subprocess would pay a fresh interpreter
-    and its imports for each run; tests/cli/test_cli.py runs the real command): its exit code
-    and printed text."""
-    from bayes_risk.cli import main
-
-    def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-        monkeypatch.chdir(cwd)
-        capsys.readouterr()
-        try:
-            rc = main(args)
-        except SystemExit as err:  # argparse usage errors
-            rc = int(err.code or 0)
-        out = capsys.readouterr()
-        return subprocess.CompletedProcess(args, rc, out.out, out.err)
-
-    return run
-
-
 @pytest.mark.slow
 def test_cli_end_to_end(release, tmp_path, cli):
     orig, syn = release

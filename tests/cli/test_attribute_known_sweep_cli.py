@@ -9,29 +9,10 @@ tests/cli/test_cli.py).
 from __future__ import annotations
 
 import json
-import subprocess
 import warnings
 
 import pandas as pd
 import pytest
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    """``bayes-risk ARGV`` run in ``cwd``: its exit code and printed text."""
-    from bayes_risk.cli import main
-
-    def run(argv: list[str], cwd) -> subprocess.CompletedProcess:
-        monkeypatch.chdir(cwd)
-        capsys.readouterr()
-        try:
-            rc = main(argv)
-        except SystemExit as err:  # argparse usage errors
-            rc = int(err.code or 0)
-        out = capsys.readouterr()
-        return subprocess.CompletedProcess(argv, rc, out.out, out.err)
-
-    return run
 
 
 @pytest.fixture(scope="module")
