@@ -266,6 +266,17 @@ def _dup_problem(seed: int, n: int, m: int):
     return y, zs
 
 
+def _budget_problem(monkeypatch, compiled, fallback, dups):
+    """The tables and arguments of the budget tests, with the engine and fallback set."""
+    y, zs = (_dup_problem if dups else _coarse_problem)(11, 240, 4)
+    kw = dict(known=["g", "s", "x"], synthesized=["s", "x"], categorical=["g", "s"],
+              match=MatchSpec(radius={"x": 0.3},
+                              fallback="none" if fallback == "none" else "unsynthesized"))
+    monkeypatch.setattr(engine, "USE_NUMBA", compiled)
+    _cells(monkeypatch, fallback == "cells")
+    return y, zs, kw
+
+
 @pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("fallback", ["cells", "materialised", "none"])
 @pytest.mark.parametrize("dups", [True, False])
@@ -276,12 +287,7 @@ def test_memory_budget_chunking_gives_the_same_numbers(monkeypatch, compiled, fa
     from bayes_risk import _memory
     from bayes_risk.identification import pooled
 
-    y, zs = (_dup_problem if dups else _coarse_problem)(11, 240, 4)
-    kw = dict(known=["g", "s", "x"], synthesized=["s", "x"], categorical=["g", "s"],
-              match=MatchSpec(radius={"x": 0.3},
-                              fallback="none" if fallback == "none" else "unsynthesized"))
-    monkeypatch.setattr(engine, "USE_NUMBA", compiled)
-    _cells(monkeypatch, fallback == "cells")
+    y, zs, kw = _budget_problem(monkeypatch, compiled, fallback, dups)
     base = ir(y, zs, **kw)
     seen = []
     real = pooled._pool_chunk
@@ -331,12 +337,7 @@ def test_indexes_in_turn_give_the_same_numbers(monkeypatch, compiled, fallback, 
     from bayes_risk import _memory
     from bayes_risk.identification import pooled
 
-    y, zs = (_dup_problem if dups else _coarse_problem)(11, 240, 4)
-    kw = dict(known=["g", "s", "x"], synthesized=["s", "x"], categorical=["g", "s"],
-              match=MatchSpec(radius={"x": 0.3},
-                              fallback="none" if fallback == "none" else "unsynthesized"))
-    monkeypatch.setattr(engine, "USE_NUMBA", compiled)
-    _cells(monkeypatch, fallback == "cells")
+    y, zs, kw = _budget_problem(monkeypatch, compiled, fallback, dups)
     passes = []
     real = pooled._InTurn._list
     monkeypatch.setattr(pooled._InTurn, "_list", lambda self, a: passes.append(a) or real(self, a))
