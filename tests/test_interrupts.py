@@ -4,6 +4,9 @@ set`` caused by the KeyboardInterrupt."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import pytest
 
 from bayes_risk.exceptions import _caused_by_interrupt, interruptible, keyboard_interrupts
@@ -224,20 +227,40 @@ def test_the_program_ends_a_run_that_does_not_stop_on_a_signal(tmp_path):
     assert sorted(q.name for q in tmp_path.iterdir()) == ["o.csv"]
 
 
-def test_the_program_ends_without_the_interpreters_tear_down():
-    """``bayes_risk.cli._exit`` (how the program ends): the atexit handlers run and what was
-    written is flushed, with the status given."""
+@pytest.mark.parametrize("status, atexit_ran", [(7, True), (0, True), (130, False)])
+def test_the_program_ends_without_the_interpreters_tear_down(status, atexit_ran):
+    """``bayes_risk.cli._exit`` (how the program ends): what was written is flushed, with the
+    status given, and a forked worker still alive is ended; the atexit handlers run, unless
+    the run was interrupted (130: a library cut short by the interrupt may have left its own
+    handlers unsafe to run)."""
     import subprocess
     import sys
 
-    code = ("import atexit, sys\n"
+    code = ("import atexit, multiprocessing as mp, sys, time\n"
             "atexit.register(lambda: print('atexit ran', file=sys.stderr))\n"
+            "w = mp.get_context('fork').Process(target=time.sleep, args=(600,), daemon=True)\n"
+            "w.start()\n"
+            "print(w.pid, file=sys.stderr, flush=True)\n"
             "sys.stdout.write('buffered, no newline')\n"
             "from bayes_risk.cli import _exit\n"
-            "_exit(7)\n"
+            f"_exit({status})\n"
             "print('not reached')\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert (p.returncode, p.stdout, p.stderr) == (7, "buffered, no newline", "atexit ran\n")
+    pid, *rest = p.stderr.splitlines()
+    assert (p.returncode, p.stdout) == (status, "buffered, no newline")
+    assert rest == (["atexit ran"] if atexit_ran else [])
+    deadline = time.monotonic() + 30
+    while _alive(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(int(pid))
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_a_second_interrupt_does_not_cut_the_clean_up_of_the_first(tmp_path, monkeypatch,

@@ -174,19 +174,20 @@ def _interrupted(run: object = None) -> int:
 
 
 def _exit(status: int) -> NoReturn:
-    """End the process with ``status`` now (``atexit`` run, streams flushed, no tear-down)."""
+    """End the process with ``status`` now, without the interpreter's tear-down. ``atexit``
+    handlers run unless the run was interrupted (130): a library the interrupt cut short (a
+    compile, an import in a background thread) may leave them unsafe to run (numba's and
+    llvmlite's finalizers, multiprocessing's; a crash after ``interrupted`` was seen once in 26
+    runs), and the run's own clean-up is done by then."""
     import atexit
-    import os
+
+    from bayes_risk.cli._run import end_process
 
     try:
-        atexit._run_exitfuncs()
+        if status != 130:
+            atexit._run_exitfuncs()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (AttributeError, OSError, ValueError):  # closed or gone: nothing to flush
-                pass
-        os._exit(status)
+        end_process(status)
 
 
 def console_main() -> NoReturn:

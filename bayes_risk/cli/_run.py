@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from bayes_risk._terminal import line, quiet
 from bayes_risk.cli.parsers import INPUTS_ATTR, command_line_text, input_arguments
@@ -131,20 +131,26 @@ class _Stopper:
             if self.done.is_set():  # ended meanwhile in the ordinary way
                 return
             remove_live_temporaries()
-            mp = sys.modules.get("multiprocessing")
-            if mp is not None:
-                for child in mp.active_children():
-                    with contextlib.suppress(Exception):
-                        child.terminate()
             with contextlib.suppress(Exception):
                 if self.run.completed:
                     line("the output was complete before the interrupt: "
                          f"{shown(self.run.out)} is in place")
                 line("interrupted")
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(Exception):
-                    stream.flush()
-            os._exit(130)
+            end_process(130)
+
+
+def end_process(status: int) -> NoReturn:
+    """End the process with ``status`` now: worker processes terminated, streams flushed, no
+    ``atexit`` handler and no interpreter tear-down."""
+    mp = sys.modules.get("multiprocessing")
+    if mp is not None:
+        for child in mp.active_children():
+            with contextlib.suppress(Exception):
+                child.terminate()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
 
 
 def warning_line(message: Warning | str, category: type[Warning]) -> tuple[str, str]:
