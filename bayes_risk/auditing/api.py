@@ -141,12 +141,10 @@ def _say(ctx: Any, msg: str) -> None:
 
 def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepOutcome:
     """Run one step; bad input fails the audit, any other error the step alone."""
-    if name in ctx.plan.skip:
-        return StepOutcome(name=name, title=title, status="skipped",
-                           reason=f"skipped as asked ({_skip_arg([name])}).")
-    if name in ctx.plan.withheld:
-        return StepOutcome(name=name, title=title, status="skipped",
-                           reason=ctx.plan.withheld[name])
+    why = (f"skipped as asked ({_skip_arg([name])})." if name in ctx.plan.skip
+           else ctx.plan.withheld.get(name))
+    if why is not None:
+        return StepOutcome(name=name, title=title, status="skipped", reason=why)
     _say(ctx, f"step {i}/{n}: {title.lower()}")
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -210,7 +208,7 @@ def _preflight(ctx: Any) -> None:
                                   ("membership", membership and ctx.model is not None)) if use]
         try:
             if users and ctx.model is not None:
-                st._loaded_model(ctx)
+                st.loaded_model(ctx)
             elif attribute or (posterior and st.rebuilt_has_posterior(syn)):
                 st.rebuilt_synthesizer(ctx)
         except (ValidationError, SchemaError) as err:
@@ -220,7 +218,7 @@ def _preflight(ctx: Any) -> None:
             from bayes_risk.membership.api import check_inputs
 
             try:
-                check_inputs(st._loaded_model(ctx), data, syn, ctx.holdout,
+                check_inputs(st.loaded_model(ctx), data, syn, ctx.holdout,
                              plan.membership_selection)
             except NotSupportedError:
                 pass  # a model the measure does not cover: the step is skipped with the reason

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bayes_risk._io import write_json
-from bayes_risk.auditing.context import StepContext, ran, step_folder
+from bayes_risk.auditing.context import StepContext, ran, skipped, step_folder
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import ATTACK_OPTIONS
 from bayes_risk.results._base import plot_figure
@@ -18,9 +18,8 @@ def attacks_step(ctx: StepContext) -> StepOutcome:
     from bayes_risk.attacks import linkability_risk, singling_out_risk
 
     if ctx.holdout is None:
-        return StepOutcome(
-            name="attacks", status="skipped",
-            reason="no holdout was given (holdout= / --holdout: records of the population that "
+        return skipped(
+            "attacks", "no holdout was given (holdout= / --holdout: records of the population that "
             "the synthesis did not use), so the attacks' success cannot be read against the "
             "same attacks on records the release knows nothing about.")
     p = ctx.plan

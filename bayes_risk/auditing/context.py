@@ -17,7 +17,8 @@ from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan
 
 __all__ = ["StepContext", "add_run_warnings", "aligned_columns", "named_run", "ran",
-           "rebuilt_synthesizer", "release_independent", "rows_aligned", "step_folder"]
+           "rebuilt_synthesizer", "release_independent", "rows_aligned", "skipped",
+           "step_folder"]
 
 
 @dataclass
@@ -126,6 +127,11 @@ def ran(name: str, result: Any, folder: Path | None, files: list[str],
     """The outcome of step ``name`` that ran, its ``files`` in ``folder`` (``None``: none)."""
     return StepOutcome(name=name, status="ran", result=result,
                        folder=name if folder is not None else None, files=files, extra=extra)
+
+
+def skipped(name: str, reason: str, **extra: Any) -> StepOutcome:
+    """The outcome of step ``name`` that did not run, and why."""
+    return StepOutcome(name=name, status="skipped", reason=reason, extra=extra)
 
 
 def add_run_warnings(folder: Path, step: str, run_warnings: list[dict[str, Any]]) -> None:

@@ -11,6 +11,7 @@ from bayes_risk.auditing.context import (
     StepContext,
     release_independent,
     rows_aligned,
+    skipped,
     step_folder,
 )
 from bayes_risk.auditing.outcome import StepOutcome
@@ -33,11 +34,9 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
     p = ctx.plan
     diff = _differencing(ctx)
     if not p.disclosure_targets:
-        return StepOutcome(
-            name="disclosure", status="skipped",
-            reason="no target: every synthesized column is known to the intruder; give "
-            f"{arg_name('targets', '[...]', cli='COL')}.", extra={"differencing": diff},
-        )
+        return skipped("disclosure", "no target: every synthesized column is known to the "
+                       f"intruder; give {arg_name('targets', '[...]', cli='COL')}.",
+                       differencing=diff)
     results = {}
     files: list[str] = []
     for t in p.disclosure_targets:
@@ -68,9 +67,8 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
             files += [f"{sub}/{f}" for f in ("summary.json", "ident.csv", "attrib.csv",
                                             "allCAPs.csv", "replicated_uniques.csv")]
     if not results:
-        return StepOutcome(name="disclosure", status="skipped",
-                           reason="the only known column is the target: no key is left.",
-                           extra={"differencing": diff})
+        return skipped("disclosure", "the only known column is the target: no key is left.",
+                       differencing=diff)
     from bayes_risk.results.disclosure import DisclosureByTarget
 
     if diff is not None and ctx.root is not None:

@@ -131,25 +131,20 @@ class Thresholds:
         else:
             for it in items:
                 if "=" not in str(it):
-                    raise ValidationError(f"thresholds: expected NAME=VALUE. Got {it!r}.",
-                                          code="INVALID_ARGUMENT")
+                    raise ValidationError(f"thresholds: expected NAME=VALUE. Got {it!r}.")
                 k, v = str(it).split("=", 1)
                 pairs.append((k.strip(), v))
         kw: dict[str, float] = {}
         for k, v in pairs:
             if k not in names:
                 raise ValidationError(
-                    f"thresholds: unknown name {k!r}; expected one of {', '.join(names)}.",
-                    code="INVALID_ARGUMENT"
-                )
+                    f"thresholds: unknown name {k!r}; expected one of {', '.join(names)}.")
             try:
                 val = float(v)
             except (TypeError, ValueError) as err:
-                raise ValidationError(f"thresholds: {k}={v!r} is not a number.",
-                                      code="INVALID_ARGUMENT") from err
+                raise ValidationError(f"thresholds: {k}={v!r} is not a number.") from err
             if not val >= 0:
-                raise ValidationError(f"thresholds: {k} must be >= 0. Got {v!r}.",
-                                      code="INVALID_ARGUMENT")
+                raise ValidationError(f"thresholds: {k} must be >= 0. Got {v!r}.")
             if k == "membership_probability" and not 0 < val < 1:
                 raise ValidationError(
                     f"thresholds: membership_probability must be in (0, 1). Got {v!r}.")
@@ -340,6 +335,14 @@ def _twice(cols: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(c for c in cols if list(cols).count(c) > 1))
 
 
+def _once(cols: list[str], name: str, what: str) -> list[str]:
+    """``cols``, refused when one is listed twice."""
+    if _twice(cols):
+        raise ValidationError(f"{arg_name(name)}: column(s) {_twice(cols)} listed more than "
+                              f"once; give each {what} once.")
+    return cols
+
+
 def _check_utility_options(sch: Any, combining_rules: str, imputed: Any) -> Any:
     """Check the utility step's options; ``imputed`` as ``"auto"`` or checked column names."""
     if combining_rules != "auto":
@@ -427,20 +430,14 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
     imputed = _check_utility_options(sch, s.combining_rules, s.imputed)
     if isinstance(known, str) or not known:
         raise ValidationError("known: give the columns the intruder knows (at least one).")
-    known = sch.check_columns(list(known), "known")
-    if _twice(known):
-        raise ValidationError(
-            f"{arg_name('known')}: column(s) {_twice(known)} listed more than once; give each "
-            "column the intruder knows once.", code="INVALID_ARGUMENT"
-        )
+    known = _once(sch.check_columns(list(known), "known"), "known", "column the intruder knows")
     if s.known_sweep:
         _check_known_sweep(known)
     skip_steps = _skip_steps(s.skip)
     if synthesized is not None:
-        syn_cols, src = sch.check_columns(list(synthesized), "synthesized"), "given"
-        if _twice(syn_cols):
-            raise ValidationError(f"synthesized: column(s) {_twice(syn_cols)} listed more than "
-                                  "once; give each synthesized column once.")
+        syn_cols = _once(sch.check_columns(list(synthesized), "synthesized"), "synthesized",
+                         "synthesized column")
+        src = "given"
     elif syn.schema is not None and syn.schema.synthesized:
         syn_cols, src = list(syn.schema.synthesized), "release manifest"
     else:
@@ -707,9 +704,7 @@ def _check_known_sweep(known: list[str]) -> None:
         f"{arg_name('known_sweep', True, cli='')}: a sweep over the {len(known)} known columns "
         f"evaluates all {2 ** len(known)} subsets of them, more than the {limit} a sweep "
         f"evaluates; give at most {most} columns in {arg_name('known')} with it, or sweep the "
-        f"subsets up to a size K (greedy beyond it) with {partial}.",
-        code="INVALID_ARGUMENT",
-    )
+        f"subsets up to a size K (greedy beyond it) with {partial}.")
 
 
 def _skip_steps(skip: Any) -> list[str]:
@@ -754,10 +749,8 @@ def _plan_targets(targets: Any, syn_cols: list[str], known: list[str], sch: Any
     """Targets of the empirical measures and their source."""
     if targets is None:
         return [c for c in syn_cols if c not in known], "default"
-    tg = sch.check_columns([targets] if isinstance(targets, str) else list(targets), "targets")
-    if _twice(tg):
-        raise ValidationError(f"{arg_name('targets')}: column(s) {_twice(tg)} listed more "
-                              "than once; give each target once.", code="INVALID_ARGUMENT")
+    tg = _once(sch.check_columns([targets] if isinstance(targets, str) else list(targets),
+                                 "targets"), "targets", "target")
     in_known = [t for t in tg if t in known]
     if in_known:
         one = len(in_known) == 1
@@ -765,6 +758,5 @@ def _plan_targets(targets: Any, syn_cols: list[str], known: list[str], sch: Any
             f"{arg_name('targets')}: {in_known} {'is' if one else 'are'} also known to the "
             f"intruder ({arg_name('known')}); a target of the empirical measures is a column "
             f"the intruder does not know and would disclose. Drop {'it' if one else 'them'} "
-            "from the targets or from the known columns.", code="INVALID_ARGUMENT"
-        )
+            "from the targets or from the known columns.")
     return tg, "given"

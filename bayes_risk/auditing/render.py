@@ -243,9 +243,15 @@ def _table(df: pd.DataFrame, links: _Links, src: str | None = None, caption: str
     rows = [[links.pct(v, src) if c in percent else _cell(v, c, href, digits)
              for v, c in zip(r, cols, strict=True)] for r in df.itertuples(index=False)]
     # columns holding fractions are shown in per cent, and their header says so
-    cols = [f"{c} (%)" if c in percent else c for c in cols]
-    return Block("table", columns=cols, rows=rows, caption=caption, csv=href,
-                 file=src.rsplit("/", 1)[-1] if src else "")
+    return _rows_table([f"{c} (%)" if c in percent else c for c in cols], rows, links, src,
+                       caption, fold=True)
+
+
+def _rows_table(columns: list[str], rows: list[list[Any]], links: _Links, src: str | None,
+                caption: str, fold: bool = False) -> Block:
+    """A table of rows of spans whose numbers come from file ``src``."""
+    return Block("table", columns=columns, rows=rows, caption=caption, csv=links.href(src),
+                 file=src.rsplit("/", 1)[-1] if src else "", fold=fold)
 
 
 # ---- sections --------------------------------------------------------------------------------
@@ -470,12 +476,10 @@ def identification_section(sec: Section, s: Any, result: Any, links: _Links) -> 
     verdict_reads = ("" if pooled is None else
                      " Not the verdict's figure, which reads the larger of this and the pooled "
                      "intruder's (below).")
-    sec.blocks.append(Block(
-        "table", columns=["measure", "value"], rows=_id_rows(sm, n, src, links),
-        csv=links.href(src), file="summary.json",
-        caption=f"One dataset at a time, radius {radius_text(plan.radius)}: the mean over the "
-                f"m = {plan.m} datasets of the measures of an intruder who holds one."
-                + verdict_reads, fold=False))
+    sec.blocks.append(_rows_table(
+        ["measure", "value"], _id_rows(sm, n, src, links), links, src,
+        f"One dataset at a time, radius {radius_text(plan.radius)}: the mean over the m = "
+        f"{plan.m} datasets of the measures of an intruder who holds one." + verdict_reads))
     sw = s.extra.get("sweep")
     if sw is not None:
         ssrc = step_file(s, "radius_sweep.csv")
@@ -683,15 +687,12 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
                      cell(u.get("replicate_mean"), src), cell(u.get("replicate_mean_mc_se"), src),
                      cell(q.get("0.025"), src), cell(q.get("0.975"), src),
                      cell(u.get("value"), src), cell(u.get("mc_se"), src)])
-    sec.blocks.append(Block(
-        "table", columns=["measure", f"identification step: mean over m = {m} datasets",
-                          f"mean over R = {R} single replicates", "its MCSE",
-                          "replicate 2.5%", "replicate 97.5%",
-                          f"pooled over R = {R} (grows with R)", "pooled MCSE"],
-        rows=rows, csv=links.href(src), file="summary.json",
-        caption="File-level measures: the per-dataset figure of the identification step, the "
-                "same measure over single posterior replicates, and the pooled figure",
-        fold=False))
+    sec.blocks.append(_rows_table(
+        ["measure", f"identification step: mean over m = {m} datasets",
+         f"mean over R = {R} single replicates", "its MCSE", "replicate 2.5%", "replicate 97.5%",
+         f"pooled over R = {R} (grows with R)", "pooled MCSE"], rows, links, src,
+        "File-level measures: the per-dataset figure of the identification step, the same "
+        "measure over single posterior replicates, and the pooled figure"))
     trace = r.file.get("mc_trace") or {}
     est = list(trace.get("expected_match_risk") or [])
     rs = list(trace.get("n_replicates") or [])
@@ -741,12 +742,11 @@ def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
         rows.append([Span(lab), links.num(d.get("n_records"), src),
                      links.pct(d.get("mean_p_true"), src), links.pct(q.get("50%"), src),
                      links.pct(q.get("95%"), src), links.pct(d.get("prop_top"), src)])
-    sec.blocks.append(Block("table", columns=[
-        "records", "n", "mean p_true (%)", "median p_true (%)",
-        "95th percentile of p_true over the records (%)", "share ranked first (%)"],
-        rows=rows, csv=links.href(src), file="summary.json",
-        caption="The probability of the truth over the records (summary.json holds fractions: "
-                "0.04 = 4 %)", fold=False))
+    sec.blocks.append(_rows_table(
+        ["records", "n", "mean p_true (%)", "median p_true (%)",
+         "95th percentile of p_true over the records (%)", "share ranked first (%)"], rows,
+        links, src, "The probability of the truth over the records (summary.json holds "
+        "fractions: 0.04 = 4 %)"))
     mc = sm.get("mc_uncertainty")
     if mc:
         sec.blocks.append(_mc_block(mc, links, src))
@@ -821,12 +821,11 @@ def _mc_block(mc: dict[str, Any], links: _Links, src: str | None) -> Block:
         rows.append([Span(names.get(f, f) + ("" if f.startswith("rank") else " (%)")),
                      cell(v, src), cell(mc["mc_se"][f], src),
                      [cell(lo, src), Span(" – "), cell(hi, src)]])
-    return Block("table", columns=["figure", "value", "MCSE",
-                                   f"{key.rsplit('_', 1)[1]} % Monte Carlo interval"],
-                 rows=rows, csv=links.href(src), file="summary.json",
-                 caption=f"Monte Carlo error of the stable estimates' figures (draw bootstrap, "
-                         f"{mc['bootstrap']} resamples of the posterior draws; "
-                         f"{mc['n_flagged_excluded']} flagged record(s) left out)")
+    return _rows_table(["figure", "value", "MCSE", f"{key.rsplit('_', 1)[1]} % Monte Carlo "
+                        "interval"], rows, links, src,
+                       f"Monte Carlo error of the stable estimates' figures (draw bootstrap, "
+                       f"{mc['bootstrap']} resamples of the posterior draws; "
+                       f"{mc['n_flagged_excluded']} flagged record(s) left out)", fold=True)
 
 
 @step_section("disclosure", "disclosure", "Empirical disclosure measures (synthpop)")

@@ -145,7 +145,7 @@ def _shares(values: Any) -> tuple[float, ...]:
     if not out or len(out) != len(set(values)) or out[0] < 0 or out[-1] > 1:
         raise ValidationError(
             "known_fractions must be shares in [0, 1] (or None for no curve). "
-            f"Got {values!r}.", code="INVALID_ARGUMENT")
+            f"Got {values!r}.")
     return out
 
 
@@ -157,12 +157,11 @@ def _radii(sweep: Any) -> tuple[float, ...]:
                          for r in grid):
         raise ValidationError(
             "sweep must be radii, finite numbers > 0 (or None to skip the radius sweep). "
-            f"Got {sweep!r}.", code="INVALID_ARGUMENT")
+            f"Got {sweep!r}.")
     grid = [float(r) for r in grid]
     twice = [r for i, r in enumerate(grid) if r in grid[:i]]
     if twice:
-        raise ValidationError(f"sweep: radius {twice[0]:g} listed twice. Got {grid}.",
-                              code="INVALID_ARGUMENT")
+        raise ValidationError(f"sweep: radius {twice[0]:g} listed twice. Got {grid}.")
     return tuple(grid)
 
 
@@ -173,8 +172,7 @@ def _used_fields(spec: Any, used: Sequence[str], argument: str) -> Any:
         if f.name not in used and not _same(getattr(spec, f.name), getattr(default, f.name)):
             raise ValidationError(
                 f"{argument}: the audit reads {type(spec).__name__}'s {', '.join(used)} only; "
-                f"{type(spec).__name__}.{f.name} is set by its steps (leave it at its default).",
-                code="INVALID_ARGUMENT")
+                f"{type(spec).__name__}.{f.name} is set by its steps (leave it at its default).")
     return spec
 
 

@@ -21,6 +21,7 @@ from bayes_risk.auditing.context import (
     rebuilt_synthesizer,
     release_independent,
     rows_aligned,
+    skipped,
     step_folder,
 )
 from bayes_risk.auditing.disclosure_step import disclosure_step
@@ -260,7 +261,7 @@ def dataset_regimes(ctx: StepContext) -> dict[str, Any] | None:
     """Which regime of the model's fit each released dataset was drawn from (``None``: agree)."""
     if ctx.model is None:
         return None
-    model = _loaded_model(ctx)
+    model = loaded_model(ctx)
     summary = getattr(model, "convergence_summary", None)
     reg = summary().get("regimes") if callable(summary) else None
     if not reg or reg.get("agree", True):
@@ -393,7 +394,7 @@ def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
     from bayes_risk.contract import capabilities
 
     if ctx.model is not None:
-        model, src = _loaded_model(ctx), "the fitted model given"
+        model, src = loaded_model(ctx), "the fitted model given"
     elif rebuilt_has_posterior(ctx.synthetic):
         model = rebuilt_synthesizer(ctx)
         src = f"the rebuilt {type(model).__name__}"
@@ -423,14 +424,12 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
     p = ctx.plan
     name = "posterior_identification"
     if not p.known_synthesized:
-        return StepOutcome(name=name, status="skipped",
-                           reason="no known column is synthesized: posterior replicates of the "
-                           "synthesized columns would change no match.")
+        return skipped(name, "no known column is synthesized: posterior replicates of the "
+                       "synthesized columns would change no match.")
     model, why = _posterior_model(ctx)
     if model is None:
-        return StepOutcome(name=name, status="skipped",
-                           reason=f"{why}; the identification step uses the m released "
-                           "datasets as replicates.")
+        return skipped(name, f"{why}; the identification step uses the m released datasets "
+                       "as replicates.")
     pr = PosteriorReplicates(model, random_seed=p.random_seed,
                              allow_other_model=p.allow_other_model, **AUDIT_REPLICATES)
     with named_run(f"posterior replicates pooled, {_radius_label(p.radius)}"):
@@ -453,7 +452,7 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
 # ---- attribute -------------------------------------------------------------------------------
 
 
-def _loaded_model(ctx: StepContext) -> Any:
+def loaded_model(ctx: StepContext) -> Any:
     """The fitted model given (loaded from its folder), checked against the original."""
     from bayes_risk.exceptions import ValidationError
 
@@ -483,7 +482,7 @@ def _attribute_model(ctx: StepContext) -> Any:
     """The plug-in or fitted model of the attribute step."""
     from bayes_risk.models import plugin_likelihood
 
-    synth = _loaded_model(ctx) if ctx.model is not None else rebuilt_synthesizer(ctx)
+    synth = loaded_model(ctx) if ctx.model is not None else rebuilt_synthesizer(ctx)
     return plugin_likelihood(synth, ctx.original, random_seed=ctx.plan.random_seed)
 
 
@@ -502,14 +501,11 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
 
     p = ctx.plan
     if p.attribute_source is None:
-        return StepOutcome(
-            name="attribute", status="skipped",
-            reason=f"no fitted model was given ({arg_name('model', '...', cli='DIR')}) and the "
-            "release was not made by a "
-            "synthesizer with a plug-in likelihood that can be rebuilt from its manifest (CART, "
-            f"random forests; method: {p.method or 'unknown'}), so the intruder's "
-            "posterior over the synthesized values cannot be computed.",
-        )
+        return skipped(
+            "attribute", f"no fitted model was given ({arg_name('model', '...', cli='DIR')}) "
+            "and the release was not made by a synthesizer with a plug-in likelihood that can "
+            f"be rebuilt from its manifest (CART, random forests; method: {p.method or 'unknown'}"
+            "), so the intruder's posterior over the synthesized values cannot be computed.")
     from bayes_risk.auditing.causes import attribute_drivers
 
     model = _attribute_model(ctx)
@@ -596,7 +592,7 @@ def _membership_reuses(ctx: StepContext, model: Any) -> bool:
     from bayes_risk.exceptions import NotSupportedError
     from bayes_risk.membership.api import check_model
 
-    if ctx.holdout is None or ctx.model is None or model is not _loaded_model(ctx):
+    if ctx.holdout is None or ctx.model is None or model is not loaded_model(ctx):
         return False
     try:
         check_model(model, selection=ctx.plan.membership_selection)
@@ -612,26 +608,20 @@ def membership_step(ctx: StepContext) -> StepOutcome:
     from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
     if ctx.holdout is None:
-        return StepOutcome(
-            name="membership", status="skipped",
-            reason=f"no holdout was given ({arg_name('holdout', '...', cli='FILE')}: records of "
-            "the population that were not in the original), so members cannot be compared "
-            "with non-members.",
-        )
+        return skipped(
+            "membership", f"no holdout was given ({arg_name('holdout', '...', cli='FILE')}: "
+            "records of the population that were not in the original), so members cannot be "
+            "compared with non-members.")
     if ctx.model is None:
-        return StepOutcome(
-            name="membership", status="skipped",
-            reason=f"no fitted model was given ({arg_name('model', '...', cli='DIR')}): "
-            "membership risk needs its likelihood (the posterior draws of a Bayesian model, "
-            "or a CART synthesizer's "
-            "plug-in).",
-        )
-    model = _loaded_model(ctx)
+        return skipped(
+            "membership", f"no fitted model was given ({arg_name('model', '...', cli='DIR')}): "
+            "membership risk needs its likelihood (the posterior draws of a Bayesian model, or "
+            "a CART synthesizer's plug-in).")
+    model = loaded_model(ctx)
     try:
         check_model(model, selection=ctx.plan.membership_selection)
     except NotSupportedError as err:
-        return StepOutcome(name="membership", status="skipped",
-                           reason=f"{err} [{err.code}]")
+        return skipped("membership", f"{err} [{err.code}]")
     shared = ctx.refits if ctx.refits is not None and ctx.refits_model is model else None
     res = membership_risk(model, ctx.original, ctx.synthetic, holdout=ctx.holdout,
                           population=0,

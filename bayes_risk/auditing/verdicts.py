@@ -448,6 +448,11 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
     ratio = (s["n_original_distinct"] / s["n_holdout_distinct"]
              if s.get("n_holdout_distinct") else 1.0)
     lvl = f"{100 * float(s['confidence_level']):.3g} %"
+
+    def interval(r: Any) -> str:  # the headline row's interval and, of several, its dataset
+        return f"{lvl} interval {r['ci_low']:.3g}–{r['ci_high']:.3g}" + (
+            f" (dataset {int(r['dataset'])}, the largest of {plan.m})" if plan.m > 1 else "")
+
     for _, r in so.headline().iterrows():
         mode = str(r["mode"])
         each = so.table.loc[so.table["mode"] == mode, "risk"]
@@ -455,9 +460,7 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
         v = Verdict(
             "attacks", f"{mode} singling-out risk", float(r["risk"]),
             th.singling_out_risk, "max", step_file(a, "singling_out.csv"),
-            f"{lvl} interval {r['ci_low']:.3g}–{r['ci_high']:.3g}"
-            + (f" (dataset {int(r['dataset'])}, the largest of {plan.m})" if plan.m > 1 else "")
-            + f"; of {int(r['n_queries'])} predicates that single out a synthetic row, "
+            interval(r) + f"; of {int(r['n_queries'])} predicates that single out a synthetic row, "
             f"{int(r['n_main'])} single out a record of the original and "
             f"{r['n_control']:.4g} one of the holdout"
             + (f" (corrected for its size by {r['control_correction']:.3g})"
@@ -476,9 +479,7 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
         v = Verdict(
             "attacks", f"linkability risk ({', '.join(ca)} with {', '.join(cb)})",
             float(r["risk"]), th.linkability_risk, "max", step_file(a, "linkability.csv"),
-            f"{lvl} interval {r['ci_low']:.3g}–{r['ci_high']:.3g}"
-            + (f" (dataset {int(r['dataset'])}, the largest of {plan.m})" if plan.m > 1 else "")
-            + f"; records relinked through their {k} nearest synthetic row"
+            interval(r) + f"; records relinked through their {k} nearest synthetic row"
             f"{'s' if k > 1 else ''}: {int(r['n_main'])} of {int(r['n_attacks'])} of the "
             f"original, {int(r['n_control'])} of as many of the holdout, "
             f"{int(r['n_baseline'])} by random rows",

@@ -103,7 +103,7 @@ class CombinedScalar(RiskResult):
         return (self.ci_lower, self.ci_upper)
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per component: estimate and the within and between variances."""
+        """One row: the combined estimate, its variances, interval and degrees of freedom."""
         d = asdict(self)
         d.pop("warnings")
         return pd.DataFrame([d])
@@ -222,7 +222,7 @@ class OverlapResult(RiskResult):
     kind: str
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per component: estimate and the within and between variances."""
+        """One row per estimand: its overlap."""
         return pd.DataFrame({"estimand": np.arange(1, self.values.size + 1),
                              "overlap": self.values})
 
@@ -260,7 +260,7 @@ class CoefDiffResult(RiskResult):
     median: float
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per component: estimate and the within and between variances."""
+        """One row per coefficient: its standardised difference."""
         return pd.DataFrame({"coefficient": np.arange(1, self.values.size + 1),
                              "std_coef_diff": self.values})
 
