@@ -21,7 +21,8 @@ __all__ = [
     "read_inputs", "missing_labels", "parse_records", "schema_from_args", "model_schema",
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
-    "save_known_sweep", "init_params", "read_holdout", "run_seed",
+    "save_known_sweep", "init_params", "read_holdout", "run_seed", "parse_radius",
+    "parse_numbers", "parse_columns",
 ]
 
 #: ``SYN`` of the sub-commands that read a release
@@ -383,6 +384,43 @@ def parse_key_value(items: Sequence[str], argument: str,
             raise ValidationError(f"{argument} {it!r}: value {v!r} is not a valid "
                                   f"{value_type.__name__}.", code="BAD_OPTION_VALUE") from err
     return out
+
+
+def parse_radius(items: list[str] | None) -> float | list[float] | dict[str, float] | None:
+    """``--radius``: ``COL=R`` for every value, or bare numbers (one: a float); the library
+    checks the values."""
+    if not items:
+        return None
+    keyed = [i for i in items if "=" in i]
+    if keyed and len(keyed) != len(items):
+        raise ValidationError("--radius: use either COL=R for every value or bare numbers, not "
+                              f"both. Got {items}.", code="BAD_OPTION_VALUE")
+    if keyed:
+        return parse_key_value(items, "--radius", float)
+    vals = parse_numbers(",".join(items), "--radius")
+    return vals[0] if len(vals) == 1 else vals
+
+
+def parse_numbers(text: str | None, option: str, *, none: bool = False) -> list[float] | None:
+    """Comma-separated numbers (``--radius-sweep 0.1,0.2``); ``None`` for no text and, with
+    ``none``, for ``none``."""
+    if not text or (none and text.strip().lower() == "none"):
+        return None
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError as err:
+        raise ValidationError(f"{option} expects comma-separated numbers"
+                              f"{' or none' if none else ''}. Got {text!r}.",
+                              code="BAD_OPTION_VALUE") from err
+
+
+def parse_columns(text: str, option: str) -> list[str]:
+    """A comma-separated list of columns (``--linkability Age,Urban Income``)."""
+    cols = [c.strip() for c in text.split(",") if c.strip()]
+    if not cols:
+        raise ValidationError(f"{option}: expected comma-separated lists of columns, e.g. "
+                              f"Age,Urban Income,Educ. Got {text!r}.", code="BAD_OPTION_VALUE")
+    return cols
 
 
 def add_dask_arguments(p: argparse.ArgumentParser, unit: str) -> None:

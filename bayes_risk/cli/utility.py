@@ -19,14 +19,10 @@ def run(args: argparse.Namespace) -> int:
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.exceptions import ValidationError
     from bayes_risk.utility.pmse import PropensitySpec
     from bayes_risk.utility.summary import OverlapSpec, utility_summary
 
     out = Path(args.out)
-    if args.max_order < 0:
-        raise ValidationError(f"--max-order must be >= 0. Got {args.max_order}.",
-                              code="BAD_OPTION_VALUE")
     seed = run_seed(args)  # recorded in summary.json: a CART / permutation run repeats exactly
     original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
