@@ -22,7 +22,7 @@ __all__ = [
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
     "save_known_sweep", "init_params", "read_holdout", "run_seed", "parse_radius",
-    "parse_numbers", "parse_columns",
+    "parse_numbers", "parse_columns", "parse_one_or_pairs",
 ]
 
 #: ``SYN`` of the sub-commands that read a release
@@ -421,6 +421,25 @@ def parse_columns(text: str, option: str) -> list[str]:
         raise ValidationError(f"{option}: expected comma-separated lists of columns, e.g. "
                               f"Age,Urban Income,Educ. Got {text!r}.", code="BAD_OPTION_VALUE")
     return cols
+
+
+def parse_one_or_pairs(items: list[str] | None, option: str, what: str, *,
+                       empty: bool = False) -> str | dict[str, str] | None:
+    """One bare value (for every column), or ``COL=WHAT`` pairs of distinct columns (``empty``:
+    ``COL=`` allowed), as ``--method-per-column`` and ``--group-by`` take them."""
+    if not items:
+        return None
+    if len(items) == 1 and "=" not in items[0]:
+        return items[0]
+    out: dict[str, str] = {}
+    for i in items:
+        c, sep, v = i.partition("=")
+        if not sep or not c or c in out or not (v or empty):
+            raise ValidationError(f"{option}: {i!r} is not a new COL={what} pair; give one "
+                                  f"{what} alone, or one COL={what} pair per column.",
+                                  code="BAD_OPTION_VALUE")
+        out[c] = v
+    return out
 
 
 def add_dask_arguments(p: argparse.ArgumentParser, unit: str) -> None:
