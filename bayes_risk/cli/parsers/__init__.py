@@ -85,6 +85,9 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "n_pop": ("PopulationSpec.population_size",),
     "replicates": ("n",),
     "linkability": ("aux_columns",),
+    "known_sums": ("ScenarioSpec.known_sums",),
+    "known_fraction": ("ScenarioSpec.known_fraction",),
+    "known_seed": ("ScenarioSpec.seed",),
 }
 
 
