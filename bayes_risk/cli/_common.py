@@ -402,9 +402,9 @@ def parse_radius(items: list[str] | None) -> float | list[float] | dict[str, flo
 
 
 def parse_numbers(text: str | None, option: str, *, none: bool = False) -> list[float] | None:
-    """Comma-separated numbers (``--radius-sweep 0.1,0.2``); ``None`` for no text and, with
+    """Comma-separated numbers (``--radius-sweep 0.1,0.2``); ``None`` for ``None`` and, with
     ``none``, for ``none``."""
-    if not text or (none and text.strip().lower() == "none"):
+    if text is None or (none and text.strip().lower() == "none"):
         return None
     try:
         return [float(x) for x in text.split(",") if x.strip()]

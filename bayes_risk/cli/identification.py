@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValidationError("--records-output per-dataset needs --aggregation per-dataset (or "
                               "--compat): pooled probabilities give one row per target.",
                               code="OPTION_CONFLICT")
-    grid = parse_numbers(args.radius_sweep, "--radius-sweep")
+    grid = parse_numbers(args.radius_sweep or None, "--radius-sweep")
     check_max_size(args)
     replicates = _posterior_replicates(args, original, syn)
     _release_free_memory()  # the CSV readers' buffers
