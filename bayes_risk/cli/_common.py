@@ -386,9 +386,10 @@ def parse_key_value(items: Sequence[str], argument: str,
     return out
 
 
-def parse_radius(items: list[str] | None) -> float | list[float] | dict[str, float] | None:
-    """``--radius``: ``COL=R`` for every value, or bare numbers (one: a float); the library
-    checks the values."""
+def parse_radius(items: list[str] | None, *,
+                 vector: bool = True) -> float | list[float] | dict[str, float] | None:
+    """``--radius``: ``COL=R`` for every value, or bare numbers (one: a float; several only with
+    ``vector``, for ``--compat``); the library checks the values."""
     if not items:
         return None
     keyed = [i for i in items if "=" in i]
@@ -398,6 +399,9 @@ def parse_radius(items: list[str] | None) -> float | list[float] | dict[str, flo
     if keyed:
         return parse_key_value(items, "--radius", float)
     vals = parse_numbers(",".join(items), "--radius")
+    if len(vals) > 1 and not vector:
+        raise ValidationError(f"--radius: give COL=R for every value or one bare number. Got "
+                              f"{items}.", code="BAD_OPTION_VALUE")
     return vals[0] if len(vals) == 1 else vals
 
 

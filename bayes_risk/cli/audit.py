@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     schema = release_schema(original, syn, args)
     records = parse_records(args.records, len(original))
     settings = AuditSettings(
-        match=MatchSpec(radius=parse_radius(args.radius),
+        match=MatchSpec(radius=parse_radius(args.radius, vector=False),
                         radius_type=args.radius_type.replace("-", "_")),
         sweep=parse_numbers(args.radius_sweep, "--radius-sweep", none=True),
         sweep_unsynthesized=args.sweep_unsynthesized,
