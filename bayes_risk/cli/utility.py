@@ -24,6 +24,10 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     seed = run_seed(args)  # recorded in summary.json: a CART / permutation run repeats exactly
+    # the settings' checks before the inputs are read
+    propensity = PropensitySpec(method=args.pmse, max_order=args.max_order)
+    overlap = OverlapSpec(estimands=args.formula, family=args.family, alpha=args.alpha,
+                          rules=args.combining_rules)
     original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
     synthesized = args.synthesized
@@ -33,11 +37,10 @@ def run(args: argparse.Namespace) -> int:
         original,
         syn,
         schema=schema,
-        propensity=PropensitySpec(method=args.pmse, max_order=args.max_order),
+        propensity=propensity,
         null=args.null,
         n_perm=args.n_perm,
-        overlap=OverlapSpec(estimands=args.formula, family=args.family, alpha=args.alpha,
-                            rules=args.combining_rules),
+        overlap=overlap,
         synthesized=synthesized,
         random_seed=seed,
         progressbar=not args.quiet,
