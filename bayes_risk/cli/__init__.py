@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -106,7 +107,8 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             # the interrupt surfaced as another exception (e.g. SystemError from a numba kernel)
             return _interrupted(run)
         if isinstance(err, BayesRiskError):
-            _print_error(args.command, err.code, command_line_text(_one_line(err), options))
+            text = command_line_text(_one_line(err), options)
+            _print_error(args.command, _option_code(err, text, options), text)
             return 2
         if isinstance(err, OSError):  # missing file, permission, disk full: said in one line
             _print_error(args.command, _os_error_code(err), err)
@@ -119,6 +121,16 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         raise
     except KeyboardInterrupt:
         return _interrupted(run)
+
+
+def _option_code(err: BaseException, text: str, options: dict[str, str]) -> str:
+    """The code of an error: the library's argument error (``INVALID_ARGUMENT``) naming one of
+    the command's options is an option's bad value (``BAD_OPTION_VALUE``)."""
+    code = getattr(err, "code", "")
+    if code == "INVALID_ARGUMENT" and any(re.search(rf"{re.escape(o)}\b(?!-)", text)
+                                          for o in options.values() if o.startswith("-")):
+        return "BAD_OPTION_VALUE"
+    return code
 
 
 def _print_error(command: str, code: str, err: BaseException | str) -> None:
@@ -217,7 +229,5 @@ def console_main() -> NoReturn:
 
 def _one_line(err: BaseException) -> str:
     """The message on one line, numpy scalar reprs (``np.int64(63)``) shown as plain numbers."""
-    import re
-
     text = " ".join(str(err).split())
     return re.sub(r"np\.(?:int|uint|float|str_|bool_)\w*\(([^()]*)\)", r"\1", text)

@@ -21,7 +21,8 @@ __all__ = [
     "read_inputs", "missing_labels", "parse_records", "schema_from_args", "model_schema",
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
-    "save_known_sweep", "init_params", "read_holdout", "run_seed",
+    "save_known_sweep", "init_params", "read_holdout", "run_seed", "parse_radius",
+    "parse_numbers", "parse_columns", "parse_one_or_pairs",
 ]
 
 #: ``SYN`` of the sub-commands that read a release
@@ -382,6 +383,66 @@ def parse_key_value(items: Sequence[str], argument: str,
         except ValueError as err:
             raise ValidationError(f"{argument} {it!r}: value {v!r} is not a valid "
                                   f"{value_type.__name__}.", code="BAD_OPTION_VALUE") from err
+    return out
+
+
+def parse_radius(items: list[str] | None, *,
+                 vector: bool = True) -> float | list[float] | dict[str, float] | None:
+    """``--radius``: ``COL=R`` for every value, or bare numbers (one: a float; several only with
+    ``vector``, for ``--compat``); the library checks the values."""
+    if not items:
+        return None
+    keyed = [i for i in items if "=" in i]
+    if keyed and len(keyed) != len(items):
+        raise ValidationError("--radius: use either COL=R for every value or bare numbers, not "
+                              f"both. Got {items}.", code="BAD_OPTION_VALUE")
+    if keyed:
+        return parse_key_value(items, "--radius", float)
+    vals = parse_numbers(",".join(items), "--radius")
+    if len(vals) > 1 and not vector:
+        raise ValidationError(f"--radius: give COL=R for every value or one bare number. Got "
+                              f"{items}.", code="BAD_OPTION_VALUE")
+    return vals[0] if len(vals) == 1 else vals
+
+
+def parse_numbers(text: str | None, option: str, *, none: bool = False) -> list[float] | None:
+    """Comma-separated numbers (``--radius-sweep 0.1,0.2``); ``None`` for ``None`` and, with
+    ``none``, for ``none``."""
+    if text is None or (none and text.strip().lower() == "none"):
+        return None
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError as err:
+        raise ValidationError(f"{option} expects comma-separated numbers"
+                              f"{' or none' if none else ''}. Got {text!r}.",
+                              code="BAD_OPTION_VALUE") from err
+
+
+def parse_columns(text: str, option: str) -> list[str]:
+    """A comma-separated list of columns (``--linkability Age,Urban Income``)."""
+    cols = [c.strip() for c in text.split(",") if c.strip()]
+    if not cols:
+        raise ValidationError(f"{option}: expected comma-separated lists of columns, e.g. "
+                              f"Age,Urban Income,Educ. Got {text!r}.", code="BAD_OPTION_VALUE")
+    return cols
+
+
+def parse_one_or_pairs(items: list[str] | None, option: str, what: str, *,
+                       empty: bool = False) -> str | dict[str, str] | None:
+    """One bare value (for every column), or ``COL=WHAT`` pairs of distinct columns (``empty``:
+    ``COL=`` allowed), as ``--method-per-column`` and ``--group-by`` take them."""
+    if not items:
+        return None
+    if len(items) == 1 and "=" not in items[0]:
+        return items[0]
+    out: dict[str, str] = {}
+    for i in items:
+        c, sep, v = i.partition("=")
+        if not sep or not c or c in out or not (v or empty):
+            raise ValidationError(f"{option}: {i!r} is not a new COL={what} pair; give one "
+                                  f"{what} alone, or one COL={what} pair per column.",
+                                  code="BAD_OPTION_VALUE")
+        out[c] = v
     return out
 
 

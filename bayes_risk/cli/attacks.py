@@ -4,38 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_risk.cli._common import inputs_summary
+from bayes_risk.cli._common import inputs_summary, parse_columns
 
 __all__ = ["run"]
-
-
-def _columns(text: str, option: str) -> list[str]:
-    from bayes_risk.exceptions import ValidationError
-
-    cols = [c.strip() for c in text.split(",") if c.strip()]
-    if not cols:
-        raise ValidationError(f"{option}: expected a comma-separated list of columns. Got "
-                              f"{text!r}.", code="BAD_OPTION_VALUE")
-    return cols
-
-
-#: the API's argument names as the options that set them (errors name the options)
-_OPTIONS = {"n_attacks": "--n-attacks", "n_cols": "--n-cols", "n_neighbors": "--n-neighbors",
-            "max_attempts": "--max-attempts", "confidence_level": "--confidence-level",
-            "aux_columns": "--linkability"}
-
-
-def _as_options(err: Exception) -> Exception:
-    """A ``ValidationError`` of the API with its argument names replaced by the options."""
-    import re
-
-    from bayes_risk.exceptions import ValidationError
-
-    if not isinstance(err, ValidationError):
-        return err
-    text = re.sub(r"\b(" + "|".join(_OPTIONS) + r")\b", lambda m: _OPTIONS[m.group(1)],
-                  str(err))
-    return ValidationError(text, code=err.code)
 
 
 def _headline(result) -> str:
@@ -68,25 +39,22 @@ def run(args: argparse.Namespace) -> int:
         raise ValidationError("nothing to run: --singling-out none needs --linkability "
                               "COLS_A COLS_B.", code="OPTION_REQUIRED")
     aux = (None if args.linkability is None else
-           tuple(_columns(t, "--linkability") for t in args.linkability))
+           tuple(parse_columns(t, "--linkability") for t in args.linkability))
     original, synthetic = read_inputs(args)
     holdout = read_holdout(args)
     schema = release_schema(original, synthetic, args)
     common = dict(holdout=holdout, schema=schema, confidence_level=args.confidence_level,
                   random_seed=args.random_seed)
     so = lk = None
-    try:
-        if modes:
-            so = singling_out_risk(original, synthetic, mode=modes, n_attacks=args.n_attacks,
-                                   n_cols=args.n_cols, columns=args.columns,
-                                   max_attempts=args.max_attempts, **common)
-        if aux is not None:
-            sizes = [len(original)] + ([] if holdout is None else [len(holdout)])
-            n = args.n_attacks if args.n_attacks < 1 else min(args.n_attacks, *sizes)
-            lk = linkability_risk(original, synthetic, aux_columns=aux, n_attacks=n,
-                                  n_neighbors=args.n_neighbors, **common)
-    except ValidationError as err:
-        raise _as_options(err) from err
+    if modes:
+        so = singling_out_risk(original, synthetic, mode=modes, n_attacks=args.n_attacks,
+                               n_cols=args.n_cols, columns=args.columns,
+                               max_attempts=args.max_attempts, **common)
+    if aux is not None:
+        sizes = [len(original)] + ([] if holdout is None else [len(holdout)])
+        n = args.n_attacks if args.n_attacks < 1 else min(args.n_attacks, *sizes)
+        lk = linkability_risk(original, synthetic, aux_columns=aux, n_attacks=n,
+                              n_neighbors=args.n_neighbors, **common)
     summary = {"measure": "attacks",
                "singling_out": None if so is None else so.to_dict(),
                "linkability": None if lk is None else lk.to_dict(),

@@ -67,16 +67,6 @@ def _candidates(text: str, model: Any, original: Any) -> Any:
     return with_zero_fallback(spec, original, numeric)
 
 
-def _known_sums(cols: list[str] | None) -> bool | list[str] | None:
-    """``--known-sums [COL ...]`` as ``ScenarioSpec.known_sums`` (no column: every numeric one)."""
-    from bayes_risk.exceptions import ValidationError
-
-    if cols and len(set(cols)) < len(cols):
-        raise ValidationError(f"--known-sums names a column twice: {' '.join(cols)}.",
-                              code="BAD_OPTION_VALUE")
-    return None if cols is None else (cols or True)
-
-
 def _scenario(args: argparse.Namespace) -> str:
     """``--scenario`` as the API's name, checked against the options that go with it."""
     from bayes_risk.cli.parsers.attribute import LARGEST_VALUE_CHOICES
@@ -96,12 +86,10 @@ def _scenario(args: argparse.Namespace) -> str:
             f"--known-records, --known-fraction and --known-seed apply to --scenario "
             f"known-records (and --known-seed to --known-curve), not {given}.",
             code="OPTION_CONFLICT")
-    for name, values in (("--known-fraction", [args.known_fraction]),
-                         ("--known-curve", args.known_curve or [])):
-        bad = [v for v in values if v is not None and not 0.0 <= v <= 1.0]
-        if bad:
-            raise ValidationError(f"{name} must be a share in [0, 1]. Got {bad[0]!r}.",
-                                  code="BAD_OPTION_VALUE")
+    bad = [v for v in args.known_curve or [] if not 0.0 <= v <= 1.0]
+    if bad:  # checked before the run the curve follows (ScenarioSpec checks --known-fraction)
+        raise ValidationError(f"--known-curve must be a share in [0, 1]. Got {bad[0]!r}.",
+                              code="BAD_OPTION_VALUE")
     if args.known_seed is not None and args.known_seed < 0:
         raise ValidationError(f"--known-seed must be an integer >= 0. Got {args.known_seed}.",
                               code="BAD_OPTION_VALUE")
@@ -269,6 +257,15 @@ def run(args: argparse.Namespace) -> int:
         return _run_largest_value(args, scenario, model, original, synthetic)
     records = parse_records(args.records, len(original))
     pairs = None if args.pairs is None else parse_pairs(args.pairs, len(original))
+    known_records = {}
+    if scenario == "known_records":
+        known_records = dict(known_fraction=args.known_fraction, seed=args.known_seed,
+                             known_records=parse_records(args.known_records, len(original),
+                                                         "--known-records"))
+    # checked before any refit
+    spec = ScenarioSpec(kind=scenario, known=args.known, pairs=pairs,
+                        known_sums=None if args.known_sums is None else (args.known_sums or True),
+                        **known_records)
     # the low-risk intruder (scenario empty) has no candidate sets: --candidates as given
     candidates = (args.candidates if scenario == "empty"
                   else _candidates(args.candidates, model, original))
@@ -294,15 +291,7 @@ def run(args: argparse.Namespace) -> int:
             from bayes_risk.distributed import attribute_risk as risk
         opts = dict(candidates=candidates, prior=args.prior, estimator=estimator, random_seed=seed,
                     allow_other_model=args.allow_other_model)
-        by_records = {}
-        if scenario == "known_records":
-            by_records = dict(known_fraction=args.known_fraction, seed=args.known_seed,
-                              known_records=parse_records(args.known_records, len(original),
-                                                          "--known-records"))
-        result = risk(original, synthetic, model=model, records=records,
-                      scenario=ScenarioSpec(kind=scenario, known=args.known, pairs=pairs,
-                                            known_sums=_known_sums(args.known_sums),
-                                            **by_records),
+        result = risk(original, synthetic, model=model, records=records, scenario=spec,
                       progressbar=not args.quiet, **opts, **dask_kwargs(args, client))
         curve = None
         if args.known_curve:

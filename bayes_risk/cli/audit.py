@@ -15,36 +15,6 @@ BUNDLE = "report.zip"
 _LINE_STATUS = {"exceeds": "EXCEEDS", "caution": "caution", "within": "within "}
 
 
-def _radius(items: list[str]):
-    from bayes_risk.cli._common import parse_key_value
-    from bayes_risk.exceptions import ValidationError
-
-    if not items:
-        return None
-    if all("=" in i for i in items):
-        return parse_key_value(items, "--radius", float)
-    if len(items) == 1 and "=" not in items[0]:
-        try:
-            return float(items[0])
-        except ValueError as err:
-            raise ValidationError(f"--radius: {items[0]!r} is not a number.",
-                                  code="BAD_OPTION_VALUE") from err
-    raise ValidationError("--radius: give COL=R for every value or one bare number, not both. Got "
-                          f"{items}.", code="BAD_OPTION_VALUE")
-
-
-def _grid(text: str):
-    from bayes_risk.exceptions import ValidationError
-
-    if text.strip().lower() == "none":
-        return None
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError as err:
-        raise ValidationError("--radius-sweep expects comma-separated numbers or 'none'. Got "
-                              f"{text!r}.", code="BAD_OPTION_VALUE") from err
-
-
 def _ngroups(text: str):
     from bayes_risk.exceptions import ValidationError
 
@@ -55,20 +25,6 @@ def _ngroups(text: str):
     except ValueError as err:
         raise ValidationError(f"--ngroups-target expects an integer or 'none'. Got {text!r}.",
                               code="BAD_OPTION_VALUE") from err
-
-
-def _linkability(values: list[str] | None) -> tuple[list[str], list[str]] | None:
-    """``--linkability COLS_A COLS_B``: two comma-separated lists of columns."""
-    if values is None:
-        return None
-    from bayes_risk.exceptions import ValidationError
-
-    parts = [[c.strip() for c in v.split(",") if c.strip()] for v in values]
-    if not all(parts):
-        raise ValidationError("--linkability: expected two comma-separated lists of columns, "
-                              f"e.g. Age,Urban Income,Educ. Got {' '.join(values)!r}.",
-                              code="BAD_OPTION_VALUE")
-    return parts[0], parts[1]
 
 
 def _before(args: argparse.Namespace) -> dict | None:
@@ -95,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.auditing import AuditSettings, audit
     from bayes_risk.cli._common import (
         imputed_arg,
+        parse_columns,
+        parse_numbers,
+        parse_radius,
         parse_records,
         print_summary,
         read_holdout,
@@ -110,9 +69,10 @@ def run(args: argparse.Namespace) -> int:
     schema = release_schema(original, syn, args)
     records = parse_records(args.records, len(original))
     settings = AuditSettings(
-        match=MatchSpec(radius=_radius(args.radius),
+        match=MatchSpec(radius=parse_radius(args.radius, vector=False),
                         radius_type=args.radius_type.replace("-", "_")),
-        sweep=_grid(args.radius_sweep), sweep_unsynthesized=args.sweep_unsynthesized,
+        sweep=parse_numbers(args.radius_sweep, "--radius-sweep", none=True),
+        sweep_unsynthesized=args.sweep_unsynthesized,
         known_sweep=args.known_sweep, known_fractions=args.known_fractions,
         targets=args.target, skip=args.skip, combining_rules=args.combining_rules,
         propensity=PropensitySpec(method=args.pmse_method, max_order=args.max_order),
@@ -123,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
                                           refit_cache=args.refit_cache),
         show_confidential_values=args.show_confidential_values,
         membership_selection=args.membership_selection, weights=args.weights,
-        linkability_columns=_linkability(args.linkability),
+        linkability_columns=(None if args.linkability is None else
+                             tuple(parse_columns(t, "--linkability") for t in args.linkability)),
         allow_other_model=args.allow_other_model,
     )
     kw = dict(

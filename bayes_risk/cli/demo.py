@@ -49,21 +49,17 @@ def _call(argv: list[str], quiet: bool) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo (see module docstring)."""
+    from bayes_risk._specs import check_int
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.validate import check_m
 
     m = check_m(args.m, "-m")
     # the DPMPM options are checked here, before any step runs, so that an error names the
     # demo's own option rather than a step's command line in a temporary folder
-    for opt, v in (("--components", args.components), ("--draws", args.draws),
-                   ("--chains", args.chains)):
+    for opt, v, low in (("--components", args.components, 1), ("--draws", args.draws, 1),
+                        ("--chains", args.chains, 1), ("--tune", args.tune, 0)):
         if v is not None:
-            check_m(v, opt)
-    if args.tune is not None and args.tune < 0:
-        from bayes_risk.exceptions import ValidationError
-
-        raise ValidationError(f"--tune must be an integer >= 0. Got {args.tune!r}.",
-                              code="BAD_OPTION_VALUE")
+            check_int(v, opt, low)
     from bayes_risk.cli._common import print_summary
 
     with output_dir(args) as tmp:

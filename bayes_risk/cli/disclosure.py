@@ -14,6 +14,7 @@ def run(args: argparse.Namespace) -> int:
     """Compute the measures and write the output folder."""
     from bayes_risk._io import write_json
     from bayes_risk.cli._common import (
+        parse_records,
         print_summary,
         read_inputs,
         release_schema,
@@ -31,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValidationError("--selected is read by --differencing only.",
                               code="OPTION_CONFLICT")
     original, syn = read_inputs(args)
-    diff = (differencing_check(original, syn, records=_selected(args.selected))
+    diff = (differencing_check(original, syn, records=parse_records(args.selected, len(original),
+                                                                  "--selected"))
             if args.differencing else None)
     if args.keys is None:
         with output_dir(args) as tmp:
@@ -79,30 +81,6 @@ def run(args: argparse.Namespace) -> int:
         body += ["", *diff.summary().as_text().strip().splitlines()]
     print_summary([head, *body], out)
     return 0
-
-
-def _selected(path: str | None) -> list[int] | None:
-    """The record numbers of ``--selected FILE`` (one 0-based number per line)."""
-    from bayes_risk.exceptions import ValidationError
-
-    if path is None:
-        return None
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise ValidationError(f"--selected {path!r} cannot be read: {err.strerror}.",
-                              code="FILE_NOT_FOUND") from err
-    out = []
-    for k, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            out.append(int(line.strip()))
-        except ValueError as err:
-            raise ValidationError(
-                f"--selected {path!r}, line {k}: expected a 0-based record number, got "
-                f"{line.strip()!r}.", code="BAD_OPTION_VALUE") from err
-    return out
 
 
 def _write_differencing(tmp: Path, diff, args: argparse.Namespace) -> None:

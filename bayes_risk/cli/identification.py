@@ -10,33 +10,12 @@ from typing import Any
 from bayes_risk.cli._common import (
     check_max_size,
     inputs_summary,
-    parse_key_value,
+    parse_numbers,
+    parse_radius,
     save_known_sweep,
 )
 
 __all__ = ["run"]
-
-
-def _parse_radius(items: list[str]):
-    from bayes_risk.exceptions import ValidationError
-
-    if not items:
-        return None
-    keyed = [i for i in items if "=" in i]
-    if keyed and len(keyed) != len(items):
-        raise ValidationError("--radius: use either COL=R for every value or bare numbers, not "
-                              f"both. Got {items}.", code="BAD_OPTION_VALUE")
-    if keyed:
-        return parse_key_value(items, "--radius", float)
-    vals = []
-    for i in items:
-        for piece in i.split(","):
-            try:
-                vals.append(float(piece))
-            except ValueError as err:
-                raise ValidationError(f"--radius: {piece!r} is not a number.",
-                                      code="BAD_OPTION_VALUE") from err
-    return vals[0] if len(vals) == 1 else vals
 
 
 def _parse_strategy(s: str):
@@ -86,7 +65,7 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
     return dict(
         schema=schema,
         match=MatchSpec(
-            radius=_parse_radius(args.radius),
+            radius=parse_radius(args.radius),
             radius_type=args.radius_type.replace("-", "_"),
             r_min=args.r_min,
             quantile_groups=args.quantile_groups,
@@ -210,13 +189,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValidationError("--records-output per-dataset needs --aggregation per-dataset (or "
                               "--compat): pooled probabilities give one row per target.",
                               code="OPTION_CONFLICT")
-    grid = None
-    if args.radius_sweep:
-        try:
-            grid = [float(x) for x in args.radius_sweep.split(",") if x.strip()]
-        except ValueError as err:
-            raise ValidationError("--radius-sweep expects comma-separated numbers. Got "
-                                  f"{args.radius_sweep!r}.", code="BAD_OPTION_VALUE") from err
+    grid = parse_numbers(args.radius_sweep or None, "--radius-sweep")
     check_max_size(args)
     replicates = _posterior_replicates(args, original, syn)
     _release_free_memory()  # the CSV readers' buffers
@@ -305,24 +278,6 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
             raise ValidationError(f"{', '.join(given)} need(s) --model (the fitted synthesis "
                                   "model the replicates are drawn from).", code="OPTION_REQUIRED")
         return None
-    # checked here, before the model is loaded or rebuilt, so that an error names the option
-    # given (--max-replicates 0 was reported as "min_replicates must be a positive integer")
-    n = args.replicates
-    if n != "auto":
-        try:
-            n = int(n)
-        except ValueError as err:
-            raise ValidationError(f"--replicates must be an integer or auto. Got {n!r}.",
-                                  code="BAD_OPTION_VALUE") from err
-        if n < 1:
-            raise ValidationError(f"--replicates must be an integer >= 1 or auto. Got {n}.",
-                                  code="BAD_OPTION_VALUE")
-    if args.max_replicates < 1:
-        raise ValidationError("--max-replicates must be an integer >= 1. Got "
-                              f"{args.max_replicates}.", code="BAD_OPTION_VALUE")
-    if not 0 < args.mcse_tol < 1:
-        raise ValidationError(f"--mcse-tol must be a number in (0, 1). Got {args.mcse_tol}.",
-                              code="BAD_OPTION_VALUE")
     from bayes_risk.cli._common import check_model_original
     from bayes_risk.identification.replicates import PosteriorReplicates
     from bayes_risk.models import load_model, rebuild_synthesizer
@@ -334,9 +289,11 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
         check_model_original(args, model, original)
     if hasattr(model, "progressbar"):
         model.progressbar = False
+    n = int(args.replicates) if args.replicates.isdigit() else args.replicates
     return PosteriorReplicates(model, n=n, view=args.view, mcse_tol=args.mcse_tol,
                                max_replicates=args.max_replicates,
-                               min_replicates=min(500, args.max_replicates),
+                               # >= 1: a bad --max-replicates is reported as itself
+                               min_replicates=max(1, min(500, args.max_replicates)),
                                random_seed=args.random_seed,
                                allow_other_model=args.allow_other_model)
 

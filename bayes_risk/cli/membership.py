@@ -10,16 +10,11 @@ __all__ = ["run"]
 
 
 def _prior(text: str) -> float | str:
-    """``--prior`` as the API's value: a name or a number."""
-    from bayes_risk.exceptions import ValidationError
-
-    if text in ("balanced", "sampling"):
-        return text
+    """``--prior`` as the API's value: a number, else the name (``AttackSpec`` checks it)."""
     try:
         return float(text)
     except ValueError:
-        raise ValidationError("--prior must be balanced, sampling or a probability in (0, 1). Got "
-                              f"{text!r}.", code="BAD_OPTION_VALUE") from None
+        return text
 
 
 def run(args: argparse.Namespace) -> int:

@@ -69,8 +69,7 @@ _SETTINGS = ("n_trees", "group_by", "min_group_size", "min_leaf")
 def _synthesizer(args: Any) -> Any:
     """``--method``'s registered synthesizer with the settings given, checked by what the class
     declares (``ModelInfo.visit_order``) and takes, never by its name."""
-    from bayes_risk.cli._common import init_params
-    from bayes_risk.cli.synthesize import _group_by
+    from bayes_risk.cli._common import init_params, parse_one_or_pairs
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
@@ -84,5 +83,5 @@ def _synthesizer(args: Any) -> Any:
     given = {k: getattr(args, k) for k in _SETTINGS if getattr(args, k, None) is not None}
     init_params(cls, args.method, given)
     if "group_by" in given:
-        given["group_by"] = _group_by(given["group_by"])
+        given["group_by"] = parse_one_or_pairs(given["group_by"], "--group-by", "GROUP")
     return cls(**given)

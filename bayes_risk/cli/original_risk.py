@@ -15,20 +15,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._common import print_summary, read_records_table
     from bayes_risk.cli._run import output_dir
     from bayes_risk.disclosure import original_risk
-    from bayes_risk.exceptions import ValidationError
 
-    # the options' ranges, named as options (the library names its arguments)
-    for bad, text in ((not 0 < args.dis_fraction < 1,
-                       f"--dis-fraction must be a sampling fraction in (0, 1). Got "
-                       f"{args.dis_fraction:g}."),
-                      (not args.recursive_c > 0,
-                       f"--recursive-c must be > 0. Got {args.recursive_c:g}."),
-                      (args.max_size is not None and args.max_size < 1,
-                       f"--max-size must be at least 1. Got {args.max_size}."),
-                      (min(args.k_anonymity) < 2,
-                       f"--k-anonymity values must be at least 2. Got {args.k_anonymity}.")):
-        if bad:
-            raise ValidationError(text, code="BAD_OPTION_VALUE")
     original = read_records_table(args.original, "ORIGINAL")
     res = original_risk(original, keys=args.keys, weights=args.weights, sensitive=args.sensitive,
                         method=args.method, suda=not args.no_suda, max_size=args.max_size,

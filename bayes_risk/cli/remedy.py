@@ -52,10 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.exceptions import ValidationError
 
     coding, exclude = _coding(args.bottom_top, args.exclude)
-    if exclude and not coding:
-        raise ValidationError("--exclude applies to --bottom-top, which is not given.",
-                              code="OPTION_CONFLICT")
-    if not (coding or args.remove or args.smooth):
+    if not (coding or exclude or args.remove or args.smooth):
         raise ValidationError("nothing to do: give --bottom-top, --remove or --smooth.",
                               code="OPTION_REQUIRED")
     if args.keys and not args.remove:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bayes_risk.cli._common import parse_one_or_pairs
 from bayes_risk.cli.parsers.synthesize import MODEL_SETTINGS, SYNTHESIS_OPTIONS
 
 __all__ = ["run"]
@@ -28,8 +29,10 @@ def _given_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The model options given on the command line, converted to ``__init__`` settings."""
     convert = {
         "donor": _underscore, "unroutable": _underscore, "probabilities": _underscore,
-        "group_by": _group_by, "identifying": list, "visit_sequence": list,
-        "method_per_column": _method_per_column, "predictor_matrix": _predictor_matrix,
+        "group_by": lambda v: parse_one_or_pairs(v, "--group-by", "GROUP"),
+        "method_per_column": lambda v: parse_one_or_pairs(v, "--method-per-column", "METHOD",
+                                                          empty=True),
+        "identifying": list, "visit_sequence": list, "predictor_matrix": _predictor_matrix,
     }
     out: dict[str, Any] = {}
     for name in MODEL_SETTINGS:
@@ -73,23 +76,6 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
     return cls, settings
 
 
-def _method_per_column(items: list[str]) -> Any:
-    """``--method-per-column``: one method for every column (synthpop's defaults), or
-    ``COL=METHOD`` pairs (``COL=``: keep the column)."""
-    from bayes_risk.exceptions import ValidationError
-
-    if len(items) == 1 and "=" not in items[0]:
-        return items[0]
-    out = {}
-    for i in items:
-        c, sep, m = i.partition("=")
-        if not sep or not c or c in out:
-            raise ValidationError(f"--method-per-column: {i!r} is not a new COL=METHOD pair (or "
-                                  "give one METHOD for every column).", code="BAD_OPTION_VALUE")
-        out[c] = m
-    return out
-
-
 def _predictor_matrix(path: str) -> Any:
     """``--predictor-matrix``: a CSV file, the first column naming the rows."""
     import pandas as pd
@@ -101,31 +87,6 @@ def _predictor_matrix(path: str) -> Any:
     except (OSError, ValueError) as e:
         raise ValidationError(f"--predictor-matrix: cannot read {path!r} as a CSV table ({e}).",
                               code="BAD_OPTION_VALUE") from e
-
-
-def _group_by(items):
-    """``--group-by``: one bare column name, or ``COL=GROUP`` pairs."""
-    from bayes_risk.exceptions import ValidationError
-
-    if not items:
-        return None
-    pairs = [i for i in items if "=" in i]
-    if not pairs:
-        if len(items) != 1:
-            raise ValidationError("--group-by: give one grouping column or COL=GROUP pairs. Got "
-                                  f"{items}.", code="BAD_OPTION_VALUE")
-        return items[0]
-    if len(pairs) != len(items):
-        raise ValidationError(f"--group-by: mix of bare names and COL=GROUP pairs: {items}.",
-                              code="BAD_OPTION_VALUE")
-    out = {}
-    for i in items:
-        c, g = i.split("=", 1)
-        if not c or not g or c in out:
-            raise ValidationError(f"--group-by: {i!r} is not a new COL=GROUP pair.",
-                                  code="BAD_OPTION_VALUE")
-        out[c] = g
-    return out
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,15 +19,15 @@ def run(args: argparse.Namespace) -> int:
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.exceptions import ValidationError
     from bayes_risk.utility.pmse import PropensitySpec
     from bayes_risk.utility.summary import OverlapSpec, utility_summary
 
     out = Path(args.out)
-    if args.max_order < 0:
-        raise ValidationError(f"--max-order must be >= 0. Got {args.max_order}.",
-                              code="BAD_OPTION_VALUE")
     seed = run_seed(args)  # recorded in summary.json: a CART / permutation run repeats exactly
+    # the settings' checks before the inputs are read
+    propensity = PropensitySpec(method=args.pmse, max_order=args.max_order)
+    overlap = OverlapSpec(estimands=args.formula, family=args.family, alpha=args.alpha,
+                          rules=args.combining_rules)
     original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
     synthesized = args.synthesized
@@ -37,11 +37,10 @@ def run(args: argparse.Namespace) -> int:
         original,
         syn,
         schema=schema,
-        propensity=PropensitySpec(method=args.pmse, max_order=args.max_order),
+        propensity=propensity,
         null=args.null,
         n_perm=args.n_perm,
-        overlap=OverlapSpec(estimands=args.formula, family=args.family, alpha=args.alpha,
-                            rules=args.combining_rules),
+        overlap=overlap,
         synthesized=synthesized,
         random_seed=seed,
         progressbar=not args.quiet,

@@ -189,7 +189,7 @@ def _check_coding(coding: Any, exclude: Any, z: pd.DataFrame, schema: Any
         if exclude:
             raise ValidationError(f"{arg_name('recode_exclude')} applies to "
                                   f"{arg_name('bottom_top_coding')}, which is not given.",
-                                  code="INVALID_ARGUMENT")
+                                  code="OPTION_CONFLICT")
         return {}
     if not isinstance(coding, Mapping):
         raise ValidationError("bottom_top_coding must be a mapping {column: (bottom, top)}. "

@@ -165,7 +165,7 @@ def test_audit_knowledge_sweep_of_too_many_columns_fails_before_any_step(at, cap
             *[f"Q{j}" for j in range(7)]]
     line = _error(["audit", "wide.csv", "rel", "--known", *cols, "--known-sweep",
                    "--categorical", "Urban", "Marital", "Tenure", "--radius-sweep", "none",
-                   "--out", "out"], capsys, "INVALID_ARGUMENT")
+                   "--out", "out"], capsys, "BAD_OPTION_VALUE")
     assert "--known-sweep" in line and "14 known columns" in line and "--known" in line
     assert "16384" in line and "at most 12" in line and "--max-size K" in line
     for api in ("max_subsets", "skip=", "max_size", "known_sweep"):
@@ -189,7 +189,7 @@ def test_identification_sweep_of_an_unknown_column_names_the_sweep(at, capsys):
     # 13 candidates: 8192 subsets; the remedy names the option the command line has
     cands = ["Age", "Urban", "Tenure", "Educ", "Marital", "Income", "Expenditure",
              *[f"Q{j}" for j in range(6)]]
-    line = _error([*base, "--known-sweep", *cands], capsys, "INVALID_ARGUMENT")
+    line = _error([*base, "--known-sweep", *cands], capsys, "BAD_OPTION_VALUE")
     assert "8192 subsets" in line and "lower --max-size" in line and "max_subsets" not in line
 
 
@@ -241,61 +241,61 @@ def test_out_given_a_link_says_it_is_a_link(at, capsys, tmp_path):
 
 # ---------------------------------------------------------------- found by the sweep
 @pytest.mark.parametrize("argv,code,named", [
-    (["fit", "acs.csv", "--method", "dpmpm", "--components", "0"], "INVALID_ARGUMENT",
+    (["fit", "acs.csv", "--method", "dpmpm", "--components", "0"], "BAD_OPTION_VALUE",
      "--components (the truncation level K) must be"),
-    (["fit", "acs.csv", "--method", "dpmpm", "--tune", "-1"], "INVALID_ARGUMENT",
+    (["fit", "acs.csv", "--method", "dpmpm", "--tune", "-1"], "BAD_OPTION_VALUE",
      "--tune must be an integer >= 0"),
-    (["fit", "acs.csv", "--method", "dpmpm", "--dirichlet-prior", "0"], "INVALID_ARGUMENT",
+    (["fit", "acs.csv", "--method", "dpmpm", "--dirichlet-prior", "0"], "BAD_OPTION_VALUE",
      "--dirichlet-prior must be a positive number"),
     (["synthesize", "wide.csv", "--method", "cart", "--synthesize", "Nope"], "UNKNOWN_COLUMN",
      "--synthesize: column 'Nope'"),
     (["synthesize", "wide.csv", "--method", "cart", "--synthesize", "Age", "Age"], None,
      "--synthesize lists column(s) ['Age']"),
     (["synthesize", "wide.csv", "--method", "cart", "--synthesize", "Income", "--min-leaf",
-      "0"], "INVALID_ARGUMENT", "--min-leaf must be an integer >= 1"),
+      "0"], "BAD_OPTION_VALUE", "--min-leaf must be an integer >= 1"),
     (["synthesize", "wide.csv", "--method", "cart", "--synthesize", "Income",
       "--missing-code", "Nope=1"], "UNKNOWN_COLUMN", "--missing-code: column 'Nope'"),
     (["synthesize", "wide.csv", "--method", "cart", "--synthesize", "Income", "-m",
       "1000000000"], "MEMORY_TOO_LARGE", "reduce -m"),
     (["synthesize", "--model", "model", "-m", "1000000000000"], "MEMORY_TOO_LARGE",
      "reduce -m"),
-    (["utility", "wide.csv", "rel", "--n-perm", "0"], "INVALID_ARGUMENT", "--n-perm must be"),
+    (["utility", "wide.csv", "rel", "--n-perm", "0"], "BAD_OPTION_VALUE", "--n-perm must be"),
     (["identification", "wide.csv", "rel", "--known-unsynthesized", "Age", "Urban",
       "--known-synthesized", "Age"], "BAD_OPTION_VALUE",
      "listed more than once in --known-unsynthesized and --known-synthesized"),
     (["identification", "wide.csv", "rel", "--known-unsynthesized", "Age",
       "--known-synthesized", "Income", "--radius", "Income=0.1", "--r-min", "-1"],
-     "INVALID_ARGUMENT", "--r-min must be a finite number >= 0"),
+     "BAD_OPTION_VALUE", "--r-min must be a finite number >= 0"),
     (["identification", "wide.csv", "rel", "--known-unsynthesized", "Age",
       "--known-synthesized", "Income", "--radius", "Income=-1"],
-     "INVALID_ARGUMENT", "--radius Income must be a finite number >= 0"),
+     "BAD_OPTION_VALUE", "--radius Income must be a finite number >= 0"),
     (["identification", "wide.csv", "rel", "--known-unsynthesized", "Age",
       "--known-synthesized", "Income", "--radius", "Income=0.1", "--quantile-groups", "0"],
-     "INVALID_ARGUMENT", "--quantile-groups must be an integer >= 1"),
+     "BAD_OPTION_VALUE", "--quantile-groups must be an integer >= 1"),
     (["identification", "wide.csv", "rel", "--known-unsynthesized", "Age",
-      "--known-synthesized", "Income"], "INVALID_ARGUMENT", "--radius Income=R"),
+      "--known-synthesized", "Income"], "BAD_OPTION_VALUE", "--radius Income=R"),
     (["identification", "wide.csv", "rel", "--known-unsynthesized", "Age",
       "--known-synthesized", "Income", "--radius", "Income=0.1", "--original-id", "Nope"],
      "MISSING_COLUMN", "--original-id column 'Nope'"),
     (["identification", "wide.csv", "rel", "--known-unsynthesized", "Age",
       "--known-synthesized", "Income", "--radius", "Income=0.1", "--workers", "100000"],
-     "INVALID_ARGUMENT", "--workers must be an integer from 1 to"),
+     "BAD_OPTION_VALUE", "--workers must be an integer from 1 to"),
     (["disclosure", "wide.csv", "rel", "--keys", "Age", "Nope", "--target", "Tenure"],
      "UNKNOWN_COLUMN", "--keys: column 'Nope'"),
     (["disclosure", "wide.csv", "rel", "--keys", "Age", "--target", "Nope"],
      "UNKNOWN_COLUMN", "--target: column 'Nope'"),
     (["disclosure", "wide.csv", "rel", "--keys", "Age", "Age", "--target", "Tenure"],
-     "INVALID_ARGUMENT", "--keys contain duplicated column(s)"),
+     "BAD_OPTION_VALUE", "--keys contain duplicated column(s)"),
     (["audit", "wide.csv", "rel", "--known", "Age", "Income", "--radius-type",
       "quantile-sd"], "OPTION_CONFLICT", "--radius-sweep none"),
     (["audit", "wide.csv", "rel", "--known", "Age", "Urban", "--target", "Age"],
-     "INVALID_ARGUMENT", "--target: ['Age'] is also known to the intruder (--known)"),
+     "BAD_OPTION_VALUE", "--target: ['Age'] is also known to the intruder (--known)"),
     (["audit", "wide.csv", "rel", "--known", "Age", "--model", "nope"], "NOT_A_MODEL",
      "--model 'nope' is not a fitted-model folder"),
     (["attribute", "acs.csv", "acssyn", "--model", "model", "--candidates", "nope"],
-     "INVALID_ARGUMENT", "--candidates 'nope' not understood"),
+     "BAD_OPTION_VALUE", "--candidates 'nope' not understood"),
     (["attribute", "acs.csv", "acssyn", "--model", "model", "--prior", "nope"],
-     "INVALID_ARGUMENT", "--prior 'nope' not understood"),
+     "BAD_OPTION_VALUE", "--prior 'nope' not understood"),
     (["membership", "acs.csv", "acssyn", "--model", "model", "--selection", "nope"],
      "BAD_SELECTION_RULE", "--selection 'nope' could not be evaluated"),
     (["utility", "wide.csv", "rel", "--random-seed", "-1"], "USAGE",

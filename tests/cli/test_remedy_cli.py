@@ -87,9 +87,9 @@ def test_remedy_then_audit(work, tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("extra, code, text", [
     (["--bottom-top", "Income=5"], "BAD_OPTION_VALUE", "COL=BOTTOM:TOP"),
     (["--bottom-top", "Income=a:5"], "BAD_OPTION_VALUE", "'a' is not a number"),
-    (["--bottom-top", "Income=9:5"], "INVALID_ARGUMENT", "--bottom-top Income: bottom 9"),
+    (["--bottom-top", "Income=9:5"], "BAD_OPTION_VALUE", "--bottom-top Income: bottom 9"),
     (["--exclude", "Income=1"], "OPTION_CONFLICT", "--exclude"),
-    (["--bottom-top", "Income=:5", "--exclude", "Expenditure=1"], "INVALID_ARGUMENT",
+    (["--bottom-top", "Income=:5", "--exclude", "Expenditure=1"], "BAD_OPTION_VALUE",
      "--exclude names column(s) ['Expenditure'] that --bottom-top does not code"),
     ([], "OPTION_REQUIRED", "nothing to do"),
     (["--smooth", "Urban"], "REMEDY_NOT_APPLICABLE", "unsynthesized"),

@@ -83,6 +83,11 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "quantile_groups": ("MatchSpec.quantile_groups",),
     "sampling_fraction": ("PopulationSpec.sampling_fraction",),
     "n_pop": ("PopulationSpec.population_size",),
+    "replicates": ("n",),
+    "linkability": ("aux_columns",),
+    "known_sums": ("ScenarioSpec.known_sums",),
+    "known_fraction": ("ScenarioSpec.known_fraction",),
+    "known_seed": ("ScenarioSpec.seed",),
 }
 
 
