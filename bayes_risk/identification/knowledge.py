@@ -234,7 +234,7 @@ class _Sweep:
         #: the subsets are matched together through match masks (per-dataset aggregation, no
         #: fallback: a subset's counts and own-record flags are all its measures need)
         self.masks = (self.shared and st.aggregation == "per_dataset"
-                      and self.options["fallback"] in (None, "none")
+                      and self.options["match"].fallback in (None, "none")
                       and _masks.usable(self.plan.prep, rule))
         self.done: dict[frozenset, dict[str, Any]] = {}
         self.records: dict[frozenset, Any] = {}
@@ -330,13 +330,14 @@ class _Sweep:
 
     def _own_plan(self, s: frozenset) -> IdentificationPlan:
         """A separate preparation of the subset (rules that do not restrict column by column)."""
-        o = dict(self.options)
-        o["radius"] = _subset_radius(o["radius"], s)
-        o["r_min"] = _subset_radius(o["r_min"], s)
+        o, match = dict(self.options), self.options["match"]
+        o["match"] = match.replace(radius=_subset_radius(match.radius, s),
+                                   r_min=_subset_radius(match.r_min, s))
         if not set(self.plan.rule.radius_cols) & s:
             # matched exactly on every column: the radius and the shape do not apply (a
             # separate run would refuse a radius with no radius column)
-            o.update(radius=None, r_min=None, shape=None, radius_type="percentage")
+            o["match"] = match.replace(radius=None, r_min=None, shape=None,
+                                       radius_type="percentage")
         us = [c for c in self.known_us if c in s]
         sy = [c for c in self.known_s if c in s]
         if o["replicates"] is not None:
@@ -368,7 +369,7 @@ class _Sweep:
         us = [c for c in st.known_unsynthesized if c in s]
         sy = [c for c in st.known_synthesized if c in s]
         fallback = st.fallback
-        if self.options["fallback"] is None:  # the default, resolved for the subset's columns
+        if self.options["match"].fallback is None:  # the default, resolved for the subset's columns
             fallback = "unsynthesized" if (st.aggregation == "pooled" and bool(us)) else "none"
         settings = dataclasses.replace(st, known_unsynthesized=us, known_synthesized=sy,
                                        fallback=fallback)

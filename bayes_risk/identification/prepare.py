@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._specs import as_spec
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.missing import mask_missing_codes, missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
@@ -29,16 +28,10 @@ from bayes_risk.identification.plan import (
     ReplicateSource,
     RunSettings,
 )
-from bayes_risk.identification.specs import (
-    COMPAT_MODES,
-    MISSING_KNOWN,
-    PopulationSpec,
-    parse_strategy,
-)
+from bayes_risk.identification.specs import COMPAT_MODES, MISSING_KNOWN, MatchSpec, PopulationSpec
 from bayes_risk.warning_codes import message
 
-__all__ = ["prepare", "known_columns", "inferred_synthesized", "COMPAT_MODES", "MISSING_KNOWN",
-           "parse_strategy"]
+__all__ = ["prepare", "known_columns", "inferred_synthesized", "COMPAT_MODES", "MISSING_KNOWN"]
 
 
 def _names(cols: Any) -> list[str]:
@@ -47,17 +40,6 @@ def _names(cols: Any) -> list[str]:
     if isinstance(cols, str):
         return [cols]
     return [str(c) for c in cols]
-
-
-def _known_columns(known_unsynthesized: Any, known_synthesized: Any) -> tuple[list, list]:
-    known_us = _names(known_unsynthesized)
-    known_s = _names(known_synthesized)
-    if not known_us and not known_s:
-        raise ValidationError(
-            "no known column: give known=[...] (the intruder's quasi-identifiers).",
-            code="INVALID_ARGUMENT"
-        )
-    return known_us, known_s
 
 
 def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesized: Any,
@@ -145,7 +127,7 @@ def _compat_options(o: dict[str, Any], *, targets, replicates, population_counts
                 f"{name} reproduces the R package, which uses {arg}={need!r}; "
                 f"got {arg}={given!r}. Drop the argument or compat."
             )
-    if o["strategy"] not in (None, "always"):
+    if o["strategy"] != "always":
         raise ValidationError(f"{name} uses strategy='always' (known membership).")
     if o["shape"] not in (None, "rectangle", "legacy_hh_euclid"):
         raise ValidationError(
@@ -169,8 +151,8 @@ def _compat_options(o: dict[str, Any], *, targets, replicates, population_counts
 
 def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replicates,
                      population_counts) -> dict[str, Any]:
-    """Defaults of the matching and aggregation options (``o`` holds them as given; the specs
-    have checked them one by one)."""
+    """Defaults of the matching and aggregation options (``o``: the ``MatchSpec``'s fields,
+    each checked there, with ``aggregation`` and ``membership``)."""
     if o["compat"] is not None:
         _compat_options(o, targets=targets, replicates=replicates,
                         population_counts=population_counts)
@@ -190,7 +172,6 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
                                   code="INVALID_ARGUMENT")
         o["radius_type"] = "absolute"
     o["aggregation"] = (o["aggregation"] or "pooled").replace("-", "_")
-    o["membership"] = o["membership"] or "known"
     if o["aggregation"] not in ("pooled", "per_dataset"):
         raise ValidationError(
             f"aggregation must be 'pooled' or 'per_dataset'. Got {o['aggregation']!r}.",
@@ -201,8 +182,6 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
         pooled_known = o["aggregation"] == "pooled" and o["membership"] == "known" \
             and bool(known_us)
         o["fallback"] = "unsynthesized" if pooled_known else "none"
-    o["strategy"] = parse_strategy(o["strategy"])
-    o["missing_known"] = o.get("missing_known") or "any"
     return o
 
 
@@ -333,15 +312,17 @@ def prepare(
     known_unsynthesized: Any,
     known_synthesized: Any,
     *,
+    match: MatchSpec,
+    population: PopulationSpec,
+    aggregation: str | None = None,
     categorical: Any = None,
     schema: Any = None,
-    population: PopulationSpec | None = None,
     key_order: Any = None,
     replicates: Any = None,
-    **options: Any,
 ) -> IdentificationPlan:
-    """Validate the arguments of ``identification_risk`` and build the plan (``options``:
-    ``spec_options`` and ``aggregation``; ``key_order``: the key order of user counts)."""
+    """Validate the data against the options and build the plan (``match`` and ``population``
+    already validated, :func:`~bayes_risk.identification.specs.spec_options`; ``key_order``:
+    the key order of user counts)."""
     if not isinstance(original, pd.DataFrame):
         raise ValidationError(
             f"original must be a pandas DataFrame. Got {type(original).__name__}."
@@ -352,12 +333,12 @@ def prepare(
     empty = isinstance(synthetic, (list, tuple)) and not synthetic
     datasets, source = (([], None) if empty else
                         as_synthetic_list(synthetic, allow_none=True, original=original))
-    known_us, known_s = _known_columns(known_unsynthesized, known_synthesized)
+    known_us, known_s = list(known_unsynthesized), list(known_synthesized)
     known = known_us + known_s
-    population = as_spec(population, PopulationSpec, "population")
     weights, targets = population.weights, population.targets
     target_id, original_id = population.target_id, population.original_id
-    o = _resolve_options(dict(options, membership=population.membership), known_us,
+    o = _resolve_options(dict(match.options(), aggregation=aggregation,
+                              membership=population.membership), known_us,
                          targets=targets, replicates=replicates,
                          population_counts=population.counts if weights is None else weights)
     sk = _known_schema(original, schema, categorical, known_us, known_s)

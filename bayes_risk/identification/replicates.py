@@ -347,7 +347,7 @@ class _Run:
 
 def _check_mode(options: dict[str, Any], known_synthesized: Any) -> list[str]:
     """The synthesized known columns, after checking that the options allow posterior replicates."""
-    if options.get("compat") is not None:
+    if options["match"].compat is not None:
         raise ValidationError("compat mode reproduces the R package with the released datasets; "
                               "it does not take posterior replicates.", code="INVALID_ARGUMENT")
     if options.get("aggregation") not in (None, "pooled"):

@@ -307,6 +307,7 @@ def _weights(weights: Any) -> str | np.ndarray:
 
 
 def spec_options(match: Any, population: Any) -> dict[str, Any]:
-    """The engine's options from ``match=`` (flat) and ``population=`` (the spec)."""
-    return {**as_spec(match, MatchSpec, "match").options(),
+    """``match=`` and ``population=`` as their specs (validated once, here): the options
+    :func:`~bayes_risk.identification.prepare.prepare` takes."""
+    return {"match": as_spec(match, MatchSpec, "match"),
             "population": as_spec(population, PopulationSpec, "population")}
