@@ -36,7 +36,7 @@ from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import run_engine
 from bayes_risk.identification.matching import check_one_of
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
-from bayes_risk.identification.prepare import inferred_synthesized, prepare
+from bayes_risk.identification.prepare import check_original, inferred_synthesized, prepare
 from bayes_risk.identification.problem import positions, restricted_columns, without_columns
 from bayes_risk.identification.radius import SWEEP_DEFAULTS, sweep_options
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
@@ -126,10 +126,7 @@ def known_sweep(
     >>> res.drivers[["variable", "shapley_expected_match_risk"]].to_numpy().tolist()
     [['sex', 1.0], ['race', 0.5]]
     """
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}."
-        )
+    check_original(original)
     cands = candidate_list(candidates)
     absent = [c for c in cands if c not in original.columns]
     if absent:  # named here, not as the known columns each subset passes on

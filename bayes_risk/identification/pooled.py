@@ -5,7 +5,6 @@ in chunks of targets, ``π`` kept compact (:class:`PooledProbabilities`). See
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -189,11 +188,16 @@ class _Chunks:
     start: np.ndarray | None = None
     group: np.ndarray | None = None
     weight: np.ndarray | None = None  # targets per distinct target
-    #: contributions a chunk holds at most, and that a block decodes at once
+    #: contributions a chunk holds at most, and that a block decodes at once (:meth:`fit`)
     share: int = 1 << 22
     block: int = 1 << 20
     #: the replicates' matches listed one index at a time (``None``: every index is held)
     in_turn: _InTurn | None = None
+
+    def fit(self, work: int) -> None:
+        """Size the chunks and blocks to ``work`` bytes of temporaries (per pass in turn)."""
+        self.share = max(1, work // BYTES_PER_CONTRIBUTION)
+        self.block = max(MIN_BLOCK, work // (4 * BYTES_PER_CONTRIBUTION))
 
     def members(self, a: int, z: int) -> tuple[np.ndarray, np.ndarray]:
         """The targets of distinct targets ``a:z`` and their distinct target's place."""
@@ -258,10 +262,9 @@ def run_pooled(
     order = start = group = weight = None
     if groups is not None:
         first, group = groups
-        ctx_prep = dataclasses.replace(
-            prep, tgt_exact=prep.tgt_exact[first], tgt_radius=prep.tgt_radius[first],
-            in_sample=prep.in_sample[first], rec=prep.rec[first], tgt_drop=None,
-            _cache=prep._cache)
+        ctx_prep, _ = target_problem(prep, rule, (), prep.tgt_exact[first],
+                                     prep.tgt_radius[first], prep.in_sample[first],
+                                     prep.rec[first])
         ctx_inv_f = None if inv_f is None else inv_f[first]
         tkey, bounds = tkey[first], bounds.rows(first)
         order = np.argsort(group, kind="stable")
@@ -272,8 +275,8 @@ def run_pooled(
                   tkey=tkey, use_fb=use_fb, cells=cells, compiled=compiled,
                   fsets=fallback_sets(ctx_prep, rule) if use_fb else None, rec=prep.rec,
                   in_sample=prep.in_sample, order=order, start=start, group=group,
-                  weight=weight, share=max(1, work // BYTES_PER_CONTRIBUTION),
-                  block=max(MIN_BLOCK, work // (4 * BYTES_PER_CONTRIBUTION)))
+                  weight=weight)
+    ctx.fit(work)
     if in_turn:
         ctx.in_turn = _InTurn(ctx, _index_bytes(prep, rule, True))
     if keep_prob:  # without π the chunks bound the memory: the number of its entries does not
@@ -350,9 +353,7 @@ class _InTurn:
             parts.append((row_pointers(cnt[:done]), lst.astype(rec_dtype)))
             del cnt, lst
         self.parts, self.a, self.z = parts, a, z
-        work = working_bytes(CHUNK_BYTES)
-        ctx.share = max(1, work // BYTES_PER_CONTRIBUTION)
-        ctx.block = max(MIN_BLOCK, work // (4 * BYTES_PER_CONTRIBUTION))
+        ctx.fit(working_bytes(CHUNK_BYTES))
 
     def take(self, a: int, z: int, limit: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
         """As the indexes' ``match(..., limit=limit)`` of the targets ``a:z`` in every

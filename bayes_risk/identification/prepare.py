@@ -31,7 +31,8 @@ from bayes_risk.identification.plan import (
 from bayes_risk.identification.specs import COMPAT_MODES, MISSING_KNOWN, MatchSpec, PopulationSpec
 from bayes_risk.warning_codes import message
 
-__all__ = ["prepare", "known_columns", "inferred_synthesized", "COMPAT_MODES", "MISSING_KNOWN"]
+__all__ = ["prepare", "known_columns", "check_original", "inferred_synthesized", "COMPAT_MODES",
+           "MISSING_KNOWN"]
 
 
 def _names(cols: Any) -> list[str]:
@@ -45,7 +46,9 @@ def _names(cols: Any) -> list[str]:
 def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesized: Any,
                   replicates: Any) -> tuple[list[str], list[str]]:
     """The known columns split into those released unchanged and those synthesized (given, the
-    release's manifest, else those whose released values differ from the original's)."""
+    release's manifest, else those whose released values differ from the original's); the
+    entry points' check of ``original``, before :func:`prepare`."""
+    check_original(original)
     known = _names(known)
     if not known:
         raise ValidationError(
@@ -55,17 +58,16 @@ def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesize
     if synthesized is not None:
         syn = _names(synthesized)
         _once_each(syn, "synthesized")
-        if isinstance(original, pd.DataFrame):
-            # a known column is checked (with a suggestion) with the schema; the others here
-            cols = [str(c) for c in original.columns]
-            miss = [c for c in syn if c not in cols and c not in known]
-            if miss:
-                near = difflib.get_close_matches(miss[0], cols, n=1)
-                hint = f" Did you mean {near[0]!r}?" if near else ""
-                raise SchemaError(
-                    f"synthesized names column(s) {miss} that are not in the original data."
-                    + hint, code="UNKNOWN_COLUMN",
-                )
+        # a known column is checked (with a suggestion) with the schema; the others here
+        cols = [str(c) for c in original.columns]
+        miss = [c for c in syn if c not in cols and c not in known]
+        if miss:
+            near = difflib.get_close_matches(miss[0], cols, n=1)
+            hint = f" Did you mean {near[0]!r}?" if near else ""
+            raise SchemaError(
+                f"synthesized names column(s) {miss} that are not in the original data."
+                + hint, code="UNKNOWN_COLUMN",
+            )
         syn_set = set(syn)
     elif replicates is not None:
         raise ValidationError(
@@ -74,6 +76,13 @@ def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesize
     else:
         syn_set = inferred_synthesized(original, synthetic, known)
     return [c for c in known if c not in syn_set], [c for c in known if c in syn_set]
+
+
+def check_original(original: Any) -> None:
+    """Raise a ValidationError unless ``original`` is a DataFrame."""
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
 
 
 def _once_each(names: list[str], what: str) -> None:
@@ -88,8 +97,6 @@ def inferred_synthesized(original: Any, synthetic: Any, known: list[str]) -> set
     roles = set(getattr(schema, "synthesized", ()) or ()) if schema is not None else set()
     if roles:
         return {c for c in known if c in roles}
-    if not isinstance(original, pd.DataFrame):
-        return set()  # prepare names the bad input
     datasets = as_synthetic_list(synthetic, allow_none=False, original=original)[0]
     original = original.copy(deep=False)
     original.columns = [str(c) for c in original.columns]
@@ -322,11 +329,7 @@ def prepare(
 ) -> IdentificationPlan:
     """Validate the data against the options and build the plan (``match`` and ``population``
     already validated, :func:`~bayes_risk.identification.specs.spec_options`; ``key_order``:
-    the key order of user counts)."""
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}."
-        )
+    the key order of user counts; ``original`` checked by :func:`known_columns`)."""
     original = original.copy(deep=False)
     original.columns = [str(c) for c in original.columns]
     # no synthetic datasets is fine when replicates= are given
