@@ -26,6 +26,7 @@ from bayes_risk._lattice import (
     subset_order,
 )
 from bayes_risk._memory import working_bytes
+from bayes_risk._specs import check_int
 from bayes_risk._terminal import progress
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, interruptible
@@ -134,8 +135,7 @@ def known_sweep(
             f"{arg_name('candidates')}: column(s) {absent} are not in the original (columns: "
             f"{[str(c) for c in original.columns]}).", code="UNKNOWN_COLUMN")
     check_one_of(measure, SHAPLEY_MEASURES, "measure")
-    if isinstance(bands, bool) or not isinstance(bands, (int, np.integer)) or bands < 1:
-        raise ValidationError(f"bands must be an integer >= 1. Got {bands!r}.")
+    check_int(bands, "bands", 1)
     n_c = len(cands)
     if max_size is None:
         max_size = n_c

@@ -16,6 +16,7 @@ import pandas as pd
 
 from bayes_risk._io import remove_scratch, scratch_folder
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
+from bayes_risk._specs import is_integer
 from bayes_risk._terminal import progress
 from bayes_risk.contract import capabilities
 from bayes_risk.data.normalise import as_synthetic_list
@@ -108,11 +109,11 @@ class PosteriorReplicates:
             raise ValidationError(f"view must be 'agency' or 'intruder'. Got {self.view!r}.")
         for arg in ("chunk_size", "batch_size", "min_replicates", "max_replicates"):
             v = getattr(self, arg)
-            if not _integer(v) or v < 1:
+            if not is_integer(v) or v < 1:
                 raise ValidationError(f"{arg} must be a positive integer. Got {v!r}.")
-        if not _integer(self.n_groups) or self.n_groups < 2:
+        if not is_integer(self.n_groups) or self.n_groups < 2:
             raise ValidationError(f"n_groups must be an integer >= 2. Got {self.n_groups!r}.")
-        if self.n != "auto" and (not _integer(self.n) or self.n < 1):
+        if self.n != "auto" and (not is_integer(self.n) or self.n < 1):
             raise ValidationError(f"n must be a positive integer or 'auto'. Got {self.n!r}.")
         check_probability(self.mcse_tol, "mcse_tol")
         if self.min_replicates > self.max_replicates:
@@ -121,7 +122,7 @@ class PosteriorReplicates:
                 f"({self.max_replicates})."
             )
         if not (self.refit_dataset == "each"
-                or (_integer(self.refit_dataset) and self.refit_dataset >= 0)):
+                or (is_integer(self.refit_dataset) and self.refit_dataset >= 0)):
             raise ValidationError(
                 "refit_dataset must be a dataset index (>= 0) or 'each'. "
                 f"Got {self.refit_dataset!r}."
@@ -191,10 +192,6 @@ class PosteriorReplicates:
             "mcse_tol": float(self.mcse_tol), "min_replicates": int(self.min_replicates),
             "max_replicates": int(self.max_replicates),
         }
-
-
-def _integer(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
 def _refit(model: Any, released: pd.DataFrame, seed: np.random.SeedSequence) -> Any:
