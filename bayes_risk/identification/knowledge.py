@@ -37,7 +37,12 @@ from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import run_engine
 from bayes_risk.identification.matching import check_one_of
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
-from bayes_risk.identification.prepare import check_original, inferred_synthesized, prepare
+from bayes_risk.identification.prepare import (
+    check_original,
+    default_fallback,
+    inferred_synthesized,
+    prepare,
+)
 from bayes_risk.identification.problem import positions, restricted_columns, without_columns
 from bayes_risk.identification.radius import SWEEP_DEFAULTS, sweep_options
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
@@ -367,7 +372,7 @@ class _Sweep:
         sy = [c for c in st.known_synthesized if c in s]
         fallback = st.fallback
         if self.options["match"].fallback is None:  # the default, resolved for the subset's columns
-            fallback = "unsynthesized" if (st.aggregation == "pooled" and bool(us)) else "none"
+            fallback = default_fallback(st.aggregation, st.membership, us)
         settings = dataclasses.replace(st, known_unsynthesized=us, known_synthesized=sy,
                                        fallback=fallback)
         return dataclasses.replace(plan, data=dataclasses.replace(plan.data, prep=sprep),

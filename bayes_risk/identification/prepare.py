@@ -31,8 +31,8 @@ from bayes_risk.identification.plan import (
 from bayes_risk.identification.specs import COMPAT_MODES, MISSING_KNOWN, MatchSpec, PopulationSpec
 from bayes_risk.warning_codes import message
 
-__all__ = ["prepare", "known_columns", "check_original", "inferred_synthesized", "COMPAT_MODES",
-           "MISSING_KNOWN"]
+__all__ = ["prepare", "known_columns", "check_original", "default_fallback", "inferred_synthesized",
+           "COMPAT_MODES", "MISSING_KNOWN"]
 
 
 def _names(cols: Any) -> list[str]:
@@ -156,6 +156,14 @@ def _compat_options(o: dict[str, Any], *, targets, replicates, population_counts
     o.update(fixed, shape=o["shape"] or "rectangle", strategy="always")
 
 
+def default_fallback(aggregation: str, membership: str, known_us: list[str]) -> str:
+    """``MatchSpec(fallback=None)`` resolved (Drechsler & Reiter 2009): the unsynthesized key
+    when pooling under known membership; without a known unsynthesized column the set is the
+    file."""
+    pooled_known = aggregation == "pooled" and membership == "known" and bool(known_us)
+    return "unsynthesized" if pooled_known else "none"
+
+
 def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replicates,
                      population_counts) -> dict[str, Any]:
     """Defaults of the matching and aggregation options (``o``: the ``MatchSpec``'s fields,
@@ -185,10 +193,7 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
             code="INVALID_ARGUMENT"
         )
     if o["fallback"] is None:
-        # Drechsler & Reiter 2009; without a known unsynthesized column the set is the file
-        pooled_known = o["aggregation"] == "pooled" and o["membership"] == "known" \
-            and bool(known_us)
-        o["fallback"] = "unsynthesized" if pooled_known else "none"
+        o["fallback"] = default_fallback(o["aggregation"], o["membership"], known_us)
     return o
 
 

@@ -353,8 +353,7 @@ def _check_mode(options: dict[str, Any], known_synthesized: Any) -> list[str]:
             "are reported alongside (replicate_quantiles). Leave aggregation at 'pooled'.",
             code="INVALID_ARGUMENT"
         )
-    ks = [known_synthesized] if isinstance(known_synthesized, str) \
-        else [str(c) for c in known_synthesized or ()]
+    ks = list(known_synthesized)
     if not ks:
         raise ValidationError(
             "posterior replicates replace the synthesized known columns, but no known column is "
