@@ -53,7 +53,7 @@ def population_counts(
     weights = population.weights
     sampling_fraction, population_size = population.sampling_fraction, population.population_size
     n, N_T, R = prep.n, prep.n_targets, prep.R
-    # the spec has checked membership, estimate and which of counts and weights are given
+    # the spec has checked membership, which of counts and weights are given, and the estimate
     if membership == "known":
         return PopulationCounts()
     if given is None and weights is None:
@@ -74,11 +74,6 @@ def population_counts(
         orig_exact = stack_columns([codes_orig[c] for c in rule.exact_cols], n)
         F, inv_f = _loglinear_counts(prep, rule, orig_exact, given in _LOGLIN_SYN, a, kind, warn)
         return PopulationCounts(F=F, inv_f=inv_f, source=given, estimate=kind)
-    if kind != "default":
-        raise ValidationError(
-            f"population_estimate={kind!r} applies to log-linear estimates only.",
-            code="INVALID_ARGUMENT"
-        )
     if weights is not None:
         Ft, source = _weighted_counts(weights, original, prep, rule, codes_orig, warn), "weights"
     else:

@@ -240,11 +240,11 @@ class PopulationSpec:
                 "PopulationSpec.target_id names the id column of targets; give targets too.")
         if self.weights is not None:
             object.__setattr__(self, "weights", _weights(self.weights))
-            if self.estimate != "default":
-                raise ValidationError(
-                    f"PopulationSpec.estimate={self.estimate!r} applies to log-linear counts "
-                    "only, not to survey weights."
-                )
+        if self.estimate != "default" and (self.weights is not None or not (
+                self.counts is None or isinstance(self.counts, str))):
+            raise ValidationError(
+                f"PopulationSpec.estimate={self.estimate!r} applies to log-linear counts only, "
+                "not to survey weights or counts given.")
 
     def _check_size(self) -> None:
         a, N = self.sampling_fraction, self.population_size
