@@ -26,7 +26,7 @@ from bayes_risk._lattice import (
     subset_order,
 )
 from bayes_risk._memory import working_bytes
-from bayes_risk._specs import check_int
+from bayes_risk._specs import check_int, check_option
 from bayes_risk._terminal import progress
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, interruptible
@@ -35,7 +35,6 @@ from bayes_risk.identification import engine as _engine
 from bayes_risk.identification import masks as _masks
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import run_engine
-from bayes_risk.identification.matching import check_one_of
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
 from bayes_risk.identification.prepare import (
     check_original,
@@ -139,7 +138,7 @@ def known_sweep(
         raise SchemaError(
             f"{arg_name('candidates')}: column(s) {absent} are not in the original (columns: "
             f"{[str(c) for c in original.columns]}).", code="UNKNOWN_COLUMN")
-    check_one_of(measure, SHAPLEY_MEASURES, "measure")
+    check_option(measure, "measure", SHAPLEY_MEASURES, one_of=True)
     check_int(bands, "bands", 1)
     n_c = len(cands)
     if max_size is None:

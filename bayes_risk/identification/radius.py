@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._numeric import ties
+from bayes_risk._specs import check_option
 from bayes_risk._terminal import progress
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor, shared_once
@@ -83,8 +84,7 @@ def radius_sweep(
     >>> res.r_star, res.risk_star
     (0.2, 3.0)
     """
-    if statistic not in ("mean", "median"):
-        raise ValidationError(f"statistic must be 'mean' or 'median'. Got {statistic!r}.")
+    check_option(statistic, "statistic", ("mean", "median"))
     options = sweep_options(kwargs, SWEEP_DEFAULTS, "radius_sweep")
     match = options["match"]
     if match.radius_type == "quantile_sd":

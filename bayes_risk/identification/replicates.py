@@ -16,7 +16,7 @@ import pandas as pd
 
 from bayes_risk._io import remove_scratch, scratch_folder
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
-from bayes_risk._specs import is_integer
+from bayes_risk._specs import check_int, check_option, is_integer
 from bayes_risk._terminal import progress
 from bayes_risk.contract import capabilities
 from bayes_risk.data.normalise import as_synthetic_list
@@ -105,14 +105,10 @@ class PosteriorReplicates:
                 "(DPMPM, PoissonMixture, SequentialRegression, CARTSynthesizer with "
                 "donor='bayes_bootstrap').", code="NO_POSTERIOR_PREDICTIVE",
             )
-        if self.view not in ("agency", "intruder"):
-            raise ValidationError(f"view must be 'agency' or 'intruder'. Got {self.view!r}.")
+        check_option(self.view, "view", ("agency", "intruder"))
         for arg in ("chunk_size", "batch_size", "min_replicates", "max_replicates"):
-            v = getattr(self, arg)
-            if not is_integer(v) or v < 1:
-                raise ValidationError(f"{arg} must be a positive integer. Got {v!r}.")
-        if not is_integer(self.n_groups) or self.n_groups < 2:
-            raise ValidationError(f"n_groups must be an integer >= 2. Got {self.n_groups!r}.")
+            check_int(getattr(self, arg), arg, 1)
+        check_int(self.n_groups, "n_groups", 2)
         if self.n != "auto" and (not is_integer(self.n) or self.n < 1):
             raise ValidationError(f"n must be a positive integer or 'auto'. Got {self.n!r}.")
         check_probability(self.mcse_tol, "mcse_tol")
