@@ -8,6 +8,7 @@ import importlib.util
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from bayes_risk.identification.index import (
 )
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.problem import Prepared
+
+if TYPE_CHECKING:
+    from bayes_risk.identification.evaluate import TargetPartition
 
 __all__ = [
     "Prepared",
@@ -216,17 +220,9 @@ def _chunks(N: int, size: int):
     return [(a, min(a + size, N)) for a in range(0, N, size)] or [(0, 0)]
 
 
-def run_per_dataset(
-    prep: Prepared,
-    rule: MatchRule,
-    *,
-    inv_f: np.ndarray | None,
-    strategy,
-    fallback: str,
-    progressbar: bool = False,
-) -> PerDatasetOutput:
-    """Counts and own-record flags within each replicate (per-dataset variant); ``inv_f``:
-    ``None`` (known membership) or ``1/F`` (or ``E[1/F]``) as ``[N_T, R]``."""
+def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> PerDatasetOutput:
+    """Counts and own-record flags within each replicate (per-dataset variant) of the targets
+    of ``prep``, with the options of ``part`` (already resolved)."""
     N, R = prep.n_targets, prep.R
     b = target_bounds(prep, rule)
     tkey, tkey_us = target_keys(prep, rule)
@@ -244,9 +240,9 @@ def run_per_dataset(
             n_match[a:z, r] = cnt
             own[a:z, r] = idx.own(tkey[a:z], bb, prep.rec[a:z])
 
-    parallel(one, range(R), progressbar=progressbar, description="identification",
+    parallel(one, range(R), progressbar=part.progressbar, description="identification",
               threads=compiled)
-    if fallback == "unsynthesized":
+    if part.fallback == "unsynthesized":
         empty = n_match == 0
         if empty.any():
             rows = np.flatnonzero(empty.any(axis=1))
@@ -257,7 +253,8 @@ def run_per_dataset(
             sub = empty[rows]
             n_match[rows] = np.where(sub, us_counts[:, None], n_match[rows])
             own[rows] = np.where(sub, us_own[:, None], own[rows])
-    return per_dataset_output(n_match, own, prep.in_sample, inv_f=inv_f, strategy=strategy)
+    return per_dataset_output(n_match, own, prep.in_sample, inv_f=part.inv_f,
+                              strategy=part.strategy)
 
 
 def per_dataset_output(n_match: np.ndarray, own: np.ndarray, in_sample: np.ndarray, *,

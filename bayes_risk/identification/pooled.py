@@ -20,6 +20,8 @@ from bayes_risk.identification.problem import Prepared, drop_groups, target_prob
 if TYPE_CHECKING:  # scipy.sparse is imported where the pooled matrix is built
     import scipy.sparse as sp
 
+    from bayes_risk.identification.evaluate import TargetPartition
+
 __all__ = ["PooledOutput", "FallbackSets", "GroupedFallbackSets", "fallback_sets",
            "merge_target_major", "run_pooled", "PooledProbabilities"]
 
@@ -222,24 +224,16 @@ class _Pooled:
         self.dat_blocks: list[np.ndarray] = []
 
 
-def run_pooled(
-    prep: Prepared,
-    rule: MatchRule,
-    *,
-    inv_f: np.ndarray | None,
-    strategy,
-    fallback: str,
-    progressbar: bool = False,
-    fallback_cells: bool = True,
-    keep_prob: bool = True,
-) -> PooledOutput:
-    """Pooled probabilities ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the declared top sets, in chunks
-    of :data:`CHUNK_BYTES` (``fallback_cells=False`` stores the fallback sets: the same numbers;
-    ``keep_prob=False``: no ``π``, so its size is not limited)."""
+def run_pooled(prep: Prepared, rule: MatchRule, part: TargetPartition, *,
+               fallback_cells: bool = True) -> PooledOutput:
+    """Pooled probabilities ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the declared top sets of the
+    targets of ``prep`` with the options of ``part``, in chunks of :data:`CHUNK_BYTES`
+    (``fallback_cells=False`` stores the fallback sets: the same numbers)."""
     from bayes_risk._memory import check_memory, room, working_bytes
 
     N_all, R, n = prep.n_targets, prep.R, prep.n
-    use_fb = fallback == "unsynthesized"
+    inv_f, strategy, progressbar = part.inv_f, part.strategy, part.progressbar
+    use_fb = part.fallback == "unsynthesized"
     cells = use_fb and fallback_cells
     tkey = _engine.target_keys(prep, rule)[0]
     bounds = target_bounds(prep, rule)
@@ -279,9 +273,9 @@ def run_pooled(
     ctx.fit(work)
     if in_turn:
         ctx.in_turn = _InTurn(ctx, _index_bytes(prep, rule, True))
-    if keep_prob:  # without π the chunks bound the memory: the number of its entries does not
+    if part.keep_prob:  # without π the chunks bound the memory: the number of its entries does not
         _early_size_check(ctx)
-    acc = _Pooled(N, N_all, keep=keep_prob)
+    acc = _Pooled(N, N_all, keep=part.keep_prob)
     # 100 steps only when the bar is shown: a small table cut into 100 chunks pays their cost
     steps = min(100 if progressbar else 1, N)
     ends = np.linspace(0, N, steps + 1).round().astype(np.int64)
@@ -300,7 +294,7 @@ def run_pooled(
             size = int(min(cap, max(1, ctx.share / max(per, 1.0))))
             a = done
     declared = _engine.declare(acc.p_max, acc.p_out, strategy)
-    prob = _csr(ctx, acc, N_all, n) if keep_prob else None
+    prob = _csr(ctx, acc, N_all, n) if part.keep_prob else None
     g = slice(None) if group is None else group  # every target's distinct target
     return PooledOutput(prob=prob, p_out=acc.p_out[g], p_unassigned=acc.p_un[g],
                         p_max=acc.p_max[g], c=acc.c[g], T=acc.T, declared=declared[g],
