@@ -5,7 +5,6 @@ See :doc:`/methods/identification`.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,12 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["IdentificationResult", "identification_risk", "radius_sweep", "COMPAT_MODES",
            "MatchSpec", "PopulationSpec"]
-
-
-def _is_posterior_replicates(obj: Any) -> bool:
-    """``isinstance(obj, PosteriorReplicates)`` without importing ``replicates``."""
-    mod = sys.modules.get("bayes_risk.identification.replicates")
-    return mod is not None and isinstance(obj, mod.PosteriorReplicates)
 
 
 @interruptible
@@ -130,7 +123,7 @@ def identification_risk(
         categorical=categorical, schema=schema, **spec_options(match, population),
         aggregation=aggregation, key_order=known if isinstance(known, str) else list(known),
     )
-    if _is_posterior_replicates(replicates):
+    if type(replicates).__name__ == "PosteriorReplicates":  # its module not imported here
         if not keep_prob:
             raise ValidationError(
                 "aggregation='pooled_measures' applies to released datasets or "
