@@ -26,7 +26,7 @@ from bayes_risk._lattice import (
     subset_order,
 )
 from bayes_risk._memory import working_bytes
-from bayes_risk._specs import check_int, check_option
+from bayes_risk._specs import check_int, check_option, is_integer
 from bayes_risk._terminal import progress
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, interruptible
@@ -143,8 +143,7 @@ def known_sweep(
     n_c = len(cands)
     if max_size is None:
         max_size = n_c
-    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) \
-            or not 1 <= max_size <= n_c:
+    if not is_integer(max_size) or not 1 <= max_size <= n_c:
         raise ValidationError(
             f"{arg_name('max_size')} must be an integer between 1 and the number of candidates "
             f"({n_c}). Got {max_size!r}.", code="INVALID_ARGUMENT"
