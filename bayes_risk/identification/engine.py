@@ -111,10 +111,8 @@ def replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
         orders = None
         if compiled:
             # the sort order of an unsynthesized column is the same in every replicate
-            okey = ("us_order", rule.radius_us)
-            us_ord = prep._cache.get(okey)
-            if us_ord is None:
-                us_ord = prep._cache[okey] = np.argsort(prep.rec_radius_us, axis=1)
+            us_ord = prep.cached(("us_order", rule.radius_us),
+                                 lambda: np.argsort(prep.rec_radius_us, axis=1))
             orders = np.concatenate([us_ord, np.argsort(vals[len(rule.radius_us):], axis=1)])
         idx = make_index(rk, vals, _n_cells(prep, rule.exact_cols), compiled, orders)
         if keep:
@@ -124,13 +122,9 @@ def replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
 
 def us_index(prep: Prepared, rule: MatchRule) -> ReplicateIndex:
     compiled = use_compiled(prep)
-    key = ("us", rule.exact_us, rule.radius_us, compiled)
-    idx = prep._cache.get(key)
-    if idx is None:
-        rk = mixed_radix(prep.rec_exact_us, _sizes(prep, rule.exact_us))
-        idx = make_index(rk, prep.rec_radius_us, _n_cells(prep, rule.exact_us), compiled)
-        prep._cache[key] = idx
-    return idx
+    return prep.cached(("us", rule.exact_us, rule.radius_us, compiled), lambda: make_index(
+        mixed_radix(prep.rec_exact_us, _sizes(prep, rule.exact_us)), prep.rec_radius_us,
+        _n_cells(prep, rule.exact_us), compiled))
 
 
 def target_keys(prep: Prepared, rule: MatchRule) -> tuple[np.ndarray, np.ndarray]:
