@@ -14,7 +14,6 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
-from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import record_pool, run_engine
 from bayes_risk.identification.prepare import COMPAT_MODES, known_columns, prepare
@@ -134,7 +133,7 @@ def identification_risk(
     ex = as_executor(executor)
     in_process = isinstance(ex, InProcessExecutor)
     if in_process:  # one run: indexes used once are not kept
-        plan.prep._cache[_engine.SINGLE_RUN] = True
+        plan.prep.single_run = True
     pool = record_pool(plan, shipped=not in_process)
     out = run_engine(plan, plan.rule, ex, pool, progressbar=progressbar,
                      keep_prob=keep_prob)

@@ -86,10 +86,6 @@ def _n_cells(prep: Prepared, cols: Sequence[str]) -> int:
     return int(np.prod([max(prep.exact_sizes[c], 1) for c in cols], dtype=np.float64))
 
 
-#: ``Prepared._cache`` flag: one run only, so indexes used once are not kept
-SINGLE_RUN = "single_run"
-
-
 def _index_key(prep: Prepared, rule: MatchRule, r: int) -> tuple:
     return ("rep", r, rule.exact_cols, rule.radius_cols, use_compiled(prep))
 
@@ -227,7 +223,7 @@ def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> P
     tords = {(a, z): target_orders(tkey[a:z], b.rows(slice(a, z)), compiled) for a, z in chunks}
 
     def one(r: int) -> None:
-        idx = replicate_index(prep, rule, r, keep=not prep._cache.get(SINGLE_RUN))
+        idx = replicate_index(prep, rule, r, keep=not prep.single_run)
         for a, z in chunks:
             bb = b.rows(slice(a, z))
             cnt, _ = idx.match(tkey[a:z], bb, False, tords[(a, z)])

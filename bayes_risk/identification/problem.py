@@ -38,6 +38,8 @@ class Prepared:
     rec: np.ndarray  # int64 [N_T], -1 out of sample
     #: bool [N_T, e + q]: the known columns a target is not matched on (``None``: none)
     tgt_drop: np.ndarray | None = None
+    #: one run only: a replicate's index is not kept once the per-dataset engine used it
+    single_run: bool = False
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
