@@ -5,7 +5,6 @@ See :doc:`/methods/identification`.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -15,7 +14,6 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
-from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import record_pool, run_engine
 from bayes_risk.identification.prepare import COMPAT_MODES, known_columns, prepare
@@ -27,12 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = ["IdentificationResult", "identification_risk", "radius_sweep", "COMPAT_MODES",
            "MatchSpec", "PopulationSpec"]
-
-
-def _is_posterior_replicates(obj: Any) -> bool:
-    """``isinstance(obj, PosteriorReplicates)`` without importing ``replicates``."""
-    mod = sys.modules.get("bayes_risk.identification.replicates")
-    return mod is not None and isinstance(obj, mod.PosteriorReplicates)
 
 
 @interruptible
@@ -130,7 +122,7 @@ def identification_risk(
         categorical=categorical, schema=schema, **spec_options(match, population),
         aggregation=aggregation, key_order=known if isinstance(known, str) else list(known),
     )
-    if _is_posterior_replicates(replicates):
+    if type(replicates).__name__ == "PosteriorReplicates":  # its module not imported here
         if not keep_prob:
             raise ValidationError(
                 "aggregation='pooled_measures' applies to released datasets or "
@@ -141,7 +133,7 @@ def identification_risk(
     ex = as_executor(executor)
     in_process = isinstance(ex, InProcessExecutor)
     if in_process:  # one run: indexes used once are not kept
-        plan.prep._cache[_engine.SINGLE_RUN] = True
+        plan.prep.single_run = True
     pool = record_pool(plan, shipped=not in_process)
     out = run_engine(plan, plan.rule, ex, pool, progressbar=progressbar,
                      keep_prob=keep_prob)

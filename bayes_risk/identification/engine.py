@@ -8,6 +8,7 @@ import importlib.util
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from bayes_risk.identification.index import (
 )
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.problem import Prepared
+
+if TYPE_CHECKING:
+    from bayes_risk.identification.evaluate import TargetPartition
 
 __all__ = [
     "Prepared",
@@ -82,10 +86,6 @@ def _n_cells(prep: Prepared, cols: Sequence[str]) -> int:
     return int(np.prod([max(prep.exact_sizes[c], 1) for c in cols], dtype=np.float64))
 
 
-#: ``Prepared._cache`` flag: one run only, so indexes used once are not kept
-SINGLE_RUN = "single_run"
-
-
 def _index_key(prep: Prepared, rule: MatchRule, r: int) -> tuple:
     return ("rep", r, rule.exact_cols, rule.radius_cols, use_compiled(prep))
 
@@ -107,10 +107,8 @@ def replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
         orders = None
         if compiled:
             # the sort order of an unsynthesized column is the same in every replicate
-            okey = ("us_order", rule.radius_us)
-            us_ord = prep._cache.get(okey)
-            if us_ord is None:
-                us_ord = prep._cache[okey] = np.argsort(prep.rec_radius_us, axis=1)
+            us_ord = prep.cached(("us_order", rule.radius_us),
+                                 lambda: np.argsort(prep.rec_radius_us, axis=1))
             orders = np.concatenate([us_ord, np.argsort(vals[len(rule.radius_us):], axis=1)])
         idx = make_index(rk, vals, _n_cells(prep, rule.exact_cols), compiled, orders)
         if keep:
@@ -120,13 +118,9 @@ def replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
 
 def us_index(prep: Prepared, rule: MatchRule) -> ReplicateIndex:
     compiled = use_compiled(prep)
-    key = ("us", rule.exact_us, rule.radius_us, compiled)
-    idx = prep._cache.get(key)
-    if idx is None:
-        rk = mixed_radix(prep.rec_exact_us, _sizes(prep, rule.exact_us))
-        idx = make_index(rk, prep.rec_radius_us, _n_cells(prep, rule.exact_us), compiled)
-        prep._cache[key] = idx
-    return idx
+    return prep.cached(("us", rule.exact_us, rule.radius_us, compiled), lambda: make_index(
+        mixed_radix(prep.rec_exact_us, _sizes(prep, rule.exact_us)), prep.rec_radius_us,
+        _n_cells(prep, rule.exact_us), compiled))
 
 
 def target_keys(prep: Prepared, rule: MatchRule) -> tuple[np.ndarray, np.ndarray]:
@@ -216,17 +210,9 @@ def _chunks(N: int, size: int):
     return [(a, min(a + size, N)) for a in range(0, N, size)] or [(0, 0)]
 
 
-def run_per_dataset(
-    prep: Prepared,
-    rule: MatchRule,
-    *,
-    inv_f: np.ndarray | None,
-    strategy,
-    fallback: str,
-    progressbar: bool = False,
-) -> PerDatasetOutput:
-    """Counts and own-record flags within each replicate (per-dataset variant); ``inv_f``:
-    ``None`` (known membership) or ``1/F`` (or ``E[1/F]``) as ``[N_T, R]``."""
+def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> PerDatasetOutput:
+    """Counts and own-record flags within each replicate (per-dataset variant) of the targets
+    of ``prep``, with the options of ``part`` (already resolved)."""
     N, R = prep.n_targets, prep.R
     b = target_bounds(prep, rule)
     tkey, tkey_us = target_keys(prep, rule)
@@ -237,16 +223,16 @@ def run_per_dataset(
     tords = {(a, z): target_orders(tkey[a:z], b.rows(slice(a, z)), compiled) for a, z in chunks}
 
     def one(r: int) -> None:
-        idx = replicate_index(prep, rule, r, keep=not prep._cache.get(SINGLE_RUN))
+        idx = replicate_index(prep, rule, r, keep=not prep.single_run)
         for a, z in chunks:
             bb = b.rows(slice(a, z))
             cnt, _ = idx.match(tkey[a:z], bb, False, tords[(a, z)])
             n_match[a:z, r] = cnt
             own[a:z, r] = idx.own(tkey[a:z], bb, prep.rec[a:z])
 
-    parallel(one, range(R), progressbar=progressbar, description="identification",
+    parallel(one, range(R), progressbar=part.progressbar, description="identification",
               threads=compiled)
-    if fallback == "unsynthesized":
+    if part.fallback == "unsynthesized":
         empty = n_match == 0
         if empty.any():
             rows = np.flatnonzero(empty.any(axis=1))
@@ -257,7 +243,8 @@ def run_per_dataset(
             sub = empty[rows]
             n_match[rows] = np.where(sub, us_counts[:, None], n_match[rows])
             own[rows] = np.where(sub, us_own[:, None], own[rows])
-    return per_dataset_output(n_match, own, prep.in_sample, inv_f=inv_f, strategy=strategy)
+    return per_dataset_output(n_match, own, prep.in_sample, inv_f=part.inv_f,
+                              strategy=part.strategy)
 
 
 def per_dataset_output(n_match: np.ndarray, own: np.ndarray, in_sample: np.ndarray, *,

@@ -87,11 +87,8 @@ def evaluate(pool: Prepared, part: TargetPartition) -> EngineOutput:
     prep, rule = target_problem(pool, part.rule, part.drop, part.tgt_exact, part.tgt_radius,
                                 part.in_sample, part.rec)
     if part.aggregation == "per_dataset":
-        return _engine.run_per_dataset(prep, rule, inv_f=part.inv_f, strategy=part.strategy,
-                                       fallback=part.fallback, progressbar=part.progressbar)
-    return run_pooled(prep, rule, inv_f=part.inv_f, strategy=part.strategy,
-                      fallback=part.fallback, progressbar=part.progressbar,
-                      fallback_cells=not part.drop, keep_prob=part.keep_prob)
+        return _engine.run_per_dataset(prep, rule, part)
+    return run_pooled(prep, rule, part, fallback_cells=not part.drop)
 
 
 def concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:

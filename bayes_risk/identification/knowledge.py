@@ -26,6 +26,7 @@ from bayes_risk._lattice import (
     subset_order,
 )
 from bayes_risk._memory import working_bytes
+from bayes_risk._specs import check_int, check_option, is_integer
 from bayes_risk._terminal import progress
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, interruptible
@@ -34,9 +35,13 @@ from bayes_risk.identification import engine as _engine
 from bayes_risk.identification import masks as _masks
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import run_engine
-from bayes_risk.identification.matching import check_one_of
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
-from bayes_risk.identification.prepare import inferred_synthesized, prepare
+from bayes_risk.identification.prepare import (
+    check_original,
+    default_fallback,
+    inferred_synthesized,
+    prepare,
+)
 from bayes_risk.identification.problem import positions, restricted_columns, without_columns
 from bayes_risk.identification.radius import SWEEP_DEFAULTS, sweep_options
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
@@ -126,24 +131,19 @@ def known_sweep(
     >>> res.drivers[["variable", "shapley_expected_match_risk"]].to_numpy().tolist()
     [['sex', 1.0], ['race', 0.5]]
     """
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}."
-        )
+    check_original(original)
     cands = candidate_list(candidates)
     absent = [c for c in cands if c not in original.columns]
     if absent:  # named here, not as the known columns each subset passes on
         raise SchemaError(
             f"{arg_name('candidates')}: column(s) {absent} are not in the original (columns: "
             f"{[str(c) for c in original.columns]}).", code="UNKNOWN_COLUMN")
-    check_one_of(measure, SHAPLEY_MEASURES, "measure")
-    if isinstance(bands, bool) or not isinstance(bands, (int, np.integer)) or bands < 1:
-        raise ValidationError(f"bands must be an integer >= 1. Got {bands!r}.")
+    check_option(measure, "measure", SHAPLEY_MEASURES, one_of=True)
+    check_int(bands, "bands", 1)
     n_c = len(cands)
     if max_size is None:
         max_size = n_c
-    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) \
-            or not 1 <= max_size <= n_c:
+    if not is_integer(max_size) or not 1 <= max_size <= n_c:
         raise ValidationError(
             f"{arg_name('max_size')} must be an integer between 1 and the number of candidates "
             f"({n_c}). Got {max_size!r}.", code="INVALID_ARGUMENT"
@@ -234,7 +234,7 @@ class _Sweep:
         #: the subsets are matched together through match masks (per-dataset aggregation, no
         #: fallback: a subset's counts and own-record flags are all its measures need)
         self.masks = (self.shared and st.aggregation == "per_dataset"
-                      and self.options["fallback"] in (None, "none")
+                      and self.options["match"].fallback in (None, "none")
                       and _masks.usable(self.plan.prep, rule))
         self.done: dict[frozenset, dict[str, Any]] = {}
         self.records: dict[frozenset, Any] = {}
@@ -330,13 +330,14 @@ class _Sweep:
 
     def _own_plan(self, s: frozenset) -> IdentificationPlan:
         """A separate preparation of the subset (rules that do not restrict column by column)."""
-        o = dict(self.options)
-        o["radius"] = _subset_radius(o["radius"], s)
-        o["r_min"] = _subset_radius(o["r_min"], s)
+        o, match = dict(self.options), self.options["match"]
+        o["match"] = match.replace(radius=_subset_radius(match.radius, s),
+                                   r_min=_subset_radius(match.r_min, s))
         if not set(self.plan.rule.radius_cols) & s:
             # matched exactly on every column: the radius and the shape do not apply (a
             # separate run would refuse a radius with no radius column)
-            o.update(radius=None, r_min=None, shape=None, radius_type="percentage")
+            o["match"] = match.replace(radius=None, r_min=None, shape=None,
+                                       radius_type="percentage")
         us = [c for c in self.known_us if c in s]
         sy = [c for c in self.known_s if c in s]
         if o["replicates"] is not None:
@@ -368,8 +369,8 @@ class _Sweep:
         us = [c for c in st.known_unsynthesized if c in s]
         sy = [c for c in st.known_synthesized if c in s]
         fallback = st.fallback
-        if self.options["fallback"] is None:  # the default, resolved for the subset's columns
-            fallback = "unsynthesized" if (st.aggregation == "pooled" and bool(us)) else "none"
+        if self.options["match"].fallback is None:  # the default, resolved for the subset's columns
+            fallback = default_fallback(st.aggregation, st.membership, us)
         settings = dataclasses.replace(st, known_unsynthesized=us, known_synthesized=sy,
                                        fallback=fallback)
         return dataclasses.replace(plan, data=dataclasses.replace(plan.data, prep=sprep),

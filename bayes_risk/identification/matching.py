@@ -291,9 +291,9 @@ def parse_radius(
     radius_type: str,
     compat: bool,
 ) -> dict[str, float]:
-    """Resolve the ``radius`` argument to ``{column: r}`` for the radius columns: a scalar for
-    every continuous known column (compat: every non-categorical one), a mapping for exactly its
-    columns, a sequence (compat only) in data-frame column order."""
+    """Resolve ``MatchSpec.radius`` (its values checked there) to ``{column: r}`` for the radius
+    columns: a scalar for every continuous known column (compat: every non-categorical one), a
+    mapping for exactly its columns, a sequence (compat only) in data-frame column order."""
     known = list(known_us) + list(known_s)
     numeric_known = [c for c in column_order if c in known and c not in categorical]
     cont_known = [c for c in numeric_known if c in continuous]
@@ -329,7 +329,7 @@ def parse_radius(
                     f"radius given for categorical column {c!r}; categorical columns are "
                     "matched exactly (remove it from radius, or declare the column numeric)."
                 )
-            out[c] = _as_radius(r, c)
+            out[c] = float(r)
         missing = [c for c in (numeric_known if compat else cont_known) if c not in out]
         if missing:
             raise ValidationError(
@@ -344,7 +344,7 @@ def parse_radius(
             )
         return out_ordered
     if isinstance(radius, (list, tuple, np.ndarray)):
-        vals = [_as_radius(r, "radius") for r in np.asarray(radius, dtype=object).ravel()]
+        vals = [float(r) for r in radius]
         if len(vals) == 1:
             radius = vals[0]
         else:
@@ -360,7 +360,7 @@ def parse_radius(
                     f"known numeric columns {numeric_known} (data-frame order)."
                 )
             return dict(zip(numeric_known, vals, strict=False))
-    r = _as_radius(radius, "radius")
+    r = float(radius)
     targets = numeric_known if compat else cont_known
     if not targets:
         raise ValidationError(
@@ -374,12 +374,6 @@ def parse_radius(
             + "; declare a continuous column or drop the radius."
         )
     return {c: r for c in targets}
-
-
-def _as_radius(r: Any, name: str) -> float:
-    from bayes_risk.data.validate import check_real
-
-    return check_real(r, f"radius for {name!r}", minimum=0.0)
 
 
 def _cli_radii(radius: Mapping[str, Any]) -> str:

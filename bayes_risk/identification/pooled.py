@@ -5,7 +5,6 @@ in chunks of targets, ``π`` kept compact (:class:`PooledProbabilities`). See
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +19,8 @@ from bayes_risk.identification.problem import Prepared, drop_groups, target_prob
 
 if TYPE_CHECKING:  # scipy.sparse is imported where the pooled matrix is built
     import scipy.sparse as sp
+
+    from bayes_risk.identification.evaluate import TargetPartition
 
 __all__ = ["PooledOutput", "FallbackSets", "GroupedFallbackSets", "fallback_sets",
            "merge_target_major", "run_pooled", "PooledProbabilities"]
@@ -189,11 +190,16 @@ class _Chunks:
     start: np.ndarray | None = None
     group: np.ndarray | None = None
     weight: np.ndarray | None = None  # targets per distinct target
-    #: contributions a chunk holds at most, and that a block decodes at once
+    #: contributions a chunk holds at most, and that a block decodes at once (:meth:`fit`)
     share: int = 1 << 22
     block: int = 1 << 20
     #: the replicates' matches listed one index at a time (``None``: every index is held)
     in_turn: _InTurn | None = None
+
+    def fit(self, work: int) -> None:
+        """Size the chunks and blocks to ``work`` bytes of temporaries (per pass in turn)."""
+        self.share = max(1, work // BYTES_PER_CONTRIBUTION)
+        self.block = max(MIN_BLOCK, work // (4 * BYTES_PER_CONTRIBUTION))
 
     def members(self, a: int, z: int) -> tuple[np.ndarray, np.ndarray]:
         """The targets of distinct targets ``a:z`` and their distinct target's place."""
@@ -218,24 +224,16 @@ class _Pooled:
         self.dat_blocks: list[np.ndarray] = []
 
 
-def run_pooled(
-    prep: Prepared,
-    rule: MatchRule,
-    *,
-    inv_f: np.ndarray | None,
-    strategy,
-    fallback: str,
-    progressbar: bool = False,
-    fallback_cells: bool = True,
-    keep_prob: bool = True,
-) -> PooledOutput:
-    """Pooled probabilities ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the declared top sets, in chunks
-    of :data:`CHUNK_BYTES` (``fallback_cells=False`` stores the fallback sets: the same numbers;
-    ``keep_prob=False``: no ``π``, so its size is not limited)."""
+def run_pooled(prep: Prepared, rule: MatchRule, part: TargetPartition, *,
+               fallback_cells: bool = True) -> PooledOutput:
+    """Pooled probabilities ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the declared top sets of the
+    targets of ``prep`` with the options of ``part``, in chunks of :data:`CHUNK_BYTES`
+    (``fallback_cells=False`` stores the fallback sets: the same numbers)."""
     from bayes_risk._memory import check_memory, room, working_bytes
 
     N_all, R, n = prep.n_targets, prep.R, prep.n
-    use_fb = fallback == "unsynthesized"
+    inv_f, strategy, progressbar = part.inv_f, part.strategy, part.progressbar
+    use_fb = part.fallback == "unsynthesized"
     cells = use_fb and fallback_cells
     tkey = _engine.target_keys(prep, rule)[0]
     bounds = target_bounds(prep, rule)
@@ -258,10 +256,9 @@ def run_pooled(
     order = start = group = weight = None
     if groups is not None:
         first, group = groups
-        ctx_prep = dataclasses.replace(
-            prep, tgt_exact=prep.tgt_exact[first], tgt_radius=prep.tgt_radius[first],
-            in_sample=prep.in_sample[first], rec=prep.rec[first], tgt_drop=None,
-            _cache=prep._cache)
+        ctx_prep, _ = target_problem(prep, rule, (), prep.tgt_exact[first],
+                                     prep.tgt_radius[first], prep.in_sample[first],
+                                     prep.rec[first])
         ctx_inv_f = None if inv_f is None else inv_f[first]
         tkey, bounds = tkey[first], bounds.rows(first)
         order = np.argsort(group, kind="stable")
@@ -272,13 +269,13 @@ def run_pooled(
                   tkey=tkey, use_fb=use_fb, cells=cells, compiled=compiled,
                   fsets=fallback_sets(ctx_prep, rule) if use_fb else None, rec=prep.rec,
                   in_sample=prep.in_sample, order=order, start=start, group=group,
-                  weight=weight, share=max(1, work // BYTES_PER_CONTRIBUTION),
-                  block=max(MIN_BLOCK, work // (4 * BYTES_PER_CONTRIBUTION)))
+                  weight=weight)
+    ctx.fit(work)
     if in_turn:
         ctx.in_turn = _InTurn(ctx, _index_bytes(prep, rule, True))
-    if keep_prob:  # without π the chunks bound the memory: the number of its entries does not
+    if part.keep_prob:  # without π the chunks bound the memory: the number of its entries does not
         _early_size_check(ctx)
-    acc = _Pooled(N, N_all, keep=keep_prob)
+    acc = _Pooled(N, N_all, keep=part.keep_prob)
     # 100 steps only when the bar is shown: a small table cut into 100 chunks pays their cost
     steps = min(100 if progressbar else 1, N)
     ends = np.linspace(0, N, steps + 1).round().astype(np.int64)
@@ -297,7 +294,7 @@ def run_pooled(
             size = int(min(cap, max(1, ctx.share / max(per, 1.0))))
             a = done
     declared = _engine.declare(acc.p_max, acc.p_out, strategy)
-    prob = _csr(ctx, acc, N_all, n) if keep_prob else None
+    prob = _csr(ctx, acc, N_all, n) if part.keep_prob else None
     g = slice(None) if group is None else group  # every target's distinct target
     return PooledOutput(prob=prob, p_out=acc.p_out[g], p_unassigned=acc.p_un[g],
                         p_max=acc.p_max[g], c=acc.c[g], T=acc.T, declared=declared[g],
@@ -350,9 +347,7 @@ class _InTurn:
             parts.append((row_pointers(cnt[:done]), lst.astype(rec_dtype)))
             del cnt, lst
         self.parts, self.a, self.z = parts, a, z
-        work = working_bytes(CHUNK_BYTES)
-        ctx.share = max(1, work // BYTES_PER_CONTRIBUTION)
-        ctx.block = max(MIN_BLOCK, work // (4 * BYTES_PER_CONTRIBUTION))
+        ctx.fit(working_bytes(CHUNK_BYTES))
 
     def take(self, a: int, z: int, limit: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
         """As the indexes' ``match(..., limit=limit)`` of the targets ``a:z`` in every

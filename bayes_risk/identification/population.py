@@ -53,7 +53,7 @@ def population_counts(
     weights = population.weights
     sampling_fraction, population_size = population.sampling_fraction, population.population_size
     n, N_T, R = prep.n, prep.n_targets, prep.R
-    # the spec has checked membership, estimate and which of counts and weights are given
+    # the spec has checked membership, which of counts and weights are given, and the estimate
     if membership == "known":
         return PopulationCounts()
     if given is None and weights is None:
@@ -74,11 +74,6 @@ def population_counts(
         orig_exact = stack_columns([codes_orig[c] for c in rule.exact_cols], n)
         F, inv_f = _loglinear_counts(prep, rule, orig_exact, given in _LOGLIN_SYN, a, kind, warn)
         return PopulationCounts(F=F, inv_f=inv_f, source=given, estimate=kind)
-    if kind != "default":
-        raise ValidationError(
-            f"population_estimate={kind!r} applies to log-linear estimates only.",
-            code="INVALID_ARGUMENT"
-        )
     if weights is not None:
         Ft, source = _weighted_counts(weights, original, prep, rule, codes_orig, warn), "weights"
     else:
@@ -126,12 +121,16 @@ def _sampling_fraction(sampling_fraction, population_size, n) -> float:
     return n / float(population_size)
 
 
-def _loglinear_counts(prep, rule, orig_exact, on_synthetic, a, kind, warn):
+def _exact_only(rule: MatchRule, what: str) -> None:
+    """Population counts of ``what`` are counts of exact keys: no radius column."""
     if rule.radius_cols:
         raise ValidationError(
-            "log-linear population counts need every known column to be matched exactly "
-            f"(categorical, or numeric without radius); {list(rule.radius_cols)} have a radius."
-        )
+            f"{what} need every known column to be matched exactly (categorical, or numeric "
+            f"without radius); {list(rule.radius_cols)} have a radius.")
+
+
+def _loglinear_counts(prep, rule, orig_exact, on_synthetic, a, kind, warn):
+    _exact_only(rule, "log-linear population counts")
     cols = list(rule.exact_cols)
     sizes = [prep.exact_sizes[c] for c in cols]
     ncell = float(np.prod(sizes, dtype=np.float64))
@@ -217,12 +216,7 @@ def _weighted_counts(weights: Any, original: pd.DataFrame, prep: Prepared, rule:
     2009), never below the sample count ``f_t`` (the population holds the sample) and raised to
     1 with warning ``F_BELOW_ONE`` (a target outside the sample whose key no record has)."""
     w = _weight_vector(weights, original)
-    if rule.radius_cols:
-        raise ValidationError(
-            "population counts from survey weights need every known column to be matched "
-            f"exactly (categorical, or numeric without radius); {list(rule.radius_cols)} have "
-            "a radius."
-        )
+    _exact_only(rule, "population counts from survey weights")
     cols = list(rule.exact_cols)
     orig = pd.DataFrame({i: np.asarray(codes_orig[c]) for i, c in enumerate(cols)})
     orig["__w__"], orig["__f__"] = w, 1.0

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._specs import as_spec
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.missing import mask_missing_codes, missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
@@ -29,16 +28,11 @@ from bayes_risk.identification.plan import (
     ReplicateSource,
     RunSettings,
 )
-from bayes_risk.identification.specs import (
-    COMPAT_MODES,
-    MISSING_KNOWN,
-    PopulationSpec,
-    parse_strategy,
-)
+from bayes_risk.identification.specs import COMPAT_MODES, MISSING_KNOWN, MatchSpec, PopulationSpec
 from bayes_risk.warning_codes import message
 
-__all__ = ["prepare", "known_columns", "inferred_synthesized", "COMPAT_MODES", "MISSING_KNOWN",
-           "parse_strategy"]
+__all__ = ["prepare", "known_columns", "check_original", "default_fallback", "inferred_synthesized",
+           "COMPAT_MODES", "MISSING_KNOWN"]
 
 
 def _names(cols: Any) -> list[str]:
@@ -49,21 +43,12 @@ def _names(cols: Any) -> list[str]:
     return [str(c) for c in cols]
 
 
-def _known_columns(known_unsynthesized: Any, known_synthesized: Any) -> tuple[list, list]:
-    known_us = _names(known_unsynthesized)
-    known_s = _names(known_synthesized)
-    if not known_us and not known_s:
-        raise ValidationError(
-            "no known column: give known=[...] (the intruder's quasi-identifiers).",
-            code="INVALID_ARGUMENT"
-        )
-    return known_us, known_s
-
-
 def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesized: Any,
                   replicates: Any) -> tuple[list[str], list[str]]:
     """The known columns split into those released unchanged and those synthesized (given, the
-    release's manifest, else those whose released values differ from the original's)."""
+    release's manifest, else those whose released values differ from the original's); the
+    entry points' check of ``original``, before :func:`prepare`."""
+    check_original(original)
     known = _names(known)
     if not known:
         raise ValidationError(
@@ -73,17 +58,16 @@ def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesize
     if synthesized is not None:
         syn = _names(synthesized)
         _once_each(syn, "synthesized")
-        if isinstance(original, pd.DataFrame):
-            # a known column is checked (with a suggestion) with the schema; the others here
-            cols = [str(c) for c in original.columns]
-            miss = [c for c in syn if c not in cols and c not in known]
-            if miss:
-                near = difflib.get_close_matches(miss[0], cols, n=1)
-                hint = f" Did you mean {near[0]!r}?" if near else ""
-                raise SchemaError(
-                    f"synthesized names column(s) {miss} that are not in the original data."
-                    + hint, code="UNKNOWN_COLUMN",
-                )
+        # a known column is checked (with a suggestion) with the schema; the others here
+        cols = [str(c) for c in original.columns]
+        miss = [c for c in syn if c not in cols and c not in known]
+        if miss:
+            near = difflib.get_close_matches(miss[0], cols, n=1)
+            hint = f" Did you mean {near[0]!r}?" if near else ""
+            raise SchemaError(
+                f"synthesized names column(s) {miss} that are not in the original data."
+                + hint, code="UNKNOWN_COLUMN",
+            )
         syn_set = set(syn)
     elif replicates is not None:
         raise ValidationError(
@@ -92,6 +76,13 @@ def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesize
     else:
         syn_set = inferred_synthesized(original, synthetic, known)
     return [c for c in known if c not in syn_set], [c for c in known if c in syn_set]
+
+
+def check_original(original: Any) -> None:
+    """Raise a ValidationError unless ``original`` is a DataFrame."""
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
 
 
 def _once_each(names: list[str], what: str) -> None:
@@ -106,8 +97,6 @@ def inferred_synthesized(original: Any, synthetic: Any, known: list[str]) -> set
     roles = set(getattr(schema, "synthesized", ()) or ()) if schema is not None else set()
     if roles:
         return {c for c in known if c in roles}
-    if not isinstance(original, pd.DataFrame):
-        return set()  # prepare names the bad input
     datasets = as_synthetic_list(synthetic, allow_none=False, original=original)[0]
     original = original.copy(deep=False)
     original.columns = [str(c) for c in original.columns]
@@ -145,7 +134,7 @@ def _compat_options(o: dict[str, Any], *, targets, replicates, population_counts
                 f"{name} reproduces the R package, which uses {arg}={need!r}; "
                 f"got {arg}={given!r}. Drop the argument or compat."
             )
-    if o["strategy"] not in (None, "always"):
+    if o["strategy"] != "always":
         raise ValidationError(f"{name} uses strategy='always' (known membership).")
     if o["shape"] not in (None, "rectangle", "legacy_hh_euclid"):
         raise ValidationError(
@@ -167,10 +156,18 @@ def _compat_options(o: dict[str, Any], *, targets, replicates, population_counts
     o.update(fixed, shape=o["shape"] or "rectangle", strategy="always")
 
 
+def default_fallback(aggregation: str, membership: str, known_us: list[str]) -> str:
+    """``MatchSpec(fallback=None)`` resolved (Drechsler & Reiter 2009): the unsynthesized key
+    when pooling under known membership; without a known unsynthesized column the set is the
+    file."""
+    pooled_known = aggregation == "pooled" and membership == "known" and bool(known_us)
+    return "unsynthesized" if pooled_known else "none"
+
+
 def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replicates,
                      population_counts) -> dict[str, Any]:
-    """Defaults of the matching and aggregation options (``o`` holds them as given; the specs
-    have checked them one by one)."""
+    """Defaults of the matching and aggregation options (``o``: the ``MatchSpec``'s fields,
+    each checked there, with ``aggregation`` and ``membership``)."""
     if o["compat"] is not None:
         _compat_options(o, targets=targets, replicates=replicates,
                         population_counts=population_counts)
@@ -190,19 +187,13 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
                                   code="INVALID_ARGUMENT")
         o["radius_type"] = "absolute"
     o["aggregation"] = (o["aggregation"] or "pooled").replace("-", "_")
-    o["membership"] = o["membership"] or "known"
     if o["aggregation"] not in ("pooled", "per_dataset"):
         raise ValidationError(
             f"aggregation must be 'pooled' or 'per_dataset'. Got {o['aggregation']!r}.",
             code="INVALID_ARGUMENT"
         )
     if o["fallback"] is None:
-        # Drechsler & Reiter 2009; without a known unsynthesized column the set is the file
-        pooled_known = o["aggregation"] == "pooled" and o["membership"] == "known" \
-            and bool(known_us)
-        o["fallback"] = "unsynthesized" if pooled_known else "none"
-    o["strategy"] = parse_strategy(o["strategy"])
-    o["missing_known"] = o.get("missing_known") or "any"
+        o["fallback"] = default_fallback(o["aggregation"], o["membership"], known_us)
     return o
 
 
@@ -333,31 +324,29 @@ def prepare(
     known_unsynthesized: Any,
     known_synthesized: Any,
     *,
+    match: MatchSpec,
+    population: PopulationSpec,
+    aggregation: str | None = None,
     categorical: Any = None,
     schema: Any = None,
-    population: PopulationSpec | None = None,
     key_order: Any = None,
     replicates: Any = None,
-    **options: Any,
 ) -> IdentificationPlan:
-    """Validate the arguments of ``identification_risk`` and build the plan (``options``:
-    ``spec_options`` and ``aggregation``; ``key_order``: the key order of user counts)."""
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}."
-        )
+    """Validate the data against the options and build the plan (``match`` and ``population``
+    already validated, :func:`~bayes_risk.identification.specs.spec_options`; ``key_order``:
+    the key order of user counts; ``original`` checked by :func:`known_columns`)."""
     original = original.copy(deep=False)
     original.columns = [str(c) for c in original.columns]
     # no synthetic datasets is fine when replicates= are given
     empty = isinstance(synthetic, (list, tuple)) and not synthetic
     datasets, source = (([], None) if empty else
                         as_synthetic_list(synthetic, allow_none=True, original=original))
-    known_us, known_s = _known_columns(known_unsynthesized, known_synthesized)
+    known_us, known_s = list(known_unsynthesized), list(known_synthesized)
     known = known_us + known_s
-    population = as_spec(population, PopulationSpec, "population")
     weights, targets = population.weights, population.targets
     target_id, original_id = population.target_id, population.original_id
-    o = _resolve_options(dict(options, membership=population.membership), known_us,
+    o = _resolve_options(dict(match.options(), aggregation=aggregation,
+                              membership=population.membership), known_us,
                          targets=targets, replicates=replicates,
                          population_counts=population.counts if weights is None else weights)
     sk = _known_schema(original, schema, categorical, known_us, known_s)

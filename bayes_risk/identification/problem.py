@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,11 +38,19 @@ class Prepared:
     rec: np.ndarray  # int64 [N_T], -1 out of sample
     #: bool [N_T, e + q]: the known columns a target is not matched on (``None``: none)
     tgt_drop: np.ndarray | None = None
+    #: one run only: a replicate's index is not kept once the per-dataset engine used it
+    single_run: bool = False
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def n_targets(self) -> int:
         return self.tgt_exact.shape[0]
+
+    def cached(self, key: tuple, make: Callable[[], Any]) -> Any:
+        """``make()``, built once and kept in the cache under ``key``."""
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
 
     @contextlib.contextmanager
     def cache_scope(self) -> Iterator[None]:
@@ -127,8 +135,6 @@ def restricted_columns(pool: Prepared, rule: MatchRule, sub: MatchRule) -> dict[
 
 def _restricted(pool: Prepared, rule: MatchRule, sub: MatchRule) -> Prepared:
     """The record pool on the columns of ``sub`` (cached on the pool)."""
-    key = ("columns", sub.exact_us, sub.exact_s, sub.radius_us, sub.radius_s)
-    arrays = pool._cache.get(key)
-    if arrays is None:
-        arrays = pool._cache[key] = restricted_columns(pool, rule, sub)
+    arrays = pool.cached(("columns", sub.exact_us, sub.exact_s, sub.radius_us, sub.radius_s),
+                         lambda: restricted_columns(pool, rule, sub))
     return dataclasses.replace(pool, **arrays, _cache=pool._cache)

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._numeric import ties
+from bayes_risk._specs import check_option
 from bayes_risk._terminal import progress
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor, shared_once
@@ -83,19 +84,19 @@ def radius_sweep(
     >>> res.r_star, res.risk_star
     (0.2, 3.0)
     """
-    if statistic not in ("mean", "median"):
-        raise ValidationError(f"statistic must be 'mean' or 'median'. Got {statistic!r}.")
+    check_option(statistic, "statistic", ("mean", "median"))
     options = sweep_options(kwargs, SWEEP_DEFAULTS, "radius_sweep")
-    if options["radius_type"] == "quantile_sd":
+    match = options["match"]
+    if match.radius_type == "quantile_sd":
         raise ValidationError("a radius sweep needs radius_type 'percentage' or 'absolute'.",
                               code="INVALID_ARGUMENT")
     cartesian = isinstance(radii, Mapping)
-    grid, grid_cols, base = _grid(radii, max_grid, options.pop("radius"))
+    grid, grid_cols, base = _grid(radii, max_grid, match.radius)
     known_us, known_s = known_columns(original, synthetic, known, synthesized,
                                       options["replicates"])
     options["key_order"] = [known] if isinstance(known, str) else list(known)
-    plan = prepare(original, synthetic, known_us, known_s, radius=base,
-                   aggregation=aggregation, **options)
+    options["match"] = match.replace(radius=base)
+    plan = prepare(original, synthetic, known_us, known_s, aggregation=aggregation, **options)
     rule = plan.rule
     if not rule.radius_cols:
         raise ValidationError("no known column is matched with a radius; nothing to sweep.")
@@ -137,14 +138,13 @@ SWEEP_DEFAULTS: dict[str, Any] = {
 def sweep_options(kwargs: dict[str, Any], defaults: dict[str, Any], what: str
                   ) -> dict[str, Any]:
     """The options a sweep passes on to :func:`prepare`: ``kwargs`` (some of ``defaults``), with
-    ``match=`` and ``population=`` resolved."""
+    ``match=`` and ``population=`` as their specs."""
     unknown = sorted(set(kwargs) - set(defaults))
     if unknown:
         raise ValidationError(f"unknown argument(s) for {what}: {unknown}.",
                               code="INVALID_ARGUMENT")
-    options = {k: kwargs.get(k, v) for k, v in defaults.items() if k not in ("match", "population")}
-    options.update(spec_options(kwargs.get("match"), kwargs.get("population")))
-    return options
+    options = {k: kwargs.get(k, v) for k, v in defaults.items()}
+    return {**options, **spec_options(options["match"], options["population"])}
 
 
 def _sweep_risk(plan: IdentificationPlan, rules: list[MatchRule], executor: Any,

@@ -16,6 +16,7 @@ import pandas as pd
 
 from bayes_risk._io import remove_scratch, scratch_folder
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
+from bayes_risk._specs import check_int, check_option, is_integer
 from bayes_risk._terminal import progress
 from bayes_risk.contract import capabilities
 from bayes_risk.data.normalise import as_synthetic_list
@@ -104,15 +105,11 @@ class PosteriorReplicates:
                 "(DPMPM, PoissonMixture, SequentialRegression, CARTSynthesizer with "
                 "donor='bayes_bootstrap').", code="NO_POSTERIOR_PREDICTIVE",
             )
-        if self.view not in ("agency", "intruder"):
-            raise ValidationError(f"view must be 'agency' or 'intruder'. Got {self.view!r}.")
+        check_option(self.view, "view", ("agency", "intruder"))
         for arg in ("chunk_size", "batch_size", "min_replicates", "max_replicates"):
-            v = getattr(self, arg)
-            if not _integer(v) or v < 1:
-                raise ValidationError(f"{arg} must be a positive integer. Got {v!r}.")
-        if not _integer(self.n_groups) or self.n_groups < 2:
-            raise ValidationError(f"n_groups must be an integer >= 2. Got {self.n_groups!r}.")
-        if self.n != "auto" and (not _integer(self.n) or self.n < 1):
+            check_int(getattr(self, arg), arg, 1)
+        check_int(self.n_groups, "n_groups", 2)
+        if self.n != "auto" and (not is_integer(self.n) or self.n < 1):
             raise ValidationError(f"n must be a positive integer or 'auto'. Got {self.n!r}.")
         check_probability(self.mcse_tol, "mcse_tol")
         if self.min_replicates > self.max_replicates:
@@ -121,7 +118,7 @@ class PosteriorReplicates:
                 f"({self.max_replicates})."
             )
         if not (self.refit_dataset == "each"
-                or (_integer(self.refit_dataset) and self.refit_dataset >= 0)):
+                or (is_integer(self.refit_dataset) and self.refit_dataset >= 0)):
             raise ValidationError(
                 "refit_dataset must be a dataset index (>= 0) or 'each'. "
                 f"Got {self.refit_dataset!r}."
@@ -191,10 +188,6 @@ class PosteriorReplicates:
             "mcse_tol": float(self.mcse_tol), "min_replicates": int(self.min_replicates),
             "max_replicates": int(self.max_replicates),
         }
-
-
-def _integer(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
 def _refit(model: Any, released: pd.DataFrame, seed: np.random.SeedSequence) -> Any:
@@ -347,7 +340,7 @@ class _Run:
 
 def _check_mode(options: dict[str, Any], known_synthesized: Any) -> list[str]:
     """The synthesized known columns, after checking that the options allow posterior replicates."""
-    if options.get("compat") is not None:
+    if options["match"].compat is not None:
         raise ValidationError("compat mode reproduces the R package with the released datasets; "
                               "it does not take posterior replicates.", code="INVALID_ARGUMENT")
     if options.get("aggregation") not in (None, "pooled"):
@@ -356,8 +349,7 @@ def _check_mode(options: dict[str, Any], known_synthesized: Any) -> list[str]:
             "are reported alongside (replicate_quantiles). Leave aggregation at 'pooled'.",
             code="INVALID_ARGUMENT"
         )
-    ks = [known_synthesized] if isinstance(known_synthesized, str) \
-        else [str(c) for c in known_synthesized or ()]
+    ks = list(known_synthesized)
     if not ks:
         raise ValidationError(
             "posterior replicates replace the synthesized known columns, but no known column is "

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from bayes_risk._specs import as_spec
+from bayes_risk._specs import as_spec, is_number
 from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
 from bayes_risk.identification.matching import RADIUS_TYPES, SHAPES, WINDOWS, check_one_of
 
@@ -28,14 +28,9 @@ MISSING_KNOWN = ("any", "level")
 FALLBACKS = ("none", "unsynthesized")
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_))
-
-
 def _nonnegative(value: Any, what: str, column: str | None = None) -> float:
     """``value`` as a float, or a ValidationError naming ``what`` (and ``column``)."""
-    if not _number(value) or not np.isfinite(value) or value < 0:
+    if not is_number(value) or not np.isfinite(value) or value < 0:
         shown = (arg_name(what) if column is None else f"{arg_name(what)} {column}"
                  if on_command_line() and has_option(what) else f"{what}[{column!r}]")
         raise ValidationError(f"{shown} must be a finite number >= 0. Got {value!r}.",
@@ -132,7 +127,7 @@ class MatchSpec:
 
     def __post_init__(self) -> None:
         radius = self.radius
-        if radius is not None and not _number(radius) and not isinstance(radius, Mapping):
+        if radius is not None and not is_number(radius) and not isinstance(radius, Mapping):
             if isinstance(radius, str) or not isinstance(radius, (Sequence, np.ndarray)):
                 raise ValidationError(
                     "MatchSpec.radius must be a number, a {column: radius} mapping or (compat "
@@ -145,7 +140,7 @@ class MatchSpec:
         object.__setattr__(self, "r_min", _per_column(self.r_min, "MatchSpec.r_min"))
         check_one_of(self.radius_type, RADIUS_TYPES, "MatchSpec.radius_type")
         q = self.quantile_groups
-        if not _number(q) or int(q) != q or q < 1:
+        if not is_number(q) or int(q) != q or q < 1:
             raise ValidationError(f"MatchSpec.quantile_groups must be an integer >= 1. Got {q!r}.")
         object.__setattr__(self, "quantile_groups", int(q))
         check_one_of(self.window, WINDOWS, "MatchSpec.window", optional=True)
@@ -245,11 +240,11 @@ class PopulationSpec:
                 "PopulationSpec.target_id names the id column of targets; give targets too.")
         if self.weights is not None:
             object.__setattr__(self, "weights", _weights(self.weights))
-            if self.estimate != "default":
-                raise ValidationError(
-                    f"PopulationSpec.estimate={self.estimate!r} applies to log-linear counts "
-                    "only, not to survey weights."
-                )
+        if self.estimate != "default" and (self.weights is not None or not (
+                self.counts is None or isinstance(self.counts, str))):
+            raise ValidationError(
+                f"PopulationSpec.estimate={self.estimate!r} applies to log-linear counts only, "
+                "not to survey weights or counts given.")
 
     def _check_size(self) -> None:
         a, N = self.sampling_fraction, self.population_size
@@ -257,11 +252,11 @@ class PopulationSpec:
             raise ValidationError(
                 "PopulationSpec: give sampling_fraction or population_size, not both."
             )
-        if a is not None and (not _number(a) or not 0 < a <= 1):
+        if a is not None and (not is_number(a) or not 0 < a <= 1):
             raise ValidationError(
                 f"PopulationSpec.sampling_fraction must be in (0, 1]. Got {a!r}."
             )
-        if N is not None and (not _number(N) or int(N) != N or N < 1):
+        if N is not None and (not is_number(N) or int(N) != N or N < 1):
             raise ValidationError(
                 f"PopulationSpec.population_size must be an integer >= 1. Got {N!r}."
             )
@@ -307,6 +302,7 @@ def _weights(weights: Any) -> str | np.ndarray:
 
 
 def spec_options(match: Any, population: Any) -> dict[str, Any]:
-    """The engine's options from ``match=`` (flat) and ``population=`` (the spec)."""
-    return {**as_spec(match, MatchSpec, "match").options(),
+    """``match=`` and ``population=`` as their specs (validated once, here): the options
+    :func:`~bayes_risk.identification.prepare.prepare` takes."""
+    return {"match": as_spec(match, MatchSpec, "match"),
             "population": as_spec(population, PopulationSpec, "population")}

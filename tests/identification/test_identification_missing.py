@@ -255,9 +255,8 @@ def test_recoder_encodes_a_batch_as_prepare_does():
 
     y, zs, schema = _coded(3, m=4)
     cols = ["race", "nociga", "income"]
-    opts = dict(schema=schema, radius={"income": 0.05}, radius_type="percentage", r_min=None,
-                quantile_groups=20, window=None, shape=None, aggregation=None, strategy=None,
-                fallback=None, compat=None, missing_known="level")
+    opts = dict(schema=schema, match=MatchSpec(radius={"income": 0.05}, missing_known="level"),
+                population=PopulationSpec())
     first = prepare(y, [], ["sex"], cols, replicates=[z[cols] for z in zs[:2]], **opts)
     full = prepare(y, [], ["sex"], cols, replicates=[z[cols] for z in zs[2:]], **opts)
     got = Recoder.make(first)([z for z in zs[2:]])

@@ -421,8 +421,7 @@ def _prepared(y, rel):
     from bayes_risk.identification.specs import spec_options
 
     o = dict(_OPTIONS, categorical=["a", "b", "c"], aggregation="per_dataset")
-    o.pop("match"), o.pop("population")
-    o.update(spec_options(MatchSpec(radius=RADIUS), None), aggregation="per_dataset")
+    o.update(spec_options(MatchSpec(radius=RADIUS), None))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         return prepare(y, rel, ["a", "b", "x"], ["y", "c"], **o)
