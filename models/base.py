@@ -7,7 +7,8 @@ from __future__ import annotations
 import inspect
 import os
 from abc import ABCMeta, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -287,16 +288,22 @@ def check_is_fitted(
         )
 
 
-def read_model_meta(path: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]:
-    """The folder and the parsed ``model.json`` of a saved model."""
+def read_model_meta(path: str | os.PathLike[str], method: str | None = None
+                    ) -> tuple[Path, dict[str, Any]]:
+    """The folder and the parsed ``model.json`` of a saved model (``MODEL_UNSUITED`` unless it
+    holds a ``method`` model, when given)."""
     from bayes_risk._io import read_json
 
     p = Path(path)
-    return p, read_json(
-        p / SETTINGS_FILE,
-        f"{str(p)!r} is not a saved bayes-risk model: {SETTINGS_FILE} not found.",
-        code="NOT_A_MODEL",
-    )
+    meta = read_json(p / SETTINGS_FILE,
+                     f"{str(p)!r} is not a saved bayes-risk model: {SETTINGS_FILE} not found.",
+                     code="NOT_A_MODEL")
+    if method is not None and meta.get("method") != method:
+        raise ValidationError(
+            f"{p} holds a {meta.get('method')!r} model, not {method!r}; use "
+            "bayes_risk.models.load_model(path).",
+            code="MODEL_UNSUITED")
+    return p, meta
 
 
 #: ``model.json``'s field of the checksums of the folder's files (and of its own other fields)
@@ -323,6 +330,20 @@ def damaged_folder(p: Path, what: str) -> ValidationError:
         "again with 'bayes-risk fit').",
         code="MODEL_DAMAGED",
     )
+
+
+@contextmanager
+def damaged_on_error(p: Path, what: str) -> Iterator[None]:
+    """Report an error while reading model folder ``p`` as ``MODEL_DAMAGED``: ``what``, with
+    the error's text (a ``ValidationError`` with a code passes through)."""
+    try:
+        yield
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError, IndexError,
+            AttributeError) as err:
+        if isinstance(err, ValidationError) and err.code_given:
+            raise
+        raise damaged_folder(p, f"{what} ({type(err).__name__}: "
+                                f"{' '.join(str(err).split())[:200]})") from err
 
 
 def verify_model_folder(p: Path, meta: dict[str, Any], *, required: Sequence[str] = (),

@@ -13,7 +13,6 @@ from bayes_risk._numeric import (
     logsumexp,  # re-exported for the engine's modules
     threaded_map,
 )
-from bayes_risk.exceptions import ValidationError
 
 __all__ = [
     "logsumexp",
@@ -101,25 +100,18 @@ def gpdfit(x: np.ndarray, *, wip: bool = True) -> tuple[float, float]:
     return float(k), float(s)
 
 
-def pareto_khat(
-    log_ratios: np.ndarray, *, chunk: int | None = None, backend: str = "numba"
-) -> np.ndarray:
+def pareto_khat(log_ratios: np.ndarray, *, chunk: int | None = None) -> np.ndarray:
     """Pareto k̂ of log importance ratios over the last axis (Vehtari et al. 2024).
 
     ``+inf`` when the tail is too short (``M < 5``) or constant, ``nan`` when every ratio is
-    ``-inf``. ``backend="numpy"`` is the all-numpy reference (same values); ``chunk``: vectors
-    fitted at once. Raises ``ValidationError`` for another ``backend``.
+    ``-inf``; ``chunk``: vectors fitted at once.
     """
-    if backend == "numpy":
-        return _pareto_khat_numpy(log_ratios, chunk=256 if chunk is None else chunk)
-    if backend != "numba":
-        raise ValidationError(f"pareto_khat: backend must be 'numba' or 'numpy', got {backend!r}")
     lr = np.asarray(log_ratios, dtype=np.float64)
     shape = lr.shape[:-1]
     s = lr.shape[-1]
     m = tail_size(s)
     if m < 5 or s < m + 1 or lr.size == 0:
-        return _pareto_khat_numpy(lr, chunk=256 if chunk is None else chunk)
+        return np.where(np.any(lr > -np.inf, axis=-1), np.inf, np.nan)
     from bayes_risk.attribute._kernels import khat_tails
 
     # [A, B, S] view without copying where possible (the engine passes moveaxis views)
@@ -196,36 +188,6 @@ def _exceedances(top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", over="ignore"):
         const = (top[:, -1] - top[:, 1]) < np.finfo(np.float64).eps / 100
         return const, np.exp(top[:, 1:]) - np.exp(top[:, :1])
-
-
-def _pareto_khat_numpy(log_ratios: np.ndarray, *, chunk: int = 256) -> np.ndarray:
-    """Numpy reference implementation of :func:`pareto_khat` (same values)."""
-    lr = np.asarray(log_ratios, dtype=np.float64)
-    shape = lr.shape[:-1]
-    s = lr.shape[-1]
-    flat = lr.reshape(-1, s)
-    out = np.full(flat.shape[0], np.inf)
-    m = tail_size(s)
-    if m < 5 or s < m + 1:
-        out[~np.isfinite(flat).any(axis=1) & ~(flat > -np.inf).any(axis=1)] = np.nan
-        return out.reshape(shape)
-    for a in range(0, flat.shape[0], chunk):
-        blk = flat[a : a + chunk]
-        mx = np.max(blk, axis=1, keepdims=True)
-        allneg = ~np.isfinite(mx[:, 0])
-        with np.errstate(invalid="ignore"):
-            lw = blk - np.where(np.isfinite(mx), mx, 0.0)
-        part = np.partition(lw, s - m - 1, axis=1)[:, s - m - 1 :]
-        part.sort(axis=1)
-        const, x = _exceedances(part)
-        ok = ~const & ~allneg & np.all(x > 0, axis=1)
-        k = np.full(blk.shape[0], np.inf)
-        if ok.any():
-            kk, _ = _gpdfit_sorted(x[ok])
-            k[ok] = kk
-        k[allneg] = np.nan
-        out[a : a + chunk] = k
-    return out.reshape(shape)
 
 
 def psis_log_mean(log_ratios: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

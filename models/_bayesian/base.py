@@ -18,6 +18,7 @@ import pandas as pd
 
 from bayes_risk._io import atomic_dir, to_jsonable, write_json
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
+from bayes_risk._specs import check_flag, check_int
 from bayes_risk.data.fingerprint import fingerprint_problem, fingerprint_record
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.provenance import model_id
@@ -49,7 +50,6 @@ from bayes_risk.models._bayesian.io import (
     FORMAT_VERSION,
     POSTERIOR_FILE,
     as_datatree,
-    check_int,
     read_posterior,
 )
 from bayes_risk.models._bayesian.records import (
@@ -69,7 +69,7 @@ from bayes_risk.models._bayesian.timing import DrawClock, record_fit_time, recor
 from bayes_risk.models.base import (
     SETTINGS_FILE,
     BaseSynthesizer,
-    damaged_folder,
+    damaged_on_error,
     read_model_meta,
     synthesized_columns,
     verify_model_folder,
@@ -158,8 +158,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         check_int(self.chains, "chains", 1)
         if self.cores is not None:
             check_int(self.cores, "cores", 1)
-        if not isinstance(self.progressbar, (bool, np.bool_)):
-            raise ValidationError(f"progressbar must be True or False. Got {self.progressbar!r}.")
+        check_flag(self.progressbar, "progressbar")
 
     def _synthesized_rows(self) -> np.ndarray:
         """Positions of the records whose synthesized columns are replaced (all by default)."""
@@ -625,13 +624,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         ValidationError
             If the folder is not a saved model of this class or a file is missing.
         """
-        p, meta = read_model_meta(path)
-        if meta.get("method") != cls.method_name:
-            raise ValidationError(
-                f"{p} holds a {meta.get('method')!r} model, not {cls.method_name!r}; use "
-                "bayes_risk.models.load_model(path).",
-                code="MODEL_UNSUITED"
-            )
+        p, meta = read_model_meta(path, cls.method_name)
         if int(meta.get("format_version", 0)) > FORMAT_VERSION:
             raise ValidationError(
                 f"{p} was written by a newer bayes-risk (format version "
@@ -642,15 +635,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
                                        if isinstance(meta.get("data_file"), str) else [])
         verify_model_folder(p, meta, required=required)
         posterior = read_posterior(p)
-        try:
+        # a folder without checksums (an older bayes-risk) whose model.json was edited
+        with damaged_on_error(p, f"{SETTINGS_FILE} does not describe a fitted {cls.__name__}"):
             obj = cls._restore(p, meta, posterior)
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError, OSError) as err:
-            if isinstance(err, ValidationError) and err.code_given:
-                raise
-            # a folder without checksums (an older bayes-risk) whose model.json was edited
-            raise damaged_folder(p, f"{SETTINGS_FILE} does not describe a fitted {cls.__name__} "
-                                    f"({type(err).__name__}: {' '.join(str(err).split())[:200]})"
-                                 ) from err
         imputed = meta.get("imputed_columns")
         if isinstance(imputed, list):  # a model saved before it was recorded keeps its own
             obj.imputed_columns_ = [str(c) for c in imputed if c in obj.schema_.names]
@@ -707,7 +694,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
         if not schema.synthesized:  # no roles given: full synthesis, as in fit
             schema = schema.with_roles(schema.names)
-        dt = model._as_datatree(posterior)
+        dt = model._as_datatree(posterior, schema)
         if data is not None:
             data, _ = model._prepare_data(data, schema=schema, allow_nan=True, fitting=False)
         if n_records is None:
@@ -730,15 +717,24 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
                     "synthesized_records (partial synthesis of selected records) needs the "
                     "confidential data: pass data=..."
                 )
-        model._validate_posterior(dt, schema)
-        if model._needs_data_for_synthesis_given(schema) and data is None:
+        return model._adopt(dt, schema, n_records, data=data, flags=synthesized_records)
+
+    def _adopt(self, posterior: xr.DataTree, schema: Schema, n_records: int, *,
+               data: pd.DataFrame | None, flags: np.ndarray | None,
+               state: Mapping[str, Any] | None = None) -> BayesianSynthesizer:
+        """Fit this new instance to checked draws (of :meth:`from_posterior`, or with the
+        ``state`` of a saved folder, whose convergence table is not remade)."""
+        if state is not None:
+            self._state_from_json(state)
+        self._validate_posterior(posterior, schema)
+        self.schema_ = schema  # read by _needs_data_for_synthesis (a new instance: no clean-up)
+        if data is None and self._needs_data_for_synthesis():
             raise ValidationError(
                 "this model's synthesis mode needs the confidential data: pass data=..."
             )
-        model._set_fitted(dt, schema, n_records, data=data,
-                          synthesized_records=synthesized_records)
-        model.data_ = data if model._needs_data_for_synthesis() else None
-        return model
+        self._set_fitted(posterior, schema, n_records, data=data, synthesized_records=flags,
+                         check_convergence=state is None)
+        return self
 
     def _chain_seeds(self, random_seed: RandomSeed) -> list[int]:
         """Check the MCMC settings; one integer seed per chain drawn from ``random_seed``."""
@@ -911,7 +907,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         settings = {
             k: tuple(v) if isinstance(v, list) else v for k, v in meta.get("settings", {}).items()
         }
-        model = cls(**settings)
         data = None
         if meta.get("data_file"):
             data = pd.read_parquet(p / meta["data_file"])
@@ -919,13 +914,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         if meta.get("synthesized_records") is not None:
             flags = np.zeros(int(meta["n_records"]), dtype=bool)
             flags[np.asarray(meta["synthesized_records"], dtype=np.int64)] = True
-        schema = Schema.from_dict(meta["schema"])
-        model._state_from_json(meta.get("state") or {})
-        model._validate_posterior(posterior, schema)
-        model._set_fitted(posterior, schema, int(meta["n_records"]), data=data,
-                          synthesized_records=flags, check_convergence=False)
-        model.data_ = data
-        return model
+        return cls(**settings)._adopt(posterior, Schema.from_dict(meta["schema"]),
+                                      int(meta["n_records"]), data=data, flags=flags,
+                                      state=meta.get("state") or {})
 
     def _identity(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """What :func:`bayes_risk.data.provenance.model_id` hashes."""
@@ -950,27 +941,15 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return to_jsonable(self._release_settings())
 
     def _state_to_json(self) -> dict[str, Any]:
-        return {}
+        """The fitted state a saved folder keeps besides the draws: the data's dtypes."""
+        return {"dtypes": dict(getattr(self, "dtypes_", {}))}
 
     def _state_from_json(self, state: Mapping[str, Any]) -> None:
-        pass
-
-    def _needs_data_for_synthesis_given(self, schema: Schema) -> bool:
-        """``_needs_data_for_synthesis`` before ``schema_`` is set."""
-        missing = object()
-        old = self.__dict__.get("schema_", missing)
-        self.schema_ = schema
-        try:
-            return self._needs_data_for_synthesis()
-        finally:
-            if old is missing:  # not fitted: no fitted attribute is left behind
-                del self.schema_
-            else:
-                self.schema_ = old
+        self.dtypes_ = dict(state.get("dtypes", {}))
 
     def _event_ndims(self) -> dict[str, int]:
         """Number of non-sample dimensions of each posterior variable (for dict input)."""
         return {}
 
-    def _as_datatree(self, posterior: Any) -> xr.DataTree:
+    def _as_datatree(self, posterior: Any, schema: Schema) -> xr.DataTree:
         return as_datatree(posterior, self._event_ndims(), type(self).__name__)

@@ -77,85 +77,47 @@ def _scalar_stats(step: Any) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
 _clock = time.perf_counter
 
 
-def _run_chain(
-    step: Any,
-    layout: GibbsLayout,
-    rng: np.random.Generator,
-    tune: int,
-    draws: int,
-    tick: Callable[[], None],
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any], tuple[float, int]]:
-    """One chain: kept draws, all statistics, the last point and the timing of the sweeps after
-    the first (which pays the one-off costs)."""
-    step.setup_chain(rng, tune, draws)
-    step.tune = bool(tune)
+def _run_chain(chain: dict[str, Any], layout: GibbsLayout, task: tuple,
+               tick: Callable[[], None]
+               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], tuple[float, int]]:
+    """One round of a chain, its state kept in ``chain``: ``("start", tune, draws)`` from the
+    initial point, or ``("extend", draws, first_thin, thin)`` where it stopped (the first draw
+    after ``first_thin`` sweeps, the others after ``thin``). The kept draws, all statistics and
+    the sweeps' timing (a new chain's first sweep, which pays the one-off costs, left out)."""
+    step, start = chain["step"], task[0] == "start"
+    if start:
+        _, tune, draws = task
+        if hasattr(step, "set_chain"):
+            step.set_chain(chain["index"])
+        step.setup_chain(chain["rng"], tune, draws)
+        step.tune = bool(tune)
+        chain["point"] = dict(layout.initial_point)
+    else:
+        (_, draws, first_thin, thin), tune = task, 0
     post = {name: np.empty((draws, *shape)) for name, shape in layout.shapes.items()}
     stats = {name: np.empty((tune + draws, *shape), dtype)
              for name, (dtype, shape) in _scalar_stats(step).items()}
-    point = dict(layout.initial_point)
-    thin = int(getattr(step, "thin", 1))
-    started, sweeps = 0.0, 0
+    point, started, sweeps = chain["point"], _clock(), 0
     for i in range(tune + draws):
-        if i == tune:
+        if start and i == tune:
             step.stop_tuning()
-        if i == 1:
+        if start and i == 1:
             started = _clock()
-        if i >= 1:  # a warm-up step is one sweep, a kept draw ``thin`` sweeps
-            sweeps += 1 if i < tune else thin
-        point, step_stats = step.step(point)
-        (st,) = step_stats
+        if not start:
+            step.thin = first_thin if i == 0 else thin
+        if i >= 1 or not start:  # a warm-up step is one sweep, a kept draw ``thin`` sweeps
+            sweeps += 1 if i < tune else int(getattr(step, "thin", 1))
+        point, (st,) = step.step(point)
         for name, arr in stats.items():
             arr[i] = st[name]
         if i >= tune:
             for name, arr in post.items():
                 arr[i - tune] = point[name]
         tick()
-    return post, stats, point, (_clock() - started if sweeps else 0.0, sweeps)
-
-
-def _continue_chain(
-    step: Any,
-    layout: GibbsLayout,
-    point: dict[str, Any],
-    calls: int,
-    first_thin: int,
-    thin: int,
-    tick: Callable[[], None],
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any], tuple[float, int]]:
-    """An extension round: ``calls`` kept draws from ``point``, the first after ``first_thin``
-    sweeps, the others after ``thin``; and the round's timing."""
-    post = {name: np.empty((calls, *shape)) for name, shape in layout.shapes.items()}
-    stats = {name: np.empty((calls, *shape), dtype)
-             for name, (dtype, shape) in _scalar_stats(step).items()}
-    started = _clock()
-    for i in range(calls):
-        step.thin = first_thin if i == 0 else thin
-        point, step_stats = step.step(point)
-        (st,) = step_stats
-        for name, arr in stats.items():
-            arr[i] = st[name]
-        for name, arr in post.items():
-            arr[i] = point[name]
-        tick()
-    step.thin = thin
-    return post, stats, point, (_clock() - started, first_thin + (calls - 1) * thin if calls
-                                else 0)
-
-
-def _chain_task(chain: dict[str, Any], layout: GibbsLayout, task: tuple,
-                tick: Callable[[], None]
-                ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], tuple[float, int]]:
-    """Run one round of a chain (``("start", ...)`` or ``("extend", ...)``), its state kept in
-    ``chain``."""
-    if task[0] == "start":
-        if hasattr(chain["step"], "set_chain"):
-            chain["step"].set_chain(chain["index"])
-        post, stats, chain["point"], timing = _run_chain(chain["step"], layout, chain["rng"],
-                                                         *task[1:], tick)
-    else:
-        post, stats, chain["point"], timing = _continue_chain(
-            chain["step"], layout, chain["point"], *task[1:], tick)
-    return post, stats, timing
+    if not start:
+        step.thin = thin
+    chain["point"] = point
+    return post, stats, (_clock() - started if sweeps else 0.0, sweeps)
 
 
 # State of a parallel run, inherited by the forked workers (never pickled).
@@ -174,7 +136,7 @@ def _worker_main(c: int, conn: Any, threads: int, parent: int) -> None:
     chain = {"step": s["step"], "rng": s["rngs"][c], "point": None, "index": c}
     try:
         while (task := conn.recv()) is not None:
-            conn.send(("ok", _chain_task(chain, s["layout"], task, tick)))
+            conn.send(("ok", _run_chain(chain, s["layout"], task, tick)))
     except EOFError:  # the parent is gone
         pass
     except BaseException as err:  # noqa: BLE001 - passed on to the parent, which raises it
@@ -322,7 +284,7 @@ class _InProcessChains:
             if self.n_done % 10 == 0:
                 bar(self.n_done)
 
-        return [_chain_task(ch, self.layout, t, tick) for ch, t in zip(self.chains, tasks,
+        return [_run_chain(ch, self.layout, t, tick) for ch, t in zip(self.chains, tasks,
                                                                        strict=True)]
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.base import damaged_folder
+from bayes_risk.models.base import damaged_on_error
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -20,12 +20,6 @@ POSTERIOR_FILE = "posterior.nc"
 CONVERGENCE_FILE = "convergence.json"
 DATA_FILE = "data.parquet"
 FORMAT_VERSION = 1
-
-
-def check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < minimum:
-        raise ValidationError(f"{name} must be an integer >= {minimum}. Got {value!r}.")
-    return int(value)
 
 
 def warm_up_writer() -> None:
@@ -43,12 +37,9 @@ def read_posterior(p: Path) -> xr.DataTree:
     """The posterior DataTree of the saved model folder ``p`` (a damaged file named)."""
     import xarray as xr
 
-    try:
-        with xr.open_datatree(p / POSTERIOR_FILE, engine="h5netcdf") as dt:
-            return dt.load().copy()
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
-        raise damaged_folder(p, f"{POSTERIOR_FILE} cannot be read ({type(err).__name__}: "
-                                f"{' '.join(str(err).split())[:200]})") from err
+    with damaged_on_error(p, f"{POSTERIOR_FILE} cannot be read"), \
+            xr.open_datatree(p / POSTERIOR_FILE, engine="h5netcdf") as dt:
+        return dt.load().copy()
 
 
 def as_datatree(posterior: Any, ev: Mapping[str, int], model_name: str) -> xr.DataTree:

@@ -20,11 +20,11 @@ import bayes_risk.models.dpmpm.loglik as _loglik
 import bayes_risk.models.dpmpm.synthesis as _synthesis
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
+from bayes_risk._specs import check_int, check_option
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.convergence import round_verdict
-from bayes_risk.models._bayesian.io import check_int
 from bayes_risk.models._bayesian.records import check_synthesized_records
 from bayes_risk.models._bayesian.starts import chain_starts, check_starts
 from bayes_risk.models._bayesian.timing import record_fit_time
@@ -214,8 +214,7 @@ class DPMPM(BayesianSynthesizer):
             raise ValidationError(
                 f"synthesis_mode must be one of {list(MODES)} or None. Got {self.synthesis_mode!r}."
             )
-        if self.sampler not in SAMPLERS:
-            raise ValidationError(f"sampler must be one of {list(SAMPLERS)}. Got {self.sampler!r}.")
+        check_option(self.sampler, "sampler", SAMPLERS, one_of=True)
         run = self._run_settings()  # the settings left at None, resolved
         t = self.thin if self.thin is not None else run["thin"]
         check_int(t, "thin (Gibbs sweeps per kept draw)", 1)
@@ -441,7 +440,7 @@ class DPMPM(BayesianSynthesizer):
         return dt
 
     def _state_to_json(self) -> dict[str, Any]:
-        return {"warnings": list(self.warnings_), "dtypes": dict(self.dtypes_)}
+        return {"warnings": list(self.warnings_), **super()._state_to_json()}
 
     def _structural_zeros_for(self, schema: Schema) -> Any:
         from bayes_risk.models.dpmpm.zeros import for_schema
@@ -456,8 +455,8 @@ class DPMPM(BayesianSynthesizer):
         return out
 
     def _state_from_json(self, state: dict[str, Any]) -> None:
+        super()._state_from_json(state)
         self.warnings_ = list(state.get("warnings", []))
-        self.dtypes_ = dict(state.get("dtypes", {}))
 
     def fit_augmented(
         self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
@@ -520,7 +519,7 @@ class DPMPM(BayesianSynthesizer):
         return self._build_model(codes, list(self._state.d), transforms=transforms,
                                  observed=records is not None)
 
-    def _as_datatree(self, posterior: Any):
+    def _as_datatree(self, posterior: Any, schema: Schema):
         # a dict of arrays names the columns' φ: their number need not be known yet
         return _io.as_datatree(posterior, _fit.event_ndims(posterior), type(self).__name__)
 

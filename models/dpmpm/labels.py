@@ -1,11 +1,7 @@
-"""Label swaps for the DPMPM allocations on the collapsed target ``p(z | α, y)``.
-
-Target: ``p(z | α, y)`` with ``V`` and ``φ`` integrated out (completed data held fixed):
-``log p(z | α) = Σ_{k<K} [log B(1 + n_k, α + m_k) − log B(1, α)]``, ``m_k = Σ_{h>k} n_h``, and
-``log p(y | z) = Σ_k Σ_j [log Γ(d_j a) − log Γ(d_j a + n_k) + Σ_c (log Γ(a + n_kjc) − log Γ(a))]``.
-``p(y | z)`` does not depend on the labels but ``p(z | α)`` does (empty labels before occupied
-ones make a large α likely): :func:`relabel` makes Metropolis swaps of two uniformly chosen
-labels, accepted with the prior ratio; the caller redraws ``V`` and ``φ``.
+"""Label swaps for the DPMPM allocations on the collapsed target ``p(z | α, y)`` (``V`` and ``φ``
+integrated out): :func:`relabel` swaps two uniformly chosen labels, accepted with the prior
+ratio; the caller redraws ``V`` and ``φ``. See :doc:`/methods/models` (DPMPM, Label swaps and
+merge–split moves).
 """
 
 from __future__ import annotations

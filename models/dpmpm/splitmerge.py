@@ -1,25 +1,7 @@
-"""Sequentially allocated merge–split moves for the DPMPM allocations (Dahl 2003, 2005).
-
-Blocked Gibbs changes the number of occupied classes one record at a time; a merge–split move
-proposes a whole split or merge at once. Target: ``p(z | α, y)`` of
-``bayes_risk.models.dpmpm.labels`` (sticks and φ integrated out) on the labelled truncated
-stick-breaking model. One move:
-
-1. pick an ordered pair of distinct records ``(i, j)`` uniformly; ``S`` = the other records of
-   their classes, in a uniformly random order;
-2. same class ``k`` (**split**): ``i`` stays in ``k``, ``j`` starts class ``e`` = the first empty
-   label (no move if every label is occupied); the records of ``S`` are allocated one after the
-   other to ``k`` or ``e`` with probability proportional to ``n_c · p(y_r | records already in
-   c)`` (Dirichlet–multinomial predictive); ``q`` = product of these probabilities;
-3. different classes ``k ≠ l`` (**merge**): every record of ``l`` moves to ``k``; the move is
-   rejected unless ``l`` is below every label left empty (where the reverse split starts);
-   ``q`` = the probability that the split allocation reproduces the current two classes;
-4. accept with ``min(1, p(z') / p(z) · 1 / q)`` (split) or ``min(1, p(z') / p(z) · q)`` (merge).
-
-Counts not held by ``y`` (the augmented records of structural zeros) never move, and a merge that
-would leave such counts in the emptied label is rejected.
-
-References: Dahl (2003, 2005); Jain & Neal (2004), https://doi.org/10.1198/1061860043001.
+"""Sequentially allocated merge–split moves for the DPMPM allocations on the collapsed target
+``p(z | α, y)`` of :mod:`bayes_risk.models.dpmpm.labels` (Dahl 2003, 2005; Jain & Neal 2004,
+https://doi.org/10.1198/1061860043001). The move: :doc:`/methods/models` (DPMPM, Label swaps
+and merge–split moves).
 """
 
 from __future__ import annotations

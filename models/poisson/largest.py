@@ -15,6 +15,7 @@ import pandas as pd
 import bayes_risk.models.poisson.kernels as pk
 import bayes_risk.models.poisson.loglik as _loglik
 import bayes_risk.models.poisson.weak as pw
+from bayes_risk._specs import check_option
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models.poisson.state import PoissonState
 
@@ -134,10 +135,7 @@ def largest_value_loglik(state: PoissonState, column: str, synthetic: Any, scena
                          kept: pd.DataFrame | None) -> LargestValueLikelihood:
     """The work of :meth:`PoissonMixture.largest_value_loglik` (documented there); ``kept``: the
     confidential table the model keeps."""
-    if scenario not in LARGEST_VALUE_SCENARIOS:
-        raise ValidationError(
-            f"scenario must be one of {list(LARGEST_VALUE_SCENARIOS)}. Got {scenario!r}."
-        )
+    check_option(scenario, "scenario", LARGEST_VALUE_SCENARIOS, one_of=True)
     if total_known and scenario != "second_largest":
         raise ValidationError("total_known applies to scenario='second_largest' only.")
     if scenario != "worst_case" and state.synthesized_records is not None:

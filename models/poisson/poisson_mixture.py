@@ -6,7 +6,7 @@ The work is done by the functions of the ``poisson`` modules on the fitted state
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -18,12 +18,12 @@ import bayes_risk.models.poisson.loglik as _loglik
 import bayes_risk.models.poisson.posterior as _posterior
 import bayes_risk.models.poisson.synthesis as _synthesis
 from bayes_risk._rng import RandomSeed
+from bayes_risk._specs import check_int, check_option
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import record_dtypes
-from bayes_risk.models._bayesian.io import check_int
 from bayes_risk.models._bayesian.starts import chain_starts, check_starts
 from bayes_risk.models.poisson.largest import LargestValueLikelihood
 from bayes_risk.models.poisson.state import PoissonState
@@ -156,24 +156,15 @@ class PoissonMixture(BayesianSynthesizer):
         return "P" if (self.variant == "mp" and self.synthesis_mode == "marginal") else "O"
 
     def _check_settings(self) -> None:
-        if self.variant not in _VARIANTS:
-            raise ValidationError(
-                f"variant must be one of {list(_VARIANTS)}. Got {self.variant!r}."
-            )
-        if self.synthesis_mode not in _MODES:
-            raise ValidationError(
-                f"synthesis_mode must be one of {list(_MODES)}. Got {self.synthesis_mode!r}."
-            )
+        check_option(self.variant, "variant", _VARIANTS, one_of=True)
+        check_option(self.synthesis_mode, "synthesis_mode", _MODES, one_of=True)
         if self.variant != "mp" and self.synthesis_mode != "marginal":
             raise ValidationError(
                 f"synthesis_mode applies to variant 'mp' only (MM and TCMM always use the "
                 f"sampled memberships); got synthesis_mode={self.synthesis_mode!r} with "
                 f"variant={self.variant!r}."
             )
-        if self.sampler not in _SAMPLERS:
-            raise ValidationError(
-                f"sampler must be one of {list(_SAMPLERS)}. Got {self.sampler!r}."
-            )
+        check_option(self.sampler, "sampler", _SAMPLERS, one_of=True)
         check_int(self.n_components, "n_components", 1)
         for name in ("a_lambda", "a_alpha", "b_alpha"):
             v = getattr(self, name)
@@ -273,12 +264,6 @@ class PoissonMixture(BayesianSynthesizer):
         )
         if not hasattr(self, "dtypes_"):
             self.dtypes_ = record_dtypes(self.data_) if self.data_ is not None else {}
-
-    def _state_to_json(self) -> dict[str, Any]:
-        return {"dtypes": dict(getattr(self, "dtypes_", {}))}
-
-    def _state_from_json(self, state: Mapping[str, Any]) -> None:
-        self.dtypes_ = dict(state.get("dtypes", {}))
 
     def _convergence_quantities(self) -> dict[str, np.ndarray]:
         return _posterior.convergence_quantities(self._state)

@@ -16,6 +16,7 @@ import bayes_risk.models.seqreg.missing as _missing
 import bayes_risk.models.seqreg.posterior as _posterior
 import bayes_risk.models.seqreg.synthesis as _synthesis
 from bayes_risk._rng import RandomSeed, spawn
+from bayes_risk._specs import check_option
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
@@ -88,6 +89,14 @@ class SequentialRegression(BayesianSynthesizer):
         Records whose synthesized columns are replaced (``None``: all records).
     model_class : "P"
     ratio_form : "conditional"
+
+    Notes
+    -----
+    :meth:`~bayes_risk.models._bayesian.base.BayesianSynthesizer.from_posterior` also takes a
+    dict keyed by synthesized column of draw tables: a DataFrame with one column per coefficient
+    named as the design (``(Intercept)``, ``col[T.level]``; the R/brms convention) plus
+    ``sigma`` (normal), or an array ``[H, q (+1)]`` in design order (``multinomial_logit``:
+    ``[H, d-1, q]``; ``categorical``: ``[H, d]``).
 
     Examples
     --------
@@ -207,10 +216,7 @@ class SequentialRegression(BayesianSynthesizer):
     def _method_of(self, col: str) -> str:
         pm_ = self.posterior_method
         m = pm_.get(col, "auto") if isinstance(pm_, Mapping) else pm_
-        if m not in _METHODS:
-            raise ValidationError(
-                f"posterior_method for {col!r} must be one of {list(_METHODS)}. Got {m!r}."
-            )
+        check_option(m, f"posterior_method for {col!r}", _METHODS, one_of=True)
         fam = self.families_[col]
         if m == "auto":
             return "exact" if fam in ("normal", "categorical") else "nuts"
@@ -373,51 +379,12 @@ class SequentialRegression(BayesianSynthesizer):
             params["random_seed"] = random_seed
         return type(self)(**params).fit(both, schema=self.schema_.keeping_levels())
 
-    @classmethod
-    def from_posterior(
-        cls,
-        posterior: Any,
-        schema: Schema,
-        *,
-        n_records: int | None = None,
-        data: pd.DataFrame | None = None,
-        synthesized_records: np.ndarray | None = None,
-        **settings: Any,
-    ) -> SequentialRegression:
-        """Build a fitted chain from draws made elsewhere (Stan, brms, PyMC, another run).
-
-        Parameters
-        ----------
-        posterior : DataTree or dict
-            A DataTree whose ``posterior`` group uses this class's names (``<col>__beta``, …), or
-            a dict keyed by synthesized column of draw tables: a DataFrame with one column per
-            coefficient named as the design (``(Intercept)``, ``col[T.level]``; the R/brms
-            convention) plus ``sigma`` (normal), or an array ``[H, q (+1)]`` in design order
-            (``multinomial_logit``: ``[H, d-1, q]``; ``categorical``: ``[H, d]``).
-        schema : Schema
-            Types, levels and roles (the synthesized columns are the chain's outcomes).
-        n_records, data, synthesized_records
-            As in :meth:`BayesianSynthesizer.from_posterior`.
-        **settings
-            ``order``, ``families``, ``predictors`` / ``formulas``.
-
-        Returns
-        -------
-        SequentialRegression
-        """
+    def _as_datatree(self, posterior: Any, schema: Schema) -> xr.DataTree:
         import xarray as xr
 
-        if not isinstance(posterior, xr.DataTree):
-            if not isinstance(posterior, Mapping):
-                raise ValidationError(
-                    "posterior must be an xarray.DataTree or a dict {column: draws}. "
-                    f"Got {type(posterior).__name__}."
-                )
-            posterior = cls(**settings)._user_posterior(posterior, schema)
-        return super().from_posterior(
-            posterior, schema, n_records=n_records, data=data,
-            synthesized_records=synthesized_records, **settings,
-        )
+        if isinstance(posterior, Mapping) and not isinstance(posterior, xr.DataTree):
+            posterior = self._user_posterior(posterior, schema)
+        return super()._as_datatree(posterior, schema)
 
     def _user_posterior(self, posterior: Mapping[str, Any], schema: Schema) -> xr.DataTree:
         """The posterior DataTree of a dict ``{column: draws}`` (see :meth:`from_posterior`)."""
@@ -496,12 +463,6 @@ class SequentialRegression(BayesianSynthesizer):
             schema=self.schema_, order=tuple(self.order_), families=self.families_,
             designs=self.designs_, tree=self.posterior_,
         )
-
-    def _state_to_json(self) -> dict[str, Any]:
-        return {"dtypes": dict(getattr(self, "dtypes_", {}))}
-
-    def _state_from_json(self, state: Mapping[str, Any]) -> None:
-        self.dtypes_ = dict(state.get("dtypes", {}))
 
     def posterior_methods(self) -> dict[str, str]:
         """How each column's draws were made: ``exact``, ``laplace``, ``nuts`` or ``user``."""

@@ -22,13 +22,7 @@ from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, synthesized_columns
 from bayes_risk.models.trees.io import load_synthesizer, save_synthesizer
 
-__all__ = ["TreeSynthesizer", "check_integer", "prepare_schema", "records_mask"]
-
-
-def check_integer(name: str, value: Any, minimum: int = 1) -> None:
-    """Refuse a setting that is not an integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValidationError(f"{name} must be an integer >= {minimum}. Got {value!r}.")
+__all__ = ["TreeSynthesizer", "prepare_schema", "records_mask"]
 
 
 def records_mask(records: Any, n: int, argument: str = "records") -> np.ndarray:

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, replayable_seed, spawn
-from bayes_risk._specs import check_option
+from bayes_risk._specs import check_int, check_option
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.exceptions import NotSupportedError, ValidationError
-from bayes_risk.models.trees.base import check_integer, prepare_schema, records_mask
+from bayes_risk.models.trees.base import prepare_schema, records_mask
 from bayes_risk.models.trees.missing import (
     design_inputs,
     encoded_values,
@@ -34,7 +34,7 @@ def check_settings(model: Any) -> None:
     for name in ("min_leaf", "max_depth", "prune_to_diversity", "n_jobs"):
         v = getattr(model, name)
         if v is not None or name in ("min_leaf", "n_jobs"):
-            check_integer(name, v)
+            check_int(v, name, 1)
     if not (isinstance(model.min_deviance, (int, float)) and 0 <= model.min_deviance < 1):
         raise ValidationError(
             f"min_deviance must be a number in [0, 1). Got {model.min_deviance!r}.",

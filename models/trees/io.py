@@ -19,7 +19,7 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import (
     SETTINGS_FILE,
-    damaged_folder,
+    damaged_on_error,
     read_model_meta,
     verify_model_folder,
     write_model_json,
@@ -78,12 +78,7 @@ def load_synthesizer(
     """Read a folder written by :func:`save_synthesizer` into a new fitted ``cls`` (attributes
     set by ``restore(model, meta, arrays, data)``); ``MODEL_FORMAT_VERSION`` or
     ``MODEL_DAMAGED`` when it cannot."""
-    p, meta = read_model_meta(path)
-    if meta.get("method") != cls.method_name:
-        raise ValidationError(
-            f"{p} holds a {meta.get('method')!r} model, not {cls.method_name!r}; use "
-            "bayes_risk.models.load_model(path).",
-            code="MODEL_UNSUITED")
+    p, meta = read_model_meta(path, cls.method_name)
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
         raise ValidationError(
@@ -92,30 +87,23 @@ def load_synthesizer(
             "release that wrote it, or fit the synthesizer again.",
             code="MODEL_FORMAT_VERSION")
     verify_model_folder(p, meta, required=(ARRAYS_FILE, DATA_FILE), legacy=False)
-    try:
+    with damaged_on_error(p, "a file cannot be read"):
         with np.load(p / ARRAYS_FILE, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
         data = pd.read_parquet(p / DATA_FILE)
         for c in meta.get("object_columns") or []:
             data[c] = data[c].astype(object)
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
-        raise damaged_folder(p, f"a file cannot be read ({type(err).__name__}: "
-                          f"{' '.join(str(err).split())[:200]})") from err
     settings = dict(meta.get("settings") or {})
     if not isinstance(settings.get("random_seed"), (int, list)) or isinstance(
         settings.get("random_seed"), bool
     ):  # e.g. "<numpy.random.Generator>": not replayable
         settings["random_seed"] = None
-    try:
+    with damaged_on_error(p, f"{SETTINGS_FILE} and {ARRAYS_FILE} do not describe a fitted "
+                             f"{cls.__name__}"):
         model = cls(**settings)
         model.schema_ = Schema.from_dict(meta["schema"])
         restore(model, meta, arrays, data)
         check_visit_sequence(model)
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
-        if isinstance(err, ValidationError) and err.code_given:
-            raise
-        raise damaged_folder(p, f"{SETTINGS_FILE} and {ARRAYS_FILE} do not describe a fitted "
-                          f"{cls.__name__} ({type(err).__name__}: {err})") from err
     model.original_fingerprint_ = meta.get("original_fingerprint")
     return model
 

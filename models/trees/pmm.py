@@ -14,7 +14,7 @@ import pandas as pd
 
 from bayes_risk._numeric import ties
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk._specs import check_option
+from bayes_risk._specs import check_int, check_option
 from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema, infer_schema
@@ -22,7 +22,7 @@ from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
 from bayes_risk.models.base import synthesized_columns
-from bayes_risk.models.trees.base import TreeSynthesizer, check_integer, records_mask
+from bayes_risk.models.trees.base import TreeSynthesizer, records_mask
 from bayes_risk.models.trees.io import split_data
 from bayes_risk.models.trees.seqtree import column_codes
 
@@ -206,9 +206,9 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         if self.identifying is None or len(list(self.identifying)) == 0:
             raise ValidationError("identifying must list the identifying variables (IVs).")
         thr = self.threshold
-        check_integer("threshold", thr)
+        check_int(thr, "threshold", 1)
         check_option(self.tie, "tie", ("random", "first"))
-        check_integer("spline_df", self.spline_df, 3)
+        check_int(self.spline_df, "spline_df", 3)
         if schema is None:
             schema = infer_schema(data)
         elif not isinstance(schema, Schema):

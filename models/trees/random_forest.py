@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, spawn
-from bayes_risk._specs import check_option
+from bayes_risk._specs import check_int, check_option
 from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.levels import drop_unused_levels
@@ -19,7 +19,6 @@ from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import check_is_fitted
 from bayes_risk.models.trees.base import (
     TreeSynthesizer,
-    check_integer,
     prepare_schema,
 )
 from bayes_risk.models.trees.forest_leaves import (
@@ -130,7 +129,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     def _check_settings(self) -> None:
         for name in ("n_trees", "min_oob_trees", "min_samples_leaf", "min_group_size", "n_jobs"):
-            check_integer(name, getattr(self, name))
+            check_int(getattr(self, name), name, 1)
         check_option(self.probabilities, "probabilities", ("vote", "leaf_dirichlet"))
         a = self.alpha
         if not (isinstance(a, (int, float)) and np.isfinite(a) and a >= 0):

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk._specs import check_int
 from bayes_risk.contract import ModelInfo
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.trees.base import check_integer
 from bayes_risk.models.trees.cart_polya import PolyaTables
 from bayes_risk.models.trees.missing import design_inputs, kind_codes
 from bayes_risk.models.trees.plugins._plugin_terms import (
@@ -319,7 +319,7 @@ class CARTPlugin(PluginBase):
                 "unroutable='random_descent' routes records at random; the plug-in likelihood is "
                 "implemented for unroutable='climb' only.",
                 code="MODEL_UNSUITED")
-        check_integer("n_bootstrap", n_bootstrap)
+        check_int(n_bootstrap, "n_bootstrap", 1)
         self.n_bootstrap = int(n_bootstrap)
         self.random_seed = random_seed
         # one integer of entropy; node streams are keyed by (dataset, column, node, n_donors)
