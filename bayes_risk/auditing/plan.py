@@ -131,20 +131,24 @@ class Thresholds:
         else:
             for it in items:
                 if "=" not in str(it):
-                    raise ValidationError(f"thresholds: expected NAME=VALUE. Got {it!r}.")
+                    raise ValidationError(f"thresholds: expected NAME=VALUE. Got {it!r}.",
+                                          code="INVALID_ARGUMENT")
                 k, v = str(it).split("=", 1)
                 pairs.append((k.strip(), v))
         kw: dict[str, float] = {}
         for k, v in pairs:
             if k not in names:
                 raise ValidationError(
-                    f"thresholds: unknown name {k!r}; expected one of {', '.join(names)}.")
+                    f"thresholds: unknown name {k!r}; expected one of {', '.join(names)}.",
+                    code="INVALID_ARGUMENT")
             try:
                 val = float(v)
             except (TypeError, ValueError) as err:
-                raise ValidationError(f"thresholds: {k}={v!r} is not a number.") from err
+                raise ValidationError(f"thresholds: {k}={v!r} is not a number.",
+                                      code="INVALID_ARGUMENT") from err
             if not val >= 0:
-                raise ValidationError(f"thresholds: {k} must be >= 0. Got {v!r}.")
+                raise ValidationError(f"thresholds: {k} must be >= 0. Got {v!r}.",
+                                      code="INVALID_ARGUMENT")
             if k == "membership_probability" and not 0 < val < 1:
                 raise ValidationError(
                     f"thresholds: membership_probability must be in (0, 1). Got {v!r}.")

@@ -145,7 +145,7 @@ def _shares(values: Any) -> tuple[float, ...]:
     if not out or len(out) != len(set(values)) or out[0] < 0 or out[-1] > 1:
         raise ValidationError(
             "known_fractions must be shares in [0, 1] (or None for no curve). "
-            f"Got {values!r}.")
+            f"Got {values!r}.", code="INVALID_ARGUMENT")
     return out
 
 

@@ -238,37 +238,38 @@ def parse_records(text: str | None, n: int, argument: str = "--records") -> list
     if text is None:
         return None
     p = Path(text)
-    if p.is_file():
-        spec = p.read_text(encoding="utf-8-sig")
+    if p.is_file():  # tokens by line, so that an error names the file's line
+        lines = p.read_text(encoding="utf-8-sig").splitlines()
+        where = [f"{argument} {text!r}, line {k}" for k in range(1, len(lines) + 1)]
     elif re.search(r"[^\d\s,;-]", text):
         raise ValidationError(f"{argument}: {text!r} is neither a file nor record numbers like "
-                              f"'0-199' ({RECORDS_NOTE}).", code="RECORDS_INVALID")
+                              f"'0-199'; {RECORDS_NOTE}.", code="RECORDS_INVALID")
     else:
-        spec = text
-    tokens = [t for t in re.split(r"[\s,;]+", spec.strip()) if t]
+        lines, where = [text], [argument]
     out: list[int] = []
 
-    def outside(r: int) -> ValidationError:
-        return ValidationError(f"{argument}: record {r} is outside 0..{n - 1} ({RECORDS_NOTE}; "
-                               f"the data has {n} records).", code="RECORD_OUT_OF_RANGE")
+    def outside(r: int, at: str) -> ValidationError:
+        return ValidationError(f"{at}: record {r} is outside 0..{n - 1}: the data has {n} "
+                               f"records; {RECORDS_NOTE}.", code="RECORD_OUT_OF_RANGE")
 
-    for t in tokens:
-        m = re.fullmatch(r"(\d+)-(\d+)", t)
-        if m:
-            a, b = int(m.group(1)), int(m.group(2))
-            if a > b:
-                raise ValidationError(f"{argument}: range {t!r} is empty (start > end).",
-                                      code="RECORDS_INVALID")
-            if b >= n:  # checked before the range is expanded (0-2000000000 is no list)
-                raise outside(b if a < n else a)
-            out.extend(range(a, b + 1))
-        elif re.fullmatch(r"\d+", t):
-            if int(t) >= n:
-                raise outside(int(t))
-            out.append(int(t))
-        else:
-            raise ValidationError(f"{argument}: {t!r} is not a record number or range like "
-                                  f"'0-199' ({RECORDS_NOTE}).", code="RECORDS_INVALID")
+    for line, at in zip(lines, where, strict=True):
+        for t in (t for t in re.split(r"[\s,;]+", line.strip()) if t):
+            m = re.fullmatch(r"(\d+)-(\d+)", t)
+            if m:
+                a, b = int(m.group(1)), int(m.group(2))
+                if a > b:
+                    raise ValidationError(f"{at}: range {t!r} is empty (start > end).",
+                                          code="RECORDS_INVALID")
+                if b >= n:  # checked before the range is expanded (0-2000000000 is no list)
+                    raise outside(b if a < n else a, at)
+                out.extend(range(a, b + 1))
+            elif re.fullmatch(r"\d+", t):
+                if int(t) >= n:
+                    raise outside(int(t), at)
+                out.append(int(t))
+            else:
+                raise ValidationError(f"{at}: {t!r} is not a record number or range like "
+                                      f"'0-199'; {RECORDS_NOTE}.", code="RECORDS_INVALID")
     if not out:
         raise ValidationError(f"{argument} selects no record.", code="RECORDS_INVALID")
     return list(dict.fromkeys(out))

@@ -8,7 +8,6 @@ import importlib.util
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,10 +22,7 @@ from bayes_risk.identification.index import (
     target_bounds,
 )
 from bayes_risk.identification.matching import MatchRule
-from bayes_risk.identification.problem import Prepared
-
-if TYPE_CHECKING:
-    from bayes_risk.identification.evaluate import TargetPartition
+from bayes_risk.identification.problem import Prepared, TargetPartition
 
 __all__ = [
     "Prepared",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,36 +13,21 @@ import numpy as np
 from bayes_risk.executors import Executor, InProcessExecutor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.matching import MatchRule
-from bayes_risk.identification.plan import IdentificationPlan, Strategy
+from bayes_risk.identification.plan import IdentificationPlan
 from bayes_risk.identification.pooled import PooledOutput, csr, row_pointers, run_pooled
-from bayes_risk.identification.problem import Prepared, drop_groups, target_problem
+from bayes_risk.identification.problem import (
+    Prepared,
+    TargetPartition,
+    drop_groups,
+    target_problem,
+)
 
-__all__ = ["TargetPartition", "EngineOutput", "record_pool", "partitions", "evaluate",
+__all__ = ["EngineOutput", "record_pool", "partitions", "evaluate",
            "concat_outputs", "run_engine", "DASK_PARTITION_SIZE"]
 
 EngineOutput = _engine.PerDatasetOutput | PooledOutput
 #: targets per task on a cluster when the executor does not say
 DASK_PARTITION_SIZE = 100_000
-
-
-@dataclass
-class TargetPartition:
-    """One partition of the targets and what the engine needs to evaluate it."""
-
-    tgt_exact: np.ndarray
-    tgt_radius: np.ndarray
-    in_sample: np.ndarray
-    rec: np.ndarray
-    inv_f: np.ndarray | None
-    rule: MatchRule
-    aggregation: str
-    strategy: Strategy
-    fallback: str
-    progressbar: bool = False
-    #: known columns the partition's targets are not matched on (their missing values)
-    drop: tuple[str, ...] = ()
-    #: keep the pooled probabilities ``π`` (``False``: the measures only, the knowledge sweep)
-    keep_prob: bool = True
 
 
 def record_pool(plan: IdentificationPlan, *, shipped: bool) -> Prepared:

@@ -15,12 +15,16 @@ from bayes_risk._terminal import progress
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.index import ReplicateIndex, TargetBounds, spans, target_bounds
 from bayes_risk.identification.matching import MatchRule
-from bayes_risk.identification.problem import Prepared, drop_groups, target_problem
+from bayes_risk.identification.problem import (
+    Prepared,
+    TargetPartition,
+    drop_groups,
+    target_problem,
+)
 
 if TYPE_CHECKING:  # scipy.sparse is imported where the pooled matrix is built
     import scipy.sparse as sp
 
-    from bayes_risk.identification.evaluate import TargetPartition
 
 __all__ = ["PooledOutput", "FallbackSets", "GroupedFallbackSets", "fallback_sets",
            "merge_target_major", "run_pooled", "PooledProbabilities"]

@@ -14,8 +14,8 @@ import numpy as np
 
 from bayes_risk.identification.matching import MatchRule
 
-__all__ = ["Prepared", "drop_groups", "target_problem", "without_columns", "positions",
-           "restricted_columns"]
+__all__ = ["Prepared", "TargetPartition", "drop_groups", "target_problem", "without_columns",
+           "positions", "restricted_columns"]
 
 
 @dataclass
@@ -138,3 +138,23 @@ def _restricted(pool: Prepared, rule: MatchRule, sub: MatchRule) -> Prepared:
     arrays = pool.cached(("columns", sub.exact_us, sub.exact_s, sub.radius_us, sub.radius_s),
                          lambda: restricted_columns(pool, rule, sub))
     return dataclasses.replace(pool, **arrays, _cache=pool._cache)
+
+
+@dataclass
+class TargetPartition:
+    """One partition of the targets and what the engine needs to evaluate it."""
+
+    tgt_exact: np.ndarray
+    tgt_radius: np.ndarray
+    in_sample: np.ndarray
+    rec: np.ndarray
+    inv_f: np.ndarray | None
+    rule: MatchRule
+    aggregation: str
+    strategy: str | tuple[str, float]  # plan.Strategy
+    fallback: str
+    progressbar: bool = False
+    #: known columns the partition's targets are not matched on (their missing values)
+    drop: tuple[str, ...] = ()
+    #: keep the pooled probabilities ``π`` (``False``: the measures only, the knowledge sweep)
+    keep_prob: bool = True

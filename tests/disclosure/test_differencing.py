@@ -127,7 +127,8 @@ def test_cli(tmp_path, capsys):
     bad.write_text("1\nthree\n")
     assert cli.main(["disclosure", str(orig), *map(str, paths), "--differencing", "--selected",
                      str(bad), "--out", str(tmp_path / "b")]) == 2
-    assert "line 2" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "RECORDS_INVALID" in err and f"--selected {str(bad)!r}, line 2: 'three'" in err
 
 
 def test_audit_warns_when_the_implicates_reveal_the_selection(tmp_path):
