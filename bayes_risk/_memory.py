@@ -140,13 +140,14 @@ def room() -> int | None:
     return available_memory()
 
 
-def working_bytes(cap: int) -> int:
-    """Bytes a chunked stage may give its temporary arrays: ``cap``, or a quarter of :func:`room`
-    when less, never below :data:`MIN_WORKING_BYTES` (read it in the thread of the loop)."""
+def working_bytes(cap: int, reserve: float = 0) -> int:
+    """Bytes a chunked stage may give its temporary arrays: ``cap``, or a quarter of what
+    :func:`room` leaves beside ``reserve`` (what the stage will still allocate and keep) when
+    less, never below :data:`MIN_WORKING_BYTES` (read it in the thread of the loop)."""
     left = room()
     if left is None:
         return int(cap)
-    return int(max(MIN_WORKING_BYTES, min(cap, left // 4)))
+    return int(max(MIN_WORKING_BYTES, min(cap, (left - reserve) // 4)))
 
 
 def check_memory(nbytes: float, argument: str, *, what: str) -> None:
@@ -163,7 +164,7 @@ def check_memory(nbytes: float, argument: str, *, what: str) -> None:
                  "is left")
         # what the process holds now and this allocation: the least limit that passes here
         fix = (f"reduce {argument} or raise the limit to at least "
-               f"{format_bytes(resident_memory() + nbytes)}")
+               f"{format_bytes(resident_memory() + nbytes, up=True)}")
     else:
         where = f"{format_bytes(left)} is available"
         fix = f"reduce {argument}"
@@ -172,10 +173,13 @@ def check_memory(nbytes: float, argument: str, *, what: str) -> None:
         code="MEMORY_TOO_LARGE")
 
 
-def format_bytes(n: float) -> str:
-    """``n`` bytes in the units :func:`parse_memory` reads (``1.5 GB`` is 1.5 x 10**9)."""
+def format_bytes(n: float, up: bool = False) -> str:
+    """``n`` bytes in the units :func:`parse_memory` reads (``1.5 GB`` is 1.5 x 10**9);
+    ``up``: rounded up (a least size), else to the nearest."""
     for unit in ("B", "kB", "MB", "GB", "TB"):
         if abs(n) < 1000 or unit == "TB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+            if unit == "B":
+                return f"{math.ceil(n) if up else int(n)} B"
+            return f"{math.ceil(n * 10) / 10 if up else n:.1f} {unit}"
         n /= 1000
     return f"{n:.1f} TB"

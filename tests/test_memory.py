@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+
 import pytest
 
 from bayes_risk import _memory
@@ -129,7 +132,9 @@ def test_memory_limit_refuses_identification_beforehand():
     assert "raise the limit to at least" in str(err.value)
 
 
-def _attribute_problem(n: int = 300, H: int = 400):
+def _attribute_problem(n: int = 300, H: int = 400, chains: int | None = None):
+    """A model of two synthesized columns (6 candidates a record) and two augmented fits;
+    ``chains=2``: its draws in two chains (the between-chain check runs)."""
     import numpy as np
     import pandas as pd
 
@@ -150,13 +155,13 @@ def _attribute_problem(n: int = 300, H: int = 400):
         return {"pa": rng.dirichlet(np.ones(3) * 5, size=H),
                 "pb": rng.dirichlet(np.ones(2) * 5, size=H)}
 
-    model = ArrayModel(ll, draws(), schema)
+    model = ArrayModel(ll, draws(), schema, chains=chains)
     syn = [orig.assign(a=pd.Categorical(rng.integers(0, 3, n), categories=[0, 1, 2]))
            for _ in range(2)]
-    return model, orig, syn, [model.with_draws(draws()) for _ in range(2)]
+    return model, orig, syn, [model.with_draws(draws(), chains=chains) for _ in range(2)]
 
 
-def _attribute(model, orig, syn, aug, bootstrap=30):
+def _attribute(model, orig, syn, aug, bootstrap=30, records=None):
     import warnings
 
     import bayes_risk as br
@@ -165,26 +170,114 @@ def _attribute(model, orig, syn, aug, bootstrap=30):
         warnings.simplefilter("ignore")
         return br.attribute_risk(
             orig, syn, model=model, candidates="product", random_seed=3, progressbar=False,
-            estimator=br.EstimatorSpec(augmented=aug, bootstrap=bootstrap))
+            estimator=br.EstimatorSpec(augmented=aug, bootstrap=bootstrap), records=records)
+
+
+def _spy_chunks(monkeypatch):
+    """The plans (and chunk sizes) attribute risk sizes its chunks for, as they are made."""
+    from bayes_risk.attribute import evaluate, prepare
+
+    plans = []
+
+    def spy(plan, chunk_size):
+        plans.append((plan, evaluate.chunk_records(plan, chunk_size)))
+        return plans[-1][1]
+
+    monkeypatch.setattr(prepare, "chunk_records", spy)
+    return plans
+
+
+def _held_bytes(res) -> int:
+    """Bytes of the distinct arrays an attribute result keeps for its records (views counted
+    by the arrays they view)."""
+    import numpy as np
+
+    seen: dict[int, int] = {}
+
+    def add(a):
+        while isinstance(a.base, np.ndarray):
+            a = a.base
+        seen[id(a)] = a.nbytes
+
+    for arrays in (res.loglik, res.logprior, res.log_post, res._boot_loglik or [],
+                   res._prior_inputs.log_mean_r or [], [c.values for c in res.candidates]):
+        for a in arrays:
+            add(a)
+    for d in res.diagnostics:
+        for v in d.values():
+            add(v)
+    return sum(seen.values())
+
+
+@pytest.mark.parametrize("chains, bootstrap", [(None, 0), (None, 40), (2, 40)])
+def test_attribute_counts_every_output_a_record_keeps(monkeypatch, chains, bootstrap):
+    """The outputs checked before the records are evaluated (and reserved when the chunks are
+    sized) are at least what the result keeps, and not much more."""
+    from bayes_risk.attribute.evaluate import output_bytes
+
+    plans = _spy_chunks(monkeypatch)
+    res = _attribute(*_attribute_problem(n=400, chains=chains), bootstrap=bootstrap)
+    plan = plans[0][0]
+    assert (plan.chains is not None and plan.chains.run) == (chains == 2)
+    counted = len(res.records) * output_bytes(plan, 6)
+    held = _held_bytes(res)
+    assert held <= counted <= 1.25 * held + len(res.records) * 2048
+
+
+def _peak_resident() -> int:
+    """Bytes of the process's peak resident memory since :func:`_reset_peak` (Linux)."""
+    with open("/proc/self/status") as fh:
+        line = next(x for x in fh if x.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+def _reset_peak() -> None:
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+
+
+@pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK),
+                    reason="needs Linux's resettable peak resident memory")
+def test_attribute_stays_within_its_memory_limit(monkeypatch):
+    """A limit that leaves little beyond the kept outputs: the chunks shrink to what is left
+    beside them, and the process's peak stays within the limit."""
+    import gc
+
+    import bayes_risk as br
+    from bayes_risk.attribute.evaluate import MAX_CHUNK_RECORDS, output_bytes
+
+    problem = _attribute_problem(n=4000, H=1000)
+    plans = _spy_chunks(monkeypatch)
+    _attribute(*problem, bootstrap=500, records=range(300))  # kernels compiled, caches warm
+    n = len(problem[1])
+    outputs = n * output_bytes(plans[0][0], 6)
+    gc.collect()
+    limit = _room_left(int(outputs) + 48 * 10**6)
+    _reset_peak()
+    with br.memory_limit(limit):
+        res = _attribute(*problem, bootstrap=500)
+    peak = _peak_resident()
+    assert len(res.records) == n
+    assert plans[-1][1] < MAX_CHUNK_RECORDS
+    assert peak <= limit, f"peak {peak / 1e6:.0f} MB above the limit {limit / 1e6:.0f} MB"
 
 
 def test_memory_limit_sizes_attribute_chunks_with_the_same_numbers(monkeypatch):
     import pandas as pd
 
     import bayes_risk as br
-    from bayes_risk.attribute import evaluate, prepare
+    from bayes_risk.attribute import chains, evaluate, record_table
 
-    problem = _attribute_problem()
-    sizes = []
-
-    def spy(plan, chunk_size):
-        sizes.append(evaluate.chunk_records(plan, chunk_size))
-        return sizes[-1]
-
-    monkeypatch.setattr(prepare, "chunk_records", spy)
+    problem = _attribute_problem(chains=2)
+    plans = _spy_chunks(monkeypatch)
     free = _attribute(*problem)
+    # and the assembly's blocks of records (as many as the records otherwise)
+    monkeypatch.setattr(chains, "STACK_RECORDS", 7)
+    monkeypatch.setattr(record_table, "STACK_RECORDS", 7)
+    monkeypatch.setattr(record_table, "BOOT_BLOCK_VALUES", 500)
     with br.memory_limit(_room_left(64 * 10**6)):
         tight = _attribute(*problem)
+    sizes = [size for _, size in plans]
     # 6 candidates x 400 draws under 3 posteriors: 16 MB hold about 100 records
     assert sizes[0] == evaluate.MAX_CHUNK_RECORDS
     assert 1 < sizes[1] < 300 // 2
@@ -199,6 +292,27 @@ def test_memory_limit_refuses_attribute_beforehand():
         _attribute(*problem, bootstrap=200)
     assert err.value.code == "MEMORY_TOO_LARGE"
     assert "reduce records or bootstrap" in str(err.value)
+    # the least limit the message names passes (the outputs and one record's work fit)
+    need = re.search(r"at least ([\d.]+) ([kMG]B)", str(err.value))
+    with br.memory_limit(need.group(1) + need.group(2)):
+        assert len(_attribute(*problem, bootstrap=200).records) == 3000
+
+
+def test_prior_sweeps_check_the_stacks_they_keep_first():
+    import bayes_risk as br
+
+    res = _attribute(*_attribute_problem(chains=2))
+    with br.memory_limit(_room_left(10**4)):
+        with pytest.raises(ValidationError, match="under 1 priors and the stacked likelihoods "
+                                                  "of the result") as err:
+            br.prior_sensitivity(res, priors=["uniform"])
+        assert err.value.code == "MEMORY_TOO_LARGE"
+        with pytest.raises(ValidationError, match="stacked likelihoods of the result's 300 "
+                                                  "records") as err:
+            br.with_prior(res, prior="uniform")
+        assert err.value.code == "MEMORY_TOO_LARGE"
+    assert "stacks" not in res._cache
+    assert len(br.prior_sensitivity(res, priors=["uniform"])) == 300
 
 
 def test_known_sweep_pools_in_chunks_beyond_the_size_of_pooled_probabilities(monkeypatch):

@@ -314,11 +314,23 @@ def _check_sweep_prior(result: AttributeRiskResult, prior: Prior) -> None:
 def _stacks(result: AttributeRiskResult) -> list[RecordStack]:
     """The result's per-candidate quantities stacked per candidate-set size, cached."""
     if "stacks" not in result._cache:
+        check_memory(_stack_bytes(result), arg_name("records"),
+                     what=f"the stacked likelihoods of the result's {len(result.loglik):,} "
+                          "records")
         result._cache["stacks"] = record_stacks(
             result.loglik, result.diagnostics, result._g0(), result._prior_inputs.groups,
-            chains="p_true_chain_min" in result.records.columns,
-        )
+            chains="p_true_chain_min" in result.records.columns)
     return result._cache["stacks"]
+
+
+def _stack_bytes(result: AttributeRiskResult) -> int:
+    """Bytes :func:`_stacks` will allocate and keep with the result (0 once it has)."""
+    if "stacks" in result._cache:
+        return 0
+    keys = ("loglik_lo", "loglik_hi") + (
+        ("chain_loglik", "chain_dev") if "p_true_chain_min" in result.records.columns else ())
+    return sum(8 * np.size(a) for a in result.loglik) + sum(
+        np.asarray(d[k]).nbytes for d in result.diagnostics for k in keys if k in d)
 
 
 def _reprior(
@@ -424,9 +436,10 @@ def prior_sensitivity(
     parts: dict[str, list[np.ndarray]] = {}
     # blocks of priors keep the [P, n, G] temporaries to about _SWEEP_BLOCK values (a few
     # arrays of doubles each), fewer when the memory budget is smaller; the table of every
-    # prior and record, which is returned, is checked first
-    check_memory(8.0 * 24 * len(parsed) * n, arg_name("priors"),
-                 what=f"the table of {n:,} records under {len(parsed)} priors")
+    # prior and record, which is returned, is checked first, with the stacks the result keeps
+    check_memory(8.0 * 24 * len(parsed) * n + _stack_bytes(result), arg_name("priors"),
+                 what=f"the table of {n:,} records under {len(parsed)} priors and the "
+                      "stacked likelihoods of the result")
     size = int(np.sum([np.size(a) for a in result.loglik])) or 1
     step = max(1, working_bytes(32 * _SWEEP_BLOCK) // (32 * size))
     for a in range(0, len(parsed), step):

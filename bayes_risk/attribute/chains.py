@@ -13,6 +13,9 @@ import numpy as np
 
 from bayes_risk.contract import capabilities
 
+#: records whose arrays the assembly of a result stacks at a time (bounds its memory)
+STACK_RECORDS = 4096
+
 __all__ = [
     "CHAIN_TOLERANCE",
     "CHAIN_RATIO",
@@ -209,9 +212,9 @@ def chain_agreement(
         if "chain_loglik" in d:
             blocks.setdefault(tuple(np.shape(d["chain_dev"])), []).append(k)
     g0 = np.asarray(g0, dtype=np.int64)
-    for idx in blocks.values():
-        # records with the same numbers of chains, batches and candidates
-        part = np.asarray(idx, dtype=np.int64)
+    # records with the same numbers of chains, batches and candidates, a block at a time
+    for part in (np.asarray(idx[a : a + STACK_RECORDS], dtype=np.int64)
+                 for idx in blocks.values() for a in range(0, len(idx), STACK_RECORDS)):
         res = agreement_columns(
             np.stack([diagnostics[i]["chain_loglik"] for i in part]),
             np.stack([diagnostics[i]["chain_dev"] for i in part]),

@@ -16,6 +16,7 @@ from bayes_risk.attribute.candidates import (
     one_variable_codes,
     product_codes,
 )
+from bayes_risk.attribute.chains import STACK_RECORDS
 from bayes_risk.attribute.missing import vary_missing
 from bayes_risk.attribute.plan import (
     AttributePlan,
@@ -24,10 +25,10 @@ from bayes_risk.attribute.plan import (
     RecordPartition,
     Workspace,
 )
-from bayes_risk.attribute.record_table import groups_by_size
+from bayes_risk.attribute.record_table import boot_block_records, groups_by_size
 from bayes_risk.exceptions import ValidationError, arg_name
 
-__all__ = ["evaluate", "candidate_sets", "chunk_records", "MAX_CHUNK_RECORDS"]
+__all__ = ["evaluate", "candidate_sets", "chunk_records", "output_bytes", "MAX_CHUNK_RECORDS"]
 
 #: records of a chunk at most (the speed's optimum); fewer when the memory budget is smaller
 MAX_CHUNK_RECORDS = 256
@@ -58,7 +59,8 @@ def evaluate(plan: AttributePlan, partition: RecordPartition) -> PartitionOutput
 
 
 def chunk_records(plan: AttributePlan, chunk_size: int | None) -> int:
-    """Records per chunk: ``chunk_size``, or the most the memory budget allows."""
+    """Records per chunk: ``chunk_size``, or the most the memory budget allows beside the
+    outputs every record keeps until the result is assembled (checked first)."""
     from bayes_risk._memory import check_memory, working_bytes
 
     n = plan.data.positions.size
@@ -67,17 +69,41 @@ def chunk_records(plan: AttributePlan, chunk_size: int | None) -> int:
     # G: the largest candidate set of the first records (the user's order)
     sizes = [c.size for c in candidate_sets(plan, plan.data.positions[:_SIZING_RECORDS])]
     G, m, H = max(max(sizes), 1), plan.data.m, max(plan.draws.H, 1)
-    # kept per record and candidate: likelihoods, ratio means and diagnostics under the m + 1
-    # posteriors, and the bootstrap's replicates
-    check_memory(8.0 * G * (plan.draws.n_boot + 4 * (m + 1) + 8) * n,
+    outputs = n * output_bytes(plan, G)
+    # a chunk's temporaries per record, measured (10,000 records, H = 1,000, G = 35, m = 5
+    # peaked 0.5 GB higher at 256 records a chunk than at 128): about 2 (m + 2) arrays of H x G
+    # doubles, and the m + 2 bootstrap arrays of B x G
+    per = 8.0 * G * (2 * (m + 2) * H + (m + 2) * plan.draws.n_boot)
+    # the assembly stacks blocks of records: about 24 doubles per candidate, and (measured) five
+    # arrays of a block's bootstrap replicates on each of two threads
+    B = plan.draws.n_boot
+    assembly = 8.0 * (24 * G * STACK_RECORDS + 2 * 6 * boot_block_records(B, G) * B * G)
+    check_memory(outputs + max(per * (chunk_size or 1), assembly),
                  f"{arg_name('records')} or {arg_name('bootstrap')}",
-                 what=f"the outputs of {n:,} records")
+                 what=f"the outputs of {n:,} records and the working arrays of one chunk")
     if chunk_size is not None:
         return chunk_size
-    # measured: 10,000 records, H = 1,000, G = 35, m = 5 peaked 0.5 GB higher at 256 records a
-    # chunk than at 128: about 2 (m + 2) arrays of H x G doubles per record
-    per = 8 * H * G * 2 * (m + 2)
-    return int(min(MAX_CHUNK_RECORDS, max(1, working_bytes(MAX_CHUNK_RECORDS * per) // per)))
+    work = working_bytes(int(MAX_CHUNK_RECORDS * per), reserve=outputs)
+    return int(min(MAX_CHUNK_RECORDS, max(1, work // per)))
+
+
+def output_bytes(plan: AttributePlan, G: int) -> float:
+    """Bytes a record with ``G`` candidates keeps until the result is assembled (the result
+    keeps them too): its candidates, likelihoods, diagnostics and bootstrap replicates."""
+    m, est, chains = plan.data.m, plan.estimator.name, plan.chains
+    # per candidate, in doubles: the values of the candidate set; the log-likelihood, mean
+    # ratio, log prior and log posterior; the bootstrap's replicates
+    per = len(plan.data.vary) + 4 + plan.draws.n_boot
+    if plan.draws.L is not None:  # the published sums' ESS and largest weight per dataset
+        per += 1 + 2 * m
+    if est == "stabilised":  # k̂, ESS and the bounds; k̂ and ESS of each augmented fit
+        per += 4.125 + 2 * m
+    else:  # k̂ or the plug-in's Monte Carlo error
+        per += 1
+    if chains is not None and chains.run:  # each chain's estimate; its batches' in float32
+        per += chains.n_chains * (1 + chains.n_batches / 2)
+    # a record's arrays, dictionary and candidate set as Python objects
+    return 8.0 * G * per + 2048
 
 
 def finish(out: PartitionOutput, ws: Workspace, t_loop: float) -> PartitionOutput:

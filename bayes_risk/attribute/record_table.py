@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._numeric import LOG_TIE_ATOL, threaded_map
-from bayes_risk.attribute.chains import transposed_dev
+from bayes_risk.attribute.chains import STACK_RECORDS, transposed_dev
 from bayes_risk.attribute.diagnostics import logsumexp
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
 from bayes_risk.warning_codes import RECORD_FLAGS
@@ -33,6 +33,7 @@ __all__ = [
     "order_flags",
     "set_point_columns",
     "bootstrap_summaries",
+    "boot_block_records",
 ]
 
 #: ``MC_ERROR_HIGH`` (plug-in likelihoods estimated by Monte Carlo): a candidate within
@@ -47,6 +48,9 @@ KHAT_TOLERANCE = 0.01
 
 #: the record columns of the posterior and rank summaries of the truth (Hu 2019 eq. 1)
 POINT_COLUMNS = ("p_true", "rank_min", "n_tie", "rank_avg", "is_top", "top_share")
+
+#: doubles of each temporary array of a block of :func:`bootstrap_summaries` at most
+BOOT_BLOCK_VALUES = 1 << 18
 
 
 def groups_by_size(sizes: np.ndarray) -> list[np.ndarray]:
@@ -89,8 +93,10 @@ def _one_prior(
     sizes = np.array([np.size(a) for a in loglik], dtype=np.int64)
     log_post: list[np.ndarray] = [np.empty(0)] * n
     out = {k: np.full(n, np.nan) for k in names}
-    for st in record_stacks(loglik, diagnostics, np.asarray(g0, dtype=np.int64),
-                            groups_by_size(sizes), chains=False):
+    blocks = [grp[a : a + STACK_RECORDS] for grp in groups_by_size(sizes)
+              for a in range(0, grp.size, STACK_RECORDS)]
+    for st in record_stacks(loglik, diagnostics, np.asarray(g0, dtype=np.int64), blocks,
+                            chains=False):
         lp = np.stack([np.asarray(logprior[i], dtype=np.float64) for i in st.idx])[None]
         post, cols = prior_columns(st, lp, **kw)
         for k in names:
@@ -261,6 +267,12 @@ def set_point_columns(df: pd.DataFrame, rec: dict[str, np.ndarray]) -> None:
     df["is_top"] = top.astype("boolean") if top.isna().any() else top.astype(bool)
 
 
+def boot_block_records(B: int, G: int) -> int:
+    """Records of a block of :func:`bootstrap_summaries`: 256, fewer when B x G is large (each
+    of its temporary arrays at most :data:`BOOT_BLOCK_VALUES` doubles)."""
+    return int(max(1, min(256, BOOT_BLOCK_VALUES // max(1, B * G))))
+
+
 def bootstrap_summaries(
     boot: list[np.ndarray] | None, logprior: list[np.ndarray], g0: np.ndarray, n: int
 ) -> dict[str, np.ndarray]:
@@ -271,7 +283,10 @@ def bootstrap_summaries(
     sizes = np.array([b.shape[1] for b in boot], dtype=np.int64)
     # blocks of records bound the [R, B, G] temporaries; they write disjoint records, so they
     # run on the shared threads with the same values
-    blocks = [grp[a : a + 256] for grp in groups_by_size(sizes) for a in range(0, grp.size, 256)]
+    blocks = []
+    for grp in groups_by_size(sizes):
+        step = boot_block_records(boot[grp[0]].shape[0], sizes[grp[0]])
+        blocks += [grp[a : a + step] for a in range(0, grp.size, step)]
 
     def block(idx: np.ndarray) -> None:
         bl = np.stack([boot[i] for i in idx])  # [R, B, G]
