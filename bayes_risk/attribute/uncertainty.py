@@ -11,10 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from bayes_risk._memory import check_memory
 from bayes_risk.attribute.locations import check_location_columns, location_xy, record_posteriors
+from bayes_risk.attribute.record_table import boot_block_records
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
 from bayes_risk.data.validate import check_probability
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["file_uncertainty", "wang_reiter_uncertainty", "FILE_FIGURES", "WANG_REITER_FIGURES"]
 
@@ -49,6 +51,9 @@ def _check(result: Any, level: Any) -> list[np.ndarray]:
             "tree plug-in or in compat mode); rerun attribute_risk with bootstrap > 0 (e.g. 200).",
             code="RESULT_UNSUITED"
         )
+    # two tables [B, n] of the replicates' per-record figures
+    check_memory(16.0 * boot[0].shape[0] * len(boot), arg_name("bootstrap"),
+                 what="the bootstrap replicates of the file's figures")
     return boot
 
 
@@ -62,8 +67,9 @@ def _boot_posteriors(result: Any, keep: np.ndarray) -> Iterator[tuple[np.ndarray
     sizes = np.array([boot[i].shape[1] for i in keep], dtype=np.int64)
     for G in np.unique(sizes):
         pos = np.flatnonzero(sizes == G)
-        for a in range(0, pos.size, 512):
-            blk = pos[a : a + 512]
+        step = boot_block_records(boot[keep[pos[0]]].shape[0], int(G))
+        for a in range(0, pos.size, step):
+            blk = pos[a : a + step]
             idx = keep[blk]
             ll = np.stack([boot[i] for i in idx])  # [r, B, G]
             lp = np.stack([result.logprior[i] for i in idx])[:, None, :]
