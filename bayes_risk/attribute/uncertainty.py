@@ -13,7 +13,7 @@ import numpy as np
 
 from bayes_risk._memory import check_memory
 from bayes_risk.attribute.locations import check_location_columns, location_xy, record_posteriors
-from bayes_risk.attribute.record_table import boot_block_records
+from bayes_risk.attribute.record_table import BOOT_BLOCK_VALUES, boot_block_records
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import ValidationError, arg_name
@@ -39,6 +39,14 @@ def _figures(p_true: np.ndarray, rank_min: np.ndarray) -> np.ndarray:
         rq = np.nanquantile(rank_min, [0.5, 0.75], axis=-1)
         mean, share = np.nanmean(p_true, axis=-1), np.nanmean(top, axis=-1)
         return np.stack([mean, share, q[0], q[1], q[2], rq[0], rq[1]], axis=-1)
+
+
+def _by_replicates(figures: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``figures(a, b)`` of tables ``[B, n]``, a block of replicates at a time: their quantiles
+    over the records copy the table, so a block bounds the copies (the same numbers)."""
+    step = max(1, BOOT_BLOCK_VALUES // max(1, a.shape[1]))
+    return np.concatenate([figures(a[i : i + step], b[i : i + step])
+                           for i in range(0, a.shape[0], step)])
 
 
 def _check(result: Any, level: Any) -> list[np.ndarray]:
@@ -131,7 +139,7 @@ def file_uncertainty(result: Any, *, level: float = 0.9) -> dict[str, Any]:
                      recs["rank_min"].to_numpy(dtype=float)[keep])
     base = {"n_records": int(len(recs)), "n_flagged_excluded": int(flagged.sum()),
             "bootstrap": int(B)}
-    return _intervals(point, _figures(p_b, r_b), FILE_FIGURES, level, base)
+    return _intervals(point, _by_replicates(_figures, p_b, r_b), FILE_FIGURES, level, base)
 
 
 def wang_reiter_uncertainty(
@@ -192,7 +200,8 @@ def wang_reiter_uncertainty(
         r2_b[:, j] = np.searchsorted(others[k], thr, side="right")
     base = {"n_records": int(len(result.records)), "n_flagged_excluded": int(flagged.sum()),
             "bootstrap": int(B)}
-    return _intervals(_wr_figures(r1, r2), _wr_figures(r1_b, r2_b), WANG_REITER_FIGURES, level,
+    return _intervals(_wr_figures(r1, r2), _by_replicates(_wr_figures, r1_b, r2_b),
+                      WANG_REITER_FIGURES, level,
                       base)
 
 

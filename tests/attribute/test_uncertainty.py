@@ -63,6 +63,18 @@ def test_values_and_bootstrap_figures_recomputed_by_hand():
         assert a <= b
 
 
+def test_blocks_of_replicates_give_the_same_figures(monkeypatch):
+    """The figures over records are computed a block of replicates (and of records) at a time
+    to bound their memory: the numbers do not depend on the blocks."""
+    from bayes_risk.attribute import record_table, uncertainty
+
+    res = _run(60)
+    whole = file_uncertainty(res, level=0.9)
+    monkeypatch.setattr(uncertainty, "BOOT_BLOCK_VALUES", 70)  # one replicate a block
+    monkeypatch.setattr(record_table, "BOOT_BLOCK_VALUES", 1200)  # 3 records of 200 x 2
+    assert file_uncertainty(res, level=0.9) == whole
+
+
 def test_monte_carlo_error_shrinks_with_more_draws():
     # the same data and synthetic sets, ten times as many posterior draws: the bootstrap MCSE of
     # the mean p_true shrinks by about sqrt(10) (between 2 and 5 here)
