@@ -161,6 +161,7 @@ def test_docs_examples_use_current_call_forms():
             continue
         text = page.read_text(encoding="utf-8")
         for block in re.findall(r"```(?:\{code-cell\} ipython3|python)\n(.*?)```", text, re.S):
+            block = re.sub(r"\A(?::[\w-]+:.*\n)+", "", block)  # the cell's options (:tags:)
             src = "\n".join(ln for ln in block.splitlines()
                             if not ln.lstrip().startswith(("!", "%")))  # shell/magic lines
             for node in ast.walk(ast.parse(src)):
