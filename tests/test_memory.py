@@ -344,3 +344,96 @@ def test_known_sweep_pools_in_chunks_beyond_the_size_of_pooled_probabilities(mon
 
     pd.testing.assert_frame_equal(lean.records, full.records)
     np.testing.assert_equal(lean.file, full.file)
+
+
+# ------------------------------------------------------------------------- membership risk
+def _membership_problem(n: int, H: int):
+    """Members and as many holdout records of two categorical columns; a model given by draws
+    and one augmented fit (m = 1: no population normaliser)."""
+    import numpy as np
+    import pandas as pd
+
+    from bayes_risk import ArrayModel, infer_schema
+
+    rng = np.random.default_rng(11)
+
+    def table(k):
+        return pd.DataFrame({"a": rng.integers(0, 5, k).astype(str),
+                             "b": rng.integers(0, 4, k).astype(str)})
+
+    def ll(records, th):
+        a, b = records["a"].astype(int).to_numpy(), records["b"].astype(int).to_numpy()
+        return np.log(th["pa"][:, a]) + np.log(th["pb"][:, b])
+
+    def draws():
+        return {"pa": rng.dirichlet(np.ones(5) * 5, size=H),
+                "pb": rng.dirichlet(np.ones(4) * 5, size=H)}
+
+    orig = table(n)
+    model = ArrayModel(ll, draws(), infer_schema(orig, categorical=["a", "b"],
+                                                 synthesized=["a", "b"]))
+    return model, orig, [table(n)], table(n), [model.with_draws(draws())]
+
+
+def _membership(model, orig, syn, hold, aug):
+    import warnings
+
+    import bayes_risk as br
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # MODEL_DIFFERS: the release is not the model's
+        return br.membership_risk(
+            model, orig, syn, holdout=hold, random_seed=1, allow_other_model=True,
+            ratio=br.RatioSpec(augmented=aug), attack=br.AttackSpec(bootstrap=0, dcr=False))
+
+
+def test_membership_chunks_with_the_same_numbers(monkeypatch):
+    """Targets and slots in chunks (of 17 and 3 rows: 800 targets leave one over, joined to
+    the last chunk) give the numbers of one whole chunk, bit for bit."""
+    import pandas as pd
+
+    from bayes_risk.membership import evaluate
+
+    problem = _membership_problem(400, 300)
+    free = _membership(*problem)
+    sizes = []
+    chunks = evaluate._chunks
+    monkeypatch.setattr(evaluate, "_chunks", lambda *a: sizes.append(chunks(*a)) or (17, 3))
+    tight = _membership(*problem)
+    assert sizes[0][0] >= 800 and sizes[0][1] >= 400  # without the spy: one chunk each
+    pd.testing.assert_frame_equal(tight.records, free.records, check_exact=True)
+    assert evaluate._chunk_bounds(7, 3) == [(0, 3), (3, 7)]
+    assert evaluate._chunk_bounds(0, 3) == [(0, 0)]
+
+
+@pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK),
+                    reason="needs Linux's resettable peak resident memory")
+def test_membership_stays_within_its_memory_limit():
+    """10,000 targets x 1,000 draws (80 MB an array of them): a limit of 250 MB beyond what
+    the process holds fits the kept slot log-likelihoods (80 MB) and chunks of targets; the
+    whole targets at once peaked about 650 MB higher."""
+    import gc
+
+    import bayes_risk as br
+
+    problem = _membership_problem(5000, 1000)
+    _membership(*(x[:100] if hasattr(x, "iloc") else x for x in problem[:2]),
+                [problem[2][0][:100]], problem[3][:50], problem[4])  # kernels compiled
+    gc.collect()
+    limit = _room_left(250 * 10**6)
+    _reset_peak()
+    with br.memory_limit(limit):
+        res = _membership(*problem)
+    peak = _peak_resident()
+    assert len(res.records) == 10_000
+    assert peak <= limit, f"peak {peak / 1e6:.0f} MB above the limit {limit / 1e6:.0f} MB"
+
+
+def test_membership_refuses_beforehand():
+    import bayes_risk as br
+
+    problem = _membership_problem(2000, 300)
+    with br.memory_limit(_room_left(2 * 10**6)), pytest.raises(ValidationError) as err:
+        _membership(*problem)
+    assert err.value.code == "MEMORY_TOO_LARGE"
+    assert "log-likelihoods of 2,000 slots under 2 posteriors" in str(err.value)
