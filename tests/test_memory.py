@@ -477,3 +477,46 @@ def test_distance_baseline_stays_within_its_memory_limit():
     with br.memory_limit(_room_left(10**6)), pytest.raises(ValidationError) as err:
         closest_distance(d.iloc[:500], syn, d, schema)
     assert err.value.code == "MEMORY_TOO_LARGE"
+
+
+@pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK),
+                    reason="needs Linux's resettable peak resident memory")
+def test_per_dataset_identification_checks_its_tables_first():
+    """50,000 targets x 20 datasets: the per-dataset tables (about 64 MB) are refused within
+    40 MB left, and a limit a little above the least one the refusal names holds the run's
+    peak."""
+    import gc
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    import bayes_risk as br
+
+    rng = np.random.default_rng(5)
+    n = 50_000
+    y = pd.DataFrame({"region": rng.integers(0, 10, n), "size": rng.integers(0, 8, n),
+                      "income": rng.lognormal(10, 1.0, n).round(0)})
+    syn = [y.assign(income=(y["income"] * rng.lognormal(0, 0.1, n)).round(0))
+           for _ in range(20)]
+    def per_dataset(release):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # NO_MATCH of a few targets
+            return _identify(y, release, aggregation="per_dataset")
+
+    per_dataset(syn[:4])  # the compiled kernels loaded
+    gc.collect()
+    with br.memory_limit(_room_left(40 * 10**6)), pytest.raises(ValidationError) as err:
+        per_dataset(syn)
+    assert err.value.code == "MEMORY_TOO_LARGE"
+    assert "per-dataset tables of 50,000 targets x 20 datasets" in str(err.value)
+    need = re.search(r"at least ([\d.]+) ([kMG]B)", str(err.value))
+    # a little above it: the refused run leaves the allocator a few MB more resident
+    limit = int(1.05 * _memory.parse_memory(need.group(1) + need.group(2)))
+    gc.collect()
+    _reset_peak()
+    with br.memory_limit(limit):
+        res = per_dataset(syn)
+    peak = _peak_resident()
+    assert res.c.shape == (n, 20)
+    assert peak <= limit, f"peak {peak / 1e6:.0f} MB above the limit {limit / 1e6:.0f} MB"
