@@ -479,44 +479,87 @@ def test_distance_baseline_stays_within_its_memory_limit():
     assert err.value.code == "MEMORY_TOO_LARGE"
 
 
-@pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK),
-                    reason="needs Linux's resettable peak resident memory")
-def test_per_dataset_identification_checks_its_tables_first():
-    """50,000 targets x 20 datasets: the per-dataset tables (about 64 MB) are refused within
-    40 MB left, and a limit a little above the least one the refusal names holds the run's
-    peak."""
-    import gc
-    import warnings
-
+def _per_dataset_problem(R: int = 20):
+    """50,000 targets and ``R`` released datasets (compiled matching)."""
     import numpy as np
     import pandas as pd
-
-    import bayes_risk as br
 
     rng = np.random.default_rng(5)
     n = 50_000
     y = pd.DataFrame({"region": rng.integers(0, 10, n), "size": rng.integers(0, 8, n),
                       "income": rng.lognormal(10, 1.0, n).round(0)})
-    syn = [y.assign(income=(y["income"] * rng.lognormal(0, 0.1, n)).round(0))
-           for _ in range(20)]
-    def per_dataset(release):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # NO_MATCH of a few targets
-            return _identify(y, release, aggregation="per_dataset")
+    return y, [y.assign(income=(y["income"] * rng.lognormal(0, 0.1, n)).round(0))
+               for _ in range(R)]
 
-    per_dataset(syn[:4])  # the compiled kernels loaded
+
+def _within_least_limit(run, refused: str) -> None:
+    """``run()`` is refused within 40 MB left (its message containing ``refused``), and a limit
+    a little above the least one the refusal names holds its peak (the same numbers as free).
+    """
+    import gc
+
+    import numpy as np
+
+    import bayes_risk as br
+
+    free = run()
     gc.collect()
     with br.memory_limit(_room_left(40 * 10**6)), pytest.raises(ValidationError) as err:
-        per_dataset(syn)
+        run()
     assert err.value.code == "MEMORY_TOO_LARGE"
-    assert "per-dataset tables of 50,000 targets x 20 datasets" in str(err.value)
+    assert refused in str(err.value)
     need = re.search(r"at least ([\d.]+) ([kMG]B)", str(err.value))
     # a little above it: the refused run leaves the allocator a few MB more resident
     limit = int(1.05 * _memory.parse_memory(need.group(1) + need.group(2)))
+    del free
     gc.collect()
     _reset_peak()
     with br.memory_limit(limit):
-        res = per_dataset(syn)
+        res = run()
     peak = _peak_resident()
-    assert res.c.shape == (n, 20)
     assert peak <= limit, f"peak {peak / 1e6:.0f} MB above the limit {limit / 1e6:.0f} MB"
+    again = run()
+    for a, b in zip(res if isinstance(res, tuple) else (res,),
+                    again if isinstance(again, tuple) else (again,), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK),
+                    reason="needs Linux's resettable peak resident memory")
+def test_per_dataset_identification_checks_its_tables_first():
+    """50,000 targets x 20 datasets: the per-dataset tables (about 64 MB) and the two
+    matching indexes being built are checked first."""
+    import warnings
+
+    y, syn = _per_dataset_problem()
+
+    def per_dataset(release=syn):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # NO_MATCH of a few targets
+            res = _identify(y, release, aggregation="per_dataset")
+        return res.c, res.IR, res.T
+
+    per_dataset(syn[:4])  # the compiled kernels loaded
+    _within_least_limit(per_dataset, "per-dataset tables of 50,000 targets x 20 datasets")
+
+
+@pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK),
+                    reason="needs Linux's resettable peak resident memory")
+def test_radius_sweep_checks_the_indexes_it_keeps_and_drops_each_result():
+    """The per-dataset radius sweep keeps the replicates' indexes for its next radius (counted
+    in the check) and no radius's tables while the next one runs."""
+    import warnings
+
+    import bayes_risk as br
+
+    y, syn = _per_dataset_problem()
+
+    def sweep(release=syn):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return br.radius_sweep(y, release, known=["region", "size", "income"],
+                                   synthesized=["income"], radii=[0.02, 0.05, 0.1],
+                                   categorical=["region", "size"], progressbar=False).risk
+
+    sweep(syn[:4])
+    _within_least_limit(sweep, "per-dataset tables of 50,000 targets x 20 datasets")
