@@ -37,9 +37,9 @@ def fit_posteriors(model: Any, orig: pd.DataFrame, datasets: list[pd.DataFrame],
 
 #: bytes a chunk of targets' temporaries may take (fewer when the memory budget is smaller)
 CHUNK_BYTES = 256 * 2**20
-#: arrays of H doubles a target holds at once in a chunk (measured: 10,000 targets, H = 1,000
-#: peaked 0.8 GB above the kept slot log-likelihoods): its log-likelihood, its slot's, the
-#: ratios and weights, logsumexp's and k-hat's copies
+#: arrays of H doubles a target holds at once in a chunk (measured: 20,000 targets, H = 1,000
+#: in one chunk peaked 1.2 GB, about 7.3 such arrays, above the kept slot log-likelihoods):
+#: its log-likelihood, its slot's, the ratios and weights, logsumexp's and k-hat's copies
 _TARGET_ARRAYS = 10
 
 
