@@ -344,3 +344,222 @@ def test_known_sweep_pools_in_chunks_beyond_the_size_of_pooled_probabilities(mon
 
     pd.testing.assert_frame_equal(lean.records, full.records)
     np.testing.assert_equal(lean.file, full.file)
+
+
+# ------------------------------------------------------------------------- membership risk
+def _membership_problem(n: int, H: int):
+    """Members and as many holdout records of two categorical columns; a model given by draws
+    and one augmented fit (m = 1: no population normaliser)."""
+    import numpy as np
+    import pandas as pd
+
+    from bayes_risk import ArrayModel, infer_schema
+
+    rng = np.random.default_rng(11)
+
+    def table(k):
+        return pd.DataFrame({"a": rng.integers(0, 5, k).astype(str),
+                             "b": rng.integers(0, 4, k).astype(str)})
+
+    def ll(records, th):
+        a, b = records["a"].astype(int).to_numpy(), records["b"].astype(int).to_numpy()
+        return np.log(th["pa"][:, a]) + np.log(th["pb"][:, b])
+
+    def draws():
+        return {"pa": rng.dirichlet(np.ones(5) * 5, size=H),
+                "pb": rng.dirichlet(np.ones(4) * 5, size=H)}
+
+    orig = table(n)
+    model = ArrayModel(ll, draws(), infer_schema(orig, categorical=["a", "b"],
+                                                 synthesized=["a", "b"]))
+    return model, orig, [table(n)], table(n), [model.with_draws(draws())]
+
+
+def _membership(model, orig, syn, hold, aug):
+    import warnings
+
+    import bayes_risk as br
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # MODEL_DIFFERS: the release is not the model's
+        return br.membership_risk(
+            model, orig, syn, holdout=hold, random_seed=1, allow_other_model=True,
+            ratio=br.RatioSpec(augmented=aug), attack=br.AttackSpec(bootstrap=0, dcr=False))
+
+
+def test_membership_chunks_with_the_same_numbers(monkeypatch):
+    """Targets and slots in chunks (of 17 and 3 rows: 800 targets leave one over, joined to
+    the last chunk) give the numbers of one whole chunk, bit for bit."""
+    import pandas as pd
+
+    from bayes_risk.membership import evaluate
+
+    problem = _membership_problem(400, 300)
+    free = _membership(*problem)
+    sizes = []
+    chunks = evaluate._chunks
+    monkeypatch.setattr(evaluate, "_chunks", lambda *a: sizes.append(chunks(*a)) or (17, 3))
+    tight = _membership(*problem)
+    assert sizes[0][0] >= 800 and sizes[0][1] >= 400  # without the spy: one chunk each
+    pd.testing.assert_frame_equal(tight.records, free.records, check_exact=True)
+    assert evaluate._chunk_bounds(7, 3) == [(0, 3), (3, 7)]
+    assert evaluate._chunk_bounds(0, 3) == [(0, 0)]
+
+
+@pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK),
+                    reason="needs Linux's resettable peak resident memory")
+def test_membership_stays_within_its_memory_limit():
+    """10,000 targets x 1,000 draws (80 MB an array of them): a limit of 250 MB beyond what
+    the process holds fits the kept slot log-likelihoods (80 MB) and chunks of targets; the
+    whole targets at once peaked about 650 MB higher."""
+    import gc
+
+    import bayes_risk as br
+
+    problem = _membership_problem(5000, 1000)
+    _membership(*(x[:100] if hasattr(x, "iloc") else x for x in problem[:2]),
+                [problem[2][0][:100]], problem[3][:50], problem[4])  # kernels compiled
+    gc.collect()
+    limit = _room_left(250 * 10**6)
+    _reset_peak()
+    with br.memory_limit(limit):
+        res = _membership(*problem)
+    peak = _peak_resident()
+    assert len(res.records) == 10_000
+    assert peak <= limit, f"peak {peak / 1e6:.0f} MB above the limit {limit / 1e6:.0f} MB"
+
+
+def test_membership_refuses_beforehand():
+    import bayes_risk as br
+
+    problem = _membership_problem(2000, 300)
+    with br.memory_limit(_room_left(2 * 10**6)), pytest.raises(ValidationError) as err:
+        _membership(*problem)
+    assert err.value.code == "MEMORY_TOO_LARGE"
+    assert "log-likelihoods of 2,000 slots under 2 posteriors" in str(err.value)
+
+
+def _dcr_problem():
+    import numpy as np
+
+    import bayes_risk as br
+
+    d = br.make_ce_like(10_000, random_seed=1)
+    schema = br.infer_schema(d, categorical=["Urban", "Marital", "Tenure", "Educ"])
+    rng = np.random.default_rng(0)
+    syn = [d.assign(Income=(d["Income"] * rng.lognormal(0, 0.1, len(d))).round())
+           for _ in range(3)]
+    return d, syn, schema
+
+
+@pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK),
+                    reason="needs Linux's resettable peak resident memory")
+def test_distance_baseline_stays_within_its_memory_limit():
+    """The distances of 500 targets to 30,000 released rows: blocks of 64 targets took about
+    77 MB; within 40 MB left the blocks shrink, with the same distances."""
+    import gc
+
+    import numpy as np
+
+    import bayes_risk as br
+    from bayes_risk.membership.dcr import closest_distance
+
+    d, syn, schema = _dcr_problem()
+    free = closest_distance(d.iloc[:500], syn, d, schema)
+    gc.collect()
+    limit = _room_left(40 * 10**6)
+    _reset_peak()
+    with br.memory_limit(limit):
+        tight = closest_distance(d.iloc[:500], syn, d, schema)
+    peak = _peak_resident()
+    np.testing.assert_array_equal(tight, free)
+    assert peak <= limit, f"peak {peak / 1e6:.0f} MB above the limit {limit / 1e6:.0f} MB"
+    with br.memory_limit(_room_left(10**6)), pytest.raises(ValidationError) as err:
+        closest_distance(d.iloc[:500], syn, d, schema)
+    assert err.value.code == "MEMORY_TOO_LARGE"
+
+
+def _per_dataset_problem(R: int = 20):
+    """50,000 targets and ``R`` released datasets (compiled matching)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    n = 50_000
+    y = pd.DataFrame({"region": rng.integers(0, 10, n), "size": rng.integers(0, 8, n),
+                      "income": rng.lognormal(10, 1.0, n).round(0)})
+    return y, [y.assign(income=(y["income"] * rng.lognormal(0, 0.1, n)).round(0))
+               for _ in range(R)]
+
+
+def _within_least_limit(run, refused: str) -> None:
+    """``run()`` is refused within 40 MB left (its message containing ``refused``), and a limit
+    a little above the least one the refusal names holds its peak (the same numbers as free).
+    """
+    import gc
+
+    import numpy as np
+
+    import bayes_risk as br
+
+    free = run()
+    gc.collect()
+    with br.memory_limit(_room_left(40 * 10**6)), pytest.raises(ValidationError) as err:
+        run()
+    assert err.value.code == "MEMORY_TOO_LARGE"
+    assert refused in str(err.value)
+    need = re.search(r"at least ([\d.]+) ([kMG]B)", str(err.value))
+    # a little above it: the refused run leaves the allocator a few MB more resident
+    limit = int(1.05 * _memory.parse_memory(need.group(1) + need.group(2)))
+    del free
+    gc.collect()
+    _reset_peak()
+    with br.memory_limit(limit):
+        res = run()
+    peak = _peak_resident()
+    assert peak <= limit, f"peak {peak / 1e6:.0f} MB above the limit {limit / 1e6:.0f} MB"
+    again = run()
+    for a, b in zip(res if isinstance(res, tuple) else (res,),
+                    again if isinstance(again, tuple) else (again,), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK),
+                    reason="needs Linux's resettable peak resident memory")
+def test_per_dataset_identification_checks_its_tables_first():
+    """50,000 targets x 20 datasets: the per-dataset tables (about 64 MB) and the two
+    matching indexes being built are checked first."""
+    import warnings
+
+    y, syn = _per_dataset_problem()
+
+    def per_dataset(release=syn):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # NO_MATCH of a few targets
+            res = _identify(y, release, aggregation="per_dataset")
+        return res.c, res.IR, res.T
+
+    per_dataset(syn[:4])  # the compiled kernels loaded
+    _within_least_limit(per_dataset, "per-dataset tables of 50,000 targets x 20 datasets")
+
+
+@pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK),
+                    reason="needs Linux's resettable peak resident memory")
+def test_radius_sweep_checks_the_indexes_it_keeps_and_drops_each_result():
+    """The per-dataset radius sweep keeps the replicates' indexes for its next radius (counted
+    in the check) and no radius's tables while the next one runs."""
+    import warnings
+
+    import bayes_risk as br
+
+    y, syn = _per_dataset_problem()
+
+    def sweep(release=syn):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return br.radius_sweep(y, release, known=["region", "size", "income"],
+                                   synthesized=["income"], radii=[0.02, 0.05, 0.1],
+                                   categorical=["region", "size"], progressbar=False).risk
+
+    sweep(syn[:4])
+    _within_least_limit(sweep, "per-dataset tables of 50,000 targets x 20 datasets")

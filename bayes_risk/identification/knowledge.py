@@ -25,7 +25,7 @@ from bayes_risk._lattice import (
     subset_label,
     subset_order,
 )
-from bayes_risk._memory import working_bytes
+from bayes_risk._memory import check_memory, working_bytes
 from bayes_risk._specs import check_int, check_option, is_integer
 from bayes_risk._terminal import progress
 from bayes_risk.data.schema import CATEGORICAL_TYPES
@@ -249,9 +249,16 @@ class _Sweep:
     def _evaluated(self, todo: list[frozenset]):
         """Evaluate ``todo``, yielding once per subset (the progress bar's steps)."""
         masked = [s for s in todo if s and self.masks]
-        # a batch's counts and flags ([N_T, R] each per subset) stay below the masks' budget
+        # a batch's counts and flags ([N_T, R] each per subset) stay below the masks' budget,
+        # beside one subset's measures and the kept result of the subset of every candidate
         prep = self.plan.prep
-        size = max(1, working_bytes(_masks.BUDGET_BYTES) // max(1, 9 * prep.n_targets * prep.R))
+        cells = prep.n_targets * prep.R
+        if masked:
+            check_memory((_engine.CELL_BYTES + 9) * cells, "the number of synthetic datasets or "
+                         "of targets", what=f"the per-dataset tables of {prep.n_targets:,} "
+                         f"targets x {prep.R} datasets")
+        size = max(1, working_bytes(_masks.BUDGET_BYTES, reserve=_engine.CELL_BYTES * cells)
+                   // max(1, 9 * cells))
         for a in range(0, len(masked), size):
             batch = masked[a:a + size]
             cols = [[c for c in self.cands if c in s] for s in batch]
@@ -264,6 +271,7 @@ class _Sweep:
                     warnings.simplefilter("ignore")
                     res = assemble(plan, plan.rule, out)
                 self._record(s, res)
+                del res  # not held while the next subset is assembled
                 yield s
         for s in todo:
             if s not in self.done:

@@ -247,8 +247,8 @@ def run_pooled(prep: Prepared, rule: MatchRule, part: TargetPartition, *,
     work = working_bytes(CHUNK_BYTES)  # read here: worker threads do not see the limit
     # every replicate's index at once if they fit, else one at a time (the same matches)
     left = room()
-    in_turn = R > 1 and left is not None and _index_bytes(prep, rule) > left
-    check_memory(_index_bytes(prep, rule, in_turn), "the number of synthetic datasets or of "
+    in_turn = R > 1 and left is not None and _engine.index_bytes(prep, rule) > left
+    check_memory(_engine.index_bytes(prep, rule, in_turn), "the number of synthetic datasets or of "
                  "records", what=f"the matching indexes of the {1 if in_turn else R} "
                  f"replicate(s) of {n:,} records")
     if not in_turn:  # built once (in parallel) before the chunk loop
@@ -276,7 +276,7 @@ def run_pooled(prep: Prepared, rule: MatchRule, part: TargetPartition, *,
                   weight=weight)
     ctx.fit(work)
     if in_turn:
-        ctx.in_turn = _InTurn(ctx, _index_bytes(prep, rule, True))
+        ctx.in_turn = _InTurn(ctx, _engine.index_bytes(prep, rule, True))
     if part.keep_prob:  # without π the chunks bound the memory: the number of its entries does not
         _early_size_check(ctx)
     acc = _Pooled(N, N_all, keep=part.keep_prob)
@@ -304,15 +304,6 @@ def run_pooled(prep: Prepared, rule: MatchRule, part: TargetPartition, *,
                         p_max=acc.p_max[g], c=acc.c[g], T=acc.T, declared=declared[g],
                         no_match_any=~acc.ever[g], fallback_value=acc.fb_value[g],
                         fallback_extra=acc.fb_extra[g])
-
-
-def _index_bytes(prep: Prepared, rule: MatchRule, one: bool = False) -> float:
-    """Bytes of the replicates' matching indexes not built yet (``engine.replicate_index``), or
-    of one of them (``one``)."""
-    q = len(rule.radius_cols)
-    per_record = 8 * (1 + q + max(q, 1) + q * q + q)
-    todo = sum(1 for r in range(prep.R) if not _engine.has_replicate_index(prep, rule, r))
-    return float(min(todo, 1) if one else todo) * prep.n * per_record
 
 
 class _InTurn:

@@ -166,6 +166,7 @@ def _sweep_risk(plan: IdentificationPlan, rules: list[MatchRule], executor: Any,
                 rows.append(np.asarray(res.per_dataset["expected_match_risk"], dtype=np.float64))
             else:
                 rows.append(np.array([res.file["expected_match_risk"]], dtype=np.float64))
+            del res  # its tables are not held while the next radius runs
     return np.vstack(rows)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.attribute.refits import fit_refits
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.membership import estimator as _est
 from bayes_risk.membership import partial as _partial
 from bayes_risk.membership.plan import conditional_population_rows, population_rows
@@ -35,26 +35,64 @@ def fit_posteriors(model: Any, orig: pd.DataFrame, datasets: list[pd.DataFrame],
     return [model, *augmented]
 
 
+#: bytes a chunk of targets' temporaries may take (fewer when the memory budget is smaller)
+CHUNK_BYTES = 256 * 2**20
+#: arrays of H doubles a target holds at once in a chunk (measured: 20,000 targets, H = 1,000
+#: in one chunk peaked 1.2 GB, about 7.3 such arrays, above the kept slot log-likelihoods):
+#: its log-likelihood, its slot's, the ratios and weights, logsumexp's and k-hat's copies
+_TARGET_ARRAYS = 10
+
+
 def log_predictives(posteriors: list[Any], targets: pd.DataFrame, slot_rows: pd.DataFrame,
                      slot_inv: np.ndarray, khat: bool) -> tuple[Any, list[Any], list[np.ndarray],
                                                                 list[np.ndarray],
                                                                 list[np.ndarray]]:
-    """Each posterior's LOO log predictives of the targets, slot log-likelihoods, k-hats, ESS."""
-    base = None
-    aug: list[_est.LogPredictive] = []
-    slot_lls, khats, ess = [], [], []
-    for p, post in enumerate(posteriors):
-        tll = post.record_loglik(targets)
-        sll = post.record_loglik(slot_rows)
+    """Each posterior's LOO log predictives of the targets, slot log-likelihoods, k-hats, ESS;
+    the targets and slots evaluated in chunks sized from the memory budget beside the slot
+    log-likelihoods kept (the numbers do not depend on the chunks)."""
+    bounds = _chunks(posteriors, len(targets), len(slot_rows))
+    lps: list[_est.LogPredictive] = []
+    slot_lls = []
+    for post in posteriors:
+        sll = None
+        for a, b in _chunk_bounds(len(slot_rows), bounds[1]):
+            part = post.record_loglik(slot_rows.iloc[a:b])
+            if sll is None:
+                sll = np.empty((part.shape[0], len(slot_rows)), dtype=part.dtype)
+            sll[:, a:b] = part
         slot_lls.append(sll)
-        lp = _est.loo_log_predictive(tll, sll[:, slot_inv], khat=khat)
-        khats.append(lp.khat)
-        ess.append(lp.ess)
-        if p == 0:
-            base = lp
-        else:
-            aug.append(lp)
-    return base, aug, slot_lls, khats, ess
+        value, k, ess = (np.empty(len(targets)) for _ in range(3))
+        for a, b in _chunk_bounds(len(targets), bounds[0]):
+            lp = _est.loo_log_predictive(post.record_loglik(targets.iloc[a:b]),
+                                         sll[:, slot_inv[a:b]], khat=khat)
+            value[a:b], k[a:b], ess[a:b] = lp.value, lp.khat, lp.ess
+        lps.append(_est.LogPredictive(value=value, khat=k, ess=ess))
+    return (lps[0], lps[1:], slot_lls, [lp.khat for lp in lps], [lp.ess for lp in lps])
+
+
+def _chunks(posteriors: list[Any], T: int, U: int) -> tuple[int, int]:
+    """Targets and slot rows per chunk: the slots' log-likelihoods under every posterior are
+    kept (the normalisers read them), checked with one chunk's work and reserved first."""
+    from bayes_risk._memory import check_memory, working_bytes
+
+    H = max(max(int(getattr(post, "n_draws", 1) or 1) for post in posteriors), 1)
+    kept = 8.0 * H * U * len(posteriors) + 24.0 * T * len(posteriors)
+    per = 8.0 * H * _TARGET_ARRAYS
+    check_memory(kept + 2 * per, f"{arg_name('records')}, {arg_name('holdout')} or the draws",
+                 what=f"the log-likelihoods of {U:,} slots under {len(posteriors)} posteriors "
+                      f"({H:,} draws) and one chunk of targets")
+    size = max(2, int(working_bytes(CHUNK_BYTES, reserve=kept) // per))
+    # a slot row holds its log-likelihood and the model's temporaries (about 4 arrays)
+    return size, max(2, int(working_bytes(CHUNK_BYTES, reserve=kept) // (4 * 8.0 * H)))
+
+
+def _chunk_bounds(n: int, size: int) -> list[tuple[int, int]]:
+    """``[a, b)`` chunks of ``size`` covering ``n``; never one of a single row beside others
+    (a single row's sums over the draws would be added in another order)."""
+    starts = list(range(0, n, size)) or [0]  # no rows: one empty call, as a whole one
+    if len(starts) > 1 and n - starts[-1] == 1:
+        starts.pop()
+    return list(zip(starts, [*starts[1:], n], strict=True))
 
 
 def _normalisers(model: Any, posteriors: list[Any], orig: pd.DataFrame, uslots: np.ndarray,

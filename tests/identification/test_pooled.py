@@ -369,7 +369,7 @@ def test_indexes_in_turn_give_the_same_numbers(monkeypatch, compiled, fallback, 
         ir(y, zs, **kw)
     assert err.value.code == "MEMORY_TOO_LARGE"
     assert "matching indexes of the 1 replicate(s)" in str(err.value)
-    assert f"raise the limit to at least {_memory.format_bytes(limit + one - one // 2)}" \
+    assert f"raise the limit to at least {_memory.format_bytes(limit + one - one // 2, up=True)}" \
         in str(err.value)
 
 
