@@ -73,17 +73,21 @@ def chunk_records(plan: AttributePlan, chunk_size: int | None) -> int:
     # a chunk's temporaries per record, measured (10,000 records, H = 1,000, G = 35, m = 5
     # peaked 0.5 GB higher at 256 records a chunk than at 128): about 2 (m + 2) arrays of H x G
     # doubles, and the m + 2 bootstrap arrays of B x G
-    per = 8.0 * G * (2 * (m + 2) * H + (m + 2) * plan.draws.n_boot)
-    # the assembly stacks blocks of records: about 24 doubles per candidate, and (measured) five
-    # arrays of a block's bootstrap replicates on each of two threads
     B = plan.draws.n_boot
-    assembly = 8.0 * (24 * G * STACK_RECORDS + 2 * 6 * boot_block_records(B, G) * B * G)
-    check_memory(outputs + max(per * (chunk_size or 1), assembly),
+    per = 8.0 * G * (2 * (m + 2) * H + (m + 2) * B)
+    # after the loop (measured at 10^5 records, where the chunks' arrays were still resident):
+    # the assembly's blocks of stacked records, about 24 doubles per candidate, and five arrays
+    # of a block's bootstrap replicates on each of two threads; the result's own tables, about
+    # 1.5 kB a record; and the two [B, n] tables of the summary's Monte Carlo file figures
+    after = (8.0 * (24 * G * STACK_RECORDS + 2 * 6 * boot_block_records(B, G) * B * G)
+             + n * (1500 + 16 * B))
+    check_memory(outputs + per * (chunk_size or 1) + after,
                  f"{arg_name('records')} or {arg_name('bootstrap')}",
-                 what=f"the outputs of {n:,} records and the working arrays of one chunk")
+                 what=f"the outputs of {n:,} records, the working arrays of one chunk and the "
+                      "assembly of the result")
     if chunk_size is not None:
         return chunk_size
-    work = working_bytes(int(MAX_CHUNK_RECORDS * per), reserve=outputs)
+    work = working_bytes(int(MAX_CHUNK_RECORDS * per), reserve=outputs + after)
     return int(min(MAX_CHUNK_RECORDS, max(1, work // per)))
 
 
