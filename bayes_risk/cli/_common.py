@@ -564,31 +564,6 @@ def init_params(cls: type, method: str | None = None, given: Any = ()) -> set[st
     return params
 
 
-def load_what_the_run_loads(cls: type, settings: Mapping[str, Any], df: pd.DataFrame,
-                            write: Any, **fit_kw: Any) -> None:
-    """Under a memory limit, fit ``cls`` once on a few records and draws (warnings dropped) and
-    ``write(probe, folder)`` what the run writes into a temporary folder: the libraries and
-    compiled kernels the run loads (numba and the sampler's kernels, scikit-learn, pyarrow, the
-    NetCDF writer: about 245 MB of a DPMPM fit's 425 MB peak, 80 MB of CART's) are then resident
-    when the command's memory check reads what is left."""
-    import tempfile
-    import warnings
-
-    from bayes_risk._memory import current_limit
-
-    if current_limit() is None:
-        return
-    tiny = {"draws": 2, "tune": 2, "chains": 1, "cores": 1, "max_sweeps": 0,
-            "progressbar": False}
-    params = init_params(cls)
-    probe = cls(**{**settings, **{k: v for k, v in tiny.items() if k in params}})
-    with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp:
-        warnings.simplefilter("ignore")
-        seed = settings.get("random_seed")  # a model given its seed refuses another one
-        probe.fit(df.iloc[:50], random_seed=0 if seed is None else seed, **fit_kw)
-        write(probe, Path(tmp) / "probe")
-
-
 def read_holdout(args: argparse.Namespace) -> pd.DataFrame | None:
     """The ``--holdout`` table (``None`` when not given)."""
     if args.holdout is None:

@@ -141,12 +141,12 @@ def run(args: argparse.Namespace) -> int:
         cls, settings = _synthesizer_class(args)
         m = check_m(args.m if args.m is not None else int(getattr(cls, "default_m", 5)), "-m")
         from bayes_risk.cli._common import (
-            load_what_the_run_loads,
             missing_labels,
             model_schema,
             parse_records,
             read_records_table,
         )
+        from bayes_risk.cli.fit import load_what_the_run_loads
         from bayes_risk.contract import capabilities
 
         df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
