@@ -129,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
             import pandas as pd
 
             pd.DataFrame({"x": [0]}).to_parquet(io.BytesIO())
-        _check_release_size(m, int(n_fit), len(schema.names) if schema is not None else 1)
+        trees = getattr(model, "n_trees_", None)  # a random forest's trees per column
+        _check_release_size(m, int(n_fit), len(schema.names) if schema is not None else 1,
+                            forest=0.0 if trees is None else 40.0 * n_fit * sum(trees.values()))
         syn = model.synthesize(m, random_seed=seed)
         if not isinstance(syn, SyntheticData):
             raise ValidationError(f"the model in {args.model!r} returned {type(syn).__name__}, "
@@ -162,9 +164,11 @@ def run(args: argparse.Namespace) -> int:
         load_what_the_run_loads(cls, settings, df, lambda probe, folder: probe.synthesize(
             1, random_seed=0).save(folder, csv=args.csv), schema=schema,
             synthesized=args.synthesize)
-        _check_release_size(m, len(df), len(df.columns),
-                            float(df.memory_usage(deep=True).sum()), fitted=True)
         model = cls(**settings)
+        _check_release_size(m, len(df), len(df.columns),
+                            float(df.memory_usage(deep=True).sum()), fitted=True,
+                            forest=_forest_bytes(model, len(df), args.synthesize or
+                                                 schema.synthesized or schema.names))
         records = None if args.records is None else np.asarray(
             parse_records(args.records, len(df)), dtype=np.int64
         )
@@ -179,10 +183,33 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _forest_bytes(model: Any, n: int, synthesized: Any) -> float:
+    """What a random forest synthesizer's fit and synthesis hold beyond the table (0 for other
+    models): per tree, record and synthesized column, 130 / min_samples_leaf bytes of fitted
+    trees and 40 of leaf arrays (the fit's and the synthesis's ``(records, trees)`` leaves and
+    in-bag donors), twice with ``group_by`` (a forest per group too).
+
+    Measured on CE-like records, three numeric columns (the larger trees: a regression tree of
+    n records had 1.24 n / min_samples_leaf nodes at 1, 104 bytes a node with its donors): 163
+    bytes a tree, record and column at min_samples_leaf 1 (1.22 GB beyond the table at 5,000
+    records, 500 trees, m = 5; 99 MB at 2,000, 100 trees, m = 20), 41 at 5; categorical
+    columns held less (57 at 1). Trees that ``oob_only`` adds beyond ``n_trees`` are not
+    counted.
+    """
+    from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
+
+    if not isinstance(model, RandomForestSynthesizer):
+        return 0.0
+    per = 40.0 + 130.0 / max(int(model.min_samples_leaf), 1)
+    columns = len(synthesized) * (2 if model.group_by is not None else 1)
+    return per * int(model.n_trees) * n * columns
+
+
 def _check_release_size(m: int, n: int, width: int, table: float | None = None, *,
-                        fitted: bool = False) -> None:
+                        fitted: bool = False, forest: float = 0.0) -> None:
     """Refuse, before the fit, a release too large for memory (``-m 1000000000``). ``table``:
-    the bytes of the original table (else 8 a cell); ``fitted``: the model is fitted here too.
+    the bytes of the original table (else 8 a cell); ``fitted``: the model is fitted here too;
+    ``forest``: what a random forest's trees and leaf arrays add (:func:`_forest_bytes`).
 
     Measured with CART (CE-like 5,000 and 30,000 records x 7 columns, m = 5 and 20): each
     dataset held 1.36 times the table (2.29 MB at 30,000 records), and the fit, the synthesis's
@@ -194,7 +221,7 @@ def _check_release_size(m: int, n: int, width: int, table: float | None = None, 
     from bayes_risk._memory import check_memory
 
     table = 8.0 * max(n, 1) * max(width, 1) if table is None else table
-    need = 1.4 * m * table + (16 if fitted else 12) * table + 5e6
+    need = 1.4 * m * table + (16 if fitted else 12) * table + 5e6 + forest
     check_memory(need, "-m", what=f"{m:,} synthetic datasets of {n:,} records x {width} columns")
 
 
