@@ -670,6 +670,27 @@ def test_random_forest_synthesis_stays_within_the_least_limit(tmp_path, cli):
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's VmHWM")
+def test_random_forest_fit_stays_within_the_least_limit(tmp_path, cli):
+    """A random forest's fit was not checked (5,000 CE-like records, 300 trees: 1.08 GB peak
+    under a limit of 1 MB). The same saved model as without a limit."""
+    import numpy as np
+
+    import bayes_risk as br
+
+    br.make_ce_like(1000, random_seed=1).to_csv(tmp_path / "ce.csv", index=False)
+    argv = ["fit", "ce.csv", "--method", "rf", "--n-trees", "100", "--synthesize", "Income",
+            "Expenditure", "Age", "--random-seed", "1", "--quiet", "--out"]
+    _command_within_least_limit([*argv, "model"], tmp_path,
+                                "100 trees a forest of 1,000 records for 3 column(s)")
+    assert cli([*argv, "free"], tmp_path).returncode == 0
+    with np.load(tmp_path / "model" / "arrays.npz") as a, \
+            np.load(tmp_path / "free" / "arrays.npz") as b:
+        assert sorted(a.files) == sorted(b.files)
+        for k in a.files:
+            np.testing.assert_array_equal(a[k], b[k])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's VmHWM")
 def test_synthesize_from_a_saved_model_stays_within_the_least_limit(tmp_path, cli):
     """From a saved model the writing loads pyarrow after the check, and the synthesis's
     working arrays were not counted (269 MB named, 305 MB peak: a DPMPM of 20,000 records)."""

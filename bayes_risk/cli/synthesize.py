@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
             parse_records,
             read_records_table,
         )
-        from bayes_risk.cli.fit import load_what_the_run_loads
+        from bayes_risk.cli.fit import forest_bytes, load_what_the_run_loads
         from bayes_risk.contract import capabilities
 
         df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
@@ -167,8 +167,8 @@ def run(args: argparse.Namespace) -> int:
         model = cls(**settings)
         _check_release_size(m, len(df), len(df.columns),
                             float(df.memory_usage(deep=True).sum()), fitted=True,
-                            forest=_forest_bytes(model, len(df), args.synthesize or
-                                                 schema.synthesized or schema.names))
+                            forest=forest_bytes(model, len(df), args.synthesize or
+                                                schema.synthesized or schema.names))
         records = None if args.records is None else np.asarray(
             parse_records(args.records, len(df)), dtype=np.int64
         )
@@ -183,33 +183,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _forest_bytes(model: Any, n: int, synthesized: Any) -> float:
-    """What a random forest synthesizer's fit and synthesis hold beyond the table (0 for other
-    models): per tree, record and synthesized column, 130 / min_samples_leaf bytes of fitted
-    trees and 40 of leaf arrays (the fit's and the synthesis's ``(records, trees)`` leaves and
-    in-bag donors), twice with ``group_by`` (a forest per group too).
-
-    Measured on CE-like records, three numeric columns (the larger trees: a regression tree of
-    n records had 1.24 n / min_samples_leaf nodes at 1, 104 bytes a node with its donors): 163
-    bytes a tree, record and column at min_samples_leaf 1 (1.22 GB beyond the table at 5,000
-    records, 500 trees, m = 5; 99 MB at 2,000, 100 trees, m = 20), 41 at 5; categorical
-    columns held less (57 at 1). Trees that ``oob_only`` adds beyond ``n_trees`` are not
-    counted.
-    """
-    from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
-
-    if not isinstance(model, RandomForestSynthesizer):
-        return 0.0
-    per = 40.0 + 130.0 / max(int(model.min_samples_leaf), 1)
-    columns = len(synthesized) * (2 if model.group_by is not None else 1)
-    return per * int(model.n_trees) * n * columns
-
-
 def _check_release_size(m: int, n: int, width: int, table: float | None = None, *,
                         fitted: bool = False, forest: float = 0.0) -> None:
     """Refuse, before the fit, a release too large for memory (``-m 1000000000``). ``table``:
     the bytes of the original table (else 8 a cell); ``fitted``: the model is fitted here too;
-    ``forest``: what a random forest's trees and leaf arrays add (:func:`_forest_bytes`).
+    ``forest``: what a random forest's trees and leaf arrays add (``cli.fit.forest_bytes``).
 
     Measured with CART (CE-like 5,000 and 30,000 records x 7 columns, m = 5 and 20): each
     dataset held 1.36 times the table (2.29 MB at 30,000 records), and the fit, the synthesis's
