@@ -573,6 +573,35 @@ def test_radius_sweep_checks_the_indexes_it_keeps_and_drops_each_result():
     _within_least_limit(sweep, "per-dataset tables of 50,000 targets x 20 datasets")
 
 
+def test_pooled_identification_sets_aside_the_probabilities_it_keeps():
+    """The pooled probabilities kept (7.4 million entries here) were not set aside when the
+    chunks were sized from what was left: 1,630 MB peak under the least limit named, 1,470 MB.
+    The same risks and probabilities as without a limit."""
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    import bayes_risk as br
+
+    rng = np.random.default_rng(0)
+    n = 12000
+    y = pd.DataFrame({"region": rng.integers(0, 2, n), "size": np.zeros(n, dtype=np.int64),
+                      "income": rng.lognormal(10, 1.0, n).round(0)})
+    syn = [y.assign(income=(y["income"] * rng.lognormal(0, 0.1, n)).round(0)) for _ in range(3)]
+
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = br.identification_risk(
+                y, syn, known=["region", "size", "income"], synthesized=["income"],
+                categorical=["region", "size"], match=br.MatchSpec(radius={"income": 0.1}),
+                progressbar=False)
+        return res.IR, res.c, res.pooled.explicit.toarray()[:50]
+
+    _within_least_limit(run, "the pooled match probabilities")
+
+
 #: ``bayes-risk ARGV`` that prints its peak resident memory (kB) last on stderr: the child's
 #: own, as ``ru_maxrss`` is not (Linux counts in it the parent's resident memory at the fork)
 _PEAK_REPORTING_CLI = """import atexit, sys
