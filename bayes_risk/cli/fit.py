@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         with overlap(warm_up_writer):
             model.fit(df, schema=schema, random_seed=args.random_seed, **fit_kw)
     else:  # CART, random forests, PMM, or a model such as an exact conjugate posterior
+        _check_forest_memory(model, cls, settings, df, schema, args.synthesize or None)
         model.fit(df, schema=schema, synthesized=args.synthesize or None,
                   random_seed=args.random_seed, **fit_kw)
     with output_dir(args) as tmp:
@@ -252,6 +253,49 @@ def _check_memory(args: argparse.Namespace, df: Any, schema: Any, model: Any, cl
     need = 8 * (n_draws * K * (width + 1) + 3 * len(df) * K + K * width
                 + 2 * df.size + 2 * n_draws * (width + K))
     check_memory(need, "--components" if K > 1 else "--draws", what="the posterior draws")
+
+
+def _check_forest_memory(model: Any, cls: type, settings: dict[str, Any], df: Any, schema: Any,
+                         synthesized: Any) -> None:
+    """Refuse a random forest (other models: nothing) whose trees cannot fit in the memory left
+    (read under a limit once the run's libraries are loaded): ``forest_bytes`` and, as saving
+    copies the trees' node arrays, half of them again (the fit and save of CE-like 5,000 records
+    x 3 columns peaked at 175 and 182 bytes a tree, record and column at 100 and 300 trees), and
+    the table's copies as CART's fit (16 times the table and 5 MB)."""
+    from bayes_risk._memory import check_memory, current_limit
+
+    columns = synthesized or schema.synthesized or schema.names
+    forest = forest_bytes(model, len(df), columns)
+    if not forest or current_limit() is None:
+        return
+    load_what_the_run_loads(cls, settings, df, lambda probe, folder: probe.save(folder),
+                            schema=schema, synthesized=synthesized)
+    table = float(df.memory_usage(deep=True).sum())
+    check_memory(1.5 * forest + 16 * table + 5e6, "--n-trees",
+                 what=f"{model.n_trees:,} trees a forest of {len(df):,} records for "
+                      f"{len(columns)} column(s)")
+
+
+def forest_bytes(model: Any, n: int, synthesized: Any) -> float:
+    """What a random forest synthesizer's fit and synthesis hold beyond the table (0 for other
+    models): per tree, record and synthesized column, 130 / min_samples_leaf bytes of fitted
+    trees and 40 of leaf arrays (the fit's and the synthesis's ``(records, trees)`` leaves and
+    in-bag donors), twice with ``group_by`` (a forest per group too).
+
+    Measured on CE-like records, three numeric columns (the larger trees: a regression tree of
+    n records had 1.24 n / min_samples_leaf nodes at 1, 104 bytes a node with its donors): 163
+    bytes a tree, record and column at min_samples_leaf 1 (1.22 GB beyond the table at 5,000
+    records, 500 trees, m = 5; 99 MB at 2,000, 100 trees, m = 20), 41 at 5; categorical
+    columns held less (57 at 1). Trees that ``oob_only`` adds beyond ``n_trees`` are not
+    counted.
+    """
+    from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
+
+    if not isinstance(model, RandomForestSynthesizer):
+        return 0.0
+    per = 40.0 + 130.0 / max(int(model.min_samples_leaf), 1)
+    columns = len(synthesized) * (2 if model.group_by is not None else 1)
+    return per * int(model.n_trees) * n * columns
 
 
 def load_what_the_run_loads(cls: type, settings: dict[str, Any], df: Any, write: Any,

@@ -129,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
             import pandas as pd
 
             pd.DataFrame({"x": [0]}).to_parquet(io.BytesIO())
-        _check_release_size(m, int(n_fit), len(schema.names) if schema is not None else 1)
+        trees = getattr(model, "n_trees_", None)  # a random forest's trees per column
+        _check_release_size(m, int(n_fit), len(schema.names) if schema is not None else 1,
+                            forest=0.0 if trees is None else 40.0 * n_fit * sum(trees.values()))
         syn = model.synthesize(m, random_seed=seed)
         if not isinstance(syn, SyntheticData):
             raise ValidationError(f"the model in {args.model!r} returned {type(syn).__name__}, "
@@ -146,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
             parse_records,
             read_records_table,
         )
-        from bayes_risk.cli.fit import load_what_the_run_loads
+        from bayes_risk.cli.fit import forest_bytes, load_what_the_run_loads
         from bayes_risk.contract import capabilities
 
         df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
@@ -162,9 +164,11 @@ def run(args: argparse.Namespace) -> int:
         load_what_the_run_loads(cls, settings, df, lambda probe, folder: probe.synthesize(
             1, random_seed=0).save(folder, csv=args.csv), schema=schema,
             synthesized=args.synthesize)
-        _check_release_size(m, len(df), len(df.columns),
-                            float(df.memory_usage(deep=True).sum()), fitted=True)
         model = cls(**settings)
+        _check_release_size(m, len(df), len(df.columns),
+                            float(df.memory_usage(deep=True).sum()), fitted=True,
+                            forest=forest_bytes(model, len(df), args.synthesize or
+                                                schema.synthesized or schema.names))
         records = None if args.records is None else np.asarray(
             parse_records(args.records, len(df)), dtype=np.int64
         )
@@ -180,9 +184,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_release_size(m: int, n: int, width: int, table: float | None = None, *,
-                        fitted: bool = False) -> None:
+                        fitted: bool = False, forest: float = 0.0) -> None:
     """Refuse, before the fit, a release too large for memory (``-m 1000000000``). ``table``:
-    the bytes of the original table (else 8 a cell); ``fitted``: the model is fitted here too.
+    the bytes of the original table (else 8 a cell); ``fitted``: the model is fitted here too;
+    ``forest``: what a random forest's trees and leaf arrays add (``cli.fit.forest_bytes``).
 
     Measured with CART (CE-like 5,000 and 30,000 records x 7 columns, m = 5 and 20): each
     dataset held 1.36 times the table (2.29 MB at 30,000 records), and the fit, the synthesis's
@@ -194,7 +199,7 @@ def _check_release_size(m: int, n: int, width: int, table: float | None = None, 
     from bayes_risk._memory import check_memory
 
     table = 8.0 * max(n, 1) * max(width, 1) if table is None else table
-    need = 1.4 * m * table + (16 if fitted else 12) * table + 5e6
+    need = 1.4 * m * table + (16 if fitted else 12) * table + 5e6 + forest
     check_memory(need, "-m", what=f"{m:,} synthetic datasets of {n:,} records x {width} columns")
 
 

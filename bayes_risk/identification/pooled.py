@@ -199,6 +199,8 @@ class _Chunks:
     block: int = 1 << 20
     #: the replicates' matches listed one index at a time (``None``: every index is held)
     in_turn: _InTurn | None = None
+    #: bytes the kept pooled probabilities will take, set aside when the chunks are sized
+    keep: float = 0.0
 
     def fit(self, work: int) -> None:
         """Size the chunks and blocks to ``work`` bytes of temporaries (per pass in turn)."""
@@ -278,7 +280,13 @@ def run_pooled(prep: Prepared, rule: MatchRule, part: TargetPartition, *,
     if in_turn:
         ctx.in_turn = _InTurn(ctx, _engine.index_bytes(prep, rule, True))
     if part.keep_prob:  # without π the chunks bound the memory: the number of its entries does not
-        _early_size_check(ctx)
+        # π kept, set aside before the chunks are sized from what is left: 12 bytes an entry
+        # (an int32 record, a float64 probability) in the blocks and as much again while they
+        # are joined (measured: 12 left a peak 30 MB above the limit at 7.4 million entries,
+        # 24 kept it within); the count is one replicate's matches, a lower bound
+        ctx.keep = 24.0 * _early_size_check(ctx)
+        check_memory(ctx.keep, _SMALLER_PROBLEM, what="the pooled match probabilities")
+        ctx.fit(working_bytes(CHUNK_BYTES, reserve=ctx.keep))
     acc = _Pooled(N, N_all, keep=part.keep_prob)
     # 100 steps only when the bar is shown: a small table cut into 100 chunks pays their cost
     steps = min(100 if progressbar else 1, N)
@@ -342,7 +350,7 @@ class _InTurn:
             parts.append((row_pointers(cnt[:done]), lst.astype(rec_dtype)))
             del cnt, lst
         self.parts, self.a, self.z = parts, a, z
-        ctx.fit(working_bytes(CHUNK_BYTES))
+        ctx.fit(working_bytes(CHUNK_BYTES, reserve=ctx.keep))
 
     def take(self, a: int, z: int, limit: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
         """As the indexes' ``match(..., limit=limit)`` of the targets ``a:z`` in every
@@ -394,16 +402,19 @@ def _distinct_targets(tkey: np.ndarray, bounds: TargetBounds, inv_f: np.ndarray 
     return first[o].astype(np.int64), rank[inv].astype(np.int64)
 
 
-def _early_size_check(ctx: _Chunks) -> None:
+def _early_size_check(ctx: _Chunks) -> int:
     """Refuse at once, as the chunk loop would later, more than ``MAX_NNZ`` pooled entries when
-    the index counts one replicate's matches without listing them (a lower bound)."""
+    the index counts one replicate's matches without listing them; return that count (a lower
+    bound of the entries; 0 when it cannot be counted)."""
     if len(ctx.rule.radius_cols) > 1 or ctx.bounds.ellipse or not ctx.prep.R \
             or not ctx.prep.n_targets:
-        return
+        return 0
     cnt = _engine.replicate_index(ctx.prep, ctx.rule, 0, keep=ctx.in_turn is None).candidates(
         ctx.tkey, ctx.bounds)
     w = 1 if ctx.weight is None else ctx.weight
-    _check_size(ctx, int(np.sum(cnt * w, dtype=np.float64)))
+    total = int(np.sum(cnt * w, dtype=np.float64))
+    _check_size(ctx, total)
+    return total
 
 
 def _replicate_keys(ctx: _Chunks, r: int, a: int, cnt: np.ndarray, lst: np.ndarray, ucnt_all,

@@ -297,7 +297,8 @@ def test_memory_budget_chunking_gives_the_same_numbers(monkeypatch, compiled, fa
         return real(ctx, acc, a, z)
 
     monkeypatch.setattr(pooled, "_pool_chunk", counting)
-    monkeypatch.setattr(_memory, "working_bytes", lambda cap: 40 * pooled.BYTES_PER_CONTRIBUTION)
+    monkeypatch.setattr(_memory, "working_bytes",
+                        lambda cap, reserve=0: 40 * pooled.BYTES_PER_CONTRIBUTION)
     monkeypatch.setattr(pooled, "MIN_BLOCK", 1)
     monkeypatch.setattr(pooled, "FIRST_CHUNK_TARGETS", 7)
     for distinct in (True, False):
