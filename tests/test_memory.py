@@ -659,39 +659,24 @@ def test_fit_stays_within_the_least_limit_its_check_names(tmp_path, cli):
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's VmHWM")
-def test_synthesize_stays_within_the_least_limit_its_check_names(tmp_path, cli):
+@pytest.mark.parametrize("n, m, method",
+                         [(5000, 20, ["cart"]), (1000, 5, ["rf", "--n-trees", "100"])],
+                         ids=["cart", "rf"])
+def test_synthesize_stays_within_the_least_limit_its_check_names(tmp_path, cli, n, m, method):
     """CART loads scikit-learn and pyarrow after the check, and fits and holds more than 8 bytes
-    a cell of each dataset (182 MB named, 270 MB peak on 5,000 CE-like records, m = 20). The
-    same datasets as without a limit."""
+    a cell of each dataset (182 MB named, 270 MB peak on 5,000 CE-like records, m = 20); the
+    forests' trees were not counted (1.4 MB named, 1.2 GB beyond it on 5,000 CE-like records
+    with 500 trees; 28 MB beyond with 1,000 records and 100 trees). The same datasets as
+    without a limit."""
     import pandas as pd
 
     import bayes_risk as br
 
-    br.make_ce_like(5000, random_seed=1).to_csv(tmp_path / "ce.csv", index=False)
-    argv = ["synthesize", "ce.csv", "--method", "cart", "--synthesize", "Income", "Expenditure",
-            "Age", "-m", "20", "--random-seed", "1", "--quiet", "--out"]
+    br.make_ce_like(n, random_seed=1).to_csv(tmp_path / "ce.csv", index=False)
+    argv = ["synthesize", "ce.csv", "--method", *method, "--synthesize", "Income",
+            "Expenditure", "Age", "-m", str(m), "--random-seed", "1", "--quiet", "--out"]
     _command_within_least_limit([*argv, "syn"], tmp_path,
-                                "20 synthetic datasets of 5,000 records x 7 columns")
-    assert cli([*argv, "free"], tmp_path).returncode == 0
-    for f in sorted((tmp_path / "free").glob("*.parquet")):
-        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "syn" / f.name),
-                                      pd.read_parquet(f), check_exact=True)
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's VmHWM")
-def test_random_forest_synthesis_stays_within_the_least_limit(tmp_path, cli):
-    """The forests' trees (about 130 bytes a tree, record and column) were not counted: 1.4
-    MB named, 1.2 GB beyond it on 5,000 CE-like records with 500 trees (here 1,000 records, 100
-    trees: 28 MB beyond). The same datasets as without a limit."""
-    import pandas as pd
-
-    import bayes_risk as br
-
-    br.make_ce_like(1000, random_seed=1).to_csv(tmp_path / "ce.csv", index=False)
-    argv = ["synthesize", "ce.csv", "--method", "rf", "--n-trees", "100", "--synthesize",
-            "Income", "Expenditure", "Age", "-m", "5", "--random-seed", "1", "--quiet", "--out"]
-    _command_within_least_limit([*argv, "syn"], tmp_path,
-                                "5 synthetic datasets of 1,000 records x 7 columns")
+                                f"{m} synthetic datasets of {n:,} records x 7 columns")
     assert cli([*argv, "free"], tmp_path).returncode == 0
     for f in sorted((tmp_path / "free").glob("*.parquet")):
         pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "syn" / f.name),
