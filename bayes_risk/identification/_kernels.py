@@ -185,7 +185,7 @@ def scan(perms, sv, prim, bstart, blen, lo, hi, ell, centre, scale, strict, offs
                 if jj == bj:
                     continue
                 v = sv[bj, jj, pos]
-                if v < lo[i, jj] or v > hi[i, jj]:
+                if not (v >= lo[i, jj] and v <= hi[i, jj]):  # NaN: no match
                     ok = False
                     break
             if ok and ell:
@@ -205,6 +205,118 @@ def scan(perms, sv, prim, bstart, blen, lo, hi, ell, centre, scale, strict, offs
                 c += 1
         counts[i] = c
     return counts
+
+@_nb.njit(cache=True, nogil=True)
+def ranks(perms, n):
+    """``out[perms[1, p]] = p``: each record's position in the order of the second radius
+    column (its rank inside its key group is that minus the group's start)."""
+    out = np.empty(n, dtype=np.int64)
+    for p in range(n):
+        out[perms[1, p]] = p
+    return out
+
+
+@_nb.njit(cache=True, nogil=True)
+def _fenwick_add(tree, base, size, i):
+    """Add one at local position ``i`` (0-based) of the Fenwick tree ``tree[base:base + size]``."""
+    i += 1
+    while i <= size:
+        tree[base + i - 1] += 1
+        i += i & (-i)
+
+
+@_nb.njit(cache=True, nogil=True)
+def _fenwick_prefix(tree, base, i):
+    """How many were added at local positions ``< i``."""
+    s = 0
+    while i > 0:
+        s += tree[base + i - 1]
+        i -= i & (-i)
+    return s
+
+
+@_nb.njit(cache=True, nogil=True)
+def count_rect2(gstart, perms, sv, rank1, tgt_g, lo, hi, olo, ohi):
+    """Match counts of a rectangle over two radius columns, by an offline range count: inside
+    each key group the records enter a Fenwick tree over their rank on the second column in
+    the order of the first, and each target reads the tree twice, once the records below its
+    window on the first column have entered and once those up to its top have. ``olo`` /
+    ``ohi``: the targets sorted by (key, lower) and (key, upper) bound of the first column.
+    O((n + N) log n) in place of a scan of each target's slice; the same counts."""
+    N = tgt_g.shape[0]
+    counts = np.zeros(N, dtype=np.int64)
+    tree = np.zeros(perms.shape[1], dtype=np.int64)
+    # per target: records of its group below / up to its window on the first column, and its
+    # slice on the second (local ranks [s1, e1)); an empty window is not read
+    plo = np.zeros(N, dtype=np.int64)
+    phi = np.zeros(N, dtype=np.int64)
+    s1 = np.zeros(N, dtype=np.int64)
+    e1 = np.zeros(N, dtype=np.int64)
+    live = np.zeros(N, dtype=np.bool_)
+    for i in range(N):
+        g = tgt_g[i]
+        if g < 0:
+            continue
+        if lo[i, 0] != lo[i, 0] or hi[i, 0] != hi[i, 0] or lo[i, 1] != lo[i, 1] \
+                or hi[i, 1] != hi[i, 1]:
+            continue  # a NaN bound matches nothing
+        b = gstart[g]
+        e = gstart[g + 1]
+        x = _first_above(sv, 0, b, e, lo[i, 0], False)
+        y = _first_above(sv, 0, x, e, hi[i, 0], True)
+        if y <= x:
+            continue
+        u = _first_above(sv, 1, b, e, lo[i, 1], False)
+        v = _first_above(sv, 1, u, e, hi[i, 1], True)
+        if v <= u:
+            continue
+        plo[i] = x - b
+        phi[i] = y - b
+        s1[i] = u - b
+        e1[i] = v - b
+        live[i] = True
+    a = 0
+    while a < N:
+        # the next key group: the same targets at olo[a:a2] and ohi[a:a2]
+        g = tgt_g[olo[a]]
+        a2 = a
+        while a2 < N and tgt_g[olo[a2]] == g:
+            a2 += 1
+        if g >= 0:
+            base = gstart[g]
+            size = gstart[g + 1] - base
+            inserted = 0
+            pa = a
+            pz = a
+            while pa < a2 or pz < a2:
+                # the next reading in the order of its prefix on the first column
+                if pa < a2 and not live[olo[pa]]:
+                    pa += 1
+                    continue
+                if pz < a2 and not live[ohi[pz]]:
+                    pz += 1
+                    continue
+                if pz >= a2 or (pa < a2 and plo[olo[pa]] <= phi[ohi[pz]]):
+                    t = olo[pa]
+                    pa += 1
+                    p = plo[t]
+                    sign = -1
+                else:
+                    t = ohi[pz]
+                    pz += 1
+                    p = phi[t]
+                    sign = 1
+                while inserted < p:
+                    _fenwick_add(tree, base, size, rank1[perms[0, base + inserted]] - base)
+                    inserted += 1
+                counts[t] += sign * (_fenwick_prefix(tree, base, e1[t])
+                                     - _fenwick_prefix(tree, base, s1[t]))
+            if inserted:  # the tree back to zeros for the next group
+                for k in range(base, base + size):
+                    tree[k] = 0
+        a = a2
+    return counts
+
 
 @_nb.njit(cache=True, nogil=True)
 def compact(buf, offsets, counts):

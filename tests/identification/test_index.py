@@ -3,6 +3,8 @@ against the numpy functions they replace (same results, faster at command-line s
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -122,3 +124,86 @@ def test_replicate_index_matches_brute_force(prob):
         assert sorted(got.tolist()) == np.flatnonzero(ok).tolist()
     assert start == len(recs)
 
+
+
+@st.composite
+def count_problems(draw):
+    """Keys with absent and sparse values, two or three radius columns with ties, signed zeros,
+    infinities and NaN, windows empty, degenerate (radius 0) or wide."""
+    n = draw(st.integers(1, 40))
+    q = draw(st.integers(1, 3))
+    n_t = draw(st.integers(1, 15))
+    sparse = draw(st.booleans())  # key codes far apart: the index's unique-key lookup
+    scale = 10**9 if sparse else 1
+    key = draw(hnp.arrays(np.int64, n, elements=st.integers(0, 3))) * scale
+    vals = draw(hnp.arrays(np.float64, (q, n), elements=st.sampled_from(
+        [0.0, -0.0, 1.0, 2.0, 3.0, np.inf, -np.inf, np.nan])))
+    # a code absent from the records (4) only where the index looks keys up (codes below
+    # the number of cells index its groups directly)
+    tkey = draw(hnp.arrays(np.int64, n_t, elements=st.integers(-1, 4 if sparse else 3))) * scale
+    centre = draw(hnp.arrays(np.float64, (n_t, q), elements=st.sampled_from(
+        [0.0, 1.0, 2.0, 3.0, np.inf])))
+    half = draw(hnp.arrays(np.float64, (n_t, q), elements=st.sampled_from(
+        [0.0, 0.5, 1.0, 2.0, 10.0, -1.0])))  # -1: a window whose top is below its bottom
+    lo, hi = centre - half, centre + half
+    lo[np.isinf(centre)] = hi[np.isinf(centre)] = np.inf  # a missing target value
+    return key, vals, tkey, lo, hi, centre, np.abs(half), 4 * scale
+
+
+@settings(deadline=None, max_examples=300)
+@given(count_problems(), st.sampled_from([0.0, 6.0, np.inf]), st.booleans(), st.booleans())
+def test_compiled_counts_equal_brute_force(prob, per_count, ellipse, orders):
+    """The compiled index's match counts, by the offline range count (``SCAN_PER_COUNT=0``), by
+    a scan (``inf``) or as chosen, with or without the targets' sort orders, equal a brute-force
+    count of the records of the target's key inside its window (and inside its ellipse)."""
+    key, vals, tkey, lo, hi, centre, scale, cells = prob
+    q = vals.shape[0]
+    b = TargetBounds(lo, hi, centre, scale, ellipse, False)
+    idx = index.NumbaIndex(key, vals, cells)
+    torder = None
+    if orders:
+        from bayes_risk.identification.engine import target_orders
+
+        torder = target_orders(tkey, b, True)
+    with _scan_per_count(per_count):
+        counts, lst = idx.match(tkey, b, False, torder)
+    assert lst is None
+    want = []
+    for i in range(len(tkey)):
+        ok = (key == tkey[i]) & (tkey[i] >= 0)
+        for j in range(q):
+            ok &= (vals[j] >= lo[i, j]) & (vals[j] <= hi[i, j])
+        if ellipse:
+            ok &= index._in_ellipse(list(vals), list(centre[i]), list(scale[i]), False)
+        want.append(int(ok.sum()))
+    np.testing.assert_array_equal(counts, want)
+
+
+@contextlib.contextmanager
+def _scan_per_count(value: float):
+    """``index.SCAN_PER_COUNT`` set inside the block (0: always the range count; inf: a scan)."""
+    saved = index.SCAN_PER_COUNT
+    index.SCAN_PER_COUNT = value
+    try:
+        yield
+    finally:
+        index.SCAN_PER_COUNT = saved
+
+
+def test_range_count_of_wide_windows_by_hand():
+    """Two key groups, two radius columns: the counts of a hand-checked example, by the range
+    count (``SCAN_PER_COUNT=0``) and by a scan."""
+    key = np.array([0, 0, 0, 0, 1, 1], dtype=np.int64)
+    vals = np.array([[1.0, 2.0, 3.0, 4.0, 2.0, 2.0],
+                     [10.0, 20.0, 30.0, 40.0, 20.0, 25.0]])
+    tkey = np.array([0, 0, 1, 1, 2], dtype=np.int64)
+    lo = np.array([[1.5, 15.0], [0.0, 0.0], [2.0, 20.0], [2.0, 21.0], [0.0, 0.0]])
+    hi = np.array([[3.0, 40.0], [9.0, 25.0], [2.0, 20.0], [2.0, 30.0], [9.0, 99.0]])
+    b = TargetBounds(lo, hi, (lo + hi) / 2, (hi - lo) / 2, False, False)
+    idx = index.NumbaIndex(key, vals, 3)
+    for per_count in (0.0, np.inf):
+        with _scan_per_count(per_count):
+            counts, _ = idx.match(tkey, b, False)
+        # target 0: records 1, 2 (x in [1.5, 3], y in [15, 40]); target 1: records 0, 1;
+        # target 2: record 4 only (radius 0); target 3: record 5; target 4: no key group
+        np.testing.assert_array_equal(counts, [2, 2, 1, 1, 0])
