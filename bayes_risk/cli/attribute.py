@@ -347,7 +347,7 @@ def run(args: argparse.Namespace) -> int:
             if chains.get("status") == "run" else f"between-chain check not run: {chains['reason']}"
         )
     with output_dir(args) as tmp:
-        result.records.to_csv(tmp / "records.csv")  # the index: column "record" (or "pair")
+        result.to_dataframe().to_csv(tmp / "records.csv")  # the index: column "record" (or "pair")
         write_json(tmp / "summary.json", summary)
         for kind, name in (("p_true", "p_true_hist.png"), ("rank", "rank_hist.png"),
                            ("khat", "khat.png")):

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
+from bayes_risk._numeric import normalise_log
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
@@ -17,10 +18,16 @@ from bayes_risk.results._base import RiskResult, legend_below
 from bayes_risk.results._summary import ResultWarning, Summary
 from bayes_risk.warning_codes import message
 
-__all__ = ["AttributeRiskResult", "CandidateSet", "hrw_summary", "mc_table", "QUANTILES"]
+__all__ = ["AttributeRiskResult", "CandidateSet", "bayes_factor", "hrw_summary", "mc_table",
+           "EVIDENCE_FACTOR", "QUANTILES"]
 
 #: quantiles of ``p_true`` and of the truth's rank in the Hu–Reiter–Wang summary
 QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
+
+#: the Bayes factor of the true values from which a record counts as one the release tells the
+#: intruder about (``prop_evidence``): 3, where Jeffreys' and Kass & Raftery's scales of evidence
+#: start counting a factor as more than a bare mention (:doc:`/methods/attribute`)
+EVIDENCE_FACTOR = 3.0
 
 
 @dataclass(frozen=True)
@@ -99,7 +106,7 @@ class AttributeRiskResult(RiskResult):
     _boot_loglik: list[np.ndarray] | None = field(repr=False, default=None)
     _degenerate: dict[str, Any] = field(repr=False, default_factory=dict)
     #: the engine's ``file_uncertainty``, run on first use (it costs as much as the bootstrap)
-    _mc_figures: Callable[[AttributeRiskResult], dict[str, Any]] | None = field(
+    _mc_figures: Callable[..., dict[str, Any]] | None = field(
         repr=False, default=None, compare=False
     )
     _cache: dict[str, Any] = field(repr=False, default_factory=dict, compare=False)
@@ -144,7 +151,8 @@ class AttributeRiskResult(RiskResult):
 
     # ----- summaries ------------------------------------------------------------------------
     def to_dict(
-        self, *, thresholds: Sequence[float] = (0.5,), records: bool = False
+        self, *, thresholds: Sequence[float] = (0.5,), records: bool = False,
+        evidence_factor: float = EVIDENCE_FACTOR,
     ) -> dict[str, Any]:
         """File-level summary (Hu, Reiter & Wang 2014), JSON-safe: ``summary.json`` of
         ``bayes-risk attribute`` (:doc:`/user_guide/attribute`).
@@ -155,17 +163,22 @@ class AttributeRiskResult(RiskResult):
             Count the records whose ``p_true`` exceeds each threshold.
         records : bool
             Add the record table (``"records"``, column → list).
+        evidence_factor : float
+            Bayes factor of the true values (> 1) from which a record counts in
+            ``prop_evidence`` (see :func:`bayes_factor`).
 
         Returns
         -------
         dict
             ``n_records``, ``n_flagged``, ``flag_counts``, the Hu–Reiter–Wang summaries of
-            ``unflagged``, ``flagged`` and ``all`` records, ``random_guess_baseline``,
-            ``published_estimator``, ``pareto_khat``, ``between_chain_check``, ``settings``,
+            ``unflagged``, ``flagged`` and ``all`` records (with the Bayes factors of the true
+            values: ``prop_evidence``, ``bayes_factor_quantiles``, ``mean_prior_p_true``),
+            ``random_guess_baseline``, ``published_estimator``, ``pareto_khat``, ``between_chain_check``, ``settings``,
             ``warnings``, ``mcmc`` and, with the draw bootstrap, ``mc_uncertainty``.
         """
         df = self.records
         fl = df["flag_codes"] != ""
+        prior = pd.Series(self.prior_p_true(), index=df.index)
 
         def hrw(d: pd.DataFrame) -> dict[str, Any]:
             return hrw_summary(
@@ -174,6 +187,8 @@ class AttributeRiskResult(RiskResult):
                 d["is_top"].to_numpy(),
                 d["top_share"].to_numpy(),
                 thresholds=thresholds,
+                prior_p_true=prior[d.index].to_numpy(),
+                evidence_factor=evidence_factor,
             )
 
         khat_note: dict[str, Any] = {}
@@ -204,26 +219,33 @@ class AttributeRiskResult(RiskResult):
             "warnings": list(self.warnings),
             "mcmc": dict(self.mcmc),
         }
-        regimes = self.regime_figures(thresholds=thresholds)
+        regimes = self.regime_figures(thresholds=thresholds, evidence_factor=evidence_factor)
         if regimes is not None:
             out["regimes"] = regimes
-        mc = self._mc_uncertainty()
+        mc = self._mc_uncertainty(evidence_factor)
         if mc is not None:
             out["mc_uncertainty"] = mc
         if records:
             out["records"] = df.reset_index().to_dict(orient="list")
         return to_jsonable(out)
 
-    def regime_figures(self, *, thresholds: Sequence[float] = (0.5,)) -> dict[str, Any] | None:
+    def regime_figures(
+        self, *, thresholds: Sequence[float] = (0.5,), evidence_factor: float = EVIDENCE_FACTOR,
+    ) -> dict[str, Any] | None:
         """The file-level figures under each regime of the model's fit when its chains disagree
         (``REGIMES_DISAGREE``); ``None`` when they agree or there are no chains.
+
+        Parameters
+        ----------
+        thresholds, evidence_factor
+            As in :meth:`to_dict`.
 
         Returns
         -------
         dict or None
             ``status`` ("computed" or "not computed" with ``reason``), ``n_records``, ``regimes``
-            (each with ``chains``, the fit's figures and the Hu–Reiter–Wang ``summary``) and
-            ``largest_prop_top``.
+            (each with ``chains``, the fit's figures and the Hu–Reiter–Wang ``summary``),
+            ``largest_prop_top`` and ``largest_prop_evidence``.
         """
         fit = (self.mcmc or {}).get("fits", {}).get("model") or {}
         reg = fit.get("regimes")
@@ -240,7 +262,8 @@ class AttributeRiskResult(RiskResult):
             why = ((self.settings.get("chain_check") or {}).get("reason")
                    or "no estimates per chain")
             return {"status": "not computed", "reason": f"no per-chain estimates ({why})",
-                    **base, "n_records": 0, "largest_prop_top": None}
+                    **base, "n_records": 0, "largest_prop_top": None,
+                    "largest_prop_evidence": None}
         g0 = self._g0()
         per: list[dict[str, np.ndarray]] = []
         for g in groups:
@@ -255,16 +278,24 @@ class AttributeRiskResult(RiskResult):
                 top[i] = bool(post[g0[k]] >= np.max(post) * (1 - 1e-9))
             per.append({"p": p, "top": top})
         out_reg = []
+        prior = self.prior_p_true()[ok]
         for r, f in zip(base["regimes"], per, strict=True):
             summ = hrw_summary(f["p"], np.where(f["top"], 1.0, 2.0), f["top"],
-                               f["top"].astype(float), thresholds=thresholds)
+                               f["top"].astype(float), thresholds=thresholds,
+                               prior_p_true=prior, evidence_factor=evidence_factor)
             summ.pop("rank_min_quantiles", None)  # only ranked first or not is kept
             out_reg.append({**r, "summary": summ})
-        shares = [float(r["summary"].get("prop_top", np.nan)) for r in out_reg]
-        best = int(np.nanargmax(shares)) if np.isfinite(shares).any() else None
+
+        def largest(key: str) -> dict[str, Any] | None:
+            shares = [float(r["summary"].get(key, np.nan)) for r in out_reg]
+            if not np.isfinite(shares).any():
+                return None
+            best = int(np.nanargmax(shares))
+            return {"regime": best + 1, key: shares[best]}
+
         return {"status": "computed", "n_records": len(ok), "regimes": out_reg,
-                "largest_prop_top": None if best is None else {"regime": best + 1,
-                                                               "prop_top": shares[best]}}
+                "largest_prop_top": largest("prop_top"),
+                "largest_prop_evidence": largest("prop_evidence")}
 
     def _chain_note(self) -> dict[str, Any]:
         """``settings["chain_check"]`` with the number of records flagged ``CHAINS_DISAGREE``."""
@@ -277,17 +308,49 @@ class AttributeRiskResult(RiskResult):
         )
         return note
 
-    def _mc_uncertainty(self) -> dict[str, Any] | None:
-        """The draw bootstrap's Monte Carlo figures (computed once), or ``None``."""
+    def _mc_uncertainty(
+        self, evidence_factor: float = EVIDENCE_FACTOR
+    ) -> dict[str, Any] | None:
+        """The draw bootstrap's Monte Carlo figures (computed once per factor), or ``None``."""
         if not self._boot_loglik or self._mc_figures is None:
             return None
-        if "mc_uncertainty" not in self._cache:
-            self._cache["mc_uncertainty"] = self._mc_figures(self)
-        return self._cache["mc_uncertainty"]
+        key = f"mc_uncertainty_{float(evidence_factor)!r}"
+        if key not in self._cache:
+            self._cache[key] = self._mc_figures(self, evidence_factor=evidence_factor)
+        return self._cache[key]
+
+    def prior_p_true(self) -> np.ndarray:
+        """The intruder's prior probability of each record's true values among its candidates,
+        before the release (``1/G`` under the uniform prior); ``nan`` for a record without
+        candidates.
+
+        Returns
+        -------
+        ndarray (n_records,)
+        """
+        if "prior_p_true" not in self._cache:
+            g0 = self._g0()
+            out = np.full(len(g0), np.nan)
+            sizes = np.array([lp.size for lp in self.logprior], dtype=np.int64)
+            for G in np.unique(sizes[sizes > 0]):
+                # records with G candidates at once (the prior is normalised over C_i)
+                k = np.flatnonzero(sizes == G)
+                lp = np.stack([np.asarray(self.logprior[i], dtype=np.float64) for i in k])
+                out[k] = normalise_log(lp)[np.arange(k.size), g0[k]]
+            self._cache["prior_p_true"] = out
+        return self._cache["prior_p_true"]
 
     def to_dataframe(self) -> pd.DataFrame:
-        """The record table (a copy of :attr:`records`)."""
-        return self.records.copy()
+        """The record table (a copy of :attr:`records`) with, after ``baseline``, the prior's
+        mass on the true values (``prior_p_true``) and their Bayes factor (``bayes_factor``,
+        :func:`bayes_factor`): ``records.csv`` of ``bayes-risk attribute`` and of the audit."""
+        df = self.records.copy()
+        at = df.columns.get_loc("baseline") + 1 if "baseline" in df.columns else df.shape[1]
+        prior = self.prior_p_true()
+        df.insert(at, "prior_p_true", prior)
+        df.insert(at + 1, "bayes_factor",
+                  bayes_factor(df["p_true"].to_numpy(dtype=np.float64), prior))
+        return df
 
     @property
     def structured_warnings(self) -> list[ResultWarning]:
@@ -330,8 +393,20 @@ class AttributeRiskResult(RiskResult):
         notes = [
             "p_true: renormalised posterior probability of the record's true values among its "
             "candidates; rank 1 = the intruder's best guess (Hu, Reiter & Wang 2014). Flagged "
-            "records have unreliable estimates and are reported separately."
+            "records have unreliable estimates and are reported separately.",
+            f"Bayes factor: how many times the release multiplies the intruder's odds on the "
+            f"record's true values (1: the release tells nothing about the record); from "
+            f"{EVIDENCE_FACTOR:g} on it counts as evidence (Kass & Raftery 1995).",
         ]
+        un = d["unflagged"]
+        if un.get("prop_top", np.nan) < d["random_guess_baseline"]:
+            notes.append(
+                "The share ranked first is below the random guess: the release says little "
+                "about each record, the posterior over its candidates is nearly flat and chance "
+                "differences in the released values put some other candidate first — Bayes' "
+                "rule, not protection. Read the share with evidence and mean p_true against "
+                "the prior instead (methods page, Attribute disclosure risk: A share ranked "
+                "first below the random guess).")
         if d["flag_counts"]:
             notes.append(
                 "Flags: " + ", ".join(f"{k} × {v}" for k, v in d["flag_counts"].items()) + "."
@@ -428,19 +503,74 @@ class AttributeRiskResult(RiskResult):
         return ax
 
 
-def hrw_table_row(name: str, d: dict[str, Any]) -> dict[str, Any]:
-    """One row of the Hu–Reiter–Wang table from a group's summary (``to_dict()["all"]`` …)."""
+def hrw_table_row(name: str, d: dict[str, Any],
+                  evidence_factor: float = EVIDENCE_FACTOR) -> dict[str, Any]:
+    """One row of the Hu–Reiter–Wang table from a group's summary (``to_dict()["all"]`` …),
+    with the prior's mean mass on the truth and the share of records whose Bayes factor is at
+    least ``evidence_factor``."""
     q = d.get("p_true_quantiles", {}) or {}
     r = d.get("rank_min_quantiles", {}) or {}
     return {
         "records": name,
         "n": d.get("n_records"),
         "mean p_true": d.get("mean_p_true"),
+        "mean p_true before the release (prior)": d.get("mean_prior_p_true"),
         "median p_true": q.get("50%"),
         "95th percentile of p_true": q.get("95%"),
         "median rank": r.get("50%"),
         "share ranked first": d.get("prop_top"),
+        f"share with Bayes factor ≥ {evidence_factor:g}": d.get("prop_evidence"),
     }
+
+
+def bayes_factor(p_true: Any, prior_p_true: Any) -> np.ndarray:
+    """How many times the release multiplies the intruder's odds on a record's true values:
+    the Bayes factor ``[p/(1 − p)] / [π/(1 − π)]`` of the truth against its other candidates,
+    ``p`` = ``p_true`` (after the release) and ``π`` = the prior's mass on the truth (before).
+
+    It is the likelihood of the release under the true values over its prior-weighted
+    likelihood under the other candidates, so it does not depend on the prior's mass on the
+    truth; under the uniform prior it is ``(G − 1) p / (1 − p)``. A release that says nothing
+    about the record gives 1. ``inf`` where ``p = 1 > π``; 1 where the prior decides alone
+    (``π`` of 0 or 1: the release cannot move the intruder); ``nan`` where ``p`` is ``nan``.
+
+    Parameters
+    ----------
+    p_true, prior_p_true : array_like
+        Posterior and prior probabilities of the true values, per record.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> bayes_factor([0.1, 0.5, 1 / 35, 1.0], [1 / 35, 1 / 35, 1 / 35, 0.5]).round(3).tolist()
+    [3.778, 34.0, 1.0, inf]
+    """
+    p = np.asarray(p_true, dtype=np.float64)
+    pi = np.broadcast_to(np.asarray(prior_p_true, dtype=np.float64), p.shape)
+    decided = (pi <= 0) | (pi >= 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # log odds (log1p keeps 1 − p exact near 0): p = 1 gives +inf
+        log_bf = (np.log(p) - np.log1p(-p)) - (np.log(pi) - np.log1p(-pi))
+        out = np.exp(log_bf)
+    return np.where(decided & ~np.isnan(p), 1.0, out)
+
+
+def check_evidence_factor(value: Any, argument: str = "evidence_factor") -> float:
+    """``value`` as a float if it is a Bayes factor above 1, else a ``ValidationError`` naming
+    ``argument`` (a factor of 1 is no evidence, below 1 evidence against the truth)."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        f = float("nan")
+    if not f > 1:
+        raise ValidationError(
+            f"{argument} must be a Bayes factor above 1 (how many times the release multiplies "
+            f"the intruder's odds on the true values; 1 is no evidence). Got {value!r}.",
+            code="INVALID_ARGUMENT")
+    return f
 
 
 def hrw_summary(
@@ -450,8 +580,23 @@ def hrw_summary(
     top_share: np.ndarray,
     *,
     thresholds: Sequence[float] = (0.5,),
+    prior_p_true: np.ndarray | None = None,
+    evidence_factor: float = EVIDENCE_FACTOR,
 ) -> dict[str, Any]:
-    """File-level summary of Hu, Reiter & Wang (2014); ``nan`` records excluded and counted."""
+    """File-level summary of Hu, Reiter & Wang (2014); ``nan`` records excluded and counted.
+
+    With ``prior_p_true`` (the prior's mass on each record's true values) also the Bayes
+    factors of the true values (:func:`bayes_factor`): ``prop_evidence``, the share of records
+    whose factor is at least ``evidence_factor``, their quantiles and ``mean_prior_p_true``.
+
+    Examples
+    --------
+    >>> s = hrw_summary(np.array([0.04, 0.05, 0.2, 0.9]), np.array([2, 1, 1, 1]),
+    ...                 np.array([0, 1, 1, 1]), np.array([0, 1, 1, 1]),
+    ...                 prior_p_true=np.full(4, 0.04), evidence_factor=3)
+    >>> s["prop_top"], s["prop_evidence"], s["mean_prior_p_true"]
+    (0.75, 0.5, 0.04)
+    """
     p = np.asarray(p_true, dtype=np.float64)
     ok = ~np.isnan(p)
     rk = np.asarray(rank_min, dtype=np.float64)[ok]
@@ -468,6 +613,18 @@ def hrw_summary(
     out["prop_top_shared"] = float(np.mean(np.asarray(top_share, dtype=np.float64)[ok]))
     out["mean_p_true"] = float(np.mean(p))
     out["n_p_true_above"] = {f"{t:g}": int(np.sum(p > t)) for t in thresholds}
+    if prior_p_true is not None:
+        evidence_factor = check_evidence_factor(evidence_factor)
+        pi = np.asarray(prior_p_true, dtype=np.float64)[ok]
+        bf = bayes_factor(p, pi)
+        out["evidence_factor"] = float(evidence_factor)
+        out["prop_evidence"] = float(np.mean(bf >= evidence_factor))
+        # the order statistic at or above each quantile: a factor of inf (p_true = 1) is
+        # never averaged with another into nan
+        out["bayes_factor_quantiles"] = {f"{int(q * 100)}%": float(np.quantile(bf, q,
+                                                                               method="higher"))
+                                         for q in QUANTILES}
+        out["mean_prior_p_true"] = float(np.mean(pi))
     return out
 
 
