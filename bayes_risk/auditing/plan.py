@@ -15,6 +15,7 @@ import pandas as pd
 
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
 from bayes_risk.measures import measures
+from bayes_risk.results.attribute import EVIDENCE_FACTOR, check_evidence_factor
 
 __all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "DEFAULT_SWEEP",
            "THRESHOLD_SOURCES", "step_names"]
@@ -52,6 +53,12 @@ THRESHOLD_SOURCES: dict[str, str] = {
     "expected_match_rate": _CONVENTION,
     "true_match_rate": _CONVENTION,
     "prop_top": _CONVENTION,
+    "prop_evidence": _CONVENTION,
+    "evidence_factor": "a Bayes factor of 3 is where Kass & Raftery's (1995) scale of "
+                       "evidence stops calling it 'not worth more than a bare mention' "
+                       "(Jeffreys' scale: 3.2): the smallest factor read as evidence, so the "
+                       "most records counted (methods page, Attribute disclosure risk: "
+                       "Evidence about a record)",
     "repU": _CONVENTION,
     "DiSCO": _CONVENTION,
     "membership_advantage": _CONVENTION,
@@ -81,6 +88,13 @@ class Thresholds:
     prop_top : float
         Largest acceptable share of records whose true values are the intruder's best guess.
         Default 0.1.
+    prop_evidence : float
+        Largest acceptable share of records whose true values the release gives evidence
+        for: a Bayes factor of at least ``evidence_factor`` (the release multiplies the
+        intruder's odds on them at least that many times). Default 0.1.
+    evidence_factor : float
+        Bayes factor, above 1, from which a record counts in ``prop_evidence``. Default 3
+        (Kass & Raftery 1995).
     repU : float
         Largest acceptable replicated uniques, percent of records. Default 1.
     DiSCO : float
@@ -103,6 +117,8 @@ class Thresholds:
     expected_match_rate: float = 0.01
     true_match_rate: float = 0.01
     prop_top: float = 0.1
+    prop_evidence: float = 0.1
+    evidence_factor: float = EVIDENCE_FACTOR
     repU: float = 1.0  # noqa: N815 - synthpop's name
     DiSCO: float = 1.0  # noqa: N815 - synthpop's name
     membership_advantage: float = 0.05
@@ -152,6 +168,8 @@ class Thresholds:
             if k == "membership_probability" and not 0 < val < 1:
                 raise ValidationError(
                     f"thresholds: membership_probability must be in (0, 1). Got {v!r}.")
+            if k == "evidence_factor":
+                check_evidence_factor(v, "thresholds: evidence_factor")
             kw[k] = val
         return cls(**kw)
 

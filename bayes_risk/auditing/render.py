@@ -24,6 +24,7 @@ from bayes_risk.auditing.outcome import step_file
 from bayes_risk.auditing.plan import radius_text
 from bayes_risk.results._base import plot_figure
 from bayes_risk.results._format import format_number
+from bayes_risk.results.attribute import EVIDENCE_FACTOR
 from bayes_risk.warning_codes import message
 
 __all__ = ["write_report", "CSP", "Block", "Section", "Span", "step_section"]
@@ -734,19 +735,24 @@ def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
           "intruder's best guess, and the share ranked first (prop_top in summary.json) the "
           "share of records whose true values are that guess. A random guess gives p_true ",
           links.pct(sm.get("random_guess_baseline"), src), " (1/G for G candidates).")
+    k = result.plan.thresholds.evidence_factor
     rows = []
     for key, lab in (("all", "all"), ("unflagged", "stable estimates"),
                      ("flagged", "flagged (unstable)")):
         d = sm.get(key) or {}
         q = d.get("p_true_quantiles") or {}
         rows.append([Span(lab), links.num(d.get("n_records"), src),
+                     links.pct(d.get("mean_prior_p_true"), src),
                      links.pct(d.get("mean_p_true"), src), links.pct(q.get("50%"), src),
-                     links.pct(q.get("95%"), src), links.pct(d.get("prop_top"), src)])
+                     links.pct(q.get("95%"), src), links.pct(d.get("prop_top"), src),
+                     links.pct(d.get("prop_evidence"), src)])
     sec.blocks.append(_rows_table(
-        ["records", "n", "mean p_true (%)", "median p_true (%)",
-         "95th percentile of p_true over the records (%)", "share ranked first (%)"], rows,
-        links, src, "The probability of the truth over the records (summary.json holds "
+        ["records", "n", "mean p_true before the release: the intruder's prior (%)",
+         "mean p_true (%)", "median p_true (%)", "95th percentile of p_true over the records "
+         "(%)", "share ranked first (%)", f"share with evidence: Bayes factor ≥ {k:g} (%)"],
+        rows, links, src, "The probability of the truth over the records (summary.json holds "
         "fractions: 0.04 = 4 %)"))
+    _reading_attribute(sec, sm, k, links, src)
     mc = sm.get("mc_uncertainty")
     if mc:
         sec.blocks.append(_mc_block(mc, links, src))
@@ -764,16 +770,19 @@ def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     if ks is not None:
         _known_sweep_blocks(sec, ks, s, links)
     _known_curve_blocks(sec, s, links)
-    stable = recs[recs["flag_codes"].fillna("").astype(str) == ""]
+    table = s.result.to_dataframe()  # records.csv: with the Bayes factors
+    stable = table[table["flag_codes"].fillna("").astype(str) == ""]
     top = stable.sort_values("p_true", ascending=False, kind="stable").head(TOP_N).reset_index()
-    cols = [c for c in ("record", "p_true", "rank_min", "G", "baseline") if c in top]
+    cols = [c for c in ("record", "p_true", "rank_min", "G", "baseline", "bayes_factor")
+            if c in top]
     sec.blocks.append(_table(
         _at_risk(top[cols], s.extra.get("qi"), "record").rename(
             columns={"rank_min": "rank of the truth", "G": "candidates G",
-                     "baseline": "random guess"}),
+                     "baseline": "random guess", "bayes_factor": "Bayes factor"}),
         links, step_file(s, "records.csv"),
         f"Records most at risk among stable estimates (top {TOP_N} by p_true; every record in "
-        "records.csv, as fractions)", percent=("p_true", "random guess")))
+        "records.csv, as fractions; Bayes factor: how many times the release multiplies the "
+        "intruder's odds on the record's true values)", percent=("p_true", "random guess")))
     counts = sm.get("flag_counts") or {}
     sec.p("Flagged records: ", links.num(sm.get("n_flagged", 0), src),
           (" (" + ", ".join(f"{k} × {v}" for k, v in counts.items()) + ")") if counts else "",
@@ -805,6 +814,48 @@ def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
                  else f"not run ({ch.get('reason')})."))
 
 
+def _reading_attribute(sec: Section, sm: dict[str, Any], k: float, links: _Links,
+                       src: str | None) -> None:
+    """How to read the share ranked first beside the evidence, for a release board; when the
+    share falls below the random guess, why that is not protection."""
+    un = sm.get("unflagged") or {}
+    guess, top = sm.get("random_guess_baseline"), un.get("prop_top")
+    q = un.get("bayes_factor_quantiles") or {}
+
+    def factor(name: str) -> Span:
+        # summary.json writes an infinite factor (p_true = 1) as "inf"
+        x = q.get(name)
+        if x is not None and float(x) == np.inf:
+            return Span("∞ (p_true 100 %)", links.href(src), num=True)
+        return links.num(x, src)
+
+    sec.p("How to read these figures. The share ranked first counts the records whose true "
+          "values would be the intruder's single best guess. The share with evidence counts "
+          f"the records whose true values the release makes at least {k:g} times likelier, in "
+          "odds, than the intruder believed before seeing it (a Bayes factor of at least "
+          f"{k:g}; 1 means the release tells nothing about the record). Here, over the stable "
+          "estimates, the mean p_true is ", links.pct(un.get("mean_p_true"), src),
+          " after the release against ", links.pct(un.get("mean_prior_p_true"), src),
+          " before it, and the Bayes factor of the true values is ",
+          factor("50%"), " at the median and ", factor("95%"),
+          " at the 95th percentile.")
+    if top is None or guess is None or not float(top) < float(guess):
+        return
+    sec.blocks.append(Block("warning", spans=[
+        Span("A share ranked first below the random guess is not protection", strong=True),
+        Span(" (here "), links.pct(top, src), Span(" against "), links.pct(guess, src),
+        Span("). When the release says little about each record, the intruder's posterior over "
+             "its candidates is nearly flat, and small chance differences in the released "
+             "values decide which candidate comes first. The truth comes first only if it "
+             "comes out ahead of every alternative at once — with one-variable candidates, in "
+             "every guessed column — so in almost every record some alternative edges ahead. "
+             "That is Bayes' rule applied to an uninformative release: the intruder's best "
+             "guess is wrong, but not because the release misleads. Read instead the share "
+             "with evidence and p_true after against before the release: a release that "
+             "discloses raises them whatever the ranking. (Methods page, Attribute disclosure "
+             "risk: A share ranked first below the random guess; Hu 2019.)")]))
+
+
 def _mc_block(mc: dict[str, Any], links: _Links, src: str | None) -> Block:
     """The draw bootstrap's Monte Carlo error of the attribute figures, rates in per cent."""
     key = next(k for k in mc if k.startswith("mc_interval_"))
@@ -813,7 +864,8 @@ def _mc_block(mc: dict[str, Any], links: _Links, src: str | None) -> Block:
              "p_true_q50": "p_true, median over the records",
              "p_true_q75": "p_true, 75th percentile over the records",
              "rank_q50": "rank of the truth, median", "rank_q75": "rank of the truth, 75th "
-             "percentile"}
+             "percentile", "share_evidence": "share with evidence, Bayes factor ≥ "
+             f"{mc.get('evidence_factor', EVIDENCE_FACTOR):g}"}
     rows = []
     for f, v in mc["value"].items():
         cell = links.num if f.startswith("rank") else links.pct

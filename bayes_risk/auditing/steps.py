@@ -555,7 +555,8 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
                                 np.asarray(recs, dtype=int), spec,
                                 [c for c in p.synthesized if c in ctx.schema.numeric],
                                 aligned=rows_aligned(ctx))
-    summary = res.to_dict()
+    # the share with a Bayes factor of the truth at the board's factor (the verdict line's)
+    summary = res.to_dict(evidence_factor=p.thresholds.evidence_factor)
     summary["inputs"] = {"model": p.attribute_source}
     if aks is not None:
         summary["known_sweep"] = aks.to_dict()
@@ -568,7 +569,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     if folder is not None:
         from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
 
-        res.records.to_csv(folder / "records.csv")  # the index: column "record"
+        res.to_dataframe().to_csv(folder / "records.csv")  # the index: column "record"
         write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
         for kind, name, _ in ATTRIBUTE_FIGURES:

@@ -1546,8 +1546,8 @@ def test_status_and_headline(audited, tmp_path):
     # with the board's thresholds above every value: the utility line's SEPARATION questions
     # it, so the status is a review, named with its reason
     u = res.step("utility").result
-    loose = Thresholds.parse({"s_pmse": 1e9, "overlap": 0, "prop_top": 1, "repU": 100,
-                              "DiSCO": 100})
+    loose = Thresholds.parse({"s_pmse": 1e9, "overlap": 0, "prop_top": 1, "prop_evidence": 1,
+                              "repU": 100, "DiSCO": 100})
     res.plan.thresholds = loose
     try:
         sep = dataclasses.replace(u, pmse=dataclasses.replace(u.pmse, warnings=["SEPARATION"]))
@@ -1652,6 +1652,38 @@ def test_attribute_section_in_per_cent(audited, report):
     assert f"{100 * s['all']['mean_p_true']:.3g} %" in sec
     assert f"A random guess gives p_true {100 * s['random_guess_baseline']:.3g} %" in sec
     assert "share ranked first (prop_top in summary.json)" in sec
+
+
+def test_attribute_section_explains_a_share_ranked_first_below_the_random_guess(audited, tmp_path):
+    """Issue 63: the share with evidence and the prior's p_true beside the share ranked first;
+    below the random guess the section says why that is not protection and what to read, and
+    records.csv carries every record's Bayes factor (the figure the top-records table shows)."""
+    import copy
+
+    from bayes_risk.results.attribute import bayes_factor
+
+    res, out = audited
+    a = res.step("attribute")
+    sm = copy.deepcopy(a.extra["summary"])
+    guess = sm["random_guess_baseline"]
+    rec = pd.read_csv(out / "attribute" / "records.csv")
+    assert list(rec.columns[rec.columns.get_loc("baseline") + 1:][:2]) == [
+        "prior_p_true", "bayes_factor"]
+    np.testing.assert_allclose(rec["bayes_factor"], bayes_factor(rec["p_true"],
+                                                                 rec["prior_p_true"]))
+    assert sm["unflagged"]["prop_evidence"] == pytest.approx(
+        np.mean(rec.loc[rec["flag_codes"].isna(), "bayes_factor"] >= 3))
+    for key, below in ((0.0, True), (guess, False)):
+        sm["unflagged"]["prop_top"] = key
+        res2 = _with_step(res, "attribute", extra={**a.extra, "summary": sm})
+        html = res2.to_html(tmp_path / f"below{below}.html").read_text()
+        sec = _text(html.split('<section id="attribute">')[1].split("</section>")[0])
+        assert "share with evidence: Bayes factor ≥ 3 (%)" in sec
+        assert "mean p_true before the release: the intruder&#39;s prior (%)" in sec
+        assert "How to read these figures." in sec
+        assert ("A share ranked first below the random guess is not protection" in sec) is below
+        line = next(v for v in res2.verdicts if v.threshold_name == "prop_top")
+        assert ("below the random guess, and that is not protection" in line.detail) is below
 
 
 def test_glossaries_in_plain_words(audited, report):

@@ -46,13 +46,16 @@ another reason: the report is written and its verdict opens with "The audit is i
 
 thresholds of the verdict lines (--threshold NAME=VALUE; defaults):
   s_pmse=10 overlap=0.5 expected_match_rate=0.01 true_match_rate=0.01 prop_top=0.1
-  repU=1 DiSCO=1 membership_advantage=0.05 membership_share=0.01
-  membership_probability=0.9 singling_out_risk=0.05 linkability_risk=0.05
+  prop_evidence=0.1 evidence_factor=3 repU=1 DiSCO=1 membership_advantage=0.05
+  membership_share=0.01 membership_probability=0.9 singling_out_risk=0.05
+  linkability_risk=0.05
   (repU and DiSCO in percent; the rates and membership_share as fractions: the verdict
   shows every rate and its threshold in per cent, expected_match_rate=0.01 as 1 %;
   membership_advantage is AUC - 0.5; a member counts as exposed when its posterior
-  membership probability exceeds membership_probability; the risks of anonymeter's
-  attacks are fractions from 0 to 1)
+  membership probability exceeds membership_probability; a record counts in
+  prop_evidence when the release multiplies the intruder's odds on its true values by
+  evidence_factor (> 1) or more; the risks of anonymeter's attacks are fractions from 0
+  to 1)
 
 each verdict line states its spread over the datasets (min-max, or "pooled, no spread"); a
 line past its threshold names its cause, computed from the run, and the remedies that would
