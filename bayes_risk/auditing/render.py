@@ -752,7 +752,7 @@ def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
          "(%)", "share ranked first (%)", f"share with evidence: Bayes factor ≥ {k:g} (%)"],
         rows, links, src, "The probability of the truth over the records (summary.json holds "
         "fractions: 0.04 = 4 %)"))
-    _reading_attribute(sec, sm, k, links, src)
+    _reading_attribute(sec, sm, recs, k, links, src)
     mc = sm.get("mc_uncertainty")
     if mc:
         sec.blocks.append(_mc_block(mc, links, src))
@@ -814,8 +814,8 @@ def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
                  else f"not run ({ch.get('reason')})."))
 
 
-def _reading_attribute(sec: Section, sm: dict[str, Any], k: float, links: _Links,
-                       src: str | None) -> None:
+def _reading_attribute(sec: Section, sm: dict[str, Any], recs: pd.DataFrame, k: float,
+                       links: _Links, src: str | None) -> None:
     """How to read the share ranked first beside the evidence, for a release board; when the
     share falls below the random guess, why that is not protection."""
     un = sm.get("unflagged") or {}
@@ -841,10 +841,18 @@ def _reading_attribute(sec: Section, sm: dict[str, Any], k: float, links: _Links
           " at the 95th percentile.")
     if top is None or guess is None or not float(top) < float(guess):
         return
+    rank = (un.get("rank_min_quantiles") or {}).get("50%")
+    g = recs["G"].to_numpy(dtype=float) if "G" in recs else np.array([])
+    # a random guess's expected rank among G candidates, as the rank figure draws it
+    middle = float(np.nanmean((g + 1) / 2)) if np.isfinite(g).any() else np.nan
+    ranks = ([Span(" The truth's median rank is "), links.num(rank, src),
+              Span(f" against {format_number(middle, 3, plain=True)} for a random guess.")]
+             if rank is not None and np.isfinite(middle) else [])
     sec.blocks.append(Block("warning", spans=[
         Span("A share ranked first below the random guess is not protection", strong=True),
         Span(" (here "), links.pct(top, src), Span(" against "), links.pct(guess, src),
-        Span("). When the release says little about each record, the intruder's posterior over "
+        Span(")."), *ranks,
+        Span(" When the release says little about each record, the intruder's posterior over "
              "its candidates is nearly flat, and small chance differences in the released "
              "values decide which candidate comes first. The truth comes first only if it "
              "comes out ahead of every alternative at once — with one-variable candidates, in "

@@ -338,6 +338,11 @@ def run(args: argparse.Namespace) -> int:
         f"{100 * un.get('prop_top', float('nan')):.3g} % (prop_top in summary.json), mean "
         f"p_true {100 * un.get('mean_p_true', float('nan')):.3g} % (random guess "
         f"{100 * summary.get('random_guess_baseline', float('nan')):.3g} %)",
+        # what the release adds, to be read beside the ranking (methods page, issue 63)
+        f"share with evidence {100 * un.get('prop_evidence', float('nan')):.3g} % "
+        f"(prop_evidence: Bayes factor of the true values >= "
+        f"{un.get('evidence_factor', float('nan')):g}, the release multiplying the "
+        "intruder's odds on them that many times)",
     ]
     chains = summary.get("between_chain_check")
     if chains:  # whether the records' estimates were compared across MCMC chains, and how

@@ -1682,6 +1682,9 @@ def test_attribute_section_explains_a_share_ranked_first_below_the_random_guess(
         assert "mean p_true before the release: the intruder&#39;s prior (%)" in sec
         assert "How to read these figures." in sec
         assert ("A share ranked first below the random guess is not protection" in sec) is below
+        # the truth's median rank against a random guess's expected rank, (G + 1) / 2
+        middle = (a.result.records["G"].mean() + 1) / 2
+        assert (f"against {middle:.3g} for a random guess." in sec) is below
         line = next(v for v in res2.verdicts if v.threshold_name == "prop_top")
         assert ("below the random guess, and that is not protection" in line.detail) is below
 
