@@ -172,13 +172,16 @@ class AttributeRiskResult(RiskResult):
         dict
             ``n_records``, ``n_flagged``, ``flag_counts``, the Hu–Reiter–Wang summaries of
             ``unflagged``, ``flagged`` and ``all`` records (with the Bayes factors of the true
-            values: ``prop_evidence``, ``bayes_factor_quantiles``, ``mean_prior_p_true``),
-            ``random_guess_baseline``, ``published_estimator``, ``pareto_khat``, ``between_chain_check``, ``settings``,
-            ``warnings``, ``mcmc`` and, with the draw bootstrap, ``mc_uncertainty``.
+            values: ``prop_evidence``, ``bayes_factor_quantiles``, ``mean_prior_p_true``;
+            not for the low-risk stand-in, whose candidates come from the release),
+            ``random_guess_baseline``, ``published_estimator``, ``pareto_khat``,
+            ``between_chain_check``, ``settings``, ``warnings``, ``mcmc`` and, with the draw
+            bootstrap, ``mc_uncertainty``.
         """
         df = self.records
         fl = df["flag_codes"] != ""
-        prior = pd.Series(self.prior_p_true(), index=df.index)
+        prior = (pd.Series(self.prior_p_true(), index=df.index) if self._fixed_candidates
+                 else None)
 
         def hrw(d: pd.DataFrame) -> dict[str, Any]:
             return hrw_summary(
@@ -187,7 +190,7 @@ class AttributeRiskResult(RiskResult):
                 d["is_top"].to_numpy(),
                 d["top_share"].to_numpy(),
                 thresholds=thresholds,
-                prior_p_true=prior[d.index].to_numpy(),
+                prior_p_true=None if prior is None else prior[d.index].to_numpy(),
                 evidence_factor=evidence_factor,
             )
 
@@ -278,7 +281,7 @@ class AttributeRiskResult(RiskResult):
                 top[i] = bool(post[g0[k]] >= np.max(post) * (1 - 1e-9))
             per.append({"p": p, "top": top})
         out_reg = []
-        prior = self.prior_p_true()[ok]
+        prior = self.prior_p_true()[ok] if self._fixed_candidates else None
         for r, f in zip(base["regimes"], per, strict=True):
             summ = hrw_summary(f["p"], np.where(f["top"], 1.0, 2.0), f["top"],
                                f["top"].astype(float), thresholds=thresholds,
@@ -319,6 +322,14 @@ class AttributeRiskResult(RiskResult):
             self._cache[key] = self._mc_figures(self, evidence_factor=evidence_factor)
         return self._cache[key]
 
+    @property
+    def _fixed_candidates(self) -> bool:
+        """Whether each record's candidates were set before the release was read, so that the
+        prior over them is the intruder's belief before it and a Bayes factor says what the
+        release adds; not so for Wang & Reiter's low-risk stand-in, whose candidates are the
+        record's released values (``estimator="synthetic_values"``)."""
+        return self.settings.get("estimator") != "synthetic_values"
+
     def prior_p_true(self) -> np.ndarray:
         """The intruder's prior probability of each record's true values among its candidates,
         before the release (``1/G`` under the uniform prior); ``nan`` for a record without
@@ -345,6 +356,8 @@ class AttributeRiskResult(RiskResult):
         mass on the true values (``prior_p_true``) and their Bayes factor (``bayes_factor``,
         :func:`bayes_factor`): ``records.csv`` of ``bayes-risk attribute`` and of the audit."""
         df = self.records.copy()
+        if not self._fixed_candidates:
+            return df
         at = df.columns.get_loc("baseline") + 1 if "baseline" in df.columns else df.shape[1]
         prior = self.prior_p_true()
         df.insert(at, "prior_p_true", prior)
@@ -393,20 +406,21 @@ class AttributeRiskResult(RiskResult):
         notes = [
             "p_true: renormalised posterior probability of the record's true values among its "
             "candidates; rank 1 = the intruder's best guess (Hu, Reiter & Wang 2014). Flagged "
-            "records have unreliable estimates and are reported separately.",
-            f"Bayes factor: how many times the release multiplies the intruder's odds on the "
-            f"record's true values (1: the release tells nothing about the record); from "
-            f"{EVIDENCE_FACTOR:g} on it counts as evidence (Kass & Raftery 1995).",
+            "records have unreliable estimates and are reported separately."
         ]
-        un = d["unflagged"]
-        if un.get("prop_top", np.nan) < d["random_guess_baseline"]:
+        if "prop_evidence" in d["all"]:  # not for the low-risk stand-in
             notes.append(
-                "The share ranked first is below the random guess: the release says little "
-                "about each record, the posterior over its candidates is nearly flat and chance "
-                "differences in the released values put some other candidate first — Bayes' "
-                "rule, not protection. Read the share with evidence and mean p_true against "
-                "the prior instead (methods page, Attribute disclosure risk: A share ranked "
-                "first below the random guess).")
+                "Bayes factor: how many times the release multiplies the intruder's odds on the "
+                "record's true values (1: the release tells nothing about the record); from "
+                f"{EVIDENCE_FACTOR:g} on it counts as evidence (Kass & Raftery 1995).")
+            if d["unflagged"].get("prop_top", np.nan) < d["random_guess_baseline"]:
+                notes.append(
+                    "The share ranked first is below the random guess: the release says little "
+                    "about each record, the posterior over its candidates is nearly flat and "
+                    "chance differences in the released values put some other candidate first "
+                    "— Bayes' rule, not protection. Read the share with evidence and mean "
+                    "p_true against the prior instead (methods page, Attribute disclosure risk: "
+                    "A share ranked first below the random guess).")
         if d["flag_counts"]:
             notes.append(
                 "Flags: " + ", ".join(f"{k} × {v}" for k, v in d["flag_counts"].items()) + "."
