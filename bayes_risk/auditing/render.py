@@ -848,6 +848,20 @@ def _reading_attribute(sec: Section, sm: dict[str, Any], recs: pd.DataFrame, k: 
     ranks = ([Span(" The truth's median rank is "), links.num(rank, src),
               Span(f" against {format_number(middle, 3, plain=True)} for a random guess.")]
              if rank is not None and np.isfinite(middle) else [])
+    hi = q.get("95%")
+    if hi is not None and float(hi) >= k:
+        # not flat: the truth gains, other candidates gain more
+        sec.blocks.append(Block("warning", spans=[
+            Span("A share ranked first below the random guess is not protection", strong=True),
+            Span(" (here "), links.pct(top, src), Span(" against "), links.pct(guess, src),
+            Span(")."), *ranks,
+            Span(" The release gives evidence for the true values of at least 5 % of the "
+                 "records (the Bayes factor at the 95th percentile is "), factor("95%"),
+            Span("), but other candidates gain still more, so the truth is seldom ranked "
+                 "first: the ranking hides what the release tells. Read the share with "
+                 "evidence. (Methods page, Attribute disclosure risk: A share ranked first "
+                 "below the random guess.)")]))
+        return
     sec.blocks.append(Block("warning", spans=[
         Span("A share ranked first below the random guess is not protection", strong=True),
         Span(" (here "), links.pct(top, src), Span(" against "), links.pct(guess, src),

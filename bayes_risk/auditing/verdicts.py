@@ -321,17 +321,21 @@ def _below_guess(un: dict[str, Any], guess: float, k: float) -> str:
     if not (np.isfinite(top) and np.isfinite(guess) and top < guess):
         return ""
     q = un.get("bayes_factor_quantiles") or {}
-    flat = ""
-    if q:
-        flat = (f" (the Bayes factors of the true values run from "
-                f"{float(q.get('5%', np.nan)):.3g} to {float(q.get('95%', np.nan)):.3g} for "
-                "90 % of the records)")
-    return ("; below the random guess, and that is not protection: the release says little "
-            f"about each record, so the intruder's posterior over its candidates is nearly "
-            f"flat{flat} and the noise of the released values puts some other candidate first "
-            "in almost every record — Bayes' rule, not a safe release. Read the line 'share "
-            f"with evidence' beside it (Bayes factor ≥ {k:g}; methods page, Attribute "
-            "disclosure risk: A share ranked first below the random guess)")
+    lo, hi = float(q.get("5%", np.nan)), float(q.get("95%", np.nan))
+    read = (f"Read the line 'share with evidence' beside it (Bayes factor ≥ {k:g}; methods "
+            "page, Attribute disclosure risk: A share ranked first below the random guess)")
+    if not hi >= k:  # (no factor known: the flat case's words, which claim no figure)
+        flat = (f" (the Bayes factors of the true values run from {lo:.3g} to {hi:.3g} for 90 % "
+                "of the records)" if np.isfinite(hi) else "")
+        return ("; below the random guess, and that is not protection: the release says "
+                "little about each record, so the intruder's posterior over its candidates is "
+                f"nearly flat{flat} and the noise of the released values puts some other "
+                f"candidate first in almost every record — Bayes' rule, not a safe release. {read}")
+    # the release moves the intruder towards the truth, and further towards other candidates
+    return (f"; below the random guess, yet the release gives evidence for the true values of "
+            f"at least 5 % of the records (Bayes factor {hi:.3g} at the 95th percentile): "
+            "other candidates gain still more, so the ranking hides what the release tells. "
+            f"{read}")
 
 
 def _regime_detail(reg: Any, key: str = "prop_top") -> str:

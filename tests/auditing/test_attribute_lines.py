@@ -57,6 +57,20 @@ def test_a_flat_posterior_gives_both_lines_and_says_why_the_ranking_is_below_cha
     assert ev.intruder == top.intruder and "knows every other record's true values" in ev.intruder
 
 
+def test_below_the_guess_with_evidence_is_not_called_flat():
+    """A share ranked first below the random guess while the release gives evidence for at
+    least 5 % of the records (95th percentile of the factors ≥ 3): not a flat posterior, and the
+    line does not say it is."""
+    s = copy.deepcopy(FLAT)
+    s["unflagged"]["bayes_factor_quantiles"].update({"95%": 4.2, "100%": 40.0})
+    s["unflagged"]["prop_evidence"] = 0.08
+    detail = _lines(s)["prop_top"].detail
+    assert "nearly flat" not in detail
+    assert ("below the random guess, yet the release gives evidence for the true values of at "
+            "least 5 % of the records (Bayes factor 4.2 at the 95th percentile): other "
+            "candidates gain still more") in detail
+
+
 def test_a_share_ranked_first_at_or_above_the_guess_is_not_explained_away():
     s = copy.deepcopy(FLAT)
     s["unflagged"]["prop_top"] = 0.05
