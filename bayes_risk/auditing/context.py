@@ -43,6 +43,9 @@ class StepContext:
     refits_model: Any = None
     #: the original's survey weights (``weights=``)
     weights: Any = None
+    #: the radii of the identification step's worst case one dataset at a time (the posterior
+    #: replicates are matched there: their pooled risk is the mean of per-replicate risks)
+    worst_radius: dict[str, float] | None = None
 
 
 def aligned_columns(ctx: StepContext) -> list[str]:
