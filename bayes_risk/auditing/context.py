@@ -43,8 +43,8 @@ class StepContext:
     refits_model: Any = None
     #: the original's survey weights (``weights=``)
     weights: Any = None
-    #: the radii of the identification step's worst case one dataset at a time (the posterior
-    #: replicates are matched there: their pooled risk is the mean of per-replicate risks)
+    #: the radii of the pooled intruder's worst case over the radius search (the posterior
+    #: replicates are matched there, with the same fallback)
     worst_radius: dict[str, float] | None = None
 
 

@@ -657,13 +657,14 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
     sec.p("The synthesized known columns are replaced by R = ", links.num(R, src),
           f" draws from the posterior predictive of {pr.get('model', 'the synthesis model')} "
           "(agency's view; Drechsler & Reiter 2008, eq. 5) instead of the m = "
-          f"{m} released datasets; same radius and no fallback, as in the identification "
-          "step. Two figures per measure, which estimate different things:")
+          f"{m} released datasets, matched as the identification step's pooled intruder at "
+          f"its worst case over the radii ({radius_text(r.settings['match_rule']['radius'])}"
+          "; with its fallback to the unsynthesized known columns where nothing matches); a "
+          "search over the radii is not repeated on the replicates, for its cost. Two figures "
+          "per measure, which estimate different things:")
     sec.blocks.append(Block("ul", items=[
         [Span("mean over single replicates", strong=True),
-         Span(f": each replicate evaluated alone, as each released dataset in the "
-              f"identification step, whose figure is the mean over its m = {m} datasets. "
-              "This is the figure to compare with the identification step; it does not "
+         Span(": each replicate evaluated alone, as a released dataset would be; it does not "
               "depend on R (its Monte Carlo error does).")],
         [Span(f"pooled over R = {R} replicates", strong=True),
          Span(" (Reiter & Mitra 2009): the match probabilities averaged over the replicates, "
@@ -675,7 +676,8 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
     ]))
     unc = r.uncertainty()
     ident = result.step("identification")
-    per_ds = ident.result.file if ident.status == "ran" else {}
+    # the identification step's pooled intruder, at the same radii and fallback
+    per_ds = ident.extra["pooled"].headline.file if ident.status == "ran" else {}
     # one unit per row: counts of targets, or rates in per cent (summary.json: fractions)
     labels = [("expected match risk (targets)", "expected_match_risk", False),
               ("true match rate (% of targets)", "true_match_rate_targets", True),
@@ -692,11 +694,11 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
                      cell(q.get("0.025"), src), cell(q.get("0.975"), src),
                      cell(u.get("value"), src), cell(u.get("mc_se"), src)])
     sec.blocks.append(_rows_table(
-        ["measure", f"identification step: mean over m = {m} datasets",
+        ["measure", f"identification step: pooled over m = {m} datasets",
          f"mean over R = {R} single replicates", "its MCSE", "replicate 2.5%", "replicate 97.5%",
          f"pooled over R = {R} (grows with R)", "pooled MCSE"], rows, links, src,
-        "File-level measures: the per-dataset figure of the identification step, the same "
-        "measure over single posterior replicates, and the pooled figure"))
+        "File-level measures: the pooled figure of the identification step, the same "
+        "measure over single posterior replicates, and pooled over the replicates"))
     trace = r.file.get("mc_trace") or {}
     est = list(trace.get("expected_match_risk") or [])
     rs = list(trace.get("n_replicates") or [])

@@ -213,8 +213,8 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     sweep = at_star = None
     if p.sweep and p.search_columns:
         sweep, rad, at_star = _sweep(ctx, res, {**kw, **known}, "one dataset at a time")
-        ctx.worst_radius = rad
     pooled = _pooled_identification(ctx, kw)
+    ctx.worst_radius = pooled.radius_star
     ksweep = _known_sweep(ctx, kw)
     regimes = dataset_regimes(ctx)
     d = res.to_dict()
@@ -332,7 +332,7 @@ class PooledIdentification:
         out: dict[str, Any] = {"summary": self.result.to_dict()["summary"],
                                "settings": self.result.settings}
         if self.sweep is not None:
-            out["radius_sweep"] = self.sweep.to_dict()
+            out["radius_search"] = self.sweep.to_dict()
             out["at_maximising_radius"] = {"radius": self.radius_star,
                                            "summary": self.at_r_star.to_dict()["summary"]}
         return out
@@ -435,14 +435,14 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
                        "as replicates.")
     pr = PosteriorReplicates(model, random_seed=p.random_seed,
                              allow_other_model=p.allow_other_model, **AUDIT_REPLICATES)
-    # the worst case over the released datasets one at a time: their mean risk is what the
-    # replicates' pooled risk estimates (searching again over replicates would cost the grid
-    # times the replicates)
+    # the pooled intruder's worst case over the released datasets: its radii and fallback
+    # (searching again over the replicates would cost the grid times the replicates)
     radius = ctx.worst_radius or p.radius
     with named_run(f"posterior replicates pooled, {_radius_label(radius)}"):
         res = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
                                   synthesized=list(p.known_synthesized), schema=ctx.schema,
-                                  match=_id_kwargs(ctx)["match"].replace(radius=radius or None),
+                                  match=_id_kwargs(ctx)["match"].replace(radius=radius or None,
+                                                                         fallback=None),
                                   replicates=pr, progressbar=ctx.progressbar)
     folder = step_folder(ctx, name)
     files: list[str] = []

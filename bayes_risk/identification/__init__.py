@@ -37,7 +37,8 @@ _NAMES: dict[str, str] = {
     "PopulationSpec": "bayes_risk.identification.specs",
 }
 
-__all__ = ["identification_risk", "radius_sweep", "radius_search", "known_sweep", "MatchSpec", "PopulationSpec",
+__all__ = ["identification_risk", "radius_sweep", "radius_search", "known_sweep", "MatchSpec",
+           "PopulationSpec",
            "IdentificationResult", "RadiusSweepResult", "KnowledgeSweepResult",
            "PosteriorReplicates"]
 

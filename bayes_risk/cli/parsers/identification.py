@@ -10,21 +10,21 @@ __all__ = ["add_parser"]
 
 
 _DESCRIPTION = """\
-Estimate how likely an intruder who knows the true quasi-identifiers of the original records (or
-of an external target table) is to find them among the released partially synthetic records
-(Reiter & Mitra 2009; Hornby & Hu 2021). Writes DIR/records.csv (one row per target; with
---aggregation per-dataset and --records-output per-dataset one row per target and dataset; none
-with --records-output none), DIR/summary.json (file-level measures per dataset and averaged, the
+Estimate how likely an intruder who knows the true quasi-identifiers of the original records (or of
+an external target table) is to find them among the released partially synthetic records (Reiter &
+Mitra 2009; Hornby & Hu 2021). Writes DIR/records.csv (one row per target; with --aggregation
+per-dataset and --records-output per-dataset one row per target and dataset; none with
+--records-output none), DIR/summary.json (file-level measures per dataset and averaged, the
 settings and warning codes) and, with --radius-sweep, DIR/radius_sweep.csv and
-DIR/radius_sweep.png; with --radius-search, DIR/radius_search.csv and DIR/radius_search.png
-(the worst case over the radii of every numeric known column, as the audit reads it); with --known-sweep, DIR/known_sweep.csv (one row per subset of the
-candidate known columns), DIR/known_sweep_drivers.csv, DIR/known_sweep_levels.csv,
-DIR/known_sweep.png (risk against the number of columns known, the frontier highlighted) and
-DIR/known_sweep_drivers.png. With --model, the synthesized known columns are replicated R times
-from the fitted model's posterior predictive (Drechsler & Reiter 2008, eq. 5) instead of using
-the m released datasets: summary.json then holds each measure's Monte Carlo standard error
-(mc_se) and its spread over replicates (replicate_quantiles), and DIR/running_estimate.png the
-running estimate with its +/- 2 MCSE band.
+DIR/radius_sweep.png; with --radius-search, DIR/radius_search.csv and DIR/radius_search.png (the
+worst case over the radii of every numeric known column, as the audit reads it); with
+--known-sweep, DIR/known_sweep.csv (one row per subset of the candidate known columns),
+DIR/known_sweep_drivers.csv, DIR/known_sweep_levels.csv, DIR/known_sweep.png (risk against the
+number of columns known, the frontier highlighted) and DIR/known_sweep_drivers.png. With --model,
+the synthesized known columns are replicated R times from the fitted model's posterior predictive
+(Drechsler & Reiter 2008, eq. 5) instead of using the m released datasets: summary.json then holds
+each measure's Monte Carlo standard error (mc_se) and its spread over replicates
+(replicate_quantiles), and DIR/running_estimate.png the running estimate with its +/- 2 MCSE band.
 
 example:
   bayes-risk identification CEdata.csv syn1.csv syn2.csv \\
