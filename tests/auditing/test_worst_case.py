@@ -199,3 +199,34 @@ def test_identification_on_the_ce_sample(tmp_path):
     _check_identification(audit, figures)
     emr = _lines(audit)["expected match rate, worst case over the radii"]["value"]
     assert emr >= 10.0
+
+
+def test_membership_lines_equal_the_command(tmp_path):
+    """The membership page's command with the audit's intruder (members against the holdout,
+    no look-alikes) and the audit's exposure threshold (a posterior membership probability of
+    0.9, which the share line names; the command's default 0.5 measures another share) gives
+    the audit's figures."""
+    from bayes_risk.data import make_acs_like
+
+    df = make_acs_like(160, random_seed=3)[["SEX", "MAR", "MIG"]]
+    train, hold = tmp_path / "train.csv", tmp_path / "holdout.csv"
+    df.iloc[:120].to_csv(train, index=False)
+    df.iloc[120:].to_csv(hold, index=False)
+    model, syn = tmp_path / "model", tmp_path / "syn"
+    _cli("fit", str(train), "--method", "dpmpm", "--components", "4", "--tune", "100",
+         "--draws", "150", "--chains", "2", "--categorical", "SEX", "MAR", "MIG",
+         "--random-seed", "1", "--out", str(model))
+    _cli("synthesize", "--model", str(model), "-m", "1", "--random-seed", "2", "--out",
+         str(syn))
+    audit, out = tmp_path / "audit", tmp_path / "membership"
+    _cli("audit", str(train), str(syn), "--known", "SEX", "MAR", "--model", str(model),
+         "--holdout", str(hold), "--random-seed", "1", "--skip", "utility", "identification",
+         "posterior-identification", "attribute", "disclosure", "attacks", "--out", str(audit))
+    _cli("membership", str(train), str(syn), "--model", str(model), "--holdout", str(hold),
+         "--population", "0", "--threshold", "0.9", "--random-seed", "1", "--out", str(out))
+    doc = _summary(out)["file"]
+    lines = _lines(audit)
+    adv = lines["membership attack's advantage over the base rate (AUC − 0.5)"]
+    assert adv["value"] >= doc["auc_advantage"] - 1e-12
+    share = next(v for k, v in lines.items() if k.startswith("share of members with"))
+    assert share["value"] >= 100 * doc["share_members_above"] - 1e-9
