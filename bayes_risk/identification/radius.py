@@ -219,7 +219,7 @@ def radius_search(
     >>> z = pd.DataFrame({"age": [30, 30, 41, 52], "x": [104.0, 100.0, 230.0, 390.0]})
     >>> res = radius_search(y, [z], known=["age", "x"], synthesized=["x"],
     ...                     radii=[0.05, 0.2], progressbar=False)
-    >>> dict(zip(res.columns, res.r_star)), res.risk_star
+    >>> res.radii_at(res.argmax[0]), res.risk_star
     ({'age': 0.0, 'x': 0.2}, 3.0)
     """
     check_option(statistic, "statistic", ("mean", "median"))
