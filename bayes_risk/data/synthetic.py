@@ -357,15 +357,14 @@ def _read_dataset(f: Path, man: dict[str, Any], p: Path) -> pd.DataFrame:
                     isinstance(v, str) for v in cats[c]["categories"]))}
         z = pd.read_csv(f, dtype=text, keep_default_na=False, na_values=[""])
     else:
-        from bayes_risk.data.io import read_table
-        from bayes_risk.data.statfiles import LABELS_FILE
+        from bayes_risk.data.statfiles import LABELS_FILE, read_stat_file
 
         schema = _manifest_schema(man, p)
         with warnings.catch_warnings():
             # a transport file's formats are mapped back from the release's codebook below
             if fmt == "xpt":
                 warnings.filterwarnings("ignore", message=".*VALUE_LABELS_NOT_FOUND")
-            z = read_table(f, numeric=schema.numeric if schema is not None else ())
+            z = read_stat_file(f, numeric=schema.numeric if schema is not None else ())
         z.attrs.clear()
         if fmt == "xpt" and (p / LABELS_FILE).is_file():
             z = _levels_from_codes(z, read_json(p / LABELS_FILE, ""))
