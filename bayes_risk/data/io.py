@@ -89,7 +89,7 @@ def read_table(path: str | os.PathLike[str], *,
         elif suffix in STAT_FORMATS:
             from bayes_risk.data.statfiles import read_stat_file
 
-            df = read_stat_file(p, numeric=numeric)
+            df = read_stat_file(p, numeric=numeric, missing_labels=missing_labels)
         else:
             raise ValidationError(f"input file {str(p)!r} has extension {suffix!r}; expected "
                                   f"{_EXPECTED}.", code="UNSUPPORTED_FILE_TYPE")

@@ -216,7 +216,8 @@ def _errors(prs: Any) -> tuple[type[BaseException], ...]:
 # ---- reading ----------------------------------------------------------------------------------
 
 
-def read_stat_file(path: str | Path, *, numeric: Collection[str] = ()) -> pd.DataFrame:
+def read_stat_file(path: str | Path, *, numeric: Collection[str] = (),
+                   missing_labels: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
     """Read a SAS (``.sas7bdat``, ``.xpt``), Stata (``.dta``) or SPSS (``.sav``, ``.zsav``)
     file; the rules: :doc:`/user_guide/data`, Files from SAS, Stata and SPSS.
 
@@ -226,6 +227,9 @@ def read_stat_file(path: str | Path, *, numeric: Collection[str] = ()) -> pd.Dat
         The file.
     numeric : collection of str
         Columns read as their codes (numbers) even where the file gives them value labels.
+    missing_labels : mapping of str to sequence of str, optional
+        ``{column: [label, ...]}``: levels of labelled columns declared missing (empty cells;
+        an ordinal column whose missing levels are all declared stays ordinal).
 
     Returns
     -------
@@ -264,7 +268,8 @@ def read_stat_file(path: str | Path, *, numeric: Collection[str] = ()) -> pd.Dat
     cols: dict[str, pd.Series] = {}
     for c in raw.columns:
         c = str(c)
-        cols[c] = _column(p, c, raw[c], meta, sets.get(c), c in declared_numeric, info)
+        cols[c] = _column(p, c, raw[c], meta, sets.get(c), c in declared_numeric, info,
+                          [str(v) for v in (missing_labels or {}).get(c, ())])
     df = pd.DataFrame(cols, index=pd.RangeIndex(len(raw)))
     measure = {str(k): str(v) for k, v in (getattr(meta, "variable_measure", None) or {}).items()
                if v and v != "unknown"}
@@ -407,7 +412,8 @@ def _like_csv(values: np.ndarray) -> pd.Series:
 
 
 def _column(p: Path, c: str, s: pd.Series, meta: Any, labels: dict[Any, str] | None,
-            as_numbers: bool, info: dict[str, dict[str, Any]]) -> pd.Series:
+            as_numbers: bool, info: dict[str, dict[str, Any]],
+            declared_missing: Sequence[str] = ()) -> pd.Series:
     """One column of the file as the table holds it (``info`` gathers its declarations)."""
     kind = _date_kind(s)
     if kind is not None:
@@ -444,7 +450,8 @@ def _column(p: Path, c: str, s: pd.Series, meta: Any, labels: dict[Any, str] | N
     present = vals.notna() & ~user
     valid_keys = {k for k in (labels or {}) if not _is_missing_key(k, ranges, is_text)}
     if labels and valid_keys and not as_numbers:
-        return _labelled(p, c, vals, letters, user, present, labels, ranges, is_text, meta, info)
+        return _labelled(p, c, vals, letters, user, present, labels, ranges, is_text, meta, info,
+                         declared_missing)
     if is_text:
         return vals.astype("str").where(vals.notna(), None) if vals.notna().any() else \
             pd.Series(vals, dtype=object)
@@ -481,7 +488,8 @@ def _is_missing_key(k: Any, ranges: list[dict[str, Any]], is_text: bool) -> bool
 
 def _labelled(p: Path, c: str, vals: pd.Series, letters: pd.Series, user: pd.Series,
               present: pd.Series, labels: dict[Any, str], ranges: list[dict[str, Any]],
-              is_text: bool, meta: Any, info: dict[str, dict[str, Any]]) -> pd.Series:
+              is_text: bool, meta: Any, info: dict[str, dict[str, Any]],
+              declared_missing: Sequence[str] = ()) -> pd.Series:
     """A labelled column as a categorical of its labels: the valid codes' labels in declared
     order, then one level per missing kind (its label, else its code as text)."""
     def key(v: Any) -> Any:
@@ -530,18 +538,21 @@ def _labelled(p: Path, c: str, vals: pd.Series, letters: pd.Series, user: pd.Ser
     pos[vals.isna().to_numpy() & letters.isna().to_numpy()] = -1
     ordinal = (getattr(meta, "variable_measure", None) or {}).get(c) == "ordinal"
     info["level_codes"][c] = [(lv, k) for lv, k in zip(levels, keys, strict=True)]
+    kept_missing = [lv for lv in levels[len(valid):] if lv not in declared_missing]
     if missing_keys:
         info["missing_levels"][c] = tuple(levels[len(valid):])
-        if ordinal:  # a kind of missing value has no place in the order
+        if ordinal and kept_missing:  # a kind of missing value has no place in the order
             ordinal = False
-            shown = ", ".join(repr(v) for v in levels[len(valid):])
+            shown = ", ".join(repr(v) for v in kept_missing)
             warnings.warn(DataWarning(
                 f"input file {str(p)!r}: column {c!r} is ordinal in the file but holds the "
                 f"missing-value level(s) {shown}, which have no place in its order; it is read "
                 "as categorical, unordered (MISSING_LEVELS_UNORDERED). To keep it ordinal, "
                 "declare those levels missing (they become empty cells) and the column "
-                f"ordinal: {_missing_label_hint(c, levels[len(valid)])}."), stacklevel=5)
-    return pd.Series(pd.Categorical.from_codes(pos, categories=levels, ordered=ordinal))
+                f"ordinal: {_missing_label_hint(c, kept_missing[0])}."), stacklevel=5)
+    out = pd.Series(pd.Categorical.from_codes(pos, categories=levels, ordered=ordinal))
+    gone = [lv for lv in levels if lv in declared_missing]
+    return out.cat.remove_categories(gone) if gone else out
 
 
 def _missing_label_hint(c: str, level: str) -> str:
