@@ -563,10 +563,13 @@ def _missing_label_hint(c: str, level: str) -> str:
 
 
 def _declare(c: str) -> str:
-    from bayes_risk.exceptions import arg_name
+    from bayes_risk.exceptions import arg_name, has_option
 
-    return (f"{arg_name('count', [c], cli=c)} or {arg_name('continuous', [c], cli=c)}"
-            if _on_cli() else f"read_table(..., numeric=[{c!r}])")
+    if not _on_cli():
+        return f"read_table(..., numeric=[{c!r}])"
+    if has_option("count"):
+        return f"{arg_name('count', [c], cli=c)} or {arg_name('continuous', [c], cli=c)}"
+    return f"--count {c} or --continuous {c} of the commands that take column types"
 
 
 def _on_cli() -> bool:
