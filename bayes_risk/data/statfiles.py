@@ -433,10 +433,14 @@ def _column(p: Path, c: str, s: pd.Series, meta: Any, labels: dict[Any, str] | N
                                                                                  index=s.index)
         letters = pd.Series(None, index=s.index, dtype=object)
     else:
-        obj = s.astype(object)
-        is_letter = obj.map(lambda v: isinstance(v, str)).astype(bool)
-        letters = obj.where(is_letter, None)
-        vals = pd.to_numeric(obj.where(~is_letter, None), errors="coerce").astype(np.float64)
+        if pd.api.types.is_numeric_dtype(s.dtype):  # no special missing value among them
+            letters = pd.Series(None, index=s.index, dtype=object)
+            vals = s.astype(np.float64)
+        else:  # numbers and the letters of special missing values
+            obj = s.astype(object)
+            is_letter = obj.map(lambda v: isinstance(v, str)).astype(bool)
+            letters = obj.where(is_letter, None)
+            vals = pd.to_numeric(obj.where(~is_letter, None), errors="coerce").astype(np.float64)
         user = pd.Series(False, index=s.index)
         for r in ranges:
             user |= (vals >= float(r["lo"])) & (vals <= float(r["hi"]))
@@ -530,9 +534,9 @@ def _labelled(p: Path, c: str, vals: pd.Series, letters: pd.Series, user: pd.Ser
         nums = [k for k in keys if not isinstance(k, str)]
         idx = pd.Index(np.asarray(nums, dtype=np.float64))
         hit = idx.get_indexer(vals.to_numpy())
-        where_num = {i: keys.index(k) for i, k in enumerate(nums)}
+        where_num = np.array([keys.index(k) for k in nums] or [0], dtype=np.int64)
         ok = hit >= 0
-        pos[ok] = np.fromiter((where_num[h] for h in hit[ok]), dtype=np.int64, count=int(ok.sum()))
+        pos[ok] = where_num[hit[ok]]
         for letter in pd.unique(letters.dropna().to_numpy()):
             pos[(letters == letter).to_numpy()] = keys.index(str(letter))
     pos[vals.isna().to_numpy() & letters.isna().to_numpy()] = -1
@@ -629,7 +633,14 @@ def write_stat_file(df: pd.DataFrame, path: str | Path, file_format: str, *,
                 file_format != "dta" or not text):  # Stata labels numbers only
             out[c], letters = _level_codes(s, dict(lab.level_codes[c]), c, text, where)
         elif isinstance(s.dtype, pd.CategoricalDtype):
-            out[c] = pd.Series(s.astype(object).where(s.notna(), None).to_numpy(), dtype=object)
+            cats = s.dtype.categories
+            if pd.api.types.is_numeric_dtype(cats.dtype) and not pd.api.types.is_bool_dtype(
+                    cats.dtype):  # integer codes: numbers (an object column of integers and
+                # None is written with garbage in the empty cells by pyreadstat)
+                out[c] = pd.to_numeric(s.astype(object), errors="coerce").astype(np.float64)
+            else:
+                out[c] = pd.Series(s.astype(object).where(s.notna(), None).to_numpy(),
+                                   dtype=object)
         elif pd.api.types.is_bool_dtype(s.dtype):
             out[c] = s.astype(np.float64)
         elif pd.api.types.is_numeric_dtype(s.dtype):
