@@ -33,8 +33,8 @@ STAT_FORMATS = {".sav": "sav", ".zsav": "zsav", ".dta": "dta", ".sas7bdat": "sas
 #: the formats a release is written in (``--format``), with the extension of its files
 RELEASE_FORMATS = {"parquet": ".parquet", "csv": ".csv", "sav": ".sav", "zsav": ".zsav",
                    "dta": ".dta", "xpt": ".xpt"}
-_NAMES = {"sav": "SPSS", "zsav": "SPSS (compressed)", "dta": "Stata", "sas7bdat": "SAS",
-          "xpt": "SAS transport"}
+_NAMES = {"sav": "an SPSS", "zsav": "an SPSS (compressed)", "dta": "a Stata",
+          "sas7bdat": "a SAS", "xpt": "a SAS transport"}
 #: the key of a table's :class:`FileLabels` in ``DataFrame.attrs``
 ATTRS_KEY = "bayes_risk.file_labels"
 #: the file ``bayes-risk fit`` writes beside a model fitted to a SAS, Stata or SPSS file
@@ -255,8 +255,8 @@ def read_stat_file(path: str | Path, *, numeric: Collection[str] = (),
         raw, meta = read(str(p), **kw)
     except _errors(prs) as err:
         raise ValidationError(
-            f"could not read {str(p)!r} as a {_NAMES[fmt]} file ({err}): it is damaged or "
-            f"truncated, or not a {_NAMES[fmt]} file under another extension. Export it again "
+            f"could not read {str(p)!r} as {_NAMES[fmt]} file ({err}): it is damaged or "
+            f"truncated, or not {_NAMES[fmt]} file under another extension. Export it again "
             "from the software that wrote it.", code="FILE_UNREADABLE") from err
     _check_encoding(p, fmt, read, raw, meta, kw)
     sets, sas_formats = _label_sets(p, fmt, meta, prs)
@@ -650,7 +650,7 @@ def write_stat_file(df: pd.DataFrame, path: str | Path, file_format: str, *,
         if letters and file_format != "dta":
             raise ValidationError(
                 f"{where}column {c!r} holds special missing values "
-                f"({', '.join('.' + x for x in letters)}), which an {_NAMES[file_format]} file "
+                f"({', '.join('.' + x for x in letters)}), which {_NAMES[file_format]} file "
                 "cannot hold (pyreadstat writes them to Stata files only); write --format dta, "
                 "or parquet.", code="FORMAT_CANNOT_HOLD")
         if "_" in letters:
@@ -664,7 +664,7 @@ def write_stat_file(df: pd.DataFrame, path: str | Path, file_format: str, *,
         if not spss and ranges and all(isinstance(r, dict) for r in ranges):
             raise ValidationError(
                 f"{where}column {c!r} has the SPSS user-missing values {_ranges_text(ranges)}, "
-                f"which a {_NAMES[file_format]} file cannot declare: they would be read back as "
+                f"which {_NAMES[file_format]} file cannot declare: they would be read back as "
                 "values. Write --format sav (or zsav), or parquet.", code="FORMAT_CANNOT_HOLD")
         sets = lab.value_labels.get(c)
         if sets and file_format in ("sav", "zsav", "dta") and not (file_format == "dta" and text):
@@ -702,7 +702,7 @@ def write_stat_file(df: pd.DataFrame, path: str | Path, file_format: str, *,
     except _errors(prs) as err:
         if isinstance(err, ValidationError):
             raise
-        raise ValidationError(f"{where}the table cannot be written as a {_NAMES[file_format]} "
+        raise ValidationError(f"{where}the table cannot be written as {_NAMES[file_format]} "
                               f"file: {err}. Write another format (parquet keeps everything).",
                               code="FORMAT_CANNOT_HOLD") from err
 
