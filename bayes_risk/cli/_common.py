@@ -35,7 +35,8 @@ def add_input_arguments(p: argparse.ArgumentParser, original: str = "",
                         synthetic: str | None = SYN_HELP, metavar: str = "SYN") -> None:
     """``ORIGINAL`` and, unless ``synthetic`` is ``None``, the release ``SYN [SYN ...]``."""
     p.add_argument("original", metavar="ORIGINAL",
-                   help="confidential table (.csv or .parquet)" + original)
+                   help="confidential table (.csv, .parquet, .sas7bdat, .xpt, .dta, .sav or .zsav)"
+                   + original)
     if synthetic is not None:
         p.add_argument("synthetic", nargs="+", metavar=metavar, help=synthetic)
 

@@ -415,7 +415,9 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
         Explicit level order for categorical/ordinal columns.
     missing_codes : mapping, optional
         ``{column: code or [codes]}``: values of numeric columns that stand for a missing value
-        (synthpop's ``cont.na``).
+        (synthpop's ``cont.na``). A table read from a SAS, Stata or SPSS file brings its own
+        (user-defined and special missing values, :func:`~bayes_risk.data.file_labels`), to
+        which these are added; they apply to the columns whose type is numeric.
     keep_unused_levels : bool or iterable of str
         Categorical columns (``True``: all) whose unused levels a fitted model keeps.
 

@@ -254,11 +254,17 @@ def read_stat_file(path: str | Path, *, numeric: Collection[str] = (),
     try:
         raw, meta = read(str(p), **kw)
     except _errors(prs) as err:
+        if "encoding" in str(err):  # ReadStat's iconv refused a text (a label, most often)
+            raise ValidationError(
+                f"input file {str(p)!r} holds text that is not in the encoding it declares "
+                f"({getattr(err, 'args', [''])[0]}). Save the file again in its declared "
+                "encoding (SPSS: Unicode mode; Stata: unicode translate).",
+                code="FILE_ENCODING") from err
         raise ValidationError(
             f"could not read {str(p)!r} as {_NAMES[fmt]} file ({err}): it is damaged or "
             f"truncated, or not {_NAMES[fmt]} file under another extension. Export it again "
             "from the software that wrote it.", code="FILE_UNREADABLE") from err
-    _check_encoding(p, fmt, read, raw, meta, kw)
+    _check_encoding(p, read, raw, meta, kw)
     sets, sas_formats = _label_sets(p, fmt, meta, prs)
     types = getattr(meta, "readstat_variable_types", None) or {}
     declared_numeric = set(numeric)
@@ -284,11 +290,12 @@ def read_stat_file(path: str | Path, *, numeric: Collection[str] = (),
     return df
 
 
-def _check_encoding(p: Path, fmt: str, read: Any, raw: pd.DataFrame, meta: Any,
+def _check_encoding(p: Path, read: Any, raw: pd.DataFrame, meta: Any,
                     kw: dict[str, Any]) -> None:
-    """Refuse a file whose texts are not in the encoding it declares (``FILE_ENCODING``):
-    ReadStat drops the bytes it cannot convert without a word (``Zoë`` read as ``Zo``). The
-    texts are read again byte for byte (Latin-1) and decoded here, strictly."""
+    """Refuse a file whose text values are not in the encoding it declares (``FILE_ENCODING``):
+    ReadStat drops the bytes of a value it cannot convert without a word (``Zoë`` read as
+    ``Zo``; a label it refuses, read_stat_file's error). The texts are read again byte for byte
+    (Latin-1) and decoded here, strictly."""
     enc = getattr(meta, "file_encoding", None)
     types = getattr(meta, "readstat_variable_types", None) or {}
     strings = [c for c in raw.columns if types.get(c) == "string"]
@@ -296,12 +303,11 @@ def _check_encoding(p: Path, fmt: str, read: Any, raw: pd.DataFrame, meta: Any,
         codec = codecs.lookup(enc) if enc else None
     except LookupError:
         codec = None
-    if codec is None or codec.name in ("latin-1", "iso8859-1"):
+    if codec is None or codec.name in ("latin-1", "iso8859-1") or not strings:
         return
     try:
-        raw2, meta2 = read(str(p), encoding="LATIN1", usecols=strings or None,
-                           metadataonly=not strings, **kw)
-    except Exception:  # noqa: BLE001 - the first read succeeded; nothing more to learn
+        raw2, _ = read(str(p), encoding="LATIN1", usecols=strings, **kw)
+    except _errors(_pyreadstat()):  # read as declared a moment ago: not expected
         return
 
     def bad(ours: str, as_bytes: str) -> bool:
@@ -311,23 +317,20 @@ def _check_encoding(p: Path, fmt: str, read: Any, raw: pd.DataFrame, meta: Any,
             return True
 
     for c in strings:
-        a, b = raw[c], raw2[c]
-        differ = (a.isna() != b.isna()) | (a.astype(object) != b.astype(object))
-        for i in np.flatnonzero(differ.to_numpy()):
-            if pd.notna(b.iloc[i]) and bad(str(a.iloc[i]), str(b.iloc[i])):
+        av, bv = raw[c].astype(object).to_numpy(), raw2[c].astype(object).to_numpy()
+        checked: dict[tuple[Any, Any], bool] = {}  # one decoding per distinct text
+        for i in np.flatnonzero(pd.notna(bv) & (av != bv)):
+            key = (av[i], bv[i])
+            if key not in checked:
+                checked[key] = isinstance(bv[i], str) and bad(str(av[i]), bv[i])
+            if checked[key]:
+                b = raw2[c]
                 raise ValidationError(
                     f"input file {str(p)!r} declares the encoding {enc} but column {c!r} holds "
                     f"text in another one (record {int(i)}, bytes {b.iloc[i]!r}); read as "
                     f"{enc}, characters would be dropped without a word. Save the file again in "
                     f"{enc} (SPSS: Unicode mode; Stata: unicode translate) or with the encoding "
                     "its texts are in.", code="FILE_ENCODING")
-    labs_a = meta.column_names_to_labels or {}
-    for c, lab in (meta2.column_names_to_labels or {}).items():
-        if lab and bad(str(labs_a.get(c) or ""), str(lab)):
-            raise ValidationError(
-                f"input file {str(p)!r} declares the encoding {enc} but the label of column "
-                f"{c!r} is in another one ({lab!r}). Save the file again in {enc}.",
-                code="FILE_ENCODING")
 
 
 def _label_sets(p: Path, fmt: str, meta: Any, prs: Any

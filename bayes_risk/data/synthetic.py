@@ -284,7 +284,8 @@ class SyntheticData:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> SyntheticData:
-        """Load a folder written by :meth:`save`.
+        """Load a folder written by :meth:`save`, in any of its formats (the manifest's
+        ``file_format``; the datasets' dtypes and levels as saved).
 
         Raises
         ------

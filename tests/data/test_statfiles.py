@@ -342,3 +342,17 @@ def test_read_synthetic_reads_a_labelled_column_declared_numeric_as_codes(tmp_pa
         warnings.simplefilter("error")
         syn = br.read_synthetic([tmp_path / "s.sav"], like=original)
     assert syn[0]["age"].tolist() == [0, 35, 99, 40]
+
+
+def test_a_label_in_another_encoding_than_declared_is_refused(tmp_path):
+    pyreadstat.write_sav(pd.DataFrame({"lang": [1.0, 2.0]}), str(tmp_path / "l.sav"),
+                         variable_value_labels={"lang": {1: "Bokmål", 2: "Nynorsk"}})
+    raw = bytearray((tmp_path / "l.sav").read_bytes())
+    at = raw.find("Bokmål".encode())
+    raw[at + 4:at + 6] = "å ".encode("latin-1")
+    (tmp_path / "bad.sav").write_bytes(bytes(raw))
+    # ReadStat refuses a label it cannot convert (a value it would shorten: test above)
+    with pytest.raises(ValidationError, match="not in the encoding it declares") as err:
+        read_table(tmp_path / "bad.sav")
+    assert err.value.code == "FILE_ENCODING"
+    assert read_table(tmp_path / "l.sav")["lang"].tolist() == ["Bokmål", "Nynorsk"]
