@@ -519,11 +519,13 @@ def _labelled(p: Path, c: str, vals: pd.Series, letters: pd.Series, user: pd.Ser
     met = ([key(v) for v in pd.unique(vals[user].to_numpy())]
            + [str(v) for v in pd.unique(letters.dropna().to_numpy())])
     missing_keys += [k for k in met if k not in lab and k not in missing_keys]
-    levels = [lab[k] for k in valid] + [lab.get(k, _as_text(k)) for k in missing_keys]
+    def text(k: Any) -> str:  # an unlabelled code's level: a text code as it is
+        return str(k) if is_text else _as_text(k)
+
+    levels = [lab[k] for k in valid] + [lab.get(k, text(k)) for k in missing_keys]
     dup = pd.Series(levels)[pd.Series(levels).duplicated()].tolist()
     if dup:
-        codes = [_as_text(k) for k in [*valid, *missing_keys]
-                 if lab.get(k, _as_text(k)) == dup[0]]
+        codes = [text(k) for k in [*valid, *missing_keys] if lab.get(k, text(k)) == dup[0]]
         raise SchemaError(
             f"input file {str(p)!r}: column {c!r} gives the label {dup[0]!r} to the codes "
             f"{', '.join(codes)}; as levels they would be merged into one. Give each code its "
