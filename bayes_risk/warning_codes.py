@@ -185,6 +185,13 @@ MESSAGES: dict[str, str] = {
     "UNUSED_LEVEL": "a declared level of a categorical column that no record holds (an unused "
     "category of a pandas Categorical, a codebook's level) was dropped from the fitted model, "
     "so that it is given no probability and never released; keep it with keep_unused_levels.",
+    # reading SAS, Stata and SPSS files (bayes_risk.data.statfiles)
+    "VALUE_LABELS_NOT_FOUND": "a column of a SAS, Stata or SPSS file names value labels (a SAS "
+    "format, a Stata label set) that were not found (no format catalog beside the file): its "
+    "codes are read as numbers; put the catalog beside the file or declare the column's type.",
+    "MISSING_LEVELS_UNORDERED": "a column that is ordinal in its SPSS file holds missing-value "
+    "levels (user-missing codes), which have no place in its order: it is read as categorical, "
+    "unordered; declare those levels missing (--missing-code COL=LABEL) to keep it ordinal.",
     "PREDICTOR_DROPPED": "a predictor_matrix names as a predictor of a column a column "
     "synthesized after it; it was dropped from that column's predictors, as synthpop does "
     "(a column whose predictors are all dropped is drawn by sample): visit it earlier to keep it.",
