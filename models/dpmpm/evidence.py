@@ -111,11 +111,16 @@ def _sweeps(codes, offsets, da, slot, nb, cnt, nbj, num, inv, occ, pos, la, ld, 
     S = nb.shape[0]
     w = np.empty(S)
     before = np.zeros(S, dtype=np.int64)
+    orow = np.empty(p, dtype=np.int64)
+    ocol = np.empty(p, dtype=np.int64)
     for s in range(sweeps):
         k = 0
-        for b in range(S):
+        free = -1  # where a new class opens: the first free slot (-1: none)
+        for b in range(S - 1, -1, -1):
             if nb[b] > 0:
                 k += 1
+            else:
+                free = b
         h_sum = 0.0
         ce_sum = 0.0
         before[:] = 0  # members of each slot among the records visited in this sweep
@@ -127,16 +132,23 @@ def _sweeps(codes, offsets, da, slot, nb, cnt, nbj, num, inv, occ, pos, la, ld, 
                 last = occ[k]
                 occ[pos[b0]] = last
                 pos[last] = pos[b0]
+                if free < 0 or b0 < free:
+                    free = b0
             lwn = log_i[k + 1] - log_i[k] + log_new[i]  # a new class: prior ratio × Π 1/d_j
             wn = math.exp(lwn)
             tot = wn
+            no = 0  # the record's observed entries: their rows and columns
+            for j in range(p):
+                c = codes[i, j]
+                if c >= 0:
+                    orow[no] = offsets[j] + c
+                    ocol[no] = j
+                    no += 1
             for t in range(k):
                 b = occ[t]
                 v = float(nb[b])
-                for j in range(p):
-                    c = codes[i, j]
-                    if c >= 0:
-                        v *= num[b, offsets[j] + c] * inv[b, j]
+                for m in range(no):
+                    v *= num[b, orow[m]] * inv[b, ocol[m]]
                 w[t] = v
                 tot += v
             if not tot > 1e-280:  # underflow: the same weights from logs, rescaled
@@ -155,11 +167,6 @@ def _sweeps(codes, offsets, da, slot, nb, cnt, nbj, num, inv, occ, pos, la, ld, 
                 for t in range(k):
                     w[t] = math.exp(w[t] - mx)
                     tot += w[t]
-            free = -1  # where a new class would open: the first free slot
-            for b in range(S):
-                if nb[b] == 0:
-                    free = b
-                    break
             if free < 0:
                 return -1
             u = rng.random() * tot
@@ -200,6 +207,11 @@ def _sweeps(codes, offsets, da, slot, nb, cnt, nbj, num, inv, occ, pos, la, ld, 
                 occ[k] = b1
                 pos[b1] = k
                 k += 1
+                free = -1
+                for b in range(b1 + 1, S):
+                    if nb[b] == 0:
+                        free = b
+                        break
             slot[i] = b1
             before[b1] += 1
             _move(codes, i, b1, 1, offsets, nb, cnt, nbj, num, inv, da)
