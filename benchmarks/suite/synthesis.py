@@ -12,7 +12,7 @@ import sys
 import time
 import warnings
 
-from ._data import CATEGORICAL, SHARED_DATA, SYNTHESIZED, ce
+from ._data import CATEGORICAL, SHARED_DATA, SYNTHESIZED, ce, nyexample
 
 
 def _quiet(fn, *args, **kwargs):
@@ -371,10 +371,7 @@ class DPMPMSweepScaling:
         from bayes_risk.models.dpmpm.run import gibbs_layout
         from bayes_risk.models.dpmpm.step import DPMPMGibbs
 
-        path = SHARED_DATA / "NYexample_X.csv"
-        if not path.is_file():
-            raise NotImplementedError("NYexample_X.csv of the shared data is needed")  # skipped
-        df = pd.read_csv(path, dtype=str)
+        df = nyexample()
         df = df.iloc[np.random.default_rng(n).integers(0, len(df), n)]
         codes = np.stack([pd.Categorical(df[c]).codes for c in df.columns], 1).astype(np.int64)
         d = np.array([df[c].nunique() for c in df.columns], dtype=np.int64)
@@ -411,15 +408,11 @@ class DPMPMRegimeEvidence:
 
     def setup(self, start):
         import numpy as np
-        import pandas as pd
 
         from bayes_risk.models.dpmpm import DPMPM, coding
         from bayes_risk.models.dpmpm.evidence import _last_draw, classes_given_draw
 
-        path = SHARED_DATA / "NYexample_X.csv"
-        if not path.is_file():
-            raise NotImplementedError("NYexample_X.csv of the shared data is needed")  # skipped
-        df = pd.read_csv(path, dtype=str)
+        df = nyexample()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = DPMPM(n_components=80, tune=200, draws=100, max_sweeps=0, chains=1,
