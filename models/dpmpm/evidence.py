@@ -321,20 +321,20 @@ def partition_evidence(codes: np.ndarray, d: Sequence[int], z: np.ndarray, *,
     da = d * a
     num = a + cnt.astype(np.float64)
     inv = 1.0 / (da[None, :] + nbj)
-    q = np.zeros((n, S), dtype=np.float64)
-    lq = np.zeros((n, S))
+    q = np.zeros((n, S), dtype=np.float64)  # the label frequencies, then log q in place
     rows = np.zeros((max(second, 1), 4))
     handle = generator_handle(rng)
     args = (codes, offsets, da.astype(np.float64), slot, nb, cnt, nbj, num, inv, occ, pos, la, ld,
             lga, lgd, lgn, log_i, log_new)
-    status = _sweeps(*args, warm, 0, q, lq, rows, handle)
+    status = _sweeps(*args, warm, 0, q, q, rows, handle)
     if status == 0:
-        status = _sweeps(*args, first, 1, q, lq, rows, handle)
+        status = _sweeps(*args, first, 1, q, q, rows, handle)
     if status == 0:
         # q_i: the frequencies with a pseudo-count spread over the slots
-        lq[:] = np.log((q + _PSEUDO / S) / (first + _PSEUDO))
-        del q
-        status = _sweeps(*args, second, 2, np.zeros((1, 1)), lq, rows, handle)
+        q += _PSEUDO / S
+        q /= first + _PSEUDO
+        np.log(q, out=q)
+        status = _sweeps(*args, second, 2, np.zeros((1, 1)), q, rows, handle)
     if status != 0:
         return {"lower": None, "upper": None, "lower_se": None, "upper_se": None,
                 "upper_drift": None, "log_joint": None, "entropy_lower": None,
