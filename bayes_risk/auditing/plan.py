@@ -374,7 +374,10 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
         original = rest
     missing = [c for c in original.columns if c not in synthetic[0].columns]
     if missing:
-        raise SchemaError(f"synthetic: the release lacks the original's columns {missing}.",
+        from bayes_risk.data.schema import did_you_mean
+
+        raise SchemaError(f"synthetic: the release lacks the original's columns {missing}."
+                          + did_you_mean(missing[0], synthetic[0].columns),
                           code="MISSING_COLUMN")
     extra = [c for c in synthetic[0].columns if c not in original.columns]
     if extra:

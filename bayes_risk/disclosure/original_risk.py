@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._specs import check_option, is_integer, is_number
+from bayes_risk.data.schema import did_you_mean
 from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError
 from bayes_risk.results.original_risk import OriginalRisk
 
@@ -74,7 +75,8 @@ def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, ma
         if absent:
             raise SchemaError(
                 f"{argument}: column(s) {absent} are not in the original data (columns: "
-                f"{list(original.columns)}).", code="MISSING_COLUMN")
+                f"{list(original.columns)})." + did_you_mean(absent[0], original.columns),
+                code="MISSING_COLUMN")
     both = [s for s in sensitive if s in keys]
     if both:
         raise ValidationError(
