@@ -174,7 +174,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "inferred; see bayes-risk utility --help)")
     p.add_argument("--show-confidential-values", action="store_true",
                    help="show the known (quasi-identifier) values of the records most at risk "
-                   "in the report (off by default: record numbers only)")
+                   "in the report, and write the confidential records' values into its files "
+                   "(off by default: record numbers only; every file and report.zip withhold "
+                   "them too: the predicates that single out a record of the original or the "
+                   "holdout, the original's smallest and largest values)")
     add_run_arguments(p, "audit", "report.html, report.md, summary.json and one folder per step",
                       check="the release SYN or the --model", other_model=True)
     return p
