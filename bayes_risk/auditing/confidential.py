@@ -48,7 +48,7 @@ FILES: dict[str, Callable[[pd.DataFrame], pd.DataFrame] | None] = {
     # utility
     "overlap.csv": None, "marginals.csv": _marginals, "twoway.csv": None,
     # identification and its posterior replicates (records by row number)
-    "records.csv": None, "radius_sweep.csv": None, "radius_sweep_pooled.csv": None,
+    "records.csv": None, "radius_search.csv": None, "radius_search_pooled.csv": None,
     "known_sweep.csv": None, "known_sweep_drivers.csv": None, "known_sweep_levels.csv": None,
     # attribute risk
     "known_curve.csv": None,
