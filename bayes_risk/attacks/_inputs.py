@@ -50,7 +50,8 @@ def attack_inputs(
                       categorical=categorical)
     cols = list(sch.names) if columns is None else list(columns)
     if not cols:
-        raise ValidationError(f"{arg_name(argument)} is empty; give at least one column.")
+        raise ValidationError(f"{arg_name(argument)} is empty; give at least one column.",
+                              code="INVALID_ARGUMENT")
     sch.check_columns(cols, argument)
     if holdout is not None and not isinstance(holdout, pd.DataFrame):
         raise ValidationError(f"holdout must be a pandas DataFrame. Got {type(holdout).__name__}.")

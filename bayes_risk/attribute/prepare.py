@@ -280,7 +280,8 @@ def _varying_columns(
     if scenario == "partially_known":
         if not known_l:
             raise ValidationError(f"{scenario_arg('partially_known')} needs "
-                                  f"{arg_name('known', '[synthesized columns]', cli='COL ...')}.")
+                                  f"{arg_name('known', '[synthesized columns]', cli='COL ...')}.",
+                                  code="INVALID_ARGUMENT")
         schema.check_columns(known_l, "known")
         notsyn = [c for c in known_l if c not in synthesized]
         if notsyn:

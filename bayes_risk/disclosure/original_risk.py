@@ -94,7 +94,8 @@ def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, ma
     check_option(compat, "compat", (None, "sdcmicro"))
     if max_size is not None and (not is_integer(max_size) or int(max_size) < 1):
         raise ValidationError(f"{arg_name('max_size')} must be an integer >= 1"
-                              + ("" if on_command_line() else " or None") + f". Got {max_size!r}.")
+                              + ("" if on_command_line() else " or None") + f". Got {max_size!r}.",
+                              code="INVALID_ARGUMENT")
     if not is_number(dis_fraction) or not 0 < float(dis_fraction) < 1:
         raise ValidationError(
             f"dis_fraction must be a sampling fraction in (0, 1). Got {dis_fraction!r}.")
