@@ -1664,10 +1664,11 @@ def test_thresholds_say_where_they_come_from(audited, tmp_path):
     assert table.count('<sup><a href="#threshold-') == len(res.verdicts)
     res.plan.thresholds = Thresholds.parse({"DiSCO": 2})
     try:
-        given = res.to_html(tmp_path / "g.html").read_text()
+        given = html_lib.unescape(res.to_html(tmp_path / "g.html").read_text())
     finally:
         res.plan.thresholds = Thresholds()
-    assert "given for this audit (--threshold DiSCO=2; the default is 1)" in given
+    # as the caller gave it: in Python the argument (the command line's: --threshold DiSCO=2)
+    assert "given for this audit (thresholds={'DiSCO': 2}; the default is 1)" in given
 
 
 def test_report_one_unit_per_quantity(audited_hh, report_hh):
