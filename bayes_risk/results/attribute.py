@@ -248,7 +248,9 @@ class AttributeRiskResult(RiskResult):
         dict or None
             ``status`` ("computed" or "not computed" with ``reason``), ``n_records``, ``regimes``
             (each with ``chains``, the fit's figures and the Hu–Reiter–Wang ``summary``),
-            ``largest_prop_top`` and ``largest_prop_evidence``.
+            ``largest_prop_top``, ``largest_prop_evidence`` and ``mass_prop_top``,
+            ``mass_prop_evidence`` (the shares of the regime that holds the posterior mass,
+            ``holds_mass`` of the fit's regime record; ``None``: none does).
         """
         fit = (self.mcmc or {}).get("fits", {}).get("model") or {}
         reg = fit.get("regimes")
@@ -266,7 +268,8 @@ class AttributeRiskResult(RiskResult):
                    or "no estimates per chain")
             return {"status": "not computed", "reason": f"no per-chain estimates ({why})",
                     **base, "n_records": 0, "largest_prop_top": None,
-                    "largest_prop_evidence": None}
+                    "largest_prop_evidence": None, "mass_prop_top": None,
+                    "mass_prop_evidence": None}
         g0 = self._g0()
         per: list[dict[str, np.ndarray]] = []
         for g in groups:
@@ -288,17 +291,19 @@ class AttributeRiskResult(RiskResult):
                                prior_p_true=prior, evidence_factor=evidence_factor)
             summ.pop("rank_min_quantiles", None)  # only ranked first or not is kept
             out_reg.append({**r, "summary": summ})
+        heavy = next((i for i, r in enumerate(out_reg) if r.get("holds_mass")), None)
 
-        def largest(key: str) -> dict[str, Any] | None:
+        def pick(key: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+            # the regime with the largest share, and the one that holds the posterior mass
             shares = [float(r["summary"].get(key, np.nan)) for r in out_reg]
-            if not np.isfinite(shares).any():
-                return None
-            best = int(np.nanargmax(shares))
-            return {"regime": best + 1, key: shares[best]}
+            best = int(np.nanargmax(shares)) if np.isfinite(shares).any() else None
+            return (None if best is None else {"regime": best + 1, key: shares[best]},
+                    None if heavy is None else {"regime": heavy + 1, key: shares[heavy]})
 
+        (big_top, mass_top), (big_ev, mass_ev) = pick("prop_top"), pick("prop_evidence")
         return {"status": "computed", "n_records": len(ok), "regimes": out_reg,
-                "largest_prop_top": largest("prop_top"),
-                "largest_prop_evidence": largest("prop_evidence")}
+                "largest_prop_top": big_top, "largest_prop_evidence": big_ev,
+                "mass_prop_top": mass_top, "mass_prop_evidence": mass_ev}
 
     def _chain_note(self) -> dict[str, Any]:
         """``settings["chain_check"]`` with the number of records flagged ``CHAINS_DISAGREE``."""

@@ -106,17 +106,18 @@ def test_the_board_sets_the_factor_and_the_share():
     assert ev["prop_evidence"].exceeds and ev["prop_evidence"].status == "exceeds"
 
 
-@pytest.mark.parametrize(("value", "says"), [
-    ("1", "evidence_factor must be a Bayes factor above 1 .*1 is no evidence.*Got '1'"),
-    ("0.5", "evidence_factor must be a Bayes factor above 1"),
-    ("-3", "evidence_factor must be >= 0"),
-    ("nan", "evidence_factor must be >= 0"),
-    ("x", "evidence_factor='x' is not a number"),
-])
-def test_an_evidence_factor_of_at_most_one_is_refused_by_name(value, says):
-    with pytest.raises(ValidationError, match=f"^thresholds: {says}") as err:
+@pytest.mark.parametrize("value", ["1", "0.5", "-3", "nan", "inf"])
+def test_an_evidence_factor_of_at_most_one_is_refused_by_name(value):
+    """A factor of 1 counts every record the release does not make less likely: no evidence;
+    an infinite one counts none, whatever the release."""
+    with pytest.raises(ValidationError, match=(
+            f"^thresholds: evidence_factor={value} is outside its range: evidence_factor is a "
+            r"Bayes factor, above 1 \(1 is no evidence\). Expected 1 < evidence_factor < ∞.$")
+    ) as err:
         Thresholds.parse([f"evidence_factor={value}"])
     assert err.value.code == "INVALID_ARGUMENT"
+    with pytest.raises(ValidationError, match="evidence_factor=x: 'x' is not a number"):
+        Thresholds.parse(["evidence_factor=x"])
 
 
 def test_the_larger_regime_share_is_read():
@@ -129,6 +130,12 @@ def test_the_larger_regime_share_is_read():
     ev = _lines(s)["prop_evidence"]
     assert ev.value == pytest.approx(15.0) and ev.exceeds
     assert "regime 2 (chain 2) 15 %" in ev.detail and "RISK_BY_REGIME, regime 2" in ev.detail
+    # a regime that holds the posterior mass: its figure is read, as on the ranked-first line
+    regimes[0]["mass_bounds"] = [0.999, 1.0]
+    s["regimes"]["mass_prop_evidence"] = {"regime": 1, "prop_evidence": 0.002}
+    ev = _lines(s)["prop_evidence"]
+    assert ev.value == pytest.approx(0.2) and not ev.exceeds
+    assert "regime 1 holds the posterior mass" in ev.detail
 
 
 def test_a_missing_share_is_a_line_past_its_threshold():
