@@ -34,7 +34,7 @@ UNCERTAIN_MEASURES = ("expected_match_risk", "true_match_rate_targets", "true_ma
                       "false_match_rate", "n_unique")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class IdentificationResult(RiskResult):
     """Identification risk of a release (Hu 2019 §4; :doc:`/methods/identification`).
 
@@ -307,7 +307,7 @@ class IdentificationResult(RiskResult):
         return ax
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RadiusSweepResult(RiskResult):
     """Risk curve over a grid of radii.
 
@@ -453,15 +453,28 @@ class RadiusSweepResult(RiskResult):
         half = student_t.ppf(0.5 + level / 2, m - 1) * d.std(axis=1, ddof=1) / np.sqrt(m)
         return [i for i in range(B) if i != best and not d[i].mean() - half[i] > 0]
 
-    def _plot_box(self, ax: Any) -> Any:
-        """Box plot of the expected match risk over datasets (Hornby & Hu 2021 Fig. 6), from 0."""
+    def _plot_box(self, ax: Any, rate_threshold: float | None = None,
+                  n_targets: int | None = None) -> Any:
+        """Box plot of the expected match risk over datasets (Hornby & Hu 2021 Fig. 6), from 0;
+        with ``rate_threshold`` (per cent of the ``n_targets`` targets: the audit's
+        ``expected_match_rate``), the threshold in targets, and the rate on the right axis."""
         pos = np.arange(1, len(self.risk) + 1)
+        if rate_threshold is not None and n_targets:
+            n = float(n_targets)
+            allowed = float(rate_threshold) / 100 * n
+            ax.axhline(allowed, color="#a51d2d", ls="--", lw=1.2,
+                       label=f"threshold: expected match rate {rate_threshold:g} % "
+                             f"({allowed:,.4g} targets)")
+            right = ax.secondary_yaxis("right", functions=(lambda y: 100 * y / n,
+                                                           lambda p: p * n / 100))
+            right.set_ylabel("expected match rate (% of targets)")
         ax.boxplot(list(self.risk), positions=pos, widths=0.6)
         ax.plot(pos, self.risk_summary, "o-", color="C1", lw=1, ms=4,
                 label=f"{self.statistic} over the datasets")
         for i in self.argmax:
             ax.axvline(pos[i], color="C3", ls=":", lw=1)
-        ax.set_ylim(bottom=0)
+        ax.set_ylim(bottom=0, top=max(ax.get_ylim()[1], 1.1 * allowed) if rate_threshold
+                    is not None and n_targets else None)
         ax.set_xticks(pos)
         ax.set_xticklabels(
             self.labels(),

@@ -1129,7 +1129,15 @@ def test_audit_result_is_a_result_like_the_others(audited, tmp_path):
     assert res.verdict_text in s.notes
     html = res._repr_html_()
     assert html.startswith('<div class="bayes-risk-summary">') and "Verdict lines" in html
-    assert str(res) == s.as_text() and "AuditResult(" in repr(res)
+    # printed: the verdict and its lines within 100 columns, and where the rest is (issue 66:
+    # the whole summary printed 71 lines of up to 1,020 characters)
+    text = str(res)
+    assert text == repr(res) == res.brief().as_text()
+    assert max(map(len, text.splitlines())) <= 100 and len(text.splitlines()) < 60, text
+    assert text.startswith(f"Audit of a synthetic release: {res.headline_parts()[0]}")
+    assert all(f"{v.step}: {v.short}" in text for v in res.verdicts)
+    assert "audit.verdict_frame()" in text and "audit.step(NAME).result" in text
+    assert max(map(len, s.as_text().splitlines())) <= 100
     pd.testing.assert_frame_equal(res.to_dataframe(), res.verdict_frame())
     codes = {(w["step"], w["code"]) for w in res.warnings}
     got = {(w.where.removesuffix(" step"), w.code) for w in res.structured_warnings}
