@@ -483,9 +483,11 @@ def identification_section(sec: Section, s: Any, result: Any, links: _Links) -> 
     sw = s.extra.get("sweep")
     if sw is not None:
         ssrc = step_file(s, "radius_sweep.csv")
-        sec.blocks.append(links.figure(lambda: plot_figure(sw), "radius_sweep.png",
-                                       "Expected match risk by radius, one box per radius over "
-                                       "the datasets (the dotted line marks the largest mean)"))
+        sec.blocks.append(links.figure(
+            lambda: plot_figure(sw, rate_threshold=plan.thresholds.expected_match_rate * 100,
+                                n_targets=n), "radius_sweep.png",
+            "Expected match risk by radius, one box per radius over the datasets (the dotted "
+            "line marks the largest mean; the dashed line, the verdict's threshold)"))
         sec.p(*_sweep_sentence(sw, n, ssrc, links))
         star = s.extra.get("at_r_star")
         if star is not None:
@@ -759,7 +761,11 @@ def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
                   "posterior draws, so there are no importance weights whose tail k̂ could "
                   "measure (its Monte Carlo error is checked record by record instead).")
             continue
-        sec.blocks.append(links.figure(lambda kind=kind: plot_figure(s.result, kind), name, cap))
+        # the rank figure shows the threshold of the share ranked first, the verdict's line
+        opts = ({"prop_top_threshold": result.plan.thresholds.prop_top * 100}
+                if kind == "rank" else {})
+        sec.blocks.append(links.figure(lambda kind=kind, opts=opts: plot_figure(
+            s.result, kind, **opts), name, cap))
     ks = s.extra.get("known_sweep")
     if ks is not None:
         _known_sweep_blocks(sec, ks, s, links)
@@ -882,7 +888,12 @@ def disclosure_section(sec: Section, s: Any, result: Any, links: _Links) -> None
 
 
 def utility_risk_points(result: Any) -> pd.DataFrame | None:
-    """One row per dataset: S_pMSE and the risk measures of the utility-and-risk figure."""
+    """One row per dataset: S_pMSE and the risk measures of the utility-and-risk figure —
+    every verdict line with a value per dataset (the identification rates, repU of each set
+    of keys, DiSCO of every target: issue 66, the ACS report drew the first target's DiSCO
+    alone, not the target past its threshold). ``attrs``: each column's ``thresholds``, the
+    pooled ``verdict`` value where the line reads one, and the columns past their threshold
+    (``exceeds``)."""
     u, i, d = (result.step(n) for n in ("utility", "identification", "disclosure"))
     if u.status != "ran":
         return None
@@ -892,36 +903,57 @@ def utility_risk_points(result: Any) -> pd.DataFrame | None:
                         "S_pMSE": np.asarray(u.result.pmse.ratio, dtype=float)})
     thresholds: dict[str, float] = {"S_pMSE": th.s_pmse}
     verdict: dict[str, float] = {}
+    exceeds: list[str] = []
     lines = {v.threshold_name: v for v in result.verdicts}
+
+    def add(col: str, values: Any, line: Any, threshold: float) -> None:
+        pts[col] = np.asarray(values, dtype=float)
+        thresholds[col] = threshold
+        if line is not None and line.exceeds:
+            exceeds.append(col)
+
     # a baseline of the original is the same for every dataset: not plotted
     if i.status == "ran" and i.result.per_dataset is not None and \
             not plan.identification_release_independent:
         n = float(i.result.file["n_targets"])
         sw = i.extra.get("sweep")
-        if sw is not None and sw.argmax:  # at the maximising radius, as the verdict reads it
-            col = f"expected match rate (% of targets), radius {sw.r_star:g}"
-            risk = sw.risk[sw.argmax[0]]
-        else:
-            col = f"expected match rate (% of targets), {radius_text(plan.radius)}"
-            risk = i.result.to_dict()["summary"]["per_dataset"]["expected_match_risk"]
-        pts[col] = np.asarray(risk, dtype=float) / n * 100
-        thresholds[col] = th.expected_match_rate * 100
-        line = lines.get("expected_match_rate")
-        if line is not None and line.detail.startswith("larger: pooled"):
-            verdict[col] = line.value
+        swept = sw is not None and bool(sw.argmax)  # at the maximising radius, as the verdict
+        star = i.extra.get("at_r_star") if swept else i.result
+        at = f"radius {sw.r_star:g}" if swept else radius_text(plan.radius)
+        per = {} if star is None else star.to_dict()["summary"]["per_dataset"]
+        if swept:
+            per["expected_match_risk"] = sw.risk[sw.argmax[0]]
+        for name, key, what in (("expected_match_rate", "expected_match_risk",
+                                 "expected match rate"),
+                                ("true_match_rate", "true_match_risk", "true match rate")):
+            line = lines.get(name)
+            if line is None or key not in per:
+                continue
+            col = f"{what} (% of targets), {at}"
+            add(col, np.asarray(per[key], dtype=float) / n * 100, line,
+                getattr(th, name) * 100)
+            if line.detail.startswith("larger: pooled"):
+                verdict[col] = line.value
     if d.status == "ran":
-        t, res = next(iter(d.result.items()))
-        fixed = plan.release_independent_keys(t)
-        if not fixed:
-            col = f"repU (% of records), keys {', '.join(res.keys)}"
-            pts[col] = res.ident["repU"].to_numpy(dtype=float)
-            thresholds[col] = th.repU
-        if not (fixed and t not in plan.synthesized):
-            col = f"DiSCO (% of records), target {t}"
-            pts[col] = res.attrib["DiSCO"].to_numpy(dtype=float)
-            thresholds[col] = th.DiSCO
-    pts.attrs.update(thresholds=thresholds, verdict=verdict)
+        seen: set[tuple[str, ...]] = set()
+        for t, res in d.result.items():
+            fixed = plan.release_independent_keys(t)
+            if not fixed and tuple(res.keys) not in seen:
+                seen.add(tuple(res.keys))
+                add(f"repU (% of records), keys {', '.join(res.keys)}",
+                    res.ident["repU"].to_numpy(dtype=float),
+                    _line(result, "disclosure", f"repU (%), keys {', '.join(res.keys)}"),
+                    th.repU)
+            if not (fixed and t not in plan.synthesized):
+                add(f"DiSCO (% of records), target {t}", res.attrib["DiSCO"].to_numpy(dtype=float),
+                    _line(result, "disclosure", f"DiSCO (%), target {t}"), th.DiSCO)
+    pts.attrs.update(thresholds=thresholds, verdict=verdict, exceeds=exceeds)
     return pts if pts.shape[1] > 2 else None
+
+
+def _line(result: Any, step: str, measure: str) -> Any:
+    """The verdict line of ``step`` measuring ``measure``, or ``None``."""
+    return next((v for v in result.verdicts if v.step == step and v.measure == measure), None)
 
 
 def _utility_risk(result: Any, links: _Links) -> Section | None:
@@ -931,11 +963,16 @@ def _utility_risk(result: Any, links: _Links) -> Section | None:
     if pts is None:
         return None
     sec = Section("utility-risk", "Utility and risk together")
-    sec.p("Each point is one released synthetic dataset, its number beside it (Hornby & Hu "
+    sec.p("One panel per verdict line with a value per dataset (each set of keys' repU, each "
+          "target's DiSCO); a line past its threshold has its panel framed in red and "
+          "marked ✖. Each point is one released synthetic dataset, its number beside it "
+          "(datasets whose points fall together share one label, \"1, 3\") (Hornby & Hu "
           "2021, Figs 8 and 9): further left is more useful, lower is less risky; the box "
           "spans the first to the third quartile of the datasets. The dashed lines are the "
           "thresholds of the verdict lines; the axes start at 0, so that the spread between "
-          "datasets is seen against the threshold, not magnified."
+          "datasets is seen against the threshold, not magnified. The share ranked first of "
+          "attribute risk has no value per dataset (the intruder reads them all at once) and "
+          "no panel."
           + (" The dotted line is the value the verdict line reads: the intruder holding all "
              "the datasets pools them, which no single dataset shows."
              if pts.attrs.get("verdict") else ""))
