@@ -21,7 +21,7 @@ from bayes_risk.exceptions import ValidationError, arg_name
 __all__ = ["file_uncertainty", "wang_reiter_uncertainty", "FILE_FIGURES", "WANG_REITER_FIGURES"]
 
 #: file-level figures over the unflagged records
-FILE_FIGURES = ("mean_p_true", "share_ranked_first", "p_true_q25", "p_true_q50", "p_true_q75",
+FILE_FIGURES = ("mean_p_true", "prop_top", "p_true_q25", "p_true_q50", "p_true_q75",
                 "rank_q50", "rank_q75")
 #: Wang & Reiter (2012) file-level figures: min, first quartile and median of R1 and R2
 WANG_REITER_FIGURES = ("R1_min", "R1_q1", "R1_median", "R2_min", "R2_q1", "R2_median")

@@ -194,13 +194,12 @@ class _Links:
         v = np.nan if fraction is None else float(fraction) * 100
         return self.num(v, rel, digits, " %")
 
-    def count(self, value: Any, n: int, rel: str | None, noun: str = "targets",
-              paren: bool = True) -> list[Span]:
-        """A count with its per cent of ``n``: "47.35 targets (0.85 % of 5,571)"."""
+    def count(self, value: Any, n: int, rel: str | None, noun: str = "targets") -> list[Span]:
+        """A count as the rate it is of ``n``, in per cent, then the count: "0.85 % = 47.35 of
+        5,571 targets", as the verdict gives it (one unit per quantity, issue 66)."""
         v = np.nan if value is None else float(value)
-        return [self.num(v, rel), Span(f" {noun} (" if paren else f" {noun}, "),
-                self.pct(v / n if n else np.nan, rel),
-                Span(f" of {n:,}" + (")" if paren else ""))]
+        return [self.pct(v / n if n else np.nan, rel), Span(" = "), self.num(v, rel),
+                Span(f" of {n:,} {noun}")]
 
     def figure(self, draw: Callable[[], Any], name: str, caption: str) -> Block:
         """The block of the figure ``draw()`` makes, drawn once per result."""
@@ -461,8 +460,9 @@ def identification_section(sec: Section, s: Any, result: Any, links: _Links) -> 
     n = int(sm["n_targets"])
     src = step_file(s, "summary.json")
     sec.p(f"An intruder who knows {', '.join(plan.known)} for every target looks for it among "
-          "the released records (Reiter & Mitra 2009; Hornby & Hu 2021). Every count below is "
-          f"of the {n:,} targets, with its per cent of them; a target that matches no record "
+          "the released records (Reiter & Mitra 2009; Hornby & Hu 2021). Every measure below is "
+          f"a per cent of the {n:,} targets, as on the verdict's lines, followed by the count "
+          "it is; a target that matches no record "
           "in a dataset has no match there (no fallback).")
     if plan.identification_release_independent:
         sec.p(Span("Baseline of the original, not a risk of the release "
@@ -492,7 +492,7 @@ def identification_section(sec: Section, s: Any, result: Any, links: _Links) -> 
         star = s.extra.get("at_r_star")
         if star is not None:
             f = star.file
-            sec.p(f"At radius {sw.r_star:g} (mean over the datasets): true matches ",
+            sec.p(f"At radius {sw.r_star:g} (mean over the datasets): true match rate ",
                   *links.count(f["true_match_risk"], n, src), ", unique matches ",
                   *links.count(f["n_unique"], n, src), ", false match rate ",
                   links.pct(f["false_match_rate"], src), " of the unique matches "
@@ -505,8 +505,8 @@ def identification_section(sec: Section, s: Any, result: Any, links: _Links) -> 
         sec.p(Span("An intruder who holds all the datasets. ", strong=True),
               f"Pooling the match probabilities over the m = {plan.m} datasets (Reiter & Mitra "
               "2009; Drechsler & Reiter 2008; the defaults of bayes-risk identification) gives",
-              where, ": expected match risk ", *links.count(f["expected_match_risk"], n, src),
-              ", true matches ", *links.count(f["true_match_risk"], n, src),
+              where, ": expected match rate ", *links.count(f["expected_match_risk"], n, src),
+              ", true match rate ", *links.count(f["true_match_risk"], n, src),
               ", false match rate ", links.pct(f["false_match_rate"], src), " of the unique "
               "matches (summary.json: pooled). Each verdict line reads the larger of this "
               "intruder's figure and the per-dataset mean: an intruder with every dataset is "
@@ -544,14 +544,14 @@ TARGET_COLUMNS = {
 
 
 #: the identification measures that count targets, in plain words
-_ID_COUNTS = {"expected_match_risk": "expected match risk: targets expected to be identified "
-                                     "(sum of IR)",
-              "true_match_risk": "true matches: targets matched to one record, their own",
+_ID_COUNTS = {"expected_match_risk": "expected match rate: targets expected to be identified "
+                                     "(the expected match risk, sum of IR)",
+              "true_match_risk": "true match rate: targets matched to one record, their own",
               "n_unique": "unique matches: targets matched to one record"}
 
 
 def _id_rows(f: dict[str, Any], n: int, src: str | None, links: _Links) -> list[list[Any]]:
-    """The identification measures, each count with its per cent of the ``n`` targets."""
+    """The identification measures, each as its per cent of the ``n`` targets and its count."""
     return [*([Span(text), links.count(f[k], n, src)] for k, text in _ID_COUNTS.items()),
             [Span("false match rate: unique matches that are another record"),
              [links.pct(f["false_match_rate"], src), Span(" of the unique matches")]]]
@@ -560,8 +560,8 @@ def _id_rows(f: dict[str, Any], n: int, src: str | None, links: _Links) -> list[
 def _sweep_sentence(sw: Any, n: int, src: str | None, links: _Links) -> list[Any]:
     """The maximising radius, and whether it stands out from the others beyond the spread."""
     m = sw.risk.shape[1]
-    head = [f"Per dataset, the expected match risk is largest at radius {sw.r_star:g} (mean ",
-            *links.count(sw.risk_star, n, src, paren=False), ")"]
+    head = [f"Per dataset, the expected match rate is largest at radius {sw.r_star:g} (mean ",
+            *links.count(sw.risk_star, n, src), ")"]
     same = sw.indistinguishable()
     labels = sw.labels()
     others = len(labels) - 1
@@ -674,17 +674,23 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
     unc = r.uncertainty()
     ident = result.step("identification")
     per_ds = ident.result.file if ident.status == "ran" else {}
-    # one unit per row: counts of targets, or rates in per cent (summary.json: fractions)
-    labels = [("expected match risk (targets)", "expected_match_risk", False),
-              ("true match rate (% of targets)", "true_match_rate_targets", True),
-              ("unique matches (targets)", "n_unique", False),
-              ("false match rate (% of the unique matches)", "false_match_rate", True)]
+    # one unit in the table, per cent, the verdict's (issue 66: rows of targets and rows of
+    # per cent); a count of targets over the targets (summary.json: fractions and counts)
+    n_i = int(r.file.get("n_targets") or 0)
+    n_t = float(n_i or np.nan)
+    labels = [("expected match rate (% of targets)", "expected_match_risk", n_t),
+              ("true match rate (% of targets)", "true_match_rate_targets", 1.0),
+              ("unique matches (% of targets)", "n_unique", n_t),
+              ("false match rate (% of the unique matches)", "false_match_rate", 1.0)]
     rows = []
     isrc = step_file(ident, "summary.json")
-    for lab, k, rate in labels:
+    for lab, k, over in labels:
         u = unc.get(k) or {}
         q = u.get("replicate_quantiles") or {}
-        cell = links.pct if rate else links.num
+
+        def cell(v: Any, rel: str | None, over: float = over) -> Span:
+            return links.pct(None if v is None else float(v) / over, rel)
+
         rows.append([Span(lab), cell(per_ds.get(k), isrc),
                      cell(u.get("replicate_mean"), src), cell(u.get("replicate_mean_mc_se"), src),
                      cell(q.get("0.025"), src), cell(q.get("0.975"), src),
@@ -699,8 +705,8 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
     est = list(trace.get("expected_match_risk") or [])
     rs = list(trace.get("n_replicates") or [])
     if len(est) >= 2 and est[-1] > est[0]:
-        sec.p("The pooled expected match risk rose from ", links.num(est[0], src),
-              f" targets at R = {int(rs[0])} to ", links.num(est[-1], src),
+        sec.p("The pooled expected match rate rose from ", *links.count(est[0], n_i, src),
+              f" at R = {int(rs[0])} to ", *links.count(est[-1], n_i, src),
               f" at R = {int(rs[-1])}: "
               "it depends on R, as the pooled definition does; report it with R, and the "
               "mean over single replicates beside it.")
@@ -709,13 +715,15 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
         sec.blocks.append(Block("warning", spans=[
             Span("MCSE_NOT_REACHED", strong=True),
             Span(f": after R = {R} replicates (the audit's cap) the Monte Carlo standard "
-                 "error of the pooled expected match risk, "),
-            links.num(e.get("mc_se"), src),
-            Span(f" targets, is still above the tolerance asked "
+                 "error of the pooled expected match rate, "),
+            *links.count(e.get("mc_se"), n_i, src),
+            Span(f", is still above the tolerance asked "
                  f"({format_number(100 * float(pr.get('mcse_tol', np.nan)), 3, plain=True)} % "
-                 "of the estimate): the pooled figure "), links.num(e.get("value"), src),
-            Span(" is known to about ± "), links.num(2 * float(e.get("mc_se", np.nan)), src),
-            Span(" targets (2 MCSE), and the figure below shows it still moving. Read it as a "
+                 "of the estimate): the pooled figure "),
+            *links.count(e.get("value"), n_i, src),
+            Span(" is known to about ± "),
+            *links.count(2 * float(e.get("mc_se", np.nan)), n_i, src),
+            Span(" (2 MCSE), and the figure below shows it still moving. Read it as a "
                  "range, not a finding; bayes-risk identification with --model, which draws up "
                  "to --max-replicates (2,000 by default), narrows it.")]))
     sec.blocks.append(links.figure(lambda: plot_figure(r, "running_estimate"),
@@ -814,7 +822,7 @@ def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
 def _mc_block(mc: dict[str, Any], links: _Links, src: str | None) -> Block:
     """The draw bootstrap's Monte Carlo error of the attribute figures, rates in per cent."""
     key = next(k for k in mc if k.startswith("mc_interval_"))
-    names = {"mean_p_true": "mean p_true", "share_ranked_first": "share ranked first",
+    names = {"mean_p_true": "mean p_true", "prop_top": "share ranked first",
              "p_true_q25": "p_true, 25th percentile over the records",
              "p_true_q50": "p_true, median over the records",
              "p_true_q75": "p_true, 75th percentile over the records",

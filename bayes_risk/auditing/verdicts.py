@@ -237,7 +237,7 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
     # the draw bootstrap's Monte Carlo interval of the pooled figure
     mc = s.get("mc_uncertainty") or {}
     key = next((k for k in mc if k.startswith("mc_interval_")), None)
-    share = mc[key].get("share_ranked_first") if key else None
+    share = mc[key].get("prop_top") if key else None
     if share is not None and np.all(np.isfinite(np.asarray(share, dtype=float))):
         interval = (f"{key.rsplit('_', 1)[1]} % Monte Carlo interval {_pct(share[0]):.3g}–"
                     f"{_pct(share[1]):.3g} % (draw bootstrap, {mc['bootstrap']} replicates); ")

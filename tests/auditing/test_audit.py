@@ -1626,17 +1626,17 @@ def test_report_one_unit_per_quantity(audited_hh, report_hh):
     n = res.plan.n_records
     f = res.step("identification").result.file
 
-    def count(x):
-        return (f"{format_number(x, 4, plain=True)} targets "
-                f"({format_number(100 * x / n, 3, plain=True)} % of {n:,})")
+    def count(x):  # the verdict's unit first, then the count (issue 66: one unit)
+        return (f"{format_number(100 * x / n, 3, plain=True)} % = "
+                f"{format_number(x, 4, plain=True)} of {n:,} targets")
 
     sec = _text(html.split('<section id="identification">')[1].split("</section>")[0])
-    assert f"expected match risk: targets expected to be identified (sum of IR) " \
-        f"{count(f['expected_match_risk'])}" in sec
-    assert f"true matches: targets matched to one record, their own " \
+    assert f"expected match rate: targets expected to be identified (the expected match " \
+        f"risk, sum of IR) {count(f['expected_match_risk'])}" in sec
+    assert f"true match rate: targets matched to one record, their own " \
         f"{count(f['true_match_risk'])}" in sec
     pooled = res.step("identification").extra["pooled"].headline.file
-    assert f"expected match risk {count(pooled['expected_match_risk'])}" in sec
+    assert f"expected match rate {count(pooled['expected_match_risk'])}" in sec
     # the verdict line: the rate in per cent and the count it is of
     v = {x.measure: x for x in res.verdicts}["expected match rate at the maximising radius"]
     verdict = _text(html.split('<table class="verdicts">')[1].split("</table>")[0])

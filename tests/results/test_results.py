@@ -22,6 +22,7 @@ import bayes_risk as br
 import bayes_risk.results as results
 from bayes_risk import MatchSpec
 from bayes_risk._io import to_jsonable
+from bayes_risk._units import units_of
 from bayes_risk.attribute.file_summary import file_summary
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results import ResultWarning, RiskResult, Summary
@@ -421,6 +422,8 @@ def _written(path):
     d = json.loads(path.read_text())
     for k in ("command", "inputs", "input_sha256", "run_warnings"):  # the run's, not the result's
         d.pop(k)
+    # the units of what it holds, named beside it (bayes_risk._units): the file's, not the result's
+    assert d.pop("units") == units_of(d)
     return d
 
 
