@@ -48,8 +48,10 @@ thresholds of the verdict lines (--threshold NAME=VALUE; defaults):
   s_pmse=10 overlap=0.5 expected_match_rate=0.01 true_match_rate=0.01 prop_top=0.1
   repU=1 DiSCO=1 membership_advantage=0.05 membership_share=0.01
   membership_probability=0.9 singling_out_risk=0.05 linkability_risk=0.05
-  (repU and DiSCO in percent; the rates and membership_share as fractions: the verdict
-  shows every rate and its threshold in per cent, expected_match_rate=0.01 as 1 %;
+  (each in the unit of the key it names in the files, named under "units" in summary.json:
+  repU and DiSCO in percent, as synthpop gives them; the rates, prop_top and membership_share
+  as fractions, as their steps' files hold them; the verdict shows every rate and its
+  threshold in per cent, expected_match_rate=0.01 as 1 %;
   membership_advantage is AUC - 0.5; a member counts as exposed when its posterior
   membership probability exceeds membership_probability; the risks of anonymeter's
   attacks are fractions from 0 to 1)
