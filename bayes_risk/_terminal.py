@@ -337,13 +337,24 @@ def _rate_text(per_second: float, unit: str) -> str:
 
 
 class ProgressBar:
-    """One progress bar on stderr of ``total`` ``unit`` (``None``: unknown) beside
-    ``description`` (a context manager, or :meth:`start` and :meth:`stop`).
+    """One progress bar on stderr (a context manager, or :meth:`start` and :meth:`stop`).
 
     The rate counts the units done, at the pace of the latest steps (:class:`_Rate`), and the
     time left is shown only once that pace is steady: not before the second step, not while a
     warm-up stalls the count (issue 66: a fit that took 3 minutes said "about 46:58:21 left"
     after its first two draws).
+
+    Parameters
+    ----------
+    total : int, optional
+        Units of work in all (``None``: unknown, no percentage or time left).
+    description : str
+        What runs, shown before the count.
+    unit : str
+        What one unit is, in the plural ("sweeps", "records", "replicates"): the bar, its rate
+        and the messages beside it count the same.
+    enabled : bool
+        ``False`` (or a :func:`quiet` block): nothing is shown.
     """
 
     def __init__(self, total: int | None = None, description: str = "", *,
@@ -465,9 +476,31 @@ def progress[T](
     enabled: bool = True,
     label: Callable[[int, int | None], str] | None = None,
 ) -> Iterator[T]:
-    """Iterate while a :class:`ProgressBar` counts the work done, in ``unit``: one per item, or
-    ``size(item)`` (a chunk of records counts its records; ``total`` is then their sum);
-    ``label(k, total)`` replaces the description while item ``k`` (1-based) is worked on."""
+    """Iterate while a :class:`ProgressBar` counts the work done.
+
+    Parameters
+    ----------
+    iterable : iterable
+        The items, yielded as they are.
+    total : int, optional
+        The work in all, in ``unit`` (default: the number of items, when it has a length).
+    description : str
+        What runs.
+    unit : str
+        What is counted, in the plural.
+    size : callable, optional
+        ``size(item)``: the units an item holds (a chunk of records counts its records;
+        ``total`` is then their sum); default one per item.
+    enabled : bool
+        ``False``: the items only, no bar.
+    label : callable, optional
+        ``label(k, n_items)`` replaces the description while item ``k`` (1-based) is worked on.
+
+    Yields
+    ------
+    object
+        The items of ``iterable``.
+    """
     if not enabled or _QUIET:
         yield from iterable
         return

@@ -133,8 +133,8 @@ def utility_risk_figure(points: pd.DataFrame) -> Any:
                          "xtick.labelsize": 10, "ytick.labelsize": 10}):
         fig, axes = plt.subplots(rows, cols, figsize=(PAGE_WIDTH_IN, 0.4 + 4.4 * rows),
                                  squeeze=False)
-        for ax in axes.flat[len(risks):]:
-            ax.set_axis_off()
+        for ax in axes.flat[len(risks):]:  # the last row's empty places
+            fig.delaxes(ax)
         for ax, c in zip(axes.flat, risks, strict=False):
             # the points and their quartile rectangle (Hornby & Hu 2021, Figs 8-9)
             plot_utility_risk(points.assign(scenario="datasets"), utility="S_pMSE", risk=c,

@@ -447,7 +447,8 @@ class AuditResult(RiskResult):
                   + ", ".join(s.name for s in self.steps if s.status == "ran") + ")",
                   "audit.to_html(PATH) (the report)"]
         notes.append("In full: " + "; ".join(where) + ".")
-        return Summary(f"Audit of a synthetic release: {status}", header=header,
+        title = "Audit of a synthetic release" + ("" if self.complete else " (INCOMPLETE)")
+        return Summary(f"{title}: {status}", header=header,
                        tables=tables, notes=notes,
                        warnings=[w for w in self.structured_warnings])
 

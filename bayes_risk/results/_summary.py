@@ -127,11 +127,15 @@ class Summary:
         ----------
         width : int or None
             No line is longer (default 100 columns): text wraps, a wide table's headers and
-            text cells wrap within their columns (:func:`text_table`); ``None``: as long as
-            they are.
+            text cells wrap within their columns, and a table that cannot fit so is cut into
+            blocks of columns, its first repeated; ``None``: lines as long as they are.
         max_rows : int or None
             Rows shown of each table, the others counted and named where they are in full
             (``None``: every row).
+
+        Returns
+        -------
+        str
         """
         fill = _filler(width)
         lines = [*fill(self.title), "=" * min(len(self.title), width or len(self.title))]

@@ -323,7 +323,7 @@ class AttributeRiskResult(RiskResult):
             ("candidates", cand.get("rule", cand) if isinstance(cand, dict) else cand),
             ("posterior draws H", st.get("H")),
             ("synthetic datasets m", st.get("m")),
-            ("random-guess baseline", d["random_guess_baseline"]),
+            ("random-guess baseline (p_true, %)", 100 * d["random_guess_baseline"]),
         ]
         rows = [hrw_table_row(name, d[key]) for key, name in
                 (("all", "all"), ("unflagged", "not flagged"), ("flagged", "flagged"))]
@@ -501,17 +501,23 @@ KHAT_SCATTER_MAX = 10_000
 
 
 def hrw_table_row(name: str, d: dict[str, Any]) -> dict[str, Any]:
-    """One row of the Hu–Reiter–Wang table from a group's summary (``to_dict()["all"]`` …)."""
+    """One row of the Hu–Reiter–Wang table from a group's summary (``to_dict()["all"]`` …),
+    its probabilities and shares in per cent, as the audit's report and verdict give them (the
+    files hold fractions)."""
     q = d.get("p_true_quantiles", {}) or {}
     r = d.get("rank_min_quantiles", {}) or {}
+
+    def pct(x: Any) -> Any:
+        return None if x is None else 100 * float(x)
+
     return {
         "records": name,
         "n": d.get("n_records"),
-        "mean p_true": d.get("mean_p_true"),
-        "median p_true": q.get("50%"),
-        "95th percentile of p_true": q.get("95%"),
+        "mean p_true (%)": pct(d.get("mean_p_true")),
+        "median p_true (%)": pct(q.get("50%")),
+        "95th percentile of p_true (%)": pct(q.get("95%")),
         "median rank": r.get("50%"),
-        "share ranked first": d.get("prop_top"),
+        "share ranked first (%)": pct(d.get("prop_top")),
     }
 
 
@@ -551,12 +557,16 @@ def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
     def num(x: Any) -> float:
         return float("nan") if x is None else float(x)
 
+    from bayes_risk._units import unit_of
+
     rows = []
     for f, v in mc["value"].items():
         lo, hi = mc[name][f]
-        rows.append({"figure": f, "value": num(v), "MCSE": num(mc["mc_se"][f]),
-                     label: f"[{num(lo):.4g}, {num(hi):.4g}]"})
+        rows.append({"figure": f, "unit": unit_of(f) or "rank", "value": num(v),
+                     "MCSE": num(mc["mc_se"][f]), label: f"[{num(lo):.4g}, {num(hi):.4g}]"})
     return pd.DataFrame(rows)
+
+
 def records_by_record(records: pd.DataFrame, key: str = "record") -> pd.DataFrame:
     """The record table indexed by ``record`` (or ``pair``), from an index or a column."""
     what = ("the pair numbers: a column or index named 'pair' (the pair's position in pairs)"

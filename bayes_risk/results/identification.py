@@ -29,6 +29,18 @@ ID_MEASURES = (
     ("false_match_rate", "false match rate"),
 )
 
+#: each file-level measure in a printed summary: its label with its unit, and its factor from
+#: the files (which hold the rates as fractions: bayes_risk._units)
+_SUMMARY_UNITS = {
+    "expected_match_risk": ("expected match risk (targets, sum of IR)", 1.0),
+    "expected_match_rate": ("expected match rate (% of targets)", 100.0),
+    "true_match_risk": ("true match risk (targets, correct unique matches)", 1.0),
+    "n_unique": ("unique matches (targets)", 1.0),
+    "true_match_rate_targets": ("true match rate (% of targets)", 100.0),
+    "true_match_rate_unique": ("true match rate (% of unique matches)", 100.0),
+    "false_match_rate": ("false match rate (% of unique matches)", 100.0),
+}
+
 #: measures whose Monte Carlo error and replicate spread ``uncertainty()`` reports
 UNCERTAIN_MEASURES = ("expected_match_risk", "true_match_rate_targets", "true_match_rate_unique",
                       "false_match_rate", "n_unique")
@@ -203,21 +215,27 @@ class IdentificationResult(RiskResult):
         ]
         rows = []
         unc = self.has_uncertainty
-        for key, label in ID_MEASURES:
+        for key, _ in ID_MEASURES:
             if key not in self.file:
                 continue
-            row: dict[str, Any] = {"measure": label, "value": self.file[key]}
+            # each row's unit in its name: the rates in per cent, as the audit gives them
+            label, scale = _SUMMARY_UNITS[key]
+
+            def sc(x: Any, scale: float = scale) -> Any:
+                return None if x is None else scale * float(x)
+
+            row: dict[str, Any] = {"measure": label, "value": sc(self.file[key])}
             if self.per_dataset is not None and key in self.per_dataset:
                 v = np.asarray(self.per_dataset[key], dtype=float)
                 fin = np.isfinite(v).any()
-                row["min over datasets"] = float(np.nanmin(v)) if fin else None
-                row["max over datasets"] = float(np.nanmax(v)) if fin else None
+                row["min over datasets"] = sc(np.nanmin(v)) if fin else None
+                row["max over datasets"] = sc(np.nanmax(v)) if fin else None
             if unc:
                 q = self.file["replicate_quantiles"].get(key, {})
-                row["MCSE"] = self.file["mc_se"].get(key)
-                row["replicate 2.5%"] = q.get("0.025")
-                row["replicate median"] = q.get("0.5")
-                row["replicate 97.5%"] = q.get("0.975")
+                row["MCSE"] = sc(self.file["mc_se"].get(key))
+                row["replicate 2.5%"] = sc(q.get("0.025"))
+                row["replicate median"] = sc(q.get("0.5"))
+                row["replicate 97.5%"] = sc(q.get("0.975"))
             rows.append(row)
         notes = [
             "IR: the probability that the intruder's declared match is the target's own "

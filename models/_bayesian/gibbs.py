@@ -387,7 +387,8 @@ def sample_gibbs(
             calls, first = draws - draws // 2, (thin if draws % 2 else 2 * thin)
             done_sweeps = tune + draws * thin
             thin, rounds = 2 * thin, rounds + 1
-            _announce_extension(done_sweeps, tune + draws * thin, thin, rounds, max_sweeps)
+            if prog is not None:  # progress of the run, shown with its bar (not in refits)
+                _announce_extension(done_sweeps, tune + draws * thin, thin, rounds, max_sweeps)
             total += chains * (first + (calls - 1) * thin)
             _grow_bar(prog, total, tune, thin, rounds)
             new, more = _timed(runner.run([("extend", calls, first, thin)] * chains, bar, stop))

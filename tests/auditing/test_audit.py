@@ -1044,8 +1044,14 @@ def test_posterior_step_comparable_with_the_identification_step(release, tmp_pat
             "replicates |") in sec
     assert f"pooled over R = {R} (grows with R)" in sec
     assert "This figure grows with R" in sec
-    row = [ln for ln in sec.splitlines() if ln.startswith("| expected match risk")][0]
-    assert f"{ident.result.file['expected_match_risk']:.4g}" in row
+    # the table in per cent of the targets, as the verdict (issue 66: rows of targets and %)
+    row = [ln for ln in sec.splitlines() if ln.startswith("| expected match rate (% of "
+                                                          "targets)")][0]
+    from bayes_risk.results import format_number
+
+    n = ident.result.file["n_targets"]
+    rate = format_number(100 * ident.result.file["expected_match_risk"] / n, 3, plain=True)
+    assert f"| {rate} % |" in row, row
 
 
 def test_report_says_which_combining_rules_and_why(audited, report):
@@ -1134,7 +1140,7 @@ def test_audit_result_is_a_result_like_the_others(audited, tmp_path):
     text = str(res)
     assert text == repr(res) == res.brief().as_text()
     assert max(map(len, text.splitlines())) <= 100 and len(text.splitlines()) < 60, text
-    assert text.startswith(f"Audit of a synthetic release: {res.headline_parts()[0]}")
+    assert text.startswith(f"Audit of a synthetic release: {res.headline_parts()[0]}")  # complete
     assert all(f"{v.step}: {v.short}" in text for v in res.verdicts)
     assert "audit.verdict_frame()" in text and "audit.step(NAME).result" in text
     assert max(map(len, s.as_text().splitlines())) <= 100

@@ -266,6 +266,9 @@ def test_an_extension_is_announced_as_one_and_the_bar_counts_its_sweeps(capsys, 
     total = 2 * conv["sweeps_per_chain"]
     assert re.search(rf"^Gibbs sweeps, extension 2 \(one draw kept per 4\): {total}/{total} "
                      r"sweeps in ", err, re.M), err
+    # without its bar (a refit inside attribute risk) the run extends itself silently
+    _fit(df, draws=15, max_sweeps=10 + 15 * 4)
+    assert "Extending" not in capsys.readouterr().err
 
 
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT")

@@ -392,7 +392,7 @@ def test_engine_functions_act_on_the_result_and_it_has_none_of_them(ce, release)
 def test_identification_summary_holds_the_file_measures(ce, release):
     res = _identification(ce, release, "per_dataset")
     table = res.summary().tables["File-level measures"]
-    row = table.set_index("measure").loc["expected match risk (sum of IR)"]
+    row = table.set_index("measure").loc["expected match risk (targets, sum of IR)"]
     assert row["value"] == res.file["expected_match_risk"]
     per = res.per_dataset["expected_match_risk"]
     assert (row["min over datasets"], row["max over datasets"]) == (min(per), max(per))
