@@ -1051,7 +1051,7 @@ def test_posterior_step_comparable_with_the_identification_step(release, tmp_pat
 
     n = ident.result.file["n_targets"]
     rate = format_number(100 * ident.result.file["expected_match_risk"] / n, 3, plain=True)
-    assert f"| {rate} % |" in row, row
+    assert f"| [{rate} %](a/identification/summary.json) |" in row, row
 
 
 def test_report_says_which_combining_rules_and_why(audited, report):
