@@ -221,8 +221,8 @@ class AuditResult(RiskResult):
         """The verdict lines as a table."""
         return _frame(self.verdicts, [
             "step", "measure", "value", "threshold", "direction", "exceeds", "status", "unit",
-            "threshold_name", "spread", "intruder", "source", "detail", "warnings", "flagged",
-            "cause", "remedies"])
+            "threshold_name", "spread", "intruder", "worst_case", "source", "detail", "warnings",
+            "flagged", "cause", "remedies"])
 
     def baseline_frame(self) -> pd.DataFrame:
         """The figures that cannot depend on the release (baselines of the original)."""
@@ -256,6 +256,8 @@ class AuditResult(RiskResult):
             "failed_convergence_checks": self.convergence_checks,
             "warnings": list(dict.fromkeys(w["code"] for w in self.warnings)),
         })
+        if self.plan.variable_labels:  # the original file's (SAS, Stata, SPSS)
+            out["variable_labels"] = dict(self.plan.variable_labels)
         if self.before is not None:
             out["before_after"] = to_jsonable({
                 "before": {k: self.before.get(k) for k in ("folder", "status", "headline")},

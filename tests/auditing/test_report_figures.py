@@ -208,7 +208,7 @@ def test_every_report_figure_stays_within_its_frame(failing):
     ran past a 6-inch figure, "2.86 %" clipped) and no two dataset labels overlap (issue 66:
     "3 1 5 2 4" printed over each other)."""
     _, figs = failing
-    assert {"utility_risk.png", "rank_hist.png", "p_true_hist.png", "radius_sweep.png"} <= \
+    assert {"utility_risk.png", "rank_hist.png", "p_true_hist.png", "radius_search.png"} <= \
         set(figs)
     for name, fig in figs.items():
         fig.draw_without_rendering()
@@ -258,11 +258,11 @@ def test_the_rank_and_radius_figures_draw_their_lines_thresholds(failing):
     assert any(y == pytest.approx(th.prop_top * n_rec) for y in _hlines(rank)), _hlines(rank)
     assert any("threshold of the share ranked first" in t.get_text()
                for t in _texts(figs["rank_hist.png"]))
-    sweep = figs["radius_sweep.png"].axes[0]
+    sweep = figs["radius_search.png"].axes[0]
     n_targets = int(res.step("identification").result.file["n_targets"])
     assert any(y == pytest.approx(th.expected_match_rate * n_targets) for y in _hlines(sweep))
     assert any("expected match rate (% of targets)" in t.get_text()
-               for t in _texts(figs["radius_sweep.png"]))
+               for t in _texts(figs["radius_search.png"]))
 
 
 @pytest.mark.parametrize("n", [2_000, 100_000])
