@@ -56,6 +56,7 @@ UNITS: dict[str, str] = {
     "expected_match_risk_removed_share": "fraction of the expected match risk",
     "true_match_rate_targets_removed_share": "fraction of the true match rate",
     "risk_ratio": "ratio (share of the risk over share of the targets)",
+    "tmr_star_value": FRACTION_TARGETS,
     # attribute risk (Hu, Reiter & Wang 2014)
     "prop_top": FRACTION_RECORDS,
     "prop_top_shared": FRACTION_RECORDS,
@@ -112,8 +113,9 @@ UNITS: dict[str, str] = {
 
 
 #: keys whose quantity depends on the object holding them: ``{holder: {key: unit}}``, written
-#: as ``"holder.key"`` (a radius sweep's ``risk`` is the expected match risk, in targets)
-IN_CONTEXT: dict[str, dict[str, str]] = {"radius_sweep": {"risk": TARGETS}}
+#: as ``"holder.key"`` (a radius search's ``risk`` is the expected match risk, in targets)
+IN_CONTEXT: dict[str, dict[str, str]] = {"radius_sweep": {"risk": TARGETS},
+                                         "radius_search": {"risk": TARGETS}}
 
 
 def _keys(obj: Any, holder: str = "") -> Iterator[str]:
