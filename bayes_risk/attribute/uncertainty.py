@@ -22,8 +22,8 @@ from bayes_risk.results.attribute import EVIDENCE_FACTOR, bayes_factor, check_ev
 __all__ = ["file_uncertainty", "wang_reiter_uncertainty", "FILE_FIGURES", "WANG_REITER_FIGURES"]
 
 #: file-level figures over the unflagged records
-FILE_FIGURES = ("mean_p_true", "share_ranked_first", "p_true_q25", "p_true_q50", "p_true_q75",
-                "rank_q50", "rank_q75", "share_evidence")
+FILE_FIGURES = ("mean_p_true", "prop_top", "p_true_q25", "p_true_q50", "p_true_q75",
+                "rank_q50", "rank_q75", "prop_evidence")
 #: Wang & Reiter (2012) file-level figures: min, first quartile and median of R1 and R2
 WANG_REITER_FIGURES = ("R1_min", "R1_q1", "R1_median", "R2_min", "R2_q1", "R2_median")
 
@@ -124,7 +124,7 @@ def file_uncertainty(
     level : float
         Coverage of the percentile intervals (default 0.9).
     evidence_factor : float
-        Bayes factor of the truth from which a record counts in ``share_evidence`` (as
+        Bayes factor of the truth from which a record counts in ``prop_evidence`` (as
         ``prop_evidence`` of ``result.to_dict``).
 
     Returns

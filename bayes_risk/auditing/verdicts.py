@@ -239,14 +239,13 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
     # the intruder is the same on both lines
     intruder = ("worst case: knows every other record's true values and the synthesis model, "
                 "and guesses this record's synthesized values")
-    top = _attribute_line(plan, a, "prop_top", "share_ranked_first", ATTRIBUTE_MEASURE,
+    top = _attribute_line(plan, a, "prop_top", ATTRIBUTE_MEASURE,
                           th.prop_top, "counted as ranked first", intruder,
                           _ATTRIBUTE_WORST_CASE)
     guess = float(s.get("random_guess_baseline", np.nan))
     top = replace(top, detail=f"{top.detail}{_below_guess(un, guess, th.evidence_factor)}")
     k = th.evidence_factor
-    ev = _attribute_line(plan, a, "prop_evidence", "share_evidence",
-                         EVIDENCE_MEASURE.format(factor=k), th.prop_evidence,
+    ev = _attribute_line(plan, a, "prop_evidence", EVIDENCE_MEASURE.format(factor=k), th.prop_evidence,
                          "counted as given evidence", intruder,
                          f"{_ATTRIBUTE_WORST_CASE}; the evidence factor: {k:g}"
                          + (", the smallest factor Kass & Raftery's scale reads as evidence "
@@ -257,7 +256,7 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
     return [_caused(top, *cause), _caused(ev, *cause)]
 
 
-def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, mc_name: str, measure: str,
+def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
                     threshold: float, counted: str, intruder: str, worst_case: str) -> Verdict:
     """One attribute line: the share ``key`` of the unflagged records (or the largest regime's),
     its Monte Carlo interval and the flagged records left out, counted at worst."""
@@ -277,7 +276,7 @@ def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, mc_name: str, mea
     # the draw bootstrap's Monte Carlo interval of the pooled figure
     mc = s.get("mc_uncertainty") or {}
     name = next((k for k in mc if k.startswith("mc_interval_")), None)
-    share = mc[name].get(mc_name) if name else None
+    share = mc[name].get(key) if name else None
     if share is not None and np.all(np.isfinite(np.asarray(share, dtype=float))):
         interval = (f"{name.rsplit('_', 1)[1]} % Monte Carlo interval {_pct(share[0]):.3g}–"
                     f"{_pct(share[1]):.3g} % (draw bootstrap, {mc['bootstrap']} replicates); ")

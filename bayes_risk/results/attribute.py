@@ -58,7 +58,7 @@ class CandidateSet:
         return decode_values(self.values, self.columns, schema)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class AttributeRiskResult(RiskResult):
     """Result of :func:`~bayes_risk.attribute_risk` (frozen;
     :func:`~bayes_risk.attribute.with_prior` returns a new one under another prior).
@@ -404,7 +404,7 @@ class AttributeRiskResult(RiskResult):
             ("candidates", cand.get("rule", cand) if isinstance(cand, dict) else cand),
             ("posterior draws H", st.get("H")),
             ("synthetic datasets m", st.get("m")),
-            ("random-guess baseline", d["random_guess_baseline"]),
+            ("random-guess baseline (p_true, %)", 100 * d["random_guess_baseline"]),
         ]
         rows = [hrw_table_row(name, d[key]) for key, name in
                 (("all", "all"), ("unflagged", "not flagged"), ("flagged", "flagged"))]
@@ -481,8 +481,10 @@ class AttributeRiskResult(RiskResult):
         legend_below(ax)
         return ax
 
-    def _plot_rank(self, ax: Any) -> Any:
-        """Histogram of the truth's rank among the candidates, with the random guess's mean."""
+    def _plot_rank(self, ax: Any, prop_top_threshold: float | None = None) -> Any:
+        """Histogram of the truth's rank among the candidates, with the random guess's mean;
+        with ``prop_top_threshold`` (per cent of the records, the audit's ``prop_top``), the
+        records ranked first that it allows, beside those the estimate ranks first."""
         df = self.records
         r = df["rank_min"].to_numpy(dtype=float)
         r = r[~np.isnan(r)]
@@ -493,13 +495,25 @@ class AttributeRiskResult(RiskResult):
             exp_rank = float(np.nanmean((g + 1) / 2))
             ax.axvline(exp_rank, color="k", ls="--",
                        label=f"random guess: mean rank (G+1)/2 = {exp_rank:.3g}")
-            legend_below(ax)
+        if prop_top_threshold is not None and r.size:
+            allowed = float(prop_top_threshold) / 100 * r.size
+            ax.hlines(allowed, 0.5, 1.5, color="#a51d2d", ls="--", lw=1.5,
+                      label=f"threshold of the share ranked first: {prop_top_threshold:g} % "
+                            f"({allowed:,.0f} records)")
+            ax.set_ylim(top=max(ax.get_ylim()[1], 1.1 * allowed))
+        legend_below(ax, ncols=1 if prop_top_threshold is not None else 3)
         ax.set_xlabel("rank of the true values (1 = the intruder's best guess)")
         ax.set_ylabel("records")
         return ax
 
     def _plot_khat(self, ax: Any) -> Any:
-        """Largest Pareto k-hat over each record's candidates, with the threshold."""
+        """Largest Pareto k-hat over each record's candidates, with the threshold, and the
+        records the k-hat rule flags (``KHAT_HIGH``) apart from those above the threshold it
+        does not flag: under ``khat_rule="material"`` a high k-hat is flagged only where it
+        could move the truth's probability by more than the tolerance (issue 66: about 100
+        points above the line, one flagged, and the figure did not say which). Beyond
+        :data:`KHAT_SCATTER_MAX` records a scatter is a smear: a histogram of k-hat (counts
+        on a log scale, so that one flagged record shows)."""
         df = self.records
         thr = float(self.settings.get("khat_threshold", np.nan))
         k = df["khat_max"].to_numpy(dtype=float) if "khat_max" in df else np.full(len(df), np.nan)
@@ -513,32 +527,95 @@ class AttributeRiskResult(RiskResult):
             ax.set_ylabel("max Pareto k-hat over candidates")
             return ax
         k = np.where(np.isinf(k), np.nan, k)
-        ax.plot(df.index.to_numpy(), k, ".", ms=3)
-        if np.isfinite(thr):
-            ax.axhline(thr, color="r", ls="--", label=f"threshold {thr:.2f}")
-            legend_below(ax)
-        ax.set_xlabel("record (0-based, as in records.csv)")
-        ax.set_ylabel("max Pareto k-hat over candidates")
+        groups = self._khat_groups()
+        material = self.settings.get("khat_rule") == "material"
+        tol = self.settings.get("khat_tolerance")
+        labels = {
+            "below": "k-hat at or below the threshold",
+            "immaterial": (f"above, not flagged: p_true moves by less than {tol:g}"
+                           if material and tol is not None else "above, not flagged"),
+            "flagged": "flagged KHAT_HIGH" + (": p_true may move more" if material else ""),
+        }
+        style = {"below": ("tab:blue", 3, 1), "immaterial": ("0.6", 3, 2),
+                 "flagged": ("#c0392b", 7, 3)}
+        n = {g: int(mask.sum()) for g, mask in groups.items()}
+        if len(df) <= KHAT_SCATTER_MAX:
+            x = df.index.to_numpy()
+            for g, mask in groups.items():
+                colour, size, z = style[g]
+                ax.plot(x[mask], k[mask], ".", ms=size, color=colour, zorder=z,
+                        label=f"{labels[g]} ({n[g]:,})")
+            ax.set_xlabel("record (0-based, as in records.csv)")
+            ax.set_ylabel("max Pareto k-hat over candidates")
+            if np.isfinite(thr):
+                ax.axhline(thr, color="r", ls="--", label=f"threshold {thr:.2f}")
+        else:
+            fin = np.isfinite(k)
+            bins = np.histogram_bin_edges(k[fin], bins=40) if fin.any() else 10
+            order = ["below", "immaterial"]
+            ax.hist([k[groups[g] & fin] for g in order], bins=bins, stacked=True,
+                    color=[style[g][0] for g in order],
+                    label=[f"{labels[g]} ({n[g]:,})" for g in order])
+            # each flagged record a mark of its own under the bars: a bar of one on a
+            # thousand would not show
+            hit = groups["flagged"] & fin
+            ax.plot(k[hit], np.full(int(hit.sum()), 0.03), "^", ms=7, color=style["flagged"][0],
+                    transform=ax.get_xaxis_transform(), clip_on=False, zorder=3,
+                    label=f"{labels['flagged']} ({n['flagged']:,}), one mark each")
+            ax.set_yscale("log")
+            ax.set_xlabel("max Pareto k-hat over candidates")
+            ax.set_ylabel("records (log scale)")
+            if np.isfinite(thr):
+                ax.axvline(thr, color="r", ls="--", label=f"threshold {thr:.2f}")
+        rule = ("k-hat above the threshold and material" if material
+                else "k-hat above the threshold")
+        ax.set_title(f"{n['flagged']:,} of {len(df):,} records flagged ({rule})",
+                     fontsize="medium")
+        legend_below(ax, ncols=2)
         return ax
+
+    def _khat_groups(self) -> dict[str, np.ndarray]:
+        """Masks over :attr:`records`: ``"flagged"`` (``KHAT_HIGH``), ``"immaterial"`` (k-hat
+        above the threshold, not flagged: the material rule) and ``"below"`` (the others)."""
+        df = self.records
+        thr = float(self.settings.get("khat_threshold", np.nan))
+        k = df["khat_max"].to_numpy(dtype=float) if "khat_max" in df else np.full(len(df), np.nan)
+        flagged = df["flag_codes"].fillna("").astype(str).str.split(";").map(
+            lambda c: "KHAT_HIGH" in c).to_numpy(dtype=bool)
+        with np.errstate(invalid="ignore"):
+            above = (k > thr) if np.isfinite(thr) else np.zeros(len(df), dtype=bool)
+        return {"below": ~flagged & ~above, "immaterial": ~flagged & above, "flagged": flagged}
+
+    def _figsize(self, kind: str) -> tuple[float, float]:
+        return (6.0, 4.4) if kind == "khat" else (6.0, 4.0)
+
+
+#: records up to which the k-hat figure is a scatter (beyond: a histogram)
+KHAT_SCATTER_MAX = 10_000
 
 
 def hrw_table_row(name: str, d: dict[str, Any],
                   evidence_factor: float = EVIDENCE_FACTOR) -> dict[str, Any]:
     """One row of the Hu–Reiter–Wang table from a group's summary (``to_dict()["all"]`` …),
-    with the prior's mean mass on the truth and the share of records whose Bayes factor is at
-    least ``evidence_factor``."""
+    its probabilities and shares in per cent, as the audit's report and verdict give them (the
+    files hold fractions), with the prior's mean mass on the truth and the share of records
+    whose Bayes factor is at least ``evidence_factor``."""
     q = d.get("p_true_quantiles", {}) or {}
     r = d.get("rank_min_quantiles", {}) or {}
+
+    def pct(x: Any) -> Any:
+        return None if x is None else 100 * float(x)
+
     return {
         "records": name,
         "n": d.get("n_records"),
-        "mean p_true": d.get("mean_p_true"),
-        "mean p_true before the release (prior)": d.get("mean_prior_p_true"),
-        "median p_true": q.get("50%"),
-        "95th percentile of p_true": q.get("95%"),
+        "mean p_true (%)": pct(d.get("mean_p_true")),
+        "mean p_true before the release, the prior (%)": pct(d.get("mean_prior_p_true")),
+        "median p_true (%)": pct(q.get("50%")),
+        "95th percentile of p_true (%)": pct(q.get("95%")),
         "median rank": r.get("50%"),
-        "share ranked first": d.get("prop_top"),
-        f"share with Bayes factor ≥ {evidence_factor:g}": d.get("prop_evidence"),
+        "share ranked first (%)": pct(d.get("prop_top")),
+        f"share with Bayes factor ≥ {evidence_factor:g} (%)": pct(d.get("prop_evidence")),
     }
 
 
@@ -655,12 +732,16 @@ def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
     def num(x: Any) -> float:
         return float("nan") if x is None else float(x)
 
+    from bayes_risk._units import unit_of
+
     rows = []
     for f, v in mc["value"].items():
         lo, hi = mc[name][f]
-        rows.append({"figure": f, "value": num(v), "MCSE": num(mc["mc_se"][f]),
-                     label: f"[{num(lo):.4g}, {num(hi):.4g}]"})
+        rows.append({"figure": f, "unit": unit_of(f) or "rank", "value": num(v),
+                     "MCSE": num(mc["mc_se"][f]), label: f"[{num(lo):.4g}, {num(hi):.4g}]"})
     return pd.DataFrame(rows)
+
+
 def records_by_record(records: pd.DataFrame, key: str = "record") -> pd.DataFrame:
     """The record table indexed by ``record`` (or ``pair``), from an index or a column."""
     what = ("the pair numbers: a column or index named 'pair' (the pair's position in pairs)"

@@ -127,10 +127,10 @@ def test_monte_carlo_interval_of_the_share_recomputed_by_hand(result):
         hits = [_log_bf(result._boot_loglik[i][b], result.logprior[i], g0[i]) >= np.log(1.5)
                 for i in keep]
         shares.append(np.mean(hits))
-    assert out["mc_interval_90"]["share_evidence"] == pytest.approx(
+    assert out["mc_interval_90"]["prop_evidence"] == pytest.approx(
         np.quantile(shares, [0.05, 0.95]).tolist(), abs=1e-12)
-    assert out["mc_se"]["share_evidence"] == pytest.approx(np.std(shares, ddof=1), rel=1e-9)
-    assert 0 < out["mc_se"]["share_evidence"]  # the bootstrap moves records across the factor
+    assert out["mc_se"]["prop_evidence"] == pytest.approx(np.std(shares, ddof=1), rel=1e-9)
+    assert 0 < out["mc_se"]["prop_evidence"]  # the bootstrap moves records across the factor
     # the result's summary carries the interval at the factor asked, computed once per factor
     assert result.to_dict(evidence_factor=1.5)["mc_uncertainty"] == out
     assert result.to_dict()["mc_uncertainty"]["evidence_factor"] == 3.0

@@ -23,7 +23,7 @@ FLAT = {
                   "bayes_factor_quantiles": {"0%": 0.7, "5%": 0.85, "25%": 0.97, "50%": 1.04,
                                              "75%": 1.12, "95%": 1.4, "100%": 3.6}},
     "mc_uncertainty": {"bootstrap": 200, "evidence_factor": 3.0, "mc_interval_90": {
-        "share_ranked_first": [0.0, 0.0], "share_evidence": [0.002, 0.0065]}},
+        "prop_top": [0.0, 0.0], "prop_evidence": [0.002, 0.0065]}},
 }
 
 

@@ -1109,8 +1109,14 @@ def test_posterior_step_comparable_with_the_identification_step(release, tmp_pat
             "replicates |") in sec
     assert f"pooled over R = {R} (grows with R)" in sec
     assert "This figure grows with R" in sec
-    row = [ln for ln in sec.splitlines() if ln.startswith("| expected match risk")][0]
-    assert f"{pooled.headline.file['expected_match_risk']:.4g}" in row
+    # the table in per cent of the targets, as the verdict (issue 66: rows of targets and %)
+    row = [ln for ln in sec.splitlines() if ln.startswith("| expected match rate (% of "
+                                                          "targets)")][0]
+    from bayes_risk.results import format_number
+
+    f = pooled.headline.file
+    rate = format_number(100 * f["expected_match_risk"] / f["n_targets"], 3, plain=True)
+    assert f"| [{rate} %](a/identification/summary.json) |" in row, row
 
 
 def test_report_says_which_combining_rules_and_why(audited, report):
@@ -1194,7 +1200,15 @@ def test_audit_result_is_a_result_like_the_others(audited, tmp_path):
     assert res.verdict_text in s.notes
     html = res._repr_html_()
     assert html.startswith('<div class="bayes-risk-summary">') and "Verdict lines" in html
-    assert str(res) == s.as_text() and "AuditResult(" in repr(res)
+    # printed: the verdict and its lines within 100 columns, and where the rest is (issue 66:
+    # the whole summary printed 71 lines of up to 1,020 characters)
+    text = str(res)
+    assert text == repr(res) == res.brief().as_text()
+    assert max(map(len, text.splitlines())) <= 100 and len(text.splitlines()) < 60, text
+    assert text.startswith(f"Audit of a synthetic release: {res.headline_parts()[0]}")  # complete
+    assert all(f"{v.step}: {v.short}" in text for v in res.verdicts)
+    assert "audit.verdict_frame()" in text and "audit.step(NAME).result" in text
+    assert max(map(len, s.as_text().splitlines())) <= 100
     pd.testing.assert_frame_equal(res.to_dataframe(), res.verdict_frame())
     codes = {(w["step"], w["code"]) for w in res.warnings}
     got = {(w.where.removesuffix(" step"), w.code) for w in res.structured_warnings}
@@ -1687,17 +1701,17 @@ def test_report_one_unit_per_quantity(audited_hh, report_hh):
     # the table is at the worst case over the radii, the figure the verdict reads
     f = res.step("identification").extra["at_r_star"].file
 
-    def count(x):
-        return (f"{format_number(x, 4, plain=True)} targets "
-                f"({format_number(100 * x / n, 3, plain=True)} % of {n:,})")
+    def count(x):  # the verdict's unit first, then the count (issue 66: one unit)
+        return (f"{format_number(100 * x / n, 3, plain=True)} % = "
+                f"{format_number(x, 4, plain=True)} of {n:,} targets")
 
     sec = _text(html.split('<section id="identification">')[1].split("</section>")[0])
-    assert f"expected match risk: targets expected to be identified (sum of IR) " \
-        f"{count(f['expected_match_risk'])}" in sec
-    assert f"true matches: targets matched to one record, their own " \
+    assert f"expected match rate: targets expected to be identified (the expected match " \
+        f"risk, sum of IR) {count(f['expected_match_risk'])}" in sec
+    assert f"true match rate: targets matched to one record, their own " \
         f"{count(f['true_match_risk'])}" in sec
     pooled = res.step("identification").extra["pooled"].headline.file
-    assert f"expected match risk {count(pooled['expected_match_risk'])}" in sec
+    assert f"expected match rate {count(pooled['expected_match_risk'])}" in sec
     # the verdict line: the rate in per cent and the count it is of
     v = {x.measure: x for x in res.verdicts}["expected match rate, worst case over the radii"]
     verdict = _text(html.split('<table class="verdicts">')[1].split("</table>")[0])

@@ -49,7 +49,8 @@ thresholds of the verdict lines (--threshold NAME=VALUE; defaults):
   prop_evidence=0.1 evidence_factor=3 repU=1 DiSCO=1 membership_advantage=0.05
   membership_share=0.01 membership_probability=0.9 singling_out_risk=0.05
   linkability_risk=0.05
-  (repU and DiSCO in per cent, from 0 to 100; expected_match_rate, true_match_rate,
+  (each in the unit of the key it names in the files, named under "units" in summary.json:
+  repU and DiSCO in per cent, from 0 to 100; expected_match_rate, true_match_rate,
   prop_top, prop_evidence, membership_share and the risks of anonymeter's attacks are
   fractions from 0 to 1: the verdict shows every rate and its threshold in per cent,
   expected_match_rate=0.01 as 1 %; membership_advantage is AUC - 0.5, from 0 to 0.5; a
