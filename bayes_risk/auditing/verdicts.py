@@ -245,8 +245,8 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
     guess = float(s.get("random_guess_baseline", np.nan))
     top = replace(top, detail=f"{top.detail}{_below_guess(un, guess, th.evidence_factor)}")
     k = th.evidence_factor
-    ev = _attribute_line(plan, a, "prop_evidence", EVIDENCE_MEASURE.format(factor=k), th.prop_evidence,
-                         "counted as given evidence", intruder,
+    ev = _attribute_line(plan, a, "prop_evidence", EVIDENCE_MEASURE.format(factor=k),
+                         th.prop_evidence, "counted as given evidence", intruder,
                          f"{_ATTRIBUTE_WORST_CASE}; the evidence factor: {k:g}"
                          + (", the smallest factor Kass & Raftery's scale reads as evidence "
                             "(a larger one counts fewer records)" if k == EVIDENCE_FACTOR
