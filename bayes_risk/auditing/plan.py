@@ -279,6 +279,7 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
     """The original, the release, the schema and the survey weights, read and checked."""
     from bayes_risk.data import SyntheticData, infer_schema
     from bayes_risk.data.io import read_synthetic, read_table
+    from bayes_risk.data.validate import check_release_levels, release_only_levels
 
     if weights is not None and not isinstance(weights, str):
         raise ValidationError(
@@ -332,6 +333,10 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
             schema = synthetic.schema
         else:
             schema = infer_schema(original, categorical=list(categorical or []) or None)
+    # the check every measure makes of the release's levels, once for every column before a
+    # step runs (the steps warn for the columns the release recodes)
+    check_release_levels(release_only_levels(original, list(synthetic), schema),
+                         synthetic.recoded_columns, original=original, warn=False)
     return original, synthetic, schema, w
 
 

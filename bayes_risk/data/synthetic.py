@@ -14,7 +14,7 @@ import pandas as pd
 from bayes_risk._io import atomic_dir, read_json, to_jsonable, write_json
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_m
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
 __all__ = ["SyntheticData", "MANIFEST_NAME", "FORMAT_VERSION", "GENERATION_SCHEMES",
            "generation_from_roles"]
@@ -117,6 +117,9 @@ class SyntheticData:
     model_id: str | None = None
     #: ``"error"``: a different original is refused; ``"warn"``: it is used, with a warning
     original_check: str = field(default="error", compare=False, repr=False)
+    #: columns the user says the release recodes: their levels the original never holds are
+    #: levels of their own (warning ``SYNTHETIC_ONLY_LEVEL``), not an error
+    recoded_columns: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.datasets, pd.DataFrame):
@@ -177,6 +180,40 @@ class SyntheticData:
         import dataclasses
 
         return dataclasses.replace(self, original_check="warn")
+
+    def declare_recoded(self, columns: Sequence[str]) -> SyntheticData:
+        """A copy of this release (datasets shared) that recodes ``columns`` on purpose.
+
+        Levels of a release that its original never holds are an error of every measure that
+        compares the two (``SYNTHETIC_ONLY_LEVEL``: no released record could match an original
+        one on such a column, so the risks would be understated); for these columns they are
+        kept as levels of their own, with the warning of the same code.
+
+        Parameters
+        ----------
+        columns : sequence of str
+            Columns of the datasets.
+
+        Returns
+        -------
+        SyntheticData
+
+        Raises
+        ------
+        SchemaError
+            ``UNKNOWN_COLUMN``: a name that is not a column of the datasets.
+        """
+        import dataclasses
+
+        if isinstance(columns, str):
+            columns = [columns]
+        names = [str(c) for c in self.datasets[0].columns]
+        unknown = [c for c in columns if c not in names]
+        if unknown:
+            raise SchemaError(f"{arg_name('recoded')}: column(s) {unknown} are not columns of "
+                              f"the release ({names}).", code="UNKNOWN_COLUMN")
+        return dataclasses.replace(
+            self, recoded_columns=tuple(dict.fromkeys([*self.recoded_columns, *columns])))
 
     @property
     def m(self) -> int:

@@ -240,7 +240,8 @@ def _remove(datasets: list[pd.DataFrame], original: pd.DataFrame, keys: Any, rem
             "keys or synthesize more columns instead.", code="REMEDY_NOT_APPLICABLE")
     keys = (list(original.columns) if keys is None else [keys] if isinstance(keys, str)
             else list(keys))
-    sub = resolve_inputs(original, datasets, schema, None, None, keys)
+    sub = resolve_inputs(original, datasets, schema, None, None, keys,
+                         recoded=() if source is None else source.recoded_columns)
     orig, syn = combined_key_codes(original, datasets, keys, sub, compat == "synthpop")
     n_codes = int(max([orig.max(initial=-1), *[s.max(initial=-1) for s in syn]])) + 1
     in_orig = np.bincount(orig, minlength=n_codes)
