@@ -12,7 +12,7 @@ import pandas as pd
 from bayes_risk._specs import check_option
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.normalise import as_synthetic_list
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.disclosure._encode import resolve_inputs
 from bayes_risk.disclosure.measures import combined_key_codes
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
@@ -132,6 +132,11 @@ def sdc(
     extra = {**before, "post_processing": [*before.get("post_processing", []), *steps]}
     if source is None:
         return SyntheticData(datasets, method="external", extra=extra)
+    if remove is not None:
+        # a fully synthetic release's rows are no records of the original: none is paired with
+        # a record once rows are removed (the flags of a full synthesis say every record)
+        return dataclasses.replace(source, datasets=datasets, extra=extra,
+                                   synthesized_records=None)
     return dataclasses.replace(source, datasets=datasets, extra=extra)
 
 
@@ -230,8 +235,10 @@ def _remove(datasets: list[pd.DataFrame], original: pd.DataFrame, keys: Any, rem
     """The datasets without the synthetic uniques (on ``keys``) that are unique in the original
     (``replicated_uniques``) or occur in it (``uniques_in_original``)."""
     schema = source.schema if source is not None else None
-    partial = schema is not None and bool(schema.unsynthesized)
-    if partial or (source is not None and source.synthesized_records is not None):
+    # the manifest's scheme, and the roles it records (every record of a full synthesis is
+    # listed among the synthesized records: that makes it no partial one)
+    if source is not None and "partial" in (
+            source.generation, generation_from_roles(schema, source.synthesized_records)):
         raise ValidationError(
             f"{arg_name('remove', repr(remove), cli=remove.replace('_', '-'))} applies to "
             "fully synthetic releases: this one is partially "

@@ -74,7 +74,10 @@ def released_replicates(
         if len(z) != n:
             raise SchemaError(
                 f"synthetic dataset {l} has {len(z)} rows but the original has {n}; "
-                "partially synthetic datasets keep the original's records in order.",
+                "identification risk pairs each record with its own row of every dataset (the "
+                "true match, Hornby & Hu 2021), which a release with another number of rows "
+                "(records removed after synthesis, a synthetic population) does not have: "
+                "measure it with the disclosure measures or the attacks instead.",
                 code="ROW_COUNT_MISMATCH",
             )
         colmaps.append(cmap)
