@@ -17,7 +17,7 @@ from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
 __all__ = ["SyntheticData", "MANIFEST_NAME", "FORMAT_VERSION", "GENERATION_SCHEMES",
-           "generation_from_roles"]
+           "generation_from_roles", "CHECKSUMS"]
 
 #: how a release was generated (methods, Combining rules): partial synthesis; full synthesis
 #: redrawing the same n units; samples from synthetic populations
@@ -37,6 +37,9 @@ def generation_from_roles(schema: Schema | None,
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 1
+#: the manifest's field of the SHA-256 of the dataset files (and of its own other fields),
+#: as a model folder's ``model.json`` records them
+CHECKSUMS = "sha256"
 
 
 def _categorical_dtypes(df: pd.DataFrame) -> dict[str, Any]:
@@ -276,13 +279,17 @@ class SyntheticData:
         Path
             The folder written.
         """
-        man = self.manifest()
+        from bayes_risk._checksums import folder_checksums
+
+        man = to_jsonable(self.manifest())
         with atomic_dir(path) as tmp:
             for fname, z in zip(man["files"], self.datasets, strict=False):
                 z.to_parquet(tmp / fname, index=False)
                 if csv:
                     z.to_csv(tmp / fname.replace(".parquet", ".csv"), index=False)
-            write_json(tmp / MANIFEST_NAME, man)
+            # last: the SHA-256 of every dataset file and of the manifest's other fields
+            write_json(tmp / MANIFEST_NAME,
+                       {**man, CHECKSUMS: folder_checksums(tmp, MANIFEST_NAME, man)})
         return Path(path)
 
     @classmethod
@@ -292,9 +299,19 @@ class SyntheticData:
         Raises
         ------
         ValidationError
-            If the folder or its manifest is missing or malformed; ``DUPLICATE_DATASETS`` if
-            two of its dataset files are the same file (a link to another's).
+            If the folder or its manifest is missing or malformed, or the manifest was edited
+            (``MANIFEST_INVALID``); ``RELEASE_DAMAGED`` if a dataset file was changed, replaced
+            or truncated since it was written (its SHA-256 differs from the manifest's) or
+            cannot be read; ``DUPLICATE_DATASETS`` if two of its dataset files are the same
+            file (a link to another's).
+
+        Warns
+        -----
+        DataWarning
+            ``RELEASE_UNVERIFIED``: a folder written before the manifest recorded checksums.
         """
+        from bayes_risk._checksums import checksum_problem
+
         p = Path(path)
         man = read_json(p / MANIFEST_NAME, f"{p} is not a SyntheticData folder: {MANIFEST_NAME} "
                         "not found.", code="NOT_A_RELEASE")
@@ -303,23 +320,37 @@ class SyntheticData:
                                   "manifest.", code="NOT_A_RELEASE")
         check_manifest(man, p)
         check_distinct_files([p / f for f in man["files"]])  # a link to another dataset's file
+        sums = man.get(CHECKSUMS) or {}
+        body = {k: v for k, v in man.items() if k != CHECKSUMS}
+        if not sums:
+            _warn_unverified(p)
         datasets = []
         for fname in man["files"]:
             f = p / fname
             if not f.is_file():
                 raise ValidationError(f"{p}: dataset file {fname} listed in the manifest is "
                                       "missing.", code="MANIFEST_INVALID")
-            datasets.append(
-                _restore_categoricals(pd.read_parquet(f), man.get("categorical_dtypes"))
-            )
+            if sums:  # before it is read: a truncated Parquet file is no pyarrow traceback
+                problem = checksum_problem(p, {fname: sums[fname]}, MANIFEST_NAME, body,
+                                           json_file=False)
+                if problem is not None:
+                    raise _damaged(p, problem)
+            datasets.append(_restore_categoricals(_read_dataset(p, f),
+                                                  man.get("categorical_dtypes")))
         _check_datasets_match(man, p, datasets)
+        schema = _manifest_schema(man, p)
+        # last, so that a field's own check names it first: an edit the fields allow (another
+        # model_id, fingerprint or role) would otherwise pass as the release's provenance
+        problem = checksum_problem(p, sums, MANIFEST_NAME, body, files=False)
+        if problem is not None:
+            raise _bad_manifest(p, problem)
         flags = None
         if man.get("synthesized_records") is not None:
             flags = np.zeros(int(man["n_records"]), dtype=bool)
             flags[np.asarray(man["synthesized_records"], dtype=np.int64)] = True
         return cls(datasets=datasets, method=man.get("method", "unknown"),
                    settings=man.get("settings") or {}, random_seed=man.get("random_seed"),
-                   draw_index=man.get("draw_index"), schema=_manifest_schema(man, p),
+                   draw_index=man.get("draw_index"), schema=schema,
                    synthesized_records=flags, extra=man.get("extra") or {},
                    original_fingerprint=man.get("original_fingerprint"),
                    generation=man.get("generation"), proper=man.get("proper"),
@@ -367,10 +398,46 @@ _MANIFEST_FIELDS: dict[str, tuple[Any, str, bool]] = {
                    "one of " + ", ".join(repr(g) for g in GENERATION_SCHEMES), False),
     "proper": (lambda x: isinstance(x, bool), "true or false", False),
     "imputed_columns": (_is_str_list, "a list of column names", False),
+    CHECKSUMS: (lambda x: isinstance(x, dict) and all(
+        isinstance(k, str) and isinstance(v, str) and len(v) == 64 for k, v in x.items()),
+        "an object of SHA-256 checksums by file name", False),
     "model_id": (lambda x: isinstance(x, str) and len(x) == 64
                  and all(ch in "0123456789abcdef" for ch in x), "a SHA-256 (64 hexadecimal "
                  "digits)", False),
 }
+
+
+def _damaged(p: Path, text: str) -> ValidationError:
+    """The error of a release folder whose dataset file was changed or cannot be read."""
+    return ValidationError(f"the release folder {str(p)!r} is damaged: {text}. A dataset changed "
+                           "or replaced after synthesis is not the release its manifest "
+                           "describes; write the release again with 'bayes-risk synthesize' (or "
+                           "SyntheticData.save), or copy it again from where it was written.",
+                           code="RELEASE_DAMAGED")
+
+
+def _read_dataset(p: Path, f: Path) -> pd.DataFrame:
+    """One dataset file; a file pyarrow cannot read (truncated, not Parquet) is
+    ``RELEASE_DAMAGED``, naming it."""
+    try:
+        return pd.read_parquet(f)
+    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        raise _damaged(p, f"{f.name} cannot be read as Parquet ({type(err).__name__}: "
+                          f"{' '.join(str(err).split())[:160]})") from err
+
+
+def _warn_unverified(p: Path) -> None:
+    import warnings
+
+    from bayes_risk.exceptions import CALLER, DataWarning
+
+    warnings.warn(DataWarning(
+        f"the release folder {str(p)!r} was written by an older bayes-risk, whose manifest "
+        "records no checksums of its dataset files: a dataset changed, truncated or replaced "
+        "by another since cannot be detected (RELEASE_UNVERIFIED). Once you are satisfied that "
+        "it is intact, write it again to record them: "
+        "bayes_risk.SyntheticData.load(old).save(new).", code="RELEASE_UNVERIFIED"),
+        skip_file_prefixes=CALLER)
 
 
 def _bad_manifest(p: Path, text: str) -> ValidationError:
@@ -409,6 +476,11 @@ def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
             raise _bad_manifest(p, f"dataset file {f!r} lies outside the release folder")
         if fp.suffix.lower() != ".parquet":
             raise _bad_manifest(p, f"dataset file {f!r} is not a Parquet file")
+    sums = man.get(CHECKSUMS)
+    if sums is not None:
+        unlisted = [f for f in [*files, MANIFEST_NAME] if f not in sums]
+        if unlisted:
+            raise _bad_manifest(p, f"{CHECKSUMS!r} records no checksum of {unlisted}")
     if man.get("m") is not None and man["m"] != len(files):
         raise _bad_manifest(p, f"'m' is {man['m']} but 'files' lists {len(files)} dataset(s)")
     sizes = man.get("n_records_per_dataset")

@@ -448,10 +448,21 @@ def _orig_as(name: str, fn):
 
 
 def _release_with_shuffled_dataset(w: Path, b: Path) -> dict:
+    """A dataset file of a release shuffled in place: its checksum no longer matches."""
     shutil.copytree(w / "cesyn", w / "shufsyn")
     f = w / "shufsyn" / "syn_001.parquet"
     _shuffle(pd.read_parquet(f)).to_parquet(f)
     return {"syn": ["shufsyn"]}
+
+
+def _release_written_with_shuffled_dataset(w: Path, b: Path) -> dict:
+    """A release written (checksums and all) with one dataset's rows shuffled."""
+    from bayes_risk.data import SyntheticData
+
+    rel = SyntheticData.load(w / "cesyn")
+    rel.datasets[0] = _shuffle(rel.datasets[0])
+    rel.save(w / "shufsyn2")
+    return {"syn": ["shufsyn2"]}
 
 
 def _plain(w: Path, fn=None, orig_fn=None) -> dict:
@@ -514,8 +525,10 @@ def _alignment_cases() -> list[Case]:
     for sub, known in (("utility", "mixed"), ("identification", "synthesized")):
         kw = {"known": known}
         cases += [
-            Case("release-with-a-shuffled-dataset", sub, 2, "ROWS_MISALIGNED",
+            Case("release-with-a-shuffled-dataset", sub, 2, "RELEASE_DAMAGED",
                  prepare=_release_with_shuffled_dataset, kw=kw),
+            Case("release-written-with-a-shuffled-dataset", sub, 2, "ROWS_MISALIGNED",
+                 prepare=_release_written_with_shuffled_dataset, kw=kw),
             Case("plain-files-shuffled-synthetic", sub, 2, "ROWS_MISALIGNED",
                  prepare=lambda w, b: _plain(w, fn=_shuffle), kw=kw),
             Case("plain-files-shuffled-original", sub, 2, "ROWS_MISALIGNED",
