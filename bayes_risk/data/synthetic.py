@@ -123,6 +123,9 @@ class SyntheticData:
     #: columns the user says the release recodes: their levels the original never holds are
     #: levels of their own (warning ``SYNTHETIC_ONLY_LEVEL``), not an error
     recoded_columns: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    #: the folder the release was loaded from (:meth:`load`; ``None``: made in memory), which a
+    #: remedy of it records (``bayes_risk.sdc``)
+    folder: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.datasets, pd.DataFrame):
@@ -354,7 +357,8 @@ class SyntheticData:
                    synthesized_records=flags, extra=man.get("extra") or {},
                    original_fingerprint=man.get("original_fingerprint"),
                    generation=man.get("generation"), proper=man.get("proper"),
-                   imputed_columns=man.get("imputed_columns"), model_id=man.get("model_id"))
+                   imputed_columns=man.get("imputed_columns"), model_id=man.get("model_id"),
+                   folder=str(p.resolve()))
 
     def equals(self, other: SyntheticData) -> bool:
         """True when datasets, provenance and schema are identical."""

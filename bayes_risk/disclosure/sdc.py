@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from bayes_risk._checksums import file_sha256
+from bayes_risk._io import read_json
 from bayes_risk._specs import check_option
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.normalise import as_synthetic_list
-from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
+from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData, generation_from_roles
 from bayes_risk.disclosure._encode import resolve_inputs
 from bayes_risk.disclosure.measures import combined_key_codes
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
@@ -128,6 +131,9 @@ def sdc(
         steps.append({"operation": "smoothing", "columns": list(smooth),
                       "method": "cubic smoothing spline of the sorted values on their ranks, "
                       "penalty by generalised cross-validation"})
+    origin = _origin(source)
+    for step in steps:  # the release these steps were applied to, to be read back by the audit
+        step["source"] = origin
     before = {} if source is None else source.extra or {}
     extra = {**before, "post_processing": [*before.get("post_processing", []), *steps]}
     if source is None:
@@ -136,8 +142,22 @@ def sdc(
         # a fully synthetic release's rows are no records of the original: none is paired with
         # a record once rows are removed (the flags of a full synthesis say every record)
         return dataclasses.replace(source, datasets=datasets, extra=extra,
-                                   synthesized_records=None)
-    return dataclasses.replace(source, datasets=datasets, extra=extra)
+                                   synthesized_records=None, folder=None)
+    return dataclasses.replace(source, datasets=datasets, extra=extra, folder=None)
+
+
+def _origin(source: SyntheticData | None) -> dict[str, Any] | None:
+    """Where the release a remedy post-processes is (its folder and the SHA-256 of its dataset
+    files), so that an audit of the remedy can read it back and say why a risk rose; ``None``
+    for a release made in memory."""
+    folder = None if source is None else source.folder
+    if folder is None:
+        return None
+    try:
+        files = read_json(Path(folder) / MANIFEST_NAME, "no manifest")["files"]
+        return {"folder": folder, "sha256": {f: file_sha256(Path(folder) / f) for f in files}}
+    except (OSError, KeyError, TypeError, ValidationError):
+        return None  # moved or removed since it was read: nothing to point to
 
 
 def _fits(col: pd.Series, bottom: float | None, top: float | None) -> bool:

@@ -1,0 +1,290 @@
+"""Why a risk rose after a remedy: the audit's steps run again on the release before the remedy
+and with one remedied column undone at a time (:doc:`/user_guide/audit`, Applying a remedy and
+auditing again).
+
+A remedy (``bayes_risk.sdc``, ``bayes-risk remedy``) records the release it post-processed (its
+folder and the SHA-256 of its dataset files). When an audit of the remedied release is read
+against an earlier audit (``before=``) and a risk line rose, the line's step is run again, with
+this audit's settings, on
+
+* the release before the remedy: the line's value there, so that the rise is measured under one
+  set of settings, and
+* the remedied release with the values of one remedied column taken back from the release
+  before (one run per column): how much of the rise undoing that column takes back.
+
+For the identification lines the targets are compared one by one: those whose contribution
+(a correct unique match, for the true match rate) rose, and for each remedied column how many
+of them fall back when it alone is undone. Nothing is guessed: a figure that cannot be computed
+(the release before the remedy moved or changed, rows removed) is said to be so, and why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.auditing.plan import radius_text
+
+__all__ = ["rise_causes", "remedy_origin", "remedied_columns"]
+
+#: a change smaller than this (in the line's unit) is no rise: the same figure read twice
+_TOLERANCE = 1e-9
+
+
+def remedy_origin(release: Any) -> tuple[Any, list[dict[str, Any]], str | None]:
+    """The release the latest remedy was applied to, the remedy's steps, and why the release
+    cannot be had (``None`` when it was read back and verified).
+
+    Returns
+    -------
+    tuple
+        ``(release before or None, steps of the latest remedy, reason or None)``.
+    """
+    done = list((getattr(release, "extra", None) or {}).get("post_processing") or [])
+    if not done:
+        return None, [], "the release records no remedy (no post-processing after synthesis)"
+    origin = done[-1].get("source")
+    steps = [s for s in done if s.get("source") == origin] if origin else [done[-1]]
+    if not origin:
+        return None, steps, ("the remedy was applied to a release made in memory or written "
+                             "before remedies recorded their source, so the release before it "
+                             "cannot be read back")
+    from bayes_risk._checksums import file_sha256
+    from bayes_risk.data.synthetic import SyntheticData
+    from bayes_risk.exceptions import BayesRiskError
+
+    folder = Path(origin["folder"])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # its own checks warn in its own audit
+            before = SyntheticData.load(folder)
+        changed = [f for f, digest in origin["sha256"].items()
+                   if file_sha256(folder / f) != digest]
+    except (BayesRiskError, OSError) as err:
+        return None, steps, (f"the release before the remedy, in {str(folder)!r}, cannot be "
+                             f"read ({' '.join(str(err).split())[:160]})")
+    if changed:
+        return None, steps, (f"the release before the remedy, in {str(folder)!r}, has changed "
+                             f"since the remedy was applied ({', '.join(changed)})")
+    return before, steps, None
+
+
+def remedied_columns(steps: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Column -> what the remedy did to it (``"top coded at 150,000"``, ``"smoothed"``)."""
+    out: dict[str, list[str]] = {}
+    for s in steps:
+        op = s.get("operation")
+        if op == "bottom_top_coding":
+            for c, (b, t) in (s.get("bounds") or {}).items():
+                parts = ([f"bottom coded at {b:,}"] if b is not None else []) + (
+                    [f"top coded at {t:,}"] if t is not None else [])
+                out.setdefault(c, []).append(" and ".join(parts))
+        elif op == "smoothing":
+            for c in s.get("columns") or []:
+                out.setdefault(c, []).append("smoothed")
+    return {c: ", ".join(v) for c, v in out.items()}
+
+
+def _removed(steps: Sequence[Mapping[str, Any]]) -> bool:
+    return any(str(s.get("operation", "")).startswith("remove_") for s in steps)
+
+
+def _undo(after: Any, before: Any, column: str) -> Any:
+    """The remedied release with ``column`` taken back from the release before the remedy."""
+    datasets = [z.assign(**{column: b[column].to_numpy()})
+                for z, b in zip(after.datasets, before.datasets, strict=True)]
+    return dataclasses.replace(after, datasets=datasets)
+
+
+def _rerun(ctx: Any, step: Any, verdict: Any, release: Any) -> tuple[dict[str, float], Any]:
+    """The step's lines (measure -> value) and outcome on ``release`` with ``ctx``'s settings;
+    nothing written, nothing shown, its warnings those of the audit's own run. A run that fails
+    gives no line (the sentence then says the figure was not computed)."""
+    sub = dataclasses.replace(ctx, synthetic=release, root=None, progressbar=False,
+                              rows_aligned=None, rebuilt=None, refits=None, refits_model=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            outcome = step(sub)
+            lines = verdict(ctx.plan, outcome) if outcome.status == "ran" else []
+        except Exception as err:  # noqa: BLE001 - the audit's own run stands; this is its why
+            return {}, StepOutcome(name=getattr(ctx, "name", ""), status="failed",
+                                   reason=f"{type(err).__name__}: {err}")
+    return {v.measure: float(v.value) for v in lines if hasattr(v, "direction")}, outcome
+
+
+def _per_target(outcome: Any, value: float) -> tuple[np.ndarray, str] | None:
+    """The identification step's per-target contributions whose mean is the line's ``value``
+    (per cent), and what a contribution is; ``None`` for a line read otherwise."""
+    if outcome is None or outcome.name != "identification" or outcome.status != "ran":
+        return None
+    pooled = outcome.extra.get("pooled")
+    per = outcome.extra.get("at_r_star") or outcome.result
+    found: list[tuple[np.ndarray, str]] = []
+    if pooled is not None:
+        rec = pooled.headline.records
+        found += [(rec["K"].to_numpy(dtype=float), "a correct unique match"),
+                  (rec["IR"].to_numpy(dtype=float), "an expected match")]
+    if per is not None and getattr(per, "per_dataset", None) is not None:
+        found += [(np.asarray(per.K, dtype=float).mean(axis=1),
+                   "a correct unique match (share of datasets)"),
+                  (np.asarray(per.record_IR, dtype=float), "an expected match")]
+    for vec, what in found:
+        if vec.size and math.isclose(float(np.nanmean(vec)) * 100, value, rel_tol=1e-9,
+                                     abs_tol=1e-9):
+            return vec, what
+    return None
+
+
+def _pct(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def _own_rows_changed(before: Any, after: Any, column: str, records: np.ndarray) -> int:
+    """How many of ``records`` had their own released value of ``column`` changed by the
+    remedy in at least one dataset (rows paired with records)."""
+    if not all(len(a) == len(b) == records.size for a, b in zip(after, before, strict=True)):
+        return -1
+    changed = np.zeros(records.size, dtype=bool)
+    for a, b in zip(after, before, strict=True):
+        x = a[column].to_numpy(dtype=float, na_value=np.nan)
+        y = b[column].to_numpy(dtype=float, na_value=np.nan)
+        changed |= (x != y) & ~(np.isnan(x) & np.isnan(y))
+    return int((changed & records).sum())
+
+
+def _radius(outcome: Any) -> dict[str, float] | None:
+    """The maximising radius of an identification step's pooled run (``None``: none)."""
+    pooled = (outcome.extra or {}).get("pooled") if outcome is not None else None
+    return None if pooled is None else pooled.radius_star
+
+
+def _line_cause(measure: str, unit: str, after: float, rerun: Mapping[str, Any],
+                columns: Mapping[str, str], removed: bool,
+                releases: tuple[Any, Any] | None = None) -> str:
+    """The sentence of one risen line from the runs on the release before and the undone
+    columns (``rerun``: ``"before"`` and each column -> (lines, outcome); ``releases``: the
+    datasets before and after the remedy)."""
+    u = f" {unit}" if unit else ""
+    lines0, out0 = rerun["before"]
+    if measure not in lines0:
+        why = f" ({out0.reason})" if out0 is not None and out0.status != "ran" else ""
+        return ("not computed: the line's step gives no such line on the release before the "
+                f"remedy{why}.")
+    v0 = lines0[measure]
+    text = (f"recomputed with this audit's settings, {_pct(v0)}{u} on the release before the "
+            f"remedy and {_pct(after)}{u} after")
+    if removed:
+        return (text + "; records were removed, so no column can be undone on its own: the "
+                "change is that of the remedy as a whole")
+    undone = {c: rerun[c][0].get(measure) for c in columns if c in rerun}
+    if undone:
+        text += "; with one remedied column undone: " + "; ".join(
+            f"{c} ({what}) undone {_pct(undone[c])}{u}" if undone[c] is not None else
+            f"{c} ({what}) undone: no such line" for c, what in columns.items())
+        rise = after - v0
+        takes = {c: after - v for c, v in undone.items() if v is not None}
+        if rise > _TOLERANCE and takes:
+            top = max(takes, key=takes.get)
+            if takes[top] > _TOLERANCE:
+                text += (f". The rise comes from {top} ({columns[top]}): undoing it takes back "
+                         f"{_pct(takes[top])}{' pp' if unit == '%' else u} of the "
+                         f"{_pct(rise)}{' pp' if unit == '%' else u}")
+            else:
+                text += (". No remedied column on its own takes the rise back: it comes from "
+                         "the remedies together")
+        elif rise <= _TOLERANCE:
+            text += (". On the release before the remedy the line is as high: the rise against "
+                     "the earlier audit comes from its other settings, not from the remedy")
+    flags = _per_target(out0, v0), _per_target(rerun["after"][1], after)
+    if flags[0] is not None and flags[1] is not None and flags[0][1] == flags[1][1]:
+        (f0, what), (f1, _) = flags
+        up, down = f1 > f0 + _TOLERANCE, f1 < f0 - _TOLERANCE
+        text += (f". Target by target: {int(up.sum()):,} of {f1.size:,} count more as "
+                 f"{what} after the remedy, {int(down.sum()):,} less")
+        r0, r1 = _radius(out0), _radius(rerun["after"][1])
+        if r0 and r1 and r0 != r1:
+            text += (f" (each at its own maximising radius: {radius_text(r0)} before, "
+                     f"{radius_text(r1)} after)")
+        per_col = []
+        for c in columns:
+            fc = _per_target(rerun[c][1], rerun[c][0].get(measure, float("nan"))) \
+                if c in rerun else None
+            if fc is not None and fc[1] == what:
+                back = up & (np.abs(fc[0] - f0) <= _TOLERANCE)
+                part = f"undoing {c} takes {int(back.sum()):,} back"
+                own = -1 if releases is None else _own_rows_changed(*releases, c, back)
+                if own >= 0 and back.any():
+                    part += (f" ({own:,} of them with their own released {c} changed by the "
+                             "remedy; the others through the rows that match them or the "
+                             f"maximising radius, which {c}'s remedy moved too)")
+                per_col.append(part)
+        if per_col and up.any():
+            text += f". Of those {int(up.sum()):,}, " + "; ".join(per_col)
+    return text + "."
+
+
+def rise_causes(ctx: Any, outcomes: Sequence[StepOutcome],
+                before: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """Why each risk line that rose against ``before`` rose, computed: ``(step, measure) ->
+    sentence`` (:mod:`bayes_risk.auditing.rises`).
+
+    Parameters
+    ----------
+    ctx : StepContext
+        The audit's context (its release is the remedied one).
+    outcomes : sequence of StepOutcome
+        The audit's step outcomes.
+    before : mapping
+        The earlier audit's summary (``load_audit``).
+
+    Returns
+    -------
+    dict
+        One sentence per risk line (not utility) whose value rose; empty when none rose.
+    """
+    from bayes_risk.measures import load, measures
+
+    old = {(v["step"], v["measure"]): v.get("value") for v in before.get("verdicts") or []}
+    by_name = {o.name: o for o in outcomes}
+    risen: list[tuple[Any, Any]] = []
+    for m in measures():
+        o = by_name.get(m.name)
+        if m.verdict is None or o is None or o.status != "ran" or m.name == "utility":
+            continue
+        for v in load(m.verdict)(ctx.plan, o):
+            b = old.get((v.step, v.measure))
+            if (getattr(v, "direction", None) == "max" and isinstance(b, (int, float))
+                    and math.isfinite(b) and math.isfinite(v.value)
+                    and v.value > b + _TOLERANCE):
+                risen.append((m, v))
+    if not risen:
+        return {}
+    release, steps, why = remedy_origin(ctx.synthetic)
+    if release is None:
+        return {(v.step, v.measure): f"not computed: {why}." for _, v in risen}
+    columns = remedied_columns(steps)
+    removed = _removed(steps) or any(len(a) != len(b) for a, b in
+                                     zip(ctx.synthetic.datasets, release.datasets, strict=True))
+    out: dict[tuple[str, str], str] = {}
+    runs: dict[str, dict[str, Any]] = {}
+    for m, v in risen:
+        if m.name not in runs:
+            step, verdict = load(m.step), load(m.verdict)
+            rerun = {"before": _rerun(ctx, step, verdict, release),
+                     "after": ({}, by_name[m.name])}
+            if not removed:
+                for c in columns:
+                    rerun[c] = _rerun(ctx, step, verdict, _undo(ctx.synthetic, release, c))
+            runs[m.name] = rerun
+        out[(v.step, v.measure)] = _line_cause(
+            v.measure, v.unit, float(v.value), runs[m.name], columns, removed,
+            None if removed else (release.datasets, ctx.synthetic.datasets))
+    return out
