@@ -69,6 +69,7 @@ _API: dict[str, str] = {
     # identification risk
     "identification_risk": "bayes_risk.identification.api",
     "radius_sweep": "bayes_risk.identification.api",
+    "radius_search": "bayes_risk.identification.radius",
     "known_sweep": "bayes_risk.identification.knowledge",
     "PosteriorReplicates": "bayes_risk.identification.replicates",
     "MatchSpec": "bayes_risk.identification.specs",

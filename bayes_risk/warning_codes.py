@@ -81,6 +81,16 @@ MESSAGES: dict[str, str] = {
     "the truncated mixture: the truncation may cut off posterior mass; increase n_components.",
     # identification risk
     "NO_MATCH": "some targets have no matching record in a synthetic dataset.",
+    "RADIUS_NOT_SEARCHED": "the radius search was turned off (sweep=None, --radius-sweep "
+    "none): the identification figures are at the radius given, not the worst case over the "
+    "radii the intruder can choose, and may understate the risk.",
+    "RADIUS_COORDINATE_SEARCH": "the grid of radii had more points than max_grid, so a "
+    "coordinate search (each column's radii in turn) stood in for it: it may miss the "
+    "grid's largest figure.",
+    "RADIUS_AT_GRID_EDGE": "the largest figure of the radius search lies at the largest radius "
+    "searched for some column: an intruder who matches that column more loosely (or not at "
+    "all) may find more; widen the search (sweep=..., --radius-sweep) or run the knowledge "
+    "sweep.",
     # plain release files (no manifest, so no fingerprint of the original)
     "ROWS_NOT_VERIFIED": "no column of the synthetic data equals the original's row by row, so "
     "the row order of the files cannot be checked: the measures assume that row i of every "

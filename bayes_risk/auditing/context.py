@@ -43,6 +43,9 @@ class StepContext:
     refits_model: Any = None
     #: the original's survey weights (``weights=``)
     weights: Any = None
+    #: the radii of the pooled intruder's worst case over the radius search (the posterior
+    #: replicates are matched there, with the same fallback)
+    worst_radius: dict[str, float] | None = None
 
 
 def aligned_columns(ctx: StepContext) -> list[str]:

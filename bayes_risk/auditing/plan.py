@@ -27,8 +27,13 @@ def step_names() -> tuple[str, ...]:
 #: the attacks' options in an audit: anonymeter's defaults
 ATTACK_OPTIONS: dict[str, int] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1}
 
-#: the radius grid of Hornby & Hu (2021, §4.1)
-DEFAULT_SWEEP: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3)
+#: the radii of the audit's radius search (0, exact matching, is always added): Hornby & Hu's
+#: (2021, §4.1) grid widened to ±100 % (:data:`bayes_risk.identification.radius.SEARCH_RADII`)
+DEFAULT_SWEEP: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
+
+#: Hornby & Hu's (2021) convention: one percentage radius on every numeric key, reported
+#: beside the worst case, never instead of it
+CONVENTION_RADIUS = 0.1
 
 
 _CONVENTION = ("a convention of bayes-risk, not a finding: the papers behind the measure "
@@ -75,9 +80,11 @@ class Thresholds:
     overlap : float
         Smallest acceptable mean interval overlap (Karr et al. 2006). Default 0.5.
     expected_match_rate : float
-        Largest acceptable expected match rate at the maximising radius. Default 0.01.
+        Largest acceptable expected match rate, the worst case over the radius search.
+        Default 0.01.
     true_match_rate : float
-        Largest acceptable true match rate. Default 0.01.
+        Largest acceptable true match rate, the worst case over the radius search.
+        Default 0.01.
     prop_top : float
         Largest acceptable share of records whose true values are the intruder's best guess.
         Default 0.1.
@@ -198,9 +205,10 @@ class AuditPlan:
     withheld: dict[str, str] = field(default_factory=dict)
     #: every column synthesized, no record released unchanged
     fully_synthetic: bool = False
-    #: radius columns the sweep varies: the synthesized ones unless ``sweep_unsynthesized``
-    sweep_columns: list[str] = field(default_factory=list)
-    sweep_unsynthesized: bool = False
+    #: the numeric known columns whose radius the worst-case search varies (every one)
+    search_columns: list[str] = field(default_factory=list)
+    #: where ``radius`` came from: "default" (Hornby & Hu's convention) or "given"
+    radius_source: str = "default"
     known_sweep: bool = False
     #: shares of the attribute step's known-records curve (``None``: no curve)
     known_fractions: tuple[float, ...] | None = None
@@ -265,8 +273,9 @@ class AuditPlan:
 
 
 def radius_text(radius: dict[str, float]) -> str:
-    """``"Age = 0.1, Income = 0.01"``, or ``"exact matching"`` without a radius."""
-    return ", ".join(f"{c} = {r:g}" for c, r in radius.items()) or "exact matching"
+    """``"Age exact, Income = 0.01"``, or ``"exact matching"`` without a radius."""
+    return ", ".join(f"{c} exact" if r == 0 else f"{c} = {r:g}"
+                     for c, r in radius.items()) or "exact matching"
 
 
 def _cli_name(step: str) -> str:
@@ -366,20 +375,20 @@ def _check_utility_options(sch: Any, combining_rules: str, imputed: Any) -> Any:
     return sch.check_columns(list(imputed), "imputed")
 
 
-def _plan_sweep(sweep: Any, rad: dict[str, float], ks: list[str], radius_type: str,
-                sweep_unsynthesized: bool) -> tuple[tuple[float, ...], list[str]]:
-    """The sweep's radii (checked by the settings) and the columns whose radius it varies."""
-    grid = tuple(sweep or ())
-    # an unsynthesized column's radius adds matches the release has no part in
-    sweep_cols = [c for c in rad if sweep_unsynthesized or c in ks]
-    if grid and sweep_cols and radius_type == "quantile_sd":
+def _plan_sweep(sweep: Any, known: list[str], sch: Any, radius_type: str
+                ) -> tuple[tuple[float, ...], list[str]]:
+    """The search's radii (checked by the settings; 0 added when it runs) and the columns it
+    searches: every numeric known column, synthesized or released unchanged."""
+    grid = tuple(sorted({0.0, *sweep})) if sweep else ()
+    cols = [c for c in sch.names if c in known and c in sch.numeric]
+    if grid and cols and radius_type == "quantile_sd":
         raise ValidationError(
-            f"{arg_name('sweep')}: a radius sweep needs {arg_name('radius_type')} 'percentage' "
-            f"or 'absolute'. Got 'quantile_sd'; give {arg_name('sweep', 'None', cli='none')} "
-            "or another radius type.",
+            f"{arg_name('sweep')}: the radius search needs {arg_name('radius_type')} "
+            f"'percentage' or 'absolute'. Got 'quantile_sd'; give "
+            f"{arg_name('sweep', 'None', cli='none')} or another radius type.",
             code="OPTION_CONFLICT",
         )
-    return grid, sweep_cols
+    return grid, cols
 
 
 def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
@@ -466,7 +475,7 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
     ku = [c for c in known if c not in syn_cols]
     ks = [c for c in known if c in syn_cols]
     rad, rad_src = _plan_radius(s.match.radius, known, sch)
-    grid, sweep_cols = _plan_sweep(s.sweep, rad, ks, radius_type, s.sweep_unsynthesized)
+    grid, search_cols = _plan_sweep(s.sweep, known, sch, radius_type)
     tg, tg_src = _plan_targets(s.targets, syn_cols, known, sch)
     keys = {t: [c for c in known if c != t] for t in tg}
     ng = {t: (s.ngroups_target if t in sch.numeric else None) for t in tg}
@@ -488,8 +497,9 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         refit_draws=est.refit_draws,
         refit_cache=None if est.refit_cache is None else str(est.refit_cache),
         show_confidential_values=bool(s.show_confidential_values), random_seed=int(random_seed),
-        skip=tuple(dict.fromkeys(skip_steps)), sweep_columns=sweep_cols,
-        sweep_unsynthesized=bool(s.sweep_unsynthesized), combining_rules=s.combining_rules,
+        skip=tuple(dict.fromkeys(skip_steps)), search_columns=search_cols,
+        radius_source=rad_src,
+        combining_rules=s.combining_rules,
         pmse_method=prop.method, max_order=prop.max_order, known_sweep=bool(s.known_sweep),
         known_fractions=s.known_fractions, imputed=imputed,
     )
@@ -623,22 +633,31 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
       "empty cells in the original and none in any synthetic dataset; they are compared on "
       "the original's observed cells" if auto else "")
     a("identification", "known columns", ", ".join(plan.known), "given")
-    a("identification", "radius",
+    a("identification", "radius beside the worst case",
       radius_text(plan.radius), rad_src,
-      "default: 0.1 for every numeric (count or continuous) known column; categorical "
-      "columns are matched exactly")
+      "Hornby & Hu's (2021) convention: 0.1 (±10 %) on every numeric (count or continuous) "
+      "known column; reported beside the worst case, never instead of it"
+      if rad_src == "default" else "reported beside the worst case, never instead of it")
     a("identification", "radius type", plan.radius_type, "default"
       if plan.radius_type == "percentage" else "given")
-    a("identification", "aggregation", "per dataset", "default",
-      "Hornby & Hu (2021): every dataset evaluated separately, measures averaged")
-    if plan.sweep and not plan.radius:
-        a("identification", "radius sweep", "not run", "default",
-          "no numeric known column has a radius (exact matching)")
+    a("identification", "aggregation", "per dataset and pooled", "default",
+      "Hornby & Hu (2021): every dataset evaluated separately, measures averaged; Reiter & "
+      "Mitra (2009): the intruder holding all m datasets; the verdict reads the larger")
+    if not plan.search_columns:
+        a("identification", "radius search", "not run", "default",
+          "no numeric known column: categorical columns are matched exactly, the only choice")
+    elif not plan.sweep:
+        a("identification", "radius search", "not run", "given",
+          "the verdict reads the radius above, not the worst case (RADIUS_NOT_SEARCHED)")
     else:
-        a("identification", "radius sweep",
-          ", ".join(f"{r:g}" for r in plan.sweep) or "none",
-          "default" if plan.sweep == DEFAULT_SWEEP else "given",
-          "Hornby & Hu (2021, §4.1); the maximising radius is the conservative one to report")
+        a("identification", "radius search",
+          f"{', '.join(f'{r:g}' for r in plan.sweep)} on each of "
+          f"{', '.join(plan.search_columns)}",
+          "default" if plan.sweep == tuple(sorted({0.0, *DEFAULT_SWEEP})) else "given",
+          "the worst case for the intruder: every numeric known column, synthesized or "
+          "released unchanged, with 0 (exact matching) in every grid; the largest expected "
+          "match rate and the largest true match rate over the grid are read, each with the "
+          "radius of each column that gave it")
     a("attribute", "intruder posterior", plan.attribute_source or "none",
       "given" if plan.attribute_source == "model" else "release manifest")
     a("attribute", "scenario", "worst case", "default",
@@ -751,7 +770,7 @@ def _plan_radius(radius: Any, known: list[str], sch: Any) -> tuple[dict[str, flo
 
     numeric_known = [c for c in known if c in sch.numeric]
     if radius is None:
-        return {c: 0.1 for c in numeric_known}, "default"
+        return dict.fromkeys(numeric_known, CONVENTION_RADIUS), "default"
     if isinstance(radius, Mapping):
         rad = {str(k): check_real(v, f"radius for {str(k)!r}", minimum=0.0)
                for k, v in radius.items()}

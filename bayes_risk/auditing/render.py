@@ -372,14 +372,15 @@ def _baseline(b: Any, links: _Links) -> dict[str, Any]:
             "why": b.why, "code": b.code}
 
 
-def _intruders(result: Any) -> list[tuple[str, str]]:
-    """Who the intruder of each verdict line is, once per distinct description."""
-    seen: dict[str, list[str]] = {}
+def _intruders(result: Any) -> list[tuple[str, str, str]]:
+    """Who the intruder of each verdict line is and the worst case over their choices the line
+    takes, once per distinct description."""
+    seen: dict[tuple[str, str], list[str]] = {}
     for v in result.verdicts:
         if v.intruder:  # the disclosure lines differ by keys and target: named by measure
-            seen.setdefault(v.intruder, []).append(v.measure if v.step == "disclosure"
-                                                   else v.step)
-    return [(", ".join(dict.fromkeys(ms)), who) for who, ms in seen.items()]
+            seen.setdefault((v.intruder, v.worst_case), []).append(
+                v.measure if v.step == "disclosure" else v.step)
+    return [(", ".join(dict.fromkeys(ms)), who, worst) for (who, worst), ms in seen.items()]
 
 
 @step_section("utility", "utility", "Utility")
@@ -478,40 +479,47 @@ def identification_section(sec: Section, s: Any, result: Any, links: _Links) -> 
               "may know (the intruder of Hornby & Hu 2021 also knows the true values of the "
               "synthesized keys).")
     pooled = s.extra.get("pooled")
+    sw, star = s.extra.get("sweep"), s.extra.get("at_r_star")
     verdict_reads = ("" if pooled is None else
-                     " Not the verdict's figure, which reads the larger of this and the pooled "
-                     "intruder's (below).")
+                     " The verdict reads the larger of this and the pooled intruder's (below).")
+    rad = (dict(zip(sw.columns, (float(x) for x in sw.r_star), strict=True))
+           if sw is not None else plan.radius)
+    where = ("at the worst case over the radii" if sw is not None else "at the radius given")
     sec.blocks.append(_rows_table(
-        ["measure", "value"], _id_rows(sm, n, src, links), links, src,
-        f"One dataset at a time, radius {radius_text(plan.radius)}: the mean over the m = "
+        ["measure", "value"], _id_rows((star or r).file, n, src, links), links, src,
+        f"One dataset at a time, {where} ({radius_text(rad)}): the mean over the m = "
         f"{plan.m} datasets of the measures of an intruder who holds one." + verdict_reads))
-    sw = s.extra.get("sweep")
     if sw is not None:
-        ssrc = step_file(s, "radius_sweep.csv")
-        sec.blocks.append(links.figure(lambda: plot_figure(sw), "radius_sweep.png",
-                                       "Expected match risk by radius, one box per radius over "
-                                       "the datasets (the dotted line marks the largest mean)"))
-        sec.p(*_sweep_sentence(sw, n, ssrc, links))
-        star = s.extra.get("at_r_star")
-        if star is not None:
-            f = star.file
-            sec.p(f"At radius {sw.r_star:g} (mean over the datasets): true matches ",
-                  *links.count(f["true_match_risk"], n, src), ", unique matches ",
-                  *links.count(f["n_unique"], n, src), ", false match rate ",
-                  links.pct(f["false_match_rate"], src), " of the unique matches "
-                  "(summary.json: at_maximising_radius). The table above is at the step's "
-                  "radius.")
+        ssrc = step_file(s, "radius_search.csv")
+        sec.blocks.append(links.figure(
+            lambda: plot_figure(sw, "profile"), "radius_search.png",
+            "Expected match risk by the radius of each searched column, the others held at "
+            "the worst case (the band: the range over the datasets; the ring: the maximum)"))
+        sec.p(*_search_sentence(sw, plan, n, ssrc, links))
+        given = ("Hornby & Hu's convention" if plan.radius_source == "default"
+                 else "the radius given")
+        sec.p(f"At {given} ({radius_text(plan.radius)}), reported beside the "
+              "worst case and never instead of it: expected match risk ",
+              *links.count(r.file["expected_match_risk"], n, src), ", true matches ",
+              *links.count(r.file["true_match_risk"], n, src),
+              " (mean over the datasets; summary.json: summary).")
     if pooled is not None:
         f = pooled.headline.file
-        where = (f" at its own maximising radius {pooled.sweep.r_star:g}"
-                 if pooled.sweep is not None else "")
+        psw = pooled.sweep
+        where = (f" at its own worst case over the radii "
+                 f"({radius_text(dict(zip(psw.columns, map(float, psw.r_star), strict=True)))})"
+                 if psw is not None else "")
+        tmr = ("" if psw is None or not psw.tmr_argmax else
+               f"; its largest true match rate over the radii is "
+               f"{100 * psw.tmr_star_value:.3g} % "
+               f"({radius_text(psw.radii_at(psw.tmr_argmax[0]))})")
         sec.p(Span("An intruder who holds all the datasets. ", strong=True),
               f"Pooling the match probabilities over the m = {plan.m} datasets (Reiter & Mitra "
               "2009; Drechsler & Reiter 2008; the defaults of bayes-risk identification) gives",
               where, ": expected match risk ", *links.count(f["expected_match_risk"], n, src),
               ", true matches ", *links.count(f["true_match_risk"], n, src),
               ", false match rate ", links.pct(f["false_match_rate"], src), " of the unique "
-              "matches (summary.json: pooled). Each verdict line reads the larger of this "
+              f"matches (summary.json: pooled){tmr}. Each verdict line reads the larger of this "
               "intruder's figure and the per-dataset mean: an intruder with every dataset is "
               "usually the stronger, and the mean over single datasets alone would understate "
               "the risk.")
@@ -560,29 +568,25 @@ def _id_rows(f: dict[str, Any], n: int, src: str | None, links: _Links) -> list[
              [links.pct(f["false_match_rate"], src), Span(" of the unique matches")]]]
 
 
-def _sweep_sentence(sw: Any, n: int, src: str | None, links: _Links) -> list[Any]:
-    """The maximising radius, and whether it stands out from the others beyond the spread."""
-    m = sw.risk.shape[1]
-    head = [f"Per dataset, the expected match risk is largest at radius {sw.r_star:g} (mean ",
-            *links.count(sw.risk_star, n, src, paren=False), ")"]
-    same = sw.indistinguishable()
-    labels = sw.labels()
-    others = len(labels) - 1
-    if same is None:
-        tail = (": one dataset, so no spread over datasets to tell a real maximum from "
-                "noise.")
-    elif not same:
-        tail = (f", above every other radius beyond the spread over the {m} datasets (paired "
-                "95 % intervals of the differences exclude 0).")
-    elif len(same) == others:
-        tail = (f", but it is not distinguishable from the other radii: at every one, the "
-                f"paired difference over the {m} datasets has a 95 % interval that includes "
-                "0 (the boxes overlap). The curve is flat within noise.")
-    else:
-        tail = (f"; it is not distinguishable from radius {', '.join(labels[i] for i in same)} "
-                f"(paired 95 % intervals over the {m} datasets include 0).")
-    return [*head, tail + " The verdict reads the largest value, the conservative one to "
-            "report (Hornby & Hu 2021, §4.1)."]
+def _search_sentence(sw: Any, plan: Any, n: int, src: str | None, links: _Links) -> list[Any]:
+    """What the radius search covered, and where each measure is largest."""
+    search = sw.settings.get("search") or {}
+    how = (f"every point of the grid ({search.get('points')} points)"
+           if search.get("mode") == "grid" else
+           f"a coordinate search of {search.get('points')} points (the full grid of "
+           f"{search.get('full_grid_points')} exceeds max_grid; RADIUS_COORDINATE_SEARCH)")
+    tmr = ("" if not sw.tmr_argmax else
+           f"; the true match rate is largest, {100 * sw.tmr_star_value:.3g} % of the targets, "
+           f"at {radius_text(sw.radii_at(sw.tmr_argmax[0]))}")
+    return [f"The intruder chooses how closely to match each numeric key. The search covers "
+            f"{', '.join(sw.columns)} — synthesized or released unchanged — each over the radii "
+            f"{', '.join(f'{r:g}' for r in search.get('values', []))} (0: exact matching), "
+            f"{how}. Per dataset, the expected match risk is largest at "
+            f"{radius_text(dict(zip(sw.columns, map(float, sw.r_star), strict=True)))} (mean ",
+            *links.count(sw.risk_star, n, src, paren=False), f"){tmr}. The verdict reads these "
+            "maxima, the worst case for the intruder it names; a value the release carries "
+            "unchanged is usually best matched exactly, since a wider window only adds other "
+            "records."]
 
 
 def _known_curve_blocks(sec: Section, s: Any, links: _Links) -> None:
@@ -658,13 +662,14 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
     sec.p("The synthesized known columns are replaced by R = ", links.num(R, src),
           f" draws from the posterior predictive of {pr.get('model', 'the synthesis model')} "
           "(agency's view; Drechsler & Reiter 2008, eq. 5) instead of the m = "
-          f"{m} released datasets; same radius and no fallback, as in the identification "
-          "step. Two figures per measure, which estimate different things:")
+          f"{m} released datasets, matched as the identification step's pooled intruder at "
+          f"its worst case over the radii ({radius_text(r.settings['match_rule']['radius'])}"
+          "; with its fallback to the unsynthesized known columns where nothing matches); a "
+          "search over the radii is not repeated on the replicates, for its cost. Two figures "
+          "per measure, which estimate different things:")
     sec.blocks.append(Block("ul", items=[
         [Span("mean over single replicates", strong=True),
-         Span(f": each replicate evaluated alone, as each released dataset in the "
-              f"identification step, whose figure is the mean over its m = {m} datasets. "
-              "This is the figure to compare with the identification step; it does not "
+         Span(": each replicate evaluated alone, as a released dataset would be; it does not "
               "depend on R (its Monte Carlo error does).")],
         [Span(f"pooled over R = {R} replicates", strong=True),
          Span(" (Reiter & Mitra 2009): the match probabilities averaged over the replicates, "
@@ -676,7 +681,8 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
     ]))
     unc = r.uncertainty()
     ident = result.step("identification")
-    per_ds = ident.result.file if ident.status == "ran" else {}
+    # the identification step's pooled intruder, at the same radii and fallback
+    per_ds = ident.extra["pooled"].headline.file if ident.status == "ran" else {}
     # one unit per row: counts of targets, or rates in per cent (summary.json: fractions)
     labels = [("expected match risk (targets)", "expected_match_risk", False),
               ("true match rate (% of targets)", "true_match_rate_targets", True),
@@ -693,11 +699,11 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
                      cell(q.get("0.025"), src), cell(q.get("0.975"), src),
                      cell(u.get("value"), src), cell(u.get("mc_se"), src)])
     sec.blocks.append(_rows_table(
-        ["measure", f"identification step: mean over m = {m} datasets",
+        ["measure", f"identification step: pooled over m = {m} datasets",
          f"mean over R = {R} single replicates", "its MCSE", "replicate 2.5%", "replicate 97.5%",
          f"pooled over R = {R} (grows with R)", "pooled MCSE"], rows, links, src,
-        "File-level measures: the per-dataset figure of the identification step, the same "
-        "measure over single posterior replicates, and the pooled figure"))
+        "File-level measures: the pooled figure of the identification step, the same "
+        "measure over single posterior replicates, and pooled over the replicates"))
     trace = r.file.get("mc_trace") or {}
     est = list(trace.get("expected_match_risk") or [])
     rs = list(trace.get("n_replicates") or [])
@@ -903,8 +909,9 @@ def utility_risk_points(result: Any) -> pd.DataFrame | None:
             not plan.identification_release_independent:
         n = float(i.result.file["n_targets"])
         sw = i.extra.get("sweep")
-        if sw is not None and sw.argmax:  # at the maximising radius, as the verdict reads it
-            col = f"expected match rate (% of targets), radius {sw.r_star:g}"
+        if sw is not None and sw.argmax:  # at the worst case over the radii, as the verdict
+            rad = dict(zip(sw.columns, (float(x) for x in sw.r_star), strict=True))
+            col = f"expected match rate (% of targets), {radius_text(rad)}"
             risk = sw.risk[sw.argmax[0]]
         else:
             col = f"expected match rate (% of targets), {radius_text(plan.radius)}"

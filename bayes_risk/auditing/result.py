@@ -226,8 +226,8 @@ class AuditResult(RiskResult):
         """The verdict lines as a table."""
         return _frame(self.verdicts, [
             "step", "measure", "value", "threshold", "direction", "exceeds", "status", "unit",
-            "spread", "intruder", "source", "detail", "warnings", "flagged", "cause",
-            "remedies"])
+            "spread", "intruder", "worst_case", "source", "detail", "warnings", "flagged",
+            "cause", "remedies"])
 
     def baseline_frame(self) -> pd.DataFrame:
         """The figures that cannot depend on the release (baselines of the original)."""

@@ -13,7 +13,7 @@ import numpy as np
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.disclosure_step import target_folder
 from bayes_risk.auditing.outcome import StepOutcome, step_file
-from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.plan import AuditPlan, radius_text
 from bayes_risk.measures import load, measures
 
 __all__ = [
@@ -42,7 +42,8 @@ CAVEATS: dict[str, tuple[str, ...]] = {
                "NO_SPLITS"),
     "overlap": ("M_EQUALS_ONE", "SMALL_T", "DEGENERATE_INTERVAL"),
     "identification": ("IPF_NOT_CONVERGED", "F_BELOW_ONE", "ORIGINAL_UNCONFIRMED",
-                       "ROWS_NOT_VERIFIED"),
+                       "ROWS_NOT_VERIFIED", "RADIUS_NOT_SEARCHED", "RADIUS_COORDINATE_SEARCH",
+                       "RADIUS_AT_GRID_EDGE"),
     "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
                   "APPROXIMATE_NONPARAMETRIC", "REGIMES_DISAGREE", "RISK_BY_REGIME",
                   "MODEL_DIFFERS"),
@@ -93,6 +94,9 @@ class Verdict:
     count_of: tuple[int, str] | None = None
     #: the name of the line's threshold in :class:`~bayes_risk.auditing.Thresholds`
     threshold_name: str = ""
+    #: what the line takes as the worst case over the choices its intruder has (and any
+    #: weaker choice the audit made, for cost, with its warning code)
+    worst_case: str = ""
 
     @property
     def exceeds(self) -> bool:
@@ -113,7 +117,7 @@ class Verdict:
     @property
     def short(self) -> str:
         """The measure's name without its qualifiers (the report's first sentence)."""
-        name = self.measure.split(":")[0].replace(" at the maximising radius", "")
+        name = self.measure.split(":")[0].replace(", worst case over the radii", "")
         name = re.sub(r", keys .*$", "", re.sub(r" \([^)]*\)", "", name))
         return name.replace(", target ", " of ")
 
@@ -263,8 +267,43 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
                 intruder="worst case: knows every other record's true values and the "
                 "synthesis model, and guesses this record's synthesized values",
                 flagged=nf, count_of=(int(un.get("n_records") or n - nf), "records"),
-                threshold_name="prop_top")
+                threshold_name="prop_top", worst_case=_ATTRIBUTE_WORST_CASE)
     return [_caused(v, *remedies.attribute_cause(plan, a))]
+
+
+#: what the attribute line takes as the worst case over its intruder's choices
+_ATTRIBUTE_WORST_CASE = (
+    "other records: every one known (the worst case of Reiter, Wang & Zhang 2014 and Hu "
+    "2019); the model: the synthesizer's own; datasets: all m read at once; candidates: one "
+    "variable different from the record's true values, a ±10 % grid of 11 values for a "
+    "numeric column (the papers' candidate set, not searched); prior: uniform over the "
+    "candidates (an intruder with a prior favouring the truth does better: prior_sensitivity); "
+    "of the regimes of a model's fit, the larger figure; records whose estimate cannot be "
+    "trusted are flagged and counted apart, never averaged in")
+
+#: what the membership lines take as the worst case over their intruder's choices
+_MEMBERSHIP_WORST_CASE = (
+    "other records: every one known; the model and all m datasets; the Bayesian likelihood "
+    "ratio, the optimal test for this intruder (a distance-to-closest-record attack is "
+    "reported beside it); non-members: the holdout given")
+
+#: what the anonymeter lines take as the worst case over their intruder's choices
+_ATTACKS_WORST_CASE = (
+    "datasets: the largest risk over the m datasets, each attacked alone; predicates and "
+    "neighbours: anonymeter's defaults (500 attacks a mode, 3 columns, the nearest row; not "
+    "searched); control: the holdout, its count corrected for its size")
+
+
+def _disclosure_worst_case(plan: AuditPlan, target: str, name: str) -> str:
+    """What a repU or DiSCO line takes as the worst case over its intruder's choices."""
+    keys = ", ".join(plan.disclosure_keys.get(target, ()))
+    ng = plan.ngroups_target.get(target)
+    grouped = ("" if name == "repU" or ng is None else
+               f"; the numeric target in {ng} quantile groups (synthpop's default; fewer, "
+               "wider groups make a correct guess easier and are not searched)")
+    return (f"keys: every known column but the target together ({keys}; subsets not "
+            f"searched); datasets: the mean over the m datasets (synthpop's disclosure(); each "
+            f"dataset's figure in the spread){grouped}")
 
 
 def _regime_detail(reg: Any) -> str:
@@ -327,7 +366,8 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
             table = res.ident if name == "repU" else res.attrib
             v = Verdict("disclosure", measure, value, getattr(th, name), "max", src, unit="%",
                         warnings=warns, spread=_range(table[name], "%"), intruder=intruder,
-                        count_of=(plan.n_records, "records"), threshold_name=name)
+                        count_of=(plan.n_records, "records"), threshold_name=name,
+                        worst_case=_disclosure_worst_case(plan, t, name))
             out.append(_caused(v, *cause()))
     base = d.extra.get("original_risk") or {}
     for i, r in enumerate(base.values(), start=1):
@@ -413,13 +453,13 @@ def membership_lines(plan: AuditPlan, mem: StepOutcome) -> list[Verdict | Baseli
                   f"{f['n_non_members']:,} holdout records; TPR − FPR at P(member) > "
                   f"{pthr:g}: {f['tpr_fpr']:.3g}{dcr}{left_out}",
                   caveats, spread=spread, intruder=who, flagged=nf,
-                  threshold_name="membership_advantage")
+                  threshold_name="membership_advantage", worst_case=_MEMBERSHIP_WORST_CASE)
     share = Verdict("membership", f"share of members with P(member) > {pthr:g}",
                     _pct(f["share_members_above"]), _pct(th.membership_share), "max", src,
                     f"{iv('share_members_above_interval', 100, ' %')}; holdout records "
                     f"above it: {_pct(share_non):.3g} %{left_out}",
                     caveats, unit="%", spread=spread, intruder=who, flagged=nf,
-                    threshold_name="membership_share")
+                    threshold_name="membership_share", worst_case=_MEMBERSHIP_WORST_CASE)
     return [_caused(adv, *cause), _caused(share, *cause)]
 
 
@@ -470,7 +510,7 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
             intruder=f"holds a synthetic dataset and writes predicates on {what} that match "
             "exactly one of its rows, claiming that each isolates one person of the "
             "confidential data (anonymeter's singling-out attack)",
-            threshold_name="singling_out_risk")
+            threshold_name="singling_out_risk", worst_case=_ATTACKS_WORST_CASE)
         out.append(_caused(v, *cause[mode]))
     if lk is not None:
         r = lk.headline().iloc[0]
@@ -487,46 +527,37 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
             intruder=f"holds two tables about the same people, one with {', '.join(ca)}, the "
             f"other with {', '.join(cb)}, and links them through the nearest synthetic rows "
             "(anonymeter's linkability attack)",
-            threshold_name="linkability_risk")
+            threshold_name="linkability_risk", worst_case=_ATTACKS_WORST_CASE)
         out.append(_caused(v, *cause["linkability"]))
     return out
 
 
 def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Baseline]:
-    """The expected and true match rates: the larger of the pooled and per-dataset figures."""
+    """The expected and true match rates: the worst case over the radius search, the larger of
+    the pooled and per-dataset figures, each with the radius of each column that gave it."""
     th = plan.thresholds
     iw = _caveats("identification", i.result.warnings)
     pooled = i.extra["pooled"]
-    head = pooled.headline.file
-    sw = i.extra.get("sweep")
-    per = (i.extra.get("at_r_star") or i.result).file
-    n = float(head["n_targets"])
+    n = float(pooled.result.file["n_targets"])
     m = plan.m
-    at = " at the maximising radius" if pooled.sweep is not None else ""
-    r_pool = f" (radius {pooled.sweep.r_star})" if pooled.sweep is not None else ""
-    r_per = f" (radius {sw.r_star})" if sw is not None else ""
-    per_emr = (float(sw.risk_star) if sw is not None
-               else float(per["expected_match_risk"])) / n
     src = step_file(i, "summary.json")
-    # the per-dataset figures, one per dataset, at the radius the line reads
-    pd_src = i.extra.get("at_r_star") or i.result
-    pdd = getattr(pd_src, "per_dataset", None) or {}
-    per_emr_each = (np.asarray(sw.risk[sw.argmax[0]], dtype=float) / n
-                    if sw is not None and sw.argmax else
-                    np.asarray(pdd.get("expected_match_risk", []), dtype=float) / n)
-    per_tmr_each = np.asarray(pdd.get("true_match_rate_targets", []), dtype=float)
+    pd_figs = _id_figures(i.extra.get("sweep"), i.result, n, per_dataset=True)
+    pool_figs = _id_figures(pooled.sweep, pooled.result, n, per_dataset=False)
+    convention = _convention_text(plan, i.result, pooled.result, n)
+    searched = bool(plan.sweep and plan.search_columns)
+    at = ", worst case over the radii" if searched else ""
     lines = []
-    for label, vp, vd, each in (
-            (f"expected match rate{at}", float(head["expected_match_risk"]) / n, per_emr,
-             per_emr_each),
-            (f"true match rate (correct unique matches){at}",
-             float(head["true_match_rate_targets"]),
-             float(per["true_match_rate_targets"]), per_tmr_each)):
+    for k, (label, tn) in enumerate((
+            (f"expected match rate{at}", "expected_match_rate"),
+            (f"true match rate (correct unique matches){at}", "true_match_rate"))):
+        (vp, rp, _, edge_p), (vd, rd, each, edge_d) = pool_figs[k], pd_figs[k]
         use_pooled = not vd > vp  # NaN in the per-dataset figure: the pooled one
         vp, vd = _pct(vp), _pct(vd)
+        r_pool = f" ({radius_text(rp)})" if rp else ""
+        r_per = f" ({radius_text(rd)})" if rd else ""
         detail = (f"{'larger' if use_pooled else 'smaller'}: pooled over the m = {m} "
                   f"datasets {vp:.3g} %{r_pool}; {'smaller' if use_pooled else 'larger'}: "
-                  f"mean per dataset {vd:.3g} %{r_per}")
+                  f"mean per dataset {vd:.3g} %{r_per}{convention[k]}")
         rng = _range(each * 100, "%")
         spread = (f"pooled over the {m} datasets, no spread; {rng}" if use_pooled
                   else rng)
@@ -534,24 +565,97 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
                                                      i.extra.get("regimes"))
         why = _outside(vp if use_pooled else vd, each * 100,
                        f"the intruder holding all {m} datasets pools them" if use_pooled
-                       else "the value is at the maximising radius")
+                       else "the value is the worst case over the radius search")
+        codes = _search_caveats(plan, pooled.sweep if use_pooled else i.extra.get("sweep"),
+                                edge_p if use_pooled else edge_d)
         lines.append((label, value, detail + by_regime,
-                      f"{spread}; {why}" if why else spread))
+                      f"{spread}; {why}" if why else spread, codes, tn))
     thr = (_pct(th.expected_match_rate), _pct(th.true_match_rate))
     if plan.identification_release_independent:
         why = (f"the intruder knows only unsynthesized columns "
                f"({', '.join(plan.known)}), which the release carries unchanged")
         return [Baseline("identification", lab, v, t, src, f"{why}; {d}", unit="%")
-                for (lab, v, d, _), t in zip(lines, thr, strict=True)]
+                for (lab, v, d, *_), t in zip(lines, thr, strict=True)]
     who = _identification_intruder(plan)
     cause = remedies.identification_cause(plan, i)
     if i.extra.get("regimes"):  # the model's chains in different regimes: say so on the line
         iw = (*iw, "REGIMES_DISAGREE") + (
             ("RISK_BY_REGIME",) if i.extra["regimes"].get("status") == "computed" else ())
-    return [_caused(Verdict("identification", lab, v, t, "max", src, d, iw,
+    return [_caused(Verdict("identification", lab, v, t, "max", src, d, (*iw, *codes),
                             unit="%", spread=sp, intruder=who, count_of=(int(n), "targets"),
-                            threshold_name=tn), *cause)
-            for (lab, v, d, sp), t, tn in zip(lines, thr, _ID_THRESHOLDS, strict=True)]
+                            threshold_name=tn, worst_case=_identification_worst_case(plan)),
+                    *cause)
+            for (lab, v, d, sp, codes, tn), t in zip(lines, thr, strict=True)]
+
+
+def _id_figures(sweep: Any, res: Any, n: float, *, per_dataset: bool) -> list[tuple]:
+    """``(value, radii, per-dataset values, columns at the grid's edge)`` of the expected match
+    rate and of the true match rate: the largest over the search, else at the radius given."""
+    if sweep is None or not sweep.argmax:
+        f = res.file
+        each = getattr(res, "per_dataset", None) or {}
+        radius = dict((res.settings.get("match_rule") or {}).get("radius") or {})
+        emr_each = np.asarray(each.get("expected_match_risk", []), dtype=float) / n
+        tmr_each = np.asarray(each.get("true_match_rate_targets", []), dtype=float)
+        return [(float(f["expected_match_risk"]) / n, radius, emr_each, []),
+                (float(f["true_match_rate_targets"]), radius, tmr_each, [])]
+    out = []
+    for value, arg, table in ((sweep.risk_star / n, sweep.argmax, sweep.risk / n),
+                              (sweep.tmr_star_value, sweep.tmr_argmax, sweep.true_match_rate)):
+        if not arg:
+            out.append((float("nan"), {}, np.zeros(0), []))
+            continue
+        # the smallest radii among ties (the grid is ordered lexicographically)
+        best = sorted(arg, key=lambda j: tuple(np.atleast_1d(sweep.radii[j])))[0]
+        rad = sweep.radii_at(best)
+        top = float(np.max(sweep.radii))
+        edge = [c for c, r in rad.items() if r >= top > 0]
+        out.append((float(value), rad, np.asarray(table[best], dtype=float)
+                    if per_dataset else np.zeros(0), edge))
+    return out
+
+
+def _convention_text(plan: AuditPlan, res: Any, pooled: Any, n: float) -> tuple[str, str]:
+    """``"; beside: at Hornby & Hu's convention (...) pooled x %, per dataset y %"`` of both
+    lines (empty when the search did not run: the line is that figure)."""
+    if not (plan.sweep and plan.search_columns):
+        return "", ""
+    what = ("Hornby & Hu's convention, " if plan.radius_source == "default" else "the radius "
+            "given, ") + radius_text(plan.radius)
+    return tuple(
+        f"; beside it, at {what}: pooled {_pct(pooled.file[key] / d):.3g} %, mean per dataset "
+        f"{_pct(res.file[key] / d):.3g} % (not the worst case)"
+        for key, d in (("expected_match_risk", n), ("true_match_rate_targets", 1.0)))
+
+
+def _search_caveats(plan: AuditPlan, sweep: Any, edge: list[str]) -> tuple[str, ...]:
+    """The codes that say the line's figure may not be the worst case over the radii."""
+    if not plan.search_columns:
+        return ()
+    if not plan.sweep:
+        return ("RADIUS_NOT_SEARCHED",)
+    codes = []
+    if sweep is not None and (sweep.settings.get("search") or {}).get("mode") == "coordinate":
+        codes.append("RADIUS_COORDINATE_SEARCH")
+    if edge:
+        codes.append("RADIUS_AT_GRID_EDGE")
+    return tuple(codes)
+
+
+def _identification_worst_case(plan: AuditPlan) -> str:
+    """What the identification lines take as the worst case over the intruder's choices."""
+    if not plan.search_columns:
+        radius = "every known column is categorical, matched exactly (the only choice)"
+    elif not plan.sweep:
+        radius = (f"radius: {radius_text(plan.radius)} only (the search was turned off: "
+                  "RADIUS_NOT_SEARCHED — not the worst case)")
+    else:
+        radius = (f"radius: the worst case, the largest figure over a grid of "
+                  f"{', '.join(f'{r:g}' for r in plan.sweep)} (0 = exact) on each of "
+                  f"{', '.join(plan.search_columns)}, synthesized or released unchanged")
+    return (f"{radius}; datasets: one at a time or all {plan.m} pooled, the larger; keys: all "
+            "known columns together (subsets are searched only with the knowledge sweep, "
+            "known_sweep=True / --known-sweep); targets: every record of the original")
 
 
 _ID_THRESHOLDS = ("expected_match_rate", "true_match_rate")
@@ -583,7 +687,6 @@ def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple
 
 
 def _identification_intruder(plan: AuditPlan) -> str:
-    rad = ", ".join(f"{c} within {r:g}" for c, r in plan.radius.items())
-    return (f"knows {', '.join(plan.known)} of every target"
-            + (f" ({rad})" if rad else "") + "; holds one or all of the "
-            f"{plan.m} datasets (the larger figure is read)")
+    return (f"knows the true {', '.join(plan.known)} of every target; holds one or all of the "
+            f"{plan.m} datasets and matches each numeric key as closely or as loosely as "
+            "serves them best")

@@ -72,7 +72,6 @@ def run(args: argparse.Namespace) -> int:
         match=MatchSpec(radius=parse_radius(args.radius, vector=False),
                         radius_type=args.radius_type.replace("-", "_")),
         sweep=parse_numbers(args.radius_sweep, "--radius-sweep", none=True),
-        sweep_unsynthesized=args.sweep_unsynthesized,
         known_sweep=args.known_sweep, known_fractions=args.known_fractions,
         targets=args.target, skip=args.skip, combining_rules=args.combining_rules,
         propensity=PropensitySpec(method=args.pmse_method, max_order=args.max_order),

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
+from bayes_risk._numeric import ties
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results._base import RiskResult, legend_below
 from bayes_risk.results._summary import Summary
@@ -328,6 +329,9 @@ class RadiusSweepResult(RiskResult):
         Every grid index attaining the maximum.
     settings : dict
     warnings : list of str
+    true_match_rate : ndarray, shape (B, m), optional
+        Share of the targets correctly and uniquely matched per grid point and dataset; its
+        maximum (``tmr_star``, ``tmr_star_value``) may lie at other radii than the risk's.
     """
 
     columns: tuple[str, ...]
@@ -340,6 +344,47 @@ class RadiusSweepResult(RiskResult):
     argmax: tuple[int, ...]
     settings: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    true_match_rate: np.ndarray | None = None
+
+    @property
+    def tmr_summary(self) -> np.ndarray | None:
+        """``statistic`` over the datasets of the true match rate per grid point."""
+        t = self.true_match_rate
+        if t is None:
+            return None
+        return t.mean(axis=1) if self.statistic == "mean" else np.median(t, axis=1)
+
+    @property
+    def tmr_argmax(self) -> tuple[int, ...]:
+        """Every grid index attaining the largest true match rate (``()`` without it)."""
+        summ = self.tmr_summary
+        if summ is None or not np.isfinite(summ).any():
+            return ()
+        return tuple(int(i) for i in np.flatnonzero(ties(summ, float(np.nanmax(summ)))))
+
+    @property
+    def tmr_star(self) -> Any:
+        """The smallest radius (per column) attaining the largest true match rate."""
+        arg = self.tmr_argmax
+        if not arg:
+            return None
+        if self.common:
+            return float(self.radii[min(arg, key=lambda i: self.radii[i])])
+        return self.radii[sorted(arg, key=lambda i: tuple(self.radii[i]))[0]].copy()
+
+    @property
+    def tmr_star_value(self) -> float:
+        """The largest true match rate over the grid (a share of the targets)."""
+        summ = self.tmr_summary
+        return float(np.nanmax(summ)) if summ is not None and np.isfinite(summ).any() \
+            else float("nan")
+
+    def radii_at(self, index: int) -> dict[str, float]:
+        """``{column: radius}`` of grid point ``index``."""
+        row = np.atleast_1d(self.radii[index])
+        if self.common:
+            return {c: float(row[0]) for c in self.columns}
+        return {c: float(r) for c, r in zip(self.columns, row, strict=True)}
 
     @property
     def common(self) -> bool:
@@ -366,6 +411,8 @@ class RadiusSweepResult(RiskResult):
                 d[f"radius_{c}"] = np.repeat(self.radii[:, j], m)
         d["dataset"] = np.tile(np.arange(1, m + 1), B)
         d["expected_match_risk"] = self.risk.ravel()
+        if self.true_match_rate is not None:
+            d["true_match_rate_targets"] = self.true_match_rate.ravel()
         return pd.DataFrame(d)
 
     to_dataframe = to_frame
@@ -429,15 +476,62 @@ class RadiusSweepResult(RiskResult):
                 "r_star": self.r_star,
                 "risk_star": self.risk_star,
                 "argmax": list(self.argmax),
+                **({} if self.true_match_rate is None else {
+                    "true_match_rate_targets": self.true_match_rate,
+                    "tmr_star": self.tmr_star,
+                    "tmr_star_value": self.tmr_star_value,
+                    "tmr_argmax": list(self.tmr_argmax)}),
                 "settings": self.settings,
                 "warnings": list(self.warnings),
             }
         )
 
-    plot_kinds = ("box",)
+    plot_kinds = ("box", "profile")
 
     def _figsize(self, kind: str) -> tuple[float, float]:
+        if kind == "profile":
+            return (6.5, 4.0 + 0.25 * len(self.columns))
         return (max(5.0, 0.8 * len(self.risk) + 2), 4.0)
+
+    def _plot_profile(self, ax: Any) -> Any:
+        """The risk against each column's radius, the other columns held where the risk is
+        largest (a per-column grid's profile through its maximum; a band over the datasets)."""
+        grid = np.atleast_2d(self.radii.T).T if self.common else self.radii
+        best = np.atleast_1d(self.r_star) if not self.common else np.full(
+            len(self.columns), float(self.r_star))
+        values = np.unique(grid)
+        pos = {float(v): i for i, v in enumerate(values)}
+        for j, col in enumerate(self.columns):
+            others = [k for k in range(grid.shape[1]) if k != j]
+            on = np.all(np.isclose(grid[:, others], best[others]), axis=1) if others else \
+                np.ones(len(grid), bool)
+            idx = np.flatnonzero(on)
+            idx = idx[np.argsort(grid[idx, j])]
+            x = [pos[float(v)] for v in grid[idx, j]]
+            line, = ax.plot(x, self.risk_summary[idx], "o-", ms=4, lw=1.2,
+                            label=f"{col} (the other columns where the risk is largest)"
+                            if others else col)
+            if self.risk.shape[1] > 1:
+                ax.fill_between(x, self.risk[idx].min(axis=1), self.risk[idx].max(axis=1),
+                                color=line.get_color(), alpha=0.15, lw=0)
+        # every profile passes through the maximum, at its own column's radius there
+        ax.scatter([pos[float(r)] for r in best], [self.risk_star] * len(best), s=120,
+                   facecolors="none", edgecolors="C3", zorder=3)
+        ax.axhline(self.risk_star, color="C3", ls=":", lw=1,
+                   label=f"largest {self.statistic}: {self.risk_star:.4g}")
+        ax.set_xticks(range(len(values)))
+        ax.set_xticklabels(["exact" if v == 0 else f"{v:g}" for v in values])
+        rt = self.settings.get("radius_type", "")
+        ax.set_xlabel("radius, fraction of the value (0.1 = ±10 %)" if rt == "percentage"
+                      else "radius" + (f" ({rt})" if rt else ""))
+        ax.set_ylabel("expected match risk (targets, sum of IR)")
+        ax.set_ylim(bottom=0)
+        at = ", ".join(f"{c} {'exact' if r == 0 else f'{r:g}'}"
+                       for c, r in zip(self.columns, best, strict=True))
+        ax.set_title(f"Identification risk by radius ({self.definition.split(' of ')[0]}):\n"
+                     f"largest at {at}", fontsize="medium")
+        legend_below(ax, ncols=1)
+        return ax
 
     def indistinguishable(self, level: float = 0.95) -> list[int] | None:
         """The grid points whose risk cannot be told from the maximum's: the ``level`` t-interval of

@@ -78,7 +78,8 @@ def test_cli_pooled_with_sweep(files, tmp_path):
     assert summ["settings"]["aggregation"] == "pooled"
     assert summ["radius_sweep"]["r_star"] in [0.01, 0.025, 0.05, 0.1, 0.2, 0.3]
     sw = pd.read_csv(out / "radius_sweep.csv")
-    assert len(sw) == 6 * 3 and list(sw.columns) == ["radius", "dataset", "expected_match_risk"]
+    assert len(sw) == 6 * 3 and list(sw.columns) == ["radius", "dataset", "expected_match_risk",
+                                                "true_match_rate_targets"]
     assert (out / "radius_sweep.png").stat().st_size > 1000
     from bayes_risk.data.io import read_synthetic
     from bayes_risk.identification.api import identification_risk

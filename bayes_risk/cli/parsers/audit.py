@@ -26,7 +26,7 @@ example (the shared CE data, a CART release of 20 datasets; the intruder of Horn
 steps (each writes the files of its sub-command into a sub-folder of --out):
   utility/         pMSE (null by partial or complete synthesis), interval overlap,
                    per-variable comparisons (marginals.csv, twoway.csv)
-  identification/  identification risk (per dataset) and the radius sweep
+  identification/  identification risk (per dataset and pooled) and the radius search
   attribute/       attribute risk of every record: --model, or the plug-in likelihood of a
                    CART / random-forest release (skipped, with the reason, otherwise)
   membership/      membership risk: --holdout and --model (skipped otherwise)
@@ -90,16 +90,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_type_arguments(p)
     g = p.add_argument_group("settings (each default is stated in the report)")
     g.add_argument("--radius", action="append", default=[], metavar="COL=R|R",
-                   help="matching radius (repeat per column, or one number for every numeric "
-                   "known column; default 0.1)")
+                   help="the radius reported beside the worst case (repeat per column, or one "
+                   "number for every numeric known column; default 0.1, Hornby & Hu's "
+                   "convention)")
     g.add_argument("--radius-type", choices=["percentage", "absolute", "quantile-sd"],
                    default="percentage", help="how --radius is read (default percentage)")
-    g.add_argument("--radius-sweep", default="0.01,0.025,0.05,0.1,0.2,0.3", metavar="R1,R2,...",
-                   help="radii of the sweep (default Hornby & Hu's grid), or 'none'; it varies "
-                   "the radii of the synthesized known columns only")
-    g.add_argument("--sweep-unsynthesized", action="store_true",
-                   help="vary the radii of the unsynthesized known columns in the sweep too "
-                   "(the release carries them unchanged: off by default)")
+    g.add_argument("--radius-sweep", default="0.01,0.025,0.05,0.1,0.2,0.3,0.5,1",
+                   metavar="R1,R2,...",
+                   help="radii of the worst-case radius search (default Hornby & Hu's grid "
+                   "widened to 1), or 'none' (the verdict then reads --radius, not the worst "
+                   "case); every numeric known column is searched, synthesized or not, with 0 "
+                   "(exact matching) added to every grid")
     g.add_argument("--known-sweep", action="store_true",
                    help="add to the identification step the risk for every subset of the "
                    "known columns, the Pareto frontier and the drivers of the risk (Shapley "
