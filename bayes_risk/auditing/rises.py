@@ -103,10 +103,11 @@ def _undo(after: Any, before: Any, column: str) -> Any:
     return dataclasses.replace(after, datasets=datasets)
 
 
-def _rerun(ctx: Any, step: Any, verdict: Any, release: Any) -> tuple[dict[str, float], Any]:
-    """The step's lines (measure -> value) and outcome on ``release`` with ``ctx``'s settings;
-    nothing written, nothing shown, its warnings those of the audit's own run. A run that fails
-    gives no line (the sentence then says the figure was not computed)."""
+def _rerun(ctx: Any, step: Any, verdict: Any,
+           release: Any) -> tuple[dict[str, float], Any, Any]:
+    """The step's lines (measure -> value), outcome and context on ``release`` with ``ctx``'s
+    settings; nothing written, nothing shown, its warnings those of the audit's own run. A run
+    that fails gives no line (the sentence then says the figure was not computed)."""
     sub = dataclasses.replace(ctx, synthetic=release, root=None, progressbar=False,
                               rows_aligned=None, rebuilt=None, refits=None, refits_model=None)
     with warnings.catch_warnings():
@@ -115,36 +116,77 @@ def _rerun(ctx: Any, step: Any, verdict: Any, release: Any) -> tuple[dict[str, f
             outcome = step(sub)
             lines = verdict(ctx.plan, outcome) if outcome.status == "ran" else []
         except Exception as err:  # noqa: BLE001 - the audit's own run stands; this is its why
-            return {}, StepOutcome(name=getattr(ctx, "name", ""), status="failed",
-                                   reason=f"{type(err).__name__}: {err}")
-    return {v.measure: float(v.value) for v in lines if hasattr(v, "direction")}, outcome
+            return {}, StepOutcome(name="", status="failed",
+                                   reason=f"{type(err).__name__}: {err}"), sub
+    return {v.measure: float(v.value) for v in lines if hasattr(v, "direction")}, outcome, sub
 
 
-def _per_target(outcome: Any, value: float) -> tuple[np.ndarray, str] | None:
-    """The identification step's per-target contributions whose mean is the line's ``value``
-    (per cent), and what a contribution is; ``None`` for a line read otherwise."""
+#: what one target contributes to an identification line, by the line's figure
+_CONTRIBUTION = ("expected match", "correct unique match")
+
+#: the sentence of targets whose contribution rose and fell, by what they contribute
+_MOVED = {
+    "expected match": "{up:,} of {n:,} targets have a larger expected match (1/c when the true "
+                      "record is among their c matches) after the remedy, {down:,} a smaller",
+    "correct unique match": "{up:,} of {n:,} targets became correct unique matches after the "
+                            "remedy, {down:,} ceased to be",
+    "correct unique match per dataset": "{up:,} of {n:,} targets are correct unique matches in "
+                                        "more datasets after the remedy, {down:,} in fewer",
+}
+
+
+def _per_target(ctx: Any, outcome: Any, value: float
+                ) -> tuple[np.ndarray, str, dict[str, float]] | None:
+    """The identification step's per-target contributions to the line whose value is
+    ``value`` (per cent): the step's own run again at the radii that gave the line (pooled or
+    one dataset at a time, whichever it reads), each target's correct unique match or expected
+    match; ``None`` for another line, or when no run gives the value."""
     if outcome is None or outcome.name != "identification" or outcome.status != "ran":
         return None
+    from bayes_risk.auditing.steps import _id_kwargs
+    from bayes_risk.auditing.verdicts import _id_figures
+    from bayes_risk.identification.api import identification_risk
+
     pooled = outcome.extra.get("pooled")
-    per = outcome.extra.get("at_r_star") or outcome.result
-    found: list[tuple[np.ndarray, str]] = []
-    if pooled is not None:
-        rec = pooled.headline.records
-        found += [(rec["K"].to_numpy(dtype=float), "a correct unique match"),
-                  (rec["IR"].to_numpy(dtype=float), "an expected match")]
-    if per is not None and getattr(per, "per_dataset", None) is not None:
-        found += [(np.asarray(per.K, dtype=float).mean(axis=1),
-                   "a correct unique match (share of datasets)"),
-                  (np.asarray(per.record_IR, dtype=float), "an expected match")]
-    for vec, what in found:
-        if vec.size and math.isclose(float(np.nanmean(vec)) * 100, value, rel_tol=1e-9,
-                                     abs_tol=1e-9):
-            return vec, what
+    if pooled is None:
+        return None
+    n = float(pooled.result.file["n_targets"])
+    p = ctx.plan
+    for agg, sweep, res in (("pooled", pooled.sweep, pooled.result),
+                            ("per_dataset", outcome.extra.get("sweep"), outcome.result)):
+        figs = _id_figures(sweep, res, n, per_dataset=agg == "per_dataset")
+        for (fig, radius, _, _), what in zip(figs, _CONTRIBUTION, strict=True):
+            if not math.isclose(fig * 100, value, rel_tol=1e-9, abs_tol=1e-9):
+                continue
+            kw = _id_kwargs(ctx)
+            match = kw["match"].replace(radius=dict(radius) or None)
+            if agg == "pooled":  # as the step's pooled run
+                match = match.replace(fallback=None)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
+                                        synthesized=list(p.known_synthesized),
+                                        **{**kw, "match": match, "aggregation": agg,
+                                           "progressbar": False})
+            if agg == "pooled":
+                vec = r.records["IR" if what == _CONTRIBUTION[0] else "K"].to_numpy(float)
+            else:
+                vec = (np.asarray(r.record_IR, dtype=float) if what == _CONTRIBUTION[0]
+                       else np.asarray(r.K, dtype=float).mean(axis=1))
+            if math.isclose(float(np.nanmean(vec)) * 100, value, rel_tol=1e-9, abs_tol=1e-9):
+                return vec, what + (" per dataset" if agg == "per_dataset"
+                                    and what == _CONTRIBUTION[1] else ""), dict(radius)
     return None
 
 
-def _pct(x: float) -> str:
-    return f"{x:.3g}"
+def _digits(*values: float | None) -> int:
+    """Significant digits (3 at least) that tell the figures of a sentence apart: a rise of
+    27.955 % to 28.003 % is no "28 % to 28 %"."""
+    shown = [v for v in values if v is not None and math.isfinite(v)]
+    for d in range(3, 9):
+        if len({f"{v:.{d}g}" for v in shown}) == len(set(shown)):
+            return d
+    return 9
 
 
 def _own_rows_changed(before: Any, after: Any, column: str, records: np.ndarray) -> int:
@@ -160,71 +202,71 @@ def _own_rows_changed(before: Any, after: Any, column: str, records: np.ndarray)
     return int((changed & records).sum())
 
 
-def _radius(outcome: Any) -> dict[str, float] | None:
-    """The maximising radius of an identification step's pooled run (``None``: none)."""
-    pooled = (outcome.extra or {}).get("pooled") if outcome is not None else None
-    return None if pooled is None else pooled.radius_star
-
-
 def _line_cause(measure: str, unit: str, after: float, rerun: Mapping[str, Any],
                 columns: Mapping[str, str], removed: bool,
                 releases: tuple[Any, Any] | None = None) -> str:
     """The sentence of one risen line from the runs on the release before and the undone
-    columns (``rerun``: ``"before"`` and each column -> (lines, outcome); ``releases``: the
-    datasets before and after the remedy)."""
+    columns (``rerun``: ``"before"``, ``"after"`` and each column -> (lines, outcome,
+    context); ``releases``: the datasets before and after the remedy)."""
     u = f" {unit}" if unit else ""
-    lines0, out0 = rerun["before"]
+    lines0, out0, ctx0 = rerun["before"]
     if measure not in lines0:
         why = f" ({out0.reason})" if out0 is not None and out0.status != "ran" else ""
         return ("not computed: the line's step gives no such line on the release before the "
                 f"remedy{why}.")
     v0 = lines0[measure]
-    text = (f"recomputed with this audit's settings, {_pct(v0)}{u} on the release before the "
-            f"remedy and {_pct(after)}{u} after")
+    undone = {c: rerun[c][0].get(measure) for c in columns if c in rerun}
+    d = _digits(v0, after, *undone.values())
+
+    def fmt(x: float) -> str:
+        return f"{x:.{d}g}"
+
+    text = (f"recomputed with this audit's settings, {fmt(v0)}{u} on the release before the "
+            f"remedy and {fmt(after)}{u} after")
     if removed:
         return (text + "; records were removed, so no column can be undone on its own: the "
-                "change is that of the remedy as a whole")
-    undone = {c: rerun[c][0].get(measure) for c in columns if c in rerun}
+                "change is that of the remedy as a whole.")
     if undone:
         text += "; with one remedied column undone: " + "; ".join(
-            f"{c} ({what}) undone {_pct(undone[c])}{u}" if undone[c] is not None else
+            f"{c} ({what}) undone {fmt(undone[c])}{u}" if undone[c] is not None else
             f"{c} ({what}) undone: no such line" for c, what in columns.items())
         rise = after - v0
         takes = {c: after - v for c, v in undone.items() if v is not None}
+        pp = " pp" if unit == "%" else u
         if rise > _TOLERANCE and takes:
             top = max(takes, key=takes.get)
             if takes[top] > _TOLERANCE:
                 text += (f". The rise comes from {top} ({columns[top]}): undoing it takes back "
-                         f"{_pct(takes[top])}{' pp' if unit == '%' else u} of the "
-                         f"{_pct(rise)}{' pp' if unit == '%' else u}")
+                         f"{takes[top]:.3g}{pp} of the {rise:.3g}{pp}")
             else:
                 text += (". No remedied column on its own takes the rise back: it comes from "
                          "the remedies together")
         elif rise <= _TOLERANCE:
             text += (". On the release before the remedy the line is as high: the rise against "
                      "the earlier audit comes from its other settings, not from the remedy")
-    flags = _per_target(out0, v0), _per_target(rerun["after"][1], after)
-    if flags[0] is not None and flags[1] is not None and flags[0][1] == flags[1][1]:
-        (f0, what), (f1, _) = flags
-        up, down = f1 > f0 + _TOLERANCE, f1 < f0 - _TOLERANCE
-        text += (f". Target by target: {int(up.sum()):,} of {f1.size:,} count more as "
-                 f"{what} after the remedy, {int(down.sum()):,} less")
-        r0, r1 = _radius(out0), _radius(rerun["after"][1])
-        if r0 and r1 and r0 != r1:
-            text += (f" (each at its own maximising radius: {radius_text(r0)} before, "
-                     f"{radius_text(r1)} after)")
+    _, out1, ctx1 = rerun["after"]
+    f0, f1 = _per_target(ctx0, out0, v0), _per_target(ctx1, out1, after)
+    if f0 is not None and f1 is not None and f0[1] == f1[1]:
+        (t0, what, r0), (t1, _, r1) = f0, f1
+        up, down = t1 > t0 + _TOLERANCE, t1 < t0 - _TOLERANCE
+        text += ". Target by target: " + _MOVED[what].format(up=int(up.sum()), n=t1.size,
+                                                             down=int(down.sum()))
+        text += (f" (at the radii that give the line: {radius_text(r0)} before, "
+                 f"{radius_text(r1)} after)" if r0 != r1 else
+                 f" (at the radii that give the line, {radius_text(r1)})")
         per_col = []
         for c in columns:
-            fc = _per_target(rerun[c][1], rerun[c][0].get(measure, float("nan"))) \
-                if c in rerun else None
+            lines_c, out_c, ctx_c = rerun.get(c, ({}, None, None))
+            fc = (_per_target(ctx_c, out_c, lines_c[measure]) if measure in lines_c
+                  else None)
             if fc is not None and fc[1] == what:
-                back = up & (np.abs(fc[0] - f0) <= _TOLERANCE)
+                back = up & (np.abs(fc[0] - t0) <= _TOLERANCE)
                 part = f"undoing {c} takes {int(back.sum()):,} back"
                 own = -1 if releases is None else _own_rows_changed(*releases, c, back)
                 if own >= 0 and back.any():
                     part += (f" ({own:,} of them with their own released {c} changed by the "
                              "remedy; the others through the rows that match them or the "
-                             f"maximising radius, which {c}'s remedy moved too)")
+                             f"radii that give the line, which {c}'s remedy moved too)")
                 per_col.append(part)
         if per_col and up.any():
             text += f". Of those {int(up.sum()):,}, " + "; ".join(per_col)
@@ -279,7 +321,7 @@ def rise_causes(ctx: Any, outcomes: Sequence[StepOutcome],
         if m.name not in runs:
             step, verdict = load(m.step), load(m.verdict)
             rerun = {"before": _rerun(ctx, step, verdict, release),
-                     "after": ({}, by_name[m.name])}
+                     "after": ({}, by_name[m.name], ctx)}
             if not removed:
                 for c in columns:
                     rerun[c] = _rerun(ctx, step, verdict, _undo(ctx.synthetic, release, c))
