@@ -233,6 +233,8 @@ class AuditPlan:
     #: the release's synthesizer takes a ``smoothing`` setting (the smoothing remedy names it)
     smoothing_option: bool = False
     weights: str | None = None
+    #: the original file's variable labels (a SAS, Stata or SPSS file), shown beside the names
+    variable_labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def known(self) -> list[str]:
@@ -503,6 +505,12 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         pmse_method=prop.method, max_order=prop.max_order, known_sweep=bool(s.known_sweep),
         known_fractions=s.known_fractions, imputed=imputed,
     )
+    from bayes_risk.data.statfiles import file_labels
+
+    labels = file_labels(data)
+    if labels is not None:
+        plan.variable_labels = {c: v for c, v in labels.variable_labels.items()
+                                if c in sch.names}
     if s.membership_selection is not None:
         from bayes_risk.membership.selection import as_selection
 

@@ -1098,12 +1098,21 @@ def _context(result: Any, links: _Links, bundle: str | None = None) -> dict[str,
         method += f", {zeros.value} (structural zeros; see Settings)"
 
     word, reason = result.headline_parts()
+    labels = plan.variable_labels
+
+    def named(cols: list[str]) -> str:  # a column with its file's variable label beside it
+        return ", ".join(f"{c} ({labels[c]})" if labels.get(c) else str(c) for c in cols)
+
     return {
         "title": "bayes-risk audit",
         "version": __version__,
         "csp": CSP,
         "n": f"{plan.n_records:,}", "m": plan.m, "method": method,
-        "synthesized": ", ".join(plan.synthesized), "known": ", ".join(plan.known),
+        "synthesized": named(plan.synthesized), "known": named(plan.known),
+        "variables": [{"name": c, "label": v,
+                       "role": ("synthesized" if c in plan.synthesized else "unsynthesized")
+                       + (", known" if c in plan.known else "")}
+                      for c, v in labels.items()],
         "verdicts": _verdicts(result, links),
         "before_after": _before_after(result),
         "threshold_sources": _threshold_sources(result)[0],

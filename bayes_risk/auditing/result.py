@@ -261,6 +261,8 @@ class AuditResult(RiskResult):
             "failed_convergence_checks": self.convergence_checks,
             "warnings": list(dict.fromkeys(w["code"] for w in self.warnings)),
         })
+        if self.plan.variable_labels:  # the original file's (SAS, Stata, SPSS)
+            out["variable_labels"] = dict(self.plan.variable_labels)
         if self.before is not None:
             out["before_after"] = to_jsonable({
                 "before": {k: self.before.get(k) for k in ("folder", "status", "headline")},

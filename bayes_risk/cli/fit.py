@@ -20,6 +20,7 @@ def run(args: argparse.Namespace) -> int:
         check_required,
         missing_labels,
         model_schema,
+        numeric_columns,
         print_summary,
         read_records_table,
     )
@@ -44,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     # what the model cannot default (ModelInfo.required), refused before the data are read
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
                    options={o.setting: f"{o.flag} {_shown_metavar(o)}" for o in options})
-    df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
+    df = read_records_table(args.original, "ORIGINAL", missing_labels(args),
+                            numeric_columns(args))
     if args.columns:
         from bayes_risk.data.schema import did_you_mean
 
@@ -75,8 +77,15 @@ def run(args: argparse.Namespace) -> int:
         _check_forest_memory(model, cls, settings, df, schema, args.synthesize or None)
         model.fit(df, schema=schema, synthesized=args.synthesize or None,
                   random_seed=args.random_seed, **fit_kw)
+    from bayes_risk.data.statfiles import LABELS_FILE, file_labels
+
+    labels = file_labels(df)
     with output_dir(args) as tmp:
         model.save(tmp)
+        if labels is not None:  # for 'synthesize --model DIR --format sav|dta|xpt'
+            from bayes_risk._io import write_json
+
+            write_json(tmp / LABELS_FILE, labels.to_dict())
         if info.convergence:
             _write_summary(tmp, args, model)
     print_summary(_summary_lines(args, model, df, schema) if info.convergence

@@ -35,7 +35,7 @@ def _parse_strategy(s: str):
 
 def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
     """Keyword arguments of ``identification_risk`` / ``radius_sweep`` from the flags."""
-    from bayes_risk.cli._common import missing_labels, read_records_table
+    from bayes_risk.cli._common import missing_labels, numeric_columns, read_records_table
     from bayes_risk.data.io import read_table
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.identification.specs import MatchSpec, PopulationSpec
@@ -49,7 +49,8 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
         else:
             raise ValidationError("--population-counts must be true:FILE, loglinear-original or "
                                   f"loglinear-synthetic. Got {pc!r}.", code="BAD_OPTION_VALUE")
-    targets = (read_records_table(args.targets, "--targets", missing_labels(args))
+    targets = (read_records_table(args.targets, "--targets", missing_labels(args),
+                                  numeric_columns(args))
                if args.targets else None)
     if targets is not None and not args.target_id:
         raise ValidationError("--targets needs --target-id COL (the id linking to the original).",

@@ -17,6 +17,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk._io import write_json
     from bayes_risk.cli._common import (
         missing_labels,
+        numeric_columns,
         print_summary,
         read_records_table,
         schema_from_args,
@@ -26,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.visit_orders import compare_visit_orders
 
-    df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
+    df = read_records_table(args.original, "ORIGINAL", missing_labels(args),
+                            numeric_columns(args))
     schema = schema_from_args(df, args)
     orders = [[c.strip() for c in o.split(",") if c.strip()] for o in args.order]
     for o in orders:

@@ -118,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         from bayes_risk.models import load_model
 
         model = load_model(args.model)
+        labels = _model_labels(args.model)
         # the records of a release: a Bayesian model's n_records, a tree model's fitted table
         # (a registered model of another distribution may say neither: one record, one column)
         n_fit = getattr(model, "n_records", None)
@@ -145,13 +146,18 @@ def run(args: argparse.Namespace) -> int:
         from bayes_risk.cli._common import (
             missing_labels,
             model_schema,
+            numeric_columns,
             parse_records,
             read_records_table,
         )
         from bayes_risk.cli.fit import forest_bytes, load_what_the_run_loads
         from bayes_risk.contract import capabilities
 
-        df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
+        df = read_records_table(args.original, "ORIGINAL", missing_labels(args),
+                                numeric_columns(args))
+        from bayes_risk.data.statfiles import file_labels
+
+        labels = file_labels(df)
         schema = model_schema(df, args, capabilities(cls))
         if args.synthesize:
             schema.check_columns(args.synthesize, "--synthesize")
@@ -178,9 +184,22 @@ def run(args: argparse.Namespace) -> int:
                   random_seed=[seed, 1])
         syn = model.synthesize(m, random_seed=seed)
     with output_dir(args) as tmp:
-        syn.save(tmp, csv=args.csv)
+        syn.save(tmp, csv=args.csv, file_format=args.file_format, labels=labels)
     _print_summary(args, syn)
     return 0
+
+
+def _model_labels(folder: str) -> Any:
+    """The original file's labels that ``fit`` saved beside a model (``None``: none)."""
+    from pathlib import Path
+
+    from bayes_risk._io import read_json
+    from bayes_risk.data.statfiles import LABELS_FILE, FileLabels
+
+    f = Path(folder) / LABELS_FILE
+    if not f.is_file():
+        return None
+    return FileLabels.from_dict(read_json(f, f"{f} cannot be read.", code="MODEL_DAMAGED"))
 
 
 def _check_release_size(m: int, n: int, width: int, table: float | None = None, *,

@@ -415,7 +415,9 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
         Explicit level order for categorical/ordinal columns.
     missing_codes : mapping, optional
         ``{column: code or [codes]}``: values of numeric columns that stand for a missing value
-        (synthpop's ``cont.na``).
+        (synthpop's ``cont.na``). A table read from a SAS, Stata or SPSS file brings its own
+        (user-defined and special missing values, :func:`~bayes_risk.data.file_labels`), to
+        which these are added; they apply to the columns whose type is numeric.
     keep_unused_levels : bool or iterable of str
         Categorical columns (``True``: all) whose unused levels a fitted model keeps.
 
@@ -438,6 +440,10 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
     from bayes_risk.data.missing import check_missing_codes, code_mask
 
     codes = check_missing_codes(missing_codes, names)
+    # a SAS, Stata or SPSS file's own missing-value codes (data.statfiles), with those given
+    file_codes = _file_missing_codes(df, names)
+    all_codes = {**file_codes, **{c: tuple(dict.fromkeys([*file_codes.get(c, ()), *v]))
+                                  for c, v in codes.items()}}
     keep = _keep_unused(keep_unused_levels, names)
     forced: dict[str, str] = {}
     for typ, cols in (
@@ -456,8 +462,8 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
     specs = []
     for c in names:
         s = df[c]
-        if c in codes and pd.api.types.is_numeric_dtype(s.dtype):
-            hit = code_mask(s, codes[c])
+        if c in all_codes and pd.api.types.is_numeric_dtype(s.dtype):
+            hit = code_mask(s, all_codes[c])
             if hit.any():  # infer the type from the values that are not codes
                 s = s.astype("Int64" if pd.api.types.is_integer_dtype(s.dtype) else np.float64)
                 s = s.mask(pd.Series(hit, index=s.index))
@@ -485,12 +491,26 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
                               f"{arg_name('continuous', [c], cli=c)}, or leave the cells empty).",
                               code="MISSING_CODES_TYPE")
         specs.append(ColumnSpec(name=c, type=typ, levels=lv,  # type: ignore[arg-type]
-                                missing_codes=codes.get(c, ()),
+                                # a file's codes of a column declared categorical are levels
+                                missing_codes=all_codes.get(c, ()) if typ in NUMERIC_TYPES
+                                else (),
                                 keep_unused_levels=lv is not None and c in keep))
     schema = Schema(tuple(specs))
     if synthesized is not None or known is not None:
         schema = schema.with_roles(synthesized, known=known)
     return schema
+
+
+def _file_missing_codes(df: pd.DataFrame, names: Sequence[str]) -> dict[str, tuple[float, ...]]:
+    """The missing-value codes a SAS, Stata or SPSS file declared for the numeric columns of
+    ``df`` (read by :func:`~bayes_risk.data.read_table`; none for any other table)."""
+    from bayes_risk.data.statfiles import file_labels
+
+    labels = file_labels(df)
+    if labels is None:
+        return {}
+    return {c: v for c, v in labels.missing_codes.items()
+            if c in names and pd.api.types.is_numeric_dtype(df[c].dtype)}
 
 
 def _keep_unused(keep: bool | Iterable[str], names: Sequence[str]) -> set[str]:

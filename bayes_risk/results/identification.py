@@ -517,8 +517,11 @@ class RadiusSweepResult(RiskResult):
         # every profile passes through the maximum, at its own column's radius there
         ax.scatter([pos[float(r)] for r in best], [self.risk_star] * len(best), s=120,
                    facecolors="none", edgecolors="C3", zorder=3)
+        pooled = self.settings.get("aggregation") == "pooled"
+        what = ("pooled over the datasets" if pooled
+                else f"{self.statistic} over the {self.risk.shape[1]} datasets")
         ax.axhline(self.risk_star, color="C3", ls=":", lw=1,
-                   label=f"largest {self.statistic}: {self.risk_star:.4g}")
+                   label=f"largest: {self.risk_star:.4g}")
         ax.set_xticks(range(len(values)))
         ax.set_xticklabels(["exact" if v == 0 else f"{v:g}" for v in values])
         rt = self.settings.get("radius_type", "")
@@ -528,8 +531,8 @@ class RadiusSweepResult(RiskResult):
         ax.set_ylim(bottom=0)
         at = ", ".join(f"{c} {'exact' if r == 0 else f'{r:g}'}"
                        for c, r in zip(self.columns, best, strict=True))
-        ax.set_title(f"Identification risk by radius ({self.definition.split(' of ')[0]}):\n"
-                     f"largest at {at}", fontsize="medium")
+        ax.set_title(f"Identification risk by radius ({what}):\nlargest at {at}",
+                     fontsize="medium")
         legend_below(ax, ncols=1)
         return ax
 

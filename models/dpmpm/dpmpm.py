@@ -375,10 +375,32 @@ class DPMPM(BayesianSynthesizer):
                          check_convergence=False)
         if self.sampler == "nuts":
             _fit.add_loglik_stat(self._state, codes)
+        elif self._zeros is None:
+            self._regime_evidence(codes, d, seed)
         self.warnings_ += _fit.check_truncation(self.posterior_, self.n_components)
         self.convergence_ = self._check_convergence(warn=True)
         record_fit_time(self, started)
         return self
+
+    def _regime_evidence(self, codes: np.ndarray, d: Sequence[int], seed: RandomSeed) -> None:
+        """When the chains sit in different regimes (``REGIMES_DISAGREE``), the bounds of each
+        chain's region's marginal likelihood, in the posterior's attributes
+        (``models.dpmpm.evidence``; not with structural zeros, whose truncated model the
+        collapsed chain does not cover)."""
+        from bayes_risk.models._bayesian.regimes import regime_summary
+
+        post = self.posterior_["posterior"]
+        if int(post.sizes["chain"]) < 2:
+            return
+        summ = regime_summary(post, self._convergence_quantities())
+        if summ is None or summ["agree"]:
+            return
+        from bayes_risk.models.dpmpm.evidence import record_regime_evidence
+
+        record_regime_evidence(self.posterior_, codes, d,
+                               alpha_prior=tuple(float(x) for x in self.alpha_prior),
+                               dirichlet_prior=float(self.dirichlet_prior),
+                               random_seed=self._chain_seeds(seed))
 
     def _gibbs_posterior(
         self,
