@@ -3,7 +3,7 @@ and with one remedied column undone at a time (:doc:`/user_guide/audit`, Applyin
 auditing again).
 
 A remedy (``bayes_risk.sdc``, ``bayes-risk remedy``) records the release it post-processed (its
-folder and the SHA-256 of its dataset files). When an audit of the remedied release is read
+folder, or its plain files, and the SHA-256 of its dataset files). When an audit of the remedied release is read
 against an earlier audit (``before=``) and a risk line rose, the line's step is run again, with
 this audit's settings, on
 
@@ -57,22 +57,25 @@ def remedy_origin(release: Any) -> tuple[Any, list[dict[str, Any]], str | None]:
                              "before remedies recorded their source, so the release before it "
                              "cannot be read back")
     from bayes_risk._checksums import file_sha256
-    from bayes_risk.data.synthetic import SyntheticData
+    from bayes_risk.data.io import read_synthetic
     from bayes_risk.exceptions import BayesRiskError
 
-    folder = Path(origin["folder"])
+    # a folder, or the plain files the remedy was given (paths as the remedy resolved them)
+    folder = Path(origin["folder"]) if origin.get("folder") else None
+    where = (f"in {str(folder)!r}" if folder is not None
+             else f"in the files {', '.join(map(repr, origin.get('files') or []))}")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # its own checks warn in its own audit
-            before = SyntheticData.load(folder)
+            before = read_synthetic(folder if folder is not None else origin["files"])
         changed = [f for f, digest in origin["sha256"].items()
-                   if file_sha256(folder / f) != digest]
-    except (BayesRiskError, OSError) as err:
-        return None, steps, (f"the release before the remedy, in {str(folder)!r}, cannot be "
-                             f"read ({' '.join(str(err).split())[:160]})")
+                   if file_sha256(folder / f if folder is not None else f) != digest]
+    except (BayesRiskError, OSError, KeyError) as err:
+        return None, steps, (f"the release before the remedy, {where}, cannot be read "
+                             f"({' '.join(str(err).split())[:160]})")
     if changed:
-        return None, steps, (f"the release before the remedy, in {str(folder)!r}, has changed "
-                             f"since the remedy was applied ({', '.join(changed)})")
+        return None, steps, (f"the release before the remedy, {where}, has changed since the "
+                             f"remedy was applied ({', '.join(changed)})")
     return before, steps, None
 
 

@@ -147,17 +147,22 @@ def sdc(
 
 
 def _origin(source: SyntheticData | None) -> dict[str, Any] | None:
-    """Where the release a remedy post-processes is (its folder and the SHA-256 of its dataset
-    files), so that an audit of the remedy can read it back and say why a risk rose; ``None``
-    for a release made in memory."""
+    """Where the release a remedy post-processes is — its folder, or its plain files — and the
+    SHA-256 of its dataset files, so that an audit of the remedy can read it back and say why a
+    risk rose; ``None`` for a release made in memory."""
     folder = None if source is None else source.folder
-    if folder is None:
-        return None
+    files = (source.extra or {}).get("files") if source is not None else None
     try:
-        files = read_json(Path(folder) / MANIFEST_NAME, "no manifest")["files"]
-        return {"folder": folder, "sha256": {f: file_sha256(Path(folder) / f) for f in files}}
+        if folder is not None:
+            names = read_json(Path(folder) / MANIFEST_NAME, "no manifest")["files"]
+            return {"folder": folder,
+                    "sha256": {f: file_sha256(Path(folder) / f) for f in names}}
+        if isinstance(files, list) and files and all(isinstance(f, str) for f in files):
+            paths = [str(Path(f).resolve()) for f in files]
+            return {"files": paths, "sha256": {f: file_sha256(f) for f in paths}}
     except (OSError, KeyError, TypeError, ValidationError):
-        return None  # moved or removed since it was read: nothing to point to
+        pass  # moved or removed since it was read: nothing to point to
+    return None
 
 
 def _fits(col: pd.Series, bottom: float | None, top: float | None) -> bool:

@@ -208,3 +208,33 @@ def test_before_of_another_original_is_refused(readme):
         _audit(ce.iloc[:999], [z.iloc[:999] for z in release.datasets],
                before=root / "ce_audit")
     assert err.value.code == "ORIGINAL_DIFFERS"
+
+
+def test_a_remedy_of_plain_files_is_traced_too(readme, tmp_path):
+    """``remedy`` given the datasets as plain files records the files (and their SHA-256), and
+    the audit reads them back."""
+    root, ce, release, before, _ = readme
+    files = []
+    for l, z in enumerate(release.datasets, start=1):
+        z.to_parquet(tmp_path / f"s{l}.parquet", index=False)
+        files.append(str(tmp_path / f"s{l}.parquet"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["remedy", str(root / "ce.csv"), *files, *REMEDY, "-q",
+                     "--out", str(tmp_path / "fixed")]) == 0
+    fixed = SyntheticData.load(tmp_path / "fixed")
+    src = fixed.extra["post_processing"][0]["source"]
+    assert src["files"] == files and set(src["sha256"]) == set(files)
+    after = _audit(ce, fixed, before=root / "ce_audit")
+    line = _emr(after)
+    assert line.value > _emr(before).value
+    cause = after.rises[("identification", line.measure)]
+    assert cause.startswith("recomputed with this audit's settings") and \
+        "The rise comes from Income (bottom coded at 0)" in cause, cause
+    # a file changed since: said so, not guessed
+    pd.read_parquet(files[0]).assign(Income=0.0).to_parquet(files[0], index=False)
+    after = _audit(ce, fixed, before=root / "ce_audit")
+    assert after.rises[("identification", line.measure)].startswith(
+        "not computed: the release before the remedy, in the files"), after.rises
+    assert f"has changed since the remedy was applied ({files[0]})" in \
+        after.rises[("identification", line.measure)]
