@@ -362,6 +362,7 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
     """The original, the release, the schema and the survey weights, read and checked."""
     from bayes_risk.data import SyntheticData, infer_schema
     from bayes_risk.data.io import read_synthetic, read_table
+    from bayes_risk.data.validate import check_release_levels, release_only_levels
 
     if weights is not None and not isinstance(weights, str):
         raise ValidationError(
@@ -418,6 +419,10 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
             schema = synthetic.schema
         else:
             schema = infer_schema(original, categorical=list(categorical or []) or None)
+    # the check every measure makes of the release's levels, once for every column before a
+    # step runs (the steps warn for the columns the release recodes)
+    check_release_levels(release_only_levels(original, list(synthetic), schema),
+                         synthetic.recoded_columns, original=original, warn=False)
     return original, synthetic, schema, w
 
 
@@ -605,6 +610,17 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         plan.withheld = {n: why for n in ("attribute", "posterior_identification", "membership")}
         plan.add("release", "post-processing", ops, "release manifest",
                  "applied after synthesis (bayes_risk.sdc); the model-based steps are withheld")
+    sizes = sorted({len(z) for z in syn if len(z) != len(data)})
+    if sizes:
+        # identification's true match is record i's own released row i: rows removed after a
+        # full synthesis (or another number of rows) pair no row with a record
+        plan.withheld["identification"] = (
+            f"the release's datasets hold {', '.join(f'{k:,}' for k in sizes)} records, the "
+            f"original {len(data):,}"
+            + (" (records were removed after synthesis)" if done else "")
+            + ", so no released row is paired with an original record, which identification "
+            "risk's true match needs (Hornby & Hu 2021); the disclosure measures (repU, DiSCO) "
+            "and the attacks measure this release's identity disclosure without that pairing.")
     # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
     partial = 0 < len(syn_cols) < len(sch.names)
     plan.fully_synthetic = not partial and getattr(syn, "synthesized_records", None) is None

@@ -355,7 +355,12 @@ def _before_after(result: Any) -> dict[str, Any] | None:
              is not None and r.threshold_before != r.threshold_after}
             for r in cmp.itertuples()]
     b = result.before
-    return {"rows": rows, "folder": str(b.get("folder") or "the earlier audit"),
+    # why a risk rose after the remedy, beside the figures (computed: auditing.rises)
+    causes = [{"step": r.step, "measure": r.measure, "before": value(r.before, r.unit),
+               "after": value(r.after, r.unit), "cause": r.cause}
+              for r in cmp.itertuples() if r.cause]
+    return {"rows": rows, "causes": causes,
+            "folder": str(b.get("folder") or "the earlier audit"),
             "headline": str(b.get("headline") or "").rstrip("."),
             "status_sign": RELEASE_SIGN.get(b.get("status"), "")}
 

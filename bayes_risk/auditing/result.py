@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +58,17 @@ class AuditResult(RiskResult):
         The summary of an earlier audit of the same original
         (:func:`~bayes_risk.auditing.compare.load_audit`), shown side by side
         (:meth:`comparison`).
+    rises : dict
+        ``(step, measure) ->`` why that risk line rose against ``before``, computed on the
+        release before the remedy (:mod:`bayes_risk.auditing.rises`); the ``cause`` column of
+        :meth:`comparison`.
     """
 
     plan: AuditPlan
     steps: list[StepOutcome]
     root: Path | None = None
     before: dict[str, Any] | None = None
+    rises: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def step(self, name: str) -> StepOutcome:
         """The outcome of step ``name`` (``"utility"``, ``"identification"``, …)."""
@@ -265,12 +270,17 @@ class AuditResult(RiskResult):
         return out
 
     def comparison(self, summary: dict[str, Any] | None = None) -> pd.DataFrame | None:
-        """This audit's verdict lines beside those of ``before``, or ``None`` without one."""
+        """This audit's verdict lines beside those of ``before`` (``compare_audits``'s columns
+        and ``cause``: why a risk line rose, :attr:`rises`), or ``None`` without one."""
         if self.before is None:
             return None
         from bayes_risk.auditing.compare import compare_audits
 
-        return compare_audits(self.before, summary if summary is not None else self)
+        out = compare_audits(self.before, summary if summary is not None else self)
+        # why a risk line rose after a remedy, computed (empty: it did not rise)
+        out["cause"] = [self.rises.get((s, m), "") for s, m in zip(out["step"], out["measure"],
+                                                                      strict=True)]
+        return out
 
     def write_summary(self, path: str | os.PathLike[str]) -> Path:
         """Write ``to_dict()`` as JSON."""

@@ -92,19 +92,13 @@ def run(args: argparse.Namespace) -> int:
         known=args.known, model=args.model, synthesized=args.synthesized, schema=schema,
         settings=settings, thresholds=thresholds, random_seed=args.random_seed,
         progressbar=not args.quiet,
-        holdout=read_holdout(args),
+        holdout=read_holdout(args), before=before,
     )
     done: list = []
     # the zip of the whole folder, made once summary.json is complete: the one file to send
     with output_dir(args, finalize=lambda folder: done[0].to_zip(folder / BUNDLE)) as tmp:
         res = audit(original, syn, out=tmp, **kw)
         done.append(res)
-        if before is not None:
-            from bayes_risk.auditing.compare import compare_audits
-
-            res.before = before
-            compare_audits(before, res)  # the same number of records
-            res.write_summary(tmp / "summary.json")
         res.to_html(tmp / "report.html", bundle=BUNDLE)
         res.to_markdown(tmp / "report.md", bundle=BUNDLE)
     lines = [f"audit of {res.plan.n_records:,} records, m = {res.plan.m}: "

@@ -53,9 +53,11 @@ def resolve_inputs(
     categorical: Iterable[str] | None,
     columns: Sequence[str],
     target: bool = False,
+    recoded: Sequence[str] = (),
 ) -> Schema:
     """Schema of ``columns``, harmonised over the tables, every table checked; ``target``: the
-    last column is the target."""
+    last column is the target; ``recoded``: the columns the release recodes
+    (:func:`~bayes_risk.data.harmonise_levels`)."""
     schema = base_schema(original, schema=schema, carried=carried, categorical=categorical)
     for c in columns:  # the keys, then the target (if any) last
         schema.check_columns([c], "target" if target and c == columns[-1] else "keys")
@@ -75,7 +77,7 @@ def resolve_inputs(
         if len(t) == 0:
             raise ValidationError(f"{name} has no rows; the measures are percentages of records.",
                                   code="EMPTY_TABLE")
-    sub = harmonise_levels(tables[0], tables[1:], schema=sub)
+    sub = harmonise_levels(tables[0], tables[1:], schema=sub, recoded=recoded)
     for name, t in zip(names, tables, strict=True):
         validate_table(t, sub, name=name, allow_nan=True)
     return sub

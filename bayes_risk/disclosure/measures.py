@@ -449,7 +449,7 @@ def disclosure_measures(
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     carried = None if source is None else source.schema
     sub = resolve_inputs(original, datasets, carried, schema, categorical, [*keys, target],
-                         target=True)
+                         target=True, recoded=() if source is None else source.recoded_columns)
     u = ex.use_keys_na
     use_keys = [u] * len(keys) if isinstance(u, bool) else list(u)
     if len(use_keys) != len(keys):
@@ -595,7 +595,8 @@ def replicated_uniques(
     # record i is never paired with row i: the same records in another order are the same
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     carried = None if source is None else source.schema
-    sub = resolve_inputs(original, datasets, carried, schema, categorical, keys)
+    sub = resolve_inputs(original, datasets, carried, schema, categorical, keys,
+                         recoded=() if source is None else source.recoded_columns)
     res = _replicated(original, datasets, keys, sub, compat == "synthpop")
     res.warnings.extend(duplicate_codes(datasets))  # warned by as_synthetic_list
     return res

@@ -354,7 +354,8 @@ def prepare(
     if duplicate_codes(datasets):  # warned by as_synthetic_list: kept among the run's warnings
         warn["DUPLICATE_DATASETS"] = message("DUPLICATE_DATASETS")
     if replicates is None:
-        rep_s, sk = released_replicates(original, datasets, known_us, known, sk)
+        rep_s, sk = released_replicates(original, datasets, known_us, known, sk,
+                                        () if source is None else source.recoded_columns)
         check_rows_aligned(original, datasets, source, synthesized=known_s, record=warn)
     else:
         rep_s, sk = user_replicates(replicates, original, known_s, sk)

@@ -241,7 +241,8 @@ def pmse(
     carried = None if source is None else source.schema
     m = len(datasets)
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,
-                            categorical=categorical, synthesized=synthesized, same_rows=False)
+                            categorical=categorical, synthesized=synthesized, same_rows=False,
+                            recoded=() if source is None else source.recoded_columns)
     cols = (schema.check_columns(columns, "PropensitySpec.columns") if columns is not None
             else schema.names)
     choice = resolve_imputed(imputed, source, original, datasets, schema)

@@ -218,7 +218,8 @@ def utility_summary(
     carried = None if source is None else source.schema
     m = len(datasets)
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,
-                            categorical=categorical, synthesized=synthesized, same_rows=False)
+                            categorical=categorical, synthesized=synthesized, same_rows=False,
+                            recoded=() if source is None else source.recoded_columns)
     syn_cols, inferred, codes = _roles(original, datasets, schema, synthesized)
     sizes = sorted({len(z) for z in datasets if len(z) != len(original)})
     if sizes:

@@ -49,7 +49,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               "linkability'). Without --holdout the risk is the main attack's "
                               "success rate (warning NO_HOLDOUT).", epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_input_arguments(p, " the release was made from")
+    add_input_arguments(p, " the release was made from", recoded=True)
     p.add_argument("--holdout", default=None, metavar="FILE",
                    help="records of the same population that the synthesis did not use "
                    "(anonymeter's control set; a file of any format ORIGINAL takes), ideally as "

@@ -83,7 +83,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(p, synthetic="the release: a SyntheticData folder written by "
                         "'bayes-risk synthesize' (its manifest gives roles and method) or one "
-                        "file per dataset", metavar="RELEASE")
+                        "file per dataset", metavar="RELEASE", recoded=True)
     p.add_argument("--model", default=None, metavar="DIR",
                    help="fitted model folder written by 'bayes-risk fit' (attribute risk); "
                    "not needed for a CART or random-forest release")
