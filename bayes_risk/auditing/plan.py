@@ -25,7 +25,8 @@ def step_names() -> tuple[str, ...]:
     return tuple(m.name for m in measures())
 
 #: the attacks' options in an audit: anonymeter's defaults
-ATTACK_OPTIONS: dict[str, int] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1}
+ATTACK_OPTIONS: dict[str, float] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1,
+                                    "tolerance": 0.05}
 
 #: the radii of the audit's radius search (0, exact matching, is always added): Hornby & Hu's
 #: (2021, §4.1) grid widened to ±100 % (:data:`bayes_risk.identification.radius.SEARCH_RADII`)
@@ -65,6 +66,7 @@ THRESHOLD_SOURCES: dict[str, str] = {
                               "ratio of 9 under the balanced prior: " + _CONVENTION,
     "singling_out_risk": _ANONYMETER,
     "linkability_risk": _ANONYMETER,
+    "inference_risk": _ANONYMETER,
 }
 
 
@@ -103,6 +105,9 @@ class Thresholds:
         Largest acceptable singling-out risk of anonymeter. Default 0.05.
     linkability_risk : float
         Largest acceptable linkability risk of anonymeter. Default 0.05.
+    inference_risk : float
+        Largest acceptable inference risk of anonymeter, the largest over the synthesized
+        columns. Default 0.05.
     """
 
     s_pmse: float = 10.0
@@ -117,6 +122,7 @@ class Thresholds:
     membership_probability: float = 0.9
     singling_out_risk: float = 0.05
     linkability_risk: float = 0.05
+    inference_risk: float = 0.05
 
     @classmethod
     def parse(cls, items: Mapping[str, float] | Sequence[str] | None) -> Thresholds:
@@ -715,6 +721,10 @@ def _record_attack_settings(plan: AuditPlan, link_src: str) -> None:
       "default: the known columns and the other columns" if link_src == "default" else "")
     a("attacks", "linkability nearest rows", ATTACK_OPTIONS["n_neighbors"], "default",
       "anonymeter's default; at most 500 records attacked in the original and in the holdout")
+    a("attacks", "inference secrets", "each synthesized column, the intruder knowing every "
+      "other column", "default", "anonymeter's attack with the most knowledge of a target; "
+      f"a numeric guess is right within {100 * ATTACK_OPTIONS['tolerance']:g} % of it, a "
+      "category when equal")
     a("attacks", "control set", "the holdout", "default",
       "the attacks run only with a holdout (records the synthesis did not use)")
 

@@ -30,8 +30,8 @@ steps (each writes the files of its sub-command into a sub-folder of --out):
   attribute/       attribute risk of every record: --model, or the plug-in likelihood of a
                    CART / random-forest release (skipped, with the reason, otherwise)
   membership/      membership risk: --holdout and --model (skipped otherwise)
-  attacks/         anonymeter's singling-out and linkability risk: --holdout (skipped
-                   otherwise)
+  attacks/         anonymeter's singling-out, linkability and inference risk (each
+                   synthesized column guessed from the others): --holdout (skipped otherwise)
   disclosure/      synthpop's empirical measures, one run per --target, and sdcMicro's
                    risk of the original on the keys (original_risk/: individual and global
                    re-identification risk, k-anonymity, SUDA2, l-diversity of the targets;
@@ -48,6 +48,7 @@ thresholds of the verdict lines (--threshold NAME=VALUE; defaults):
   s_pmse=10 overlap=0.5 expected_match_rate=0.01 true_match_rate=0.01 prop_top=0.1
   repU=1 DiSCO=1 membership_advantage=0.05 membership_share=0.01
   membership_probability=0.9 singling_out_risk=0.05 linkability_risk=0.05
+  inference_risk=0.05
   (repU and DiSCO in percent; the rates and membership_share as fractions: the verdict
   shows every rate and its threshold in per cent, expected_match_rate=0.01 as 1 %;
   membership_advantage is AUC - 0.5; a member counts as exposed when its posterior
