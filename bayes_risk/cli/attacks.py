@@ -51,6 +51,13 @@ def run(args: argparse.Namespace) -> int:
     common = dict(holdout=holdout, schema=schema, confidence_level=args.confidence_level,
                   random_seed=args.random_seed)
     so = lk = inf = None
+    # inference first: the cheapest attack, so that a bad secret stops the run at once
+    if args.inference is not None:
+        inf = inference_risk(original, synthetic, secret=args.inference,
+                             aux_columns=args.aux_columns, n_attacks=args.n_attacks,
+                             regression={"auto": None, "yes": True, "no": False}[
+                                 args.regression],
+                             tolerance=args.tolerance, **common)
     if modes:
         so = singling_out_risk(original, synthetic, mode=modes, n_attacks=args.n_attacks,
                                n_cols=args.n_cols, columns=args.columns,
@@ -60,12 +67,6 @@ def run(args: argparse.Namespace) -> int:
         n = args.n_attacks if args.n_attacks < 1 else min(args.n_attacks, *sizes)
         lk = linkability_risk(original, synthetic, aux_columns=aux, n_attacks=n,
                               n_neighbors=args.n_neighbors, **common)
-    if args.inference is not None:
-        inf = inference_risk(original, synthetic, secret=args.inference,
-                             aux_columns=args.aux_columns, n_attacks=args.n_attacks,
-                             regression={"auto": None, "yes": True, "no": False}[
-                                 args.regression],
-                             tolerance=args.tolerance, **common)
     done = [r for r in (so, lk, inf) if r is not None]
     summary = {"measure": "attacks",
                "singling_out": None if so is None else so.to_dict(),
