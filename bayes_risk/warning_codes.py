@@ -72,11 +72,13 @@ MESSAGES: dict[str, str] = {
     "REGIMES_DISAGREE": "the chains of a mixture fit sit in different regimes of the class "
     "structure (they disagree on the concentration α, the number of occupied classes k* or "
     "the log-likelihood; the warning names each chain's values): every risk computed from the "
-    "fit depends on which draws are used. Compare refits (other seeds, more chains, parallel "
-    "tempering with temperatures=T, which also says which regime carries the posterior mass).",
+    "fit depends on which draws are used. A DPMPM fit bounds each regime's marginal likelihood "
+    "from its partitions and says which regime holds the posterior mass when the bounds settle "
+    "it; compare refits (other seeds, more chains, longer runs).",
     "RISK_BY_REGIME": "the risk was computed separately from the draws of each regime of the "
-    "fit (REGIMES_DISAGREE) and the figures differ: the larger is reported in the verdict and "
-    "both are listed.",
+    "fit (REGIMES_DISAGREE) and the figures differ: the verdict reads the figure of the regime "
+    "that holds the posterior mass when the fit settles which one does, else the larger; every "
+    "regime's figure is listed.",
     "TRUNCATION_TOO_SMALL": "the kept posterior draws occupy K - 1 or more of the K classes of "
     "the truncated mixture: the truncation may cut off posterior mass; increase n_components.",
     # identification risk

@@ -70,59 +70,126 @@ THRESHOLD_SOURCES: dict[str, str] = {
 }
 
 
+#: what each threshold of :class:`Thresholds` measures: its unit and the range of the
+#: quantity, which the threshold must fall inside; ``"max"``: a line exceeds above it
+_FRACTION = "a fraction from 0 to 1 (0.01 is 1 %)"
+_PERCENT = "in per cent, from 0 to 100 (1 is 1 %)"
+
+
+def _threshold(default: float, side: str, low: float, high: float, unit: str) -> Any:
+    """A field of :class:`Thresholds` with the unit and range of its quantity (``side``: the
+    line exceeds above a ``"max"`` threshold and below a ``"min"`` one; ``"cut"``: not a line's
+    threshold but a cut-off strictly inside the range)."""
+    return field(default=default, metadata={"side": side, "range": (low, high), "unit": unit})
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """Release-board thresholds of the verdict lines: conventions, not findings (sources:
     ``THRESHOLD_SOURCES``); percentages in percent, rates as fractions.
 
+    Each threshold lies inside the range of its quantity, in the quantity's unit: one at or
+    past the end a line can reach (``singling_out_risk=5`` for a risk of at most 1) would keep
+    the line within it whatever the release, so it is refused.
+
     Parameters
     ----------
     s_pmse : float
-        Largest acceptable mean S_pMSE. Default 10 (synthpop's guidance).
+        Largest acceptable mean S_pMSE, a ratio from 0 up. Default 10 (synthpop's guidance).
     overlap : float
-        Smallest acceptable mean interval overlap (Karr et al. 2006). Default 0.5.
+        Smallest acceptable mean interval overlap (Karr et al. 2006), above 0 and at most 1.
+        Default 0.5.
     expected_match_rate : float
-        Largest acceptable expected match rate, the worst case over the radius search.
-        Default 0.01.
+        Largest acceptable expected match rate, the worst case over the radius search, a
+        fraction. Default 0.01.
     true_match_rate : float
-        Largest acceptable true match rate, the worst case over the radius search.
-        Default 0.01.
+        Largest acceptable true match rate, the worst case over the radius search, a
+        fraction. Default 0.01.
     prop_top : float
-        Largest acceptable share of records whose true values are the intruder's best guess.
-        Default 0.1.
+        Largest acceptable share of records whose true values are the intruder's best guess, a
+        fraction. Default 0.1.
     repU : float
         Largest acceptable replicated uniques, percent of records. Default 1.
     DiSCO : float
         Largest acceptable DiSCO, percent of records. Default 1.
     membership_advantage : float
-        Largest acceptable AUC − 0.5 of the Bayesian membership attack. Default 0.05.
+        Largest acceptable AUC − 0.5 of the Bayesian membership attack, from 0 to 0.5.
+        Default 0.05.
     membership_share : float
-        Largest acceptable share of members above ``membership_probability``. Default 0.01.
+        Largest acceptable share of members above ``membership_probability``, a fraction.
+        Default 0.01.
     membership_probability : float
         Posterior membership probability, in (0, 1), above which a member counts as exposed.
         Default 0.9.
     singling_out_risk : float
-        Largest acceptable singling-out risk of anonymeter. Default 0.05.
+        Largest acceptable singling-out risk of anonymeter, a fraction. Default 0.05.
     linkability_risk : float
-        Largest acceptable linkability risk of anonymeter. Default 0.05.
+        Largest acceptable linkability risk of anonymeter, a fraction. Default 0.05.
     inference_risk : float
         Largest acceptable inference risk of anonymeter, the largest over the synthesized
-        columns. Default 0.05.
+        columns, a fraction. Default 0.05.
+
+    Raises
+    ------
+    ValidationError
+        A threshold that is not a number inside its quantity's range (``INVALID_ARGUMENT``).
     """
 
-    s_pmse: float = 10.0
-    overlap: float = 0.5
-    expected_match_rate: float = 0.01
-    true_match_rate: float = 0.01
-    prop_top: float = 0.1
-    repU: float = 1.0  # noqa: N815 - synthpop's name
-    DiSCO: float = 1.0  # noqa: N815 - synthpop's name
-    membership_advantage: float = 0.05
-    membership_share: float = 0.01
-    membership_probability: float = 0.9
-    singling_out_risk: float = 0.05
-    linkability_risk: float = 0.05
-    inference_risk: float = 0.05
+    s_pmse: float = _threshold(10.0, "max", 0.0, np.inf,
+                               "a ratio of the pMSE to its null expectation, from 0 up")
+    overlap: float = _threshold(0.5, "min", 0.0, 1.0, "a share of the intervals, from 0 to 1")
+    expected_match_rate: float = _threshold(0.01, "max", 0.0, 1.0, _FRACTION)
+    true_match_rate: float = _threshold(0.01, "max", 0.0, 1.0, _FRACTION)
+    prop_top: float = _threshold(0.1, "max", 0.0, 1.0, _FRACTION)
+    repU: float = _threshold(1.0, "max", 0.0, 100.0, _PERCENT)  # noqa: N815 - synthpop's name
+    DiSCO: float = _threshold(1.0, "max", 0.0, 100.0, _PERCENT)  # noqa: N815 - synthpop's name
+    membership_advantage: float = _threshold(0.05, "max", 0.0, 0.5,
+                                             "AUC − 0.5, from 0 (no advantage) to 0.5")
+    membership_share: float = _threshold(0.01, "max", 0.0, 1.0, _FRACTION)
+    membership_probability: float = _threshold(0.9, "cut", 0.0, 1.0,
+                                               "a probability, strictly between 0 and 1")
+    singling_out_risk: float = _threshold(0.05, "max", 0.0, 1.0,
+                                          "anonymeter's risk, " + _FRACTION)
+    linkability_risk: float = _threshold(0.05, "max", 0.0, 1.0,
+                                         "anonymeter's risk, " + _FRACTION)
+    inference_risk: float = _threshold(0.05, "max", 0.0, 1.0,
+                                       "anonymeter's risk, " + _FRACTION)
+
+    def __post_init__(self) -> None:
+        # every way of making thresholds (parse, the constructor, dataclasses.replace) is checked
+        for f in fields(self):
+            object.__setattr__(self, f.name, self._checked(f, getattr(self, f.name)))
+
+    @staticmethod
+    def _checked(f: Any, value: Any) -> float:
+        """``value`` as the float of threshold ``f``, or ``ValidationError`` naming its range."""
+        name, side, (low, high), unit = (f.name, f.metadata["side"], f.metadata["range"],
+                                         f.metadata["unit"])
+        # "--threshold repU=50" on the command line, "thresholds: repU=50" in Python
+        shown = f"{arg_name('thresholds')}{' ' if on_command_line() else ': '}{name}={value}"
+        try:
+            if isinstance(value, bool):
+                raise TypeError
+            val = float(value)
+        except (TypeError, ValueError) as err:
+            raise ValidationError(f"{shown}: {value!r} is not a number; {name} is {unit}.",
+                                  code="INVALID_ARGUMENT") from err
+        inside = {"max": low <= val < high, "min": low < val <= high,
+                  "cut": low < val < high}[side]
+        if inside:
+            return val
+        hi = "∞" if np.isinf(high) else f"{high:g}"
+        expected = {"max": f"{low:g} <= {name} < {hi}", "min": f"{low:g} < {name} <= {hi}",
+                    "cut": f"{low:g} < {name} < {hi}"}[side]
+        why = ""
+        if side == "max" and val >= high:
+            why = (f"; no value of the line can exceed {val:g}, so the verdict would pass the "
+                   "line whatever the release")
+        elif side == "min" and val <= low:
+            why = (f"; no value of the line can fall below {val:g}, so the verdict would pass "
+                   "the line whatever the release")
+        raise ValidationError(f"{shown} is outside its range: {name} is {unit}{why}. Expected "
+                              f"{expected}.", code="INVALID_ARGUMENT")
 
     @classmethod
     def parse(cls, items: Mapping[str, float] | Sequence[str] | None) -> Thresholds:
@@ -131,7 +198,7 @@ class Thresholds:
         Raises
         ------
         ValidationError
-            For an unknown name or a value that is not a non-negative number.
+            For an unknown name, or a value that is not a number inside its quantity's range.
         """
         if items is None:
             return cls()
@@ -147,25 +214,14 @@ class Thresholds:
                     raise ValidationError(f"thresholds: expected NAME=VALUE. Got {it!r}.",
                                           code="INVALID_ARGUMENT")
                 k, v = str(it).split("=", 1)
-                pairs.append((k.strip(), v))
-        kw: dict[str, float] = {}
+                pairs.append((k.strip(), v.strip() if isinstance(v, str) else v))
+        kw: dict[str, Any] = {}
         for k, v in pairs:
             if k not in names:
                 raise ValidationError(
                     f"thresholds: unknown name {k!r}; expected one of {', '.join(names)}.",
                     code="INVALID_ARGUMENT")
-            try:
-                val = float(v)
-            except (TypeError, ValueError) as err:
-                raise ValidationError(f"thresholds: {k}={v!r} is not a number.",
-                                      code="INVALID_ARGUMENT") from err
-            if not val >= 0:
-                raise ValidationError(f"thresholds: {k} must be >= 0. Got {v!r}.",
-                                      code="INVALID_ARGUMENT")
-            if k == "membership_probability" and not 0 < val < 1:
-                raise ValidationError(
-                    f"thresholds: membership_probability must be in (0, 1). Got {v!r}.")
-            kw[k] = val
+            kw[k] = v
         return cls(**kw)
 
     def to_dict(self) -> dict[str, float]:
@@ -335,7 +391,10 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
         original = rest
     missing = [c for c in original.columns if c not in synthetic[0].columns]
     if missing:
-        raise SchemaError(f"synthetic: the release lacks the original's columns {missing}.",
+        from bayes_risk.data.schema import did_you_mean
+
+        raise SchemaError(f"synthetic: the release lacks the original's columns {missing}."
+                          + did_you_mean(missing[0], synthetic[0].columns),
                           code="MISSING_COLUMN")
     extra = [c for c in synthetic[0].columns if c not in original.columns]
     if extra:

@@ -172,14 +172,20 @@ def verdict_figure(verdicts: Sequence[Any], ax: Any) -> Any:
         ax.set_axis_off()
         return ax.figure
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.array([v.value / v.threshold if v.direction == "max"
-                          else v.threshold / v.value for v in vs], dtype=np.float64)
+        # numpy's division: a threshold (or value) of 0 gives inf, not ZeroDivisionError
+        val = np.array([v.value for v in vs], dtype=np.float64)
+        thr = np.array([v.threshold for v in vs], dtype=np.float64)
+        ratio = np.where([v.direction == "max" for v in vs], val / thr, thr / val)
     shown = np.where(np.isfinite(ratio) & (ratio > 0), ratio, np.nan)
     lo = min(0.5, float(np.nanmin(shown)) / 2) if np.isfinite(shown).any() else 0.5
     pos = np.arange(len(vs))[::-1]
     for y, v, r in zip(pos, vs, shown, strict=True):
         if np.isnan(r):
-            ax.text(lo * 1.1, y, "not computed or 0", va="center", fontsize=8)
+            # a threshold of 0 gives no finite ratio: the line is on the wrong side all the same
+            why = ("not computed" if not np.isfinite(v.value) else
+                   f"exceeds a threshold of {v.threshold:g}" if v.exceeds else "0")
+            ax.text(lo * 1.1, y, why, va="center", fontsize=8,
+                    color="#c0392b" if v.exceeds else "black")
             continue
         ax.barh(y, r - lo, left=lo, color="#c0392b" if v.exceeds else "#2e86c1",
                 hatch="//" if v.warnings else None, edgecolor="#333333", linewidth=0.5)

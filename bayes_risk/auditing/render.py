@@ -285,6 +285,7 @@ RELEASE_SIGN = {"do_not_release": "✖", "incomplete": "⚠", "review": "⚠",
 def _threshold_sources(result: Any) -> tuple[list[str], dict[str, int]]:
     """The distinct sources of the verdict lines' thresholds, and each threshold's number."""
     from bayes_risk.auditing.plan import THRESHOLD_SOURCES, Thresholds
+    from bayes_risk.exceptions import on_command_line
 
     notes: list[str] = []
     number: dict[str, int] = {}
@@ -294,9 +295,11 @@ def _threshold_sources(result: Any) -> tuple[list[str], dict[str, int]]:
         if not name or name in number:
             continue
         value = getattr(result.plan.thresholds, name)
+        # as the caller gave it: --threshold repU=50, or thresholds={'repU': 50} in Python
+        given = (f"--threshold {name}={value:g}" if on_command_line()
+                 else f"thresholds={{{name!r}: {value:g}}}")
         text = (THRESHOLD_SOURCES[name] if value == getattr(default, name) else
-                f"given for this audit (--threshold {name}={value:g}; the default is "
-                f"{getattr(default, name):g})")
+                f"given for this audit ({given}; the default is {getattr(default, name):g})")
         if text not in notes:
             notes.append(text)
         number[name] = notes.index(text) + 1

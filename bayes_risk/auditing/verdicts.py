@@ -254,7 +254,10 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
         interval = "no Monte Carlo interval (no draw bootstrap kept); "
     value, by_regime = _pct(un.get("prop_top", np.nan)), _regime_detail(s.get("regimes"))
     big = (s.get("regimes") or {}).get("largest_prop_top")
-    if big is not None and not _pct(big["prop_top"]) <= value:  # the larger figure is read
+    heavy = (s.get("regimes") or {}).get("mass_prop_top")
+    if heavy is not None:  # the regime that holds the posterior mass is read
+        value = _pct(heavy["prop_top"])
+    elif big is not None and not _pct(big["prop_top"]) <= value:  # the larger figure is read
         value = _pct(big["prop_top"])
     v = Verdict("attribute", ATTRIBUTE_MEASURE,
                 value, _pct(plan.thresholds.prop_top), "max",
@@ -320,11 +323,28 @@ def _regime_detail(reg: Any) -> str:
                 "pools regimes that disagree — refit before relying on it")
     parts = [f"{n} {_pct(r['summary'].get('prop_top', np.nan)):.3g} %"
              for n, r in zip(names, reg["regimes"], strict=True)]
+    heavy = reg.get("mass_prop_top")
+    if heavy is not None:
+        return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
+                f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
+                f"regime; regime {heavy['regime']} holds the posterior mass "
+                f"({_mass_words(reg['regimes'][heavy['regime'] - 1])}): its figure is read, the "
+                "others' beside it (RISK_BY_REGIME)")
     big = reg.get("largest_prop_top") or {}
     return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
             f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
             f"regime; the larger of these and the pooled figure is read (RISK_BY_REGIME"
             + (f", regime {big['regime']}" if big else "") + ")")
+
+
+def _mass_words(regime: dict[str, Any]) -> str:
+    """How much of the posterior mass the regime holds, by the bounds of the regimes' marginal
+    likelihoods (``models.dpmpm.evidence``)."""
+    share = (regime.get("mass_bounds") or [np.nan])[0]
+    rest = 1.0 - float(share)
+    at_least = f"1 − {rest:.1g}" if rest > 0.0 else "all but less than 1e-300"
+    return (f"at least {at_least} of it by the bounds of the regimes' marginal likelihoods, "
+            "convergence_summary()['regimes']")
 
 
 def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline]:
@@ -700,7 +720,8 @@ def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple
                        f"({reg.get('reason')})")
     lab = np.asarray([r if r is not None else 0 for r in reg["dataset_regime"]])
     each = np.asarray(each, dtype=float) * 100
-    parts, best = [], value
+    heavy = next((i for i, r in enumerate(reg["regimes"], 1) if r.get("holds_mass")), None)
+    parts, best, of_heavy = [], value, None
     for r in range(1, len(reg["regimes"]) + 1):
         sel = (lab == r) & np.isfinite(each) if each.size == lab.size else np.zeros(0, bool)
         if not sel.any():
@@ -710,9 +731,15 @@ def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple
         parts.append(f"regime {r}: {mean:.3g} % (mean over its {int(sel.sum())} dataset(s))")
         if not mean <= best:
             best = mean
-    return best, (f"; the model's chains sit in {len(reg['regimes'])} regimes "
-                  f"(REGIMES_DISAGREE), per dataset by the regime of its draw: "
-                  f"{'; '.join(parts)}; the larger figure is read (RISK_BY_REGIME)")
+        if r == heavy:
+            of_heavy = mean
+    head = (f"; the model's chains sit in {len(reg['regimes'])} regimes (REGIMES_DISAGREE), "
+            f"per dataset by the regime of its draw: {'; '.join(parts)}")
+    if of_heavy is not None:  # the regime that holds the mass, with datasets of its own
+        return of_heavy, (f"{head}; regime {heavy} holds the posterior mass "
+                          f"({_mass_words(reg['regimes'][heavy - 1])}): its figure is read, "
+                          "the others' beside it (RISK_BY_REGIME)")
+    return best, f"{head}; the larger figure is read (RISK_BY_REGIME)"
 
 
 def _identification_intruder(plan: AuditPlan) -> str:

@@ -342,7 +342,8 @@ def _csv_header(p: Path) -> str:
 
 def _check_unique_names(p: Path, names: list[str]) -> None:
     """Refuse a table in which two columns have the same name (``DUPLICATE_COLUMN``), or
-    names that differ only in case or white space (``CONFUSABLE_COLUMN_NAMES``)."""
+    names that print alike (``CONFUSABLE_COLUMN_NAMES``: case, white space, invisible
+    characters, look-alike letters)."""
     counts = pd.Series(names, dtype=object).value_counts(sort=False)
     dup = [str(n) for n, k in counts.items() if k > 1]
     if dup:

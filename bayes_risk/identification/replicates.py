@@ -156,6 +156,13 @@ class PosteriorReplicates:
         provenance = check_release_model(self.model, None if empty else synthetic, original,
                                          allow=self.allow_other_model, record=provenance_warnings)
         R_max = int(self.max_replicates) if self.n == "auto" else int(self.n)
+        from bayes_risk._memory import check_memory
+
+        # each replicate's file measures are kept for the quantiles and the jackknife
+        # (n=10**9 asked for 56 GB while the replicates ran, growing)
+        check_memory(8.0 * R_max * (len(MEASURES) + 2),
+                     arg_name("max_replicates" if self.n == "auto" else "n"),
+                     what=f"the file measures of {R_max:,} posterior replicates")
         job = BatchJob(models=self._models(datasets, seq), columns=ks, seq=seq,
                        chunk_size=int(self.chunk_size), batch_size=int(self.batch_size),
                        n_total=R_max)
@@ -353,7 +360,8 @@ def _check_mode(options: dict[str, Any], known_synthesized: Any) -> list[str]:
     if not ks:
         raise ValidationError(
             "posterior replicates replace the synthesized known columns, but no known column is "
-            "synthesized (synthesized=): there is nothing to replicate.",
+            f"synthesized ({arg_name('synthesized')} names none): there is nothing to "
+            "replicate.",
             code="INVALID_ARGUMENT"
         )
     return ks

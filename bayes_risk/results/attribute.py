@@ -222,8 +222,9 @@ class AttributeRiskResult(RiskResult):
         -------
         dict or None
             ``status`` ("computed" or "not computed" with ``reason``), ``n_records``, ``regimes``
-            (each with ``chains``, the fit's figures and the Hu–Reiter–Wang ``summary``) and
-            ``largest_prop_top``.
+            (each with ``chains``, the fit's figures and the Hu–Reiter–Wang ``summary``),
+            ``largest_prop_top`` and ``mass_prop_top`` (the share of the regime that holds the
+            posterior mass, ``holds_mass`` of the fit's regime record; ``None``: none does).
         """
         fit = (self.mcmc or {}).get("fits", {}).get("model") or {}
         reg = fit.get("regimes")
@@ -240,7 +241,7 @@ class AttributeRiskResult(RiskResult):
             why = ((self.settings.get("chain_check") or {}).get("reason")
                    or "no estimates per chain")
             return {"status": "not computed", "reason": f"no per-chain estimates ({why})",
-                    **base, "n_records": 0, "largest_prop_top": None}
+                    **base, "n_records": 0, "largest_prop_top": None, "mass_prop_top": None}
         g0 = self._g0()
         per: list[dict[str, np.ndarray]] = []
         for g in groups:
@@ -262,9 +263,12 @@ class AttributeRiskResult(RiskResult):
             out_reg.append({**r, "summary": summ})
         shares = [float(r["summary"].get("prop_top", np.nan)) for r in out_reg]
         best = int(np.nanargmax(shares)) if np.isfinite(shares).any() else None
+        heavy = next((i for i, r in enumerate(out_reg) if r.get("holds_mass")), None)
         return {"status": "computed", "n_records": len(ok), "regimes": out_reg,
                 "largest_prop_top": None if best is None else {"regime": best + 1,
-                                                               "prop_top": shares[best]}}
+                                                               "prop_top": shares[best]},
+                "mass_prop_top": None if heavy is None else {"regime": heavy + 1,
+                                                             "prop_top": shares[heavy]}}
 
     def _chain_note(self) -> dict[str, Any]:
         """``settings["chain_check"]`` with the number of records flagged ``CHAINS_DISAGREE``."""

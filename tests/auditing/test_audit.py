@@ -448,6 +448,47 @@ def test_verdicts_read_the_larger_regime_and_say_so(audited, audited_hh):
         assert "per dataset by the regime of its draw: regime 1:" in v.detail
 
 
+def test_verdicts_read_the_regime_that_holds_the_mass(audited, audited_hh):
+    """When the fit settles which regime holds the posterior mass (``holds_mass``: its lower
+    bound of the log evidence above the others' upper bounds, issue 72), the attribute and
+    identification lines read that regime's figure, even the smaller one, and show the
+    others' beside it."""
+    res, _ = audited
+    att = res.step("attribute")
+    line = ATTRIBUTE_MEASURE
+    pooled = {x.measure: x for x in res.verdicts}[line].value
+    regimes = [{"chains": [0], "alpha": 3.3, "k_occupied": 29.4, "holds_mass": True,
+                "mass_bounds": [1.0 - 1e-9, 1.0]},
+               {"chains": [1], "alpha": 1.2, "k_occupied": 12.2, "holds_mass": False,
+                "mass_bounds": [0.0, 1e-9]}]
+    reg = {"status": "computed", "n_records": 25,
+           "regimes": [{**regimes[0], "summary": {"prop_top": pooled / 100 / 2}},
+                       {**regimes[1], "summary": {"prop_top": pooled / 100 + 0.1}}],
+           "largest_prop_top": {"regime": 2, "prop_top": pooled / 100 + 0.1},
+           "mass_prop_top": {"regime": 1, "prop_top": pooled / 100 / 2}}
+    summary = {**att.extra["summary"], "regimes": reg}
+    v = {x.measure: x for x in _with_step(res, "attribute",
+                                          extra={**att.extra, "summary": summary}).verdicts}
+    assert v[line].value == pytest.approx(pooled / 2)  # regime 1's, below the others'
+    assert "regime 1 holds the posterior mass (at least 1 − 1e-09 of it" in v[line].detail
+    assert f"regime 2 (chain 2) {pooled + 10:.3g} %" in v[line].detail  # beside it
+    res_hh, _ = audited_hh
+    ide = res_hh.step("identification")
+    m = len(ide.result.per_dataset["expected_match_risk"])
+    by_ds = {"status": "computed", "regimes": regimes,
+             "dataset_regime": [1] * (m - 1) + [2]}
+    after = {x.measure: x for x in _with_step(
+        res_hh, "identification", extra={**ide.extra, "regimes": by_ds}).verdicts}
+    hits = [v for v in after.values() if v.step == "identification"]
+    assert hits
+    for v in hits:
+        assert "regime 1 holds the posterior mass" in v.detail and "regime 2:" in v.detail
+        assert "RISK_BY_REGIME" in v.warnings
+        # the value read is regime 1's mean, as the line states it
+        said = re.search(r"regime 1: ([0-9.e+-]+) % \(mean over its", v.detail).group(1)
+        assert f"{v.value:.3g}" == said
+
+
 def test_marginals_leave_missing_value_codes_out_of_the_numbers():
     """A declared missing-value code (synthpop's cont.na, e.g. SD2011's nociga = -8 for
     non-smokers) is not a number: it is not in the deciles or densities of the compare()
@@ -1623,10 +1664,11 @@ def test_thresholds_say_where_they_come_from(audited, tmp_path):
     assert table.count('<sup><a href="#threshold-') == len(res.verdicts)
     res.plan.thresholds = Thresholds.parse({"DiSCO": 2})
     try:
-        given = res.to_html(tmp_path / "g.html").read_text()
+        given = html_lib.unescape(res.to_html(tmp_path / "g.html").read_text())
     finally:
         res.plan.thresholds = Thresholds()
-    assert "given for this audit (--threshold DiSCO=2; the default is 1)" in given
+    # as the caller gave it: in Python the argument (the command line's: --threshold DiSCO=2)
+    assert "given for this audit (thresholds={'DiSCO': 2}; the default is 1)" in given
 
 
 def test_report_one_unit_per_quantity(audited_hh, report_hh):

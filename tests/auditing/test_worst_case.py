@@ -95,7 +95,7 @@ def _check_identification(audit: Path, figures: list[tuple[str, float, float]]) 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     d = tmp_path_factory.mktemp("worst_case")
-    orig, hold, syn = _release(d, br.make_ce_like(500, random_seed=1), 350, 3)
+    orig, hold, syn = _release(d, br.make_ce_like(360, random_seed=1), 240, 2)
     audit = d / "audit"
     _cli("audit", str(orig), str(syn), "--known", *KNOWN, "--holdout", str(hold),
          "--records", "0-19", "--random-seed", "2", "--out", str(audit))
@@ -128,16 +128,21 @@ def test_identification_command_radius_search_gives_the_audits_figure(demo):
         pooled["radius_search"]["risk_star"], rel=1e-12)
 
 
-def test_posterior_identification_at_least_the_docs_command(demo):
-    """The posterior-replicates page's command (Income within 10 %) for the same intruder."""
+def test_posterior_identification_states_its_weaker_choice(demo):
+    """The posterior replicates are matched at the pooled intruder's worst-case radii over the
+    released datasets, with its fallback, not searched again over the replicates (that would
+    cost the grid times the replicates): the section says so. At another radius the docs'
+    command can give more (Income within 10 %: 127.8 targets against the audit's 126.5 on a
+    table of this size), which is why the report names the choice rather than calling the
+    figure a worst case."""
     d, orig, _, syn, audit = demo
-    out = d / "post"
-    _cli("identification", str(orig), str(syn), "--known-unsynthesized", *KNOWN_US,
-         "--known-synthesized", "Income", "--categorical", *CATS, "--radius", "Income=0.1",
-         "--model", "release", "--replicates", "100", "--random-seed", "3", "--out", str(out))
-    doc = _summary(out)["summary"]
-    mine = _summary(audit / "posterior_identification")["summary"]
-    assert mine["expected_match_risk"] >= doc["expected_match_risk"]
+    step = _summary(audit / "posterior_identification")
+    pooled = _summary(audit / "identification")["pooled"]
+    assert step["settings"]["match_rule"]["radius"] == pooled["at_maximising_radius"]["radius"]
+    assert step["settings"]["fallback"] == "unsynthesized"
+    md = (audit / "report.md").read_text()
+    sec = md.split("## Posterior Monte Carlo identification risk")[1].split("\n## ")[0]
+    assert "a search over the radii is not repeated on the replicates" in sec
 
 
 def test_disclosure_lines_equal_the_command_with_the_audits_keys(demo):
@@ -194,7 +199,7 @@ def test_identification_on_the_ce_sample(tmp_path):
     orig, _, syn = _release(tmp_path, table, len(table), 5)
     audit = tmp_path / "audit"
     _cli("audit", str(orig), str(syn), "--known", *KNOWN, "--random-seed", "2", "--skip",
-         "attribute", "posterior-identification", "--out", str(audit))
+         "utility", "attribute", "posterior-identification", "disclosure", "--out", str(audit))
     figures = _identification_figures(tmp_path, orig, syn)
     _check_identification(audit, figures)
     emr = _lines(audit)["expected match rate, worst case over the radii"]["value"]
@@ -213,8 +218,8 @@ def test_membership_lines_equal_the_command(tmp_path):
     df.iloc[:120].to_csv(train, index=False)
     df.iloc[120:].to_csv(hold, index=False)
     model, syn = tmp_path / "model", tmp_path / "syn"
-    _cli("fit", str(train), "--method", "dpmpm", "--components", "4", "--tune", "100",
-         "--draws", "150", "--chains", "2", "--categorical", "SEX", "MAR", "MIG",
+    _cli("fit", str(train), "--method", "dpmpm", "--components", "4", "--tune", "60",
+         "--draws", "80", "--chains", "2", "--categorical", "SEX", "MAR", "MIG",
          "--random-seed", "1", "--out", str(model))
     _cli("synthesize", "--model", str(model), "-m", "1", "--random-seed", "2", "--out",
          str(syn))

@@ -49,11 +49,13 @@ thresholds of the verdict lines (--threshold NAME=VALUE; defaults):
   repU=1 DiSCO=1 membership_advantage=0.05 membership_share=0.01
   membership_probability=0.9 singling_out_risk=0.05 linkability_risk=0.05
   inference_risk=0.05
-  (repU and DiSCO in percent; the rates and membership_share as fractions: the verdict
-  shows every rate and its threshold in per cent, expected_match_rate=0.01 as 1 %;
-  membership_advantage is AUC - 0.5; a member counts as exposed when its posterior
-  membership probability exceeds membership_probability; the risks of anonymeter's
-  attacks are fractions from 0 to 1)
+  (repU and DiSCO in per cent, from 0 to 100; expected_match_rate, true_match_rate,
+  prop_top, membership_share and the risks of anonymeter's attacks are fractions from 0 to
+  1: the verdict shows every rate and its threshold in per cent, expected_match_rate=0.01
+  as 1 %; membership_advantage is AUC - 0.5, from 0 to 0.5; a member counts as exposed
+  when its posterior membership probability exceeds membership_probability. A threshold
+  outside its quantity's range is refused: singling_out_risk=5 or expected_match_rate=1
+  could never be exceeded, so the verdict would pass the line whatever the release)
 
 each verdict line states its spread over the datasets (min-max, or "pooled, no spread"); a
 line past its threshold names its cause, computed from the run, and the remedies that would
@@ -174,7 +176,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "inferred; see bayes-risk utility --help)")
     p.add_argument("--show-confidential-values", action="store_true",
                    help="show the known (quasi-identifier) values of the records most at risk "
-                   "in the report (off by default: record numbers only)")
+                   "in the report, and write the confidential records' values into its files "
+                   "(off by default: record numbers only; every file and report.zip withhold "
+                   "them too: the predicates that single out a record of the original or the "
+                   "holdout, the original's smallest and largest values)")
     add_run_arguments(p, "audit", "report.html, report.md, summary.json and one folder per step",
                       check="the release SYN or the --model", other_model=True)
     return p
