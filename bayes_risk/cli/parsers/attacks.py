@@ -53,8 +53,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               "success beyond the control's, (r_main - r_control) / (1 - "
                               "r_control), with its Wilson-score interval, clipped to [0, 1] as "
                               "anonymeter does (docs: methods page 'Singling out, "
-                              "linkability and inference'). Without --holdout the risk is the main attack's "
-                              "success rate (warning NO_HOLDOUT).", epilog=_EPILOG,
+                              "linkability and inference'). Without --holdout the risk is the "
+                              "main attack's success rate (warning NO_HOLDOUT).", epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(p, " the release was made from")
     p.add_argument("--holdout", default=None, metavar="FILE",
