@@ -1,6 +1,6 @@
 """anonymeter's attacks (singling out, linkability, inference) on a CART release of CEdata
-(scenario 4, m = 1) with anonymeter's defaults (500 attacks). The holdout is a CE-like table of the same
-size: the timings, not the risks, are the point."""
+(scenario 4, m = 1) with anonymeter's defaults (500 attacks). The holdout is a CE-like table of
+the same size: the timings, not the risks, are the point."""
 
 from __future__ import annotations
 
