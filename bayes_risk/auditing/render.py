@@ -989,8 +989,8 @@ def attacks_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     sec.p("anonymeter's attacks (Giomi et al. 2023; methods page 'Singling out, "
           "linkability and inference'), each made on the records of the original (main "
           "attack), on the holdout, records the synthesis did not use (control attack), and at "
-          "random (baseline). The risk is the main attack's success beyond the control's, over what "
-          "the control leaves: (main − control) / (1 − control), 0 when the release tells no "
+          "random (baseline). The risk is the main attack's success beyond the control's, over "
+          "what the control leaves: (main − control) / (1 − control), 0 when the release tells no "
           "more about its own records than about others, with its interval (Wilson score), "
           "clipped to [0, 1] as anonymeter does.")
     sec.blocks.append(_table(so.summary().tables["risk"], links,
