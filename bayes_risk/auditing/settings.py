@@ -153,7 +153,7 @@ def _shares(values: Any) -> tuple[float, ...]:
 def _radii(sweep: Any) -> tuple[float, ...]:
     ok = isinstance(sweep, Iterable) and not isinstance(sweep, (str, bytes))
     grid = list(sweep) if ok else []
-    if not ok or not grid or not all(
+    if not ok or not all(
             isinstance(r, (int, float, np.integer, np.floating))
             and not isinstance(r, (bool, np.bool_)) and np.isfinite(r) and r >= 0 for r in grid):
         raise ValidationError(

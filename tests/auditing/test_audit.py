@@ -1613,8 +1613,8 @@ def test_status_and_headline(audited, tmp_path):
     # with the board's thresholds above every value: the utility line's SEPARATION questions
     # it, so the status is a review, named with its reason
     u = res.step("utility").result
-    loose = Thresholds.parse({"s_pmse": 1e9, "overlap": 0, "prop_top": 1, "repU": 100,
-                              "DiSCO": 100})
+    loose = Thresholds.parse({"s_pmse": 1e9, "overlap": 1e-9, "prop_top": 0.999999,
+                              "repU": 99.9999, "DiSCO": 99.9999})
     res.plan.thresholds = loose
     try:
         sep = dataclasses.replace(u, pmse=dataclasses.replace(u.pmse, warnings=["SEPARATION"]))
