@@ -149,6 +149,28 @@ def _printed_tables(out: str) -> dict[tuple[str, str], dict[str, list[float]]]:
     return tables
 
 
+def test_drechsler_reiter_age_kept_share(monkeypatch):
+    """The gallery's computation of how often CART keeps a record's own age (issue 68, item 6):
+    single years of age (CE) against the same records in NYexample's groups; the groups by
+    hand, the shares within their range, single years kept less often."""
+    shared_path("data", "CEdata.csv")
+    if not (EXAMPLES / "drechsler_reiter_cps.py").is_file():
+        pytest.skip("examples/ is not part of this checkout")
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    monkeypatch.delitem(__import__("sys").modules, "_common", raising=False)
+    ns = runpy.run_path(str(EXAMPLES / "drechsler_reiter_cps.py"), run_name="example")
+    bounds, labels = ns["NY_AGE_GROUPS"]
+    g = pd.cut(pd.Series([16, 17, 18, 24, 25, 50, 51, 70, 71, 88]), bounds, labels=labels)
+    assert g.astype(str).tolist() == ["16", "17", "[18,24]", "[18,24]", "[25,35]", "[36,50]",
+                                      "[51,70]", "[51,70]", ">70", ">70"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = ns["age_kept_share"]()
+    assert t["age values"].tolist() == [69, 7]
+    assert ((t["kept (min)"] <= t["kept (mean)"]) & (t["kept (mean)"] <= t["kept (max)"])).all()
+    assert t["kept (mean)"].iloc[0] < t["kept (mean)"].iloc[1] / 2
+
+
 def test_drechsler_reiter_cps(monkeypatch, capsys):
     shared_path("data", "NYexample_X.csv")
     res, out = run_example("drechsler_reiter_cps.py", 0.25, monkeypatch, capsys)
