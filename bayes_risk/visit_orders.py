@@ -158,7 +158,7 @@ def compare_visit_orders(
     seed = as_generator(random_seed).integers(2**63 - 1)
     has_vs = "visit_sequence" in synthesizer.get_params()
     rows, releases = [], {}
-    for order in progress(ords, total=len(ords), description="visit orders",
+    for order in progress(ords, total=len(ords), description="visit orders", unit="orders",
                           enabled=progressbar):
         model = copy.deepcopy(synthesizer)
         if has_vs:

@@ -48,7 +48,9 @@ def evaluate(plan: AttributePlan, partition: RecordPartition) -> PartitionOutput
         weight[i] += dups.size
     size = plan.chunk_size
     chunks = [reps[a : a + size] for a in range(0, reps.size, size)]
-    for chunk in progress(chunks, description="attribute risk", enabled=partition.progressbar):
+    # counted in records (distinct ones: a copy takes its original's figures), not in chunks
+    for chunk in progress(chunks, total=int(reps.size), description="attribute risk",
+                          unit="records", size=len, enabled=partition.progressbar):
         csets = candidate_sets(plan, chunk)
         sizes = np.array([c.size for c in csets])
         for gi in groups_by_size(sizes):

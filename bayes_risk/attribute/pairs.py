@@ -182,7 +182,8 @@ def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool,
         grids = {**spec.grids, **{c: GridSpec("additive", 1.0, 1.0, 3) for c in counts}}
         cand_plan = dataclasses.replace(plan, rule=dataclasses.replace(
             plan.rule, spec=dataclasses.replace(spec, grids=grids)))
-    for chunk in progress(chunks, description="attribute risk (pairs)", enabled=progressbar):
+    for chunk in progress(chunks, total=len(pairs), description="attribute risk (pairs)",
+                          unit="pairs", size=len, enabled=progressbar):
         members = np.unique(pairs[chunk])
         csets = dict(zip(members.tolist(), candidate_sets(cand_plan, members), strict=True))
         unknown = {i: _unknown(plan, cs) for i, cs in csets.items()}

@@ -101,7 +101,7 @@ def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFra
         say(cost.line())
     with _refit_settings(model, refit_draws):
         for k, li in enumerate(progress(todo, description="refits of the model",
-                                        enabled=progressbar,
+                                        unit="refits", enabled=progressbar,
                                         label=lambda k, total: f"refit {k} of {total}")):
             t0 = time.perf_counter()
             models[li] = model.fit_augmented(original, datasets[li], random_seed=seeds[li])

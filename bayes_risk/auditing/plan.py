@@ -15,6 +15,7 @@ import pandas as pd
 
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
 from bayes_risk.measures import measures
+from bayes_risk.results.attribute import EVIDENCE_FACTOR
 
 __all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "DEFAULT_SWEEP",
            "THRESHOLD_SOURCES", "step_names"]
@@ -58,6 +59,12 @@ THRESHOLD_SOURCES: dict[str, str] = {
     "expected_match_rate": _CONVENTION,
     "true_match_rate": _CONVENTION,
     "prop_top": _CONVENTION,
+    "prop_evidence": _CONVENTION,
+    "evidence_factor": "a Bayes factor of 3 is where Kass & Raftery's (1995) scale of "
+                       "evidence stops calling it 'not worth more than a bare mention' "
+                       "(Jeffreys' scale: 3.2): the smallest factor read as evidence, so the "
+                       "most records counted (methods page, Attribute disclosure risk: "
+                       "Evidence about a record)",
     "repU": _CONVENTION,
     "DiSCO": _CONVENTION,
     "membership_advantage": _CONVENTION,
@@ -108,6 +115,13 @@ class Thresholds:
     prop_top : float
         Largest acceptable share of records whose true values are the intruder's best guess, a
         fraction. Default 0.1.
+    prop_evidence : float
+        Largest acceptable share of records whose true values the release gives evidence
+        for, a fraction: a Bayes factor of at least ``evidence_factor`` (the release
+        multiplies the intruder's odds on them at least that many times). Default 0.1.
+    evidence_factor : float
+        Bayes factor from which a record counts in ``prop_evidence``, above 1 (1 is no
+        evidence). Default 3 (Kass & Raftery 1995).
     repU : float
         Largest acceptable replicated uniques, percent of records. Default 1.
     DiSCO : float
@@ -141,6 +155,9 @@ class Thresholds:
     expected_match_rate: float = _threshold(0.01, "max", 0.0, 1.0, _FRACTION)
     true_match_rate: float = _threshold(0.01, "max", 0.0, 1.0, _FRACTION)
     prop_top: float = _threshold(0.1, "max", 0.0, 1.0, _FRACTION)
+    prop_evidence: float = _threshold(0.1, "max", 0.0, 1.0, _FRACTION)
+    evidence_factor: float = _threshold(EVIDENCE_FACTOR, "cut", 1.0, np.inf,
+                                        "a Bayes factor, above 1 (1 is no evidence)")
     repU: float = _threshold(1.0, "max", 0.0, 100.0, _PERCENT)  # noqa: N815 - synthpop's name
     DiSCO: float = _threshold(1.0, "max", 0.0, 100.0, _PERCENT)  # noqa: N815 - synthpop's name
     membership_advantage: float = _threshold(0.05, "max", 0.0, 0.5,

@@ -557,7 +557,8 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
                                 np.asarray(recs, dtype=int), spec,
                                 [c for c in p.synthesized if c in ctx.schema.numeric],
                                 aligned=rows_aligned(ctx))
-    summary = res.to_dict()
+    # the share with a Bayes factor of the truth at the board's factor (the verdict line's)
+    summary = res.to_dict(evidence_factor=p.thresholds.evidence_factor)
     summary["inputs"] = {"model": p.attribute_source}
     if aks is not None:
         summary["known_sweep"] = aks.to_dict()
@@ -570,7 +571,8 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     if folder is not None:
         from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
 
-        write_table(ctx, res.records, folder / "records.csv", index=True)  # column "record"
+        # column "record"; with the Bayes factors of the true values
+        write_table(ctx, res.to_dataframe(), folder / "records.csv", index=True)
         write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
         for kind, name, _ in ATTRIBUTE_FIGURES:

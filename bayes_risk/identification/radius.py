@@ -362,7 +362,7 @@ def _sweep_risk(plan: IdentificationPlan, rules: list[MatchRule], executor: Any,
     risk, tmr = [], []
     with shared_once(ex, pool) as shared:
         for rule in progress(rules, total=len(rules), description="radius sweep",
-                             enabled=progressbar):
+                             unit="grid points", enabled=progressbar):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 # the file measures only: no pooled probabilities kept (nor their size limited)

@@ -382,8 +382,14 @@ def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple
             max_workers=1, thread_name_prefix="bayes-risk-checkpoint") as pool:
         pending = None  # the checkpoint evaluated while this batch was matched
         sums = _batch_sums(ex, shared, job, plan, n_batches, points)
-        for b, batch in progress(enumerate(sums, start=1), total=n_batches,
-                                 description="posterior replicates", enabled=progressbar):
+        # counted in replicates, as the stopping rule and its warning count them (issue 66:
+        # the bar counted batches of them); an "auto" run may stop before the most allowed
+        what = ("posterior replicates (stops once the Monte Carlo error is reached)"
+                if pr.n == "auto" else "posterior replicates")
+        most = int(pr.max_replicates) if pr.n == "auto" else int(pr.n)
+        for b, batch in progress(enumerate(sums, start=1), total=most, description=what,
+                                 unit="replicates",
+                                 size=lambda item: item[1].R, enabled=progressbar):
             if pending is not None:
                 at_stop = stop(*pending.result())
                 pending = None

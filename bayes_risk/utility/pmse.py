@@ -361,7 +361,8 @@ def _pmse_values(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: S
     n2 = np.array([len(z) for z in datasets], dtype=np.int64)
     null_vals: np.ndarray = np.empty(0)
     perm = np.empty((m, n_perm)) if null == "perm" else None
-    for l in progress(range(m), total=m, description="pMSE", enabled=progressbar):
+    for l in progress(range(m), total=m, description="pMSE", unit="datasets",
+                      enabled=progressbar):
         X, y, meta = features(prepared[l], orig)
         seed_l = int(rngs[l].integers(2**31 - 1))
         one = fit_one(X, y, meta, seed_l)
@@ -391,7 +392,7 @@ def _pmse_values(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: S
             codes.append("FEW_PAIRS")
         pv = np.empty(len(pairs))
         for i, (a, b) in enumerate(progress(pairs, total=len(pairs), description="pMSE pairs",
-                                            enabled=progressbar)):
+                                            unit="pairs", enabled=progressbar)):
             X, y, meta = features(prepared[a], prepared[b])
             pv[i] = fit_one(X, y, meta, int(rngs[m].integers(2**31 - 1))).pmse
         null_vals = pv

@@ -437,7 +437,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
         smoothed = self._smoothed(self.schema_, self.visit_sequence_)
         point: dict[str, list[int]] = {c: [0, 0] for c in smoothed}  # point-mass draws, all
         datasets = [self._synthesize_one(gens[l], cache, point) for l in progress(
-            range(m), total=m, description="RF synthesis", enabled=self.progressbar)]
+            range(m), total=m, description="RF synthesis", unit="datasets",
+            enabled=self.progressbar)]
         union = np.logical_or.reduce(list(self.records_.values()))
         return self._make_release(datasets, random_seed, union, {
             "visit_sequence": list(self.visit_sequence_), "procedure": self.procedure,

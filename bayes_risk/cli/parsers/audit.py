@@ -46,14 +46,17 @@ another reason: the report is written and its verdict opens with "The audit is i
 
 thresholds of the verdict lines (--threshold NAME=VALUE; defaults):
   s_pmse=10 overlap=0.5 expected_match_rate=0.01 true_match_rate=0.01 prop_top=0.1
-  repU=1 DiSCO=1 membership_advantage=0.05 membership_share=0.01
-  membership_probability=0.9 singling_out_risk=0.05 linkability_risk=0.05
-  inference_risk=0.05
-  (repU and DiSCO in per cent, from 0 to 100; expected_match_rate, true_match_rate,
-  prop_top, membership_share and the risks of anonymeter's attacks are fractions from 0 to
-  1: the verdict shows every rate and its threshold in per cent, expected_match_rate=0.01
-  as 1 %; membership_advantage is AUC - 0.5, from 0 to 0.5; a member counts as exposed
-  when its posterior membership probability exceeds membership_probability. A threshold
+  prop_evidence=0.1 evidence_factor=3 repU=1 DiSCO=1 membership_advantage=0.05
+  membership_share=0.01 membership_probability=0.9 singling_out_risk=0.05
+  linkability_risk=0.05 inference_risk=0.05
+  (each in the unit of the key it names in the files, named under "units" in summary.json:
+  repU and DiSCO in per cent, from 0 to 100; expected_match_rate, true_match_rate,
+  prop_top, prop_evidence, membership_share and the risks of anonymeter's attacks are
+  fractions from 0 to 1: the verdict shows every rate and its threshold in per cent,
+  expected_match_rate=0.01 as 1 %; membership_advantage is AUC - 0.5, from 0 to 0.5; a
+  member counts as exposed when its posterior membership probability exceeds
+  membership_probability; a record counts in prop_evidence when the release multiplies the
+  intruder's odds on its true values by evidence_factor (above 1) or more. A threshold
   outside its quantity's range is refused: singling_out_risk=5 or expected_match_rate=1
   could never be exceeded, so the verdict would pass the line whatever the release)
 
