@@ -60,8 +60,10 @@ UNITS: dict[str, str] = {
     # attribute risk (Hu, Reiter & Wang 2014)
     "prop_top": FRACTION_RECORDS,
     "prop_top_shared": FRACTION_RECORDS,
+    "prop_evidence": FRACTION_RECORDS,
     "share_degenerate_triples": "fraction of the (record, candidate, draw) triples",
     "mean_p_true": PROBABILITY,
+    "mean_prior_p_true": PROBABILITY,
     "p_true_quantiles": PROBABILITY,
     "p_true_q25": PROBABILITY,
     "p_true_q50": PROBABILITY,
