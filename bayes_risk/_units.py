@@ -100,6 +100,7 @@ UNITS: dict[str, str] = {
     "risk": "fraction (anonymeter's risk, 0 to 1)",
     "singling_out_risk": "fraction (anonymeter's risk, 0 to 1)",
     "linkability_risk": "fraction (anonymeter's risk, 0 to 1)",
+    "inference_risk": "fraction (anonymeter's risk, 0 to 1)",
     "main_rate": "fraction of the attacks",
     "control_rate": "fraction of the attacks",
     "baseline_rate": "fraction of the attacks",

@@ -246,6 +246,10 @@ MEMBERSHIP_MESSAGES: dict[str, str] = {
     "whole: their membership is revealed outright (P(member) = 1, flag RELEASED_WHOLE).",
     "MEMBERSHIP_FLAGGED": "some targets are flagged; they are counted separately and left out of "
     "the file-level summaries, which may then understate the risk.",
+    "MEMBERSHIP_MISSING_VALUES": "the original or the holdout has missing values in the modelled "
+    "columns: a target's missing cells are integrated out and it is compared with a complete "
+    "record of the population, a case not checked against exact values; read its "
+    "probabilities as approximate (methods page, Membership: models supported and refused).",
     "HOLDOUT_IN_ORIGINAL": "the holdout row equals a record of the original on every column, "
     "and the holdout holds more such copies than chance explains: it is likely a member, so it is "
     "left out of the summaries rather than scored as a non-member.",

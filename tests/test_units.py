@@ -31,7 +31,8 @@ SHARE_LIKE = re.compile(r"rate|share|prop|pct|%|risk|p_true|probability|baseline
                         r"overlap|^(UiO|UiS|UiOiS|repU|Dorig|Dsyn|iS|DiS|DiSCO|DiSDiO|baseCAPd|"
                         r"CAPd|CAPs|DCAP|TCAP|auc|dcr_auc|s_pmse)$")
 #: share-like names that are not quantities of people: settings, counts, tolerances
-NOT_A_SHARE = {"n_high_risk", "dis_fraction", "n_baseline", "mcse_tol", "n_p_true_above",
+NOT_A_SHARE = {"n_high_risk", "dis_fraction", "n_baseline", "n_attacks_baseline", "mcse_tol",
+               "n_p_true_above",
                "max_replicates", "min_replicates", "records_p_true_may_overstate",
                "pct_true_is_map_unique"}
 

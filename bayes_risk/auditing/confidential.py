@@ -55,6 +55,9 @@ FILES: dict[str, Callable[[pd.DataFrame], pd.DataFrame] | None] = {
     # anonymeter's attacks
     "singling_out.csv": None, "singling_out_queries.csv": _queries, "linkability.csv": None,
     "linkability_records.csv": None,
+    # inference: rates, and per attacked record its row number and whether the guess was right
+    # (no guess, no value: bayes_risk.attacks.inference)
+    "inference.csv": None, "inference_records.csv": None,
     # synthpop's measures and sdcMicro's of the original
     "ident.csv": None, "attrib.csv": None, "allCAPs.csv": None, "replicated_uniques.csv": None,
 }

@@ -26,7 +26,8 @@ def step_names() -> tuple[str, ...]:
     return tuple(m.name for m in measures())
 
 #: the attacks' options in an audit: anonymeter's defaults
-ATTACK_OPTIONS: dict[str, int] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1}
+ATTACK_OPTIONS: dict[str, float] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1,
+                                    "tolerance": 0.05}
 
 #: the radii of the audit's radius search (0, exact matching, is always added): Hornby & Hu's
 #: (2021, §4.1) grid widened to ±100 % (:data:`bayes_risk.identification.radius.SEARCH_RADII`)
@@ -72,6 +73,7 @@ THRESHOLD_SOURCES: dict[str, str] = {
                               "ratio of 9 under the balanced prior: " + _CONVENTION,
     "singling_out_risk": _ANONYMETER,
     "linkability_risk": _ANONYMETER,
+    "inference_risk": _ANONYMETER,
 }
 
 
@@ -137,6 +139,9 @@ class Thresholds:
         Largest acceptable singling-out risk of anonymeter, a fraction. Default 0.05.
     linkability_risk : float
         Largest acceptable linkability risk of anonymeter, a fraction. Default 0.05.
+    inference_risk : float
+        Largest acceptable inference risk of anonymeter, the largest over the synthesized
+        columns, a fraction. Default 0.05.
 
     Raises
     ------
@@ -164,6 +169,8 @@ class Thresholds:
                                           "anonymeter's risk, " + _FRACTION)
     linkability_risk: float = _threshold(0.05, "max", 0.0, 1.0,
                                          "anonymeter's risk, " + _FRACTION)
+    inference_risk: float = _threshold(0.05, "max", 0.0, 1.0,
+                                       "anonymeter's risk, " + _FRACTION)
 
     def __post_init__(self) -> None:
         # every way of making thresholds (parse, the constructor, dataclasses.replace) is checked
@@ -806,6 +813,10 @@ def _record_attack_settings(plan: AuditPlan, link_src: str) -> None:
       "default: the known columns and the other columns" if link_src == "default" else "")
     a("attacks", "linkability nearest rows", ATTACK_OPTIONS["n_neighbors"], "default",
       "anonymeter's default; at most 500 records attacked in the original and in the holdout")
+    a("attacks", "inference secrets", "each synthesized column, the intruder knowing every "
+      "other column", "default", "anonymeter's attack with the most knowledge of a target; "
+      f"a numeric guess is right within {100 * ATTACK_OPTIONS['tolerance']:g} % of it, a "
+      "category when equal")
     a("attacks", "control set", "the holdout", "default",
       "the attacks run only with a holdout (records the synthesis did not use)")
 

@@ -1110,14 +1110,14 @@ def membership_section(sec: Section, s: Any, result: Any, links: _Links) -> None
                                    "ROC of the Bayesian score and of the distance baseline"))
 
 
-@step_section("attacks", "attacks", "Singling out and linkability (anonymeter)")
+@step_section("attacks", "attacks", "Singling out, linkability and inference (anonymeter)")
 def attacks_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     so, lk = s.result["singling_out"], s.result["linkability"]
-    sec.p("anonymeter's attacks (Giomi et al. 2023; methods page 'Singling out and "
-          "linkability'), each made on the records of the original (main attack), on the "
-          "holdout, records the synthesis did not use (control attack), and at random "
-          "(baseline). The risk is the main attack's success beyond the control's, over what "
-          "the control leaves: (main − control) / (1 − control), 0 when the release tells no "
+    sec.p("anonymeter's attacks (Giomi et al. 2023; methods page 'Singling out, "
+          "linkability and inference'), each made on the records of the original (main "
+          "attack), on the holdout, records the synthesis did not use (control attack), and at "
+          "random (baseline). The risk is the main attack's success beyond the control's, over "
+          "what the control leaves: (main − control) / (1 − control), 0 when the release tells no "
           "more about its own records than about others, with its interval (Wilson score), "
           "clipped to [0, 1] as anonymeter does.")
     sec.blocks.append(_table(so.summary().tables["risk"], links,
@@ -1128,18 +1128,33 @@ def attacks_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
                                    "Singling-out risk per dataset and mode, with its interval"))
     if lk is None:
         sec.p(f"Linkability was not run: {s.extra.get('linkability_not_run')}.")
+    else:
+        a, b = lk.settings["aux_columns"]
+        sec.p(f"Linkability: the intruder holds one table with {', '.join(a)} and another "
+              f"with {', '.join(b)} about the same people, and links a record's two parts when "
+              "they share a nearest synthetic row.")
+        sec.blocks.append(_table(lk.summary().tables["risk"], links,
+                                 step_file(s, "linkability.csv"),
+                                 "Linkability: records relinked through the nearest synthetic "
+                                 "rows (rates)"))
+        sec.blocks.append(links.figure(lambda: plot_figure(lk, "risk"),
+                                       "attacks_linkability.png",
+                                       "Linkability risk per dataset and number of neighbours, "
+                                       "with its interval"))
+    inf = s.result.get("inference")
+    if inf is None:
         return
-    a, b = lk.settings["aux_columns"]
-    sec.p(f"Linkability: the intruder holds one table with {', '.join(a)} and another with "
-          f"{', '.join(b)} about the same people, and links a record's two parts when they "
-          "share a nearest synthetic row.")
-    sec.blocks.append(_table(lk.summary().tables["risk"], links,
-                             step_file(s, "linkability.csv"),
-                             "Linkability: records relinked through the nearest synthetic "
-                             "rows (rates)"))
-    sec.blocks.append(links.figure(lambda: plot_figure(lk, "risk"), "attacks_linkability.png",
-                                   "Linkability risk per dataset and number of neighbours, "
-                                   "with its interval"))
+    sec.p("Inference: the intruder knows every other column of a record and guesses each "
+          "synthesized column as the value of the nearest synthetic row (a number is guessed "
+          f"right within {100 * inf.settings['tolerance']:.3g} % of the guess, a category when "
+          "equal). The Bayesian attribute risk (attribute step) asks the same question of the "
+          "model's posterior; this is what one concrete intruder achieves (methods page, "
+          "'Inference and the Bayesian attribute risk').")
+    sec.blocks.append(_table(inf.summary().tables["risk"], links, step_file(s, "inference.csv"),
+                             "Inference: secrets guessed right from the nearest synthetic row "
+                             "(rates)"))
+    sec.blocks.append(links.figure(lambda: plot_figure(inf, "risk"), "attacks_inference.png",
+                                   "Inference risk per dataset and secret, with its interval"))
 
 
 def _sending(result: Any, links: _Links, bundle: str | None) -> list[Span]:

@@ -51,7 +51,7 @@ CAVEATS: dict[str, tuple[str, ...]] = {
                   "MODEL_DIFFERS"),
     "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
     "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS",
-                   "APPROXIMATE_POSTERIOR", "MODEL_DIFFERS"),
+                   "APPROXIMATE_POSTERIOR", "MODEL_DIFFERS", "MEMBERSHIP_MISSING_VALUES"),
     # read off the line's own row of the attack's table (attacks_lines), not the result's codes
     "attacks": ("FEW_SINGLING_OUT_QUERIES", "ATTACK_NOT_BETTER_THAN_BASELINE",
                 "CONTROL_SIZE_CORRECTION"),
@@ -369,7 +369,8 @@ _MEMBERSHIP_WORST_CASE = (
 _ATTACKS_WORST_CASE = (
     "datasets: the largest risk over the m datasets, each attacked alone; predicates and "
     "neighbours: anonymeter's defaults (500 attacks a mode, 3 columns, the nearest row; not "
-    "searched); control: the holdout, its count corrected for its size")
+    "searched); inference: the synthesized column most at risk, the intruder knowing every "
+    "other column; control: the holdout, its count corrected for its size")
 
 
 def _disclosure_worst_case(plan: AuditPlan, target: str, name: str) -> str:
@@ -575,7 +576,8 @@ def _attack_caveats(row: Any, size_ratio: float) -> tuple[str, ...]:
 
 
 def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
-    """anonymeter's singling-out (per mode) and linkability risk, the largest over datasets."""
+    """anonymeter's singling-out (per mode), linkability and inference risk, the largest over
+    datasets."""
     th = plan.thresholds
     out: list[Verdict | Baseline] = []
     so, lk = a.result["singling_out"], a.result["linkability"]
@@ -625,7 +627,34 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
             "(anonymeter's linkability attack)",
             threshold_name="linkability_risk", worst_case=_ATTACKS_WORST_CASE)
         out.append(_caused(v, *cause["linkability"]))
+    inf = a.result.get("inference")
+    if inf is not None:
+        out.append(_caused(_inference_line(plan, inf, a, interval), *cause["inference"]))
     return out
+
+
+def _inference_line(plan: AuditPlan, inf: Any, a: StepOutcome, interval: Any) -> Verdict:
+    """anonymeter's inference risk of the secret most at risk (an undefined risk first)."""
+    h = inf.headline()
+    r = h.iloc[int(np.argmax(h["risk"].fillna(np.inf).to_numpy()))]
+    secret = str(r["secret"])
+    others = "; ".join(f"{o['secret']} {o['risk']:.3g}" for _, o in h.iterrows()
+                       if o["secret"] != secret)
+    n_ctrl = r["n_attacks_control"]
+    return Verdict(
+        "attacks", f"inference risk ({secret})", float(r["risk"]),
+        plan.thresholds.inference_risk, "max", step_file(a, "inference.csv"),
+        interval(r) + f"; {secret} guessed right from the nearest synthetic row: "
+        f"{int(r['n_main'])} of {int(r['n_attacks'])} records of the original, "
+        f"{r['n_control']:.4g} of {n_ctrl:.4g} of the holdout, {int(r['n_baseline'])} of "
+        f"{int(r['n_attacks_baseline'])} by random synthetic values"
+        + (f"; the other synthesized columns: {others}" if others else ""),
+        _attack_caveats(r, 1.0), spread=_range(inf.table.loc[inf.table["secret"] == secret,
+                                                              "risk"]),
+        intruder="knows every other column of a record and guesses each synthesized column "
+        "as the value of the nearest synthetic row (anonymeter's inference attack; a number "
+        f"within {100 * inf.settings['tolerance']:.3g} % of the guess, a category when equal)",
+        threshold_name="inference_risk", worst_case=_ATTACKS_WORST_CASE)
 
 
 def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Baseline]:

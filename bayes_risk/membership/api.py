@@ -12,6 +12,7 @@ from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._specs import as_spec
 from bayes_risk.attribute.refits import cache_folder
 from bayes_risk.contract import capabilities
+from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name, on_command_line
 from bayes_risk.membership import dcr as _dcr
@@ -313,6 +314,11 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
     warnings_ = result_warnings(table, n_non, H, model, posteriors)
     if released_whole[: len(members)].any():
         warnings_.append("MEMBERSHIP_RELEASED_WHOLE")
+    # missing modelled values: the ratio runs (the refits integrate them out) but is not derived
+    # nor checked for them (methods, Models supported and refused): never a quiet number
+    if any(t is not None and missing_mask(t[c], schema[c].missing_codes).any()
+           for t in (orig, hold) for c in schema.names if c not in us):
+        warnings_.append("MEMBERSHIP_MISSING_VALUES")
     if copies is not None:
         warnings_.append("HOLDOUT_OVERLAPS_ORIGINAL")
         hold = hold[~copies]

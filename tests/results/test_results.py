@@ -158,6 +158,9 @@ BUILDERS = {
         br.linkability_risk, ce, rel[2], holdout=_holdout(ce),
         aux_columns=(["Age", "Urban"], ["Marital", "Income"]), n_attacks=30, n_neighbors=2,
         schema=rel[1], random_seed=5),
+    "InferenceResult": lambda ce, rel: _quiet(
+        br.inference_risk, ce, rel[2], holdout=_holdout(ce), secret=["Income", "Tenure"],
+        n_attacks=30, schema=rel[1], random_seed=5),
 }
 
 _CACHE: dict[str, RiskResult] = {}

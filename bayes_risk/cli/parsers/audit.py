@@ -30,8 +30,8 @@ steps (each writes the files of its sub-command into a sub-folder of --out):
   attribute/       attribute risk of every record: --model, or the plug-in likelihood of a
                    CART / random-forest release (skipped, with the reason, otherwise)
   membership/      membership risk: --holdout and --model (skipped otherwise)
-  attacks/         anonymeter's singling-out and linkability risk: --holdout (skipped
-                   otherwise)
+  attacks/         anonymeter's singling-out, linkability and inference risk (each
+                   synthesized column guessed from the others): --holdout (skipped otherwise)
   disclosure/      synthpop's empirical measures, one run per --target, and sdcMicro's
                    risk of the original on the keys (original_risk/: individual and global
                    re-identification risk, k-anonymity, SUDA2, l-diversity of the targets;
@@ -48,7 +48,7 @@ thresholds of the verdict lines (--threshold NAME=VALUE; defaults):
   s_pmse=10 overlap=0.5 expected_match_rate=0.01 true_match_rate=0.01 prop_top=0.1
   prop_evidence=0.1 evidence_factor=3 repU=1 DiSCO=1 membership_advantage=0.05
   membership_share=0.01 membership_probability=0.9 singling_out_risk=0.05
-  linkability_risk=0.05
+  linkability_risk=0.05 inference_risk=0.05
   (each in the unit of the key it names in the files, named under "units" in summary.json:
   repU and DiSCO in per cent, from 0 to 100; expected_match_rate, true_match_rate,
   prop_top, prop_evidence, membership_share and the risks of anonymeter's attacks are
