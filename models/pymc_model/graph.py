@@ -152,8 +152,8 @@ def _invalid(message: str) -> ValidationError:
 def _dependent(message: str) -> ValidationError:
     return ValidationError(
         message + ". bayes-risk needs records that are independent given the model's parameters "
-        "Θ, each record's likelihood p(y_i | Θ) depending on its own values only (methods, Your "
-        "own PyMC model)", code="RECORDS_NOT_INDEPENDENT")
+        "Θ, each record's likelihood p(y_i | Θ) depending on its own values only (methods, Models "
+        "written in PyMC)", code="RECORDS_NOT_INDEPENDENT")
 
 
 def _strip_casts(var: Any) -> Any:

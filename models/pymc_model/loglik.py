@@ -88,24 +88,33 @@ def _call(comp: CompiledLoglik, draws: Sequence[np.ndarray], cols: Sequence[np.n
 
 def _cell_bytes(comp: CompiledLoglik, draws: Sequence[np.ndarray], cols: Sequence[np.ndarray]
                 ) -> float:
-    """Bytes the function allocates per (draw, record) cell, measured on a small block
-    (numpy's allocations, which PyTensor's arrays are, are traced by ``tracemalloc``)."""
+    """Bytes the function allocates per (draw, record) cell: the growth of its peak between two
+    small blocks of records (numpy's allocations, which PyTensor's arrays are, are traced by
+    ``tracemalloc``), after a first call, so that neither what the first call sets up nor what
+    a call holds whatever its size is counted per cell. The blocks repeat the records and draws
+    given, whatever their number."""
     if comp.cell_bytes is None:
-        h = min(_PROBE_DRAWS, len(draws[0])) if draws else 1
-        n = min(_PROBE_RECORDS, len(cols[0]) if cols else 1)
+        h = _PROBE_DRAWS
+        block = [d[np.arange(h) % len(d)] for d in draws] if draws else []
+        small, large = _PROBE_RECORDS // 4, _PROBE_RECORDS
+        records = [np.resize(c, large) for c in cols]
+        _call(comp, block, [c[:small] for c in records], h if draws else 1, small)
         started = not tracemalloc.is_tracing()
         if started:
             tracemalloc.start()
+        peaks = []
         try:
-            tracemalloc.reset_peak()
-            before = tracemalloc.get_traced_memory()[0]
-            _call(comp, [d[:h] for d in draws], [c[:n] for c in cols], h, n)
-            peak = tracemalloc.get_traced_memory()[1] - before
+            for r in (small, large):
+                tracemalloc.reset_peak()
+                before = tracemalloc.get_traced_memory()[0]
+                _call(comp, block, [c[:r] for c in records], h if draws else 1, r)
+                peaks.append(tracemalloc.get_traced_memory()[1] - before)
         finally:
             if started:
                 tracemalloc.stop()
+        per_cell = max(peaks[1] - peaks[0], 0) / ((h if draws else 1) * (large - small))
         # the output's 8 bytes a cell at least, and a margin for blocks of other shapes
-        comp.cell_bytes = max(16.0, 1.5 * peak / (h * n))
+        comp.cell_bytes = max(16.0, 1.5 * per_cell)
     return comp.cell_bytes
 
 
@@ -183,4 +192,4 @@ def check_independent(comp: CompiledLoglik, draws: Sequence[np.ndarray],
                 + ": a record's likelihood depends on the other records' values (a lag, a "
                 "cumulative sum, a mean or a sort over the records inside the model). "
                 "bayes-risk needs records that are independent given the model's parameters "
-                "(methods, Your own PyMC model)", code="RECORDS_NOT_INDEPENDENT")
+                "(methods, Models written in PyMC)", code="RECORDS_NOT_INDEPENDENT")

@@ -84,7 +84,7 @@ class PyMCSynthesizer(BayesianSynthesizer):
     Refused with the reason (``RECORDS_NOT_INDEPENDENT``): a model whose records are not
     independent given its parameters — a latent variable per record, a distribution over the
     records jointly, a record's likelihood reading other records, a constant computed from the
-    table, a potential holding part of the likelihood. See :doc:`/methods/pymc_models`.
+    table, a potential holding part of the likelihood. See :doc:`/methods/models` (Models written in PyMC).
 
     Examples
     --------
