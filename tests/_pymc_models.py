@@ -43,6 +43,23 @@ def poisson_area(data):
     return model
 
 
+def poisson_area_dims(data):
+    """``poisson_area`` with a dimension of the records in the coords (containers, a
+    deterministic and the observed variable on it): PyMC then broadcasts the log-density to the
+    number of records the model was built on."""
+    coords = {"obs": np.arange(len(data)), "areas": data["area"].cat.categories}
+    with pm.Model(coords=coords) as model:
+        x = pm.Data("x", data["x"].to_numpy(), dims="obs")
+        area = pm.Data("area", data["area"].cat.codes.to_numpy(), dims="obs")
+        y = pm.Data("y", data["y"].to_numpy(), dims="obs")
+        b = pm.Normal("b", 0.0, 1.0, shape=2)
+        s = pm.HalfNormal("s", 1.0)
+        u = pm.Normal("u", 0.0, s, dims="areas")
+        mu = pm.Deterministic("mu", pt.exp(b[0] + b[1] * x + u[area]), dims="obs")
+        pm.Poisson("y_obs", mu, observed=y, dims="obs")
+    return model
+
+
 def categorical_chain(data):
     """sex ~ Categorical(p); mar | sex ~ Categorical(softmax(B[sex])): categorical columns drawn
     one after another (mar reads the drawn sex)."""

@@ -362,20 +362,43 @@ def inspect_model(model: Any, data: pd.DataFrame, schema: Schema) -> ModelGraph:
 
 def _inline(outputs: list[Any]) -> list[Any]:
     """``outputs`` with the inner graphs of composite operations (``pt.logsumexp``, ...) written
-    out, so that vectorising over draws batches their insides instead of looping over draws."""
+    out, so that vectorising over draws batches their insides instead of looping over draws,
+    and without the assertions of fixed shapes (``SpecifyShape``: the records' number at
+    build time, which the likelihood of other records must not keep)."""
     from pytensor.compile.builders import OpFromGraph
     from pytensor.compile.rewriting import inline_ofg_node
     from pytensor.graph.fg import FunctionGraph
     from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
+    from pytensor.tensor.shape import SpecifyShape
 
     @node_rewriter([OpFromGraph])
     def inline(fgraph: Any, node: Any) -> Any:
         return inline_ofg_node(node)
 
+    @node_rewriter([SpecifyShape])
+    def unspecify(fgraph: Any, node: Any) -> Any:
+        return [node.inputs[0]]
+
     # not cloned: the graph keeps its input variables (the named inputs of the likelihood)
     fg = FunctionGraph(outputs=outputs, clone=False)
     dfs_rewriter(inline).rewrite(fg)
+    dfs_rewriter(unspecify).rewrite(fg)
     return list(fg.outputs)
+
+
+def _record_term(term: Any) -> Any:
+    """An observed variable's log-density without the broadcast PyMC gives it to the variable's
+    shape (``Alloc`` to the number of records the model was built on, when the variable has
+    ``dims``): the terms of the records evaluated, whatever their number."""
+    from pytensor.tensor.basic import Alloc
+    from pytensor.tensor.shape import SpecifyShape
+
+    while term.owner is not None and isinstance(term.owner.op, (Alloc, SpecifyShape)):
+        inner = term.owner.inputs[0]
+        if inner.ndim != term.ndim or inner.type.broadcastable[:1] == (True,):
+            break
+        term = inner
+    return term
 
 
 def _frozen(outputs: list[Any], keep: Sequence[Any]) -> list[Any]:
@@ -428,6 +451,7 @@ def likelihood_graph(model: Any, observed: Sequence[Observed], dtypes: Mapping[s
                 f"the log-density of observed variable {o.name!r} is one number for all records "
                 "(a distribution over the records jointly, such as a multivariate normal, a "
                 "Gaussian process or an autoregression across them)")
+        t = _record_term(t)
         t = t.sum(axis=tuple(range(1, t.ndim))) if t.ndim > 1 else t
         total = t if total is None else total + t
     return LikelihoodGraph(total=_inline([total])[0], columns=cols, values=vals)
@@ -458,7 +482,10 @@ def graph_digest(outputs: Sequence[Any]) -> str:
                 pos[v] = f"k{j}.{i}"
                 h.update(f"|{pos[v]}:{data.dtype.str}:{data.shape}|".encode())
                 h.update(np.ascontiguousarray(data).tobytes())
-        h.update(f"|n{j}:{node.op}:{[pos.get(v, '?') for v in node.inputs]}".encode())
+        op = node.op
+        props = op._props_dict() if getattr(op, "__props__", None) else {}
+        h.update(f"|n{j}:{type(op).__module__}.{type(op).__qualname__}:{op}:{props!r}:"
+                 f"{[pos.get(v, '?') for v in node.inputs]}".encode())
         for o, v in enumerate(node.outputs):
             pos[v] = f"n{j}.{o}"
     h.update(f"|out:{[pos.get(v, '?') for v in outputs]}".encode())

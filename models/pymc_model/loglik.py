@@ -5,6 +5,7 @@ records, evaluated in blocks sized from the memory budget (:doc:`/user_guide/mem
 from __future__ import annotations
 
 import tracemalloc
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,10 +40,29 @@ class CompiledLoglik:
     cell_bytes: float | None = field(default=None)
 
 
-def compile_loglik(lik: Any) -> CompiledLoglik:
+#: compiled likelihoods by the digest of their graph (a refit, a loaded model, the model of
+#: another folder with the same likelihood reuse the function instead of compiling it again)
+_COMPILED: OrderedDict[str, CompiledLoglik] = OrderedDict()
+_KEEP = 8
+
+
+def compile_loglik(lik: Any, digest: str | None = None) -> CompiledLoglik:
     """Compile a :class:`~bayes_risk.models.pymc_model.graph.LikelihoodGraph` into a function of
     ``[H, ...]`` draws and ``[n]`` columns giving ``[H, n]`` (PyTensor's ``vectorize_graph``
-    batches it over the draws)."""
+    batches it over the draws); ``digest``: the graph's, under which the function is kept for
+    the next likelihood of the same graph."""
+    if digest is not None and digest in _COMPILED:
+        _COMPILED.move_to_end(digest)
+        return _COMPILED[digest]
+    comp = _compile(lik)
+    if digest is not None:
+        _COMPILED[digest] = comp
+        while len(_COMPILED) > _KEEP:
+            _COMPILED.popitem(last=False)
+    return comp
+
+
+def _compile(lik: Any) -> CompiledLoglik:
     import pytensor
     import pytensor.tensor as pt
     from pytensor.graph.replace import vectorize_graph

@@ -84,7 +84,8 @@ class PyMCSynthesizer(BayesianSynthesizer):
     Refused with the reason (``RECORDS_NOT_INDEPENDENT``): a model whose records are not
     independent given its parameters — a latent variable per record, a distribution over the
     records jointly, a record's likelihood reading other records, a constant computed from the
-    table, a potential holding part of the likelihood. See :doc:`/methods/models` (Models written in PyMC).
+    table, a potential holding part of the likelihood. See :doc:`/methods/models` (Models
+    written in PyMC).
 
     Examples
     --------
@@ -95,7 +96,13 @@ class PyMCSynthesizer(BayesianSynthesizer):
     method_name = "pymc"
     info = ModelInfo(partial_synthesis=True, required=("model_function",))
     model_class: Literal["P", "O"] = "P"
-    ratio_form: Literal["joint", "conditional"] = "joint"
+
+    @property
+    def ratio_form(self) -> Literal["joint", "conditional"]:  # type: ignore[override]
+        """``"conditional"`` when the model reads covariates (columns it does not observe), else
+        ``"joint"`` (Hu 2019 §3.2.5; the methods page, Models written in PyMC)."""
+        schema = getattr(self, "schema_", None)
+        return "conditional" if schema is not None and schema.unsynthesized else "joint"
 
     def __init__(
         self,
@@ -178,7 +185,7 @@ class PyMCSynthesizer(BayesianSynthesizer):
             raise ValidationError(
                 f"diagnose names {unknown}, which are not free variables of the model; expected "
                 f"some of {known}.")
-        comp = _loglik.compile_loglik(graph.likelihood)
+        comp = _loglik.compile_loglik(graph.likelihood, graph.digest)
         cols = _loglik.record_values(data, schema, comp.columns, "data")
         # at a draw of the prior (fixed: no randomness of the check reaches a result)
         prior = pm.draw([graph.model[p] for p in comp.params], random_seed=0)
@@ -250,8 +257,9 @@ class PyMCSynthesizer(BayesianSynthesizer):
             The table's columns; without roles, the synthesized columns are the model's
             observed ones.
         n_records, data, synthesized_records
-            As :meth:`BayesianSynthesizer.from_posterior`; ``data`` (the table the draws were
-            fitted to) also lets the model's checks run on it.
+            As :meth:`~bayes_risk.models._bayesian.base.BayesianSynthesizer.from_posterior`;
+            ``data`` (the table the draws were fitted to) also lets the model's checks run on
+            it.
         **settings
             ``model_function=...`` and the other settings.
 
@@ -329,7 +337,6 @@ class PyMCSynthesizer(BayesianSynthesizer):
 
     def _after_posterior(self) -> None:
         graph = self._pending
-        self.ratio_form = "conditional" if self.schema_.unsynthesized else "joint"
         self._state = PyMCState(graph=graph, schema=self.schema_, tree=self.posterior_,
                                 model_function=resolve_function(self.model_function),
                                 n_records=int(self._n_records), data=self.data_,

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.schema import Schema
+from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._bayesian.records import stacked_values
 
 __all__ = ["PyMCState"]
@@ -39,7 +40,7 @@ class PyMCState:
         if self._loglik is None:
             from bayes_risk.models.pymc_model.loglik import compile_loglik
 
-            self._loglik = compile_loglik(self.graph.likelihood)
+            self._loglik = compile_loglik(self.graph.likelihood, self.graph.digest)
         return self._loglik
 
     def draws(self, names: tuple[str, ...], idx: np.ndarray | None) -> list[np.ndarray]:
@@ -67,8 +68,14 @@ class PyMCState:
 
             table = self.data if self.data is not None else template_table(self.schema,
                                                                             self.n_records)
-            model = build_model(self.model_function, table, self.schema)
-            self._samplers = compile_samplers(inspect_model(model, table, self.schema))
+            graph = inspect_model(build_model(self.model_function, table, self.schema), table,
+                                  self.schema)
+            if graph.digest != self.graph.digest:
+                raise ValidationError(
+                    "the model function builds another likelihood on the records of a synthetic "
+                    "dataset than on the fitted ones: it depends on the table beyond its data "
+                    "containers.", code="MODEL_FUNCTION_CHANGED")
+            self._samplers = compile_samplers(graph)
         return self._samplers
 
     def released(self, data: pd.DataFrame | None, dtypes: dict[str, str]) -> dict[str, pd.Series]:

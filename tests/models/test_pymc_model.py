@@ -268,6 +268,21 @@ def test_record_loglik_is_the_poisson_density_by_hand(area_model):
                                rtol=1e-10)
 
 
+def test_a_dimension_of_the_records_in_the_coords(area_model):
+    """With ``dims="obs"`` on the containers and the observed variable, PyMC broadcasts the
+    log-density to the records the model was built on: any number of records is evaluated all
+    the same, with the numbers of the model without the dimension (same draws)."""
+    data, model = area_model
+    dims = _quiet(PyMCSynthesizer.from_posterior, model.posterior_, model.schema_, data=data,
+                  model_function="_pymc_models:poisson_area_dims")
+    np.testing.assert_array_equal(dims.record_loglik(data.head(3)),
+                                  model.record_loglik(data.head(3)))
+    np.testing.assert_allclose(dims.dataset_loglik([data]), model.dataset_loglik([data]),
+                               rtol=1e-12)
+    z = dims.synthesize(1, random_seed=2)[0]
+    assert len(z) == len(data) and list(z.columns) == list(data.columns)
+
+
 def test_blocks_under_a_memory_budget_give_the_same_numbers(area_model, monkeypatch):
     import bayes_risk.models.pymc_model.loglik as lk
 

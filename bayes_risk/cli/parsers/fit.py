@@ -35,7 +35,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               "--categorical list is needed. With --method pymc "
                               "--model-function MODULE:FUNCTION the model is a function that "
                               "builds a PyMC model of the table; its observed columns are "
-                              "synthesized, its likelihoods read off its graph.")
+                              "synthesized, its likelihoods read off its graph.",
+                              # whole option names only: --model would otherwise be read as
+                              # --model-function (fit takes --method, not --model)
+                              allow_abbrev=False)
     add_input_arguments(p, synthetic=None)
     # no argparse choices: any registered synthesizer is accepted (bayes_risk.registry), and an
     # unknown name gets the registry's error listing the registered ones
