@@ -50,6 +50,7 @@ _API: dict[str, str] = {
     "validate_synthetic": "bayes_risk.data.validate",
     "read_table": "bayes_risk.data.io",
     "read_synthetic": "bayes_risk.data.io",
+    "file_labels": "bayes_risk.data.statfiles",
     "make_ce_like": "bayes_risk.data.demo",
     "make_acs_like": "bayes_risk.data.demo",
     # utility
@@ -69,6 +70,7 @@ _API: dict[str, str] = {
     # identification risk
     "identification_risk": "bayes_risk.identification.api",
     "radius_sweep": "bayes_risk.identification.api",
+    "radius_search": "bayes_risk.identification.radius",
     "known_sweep": "bayes_risk.identification.knowledge",
     "PosteriorReplicates": "bayes_risk.identification.replicates",
     "MatchSpec": "bayes_risk.identification.specs",

@@ -72,11 +72,13 @@ MESSAGES: dict[str, str] = {
     "REGIMES_DISAGREE": "the chains of a mixture fit sit in different regimes of the class "
     "structure (they disagree on the concentration α, the number of occupied classes k* or "
     "the log-likelihood; the warning names each chain's values): every risk computed from the "
-    "fit depends on which draws are used. Compare refits (other seeds, more chains, parallel "
-    "tempering with temperatures=T, which also says which regime carries the posterior mass).",
+    "fit depends on which draws are used. A DPMPM fit bounds each regime's marginal likelihood "
+    "from its partitions and says which regime holds the posterior mass when the bounds settle "
+    "it; compare refits (other seeds, more chains, longer runs).",
     "RISK_BY_REGIME": "the risk was computed separately from the draws of each regime of the "
-    "fit (REGIMES_DISAGREE) and the figures differ: the larger is reported in the verdict and "
-    "both are listed.",
+    "fit (REGIMES_DISAGREE) and the figures differ: the verdict reads the figure of the regime "
+    "that holds the posterior mass when the fit settles which one does, else the larger; every "
+    "regime's figure is listed.",
     "TRUNCATION_TOO_SMALL": "the kept posterior draws occupy K - 1 or more of the K classes of "
     "the truncated mixture: the truncation may cut off posterior mass; increase n_components.",
     "DIVERGENCES": "NUTS reported divergent transitions while sampling the posterior of a PyMC "
@@ -85,6 +87,16 @@ MESSAGES: dict[str, str] = {
     "effect).",
     # identification risk
     "NO_MATCH": "some targets have no matching record in a synthetic dataset.",
+    "RADIUS_NOT_SEARCHED": "the radius search was turned off (sweep=None, --radius-sweep "
+    "none): the identification figures are at the radius given, not the worst case over the "
+    "radii the intruder can choose, and may understate the risk.",
+    "RADIUS_COORDINATE_SEARCH": "the grid of radii had more points than max_grid, so a "
+    "coordinate search (each column's radii in turn) stood in for it: it may miss the "
+    "grid's largest figure.",
+    "RADIUS_AT_GRID_EDGE": "the largest figure of the radius search lies at the largest radius "
+    "searched for some column: an intruder who matches that column more loosely (or not at "
+    "all) may find more; widen the search (sweep=..., --radius-sweep) or run the knowledge "
+    "sweep.",
     # plain release files (no manifest, so no fingerprint of the original)
     "ROWS_NOT_VERIFIED": "no column of the synthetic data equals the original's row by row, so "
     "the row order of the files cannot be checked: the measures assume that row i of every "
@@ -179,6 +191,13 @@ MESSAGES: dict[str, str] = {
     "UNUSED_LEVEL": "a declared level of a categorical column that no record holds (an unused "
     "category of a pandas Categorical, a codebook's level) was dropped from the fitted model, "
     "so that it is given no probability and never released; keep it with keep_unused_levels.",
+    # reading SAS, Stata and SPSS files (bayes_risk.data.statfiles)
+    "VALUE_LABELS_NOT_FOUND": "a column of a SAS, Stata or SPSS file names value labels (a SAS "
+    "format, a Stata label set) that were not found (no format catalog beside the file): its "
+    "codes are read as numbers; put the catalog beside the file or declare the column's type.",
+    "MISSING_LEVELS_UNORDERED": "a column that is ordinal in its SPSS file holds missing-value "
+    "levels (user-missing codes), which have no place in its order: it is read as categorical, "
+    "unordered; declare those levels missing (--missing-code COL=LABEL) to keep it ordinal.",
     "PREDICTOR_DROPPED": "a predictor_matrix names as a predictor of a column a column "
     "synthesized after it; it was dropped from that column's predictors, as synthpop does "
     "(a column whose predictors are all dropped is drawn by sample): visit it earlier to keep it.",

@@ -14,7 +14,7 @@ from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import encode, harmonise_levels, validate_table
-from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
 from bayes_risk.utility._inputs import base_schema
 
 __all__ = ["AttackInputs", "attack_inputs", "code_table", "raise_warnings"]
@@ -40,16 +40,19 @@ def attack_inputs(
     columns: Sequence[str] | None,
     schema: Schema | None,
     categorical: Iterable[str] | None,
+    argument: str = "columns",
 ) -> AttackInputs:
     """Check and align the inputs of an attack (errors and warnings as those of
-    :func:`~bayes_risk.attacks.singling_out_risk`)."""
+    :func:`~bayes_risk.attacks.singling_out_risk`); ``argument`` names the attack's columns in
+    the errors (linkability's ``aux_columns``)."""
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     sch = base_schema(original, schema=schema, carried=None if source is None else source.schema,
                       categorical=categorical)
     cols = list(sch.names) if columns is None else list(columns)
     if not cols:
-        raise ValidationError("columns is empty; give at least one column.")
-    sch.check_columns(cols, "columns")
+        raise ValidationError(f"{arg_name(argument)} is empty; give at least one column.",
+                              code="INVALID_ARGUMENT")
+    sch.check_columns(cols, argument)
     if holdout is not None and not isinstance(holdout, pd.DataFrame):
         raise ValidationError(f"holdout must be a pandas DataFrame. Got {type(holdout).__name__}.")
     named = [("original", original), *((f"synthetic dataset {l}", z)

@@ -50,7 +50,7 @@ def audit(
     Parameters
     ----------
     original : DataFrame or path
-        The confidential table (CSV or Parquet path accepted).
+        The confidential table (a CSV, Parquet, SAS, Stata or SPSS path accepted).
     synthetic : SyntheticData, list of DataFrame, path or list of paths
         The release: a ``SyntheticData`` (or its folder) or one table per synthetic dataset.
     known : sequence of str

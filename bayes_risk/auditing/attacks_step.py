@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bayes_risk._io import write_json
-from bayes_risk.auditing.context import StepContext, ran, skipped, step_folder
+from bayes_risk.auditing.context import StepContext, ran, skipped, step_folder, write_table
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import ATTACK_OPTIONS
 from bayes_risk.results._base import plot_figure
@@ -44,14 +44,14 @@ def attacks_step(ctx: StepContext) -> StepOutcome:
             "linkability": None if lk is None else lk.to_dict(),
             "linkability_not_run": why_not,
             "warnings": list(dict.fromkeys([*so.warnings, *(lk.warnings if lk else [])]))})
-        so.table.to_csv(folder / "singling_out.csv", index=False)
-        so.queries.to_csv(folder / "singling_out_queries.csv", index=False)
+        write_table(ctx, so.table, folder / "singling_out.csv")
+        write_table(ctx, so.queries, folder / "singling_out_queries.csv")
         plot_figure(so, "risk").savefig(folder / "singling_out.png", dpi=100)
         files = ["summary.json", "singling_out.csv", "singling_out_queries.csv",
                  "singling_out.png"]
         if lk is not None:
-            lk.table.to_csv(folder / "linkability.csv", index=False)
-            lk.records.to_csv(folder / "linkability_records.csv", index=False)
+            write_table(ctx, lk.table, folder / "linkability.csv")
+            write_table(ctx, lk.records, folder / "linkability_records.csv")
             plot_figure(lk, "risk").savefig(folder / "linkability.png", dpi=100)
             files += ["linkability.csv", "linkability_records.csv", "linkability.png"]
     result: dict[str, Any] = {"singling_out": so, "linkability": lk}

@@ -338,6 +338,11 @@ def run(args: argparse.Namespace) -> int:
         f"{100 * un.get('prop_top', float('nan')):.3g} % (prop_top in summary.json), mean "
         f"p_true {100 * un.get('mean_p_true', float('nan')):.3g} % (random guess "
         f"{100 * summary.get('random_guess_baseline', float('nan')):.3g} %)",
+        # what the release adds, to be read beside the ranking (methods page, issue 63)
+        f"share with evidence {100 * un.get('prop_evidence', float('nan')):.3g} % "
+        f"(prop_evidence: Bayes factor of the true values >= "
+        f"{un.get('evidence_factor', float('nan')):g}, the release multiplying the "
+        "intruder's odds on them that many times)",
     ]
     chains = summary.get("between_chain_check")
     if chains:  # whether the records' estimates were compared across MCMC chains, and how
@@ -347,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
             if chains.get("status") == "run" else f"between-chain check not run: {chains['reason']}"
         )
     with output_dir(args) as tmp:
-        result.records.to_csv(tmp / "records.csv")  # the index: column "record" (or "pair")
+        result.to_dataframe().to_csv(tmp / "records.csv")  # the index: column "record" (or "pair")
         write_json(tmp / "summary.json", summary)
         for kind, name in (("p_true", "p_true_hist.png"), ("rank", "rank_hist.png"),
                            ("khat", "khat.png")):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -224,33 +225,67 @@ class SyntheticData:
             "model_id": self.model_id,
         }
 
-    def save(self, path: str | os.PathLike[str], *, csv: bool = False) -> Path:
-        """Write the folder atomically (Parquet per dataset + ``manifest.json``).
+    def save(self, path: str | os.PathLike[str], *, csv: bool = False,
+             file_format: str = "parquet", labels: Any = None) -> Path:
+        """Write the folder atomically (one file per dataset + ``manifest.json``).
 
         Parameters
         ----------
         path : path-like
             Destination folder (replaced if it exists).
         csv : bool
-            Also write ``syn_001.csv`` … beside the Parquet files, for tools that read CSV.
+            Also write ``syn_001.csv`` … beside the dataset files, for tools that read CSV.
+        file_format : {"parquet", "csv", "sav", "zsav", "dta", "xpt"}
+            The datasets' format (recorded in the manifest as ``file_format``): Parquet keeps
+            every dtype; SPSS, Stata and SAS transport files are written with the value labels,
+            variable labels and missing-value declarations of ``labels``
+            (:doc:`/user_guide/data`, Files from SAS, Stata and SPSS).
+        labels : FileLabels, optional
+            What the original's SAS, Stata or SPSS file declared
+            (:func:`~bayes_risk.data.file_labels` of the original as read).
 
         Returns
         -------
         Path
             The folder written.
+
+        Raises
+        ------
+        ValidationError
+            ``UNSUPPORTED_FILE_TYPE`` for another format; ``FORMAT_CANNOT_HOLD`` when the
+            format cannot hold a dataset (nothing is written).
         """
+        from bayes_risk.data.statfiles import LABELS_FILE, RELEASE_FORMATS, sas_format_program
+
+        if file_format not in RELEASE_FORMATS:
+            raise ValidationError(f"file_format must be one of {', '.join(RELEASE_FORMATS)}. "
+                                  f"Got {file_format!r}.", code="UNSUPPORTED_FILE_TYPE")
         man = self.manifest()
+        suffix = RELEASE_FORMATS[file_format]
+        man["files"] = [f.removesuffix(".parquet") + suffix for f in man["files"]]
+        man["file_format"] = file_format
+        if file_format != "parquet":  # what the files cannot say, restored by load
+            man["dtypes"] = {str(c): str(t) for c, t in self.datasets[0].dtypes.items()}
+        codes = self.schema.missing_codes if self.schema is not None else {}
         with atomic_dir(path) as tmp:
             for fname, z in zip(man["files"], self.datasets, strict=False):
-                z.to_parquet(tmp / fname, index=False)
-                if csv:
-                    z.to_csv(tmp / fname.replace(".parquet", ".csv"), index=False)
+                _write_dataset(z, tmp / fname, file_format, labels, codes)
+                if csv and file_format != "csv":
+                    z.to_csv(tmp / (fname.removesuffix(suffix) + ".csv"), index=False)
+            if labels is not None and file_format != "parquet":
+                # the codebook: how load reads a transport file's codes back as the levels
+                write_json(tmp / LABELS_FILE, labels.to_dict())
+            if file_format == "xpt" and labels is not None:
+                program = sas_format_program(labels, man["columns"])
+                if program:
+                    (tmp / "formats.sas").write_text(program, encoding="utf-8")
             write_json(tmp / MANIFEST_NAME, man)
         return Path(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> SyntheticData:
-        """Load a folder written by :meth:`save`.
+        """Load a folder written by :meth:`save`, in any of its formats (the manifest's
+        ``file_format``; the datasets' dtypes and levels as saved).
 
         Raises
         ------
@@ -272,9 +307,8 @@ class SyntheticData:
             if not f.is_file():
                 raise ValidationError(f"{p}: dataset file {fname} listed in the manifest is "
                                       "missing.", code="MANIFEST_INVALID")
-            datasets.append(
-                _restore_categoricals(pd.read_parquet(f), man.get("categorical_dtypes"))
-            )
+            datasets.append(_restore_categoricals(_read_dataset(f, man, p),
+                                                  man.get("categorical_dtypes")))
         _check_datasets_match(man, p, datasets)
         flags = None
         if man.get("synthesized_records") is not None:
@@ -294,6 +328,71 @@ class SyntheticData:
             return False
         same_data = all(a.equals(b) for a, b in zip(self.datasets, other.datasets, strict=False))
         return same_data and self.manifest() == other.manifest()
+
+
+def _write_dataset(z: pd.DataFrame, f: Path, file_format: str, labels: Any,
+                   codes: dict[str, tuple[float, ...]]) -> None:
+    """One dataset of a release in ``file_format`` (inside the release's atomic folder)."""
+    if file_format == "parquet":
+        z.to_parquet(f, index=False)
+    elif file_format == "csv":
+        z.to_csv(f, index=False)
+    else:
+        from bayes_risk.data.statfiles import write_stat_file
+
+        write_stat_file(z, f, file_format, labels=labels, missing_codes=codes)
+
+
+def _read_dataset(f: Path, man: dict[str, Any], p: Path) -> pd.DataFrame:
+    """One dataset file of a release, with the dtypes the manifest records."""
+    fmt = man.get("file_format") or "parquet"
+    if fmt == "parquet":
+        return pd.read_parquet(f)
+    dtypes = man.get("dtypes") or {}
+    cats = man.get("categorical_dtypes") or {}
+    if fmt == "csv":
+        # texts as texts ("015" stays), categories by their own type; only an empty field is
+        # missing, as the CSV reader reads it
+        text = {c: str for c, t in dtypes.items()
+                if t in ("str", "object", "string") or (c in cats and all(
+                    isinstance(v, str) for v in cats[c]["categories"]))}
+        z = pd.read_csv(f, dtype=text, keep_default_na=False, na_values=[""])
+    else:
+        from bayes_risk.data.statfiles import LABELS_FILE, read_stat_file
+
+        schema = _manifest_schema(man, p)
+        with warnings.catch_warnings():
+            # a transport file's formats are mapped back from the release's codebook below
+            if fmt == "xpt":
+                warnings.filterwarnings("ignore", message=".*VALUE_LABELS_NOT_FOUND")
+            z = read_stat_file(f, numeric=schema.numeric if schema is not None else ())
+        z.attrs.clear()
+        if fmt == "xpt" and (p / LABELS_FILE).is_file():
+            z = _levels_from_codes(z, read_json(p / LABELS_FILE, ""))
+    for c, t in dtypes.items():
+        if c in z.columns and c not in cats and str(z[c].dtype) != t:
+            try:
+                z[c] = z[c].astype(t)
+            except (TypeError, ValueError) as err:
+                raise _bad_manifest(p, f"{f.name}: column {c!r} cannot be read as {t} ({err})"
+                                    ) from err
+    return z
+
+
+def _levels_from_codes(z: pd.DataFrame, labels: dict[str, Any]) -> pd.DataFrame:
+    """A transport file's codes read back as the levels the release's codebook names."""
+    from bayes_risk.data.statfiles import SPECIAL_MISSING, FileLabels
+
+    fl = FileLabels.from_dict(labels)
+    for c, pairs in fl.level_codes.items():
+        if c not in z.columns:
+            continue
+        text = c in fl.text_columns
+        back = {(str(k) if text else SPECIAL_MISSING[k.lower()] if isinstance(k, str)
+                 else float(k)): lv for lv, k in pairs}
+        col = z[c].astype(object) if text else pd.to_numeric(z[c], errors="coerce")
+        z[c] = col.map(back).astype(object)
+    return z
 
 
 def _is_int(x: Any) -> bool:
@@ -330,6 +429,10 @@ _MANIFEST_FIELDS: dict[str, tuple[Any, str, bool]] = {
                    "one of " + ", ".join(repr(g) for g in GENERATION_SCHEMES), False),
     "proper": (lambda x: isinstance(x, bool), "true or false", False),
     "imputed_columns": (_is_str_list, "a list of column names", False),
+    "file_format": (lambda x: x in ("parquet", "csv", "sav", "zsav", "dta", "xpt"),
+                    "one of parquet, csv, sav, zsav, dta, xpt", False),
+    "dtypes": (lambda x: isinstance(x, dict) and all(isinstance(v, str) for v in x.values()),
+               "an object of dtype names", False),
     "model_id": (lambda x: isinstance(x, str) and len(x) == 64
                  and all(ch in "0123456789abcdef" for ch in x), "a SHA-256 (64 hexadecimal "
                  "digits)", False),
@@ -363,6 +466,10 @@ def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
     dup = sorted({f for f in files if files.count(f) > 1})
     if dup:
         raise _bad_manifest(p, f"'files' lists {dup} more than once (each dataset is one file)")
+    from bayes_risk.data.statfiles import RELEASE_FORMATS
+
+    fmt = man.get("file_format") or "parquet"
+    suffix = RELEASE_FORMATS[fmt]
     root = p.resolve()
     for f in files:
         fp = Path(f)
@@ -370,8 +477,9 @@ def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
             raise _bad_manifest(p, f"dataset file {f!r} is not a file of the release folder")
         if root not in (p / fp).resolve().parents:
             raise _bad_manifest(p, f"dataset file {f!r} lies outside the release folder")
-        if fp.suffix.lower() != ".parquet":
-            raise _bad_manifest(p, f"dataset file {f!r} is not a Parquet file")
+        if fp.suffix.lower() != suffix:
+            raise _bad_manifest(p, f"dataset file {f!r} is not a {fmt} file ('file_format' is "
+                                f"{fmt!r})")
     if man.get("m") is not None and man["m"] != len(files):
         raise _bad_manifest(p, f"'m' is {man['m']} but 'files' lists {len(files)} dataset(s)")
     sizes = man.get("n_records_per_dataset")

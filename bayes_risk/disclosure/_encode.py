@@ -189,6 +189,12 @@ def _grouped(name: str, arrays: list[np.ndarray], missing_codes: Sequence[float]
             f"{argument} = {ngroups}: column {name!r} has a single distinct value (besides "
             "missing values); there is nothing to group.",
             code="CONSTANT_COLUMN")
+    from bayes_risk._memory import check_memory
+
+    # the quantile breaks (three arrays of ngroups + 1 doubles: ngroups=10**9 asked for 24 GB)
+    # and, at most, a label of about 100 bytes a group
+    check_memory(124.0 * (ngroups + 1), argument,
+                 what=f"the breaks of {ngroups:,} groups of column {name!r}")
     br = _group_breaks(pooled, ngroups)
     ng = len(br) - 1
     na = ng + len(missing_codes)

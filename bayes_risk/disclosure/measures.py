@@ -28,7 +28,7 @@ from bayes_risk.disclosure._encode import (
     resolve_inputs,
 )
 from bayes_risk.disclosure._rcompat import c_sort, r_as_character, r_format
-from bayes_risk.exceptions import DataWarning, ValidationError
+from bayes_risk.exceptions import DataWarning, ValidationError, on_command_line
 from bayes_risk.results.disclosure import (
     REPU_MEASURES,
     DisclosureByTarget,
@@ -134,8 +134,8 @@ def _check_options(ngroups_target: Any, compat: Any) -> int | None:
         return None
     if not is_integer(ngroups_target) or int(ngroups_target) < 2:
         raise ValidationError(
-            f"ngroups_target must be an integer >= 2 (or None / 0: no grouping). "
-            f"Got {ngroups_target!r}.")
+            f"ngroups_target must be an integer >= 2 (or {'0' if on_command_line() else 'None / 0'}"
+            f": no grouping). Got {ngroups_target!r}.")
     return int(ngroups_target)
 
 

@@ -13,7 +13,7 @@ from bayes_risk._specs import as_spec
 from bayes_risk.attribute.refits import cache_folder
 from bayes_risk.contract import capabilities
 from bayes_risk.data.provenance import check_release_model
-from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
+from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name, on_command_line
 from bayes_risk.membership import dcr as _dcr
 from bayes_risk.membership import estimator as _est
 from bayes_risk.membership import holdout as _holdout
@@ -228,8 +228,9 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
         if rule is not None:
             raise ValidationError(
                 "selection applies to a Bayesian model's release of selected records; the CART "
-                "plug-in ratio covers releases that synthesize every record (leave selection "
-                "unset).",
+                "plug-in ratio covers releases that synthesize every record ("
+                + ("give no --selection" if on_command_line() else "leave selection unset")
+                + ").",
                 code="OPTION_CONFLICT")
         return provenance.note(_tree_membership_risk(
             model, original, synthetic, holdout, records, population, attack, ratio, random_seed),

@@ -110,6 +110,11 @@ def check_options(population: Any, threshold: float, normaliser_draws: Any, boot
             f"normaliser_draws must be an integer >= 20. Got {normaliser_draws!r}.")
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
         raise ValidationError(f"bootstrap must be an integer >= 0. Got {bootstrap!r}.")
+    from bayes_risk._memory import check_memory
+
+    # the file summary's four arrays of replicates (bootstrap=10**9 asked for 32 GB)
+    check_memory(32.0 * int(bootstrap), arg_name("bootstrap"),
+                 what=f"{int(bootstrap):,} bootstrap replicates of the file summaries")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.number)) or not (
             np.isfinite(alpha) and alpha > 0):
         raise ValidationError(f"unsynthesized_concentration must be a number > 0. Got {alpha!r}.",

@@ -20,7 +20,7 @@ _RATES = (("main", "main (original)", "tab:red"),
           ("baseline", "baseline (random)", "0.5"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class _AttackResult(RiskResult):
     """What both attacks' results share: the table, the settings, the warnings, the plots."""
 
@@ -121,7 +121,7 @@ class _AttackResult(RiskResult):
         return str(g)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SinglingOutResult(_AttackResult):
     """Result of :func:`~bayes_risk.singling_out_risk` (:doc:`/methods/attacks`).
 
@@ -174,7 +174,7 @@ class SinglingOutResult(_AttackResult):
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class LinkabilityResult(_AttackResult):
     """Result of :func:`~bayes_risk.linkability_risk` (:doc:`/methods/attacks`).
 

@@ -394,7 +394,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
         m, random_seed, gens = self._streams(m, random_seed)
         cache: dict[str, np.ndarray] = {}
         datasets = [self._synthesize_one(gens[l], cache) for l in progress(
-            range(m), total=m, description="RF synthesis", enabled=self.progressbar)]
+            range(m), total=m, description="RF synthesis", unit="datasets",
+            enabled=self.progressbar)]
         union = np.logical_or.reduce(list(self.records_.values()))
         return self._make_release(datasets, random_seed, union, {
             "visit_sequence": list(self.visit_sequence_), "procedure": self.procedure,

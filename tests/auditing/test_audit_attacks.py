@@ -79,10 +79,11 @@ def test_attacks_step_skipped_without_holdout_and_thresholds_given(release):
     a = res.step("attacks")
     assert a.status == "skipped" and "no holdout" in a.reason
     assert not [v for v in res.verdicts if v.step == "attacks"]
-    res = _audit(release, thresholds={"singling_out_risk": 1.0, "linkability_risk": 1.0},
+    # the largest thresholds a line can still cross (1, which no risk exceeds, is refused)
+    res = _audit(release, thresholds={"singling_out_risk": 0.99, "linkability_risk": 0.99},
                  linkability_columns=(["Age"], ["Income"]))
     lines = [v for v in res.verdicts if v.step == "attacks"]
-    assert all(v.threshold == 1.0 and not v.exceeds for v in lines)
+    assert all(v.threshold == 0.99 and v.exceeds == (v.value > 0.99) for v in lines)
     assert lines[2].measure == "linkability risk (Age with Income)"
     assert res.plan.settings_frame().query("step == 'attacks'")["source"].tolist()[1] == "given"
 

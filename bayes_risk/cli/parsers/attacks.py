@@ -52,7 +52,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_input_arguments(p, " the release was made from")
     p.add_argument("--holdout", default=None, metavar="FILE",
                    help="records of the same population that the synthesis did not use "
-                   "(anonymeter's control set; .csv or .parquet), ideally as many as ORIGINAL")
+                   "(anonymeter's control set; a file of any format ORIGINAL takes), ideally as "
+                   "many as ORIGINAL")
     g = p.add_argument_group("singling out")
     g.add_argument("--singling-out", nargs="+", default=["univariate", "multivariate"],
                    choices=["univariate", "multivariate", "none"], metavar="MODE",
