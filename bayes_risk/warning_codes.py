@@ -81,6 +81,10 @@ MESSAGES: dict[str, str] = {
     "regime's figure is listed.",
     "TRUNCATION_TOO_SMALL": "the kept posterior draws occupy K - 1 or more of the K classes of "
     "the truncated mixture: the truncation may cut off posterior mass; increase n_components.",
+    "DIVERGENCES": "NUTS reported divergent transitions while sampling the posterior of a PyMC "
+    "model: the draws may miss part of the posterior, so the risks computed from them may be "
+    "biased; raise target_accept (e.g. 0.95) or reparametrise the model (a non-centred random "
+    "effect).",
     # identification risk
     "NO_MATCH": "some targets have no matching record in a synthetic dataset.",
     "RADIUS_NOT_SEARCHED": "the radius search was turned off (sweep=None, --radius-sweep "
