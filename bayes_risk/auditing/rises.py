@@ -3,9 +3,9 @@ and with one remedied column undone at a time (:doc:`/user_guide/audit`, Applyin
 auditing again).
 
 A remedy (``bayes_risk.sdc``, ``bayes-risk remedy``) records the release it post-processed (its
-folder, or its plain files, and the SHA-256 of its dataset files). When an audit of the remedied release is read
-against an earlier audit (``before=``) and a risk line rose, the line's step is run again, with
-this audit's settings, on
+folder, or its plain files, and the SHA-256 of its dataset files). When an audit of the
+remedied release is read against an earlier audit (``before=``) and a risk line rose, the
+line's step is run again, with this audit's settings, on
 
 * the release before the remedy: the line's value there, so that the rise is measured under one
   set of settings, and

@@ -22,7 +22,7 @@ import pytest
 import bayes_risk as br
 from bayes_risk.cli import main
 from bayes_risk.data import SyntheticData, make_ce_like
-from bayes_risk.exceptions import DataWarning, SchemaError
+from bayes_risk.exceptions import SchemaError
 
 WORDS = {1: "Married", 2: "Widowed", 3: "Divorced", 4: "Separated", 5: "Never married"}
 KEYS = ["Age", "Urban", "Marital"]

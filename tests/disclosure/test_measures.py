@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from bayes_risk import ExclusionSpec, disclosure_measures, replicated_uniques
 from bayes_risk.data import SyntheticData, infer_schema
-from bayes_risk.results._summary import SHORT_ROWS
 from bayes_risk.disclosure import (
     ATTRIB_MEASURES,
     CAP_MEASURES,
@@ -23,6 +22,7 @@ from bayes_risk.disclosure import (
 )
 from bayes_risk.disclosure._rcompat import c_sort, r_as_character, r_format
 from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.results._summary import SHORT_ROWS
 
 # keys (sex, age), target inc. Original key cells: (1,30) inc {1, 2}; (2,40) inc {3, 3};
 # (2,50) inc {4}. Synthetic: (1,30) {1}; (2,40) {3, 3}; (2,50) {4, 5}.
