@@ -82,7 +82,7 @@ def audit(
         shows its verdict lines beside this one's ("Before and after"), and when this release
         is a remedy of another (``bayes_risk.sdc``) says why each risk line that rose rose,
         computed by running the line's step again on the release before the remedy and with
-        one remedied column undone at a time (:mod:`bayes_risk.auditing.rises`).
+        one remedied column undone at a time (``bayes_risk.auditing.rises``).
 
     Returns
     -------

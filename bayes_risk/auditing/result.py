@@ -60,7 +60,7 @@ class AuditResult(RiskResult):
         (:meth:`comparison`).
     rises : dict
         ``(step, measure) ->`` why that risk line rose against ``before``, computed on the
-        release before the remedy (:mod:`bayes_risk.auditing.rises`); the ``cause`` column of
+        release before the remedy (``bayes_risk.auditing.rises``); the ``cause`` column of
         :meth:`comparison`.
     """
 
@@ -271,7 +271,7 @@ class AuditResult(RiskResult):
 
     def comparison(self, summary: dict[str, Any] | None = None) -> pd.DataFrame | None:
         """This audit's verdict lines beside those of ``before`` (``compare_audits``'s columns
-        and ``cause``: why a risk line rose, :attr:`rises`), or ``None`` without one."""
+        and ``cause``: why a risk line rose, ``rises``), or ``None`` without one."""
         if self.before is None:
             return None
         from bayes_risk.auditing.compare import compare_audits

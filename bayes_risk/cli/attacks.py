@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.exceptions import ValidationError
+    from bayes_risk.exceptions import ValidationError, command_line_options
     from bayes_risk.results._base import plot_figure
 
     modes = [m for m in dict.fromkeys(args.singling_out) if m != "none"]
@@ -65,8 +65,10 @@ def run(args: argparse.Namespace) -> int:
     if aux is not None:
         sizes = [len(original)] + ([] if holdout is None else [len(holdout)])
         n = args.n_attacks if args.n_attacks < 1 else min(args.n_attacks, *sizes)
-        lk = linkability_risk(original, synthetic, aux_columns=aux, n_attacks=n,
-                              n_neighbors=args.n_neighbors, **common)
+        # linkability's aux_columns are --linkability here (--aux-columns is inference's)
+        with command_line_options({"aux_columns": "--linkability"}):
+            lk = linkability_risk(original, synthetic, aux_columns=aux, n_attacks=n,
+                                  n_neighbors=args.n_neighbors, **common)
     done = [r for r in (so, lk, inf) if r is not None]
     summary = {"measure": "attacks",
                "singling_out": None if so is None else so.to_dict(),

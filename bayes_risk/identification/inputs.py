@@ -111,9 +111,11 @@ def released_replicates(
 
 
 def user_replicates(
-    replicates: Any, original: pd.DataFrame, known_s: list[str], sk: Schema
+    replicates: Any, original: pd.DataFrame, known_s: list[str], sk: Schema,
+    recoded: Sequence[str] = (),
 ) -> tuple[list[Replicate], Schema]:
-    """User replicates of the synthesized known columns, checked, and the harmonised schema."""
+    """User replicates of the synthesized known columns, checked, and the harmonised schema
+    (``recoded``: the columns the release recodes, as for released datasets)."""
     n = len(original)
     if not isinstance(replicates, (list, tuple)) or not replicates:
         raise ValidationError(
@@ -149,7 +151,7 @@ def user_replicates(
             if sk[c].type not in CATEGORICAL_TYPES:
                 df[c] = numeric(df[c], c, f"replicate {r}")
         rep_s.append(df)  # missing values: as in released datasets (user guide, Missing values)
-    sk = harmonise_levels(original, rep_s, schema=sk)
+    sk = harmonise_levels(original, rep_s, schema=sk, recoded=recoded)
     return rep_s, sk
 
 

@@ -353,12 +353,12 @@ def prepare(
     warn: dict[str, str] = {}
     if duplicate_codes(datasets):  # warned by as_synthetic_list: kept among the run's warnings
         warn["DUPLICATE_DATASETS"] = message("DUPLICATE_DATASETS")
+    recoded = () if source is None else source.recoded_columns
     if replicates is None:
-        rep_s, sk = released_replicates(original, datasets, known_us, known, sk,
-                                        () if source is None else source.recoded_columns)
+        rep_s, sk = released_replicates(original, datasets, known_us, known, sk, recoded)
         check_rows_aligned(original, datasets, source, synthesized=known_s, record=warn)
     else:
-        rep_s, sk = user_replicates(replicates, original, known_s, sk)
+        rep_s, sk = user_replicates(replicates, original, known_s, sk, recoded)
     rule = _match_rule(o, sk, original, known_us, known_s)
     ids_orig = _original_ids(original, original_id, target_id, targets is not None)
     tdf, in_sample, rec, target_ids = _targets(original, targets, target_id, ids_orig, known, sk)

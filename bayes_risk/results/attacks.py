@@ -233,7 +233,7 @@ class LinkabilityResult(_AttackResult):
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class InferenceResult(_AttackResult):
     """Result of :func:`~bayes_risk.inference_risk` (:doc:`/methods/attacks`).
 
