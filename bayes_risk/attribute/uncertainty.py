@@ -139,8 +139,9 @@ def file_uncertainty(
         If the result kept no draw bootstrap, or ``level`` is not in (0, 1).
     """
     evidence_factor = check_evidence_factor(evidence_factor)
-    # p_true, the rank and whether the Bayes factor reaches the evidence factor, [B, n] each
-    boot = _check(result, level, tables=3)
+    # p_true and the rank, [B, n] each; whether the Bayes factor reaches the evidence factor is
+    # made a block of replicates at a time (its temporaries are [B, n] too)
+    boot = _check(result, level)
     recs = result.records
     flagged = _flagged(result)
     keep = np.flatnonzero(~flagged)
@@ -159,9 +160,10 @@ def file_uncertainty(
                      _evident(p0, prior, evidence_factor))
     base = {"n_records": int(len(recs)), "n_flagged_excluded": int(flagged.sum()),
             "bootstrap": int(B), "evidence_factor": float(evidence_factor)}
-    return _intervals(point, _by_replicates(_figures, p_b, r_b,
-                                            _evident(p_b, prior[None, :], evidence_factor)),
-                      FILE_FIGURES, level, base)
+    def figures(p: np.ndarray, r: np.ndarray) -> np.ndarray:
+        return _figures(p, r, _evident(p, prior[None, :], evidence_factor))
+
+    return _intervals(point, _by_replicates(figures, p_b, r_b), FILE_FIGURES, level, base)
 
 
 def wang_reiter_uncertainty(

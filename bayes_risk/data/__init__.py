@@ -16,7 +16,6 @@ from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import (
     check_m,
     check_probability,
-    check_release_levels,
     decode,
     encode,
     harmonise_levels,
@@ -26,7 +25,7 @@ from bayes_risk.data.validate import (
 
 __all__ = [
     "ColumnSpec", "Schema", "infer_schema", "SyntheticData", "validate_table",
-    "validate_synthetic", "harmonise_levels", "check_release_levels", "encode", "decode",
+    "validate_synthetic", "harmonise_levels", "encode", "decode",
     "check_m", "check_probability",
     "as_synthetic_list", "SyntheticInput", "record_positions", "level_codes", "read_table",
     "write_table", "read_synthetic", "file_labels", "FileLabels", "make_ce_like", "make_acs_like",

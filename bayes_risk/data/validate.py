@@ -218,7 +218,7 @@ def harmonise_levels(original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], 
 
     Existing levels keep their order (and codes); levels seen only in synthetic datasets are
     appended in sorted order. A level of a synthetic dataset that the original never holds is an
-    error (:func:`check_release_levels`) unless its column is in ``recoded``.
+    error (``check_release_levels``) unless its column is in ``recoded``.
 
     Raises
     ------
