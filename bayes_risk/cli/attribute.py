@@ -329,8 +329,30 @@ def run(args: argparse.Namespace) -> int:
     }
     from bayes_risk.results._base import plot_figure
 
+    lines = _summary_lines(summary, pairs=pairs is not None)
+    with output_dir(args) as tmp:
+        result.to_dataframe().to_csv(tmp / "records.csv")  # the index: column "record" (or "pair")
+        write_json(tmp / "summary.json", summary)
+        for kind, name in (("p_true", "p_true_hist.png"), ("rank", "rank_hist.png"),
+                           ("khat", "khat.png")):
+            plot_figure(result, kind).savefig(tmp / name, dpi=100)
+        if ksweep is not None:
+            save_known_sweep(tmp, ksweep, lines, dpi=100)
+        if curve is not None:
+            curve.table.to_csv(tmp / "known_curve.csv", index=False)
+            plot_figure(curve, "curve").savefig(tmp / "known_curve.png", dpi=100)
+            t = curve.table
+            lines.append("risk by the share of other records known: " + ", ".join(
+                f"{f:g}: mean p_true {100 * p:.3g} %"
+                for f, p in zip(t["known_fraction"], t["mean_p_true"], strict=True)))
+    print_summary(lines, args.out)
+    return 0
+
+
+def _summary_lines(summary: dict, *, pairs: bool) -> list[str]:
+    """The lines the command prints: the shares of the unflagged records, the chains' check."""
     un = summary["unflagged"]
-    what = "pairs of records" if pairs is not None else "records"
+    what = "pairs of records" if pairs else "records"
     lines = [
         f"attribute risk of {summary['n_records']} {what} ({summary['n_flagged']} flagged, "
         "counted separately)",
@@ -351,23 +373,7 @@ def run(args: argparse.Namespace) -> int:
             f"{chains.get('records_flagged', 0)} record(s) flagged CHAINS_DISAGREE"
             if chains.get("status") == "run" else f"between-chain check not run: {chains['reason']}"
         )
-    with output_dir(args) as tmp:
-        result.to_dataframe().to_csv(tmp / "records.csv")  # the index: column "record" (or "pair")
-        write_json(tmp / "summary.json", summary)
-        for kind, name in (("p_true", "p_true_hist.png"), ("rank", "rank_hist.png"),
-                           ("khat", "khat.png")):
-            plot_figure(result, kind).savefig(tmp / name, dpi=100)
-        if ksweep is not None:
-            save_known_sweep(tmp, ksweep, lines, dpi=100)
-        if curve is not None:
-            curve.table.to_csv(tmp / "known_curve.csv", index=False)
-            plot_figure(curve, "curve").savefig(tmp / "known_curve.png", dpi=100)
-            t = curve.table
-            lines.append("risk by the share of other records known: " + ", ".join(
-                f"{f:g}: mean p_true {100 * p:.3g} %"
-                for f, p in zip(t["known_fraction"], t["mean_p_true"], strict=True)))
-    print_summary(lines, args.out)
-    return 0
+    return lines
 
 
 def _check_known_sweep(args: argparse.Namespace, scenario: str) -> None:

@@ -157,6 +157,21 @@ def check_model(model: Any, selection: Any = None) -> None:
             code="MEMBERSHIP_PARTIAL_SYNTHESIS")
 
 
+def _check_tree_options(ratio: RatioSpec, rule: Any) -> None:
+    """Refuse the settings of a Bayesian model's ratio given with a CART release."""
+    if ratio.augmented is not None:
+        raise ValidationError("RatioSpec.augmented applies to models with posterior draws; a "
+                              "CART release has none (leave augmented unset).",
+                              code="INVALID_ARGUMENT")
+    if rule is not None:
+        raise ValidationError(
+            "selection applies to a Bayesian model's release of selected records; the CART "
+            "plug-in ratio covers releases that synthesize every record ("
+            + ("give no --selection" if on_command_line() else "leave selection unset")
+            + ").",
+            code="OPTION_CONFLICT")
+
+
 def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
                     holdout: pd.DataFrame | None = None,
                     records: Sequence[int] | np.ndarray | None = None,
@@ -222,17 +237,7 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
     check_model(model, selection=rule)
     provenance = check_release_model(model, synthetic, original, allow=allow_other_model)
     if _trees.is_tree_model(model):
-        if ratio.augmented is not None:
-            raise ValidationError("RatioSpec.augmented applies to models with posterior draws; a "
-                                  "CART release has none (leave augmented unset).",
-                                  code="INVALID_ARGUMENT")
-        if rule is not None:
-            raise ValidationError(
-                "selection applies to a Bayesian model's release of selected records; the CART "
-                "plug-in ratio covers releases that synthesize every record ("
-                + ("give no --selection" if on_command_line() else "leave selection unset")
-                + ").",
-                code="OPTION_CONFLICT")
+        _check_tree_options(ratio, rule)
         return provenance.note(_tree_membership_risk(
             model, original, synthetic, holdout, records, population, attack, ratio, random_seed),
             synthetic)
