@@ -50,6 +50,7 @@ _API: dict[str, str] = {
     "validate_synthetic": "bayes_risk.data.validate",
     "read_table": "bayes_risk.data.io",
     "read_synthetic": "bayes_risk.data.io",
+    "file_labels": "bayes_risk.data.statfiles",
     "make_ce_like": "bayes_risk.data.demo",
     "make_acs_like": "bayes_risk.data.demo",
     # utility
@@ -69,6 +70,7 @@ _API: dict[str, str] = {
     # identification risk
     "identification_risk": "bayes_risk.identification.api",
     "radius_sweep": "bayes_risk.identification.api",
+    "radius_search": "bayes_risk.identification.radius",
     "known_sweep": "bayes_risk.identification.knowledge",
     "PosteriorReplicates": "bayes_risk.identification.replicates",
     "MatchSpec": "bayes_risk.identification.specs",
@@ -90,9 +92,10 @@ _API: dict[str, str] = {
     "membership_risk": "bayes_risk.membership.api",
     "AttackSpec": "bayes_risk.membership.specs",
     "RatioSpec": "bayes_risk.membership.specs",
-    # singling-out and linkability attacks (anonymeter)
+    # singling-out, linkability and inference attacks (anonymeter)
     "singling_out_risk": "bayes_risk.attacks.singling_out",
     "linkability_risk": "bayes_risk.attacks.linkability",
+    "inference_risk": "bayes_risk.attacks.inference",
     # empirical disclosure measures (synthpop)
     "disclosure_measures": "bayes_risk.disclosure.measures",
     "ExclusionSpec": "bayes_risk.disclosure.measures",
@@ -112,6 +115,7 @@ _API: dict[str, str] = {
     "MembershipRiskResult": "bayes_risk.results",
     "SinglingOutResult": "bayes_risk.results",
     "LinkabilityResult": "bayes_risk.results",
+    "InferenceResult": "bayes_risk.results",
     "KnowledgeSweepResult": "bayes_risk.results",
     "PMSEResult": "bayes_risk.results",
     "UtilitySummary": "bayes_risk.results",

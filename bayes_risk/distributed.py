@@ -22,7 +22,7 @@ from bayes_risk.executors import (
     check_partition_size,
 )
 
-__all__ = ["attribute_risk", "identification_risk", "radius_sweep", "connect",
+__all__ = ["attribute_risk", "identification_risk", "radius_search", "radius_sweep", "connect",
            "DaskNotInstalledError"]
 
 def _bound_call(fn: Any, name: str, *args: Any, **kwargs: Any) -> Any:
@@ -209,6 +209,26 @@ def identification_risk(
     return _bound_call(api.identification_risk, "identification_risk", original, synthetic,
                        known=known, synthesized=synthesized, progressbar=progressbar,
                        executor=executor, **kwargs)
+
+
+def radius_search(
+    original: Any,
+    synthetic: Any,
+    *,
+    known: Sequence[str],
+    synthesized: Sequence[str] | None = None,
+    client: Any = None,
+    partition_size: int = 100_000,
+    **kwargs: Any,
+) -> Any:
+    """:func:`bayes_risk.radius_search` with the targets of every grid point spread over a
+    cluster (arguments as there and in :func:`identification_risk`; the same result)."""
+    from bayes_risk.identification.radius import radius_search as _search
+
+    executor = DaskExecutor(client, partition_size=check_partition_size(partition_size))
+    original, synthetic = _collect_inputs(original, synthetic, known, kwargs)
+    return _search(original, synthetic, known=known, synthesized=synthesized,
+                   executor=executor, **kwargs)
 
 
 def radius_sweep(

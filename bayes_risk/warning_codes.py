@@ -72,15 +72,31 @@ MESSAGES: dict[str, str] = {
     "REGIMES_DISAGREE": "the chains of a mixture fit sit in different regimes of the class "
     "structure (they disagree on the concentration α, the number of occupied classes k* or "
     "the log-likelihood; the warning names each chain's values): every risk computed from the "
-    "fit depends on which draws are used. Compare refits (other seeds, more chains, parallel "
-    "tempering with temperatures=T, which also says which regime carries the posterior mass).",
+    "fit depends on which draws are used. A DPMPM fit bounds each regime's marginal likelihood "
+    "from its partitions and says which regime holds the posterior mass when the bounds settle "
+    "it; compare refits (other seeds, more chains, longer runs).",
     "RISK_BY_REGIME": "the risk was computed separately from the draws of each regime of the "
-    "fit (REGIMES_DISAGREE) and the figures differ: the larger is reported in the verdict and "
-    "both are listed.",
+    "fit (REGIMES_DISAGREE) and the figures differ: the verdict reads the figure of the regime "
+    "that holds the posterior mass when the fit settles which one does, else the larger; every "
+    "regime's figure is listed.",
     "TRUNCATION_TOO_SMALL": "the kept posterior draws occupy K - 1 or more of the K classes of "
     "the truncated mixture: the truncation may cut off posterior mass; increase n_components.",
+    "DIVERGENCES": "NUTS reported divergent transitions while sampling the posterior of a PyMC "
+    "model: the draws may miss part of the posterior, so the risks computed from them may be "
+    "biased; raise target_accept (e.g. 0.95) or reparametrise the model (a non-centred random "
+    "effect).",
     # identification risk
     "NO_MATCH": "some targets have no matching record in a synthetic dataset.",
+    "RADIUS_NOT_SEARCHED": "the radius search was turned off (sweep=None, --radius-sweep "
+    "none): the identification figures are at the radius given, not the worst case over the "
+    "radii the intruder can choose, and may understate the risk.",
+    "RADIUS_COORDINATE_SEARCH": "the grid of radii had more points than max_grid, so a "
+    "coordinate search (each column's radii in turn) stood in for it: it may miss the "
+    "grid's largest figure.",
+    "RADIUS_AT_GRID_EDGE": "the largest figure of the radius search lies at the largest radius "
+    "searched for some column: an intruder who matches that column more loosely (or not at "
+    "all) may find more; widen the search (sweep=..., --radius-sweep) or run the knowledge "
+    "sweep.",
     # plain release files (no manifest, so no fingerprint of the original)
     "ROWS_NOT_VERIFIED": "no column of the synthetic data equals the original's row by row, so "
     "the row order of the files cannot be checked: the measures assume that row i of every "
@@ -95,6 +111,13 @@ MESSAGES: dict[str, str] = {
     "MODEL_UNVERIFIED": "the model folder was saved by an older bayes-risk without the "
     "checksums of (some of) its files, so an edit to what they do not cover cannot be "
     "detected; save it again to record them.",
+    "SYNTHETIC_ONLY_LEVEL": "a release said to recode a column (--recoded, "
+    "SyntheticData.declare_recoded) holds levels of it that the original never holds: each is "
+    "kept as a level of its own, which no original record matches.",
+    "RELEASE_UNVERIFIED": "the release folder was written by an older bayes-risk, whose "
+    "manifest records no checksums of its dataset files, so a dataset changed, truncated or "
+    "replaced by another since cannot be detected; write it again to record them "
+    "(SyntheticData.load(old).save(new)).",
     "REFIT_CACHE_DAMAGED": "an entry of the refit cache did not verify (a file missing, edited "
     "or cut short, or not the refit its name says): it was ignored, the refit made again and "
     "the entry replaced.",
@@ -175,6 +198,13 @@ MESSAGES: dict[str, str] = {
     "UNUSED_LEVEL": "a declared level of a categorical column that no record holds (an unused "
     "category of a pandas Categorical, a codebook's level) was dropped from the fitted model, "
     "so that it is given no probability and never released; keep it with keep_unused_levels.",
+    # reading SAS, Stata and SPSS files (bayes_risk.data.statfiles)
+    "VALUE_LABELS_NOT_FOUND": "a column of a SAS, Stata or SPSS file names value labels (a SAS "
+    "format, a Stata label set) that were not found (no format catalog beside the file): its "
+    "codes are read as numbers; put the catalog beside the file or declare the column's type.",
+    "MISSING_LEVELS_UNORDERED": "a column that is ordinal in its SPSS file holds missing-value "
+    "levels (user-missing codes), which have no place in its order: it is read as categorical, "
+    "unordered; declare those levels missing (--missing-code COL=LABEL) to keep it ordinal.",
     "PREDICTOR_DROPPED": "a predictor_matrix names as a predictor of a column a column "
     "synthesized after it; it was dropped from that column's predictors, as synthpop does "
     "(a column whose predictors are all dropped is drawn by sample): visit it earlier to keep it.",
@@ -220,6 +250,10 @@ MEMBERSHIP_MESSAGES: dict[str, str] = {
     "whole: their membership is revealed outright (P(member) = 1, flag RELEASED_WHOLE).",
     "MEMBERSHIP_FLAGGED": "some targets are flagged; they are counted separately and left out of "
     "the file-level summaries, which may then understate the risk.",
+    "MEMBERSHIP_MISSING_VALUES": "the original or the holdout has missing values in the modelled "
+    "columns: a target's missing cells are integrated out and it is compared with a complete "
+    "record of the population, a case not checked against exact values; read its "
+    "probabilities as approximate (methods page, Membership: models supported and refused).",
     "HOLDOUT_IN_ORIGINAL": "the holdout row equals a record of the original on every column, "
     "and the holdout holds more such copies than chance explains: it is likely a member, so it is "
     "left out of the summaries rather than scored as a non-member.",

@@ -28,13 +28,16 @@ class AuditSettings:
     categorical : sequence of str, optional
         Integer-coded factors; read only when :func:`~bayes_risk.audit` is given no ``schema``.
     match : MatchSpec, optional
-        ``radius`` and ``radius_type`` of the identification steps (default: percentage radius
-        0.1 for every numeric known column); any other field given is refused.
+        ``radius`` and ``radius_type`` of the identification steps. The radius is the one
+        reported beside the worst case (default: Hornby & Hu's convention, a percentage radius
+        of 0.1 on every numeric known column); any other field given is refused.
     sweep : sequence of float or None
-        Radii of the radius sweep of the synthesized known columns (default Hornby & Hu's 0.01
-        … 0.3); ``None`` skips it.
-    sweep_unsynthesized : bool
-        Vary the radii of the unsynthesized known columns in the sweep too (default False).
+        Radii of the worst-case radius search, which covers every numeric known column,
+        synthesized or released unchanged, with 0 (exact matching) always added (default
+        ``DEFAULT_SWEEP``: 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5 and 1, Hornby & Hu's 0.01 …
+        0.3 widened to 1).
+        ``None`` skips the search: the verdict then reads ``match``'s radius, which is not the
+        worst case, and says so (``RADIUS_NOT_SEARCHED``).
     known_sweep : bool
         Add the knowledge sweeps (:func:`~bayes_risk.identification.known_sweep`,
         :func:`~bayes_risk.attribute.attribute_known_sweep`; ``2**k`` subsets). Default off.
@@ -93,7 +96,6 @@ class AuditSettings:
     categorical: Sequence[str] | None = None
     match: MatchSpec | None = None
     sweep: Sequence[float] | None = DEFAULT_SWEEP
-    sweep_unsynthesized: bool = False
     known_sweep: bool = False
     known_fractions: Sequence[float] | None = None
     targets: Sequence[str] | None = None
@@ -152,11 +154,11 @@ def _shares(values: Any) -> tuple[float, ...]:
 def _radii(sweep: Any) -> tuple[float, ...]:
     ok = isinstance(sweep, Iterable) and not isinstance(sweep, (str, bytes))
     grid = list(sweep) if ok else []
-    if not ok or not all(isinstance(r, (int, float, np.integer, np.floating))
-                         and not isinstance(r, (bool, np.bool_)) and np.isfinite(r) and r > 0
-                         for r in grid):
+    if not ok or not all(
+            isinstance(r, (int, float, np.integer, np.floating))
+            and not isinstance(r, (bool, np.bool_)) and np.isfinite(r) and r >= 0 for r in grid):
         raise ValidationError(
-            "sweep must be radii, finite numbers > 0 (or None to skip the radius sweep). "
+            "sweep must be radii, finite numbers >= 0 (or None to skip the radius search). "
             f"Got {sweep!r}.")
     grid = [float(r) for r in grid]
     twice = [r for i, r in enumerate(grid) if r in grid[:i]]

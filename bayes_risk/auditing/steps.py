@@ -23,6 +23,7 @@ from bayes_risk.auditing.context import (
     rows_aligned,
     skipped,
     step_folder,
+    write_table,
 )
 from bayes_risk.auditing.disclosure_step import disclosure_step
 from bayes_risk.auditing.outcome import StepOutcome
@@ -71,9 +72,9 @@ def utility_step(ctx: StepContext) -> StepOutcome:
     folder = step_folder(ctx, "utility")
     if folder is not None:
         write_json(folder / "summary.json", res.to_dict())
-        res.overlap.to_csv(folder / "overlap.csv", index=False)
-        marg.to_csv(folder / "marginals.csv", index=False)
-        tw.to_csv(folder / "twoway.csv", index=False)
+        write_table(ctx, res.overlap, folder / "overlap.csv")
+        write_table(ctx, marg, folder / "marginals.csv")
+        write_table(ctx, tw, folder / "twoway.csv")
         files = ["summary.json", "overlap.csv", "marginals.csv", "twoway.csv"]
     from bayes_risk.auditing.causes import marginal_discrepancy
 
@@ -211,9 +212,10 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     with named_run(f"one dataset at a time, {_radius_label(p.radius)}"):
         res = identification_risk(ctx.original, ctx.synthetic, **known, **kw)
     sweep = at_star = None
-    if p.sweep and p.sweep_columns:
+    if p.sweep and p.search_columns:
         sweep, rad, at_star = _sweep(ctx, res, {**kw, **known}, "one dataset at a time")
     pooled = _pooled_identification(ctx, kw)
+    ctx.worst_radius = pooled.radius_star
     ksweep = _known_sweep(ctx, kw)
     regimes = dataset_regimes(ctx)
     d = res.to_dict()
@@ -221,7 +223,7 @@ def identification_step(ctx: StepContext) -> StepOutcome:
         d["regimes"] = regimes
     d["settings"]["records_output"] = "per-target"
     if sweep is not None:
-        d["radius_sweep"] = sweep.to_dict()
+        d["radius_search"] = sweep.to_dict()
         d["at_maximising_radius"] = {"radius": rad, "summary": at_star.to_dict()["summary"]}
     d["pooled"] = pooled.to_dict()
     if ksweep is not None:
@@ -229,28 +231,27 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     folder = step_folder(ctx, "identification")
     files: list[str] = []
     if folder is not None:
-        from bayes_risk.data.io import write_csv
-
-        write_csv(res.target_table(), folder / "records.csv")
+        # the records at the radii the verdict reads (the worst case), else at the one given
+        write_table(ctx, (at_star or res).target_table(), folder / "records.csv", fast=True)
         write_json(folder / "summary.json", d)
         files = ["records.csv", "summary.json"]
         if sweep is not None:
-            sweep.to_frame().to_csv(folder / "radius_sweep.csv", index=False)
-            plot_figure(sweep, "box").savefig(folder / "radius_sweep.png", dpi=120)
-            files += ["radius_sweep.csv", "radius_sweep.png"]
+            write_table(ctx, sweep.to_frame(), folder / "radius_search.csv")
+            plot_figure(sweep, "profile").savefig(folder / "radius_search.png", dpi=120)
+            files += ["radius_search.csv", "radius_search.png"]
         if pooled.sweep is not None:
-            pooled.sweep.to_frame().to_csv(folder / "radius_sweep_pooled.csv", index=False)
-            files.append("radius_sweep_pooled.csv")
+            write_table(ctx, pooled.sweep.to_frame(), folder / "radius_search_pooled.csv")
+            files.append("radius_search_pooled.csv")
         if ksweep is not None:
-            files += _write_known_sweep(ksweep, folder)
+            files += _write_known_sweep(ctx, ksweep, folder)
     note = None
-    if p.sweep and not p.radius:
-        note = "radius sweep not run: no numeric known column has a radius (exact matching)"
-    elif p.sweep and not p.sweep_columns:
-        note = ("radius sweep not run: no synthesized known column has a radius; the radii of "
-                f"the unsynthesized columns ({', '.join(p.radius)}) stay fixed, since the "
-                "release carries those columns unchanged ("
-                f"{arg_name('sweep_unsynthesized', True, cli='')} varies them too)")
+    if not p.search_columns:
+        note = ("no radius to search: every known column is categorical and matched exactly, "
+                "the intruder's only choice")
+    elif not p.sweep:
+        note = (f"radius search not run ({arg_name('sweep', 'None', cli='none')}): the figures "
+                f"are at {radius_text(p.radius)}, not the worst case over the radii "
+                "(RADIUS_NOT_SEARCHED)")
     return ran("identification", res, folder, files, sweep=sweep, at_r_star=at_star,
                note=note, qi=_qi(ctx), pooled=pooled, known_sweep=ksweep, regimes=regimes,
                drivers=identification_drivers(ctx.original, list(ctx.synthetic), p.known,
@@ -291,13 +292,11 @@ def _known_curve_note(p: Any, model: Any) -> str | None:
     return None
 
 
-def _write_known_sweep(ks: Any, folder: Path) -> list[str]:
+def _write_known_sweep(ctx: StepContext, ks: Any, folder: Path) -> list[str]:
     """Write a knowledge sweep's tables into ``folder``; their file names."""
-    from bayes_risk.data.io import write_csv
-
     names = ["known_sweep.csv", "known_sweep_drivers.csv", "known_sweep_levels.csv"]
     for frame, name in zip((ks.table, ks.drivers, ks.levels), names, strict=True):
-        write_csv(frame, folder / name)
+        write_table(ctx, frame, folder / name, fast=True)
     return names
 
 
@@ -330,7 +329,7 @@ class PooledIdentification:
         out: dict[str, Any] = {"summary": self.result.to_dict()["summary"],
                                "settings": self.result.settings}
         if self.sweep is not None:
-            out["radius_sweep"] = self.sweep.to_dict()
+            out["radius_search"] = self.sweep.to_dict()
             out["at_maximising_radius"] = {"radius": self.radius_star,
                                            "summary": self.at_r_star.to_dict()["summary"]}
         return out
@@ -347,22 +346,23 @@ def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdenti
     pkw.update(known=list(p.known), synthesized=list(p.known_synthesized))
     with named_run(f"all {p.m} datasets pooled, {_radius_label(p.radius)}"):
         res = identification_risk(*args, **pkw)
-    if not (p.sweep and p.sweep_columns):
+    if not (p.sweep and p.search_columns):
         return PooledIdentification(res)
     sweep, rad, star = _sweep(ctx, res, pkw, f"all {p.m} datasets pooled")
     return PooledIdentification(res, sweep, star, rad)
 
 
 def _sweep(ctx: StepContext, res: Any, kw: dict[str, Any], how: str) -> tuple[Any, dict, Any]:
-    """The radius sweep, its maximising radius and every measure there (Hornby & Hu 2021, §4.1)."""
+    """The worst case over the radius search (:func:`~bayes_risk.radius_search`), the radii of
+    its largest expected match risk and every measure there."""
     from bayes_risk.identification.api import identification_risk
-    from bayes_risk.identification.radius import radius_sweep
+    from bayes_risk.identification.radius import radius_search
 
     p = ctx.plan
-    with named_run(f"radius sweep of {', '.join(p.sweep_columns)}, {how}"):
-        sweep = radius_sweep(ctx.original, ctx.synthetic, radii=list(p.sweep),
-                             columns=list(p.sweep_columns), **kw)
-    rad = {**p.radius, **{c: float(sweep.r_star) for c in sweep.columns}}
+    skw = {**kw, "match": kw["match"].replace(radius=None)}
+    with named_run(f"radius search of {', '.join(p.search_columns)}, {how}"):
+        sweep = radius_search(ctx.original, ctx.synthetic, radii=list(p.sweep), **skw)
+    rad = dict(zip(sweep.columns, (float(r) for r in sweep.r_star), strict=True))
     with named_run(f"{how}, maximising {_radius_label(rad)}"):
         star = res if rad == p.radius else identification_risk(
             ctx.original, ctx.synthetic,
@@ -432,17 +432,19 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
                        "as replicates.")
     pr = PosteriorReplicates(model, random_seed=p.random_seed,
                              allow_other_model=p.allow_other_model, **AUDIT_REPLICATES)
-    with named_run(f"posterior replicates pooled, {_radius_label(p.radius)}"):
+    # the pooled intruder's worst case over the released datasets: its radii and fallback
+    # (searching again over the replicates would cost the grid times the replicates)
+    radius = ctx.worst_radius or p.radius
+    with named_run(f"posterior replicates pooled, {_radius_label(radius)}"):
         res = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
                                   synthesized=list(p.known_synthesized), schema=ctx.schema,
-                                  match=_id_kwargs(ctx)["match"], replicates=pr,
-                                  progressbar=ctx.progressbar)
+                                  match=_id_kwargs(ctx)["match"].replace(radius=radius or None,
+                                                                         fallback=None),
+                                  replicates=pr, progressbar=ctx.progressbar)
     folder = step_folder(ctx, name)
     files: list[str] = []
     if folder is not None:
-        from bayes_risk.data.io import write_csv
-
-        write_csv(res.target_table(), folder / "records.csv")
+        write_table(ctx, res.target_table(), folder / "records.csv", fast=True)
         write_json(folder / "summary.json", res.to_dict())
         plot_figure(res, "running_estimate").savefig(folder / "running_estimate.png", dpi=100)
         files = ["records.csv", "summary.json", "running_estimate.png"]
@@ -555,7 +557,8 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
                                 np.asarray(recs, dtype=int), spec,
                                 [c for c in p.synthesized if c in ctx.schema.numeric],
                                 aligned=rows_aligned(ctx))
-    summary = res.to_dict()
+    # the share with a Bayes factor of the truth at the board's factor (the verdict line's)
+    summary = res.to_dict(evidence_factor=p.thresholds.evidence_factor)
     summary["inputs"] = {"model": p.attribute_source}
     if aks is not None:
         summary["known_sweep"] = aks.to_dict()
@@ -568,18 +571,17 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     if folder is not None:
         from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
 
-        res.records.to_csv(folder / "records.csv")  # the index: column "record"
+        # column "record"; with the Bayes factors of the true values
+        write_table(ctx, res.to_dataframe(), folder / "records.csv", index=True)
         write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
         for kind, name, _ in ATTRIBUTE_FIGURES:
             plot_figure(res, kind).savefig(folder / name, dpi=100)
             files.append(name)
         if aks is not None:
-            files += _write_known_sweep(aks, folder)
+            files += _write_known_sweep(ctx, aks, folder)
         if curve is not None:
-            from bayes_risk.data.io import write_csv
-
-            write_csv(curve.table, folder / "known_curve.csv")
+            write_table(ctx, curve.table, folder / "known_curve.csv", fast=True)
             files.append("known_curve.csv")
     # mcmc_warnings: the fits' failed checks, also of a model fitted earlier
     return ran("attribute", res, folder, files, summary=summary, qi=_qi(ctx), drivers=drivers,
@@ -637,7 +639,7 @@ def membership_step(ctx: StepContext) -> StepOutcome:
     folder = step_folder(ctx, "membership")
     files: list[str] = []
     if folder is not None:
-        res.records.to_csv(folder / "records.csv")
+        write_table(ctx, res.records, folder / "records.csv", index=True)
         write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
         for kind, name in (("p_member", "p_member_hist.png"), ("roc", "roc.png")):

@@ -13,11 +13,13 @@ import numpy as np
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.disclosure_step import target_folder
 from bayes_risk.auditing.outcome import StepOutcome, step_file
-from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.plan import AuditPlan, radius_text
 from bayes_risk.measures import load, measures
+from bayes_risk.results.attribute import EVIDENCE_FACTOR
 
 __all__ = [
     "ATTRIBUTE_MEASURE",
+    "EVIDENCE_MEASURE",
     "Baseline",
     "attacks_lines",
     "CAVEATS",
@@ -42,13 +44,14 @@ CAVEATS: dict[str, tuple[str, ...]] = {
                "NO_SPLITS"),
     "overlap": ("M_EQUALS_ONE", "SMALL_T", "DEGENERATE_INTERVAL"),
     "identification": ("IPF_NOT_CONVERGED", "F_BELOW_ONE", "ORIGINAL_UNCONFIRMED",
-                       "ROWS_NOT_VERIFIED"),
+                       "ROWS_NOT_VERIFIED", "RADIUS_NOT_SEARCHED", "RADIUS_COORDINATE_SEARCH",
+                       "RADIUS_AT_GRID_EDGE"),
     "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
                   "APPROXIMATE_NONPARAMETRIC", "REGIMES_DISAGREE", "RISK_BY_REGIME",
                   "MODEL_DIFFERS"),
     "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
     "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS",
-                   "APPROXIMATE_POSTERIOR", "MODEL_DIFFERS"),
+                   "APPROXIMATE_POSTERIOR", "MODEL_DIFFERS", "MEMBERSHIP_MISSING_VALUES"),
     # read off the line's own row of the attack's table (attacks_lines), not the result's codes
     "attacks": ("FEW_SINGLING_OUT_QUERIES", "ATTACK_NOT_BETTER_THAN_BASELINE",
                 "CONTROL_SIZE_CORRECTION"),
@@ -93,6 +96,9 @@ class Verdict:
     count_of: tuple[int, str] | None = None
     #: the name of the line's threshold in :class:`~bayes_risk.auditing.Thresholds`
     threshold_name: str = ""
+    #: what the line takes as the worst case over the choices its intruder has (and any
+    #: weaker choice the audit made, for cost, with its warning code)
+    worst_case: str = ""
 
     @property
     def exceeds(self) -> bool:
@@ -113,7 +119,7 @@ class Verdict:
     @property
     def short(self) -> str:
         """The measure's name without its qualifiers (the report's first sentence)."""
-        name = self.measure.split(":")[0].replace(" at the maximising radius", "")
+        name = self.measure.split(":")[0].replace(", worst case over the radii", "")
         name = re.sub(r", keys .*$", "", re.sub(r" \([^)]*\)", "", name))
         return name.replace(", target ", " of ")
 
@@ -196,6 +202,10 @@ _NO_INTRUDER = "none (utility: how closely the release reproduces the original)"
 
 #: the attribute line's measure, ``prop_top`` of the attribute step
 ATTRIBUTE_MEASURE = "share ranked first: records whose true values are the intruder's best guess"
+#: the evidence line's measure, ``prop_evidence`` of the attribute step (``factor``: the
+#: threshold ``evidence_factor``)
+EVIDENCE_MEASURE = ("share with evidence: records whose true values the release makes at least "
+                    "{factor:g} times likelier in odds (Bayes factor)")
 
 
 def utility_lines(plan: AuditPlan, u: StepOutcome) -> list[Verdict | Baseline]:
@@ -220,26 +230,55 @@ def utility_lines(plan: AuditPlan, u: StepOutcome) -> list[Verdict | Baseline]:
 
 
 def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
-    """The share of records whose true values are the intruder's most probable candidate."""
+    """The share of records whose true values are the intruder's most probable candidate, and
+    the share whose true values the release gives evidence for (Bayes factor ≥
+    ``evidence_factor``), read together (:doc:`/methods/attribute`)."""
+    s = a.extra["summary"]
+    un = s.get("unflagged") or {}
+    th = plan.thresholds
+    # the intruder is the same on both lines
+    intruder = ("worst case: knows every other record's true values and the synthesis model, "
+                "and guesses this record's synthesized values")
+    top = _attribute_line(plan, a, "prop_top", ATTRIBUTE_MEASURE,
+                          th.prop_top, "counted as ranked first", intruder,
+                          _ATTRIBUTE_WORST_CASE)
+    guess = float(s.get("random_guess_baseline", np.nan))
+    top = replace(top, detail=f"{top.detail}{_below_guess(un, guess, th.evidence_factor)}")
+    k = th.evidence_factor
+    ev = _attribute_line(plan, a, "prop_evidence", EVIDENCE_MEASURE.format(factor=k),
+                         th.prop_evidence, "counted as given evidence", intruder,
+                         f"{_ATTRIBUTE_WORST_CASE}; the evidence factor: {k:g}"
+                         + (", the smallest factor Kass & Raftery's scale reads as evidence "
+                            "(a larger one counts fewer records)" if k == EVIDENCE_FACTOR
+                            else ", given for this audit"))
+    ev = replace(ev, detail=f"{_before_after(un, k)}; {ev.detail}")
+    cause = remedies.attribute_cause(plan, a)
+    return [_caused(top, *cause), _caused(ev, *cause)]
+
+
+def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
+                    threshold: float, counted: str, intruder: str, worst_case: str) -> Verdict:
+    """One attribute line: the share ``key`` of the unflagged records (or the largest regime's),
+    its Monte Carlo interval and the flagged records left out, counted at worst."""
     s = a.extra["summary"]
     un = s.get("unflagged") or {}
     nf = int(s.get("n_flagged") or 0)
     n = int(s.get("n_records") or 0)
     left_out = ""
     if nf:
-        # the worst case for the flagged records: every one of them ranked first
-        top = float(un.get("prop_top", np.nan)) * int(un.get("n_records") or n - nf)
-        bound = _pct((top + nf) / n) if n else np.nan
-        thr = _pct(plan.thresholds.prop_top)
+        # the worst case for the flagged records: every one of them counted
+        hit = float(un.get(key, np.nan)) * int(un.get("n_records") or n - nf)
+        bound = _pct((hit + nf) / n) if n else np.nan
+        thr = _pct(threshold)
         left_out = (f"; {nf} of {n} record(s) flagged and left out (unassessed: treat them as "
-                    f"at risk; counted as ranked first, the share would be {bound:.3g} %, "
+                    f"at risk; {counted}, the share would be {bound:.3g} %, "
                     f"{'still within' if bound <= thr else 'past'} the threshold)")
     # the draw bootstrap's Monte Carlo interval of the pooled figure
     mc = s.get("mc_uncertainty") or {}
-    key = next((k for k in mc if k.startswith("mc_interval_")), None)
-    share = mc[key].get("share_ranked_first") if key else None
+    name = next((k for k in mc if k.startswith("mc_interval_")), None)
+    share = mc[name].get(key) if name else None
     if share is not None and np.all(np.isfinite(np.asarray(share, dtype=float))):
-        interval = (f"{key.rsplit('_', 1)[1]} % Monte Carlo interval {_pct(share[0]):.3g}–"
+        interval = (f"{name.rsplit('_', 1)[1]} % Monte Carlo interval {_pct(share[0]):.3g}–"
                     f"{_pct(share[1]):.3g} % (draw bootstrap, {mc['bootstrap']} replicates); ")
     elif (a.result.settings or {}).get("estimator") == "plugin":
         # the plug-in has no posterior draws (MC_ERROR_HIGH flags records instead)
@@ -248,27 +287,107 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
                     "MC_ERROR_HIGH); ")
     else:
         interval = "no Monte Carlo interval (no draw bootstrap kept); "
-    value, by_regime = _pct(un.get("prop_top", np.nan)), _regime_detail(s.get("regimes"))
-    big = (s.get("regimes") or {}).get("largest_prop_top")
-    if big is not None and not _pct(big["prop_top"]) <= value:  # the larger figure is read
-        value = _pct(big["prop_top"])
-    v = Verdict("attribute", ATTRIBUTE_MEASURE,
-                value, _pct(plan.thresholds.prop_top), "max",
-                step_file(a, "summary.json"),
-                f"{interval}random guess "
-                f"{_pct(s.get('random_guess_baseline', np.nan)):.3g} %; "
-                f"records with stable estimates{left_out}{by_regime}",
-                _caveats("attribute", a.result.warnings), unit="%",
-                spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
-                intruder="worst case: knows every other record's true values and the "
-                "synthesis model, and guesses this record's synthesized values",
-                flagged=nf, count_of=(int(un.get("n_records") or n - nf), "records"),
-                threshold_name="prop_top")
-    return [_caused(v, *remedies.attribute_cause(plan, a))]
+    value, by_regime = _pct(un.get(key, np.nan)), _regime_detail(s.get("regimes"), key)
+    big = (s.get("regimes") or {}).get(f"largest_{key}")
+    heavy = (s.get("regimes") or {}).get(f"mass_{key}")
+    if heavy is not None:  # the regime that holds the posterior mass is read
+        value = _pct(heavy[key])
+    elif big is not None and not _pct(big[key]) <= value:  # the larger figure is read
+        value = _pct(big[key])
+    extra = ("random guess "
+             f"{_pct(s.get('random_guess_baseline', np.nan)):.3g} %; " if key == "prop_top"
+             else "")
+    return Verdict("attribute", measure, value, _pct(threshold), "max",
+                   step_file(a, "summary.json"),
+                   f"{interval}{extra}records with stable estimates{left_out}{by_regime}",
+                   _caveats("attribute", a.result.warnings), unit="%",
+                   spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
+                   intruder=intruder, flagged=nf,
+                   count_of=(int(un.get("n_records") or n - nf), "records"),
+                   threshold_name=key, worst_case=worst_case)
 
 
-def _regime_detail(reg: Any) -> str:
-    """The attribute line's words on the regimes of the model's fit (``REGIMES_DISAGREE``)."""
+def _before_after(un: dict[str, Any], k: float) -> str:
+    """The evidence line's first words: p_true after the release against before it, and the
+    spread of the Bayes factors."""
+    q = un.get("bayes_factor_quantiles") or {}
+    why = ("where Kass & Raftery's scale of evidence begins" if k == EVIDENCE_FACTOR
+           else "given for this audit")
+
+    def factor(name: str) -> str:
+        # summary.json writes an infinite factor (p_true = 1) as "inf"
+        x = float(q.get(name, np.nan))
+        return "∞ (p_true 100 %)" if x == np.inf else f"{x:.3g}"
+
+    return (f"mean p_true {_pct(un.get('mean_p_true', np.nan)):.3g} % after the release "
+            f"against {_pct(un.get('mean_prior_p_true', np.nan)):.3g} % before it (the "
+            f"intruder's prior); Bayes factor of the true values: median {factor('50%')}, "
+            f"95th percentile {factor('95%')}, largest {factor('100%')} "
+            f"(1: the release tells nothing about the record; counted from {k:g}, {why})")
+
+
+def _below_guess(un: dict[str, Any], guess: float, k: float) -> str:
+    """Why a share ranked first below the random guess is not protection (empty otherwise)."""
+    top = float(un.get("prop_top", np.nan))
+    if not (np.isfinite(top) and np.isfinite(guess) and top < guess):
+        return ""
+    q = un.get("bayes_factor_quantiles") or {}
+    lo, hi = float(q.get("5%", np.nan)), float(q.get("95%", np.nan))
+    read = (f"Read the line 'share with evidence' beside it (Bayes factor ≥ {k:g}; methods "
+            "page, Attribute disclosure risk: A share ranked first below the random guess)")
+    if not hi >= k:  # (no factor known: the flat case's words, which claim no figure)
+        flat = (f" (the Bayes factors of the true values run from {lo:.3g} to {hi:.3g} for 90 % "
+                "of the records)" if np.isfinite(hi) else "")
+        return ("; below the random guess, and that is not protection: the release says "
+                "little about each record, so the intruder's posterior over its candidates is "
+                f"nearly flat{flat} and the noise of the released values puts some other "
+                f"candidate first in almost every record — Bayes' rule, not a safe release. {read}")
+    # the release moves the intruder towards the truth, and further towards other candidates
+    return (f"; below the random guess, yet the release gives evidence for the true values of "
+            f"at least 5 % of the records (Bayes factor {hi:.3g} at the 95th percentile): "
+            "other candidates gain still more, so the ranking hides what the release tells. "
+            f"{read}")
+
+
+#: what the attribute line takes as the worst case over its intruder's choices
+_ATTRIBUTE_WORST_CASE = (
+    "other records: every one known (the worst case of Reiter, Wang & Zhang 2014 and Hu "
+    "2019); the model: the synthesizer's own; datasets: all m read at once; candidates: one "
+    "variable different from the record's true values, a ±10 % grid of 11 values for a "
+    "numeric column (the papers' candidate set, not searched); prior: uniform over the "
+    "candidates (an intruder with a prior favouring the truth does better: prior_sensitivity); "
+    "of the regimes of a model's fit, the larger figure; records whose estimate cannot be "
+    "trusted are flagged and counted apart, never averaged in")
+
+#: what the membership lines take as the worst case over their intruder's choices
+_MEMBERSHIP_WORST_CASE = (
+    "other records: every one known; the model and all m datasets; the Bayesian likelihood "
+    "ratio, the optimal test for this intruder (a distance-to-closest-record attack is "
+    "reported beside it); non-members: the holdout given")
+
+#: what the anonymeter lines take as the worst case over their intruder's choices
+_ATTACKS_WORST_CASE = (
+    "datasets: the largest risk over the m datasets, each attacked alone; predicates and "
+    "neighbours: anonymeter's defaults (500 attacks a mode, 3 columns, the nearest row; not "
+    "searched); inference: the synthesized column most at risk, the intruder knowing every "
+    "other column; control: the holdout, its count corrected for its size")
+
+
+def _disclosure_worst_case(plan: AuditPlan, target: str, name: str) -> str:
+    """What a repU or DiSCO line takes as the worst case over its intruder's choices."""
+    keys = ", ".join(plan.disclosure_keys.get(target, ()))
+    ng = plan.ngroups_target.get(target)
+    grouped = ("" if name == "repU" or ng is None else
+               f"; the numeric target in {ng} quantile groups (synthpop's default; fewer, "
+               "wider groups make a correct guess easier and are not searched)")
+    return (f"keys: every known column but the target together ({keys}; subsets not "
+            f"searched); datasets: the mean over the m datasets (synthpop's disclosure(); each "
+            f"dataset's figure in the spread){grouped}")
+
+
+def _regime_detail(reg: Any, key: str = "prop_top") -> str:
+    """An attribute line's words on the regimes of the model's fit (``REGIMES_DISAGREE``):
+    the share ``key`` of each regime."""
     if not reg:
         return ""
     names = [f"regime {i} (chain{'s' if len(r['chains']) > 1 else ''} "
@@ -278,13 +397,30 @@ def _regime_detail(reg: Any) -> str:
         return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE) and the "
                 f"share could not be computed per regime ({reg.get('reason')}): the figure "
                 "pools regimes that disagree — refit before relying on it")
-    parts = [f"{n} {_pct(r['summary'].get('prop_top', np.nan)):.3g} %"
+    parts = [f"{n} {_pct(r['summary'].get(key, np.nan)):.3g} %"
              for n, r in zip(names, reg["regimes"], strict=True)]
-    big = reg.get("largest_prop_top") or {}
+    heavy = reg.get(f"mass_{key}")
+    if heavy is not None:
+        return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
+                f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
+                f"regime; regime {heavy['regime']} holds the posterior mass "
+                f"({_mass_words(reg['regimes'][heavy['regime'] - 1])}): its figure is read, the "
+                "others' beside it (RISK_BY_REGIME)")
+    big = reg.get(f"largest_{key}") or {}
     return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
             f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
             f"regime; the larger of these and the pooled figure is read (RISK_BY_REGIME"
             + (f", regime {big['regime']}" if big else "") + ")")
+
+
+def _mass_words(regime: dict[str, Any]) -> str:
+    """How much of the posterior mass the regime holds, by the bounds of the regimes' marginal
+    likelihoods (``models.dpmpm.evidence``)."""
+    share = (regime.get("mass_bounds") or [np.nan])[0]
+    rest = 1.0 - float(share)
+    at_least = f"1 − {rest:.1g}" if rest > 0.0 else "all but less than 1e-300"
+    return (f"at least {at_least} of it by the bounds of the regimes' marginal likelihoods, "
+            "convergence_summary()['regimes']")
 
 
 def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline]:
@@ -327,7 +463,8 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
             table = res.ident if name == "repU" else res.attrib
             v = Verdict("disclosure", measure, value, getattr(th, name), "max", src, unit="%",
                         warnings=warns, spread=_range(table[name], "%"), intruder=intruder,
-                        count_of=(plan.n_records, "records"), threshold_name=name)
+                        count_of=(plan.n_records, "records"), threshold_name=name,
+                        worst_case=_disclosure_worst_case(plan, t, name))
             out.append(_caused(v, *cause()))
     base = d.extra.get("original_risk") or {}
     for i, r in enumerate(base.values(), start=1):
@@ -413,13 +550,13 @@ def membership_lines(plan: AuditPlan, mem: StepOutcome) -> list[Verdict | Baseli
                   f"{f['n_non_members']:,} holdout records; TPR − FPR at P(member) > "
                   f"{pthr:g}: {f['tpr_fpr']:.3g}{dcr}{left_out}",
                   caveats, spread=spread, intruder=who, flagged=nf,
-                  threshold_name="membership_advantage")
+                  threshold_name="membership_advantage", worst_case=_MEMBERSHIP_WORST_CASE)
     share = Verdict("membership", f"share of members with P(member) > {pthr:g}",
                     _pct(f["share_members_above"]), _pct(th.membership_share), "max", src,
                     f"{iv('share_members_above_interval', 100, ' %')}; holdout records "
                     f"above it: {_pct(share_non):.3g} %{left_out}",
                     caveats, unit="%", spread=spread, intruder=who, flagged=nf,
-                    threshold_name="membership_share")
+                    threshold_name="membership_share", worst_case=_MEMBERSHIP_WORST_CASE)
     return [_caused(adv, *cause), _caused(share, *cause)]
 
 
@@ -439,7 +576,8 @@ def _attack_caveats(row: Any, size_ratio: float) -> tuple[str, ...]:
 
 
 def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
-    """anonymeter's singling-out (per mode) and linkability risk, the largest over datasets."""
+    """anonymeter's singling-out (per mode), linkability and inference risk, the largest over
+    datasets."""
     th = plan.thresholds
     out: list[Verdict | Baseline] = []
     so, lk = a.result["singling_out"], a.result["linkability"]
@@ -470,7 +608,7 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
             intruder=f"holds a synthetic dataset and writes predicates on {what} that match "
             "exactly one of its rows, claiming that each isolates one person of the "
             "confidential data (anonymeter's singling-out attack)",
-            threshold_name="singling_out_risk")
+            threshold_name="singling_out_risk", worst_case=_ATTACKS_WORST_CASE)
         out.append(_caused(v, *cause[mode]))
     if lk is not None:
         r = lk.headline().iloc[0]
@@ -487,46 +625,64 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
             intruder=f"holds two tables about the same people, one with {', '.join(ca)}, the "
             f"other with {', '.join(cb)}, and links them through the nearest synthetic rows "
             "(anonymeter's linkability attack)",
-            threshold_name="linkability_risk")
+            threshold_name="linkability_risk", worst_case=_ATTACKS_WORST_CASE)
         out.append(_caused(v, *cause["linkability"]))
+    inf = a.result.get("inference")
+    if inf is not None:
+        out.append(_caused(_inference_line(plan, inf, a, interval), *cause["inference"]))
     return out
 
 
+def _inference_line(plan: AuditPlan, inf: Any, a: StepOutcome, interval: Any) -> Verdict:
+    """anonymeter's inference risk of the secret most at risk (an undefined risk first)."""
+    h = inf.headline()
+    r = h.iloc[int(np.argmax(h["risk"].fillna(np.inf).to_numpy()))]
+    secret = str(r["secret"])
+    others = "; ".join(f"{o['secret']} {o['risk']:.3g}" for _, o in h.iterrows()
+                       if o["secret"] != secret)
+    n_ctrl = r["n_attacks_control"]
+    return Verdict(
+        "attacks", f"inference risk ({secret})", float(r["risk"]),
+        plan.thresholds.inference_risk, "max", step_file(a, "inference.csv"),
+        interval(r) + f"; {secret} guessed right from the nearest synthetic row: "
+        f"{int(r['n_main'])} of {int(r['n_attacks'])} records of the original, "
+        f"{r['n_control']:.4g} of {n_ctrl:.4g} of the holdout, {int(r['n_baseline'])} of "
+        f"{int(r['n_attacks_baseline'])} by random synthetic values"
+        + (f"; the other synthesized columns: {others}" if others else ""),
+        _attack_caveats(r, 1.0), spread=_range(inf.table.loc[inf.table["secret"] == secret,
+                                                              "risk"]),
+        intruder="knows every other column of a record and guesses each synthesized column "
+        "as the value of the nearest synthetic row (anonymeter's inference attack; a number "
+        f"within {100 * inf.settings['tolerance']:.3g} % of the guess, a category when equal)",
+        threshold_name="inference_risk", worst_case=_ATTACKS_WORST_CASE)
+
+
 def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Baseline]:
-    """The expected and true match rates: the larger of the pooled and per-dataset figures."""
+    """The expected and true match rates: the worst case over the radius search, the larger of
+    the pooled and per-dataset figures, each with the radius of each column that gave it."""
     th = plan.thresholds
     iw = _caveats("identification", i.result.warnings)
     pooled = i.extra["pooled"]
-    head = pooled.headline.file
-    sw = i.extra.get("sweep")
-    per = (i.extra.get("at_r_star") or i.result).file
-    n = float(head["n_targets"])
+    n = float(pooled.result.file["n_targets"])
     m = plan.m
-    at = " at the maximising radius" if pooled.sweep is not None else ""
-    r_pool = f" (radius {pooled.sweep.r_star})" if pooled.sweep is not None else ""
-    r_per = f" (radius {sw.r_star})" if sw is not None else ""
-    per_emr = (float(sw.risk_star) if sw is not None
-               else float(per["expected_match_risk"])) / n
     src = step_file(i, "summary.json")
-    # the per-dataset figures, one per dataset, at the radius the line reads
-    pd_src = i.extra.get("at_r_star") or i.result
-    pdd = getattr(pd_src, "per_dataset", None) or {}
-    per_emr_each = (np.asarray(sw.risk[sw.argmax[0]], dtype=float) / n
-                    if sw is not None and sw.argmax else
-                    np.asarray(pdd.get("expected_match_risk", []), dtype=float) / n)
-    per_tmr_each = np.asarray(pdd.get("true_match_rate_targets", []), dtype=float)
+    pd_figs = _id_figures(i.extra.get("sweep"), i.result, n, per_dataset=True)
+    pool_figs = _id_figures(pooled.sweep, pooled.result, n, per_dataset=False)
+    convention = _convention_text(plan, i.result, pooled.result, n)
+    searched = bool(plan.sweep and plan.search_columns)
+    at = ", worst case over the radii" if searched else ""
     lines = []
-    for label, vp, vd, each in (
-            (f"expected match rate{at}", float(head["expected_match_risk"]) / n, per_emr,
-             per_emr_each),
-            (f"true match rate (correct unique matches){at}",
-             float(head["true_match_rate_targets"]),
-             float(per["true_match_rate_targets"]), per_tmr_each)):
+    for k, (label, tn) in enumerate((
+            (f"expected match rate{at}", "expected_match_rate"),
+            (f"true match rate (correct unique matches){at}", "true_match_rate"))):
+        (vp, rp, _, edge_p), (vd, rd, each, edge_d) = pool_figs[k], pd_figs[k]
         use_pooled = not vd > vp  # NaN in the per-dataset figure: the pooled one
         vp, vd = _pct(vp), _pct(vd)
+        r_pool = f" ({radius_text(rp)})" if rp else ""
+        r_per = f" ({radius_text(rd)})" if rd else ""
         detail = (f"{'larger' if use_pooled else 'smaller'}: pooled over the m = {m} "
                   f"datasets {vp:.3g} %{r_pool}; {'smaller' if use_pooled else 'larger'}: "
-                  f"mean per dataset {vd:.3g} %{r_per}")
+                  f"mean per dataset {vd:.3g} %{r_per}{convention[k]}")
         rng = _range(each * 100, "%")
         spread = (f"pooled over the {m} datasets, no spread; {rng}" if use_pooled
                   else rng)
@@ -534,24 +690,97 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
                                                      i.extra.get("regimes"))
         why = _outside(vp if use_pooled else vd, each * 100,
                        f"the intruder holding all {m} datasets pools them" if use_pooled
-                       else "the value is at the maximising radius")
+                       else "the value is the worst case over the radius search")
+        codes = _search_caveats(plan, pooled.sweep if use_pooled else i.extra.get("sweep"),
+                                edge_p if use_pooled else edge_d)
         lines.append((label, value, detail + by_regime,
-                      f"{spread}; {why}" if why else spread))
+                      f"{spread}; {why}" if why else spread, codes, tn))
     thr = (_pct(th.expected_match_rate), _pct(th.true_match_rate))
     if plan.identification_release_independent:
         why = (f"the intruder knows only unsynthesized columns "
                f"({', '.join(plan.known)}), which the release carries unchanged")
         return [Baseline("identification", lab, v, t, src, f"{why}; {d}", unit="%")
-                for (lab, v, d, _), t in zip(lines, thr, strict=True)]
+                for (lab, v, d, *_), t in zip(lines, thr, strict=True)]
     who = _identification_intruder(plan)
     cause = remedies.identification_cause(plan, i)
     if i.extra.get("regimes"):  # the model's chains in different regimes: say so on the line
         iw = (*iw, "REGIMES_DISAGREE") + (
             ("RISK_BY_REGIME",) if i.extra["regimes"].get("status") == "computed" else ())
-    return [_caused(Verdict("identification", lab, v, t, "max", src, d, iw,
+    return [_caused(Verdict("identification", lab, v, t, "max", src, d, (*iw, *codes),
                             unit="%", spread=sp, intruder=who, count_of=(int(n), "targets"),
-                            threshold_name=tn), *cause)
-            for (lab, v, d, sp), t, tn in zip(lines, thr, _ID_THRESHOLDS, strict=True)]
+                            threshold_name=tn, worst_case=_identification_worst_case(plan)),
+                    *cause)
+            for (lab, v, d, sp, codes, tn), t in zip(lines, thr, strict=True)]
+
+
+def _id_figures(sweep: Any, res: Any, n: float, *, per_dataset: bool) -> list[tuple]:
+    """``(value, radii, per-dataset values, columns at the grid's edge)`` of the expected match
+    rate and of the true match rate: the largest over the search, else at the radius given."""
+    if sweep is None or not sweep.argmax:
+        f = res.file
+        each = getattr(res, "per_dataset", None) or {}
+        radius = dict((res.settings.get("match_rule") or {}).get("radius") or {})
+        emr_each = np.asarray(each.get("expected_match_risk", []), dtype=float) / n
+        tmr_each = np.asarray(each.get("true_match_rate_targets", []), dtype=float)
+        return [(float(f["expected_match_risk"]) / n, radius, emr_each, []),
+                (float(f["true_match_rate_targets"]), radius, tmr_each, [])]
+    out = []
+    for value, arg, table in ((sweep.risk_star / n, sweep.argmax, sweep.risk / n),
+                              (sweep.tmr_star_value, sweep.tmr_argmax, sweep.true_match_rate)):
+        if not arg:
+            out.append((float("nan"), {}, np.zeros(0), []))
+            continue
+        # the smallest radii among ties (the grid is ordered lexicographically)
+        best = sorted(arg, key=lambda j: tuple(np.atleast_1d(sweep.radii[j])))[0]
+        rad = sweep.radii_at(best)
+        top = float(np.max(sweep.radii))
+        edge = [c for c, r in rad.items() if r >= top > 0]
+        out.append((float(value), rad, np.asarray(table[best], dtype=float)
+                    if per_dataset else np.zeros(0), edge))
+    return out
+
+
+def _convention_text(plan: AuditPlan, res: Any, pooled: Any, n: float) -> tuple[str, str]:
+    """``"; beside: at Hornby & Hu's convention (...) pooled x %, per dataset y %"`` of both
+    lines (empty when the search did not run: the line is that figure)."""
+    if not (plan.sweep and plan.search_columns):
+        return "", ""
+    what = ("Hornby & Hu's convention, " if plan.radius_source == "default" else "the radius "
+            "given, ") + radius_text(plan.radius)
+    return tuple(
+        f"; beside it, at {what}: pooled {_pct(pooled.file[key] / d):.3g} %, mean per dataset "
+        f"{_pct(res.file[key] / d):.3g} % (not the worst case)"
+        for key, d in (("expected_match_risk", n), ("true_match_rate_targets", 1.0)))
+
+
+def _search_caveats(plan: AuditPlan, sweep: Any, edge: list[str]) -> tuple[str, ...]:
+    """The codes that say the line's figure may not be the worst case over the radii."""
+    if not plan.search_columns:
+        return ()
+    if not plan.sweep:
+        return ("RADIUS_NOT_SEARCHED",)
+    codes = []
+    if sweep is not None and (sweep.settings.get("search") or {}).get("mode") == "coordinate":
+        codes.append("RADIUS_COORDINATE_SEARCH")
+    if edge:
+        codes.append("RADIUS_AT_GRID_EDGE")
+    return tuple(codes)
+
+
+def _identification_worst_case(plan: AuditPlan) -> str:
+    """What the identification lines take as the worst case over the intruder's choices."""
+    if not plan.search_columns:
+        radius = "every known column is categorical, matched exactly (the only choice)"
+    elif not plan.sweep:
+        radius = (f"radius: {radius_text(plan.radius)} only (the search was turned off: "
+                  "RADIUS_NOT_SEARCHED — not the worst case)")
+    else:
+        radius = (f"radius: the worst case, the largest figure over a grid of "
+                  f"{', '.join(f'{r:g}' for r in plan.sweep)} (0 = exact) on each of "
+                  f"{', '.join(plan.search_columns)}, synthesized or released unchanged")
+    return (f"{radius}; datasets: one at a time or all {plan.m} pooled, the larger; keys: all "
+            "known columns together (subsets are searched only with the knowledge sweep, "
+            "known_sweep=True / --known-sweep); targets: every record of the original")
 
 
 _ID_THRESHOLDS = ("expected_match_rate", "true_match_rate")
@@ -567,7 +796,8 @@ def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple
                        f"({reg.get('reason')})")
     lab = np.asarray([r if r is not None else 0 for r in reg["dataset_regime"]])
     each = np.asarray(each, dtype=float) * 100
-    parts, best = [], value
+    heavy = next((i for i, r in enumerate(reg["regimes"], 1) if r.get("holds_mass")), None)
+    parts, best, of_heavy = [], value, None
     for r in range(1, len(reg["regimes"]) + 1):
         sel = (lab == r) & np.isfinite(each) if each.size == lab.size else np.zeros(0, bool)
         if not sel.any():
@@ -577,13 +807,18 @@ def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple
         parts.append(f"regime {r}: {mean:.3g} % (mean over its {int(sel.sum())} dataset(s))")
         if not mean <= best:
             best = mean
-    return best, (f"; the model's chains sit in {len(reg['regimes'])} regimes "
-                  f"(REGIMES_DISAGREE), per dataset by the regime of its draw: "
-                  f"{'; '.join(parts)}; the larger figure is read (RISK_BY_REGIME)")
+        if r == heavy:
+            of_heavy = mean
+    head = (f"; the model's chains sit in {len(reg['regimes'])} regimes (REGIMES_DISAGREE), "
+            f"per dataset by the regime of its draw: {'; '.join(parts)}")
+    if of_heavy is not None:  # the regime that holds the mass, with datasets of its own
+        return of_heavy, (f"{head}; regime {heavy} holds the posterior mass "
+                          f"({_mass_words(reg['regimes'][heavy - 1])}): its figure is read, "
+                          "the others' beside it (RISK_BY_REGIME)")
+    return best, f"{head}; the larger figure is read (RISK_BY_REGIME)"
 
 
 def _identification_intruder(plan: AuditPlan) -> str:
-    rad = ", ".join(f"{c} within {r:g}" for c, r in plan.radius.items())
-    return (f"knows {', '.join(plan.known)} of every target"
-            + (f" ({rad})" if rad else "") + "; holds one or all of the "
-            f"{plan.m} datasets (the larger figure is read)")
+    return (f"knows the true {', '.join(plan.known)} of every target; holds one or all of the "
+            f"{plan.m} datasets and matches each numeric key as closely or as loosely as "
+            "serves them best")

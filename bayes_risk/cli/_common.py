@@ -18,7 +18,8 @@ __all__ = [
     "add_type_arguments", "add_seed_argument", "add_quiet_argument", "add_out_argument",
     "add_original_check_argument", "add_other_model_argument", "check_model_original",
     "check_required", "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
-    "read_inputs", "missing_labels", "parse_records", "schema_from_args", "model_schema",
+    "read_inputs", "missing_labels", "numeric_columns", "add_format_argument", "parse_records",
+    "schema_from_args", "model_schema",
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
     "save_known_sweep", "init_params", "read_holdout", "run_seed", "parse_radius",
@@ -31,12 +32,23 @@ SYN_HELP = ("synthetic datasets (one file each) or one SyntheticData folder writ
 
 
 def add_input_arguments(p: argparse.ArgumentParser, original: str = "",
-                        synthetic: str | None = SYN_HELP, metavar: str = "SYN") -> None:
-    """``ORIGINAL`` and, unless ``synthetic`` is ``None``, the release ``SYN [SYN ...]``."""
+                        synthetic: str | None = SYN_HELP, metavar: str = "SYN", *,
+                        recoded: bool = False) -> None:
+    """``ORIGINAL`` and, unless ``synthetic`` is ``None``, the release ``SYN [SYN ...]``;
+    ``recoded``: ``--recoded`` too (a command that compares the release's levels with the
+    original's)."""
     p.add_argument("original", metavar="ORIGINAL",
-                   help="confidential table (.csv or .parquet)" + original)
+                   help="confidential table (.csv, .parquet, .sas7bdat, .xpt, .dta, .sav or .zsav)"
+                   + original)
     if synthetic is not None:
         p.add_argument("synthetic", nargs="+", metavar=metavar, help=synthetic)
+    if recoded:
+        p.add_argument("--recoded", nargs="+", default=None, metavar="COL",
+                       help="columns the release recodes on purpose: their levels that the "
+                       "original never holds are kept as levels of their own, which no original "
+                       "record matches (warning SYNTHETIC_ONLY_LEVEL); without it such a level "
+                       "is an error (SYNTHETIC_ONLY_LEVEL), since a release coded otherwise "
+                       "than its original (codes against labels) shows every risk as 0")
 
 
 NO_SEED = object()
@@ -172,6 +184,17 @@ def add_seed_argument(p: argparse.ArgumentParser, default: int | None = None) ->
                    + (f"; default {default}" if default is not None else ""))
 
 
+def add_format_argument(p: argparse.ArgumentParser) -> None:
+    """``--format``: the format of a release's dataset files (``SyntheticData.save``)."""
+    p.add_argument("--format", dest="file_format", default="parquet",
+                   choices=["parquet", "csv", "sav", "zsav", "dta", "xpt"],
+                   help="format of the dataset files (recorded in manifest.json): parquet "
+                   "(default; keeps every dtype), csv, or an agency's format: sav, zsav (SPSS), "
+                   "dta (Stata), xpt (SAS transport), written with the value labels, variable "
+                   "labels and missing-value declarations of a SAS, Stata or SPSS ORIGINAL (xpt "
+                   "holds no value labels: formats.sas beside the files defines them)")
+
+
 def add_quiet_argument(p: argparse.ArgumentParser) -> None:
     """``--quiet``: the written path(s) and the warnings only (:mod:`bayes_risk.cli._run`)."""
     p.add_argument("-q", "--quiet", action="store_true",
@@ -206,12 +229,20 @@ def missing_labels(args: argparse.Namespace) -> dict[str, list[str]] | None:
     return parse_missing_labels(getattr(args, "missing_code", None)) or None
 
 
+def numeric_columns(args: argparse.Namespace) -> list[str]:
+    """The columns declared ``--count`` or ``--continuous``: a SAS, Stata or SPSS file's
+    labelled column among them is read as its codes."""
+    return [*(getattr(args, "count", None) or ()), *(getattr(args, "continuous", None) or ())]
+
+
 def read_records_table(path: str, argument: str,
-                       labels: dict[str, list[str]] | None = None) -> pd.DataFrame:
-    """Read an input table that must hold at least one record (``labels``: missing texts)."""
+                       labels: dict[str, list[str]] | None = None,
+                       numeric: list[str] | None = None) -> pd.DataFrame:
+    """Read an input table that must hold at least one record (``labels``: missing texts;
+    ``numeric``: :func:`numeric_columns`)."""
     from bayes_risk.data.io import read_table
 
-    df = read_table(path, missing_labels=labels)
+    df = read_table(path, missing_labels=labels, numeric=numeric or ())
     if len(df.columns) == 0:
         raise ValidationError(f"{argument} {str(path)!r} has no columns.", code="EMPTY_TABLE")
     if len(df) == 0:
@@ -225,9 +256,10 @@ def read_inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, Any]:
     from bayes_risk.data.io import read_synthetic
 
     labels = missing_labels(args)
-    original = read_records_table(args.original, "ORIGINAL", labels)
+    original = read_records_table(args.original, "ORIGINAL", labels, numeric_columns(args))
     return original, read_synthetic(args.synthetic, like=original, missing_labels=labels,
-                                    allow_different_original=args.allow_different_original)
+                                    allow_different_original=args.allow_different_original,
+                                    recoded=getattr(args, "recoded", None))
 
 
 def parse_records(text: str | None, n: int, argument: str = "--records") -> list[int] | None:
@@ -568,7 +600,8 @@ def read_holdout(args: argparse.Namespace) -> pd.DataFrame | None:
     """The ``--holdout`` table (``None`` when not given)."""
     if args.holdout is None:
         return None
-    return read_records_table(args.holdout, "--holdout", missing_labels(args))
+    return read_records_table(args.holdout, "--holdout", missing_labels(args),
+                              numeric_columns(args))
 
 
 def run_seed(args: argparse.Namespace) -> int:

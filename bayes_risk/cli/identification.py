@@ -35,7 +35,7 @@ def _parse_strategy(s: str):
 
 def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
     """Keyword arguments of ``identification_risk`` / ``radius_sweep`` from the flags."""
-    from bayes_risk.cli._common import missing_labels, read_records_table
+    from bayes_risk.cli._common import missing_labels, numeric_columns, read_records_table
     from bayes_risk.data.io import read_table
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.identification.specs import MatchSpec, PopulationSpec
@@ -49,7 +49,8 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
         else:
             raise ValidationError("--population-counts must be true:FILE, loglinear-original or "
                                   f"loglinear-synthetic. Got {pc!r}.", code="BAD_OPTION_VALUE")
-    targets = (read_records_table(args.targets, "--targets", missing_labels(args))
+    targets = (read_records_table(args.targets, "--targets", missing_labels(args),
+                                  numeric_columns(args))
                if args.targets else None)
     if targets is not None and not args.target_id:
         raise ValidationError("--targets needs --target-id COL (the id linking to the original).",
@@ -90,14 +91,16 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
     )
 
 
-def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any) -> list[str]:
-    """The run's summary on stdout (headline measures, replicates, the sweep's r*)."""
+def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any, search: Any = None
+                   ) -> list[str]:
+    """The run's summary on stdout (headline measures, replicates, the sweep's r*, the
+    search's worst case)."""
     s = res.file
     n = int(s["n_targets"])
     lines = [
         f"identification risk ({res.settings['aggregation'].replace('_', '-')}) of {m} "
-        f"synthetic dataset(s): expected match risk {s['expected_match_risk']:.4g} of {n:,} "
-        f"targets ({100 * s['expected_match_rate']:.3g} %)",
+        f"synthetic dataset(s): expected match rate {100 * s['expected_match_rate']:.3g} % = "
+        f"{s['expected_match_risk']:.4g} of {n:,} targets (the expected match risk)",
         f"true match rate {100 * s['true_match_rate_targets']:.3g} % of the targets, false "
         f"match rate {100 * s['false_match_rate']:.3g} % of the unique matches "
         "(summary.json: fractions)",
@@ -109,6 +112,20 @@ def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any) -> list[str]:
     if replicates is not None:
         lines.append(f"{s['n_replicates']} posterior replicates; Monte Carlo standard error of "
                      f"the expected match risk {s['mc_se']['expected_match_risk']:.3g} targets")
+    if search is not None:
+        import numpy as np
+
+        def at(r: Any) -> str:
+            return ", ".join(f"{c} exact" if x == 0 else f"{c}={x:g}"
+                             for c, x in zip(search.columns, np.atleast_1d(r), strict=True))
+
+        n_t = int(s["n_targets"])
+        lines.append(f"radius search (worst case over the radii of {', '.join(search.columns)}"
+                     f", {search.settings['search']['points']} points): expected match risk "
+                     f"{search.risk_star:.4g} of {n_t:,} targets "
+                     f"({100 * search.risk_star / n_t:.3g} %) at {at(search.r_star)}; true "
+                     f"match rate {100 * search.tmr_star_value:.3g} % at "
+                     f"{at(search.tmr_star)}")
     if sweep is not None:
         fixed = ", ".join(f"{c}={r:g}" for c, r in sweep.fixed_radii.items())
         lines.append(f"radius sweep: risk-maximising radius r* = {sweep.r_star} (varying "
@@ -164,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.data.io import write_csv
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.identification.api import identification_risk
-    from bayes_risk.identification.radius import radius_sweep
+    from bayes_risk.identification.radius import SEARCH_RADII, radius_search, radius_sweep
 
     if not (args.known_unsynthesized or args.known_synthesized):
         raise ValidationError(
@@ -190,20 +207,33 @@ def run(args: argparse.Namespace) -> int:
                               "--compat): pooled probabilities give one row per target.",
                               code="OPTION_CONFLICT")
     grid = parse_numbers(args.radius_sweep or None, "--radius-sweep")
+    search_grid = (None if args.radius_search is None else list(SEARCH_RADII)
+                   if args.radius_search == "default"
+                   else parse_numbers(args.radius_search, "--radius-search"))
     check_max_size(args)
     replicates = _posterior_replicates(args, original, syn)
     _release_free_memory()  # the CSV readers' buffers
     # the command writes no pooled probabilities: the run keeps none (its memory, the sweep's)
     run_aggregation = aggregation if replicates is not None or per_dataset else "pooled_measures"
-    sweep = None
+    sweep = search = None
     with dask_client(args) as client:
-        risk, sweep_fn = identification_risk, radius_sweep
+        risk, sweep_fn, search_fn = identification_risk, radius_sweep, radius_search
         if client is not None:
             from bayes_risk import distributed
 
-            risk, sweep_fn = distributed.identification_risk, distributed.radius_sweep
+            risk, sweep_fn, search_fn = (distributed.identification_risk,
+                                         distributed.radius_sweep, distributed.radius_search)
         dkw = dask_kwargs(args, client)
         known = [*args.known_unsynthesized, *args.known_synthesized]
+        if search_grid is not None:
+            search = search_fn(original, syn, known=known,
+                               synthesized=list(args.known_synthesized), radii=search_grid,
+                               aggregation="per_dataset" if per_dataset else "pooled",
+                               progressbar=not args.quiet,
+                               **{**kw, "match": kw["match"].replace(radius=None)}, **dkw)
+            if kw["match"].radius is None:  # the run's figures at the worst case
+                kw["match"] = kw["match"].replace(radius=dict(zip(
+                    search.columns, (float(r) for r in search.r_star), strict=True)))
         res = risk(original, syn, known=known, synthesized=list(args.known_synthesized),
                    replicates=replicates, aggregation=run_aggregation, progressbar=not args.quiet,
                    **kw, **dkw)
@@ -221,13 +251,15 @@ def run(args: argparse.Namespace) -> int:
     out["settings"]["records_output"] = args.records_output
     if sweep is not None:
         out["radius_sweep"] = sweep.to_dict()
+    if search is not None:
+        out["radius_search"] = search.to_dict()
     if ksweep is not None:
         out["known_sweep"] = ksweep.to_dict()
     out["inputs"] = inputs_summary(args, **({"targets": str(args.targets)} if args.targets
                                             else {}))
     from bayes_risk.results._base import plot_figure
 
-    lines = _summary_lines(res, m, sweep, replicates)
+    lines = _summary_lines(res, m, sweep, replicates, search)
     with output_dir(args) as tmp:
         if args.records_output != "none":
             table = res.records if args.records_output == "per-dataset" else res.target_table()
@@ -238,6 +270,9 @@ def run(args: argparse.Namespace) -> int:
         if sweep is not None:
             sweep.to_frame().to_csv(tmp / "radius_sweep.csv", index=False)
             plot_figure(sweep, "box").savefig(tmp / "radius_sweep.png", dpi=120)
+        if search is not None:
+            search.to_frame().to_csv(tmp / "radius_search.csv", index=False)
+            plot_figure(search, "profile").savefig(tmp / "radius_search.png", dpi=120)
         if ksweep is not None:
             save_known_sweep(tmp, ksweep, lines, dpi=120, write=write_csv)
     print_summary(lines, args.out)

@@ -63,8 +63,10 @@ def run(args: argparse.Namespace) -> int:
               remove=None if args.remove is None else args.remove.replace("-", "_"),
               bottom_top_coding=coding or None, recode_exclude=exclude or None,
               smooth=args.smooth or None, compat=args.compat)
+    from bayes_risk.data.statfiles import file_labels
+
     with output_dir(args) as tmp:
-        out.save(tmp)
+        out.save(tmp, file_format=args.file_format, labels=file_labels(original))
     lines = [f"post-processed {out.m} dataset(s) of {str(args.synthetic[0])!r}"
              + (" ..." if len(args.synthetic) > 1 else "")]
     for step in out.extra["post_processing"][-3:]:

@@ -21,6 +21,7 @@ __all__ = ["read_table", "write_table", "write_csv", "read_synthetic"]
 
 _CSV = {".csv", ".txt"}
 _PARQUET = {".parquet", ".pq"}
+_EXPECTED = ".csv, .parquet, .sas7bdat, .xpt, .dta, .sav or .zsav"
 
 
 #: texts that pandas would read as missing by default; here they are labels unless declared
@@ -33,20 +34,28 @@ _LEADING_ZERO = re.compile(r"^[+-]?0\d")
 
 def read_table(path: str | os.PathLike[str], *,
                missing_labels: Mapping[str, Sequence[str]] | None = None,
-               strict: bool = True) -> pd.DataFrame:
-    """Read a CSV or Parquet file into a DataFrame, as the file holds it.
+               strict: bool = True, numeric: Sequence[str] = ()) -> pd.DataFrame:
+    """Read a CSV, Parquet, SAS, Stata or SPSS file into a DataFrame, as the file holds it.
 
-    The rules: :doc:`/user_guide/data`, Reading rules.
+    The rules: :doc:`/user_guide/data`, Reading rules, and Files from SAS, Stata and SPSS
+    (value labels become the levels of categorical columns, in declared order; the file's
+    missing-value declarations and variable labels are kept in ``df.attrs``,
+    :func:`~bayes_risk.data.file_labels`).
 
     Parameters
     ----------
     path : path-like
-        A ``.csv`` / ``.txt`` or ``.parquet`` / ``.pq`` file.
+        A ``.csv`` / ``.txt``, ``.parquet`` / ``.pq``, ``.sas7bdat``, ``.xpt``, ``.dta``,
+        ``.sav`` or ``.zsav`` file.
     missing_labels : mapping of str to sequence of str, optional
         ``{column: [label, ...]}``: texts that stand for a missing value in that column.
     strict : bool
         Refuse a label declared for a column read as numbers (default ``True``); ``False`` for
         a synthetic dataset, whose column may hold numbers where the original's held the label.
+    numeric : sequence of str
+        Columns of a SAS, Stata or SPSS file read as their codes (numbers) although the file
+        gives them value labels (the command line: the columns declared ``--count`` or
+        ``--continuous``).
 
     Raises
     ------
@@ -55,9 +64,11 @@ def read_table(path: str | os.PathLike[str], *,
         ``NOT_A_REGULAR_FILE`` or ``CONFUSABLE_COLUMN_NAMES``.
     SchemaError
         ``DUPLICATE_COLUMN``, ``THOUSANDS_SEPARATOR``, ``UNNAMED_COLUMN``, ``ROW_LENGTH``,
-        ``UNKNOWN_COLUMN`` or ``MISSING_LABEL_NOT_TEXT`` (a ``missing_labels`` column).
+        ``UNKNOWN_COLUMN`` or ``MISSING_LABEL_NOT_TEXT`` (a ``missing_labels`` column);
+        ``VALUE_WITHOUT_LABEL``, ``DUPLICATE_VALUE_LABEL`` (a SAS, Stata or SPSS file).
     """
     from bayes_risk._checksums import special_file
+    from bayes_risk.data.statfiles import STAT_FORMATS
 
     p = Path(path)
     what = special_file(p)
@@ -65,8 +76,8 @@ def read_table(path: str | os.PathLike[str], *,
         raise ValidationError(f"input file {str(p)!r} is {what}, not a regular file; save the "
                               "table to a file and give that file.", code="NOT_A_REGULAR_FILE")
     if p.is_dir():
-        raise ValidationError(f"input file {str(p)!r} is a folder; expected a .csv or .parquet "
-                              "file.", code="IS_A_FOLDER")
+        raise ValidationError(f"input file {str(p)!r} is a folder; expected a data file "
+                              f"({_EXPECTED}).", code="IS_A_FOLDER")
     if not p.is_file():
         raise ValidationError(f"input file {str(p)!r} does not exist.", code="FILE_NOT_FOUND")
     suffix = p.suffix.lower()
@@ -75,9 +86,13 @@ def read_table(path: str | os.PathLike[str], *,
             df = _read_csv(p)
         elif suffix in _PARQUET:
             df = pd.read_parquet(p)
+        elif suffix in STAT_FORMATS:
+            from bayes_risk.data.statfiles import read_stat_file
+
+            df = read_stat_file(p, numeric=numeric, missing_labels=missing_labels)
         else:
-            raise ValidationError(f"input file {str(p)!r} has extension {suffix!r}; expected .csv "
-                                  "or .parquet.", code="UNSUPPORTED_FILE_TYPE")
+            raise ValidationError(f"input file {str(p)!r} has extension {suffix!r}; expected "
+                                  f"{_EXPECTED}.", code="UNSUPPORTED_FILE_TYPE")
     except (ValueError, OSError, pd.errors.ParserError) as err:
         if isinstance(err, (ValidationError, SchemaError)):
             raise
@@ -282,6 +297,10 @@ def _apply_missing_labels(p: Path, df: pd.DataFrame, labels: Mapping[str, Sequen
         if not hit.any():
             continue
         s = s.mask(hit)
+        if isinstance(s.dtype, pd.CategoricalDtype):  # a labelled column (data.statfiles)
+            out[c] = s.cat.remove_categories([v for v in s.cat.categories
+                                              if str(v) in {str(x) for x in labs}])
+            continue
         num = pd.to_numeric(s, errors="coerce")
         if _is_text(s) and (num.notna() | s.isna()).all():
             # numbers kept as text only because of the label: numbers again
@@ -323,7 +342,8 @@ def _csv_header(p: Path) -> str:
 
 def _check_unique_names(p: Path, names: list[str]) -> None:
     """Refuse a table in which two columns have the same name (``DUPLICATE_COLUMN``), or
-    names that differ only in case or white space (``CONFUSABLE_COLUMN_NAMES``)."""
+    names that print alike (``CONFUSABLE_COLUMN_NAMES``: case, white space, invisible
+    characters, look-alike letters)."""
     counts = pd.Series(names, dtype=object).value_counts(sort=False)
     dup = [str(n) for n, k in counts.items() if k > 1]
     if dup:
@@ -352,20 +372,28 @@ def _check_comma_separated(p: Path, header: str) -> None:
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Write a DataFrame as CSV or Parquet (by extension), atomically."""
+    """Write a DataFrame as CSV, Parquet, SPSS (``.sav``, ``.zsav``), Stata (``.dta``) or SAS
+    transport (``.xpt``) by extension, atomically; a table read from a SAS, Stata or SPSS file
+    is written with its value labels, variable labels and missing-value declarations
+    (:func:`~bayes_risk.data.file_labels`)."""
     from bayes_risk._io import atomic_file
+    from bayes_risk.data.statfiles import RELEASE_FORMATS, file_labels, write_stat_file
 
     p = Path(path)
     suffix = p.suffix.lower()
+    stat = {v: k for k, v in RELEASE_FORMATS.items() if k not in ("csv", "parquet")}
     if suffix in _CSV:
         with atomic_file(p) as fh:
             df.to_csv(fh, index=False)
     elif suffix in _PARQUET:
         with atomic_file(p, "wb") as fh:
             df.to_parquet(fh, index=False)
+    elif suffix in stat:
+        with atomic_file(p, "wb") as fh:  # pyreadstat writes the temporary file by its name
+            write_stat_file(df, fh.name, stat[suffix], labels=file_labels(df))
     else:
-        raise ValidationError(f"output file {str(p)!r}: expected a .csv or .parquet extension.",
-                              code="UNSUPPORTED_FILE_TYPE")
+        raise ValidationError(f"output file {str(p)!r}: expected a .csv, .parquet, .sav, .zsav, "
+                              ".dta or .xpt extension.", code="UNSUPPORTED_FILE_TYPE")
 
 
 def write_csv(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
@@ -434,7 +462,8 @@ def _share_unchanged_columns(table: pd.DataFrame, like: pd.DataFrame) -> pd.Data
 
 def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
                    like: pd.DataFrame | None = None, allow_different_original: bool = False,
-                   missing_labels: Mapping[str, Sequence[str]] | None = None) -> SyntheticData:
+                   missing_labels: Mapping[str, Sequence[str]] | None = None,
+                   recoded: Sequence[str] | None = None) -> SyntheticData:
     """Read a synthetic release: a :class:`SyntheticData` folder, or one file per dataset.
 
     Parameters
@@ -450,7 +479,17 @@ def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[s
         (:meth:`SyntheticData.allow_different_original`).
     missing_labels : mapping of str to sequence of str, optional
         Texts that stand for a missing value, per column (:func:`read_table`).
+    recoded : sequence of str, optional
+        Columns the release recodes on purpose (:meth:`SyntheticData.declare_recoded`).
     """
+    release = _read_synthetic(paths, like=like, allow_different_original=allow_different_original,
+                              missing_labels=missing_labels)
+    return release.declare_recoded(recoded) if recoded else release
+
+
+def _read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
+                    like: pd.DataFrame | None, allow_different_original: bool,
+                    missing_labels: Mapping[str, Sequence[str]] | None) -> SyntheticData:
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [Path(p) for p in paths]
@@ -471,11 +510,17 @@ def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[s
     check_distinct_files(paths)  # a file given twice, or a link to another's
     # each file's unsynthesized columns are shared with ``like`` as soon as it is read
     labels = dict(missing_labels or {})
+    # a labelled column of a SAS, Stata or SPSS file is read as its codes where the original
+    # holds numbers (a column declared numeric there)
+    numeric = [] if like is None else [
+        str(c) for c in like.columns if pd.api.types.is_numeric_dtype(like[c].dtype)
+        and not pd.api.types.is_bool_dtype(like[c].dtype)]
 
     def one(p: Path) -> pd.DataFrame:
         # a label declared for a column this file lacks is reported by the column checks below
         z = read_table(p, missing_labels={c: v for c, v in labels.items()
-                                          if c in _csv_names(p)} or None, strict=False)
+                                          if c in _csv_names(p)} or None, strict=False,
+                       numeric=numeric)
         return z if like is None else _share_unchanged_columns(align_text_numbers(z, like), like)
 
     tables = [one(p) for p in paths]

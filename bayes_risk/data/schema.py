@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -41,9 +40,21 @@ def _sort_levels(values: Iterable[Any]) -> tuple[Any, ...]:
 
 
 def did_you_mean(name: str, options: Iterable[str]) -> str:
-    """A ``" Did you mean 'x'?"`` hint for a misspelt name (empty when nothing is close)."""
-    close = difflib.get_close_matches(str(name), [str(o) for o in options], n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
+    """A ``" Did you mean 'x'?"`` hint for a misspelt name (empty when nothing is close); a name
+    that prints as ``name`` but differs in invisible characters or look-alike letters of another
+    script is named with the characters that differ (:func:`~bayes_risk.data.names.name_key`)."""
+    from bayes_risk.data.names import name_difference, same_as_typed
+
+    name, opts = str(name), [str(o) for o in options]
+    alike = same_as_typed(name, opts)
+    if alike:
+        why = [d for d in (name_difference(name, alike[0]), name_difference(alike[0], name)) if d]
+        return (f" Did you mean {alike[0]!r}? It prints like {name!r}"
+                + (f": {'; '.join(why)}" if why else "") + ".")
+    close = difflib.get_close_matches(name, opts, n=1)
+    odd = name_difference("", name) if not name.isascii() else ""
+    return (f" Did you mean {close[0]!r}?" if close else "") + (
+        f" The name given: {odd}." if odd else "")
 
 
 def _unknown_column(argument: str, name: str, names: Sequence[str]) -> SchemaError:
@@ -369,24 +380,28 @@ def check_column_labels(df: Any, name: str = "the original") -> None:
     check_confusable_names([str(c) for c in df.columns], name)
 
 
-def _name_key(name: str) -> str:
-    """A column name without case, Unicode form (NFKC) or surplus white space."""
-    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
-
-
 def check_confusable_names(names: Sequence[str], where: str) -> None:
-    """Refuse names that differ only in case or white space (``'Income'``, ``'income '``):
-    an option could name one while the user meant the other (``CONFUSABLE_COLUMN_NAMES``)."""
+    """Refuse names a reader cannot tell apart: names that differ only in case or white space
+    (``'Income'``, ``'income '``), in invisible characters or in look-alike letters of another
+    script (``'Age'`` and a Cyrillic ``'Аge'``; :func:`~bayes_risk.data.names.name_key`): an
+    option could name one while the user meant the other (``CONFUSABLE_COLUMN_NAMES``)."""
+    from bayes_risk.data.names import name_difference, name_key
+
     groups: dict[str, list[str]] = {}
     for n in names:
-        groups.setdefault(_name_key(n), []).append(n)
+        groups.setdefault(name_key(n), []).append(n)
     clash = [g for g in groups.values() if len(g) > 1]
     if clash:
         shown = "; ".join(" and ".join(map(repr, g)) for g in clash)
-        raise ValidationError(f"{where} has columns whose names differ only in case or white "
-                              f"space ({shown}); options, reports and summaries could not tell "
-                              "them apart, so one would be treated as the other. Rename one of "
-                              "each (or drop the copy).", code="CONFUSABLE_COLUMN_NAMES")
+        odd = [d for g in clash for n in g[1:] for d in (name_difference(g[0], n),
+                                                         name_difference(n, g[0])) if d]
+        raise ValidationError(f"{where} has columns whose names print alike ({shown}"
+                              + (f"; {'; '.join(odd)}" if odd else "")
+                              + "): they differ only in case, white space, invisible characters "
+                              "or look-alike letters, so options, reports and summaries could "
+                              "not tell them apart, and one would be treated as the other. "
+                              "Rename one of each (or drop the copy).",
+                              code="CONFUSABLE_COLUMN_NAMES")
 
 
 def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
@@ -415,7 +430,9 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
         Explicit level order for categorical/ordinal columns.
     missing_codes : mapping, optional
         ``{column: code or [codes]}``: values of numeric columns that stand for a missing value
-        (synthpop's ``cont.na``).
+        (synthpop's ``cont.na``). A table read from a SAS, Stata or SPSS file brings its own
+        (user-defined and special missing values, :func:`~bayes_risk.data.file_labels`), to
+        which these are added; they apply to the columns whose type is numeric.
     keep_unused_levels : bool or iterable of str
         Categorical columns (``True``: all) whose unused levels a fitted model keeps.
 
@@ -438,6 +455,10 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
     from bayes_risk.data.missing import check_missing_codes, code_mask
 
     codes = check_missing_codes(missing_codes, names)
+    # a SAS, Stata or SPSS file's own missing-value codes (data.statfiles), with those given
+    file_codes = _file_missing_codes(df, names)
+    all_codes = {**file_codes, **{c: tuple(dict.fromkeys([*file_codes.get(c, ()), *v]))
+                                  for c, v in codes.items()}}
     keep = _keep_unused(keep_unused_levels, names)
     forced: dict[str, str] = {}
     for typ, cols in (
@@ -456,8 +477,8 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
     specs = []
     for c in names:
         s = df[c]
-        if c in codes and pd.api.types.is_numeric_dtype(s.dtype):
-            hit = code_mask(s, codes[c])
+        if c in all_codes and pd.api.types.is_numeric_dtype(s.dtype):
+            hit = code_mask(s, all_codes[c])
             if hit.any():  # infer the type from the values that are not codes
                 s = s.astype("Int64" if pd.api.types.is_integer_dtype(s.dtype) else np.float64)
                 s = s.mask(pd.Series(hit, index=s.index))
@@ -485,12 +506,26 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
                               f"{arg_name('continuous', [c], cli=c)}, or leave the cells empty).",
                               code="MISSING_CODES_TYPE")
         specs.append(ColumnSpec(name=c, type=typ, levels=lv,  # type: ignore[arg-type]
-                                missing_codes=codes.get(c, ()),
+                                # a file's codes of a column declared categorical are levels
+                                missing_codes=all_codes.get(c, ()) if typ in NUMERIC_TYPES
+                                else (),
                                 keep_unused_levels=lv is not None and c in keep))
     schema = Schema(tuple(specs))
     if synthesized is not None or known is not None:
         schema = schema.with_roles(synthesized, known=known)
     return schema
+
+
+def _file_missing_codes(df: pd.DataFrame, names: Sequence[str]) -> dict[str, tuple[float, ...]]:
+    """The missing-value codes a SAS, Stata or SPSS file declared for the numeric columns of
+    ``df`` (read by :func:`~bayes_risk.data.read_table`; none for any other table)."""
+    from bayes_risk.data.statfiles import file_labels
+
+    labels = file_labels(df)
+    if labels is None:
+        return {}
+    return {c: v for c, v in labels.missing_codes.items()
+            if c in names and pd.api.types.is_numeric_dtype(df[c].dtype)}
 
 
 def _keep_unused(keep: bool | Iterable[str], names: Sequence[str]) -> set[str]:

@@ -1,5 +1,6 @@
 """Identification disclosure risk of partially synthetic data (Hu 2019 §4):
-:func:`identification_risk`, :func:`radius_sweep` (Hornby & Hu 2021 §4.1) and
+:func:`identification_risk`, :func:`radius_sweep` (Hornby & Hu 2021 §4.1),
+:func:`radius_search` (the worst case over the intruder's radii) and
 :func:`known_sweep` (Hu 2019 §5). See :doc:`/methods/identification`.
 
 The engine runs ``prepare → evaluate(partition of targets) → assemble``.
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
         radius_sweep,
     )
     from bayes_risk.identification.knowledge import KnowledgeSweepResult, known_sweep
-    from bayes_risk.identification.radius import RadiusSweepResult
+    from bayes_risk.identification.radius import RadiusSweepResult, radius_search
     from bayes_risk.identification.replicates import PosteriorReplicates
     from bayes_risk.identification.specs import MatchSpec, PopulationSpec
 
@@ -28,6 +29,7 @@ _NAMES: dict[str, str] = {
     "radius_sweep": "bayes_risk.identification.api",
     "IdentificationResult": "bayes_risk.identification.api",
     "RadiusSweepResult": "bayes_risk.identification.radius",
+    "radius_search": "bayes_risk.identification.radius",
     "known_sweep": "bayes_risk.identification.knowledge",
     "KnowledgeSweepResult": "bayes_risk.identification.knowledge",
     "PosteriorReplicates": "bayes_risk.identification.replicates",
@@ -35,7 +37,8 @@ _NAMES: dict[str, str] = {
     "PopulationSpec": "bayes_risk.identification.specs",
 }
 
-__all__ = ["identification_risk", "radius_sweep", "known_sweep", "MatchSpec", "PopulationSpec",
+__all__ = ["identification_risk", "radius_sweep", "radius_search", "known_sweep", "MatchSpec",
+           "PopulationSpec",
            "IdentificationResult", "RadiusSweepResult", "KnowledgeSweepResult",
            "PosteriorReplicates"]
 

@@ -297,16 +297,20 @@ def parse_radius(
     known = list(known_us) + list(known_s)
     numeric_known = [c for c in column_order if c in known and c not in categorical]
     cont_known = [c for c in numeric_known if c in continuous]
+    # a value the release carries unchanged is matched exactly unless a radius is given: the
+    # worst case for the intruder, who knows it (Hornby & Hu's radius is for a synthesized one)
+    cont_syn = cont_known if compat else [c for c in cont_known if c in known_s]
     if radius is None:
         if radius_type == "quantile_sd":
             return {c: 1.0 for c in (numeric_known if compat else cont_known)}
-        if cont_known:
+        if cont_syn:
             raise ValidationError(
-                f"known continuous column(s) {cont_known} need a radius; give "
+                f"known synthesized continuous column(s) {cont_syn} need a radius; give "
                 + ("radius=r (all continuous known columns) or radius={column: r} (0 for exact "
-                   "matching)." if not on_command_line() else
-                   f"{arg_name('radius', cli=f'{cont_known[0]}=R')} (repeat per column; 0 for "
-                   "exact matching)."),
+                   "matching), or search every radius with radius_search()." if not
+                   on_command_line() else
+                   f"{arg_name('radius', cli=f'{cont_syn[0]}=R')} (repeat per column; 0 for "
+                   "exact matching), or --radius-search for the worst case over the radii."),
                 code="INVALID_ARGUMENT",
             )
         if compat and numeric_known:
@@ -330,7 +334,7 @@ def parse_radius(
                     "matched exactly (remove it from radius, or declare the column numeric)."
                 )
             out[c] = float(r)
-        missing = [c for c in (numeric_known if compat else cont_known) if c not in out]
+        missing = [c for c in (numeric_known if compat else cont_syn) if c not in out]
         if missing:
             raise ValidationError(
                 f"known continuous column(s) {missing} have no radius in "

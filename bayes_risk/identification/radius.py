@@ -14,7 +14,7 @@ import pandas as pd
 
 from bayes_risk._numeric import ties
 from bayes_risk._specs import check_option
-from bayes_risk._terminal import progress
+from bayes_risk._terminal import progress, say
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor, shared_once
 from bayes_risk.identification.assemble import assemble
@@ -25,7 +25,11 @@ from bayes_risk.identification.prepare import known_columns, prepare
 from bayes_risk.identification.specs import spec_options
 from bayes_risk.results.identification import RadiusSweepResult
 
-__all__ = ["RadiusSweepResult", "radius_sweep"]
+__all__ = ["RadiusSweepResult", "radius_sweep", "radius_search", "SEARCH_RADII"]
+
+#: the radii of :func:`radius_search` (0, exact matching, is always added): Hornby & Hu's
+#: (2021) grid, widened to ±100 % so that an intruder who matches loosely is covered
+SEARCH_RADII: tuple[float, ...] = (0.0, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
 
 
 @interruptible
@@ -103,15 +107,11 @@ def radius_sweep(
     cols = _swept_columns(rule, grid_cols, columns)
     radii_of = [dict(zip(cols, grid[b], strict=False)) if cartesian
                 else {c: float(grid[b]) for c in cols} for b in range(len(grid))]
-    risk = _sweep_risk(plan, [rule.with_radius(rad) for rad in radii_of], executor, progressbar)
-    summ = risk.mean(axis=1) if statistic == "mean" else np.median(risk, axis=1)
-    best = float(np.max(summ))
-    arg = tuple(int(i) for i in np.flatnonzero(ties(summ, best)))
-    if cartesian:
-        order = sorted(arg, key=lambda i: tuple(grid[i]))
-        r_star: Any = grid[order[0]].copy()
-    else:
-        r_star = float(grid[min(arg, key=lambda i: grid[i])])
+    risk, tmr = _sweep_risk(plan, [rule.with_radius(rad) for rad in radii_of], executor,
+                            progressbar)
+    summ = _summarise(risk, statistic)
+    arg = _argmax(summ)
+    r_star = _smallest(grid, arg, cartesian)
     settings = plan.settings_dict()
     settings["radius_type"] = rule.radius_type
     settings["grid"] = "cartesian" if cartesian else "common"
@@ -122,11 +122,218 @@ def radius_sweep(
         statistic=statistic,
         risk_summary=summ,
         r_star=r_star,
-        risk_star=best,
+        risk_star=float(np.max(summ)),
         argmax=arg,
         settings=settings,
         warnings=list(plan.warnings),
+        true_match_rate=tmr,
     )
+
+
+def _summarise(values: np.ndarray, statistic: str) -> np.ndarray:
+    """``statistic`` over datasets (axis 1) of a ``[B, m]`` table."""
+    return values.mean(axis=1) if statistic == "mean" else np.median(values, axis=1)
+
+
+def _argmax(summary: np.ndarray) -> tuple[int, ...]:
+    """Every grid index attaining the maximum of ``summary`` (ties to rounding)."""
+    return tuple(int(i) for i in np.flatnonzero(ties(summary, float(np.max(summary)))))
+
+
+def _smallest(grid: np.ndarray, arg: tuple[int, ...], cartesian: bool) -> Any:
+    """The smallest radius (lexicographically, per column) among the grid points ``arg``."""
+    if cartesian:
+        return grid[sorted(arg, key=lambda i: tuple(grid[i]))[0]].copy()
+    return float(grid[min(arg, key=lambda i: grid[i])])
+
+
+@interruptible
+def radius_search(
+    original: pd.DataFrame,
+    synthetic: Any,
+    *,
+    known: Sequence[str],
+    synthesized: Sequence[str] | None = None,
+    radii: Sequence[float] = SEARCH_RADII,
+    max_grid: int = 1000,
+    statistic: str = "mean",
+    aggregation: Literal["per_dataset", "pooled"] | None = "per_dataset",
+    progressbar: bool = True,
+    executor: Any = None,
+    **kwargs: Any,
+) -> RadiusSweepResult:
+    """The worst case over the intruder's radii: every numeric known column searched, exact
+    matching (radius 0) included.
+
+    An intruder who knows a numeric column chooses how closely to match it. This search
+    takes the largest expected match risk, and separately the largest true match rate, over
+    a grid of radii for *every* numeric known column — synthesized or released unchanged —
+    with 0 (exact matching) in every column's grid: the figure an audit reports for the
+    intruder it names (:doc:`/methods/identification`, "The worst case over the radii").
+    Hornby & Hu's (2021) convention, one percentage radius on every continuous key, is a
+    point of this grid.
+
+    The grid is the Cartesian product of ``{0} ∪ radii`` over the columns when it has at most
+    ``max_grid`` points; otherwise a coordinate search (the best common radius, then each
+    column's grid in turn with the others held, until a round changes nothing), which is
+    stated in ``settings["search"]`` and is not guaranteed to find the grid's maximum.
+
+    Parameters
+    ----------
+    original, synthetic, known, synthesized
+        As in :func:`~bayes_risk.identification.api.identification_risk`.
+    radii : sequence of float
+        The radii of every searched column (0 is added). Default ``SEARCH_RADII``: 0, 0.01,
+        0.025, 0.05, 0.1, 0.2, 0.3, 0.5 and 1.
+    max_grid : int
+        Largest Cartesian grid evaluated whole (default 1,000 points).
+    statistic : {"mean", "median"}
+        Summary over the datasets that is maximised (per-dataset aggregation).
+    aggregation : {"per_dataset", "pooled"}
+        One risk per dataset (Hornby & Hu 2021) or the intruder holding all of them (Reiter &
+        Mitra 2009).
+    progressbar : bool
+        Show the cost before the work and progress over the grid.
+    executor : None, distributed.Client or Executor, optional
+        As in ``identification_risk``.
+    **kwargs
+        ``categorical``, ``schema``, ``match`` (its ``radius`` left unset: the search sets
+        every radius), ``population``, ``replicates`` of ``identification_risk``.
+
+    Returns
+    -------
+    RadiusSweepResult
+        ``radii`` is ``[B, q]`` over ``columns`` (every numeric known column); ``r_star`` the
+        radii of the largest expected match risk, ``tmr_star`` those of the largest true match
+        rate; ``settings["search"]`` the grid, the mode and the points evaluated.
+
+    Raises
+    ------
+    ValidationError
+        No numeric known column (exact matching is the only choice), ``match`` with a radius,
+        a ``"quantile_sd"`` radius type, or radii that are not finite numbers >= 0.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> y = pd.DataFrame({"age": [30, 30, 41, 52], "x": [100.0, 110.0, 200.0, 400.0]})
+    >>> z = pd.DataFrame({"age": [30, 30, 41, 52], "x": [104.0, 100.0, 230.0, 390.0]})
+    >>> res = radius_search(y, [z], known=["age", "x"], synthesized=["x"],
+    ...                     radii=[0.05, 0.2], progressbar=False)
+    >>> res.radii_at(res.argmax[0]), res.risk_star
+    ({'age': 0.0, 'x': 0.2}, 3.0)
+    """
+    check_option(statistic, "statistic", ("mean", "median"))
+    options = sweep_options(kwargs, SWEEP_DEFAULTS, "radius_search")
+    match = options["match"]
+    if match.radius is not None:
+        raise ValidationError(
+            "radius_search sets every radius itself; give the radii to search as radii=[...] "
+            f"and leave match.radius unset. Got match.radius={match.radius!r}.",
+            code="OPTION_CONFLICT")
+    if match.radius_type == "quantile_sd":
+        raise ValidationError("a radius search needs radius_type 'percentage' or 'absolute'.",
+                              code="INVALID_ARGUMENT")
+    values = _search_values(radii)
+    known_us, known_s = known_columns(original, synthetic, known, synthesized,
+                                      options["replicates"])
+    cols = search_columns(original, [*known_us, *known_s], options["schema"],
+                          options["categorical"])
+    if not cols:
+        raise ValidationError(
+            "no numeric known column: exact matching is the only choice, there is no radius "
+            "to search.", code="INVALID_ARGUMENT")
+    options["key_order"] = [known] if isinstance(known, str) else list(known)
+    options["match"] = match.replace(radius=dict.fromkeys(cols, 0.0))
+    plan = prepare(original, synthetic, known_us, known_s, aggregation=aggregation, **options)
+    full = len(values) ** len(cols)
+    mode = "grid" if full <= max_grid else "coordinate"
+    points = (np.array(list(itertools.product(*[values] * len(cols))), dtype=np.float64)
+              if mode == "grid" else np.empty((0, len(cols))))
+    if progressbar:
+        say(f"radius search over {', '.join(cols)}: "
+            + (f"{full:,} grid points ({len(values)} radii each, 0 = exact)" if mode == "grid"
+               else f"a coordinate search ({len(values)} radii each, 0 = exact; the full grid "
+               f"of {full:,} points exceeds max_grid={max_grid})")
+            + (f", each over the {plan.replicates.R} datasets one at a time"
+               if aggregation == "per_dataset" else
+               f", each pooled over the {plan.replicates.R} datasets"))
+
+    def evaluate(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rules = [plan.rule.with_radius(dict(zip(cols, r, strict=True))) for r in rows]
+        return _sweep_risk(plan, rules, executor, progressbar)
+
+    if mode == "grid":
+        risk, tmr = evaluate(points)
+    else:
+        points, risk, tmr = _coordinate_search(evaluate, values, len(cols), statistic)
+    summ = _summarise(risk, statistic)
+    arg = _argmax(summ)
+    settings = plan.settings_dict()
+    settings["radius_type"] = plan.rule.radius_type
+    settings["grid"] = "cartesian"
+    settings["search"] = {"mode": mode, "values": list(values), "points": int(len(points)),
+                          "full_grid_points": int(full), "max_grid": int(max_grid)}
+    return RadiusSweepResult(
+        columns=tuple(cols), radii=points, risk=risk, statistic=statistic, risk_summary=summ,
+        r_star=_smallest(points, arg, True), risk_star=float(np.max(summ)), argmax=arg,
+        settings=settings, warnings=list(plan.warnings), true_match_rate=tmr)
+
+
+def search_columns(original: pd.DataFrame, known: Sequence[str], schema: Any = None,
+                   categorical: Any = None) -> list[str]:
+    """The numeric (count or continuous) known columns, in the original's column order: the
+    columns whose radius :func:`radius_search` searches."""
+    from bayes_risk.data.schema import infer_schema
+
+    if schema is None:
+        cat = [categorical] if isinstance(categorical, str) else list(categorical or [])
+        schema = infer_schema(original, categorical=cat or None)
+    numeric = set(schema.numeric)
+    return [str(c) for c in original.columns if c in known and c in numeric]
+
+
+def _search_values(radii: Any) -> tuple[float, ...]:
+    """``{0} ∪ radii``, sorted; refused unless finite numbers >= 0."""
+    ok = isinstance(radii, Sequence | np.ndarray) and not isinstance(radii, str | bytes)
+    vals = list(radii) if ok else []
+    if not ok or not all(isinstance(r, int | float | np.integer | np.floating)
+                         and not isinstance(r, bool | np.bool_) and np.isfinite(r) and r >= 0
+                         for r in vals):
+        raise ValidationError(f"radii must be finite numbers >= 0. Got {radii!r}.",
+                              code="INVALID_ARGUMENT")
+    return tuple(sorted({0.0, *(float(r) for r in vals)}))
+
+
+def _coordinate_search(evaluate: Any, values: tuple[float, ...], q: int, statistic: str,
+                       max_rounds: int = 20) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Coordinate ascent of the summary risk over ``values``^q: the best common radius, then
+    each column's values with the others held, until a round moves nothing. Every point
+    evaluated is returned (each once)."""
+    seen: dict[tuple[float, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+    def run(rows: list[tuple[float, ...]]) -> None:
+        new = [r for r in dict.fromkeys(rows) if r not in seen]
+        if new:
+            risk, tmr = evaluate(np.array(new, dtype=np.float64))
+            seen.update({r: (risk[i], tmr[i]) for i, r in enumerate(new)})
+
+    def score(r: tuple[float, ...]) -> float:
+        return float(_summarise(seen[r][0][None, :], statistic)[0])
+
+    run([(v,) * q for v in values])
+    best = max(((v,) * q for v in values), key=score)
+    for _ in range(max_rounds):
+        start = best
+        for j in range(q):
+            line = [best[:j] + (v,) + best[j + 1:] for v in values]
+            run(line)
+            best = max(line, key=lambda r: (score(r), r == best))
+        if best == start:
+            break
+    rows = sorted(seen)  # lexicographic, as the full grid: the first of ties is the smallest
+    return (np.array(rows, dtype=np.float64), np.vstack([seen[r][0] for r in rows]),
+            np.vstack([seen[r][1] for r in rows]))
 
 
 #: arguments of ``identification_risk`` a sweep passes on, with their defaults
@@ -148,26 +355,26 @@ def sweep_options(kwargs: dict[str, Any], defaults: dict[str, Any], what: str
 
 
 def _sweep_risk(plan: IdentificationPlan, rules: list[MatchRule], executor: Any,
-                progressbar: bool) -> np.ndarray:
-    """Expected match risk ``[B, m]`` (``m = 1`` pooled) of every rule of the grid; the record
-    pool is shared once for the whole sweep."""
+                progressbar: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Expected match risk and true match rate ``[B, m]`` (``m = 1`` pooled) of every rule of
+    the grid; the record pool is shared once for the whole sweep."""
     ex = as_executor(executor)
     pool = record_pool(plan, shipped=not isinstance(ex, InProcessExecutor))
-    rows = []
+    risk, tmr = [], []
     with shared_once(ex, pool) as shared:
         for rule in progress(rules, total=len(rules), description="radius sweep",
-                             enabled=progressbar):
+                             unit="grid points", enabled=progressbar):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 # the file measures only: no pooled probabilities kept (nor their size limited)
                 res = assemble(plan, rule, run_engine(plan, rule, ex, shared, progressbar=False,
                                                       keep_prob=False))
-            if res.per_dataset is not None:
-                rows.append(np.asarray(res.per_dataset["expected_match_risk"], dtype=np.float64))
-            else:
-                rows.append(np.array([res.file["expected_match_risk"]], dtype=np.float64))
+            f = res.per_dataset if res.per_dataset is not None else {
+                k: [v] for k, v in res.file.items()}
+            risk.append(np.asarray(f["expected_match_risk"], dtype=np.float64))
+            tmr.append(np.asarray(f["true_match_rate_targets"], dtype=np.float64))
             del res  # its tables are not held while the next radius runs
-    return np.vstack(rows)
+    return np.vstack(risk), np.vstack(tmr)
 
 
 def _grid(radii: Any, max_grid: int, radius: Any) -> tuple[np.ndarray, list[str] | None, Any]:

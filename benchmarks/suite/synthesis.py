@@ -12,7 +12,7 @@ import sys
 import time
 import warnings
 
-from ._data import CATEGORICAL, SHARED_DATA, SYNTHESIZED, ce
+from ._data import CATEGORICAL, SHARED_DATA, SYNTHESIZED, ce, nyexample
 
 
 def _quiet(fn, *args, **kwargs):
@@ -348,3 +348,97 @@ class DPMPMSweep:
         point = self.point
         for _ in range(self.sweeps):
             point = self.step.step(point)[0]
+
+
+class DPMPMSweepScaling:
+    """CPU milliseconds of one DPMPM Gibbs sweep after the warm-up (``DPMPMGibbs``, the step
+    alone, one numba thread), K = 40, on ``NYexample_X.csv``'s rows drawn with replacement
+    (seed n) to n = 10³, 10⁴, 10⁵ records, missing cells imputed in the sweep: issue 69's
+    comparison with NPBayesImputeCat per sweep (same tables, ``Run`` timed after 50 sweeps;
+    the benchmarks README)."""
+
+    params = ([1_000, 10_000, 100_000],)
+    param_names = ["n"]
+    number = 1
+    repeat = 1
+    timeout = 600
+
+    def setup(self, n):
+        import numba
+        import numpy as np
+        import pandas as pd
+
+        from bayes_risk.models.dpmpm.run import gibbs_layout
+        from bayes_risk.models.dpmpm.step import DPMPMGibbs
+
+        df = nyexample()
+        df = df.iloc[np.random.default_rng(n).integers(0, len(df), n)]
+        codes = np.stack([pd.Categorical(df[c]).codes for c in df.columns], 1).astype(np.int64)
+        d = np.array([df[c].nunique() for c in df.columns], dtype=np.int64)
+        numba.set_num_threads(1)
+        self.step = DPMPMGibbs(list(gibbs_layout(40, d).shapes), codes=codes, d=d,
+                               n_components=40, alpha_prior=(0.25, 0.25), dirichlet_prior=1.0)
+        self.sweeps = int(np.clip(2_000_000 // n, 60, 2_000))
+        self.step.setup_chain(np.random.default_rng(1), 50, self.sweeps)
+        self.point = {"alpha": np.asarray(1.0)}
+        for _ in range(50):  # the warm-up's moves are more, and not what is timed
+            self.point = self.step.step(self.point)[0]
+
+    def track_sweep_ms(self, n):
+        point = self.point
+        start = time.process_time()
+        for _ in range(self.sweeps):
+            point = self.step.step(point)[0]
+        return 1e3 * (time.process_time() - start) / self.sweeps
+
+    track_sweep_ms.unit = "ms"
+
+
+class DPMPMRegimeEvidence:
+    """The evidence pass of a DPMPM fit whose chains disagree (``models.dpmpm.evidence``: 100 +
+    300 + 300 collapsed Gibbs sweeps of the partition posterior) on ``NYexample_X.csv``, started
+    from the classes of a blocked Gibbs chain after 300 sweeps from three classes and from
+    every class (issue 72): CPU seconds of each pass and the margin between the bounds."""
+
+    params = (["few", "spread"],)
+    param_names = ["start"]
+    number = 1
+    repeat = 1
+    timeout = 900
+
+    def setup(self, start):
+        import numpy as np
+
+        from bayes_risk.models.dpmpm import DPMPM, coding
+        from bayes_risk.models.dpmpm.evidence import _last_draw, classes_given_draw
+
+        df = nyexample()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = DPMPM(n_components=80, tune=200, draws=100, max_sweeps=0, chains=1,
+                          cores=1, starts=start, progressbar=False).fit(df, random_seed=1)
+        self.codes = coding.encode(model.schema_, df)
+        self.d = np.array([len(c.levels) for c in model.schema_], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(self.d)[:-1]]).astype(np.int64)
+        self.z = classes_given_draw(self.codes, offsets,
+                                    *_last_draw(model.posterior_["posterior"], 0, self.d),
+                                    np.random.default_rng(2))
+
+    def _pass(self):
+        from bayes_risk.models.dpmpm.evidence import partition_evidence
+
+        start = time.process_time()
+        out = partition_evidence(self.codes, self.d, self.z, alpha_prior=(0.25, 0.25),
+                                 dirichlet_prior=1.0, random_seed=3)
+        return time.process_time() - start, out
+
+    def track_pass_cpu(self, start):
+        return self._pass()[0]
+
+    track_pass_cpu.unit = "seconds"
+
+    def track_bound_gap(self, start):
+        out = self._pass()[1]
+        return out["upper"] - out["lower"]
+
+    track_bound_gap.unit = "nats"

@@ -11,8 +11,9 @@ import numpy as np
 
 from bayes_risk.models._bayesian import convergence
 
-__all__ = ["REGIME_QUANTITIES", "EVIDENCE_ATTR", "EVIDENCE_MIN_SWAP", "STARTS_ATTR",
-           "chain_regimes", "record_starts", "regime_summary", "regime_warnings", "regime_text"]
+__all__ = ["REGIME_QUANTITIES", "EVIDENCE_ATTR", "EVIDENCE_MIN_SWAP", "BOUNDS_ATTR",
+           "BOUNDS_SE_ATTR", "DECISIVE", "STARTS_ATTR", "chain_regimes", "heavy_regime",
+           "record_starts", "regime_summary", "regime_warnings", "regime_text"]
 
 #: the quantities that tell regimes apart, and how messages name them
 REGIME_QUANTITIES: dict[str, str] = {"alpha": "α", "k_occupied": "k*", "n_occupied": "k*",
@@ -26,6 +27,18 @@ EVIDENCE_MIN_SWAP = 0.2
 #: family-wise level of the test of a difference between two chains' means
 REGIME_ALPHA = 0.01
 EVIDENCE_SE_ATTR = "log_evidence_se"
+#: posterior attributes of a DPMPM fit whose chains disagree: per chain, the lower and upper
+#: bounds of the log marginal likelihood of the region of partitions it holds, and their Monte
+#: Carlo standard errors (``bayes_risk.models.dpmpm.evidence``)
+BOUNDS_ATTR = ("log_evidence_lower", "log_evidence_upper")
+BOUNDS_SE_ATTR = ("log_evidence_lower_se", "log_evidence_upper_se")
+#: per chain: how far its upper bound's terms moved between the halves of the pass, in standard
+#: errors (a chain still moving through its region gives no upper bound)
+DRIFT_ATTR = "log_evidence_upper_drift"
+#: a regime holds the mass when the other regimes together hold at most this share of it (their
+#: upper bounds and its lower bound each taken ``BOUNDS_Z`` standard errors against it)
+DECISIVE = 1e-6
+BOUNDS_Z = 4.0
 
 
 def _quantities(q: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -132,11 +145,17 @@ def regime_summary(post: Any, quantities: dict[str, Any]) -> dict[str, Any] | No
                "log_evidence_se": None if ev is None else float(ev_se[c]),
                "min_swap_rate": None if min_swap is None else float(min_swap[c])}
               for c in range(C)]
+    bounds = _chain_bounds(attrs, C)
+    for c, ch in enumerate(chains):
+        ch["log_evidence_bounds"] = None if bounds is None else [
+            None if not np.isfinite(v) else float(v) for v in bounds[0][c]]
     regimes, problems = [], []
     for i, g in enumerate(groups, 1):
         r: dict[str, Any] = {"chains": list(g), "draws": len(g) * D,
                              **{k: float(np.mean(x[g])) for k, x in qs.items()},
-                             "log_evidence": None, "log_evidence_se": None, "mass": None}
+                             "log_evidence": None, "log_evidence_se": None, "mass": None,
+                             "log_evidence_bounds": None, "mass_bounds": None,
+                             "holds_mass": False}
         if ev is not None:
             # the chains of a regime estimate the same evidence
             r["log_evidence"] = float(np.mean(ev[g]))
@@ -144,7 +163,10 @@ def regime_summary(post: Any, quantities: dict[str, Any]) -> dict[str, Any] | No
             problems += _evidence_problems(i, g, ev, ev_se, min_swap)
         regimes.append(r)
     T = int(attrs.get("temperatures", 0))
-    if ev is None:
+    bounds_how = _regime_bounds(regimes, bounds, attrs) if len(regimes) > 1 else None
+    if bounds_how is not None and (ev is None or any(r["holds_mass"] for r in regimes)):
+        how = bounds_how
+    elif ev is None:
         how = ("not estimated: the fit ran no tempered ladders (refit with temperatures=T, "
                "command line --temperatures T, to estimate it)")
     elif problems:
@@ -161,6 +183,84 @@ def regime_summary(post: Any, quantities: dict[str, Any]) -> dict[str, Any] | No
                "temperatures)")
     return {"agree": len(groups) == 1, "quantities": list(qs), "rhat_max": convergence.RHAT_MAX,
             "chains": chains, "regimes": regimes, "evidence": how}
+
+
+def _chain_bounds(attrs: Any, C: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each chain's ``[lower, upper]`` bounds of its region's log evidence and their standard
+    errors (``[C, 2]`` each), or ``None`` when the fit recorded none."""
+    if BOUNDS_ATTR[0] not in attrs:
+        return None
+    b = np.column_stack([np.atleast_1d(np.asarray(attrs[k], dtype=np.float64))
+                         for k in BOUNDS_ATTR])
+    se = np.column_stack([np.atleast_1d(np.asarray(attrs[k], dtype=np.float64))
+                          for k in BOUNDS_SE_ATTR])
+    if b.shape != (C, 2) or se.shape != (C, 2):
+        return None
+    drift = np.atleast_1d(np.asarray(attrs.get(DRIFT_ATTR, np.zeros(C)), dtype=np.float64))
+    if drift.shape == (C,):
+        b[~(np.abs(drift) <= BOUNDS_Z), 1] = np.inf  # no upper bound of a moving chain
+    return b, se
+
+
+def _regime_bounds(regimes: list[dict[str, Any]], bounds: Any, attrs: Any) -> str | None:
+    """Each regime's bounds of its log evidence and of its share of the posterior mass, in
+    place; the words of ``evidence`` (``None``: no bounds recorded).
+
+    A regime's lower bound is the mean of its chains' (each bounds the same region from
+    below), its upper bound the log of the sum of its chains' exponentiated upper bounds (the
+    regions they hold, together; none when a chain was still moving). Regime ``h`` holds at
+    least ``1 / (1 + Σ_o e^(U_o − L_h))`` of the mass of the regimes, ``L`` and ``U`` taken
+    ``BOUNDS_Z`` standard errors against it; it *holds the mass* when the others' share is at
+    most ``DECISIVE``."""
+    if bounds is None:
+        return None
+    b, se = bounds
+    sweeps = attrs.get("evidence_sweeps")
+    low, high = [], []  # the conservative bounds of each regime
+    for r in regimes:
+        g = r["chains"]
+        lo = float(np.mean(b[g, 0]))
+        lo_se = float(np.sqrt(np.sum(se[g, 0] ** 2)) / len(g))
+        if np.all(np.isfinite(b[g, 1])):
+            m = float(np.max(b[g, 1]))
+            up = m + float(np.log(np.sum(np.exp(b[g, 1] - m))))
+            up_se = float(np.sqrt(np.sum(se[g, 1] ** 2)))
+        else:
+            up, up_se = np.inf, 0.0
+        r["log_evidence_bounds"] = [lo, up if np.isfinite(up) else None]
+        low.append(lo - BOUNDS_Z * lo_se)
+        high.append(up + BOUNDS_Z * up_se)
+    low_a, high_a = np.array(low), np.array(high)
+    if not np.all(np.isfinite(low_a)):
+        return ("partition-space bounds not computed: "
+                f"{attrs.get('evidence_reason') or 'a chain gave none'}")
+    with np.errstate(over="ignore"):
+        for i, r in enumerate(regimes):
+            others = np.exp(np.minimum(np.delete(high_a, i) - low_a[i], 700.0))
+            rest = np.exp(np.minimum(np.delete(low_a, i) - high_a[i], 700.0))
+            share_lo = float(1.0 / (1.0 + np.sum(others)))
+            r["mass_bounds"] = [share_lo, float(1.0 / (1.0 + np.sum(rest)))]
+            r["holds_mass"] = bool(1.0 - share_lo <= DECISIVE)
+    n_sw = "" if sweeps is None else (
+        f", {int(sweeps[0])} + {int(sweeps[1])} + {int(sweeps[2])} sweeps a chain")
+    how = ("bounds of each regime's log marginal likelihood from its partitions "
+           f"(entropy bounds over a collapsed Gibbs chain{n_sw})")
+    if not any(r["holds_mass"] for r in regimes):
+        how += ("; they do not set one regime above the others by the margin asked "
+                f"(its share of the mass at least 1 − {DECISIVE:g}): which regime holds the "
+                "mass is not settled")
+    return how
+
+
+def heavy_regime(summary: dict[str, Any] | None) -> int | None:
+    """The 1-based number of the regime that holds the posterior mass (``holds_mass``), or
+    ``None``."""
+    if not summary:
+        return None
+    for i, r in enumerate(summary.get("regimes") or [], 1):
+        if r.get("holds_mass"):
+            return i
+    return None
 
 
 def _evidence_problems(i: int, g: list[int], ev: np.ndarray, se: np.ndarray,
@@ -190,6 +290,14 @@ def _fmt(name: str, v: float) -> str:
     return f"{REGIME_QUANTITIES[name]} {v:.3g}"
 
 
+def _share(x: float, near_one: bool) -> str:
+    """A share of the posterior mass in words that keep its size: ``1 − 1e-143``, ``2e-12``."""
+    if near_one and x > 0.999:
+        rest = 1.0 - x
+        return "1 − 1e-300" if rest <= 0.0 else f"1 − {rest:.1g}"
+    return f"{x:.3g}" if x >= 1e-3 or x == 0.0 else f"{x:.1g}"
+
+
 def regime_text(summary: dict[str, Any]) -> str:
     """The regimes in words: ``regime 1 (chain 1, started 'spread'): α 0.56, k* 4.7, ...``."""
     starts = {c["chain"]: c["start"] for c in summary["chains"]}
@@ -200,7 +308,16 @@ def regime_text(summary: dict[str, Any]) -> str:
         started = f", started {'/'.join(repr(s) for s in st)}" if st else ""
         vals = ", ".join(_fmt(k, r[k]) for k in summary["quantities"])
         ev = ""
-        if r.get("log_evidence") is not None:
+        lb = r.get("log_evidence_bounds")
+        if lb is not None and r.get("mass_bounds") is not None:
+            share = r["mass_bounds"][0] if r.get("holds_mass") else r["mass_bounds"][1]
+            ev = (f", log evidence {lb[0]:,.1f} to "
+                  + ("(no upper bound: its chain was still moving)" if lb[1] is None
+                     else f"{lb[1]:,.1f}")
+                  + ", posterior probability "
+                  + (f"at least {_share(share, True)}" if r.get("holds_mass")
+                     else f"at most {_share(share, False)}"))
+        elif r.get("log_evidence") is not None:
             se = r.get("log_evidence_se")
             ev = (f", log evidence {r['log_evidence']:,.1f}"
                   + (f" (MCSE {se:.2g})" if se is not None else "")
@@ -220,11 +337,18 @@ def regime_warnings(post: Any, quantities: dict[str, Any], model: str) -> list[d
         return []
     names = list(dict.fromkeys(REGIME_QUANTITIES[q] for q in summ["quantities"]))
     heavy = [r for r in summ["regimes"] if r.get("mass") is not None]
-    if heavy:
+    h = heavy_regime(summ)
+    if h is not None:
+        which = (f" By the bounds of each regime's marginal likelihood ({summ['evidence']}), "
+                 f"regime {h} holds the posterior mass: the risk engines read its figure and "
+                 "show the other regimes' beside it.")
+    elif heavy:
         best = max(range(len(heavy)), key=lambda i: heavy[i]["mass"])
         which = (f" By the stepping-stone estimates of the evidence, regime {best + 1} carries "
                  f"posterior probability {heavy[best]['mass']:.3g}; the kept draws of the "
                  "other regimes are still in the fit.")
+    elif any(r.get("mass_bounds") is not None for r in summ["regimes"]):
+        which = f" The {summ['evidence']}."
     else:
         which = (" Which regime carries the posterior mass is not estimated: refit with "
                  "temperatures=T (parallel tempering; command line --temperatures T), which "
@@ -232,8 +356,9 @@ def regime_warnings(post: Any, quantities: dict[str, Any], model: str) -> list[d
     msg = (f"{model}: the chains sit in {len(summ['regimes'])} regimes of the "
            f"class structure (the pair R-hat of {', '.join(names)} above {convergence.RHAT_MAX}): "
            f"{regime_text(summ)}. Every risk computed from this fit depends on the regime its "
-           "draws come from: the risk engines report each regime's figure and use the larger "
-           f"(RISK_BY_REGIME).{which} Compare refits with other seeds, more chains or longer "
+           "draws come from: the risk engines report each regime's figure and use "
+           + ("the figure of the regime that holds the mass" if h is not None else "the larger")
+           + f" (RISK_BY_REGIME).{which} Compare refits with other seeds, more chains or longer "
            "runs (REGIMES_DISAGREE).")
     return [{"code": "REGIMES_DISAGREE", "quantities": list(summ["quantities"]), "checks": [],
              "regimes": summ["regimes"], "message": msg}]

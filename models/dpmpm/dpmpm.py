@@ -22,7 +22,7 @@ from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk._specs import check_int, check_option
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.convergence import round_verdict
 from bayes_risk.models._bayesian.records import check_synthesized_records
@@ -236,9 +236,12 @@ class DPMPM(BayesianSynthesizer):
         if ub is not None and (
             isinstance(ub, bool) or not isinstance(ub, (int, float, np.number)) or not ub > 0
         ):
+            # None, the default, is the option left out on the command line
+            default = "left out" if on_command_line() else "None"
             raise ValidationError(
                 f"alpha_warmup_bound (upper bound of α in the first warm-up sweeps) must be a "
-                f"positive number, inf or None (the 95 % quantile of the α prior). Got {ub!r}."
+                f"positive number, inf or {default} (the 95 % quantile of the α prior). Got "
+                f"{ub!r}."
             )
         check_starts(self.starts)
         T = self.temperatures
@@ -375,10 +378,32 @@ class DPMPM(BayesianSynthesizer):
                          check_convergence=False)
         if self.sampler == "nuts":
             _fit.add_loglik_stat(self._state, codes)
+        elif self._zeros is None:
+            self._regime_evidence(codes, d, seed)
         self.warnings_ += _fit.check_truncation(self.posterior_, self.n_components)
         self.convergence_ = self._check_convergence(warn=True)
         record_fit_time(self, started)
         return self
+
+    def _regime_evidence(self, codes: np.ndarray, d: Sequence[int], seed: RandomSeed) -> None:
+        """When the chains sit in different regimes (``REGIMES_DISAGREE``), the bounds of each
+        chain's region's marginal likelihood, in the posterior's attributes
+        (``models.dpmpm.evidence``; not with structural zeros, whose truncated model the
+        collapsed chain does not cover)."""
+        from bayes_risk.models._bayesian.regimes import regime_summary
+
+        post = self.posterior_["posterior"]
+        if int(post.sizes["chain"]) < 2:
+            return
+        summ = regime_summary(post, self._convergence_quantities())
+        if summ is None or summ["agree"]:
+            return
+        from bayes_risk.models.dpmpm.evidence import record_regime_evidence
+
+        record_regime_evidence(self.posterior_, codes, d,
+                               alpha_prior=tuple(float(x) for x in self.alpha_prior),
+                               dirichlet_prior=float(self.dirichlet_prior),
+                               random_seed=self._chain_seeds(seed))
 
     def _gibbs_posterior(
         self,

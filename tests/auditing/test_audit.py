@@ -49,7 +49,7 @@ def audited(release, tmp_path_factory):
         # the intruder knows unsynthesized columns only: the identification figures are a
         # baseline of the original; the sweep varies Age as asked (the reference numbers)
         res = br.audit(str(orig), str(syn), known=KNOWN, out=out, random_seed=2, progressbar=False,
-                       settings=br.AuditSettings(sweep_unsynthesized=True,
+                       settings=br.AuditSettings(
                                                  attribute_records=range(25)))
     return res, out
 
@@ -102,15 +102,15 @@ def test_steps_run_or_skip_with_reason(audited):
     # the measures are those of the public functions on the same input
     assert len(st["attribute"].result.records) == 25
     assert st["utility"].result.pmse.incomplete  # partial synthesis: its own null
-    assert st["identification"].extra["sweep"].r_star in res.plan.sweep
+    assert set(np.atleast_1d(st["identification"].extra["sweep"].r_star)) <= set(res.plan.sweep)
 
 
 def test_files_as_the_sub_commands_write_them(audited):
     res, out = audited
     for f in ["summary.json", "utility/summary.json", "utility/overlap.csv",
               "utility/marginals.csv", "utility/twoway.csv", "identification/records.csv",
-              "identification/summary.json", "identification/radius_sweep.csv",
-              "identification/radius_sweep.png", "attribute/records.csv",
+              "identification/summary.json", "identification/radius_search.csv",
+              "identification/radius_search.png", "attribute/records.csv",
               "attribute/summary.json", "attribute/p_true_hist.png", "attribute/rank_hist.png",
               # one folder per target: the synthesized columns the intruder does not know
               *[f"disclosure/{t}/{f}" for t in ("Tenure", "Income")
@@ -292,51 +292,60 @@ def test_posterior_identification_on_a_cart_release(release, tmp_path):
     assert res.step("identification").result.settings["replicates"] == "released datasets"
 
 
-def test_identification_verdicts_at_one_radius(release, audited_hh):
-    """Each identification verdict line is the larger of two intruders' figures, each read at
-    its own maximising radius (the conservative one): the intruder holding all m datasets
-    (pooled, the defaults of identification_risk / bayes-risk identification: the same numbers)
-    and the mean over single datasets (Hornby & Hu). The per-dataset figures stay in
-    summary.json (at_maximising_radius), the pooled ones under "pooled"."""
+def test_identification_verdicts_are_the_worst_case_over_the_radii(release, audited_hh):
+    """Each identification verdict line is the largest figure over the radius search of every
+    numeric known column (Age, released unchanged, and Income, synthesized; 0 = exact in each
+    grid), the larger of two intruders' (pooled over the m datasets, and the mean over single
+    datasets), each measure at its own radii, which the line names; Hornby & Hu's convention
+    (0.1 on every numeric key) is reported beside it, never instead."""
     res, out = audited_hh
     ident = res.step("identification")
     sw, star, pooled = ident.extra["sweep"], ident.extra["at_r_star"], ident.extra["pooled"]
+    assert list(sw.columns) == list(pooled.sweep.columns) == ["Age", "Income"]
+    assert 0.0 in sw.settings["search"]["values"]
+    assert sw.settings["search"]["mode"] == "grid" and len(sw.radii) == len(res.plan.sweep) ** 2
     v = {x.measure: x for x in res.verdicts}
-    em = v["expected match rate at the maximising radius"]
-    tm = v["true match rate (correct unique matches) at the maximising radius"]
+    em = v["expected match rate, worst case over the radii"]
+    tm = v["true match rate (correct unique matches), worst case over the radii"]
     orig, syn = release
     sd = br.read_synthetic(str(syn))
     data = pd.read_csv(orig)
+    n = res.plan.n_records
+    rad = dict(zip(sw.columns, map(float, sw.r_star), strict=True))
     per = br.identification_risk(data, sd, known=[*KNOWN, "Income"], synthesized=["Income"],
-                                 schema=sd.schema,
-                                 match=MatchSpec(radius={"Age": 0.1, "Income": sw.r_star}),
+                                 schema=sd.schema, match=MatchSpec(radius=rad, fallback="none"),
                                  aggregation="per_dataset", progressbar=False)
-    assert per.file["true_match_rate_targets"] == pytest.approx(
-        star.file["true_match_rate_targets"])
-    r_pool = pooled.sweep.r_star
-    pool = br.identification_risk(data, sd, known=[*KNOWN, "Income"],
-                                  synthesized=["Income"], schema=sd.schema,
-                                  match=MatchSpec(radius={"Age": 0.1, "Income": r_pool}),
+    assert per.file["expected_match_risk"] == pytest.approx(star.file["expected_match_risk"])
+    assert per.file["expected_match_risk"] == pytest.approx(sw.risk_star)
+    prad = dict(zip(pooled.sweep.columns, map(float, pooled.sweep.r_star), strict=True))
+    pool = br.identification_risk(data, sd, known=[*KNOWN, "Income"], synthesized=["Income"],
+                                  schema=sd.schema, match=MatchSpec(radius=prad),
                                   progressbar=False)
     assert pool.settings["aggregation"] == "pooled"
-    assert pool.file["true_match_rate_targets"] == pytest.approx(
-        pooled.headline.file["true_match_rate_targets"])
-    # rates in per cent, thresholds too (one unit on every line)
+    assert pool.file["expected_match_risk"] == pytest.approx(pooled.sweep.risk_star)
+    # the largest over the grid, of each measure separately
+    assert em.value == pytest.approx(100 * max(sw.risk_summary.max(),
+                                               pooled.sweep.risk_summary.max()) / n)
+    assert tm.value == pytest.approx(100 * max(sw.tmr_summary.max(),
+                                               pooled.sweep.tmr_summary.max()))
+    assert tm.value >= 100 * max(pool.file["true_match_rate_targets"],
+                                 per.file["true_match_rate_targets"]) - 1e-9
     assert tm.unit == em.unit == "%"
-    assert tm.value == pytest.approx(100 * max(pool.file["true_match_rate_targets"],
-                                               per.file["true_match_rate_targets"]))
-    assert em.value == pytest.approx(100 * max(pool.file["expected_match_rate"],
-                                               per.file["expected_match_rate"]))
     assert em.threshold == pytest.approx(100 * res.plan.thresholds.expected_match_rate)
     for line in (em, tm):
         assert "pooled over the m = 2 datasets" in line.detail
-        assert f"(radius {r_pool})" in line.detail and f"(radius {sw.r_star})" in line.detail
+        assert "Hornby & Hu's convention, Age = 0.1, Income = 0.1" in line.detail
+        assert "worst case" in line.worst_case and "Age, Income" in line.worst_case
+    # the radii the line names are those that gave its figure
+    from bayes_risk.auditing.plan import radius_text
+    assert f"({radius_text(prad)})" in em.detail and f"({radius_text(rad)})" in em.detail
     d = json.loads((out / "identification/summary.json").read_text())
-    # only the synthesized key's radius is swept; Age keeps its radius
-    assert d["at_maximising_radius"]["radius"] == {"Age": 0.1, "Income": sw.r_star}
-    assert d["pooled"]["at_maximising_radius"]["radius"] == {"Age": 0.1, "Income": r_pool}
-    assert d["pooled"]["at_maximising_radius"]["summary"]["true_match_rate_targets"] == (
-        pytest.approx(pool.file["true_match_rate_targets"]))
+    assert d["at_maximising_radius"]["radius"] == rad
+    assert d["pooled"]["at_maximising_radius"]["radius"] == prad
+    assert d["radius_search"]["settings"]["search"]["values"] == list(res.plan.sweep)
+    top = json.loads((out / "summary.json").read_text())
+    line = next(x for x in top["verdicts"] if x["measure"] == em.measure)
+    assert line["worst_case"] == em.worst_case
 
 
 def test_identification_verdict_never_below_the_pooled_intruder(release, tmp_path):
@@ -437,6 +446,47 @@ def test_verdicts_read_the_larger_regime_and_say_so(audited, audited_hh):
         assert v.value >= before[name].value
         assert "REGIMES_DISAGREE" in v.warnings and "RISK_BY_REGIME" in v.warnings
         assert "per dataset by the regime of its draw: regime 1:" in v.detail
+
+
+def test_verdicts_read_the_regime_that_holds_the_mass(audited, audited_hh):
+    """When the fit settles which regime holds the posterior mass (``holds_mass``: its lower
+    bound of the log evidence above the others' upper bounds, issue 72), the attribute and
+    identification lines read that regime's figure, even the smaller one, and show the
+    others' beside it."""
+    res, _ = audited
+    att = res.step("attribute")
+    line = ATTRIBUTE_MEASURE
+    pooled = {x.measure: x for x in res.verdicts}[line].value
+    regimes = [{"chains": [0], "alpha": 3.3, "k_occupied": 29.4, "holds_mass": True,
+                "mass_bounds": [1.0 - 1e-9, 1.0]},
+               {"chains": [1], "alpha": 1.2, "k_occupied": 12.2, "holds_mass": False,
+                "mass_bounds": [0.0, 1e-9]}]
+    reg = {"status": "computed", "n_records": 25,
+           "regimes": [{**regimes[0], "summary": {"prop_top": pooled / 100 / 2}},
+                       {**regimes[1], "summary": {"prop_top": pooled / 100 + 0.1}}],
+           "largest_prop_top": {"regime": 2, "prop_top": pooled / 100 + 0.1},
+           "mass_prop_top": {"regime": 1, "prop_top": pooled / 100 / 2}}
+    summary = {**att.extra["summary"], "regimes": reg}
+    v = {x.measure: x for x in _with_step(res, "attribute",
+                                          extra={**att.extra, "summary": summary}).verdicts}
+    assert v[line].value == pytest.approx(pooled / 2)  # regime 1's, below the others'
+    assert "regime 1 holds the posterior mass (at least 1 − 1e-09 of it" in v[line].detail
+    assert f"regime 2 (chain 2) {pooled + 10:.3g} %" in v[line].detail  # beside it
+    res_hh, _ = audited_hh
+    ide = res_hh.step("identification")
+    m = len(ide.result.per_dataset["expected_match_risk"])
+    by_ds = {"status": "computed", "regimes": regimes,
+             "dataset_regime": [1] * (m - 1) + [2]}
+    after = {x.measure: x for x in _with_step(
+        res_hh, "identification", extra={**ide.extra, "regimes": by_ds}).verdicts}
+    hits = [v for v in after.values() if v.step == "identification"]
+    assert hits
+    for v in hits:
+        assert "regime 1 holds the posterior mass" in v.detail and "regime 2:" in v.detail
+        assert "RISK_BY_REGIME" in v.warnings
+        # the value read is regime 1's mean, as the line states it
+        said = re.search(r"regime 1: ([0-9.e+-]+) % \(mean over its", v.detail).group(1)
+        assert f"{v.value:.3g}" == said
 
 
 def test_marginals_leave_missing_value_codes_out_of_the_numbers():
@@ -540,19 +590,21 @@ def test_verdict_says_which_steps_have_no_line(audited, report):
 
 
 def test_settings_say_where_the_seed_and_sweep_came_from(release, audited):
-    """The settings table states whether the seed was given or drawn, and that the radius
-    sweep did not run when no known column has a radius (it listed the default grid)."""
+    """The settings table states whether the seed was given or drawn, the radius search's
+    grid (0, exact, added) and columns, and that the search did not run when no known column
+    is numeric (it listed the default grid)."""
     res, _ = audited
     s = res.plan.settings_frame().set_index("setting")
     assert s.loc["random seed", "source"] == "given"
-    assert s.loc["radius sweep", "value"] == "0.01, 0.025, 0.05, 0.1, 0.2, 0.3"
-    assert s.loc["radius sweep", "source"] == "default"
+    assert s.loc["radius search", "value"] == \
+        "0, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1 on each of Age"
+    assert s.loc["radius search", "source"] == "default"
     orig, syn = release
     r2 = br.audit(str(orig), str(syn), known=["Urban", "Marital"], progressbar=False,
                   settings=br.AuditSettings(sweep=(0.05, 0.1), attribute_records=[0]))
     s2 = r2.plan.settings_frame().set_index("setting")
     assert s2.loc["random seed", "source"] == "drawn"
-    assert s2.loc["radius sweep", "value"] == "not run"
+    assert s2.loc["radius search", "value"] == "not run"
     assert r2.step("identification").extra["sweep"] is None
 
 
@@ -565,17 +617,20 @@ def test_utility_risk_figure_at_the_verdict_radius(audited_hh, report_hh):
     res, _ = audited_hh
     sw = res.step("identification").extra["sweep"]
     pts = utility_risk_points(res)
-    col = f"expected match rate (% of targets), radius {sw.r_star:g}"
+    from bayes_risk.auditing.plan import radius_text
+
+    rad = dict(zip(sw.columns, map(float, sw.r_star), strict=True))
+    col = f"expected match rate (% of targets), {radius_text(rad)}"
     assert col in pts.columns
     # in the verdict line's unit: per cent of the targets
     np.testing.assert_allclose(pts[col], sw.risk[sw.argmax[0]] / res.plan.n_records * 100)
-    v = {x.measure: x for x in res.verdicts}["expected match rate at the maximising radius"]
+    v = {x.measure: x for x in res.verdicts}["expected match rate, worst case over the radii"]
     # one point per dataset: their mean is the per-dataset figure the verdict line names; the
     # line reads the larger of it and the pooled figure
     per = pts[col].mean()
     assert pts.attrs["thresholds"][col] == pytest.approx(v.threshold)
     assert pts.attrs["thresholds"]["S_pMSE"] == res.plan.thresholds.s_pmse
-    assert f"mean per dataset {per:.3g} % (radius {sw.r_star})" in v.detail
+    assert f"mean per dataset {per:.3g} % ({radius_text(rad)})" in v.detail
     assert v.value >= per - 1e-9
     html = report_hh[0].read_text()
     assert "Hu 2021, Figs 8 and 9" in html and "Hornby" in html
@@ -803,7 +858,7 @@ def test_every_input_checked_before_the_first_step(release, tmp_path, capsys):
         (KNOWN, dict(attribute_records=[3, 3]), "attribute_records contains duplicate"),
         (KNOWN, dict(skip=["utilty"]), "skip: unknown step 'utilty'"),
         ([*KNOWN, "Income"], dict(match=br.MatchSpec(radius_type="quantile_sd")),
-         "sweep .*radius_type 'percentage' or 'absolute'"),
+         "sweep.*radius_type 'percentage' or 'absolute'"),
         (KNOWN, dict(sweep=[0.1, 0.1]), "sweep: radius 0.1 listed twice"),
     ]
     for known, kw, msg in cases:
@@ -927,9 +982,9 @@ def test_release_independent_figures_are_a_baseline(audited, report):
     assert {v.step for v in res.verdicts} == {"utility", "attribute", "disclosure"}
     assert not [v for v in res.verdicts if v.measure.startswith("repU")]
     base = {b.measure: b for b in res.baselines}
-    assert base["expected match rate at the maximising radius"].step == "identification"
+    assert base["expected match rate, worst case over the radii"].step == "identification"
     # in per cent like the verdict lines, the threshold too
-    em = base["expected match rate at the maximising radius"]
+    em = base["expected match rate, worst case over the radii"]
     assert em.unit == "%" and em.threshold == pytest.approx(
         100 * res.plan.thresholds.expected_match_rate)
     for r in res.step("disclosure").result.values():
@@ -1006,46 +1061,62 @@ def test_audit_survey_weights(release):
                  settings=br.AuditSettings(weights="Age", skip=skip))
 
 
-def test_sweep_varies_the_synthesized_radii_only(release, audited_hh):
-    """The radius sweep varies the radius of the synthesized known columns; Age, released
-    unchanged, keeps its radius (sweeping it made the smallest radius the maximum by
-    construction). sweep_unsynthesized=True varies it too; without a synthesized radius column
-    the sweep does not run, and the step says why."""
+def test_search_covers_every_numeric_known_column(release, audited_hh):
+    """The radius search covers every numeric known column, synthesized (Income) or released
+    unchanged (Age), with 0 (exact) in every grid: the intruder who knows Age exactly matches
+    it exactly (the audit matched it within ±10 % and understated the README's own intruder 4
+    to 6 times). Without a synthesized column it still searches Age (a baseline of the
+    original); with sweep=None the verdict reads the radius given and says it is not the
+    worst case (RADIUS_NOT_SEARCHED)."""
     res, _ = audited_hh
     sw = res.step("identification").extra["sweep"]
-    assert list(sw.columns) == ["Income"] and res.plan.sweep_columns == ["Income"]
-    assert "identification" in {v.step for v in res.verdicts} and not res.baselines[:0]
+    assert list(sw.columns) == ["Age", "Income"] and res.plan.search_columns == ["Age", "Income"]
+    # Age is released unchanged: matching it exactly is the worst case
+    assert dict(zip(sw.columns, sw.r_star, strict=True))["Age"] == 0.0
     orig, syn = release
     r2 = br.audit(str(orig), str(syn), known=KNOWN, progressbar=False,
                   settings=br.AuditSettings(sweep=(0.05, 0.1), skip=["attribute", "disclosure"]))
-    i2 = r2.step("identification")
-    assert i2.extra["sweep"] is None and "sweep_unsynthesized=True" in i2.extra["note"]
-    r3 = br.audit(str(orig), str(syn), known=KNOWN, progressbar=False,
-                  settings=br.AuditSettings(sweep=(0.05, 0.1), sweep_unsynthesized=True,
-                                            skip=["attribute", "disclosure"]))
-    assert list(r3.step("identification").extra["sweep"].columns) == ["Age"]
+    assert list(r2.step("identification").extra["sweep"].columns) == ["Age"]
+    r3 = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], progressbar=False,
+                  settings=br.AuditSettings(sweep=None, skip=["attribute", "disclosure",
+                                                              "posterior_identification"]))
+    i3 = r3.step("identification")
+    assert i3.extra["sweep"] is None and "RADIUS_NOT_SEARCHED" in i3.extra["note"]
+    lines = [v for v in r3.verdicts if v.step == "identification"]
+    assert lines and all("RADIUS_NOT_SEARCHED" in v.warnings and v.status != "within"
+                         for v in lines)
+    assert all("not the worst case" in v.worst_case for v in lines)
 
 
 def test_posterior_step_comparable_with_the_identification_step(release, tmp_path):
-    """Both identification steps use one fallback ("none"); the report puts the identification
-    step's per-dataset figure beside the mean over single replicates (the same estimand) and
-    labels the pooled figure as growing with R (72.8 stood beside a pooled 469 that grows with
-    R, with another fallback)."""
+    """The posterior replicates are matched as the identification step's pooled intruder is at
+    its worst case over the radii (its radii and its fallback to the unsynthesized columns;
+    with "none" it fell below the docs' own command for the same intruder); the report puts
+    that pooled figure beside the replicates' and labels the pooled figure as growing with
+    R."""
     orig, syn = release
     res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=3, progressbar=False,
-                   out=tmp_path / "a",
-                   settings=br.AuditSettings(sweep=None, skip=["attribute", "disclosure"]))
+                   out=tmp_path / "a", settings=br.AuditSettings(skip=["attribute", "disclosure"]))
     post, ident = res.step("posterior_identification"), res.step("identification")
-    assert post.result.settings["fallback"] == ident.result.settings["fallback"] == "none"
+    pooled = ident.extra["pooled"]
+    assert post.result.settings["fallback"] == pooled.headline.settings["fallback"] == \
+        "unsynthesized"
+    assert post.result.settings["match_rule"]["radius"] == pooled.radius_star
     R = post.result.file["n_replicates"]
     md = res.to_markdown(tmp_path / "r.md").read_text()
     sec = md.split("## Posterior Monte Carlo identification risk")[1].split("\n## ")[0]
-    assert (f"| identification step: mean over m = 2 datasets | mean over R = {R} single "
+    assert (f"| identification step: pooled over m = 2 datasets | mean over R = {R} single "
             "replicates |") in sec
     assert f"pooled over R = {R} (grows with R)" in sec
     assert "This figure grows with R" in sec
-    row = [ln for ln in sec.splitlines() if ln.startswith("| expected match risk")][0]
-    assert f"{ident.result.file['expected_match_risk']:.4g}" in row
+    # the table in per cent of the targets, as the verdict (issue 66: rows of targets and %)
+    row = [ln for ln in sec.splitlines() if ln.startswith("| expected match rate (% of "
+                                                          "targets)")][0]
+    from bayes_risk.results import format_number
+
+    f = pooled.headline.file
+    rate = format_number(100 * f["expected_match_risk"] / f["n_targets"], 3, plain=True)
+    assert f"| [{rate} %](a/identification/summary.json) |" in row, row
 
 
 def test_report_says_which_combining_rules_and_why(audited, report):
@@ -1129,7 +1200,15 @@ def test_audit_result_is_a_result_like_the_others(audited, tmp_path):
     assert res.verdict_text in s.notes
     html = res._repr_html_()
     assert html.startswith('<div class="bayes-risk-summary">') and "Verdict lines" in html
-    assert str(res) == s.as_text() and "AuditResult(" in repr(res)
+    # printed: the verdict and its lines within 100 columns, and where the rest is (issue 66:
+    # the whole summary printed 71 lines of up to 1,020 characters)
+    text = str(res)
+    assert text == repr(res) == res.brief().as_text()
+    assert max(map(len, text.splitlines())) <= 100 and len(text.splitlines()) < 60, text
+    assert text.startswith(f"Audit of a synthetic release: {res.headline_parts()[0]}")  # complete
+    assert all(f"{v.step}: {v.short}" in text for v in res.verdicts)
+    assert "audit.verdict_frame()" in text and "audit.step(NAME).result" in text
+    assert max(map(len, s.as_text().splitlines())) <= 100
     pd.testing.assert_frame_equal(res.to_dataframe(), res.verdict_frame())
     codes = {(w["step"], w["code"]) for w in res.warnings}
     got = {(w.where.removesuffix(" step"), w.code) for w in res.structured_warnings}
@@ -1255,7 +1334,7 @@ def test_verdict_lines_carry_a_computed_cause_and_remedies(release, audited_hh, 
     n_uniq = int((data.groupby(known, dropna=False)[known[0]].transform("size") == 1).sum())
     eq = np.mean([(data["Income"].to_numpy() == z["Income"].to_numpy()).mean()
                   for z in sd]) * 100
-    em = v["expected match rate at the maximising radius"]
+    em = v["expected match rate, worst case over the radii"]
     assert em.exceeds
     assert f"{n_uniq:,} of {len(data):,} targets" in em.cause
     assert f"Income: {eq:.3g} % of records" in em.cause
@@ -1335,7 +1414,7 @@ def test_every_verdict_line_has_a_spread_and_one_unit(audited, audited_hh):
     rep = next(x for x in res.verdicts if x.measure.startswith("repU"))
     assert rep.spread.startswith(
         f"per dataset {d.ident['repU'].min():.3g}–{d.ident['repU'].max():.3g} %")
-    em = v["expected match rate at the maximising radius"]
+    em = v["expected match rate, worst case over the radii"]
     assert em.spread.startswith("pooled over the 2 datasets, no spread; per dataset ")
     res, _ = audited
     a = next(x for x in res.verdicts if x.step == "attribute")
@@ -1357,13 +1436,15 @@ def test_report_header_names_the_intruder_of_every_line_and_folds_detail(report_
     # under the verdict table (the first screen is the banner and the table)
     who = verdict.split('<table class="verdicts">')[1]
     assert "The intruder of each verdict line" in who
-    assert "identification</strong>: knows Age, Urban, Marital, Income of every target" in who
+    assert "identification</strong>: knows the true Age, Urban, Marital, Income of every " \
+        "target" in who
     assert "repU (%), keys Age, Urban, Marital, Income</strong>: knows the keys" in who
     assert "the intruder knows:" not in who
     assert "<details" not in verdict
     assert rest.count("<details class=\"table\">") >= 3  # per-dataset detail: closed
     # the file-level summary stays open
-    assert re.search(r'<details class="table" open><summary>One dataset at a time, radius', rest)
+    assert re.search(r'<details class="table" open><summary>One dataset at a time, at the '
+                     r'worst case over the radii', rest)
     assert re.search(r'<details class="table"><summary>identity measures, % of records \(',
                      rest)
     # the variable-by-variable comparison: its figures one click away
@@ -1546,8 +1627,8 @@ def test_status_and_headline(audited, tmp_path):
     # with the board's thresholds above every value: the utility line's SEPARATION questions
     # it, so the status is a review, named with its reason
     u = res.step("utility").result
-    loose = Thresholds.parse({"s_pmse": 1e9, "overlap": 0, "prop_top": 1, "repU": 100,
-                              "DiSCO": 100})
+    loose = Thresholds.parse({"s_pmse": 1e9, "overlap": 1e-9, "prop_top": 0.999999,
+                              "prop_evidence": 0.999999, "repU": 99.9999, "DiSCO": 99.9999})
     res.plan.thresholds = loose
     try:
         sep = dataclasses.replace(u, pmse=dataclasses.replace(u.pmse, warnings=["SEPARATION"]))
@@ -1597,10 +1678,11 @@ def test_thresholds_say_where_they_come_from(audited, tmp_path):
     assert table.count('<sup><a href="#threshold-') == len(res.verdicts)
     res.plan.thresholds = Thresholds.parse({"DiSCO": 2})
     try:
-        given = res.to_html(tmp_path / "g.html").read_text()
+        given = html_lib.unescape(res.to_html(tmp_path / "g.html").read_text())
     finally:
         res.plan.thresholds = Thresholds()
-    assert "given for this audit (--threshold DiSCO=2; the default is 1)" in given
+    # as the caller gave it: in Python the argument (the command line's: --threshold DiSCO=2)
+    assert "given for this audit (thresholds={'DiSCO': 2}; the default is 1)" in given
 
 
 def test_report_one_unit_per_quantity(audited_hh, report_hh):
@@ -1616,29 +1698,25 @@ def test_report_one_unit_per_quantity(audited_hh, report_hh):
     text = _text(html)
     assert not re.search(r"\d\.?\d*e[-+]\d", text), re.search(r".{40}\d\.?\d*e[-+]\d.{20}", text)
     n = res.plan.n_records
-    f = res.step("identification").result.file
+    # the table is at the worst case over the radii, the figure the verdict reads
+    f = res.step("identification").extra["at_r_star"].file
 
-    def count(x):
-        return (f"{format_number(x, 4, plain=True)} targets "
-                f"({format_number(100 * x / n, 3, plain=True)} % of {n:,})")
+    def count(x):  # the verdict's unit first, then the count (issue 66: one unit)
+        return (f"{format_number(100 * x / n, 3, plain=True)} % = "
+                f"{format_number(x, 4, plain=True)} of {n:,} targets")
 
     sec = _text(html.split('<section id="identification">')[1].split("</section>")[0])
-    assert f"expected match risk: targets expected to be identified (sum of IR) " \
-        f"{count(f['expected_match_risk'])}" in sec
-    assert f"true matches: targets matched to one record, their own " \
+    assert f"expected match rate: targets expected to be identified (the expected match " \
+        f"risk, sum of IR) {count(f['expected_match_risk'])}" in sec
+    assert f"true match rate: targets matched to one record, their own " \
         f"{count(f['true_match_risk'])}" in sec
     pooled = res.step("identification").extra["pooled"].headline.file
-    assert f"expected match risk {count(pooled['expected_match_risk'])}" in sec
+    assert f"expected match rate {count(pooled['expected_match_risk'])}" in sec
     # the verdict line: the rate in per cent and the count it is of
-    v = {x.measure: x for x in res.verdicts}["expected match rate at the maximising radius"]
+    v = {x.measure: x for x in res.verdicts}["expected match rate, worst case over the radii"]
     verdict = _text(html.split('<table class="verdicts">')[1].split("</table>")[0])
     assert (f"{format_number(v.value, 4, plain=True)} % = "
             f"{format_number(v.value / 100 * n, 4, plain=True)} of {n:,} targets") in verdict
-    # the radius sweep says whether its maximum stands out from the other radii
-    sw = res.step("identification").extra["sweep"]
-    same = sw.indistinguishable()
-    assert same is not None
-    assert ("not distinguishable" in sec) == bool(same)
 
 
 def test_attribute_section_in_per_cent(audited, report):
@@ -1652,6 +1730,41 @@ def test_attribute_section_in_per_cent(audited, report):
     assert f"{100 * s['all']['mean_p_true']:.3g} %" in sec
     assert f"A random guess gives p_true {100 * s['random_guess_baseline']:.3g} %" in sec
     assert "share ranked first (prop_top in summary.json)" in sec
+
+
+def test_attribute_section_explains_a_share_ranked_first_below_the_random_guess(audited, tmp_path):
+    """Issue 63: the share with evidence and the prior's p_true beside the share ranked first;
+    below the random guess the section says why that is not protection and what to read, and
+    records.csv carries every record's Bayes factor (the figure the top-records table shows)."""
+    import copy
+
+    from bayes_risk.results.attribute import bayes_factor
+
+    res, out = audited
+    a = res.step("attribute")
+    sm = copy.deepcopy(a.extra["summary"])
+    guess = sm["random_guess_baseline"]
+    rec = pd.read_csv(out / "attribute" / "records.csv")
+    assert list(rec.columns[rec.columns.get_loc("baseline") + 1:][:2]) == [
+        "prior_p_true", "bayes_factor"]
+    np.testing.assert_allclose(rec["bayes_factor"], bayes_factor(rec["p_true"],
+                                                                 rec["prior_p_true"]))
+    assert sm["unflagged"]["prop_evidence"] == pytest.approx(
+        np.mean(rec.loc[rec["flag_codes"].isna(), "bayes_factor"] >= 3))
+    for key, below in ((0.0, True), (guess, False)):
+        sm["unflagged"]["prop_top"] = key
+        res2 = _with_step(res, "attribute", extra={**a.extra, "summary": sm})
+        html = res2.to_html(tmp_path / f"below{below}.html").read_text()
+        sec = _text(html.split('<section id="attribute">')[1].split("</section>")[0])
+        assert "share with evidence: Bayes factor ≥ 3 (%)" in sec
+        assert "mean p_true before the release: the intruder&#39;s prior (%)" in sec
+        assert "How to read these figures." in sec
+        assert ("A share ranked first below the random guess is not protection" in sec) is below
+        # the truth's median rank against a random guess's expected rank, (G + 1) / 2
+        middle = (a.result.records["G"].mean() + 1) / 2
+        assert (f"against {middle:.3g} for a random guess." in sec) is below
+        line = next(v for v in res2.verdicts if v.threshold_name == "prop_top")
+        assert ("; below the random guess" in line.detail) is below
 
 
 def test_glossaries_in_plain_words(audited, report):

@@ -35,7 +35,7 @@ def test_demo_end_to_end(tmp_path, capsys):
     for f in [
         "ce/synthetic/manifest.json", "ce/audit/report.html", "ce/audit/report.md",
         "ce/audit/summary.json", "ce/audit/utility/summary.json",
-        "ce/audit/identification/records.csv", "ce/audit/identification/radius_sweep.csv",
+        "ce/audit/identification/records.csv", "ce/audit/identification/radius_search.csv",
         "ce/audit/attribute/records.csv", "ce/audit/disclosure/attrib.csv",
         "acs/model/model.json", "acs/model/posterior.nc", "acs/synthetic/manifest.json",
         "acs/audit/report.html", "acs/audit/attribute/records.csv",

@@ -78,7 +78,8 @@ def test_cli_pooled_with_sweep(files, tmp_path):
     assert summ["settings"]["aggregation"] == "pooled"
     assert summ["radius_sweep"]["r_star"] in [0.01, 0.025, 0.05, 0.1, 0.2, 0.3]
     sw = pd.read_csv(out / "radius_sweep.csv")
-    assert len(sw) == 6 * 3 and list(sw.columns) == ["radius", "dataset", "expected_match_risk"]
+    assert len(sw) == 6 * 3 and list(sw.columns) == ["radius", "dataset", "expected_match_risk",
+                                                "true_match_rate_targets"]
     assert (out / "radius_sweep.png").stat().st_size > 1000
     from bayes_risk.data.io import read_synthetic
     from bayes_risk.identification.api import identification_risk
@@ -352,7 +353,8 @@ def test_identification_quiet_prints_the_path_and_warnings_only(tmp_path):
     lines = loud.stdout.splitlines()
     assert lines[0].startswith("identification risk (pooled) of 2 synthetic dataset(s)")
     # the expected match risk is a count of targets, with its per cent of them
-    assert re.search(r"expected match risk [\d.]+ of 60 targets \([\d.]+ %\)$", lines[0])
+    assert re.search(r"expected match rate [\d.]+ % = [\d.]+ of 60 targets \(the expected "
+                     r"match risk\)$", lines[0]), lines[0]
     assert lines[-1].startswith("  wrote ") and len(lines) == 3
     warned = [ln for ln in quiet.stderr.splitlines() if ln.strip()]
     assert len(warned) == 1 and warned[0].startswith("warning [NO_MATCH]: "), quiet.stderr

@@ -321,7 +321,8 @@ def test_maxrad_sweep(maxrad):
     assert res.risk_star == pytest.approx(3.0)
     assert res.argmax == (2, 3)
     df = res.to_frame()
-    assert list(df.columns) == ["radius", "dataset", "expected_match_risk"]
+    assert list(df.columns) == ["radius", "dataset", "expected_match_risk",
+                                "true_match_rate_targets"]
     ax = res.plot()
     assert ax.get_ylabel().startswith("expected match risk")
     # percentage radii are fractions: the axis says so (0.1 is ±10 %, not 0.1 %)

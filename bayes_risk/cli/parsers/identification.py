@@ -10,20 +10,21 @@ __all__ = ["add_parser"]
 
 
 _DESCRIPTION = """\
-Estimate how likely an intruder who knows the true quasi-identifiers of the original records (or
-of an external target table) is to find them among the released partially synthetic records
-(Reiter & Mitra 2009; Hornby & Hu 2021). Writes DIR/records.csv (one row per target; with
---aggregation per-dataset and --records-output per-dataset one row per target and dataset; none
-with --records-output none), DIR/summary.json (file-level measures per dataset and averaged, the
+Estimate how likely an intruder who knows the true quasi-identifiers of the original records (or of
+an external target table) is to find them among the released partially synthetic records (Reiter &
+Mitra 2009; Hornby & Hu 2021). Writes DIR/records.csv (one row per target; with --aggregation
+per-dataset and --records-output per-dataset one row per target and dataset; none with
+--records-output none), DIR/summary.json (file-level measures per dataset and averaged, the
 settings and warning codes) and, with --radius-sweep, DIR/radius_sweep.csv and
-DIR/radius_sweep.png; with --known-sweep, DIR/known_sweep.csv (one row per subset of the
-candidate known columns), DIR/known_sweep_drivers.csv, DIR/known_sweep_levels.csv,
-DIR/known_sweep.png (risk against the number of columns known, the frontier highlighted) and
-DIR/known_sweep_drivers.png. With --model, the synthesized known columns are replicated R times
-from the fitted model's posterior predictive (Drechsler & Reiter 2008, eq. 5) instead of using
-the m released datasets: summary.json then holds each measure's Monte Carlo standard error
-(mc_se) and its spread over replicates (replicate_quantiles), and DIR/running_estimate.png the
-running estimate with its +/- 2 MCSE band.
+DIR/radius_sweep.png; with --radius-search, DIR/radius_search.csv and DIR/radius_search.png (the
+worst case over the radii of every numeric known column, as the audit reads it); with
+--known-sweep, DIR/known_sweep.csv (one row per subset of the candidate known columns),
+DIR/known_sweep_drivers.csv, DIR/known_sweep_levels.csv, DIR/known_sweep.png (risk against the
+number of columns known, the frontier highlighted) and DIR/known_sweep_drivers.png. With --model,
+the synthesized known columns are replicated R times from the fitted model's posterior predictive
+(Drechsler & Reiter 2008, eq. 5) instead of using the m released datasets: summary.json then holds
+each measure's Monte Carlo standard error (mc_se) and its spread over replicates
+(replicate_quantiles), and DIR/running_estimate.png the running estimate with its +/- 2 MCSE band.
 
 example:
   bayes-risk identification CEdata.csv syn1.csv syn2.csv \\
@@ -38,7 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                               help="identification risk (matching known quasi-identifiers to "
                               "released records)", description=_DESCRIPTION,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_input_arguments(p)
+    add_input_arguments(p, recoded=True)
     p.add_argument("--known-unsynthesized", nargs="+", default=[], metavar="COL",
                    help="known columns released unchanged")
     p.add_argument("--known-synthesized", nargs="+", default=[], metavar="COL",
@@ -100,6 +101,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--radius-sweep", default=None, metavar="R1,R2,...",
                    help="also compute the risk over these common radii (per dataset) and the "
                         "maximising radius (Hornby & Hu 2021 §4.1)")
+    p.add_argument("--radius-search", nargs="?", const="default", default=None,
+                   metavar="R1,R2,...",
+                   help="the worst case over the intruder's radii, as the audit's verdict "
+                        "reads it: every numeric known column searched over these radii "
+                        "(default 0.01,0.025,0.05,0.1,0.2,0.3,0.5,1), 0 (exact) added, with the "
+                        "run's --aggregation; the run's figures are at the radii of the largest "
+                        "expected match risk unless --radius is given; writes "
+                        "DIR/radius_search.csv and DIR/radius_search.png")
     k = p.add_argument_group("sensitivity to the intruder's knowledge (Hu 2019 §5)")
     k.add_argument("--known-sweep", nargs="+", default=None, metavar="COL",
                    help="also compute the risk for every subset of these candidate known "
@@ -131,5 +140,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     q.add_argument("--max-replicates", type=int, default=2000, metavar="R",
                    help="cap of --replicates auto (default 2000)")
     add_run_arguments(p, "identification", "records.csv, summary.json, radius_sweep.csv/.png, "
+                      "radius_search.csv/.png, "
                       "known_sweep*.csv/.png, running_estimate.png", dask="targets",
                       check="the release SYN or the --model", other_model=True)

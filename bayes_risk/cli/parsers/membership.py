@@ -66,7 +66,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "partial synthesis)")
     p.add_argument("--holdout", default=None, metavar="FILE",
                    help="records of the same population that were not in ORIGINAL "
-                   "(non-members; .csv or .parquet)")
+                   "(non-members; a file of any format ORIGINAL takes)")
     p.add_argument("--population", type=int, default=None, metavar="N",
                    help="look-alike non-members drawn from the model's posterior predictive "
                    "(default: as many as the members without --holdout, else 0)")

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_risk.cli._common import NO_SEED, add_input_arguments, add_run_arguments
+from bayes_risk.cli._common import (
+    NO_SEED,
+    add_format_argument,
+    add_input_arguments,
+    add_run_arguments,
+)
 
 __all__ = ["add_parser"]
 
@@ -17,7 +22,8 @@ examples:
   bayes-risk audit CEdata.csv syn_coded/ --known Age Urban Marital --out audit_coded
 
 outputs (--out, written atomically): the post-processed release, a SyntheticData folder like
-the one 'bayes-risk synthesize' writes (syn_001.parquet ..., manifest.json); the manifest keeps
+the one 'bayes-risk synthesize' writes (syn_001.parquet ..., or --format's files, manifest.json);
+the manifest keeps
 the release's provenance and lists the post-processing in extra.post_processing (values coded
 per column and dataset, records removed per dataset, columns smoothed).
 
@@ -40,7 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               "remedied release with its manifest, to be audited again.",
                               epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_input_arguments(p, " (the uniques to remove are found against it)")
+    add_input_arguments(p, " (the uniques to remove are found against it)", recoded=True)
     p.add_argument("--remove", choices=["replicated-uniques", "uniques-in-original"],
                    default=None,
                    help="remove the synthetic records unique on --keys in their dataset that are "
@@ -60,6 +66,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "their sorted values (synthpop's smooth.vars), dataset by dataset")
     p.add_argument("--compat", choices=["synthpop"], default=None,
                    help="compare the --keys of --remove as synthpop 1.9-2 does (as padded text)")
+    add_format_argument(p)
     add_run_arguments(p, "remedy", "the post-processed release (a SyntheticData folder)",
                       seed=NO_SEED, check="SYN")
     return p

@@ -6,6 +6,7 @@ import argparse
 
 from bayes_risk.cli._common import (
     RECORDS_HELP,
+    add_format_argument,
     add_out_argument,
     add_quiet_argument,
     add_seed_argument,
@@ -48,6 +49,7 @@ examples:
   bayes-risk synthesize survey.csv --method pmm --identifying AGE EDU PRO \\
       --ordinal AGE EDU PRO --threshold 5 --out syn_pmm
   bayes-risk synthesize --model dpmpm_fit -m 5 --random-seed 2 --out syn_dpmpm
+  bayes-risk synthesize survey.dta --method cart --synthesize income --format dta --out syn_dta
 """
 
 
@@ -63,11 +65,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               "entry-point group bayes_risk.synthesizers, or "
                               "from a model saved by 'bayes-risk fit' (--model DIR). The model "
                               "options below reach the model whose settings have their names. "
-                              "Writes one Parquet file per dataset and a manifest.json "
-                              "(provenance) to --out, atomically.", epilog=_EPILOG,
+                              "Writes one Parquet file per dataset (or --format: CSV, SPSS, "
+                              "Stata or SAS transport, with the original file's value labels) "
+                              "and a manifest.json (provenance) to --out, atomically.",
+                              epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("original", nargs="?", metavar="ORIGINAL",
-                   help="confidential table (.csv or .parquet); omit with --model")
+                   help="confidential table (.csv, .parquet, .sas7bdat, .xpt, .dta, .sav or "
+                   ".zsav); omit with --model")
     p.add_argument("--model", metavar="DIR",
                    help="folder of a fitted model saved by 'bayes-risk fit' (instead of ORIGINAL)")
     # no argparse choices: any registered synthesizer is accepted (bayes_risk.registry), and an
@@ -95,7 +100,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     for o in CART:  # as 'fit' declares them
         g.add_argument(o.flag, default=None, help=o.help, **o.kwargs)
     g.add_argument("--smoothing", action="store_true", default=None,
-                   help="per-leaf truncated Gaussian kernel smoothing of numeric columns")
+                   help="per-leaf truncated Gaussian kernel smoothing of numeric columns "
+                   "(cart; rf too, with --min-samples-leaf 2 or more)")
     g.add_argument("--bandwidth", type=float, default=None, metavar="H",
                    help="kernel bandwidth (default: Silverman's rule per leaf)")
     g.add_argument("--donor", choices=["bayes-bootstrap", "uniform"], default=None,
@@ -146,7 +152,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--n-jobs", type=int, default=None, metavar="N",
                    help="worker threads (results do not depend on it)")
     p.add_argument("--csv", action="store_true", help="also write CSV copies of the datasets")
+    add_format_argument(p)
     add_quiet_argument(p)
-    add_out_argument(p, "SyntheticData folder: syn_001.parquet ... and manifest.json")
+    add_out_argument(p, "SyntheticData folder: syn_001.parquet (or .sav, .dta, ... by --format) "
+                     "... and manifest.json")
     p.set_defaults(handler=Handler("bayes_risk.cli.synthesize"))
     return p
