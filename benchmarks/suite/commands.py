@@ -163,3 +163,43 @@ class Audit:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert cli(argv) == 0
+
+
+class AuditScale:
+    """The README's audit at agency scale (issue 70): a CE-like table of ``n`` records
+    (``make_ce_like(n, random_seed=1)``), the CART release of Tenure, Expenditure and Income
+    (m = 5), ``audit(..., known=["Age", "Urban", "Marital", "Income"])`` with its defaults and no
+    files. Goal at 10⁵ records: ≤ 15 min CPU and ≤ 4 GB (the figures of each size and step are
+    in the benchmarks README)."""
+
+    params = ([5_000, 20_000, 50_000, 100_000],)
+    param_names = ["n"]
+    number = 1
+    timer = time.process_time  # CPU seconds of all threads: the machine may be shared
+    repeat = (1, 1, 3600.0)
+    timeout = 7200
+
+    def setup(self, n):
+        import bayes_risk as br
+        from bayes_risk.models import CARTSynthesizer
+
+        self.ce = br.make_ce_like(n, random_seed=1)
+        schema = br.infer_schema(self.ce, categorical=["Urban", "Marital", "Tenure"])
+        cart = CARTSynthesizer().fit(self.ce, schema=schema,
+                                     synthesized=["Tenure", "Expenditure", "Income"],
+                                     random_seed=1)
+        self.release = cart.synthesize(5, random_seed=2)
+
+    def _run(self):
+        import bayes_risk as br
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            br.audit(self.ce, self.release, known=["Age", "Urban", "Marital", "Income"],
+                     random_seed=3, progressbar=False)
+
+    def time_audit(self, n):
+        self._run()
+
+    def peakmem_audit(self, n):
+        self._run()
