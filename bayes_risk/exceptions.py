@@ -19,7 +19,7 @@ CALLER: tuple[str, ...] = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
 
 __all__ = ["BayesRiskError", "SchemaError", "ValidationError", "NotFittedError",
            "NotSupportedError", "BayesRiskWarning", "ImportanceSamplingWarning",
-           "ConvergenceWarning", "DataWarning", "CALLER", "warning_code"]
+           "ConvergenceWarning", "DataWarning", "CALLER", "warning_code", "warning_line"]
 
 
 class BayesRiskError(Exception):
@@ -211,3 +211,14 @@ def warning_code(message: Warning | str, category: type[Warning]) -> str:
         return str(code)
     m = _CODE_RE.search(str(message))
     return m.group(1) if m else category.__name__
+
+
+def warning_line(message: Warning | str, category: type[Warning]) -> tuple[str, str]:
+    """``(code, text)`` of a warning as shown in ``warning [CODE]: text``: one line, the code
+    removed from the message where it carries it (``CODE: ...``, ``(CODE)``)."""
+    code = warning_code(message, category)
+    text = " ".join(str(message).split())
+    if text.startswith(f"{code}: "):
+        text = text[len(code) + 2:]
+    text = re.sub(rf"\s*\({re.escape(code)}\)", "", text)
+    return code, text

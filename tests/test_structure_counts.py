@@ -97,7 +97,8 @@ def test_counts_of_a_hand_counted_package(sc, tmp_path):
     total = counts["total"].figures()
     assert total["cli_imports_below_cli"] == 1  # pkg/use.py; cli/__init__ is the cli itself
     assert counts["total"].cli_imports_below_cli[0].startswith("bayes_risk/pkg/use.py:3")
-    assert counts["models"].constructors_over_12_parameters == ["models/m.py:5 Spec (dataclass, 13)"]
+    assert counts["models"].constructors_over_12_parameters == [
+        "models/m.py:5 Spec (dataclass, 13)"]
     assert total["max_parameters"] == 13
     assert total["private_reads_across_modules"] == 2  # use.py's import is the package's own
     assert total["files"] == 7

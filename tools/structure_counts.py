@@ -180,7 +180,8 @@ def _dataclass_fields(cls: ast.ClassDef) -> int | None:
         for d in cls.decorator_list)
     if not decorated:
         return None
-    return sum(1 for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+    return sum(1 for n in cls.body
+               if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
                and "ClassVar" not in ast.unparse(n.annotation))
 
 
@@ -234,7 +235,8 @@ def _dispatch_strings(nodes: list[ast.AST]) -> list[ast.AST]:
         elif isinstance(node, ast.Subscript):
             target = node.value
             is_namespace = (
-                (isinstance(target, ast.Call) and getattr(target.func, "id", "") in _NAMESPACE_CALLS)
+                (isinstance(target, ast.Call)
+                 and getattr(target.func, "id", "") in _NAMESPACE_CALLS)
                 or (isinstance(target, ast.Attribute) and target.attr == "__dict__"))
             if is_namespace and _built_shape(node.slice) is not None:
                 found[id(node.slice)] = node.slice

@@ -9,7 +9,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import signal
 import sys
 import threading
@@ -21,11 +20,10 @@ from typing import Any, NoReturn
 
 from bayes_risk._terminal import line, quiet
 from bayes_risk.cli.parsers import INPUTS_ATTR, command_line_text, input_arguments
-from bayes_risk.exceptions import BayesRiskWarning, ValidationError, warning_code
+from bayes_risk.exceptions import BayesRiskWarning, ValidationError, warning_line
 
 __all__ = [
-    "CommandRun", "command_run", "output_dir", "check_out", "warning_code", "warning_line",
-    "input_arguments"
+    "CommandRun", "command_run", "output_dir", "check_out", "input_arguments"
 ]
 
 #: set by the ``bayes-risk`` program (:func:`bayes_risk.cli.console_main`): the process ends
@@ -151,17 +149,6 @@ def end_process(status: int) -> NoReturn:
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(status)
-
-
-def warning_line(message: Warning | str, category: type[Warning]) -> tuple[str, str]:
-    """``(code, text)`` of a warning as shown in ``warning [CODE]: text``: one line, the code
-    removed from the message where it carries it (``CODE: ...``, ``(CODE)``)."""
-    code = warning_code(message, category)
-    text = " ".join(str(message).split())
-    if text.startswith(f"{code}: "):
-        text = text[len(code) + 2:]
-    text = re.sub(rf"\s*\({re.escape(code)}\)", "", text)
-    return code, text
 
 
 @dataclass
