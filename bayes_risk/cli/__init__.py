@@ -96,9 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from bayes_risk._memory import memory_limit, parse_memory
-    from bayes_risk.cli._run import command_run
+    from bayes_risk.cli._run import command_line_options, command_run
     from bayes_risk.cli.parsers import command_line_text, option_names
-    from bayes_risk.exceptions import BayesRiskError, command_line_options
+    from bayes_risk.exceptions import BayesRiskError
 
     run = None
     # the library's messages name its arguments as this sub-command's options
