@@ -39,7 +39,8 @@ __all__ = [
 #: compiled (numba) kernels: ``True`` always (when importable), ``False`` never, ``None`` when
 #: the problem repays importing numba (≈ 0.4 s of CPU)
 USE_NUMBA: bool | None = None
-#: automatic choice: the compiled path from this many (record + target) x replicate pairs on
+#: automatic choice: the compiled path from this many (record + target) x replicate x run
+#: (rules evaluated on the plan) on
 COMPILED_MIN_WORK = 300_000
 _CHUNK_TARGETS = 200_000
 MAX_NNZ = 100_000_000  # ~1.2 GB of pooled probabilities (12 bytes each); beyond it: an error
@@ -47,8 +48,10 @@ _HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 
 def use_compiled(prep: Prepared) -> bool:
-    """Whether this problem runs on the compiled kernels (same results either way)."""
-    return numba_for((prep.n + prep.n_targets) * max(prep.R, 1), COMPILED_MIN_WORK)
+    """Whether this problem runs on the compiled kernels (same results either way): a sweep
+    of many rules (``prep.runs``) repays their load at sizes where one rule does not."""
+    work = (prep.n + prep.n_targets) * max(prep.R, 1) * max(prep.runs, 1)
+    return numba_for(work, COMPILED_MIN_WORK)
 
 
 def numba_for(work: float, minimum: float) -> bool:

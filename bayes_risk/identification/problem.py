@@ -40,6 +40,9 @@ class Prepared:
     tgt_drop: np.ndarray | None = None
     #: one run only: a replicate's index is not kept once the per-dataset engine used it
     single_run: bool = False
+    #: rules the plan is evaluated on (a radius search's grid points): the compiled kernels'
+    #: load (:func:`~bayes_risk.identification.engine.use_compiled`) is repaid by all of them
+    runs: int = 1
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property

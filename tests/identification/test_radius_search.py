@@ -158,3 +158,34 @@ def test_bad_input_is_refused(kwargs, match):
 
 def test_default_radii():
     assert SEARCH_RADII[0] == 0.0 and 0.1 in SEARCH_RADII and SEARCH_RADII[-1] == 1.0
+
+
+@pytest.mark.parametrize("aggregation", ["per_dataset", "pooled"])
+def test_a_grid_too_small_for_the_kernels_one_rule_at_a_time_runs_them_with_the_same_numbers(
+        monkeypatch, aggregation):
+    """1,000 records and 2 datasets are below the compiled kernels' threshold for one rule
+    ((n + N) · m = 4,000 < 300,000), but the 81 grid points together are above it (324,000):
+    the search builds compiled indexes, and its risks equal the pure-numpy search's exactly."""
+    from bayes_risk.identification import engine
+
+    y, syn = _table(1000, 7)
+    kw = dict(known=KNOWN, categorical=["sex"], radii=[0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0],
+              aggregation=aggregation)
+    made = []
+    real = engine.make_index
+
+    def spy(*args, **kwargs):
+        made.append(args[3])  # ``compiled``
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "make_index", spy)
+    got = _quiet(radius_search, y, syn, **kw)
+    assert made and all(made)
+    monkeypatch.setattr(engine, "USE_NUMBA", False)
+    made.clear()
+    want = _quiet(radius_search, y, syn, **kw)
+    assert made and not any(made)
+    assert got.radii.shape == (81, 2)
+    np.testing.assert_array_equal(got.risk, want.risk)
+    np.testing.assert_array_equal(got.true_match_rate, want.true_match_rate)
+    np.testing.assert_array_equal(got.r_star, want.r_star)
