@@ -360,7 +360,8 @@ def _sweep_risk(plan: IdentificationPlan, rules: list[MatchRule], executor: Any,
     the grid; the record pool is shared once for the whole sweep."""
     ex = as_executor(executor)
     # the grid's rules share the plan: its indexes are compiled if the whole sweep repays it
-    # (at 20,000 CE-like records, m = 5, 81 points: 7 s of CPU instead of 37 s per dataset)
+    # (the audit's per-dataset search of 81 points, 20,000 CE-like records, m = 5: 37 s of
+    # CPU on the pure-numpy index, 9 s compiled)
     plan.prep.runs = max(plan.prep.runs, len(rules))
     pool = record_pool(plan, shipped=not isinstance(ex, InProcessExecutor))
     risk, tmr = [], []
