@@ -125,15 +125,17 @@ class Conditioned:
 
 def _status(rule: SelectionRule, table: pd.DataFrame, known: list[str], what: str) -> np.ndarray:
     """The rule on ``table``'s known columns: what the intruder can evaluate on a target."""
+    def not_known(columns: str) -> ValidationError:
+        return ValidationError(
+            f"the selection ({rule.description}) reads {columns} that the intruder does not "
+            f"know (known: {known}): the intruder cannot tell whether a target was selected. "
+            "Add them to the known columns, or give the selected records themselves as the "
+            "selection.", code="SELECTION_NOT_KNOWN")
+
     needs = getattr(rule.function, "columns", None)
-    if needs is not None:
-        missing = [c for c in needs if c not in known]
-        if missing:
-            raise ValidationError(
-                f"the selection ({rule.description}) reads column(s) {missing} that the intruder "
-                f"does not know (known: {known}): the intruder cannot tell whether a target was "
-                "selected. Add them to the known columns, or give the selected records "
-                "themselves as the selection.", code="SELECTION_NOT_KNOWN")
+    missing = [c for c in needs or () if c not in known]
+    if missing:
+        raise not_known(f"column(s) {missing}")
     try:
         return rule.evaluate(table[known], what)
     except ValidationError as err:
@@ -142,11 +144,7 @@ def _status(rule: SelectionRule, table: pd.DataFrame, known: list[str], what: st
                 rule.evaluate(table, what)
             except ValidationError:
                 raise err from None
-            raise ValidationError(
-                f"the selection {rule.description!r} reads columns that the intruder does not "
-                f"know (known: {known}): the intruder cannot tell whether a target was "
-                "selected. Add them to the known columns, or give the selected records "
-                "themselves as the selection.", code="SELECTION_NOT_KNOWN") from None
+            raise not_known("columns") from None
         raise
 
 
@@ -228,11 +226,12 @@ def condition_on_selection(
     datasets, source = as_synthetic_list(synthetic, allow_none=True, original=original)
     n = len(original)
     targets = getattr(population, "targets", None)
-    if getattr(population, "counts", None) is not None and not isinstance(population.counts, str):
+    if getattr(population, "counts", None) is not None:
         raise NotSupportedError(
             "population counts given as a table are keyed by the known values, not by whether "
-            "a target was selected; with a selection give survey weights or log-linear counts.",
-            code="SELECTION_NOT_SUPPORTED")
+            "a target was selected, and a log-linear model of the keys with the selection "
+            "column is not derived; with a selection give survey weights (or the counts "
+            "without the selection).", code="SELECTION_NOT_SUPPORTED")
     if isinstance(selection, str) and selection.strip() == "release":
         rule = release_rule(source)
         if rule is None:

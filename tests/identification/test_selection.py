@@ -212,10 +212,11 @@ def test_refusals(pmm_release):
                             selection=[2, 5, 6], **kw)
     assert e.value.code == "SELECTION_MISSING_KNOWN"
     counts = pd.DataFrame({"sex": ["M", "F"], "age": [30, 30], "F": [5, 5]})
-    with pytest.raises(NotSupportedError) as e:
-        identification_risk(Y, [Z], selection=[2, 5, 6],
-                            population=PopulationSpec(membership="unknown", counts=counts), **kw)
-    assert e.value.code == "SELECTION_NOT_SUPPORTED"
+    for given in (counts, "loglinear_original"):
+        with pytest.raises(NotSupportedError) as e:
+            identification_risk(Y, [Z], selection=[2, 5, 6], population=PopulationSpec(
+                membership="unknown", counts=given, sampling_fraction=0.5), **kw)
+        assert e.value.code == "SELECTION_NOT_SUPPORTED"
 
 
 @pytest.mark.filterwarnings("ignore:NO_MATCH")  # the synthesized small cells
