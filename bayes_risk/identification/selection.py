@@ -25,7 +25,7 @@ from bayes_risk.data.alignment import comparable_values
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import ColumnSpec, Schema, infer_schema
 from bayes_risk.data.validate import record_mask
-from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError
+from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError, arg_name
 from bayes_risk.membership.selection import SelectionRule, as_selection
 
 __all__ = ["SELECTION_COLUMN", "KnownSelection", "release_rule", "condition_on_selection",
@@ -130,7 +130,7 @@ def _status(rule: SelectionRule, table: pd.DataFrame, known: list[str], what: st
             f"the selection ({rule.description}) reads {columns} that the intruder does not "
             f"know (known: {known}): the intruder cannot tell whether a target was selected. "
             "Add them to the known columns, or give the selected records themselves as the "
-            "selection.", code="SELECTION_NOT_KNOWN")
+            "selection (on the command line --selection records).", code="SELECTION_NOT_KNOWN")
 
     needs = getattr(rule.function, "columns", None)
     missing = [c for c in needs or () if c not in known]
@@ -245,9 +245,10 @@ def condition_on_selection(
         rule, kind = as_selection(selection), "rule"
         if rule.kind == "independent":
             raise ValidationError(
-                "selection='independent' says the records were chosen without looking at their "
-                "values: the intruder then learns a target's status only from the selected "
-                "records themselves; give them (a mask or positions of the original's records).",
+                f"{arg_name('selection')} 'independent' says the records were chosen without "
+                "looking at their values: the intruder then learns a target's status only from "
+                "the selected records themselves; give them (a mask or positions of the "
+                "original's records; on the command line --selection records).",
                 code="BAD_SELECTION_RULE")
     else:
         rule, kind = None, "records"
