@@ -58,6 +58,24 @@ def test_hand_worked_table():
         np.testing.assert_array_equal(same.T, given.T)
 
 
+def test_external_targets():
+    # the rule on each target's known values: 0 (M 30) unselected, 2 (M 45), 5 (F 52) and the
+    # population unit 99 (F 50, not in the sample) selected
+    y = Y.assign(id=range(7))
+    t = pd.DataFrame({"tid": [0, 2, 5, 99], "sex": ["M", "M", "F", "F"],
+                      "age": [30.0, 45, 52, 50]})
+    pop = PopulationSpec(targets=t, target_id="tid", original_id="id")
+    res = identification_risk(y, [Z.assign(id=range(7))], selection="age >= 45", population=pop,
+                              **KW)
+    # 0 sees its own record; 2 sees {2}; 5 and 99 see the synthesized F 51 (record 6), wrongly
+    assert res.c[:, 0].tolist() == [1, 1, 1, 1]
+    assert res.T[:, 0].tolist() == [1, 1, 0, 0]
+    assert res.settings["selection"]["n_targets_selected"] == 3
+    with pytest.raises(ValidationError, match="external targets"):
+        identification_risk(y, [Z.assign(id=range(7))], selection=[2, 5, 6], population=pop,
+                            **KW)
+
+
 def _brute(y, zs, flags, status, radius):
     """Per-dataset match sets by enumeration: [targets, datasets, records] booleans."""
     n, m = len(y), len(zs)
