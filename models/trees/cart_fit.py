@@ -21,7 +21,7 @@ from bayes_risk.models.trees.missing import (
     missing_layout,
     n_kinds,
 )
-from bayes_risk.models.trees.regression import RegressionColumn
+from bayes_risk.models.trees.regression import NUMERIC_METHODS, REGRESSION_METHODS, RegressionColumn
 from bayes_risk.models.trees.seqtree import Design, SeqTree
 from bayes_risk.models.trees.spec import SynthesisSpec
 
@@ -101,7 +101,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     values = encoded_values(data, schema, layout)
     seeds = spawn(random_seed, len(order))
     regression = {c: spec.methods[c] for c in order
-                  if spec is not None and spec.methods[c] in ("norm", "logreg", "polyreg")}
+                  if spec is not None and spec.methods[c] in REGRESSION_METHODS}
     for c in regression:
         if c in smoothed:
             raise ValidationError(f"smoothing: column {c!r} is drawn by {regression[c]!r}; "
@@ -171,7 +171,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     model._values = values
     model._decimals = {c: decimals_of(observed_values(values[c], layout.get(c))) for c in smoothed}
     model._integer = {c: schema[c].type == "count" or pd.api.types.is_integer_dtype(data[c].dtype)
-                      for c in [*smoothed, *(c for c, v in regression.items() if v == "norm")]}
+                      for c in [*smoothed, *(c for c, v in regression.items() if v in NUMERIC_METHODS)]}
     return model
 
 

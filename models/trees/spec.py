@@ -21,9 +21,9 @@ _METHOD, _PREDICTORS = "SynthesisSpec.method", "SynthesisSpec.predictor_matrix"
 __all__ = ["METHODS", "ResolvedSpec", "SynthesisSpec"]
 
 #: the per-column methods: synthpop's names ("" keeps a column's original values)
-METHODS = ("cart", "sample", "norm", "logreg", "polyreg", "")
+METHODS = ("cart", "sample", "norm", "normrank", "pmm", "logreg", "polyreg", "polr", "")
 #: the methods that need predictors: without any, synthpop changes them to "sample"
-_MODEL_METHODS = ("cart", "norm", "logreg", "polyreg")
+_MODEL_METHODS = ("cart", "norm", "normrank", "pmm", "logreg", "polyreg", "polr")
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,8 @@ class SynthesisSpec:
     ----------
     method : str or mapping of str to str, default "cart"
         One method for every visited column, or a method per column: ``"cart"``, ``"sample"``,
-        ``"norm"``, ``"logreg"``, ``"polyreg"`` or ``""`` (keep the original values).
+        ``"norm"``, ``"normrank"``, ``"pmm"`` (numeric columns), ``"logreg"``, ``"polyreg"``,
+        ``"polr"`` (categorical columns) or ``""`` (keep the original values).
     visit_sequence : sequence of str, optional
         The columns to visit, in order (default: the ``synthesized`` columns of ``fit``, else
         the columns a ``method`` mapping names with a method other than ``""``).
@@ -240,12 +241,14 @@ def _known(col: str, names: list[str], argument: str) -> None:
 def _check_type(method: str, col: str, schema: Schema) -> None:
     """synthpop's type checks (check.method.syn): what each parametric method accepts."""
     spec = schema[col]
-    if method == "norm" and spec.is_categorical:
-        raise ValidationError(f"column {col!r} is {spec.type}; method 'norm' is for numeric "
-                              "columns (use 'logreg', 'polyreg' or 'cart').", code="WRONG_DTYPE")
-    if method in ("logreg", "polyreg") and not spec.is_categorical:
+    if method in ("norm", "normrank", "pmm") and spec.is_categorical:
+        raise ValidationError(f"column {col!r} is {spec.type}; method {method!r} is for numeric "
+                              "columns (use 'logreg', 'polyreg', 'polr' or 'cart').",
+                              code="WRONG_DTYPE")
+    if method in ("logreg", "polyreg", "polr") and not spec.is_categorical:
         raise ValidationError(f"column {col!r} is {spec.type}; method {method!r} is for "
-                              "categorical columns (use 'norm' or 'cart').", code="WRONG_DTYPE")
+                              "categorical columns (use 'norm', 'normrank', 'pmm' or 'cart').",
+                              code="WRONG_DTYPE")
     if method == "logreg" and spec.n_levels > 2:
         raise ValidationError(f"column {col!r} has {spec.n_levels} levels; method 'logreg' is "
                               "for two levels (use 'polyreg').", code="WRONG_DTYPE")
