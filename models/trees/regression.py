@@ -372,12 +372,12 @@ def _polr(X: np.ndarray, y: np.ndarray, n_levels: int) -> Callable[[np.ndarray],
     # BFGS may stop on precision loss at the optimum: accept a gradient small against n
     if not np.all(np.isfinite(res.x)) or \
             (not res.success and np.abs(res.jac).max() > 1e-5 * w.sum()):
-        from bayes_risk.exceptions import BayesRiskWarning
+        from bayes_risk.exceptions import CALLER, BayesRiskWarning
 
         warnings.warn(BayesRiskWarning(
             "polr: the proportional-odds fit failed (sparse data); the column is drawn by the "
             "multinomial logit instead, as synthpop does (POLR_TO_MULTINOM).",
-            code="POLR_TO_MULTINOM"), stacklevel=3)
+            code="POLR_TO_MULTINOM"), skip_file_prefixes=CALLER)
         return _multinom(X, y, n_levels)
     # back on the predictors' own scale: polr's coefficients and cut points
     beta, zeta = unpack(res.x)

@@ -225,10 +225,20 @@ class SynthesisSpec:
         return methods
 
 
+#: synthpop methods a specification cannot name, and why (user guide, Synthesizers)
+_NOT_METHODS = {
+    "ctree": "party's conditional inference trees are not implemented (and synthpop 1.9-2's "
+             "ctree stops with proper = TRUE); use 'cart'",
+    "rf": "synthpop's forest is not a method of a specification; use 'cart', or the random-"
+          "forest synthesizer (method rf) for Caiola & Reiter's forests"}
+
+
 def _check_method(value: Any, column: str | None) -> None:
     if value not in METHODS:
         where = arg_name(_METHOD) + ("" if column is None else f" of column {column!r}")
-        raise ValidationError(f"{where} must be one of {list(METHODS)}. Got {value!r}.",
+        why = f" ({_NOT_METHODS[value]})" if isinstance(value, str) and value in _NOT_METHODS \
+            else ""
+        raise ValidationError(f"{where} must be one of {list(METHODS)}. Got {value!r}{why}.",
                               code="INVALID_ARGUMENT")
 
 

@@ -86,6 +86,7 @@ def test_predictor_matrix(small):
 @pytest.mark.parametrize("kw, match", [
     ({"method": "rpart"}, "method must be one of"),
     ({"method": {"Income": "lm"}}, "method of column 'Income'"),
+    ({"method": {"Income": "ctree"}}, "conditional inference trees are not implemented"),
     ({"method": ""}, 'method: ""'),
     ({"visit_sequence": ["Income", "Income"]}, r"names \['Income'\] more than once"),
     ({"predictor_matrix": pd.DataFrame([[0, 2], [0, 0]], index=["a", "b"], columns=["a", "b"])},
@@ -576,3 +577,31 @@ def test_pmm_match_by_hand(target, expected):
     freq = np.bincount((got - 10).astype(int), minlength=5) / n
     p = np.asarray(expected)
     assert (np.abs(freq - p) <= 4 * np.sqrt(p * (1 - p) / n)).all(), freq
+
+
+def test_polr_that_fails_falls_back_to_the_multinomial_logit(monkeypatch):
+    """synthpop's syn.polr replaces a polr fit that fails by multinom: here the optimiser's
+    first result (polr's) is made non-finite; the column is then drawn by the multinomial
+    logit, with warning POLR_TO_MULTINOM."""
+    import scipy.optimize
+
+    from bayes_risk.models.trees.regression import _multinom, _polr
+
+    real, calls = scipy.optimize.minimize, []
+
+    def failing_once(*a, **kw):
+        res = real(*a, **kw)
+        if not calls:
+            res.x = np.full_like(res.x, np.nan)
+        calls.append(1)
+        return res
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 2))
+    y = np.minimum((X[:, 0] + rng.logistic(size=200) > np.array([[-1], [1]])).sum(axis=0), 2)
+    monkeypatch.setattr(scipy.optimize, "minimize", failing_once)
+    with pytest.warns(br.BayesRiskWarning, match="multinomial logit") as w:
+        probs = _polr(X, y, 3)
+    assert [x.message.code for x in w] == ["POLR_TO_MULTINOM"]
+    monkeypatch.setattr(scipy.optimize, "minimize", real)
+    np.testing.assert_allclose(probs(X), _multinom(X, y, 3)(X), atol=1e-6)
