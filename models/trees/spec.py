@@ -21,9 +21,9 @@ _METHOD, _PREDICTORS = "SynthesisSpec.method", "SynthesisSpec.predictor_matrix"
 __all__ = ["METHODS", "ResolvedSpec", "SynthesisSpec"]
 
 #: the per-column methods: synthpop's names ("" keeps a column's original values)
-METHODS = ("cart", "sample", "norm", "normrank", "pmm", "logreg", "polyreg", "polr", "")
+METHODS = ("cart", "rf", "sample", "norm", "normrank", "pmm", "logreg", "polyreg", "polr", "")
 #: the methods that need predictors: without any, synthpop changes them to "sample"
-_MODEL_METHODS = ("cart", "norm", "normrank", "pmm", "logreg", "polyreg", "polr")
+_MODEL_METHODS = ("cart", "rf", "norm", "normrank", "pmm", "logreg", "polyreg", "polr")
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,8 @@ class SynthesisSpec:
     Parameters
     ----------
     method : str or mapping of str to str, default "cart"
-        One method for every visited column, or a method per column: ``"cart"``, ``"sample"``,
+        One method for every visited column, or a method per column: ``"cart"``, ``"rf"``
+        (synthpop's small forest), ``"sample"``,
         ``"norm"``, ``"normrank"``, ``"pmm"`` (numeric columns), ``"logreg"``, ``"polyreg"``,
         ``"polr"`` (categorical columns) or ``""`` (keep the original values).
     visit_sequence : sequence of str, optional
@@ -229,8 +230,7 @@ class SynthesisSpec:
 _NOT_METHODS = {
     "ctree": "party's conditional inference trees are not implemented (and synthpop 1.9-2's "
              "ctree stops with proper = TRUE); use 'cart'",
-    "rf": "synthpop's forest is not a method of a specification; use 'cart', or the random-"
-          "forest synthesizer (method rf) for Caiola & Reiter's forests"}
+}
 
 
 def _check_method(value: Any, column: str | None) -> None:

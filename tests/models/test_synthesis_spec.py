@@ -19,6 +19,7 @@ from bayes_risk.data.provenance import model_id
 from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError
 from bayes_risk.models import CARTSynthesizer, SynthesisSpec
 from bayes_risk.models.trees.regression import _augment, _pmm_match
+from bayes_risk.models.trees.seqtree import column_codes
 
 CAT = ["Urban", "Marital", "Tenure"]
 
@@ -465,7 +466,7 @@ def test_other_method_fits_are_synthpops(ce1000):
         np.testing.assert_allclose(ours, ref, rtol=1e-3, atol=1e-3, err_msg=col)
         k = fit.X.shape[1]
 
-        def probs(c, X):  # P(level) = F(zeta_k - x'b) - F(zeta_{k-1} - x'b)
+        def probs(c, X, k=k):  # P(level) = F(zeta_k - x'b) - F(zeta_{k-1} - x'b)
             F = 1 / (1 + np.exp(-(c[k:][None, :] - (X @ c[:k])[:, None])))
             return np.diff(np.column_stack([np.zeros(len(F)), F, np.ones(len(F))]), axis=1)
 
@@ -499,21 +500,33 @@ def _other_statistics(d: pd.DataFrame) -> dict[str, float]:
     return out
 
 
-@pytest.mark.parametrize("proper", [False, True], ids=["plugin", "proper"])
-def test_other_methods_match_the_synthpop_releases(ce1000, proper):
-    """The release of normrank, pmm and polr columns against synthpop 1.9-2's 20 releases of
-    the same call (proper = FALSE: donor="uniform"; proper = TRUE: the Bayesian draw, the
-    default donor="bayes_bootstrap"): every per-dataset statistic and the expected match risk
-    at radius 1 % agree within Monte Carlo error (Welch z < 4 over 20 + 20 datasets, seed
-    fixed); every Income and Expenditure value is an observed one, as synthpop's."""
+#: the reference releases: synthpop's proper setting (the package's donor) and the columns
+RF_SPEC = SynthesisSpec(method={"Age": "", "Educ": "", "Tenure": "rf", "Marital": "rf",
+                                "Income": "rf"},
+                        visit_sequence=["Age", "Educ", "Tenure", "Marital", "Income"],
+                        predictor_matrix={c: ["Age", "Educ"] for c in ("Marital", "Income")})
+OTHER_RELEASES = {"plugin": ("uniform", _other_spec(False), ["Tenure", "Marital", "Income"]),
+                  "proper": ("bayes_bootstrap", _other_spec(True),
+                             ["Tenure", "Marital", "Income", "Expenditure"]),
+                  "rf": ("uniform", RF_SPEC, ["Tenure", "Marital", "Income"])}
+
+
+@pytest.mark.parametrize("release", sorted(OTHER_RELEASES))
+def test_other_methods_match_the_synthpop_releases(ce1000, release):
+    """The releases of normrank, pmm and polr columns (synthpop's proper = FALSE: the
+    package's donor="uniform"; proper = TRUE: the Bayesian draw, the default
+    donor="bayes_bootstrap") and of rf columns against synthpop 1.9-2's 20 releases of the same
+    calls: every per-dataset statistic and the expected match risk at radius 1 % agree within
+    Monte Carlo error (Welch z < 4 over 20 + 20 datasets, seed fixed); every Income and
+    Expenditure value is an observed one, as synthpop's."""
     df, schema = ce1000
-    spec = _other_spec(proper)
-    cols = [c for c in OTHER_VISIT[2:] if proper or c != "Expenditure"]
-    rel = pd.read_csv(SYNTHPOP_REFERENCE / f"other_{'proper' if proper else 'plugin'}.csv.gz")
+    donor, spec, cols = OTHER_RELEASES[release]
+    rel = pd.read_csv(SYNTHPOP_REFERENCE / f"other_{release}.csv.gz")
     theirs = [df.assign(**{c: g[c].to_numpy().astype(df[c].dtype) for c in cols})
               for _, g in rel.groupby("dataset")]
-    ours = CARTSynthesizer(donor="bayes_bootstrap" if proper else "uniform", spec=spec).fit(
-        df, schema=schema, random_seed=[60, proper]).synthesize(20, random_seed=[61, proper])
+    seed = sorted(OTHER_RELEASES).index(release)
+    ours = CARTSynthesizer(donor=donor, spec=spec).fit(
+        df, schema=schema, random_seed=[60, seed]).synthesize(20, random_seed=[61, seed])
     for d in [*ours, *theirs]:
         pd.testing.assert_frame_equal(d.drop(columns=cols), df.drop(columns=cols))
         for c in ("Income", "Expenditure"):
@@ -605,3 +618,57 @@ def test_polr_that_fails_falls_back_to_the_multinomial_logit(monkeypatch):
     assert [x.message.code for x in w] == ["POLR_TO_MULTINOM"]
     monkeypatch.setattr(scipy.optimize, "minimize", real)
     np.testing.assert_allclose(probs(X), _multinom(X, y, 3)(X), atol=1e-6)
+
+
+def test_rf_pools_the_leaves_of_every_tree(small, tmp_path):
+    """synthpop's syn.rf: a record's donors are every original record in its leaf, tree by
+    tree, pooled with their multiplicity (unlist(n0)), and one is drawn uniformly; so record
+    r is drawn with probability sum_t [r in leaf_t] / sum_t |leaf_t|, worked out here from the
+    ten trees' leaves (4 binomial standard errors over 4000 draws). The forest is regrown alike
+    when a saved model is loaded; a numeric rf column with missing values is refused."""
+    df, schema = small
+    spec = SynthesisSpec(method={"Age": "", "Tenure": "rf", "Income": "rf"},
+                         visit_sequence=["Age", "Tenure", "Income"])
+    syn = CARTSynthesizer(spec=spec).fit(df, schema=schema, random_seed=1)
+    forest = syn.regressions_["Income"]
+    assert forest.method == "rf" and len(forest.trees) == 10
+    rec = df.iloc[[7]]
+    values = {"Age": rec["Age"].to_numpy(float), "Tenure": column_codes(rec, schema, "Tenure")}
+    expected = np.zeros(len(df))
+    for t in forest.trees:
+        X, codes = t.design.matrix([forest.rank.get(p, np.arange(99))[values[p].astype(int)]
+                                    if p in forest.rank else values[p]
+                                    for p in t.design.predictors])
+        node = t.route(X, codes, "climb")[0][0]
+        np.add.at(expected, t.donor_rows[t.node_start[node]:t.node_stop[node]], 1.0)
+    expected /= expected.sum()
+    n = 4000
+    rows = forest.draw(lambda p: np.repeat(values[p], n), np.random.default_rng(2))
+    freq = np.bincount(rows, minlength=len(df)) / n
+    assert (np.abs(freq - expected) <= 4 * np.sqrt(expected * (1 - expected) / n) + 1e-12).all()
+    back = CARTSynthesizer.load(syn.save(tmp_path / "m"))
+    pd.testing.assert_frame_equal(back.synthesize(1, random_seed=3)[0],
+                                  syn.synthesize(1, random_seed=3)[0])
+    holes = df.astype({"Income": float})
+    holes.loc[0, "Income"] = np.nan
+    with pytest.raises(NotSupportedError, match="drawn by 'rf' and has missing values"):
+        CARTSynthesizer(spec=spec).fit(holes, schema=schema)
+
+
+def test_rf_trees_end_where_randomforest_ends_them():
+    """randomForest's regTree: a node of at most nodesize (5) draws is a leaf, and so is a node
+    that none of the mtry sampled inputs can split. With a constant input beside a varying one
+    and mtry = 1, a tree whose root draws the constant input is a single leaf (about half the
+    trees: 4 binomial standard errors over 400), where scikit-learn's would split on the
+    other."""
+    from bayes_risk.models.trees.spec_forest import _grow
+
+    x = np.arange(40.0)
+    X = np.column_stack([np.zeros(40), x])
+    rng = np.random.default_rng(1)
+    stumps = sum(_grow(X, x * 2, False, 0, 1, 5, rng).node_count == 1 for _ in range(400))
+    assert abs(stumps / 400 - 0.5) < 4 * np.sqrt(0.25 / 400)
+    # both inputs sampled (mtry = 2): split down to leaves of at most 5 draws (here 5 and 3)
+    t = _grow(X, x * 2, False, 0, 2, 5, rng)
+    sizes = np.bincount(t.apply(X), minlength=t.node_count)[t.children_left == -1]
+    assert sizes.max() <= 5 and sizes.sum() == 40

@@ -127,3 +127,26 @@ for (proper in c(FALSE, TRUE)) {
 }
 write(toJSON(fits, digits = NA, auto_unbox = TRUE, pretty = TRUE),
       file.path(out, "other_fits.json"))
+
+# The method rf (synthpop 1.9-2's syn.rf: randomForest with ntree = 10, donors every record
+# sharing a leaf in any tree; proper is ignored) on the same 1000 records: Age and Educ kept,
+# Tenure, Marital and Income by rf on Age and Educ (the predictor matrix). Numeric predictors
+# only: randomForest splits a factor by subsets of its levels, which the package approximates
+# (its levels ordered by their mean outcome), see the user guide.
+# m = 20 releases in other_rf.csv.gz, for test_other_methods_match_the_synthpop_releases.
+rf_visit <- c("Age", "Educ", "Tenure", "Marital", "Income")
+rf_cols <- c("Tenure", "Marital", "Income")
+pm <- matrix(0, ncol(CEdata), ncol(CEdata), dimnames = list(names(CEdata), names(CEdata)))
+pm[rf_cols, c("Age", "Educ")] <- 1
+s <- syn(CEdata, method = c(Age = "", Urban = "", Tenure = "rf", Educ = "", Expenditure = "",
+                            Marital = "rf", Income = "rf"),
+         visit.sequence = rf_visit, predictor.matrix = pm, m = 20, seed = 3, print.flag = FALSE)
+stopifnot(identical(unname(s$method[rf_cols]), rep("rf", 3)))
+rel <- do.call(rbind, lapply(seq_along(s$syn), function(j) {
+  d <- s$syn[[j]]
+  stopifnot(isTRUE(all.equal(d[setdiff(names(CEdata), rf_cols)],
+                             CEdata[setdiff(names(CEdata), rf_cols)])))
+  data.frame(dataset = j, d[rf_cols])
+}))
+for (v in c("Marital", "Tenure")) rel[[v]] <- as.integer(as.character(rel[[v]]))
+write.csv(rel, gzfile(file.path(out, "other_rf.csv.gz")), row.names = FALSE)
