@@ -83,6 +83,18 @@ write(toJSON(fits, digits = NA, auto_unbox = TRUE, pretty = TRUE),
 # coefficients (`coef`, not the drawn `beta`) of the first proper = TRUE dataset.
 CEdata <- read.csv(file.path(data_dir, "CEdata.csv"))[1:1000, ]
 for (v in c("Urban", "Marital", "Tenure")) CEdata[[v]] <- as.factor(CEdata[[v]])
+# the synthesized columns of synthpop's release s, one row per record and dataset, after
+# checking that every other column is CEdata's
+write_release <- function(s, cols, file) {
+  rel <- do.call(rbind, lapply(seq_along(s$syn), function(j) {
+    d <- s$syn[[j]]
+    stopifnot(isTRUE(all.equal(d[setdiff(names(CEdata), cols)],
+                               CEdata[setdiff(names(CEdata), cols)])))
+    data.frame(dataset = j, d[cols])
+  }))
+  for (v in c("Marital", "Tenure")) rel[[v]] <- as.integer(as.character(rel[[v]]))
+  write.csv(rel, gzfile(file.path(out, file)), row.names = FALSE)
+}
 other_visit <- c("Age", "Educ", "Tenure", "Marital", "Income", "Expenditure")
 pm <- matrix(0, ncol(CEdata), ncol(CEdata), dimnames = list(names(CEdata), names(CEdata)))
 for (k in 2:length(other_visit)) pm[other_visit[k], other_visit[1:(k - 1)]] <- 1
@@ -105,16 +117,7 @@ for (proper in c(FALSE, TRUE)) {
            m = 20, proper = proper, models = TRUE, seed = if (proper) 2 else 1,
            print.flag = FALSE)
   stopifnot(identical(unname(s$method[cols]), unname(method[cols])))
-  rel <- do.call(rbind, lapply(seq_along(s$syn), function(j) {
-    d <- s$syn[[j]]
-    stopifnot(isTRUE(all.equal(d[setdiff(names(CEdata), cols)],
-                               CEdata[setdiff(names(CEdata), cols)])))
-    data.frame(dataset = j, d[cols])
-  }))
-  for (v in c("Marital", "Tenure")) rel[[v]] <- as.integer(as.character(rel[[v]]))
-  write.csv(rel, gzfile(file.path(out, sprintf("other_%s.csv.gz",
-                                               if (proper) "proper" else "plugin"))),
-            row.names = FALSE)
+  write_release(s, cols, sprintf("other_%s.csv.gz", if (proper) "proper" else "plugin"))
   m <- s$models[[1]]
   if (proper) {
     fits$Expenditure <- list(names = rownames(m$Expenditure$coef),
@@ -142,11 +145,4 @@ s <- syn(CEdata, method = c(Age = "", Urban = "", Tenure = "rf", Educ = "", Expe
                             Marital = "rf", Income = "rf"),
          visit.sequence = rf_visit, predictor.matrix = pm, m = 20, seed = 3, print.flag = FALSE)
 stopifnot(identical(unname(s$method[rf_cols]), rep("rf", 3)))
-rel <- do.call(rbind, lapply(seq_along(s$syn), function(j) {
-  d <- s$syn[[j]]
-  stopifnot(isTRUE(all.equal(d[setdiff(names(CEdata), rf_cols)],
-                             CEdata[setdiff(names(CEdata), rf_cols)])))
-  data.frame(dataset = j, d[rf_cols])
-}))
-for (v in c("Marital", "Tenure")) rel[[v]] <- as.integer(as.character(rel[[v]]))
-write.csv(rel, gzfile(file.path(out, "other_rf.csv.gz")), row.names = FALSE)
+write_release(s, rf_cols, "other_rf.csv.gz")
