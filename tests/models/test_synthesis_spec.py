@@ -649,6 +649,8 @@ def test_rf_pools_the_leaves_of_every_tree(small, tmp_path):
     back = CARTSynthesizer.load(syn.save(tmp_path / "m"))
     pd.testing.assert_frame_equal(back.synthesize(1, random_seed=3)[0],
                                   syn.synthesize(1, random_seed=3)[0])
+    with pytest.raises(NotSupportedError, match=r"'Income': 'rf'.*grown on a bootstrap sample"):
+        syn.plugin_likelihood(df)
     holes = df.astype({"Income": float})
     holes.loc[0, "Income"] = np.nan
     with pytest.raises(NotSupportedError, match="drawn by 'rf' and has missing values"):
