@@ -674,3 +674,23 @@ def test_rf_trees_end_where_randomforest_ends_them():
     t = _grow(X, x * 2, False, 0, 2, 5, rng)
     sizes = np.bincount(t.apply(X), minlength=t.node_count)[t.children_left == -1]
     assert sizes.max() <= 5 and sizes.sum() == 40
+
+
+def test_rf_with_missing_values(ce1000):
+    """A categorical rf column's empty cell is a level of its own (synthpop's addNA), drawn at
+    about the data's rate (4 binomial standard errors over 10 datasets); a predictor with empty
+    cells enters as its value (0 when empty) and its kind, as for the other methods."""
+    df, _ = ce1000
+    i = np.arange(len(df))
+    d = df.astype({"Marital": "Int64", "Age": float})
+    d["Marital"] = d["Marital"].mask(i % 23 == 5)
+    d["Age"] = d["Age"].mask(i % 19 == 4)
+    schema = br.infer_schema(d, categorical=CAT, continuous=["Age", "Expenditure", "Income"])
+    spec = SynthesisSpec(method={"Age": "", "Educ": "", "Marital": "rf"},
+                         visit_sequence=["Age", "Educ", "Marital"])
+    syn = CARTSynthesizer(spec=spec).fit(d, schema=schema, random_seed=1)
+    assert syn.regressions_["Marital"].design.predictors == ["Age", "Age.missing", "Educ"]
+    z = syn.synthesize(10, random_seed=2)
+    p, q = d["Marital"].isna().mean(), np.mean([t["Marital"].isna().mean() for t in z])
+    assert abs(q - p) < 4 * np.sqrt(p * (1 - p) / (10 * len(d))), (p, q)
+    assert all(t["Marital"].dtype == d["Marital"].dtype for t in z)
