@@ -109,12 +109,6 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
             raise ValidationError(f"smoothing: column {c!r} is drawn by {regression[c]!r}; "
                                   "kernel smoothing applies to CART columns.",
                                   code="INVALID_ARGUMENT")
-        if regression[c] == "rf" and c in layout and not schema[c].is_categorical:
-            raise NotSupportedError(f"column {c!r} is drawn by 'rf' and has missing values: "
-                                    "the spec's rf draws numeric columns without missing "
-                                    "values only; use 'cart', whose two-step draw synthesizes "
-                                    "them, or 'norm', 'normrank' or 'pmm'.",
-                                    code="MISSING_VALUES")
         if regression[c] == "logreg" and c in layout:
             raise NotSupportedError(f"column {c!r} is drawn by 'logreg' and has missing values: "
                                     "the missing value is a third level (synthpop's too, whose "

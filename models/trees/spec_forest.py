@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk.data.schema import Schema
-from bayes_risk.models.trees.missing import design_inputs
+from bayes_risk.models.trees.missing import design_inputs, kind_codes
 from bayes_risk.models.trees.seqtree import Design, SeqTree
 
 __all__ = ["ForestColumn"]
@@ -33,7 +33,10 @@ class ForestColumn:
     synthetic record's donors are all
     the original records that fall in its leaf, tree by tree, pooled with their multiplicity;
     it takes one donor's value uniformly (synthpop ignores ``proper`` for ``rf``, and so does
-    the package: the draw is the same with either ``donor``).
+    the package: the draw is the same with either ``donor``). A numeric column with missing
+    values is drawn in two steps as synthpop pads it (``padMis.syn``): its kind (observed,
+    empty, a declared code) by a forest on all records, then, for a donor of the observed kind,
+    its value by a forest on the observed records.
     """
 
     method = "rf"
@@ -51,30 +54,54 @@ class ForestColumn:
         # 1984, §9.4), so each unordered input becomes one input, its levels in that order
         # (for a categorical outcome, ordered by mean code: an approximation)
         self.rank = {}
+        # the outcome that orders the levels: a numeric column's observed values
+        yo = np.asarray(y, dtype=np.float64)
+        fin = np.ones(len(yo), dtype=bool)
+        if column in self.layout and not schema[column].is_categorical:
+            fin = kind_codes(yo, self.layout[column]["codes"]) == 0
         for j, (name, kind, d) in enumerate(zip(names, kinds, nlev, strict=True)):
             if kind == "nominal":
                 c = np.asarray(arrs[j], dtype=np.int64)
-                tot = np.bincount(c, weights=y.astype(np.float64), minlength=d)
-                cnt = np.bincount(c, minlength=d)
-                mean = np.where(cnt > 0, tot / np.maximum(cnt, 1), y.mean())
+                tot = np.bincount(c[fin], weights=yo[fin], minlength=d)
+                cnt = np.bincount(c[fin], minlength=d)
+                mean = np.where(cnt > 0, tot / np.maximum(cnt, 1), yo[fin].mean())
                 self.rank[name] = np.argsort(np.argsort(mean, kind="stable"), kind="stable")
                 arrs[j] = self.rank[name][c]
                 kinds[j] = "ordinal"
         self.design = Design(names, kinds, nlev)
         X, codes = self.design.matrix(arrs)
         cat = schema[column].is_categorical
-        p = len(names)
-        mtry = max(int(np.floor(np.sqrt(p) if cat else p / 3)), 1)
-        n_classes = schema[column].n_levels + (column in self.layout) if cat else 0
         rng = np.random.default_rng(self.random_state)
         rows = np.arange(len(y))
-        # every original record is a donor of the leaf it falls in (synthpop's nodesobs)
-        self.trees = []
+        lay = self.layout.get(column)
+        self.observed = self.value_trees = None
+        if cat:
+            n_classes = schema[column].n_levels + (lay is not None)
+            self.trees = self._forest(X, codes, y, rows, n_classes, rng)
+        elif lay is None:
+            self.trees = self._forest(X, codes, y, rows, 0, rng)
+        else:  # synthpop's padMis.syn: the kind (column.NA) by rf, then the value (column.0)
+            kind = kind_codes(yo, lay["codes"])
+            self.trees = self._forest(X, codes, kind, rows, int(kind.max()) + 1, rng)
+            self.observed = kind == 0
+            obs = np.flatnonzero(self.observed)
+            self.value_trees = self._forest(X[obs], codes[obs], yo[obs], obs, 0, rng)
+
+    def _forest(self, X: np.ndarray, codes: np.ndarray, y: np.ndarray, rows: np.ndarray,
+                n_classes: int, rng: np.random.Generator) -> list[SeqTree]:
+        """``N_TREES`` trees on bootstrap samples of the records ``rows`` (design ``X``, outcome
+        ``y``: level codes when ``n_classes``); each record of ``rows`` is a donor of the leaf
+        it falls in (synthpop's nodesobs)."""
+        cat = n_classes > 0
+        p = X.shape[1]
+        mtry = max(int(np.floor(np.sqrt(p) if cat else p / 3)), 1)
+        trees = []
         for _ in range(N_TREES):
             boot = rng.integers(0, len(y), len(y))
             tree = _grow(X[boot].astype(np.float64), y[boot], cat, n_classes, mtry,
                          NODESIZE[cat], rng)
-            self.trees.append(SeqTree(tree, self.design, X, codes, rows, y, cat, n_classes))
+            trees.append(SeqTree(tree, self.design, X, codes, rows, y, cat, n_classes))
+        return trees
 
     def draw(self, value_of: Callable[[str], np.ndarray], rng: np.random.Generator) -> np.ndarray:
         """The donor row of each record, from the predictors' current values."""
@@ -82,21 +109,31 @@ class ForestColumn:
         arrs = [self.rank[n][np.asarray(a, dtype=np.int64)] if n in self.rank else a
                 for n, a in zip(names, arrs, strict=True)]
         X, codes = self.design.matrix(arrs)
-        nodes = np.column_stack([t.route(X, codes, "climb")[0] for t in self.trees])
-        sizes = np.column_stack([t.node_size[nodes[:, k]] for k, t in enumerate(self.trees)])
-        # one donor of the pooled leaves: a tree in proportion to its leaf's size, then a record
-        cum = np.cumsum(sizes, axis=1)
-        u = rng.random(len(X)) * cum[:, -1]
-        k = np.minimum((cum <= u[:, None]).sum(axis=1), len(self.trees) - 1)
-        r = np.arange(len(X))
-        node = nodes[r, k]
-        pos = np.minimum((rng.random(len(X)) * sizes[r, k]).astype(np.int64), sizes[r, k] - 1)
-        out = np.empty(len(X), dtype=np.int64)
-        for j, t in enumerate(self.trees):
-            sel = k == j
-            out[sel] = t.donor_rows[t.node_start[node[sel]] + pos[sel]]
-        return out
+        rows = _pooled_donor(self.trees, X, codes, rng)
+        if self.value_trees is not None:  # a donor of an observed kind: a value's donor
+            obs = np.flatnonzero(self.observed[rows])
+            if obs.size:
+                rows[obs] = _pooled_donor(self.value_trees, X[obs], codes[obs], rng)
+        return rows
 
+
+def _pooled_donor(trees: list[SeqTree], X: np.ndarray, codes: np.ndarray,
+                  rng: np.random.Generator) -> np.ndarray:
+    """Per record, one donor of its leaves in ``trees`` pooled with multiplicity (synthpop's
+    ``unlist(n0)``): a tree in proportion to its leaf's size, then a record of that leaf."""
+    nodes = np.column_stack([t.route(X, codes, "climb")[0] for t in trees])
+    sizes = np.column_stack([t.node_size[nodes[:, k]] for k, t in enumerate(trees)])
+    cum = np.cumsum(sizes, axis=1)
+    u = rng.random(len(X)) * cum[:, -1]
+    k = np.minimum((cum <= u[:, None]).sum(axis=1), len(trees) - 1)
+    r = np.arange(len(X))
+    node = nodes[r, k]
+    pos = np.minimum((rng.random(len(X)) * sizes[r, k]).astype(np.int64), sizes[r, k] - 1)
+    out = np.empty(len(X), dtype=np.int64)
+    for j, t in enumerate(trees):
+        sel = k == j
+        out[sel] = t.donor_rows[t.node_start[node[sel]] + pos[sel]]
+    return out
 
 class _Arrays:
     """A grown tree in scikit-learn's layout (``tree_`` and ``apply``), as ``SeqTree`` reads it."""
