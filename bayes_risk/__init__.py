@@ -92,9 +92,10 @@ _API: dict[str, str] = {
     "membership_risk": "bayes_risk.membership.api",
     "AttackSpec": "bayes_risk.membership.specs",
     "RatioSpec": "bayes_risk.membership.specs",
-    # singling-out and linkability attacks (anonymeter)
+    # singling-out, linkability and inference attacks (anonymeter)
     "singling_out_risk": "bayes_risk.attacks.singling_out",
     "linkability_risk": "bayes_risk.attacks.linkability",
+    "inference_risk": "bayes_risk.attacks.inference",
     # empirical disclosure measures (synthpop)
     "disclosure_measures": "bayes_risk.disclosure.measures",
     "ExclusionSpec": "bayes_risk.disclosure.measures",
@@ -114,6 +115,7 @@ _API: dict[str, str] = {
     "MembershipRiskResult": "bayes_risk.results",
     "SinglingOutResult": "bayes_risk.results",
     "LinkabilityResult": "bayes_risk.results",
+    "InferenceResult": "bayes_risk.results",
     "KnowledgeSweepResult": "bayes_risk.results",
     "PMSEResult": "bayes_risk.results",
     "UtilitySummary": "bayes_risk.results",

@@ -368,9 +368,17 @@ def to_jsonable(obj: Any) -> Any:
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
-    """Write ``obj`` as strict, indented JSON, atomically."""
+    """Write ``obj`` as strict, indented JSON, atomically; a ``summary.json`` gets the units of
+    the rates, shares and counts it holds under ``"units"`` (:mod:`bayes_risk._units`)."""
+    doc = to_jsonable(obj)
+    if Path(path).name == "summary.json" and isinstance(doc, dict):
+        from bayes_risk._units import units_of
+
+        units = units_of(doc)
+        if units:
+            doc = {**doc, "units": units}
     with atomic_file(path) as fh:
-        json.dump(to_jsonable(obj), fh, indent=2, allow_nan=False)
+        json.dump(doc, fh, indent=2, allow_nan=False)
         fh.write("\n")
 
 

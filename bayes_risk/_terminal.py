@@ -7,11 +7,12 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 
 __all__ = ["STDERR", "line", "say", "progress", "ProgressBar", "installed", "quiet",
-           "is_quiet", "bar_style", "PLAIN_INTERVAL"]
+           "is_quiet", "bar_style", "PLAIN_INTERVAL", "RATE_WINDOW", "STEADY_RATIO"]
 
 #: seconds before a plain-text bar's first line, and its longest gap later (the gaps double
 #: from the first up to it): a few lines a minute for a long run, none for a short one
@@ -126,7 +127,18 @@ def line(text: str) -> None:
 def say(text: str) -> None:
     """A message (what runs, what it will cost): a :func:`line`, except when quiet."""
     if not _QUIET:
-        line(text)
+        _note(text)
+
+
+def _note(text: str) -> None:
+    """A message or a plain bar's line: on stderr, except in a notebook, which shows stderr
+    as a red block among the warnings (issue 66: a run extending itself read as an error
+    there): its stdout, as ``print``."""
+    if _Live.progress is None and "ipykernel" in sys.modules and _console().is_jupyter:
+        sys.stdout.write(text.rstrip("\n") + "\n")
+        sys.stdout.flush()
+        return
+    line(text)
 
 
 @contextlib.contextmanager
@@ -197,6 +209,34 @@ def _console() -> Any:
     return _CONSOLE
 
 
+def _columns() -> list[Any]:
+    """The rich bar's columns: what, the bar, done/total in the bar's unit, elapsed, rate,
+    time left (the last two read off :class:`ProgressBar`'s estimate, as the plain lines)."""
+    from rich.progress import BarColumn, ProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.text import Text
+
+    class _Count(ProgressColumn):
+        def render(self, task: Any) -> Any:
+            unit = task.fields.get("unit", "")
+            done = f"{int(task.completed):,}"
+            text = done if task.total is None else f"{done}/{int(task.total):,}"
+            return Text(f"{text} {unit}".rstrip(), style="progress.download")
+
+    class _Rate(ProgressColumn):
+        def render(self, task: Any) -> Any:
+            return Text(task.fields.get("rate", ""), style="progress.data.speed")
+
+    class _Left(ProgressColumn):
+        def render(self, task: Any) -> Any:
+            bar = task.fields.get("bar")
+            left = None if bar is None or task.finished else bar.seconds_left(time.monotonic())
+            return Text("" if left is None else f"about {_clock(left)} left",
+                        style="progress.remaining")
+
+    return [TextColumn("{task.description}"), BarColumn(), _Count(), TimeElapsedColumn(),
+            _Rate(), _Left()]
+
+
 class _Live:
     """The rich display that every rich bar of the process shares (one at a time can draw):
     a bar started while another runs is a second row of the same display."""
@@ -208,28 +248,19 @@ class _Live:
     bars = 0
 
     @classmethod
-    def add(cls, description: str, total: int | None) -> Any:
+    def add(cls, bar: ProgressBar) -> Any:
         if cls.progress is None:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
+            from rich.progress import Progress
 
-            cls.progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), TimeRemainingColumn(), console=_console(),
-            )
+            cls.progress = Progress(*_columns(), console=_console())
             cls.progress.start()
             if _console().is_terminal or _console().is_jupyter:
                 from rich.file_proxy import FileProxy
 
                 cls.proxy = FileProxy(_console(), _Through())
         cls.bars += 1
-        return cls.progress.add_task(description, total=total)
+        return cls.progress.add_task(bar.description, total=bar.total, unit=bar.unit, bar=bar,
+                                     rate="")
 
     @classmethod
     def remove(cls, task: Any) -> None:
@@ -254,21 +285,92 @@ def _clock(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
+#: seconds of the latest progress the rate is measured over (at least the last two steps)
+RATE_WINDOW = 30.0
+#: the rate is steady, and a time left is shown, when the older and the newer half of what it
+#: is measured over agree within this factor
+STEADY_RATIO = 3.0
+
+
+class _Rate:
+    """The rate of a bar, measured on its steps alone: from the time and count of each step
+    that moved the count (the bar's start counted as one), over the last :data:`RATE_WINDOW`
+    seconds and at least the last two steps. The time before the first step (a compilation, a
+    model's refits) and a stall (a warm-up's first sweeps) never enter a rate that is shown:
+    a rate is shown only when the two halves of its span agree (:data:`STEADY_RATIO`)."""
+
+    def __init__(self, t0: float) -> None:
+        self.points: deque[tuple[float, int]] = deque([(t0, 0)])
+
+    def add(self, t: float, completed: int) -> None:
+        pts = self.points
+        if completed < pts[-1][1]:  # set back: measured afresh
+            pts.clear()
+        if not pts or completed > pts[-1][1]:
+            pts.append((t, completed))
+        while len(pts) > 3 and pts[0][0] < t - RATE_WINDOW:  # the window, and 3 points
+            pts.popleft()
+
+    def per_second(self) -> float | None:
+        """Units a second, or ``None`` while there is no steady rate."""
+        pts = self.points
+        if len(pts) < 3:
+            return None
+        (t0, c0), (tm, cm), (t1, c1) = pts[0], pts[len(pts) // 2], pts[-1]
+        if not (t0 < tm < t1):
+            return None
+        older, newer = (cm - c0) / (tm - t0), (c1 - cm) / (t1 - tm)
+        if max(older, newer) > STEADY_RATIO * min(older, newer):
+            return None
+        return (c1 - c0) / (t1 - t0)
+
+
+def _rate_text(per_second: float, unit: str) -> str:
+    """``12.3 sweeps/s``, or ``2.1 min/refit`` for slow steps."""
+    one = unit[:-1] if unit.endswith("s") and not unit.endswith("ss") else unit
+    if per_second >= 1:
+        return f"{per_second:,.3g} {unit}/s".replace("e+0", "e")
+    seconds = 1 / per_second
+    if seconds < 120:
+        return f"{seconds:.3g} s/{one}"
+    return f"{seconds / 60:.3g} min/{one}"
+
+
 class ProgressBar:
-    """One progress bar on stderr of ``total`` steps (``None``: unknown) beside ``description``
-    (a context manager, or :meth:`start` and :meth:`stop`)."""
+    """One progress bar on stderr (a context manager, or :meth:`start` and :meth:`stop`).
+
+    The rate counts the units done, at the pace of the latest steps (:class:`_Rate`), and the
+    time left is shown only once that pace is steady: not before the second step, not while a
+    warm-up stalls the count (issue 66: a fit that took 3 minutes said "about 46:58:21 left"
+    after its first two draws).
+
+    Parameters
+    ----------
+    total : int, optional
+        Units of work in all (``None``: unknown, no percentage or time left).
+    description : str
+        What runs, shown before the count.
+    unit : str
+        What one unit is, in the plural ("sweeps", "records", "replicates"): the bar, its rate
+        and the messages beside it count the same.
+    enabled : bool
+        ``False`` (or a :func:`quiet` block): nothing is shown.
+    """
 
     def __init__(self, total: int | None = None, description: str = "", *,
-                 enabled: bool = True) -> None:
+                 unit: str = "steps", enabled: bool = True) -> None:
         self.total = None if total is None else int(total)
         self.completed = 0
         self.description = description
+        self.unit = unit
         self.enabled = bool(enabled) and not _QUIET
         self._style: str | None = None
         self._task: Any = None
         self._t0 = 0.0
         self._next = 0.0
         self._gap = PLAIN_INTERVAL[0]
+        self._rate = _Rate(0.0)
+        self._eta: tuple[float, float] | None = None  # (time of the last step, seconds left)
 
     def start(self) -> ProgressBar:
         """Show the bar (nothing when disabled, or already shown)."""
@@ -276,15 +378,18 @@ class ProgressBar:
             return self
         self._style = bar_style()
         self._t0 = time.monotonic()
+        self._rate = _Rate(self._t0)
+        self._eta = None
         self._gap = PLAIN_INTERVAL[0]
         self._next = self._t0 + self._gap
         if self._style == "rich":
-            self._task = _Live.add(self.description, self.total)
+            self._task = _Live.add(self)
         return self
 
     def update(self, completed: int | None = None, *, advance: int = 0,
                total: int | None = None, description: str | None = None) -> None:
         """Set the count (``completed``) or add to it (``advance``), the total, the text."""
+        before = self.completed
         if completed is not None:
             self.completed = int(completed)
         self.completed += int(advance)
@@ -292,15 +397,36 @@ class ProgressBar:
             self.total = int(total)
         if description is not None:
             self.description = description
+        if self._style is None:
+            return
+        now = time.monotonic()
+        if self.completed != before or total is not None:
+            self._estimate(now)
         if self._style == "rich" and _Live.progress is not None:
+            rate = self._rate.per_second()
             _Live.progress.update(self._task, completed=self.completed, total=self.total,
-                                  description=self.description)
+                                  description=self.description,
+                                  rate="" if rate is None else _rate_text(rate, self.unit))
         elif self._style == "plain":
-            now = time.monotonic()
             if now >= self._next and not self._done():
-                line(self._text(now))
+                _note(self._text(now))
                 self._gap = min(2 * self._gap, PLAIN_INTERVAL[1])
                 self._next = now + self._gap
+
+    def _estimate(self, now: float) -> None:
+        self._rate.add(now, self.completed)
+        rate = self._rate.per_second()
+        self._eta = None
+        if rate and self.total is not None and self.completed < self.total:
+            self._eta = (self._rate.points[-1][0], (self.total - self.completed) / rate)
+
+    def seconds_left(self, now: float) -> float | None:
+        """Seconds left at the steady rate, counted from the last step; ``None`` without a
+        steady rate, or once that time has passed (the step runs late: no estimate)."""
+        if self._eta is None:
+            return None
+        left = self._eta[0] + self._eta[1] - now
+        return left if left >= 0 else None
 
     def stop(self, *, complete: bool | None = None) -> None:
         """End the bar: a plain bar that completed writes its last line; a rich bar keeps its last
@@ -311,7 +437,7 @@ class ProgressBar:
         if style == "rich":
             _Live.remove(self._task)
         elif style == "plain" and complete:
-            line(self._text(time.monotonic()))
+            _note(self._text(time.monotonic()))
 
     def __enter__(self) -> ProgressBar:
         return self.start()
@@ -324,14 +450,18 @@ class ProgressBar:
 
     def _text(self, now: float) -> str:
         elapsed = now - self._t0
+        unit = f" {self.unit}" if self.unit else ""
         if self.total is None:
-            return f"{self.description}: {self.completed} done in {_clock(elapsed)}"
+            return f"{self.description}: {self.completed:,}{unit} done in {_clock(elapsed)}"
         if self._done():
-            return f"{self.description}: {self.total}/{self.total} in {_clock(elapsed)}"
-        text = (f"{self.description}: {self.completed}/{self.total} "
+            return f"{self.description}: {self.total:,}/{self.total:,}{unit} in {_clock(elapsed)}"
+        text = (f"{self.description}: {self.completed:,}/{self.total:,}{unit} "
                 f"({100 * self.completed / max(self.total, 1):.0f} %), {_clock(elapsed)} elapsed")
-        if self.completed:
-            left = elapsed * (self.total - self.completed) / self.completed
+        rate = self._rate.per_second()
+        if rate:
+            text += f", {_rate_text(rate, self.unit or 'steps')}"
+        left = self.seconds_left(now)
+        if left is not None:
             text += f", about {_clock(left)} left"
         return text
 
@@ -341,22 +471,53 @@ def progress[T](
     *,
     total: int | None = None,
     description: str = "",
+    unit: str = "steps",
+    size: Callable[[T], int] | None = None,
     enabled: bool = True,
     label: Callable[[int, int | None], str] | None = None,
 ) -> Iterator[T]:
-    """Iterate while a :class:`ProgressBar` counts the items; ``label(k, total)`` replaces the
-    description while item ``k`` (1-based) is worked on."""
+    """Iterate while a :class:`ProgressBar` counts the work done.
+
+    Parameters
+    ----------
+    iterable : iterable
+        The items, yielded as they are.
+    total : int, optional
+        The work in all, in ``unit`` (default: the number of items, when it has a length).
+    description : str
+        What runs.
+    unit : str
+        What is counted, in the plural.
+    size : callable, optional
+        ``size(item)``: the units an item holds (a chunk of records counts its records;
+        ``total`` is then their sum); default one per item.
+    enabled : bool
+        ``False``: the items only, no bar.
+    label : callable, optional
+        ``label(k, n_items)`` replaces the description while item ``k`` (1-based) is worked on.
+
+    Yields
+    ------
+    object
+        The items of ``iterable``.
+    """
     if not enabled or _QUIET:
         yield from iterable
         return
-    if total is None:
+    if total is None and size is None:
         try:
             total = len(iterable)  # type: ignore[arg-type]
         except TypeError:
             total = None
-    with ProgressBar(total, description if label is None else label(1, total)) as bar:
+    n_items: int | None
+    try:
+        n_items = len(iterable)  # type: ignore[arg-type]
+    except TypeError:
+        n_items = total if size is None else None
+    with ProgressBar(total, description if label is None else label(1, n_items),
+                     unit=unit) as bar:
         for k, item in enumerate(iterable, start=1):
             if label is not None and k > 1:
-                bar.update(description=label(k, total))
+                bar.update(description=label(k, n_items))
             yield item
-            bar.update(advance=1)
+            bar.update(advance=1 if size is None else int(size(item)))

@@ -187,10 +187,15 @@ def arg_name(name: str, value: Any = None, *, cli: Any = None) -> str:
     >>> with command_line_options({"max_order": "--max-order"}):
     ...     arg_name("max_order", 0)
     '--max-order 0'
+    >>> with command_line_options({"suda": "--no-suda"}):  # a flag that turns a setting off
+    ...     arg_name("suda", False)
+    '--no-suda'
     """
     opts = _OPTIONS.get()
     if opts is None or name not in opts:
         return name if value is None else f"{name}={value}"
+    if opts[name].startswith("--no-") and value is False:
+        return opts[name]  # suda=False is the flag --no-suda
     shown = cli if cli is not None else value
     return opts[name] if shown is None or shown == "" else f"{opts[name]} {shown}"
 

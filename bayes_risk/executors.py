@@ -126,7 +126,8 @@ class DaskExecutor:
         try:
             for fut in progress(
                 distributed.as_completed(futures), total=len(futures),
-                description=description or "partitions", enabled=progressbar,
+                description=description or "partitions", unit="partitions",
+                enabled=progressbar,
             ):
                 out[index[fut.key]] = fut.result()
         finally:

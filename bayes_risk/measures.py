@@ -89,7 +89,7 @@ _BUILTIN: tuple[Measure, ...] = (
              "attribute:AttributeRiskResult", command="attribute"),
     _builtin("membership", "Membership risk", "membership.api:membership_risk",
              "membership:MembershipRiskResult", command="membership"),
-    _builtin("attacks", "Singling out and linkability (anonymeter)",
+    _builtin("attacks", "Singling out, linkability and inference (anonymeter)",
              "attacks.singling_out:singling_out_risk", "attacks:SinglingOutResult",
              step="attacks_step", command="attacks"),
     _builtin("disclosure", "Empirical disclosure measures (synthpop)",

@@ -184,7 +184,8 @@ def repeated_syntheses(
     # a warning of the measures (NO_MATCH, ...) is raised once, with how many repetitions gave
     # it, instead of once per repetition
     seen: dict[tuple[type, str], list[Any]] = {}
-    for i, k, r in progress(jobs, description="repeated syntheses", enabled=progressbar,
+    for i, k, r in progress(jobs, description="repeated syntheses", unit="syntheses",
+                            enabled=progressbar,
                             label=lambda j, t: f"synthesis {j} of {t}"):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -14,7 +14,8 @@ import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._terminal import progress
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.data.validate import check_m
+from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.results.visit_orders import VisitOrderComparison
 
 __all__ = ["VisitOrderComparison", "compare_visit_orders"]
@@ -144,11 +145,20 @@ def compare_visit_orders(
     ut_kw = dict(utility or {})
     if schema is not None:
         ut_kw.setdefault("schema", schema)
+    # the releases of an order (of every order when they are kept), fitted in this run: -m
+    # 10**9 ran without a check
+    from bayes_risk._memory import check_memory, release_bytes
+
+    table = float(original.memory_usage(deep=True).sum())
+    m = check_m(m)
+    held = m * (len(ords) if keep_releases else 1)
+    check_memory(release_bytes(held, table, fitted=True), arg_name("m"),
+                 what=f"{held:,} synthetic datasets of {len(original):,} records")
     # one entropy for all orders: common random numbers
     seed = as_generator(random_seed).integers(2**63 - 1)
     has_vs = "visit_sequence" in synthesizer.get_params()
     rows, releases = [], {}
-    for order in progress(ords, total=len(ords), description="visit orders",
+    for order in progress(ords, total=len(ords), description="visit orders", unit="orders",
                           enabled=progressbar):
         model = copy.deepcopy(synthesizer)
         if has_vs:

@@ -81,6 +81,10 @@ MESSAGES: dict[str, str] = {
     "regime's figure is listed.",
     "TRUNCATION_TOO_SMALL": "the kept posterior draws occupy K - 1 or more of the K classes of "
     "the truncated mixture: the truncation may cut off posterior mass; increase n_components.",
+    "DIVERGENCES": "NUTS reported divergent transitions while sampling the posterior of a PyMC "
+    "model: the draws may miss part of the posterior, so the risks computed from them may be "
+    "biased; raise target_accept (e.g. 0.95) or reparametrise the model (a non-centred random "
+    "effect).",
     # identification risk
     "NO_MATCH": "some targets have no matching record in a synthetic dataset.",
     "RADIUS_NOT_SEARCHED": "the radius search was turned off (sweep=None, --radius-sweep "
@@ -107,6 +111,13 @@ MESSAGES: dict[str, str] = {
     "MODEL_UNVERIFIED": "the model folder was saved by an older bayes-risk without the "
     "checksums of (some of) its files, so an edit to what they do not cover cannot be "
     "detected; save it again to record them.",
+    "SYNTHETIC_ONLY_LEVEL": "a release said to recode a column (--recoded, "
+    "SyntheticData.declare_recoded) holds levels of it that the original never holds: each is "
+    "kept as a level of its own, which no original record matches.",
+    "RELEASE_UNVERIFIED": "the release folder was written by an older bayes-risk, whose "
+    "manifest records no checksums of its dataset files, so a dataset changed, truncated or "
+    "replaced by another since cannot be detected; write it again to record them "
+    "(SyntheticData.load(old).save(new)).",
     "REFIT_CACHE_DAMAGED": "an entry of the refit cache did not verify (a file missing, edited "
     "or cut short, or not the refit its name says): it was ignored, the refit made again and "
     "the entry replaced.",
@@ -239,6 +250,10 @@ MEMBERSHIP_MESSAGES: dict[str, str] = {
     "whole: their membership is revealed outright (P(member) = 1, flag RELEASED_WHOLE).",
     "MEMBERSHIP_FLAGGED": "some targets are flagged; they are counted separately and left out of "
     "the file-level summaries, which may then understate the risk.",
+    "MEMBERSHIP_MISSING_VALUES": "the original or the holdout has missing values in the modelled "
+    "columns: a target's missing cells are integrated out and it is compared with a complete "
+    "record of the population, a case not checked against exact values; read its "
+    "probabilities as approximate (methods page, Membership: models supported and refused).",
     "HOLDOUT_IN_ORIGINAL": "the holdout row equals a record of the original on every column, "
     "and the holdout holds more such copies than chance explains: it is likely a member, so it is "
     "left out of the summaries rather than scored as a non-member.",

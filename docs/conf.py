@@ -60,7 +60,8 @@ extensions = [
 
 # .rst first: autosummary writes its generated stubs with the first suffix, and they are reST.
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
-exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints"]
+# _snippets: text included in several pages ({include}), not pages of their own
+exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints", "_snippets"]
 templates_path = ["_templates"]
 
 # --- MyST / MyST-NB -----------------------------------------------------------------------------
@@ -150,10 +151,9 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version", "theme-version"],
 }
-html_sidebars = {
-    p: []
-    for p in ["index", "cli", "changelog", "benchmarks", "examples", "limitations", "development"]
-}
+# a top-level page is a section of its own, without sub-pages: no "Section Navigation" sidebar,
+# which would be empty (issue 66: the glossary, getting started and the "adding a" pages had one)
+html_sidebars = {p.stem: [] for p in Path(__file__).resolve().parent.glob("*.md")}
 # Option names such as --out must stay as typed: no "smart" dashes or quotes.
 smartquotes = False
 html_show_sourcelink = False

@@ -25,6 +25,7 @@ _LAZY = {
     "DPMPM": "bayes_risk.models.dpmpm",
     "PoissonMixture": "bayes_risk.models.poisson",
     "SequentialRegression": "bayes_risk.models.seqreg",
+    "PyMCSynthesizer": "bayes_risk.models.pymc_model",
     # plug-in likelihoods of the tree synthesizers for attribute risk (not synthesizers)
     "CARTPlugin": "bayes_risk.models.trees.plugins",
     "RFPlugin": "bayes_risk.models.trees.plugins",

@@ -313,14 +313,12 @@ CHECKSUMS = "sha256"
 def write_model_json(folder: Path, meta: dict[str, Any]) -> None:
     """Write ``model.json`` last, with the SHA-256 of every other file and of its own fields
     (checked by :func:`verify_model_folder`)."""
-    from bayes_risk._checksums import file_sha256, json_sha256
+    from bayes_risk._checksums import folder_checksums
     from bayes_risk._io import to_jsonable, write_json
 
     body = to_jsonable({k: v for k, v in meta.items() if k != CHECKSUMS})
-    sums = {f.name: file_sha256(f) for f in sorted(folder.iterdir())
-            if f.is_file() and f.name != SETTINGS_FILE}
-    sums[SETTINGS_FILE] = json_sha256(body)
-    write_json(folder / SETTINGS_FILE, {**body, CHECKSUMS: sums})
+    write_json(folder / SETTINGS_FILE,
+               {**body, CHECKSUMS: folder_checksums(folder, SETTINGS_FILE, body)})
 
 
 def damaged_folder(p: Path, what: str) -> ValidationError:
@@ -354,7 +352,7 @@ def verify_model_folder(p: Path, meta: dict[str, Any], *, required: Sequence[str
     then loaded with warning ``MODEL_UNVERIFIED``."""
     import warnings
 
-    from bayes_risk._checksums import file_sha256, json_sha256
+    from bayes_risk._checksums import checksum_problem
     from bayes_risk.exceptions import CALLER, DataWarning
 
     for name in required:
@@ -368,19 +366,13 @@ def verify_model_folder(p: Path, meta: dict[str, Any], *, required: Sequence[str
     unlisted = [n for n in required if sums and n not in sums]
     if unlisted:
         raise damaged_folder(p, f"{SETTINGS_FILE} records no checksum of {', '.join(unlisted)}")
+    body = {k: v for k, v in meta.items() if k != CHECKSUMS}
+    # model.json's own fields first, then the files it records
+    for check in ({"files": False}, {"json_file": False}):
+        problem = checksum_problem(p, sums, SETTINGS_FILE, body, **check)
+        if problem is not None:
+            raise damaged_folder(p, problem)
     own = sums.get(SETTINGS_FILE)
-    if own is not None and json_sha256({k: v for k, v in meta.items() if k != CHECKSUMS}) != own:
-        raise damaged_folder(p, f"{SETTINGS_FILE} was edited after it was written (its content no "
-                          f"longer matches the checksum it records under {CHECKSUMS!r})")
-    for name, digest in sums.items():
-        if name == SETTINGS_FILE:
-            continue
-        f = p / name
-        if Path(name).name != name or not f.is_file():
-            raise damaged_folder(p, f"{name} is missing")
-        if file_sha256(f) != digest:
-            raise damaged_folder(p, f"{name} was changed or truncated after it was written (its "
-                              f"SHA-256 differs from the one in {SETTINGS_FILE})")
     if own is None:
         covered = [n for n in sums if n != SETTINGS_FILE]
         warnings.warn(DataWarning(

@@ -125,6 +125,22 @@ def test_mathjax_is_served_from_the_site():
 
 
 @needs_docs_tree
+def test_top_level_pages_have_no_section_sidebar():
+    """A top-level page has no sub-pages: the theme's "Section Navigation" sidebar would be
+    empty there (issue 66: the glossary's and getting started's were), so none is shown."""
+    if importlib.util.find_spec("sphinx-mathjax-offline") is None:
+        pytest.skip("the docs extra is not installed: pip install '.[docs]'")
+    code = ("import json, runpy; c = runpy.run_path('conf.py'); "
+            "print(json.dumps(c['html_sidebars']))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=DOCS, capture_output=True,
+                          text=True, check=True, timeout=120)
+    sidebars = json.loads(proc.stdout.strip().splitlines()[-1])
+    pages = sorted(p.stem for p in DOCS.glob("*.md"))
+    assert {"getting_started", "glossary", "adding_a_model", "cli"} <= set(pages)
+    assert {p: sidebars.get(p) for p in pages} == dict.fromkeys(pages, [])
+
+
+@needs_docs_tree
 def test_executed_pages_keep_freed_memory():
     # the notebook kernels inherit the build's environment: conf.py asks glibc to keep freed
     # memory (the examples' large temporary arrays are not faulted in again), unless the
@@ -372,5 +388,8 @@ def test_docs_build(tmp_path):
     for page in sorted((out / "gallery").glob("*.html")):
         if page.stem != "index":
             assert "cell_output" in page.read_text(encoding="utf-8"), page.name
+    # no top-level page shows an empty "Section Navigation" sidebar (issue 66)
+    for page in sorted(DOCS.glob("*.md")):
+        assert "Section Navigation" not in (out / f"{page.stem}.html").read_text("utf-8"), page
     # the audit guide's examples run without a FutureWarning (a legacy call form)
     assert "FutureWarning" not in (out / "user_guide" / "audit.html").read_text(encoding="utf-8")

@@ -149,6 +149,28 @@ def _printed_tables(out: str) -> dict[tuple[str, str], dict[str, list[float]]]:
     return tables
 
 
+def test_drechsler_reiter_age_kept_share(monkeypatch):
+    """The gallery's computation of how often CART keeps a record's own age (issue 68, item 6):
+    single years of age (CE) against the same records in NYexample's groups; the groups by
+    hand, the shares within their range, single years kept less often."""
+    shared_path("data", "CEdata.csv")
+    if not (EXAMPLES / "drechsler_reiter_cps.py").is_file():
+        pytest.skip("examples/ is not part of this checkout")
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    monkeypatch.delitem(__import__("sys").modules, "_common", raising=False)
+    ns = runpy.run_path(str(EXAMPLES / "drechsler_reiter_cps.py"), run_name="example")
+    bounds, labels = ns["NY_AGE_GROUPS"]
+    g = pd.cut(pd.Series([16, 17, 18, 24, 25, 50, 51, 70, 71, 88]), bounds, labels=labels)
+    assert g.astype(str).tolist() == ["16", "17", "[18,24]", "[18,24]", "[25,35]", "[36,50]",
+                                      "[51,70]", "[51,70]", ">70", ">70"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = ns["age_kept_share"]()
+    assert t["age values"].tolist() == [69, 7]
+    assert ((t["kept (min)"] <= t["kept (mean)"]) & (t["kept (mean)"] <= t["kept (max)"])).all()
+    assert t["kept (mean)"].iloc[0] < t["kept (mean)"].iloc[1] / 2
+
+
 def test_drechsler_reiter_cps(monkeypatch, capsys):
     shared_path("data", "NYexample_X.csv")
     res, out = run_example("drechsler_reiter_cps.py", 0.25, monkeypatch, capsys)
@@ -329,6 +351,35 @@ def _rates(ref: dict, n_targets: int) -> tuple[float, float]:
     unique matches) from a brute-force reference."""
     U, K = ref["n_unique"], ref["true_match_risk"]
     return K / n_targets, ((U - K) / U if U else float("nan"))
+
+
+def test_caiola_reiter_level_reasons(monkeypatch):
+    """The gallery's split of the true match rate (issue 68, item 6): the sample uniques' part
+    (their share times their rate) and the other records' part add up to the rate, and the rate
+    is the one ``measures`` gives for the same seeds."""
+    shared_path("data", "NYexample_X.csv")
+    if not (EXAMPLES / "caiola_reiter_rf.py").is_file():
+        pytest.skip("examples/ is not part of this checkout")
+    monkeypatch.setenv("BAYES_RISK_EXAMPLE_SCALE", "0.05")
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    monkeypatch.delitem(__import__("sys").modules, "_common", raising=False)
+    ns = runpy.run_path(str(EXAMPLES / "caiola_reiter_rf.py"), run_name="example")
+    setup = ns["prepare"]()
+    t = ns["level_reasons"](setup, trees=(5, 8))
+    assert list(t.index) == [5, 8]
+    assert np.allclose(t["uniques_part"] + t["others_part"], t["true_match_rate"], atol=1e-15)
+    assert np.allclose(t["share_uniques"], setup["uniques"].mean())
+    assert np.allclose(t["uniques_part_at_paper_share"], 0.0484 * t["uniques_true_match_rate"])
+    from bayes_risk.models import RandomForestSynthesizer
+
+    order = ["MARST", "RACESING", "SEX"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rf = RandomForestSynthesizer(n_trees=8, visit_sequence=order).fit(
+            setup["data"], schema=setup["schema"], synthesized=order, random_seed=2010)
+        m = ns["measures"](setup["data"], rf.synthesize(5, random_seed=2020), order,
+                           setup["uniques"])
+    assert t.loc[8, "true_match_rate"] == m["true_match_rate"]
 
 
 def test_caiola_reiter_rf(monkeypatch, capsys):

@@ -93,6 +93,42 @@ def test_wheel_maps_models_into_bayes_risk(tmp_path):
     wheel_models = {n.removeprefix("bayes_risk/models/") for n in names
                     if n.startswith("bayes_risk/models/")}
     assert wheel_models == _model_sources()
+    # the licence the metadata names, as its text (issue 66: neither the repository nor the
+    # wheel carried it)
+    (licence,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+    z = zipfile.ZipFile(whl)
+    assert z.read(licence) == (ROOT / "LICENSE").read_bytes()
+    meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: MIT" in meta and "License-File: LICENSE" in meta
+
+
+def test_licence_citation_and_release_agree():
+    """What a methodologist checks before adopting the package (issue 66): the MIT licence
+    that pyproject.toml names, as its text; a CITATION.cff whose version and release date are
+    the package's and the changelog's newest release; "How to cite" in the README and the docs."""
+    import datetime
+    import re
+    import tomllib
+
+    yaml = pytest.importorskip("yaml")  # PyYAML: with the docs extra (myst-parser)
+
+    import bayes_risk
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License") and "WITHOUT WARRANTY OF ANY KIND" in text
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["license"] == "MIT"
+    assert cff["version"] == project["version"] == bayes_risk.__version__
+    changelog = (ROOT / "docs" / "changelog.md").read_text()
+    released = re.findall(r"^## (\d+\.\d+\.\d+) \((\d{4}-\d\d-\d\d)\)$", changelog, re.M)
+    assert released and released[0] == (cff["version"], str(cff["date-released"]))
+    datetime.date.fromisoformat(released[0][1])
+    assert {"title", "authors", "message"} <= set(cff) and len(cff["references"]) == 5
+    for page in (ROOT / "README.md", ROOT / "docs" / "getting_started.md"):
+        body = page.read_text()
+        assert "## How to cite" in body and "CITATION.cff" in body, page
 
 
 def _model_sources() -> set[str]:

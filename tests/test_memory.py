@@ -299,7 +299,7 @@ def test_memory_limit_refuses_attribute_beforehand():
     with br.memory_limit(_room_left(10**6)), pytest.raises(ValidationError) as err:
         _attribute(*problem, bootstrap=200)
     assert err.value.code == "MEMORY_TOO_LARGE"
-    assert "reduce records or bootstrap" in str(err.value)
+    assert "reduce records, bootstrap or candidates" in str(err.value)
     # the least limit the message names passes (the outputs and one record's work fit)
     need = re.search(r"at least ([\d.]+) ([kMG]B)", str(err.value))
     with br.memory_limit(need.group(1) + need.group(2)):

@@ -43,6 +43,12 @@ def _texts(cell) -> tuple[str, list[str]]:
     return "".join(streams), html
 
 
+def _stream(cell, name: str) -> str:
+    """The text a cell wrote to one stream (``stdout`` or ``stderr``)."""
+    return "".join(o["text"] for o in cell.get("outputs", [])
+                   if o["output_type"] == "stream" and o["name"] == name)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("ipywidgets") is not None,
                     reason="about a Jupyter without ipywidgets")
@@ -57,9 +63,15 @@ def test_progress_shows_in_a_notebook_without_ipywidgets():
     # each bar's last line (the lines while a bar runs, 10 s apart and more, are
     # tests/test_terminal.py's): the fit's draws, and the refits' bar of attribute_risk
     # (the time taken is any: a loaded machine may need more than a minute)
-    assert re.search(r"^Gibbs draws: 100/100 in \d+:\d\d:\d\d$", fit, re.M), fit
+    assert re.search(r"^Gibbs sweeps \(10 warm-up, then every sweep kept\): 100/100 sweeps "
+                     r"in \d+:\d\d:\d\d$", fit, re.M), fit
     assert "about 2 refits of the model" in attr, attr
-    assert re.search(r"^refit 2 of 2: 2/2 in \d+:\d\d:\d\d$", attr, re.M), attr
+    assert re.search(r"^refit 2 of 2: 2/2 refits in \d+:\d\d:\d\d$", attr, re.M), attr
+    # messages and bars go to the notebook's stdout: its stderr is a red block, kept for the
+    # warnings (issue 66: a run extending itself read as an error there)
+    assert "Gibbs sweeps" in _stream(nb.cells[1], "stdout")
+    assert "refits of the model" in _stream(nb.cells[2], "stdout")
+    assert "Gibbs sweeps" not in _stream(nb.cells[1], "stderr")
     # no rich display (empty <pre>), no ipywidgets warning
     assert not [h for h in fit_html + attr_html if "<pre" in h]
     assert "ipywidgets" not in fit + attr

@@ -169,8 +169,8 @@ def test_plain_bars_in_a_log_file(monkeypatch):
     for _ in progress(range(2), description="refits", label=lambda k, n: f"refit {k} of {n}"):
         pass
     got = out.getvalue().splitlines()
-    assert got[0].startswith("refit 1 of 2: 1/2 (50 %), 0:00:00 elapsed, about 0:00:00 left")
-    assert got[-1] == "refit 2 of 2: 2/2 in 0:00:00" and "\x1b" not in out.getvalue()
+    assert got[0] == "refit 1 of 2: 1/2 steps (50 %), 0:00:00 elapsed"
+    assert got[-1] == "refit 2 of 2: 2/2 steps in 0:00:00" and "\x1b" not in out.getvalue()
     out.seek(0)
     out.truncate()
     with pytest.raises(KeyboardInterrupt):
@@ -182,12 +182,119 @@ def test_plain_bars_in_a_log_file(monkeypatch):
     monkeypatch.setattr(_terminal, "PLAIN_INTERVAL", (10.0, 60.0))
     out.seek(0)
     out.truncate()
-    with ProgressBar(None, "Gibbs draws") as bar:
+    with ProgressBar(None, "Gibbs sweeps", unit="sweeps") as bar:
         bar.update(advance=7)
-    assert out.getvalue() == "Gibbs draws: 7 done in 0:00:00\n"
+    assert out.getvalue() == "Gibbs sweeps: 7 sweeps done in 0:00:00\n"
     with ProgressBar(3, "quiet", enabled=False) as bar:
         bar.update(3)
-    assert out.getvalue() == "Gibbs draws: 7 done in 0:00:00\n"
+    assert out.getvalue() == "Gibbs sweeps: 7 sweeps done in 0:00:00\n"
+
+
+class _Clock:
+    """The bars' clock, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def _left(text: str) -> float | None:
+    """The seconds of a line's ``about H:MM:SS left``, or ``None``."""
+    m = re.search(r"about (\d+):(\d\d):(\d\d) left", text)
+    return None if m is None else 3600 * int(m[1]) + 60 * int(m[2]) + int(m[3])
+
+
+def test_time_left_waits_through_a_warm_up_for_a_steady_rate(monkeypatch):
+    """Issue 66: a DPMPM fit's bar said "2/2600 (0 %), 0:02:10 elapsed, about 46:58:21 left"
+    and finished at 3 min 15 s: its two first steps came at once, then the workers' warm-up
+    (kernels compiled) stalled the count for a minute, and the rate was the count over the
+    elapsed time. Driven through that warm-up, the bar shows no rate and no time left until
+    the pace is steady, then the time left at the pace of the latest steps (exact here: 100
+    sweeps a second), counting down between steps."""
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    clock = _Clock()
+    monkeypatch.setattr(_terminal, "time", clock)
+    monkeypatch.setattr(_terminal, "PLAIN_INTERVAL", (0.0, 0.0))  # a line at every update
+    bar = ProgressBar(5000, "Gibbs sweeps", unit="sweeps").start()
+    for t, c in [(5.0, 1), (5.1, 2)] + [(5.1 + 10 * k, 2) for k in range(1, 6)]:
+        clock.now = t
+        bar.update(c)  # the two chains' first sweeps, then the stall (the count stays)
+    clock.now = 65.0
+    warm = out.getvalue().splitlines()
+    assert len(warm) == 7 and all("left" not in ln and "/s" not in ln for ln in warm), warm
+    lines = []
+    for k in range(1, 31):  # 100 sweeps a second from 65 s on, an update each 0.1 s
+        clock.now = 65.0 + 0.1 * k
+        out.seek(0)
+        out.truncate()
+        bar.update(2 + 10 * k)
+        lines.append(out.getvalue().strip())
+    assert all("left" not in ln for ln in lines[:2]), lines[:3]
+    shown = [(k, _left(ln)) for k, ln in enumerate(lines, start=1) if _left(ln) is not None]
+    assert shown and shown[0][0] <= 3, lines
+    for k, left in shown:  # the truth: (5000 - count) / 100 s; the clock shows whole seconds
+        assert abs(left - (5000 - 2 - 10 * k) / 100) <= 0.51, (k, left, lines[k - 1])
+    assert lines[-1] == ("Gibbs sweeps: 302/5,000 sweeps (6 %), 0:01:08 elapsed, 100 sweeps/s, "
+                         "about 0:00:47 left"), lines[-1]
+    # between steps the time left counts down; once it has passed, none is shown
+    assert bar.seconds_left(clock.now + 5.0) == pytest.approx(bar.seconds_left(clock.now) - 5.0)
+    assert bar.seconds_left(clock.now + 60.0) is None
+    bar.stop(complete=False)
+
+
+def test_time_left_of_slow_steps_after_the_second(monkeypatch):
+    """Refits of a minute each, after four minutes spent before the first (a pilot, the
+    set-up): nothing after the first step (its time holds the set-up), the time left at the
+    pace of the steps from the second on, as a time per step in the bar's unit."""
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    clock = _Clock()
+    monkeypatch.setattr(_terminal, "time", clock)
+    monkeypatch.setattr(_terminal, "PLAIN_INTERVAL", (0.0, 0.0))
+    with ProgressBar(5, "refits of the model", unit="refits") as bar:
+        got = []
+        for t in [300.0, 360.0, 420.0, 480.0]:
+            clock.now = t
+            out.seek(0)
+            out.truncate()
+            bar.update(advance=1)
+            got.append(out.getvalue().strip())
+    assert "left" not in got[0] and "left" not in got[1], got
+    assert got[2] == ("refits of the model: 3/5 refits (60 %), 0:07:00 elapsed, 60 s/refit, "
+                      "about 0:02:00 left"), got[2]
+    assert got[3].endswith("about 0:01:00 left"), got[3]
+
+
+def test_a_rich_bar_shows_its_unit_rate_and_time_left_as_the_plain_line(monkeypatch):
+    """In a terminal the bar's columns read the same estimate: the count in the bar's unit,
+    no rate and no time left through the warm-up, then both."""
+    from rich.console import Console
+
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    clock = _Clock()
+    monkeypatch.setattr(_terminal, "time", clock)
+    term = Console(file=_terminal._Through(), force_terminal=True, width=150)
+    monkeypatch.setattr(_terminal, "_CONSOLE", term)
+    bar = ProgressBar(5000, "Gibbs sweeps", unit="sweeps").start()
+
+    def row() -> str:
+        _terminal._Live.progress.refresh()
+        text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue()).replace("\r", "\n")
+        return [ln for ln in text.split("\n") if "Gibbs sweeps" in ln][-1]
+
+    clock.now = 5.0
+    bar.update(2)
+    assert "2/5,000 sweeps" in row() and "left" not in row() and "/s" not in row()
+    for k in range(1, 11):
+        clock.now = 65.0 + 0.1 * k
+        bar.update(2 + 10 * k)
+    assert "102/5,000 sweeps" in row() and "100 sweeps/s" in row()
+    assert "about 0:00:49 left" in row(), row()
+    bar.stop(complete=False)
 
 
 def test_rich_bars_in_a_terminal_share_one_display_and_lines_go_above(monkeypatch):
@@ -249,7 +356,8 @@ def test_pymc_bar_replaced_by_a_plain_bar_where_rich_cannot_show(monkeypatch):
         assert kwargs["progressbar"] is False and bar.total == 8
         for _ in range(8):
             kwargs["callback"](trace=None, draw="d")
-    assert len(seen) == 8 and out.getvalue() == "draws: 8/8 in 0:00:00\n"
+    assert len(seen) == 8
+    assert out.getvalue() == "pm.sample (warm-up included): 8/8 draws in 0:00:00\n"
     monkeypatch.setattr(_terminal, "bar_style", lambda: "rich")
     kwargs = {"progressbar": True, "chains": 2, "draws": 3, "tune": 1}
     assert not _plain_bar(kwargs).enabled and kwargs == {"progressbar": True, "chains": 2,

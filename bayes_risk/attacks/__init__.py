@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from bayes_risk.attacks.inference import inference_risk
 from bayes_risk.attacks.linkability import linkability_risk
 from bayes_risk.attacks.singling_out import singling_out_risk
-from bayes_risk.results.attacks import LinkabilityResult, SinglingOutResult
+from bayes_risk.results.attacks import InferenceResult, LinkabilityResult, SinglingOutResult
 
-__all__ = ["singling_out_risk", "linkability_risk", "SinglingOutResult", "LinkabilityResult"]
+__all__ = ["singling_out_risk", "linkability_risk", "inference_risk", "SinglingOutResult",
+           "LinkabilityResult", "InferenceResult"]

@@ -10,11 +10,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.validate import encode, harmonise_levels, validate_table
-from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
+from bayes_risk.data.validate import (
+    check_release_levels,
+    encode,
+    harmonise_levels,
+    refuse_unknown_levels,
+    release_levels,
+    release_only_levels,
+    validate_table,
+)
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
 from bayes_risk.utility._inputs import base_schema
 
 __all__ = ["AttackInputs", "attack_inputs", "code_table", "raise_warnings"]
@@ -40,16 +49,19 @@ def attack_inputs(
     columns: Sequence[str] | None,
     schema: Schema | None,
     categorical: Iterable[str] | None,
+    argument: str = "columns",
 ) -> AttackInputs:
     """Check and align the inputs of an attack (errors and warnings as those of
-    :func:`~bayes_risk.attacks.singling_out_risk`)."""
+    :func:`~bayes_risk.attacks.singling_out_risk`); ``argument`` names the attack's columns in
+    the errors (linkability's ``aux_columns``)."""
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     sch = base_schema(original, schema=schema, carried=None if source is None else source.schema,
                       categorical=categorical)
     cols = list(sch.names) if columns is None else list(columns)
     if not cols:
-        raise ValidationError("columns is empty; give at least one column.")
-    sch.check_columns(cols, "columns")
+        raise ValidationError(f"{arg_name(argument)} is empty; give at least one column.",
+                              code="INVALID_ARGUMENT")
+    sch.check_columns(cols, argument)
     if holdout is not None and not isinstance(holdout, pd.DataFrame):
         raise ValidationError(f"holdout must be a pandas DataFrame. Got {type(holdout).__name__}.")
     named = [("original", original), *((f"synthetic dataset {l}", z)
@@ -73,8 +85,15 @@ def attack_inputs(
     # the attacks compare numbers, whatever their kind: a holdout's negative value in a column
     # the original showed as a count is a value like another
     sub = sub.with_types(**{s.name: "continuous" for s in sub if s.type == "count"})
-    sub = harmonise_levels(real, [tables[n] for n, _ in named[1:1 + len(datasets)]],
-                           schema=sub)
+    syn_tables = [tables[n] for n, _ in named[1:1 + len(datasets)]]
+    recoded = () if source is None else source.recoded_columns
+    # the release against the original alone (a level the holdout holds is no level of it)
+    check_release_levels(release_only_levels(tables["original"], syn_tables, sub), recoded,
+                         original=tables["original"], warn=False)
+    if holdout is not None:
+        _check_holdout_coding(tables["original"], tables["holdout"], sub)
+    sub = harmonise_levels(real, syn_tables, schema=sub,
+                           recoded=[c.name for c in sub if c.is_categorical])
     for name, t in tables.items():
         validate_table(t, sub, name=name, allow_nan=True)
     orig = tables["original"]
@@ -84,6 +103,48 @@ def attack_inputs(
         hold, dropped = _screen_holdout(orig, hold)
     return AttackInputs(orig, [tables[n] for n, _ in named[1:1 + len(datasets)]], hold, sub,
                         dropped)
+
+
+#: the chance below which a holdout's levels that the original never holds are taken as a
+#: coding of its own rather than rare levels of the population (a level no record of the
+#: original holds is found in the holdout alone)
+HOLDOUT_CODING_ALPHA = 1e-3
+
+
+def _check_holdout_coding(orig: pd.DataFrame, hold: pd.DataFrame, schema: Schema) -> None:
+    """Refuse a holdout coded otherwise than the original (``UNKNOWN_LEVEL``).
+
+    A holdout drawn from the original's population may hold a rare level that no record of the
+    original holds; but were the two drawn alike, the ``k`` holdout records holding such levels
+    would all fall in the holdout with probability ``C(n_h, k) / C(n + n_h, k)`` (the records of
+    those levels split at random between the tables). Below :data:`HOLDOUT_CODING_ALPHA` (over
+    the categorical columns) the holdout is coded otherwise (labels against codes, a renamed
+    level): its records would fail or pass the control attack for that reason alone."""
+    import math
+
+    cat = [c for c in schema if c.is_categorical]
+    n, n_h = len(orig), len(hold)
+    refused: dict[str, Any] = {}
+    for spec in cat:
+        allowed = release_levels(spec, orig)
+        if allowed is None:
+            continue
+        col = hold[spec.name].dropna()
+        k = int(sum(normalise_level(v) not in allowed for v in col))
+        if k == 0:
+            continue
+        log_p = sum(math.log((n_h - j) / (n + n_h - j)) for j in range(k))
+        if log_p < math.log(HOLDOUT_CODING_ALPHA / len(cat)):
+            refused[spec.name] = (allowed, k, math.exp(log_p))
+    if refused:
+        c, (allowed, k, p) = next(iter(refused.items()))
+        refuse_unknown_levels(
+            hold, {c: allowed}, "holdout", absent_from="the original",
+            consequence=f"{k:,} of its {n_h:,} records hold levels of {c!r} that none of the "
+            f"original's {n:,} holds, which a holdout drawn from the original's population "
+            f"gives with probability {p:.1g}: it is coded otherwise than the original, and its "
+            "records would fail or pass the control attack for that reason alone",
+            remedy="Code the holdout as the original, or drop such rows.")
 
 
 def _screen_holdout(orig: pd.DataFrame, hold: pd.DataFrame) -> tuple[pd.DataFrame, int]:

@@ -13,7 +13,7 @@ from bayes_risk._specs import check_int
 from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
 from bayes_risk.attacks.rates import check_confidence_level, rate_columns, success_rate
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name, on_command_line
 from bayes_risk.results.attacks import LinkabilityResult
 
 __all__ = ["linkability_risk", "nearest_rows"]
@@ -168,7 +168,7 @@ def linkability_risk(
     level = check_confidence_level(confidence_level)
     cols = list(dict.fromkeys([*aux_a, *aux_b]))
     inp = attack_inputs(original, synthetic, holdout, columns=cols, schema=schema,
-                        categorical=categorical)
+                        categorical=categorical, argument="aux_columns")
     sch = inp.schema
     sizes = [len(inp.original)] + ([] if inp.holdout is None else [len(inp.holdout)])
     if n_attacks is None:
@@ -179,13 +179,21 @@ def linkability_risk(
             raise ValidationError(
                 f"n_attacks={n_att} exceeds the records available: the original has "
                 f"{sizes[0]:,}" + ("" if len(sizes) == 1 else f" and the holdout {sizes[1]:,}")
-                + f"; give n_attacks <= {min(sizes)} (or None for all of them).")
+                + f"; give n_attacks <= {min(sizes)} ("
+                + ("leave it out" if on_command_line() else "or None") + " for all of them).")
     small = [l for l, z in enumerate(inp.datasets, start=1) if len(z) < K]
     if small:
         raise ValidationError(
             f"n_neighbors={K} exceeds the rows of synthetic dataset {small[0]} "
             f"({len(inp.datasets[small[0] - 1])}); give n_neighbors <= the rows of every "
             "synthetic dataset.")
+    from bayes_risk._memory import check_memory
+
+    # each attacked record's K nearest rows in each table, for the original, the holdout and
+    # the random baseline (six [n_attacks, K] arrays), and a row of the table for every k
+    check_memory(48.0 * n_att * K + 1000.0 * K * len(inp.datasets),
+                 f"{arg_name('n_attacks')} or {arg_name('n_neighbors')}",
+                 what=f"the {K:,} nearest synthetic rows of {n_att:,} attacked records")
     is_cat = np.array([s.is_categorical for s in sch])
     part = [np.array([sch.names.index(c) for c in aux]) for aux in (aux_a, aux_b)]
 

@@ -16,7 +16,7 @@ from bayes_risk.attacks import predicates as pr
 from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
 from bayes_risk.attacks.rates import check_confidence_level, rate_columns, success_rate
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.results.attacks import SinglingOutResult
 
 __all__ = ["singling_out_risk", "MODES", "size_correction"]
@@ -85,6 +85,26 @@ def _multivariate_queries(S: np.ndarray, is_cat: np.ndarray, n: int, n_cols: int
         return pr.Predicates(empty.astype(np.int64), empty.astype(np.int8), empty), tried
     return pr.Predicates(*(np.concatenate([getattr(f, a) for f in found])
                            for a in ("col", "op", "val"))), tried
+
+
+def _check_size(n_attacks: int, n_cols: int, modes: Sequence[str], m: int, p: int,
+                rows: int) -> None:
+    """Refuse, before any predicate is written, attacks whose predicates cannot fit in memory.
+
+    Per mode and dataset: ``n_attacks`` random predicates of the baseline (a random matrix of
+    ``p`` columns and its argsort, five arrays of ``k`` terms: ``16 p + 48 k`` bytes each), and
+    the predicates written, at most one per synthetic row and set of columns, each with its
+    key, its text and its row of the queries table (about ``300 + 64 k`` bytes).
+    """
+    from bayes_risk._memory import check_memory
+
+    need = 0.0
+    for md in modes:
+        k = n_cols if md == "multivariate" else 1
+        written = min(n_attacks, rows * (math.comb(p, k) if md == "multivariate" else 2 * p))
+        need += m * (n_attacks * (16.0 * p + 48.0 * k) + written * (300.0 + 64.0 * k))
+    check_memory(need, arg_name("n_attacks"),
+                 what=f"{n_attacks:,} predicates per mode for each of {m} synthetic dataset(s)")
 
 
 def _integral(n: Any, w: Any) -> Any:
@@ -216,6 +236,8 @@ def singling_out_risk(
         raise ValidationError(
             f"n_cols={n_cols} exceeds the {p} column(s) the predicates may use "
             f"({', '.join(sch.names)}); give n_cols <= {p} or more columns.")
+    _check_size(n_attacks, n_cols, modes, len(inp.datasets), p,
+                max(len(z) for z in inp.datasets))
     is_cat = np.array([s.is_categorical for s in sch])
     O = _dedup(code_table(inp.original, sch))
     C = None if inp.holdout is None else _dedup(code_table(inp.holdout, sch))

@@ -44,7 +44,7 @@ from bayes_risk.attribute.record_table import (
     set_point_columns,
     ungroup,
 )
-from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec, ScenarioSpec
+from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec, ScenarioSpec, scenario_arg
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
@@ -173,11 +173,12 @@ def _two_records(
     """Wei & Reiter's two-record intruders (:mod:`bayes_risk.attribute.pairs`)."""
     if records is not None:
         raise ValidationError(
-            "records does not apply to scenario='two_records': the pairs name the records."
+            f"records does not apply to {scenario_arg('two_records')}: the pairs name the "
+            "records."
         )
     if executor is not None:
         raise NotSupportedError(
-            "scenario='two_records' runs in this process; leave executor at None.",
+            f"{scenario_arg('two_records')} runs in this process; leave executor at None.",
             code="OPTION_CONFLICT"
         )
     if not isinstance(original, pd.DataFrame):
@@ -221,7 +222,8 @@ def _check_low_risk_options(candidates: Any, known: Any, estimator: EstimatorSpe
     bad = [k for k, v in given.items() if v]
     if bad:
         raise ValidationError(
-            f"scenario='empty' (Wang & Reiter's low-risk intruder) uses the record's synthetic "
+            f"{scenario_arg('empty')} (Wang & Reiter's low-risk intruder) uses the record's "
+            "synthetic "
             f"values as posterior draws: {bad} do not apply; leave them at their defaults.",
             code="INVALID_ARGUMENT"
         )

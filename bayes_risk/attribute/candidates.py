@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import ValidationError, arg_name
+from bayes_risk.exceptions import ValidationError, arg_name, has_option
 
 # a record's candidate set is part of the result, which imports nothing of the engine
 from bayes_risk.results.attribute import CandidateSet
@@ -36,6 +36,7 @@ __all__ = [
     "neighbourhood_size",
     "full_size",
     "columns_without_alternative",
+    "too_many_candidates",
 ]
 
 DEFAULT_MAX_CANDIDATES = 1_000_000
@@ -461,9 +462,23 @@ def _blocks_for_record(truth: Mapping[str, Any], vary: Sequence[str], schema: Sc
             blocks.append(((c,), np.arange(d, dtype=np.float64)[:, None], int(truth[c])))
         else:
             g = spec.grids.get(c, spec.default_grid)
+            if int(g.n_points) > spec.max_candidates:  # refused before the grid is made
+                raise too_many_candidates(f"the grid of column {c!r} has {int(g.n_points):,} "
+                                          "points", spec.max_candidates)
             pts, t = grid_points(float(truth[c]), g, column=c, integer=cs.type == "count")
             blocks.append(((c,), pts[:, None], t))
     return blocks
+
+
+def too_many_candidates(what: str, limit: int) -> ValidationError:
+    """``TOO_MANY_CANDIDATES``: ``what`` exceeds ``max_candidates`` = ``limit``, with the ways
+    the caller has to a smaller set (``max_candidates`` has no command-line option)."""
+    ways = [arg_name("candidates", repr("one-variable"), cli="one-variable"),
+            "fewer grid points (the grid's last number)"]
+    if has_option("max_candidates"):
+        ways.append("raise max_candidates")
+    return ValidationError(f"{what}, more than max_candidates = {limit:,}. Use "
+                           f"{', '.join(ways[:-1])} or {ways[-1]}.", code="TOO_MANY_CANDIDATES")
 
 
 def _combine(blocks, spec: CandidateSpec) -> tuple[np.ndarray, int, tuple[str, ...]]:
@@ -475,11 +490,8 @@ def _combine(blocks, spec: CandidateSpec) -> tuple[np.ndarray, int, tuple[str, .
     if spec.rule == "product":
         g = math.prod(sizes)
         if g > spec.max_candidates:
-            raise ValidationError(
-                f"the full candidate set has G = {g:,} candidates, more than max_candidates = "
-                f"{spec.max_candidates:,}. Use candidates='one-variable' or raise max_candidates.",
-                code="TOO_MANY_CANDIDATES",
-            )
+            raise too_many_candidates(f"the full candidate set has G = {g:,} candidates",
+                                      spec.max_candidates)
         idx = np.indices(sizes).reshape(len(sizes), -1).T
         vals = np.empty((g, len(cols)))
         for b, (_bc, bv, _) in enumerate(blocks):
@@ -497,10 +509,8 @@ def _combine(blocks, spec: CandidateSpec) -> tuple[np.ndarray, int, tuple[str, .
                     row[starts[b] : starts[b + 1]] = blocks[b][1][v]
                 rows.append(row)
                 if len(rows) > spec.max_candidates:
-                    raise ValidationError(
-                        f"the candidate set exceeds max_candidates = {spec.max_candidates:,}.",
-                        code="TOO_MANY_CANDIDATES",
-                    )
+                    raise too_many_candidates("the candidate set has more candidates",
+                                              spec.max_candidates)
     return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(cols)), 0, cols
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["PILOT_DRAWS", "PILOT_MIN_SECONDS", "PILOT_TUNE", "Pilot", "RefitCost",
-           "distinct_records", "duration", "duration_range", "refit_cost", "refit_sweeps",
-           "wants_pilot"]
+           "distinct_records", "duration", "duration_range", "refit_bytes", "refit_cost",
+           "refit_sweeps", "wants_pilot"]
 
 #: a pilot refit (one chain in this process) runs this many warm-up sweeps and kept draws
 PILOT_TUNE, PILOT_DRAWS = 30, 10
@@ -126,6 +126,25 @@ def refit_sweeps(model: Any, refit_draws: int | None = None) -> dict[str, int | 
             "fit_sweeps": None if draws is None else tune + thin * int(draws),
             "refit_sweeps": None if new_draws is None else tune + thin * int(new_draws),
             "max_sweeps": int(run.get("max_sweeps", getattr(model, "max_sweeps", 0)) or 0)}
+
+
+def refit_bytes(model: Any, m: int, n_synthetic: int, refit_draws: int | None = None) -> float:
+    """Bytes the ``m`` refits hold once fitted (they are kept for the estimator): each refit's
+    posterior at the bytes a draw of the model's own posterior takes, for its draws, and its
+    data, the fit's records and the ``n_synthetic`` appended (0 for a model without a
+    posterior DataTree, whose refits are measured by their own checks)."""
+    post = getattr(model, "posterior_", None)
+    try:
+        group = post["posterior"]
+        per_draw = float(group.nbytes) / max(int(group.sizes["chain"]) * int(
+            group.sizes["draw"]), 1)
+        chains = int(group.sizes["chain"])
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return 0.0
+    draws = refit_sweeps(model, refit_draws)["refit_draws"] or int(group.sizes["draw"])
+    n = int(getattr(model, "_n_records", 0) or 0) + int(n_synthetic)
+    # the draws and each draw's convergence quantities (the fit's check counts twice the draws)
+    return m * (2.0 * per_draw * int(draws) * chains + 16.0 * n)
 
 
 def wants_pilot(model: Any, cost: RefitCost) -> bool:

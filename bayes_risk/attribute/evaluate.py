@@ -15,6 +15,7 @@ from bayes_risk.attribute.candidates import (
     candidates_from_frame,
     one_variable_codes,
     product_codes,
+    too_many_candidates,
 )
 from bayes_risk.attribute.chains import STACK_RECORDS
 from bayes_risk.attribute.missing import vary_missing
@@ -26,7 +27,7 @@ from bayes_risk.attribute.plan import (
     Workspace,
 )
 from bayes_risk.attribute.record_table import boot_block_records, groups_by_size
-from bayes_risk.exceptions import ValidationError, arg_name
+from bayes_risk.exceptions import arg_name
 
 __all__ = ["evaluate", "candidate_sets", "chunk_records", "output_bytes", "MAX_CHUNK_RECORDS"]
 
@@ -47,7 +48,9 @@ def evaluate(plan: AttributePlan, partition: RecordPartition) -> PartitionOutput
         weight[i] += dups.size
     size = plan.chunk_size
     chunks = [reps[a : a + size] for a in range(0, reps.size, size)]
-    for chunk in progress(chunks, description="attribute risk", enabled=partition.progressbar):
+    # counted in records (distinct ones: a copy takes its original's figures), not in chunks
+    for chunk in progress(chunks, total=int(reps.size), description="attribute risk",
+                          unit="records", size=len, enabled=partition.progressbar):
         csets = candidate_sets(plan, chunk)
         sizes = np.array([c.size for c in csets])
         for gi in groups_by_size(sizes):
@@ -81,12 +84,17 @@ def chunk_records(plan: AttributePlan, chunk_size: int | None) -> int:
     # 1.5 kB a record; and the two [B, n] tables of the summary's Monte Carlo file figures
     after = (8.0 * (24 * G * STACK_RECORDS + 2 * 6 * boot_block_records(B, G) * B * G)
              + n * (1500 + 16 * B))
-    check_memory(outputs + per * (chunk_size or 1) + after,
-                 f"{arg_name('records')} or {arg_name('bootstrap')}",
+    # a chunk never holds more than the records there are (chunk_size=10**9 of 4 records: 4)
+    given = None if chunk_size is None else min(int(chunk_size), n)
+    # what multiplies it: the records, the bootstrap, the candidates (G), a given chunk
+    drivers = [arg_name("records"), arg_name("bootstrap"), arg_name("candidates"),
+               *([] if given is None else [arg_name("EstimatorSpec.chunk_size")])]
+    check_memory(outputs + per * (given or 1) + after,
+                 f"{', '.join(drivers[:-1])} or {drivers[-1]}",
                  what=f"the outputs of {n:,} records, the working arrays of one chunk and the "
                       "assembly of the result")
-    if chunk_size is not None:
-        return chunk_size
+    if given is not None:
+        return given
     work = working_bytes(int(MAX_CHUNK_RECORDS * per), reserve=outputs + after)
     return int(min(MAX_CHUNK_RECORDS, max(1, work // per)))
 
@@ -214,12 +222,8 @@ def candidate_sets(plan: AttributePlan, chunk: np.ndarray) -> list[CandidateSet]
             return _built_candidates(data, chunk, spec)
         gfull = math.prod(d_list)
         if gfull > spec.max_candidates:
-            raise ValidationError(
-                f"the full candidate set has G = {gfull:,} candidates, more than "
-                f"max_candidates = {spec.max_candidates:,}. Use candidates='one-variable' "
-                "or raise max_candidates.",
-                code="TOO_MANY_CANDIDATES",
-            )
+            raise too_many_candidates(f"the full candidate set has G = {gfull:,} candidates",
+                                      spec.max_candidates)
         pc = product_codes(d_list).astype(np.float64)
         g0s = np.ravel_multi_index(truth.T, d_list)
         return [CandidateSet(tuple(vary), pc, int(g)) for g in g0s]

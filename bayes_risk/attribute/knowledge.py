@@ -239,7 +239,7 @@ class _AttributeSweep:
     def run_many(self, subsets: Sequence[frozenset], progressbar: bool = False) -> None:
         todo = [s for s in dict.fromkeys(subsets) if s not in self.done]
         for s in progress(todo, total=len(todo), description="attribute knowledge sweep",
-                          enabled=progressbar):
+                          unit="column sets", enabled=progressbar):
             self._run(s)
 
     def _run(self, s: frozenset) -> None:

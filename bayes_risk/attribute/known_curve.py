@@ -97,7 +97,8 @@ def known_fraction_curve(
             est = est.replace(augmented=fits, refit_draws=None)
     options["estimator"] = est
     rows, results, codes = [], [], {}
-    for f in progress(fr, description="known-records curve", enabled=progressbar):
+    for f in progress(fr, description="known-records curve", unit="fractions",
+                      enabled=progressbar):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             res = attribute_risk(

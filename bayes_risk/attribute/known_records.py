@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.attribute.priors import Empirical, ModelPredictive, Prior
-from bayes_risk.attribute.specs import ScenarioSpec
+from bayes_risk.attribute.specs import ScenarioSpec, scenario_arg
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 
 __all__ = ["KnownRecords", "known_mask", "known_records_plan", "check_known_records",
@@ -84,7 +84,7 @@ def check_known_records(model: Any, is_plugin: bool, compat: str | None) -> None
     """What the scenario needs of the model: class P with posterior draws, no compat mode."""
     if is_plugin or getattr(model, "model_class", "O") != "P":
         raise NotSupportedError(
-            "scenario='known_records' needs a class P model with posterior draws; "
+            f"{scenario_arg('known_records')} needs a class P model with posterior draws; "
             f"{type(model).__name__} is {'a plug-in' if is_plugin else 'class O'} (the "
             "unknown records' values enter the release given Θ, so they cannot be integrated "
             "out by reweighting the draws; methods page 'Attribute disclosure risk').",

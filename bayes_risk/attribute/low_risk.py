@@ -16,9 +16,10 @@ from bayes_risk.attribute.missing import missing_truth
 from bayes_risk.attribute.prepare import _check_model, _prepare_data
 from bayes_risk.attribute.priors import Prior, PriorInputs, evaluate_prior, parse_prior
 from bayes_risk.attribute.record_table import point_summaries, set_point_columns
+from bayes_risk.attribute.specs import scenario_arg
 from bayes_risk.attribute.summaries import low_risk_posterior
 from bayes_risk.data.validate import encode
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.results.attribute import AttributeRiskResult
 from bayes_risk.warning_codes import LOW_RISK_FLAG
 
@@ -29,9 +30,10 @@ def check_low_risk_prior(prior: Prior) -> Prior:
     """``prior`` if the low-risk intruder can take it (uniform only)."""
     if prior.label() != "uniform":
         raise ValidationError(
-            f"scenario='empty' takes the uniform prior only (got prior={prior.label()!r}): the "
-            "record's synthetic values are draws from the low-risk intruder's posterior (Wang & "
-            "Reiter 2012), which already contains the prior."
+            f"{scenario_arg('empty')} takes the uniform prior only (got "
+            f"{arg_name('prior', repr(prior.label()), cli=prior.label())}): the record's "
+            "synthetic values are draws from the low-risk intruder's posterior (Wang & Reiter "
+            "2012), which already contains the prior."
         )
     return prior
 
@@ -109,7 +111,7 @@ def _refuse_missing_truth(data: Any) -> None:
     if miss.any():
         r, j = (int(x[0]) for x in np.nonzero(miss))
         raise ValidationError(
-            f"scenario='empty': column {data.vary[j]!r} is missing in record "
+            f"{scenario_arg('empty')}: column {data.vary[j]!r} is missing in record "
             f"{int(data.positions[r])} ({int(miss.any(axis=1).sum())} evaluated record(s) with "
             "a missing synthesized value); the low-risk intruder's posterior (the record's "
             "synthetic values) has no defined truth there. Leave those records out with "

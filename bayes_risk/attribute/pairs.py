@@ -14,7 +14,12 @@ from typing import Any
 import numpy as np
 
 from bayes_risk._terminal import progress
-from bayes_risk.attribute.candidates import DEFAULT_MAX_CANDIDATES, CandidateSet, GridSpec
+from bayes_risk.attribute.candidates import (
+    DEFAULT_MAX_CANDIDATES,
+    CandidateSet,
+    GridSpec,
+    too_many_candidates,
+)
 from bayes_risk.attribute.evaluate import candidate_sets, finish
 from bayes_risk.attribute.plan import (
     AnalysisData,
@@ -24,9 +29,10 @@ from bayes_risk.attribute.plan import (
     Workspace,
 )
 from bayes_risk.attribute.priors import Empirical, ModelPredictive, Prior
+from bayes_risk.attribute.specs import scenario_arg
 from bayes_risk.contract import capabilities
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
+from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name, has_option
 
 __all__ = [
     "PAIR_SUFFIXES",
@@ -53,7 +59,7 @@ _CANDIDATES_PER_RECORD = 35
 def _two_records() -> str:
     """The scenario as the caller wrote it (``scenario='two_records'`` in Python,
     ``--scenario two-records`` on the command line)."""
-    return arg_name("scenario", "'two_records'", cli="two-records")
+    return scenario_arg("two_records")
 
 def pair_columns(vary: Sequence[str]) -> list[str]:
     """The pair's candidate columns: ``vary`` for the first record, then for the second."""
@@ -89,7 +95,7 @@ def check_pairs(pairs: Any, n: int) -> np.ndarray:
     if same.size:
         raise ValidationError(
             f"pairs[{int(same[0])}] = {tuple(arr[same[0]].tolist())} names one record twice; a "
-            "pair is two different records (for one record use scenario='worst_case')."
+            f"pair is two different records (for one record use {scenario_arg('worst_case')})."
         )
     key = np.sort(arr, axis=1)
     _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
@@ -154,7 +160,7 @@ def check_pair_plan(plan: AttributePlan, pairs: np.ndarray) -> None:
             raise ValidationError(
                 f"record {int(kept[0])} was not synthesized (its values are released as they "
                 "are, so the intruder reads them); pair only synthesized records, or evaluate "
-                "the other record alone with scenario='worst_case'.",
+                f"the other record alone with {scenario_arg('worst_case')}.",
                 code="RECORD_NOT_SYNTHESIZED"
             )
 
@@ -176,7 +182,8 @@ def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool,
         grids = {**spec.grids, **{c: GridSpec("additive", 1.0, 1.0, 3) for c in counts}}
         cand_plan = dataclasses.replace(plan, rule=dataclasses.replace(
             plan.rule, spec=dataclasses.replace(spec, grids=grids)))
-    for chunk in progress(chunks, description="attribute risk (pairs)", enabled=progressbar):
+    for chunk in progress(chunks, total=len(pairs), description="attribute risk (pairs)",
+                          unit="pairs", size=len, enabled=progressbar):
         members = np.unique(pairs[chunk])
         csets = dict(zip(members.tolist(), candidate_sets(cand_plan, members), strict=True))
         unknown = {i: _unknown(plan, cs) for i, cs in csets.items()}
@@ -188,12 +195,9 @@ def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool,
             if sums:
                 cs = sum_sets(data, i, j, ci, cj, sums, limit=limit, pair=int(p))
             elif ci.size * cj.size > limit:
-                raise ValidationError(
+                raise too_many_candidates(
                     f"pair {int(p)} (records {i} and {j}) has G = {ci.size} x {cj.size} = "
-                    f"{ci.size * cj.size:,} joint candidates, more than max_candidates = "
-                    f"{limit:,}; use smaller candidate sets (e.g. candidates='one-variable').",
-                    code="TOO_MANY_CANDIDATES",
-                )
+                    f"{ci.size * cj.size:,} joint candidates", limit)
             else:
                 cs = _pair_set(data.vary, ci, cj)
             g = cs.size
@@ -326,8 +330,8 @@ def sum_sets(data: AnalysisData, i: int, j: int, ci: CandidateSet, cj: Candidate
             f"pair {pair} (records {i} and {j}) has G = {g:,} splits consistent with the known "
             f"sums of {list(sums)} ({' x '.join(map(str, n_split))} splits x "
             f"{len(ni)} x {len(nj)} values of the other columns), more than max_candidates = "
-            f"{limit:,}; name fewer columns in {arg_name('known_sums')} or raise "
-            "max_candidates.",
+            f"{limit:,}; name fewer columns in {arg_name('known_sums')}"
+            + (" or raise max_candidates." if has_option("max_candidates") else "."),
             code="TOO_MANY_CANDIDATES",
         )
     idx = np.indices((*n_split, len(ni), len(nj))).reshape(len(S) + 2, -1)

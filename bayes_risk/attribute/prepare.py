@@ -34,7 +34,7 @@ from bayes_risk.attribute.plan import (
 )
 from bayes_risk.attribute.priors import parse_prior
 from bayes_risk.attribute.refits import cache_folder, fit_refits
-from bayes_risk.attribute.specs import SCENARIOS, EstimatorSpec, ScenarioSpec
+from bayes_risk.attribute.specs import SCENARIOS, EstimatorSpec, ScenarioSpec, scenario_arg
 from bayes_risk.attribute.strategies import strategy_for
 from bayes_risk.contract import (
     RiskModel,
@@ -52,6 +52,7 @@ from bayes_risk.exceptions import (
     NotSupportedError,
     SchemaError,
     ValidationError,
+    arg_name,
 )
 
 __all__ = ["prepare"]
@@ -275,10 +276,12 @@ def _varying_columns(
                               code="MODEL_UNSUITED")
     known_l = list(known or [])
     if scenario != "partially_known" and known_l:
-        raise ValidationError("known is only used with scenario='partially_known'.")
+        raise ValidationError(f"known is only used with {scenario_arg('partially_known')}.")
     if scenario == "partially_known":
         if not known_l:
-            raise ValidationError("scenario='partially_known' needs known=[synthesized columns].")
+            raise ValidationError(f"{scenario_arg('partially_known')} needs "
+                                  f"{arg_name('known', '[synthesized columns]', cli='COL ...')}.",
+                                  code="INVALID_ARGUMENT")
         schema.check_columns(known_l, "known")
         notsyn = [c for c in known_l if c not in synthesized]
         if notsyn:

@@ -76,6 +76,15 @@ def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFra
             keys = _refit_keys(model, original, datasets, seeds, refit_draws)
     models: list[Any] = [None if k is None else _read_entry(cache, k, model) for k in keys]
     todo = [li for li in range(m) if models[li] is None]
+    if todo:
+        from bayes_risk._memory import check_memory
+        from bayes_risk.attribute.cost import refit_bytes
+        from bayes_risk.exceptions import arg_name
+
+        # the refits' posteriors, before the first refit (refit_draws=10**9 ran out of memory)
+        check_memory(refit_bytes(model, len(todo), len(datasets[0]), refit_draws),
+                     arg_name("refit_draws"),
+                     what=f"{len(todo)} refit(s) of the model with their posterior draws")
     if cache is not None:
         _log.info("refits: %d of %d read from the cache %s", m - len(todo), m, cache)
         if progressbar and len(todo) < m:
@@ -92,7 +101,7 @@ def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFra
         say(cost.line())
     with _refit_settings(model, refit_draws):
         for k, li in enumerate(progress(todo, description="refits of the model",
-                                        enabled=progressbar,
+                                        unit="refits", enabled=progressbar,
                                         label=lambda k, total: f"refit {k} of {total}")):
             t0 = time.perf_counter()
             models[li] = model.fit_augmented(original, datasets[li], random_seed=seeds[li])

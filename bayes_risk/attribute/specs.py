@@ -13,12 +13,20 @@ import numpy as np
 
 from bayes_risk._specs import check_flag, check_int, check_option, is_number
 from bayes_risk.attribute.record_table import KHAT_TOLERANCE
-from bayes_risk.exceptions import NotSupportedError, ValidationError
+from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
 
-__all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS"]
+__all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS", "scenario_arg"]
 
 #: What the intruder knows (see :class:`ScenarioSpec`).
 SCENARIOS = ("worst_case", "partially_known", "empty", "known_records")
+
+
+
+def scenario_arg(scenario: str) -> str:
+    """A scenario as the caller writes it: ``scenario='known_records'`` in Python,
+    ``--scenario known-records`` on the command line."""
+    return arg_name("scenario", repr(scenario), cli=scenario.replace("_", "-"))
+
 
 _KNOWN_HINT = (
     "An intruder who knows only some of the other records is "

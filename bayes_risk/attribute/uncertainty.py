@@ -17,18 +17,20 @@ from bayes_risk.attribute.record_table import BOOT_BLOCK_VALUES, boot_block_reco
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import ValidationError, arg_name
+from bayes_risk.results.attribute import EVIDENCE_FACTOR, bayes_factor, check_evidence_factor
 
 __all__ = ["file_uncertainty", "wang_reiter_uncertainty", "FILE_FIGURES", "WANG_REITER_FIGURES"]
 
 #: file-level figures over the unflagged records
-FILE_FIGURES = ("mean_p_true", "share_ranked_first", "p_true_q25", "p_true_q50", "p_true_q75",
-                "rank_q50", "rank_q75")
+FILE_FIGURES = ("mean_p_true", "prop_top", "p_true_q25", "p_true_q50", "p_true_q75",
+                "rank_q50", "rank_q75", "prop_evidence")
 #: Wang & Reiter (2012) file-level figures: min, first quartile and median of R1 and R2
 WANG_REITER_FIGURES = ("R1_min", "R1_q1", "R1_median", "R2_min", "R2_q1", "R2_median")
 
 
-def _figures(p_true: np.ndarray, rank_min: np.ndarray) -> np.ndarray:
-    """``FILE_FIGURES`` along the last axis (records); ``nan`` records are left out."""
+def _figures(p_true: np.ndarray, rank_min: np.ndarray, evident: np.ndarray) -> np.ndarray:
+    """``FILE_FIGURES`` along the last axis (records); ``nan`` records are left out.
+    ``evident``: 1 where the truth's Bayes factor reaches the evidence factor, else 0."""
     if p_true.shape[-1] == 0:
         return np.full((*p_true.shape[:-1], len(FILE_FIGURES)), np.nan)
     with np.errstate(invalid="ignore"):
@@ -38,19 +40,29 @@ def _figures(p_true: np.ndarray, rank_min: np.ndarray) -> np.ndarray:
         q = np.nanquantile(p_true, [0.25, 0.5, 0.75], axis=-1)
         rq = np.nanquantile(rank_min, [0.5, 0.75], axis=-1)
         mean, share = np.nanmean(p_true, axis=-1), np.nanmean(top, axis=-1)
-        return np.stack([mean, share, q[0], q[1], q[2], rq[0], rq[1]], axis=-1)
+        return np.stack([mean, share, q[0], q[1], q[2], rq[0], rq[1],
+                         np.nanmean(evident, axis=-1)], axis=-1)
 
 
-def _by_replicates(figures: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``figures(a, b)`` of tables ``[B, n]``, a block of replicates at a time: their quantiles
-    over the records copy the table, so a block bounds the copies (the same numbers)."""
-    step = max(1, BOOT_BLOCK_VALUES // max(1, a.shape[1]))
-    return np.concatenate([figures(a[i : i + step], b[i : i + step])
-                           for i in range(0, a.shape[0], step)])
+def _evident(p_true: np.ndarray, prior_p_true: np.ndarray, factor: float) -> np.ndarray:
+    """1.0 where the Bayes factor of the truth is at least ``factor``, 0.0 below, ``nan`` where
+    ``p_true`` is ``nan``."""
+    return np.where(np.isnan(p_true), np.nan, bayes_factor(p_true, prior_p_true) >= factor)
 
 
-def _check(result: Any, level: Any) -> list[np.ndarray]:
-    """The result's kept draw bootstrap (clear errors for a bad ``level`` or none kept)."""
+def _by_replicates(figures: Any, *tables: np.ndarray) -> np.ndarray:
+    """``figures(*tables)`` of tables ``[B, n]``, a block of replicates at a time: their
+    quantiles over the records copy the table, so a block bounds the copies (the same
+    numbers)."""
+    step = max(1, BOOT_BLOCK_VALUES // max(1, tables[0].shape[1]))
+    return np.concatenate([figures(*(t[i : i + step] for t in tables))
+                           for i in range(0, tables[0].shape[0], step)])
+
+
+def _check(result: Any, level: Any, tables: int = 2) -> list[np.ndarray]:
+    """The result's kept draw bootstrap (clear errors for a bad ``level`` or none kept);
+    ``tables`` tables ``[B, n]`` of the replicates' per-record figures are checked against the
+    memory limit."""
     check_probability(level, "level")
     boot = getattr(result, "_boot_loglik", None)
     if not boot:
@@ -59,8 +71,7 @@ def _check(result: Any, level: Any) -> list[np.ndarray]:
             "tree plug-in or in compat mode); rerun attribute_risk with bootstrap > 0 (e.g. 200).",
             code="RESULT_UNSUITED"
         )
-    # two tables [B, n] of the replicates' per-record figures
-    check_memory(16.0 * boot[0].shape[0] * len(boot), arg_name("bootstrap"),
+    check_memory(8.0 * tables * boot[0].shape[0] * len(boot), arg_name("bootstrap"),
                  what="the bootstrap replicates of the file's figures")
     return boot
 
@@ -101,7 +112,9 @@ def _intervals(point: np.ndarray, figs: np.ndarray, names: Sequence[str], level:
     }
 
 
-def file_uncertainty(result: Any, *, level: float = 0.9) -> dict[str, Any]:
+def file_uncertainty(
+    result: Any, *, level: float = 0.9, evidence_factor: float = EVIDENCE_FACTOR,
+) -> dict[str, Any]:
     """Monte Carlo standard errors and intervals of file-level attribute-risk figures.
 
     Parameters
@@ -110,6 +123,9 @@ def file_uncertainty(result: Any, *, level: float = 0.9) -> dict[str, Any]:
         Computed with ``bootstrap > 0``.
     level : float
         Coverage of the percentile intervals (default 0.9).
+    evidence_factor : float
+        Bayes factor of the truth from which a record counts in ``prop_evidence`` (as
+        ``prop_evidence`` of ``result.to_dict``).
 
     Returns
     -------
@@ -122,6 +138,9 @@ def file_uncertainty(result: Any, *, level: float = 0.9) -> dict[str, Any]:
     ValidationError
         If the result kept no draw bootstrap, or ``level`` is not in (0, 1).
     """
+    evidence_factor = check_evidence_factor(evidence_factor)
+    # p_true and the rank, [B, n] each; whether the Bayes factor reaches the evidence factor is
+    # made a block of replicates at a time (its temporaries are [B, n] too)
     boot = _check(result, level)
     recs = result.records
     flagged = _flagged(result)
@@ -135,11 +154,16 @@ def file_uncertainty(result: Any, *, level: float = 0.9) -> dict[str, Any]:
         rs = rank_summary(post.reshape(-1, G), np.repeat(g0[keep[blk]], B))
         p_b[:, blk] = rs["p_true"].reshape(r, B).T
         r_b[:, blk] = rs["rank_min"].reshape(r, B).T
-    point = _figures(recs["p_true"].to_numpy(dtype=float)[keep],
-                     recs["rank_min"].to_numpy(dtype=float)[keep])
+    prior = result.prior_p_true()[keep]
+    p0 = recs["p_true"].to_numpy(dtype=float)[keep]
+    point = _figures(p0, recs["rank_min"].to_numpy(dtype=float)[keep],
+                     _evident(p0, prior, evidence_factor))
     base = {"n_records": int(len(recs)), "n_flagged_excluded": int(flagged.sum()),
-            "bootstrap": int(B)}
-    return _intervals(point, _by_replicates(_figures, p_b, r_b), FILE_FIGURES, level, base)
+            "bootstrap": int(B), "evidence_factor": float(evidence_factor)}
+    def figures(p: np.ndarray, r: np.ndarray) -> np.ndarray:
+        return _figures(p, r, _evident(p, prior[None, :], evidence_factor))
+
+    return _intervals(point, _by_replicates(figures, p_b, r_b), FILE_FIGURES, level, base)
 
 
 def wang_reiter_uncertainty(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import traceback
@@ -44,6 +45,7 @@ def audit(
     out: str | os.PathLike[str] | None = None,
     random_seed: int | None = None,
     progressbar: bool = True,
+    before: Any = None,
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -75,6 +77,12 @@ def audit(
         Seed of every random draw (drawn and recorded when ``None``).
     progressbar : bool
         Show progress on stderr.
+    before : AuditResult, dict or path, optional
+        An earlier audit of the same original (its result, summary or folder): the report
+        shows its verdict lines beside this one's ("Before and after"), and when this release
+        is a remedy of another (``bayes_risk.sdc``) says why each risk line that rose rose,
+        computed by running the line's step again on the release before the remedy and with
+        one remedied column undone at a time (``bayes_risk.auditing.rises``).
 
     Returns
     -------
@@ -104,6 +112,7 @@ def audit(
             f"out {str(root)!r} exists and is not an empty folder; give a new folder.",
             code="OUT_EXISTS"
         )
+    earlier = _earlier(before, len(data))
     ctx = st.StepContext(original=data, synthetic=syn, schema=sch.with_roles(plan.synthesized),
                          plan=plan, model=model, root=None, progressbar=progressbar,
                          holdout=holdout, weights=w)
@@ -115,15 +124,41 @@ def audit(
         return [_run_step(i, len(steps), m.name, m.title, load(m.step), ctx)
                 for i, m in enumerate(steps, start=1)]
 
+    def result(outcomes: list[StepOutcome], folder: Path | None) -> AuditResult:
+        rises = {}
+        if earlier is not None:
+            from bayes_risk.auditing.rises import rise_causes
+
+            _say(ctx, "comparing with the earlier audit: why a risk rose")
+            rises = rise_causes(dataclasses.replace(ctx, root=None), outcomes, earlier)
+        return AuditResult(plan=plan, steps=outcomes, root=folder, before=earlier, rises=rises)
+
     if root is None:
-        return AuditResult(plan=plan, steps=run_all(), root=None)
+        return result(run_all(), None)
     from bayes_risk._io import atomic_dir
 
     with atomic_dir(root) as tmp:  # the folder appears complete or not at all
         ctx.root = tmp
         outcomes = run_all()
-        AuditResult(plan=plan, steps=outcomes, root=tmp).write_summary(tmp / "summary.json")
-    return AuditResult(plan=plan, steps=outcomes, root=root)
+        done = result(outcomes, tmp)
+        done.write_summary(tmp / "summary.json")
+    done.root = root
+    return done
+
+
+def _earlier(before: Any, n_records: int) -> dict[str, Any] | None:
+    """The earlier audit's summary (``before=``), of an original of ``n_records`` records."""
+    if before is None:
+        return None
+    from bayes_risk.auditing.compare import audit_summary
+
+    summary = audit_summary(before)
+    if summary.get("n_records") != n_records:
+        raise ValidationError(
+            f"before: the earlier audit is of another original ({summary.get('n_records')} "
+            f"records, this one {n_records}); give an audit of the same original.",
+            code="ORIGINAL_DIFFERS")
+    return summary
 
 
 def _skip_arg(steps: list[str]) -> str:

@@ -12,7 +12,7 @@ import pandas as pd
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["compare_audits", "load_audit"]
+__all__ = ["compare_audits", "load_audit", "audit_summary"]
 
 #: the columns of :func:`compare_audits`
 COLUMNS = ["step", "measure", "unit", "direction", "threshold_before", "before", "status_before",
@@ -42,7 +42,8 @@ def load_audit(path: str | os.PathLike[str]) -> dict[str, Any]:
     return summary
 
 
-def _summary(audit: Any) -> dict[str, Any]:
+def audit_summary(audit: Any) -> dict[str, Any]:
+    """An audit's summary from its result, its summary (a dict) or its folder."""
     if isinstance(audit, dict):
         return audit
     if isinstance(audit, (str, os.PathLike)):
@@ -79,7 +80,7 @@ def compare_audits(before: Any, after: Any) -> pd.DataFrame:
         ``ORIGINAL_DIFFERS``: the audits are of different originals; ``NOT_AN_AUDIT``: a folder
         that holds no audit.
     """
-    b, a = _summary(before), _summary(after)
+    b, a = audit_summary(before), audit_summary(after)
     if b.get("n_records") != a.get("n_records"):
         raise ValidationError(
             f"the audits are of different originals ({b.get('n_records')} and "

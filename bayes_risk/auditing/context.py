@@ -18,7 +18,7 @@ from bayes_risk.auditing.plan import AuditPlan
 
 __all__ = ["StepContext", "add_run_warnings", "aligned_columns", "named_run", "ran",
            "rebuilt_synthesizer", "release_independent", "rows_aligned", "skipped",
-           "step_folder"]
+           "step_folder", "write_table"]
 
 
 @dataclass
@@ -123,6 +123,22 @@ def step_folder(ctx: StepContext, name: str) -> Path | None:
     p = ctx.root / name
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+def write_table(ctx: StepContext, frame: pd.DataFrame, path: Path, *, index: bool = False,
+                fast: bool = False) -> None:
+    """Write a step's table as CSV, the confidential records' values withheld unless the
+    audit shows them (:func:`~bayes_risk.auditing.confidential.withheld`: the report's rule);
+    ``fast``: with pyarrow, for the large record tables (no index)."""
+    from bayes_risk.auditing.confidential import withheld
+
+    shown = withheld(frame, path.name, bool(ctx.plan.show_confidential_values))
+    if fast:
+        from bayes_risk.data.io import write_csv
+
+        write_csv(shown, path)
+    else:
+        shown.to_csv(path, index=index)
 
 
 def ran(name: str, result: Any, folder: Path | None, files: list[str],

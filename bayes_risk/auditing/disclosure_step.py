@@ -13,6 +13,7 @@ from bayes_risk.auditing.context import (
     rows_aligned,
     skipped,
     step_folder,
+    write_table,
 )
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.exceptions import arg_name
@@ -60,10 +61,10 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
             sub = f"disclosure/{target_folder(p.disclosure_targets, t)}".rstrip("/")
             folder = step_folder(ctx, sub)
             write_json(folder / "summary.json", res.to_dict())
-            res.ident.to_csv(folder / "ident.csv", index=False)
-            res.attrib.to_csv(folder / "attrib.csv", index=False)
-            res.allCAPs.to_csv(folder / "allCAPs.csv", index=False)
-            res.replicated_uniques.table.to_csv(folder / "replicated_uniques.csv", index=False)
+            write_table(ctx, res.ident, folder / "ident.csv")
+            write_table(ctx, res.attrib, folder / "attrib.csv")
+            write_table(ctx, res.allCAPs, folder / "allCAPs.csv")
+            write_table(ctx, res.replicated_uniques.table, folder / "replicated_uniques.csv")
             files += [f"{sub}/{f}" for f in ("summary.json", "ident.csv", "attrib.csv",
                                             "allCAPs.csv", "replicated_uniques.csv")]
     if not results:
@@ -106,8 +107,8 @@ def _original_baseline(ctx: StepContext, results: dict[str, Any], files: list[st
             sub = "disclosure/original_risk" + (f"_{i}" if len(by_keys) > 1 else "")
             folder = step_folder(ctx, sub)
             write_json(folder / "summary.json", r.to_dict())
-            r.records.reset_index(drop=True).to_csv(folder / "records.csv",
-                                                    index_label="record")
+            write_table(ctx, r.records.reset_index(drop=True).rename_axis("record"),
+                        folder / "records.csv", index=True)
             files += [f"{sub}/summary.json", f"{sub}/records.csv"]
     return out
 

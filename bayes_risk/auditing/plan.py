@@ -15,6 +15,7 @@ import pandas as pd
 
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
 from bayes_risk.measures import measures
+from bayes_risk.results.attribute import EVIDENCE_FACTOR
 
 __all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "DEFAULT_SWEEP",
            "THRESHOLD_SOURCES", "step_names"]
@@ -25,7 +26,8 @@ def step_names() -> tuple[str, ...]:
     return tuple(m.name for m in measures())
 
 #: the attacks' options in an audit: anonymeter's defaults
-ATTACK_OPTIONS: dict[str, int] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1}
+ATTACK_OPTIONS: dict[str, float] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1,
+                                    "tolerance": 0.05}
 
 #: the radii of the audit's radius search (0, exact matching, is always added): Hornby & Hu's
 #: (2021, §4.1) grid widened to ±100 % (:data:`bayes_risk.identification.radius.SEARCH_RADII`)
@@ -57,6 +59,12 @@ THRESHOLD_SOURCES: dict[str, str] = {
     "expected_match_rate": _CONVENTION,
     "true_match_rate": _CONVENTION,
     "prop_top": _CONVENTION,
+    "prop_evidence": _CONVENTION,
+    "evidence_factor": "a Bayes factor of 3 is where Kass & Raftery's (1995) scale of "
+                       "evidence stops calling it 'not worth more than a bare mention' "
+                       "(Jeffreys' scale: 3.2): the smallest factor read as evidence, so the "
+                       "most records counted (methods page, Attribute disclosure risk: "
+                       "Evidence about a record)",
     "repU": _CONVENTION,
     "DiSCO": _CONVENTION,
     "membership_advantage": _CONVENTION,
@@ -65,7 +73,21 @@ THRESHOLD_SOURCES: dict[str, str] = {
                               "ratio of 9 under the balanced prior: " + _CONVENTION,
     "singling_out_risk": _ANONYMETER,
     "linkability_risk": _ANONYMETER,
+    "inference_risk": _ANONYMETER,
 }
+
+
+#: what each threshold of :class:`Thresholds` measures: its unit and the range of the
+#: quantity, which the threshold must fall inside; ``"max"``: a line exceeds above it
+_FRACTION = "a fraction from 0 to 1 (0.01 is 1 %)"
+_PERCENT = "in per cent, from 0 to 100 (1 is 1 %)"
+
+
+def _threshold(default: float, side: str, low: float, high: float, unit: str) -> Any:
+    """A field of :class:`Thresholds` with the unit and range of its quantity (``side``: the
+    line exceeds above a ``"max"`` threshold and below a ``"min"`` one; ``"cut"``: not a line's
+    threshold but a cut-off strictly inside the range)."""
+    return field(default=default, metadata={"side": side, "range": (low, high), "unit": unit})
 
 
 @dataclass(frozen=True)
@@ -73,50 +95,118 @@ class Thresholds:
     """Release-board thresholds of the verdict lines: conventions, not findings (sources:
     ``THRESHOLD_SOURCES``); percentages in percent, rates as fractions.
 
+    Each threshold lies inside the range of its quantity, in the quantity's unit: one at or
+    past the end a line can reach (``singling_out_risk=5`` for a risk of at most 1) would keep
+    the line within it whatever the release, so it is refused.
+
     Parameters
     ----------
     s_pmse : float
-        Largest acceptable mean S_pMSE. Default 10 (synthpop's guidance).
+        Largest acceptable mean S_pMSE, a ratio from 0 up. Default 10 (synthpop's guidance).
     overlap : float
-        Smallest acceptable mean interval overlap (Karr et al. 2006). Default 0.5.
+        Smallest acceptable mean interval overlap (Karr et al. 2006), above 0 and at most 1.
+        Default 0.5.
     expected_match_rate : float
-        Largest acceptable expected match rate, the worst case over the radius search.
-        Default 0.01.
+        Largest acceptable expected match rate, the worst case over the radius search, a
+        fraction. Default 0.01.
     true_match_rate : float
-        Largest acceptable true match rate, the worst case over the radius search.
-        Default 0.01.
+        Largest acceptable true match rate, the worst case over the radius search, a
+        fraction. Default 0.01.
     prop_top : float
-        Largest acceptable share of records whose true values are the intruder's best guess.
-        Default 0.1.
+        Largest acceptable share of records whose true values are the intruder's best guess, a
+        fraction. Default 0.1.
+    prop_evidence : float
+        Largest acceptable share of records whose true values the release gives evidence
+        for, a fraction: a Bayes factor of at least ``evidence_factor`` (the release
+        multiplies the intruder's odds on them at least that many times). Default 0.1.
+    evidence_factor : float
+        Bayes factor from which a record counts in ``prop_evidence``, above 1 (1 is no
+        evidence). Default 3 (Kass & Raftery 1995).
     repU : float
         Largest acceptable replicated uniques, percent of records. Default 1.
     DiSCO : float
         Largest acceptable DiSCO, percent of records. Default 1.
     membership_advantage : float
-        Largest acceptable AUC − 0.5 of the Bayesian membership attack. Default 0.05.
+        Largest acceptable AUC − 0.5 of the Bayesian membership attack, from 0 to 0.5.
+        Default 0.05.
     membership_share : float
-        Largest acceptable share of members above ``membership_probability``. Default 0.01.
+        Largest acceptable share of members above ``membership_probability``, a fraction.
+        Default 0.01.
     membership_probability : float
         Posterior membership probability, in (0, 1), above which a member counts as exposed.
         Default 0.9.
     singling_out_risk : float
-        Largest acceptable singling-out risk of anonymeter. Default 0.05.
+        Largest acceptable singling-out risk of anonymeter, a fraction. Default 0.05.
     linkability_risk : float
-        Largest acceptable linkability risk of anonymeter. Default 0.05.
+        Largest acceptable linkability risk of anonymeter, a fraction. Default 0.05.
+    inference_risk : float
+        Largest acceptable inference risk of anonymeter, the largest over the synthesized
+        columns, a fraction. Default 0.05.
+
+    Raises
+    ------
+    ValidationError
+        A threshold that is not a number inside its quantity's range (``INVALID_ARGUMENT``).
     """
 
-    s_pmse: float = 10.0
-    overlap: float = 0.5
-    expected_match_rate: float = 0.01
-    true_match_rate: float = 0.01
-    prop_top: float = 0.1
-    repU: float = 1.0  # noqa: N815 - synthpop's name
-    DiSCO: float = 1.0  # noqa: N815 - synthpop's name
-    membership_advantage: float = 0.05
-    membership_share: float = 0.01
-    membership_probability: float = 0.9
-    singling_out_risk: float = 0.05
-    linkability_risk: float = 0.05
+    s_pmse: float = _threshold(10.0, "max", 0.0, np.inf,
+                               "a ratio of the pMSE to its null expectation, from 0 up")
+    overlap: float = _threshold(0.5, "min", 0.0, 1.0, "a share of the intervals, from 0 to 1")
+    expected_match_rate: float = _threshold(0.01, "max", 0.0, 1.0, _FRACTION)
+    true_match_rate: float = _threshold(0.01, "max", 0.0, 1.0, _FRACTION)
+    prop_top: float = _threshold(0.1, "max", 0.0, 1.0, _FRACTION)
+    prop_evidence: float = _threshold(0.1, "max", 0.0, 1.0, _FRACTION)
+    evidence_factor: float = _threshold(EVIDENCE_FACTOR, "cut", 1.0, np.inf,
+                                        "a Bayes factor, above 1 (1 is no evidence)")
+    repU: float = _threshold(1.0, "max", 0.0, 100.0, _PERCENT)  # noqa: N815 - synthpop's name
+    DiSCO: float = _threshold(1.0, "max", 0.0, 100.0, _PERCENT)  # noqa: N815 - synthpop's name
+    membership_advantage: float = _threshold(0.05, "max", 0.0, 0.5,
+                                             "AUC − 0.5, from 0 (no advantage) to 0.5")
+    membership_share: float = _threshold(0.01, "max", 0.0, 1.0, _FRACTION)
+    membership_probability: float = _threshold(0.9, "cut", 0.0, 1.0,
+                                               "a probability, strictly between 0 and 1")
+    singling_out_risk: float = _threshold(0.05, "max", 0.0, 1.0,
+                                          "anonymeter's risk, " + _FRACTION)
+    linkability_risk: float = _threshold(0.05, "max", 0.0, 1.0,
+                                         "anonymeter's risk, " + _FRACTION)
+    inference_risk: float = _threshold(0.05, "max", 0.0, 1.0,
+                                       "anonymeter's risk, " + _FRACTION)
+
+    def __post_init__(self) -> None:
+        # every way of making thresholds (parse, the constructor, dataclasses.replace) is checked
+        for f in fields(self):
+            object.__setattr__(self, f.name, self._checked(f, getattr(self, f.name)))
+
+    @staticmethod
+    def _checked(f: Any, value: Any) -> float:
+        """``value`` as the float of threshold ``f``, or ``ValidationError`` naming its range."""
+        name, side, (low, high), unit = (f.name, f.metadata["side"], f.metadata["range"],
+                                         f.metadata["unit"])
+        # "--threshold repU=50" on the command line, "thresholds: repU=50" in Python
+        shown = f"{arg_name('thresholds')}{' ' if on_command_line() else ': '}{name}={value}"
+        try:
+            if isinstance(value, bool):
+                raise TypeError
+            val = float(value)
+        except (TypeError, ValueError) as err:
+            raise ValidationError(f"{shown}: {value!r} is not a number; {name} is {unit}.",
+                                  code="INVALID_ARGUMENT") from err
+        inside = {"max": low <= val < high, "min": low < val <= high,
+                  "cut": low < val < high}[side]
+        if inside:
+            return val
+        hi = "∞" if np.isinf(high) else f"{high:g}"
+        expected = {"max": f"{low:g} <= {name} < {hi}", "min": f"{low:g} < {name} <= {hi}",
+                    "cut": f"{low:g} < {name} < {hi}"}[side]
+        why = ""
+        if side == "max" and val >= high:
+            why = (f"; no value of the line can exceed {val:g}, so the verdict would pass the "
+                   "line whatever the release")
+        elif side == "min" and val <= low:
+            why = (f"; no value of the line can fall below {val:g}, so the verdict would pass "
+                   "the line whatever the release")
+        raise ValidationError(f"{shown} is outside its range: {name} is {unit}{why}. Expected "
+                              f"{expected}.", code="INVALID_ARGUMENT")
 
     @classmethod
     def parse(cls, items: Mapping[str, float] | Sequence[str] | None) -> Thresholds:
@@ -125,7 +215,7 @@ class Thresholds:
         Raises
         ------
         ValidationError
-            For an unknown name or a value that is not a non-negative number.
+            For an unknown name, or a value that is not a number inside its quantity's range.
         """
         if items is None:
             return cls()
@@ -141,25 +231,14 @@ class Thresholds:
                     raise ValidationError(f"thresholds: expected NAME=VALUE. Got {it!r}.",
                                           code="INVALID_ARGUMENT")
                 k, v = str(it).split("=", 1)
-                pairs.append((k.strip(), v))
-        kw: dict[str, float] = {}
+                pairs.append((k.strip(), v.strip() if isinstance(v, str) else v))
+        kw: dict[str, Any] = {}
         for k, v in pairs:
             if k not in names:
                 raise ValidationError(
                     f"thresholds: unknown name {k!r}; expected one of {', '.join(names)}.",
                     code="INVALID_ARGUMENT")
-            try:
-                val = float(v)
-            except (TypeError, ValueError) as err:
-                raise ValidationError(f"thresholds: {k}={v!r} is not a number.",
-                                      code="INVALID_ARGUMENT") from err
-            if not val >= 0:
-                raise ValidationError(f"thresholds: {k} must be >= 0. Got {v!r}.",
-                                      code="INVALID_ARGUMENT")
-            if k == "membership_probability" and not 0 < val < 1:
-                raise ValidationError(
-                    f"thresholds: membership_probability must be in (0, 1). Got {v!r}.")
-            kw[k] = val
+            kw[k] = v
         return cls(**kw)
 
     def to_dict(self) -> dict[str, float]:
@@ -290,6 +369,7 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
     """The original, the release, the schema and the survey weights, read and checked."""
     from bayes_risk.data import SyntheticData, infer_schema
     from bayes_risk.data.io import read_synthetic, read_table
+    from bayes_risk.data.validate import check_release_levels, release_only_levels
 
     if weights is not None and not isinstance(weights, str):
         raise ValidationError(
@@ -329,7 +409,10 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
         original = rest
     missing = [c for c in original.columns if c not in synthetic[0].columns]
     if missing:
-        raise SchemaError(f"synthetic: the release lacks the original's columns {missing}.",
+        from bayes_risk.data.schema import did_you_mean
+
+        raise SchemaError(f"synthetic: the release lacks the original's columns {missing}."
+                          + did_you_mean(missing[0], synthetic[0].columns),
                           code="MISSING_COLUMN")
     extra = [c for c in synthetic[0].columns if c not in original.columns]
     if extra:
@@ -343,6 +426,10 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
             schema = synthetic.schema
         else:
             schema = infer_schema(original, categorical=list(categorical or []) or None)
+    # the check every measure makes of the release's levels, once for every column before a
+    # step runs (the steps warn for the columns the release recodes)
+    check_release_levels(release_only_levels(original, list(synthetic), schema),
+                         synthetic.recoded_columns, original=original, warn=False)
     return original, synthetic, schema, w
 
 
@@ -530,6 +617,17 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         plan.withheld = {n: why for n in ("attribute", "posterior_identification", "membership")}
         plan.add("release", "post-processing", ops, "release manifest",
                  "applied after synthesis (bayes_risk.sdc); the model-based steps are withheld")
+    sizes = sorted({len(z) for z in syn if len(z) != len(data)})
+    if sizes:
+        # identification's true match is record i's own released row i: rows removed after a
+        # full synthesis (or another number of rows) pair no row with a record
+        plan.withheld["identification"] = (
+            f"the release's datasets hold {', '.join(f'{k:,}' for k in sizes)} records, the "
+            f"original {len(data):,}"
+            + (" (records were removed after synthesis)" if done else "")
+            + ", so no released row is paired with an original record, which identification "
+            "risk's true match needs (Hornby & Hu 2021); the disclosure measures (repU, DiSCO) "
+            "and the attacks measure this release's identity disclosure without that pairing.")
     # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
     partial = 0 < len(syn_cols) < len(sch.names)
     plan.fully_synthetic = not partial and getattr(syn, "synthesized_records", None) is None
@@ -715,6 +813,10 @@ def _record_attack_settings(plan: AuditPlan, link_src: str) -> None:
       "default: the known columns and the other columns" if link_src == "default" else "")
     a("attacks", "linkability nearest rows", ATTACK_OPTIONS["n_neighbors"], "default",
       "anonymeter's default; at most 500 records attacked in the original and in the holdout")
+    a("attacks", "inference secrets", "each synthesized column, the intruder knowing every "
+      "other column", "default", "anonymeter's attack with the most knowledge of a target; "
+      f"a numeric guess is right within {100 * ATTACK_OPTIONS['tolerance']:g} % of it, a "
+      "category when equal")
     a("attacks", "control set", "the holdout", "default",
       "the attacks run only with a holdout (records the synthesis did not use)")
 

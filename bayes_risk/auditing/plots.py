@@ -14,14 +14,14 @@ import pandas as pd
 from bayes_risk.results._base import legend_below
 
 __all__ = ["ATTRIBUTE_FIGURES", "marginal_figure", "utility_risk_figure", "verdict_figure",
-           "figure_png", "png_data_uri"]
+           "figure_png", "png_data_uri", "RISK_PANELS_PER_ROW"]
 
 
 # (plot kind of AttributeRiskResult, file name written by `bayes-risk attribute`, caption)
 ATTRIBUTE_FIGURES = (
     ("p_true", "p_true_hist.png", "Probability of the truth, with the random-guess baseline"),
     ("rank", "rank_hist.png", "Rank of the truth, with the random-guess mean rank"),
-    ("khat", "khat.png", "Pareto k-hat per record"),
+    ("khat", "khat.png", "Pareto k-hat per record, the records its rule flags in red"),
 )
 
 
@@ -107,32 +107,41 @@ def _short(label: Any, n: int = 22) -> str:
 PAGE_WIDTH_IN = 13.75
 
 
+#: panels of the utility-and-risk figure in a row
+RISK_PANELS_PER_ROW = 3
+
+
 def utility_risk_figure(points: pd.DataFrame) -> Any:
     """One point per synthetic dataset: S_pMSE against each risk measure of ``points``
-    (:func:`~bayes_risk.auditing.render.utility_risk_points`), with the thresholds (dashed) and the
-    pooled values the verdict reads (dotted)."""
+    (:func:`~bayes_risk.auditing.render.utility_risk_points`), one panel each, in rows of
+    :data:`RISK_PANELS_PER_ROW`, with the thresholds (dashed) and the pooled values the verdict
+    reads (dotted); a measure past its threshold (``points.attrs["exceeds"]``) has its panel
+    framed in red. Datasets whose points fall together share one label."""
     from bayes_risk.tradeoff import plot_utility_risk
 
     plt = _plt()
     risks = [c for c in points.columns if c not in ("dataset", "S_pMSE")]
     thresholds = points.attrs.get("thresholds") or {}
     verdict = points.attrs.get("verdict") or {}
+    exceeds = set(points.attrs.get("exceeds") or ())
     x = points["S_pMSE"].to_numpy(dtype=float)
     x_thr = thresholds.get("S_pMSE")
     x_top = 1.08 * float(np.nanmax([np.nanmax(x), x_thr or 0.0]))
+    cols = min(len(risks), RISK_PANELS_PER_ROW)
+    rows = -(-len(risks) // cols)
     with plt.rc_context({"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11,
                          "xtick.labelsize": 10, "ytick.labelsize": 10}):
-        fig, axes = plt.subplots(1, len(risks), figsize=(PAGE_WIDTH_IN, 4.6), squeeze=False)
-        for ax, c in zip(axes[0], risks, strict=True):
+        fig, axes = plt.subplots(rows, cols, figsize=(PAGE_WIDTH_IN, 0.4 + 4.4 * rows),
+                                 squeeze=False)
+        for ax in axes.flat[len(risks):]:  # the last row's empty places
+            fig.delaxes(ax)
+        for ax, c in zip(axes.flat, risks, strict=False):
             # the points and their quartile rectangle (Hornby & Hu 2021, Figs 8-9)
             plot_utility_risk(points.assign(scenario="datasets"), utility="S_pMSE", risk=c,
                               ax=ax)
             ax.get_legend().remove()
             ax.ticklabel_format(axis="both", style="plain", useOffset=False)
             y = points[c].to_numpy(dtype=float)
-            for d, xi, yi in zip(points["dataset"], x, y, strict=True):
-                ax.annotate(str(int(d)), (xi, yi), fontsize=10, xytext=(4, 3),
-                            textcoords="offset points")
             top = [np.nanmax(y)]
             for lines, ls, colour, text in ((thresholds, "--", "#a51d2d", " threshold {:g} %"),
                                             (verdict, ":", "black",
@@ -152,14 +161,62 @@ def utility_risk_figure(points: pd.DataFrame) -> Any:
             ax.set_xlim(0, x_top)
             ax.set_ylim(0, 1.15 * float(np.nanmax(top)))
             name, _, rest = c.partition(", ")
-            ax.set_title(name.split(" (")[0])
+            short = name.split(" (")[0] + (f" of {rest.removeprefix('target ')}"
+                                           if rest.startswith("target ") else "")
+            if c in exceeds:
+                ax.set_title(f"✖ {_short(short, 30)}: past its threshold", color="#a51d2d")
+                for side in ax.spines.values():
+                    side.set_edgecolor("#a51d2d")
+                    side.set_linewidth(2)
+            else:
+                ax.set_title(_short(short, 44))
             ax.set_ylabel(textwrap.fill(_short(f"{name}" + (f", {rest}" if rest else ""),
                                                2 * NAME_CHARS), 34))
             ax.set_xlabel("S_pMSE (lower = more useful)")
         fig.suptitle("Utility and risk: one point per synthetic dataset (its number), the box "
                      "from the first to the third quartile", fontsize=12)
         fig.tight_layout()
+        # labelled once the axes have their final size: the labels' room is measured on it
+        for ax, c in zip(axes.flat, risks, strict=False):
+            _label_datasets(ax, points["dataset"].to_numpy(), x,
+                            points[c].to_numpy(dtype=float))
     return fig
+
+
+def _label_datasets(ax: Any, names: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+    """Each dataset's number beside its point; points that fall within a label's height of
+    each other share one label ("2, 4, 5"), and a label that would cover one placed before it
+    moves up (issue 66: "3 1 5 2 4" printed over each other where the points clustered)."""
+    ok = np.isfinite(x) & np.isfinite(y)
+    if not ok.any():
+        return
+    fig = ax.figure
+    px = ax.transData.transform(np.column_stack([x[ok], y[ok]]))
+    ids = [str(int(d)) for d in np.asarray(names)[ok]]
+    step = 10 * fig.dpi / 72 * 1.3  # a 10-point line, in pixels
+    groups: list[list[int]] = []
+    for k in np.lexsort((px[:, 0], -px[:, 1])):  # top to bottom
+        for g in groups:
+            if np.min(np.hypot(*(px[g] - px[k]).T)) < step:
+                g.append(int(k))
+                break
+        else:
+            groups.append([int(k)])
+    # label boxes, in pixels: the axes' texts first (the threshold's label)
+    placed: list[tuple[float, float, float, float]] = [
+        (b.x0, b.y0, b.width, b.height) for b in (t.get_window_extent() for t in ax.texts)]
+    for g in groups:
+        text = ", ".join(sorted((ids[k] for k in g), key=int))
+        x0 = float(px[g, 0].max()) + 4
+        y0 = float(px[g, 1].max()) + 3
+        w = 0.62 * step * len(text)
+        while any(x0 < bx + bw and bx < x0 + w and y0 < by + bh and by < y0 + step
+                  for bx, by, bw, bh in placed):
+            y0 += step
+        placed.append((x0, y0, w, step))
+        xd, yd = ax.transData.inverted().transform((x0, y0))
+        ax.annotate(text, (xd, yd), fontsize=10, annotation_clip=False,
+                    gid="dataset-label")
 
 
 def verdict_figure(verdicts: Sequence[Any], ax: Any) -> Any:
@@ -172,14 +229,20 @@ def verdict_figure(verdicts: Sequence[Any], ax: Any) -> Any:
         ax.set_axis_off()
         return ax.figure
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.array([v.value / v.threshold if v.direction == "max"
-                          else v.threshold / v.value for v in vs], dtype=np.float64)
+        # numpy's division: a threshold (or value) of 0 gives inf, not ZeroDivisionError
+        val = np.array([v.value for v in vs], dtype=np.float64)
+        thr = np.array([v.threshold for v in vs], dtype=np.float64)
+        ratio = np.where([v.direction == "max" for v in vs], val / thr, thr / val)
     shown = np.where(np.isfinite(ratio) & (ratio > 0), ratio, np.nan)
     lo = min(0.5, float(np.nanmin(shown)) / 2) if np.isfinite(shown).any() else 0.5
     pos = np.arange(len(vs))[::-1]
     for y, v, r in zip(pos, vs, shown, strict=True):
         if np.isnan(r):
-            ax.text(lo * 1.1, y, "not computed or 0", va="center", fontsize=8)
+            # a threshold of 0 gives no finite ratio: the line is on the wrong side all the same
+            why = ("not computed" if not np.isfinite(v.value) else
+                   f"exceeds a threshold of {v.threshold:g}" if v.exceeds else "0")
+            ax.text(lo * 1.1, y, why, va="center", fontsize=8,
+                    color="#c0392b" if v.exceeds else "black")
             continue
         ax.barh(y, r - lo, left=lo, color="#c0392b" if v.exceeds else "#2e86c1",
                 hatch="//" if v.warnings else None, edgecolor="#333333", linewidth=0.5)

@@ -239,7 +239,8 @@ def _leaking_columns(so: Any, mode: str, dataset: int) -> tuple[int, list[tuple[
 
 
 def attacks_cause(plan: AuditPlan, a: StepOutcome) -> dict[str, Cause]:
-    """The columns of the leaking predicates per singling-out mode; linkability's relinks."""
+    """The columns of the leaking predicates per singling-out mode; linkability's relinks;
+    the secret most at risk of inference."""
     so, lk = a.result["singling_out"], a.result["linkability"]
     out: dict[str, Cause] = {}
     for _, r in so.headline().iterrows():
@@ -283,4 +284,19 @@ def attacks_cause(plan: AuditPlan, a: StepOutcome) -> dict[str, Cause]:
                    + (f" (bands of {', '.join(num)})" if num else "")
                    + ", so that a record's nearest synthetic rows are many")
         out["linkability"] = (cause, rem)
+    inf = a.result.get("inference")
+    if inf is not None:
+        h = inf.headline()
+        r = h.iloc[int(np.argmax(h["risk"].fillna(np.inf).to_numpy()))]
+        secret = str(r["secret"])
+        cause = (f"{secret} is guessed right from the nearest synthetic row for "
+                 f"{int(r['n_main'])} of {int(r['n_attacks'])} records of the original against "
+                 f"{r['n_control']:.4g} of {r['n_attacks_control']:.4g} of the holdout"
+                 + (f"; the synthesizer ({plan.method}) releases original (donor) values"
+                    if plan.releases_donor_values else ""))
+        rem = [*smoothing_remedy(plan, [secret]),
+               f"coarsen {secret}" + (" (bands, rounding)" if secret in plan.numeric_synthesized
+                                      else " (merge rare categories)")
+               + ", so that a record's nearest synthetic row tells less about it"]
+        out["inference"] = (cause, rem)
     return out

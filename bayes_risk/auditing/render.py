@@ -24,6 +24,7 @@ from bayes_risk.auditing.outcome import step_file
 from bayes_risk.auditing.plan import radius_text
 from bayes_risk.results._base import plot_figure
 from bayes_risk.results._format import format_number
+from bayes_risk.results.attribute import EVIDENCE_FACTOR
 from bayes_risk.warning_codes import message
 
 __all__ = ["write_report", "CSP", "Block", "Section", "Span", "step_section"]
@@ -194,13 +195,12 @@ class _Links:
         v = np.nan if fraction is None else float(fraction) * 100
         return self.num(v, rel, digits, " %")
 
-    def count(self, value: Any, n: int, rel: str | None, noun: str = "targets",
-              paren: bool = True) -> list[Span]:
-        """A count with its per cent of ``n``: "47.35 targets (0.85 % of 5,571)"."""
+    def count(self, value: Any, n: int, rel: str | None, noun: str = "targets") -> list[Span]:
+        """A count as the rate it is of ``n``, in per cent, then the count: "0.85 % = 47.35 of
+        5,571 targets", as the verdict gives it (one unit per quantity, issue 66)."""
         v = np.nan if value is None else float(value)
-        return [self.num(v, rel), Span(f" {noun} (" if paren else f" {noun}, "),
-                self.pct(v / n if n else np.nan, rel),
-                Span(f" of {n:,}" + (")" if paren else ""))]
+        return [self.pct(v / n if n else np.nan, rel), Span(" = "), self.num(v, rel),
+                Span(f" of {n:,} {noun}")]
 
     def figure(self, draw: Callable[[], Any], name: str, caption: str) -> Block:
         """The block of the figure ``draw()`` makes, drawn once per result."""
@@ -285,6 +285,7 @@ RELEASE_SIGN = {"do_not_release": "✖", "incomplete": "⚠", "review": "⚠",
 def _threshold_sources(result: Any) -> tuple[list[str], dict[str, int]]:
     """The distinct sources of the verdict lines' thresholds, and each threshold's number."""
     from bayes_risk.auditing.plan import THRESHOLD_SOURCES, Thresholds
+    from bayes_risk.exceptions import on_command_line
 
     notes: list[str] = []
     number: dict[str, int] = {}
@@ -294,9 +295,11 @@ def _threshold_sources(result: Any) -> tuple[list[str], dict[str, int]]:
         if not name or name in number:
             continue
         value = getattr(result.plan.thresholds, name)
+        # as the caller gave it: --threshold repU=50, or thresholds={'repU': 50} in Python
+        given = (f"--threshold {name}={value:g}" if on_command_line()
+                 else f"thresholds={{{name!r}: {value:g}}}")
         text = (THRESHOLD_SOURCES[name] if value == getattr(default, name) else
-                f"given for this audit (--threshold {name}={value:g}; the default is "
-                f"{getattr(default, name):g})")
+                f"given for this audit ({given}; the default is {getattr(default, name):g})")
         if text not in notes:
             notes.append(text)
         number[name] = notes.index(text) + 1
@@ -352,7 +355,12 @@ def _before_after(result: Any) -> dict[str, Any] | None:
              is not None and r.threshold_before != r.threshold_after}
             for r in cmp.itertuples()]
     b = result.before
-    return {"rows": rows, "folder": str(b.get("folder") or "the earlier audit"),
+    # why a risk rose after the remedy, beside the figures (computed: auditing.rises)
+    causes = [{"step": r.step, "measure": r.measure, "before": value(r.before, r.unit),
+               "after": value(r.after, r.unit), "cause": r.cause}
+              for r in cmp.itertuples() if r.cause]
+    return {"rows": rows, "causes": causes,
+            "folder": str(b.get("folder") or "the earlier audit"),
             "headline": str(b.get("headline") or "").rstrip("."),
             "status_sign": RELEASE_SIGN.get(b.get("status"), "")}
 
@@ -462,8 +470,9 @@ def identification_section(sec: Section, s: Any, result: Any, links: _Links) -> 
     n = int(sm["n_targets"])
     src = step_file(s, "summary.json")
     sec.p(f"An intruder who knows {', '.join(plan.known)} for every target looks for it among "
-          "the released records (Reiter & Mitra 2009; Hornby & Hu 2021). Every count below is "
-          f"of the {n:,} targets, with its per cent of them; a target that matches no record "
+          "the released records (Reiter & Mitra 2009; Hornby & Hu 2021). Every measure below is "
+          f"a per cent of the {n:,} targets, as on the verdict's lines, followed by the count "
+          "it is; a target that matches no record "
           "in a dataset has no match there (no fallback).")
     if plan.identification_release_independent:
         sec.p(Span("Baseline of the original, not a risk of the release "
@@ -487,15 +496,18 @@ def identification_section(sec: Section, s: Any, result: Any, links: _Links) -> 
     if sw is not None:
         ssrc = step_file(s, "radius_search.csv")
         sec.blocks.append(links.figure(
-            lambda: plot_figure(sw, "profile"), "radius_search.png",
+            lambda: plot_figure(sw, "profile",
+                                rate_threshold=plan.thresholds.expected_match_rate * 100,
+                                n_targets=n), "radius_search.png",
             "Expected match risk by the radius of each searched column, the others held at "
-            "the worst case (the band: the range over the datasets; the ring: the maximum)"))
+            "the worst case (the band: the range over the datasets; the ring: the maximum; "
+            "the dashed line: the verdict's threshold)"))
         sec.p(*_search_sentence(sw, plan, n, ssrc, links))
         given = ("Hornby & Hu's convention" if plan.radius_source == "default"
                  else "the radius given")
         sec.p(f"At {given} ({radius_text(plan.radius)}), reported beside the "
-              "worst case and never instead of it: expected match risk ",
-              *links.count(r.file["expected_match_risk"], n, src), ", true matches ",
+              "worst case and never instead of it: expected match rate ",
+              *links.count(r.file["expected_match_risk"], n, src), ", true match rate ",
               *links.count(r.file["true_match_risk"], n, src),
               " (mean over the datasets; summary.json: summary).")
     if pooled is not None:
@@ -511,8 +523,8 @@ def identification_section(sec: Section, s: Any, result: Any, links: _Links) -> 
         sec.p(Span("An intruder who holds all the datasets. ", strong=True),
               f"Pooling the match probabilities over the m = {plan.m} datasets (Reiter & Mitra "
               "2009; Drechsler & Reiter 2008; the defaults of bayes-risk identification) gives",
-              where, ": expected match risk ", *links.count(f["expected_match_risk"], n, src),
-              ", true matches ", *links.count(f["true_match_risk"], n, src),
+              where, ": expected match rate ", *links.count(f["expected_match_risk"], n, src),
+              ", true match rate ", *links.count(f["true_match_risk"], n, src),
               ", false match rate ", links.pct(f["false_match_rate"], src), " of the unique "
               f"matches (summary.json: pooled){tmr}. Each verdict line reads the larger of this "
               "intruder's figure and the per-dataset mean: an intruder with every dataset is "
@@ -550,14 +562,14 @@ TARGET_COLUMNS = {
 
 
 #: the identification measures that count targets, in plain words
-_ID_COUNTS = {"expected_match_risk": "expected match risk: targets expected to be identified "
-                                     "(sum of IR)",
-              "true_match_risk": "true matches: targets matched to one record, their own",
+_ID_COUNTS = {"expected_match_risk": "expected match rate: targets expected to be identified "
+                                     "(the expected match risk, sum of IR)",
+              "true_match_risk": "true match rate: targets matched to one record, their own",
               "n_unique": "unique matches: targets matched to one record"}
 
 
 def _id_rows(f: dict[str, Any], n: int, src: str | None, links: _Links) -> list[list[Any]]:
-    """The identification measures, each count with its per cent of the ``n`` targets."""
+    """The identification measures, each as its per cent of the ``n`` targets and its count."""
     return [*([Span(text), links.count(f[k], n, src)] for k, text in _ID_COUNTS.items()),
             [Span("false match rate: unique matches that are another record"),
              [links.pct(f["false_match_rate"], src), Span(" of the unique matches")]]]
@@ -576,9 +588,9 @@ def _search_sentence(sw: Any, plan: Any, n: int, src: str | None, links: _Links)
     return [f"The intruder chooses how closely to match each numeric key. The search covers "
             f"{', '.join(sw.columns)} — synthesized or released unchanged — each over the radii "
             f"{', '.join(f'{r:g}' for r in search.get('values', []))} (0: exact matching), "
-            f"{how}. Per dataset, the expected match risk is largest at "
+            f"{how}. Per dataset, the expected match rate is largest at "
             f"{radius_text(dict(zip(sw.columns, map(float, sw.r_star), strict=True)))} (mean ",
-            *links.count(sw.risk_star, n, src, paren=False), f"){tmr}. The verdict reads these "
+            *links.count(sw.risk_star, n, src), f"){tmr}. The verdict reads these "
             "maxima, the worst case for the intruder it names; a value the release carries "
             "unchanged is usually best matched exactly, since a wider window only adds other "
             "records."]
@@ -678,17 +690,23 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
     ident = result.step("identification")
     # the identification step's pooled intruder, at the same radii and fallback
     per_ds = ident.extra["pooled"].headline.file if ident.status == "ran" else {}
-    # one unit per row: counts of targets, or rates in per cent (summary.json: fractions)
-    labels = [("expected match risk (targets)", "expected_match_risk", False),
-              ("true match rate (% of targets)", "true_match_rate_targets", True),
-              ("unique matches (targets)", "n_unique", False),
-              ("false match rate (% of the unique matches)", "false_match_rate", True)]
+    # one unit in the table, per cent, the verdict's (issue 66: rows of targets and rows of
+    # per cent); a count of targets over the targets (summary.json: fractions and counts)
+    n_i = int(r.file.get("n_targets") or 0)
+    n_t = float(n_i or np.nan)
+    labels = [("expected match rate (% of targets)", "expected_match_risk", n_t),
+              ("true match rate (% of targets)", "true_match_rate_targets", 1.0),
+              ("unique matches (% of targets)", "n_unique", n_t),
+              ("false match rate (% of the unique matches)", "false_match_rate", 1.0)]
     rows = []
     isrc = step_file(ident, "summary.json")
-    for lab, k, rate in labels:
+    for lab, k, over in labels:
         u = unc.get(k) or {}
         q = u.get("replicate_quantiles") or {}
-        cell = links.pct if rate else links.num
+
+        def cell(v: Any, rel: str | None, over: float = over) -> Span:
+            return links.pct(None if v is None else float(v) / over, rel)
+
         rows.append([Span(lab), cell(per_ds.get(k), isrc),
                      cell(u.get("replicate_mean"), src), cell(u.get("replicate_mean_mc_se"), src),
                      cell(q.get("0.025"), src), cell(q.get("0.975"), src),
@@ -703,8 +721,8 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
     est = list(trace.get("expected_match_risk") or [])
     rs = list(trace.get("n_replicates") or [])
     if len(est) >= 2 and est[-1] > est[0]:
-        sec.p("The pooled expected match risk rose from ", links.num(est[0], src),
-              f" targets at R = {int(rs[0])} to ", links.num(est[-1], src),
+        sec.p("The pooled expected match rate rose from ", *links.count(est[0], n_i, src),
+              f" at R = {int(rs[0])} to ", *links.count(est[-1], n_i, src),
               f" at R = {int(rs[-1])}: "
               "it depends on R, as the pooled definition does; report it with R, and the "
               "mean over single replicates beside it.")
@@ -713,13 +731,15 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: _
         sec.blocks.append(Block("warning", spans=[
             Span("MCSE_NOT_REACHED", strong=True),
             Span(f": after R = {R} replicates (the audit's cap) the Monte Carlo standard "
-                 "error of the pooled expected match risk, "),
-            links.num(e.get("mc_se"), src),
-            Span(f" targets, is still above the tolerance asked "
+                 "error of the pooled expected match rate, "),
+            *links.count(e.get("mc_se"), n_i, src),
+            Span(f", is still above the tolerance asked "
                  f"({format_number(100 * float(pr.get('mcse_tol', np.nan)), 3, plain=True)} % "
-                 "of the estimate): the pooled figure "), links.num(e.get("value"), src),
-            Span(" is known to about ± "), links.num(2 * float(e.get("mc_se", np.nan)), src),
-            Span(" targets (2 MCSE), and the figure below shows it still moving. Read it as a "
+                 "of the estimate): the pooled figure "),
+            *links.count(e.get("value"), n_i, src),
+            Span(" is known to about ± "),
+            *links.count(2 * float(e.get("mc_se", np.nan)), n_i, src),
+            Span(" (2 MCSE), and the figure below shows it still moving. Read it as a "
                  "range, not a finding; bayes-risk identification with --model, which draws up "
                  "to --max-replicates (2,000 by default), narrows it.")]))
     sec.blocks.append(links.figure(lambda: plot_figure(r, "running_estimate"),
@@ -740,19 +760,24 @@ def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
           "intruder's best guess, and the share ranked first (prop_top in summary.json) the "
           "share of records whose true values are that guess. A random guess gives p_true ",
           links.pct(sm.get("random_guess_baseline"), src), " (1/G for G candidates).")
+    k = result.plan.thresholds.evidence_factor
     rows = []
     for key, lab in (("all", "all"), ("unflagged", "stable estimates"),
                      ("flagged", "flagged (unstable)")):
         d = sm.get(key) or {}
         q = d.get("p_true_quantiles") or {}
         rows.append([Span(lab), links.num(d.get("n_records"), src),
+                     links.pct(d.get("mean_prior_p_true"), src),
                      links.pct(d.get("mean_p_true"), src), links.pct(q.get("50%"), src),
-                     links.pct(q.get("95%"), src), links.pct(d.get("prop_top"), src)])
+                     links.pct(q.get("95%"), src), links.pct(d.get("prop_top"), src),
+                     links.pct(d.get("prop_evidence"), src)])
     sec.blocks.append(_rows_table(
-        ["records", "n", "mean p_true (%)", "median p_true (%)",
-         "95th percentile of p_true over the records (%)", "share ranked first (%)"], rows,
-        links, src, "The probability of the truth over the records (summary.json holds "
+        ["records", "n", "mean p_true before the release: the intruder's prior (%)",
+         "mean p_true (%)", "median p_true (%)", "95th percentile of p_true over the records "
+         "(%)", "share ranked first (%)", f"share with evidence: Bayes factor ≥ {k:g} (%)"],
+        rows, links, src, "The probability of the truth over the records (summary.json holds "
         "fractions: 0.04 = 4 %)"))
+    _reading_attribute(sec, sm, recs, k, links, src)
     mc = sm.get("mc_uncertainty")
     if mc:
         sec.blocks.append(_mc_block(mc, links, src))
@@ -765,21 +790,28 @@ def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
                   "posterior draws, so there are no importance weights whose tail k̂ could "
                   "measure (its Monte Carlo error is checked record by record instead).")
             continue
-        sec.blocks.append(links.figure(lambda kind=kind: plot_figure(s.result, kind), name, cap))
+        # the rank figure shows the threshold of the share ranked first, the verdict's line
+        opts = ({"prop_top_threshold": result.plan.thresholds.prop_top * 100}
+                if kind == "rank" else {})
+        sec.blocks.append(links.figure(lambda kind=kind, opts=opts: plot_figure(
+            s.result, kind, **opts), name, cap))
     ks = s.extra.get("known_sweep")
     if ks is not None:
         _known_sweep_blocks(sec, ks, s, links)
     _known_curve_blocks(sec, s, links)
-    stable = recs[recs["flag_codes"].fillna("").astype(str) == ""]
+    table = s.result.to_dataframe()  # records.csv: with the Bayes factors
+    stable = table[table["flag_codes"].fillna("").astype(str) == ""]
     top = stable.sort_values("p_true", ascending=False, kind="stable").head(TOP_N).reset_index()
-    cols = [c for c in ("record", "p_true", "rank_min", "G", "baseline") if c in top]
+    cols = [c for c in ("record", "p_true", "rank_min", "G", "baseline", "bayes_factor")
+            if c in top]
     sec.blocks.append(_table(
         _at_risk(top[cols], s.extra.get("qi"), "record").rename(
             columns={"rank_min": "rank of the truth", "G": "candidates G",
-                     "baseline": "random guess"}),
+                     "baseline": "random guess", "bayes_factor": "Bayes factor"}),
         links, step_file(s, "records.csv"),
         f"Records most at risk among stable estimates (top {TOP_N} by p_true; every record in "
-        "records.csv, as fractions)", percent=("p_true", "random guess")))
+        "records.csv, as fractions; Bayes factor: how many times the release multiplies the "
+        "intruder's odds on the record's true values)", percent=("p_true", "random guess")))
     counts = sm.get("flag_counts") or {}
     sec.p("Flagged records: ", links.num(sm.get("n_flagged", 0), src),
           (" (" + ", ".join(f"{k} × {v}" for k, v in counts.items()) + ")") if counts else "",
@@ -811,15 +843,80 @@ def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
                  else f"not run ({ch.get('reason')})."))
 
 
+def _reading_attribute(sec: Section, sm: dict[str, Any], recs: pd.DataFrame, k: float,
+                       links: _Links, src: str | None) -> None:
+    """How to read the share ranked first beside the evidence, for a release board; when the
+    share falls below the random guess, why that is not protection."""
+    un = sm.get("unflagged") or {}
+    guess, top = sm.get("random_guess_baseline"), un.get("prop_top")
+    q = un.get("bayes_factor_quantiles") or {}
+
+    def factor(name: str) -> Span:
+        # summary.json writes an infinite factor (p_true = 1) as "inf"
+        x = q.get(name)
+        if x is not None and float(x) == np.inf:
+            return Span("∞ (p_true 100 %)", links.href(src), num=True)
+        return links.num(x, src)
+
+    sec.p("How to read these figures. The share ranked first counts the records whose true "
+          "values would be the intruder's single best guess. The share with evidence counts "
+          f"the records whose true values the release makes at least {k:g} times likelier, in "
+          "odds, than the intruder believed before seeing it (a Bayes factor of at least "
+          f"{k:g}; 1 means the release tells nothing about the record). Here, over the stable "
+          "estimates, the mean p_true is ", links.pct(un.get("mean_p_true"), src),
+          " after the release against ", links.pct(un.get("mean_prior_p_true"), src),
+          " before it, and the Bayes factor of the true values is ",
+          factor("50%"), " at the median and ", factor("95%"),
+          " at the 95th percentile.")
+    if top is None or guess is None or not float(top) < float(guess):
+        return
+    rank = (un.get("rank_min_quantiles") or {}).get("50%")
+    g = recs["G"].to_numpy(dtype=float) if "G" in recs else np.array([])
+    # a random guess's expected rank among G candidates, as the rank figure draws it
+    middle = float(np.nanmean((g + 1) / 2)) if np.isfinite(g).any() else np.nan
+    ranks = ([Span(" The truth's median rank is "), links.num(rank, src),
+              Span(f" against {format_number(middle, 3, plain=True)} for a random guess.")]
+             if rank is not None and np.isfinite(middle) else [])
+    hi = q.get("95%")
+    if hi is not None and float(hi) >= k:
+        # not flat: the truth gains, other candidates gain more
+        sec.blocks.append(Block("warning", spans=[
+            Span("A share ranked first below the random guess is not protection", strong=True),
+            Span(" (here "), links.pct(top, src), Span(" against "), links.pct(guess, src),
+            Span(")."), *ranks,
+            Span(" The release gives evidence for the true values of at least 5 % of the "
+                 "records (the Bayes factor at the 95th percentile is "), factor("95%"),
+            Span("), but other candidates gain still more, so the truth is seldom ranked "
+                 "first: the ranking hides what the release tells. Read the share with "
+                 "evidence. (Methods page, Attribute disclosure risk: A share ranked first "
+                 "below the random guess.)")]))
+        return
+    sec.blocks.append(Block("warning", spans=[
+        Span("A share ranked first below the random guess is not protection", strong=True),
+        Span(" (here "), links.pct(top, src), Span(" against "), links.pct(guess, src),
+        Span(")."), *ranks,
+        Span(" When the release says little about each record, the intruder's posterior over "
+             "its candidates is nearly flat, and small chance differences in the released "
+             "values decide which candidate comes first. The truth comes first only if it "
+             "comes out ahead of every alternative at once — with one-variable candidates, in "
+             "every guessed column — so in almost every record some alternative edges ahead. "
+             "That is Bayes' rule applied to an uninformative release: the intruder's best "
+             "guess is wrong, but not because the release misleads. Read instead the share "
+             "with evidence and p_true after against before the release: a release that "
+             "discloses raises them whatever the ranking. (Methods page, Attribute disclosure "
+             "risk: A share ranked first below the random guess; Hu 2019.)")]))
+
+
 def _mc_block(mc: dict[str, Any], links: _Links, src: str | None) -> Block:
     """The draw bootstrap's Monte Carlo error of the attribute figures, rates in per cent."""
     key = next(k for k in mc if k.startswith("mc_interval_"))
-    names = {"mean_p_true": "mean p_true", "share_ranked_first": "share ranked first",
+    names = {"mean_p_true": "mean p_true", "prop_top": "share ranked first",
              "p_true_q25": "p_true, 25th percentile over the records",
              "p_true_q50": "p_true, median over the records",
              "p_true_q75": "p_true, 75th percentile over the records",
              "rank_q50": "rank of the truth, median", "rank_q75": "rank of the truth, 75th "
-             "percentile"}
+             "percentile", "prop_evidence": "share with evidence, Bayes factor ≥ "
+             f"{mc.get('evidence_factor', EVIDENCE_FACTOR):g}"}
     rows = []
     for f, v in mc["value"].items():
         cell = links.num if f.startswith("rank") else links.pct
@@ -888,7 +985,12 @@ def disclosure_section(sec: Section, s: Any, result: Any, links: _Links) -> None
 
 
 def utility_risk_points(result: Any) -> pd.DataFrame | None:
-    """One row per dataset: S_pMSE and the risk measures of the utility-and-risk figure."""
+    """One row per dataset: S_pMSE and the risk measures of the utility-and-risk figure —
+    every verdict line with a value per dataset (the identification rates, repU of each set
+    of keys, DiSCO of every target: issue 66, the ACS report drew the first target's DiSCO
+    alone, not the target past its threshold). ``attrs``: each column's ``thresholds``, the
+    pooled ``verdict`` value where the line reads one, and the columns past their threshold
+    (``exceeds``)."""
     u, i, d = (result.step(n) for n in ("utility", "identification", "disclosure"))
     if u.status != "ran":
         return None
@@ -898,37 +1000,60 @@ def utility_risk_points(result: Any) -> pd.DataFrame | None:
                         "S_pMSE": np.asarray(u.result.pmse.ratio, dtype=float)})
     thresholds: dict[str, float] = {"S_pMSE": th.s_pmse}
     verdict: dict[str, float] = {}
+    exceeds: list[str] = []
     lines = {v.threshold_name: v for v in result.verdicts}
+
+    def add(col: str, values: Any, line: Any, threshold: float) -> None:
+        pts[col] = np.asarray(values, dtype=float)
+        thresholds[col] = threshold
+        if line is not None and line.exceeds:
+            exceeds.append(col)
+
     # a baseline of the original is the same for every dataset: not plotted
     if i.status == "ran" and i.result.per_dataset is not None and \
             not plan.identification_release_independent:
         n = float(i.result.file["n_targets"])
         sw = i.extra.get("sweep")
-        if sw is not None and sw.argmax:  # at the worst case over the radii, as the verdict
-            rad = dict(zip(sw.columns, (float(x) for x in sw.r_star), strict=True))
-            col = f"expected match rate (% of targets), {radius_text(rad)}"
-            risk = sw.risk[sw.argmax[0]]
-        else:
-            col = f"expected match rate (% of targets), {radius_text(plan.radius)}"
-            risk = i.result.to_dict()["summary"]["per_dataset"]["expected_match_risk"]
-        pts[col] = np.asarray(risk, dtype=float) / n * 100
-        thresholds[col] = th.expected_match_rate * 100
-        line = lines.get("expected_match_rate")
-        if line is not None and line.detail.startswith("larger: pooled"):
-            verdict[col] = line.value
+        # at the worst case over the radii, as the verdict reads each line (the true match
+        # rate's may lie at other radii than the risk's)
+        per = i.result.to_dict()["summary"]["per_dataset"]
+        cols = {"expected_match_rate": (np.asarray(per["expected_match_risk"], float) / n,
+                                        plan.radius),
+                "true_match_rate": (np.asarray(per["true_match_risk"], float) / n, plan.radius)}
+        if sw is not None and sw.argmax:
+            cols["expected_match_rate"] = (np.asarray(sw.risk[sw.argmax[0]], float) / n,
+                                           sw.radii_at(sw.argmax[0]))
+        if sw is not None and sw.tmr_argmax and sw.true_match_rate is not None:
+            cols["true_match_rate"] = (np.asarray(sw.true_match_rate[sw.tmr_argmax[0]], float),
+                                       sw.radii_at(sw.tmr_argmax[0]))
+        for name, (share, rad) in cols.items():
+            line = lines.get(name)
+            if line is None:
+                continue
+            col = f"{name.replace('_', ' ')} (% of targets), {radius_text(rad)}"
+            add(col, share * 100, line, getattr(th, name) * 100)
+            if line.detail.startswith("larger: pooled"):
+                verdict[col] = line.value
     if d.status == "ran":
-        t, res = next(iter(d.result.items()))
-        fixed = plan.release_independent_keys(t)
-        if not fixed:
-            col = f"repU (% of records), keys {', '.join(res.keys)}"
-            pts[col] = res.ident["repU"].to_numpy(dtype=float)
-            thresholds[col] = th.repU
-        if not (fixed and t not in plan.synthesized):
-            col = f"DiSCO (% of records), target {t}"
-            pts[col] = res.attrib["DiSCO"].to_numpy(dtype=float)
-            thresholds[col] = th.DiSCO
-    pts.attrs.update(thresholds=thresholds, verdict=verdict)
+        seen: set[tuple[str, ...]] = set()
+        for t, res in d.result.items():
+            fixed = plan.release_independent_keys(t)
+            if not fixed and tuple(res.keys) not in seen:
+                seen.add(tuple(res.keys))
+                add(f"repU (% of records), keys {', '.join(res.keys)}",
+                    res.ident["repU"].to_numpy(dtype=float),
+                    _line(result, "disclosure", f"repU (%), keys {', '.join(res.keys)}"),
+                    th.repU)
+            if not (fixed and t not in plan.synthesized):
+                add(f"DiSCO (% of records), target {t}", res.attrib["DiSCO"].to_numpy(dtype=float),
+                    _line(result, "disclosure", f"DiSCO (%), target {t}"), th.DiSCO)
+    pts.attrs.update(thresholds=thresholds, verdict=verdict, exceeds=exceeds)
     return pts if pts.shape[1] > 2 else None
+
+
+def _line(result: Any, step: str, measure: str) -> Any:
+    """The verdict line of ``step`` measuring ``measure``, or ``None``."""
+    return next((v for v in result.verdicts if v.step == step and v.measure == measure), None)
 
 
 def _utility_risk(result: Any, links: _Links) -> Section | None:
@@ -938,11 +1063,16 @@ def _utility_risk(result: Any, links: _Links) -> Section | None:
     if pts is None:
         return None
     sec = Section("utility-risk", "Utility and risk together")
-    sec.p("Each point is one released synthetic dataset, its number beside it (Hornby & Hu "
+    sec.p("One panel per verdict line with a value per dataset (each set of keys' repU, each "
+          "target's DiSCO); a line past its threshold has its panel framed in red and "
+          "marked ✖. Each point is one released synthetic dataset, its number beside it "
+          "(datasets whose points fall together share one label, \"1, 3\") (Hornby & Hu "
           "2021, Figs 8 and 9): further left is more useful, lower is less risky; the box "
           "spans the first to the third quartile of the datasets. The dashed lines are the "
           "thresholds of the verdict lines; the axes start at 0, so that the spread between "
-          "datasets is seen against the threshold, not magnified."
+          "datasets is seen against the threshold, not magnified. The share ranked first of "
+          "attribute risk has no value per dataset (the intruder reads them all at once) and "
+          "no panel."
           + (" The dotted line is the value the verdict line reads: the intruder holding all "
              "the datasets pools them, which no single dataset shows."
              if pts.attrs.get("verdict") else ""))
@@ -980,14 +1110,14 @@ def membership_section(sec: Section, s: Any, result: Any, links: _Links) -> None
                                    "ROC of the Bayesian score and of the distance baseline"))
 
 
-@step_section("attacks", "attacks", "Singling out and linkability (anonymeter)")
+@step_section("attacks", "attacks", "Singling out, linkability and inference (anonymeter)")
 def attacks_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     so, lk = s.result["singling_out"], s.result["linkability"]
-    sec.p("anonymeter's attacks (Giomi et al. 2023; methods page 'Singling out and "
-          "linkability'), each made on the records of the original (main attack), on the "
-          "holdout, records the synthesis did not use (control attack), and at random "
-          "(baseline). The risk is the main attack's success beyond the control's, over what "
-          "the control leaves: (main − control) / (1 − control), 0 when the release tells no "
+    sec.p("anonymeter's attacks (Giomi et al. 2023; methods page 'Singling out, "
+          "linkability and inference'), each made on the records of the original (main "
+          "attack), on the holdout, records the synthesis did not use (control attack), and at "
+          "random (baseline). The risk is the main attack's success beyond the control's, over "
+          "what the control leaves: (main − control) / (1 − control), 0 when the release tells no "
           "more about its own records than about others, with its interval (Wilson score), "
           "clipped to [0, 1] as anonymeter does.")
     sec.blocks.append(_table(so.summary().tables["risk"], links,
@@ -998,18 +1128,33 @@ def attacks_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
                                    "Singling-out risk per dataset and mode, with its interval"))
     if lk is None:
         sec.p(f"Linkability was not run: {s.extra.get('linkability_not_run')}.")
+    else:
+        a, b = lk.settings["aux_columns"]
+        sec.p(f"Linkability: the intruder holds one table with {', '.join(a)} and another "
+              f"with {', '.join(b)} about the same people, and links a record's two parts when "
+              "they share a nearest synthetic row.")
+        sec.blocks.append(_table(lk.summary().tables["risk"], links,
+                                 step_file(s, "linkability.csv"),
+                                 "Linkability: records relinked through the nearest synthetic "
+                                 "rows (rates)"))
+        sec.blocks.append(links.figure(lambda: plot_figure(lk, "risk"),
+                                       "attacks_linkability.png",
+                                       "Linkability risk per dataset and number of neighbours, "
+                                       "with its interval"))
+    inf = s.result.get("inference")
+    if inf is None:
         return
-    a, b = lk.settings["aux_columns"]
-    sec.p(f"Linkability: the intruder holds one table with {', '.join(a)} and another with "
-          f"{', '.join(b)} about the same people, and links a record's two parts when they "
-          "share a nearest synthetic row.")
-    sec.blocks.append(_table(lk.summary().tables["risk"], links,
-                             step_file(s, "linkability.csv"),
-                             "Linkability: records relinked through the nearest synthetic "
-                             "rows (rates)"))
-    sec.blocks.append(links.figure(lambda: plot_figure(lk, "risk"), "attacks_linkability.png",
-                                   "Linkability risk per dataset and number of neighbours, "
-                                   "with its interval"))
+    sec.p("Inference: the intruder knows every other column of a record and guesses each "
+          "synthesized column as the value of the nearest synthetic row (a number is guessed "
+          f"right within {100 * inf.settings['tolerance']:.3g} % of the guess, a category when "
+          "equal). The Bayesian attribute risk (attribute step) asks the same question of the "
+          "model's posterior; this is what one concrete intruder achieves (methods page, "
+          "'Inference and the Bayesian attribute risk').")
+    sec.blocks.append(_table(inf.summary().tables["risk"], links, step_file(s, "inference.csv"),
+                             "Inference: secrets guessed right from the nearest synthetic row "
+                             "(rates)"))
+    sec.blocks.append(links.figure(lambda: plot_figure(inf, "risk"), "attacks_inference.png",
+                                   "Inference risk per dataset and secret, with its interval"))
 
 
 def _sending(result: Any, links: _Links, bundle: str | None) -> list[Span]:

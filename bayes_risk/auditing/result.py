@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +58,17 @@ class AuditResult(RiskResult):
         The summary of an earlier audit of the same original
         (:func:`~bayes_risk.auditing.compare.load_audit`), shown side by side
         (:meth:`comparison`).
+    rises : dict
+        ``(step, measure) ->`` why that risk line rose against ``before``, computed on the
+        release before the remedy (``bayes_risk.auditing.rises``); the ``cause`` column of
+        :meth:`comparison`.
     """
 
     plan: AuditPlan
     steps: list[StepOutcome]
     root: Path | None = None
     before: dict[str, Any] | None = None
+    rises: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def step(self, name: str) -> StepOutcome:
         """The outcome of step ``name`` (``"utility"``, ``"identification"``, …)."""
@@ -221,8 +226,8 @@ class AuditResult(RiskResult):
         """The verdict lines as a table."""
         return _frame(self.verdicts, [
             "step", "measure", "value", "threshold", "direction", "exceeds", "status", "unit",
-            "spread", "intruder", "worst_case", "source", "detail", "warnings", "flagged",
-            "cause", "remedies"])
+            "threshold_name", "spread", "intruder", "worst_case", "source", "detail", "warnings",
+            "flagged", "cause", "remedies"])
 
     def baseline_frame(self) -> pd.DataFrame:
         """The figures that cannot depend on the release (baselines of the original)."""
@@ -265,12 +270,17 @@ class AuditResult(RiskResult):
         return out
 
     def comparison(self, summary: dict[str, Any] | None = None) -> pd.DataFrame | None:
-        """This audit's verdict lines beside those of ``before``, or ``None`` without one."""
+        """This audit's verdict lines beside those of ``before`` (``compare_audits``'s columns
+        and ``cause``: why a risk line rose, ``rises``), or ``None`` without one."""
         if self.before is None:
             return None
         from bayes_risk.auditing.compare import compare_audits
 
-        return compare_audits(self.before, summary if summary is not None else self)
+        out = compare_audits(self.before, summary if summary is not None else self)
+        # why a risk line rose after a remedy, computed (empty: it did not rise)
+        out["cause"] = [self.rises.get((s, m), "") for s, m in zip(out["step"], out["measure"],
+                                                                      strict=True)]
+        return out
 
     def write_summary(self, path: str | os.PathLike[str]) -> Path:
         """Write ``to_dict()`` as JSON."""
@@ -406,11 +416,58 @@ class AuditResult(RiskResult):
     def _layout(self, fig: Any) -> None:
         """``verdict_figure`` lays out its figure itself (room for the wrapped labels)."""
 
-    def __repr__(self) -> str:
-        st = ", ".join(f"{s.name}: {s.status}" for s in self.steps)
-        n = sum(v.exceeds for v in self.verdicts)
-        inc = "" if self.complete else "INCOMPLETE, "
-        nb = len(self.baselines)
-        return (f"AuditResult({inc}n={self.plan.n_records}, m={self.plan.m}, {st}; "
-                f"{n} of {len(self.verdicts)} verdicts exceed their thresholds"
-                + (f"; {nb} baseline figure(s) of the original" if nb else "") + ")")
+    def brief(self) -> Summary:
+        """What a printed audit shows (``print(audit)``, a notebook): the verdict and its lines
+        in 100 columns, and where the rest is — :meth:`summary` holds every table, and the
+        report all of it (issue 66: the whole summary printed lines of up to 1,020 characters).
+        """
+        from bayes_risk.results._format import format_number
+
+        p = self.plan
+        status, why = self.headline_parts()
+        header = [("records", p.n_records), ("synthetic datasets (m)", p.m),
+                  ("synthesized columns", ", ".join(p.synthesized) or "none"),
+                  ("intruder knows (identification)", ", ".join(p.known) or "nothing")]
+        if not self.complete:
+            header.append(("failed steps", ", ".join(s.name for s in self.failed_steps)))
+
+        def num(x: float, unit: str) -> str:
+            return format_number(x, 3, plain=True) + (f" {unit}" if unit else "")
+
+        rows = [{"": {"exceeds": "✖", "caution": "!", "within": "✓"}[v.status],
+                 "line": f"{v.step}: {v.short}" + (f" (keys {v.measure.split(', keys ')[1]})"
+                                                    if ", keys " in v.measure else ""),
+                 "value": num(v.value, v.unit),
+                 "threshold": ("≤ " if v.direction == "max" else "≥ ") + num(v.threshold, v.unit),
+                 "questioned by": ", ".join(v.warnings)} for v in self.verdicts]
+        tables = {}
+        if rows:
+            t = pd.DataFrame(rows)
+            if not t["questioned by"].any():
+                t = t.drop(columns="questioned by")
+            tables["Verdict lines (✖ past the threshold, ! to read with a warning, ✓ within)"] = t
+        notes = [f"{status}: {why}"]
+        rest = self.verdict_sentences()[1 + bool(self.failed_steps):]
+        if self.failed_steps:
+            notes.insert(0, self.verdict_sentences()[0])
+        notes += rest
+        where = ["audit.verdict_frame() (each line's spread, intruder, cause and remedies)"]
+        if self.baselines:
+            where.append("audit.baseline_frame() (figures of the original)")
+        where += ["audit.summary() (every table)",
+                  "audit.step(NAME).result (a step's result: "
+                  + ", ".join(s.name for s in self.steps if s.status == "ran") + ")",
+                  "audit.to_html(PATH) (the report)"]
+        notes.append("In full: " + "; ".join(where) + ".")
+        title = "Audit of a synthetic release" + ("" if self.complete else " (INCOMPLETE)")
+        return Summary(f"{title}: {status}", header=header,
+                       tables=tables, notes=notes,
+                       warnings=[w for w in self.structured_warnings])
+
+    def __str__(self) -> str:
+        return self.brief().as_text()
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return self.brief().as_html()

@@ -34,7 +34,8 @@ class AuditSettings:
     sweep : sequence of float or None
         Radii of the worst-case radius search, which covers every numeric known column,
         synthesized or released unchanged, with 0 (exact matching) always added (default
-        :data:`~bayes_risk.auditing.DEFAULT_SWEEP`, Hornby & Hu's 0.01 … 0.3 widened to 1).
+        ``DEFAULT_SWEEP``: 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5 and 1, Hornby & Hu's 0.01 …
+        0.3 widened to 1).
         ``None`` skips the search: the verdict then reads ``match``'s radius, which is not the
         worst case, and says so (``RADIUS_NOT_SEARCHED``).
     known_sweep : bool
@@ -153,7 +154,7 @@ def _shares(values: Any) -> tuple[float, ...]:
 def _radii(sweep: Any) -> tuple[float, ...]:
     ok = isinstance(sweep, Iterable) and not isinstance(sweep, (str, bytes))
     grid = list(sweep) if ok else []
-    if not ok or not grid or not all(
+    if not ok or not all(
             isinstance(r, (int, float, np.integer, np.floating))
             and not isinstance(r, (bool, np.bool_)) and np.isfinite(r) and r >= 0 for r in grid):
         raise ValidationError(

@@ -23,6 +23,7 @@ from bayes_risk.auditing.context import (
     rows_aligned,
     skipped,
     step_folder,
+    write_table,
 )
 from bayes_risk.auditing.disclosure_step import disclosure_step
 from bayes_risk.auditing.outcome import StepOutcome
@@ -71,9 +72,9 @@ def utility_step(ctx: StepContext) -> StepOutcome:
     folder = step_folder(ctx, "utility")
     if folder is not None:
         write_json(folder / "summary.json", res.to_dict())
-        res.overlap.to_csv(folder / "overlap.csv", index=False)
-        marg.to_csv(folder / "marginals.csv", index=False)
-        tw.to_csv(folder / "twoway.csv", index=False)
+        write_table(ctx, res.overlap, folder / "overlap.csv")
+        write_table(ctx, marg, folder / "marginals.csv")
+        write_table(ctx, tw, folder / "twoway.csv")
         files = ["summary.json", "overlap.csv", "marginals.csv", "twoway.csv"]
     from bayes_risk.auditing.causes import marginal_discrepancy
 
@@ -230,21 +231,19 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     folder = step_folder(ctx, "identification")
     files: list[str] = []
     if folder is not None:
-        from bayes_risk.data.io import write_csv
-
         # the records at the radii the verdict reads (the worst case), else at the one given
-        write_csv((at_star or res).target_table(), folder / "records.csv")
+        write_table(ctx, (at_star or res).target_table(), folder / "records.csv", fast=True)
         write_json(folder / "summary.json", d)
         files = ["records.csv", "summary.json"]
         if sweep is not None:
-            sweep.to_frame().to_csv(folder / "radius_search.csv", index=False)
+            write_table(ctx, sweep.to_frame(), folder / "radius_search.csv")
             plot_figure(sweep, "profile").savefig(folder / "radius_search.png", dpi=120)
             files += ["radius_search.csv", "radius_search.png"]
         if pooled.sweep is not None:
-            pooled.sweep.to_frame().to_csv(folder / "radius_search_pooled.csv", index=False)
+            write_table(ctx, pooled.sweep.to_frame(), folder / "radius_search_pooled.csv")
             files.append("radius_search_pooled.csv")
         if ksweep is not None:
-            files += _write_known_sweep(ksweep, folder)
+            files += _write_known_sweep(ctx, ksweep, folder)
     note = None
     if not p.search_columns:
         note = ("no radius to search: every known column is categorical and matched exactly, "
@@ -293,13 +292,11 @@ def _known_curve_note(p: Any, model: Any) -> str | None:
     return None
 
 
-def _write_known_sweep(ks: Any, folder: Path) -> list[str]:
+def _write_known_sweep(ctx: StepContext, ks: Any, folder: Path) -> list[str]:
     """Write a knowledge sweep's tables into ``folder``; their file names."""
-    from bayes_risk.data.io import write_csv
-
     names = ["known_sweep.csv", "known_sweep_drivers.csv", "known_sweep_levels.csv"]
     for frame, name in zip((ks.table, ks.drivers, ks.levels), names, strict=True):
-        write_csv(frame, folder / name)
+        write_table(ctx, frame, folder / name, fast=True)
     return names
 
 
@@ -447,9 +444,7 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
     folder = step_folder(ctx, name)
     files: list[str] = []
     if folder is not None:
-        from bayes_risk.data.io import write_csv
-
-        write_csv(res.target_table(), folder / "records.csv")
+        write_table(ctx, res.target_table(), folder / "records.csv", fast=True)
         write_json(folder / "summary.json", res.to_dict())
         plot_figure(res, "running_estimate").savefig(folder / "running_estimate.png", dpi=100)
         files = ["records.csv", "summary.json", "running_estimate.png"]
@@ -562,7 +557,8 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
                                 np.asarray(recs, dtype=int), spec,
                                 [c for c in p.synthesized if c in ctx.schema.numeric],
                                 aligned=rows_aligned(ctx))
-    summary = res.to_dict()
+    # the share with a Bayes factor of the truth at the board's factor (the verdict line's)
+    summary = res.to_dict(evidence_factor=p.thresholds.evidence_factor)
     summary["inputs"] = {"model": p.attribute_source}
     if aks is not None:
         summary["known_sweep"] = aks.to_dict()
@@ -575,18 +571,17 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     if folder is not None:
         from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
 
-        res.records.to_csv(folder / "records.csv")  # the index: column "record"
+        # column "record"; with the Bayes factors of the true values
+        write_table(ctx, res.to_dataframe(), folder / "records.csv", index=True)
         write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
         for kind, name, _ in ATTRIBUTE_FIGURES:
             plot_figure(res, kind).savefig(folder / name, dpi=100)
             files.append(name)
         if aks is not None:
-            files += _write_known_sweep(aks, folder)
+            files += _write_known_sweep(ctx, aks, folder)
         if curve is not None:
-            from bayes_risk.data.io import write_csv
-
-            write_csv(curve.table, folder / "known_curve.csv")
+            write_table(ctx, curve.table, folder / "known_curve.csv", fast=True)
             files.append("known_curve.csv")
     # mcmc_warnings: the fits' failed checks, also of a model fitted earlier
     return ran("attribute", res, folder, files, summary=summary, qi=_qi(ctx), drivers=drivers,
@@ -644,7 +639,7 @@ def membership_step(ctx: StepContext) -> StepOutcome:
     folder = step_folder(ctx, "membership")
     files: list[str] = []
     if folder is not None:
-        res.records.to_csv(folder / "records.csv")
+        write_table(ctx, res.records, folder / "records.csv", index=True)
         write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
         for kind, name in (("p_member", "p_member_hist.png"), ("roc", "roc.png")):

@@ -15,9 +15,11 @@ from bayes_risk.auditing.disclosure_step import target_folder
 from bayes_risk.auditing.outcome import StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan, radius_text
 from bayes_risk.measures import load, measures
+from bayes_risk.results.attribute import EVIDENCE_FACTOR
 
 __all__ = [
     "ATTRIBUTE_MEASURE",
+    "EVIDENCE_MEASURE",
     "Baseline",
     "attacks_lines",
     "CAVEATS",
@@ -49,7 +51,7 @@ CAVEATS: dict[str, tuple[str, ...]] = {
                   "MODEL_DIFFERS"),
     "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
     "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS",
-                   "APPROXIMATE_POSTERIOR", "MODEL_DIFFERS"),
+                   "APPROXIMATE_POSTERIOR", "MODEL_DIFFERS", "MEMBERSHIP_MISSING_VALUES"),
     # read off the line's own row of the attack's table (attacks_lines), not the result's codes
     "attacks": ("FEW_SINGLING_OUT_QUERIES", "ATTACK_NOT_BETTER_THAN_BASELINE",
                 "CONTROL_SIZE_CORRECTION"),
@@ -200,6 +202,10 @@ _NO_INTRUDER = "none (utility: how closely the release reproduces the original)"
 
 #: the attribute line's measure, ``prop_top`` of the attribute step
 ATTRIBUTE_MEASURE = "share ranked first: records whose true values are the intruder's best guess"
+#: the evidence line's measure, ``prop_evidence`` of the attribute step (``factor``: the
+#: threshold ``evidence_factor``)
+EVIDENCE_MEASURE = ("share with evidence: records whose true values the release makes at least "
+                    "{factor:g} times likelier in odds (Bayes factor)")
 
 
 def utility_lines(plan: AuditPlan, u: StepOutcome) -> list[Verdict | Baseline]:
@@ -224,26 +230,55 @@ def utility_lines(plan: AuditPlan, u: StepOutcome) -> list[Verdict | Baseline]:
 
 
 def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
-    """The share of records whose true values are the intruder's most probable candidate."""
+    """The share of records whose true values are the intruder's most probable candidate, and
+    the share whose true values the release gives evidence for (Bayes factor ≥
+    ``evidence_factor``), read together (:doc:`/methods/attribute`)."""
+    s = a.extra["summary"]
+    un = s.get("unflagged") or {}
+    th = plan.thresholds
+    # the intruder is the same on both lines
+    intruder = ("worst case: knows every other record's true values and the synthesis model, "
+                "and guesses this record's synthesized values")
+    top = _attribute_line(plan, a, "prop_top", ATTRIBUTE_MEASURE,
+                          th.prop_top, "counted as ranked first", intruder,
+                          _ATTRIBUTE_WORST_CASE)
+    guess = float(s.get("random_guess_baseline", np.nan))
+    top = replace(top, detail=f"{top.detail}{_below_guess(un, guess, th.evidence_factor)}")
+    k = th.evidence_factor
+    ev = _attribute_line(plan, a, "prop_evidence", EVIDENCE_MEASURE.format(factor=k),
+                         th.prop_evidence, "counted as given evidence", intruder,
+                         f"{_ATTRIBUTE_WORST_CASE}; the evidence factor: {k:g}"
+                         + (", the smallest factor Kass & Raftery's scale reads as evidence "
+                            "(a larger one counts fewer records)" if k == EVIDENCE_FACTOR
+                            else ", given for this audit"))
+    ev = replace(ev, detail=f"{_before_after(un, k)}; {ev.detail}")
+    cause = remedies.attribute_cause(plan, a)
+    return [_caused(top, *cause), _caused(ev, *cause)]
+
+
+def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
+                    threshold: float, counted: str, intruder: str, worst_case: str) -> Verdict:
+    """One attribute line: the share ``key`` of the unflagged records (or the largest regime's),
+    its Monte Carlo interval and the flagged records left out, counted at worst."""
     s = a.extra["summary"]
     un = s.get("unflagged") or {}
     nf = int(s.get("n_flagged") or 0)
     n = int(s.get("n_records") or 0)
     left_out = ""
     if nf:
-        # the worst case for the flagged records: every one of them ranked first
-        top = float(un.get("prop_top", np.nan)) * int(un.get("n_records") or n - nf)
-        bound = _pct((top + nf) / n) if n else np.nan
-        thr = _pct(plan.thresholds.prop_top)
+        # the worst case for the flagged records: every one of them counted
+        hit = float(un.get(key, np.nan)) * int(un.get("n_records") or n - nf)
+        bound = _pct((hit + nf) / n) if n else np.nan
+        thr = _pct(threshold)
         left_out = (f"; {nf} of {n} record(s) flagged and left out (unassessed: treat them as "
-                    f"at risk; counted as ranked first, the share would be {bound:.3g} %, "
+                    f"at risk; {counted}, the share would be {bound:.3g} %, "
                     f"{'still within' if bound <= thr else 'past'} the threshold)")
     # the draw bootstrap's Monte Carlo interval of the pooled figure
     mc = s.get("mc_uncertainty") or {}
-    key = next((k for k in mc if k.startswith("mc_interval_")), None)
-    share = mc[key].get("share_ranked_first") if key else None
+    name = next((k for k in mc if k.startswith("mc_interval_")), None)
+    share = mc[name].get(key) if name else None
     if share is not None and np.all(np.isfinite(np.asarray(share, dtype=float))):
-        interval = (f"{key.rsplit('_', 1)[1]} % Monte Carlo interval {_pct(share[0]):.3g}–"
+        interval = (f"{name.rsplit('_', 1)[1]} % Monte Carlo interval {_pct(share[0]):.3g}–"
                     f"{_pct(share[1]):.3g} % (draw bootstrap, {mc['bootstrap']} replicates); ")
     elif (a.result.settings or {}).get("estimator") == "plugin":
         # the plug-in has no posterior draws (MC_ERROR_HIGH flags records instead)
@@ -252,26 +287,66 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
                     "MC_ERROR_HIGH); ")
     else:
         interval = "no Monte Carlo interval (no draw bootstrap kept); "
-    value, by_regime = _pct(un.get("prop_top", np.nan)), _regime_detail(s.get("regimes"))
-    big = (s.get("regimes") or {}).get("largest_prop_top")
-    heavy = (s.get("regimes") or {}).get("mass_prop_top")
+    value, by_regime = _pct(un.get(key, np.nan)), _regime_detail(s.get("regimes"), key)
+    big = (s.get("regimes") or {}).get(f"largest_{key}")
+    heavy = (s.get("regimes") or {}).get(f"mass_{key}")
     if heavy is not None:  # the regime that holds the posterior mass is read
-        value = _pct(heavy["prop_top"])
-    elif big is not None and not _pct(big["prop_top"]) <= value:  # the larger figure is read
-        value = _pct(big["prop_top"])
-    v = Verdict("attribute", ATTRIBUTE_MEASURE,
-                value, _pct(plan.thresholds.prop_top), "max",
-                step_file(a, "summary.json"),
-                f"{interval}random guess "
-                f"{_pct(s.get('random_guess_baseline', np.nan)):.3g} %; "
-                f"records with stable estimates{left_out}{by_regime}",
-                _caveats("attribute", a.result.warnings), unit="%",
-                spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
-                intruder="worst case: knows every other record's true values and the "
-                "synthesis model, and guesses this record's synthesized values",
-                flagged=nf, count_of=(int(un.get("n_records") or n - nf), "records"),
-                threshold_name="prop_top", worst_case=_ATTRIBUTE_WORST_CASE)
-    return [_caused(v, *remedies.attribute_cause(plan, a))]
+        value = _pct(heavy[key])
+    elif big is not None and not _pct(big[key]) <= value:  # the larger figure is read
+        value = _pct(big[key])
+    extra = ("random guess "
+             f"{_pct(s.get('random_guess_baseline', np.nan)):.3g} %; " if key == "prop_top"
+             else "")
+    return Verdict("attribute", measure, value, _pct(threshold), "max",
+                   step_file(a, "summary.json"),
+                   f"{interval}{extra}records with stable estimates{left_out}{by_regime}",
+                   _caveats("attribute", a.result.warnings), unit="%",
+                   spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
+                   intruder=intruder, flagged=nf,
+                   count_of=(int(un.get("n_records") or n - nf), "records"),
+                   threshold_name=key, worst_case=worst_case)
+
+
+def _before_after(un: dict[str, Any], k: float) -> str:
+    """The evidence line's first words: p_true after the release against before it, and the
+    spread of the Bayes factors."""
+    q = un.get("bayes_factor_quantiles") or {}
+    why = ("where Kass & Raftery's scale of evidence begins" if k == EVIDENCE_FACTOR
+           else "given for this audit")
+
+    def factor(name: str) -> str:
+        # summary.json writes an infinite factor (p_true = 1) as "inf"
+        x = float(q.get(name, np.nan))
+        return "∞ (p_true 100 %)" if x == np.inf else f"{x:.3g}"
+
+    return (f"mean p_true {_pct(un.get('mean_p_true', np.nan)):.3g} % after the release "
+            f"against {_pct(un.get('mean_prior_p_true', np.nan)):.3g} % before it (the "
+            f"intruder's prior); Bayes factor of the true values: median {factor('50%')}, "
+            f"95th percentile {factor('95%')}, largest {factor('100%')} "
+            f"(1: the release tells nothing about the record; counted from {k:g}, {why})")
+
+
+def _below_guess(un: dict[str, Any], guess: float, k: float) -> str:
+    """Why a share ranked first below the random guess is not protection (empty otherwise)."""
+    top = float(un.get("prop_top", np.nan))
+    if not (np.isfinite(top) and np.isfinite(guess) and top < guess):
+        return ""
+    q = un.get("bayes_factor_quantiles") or {}
+    lo, hi = float(q.get("5%", np.nan)), float(q.get("95%", np.nan))
+    read = (f"Read the line 'share with evidence' beside it (Bayes factor ≥ {k:g}; methods "
+            "page, Attribute disclosure risk: A share ranked first below the random guess)")
+    if not hi >= k:  # (no factor known: the flat case's words, which claim no figure)
+        flat = (f" (the Bayes factors of the true values run from {lo:.3g} to {hi:.3g} for 90 % "
+                "of the records)" if np.isfinite(hi) else "")
+        return ("; below the random guess, and that is not protection: the release says "
+                "little about each record, so the intruder's posterior over its candidates is "
+                f"nearly flat{flat} and the noise of the released values puts some other "
+                f"candidate first in almost every record — Bayes' rule, not a safe release. {read}")
+    # the release moves the intruder towards the truth, and further towards other candidates
+    return (f"; below the random guess, yet the release gives evidence for the true values of "
+            f"at least 5 % of the records (Bayes factor {hi:.3g} at the 95th percentile): "
+            "other candidates gain still more, so the ranking hides what the release tells. "
+            f"{read}")
 
 
 #: what the attribute line takes as the worst case over its intruder's choices
@@ -294,7 +369,8 @@ _MEMBERSHIP_WORST_CASE = (
 _ATTACKS_WORST_CASE = (
     "datasets: the largest risk over the m datasets, each attacked alone; predicates and "
     "neighbours: anonymeter's defaults (500 attacks a mode, 3 columns, the nearest row; not "
-    "searched); control: the holdout, its count corrected for its size")
+    "searched); inference: the synthesized column most at risk, the intruder knowing every "
+    "other column; control: the holdout, its count corrected for its size")
 
 
 def _disclosure_worst_case(plan: AuditPlan, target: str, name: str) -> str:
@@ -309,8 +385,9 @@ def _disclosure_worst_case(plan: AuditPlan, target: str, name: str) -> str:
             f"dataset's figure in the spread){grouped}")
 
 
-def _regime_detail(reg: Any) -> str:
-    """The attribute line's words on the regimes of the model's fit (``REGIMES_DISAGREE``)."""
+def _regime_detail(reg: Any, key: str = "prop_top") -> str:
+    """An attribute line's words on the regimes of the model's fit (``REGIMES_DISAGREE``):
+    the share ``key`` of each regime."""
     if not reg:
         return ""
     names = [f"regime {i} (chain{'s' if len(r['chains']) > 1 else ''} "
@@ -320,16 +397,16 @@ def _regime_detail(reg: Any) -> str:
         return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE) and the "
                 f"share could not be computed per regime ({reg.get('reason')}): the figure "
                 "pools regimes that disagree — refit before relying on it")
-    parts = [f"{n} {_pct(r['summary'].get('prop_top', np.nan)):.3g} %"
+    parts = [f"{n} {_pct(r['summary'].get(key, np.nan)):.3g} %"
              for n, r in zip(names, reg["regimes"], strict=True)]
-    heavy = reg.get("mass_prop_top")
+    heavy = reg.get(f"mass_{key}")
     if heavy is not None:
         return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
                 f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
                 f"regime; regime {heavy['regime']} holds the posterior mass "
                 f"({_mass_words(reg['regimes'][heavy['regime'] - 1])}): its figure is read, the "
                 "others' beside it (RISK_BY_REGIME)")
-    big = reg.get("largest_prop_top") or {}
+    big = reg.get(f"largest_{key}") or {}
     return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
             f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
             f"regime; the larger of these and the pooled figure is read (RISK_BY_REGIME"
@@ -499,7 +576,8 @@ def _attack_caveats(row: Any, size_ratio: float) -> tuple[str, ...]:
 
 
 def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
-    """anonymeter's singling-out (per mode) and linkability risk, the largest over datasets."""
+    """anonymeter's singling-out (per mode), linkability and inference risk, the largest over
+    datasets."""
     th = plan.thresholds
     out: list[Verdict | Baseline] = []
     so, lk = a.result["singling_out"], a.result["linkability"]
@@ -549,7 +627,34 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
             "(anonymeter's linkability attack)",
             threshold_name="linkability_risk", worst_case=_ATTACKS_WORST_CASE)
         out.append(_caused(v, *cause["linkability"]))
+    inf = a.result.get("inference")
+    if inf is not None:
+        out.append(_caused(_inference_line(plan, inf, a, interval), *cause["inference"]))
     return out
+
+
+def _inference_line(plan: AuditPlan, inf: Any, a: StepOutcome, interval: Any) -> Verdict:
+    """anonymeter's inference risk of the secret most at risk (an undefined risk first)."""
+    h = inf.headline()
+    r = h.iloc[int(np.argmax(h["risk"].fillna(np.inf).to_numpy()))]
+    secret = str(r["secret"])
+    others = "; ".join(f"{o['secret']} {o['risk']:.3g}" for _, o in h.iterrows()
+                       if o["secret"] != secret)
+    n_ctrl = r["n_attacks_control"]
+    return Verdict(
+        "attacks", f"inference risk ({secret})", float(r["risk"]),
+        plan.thresholds.inference_risk, "max", step_file(a, "inference.csv"),
+        interval(r) + f"; {secret} guessed right from the nearest synthetic row: "
+        f"{int(r['n_main'])} of {int(r['n_attacks'])} records of the original, "
+        f"{r['n_control']:.4g} of {n_ctrl:.4g} of the holdout, {int(r['n_baseline'])} of "
+        f"{int(r['n_attacks_baseline'])} by random synthetic values"
+        + (f"; the other synthesized columns: {others}" if others else ""),
+        _attack_caveats(r, 1.0), spread=_range(inf.table.loc[inf.table["secret"] == secret,
+                                                              "risk"]),
+        intruder="knows every other column of a record and guesses each synthesized column "
+        "as the value of the nearest synthetic row (anonymeter's inference attack; a number "
+        f"within {100 * inf.settings['tolerance']:.3g} % of the guess, a category when equal)",
+        threshold_name="inference_risk", worst_case=_ATTACKS_WORST_CASE)
 
 
 def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Baseline]:

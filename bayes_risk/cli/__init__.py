@@ -114,13 +114,25 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             _print_error(args.command, _os_error_code(err), err)
             return 2
         if isinstance(err, MemoryError):
+            # the sizes this sub-command takes, never an option it does not have
+            sizes = [o for o in _SIZE_OPTIONS if o in options.values()]
             _print_error(args.command, "OUT_OF_MEMORY",
-                         "out of memory; reduce the sizes given (records, --draws, "
-                         "--components, --chunk-size, -m).")
+                         "out of memory; reduce the records or the sizes given"
+                         + (f" ({', '.join(sizes)})" if sizes else "") + ".")
             return 2
         raise
     except KeyboardInterrupt:
         return _interrupted(run)
+
+
+#: options that multiply the work or the memory of a run, named by the out-of-memory error of
+#: a sub-command that has them
+_SIZE_OPTIONS: tuple[str, ...] = (
+    "--records", "-m", "--draws", "--chains", "--components", "--temperatures", "--starts",
+    "--n-trees", "--n-attacks", "--max-attempts", "--n-neighbors", "--n-perm", "--bootstrap",
+    "--replicates", "--max-replicates", "--population", "--normaliser-draws", "--refit-draws",
+    "--max-size", "--known-sweep", "--radius-sweep", "--chunk-size", "--partition-size",
+    "--n-ce", "--n-acs")
 
 
 def _option_code(err: BaseException, text: str, options: dict[str, str]) -> str:

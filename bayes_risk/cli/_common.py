@@ -32,13 +32,23 @@ SYN_HELP = ("synthetic datasets (one file each) or one SyntheticData folder writ
 
 
 def add_input_arguments(p: argparse.ArgumentParser, original: str = "",
-                        synthetic: str | None = SYN_HELP, metavar: str = "SYN") -> None:
-    """``ORIGINAL`` and, unless ``synthetic`` is ``None``, the release ``SYN [SYN ...]``."""
+                        synthetic: str | None = SYN_HELP, metavar: str = "SYN", *,
+                        recoded: bool = False) -> None:
+    """``ORIGINAL`` and, unless ``synthetic`` is ``None``, the release ``SYN [SYN ...]``;
+    ``recoded``: ``--recoded`` too (a command that compares the release's levels with the
+    original's)."""
     p.add_argument("original", metavar="ORIGINAL",
                    help="confidential table (.csv, .parquet, .sas7bdat, .xpt, .dta, .sav or .zsav)"
                    + original)
     if synthetic is not None:
         p.add_argument("synthetic", nargs="+", metavar=metavar, help=synthetic)
+    if recoded:
+        p.add_argument("--recoded", nargs="+", default=None, metavar="COL",
+                       help="columns the release recodes on purpose: their levels that the "
+                       "original never holds are kept as levels of their own, which no original "
+                       "record matches (warning SYNTHETIC_ONLY_LEVEL); without it such a level "
+                       "is an error (SYNTHETIC_ONLY_LEVEL), since a release coded otherwise "
+                       "than its original (codes against labels) shows every risk as 0")
 
 
 NO_SEED = object()
@@ -248,7 +258,8 @@ def read_inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, Any]:
     labels = missing_labels(args)
     original = read_records_table(args.original, "ORIGINAL", labels, numeric_columns(args))
     return original, read_synthetic(args.synthetic, like=original, missing_labels=labels,
-                                    allow_different_original=args.allow_different_original)
+                                    allow_different_original=args.allow_different_original,
+                                    recoded=getattr(args, "recoded", None))
 
 
 def parse_records(text: str | None, n: int, argument: str = "--records") -> list[int] | None:

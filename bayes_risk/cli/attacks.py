@@ -1,4 +1,5 @@
-"""``bayes-risk attacks``: anonymeter's singling-out and linkability risk of a release."""
+"""``bayes-risk attacks``: anonymeter's singling-out, linkability and inference risk of a
+release."""
 
 from __future__ import annotations
 
@@ -10,17 +11,18 @@ __all__ = ["run"]
 
 
 def _headline(result) -> str:
-    """``"0.943 [0.911, 0.975]"`` per mode or at K, the largest over the datasets."""
+    """``"0.943 [0.911, 0.975]"`` per mode, secret or at K, the largest over the datasets."""
     h = result.headline()
-    by = "mode" if "mode" in h else "n_neighbors"
-    return "; ".join(f"{r[by] if by == 'mode' else f'k = {int(r[by])}'} {r['risk']:.3f} "
-                     f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" for _, r in h.iterrows())
+    by = next(c for c in ("mode", "secret", "n_neighbors") if c in h)
+    return "; ".join(f"{f'k = {int(r[by])}' if by == 'n_neighbors' else r[by]} "
+                     f"{r['risk']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+                     for _, r in h.iterrows())
 
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attacks``."""
     from bayes_risk._io import write_json
-    from bayes_risk.attacks import linkability_risk, singling_out_risk
+    from bayes_risk.attacks import inference_risk, linkability_risk, singling_out_risk
     from bayes_risk.cli._common import (
         print_summary,
         read_holdout,
@@ -28,16 +30,19 @@ def run(args: argparse.Namespace) -> int:
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.exceptions import ValidationError
+    from bayes_risk.exceptions import ValidationError, command_line_options
     from bayes_risk.results._base import plot_figure
 
     modes = [m for m in dict.fromkeys(args.singling_out) if m != "none"]
     if "none" in args.singling_out and modes:
         raise ValidationError("--singling-out none cannot be given with a mode.",
                               code="OPTION_CONFLICT")
-    if not modes and args.linkability is None:
+    if not modes and args.linkability is None and args.inference is None:
         raise ValidationError("nothing to run: --singling-out none needs --linkability "
-                              "COLS_A COLS_B.", code="OPTION_REQUIRED")
+                              "COLS_A COLS_B or --inference SECRET.", code="OPTION_REQUIRED")
+    if args.aux_columns is not None and args.inference is None:
+        raise ValidationError("--aux-columns is the inference intruder's knowledge: it needs "
+                              "--inference SECRET.", code="OPTION_REQUIRED")
     aux = (None if args.linkability is None else
            tuple(parse_columns(t, "--linkability") for t in args.linkability))
     original, synthetic = read_inputs(args)
@@ -45,7 +50,14 @@ def run(args: argparse.Namespace) -> int:
     schema = release_schema(original, synthetic, args)
     common = dict(holdout=holdout, schema=schema, confidence_level=args.confidence_level,
                   random_seed=args.random_seed)
-    so = lk = None
+    so = lk = inf = None
+    # inference first: the cheapest attack, so that a bad secret stops the run at once
+    if args.inference is not None:
+        inf = inference_risk(original, synthetic, secret=args.inference,
+                             aux_columns=args.aux_columns, n_attacks=args.n_attacks,
+                             regression={"auto": None, "yes": True, "no": False}[
+                                 args.regression],
+                             tolerance=args.tolerance, **common)
     if modes:
         so = singling_out_risk(original, synthetic, mode=modes, n_attacks=args.n_attacks,
                                n_cols=args.n_cols, columns=args.columns,
@@ -53,13 +65,16 @@ def run(args: argparse.Namespace) -> int:
     if aux is not None:
         sizes = [len(original)] + ([] if holdout is None else [len(holdout)])
         n = args.n_attacks if args.n_attacks < 1 else min(args.n_attacks, *sizes)
-        lk = linkability_risk(original, synthetic, aux_columns=aux, n_attacks=n,
-                              n_neighbors=args.n_neighbors, **common)
+        # linkability's aux_columns are --linkability here (--aux-columns is inference's)
+        with command_line_options({"aux_columns": "--linkability"}):
+            lk = linkability_risk(original, synthetic, aux_columns=aux, n_attacks=n,
+                                  n_neighbors=args.n_neighbors, **common)
+    done = [r for r in (so, lk, inf) if r is not None]
     summary = {"measure": "attacks",
                "singling_out": None if so is None else so.to_dict(),
                "linkability": None if lk is None else lk.to_dict(),
-               "warnings": list(dict.fromkeys([*(so.warnings if so else []),
-                                               *(lk.warnings if lk else [])])),
+               "inference": None if inf is None else inf.to_dict(),
+               "warnings": list(dict.fromkeys(w for r in done for w in r.warnings)),
                "inputs": inputs_summary(args, holdout=None if args.holdout is None
                                         else str(args.holdout))}
     with output_dir(args) as tmp:
@@ -72,7 +87,11 @@ def run(args: argparse.Namespace) -> int:
             lk.table.to_csv(tmp / "linkability.csv", index=False)
             lk.records.to_csv(tmp / "linkability_records.csv", index=False)
             plot_figure(lk, "risk").savefig(tmp / "linkability.png", dpi=100)
-    m = len((so or lk).table["dataset"].unique())
+        if inf is not None:
+            inf.table.to_csv(tmp / "inference.csv", index=False)
+            inf.records.to_csv(tmp / "inference_records.csv", index=False)
+            plot_figure(inf, "risk").savefig(tmp / "inference.png", dpi=100)
+    m = len(done[0].table["dataset"].unique())
     against = ("no holdout (the risk is the main attack's success rate)" if holdout is None
                else f"a holdout of {len(holdout):,} records")
     lines = [f"anonymeter's attacks on {m} synthetic dataset(s) against {against}; risk "
@@ -82,5 +101,9 @@ def run(args: argparse.Namespace) -> int:
     if lk is not None:
         a, b = aux
         lines.append(f"linkability of ({', '.join(a)}) with ({', '.join(b)}): {_headline(lk)}")
+    if inf is not None:
+        known = ("every other column" if args.aux_columns is None
+                 else ", ".join(args.aux_columns))
+        lines.append(f"inference from {known}: {_headline(inf)}")
     print_summary(lines, args.out)
     return 0

@@ -329,25 +329,9 @@ def run(args: argparse.Namespace) -> int:
     }
     from bayes_risk.results._base import plot_figure
 
-    un = summary["unflagged"]
-    what = "pairs of records" if pairs is not None else "records"
-    lines = [
-        f"attribute risk of {summary['n_records']} {what} ({summary['n_flagged']} flagged, "
-        "counted separately)",
-        f"stable estimates (unflagged): share ranked first "
-        f"{100 * un.get('prop_top', float('nan')):.3g} % (prop_top in summary.json), mean "
-        f"p_true {100 * un.get('mean_p_true', float('nan')):.3g} % (random guess "
-        f"{100 * summary.get('random_guess_baseline', float('nan')):.3g} %)",
-    ]
-    chains = summary.get("between_chain_check")
-    if chains:  # whether the records' estimates were compared across MCMC chains, and how
-        lines.append(
-            f"between-chain check: {chains['reason']}; "
-            f"{chains.get('records_flagged', 0)} record(s) flagged CHAINS_DISAGREE"
-            if chains.get("status") == "run" else f"between-chain check not run: {chains['reason']}"
-        )
+    lines = _summary_lines(summary, pairs=pairs is not None)
     with output_dir(args) as tmp:
-        result.records.to_csv(tmp / "records.csv")  # the index: column "record" (or "pair")
+        result.to_dataframe().to_csv(tmp / "records.csv")  # the index: column "record" (or "pair")
         write_json(tmp / "summary.json", summary)
         for kind, name in (("p_true", "p_true_hist.png"), ("rank", "rank_hist.png"),
                            ("khat", "khat.png")):
@@ -363,6 +347,33 @@ def run(args: argparse.Namespace) -> int:
                 for f, p in zip(t["known_fraction"], t["mean_p_true"], strict=True)))
     print_summary(lines, args.out)
     return 0
+
+
+def _summary_lines(summary: dict, *, pairs: bool) -> list[str]:
+    """The lines the command prints: the shares of the unflagged records, the chains' check."""
+    un = summary["unflagged"]
+    what = "pairs of records" if pairs else "records"
+    lines = [
+        f"attribute risk of {summary['n_records']} {what} ({summary['n_flagged']} flagged, "
+        "counted separately)",
+        f"stable estimates (unflagged): share ranked first "
+        f"{100 * un.get('prop_top', float('nan')):.3g} % (prop_top in summary.json), mean "
+        f"p_true {100 * un.get('mean_p_true', float('nan')):.3g} % (random guess "
+        f"{100 * summary.get('random_guess_baseline', float('nan')):.3g} %)",
+        # what the release adds, to be read beside the ranking (methods page, issue 63)
+        f"share with evidence {100 * un.get('prop_evidence', float('nan')):.3g} % "
+        f"(prop_evidence: Bayes factor of the true values >= "
+        f"{un.get('evidence_factor', float('nan')):g}, the release multiplying the "
+        "intruder's odds on them that many times)",
+    ]
+    chains = summary.get("between_chain_check")
+    if chains:  # whether the records' estimates were compared across MCMC chains, and how
+        lines.append(
+            f"between-chain check: {chains['reason']}; "
+            f"{chains.get('records_flagged', 0)} record(s) flagged CHAINS_DISAGREE"
+            if chains.get("status") == "run" else f"between-chain check not run: {chains['reason']}"
+        )
+    return lines
 
 
 def _check_known_sweep(args: argparse.Namespace, scenario: str) -> None:

@@ -48,7 +48,7 @@ def _before(args: argparse.Namespace) -> dict | None:
 def run(args: argparse.Namespace) -> int:
     """Run the audit into the output folder and print the verdict lines."""
     from bayes_risk.attribute import EstimatorSpec
-    from bayes_risk.auditing import AuditSettings, audit
+    from bayes_risk.auditing import AuditSettings, Thresholds, audit
     from bayes_risk.cli._common import (
         imputed_arg,
         parse_columns,
@@ -64,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.identification.specs import MatchSpec
     from bayes_risk.utility.pmse import PropensitySpec
 
+    # the thresholds first: a bad one is refused before any input is read
+    thresholds = Thresholds.parse(args.threshold)
     before = _before(args)
     original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
@@ -88,21 +90,15 @@ def run(args: argparse.Namespace) -> int:
     )
     kw = dict(
         known=args.known, model=args.model, synthesized=args.synthesized, schema=schema,
-        settings=settings, thresholds=args.threshold, random_seed=args.random_seed,
+        settings=settings, thresholds=thresholds, random_seed=args.random_seed,
         progressbar=not args.quiet,
-        holdout=read_holdout(args),
+        holdout=read_holdout(args), before=before,
     )
     done: list = []
     # the zip of the whole folder, made once summary.json is complete: the one file to send
     with output_dir(args, finalize=lambda folder: done[0].to_zip(folder / BUNDLE)) as tmp:
         res = audit(original, syn, out=tmp, **kw)
         done.append(res)
-        if before is not None:
-            from bayes_risk.auditing.compare import compare_audits
-
-            res.before = before
-            compare_audits(before, res)  # the same number of records
-            res.write_summary(tmp / "summary.json")
         res.to_html(tmp / "report.html", bundle=BUNDLE)
         res.to_markdown(tmp / "report.md", bundle=BUNDLE)
     lines = [f"audit of {res.plan.n_records:,} records, m = {res.plan.m}: "

@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
                         ("--chains", args.chains, 1), ("--tune", args.tune, 0)):
         if v is not None:
             check_int(v, opt, low)
+    _check_sizes(args, m)
     from bayes_risk.cli._common import print_summary
 
     with output_dir(args) as tmp:
@@ -70,6 +71,34 @@ def run(args: argparse.Namespace) -> int:
                    *(f"report: {out / rel}" for rel in reports)], out,
                   written=[out / rel for rel in reports])
     return 0
+
+
+def _check_sizes(args: argparse.Namespace, m: int) -> None:
+    """Refuse, before any step, tables, releases and a DPMPM posterior that cannot fit in the
+    memory left (the steps check their own work again as they run)."""
+    from bayes_risk._memory import check_memory, release_bytes
+    from bayes_risk._specs import check_int
+    from bayes_risk.cli.fit import posterior_bytes
+    from bayes_risk.data import make_acs_like, make_ce_like
+
+    check_int(args.n_ce, "--n-ce", 1)
+    check_int(args.n_acs, "--n-acs", 1)
+    if args.part in ("all", "ce"):
+        row = make_ce_like(50, random_seed=0).memory_usage(deep=True).sum() / 50
+        check_memory(release_bytes(m, row * args.n_ce, fitted=True), "--n-ce or -m",
+                     what=f"a CE-like table of {args.n_ce:,} records and {m:,} syntheses of it")
+    if args.part in ("all", "acs"):
+        small = make_acs_like(50, random_seed=0)
+        row = small.memory_usage(deep=True).sum() / 50
+        width = sum(small[c].nunique() for c in small.columns)  # every level a parameter
+        posterior = posterior_bytes(
+            args.n_acs, small.shape[1], width, args.components or 50,
+            draws=args.draws or DEMO_DRAWS, chains=args.chains or 2,
+            tune=1000 if args.tune is None else args.tune)
+        check_memory(release_bytes(m, row * args.n_acs, fitted=False) + posterior,
+                     "--n-acs, -m, --tune, --draws, --chains or --components",
+                     what=f"an ACS-like table of {args.n_acs:,} records, its DPMPM posterior "
+                          f"and {m:,} syntheses")
 
 
 def _run_parts(args: argparse.Namespace, m: int, out: Path) -> list[str]:

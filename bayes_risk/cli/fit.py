@@ -255,13 +255,48 @@ def _check_memory(args: argparse.Namespace, df: Any, schema: Any, model: Any, cl
     draws = args.draws if args.draws is not None else (
         run()["draws"] if callable(run) else getattr(model, "draws", 1000))
     chains = args.chains if args.chains is not None else getattr(model, "chains", 1)
-    n_draws = max(int(draws or 0), 0) * max(int(chains or 1), 1)
-    # the draws, three [n, K] tables, and (measured on DPMPM, ACS-like 5,000-40,000 records x
-    # 14 columns: up to 26.4 MB beyond the check where the first terms counted 22.3 MB) the
-    # coded copies of the table and each draw's convergence quantities
-    need = 8 * (n_draws * K * (width + 1) + 3 * len(df) * K + K * width
-                + 2 * df.size + 2 * n_draws * (width + K))
-    check_memory(need, "--components" if K > 1 else "--draws", what="the posterior draws")
+    T = _int_setting(model, "temperatures", 1)
+    need = posterior_bytes(len(df), len(df.columns), width, K, draws=max(int(draws or 0), 0),
+                           chains=max(int(chains or 1), 1),
+                           tune=_int_setting(model, "tune", 0), temperatures=T)
+    # what drives the size: the options that multiply it
+    drivers = ["--tune", "--draws", "--chains"] + (["--components"] if K > 1 else []) + (
+        ["--temperatures"] if T > 1 else [])
+    check_memory(need, f"{', '.join(drivers[:-1])} or {drivers[-1]}", what="the posterior draws"
+                 + (f" and {T:,} tempered replicas of each chain" if T > 1 else ""))
+
+
+def posterior_bytes(n: int, p: int, width: int, K: int, *, draws: int, chains: int, tune: int,
+                    temperatures: int = 1) -> float:
+    """Bytes an MCMC fit of ``n`` records x ``p`` columns holds beyond what is loaded: ``K``
+    components of ``width`` parameters each (1 without components), ``chains`` chains of
+    ``tune`` warm-up sweeps and ``draws`` kept draws, ``temperatures`` replicas a chain.
+
+    The draws, three ``[n, K]`` tables, and (measured on DPMPM, ACS-like 5,000-40,000 records x
+    14 columns: up to 26.4 MB beyond the check where these terms counted 22.3 MB) the coded
+    copies of the table and each draw's convergence quantities; each sweep's statistics, kept
+    for the warm-up too and copied once into the posterior's DataTree: 16 doubles (DPMPM
+    records 2, PyMC's samplers up to 16), and 4 T more for a tempered ladder of T replicas
+    (``tune=10**9`` asked for 32 GB before any check counted it); with tempering, every chain
+    keeps T replicas of the sweep's state (DPMPM on ACS-like 300 and 1,000 records x 5 columns:
+    41 and 84 kB a replica at K = 50, 56 kB at K = 10; counted 49, 104 and 66 kB).
+    """
+    n_draws = draws * chains
+    need = 8.0 * (n_draws * K * (width + 1) + 3 * n * K + K * width + 2 * n * p
+                  + 2 * n_draws * (width + K))
+    T = temperatures
+    need += 8.0 * 2 * chains * (tune + draws) * (16 + (4 * T if T > 1 else 0))
+    if T > 1:
+        need += 8.0 * chains * T * (n * (p + 3) + 3 * K * (width + 1))
+    return need
+
+
+def _int_setting(model: Any, name: str, default: int) -> int:
+    """A model's integer setting ``name`` (``default`` when it has none or it is not one)."""
+    try:
+        return max(int(getattr(model, name, default) or default), default)
+    except (TypeError, ValueError):
+        return default
 
 
 def _check_forest_memory(model: Any, cls: type, settings: dict[str, Any], df: Any, schema: Any,
@@ -280,7 +315,8 @@ def _check_forest_memory(model: Any, cls: type, settings: dict[str, Any], df: An
     load_what_the_run_loads(cls, settings, df, lambda probe, folder: probe.save(folder),
                             schema=schema, synthesized=synthesized)
     table = float(df.memory_usage(deep=True).sum())
-    check_memory(1.5 * forest + 16 * table + 5e6, "--n-trees",
+    check_memory(1.5 * forest + 16 * table + 5e6,
+                 "--n-trees or --min-oob-trees" if model.oob_only else "--n-trees",
                  what=f"{model.n_trees:,} trees a forest of {len(df):,} records for "
                       f"{len(columns)} column(s)")
 
@@ -296,8 +332,10 @@ def forest_bytes(model: Any, n: int, synthesized: Any) -> float:
     bytes a tree, record and column at min_samples_leaf 1 (1.22 GB beyond the table at 5,000
     records, 500 trees, m = 5; 99 MB at 2,000, 100 trees, m = 20), 41 at 5; categorical
     columns held less (57 at 1). CEdata's Income (heavy-tailed, nearly every value distinct,
-    500 trees, m = 5) held 190 bytes at 1, hence the margin. Trees that ``oob_only`` adds
-    beyond ``n_trees`` are not counted.
+    500 trees, m = 5) held 190 bytes at 1, hence the margin. With ``oob_only`` the forest
+    grows by 100 trees until every record is out of bag in ``min_oob_trees`` of them (a record
+    is out of a tree's bootstrap with probability about e^-1), at most to 20 ``n_trees``: the
+    trees counted are ``3 min_oob_trees + 100`` within those bounds.
     """
     from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
 
@@ -305,7 +343,15 @@ def forest_bytes(model: Any, n: int, synthesized: Any) -> float:
         return 0.0
     per = 48.0 + 150.0 / max(int(model.min_samples_leaf), 1)
     columns = len(synthesized) * (2 if model.group_by is not None else 1)
-    return per * int(model.n_trees) * n * columns
+    trees = int(model.n_trees)
+    if model.oob_only:
+        trees = min(20 * trees, max(trees, 3 * int(model.min_oob_trees) + 100))
+    return per * trees * n * columns
+
+
+#: the least values of the size settings a probe fit keeps (``load_what_the_run_loads``)
+_PROBE_SIZES: dict[str, int] = {"temperatures": 2, "n_components": 5, "n_trees": 10,
+                                "min_oob_trees": 5}
 
 
 def load_what_the_run_loads(cls: type, settings: dict[str, Any], df: Any, write: Any,
@@ -326,6 +372,11 @@ def load_what_the_run_loads(cls: type, settings: dict[str, Any], df: Any, write:
         return
     tiny = {"draws": 2, "tune": 2, "chains": 1, "cores": 1, "max_sweeps": 0,
             "progressbar": False}
+    # the settings that multiply the work and the memory, at their least that loads the same
+    # code (a tempered ladder of 2, a forest of a few trees): the probe runs before the check
+    for name, least in _PROBE_SIZES.items():
+        if isinstance(settings.get(name), int) and settings[name] > least:
+            tiny[name] = least
     params = init_params(cls)
     probe = cls(**{**settings, **{k: v for k, v in tiny.items() if k in params}})
     with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp:

@@ -99,8 +99,8 @@ def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any, search: Any = 
     n = int(s["n_targets"])
     lines = [
         f"identification risk ({res.settings['aggregation'].replace('_', '-')}) of {m} "
-        f"synthetic dataset(s): expected match risk {s['expected_match_risk']:.4g} of {n:,} "
-        f"targets ({100 * s['expected_match_rate']:.3g} %)",
+        f"synthetic dataset(s): expected match rate {100 * s['expected_match_rate']:.3g} % = "
+        f"{s['expected_match_risk']:.4g} of {n:,} targets (the expected match risk)",
         f"true match rate {100 * s['true_match_rate_targets']:.3g} % of the targets, false "
         f"match rate {100 * s['false_match_rate']:.3g} % of the unique matches "
         "(summary.json: fractions)",

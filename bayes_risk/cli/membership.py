@@ -77,24 +77,29 @@ def run(args: argparse.Namespace) -> int:
     def num(x: float) -> str:
         return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
+    def pct(x: float) -> str:  # a share in per cent, as the audit's verdict line gives it
+        return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else \
+            f"{100 * x:.3g} %"
+
     lines = [
         f"membership risk of {f['n_members']} members against {f['n_non_members']} "
         f"non-members ({f['n_flagged']} flagged, counted separately)",
         f"share of members with P(member) > {f['threshold']:g}: "
-        f"{num(f['share_members_above'])}; AUC - 0.5 = {num(f['auc_advantage'])}"
+        f"{pct(f['share_members_above'])} of the members (summary.json: a fraction); "
+        f"AUC - 0.5 = {num(f['auc_advantage'])}"
         + (f" (distance baseline {num(f['dcr_auc_advantage'])})"
            if "dcr_auc_advantage" in f else ""),
     ]
     if "share_members_revealed" in f:
         lines.append(f"CART plug-in: share of members revealed outright (P(member) = 1): "
-                     f"{num(f['share_members_revealed'])}")
+                     f"{pct(f['share_members_revealed'])}")
     us = f.get("unsynthesized")
     if us:
         factor, matching = us["median_factor_members"], us["share_non_members_matching"]
         lines.append(
             f"partial synthesis: the released unsynthesized values ({', '.join(us['columns'])}) "
             f"multiply a member's likelihood ratio by a median of {num(factor)}; non-members "
-            f"whose values match their slot's: {num(matching)} (the others have P(member) = 0)")
+            f"whose values match their slot's: {pct(matching)} (the others have P(member) = 0)")
     sel = f.get("selection")
     if sel:
         lines.append(f"selection {sel['rule']!r}: {sel['n_selected']} of {sel['n_records']} "

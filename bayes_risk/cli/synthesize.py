@@ -206,20 +206,16 @@ def _check_release_size(m: int, n: int, width: int, table: float | None = None, 
                         fitted: bool = False, forest: float = 0.0) -> None:
     """Refuse, before the fit, a release too large for memory (``-m 1000000000``). ``table``:
     the bytes of the original table (else 8 a cell); ``fitted``: the model is fitted here too;
-    ``forest``: what a random forest's trees and leaf arrays add (``cli.fit.forest_bytes``).
-
-    Measured with CART (CE-like 5,000 and 30,000 records x 7 columns, m = 5 and 20): each
-    dataset held 1.36 times the table (2.29 MB at 30,000 records), and the fit, the synthesis's
-    working arrays and the writing about 16 times the table and 5 MB (26.4 MB at 30,000). From
-    a saved model (that CART; a DPMPM of ACS-like 2,000 and 20,000 records x 14 columns): 1.33
-    and 1.0 times the table a dataset, and the synthesis's working arrays and the writing up to
-    11.4 times the table (19.2 MB at 30,000 records; 13.1 MB for the DPMPM at 20,000).
-    """
-    from bayes_risk._memory import check_memory
+    ``forest``: what a random forest's trees and leaf arrays add (``cli.fit.forest_bytes``);
+    the measured figures: :func:`bayes_risk._memory.release_bytes`."""
+    from bayes_risk._memory import check_memory, release_bytes
 
     table = 8.0 * max(n, 1) * max(width, 1) if table is None else table
-    need = 1.4 * m * table + (16 if fitted else 12) * table + 5e6 + forest
-    check_memory(need, "-m", what=f"{m:,} synthetic datasets of {n:,} records x {width} columns")
+    need = release_bytes(m, table, fitted=fitted, forest=forest)
+    # a forest's trees count too: the error names what makes the size
+    check_memory(need, "-m or --n-trees" if fitted and forest > m * table else "-m",
+                 what=f"{m:,} synthetic datasets of {n:,} records x {width} columns"
+                 + (" and the forests' trees" if forest else ""))
 
 
 def _print_summary(args: argparse.Namespace, syn) -> None:

@@ -25,7 +25,8 @@ from bayes_risk.data.validate import (
 
 __all__ = [
     "ColumnSpec", "Schema", "infer_schema", "SyntheticData", "validate_table",
-    "validate_synthetic", "harmonise_levels", "encode", "decode", "check_m", "check_probability",
+    "validate_synthetic", "harmonise_levels", "encode", "decode",
+    "check_m", "check_probability",
     "as_synthetic_list", "SyntheticInput", "record_positions", "level_codes", "read_table",
     "write_table", "read_synthetic", "file_labels", "FileLabels", "make_ce_like", "make_acs_like",
     "load_demo", "ACS_COLUMNS", "ACS_LEVEL_COUNTS"

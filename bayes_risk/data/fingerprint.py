@@ -89,10 +89,12 @@ def column_fingerprints(data: pd.DataFrame, schema: Schema) -> dict[str, list[st
     return out
 
 
-def fingerprint_problem(data: pd.DataFrame, stored: str | None, schema: Schema, n_records: int,
+def fingerprint_problem(data: pd.DataFrame, stored: str | None, schema: Schema,
+                        n_records: int | None,
                         columns: dict[str, list[str]] | None = None) -> str | None:
     """How ``data`` differs from the table whose fingerprint is ``stored`` (``None``: it does
-    not, or nothing was stored)."""
+    not, or nothing was stored); ``n_records``: the table's size (``None``: not known, the
+    fingerprint, which hashes the size too, tells)."""
     if stored is None:
         return None
     if not isinstance(data, pd.DataFrame):
@@ -100,7 +102,7 @@ def fingerprint_problem(data: pd.DataFrame, stored: str | None, schema: Schema, 
     missing = [c for c in schema.names if c not in data.columns]
     if missing:
         return f"it lacks column(s) {missing}"
-    if len(data) != n_records:
+    if n_records is not None and len(data) != n_records:
         return f"it has {len(data)} records, the table it was made from {n_records}"
     table = data[schema.names].reset_index(drop=True)
     try:
@@ -154,12 +156,14 @@ def check_original(original: pd.DataFrame, source: Any, *, what: str = "the rele
         return
     if isinstance(record, str):
         record = {"table": record}
-    n = len(source.datasets[0]) if getattr(source, "datasets", None) else len(original)
+    n = record.get("n_records")
+    if n is None and not _rows_removed(source):  # recorded before the size was: the release's
+        n = len(source.datasets[0]) if getattr(source, "datasets", None) else len(original)
     problem = fingerprint_problem(original, record.get("table"), schema, n,
                                   record.get("columns"))
     if problem is None:
         return
-    if not row_order and record.get("rows") and len(original) == n:
+    if not row_order and record.get("rows") and len(original) == (n or len(original)):
         try:
             same = rows_fingerprint(original[schema.names].reset_index(drop=True),
                                     schema) == record["rows"]
@@ -179,9 +183,18 @@ def check_original(original: pd.DataFrame, source: Any, *, what: str = "the rele
                       code="ORIGINAL_DIFFERS")
 
 
+def _rows_removed(source: Any) -> bool:
+    """Whether a release's datasets lost rows after synthesis (``sdc``'s removal of uniques):
+    their size is then not the original's."""
+    done = (getattr(source, "extra", None) or {}).get("post_processing") or []
+    return any(str(step.get("operation", "")).startswith("remove_") for step in done
+               if isinstance(step, dict))
+
+
 def fingerprint_record(data: pd.DataFrame, schema: Schema) -> dict[str, Any]:
-    """What a release manifest stores of its original (hashes only, never a value)."""
+    """What a release manifest stores of its original (hashes and its number of records,
+    never a value)."""
     table = data[schema.names].reset_index(drop=True)
-    return {"table": table_fingerprint(table, schema),
+    return {"n_records": len(table), "table": table_fingerprint(table, schema),
             "rows": rows_fingerprint(table, schema),
             "columns": column_fingerprints(table, schema)}

@@ -342,7 +342,8 @@ def _csv_header(p: Path) -> str:
 
 def _check_unique_names(p: Path, names: list[str]) -> None:
     """Refuse a table in which two columns have the same name (``DUPLICATE_COLUMN``), or
-    names that differ only in case or white space (``CONFUSABLE_COLUMN_NAMES``)."""
+    names that print alike (``CONFUSABLE_COLUMN_NAMES``: case, white space, invisible
+    characters, look-alike letters)."""
     counts = pd.Series(names, dtype=object).value_counts(sort=False)
     dup = [str(n) for n, k in counts.items() if k > 1]
     if dup:
@@ -461,7 +462,8 @@ def _share_unchanged_columns(table: pd.DataFrame, like: pd.DataFrame) -> pd.Data
 
 def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
                    like: pd.DataFrame | None = None, allow_different_original: bool = False,
-                   missing_labels: Mapping[str, Sequence[str]] | None = None) -> SyntheticData:
+                   missing_labels: Mapping[str, Sequence[str]] | None = None,
+                   recoded: Sequence[str] | None = None) -> SyntheticData:
     """Read a synthetic release: a :class:`SyntheticData` folder, or one file per dataset.
 
     Parameters
@@ -477,7 +479,17 @@ def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[s
         (:meth:`SyntheticData.allow_different_original`).
     missing_labels : mapping of str to sequence of str, optional
         Texts that stand for a missing value, per column (:func:`read_table`).
+    recoded : sequence of str, optional
+        Columns the release recodes on purpose (:meth:`SyntheticData.declare_recoded`).
     """
+    release = _read_synthetic(paths, like=like, allow_different_original=allow_different_original,
+                              missing_labels=missing_labels)
+    return release.declare_recoded(recoded) if recoded else release
+
+
+def _read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
+                    like: pd.DataFrame | None, allow_different_original: bool,
+                    missing_labels: Mapping[str, Sequence[str]] | None) -> SyntheticData:
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [Path(p) for p in paths]

@@ -27,6 +27,11 @@ class SyntheticInput(NamedTuple):
         """The schema a ``SyntheticData`` carries (``None`` otherwise)."""
         return None if self.source is None else self.source.schema
 
+    @property
+    def recoded(self) -> tuple[str, ...]:
+        """The columns the release recodes (:meth:`SyntheticData.declare_recoded`)."""
+        return () if self.source is None else self.source.recoded_columns
+
 
 def as_synthetic_list(synthetic: Any, *, argument: str = "synthetic", allow_none: bool = False,
                       original: pd.DataFrame | None = None,

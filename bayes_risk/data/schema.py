@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -41,9 +40,21 @@ def _sort_levels(values: Iterable[Any]) -> tuple[Any, ...]:
 
 
 def did_you_mean(name: str, options: Iterable[str]) -> str:
-    """A ``" Did you mean 'x'?"`` hint for a misspelt name (empty when nothing is close)."""
-    close = difflib.get_close_matches(str(name), [str(o) for o in options], n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
+    """A ``" Did you mean 'x'?"`` hint for a misspelt name (empty when nothing is close); a name
+    that prints as ``name`` but differs in invisible characters or look-alike letters of another
+    script is named with the characters that differ (:func:`~bayes_risk.data.names.name_key`)."""
+    from bayes_risk.data.names import name_difference, same_as_typed
+
+    name, opts = str(name), [str(o) for o in options]
+    alike = same_as_typed(name, opts)
+    if alike:
+        why = [d for d in (name_difference(name, alike[0]), name_difference(alike[0], name)) if d]
+        return (f" Did you mean {alike[0]!r}? It prints like {name!r}"
+                + (f": {'; '.join(why)}" if why else "") + ".")
+    close = difflib.get_close_matches(name, opts, n=1)
+    odd = name_difference("", name) if not name.isascii() else ""
+    return (f" Did you mean {close[0]!r}?" if close else "") + (
+        f" The name given: {odd}." if odd else "")
 
 
 def _unknown_column(argument: str, name: str, names: Sequence[str]) -> SchemaError:
@@ -369,24 +380,28 @@ def check_column_labels(df: Any, name: str = "the original") -> None:
     check_confusable_names([str(c) for c in df.columns], name)
 
 
-def _name_key(name: str) -> str:
-    """A column name without case, Unicode form (NFKC) or surplus white space."""
-    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
-
-
 def check_confusable_names(names: Sequence[str], where: str) -> None:
-    """Refuse names that differ only in case or white space (``'Income'``, ``'income '``):
-    an option could name one while the user meant the other (``CONFUSABLE_COLUMN_NAMES``)."""
+    """Refuse names a reader cannot tell apart: names that differ only in case or white space
+    (``'Income'``, ``'income '``), in invisible characters or in look-alike letters of another
+    script (``'Age'`` and a Cyrillic ``'Аge'``; :func:`~bayes_risk.data.names.name_key`): an
+    option could name one while the user meant the other (``CONFUSABLE_COLUMN_NAMES``)."""
+    from bayes_risk.data.names import name_difference, name_key
+
     groups: dict[str, list[str]] = {}
     for n in names:
-        groups.setdefault(_name_key(n), []).append(n)
+        groups.setdefault(name_key(n), []).append(n)
     clash = [g for g in groups.values() if len(g) > 1]
     if clash:
         shown = "; ".join(" and ".join(map(repr, g)) for g in clash)
-        raise ValidationError(f"{where} has columns whose names differ only in case or white "
-                              f"space ({shown}); options, reports and summaries could not tell "
-                              "them apart, so one would be treated as the other. Rename one of "
-                              "each (or drop the copy).", code="CONFUSABLE_COLUMN_NAMES")
+        odd = [d for g in clash for n in g[1:] for d in (name_difference(g[0], n),
+                                                         name_difference(n, g[0])) if d]
+        raise ValidationError(f"{where} has columns whose names print alike ({shown}"
+                              + (f"; {'; '.join(odd)}" if odd else "")
+                              + "): they differ only in case, white space, invisible characters "
+                              "or look-alike letters, so options, reports and summaries could "
+                              "not tell them apart, and one would be treated as the other. "
+                              "Rename one of each (or drop the copy).",
+                              code="CONFUSABLE_COLUMN_NAMES")
 
 
 def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,

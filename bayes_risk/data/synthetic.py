@@ -15,10 +15,10 @@ import pandas as pd
 from bayes_risk._io import atomic_dir, read_json, to_jsonable, write_json
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_m
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
 __all__ = ["SyntheticData", "MANIFEST_NAME", "FORMAT_VERSION", "GENERATION_SCHEMES",
-           "generation_from_roles"]
+           "generation_from_roles", "CHECKSUMS"]
 
 #: how a release was generated (methods, Combining rules): partial synthesis; full synthesis
 #: redrawing the same n units; samples from synthetic populations
@@ -38,6 +38,9 @@ def generation_from_roles(schema: Schema | None,
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 1
+#: the manifest's field of the SHA-256 of the dataset files (and of its own other fields),
+#: as a model folder's ``model.json`` records them
+CHECKSUMS = "sha256"
 
 
 def _categorical_dtypes(df: pd.DataFrame) -> dict[str, Any]:
@@ -118,6 +121,12 @@ class SyntheticData:
     model_id: str | None = None
     #: ``"error"``: a different original is refused; ``"warn"``: it is used, with a warning
     original_check: str = field(default="error", compare=False, repr=False)
+    #: columns the user says the release recodes: their levels the original never holds are
+    #: levels of their own (warning ``SYNTHETIC_ONLY_LEVEL``), not an error
+    recoded_columns: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    #: the folder the release was loaded from (:meth:`load`; ``None``: made in memory), which a
+    #: remedy of it records (``bayes_risk.sdc``)
+    folder: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.datasets, pd.DataFrame):
@@ -178,6 +187,40 @@ class SyntheticData:
         import dataclasses
 
         return dataclasses.replace(self, original_check="warn")
+
+    def declare_recoded(self, columns: Sequence[str]) -> SyntheticData:
+        """A copy of this release (datasets shared) that recodes ``columns`` on purpose.
+
+        Levels of a release that its original never holds are an error of every measure that
+        compares the two (``SYNTHETIC_ONLY_LEVEL``: no released record could match an original
+        one on such a column, so the risks would be understated); for these columns they are
+        kept as levels of their own, with the warning of the same code.
+
+        Parameters
+        ----------
+        columns : sequence of str
+            Columns of the datasets.
+
+        Returns
+        -------
+        SyntheticData
+
+        Raises
+        ------
+        SchemaError
+            ``UNKNOWN_COLUMN``: a name that is not a column of the datasets.
+        """
+        import dataclasses
+
+        if isinstance(columns, str):
+            columns = [columns]
+        names = [str(c) for c in self.datasets[0].columns]
+        unknown = [c for c in columns if c not in names]
+        if unknown:
+            raise SchemaError(f"{arg_name('recoded')}: column(s) {unknown} are not columns of "
+                              f"the release ({names}).", code="UNKNOWN_COLUMN")
+        return dataclasses.replace(
+            self, recoded_columns=tuple(dict.fromkeys([*self.recoded_columns, *columns])))
 
     @property
     def m(self) -> int:
@@ -255,6 +298,7 @@ class SyntheticData:
             ``UNSUPPORTED_FILE_TYPE`` for another format; ``FORMAT_CANNOT_HOLD`` when the
             format cannot hold a dataset (nothing is written).
         """
+        from bayes_risk._checksums import folder_checksums
         from bayes_risk.data.statfiles import LABELS_FILE, RELEASE_FORMATS, sas_format_program
 
         if file_format not in RELEASE_FORMATS:
@@ -279,7 +323,10 @@ class SyntheticData:
                 program = sas_format_program(labels, man["columns"])
                 if program:
                     (tmp / "formats.sas").write_text(program, encoding="utf-8")
-            write_json(tmp / MANIFEST_NAME, man)
+            # last: the SHA-256 of every file written and of the manifest's other fields
+            man = to_jsonable(man)
+            write_json(tmp / MANIFEST_NAME,
+                       {**man, CHECKSUMS: folder_checksums(tmp, MANIFEST_NAME, man)})
         return Path(path)
 
     @classmethod
@@ -290,9 +337,19 @@ class SyntheticData:
         Raises
         ------
         ValidationError
-            If the folder or its manifest is missing or malformed; ``DUPLICATE_DATASETS`` if
-            two of its dataset files are the same file (a link to another's).
+            If the folder or its manifest is missing or malformed, or the manifest was edited
+            (``MANIFEST_INVALID``); ``RELEASE_DAMAGED`` if a dataset file was changed, replaced
+            or truncated since it was written (its SHA-256 differs from the manifest's) or
+            cannot be read; ``DUPLICATE_DATASETS`` if two of its dataset files are the same
+            file (a link to another's).
+
+        Warns
+        -----
+        DataWarning
+            ``RELEASE_UNVERIFIED``: a folder written before the manifest recorded checksums.
         """
+        from bayes_risk._checksums import checksum_problem
+
         p = Path(path)
         man = read_json(p / MANIFEST_NAME, f"{p} is not a SyntheticData folder: {MANIFEST_NAME} "
                         "not found.", code="NOT_A_RELEASE")
@@ -301,26 +358,42 @@ class SyntheticData:
                                   "manifest.", code="NOT_A_RELEASE")
         check_manifest(man, p)
         check_distinct_files([p / f for f in man["files"]])  # a link to another dataset's file
+        sums = man.get(CHECKSUMS) or {}
+        body = {k: v for k, v in man.items() if k != CHECKSUMS}
+        if not sums:
+            _warn_unverified(p)
         datasets = []
         for fname in man["files"]:
             f = p / fname
             if not f.is_file():
                 raise ValidationError(f"{p}: dataset file {fname} listed in the manifest is "
                                       "missing.", code="MANIFEST_INVALID")
-            datasets.append(_restore_categoricals(_read_dataset(f, man, p),
+            if sums:  # before it is read: a truncated Parquet file is no pyarrow traceback
+                problem = checksum_problem(p, {fname: sums[fname]}, MANIFEST_NAME, body,
+                                           json_file=False)
+                if problem is not None:
+                    raise _damaged(p, problem)
+            datasets.append(_restore_categoricals(_read_or_damaged(f, man, p),
                                                   man.get("categorical_dtypes")))
         _check_datasets_match(man, p, datasets)
+        schema = _manifest_schema(man, p)
+        # last, so that a field's own check names it first: an edit the fields allow (another
+        # model_id, fingerprint or role) would otherwise pass as the release's provenance
+        problem = checksum_problem(p, sums, MANIFEST_NAME, body, files=False)
+        if problem is not None:
+            raise _bad_manifest(p, problem)
         flags = None
         if man.get("synthesized_records") is not None:
             flags = np.zeros(int(man["n_records"]), dtype=bool)
             flags[np.asarray(man["synthesized_records"], dtype=np.int64)] = True
         return cls(datasets=datasets, method=man.get("method", "unknown"),
                    settings=man.get("settings") or {}, random_seed=man.get("random_seed"),
-                   draw_index=man.get("draw_index"), schema=_manifest_schema(man, p),
+                   draw_index=man.get("draw_index"), schema=schema,
                    synthesized_records=flags, extra=man.get("extra") or {},
                    original_fingerprint=man.get("original_fingerprint"),
                    generation=man.get("generation"), proper=man.get("proper"),
-                   imputed_columns=man.get("imputed_columns"), model_id=man.get("model_id"))
+                   imputed_columns=man.get("imputed_columns"), model_id=man.get("model_id"),
+                   folder=str(p.resolve()))
 
     def equals(self, other: SyntheticData) -> bool:
         """True when datasets, provenance and schema are identical."""
@@ -429,6 +502,9 @@ _MANIFEST_FIELDS: dict[str, tuple[Any, str, bool]] = {
                    "one of " + ", ".join(repr(g) for g in GENERATION_SCHEMES), False),
     "proper": (lambda x: isinstance(x, bool), "true or false", False),
     "imputed_columns": (_is_str_list, "a list of column names", False),
+    CHECKSUMS: (lambda x: isinstance(x, dict) and all(
+        isinstance(k, str) and isinstance(v, str) and len(v) == 64 for k, v in x.items()),
+        "an object of SHA-256 checksums by file name", False),
     "file_format": (lambda x: x in ("parquet", "csv", "sav", "zsav", "dta", "xpt"),
                     "one of parquet, csv, sav, zsav, dta, xpt", False),
     "dtypes": (lambda x: isinstance(x, dict) and all(isinstance(v, str) for v in x.values()),
@@ -437,6 +513,45 @@ _MANIFEST_FIELDS: dict[str, tuple[Any, str, bool]] = {
                  and all(ch in "0123456789abcdef" for ch in x), "a SHA-256 (64 hexadecimal "
                  "digits)", False),
 }
+
+
+def _damaged(p: Path, text: str) -> ValidationError:
+    """The error of a release folder whose dataset file was changed or cannot be read."""
+    return ValidationError(f"the release folder {str(p)!r} is damaged: {text}. A dataset changed "
+                           "or replaced after synthesis is not the release its manifest "
+                           "describes; write the release again with 'bayes-risk synthesize' (or "
+                           "SyntheticData.save), or copy it again from where it was written.",
+                           code="RELEASE_DAMAGED")
+
+
+def _read_or_damaged(f: Path, man: dict[str, Any], p: Path) -> pd.DataFrame:
+    """One dataset file (:func:`_read_dataset`); a file its reader cannot read (a truncated
+    Parquet file, not the format the manifest says) is ``RELEASE_DAMAGED``, naming it."""
+    from bayes_risk.exceptions import BayesRiskError
+
+    try:
+        return _read_dataset(f, man, p)
+    except BayesRiskError:
+        raise
+    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        fmt = man.get("file_format") or "parquet"
+        shown = {"parquet": "Parquet", "csv": "CSV"}.get(fmt, f"a {fmt} file")
+        raise _damaged(p, f"{f.name} cannot be read as {shown} ({type(err).__name__}: "
+                          f"{' '.join(str(err).split())[:160]})") from err
+
+
+def _warn_unverified(p: Path) -> None:
+    import warnings
+
+    from bayes_risk.exceptions import CALLER, DataWarning
+
+    warnings.warn(DataWarning(
+        f"the release folder {str(p)!r} was written by an older bayes-risk, whose manifest "
+        "records no checksums of its dataset files: a dataset changed, truncated or replaced "
+        "by another since cannot be detected (RELEASE_UNVERIFIED). Once you are satisfied that "
+        "it is intact, write it again to record them: "
+        "bayes_risk.SyntheticData.load(old).save(new).", code="RELEASE_UNVERIFIED"),
+        skip_file_prefixes=CALLER)
 
 
 def _bad_manifest(p: Path, text: str) -> ValidationError:
@@ -480,6 +595,11 @@ def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
         if fp.suffix.lower() != suffix:
             raise _bad_manifest(p, f"dataset file {f!r} is not a {fmt} file ('file_format' is "
                                 f"{fmt!r})")
+    sums = man.get(CHECKSUMS)
+    if sums is not None:
+        unlisted = [f for f in [*files, MANIFEST_NAME] if f not in sums]
+        if unlisted:
+            raise _bad_manifest(p, f"{CHECKSUMS!r} records no checksum of {unlisted}")
     if man.get("m") is not None and man["m"] != len(files):
         raise _bad_manifest(p, f"'m' is {man['m']} but 'files' lists {len(files)} dataset(s)")
     sizes = man.get("n_records_per_dataset")

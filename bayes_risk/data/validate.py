@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,10 +20,18 @@ from bayes_risk.data.schema import (
     _sort_levels,
     did_you_mean,
 )
-from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError, arg_name
+from bayes_risk.exceptions import (
+    CALLER,
+    DataWarning,
+    SchemaError,
+    ValidationError,
+    arg_name,
+    on_command_line,
+)
 
 __all__ = [
-    "validate_table", "validate_synthetic", "harmonise_levels", "encode", "decode",
+    "validate_table", "validate_synthetic", "harmonise_levels", "check_release_levels",
+    "release_levels", "release_only_levels", "refuse_unknown_levels", "encode", "decode",
     "decode_values", "check_m", "check_no_infinity", "check_real", "record_mask"
 ]
 
@@ -205,21 +213,27 @@ def check_probability(x: Any, argument: str) -> float:
 
 
 def harmonise_levels(original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], *,
-                     schema: Schema) -> Schema:
+                     schema: Schema, recoded: Collection[str] = ()) -> Schema:
     """Return ``schema`` with each categorical column's levels extended to the union over tables.
 
     Existing levels keep their order (and codes); levels seen only in synthetic datasets are
-    appended in sorted order.
+    appended in sorted order. A level of a synthetic dataset that the original never holds is an
+    error (``check_release_levels``) unless its column is in ``recoded``.
+
+    Raises
+    ------
+    SchemaError
+        ``SYNTHETIC_ONLY_LEVEL``: a synthetic dataset holds a level the original never holds in a
+        column not in ``recoded``; ``LEVEL_TYPES_DIFFER``.
     """
     new_levels: dict[str, tuple[Any, ...]] = {}
-    syn_only: dict[str, list[tuple[int, Any]]] = {}
     for spec in schema:
         if spec.type not in CATEGORICAL_TYPES:
             continue
         base = list(spec.levels or ())
         seen = {normalise_level(v) for v in base}
         extra = []
-        for l, df in enumerate([original, *synthetic]):
+        for df in [original, *synthetic]:
             if spec.name not in df.columns:
                 continue
             for v in pd.unique(df[spec.name].dropna()):
@@ -227,13 +241,133 @@ def harmonise_levels(original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], 
                 if nv not in seen:
                     seen.add(nv)
                     extra.append(nv)
-                    if l > 0:
-                        syn_only.setdefault(spec.name, []).append((l, nv))
         _refuse_labels_of_two_types(spec.name, list(seen))
         if extra or spec.levels is None:
             new_levels[spec.name] = tuple(base) + _sort_levels(extra)
-    warn_synthetic_only_levels(syn_only)
+    check_release_levels(release_only_levels(original, synthetic, schema), recoded,
+                         original=original)
     return schema.with_levels(new_levels) if new_levels else schema
+
+
+def release_only_levels(original: pd.DataFrame, synthetic: Sequence[pd.DataFrame],
+                        schema: Schema) -> dict[str, list[tuple[int, Any]]]:
+    """The levels of the synthetic datasets that the original never holds
+    (:func:`release_levels`), per categorical column of ``schema``: ``(dataset, level)`` pairs,
+    datasets numbered from 1, each level once with the first dataset that holds it."""
+    out: dict[str, list[tuple[int, Any]]] = {}
+    for spec in schema:
+        if spec.type not in CATEGORICAL_TYPES:
+            continue
+        allowed = release_levels(spec, original)
+        if allowed is None:
+            continue
+        for l, df in enumerate(synthetic, start=1):
+            if spec.name not in df.columns:
+                continue
+            for v in pd.unique(df[spec.name].dropna()):
+                nv = normalise_level(v)
+                if nv not in allowed:
+                    allowed.add(nv)
+                    out.setdefault(spec.name, []).append((l, nv))
+    return out
+
+
+def release_levels(spec: Any, original: pd.DataFrame) -> set[Any] | None:
+    """The levels a release may hold in the categorical column ``spec``: those the original
+    holds, and the schema's declared levels when they describe the original (every level it
+    holds among them: a codebook's level no record holds). ``None`` when the original lacks the
+    column (the callers' column checks report it)."""
+    if spec.name not in original.columns:
+        return None
+    held = {normalise_level(v) for v in pd.unique(original[spec.name].dropna())}
+    declared = {normalise_level(v) for v in spec.levels or ()}
+    return held | declared if held <= declared else held
+
+
+def check_release_levels(syn_only: Mapping[str, Sequence[tuple[int, Any]]],
+                         recoded: Collection[str] = (), *,
+                         original: pd.DataFrame | None = None, warn: bool = True) -> None:
+    """Refuse levels of a release that the original never holds, unless the release recodes
+    their column.
+
+    The one check of every measure that compares an original with a release (the utility, the
+    disclosure measures, identification, the attacks, the audit, ``sdc``): such a level is a
+    level of its own, so no released record matches an original one on that column, and a
+    release coded otherwise than its original (codes against labels) would show every risk as
+    zero.
+
+    Parameters
+    ----------
+    syn_only : mapping
+        Column -> ``(dataset, level)`` pairs (datasets numbered from 1).
+    recoded : collection of str
+        Columns the release recodes on purpose (:meth:`SyntheticData.declare_recoded`,
+        ``--recoded``): their levels are kept as levels of their own, with the warning.
+    original : DataFrame, optional
+        The original (its levels are named in the error).
+    warn : bool, default True
+        Warn for the columns in ``recoded`` (``False``: a check made before the measures that
+        warn themselves).
+
+    Raises
+    ------
+    SchemaError
+        ``SYNTHETIC_ONLY_LEVEL``, naming the column, the levels and the dataset.
+
+    Warns
+    -----
+    DataWarning
+        ``SYNTHETIC_ONLY_LEVEL`` for the columns in ``recoded``.
+    """
+    refused = {c: lv for c, lv in syn_only.items() if c not in set(recoded)}
+    if refused:
+        c, lv = next(iter(refused.items()))
+        levels = _sort_levels(v for _, v in lv)
+        shown = ", ".join(f"{_level_to_json(v)!r}" for v in levels[:5]) + (
+            f" and {len(levels) - 5} more" if len(levels) > 5 else "")
+        held = ""
+        if original is not None and c in original.columns:
+            own = _sort_levels({normalise_level(v) for v in pd.unique(original[c].dropna())})
+            held = (f" (the original's levels: {', '.join(map(repr, own[:8]))}"
+                    + (" ..." if len(own) > 8 else "") + ")")
+        more = (f"; also column(s) {list(refused)[1:]}" if len(refused) > 1 else "")
+        raise SchemaError(
+            f"synthetic dataset {lv[0][0]}: column {c!r} holds {shown}, level(s) the original "
+            f"never holds{held}{more} (SYNTHETIC_ONLY_LEVEL). Each would be a level of its own "
+            "that no original record has, so no released record could match one on this column "
+            "and every risk that compares them would be understated (a release coded otherwise "
+            "than its original, codes against labels, shows them as 0). Code the release as the "
+            "original, or, if the release recodes the column on purpose, say so with "
+            f"{recoded_hint([c, *list(refused)[1:]])}.", code="SYNTHETIC_ONLY_LEVEL")
+    _warn_synthetic_only_levels(syn_only)
+
+
+def refuse_unknown_levels(df: pd.DataFrame, levels: Mapping[str, Iterable[Any]], argument: str,
+                          *, absent_from: str, consequence: str, remedy: str) -> None:
+    """Refuse a value of a categorical column that is not among ``levels[column]``
+    (``UNKNOWN_LEVEL``), naming the row, the column, the value and ``absent_from`` (where the
+    levels come from), then ``consequence`` and ``remedy``."""
+    for c, allowed_levels in levels.items():
+        if c not in df.columns:
+            continue
+        allowed = {normalise_level(v) for v in allowed_levels}
+        col = df[c]
+        bad = [v for v in pd.unique(col.dropna()) if normalise_level(v) not in allowed]
+        if bad:
+            first = normalise_level(bad[0])
+            row = int(np.flatnonzero([normalise_level(v) == first for v in col])[0])
+            raise SchemaError(
+                f"{argument} row {row}: column {c!r} holds {_level_to_json(bad[0])!r}, a level "
+                f"absent from {absent_from}"
+                + (f" ({len(bad)} such levels)" if len(bad) > 1 else "")
+                + f"; {consequence} (UNKNOWN_LEVEL). {remedy}", code="UNKNOWN_LEVEL")
+
+
+def recoded_hint(columns: Sequence[str]) -> str:
+    """How the caller declares that the release recodes ``columns``."""
+    if on_command_line():
+        return arg_name("recoded", " ".join(map(str, columns)))
+    return f"release.declare_recoded({list(columns)!r})"
 
 
 def _refuse_labels_of_two_types(column: str, levels: list[Any]) -> None:
@@ -252,7 +386,7 @@ def _refuse_labels_of_two_types(column: str, levels: list[Any]) -> None:
                           "like=original) are reconciled.", code="LEVEL_TYPES_DIFFER")
 
 
-def warn_synthetic_only_levels(syn_only: dict[str, list[tuple[int, Any]]]) -> None:
+def _warn_synthetic_only_levels(syn_only: Mapping[str, Sequence[tuple[int, Any]]]) -> None:
     """Warn ``SYNTHETIC_ONLY_LEVEL``; ``syn_only`` maps a column to ``(dataset, level)`` pairs."""
     if not syn_only:
         return
@@ -261,8 +395,9 @@ def warn_synthetic_only_levels(syn_only: dict[str, list[tuple[int, Any]]]) -> No
         for c, lv in syn_only.items()
     )
     warnings.warn(f"level(s) present only in the synthetic data (SYNTHETIC_ONLY_LEVEL): {desc}. "
-                  "They are kept as levels of their own: models fitted to the original give them "
-                  "probability 0 and the utility measures count them.", DataWarning,
+                  "The release recodes these columns, as stated: the levels are kept as levels of "
+                  "their own, which no original record matches; models fitted to the original "
+                  "give them probability 0 and the utility measures count them.", DataWarning,
                   skip_file_prefixes=CALLER)
 
 

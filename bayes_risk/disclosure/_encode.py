@@ -53,9 +53,11 @@ def resolve_inputs(
     categorical: Iterable[str] | None,
     columns: Sequence[str],
     target: bool = False,
+    recoded: Sequence[str] = (),
 ) -> Schema:
     """Schema of ``columns``, harmonised over the tables, every table checked; ``target``: the
-    last column is the target."""
+    last column is the target; ``recoded``: the columns the release recodes
+    (:func:`~bayes_risk.data.harmonise_levels`)."""
     schema = base_schema(original, schema=schema, carried=carried, categorical=categorical)
     for c in columns:  # the keys, then the target (if any) last
         schema.check_columns([c], "target" if target and c == columns[-1] else "keys")
@@ -75,7 +77,7 @@ def resolve_inputs(
         if len(t) == 0:
             raise ValidationError(f"{name} has no rows; the measures are percentages of records.",
                                   code="EMPTY_TABLE")
-    sub = harmonise_levels(tables[0], tables[1:], schema=sub)
+    sub = harmonise_levels(tables[0], tables[1:], schema=sub, recoded=recoded)
     for name, t in zip(names, tables, strict=True):
         validate_table(t, sub, name=name, allow_nan=True)
     return sub
@@ -189,6 +191,12 @@ def _grouped(name: str, arrays: list[np.ndarray], missing_codes: Sequence[float]
             f"{argument} = {ngroups}: column {name!r} has a single distinct value (besides "
             "missing values); there is nothing to group.",
             code="CONSTANT_COLUMN")
+    from bayes_risk._memory import check_memory
+
+    # the quantile breaks (three arrays of ngroups + 1 doubles: ngroups=10**9 asked for 24 GB)
+    # and, at most, a label of about 100 bytes a group
+    check_memory(124.0 * (ngroups + 1), argument,
+                 what=f"the breaks of {ngroups:,} groups of column {name!r}")
     br = _group_breaks(pooled, ngroups)
     ng = len(br) - 1
     na = ng + len(missing_codes)

@@ -28,7 +28,7 @@ from bayes_risk.disclosure._encode import (
     resolve_inputs,
 )
 from bayes_risk.disclosure._rcompat import c_sort, r_as_character, r_format
-from bayes_risk.exceptions import DataWarning, ValidationError
+from bayes_risk.exceptions import DataWarning, ValidationError, on_command_line
 from bayes_risk.results.disclosure import (
     REPU_MEASURES,
     DisclosureByTarget,
@@ -134,8 +134,8 @@ def _check_options(ngroups_target: Any, compat: Any) -> int | None:
         return None
     if not is_integer(ngroups_target) or int(ngroups_target) < 2:
         raise ValidationError(
-            f"ngroups_target must be an integer >= 2 (or None / 0: no grouping). "
-            f"Got {ngroups_target!r}.")
+            f"ngroups_target must be an integer >= 2 (or {'0' if on_command_line() else 'None / 0'}"
+            f": no grouping). Got {ngroups_target!r}.")
     return int(ngroups_target)
 
 
@@ -449,7 +449,7 @@ def disclosure_measures(
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     carried = None if source is None else source.schema
     sub = resolve_inputs(original, datasets, carried, schema, categorical, [*keys, target],
-                         target=True)
+                         target=True, recoded=() if source is None else source.recoded_columns)
     u = ex.use_keys_na
     use_keys = [u] * len(keys) if isinstance(u, bool) else list(u)
     if len(use_keys) != len(keys):
@@ -595,7 +595,8 @@ def replicated_uniques(
     # record i is never paired with row i: the same records in another order are the same
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     carried = None if source is None else source.schema
-    sub = resolve_inputs(original, datasets, carried, schema, categorical, keys)
+    sub = resolve_inputs(original, datasets, carried, schema, categorical, keys,
+                         recoded=() if source is None else source.recoded_columns)
     res = _replicated(original, datasets, keys, sub, compat == "synthpop")
     res.warnings.extend(duplicate_codes(datasets))  # warned by as_synthetic_list
     return res

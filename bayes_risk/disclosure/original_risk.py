@@ -15,7 +15,15 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._specs import check_option, is_integer, is_number
-from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError
+from bayes_risk.data.schema import did_you_mean
+from bayes_risk.exceptions import (
+    CALLER,
+    DataWarning,
+    SchemaError,
+    ValidationError,
+    arg_name,
+    on_command_line,
+)
 from bayes_risk.results.original_risk import OriginalRisk
 
 __all__ = ["original_risk", "OriginalRisk"]
@@ -74,7 +82,8 @@ def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, ma
         if absent:
             raise SchemaError(
                 f"{argument}: column(s) {absent} are not in the original data (columns: "
-                f"{list(original.columns)}).", code="MISSING_COLUMN")
+                f"{list(original.columns)})." + did_you_mean(absent[0], original.columns),
+                code="MISSING_COLUMN")
     both = [s for s in sensitive if s in keys]
     if both:
         raise ValidationError(
@@ -84,7 +93,9 @@ def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, ma
     check_option(method, "method", ("approx", "exact"))
     check_option(compat, "compat", (None, "sdcmicro"))
     if max_size is not None and (not is_integer(max_size) or int(max_size) < 1):
-        raise ValidationError(f"max_size must be an integer >= 1 or None. Got {max_size!r}.")
+        raise ValidationError(f"{arg_name('max_size')} must be an integer >= 1"
+                              + ("" if on_command_line() else " or None") + f". Got {max_size!r}.",
+                              code="INVALID_ARGUMENT")
     if not is_number(dis_fraction) or not 0 < float(dis_fraction) < 1:
         raise ValidationError(
             f"dis_fraction must be a sampling fraction in (0, 1). Got {dis_fraction!r}.")
@@ -489,8 +500,8 @@ def original_risk(
         if n_subsets > MAX_SUBSETS:
             raise ValidationError(
                 f"SUDA2 on {p} keys examines {n_subsets:,} key subsets (more than "
-                f"{MAX_SUBSETS:,}); give max_size (the largest MSU searched), fewer keys, or "
-                "suda=False.")
+                f"{MAX_SUBSETS:,}); give {arg_name('max_size')} (the largest MSU searched), "
+                f"fewer keys, or {arg_name('suda', False)}.")
         if p < 3:
             codes_list.append("SUDA_FEW_KEYS")
             warnings.warn(DataWarning(

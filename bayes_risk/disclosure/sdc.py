@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from bayes_risk._checksums import file_sha256
+from bayes_risk._io import read_json
 from bayes_risk._specs import check_option
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.normalise import as_synthetic_list
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData, generation_from_roles
 from bayes_risk.disclosure._encode import resolve_inputs
 from bayes_risk.disclosure.measures import combined_key_codes
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
@@ -128,11 +131,38 @@ def sdc(
         steps.append({"operation": "smoothing", "columns": list(smooth),
                       "method": "cubic smoothing spline of the sorted values on their ranks, "
                       "penalty by generalised cross-validation"})
+    origin = _origin(source)
+    for step in steps:  # the release these steps were applied to, to be read back by the audit
+        step["source"] = origin
     before = {} if source is None else source.extra or {}
     extra = {**before, "post_processing": [*before.get("post_processing", []), *steps]}
     if source is None:
         return SyntheticData(datasets, method="external", extra=extra)
-    return dataclasses.replace(source, datasets=datasets, extra=extra)
+    if remove is not None:
+        # a fully synthetic release's rows are no records of the original: none is paired with
+        # a record once rows are removed (the flags of a full synthesis say every record)
+        return dataclasses.replace(source, datasets=datasets, extra=extra,
+                                   synthesized_records=None, folder=None)
+    return dataclasses.replace(source, datasets=datasets, extra=extra, folder=None)
+
+
+def _origin(source: SyntheticData | None) -> dict[str, Any] | None:
+    """Where the release a remedy post-processes is — its folder, or its plain files — and the
+    SHA-256 of its dataset files, so that an audit of the remedy can read it back and say why a
+    risk rose; ``None`` for a release made in memory."""
+    folder = None if source is None else source.folder
+    files = (source.extra or {}).get("files") if source is not None else None
+    try:
+        if folder is not None:
+            names = read_json(Path(folder) / MANIFEST_NAME, "no manifest")["files"]
+            return {"folder": folder,
+                    "sha256": {f: file_sha256(Path(folder) / f) for f in names}}
+        if isinstance(files, list) and files and all(isinstance(f, str) for f in files):
+            paths = [str(Path(f).resolve()) for f in files]
+            return {"files": paths, "sha256": {f: file_sha256(f) for f in paths}}
+    except (OSError, KeyError, TypeError, ValidationError):
+        pass  # moved or removed since it was read: nothing to point to
+    return None
 
 
 def _fits(col: pd.Series, bottom: float | None, top: float | None) -> bool:
@@ -230,8 +260,10 @@ def _remove(datasets: list[pd.DataFrame], original: pd.DataFrame, keys: Any, rem
     """The datasets without the synthetic uniques (on ``keys``) that are unique in the original
     (``replicated_uniques``) or occur in it (``uniques_in_original``)."""
     schema = source.schema if source is not None else None
-    partial = schema is not None and bool(schema.unsynthesized)
-    if partial or (source is not None and source.synthesized_records is not None):
+    # the manifest's scheme, and the roles it records (every record of a full synthesis is
+    # listed among the synthesized records: that makes it no partial one)
+    if source is not None and "partial" in (
+            source.generation, generation_from_roles(schema, source.synthesized_records)):
         raise ValidationError(
             f"{arg_name('remove', repr(remove), cli=remove.replace('_', '-'))} applies to "
             "fully synthetic releases: this one is partially "
@@ -240,7 +272,8 @@ def _remove(datasets: list[pd.DataFrame], original: pd.DataFrame, keys: Any, rem
             "keys or synthesize more columns instead.", code="REMEDY_NOT_APPLICABLE")
     keys = (list(original.columns) if keys is None else [keys] if isinstance(keys, str)
             else list(keys))
-    sub = resolve_inputs(original, datasets, schema, None, None, keys)
+    sub = resolve_inputs(original, datasets, schema, None, None, keys,
+                         recoded=() if source is None else source.recoded_columns)
     orig, syn = combined_key_codes(original, datasets, keys, sub, compat == "synthpop")
     n_codes = int(max([orig.max(initial=-1), *[s.max(initial=-1) for s in syn]])) + 1
     in_orig = np.bincount(orig, minlength=n_codes)

@@ -193,7 +193,8 @@ class PerDatasetOutput:
 N_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
-def parallel(fn, items, *, progressbar: bool, description: str, threads: bool) -> list:
+def parallel(fn, items, *, progressbar: bool, description: str, threads: bool,
+             unit: str = "datasets") -> list:
     """Run ``fn`` over items, on threads with the compiled kernels (they release the GIL; each
     item writes its own slice, so nothing depends on the threads)."""
     items = list(items)
@@ -203,12 +204,12 @@ def parallel(fn, items, *, progressbar: bool, description: str, threads: bool) -
         with ThreadPoolExecutor(N_THREADS) as ex:
             futs = [ex.submit(fn, it) for it in items]
             out = []
-            for f in progress(futs, total=len(futs), description=description,
+            for f in progress(futs, total=len(futs), description=description, unit=unit,
                               enabled=progressbar):
                 out.append(f.result())
             return out
     return [fn(it) for it in progress(items, total=len(items), description=description,
-                                      enabled=progressbar)]
+                                      unit=unit, enabled=progressbar)]
 
 
 def _chunks(N: int, size: int):

@@ -23,8 +23,9 @@ from bayes_risk.data.schema import (
 )
 from bayes_risk.data.validate import (
     check_no_infinity,
+    check_release_levels,
     harmonise_levels,
-    warn_synthetic_only_levels,
+    release_levels,
 )
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
@@ -55,8 +56,10 @@ def released_replicates(
     known_us: list[str],
     known: list[str],
     sk: Schema,
+    recoded: Sequence[str] = (),
 ) -> tuple[list[Replicate], Schema]:
-    """The known columns of every released dataset, checked, and the harmonised schema."""
+    """The known columns of every released dataset, checked, and the harmonised schema
+    (``recoded``: the columns the release recodes, :func:`harmonise`)."""
     n = len(original)
     if not datasets:
         raise ValidationError("give the synthetic datasets (or replicates=).")
@@ -71,7 +74,10 @@ def released_replicates(
         if len(z) != n:
             raise SchemaError(
                 f"synthetic dataset {l} has {len(z)} rows but the original has {n}; "
-                "partially synthetic datasets keep the original's records in order.",
+                "identification risk pairs each record with its own row of every dataset (the "
+                "true match, Hornby & Hu 2021), which a release with another number of rows "
+                "(records removed after synthesis, a synthetic population) does not have: "
+                "measure it with the disclosure measures or the attacks instead.",
                 code="ROW_COUNT_MISMATCH",
             )
         colmaps.append(cmap)
@@ -99,15 +105,17 @@ def released_replicates(
                                   f"synthetic dataset {l}", c)
             d[c] = col
         rep_all.append(d)
-    sk = harmonise(sk, rep_all)
+    sk = harmonise(sk, rep_all, original, recoded)
     check_unsynthesized_equal(original, rep_all, known_us, sk)
     return rep_all, sk
 
 
 def user_replicates(
-    replicates: Any, original: pd.DataFrame, known_s: list[str], sk: Schema
+    replicates: Any, original: pd.DataFrame, known_s: list[str], sk: Schema,
+    recoded: Sequence[str] = (),
 ) -> tuple[list[Replicate], Schema]:
-    """User replicates of the synthesized known columns, checked, and the harmonised schema."""
+    """User replicates of the synthesized known columns, checked, and the harmonised schema
+    (``recoded``: the columns the release recodes, as for released datasets)."""
     n = len(original)
     if not isinstance(replicates, (list, tuple)) or not replicates:
         raise ValidationError(
@@ -143,18 +151,21 @@ def user_replicates(
             if sk[c].type not in CATEGORICAL_TYPES:
                 df[c] = numeric(df[c], c, f"replicate {r}")
         rep_s.append(df)  # missing values: as in released datasets (user guide, Missing values)
-    sk = harmonise_levels(original, rep_s, schema=sk)
+    sk = harmonise_levels(original, rep_s, schema=sk, recoded=recoded)
     return rep_s, sk
 
 
-def harmonise(sk: Schema, frames: Sequence[Mapping[str, pd.Series]]) -> Schema:
+def harmonise(sk: Schema, frames: Sequence[Mapping[str, pd.Series]], original: pd.DataFrame,
+              recoded: Sequence[str] = ()) -> Schema:
     """Categorical levels of ``sk`` with the synthetic columns' appended sorted, as
-    :func:`bayes_risk.data.validate.harmonise_levels` (one ``pd.unique`` per column)."""
+    :func:`bayes_risk.data.validate.harmonise_levels` (one ``pd.unique`` per column), whose
+    check of the levels the original never holds it shares."""
     new = {}
     syn_only: dict[str, list] = {}
     for c in sk.categorical:
         base = list(sk[c].levels or ())
         seen = {normalise_level(v) for v in base}
+        allowed = release_levels(sk[c], original)
         parts = []
         for d in frames:
             col = d[c]
@@ -164,7 +175,7 @@ def harmonise(sk: Schema, frames: Sequence[Mapping[str, pd.Series]]) -> Schema:
             vals = pd.unique(np.concatenate(parts))
         except (TypeError, ValueError):
             vals = pd.unique(np.concatenate([np.asarray(p, dtype=object) for p in parts]))
-        extra = []
+        extra, outside = [], []
         for v in vals:
             if v is None or (isinstance(v, float) and np.isnan(v)):
                 continue
@@ -172,15 +183,19 @@ def harmonise(sk: Schema, frames: Sequence[Mapping[str, pd.Series]]) -> Schema:
             if nv not in seen:
                 seen.add(nv)
                 extra.append(nv)
+            if allowed is not None and nv not in allowed:
+                allowed.add(nv)
+                outside.append(nv)
         if extra:
             new[c] = tuple(base) + _sort_levels(extra)
+        if outside:
             syn_only[c] = [
                 (next(l for l, d in enumerate(frames, start=1)
                       if (np.asarray([normalise_level(x) for x in d[c]], dtype=object)
                           == v).any()), v)
-                for v in extra
+                for v in outside
             ]
-    warn_synthetic_only_levels(syn_only)
+    check_release_levels(syn_only, recoded, original=original)
     return sk.with_levels(new) if new else sk
 
 

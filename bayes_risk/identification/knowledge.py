@@ -243,7 +243,8 @@ class _Sweep:
         """Evaluate the subsets not yet evaluated (through match masks where they serve)."""
         todo = [s for s in dict.fromkeys(subsets) if s not in self.done]
         for _ in progress(self._evaluated(todo), total=len(todo),
-                          description="knowledge sweep", enabled=progressbar):
+                          description="knowledge sweep", unit="column sets",
+                          enabled=progressbar):
             pass
 
     def _evaluated(self, todo: list[frozenset]):

@@ -256,7 +256,7 @@ def run_pooled(prep: Prepared, rule: MatchRule, part: TargetPartition, *,
     if not in_turn:  # built once (in parallel) before the chunk loop
         _engine.parallel(lambda r: _engine.replicate_index(prep, rule, r), range(R),
                          progressbar=progressbar, description="indexing replicates",
-                         threads=compiled)
+                         threads=compiled, unit="replicates")
     groups = _distinct_targets(tkey, bounds, inv_f)
     ctx_prep, ctx_inv_f = prep, inv_f
     order = start = group = weight = None
@@ -295,8 +295,8 @@ def run_pooled(prep: Prepared, rule: MatchRule, part: TargetPartition, *,
     cap = int(min(MAX_CHUNK_TARGETS, max(1, (2**62 // max(R, 1) - 1) // max(n, 1))))
     a = 0
     size = min(FIRST_CHUNK_TARGETS, cap)
-    for step in progress(range(steps), total=steps, description="identification",
-                         enabled=progressbar):
+    for step in progress(range(steps), total=N, description="identification", unit="targets",
+                         size=lambda s: int(ends[s + 1] - ends[s]), enabled=progressbar):
         stop_at = int(ends[step + 1])
         while a < stop_at:
             z = min(stop_at, a + size)

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,7 +14,7 @@ from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.missing import mask_missing_codes, missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
-from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, infer_schema
+from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, did_you_mean, infer_schema
 from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.identification import population as _population
@@ -62,11 +61,9 @@ def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesize
         cols = [str(c) for c in original.columns]
         miss = [c for c in syn if c not in cols and c not in known]
         if miss:
-            near = difflib.get_close_matches(miss[0], cols, n=1)
-            hint = f" Did you mean {near[0]!r}?" if near else ""
             raise SchemaError(
                 f"synthesized names column(s) {miss} that are not in the original data."
-                + hint, code="UNKNOWN_COLUMN",
+                + did_you_mean(miss[0], cols), code="UNKNOWN_COLUMN",
             )
         syn_set = set(syn)
     elif replicates is not None:
@@ -356,11 +353,12 @@ def prepare(
     warn: dict[str, str] = {}
     if duplicate_codes(datasets):  # warned by as_synthetic_list: kept among the run's warnings
         warn["DUPLICATE_DATASETS"] = message("DUPLICATE_DATASETS")
+    recoded = () if source is None else source.recoded_columns
     if replicates is None:
-        rep_s, sk = released_replicates(original, datasets, known_us, known, sk)
+        rep_s, sk = released_replicates(original, datasets, known_us, known, sk, recoded)
         check_rows_aligned(original, datasets, source, synthesized=known_s, record=warn)
     else:
-        rep_s, sk = user_replicates(replicates, original, known_s, sk)
+        rep_s, sk = user_replicates(replicates, original, known_s, sk, recoded)
     rule = _match_rule(o, sk, original, known_us, known_s)
     ids_orig = _original_ids(original, original_id, target_id, targets is not None)
     tdf, in_sample, rec, target_ids = _targets(original, targets, target_id, ids_orig, known, sk)

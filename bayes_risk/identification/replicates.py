@@ -156,6 +156,13 @@ class PosteriorReplicates:
         provenance = check_release_model(self.model, None if empty else synthetic, original,
                                          allow=self.allow_other_model, record=provenance_warnings)
         R_max = int(self.max_replicates) if self.n == "auto" else int(self.n)
+        from bayes_risk._memory import check_memory
+
+        # each replicate's file measures are kept for the quantiles and the jackknife
+        # (n=10**9 asked for 56 GB while the replicates ran, growing)
+        check_memory(8.0 * R_max * (len(MEASURES) + 2),
+                     arg_name("max_replicates" if self.n == "auto" else "n"),
+                     what=f"the file measures of {R_max:,} posterior replicates")
         job = BatchJob(models=self._models(datasets, seq), columns=ks, seq=seq,
                        chunk_size=int(self.chunk_size), batch_size=int(self.batch_size),
                        n_total=R_max)
@@ -353,7 +360,8 @@ def _check_mode(options: dict[str, Any], known_synthesized: Any) -> list[str]:
     if not ks:
         raise ValidationError(
             "posterior replicates replace the synthesized known columns, but no known column is "
-            "synthesized (synthesized=): there is nothing to replicate.",
+            f"synthesized ({arg_name('synthesized')} names none): there is nothing to "
+            "replicate.",
             code="INVALID_ARGUMENT"
         )
     return ks
@@ -374,8 +382,14 @@ def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple
             max_workers=1, thread_name_prefix="bayes-risk-checkpoint") as pool:
         pending = None  # the checkpoint evaluated while this batch was matched
         sums = _batch_sums(ex, shared, job, plan, n_batches, points)
-        for b, batch in progress(enumerate(sums, start=1), total=n_batches,
-                                 description="posterior replicates", enabled=progressbar):
+        # counted in replicates, as the stopping rule and its warning count them (issue 66:
+        # the bar counted batches of them); an "auto" run may stop before the most allowed
+        what = ("posterior replicates (stops once the Monte Carlo error is reached)"
+                if pr.n == "auto" else "posterior replicates")
+        most = int(pr.max_replicates) if pr.n == "auto" else int(pr.n)
+        for b, batch in progress(enumerate(sums, start=1), total=most, description=what,
+                                 unit="replicates",
+                                 size=lambda item: item[1].R, enabled=progressbar):
             if pending is not None:
                 at_stop = stop(*pending.result())
                 pending = None

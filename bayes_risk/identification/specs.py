@@ -236,8 +236,11 @@ class PopulationSpec:
                 raise ValidationError(
                     f"PopulationSpec.{name} must be a column name. Got {value!r}.")
         if self.targets is None and self.target_id is not None:
+            # "PopulationSpec.targets" on the command line is --targets FILE
+            targets = arg_name("PopulationSpec.targets", cli="FILE")
             raise ValidationError(
-                "PopulationSpec.target_id names the id column of targets; give targets too.")
+                f"PopulationSpec.target_id names the id column of the targets; give {targets} "
+                "too.")
         if self.weights is not None:
             object.__setattr__(self, "weights", _weights(self.weights))
         if self.estimate != "default" and (self.weights is not None or not (

@@ -12,8 +12,9 @@ from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._specs import as_spec
 from bayes_risk.attribute.refits import cache_folder
 from bayes_risk.contract import capabilities
+from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.provenance import check_release_model
-from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
+from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name, on_command_line
 from bayes_risk.membership import dcr as _dcr
 from bayes_risk.membership import estimator as _est
 from bayes_risk.membership import holdout as _holdout
@@ -156,6 +157,21 @@ def check_model(model: Any, selection: Any = None) -> None:
             code="MEMBERSHIP_PARTIAL_SYNTHESIS")
 
 
+def _check_tree_options(ratio: RatioSpec, rule: Any) -> None:
+    """Refuse the settings of a Bayesian model's ratio given with a CART release."""
+    if ratio.augmented is not None:
+        raise ValidationError("RatioSpec.augmented applies to models with posterior draws; a "
+                              "CART release has none (leave augmented unset).",
+                              code="INVALID_ARGUMENT")
+    if rule is not None:
+        raise ValidationError(
+            "selection applies to a Bayesian model's release of selected records; the CART "
+            "plug-in ratio covers releases that synthesize every record ("
+            + ("give no --selection" if on_command_line() else "leave selection unset")
+            + ").",
+            code="OPTION_CONFLICT")
+
+
 def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
                     holdout: pd.DataFrame | None = None,
                     records: Sequence[int] | np.ndarray | None = None,
@@ -221,16 +237,7 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
     check_model(model, selection=rule)
     provenance = check_release_model(model, synthetic, original, allow=allow_other_model)
     if _trees.is_tree_model(model):
-        if ratio.augmented is not None:
-            raise ValidationError("RatioSpec.augmented applies to models with posterior draws; a "
-                                  "CART release has none (leave augmented unset).",
-                                  code="INVALID_ARGUMENT")
-        if rule is not None:
-            raise ValidationError(
-                "selection applies to a Bayesian model's release of selected records; the CART "
-                "plug-in ratio covers releases that synthesize every record (leave selection "
-                "unset).",
-                code="OPTION_CONFLICT")
+        _check_tree_options(ratio, rule)
         return provenance.note(_tree_membership_risk(
             model, original, synthetic, holdout, records, population, attack, ratio, random_seed),
             synthetic)
@@ -312,6 +319,11 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
     warnings_ = result_warnings(table, n_non, H, model, posteriors)
     if released_whole[: len(members)].any():
         warnings_.append("MEMBERSHIP_RELEASED_WHOLE")
+    # missing modelled values: the ratio runs (the refits integrate them out) but is not derived
+    # nor checked for them (methods, Models supported and refused): never a quiet number
+    if any(t is not None and missing_mask(t[c], schema[c].missing_codes).any()
+           for t in (orig, hold) for c in schema.names if c not in us):
+        warnings_.append("MEMBERSHIP_MISSING_VALUES")
     if copies is not None:
         warnings_.append("HOLDOUT_OVERLAPS_ORIGINAL")
         hold = hold[~copies]

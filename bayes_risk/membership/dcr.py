@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.exceptions import arg_name, on_command_line
+
 __all__ = ["closest_distance", "overfitting_share", "encode_for_distance"]
 
 #: targets per block of the distance computation (fewer when the memory budget is smaller)
@@ -47,7 +49,9 @@ def _min_distance(a: np.ndarray, b: np.ndarray, is_cat: np.ndarray,
     from bayes_risk._memory import check_memory, working_bytes
 
     per = _PAIR_BYTES * max(len(b), 1)
-    check_memory(per, "the synthetic datasets or AttackSpec(dcr=False)",
+    # the distance baseline is turned off by AttackSpec(dcr=False), on the command line --no-dcr
+    off = arg_name("dcr", False) if on_command_line() else "AttackSpec(dcr=False)"
+    check_memory(per, f"the synthetic datasets or {off}",
                  what=f"the distances of a record to {len(b):,} released rows")
     block = int(min(_BLOCK, max(1, working_bytes(_BLOCK * per) // per)))
     out = np.empty(len(a))

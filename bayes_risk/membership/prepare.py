@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
-from bayes_risk.data.validate import validate_table
+from bayes_risk.data.validate import refuse_unknown_levels, validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 from bayes_risk.membership.plan import ROWS_PER_DRAW
 
@@ -55,23 +55,11 @@ def _table(df: Any, cols: list[str], argument: str) -> pd.DataFrame:
 
 def _check_levels(df: pd.DataFrame, schema: Any, argument: str) -> None:
     """A value the model was never fitted with has probability 0 under every draw."""
-    from bayes_risk.data.levels import normalise_level
-
-    for spec in schema:
-        if not spec.is_categorical or spec.levels is None:
-            continue
-        allowed = {normalise_level(v) for v in spec.levels}
-        col = df[spec.name]
-        bad = [v for v in pd.unique(col.dropna()) if normalise_level(v) not in allowed]
-        if bad:
-            first = normalise_level(bad[0])
-            row = int(np.flatnonzero([normalise_level(v) == first for v in col])[0])
-            raise SchemaError(
-                f"{argument} row {row}: column {spec.name!r} holds {bad[0]!r}, a level absent "
-                "from the data the model was fitted to; its likelihood is 0 under the model, so "
-                "its membership ratio is undefined (UNKNOWN_LEVEL). Drop such rows or refit with "
-                "the level declared.",
-                code="UNKNOWN_LEVEL")
+    refuse_unknown_levels(
+        df, {s.name: s.levels for s in schema if s.is_categorical and s.levels is not None},
+        argument, absent_from="the data the model was fitted to",
+        consequence="its likelihood is 0 under the model, so its membership ratio is undefined",
+        remedy="Drop such rows or refit with the level declared.")
 
 
 def prior_probability(prior: float | str, n: int, population_size: int | None) -> float:
@@ -110,6 +98,11 @@ def check_options(population: Any, threshold: float, normaliser_draws: Any, boot
             f"normaliser_draws must be an integer >= 20. Got {normaliser_draws!r}.")
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
         raise ValidationError(f"bootstrap must be an integer >= 0. Got {bootstrap!r}.")
+    from bayes_risk._memory import check_memory
+
+    # the file summary's four arrays of replicates (bootstrap=10**9 asked for 32 GB)
+    check_memory(32.0 * int(bootstrap), arg_name("bootstrap"),
+                 what=f"{int(bootstrap):,} bootstrap replicates of the file summaries")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.number)) or not (
             np.isfinite(alpha) and alpha > 0):
         raise ValidationError(f"unsynthesized_concentration must be a number > 0. Got {alpha!r}.",

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from bayes_risk.results._base import RiskResult
     from bayes_risk.results._format import format_number
     from bayes_risk.results._summary import ResultWarning, Summary
-    from bayes_risk.results.attacks import LinkabilityResult, SinglingOutResult
+    from bayes_risk.results.attacks import InferenceResult, LinkabilityResult, SinglingOutResult
     from bayes_risk.results.attribute import AttributeRiskResult
     from bayes_risk.results.combining import (
         CoefDiffResult,
@@ -37,7 +37,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "_base": ("RiskResult",),
     "_summary": ("Summary", "ResultWarning"),
     "_format": ("format_number",),
-    "attacks": ("SinglingOutResult", "LinkabilityResult"),
+    "attacks": ("SinglingOutResult", "LinkabilityResult", "InferenceResult"),
     "attribute": ("AttributeRiskResult",),
     "combining": ("CombinedScalar", "CombinedMultivariate", "OverlapResult", "CoefDiffResult"),
     "differencing": ("DifferencingResult",),
@@ -61,6 +61,7 @@ __all__ = [
     "MembershipRiskResult",
     "SinglingOutResult",
     "LinkabilityResult",
+    "InferenceResult",
     "KnowledgeSweepResult",
     "PMSEResult",
     "UtilitySummary",

@@ -11,21 +11,28 @@ import pandas as pd
 
 from bayes_risk._io import to_jsonable
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.results._summary import ResultWarning, Summary
+from bayes_risk.results._summary import SHORT_ROWS, ResultWarning, Summary
 from bayes_risk.warning_codes import message
 
 __all__ = ["RiskResult", "legend_below", "own_figure", "plot_figure", "pyplot_axes"]
 
 
 def legend_below(ax: Any, ncols: int = 3, warning: str = "") -> Any:
-    """The axes' legend below the axes, ``warning`` above its entries (``None``: no labels)."""
+    """The axes' legend below the axes, ``warning`` above its entries (``None``: no labels),
+    in as many columns as fit the figure's width (issue 66: three entries side by side ran
+    past a 6-inch figure, its last one cut off in the report)."""
     handles, labels = ax.get_legend_handles_labels()
     if not handles:
         return None
-    leg = ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
-                    borderaxespad=3.3, ncols=min(ncols, len(handles)), frameon=False,
-                    fontsize="medium", title=f"⚠ {warning}" if warning else None,
-                    title_fontsize="medium")
+    cols = min(ncols, len(handles))
+    while True:
+        leg = ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                        borderaxespad=3.3, ncols=cols, frameon=False,
+                        fontsize="medium", title=f"⚠ {warning}" if warning else None,
+                        title_fontsize="medium")
+        if cols == 1 or leg.get_window_extent().width <= 0.96 * ax.figure.bbox.width:
+            break
+        cols -= 1
     if warning:
         leg.get_title().set_color("#8a5300")
     return leg
@@ -119,10 +126,16 @@ class RiskResult(metaclass=ABCMeta):
         return (6.0, 4.0)
 
     def _repr_html_(self) -> str:
-        return self.summary().as_html()
+        return self.summary().as_html(max_rows=SHORT_ROWS)
 
     def __str__(self) -> str:
-        return self.summary().as_text()
+        """The summary within 100 columns, :data:`SHORT_ROWS` rows of each table (where the
+        rest is named): as statsmodels' and ArviZ's summaries print."""
+        return self.summary().as_text(max_rows=SHORT_ROWS)
+
+    # the result shown at a Python prompt is that summary too, as pandas and ArviZ show
+    # theirs (the classes are dataclasses with ``repr=False``: not every field's value)
+    __repr__ = __str__
 
 
 def pyplot_axes(figsize: tuple[float, float], *, new: bool = False) -> Any:

@@ -13,14 +13,14 @@ from bayes_risk.results._base import RiskResult, legend_below
 from bayes_risk.results._summary import Summary
 from bayes_risk.warning_codes import ATTACK_MESSAGES, message
 
-__all__ = ["SinglingOutResult", "LinkabilityResult"]
+__all__ = ["SinglingOutResult", "LinkabilityResult", "InferenceResult"]
 
 _RATES = (("main", "main (original)", "tab:red"),
           ("control", "control (holdout)", "tab:blue"),
           ("baseline", "baseline (random)", "0.5"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class _AttackResult(RiskResult):
     """What both attacks' results share: the table, the settings, the warnings, the plots."""
 
@@ -121,7 +121,7 @@ class _AttackResult(RiskResult):
         return str(g)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SinglingOutResult(_AttackResult):
     """Result of :func:`~bayes_risk.singling_out_risk` (:doc:`/methods/attacks`).
 
@@ -168,13 +168,13 @@ class SinglingOutResult(_AttackResult):
                 "matches exactly one record. Main rate: on the original; control rate: on the "
                 "holdout (records the synthesis did not use); baseline: random predicates on "
                 "the original. Risk = (main − control) / (1 − control), clipped to [0, 1] "
-                "(Giomi et al. 2023; methods page, Singling out and linkability).",
+                "(Giomi et al. 2023; methods page, Singling out, linkability and inference).",
             ],
             warnings=self.structured_warnings,
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class LinkabilityResult(_AttackResult):
     """Result of :func:`~bayes_risk.linkability_risk` (:doc:`/methods/attacks`).
 
@@ -228,6 +228,64 @@ class LinkabilityResult(_AttackResult):
                 "clipped to [0, 1] (Giomi et al. 2023; methods page, Singling out and "
                 "linkability). 'tied': share of the original's records whose k-th nearest row "
                 "was as distant as the next (equally distant rows are taken in random order).",
+            ],
+            warnings=self.structured_warnings,
+        )
+
+
+@dataclass(frozen=True, repr=False)
+class InferenceResult(_AttackResult):
+    """Result of :func:`~bayes_risk.inference_risk` (:doc:`/methods/attacks`).
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per synthetic dataset and secret: whether a guess is right within the tolerance
+        (``regression``) or when equal, the records attacked (``n_attacks``,
+        ``n_attacks_control``, ``n_attacks_baseline``), the secrets guessed right by each attack,
+        their Wilson ``*_rate`` and ``*_error``, ``residual``, ``risk``, ``ci_low``,
+        ``ci_high``, ``share_tied_main`` and ``share_tied_control``.
+    records : DataFrame
+        Per dataset, secret and attacked record: ``role``, ``row``, ``correct`` and ``tied``
+        (no value: the secrets are confidential).
+    settings : dict
+        The secrets and each one's auxiliary columns, options, sizes, the seed.
+    warnings : list of str
+        Machine-readable codes.
+    """
+
+    records: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    _measure: ClassVar[str] = "inference"
+    _title: ClassVar[str] = "Inference risk"
+    _by: ClassVar[str] = "secret"
+
+    def summary(self) -> Summary:
+        """Header (secrets, sizes, options), the risk table and how to read it."""
+        s = self.settings
+        known = ("every column but the secret" if s["aux_default"]
+                 else ", ".join(next(iter(s["aux_columns"].values()))))
+        return Summary(
+            "Inference risk (anonymeter)",
+            header=[
+                ("secrets guessed", ", ".join(s["secrets"])),
+                ("the intruder's columns", known),
+                ("records attacked (original, holdout)",
+                 f"{s['n_attacks']:,}" + ("" if s["n_holdout"] is None
+                                          else f", {s['n_attacks_control']:,}")),
+                ("a numeric guess is right within",
+                 f"{100 * s['tolerance']:.3g} % of the guess"),
+                ("synthetic datasets m", s["m"]),
+            ],
+            tables={"risk": self._risk_table().assign(
+                tied=self.table["share_tied_main"].to_numpy())},
+            notes=[
+                "The intruder knows a target's other columns and guesses its secret as the "
+                "value of the nearest synthetic row. Main rate: targets of the original; control "
+                "rate: targets of the holdout; baseline: the values of random synthetic rows. "
+                "Risk = (main − control) / (1 − control), clipped to [0, 1] (Giomi et al. 2023; "
+                "methods page, Singling out, linkability and inference). 'tied': share of the "
+                "original's targets whose nearest row was drawn among equally distant ones.",
             ],
             warnings=self.structured_warnings,
         )

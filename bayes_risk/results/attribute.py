@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
+from bayes_risk._numeric import normalise_log
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
@@ -17,10 +18,16 @@ from bayes_risk.results._base import RiskResult, legend_below
 from bayes_risk.results._summary import ResultWarning, Summary
 from bayes_risk.warning_codes import message
 
-__all__ = ["AttributeRiskResult", "CandidateSet", "hrw_summary", "mc_table", "QUANTILES"]
+__all__ = ["AttributeRiskResult", "CandidateSet", "bayes_factor", "hrw_summary", "mc_table",
+           "EVIDENCE_FACTOR", "QUANTILES"]
 
 #: quantiles of ``p_true`` and of the truth's rank in the Hu–Reiter–Wang summary
 QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
+
+#: the Bayes factor of the true values from which a record counts as one the release tells the
+#: intruder about (``prop_evidence``): 3, where Jeffreys' and Kass & Raftery's scales of evidence
+#: start counting a factor as more than a bare mention (:doc:`/methods/attribute`)
+EVIDENCE_FACTOR = 3.0
 
 
 @dataclass(frozen=True)
@@ -51,7 +58,7 @@ class CandidateSet:
         return decode_values(self.values, self.columns, schema)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class AttributeRiskResult(RiskResult):
     """Result of :func:`~bayes_risk.attribute_risk` (frozen;
     :func:`~bayes_risk.attribute.with_prior` returns a new one under another prior).
@@ -99,7 +106,7 @@ class AttributeRiskResult(RiskResult):
     _boot_loglik: list[np.ndarray] | None = field(repr=False, default=None)
     _degenerate: dict[str, Any] = field(repr=False, default_factory=dict)
     #: the engine's ``file_uncertainty``, run on first use (it costs as much as the bootstrap)
-    _mc_figures: Callable[[AttributeRiskResult], dict[str, Any]] | None = field(
+    _mc_figures: Callable[..., dict[str, Any]] | None = field(
         repr=False, default=None, compare=False
     )
     _cache: dict[str, Any] = field(repr=False, default_factory=dict, compare=False)
@@ -144,7 +151,8 @@ class AttributeRiskResult(RiskResult):
 
     # ----- summaries ------------------------------------------------------------------------
     def to_dict(
-        self, *, thresholds: Sequence[float] = (0.5,), records: bool = False
+        self, *, thresholds: Sequence[float] = (0.5,), records: bool = False,
+        evidence_factor: float = EVIDENCE_FACTOR,
     ) -> dict[str, Any]:
         """File-level summary (Hu, Reiter & Wang 2014), JSON-safe: ``summary.json`` of
         ``bayes-risk attribute`` (:doc:`/user_guide/attribute`).
@@ -155,17 +163,25 @@ class AttributeRiskResult(RiskResult):
             Count the records whose ``p_true`` exceeds each threshold.
         records : bool
             Add the record table (``"records"``, column → list).
+        evidence_factor : float
+            Bayes factor of the true values (> 1) from which a record counts in
+            ``prop_evidence`` (see :func:`bayes_factor`).
 
         Returns
         -------
         dict
             ``n_records``, ``n_flagged``, ``flag_counts``, the Hu–Reiter–Wang summaries of
-            ``unflagged``, ``flagged`` and ``all`` records, ``random_guess_baseline``,
-            ``published_estimator``, ``pareto_khat``, ``between_chain_check``, ``settings``,
-            ``warnings``, ``mcmc`` and, with the draw bootstrap, ``mc_uncertainty``.
+            ``unflagged``, ``flagged`` and ``all`` records (with the Bayes factors of the true
+            values: ``prop_evidence``, ``bayes_factor_quantiles``, ``mean_prior_p_true``;
+            not for the low-risk stand-in, whose candidates come from the release),
+            ``random_guess_baseline``, ``published_estimator``, ``pareto_khat``,
+            ``between_chain_check``, ``settings``, ``warnings``, ``mcmc`` and, with the draw
+            bootstrap, ``mc_uncertainty``.
         """
         df = self.records
         fl = df["flag_codes"] != ""
+        prior = (pd.Series(self.prior_p_true(), index=df.index) if self._fixed_candidates
+                 else None)
 
         def hrw(d: pd.DataFrame) -> dict[str, Any]:
             return hrw_summary(
@@ -174,6 +190,8 @@ class AttributeRiskResult(RiskResult):
                 d["is_top"].to_numpy(),
                 d["top_share"].to_numpy(),
                 thresholds=thresholds,
+                prior_p_true=None if prior is None else prior[d.index].to_numpy(),
+                evidence_factor=evidence_factor,
             )
 
         khat_note: dict[str, Any] = {}
@@ -204,27 +222,35 @@ class AttributeRiskResult(RiskResult):
             "warnings": list(self.warnings),
             "mcmc": dict(self.mcmc),
         }
-        regimes = self.regime_figures(thresholds=thresholds)
+        regimes = self.regime_figures(thresholds=thresholds, evidence_factor=evidence_factor)
         if regimes is not None:
             out["regimes"] = regimes
-        mc = self._mc_uncertainty()
+        mc = self._mc_uncertainty(evidence_factor)
         if mc is not None:
             out["mc_uncertainty"] = mc
         if records:
             out["records"] = df.reset_index().to_dict(orient="list")
         return to_jsonable(out)
 
-    def regime_figures(self, *, thresholds: Sequence[float] = (0.5,)) -> dict[str, Any] | None:
+    def regime_figures(
+        self, *, thresholds: Sequence[float] = (0.5,), evidence_factor: float = EVIDENCE_FACTOR,
+    ) -> dict[str, Any] | None:
         """The file-level figures under each regime of the model's fit when its chains disagree
         (``REGIMES_DISAGREE``); ``None`` when they agree or there are no chains.
+
+        Parameters
+        ----------
+        thresholds, evidence_factor
+            As in :meth:`to_dict`.
 
         Returns
         -------
         dict or None
             ``status`` ("computed" or "not computed" with ``reason``), ``n_records``, ``regimes``
             (each with ``chains``, the fit's figures and the Hu–Reiter–Wang ``summary``),
-            ``largest_prop_top`` and ``mass_prop_top`` (the share of the regime that holds the
-            posterior mass, ``holds_mass`` of the fit's regime record; ``None``: none does).
+            ``largest_prop_top``, ``largest_prop_evidence`` and ``mass_prop_top``,
+            ``mass_prop_evidence`` (the shares of the regime that holds the posterior mass,
+            ``holds_mass`` of the fit's regime record; ``None``: none does).
         """
         fit = (self.mcmc or {}).get("fits", {}).get("model") or {}
         reg = fit.get("regimes")
@@ -241,7 +267,9 @@ class AttributeRiskResult(RiskResult):
             why = ((self.settings.get("chain_check") or {}).get("reason")
                    or "no estimates per chain")
             return {"status": "not computed", "reason": f"no per-chain estimates ({why})",
-                    **base, "n_records": 0, "largest_prop_top": None, "mass_prop_top": None}
+                    **base, "n_records": 0, "largest_prop_top": None,
+                    "largest_prop_evidence": None, "mass_prop_top": None,
+                    "mass_prop_evidence": None}
         g0 = self._g0()
         per: list[dict[str, np.ndarray]] = []
         for g in groups:
@@ -256,19 +284,26 @@ class AttributeRiskResult(RiskResult):
                 top[i] = bool(post[g0[k]] >= np.max(post) * (1 - 1e-9))
             per.append({"p": p, "top": top})
         out_reg = []
+        prior = self.prior_p_true()[ok] if self._fixed_candidates else None
         for r, f in zip(base["regimes"], per, strict=True):
             summ = hrw_summary(f["p"], np.where(f["top"], 1.0, 2.0), f["top"],
-                               f["top"].astype(float), thresholds=thresholds)
+                               f["top"].astype(float), thresholds=thresholds,
+                               prior_p_true=prior, evidence_factor=evidence_factor)
             summ.pop("rank_min_quantiles", None)  # only ranked first or not is kept
             out_reg.append({**r, "summary": summ})
-        shares = [float(r["summary"].get("prop_top", np.nan)) for r in out_reg]
-        best = int(np.nanargmax(shares)) if np.isfinite(shares).any() else None
         heavy = next((i for i, r in enumerate(out_reg) if r.get("holds_mass")), None)
+
+        def pick(key: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+            # the regime with the largest share, and the one that holds the posterior mass
+            shares = [float(r["summary"].get(key, np.nan)) for r in out_reg]
+            best = int(np.nanargmax(shares)) if np.isfinite(shares).any() else None
+            return (None if best is None else {"regime": best + 1, key: shares[best]},
+                    None if heavy is None else {"regime": heavy + 1, key: shares[heavy]})
+
+        (big_top, mass_top), (big_ev, mass_ev) = pick("prop_top"), pick("prop_evidence")
         return {"status": "computed", "n_records": len(ok), "regimes": out_reg,
-                "largest_prop_top": None if best is None else {"regime": best + 1,
-                                                               "prop_top": shares[best]},
-                "mass_prop_top": None if heavy is None else {"regime": heavy + 1,
-                                                             "prop_top": shares[heavy]}}
+                "largest_prop_top": big_top, "largest_prop_evidence": big_ev,
+                "mass_prop_top": mass_top, "mass_prop_evidence": mass_ev}
 
     def _chain_note(self) -> dict[str, Any]:
         """``settings["chain_check"]`` with the number of records flagged ``CHAINS_DISAGREE``."""
@@ -281,17 +316,59 @@ class AttributeRiskResult(RiskResult):
         )
         return note
 
-    def _mc_uncertainty(self) -> dict[str, Any] | None:
-        """The draw bootstrap's Monte Carlo figures (computed once), or ``None``."""
+    def _mc_uncertainty(
+        self, evidence_factor: float = EVIDENCE_FACTOR
+    ) -> dict[str, Any] | None:
+        """The draw bootstrap's Monte Carlo figures (computed once per factor), or ``None``."""
         if not self._boot_loglik or self._mc_figures is None:
             return None
-        if "mc_uncertainty" not in self._cache:
-            self._cache["mc_uncertainty"] = self._mc_figures(self)
-        return self._cache["mc_uncertainty"]
+        key = f"mc_uncertainty_{float(evidence_factor)!r}"
+        if key not in self._cache:
+            self._cache[key] = self._mc_figures(self, evidence_factor=evidence_factor)
+        return self._cache[key]
+
+    @property
+    def _fixed_candidates(self) -> bool:
+        """Whether each record's candidates were set before the release was read, so that the
+        prior over them is the intruder's belief before it and a Bayes factor says what the
+        release adds; not so for Wang & Reiter's low-risk stand-in, whose candidates are the
+        record's released values (``estimator="synthetic_values"``)."""
+        return self.settings.get("estimator") != "synthetic_values"
+
+    def prior_p_true(self) -> np.ndarray:
+        """The intruder's prior probability of each record's true values among its candidates,
+        before the release (``1/G`` under the uniform prior); ``nan`` for a record without
+        candidates.
+
+        Returns
+        -------
+        ndarray (n_records,)
+        """
+        if "prior_p_true" not in self._cache:
+            g0 = self._g0()
+            out = np.full(len(g0), np.nan)
+            sizes = np.array([lp.size for lp in self.logprior], dtype=np.int64)
+            for G in np.unique(sizes[sizes > 0]):
+                # records with G candidates at once (the prior is normalised over C_i)
+                k = np.flatnonzero(sizes == G)
+                lp = np.stack([np.asarray(self.logprior[i], dtype=np.float64) for i in k])
+                out[k] = normalise_log(lp)[np.arange(k.size), g0[k]]
+            self._cache["prior_p_true"] = out
+        return self._cache["prior_p_true"]
 
     def to_dataframe(self) -> pd.DataFrame:
-        """The record table (a copy of :attr:`records`)."""
-        return self.records.copy()
+        """The record table (a copy of :attr:`records`) with, after ``baseline``, the prior's
+        mass on the true values (``prior_p_true``) and their Bayes factor (``bayes_factor``,
+        :func:`bayes_factor`): ``records.csv`` of ``bayes-risk attribute`` and of the audit."""
+        df = self.records.copy()
+        if not self._fixed_candidates:
+            return df
+        at = df.columns.get_loc("baseline") + 1 if "baseline" in df.columns else df.shape[1]
+        prior = self.prior_p_true()
+        df.insert(at, "prior_p_true", prior)
+        df.insert(at + 1, "bayes_factor",
+                  bayes_factor(df["p_true"].to_numpy(dtype=np.float64), prior))
+        return df
 
     @property
     def structured_warnings(self) -> list[ResultWarning]:
@@ -327,7 +404,7 @@ class AttributeRiskResult(RiskResult):
             ("candidates", cand.get("rule", cand) if isinstance(cand, dict) else cand),
             ("posterior draws H", st.get("H")),
             ("synthetic datasets m", st.get("m")),
-            ("random-guess baseline", d["random_guess_baseline"]),
+            ("random-guess baseline (p_true, %)", 100 * d["random_guess_baseline"]),
         ]
         rows = [hrw_table_row(name, d[key]) for key, name in
                 (("all", "all"), ("unflagged", "not flagged"), ("flagged", "flagged"))]
@@ -336,6 +413,19 @@ class AttributeRiskResult(RiskResult):
             "candidates; rank 1 = the intruder's best guess (Hu, Reiter & Wang 2014). Flagged "
             "records have unreliable estimates and are reported separately."
         ]
+        if "prop_evidence" in d["all"]:  # not for the low-risk stand-in
+            notes.append(
+                "Bayes factor: how many times the release multiplies the intruder's odds on the "
+                "record's true values (1: the release tells nothing about the record); from "
+                f"{EVIDENCE_FACTOR:g} on it counts as evidence (Kass & Raftery 1995).")
+            if d["unflagged"].get("prop_top", np.nan) < d["random_guess_baseline"]:
+                notes.append(
+                    "The share ranked first is below the random guess: the release says little "
+                    "about each record, the posterior over its candidates is nearly flat and "
+                    "chance differences in the released values put some other candidate first "
+                    "— Bayes' rule, not protection. Read the share with evidence and mean "
+                    "p_true against the prior instead (methods page, Attribute disclosure risk: "
+                    "A share ranked first below the random guess).")
         if d["flag_counts"]:
             notes.append(
                 "Flags: " + ", ".join(f"{k} × {v}" for k, v in d["flag_counts"].items()) + "."
@@ -391,8 +481,10 @@ class AttributeRiskResult(RiskResult):
         legend_below(ax)
         return ax
 
-    def _plot_rank(self, ax: Any) -> Any:
-        """Histogram of the truth's rank among the candidates, with the random guess's mean."""
+    def _plot_rank(self, ax: Any, prop_top_threshold: float | None = None) -> Any:
+        """Histogram of the truth's rank among the candidates, with the random guess's mean;
+        with ``prop_top_threshold`` (per cent of the records, the audit's ``prop_top``), the
+        records ranked first that it allows, beside those the estimate ranks first."""
         df = self.records
         r = df["rank_min"].to_numpy(dtype=float)
         r = r[~np.isnan(r)]
@@ -403,13 +495,25 @@ class AttributeRiskResult(RiskResult):
             exp_rank = float(np.nanmean((g + 1) / 2))
             ax.axvline(exp_rank, color="k", ls="--",
                        label=f"random guess: mean rank (G+1)/2 = {exp_rank:.3g}")
-            legend_below(ax)
+        if prop_top_threshold is not None and r.size:
+            allowed = float(prop_top_threshold) / 100 * r.size
+            ax.hlines(allowed, 0.5, 1.5, color="#a51d2d", ls="--", lw=1.5,
+                      label=f"threshold of the share ranked first: {prop_top_threshold:g} % "
+                            f"({allowed:,.0f} records)")
+            ax.set_ylim(top=max(ax.get_ylim()[1], 1.1 * allowed))
+        legend_below(ax, ncols=1 if prop_top_threshold is not None else 3)
         ax.set_xlabel("rank of the true values (1 = the intruder's best guess)")
         ax.set_ylabel("records")
         return ax
 
     def _plot_khat(self, ax: Any) -> Any:
-        """Largest Pareto k-hat over each record's candidates, with the threshold."""
+        """Largest Pareto k-hat over each record's candidates, with the threshold, and the
+        records the k-hat rule flags (``KHAT_HIGH``) apart from those above the threshold it
+        does not flag: under ``khat_rule="material"`` a high k-hat is flagged only where it
+        could move the truth's probability by more than the tolerance (issue 66: about 100
+        points above the line, one flagged, and the figure did not say which). Beyond
+        :data:`KHAT_SCATTER_MAX` records a scatter is a smear: a histogram of k-hat (counts
+        on a log scale, so that one flagged record shows)."""
         df = self.records
         thr = float(self.settings.get("khat_threshold", np.nan))
         k = df["khat_max"].to_numpy(dtype=float) if "khat_max" in df else np.full(len(df), np.nan)
@@ -423,28 +527,146 @@ class AttributeRiskResult(RiskResult):
             ax.set_ylabel("max Pareto k-hat over candidates")
             return ax
         k = np.where(np.isinf(k), np.nan, k)
-        ax.plot(df.index.to_numpy(), k, ".", ms=3)
-        if np.isfinite(thr):
-            ax.axhline(thr, color="r", ls="--", label=f"threshold {thr:.2f}")
-            legend_below(ax)
-        ax.set_xlabel("record (0-based, as in records.csv)")
-        ax.set_ylabel("max Pareto k-hat over candidates")
+        groups = self._khat_groups()
+        material = self.settings.get("khat_rule") == "material"
+        tol = self.settings.get("khat_tolerance")
+        labels = {
+            "below": "k-hat at or below the threshold",
+            "immaterial": (f"above, not flagged: p_true moves by less than {tol:g}"
+                           if material and tol is not None else "above, not flagged"),
+            "flagged": "flagged KHAT_HIGH" + (": p_true may move more" if material else ""),
+        }
+        style = {"below": ("tab:blue", 3, 1), "immaterial": ("0.6", 3, 2),
+                 "flagged": ("#c0392b", 7, 3)}
+        n = {g: int(mask.sum()) for g, mask in groups.items()}
+        if len(df) <= KHAT_SCATTER_MAX:
+            x = df.index.to_numpy()
+            for g, mask in groups.items():
+                colour, size, z = style[g]
+                ax.plot(x[mask], k[mask], ".", ms=size, color=colour, zorder=z,
+                        label=f"{labels[g]} ({n[g]:,})")
+            ax.set_xlabel("record (0-based, as in records.csv)")
+            ax.set_ylabel("max Pareto k-hat over candidates")
+            if np.isfinite(thr):
+                ax.axhline(thr, color="r", ls="--", label=f"threshold {thr:.2f}")
+        else:
+            fin = np.isfinite(k)
+            bins = np.histogram_bin_edges(k[fin], bins=40) if fin.any() else 10
+            order = ["below", "immaterial"]
+            ax.hist([k[groups[g] & fin] for g in order], bins=bins, stacked=True,
+                    color=[style[g][0] for g in order],
+                    label=[f"{labels[g]} ({n[g]:,})" for g in order])
+            # each flagged record a mark of its own under the bars: a bar of one on a
+            # thousand would not show
+            hit = groups["flagged"] & fin
+            ax.plot(k[hit], np.full(int(hit.sum()), 0.03), "^", ms=7, color=style["flagged"][0],
+                    transform=ax.get_xaxis_transform(), clip_on=False, zorder=3,
+                    label=f"{labels['flagged']} ({n['flagged']:,}), one mark each")
+            ax.set_yscale("log")
+            ax.set_xlabel("max Pareto k-hat over candidates")
+            ax.set_ylabel("records (log scale)")
+            if np.isfinite(thr):
+                ax.axvline(thr, color="r", ls="--", label=f"threshold {thr:.2f}")
+        rule = ("k-hat above the threshold and material" if material
+                else "k-hat above the threshold")
+        ax.set_title(f"{n['flagged']:,} of {len(df):,} records flagged ({rule})",
+                     fontsize="medium")
+        legend_below(ax, ncols=2)
         return ax
 
+    def _khat_groups(self) -> dict[str, np.ndarray]:
+        """Masks over :attr:`records`: ``"flagged"`` (``KHAT_HIGH``), ``"immaterial"`` (k-hat
+        above the threshold, not flagged: the material rule) and ``"below"`` (the others)."""
+        df = self.records
+        thr = float(self.settings.get("khat_threshold", np.nan))
+        k = df["khat_max"].to_numpy(dtype=float) if "khat_max" in df else np.full(len(df), np.nan)
+        flagged = df["flag_codes"].fillna("").astype(str).str.split(";").map(
+            lambda c: "KHAT_HIGH" in c).to_numpy(dtype=bool)
+        with np.errstate(invalid="ignore"):
+            above = (k > thr) if np.isfinite(thr) else np.zeros(len(df), dtype=bool)
+        return {"below": ~flagged & ~above, "immaterial": ~flagged & above, "flagged": flagged}
 
-def hrw_table_row(name: str, d: dict[str, Any]) -> dict[str, Any]:
-    """One row of the Hu–Reiter–Wang table from a group's summary (``to_dict()["all"]`` …)."""
+    def _figsize(self, kind: str) -> tuple[float, float]:
+        return (6.0, 4.4) if kind == "khat" else (6.0, 4.0)
+
+
+#: records up to which the k-hat figure is a scatter (beyond: a histogram)
+KHAT_SCATTER_MAX = 10_000
+
+
+def hrw_table_row(name: str, d: dict[str, Any],
+                  evidence_factor: float = EVIDENCE_FACTOR) -> dict[str, Any]:
+    """One row of the Hu–Reiter–Wang table from a group's summary (``to_dict()["all"]`` …),
+    its probabilities and shares in per cent, as the audit's report and verdict give them (the
+    files hold fractions), with the prior's mean mass on the truth and the share of records
+    whose Bayes factor is at least ``evidence_factor``."""
     q = d.get("p_true_quantiles", {}) or {}
     r = d.get("rank_min_quantiles", {}) or {}
+
+    def pct(x: Any) -> Any:
+        return None if x is None else 100 * float(x)
+
     return {
         "records": name,
         "n": d.get("n_records"),
-        "mean p_true": d.get("mean_p_true"),
-        "median p_true": q.get("50%"),
-        "95th percentile of p_true": q.get("95%"),
+        "mean p_true (%)": pct(d.get("mean_p_true")),
+        "mean p_true before the release, the prior (%)": pct(d.get("mean_prior_p_true")),
+        "median p_true (%)": pct(q.get("50%")),
+        "95th percentile of p_true (%)": pct(q.get("95%")),
         "median rank": r.get("50%"),
-        "share ranked first": d.get("prop_top"),
+        "share ranked first (%)": pct(d.get("prop_top")),
+        f"share with Bayes factor ≥ {evidence_factor:g} (%)": pct(d.get("prop_evidence")),
     }
+
+
+def bayes_factor(p_true: Any, prior_p_true: Any) -> np.ndarray:
+    """How many times the release multiplies the intruder's odds on a record's true values:
+    the Bayes factor ``[p/(1 − p)] / [π/(1 − π)]`` of the truth against its other candidates,
+    ``p`` = ``p_true`` (after the release) and ``π`` = the prior's mass on the truth (before).
+
+    It is the likelihood of the release under the true values over its prior-weighted
+    likelihood under the other candidates, so it does not depend on the prior's mass on the
+    truth; under the uniform prior it is ``(G − 1) p / (1 − p)``. A release that says nothing
+    about the record gives 1. ``inf`` where ``p = 1 > π``; 1 where the prior decides alone
+    (``π`` of 0 or 1: the release cannot move the intruder); ``nan`` where ``p`` is ``nan``.
+
+    Parameters
+    ----------
+    p_true, prior_p_true : array_like
+        Posterior and prior probabilities of the true values, per record.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> bayes_factor([0.1, 0.5, 1 / 35, 1.0], [1 / 35, 1 / 35, 1 / 35, 0.5]).round(3).tolist()
+    [3.778, 34.0, 1.0, inf]
+    """
+    p = np.asarray(p_true, dtype=np.float64)
+    pi = np.broadcast_to(np.asarray(prior_p_true, dtype=np.float64), p.shape)
+    decided = (pi <= 0) | (pi >= 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # log odds (log1p keeps 1 − p exact near 0): p = 1 gives +inf
+        log_bf = (np.log(p) - np.log1p(-p)) - (np.log(pi) - np.log1p(-pi))
+        out = np.exp(log_bf)
+    return np.where(decided & ~np.isnan(p), 1.0, out)
+
+
+def check_evidence_factor(value: Any, argument: str = "evidence_factor") -> float:
+    """``value`` as a float if it is a Bayes factor above 1, else a ``ValidationError`` naming
+    ``argument`` (a factor of 1 is no evidence, below 1 evidence against the truth)."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        f = float("nan")
+    if not f > 1:
+        raise ValidationError(
+            f"{argument} must be a Bayes factor above 1 (how many times the release multiplies "
+            f"the intruder's odds on the true values; 1 is no evidence). Got {value!r}.",
+            code="INVALID_ARGUMENT")
+    return f
 
 
 def hrw_summary(
@@ -454,8 +676,23 @@ def hrw_summary(
     top_share: np.ndarray,
     *,
     thresholds: Sequence[float] = (0.5,),
+    prior_p_true: np.ndarray | None = None,
+    evidence_factor: float = EVIDENCE_FACTOR,
 ) -> dict[str, Any]:
-    """File-level summary of Hu, Reiter & Wang (2014); ``nan`` records excluded and counted."""
+    """File-level summary of Hu, Reiter & Wang (2014); ``nan`` records excluded and counted.
+
+    With ``prior_p_true`` (the prior's mass on each record's true values) also the Bayes
+    factors of the true values (:func:`bayes_factor`): ``prop_evidence``, the share of records
+    whose factor is at least ``evidence_factor``, their quantiles and ``mean_prior_p_true``.
+
+    Examples
+    --------
+    >>> s = hrw_summary(np.array([0.04, 0.05, 0.2, 0.9]), np.array([2, 1, 1, 1]),
+    ...                 np.array([0, 1, 1, 1]), np.array([0, 1, 1, 1]),
+    ...                 prior_p_true=np.full(4, 0.04), evidence_factor=3)
+    >>> s["prop_top"], s["prop_evidence"], s["mean_prior_p_true"]
+    (0.75, 0.5, 0.04)
+    """
     p = np.asarray(p_true, dtype=np.float64)
     ok = ~np.isnan(p)
     rk = np.asarray(rank_min, dtype=np.float64)[ok]
@@ -472,6 +709,18 @@ def hrw_summary(
     out["prop_top_shared"] = float(np.mean(np.asarray(top_share, dtype=np.float64)[ok]))
     out["mean_p_true"] = float(np.mean(p))
     out["n_p_true_above"] = {f"{t:g}": int(np.sum(p > t)) for t in thresholds}
+    if prior_p_true is not None:
+        evidence_factor = check_evidence_factor(evidence_factor)
+        pi = np.asarray(prior_p_true, dtype=np.float64)[ok]
+        bf = bayes_factor(p, pi)
+        out["evidence_factor"] = float(evidence_factor)
+        out["prop_evidence"] = float(np.mean(bf >= evidence_factor))
+        # the order statistic at or above each quantile: a factor of inf (p_true = 1) is
+        # never averaged with another into nan
+        out["bayes_factor_quantiles"] = {f"{int(q * 100)}%": float(np.quantile(bf, q,
+                                                                               method="higher"))
+                                         for q in QUANTILES}
+        out["mean_prior_p_true"] = float(np.mean(pi))
     return out
 
 
@@ -483,12 +732,16 @@ def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
     def num(x: Any) -> float:
         return float("nan") if x is None else float(x)
 
+    from bayes_risk._units import unit_of
+
     rows = []
     for f, v in mc["value"].items():
         lo, hi = mc[name][f]
-        rows.append({"figure": f, "value": num(v), "MCSE": num(mc["mc_se"][f]),
-                     label: f"[{num(lo):.4g}, {num(hi):.4g}]"})
+        rows.append({"figure": f, "unit": unit_of(f) or "rank", "value": num(v),
+                     "MCSE": num(mc["mc_se"][f]), label: f"[{num(lo):.4g}, {num(hi):.4g}]"})
     return pd.DataFrame(rows)
+
+
 def records_by_record(records: pd.DataFrame, key: str = "record") -> pd.DataFrame:
     """The record table indexed by ``record`` (or ``pair``), from an index or a column."""
     what = ("the pair numbers: a column or index named 'pair' (the pair's position in pairs)"

@@ -49,7 +49,7 @@ _RULE_NOTES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CombinedScalar(RiskResult):
     """Result of :func:`~bayes_risk.utility.combine_scalar` (:doc:`/methods/utility`, Combining
     rules).
@@ -131,7 +131,7 @@ class CombinedScalar(RiskResult):
         return ax
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CombinedMultivariate(RiskResult):
     """Result of :func:`~bayes_risk.utility.combine_multivariate` (:doc:`/methods/utility`).
 
@@ -200,7 +200,7 @@ class CombinedMultivariate(RiskResult):
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class OverlapResult(RiskResult):
     """Result of :func:`~bayes_risk.utility.ci_overlap`.
 
@@ -243,7 +243,7 @@ class OverlapResult(RiskResult):
         return _bar_plot(ax, self.values, self.mean, f"interval overlap ({self.kind})")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CoefDiffResult(RiskResult):
     """Result of :func:`~bayes_risk.utility.std_coef_diff`.
 

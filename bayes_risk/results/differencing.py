@@ -15,7 +15,7 @@ from bayes_risk.results._summary import Summary
 __all__ = ["DifferencingResult"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DifferencingResult(RiskResult):
     """What comparing the implicates of a partially synthetic release reveals (Hawala 2008).
 

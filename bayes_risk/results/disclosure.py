@@ -19,7 +19,7 @@ __all__ = ["DisclosureByTarget", "DisclosureMeasures", "ReplicatedUniques", "REP
 REPU_MEASURES = ("Original", "Synthetic", "Synthetic uniques in original", "Replicated uniques")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ReplicatedUniques(RiskResult):
     """Unique records of synthetic datasets that replicate unique original records.
 
@@ -87,7 +87,7 @@ class ReplicatedUniques(RiskResult):
         return ax
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DisclosureMeasures(RiskResult):
     """Result of :func:`~bayes_risk.disclosure.disclosure_measures` (:doc:`/methods/disclosure`).
 
@@ -224,7 +224,7 @@ class DisclosureMeasures(RiskResult):
         return ax
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DisclosureByTarget(RiskResult, Mapping):
     """synthpop's disclosure measures for several targets: a read-only mapping of target to
     :class:`DisclosureMeasures`, with the result family's methods.

@@ -30,12 +30,24 @@ ID_MEASURES = (
     ("false_match_rate", "false match rate"),
 )
 
+#: each file-level measure in a printed summary: its label with its unit, and its factor from
+#: the files (which hold the rates as fractions: bayes_risk._units)
+_SUMMARY_UNITS = {
+    "expected_match_risk": ("expected match risk (targets, sum of IR)", 1.0),
+    "expected_match_rate": ("expected match rate (% of targets)", 100.0),
+    "true_match_risk": ("true match risk (targets, correct unique matches)", 1.0),
+    "n_unique": ("unique matches (targets)", 1.0),
+    "true_match_rate_targets": ("true match rate (% of targets)", 100.0),
+    "true_match_rate_unique": ("true match rate (% of unique matches)", 100.0),
+    "false_match_rate": ("false match rate (% of unique matches)", 100.0),
+}
+
 #: measures whose Monte Carlo error and replicate spread ``uncertainty()`` reports
 UNCERTAIN_MEASURES = ("expected_match_risk", "true_match_rate_targets", "true_match_rate_unique",
                       "false_match_rate", "n_unique")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class IdentificationResult(RiskResult):
     """Identification risk of a release (Hu 2019 §4; :doc:`/methods/identification`).
 
@@ -204,21 +216,27 @@ class IdentificationResult(RiskResult):
         ]
         rows = []
         unc = self.has_uncertainty
-        for key, label in ID_MEASURES:
+        for key, _ in ID_MEASURES:
             if key not in self.file:
                 continue
-            row: dict[str, Any] = {"measure": label, "value": self.file[key]}
+            # each row's unit in its name: the rates in per cent, as the audit gives them
+            label, scale = _SUMMARY_UNITS[key]
+
+            def sc(x: Any, scale: float = scale) -> Any:
+                return None if x is None else scale * float(x)
+
+            row: dict[str, Any] = {"measure": label, "value": sc(self.file[key])}
             if self.per_dataset is not None and key in self.per_dataset:
                 v = np.asarray(self.per_dataset[key], dtype=float)
                 fin = np.isfinite(v).any()
-                row["min over datasets"] = float(np.nanmin(v)) if fin else None
-                row["max over datasets"] = float(np.nanmax(v)) if fin else None
+                row["min over datasets"] = sc(np.nanmin(v)) if fin else None
+                row["max over datasets"] = sc(np.nanmax(v)) if fin else None
             if unc:
                 q = self.file["replicate_quantiles"].get(key, {})
-                row["MCSE"] = self.file["mc_se"].get(key)
-                row["replicate 2.5%"] = q.get("0.025")
-                row["replicate median"] = q.get("0.5")
-                row["replicate 97.5%"] = q.get("0.975")
+                row["MCSE"] = sc(self.file["mc_se"].get(key))
+                row["replicate 2.5%"] = sc(q.get("0.025"))
+                row["replicate median"] = sc(q.get("0.5"))
+                row["replicate 97.5%"] = sc(q.get("0.975"))
             rows.append(row)
         notes = [
             "IR: the probability that the intruder's declared match is the target's own "
@@ -308,7 +326,7 @@ class IdentificationResult(RiskResult):
         return ax
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RadiusSweepResult(RiskResult):
     """Risk curve over a grid of radii.
 
@@ -493,9 +511,11 @@ class RadiusSweepResult(RiskResult):
             return (6.5, 4.0 + 0.25 * len(self.columns))
         return (max(5.0, 0.8 * len(self.risk) + 2), 4.0)
 
-    def _plot_profile(self, ax: Any) -> Any:
+    def _plot_profile(self, ax: Any, rate_threshold: float | None = None,
+                      n_targets: int | None = None) -> Any:
         """The risk against each column's radius, the other columns held where the risk is
-        largest (a per-column grid's profile through its maximum; a band over the datasets)."""
+        largest (a per-column grid's profile through its maximum; a band over the datasets);
+        ``rate_threshold`` and ``n_targets``: as :meth:`_plot_box`."""
         grid = np.atleast_2d(self.radii.T).T if self.common else self.radii
         best = np.atleast_1d(self.r_star) if not self.common else np.full(
             len(self.columns), float(self.r_star))
@@ -529,6 +549,7 @@ class RadiusSweepResult(RiskResult):
                       else "radius" + (f" ({rt})" if rt else ""))
         ax.set_ylabel("expected match risk (targets, sum of IR)")
         ax.set_ylim(bottom=0)
+        _rate_threshold(ax, rate_threshold, n_targets)
         at = ", ".join(f"{c} {'exact' if r == 0 else f'{r:g}'}"
                        for c, r in zip(self.columns, best, strict=True))
         ax.set_title(f"Identification risk by radius ({what}):\nlargest at {at}",
@@ -550,8 +571,11 @@ class RadiusSweepResult(RiskResult):
         half = student_t.ppf(0.5 + level / 2, m - 1) * d.std(axis=1, ddof=1) / np.sqrt(m)
         return [i for i in range(B) if i != best and not d[i].mean() - half[i] > 0]
 
-    def _plot_box(self, ax: Any) -> Any:
-        """Box plot of the expected match risk over datasets (Hornby & Hu 2021 Fig. 6), from 0."""
+    def _plot_box(self, ax: Any, rate_threshold: float | None = None,
+                  n_targets: int | None = None) -> Any:
+        """Box plot of the expected match risk over datasets (Hornby & Hu 2021 Fig. 6), from 0;
+        with ``rate_threshold`` (per cent of the ``n_targets`` targets: the audit's
+        ``expected_match_rate``), the threshold in targets, and the rate on the right axis."""
         pos = np.arange(1, len(self.risk) + 1)
         ax.boxplot(list(self.risk), positions=pos, widths=0.6)
         ax.plot(pos, self.risk_summary, "o-", color="C1", lw=1, ms=4,
@@ -559,6 +583,7 @@ class RadiusSweepResult(RiskResult):
         for i in self.argmax:
             ax.axvline(pos[i], color="C3", ls=":", lw=1)
         ax.set_ylim(bottom=0)
+        _rate_threshold(ax, rate_threshold, n_targets)
         ax.set_xticks(pos)
         ax.set_xticklabels(
             self.labels(),
@@ -584,3 +609,19 @@ class RadiusSweepResult(RiskResult):
                      f"{verdict}", fontsize="medium")
         legend_below(ax)
         return ax
+
+
+def _rate_threshold(ax: Any, rate: float | None, n_targets: int | None) -> None:
+    """On an axis of the expected match risk (targets): the audit's threshold of the expected
+    match rate (``rate``, per cent of the ``n_targets`` targets), in targets, and the rate on a
+    right axis, so that the figure reads in the verdict's unit too (issue 66)."""
+    if rate is None or not n_targets:
+        return
+    n = float(n_targets)
+    allowed = float(rate) / 100 * n
+    ax.axhline(allowed, color="#a51d2d", ls="--", lw=1.2,
+               label=f"threshold: expected match rate {rate:g} % ({allowed:,.4g} targets)")
+    right = ax.secondary_yaxis("right", functions=(lambda y: 100 * y / n,
+                                                   lambda p: p * n / 100))
+    right.set_ylabel("expected match rate (% of targets)")
+    ax.set_ylim(top=max(ax.get_ylim()[1], 1.1 * allowed))

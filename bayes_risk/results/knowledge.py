@@ -37,7 +37,7 @@ _LABEL = dict(ID_MEASURES) | dict(ATTRIBUTE_MEASURES)
 _RISK = {"identification": "Identification risk", "attribute": "Attribute risk"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class KnowledgeSweepResult(RiskResult):
     """Identification or attribute risk over subsets of the candidate known variables
     (:doc:`/user_guide/knowledge`).

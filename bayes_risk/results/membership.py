@@ -22,7 +22,7 @@ def _unflagged(records: pd.DataFrame) -> np.ndarray:
     return records["flag_codes"].isin(["", "RELEASED_WHOLE"]).to_numpy()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class MembershipRiskResult(RiskResult):
     """Result of :func:`~bayes_risk.membership_risk` (:doc:`/methods/membership`).
 

@@ -15,7 +15,7 @@ from bayes_risk.results._summary import Summary
 __all__ = ["OriginalRisk"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class OriginalRisk(RiskResult):
     """Result of :func:`~bayes_risk.disclosure.original_risk`: sdcMicro's risk measures of the
     original on its keys (:doc:`/methods/disclosure`).

@@ -28,7 +28,7 @@ def _per_dataset_plot(ax: Any, values: Any, reference: float, label: str) -> Any
     return ax
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PMSEResult(RiskResult):
     """Result of :func:`~bayes_risk.utility.pmse` (formulas: :doc:`/methods/utility`).
 
@@ -167,7 +167,7 @@ class PMSEResult(RiskResult):
         return _per_dataset_plot(ax, self.ratio, 1.0, "pMSE ratio (S_pMSE)")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class UtilitySummary(RiskResult):
     """Result of :func:`~bayes_risk.utility.utility_summary`.
 

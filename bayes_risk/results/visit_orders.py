@@ -13,7 +13,7 @@ from bayes_risk.results._summary import Summary
 __all__ = ["VisitOrderComparison"]
 
 
-@dataclass
+@dataclass(repr=False)
 class VisitOrderComparison(RiskResult):
     """Result of :func:`~bayes_risk.compare_visit_orders`.
 

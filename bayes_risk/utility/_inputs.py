@@ -57,12 +57,14 @@ def resolve_schema(
     categorical: Iterable[str] | None,
     synthesized: Iterable[str] | None,
     same_rows: bool,
+    recoded: Sequence[str] = (),
 ) -> Schema:
-    """The measure's schema (:func:`base_schema`, ``synthesized`` roles), harmonised and checked."""
+    """The measure's schema (:func:`base_schema`, ``synthesized`` roles), harmonised and checked
+    (``recoded``: the columns the release recodes, :func:`~bayes_risk.data.harmonise_levels`)."""
     schema = base_schema(original, schema=schema, carried=carried, categorical=categorical)
     if synthesized is not None:
         schema = schema.with_roles(list(synthesized))
-    schema = harmonise_levels(original, datasets, schema=schema)
+    schema = harmonise_levels(original, datasets, schema=schema, recoded=recoded)
     # missing values are allowed: the measures treat them as synthpop does
     validate_synthetic(original, datasets, schema=schema, same_rows=same_rows,
                        check_unsynthesized=same_rows and bool(schema.synthesized),

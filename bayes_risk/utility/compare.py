@@ -367,7 +367,8 @@ def compare_estimates(
     dups = duplicate_codes(datasets)  # warned by as_synthetic_list; a result code too
     carried = None if source is None else source.schema
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,
-                            categorical=categorical, synthesized=None, same_rows=False)
+                            categorical=categorical, synthesized=None, same_rows=False,
+                            recoded=() if source is None else source.recoded_columns)
     syn = list(schema.synthesized) if schema.synthesized else None
     choice = choose_rules(rules, source, original, datasets, syn, list(schema.names))
     imp = resolve_imputed(imputed, source, original, datasets, schema)

@@ -22,7 +22,7 @@ from bayes_risk._terminal import progress
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
+from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError, arg_name
 from bayes_risk.results.utility import PMSEResult
 from bayes_risk.utility._inputs import (
     ImputedChoice,
@@ -241,7 +241,8 @@ def pmse(
     carried = None if source is None else source.schema
     m = len(datasets)
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,
-                            categorical=categorical, synthesized=synthesized, same_rows=False)
+                            categorical=categorical, synthesized=synthesized, same_rows=False,
+                            recoded=() if source is None else source.recoded_columns)
     cols = (schema.check_columns(columns, "PropensitySpec.columns") if columns is not None
             else schema.names)
     choice = resolve_imputed(imputed, source, original, datasets, schema)
@@ -264,24 +265,38 @@ def pmse(
     if not incomplete:
         syn_cols = list(cols) if not syn_cols else syn_cols
 
+    def null_(v: str) -> str:  # null='perm' in Python, --null perm on the command line
+        return arg_name("null", repr(v), cli=v)
+
+    def method_(v: str) -> str:  # PropensitySpec.method='cart', --pmse cart
+        return arg_name("PropensitySpec.method", repr(v), cli=v)
+
     if null == "auto":
         null = "theory" if method == "logit" else ("pairs" if incomplete else "perm")
         if null == "pairs" and m < 2:
             raise ValidationError(
-                "method='cart' with incomplete synthesis (synthesized columns "
+                f"{method_('cart')} with incomplete synthesis (synthesized columns "
                 f"{syn_cols}) needs the 'pairs' null, which needs m >= 2 synthetic datasets; "
-                "got m = 1. Use method='logit' (theory null) or release more datasets.")
+                f"got m = 1. Use {method_('logit')} (theory null) or release more datasets.")
     if null == "theory" and method == "cart":
         raise ValidationError(
-            "null='theory' needs a parametric (logit) propensity model; use null='perm' or "
-            "'pairs' with method='cart'.")
+            f"{null_('theory')} needs a parametric (logit) propensity model; use "
+            f"{null_('perm')} or {null_('pairs')} with {method_('cart')}.")
     if null == "perm" and incomplete:
         raise ValidationError(
-            "null='perm' is valid for complete synthesis only (Snoke et al. 2018, Table 7); "
-            "use null='pairs' (or 'theory' with method='logit') for incomplete synthesis.")
+            f"{null_('perm')} is valid for complete synthesis only (Snoke et al. 2018, Table 7); "
+            f"use {null_('pairs')} (or {null_('theory')} with {method_('logit')}) for incomplete "
+            "synthesis.")
     if null == "pairs" and m < 2:
         raise ValidationError(
-            "null='pairs' compares synthetic datasets with each other and needs m >= 2. Got m = 1.")
+            f"{null_('pairs')} compares synthetic datasets with each other and needs m >= 2. Got "
+            "m = 1.")
+    if null == "perm":
+        from bayes_risk._memory import check_memory
+
+        # the permutation null's values of every dataset (n_perm=10**9 asked for 8 GB a dataset)
+        check_memory(16.0 * m * int(n_perm), arg_name("n_perm"),
+                     what=f"{int(n_perm):,} permutations of each of {m} synthetic dataset(s)")
 
     # small matrices (N × k): a multithreaded BLAS is several times slower on a loaded machine
     with threadpool_limits(limits=1, user_api="blas"):
@@ -347,7 +362,8 @@ def _pmse_values(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: S
     n2 = np.array([len(z) for z in datasets], dtype=np.int64)
     null_vals: np.ndarray = np.empty(0)
     perm = np.empty((m, n_perm)) if null == "perm" else None
-    for l in progress(range(m), total=m, description="pMSE", enabled=progressbar):
+    for l in progress(range(m), total=m, description="pMSE", unit="datasets",
+                      enabled=progressbar):
         X, y, meta = features(prepared[l], orig)
         seed_l = int(rngs[l].integers(2**31 - 1))
         one = fit_one(X, y, meta, seed_l)
@@ -377,7 +393,7 @@ def _pmse_values(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: S
             codes.append("FEW_PAIRS")
         pv = np.empty(len(pairs))
         for i, (a, b) in enumerate(progress(pairs, total=len(pairs), description="pMSE pairs",
-                                            enabled=progressbar)):
+                                            unit="pairs", enabled=progressbar)):
             X, y, meta = features(prepared[a], prepared[b])
             pv[i] = fit_one(X, y, meta, int(rngs[m].integers(2**31 - 1))).pmse
         null_vals = pv

@@ -136,6 +136,20 @@ class OverlapSpec:
             check_rules(self.rules, "OverlapSpec.rules")
 
 
+def _check_sizes(original: pd.DataFrame, datasets: Sequence[pd.DataFrame]) -> None:
+    """Refuse a table of fewer than 2 records (``TOO_FEW_RECORDS``): an estimate of one record
+    has no standard error, so neither its interval nor the combining rules are defined."""
+    named = [("the original", original), *((f"synthetic dataset {l}", z)
+                                           for l, z in enumerate(datasets, start=1))]
+    for name, t in named:
+        if len(t) < 2:
+            raise ValidationError(
+                f"{name} has {len(t)} record{'s' if len(t) != 1 else ''}; the utility measures "
+                "need at least 2 in every table (an estimate of one record has no standard "
+                "error, so its confidence interval and the combining rules are undefined).",
+                code="TOO_FEW_RECORDS")
+
+
 def utility_summary(
     original: pd.DataFrame,
     synthetic: Any,
@@ -200,10 +214,12 @@ def utility_summary(
     ov = as_spec(overlap, OverlapSpec, "overlap")
     estimands, family, alpha, rules = ov.estimands, ov.family, ov.alpha, ov.rules
     datasets, source = as_synthetic_list(synthetic, original=original)
+    _check_sizes(original, datasets)
     carried = None if source is None else source.schema
     m = len(datasets)
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,
-                            categorical=categorical, synthesized=synthesized, same_rows=False)
+                            categorical=categorical, synthesized=synthesized, same_rows=False,
+                            recoded=() if source is None else source.recoded_columns)
     syn_cols, inferred, codes = _roles(original, datasets, schema, synthesized)
     sizes = sorted({len(z) for z in datasets if len(z) != len(original)})
     if sizes:

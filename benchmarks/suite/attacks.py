@@ -1,6 +1,6 @@
-"""anonymeter's attacks (singling out, linkability) on a CART release of CEdata (scenario 4,
-m = 1) with anonymeter's defaults (500 attacks). The holdout is a CE-like table of the same
-size: the timings, not the risks, are the point."""
+"""anonymeter's attacks (singling out, linkability, inference) on a CART release of CEdata
+(scenario 4, m = 1) with anonymeter's defaults (500 attacks). The holdout is a CE-like table of
+the same size: the timings, not the risks, are the point."""
 
 from __future__ import annotations
 
@@ -59,3 +59,22 @@ class Linkability:
             linkability_risk(self.df, self.syn, holdout=self.hold,
                              aux_columns=(KNOWN, ["Tenure", "Educ", "Expenditure", "Income"]),
                              n_neighbors=n_neighbors, categorical=CATEGORICAL, random_seed=1)
+
+
+class Inference:
+    """Every column guessed from the six others (the audit's setting), 500 targets each."""
+
+    number = 1
+    timer = time.process_time  # CPU seconds of all threads: the machine may be shared
+    repeat = (3, 5, 60.0)
+
+    def setup(self):
+        self.df, self.syn, self.hold = ce(), cart_release(1), _holdout()
+
+    def time_inference_risk(self):
+        from bayes_risk.attacks import inference_risk
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            inference_risk(self.df, self.syn, holdout=self.hold, secret=list(self.df.columns),
+                           categorical=CATEGORICAL, random_seed=1)

@@ -31,7 +31,9 @@ from bayes_risk.exceptions import (
     NotFittedError,
     SchemaError,
     ValidationError,
+    arg_name,
     keyboard_interrupts,
+    on_command_line,
 )
 from bayes_risk.models._bayesian import convergence
 from bayes_risk.models._bayesian.convergence import (
@@ -859,21 +861,25 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         out = []
         chains = int(self.posterior_["posterior"].sizes["chain"])
         run = self._mcmc_run()
+        # the settings as the caller gives them (bayes-risk fit --draws ...), and where the
+        # checks are kept: convergence_summary() in Python, convergence.json of a model folder
+        tune, draws, chains, thin = (arg_name(a) for a in ("tune", "draws", "chains", "thin"))
+        see = "convergence.json" if on_command_line() else "convergence_summary()"
         if run["stopped"] == "stuck":  # a model-extending run that stopped early
             advice = (f"The run stopped extending itself at {run['sweeps_per_chain']:,} sweeps "
                       f"per chain (one kept per {run['thin']}, {run['rounds']} rounds): its last "
                       f"round left R-hat above {STUCK_RHAT}, as when chains sit in different "
                       "states that longer runs do not bring together. Compare fits with several "
-                      "seeds; a longer explicit run (draws, thin) shows whether they meet; see "
-                      "convergence_summary().")
+                      f"seeds; a longer explicit run ({draws}, {thin}) shows whether they meet; "
+                      f"see {see}.")
         elif run["max_sweeps"]:  # a model-extending run that stopped at its bound
+            bound = arg_name("max_sweeps", f"{run['max_sweeps']:,}", cli=str(run["max_sweeps"]))
             advice = (f"The run extended itself to {run['sweeps_per_chain']:,} sweeps per chain "
                       f"(one kept per {run['thin']}, {run['rounds']} rounds), the longest that "
-                      f"max_sweeps={run['max_sweeps']:,} allows: raise max_sweeps, or run longer "
-                      "chains (draws, thin) or more chains; see convergence_summary().")
+                      f"{bound} allows: raise {arg_name('max_sweeps')}, or run longer chains "
+                      f"({draws}, {thin}) or more {chains}; see {see}.")
         else:
-            advice = ("Run longer chains (more tune/draws) or more chains; see "
-                      "convergence_summary().")
+            advice = (f"Run longer chains (more {tune}, {draws}) or more {chains}; see {see}.")
         checks = failed_checks(df, self._ess_min()) if len(df) else []
         for code, what in (("RHAT_HIGH", f"R-hat > {convergence.RHAT_MAX}"),
                            ("LOW_ESS", f"bulk or tail ESS < {self._ess_min():.0f}, i.e. "

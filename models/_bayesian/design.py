@@ -6,7 +6,7 @@ A design is intercept + numeric predictors + treatment coding of categorical one
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,7 @@ import pandas as pd
 from scipy.special import gammaln, log_expit, logsumexp
 
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.validate import encode
+from bayes_risk.data.validate import decode, encode
 from bayes_risk.exceptions import SchemaError, ValidationError
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "family_loglik",
     "parse_formula",
     "normal_exact_posterior",
+    "output_column",
 ]
 
 class NeighbourhoodUnavailable(ValidationError, NotImplementedError):
@@ -360,3 +361,48 @@ def apply_dtypes(df: pd.DataFrame, dtypes: Mapping[str, str], schema: Schema) ->
             except (TypeError, ValueError):  # keep what we have rather than fail on a dtype
                 pass
     return out
+
+
+def cast_column(values: np.ndarray, dtype: str | None) -> np.ndarray | pd.Series:
+    """``values`` as a column of the recorded (non-categorical) dtype, or as they are."""
+    if values.dtype.kind in "biuf" and dtype == values.dtype.name:
+        # numbers already of the dtype: nothing to cast (the DataFrame copies the array; text
+        # goes through the Series, whose dtype pandas infers)
+        return values
+    s = pd.Series(values)
+    if dtype is None:
+        return s
+    try:
+        return s.astype(dtype)
+    except (TypeError, ValueError):
+        return s
+
+
+def output_column(schema: Schema, dtypes: Mapping[str, str], c: str
+                  ) -> Callable[[np.ndarray], object]:
+    """The conversion of column ``c``'s drawn values (codes of a categorical column) to the
+    released column in its recorded dtype (:func:`record_dtypes`), set up once for all
+    datasets."""
+    spec = schema[c]
+    dtype = dtypes.get(c)
+    if spec.is_categorical:
+        if dtype is not None and dtype.startswith("category"):
+            cat = pd.CategoricalDtype(list(spec.levels or ()), ordered=dtype == "category-ordered")
+            # the codes are the positions of the levels: no lookup of the level values
+            return lambda new: pd.Categorical.from_codes(new.astype(np.int64), dtype=cat)
+        d = len(spec.levels or ())
+        # the level values as decode gives them (objects, or int64 when every level is an int)
+        table = decode(np.arange(d, dtype=np.int64)[:, None], schema, [c])[c].to_numpy()
+
+        def other(new: np.ndarray) -> np.ndarray | pd.Series:
+            codes = new.astype(np.int64)
+            if d and codes.min() >= 0:
+                return cast_column(table[codes], dtype)
+            # a missing code (-1): decode's own path
+            return cast_column(decode(codes[:, None], schema, [c])[c].to_numpy(), dtype)
+
+        return other
+    if spec.type == "count":
+        # a normal model of a count column draws reals: round, and floor at 0
+        return lambda new: cast_column(np.clip(np.rint(new), 0, None).astype(np.int64), dtype)
+    return lambda new: cast_column(new, dtype)

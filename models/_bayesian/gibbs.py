@@ -78,12 +78,13 @@ _clock = time.perf_counter
 
 
 def _run_chain(chain: dict[str, Any], layout: GibbsLayout, task: tuple,
-               tick: Callable[[], None]
+               tick: Callable[[int], None]
                ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], tuple[float, int]]:
     """One round of a chain, its state kept in ``chain``: ``("start", tune, draws)`` from the
     initial point, or ``("extend", draws, first_thin, thin)`` where it stopped (the first draw
-    after ``first_thin`` sweeps, the others after ``thin``). The kept draws, all statistics and
-    the sweeps' timing (a new chain's first sweep, which pays the one-off costs, left out)."""
+    after ``first_thin`` sweeps, the others after ``thin``); ``tick(sweeps)`` after each step.
+    The kept draws, all statistics and the sweeps' timing (a new chain's first sweep, which
+    pays the one-off costs, left out)."""
     step, start = chain["step"], task[0] == "start"
     if start:
         _, tune, draws = task
@@ -105,15 +106,17 @@ def _run_chain(chain: dict[str, Any], layout: GibbsLayout, task: tuple,
             started = _clock()
         if not start:
             step.thin = first_thin if i == 0 else thin
-        if i >= 1 or not start:  # a warm-up step is one sweep, a kept draw ``thin`` sweeps
-            sweeps += 1 if i < tune else int(getattr(step, "thin", 1))
+        # a warm-up step is one sweep, a kept draw ``thin`` sweeps
+        w = 1 if i < tune else int(getattr(step, "thin", 1))
+        if i >= 1 or not start:
+            sweeps += w
         point, (st,) = step.step(point)
         for name, arr in stats.items():
             arr[i] = st[name]
         if i >= tune:
             for name, arr in post.items():
                 arr[i - tune] = point[name]
-        tick()
+        tick(w)
     if not start:
         step.thin = thin
     chain["point"] = point
@@ -130,8 +133,8 @@ def _worker_main(c: int, conn: Any, threads: int, parent: int) -> None:
     s = _FORKED
     done = s["done"][c]
 
-    def tick() -> None:
-        done.value += 1
+    def tick(sweeps: int) -> None:
+        done.value += sweeps
 
     chain = {"step": s["step"], "rng": s["rngs"][c], "point": None, "index": c}
     try:
@@ -273,15 +276,17 @@ class _InProcessChains:
         self.layout = layout
         self.chains = [{"step": copy.copy(step) if own_steps else step, "rng": r, "point": None,
                         "index": c} for c, r in enumerate(rngs)]
-        self.n_done = 0
+        self.n_done = 0  # sweeps
+        self.n_steps = 0
 
     def run(self, tasks: list[tuple], bar: Callable[[int], None], stop: Callable[[], bool]
             ) -> list[tuple[dict[str, np.ndarray], dict[str, np.ndarray], tuple[float, int]]]:
-        def tick() -> None:
-            self.n_done += 1
+        def tick(sweeps: int) -> None:
+            self.n_done += sweeps
+            self.n_steps += 1
             if stop():
                 raise KeyboardInterrupt
-            if self.n_done % 10 == 0:
+            if self.n_steps % 10 == 0:
                 bar(self.n_done)
 
         return [_run_chain(ch, self.layout, t, tick) for ch, t in zip(self.chains, tasks,
@@ -298,14 +303,23 @@ def _pymc_logger() -> logging.Logger:
     return log
 
 
-def _progress_bar(enabled: bool, total: int, thin: int = 1) -> tuple[Any, Callable[[int], None]]:
+def _bar_label(tune: int, thin: int, rounds: int = 1) -> str:
+    """What the Gibbs bar counts: sweeps, the warm-up's and then ``thin`` per kept draw."""
+    kept = "every sweep kept" if thin == 1 else f"one draw kept per {thin}"
+    if rounds > 1:
+        return f"Gibbs sweeps, extension {rounds - 1} ({kept})"
+    return f"Gibbs sweeps ({tune:,} warm-up, then {kept})" if tune else f"Gibbs sweeps ({kept})"
+
+
+def _progress_bar(enabled: bool, total: int, tune: int = 0, thin: int = 1
+                  ) -> tuple[Any, Callable[[int], None]]:
     if not enabled:
         return None, lambda n: None
     from bayes_risk._terminal import ProgressBar
 
-    # the bar counts draws (one per warm-up sweep, one per ``thin`` sweeps after the warm-up)
-    label = "Gibbs draws" if thin == 1 else f"Gibbs draws (one kept per {thin} sweeps)"
-    prog = ProgressBar(total, label)
+    # one unit, the sweep: a warm-up step is one, a kept draw ``thin`` (issue 66: counting
+    # draws made the warm-up's pace five times the sampling's)
+    prog = ProgressBar(total, _bar_label(tune, thin), unit="sweeps")
     return prog, lambda n: prog.update(n)
 
 
@@ -336,7 +350,7 @@ def sample_gibbs(
     workers = chain_processes(cores, chains, expected)
     parallel = workers > 1
     extend = check is not None and int(max_sweeps) > 0 and hasattr(step, "thin")
-    prog, bar = _progress_bar(progressbar, chains * (tune + draws), thin)
+    prog, bar = _progress_bar(progressbar, chains * (tune + draws * thin), tune, thin)
     t0 = time.time()
     runner: Any = None
     try:
@@ -354,7 +368,7 @@ def sample_gibbs(
         # once every worker is forked: a fork during an import could deadlock a child
         with Background(_warm_up_output):
             results, timed = _timed(runner.run(tasks, bar, stop))
-        total = chains * (tune + draws)
+        total = chains * (tune + draws * thin)
         bar(total)
         rounds, stopped = 1, ""
         while True:
@@ -371,11 +385,12 @@ def sample_gibbs(
             results = [_chain_arrays(dt, layout, c, tune) for c in range(chains)]
             del dt
             calls, first = draws - draws // 2, (thin if draws % 2 else 2 * thin)
+            done_sweeps = tune + draws * thin
             thin, rounds = 2 * thin, rounds + 1
-            _log.info(f"Convergence checks failed: every chain continues to "
-                      f"{tune + draws * thin:,} sweeps, one kept per {thin} (round {rounds})")
-            total += chains * calls
-            _grow_bar(prog, total, thin)
+            if prog is not None:  # progress of the run, shown with its bar (not in refits)
+                _announce_extension(done_sweeps, tune + draws * thin, thin, rounds, max_sweeps)
+            total += chains * (first + (calls - 1) * thin)
+            _grow_bar(prog, total, tune, thin, rounds)
             new, more = _timed(runner.run([("extend", calls, first, thin)] * chains, bar, stop))
             timed = [(a[0] + b[0], a[1] + b[1]) for a, b in zip(timed, more, strict=True)]
             results = [_merge_rounds(o, n, tune) for o, n in zip(results, new, strict=True)]
@@ -402,10 +417,21 @@ def _timed(out: list[tuple[Any, Any, tuple[float, int]]]
     return [(post, stats) for post, stats, _ in out], [t for _, _, t in out]
 
 
-def _grow_bar(prog: Any, total: int, thin: int) -> None:
-    """An extension round: the bar's total grows by its draws, and says the new thinning."""
+def _grow_bar(prog: Any, total: int, tune: int, thin: int, rounds: int) -> None:
+    """An extension round: the bar's total grows by its sweeps, and says the new thinning."""
     if prog is not None:
-        prog.update(total=total, description=f"Gibbs draws (one kept per {thin} sweeps)")
+        prog.update(total=total, description=_bar_label(tune, thin, rounds))
+
+
+def _announce_extension(done: int, to: int, thin: int, rounds: int, max_sweeps: int) -> None:
+    """The run extends itself, said as a step of the run, not as a failure (issue 66: "Convergence
+    checks failed: ..." among the warnings read as an error, though the fit then passed)."""
+    from bayes_risk._terminal import say
+
+    say(f"Extending the run (extension {rounds - 1}): after {done:,} sweeps per chain the "
+        f"convergence checks are not yet met, so every chain continues to {to:,} sweeps, one "
+        f"draw kept per {thin} (at most {int(max_sweeps):,} sweeps, max_sweeps; the checks "
+        "run again at the end)")
 
 
 def _chain_arrays(dt: xr.DataTree, layout: GibbsLayout, c: int, tune: int

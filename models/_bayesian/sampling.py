@@ -104,7 +104,8 @@ def _plain_bar(kwargs: dict[str, Any]) -> Any:
     if not kwargs.get("progressbar") or bar_style() != "plain":
         return ProgressBar(enabled=False)
     chains = int(kwargs["chains"])
-    bar = ProgressBar(chains * (int(kwargs["draws"]) + int(kwargs["tune"])), "draws")
+    bar = ProgressBar(chains * (int(kwargs["draws"]) + int(kwargs["tune"])),
+                      "pm.sample (warm-up included)", unit="draws")
     user = kwargs.get("callback")
 
     def count(*args: Any, **kw: Any) -> None:

@@ -22,7 +22,7 @@ from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk._specs import check_int, check_option
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.convergence import round_verdict
 from bayes_risk.models._bayesian.records import check_synthesized_records
@@ -236,9 +236,12 @@ class DPMPM(BayesianSynthesizer):
         if ub is not None and (
             isinstance(ub, bool) or not isinstance(ub, (int, float, np.number)) or not ub > 0
         ):
+            # None, the default, is the option left out on the command line
+            default = "left out" if on_command_line() else "None"
             raise ValidationError(
                 f"alpha_warmup_bound (upper bound of α in the first warm-up sweeps) must be a "
-                f"positive number, inf or None (the 95 % quantile of the α prior). Got {ub!r}."
+                f"positive number, inf or {default} (the 95 % quantile of the α prior). Got "
+                f"{ub!r}."
             )
         check_starts(self.starts)
         T = self.temperatures

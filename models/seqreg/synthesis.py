@@ -3,59 +3,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.schema import Schema
-from bayes_risk.data.validate import decode
-from bayes_risk.models._bayesian.design import apply_dtypes, column_values, family_sample
+from bayes_risk.models._bayesian.design import (
+    apply_dtypes,
+    column_values,
+    family_sample,
+    output_column,
+)
 from bayes_risk.models.seqreg.state import SeqRegState
-
-
-def _cast(values: np.ndarray, dtype: str | None) -> np.ndarray | pd.Series:
-    """``values`` as a column of the recorded (non-categorical) dtype, or as they are."""
-    if values.dtype.kind in "biuf" and dtype == values.dtype.name:
-        # numbers already of the dtype: nothing to cast (the DataFrame copies the array; text
-        # goes through the Series, whose dtype pandas infers)
-        return values
-    s = pd.Series(values)
-    if dtype is None:
-        return s
-    try:
-        return s.astype(dtype)
-    except (TypeError, ValueError):
-        return s
-
-
-def _output_column(schema: Schema, dtypes: dict[str, str], c: str
-                   ) -> Callable[[np.ndarray], object]:
-    """The conversion of column ``c``'s drawn values (codes of a categorical column) to the
-    released column, set up once for all datasets."""
-    spec = schema[c]
-    dtype = dtypes.get(c)
-    if spec.is_categorical:
-        if dtype is not None and dtype.startswith("category"):
-            cat = pd.CategoricalDtype(list(spec.levels or ()), ordered=dtype == "category-ordered")
-            # the codes are the positions of the levels: no lookup of the level values
-            return lambda new: pd.Categorical.from_codes(new.astype(np.int64), dtype=cat)
-        d = len(spec.levels or ())
-        # the level values as decode gives them (objects, or int64 when every level is an int)
-        table = decode(np.arange(d, dtype=np.int64)[:, None], schema, [c])[c].to_numpy()
-
-        def other(new: np.ndarray) -> np.ndarray | pd.Series:
-            codes = new.astype(np.int64)
-            if d and codes.min() >= 0:
-                return _cast(table[codes], dtype)
-            # a missing code (-1): decode's own path
-            return _cast(decode(codes[:, None], schema, [c])[c].to_numpy(), dtype)
-
-        return other
-    if spec.type == "count":
-        # a normal model of a count column draws reals: round, and floor at 0
-        return lambda new: _cast(np.clip(np.rint(new), 0, None).astype(np.int64), dtype)
-    return lambda new: _cast(new, dtype)
 
 
 def datasets(state: SeqRegState, dtypes: dict[str, str], mask: np.ndarray | None,
@@ -75,7 +34,7 @@ def datasets(state: SeqRegState, dtypes: dict[str, str], mask: np.ndarray | None
     fixed_x = {c: designs[c].build(base, n) for c in order
                if state.families[c] != "categorical"
                and not synthesized.intersection(designs[c].predictors)}
-    convert = {c: _output_column(schema, dtypes, c) for c in order}
+    convert = {c: output_column(schema, dtypes, c) for c in order}
     released: dict[str, pd.Series] = {}
     if data is not None:
         kept = [c for c in names if c not in synthesized]

@@ -144,10 +144,10 @@ class CARTSynthesizer(TreeSynthesizer):
 
             with ThreadPoolExecutor(max_workers=int(self.n_jobs)) as ex:
                 out = list(progress(ex.map(one, idx), total=m, description="CART synthesis",
-                                    enabled=self.progressbar))
+                                    unit="datasets", enabled=self.progressbar))
         else:
             out = [one(l) for l in progress(idx, total=m, description="CART synthesis",
-                                            enabled=self.progressbar)]
+                                            unit="datasets", enabled=self.progressbar)]
         extra = {"visit_sequence": list(self.visit_sequence_),
                  "predictors": {k: list(v) for k, v in self.predictors_.items()},
                  "unroutable": [o[1] for o in out], "unroutable_rule": self.unroutable,

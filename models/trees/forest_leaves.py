@@ -10,8 +10,8 @@ import numpy as np
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.seqtree import segment_choice
 
-__all__ = ["distinct_rows", "donor_weights", "draw_donors", "forest_apply_distinct",
-           "leaf_donors", "leaf_probabilities"]
+__all__ = ["distinct_rows", "donor_weights", "draw_donors", "draw_smoothed",
+           "forest_apply_distinct", "leaf_donors", "leaf_kernels", "leaf_probabilities"]
 
 
 def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -140,10 +140,9 @@ def donor_weights(donors: dict[str, np.ndarray], leaves: np.ndarray,
     return values, out
 
 
-def draw_donors(donors: dict[str, np.ndarray], leaves: np.ndarray, rng: np.random.Generator,
-                valid: np.ndarray | None = None, bayes_bootstrap: bool = False) -> np.ndarray:
-    """One value per row from its forest distribution (:func:`donor_weights`): a valid tree,
-    then a leaf donor by bootstrap count (``bayes_bootstrap``: by Gamma(count, 1) weights)."""
+def _drawn_leaves(donors: dict[str, np.ndarray], leaves: np.ndarray, rng: np.random.Generator,
+                  valid: np.ndarray | None) -> np.ndarray:
+    """The global leaf of each row in a tree drawn uniformly among its valid ones."""
     n, B = leaves.shape
     u = rng.random(n)
     if valid is None:
@@ -152,9 +151,120 @@ def draw_donors(donors: dict[str, np.ndarray], leaves: np.ndarray, rng: np.rando
         k = valid.sum(axis=1)
         j = np.minimum((u * k).astype(np.int64), k - 1)  # the j-th valid tree of each row
         b = np.argmax(np.cumsum(valid, axis=1) > j[:, None], axis=1)
-    node = np.asarray(leaves, dtype=np.int64)[np.arange(n), b] + donors["offsets"][b]
+    return np.asarray(leaves, dtype=np.int64)[np.arange(n), b] + donors["offsets"][b]
+
+
+def draw_donors(donors: dict[str, np.ndarray], leaves: np.ndarray, rng: np.random.Generator,
+                valid: np.ndarray | None = None, bayes_bootstrap: bool = False) -> np.ndarray:
+    """One value per row from its forest distribution (:func:`donor_weights`): a valid tree,
+    then a leaf donor by bootstrap count (``bayes_bootstrap``: by Gamma(count, 1) weights)."""
+    node = _drawn_leaves(donors, leaves, rng, valid)
     counts = donors["counts"].astype(np.float64)
     w = rng.standard_gamma(counts) if bayes_bootstrap else counts
     uniq, inv = np.unique(node, return_inverse=True)
     pos = segment_choice(donors["start"][uniq], donors["size"][uniq], inv.ravel(), rng, weights=w)
     return donors["values"][pos]
+
+
+def _segments(start: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The entries of the segments ``[start, start + size)``, concatenated, and the segment of
+    each."""
+    seg = np.repeat(np.arange(size.size), size)
+    first = np.cumsum(size) - size
+    return start[seg] + np.arange(seg.size) - first[seg], seg
+
+
+def _weighted_quantile(v: np.ndarray, c: np.ndarray, seg: np.ndarray, n_seg: int,
+                       q: float) -> np.ndarray:
+    """``np.percentile(np.repeat(v, c), 100 q)`` (linear interpolation) of each segment."""
+    order = np.lexsort((v, seg))
+    v, c, seg = v[order], c[order].astype(np.int64), seg[order]
+    C = np.cumsum(c)
+    total = np.bincount(seg, weights=c, minlength=n_seg).astype(np.int64)
+    base = np.concatenate([[0], np.cumsum(total)[:-1]])
+    pos = q * (total - 1)
+    lo_k, frac = np.floor(pos).astype(np.int64), pos - np.floor(pos)
+    # the k-th copy of a segment is the entry whose cumulative count first exceeds base + k
+    at_lo = v[np.searchsorted(C, base + lo_k, side="right")]
+    at_hi = v[np.searchsorted(C, base + np.minimum(lo_k + 1, total - 1), side="right")]
+    return at_lo + frac * (at_hi - at_lo)
+
+
+def leaf_kernels(donors: dict[str, np.ndarray], nodes: np.ndarray, resolution: float
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The support and bandwidth of the smoothed distribution of each leaf in ``nodes``
+    (Caiola & Reiter 2010 §5, as CART's smoothing, Reiter 2005): the smallest and the largest
+    donor value, and Silverman's rule on the leaf's bootstrap copies (each donor repeated by its
+    count), floored at the column's ``resolution`` (the smallest gap between its values).
+
+    Returns
+    -------
+    lo, hi, h : ndarrays, shape (len(nodes),)
+    """
+    start, size = donors["start"][nodes], donors["size"][nodes].astype(np.int64)
+    idx, seg = _segments(start, size)
+    v, c = donors["values"][idx], donors["counts"][idx].astype(np.float64)
+    first = np.cumsum(size) - size
+    lo, hi = np.minimum.reduceat(v, first), np.maximum.reduceat(v, first)
+    n = np.add.reduceat(c, first)
+    mean = np.add.reduceat(c * v, first) / n
+    ss = np.add.reduceat(c * (v - mean[seg]) ** 2, first)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.sqrt(np.where(n > 1, ss / (n - 1), 0.0))
+        iqr = (_weighted_quantile(v, c, seg, nodes.size, 0.75)
+               - _weighted_quantile(v, c, seg, nodes.size, 0.25)) / 1.34
+        a = np.where(iqr > 0, np.minimum(sd, iqr), sd)
+        h = np.where(n > 1, 0.9 * a * n ** -0.2, 0.0)
+    return lo, hi, np.maximum(h, resolution)
+
+
+def draw_smoothed(donors: dict[str, np.ndarray], leaves: np.ndarray, rng: np.random.Generator,
+                  valid: np.ndarray | None = None, bayes_bootstrap: bool = False, *,
+                  resolution: float = 0.0, decimals: int | None = None,
+                  integer: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """One value per row from the smoothed leaves of its forest (Caiola & Reiter 2010 §5): a
+    valid tree, then a draw of the truncated Gaussian kernel density of its leaf's bootstrap
+    copies on ``[min, max]`` of the leaf's values, with :func:`leaf_kernels`' bandwidth. The
+    leaf's density is ``Σ_k w_k φ((z − b_k)/h) / Σ_k w_k M_k`` over its donors ``b_k`` (weights
+    ``w_k``: bootstrap counts, or Gamma(count, 1) with ``bayes_bootstrap``; ``M_k``: the kernel's
+    mass inside the support): a donor is drawn with probability ``∝ w_k M_k``, then a value of
+    its truncated kernel. Values are rounded to ``decimals`` (``integer``: to whole numbers),
+    inside the support.
+
+    Returns
+    -------
+    values : ndarray, shape (n,)
+    point_mass : ndarray of bool, shape (n,)
+        Drawn from a leaf whose donors hold one value: that value, unsmoothed.
+    """
+    from scipy.stats import truncnorm
+
+    from bayes_risk.models.trees.cart_leaf import _log_ndtr_diff
+
+    node = _drawn_leaves(donors, leaves, rng, valid)
+    uniq, inv = np.unique(node, return_inverse=True)
+    inv = inv.ravel()
+    lo, hi, h = leaf_kernels(donors, uniq, resolution)
+    # every entry of the leaves drawn: its leaf, its weight times its kernel's inner mass
+    idx, seg = _segments(donors["start"][uniq], donors["size"][uniq].astype(np.int64))
+    b = donors["values"][idx]
+    c = donors["counts"][idx].astype(np.float64)
+    w = rng.standard_gamma(c) if bayes_bootstrap else c
+    point = hi <= lo
+    hs = np.where(point, 1.0, h)[seg]
+    mass = np.where(point[seg], 1.0, np.exp(_log_ndtr_diff((lo[seg] - b) / hs, (hi[seg] - b) / hs)))
+    first = np.cumsum(donors["size"][uniq]) - donors["size"][uniq]
+    k = segment_choice(first, donors["size"][uniq], inv, rng, weights=w * mass)
+    centre, hk = b[k], hs[k]
+    lo_r, hi_r, pt = lo[inv], hi[inv], point[inv]
+    z = np.zeros(k.size)
+    if (~pt).any():
+        u = rng.random(int((~pt).sum()))
+        z[~pt] = truncnorm.ppf(u, (lo_r[~pt] - centre[~pt]) / hk[~pt],
+                               (hi_r[~pt] - centre[~pt]) / hk[~pt])
+    vals = np.where(pt, centre, centre + hk * z)
+    if integer:
+        vals = np.round(vals)
+    elif decimals is not None:
+        vals = np.round(vals, decimals)
+    return np.clip(vals, lo_r, hi_r), pt

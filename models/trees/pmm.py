@@ -382,7 +382,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         """
         m, random_seed, gens = self._streams(m, random_seed)
         datasets, after, unmatched, codes = [], [], [], []
-        for l in progress(range(m), total=m, description="PMM synthesis", enabled=self.progressbar):
+        for l in progress(range(m), total=m, description="PMM synthesis", unit="datasets",
+                          enabled=self.progressbar):
             z, un = self._synthesize_one(gens[l])
             datasets.append(z)
             mc = min_cell_count(z, self.identifying_)

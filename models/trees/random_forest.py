@@ -25,6 +25,7 @@ from bayes_risk.models.trees.forest_leaves import (
     distinct_rows,
     donor_weights,
     draw_donors,
+    draw_smoothed,
     forest_apply_distinct,
     leaf_donors,
     leaf_probabilities,
@@ -57,6 +58,11 @@ class RandomForestSynthesizer(TreeSynthesizer):
     donor : {"uniform", "bayes_bootstrap"}
         Numeric columns: a leaf donor in proportion to its bootstrap count, or to Dirichlet
         weights drawn afresh per dataset.
+    smoothing : bool or sequence of str, default False
+        Draw the numeric columns (all with ``True``, or those listed) from a truncated Gaussian
+        kernel density of the leaf's donors instead of a donor's value (Caiola & Reiter 2010
+        §5, as CART's ``smoothing``); needs ``min_samples_leaf >= 2`` (a leaf of one record
+        has nothing to smooth).
     oob_only : bool, default False
         Use only the trees for which the record is out of bag (at least ``min_oob_trees``).
     min_oob_trees : int, default 100
@@ -100,11 +106,13 @@ class RandomForestSynthesizer(TreeSynthesizer):
     #: the plug-in likelihood is approximate: no membership ratio is derived from it
     exact_plugin: ClassVar[bool] = False
     _fitted_attribute: ClassVar[str] = "forests_"
-    info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True)
+    # numeric columns take leaf donors' values unless smoothed (the audit's smoothing remedy)
+    info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True,
+                     releases_donor_values=True)
 
     def __init__(self, *, n_trees: int = 500, probabilities: str = "vote", alpha: float = 1.0,
-                 donor: str = "uniform", oob_only: bool = False, min_oob_trees: int = 100,
-                 procedure: str = "A",
+                 donor: str = "uniform", smoothing: bool | Sequence[str] = False,
+                 oob_only: bool = False, min_oob_trees: int = 100, procedure: str = "A",
                  visit_sequence: Sequence[str] | None = None, tie_order: str = "fewer_categories",
                  max_features: str | int = "sqrt", min_samples_leaf: int = 1,
                  group_by: str | Mapping[str, str] | None = None, min_group_size: int = 10,
@@ -114,6 +122,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         self.probabilities = probabilities
         self.alpha = alpha
         self.donor = donor
+        self.smoothing = smoothing
         self.oob_only = oob_only
         self.min_oob_trees = min_oob_trees
         self.procedure = procedure
@@ -161,6 +170,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
                     "regression forest cannot be grown on empty or coded responses). Use method "
                     "'cart', whose two-step draw synthesizes them, or leave the column "
                     "unsynthesized.", code="MISSING_VALUES")
+        self._smoothed(schema, cols)  # checked before any forest is grown
         masks = record_masks(records, cols, len(data))
         rng = as_generator(random_seed)
         order = visit_order(self.visit_sequence, self.tie_order, cols, schema, masks, rng)
@@ -233,6 +243,37 @@ class RandomForestSynthesizer(TreeSynthesizer):
         self._inbag_ = inbag
         self._values = values
         return self
+
+    def _smoothed(self, schema: Schema, cols: Sequence[str]) -> list[str]:
+        """The numeric columns drawn from smoothed leaves (the ``smoothing`` setting, checked)."""
+        sm = self.smoothing
+        if sm is False or sm is None:
+            return []
+        numeric = [c for c in cols if not schema[c].is_categorical]
+        if sm is True:
+            out = numeric
+        elif isinstance(sm, str) or not all(isinstance(c, str) for c in sm):
+            raise ValidationError(
+                f"smoothing must be True, False or a list of numeric synthesized columns. Got "
+                f"{sm!r}.", code="INVALID_ARGUMENT")
+        else:
+            out = list(dict.fromkeys(sm))
+            for c in out:
+                if c not in cols:
+                    raise ValidationError(f"smoothing: column {c!r} is not synthesized "
+                                          f"(synthesized: {list(cols)}).", code="INVALID_ARGUMENT")
+                if schema[c].is_categorical:
+                    raise ValidationError(
+                        f"smoothing: column {c!r} is {schema[c].type}; kernel smoothing applies "
+                        "to numeric columns (a categorical one is drawn from its leaves' class "
+                        "probabilities).", code="INVALID_ARGUMENT")
+        if out and int(self.min_samples_leaf) < 2:
+            raise ValidationError(
+                f"smoothing {out} needs min_samples_leaf >= 2 (got {self.min_samples_leaf}): a "
+                "leaf of one distinct record has no spread to smooth, and its value would be "
+                "released as it is (Caiola & Reiter 2010 §5 ask for a minimum leaf size above "
+                "one to estimate the smooth).", code="INVALID_ARGUMENT")
+        return out
 
     def _grow_groups(self, numeric, col, g, gvalues, X, y, schema, seed, layout, out):
         """Grow the group forests of ``col`` into ``out``; return sizes and fallback levels."""
@@ -393,8 +434,11 @@ class RandomForestSynthesizer(TreeSynthesizer):
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         m, random_seed, gens = self._streams(m, random_seed)
         cache: dict[str, np.ndarray] = {}
-        datasets = [self._synthesize_one(gens[l], cache) for l in progress(
-            range(m), total=m, description="RF synthesis", enabled=self.progressbar)]
+        smoothed = self._smoothed(self.schema_, self.visit_sequence_)
+        point: dict[str, list[int]] = {c: [0, 0] for c in smoothed}  # point-mass draws, all
+        datasets = [self._synthesize_one(gens[l], cache, point) for l in progress(
+            range(m), total=m, description="RF synthesis", unit="datasets",
+            enabled=self.progressbar)]
         union = np.logical_or.reduce(list(self.records_.values()))
         return self._make_release(datasets, random_seed, union, {
             "visit_sequence": list(self.visit_sequence_), "procedure": self.procedure,
@@ -404,9 +448,14 @@ class RandomForestSynthesizer(TreeSynthesizer):
             "groups": dict(self.groups_),
             "group_sizes": {c: dict(v) for c, v in self.group_sizes_.items()},
             "group_fallback": {c: list(v) for c, v in self.group_fallback_.items()},
+            "smoothed": smoothed,
+            # share of smoothed values drawn from a leaf whose donors hold one value: that
+            # value, released as it is (shared by min_samples_leaf records or more)
+            "smoothing_point_mass": {c: (k / n if n else 0.0) for c, (k, n) in point.items()},
             "fit_call": self.fit_call_})
 
-    def _synthesize_one(self, rng: np.random.Generator, cache: dict) -> pd.DataFrame:
+    def _synthesize_one(self, rng: np.random.Generator, cache: dict,
+                        point: dict[str, list[int]] | None = None) -> pd.DataFrame:
         cur = {c: v.copy() for c, v in self._values.items()}
         done: list[str] = []
         for col in self.visit_sequence_:
@@ -421,7 +470,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
             if self.schema_[col].is_categorical:
                 cur[col][sel] = self._draw_codes(col, X, sel, cur, rng, cache, fixed)
             else:
-                cur[col][sel] = self._draw_values(col, X, sel, cur, rng, cache, fixed)
+                cur[col][sel] = self._draw_values(col, X, sel, cur, rng, cache, fixed,
+                                                  None if point is None else point.get(col))
             done.append(col)
         out = self._data.copy()
         for col in self.visit_sequence_:
@@ -466,8 +516,10 @@ class RandomForestSynthesizer(TreeSynthesizer):
         u = rng.random(sel.size) * cdf[:, -1]
         return np.minimum((u[:, None] >= cdf).sum(axis=1), P.shape[1] - 1)
 
-    def _draw_values(self, col, X, sel, cur, rng, cache, fixed) -> np.ndarray:
-        """One donor value per replaced record of numeric ``col`` (:func:`draw_donors`)."""
+    def _draw_values(self, col, X, sel, cur, rng, cache, fixed, point=None) -> np.ndarray:
+        """One donor value per replaced record of numeric ``col`` (:func:`draw_donors`), or a
+        value of its smoothed leaf (:func:`draw_smoothed`) when ``point`` (the counts of
+        point-mass draws) is given."""
         out = np.empty(sel.size)
         parts = cache.get(col) if fixed else None
         if parts is None:
@@ -476,12 +528,29 @@ class RandomForestSynthesizer(TreeSynthesizer):
                 for code, rows, ti in self._by_forest(col, sel, cur)]
             if fixed:
                 cache[col] = parts
+        bb = self.donor == "bayes_bootstrap"
+        kern = None if point is None else self._kernel_settings(col)
         for code, rows, ti, leaves in parts:
             _, donors, ib = self._forest(col, code, numeric=True)
             valid = None if ib is None else self._valid_trees(ib, ti)
-            out[rows] = draw_donors(donors, leaves, rng, valid,
-                                    bayes_bootstrap=self.donor == "bayes_bootstrap")
+            if kern is None:
+                out[rows] = draw_donors(donors, leaves, rng, valid, bayes_bootstrap=bb)
+                continue
+            out[rows], pm = draw_smoothed(donors, leaves, rng, valid, bb, **kern)
+            point[0] += int(pm.sum())
+            point[1] += int(pm.size)
         return out
+
+    def _kernel_settings(self, col: str) -> dict[str, Any]:
+        """The resolution (bandwidth floor) and output rounding of smoothed ``col``, read off
+        its training values (as CART's smoothing)."""
+        from bayes_risk.models.trees.cart_fit import data_resolution, decimals_of
+
+        y = self._values[col][self.records_[col]]
+        dt = self._data[col].dtype
+        return {"resolution": data_resolution(y), "decimals": decimals_of(y),
+                "integer": self.schema_[col].type == "count"
+                or pd.api.types.is_integer_dtype(dt)}
 
     def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None) -> Any:
         """The plug-in likelihood for attribute risk (:class:`~bayes_risk.models.RFPlugin`) given

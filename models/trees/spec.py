@@ -12,7 +12,11 @@ from typing import Any
 import pandas as pd
 
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import CALLER, BayesRiskWarning, SchemaError, ValidationError
+from bayes_risk.exceptions import CALLER, BayesRiskWarning, SchemaError, ValidationError, arg_name
+
+#: the spec's settings as its messages name them (on the command line, the options that set
+#: them: --method-per-column, --predictor-matrix)
+_METHOD, _PREDICTORS = "SynthesisSpec.method", "SynthesisSpec.predictor_matrix"
 
 __all__ = ["METHODS", "ResolvedSpec", "SynthesisSpec"]
 
@@ -87,8 +91,9 @@ class SynthesisSpec:
         else:
             _check_method(m, None)
             if m == "":
-                raise ValidationError('method: "" for every column synthesizes nothing; give a '
-                                      "method such as 'cart', or a method per column.")
+                raise ValidationError(f'{arg_name(_METHOD)}: "" for every column synthesizes '
+                                      "nothing; give a method such as 'cart', or a method per "
+                                      "column.")
         if self.visit_sequence is not None:
             vs = [self.visit_sequence] if isinstance(self.visit_sequence, str) \
                 else list(self.visit_sequence)
@@ -158,9 +163,9 @@ class SynthesisSpec:
         given = self.predictor_matrix
         if given is not None:
             for row, preds in given.items():
-                _known(row, names, "predictor_matrix")
+                _known(row, names, _PREDICTORS)
                 for p in preds:
-                    _known(p, names, "predictor_matrix")
+                    _known(p, names, _PREDICTORS)
         for c in synth:  # synthpop checks the types before a method without predictors changes
             _check_type(methods[c], c, schema)
         predictors: dict[str, list[str]] = {}
@@ -173,9 +178,9 @@ class SynthesisSpec:
                 late = [p for p in names if p in preds and p in synth and rank[p] > rank[c]]
                 if late:  # synthpop's check.predictor.matrix.syn drops them with a message
                     warnings.warn(BayesRiskWarning(
-                        f"predictor_matrix: {late} of column {c!r} are synthesized after it, "
-                        "so they cannot predict it; dropped from its predictors, as synthpop "
-                        "does (PREDICTOR_DROPPED). To keep one, visit it before "
+                        f"{arg_name(_PREDICTORS)}: {late} of column {c!r} are synthesized "
+                        "after it, so they cannot predict it; dropped from its predictors, as "
+                        "synthpop does (PREDICTOR_DROPPED). To keep one, visit it before "
                         f"{c!r}.", code="PREDICTOR_DROPPED"), skip_file_prefixes=CALLER)
                     preds -= set(late)
             else:  # synthpop's default: the visited columns before it
@@ -211,24 +216,25 @@ class SynthesisSpec:
         for k, c in enumerate(visit):
             methods[c] = given.get(c, "sample" if k == 0 and c not in given else default)
         for c, v in given.items():
-            _known(c, names, "method")
+            _known(c, names, _METHOD)
             if c not in visit and v != "":
-                raise ValidationError(f"method: column {c!r} has method {v!r} but is not in the "
-                                      f"visit sequence {visit}; visit it, or give it \"\".")
+                raise ValidationError(f"{arg_name(_METHOD)}: column {c!r} has method {v!r} but is "
+                                      f"not in the visit sequence {visit}; visit it, or give it "
+                                      '"".')
         return methods
 
 
 def _check_method(value: Any, column: str | None) -> None:
     if value not in METHODS:
-        where = "method" if column is None else f"method of column {column!r}"
+        where = arg_name(_METHOD) + ("" if column is None else f" of column {column!r}")
         raise ValidationError(f"{where} must be one of {list(METHODS)}. Got {value!r}.",
                               code="INVALID_ARGUMENT")
 
 
 def _known(col: str, names: list[str], argument: str) -> None:
     if col not in names:
-        raise SchemaError(f"{argument}: {col!r} is not a column of the data (columns: {names}).",
-                          code="UNKNOWN_COLUMN")
+        raise SchemaError(f"{arg_name(argument)}: {col!r} is not a column of the data (columns: "
+                          f"{names}).", code="UNKNOWN_COLUMN")
 
 
 def _check_type(method: str, col: str, schema: Schema) -> None:

@@ -1,4 +1,4 @@
-"""The singling-out and linkability attacks against anonymeter's own outputs.
+"""The singling-out, linkability and inference attacks against anonymeter's own outputs.
 
 anonymeter 1.1.0 (statice/anonymeter on PyPI) pins ``numpy<1.27`` where bayes-risk needs
 ``numpy>=2.0`` (and numpy 1.26 has no build for Python 3.13), so it cannot be a test
@@ -7,7 +7,8 @@ outputs were recorded once, by anonymeter itself in a Python 3.11 environment, b
 ``tests/attacks/anonymeter/make_reference.py`` (see its docstring), on shared data: a CART
 release made by bayes-risk from 1,000 CE records (``release.csv``), a holdout of 1,000 other CE
 records and a larger one of 2,000 (row numbers in ``split.json``). ``reference.json`` holds the
-counts of every anonymeter run (100 seeds for each attack).
+counts of every anonymeter run (100 seeds for each attack; for inference, four settings: Income
+guessed exactly and within 5 %, Tenure, and Age against the larger holdout).
 
 The package's mean counts over its own seeds must agree with anonymeter's mean within Monte
 Carlo error: 4 standard errors of the difference of the two means, the standard deviation of
@@ -120,3 +121,53 @@ def test_nearest_rows_are_anonymeters(data):
         d = linkability._distances(T[tied][:, ix], S[:, ix], is_cat[ix], scale)
         np.testing.assert_allclose(np.take_along_axis(d, idx[tied], 1),
                                    np.take_along_axis(d, theirs[tied], 1), rtol=0, atol=1e-12)
+
+
+def _expected_baselines(t, secret, regression, n_base):
+    """The expected baseline count of the package (a random synthetic row's value for a random
+    record of the original: the mean over every pair) and of anonymeter 1.1.0, whose
+    ``syn.sample(n)[secret].reindex_like(targets)`` aligns the sampled synthetic rows with the
+    targets by row label: a target gets the value of the synthetic row of its own label when
+    that row was sampled (probability ``n / N_syn``), else a missing guess, which is wrong."""
+    from bayes_risk.attacks.inference import correct_guesses
+
+    orig = t["train"][secret].to_numpy(float)
+    syn = t["syn"][secret].to_numpy(float)
+    pairs = correct_guesses(syn[None, :], orig[:, None], regression=regression, tolerance=0.05)
+    ours = n_base * pairs.mean()
+    k = min(len(orig), len(syn))  # labels both tables hold
+    own = correct_guesses(syn[:k], orig[:k], regression=regression, tolerance=0.05)
+    theirs = n_base * (n_base / len(syn)) * own.sum() / len(orig)
+    return ours, theirs
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", ["Income_exact", "Income_tolerance", "Tenure",
+                                  "Age_tolerance_big_holdout"])
+def test_inference_agrees_with_anonymeter(data, name):
+    """The main and control attacks' counts and the risk agree with anonymeter's; the baseline
+    differs by anonymeter's label alignment (it does not enter the risk): each package's mean
+    baseline agrees with what its own rule predicts exactly."""
+    t, ref = data
+    cfg = ref["inference"][name]
+    n = cfg["n_attacks"]
+    runs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        for seed in range(12):
+            res = br.inference_risk(t["train"], t["syn"], secret=cfg["secret"],
+                                    aux_columns=cfg["aux_columns"], holdout=t[cfg["holdout"]],
+                                    n_attacks=n, regression=cfg["regression"],
+                                    categorical=CATEGORICAL, random_seed=seed)
+            runs.append(res.table.iloc[0])
+    assert all(r["n_attacks"] == n and r["n_attacks_control"] == n for r in runs)
+    theirs = cfg["runs"]
+    for key in ("n_main", "n_control", "risk"):
+        _agree([r[key] for r in runs], [x[key] for x in theirs], f"{name} {key}")
+    ours_b, theirs_b = _expected_baselines(t, cfg["secret"], cfg["regression"], n)
+    for got, expected, who in (([r["n_baseline"] for r in runs], ours_b, "bayes-risk"),
+                               ([x["n_baseline"] for x in theirs], theirs_b, "anonymeter")):
+        g = np.asarray(got, float)
+        tol = 4 * max(g.std(ddof=1), 0.5) / math.sqrt(g.size)
+        assert abs(g.mean() - expected) <= tol, (
+            f"{name} {who} baseline {g.mean():.2f}, expected {expected:.2f} ± {tol:.2f}")

@@ -1,4 +1,4 @@
-"""End-to-end tests of attribute_risk on models given as arrays (SPEC §2.5–§2.7 worked examples)."""
+"""End-to-end tests of attribute_risk on models given as arrays (the worked examples of the attribute-risk methods)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_bern3_z1_only_diagnostics_and_truth_weighted(bern3):
     assert d["ess_q"][g[1]] == pytest.approx(3.0)
     assert d["ess_omega"][0, g[0]] == pytest.approx(2.697782, abs=1e-6)
     assert d["ess_omega"][0, g[1]] == pytest.approx(1.915450, abs=1e-6)
-    # omega vectors themselves (SPEC §2.7 example), from the estimator function
+    # omega vectors themselves (the worked example of the estimator), from the estimator function
     logp = np.log(np.array([[[0.7, 0.3], [0.5, 0.5], [0.3, 0.7]]]))  # [R, H, G] (truth=1 at g0=0)
     logr, _ = log_ratios(logp, np.array([0]))
     L = np.log(np.array([[0.00567], [0.03125], [0.07203]]))
@@ -136,7 +136,7 @@ def test_stabilised_beta_posterior_check(bern3):
     """Exact Beta(4,3) and Beta(8,4) draws, H = 200,000 each: ratio E[r] must be 4/7 = 0.571429.
 
     r(0, θ) = (1-θ)/θ has finite variance under both Betas; the MC SE of the ratio is ~0.003,
-    so the SPEC tolerance 0.01 is > 3 SE.
+    so the tolerance 0.01 is > 3 SE.
     """
     model, orig, z1, _ = bern3
     rng = np.random.default_rng(20260)
@@ -153,7 +153,7 @@ def test_stabilised_beta_posterior_check(bern3):
 
 @pytest.mark.slow
 def test_is_beta_bernoulli_closed_form(bern3):
-    """SPEC §2.6 consistency: H = 200,000 exact Beta(4,3) draws; tolerance 0.02 (SPEC)."""
+    """Consistency of the estimator: H = 200,000 exact Beta(4,3) draws; tolerance 0.02."""
     model, orig, z1, _ = bern3
     rng = np.random.default_rng(7)
     m0 = model.with_draws(rng.beta(4, 3, size=200_000))

@@ -52,6 +52,9 @@ def test_toy5_numbers(toy5):
     s = res.to_dict()
     assert s["all"]["mean_p_true"] == pytest.approx(0.6)
     assert s["settings"]["scenario"] == "empty"
+    # the candidates are the released values: no prior before the release, so no Bayes factor
+    # (record 0's truth, released twice, would read as "nothing learned", a factor of 1)
+    assert "prop_evidence" not in s["all"] and "bayes_factor" not in res.to_dataframe()
     assert "APPROX_LOW_RISK" in res.warnings
     cp = res.candidate_posteriors(1)
     assert dict(zip(cp["race"], cp["posterior"], strict=True)) == {"W": 0.5, "B": 0.5}

@@ -42,7 +42,7 @@ def test_values_and_bootstrap_figures_recomputed_by_hand():
     keep = recs[~flagged]
     assert out["n_records"] == len(recs) and out["n_flagged_excluded"] == int(flagged.sum())
     assert out["value"]["mean_p_true"] == pytest.approx(keep["p_true"].mean(), rel=1e-12)
-    assert out["value"]["share_ranked_first"] == pytest.approx((keep["rank_min"] == 1).mean())
+    assert out["value"]["prop_top"] == pytest.approx((keep["rank_min"] == 1).mean())
     assert out["value"]["p_true_q50"] == pytest.approx(keep["p_true"].median(), rel=1e-12)
     # replicate b of every record uses the same resampled draws: recompute the mean p_true of
     # each replicate from the kept bootstrap log-likelihoods

@@ -1109,8 +1109,14 @@ def test_posterior_step_comparable_with_the_identification_step(release, tmp_pat
             "replicates |") in sec
     assert f"pooled over R = {R} (grows with R)" in sec
     assert "This figure grows with R" in sec
-    row = [ln for ln in sec.splitlines() if ln.startswith("| expected match risk")][0]
-    assert f"{pooled.headline.file['expected_match_risk']:.4g}" in row
+    # the table in per cent of the targets, as the verdict (issue 66: rows of targets and %)
+    row = [ln for ln in sec.splitlines() if ln.startswith("| expected match rate (% of "
+                                                          "targets)")][0]
+    from bayes_risk.results import format_number
+
+    f = pooled.headline.file
+    rate = format_number(100 * f["expected_match_risk"] / f["n_targets"], 3, plain=True)
+    assert f"| [{rate} %](a/identification/summary.json) |" in row, row
 
 
 def test_report_says_which_combining_rules_and_why(audited, report):
@@ -1194,7 +1200,15 @@ def test_audit_result_is_a_result_like_the_others(audited, tmp_path):
     assert res.verdict_text in s.notes
     html = res._repr_html_()
     assert html.startswith('<div class="bayes-risk-summary">') and "Verdict lines" in html
-    assert str(res) == s.as_text() and "AuditResult(" in repr(res)
+    # printed: the verdict and its lines within 100 columns, and where the rest is (issue 66:
+    # the whole summary printed 71 lines of up to 1,020 characters)
+    text = str(res)
+    assert text == repr(res) == res.brief().as_text()
+    assert max(map(len, text.splitlines())) <= 100 and len(text.splitlines()) < 60, text
+    assert text.startswith(f"Audit of a synthetic release: {res.headline_parts()[0]}")  # complete
+    assert all(f"{v.step}: {v.short}" in text for v in res.verdicts)
+    assert "audit.verdict_frame()" in text and "audit.step(NAME).result" in text
+    assert max(map(len, s.as_text().splitlines())) <= 100
     pd.testing.assert_frame_equal(res.to_dataframe(), res.verdict_frame())
     codes = {(w["step"], w["code"]) for w in res.warnings}
     got = {(w.where.removesuffix(" step"), w.code) for w in res.structured_warnings}
@@ -1613,8 +1627,8 @@ def test_status_and_headline(audited, tmp_path):
     # with the board's thresholds above every value: the utility line's SEPARATION questions
     # it, so the status is a review, named with its reason
     u = res.step("utility").result
-    loose = Thresholds.parse({"s_pmse": 1e9, "overlap": 0, "prop_top": 1, "repU": 100,
-                              "DiSCO": 100})
+    loose = Thresholds.parse({"s_pmse": 1e9, "overlap": 1e-9, "prop_top": 0.999999,
+                              "prop_evidence": 0.999999, "repU": 99.9999, "DiSCO": 99.9999})
     res.plan.thresholds = loose
     try:
         sep = dataclasses.replace(u, pmse=dataclasses.replace(u.pmse, warnings=["SEPARATION"]))
@@ -1664,10 +1678,11 @@ def test_thresholds_say_where_they_come_from(audited, tmp_path):
     assert table.count('<sup><a href="#threshold-') == len(res.verdicts)
     res.plan.thresholds = Thresholds.parse({"DiSCO": 2})
     try:
-        given = res.to_html(tmp_path / "g.html").read_text()
+        given = html_lib.unescape(res.to_html(tmp_path / "g.html").read_text())
     finally:
         res.plan.thresholds = Thresholds()
-    assert "given for this audit (--threshold DiSCO=2; the default is 1)" in given
+    # as the caller gave it: in Python the argument (the command line's: --threshold DiSCO=2)
+    assert "given for this audit (thresholds={'DiSCO': 2}; the default is 1)" in given
 
 
 def test_report_one_unit_per_quantity(audited_hh, report_hh):
@@ -1686,17 +1701,17 @@ def test_report_one_unit_per_quantity(audited_hh, report_hh):
     # the table is at the worst case over the radii, the figure the verdict reads
     f = res.step("identification").extra["at_r_star"].file
 
-    def count(x):
-        return (f"{format_number(x, 4, plain=True)} targets "
-                f"({format_number(100 * x / n, 3, plain=True)} % of {n:,})")
+    def count(x):  # the verdict's unit first, then the count (issue 66: one unit)
+        return (f"{format_number(100 * x / n, 3, plain=True)} % = "
+                f"{format_number(x, 4, plain=True)} of {n:,} targets")
 
     sec = _text(html.split('<section id="identification">')[1].split("</section>")[0])
-    assert f"expected match risk: targets expected to be identified (sum of IR) " \
-        f"{count(f['expected_match_risk'])}" in sec
-    assert f"true matches: targets matched to one record, their own " \
+    assert f"expected match rate: targets expected to be identified (the expected match " \
+        f"risk, sum of IR) {count(f['expected_match_risk'])}" in sec
+    assert f"true match rate: targets matched to one record, their own " \
         f"{count(f['true_match_risk'])}" in sec
     pooled = res.step("identification").extra["pooled"].headline.file
-    assert f"expected match risk {count(pooled['expected_match_risk'])}" in sec
+    assert f"expected match rate {count(pooled['expected_match_risk'])}" in sec
     # the verdict line: the rate in per cent and the count it is of
     v = {x.measure: x for x in res.verdicts}["expected match rate, worst case over the radii"]
     verdict = _text(html.split('<table class="verdicts">')[1].split("</table>")[0])
@@ -1715,6 +1730,41 @@ def test_attribute_section_in_per_cent(audited, report):
     assert f"{100 * s['all']['mean_p_true']:.3g} %" in sec
     assert f"A random guess gives p_true {100 * s['random_guess_baseline']:.3g} %" in sec
     assert "share ranked first (prop_top in summary.json)" in sec
+
+
+def test_attribute_section_explains_a_share_ranked_first_below_the_random_guess(audited, tmp_path):
+    """Issue 63: the share with evidence and the prior's p_true beside the share ranked first;
+    below the random guess the section says why that is not protection and what to read, and
+    records.csv carries every record's Bayes factor (the figure the top-records table shows)."""
+    import copy
+
+    from bayes_risk.results.attribute import bayes_factor
+
+    res, out = audited
+    a = res.step("attribute")
+    sm = copy.deepcopy(a.extra["summary"])
+    guess = sm["random_guess_baseline"]
+    rec = pd.read_csv(out / "attribute" / "records.csv")
+    assert list(rec.columns[rec.columns.get_loc("baseline") + 1:][:2]) == [
+        "prior_p_true", "bayes_factor"]
+    np.testing.assert_allclose(rec["bayes_factor"], bayes_factor(rec["p_true"],
+                                                                 rec["prior_p_true"]))
+    assert sm["unflagged"]["prop_evidence"] == pytest.approx(
+        np.mean(rec.loc[rec["flag_codes"].isna(), "bayes_factor"] >= 3))
+    for key, below in ((0.0, True), (guess, False)):
+        sm["unflagged"]["prop_top"] = key
+        res2 = _with_step(res, "attribute", extra={**a.extra, "summary": sm})
+        html = res2.to_html(tmp_path / f"below{below}.html").read_text()
+        sec = _text(html.split('<section id="attribute">')[1].split("</section>")[0])
+        assert "share with evidence: Bayes factor ≥ 3 (%)" in sec
+        assert "mean p_true before the release: the intruder&#39;s prior (%)" in sec
+        assert "How to read these figures." in sec
+        assert ("A share ranked first below the random guess is not protection" in sec) is below
+        # the truth's median rank against a random guess's expected rank, (G + 1) / 2
+        middle = (a.result.records["G"].mean() + 1) / 2
+        assert (f"against {middle:.3g} for a random guess." in sec) is below
+        line = next(v for v in res2.verdicts if v.threshold_name == "prop_top")
+        assert ("; below the random guess" in line.detail) is below
 
 
 def test_glossaries_in_plain_words(audited, report):

@@ -1,4 +1,5 @@
-"""The audit's attacks step (anonymeter's singling out and linkability): runs with a holdout,
+"""The audit's attacks step (anonymeter's singling out, linkability and inference): runs with a
+holdout,
 skipped with the reason otherwise; its verdict lines, thresholds, causes and report section."""
 
 from __future__ import annotations
@@ -48,9 +49,21 @@ def test_attacks_step_verdict_lines_and_report(release, tmp_path):
     assert lk.settings["aux_columns"] == [KNOWN, ["Tenure", "Educ", "Expenditure", "Income"]]
     assert so.table["dataset"].tolist() == [1, 1, 2, 2]
     lines = [v for v in res.verdicts if v.step == "attacks"]
+    inf = step.result["inference"]
     assert [v.measure for v in lines] == [
         "univariate singling-out risk", "multivariate singling-out risk",
-        "linkability risk (Age, Urban, Marital with Tenure, Educ, Expenditure, Income)"]
+        "linkability risk (Age, Urban, Marital with Tenure, Educ, Expenditure, Income)",
+        f"inference risk ({inf.headline().sort_values('risk').iloc[-1]['secret']})"]
+    # inference: each synthesized column guessed from every other column, the line reads the
+    # secret and dataset most at risk
+    assert inf.settings["secrets"] == ["Tenure", "Income"]
+    assert inf.settings["aux_columns"]["Income"] == ["Age", "Urban", "Tenure", "Educ",
+                                                    "Expenditure", "Marital"]
+    assert lines[3].value == pytest.approx(inf.table["risk"].max())
+    assert lines[3].threshold_name == "inference_risk" and lines[3].threshold == 0.05
+    assert "guessed right from the nearest synthetic row" in lines[3].detail
+    if lines[3].exceeds:
+        assert "guessed right" in lines[3].cause and lines[3].remedies
     for v, mode in zip(lines[:2], ("univariate", "multivariate"), strict=True):
         rows = so.table[so.table["mode"] == mode]
         assert v.value == pytest.approx(rows["risk"].max())  # the worse dataset
@@ -63,14 +76,17 @@ def test_attacks_step_verdict_lines_and_report(release, tmp_path):
     assert any("Income" in r for r in uni.remedies)
     files = {p.name for p in (tmp_path / "a" / "attacks").iterdir()}
     assert {"summary.json", "singling_out.csv", "singling_out_queries.csv", "singling_out.png",
-            "linkability.csv", "linkability_records.csv", "linkability.png"} <= files
+            "linkability.csv", "linkability_records.csv", "linkability.png", "inference.csv",
+            "inference_records.csv", "inference.png"} <= files
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert "singling_out_risk" in summary["thresholds"]
+    assert "inference_risk" in summary["thresholds"]
     html = res.to_html(tmp_path / "report.html").read_text(encoding="utf-8")
     assert 'id="attacks"' in html and "Giomi et al. 2023" in html
     assert "leaves its acceptable level to the data controller" in html  # threshold source
-    assert html.count("leaves its acceptable level") == 1  # one footnote for both
-    for caption in ("Singling-out risk per dataset", "Linkability risk per dataset"):
+    assert html.count("leaves its acceptable level") == 1  # one footnote for the three
+    for caption in ("Singling-out risk per dataset", "Linkability risk per dataset",
+                    "Inference risk per dataset"):
         assert f"<figcaption>{caption}" in html  # both figures in the report
 
 
@@ -79,10 +95,12 @@ def test_attacks_step_skipped_without_holdout_and_thresholds_given(release):
     a = res.step("attacks")
     assert a.status == "skipped" and "no holdout" in a.reason
     assert not [v for v in res.verdicts if v.step == "attacks"]
-    res = _audit(release, thresholds={"singling_out_risk": 1.0, "linkability_risk": 1.0},
+    # the largest thresholds a line can still cross (1, which no risk exceeds, is refused)
+    res = _audit(release, thresholds={"singling_out_risk": 0.99, "linkability_risk": 0.99,
+                                      "inference_risk": 0.99},
                  linkability_columns=(["Age"], ["Income"]))
     lines = [v for v in res.verdicts if v.step == "attacks"]
-    assert all(v.threshold == 1.0 and not v.exceeds for v in lines)
+    assert all(v.threshold == 0.99 and v.exceeds == (v.value > 0.99) for v in lines)
     assert lines[2].measure == "linkability risk (Age with Income)"
     assert res.plan.settings_frame().query("step == 'attacks'")["source"].tolist()[1] == "given"
 
@@ -98,4 +116,4 @@ def test_linkability_columns_are_checked_before_any_step(release):
     a = res.step("attacks")
     assert a.result["linkability"] is None and "every column is known" in \
         a.extra["linkability_not_run"]
-    assert len([v for v in res.verdicts if v.step == "attacks"]) == 2
+    assert len([v for v in res.verdicts if v.step == "attacks"]) == 3  # and inference

@@ -291,7 +291,7 @@ def test_attribute_line_carries_its_monte_carlo_interval(release, tmp_path):
                        progressbar=False, out=tmp_path / "a", settings=br.AuditSettings(skip=skip))
     line = next(v for v in res.verdicts if v.step == "attribute")
     saved = json.loads((tmp_path / "a" / "attribute" / "summary.json").read_text())
-    lo, hi = saved["mc_uncertainty"]["mc_interval_90"]["share_ranked_first"]
+    lo, hi = saved["mc_uncertainty"]["mc_interval_90"]["prop_top"]
     # the line is in per cent: value / 100 can be one ulp below a bound it equals
     share = line.value / 100
     assert 0 <= lo <= share * (1 + 1e-12) and share <= hi * (1 + 1e-12) and hi <= 1

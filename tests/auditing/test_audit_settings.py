@@ -10,8 +10,8 @@ from bayes_risk.data import make_ce_like
 from bayes_risk.exceptions import ValidationError
 
 
-@pytest.mark.parametrize("sweep", [[0.1, -1], [0.0], ["a"], "0.1", [True], 5, [float("nan")],
-                                   [float("inf")]])
+@pytest.mark.parametrize("sweep", [[0.1, -1], [-0.0001], ["a"], "0.1", [True], 5,
+                                   [float("nan")], [float("inf")]])
 def test_a_bad_sweep_is_refused_naming_it(sweep):
     with pytest.raises(ValidationError, match="sweep must be radii") as err:
         br.AuditSettings(sweep=sweep)
@@ -26,7 +26,8 @@ def test_a_radius_listed_twice_is_named():
 
 def test_radii_are_stored_as_floats_and_none_or_empty_skip_the_sweep():
     assert br.AuditSettings(sweep=np.array([0.05, 1])).sweep == (0.05, 1.0)
-    assert br.AuditSettings().sweep == (0.01, 0.025, 0.05, 0.1, 0.2, 0.3)
+    assert br.AuditSettings().sweep == (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
+    assert br.AuditSettings(sweep=[0.0, 0.1]).sweep == (0.0, 0.1)  # 0: exact matching
     assert br.AuditSettings(sweep=None).sweep is None
     assert br.AuditSettings(sweep=[]).sweep == ()
 

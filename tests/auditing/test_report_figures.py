@@ -142,3 +142,188 @@ def test_markdown_figures_of_the_same_name_get_files_of_their_own(tmp_path):
         else:  # drawn once: the HTML report takes the PNGs the Markdown one drew
             assert len(figs) == 4 and a.uri == plots.png_data_uri(figs[("known_sweep.png", 0)])
             assert b.uri == plots.png_data_uri(figs[("known_sweep.png", 1)])
+
+
+# ------------------------------------------------- what the figures show (issue 66, item 4)
+@pytest.fixture(scope="module")
+def failing(tmp_path_factory):
+    """A release whose identification, attribute, repU and DiSCO lines are past their
+    thresholds (CART, the unsynthesized keys released as they are), with two DiSCO targets,
+    and the report's figures by file name."""
+    from bayes_risk.auditing import render
+
+    d = tmp_path_factory.mktemp("failing")
+    orig = d / "orig.csv"
+    br.make_ce_like(400, random_seed=3).to_csv(orig, index=False)
+    assert main(["synthesize", str(orig), "--method", "cart", "--synthesize", "Tenure",
+                 "Expenditure", "Income", "--categorical", *CATS, "-m", "3", "--random-seed",
+                 "1", "--out", str(d / "syn"), "--quiet"]) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = br.audit(str(orig), str(d / "syn"), known=["Age", "Urban", "Marital", "Income"],
+                       random_seed=2, progressbar=False,
+                       settings=br.AuditSettings(attribute_records=range(60),
+                                                 targets=["Tenure", "Expenditure"],
+                                                 skip=["posterior_identification"]))
+    figs: dict = {}
+    real = render._Links.figure
+
+    def keep(self, draw, name, caption):
+        def drawn():
+            figs[name] = draw()
+            return figs[name]
+        return real(self, drawn, name, caption)
+
+    render._Links.figure = keep
+    try:
+        res.to_html(d / "report.html")
+    finally:
+        render._Links.figure = real
+    return res, figs
+
+
+def _texts(fig):
+    """Every text of a figure: titles, labels, tick labels, legends, annotations."""
+    from matplotlib.text import Text
+
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+
+
+def _hlines(ax):
+    """The y values of the axes' horizontal lines (a threshold's, a verdict's)."""
+    out = []
+    for ln in ax.get_lines():
+        y = ln.get_ydata()
+        if len(y) == 2 and y[0] == y[1]:
+            out.append(float(y[0]))
+    for coll in ax.collections:  # hlines
+        for seg in getattr(coll, "get_segments", list)():
+            if len(seg) == 2 and seg[0][1] == seg[1][1]:
+                out.append(float(seg[0][1]))
+    return out
+
+
+def test_every_report_figure_stays_within_its_frame(failing):
+    """Nothing a figure writes is cut off by its edge (issue 66: the p_true histogram's legend
+    ran past a 6-inch figure, "2.86 %" clipped) and no two dataset labels overlap (issue 66:
+    "3 1 5 2 4" printed over each other)."""
+    _, figs = failing
+    assert {"utility_risk.png", "rank_hist.png", "p_true_hist.png", "radius_search.png"} <= \
+        set(figs)
+    for name, fig in figs.items():
+        fig.draw_without_rendering()
+        frame = fig.bbox
+        # what is drawn: each axes' ticks, labels, title, legend and texts; the figure's title
+        drawn = [(ax.get_title() or "axes", ax.get_tightbbox()) for ax in fig.axes
+                 if ax.get_visible() and ax.axison]
+        drawn += [(t.get_text(), t.get_window_extent()) for t in fig.texts]
+        for what, b in drawn:
+            assert b.x0 >= frame.x0 - 1 and b.x1 <= frame.x1 + 1 and b.y0 >= frame.y0 - 1 \
+                and b.y1 <= frame.y1 + 1, (name, what, b, frame)
+        for ax in fig.axes:
+            boxes = [t.get_window_extent() for t in ax.texts if t.get_gid() == "dataset-label"]
+            for i, a in enumerate(boxes):
+                for b in boxes[i + 1:]:
+                    assert not a.overlaps(b), (name, a, b)
+
+
+def test_the_utility_risk_figure_draws_every_line_past_its_threshold(failing):
+    """One panel per verdict line with a value per dataset — every DiSCO target, not the first
+    alone (issue 66: the ACS report drew DiSCO of EDUC, 1–2 %, not of DIS, 6.55 %, the line
+    past its threshold) — with its threshold drawn, and a line past it marked."""
+    res, figs = failing
+    fig = figs["utility_risk.png"]
+    panels = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
+    per_dataset = [v for v in res.verdicts if v.step in ("identification", "disclosure")]
+    assert sum(v.exceeds for v in per_dataset) >= 3
+    assert len([v for v in per_dataset if v.threshold_name == "DiSCO"]) == 2
+    for v in per_dataset:
+        title = next((t for t in panels if v.short in t), None)
+        assert title is not None, (v.short, list(panels))
+        assert title.startswith("✖") == v.exceeds, title
+        assert v.threshold in _hlines(panels[title]), (title, _hlines(panels[title]))
+    assert not [v for v in res.verdicts if v.step == "attribute" and any(
+        v.short in t for t in panels)]  # pooled only: no value per dataset, no panel
+
+
+def test_the_rank_and_radius_figures_draw_their_lines_thresholds(failing):
+    """The share ranked first is the attribute line: its threshold, in records, over the
+    rank-1 bar; the radius sweep (expected match risk in targets) draws the threshold of the
+    expected match rate in targets, the rate on its right axis."""
+    res, figs = failing
+    th = res.plan.thresholds
+    att = res.step("attribute").result
+    n_rec = int(att.records["rank_min"].notna().sum())
+    rank = figs["rank_hist.png"].axes[0]
+    assert any(y == pytest.approx(th.prop_top * n_rec) for y in _hlines(rank)), _hlines(rank)
+    assert any("threshold of the share ranked first" in t.get_text()
+               for t in _texts(figs["rank_hist.png"]))
+    sweep = figs["radius_search.png"].axes[0]
+    n_targets = int(res.step("identification").result.file["n_targets"])
+    assert any(y == pytest.approx(th.expected_match_rate * n_targets) for y in _hlines(sweep))
+    assert any("expected match rate (% of targets)" in t.get_text()
+               for t in _texts(figs["radius_search.png"]))
+
+
+@pytest.mark.parametrize("n", [2_000, 100_000])
+def test_the_khat_figure_draws_what_the_rule_flags(n):
+    """Issue 66: the Pareto k-hat scatter showed about 100 records above the threshold while
+    one was flagged (the material rule flags a high k-hat only where it could move p_true by
+    more than the tolerance). The flagged records are drawn apart, in red, the high but
+    immaterial ones in grey, each counted in the legend and the title; at 10^5 records, where
+    a scatter is a smear, a histogram on a log scale (one flagged record still shows)."""
+    import dataclasses
+
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    from bayes_risk.results import attribute as attr
+
+    rng = np.random.default_rng(1)
+    k = rng.gamma(4, 0.08, n)
+    high = np.flatnonzero(k > 0.64)
+    flagged = high[:3]
+    codes = np.full(n, "", dtype=object)
+    codes[flagged] = "KHAT_HIGH"
+    codes[high[3]] = "LOW_ESS"  # another flag: not a k-hat one
+    import pandas as pd
+
+    records = pd.DataFrame({"khat_max": k, "flag_codes": codes}).rename_axis("record")
+    base = _plugin_result()
+    res = dataclasses.replace(base, records=records, settings={
+        **base.settings, "khat_threshold": 0.64, "khat_rule": "material",
+        "khat_tolerance": 0.01, "estimator": "stabilised"})
+    fig = Figure(figsize=res._figsize("khat"))
+    ax = res.plot("khat", ax=fig.add_subplot())
+    assert ax.get_title() == f"3 of {n:,} records flagged (k-hat above the threshold and " \
+        "material)"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("flagged KHAT_HIGH: p_true may move more (3)") for t in labels)
+    assert f"above, not flagged: p_true moves by less than 0.01 ({high.size - 3:,})" in labels
+    if n <= attr.KHAT_SCATTER_MAX:
+        red = [ln for ln in ax.get_lines() if ln.get_color() == "#c0392b"]
+        assert len(red) == 1 and sorted(red[0].get_xdata()) == sorted(flagged)
+        assert 0.64 in _hlines(ax)
+    else:
+        assert ax.get_yscale() == "log"
+        # stacked: below, immaterial (each bar its own count on the other); the flagged
+        # records one mark each
+        counts = [sum(p.get_height() for p in c) for c in ax.containers]
+        assert counts == [n - high.size, high.size - 3]
+        red = [ln for ln in ax.get_lines() if ln.get_color() == "#c0392b"]
+        assert len(red) == 1 and sorted(red[0].get_xdata()) == sorted(k[flagged])
+        assert any(line.get_xdata()[0] == 0.64 for line in ax.get_lines())
+
+
+def _plugin_result():
+    """An attribute result of the CART plug-in (its records replaced by the test)."""
+    from bayes_risk.models import CARTPlugin, CARTSynthesizer
+
+    ce = br.make_ce_like(120, random_seed=2)[["Age", "Urban", "Marital", "Tenure"]]
+    schema = br.infer_schema(ce, categorical=["Urban", "Marital", "Tenure"])
+    cart = CARTSynthesizer().fit(ce, schema=schema, synthesized=["Tenure"], random_seed=1)
+    syn = cart.synthesize(2, random_seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return br.attribute_risk(ce, syn, model=CARTPlugin(cart, ce), records=range(5),
+                                 random_seed=3, progressbar=False)

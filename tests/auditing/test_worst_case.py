@@ -188,6 +188,12 @@ def test_attribute_records_equal_the_command(demo):
     mine = pd.read_csv(audit / "attribute" / "records.csv", index_col=0)
     doc = pd.read_csv(out / "records.csv", index_col=0)
     np.testing.assert_allclose(mine.loc[doc.index, "p_true"], doc["p_true"], rtol=1e-9)
+    # the share with evidence (issue 63): at least the command's, from the same Bayes factors
+    np.testing.assert_allclose(mine.loc[doc.index, "bayes_factor"], doc["bayes_factor"],
+                               rtol=1e-9)
+    command = json.loads((out / "summary.json").read_text())["unflagged"]["prop_evidence"]
+    line = next(v for k, v in _lines(audit).items() if k.startswith("share with evidence"))
+    assert line["value"] >= 100 * command - 1e-9
 
 
 @pytest.mark.slow

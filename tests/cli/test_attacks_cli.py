@@ -36,7 +36,7 @@ def test_end_to_end_matches_the_api(files, tmp_path, capsys):
     argv = ["attacks", str(root / "orig.csv"), str(root / "syn.csv"), "--holdout",
             str(root / "hold.csv"), "--categorical", *CAT, "--n-attacks", "40",
             "--linkability", "Age,Urban", "Income,Expenditure", "--n-neighbors", "2",
-            "--random-seed", "4", "--out", str(out)]
+            "--inference", "Income", "Tenure", "--random-seed", "4", "--out", str(out)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         assert cli.main(argv) == 0
@@ -45,11 +45,15 @@ def test_end_to_end_matches_the_api(files, tmp_path, capsys):
         lk = br.linkability_risk(orig, syn, holdout=hold, n_attacks=40, n_neighbors=2,
                                  aux_columns=(["Age", "Urban"], ["Income", "Expenditure"]),
                                  categorical=CAT, random_seed=4)
+        inf = br.inference_risk(orig, syn, holdout=hold, n_attacks=40, categorical=CAT,
+                                secret=["Income", "Tenure"], random_seed=4)
     printed = capsys.readouterr().out
     assert "singling out: univariate" in printed and "linkability of (Age, Urban)" in printed
+    assert "inference from every other column: Income" in printed
     assert sorted(p.name for p in out.iterdir()) == sorted(
         ["summary.json", "singling_out.csv", "singling_out_queries.csv", "singling_out.png",
-         "linkability.csv", "linkability_records.csv", "linkability.png"])
+         "linkability.csv", "linkability_records.csv", "linkability.png", "inference.csv",
+         "inference_records.csv", "inference.png"])
     got = pd.read_csv(out / "singling_out.csv")
     np.testing.assert_allclose(got["risk"], so.table["risk"])
     assert got["n_main"].tolist() == so.table["n_main"].tolist()
@@ -59,6 +63,10 @@ def test_end_to_end_matches_the_api(files, tmp_path, capsys):
     assert s["linkability"]["settings"]["aux_columns"] == [["Age", "Urban"],
                                                            ["Income", "Expenditure"]]
     assert s["inputs"]["holdout"].endswith("hold.csv")
+    got = pd.read_csv(out / "inference.csv")
+    np.testing.assert_allclose(got["risk"], inf.table["risk"])
+    assert got["n_main"].tolist() == inf.table["n_main"].tolist()
+    assert s["inference"]["settings"]["regression"] == {"Income": True, "Tenure": False}
 
 
 def test_linkability_alone_and_bad_options(files, tmp_path, capsys):
@@ -79,4 +87,32 @@ def test_linkability_alone_and_bad_options(files, tmp_path, capsys):
     assert cli.main([*base, "--n-cols", "9", "--out", str(tmp_path / "z")]) == 2
     err = capsys.readouterr().err
     assert "[BAD_OPTION_VALUE]" in err and "--n-cols 9" in err
+    assert not any((tmp_path / n).exists() for n in ("x", "y", "z"))
+
+
+def test_inference_alone_and_its_options(files, tmp_path, capsys):
+    root, orig, _, syn = files
+    base = ["attacks", str(root / "orig.csv"), str(root / "syn.csv"), "--categorical", *CAT,
+            "--singling-out", "none"]
+    out = tmp_path / "inf"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        assert cli.main([*base, "--inference", "Income", "--aux-columns", "Age", "Expenditure",
+                         "--regression", "no", "--n-attacks", "30", "--random-seed", "2",
+                         "--out", str(out)]) == 0
+        inf = br.inference_risk(orig, syn, secret="Income", aux_columns=["Age", "Expenditure"],
+                                regression=False, n_attacks=30, categorical=CAT,
+                                random_seed=2)
+    assert "inference from Age, Expenditure: Income" in capsys.readouterr().out
+    got = pd.read_csv(out / "inference.csv")
+    assert got["n_main"].tolist() == inf.table["n_main"].tolist()
+    assert not got["regression"].any()
+    assert cli.main([*base, "--inference", "Urban", "--regression", "yes",
+                     "--out", str(tmp_path / "x")]) == 2
+    assert "categorical secret 'Urban'" in capsys.readouterr().err
+    assert cli.main([*base, "--inference", "Nope", "--out", str(tmp_path / "y")]) == 2
+    assert "[MISSING_COLUMN]" in capsys.readouterr().err
+    assert cli.main(["attacks", str(root / "orig.csv"), str(root / "syn.csv"), "--aux-columns",
+                     "Age", "--out", str(tmp_path / "z")]) == 2
+    assert "[OPTION_REQUIRED]" in capsys.readouterr().err
     assert not any((tmp_path / n).exists() for n in ("x", "y", "z"))

@@ -273,9 +273,18 @@ def _syn_cases() -> list[Case]:
             # a missing synthetic value is allowed (user guide, Missing values): a level /
             # indicator in the pMSE, a value that matches no observed known value
             Case("syn-nan", sub, 0, prepare=one(_set("Income", 5, np.nan))),
-            Case("syn-only-level", sub, 0, prepare=one(_set("Marital", 0, 99)),
+            # utility reads Marital as categorical: a level the original never holds is
+            # refused unless --recoded says the release recodes it (issue 64); identification's
+            # intruder does not know Marital
+            Case("syn-only-level", sub, 2 if sub == "utility" else 0,
+                 "SYNTHETIC_ONLY_LEVEL" if sub == "utility" else "",
+                 prepare=one(_set("Marital", 0, 99)),
                  kw={"extra": ("--synthesized", "Income", "Expenditure", "Marital")}
                  if sub == "utility" else {}),
+            Case("syn-only-level-recoded", sub, 0, prepare=one(_set("Marital", 0, 99)),
+                 kw={"extra": ("--synthesized", "Income", "Expenditure", "Marital",
+                               "--recoded", "Marital")}
+                 if sub == "utility" else {"extra": ("--recoded", "Marital")}),
             # utility: Age changed in one dataset only contradicts any inferred role
             Case("syn-differing-unsynthesized", sub, 2, "Age",
                  prepare=one(lambda d: d.assign(Age=d["Age"] + 1))),
@@ -439,10 +448,21 @@ def _orig_as(name: str, fn):
 
 
 def _release_with_shuffled_dataset(w: Path, b: Path) -> dict:
+    """A dataset file of a release shuffled in place: its checksum no longer matches."""
     shutil.copytree(w / "cesyn", w / "shufsyn")
     f = w / "shufsyn" / "syn_001.parquet"
     _shuffle(pd.read_parquet(f)).to_parquet(f)
     return {"syn": ["shufsyn"]}
+
+
+def _release_written_with_shuffled_dataset(w: Path, b: Path) -> dict:
+    """A release written (checksums and all) with one dataset's rows shuffled."""
+    from bayes_risk.data import SyntheticData
+
+    rel = SyntheticData.load(w / "cesyn")
+    rel.datasets[0] = _shuffle(rel.datasets[0])
+    rel.save(w / "shufsyn2")
+    return {"syn": ["shufsyn2"]}
 
 
 def _plain(w: Path, fn=None, orig_fn=None) -> dict:
@@ -505,8 +525,10 @@ def _alignment_cases() -> list[Case]:
     for sub, known in (("utility", "mixed"), ("identification", "synthesized")):
         kw = {"known": known}
         cases += [
-            Case("release-with-a-shuffled-dataset", sub, 2, "ROWS_MISALIGNED",
+            Case("release-with-a-shuffled-dataset", sub, 2, "RELEASE_DAMAGED",
                  prepare=_release_with_shuffled_dataset, kw=kw),
+            Case("release-written-with-a-shuffled-dataset", sub, 2, "ROWS_MISALIGNED",
+                 prepare=_release_written_with_shuffled_dataset, kw=kw),
             Case("plain-files-shuffled-synthetic", sub, 2, "ROWS_MISALIGNED",
                  prepare=lambda w, b: _plain(w, fn=_shuffle), kw=kw),
             Case("plain-files-shuffled-original", sub, 2, "ROWS_MISALIGNED",
@@ -915,8 +937,10 @@ def test_overwrite_replaces_only_a_complete_output(base, tmp_path, capsys, monke
 
 
 def test_synthetic_only_level_is_recorded(base, tmp_path, capsys, monkeypatch):
-    """Levels present only in synthetic data: accepted by utility and identification with the
-    coded warning SYNTHETIC_ONLY_LEVEL in summary.json (attribute refuses them: see the table)."""
+    """Levels present only in synthetic data: refused by utility and identification
+    (SYNTHETIC_ONLY_LEVEL, issue 64) unless --recoded names the column, then accepted with the
+    coded warning SYNTHETIC_ONLY_LEVEL in summary.json (attribute refuses them: see the
+    table)."""
     work = tmp_path / "w"
     shutil.copytree(base, work)
     monkeypatch.chdir(work)
@@ -937,8 +961,13 @@ def test_synthetic_only_level_is_recorded(base, tmp_path, capsys, monkeypatch):
                            "--known-synthesized", *cols[:2], "--categorical", *cols, "-q",
                            "--out", "identification"],
     }
+    recoded = {"utility": "Marital", "identification": cols[0]}
     for sub, argv in runs.items():
         rc, err = _run(argv, capsys)
+        assert rc == 2 and "error [SYNTHETIC_ONLY_LEVEL]" in err, err
+        assert f"--recoded {recoded[sub]}" in err, err
+        assert not (work / sub).exists()
+        rc, err = _run([*argv, "--recoded", recoded[sub]], capsys)
         assert rc == 0, err
         codes = [w["code"] for w in json.loads((work / sub / "summary.json").read_text())[
             "run_warnings"]]
@@ -1253,7 +1282,8 @@ def test_stray_word_in_integer_coded_synthetic_column(tmp_path, capsys):
     out = tmp_path / "id"
     assert main(["identification", str(tmp_path / "o.csv"), str(tmp_path / "s.csv"),
                  "--known-unsynthesized", "Age", "Urban", "--known-synthesized", "Marital",
-                 "--categorical", "Urban", "Marital", "--out", str(out), "-q"]) == 0
+                 "--categorical", "Urban", "Marital", "--recoded", "Marital", "--out", str(out),
+                 "-q"]) == 0
     err = capsys.readouterr().err
     assert "'Alien' (dataset 1)" in err and "'1' (dataset 1)" not in err, err
     d = json.loads((out / "summary.json").read_text())
@@ -1261,7 +1291,7 @@ def test_stray_word_in_integer_coded_synthetic_column(tmp_path, capsys):
     u = tmp_path / "u"
     assert main(["utility", str(tmp_path / "o.csv"), str(tmp_path / "s.csv"), "--categorical",
                  "Urban", "Marital", "--synthesized", "Marital", "--max-order", "0",
-                 "--out", str(u), "-q"]) == 0
+                 "--recoded", "Marital", "--out", str(u), "-q"]) == 0
     s = json.loads((u / "summary.json").read_text())
     assert s["s_pmse"]["mean"] < 3  # a permutation of the same levels, not 5 new levels
 

@@ -92,8 +92,12 @@ def test_sd2011_release_rebuilds_and_attribute_runs(sd, capsys):
     assert summary["settings"]["missing_values"] == "held_at_kind"
     # prop_top is "share ranked first" on the command line as in the report, in per cent
     un = summary["unflagged"]
+    printed = capsys.readouterr().out
     assert (f"share ranked first {100 * un['prop_top']:.3g} % (prop_top in summary.json), mean "
-            f"p_true {100 * un['mean_p_true']:.3g} %") in capsys.readouterr().out
+            f"p_true {100 * un['mean_p_true']:.3g} %") in printed
+    # and what the release adds beside it (issue 63)
+    assert (f"share with evidence {100 * un['prop_evidence']:.3g} % (prop_evidence: Bayes "
+            "factor of the true values >= 3, ") in printed
     p = pd.read_csv(d / "att" / "records.csv")["p_true"]
     assert len(p) == 5 and p.between(0, 1).all()
 

@@ -353,7 +353,8 @@ def test_identification_quiet_prints_the_path_and_warnings_only(tmp_path):
     lines = loud.stdout.splitlines()
     assert lines[0].startswith("identification risk (pooled) of 2 synthetic dataset(s)")
     # the expected match risk is a count of targets, with its per cent of them
-    assert re.search(r"expected match risk [\d.]+ of 60 targets \([\d.]+ %\)$", lines[0])
+    assert re.search(r"expected match rate [\d.]+ % = [\d.]+ of 60 targets \(the expected "
+                     r"match risk\)$", lines[0]), lines[0]
     assert lines[-1].startswith("  wrote ") and len(lines) == 3
     warned = [ln for ln in quiet.stderr.splitlines() if ln.strip()]
     assert len(warned) == 1 and warned[0].startswith("warning [NO_MATCH]: "), quiet.stderr

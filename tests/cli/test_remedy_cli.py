@@ -107,3 +107,115 @@ def test_bad_options_write_nothing(work, tmp_path, monkeypatch, capsys, extra, c
     # worded for the command line: the options, never the Python arguments
     assert not any(w in err for w in ("bottom_top_coding", "recode_exclude", "remove=")), err
     assert not out.exists()
+
+
+# ---- the remedy-then-audit loop of every remedy (issue 64.3), on a full synthesis (63.5) ----
+FULL = ["Age", "Urban", "Tenure", "Educ", "Expenditure", "Marital", "Income"]
+
+
+@pytest.fixture(scope="module")
+def full(work) -> Path:
+    """The package's own fully synthesized CART release of ``work``'s original (manifest:
+    ``full-same-n``, every record listed as synthesized), a holdout, and the audit before."""
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        assert main(["synthesize", "ce.csv", "--method", "cart", "--synthesize", *FULL,
+                     "--categorical", *CE_CAT, "-m", "2", "--random-seed", "1", "-q",
+                     "--out", "full"]) == 0
+        make_ce_like(600, random_seed=5).iloc[300:].to_csv("hold.csv", index=False)
+        assert main(["audit", "ce.csv", "full", "--known", "Age", "Urban", "Marital",
+                     "--categorical", *CE_CAT, "--skip", "attribute", "membership",
+                     "posterior-identification", "--random-seed", "1", "-q",
+                     "--out", "full_audit"]) == 0
+    finally:
+        os.chdir(cwd)
+    return work
+
+
+def test_remove_accepts_the_package_own_full_cart_release(full, tmp_path, monkeypatch, capsys):
+    """Issue 63.5: the folder was refused as "partially synthetic" (REMEDY_NOT_APPLICABLE)
+    while its files given one by one were accepted; both now remove the same rows."""
+    monkeypatch.chdir(full)
+    rel = SyntheticData.load("full")
+    assert rel.generation == "full-same-n" and rel.synthesized_records is not None
+    assert bool(rel.synthesized_records.all())
+    for l, z in enumerate(rel, start=1):
+        z.to_csv(f"full_{l}.csv", index=False)
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["remedy", "ce.csv", "full", "--remove", "replicated-uniques", "-q",
+                 "--out", str(a)]) == 0, capsys.readouterr().err
+    assert main(["remedy", "ce.csv", "full_1.csv", "full_2.csv", "--remove",
+                 "replicated-uniques", "-q", "--out", str(b)]) == 0
+    ra, rb = SyntheticData.load(a), SyntheticData.load(b)
+    na = ra.extra["post_processing"][0]["n_removed"]
+    assert na == rb.extra["post_processing"][0]["n_removed"] and sum(na) > 0
+    for za, zb, z in zip(ra, rb, rel, strict=True):
+        assert len(za) == len(z) - na.pop(0)
+        pd.testing.assert_frame_equal(za.reset_index(drop=True), zb[list(za.columns)],
+                                      check_dtype=False, check_categorical=False)
+    # rows are no records once some are removed: no per-record flags, the scheme kept
+    assert ra.synthesized_records is None and ra.generation == "full-same-n"
+    # a partially synthetic release is still refused
+    assert main(["remedy", "ce.csv", "rel", "--remove", "replicated-uniques", "-q",
+                 "--out", str(tmp_path / "c")]) == 2
+    assert "[REMEDY_NOT_APPLICABLE]" in capsys.readouterr().err
+
+
+def _audit_after(folder: Path, before: Path, out: Path) -> dict:
+    assert main(["audit", "ce.csv", str(folder), "--known", "Age", "Urban", "Marital",
+                 "--categorical", *CE_CAT, "--holdout", "hold.csv", "--before", str(before),
+                 "--random-seed", "1", "-q", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] and summary["before_after"]["lines"]
+    assert "Before and after" in (out / "report.md").read_text()
+    return {s["name"]: s for s in summary["steps"]}
+
+
+def test_removal_then_audit_disclosure_utility_attacks(full, tmp_path, monkeypatch, capsys):
+    """Issue 64.3: after removing replicated uniques every command measures the remedied
+    folder (before: ORIGINAL_DIFFERS "300 vs 281 records"; with --allow-different-original,
+    ROW_COUNT_MISMATCH calling a full synthesis partially synthetic)."""
+    monkeypatch.chdir(full)
+    rem = tmp_path / "rem"
+    assert main(["remedy", "ce.csv", "full", "--remove", "replicated-uniques", "--keys", "Age",
+                 "Urban", "Marital", "-q", "--out", str(rem)]) == 0
+    sizes = [len(z) for z in SyntheticData.load(rem)]
+    assert all(k < 300 for k in sizes)
+    steps = _audit_after(rem, full / "full_audit", tmp_path / "aud")
+    assert steps["disclosure"]["status"] == "ran" and steps["utility"]["status"] == "ran"
+    assert steps["attacks"]["status"] == "ran"
+    # identification's true match is record i's row i, which removed rows no longer give
+    assert steps["identification"]["status"] == "skipped"
+    assert "no released row is paired with an original record" in \
+        steps["identification"]["reason"]
+    # the removal took out the keys' replicated uniques: repU on those keys is 0 after
+    after = json.loads((tmp_path / "aud" / "summary.json").read_text())
+    rep = [v for v in after["verdicts"] if v["measure"].startswith("repU")]
+    assert rep and rep[0]["value"] == 0
+    for argv in (["disclosure", "--keys", "Age", "Urban", "Marital", "--target", "Tenure"],
+                 ["utility"], ["attacks", "--holdout", "hold.csv", "--n-attacks", "40"]):
+        out = tmp_path / argv[0]
+        assert main([argv[0], "ce.csv", str(rem), *argv[1:], "-q", "--out", str(out)]) == 0, \
+            capsys.readouterr().err
+        assert (out / "summary.json").is_file()
+    # identification on its own says why it cannot pair the rows, and no more "partially"
+    assert main(["identification", "ce.csv", str(rem), "--known-unsynthesized", "Age",
+                 "-q", "--out", str(tmp_path / "ident")]) == 2
+    err = capsys.readouterr().err
+    assert "[ROW_COUNT_MISMATCH]" in err and "pairs each record with its own row" in err, err
+    assert "partially synthetic" not in err
+
+
+@pytest.mark.parametrize("remedy", [["--bottom-top", "Income=:150000"],
+                                    ["--smooth", "Expenditure"]],
+                         ids=["top-coding", "smoothing"])
+def test_each_remedy_of_a_full_release_then_audit(full, tmp_path, monkeypatch, remedy):
+    """The loop of the README for one remedy at a time on the full synthesis (coding and
+    smoothing together on a partial one: test_remedy_then_audit)."""
+    monkeypatch.chdir(full)
+    out = tmp_path / "r"
+    assert main(["remedy", "ce.csv", "full", *remedy, "-q", "--out", str(out)]) == 0
+    steps = _audit_after(out, full / "full_audit", tmp_path / "aud")
+    for name in ("utility", "identification", "disclosure", "attacks"):
+        assert steps[name]["status"] == "ran", (name, steps[name])

@@ -248,7 +248,7 @@ def test_failure_inside_save_leaves_no_folder(fake_model, tmp_path):
         (["--model", "NOTAMODEL"], "is not a saved bayes-risk model"),
         (["missing.csv", "--method", "cart", "--synthesize", "Income"], "does not exist"),
         (["ORIG", "--method", "cart", "--synthesize", "Income", "--method-per-column", "Income"],
-         "method must be one of"),
+         "--method-per-column must be one of"),
         (["ORIG", "--method", "cart", "--synthesize", "Tenure", "--method-per-column",
           "Tenure=sample", "Tenure=cart"], "is not a new COL=METHOD pair"),
         (["ORIG", "--method", "cart", "--synthesize", "Income", "--method-per-column",

@@ -132,8 +132,13 @@ def test_harmonise_levels_appends_synthetic_only_levels():
     z1 = pd.DataFrame({"r": ["W", "A", "W"]})
     s = infer_schema(y)
     assert s["r"].levels == ("B", "W")
+    # a level the original never holds is refused, unless the release recodes the column
+    with pytest.raises(SchemaError, match="synthetic dataset 1: column 'r' holds 'A'") as err:
+        harmonise_levels(y, [z1], schema=s)
+    assert err.value.code == "SYNTHETIC_ONLY_LEVEL"
+    assert "release.declare_recoded(['r'])" in str(err.value)
     with pytest.warns(DataWarning, match="SYNTHETIC_ONLY_LEVEL.*'r': 'A'"):
-        h = harmonise_levels(y, [z1], schema=s)
+        h = harmonise_levels(y, [z1], schema=s, recoded=["r"])
     assert h["r"].levels == ("B", "W", "A")  # existing codes unchanged, new level appended
     np.testing.assert_array_equal(encode(z1, h, ["r"])[:, 0], [1, 2, 1])
     with pytest.raises(SchemaError, match="'A' that is not among its levels"):

@@ -3,7 +3,8 @@
 * a named pipe or a device is refused before anything is read from it (it used to hang while
   the command line hashed it), also inside a release folder;
 * a CSV field longer than the ``csv`` module's 128 KiB limit is data, read as pandas reads it;
-* column names that differ only in case or white space are refused;
+* column names that print alike (case, white space, invisible characters, look-alike letters
+  of other scripts: issue 64) are refused;
 * a text label declared missing for a column that holds numbers only is refused.
 """
 
@@ -173,6 +174,13 @@ CONFUSABLE = [
     ("Marital status", "Marital\tstatus"),
     ("ﬁnal", "final"),  # a ligature, the same text in Unicode's compatibility form
     ("Straße", "STRASSE"),  # case folding
+    # issue 64: the confusable skeleton (UTS #39)
+    ("Age", "\u0410ge"),  # a Cyrillic capital A
+    ("Urban", "Urban\u200b"),  # a zero-width space
+    ("Income", "\u0406ncome"),  # a Cyrillic I
+    ("Marital", "Mar\u0456tal"),  # a Cyrillic small i
+    ("Tenure", "T\u0435nure"),  # a Cyrillic small e
+    ("Educ", "Ed\u03c5c"),  # a Greek upsilon
 ]
 
 
@@ -188,7 +196,7 @@ def test_names_that_differ_only_in_case_or_space_are_refused(a, b, tmp_path):
         read_table(tmp_path / "t.csv")
     assert info.value.code == "CONFUSABLE_COLUMN_NAMES"
     df.to_parquet(tmp_path / "t.parquet")
-    with pytest.raises(ValidationError, match="CONFUSABLE|case or white space"):
+    with pytest.raises(ValidationError, match="names print alike"):
         read_table(tmp_path / "t.parquet")
 
 
@@ -320,3 +328,45 @@ def test_the_vectorised_leading_zero_scan_agrees_with_the_regular_expression():
         assert _has_leading_zero_field(raw) == expected, raw
         found += expected
     assert 1000 < found < 19000
+
+
+def test_look_alike_names_name_the_character_that_differs():
+    # issue 64: 'Аge' (Cyrillic А) beside 'Age' passed; the error names the code point
+    df = pd.DataFrame({"Age": [1, 2], "\u0410ge": [3, 4]})
+    with pytest.raises(ValidationError, match="U\\+0410 CYRILLIC CAPITAL LETTER A where "
+                                              "'Age' has 'A'") as info:
+        infer_schema(df)
+    assert info.value.code == "CONFUSABLE_COLUMN_NAMES"
+    df = pd.DataFrame({"Urban": [1, 2], "Urban\u200b": [3, 4]})
+    with pytest.raises(ValidationError, match="U\\+200B ZERO WIDTH SPACE, an invisible"):
+        infer_schema(df)
+
+
+def test_ascii_names_keep_their_letters():
+    # '1' and 'l', '0' and 'O', 'rn' and 'm' print apart in ASCII: not refused
+    df = pd.DataFrame({"x1": [1], "xl": [2], "v0": [3], "vO": [4], "rn": [5], "m": [6]})
+    assert infer_schema(df).names == list(df.columns)
+
+
+def test_an_option_naming_a_column_that_prints_alike_names_the_character(tmp_path, capsys):
+    # issue 64: a zero-width space in the header gave "no column 'Urban'" with no hint
+    from bayes_risk.data import make_ce_like
+
+    df = make_ce_like(60, random_seed=1).rename(columns={"Urban": "Urban\u200b"})
+    df.to_csv(tmp_path / "orig.csv", index=False)
+    rc, err = _run(["original-risk", str(tmp_path / "orig.csv"), "--keys", "Age", "Urban",
+                    "--out", str(tmp_path / "o")], capsys)
+    assert rc == 2 and "error [MISSING_COLUMN]" in err
+    assert ("Did you mean 'Urban\\u200b'? It prints like 'Urban': 'Urban\\u200b' holds U+200B "
+            "ZERO WIDTH SPACE, an invisible character.") in err
+    # the same hint wherever a column is named: the schema's check of an option's columns
+    with pytest.raises(SchemaError, match="holds U\\+200B ZERO WIDTH SPACE"):
+        infer_schema(df).check_columns(["Urban"], "known")
+    # a name typed with an invisible character names it too
+    schema = infer_schema(make_ce_like(20, random_seed=1))
+    with pytest.raises(SchemaError, match="Did you mean 'Age'[?] It prints like 'Age\\\\u200b': "
+                                          "'Age\\\\u200b' holds U\\+200B"):
+        schema.check_columns(["Age\u200b"], "known")
+    with pytest.raises(SchemaError, match="Did you mean 'Age'[?] The name given: 'Agee\\\\u200b' "
+                                          "holds U\\+200B ZERO WIDTH SPACE"):
+        schema.check_columns(["Agee\u200b"], "known")

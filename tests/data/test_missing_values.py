@@ -155,7 +155,8 @@ def test_pmse_design_wider_than_the_stacked_tables():
     z = pd.DataFrame({c: rng.choice(["a", "b", "c", None], n) for c in "pqrst"})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = br.pmse(o, [z], propensity=br.PropensitySpec(max_order=1))
+        r = br.pmse(o, br.SyntheticData([z]).declare_recoded(list("pqrst")),
+                    propensity=br.PropensitySpec(max_order=1))
     assert r.k[0] <= 2 * n and np.isfinite(r.pmse[0])
 
 

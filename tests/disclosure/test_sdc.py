@@ -52,10 +52,14 @@ def _uniques_table():
     return orig, [z1, z2]
 
 
-# "e" is a level of the release only (warned SYNTHETIC_ONLY_LEVEL): a record no original has
+# "e" is a level of the release only: an error unless the release says it recodes k, then
+# warned (SYNTHETIC_ONLY_LEVEL): a record no original has
 @pytest.mark.filterwarnings("ignore:.*SYNTHETIC_ONLY_LEVEL")
 def test_removal_of_replicated_uniques_by_hand():
     orig, syn = _uniques_table()
+    with pytest.raises(SchemaError, match="SYNTHETIC_ONLY_LEVEL"):
+        sdc(orig, syn, remove="replicated_uniques")
+    syn = SyntheticData(syn).declare_recoded(["k"])
     rep = sdc(orig, syn, remove="replicated_uniques")
     assert rep[0]["k"].tolist() == ["c", "e", "b", "b"]
     assert rep[1]["k"].tolist() == ["d", "d", "c", "e"]

@@ -342,10 +342,13 @@ def test_external_target_value_first_met_in_a_later_batch():
               population=PopulationSpec(targets=targets, target_id="id"), progressbar=False)
     known = dict(known=["sex", "race", "nociga", "income"], synthesized=["race", "nociga",
                                                                          "income"])
+    # a level of the release only: declared as a recoding (else SYNTHETIC_ONLY_LEVEL)
+    release = br.SyntheticData(zs, method="test", schema=schema.with_roles(
+        ["race", "nociga", "income"])).declare_recoded(["race"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the synthetic-only level "Z"
-        base = br.identification_risk(y, zs, **known, **kw)
-        post = br.identification_risk(y, zs, **known, replicates=br.PosteriorReplicates(
+        base = br.identification_risk(y, release, **known, **kw)
+        post = br.identification_risk(y, release, **known, replicates=br.PosteriorReplicates(
             _Released(zs), n=6, batch_size=3, random_seed=0), **kw)
     np.testing.assert_allclose(post.prob.toarray(), base.prob.toarray(), rtol=1e-12, atol=0)
     rec = base.records.set_index("target")

@@ -192,7 +192,9 @@ def fallback_problems(draw):
         "g": rng.integers(0, g_levels, n), "a": rng.integers(1, 5, n) * 10,
         "s": rng.integers(0, s_levels, n), "x": rng.integers(1, 6, n) * 10.0,
     })
-    zs = [y.assign(s=rng.integers(0, s_levels, n), x=y.x + rng.integers(-2, 3, n) * 5.0)
+    # the release draws s among the original's levels (a level the original never holds is
+    # refused: SYNTHETIC_ONLY_LEVEL)
+    zs = [y.assign(s=rng.choice(np.unique(y.s), n), x=y.x + rng.integers(-2, 3, n) * 5.0)
           for _ in range(m)]
     ra = draw(st.sampled_from([None, 0.0, 0.3]))
     rx = draw(st.sampled_from([0.0, 0.1, 0.5]))

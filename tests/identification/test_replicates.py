@@ -494,7 +494,7 @@ def test_result_reports_the_uncertainty_in_summary_dict_and_plot():
     q = emr["replicate_quantiles"]
     assert q["0.025"] <= q["0.5"] <= q["0.975"]
     tab = res.summary().tables["File-level measures"]
-    row = tab.set_index("measure").loc["expected match risk (sum of IR)"]
+    row = tab.set_index("measure").loc["expected match risk (targets, sum of IR)"]
     assert row["MCSE"] == emr["mc_se"] and row["replicate median"] == q["0.5"]
     assert "MCSE" in res.summary().as_text()
     ax = res.plot("running_estimate")

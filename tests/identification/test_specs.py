@@ -79,7 +79,7 @@ def test_match_spec_holds_its_fields():
     (dict(membership="unknown", weights=[1.0], estimate="scaled"), "log-linear counts only"),
     (dict(target_id=""), "PopulationSpec.target_id must be a column name"),
     (dict(original_id=3), "PopulationSpec.original_id must be a column name"),
-    (dict(target_id="id"), "PopulationSpec.target_id names the id column of targets"),
+    (dict(target_id="id"), "PopulationSpec.target_id names the id column of the targets"),
 ])
 def test_population_spec_errors_name_the_field(kw, pattern):
     with pytest.raises(ValidationError, match=pattern):

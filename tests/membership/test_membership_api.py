@@ -247,3 +247,27 @@ def test_poisson_mixture_end_to_end():
     rec = res.records
     assert np.isfinite(rec["log_lr"]).all() and (rec["flag_codes"] == "").all()
     assert (rec["dcr"] >= 0).all() and len(rec) == 150
+
+
+def test_missing_modelled_values_are_flagged_as_unchecked(fitted):
+    """A DPMPM release of data with empty cells: the ratio runs, with the code
+    MEMBERSHIP_MISSING_VALUES (not derived nor checked against exact values); the complete
+    data of the fixture do not raise it."""
+    from bayes_risk.models import DPMPM
+
+    model, train, hold, syn = fitted
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        complete = membership_risk(model, train, syn, holdout=hold, random_seed=3)
+    assert "MEMBERSHIP_MISSING_VALUES" not in complete.warnings
+    holes = train.astype(object)
+    holes.iloc[::7, 1] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m2 = DPMPM(n_components=4, tune=50, draws=60, chains=1, cores=1,
+                   progressbar=False).fit(holes, random_seed=1)
+        res = membership_risk(m2, holes, m2.synthesize(1, random_seed=2), holdout=hold,
+                              random_seed=3)
+    assert "MEMBERSHIP_MISSING_VALUES" in res.warnings
+    assert any("not checked against exact values" in w.message
+               for w in res.structured_warnings)

@@ -256,6 +256,21 @@ def test_refusals_are_coded():
         membership_risk(pmm, pmm_data, pmm.synthesize(1, random_seed=1))
     assert err.value.code == "MEMBERSHIP_MODEL_UNSUPPORTED"
     assert "small cells" in str(err.value) and "closest" in str(err.value)
+    # data with missing values: the plug-in holds the target's missingness, a population
+    # record in the slot has its own (methods, CART releases)
+    holes = _ce_like(40, 3)
+    holes["N"] = holes["N"].astype(float).where(np.arange(40) % 6 > 0)
+    cm = CARTSynthesizer(random_seed=1).fit(holes, synthesized=["A", "N"], random_seed=1)
+    with pytest.raises(NotSupportedError) as err:
+        membership_risk(cm, holes, cm.synthesize(1, random_seed=1))
+    assert err.value.code == "MEMBERSHIP_MODEL_UNSUPPORTED"
+    assert "missing values (columns ['N'])" in str(err.value)
+    # a forest with smoothed leaves is a forest: refused with the forests' reason
+    sm = RandomForestSynthesizer(n_trees=5, min_samples_leaf=3, smoothing=True,
+                                 random_seed=1).fit(smooth, synthesized=["A", "N"], random_seed=1)
+    with pytest.raises(NotSupportedError) as err:
+        membership_risk(sm, smooth, sm.synthesize(1, random_seed=1))
+    assert err.value.code == "MEMBERSHIP_MODEL_UNSUPPORTED" and "forest" in str(err.value)
 
 
 def test_cli_and_audit_accept_a_saved_cart(tmp_path):

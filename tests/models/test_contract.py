@@ -94,6 +94,9 @@ CASES: dict[str, Case] = {
     "poisson-mixture": Case({"n_components": 3, **_MCMC}, ("kids", "visits"), {}, ("kids",)),
     "regression": Case({"posterior_method": "laplace", **_MCMC}, ("sex", "kids", "income"), {},
                        ("income",)),
+    # kids and income observed, sex a covariate (tests/_pymc_models.py)
+    "pymc": Case({"model_function": "_pymc_models:contract_model", **_MCMC},
+                 ("sex", "kids", "income"), {}, ("kids", "income")),
 }
 
 NAMES = list_synthesizers()
@@ -320,7 +323,7 @@ def check_partial_synthesis(name: str) -> None:
 
 #: whether each synthesizer draws every dataset with its own parameter draw (proper synthesis)
 PROPER = {"cart": True, "rf": False, "pmm": False, "dpmpm": True, "poisson-mixture": True,
-          "regression": True}
+          "regression": True, "pymc": True}
 
 
 def check_generation_recorded(name: str) -> None:

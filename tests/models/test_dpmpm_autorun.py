@@ -12,6 +12,7 @@ always fails) to keep them fast; ``check`` is replaced where a test is about whe
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -237,12 +238,37 @@ def test_augmented_fit_starts_at_the_final_thinning(never_stuck):
 def test_progress_bar_grows_with_a_round():
     from bayes_risk.models._bayesian.gibbs import _grow_bar, _progress_bar
 
-    prog, bar = _progress_bar(True, 30, 5)
+    prog, bar = _progress_bar(True, 30, 10, 5)
     bar(30)
-    _grow_bar(prog, 50, 10)
+    _grow_bar(prog, 50, 10, 10, 2)
     assert prog.total == 50 and prog.completed == 30
-    assert "one kept per 10 sweeps" in prog.description
-    _grow_bar(None, 50, 10)  # no bar: nothing to do
+    assert prog.description == "Gibbs sweeps, extension 1 (one draw kept per 10)"
+    _grow_bar(None, 50, 10, 10, 2)  # no bar: nothing to do
+
+
+def test_an_extension_is_announced_as_one_and_the_bar_counts_its_sweeps(capsys, monkeypatch,
+                                                                       never_stuck):
+    """The run extending itself says so as a step of the run ("Extending the run"), never as
+    a failure; the bar's total grows by the round's sweeps and it ends there: the sweeps per
+    chain of the final thinning (issue 66)."""
+    from bayes_risk import _terminal
+
+    monkeypatch.setattr(_terminal, "bar_style", lambda: "plain")
+    df = _table(150, seed=5)
+    m = _fit(df, draws=15, max_sweeps=10 + 15 * 4, progressbar=True)
+    conv = m.convergence_summary()
+    assert conv["rounds"] == 3 and conv["thin"] == 4
+    err = capsys.readouterr().err
+    assert "failed" not in err.lower(), err
+    ext = [ln for ln in err.splitlines() if ln.startswith("Extending the run")]
+    assert len(ext) == 2 and "after 25 sweeps per chain" in ext[0] \
+        and "continues to 40 sweeps, one draw kept per 2" in ext[0], ext
+    total = 2 * conv["sweeps_per_chain"]
+    assert re.search(rf"^Gibbs sweeps, extension 2 \(one draw kept per 4\): {total}/{total} "
+                     r"sweeps in ", err, re.M), err
+    # without its bar (a refit inside attribute risk) the run extends itself silently
+    _fit(df, draws=15, max_sweeps=10 + 15 * 4)
+    assert "Extending" not in capsys.readouterr().err
 
 
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT")

@@ -40,6 +40,9 @@ CASES: dict[str, tuple[dict[str, Any], list[str], dict[str, Any]] | None] = {
     "regression": ({"posterior_method": "laplace", **_MCMC}, ["sex", "mar", "income"],
                    {"synthesized": ["mar", "income"]}),
     "poisson-mixture": None,
+    # a model written in PyMC: its categorical columns' levels are the schema's after the fit's
+    # check, so the model function sees the levels the records hold
+    "pymc": ({"model_function": "_pymc_models:categorical_chain", **_MCMC}, ["sex", "mar"], {}),
 }
 
 

@@ -22,9 +22,12 @@ import bayes_risk as br
 import bayes_risk.results as results
 from bayes_risk import MatchSpec
 from bayes_risk._io import to_jsonable
+from bayes_risk._units import units_of
 from bayes_risk.attribute.file_summary import file_summary
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results import ResultWarning, RiskResult, Summary
+from bayes_risk.results._format import text_table
+from bayes_risk.results._summary import SHORT_ROWS, TEXT_WIDTH
 from bayes_risk.utility import std_coef_diff
 
 matplotlib.use("Agg")
@@ -155,6 +158,9 @@ BUILDERS = {
         br.linkability_risk, ce, rel[2], holdout=_holdout(ce),
         aux_columns=(["Age", "Urban"], ["Marital", "Income"]), n_attacks=30, n_neighbors=2,
         schema=rel[1], random_seed=5),
+    "InferenceResult": lambda ce, rel: _quiet(
+        br.inference_risk, ce, rel[2], holdout=_holdout(ce), secret=["Income", "Tenure"],
+        n_attacks=30, schema=rel[1], random_seed=5),
 }
 
 _CACHE: dict[str, RiskResult] = {}
@@ -200,13 +206,49 @@ def test_summary_renders_in_every_format(result):
     s = result.summary()
     assert isinstance(s, Summary)
     text, md, html = s.as_text(), s.as_markdown(), s.as_html()
-    assert text.startswith(s.title) and str(s) == text == str(result)
+    assert text.startswith(s.title) and str(s) == text
+    assert str(result) == repr(result) == s.as_text(max_rows=SHORT_ROWS)
     assert md.startswith("### " + s.title)
     assert html.startswith('<div class="bayes-risk-summary">') and html.endswith("</div>")
-    assert s._repr_html_() == html == result._repr_html_()
+    assert s._repr_html_() == html
+    assert result._repr_html_() == s.as_html(max_rows=SHORT_ROWS)
     assert s.tables and all(isinstance(t, pd.DataFrame) for t in s.tables.values())
     for name, table in s.tables.items():
         assert name in text and name in md and list(table.columns)[0] in html
+
+
+def test_a_printed_result_is_a_short_summary_within_100_columns(result):
+    """Issue 66: ``print(audit)`` wrote pandas tables with lines of up to 1,020 characters.
+    Every result prints (and shows at a prompt) its summary within 100 columns, at most
+    SHORT_ROWS rows of a table, with where the rest is; ``summary()`` keeps every row."""
+    text = str(result)
+    assert max(map(len, text.splitlines())) <= TEXT_WIDTH, text
+    s = result.summary()
+    assert max(map(len, s.as_text().splitlines())) <= TEXT_WIDTH
+    for name, table in s.tables.items():
+        if len(table) > SHORT_ROWS:
+            assert f"… {len(table) - SHORT_ROWS:,} more rows" in text, name
+            assert f'result.summary().tables["{name}"]' in text or \
+                s.table_sources.get(name, "§") in text
+
+
+def test_a_wide_table_wraps_within_its_width():
+    """A table wider than the width: headers and text cells wrap within their columns, numbers
+    stay whole; one that cannot fit so is cut into blocks of columns, its first repeated."""
+    df = pd.DataFrame({"measure": ["expected match rate at the maximising radius", "repU"],
+                       "value": [2.2826, 10.0125],
+                       "why it matters to the board": ["the intruder holding every dataset "
+                                                       "pools them", "unique and reproduced"]})
+    lines = text_table(df, 4, width=40).splitlines()
+    assert max(map(len, lines)) <= 40 and lines[0].startswith("measure")
+    assert any("2.283" in ln for ln in lines) and any("10.01" in ln for ln in lines)
+    words = " ".join(ln for ln in lines).split()
+    assert {"maximising", "pools", "reproduced", "board"} <= set(words)
+    wide = pd.DataFrame({f"column_number_{k}": [float(k)] for k in range(9)})
+    blocks = text_table(wide, 4, width=40).split("\n\n")
+    assert len(blocks) > 1 and all(b.startswith("column_number_0") for b in blocks)
+    assert all(len(ln) <= 40 for b in blocks for ln in b.splitlines())
+    assert text_table(df, 4, width=None) == text_table(df, 4)
 
 
 def test_to_dict_is_strict_json(result):
@@ -353,7 +395,7 @@ def test_engine_functions_act_on_the_result_and_it_has_none_of_them(ce, release)
 def test_identification_summary_holds_the_file_measures(ce, release):
     res = _identification(ce, release, "per_dataset")
     table = res.summary().tables["File-level measures"]
-    row = table.set_index("measure").loc["expected match risk (sum of IR)"]
+    row = table.set_index("measure").loc["expected match risk (targets, sum of IR)"]
     assert row["value"] == res.file["expected_match_risk"]
     per = res.per_dataset["expected_match_risk"]
     assert (row["min over datasets"], row["max over datasets"]) == (min(per), max(per))
@@ -383,6 +425,8 @@ def _written(path):
     d = json.loads(path.read_text())
     for k in ("command", "inputs", "input_sha256", "run_warnings"):  # the run's, not the result's
         d.pop(k)
+    # the units of what it holds, named beside it (bayes_risk._units): the file's, not the result's
+    assert d.pop("units") == units_of(d)
     return d
 
 

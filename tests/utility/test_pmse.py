@@ -12,7 +12,7 @@ from _shared import shared_path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bayes_risk.data import infer_schema
+from bayes_risk.data import SyntheticData, infer_schema
 from bayes_risk.exceptions import ConvergenceWarning, DataWarning, SchemaError, ValidationError
 from bayes_risk.utility.pmse import (
     PropensitySpec,
@@ -278,10 +278,14 @@ def test_schema_errors():
 def test_separation_and_nonconvergence_warnings():
     o = pd.DataFrame({"x": np.r_[np.zeros(30), np.ones(30)], "z": np.arange(60.0)})
     z = pd.DataFrame({"x": np.r_[np.ones(30) * 2, np.ones(30) * 3], "z": np.arange(60.0)})
-    # levels 2 and 3 of x exist only in the synthetic data: that is warned about as well
+    # levels 2 and 3 of x exist only in the synthetic data: an error unless the release says
+    # it recodes x, then warned about as well
+    with pytest.raises(SchemaError, match="SYNTHETIC_ONLY_LEVEL"):
+        pmse(o, z, categorical=["x"], propensity=PropensitySpec(max_order=0))
+    recoded = SyntheticData([z]).declare_recoded(["x"])
     with pytest.warns(DataWarning, match="SYNTHETIC_ONLY_LEVEL"):
         with pytest.warns(DataWarning, match="SEPARATION"):
-            r = pmse(o, z, categorical=["x"], propensity=PropensitySpec(max_order=0))
+            r = pmse(o, recoded, categorical=["x"], propensity=PropensitySpec(max_order=0))
     assert "SEPARATION" in r.warnings
     with pytest.warns(ConvergenceWarning, match="NOT_CONVERGED"):
         with warnings.catch_warnings():
@@ -297,7 +301,8 @@ def test_separation_and_nonconvergence_warnings():
 )
 def test_pmse_bounds(orig, syn, method):
     o = pd.DataFrame(orig, columns=["a", "b"])
-    z = pd.DataFrame(syn, columns=["a", "b"])
+    # levels of the synthetic data only are kept as levels of their own: the bound holds too
+    z = SyntheticData([pd.DataFrame(syn, columns=["a", "b"])]).declare_recoded(["a", "b"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = pmse(o, z, categorical=["a", "b"], n_perm=2,
@@ -338,14 +343,14 @@ def test_ratio_is_one_on_average_under_the_null():
 
 
 def test_synthetic_data_input_columns_and_empty_levels():
-    from bayes_risk.data import SyntheticData
-
     rng = np.random.default_rng(12)
     o = _mixed(200, rng)
     z1 = o.assign(x=rng.normal(size=200))
     z2 = z1.assign(a=np.where(np.arange(200) < 5, "new", z1["a"]))  # a level unseen elsewhere
     schema = infer_schema(o, categorical=["b"], synthesized=["x", "a"])
-    sd = SyntheticData([z1, z2], method="test", schema=schema)
+    with pytest.raises(SchemaError, match=r"synthetic dataset 2: column 'a' holds 'new'"):
+        pmse(o, SyntheticData([z1, z2], method="test", schema=schema))
+    sd = SyntheticData([z1, z2], method="test", schema=schema).declare_recoded(["a"])
     with pytest.warns(DataWarning, match="SYNTHETIC_ONLY_LEVEL.*'a': 'new' \\(dataset 2\\)"):
         r = pmse(o, sd, propensity=PropensitySpec(max_order=0))
     assert r.incomplete and sorted(r.synthesized) == ["a", "x"]

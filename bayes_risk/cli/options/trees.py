@@ -32,6 +32,10 @@ RF: tuple[ModelOption, ...] = (
                 # spelled as `synthesize --donor` spells it; the setting's own spelling is kept
                 {"type": lambda v: v.replace("-", "_"), "choices": ["uniform", "bayes_bootstrap"],
                  "metavar": "{uniform,bayes-bootstrap}"}),
+    ModelOption("--smoothing", "smoothing",
+                "numeric columns: draw from a truncated Gaussian kernel density of the leaf's "
+                "donors instead of a donor's value (needs --min-samples-leaf 2 or more)",
+                {"action": "store_true"}),
 )
 
 PMM: tuple[ModelOption, ...] = (

@@ -70,11 +70,17 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "fallback": ("MatchSpec.fallback",),
     "missing_known": ("MatchSpec.missing_known",),
     "target_id": ("PopulationSpec.target_id",),
+    "targets": ("PopulationSpec.targets",),
+    "method_per_column": ("SynthesisSpec.method",),
+    "predictor_matrix": ("SynthesisSpec.predictor_matrix",),
     "original_id": ("PopulationSpec.original_id",),
     "threshold": ("thresholds", "AttackSpec.threshold"),
     "prior": ("AttackSpec.prior",),
     "population_size": ("AttackSpec.population_size",),
-    "bootstrap": ("AttackSpec.bootstrap",),
+    "bootstrap": ("AttackSpec.bootstrap", "EstimatorSpec.bootstrap"),
+    "chunk_size": ("EstimatorSpec.chunk_size",),
+    "psis": ("EstimatorSpec.psis",),
+    "khat": ("EstimatorSpec.khat",),
     "normaliser_draws": ("RatioSpec.normaliser_draws",),
     "unsynthesized_concentration": ("RatioSpec.unsynthesized_concentration",),
     "workers": ("n_workers",),
@@ -88,6 +94,11 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "known_sums": ("ScenarioSpec.known_sums",),
     "known_fraction": ("ScenarioSpec.known_fraction",),
     "known_seed": ("ScenarioSpec.seed",),
+    # a flag that turns a setting off: suda=False is --no-suda (arg_name)
+    "no_suda": ("suda",),
+    "no_dcr": ("dcr", "AttackSpec.dcr"),
+    "no_target_na": ("use_target_na", "ExclusionSpec.use_target_na"),
+    "no_keys_na": ("use_keys_na", "ExclusionSpec.use_keys_na"),
 }
 
 
@@ -157,6 +168,8 @@ def _rewrite(part: str, options: Mapping[str, str], *, at_start: bool) -> str:
         if opt is None or before.split(" ")[-1].startswith("-"):
             return m.group(0)
         if value:
+            if opt.startswith("--no-") and value[1:] == "False":
+                return opt  # suda=False: the flag --no-suda
             return f"{opt} {value[1:]}" if opt.startswith("-") else f"{opt} ({value[1:]})"
         first = at_start and not before
         if "_" in name or "." in name or (first and _FIRST_VERB.match(part[m.end():])

@@ -30,8 +30,8 @@ steps (each writes the files of its sub-command into a sub-folder of --out):
   attribute/       attribute risk of every record: --model, or the plug-in likelihood of a
                    CART / random-forest release (skipped, with the reason, otherwise)
   membership/      membership risk: --holdout and --model (skipped otherwise)
-  attacks/         anonymeter's singling-out and linkability risk: --holdout (skipped
-                   otherwise)
+  attacks/         anonymeter's singling-out, linkability and inference risk (each
+                   synthesized column guessed from the others): --holdout (skipped otherwise)
   disclosure/      synthpop's empirical measures, one run per --target, and sdcMicro's
                    risk of the original on the keys (original_risk/: individual and global
                    re-identification risk, k-anonymity, SUDA2, l-diversity of the targets;
@@ -46,13 +46,19 @@ another reason: the report is written and its verdict opens with "The audit is i
 
 thresholds of the verdict lines (--threshold NAME=VALUE; defaults):
   s_pmse=10 overlap=0.5 expected_match_rate=0.01 true_match_rate=0.01 prop_top=0.1
-  repU=1 DiSCO=1 membership_advantage=0.05 membership_share=0.01
-  membership_probability=0.9 singling_out_risk=0.05 linkability_risk=0.05
-  (repU and DiSCO in percent; the rates and membership_share as fractions: the verdict
-  shows every rate and its threshold in per cent, expected_match_rate=0.01 as 1 %;
-  membership_advantage is AUC - 0.5; a member counts as exposed when its posterior
-  membership probability exceeds membership_probability; the risks of anonymeter's
-  attacks are fractions from 0 to 1)
+  prop_evidence=0.1 evidence_factor=3 repU=1 DiSCO=1 membership_advantage=0.05
+  membership_share=0.01 membership_probability=0.9 singling_out_risk=0.05
+  linkability_risk=0.05 inference_risk=0.05
+  (each in the unit of the key it names in the files, named under "units" in summary.json:
+  repU and DiSCO in per cent, from 0 to 100; expected_match_rate, true_match_rate,
+  prop_top, prop_evidence, membership_share and the risks of anonymeter's attacks are
+  fractions from 0 to 1: the verdict shows every rate and its threshold in per cent,
+  expected_match_rate=0.01 as 1 %; membership_advantage is AUC - 0.5, from 0 to 0.5; a
+  member counts as exposed when its posterior membership probability exceeds
+  membership_probability; a record counts in prop_evidence when the release multiplies the
+  intruder's odds on its true values by evidence_factor (above 1) or more. A threshold
+  outside its quantity's range is refused: singling_out_risk=5 or expected_match_rate=1
+  could never be exceeded, so the verdict would pass the line whatever the release)
 
 each verdict line states its spread over the datasets (min-max, or "pooled, no spread"); a
 line past its threshold names its cause, computed from the run, and the remedies that would
@@ -77,7 +83,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(p, synthetic="the release: a SyntheticData folder written by "
                         "'bayes-risk synthesize' (its manifest gives roles and method) or one "
-                        "file per dataset", metavar="RELEASE")
+                        "file per dataset", metavar="RELEASE", recoded=True)
     p.add_argument("--model", default=None, metavar="DIR",
                    help="fitted model folder written by 'bayes-risk fit' (attribute risk); "
                    "not needed for a CART or random-forest release")
@@ -173,7 +179,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "inferred; see bayes-risk utility --help)")
     p.add_argument("--show-confidential-values", action="store_true",
                    help="show the known (quasi-identifier) values of the records most at risk "
-                   "in the report (off by default: record numbers only)")
+                   "in the report, and write the confidential records' values into its files "
+                   "(off by default: record numbers only; every file and report.zip withhold "
+                   "them too: the predicates that single out a record of the original or the "
+                   "holdout, the original's smallest and largest values)")
     add_run_arguments(p, "audit", "report.html, report.md, summary.json and one folder per step",
                       check="the release SYN or the --model", other_model=True)
     return p

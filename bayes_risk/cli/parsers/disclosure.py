@@ -49,7 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               "target, with the original's sample uniques and k-anonymity counts "
                               "on the keys.", epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_input_arguments(p)
+    add_input_arguments(p, recoded=True)
     p.add_argument("--keys", nargs="+", default=None, metavar="COL",
                    help="key columns (quasi-identifiers) combined into one key (required "
                    "unless only --differencing is asked for)")

@@ -21,7 +21,8 @@ __all__ = ["add_model_options", "add_parser"]
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``bayes-risk fit``."""
     p = subparsers.add_parser("fit", help="fit a synthesis model (DPMPM, Poisson mixture, "
-                              "regressions, CART, random forest, PMM) and save it",
+                              "regressions, CART, random forest, PMM, or a model of your own "
+                              "written in PyMC) and save it",
                               description="Fit a Bayesian synthesis model to a confidential table "
                               "and save it as a folder (posterior.nc: posterior draws as NetCDF; "
                               "model.json: settings and schema; for partial synthesis also the "
@@ -31,7 +32,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               "(arrays.npz), model.json and the confidential data (data.parquet). "
                               "With --method dpmpm every modelled column is categorical (the only "
                               "type DPMPM models), integer-coded ones included, so no "
-                              "--categorical list is needed.")
+                              "--categorical list is needed. With --method pymc "
+                              "--model-function MODULE:FUNCTION the model is a function that "
+                              "builds a PyMC model of the table; its observed columns are "
+                              "synthesized, its likelihoods read off its graph.",
+                              # whole option names only: --model would otherwise be read as
+                              # --model-function (fit takes --method, not --model)
+                              allow_abbrev=False)
     add_input_arguments(p, synthetic=None)
     # no argparse choices: any registered synthesizer is accepted (bayes_risk.registry), and an
     # unknown name gets the registry's error listing the registered ones

@@ -39,7 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                               help="identification risk (matching known quasi-identifiers to "
                               "released records)", description=_DESCRIPTION,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_input_arguments(p)
+    add_input_arguments(p, recoded=True)
     p.add_argument("--known-unsynthesized", nargs="+", default=[], metavar="COL",
                    help="known columns released unchanged")
     p.add_argument("--known-synthesized", nargs="+", default=[], metavar="COL",

@@ -46,7 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               "remedied release with its manifest, to be audited again.",
                               epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_input_arguments(p, " (the uniques to remove are found against it)")
+    add_input_arguments(p, " (the uniques to remove are found against it)", recoded=True)
     p.add_argument("--remove", choices=["replicated-uniques", "uniques-in-original"],
                    default=None,
                    help="remove the synthetic records unique on --keys in their dataset that are "

@@ -100,7 +100,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     for o in CART:  # as 'fit' declares them
         g.add_argument(o.flag, default=None, help=o.help, **o.kwargs)
     g.add_argument("--smoothing", action="store_true", default=None,
-                   help="per-leaf truncated Gaussian kernel smoothing of numeric columns")
+                   help="per-leaf truncated Gaussian kernel smoothing of numeric columns "
+                   "(cart; rf too, with --min-samples-leaf 2 or more)")
     g.add_argument("--bandwidth", type=float, default=None, metavar="H",
                    help="kernel bandwidth (default: Silverman's rule per leaf)")
     g.add_argument("--donor", choices=["bayes-bootstrap", "uniform"], default=None,

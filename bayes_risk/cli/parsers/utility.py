@@ -41,7 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               "intervals (combining rules chosen by how the release was made) for "
                               "means and proportions or for the coefficients of user formulas.",
                               epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_input_arguments(p)
+    add_input_arguments(p, recoded=True)
     add_type_arguments(p)
     p.add_argument("--pmse", choices=["logit", "cart"], default="logit",
                    help="propensity model (default logit: synthpop's utility.gen design)")

@@ -140,8 +140,13 @@ class RFPlugin(PluginBase):
         syn = synthesizer
         numeric = [c for c in syn.visit_sequence_ if not self.schema_[c].is_categorical]
         if numeric:  # methods page, Random forests for numeric columns
+            smoothed = syn._smoothed(self.schema_, syn.visit_sequence_)
+            why = (" (smoothed: a candidate value moves the kernel centres of every leaf it is "
+                   "in bag for, so a synthetic value's likelihood is a mixture over the trees' "
+                   "truncated kernels that the plug-in does not evaluate)"
+                   if numeric[0] in smoothed else "")
             raise NotSupportedError(
-                f"RFPlugin: column {numeric[0]!r} is {self.schema_[numeric[0]].type}; the "
+                f"RFPlugin: column {numeric[0]!r} is {self.schema_[numeric[0]].type}{why}; the "
                 "fixed-forest plug-in likelihood covers categorical columns only (methods page "
                 "'Random forests for numeric columns'). Synthesize the categorical columns only, "
                 "or use identification risk.", code="MODEL_UNSUITED")

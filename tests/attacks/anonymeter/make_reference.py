@@ -9,12 +9,12 @@ an environment of its own, and the test compares bayes-risk with them:
    ``../shared/data/CEdata.csv`` (training records, holdout, a larger holdout) and makes a CART
    release of the training records with bayes-risk (``release.csv``); writes the row numbers to
    ``split.json``.
-2. ``python make_reference.py anonymeter [singling_out|linkability]`` (an environment with
-   ``pip install anonymeter==1.1.0``, Python 3.11): runs anonymeter's attacks many times with
-   different seeds on those tables (100 runs each; about 40 minutes, mostly the multivariate
-   singling out) and writes every run's counts to ``reference.json``; then the 5 nearest
-   synthetic rows of every holdout record on each of linkability's two tables, by anonymeter's
-   ``MixedTypeKNeighbors``, to ``neighbours.json``.
+2. ``python make_reference.py anonymeter [singling_out|linkability|inference]`` (an
+   environment with ``pip install anonymeter==1.1.0``, Python 3.11): runs anonymeter's attacks
+   many times with different seeds on those tables (100 runs each; about 40 minutes, mostly the
+   multivariate singling out; the inference attack a few minutes) and writes every run's counts
+   to ``reference.json``; then the 5 nearest synthetic rows of every holdout record on each of
+   linkability's two tables, by anonymeter's ``MixedTypeKNeighbors``, to ``neighbours.json``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,14 @@ SINGLING_OUT = {"univariate": ("univariate", 200, 1, "holdout"),
                 "multivariate": ("multivariate", 200, 3, "holdout"),
                 "multivariate_big_holdout": ("multivariate", 200, 3, "big")}
 LINKABILITY = {"n_attacks": 300, "n_neighbors": 5}
-REPS_SO, REPS_LINK = 100, 100
+#: the inference attacks: secret, anonymeter's ``regression`` (1.1.0's constructor default is
+#: False, exact equality, whatever the column), the control set; the other six columns are aux
+INFERENCE = {"Income_exact": ("Income", False, "holdout"),
+             "Income_tolerance": ("Income", True, "holdout"),
+             "Tenure": ("Tenure", False, "holdout"),
+             "Age_tolerance_big_holdout": ("Age", True, "big")}
+N_INFERENCE = 500
+REPS_SO, REPS_LINK, REPS_INF = 100, 100, 100
 
 
 def tables() -> dict[str, pd.DataFrame]:
@@ -66,7 +73,8 @@ def make_release() -> None:
     syn.datasets[0].to_csv(HERE / "release.csv", index=False)
 
 
-def run_anonymeter(parts: tuple[str, ...] = ("singling_out", "linkability")) -> None:
+def run_anonymeter(parts: tuple[str, ...] = ("singling_out", "linkability", "inference")
+                   ) -> None:
     import logging
     from importlib.metadata import version
 
@@ -103,6 +111,8 @@ def run_anonymeter(parts: tuple[str, ...] = ("singling_out", "linkability")) -> 
         out["singling_out"][name] = {"mode": mode, "n_attacks": n, "n_cols": k,
                                      "holdout": hold, "runs": runs}
         print(name, f"{time.time() - t0:.0f} s", flush=True)  # noqa: T201 - a script
+    if "inference" in parts:
+        out["inference"] = run_inference(t)
     if "linkability" not in parts:
         path.write_text(json.dumps(out, indent=1))
         return
@@ -126,6 +136,29 @@ def run_anonymeter(parts: tuple[str, ...] = ("singling_out", "linkability")) -> 
     neighbours()
 
 
+def run_inference(t: dict[str, pd.DataFrame]) -> dict:
+    """anonymeter's inference attack, ``REPS_INF`` runs of each of :data:`INFERENCE`."""
+    from anonymeter.evaluators import InferenceEvaluator
+
+    out = {}
+    for name, (secret, regression, hold) in INFERENCE.items():
+        aux = [c for c in t["train"].columns if c != secret]
+        runs = []
+        t0 = time.time()
+        for seed in range(REPS_INF):
+            np.random.seed(seed)  # noqa: NPY002 - anonymeter's sample() draws from numpy's global
+            ev = InferenceEvaluator(t["train"], t["syn"], aux_cols=aux, secret=secret,
+                                    regression=regression, n_attacks=N_INFERENCE,
+                                    control=t[hold]).evaluate(n_jobs=1)
+            r = ev.results()
+            runs.append({"n_main": int(r.n_success), "n_control": int(r.n_control),
+                         "n_baseline": int(r.n_baseline), "risk": ev.risk().value})
+        out[name] = {"secret": secret, "aux_columns": aux, "regression": regression,
+                     "n_attacks": N_INFERENCE, "holdout": hold, "runs": runs}
+        print(name, f"{time.time() - t0:.0f} s", flush=True)  # noqa: T201 - a script
+    return out
+
+
 def neighbours() -> None:
     """anonymeter's 5 nearest synthetic rows of every holdout record, on each table."""
     import anonymeter.evaluators  # noqa: F401 - imports the neighbours module without a cycle
@@ -143,11 +176,11 @@ def neighbours() -> None:
 
 
 if __name__ == "__main__":
-    # "anonymeter" runs every attack; "anonymeter singling_out" or "anonymeter linkability"
-    # one family (the other's runs in reference.json are kept)
+    # "anonymeter" runs every attack; "anonymeter singling_out", "anonymeter linkability" or
+    # "anonymeter inference" one family (the others' runs in reference.json are kept)
     if sys.argv[1] == "release":
         make_release()
     elif sys.argv[1:] == ["neighbours"]:
         neighbours()
     else:
-        run_anonymeter(tuple(sys.argv[2:]) or ("singling_out", "linkability"))
+        run_anonymeter(tuple(sys.argv[2:]) or ("singling_out", "linkability", "inference"))

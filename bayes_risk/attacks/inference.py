@@ -1,0 +1,256 @@
+"""Inference risk as anonymeter defines it (Giomi et al. 2023): :doc:`/methods/attacks`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
+from bayes_risk._specs import check_int
+from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
+from bayes_risk.attacks.linkability import _scale, nearest_rows
+from bayes_risk.attacks.rates import check_confidence_level, rate_columns, success_rate
+from bayes_risk.data.schema import Schema
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.results.attacks import InferenceResult
+
+__all__ = ["inference_risk", "correct_guesses"]
+
+
+def correct_guesses(guess: np.ndarray, value: np.ndarray, *, regression: bool,
+                    tolerance: float) -> np.ndarray:
+    """Whether each guess is right: within ``tolerance`` of the guess in relative terms,
+    ``|guess − value| <= tolerance · |guess|`` (``regression``), or equal; a missing guess of a
+    missing value is right (anonymeter's ``evaluate_inference_guesses``, whose ``guess + 1e-12``
+    in the denominator makes every negative guess right: the absolute value here)."""
+    both_missing = np.isnan(guess) & np.isnan(value)
+    with np.errstate(invalid="ignore"):
+        hit = (np.abs(guess - value) <= tolerance * np.abs(guess)) if regression \
+            else (guess == value)
+    return hit | both_missing
+
+
+def _check_secrets(secret: Any, names: Sequence[str]) -> list[str]:
+    secrets = [secret] if isinstance(secret, str) else list(secret)
+    if not secrets or not all(isinstance(s, str) for s in secrets):
+        raise ValidationError(
+            f"secret must be a column name or a list of them, e.g. 'Income'. Got {secret!r}.")
+    if len(set(secrets)) < len(secrets):
+        raise ValidationError(f"secret lists a column twice. Got {secret!r}.")
+    missing = [s for s in secrets if s not in names]
+    if missing:
+        raise ValidationError(
+            f"secret {missing} is not a column of the original (or of the schema); they are "
+            f"{', '.join(names)}.", code="MISSING_COLUMN")
+    return secrets
+
+
+def _check_aux(aux_columns: Any, secrets: list[str], names: Sequence[str]
+               ) -> dict[str, list[str]]:
+    """The intruder's columns for each secret (default: every other column)."""
+    if aux_columns is None:
+        return {s: [c for c in names if c != s] for s in secrets}
+    aux = [aux_columns] if isinstance(aux_columns, str) else list(aux_columns)
+    if not aux or len(set(aux)) < len(aux):
+        raise ValidationError(
+            "aux_columns must be a non-empty list of columns, each listed once, the intruder's "
+            f"knowledge of a target, e.g. ['Age', 'Urban']. Got {aux_columns!r}.")
+    both = [s for s in secrets if s in aux]
+    if both:
+        raise ValidationError(
+            f"{both} is both a secret and among aux_columns: the intruder guesses a value they "
+            "do not know; leave the secret out of aux_columns.")
+    return {s: aux for s in secrets}
+
+
+def _sizes(n_attacks: int | None, n_original: int, n_holdout: int | None) -> tuple[int, int | None]:
+    """Records attacked in the original and in the holdout: ``n_attacks``, at most all."""
+    if n_attacks is None:
+        return n_original, n_holdout
+    n = check_int(n_attacks, "n_attacks", 1)
+    return min(n, n_original), None if n_holdout is None else min(n, n_holdout)
+
+
+def inference_risk(
+    original: pd.DataFrame,
+    synthetic: Any,
+    *,
+    secret: str | Sequence[str],
+    aux_columns: Sequence[str] | None = None,
+    holdout: pd.DataFrame | None = None,
+    n_attacks: int | None = 500,
+    regression: bool | None = None,
+    tolerance: float = 0.05,
+    schema: Schema | None = None,
+    categorical: Iterable[str] | None = None,
+    confidence_level: float = 0.95,
+    random_seed: RandomSeed = None,
+) -> InferenceResult:
+    """Inference risk of a synthetic release, as anonymeter measures it.
+
+    The intruder knows the ``aux_columns`` of a target and guesses its ``secret`` as the value
+    of the nearest synthetic row. Method, and how it differs from the Bayesian attribute risk:
+    :doc:`/methods/attacks`.
+
+    Parameters
+    ----------
+    original, synthetic, holdout, schema, categorical, confidence_level
+        As in :func:`~bayes_risk.attacks.singling_out_risk`.
+    secret : str or sequence of str
+        The column the intruder guesses; several: each attacked on its own.
+    aux_columns : sequence of str, optional
+        The columns the intruder knows of a target (default: every column but the secret).
+    n_attacks : int or None
+        Records attacked in each of the original and the holdout, at most all of them (``None``:
+        all); the baseline makes as many guesses as the main attack, at most the synthetic
+        rows.
+    regression : bool or None
+        ``True``: a guess is right within ``tolerance``; ``False``: when equal; ``None``
+        (default): within ``tolerance`` for a numeric secret, equal for a categorical one.
+        (anonymeter 1.1.0's constructor takes ``regression=False`` by default: equality for
+        every column.)
+    tolerance : float
+        Largest relative difference ``|guess − value| / |guess|`` of a right guess (anonymeter's
+        0.05).
+    random_seed : int, Generator or None
+        Seeds the records attacked, the order of equally distant rows and the baseline.
+
+    Returns
+    -------
+    InferenceResult
+        ``table`` (one row per dataset and secret), ``records``, ``settings``, ``warnings``.
+
+    Raises
+    ------
+    ValidationError, SchemaError
+        As :func:`~bayes_risk.attacks.singling_out_risk`; a secret that is not a column, or
+        among ``aux_columns``; ``regression=True`` for a categorical secret; a negative
+        ``tolerance``.
+
+    Examples
+    --------
+    >>> res = inference_risk(train, syn, secret=["Income", "Tenure"], holdout=control,
+    ...                      categorical=["Urban", "Marital", "Tenure"],
+    ...                      random_seed=1)  # doctest: +SKIP
+    >>> res.headline()[["dataset", "secret", "risk", "ci_low", "ci_high"]]  # doctest: +SKIP
+    """
+    level = check_confidence_level(confidence_level)
+    try:
+        tol = float(tolerance)
+    except (TypeError, ValueError):
+        tol = math.nan
+    if isinstance(tolerance, bool) or not (math.isfinite(tol) and tol >= 0):
+        raise ValidationError(
+            f"tolerance must be a non-negative number, the largest relative difference of a "
+            f"right guess, e.g. 0.05. Got {tolerance!r}.")
+    if regression is not None and not isinstance(regression, bool | np.bool_):
+        raise ValidationError(f"regression must be True, False or None. Got {regression!r}.")
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(f"original must be a pandas DataFrame. Got "
+                              f"{type(original).__name__}.")
+    # the columns a default intruder knows: the schema's (a weights column is not a value)
+    names = list(original.columns) if schema is None else list(schema.names)
+    secrets = _check_secrets(secret, names)
+    aux = _check_aux(aux_columns, secrets, names)
+    cols = list(dict.fromkeys([*secrets, *(c for s in secrets for c in aux[s])]))
+    inp = attack_inputs(original, synthetic, holdout, columns=cols, schema=schema,
+                        categorical=categorical)
+    sch = inp.schema
+    is_cat = np.array([s.is_categorical for s in sch])
+    col = {c: sch.names.index(c) for c in cols}
+    reg = {}
+    for s in secrets:
+        if regression and is_cat[col[s]]:
+            raise ValidationError(
+                f"regression=True for the categorical secret {s!r}: a guess of a category is "
+                "right only when equal; give regression=None or False.")
+        reg[s] = (not is_cat[col[s]]) if regression is None else bool(regression)
+    n_main, n_ctrl = _sizes(n_attacks, len(inp.original),
+                            None if inp.holdout is None else len(inp.holdout))
+
+    rng = as_generator(random_seed)
+    t_rng, ds_parent = rng.spawn(2)
+    roles = [("original", inp.original, n_main)] + (
+        [] if inp.holdout is None else [("holdout", inp.holdout, n_ctrl)])
+    attacked = {role: np.sort(g.choice(len(t), size=n, replace=False))
+                for (role, t, n), g in zip(roles, t_rng.spawn(2), strict=False)}
+    coded = {role: code_table(t, sch)[attacked[role]] for role, t, _ in roles}
+    O_all = code_table(inp.original, sch)
+
+    rows: list[dict[str, Any]] = []
+    recs: list[pd.DataFrame] = []
+    flagged: dict[str, list[str]] = {}
+    for l, (z, ds_rng) in enumerate(zip(inp.datasets, ds_parent.spawn(len(inp.datasets)),
+                                        strict=True), start=1):
+        S = code_table(z, sch)
+        n_base = min(len(S), n_main)
+        for s, s_rng in zip(secrets, ds_rng.spawn(len(secrets)), strict=True):
+            j, a = col[s], np.array([col[c] for c in aux[s]])
+            role_rng = dict(zip(("original", "holdout", "baseline"), s_rng.spawn(3),
+                                strict=True))
+            right: dict[str, np.ndarray] = {}
+            tied: dict[str, np.ndarray] = {}
+            for role, _, n in roles:
+                T = coded[role]
+                scale = _scale(np.concatenate([S[:, a], T[:, a]]), is_cat[a])
+                # one seeded order of the synthetic rows per target: equally distant rows are
+                # taken at random, whatever the blocks
+                seeds = np.random.SeedSequence(
+                    role_rng[role].integers(2**63, size=4).tolist()).spawn(n)
+                idx, tied[role] = nearest_rows(T[:, a], S[:, a], is_cat[a], scale, 1, seeds)
+                right[role] = correct_guesses(S[idx[:, 0], j], T[:, j], regression=reg[s],
+                                              tolerance=tol)
+            # the baseline: targets of the original, each guessed as a random synthetic row's
+            # value (anonymeter draws both without replacement)
+            b_tgt, b_row = role_rng["baseline"].spawn(2)
+            who = b_tgt.choice(len(O_all), size=n_base, replace=False)
+            guess = S[b_row.choice(len(S), size=n_base, replace=False), j]
+            k_main, k_base = int(right["original"].sum()), int(
+                correct_guesses(guess, O_all[who, j], regression=reg[s], tolerance=tol).sum())
+            k_ctrl = int(right["holdout"].sum()) if "holdout" in right else None
+            r_main = success_rate(k_main, n_main, level)
+            r_base = success_rate(k_base, n_base, level)
+            r_ctrl = None if k_ctrl is None else success_rate(k_ctrl, n_ctrl, level)
+            if r_base.rate >= r_main.rate:
+                flagged.setdefault("ATTACK_NOT_BETTER_THAN_BASELINE", []).append(
+                    f"dataset {l} {s}: main {r_main.rate:.3g}, baseline {r_base.rate:.3g}")
+            if k_ctrl is not None and k_ctrl >= n_ctrl:
+                flagged.setdefault("CONTROL_ALWAYS_SUCCEEDS", []).append(f"dataset {l} {s}")
+            rows.append({
+                "dataset": l, "secret": s, "regression": reg[s], "n_attacks": n_main,
+                "n_attacks_control": np.nan if n_ctrl is None else n_ctrl,
+                "n_attacks_baseline": n_base, "n_main": k_main,
+                "n_control": np.nan if k_ctrl is None else k_ctrl, "n_baseline": k_base,
+                **rate_columns(r_main, r_ctrl, r_base),
+                "share_tied_main": float(tied["original"].mean()),
+                "share_tied_control": (float(tied["holdout"].mean()) if "holdout" in tied
+                                       else np.nan)})
+            for role, _, _ in roles:
+                recs.append(pd.DataFrame({"dataset": l, "secret": s, "role": role,
+                                          "row": attacked[role], "correct": right[role],
+                                          "tied": tied[role]}))
+    codes = raise_warnings(flagged, _WHY, inp.holdout is None)
+    if inp.n_holdout_dropped:
+        codes.insert(0, "HOLDOUT_OVERLAPS_ORIGINAL")
+    settings = {
+        "secrets": secrets, "aux_columns": aux, "aux_default": aux_columns is None,
+        "regression": reg, "tolerance": tol,
+        "n_attacks": n_main, "n_attacks_control": n_ctrl, "confidence_level": level,
+        "m": len(inp.datasets), "n_original": len(inp.original),
+        "n_holdout": None if inp.holdout is None else len(inp.holdout),
+        "n_holdout_dropped": inp.n_holdout_dropped, "random_seed": seed_to_json(random_seed)}
+    return InferenceResult(table=pd.DataFrame(rows), records=pd.concat(recs, ignore_index=True),
+                           settings=settings, warnings=codes)
+
+
+#: what each condition means (the warning names the datasets and secrets it concerns)
+_WHY = {
+    "ATTACK_NOT_BETTER_THAN_BASELINE": "the main attack guesses no more secrets right than "
+    "random synthetic values do: the attack may be too weak for these columns, and a low risk "
+    "then says little (anonymeter: 'Analysis results cannot be trusted')",
+    "CONTROL_ALWAYS_SUCCEEDS": "every secret of the holdout is guessed right: the risk beyond "
+    "the control attack is undefined (nan)"}

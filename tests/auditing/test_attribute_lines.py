@@ -1,0 +1,156 @@
+"""The attribute step's two verdict lines (issue 63, item 3): the share ranked first, explained
+when it falls below the random guess, and the share with evidence (Bayes factor of the true
+values ≥ ``evidence_factor``) beside it, both with the flagged records counted at worst."""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+
+import pytest
+
+from bayes_risk.auditing import Thresholds
+from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.auditing.verdicts import ATTRIBUTE_MEASURE, EVIDENCE_MEASURE, attribute_lines
+from bayes_risk.exceptions import ValidationError
+
+#: the demo's ACS-like DPMPM release as the issue reports it: 2,000 records, G = 35, the truth
+#: never ranked first, p_true a little above the random guess on average
+FLAT = {
+    "n_records": 2000, "n_flagged": 0, "random_guess_baseline": 1 / 35,
+    "unflagged": {"n_records": 2000, "prop_top": 0.0, "mean_p_true": 0.0301,
+                  "mean_prior_p_true": 1 / 35, "prop_evidence": 0.004, "evidence_factor": 3.0,
+                  "bayes_factor_quantiles": {"0%": 0.7, "5%": 0.85, "25%": 0.97, "50%": 1.04,
+                                             "75%": 1.12, "95%": 1.4, "100%": 3.6}},
+    "mc_uncertainty": {"bootstrap": 200, "evidence_factor": 3.0, "mc_interval_90": {
+        "prop_top": [0.0, 0.0], "prop_evidence": [0.002, 0.0065]}},
+}
+
+
+def _lines(summary, thresholds=None):
+    plan = SimpleNamespace(thresholds=thresholds or Thresholds(), m=5)
+    step = StepOutcome("attribute", "ran", folder="attribute", extra={"summary": summary},
+                       result=SimpleNamespace(warnings=[], settings={"estimator": "stabilised"}))
+    return {v.threshold_name: v for v in attribute_lines(plan, step)}
+
+
+def test_a_flat_posterior_gives_both_lines_and_says_why_the_ranking_is_below_chance():
+    v = _lines(FLAT)
+    top, ev = v["prop_top"], v["prop_evidence"]
+    assert top.measure == ATTRIBUTE_MEASURE and top.value == 0.0 and top.threshold == 10.0
+    assert "random guess 2.86 %" in top.detail
+    # the board is told that 0 % below 2.86 % is not protection, with the flat posterior's
+    # Bayes factors, and which line to read instead
+    assert "below the random guess, and that is not protection" in top.detail
+    assert "run from 0.85 to 1.4 for 90 % of the records" in top.detail
+    assert "Read the line 'share with evidence' beside it (Bayes factor ≥ 3" in top.detail
+    assert ev.measure == EVIDENCE_MEASURE.format(factor=3.0)
+    assert ev.measure.startswith("share with evidence: ") and ev.short == "share with evidence"
+    assert ev.value == pytest.approx(0.4) and ev.threshold == 10.0 and ev.unit == "%"
+    assert ev.status == "within" and ev.count_of == (2000, "records")
+    assert ev.detail.startswith("mean p_true 3.01 % after the release against 2.86 % before it "
+                                "(the intruder's prior); Bayes factor of the true values: "
+                                "median 1.04, 95th percentile 1.4, largest 3.6 (1: the "
+                                "release tells nothing about the record; counted from 3, where "
+                                "Kass & Raftery's scale of evidence begins)")
+    assert "90 % Monte Carlo interval 0.2–0.65 % (draw bootstrap, 200 replicates)" in ev.detail
+    assert ev.intruder == top.intruder and "knows every other record's true values" in ev.intruder
+
+
+def test_below_the_guess_with_evidence_is_not_called_flat():
+    """A share ranked first below the random guess while the release gives evidence for at
+    least 5 % of the records (95th percentile of the factors ≥ 3): not a flat posterior, and the
+    line does not say it is."""
+    s = copy.deepcopy(FLAT)
+    s["unflagged"]["bayes_factor_quantiles"].update({"95%": 4.2, "100%": 40.0})
+    s["unflagged"]["prop_evidence"] = 0.08
+    detail = _lines(s)["prop_top"].detail
+    assert "nearly flat" not in detail
+    assert ("below the random guess, yet the release gives evidence for the true values of at "
+            "least 5 % of the records (Bayes factor 4.2 at the 95th percentile): other "
+            "candidates gain still more") in detail
+
+
+def test_a_share_ranked_first_at_or_above_the_guess_is_not_explained_away():
+    s = copy.deepcopy(FLAT)
+    s["unflagged"]["prop_top"] = 0.05
+    assert "not protection" not in _lines(s)["prop_top"].detail
+
+
+def test_flagged_records_are_counted_as_given_evidence_at_worst():
+    """100 of 2,000 flagged: 5 % of the 1,900 stable estimates plus every flagged record, 9.75 %,
+    within 10 %; the line is a caution, never a plain pass."""
+    s = copy.deepcopy(FLAT)
+    s["n_flagged"] = 100
+    s["unflagged"].update(n_records=1900, prop_evidence=0.05)
+    ev = _lines(s)["prop_evidence"]
+    assert ev.value == pytest.approx(5.0) and ev.flagged == 100 and ev.status == "caution"
+    assert ("100 of 2000 record(s) flagged and left out (unassessed: treat them as at risk; "
+            "counted as given evidence, the share would be 9.75 %, still within the threshold)"
+            ) in ev.detail
+    s["unflagged"]["prop_evidence"] = 0.06  # 114 + 100 of 2,000: 10.7 %
+    assert "the share would be 10.7 %, past the threshold" in _lines(s)["prop_evidence"].detail
+
+
+def test_the_board_sets_the_factor_and_the_share():
+    """``--threshold evidence_factor=20 prop_evidence=0.01``: the line names the factor it
+    counts from; the summary's share (computed by the step at that factor) is read."""
+    th = Thresholds.parse(["evidence_factor=20", "prop_evidence=0.01"])
+    assert (th.evidence_factor, th.prop_evidence) == (20.0, 0.01)
+    ev = _lines(FLAT, th)["prop_evidence"]
+    assert "at least 20 times likelier in odds" in ev.measure and ev.threshold == 1.0
+    assert ("(1: the release tells nothing about the record; counted from 20, given for this "
+            "audit)") in ev.detail
+    assert ev.exceeds is False
+    ev = _lines({**FLAT, "unflagged": {**FLAT["unflagged"], "prop_evidence": 0.02}}, th)
+    assert ev["prop_evidence"].exceeds and ev["prop_evidence"].status == "exceeds"
+
+
+@pytest.mark.parametrize("value", ["1", "0.5", "-3", "nan", "inf"])
+def test_an_evidence_factor_of_at_most_one_is_refused_by_name(value):
+    """A factor of 1 counts every record the release does not make less likely: no evidence;
+    an infinite one counts none, whatever the release."""
+    with pytest.raises(ValidationError, match=(
+            f"^thresholds: evidence_factor={value} is outside its range: evidence_factor is a "
+            r"Bayes factor, above 1 \(1 is no evidence\). Expected 1 < evidence_factor < ∞.$")
+    ) as err:
+        Thresholds.parse([f"evidence_factor={value}"])
+    assert err.value.code == "INVALID_ARGUMENT"
+    with pytest.raises(ValidationError, match="evidence_factor=x: 'x' is not a number"):
+        Thresholds.parse(["evidence_factor=x"])
+
+
+def test_the_larger_regime_share_is_read():
+    s = copy.deepcopy(FLAT)
+    regimes = [{"chains": [0], "summary": {"prop_top": 0.0, "prop_evidence": 0.002}},
+               {"chains": [1], "summary": {"prop_top": 0.0, "prop_evidence": 0.15}}]
+    s["regimes"] = {"status": "computed", "n_records": 2000, "regimes": regimes,
+                    "largest_prop_top": {"regime": 1, "prop_top": 0.0},
+                    "largest_prop_evidence": {"regime": 2, "prop_evidence": 0.15}}
+    ev = _lines(s)["prop_evidence"]
+    assert ev.value == pytest.approx(15.0) and ev.exceeds
+    assert "regime 2 (chain 2) 15 %" in ev.detail and "RISK_BY_REGIME, regime 2" in ev.detail
+    # a regime that holds the posterior mass: its figure is read, as on the ranked-first line
+    regimes[0]["mass_bounds"] = [0.999, 1.0]
+    s["regimes"]["mass_prop_evidence"] = {"regime": 1, "prop_evidence": 0.002}
+    ev = _lines(s)["prop_evidence"]
+    assert ev.value == pytest.approx(0.2) and not ev.exceeds
+    assert "regime 1 holds the posterior mass" in ev.detail
+
+
+def test_a_missing_share_is_a_line_past_its_threshold():
+    """No stable estimate (every record flagged, no figure): nan, which a board must not read
+    as a pass."""
+    s = {"n_records": 3, "n_flagged": 3, "random_guess_baseline": 0.1,
+         "unflagged": {"n_records": 0, "n_excluded_nan": 0}}
+    v = _lines(s)
+    assert v["prop_evidence"].exceeds and v["prop_top"].exceeds
+
+
+def test_an_infinite_factor_reads_as_certainty():
+    """A CART release of CEdata gives p_true = 1, an infinite factor, for most records; the
+    summary writes it "inf" and the line says what it means."""
+    s = copy.deepcopy(FLAT)
+    s["unflagged"]["bayes_factor_quantiles"].update({"50%": "inf", "95%": "inf", "100%": "inf"})
+    detail = _lines(s)["prop_evidence"].detail
+    assert "median ∞ (p_true 100 %), 95th percentile ∞ (p_true 100 %), largest ∞" in detail
