@@ -19,7 +19,8 @@ CALLER: tuple[str, ...] = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
 
 __all__ = ["BayesRiskError", "SchemaError", "ValidationError", "NotFittedError",
            "NotSupportedError", "BayesRiskWarning", "ImportanceSamplingWarning",
-           "ConvergenceWarning", "DataWarning", "CALLER", "warning_code"]
+           "ConvergenceWarning", "DataWarning", "CALLER", "COMMAND_LINE_OPTIONS", "warning_code",
+           "warning_line"]
 
 
 class BayesRiskError(Exception):
@@ -145,32 +146,22 @@ def interruptible[**P, R](fn: Callable[P, R]) -> Callable[P, R]:
 
 
 #: the running sub-command's options by library argument (``{"max_order": "--max-order"}``);
-#: ``None`` outside the command line (:func:`command_line_options`)
-_OPTIONS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
+#: ``None`` outside the command line. The command line sets it
+#: (``bayes_risk.cli._run.command_line_options``); the functions below read it, so that a
+#: message names an argument as its caller writes it
+COMMAND_LINE_OPTIONS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
     "bayes_risk_options", default=None)
 
 
-@contextlib.contextmanager
-def command_line_options(options: Mapping[str, str]) -> Iterator[None]:
-    """Inside the block, messages name arguments as the command line's options (``options``:
-    library argument name -> ``"--max-order"`` or a positional's metavar; :func:`arg_name`)."""
-    outer = _OPTIONS.get()
-    token = _OPTIONS.set({**(outer or {}), **options})
-    try:
-        yield
-    finally:
-        _OPTIONS.reset(token)
-
-
 def on_command_line() -> bool:
-    """Whether the running code was called by the command line (:func:`command_line_options`)."""
-    return _OPTIONS.get() is not None
+    """Whether the running code was called by the command line (:data:`COMMAND_LINE_OPTIONS`)."""
+    return COMMAND_LINE_OPTIONS.get() is not None
 
 
 def has_option(name: str) -> bool:
     """Whether the caller can set the argument ``name``: always in Python; on the command line
     only when the sub-command has an option for it."""
-    opts = _OPTIONS.get()
+    opts = COMMAND_LINE_OPTIONS.get()
     return opts is None or name in opts
 
 
@@ -184,6 +175,7 @@ def arg_name(name: str, value: Any = None, *, cli: Any = None) -> str:
     --------
     >>> arg_name("max_order", 0)
     'max_order=0'
+    >>> from bayes_risk.cli._run import command_line_options  # what the command line does
     >>> with command_line_options({"max_order": "--max-order"}):
     ...     arg_name("max_order", 0)
     '--max-order 0'
@@ -191,7 +183,7 @@ def arg_name(name: str, value: Any = None, *, cli: Any = None) -> str:
     ...     arg_name("suda", False)
     '--no-suda'
     """
-    opts = _OPTIONS.get()
+    opts = COMMAND_LINE_OPTIONS.get()
     if opts is None or name not in opts:
         return name if value is None else f"{name}={value}"
     if opts[name].startswith("--no-") and value is False:
@@ -211,3 +203,14 @@ def warning_code(message: Warning | str, category: type[Warning]) -> str:
         return str(code)
     m = _CODE_RE.search(str(message))
     return m.group(1) if m else category.__name__
+
+
+def warning_line(message: Warning | str, category: type[Warning]) -> tuple[str, str]:
+    """``(code, text)`` of a warning as shown in ``warning [CODE]: text``: one line, the code
+    removed from the message where it carries it (``CODE: ...``, ``(CODE)``)."""
+    code = warning_code(message, category)
+    text = " ".join(str(message).split())
+    if text.startswith(f"{code}: "):
+        text = text[len(code) + 2:]
+    text = re.sub(rf"\s*\({re.escape(code)}\)", "", text)
+    return code, text

@@ -18,10 +18,18 @@ __all__ = ["GROUP", "Measure", "get_measure", "load", "measures", "register", "u
 GROUP = "bayes_risk.measures"
 
 
+#: a field of a :class:`Measure` naming code: the object itself, or its import path
+#: ``"package.module:attribute"`` written out (imported when used, :func:`load`)
+Ref = Any
+
+
 @dataclass(frozen=True)
 class Measure:
-    """One measure of the package: what computes it and what reads it. Code is named by import
-    paths ``"package.module:attribute"``, imported when used (:func:`load`); every field is
+    """One measure of the package: what computes it and what reads it. Each field naming code
+    holds the object itself (a measure defined in one module names its functions) or its import
+    path ``"package.module:attribute"``, written out in full and imported when used
+    (:func:`load`): the package's own measures are named by path, so that importing this module
+    imports only the standard library and ``bayes-risk --help`` stays instant. Every field is
     described in :doc:`/adding_a_measure`.
 
     Parameters
@@ -30,71 +38,83 @@ class Measure:
         The audit step's name (``AuditSettings(skip=[name])``, its sub-folder).
     title : str
         The step's heading.
-    step : str
+    step : callable or str
         The audit step: ``step(ctx: StepContext) -> StepOutcome``.
-    function, result : str, optional
+    function, result : callable or str, optional
         The public function that computes the measure, and the class it returns.
-    verdict : str, optional
+    verdict : callable or str, optional
         The builder of the step's verdict lines (``None``: no verdict line).
-    sections : tuple of str
+    sections : tuple of callables or str
         The builders of the step's report sections, in order.
     command : str, optional
         The sub-command of ``bayes-risk`` that computes the measure alone.
-    parser : str, optional
-        The module declaring ``command``'s arguments (default
-        ``bayes_risk.cli.parsers.<command>``).
+    parser : callable or str, optional
+        ``add_parser(subparsers)``, declaring ``command``'s arguments (needed with a command).
     """
 
     name: str
     title: str
-    step: str
-    function: str | None = None
-    result: str | None = None
-    verdict: str | None = None
-    sections: tuple[str, ...] = ()
+    step: Ref
+    function: Ref | None = None
+    result: Ref | None = None
+    verdict: Ref | None = None
+    sections: tuple[Ref, ...] = ()
     command: str | None = None
-    parser: str | None = None
-
-    @property
-    def parser_module(self) -> str | None:
-        """The module declaring the sub-command's arguments (``None`` without a command)."""
-        if self.command is None:
-            return None
-        return self.parser or f"bayes_risk.cli.parsers.{self.command.replace('-', '_')}"
+    parser: Ref | None = None
 
 
-def _builtin(name: str, title: str, function: str, result: str, *, step: str = "steps",
-             verdict: bool = True, sections: tuple[str, ...] | None = None,
-             command: str | None = None) -> Measure:
-    """A measure of the package, its code in ``bayes_risk.auditing`` named after it."""
-    a, r = "bayes_risk.auditing", "bayes_risk.auditing.render"
-    return Measure(name, title, f"{a}.{step}:{name}_step", function=f"bayes_risk.{function}",
-                   result=f"bayes_risk.results.{result}",
-                   verdict=f"{a}.verdicts:{name}_lines" if verdict else None,
-                   sections=tuple(f"{r}:{x}_section" for x in sections or (name,)),
-                   command=command)
-
-
-#: the measures of the package, in the order the audit runs them
+#: the measures of the package, in the order the audit runs them; every path written out, so
+#: that a reader (or grep) finds each function's caller here
 _BUILTIN: tuple[Measure, ...] = (
-    _builtin("utility", "Utility", "utility.summary:utility_summary",
-             "utility:UtilitySummary", sections=("utility", "comparisons"), command="utility"),
-    _builtin("identification", "Identification risk",
-             "identification.api:identification_risk",
-             "identification:IdentificationResult", command="identification"),
-    _builtin("posterior_identification", "Posterior Monte Carlo identification risk",
-             "identification.api:identification_risk",
-             "identification:IdentificationResult", verdict=False),
-    _builtin("attribute", "Attribute risk", "attribute.api:attribute_risk",
-             "attribute:AttributeRiskResult", command="attribute"),
-    _builtin("membership", "Membership risk", "membership.api:membership_risk",
-             "membership:MembershipRiskResult", command="membership"),
-    _builtin("attacks", "Singling out, linkability and inference (anonymeter)",
-             "attacks.singling_out:singling_out_risk", "attacks:SinglingOutResult",
-             step="attacks_step", command="attacks"),
-    _builtin("disclosure", "Empirical disclosure measures (synthpop)",
-             "disclosure.measures:disclosure_measures", "disclosure:DisclosureByTarget",
-             step="disclosure_step", command="disclosure"),
+    Measure("utility", "Utility",
+            step="bayes_risk.auditing.steps:utility_step",
+            function="bayes_risk.utility.summary:utility_summary",
+            result="bayes_risk.results.utility:UtilitySummary",
+            verdict="bayes_risk.auditing.verdicts:utility_lines",
+            sections=("bayes_risk.auditing.render:utility_section",
+                      "bayes_risk.auditing.render:comparisons_section"),
+            command="utility", parser="bayes_risk.cli.parsers.utility:add_parser"),
+    Measure("identification", "Identification risk",
+            step="bayes_risk.auditing.steps:identification_step",
+            function="bayes_risk.identification.api:identification_risk",
+            result="bayes_risk.results.identification:IdentificationResult",
+            verdict="bayes_risk.auditing.verdicts:identification_lines",
+            sections=("bayes_risk.auditing.render:identification_section",),
+            command="identification",
+            parser="bayes_risk.cli.parsers.identification:add_parser"),
+    Measure("posterior_identification", "Posterior Monte Carlo identification risk",
+            step="bayes_risk.auditing.steps:posterior_identification_step",
+            function="bayes_risk.identification.api:identification_risk",
+            result="bayes_risk.results.identification:IdentificationResult",
+            sections=("bayes_risk.auditing.render:posterior_identification_section",)),
+    Measure("attribute", "Attribute risk",
+            step="bayes_risk.auditing.steps:attribute_step",
+            function="bayes_risk.attribute.api:attribute_risk",
+            result="bayes_risk.results.attribute:AttributeRiskResult",
+            verdict="bayes_risk.auditing.verdicts:attribute_lines",
+            sections=("bayes_risk.auditing.render:attribute_section",),
+            command="attribute", parser="bayes_risk.cli.parsers.attribute:add_parser"),
+    Measure("membership", "Membership risk",
+            step="bayes_risk.auditing.steps:membership_step",
+            function="bayes_risk.membership.api:membership_risk",
+            result="bayes_risk.results.membership:MembershipRiskResult",
+            verdict="bayes_risk.auditing.verdicts:membership_lines",
+            sections=("bayes_risk.auditing.render:membership_section",),
+            command="membership", parser="bayes_risk.cli.parsers.membership:add_parser"),
+    Measure("attacks", "Singling out, linkability and inference (anonymeter)",
+            step="bayes_risk.auditing.attacks_step:attacks_step",
+            function="bayes_risk.attacks.singling_out:singling_out_risk",
+            result="bayes_risk.results.attacks:SinglingOutResult",
+            verdict="bayes_risk.auditing.verdicts:attacks_lines",
+            sections=("bayes_risk.auditing.render:attacks_section",),
+            command="attacks", parser="bayes_risk.cli.parsers.attacks:add_parser"),
+    Measure("disclosure", "Empirical disclosure measures (synthpop)",
+            step="bayes_risk.auditing.disclosure_step:disclosure_step",
+            function="bayes_risk.disclosure.measures:disclosure_measures",
+            result="bayes_risk.results.disclosure:DisclosureByTarget",
+            verdict="bayes_risk.auditing.verdicts:disclosure_lines",
+            sections=("bayes_risk.auditing.render:disclosure_section",),
+            command="disclosure", parser="bayes_risk.cli.parsers.disclosure:add_parser"),
 )
 
 #: measures registered for this session (:func:`register`), after the built-in ones
@@ -146,6 +166,12 @@ def measures(*, installed: bool = True) -> tuple[Measure, ...]:
 
 
 def _check_unique(found: list[Measure]) -> None:
+    """Refuse two measures of one name or one sub-command, and a sub-command without parser."""
+    for m in found:
+        if m.command is not None and m.parser is None:
+            raise ValidationError(f"measure {m.name!r} has command {m.command!r} but no parser: "
+                                  "give parser=add_parser (the function declaring its "
+                                  "arguments) or its import path.", code="MEASURE_BROKEN")
     for key in ("name", "command"):
         values = [getattr(m, key) for m in found if getattr(m, key) is not None]
         twice = sorted({v for v in values if values.count(v) > 1})
@@ -202,14 +228,18 @@ def unregister(name: str) -> None:
     del _ADDED[name]
 
 
-def load(path: str) -> Any:
-    """The object at the import path ``"package.module:attribute"`` (imported now).
+def load(ref: Ref) -> Any:
+    """The object a field of a :class:`Measure` names: ``ref`` itself, or the object at the
+    import path ``"package.module:attribute"`` (imported now).
 
     Raises
     ------
     ValidationError
         When the module or the attribute does not exist (``MEASURE_BROKEN``).
     """
+    if not isinstance(ref, str):
+        return ref
+    path = ref
     module, _, attr = path.partition(":")
     try:
         obj: Any = importlib.import_module(module)

@@ -343,3 +343,75 @@ def test_model_classes_are_not_assembled_from_mixins():
                 ):
                     value = ast.unparse(node.value)
                     assert not value.lstrip("_")[:1].isupper(), f"{where}: {ast.unparse(node)}"
+
+
+# --------------------------------------------------------------------------- layers
+def _below(mod: str, top: str) -> bool:
+    return mod == top or mod.startswith(top + ".")
+
+
+def test_no_module_below_the_command_line_imports_it():
+    """The command line (``bayes_risk.cli``) is the top layer: no module outside it imports it,
+    anywhere in the file (``bayes_risk/__main__.py``, the entry point that runs it, aside); what
+    both need lives below (``warning_line`` in :mod:`bayes_risk.exceptions`)."""
+    paths = [p for p in _modules("bayes_risk", "models")
+             if not _below(_module_name(p), "bayes_risk.cli") and p.name != "__main__.py"]
+    assert len(paths) > 200
+    assert _hits(paths, ("bayes_risk.cli",)) == {}
+
+
+#: what a compiled kernel may import, beside the standard library
+KERNEL_IMPORTS = ("numpy", "numba", "scipy")
+
+
+def _kernel_hits(paths: list[Path]) -> dict[str, list[str]]:
+    """``{kernel file: imports outside the standard library, numpy, numba and scipy}``; a module
+    of the package is allowed when it imports only those itself (the random-number generator
+    the kernels draw with, ``models/_bayesian/generator.py``)."""
+    import sys
+
+    def plain(m: str) -> bool:
+        return m.split(".")[0] in sys.stdlib_module_names or any(
+            _below(m, k) for k in KERNEL_IMPORTS)
+
+    modules = {_module_name(p): p for p in _modules("bayes_risk", "models")}
+    modules.update({_module_name(p): p for p in paths})
+    out = {}
+    for p in paths:
+        bad = []
+        for m in sorted(_imports(p)):
+            if plain(m) or m == "__future__":
+                continue
+            if m in modules and all(plain(n) or n == "__future__" for n in _imports(modules[m])):
+                continue
+            if m.rpartition(".")[0] in modules and m.rpartition(".")[2] not in modules:
+                continue  # ``from module import name``: the module is judged
+            bad.append(m)
+        if bad:
+            out[str(p.relative_to(ROOT))] = bad
+    return out
+
+
+def test_the_kernel_check_names_a_kernel_importing_the_package(tmp_path, monkeypatch):
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "bayes_risk" / "eng").mkdir(parents=True)
+    (tmp_path / "bayes_risk" / "eng" / "rng.py").write_text(
+        "import ctypes\nfrom numba import njit\n")
+    (tmp_path / "bayes_risk" / "eng" / "heavy.py").write_text("import pandas\n")
+    k = tmp_path / "bayes_risk" / "eng" / "_kernels.py"
+    k.write_text("import math\nimport numpy as np\nfrom scipy.special import gammaln\n"
+                 "from bayes_risk.eng.rng import f\n")
+    assert _kernel_hits([k]) == {}
+    k.write_text("import numpy as np\ndef f():\n    from bayes_risk.eng.heavy import g\n"
+                 "    import pandas\n")
+    assert _kernel_hits([k]) == {"bayes_risk/eng/_kernels.py": ["bayes_risk.eng.heavy", "pandas"]}
+
+
+def test_compiled_kernels_import_only_numpy_numba_and_scipy():
+    """A compiled kernel (a module named ``*kernels.py``) imports only the standard library,
+    numpy, numba and scipy, anywhere in the file: what it computes is a function of arrays, so
+    it can be read, compiled and tested alone."""
+    paths = [p for p in _modules("bayes_risk", "models") if p.stem.endswith("kernels")]
+    assert len(paths) >= 6
+    assert _kernel_hits(paths) == {}

@@ -8,7 +8,8 @@ import re
 import pytest
 
 from bayes_risk import _memory
-from bayes_risk.exceptions import ValidationError, command_line_options
+from bayes_risk.cli._run import command_line_options
+from bayes_risk.exceptions import ValidationError
 
 
 @pytest.mark.parametrize("value, nbytes", [

@@ -17,7 +17,7 @@ from bayes_risk._specs import as_spec
 from bayes_risk._terminal import progress
 from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec, ScenarioSpec
 from bayes_risk.exceptions import ValidationError, interruptible
-from bayes_risk.results._base import RiskResult, legend_below
+from bayes_risk.results._base import RiskResult, draws, legend_below
 from bayes_risk.results._summary import ResultWarning, Summary
 from bayes_risk.warning_codes import message
 
@@ -169,6 +169,7 @@ class KnownFractionResult(RiskResult):
             warnings=self.structured_warnings,
         )
 
+    @draws("curve")
     def _plot_curve(self, ax: Any, measure: str = "mean_p_true") -> Any:
         if measure not in ("mean_p_true", "prop_top", "mean_p_true_unflagged"):
             raise ValidationError(

@@ -25,6 +25,7 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
     _caused_by_interrupt,
+    warning_line,
 )
 from bayes_risk.measures import load, measures
 
@@ -295,8 +296,6 @@ def _with_mcmc_warnings(step_warnings: list[dict[str, Any]],
 
 
 def _dedupe(caught: list[warnings.WarningMessage]) -> list[dict[str, Any]]:
-    from bayes_risk.cli._run import warning_line
-
     out: list[dict[str, Any]] = []
     for w in caught:
         code, text = warning_line(w.message, w.category)

@@ -18,7 +18,7 @@ from bayes_risk.auditing.verdicts import (
     verdict_lines,
     verdict_steps,
 )
-from bayes_risk.results._base import RiskResult
+from bayes_risk.results._base import RiskResult, draws
 from bayes_risk.results._summary import ResultWarning, Summary
 
 # importable from here, as before
@@ -407,6 +407,7 @@ class AuditResult(RiskResult):
     def _figsize(self, kind: str) -> tuple[float, float]:
         return (8.0, 1.2 + 0.5 * max(len(self.verdicts), 1))
 
+    @draws("verdict")
     def _plot_verdict(self, ax: Any) -> Any:
         from bayes_risk.auditing.plots import verdict_figure
 

@@ -7,19 +7,25 @@ Arguments are declared in the light ``bayes_risk.cli.parsers.NAME``, the run in
 from __future__ import annotations
 
 import argparse
-import importlib
 import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from bayes_risk.measures import measures
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.measures import load, measures
 
 __all__ = ["build_parser", "main", "console_main", "SUBCOMMANDS"]
 
-#: the sub-commands before the measures' and after them, in the order of --help (the data flow)
-_BEFORE: tuple[str, ...] = ("fit", "synthesize")
-_AFTER: tuple[str, ...] = ("original-risk", "remedy", "audit", "orders", "demo")
+#: the sub-commands before the measures' and after them, in the order of --help (the data
+#: flow), each with the function declaring its arguments (imported when the parser is built)
+_BEFORE: dict[str, str] = {"fit": "bayes_risk.cli.parsers.fit:add_parser",
+                           "synthesize": "bayes_risk.cli.parsers.synthesize:add_parser"}
+_AFTER: dict[str, str] = {"original-risk": "bayes_risk.cli.parsers.original_risk:add_parser",
+                          "remedy": "bayes_risk.cli.parsers.remedy:add_parser",
+                          "audit": "bayes_risk.cli.parsers.audit:add_parser",
+                          "orders": "bayes_risk.cli.parsers.orders:add_parser",
+                          "demo": "bayes_risk.cli.parsers.demo:add_parser"}
 
 #: the sub-commands of the package, in the order of --help: the measures' own
 #: (``Measure.command``) between fitting and the audit (not those of other distributions:
@@ -41,8 +47,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      "identification) and the utility of synthetic microdata.")
     parser.add_argument("-V", "--version", action="version", version=f"bayes-risk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    declared = {m.command: m.parser_module for m in measures(installed=False)
-                if m.command is not None}
+    declared = {m.command: m.parser for m in measures(installed=False) if m.command is not None}
+    parsers = {**_BEFORE, **declared, **_AFTER}
     # a measure registered since the import (bayes_risk.measures.register) joins the list
     names = [*SUBCOMMANDS, *(c for c in declared if c not in _AT_IMPORT)]
     if command in names:
@@ -50,9 +56,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         # 0.04-0.05 s of every command's start, issue 69)
         names = [command]
     for name in names:
-        # a hyphenated sub-command's modules are named with an underscore
-        module = declared.get(name) or f"bayes_risk.cli.parsers.{name.replace('-', '_')}"
-        importlib.import_module(module).add_parser(sub)
+        add_parser = load(parsers[name])
+        if not callable(add_parser):  # a module named, as before issue 65
+            raise ValidationError(f"the parser of sub-command {name!r} is "
+                                  f"{parsers[name]!r}, not a function: name its add_parser "
+                                  "(the object, or 'module:add_parser').", code="MEASURE_BROKEN")
+        add_parser(sub)
     from bayes_risk.cli.parsers import INPUTS_ATTR, input_arguments
 
     if command in (None, "fit"):
@@ -93,9 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from bayes_risk._memory import memory_limit, parse_memory
-    from bayes_risk.cli._run import command_run
+    from bayes_risk.cli._run import command_line_options, command_run
     from bayes_risk.cli.parsers import command_line_text, option_names
-    from bayes_risk.exceptions import BayesRiskError, command_line_options
+    from bayes_risk.exceptions import BayesRiskError
 
     run = None
     # the library's messages name its arguments as this sub-command's options

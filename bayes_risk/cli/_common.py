@@ -54,13 +54,14 @@ def add_input_arguments(p: argparse.ArgumentParser, original: str = "",
 NO_SEED = object()
 
 
-def add_run_arguments(p: argparse.ArgumentParser, command: str, out: str, *,
+def add_run_arguments(p: argparse.ArgumentParser, handler: str, out: str, *,
                       seed: Any = None, dask: str | None = None, check: str | None = None,
                       other_model: bool = False) -> None:
     """The options every run shares, in this order: ``--random-seed`` (default ``seed``;
     left out for ``NO_SEED``), Dask's (``dask``: the unit of a task), ``--quiet``,
     ``--allow-different-original`` (``check``: what ORIGINAL made), ``--allow-other-model``,
-    ``--out`` (``out``: what it holds); the handler is ``bayes_risk.cli.COMMAND``."""
+    ``--out`` (``out``: what it holds); ``handler`` is the module whose ``run(args)`` runs the
+    sub-command (``"bayes_risk.cli.attribute"``), imported when it runs."""
     from bayes_risk.cli.parsers import Handler
 
     if seed is not NO_SEED:
@@ -73,7 +74,7 @@ def add_run_arguments(p: argparse.ArgumentParser, command: str, out: str, *,
     if other_model:
         add_other_model_argument(p)
     add_out_argument(p, out)
-    p.set_defaults(handler=Handler(f"bayes_risk.cli.{command}"))
+    p.set_defaults(handler=Handler(handler))
 
 
 def inputs_summary(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:

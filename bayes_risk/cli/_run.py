@@ -9,22 +9,26 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
 from bayes_risk._terminal import line, quiet
 from bayes_risk.cli.parsers import INPUTS_ATTR, command_line_text, input_arguments
-from bayes_risk.exceptions import BayesRiskWarning, ValidationError, warning_code
+from bayes_risk.exceptions import (
+    COMMAND_LINE_OPTIONS,
+    BayesRiskWarning,
+    ValidationError,
+    warning_line,
+)
 
 __all__ = [
-    "CommandRun", "command_run", "output_dir", "check_out", "warning_code", "warning_line",
+    "CommandRun", "command_run", "command_line_options", "output_dir", "check_out",
     "input_arguments"
 ]
 
@@ -151,17 +155,6 @@ def end_process(status: int) -> NoReturn:
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(status)
-
-
-def warning_line(message: Warning | str, category: type[Warning]) -> tuple[str, str]:
-    """``(code, text)`` of a warning as shown in ``warning [CODE]: text``: one line, the code
-    removed from the message where it carries it (``CODE: ...``, ``(CODE)``)."""
-    code = warning_code(message, category)
-    text = " ".join(str(message).split())
-    if text.startswith(f"{code}: "):
-        text = text[len(code) + 2:]
-    text = re.sub(rf"\s*\({re.escape(code)}\)", "", text)
-    return code, text
 
 
 @dataclass
@@ -474,12 +467,23 @@ def _merge_summary(path: Path, extra: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
+def command_line_options(options: Mapping[str, str]) -> Iterator[None]:
+    """Inside the block, messages name arguments as the command line's options (``options``:
+    library argument name -> ``"--max-order"`` or a positional's metavar;
+    :func:`bayes_risk.exceptions.arg_name`), added to those of an outer block."""
+    outer = COMMAND_LINE_OPTIONS.get()
+    token = COMMAND_LINE_OPTIONS.set({**(outer or {}), **options})
+    try:
+        yield
+    finally:
+        COMMAND_LINE_OPTIONS.reset(token)
+
+
+@contextlib.contextmanager
 def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
     """Run context of one sub-command: ``--out`` checks, signal handlers, warning capture."""
-    from bayes_risk.exceptions import _OPTIONS
-
     run = CommandRun(command=args.command, inputs=_inputs(args),
-                     options=dict(_OPTIONS.get() or {}))
+                     options=dict(COMMAND_LINE_OPTIONS.get() or {}))
     args._run = run
     if getattr(args, "out", None) is not None:
         run.out = check_out(args.out, overwrite=bool(getattr(args, "overwrite", False)),

@@ -29,8 +29,8 @@ def run(args: argparse.Namespace) -> int:
         read_inputs,
         release_schema,
     )
-    from bayes_risk.cli._run import output_dir
-    from bayes_risk.exceptions import ValidationError, command_line_options
+    from bayes_risk.cli._run import command_line_options, output_dir
+    from bayes_risk.exceptions import ValidationError
     from bayes_risk.results._base import plot_figure
 
     modes = [m for m in dict.fromkeys(args.singling_out) if m != "none"]

@@ -303,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
                 progressbar=not args.quiet, **opts)
         if args.known_sweep:
             from bayes_risk.attribute.knowledge import attribute_known_sweep
-            from bayes_risk.exceptions import command_line_options
+            from bayes_risk.cli._run import command_line_options
 
             # the sweep's known= is this command's --known-sweep, not its --known
             with command_line_options({"known": "--known-sweep"}):

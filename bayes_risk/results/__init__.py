@@ -32,24 +32,26 @@ if TYPE_CHECKING:
     from bayes_risk.results.utility import PMSEResult, UtilitySummary
     from bayes_risk.results.visit_orders import VisitOrderComparison
 
-# module of bayes_risk.results -> the names it defines
+# module of bayes_risk.results -> the names it defines (written out: grep finds the module)
 _MODULES: dict[str, tuple[str, ...]] = {
-    "_base": ("RiskResult",),
-    "_summary": ("Summary", "ResultWarning"),
-    "_format": ("format_number",),
-    "attacks": ("SinglingOutResult", "LinkabilityResult", "InferenceResult"),
-    "attribute": ("AttributeRiskResult",),
-    "combining": ("CombinedScalar", "CombinedMultivariate", "OverlapResult", "CoefDiffResult"),
-    "differencing": ("DifferencingResult",),
-    "disclosure": ("DisclosureMeasures", "DisclosureByTarget", "ReplicatedUniques"),
-    "identification": ("IdentificationResult", "RadiusSweepResult"),
-    "knowledge": ("KnowledgeSweepResult",),
-    "membership": ("MembershipRiskResult",),
-    "original_risk": ("OriginalRisk",),
-    "utility": ("PMSEResult", "UtilitySummary"),
-    "visit_orders": ("VisitOrderComparison",),
+    "bayes_risk.results._base": ("RiskResult",),
+    "bayes_risk.results._summary": ("Summary", "ResultWarning"),
+    "bayes_risk.results._format": ("format_number",),
+    "bayes_risk.results.attacks": ("SinglingOutResult", "LinkabilityResult", "InferenceResult"),
+    "bayes_risk.results.attribute": ("AttributeRiskResult",),
+    "bayes_risk.results.combining": ("CombinedScalar", "CombinedMultivariate", "OverlapResult",
+                                     "CoefDiffResult"),
+    "bayes_risk.results.differencing": ("DifferencingResult",),
+    "bayes_risk.results.disclosure": ("DisclosureMeasures", "DisclosureByTarget",
+                                      "ReplicatedUniques"),
+    "bayes_risk.results.identification": ("IdentificationResult", "RadiusSweepResult"),
+    "bayes_risk.results.knowledge": ("KnowledgeSweepResult",),
+    "bayes_risk.results.membership": ("MembershipRiskResult",),
+    "bayes_risk.results.original_risk": ("OriginalRisk",),
+    "bayes_risk.results.utility": ("PMSEResult", "UtilitySummary"),
+    "bayes_risk.results.visit_orders": ("VisitOrderComparison",),
 }
-_CLASSES = {name: f"bayes_risk.results.{m}" for m, names in _MODULES.items() for name in names}
+_CLASSES = {name: m for m, names in _MODULES.items() for name in names}
 
 __all__ = [
     "RiskResult",

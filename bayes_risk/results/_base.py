@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, ClassVar
 
@@ -38,11 +39,38 @@ def legend_below(ax: Any, ncols: int = 3, warning: str = "") -> Any:
     return leg
 
 
+#: the attribute :func:`draws` sets on a method: the plot kind it draws
+_KIND = "_draws_plot_kind"
+
+
+def draws[F: Callable[..., Any]](kind: str) -> Callable[[F], F]:
+    """Mark a method of a result as the one drawing the plot ``kind`` (:meth:`RiskResult.plot`
+    calls it with the Axes and the kind's options)."""
+
+    def mark(fn: F) -> F:
+        setattr(fn, _KIND, kind)
+        return fn
+
+    return mark
+
+
 class RiskResult(metaclass=ABCMeta):
     """Base class of the results of bayes-risk's measures (:doc:`/user_guide/results`)."""
 
     #: the kinds ``plot`` draws; the first is the default
     plot_kinds: ClassVar[tuple[str, ...]] = ()
+    #: kind -> the method drawing it: the methods marked with :func:`draws`, a subclass's
+    #: replacing its bases' (collected when the class is made)
+    _drawers: ClassVar[dict[str, Callable[..., Any]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._drawers = {getattr(fn, _KIND): fn for klass in reversed(cls.__mro__)
+                        for fn in vars(klass).values() if hasattr(fn, _KIND)}
+        missing = [k for k in cls.plot_kinds if k not in cls._drawers]
+        if missing:  # a programming error of the package, caught when it is imported
+            raise TypeError(f"{cls.__name__}.plot_kinds {missing} have no method marked "
+                            "@draws(kind).")
 
     @abstractmethod
     def summary(self) -> Summary:
@@ -113,7 +141,7 @@ class RiskResult(metaclass=ABCMeta):
         figsize = kwargs.pop("figsize", None)
         if ax is None:
             ax = pyplot_axes(figsize or self._figsize(kind), new=figsize is not None)
-        getattr(self, "_plot_" + kind)(ax, **kwargs)
+        type(self)._drawers[kind](self, ax, **kwargs)
         if own_figure(ax):
             self._layout(ax.figure)
         return ax

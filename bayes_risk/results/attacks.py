@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
-from bayes_risk.results._base import RiskResult, legend_below
+from bayes_risk.results._base import RiskResult, draws, legend_below
 from bayes_risk.results._summary import Summary
 from bayes_risk.warning_codes import ATTACK_MESSAGES, message
 
@@ -78,6 +78,7 @@ class _AttackResult(RiskResult):
             "baseline rate": t["baseline_rate"],
         })
 
+    @draws("risk")
     def _plot_risk(self, ax: Any) -> Any:
         """The risk and its interval, per dataset (and mode or neighbours)."""
         t = self.table
@@ -100,6 +101,7 @@ class _AttackResult(RiskResult):
         legend_below(ax)
         return ax
 
+    @draws("rates")
     def _plot_rates(self, ax: Any) -> Any:
         """Success rates of the main, control and baseline attacks (the first dataset)."""
         t = self.table[self.table["dataset"] == self.table["dataset"].min()]

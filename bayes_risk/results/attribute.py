@@ -14,7 +14,7 @@ from bayes_risk._numeric import normalise_log
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.results._base import RiskResult, legend_below
+from bayes_risk.results._base import RiskResult, draws, legend_below
 from bayes_risk.results._summary import ResultWarning, Summary
 from bayes_risk.warning_codes import message
 
@@ -457,6 +457,7 @@ class AttributeRiskResult(RiskResult):
     # ----- plots ----------------------------------------------------------------------------
     plot_kinds = ("p_true", "rank", "khat")
 
+    @draws("p_true")
     def _plot_p_true(self, ax: Any) -> Any:
         """Stacked histogram of ``p_true``, stable and flagged, with the random guess 1/G."""
         df = self.records
@@ -481,6 +482,7 @@ class AttributeRiskResult(RiskResult):
         legend_below(ax)
         return ax
 
+    @draws("rank")
     def _plot_rank(self, ax: Any, prop_top_threshold: float | None = None) -> Any:
         """Histogram of the truth's rank among the candidates, with the random guess's mean;
         with ``prop_top_threshold`` (per cent of the records, the audit's ``prop_top``), the
@@ -506,6 +508,7 @@ class AttributeRiskResult(RiskResult):
         ax.set_ylabel("records")
         return ax
 
+    @draws("khat")
     def _plot_khat(self, ax: Any) -> Any:
         """Largest Pareto k-hat over each record's candidates, with the threshold, and the
         records the k-hat rule flags (``KHAT_HIGH``) apart from those above the threshold it

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.results._base import RiskResult
+from bayes_risk.results._base import RiskResult, draws
 from bayes_risk.results._format import format_number
 from bayes_risk.results._summary import Summary
 
@@ -121,6 +121,7 @@ class CombinedScalar(RiskResult):
 
     plot_kinds = ("interval",)
 
+    @draws("interval")
     def _plot_interval(self, ax: Any) -> Any:
         """The combined estimate with its confidence interval."""
         lo, hi = self.ci
@@ -238,6 +239,7 @@ class OverlapResult(RiskResult):
 
     plot_kinds = ("values",)
 
+    @draws("values")
     def _plot_values(self, ax: Any) -> Any:
         """Overlap per estimand, with the mean."""
         return _bar_plot(ax, self.values, self.mean, f"interval overlap ({self.kind})")
@@ -277,6 +279,7 @@ class CoefDiffResult(RiskResult):
 
     plot_kinds = ("values",)
 
+    @draws("values")
     def _plot_values(self, ax: Any) -> Any:
         """Standardised difference per coefficient, with the mean."""
         return _bar_plot(ax, self.values, self.mean, "standardised coefficient difference")

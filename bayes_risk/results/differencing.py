@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
-from bayes_risk.results._base import RiskResult
+from bayes_risk.results._base import RiskResult, draws
 from bayes_risk.results._summary import Summary
 
 __all__ = ["DifferencingResult"]
@@ -130,6 +130,7 @@ class DifferencingResult(RiskResult):
             warnings=self.structured_warnings,
         )
 
+    @draws("columns")
     def _plot_columns(self, ax: Any) -> Any:
         """Records varying between implicates per column (and changed, with the original)."""
         tab = self.to_dataframe()

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
-from bayes_risk.results._base import RiskResult
+from bayes_risk.results._base import RiskResult, draws
 from bayes_risk.results._summary import ResultWarning, Summary
 
 __all__ = ["DisclosureByTarget", "DisclosureMeasures", "ReplicatedUniques", "REPU_MEASURES"]
@@ -75,6 +75,7 @@ class ReplicatedUniques(RiskResult):
 
     plot_kinds = ("per_dataset",)
 
+    @draws("per_dataset")
     def _plot_per_dataset(self, ax: Any) -> Any:
         """Percentage of each synthetic dataset's records that are replicated uniques."""
         t = self.table
@@ -212,6 +213,7 @@ class DisclosureMeasures(RiskResult):
 
     plot_kinds = ("per_dataset",)
 
+    @draws("per_dataset")
     def _plot_per_dataset(self, ax: Any) -> Any:
         """repU, DiSCO and TCAP of each synthetic dataset (percentages)."""
         pos = self.ident["syn"].to_numpy()
@@ -285,6 +287,7 @@ class DisclosureByTarget(RiskResult, Mapping):
 
     plot_kinds = ("targets",)
 
+    @draws("targets")
     def _plot_targets(self, ax: Any) -> Any:
         """Mean repU, DiSCO and TCAP of each target (percentages)."""
         df = self.to_dataframe()

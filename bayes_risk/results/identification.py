@@ -11,7 +11,7 @@ import pandas as pd
 from bayes_risk._io import to_jsonable
 from bayes_risk._numeric import ties
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.results._base import RiskResult, legend_below
+from bayes_risk.results._base import RiskResult, draws, legend_below
 from bayes_risk.results._summary import Summary
 
 if TYPE_CHECKING:
@@ -263,6 +263,7 @@ class IdentificationResult(RiskResult):
 
     plot_kinds = ("record_risk", "per_dataset", "running_estimate")
 
+    @draws("record_risk")
     def _plot_record_risk(self, ax: Any) -> Any:
         """Histogram of the record-level identification risk ``IR`` of the targets."""
         ir = np.asarray(self.record_IR, dtype=float)
@@ -271,6 +272,7 @@ class IdentificationResult(RiskResult):
         ax.set_title(f"Expected match risk {self.file.get('expected_match_risk', np.nan):.4g}")
         return ax
 
+    @draws("per_dataset")
     def _plot_per_dataset(self, ax: Any) -> Any:
         """Expected match risk of each synthetic dataset (per-dataset aggregation)."""
         if self.per_dataset is None:
@@ -288,6 +290,7 @@ class IdentificationResult(RiskResult):
         ax.legend(loc="best")
         return ax
 
+    @draws("running_estimate")
     def _plot_running_estimate(self, ax: Any) -> Any:
         """Running pooled expected match risk by replicates, with its ±2 MCSE band."""
         trace = self.file.get("mc_trace")
@@ -511,6 +514,7 @@ class RadiusSweepResult(RiskResult):
             return (6.5, 4.0 + 0.25 * len(self.columns))
         return (max(5.0, 0.8 * len(self.risk) + 2), 4.0)
 
+    @draws("profile")
     def _plot_profile(self, ax: Any, rate_threshold: float | None = None,
                       n_targets: int | None = None) -> Any:
         """The risk against each column's radius, the other columns held where the risk is
@@ -571,6 +575,7 @@ class RadiusSweepResult(RiskResult):
         half = student_t.ppf(0.5 + level / 2, m - 1) * d.std(axis=1, ddof=1) / np.sqrt(m)
         return [i for i in range(B) if i != best and not d[i].mean() - half[i] > 0]
 
+    @draws("box")
     def _plot_box(self, ax: Any, rate_threshold: float | None = None,
                   n_targets: int | None = None) -> Any:
         """Box plot of the expected match risk over datasets (Hornby & Hu 2021 Fig. 6), from 0;

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
-from bayes_risk.results._base import RiskResult
+from bayes_risk.results._base import RiskResult, draws
 from bayes_risk.results._summary import Summary
 from bayes_risk.results.identification import ID_MEASURES
 
@@ -207,6 +207,7 @@ class KnowledgeSweepResult(RiskResult):
             return (7.0, max(3.0, 0.25 * len(self.levels) + 1.5))
         return (6.5, 4.2)
 
+    @draws("frontier")
     def _plot_frontier(self, ax: Any, measure: str | None = None) -> Any:
         """Risk against the number of known variables; the frontier joined and labelled."""
         m = measure or self.measure
@@ -232,6 +233,7 @@ class KnowledgeSweepResult(RiskResult):
         ax.legend(loc="best", fontsize=8)
         return ax
 
+    @draws("drivers")
     def _plot_drivers(self, ax: Any) -> Any:
         """Bars: each variable's Shapley value (else the risk its removal takes away)."""
         d = self.drivers
@@ -251,6 +253,7 @@ class KnowledgeSweepResult(RiskResult):
         ax.legend(loc="best", fontsize=8)
         return ax
 
+    @draws("levels")
     def _plot_levels(self, ax: Any) -> Any:
         """Share of the risk against share of the targets, by level of every variable."""
         lv = self.levels

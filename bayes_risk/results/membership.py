@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
-from bayes_risk.results._base import RiskResult
+from bayes_risk.results._base import RiskResult, draws
 from bayes_risk.results._summary import ResultWarning, Summary
 from bayes_risk.warning_codes import MEMBERSHIP_FLAGS, MEMBERSHIP_MESSAGES, message
 
@@ -124,6 +124,7 @@ class MembershipRiskResult(RiskResult):
             warnings=self.structured_warnings,
         )
 
+    @draws("p_member")
     def _plot_p_member(self, ax: Any) -> Any:
         """Histograms of the posterior membership probability of members and non-members."""
         df = self.records
@@ -138,6 +139,7 @@ class MembershipRiskResult(RiskResult):
         ax.legend(fontsize=8)
         return ax
 
+    @draws("roc")
     def _plot_roc(self, ax: Any) -> Any:
         """ROC curves of the Bayesian score and of the distance baseline."""
         df = self.records[_unflagged(self.records)]
@@ -157,6 +159,7 @@ class MembershipRiskResult(RiskResult):
         ax.legend(fontsize=8)
         return ax
 
+    @draws("dcr")
     def _plot_dcr(self, ax: Any) -> Any:
         """The Bayesian log likelihood ratio against the distance to the closest record."""
         df = self.records[_unflagged(self.records)]

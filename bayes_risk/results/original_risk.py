@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
-from bayes_risk.results._base import RiskResult, legend_below
+from bayes_risk.results._base import RiskResult, draws, legend_below
 from bayes_risk.results._summary import Summary
 
 __all__ = ["OriginalRisk"]
@@ -136,6 +136,7 @@ class OriginalRisk(RiskResult):
                        tables=tables, notes=notes, warnings=self.structured_warnings)
 
     # ---- plots --------------------------------------------------------------------------------
+    @draws("risk")
     def _plot_risk(self, ax: Any) -> Any:
         """Records by individual risk (log axis), with the global risk dashed."""
         r = self.records["risk"].to_numpy(dtype=np.float64)
@@ -152,6 +153,7 @@ class OriginalRisk(RiskResult):
         legend_below(ax, ncols=1)
         return ax
 
+    @draws("suda")
     def _plot_suda(self, ax: Any) -> Any:
         """The contribution of each key to the total SUDA score (%)."""
         from bayes_risk.exceptions import ValidationError
@@ -167,6 +169,7 @@ class OriginalRisk(RiskResult):
         ax.set_xlabel("share of the total SUDA score from MSUs holding the key (%)")
         return ax
 
+    @draws("l_diversity")
     def _plot_l_diversity(self, ax: Any, sensitive: str | None = None) -> Any:
         """Records by the distinct l-diversity of their key cell for ``sensitive``."""
         from bayes_risk.exceptions import ValidationError

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
-from bayes_risk.results._base import RiskResult
+from bayes_risk.results._base import RiskResult, draws
 from bayes_risk.results._summary import Summary
 
 __all__ = ["PMSEResult", "UtilitySummary"]
@@ -162,6 +162,7 @@ class PMSEResult(RiskResult):
 
     plot_kinds = ("ratio",)
 
+    @draws("ratio")
     def _plot_ratio(self, ax: Any) -> Any:
         """pMSE ratio (``S_pMSE``) of each synthetic dataset against its null value 1."""
         return _per_dataset_plot(ax, self.ratio, 1.0, "pMSE ratio (S_pMSE)")
@@ -321,6 +322,7 @@ class UtilitySummary(RiskResult):
             return (6.0, max(3.0, 0.35 * len(self.overlap) + 1.5))
         return (6.0, 4.0)
 
+    @draws("overlap")
     def _plot_overlap(self, ax: Any) -> Any:
         """Original and combined synthetic interval of every estimand, with their overlap."""
         o = self.overlap
@@ -340,6 +342,7 @@ class UtilitySummary(RiskResult):
         ax.legend(loc="best")
         return ax
 
+    @draws("pmse")
     def _plot_pmse(self, ax: Any) -> Any:
         """pMSE ratio of each synthetic dataset (see :class:`PMSEResult`)."""
         return self.pmse._plot_ratio(ax)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from bayes_risk.results._base import RiskResult
+from bayes_risk.results._base import RiskResult, draws
 from bayes_risk.results._summary import Summary
 
 __all__ = ["VisitOrderComparison"]
@@ -58,6 +58,7 @@ class VisitOrderComparison(RiskResult):
 
     plot_kinds = ("risk_utility",)
 
+    @draws("risk_utility")
     def _plot_risk_utility(self, ax: Any) -> Any:
         """Risk-utility map: pMSE ratio against expected match risk, one point per order."""
         t = self.table

@@ -107,16 +107,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 # ---- the registry entry ----------------------------------------------------------------------
-#: everything the audit, its verdict, its report and its summary need, as import paths
+#: everything the audit, its verdict, its report and its summary need, named as objects
 MEASURE = Measure(
     name="exact_copies",
     title="Exact copies",
-    step="exact_copies:exact_copies_step",
-    function="exact_copies:exact_copies",
-    result="exact_copies:ExactCopies",
-    verdict="exact_copies:exact_copies_lines",
-    sections=("exact_copies:exact_copies_section",),
+    step=exact_copies_step,
+    function=exact_copies,
+    result=ExactCopies,
+    verdict=exact_copies_lines,
+    sections=(exact_copies_section,),
 )
 
-#: the same measure with its sub-command
-MEASURE_WITH_COMMAND = replace(MEASURE, command="exact-copies", parser="exact_copies")
+#: the same measure with its sub-command (``bayes-risk --help`` then imports this module: a
+#: measure whose module is heavy names its parser by import path, ``"module:add_parser"``)
+MEASURE_WITH_COMMAND = replace(MEASURE, command="exact-copies", parser=add_parser)

@@ -49,11 +49,16 @@ def test_the_package_measures_are_the_audit_steps():
     names = [m.name for m in measures()]
     assert names == BUILTIN
     assert step_names() == tuple(names)
-    # every import path of every record resolves (a typo fails here, not in an audit)
+    # every import path of every record resolves (a typo fails here, not in an audit), and is
+    # written out: the package's own measures name their code by full literal paths
     for m in measures():
-        for path in (m.step, m.function, m.result, m.verdict, *m.sections):
+        for path in (m.step, m.function, m.result, m.verdict, *m.sections, m.parser):
             if path is not None:
+                assert isinstance(path, str) and path.startswith("bayes_risk."), path
                 assert callable(load(path)), path
+        assert (m.command is None) == (m.parser is None), m.name
+    # an object names itself
+    assert load(step_names) is step_names
 
 
 # the disclosure step's baseline of the original warns that Expenditure's l-diversity counts
@@ -98,6 +103,8 @@ def test_a_registered_measure_runs_in_the_audit_report_and_summary(toy, data, tm
 
 
 def test_a_registered_measure_has_its_sub_command(toy, data, tmp_path, capsys):
+    from dataclasses import replace
+
     orig, syn = data
     orig.to_csv(tmp_path / "o.csv", index=False)
     syn[0].to_csv(tmp_path / "s.csv", index=False)
@@ -115,6 +122,12 @@ def test_a_registered_measure_has_its_sub_command(toy, data, tmp_path, capsys):
     assert "records copied exactly: 100.0 %" in capsys.readouterr().out
     unregister("exact_copies")
     assert "exact-copies" not in build_parser().format_help()
+    # a parser named by its module (the spelling before issue 65) is refused, naming the fix
+    register(replace(toy.MEASURE_WITH_COMMAND, parser="exact_copies"))
+    with pytest.raises(ValidationError, match="'exact_copies', not a function") as err:
+        build_parser()
+    assert err.value.code == "MEASURE_BROKEN"
+    unregister("exact_copies")
 
 
 def test_a_clash_or_a_bad_entry_is_refused(toy):
@@ -124,7 +137,10 @@ def test_a_clash_or_a_bad_entry_is_refused(toy):
         register(replace(toy.MEASURE, name="utility"))
     assert err.value.code == "MEASURE_CLASH"
     with pytest.raises(ValidationError, match="measure command.*'utility'"):
-        register(replace(toy.MEASURE, command="utility"))
+        register(replace(toy.MEASURE_WITH_COMMAND, command="utility"))
+    with pytest.raises(ValidationError, match="command 'exact-copies' but no parser") as err:
+        register(replace(toy.MEASURE_WITH_COMMAND, parser=None))
+    assert err.value.code == "MEASURE_BROKEN"
     with pytest.raises(ValidationError, match="Measure"):
         register({"name": "x"})
     with pytest.raises(ValidationError, match="no measure 'utility' was added"):
@@ -136,3 +152,73 @@ def test_a_clash_or_a_bad_entry_is_refused(toy):
         get_measure("nope")
     assert err.value.code == "UNKNOWN_MEASURE"
     assert [m.name for m in measures()][-1] == "disclosure"
+
+
+#: a whole measure in one file, its registry entry naming its objects (docs: "Adding a measure")
+ONE_FILE = '''
+from dataclasses import dataclass
+
+from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.auditing.render import step_section
+from bayes_risk.auditing.verdicts import Verdict
+from bayes_risk.measures import Measure
+
+
+@dataclass(frozen=True)
+class SizeRatio:
+    per_dataset: tuple[float, ...]
+
+
+def size_ratio(original, synthetic):
+    return SizeRatio(tuple(len(z) / len(original) for z in synthetic))
+
+
+def size_step(ctx):
+    return StepOutcome(name="size_ratio", status="ran",
+                       result=size_ratio(ctx.original, list(ctx.synthetic)))
+
+
+def size_lines(plan, outcome):
+    mean = sum(outcome.result.per_dataset) / len(outcome.result.per_dataset)
+    return [Verdict("size_ratio", "synthetic rows per original row", 100 * mean, 90.0, "max",
+                    None, unit="%")]
+
+
+@step_section("size_ratio", "size-ratio", "Sizes of the synthetic datasets")
+def size_section(sec, s, result, links):
+    sec.p("Rows per original row: ", ", ".join(f"{r:.2f}" for r in s.result.per_dataset))
+
+
+MEASURE = Measure("size_ratio", "Size ratio", step=size_step, function=size_ratio,
+                  result=SizeRatio, verdict=size_lines, sections=(size_section,))
+'''
+
+
+def test_a_measure_added_in_one_file_joins_the_plan_verdicts_and_report(data, tmp_path,
+                                                                        monkeypatch):
+    """The docs' claim: one file and its registry entry, naming objects, are the whole measure
+    (its step in the plan, its verdict line, its report section), nothing else edited."""
+    from bayes_risk.auditing.plan import step_names
+
+    (tmp_path / "size_ratio_measure.py").write_text(ONE_FILE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import size_ratio_measure as mod
+
+    orig, syn = data
+    # hand value: datasets of 120 and 60 rows for 120 original ones -> 0.75, 75 % of 90 % max
+    release = [syn[0], syn[1].iloc[:60]]
+    register(mod.MEASURE)
+    try:
+        assert step_names()[-1] == "size_ratio"
+        res = br.audit(orig, release, known=KNOWN, random_seed=1, progressbar=False,
+                       settings=br.AuditSettings(skip=BUILTIN))
+        assert [s.name for s in res.steps if s.status == "ran"] == ["size_ratio"]
+        assert res.step("size_ratio").result.per_dataset == (1.0, 0.5)
+        frame = res.verdict_frame().set_index("step")
+        assert frame.loc["size_ratio", "value"] == pytest.approx(75.0, abs=1e-12)
+        assert frame.loc["size_ratio", "status"] == "within"
+        html = res.to_html(tmp_path / "report.html").read_text(encoding="utf-8")
+        assert 'id="size-ratio"' in html and "Rows per original row: 1.00, 0.50" in html
+    finally:
+        unregister("size_ratio")
+    assert "size_ratio" not in step_names()

@@ -2,7 +2,7 @@
 
 The library's messages name its arguments through :func:`bayes_risk.exceptions.arg_name`, which
 writes the running sub-command's option when the command line called it
-(:func:`~bayes_risk.exceptions.command_line_options`, set by ``main`` from the sub-command's
+(:func:`~bayes_risk.cli._run.command_line_options`, set by ``main`` from the sub-command's
 parser, :func:`~bayes_risk.cli.parsers.option_names`); what a message still says in Python's
 words is rewritten when it is printed (:func:`~bayes_risk.cli.parsers.command_line_text`). The
 cases below are the issue's and others found by trying bad values of every option of every
@@ -25,14 +25,9 @@ from _cli_names import library_leaks
 
 import bayes_risk as br
 from bayes_risk.cli import SUBCOMMANDS, build_parser, main
+from bayes_risk.cli._run import command_line_options
 from bayes_risk.cli.parsers import command_line_text, option_names
-from bayes_risk.exceptions import (
-    SchemaError,
-    ValidationError,
-    arg_name,
-    command_line_options,
-    has_option,
-)
+from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, has_option
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.BayesRiskWarning")
 

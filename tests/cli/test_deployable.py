@@ -211,8 +211,8 @@ def test_os_errors_are_coded():
 
 # --------------------------------------------------------------------------- warnings
 def test_a_warning_shows_its_code_once(capsys):
-    from bayes_risk.cli._run import command_run, warning_line
-    from bayes_risk.exceptions import DataWarning, ImportanceSamplingWarning
+    from bayes_risk.cli._run import command_run
+    from bayes_risk.exceptions import DataWarning, ImportanceSamplingWarning, warning_line
     from bayes_risk.identification.plan import record_warning
 
     text = ("the relative Monte Carlo standard error of the expected match risk is still above "

@@ -325,6 +325,44 @@ def test_plot_into_given_axes(result):
     assert isinstance(own, Figure) and own.axes and not plt.get_fignums()
 
 
+def test_a_plot_kind_is_drawn_by_the_method_marked_for_it():
+    """``plot(kind)`` calls the method marked ``@draws(kind)`` (no name built from the kind); a
+    subclass's mark replaces its base's, and a kind without a marked method fails when the
+    class is made, not when a user first plots it."""
+    from bayes_risk.results._base import draws
+
+    class Base(RiskResult):
+        plot_kinds = ("dots",)
+
+        def summary(self):
+            return Summary("x", {})
+
+        def to_dataframe(self):
+            return pd.DataFrame()
+
+        @draws("dots")
+        def any_name(self, ax, size=1.0):
+            ax.plot([0, 1], [0, size])
+
+    class Sub(Base):
+        @draws("dots")
+        def other_name(self, ax, size=1.0):
+            ax.plot([0, 1, 2], [0, size, 0])
+
+    from matplotlib.figure import Figure
+
+    ax = Figure().subplots()
+    assert Sub().plot("dots", ax=ax, size=2.0) is ax
+    assert list(ax.lines[0].get_xdata()) == [0, 1, 2] and ax.lines[0].get_ydata()[1] == 2.0
+    assert Base._drawers["dots"] is Base.__dict__["any_name"]
+    with pytest.raises(TypeError, match=r"Broken.plot_kinds \['bars'\] have no method marked"):
+        class Broken(RiskResult):
+            plot_kinds = ("bars",)
+
+            def _plot_bars(self, ax):  # the old convention: a name is not a mark
+                pass
+
+
 def test_figsize_without_ax_opens_a_new_figure(result):
     import matplotlib.pyplot as plt
 

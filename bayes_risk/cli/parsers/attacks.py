@@ -101,6 +101,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--confidence-level", type=float, default=0.95, metavar="P",
                    help="level of the intervals (default 0.95)")
     add_type_arguments(p)
-    add_run_arguments(p, "attacks", "singling_out.csv, linkability.csv, summary.json and plots",
+    add_run_arguments(p, "bayes_risk.cli.attacks",
+                      "singling_out.csv, linkability.csv, summary.json and plots",
                       check="SYN")
     return p

@@ -148,6 +148,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
                    help="records processed together (memory bound; default 256, or fewer when "
                    "--memory is smaller; the results do not depend on it)")
-    add_run_arguments(p, "attribute", "records.csv, summary.json and diagnostic plots",
+    add_run_arguments(p, "bayes_risk.cli.attribute",
+                      "records.csv, summary.json and diagnostic plots",
                       dask="records", check="the release SYN or the --model", other_model=True)
     return p

@@ -183,6 +183,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "(off by default: record numbers only; every file and report.zip withhold "
                    "them too: the predicates that single out a record of the original or the "
                    "holdout, the original's smallest and largest values)")
-    add_run_arguments(p, "audit", "report.html, report.md, summary.json and one folder per step",
+    add_run_arguments(p, "bayes_risk.cli.audit",
+                      "report.html, report.md, summary.json and one folder per step",
                       check="the release SYN or the --model", other_model=True)
     return p

@@ -92,6 +92,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     g.add_argument("--compat", choices=["synthpop"], default=None,
                    help="reproduce synthpop 1.9-2 exactly, including its misaligned tables for "
                    "an ungrouped numeric target and its text comparison of replicated uniques")
-    add_run_arguments(p, "disclosure", "summary.json and one CSV per measure family",
+    add_run_arguments(p, "bayes_risk.cli.disclosure", "summary.json and one CSV per measure family",
                       seed=NO_SEED, check="the release SYN")
     return p

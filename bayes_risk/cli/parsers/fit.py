@@ -69,7 +69,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="processes running chains in parallel (model default; dpmpm: one per "
                         "chain up to the CPUs when the run is long enough to gain from "
                         "them, else in turn; others 1)")
-    add_run_arguments(p, "fit", "model folder: model.json + posterior.nc (Bayesian) or "
+    add_run_arguments(p, "bayes_risk.cli.fit",
+                      "model folder: model.json + posterior.nc (Bayesian) or "
                       "arrays.npz + data.parquet (cart, rf, pmm)")
     return p
 

@@ -139,7 +139,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="relative MCSE at which --replicates auto stops (default 0.01)")
     q.add_argument("--max-replicates", type=int, default=2000, metavar="R",
                    help="cap of --replicates auto (default 2000)")
-    add_run_arguments(p, "identification", "records.csv, summary.json, radius_sweep.csv/.png, "
+    add_run_arguments(p, "bayes_risk.cli.identification",
+                      "records.csv, summary.json, radius_sweep.csv/.png, "
                       "radius_search.csv/.png, "
                       "known_sweep*.csv/.png, running_estimate.png", dask="targets",
                       check="the release SYN or the --model", other_model=True)

@@ -101,6 +101,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=200, metavar="B",
                    help="bootstrap replicates over records for the intervals (default 200; 0 "
                    "disables)")
-    add_run_arguments(p, "membership", "records.csv, summary.json and plots",
+    add_run_arguments(p, "bayes_risk.cli.membership", "records.csv, summary.json and plots",
                       check="the --model", other_model=True)
     return p

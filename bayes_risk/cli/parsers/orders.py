@@ -60,5 +60,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="rf: smallest group with a forest of its own (default 10)")
     g.add_argument("--min-leaf", type=int, default=None, metavar="N",
                    help="cart: minimum leaf size (default 5)")
-    add_run_arguments(p, "orders", "orders.csv, summary.json", seed=1)
+    add_run_arguments(p, "bayes_risk.cli.orders", "orders.csv, summary.json", seed=1)
     return p

@@ -77,6 +77,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "empty key cell matches every value in f_k and F_k (lowering the risk), is "
                    "never part of a minimal sample unique, and each empty sensitive cell is a "
                    "distinct value")
-    add_run_arguments(p, "original_risk", "records.csv, suda_contributions.csv and summary.json",
+    add_run_arguments(p, "bayes_risk.cli.original_risk",
+                      "records.csv, suda_contributions.csv and summary.json",
                       seed=NO_SEED)
     return p

@@ -67,6 +67,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--compat", choices=["synthpop"], default=None,
                    help="compare the --keys of --remove as synthpop 1.9-2 does (as padded text)")
     add_format_argument(p)
-    add_run_arguments(p, "remedy", "the post-processed release (a SyntheticData folder)",
+    add_run_arguments(p, "bayes_risk.cli.remedy",
+                      "the post-processed release (a SyntheticData folder)",
                       seed=NO_SEED, check="SYN")
     return p

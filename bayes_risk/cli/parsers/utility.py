@@ -79,6 +79,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "empty cells in the original and none in any synthetic dataset (with a warning)")
     p.add_argument("--alpha", type=float, default=0.05, metavar="A",
                    help="1 - confidence level of the intervals (default 0.05)")
-    add_run_arguments(p, "utility", "summary.json, overlap.csv and comparison.csv",
+    add_run_arguments(p, "bayes_risk.cli.utility", "summary.json, overlap.csv and comparison.csv",
                       check="the release SYN")
     return p
