@@ -83,11 +83,17 @@ def shown_against(value: float, threshold: float, decimals: int) -> str:
     return repr(float(value))
 
 
+def _assessable(check: dict[str, Any]) -> bool:
+    """Whether a check's value was computed: a statistic that could not be (fewer than 4 draws
+    per chain, non-finite draws) is NaN in memory and null once read back from JSON."""
+    return check["value"] is not None and bool(np.isfinite(check["value"]))
+
+
 def check_text(check: dict[str, Any], *, with_quantity: bool = True) -> str:
     """One failed check in words: ``tail ESS of loglik 199.9996 < 200`` (``with_quantity``
     False: ``tail ESS 199.9996``)."""
     stat = check["statistic"]
-    if not np.isfinite(check["value"]):
+    if not _assessable(check):
         what = "not computable (non-finite draws, or fewer than 4 draws per chain)"
         return (f"{STATISTIC_NAMES[stat]} {what}" if not with_quantity else
                 f"{STATISTIC_NAMES[stat]} of {check['quantity']} {what}")
@@ -104,7 +110,7 @@ def worst_checks(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     threshold, relative to it), in the order of the codes' first appearance."""
 
     def badness(c: dict[str, Any]) -> float:
-        if not np.isfinite(c["value"]):
+        if not _assessable(c):
             return np.inf  # not assessable: the worst
         return c["value"] if c["statistic"] == "rhat" else -c["value"] / c["threshold"]
 

@@ -304,3 +304,22 @@ def test_headline_names_fits_quantity_and_value():
     one = [{k: v for k, v in checks[0].items() if k != "fit"}]
     assert checks_headline(one, where="convergence.json") == (
         "LOW_ESS: tail ESS of loglik 199.9996 < 200 (1 failed check(s) in all: convergence.json)")
+
+
+def test_headline_of_checks_read_back_without_a_value():
+    """A statistic that could not be computed (fewer than 4 draws per chain) is NaN in memory
+    and null once read back from convergence.json: both are the worst check, in words."""
+    from bayes_risk.models._bayesian.convergence import checks_headline
+
+    checks = [
+        {"code": "LOW_ESS", "quantity": "alpha", "statistic": "ess_bulk", "value": 150.0,
+         "threshold": 200.0},
+        {"code": "LOW_ESS", "quantity": "loglik", "statistic": "ess_tail", "value": None,
+         "threshold": 100.0},
+        {"code": "RHAT_HIGH", "quantity": "alpha", "statistic": "rhat", "value": float("nan"),
+         "threshold": 1.01},
+    ]
+    assert checks_headline(checks, where="convergence.json") == (
+        "LOW_ESS: tail ESS of loglik not computable (non-finite draws, or fewer than 4 draws per "
+        "chain); RHAT_HIGH: R-hat of alpha not computable (non-finite draws, or fewer than 4 "
+        "draws per chain) (3 failed check(s) in all: convergence.json)")
