@@ -738,7 +738,8 @@ def _given_selection_line(plan: AuditPlan, i: StepOutcome, src: str | None,
     return [_caused(Verdict(
         "identification", "expected match rate given the selection (R)", value,
         _pct(plan.thresholds.expected_match_rate), "max", src, detail, iw, unit="%",
-        spread=spread, intruder=f"{_identification_intruder(plan)}; knows which records were selected for "
+        spread=spread,
+        intruder=f"{_identification_intruder(plan)}; knows which records were selected for "
         "synthesis (the release's manifest, Hu 2019 §4.2.4)", count_of=(int(n), "targets"),
         threshold_name="expected_match_rate",
         worst_case=f"{_identification_worst_case(plan)}; selection: known for every target "

@@ -6,9 +6,9 @@ of the command, the figure paired with the R package's call in the README;
 ``VersusR.peakmem_command`` is the peak memory of the same command run in the benchmark's
 process (``bayes_risk.cli.main``), its set-up included. ``FixedCost.track_fixed_cpu`` is a
 command's fixed cost (issue 69): the command run twice in one fresh process, the first run with
-the interpreter's start less the second; ``FixedCost.track_work_cpu`` the second run. The inputs are the README's: the
-scenario-4 CART release written by ``bayes-risk synthesize`` as CSV files, and CEdata and the
-releases stacked 4 or 16 times (copies of the real files, named so); without the shared data
+the interpreter's start less the second; ``FixedCost.track_work_cpu`` the second run. The
+inputs are the README's: the scenario-4 CART release written by ``bayes-risk synthesize`` as
+CSV files, and CEdata and the releases stacked 4 or 16 times (copies of the real files, named so); without the shared data
 the benchmark is skipped.
 """
 

@@ -1,4 +1,5 @@
-"""End-to-end tests of attribute_risk on models given as arrays (the worked examples of the attribute-risk methods)."""
+"""End-to-end tests of attribute_risk on models given as arrays (the worked examples of the
+attribute-risk methods)."""
 
 from __future__ import annotations
 

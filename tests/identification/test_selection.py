@@ -314,7 +314,8 @@ def test_audit_line_given_the_selection(pmm_release, tmp_path):
                      "utility", "attribute", "posterior-identification", "membership",
                      "attacks", "disclosure", "--quiet", "--out", str(tmp_path / "a")]) == 0
     verdicts = json.loads((tmp_path / "a" / "summary.json").read_text())["verdicts"]
-    line = next(v for v in verdicts if v["measure"] == "expected match rate given the selection (R)")
+    line = next(v for v in verdicts
+                if v["measure"] == "expected match rate given the selection (R)")
     given = json.loads((tmp_path / "a" / "identification" / "summary.json").read_text())[
         "given_selection"]
     figs = {}
