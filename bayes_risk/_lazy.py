@@ -102,10 +102,11 @@ class Background:
 #
 # With dask installed (the ``dask`` extra), xarray imports dask at its first array check
 # (``is_dask_collection``, ``array_type("dask")``) and dask.distributed at each NetCDF write
-# (``get_dask_scheduler``, to choose a lock: a thread lock, as without dask): 0.4-0.9 s of CPU
-# in every ``bayes-risk fit``, whose arrays are all numpy (issue 69). While dask is not
-# imported, no array of the process is a dask array and no dask scheduler runs, so xarray's
-# answers are those it gives without dask: no dask array type, no scheduler. Once dask is imported (``bayes_risk.distributed``, the user), both ask xarray's own.
+# (``get_dask_scheduler``, to choose a lock: a thread lock, as without dask): 0.4-0.9 s of CPU in
+# every ``bayes-risk fit``, whose arrays are all numpy (issue 69). While dask is not imported, no
+# array of the process is a dask array and no dask scheduler runs, so xarray's answers are those it
+# gives without dask: no dask array type, no scheduler. Once dask is imported
+# (``bayes_risk.distributed``, the user), both ask xarray's own.
 
 _LEAN_XARRAY = threading.Lock()
 

@@ -1,15 +1,13 @@
 """Whole commands as users run them: the rows of the benchmarks README's table against the R
 packages (``VersusR``) and ``bayes-risk audit`` of a CART release (CEdata, m = 20).
-
-``VersusR.track_command_cpu`` is the median CPU seconds (user + system) of five fresh processes
-of the command, the figure paired with the R package's call in the README;
-``VersusR.peakmem_command`` is the peak memory of the same command run in the benchmark's
-process (``bayes_risk.cli.main``), its set-up included. ``FixedCost.track_fixed_cpu`` is a
-command's fixed cost (issue 69): the command run twice in one fresh process, the first run with
-the interpreter's start less the second; ``FixedCost.track_work_cpu`` the second run. The
-inputs are the README's: the scenario-4 CART release written by ``bayes-risk synthesize`` as
-CSV files, and CEdata and the releases stacked 4 or 16 times (copies of the real files, named so); without the shared data
-the benchmark is skipped.
+``VersusR.track_command_cpu`` is the median CPU seconds (user + system) of five fresh processes of
+the command, the figure paired with the R package's call in the README; ``VersusR.peakmem_command``
+is the peak memory of the same command run in the benchmark's process (``bayes_risk.cli.main``), its
+set-up included. ``FixedCost.track_fixed_cpu`` is a command's fixed cost (issue 69): the command run
+twice in one fresh process, the first run with the interpreter's start less the second;
+``FixedCost.track_work_cpu`` the second run. The inputs are the README's: the scenario-4 CART
+release written by ``bayes-risk synthesize`` as CSV files, and CEdata and the releases stacked 4 or
+16 times (copies of the real files, named so); without the shared data the benchmark is skipped.
 """
 
 from __future__ import annotations
