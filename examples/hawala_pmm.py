@@ -38,6 +38,7 @@ from _common import SCALE, SHARED  # noqa: E402
 
 from bayes_risk.data import infer_schema, read_table  # noqa: E402
 from bayes_risk.disclosure import differencing_check  # noqa: E402
+from bayes_risk.identification.api import identification_risk  # noqa: E402
 from bayes_risk.models import SmallCellPMMSynthesizer  # noqa: E402
 
 IV = ["agegr", "edu", "socprof"]
@@ -148,8 +149,21 @@ def main() -> dict:
         print(f"  m = {m}: {d.n_revealed} of {n_rec} synthesized records revealed "
               f"(recall {d.recall:.2f}, precision {d.precision:.2f}); columns revealed: "
               f"{', '.join(d.revealed_columns) or 'none'}")
+    # what the selection R gives an intruder who knows it (Hu 2019 section 4.2.4): the manifest
+    # of the release lists its sensitive cells, so the intruder holding a target's IVs knows
+    # whether it was synthesized
+    ident = {how: identification_risk(df, release, known=[*IV, "sex", "placesize", "marital"],
+                                      synthesized=IV, selection=how, progressbar=False)
+             for how in (None, "release")}
+    sel = model.recipients_
+    print("\nIdentification risk of the one implicate (known: the IVs, sex, placesize, marital):")
+    for how, r in ident.items():
+        print(f"  {'given the selection R' if how else 'R unknown':22}: expected match risk "
+              f"{r.file['expected_match_risk']:.1f} of {len(df)} targets, of which the "
+              f"{int(sel.sum())} synthesized records {r.record_IR[sel].sum():.2f}; true match "
+              f"rate {100 * r.file['true_match_rate_targets']:.2f} %")
     return {"data": df, "release": release, "model": model, "before": before, "after": after,
-            "moments": mom, "differencing": diffs, "five": five}
+            "moments": mom, "differencing": diffs, "five": five, "identification": ident}
 
 
 if __name__ == "__main__":

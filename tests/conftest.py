@@ -70,6 +70,67 @@ def _close_pyplot_figures():
         plt.close("all")
 
 
+def shared_artefact(tmp_path_factory, name: str, build) -> Path:
+    """The folder ``name`` made by ``build(folder)`` once per test run, shared by the files
+    (and the pytest-xdist workers) that use it: an expensive artefact (a release and its audit)
+    is built by the first worker that asks for it while the others wait on a lock, as
+    pytest-xdist's documentation shares session data. Under xdist the folder sits beside the
+    workers' temporary folders (one run's, never another run's); without xdist in this run's
+    own. A folder is used only once ``build`` returned (the ``.done`` mark), so an interrupted
+    build is made again, never read."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    folder, done = base / name, base / f"{name}.done"
+    with FileLock(str(base / f"{name}.lock")):
+        if not done.is_file():
+            if folder.exists():
+                import shutil
+
+                shutil.rmtree(folder)
+            folder.mkdir(parents=True)
+            build(folder)
+            done.touch()
+    return folder
+
+
+def _build_ce_audit_with_holdout(d: Path) -> None:
+    import warnings
+
+    import bayes_risk as br
+    from bayes_risk.cli import main
+
+    table = br.make_ce_like(360, random_seed=1)
+    table.iloc[:240].to_csv(d / "ce.csv", index=False)
+    table.iloc[240:].to_csv(d / "holdout.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["synthesize", str(d / "ce.csv"), "--method", "cart", "--synthesize",
+                     "Tenure", "Expenditure", "Income", "--categorical", *CE_CATEGORICAL,
+                     "-m", "2", "--random-seed", "1", "--out", str(d / "syn"), "--quiet"]) == 0
+        assert main(["audit", str(d / "ce.csv"), str(d / "syn"), "--known", "Age", "Urban",
+                     "Marital", "Income", "--holdout", str(d / "holdout.csv"), "--records",
+                     "0-19", "--random-seed", "2", "--out", str(d / "audit"), "--quiet"]) == 0
+
+
+#: the categorical columns of the CE-like demo table
+CE_CATEGORICAL = ("Urban", "Marital", "Tenure")
+
+
+@pytest.fixture(scope="session")
+def ce_audit_with_holdout(tmp_path_factory) -> Path:
+    """A CE-like table (the first 240 of 360 records; the other 120 a holdout, ``ce.csv`` and
+    ``holdout.csv``), its CART release (Tenure, Expenditure and Income synthesized, m = 2:
+    ``syn/``) and the audit of Hornby & Hu's intruder (Age, Urban, Marital and Income known)
+    with the holdout and 20 attribute records (``audit/``), built once per run for
+    tests/auditing/test_worst_case.py and tests/test_units.py. Tests read it and write only
+    into new sub-folders."""
+    return shared_artefact(tmp_path_factory, "ce_audit_with_holdout",
+                           _build_ce_audit_with_holdout)
+
+
 #: seconds per test file measured by ``pytest --store-durations`` (a whole run of the suite);
 #: ``pytest_collection_modifyitems`` hands the files out longest first
 DURATIONS = Path(__file__).resolve().parent / "durations.json"

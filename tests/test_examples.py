@@ -276,6 +276,12 @@ def test_hawala_pmm(monkeypatch, capsys):
     assert np.array_equal(diffs[5].revealed, varying) and varying.any()
     assert not (varying & ~recipients).any() and diffs[5].precision == 1.0
     assert f"m = 5: {int(varying.sum())} of {int(recipients.sum())} synthesized records" in out
+    # identification given the selection R: an unselected target is its own record among the
+    # unselected ones with its exact values, so no target's risk falls and the total rises
+    ident = res["identification"]
+    assert (ident["release"].record_IR >= ident[None].record_IR - 1e-12).all()
+    assert ident["release"].file["expected_match_risk"] > ident[None].file["expected_match_risk"]
+    assert ident["release"].settings["selection"]["n_selected"] == int(recipients.sum())
     # each synthetic IV value is observed among the donors (PMM copies observed values)
     for c in iv:
         assert set(z.loc[recipients, c]) <= set(df.loc[~recipients, c])

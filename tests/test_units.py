@@ -16,13 +16,10 @@ from __future__ import annotations
 import json
 import math
 import re
-import warnings
 
 import pytest
 
-import bayes_risk as br
 from bayes_risk._units import IN_CONTEXT, units_of
-from bayes_risk.cli import main
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.BayesRiskWarning")
 
@@ -38,22 +35,10 @@ NOT_A_SHARE = {"n_high_risk", "dis_fraction", "n_baseline", "n_attacks_baseline"
 
 
 @pytest.fixture(scope="module")
-def audit_dir(tmp_path_factory):
-    """A CE-like release (CART, m = 3) audited with a holdout (anonymeter's attacks too)."""
-    d = tmp_path_factory.mktemp("units")
-    ce = br.make_ce_like(700, random_seed=4)
-    ce.iloc[:450].to_csv(d / "orig.csv", index=False)
-    ce.iloc[450:].to_csv(d / "holdout.csv", index=False)
-    assert main(["synthesize", str(d / "orig.csv"), "--method", "cart", "--synthesize", "Tenure",
-                 "Expenditure", "Income", "--categorical", "Urban", "Marital", "Tenure", "-m",
-                 "3", "--random-seed", "1", "--out", str(d / "syn"), "--quiet"]) == 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        assert main(["audit", str(d / "orig.csv"), str(d / "syn"), "--known", "Age", "Urban",
-                     "Marital", "Income", "--holdout", str(d / "holdout.csv"), "--target",
-                     "Tenure", "Expenditure", "--random-seed", "2", "--out", str(d / "aud"),
-                     "--quiet"]) == 0
-    return d / "aud"
+def audit_dir(ce_audit_with_holdout):
+    """A CE-like release (CART, m = 2) audited with a holdout (anonymeter's attacks too): the
+    audit of tests/conftest.py, which tests/auditing/test_worst_case.py reads too."""
+    return ce_audit_with_holdout / "audit"
 
 
 def _leaves(obj, holder=""):

@@ -217,6 +217,7 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     pooled = _pooled_identification(ctx, kw)
     ctx.worst_radius = pooled.radius_star
     ksweep = _known_sweep(ctx, kw)
+    given = _given_selection(ctx, kw)
     regimes = dataset_regimes(ctx)
     d = res.to_dict()
     if regimes is not None:
@@ -226,6 +227,8 @@ def identification_step(ctx: StepContext) -> StepOutcome:
         d["radius_search"] = sweep.to_dict()
         d["at_maximising_radius"] = {"radius": rad, "summary": at_star.to_dict()["summary"]}
     d["pooled"] = pooled.to_dict()
+    if given is not None:
+        d["given_selection"] = given
     if ksweep is not None:
         d["known_sweep"] = ksweep.to_dict()
     folder = step_folder(ctx, "identification")
@@ -254,8 +257,49 @@ def identification_step(ctx: StepContext) -> StepOutcome:
                 "(RADIUS_NOT_SEARCHED)")
     return ran("identification", res, folder, files, sweep=sweep, at_r_star=at_star,
                note=note, qi=_qi(ctx), pooled=pooled, known_sweep=ksweep, regimes=regimes,
+               given_selection=given,
                drivers=identification_drivers(ctx.original, list(ctx.synthetic), p.known,
                                               p.known_synthesized, aligned=rows_aligned(ctx)))
+
+
+def _given_selection(ctx: StepContext, kw: dict[str, Any]) -> dict[str, Any] | None:
+    """The expected match rate of the intruder who knows why records were selected for
+    synthesis (Hu 2019 §4.2.4), when the release's manifest records its rule: that intruder
+    knows the synthesized records, so every target's status (the worst case). The larger of
+    one dataset at a time and all pooled, each the worst case over the radius search (as the
+    step's other lines). ``None``: no rule recorded; ``{"not_computed": why}``: refused."""
+    from bayes_risk.exceptions import BayesRiskError
+    from bayes_risk.identification.api import identification_risk
+    from bayes_risk.identification.radius import radius_search
+    from bayes_risk.identification.selection import conditioned, release_rule
+
+    syn, p = ctx.synthetic, ctx.plan
+    rule, flags = release_rule(syn), getattr(syn, "synthesized_records", None)
+    if rule is None or flags is None:
+        return None
+    figures = {}
+    try:
+        c = conditioned(ctx.original, syn, flags, known=list(p.known),
+                        synthesized=list(p.known_synthesized), schema=ctx.schema,
+                        match=kw["match"])
+        for agg in ("per_dataset", "pooled"):
+            match = kw["match"] if agg == "per_dataset" else kw["match"].replace(fallback=None)
+            ckw = dict(known=c.known, synthesized=c.synthesized, schema=c.schema,
+                       aggregation=agg, progressbar=False)
+            with named_run(f"given the selection R, {agg.replace('_', ' ')}"):
+                if p.sweep and p.search_columns:
+                    s = radius_search(c.original, c.synthetic, radii=list(p.sweep),
+                                      match=match.replace(radius=None), **ckw)
+                    risk, rad = s.risk_star, dict(zip(s.columns, (float(r) for r in np.atleast_1d(
+                        s.r_star)), strict=True))
+                else:
+                    res = identification_risk(c.original, c.synthetic, match=match, **ckw)
+                    risk, rad = res.file["expected_match_risk"], dict(p.radius)
+            figures[agg] = {"expected_match_rate": float(risk) / len(ctx.original),
+                            "radius": rad}
+    except BayesRiskError as err:  # e.g. SELECTION_MISSING_KNOWN: said on the report
+        return {"rule": rule.description, "not_computed": f"[{err.code}] {err}"}
+    return {"rule": rule.description, "selection": c.knowledge.to_dict(), **figures}
 
 
 def dataset_regimes(ctx: StepContext) -> dict[str, Any] | None:

@@ -710,7 +710,39 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
                             unit="%", spread=sp, intruder=who, count_of=(int(n), "targets"),
                             threshold_name=tn, worst_case=_identification_worst_case(plan)),
                     *cause)
-            for (lab, v, d, sp, codes, tn), t in zip(lines, thr, strict=True)]
+            for (lab, v, d, sp, codes, tn), t in zip(lines, thr, strict=True)
+            ] + _given_selection_line(plan, i, src, iw, n, cause)
+
+
+def _given_selection_line(plan: AuditPlan, i: StepOutcome, src: str | None,
+                          iw: tuple[str, ...], n: float, cause: tuple) -> list[Verdict]:
+    """The expected match rate of the intruder who knows why records were selected for
+    synthesis (Hu 2019 §4.2.4), when the release's manifest records its rule."""
+    g = i.extra.get("given_selection")
+    if not g or "not_computed" in g:
+        return []
+    per, pooled = g["per_dataset"], g["pooled"]
+    use_pooled = not per["expected_match_rate"] > pooled["expected_match_rate"]
+    both = [(f"pooled over the m = {plan.m} datasets", pooled), ("mean per dataset", per)]
+    text = "; ".join(f"{w} {_pct(f['expected_match_rate']):.3g} %"
+                     + (f" ({radius_text(f['radius'])})" if f["radius"] else "")
+                     for w, f in (both if use_pooled else both[::-1]))
+    sel = g["selection"]
+    detail = (f"the larger: {text}; the release's manifest records its selection rule "
+              f"({g['rule']}): {sel['n_selected']:,} of {sel['n_records']:,} records were "
+              "synthesized, so a target the rule leaves unselected is matched exactly among "
+              "the records released unchanged, a selected one only among the synthesized")
+    value = _pct((pooled if use_pooled else per)["expected_match_rate"])
+    spread = (f"pooled over the {plan.m} datasets, no spread" if use_pooled
+              else "mean per dataset")
+    return [_caused(Verdict(
+        "identification", "expected match rate given the selection (R)", value,
+        _pct(plan.thresholds.expected_match_rate), "max", src, detail, iw, unit="%",
+        spread=spread, intruder=f"{_identification_intruder(plan)}; knows which records were selected for "
+        "synthesis (the release's manifest, Hu 2019 §4.2.4)", count_of=(int(n), "targets"),
+        threshold_name="expected_match_rate",
+        worst_case=f"{_identification_worst_case(plan)}; selection: known for every target "
+        "(the synthesized records of the manifest)"), *cause)]
 
 
 def _id_figures(sweep: Any, res: Any, n: float, *, per_dataset: bool) -> list[tuple]:

@@ -211,11 +211,28 @@ def run(args: argparse.Namespace) -> int:
                    if args.radius_search == "default"
                    else parse_numbers(args.radius_search, "--radius-search"))
     check_max_size(args)
+    if args.selection is not None and args.known_sweep is not None:
+        raise ValidationError(
+            "--known-sweep does not condition on --selection: a subset of the known columns "
+            "may not tell the intruder whether a target was selected. Run the sweep without "
+            "--selection.", code="OPTION_CONFLICT")
     replicates = _posterior_replicates(args, original, syn)
     _release_free_memory()  # the CSV readers' buffers
     # the command writes no pooled probabilities: the run keeps none (its memory, the sweep's)
     run_aggregation = aggregation if replicates is not None or per_dataset else "pooled_measures"
     sweep = search = None
+    m, recorded = syn.m, _recorded_rule(args, syn)
+    known, synthesized, given = ([*args.known_unsynthesized, *args.known_synthesized],
+                                 list(args.known_synthesized), None)
+    if args.selection is not None:  # every run below for the intruder who knows R
+        from bayes_risk.identification.selection import conditioned
+
+        given = conditioned(original, syn, _selection(args, syn), known=known,
+                            synthesized=synthesized, schema=kw["schema"], match=kw["match"],
+                            population=kw["population"], replicates=replicates)
+        original, syn, known, synthesized = (given.original, given.synthetic, given.known,
+                                             given.synthesized)
+        kw.update(schema=given.schema, population=given.population)
     with dask_client(args) as client:
         risk, sweep_fn, search_fn = identification_risk, radius_sweep, radius_search
         if client is not None:
@@ -224,27 +241,27 @@ def run(args: argparse.Namespace) -> int:
             risk, sweep_fn, search_fn = (distributed.identification_risk,
                                          distributed.radius_sweep, distributed.radius_search)
         dkw = dask_kwargs(args, client)
-        known = [*args.known_unsynthesized, *args.known_synthesized]
         if search_grid is not None:
             search = search_fn(original, syn, known=known,
-                               synthesized=list(args.known_synthesized), radii=search_grid,
+                               synthesized=synthesized, radii=search_grid,
                                aggregation="per_dataset" if per_dataset else "pooled",
                                progressbar=not args.quiet,
                                **{**kw, "match": kw["match"].replace(radius=None)}, **dkw)
             if kw["match"].radius is None:  # the run's figures at the worst case
                 kw["match"] = kw["match"].replace(radius=dict(zip(
                     search.columns, (float(r) for r in search.r_star), strict=True)))
-        res = risk(original, syn, known=known, synthesized=list(args.known_synthesized),
+        res = risk(original, syn, known=known, synthesized=synthesized,
                    replicates=replicates, aggregation=run_aggregation, progressbar=not args.quiet,
                    **kw, **dkw)
+        if given is not None:
+            given.annotate(res)
         if grid is not None:
             # the sweep evaluates every dataset separately (one box per radius, as Hornby & Hu 2021
             # Fig. 6)
-            sweep = sweep_fn(original, syn, known=known, synthesized=list(args.known_synthesized),
+            sweep = sweep_fn(original, syn, known=known, synthesized=synthesized,
                              radii=grid, aggregation="per_dataset", progressbar=not args.quiet,
                              **kw, **dkw)
         ksweep = _known_sweep(args, original, syn, kw, aggregation, client)
-    m = syn.m
     del original, syn, kw  # the inputs: the result holds what is written
     _release_free_memory()  # the inputs, the matching engine's indexes and buffers
     out = res.to_dict()
@@ -260,6 +277,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.results._base import plot_figure
 
     lines = _summary_lines(res, m, sweep, replicates, search)
+    lines += _selection_lines(res, recorded)
     with output_dir(args) as tmp:
         if args.records_output != "none":
             table = res.records if args.records_output == "per-dataset" else res.target_table()
@@ -277,6 +295,43 @@ def run(args: argparse.Namespace) -> int:
             save_known_sweep(tmp, ksweep, lines, dpi=120, write=write_csv)
     print_summary(lines, args.out)
     return 0
+
+
+def _recorded_rule(args: argparse.Namespace, syn: Any) -> bool:
+    """Whether the release's manifest records a selection rule that ``--selection`` leaves
+    unused (the summary then says how to use it)."""
+    from bayes_risk.identification.selection import release_rule
+
+    return args.selection is None and release_rule(syn) is not None
+
+
+def _selection(args: argparse.Namespace, syn: Any) -> Any:
+    """``selection=`` of ``--selection``; ``records``: the release's synthesized records."""
+    if args.selection.strip() != "records":
+        return args.selection
+    from bayes_risk.exceptions import ValidationError
+
+    flags = getattr(syn, "synthesized_records", None)
+    if flags is None:
+        raise ValidationError(
+            "--selection records: the release's manifest lists no synthesized records (a "
+            "partially synthetic release of selected records lists them). Give the rule as an "
+            "expression on the known columns, or 'release'.", code="SELECTION_NOT_RECORDED")
+    return flags
+
+
+def _selection_lines(res: Any, recorded: bool) -> list[str]:
+    """What the intruder knew of the selection, or how to use the rule the release records."""
+    s = res.settings.get("selection")
+    if s is not None:
+        return [f"given the selection R ({s['description']}): {s['n_selected']:,} of "
+                f"{s['n_records']:,} records synthesized; {s['n_targets_selected']:,} of "
+                f"{s['n_targets']:,} targets known to be selected, the others known to be "
+                "released unchanged"]
+    if recorded:
+        return ["the release's manifest records why records were selected for synthesis: "
+                "--selection release gives the risk for the intruder who knows it"]
+    return []
 
 
 def _known_sweep(args: argparse.Namespace, original: Any, syn: Any, kw: dict[str, Any],

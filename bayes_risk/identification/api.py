@@ -38,6 +38,7 @@ def identification_risk(
     schema: Schema | None = None,
     match: MatchSpec | None = None,
     population: PopulationSpec | None = None,
+    selection: Any = None,
     aggregation: Literal["pooled", "pooled_measures", "per_dataset"] | None = None,
     replicates: Sequence[Any] | PosteriorReplicates | None = None,
     progressbar: bool = True,
@@ -72,6 +73,16 @@ def identification_risk(
         The targets, membership and population counts
         (:class:`~bayes_risk.identification.PopulationSpec`; default: every original record,
         known membership).
+    selection : "release", str, callable, boolean mask or sequence of int, optional
+        What the intruder knows of why records were selected for synthesis (``R``, Hu 2019
+        §4.2.4): ``"release"``, the rule the release's manifest records (a small-cell PMM
+        release's sensitive cells); an expression on the known columns (``"Age >= 90"``) or a
+        callable of a DataFrame, the rule, evaluated on each target's known values; or the
+        selected records of ``original`` (a mask or positions). A target known to be
+        unselected then matches only unselected released records, exactly on every known
+        column; one known to be selected only synthesized records
+        (:doc:`/methods/identification`, Identification given the selection metadata R).
+        Default ``None``: the intruder does not know ``R``.
     aggregation : {"pooled", "pooled_measures", "per_dataset"}, optional
         Default ``"pooled"`` (``MatchSpec(compat=...)``: ``"per_dataset"``).
         ``"pooled_measures"``: the same pooled measures without the match probabilities
@@ -114,6 +125,16 @@ def identification_risk(
     >>> res.file["expected_match_risk"]
     2.5
     """
+    if selection is not None:  # the intruder knows R: one more known column, matched exactly
+        from bayes_risk.identification.selection import conditioned
+
+        c = conditioned(original, synthetic, selection, known=known, synthesized=synthesized,
+                        categorical=categorical, schema=schema, match=match,
+                        population=population, replicates=replicates)
+        return c.annotate(identification_risk(
+            c.original, c.synthetic, known=c.known, synthesized=c.synthesized, schema=c.schema,
+            match=match, population=c.population, aggregation=aggregation,
+            replicates=replicates, progressbar=progressbar, executor=executor))
     keep_prob = str(aggregation).replace("-", "_") != "pooled_measures"
     if not keep_prob:
         aggregation = "pooled"

@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import bayes_risk as br
 from bayes_risk.cli import main
 
 CATS = ["Urban", "Marital", "Tenure"]
@@ -93,13 +92,12 @@ def _check_identification(audit: Path, figures: list[tuple[str, float, float]]) 
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    d = tmp_path_factory.mktemp("worst_case")
-    orig, hold, syn = _release(d, br.make_ce_like(360, random_seed=1), 240, 2)
-    audit = d / "audit"
-    _cli("audit", str(orig), str(syn), "--known", *KNOWN, "--holdout", str(hold),
-         "--records", "0-19", "--random-seed", "2", "--out", str(audit))
-    return d, orig, hold, syn, audit
+def demo(ce_audit_with_holdout):
+    """The release and audit of tests/conftest.py (shared with tests/test_units.py): 240
+    records, a holdout of 120, CART m = 2, the audit of Age, Urban, Marital and Income known
+    with the holdout and records 0-19."""
+    d = ce_audit_with_holdout
+    return d, d / "ce.csv", d / "holdout.csv", d / "syn", d / "audit"
 
 
 def test_identification_lines_at_least_the_docs_commands(demo):

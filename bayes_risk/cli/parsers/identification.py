@@ -89,6 +89,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="a target's missing known value (empty or a --missing-code): matches "
                         "any released value (default; the intruder does not know it) or only "
                         "a released missing value")
+    a.add_argument("--selection", default=None, metavar="RULE",
+                   help="the intruder knows why records were selected for synthesis (R, Hu "
+                   "2019 §4.2.4): 'release' (the rule the release's manifest records, e.g. a "
+                   "small-cell PMM release's sensitive cells), 'records' (the manifest's "
+                   "synthesized records: the intruder knows which original records were "
+                   "selected) or an expression on the known columns ('Income > 150000'); a "
+                   "target known to be unselected then matches only unselected records, exactly; "
+                   "one known to be selected only synthesized records")
     a.add_argument("--compat", choices=["IdentificationRiskCalculation"], default=None,
                    help="reproduce the IdentificationRiskCalculation R package exactly")
     t = p.add_argument_group("targets")
