@@ -4,6 +4,7 @@ imports done ahead of use on another core (``Background``)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import sys
 import threading
@@ -95,3 +96,71 @@ class Background:
     def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         if self._thread is not None and exc_type is None:
             self._thread.join()
+
+
+# --- xarray without dask's import ---------------------------------------------------------------
+#
+# With dask installed (the ``dask`` extra), xarray imports dask at its first array check
+# (``is_dask_collection``, ``array_type("dask")``) and dask.distributed at each NetCDF write
+# (``get_dask_scheduler``, to choose a lock: a thread lock, as without dask): 0.4-0.9 s of CPU in every ``bayes-risk fit``, whose
+# arrays are all numpy (issue 69). While dask is not imported, no array of the process is a dask array and no dask
+# scheduler runs, so xarray's answers are those it gives without dask: no dask array type, no
+# scheduler. Once dask is imported (``bayes_risk.distributed``, the user), both ask xarray's own.
+
+_LEAN_XARRAY = threading.Lock()
+
+
+def lean_xarray() -> Any:
+    """The ``xarray`` module, made not to import dask until something else has (see above);
+    without xarray's internals where this module expects them, xarray as it is."""
+    import xarray as xr
+
+    with _LEAN_XARRAY:
+        try:
+            from xarray.backends import locks, writers
+            from xarray.namedarray import pycompat
+            from xarray.namedarray import utils as named
+        except ImportError:  # pragma: no cover - a later xarray: only slower
+            return xr
+        named.is_dask_collection = _unless_dask_imported(named.is_dask_collection, False)
+        # None and "threaded" (dask installed, not imported) make the same lock
+        for module in (locks, writers):
+            module.get_dask_scheduler = _unless_dask_imported(module.get_dask_scheduler, None)
+        if "dask" not in pycompat._cached_duck_array_modules:
+            pycompat._cached_duck_array_modules["dask"] = _dask_module_if_imported(pycompat)
+    return xr
+
+
+def _unless_dask_imported(function: Callable[..., Any], absent: Any) -> Callable[..., Any]:
+    """``function``, answering ``absent`` while dask is not imported (wrapped once)."""
+    if getattr(function, "_bayes_risk_lean", False):
+        return function
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs) if "dask" in sys.modules else absent
+
+    wrapper._bayes_risk_lean = True  # type: ignore[attr-defined]
+    return functools.wraps(function)(wrapper)
+
+
+def _dask_module_if_imported(pycompat: Any) -> Any:
+    """xarray's record of the dask module: that of no dask while dask is not imported, xarray's
+    own (``DuckArrayModule("dask")``) from the first look after it is."""
+
+    class DaskIfImported(pycompat.DuckArrayModule):
+        def __init__(self) -> None:
+            self._real: Any = None
+
+        def _get(self, name: str, absent: Any) -> Any:
+            if self._real is None:
+                if "dask" not in sys.modules:
+                    return absent
+                self._real = pycompat.DuckArrayModule("dask")
+            return getattr(self._real, name)
+
+        module = property(lambda self: self._get("module", None))
+        version = property(lambda self: self._get("version", pycompat.Version("0.0.0")))
+        type = property(lambda self: self._get("type", ()))
+        available = property(lambda self: self._get("available", False))
+
+    return DaskIfImported()

@@ -208,6 +208,9 @@ MESSAGES: dict[str, str] = {
     "PREDICTOR_DROPPED": "a predictor_matrix names as a predictor of a column a column "
     "synthesized after it; it was dropped from that column's predictors, as synthpop does "
     "(a column whose predictors are all dropped is drawn by sample): visit it earlier to keep it.",
+    "POLR_TO_MULTINOM": "a column a specification draws by polr could not be fitted by the "
+    "proportional-odds model (sparse data): it is drawn by the multinomial logit (polyreg) "
+    "instead, as synthpop's syn.polr does; merge sparse levels or name polyreg.",
     "SMALL_CELLS_REMAIN": "after small-cell predictive mean matching a cell of the identifying "
     "variables' table still holds no more records than the threshold: the donors or the "
     "constraints did not let every recipient leave the sensitive cells; condense categories or "

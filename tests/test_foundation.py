@@ -71,6 +71,32 @@ def test_import_does_not_import_dask():
                    check=True)
 
 
+def test_xarray_imports_no_dask_until_dask_is_imported():
+    """``lean_xarray`` (issue 69): building a Dataset and writing NetCDF import neither dask
+    nor dask.distributed (0.4-0.9 s of CPU) while dask is not imported; once it is, xarray
+    knows dask arrays as before (chunks, the chunked-array check) and writes them."""
+    pytest.importorskip("dask.array")
+    pytest.importorskip("h5netcdf")
+    code = (
+        "import io, sys, numpy as np\n"
+        "from bayes_risk._lazy import lean_xarray\n"
+        "xr = lean_xarray()\n"
+        "t = xr.DataTree.from_dict({'p': xr.Dataset({'x': ('a', np.arange(4.0))})})\n"
+        "t.to_netcdf(io.BytesIO(), engine='h5netcdf')\n"
+        "print(sorted(m for m in ('dask', 'dask.array', 'distributed') if m in sys.modules))\n"
+        "import dask.array as da\n"
+        "from xarray.namedarray.pycompat import is_chunked_array\n"
+        "d = xr.Dataset({'x': ('a', da.arange(4.0, chunks=2))})\n"
+        "b = io.BytesIO(); d.to_netcdf(b, engine='h5netcdf')\n"
+        "back = xr.open_dataset(io.BytesIO(b.getvalue()), engine='h5netcdf').load()\n"
+        "print(dict(d.chunks), is_chunked_array(d.x.data), back.x.values.tolist())\n"
+    )
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                         cwd="/", check=True)
+    assert out.stdout.splitlines() == ["[]", "{'a': (2, 2)} True [0.0, 1.0, 2.0, 3.0]"], \
+        out.stdout + out.stderr
+
+
 def test_wheel_maps_models_into_bayes_risk(tmp_path):
     """A normal (non-editable) build places models/ at bayes_risk/models (STYLE.md §4)."""
     pytest.importorskip("setuptools")

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 __all__ = ["HoldoutOverlap", "holdout_overlap"]
 
@@ -63,7 +62,11 @@ def holdout_overlap(original: pd.DataFrame, holdout: pd.DataFrame) -> HoldoutOve
     n = len(original)
     d = int(orig_keys.duplicated(keep=False).sum())
     k = int(copies.sum())
-    p = float(stats.betabinom.sf(k - 1, len(copies), d + 1, n - d + 1)) if k else 1.0
+    p = 1.0
+    if k:  # SciPy's distributions only when a row is copied: a second of start-up (issue 69)
+        from scipy import stats
+
+        p = float(stats.betabinom.sf(k - 1, len(copies), d + 1, n - d + 1))
     return HoldoutOverlap(copies=copies, reference_share=d / n if n else 0.0, p_value=p)
 
 

@@ -4,7 +4,9 @@ packages (``VersusR``) and ``bayes-risk audit`` of a CART release (CEdata, m = 2
 ``VersusR.track_command_cpu`` is the median CPU seconds (user + system) of five fresh processes
 of the command, the figure paired with the R package's call in the README;
 ``VersusR.peakmem_command`` is the peak memory of the same command run in the benchmark's
-process (``bayes_risk.cli.main``), its set-up included. The inputs are the README's: the
+process (``bayes_risk.cli.main``), its set-up included. ``FixedCost.track_fixed_cpu`` is a
+command's fixed cost (issue 69): the command run twice in one fresh process, the first run with
+the interpreter's start less the second; ``FixedCost.track_work_cpu`` the second run. The inputs are the README's: the
 scenario-4 CART release written by ``bayes-risk synthesize`` as CSV files, and CEdata and the
 releases stacked 4 or 16 times (copies of the real files, named so); without the shared data
 the benchmark is skipped.
@@ -163,3 +165,68 @@ class Audit:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert cli(argv) == 0
+
+
+#: the fixed cost's rows (issue 69): the commands of ``VersusR`` whose start-up the issue measured
+FIXED_ROWS = ["identification, m = 20", "CART, m = 20", "pMSE logit, m = 20",
+              "DPMPM NYexample, K = 80"]
+
+#: run in a fresh interpreter: the command twice, then the process's CPU seconds (user + system,
+#: the interpreter's start included) after the first run and the second run's alone
+_TWICE = """
+import contextlib, io, resource, sys, warnings
+from bayes_risk.cli import main
+
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+marks = []
+for _ in range(2):
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \\
+            contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        assert main(sys.argv[1:]) == 0
+    marks.append(cpu())
+print(marks[0], marks[1] - marks[0])
+"""
+
+
+class FixedCost:
+    """The fixed cost of a command (issue 69: ≤ 0.4 s CPU): the command run twice in one fresh
+    process; the first run (with the interpreter's start) less the second, which pays no
+    imports, no compiled-kernel loads and no one-off set-up, only the work. The median of
+    three processes."""
+
+    params = (FIXED_ROWS,)
+    param_names = ["row"]
+    number = 1
+    repeat = 1
+    timeout = 900
+    setup = VersusR.setup  # the same inputs and command lines as the README's rows
+    teardown = VersusR.teardown
+
+    def _runs(self) -> list[tuple[float, float]]:
+        """Three processes' (first run with the interpreter's start, second run) CPU seconds."""
+        key = tuple(self.argv)
+        if getattr(self, "_measured", (None,))[0] != key:
+            runs = []
+            for _ in range(3):
+                out = subprocess.run([sys.executable, "-c", _TWICE, *self.argv], check=True,
+                                     capture_output=True, text=True)
+                first, second = map(float, out.stdout.split())
+                runs.append((first, second))
+            self._measured = (key, runs)
+        return self._measured[1]
+
+    def track_fixed_cpu(self, row):
+        fixed = sorted(first - second for first, second in self._runs())
+        return fixed[len(fixed) // 2]
+
+    track_fixed_cpu.unit = "seconds"
+
+    def track_work_cpu(self, row):
+        work = sorted(second for _, second in self._runs())
+        return work[len(work) // 2]
+
+    track_work_cpu.unit = "seconds"

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import atomic_dir, to_jsonable, write_json
+from bayes_risk._lazy import lean_xarray
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk._specs import check_flag, check_int
 from bayes_risk.data.fingerprint import fingerprint_problem, fingerprint_record
@@ -609,6 +610,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             "model_id": model_id(self),
         }
         self._label_invariant()  # the diagnosed quantities travel with the draws (ArviZ reads them)
+        lean_xarray()  # the NetCDF write without dask's import (issue 69)
         with atomic_dir(path) as tmp:
             self.posterior_.to_netcdf(tmp / POSTERIOR_FILE, engine="h5netcdf")
             if self.data_ is not None:

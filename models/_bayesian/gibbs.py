@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayes_risk._lazy import Background
+from bayes_risk._lazy import Background, lean_xarray
 from bayes_risk.models._bayesian.timing import record_sweep_time
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -461,7 +461,8 @@ def _merge_rounds(old: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
 def _warm_up_output() -> None:
     """The imports the first ``_to_datatree`` and the convergence checks pay for."""
     import arviz_stats  # noqa: F401 - models._bayesian.convergence (ESS, R-hat)
-    import xarray as xr
+
+    xr = lean_xarray()  # not dask's import with it (issue 69)
 
     xr.DataTree.from_dict({"posterior": _dataset({"x": np.zeros((1, 1))}, {}, {}, {})})
     _pymc_version()
@@ -520,7 +521,6 @@ def _dataset(data: Mapping[str, np.ndarray], dims: Mapping[str, tuple[str, ...]]
              coords: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> xr.Dataset:
     """``arviz_base.dict_to_dataset(...)`` in one ``xarray.Dataset`` call (≈ 1 ms, not 10;
     identical result), falling back to it when dimensions do not match shapes."""
-    import xarray as xr
     from arviz_base import dict_to_dataset, make_attrs, rcParams
 
     origin = rcParams["data.index_origin"]
@@ -541,6 +541,7 @@ def _dataset(data: Mapping[str, np.ndarray], dims: Mapping[str, tuple[str, ...]]
                          else np.array(given, copy=True))
         variables[name] = (var_dims, values)
     else:
+        xr = lean_xarray()  # not dask's import with it (issue 69)
         return xr.Dataset(variables, coords=used,
                           attrs=make_attrs(attrs=dict(attrs), sample_dims=list(_SAMPLE_DIMS)))
     return dict_to_dataset(dict(data), attrs=dict(attrs), coords=dict(coords),

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bayes_risk._lazy import lean_xarray
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import damaged_on_error
 
@@ -27,15 +28,14 @@ def warm_up_writer() -> None:
     paid while the sampler runs (``bayes_risk._lazy.overlap``)."""
     import io
 
-    import xarray as xr
-
+    xr = lean_xarray()  # not dask's import with it (issue 69)
     tree = xr.DataTree.from_dict({"posterior": xr.Dataset({"x": ("draw", np.zeros(1))})})
     tree.to_netcdf(io.BytesIO(), engine="h5netcdf")
 
 
 def read_posterior(p: Path) -> xr.DataTree:
     """The posterior DataTree of the saved model folder ``p`` (a damaged file named)."""
-    import xarray as xr
+    xr = lean_xarray()  # not dask's import with it (issue 69)
 
     with damaged_on_error(p, f"{POSTERIOR_FILE} cannot be read"), \
             xr.open_datatree(p / POSTERIOR_FILE, engine="h5netcdf") as dt:

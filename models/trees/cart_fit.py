@@ -21,9 +21,10 @@ from bayes_risk.models.trees.missing import (
     missing_layout,
     n_kinds,
 )
-from bayes_risk.models.trees.regression import RegressionColumn
+from bayes_risk.models.trees.regression import NUMERIC_METHODS, REGRESSION_METHODS, RegressionColumn
 from bayes_risk.models.trees.seqtree import Design, SeqTree
 from bayes_risk.models.trees.spec import SynthesisSpec
+from bayes_risk.models.trees.spec_forest import ForestColumn
 
 __all__ = ["check_settings", "data_resolution", "decimals_of", "fit", "observed_values",
            "silverman"]
@@ -100,8 +101,9 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
                 code="MISSING_VALUES")
     values = encoded_values(data, schema, layout)
     seeds = spawn(random_seed, len(order))
+    # the columns a spec draws by a regression or synthpop's rf (no tree of the package's)
     regression = {c: spec.methods[c] for c in order
-                  if spec is not None and spec.methods[c] in ("norm", "logreg", "polyreg")}
+                  if spec is not None and spec.methods[c] in (*REGRESSION_METHODS, "rf")}
     for c in regression:
         if c in smoothed:
             raise ValidationError(f"smoothing: column {c!r} is drawn by {regression[c]!r}; "
@@ -121,6 +123,10 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     for k, col in enumerate(order):
         preds = unsyn + order[:k] if spec is None else spec.predictors[col]
         predictors[col] = preds
+        if regression.get(col) == "rf":
+            regressions[col] = ForestColumn(col, preds, schema, values, layout,
+                                            int(seeds[k].integers(2**31 - 1)))
+            continue
         if col in regression:
             regressions[col] = RegressionColumn(
                 regression[col], col, preds, schema, values,
@@ -171,7 +177,8 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     model._values = values
     model._decimals = {c: decimals_of(observed_values(values[c], layout.get(c))) for c in smoothed}
     model._integer = {c: schema[c].type == "count" or pd.api.types.is_integer_dtype(data[c].dtype)
-                      for c in [*smoothed, *(c for c, v in regression.items() if v == "norm")]}
+                      for c in [*smoothed,
+                                *(c for c, v in regression.items() if v in NUMERIC_METHODS)]}
     return model
 
 

@@ -18,6 +18,7 @@ from bayes_risk.models.trees.io import (
 )
 from bayes_risk.models.trees.missing import KIND_SUFFIX, encoded_values
 from bayes_risk.models.trees.regression import RegressionColumn
+from bayes_risk.models.trees.spec_forest import ForestColumn
 
 __all__ = ["cart_state", "restore_cart"]
 
@@ -54,6 +55,10 @@ def cart_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         # columns a spec draws by regression (absent otherwise: older folders are unchanged)
         **({"regressions": {c: r.method for c, r in state.regressions.items()}}
            if state.regressions else {}),
+        # the seeds of the columns drawn by synthpop's rf: regrown alike on loading
+        **({"forest_seeds": {c: r.random_state for c, r in state.regressions.items()
+                             if r.method == "rf"}}
+           if any(r.method == "rf" for r in state.regressions.values()) else {}),
         # columns with missing values and the kind trees of two-step numeric columns
         # (absent in folders of complete data: their files are unchanged)
         **({"missing": state.missing, "kind_trees": kind_trees} if state.missing else {}),
@@ -103,8 +108,11 @@ def restore_cart(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame
     if obj.records_.shape != (n,) or obj.n_records_ != n:
         raise ValueError(f"{n} records in the data, {obj.records_.shape} flags")
     obj._values = encoded_values(obj._data, schema, obj.missing_)
+    seeds = st.get("forest_seeds", {})
     obj.regressions_ = {
-        c: RegressionColumn(m, c, obj.predictors_[c], schema, obj._values,
-                            None if schema[c].is_categorical else decimals_of(obj._values[c]),
-                            obj.missing_)
+        c: ForestColumn(c, obj.predictors_[c], schema, obj._values, obj.missing_, seeds[c])
+        if m == "rf" else
+        RegressionColumn(m, c, obj.predictors_[c], schema, obj._values,
+                         None if schema[c].is_categorical else decimals_of(obj._values[c]),
+                         obj.missing_)
         for c, m in methods.items()}

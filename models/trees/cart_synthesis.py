@@ -122,7 +122,13 @@ def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence
 
 def regression_draw(state: CARTState, reg, sel, cur, src, rng, *, proper: bool) -> None:
     """Draw a column a spec synthesizes by regression (``trees.regression``); a categorical
-    one takes its drawn levels from records holding them, so its values keep the data's type."""
+    one takes its drawn levels from records holding them, so its values keep the data's type;
+    synthpop's ``rf`` (``trees.spec_forest``) draws donor records."""
+    if reg.method == "rf":
+        src[reg.column] = rows = reg.draw(lambda p: cur[p] if p in cur else state.values[p][sel],
+                                          rng)
+        cur[reg.column] = state.values[reg.column][rows]
+        return
     vals = reg.draw(lambda p: cur[p] if p in cur else state.values[p][sel], rng, proper)
     if state.schema[reg.column].is_categorical:
         codes = state.values[reg.column]

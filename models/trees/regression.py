@@ -1,5 +1,5 @@
-"""synthpop 1.9-2's regression methods ``norm``, ``logreg`` and ``polyreg`` of a
-:class:`~bayes_risk.models.SynthesisSpec` (``R/functions.syn.r``). See
+"""synthpop 1.9-2's regression methods ``norm``, ``normrank``, ``pmm``, ``logreg``, ``polyreg``
+and ``polr`` of a :class:`~bayes_risk.models.SynthesisSpec` (``R/functions.syn.r``). See
 :doc:`/user_guide/synthesizers`.
 """
 
@@ -14,13 +14,17 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ConvergenceWarning
 from bayes_risk.models.trees.missing import kind_codes
 
-__all__ = ["RegressionColumn"]
+__all__ = ["NUMERIC_METHODS", "REGRESSION_METHODS", "RegressionColumn"]
 
 _RIDGE = 1e-5  # synthpop's .norm.fix.syn / .norm.draw.syn ``ridge``
+_PMM_DONORS = 3  # synthpop's .pmm.match ``donors``
+#: the regression methods for numeric columns (a least-squares line) and all of them
+NUMERIC_METHODS = ("norm", "normrank", "pmm")
+REGRESSION_METHODS = (*NUMERIC_METHODS, "logreg", "polyreg", "polr")
 
 
 class RegressionColumn:
-    """One synthesized column drawn by ``norm``, ``logreg`` or ``polyreg`` from its
+    """One synthesized column drawn by a regression method (``REGRESSION_METHODS``) from its
     ``predictors`` (missing values as synthpop's ``padMis.syn``: a numeric column's kind is
     drawn first, by ``kind_fit``, then its value by ``fit``)."""
 
@@ -87,45 +91,108 @@ class RegressionColumn:
 
 
 class _Fit:
-    """One synthpop regression (``norm``, ``logreg`` or ``polyreg``) on the design ``X``."""
+    """One synthpop regression (one of ``REGRESSION_METHODS``) on the design ``X``."""
 
     def __init__(self, method: str, X: np.ndarray, y: np.ndarray, n_levels: int) -> None:
         self.method, self.n_levels = method, n_levels
         self.keep = _independent(X, y)
         X = X[:, self.keep]
-        if method == "norm":
-            self.coef, self.V, self.rss, self.n, self.p = _ols(X, y.astype(np.float64))
+        if method in NUMERIC_METHODS:
+            y = y.astype(np.float64)
+            if method == "normrank":  # the line is fitted to the normal scores of the ranks
+                from scipy.special import ndtri
+                from scipy.stats import rankdata
+
+                self.y_sorted = np.sort(y)
+                y = ndtri(rankdata(y) / (y.size + 1))
+            self.coef, self.V, self.rss, self.n, self.p = _ols(X, y)
+            if method == "pmm":  # donors: the observed values, by their fitted means
+                yhat = X @ self.coef[1:] + self.coef[0]
+                order = np.argsort(yhat, kind="stable")
+                self.yhat, self.y_obs = yhat[order], y[order]
         elif method == "logreg":
             self.center = X.mean(axis=0)
             self.coef, self.cov = _logit(X - self.center, (y == 1).astype(np.float64))
         else:
             self.X, self.y = X, y.astype(np.int64)
-            self.fit_multinom = _multinom(X, self.y, n_levels)
+            self.level_probs = (_polr if method == "polr" else _multinom)(X, self.y, n_levels)
 
     def draw(self, Xp: np.ndarray, rng: np.random.Generator, proper: bool) -> np.ndarray:
         """Draws for the rows of the design ``Xp`` (plug-in, or parameters drawn: ``proper``)."""
         Xp = Xp[:, self.keep]
         n = Xp.shape[0]
-        if self.method == "norm":
+        if self.method in NUMERIC_METHODS:
             coef, sigma = self.coef, np.sqrt(self.rss / (self.n - self.p - 1))
             if proper:  # Rubin (1987, p. 167), synthpop's .norm.draw.syn
                 sigma = np.sqrt(self.rss / rng.chisquare(self.n - self.p))
                 L = np.linalg.cholesky((self.V + self.V.T) / 2)
                 coef = coef + L @ rng.standard_normal(self.p) * sigma
-            return np.column_stack([np.ones(n), Xp]) @ coef + rng.standard_normal(n) * sigma
+            mean = np.column_stack([np.ones(n), Xp]) @ coef
+            if self.method == "pmm":  # no noise: the drawn line picks the donors
+                return _pmm_match(mean, self.yhat, self.y_obs, rng)
+            pred = mean + rng.standard_normal(n) * sigma
+            if self.method == "normrank":  # back through the ranks to an observed value
+                from scipy.special import ndtr
+
+                m = self.y_sorted.size
+                k = np.clip(np.round(ndtr(pred) * (m + 1)), 1, m).astype(np.int64)
+                return self.y_sorted[k - 1]
+            return pred
         if self.method == "logreg":
             coef = self.coef
             if proper:
                 coef = coef + np.linalg.cholesky(self.cov) @ rng.standard_normal(coef.size)
             prob = 1 / (1 + np.exp(-(np.column_stack([np.ones(n), Xp - self.center]) @ coef)))
             return (rng.random(n) <= prob).astype(np.int64)
-        fit = self.fit_multinom
+        fit = self.level_probs
         if proper:  # synthpop refits on a bootstrap sample of the records
             s = rng.integers(0, self.y.size, self.y.size)
-            fit = _multinom(self.X[s], self.y[s], self.n_levels)
+            fit = (_polr if self.method == "polr" else _multinom)(self.X[s], self.y[s],
+                                                                   self.n_levels)
         prob = fit(Xp)
         u = rng.random(n)
         return np.minimum((u[:, None] > np.cumsum(prob, axis=1)).sum(axis=1), prob.shape[1] - 1)
+
+
+def _pmm_match(target: np.ndarray, yhat: np.ndarray, y: np.ndarray,
+               rng: np.random.Generator) -> np.ndarray:
+    """synthpop's ``.pmm.match``: per target, one of the ``_PMM_DONORS`` records whose fitted
+    mean (``yhat``, sorted; ``y`` their values) is nearest, ties broken at random.
+
+    The donors are the records of the nearest distinct fitted means: whole groups of equal
+    means while they fit, then a random part of the next tie class. One donor drawn uniformly
+    among them is a group drawn with weight (records of it taken) / donors, then a record of it.
+    """
+    uniq, start, count = np.unique(yhat, return_index=True, return_counts=True)
+    n_don = min(_PMM_DONORS, yhat.size)
+    # the nearest groups lie within _PMM_DONORS distinct means on either side
+    pos = np.searchsorted(uniq, target)
+    cand = pos[:, None] + np.arange(-n_don, n_don)[None, :]
+    valid = (cand >= 0) & (cand < uniq.size)
+    cand = np.clip(cand, 0, uniq.size - 1)
+    dist = np.where(valid, np.abs(uniq[cand] - target[:, None]), np.inf)
+    o = np.argsort(dist, axis=1, kind="stable")
+    cand, dist = np.take_along_axis(cand, o, 1), np.take_along_axis(dist, o, 1)
+    cnt = np.where(np.isfinite(dist), count[cand], 0)
+    # tie classes: equal distances (within rounding) share the remaining donor places
+    scale = np.maximum(np.abs(target)[:, None], 1.0)
+    new = np.ones_like(dist, dtype=bool)
+    with np.errstate(invalid="ignore"):  # inf - inf past the table's ends: a class of its own
+        new[:, 1:] = ~(np.abs(dist[:, 1:] - dist[:, :-1]) <= 1e-12 * scale)
+    cls = np.cumsum(new, axis=1) - 1
+    rows = np.arange(len(target))[:, None]
+    cls_total = np.zeros_like(cnt)
+    np.add.at(cls_total, (np.broadcast_to(rows, cls.shape), cls), cnt)
+    size = np.take_along_axis(cls_total, cls, 1)
+    before = np.take_along_axis(np.cumsum(cls_total, axis=1) - cls_total, cls, 1)
+    take = np.clip(n_don - before, 0, size)
+    w = np.where(size > 0, cnt * take / np.maximum(size, 1), 0.0)
+    u = rng.random(len(target)) * w.sum(axis=1)
+    g = np.minimum((np.cumsum(w, axis=1) <= u[:, None]).sum(axis=1), w.shape[1] - 1)
+    grp = cand[np.arange(len(target)), g]
+    r = start[grp] + np.minimum((rng.random(len(target)) * count[grp]).astype(np.int64),
+                                count[grp] - 1)
+    return y[r]
 
 
 def _kind_levels(values: np.ndarray, codes: Sequence[float]) -> list[int]:
@@ -250,4 +317,78 @@ def _multinom(X: np.ndarray, y: np.ndarray, n_levels: int) -> Callable[[np.ndarr
         out[:, levels] = p / p.sum(axis=1, keepdims=True)
         return out
 
+    return probs
+
+
+def _polr(X: np.ndarray, y: np.ndarray, n_levels: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Proportional-odds logistic regression on the augmented records by maximum likelihood
+    (MASS's ``polr`` as synthpop's ``syn.polr`` calls it: ``logit P(Y <= k) = zeta_k - x'b``,
+    the levels in their order); returns the level probabilities of new rows. As synthpop, a
+    fit that fails (sparse data) is replaced by the multinomial logit, with a warning."""
+    import warnings
+
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    levels = np.unique(y)
+    K = levels.size
+    if K == 1:  # one level observed (a bootstrap sample may hold one): it is every draw
+        return lambda Xp: np.eye(n_levels)[np.full(len(Xp), levels[0])]
+    Xa, ya, w = _augment(X, levels, y)
+    # predictors on [0, 1] for the optimiser (the model is invariant: the cut points shift)
+    lo, span = Xa.min(axis=0), Xa.max(axis=0) - Xa.min(axis=0)
+    span[span == 0] = 1.0
+    Xa = (Xa - lo) / span
+    k_of = np.searchsorted(levels, ya)
+    p = Xa.shape[1]
+    # start: no slope, the cut points at the logits of the cumulative proportions
+    cum = np.cumsum(np.bincount(k_of, weights=w, minlength=K))[:-1] / w.sum()
+    zeta0 = np.log(cum / (1 - cum))
+    theta0 = np.r_[np.zeros(p), zeta0[0], np.log(np.maximum(np.diff(zeta0), 1e-8))]
+
+    def unpack(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # increasing cut points through positive increments
+        return theta[:p], np.cumsum(np.r_[theta[p], np.exp(theta[p + 1:])])
+
+    def nll(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        beta, zeta = unpack(theta)
+        eta = Xa @ beta
+        cut = np.r_[-np.inf, zeta, np.inf]
+        up, lo = cut[k_of + 1] - eta, cut[k_of] - eta
+        Fu, Fl = expit(up), expit(lo)
+        fu, fl = Fu * (1 - Fu), Fl * (1 - Fl)
+        prob = np.maximum(Fu - Fl, 1e-300)
+        d_eta = -(fu - fl) / prob
+        g_zeta = np.zeros(K - 1)
+        inner_u, inner_l = k_of < K - 1, k_of > 0
+        np.add.at(g_zeta, k_of[inner_u], (w * fu / prob)[inner_u])
+        np.add.at(g_zeta, k_of[inner_l] - 1, -(w * fl / prob)[inner_l])
+        # chain rule through the increments: zeta_j = t_0 + sum_{i<=j} exp(t_i)
+        g_t = np.r_[g_zeta.sum(), np.cumsum(g_zeta[::-1])[::-1][1:] * np.exp(theta[p + 1:])]
+        grad = np.r_[Xa.T @ (w * d_eta), g_t]
+        return -float(np.sum(w * np.log(prob))), -grad
+
+    res = minimize(nll, theta0, jac=True, method="BFGS", options={"maxiter": 1000, "gtol": 1e-6})
+    # BFGS may stop on precision loss at the optimum: accept a gradient small against n
+    if not np.all(np.isfinite(res.x)) or \
+            (not res.success and np.abs(res.jac).max() > 1e-5 * w.sum()):
+        from bayes_risk.exceptions import CALLER, BayesRiskWarning
+
+        warnings.warn(BayesRiskWarning(
+            "polr: the proportional-odds fit failed (sparse data); the column is drawn by the "
+            "multinomial logit instead, as synthpop does (POLR_TO_MULTINOM).",
+            code="POLR_TO_MULTINOM"), skip_file_prefixes=CALLER)
+        return _multinom(X, y, n_levels)
+    # back on the predictors' own scale: polr's coefficients and cut points
+    beta, zeta = unpack(res.x)
+    beta, zeta = beta / span, zeta + lo @ (beta / span)
+
+    def probs(Xp: np.ndarray) -> np.ndarray:
+        F = expit(zeta[None, :] - (Xp @ beta)[:, None])
+        out = np.zeros((len(Xp), n_levels))
+        out[:, levels] = np.diff(np.column_stack([np.zeros(len(Xp)), F, np.ones(len(Xp))]),
+                                 axis=1)
+        return out
+
+    probs.coefficients = np.r_[beta, zeta]  # R's order: the slopes, then the cut points
     return probs

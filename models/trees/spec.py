@@ -21,9 +21,9 @@ _METHOD, _PREDICTORS = "SynthesisSpec.method", "SynthesisSpec.predictor_matrix"
 __all__ = ["METHODS", "ResolvedSpec", "SynthesisSpec"]
 
 #: the per-column methods: synthpop's names ("" keeps a column's original values)
-METHODS = ("cart", "sample", "norm", "logreg", "polyreg", "")
+METHODS = ("cart", "rf", "sample", "norm", "normrank", "pmm", "logreg", "polyreg", "polr", "")
 #: the methods that need predictors: without any, synthpop changes them to "sample"
-_MODEL_METHODS = ("cart", "norm", "logreg", "polyreg")
+_MODEL_METHODS = ("cart", "rf", "norm", "normrank", "pmm", "logreg", "polyreg", "polr")
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,10 @@ class SynthesisSpec:
     Parameters
     ----------
     method : str or mapping of str to str, default "cart"
-        One method for every visited column, or a method per column: ``"cart"``, ``"sample"``,
-        ``"norm"``, ``"logreg"``, ``"polyreg"`` or ``""`` (keep the original values).
+        One method for every visited column, or a method per column: ``"cart"``, ``"rf"``
+        (synthpop's small forest), ``"sample"``,
+        ``"norm"``, ``"normrank"``, ``"pmm"`` (numeric columns), ``"logreg"``, ``"polyreg"``,
+        ``"polr"`` (categorical columns) or ``""`` (keep the original values).
     visit_sequence : sequence of str, optional
         The columns to visit, in order (default: the ``synthesized`` columns of ``fit``, else
         the columns a ``method`` mapping names with a method other than ``""``).
@@ -224,10 +226,19 @@ class SynthesisSpec:
         return methods
 
 
+#: synthpop methods a specification cannot name, and why (user guide, Synthesizers)
+_NOT_METHODS = {
+    "ctree": "party's conditional inference trees are not implemented (and synthpop 1.9-2's "
+             "ctree stops with proper = TRUE); use 'cart'",
+}
+
+
 def _check_method(value: Any, column: str | None) -> None:
     if value not in METHODS:
         where = arg_name(_METHOD) + ("" if column is None else f" of column {column!r}")
-        raise ValidationError(f"{where} must be one of {list(METHODS)}. Got {value!r}.",
+        why = f" ({_NOT_METHODS[value]})" if isinstance(value, str) and value in _NOT_METHODS \
+            else ""
+        raise ValidationError(f"{where} must be one of {list(METHODS)}. Got {value!r}{why}.",
                               code="INVALID_ARGUMENT")
 
 
@@ -240,12 +251,14 @@ def _known(col: str, names: list[str], argument: str) -> None:
 def _check_type(method: str, col: str, schema: Schema) -> None:
     """synthpop's type checks (check.method.syn): what each parametric method accepts."""
     spec = schema[col]
-    if method == "norm" and spec.is_categorical:
-        raise ValidationError(f"column {col!r} is {spec.type}; method 'norm' is for numeric "
-                              "columns (use 'logreg', 'polyreg' or 'cart').", code="WRONG_DTYPE")
-    if method in ("logreg", "polyreg") and not spec.is_categorical:
+    if method in ("norm", "normrank", "pmm") and spec.is_categorical:
+        raise ValidationError(f"column {col!r} is {spec.type}; method {method!r} is for numeric "
+                              "columns (use 'logreg', 'polyreg', 'polr' or 'cart').",
+                              code="WRONG_DTYPE")
+    if method in ("logreg", "polyreg", "polr") and not spec.is_categorical:
         raise ValidationError(f"column {col!r} is {spec.type}; method {method!r} is for "
-                              "categorical columns (use 'norm' or 'cart').", code="WRONG_DTYPE")
+                              "categorical columns (use 'norm', 'normrank', 'pmm' or 'cart').",
+                              code="WRONG_DTYPE")
     if method == "logreg" and spec.n_levels > 2:
         raise ValidationError(f"column {col!r} has {spec.n_levels} levels; method 'logreg' is "
                               "for two levels (use 'polyreg').", code="WRONG_DTYPE")

@@ -101,6 +101,47 @@ def test_a_run_imports_only_its_own_module(tmp_path):
     assert out.stdout.strip() == "['utility'] []", out.stdout + out.stderr
 
 
+#: per command run on a small table: its arguments, and the libraries its path never uses
+#: (issue 69: a command's fixed cost is what it imports)
+NEVER_USED = {
+    "identification": (
+        ["o.csv", "s.csv", "--known-unsynthesized", "a", "--known-synthesized", "x",
+         "--categorical", "a", "--radius", "0.1"],
+        ("pymc", "arviz_base", "xarray", "h5netcdf", "sklearn", "scipy.stats", "statsmodels",
+         "matplotlib", "dask", "bayes_risk.models")),
+    # xarray imported dask and dask.distributed on its own when installed (0.4-0.9 s CPU)
+    "fit": (
+        ["o.csv", "--method", "dpmpm", "--categorical", "a", "b", "--components", "2",
+         "--tune", "5", "--draws", "5", "--chains", "1", "--random-seed", "1"],
+        ("pymc", "sklearn", "statsmodels", "matplotlib", "dask", "distributed")),
+}
+
+
+@pytest.mark.parametrize("command", NEVER_USED)
+def test_a_command_imports_nothing_its_path_never_uses(command, tmp_path):
+    """``identification`` and DPMPM ``fit`` run in a fresh interpreter
+    leave unimported the other sub-commands' runs and the libraries their path never uses."""
+    import pandas as pd
+
+    df = pd.DataFrame({"a": [1, 2, 1, 2, 1, 2, 1, 2] * 3, "b": [1, 1, 2, 2] * 6,
+                       "x": [1.0, 2, 3, 4, 5, 6, 7, 8] * 3})
+    df.to_csv(tmp_path / "o.csv", index=False)
+    df.assign(x=df.x[::-1].to_numpy()).to_csv(tmp_path / "s.csv", index=False)
+    args, never = NEVER_USED[command]
+    code = (
+        "import contextlib, io, sys, warnings\n"
+        "from bayes_risk.cli import SUBCOMMANDS, main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():\n"
+        "    warnings.simplefilter('ignore')\n"
+        f"    assert main([{command!r}, *{args!r}, '-q', '--out', 'out']) == 0\n"
+        "print([c for c in SUBCOMMANDS if 'bayes_risk.cli.' + c in sys.modules],\n"
+        f"      [m for m in {never!r} if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, check=True)
+    assert out.stdout.strip() == f"[{command!r}] []", out.stdout + out.stderr
+
+
 # ----------------------------------------------------------------------------- consistency
 def _subparsers():
     import argparse

@@ -66,3 +66,83 @@ fits <- list(
   Marital = mult(m$Marital), Expenditure.NA = mult(m[["Expenditure.NA"]]))
 write(toJSON(fits, digits = NA, auto_unbox = TRUE, pretty = TRUE),
       file.path(out, "missing_fits.json"))
+
+# The methods normrank, pmm and polr (synthpop 1.9-2's syn.normrank, syn.pmm, syn.polr) on the
+# first 1000 records of CEdata, for test_other_methods_match_the_synthpop_releases and
+# test_other_method_fits_are_synthpops. Age and Educ are visited with method "" (kept,
+# predictors of the later columns), Tenure and Marital drawn by polr, Income by normrank, and
+# Expenditure by pmm on Age, Educ and Income (the predictor matrix) with proper = TRUE only.
+# synthpop 1.9-2's pmm stops with proper = FALSE (syn.pmm reads parm$coef, which
+# .norm.fix.syn does not return) and with a factor predictor (padModel.syn gives pmm no
+# dummies); its polr stops in summary.polr when a predictor is on the scale of Income
+# (the Hessian's inverse is not finite), hence the predictors chosen here.
+# m = 20 releases with proper = FALSE (other_plugin.csv.gz: Expenditure "") and proper = TRUE
+# (other_proper.csv.gz), their synthesized columns as for the scenarios above, and the fits
+# (models = TRUE) in other_fits.json: polr's coefficients and cut points of the proper = FALSE
+# call, normrank's beta and sigma (on the normal scores) of that call, and pmm's least-squares
+# coefficients (`coef`, not the drawn `beta`) of the first proper = TRUE dataset.
+CEdata <- read.csv(file.path(data_dir, "CEdata.csv"))[1:1000, ]
+for (v in c("Urban", "Marital", "Tenure")) CEdata[[v]] <- as.factor(CEdata[[v]])
+# the synthesized columns of synthpop's release s, one row per record and dataset, after
+# checking that every other column is CEdata's
+write_release <- function(s, cols, file) {
+  rel <- do.call(rbind, lapply(seq_along(s$syn), function(j) {
+    d <- s$syn[[j]]
+    stopifnot(isTRUE(all.equal(d[setdiff(names(CEdata), cols)],
+                               CEdata[setdiff(names(CEdata), cols)])))
+    data.frame(dataset = j, d[cols])
+  }))
+  for (v in c("Marital", "Tenure")) rel[[v]] <- as.integer(as.character(rel[[v]]))
+  write.csv(rel, gzfile(file.path(out, file)), row.names = FALSE)
+}
+other_visit <- c("Age", "Educ", "Tenure", "Marital", "Income", "Expenditure")
+pm <- matrix(0, ncol(CEdata), ncol(CEdata), dimnames = list(names(CEdata), names(CEdata)))
+for (k in 2:length(other_visit)) pm[other_visit[k], other_visit[1:(k - 1)]] <- 1
+pm["Expenditure", ] <- 0
+pm["Expenditure", c("Age", "Educ", "Income")] <- 1
+# syn.polr keeps summary(polr(...)): its coefficient table, slopes then cut points
+polr_fit <- function(f) list(names = rownames(f$coefficients),
+                             coefficients = unname(f$coefficients[, "Value"]))
+fits <- list(call = paste(
+  "syn(CEdata[1:1000, ], method = c(Age = '', Urban = '', Tenure = 'polr', Educ = '',",
+  "Expenditure = 'pmm' (proper = TRUE) or '', Marital = 'polr', Income = 'normrank'),",
+  "visit.sequence = c('Age', 'Educ', 'Tenure', 'Marital', 'Income', 'Expenditure'),",
+  "predictor.matrix = pm (Expenditure: Age, Educ, Income), m = 20, models = TRUE,",
+  "proper = FALSE, seed = 1 / proper = TRUE, seed = 2)"))
+for (proper in c(FALSE, TRUE)) {
+  cols <- c("Tenure", "Marital", "Income", if (proper) "Expenditure")
+  method <- c(Age = "", Urban = "", Tenure = "polr", Educ = "",
+              Expenditure = if (proper) "pmm" else "", Marital = "polr", Income = "normrank")
+  s <- syn(CEdata, method = method, visit.sequence = other_visit, predictor.matrix = pm,
+           m = 20, proper = proper, models = TRUE, seed = if (proper) 2 else 1,
+           print.flag = FALSE)
+  stopifnot(identical(unname(s$method[cols]), unname(method[cols])))
+  write_release(s, cols, sprintf("other_%s.csv.gz", if (proper) "proper" else "plugin"))
+  m <- s$models[[1]]
+  if (proper) {
+    fits$Expenditure <- list(names = rownames(m$Expenditure$coef),
+                             coef = unname(m$Expenditure$coef[, 1]))
+  } else {
+    fits$Income <- norm(m$Income)
+    fits$Tenure <- polr_fit(m$Tenure)
+    fits$Marital <- polr_fit(m$Marital)
+  }
+}
+write(toJSON(fits, digits = NA, auto_unbox = TRUE, pretty = TRUE),
+      file.path(out, "other_fits.json"))
+
+# The method rf (synthpop 1.9-2's syn.rf: randomForest with ntree = 10, donors every record
+# sharing a leaf in any tree; proper is ignored) on the same 1000 records: Age and Educ kept,
+# Tenure, Marital and Income by rf on Age and Educ (the predictor matrix). Numeric predictors
+# only: randomForest splits a factor by subsets of its levels, which the package approximates
+# (its levels ordered by their mean outcome), see the user guide.
+# m = 20 releases in other_rf.csv.gz, for test_other_methods_match_the_synthpop_releases.
+rf_visit <- c("Age", "Educ", "Tenure", "Marital", "Income")
+rf_cols <- c("Tenure", "Marital", "Income")
+pm <- matrix(0, ncol(CEdata), ncol(CEdata), dimnames = list(names(CEdata), names(CEdata)))
+pm[rf_cols, c("Age", "Educ")] <- 1
+s <- syn(CEdata, method = c(Age = "", Urban = "", Tenure = "rf", Educ = "", Expenditure = "",
+                            Marital = "rf", Income = "rf"),
+         visit.sequence = rf_visit, predictor.matrix = pm, m = 20, seed = 3, print.flag = FALSE)
+stopifnot(identical(unname(s$method[rf_cols]), rep("rf", 3)))
+write_release(s, rf_cols, "other_rf.csv.gz")
