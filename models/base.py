@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "BaseSynthesizer",
     "check_is_fitted",
+    "FittedAttribute",
     "load_model",
     "get_synthesizer",
     "list_synthesizers",
@@ -280,12 +281,42 @@ def check_is_fitted(
             for k, v in vars(model).items()
         )
     if not fitted:
-        before = f"'{method}'" if method else "using it"
-        raise NotFittedError(
-            f"This {type(model).__name__} instance is not fitted yet. Call 'fit' with "
-            f"appropriate arguments before {before}.",
-            code="NOT_FITTED"
-        )
+        raise _not_fitted(model, f"'{method}'" if method else "using it")
+
+
+def _not_fitted(model: Any, before: str) -> NotFittedError:
+    return NotFittedError(
+        f"This {type(model).__name__} instance is not fitted yet. Call 'fit' with "
+        f"appropriate arguments before {before}.",
+        code="NOT_FITTED"
+    )
+
+
+class FittedAttribute:
+    """A fitted attribute declared on the class (scikit-learn's trailing ``_``): ``fit`` sets it
+    on the instance, whose value then shadows this descriptor; read before, it raises
+    :class:`~bayes_risk.exceptions.NotFittedError` (``NOT_FITTED``), as scikit-learn's
+    ``check_is_fitted`` does. ``NotFittedError`` is an ``AttributeError``, so ``hasattr`` and
+    ``getattr(model, name, None)`` still answer "not fitted".
+
+    Parameters
+    ----------
+    doc : str
+        The attribute's docstring (what the API reference shows).
+    """
+
+    def __init__(self, doc: str) -> None:
+        self.__doc__ = doc
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        # only reached while the instance has no value of its own (a non-data descriptor)
+        raise _not_fitted(obj, f"reading '{self.name}'")
 
 
 def read_model_meta(path: str | os.PathLike[str], method: str | None = None

@@ -28,6 +28,7 @@ from bayes_risk.models._bayesian.convergence import round_verdict
 from bayes_risk.models._bayesian.records import check_synthesized_records
 from bayes_risk.models._bayesian.starts import chain_starts, check_starts
 from bayes_risk.models._bayesian.timing import record_fit_time
+from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.dpmpm.coding import _dtypes_of
 from bayes_risk.models.dpmpm.state import build_state
 
@@ -109,6 +110,11 @@ class DPMPM(BayesianSynthesizer):
         Machine-readable codes, e.g. ``"TRUNCATION_TOO_SMALL"`` (``k*`` reached ``K − 1``).
     convergence_ : DataFrame
         ESS and R-hat of the label-invariant quantities.
+    state_ : ~bayes_risk.models.dpmpm.state.DPMPMState
+        The fitted state the likelihoods and the synthesis read (frozen): the draws as
+        ``[H, ...]`` arrays (``phi``, ``logphi``, ``log_pi``, ``offsets``, ``d``), set by
+        :meth:`fit`, ``load`` and ``from_posterior``; reading it before raises
+        :class:`~bayes_risk.exceptions.NotFittedError`.
 
     Examples
     --------
@@ -127,6 +133,8 @@ class DPMPM(BayesianSynthesizer):
     """
 
     method_name: ClassVar[str] = "dpmpm"
+    state_ = FittedAttribute(
+        "The fitted :class:`~bayes_risk.models.dpmpm.state.DPMPMState` (set by ``fit``).")
     #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
     info: ClassVar[ModelInfo] = ModelInfo(imputes=True, partial_synthesis=True,
                                           categorical_only=True)
@@ -377,7 +385,7 @@ class DPMPM(BayesianSynthesizer):
         self._set_fitted(dt, schema, len(data), data=data, synthesized_records=flags,
                          check_convergence=False)
         if self.sampler == "nuts":
-            _fit.add_loglik_stat(self._state, codes)
+            _fit.add_loglik_stat(self.state_, codes)
         elif self._zeros is None:
             self._regime_evidence(codes, d, seed)
         self.warnings_ += _fit.check_truncation(self.posterior_, self.n_components)
@@ -540,8 +548,8 @@ class DPMPM(BayesianSynthesizer):
         """The PyMC model (classes and missing values marginalised), ``records`` observed: the
         density every kernel is tested against."""
         self._check_fitted()
-        codes = None if records is None else _fit.observed_codes(self._state, records)
-        return self._build_model(codes, list(self._state.d), transforms=transforms,
+        codes = None if records is None else _fit.observed_codes(self.state_, records)
+        return self._build_model(codes, list(self.state_.d), transforms=transforms,
                                  observed=records is not None)
 
     def _as_datatree(self, posterior: Any, schema: Schema):
@@ -553,16 +561,16 @@ class DPMPM(BayesianSynthesizer):
 
     def _after_posterior(self) -> None:
         self._zeros = self._structural_zeros_for(self.schema_)
-        self._state = build_state(self.posterior_, self.schema_, self._zeros)
-        if self.n_components != self._state.n_components:
+        self.state_ = build_state(self.posterior_, self.schema_, self._zeros)
+        if self.n_components != self.state_.n_components:
             # draws made elsewhere (from_posterior): their K
-            self.n_components = self._state.n_components
+            self.n_components = self.state_.n_components
         # fitted state that fit sets before the posterior; from_posterior has none of it
         self.__dict__.setdefault("warnings_", [])
         self.__dict__.setdefault("dtypes_", {})
 
     def _convergence_quantities(self) -> dict[str, np.ndarray]:
-        return _fit.convergence_quantities(self._state)
+        return _fit.convergence_quantities(self.state_)
 
     def _draws(self, draw_indices: Any) -> np.ndarray | None:
         """Flattened draw indices of ``draw_indices``; ``None`` for all (no copy)."""
@@ -581,7 +589,7 @@ class DPMPM(BayesianSynthesizer):
             Flattened draw indices (default all ``H``).
         """
         self._check_fitted()
-        return _loglik.record_loglik(self._state, records, self._draws(draw_indices))
+        return _loglik.record_loglik(self.state_, records, self._draws(draw_indices))
 
     def dataset_loglik(
         self, synthetic: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame, *,
@@ -591,7 +599,7 @@ class DPMPM(BayesianSynthesizer):
         the synthesized records (:doc:`/methods/models`)."""
         self._check_fitted()
         return _loglik.dataset_loglik(
-            self._state, synthetic, self._draws(draw_indices), mode=self.synthesis_mode_,
+            self.state_, synthetic, self._draws(draw_indices), mode=self.synthesis_mode_,
             rows=self._synthesized_rows(), n=self.n_records, data=self.data_,
         )
 
@@ -620,7 +628,7 @@ class DPMPM(BayesianSynthesizer):
         """
         self._check_fitted()
         return _loglik.own_record_delta(
-            self._state, record, candidates, synthetic, self._draw_indices(draw_indices),
+            self.state_, record, candidates, synthetic, self._draw_indices(draw_indices),
             mode=self.synthesis_mode_, n=self.n_records,
             synthesized_records=self.synthesized_records_, data=self.data_,
         )
@@ -628,7 +636,7 @@ class DPMPM(BayesianSynthesizer):
     def neighbourhood_size(self) -> int:
         """``G = 1 + Σ_{j∈S} (d_j − 1)`` of the one-variable-different set."""
         self._check_fitted()
-        return _loglik.neighbourhood_size(self._state)
+        return _loglik.neighbourhood_size(self.state_)
 
     def neighbourhood_loglik(
         self,
@@ -649,18 +657,18 @@ class DPMPM(BayesianSynthesizer):
         """
         self._check_fitted()
         return _loglik.neighbourhood_loglik(
-            self._state, records, self._draws(draw_indices), chunk_size=chunk_size, out=out
+            self.state_, records, self._draws(draw_indices), chunk_size=chunk_size, out=out
         )
 
     def class_probabilities(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n, K]`` class probabilities ``p(k | y_i, Θ_h)`` (missing values marginalised)."""
         self._check_fitted()
-        return _loglik.class_probabilities(self._state, records, self._draws(draw_indices))
+        return _loglik.class_probabilities(self.state_, records, self._draws(draw_indices))
 
     def _synthesize_one(
         self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
     ) -> pd.DataFrame:
         return _synthesis.synthesize_one(
-            self._state, draw, rng, data, mode=self.synthesis_mode_,
+            self.state_, draw, rng, data, mode=self.synthesis_mode_,
             rows=self._synthesized_rows(), n=self.n_records, dtypes=self.dtypes_,
         )

@@ -25,6 +25,7 @@ from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import record_dtypes
 from bayes_risk.models._bayesian.starts import chain_starts, check_starts
+from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.poisson.largest import LargestValueLikelihood
 from bayes_risk.models.poisson.state import PoissonState
 
@@ -84,6 +85,11 @@ class PoissonMixture(BayesianSynthesizer):
         Confidential records, kept for MM/TCMM and ``posterior_class`` (needed to synthesize).
     synthesized_records_ : ndarray of bool or None
         Records whose count columns are replaced (``None``: all records).
+    state_ : ~bayes_risk.models.poisson.state.PoissonState
+        The fitted state the likelihoods and the synthesis read (frozen): ``params(idx)``,
+        ``memberships_of(h)``, ``counts(df)``; set by :meth:`fit`, ``load`` and
+        ``from_posterior``; reading it before raises
+        :class:`~bayes_risk.exceptions.NotFittedError`.
     model_class : {"P", "O"}
         ``"P"`` for MP in marginal mode, ``"O"`` otherwise.
     ratio_form : "joint"
@@ -111,6 +117,8 @@ class PoissonMixture(BayesianSynthesizer):
     """
 
     method_name = "poisson-mixture"
+    state_ = FittedAttribute(
+        "The fitted :class:`~bayes_risk.models.poisson.state.PoissonState` (set by ``fit``).")
     #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
     info = ModelInfo(imputes=True, partial_synthesis=True)
     ratio_form: Literal["joint", "conditional"] = "joint"
@@ -256,7 +264,7 @@ class PoissonMixture(BayesianSynthesizer):
         _posterior.validate_posterior(posterior, self._count_columns(schema), self.n_components)
 
     def _after_posterior(self) -> None:
-        self._state = PoissonState(
+        self.state_ = PoissonState(
             schema=self.schema_, columns=self._count_columns(self.schema_),
             variant=self.variant, q=float(self.q), model_class=self.model_class,
             tree=self.posterior_, synthesized_records=self.synthesized_records_,
@@ -266,12 +274,12 @@ class PoissonMixture(BayesianSynthesizer):
             self.dtypes_ = record_dtypes(self.data_) if self.data_ is not None else {}
 
     def _convergence_quantities(self) -> dict[str, np.ndarray]:
-        return _posterior.convergence_quantities(self._state)
+        return _posterior.convergence_quantities(self.state_)
 
     def _synthesize_one(
         self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
     ) -> pd.DataFrame:
-        return _synthesis.synthesize_one(self._state, draw, rng, data, dtypes=self.dtypes_)
+        return _synthesis.synthesize_one(self.state_, draw, rng, data, dtypes=self.dtypes_)
 
     def build_pymc_model(
         self, y: np.ndarray, columns: Sequence[str], b_lambda: np.ndarray | None = None
@@ -302,7 +310,7 @@ class PoissonMixture(BayesianSynthesizer):
         """``[H, n]`` record log-densities by the PyMC model itself (slow; for checks)."""
         self._check_fitted()
         idx = self._draw_indices(draw_indices)
-        y = self._state.counts(records)
+        y = self.state_.counts(records)
         model = self.build_pymc_model(y, self.columns_, b_lambda=np.ones(y.shape[1]))
         return _fit.pymc_record_logp(model, self.posterior_, y.shape[0], idx)
 
@@ -329,7 +337,7 @@ class PoissonMixture(BayesianSynthesizer):
         """``[H, n]`` MP record log-likelihood ``log p(y_i | Θ_h)`` (every variant's importance
         ratios, Hu 2019 §3.2.5); a negative or non-integer count gives ``-inf``."""
         self._check_fitted()
-        return _loglik.record_loglik(self._state, records, self._draw_indices(draw_indices))
+        return _loglik.record_loglik(self.state_, records, self._draw_indices(draw_indices))
 
     def neighbourhood_loglik(self, records: pd.DataFrame, *,
         draw_indices: Any = None) -> np.ndarray:
@@ -357,7 +365,7 @@ class PoissonMixture(BayesianSynthesizer):
             :doc:`/methods/models`.
         """
         self._check_fitted()
-        return _loglik.dataset_loglik(self._state, synthetic, self._draw_indices(draw_indices),
+        return _loglik.dataset_loglik(self.state_, synthetic, self._draw_indices(draw_indices),
                                       memberships, self.data_)
 
     def candidate_dataset_loglik(
@@ -394,7 +402,7 @@ class PoissonMixture(BayesianSynthesizer):
         """
         self._check_fitted()
         return _loglik.candidate_dataset_loglik(
-            self._state, record, candidates, synthetic, self._draw_indices(draw_indices),
+            self.state_, record, candidates, synthetic, self._draw_indices(draw_indices),
             memberships, self.data_,
         )
 
@@ -414,7 +422,7 @@ class PoissonMixture(BayesianSynthesizer):
         """
         self._check_fitted()
         return _loglik.own_record_delta(
-            self._state, record, candidates, synthetic, self._draw_indices(draw_indices),
+            self.state_, record, candidates, synthetic, self._draw_indices(draw_indices),
             memberships, self.data_,
         )
 
@@ -435,7 +443,7 @@ class PoissonMixture(BayesianSynthesizer):
             If ``upper < y_(1)j`` or ``column`` is not modelled.
         """
         self._check_fitted()
-        return _largest.largest_value_candidates(self._state, column, upper, step, data,
+        return _largest.largest_value_candidates(self.state_, column, upper, step, data,
                                                  self.data_)
 
     def largest_value_loglik(
@@ -502,7 +510,7 @@ class PoissonMixture(BayesianSynthesizer):
         provenance = check_release_model(self, synthetic, data, allow=allow_other_model)
         self._check_fitted()
         pieces = _largest.largest_value_loglik(
-            self._state, column, synthetic, scenario, total_known, candidates, upper, step,
+            self.state_, column, synthetic, scenario, total_known, candidates, upper, step,
             self._draw_indices(draw_indices), memberships, data, self.data_,
         )
         pieces.warnings.extend(provenance.warnings)

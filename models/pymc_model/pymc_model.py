@@ -27,6 +27,7 @@ from bayes_risk.data.validate import check_real
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import output_column
+from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.pymc_model.function import (
     function_path,
     importable_path,
@@ -78,6 +79,11 @@ class PyMCSynthesizer(BayesianSynthesizer):
         ``"joint"``.
     warnings_ : list of str
         Codes of the fit's own warnings (``DIVERGENCES``).
+    state_ : ~bayes_risk.models.pymc_model.state.PyMCState
+        The fitted state the likelihoods and the synthesis read (frozen): the model's graph,
+        its draws and the compiled functions; set by :meth:`fit`, ``load`` and
+        ``from_posterior``; reading it before raises
+        :class:`~bayes_risk.exceptions.NotFittedError`.
 
     Notes
     -----
@@ -94,6 +100,8 @@ class PyMCSynthesizer(BayesianSynthesizer):
     """
 
     method_name = "pymc"
+    state_ = FittedAttribute(
+        "The fitted :class:`~bayes_risk.models.pymc_model.state.PyMCState` (set by ``fit``).")
     info = ModelInfo(partial_synthesis=True, required=("model_function",))
     model_class: Literal["P", "O"] = "P"
 
@@ -337,18 +345,18 @@ class PyMCSynthesizer(BayesianSynthesizer):
 
     def _after_posterior(self) -> None:
         graph = self._pending
-        self._state = PyMCState(graph=graph, schema=self.schema_, tree=self.posterior_,
+        self.state_ = PyMCState(graph=graph, schema=self.schema_, tree=self.posterior_,
                                 model_function=resolve_function(self.model_function),
                                 n_records=int(self._n_records), data=self.data_,
-                                _loglik=getattr(self, "_pending_loglik", None))
+                                _cache={"loglik": getattr(self, "_pending_loglik", None)})
         self._pending_loglik = None
         self.__dict__.setdefault("warnings_", [])
         if not hasattr(self, "dtypes_"):
             self.dtypes_ = {}
 
     def _state_to_json(self) -> dict[str, Any]:
-        return {**super()._state_to_json(), "graph_digest": self._state.graph.digest,
-                "observed": [o.name for o in self._state.graph.observed],
+        return {**super()._state_to_json(), "graph_digest": self.state_.graph.digest,
+                "observed": [o.name for o in self.state_.graph.observed],
                 "warnings": list(self.warnings_)}
 
     def _state_from_json(self, state: Mapping[str, Any]) -> None:
@@ -372,7 +380,7 @@ class PyMCSynthesizer(BayesianSynthesizer):
 
     # ---------------------------------------------------------------------------- likelihoods
     def _values(self, df: pd.DataFrame, name: str) -> dict[str, np.ndarray]:
-        return _loglik.record_values(df, self.schema_, self._state.loglik.columns, name)
+        return _loglik.record_values(df, self.schema_, self.state_.loglik.columns, name)
 
     def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` log-likelihood of each record under each draw: the model's observed
@@ -380,7 +388,7 @@ class PyMCSynthesizer(BayesianSynthesizer):
         conditional form)."""
         self._check_fitted("record_loglik")
         idx = self._draw_indices(draw_indices)
-        st = self._state
+        st = self.state_
         comp = st.loglik
         cols = self._values(records, "records")
         return _loglik.evaluate(comp, st.draws(comp.params, idx),
@@ -398,16 +406,16 @@ class PyMCSynthesizer(BayesianSynthesizer):
         else:
             frames = list(synthetic)
         idx = self._draw_indices(draw_indices)
-        comp = self._state.loglik
+        comp = self.state_.loglik
         values = [self._values(self._synthesized_part(z, name=f"synthetic dataset {li + 1}"),
                                f"synthetic dataset {li + 1}") for li, z in enumerate(frames)]
-        return _loglik.dataset_loglik(comp, self._state.draws(comp.params, idx), values,
+        return _loglik.dataset_loglik(comp, self.state_.draws(comp.params, idx), values,
                                       int(idx.size))
 
     # ---------------------------------------------------------------------------- synthesis
     def _synthesize_one(self, draw: int, rng: np.random.Generator,
                         data: pd.DataFrame | None) -> pd.DataFrame:
-        st = self._state
+        st = self.state_
         samplers = st.samplers()
         names = tuple(p for s in samplers for p in s.params)
         params = dict(zip(names, (a[0] for a in st.draws(names, np.array([draw]))),
@@ -428,7 +436,7 @@ class PyMCSynthesizer(BayesianSynthesizer):
     def _convergence_quantities(self) -> dict[str, np.ndarray]:
         post = self.posterior_["posterior"]
         names = list(self.diagnose) if self.diagnose else [
-            *(v for v in self._state.graph.free if v in post.data_vars), LOGLIK]
+            *(v for v in self.state_.graph.free if v in post.data_vars), LOGLIK]
         stats = (self.posterior_["sample_stats"] if "sample_stats" in self.posterior_.children
                  else None)
         out: dict[str, np.ndarray] = {}

@@ -16,12 +16,13 @@ from bayes_risk.models._bayesian.records import stacked_values
 __all__ = ["PyMCState"]
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class PyMCState:
     """What the likelihoods and the synthesis of a fitted model read: its ``graph`` (a
     :class:`~bayes_risk.models.pymc_model.graph.ModelGraph`), ``schema``, posterior ``tree``
     and, for synthesis, the ``model_function`` and the records (``data``, or ``None``: made-up
-    records of the schema)."""
+    records of the schema). Frozen; what it compiles or stacks on first use is kept in
+    ``_cache`` (``loglik``, ``samplers``, ``released``) and ``_draws``."""
 
     graph: Any
     schema: Schema
@@ -29,19 +30,17 @@ class PyMCState:
     model_function: Any
     n_records: int
     data: pd.DataFrame | None = None
-    _loglik: Any = field(default=None, repr=False)
-    _samplers: Any = field(default=None, repr=False)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
     _draws: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-    _released: dict[str, pd.Series] | None = field(default=None, repr=False)
 
     @property
     def loglik(self) -> Any:
         """The compiled record log-density (:func:`~.loglik.compile_loglik`), compiled once."""
-        if self._loglik is None:
+        if self._cache.get("loglik") is None:
             from bayes_risk.models.pymc_model.loglik import compile_loglik
 
-            self._loglik = compile_loglik(self.graph.likelihood, self.graph.digest)
-        return self._loglik
+            self._cache["loglik"] = compile_loglik(self.graph.likelihood, self.graph.digest)
+        return self._cache["loglik"]
 
     def draws(self, names: tuple[str, ...], idx: np.ndarray | None) -> list[np.ndarray]:
         """The draws ``[H', ...]`` of the free variables ``names`` (``idx``: flattened draws)."""
@@ -58,7 +57,7 @@ class PyMCState:
     def samplers(self) -> list[Any]:
         """The compiled draws of the observed variables (:func:`~.synthesis.compile_samplers`),
         from the model built on a table of the synthetic datasets' number of records."""
-        if self._samplers is None:
+        if "samplers" not in self._cache:
             from bayes_risk.models.pymc_model.graph import (
                 build_model,
                 inspect_model,
@@ -75,17 +74,17 @@ class PyMCState:
                     "the model function builds another likelihood on the records of a synthetic "
                     "dataset than on the fitted ones: it depends on the table beyond its data "
                     "containers.", code="MODEL_FUNCTION_CHANGED")
-            self._samplers = compile_samplers(graph)
-        return self._samplers
+            self._cache["samplers"] = compile_samplers(graph)
+        return self._cache["samplers"]
 
     def released(self, data: pd.DataFrame | None, dtypes: dict[str, str]) -> dict[str, pd.Series]:
         """The confidential table's columns as a release shows them (recorded dtypes): what
         a dataset keeps of it (``{}`` without it)."""
         if data is None:
             return {}
-        if self._released is None:
+        if "released" not in self._cache:
             from bayes_risk.models._bayesian.design import apply_dtypes
 
             frame = apply_dtypes(data.reset_index(drop=True), dtypes, self.schema)
-            self._released = {c: frame[c] for c in frame.columns}
-        return self._released
+            self._cache["released"] = {c: frame[c] for c in frame.columns}
+        return self._cache["released"]

@@ -31,6 +31,7 @@ from bayes_risk.models._bayesian.design import (
     record_dtypes,
 )
 from bayes_risk.models._bayesian.timing import record_sweep_time
+from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
 from bayes_risk.models.seqreg.state import SeqRegState
 
@@ -87,6 +88,11 @@ class SequentialRegression(BayesianSynthesizer):
     designs_ : dict of DesignSpec
     synthesized_records_ : ndarray of bool or None
         Records whose synthesized columns are replaced (``None``: all records).
+    state_ : ~bayes_risk.models.seqreg.state.SeqRegState
+        The fitted state the likelihoods and the synthesis read (frozen): the draws of each
+        column's coefficients, ``params(column, idx)``; set by :meth:`fit`, ``load`` and
+        ``from_posterior``; reading it before raises
+        :class:`~bayes_risk.exceptions.NotFittedError`.
     model_class : "P"
     ratio_form : "conditional"
 
@@ -111,6 +117,8 @@ class SequentialRegression(BayesianSynthesizer):
     """
 
     method_name = "regression"
+    state_ = FittedAttribute(
+        "The fitted :class:`~bayes_risk.models.seqreg.state.SeqRegState` (set by ``fit``).")
     info = ModelInfo(imputes=True, partial_synthesis=True)
     model_class: Literal["P", "O"] = "P"
     ratio_form: Literal["joint", "conditional"] = "conditional"
@@ -428,7 +436,7 @@ class SequentialRegression(BayesianSynthesizer):
     ) -> list[pd.DataFrame]:
         """One dataset per draw in ``draws``, dataset ``l`` from ``rngs[l]`` only."""
         return [pd.DataFrame(columns) for columns in _synthesis.datasets(
-            self._state, self.dtypes_, self.synthesized_records_, draws, rngs, data,
+            self.state_, self.dtypes_, self.synthesized_records_, draws, rngs, data,
             self.n_records)]
 
     def _synthesize_stacked(
@@ -437,7 +445,7 @@ class SequentialRegression(BayesianSynthesizer):
         """The datasets of ``synthesize(m, random_seed=random_seed)`` stacked (rows ``rows`` of
         each when given), and each dataset's number of rows."""
         idx, rngs, _ = self._synthesis_plan(m, random_seed)
-        return _synthesis.stacked(self._state, self.dtypes_, self.synthesized_records_, idx,
+        return _synthesis.stacked(self.state_, self.dtypes_, self.synthesized_records_, idx,
                                   rngs, self.data_, self.n_records, rows)
 
     def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
@@ -459,7 +467,7 @@ class SequentialRegression(BayesianSynthesizer):
             _missing.check_missing(
                 self.schema_, self.predictors_, getattr(self, "_padded", ()),
                 column_values(self.data_, self.schema_, self.schema_.names), "data")
-        self._state = SeqRegState(
+        self.state_ = SeqRegState(
             schema=self.schema_, order=tuple(self.order_), families=self.families_,
             designs=self.designs_, tree=self.posterior_,
         )
@@ -467,22 +475,22 @@ class SequentialRegression(BayesianSynthesizer):
     def posterior_methods(self) -> dict[str, str]:
         """How each column's draws were made: ``exact``, ``laplace``, ``nuts`` or ``user``."""
         self._check_fitted()
-        return _posterior.posterior_methods(self._state)
+        return _posterior.posterior_methods(self.state_)
 
     def _convergence_quantities(self) -> dict[str, np.ndarray]:
-        return _posterior.convergence_quantities(self._state)
+        return _posterior.convergence_quantities(self.state_)
 
     def design_matrix(self, df: pd.DataFrame, column: str) -> np.ndarray:
         """Design matrix ``[n, q]`` of ``column``'s regression for the rows of ``df``
         (columns: ``designs_[column].names``)."""
         self._check_fitted()
-        return _loglik.design_matrix(self._state, df, column)
+        return _loglik.design_matrix(self.state_, df, column)
 
     def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` conditional record log-likelihood (methods, Sequential Bayesian
         regressions)."""
         self._check_fitted()
-        return _loglik.record_loglik(self._state, records, self._draw_indices(draw_indices))
+        return _loglik.record_loglik(self.state_, records, self._draw_indices(draw_indices))
 
     def dataset_loglik(
         self, synthetic: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
@@ -498,7 +506,7 @@ class SequentialRegression(BayesianSynthesizer):
         idx = self._draw_indices(draw_indices)
         frames = [self._synthesized_part(z, name=f"synthetic dataset {l + 1}")
                   for l, z in enumerate(frames)]
-        return _loglik.dataset_loglik(self._state, frames, idx)
+        return _loglik.dataset_loglik(self.state_, frames, idx)
 
     def candidate_loglik(
         self, record_row: pd.DataFrame | pd.Series, candidates: pd.DataFrame, *,
@@ -519,7 +527,7 @@ class SequentialRegression(BayesianSynthesizer):
             If a candidate column is not synthesized.
         """
         self._check_fitted()
-        rows = _loglik.candidate_rows(self._state, record_row, candidates)
+        rows = _loglik.candidate_rows(self.state_, record_row, candidates)
         return self.record_loglik(rows, draw_indices=draw_indices)
 
     def neighbourhood_loglik(self, records: pd.DataFrame, *,
@@ -534,7 +542,7 @@ class SequentialRegression(BayesianSynthesizer):
         """
         self._check_fitted()
         _loglik.neighbourhood_unavailable(self.schema_)
-        return _loglik.neighbourhood_loglik(self._state, records,
+        return _loglik.neighbourhood_loglik(self.state_, records,
                                             self._draw_indices(draw_indices))
 
 

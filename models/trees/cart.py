@@ -19,7 +19,7 @@ from bayes_risk.contract import ModelInfo, available_if
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import NotSupportedError
-from bayes_risk.models.base import check_is_fitted
+from bayes_risk.models.base import FittedAttribute, check_is_fitted
 from bayes_risk.models.trees.base import TreeSynthesizer
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
 from bayes_risk.models.trees.cart_state import CARTState
@@ -69,6 +69,10 @@ class CARTSynthesizer(TreeSynthesizer):
     synthesized records), bandwidth_ (per smoothed column and node), missing_ (columns with
     missing values), missing_trees_ (per two-step numeric column, its missingness-kind tree),
     regressions_ (per column a spec draws by a regression method or ``rf``, its fit).
+    state_ : ~bayes_risk.models.trees.cart_state.CARTState
+        The fitted state the synthesis and the plug-in likelihood read (frozen): the trees, the
+        leaves' donors and the output rounding; set by :meth:`fit` and ``load``; reading it
+        before raises :class:`~bayes_risk.exceptions.NotFittedError`.
 
     Examples
     --------
@@ -89,6 +93,8 @@ class CARTSynthesizer(TreeSynthesizer):
     """
 
     method_name = "cart"
+    state_ = FittedAttribute(
+        "The fitted :class:`~bayes_risk.models.trees.cart_state.CARTState` (set by ``fit``).")
     default_m = 20
     #: the plug-in likelihood is exact given the splits: membership risk is derived from it
     exact_plugin: ClassVar[bool] = True
@@ -124,7 +130,7 @@ class CARTSynthesizer(TreeSynthesizer):
         return self
 
     def _set_state(self) -> None:
-        self._state = CARTState(
+        self.state_ = CARTState(
             schema=self.schema_, visit_sequence=self.visit_sequence_, predictors=self.predictors_,
             trees=self.trees_, missing=self.missing_, missing_trees=self.missing_trees_,
             smoothed=self.smoothed_, bandwidth=self.bandwidth_, integer=self._integer,
@@ -135,7 +141,7 @@ class CARTSynthesizer(TreeSynthesizer):
         m, random_seed, gens = self._streams(m, random_seed)
 
         def one(l: int) -> tuple[pd.DataFrame, dict[str, int]]:
-            return _synthesis.synthesize_one(self._state, gens[l], unroutable=self.unroutable,
+            return _synthesis.synthesize_one(self.state_, gens[l], unroutable=self.unroutable,
                                              donor=self.donor)
 
         idx = range(m)
@@ -186,7 +192,10 @@ class CARTSynthesizer(TreeSynthesizer):
                 code="MODEL_UNSUITED")
         return CARTPlugin(self, original, random_seed=random_seed)
 
-    _restore = staticmethod(_io.restore_cart)
+    @staticmethod
+    def _restore(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
+        _io.restore_cart(obj, meta, arrays, data)
+        obj._set_state()  # the state the fitted attributes read back make
 
     def route(self, records: pd.DataFrame, column: str,
               random_seed: RandomSeed = None) -> tuple[np.ndarray, np.ndarray]:
@@ -209,13 +218,13 @@ class CARTSynthesizer(TreeSynthesizer):
         unroutable : ndarray of bool
         """
         check_is_fitted(self, "trees_")
-        return _synthesis.route(self._state, records, column, random_seed,
+        return _synthesis.route(self.state_, records, column, random_seed,
                                 unroutable=self.unroutable)
 
     def donors(self, column: str, node: int) -> np.ndarray:
         """Positions (in the fitted data) of the donors of ``node`` in the tree of ``column``."""
         check_is_fitted(self, "trees_")
-        return _synthesis.donors(self._state, column, node)
+        return _synthesis.donors(self.state_, column, node)
 
     def output_rounding(self, column: str) -> tuple[int | None, bool]:
         """How smoothed values of ``column`` are rounded on output (Wang & Reiter 2012).
@@ -228,7 +237,7 @@ class CARTSynthesizer(TreeSynthesizer):
             The released column has an integer dtype.
         """
         check_is_fitted(self, "trees_")
-        return _synthesis.output_rounding(self._state, column)
+        return _synthesis.output_rounding(self.state_, column)
 
     @available_if(lambda self: self.donor == "bayes_bootstrap")  # equal weights: no posterior
     def posterior_replicates(self, n: int | None, *, columns: Sequence[str] | None = None,
@@ -262,7 +271,7 @@ class CARTSynthesizer(TreeSynthesizer):
 
         check_is_fitted(self, "trees_")
         cols = check_replicate_columns(columns, self.visit_sequence_, type(self).__name__)
-        state, unroutable, donor = self._state, self.unroutable, self.donor
+        state, unroutable, donor = self.state_, self.unroutable, self.donor
         return iter_replicates(
             lambda rng: _synthesis.synthesize_one(state, rng, cols, unroutable=unroutable,
                                                   donor=donor)[0],

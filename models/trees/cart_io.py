@@ -25,7 +25,7 @@ __all__ = ["cart_state", "restore_cart"]
 
 def cart_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The fitted state of a CART synthesizer as JSON-ready settings and named arrays."""
-    state: CARTState = model._state
+    state: CARTState = model.state_
     arrays: dict[str, np.ndarray] = {"records": np.asarray(state.records, dtype=bool)}
     trees = []
     for k, col in enumerate(state.visit_sequence):
@@ -116,4 +116,3 @@ def restore_cart(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame
                          None if schema[c].is_categorical else decimals_of(obj._values[c]),
                          obj.missing_)
         for c, m in methods.items()}
-    obj._set_state()

@@ -236,12 +236,12 @@ def test_k1_is_product_of_dirichlet_multinomials():
 
 # ---------------------------------------------------------------------------- recovery
 def _cells(model, j, k=None):
-    pi = np.exp(model._state.log_pi)
-    off, d = model._state.offsets, model._state.d
-    phj = model._state.phi[:, off[j] : off[j] + d[j], :]
+    pi = np.exp(model.state_.log_pi)
+    off, d = model.state_.offsets, model.state_.d
+    phj = model.state_.phi[:, off[j] : off[j] + d[j], :]
     if k is None:
         return np.einsum("hk,hck->hc", pi, phj)
-    phk = model._state.phi[:, off[k] : off[k] + d[k], :]
+    phk = model.state_.phi[:, off[k] : off[k] + d[k], :]
     return np.einsum("hk,hak,hbk->hab", pi, phj, phk)
 
 

@@ -78,7 +78,7 @@ def test_disjoint_boxes_give_the_mass_of_the_union():
     m = model()
     zs = m._zeros
     assert zs.contains(encode(m.schema_, CELLS)).tolist() == inside.tolist()
-    np.testing.assert_allclose(np.exp(zs.log_mass(m._state.phi, m._state.log_pi)),
+    np.testing.assert_allclose(np.exp(zs.log_mass(m.state_.phi, m.state_.log_pi)),
                                p[:, inside].sum(axis=1), rtol=1e-12)
     # disjoint: no cell is covered twice
     rows = encode(m.schema_, CELLS) + zs.offsets
@@ -97,7 +97,7 @@ def test_pymc_model_carries_the_normaliser():
     point["V"] = np.asarray(post["pi"][0, 0, :1])
     diff = (pm_z.compile_logp(mode="FAST_COMPILE")(point)
             - pm_f.compile_logp(mode="FAST_COMPILE")(point))
-    log_allowed = m._zeros.log_allowed(m._state.phi, m._state.log_pi)[0]
+    log_allowed = m._zeros.log_allowed(m.state_.phi, m.state_.log_pi)[0]
     assert diff == pytest.approx(-len(recs) * log_allowed, rel=1e-9)
 
 

@@ -180,15 +180,15 @@ def test_phi_caches_are_built_on_first_use_and_match_the_posterior():
     m.fit(df, random_seed=3)
     m.convergence_summary()
     # fit and report never need them
-    assert "phi" not in vars(m._state) and "logphi" not in vars(m._state)
-    phi = m._state.phi  # [H, L, K]
-    off = m._state.offsets
+    assert "phi" not in vars(m.state_) and "logphi" not in vars(m.state_)
+    phi = m.state_.phi  # [H, L, K]
+    off = m.state_.offsets
     for j in range(len(m.schema_)):
         np.testing.assert_array_equal(
-            phi[:, off[j] : off[j] + m._state.d[j], :],
+            phi[:, off[j] : off[j] + m.state_.d[j], :],
             np.transpose(m._stacked(f"phi_{j}"), (0, 2, 1)))
-    assert phi.flags.c_contiguous and m._state.phi is phi
-    np.testing.assert_array_equal(m._state.logphi, np.log(phi))
+    assert phi.flags.c_contiguous and m.state_.phi is phi
+    np.testing.assert_array_equal(m.state_.logphi, np.log(phi))
 
 
 def test_progress_bar_counts_sweeps_and_names_the_warm_up_and_thinning():

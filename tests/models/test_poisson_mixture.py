@@ -220,7 +220,7 @@ def test_mm_reproduces_every_marginal_total_exactly(mm, data):
     for l, z in enumerate(syn):
         np.testing.assert_array_equal(z.sum().to_numpy(), data.sum().to_numpy())
         # and every component total under the memberships of the generating draw
-        memb = mm._state.memberships_of(syn.draw_index[l])
+        memb = mm.state_.memberships_of(syn.draw_index[l])
         for c in data.columns:
             np.testing.assert_array_equal(
                 np.bincount(memb, weights=z[c], minlength=8),
@@ -258,7 +258,7 @@ def test_mm_dataset_loglik_stored_memberships_by_hand(mm, data):
     syn = mm.synthesize(2, random_seed=6)
     h = syn.draw_index[0]
     L = mm.dataset_loglik(syn, draw_indices=[h], memberships="stored")
-    memb = mm._state.memberships_of(h)
+    memb = mm.state_.memberships_of(h)
     z = syn[0]
     want = 0.0
     for c in data.columns:
@@ -372,7 +372,7 @@ def test_two_chains_are_flattened_chain_major(data):
     syn = m.synthesize(2, random_seed=1)
     assert syn.draw_index == [29, 59]
     for l, z in enumerate(syn):  # the second dataset uses chain 2's memberships
-        memb = m._state.memberships_of(syn.draw_index[l])
+        memb = m.state_.memberships_of(syn.draw_index[l])
         np.testing.assert_array_equal(
             np.bincount(memb, weights=z["wages"], minlength=4),
             np.bincount(memb, weights=data.head(100)["wages"], minlength=4),
@@ -384,7 +384,7 @@ def test_posterior_class_mode_is_class_o(data):
     assert m.model_class == "O" and m.data_ is not None
     syn = m.synthesize(1, random_seed=1)
     h = syn.draw_index[0]
-    memb = m._state.memberships_of(h)
+    memb = m.state_.memberships_of(h)
     lam = m._stacked("lam", np.array([h]))[0]
     want = stats.poisson.logpmf(syn[0].to_numpy(), lam[memb]).sum()
     np.testing.assert_allclose(m.dataset_loglik(syn, draw_indices=[h], memberships="stored")[0,
@@ -410,7 +410,7 @@ def test_tcmm_dataset_loglik_by_hand(data):
     m = _fit("tcmm", data, q=0.7, tune=30, draws=40)
     syn = m.synthesize(1, random_seed=5)
     h = syn.draw_index[0]
-    memb = m._state.memberships_of(h)
+    memb = m.state_.memberships_of(h)
     want = 0.0
     for c in data.columns:
         y = data[c].to_numpy()
@@ -550,7 +550,7 @@ def test_partial_synthesis_mp_posterior_class(data):
     syn = m.synthesize(1, random_seed=4)
     _check_unselected_kept(syn, df, flags)
     h = syn.draw_index[0]
-    memb = m._state.memberships_of(h)
+    memb = m.state_.memberships_of(h)
     lam = m._stacked("lam", np.array([h]))[0]
     w = m._stacked("w", np.array([h]))[0]
     y, z = df.to_numpy(), syn[0].to_numpy()
@@ -591,7 +591,7 @@ def test_partial_synthesis_mm_tcmm(data, variant):
     def groups_of(c: str, h: int) -> np.ndarray:
         # groups of the selected records: components; the TCMM tail is the selected records
         # above the q-quantile of the selected records' values
-        memb = m._state.memberships_of(h)[flags]
+        memb = m.state_.memberships_of(h)[flags]
         if variant == "mm":
             return memb
         y = df[c].to_numpy()[flags]

@@ -38,7 +38,7 @@ def _reference_one(model, draw: int, rng: np.random.Generator, data) -> pd.DataF
     for c in model.order_:
         fam = model.families_[c]
         X = None if fam == "categorical" else model.designs_[c].build(vals, n)
-        params = {k: v for k, v in model._state.params(c, idx).items()}
+        params = {k: v for k, v in model.state_.params(c, idx).items()}
         new = family_sample(fam, X, params, 0, n, rng)
         if mask is not None and c in vals:
             new = np.where(mask, new, vals[c])

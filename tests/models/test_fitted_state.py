@@ -1,0 +1,72 @@
+"""The models' public fitted state ``state_`` (scikit-learn's trailing-``_`` convention): a
+frozen dataclass per model family, set by ``fit`` / ``from_posterior`` / ``load``, and
+``NotFittedError`` (``NOT_FITTED``) when read before."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+
+from bayes_risk.data import infer_schema
+from bayes_risk.exceptions import NotFittedError
+from bayes_risk.models import load_model
+from bayes_risk.models.dpmpm.dpmpm import DPMPM
+from bayes_risk.models.dpmpm.state import DPMPMState
+from bayes_risk.models.poisson.poisson_mixture import PoissonMixture
+from bayes_risk.models.poisson.state import PoissonState
+from bayes_risk.models.pymc_model.pymc_model import PyMCSynthesizer
+from bayes_risk.models.pymc_model.state import PyMCState
+from bayes_risk.models.seqreg.seqreg import SequentialRegression
+from bayes_risk.models.seqreg.state import SeqRegState
+from bayes_risk.models.trees.cart import CARTSynthesizer
+from bayes_risk.models.trees.cart_state import CARTState
+
+pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
+
+FAMILIES = [(DPMPM, DPMPMState), (PoissonMixture, PoissonState),
+            (SequentialRegression, SeqRegState), (PyMCSynthesizer, PyMCState),
+            (CARTSynthesizer, CARTState)]
+
+
+@pytest.mark.parametrize(("model", "state"), FAMILIES, ids=lambda x: x.__name__)
+def test_state_is_a_frozen_dataclass_documented_on_the_class(model, state):
+    assert dataclasses.is_dataclass(state) and state.__dataclass_params__.frozen
+    # the class attribute is what the API reference shows; it names the state's class
+    assert state.__name__ in model.state_.__doc__
+    assert "state_ :" in model.__doc__  # numpydoc "Attributes" entry
+
+
+@pytest.mark.parametrize(("model", "state"), FAMILIES, ids=lambda x: x.__name__)
+def test_state_before_fit_is_not_fitted(model, state):
+    m = model()
+    with pytest.raises(NotFittedError, match="before reading 'state_'") as err:
+        _ = m.state_
+    assert err.value.code == "NOT_FITTED"
+    # NotFittedError is an AttributeError: hasattr and getattr with a default answer "no"
+    assert not hasattr(m, "state_") and getattr(m, "state_", None) is None
+
+
+def test_state_set_by_from_posterior_load_and_dropped_by_clone(tmp_path):
+    # 2 draws, K = 2 components, two binary columns: the state holds the given draws
+    pi = np.array([[[0.25, 0.75], [0.6, 0.4]]])  # [chain, draw, K]
+    phi0 = np.array([[[[0.1, 0.9], [0.8, 0.2]], [[0.5, 0.5], [0.3, 0.7]]]])  # [c, d, K, 2]
+    phi1 = np.array([[[[0.4, 0.6], [0.2, 0.8]], [[0.9, 0.1], [0.7, 0.3]]]])
+    df = pd.DataFrame({"a": pd.Categorical([1, 2]), "b": pd.Categorical([1, 2])})
+    m = DPMPM.from_posterior({"pi": pi, "phi_0": phi0, "phi_1": phi1}, infer_schema(df),
+                             n_records=4)
+    st = m.state_
+    assert isinstance(st, DPMPMState) and "state_" in vars(m)
+    np.testing.assert_allclose(np.exp(st.log_pi), pi[0], rtol=1e-12)
+    # phi [H, L, K]: column a's two levels then column b's, per component
+    np.testing.assert_allclose(st.phi[1, :, 0], [0.5, 0.5, 0.9, 0.1], rtol=1e-12)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        st.schema = None
+    loaded = load_model(m.save(tmp_path / "m"))
+    np.testing.assert_array_equal(loaded.state_.phi, st.phi)
+    # scikit-learn's clone keeps the settings, not the fitted attributes
+    with pytest.raises(NotFittedError):
+        _ = clone(m).state_
