@@ -71,6 +71,21 @@ def test_import_does_not_import_dask():
                    check=True)
 
 
+def test_utility_names_are_the_functions_and_cost_no_scipy():
+    """``bayes_risk.utility.pmse`` is the function whatever was imported first (the module of
+    the same name must not replace it), and the package imports no SciPy, which the measures
+    that only read their inputs through it never use (issue 69)."""
+    code = (
+        "import sys, bayes_risk.utility;"
+        "assert 'scipy.special' not in sys.modules, 'scipy.special';"
+        "import bayes_risk.utility.pmse as m, bayes_risk.utility.summary;"
+        "from bayes_risk.utility import pmse, utility_summary;"
+        "assert callable(pmse) and callable(utility_summary), (pmse, utility_summary)"
+    )
+    subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd="/",
+                   check=True)
+
+
 def test_xarray_imports_no_dask_until_dask_is_imported():
     """``lean_xarray`` (issue 69): building a Dataset and writing NetCDF import neither dask
     nor dask.distributed (0.4-0.9 s of CPU) while dask is not imported; once it is, xarray

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
 
 from bayes_risk._memory import check_memory
 from bayes_risk.data.levels import level_codes
@@ -389,6 +388,7 @@ def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float =
         ``deviance``.
     """
     from scipy.linalg.blas import dsyrk
+    from scipy.special import expit  # here, not at import: see bayes_risk/utility/__init__.py
 
     # a column of tiny (1e-300) or huge values would underflow or overflow in the norms and
     # the normal equations and be dropped as aliased without a word: each column is first

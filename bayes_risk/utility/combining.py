@@ -9,9 +9,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-# scipy.special, not scipy.stats (half a second more to import)
-from scipy import special
-
 from bayes_risk._specs import check_flag
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
@@ -67,6 +64,7 @@ def _as_vector(x: Any, name: str) -> np.ndarray:
 
 def t_quantile(df: float, alpha: float) -> float:
     """The ``1 − α/2`` quantile of Student's t with ``df`` degrees of freedom (normal: inf)."""
+    from scipy import special  # here, not at import: see bayes_risk/utility/__init__.py
     if math.isinf(df):
         return float(special.ndtri(1 - alpha / 2))
     return float(special.stdtrit(df, 1 - alpha / 2))
@@ -127,6 +125,7 @@ def combine_scalar(
     >>> round(f.total_var, 6), f.df
     (0.35, inf)
     """
+    from scipy import special  # here, not at import: see bayes_risk/utility/__init__.py
     rules, proper, size_ratio = _checked(rules, proper, size_ratio)
     qa = _as_vector(q, "q")
     ua = _as_vector(u, "u")
@@ -319,6 +318,7 @@ def combine_multivariate(
     >>> round(combine_multivariate(q, U, rules="full-same-n").statistic, 5)
     24.80159
     """
+    from scipy import special  # here, not at import: see bayes_risk/utility/__init__.py
     rules, proper, size_ratio = _rules_of(rules, proper, size_ratio)
     qa = np.asarray(q, dtype=np.float64)
     Ua = np.asarray(U, dtype=np.float64)

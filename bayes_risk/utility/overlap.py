@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from scipy import special  # scipy.stats' normal and t cdfs, without its import cost
 
 from bayes_risk._specs import check_option
 from bayes_risk.exceptions import ValidationError
@@ -60,6 +59,7 @@ def _check_interval(lo: np.ndarray, hi: np.ndarray, which: str) -> None:
 
 
 def _cdf(x: np.ndarray, est: np.ndarray, se: np.ndarray, df: np.ndarray | None) -> np.ndarray:
+    from scipy import special  # here, not at import: see bayes_risk/utility/__init__.py
     z = (x - est) / se
     if df is None:
         return special.ndtr(z)

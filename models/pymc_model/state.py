@@ -19,7 +19,7 @@ __all__ = ["PyMCState"]
 @dataclass(frozen=True, eq=False)
 class PyMCState:
     """What the likelihoods and the synthesis of a fitted model read: its ``graph`` (a
-    :class:`~bayes_risk.models.pymc_model.graph.ModelGraph`), ``schema``, posterior ``tree``
+    ``ModelGraph`` of ``bayes_risk.models.pymc_model.graph``), ``schema``, posterior ``tree``
     and, for synthesis, the ``model_function`` and the records (``data``, or ``None``: made-up
     records of the schema). Frozen; what it compiles or stacks on first use is kept in
     ``_cache`` (``loglik``, ``samplers``, ``released``) and ``_draws``."""
@@ -35,7 +35,7 @@ class PyMCState:
 
     @property
     def loglik(self) -> Any:
-        """The compiled record log-density (:func:`~.loglik.compile_loglik`), compiled once."""
+        """The compiled record log-density (``loglik.compile_loglik``), compiled once."""
         if self._cache.get("loglik") is None:
             from bayes_risk.models.pymc_model.loglik import compile_loglik
 
@@ -55,7 +55,7 @@ class PyMCState:
         return out
 
     def samplers(self) -> list[Any]:
-        """The compiled draws of the observed variables (:func:`~.synthesis.compile_samplers`),
+        """The compiled draws of the observed variables (``synthesis.compile_samplers``),
         from the model built on a table of the synthetic datasets' number of records."""
         if "samplers" not in self._cache:
             from bayes_risk.models.pymc_model.graph import (
