@@ -54,7 +54,7 @@ TEST_WORKERS ?= 2
 
 # The pytest console script (not `python -m pytest`) with --import-mode=importlib keeps the
 # source tree off sys.path, so the tests import the installed package.
-test: install ## install, then run the whole test suite (about 19 min on 2 cores of an Intel Xeon VM, 2026-11-26; TEST_WORKERS=0: one process)
+test: install ## install, then run the whole test suite (about 27 min from a fresh clone on 2 idle cores of an Intel Xeon VM, 2026-11-27, install included; TEST_WORKERS=0: one process)
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: $(VENV)/.deps-stamp ## ruff check of the whole tree (settings in pyproject.toml)
