@@ -273,7 +273,11 @@ def plot_utility_risk(
             ax.plot([xm, xm], [y3, np.nanmax(y)], color=col, lw=1)
     ax.set_xlabel(f"{utility} (lower = more useful)")
     ax.set_ylabel(risk.replace("_", " "))
-    ax.ticklabel_format(axis="both", style="sci", scilimits=(-3, 4))
+    # scientific tick labels on the linear axes only: an Axes the caller gave (or pyplot's current
+    # one) may be log-scaled, whose formatter matplotlib cannot set so
+    for axis in ("x", "y"):
+        if getattr(ax, f"get_{axis}scale")() == "linear":
+            ax.ticklabel_format(axis=axis, style="sci", scilimits=(-3, 4))
     ax.legend(fontsize=8)
     ax.set_title("utility and identification risk: quartile rectangle per "
                  + ("number of datasets" if by == "m" else by), fontsize=9)

@@ -175,6 +175,13 @@ def test_plot_draws_quartile_rectangles_and_whiskers():
                                [g["pmse"].min(), np.quantile(g["pmse"], 0.25)])
     with pytest.raises(ValidationError, match="no column 'nope'"):
         br.plot_utility_risk(pts, risk="nope")
+    # on Axes the caller log-scaled: drawn, its scale kept (was matplotlib's bare "This method
+    # only works with the ScalarFormatter")
+    _, ax3 = plt.subplots()
+    ax3.set_yscale("log")
+    assert br.plot_utility_risk(pts, ax=ax3) is ax3
+    assert ax3.get_yscale() == "log" and len(ax3.patches) == 2
+    plt.close("all")
 
 
 def test_repeated_syntheses_warns_once_per_code():
