@@ -22,6 +22,12 @@ from bayes_risk.exceptions import ValidationError
 ROOT = Path(__file__).resolve().parent.parent
 
 
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    """``code`` run by a fresh interpreter outside the checkout (the installed package)."""
+    return subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                          cwd="/", check=True)
+
 def test_import_does_not_import_pymc():
     code = (
         "import sys, bayes_risk, bayes_risk.data;"
@@ -29,8 +35,7 @@ def test_import_does_not_import_pymc():
         "assert 'bayes_risk.models' not in sys.modules;"
         "import bayes_risk.models as m; print(m.__file__)"
     )
-    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
-                         cwd="/", check=True)
+    out = _python(code)
     assert out.stdout.strip().endswith(os.path.join("models", "__init__.py"))
 
 
@@ -52,8 +57,7 @@ def test_source_tree_imports_models():
     assert Path(models).resolve() == ROOT / "models" / "__init__.py"
     assert Path(dpmpm).resolve() == ROOT / "models" / "dpmpm" / "dpmpm.py"
     # installed layout (cwd outside the checkout): the wheel's own bayes_risk/models is used
-    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
-                         cwd="/", check=True)
+    out = _python(code)
     pkg, models, _ = out.stdout.split()
     assert Path(models).parent == Path(pkg).parent / "models"
 
@@ -67,8 +71,7 @@ def test_import_does_not_import_dask():
         "bad = [m for m in ('dask', 'distributed') if m in sys.modules];"
         "assert not bad, bad"
     )
-    subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd="/",
-                   check=True)
+    _python(code)
 
 
 def test_utility_names_are_the_functions_and_cost_no_scipy():
@@ -82,8 +85,7 @@ def test_utility_names_are_the_functions_and_cost_no_scipy():
         "from bayes_risk.utility import pmse, utility_summary;"
         "assert callable(pmse) and callable(utility_summary), (pmse, utility_summary)"
     )
-    subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd="/",
-                   check=True)
+    _python(code)
 
 
 def test_xarray_imports_no_dask_until_dask_is_imported():
@@ -106,8 +108,7 @@ def test_xarray_imports_no_dask_until_dask_is_imported():
         "back = xr.open_dataset(io.BytesIO(b.getvalue()), engine='h5netcdf').load()\n"
         "print(dict(d.chunks), is_chunked_array(d.x.data), back.x.values.tolist())\n"
     )
-    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
-                         cwd="/", check=True)
+    out = _python(code)
     assert out.stdout.splitlines() == ["[]", "{'a': (2, 2)} True [0.0, 1.0, 2.0, 3.0]"], \
         out.stdout + out.stderr
 
