@@ -275,8 +275,8 @@ def plot_utility_risk(
     ax.set_ylabel(risk.replace("_", " "))
     # scientific tick labels on the linear axes only: an Axes the caller gave (or pyplot's current
     # one) may be log-scaled, whose formatter matplotlib cannot set so
-    for axis in ("x", "y"):
-        if getattr(ax, f"get_{axis}scale")() == "linear":
+    for axis, scale in (("x", ax.get_xscale()), ("y", ax.get_yscale())):
+        if scale == "linear":
             ax.ticklabel_format(axis=axis, style="sci", scilimits=(-3, 4))
     ax.legend(fontsize=8)
     ax.set_title("utility and identification risk: quartile rectangle per "

@@ -164,6 +164,32 @@ def _release_free_memory() -> None:
         pass
 
 
+def _check_known_options(args: argparse.Namespace) -> None:
+    """The known columns' options, before any file is read: some known column, each once, and
+    no knowledge sweep beside a selection (its subsets are not conditioned on it)."""
+    from bayes_risk.exceptions import ValidationError
+
+    if not (args.known_unsynthesized or args.known_synthesized):
+        raise ValidationError(
+            "no known column: give the intruder's quasi-identifiers with --known-unsynthesized "
+            "COL ... (released unchanged) and/or --known-synthesized COL ... (synthesized)"
+            + (" — --known-sweep adds subsets of its columns to this run, it does not replace "
+               "it" if args.known_sweep else "") + ".",
+            code="OPTION_REQUIRED",
+        )
+    listed = [*args.known_unsynthesized, *args.known_synthesized]
+    twice = sorted({c for c in listed if listed.count(c) > 1})
+    if twice:
+        raise ValidationError(f"column(s) {twice} listed more than once in --known-unsynthesized "
+                              "and --known-synthesized; give each known column once, in the "
+                              "option of its role.", code="BAD_OPTION_VALUE")
+    if args.selection is not None and args.known_sweep is not None:
+        raise ValidationError(
+            "--known-sweep does not condition on --selection: a subset of the known columns "
+            "may not tell the intruder whether a target was selected. Run the sweep without "
+            "--selection.", code="OPTION_CONFLICT")
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``bayes-risk identification`` (see the module docstring)."""
     # posterior replicates (--model) are drawn by models that may use BLAS
@@ -183,20 +209,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import SEARCH_RADII, radius_search, radius_sweep
 
-    if not (args.known_unsynthesized or args.known_synthesized):
-        raise ValidationError(
-            "no known column: give the intruder's quasi-identifiers with --known-unsynthesized "
-            "COL ... (released unchanged) and/or --known-synthesized COL ... (synthesized)"
-            + (" — --known-sweep adds subsets of its columns to this run, it does not replace "
-               "it" if args.known_sweep else "") + ".",
-            code="OPTION_REQUIRED",
-        )
-    listed = [*args.known_unsynthesized, *args.known_synthesized]
-    twice = sorted({c for c in listed if listed.count(c) > 1})
-    if twice:
-        raise ValidationError(f"column(s) {twice} listed more than once in --known-unsynthesized "
-                              "and --known-synthesized; give each known column once, in the "
-                              "option of its role.", code="BAD_OPTION_VALUE")
+    _check_known_options(args)
     original, syn = read_inputs(args)
     schema = schema_from_args(original, args)
     kw = _engine_options(args, schema)
@@ -211,11 +224,6 @@ def run(args: argparse.Namespace) -> int:
                    if args.radius_search == "default"
                    else parse_numbers(args.radius_search, "--radius-search"))
     check_max_size(args)
-    if args.selection is not None and args.known_sweep is not None:
-        raise ValidationError(
-            "--known-sweep does not condition on --selection: a subset of the known columns "
-            "may not tell the intruder whether a target was selected. Run the sweep without "
-            "--selection.", code="OPTION_CONFLICT")
     replicates = _posterior_replicates(args, original, syn)
     _release_free_memory()  # the CSV readers' buffers
     # the command writes no pooled probabilities: the run keeps none (its memory, the sweep's)
