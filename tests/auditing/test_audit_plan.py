@@ -1,0 +1,79 @@
+"""The audit's plan: one settings object (``AuditSettings``, what the user asked) and one
+resolved-values object (``AuditPlan``, what the audit decided from the data and the release)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bayes_risk as br
+from bayes_risk.auditing.plan import AuditPlan, Thresholds, _inputs, _make_plan
+from bayes_risk.data import SyntheticData
+
+#: the settings table of two audits as the code before the single settings object wrote it
+#: (``settings`` of ``audit.json``, the report's settings table): it must not change
+GOLDEN = Path(__file__).parent / "settings_table"
+
+
+class _Model:
+    """A stand-in for a fitted model: the plan reads only that one is given."""
+
+
+def _release(n: int = 60) -> tuple[pd.DataFrame, SyntheticData]:
+    data = br.make_ce_like(n, random_seed=4)
+    rng = np.random.default_rng(7)
+    frames = []
+    for _ in range(2):
+        z = data.copy()
+        z["Income"] = rng.permutation(z["Income"].to_numpy())
+        z["Tenure"] = rng.permutation(z["Tenure"].to_numpy())
+        frames.append(z)
+    return data, SyntheticData(frames, method="unknown")
+
+
+def _plan(settings: br.AuditSettings, **kw) -> AuditPlan:
+    data, syn = _release()
+    weights = settings.weights
+    if weights is not None:
+        data = data.assign(**{weights: np.linspace(1.0, 3.0, len(data))})
+    data, syn, sch, _ = _inputs(data, syn, None, ["Urban", "Marital", "Tenure"], weights)
+    return _make_plan(data, syn, sch, settings, synthesized=["Income", "Tenure"],
+                      thresholds=Thresholds.parse(kw.pop("thresholds", None)), random_seed=11,
+                      **kw)
+
+
+#: every option of ``AuditSettings`` away from its default (and a model, thresholds)
+GIVEN = dict(
+    match=br.MatchSpec(radius={"Age": 0.2}, radius_type="absolute"),
+    sweep=[0.5, 2.0], known_sweep=True, known_fractions=[0.25, 1.0], targets=["Tenure"],
+    ngroups_target=4, attribute_records=[0, 3, 5],
+    attribute_estimator=br.EstimatorSpec(kind="is", refit_draws=40, refit_cache="cache"),
+    combining_rules="partial", propensity="cart", imputed=[], membership_selection="independent",
+    weights="w", linkability_columns=(["Age", "Urban"], ["Income"]), skip=["attacks"],
+    show_confidential_values=True, allow_other_model=True,
+)
+
+CASES = {
+    "default": (dict(), dict(known=["Age", "Urban"], model=None)),
+    "given": (GIVEN, dict(known=["Age", "Urban", "Income"], model=_Model(),
+                          thresholds={"repU": 2})),
+}
+
+
+def _table(plan: AuditPlan) -> list[dict]:
+    return json.loads(json.dumps(plan.settings_frame().to_dict(orient="records")))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_settings_table_unchanged(case):
+    """The settings table (``audit.json``'s ``settings``, the report's table) of the code
+    before the plan stopped copying the settings, row for row."""
+    settings, kw = CASES[case]
+    plan = _plan(br.AuditSettings(**settings), **dict(kw))
+    expected = json.loads((GOLDEN / f"{case}.json").read_text())
+    assert _table(plan) == expected
