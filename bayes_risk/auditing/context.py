@@ -132,7 +132,7 @@ def write_table(ctx: StepContext, frame: pd.DataFrame, path: Path, *, index: boo
     ``fast``: with pyarrow, for the large record tables (no index)."""
     from bayes_risk.auditing.confidential import withheld
 
-    shown = withheld(frame, path.name, bool(ctx.plan.show_confidential_values))
+    shown = withheld(frame, path.name, bool(ctx.plan.given.show_confidential_values))
     if fast:
         from bayes_risk.data.io import write_csv
 

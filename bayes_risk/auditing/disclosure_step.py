@@ -100,8 +100,9 @@ def _original_baseline(ctx: StepContext, results: dict[str, Any], files: list[st
             total += math.comb(len(keys), size)
         r = original_risk(ctx.original, keys=list(keys), weights=ctx.weights,
                           sensitive=targets, max_size=size)
-        if ctx.plan.weights is not None:  # the column's name, not "given (one per record)"
-            r.settings["weights"] = ctx.plan.weights
+        weights = ctx.plan.given.weights
+        if weights is not None:  # the column's name, not "given (one per record)"
+            r.settings["weights"] = weights
         out[keys] = r
         if ctx.root is not None:
             sub = "disclosure/original_risk" + (f"_{i}" if len(by_keys) > 1 else "")

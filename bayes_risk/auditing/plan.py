@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,9 @@ import pandas as pd
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
 from bayes_risk.measures import measures
 from bayes_risk.results.attribute import EVIDENCE_FACTOR
+
+if TYPE_CHECKING:
+    from bayes_risk.auditing.settings import AuditSettings
 
 __all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "DEFAULT_SWEEP",
            "THRESHOLD_SOURCES", "step_names"]
@@ -257,10 +260,32 @@ class Setting:
     note: str = ""
 
 
+#: the fields of :class:`AuditPlan` named as an option of ``AuditSettings``: each holds the
+#: value resolved from the option, never a copy of it (the option itself is ``plan.given``)
+_RESOLVED: dict[str, str] = {
+    "sweep": "the radii searched, 0 (exact matching) added; () when the search does not run",
+    "skip": "the steps' names, as measures() spells them, each once",
+    "ngroups_target": "the groups of each target (None for a categorical target)",
+    "attribute_records": "the records' positions, checked against the original",
+    "membership_selection": "the selection rule, parsed (membership.selection.as_selection)",
+    "linkability_columns": "the two tables, the default filled in (None: every column known)",
+}
+
+
 @dataclass
 class AuditPlan:
-    """The steps of an audit and every setting they use (``AuditResult.plan``)."""
+    """What the audit decided from its settings, the data and the release
+    (``AuditResult.plan``): the columns known and synthesized, the radii, the defaults resolved,
+    the steps withheld and why, and the settings table with each value's source.
 
+    What the user asked is :attr:`given`, the audit's one :class:`~bayes_risk.AuditSettings`:
+    a step reads an option there (``plan.given.combining_rules``); the plan holds only what
+    was resolved from it. The fields named as an option of ``AuditSettings`` hold the resolved
+    value (``_RESOLVED`` says how each is resolved; a test refuses any other such field).
+    """
+
+    #: what the user asked: the audit's one settings object
+    given: AuditSettings
     n_records: int
     m: int
     method: str | None
@@ -268,7 +293,6 @@ class AuditPlan:
     known_unsynthesized: list[str]
     known_synthesized: list[str]
     radius: dict[str, float]
-    radius_type: str
     sweep: tuple[float, ...]
     disclosure_targets: list[str]
     disclosure_keys: dict[str, list[str]]
@@ -276,7 +300,6 @@ class AuditPlan:
     attribute_source: str | None  # "model", "cart plug-in", "rf plug-in" or None
     attribute_records: list[int] | None
     thresholds: Thresholds
-    show_confidential_values: bool
     random_seed: int
     #: steps the caller asked to skip
     skip: tuple[str, ...] = ()
@@ -288,22 +311,10 @@ class AuditPlan:
     search_columns: list[str] = field(default_factory=list)
     #: where ``radius`` came from: "default" (Hornby & Hu's convention) or "given"
     radius_source: str = "default"
-    known_sweep: bool = False
-    #: shares of the attribute step's known-records curve (``None``: no curve)
-    known_fractions: tuple[float, ...] | None = None
-    combining_rules: str = "auto"
-    pmse_method: str = "logit"
-    max_order: int = 1
-    imputed: Any = "auto"
-    attribute_estimator: str = "auto"
-    refit_draws: int | None = None
-    #: the folder of refits the attribute and membership steps read and fill (``None``: none)
-    refit_cache: Any = None
     #: the membership step's ``selection``
     membership_selection: Any = None
     #: ``None``: every column is known, linkability is not run
     linkability_columns: tuple[list[str], list[str]] | None = None
-    allow_other_model: bool = False
     settings: list[Setting] = field(default_factory=list)
     #: the synthesized columns that are numeric (CART's smoothing applies to them)
     numeric_synthesized: list[str] = field(default_factory=list)
@@ -311,7 +322,6 @@ class AuditPlan:
     releases_donor_values: bool = False
     #: the release's synthesizer takes a ``smoothing`` setting (the smoothing remedy names it)
     smoothing_option: bool = False
-    weights: str | None = None
     #: the original file's variable labels (a SAS, Stata or SPSS file), shown beside the names
     variable_labels: dict[str, str] = field(default_factory=dict)
 
@@ -445,18 +455,18 @@ def _once(cols: list[str], name: str, what: str) -> list[str]:
     return cols
 
 
-def _check_utility_options(sch: Any, combining_rules: str, imputed: Any) -> Any:
-    """Check the utility step's options; ``imputed`` as ``"auto"`` or checked column names."""
+def _check_utility_options(sch: Any, combining_rules: str, imputed: Any) -> None:
+    """Check the utility step's options: the rules, and ``imputed`` (``"auto"`` or columns)."""
     if combining_rules != "auto":
         from bayes_risk.utility.combining import check_rules
 
         check_rules(combining_rules, "combining_rules")
     if isinstance(imputed, str) and imputed == "auto":
-        return imputed
+        return
     if isinstance(imputed, str):
         raise ValidationError(
             f"imputed must be 'auto' or a list of column names ([] for none). Got {imputed!r}.")
-    return sch.check_columns(list(imputed), "imputed")
+    sch.check_columns(list(imputed), "imputed")
 
 
 def _plan_sweep(sweep: Any, known: list[str], sch: Any, radius_type: str
@@ -528,8 +538,8 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
     """Resolve and check every setting of ``s`` and the inputs, recording where each came from."""
     from bayes_risk.utility._inputs import differing_share
 
-    est, prop, radius_type = s.attribute_estimator, s.propensity, s.match.radius_type
-    imputed = _check_utility_options(sch, s.combining_rules, s.imputed)
+    est = s.attribute_estimator
+    _check_utility_options(sch, s.combining_rules, s.imputed)
     if isinstance(known, str) or not known:
         raise ValidationError("known: give the columns the intruder knows (at least one).")
     known = _once(sch.check_columns(list(known), "known"), "known", "column the intruder knows")
@@ -559,7 +569,7 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
     ku = [c for c in known if c not in syn_cols]
     ks = [c for c in known if c in syn_cols]
     rad, rad_src = _plan_radius(s.match.radius, known, sch)
-    grid, search_cols = _plan_sweep(s.sweep, known, sch, radius_type)
+    grid, search_cols = _plan_sweep(s.sweep, known, sch, s.match.radius_type)
     tg, tg_src = _plan_targets(s.targets, syn_cols, known, sch)
     keys = {t: [c for c in known if c != t] for t in tg}
     ng = {t: (s.ngroups_target if t in sch.numeric else None) for t in tg}
@@ -572,20 +582,13 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
             list(s.attribute_records) if not isinstance(s.attribute_records, np.ndarray)
             else s.attribute_records, len(data), argument="attribute_records")]
     plan = AuditPlan(
-        n_records=len(data), m=syn.m, method=syn.method, synthesized=syn_cols,
+        given=s, n_records=len(data), m=syn.m, method=syn.method, synthesized=syn_cols,
         numeric_synthesized=[c for c in syn_cols if c in sch.numeric],
-        known_unsynthesized=ku, known_synthesized=ks, radius=rad, radius_type=radius_type,
-        sweep=grid, disclosure_targets=tg, disclosure_keys=keys, ngroups_target=ng,
+        known_unsynthesized=ku, known_synthesized=ks, radius=rad, sweep=grid,
+        disclosure_targets=tg, disclosure_keys=keys, ngroups_target=ng,
         attribute_source=a_src, attribute_records=recs, thresholds=thresholds,
-        attribute_estimator=est.kind,
-        refit_draws=est.refit_draws,
-        refit_cache=None if est.refit_cache is None else str(est.refit_cache),
-        show_confidential_values=bool(s.show_confidential_values), random_seed=int(random_seed),
-        skip=tuple(dict.fromkeys(skip_steps)), search_columns=search_cols,
-        radius_source=rad_src,
-        combining_rules=s.combining_rules,
-        pmse_method=prop.method, max_order=prop.max_order, known_sweep=bool(s.known_sweep),
-        known_fractions=s.known_fractions, imputed=imputed,
+        random_seed=int(random_seed), skip=tuple(dict.fromkeys(skip_steps)),
+        search_columns=search_cols, radius_source=rad_src,
     )
     from bayes_risk.data.statfiles import file_labels
 
@@ -602,7 +605,6 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
                  "selected; members left unsynthesized are released whole (P(member) = 1)")
     plan.linkability_columns, link_src = _plan_linkability(s.linkability_columns, known, sch)
     if s.allow_other_model:
-        plan.allow_other_model = True
         plan.add("release", "model", "allowed not to be the one that made the release",
                  "given", "the steps that use the fitted model measure its risks, with warning "
                  "MODEL_DIFFERS when it did not make the release")
@@ -631,7 +633,7 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
     # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
     partial = 0 < len(syn_cols) < len(sch.names)
     plan.fully_synthetic = not partial and getattr(syn, "synthesized_records", None) is None
-    _record_settings(plan, src, rad_src, tg_src, s.ngroups_target, seed_src, partial=partial)
+    _record_settings(plan, src, rad_src, tg_src, seed_src, partial=partial)
     _record_attack_settings(plan, link_src)
     zeros = _structural_zeros(model)
     if zeros is None:  # a release of such a model carries its settings in the manifest
@@ -646,7 +648,6 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         raise ValidationError(
             f"weights column {s.weights!r} is also a known column; survey weights are not a "
             "key.")
-    plan.weights = s.weights
     plan.add("disclosure", "survey weights", s.weights or "none",
              "given" if s.weights else "default", "sdcMicro's individual risk of the "
              "original: Benedetti–Franconi with the weights, 1/f_k without")
@@ -687,8 +688,7 @@ def _structural_zeros(model: Any) -> tuple[int, str] | None:
 
 
 def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
-                     ngroups: int | None, seed_src: str = "given", *,
-                     partial: bool) -> None:
+                     seed_src: str = "given", *, partial: bool) -> None:
     a = plan.add
     a("release", "synthetic datasets (m)", plan.m, "release manifest")
     a("release", "synthesis method", plan.method or "unknown", "release manifest")
@@ -698,12 +698,14 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
     a("all", "random seed", plan.random_seed, seed_src,
       "same seed, same numbers" + ("; drawn for this run (give it to repeat the run)"
                                    if seed_src == "drawn" else ""))
-    given = plan.pmse_method != "logit" or plan.max_order != 1
+    s = plan.given
+    prop, est = s.propensity, s.attribute_estimator
+    given = prop.method != "logit" or prop.max_order != 1
     a("utility", "pMSE propensity model",
-      "CART" if plan.pmse_method == "cart" else
-      "logit, main effects and two-way interactions" if plan.max_order == 1 else
-      "logit, main effects only" if plan.max_order == 0 else
-      f"logit, interactions up to order {plan.max_order + 1}",
+      "CART" if prop.method == "cart" else
+      "logit, main effects and two-way interactions" if prop.max_order == 1 else
+      "logit, main effects only" if prop.max_order == 0 else
+      f"logit, interactions up to order {prop.max_order + 1}",
       "given" if given else "default", "synthpop's utility.gen design")
     a("utility", "pMSE null", "auto", "default",
       "chi-square theory for logit; partial synthesis: the expectation uses only the "
@@ -711,13 +713,13 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
       "chi-square theory for logit; complete synthesis: the expectation uses every column")
     a("utility", "interval-overlap estimands", "means and proportions of the synthesized columns",
       "default", "95 % intervals, combining rules of the release's generation scheme")
-    a("utility", "combining rules", plan.combining_rules,
-      "default" if plan.combining_rules == "auto" else "given",
+    a("utility", "combining rules", s.combining_rules,
+      "default" if s.combining_rules == "auto" else "given",
       "auto: the generation recorded in the release's manifest, else inferred from the "
       "synthesized columns (the utility section says which rules were used and why)"
-      if plan.combining_rules == "auto" else "")
-    auto = isinstance(plan.imputed, str)
-    a("utility", "imputed columns", "auto" if auto else (", ".join(plan.imputed) or "none"),
+      if s.combining_rules == "auto" else "")
+    auto = isinstance(s.imputed, str)
+    a("utility", "imputed columns", "auto" if auto else (", ".join(s.imputed) or "none"),
       "default" if auto else "given",
       "auto: the imputed_columns recorded in the release's manifest, else the columns with "
       "empty cells in the original and none in any synthetic dataset; they are compared on "
@@ -728,8 +730,8 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
       "Hornby & Hu's (2021) convention: 0.1 (±10 %) on every numeric (count or continuous) "
       "known column; reported beside the worst case, never instead of it"
       if rad_src == "default" else "reported beside the worst case, never instead of it")
-    a("identification", "radius type", plan.radius_type, "default"
-      if plan.radius_type == "percentage" else "given")
+    a("identification", "radius type", s.match.radius_type, "default"
+      if s.match.radius_type == "percentage" else "given")
     a("identification", "aggregation", "per dataset and pooled", "default",
       "Hornby & Hu (2021): every dataset evaluated separately, measures averaged; Reiter & "
       "Mitra (2009): the intruder holding all m datasets; the verdict reads the larger")
@@ -756,13 +758,13 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
       "one variable different; numeric: ±10 % grid of 11 points", "default",
       "a true value of 0 uses an additive grid of ±10 % of the column's median |value|")
     a("attribute", "prior", "uniform", "default")
-    a("attribute", "estimator", plan.attribute_estimator,
-      "default" if plan.attribute_estimator == "auto" else "given",
+    a("attribute", "estimator", est.kind,
+      "default" if est.kind == "auto" else "given",
       "auto: stabilised for class P models (m refits of the model), importance sampling for "
       "class O")
     a("attribute", "refit draws",
-      "the model's draws" if plan.refit_draws is None else plan.refit_draws,
-      "default" if plan.refit_draws is None else "given",
+      "the model's draws" if est.refit_draws is None else est.refit_draws,
+      "default" if est.refit_draws is None else "given",
       "kept draws per chain of each refit of the stabilised estimator")
     a("attribute", "records",
       "all" if plan.attribute_records is None else f"{len(plan.attribute_records)} given",
@@ -770,6 +772,7 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
     a("disclosure", "targets", ", ".join(plan.disclosure_targets) or "none", tg_src,
       "default: the synthesized columns the intruder does not know")
     a("disclosure", "keys", "the known columns other than the target", "default")
+    ngroups = s.ngroups_target
     a("disclosure", "numeric target groups", ngroups if ngroups is not None else "none",
       "default" if ngroups == 10 else "given", "quantile groups of the pooled values")
     a("disclosure", "denom_lim", 5, "default", "synthpop's default")

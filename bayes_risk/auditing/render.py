@@ -1269,7 +1269,7 @@ def _context(result: Any, links: _Links, bundle: str | None = None) -> dict[str,
         "sections": [s for s in sections if s.status == "ran"],
         "settings": settings.to_dict(orient="records"),
         "warnings": result.warnings,
-        "show_confidential": plan.show_confidential_values,
+        "show_confidential": plan.given.show_confidential_values,
         "summary_href": links.href("summary.json"),
     }
 

@@ -47,16 +47,14 @@ __all__ = [
 
 def utility_step(ctx: StepContext) -> StepOutcome:
     """pMSE (null by partial / complete synthesis), interval overlap, per-variable marginals."""
-    from bayes_risk.utility.pmse import PropensitySpec
     from bayes_risk.utility.summary import OverlapSpec, utility_summary
 
     plan = ctx.plan
     res = utility_summary(
         ctx.original, ctx.synthetic, schema=ctx.schema, synthesized=plan.synthesized,
         random_seed=plan.random_seed, progressbar=ctx.progressbar,
-        overlap=OverlapSpec(rules=plan.combining_rules),
-        propensity=PropensitySpec(method=plan.pmse_method, max_order=plan.max_order),
-        imputed=plan.imputed,
+        overlap=OverlapSpec(rules=plan.given.combining_rules), propensity=plan.given.propensity,
+        imputed=plan.given.imputed,
     )
     # the tables too compare imputed columns on the original's observed cells
     from bayes_risk.utility._inputs import ImputedChoice, observed_cells
@@ -173,7 +171,7 @@ def marginals(original: pd.DataFrame, synthetic: Any, schema: Any,
 
 def _qi(ctx: StepContext) -> pd.DataFrame | None:
     """The known values of every record when the report may show them."""
-    if not ctx.plan.show_confidential_values:
+    if not ctx.plan.given.show_confidential_values:
         return None
     return ctx.original[ctx.plan.known]
 
@@ -186,7 +184,8 @@ def _id_kwargs(ctx: StepContext) -> dict[str, Any]:
     from bayes_risk.identification.specs import MatchSpec
 
     return dict(schema=ctx.schema,
-                match=MatchSpec(radius=dict(p.radius) or None, radius_type=p.radius_type,
+                match=MatchSpec(radius=dict(p.radius) or None,
+                                radius_type=p.given.match.radius_type,
                                 fallback=ID_FALLBACK),
                 aggregation="per_dataset", progressbar=ctx.progressbar)
 
@@ -325,7 +324,7 @@ def dataset_regimes(ctx: StepContext) -> dict[str, Any] | None:
 
 def _known_curve_note(p: Any, model: Any) -> str | None:
     """Why the known-records curve asked for cannot be computed (``None``: it can)."""
-    if p.known_fractions is None:
+    if p.given.known_fractions is None:
         return None
     from bayes_risk.contract import capabilities
 
@@ -347,7 +346,7 @@ def _write_known_sweep(ctx: StepContext, ks: Any, folder: Path) -> list[str]:
 def _known_sweep(ctx: StepContext, kw: dict[str, Any]) -> Any:
     """The knowledge sweep at the step's radius; ``None`` when not asked for."""
     p = ctx.plan
-    if not p.known_sweep:
+    if not p.given.known_sweep:
         return None
     from bayes_risk.identification.knowledge import known_sweep
 
@@ -475,7 +474,7 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
         return skipped(name, f"{why}; the identification step uses the m released datasets "
                        "as replicates.")
     pr = PosteriorReplicates(model, random_seed=p.random_seed,
-                             allow_other_model=p.allow_other_model, **AUDIT_REPLICATES)
+                             allow_other_model=p.given.allow_other_model, **AUDIT_REPLICATES)
     # the pooled intruder's worst case over the released datasets: its radii and fallback
     # (searching again over the replicates would cost the grid times the replicates)
     radius = ctx.worst_radius or p.radius
@@ -515,7 +514,7 @@ def loaded_model(ctx: StepContext) -> Any:
             f"model: the original is not the table the model was fitted to ({problem}).",
             code="ORIGINAL_DIFFERS",
         )
-    if not ctx.plan.allow_other_model:  # allowed: each step's measure warns MODEL_DIFFERS
+    if not ctx.plan.given.allow_other_model:  # allowed: each step's measure warns MODEL_DIFFERS
         from bayes_risk.data.provenance import check_release_model
 
         check_release_model(model, ctx.synthetic, ctx.original)
@@ -543,7 +542,7 @@ def _candidates(ctx: StepContext, columns: list[str]) -> Any:
 
 def attribute_step(ctx: StepContext) -> StepOutcome:
     """Attribute risk of every (or the chosen) record under the worst-case intruder."""
-    from bayes_risk.attribute.api import EstimatorSpec, attribute_risk
+    from bayes_risk.attribute.api import attribute_risk
 
     p = ctx.plan
     if p.attribute_source is None:
@@ -557,17 +556,15 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     model = _attribute_model(ctx)
     spec = _candidates(ctx, p.synthesized)
     opts: dict[str, Any] = dict(candidates=spec, prior="uniform",
-                                estimator=EstimatorSpec(kind=p.attribute_estimator,
-                                                        refit_draws=p.refit_draws,
-                                                        refit_cache=p.refit_cache),
+                                estimator=p.given.attribute_estimator,
                                 random_seed=p.random_seed,
-                                allow_other_model=p.allow_other_model)
+                                allow_other_model=p.given.allow_other_model)
     # the sweep leaves at least one synthesized column to guess
-    ks_cols = [c for c in p.known if c in p.synthesized] if p.known_sweep else []
+    ks_cols = [c for c in p.known if c in p.synthesized] if p.given.known_sweep else []
     if len(ks_cols) == len(p.synthesized):
         ks_cols = []
     curve_note = _known_curve_note(p, model)
-    curve_on = p.known_fractions is not None and curve_note is None
+    curve_on = p.given.known_fractions is not None and curve_note is None
     if ks_cols or curve_on or _membership_reuses(ctx, model):
         from bayes_risk.attribute.knowledge import one_seed, shared_refits
 
@@ -594,7 +591,8 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
         from bayes_risk.attribute.known_curve import known_fraction_curve
 
         curve = known_fraction_curve(ctx.original, ctx.synthetic, model=model,
-                                     fractions=p.known_fractions, records=p.attribute_records,
+                                     fractions=p.given.known_fractions,
+                                     records=p.attribute_records,
                                      progressbar=ctx.progressbar, **opts)
     recs = res.records.index
     drivers = attribute_drivers(ctx.original, list(ctx.synthetic), p.synthesized,
@@ -673,10 +671,12 @@ def membership_step(ctx: StepContext) -> StepOutcome:
                           population=0,
                           attack=AttackSpec(threshold=ctx.plan.thresholds.membership_probability),
                           selection=ctx.plan.membership_selection,
-                          ratio=RatioSpec(augmented=shared, refit_cache=ctx.plan.refit_cache),
+                          ratio=RatioSpec(augmented=shared,
+                                          refit_cache=ctx.plan.given.attribute_estimator
+                                          .refit_cache),
                           progressbar=ctx.progressbar,
                           random_seed=ctx.plan.random_seed,
-                          allow_other_model=ctx.plan.allow_other_model)
+                          allow_other_model=ctx.plan.given.allow_other_model)
     summary = res.to_dict()
     summary["refits"] = ("the attribute step's (one per dataset, shared)" if shared is not None
                          else "its own (one per dataset)")

@@ -77,3 +77,22 @@ def test_settings_table_unchanged(case):
     plan = _plan(br.AuditSettings(**settings), **dict(kw))
     expected = json.loads((GOLDEN / f"{case}.json").read_text())
     assert _table(plan) == expected
+
+
+def test_the_plan_holds_no_copy_of_a_setting():
+    """A new option of ``AuditSettings`` is read where it is used, from ``plan.given``: the
+    plan has no field of an option's name but those that hold the option's resolved value
+    (``_RESOLVED``, each saying how), and holds the settings object itself, not a copy."""
+    from bayes_risk.auditing.plan import _RESOLVED
+
+    options = {f.name for f in dataclasses.fields(br.AuditSettings)}
+    shared = {f.name for f in dataclasses.fields(AuditPlan)} & options
+    assert shared == set(_RESOLVED), f"copied into AuditPlan: {sorted(shared - set(_RESOLVED))}"
+    settings, kw = CASES["given"]
+    given = br.AuditSettings(**settings)
+    plan = _plan(given, **dict(kw))
+    assert plan.given is given
+    # the shared fields hold resolved values (0 added, names checked, defaults filled in)
+    assert plan.sweep == (0.0, 0.5, 2.0) and plan.skip == ("attacks",)
+    assert plan.ngroups_target == {"Tenure": None}
+    assert plan.linkability_columns == (["Age", "Urban"], ["Income"])
