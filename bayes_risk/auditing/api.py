@@ -234,7 +234,7 @@ def _preflight(ctx: Any) -> None:
         from bayes_risk.data.fingerprint import check_original
 
         check_original(data, syn)
-        ctx.rows_aligned = bool(aligned_columns(ctx))
+        ctx.run.rows_aligned = bool(aligned_columns(ctx))
         off = {*plan.skip, *plan.withheld}
         attribute = "attribute" not in off and plan.attribute_source is not None
         posterior = "posterior_identification" not in off and bool(plan.known_synthesized)

@@ -6,7 +6,7 @@ import contextlib
 import copy
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +16,32 @@ from bayes_risk._io import write_json
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan
 
-__all__ = ["StepContext", "add_run_warnings", "aligned_columns", "named_run", "ran",
+__all__ = ["RunState", "StepContext", "add_run_warnings", "aligned_columns", "named_run", "ran",
            "rebuilt_synthesizer", "release_independent", "rows_aligned", "skipped",
            "step_folder", "write_table"]
 
 
 @dataclass
+class RunState:
+    """What the steps of one run work out once and share (a rerun on another release starts
+    from a fresh one, the pooled intruder's radii kept)."""
+
+    #: the synthesizer rebuilt from the release's manifest (built once)
+    rebuilt: Any = None
+    #: whether row i of every dataset is record i of the original (None: not checked)
+    rows_aligned: bool | None = None
+    #: the attribute step's refits of ``refits_model``, reused by the membership step
+    refits: list[Any] | None = None
+    refits_model: Any = None
+    #: the radii of the pooled intruder's worst case over the radius search (the posterior
+    #: replicates are matched there, with the same fallback)
+    worst_radius: dict[str, float] | None = None
+
+
+@dataclass
 class StepContext:
-    """What every step reads: the data, the release, the plan and where to write."""
+    """What every step reads: the data, the release, the plan (with the audit's settings,
+    ``plan.given``), where to write, and what the run's steps share (``run``)."""
 
     original: pd.DataFrame
     synthetic: Any
@@ -32,20 +50,11 @@ class StepContext:
     model: Any
     root: Path | None
     progressbar: bool
-    #: the synthesizer rebuilt from the release's manifest (built once)
-    rebuilt: Any = None
-    #: whether row i of every dataset is record i of the original (None: not checked)
-    rows_aligned: bool | None = None
     #: records of the population not in the original (the membership step's non-members)
     holdout: Any = None
-    #: the attribute step's refits of ``refits_model``, reused by the membership step
-    refits: list[Any] | None = None
-    refits_model: Any = None
     #: the original's survey weights (``weights=``)
     weights: Any = None
-    #: the radii of the pooled intruder's worst case over the radius search (the posterior
-    #: replicates are matched there, with the same fallback)
-    worst_radius: dict[str, float] | None = None
+    run: RunState = field(default_factory=RunState)
 
 
 def aligned_columns(ctx: StepContext) -> list[str]:
@@ -63,7 +72,7 @@ def aligned_columns(ctx: StepContext) -> list[str]:
 
 def rows_aligned(ctx: StepContext) -> bool:
     """Whether some column is released unchanged row by row (checked once, then kept)."""
-    if ctx.rows_aligned is None:
+    if ctx.run.rows_aligned is None:
         import warnings
 
         from bayes_risk.exceptions import SchemaError
@@ -71,19 +80,19 @@ def rows_aligned(ctx: StepContext) -> bool:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the check's warnings are the preflight's
             try:
-                ctx.rows_aligned = bool(aligned_columns(ctx))
+                ctx.run.rows_aligned = bool(aligned_columns(ctx))
             except SchemaError:
-                ctx.rows_aligned = False
-    return ctx.rows_aligned
+                ctx.run.rows_aligned = False
+    return ctx.run.rows_aligned
 
 
 def rebuilt_synthesizer(ctx: StepContext) -> Any:
     """The synthesizer rebuilt from the release's manifest (built on first use, then kept)."""
-    if ctx.rebuilt is None:
+    if ctx.run.rebuilt is None:
         from bayes_risk.models import rebuild_synthesizer
 
-        ctx.rebuilt = rebuild_synthesizer(ctx.original, ctx.synthetic)
-    return ctx.rebuilt
+        ctx.run.rebuilt = rebuild_synthesizer(ctx.original, ctx.synthetic)
+    return ctx.run.rebuilt
 
 
 def release_independent(what: str, why: str) -> None:

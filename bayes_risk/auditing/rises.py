@@ -111,8 +111,10 @@ def _rerun(ctx: Any, step: Any, verdict: Any,
     """The step's lines (measure -> value), outcome and context on ``release`` with ``ctx``'s
     settings; nothing written, nothing shown, its warnings those of the audit's own run. A run
     that fails gives no line (the sentence then says the figure was not computed)."""
+    from bayes_risk.auditing.context import RunState
+
     sub = dataclasses.replace(ctx, synthetic=release, root=None, progressbar=False,
-                              rows_aligned=None, rebuilt=None, refits=None, refits_model=None)
+                              run=RunState(worst_radius=ctx.run.worst_radius))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

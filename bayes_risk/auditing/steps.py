@@ -214,7 +214,7 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     if p.sweep and p.search_columns:
         sweep, rad, at_star = _sweep(ctx, res, {**kw, **known}, "one dataset at a time")
     pooled = _pooled_identification(ctx, kw)
-    ctx.worst_radius = pooled.radius_star
+    ctx.run.worst_radius = pooled.radius_star
     ksweep = _known_sweep(ctx, kw)
     given = _given_selection(ctx, kw)
     regimes = dataset_regimes(ctx)
@@ -477,7 +477,7 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
                              allow_other_model=p.given.allow_other_model, **AUDIT_REPLICATES)
     # the pooled intruder's worst case over the released datasets: its radii and fallback
     # (searching again over the replicates would cost the grid times the replicates)
-    radius = ctx.worst_radius or p.radius
+    radius = ctx.run.worst_radius or p.radius
     with named_run(f"posterior replicates pooled, {_radius_label(radius)}"):
         res = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
                                   synthesized=list(p.known_synthesized), schema=ctx.schema,
@@ -574,7 +574,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
                              records=p.attribute_records, progressbar=ctx.progressbar, **opts)
         if fits:
             opts["estimator"] = opts["estimator"].replace(augmented=fits, refit_draws=None)
-            ctx.refits, ctx.refits_model = fits, model
+            ctx.run.refits, ctx.run.refits_model = fits, model
     res = attribute_risk(
         ctx.original, ctx.synthetic, model=model, records=p.attribute_records,
         scenario="worst_case", progressbar=ctx.progressbar, **opts,
@@ -666,7 +666,8 @@ def membership_step(ctx: StepContext) -> StepOutcome:
         check_model(model, selection=ctx.plan.membership_selection)
     except NotSupportedError as err:
         return skipped("membership", f"{err} [{err.code}]")
-    shared = ctx.refits if ctx.refits is not None and ctx.refits_model is model else None
+    run = ctx.run
+    shared = run.refits if run.refits is not None and run.refits_model is model else None
     res = membership_risk(model, ctx.original, ctx.synthetic, holdout=ctx.holdout,
                           population=0,
                           attack=AttackSpec(threshold=ctx.plan.thresholds.membership_probability),

@@ -1513,6 +1513,7 @@ def test_rows_aligned_needs_a_column_released_unchanged():
     equal lengths are not enough (a fully synthetic release of the original's size)."""
     from types import SimpleNamespace
 
+    from bayes_risk.auditing.context import RunState
     from bayes_risk.auditing.steps import rows_aligned
 
     rng = np.random.default_rng(3)
@@ -1522,7 +1523,7 @@ def test_rows_aligned_needs_a_column_released_unchanged():
     partial = [orig.assign(y=rng.normal(size=50)) for _ in range(2)]
 
     def ctx(syn):
-        return SimpleNamespace(original=orig, synthetic=syn, rows_aligned=None,
+        return SimpleNamespace(original=orig, synthetic=syn, run=RunState(),
                                plan=SimpleNamespace(synthesized=["y"]))
 
     assert rows_aligned(ctx(partial)) is True
