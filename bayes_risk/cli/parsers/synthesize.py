@@ -114,7 +114,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="a synthpop-style specification with --synthesize as its visit sequence: "
                         "one METHOD for every column (synthpop's defaults: the first visited "
                         "column is drawn by 'sample', each later one by CART on the columns "
-                        "visited before it only), or COL=METHOD pairs; METHOD is cart, rf, sample, "
+                        "visited before it only), or COL=METHOD pairs; METHOD is cart, rf, ctree, "
+                        "sample, "
                         "norm, normrank, pmm (numeric), logreg, polyreg or polr (categorical) "
                         "(COL=: keep the column, a predictor of later ones)")
     g.add_argument("--predictor-matrix", default=None, metavar="FILE.csv",
