@@ -205,9 +205,8 @@ def _cut_stat(x: np.ndarray, rows: np.ndarray, Hn: np.ndarray, eh: np.ndarray,
     S = np.cumsum(Hn[order], axis=0)[last[ok]]
     w = w[ok]
     var = np.outer(w * n / (n - 1) - w * w / (n - 1), np.diag(ch))
-    good = np.diag(ch) > TOL
     with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(good & (var > TOL), np.abs(S - np.outer(w, eh)) / np.sqrt(var), 0.0)
+        z = np.where(var > TOL, np.abs(S - np.outer(w, eh)) / np.sqrt(var), 0.0)
     st = z.max(axis=1)
     m = st.max()
     if not m > 0:

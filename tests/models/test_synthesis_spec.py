@@ -87,7 +87,6 @@ def test_predictor_matrix(small):
 @pytest.mark.parametrize("kw, match", [
     ({"method": "rpart"}, "method must be one of"),
     ({"method": {"Income": "lm"}}, "method of column 'Income'"),
-    ({"method": {"Income": "ctree2"}}, "method of column 'Income'"),
     ({"method": ""}, 'method: ""'),
     ({"visit_sequence": ["Income", "Income"]}, r"names \['Income'\] more than once"),
     ({"predictor_matrix": pd.DataFrame([[0, 2], [0, 0]], index=["a", "b"], columns=["a", "b"])},
