@@ -8,19 +8,17 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from bayes_risk.auditing.settings import DEFAULT_SWEEP, AuditSettings
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
 from bayes_risk.measures import measures
 from bayes_risk.results.attribute import EVIDENCE_FACTOR
 
-if TYPE_CHECKING:
-    from bayes_risk.auditing.settings import AuditSettings
-
-__all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "DEFAULT_SWEEP",
+__all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS",
            "THRESHOLD_SOURCES", "step_names"]
 
 
@@ -31,10 +29,6 @@ def step_names() -> tuple[str, ...]:
 #: the attacks' options in an audit: anonymeter's defaults
 ATTACK_OPTIONS: dict[str, float] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1,
                                     "tolerance": 0.05}
-
-#: the radii of the audit's radius search (0, exact matching, is always added): Hornby & Hu's
-#: (2021, §4.1) grid widened to ±100 % (:data:`bayes_risk.identification.radius.SEARCH_RADII`)
-DEFAULT_SWEEP: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
 
 #: Hornby & Hu's (2021) convention: one percentage radius on every numeric key, reported
 #: beside the worst case, never instead of it

@@ -11,12 +11,15 @@ import numpy as np
 
 from bayes_risk._specs import as_spec
 from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec
-from bayes_risk.auditing.plan import DEFAULT_SWEEP
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.identification.specs import MatchSpec
 from bayes_risk.utility.pmse import PROPENSITY_METHODS, PropensitySpec
 
-__all__ = ["AuditSettings"]
+__all__ = ["AuditSettings", "DEFAULT_SWEEP"]
+
+#: the radii of the audit's radius search (0, exact matching, is always added): Hornby & Hu's
+#: (2021, §4.1) grid widened to ±100 % (:data:`bayes_risk.identification.radius.SEARCH_RADII`)
+DEFAULT_SWEEP: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
 
 
 @dataclass(frozen=True, eq=False)
