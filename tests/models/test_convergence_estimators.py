@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_risk.models import DPMPM, load_model
+from bayes_risk.models import DPMPM, Sampling, load_model
 from bayes_risk.models._bayesian.convergence import (
     TAIL_PROB,
     check_text,
@@ -108,7 +108,7 @@ def _tiny_fit(draws: int = 40, seed: int = 1) -> DPMPM:
                        .astype(str) for j in range(3)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return DPMPM(n_components=5, tune=20, draws=draws, chains=2, cores=1,
+        return DPMPM(n_components=5, sampling=Sampling(tune=20, draws=draws, chains=2, cores=1),
                      progressbar=False).fit(df, random_seed=seed)
 
 

@@ -24,7 +24,7 @@ import pytest
 
 from bayes_risk.data import make_acs_like
 from bayes_risk.exceptions import BayesRiskWarning, ConvergenceWarning, ValidationError
-from bayes_risk.models import DPMPM
+from bayes_risk.models import DPMPM, Sampling
 from bayes_risk.models.dpmpm.coding import encode
 
 GROUPS = ("posterior", "sample_stats", "warmup_sample_stats")
@@ -37,7 +37,8 @@ def _table(n: int = 300, seed: int = 1) -> pd.DataFrame:
 
 
 def _fit(df, seed=3, **kw):
-    settings = dict(n_components=4, tune=10, chains=2, cores=1, progressbar=False)
+    settings = dict(n_components=4,
+                    sampling=Sampling(tune=10, chains=2, cores=1), progressbar=False)
     settings.update(kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayesRiskWarning)
@@ -68,17 +69,18 @@ def test_settings_stored_as_given_and_resolved_by_fit():
     assert max_sweeps(draws=500, max_sweeps=9_000) == 9_000
     assert max_sweeps(sampler="nuts") == 0
     assert DPMPM().max_sweeps is None and DPMPM().get_params()["max_sweeps"] is None
-    m = DPMPM(max_sweeps=0)
+    m = DPMPM(sampling=Sampling(max_sweeps=0))
     assert m.get_params()["max_sweeps"] == 0
     assert DPMPM(**DPMPM().get_params()).get_params() == DPMPM().get_params()
     # set_params is the constructor: the run length asked for later is run as asked
-    assert DPMPM().set_params(draws=500)._run_settings() == DPMPM(draws=500)._run_settings()
+    assert DPMPM().set_params(draws=500)._run_settings() == DPMPM(
+                                                                  sampling=Sampling(draws=500))._run_settings()
     df = _table(60)
     for bad in (-1, 2.5, True, "many"):
         with pytest.raises(ValidationError, match="max_sweeps"):
-            DPMPM(max_sweeps=bad, progressbar=False).fit(df)
+            DPMPM(sampling=Sampling(max_sweeps=bad), progressbar=False).fit(df)
     with pytest.raises(ValidationError, match="max_sweeps=100 applies to the Gibbs sampler"):
-        DPMPM(sampler="nuts", max_sweeps=100, progressbar=False).fit(df)
+        DPMPM(sampler="nuts", sampling=Sampling(max_sweeps=100), progressbar=False).fit(df)
 
 
 @pytest.fixture
@@ -121,8 +123,9 @@ def test_odd_number_of_draws_keeps_the_multiples_of_the_new_thinning(never_stuck
 
 def test_a_round_runs_when_and_only_when_the_check_fails():
     df = _table(200, seed=4)
-    model = DPMPM(n_components=4, tune=6, draws=20, chains=2, cores=1, progressbar=False,
-                  max_sweeps=10_000)
+    model = DPMPM(n_components=4,
+                  sampling=Sampling(tune=6, draws=20, chains=2, cores=1, max_sweeps=10_000),
+                  progressbar=False)
     seen = []
 
     def passes_second_time(tree):
@@ -196,7 +199,7 @@ def test_explicit_run_length_is_run_as_asked():
 def test_parallel_chains_extend_to_the_sequential_draws(never_stuck):
     """Workers stay alive between rounds; 3 chains in 2 workers and in turn: the same draws."""
     df = _table(250, seed=6)
-    kw = dict(draws=30, chains=3, max_sweeps=10 + 30 * 4)
+    kw = dict(sampling=Sampling(draws=30, chains=3, max_sweeps=10 + 30 * 4))
     seq = _fit(df, cores=1, **kw)
     par = _fit(df, cores=2, **kw)
     assert seq.convergence_summary()["rounds"] == par.convergence_summary()["rounds"] == 3
@@ -207,8 +210,9 @@ def test_record_survives_save_and_load_and_the_warning_names_the_bound(tmp_path,
     df = _table(200, seed=7)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        m = DPMPM(n_components=4, tune=10, draws=20, chains=2, cores=1, progressbar=False,
-                  max_sweeps=90).fit(df, random_seed=1)
+        m = DPMPM(n_components=4,
+                  sampling=Sampling(tune=10, draws=20, chains=2, cores=1, max_sweeps=90),
+                  progressbar=False).fit(df, random_seed=1)
     low = [str(w.message) for w in caught if getattr(w.message, "code", "") == "LOW_ESS"]
     assert len(low) == 1 and "extended itself to 90 sweeps per chain (one kept per 4, 3 " \
         "rounds), the longest that max_sweeps=90 allows: raise max_sweeps" in low[0]
@@ -275,8 +279,9 @@ def test_an_extension_is_announced_as_one_and_the_bar_counts_its_sweeps(capsys, 
 @pytest.mark.parametrize("cores", [1, 2])
 def test_ctrl_c_stops_an_extension_round(cores):
     df = _table(2000, seed=2)
-    model = DPMPM(n_components=10, tune=5, draws=10, chains=2, cores=cores, progressbar=False,
-                  max_sweeps=10**9)
+    model = DPMPM(n_components=10,
+                  sampling=Sampling(tune=5, draws=10, chains=2, cores=cores, max_sweeps=10**9),
+                  progressbar=False)
     rounds = []
     # the signal comes half a second into the extension rounds (which go on until it comes):
     # a timer started with the fit could fire in its first round on a loaded machine
