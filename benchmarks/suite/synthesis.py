@@ -215,11 +215,11 @@ class DPMPMNYexample:
     timeout = 600
     SCRIPT = (
         "import warnings, pandas as pd\n"
-        "from bayes_risk.models.dpmpm import DPMPM\n"
+        "from bayes_risk.models import DPMPM, Sampling\n"
         "df = pd.read_csv({path!r}, dtype=str)\n"
         "warnings.simplefilter('ignore')\n"
-        "DPMPM(n_components=80, tune=500, draws=500, thin=1, max_sweeps=0, chains=1, cores=1,\n"
-        "      progressbar=False).fit(df, random_seed=1)\n"
+        "DPMPM(n_components=80, progressbar=False, sampling=Sampling(\n"
+        "      tune=500, draws=500, thin=1, max_sweeps=0, chains=1, cores=1)).fit(df, random_seed=1)\n"
     )
 
     def setup(self):

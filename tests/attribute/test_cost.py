@@ -290,7 +290,7 @@ def test_estimate_printed_and_one_bar_counts_the_refits(small_fit, capfd):
     assert err.index("about 3 refits") < err.index("refit 3 of 3")
     assert "Multiprocess sampling" not in err and "Sequential sampling" not in err
     assert "Gibbs draws" not in err  # the refits' own bars
-    assert model.progressbar is True and model.draws == 40
+    assert model.progressbar is True and model.resolved_sampling.draws == 40
     assert res.to_dict()["settings"]["H_augmented"] == [50, 50, 50]  # 2 chains x 25
 
 
@@ -550,7 +550,8 @@ def test_a_model_saved_by_an_earlier_version_gets_an_upper_bound():
     attrs = model.posterior_["posterior"].attrs
     assert "sweep_time" not in attrs and attrs["sampling_time"] > 0
     cost = refit_cost(model, model._n_records, 2)
-    sweeps = model.tune + model.thin * model.draws
+    run = model.resolved_sampling
+    sweeps = run.tune + run.thin * run.draws
     assert cost.low is None
     assert cost.seconds == pytest.approx(2 * float(attrs["sampling_time"]) * 2 * sweeps / sweeps)
     assert cost.line().startswith("about 2 refits of the model, at most ")

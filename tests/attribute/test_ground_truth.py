@@ -274,8 +274,8 @@ def _replicate_p_true(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             kw = {} if tune is None else {"tune": tune}
-            m = DPMPM(n_components=K, sampling=Sampling(draws=draws, chains=2, cores=1),
-                      synthesis_mode=synthesis_mode, progressbar=False, **kw)
+            m = DPMPM(n_components=K, sampling=Sampling(draws=draws, chains=2, cores=1, **kw),
+                      synthesis_mode=synthesis_mode, progressbar=False)
             m.fit(df, synthesized=synthesized, records=synthesized_records,
                   random_seed=seed + 1000 * r + 1)
             for e in estimators:

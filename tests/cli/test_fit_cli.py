@@ -267,7 +267,7 @@ def test_fit_starts_temperatures_and_the_regimes_record(tmp_path, csv, capsys):
     assert cli.main(["fit", str(path), *BASE, "--chains", "3", "--starts", "few", "spread",
                      "--temperatures", "3", "--out", str(out)]) == 0
     model = load_model(out)
-    assert model._starts() == ("few", "spread") and model.temperatures == 3
+    assert model._starts() == ("few", "spread") and model.resolved_sampling.temperatures == 3
     summary = json.loads((out / "summary.json").read_text())
     reg = summary["regimes"]
     assert [c["start"] for c in reg["chains"]] == ["few", "spread", "few"]

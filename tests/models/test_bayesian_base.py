@@ -22,10 +22,8 @@ class BetaBernoulli(BayesianSynthesizer):
 
     method_name = "toy-bernoulli"
 
-    def __init__(self, *, tune=500, draws=1000, chains=1, cores=1, random_seed=None,
-                 progressbar=True):
-        super().__init__(tune=tune, draws=draws, chains=chains, cores=cores,
-                         random_seed=random_seed, progressbar=progressbar)
+    def __init__(self, *, sampling=None, random_seed=None, progressbar=True):
+        super().__init__(sampling=sampling, random_seed=random_seed, progressbar=progressbar)
 
     def _event_ndims(self):
         return {"theta": 0}

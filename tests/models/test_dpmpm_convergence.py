@@ -37,7 +37,7 @@ def _fit(df, K, **kw):
     settings.update(kw)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        m = DPMPM(**settings).fit(df, random_seed=3)
+        m = DPMPM.from_settings(settings).fit(df, random_seed=3)
     return m, [w for w in caught if issubclass(w.category, BayesRiskWarning)]
 
 

@@ -26,12 +26,13 @@ from _shared import shared_path
 from bayes_risk.data import make_acs_like
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 from bayes_risk.models import DPMPM, Sampling
+from bayes_risk.models._bayesian.sampling import SAMPLING_FIELDS
 from bayes_risk.models.dpmpm.coding import encode
 
 
 def _fit(df, **kw):
-    settings = dict(n_components=5, chains=2, cores=1, progressbar=False)
-    settings.update(kw)
+    run = {"chains": 2, "cores": 1, **{k: kw.pop(k) for k in SAMPLING_FIELDS if k in kw}}
+    settings = dict(n_components=5, sampling=Sampling(**run), progressbar=False, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayesRiskWarning)
         return DPMPM(**settings).fit(df, random_seed=3)
@@ -41,7 +42,7 @@ def test_thin_keeps_the_last_of_every_thin_sweeps():
     df = make_acs_like(300, random_seed=1)[["SEX", "MAR", "MIG"]]
     every = _fit(df, tune=30, draws=40)
     thinned = _fit(df, tune=30, draws=10, thin=4)
-    assert every._run_settings()["thin"] == 1 and thinned.thin == 4
+    assert every._run_settings()["thin"] == 1 and thinned.sampling.thin == 4
     # the outputs of every run that uses the model say how the kept draws were thinned
     assert every.convergence_summary()["thin"] == 1
     assert thinned.convergence_summary()["thin"] == 4
@@ -61,8 +62,9 @@ def test_thin_keeps_the_last_of_every_thin_sweeps():
 def test_thin_default_and_settings():
     m = DPMPM()
     run = m._run_settings()
-    assert (run["draws"], run["thin"], m.tune, m.chains) == (500, 5, 1000, 2)
-    assert (m.draws, m.thin) == (None, None)  # stored as given, resolved by fit
+    given = m.resolved_sampling
+    assert (run["draws"], run["thin"], given.tune, given.chains) == (500, 5, 1000, 2)
+    assert (given.draws, given.thin) == (None, None)  # left to fit, which resolves them
     # a run length asked for: every sweep kept (PyMC)
     assert DPMPM(sampling=Sampling(draws=200))._run_settings()["thin"] == 1
     assert DPMPM(sampling=Sampling(draws=200, thin=3))._run_settings()["thin"] == 3
@@ -215,7 +217,7 @@ def test_alpha_warmup_settings_are_recorded_and_checked():
                                   again.posterior_["posterior"]["alpha"].values)
     off = _fit(df, tune=4, draws=30, alpha_warmup_sweeps=0)
     assert off.convergence_summary()["alpha_warmup"] == {"bound": None, "sweeps": 0}
-    assert DPMPM(**fit.get_params()).get_params() == fit.get_params()
+    assert DPMPM(**fit.get_params(deep=False)).get_params() == fit.get_params()
     small = make_acs_like(50, random_seed=1)[["SEX", "MAR"]]
     for name, bad in (("alpha_warmup_sweeps", -1), ("alpha_warmup_sweeps", 2.5),
                       ("alpha_warmup_sweeps", True), ("alpha_warmup_bound", 0.0),

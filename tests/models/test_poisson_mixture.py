@@ -44,7 +44,7 @@ def _fit(variant: str, df: pd.DataFrame, synthesized=None, **kw) -> PoissonMixtu
         synthesized = ["workers", "wages"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return PoissonMixture(variant=variant, **settings).fit(df, synthesized=synthesized,
+        return PoissonMixture.from_settings({"variant": variant, **settings}).fit(df, synthesized=synthesized,
                                                                random_seed=11)
 
 
@@ -511,7 +511,7 @@ def _fit_partial(variant: str, data: pd.DataFrame, **kw) -> PoissonMixture:
     settings.update(kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return PoissonMixture(variant=variant, **settings).fit(
+        return PoissonMixture.from_settings({"variant": variant, **settings}).fit(
             data.head(PARTIAL_N), records=_partial_flags(), random_seed=3
         )
 

@@ -61,7 +61,7 @@ def _reference_many(model, draws, rngs, data) -> list[pd.DataFrame]:
 def _fit(df, *, schema=None, synthesized=None, records=None, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return SequentialRegression(progressbar=False, **kw).fit(
+        return SequentialRegression.from_settings({"progressbar": False, **kw}).fit(
             df, schema=schema, synthesized=synthesized, records=records, random_seed=5)
 
 
