@@ -219,7 +219,8 @@ class DPMPMNYexample:
         "df = pd.read_csv({path!r}, dtype=str)\n"
         "warnings.simplefilter('ignore')\n"
         "DPMPM(n_components=80, progressbar=False, sampling=Sampling(\n"
-        "      tune=500, draws=500, thin=1, max_sweeps=0, chains=1, cores=1)).fit(df, random_seed=1)\n"
+        "      tune=500, draws=500, thin=1, max_sweeps=0, chains=1, cores=1),\n"
+        "      ).fit(df, random_seed=1)\n"
     )
 
     def setup(self):

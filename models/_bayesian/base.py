@@ -147,7 +147,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     def __new__(cls, *args: Any, **kwargs: Any) -> BayesianSynthesizer:
         # the sampler settings moved into sampling=Sampling(...): name the migration, not
         # Python's "unexpected keyword argument"
-        moved_keywords(cls.__name__, kwargs)
+        params = cls._param_names()
+        moved_keywords(cls.__name__, {k: v for k, v in kwargs.items() if k not in params})
         return super().__new__(cls)
 
     def __init__(
@@ -190,7 +191,12 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         -------
         BayesianSynthesizer
         """
-        return cls(**fold_sampling(settings, tuple(cls.sampling_defaults)))
+        defaults = cls.sampling_defaults
+        # a saved model holds every sampler setting, the defaults too: those are left to the
+        # defaults again, so that the model read back has the settings as given
+        given = {k: v for k, v in settings.items()
+                 if not (k in defaults and _same_setting(v, defaults[k]))}
+        return cls(**fold_sampling(given, tuple(defaults)))
 
     def _release_settings(self) -> dict[str, Any]:
         # flat, as saved models and releases have always held them (their identity hashes them)
@@ -1033,3 +1039,10 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     def _as_datatree(self, posterior: Any, schema: Schema) -> xr.DataTree:
         return as_datatree(posterior, self._event_ndims(), type(self).__name__)
+
+
+def _same_setting(value: Any, default: Any) -> bool:
+    """Whether a saved sampler setting is the default (JSON gives lists for tuples)."""
+    if isinstance(value, list):
+        value = tuple(value)
+    return type(value) is type(default) and value == default

@@ -44,8 +44,8 @@ def _fit(variant: str, df: pd.DataFrame, synthesized=None, **kw) -> PoissonMixtu
         synthesized = ["workers", "wages"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return PoissonMixture.from_settings({"variant": variant, **settings}).fit(df, synthesized=synthesized,
-                                                               random_seed=11)
+        model = PoissonMixture.from_settings({"variant": variant, **settings})
+        return model.fit(df, synthesized=synthesized, random_seed=11)
 
 
 @pytest.fixture(scope="module")
