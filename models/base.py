@@ -156,18 +156,20 @@ class BaseSynthesizer(metaclass=ABCMeta):
         Returns
         -------
         BaseSynthesizer
+
+        Raises
+        ------
+        ValidationError
+            A setting the model does not take (a file written for another model or version),
+            naming the valid ones (``INVALID_ARGUMENT``).
         """
+        valid = cls._param_names()
+        unknown = [k for k in settings if k not in valid]
+        if unknown:
+            raise ValidationError(
+                f"{cls.__name__} has no setting(s) {unknown}; valid settings are "
+                f"{getattr(cls, 'setting_names', cls._param_names)()}.", code="INVALID_ARGUMENT")
         return cls(**settings)
-
-    @classmethod
-    def setting_names(cls) -> list[str]:
-        """The names of the settings :meth:`from_settings` takes (a saved model's, flat).
-
-        Returns
-        -------
-        list of str
-        """
-        return cls._param_names()
 
     @classmethod
     def _param_names(cls) -> list[str]:
@@ -560,7 +562,8 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
             f"release was made from; got {type(original).__name__} with "
             f"{len(original) if hasattr(original, '__len__') else '?'} rows."
         )
-    params = set(cls.setting_names())  # the settings a release records (flat)
+    # the settings a release records (flat: a Bayesian model's sampler settings by name)
+    params = set(getattr(cls, "setting_names", cls._param_names)())
     settings = {k: v for k, v in (synthetic.settings or {}).items() if k in params}
     if "progressbar" in params:
         settings["progressbar"] = False

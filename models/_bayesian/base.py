@@ -196,7 +196,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         # defaults again, so that the model read back has the settings as given
         given = {k: v for k, v in settings.items()
                  if not (k in defaults and _same_setting(v, defaults[k]))}
-        return cls(**fold_sampling(given, tuple(defaults)))
+        return super().from_settings(fold_sampling(given, tuple(defaults)))
 
     def _release_settings(self) -> dict[str, Any]:
         # flat, as saved models and releases have always held them (their identity hashes them)

@@ -96,10 +96,6 @@ class Sampling:
         """
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
-    def __jsonable__(self) -> dict[str, Any]:
-        """The fields as JSON values (``bayes_risk._io.to_jsonable``)."""
-        return self.get_params()
-
     def __repr__(self) -> str:
         # the fields given only, as scikit-learn prints estimators
         given = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items() if v is not None)
