@@ -73,7 +73,7 @@ def test_each_model_fills_the_fields_left_out_with_its_defaults():
 ])
 def test_a_spec_the_model_cannot_run_is_refused(cls, spec, code):
     with pytest.raises(ValidationError) as err:
-        cls(sampling=spec).resolved_sampling
+        _ = cls(sampling=spec).resolved_sampling
     assert err.value.code == code
 
 
