@@ -280,9 +280,9 @@ def test_fit_starts_temperatures_and_the_regimes_record(tmp_path, csv, capsys):
 
 def test_model_options_match_the_models():
     """The options each model declares for the parser (modules that import no model) name real
-    ``__init__`` settings of every model declaring them, with the models' own choices."""
-    import inspect
-
+    settings of every model declaring them (``__init__``'s, or a field of its ``sampling``),
+    with the models' own choices."""
+    from bayes_risk.cli._common import init_params
     from bayes_risk.models import get_synthesizer, list_synthesizers
     from bayes_risk.models._bayesian import starts
     from bayes_risk.models._bayesian.design import FAMILIES
@@ -305,8 +305,7 @@ def test_model_options_match_the_models():
     for opt in options:
         assert opt.models and set(opt.models) <= set(list_synthesizers()), opt.flag
         for name in opt.models:
-            params = inspect.signature(get_synthesizer(name).__init__).parameters
-            assert opt.setting in params, (opt.flag, name)
+            assert opt.setting in init_params(get_synthesizer(name)), (opt.flag, name)
         if "choices" in opt.kwargs:
             assert set(opt.kwargs["choices"]) == allowed[opt.setting], opt.flag
     family = next(o for o in options if o.flag == "--family")
