@@ -233,10 +233,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return names[:at] + list(cls.sampling_defaults) + names[at + 1:]
 
     def _check_mcmc_settings(self) -> None:
-        run = self.resolved_sampling
-        check_int(run.tune, "tune", 0)
-        check_int(self._run_settings()["draws"], "draws", 1)
-        check_int(run.chains, "chains", 1)
+        # the values are Sampling's to check (once, when it is made): here its type and fields
+        _ = self.resolved_sampling
         check_flag(self.progressbar, "progressbar")
 
     def _synthesized_rows(self) -> np.ndarray:
