@@ -507,29 +507,28 @@ def test_cli_workers_identification_and_attribute(tmp_path, ce, acs):
                                   pd.read_csv(tmp_path / "adk" / "records.csv"))
 
 
-def test_cli_errors(tmp_path, cli):
-    # argparse refuses the pair before anything runs: the CLI's main in this process (the
-    # subprocess runs above and tests/cli/test_cli.py cover the entry point)
-    r = cli(["identification", "o.csv", "s.csv", "--known-synthesized", "x", "--workers", "2",
-             "--scheduler", "tcp://127.0.0.1:8786", "--out", str(tmp_path / "x")], tmp_path)
+def test_cli_errors(tmp_path):
+    r = _cli("identification", "o.csv", "s.csv", "--known-synthesized", "x", "--workers", "2",
+             "--scheduler", "tcp://127.0.0.1:8786", "--out", str(tmp_path / "x"))
     assert r.returncode == 2 and "not allowed with argument" in r.stderr
-    r = cli(["attribute", "--model", "m", "o.csv", "s",
-             "--workers", "2", "--scheduler", "tcp://127.0.0.1:8786", "--out", str(tmp_path)],
-            tmp_path)
+    r = _cli("attribute", "--model", "m", "o.csv", "s",
+             "--workers", "2", "--scheduler", "tcp://127.0.0.1:8786", "--out", str(tmp_path))
     assert r.returncode == 2 and "not allowed with argument" in r.stderr
 
 
-def test_cli_without_dask_says_how_to_install(tmp_path, ce, cli, monkeypatch):
-    """With dask hidden, --workers fails with one line naming the extra. Hidden in this process
-    as in a fresh one: ``import distributed`` of a ``None`` entry of ``sys.modules`` raises
-    ImportError, and the package imports it only when a cluster is asked for."""
+def test_cli_without_dask_says_how_to_install(tmp_path, ce):
+    """With dask hidden, --workers fails with one line naming the extra."""
     y, syn = ce
     y.to_csv(tmp_path / "orig.csv", index=False)
     syn[0].to_csv(tmp_path / "s1.csv", index=False)
-    monkeypatch.setitem(sys.modules, "distributed", None)
-    r = cli(["identification", str(tmp_path / "orig.csv"), str(tmp_path / "s1.csv"),
-             "--known-unsynthesized", "Urban", "--workers", "2", "--quiet",
-             "--out", str(tmp_path / "o")], tmp_path)
+    code = (
+        "import sys; sys.modules['distributed'] = None;"
+        "from bayes_risk.cli import main;"
+        f"sys.exit(main(['identification', {str(tmp_path / 'orig.csv')!r}, "
+        f"{str(tmp_path / 's1.csv')!r}, '--known-unsynthesized', 'Urban', '--workers', '2', "
+        f"'--quiet', '--out', {str(tmp_path / 'o')!r}]))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, cwd="/")
     assert r.returncode == 2
     assert "install bayes-risk[dask]" in r.stderr and "Traceback" not in r.stderr
-    assert not (tmp_path / "o").exists()
