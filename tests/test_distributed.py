@@ -146,6 +146,30 @@ def test_identification_equals_in_process(client, client1, ce, extra):
 
 
 @pytest.mark.parametrize("aggregation", ["pooled", "per_dataset"])
+def test_identification_given_the_selection_equals_in_process(client, ce, aggregation):
+    """With the selection metadata R (a rule, and the same records as a mask; a dask
+    DataFrame original), the cluster gives the in-process numbers and settings."""
+    import dask.dataframe as dd
+
+    y, syn = ce
+    sel = (y["Age"] >= 60).to_numpy()  # only these records' Income and Tenure are released new
+    z = []
+    for s in syn:
+        r = y.copy()
+        r.loc[sel, KNOWN_S] = s.loc[sel, KNOWN_S]
+        z.append(r)
+    kw = {**CE_KW, "aggregation": aggregation, "known": [*KNOWN_US, *KNOWN_S],
+          "synthesized": KNOWN_S}
+    for selection in ("Age >= 60", sel):
+        ref = _quiet(br.identification_risk, y, z, selection=selection, **kw)
+        assert ref.settings["selection"]["n_selected"] == int(sel.sum())
+        for original in (y, dd.from_pandas(y, npartitions=3)):
+            res = _quiet(bd.identification_risk, original, z, selection=selection,
+                         client=client, partition_size=37, **kw)
+            _assert_same_identification(res, ref)
+
+
+@pytest.mark.parametrize("aggregation", ["pooled", "per_dataset"])
 def test_identification_unknown_membership_loglinear(client, ce, aggregation):
     """Population counts are estimated once on the client; the partitions share them."""
     y, syn = ce

@@ -172,6 +172,10 @@ def _codes(table: pd.DataFrame, status: np.ndarray, known_s: list[str], missing_
     return out
 
 
+#: the forms of ``selection=`` an identification error names (before "an expression ...")
+_FORMS = "'release' (the rule the release's manifest records), the selected records, "
+
+
 def condition_on_selection(
     original: pd.DataFrame,
     synthetic: Any,
@@ -242,7 +246,7 @@ def condition_on_selection(
                 code="SELECTION_NOT_RECORDED")
         kind = "release"
     elif isinstance(selection, (str, SelectionRule)) or callable(selection):
-        rule, kind = as_selection(selection), "rule"
+        rule, kind = as_selection(selection, forms=_FORMS), "rule"
         if rule.kind == "independent":
             raise ValidationError(
                 f"{arg_name('selection')} 'independent' says the records were chosen without "

@@ -31,8 +31,8 @@ class SelectionRule:
         except Exception as err:  # a user's expression or callable: say which and why
             raise ValidationError(
                 f"{arg_name('selection')} {self.description!r} could not be evaluated on {what}: "
-                f"{type(err).__name__}: {err}. Write it on the model's columns "
-                f"{list(table.columns)}.", code="BAD_SELECTION_RULE") from None
+                f"{type(err).__name__}: {err}. Write it on the columns {list(table.columns)}.",
+                code="BAD_SELECTION_RULE") from None
         arr = np.asarray(out.to_numpy() if isinstance(out, pd.Series) else out)
         if arr.shape != (len(table),) or not (arr.dtype == bool or (
                 arr.dtype == object and all(isinstance(v, (bool, np.bool_)) for v in arr))):
@@ -43,14 +43,15 @@ class SelectionRule:
         return arr.astype(bool)
 
 
-def as_selection(selection: Any) -> SelectionRule | None:
-    """``selection=`` of :func:`~bayes_risk.membership_risk` as a :class:`SelectionRule`."""
+def as_selection(selection: Any, *, forms: str = "'independent', ") -> SelectionRule | None:
+    """``selection=`` as a :class:`SelectionRule`; ``forms`` starts the list of accepted forms
+    that an error names (membership: ``'independent'``; identification: its own)."""
     if selection is None or isinstance(selection, SelectionRule):
         return selection
     if isinstance(selection, str):
         text = selection.strip()
         if not text:
-            raise ValidationError("selection is empty: give 'independent' or a rule such as "
+            raise ValidationError(f"selection is empty: give {forms}a rule such as "
                                   "'Income > 150000 or Age >= 90'.", code="BAD_SELECTION_RULE")
         if text == "independent":
             return SelectionRule("independent", "independent")
@@ -59,7 +60,7 @@ def as_selection(selection: Any) -> SelectionRule | None:
         name = getattr(selection, "__qualname__", None) or type(selection).__name__
         return SelectionRule("rule", f"callable {name}", selection)
     raise ValidationError(
-        "selection must be 'independent', an expression on the columns (e.g. 'Income > 150000 "
+        f"selection must be {forms}an expression on the columns (e.g. 'Income > 150000 "
         f"or Age >= 90') or a callable of a DataFrame. Got {type(selection).__name__}.",
         code="BAD_SELECTION_RULE")
 

@@ -68,7 +68,7 @@ class CARTSynthesizer(TreeSynthesizer):
     schema_, visit_sequence_, predictors_, trees_ (a ``SeqTree`` per column), records_ (the
     synthesized records), bandwidth_ (per smoothed column and node), missing_ (columns with
     missing values), missing_trees_ (per two-step numeric column, its missingness-kind tree),
-    regressions_ (per column a spec draws by a regression method or ``rf``, its fit).
+    regressions_ (per column a spec draws by a regression method, ``rf`` or ``ctree``, its fit).
     state_ : ~bayes_risk.models.trees.cart_state.CARTState
         The fitted state the synthesis and the plug-in likelihood read (frozen): the trees, the
         leaves' donors and the output rounding; set by :meth:`fit` and ``load``; reading it
@@ -172,20 +172,22 @@ class CARTSynthesizer(TreeSynthesizer):
         ------
         NotSupportedError
             When a spec draws a column by a regression method (``norm``, ``normrank``,
-            ``pmm``, ``logreg``, ``polyreg``, ``polr``) or ``rf``.
+            ``pmm``, ``logreg``, ``polyreg``, ``polr``), ``rf`` or ``ctree``.
         """
         from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin
 
         check_is_fitted(self, "trees_")
         if self.regressions_:
             raise NotSupportedError(
-                f"the columns {list(self.regressions_)} are drawn by a regression method or rf "
-                f"({ {c: r.method for c, r in self.regressions_.items()} }); the CART plug-in "
-                "likelihood covers 'cart' and 'sample' columns only: it "
+                f"the columns {list(self.regressions_)} are drawn by a regression method, rf or "
+                f"ctree ({ {c: r.method for c, r in self.regressions_.items()} }); the CART "
+                "plug-in likelihood covers 'cart' and 'sample' columns only: it "
                 "holds the fitted trees fixed and lets a candidate value act through the donors "
                 "it changes, while a regression column's draw is a parametric density whose "
                 "coefficients the candidate itself moves (and an rf column's forest is grown on "
-                "a bootstrap sample the candidate is part of; a refit per candidate; with "
+                "a bootstrap sample the candidate is part of, a ctree column's tree on records "
+                "the candidate is one of, its splits chosen by tests of them; a refit per "
+                "candidate; with "
                 "Bayesian-bootstrap donors, parameters drawn per dataset), a likelihood not "
                 "derived nor checked against exact values. Draw the columns whose risk you "
                 "evaluate by 'cart', or synthesize by SequentialRegression (posterior draws).",

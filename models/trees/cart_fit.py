@@ -24,6 +24,7 @@ from bayes_risk.models.trees.missing import (
 from bayes_risk.models.trees.regression import NUMERIC_METHODS, REGRESSION_METHODS, RegressionColumn
 from bayes_risk.models.trees.seqtree import Design, SeqTree
 from bayes_risk.models.trees.spec import SynthesisSpec
+from bayes_risk.models.trees.spec_ctree import CtreeColumn
 from bayes_risk.models.trees.spec_forest import ForestColumn
 
 __all__ = ["check_settings", "data_resolution", "decimals_of", "fit", "observed_values",
@@ -101,9 +102,9 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
                 code="MISSING_VALUES")
     values = encoded_values(data, schema, layout)
     seeds = spawn(random_seed, len(order))
-    # the columns a spec draws by a regression or synthpop's rf (no tree of the package's)
+    # the columns a spec draws by a regression, synthpop's rf or ctree (no tree of the package's)
     regression = {c: spec.methods[c] for c in order
-                  if spec is not None and spec.methods[c] in (*REGRESSION_METHODS, "rf")}
+                  if spec is not None and spec.methods[c] in (*REGRESSION_METHODS, "rf", "ctree")}
     for c in regression:
         if c in smoothed:
             raise ValidationError(f"smoothing: column {c!r} is drawn by {regression[c]!r}; "
@@ -114,7 +115,15 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
                                     "the missing value is a third level (synthpop's too, whose "
                                     "logreg then fails); use 'polyreg' or 'cart'.",
                                     code="MISSING_VALUES")
-    regressions: dict[str, RegressionColumn] = {}
+        if regression[c] == "ctree":
+            gaps = [v for v in (c, *spec.predictors[c]) if v in layout]
+            if gaps:  # party sends a missing input with the majority: not built here
+                raise NotSupportedError(
+                    f"column {c!r} is drawn by 'ctree' and {gaps} have missing values: the "
+                    "package's ctree does not take them (party sends a record with a missing "
+                    "input to the larger child, and synthpop pads a missing outcome); use "
+                    "'cart' or 'rf', which do.", code="MISSING_VALUES")
+    regressions: dict[str, RegressionColumn | ForestColumn | CtreeColumn] = {}
     trees: dict[str, SeqTree] = {}
     kind_trees: dict[str, SeqTree] = {}
     predictors: dict[str, list[str]] = {}
@@ -126,6 +135,9 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
         if regression.get(col) == "rf":
             regressions[col] = ForestColumn(col, preds, schema, values, layout,
                                             int(seeds[k].integers(2**31 - 1)))
+            continue
+        if regression.get(col) == "ctree":
+            regressions[col] = CtreeColumn(col, preds, schema, values, layout)
             continue
         if col in regression:
             regressions[col] = RegressionColumn(

@@ -18,6 +18,7 @@ from bayes_risk.models.trees.io import (
 )
 from bayes_risk.models.trees.missing import KIND_SUFFIX, encoded_values
 from bayes_risk.models.trees.regression import RegressionColumn
+from bayes_risk.models.trees.spec_ctree import CtreeColumn
 from bayes_risk.models.trees.spec_forest import ForestColumn
 
 __all__ = ["cart_state", "restore_cart"]
@@ -112,6 +113,8 @@ def restore_cart(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame
     obj.regressions_ = {
         c: ForestColumn(c, obj.predictors_[c], schema, obj._values, obj.missing_, seeds[c])
         if m == "rf" else
+        CtreeColumn(c, obj.predictors_[c], schema, obj._values, obj.missing_)
+        if m == "ctree" else
         RegressionColumn(m, c, obj.predictors_[c], schema, obj._values,
                          None if schema[c].is_categorical else decimals_of(obj._values[c]),
                          obj.missing_)

@@ -123,10 +123,14 @@ def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence
 def regression_draw(state: CARTState, reg, sel, cur, src, rng, *, proper: bool) -> None:
     """Draw a column a spec synthesizes by regression (``trees.regression``); a categorical
     one takes its drawn levels from records holding them, so its values keep the data's type;
-    synthpop's ``rf`` (``trees.spec_forest``) draws donor records."""
-    if reg.method == "rf":
-        src[reg.column] = rows = reg.draw(lambda p: cur[p] if p in cur else state.values[p][sel],
-                                          rng)
+    synthpop's ``rf`` (``trees.spec_forest``) and ``ctree`` (``trees.spec_ctree``, its tree
+    regrown on a bootstrap sample when ``proper``) draw donor records."""
+    if reg.method in ("rf", "ctree"):
+        def value_of(p: str) -> np.ndarray:
+            return cur[p] if p in cur else state.values[p][sel]
+
+        src[reg.column] = rows = (reg.draw(value_of, rng) if reg.method == "rf"
+                                  else reg.draw(value_of, rng, proper))
         cur[reg.column] = state.values[reg.column][rows]
         return
     vals = reg.draw(lambda p: cur[p] if p in cur else state.values[p][sel], rng, proper)

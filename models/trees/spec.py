@@ -21,9 +21,10 @@ _METHOD, _PREDICTORS = "SynthesisSpec.method", "SynthesisSpec.predictor_matrix"
 __all__ = ["METHODS", "ResolvedSpec", "SynthesisSpec"]
 
 #: the per-column methods: synthpop's names ("" keeps a column's original values)
-METHODS = ("cart", "rf", "sample", "norm", "normrank", "pmm", "logreg", "polyreg", "polr", "")
+METHODS = ("cart", "rf", "ctree", "sample", "norm", "normrank", "pmm", "logreg", "polyreg",
+           "polr", "")
 #: the methods that need predictors: without any, synthpop changes them to "sample"
-_MODEL_METHODS = ("cart", "rf", "norm", "normrank", "pmm", "logreg", "polyreg", "polr")
+_MODEL_METHODS = ("cart", "rf", "ctree", "norm", "normrank", "pmm", "logreg", "polyreg", "polr")
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,8 @@ class SynthesisSpec:
     ----------
     method : str or mapping of str to str, default "cart"
         One method for every visited column, or a method per column: ``"cart"``, ``"rf"``
-        (synthpop's small forest), ``"sample"``,
+        (synthpop's small forest), ``"ctree"`` (party's conditional inference tree),
+        ``"sample"``,
         ``"norm"``, ``"normrank"``, ``"pmm"`` (numeric columns), ``"logreg"``, ``"polyreg"``,
         ``"polr"`` (categorical columns) or ``""`` (keep the original values).
     visit_sequence : sequence of str, optional
@@ -226,19 +228,10 @@ class SynthesisSpec:
         return methods
 
 
-#: synthpop methods a specification cannot name, and why (user guide, Synthesizers)
-_NOT_METHODS = {
-    "ctree": "party's conditional inference trees are not implemented (and synthpop 1.9-2's "
-             "ctree stops with proper = TRUE); use 'cart'",
-}
-
-
 def _check_method(value: Any, column: str | None) -> None:
     if value not in METHODS:
         where = arg_name(_METHOD) + ("" if column is None else f" of column {column!r}")
-        why = f" ({_NOT_METHODS[value]})" if isinstance(value, str) and value in _NOT_METHODS \
-            else ""
-        raise ValidationError(f"{where} must be one of {list(METHODS)}. Got {value!r}{why}.",
+        raise ValidationError(f"{where} must be one of {list(METHODS)}. Got {value!r}.",
                               code="INVALID_ARGUMENT")
 
 

@@ -224,6 +224,14 @@ def test_refusals(pmm_release):
     assert e.value.code == "SELECTION_NOT_KNOWN"
     with pytest.raises(ValidationError, match="records themselves"):
         identification_risk(Y, [Z], selection="independent", **kw)
+    # the forms named are identification's ('independent' is membership's, refused above), and
+    # the rule's columns are named as given (not "the model's columns")
+    with pytest.raises(ValidationError, match="give 'release'.*the selected records, a rule") as e:
+        identification_risk(Y, [Z], selection=" ", **kw)
+    assert "independent" not in str(e.value)
+    with pytest.raises(ValidationError, match=r"on the columns \['sex', 'age'\]") as e:
+        identification_risk(Y, [Z], selection="age >= 45 and 1/", **kw)
+    assert "model" not in str(e.value)
     with pytest.raises(NotSupportedError) as e:
         identification_risk(Y.assign(age=[30.0, np.nan, 45, 30, 33, 52, 55]),
                             [Z.assign(age=[30.0, np.nan, 44, 30, 33, 30, 51])],

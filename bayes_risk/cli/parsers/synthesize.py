@@ -78,7 +78,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     # no argparse choices: any registered synthesizer is accepted (bayes_risk.registry), and an
     # unknown name gets the registry's error listing the registered ones
     p.add_argument("--method", default=None, metavar="NAME",
-                   help="synthesizer (required with ORIGINAL): cart, rf, pmm, or a model "
+                   help="synthesizer (required with ORIGINAL): cart, rf, pmm (Hawala's small-cell "
+                        "PMM of sensitive cells; synthpop's per-column 'pmm' is a "
+                        "--method-per-column method), or a model "
                         "registered in the entry-point group bayes_risk.synthesizers (docs: "
                         "'Adding a model'); Bayesian models are fitted with 'bayes-risk fit' "
                         "and synthesized with --model")
@@ -114,7 +116,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="a synthpop-style specification with --synthesize as its visit sequence: "
                         "one METHOD for every column (synthpop's defaults: the first visited "
                         "column is drawn by 'sample', each later one by CART on the columns "
-                        "visited before it only), or COL=METHOD pairs; METHOD is cart, rf, sample, "
+                        "visited before it only), or COL=METHOD pairs; METHOD is cart, rf, ctree, "
+                        "sample, "
                         "norm, normrank, pmm (numeric), logreg, polyreg or polr (categorical) "
                         "(COL=: keep the column, a predictor of later ones)")
     g.add_argument("--predictor-matrix", default=None, metavar="FILE.csv",
@@ -142,7 +145,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "synthesized column, or COL=GROUP pairs")
     g.add_argument("--min-group-size", type=int, default=None, metavar="N",
                    help="levels with fewer replaced records use the pooled forest (default 10)")
-    g = p.add_argument_group("small-cell PMM (--method pmm)")
+    g = p.add_argument_group("small-cell PMM (--method pmm; Hawala 2008)")
     g.add_argument("--identifying", nargs="+", metavar="COL", default=None,
                    help="identifying variables defining the cells")
     g.add_argument("--threshold", type=int, default=None, metavar="N",

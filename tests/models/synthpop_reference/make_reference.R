@@ -146,3 +146,40 @@ s <- syn(CEdata, method = c(Age = "", Urban = "", Tenure = "rf", Educ = "", Expe
          visit.sequence = rf_visit, predictor.matrix = pm, m = 20, seed = 3, print.flag = FALSE)
 stopifnot(identical(unname(s$method[rf_cols]), rep("rf", 3)))
 write_release(s, rf_cols, "other_rf.csv.gz")
+
+# The method ctree (synthpop 1.9-2's syn.ctree: party::ctree with minbucket = 5 and
+# mincriterion = 0.9, donors the records of the synthetic record's leaf; proper = FALSE, as
+# synthpop's proper = TRUE branch stops with an error) on the same 1000 records: Age, Educ and
+# Urban kept and predictors (Urban a factor: party's splits by sets of levels); Tenure,
+# Marital and Income by ctree on the columns visited before each. m = 20 releases in
+# other_ctree.csv.gz, for test_other_methods_match_the_synthpop_releases.
+ct_visit <- c("Age", "Educ", "Urban", "Tenure", "Marital", "Income")
+ct_cols <- c("Tenure", "Marital", "Income")
+s <- syn(CEdata, method = c(Age = "", Urban = "", Tenure = "ctree", Educ = "",
+                            Expenditure = "", Marital = "ctree", Income = "ctree"),
+         visit.sequence = ct_visit, m = 20, seed = 4, print.flag = FALSE)
+stopifnot(identical(unname(s$method[ct_cols]), rep("ctree", 3)))
+write_release(s, ct_cols, "other_ctree.csv.gz")
+
+# party's own trees on the same records, for test_ctree_grows_partys_tree: Income on Age,
+# Educ, Urban and Marital, and Tenure on Age, Educ, Marital and Income, with syn.ctree's
+# controls. ctree_splits.json lists each tree's nodes in pre-order: an inner node's input and
+# cutpoint (x <= cutpoint goes left) or the levels that go left, a leaf's number of records.
+suppressMessages(library(party))
+walk <- function(nd) {
+  if (nd$terminal) return(list(list(leaf = sum(nd$weights))))
+  s <- nd$psplit
+  here <- if (is.null(attr(s$splitpoint, "levels")))
+    list(input = s$variableName, cutpoint = s$splitpoint) else
+    list(input = s$variableName,
+         left_levels = attr(s$splitpoint, "levels")[s$splitpoint == 1])
+  c(list(here), walk(nd$left), walk(nd$right))
+}
+splits <- list()
+for (f in c("Income ~ Age + Educ + Urban + Marital", "Tenure ~ Age + Educ + Marital + Income")) {
+  t <- ctree(as.formula(f), data = CEdata,
+             controls = ctree_control(minbucket = 5, mincriterion = 0.9))
+  splits[[f]] <- walk(t@tree)
+}
+write(toJSON(splits, digits = NA, auto_unbox = TRUE, pretty = TRUE),
+      file.path(out, "ctree_splits.json"))
