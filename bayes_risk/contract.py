@@ -24,7 +24,8 @@ __all__ = ["ESTIMATORS", "LIKELIHOODS", "MEMBER_CAPABILITIES", "Capabilities", "
            "missing_members", "SupportsAugmentedFit", "SupportsNeighbourhoodLoglik",
            "SupportsNeighbourhoodBuffer", "SupportsCandidateLoglik", "SupportsOwnRecordTerm",
            "SupportsPluginLoglik", "SupportsConvergenceSummary", "SupportsDrawChains",
-           "SupportsPosteriorReplicates", "LargestValuePieces", "SupportsLargestValue"]
+           "SupportsPosteriorReplicates", "LargestValuePieces", "SupportsLargestValue",
+           "run_setting"]
 
 #: likelihood kinds a model may offer, each with the method that shows it
 LIKELIHOODS: dict[str, str] = {
@@ -443,3 +444,27 @@ class SupportsPosteriorReplicates(Protocol):
         start: int = 0,
     ) -> Iterator[list[pd.DataFrame]]:
         """Yield lists of tables ``[n_records, len(columns)]`` (``n=None``: until stopped)."""
+
+
+def run_setting(model: Any, name: str, default: Any = None) -> Any:
+    """A synthesizer's setting ``name``: a Bayesian model's sampler setting as its fit runs it
+    (its ``resolved_sampling``, :class:`~bayes_risk.models.Sampling`), else the model's own
+    attribute, else ``default``.
+
+    Parameters
+    ----------
+    model : object
+        A synthesizer.
+    name : str
+        A setting, e.g. ``"chains"``.
+    default : object, optional
+        The value of a setting the model does not have.
+
+    Returns
+    -------
+    object
+    """
+    run = getattr(model, "resolved_sampling", None)
+    if run is not None and hasattr(run, name):
+        return getattr(run, name)
+    return getattr(model, name, default)

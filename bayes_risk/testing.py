@@ -75,7 +75,7 @@ class CheckContext:
     def new(self) -> Any:
         """An unfitted copy of the model with the same settings."""
         get = getattr(self.model, "get_params", None)
-        return type(self.model)(**get()) if callable(get) else type(self.model)()
+        return type(self.model)(**get(deep=False)) if callable(get) else type(self.model)()
 
     def fit_new(self, seed: int | None = None) -> Any:
         """A freshly fitted copy (``fit`` must return the model itself)."""

@@ -21,15 +21,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import scaled  # noqa: E402
 
 from bayes_risk import attribute_risk, make_acs_like, prior_sensitivity  # noqa: E402
-from bayes_risk.models import DPMPM  # noqa: E402
+from bayes_risk.models import DPMPM, Sampling  # noqa: E402
 
 
 def main():
     n = scaled(10_000, minimum=200)
     acs = make_acs_like(n, random_seed=2012)
     model = DPMPM(
-        n_components=scaled(30, minimum=8), tune=scaled(500, minimum=50),
-        draws=scaled(1000, minimum=100), random_seed=1, progressbar=False,
+        n_components=scaled(30, minimum=8),
+        sampling=Sampling(tune=scaled(500, minimum=50), draws=scaled(1000, minimum=100)),
+        random_seed=1, progressbar=False,
     ).fit(acs)
     release = model.synthesize(m=5, random_seed=2)
     res = attribute_risk(

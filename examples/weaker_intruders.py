@@ -73,6 +73,7 @@ from bayes_risk.models import (  # noqa: E402
     CARTPlugin,
     CARTSynthesizer,
     PoissonMixture,
+    Sampling,
     SequentialRegression,
 )
 
@@ -90,7 +91,9 @@ GRID = CandidateSpec(spatial=SpatialGridSpec(tuple(LOCATION), spacing=0.1, half_
 def wang_reiter_part(ce: pd.DataFrame) -> dict:
     data = ce[["UrbanRural", "Race", "KidsCount", *LOCATION]].copy()
     schema = infer_schema(data, categorical=["UrbanRural", "Race"], synthesized=LOCATION)
-    model = SequentialRegression(draws=scaled(500, minimum=100), random_seed=2012,
+    model = SequentialRegression(
+                                 sampling=Sampling(draws=scaled(500, minimum=100)),
+                                 random_seed=2012,
                                  progressbar=False).fit(data, schema=schema)
     release = model.synthesize(5, random_seed=1)
     records = np.random.default_rng(3).choice(len(data), scaled(200, minimum=40), replace=False)
@@ -217,7 +220,7 @@ def wei_reiter_part(ce: pd.DataFrame) -> dict:
     print(f"{'synthesizer':<14}" + "".join(f"{name:>17}" for name, _, _ in SCENARIOS))
     for label, variant, q in SYNTHESIZERS:
         model = PoissonMixture(variant=variant, q=q or 0.9, n_components=30,
-                               tune=draws, draws=draws, progressbar=False)
+                               sampling=Sampling(tune=draws, draws=draws), progressbar=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model.fit(counts, random_seed=11)
@@ -268,8 +271,8 @@ def tcmm_over_fits(counts: pd.DataFrame, seeds, qs=(0.95, 0.90, 0.80)) -> pd.Dat
     for seed in seeds:
         row = {}
         for q in qs:
-            model = PoissonMixture(variant="tcmm", q=q, n_components=30, tune=draws,
-                                   draws=draws, progressbar=False)
+            model = PoissonMixture(variant="tcmm", q=q, n_components=30,
+                                   sampling=Sampling(tune=draws, draws=draws), progressbar=False)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model.fit(counts, random_seed=seed)

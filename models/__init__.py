@@ -31,6 +31,8 @@ _LAZY = {
     "RFPlugin": "bayes_risk.models.trees.plugins",
     "plugin_likelihood": "bayes_risk.models.trees.plugins",
     "ArrayModel": "bayes_risk.models.external",
+    # the sampler settings of the Bayesian synthesizers (their ``sampling=``)
+    "Sampling": "bayes_risk.models._bayesian.sampling",
 }
 
 __all__ = [

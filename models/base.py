@@ -4,10 +4,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 from abc import ABCMeta, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -142,6 +143,35 @@ class BaseSynthesizer(metaclass=ABCMeta):
         return params
 
     @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> BaseSynthesizer:
+        """A new model from its settings as a saved model, a release's manifest or the command
+        line hold them (flat: ``get_params(deep=False)``'s, the Bayesian models' sampler
+        settings each under its own name).
+
+        Parameters
+        ----------
+        settings : mapping
+            Setting name → value.
+
+        Returns
+        -------
+        BaseSynthesizer
+
+        Raises
+        ------
+        ValidationError
+            A setting the model does not take (a file written for another model or version),
+            naming the valid ones (``INVALID_ARGUMENT``).
+        """
+        valid = cls._param_names()
+        unknown = [k for k in settings if k not in valid]
+        if unknown:
+            raise ValidationError(
+                f"{cls.__name__} has no setting(s) {unknown}; valid settings are "
+                f"{getattr(cls, 'setting_names', cls._param_names)()}.", code="INVALID_ARGUMENT")
+        return cls(**settings)
+
+    @classmethod
     def _param_names(cls) -> list[str]:
         sig = inspect.signature(cls.__init__)
         return [
@@ -196,7 +226,12 @@ class BaseSynthesizer(metaclass=ABCMeta):
             else:
                 setattr(self, name, v)
         for name, sub_params in nested.items():
-            getattr(self, name).set_params(**sub_params)
+            value = getattr(self, name)
+            if dataclasses.is_dataclass(value) and not hasattr(value, "set_params"):
+                # a frozen spec (Sampling): replaced by a copy with the fields changed
+                setattr(self, name, dataclasses.replace(value, **sub_params))
+            else:
+                value.set_params(**sub_params)
         return self
 
     def __sklearn_tags__(self) -> Any:
@@ -215,7 +250,7 @@ class BaseSynthesizer(metaclass=ABCMeta):
         return True
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({args})"
 
 
@@ -527,7 +562,8 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
             f"release was made from; got {type(original).__name__} with "
             f"{len(original) if hasattr(original, '__len__') else '?'} rows."
         )
-    params = set(inspect.signature(cls).parameters)
+    # the settings a release records (flat: a Bayesian model's sampler settings by name)
+    params = set(getattr(cls, "setting_names", cls._param_names)())
     settings = {k: v for k, v in (synthetic.settings or {}).items() if k in params}
     if "progressbar" in params:
         settings["progressbar"] = False
@@ -535,7 +571,7 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
     if "random_seed" in params and not isinstance(setting, (int, list)):
         # e.g. "<numpy.random.Generator>": not replayable, and fit is given its own seed below
         setting = settings["random_seed"] = None
-    model = cls(**settings)
+    model = cls.from_settings(settings)
     records: Any = call.get("records")
     if records is None and synthetic.synthesized_records is not None:
         records = np.asarray(synthetic.synthesized_records, dtype=bool)

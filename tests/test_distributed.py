@@ -20,6 +20,7 @@ from bayes_risk import distributed as bd  # noqa: E402
 from bayes_risk.attribute import EstimatorSpec  # noqa: E402
 from bayes_risk.exceptions import ValidationError  # noqa: E402
 from bayes_risk.executors import DaskExecutor  # noqa: E402
+from bayes_risk.models import Sampling  # noqa: E402
 
 #: Dask's own time limits (30 s to connect, a worker process to come up and register) are
 #: bounds against a hang; on a loaded 2-core machine a worker process takes longer to start
@@ -88,7 +89,7 @@ def acs():
     df = br.make_acs_like(300, random_seed=1).iloc[:, :6]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = dpmpm.DPMPM(n_components=5, tune=50, draws=60, progressbar=False)
+        model = dpmpm.DPMPM(n_components=5, sampling=Sampling(tune=50, draws=60), progressbar=False)
         model.fit(df, random_seed=1)
     return model, df, model.synthesize(3, random_seed=2)
 

@@ -23,6 +23,8 @@ import pandas as pd
 import pytest
 from _shared import shared_path
 
+from bayes_risk.models import Sampling
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 pytestmark = [pytest.mark.slow, pytest.mark.example]
@@ -641,7 +643,8 @@ def test_weaker_intruders_tcmm_over_fits(weaker_intruders, capsys):
     # the tail's unknown members: every record above the 0.95-quantile but y(1) and y(2)
     assert col["unknown tail records"] == int((y > tail_threshold(y, 0.95)).sum()) - 2 == 47
     # seed 11 by hand: the same fit, the posterior over the candidates, its mass within 10 %
-    model = PoissonMixture(variant="tcmm", q=0.95, n_components=30, tune=100, draws=100,
+    model = PoissonMixture(variant="tcmm", q=0.95, n_components=30,
+                           sampling=Sampling(tune=100, draws=100),
                            progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -26,7 +26,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.example]
 #: small enough for the suite: 150 persons, a short fixed run, m = 2, three truth-weighted priors
 SMALL = """\
 N_RECORDS = 150
-MODEL_SETTINGS = {"n_components": 6, "tune": 60, "draws": 60, "cores": 1}
+MODEL_SETTINGS = {"n_components": 6}
+SAMPLING = {"tune": 60, "draws": 60, "cores": 1}
 M = 2
 KAPPAS = [0.5, 1.5, 3]
 """

@@ -18,12 +18,13 @@ CELLS = [
     "import warnings\n"
     "import bayes_risk as br\n"
     "from bayes_risk import _terminal\n"
-    "from bayes_risk.models import DPMPM\n"
+    "from bayes_risk.models import DPMPM, Sampling\n"
     "warnings.simplefilter('always')\n"
     "print(_terminal.bar_style())",
     "df = br.make_acs_like(60, random_seed=3)[['SEX', 'RACE', 'MAR', 'HICOV']]"
     ".astype('category')\n"
-    "model = DPMPM(n_components=2, tune=10, draws=40, chains=2, cores=1, max_sweeps=0)\n"
+    "model = DPMPM(n_components=2,\n"
+    "              sampling=Sampling(tune=10, draws=40, chains=2, cores=1, max_sweeps=0))\n"
     "model.fit(df, random_seed=11)\n"
     "syn = model.synthesize(2, random_seed=12)",
     "res = br.attribute_risk(df, syn, model=model, records=[0, 1], random_seed=5, "

@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from bayes_risk.contract import run_setting
+
 __all__ = ["PILOT_DRAWS", "PILOT_MIN_SECONDS", "PILOT_TUNE", "Pilot", "RefitCost",
            "distinct_records", "duration", "duration_range", "refit_bytes", "refit_cost",
            "refit_sweeps", "wants_pilot"]
@@ -108,13 +110,13 @@ def refit_sweeps(model: Any, refit_draws: int | None = None) -> dict[str, int | 
     """The sweeps per chain of the fit and of a refit, from the model's settings and run."""
     # the model's run, settings left at None resolved (DPMPM's default run)
     run = model._run_settings() if hasattr(model, "_run_settings") else {}
-    draws = run.get("draws", getattr(model, "draws", None))
+    draws = run.get("draws", run_setting(model, "draws"))
     attrs = _posterior_attrs(model)
-    tune = getattr(model, "tune", 0)
+    tune = run_setting(model, "tune", 0)
     if "tuning_steps" in attrs:  # what the sampler ran (the exact draws have no warm-up)
         tune = attrs["tuning_steps"]
     tune = int(tune or 0)
-    thin = int(run.get("thin", getattr(model, "thin", 1)) or 1)
+    thin = int(run.get("thin", run_setting(model, "thin", 1)) or 1)
     post = getattr(model, "posterior_", None)
     try:  # a run that extended itself (max_sweeps) ended at a larger thinning; its refits
         # start there (DPMPM.fit_augmented), and the recorded time covers every round
@@ -125,7 +127,7 @@ def refit_sweeps(model: Any, refit_draws: int | None = None) -> dict[str, int | 
     return {"tune": tune, "thin": thin, "draws": draws, "refit_draws": new_draws,
             "fit_sweeps": None if draws is None else tune + thin * int(draws),
             "refit_sweeps": None if new_draws is None else tune + thin * int(new_draws),
-            "max_sweeps": int(run.get("max_sweeps", getattr(model, "max_sweeps", 0)) or 0)}
+            "max_sweeps": int(run.get("max_sweeps", run_setting(model, "max_sweeps", 0)) or 0)}
 
 
 def refit_bytes(model: Any, m: int, n_synthetic: int, refit_draws: int | None = None) -> float:
@@ -161,7 +163,7 @@ def wants_pilot(model: Any, cost: RefitCost) -> bool:
 def _pilot_cost(model: Any, m: int, records: int, sw: dict[str, Any], pilot: Pilot) -> RefitCost:
     """The estimate from a pilot refit's times (with one more round of a self-extending run)."""
     attrs = _posterior_attrs(model)
-    chains = int(getattr(model, "chains", 1) or 1)
+    chains = int(run_setting(model, "chains", 1) or 1)
     turns = math.ceil(chains / int(_attr(attrs, "chains_at_once") or 1))
     sweeps = int(sw["refit_sweeps"])
     more = sweeps
@@ -216,7 +218,7 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
     extends = " (more if a refit extends its run, max_sweeps)" if sw["max_sweeps"] else ""
     sweep = _attr(attrs, "sweep_time")
     if sweep is not None:
-        chains = int(getattr(model, "chains", 1) or 1)
+        chains = int(run_setting(model, "chains", 1) or 1)
         at_once = int(_attr(attrs, "chains_at_once") or 1)
         turns = math.ceil(chains / at_once)
         per_refit = turns * new_sweeps * sweep * ratio

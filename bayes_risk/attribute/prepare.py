@@ -399,7 +399,8 @@ def _check_refit_draws(refit_draws: Any, model: Any, est: str, augmented: Any) -
     if isinstance(refit_draws, bool) or not isinstance(refit_draws, (int, np.integer)) \
             or refit_draws < 1:
         raise ValidationError(f"refit_draws must be an integer >= 1. Got {refit_draws!r}.")
-    if est != "stabilised" or augmented is not None or not hasattr(model, "draws"):
+    if est != "stabilised" or augmented is not None or not (
+            hasattr(model, "resolved_sampling") or hasattr(model, "draws")):
         raise ValidationError(
             "refit_draws sets the kept draws per chain of the stabilised estimator's refits of "
             "a Bayesian model (fit_augmented); it does not apply here (estimator "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import importlib.metadata
@@ -30,6 +31,7 @@ from bayes_risk.attribute.cost import (
     refit_sweeps,
     wants_pilot,
 )
+from bayes_risk.contract import run_setting
 
 __all__ = ["fit_refits", "pilot_refit", "cache_folder"]
 
@@ -249,7 +251,7 @@ def pilot_refit(model: Any, original: pd.DataFrame, synthetic: pd.DataFrame, *,
 
     thin = int(refit_sweeps(model, refit_draws)["thin"])
     run = model._run_settings() if hasattr(model, "_run_settings") else {}
-    chains = int(getattr(model, "chains", 1) or 1)
+    chains = int(run_setting(model, "chains", 1) or 1)
     at_once = int(_posterior_attrs(model).get("chains_at_once", 1) or 1)
     extension = {"thin": thin, "max_sweeps": 0} if "thin" in run else {}
     out = None
@@ -274,21 +276,20 @@ def pilot_refit(model: Any, original: pd.DataFrame, synthetic: pd.DataFrame, *,
 def _refit_settings(model: Any, refit_draws: int | None, **overrides: Any) -> Iterator[None]:
     """The refits' settings (quiet, ``refit_draws``, ``overrides``), restored afterwards."""
     run = model._run_settings() if hasattr(model, "_run_settings") else {}
-    saved = {k: getattr(model, k) for k in ("progressbar", "draws", *run, *overrides)
-             if hasattr(model, k)}
+    saved = {k: getattr(model, k) for k in ("progressbar", "sampling") if hasattr(model, k)}
     # a filter, not the level: the Gibbs sampler resets the "pymc" logger's level per fit
     pymc_log = logging.getLogger("pymc")
     quiet = _BelowWarning()
     try:
         if "progressbar" in saved:
             model.progressbar = False
+        sampler: dict[str, Any] = dict(overrides)
         if refit_draws is not None:
             # the run of the model's settings (those left at None resolved: a DPMPM's default
             # run stays thinned and self-extending) with fewer kept draws
-            for k, v in {**run, "draws": int(refit_draws)}.items():
-                setattr(model, k, v)
-        for k, v in overrides.items():
-            setattr(model, k, v)
+            sampler = {**run, "draws": int(refit_draws), **overrides}
+        if sampler and "sampling" in saved:  # the sampler settings: a changed copy
+            model.sampling = dataclasses.replace(model.resolved_sampling, **sampler)
         pymc_log.addFilter(quiet)
         yield
     finally:

@@ -582,12 +582,14 @@ def save_known_sweep(folder: Path, ksweep: Any, lines: list[str], *, dpi: int,
 
 
 def init_params(cls: type, method: str | None = None, given: Any = ()) -> set[str]:
-    """The parameters of ``cls.__init__`` (none when its signature cannot be read); with
-    ``method``, refuse a ``given`` setting it does not take (``OPTION_CONFLICT``)."""
+    """The settings ``cls.from_settings`` takes (a Bayesian model's sampler settings each by its
+    name; none when the signature cannot be read); with ``method``, refuse a ``given`` setting
+    it does not take (``OPTION_CONFLICT``)."""
     import inspect
 
     try:
-        params = set(inspect.signature(cls).parameters)
+        params = set(cls.setting_names() if hasattr(cls, "setting_names")
+                     else inspect.signature(cls).parameters)
     except (TypeError, ValueError):
         params = set()
     refused = ["--" + k.replace("_", "-") for k in given if k not in params]

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     for opt in options:  # options naming columns: checked against the table
         if opt.kwargs.get("metavar") == "COL" and settings.get(opt.setting):
             settings[opt.setting] = schema.check_columns(list(settings[opt.setting]), opt.flag)
-    model = cls(**settings)
+    model = cls.from_settings(settings)  # --draws ... grouped as sampling=Sampling(...)
     fit_kw: dict[str, Any] = {}
     if args.records is not None:
         from bayes_risk.cli._common import parse_records
@@ -253,8 +253,8 @@ def _check_memory(args: argparse.Namespace, df: Any, schema: Any, model: Any, cl
     # the model's own settings: --draws / --chains default to the model's defaults (None here)
     run = getattr(model, "_run_settings", None)  # settings left at None, resolved as fit does
     draws = args.draws if args.draws is not None else (
-        run()["draws"] if callable(run) else getattr(model, "draws", 1000))
-    chains = args.chains if args.chains is not None else getattr(model, "chains", 1)
+        run()["draws"] if callable(run) else 1000)
+    chains = args.chains if args.chains is not None else _int_setting(model, "chains", 1)
     T = _int_setting(model, "temperatures", 1)
     need = posterior_bytes(len(df), len(df.columns), width, K, draws=max(int(draws or 0), 0),
                            chains=max(int(chains or 1), 1),
@@ -293,8 +293,10 @@ def posterior_bytes(n: int, p: int, width: int, K: int, *, draws: int, chains: i
 
 def _int_setting(model: Any, name: str, default: int) -> int:
     """A model's integer setting ``name`` (``default`` when it has none or it is not one)."""
+    from bayes_risk.contract import run_setting
+
     try:
-        return max(int(getattr(model, name, default) or default), default)
+        return max(int(run_setting(model, name, default) or default), default)
     except (TypeError, ValueError):
         return default
 
@@ -378,7 +380,7 @@ def load_what_the_run_loads(cls: type, settings: dict[str, Any], df: Any, write:
         if isinstance(settings.get(name), int) and settings[name] > least:
             tiny[name] = least
     params = init_params(cls)
-    probe = cls(**{**settings, **{k: v for k, v in tiny.items() if k in params}})
+    probe = cls.from_settings({**settings, **{k: v for k, v in tiny.items() if k in params}})
     with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp:
         warnings.simplefilter("ignore")
         seed = settings.get("random_seed")  # a model given its seed refuses another one

@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         load_what_the_run_loads(cls, settings, df, lambda probe, folder: probe.synthesize(
             1, random_seed=0).save(folder, csv=args.csv), schema=schema,
             synthesized=args.synthesize)
-        model = cls(**settings)
+        model = cls.from_settings(settings)
         _check_release_size(m, len(df), len(df.columns),
                             float(df.memory_usage(deep=True).sum()), fitted=True,
                             forest=forest_bytes(model, len(df), args.synthesize or

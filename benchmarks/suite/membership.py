@@ -15,6 +15,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from bayes_risk.models import Sampling
+
 from ._data import ce
 
 MEMBERS, HOLDOUT, M = 2000, 500, 5
@@ -146,7 +148,7 @@ class MembershipRefitCache:
         self.folder = tempfile.mkdtemp()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self.model = DPMPM(n_components=20, tune=200, draws=200, chains=1,
+            self.model = DPMPM(n_components=20, sampling=Sampling(tune=200, draws=200, chains=1),
                                progressbar=False).fit(self.train, random_seed=1)
             self.syn = self.model.synthesize(3, random_seed=2)
             attribute_risk(self.train, self.syn, model=self.model, records=range(10),

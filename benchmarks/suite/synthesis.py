@@ -12,6 +12,8 @@ import sys
 import time
 import warnings
 
+from bayes_risk.models import Sampling
+
 from ._data import CATEGORICAL, SHARED_DATA, SYNTHESIZED, ce, nyexample
 
 
@@ -146,7 +148,8 @@ class DPMPMFit:
     def _fit(self):
         from bayes_risk.models.dpmpm import DPMPM
 
-        model = DPMPM(n_components=20, tune=200, draws=300, chains=1, progressbar=False)
+        model = DPMPM(n_components=20,
+                      sampling=Sampling(tune=200, draws=300, chains=1), progressbar=False)
         _quiet(model.fit, self.df, random_seed=2026)
 
     def time_fit(self, n):
@@ -186,7 +189,7 @@ class DPMPMDefaultFit:
     def _fit(self, starts):
         from bayes_risk.models.dpmpm import DPMPM
 
-        model = DPMPM(n_components=80, starts=starts, cores=1, progressbar=False)
+        model = DPMPM(n_components=80, sampling=Sampling(starts=starts, cores=1), progressbar=False)
         return _quiet(model.fit, self.df, random_seed=1)
 
     def time_fit(self, data, starts):
@@ -212,11 +215,12 @@ class DPMPMNYexample:
     timeout = 600
     SCRIPT = (
         "import warnings, pandas as pd\n"
-        "from bayes_risk.models.dpmpm import DPMPM\n"
+        "from bayes_risk.models import DPMPM, Sampling\n"
         "df = pd.read_csv({path!r}, dtype=str)\n"
         "warnings.simplefilter('ignore')\n"
-        "DPMPM(n_components=80, tune=500, draws=500, thin=1, max_sweeps=0, chains=1, cores=1,\n"
-        "      progressbar=False).fit(df, random_seed=1)\n"
+        "DPMPM(n_components=80, progressbar=False, sampling=Sampling(\n"
+        "      tune=500, draws=500, thin=1, max_sweeps=0, chains=1, cores=1),\n"
+        "      ).fit(df, random_seed=1)\n"
     )
 
     def setup(self):
@@ -278,7 +282,8 @@ class DPMPMStructuralZeros:
     def _fit(self, zeros):
         from bayes_risk.models.dpmpm import DPMPM
 
-        model = DPMPM(n_components=30, tune=500, draws=500, chains=1, progressbar=False,
+        model = DPMPM(n_components=30,
+                      sampling=Sampling(tune=500, draws=500, chains=1), progressbar=False,
                       structural_zeros=self.mcz if zeros == "with" else None)
         return _quiet(model.fit, self.df, categorical=list(self.df.columns), random_seed=1)
 
@@ -415,8 +420,9 @@ class DPMPMRegimeEvidence:
         df = nyexample()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = DPMPM(n_components=80, tune=200, draws=100, max_sweeps=0, chains=1,
-                          cores=1, starts=start, progressbar=False).fit(df, random_seed=1)
+            model = DPMPM(n_components=80,
+                          sampling=Sampling(tune=200, draws=100, max_sweeps=0, chains=1, cores=1,
+                          starts=start), progressbar=False).fit(df, random_seed=1)
         self.codes = coding.encode(model.schema_, df)
         self.d = np.array([len(c.levels) for c in model.schema_], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(self.d)[:-1]]).astype(np.int64)

@@ -5,12 +5,14 @@ Draws are flattened chain-major, ``h = c * draws + d``, in every ``[H, ...]`` ar
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import warnings
 from abc import ABCMeta, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -64,9 +66,13 @@ from bayes_risk.models._bayesian.records import (
 from bayes_risk.models._bayesian.regimes import regime_summary, regime_warnings
 from bayes_risk.models._bayesian.sampling import (
     InterruptGuard,
+    Sampling,
     _plain_bar,
     chain_seeds,
     check_complete,
+    fold_sampling,
+    moved_keywords,
+    resolve_sampling,
 )
 from bayes_risk.models._bayesian.timing import DrawClock, record_fit_time, record_sweep_time
 from bayes_risk.models.base import (
@@ -97,15 +103,10 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     Parameters
     ----------
-    tune : int
-        Burn-in (tuning) iterations per chain, discarded.
-    draws : int
-        Kept iterations per chain; the model has ``H = chains × draws`` posterior draws.
-    chains : int
-        Number of MCMC chains.
-    cores : int, optional
-        Chains run in parallel processes (``None``: the sampler's choice, at most 4); ``1`` runs
-        them sequentially in this process.
+    sampling : Sampling, optional
+        How the sampler runs (:class:`~bayes_risk.models.Sampling`: ``draws``, ``tune``,
+        ``chains``, ``cores``, and the fields a model's sampler adds); ``None`` or a field left
+        at ``None``: the model's ``sampling_defaults``.
     random_seed : RandomSeed
         Seed of :meth:`fit` and default seed of :meth:`synthesize` (a seed given to
         ``synthesize`` takes precedence; one given to ``fit`` must be this one, or this
@@ -138,29 +139,102 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     #: Hu 2019 §3.2.5 form of the importance ratios.
     ratio_form: Literal["joint", "conditional"] = "joint"
 
+    #: the sampler settings (:class:`~bayes_risk.models.Sampling` fields) the model takes, with
+    #: its defaults; a field left at ``None`` in ``sampling`` takes these
+    sampling_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType(
+        {"draws": 1000, "tune": 500, "chains": 1, "cores": 1})
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> BayesianSynthesizer:
+        # the sampler settings moved into sampling=Sampling(...): name the migration, not
+        # Python's "unexpected keyword argument"
+        params = cls._param_names()
+        moved_keywords(cls.__name__, {k: v for k, v in kwargs.items() if k not in params})
+        return super().__new__(cls)
+
     def __init__(
         self,
         *,
-        tune: int = 500,
-        draws: int = 1000,
-        chains: int = 1,
-        cores: int | None = 1,
+        sampling: Sampling | None = None,
         random_seed: RandomSeed = None,
         progressbar: bool = True,
     ) -> None:
-        self.tune = tune
-        self.draws = draws
-        self.chains = chains
-        self.cores = cores
+        self.sampling = sampling
         self.random_seed = random_seed
         self.progressbar = progressbar
 
+    @property
+    def resolved_sampling(self) -> Sampling:
+        """The sampler settings a fit runs: ``sampling``'s fields left at ``None`` set to the
+        model's ``sampling_defaults`` (``draws``, ``thin`` and ``max_sweeps`` may stay ``None``
+        where the model resolves them from its run: DPMPM).
+
+        Raises
+        ------
+        ValidationError
+            ``sampling`` is not a :class:`~bayes_risk.models.Sampling`, or sets a field this
+            model's sampler does not take (``OPTION_CONFLICT``).
+        """
+        return resolve_sampling(self.sampling, self.sampling_defaults, type(self).__name__)
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> BayesianSynthesizer:
+        """A new model from flat settings, the sampler settings among them (a saved model's
+        ``model.json``, a release's manifest, the command line's options).
+
+        Parameters
+        ----------
+        settings : mapping
+            ``__init__`` arguments, with the sampler settings (``draws=...``) given flat or as
+            ``sampling``.
+
+        Returns
+        -------
+        BayesianSynthesizer
+        """
+        defaults = cls.sampling_defaults
+        # a saved model holds every sampler setting, the defaults too: those are left to the
+        # defaults again, so that the model read back has the settings as given
+        given = {k: v for k, v in settings.items()
+                 if not (k in defaults and _same_setting(v, defaults[k]))}
+        return super().from_settings(fold_sampling(given, tuple(defaults)))
+
+    def _release_settings(self) -> dict[str, Any]:
+        # flat, as saved models and releases have always held them (their identity hashes them)
+        params = super()._release_settings()
+        params.pop("sampling", None)
+        params.update(dataclasses.asdict(self.resolved_sampling))
+        return {k: params[k] for k in self.setting_names()}
+
+    def set_params(self, **params: Any) -> BayesianSynthesizer:
+        """``BaseSynthesizer.set_params``; ``sampling__<field>=...`` (scikit-learn's nested
+        names) also when ``sampling`` is ``None``.
+
+        Returns
+        -------
+        self
+        """
+        if self.sampling is None and "sampling" not in params and any(
+                k.startswith("sampling__") for k in params):
+            self.sampling = Sampling()
+        super().set_params(**params)
+        return self
+
+    @classmethod
+    def setting_names(cls) -> list[str]:
+        """The names of the settings :meth:`from_settings` takes and a saved model holds:
+        ``__init__``'s, the sampler's (``sampling_defaults``) in place of ``sampling``.
+
+        Returns
+        -------
+        list of str
+        """
+        names = cls._param_names()
+        at = names.index("sampling")
+        return names[:at] + list(cls.sampling_defaults) + names[at + 1:]
+
     def _check_mcmc_settings(self) -> None:
-        check_int(self.tune, "tune", 0)
-        check_int(self._run_settings()["draws"], "draws", 1)
-        check_int(self.chains, "chains", 1)
-        if self.cores is not None:
-            check_int(self.cores, "cores", 1)
+        # the values are Sampling's to check (once, when it is made): here its type and fields
+        _ = self.resolved_sampling
         check_flag(self.progressbar, "progressbar")
 
     def _synthesized_rows(self) -> np.ndarray:
@@ -177,7 +251,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     def _run_settings(self) -> dict[str, int]:
         """The run length of a fit: ``{"draws": ...}`` (DPMPM adds ``thin``, ``max_sweeps``)."""
-        return {"draws": self.draws}
+        return {"draws": self.resolved_sampling.draws}
 
     def _check_fitted(self, method: str | None = None) -> None:
         if getattr(self, "posterior_", None) is None or getattr(self, "schema_", None) is None:
@@ -557,7 +631,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             "chains": int(post.sizes["chain"]),
             "draws": int(post.sizes["draw"]),
             "thin": run["thin"],
-            "tune": int(self.tune),
+            "tune": run["tune"],
             "rounds": run["rounds"],
             "sweeps_per_chain": run["sweeps_per_chain"],
             "max_sweeps_per_chain": run["max_sweeps"],
@@ -743,7 +817,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     def _chain_seeds(self, random_seed: RandomSeed) -> list[int]:
         """Check the MCMC settings; one integer seed per chain drawn from ``random_seed``."""
         self._check_mcmc_settings()
-        return chain_seeds(random_seed, int(self.chains))
+        return chain_seeds(random_seed, int(self.resolved_sampling.chains))
 
     def _run_sampler(self, model: Any, *, step: Any = None, random_seed: RandomSeed = None,
                      **sample_kwargs: Any) -> xr.DataTree:
@@ -751,11 +825,12 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         import pymc as pm
 
         seeds = self._chain_seeds(random_seed)
+        run = self.resolved_sampling
         kwargs: dict[str, Any] = dict(
             draws=int(self._run_settings()["draws"]),
-            tune=int(self.tune),
-            chains=int(self.chains),
-            cores=self.cores,
+            tune=int(run.tune),
+            chains=int(run.chains),
+            cores=run.cores,
             random_seed=seeds,
             progressbar=bool(self.progressbar),
             quiet=not bool(self.progressbar),
@@ -782,7 +857,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
                 raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
         if guard.interrupted:
             raise KeyboardInterrupt("sampling interrupted")
-        check_complete(dt, int(self.chains), int(self._run_settings()["draws"]))
+        check_complete(dt, int(run.chains), int(self._run_settings()["draws"]))
         cores, chains = kwargs["cores"], int(kwargs["chains"])
         cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
         record_sweep_time(dt, clock.seconds_per_draw(), min(cores, chains) if cores > 1 else 1)
@@ -798,14 +873,15 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         from bayes_risk.models._bayesian.gibbs import sample_gibbs
 
         seeds = self._chain_seeds(random_seed)
+        run = self.resolved_sampling
         # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)
         with InterruptGuard() as guard, keyboard_interrupts(lambda: guard.interrupted):
-            dt = sample_gibbs(step, layout, seeds=seeds, tune=self.tune,
+            dt = sample_gibbs(step, layout, seeds=seeds, tune=run.tune,
                               draws=int(self._run_settings()["draws"]),
-                              chains=self.chains, cores=self.cores,
+                              chains=run.chains, cores=run.cores,
                               progressbar=bool(self.progressbar), stop=lambda: guard.interrupted,
                               **extension)
-        check_complete(dt, int(self.chains), int(self._run_settings()["draws"]))
+        check_complete(dt, int(run.chains), int(self._run_settings()["draws"]))
         return dt
 
     def _label_invariant(self, *, refresh: bool = False) -> Any:
@@ -837,7 +913,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     def _mcmc_run(self) -> dict[str, Any]:
         """The run the kept draws come from (posterior attributes, else the settings)."""
         attrs = self.posterior_.attrs
-        tune = int(self.tune)
+        tune = int(self.resolved_sampling.tune)
         thin = int(attrs.get("thin", self._run_settings().get("thin", 1)))
         draws = int(self.posterior_["posterior"].sizes["draw"])
         return {"tune": tune, "thin": thin, "draws": draws,
@@ -922,7 +998,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         if meta.get("synthesized_records") is not None:
             flags = np.zeros(int(meta["n_records"]), dtype=bool)
             flags[np.asarray(meta["synthesized_records"], dtype=np.int64)] = True
-        return cls(**settings)._adopt(posterior, Schema.from_dict(meta["schema"]),
+        return cls.from_settings(settings)._adopt(posterior, Schema.from_dict(meta["schema"]),
                                       int(meta["n_records"]), data=data, flags=flags,
                                       state=meta.get("state") or {})
 
@@ -961,3 +1037,10 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     def _as_datatree(self, posterior: Any, schema: Schema) -> xr.DataTree:
         return as_datatree(posterior, self._event_ndims(), type(self).__name__)
+
+
+def _same_setting(value: Any, default: Any) -> bool:
+    """Whether a saved sampler setting is the default (JSON gives lists for tuples)."""
+    if isinstance(value, list):
+        value = tuple(value)
+    return type(value) is type(default) and value == default

@@ -6,8 +6,10 @@ fitted state (:class:`~bayes_risk.models.dpmpm.state.DPMPMState`); see :doc:`/me
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -26,7 +28,8 @@ from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.convergence import round_verdict
 from bayes_risk.models._bayesian.records import check_synthesized_records
-from bayes_risk.models._bayesian.starts import chain_starts, check_starts
+from bayes_risk.models._bayesian.sampling import Sampling
+from bayes_risk.models._bayesian.starts import chain_starts
 from bayes_risk.models._bayesian.timing import record_fit_time
 from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.dpmpm.coding import _dtypes_of
@@ -77,27 +80,24 @@ class DPMPM(BayesianSynthesizer):
     structural_zeros : DataFrame, path or list of mappings, optional
         Impossible combinations in NPBayesImputeCat's ``MCZ`` format (a missing value: any
         level), given probability zero (Manrique-Vallier & Reiter 2014). Saved with the model.
-    tune, draws, chains, cores, random_seed, progressbar
-        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`).
-        Defaults: 2 chains of 1,000 warm-up sweeps and 500 draws every 5th sweep (``H = 1000``).
-    thin : int, optional
-        Gibbs sweeps per kept draw after the warm-up (default: 5 for the default Gibbs run,
-        else 1; resolved by ``fit``).
-    max_sweeps : int, optional
-        Bound of the sweeps per chain of a run that extends itself (doubling its thinning) until
-        the checks of :meth:`convergence_summary` pass, as ``autorun.jags`` does (default: 50,000
-        for the default Gibbs run, else 0: disabled; resolved by ``fit``).
+    sampling : Sampling, optional
+        How the sampler runs (:class:`~bayes_risk.models.Sampling`). Defaults: 2 chains of 1,000
+        warm-up sweeps and 500 draws every 5th sweep (``H = 1000``). ``thin``: Gibbs sweeps per
+        kept draw after the warm-up (default: 5 for the default Gibbs run, else 1; resolved by
+        ``fit``). ``max_sweeps``: bound of the sweeps per chain of a run that extends itself
+        (doubling its thinning) until the checks of :meth:`convergence_summary` pass, as
+        ``autorun.jags`` does (default: 50,000 for the default Gibbs run, else 0: disabled).
+        ``temperatures``: replicas of each chain's parallel-tempering ladder (default 1: none;
+        not with structural zeros or ``sampler="nuts"``). ``starts``: how each Gibbs chain
+        starts (cycled): ``"spread"``, ``"few"`` or ``"prior"``; default ``"overdispersed"``:
+        ``("spread", "few", "prior")``.
+    random_seed, progressbar
+        See :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`.
     alpha_warmup_bound : float, optional
         Upper bound of α in the first ``alpha_warmup_sweeps`` warm-up sweeps (default: the 95 %
         quantile of the α prior).
     alpha_warmup_sweeps : int
         Warm-up sweeps with α bounded (default 100; at most ``tune``); 0: no bound.
-    temperatures : int
-        Replicas of each chain's parallel-tempering ladder (default 1: none); not with
-        structural zeros or ``sampler="nuts"``.
-    starts : str or sequence of str
-        How each Gibbs chain starts (cycled): ``"spread"``, ``"few"`` or ``"prior"``; default
-        ``"overdispersed"``: ``("spread", "few", "prior")``.
 
     Attributes
     ----------
@@ -122,8 +122,9 @@ class DPMPM(BayesianSynthesizer):
     >>> from bayes_risk.data import make_acs_like
     >>> from bayes_risk.exceptions import BayesRiskWarning
     >>> df = make_acs_like(300, random_seed=1)[["SEX", "MAR", "MIG"]]
-    >>> model = DPMPM(n_components=5, tune=50, draws=50, chains=1, cores=1, progressbar=False,
-    ...               random_seed=1)
+    >>> from bayes_risk.models import Sampling
+    >>> model = DPMPM(n_components=5, sampling=Sampling(tune=50, draws=50, chains=1, cores=1),
+    ...               progressbar=False, random_seed=1)
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore", BayesRiskWarning)  # 50 draws: too short, it warns
     ...     model = model.fit(df)
@@ -144,6 +145,10 @@ class DPMPM(BayesianSynthesizer):
     #: prefixes): a refit's sweep grows by less than its records (bayes_risk.attribute.cost)
     sweep_shares_equal_records: ClassVar[bool] = True
     ratio_form: Literal["joint", "conditional"] = "joint"
+    #: draws, thin and max_sweeps left at None are resolved by fit (_run_settings)
+    sampling_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType(
+        {"draws": None, "tune": 1000, "chains": 2, "cores": None, "thin": None,
+         "max_sweeps": None, "starts": "overdispersed", "temperatures": 1})
 
     def __init__(
         self,
@@ -154,49 +159,31 @@ class DPMPM(BayesianSynthesizer):
         synthesis_mode: str | None = None,
         sampler: str = "gibbs",
         structural_zeros: Any = None,
-        tune: int = 1000,
-        draws: int | None = None,
-        thin: int | None = None,
-        max_sweeps: int | None = None,
         alpha_warmup_bound: float | None = None,
         alpha_warmup_sweeps: int = _ALPHA_WARMUP_SWEEPS,
-        starts: str | Sequence[str] = "overdispersed",
-        temperatures: int = 1,
-        chains: int = 2,
-        cores: int | None = None,
+        sampling: Sampling | None = None,
         random_seed: RandomSeed = None,
         progressbar: bool = True,
     ) -> None:
-        # settings are stored as given (scikit-learn's convention): draws, thin and
-        # max_sweeps left at None are resolved by fit (_run_settings)
-        super().__init__(
-            tune=tune,
-            draws=draws,
-            chains=chains,
-            cores=cores,
-            random_seed=random_seed,
-            progressbar=progressbar,
-        )
+        # settings are stored as given (scikit-learn's convention)
+        super().__init__(sampling=sampling, random_seed=random_seed, progressbar=progressbar)
         self.n_components = n_components
         self.alpha_prior = alpha_prior
         self.dirichlet_prior = dirichlet_prior
         self.synthesis_mode = synthesis_mode
         self.sampler = sampler
-        self.thin = thin
-        self.max_sweeps = max_sweeps
         self.alpha_warmup_bound = alpha_warmup_bound
         self.alpha_warmup_sweeps = alpha_warmup_sweeps
-        self.starts = starts
-        self.temperatures = temperatures
         self.structural_zeros = structural_zeros
         self._zeros = None  # StructuralZeros of the fitted schema (models.dpmpm.zeros)
 
     def _run_settings(self) -> dict[str, int]:
         """``draws``, ``thin`` and ``max_sweeps`` of a fit, those left at ``None`` resolved."""
-        default_run = self.draws is None and self.sampler == "gibbs"
-        thin, max_sweeps = self.thin, self.max_sweeps
+        run = self.resolved_sampling
+        default_run = run.draws is None and self.sampler == "gibbs"
+        thin, max_sweeps = run.thin, run.max_sweeps
         return {
-            "draws": _DEFAULT_DRAWS if self.draws is None else self.draws,
+            "draws": _DEFAULT_DRAWS if run.draws is None else run.draws,
             "thin": (_DEFAULT_THIN if default_run else 1) if thin is None else thin,
             "max_sweeps": ((_DEFAULT_MAX_SWEEPS if default_run else 0) if max_sweeps is None
                            else max_sweeps),
@@ -224,15 +211,13 @@ class DPMPM(BayesianSynthesizer):
             )
         check_option(self.sampler, "sampler", SAMPLERS, one_of=True)
         run = self._run_settings()  # the settings left at None, resolved
-        t = self.thin if self.thin is not None else run["thin"]
-        check_int(t, "thin (Gibbs sweeps per kept draw)", 1)
+        t = run["thin"]  # an integer >= 1 (Sampling checks a given one)
         if self.sampler == "nuts" and t != 1:
             raise ValidationError(
                 f"thin={t!r} applies to the Gibbs sampler; with sampler='nuts' every draw is "
                 "kept (thin=1): ask for more draws instead."
             )
-        ms = self.max_sweeps if self.max_sweeps is not None else run["max_sweeps"]
-        check_int(ms, "max_sweeps (most sweeps per chain of a self-extending run; 0: none)", 0)
+        ms = run["max_sweeps"]
         if self.sampler == "nuts" and ms:
             raise ValidationError(
                 f"max_sweeps={ms!r} applies to the Gibbs sampler; with sampler='nuts' the run "
@@ -251,9 +236,7 @@ class DPMPM(BayesianSynthesizer):
                 f"positive number, inf or {default} (the 95 % quantile of the α prior). Got "
                 f"{ub!r}."
             )
-        check_starts(self.starts)
-        T = self.temperatures
-        check_int(T, "temperatures (replicas of each chain's tempered ladder; 1: no tempering)", 1)
+        T = self.resolved_sampling.temperatures  # an integer >= 1 (Sampling checks it)
         if T > 1 and self.sampler != "gibbs":
             raise ValidationError(
                 f"temperatures={T!r} applies to the Gibbs sampler (parallel tempering); with "
@@ -271,11 +254,11 @@ class DPMPM(BayesianSynthesizer):
 
     def _starts(self) -> tuple[str, ...]:
         """How the chains start, cycled over them (``starts``)."""
-        return chain_starts(self.starts, _OVERDISPERSED)
+        return chain_starts(self.resolved_sampling.starts, _OVERDISPERSED)
 
     def _alpha_warmup(self) -> tuple[float, int]:
         """The bound of α and the number of warm-up sweeps it holds for (0: none) in a fit."""
-        sweeps = min(int(self.alpha_warmup_sweeps), int(self.tune))
+        sweeps = min(int(self.alpha_warmup_sweeps), int(self.resolved_sampling.tune))
         if self.sampler != "gibbs" or self.n_components == 1:
             sweeps = 0  # NUTS draws the model as it is; with one class α does nothing
         if self.alpha_warmup_bound is None:
@@ -441,8 +424,9 @@ class DPMPM(BayesianSynthesizer):
         settings["alpha_warmup_bound"], settings["alpha_warmup_sweeps"] = self._alpha_warmup()
         if via_pymc:
             kinds = self._starts()
-            if (int(self.chains) > 1 and self.cores != 1
-                    and len({kinds[c % len(kinds)] for c in range(int(self.chains))}) > 1):
+            chains = int(self.resolved_sampling.chains)
+            if (chains > 1 and self.resolved_sampling.cores != 1
+                    and len({kinds[c % len(kinds)] for c in range(chains)}) > 1):
                 # PyMC's worker processes each get a copy of the step and do not number the
                 # chains: every chain would start as the first
                 raise ValidationError(
@@ -452,11 +436,11 @@ class DPMPM(BayesianSynthesizer):
             step = pymc_step([pm_model.rvs_to_values[v] for v in pm_model.free_RVs],
                              model=pm_model, **settings)
             dt = self._run_sampler(pm_model, step=[step], random_seed=random_seed)
-            record_starts(dt, kinds, int(self.chains))
+            record_starts(dt, kinds, chains)
             return dt
         layout = gibbs_layout(self.n_components, d)
         step = DPMPMGibbs(list(layout.shapes), **settings)
-        T = int(self.temperatures)
+        T = int(self.resolved_sampling.temperatures)
         if T > 1:  # parallel tempering: each chain a ladder of T replicas (dpmpm.tempering)
             from bayes_risk.models.dpmpm.tempering import TemperedLadder
 
@@ -465,7 +449,7 @@ class DPMPM(BayesianSynthesizer):
                               max_sweeps=(int(self._run_settings()["max_sweeps"])
                                           if check is not None else 0),
                               check=check)
-        record_starts(dt, self._starts(), int(self.chains))
+        record_starts(dt, self._starts(), int(self.resolved_sampling.chains))
         if T > 1:
             from bayes_risk.models.dpmpm.tempering import record_evidence
 
@@ -525,11 +509,13 @@ class DPMPM(BayesianSynthesizer):
         )
         # the run this model's settings make, resolved (a refit of the default run is the
         # default run, whatever draws the caller set for it)
-        params = {**self.get_params(deep=False), **self._run_settings()}
-        if params["max_sweeps"] and self.sampler == "gibbs":
+        run = self._run_settings()
+        if run["max_sweeps"] and self.sampler == "gibbs":
             # a self-extending run starts at the thinning this model's run ended with (which
             # made its own draws pass the checks) and may extend further, with the same bound
-            params["thin"] = max(int(params["thin"]), self._mcmc_run()["thin"])
+            run["thin"] = max(int(run["thin"]), self._mcmc_run()["thin"])
+        params = {**self.get_params(deep=False),
+                  "sampling": dataclasses.replace(self.resolved_sampling, **run)}
         if random_seed is not None:  # the refit's own seed, as its setting
             params["random_seed"] = random_seed
         return type(self)(**params).fit(combined, schema=self.schema_.keeping_levels())

@@ -6,8 +6,9 @@ The work is done by the functions of the ``poisson`` modules on the fitted state
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,8 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import record_dtypes
-from bayes_risk.models._bayesian.starts import chain_starts, check_starts
+from bayes_risk.models._bayesian.sampling import Sampling
+from bayes_risk.models._bayesian.starts import chain_starts
 from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.poisson.largest import LargestValueLikelihood
 from bayes_risk.models.poisson.state import PoissonState
@@ -68,11 +70,13 @@ class PoissonMixture(BayesianSynthesizer):
     sampler : {"gibbs", "nuts"}
         ``"gibbs"`` (default): blocked Gibbs, recording memberships. ``"nuts"``: PyMC's NUTS
         (small problems only).
-    starts : str or sequence of str
-        How each Gibbs chain starts (cycled): ``"prior"``, ``"spread"`` or ``"few"``; default
+    sampling : Sampling, optional
+        How the sampler runs (:class:`~bayes_risk.models.Sampling`): ``draws`` (default
+        1,000), ``tune`` (500), ``chains`` (1), ``cores`` (1) and ``starts``: how each Gibbs
+        chain starts (cycled): ``"prior"``, ``"spread"`` or ``"few"``; default
         ``"overdispersed"``: ``("prior", "spread", "few")``.
-    tune, draws, chains, cores, random_seed, progressbar
-        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`).
+    random_seed, progressbar
+        See :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`.
 
     Attributes
     ----------
@@ -107,7 +111,9 @@ class PoissonMixture(BayesianSynthesizer):
     >>> from bayes_risk.exceptions import BayesRiskWarning
     >>> rng = np.random.default_rng(0)
     >>> df = pd.DataFrame({"workers": rng.poisson(5, 100), "wages": rng.poisson(50, 100)})
-    >>> pm_ = PoissonMixture(variant="mm", n_components=5, tune=50, draws=50, progressbar=False)
+    >>> from bayes_risk.models import Sampling
+    >>> pm_ = PoissonMixture(variant="mm", n_components=5,
+    ...                      sampling=Sampling(tune=50, draws=50), progressbar=False)
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore", BayesRiskWarning)  # 50 draws: too short, it warns
     ...     pm_ = pm_.fit(df, random_seed=1)
@@ -122,6 +128,8 @@ class PoissonMixture(BayesianSynthesizer):
     #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
     info = ModelInfo(imputes=True, partial_synthesis=True)
     ratio_form: Literal["joint", "conditional"] = "joint"
+    sampling_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType(
+        {"draws": 1000, "tune": 500, "chains": 1, "cores": 1, "starts": "overdispersed"})
 
     def __init__(
         self,
@@ -135,18 +143,11 @@ class PoissonMixture(BayesianSynthesizer):
         b_alpha: float = 0.25,
         synthesis_mode: Literal["marginal", "posterior_class"] = "marginal",
         sampler: Literal["gibbs", "nuts"] = "gibbs",
-        starts: str | Sequence[str] = "overdispersed",
-        tune: int = 500,
-        draws: int = 1000,
-        chains: int = 1,
-        cores: int | None = 1,
+        sampling: Sampling | None = None,
         random_seed: RandomSeed = None,
         progressbar: bool = True,
     ) -> None:
-        super().__init__(
-            tune=tune, draws=draws, chains=chains, cores=cores, random_seed=random_seed,
-            progressbar=progressbar,
-        )
+        super().__init__(sampling=sampling, random_seed=random_seed, progressbar=progressbar)
         self.variant = variant
         self.q = q
         self.n_components = n_components
@@ -156,7 +157,6 @@ class PoissonMixture(BayesianSynthesizer):
         self.b_alpha = b_alpha
         self.synthesis_mode = synthesis_mode
         self.sampler = sampler
-        self.starts = starts
 
     @property
     def model_class(self) -> Literal["P", "O"]:  # type: ignore[override]
@@ -186,11 +186,10 @@ class PoissonMixture(BayesianSynthesizer):
             )
         if not isinstance(self.q, (int, float, np.number)) or not (0.0 < float(self.q) <= 1.0):
             raise ValidationError(f"q must be a number in (0, 1]. Got {self.q!r}.")
-        check_starts(self.starts)
 
     def _starts(self) -> tuple[str, ...]:
         """How the Gibbs chains start, cycled over them (``starts``)."""
-        return chain_starts(self.starts, _OVERDISPERSED)
+        return chain_starts(self.resolved_sampling.starts, _OVERDISPERSED)
 
     def _count_columns(self, schema: Schema) -> list[str]:
         # no synthesized role given (e.g. from_posterior with an inferred schema): full synthesis
@@ -253,7 +252,7 @@ class PoissonMixture(BayesianSynthesizer):
         return _fit.sample_gibbs(
             model, y, seed, run_sampler=self._run_sampler, n_components=self.n_components,
             a_lambda=self.a_lambda, b_lambda=self._b_lambda_vector(y), a_alpha=self.a_alpha,
-            b_alpha=self.b_alpha, starts=self._starts(), chains=self.chains,
+            b_alpha=self.b_alpha, starts=self._starts(), chains=self.resolved_sampling.chains,
         )
 
     def _event_ndims(self) -> dict[str, int]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,7 @@ from bayes_risk.data.validate import check_real
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import output_column
+from bayes_risk.models._bayesian.sampling import Sampling
 from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.pymc_model.function import (
     function_path,
@@ -65,8 +67,11 @@ class PyMCSynthesizer(BayesianSynthesizer):
         Free variables (and ``"loglik"``, the fitted records' log-likelihood) whose R-hat and
         ESS are checked; default every element of every free variable and ``"loglik"``. Name
         label-invariant ones for a mixture, whose components swap between chains.
-    tune, draws, chains, cores, random_seed, progressbar
-        MCMC settings (:class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`).
+    sampling : Sampling, optional
+        How the sampler runs (:class:`~bayes_risk.models.Sampling`): ``draws`` (default
+        1,000), ``tune`` (1,000), ``chains`` (2), ``cores`` (1).
+    random_seed, progressbar
+        See :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`.
 
     Attributes
     ----------
@@ -112,21 +117,20 @@ class PyMCSynthesizer(BayesianSynthesizer):
         schema = getattr(self, "schema_", None)
         return "conditional" if schema is not None and schema.unsynthesized else "joint"
 
+    sampling_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType(
+        {"draws": 1000, "tune": 1000, "chains": 2, "cores": 1})
+
     def __init__(
         self,
         *,
         model_function: str | Any = None,
         target_accept: float = 0.8,
         diagnose: Sequence[str] | None = None,
-        tune: int = 1000,
-        draws: int = 1000,
-        chains: int = 2,
-        cores: int | None = 1,
+        sampling: Sampling | None = None,
         random_seed: RandomSeed = None,
         progressbar: bool = True,
     ) -> None:
-        super().__init__(tune=tune, draws=draws, chains=chains, cores=cores,
-                         random_seed=random_seed, progressbar=progressbar)
+        super().__init__(sampling=sampling, random_seed=random_seed, progressbar=progressbar)
         self.model_function = model_function
         self.target_accept = target_accept
         self.diagnose = diagnose

@@ -30,6 +30,7 @@ from bayes_risk.models._bayesian.design import (
     parse_formula,
     record_dtypes,
 )
+from bayes_risk.models._bayesian.sampling import Sampling
 from bayes_risk.models._bayesian.timing import record_sweep_time
 from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
@@ -73,9 +74,12 @@ class SequentialRegression(BayesianSynthesizer):
     posterior_method : {"auto", "exact", "nuts", "laplace"} or dict
         How posterior draws are made (per column if a dict); ``"auto"``: ``exact`` for
         ``normal`` and ``categorical``, ``nuts`` otherwise (:doc:`/methods/models`).
-    tune, draws, chains, cores, random_seed, progressbar
-        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`); exact
-        and Laplace draws are arranged as ``chains × draws`` independent draws.
+    sampling : Sampling, optional
+        How the sampler runs (:class:`~bayes_risk.models.Sampling`): ``draws`` (default
+        1,000), ``tune`` (500), ``chains`` (1), ``cores`` (1); exact and Laplace draws are
+        arranged as ``chains × draws`` independent draws.
+    random_seed, progressbar
+        See :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`.
 
     Attributes
     ----------
@@ -110,7 +114,8 @@ class SequentialRegression(BayesianSynthesizer):
     >>> rng = np.random.default_rng(1)
     >>> x = rng.normal(10, 1, 200)
     >>> df = pd.DataFrame({"LogExp": x, "LogInc": 1 + x + rng.normal(0, 0.5, 200)})
-    >>> sr = SequentialRegression(draws=100, progressbar=False)
+    >>> from bayes_risk.models import Sampling
+    >>> sr = SequentialRegression(sampling=Sampling(draws=100), progressbar=False)
     >>> sr = sr.fit(df, synthesized=["LogInc"], random_seed=1)
     >>> sr.record_loglik(df.head(3)).shape
     (100, 3)
@@ -131,17 +136,11 @@ class SequentialRegression(BayesianSynthesizer):
         predictors: Mapping[str, Sequence[str]] | None = None,
         formulas: Mapping[str, str] | None = None,
         posterior_method: str | Mapping[str, str] = "auto",
-        tune: int = 500,
-        draws: int = 1000,
-        chains: int = 1,
-        cores: int | None = 1,
+        sampling: Sampling | None = None,
         random_seed: RandomSeed = None,
         progressbar: bool = True,
     ) -> None:
-        super().__init__(
-            tune=tune, draws=draws, chains=chains, cores=cores, random_seed=random_seed,
-            progressbar=progressbar,
-        )
+        super().__init__(sampling=sampling, random_seed=random_seed, progressbar=progressbar)
         self.order = order
         self.families = families
         self.predictors = predictors
@@ -252,7 +251,7 @@ class SequentialRegression(BayesianSynthesizer):
 
         t0 = time.perf_counter()
         self._check_mcmc_settings()
-        C, D = int(self.chains), int(self.draws)
+        C, D = int(self.resolved_sampling.chains), int(self.resolved_sampling.draws)
         H = C * D
         rngs = spawn(seed, len(self.order_))
         n = len(data)
@@ -301,7 +300,7 @@ class SequentialRegression(BayesianSynthesizer):
             ds.attrs["approximation"] = "laplace (normal approximation at the posterior mode)"
         # as PyMC records it: what the refits of the stabilised estimator are estimated from
         ds.attrs["sampling_time"] = time.perf_counter() - t0
-        tune = int(self.tune) if "nuts" in methods.values() else 0
+        tune = int(self.resolved_sampling.tune) if "nuts" in methods.values() else 0
         ds.attrs["tuning_steps"] = tune  # only NUTS has a warm-up
         dt = xr.DataTree.from_dict({"posterior": ds})
         # the draws' time as that of chains run in turn, each of tune + draws "sweeps", so that
@@ -357,8 +356,9 @@ class SequentialRegression(BayesianSynthesizer):
         self._nuts_steady = None
         if "sweep_time" in post.attrs:
             at_once = int(post.attrs.get("chains_at_once", 1))
-            turns = math.ceil(int(self.chains) / at_once)
-            self._nuts_steady = (turns * (int(self.tune) + int(self.draws))
+            run = self.resolved_sampling
+            turns = math.ceil(int(run.chains) / at_once)
+            self._nuts_steady = (turns * (int(run.tune) + int(run.draws))
                                  * float(post.attrs["sweep_time"]))
         out = {"beta": np.asarray(post["beta"].values).reshape((-1,) + post["beta"].shape[2:])}
         if fam == "normal":

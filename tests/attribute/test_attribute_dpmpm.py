@@ -23,6 +23,7 @@ from bayes_risk.attribute.candidates import one_variable_codes
 from bayes_risk.data import make_acs_like
 from bayes_risk.data.validate import encode
 from bayes_risk.exceptions import ImportanceSamplingWarning
+from bayes_risk.models import Sampling
 
 dpmpm = pytest.importorskip("bayes_risk.models.dpmpm.dpmpm")
 
@@ -33,7 +34,7 @@ RECORDS = [0, 1, 2]
 @pytest.fixture(scope="module")
 def k1_setup():
     df = make_acs_like(200, random_seed=3)[COLS]
-    model = dpmpm.DPMPM(n_components=1, tune=20, draws=2000, progressbar=False)
+    model = dpmpm.DPMPM(n_components=1, sampling=Sampling(tune=20, draws=2000), progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(df, random_seed=11)

@@ -23,7 +23,7 @@ from bayes_risk.attribute.estimator import RatioStats, stabilised_bounds, trunca
 from bayes_risk.attribute.record_table import khat_material as _khat_material
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
-from bayes_risk.models import ArrayModel
+from bayes_risk.models import ArrayModel, Sampling
 
 D = 6  # categories
 
@@ -307,7 +307,8 @@ def test_dpmpm_truncated_bound_below_long_run_mean():
     def fit(draws, seed):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return DPMPM(n_components=10, tune=500, draws=draws, progressbar=False).fit(
+            return DPMPM(n_components=10,
+                         sampling=Sampling(tune=500, draws=draws), progressbar=False).fit(
                 df, random_seed=seed
             )
 

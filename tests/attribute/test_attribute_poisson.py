@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from bayes_risk.attribute import attribute_risk
+from bayes_risk.models import Sampling
 
 pm_mod = pytest.importorskip("bayes_risk.models.poisson.poisson_mixture")
 
@@ -32,7 +33,8 @@ def _fit(variant, df):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return pm_mod.PoissonMixture(
-            variant=variant, n_components=5, tune=200, draws=200, progressbar=False
+            variant=variant, n_components=5, sampling=Sampling(tune=200, draws=200),
+            progressbar=False
         ).fit(df, random_seed=1)
 
 

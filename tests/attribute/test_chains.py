@@ -21,7 +21,7 @@ from bayes_risk.attribute import EstimatorSpec, attribute_risk, prior_sensitivit
 from bayes_risk.attribute.chains import CHAIN_RATIO, CHAIN_TOLERANCE, chain_agreement
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models import ArrayModel
+from bayes_risk.models import ArrayModel, Sampling
 
 N_LEVELS = 10
 
@@ -290,7 +290,7 @@ def test_dpmpm_chains_reach_the_check_and_agree():
     from bayes_risk.data import make_acs_like
 
     df = make_acs_like(150, random_seed=3)[["SEX", "AGE", "RACE", "EDUC"]]
-    model = dpmpm.DPMPM(n_components=1, tune=20, draws=300, chains=2, cores=1,
+    model = dpmpm.DPMPM(n_components=1, sampling=Sampling(tune=20, draws=300, chains=2, cores=1),
                         progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

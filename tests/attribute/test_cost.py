@@ -25,6 +25,7 @@ from bayes_risk.attribute.cost import (
 )
 from bayes_risk.cli import main
 from bayes_risk.exceptions import DataWarning, ValidationError
+from bayes_risk.models import Sampling
 
 dpmpm = pytest.importorskip("bayes_risk.models.dpmpm.dpmpm")
 
@@ -258,7 +259,8 @@ def test_pymc_draw_clock_leaves_out_the_first_draw():
 @pytest.fixture(scope="module")
 def small_fit():
     df = br.make_acs_like(60, random_seed=3)[COLS].astype("category")
-    model = dpmpm.DPMPM(n_components=2, tune=10, draws=40, chains=2, cores=1, max_sweeps=0,
+    model = dpmpm.DPMPM(n_components=2,
+                        sampling=Sampling(tune=10, draws=40, chains=2, cores=1, max_sweeps=0),
                         progressbar=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -288,7 +290,7 @@ def test_estimate_printed_and_one_bar_counts_the_refits(small_fit, capfd):
     assert err.index("about 3 refits") < err.index("refit 3 of 3")
     assert "Multiprocess sampling" not in err and "Sequential sampling" not in err
     assert "Gibbs draws" not in err  # the refits' own bars
-    assert model.progressbar is True and model.draws == 40
+    assert model.progressbar is True and model.resolved_sampling.draws == 40
     assert res.to_dict()["settings"]["H_augmented"] == [50, 50, 50]  # 2 chains x 25
 
 
@@ -428,7 +430,9 @@ def test_sequential_regression_records_its_draw_time():
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"x": rng.normal(size=50)})
     df["y"] = df["x"] + rng.normal(size=50)
-    model = SequentialRegression(draws=50, chains=2, progressbar=False).fit(df, random_seed=1)
+    model = SequentialRegression(
+                                 sampling=Sampling(draws=50, chains=2), progressbar=False).fit(df,
+                                 random_seed=1)
     attrs = model.posterior_["posterior"].attrs
     assert attrs["sampling_time"] > 0 and attrs["sweep_time"] > 0
     assert attrs["tuning_steps"] == 0 and attrs["chains_at_once"] == 1
@@ -465,7 +469,9 @@ def test_sequential_regression_nuts_column_counts_its_steady_sampling(monkeypatc
     monkeypatch.setattr(SequentialRegression, "_run_sampler", fake_sampler)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # random "draws": their R-hat is not the point
-        model = SequentialRegression(tune=10, draws=20, chains=2, progressbar=False).fit(
+        model = SequentialRegression(
+                                     sampling=Sampling(tune=10, draws=20, chains=2),
+                                     progressbar=False).fit(
             df, synthesized=["u"], random_seed=1)
     attrs = model.posterior_["posterior"].attrs
     # 1 turn (2 chains at once) x (10 + 20) draws x 1 ms, over 2 chains x 30 "sweeps"
@@ -486,7 +492,7 @@ def test_poisson_mixture_records_its_sweep_time():
     counts = pd.DataFrame({"a": rng.poisson(3, 40), "b": rng.poisson(8, 40)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = PoissonMixture(n_components=2, tune=5, draws=10, chains=2,
+        model = PoissonMixture(n_components=2, sampling=Sampling(tune=5, draws=10, chains=2),
                                progressbar=False).fit(counts, random_seed=1)
     attrs = model.posterior_["posterior"].attrs
     assert attrs["sweep_time"] > 0 and attrs["chains_at_once"] == 1
@@ -544,7 +550,8 @@ def test_a_model_saved_by_an_earlier_version_gets_an_upper_bound():
     attrs = model.posterior_["posterior"].attrs
     assert "sweep_time" not in attrs and attrs["sampling_time"] > 0
     cost = refit_cost(model, model._n_records, 2)
-    sweeps = model.tune + model.thin * model.draws
+    run = model.resolved_sampling
+    sweeps = run.tune + run.thin * run.draws
     assert cost.low is None
     assert cost.seconds == pytest.approx(2 * float(attrs["sampling_time"]) * 2 * sweeps / sweeps)
     assert cost.line().startswith("about 2 refits of the model, at most ")

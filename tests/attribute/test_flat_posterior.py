@@ -33,6 +33,7 @@ from bayes_risk.attribute import attribute_risk
 from bayes_risk.attribute.candidates import one_variable_codes
 from bayes_risk.data import make_acs_like
 from bayes_risk.data.validate import encode
+from bayes_risk.models import Sampling
 from bayes_risk.results.attribute import bayes_factor
 
 dpmpm = pytest.importorskip("bayes_risk.models.dpmpm.dpmpm")
@@ -50,7 +51,8 @@ def one_class():
     """The issue's release: n = 2,000, m = 5, a one-class DPMPM with H = 1,000 exact draws, the
     attribute risk of the first 300 records over the one-variable candidates."""
     df = make_acs_like(N, random_seed=3)[COLS]
-    model = dpmpm.DPMPM(n_components=1, tune=20, draws=H, chains=1, progressbar=False)
+    model = dpmpm.DPMPM(n_components=1,
+                        sampling=Sampling(tune=20, draws=H, chains=1), progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # one chain: no between-chain check, said by a warning
         model.fit(df, random_seed=11)

@@ -37,7 +37,7 @@ from scipy.special import gammaln
 
 from bayes_risk.attribute import EstimatorSpec
 from bayes_risk.exceptions import ConvergenceWarning
-from bayes_risk.models import DPMPM, PoissonMixture
+from bayes_risk.models import DPMPM, PoissonMixture, Sampling
 from bayes_risk.models._bayesian.sticks import (
     log_gamma_variates,
     sample_sticks,
@@ -180,7 +180,7 @@ def test_dpmpm_k2_posterior_matches_exact():
     df = pd.DataFrame(codes, columns=list("abc")).astype(str)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        m = DPMPM(n_components=2, tune=1000, draws=15000, chains=2, cores=1,
+        m = DPMPM(n_components=2, sampling=Sampling(tune=1000, draws=15000, chains=2, cores=1),
                   progressbar=False).fit(df, random_seed=5)
     post = m.posterior_["posterior"]
     phi = ex.phi_mean()
@@ -230,7 +230,7 @@ def test_dpmpm_p_true_end_to_end_matches_exact_evidence_ratios():
     for r in range(8):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            m = DPMPM(n_components=2, tune=300, draws=2000, chains=2, cores=1,
+            m = DPMPM(n_components=2, sampling=Sampling(tune=300, draws=2000, chains=2, cores=1),
                       progressbar=False).fit(df, random_seed=100 + r)
             res = attribute_risk(df, [zf], model=m, records=records, random_seed=200 + r,
                                  progressbar=False,
@@ -274,8 +274,8 @@ def _replicate_p_true(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             kw = {} if tune is None else {"tune": tune}
-            m = DPMPM(n_components=K, draws=draws, chains=2, cores=1,
-                      synthesis_mode=synthesis_mode, progressbar=False, **kw)
+            m = DPMPM(n_components=K, sampling=Sampling(draws=draws, chains=2, cores=1, **kw),
+                      synthesis_mode=synthesis_mode, progressbar=False)
             m.fit(df, synthesized=synthesized, records=synthesized_records,
                   random_seed=seed + 1000 * r + 1)
             for e in estimators:
@@ -453,7 +453,8 @@ def test_poisson_mixture_k2_posterior_matches_exact():
     df = pd.DataFrame({"y": y[:, 0]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = PoissonMixture(variant="mp", n_components=2, tune=1000, draws=10000, chains=2, cores=1,
+        m = PoissonMixture(variant="mp", n_components=2,
+                           sampling=Sampling(tune=1000, draws=10000, chains=2, cores=1),
                            progressbar=False).fit(df, random_seed=3)
     post = m.posterior_["posterior"]
     w = post["w"].transpose("chain", "draw", "component").values
@@ -479,7 +480,8 @@ def test_poisson_mixture_augmented_fit_keeps_the_base_prior_rate():
     z = pd.DataFrame({"y": [10, 10, 10, 10, 10]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = PoissonMixture(variant="mp", n_components=1, tune=100, draws=2000, chains=2, cores=1,
+        m = PoissonMixture(variant="mp", n_components=1,
+                           sampling=Sampling(tune=100, draws=2000, chains=2, cores=1),
                            progressbar=False).fit(y, random_seed=1)
         aug = m.fit_augmented(y, z, random_seed=2)
     lam = aug.posterior_["posterior"]["lam"].values[..., 0, 0]

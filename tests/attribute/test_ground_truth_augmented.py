@@ -26,7 +26,7 @@ import pandas as pd
 import pytest
 from _exact import alpha_given_counts, dpmpm_exact, dpmpm_exact_draws
 
-from bayes_risk.models import DPMPM
+from bayes_risk.models import DPMPM, Sampling
 from bayes_risk.models._bayesian.sticks import log_gamma_variates
 
 
@@ -49,7 +49,8 @@ def _posterior(m: DPMPM) -> dict[str, np.ndarray]:
 def test_fit_augmented_is_a_plain_fit_on_the_stacked_table(partial):
     y, z = _table(1, 20), _table(2, 20)
     rows = np.arange(20) % 3 == 0 if partial else None
-    kw = dict(n_components=3, tune=30, draws=40, chains=2, cores=1, alpha_prior=(0.5, 2.0),
+    kw = dict(n_components=3,
+              sampling=Sampling(tune=30, draws=40, chains=2, cores=1), alpha_prior=(0.5, 2.0),
               dirichlet_prior=0.7, progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -32,7 +32,7 @@ from _exact import (
 from scipy.special import gammaln
 
 from bayes_risk.attribute import EstimatorSpec
-from bayes_risk.models import SequentialRegression
+from bayes_risk.models import Sampling, SequentialRegression
 from bayes_risk.models._bayesian.design import normal_exact_posterior
 
 GRID_HALF_WIDTH, GRID_POINTS = 1.0, 11
@@ -80,7 +80,7 @@ def _case() -> tuple[pd.DataFrame, list[pd.DataFrame], np.ndarray]:
     df = pd.DataFrame({"x": x, "y": y})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        gen = SequentialRegression(draws=10, progressbar=False).fit(
+        gen = SequentialRegression(sampling=Sampling(draws=10), progressbar=False).fit(
             df, synthesized=["y"], random_seed=1)
         datasets = list(gen.synthesize(2, random_seed=2))
     X = np.column_stack([np.ones(n), x])
@@ -101,7 +101,7 @@ def _replicates(df, datasets, *, reps: int, draws: int, seed: int) -> dict[str, 
     for r in range(reps):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            m = SequentialRegression(draws=draws, progressbar=False).fit(
+            m = SequentialRegression(sampling=Sampling(draws=draws), progressbar=False).fit(
                 df, synthesized=["y"], random_seed=seed + 1000 * r + 1)
             for e in out:
                 res = attribute_risk(

@@ -22,6 +22,7 @@ from bayes_risk.attribute.candidates import one_variable_codes
 from bayes_risk.data import make_acs_like
 from bayes_risk.data.validate import encode
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
+from bayes_risk.models import Sampling
 
 dpmpm = pytest.importorskip("bayes_risk.models.dpmpm.dpmpm")
 
@@ -33,7 +34,7 @@ MISSING_COL = 2  # RACE of record 0 is missing
 def setup():
     df = make_acs_like(200, random_seed=3)[COLS].astype(object)
     df.loc[0, "RACE"] = None
-    model = dpmpm.DPMPM(n_components=1, tune=20, draws=2000, progressbar=False)
+    model = dpmpm.DPMPM(n_components=1, sampling=Sampling(tune=20, draws=2000), progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(df, random_seed=11)

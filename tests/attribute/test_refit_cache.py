@@ -15,7 +15,7 @@ import pytest
 
 from bayes_risk import EstimatorSpec, RatioSpec, attribute_risk, membership_risk
 from bayes_risk.exceptions import DataWarning, ValidationError, warning_code
-from bayes_risk.models import DPMPM
+from bayes_risk.models import DPMPM, Sampling
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def release():
     train, hold = df.iloc[:120].reset_index(drop=True), df.iloc[120:].reset_index(drop=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = DPMPM(n_components=4, tune=40, draws=50, chains=2, cores=1,
+        model = DPMPM(n_components=4, sampling=Sampling(tune=40, draws=50, chains=2, cores=1),
                       progressbar=False).fit(train, random_seed=1)
         syn = model.synthesize(2, random_seed=2)
     return model, train, hold, syn

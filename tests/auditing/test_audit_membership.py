@@ -8,6 +8,8 @@ import warnings
 import pandas as pd
 import pytest
 
+from bayes_risk.models import Sampling
+
 OTHERS = ["utility", "identification", "posterior_identification", "attribute", "disclosure"]
 
 
@@ -20,7 +22,7 @@ def release():
     train, hold = df.iloc[:120].reset_index(drop=True), df.iloc[120:].reset_index(drop=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = DPMPM(n_components=4, tune=100, draws=150, chains=2, cores=1,
+        model = DPMPM(n_components=4, sampling=Sampling(tune=100, draws=150, chains=2, cores=1),
                       progressbar=False).fit(train, random_seed=1)
         syn = model.synthesize(1, random_seed=2)
     return model, train, hold, syn
@@ -137,7 +139,7 @@ def test_membership_line_of_a_partially_synthetic_release(tmp_path):
     train, hold = df.iloc[:60].reset_index(drop=True), df.iloc[60:].reset_index(drop=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = SequentialRegression(draws=400, progressbar=False).fit(
+        model = SequentialRegression(sampling=Sampling(draws=400), progressbar=False).fit(
             train, synthesized=["Y"], random_seed=1)
         syn = model.synthesize(2, random_seed=2)
         res = br.audit(train, syn, known=["A"], model=model, holdout=hold, random_seed=1,
@@ -173,7 +175,7 @@ def test_membership_step_reaches_a_numeric_unsynthesized_column(tmp_path):
     train, hold = df.iloc[:60].reset_index(drop=True), df.iloc[60:].reset_index(drop=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = SequentialRegression(draws=400, progressbar=False).fit(
+        model = SequentialRegression(sampling=Sampling(draws=400), progressbar=False).fit(
             train, synthesized=["Y"], random_seed=1)
         syn = model.synthesize(1, random_seed=2)
         res = br.audit(train, syn, known=["X"], model=model, holdout=hold, random_seed=1,
@@ -241,7 +243,7 @@ def test_membership_step_of_a_release_of_selected_records(tmp_path):
     rule = "Y > 2.5 or X >= 5"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = SequentialRegression(draws=300, progressbar=False).fit(
+        model = SequentialRegression(sampling=Sampling(draws=300), progressbar=False).fit(
             train, synthesized=["Y"], records=np.flatnonzero(train.eval(rule)),
             random_seed=1)
         syn = model.synthesize(1, random_seed=2)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models import Sampling
 
 
 def run_cli(argv: list[str]) -> int:
@@ -41,7 +42,7 @@ def saved_dpmpm(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("attr_cli")
     df = make_acs_like(120, random_seed=5).iloc[:, :3]
-    model = dpmpm.DPMPM(n_components=3, tune=30, draws=200, progressbar=False)
+    model = dpmpm.DPMPM(n_components=3, sampling=Sampling(tune=30, draws=200), progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(df, random_seed=1)

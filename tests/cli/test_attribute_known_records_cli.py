@@ -12,6 +12,7 @@ import pytest
 
 from bayes_risk import attribute_risk
 from bayes_risk.attribute import EstimatorSpec, ScenarioSpec
+from bayes_risk.models import Sampling
 
 
 def _cli(argv, cwd, capsys):
@@ -33,7 +34,7 @@ def saved(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("known_records")
     df = make_acs_like(60, random_seed=5).iloc[:, :3]
-    model = DPMPM(n_components=3, tune=30, draws=60, progressbar=False)
+    model = DPMPM(n_components=3, sampling=Sampling(tune=30, draws=60), progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(df, random_seed=1)

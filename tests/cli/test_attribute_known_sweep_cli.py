@@ -14,6 +14,8 @@ import warnings
 import pandas as pd
 import pytest
 
+from bayes_risk.models import Sampling
+
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
@@ -22,7 +24,7 @@ def saved(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("sweep_dpmpm")
     df = make_acs_like(60, random_seed=5).iloc[:, :3]
-    model = DPMPM(n_components=3, tune=20, draws=40, progressbar=False)
+    model = DPMPM(n_components=3, sampling=Sampling(tune=20, draws=40), progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(df, random_seed=1)

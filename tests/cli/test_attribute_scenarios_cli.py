@@ -18,6 +18,7 @@ import pytest
 
 from bayes_risk.attribute import EstimatorSpec, ScenarioSpec
 from bayes_risk.attribute.largest_value import largest_value_posterior
+from bayes_risk.models import Sampling
 
 
 def _in_process(argv: list[str], capsys) -> subprocess.CompletedProcess:
@@ -46,7 +47,7 @@ def saved_dpmpm(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("scen_dpmpm")
     df = make_acs_like(80, random_seed=5).iloc[:, :3]
-    model = DPMPM(n_components=3, tune=30, draws=60, progressbar=False)
+    model = DPMPM(n_components=3, sampling=Sampling(tune=30, draws=60), progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(df, random_seed=1)
@@ -116,7 +117,8 @@ def test_second_largest_cli_matches_api(tmp_path, capsys):
     rng = np.random.default_rng(3)
     df = pd.DataFrame({"workers": rng.poisson(4, 60), "wages": rng.poisson(30, 60)})
     df.loc[7, "wages"] = 80  # an outlying largest value
-    model = PoissonMixture(variant="tcmm", q=0.8, n_components=4, tune=50, draws=100,
+    model = PoissonMixture(variant="tcmm", q=0.8, n_components=4,
+                           sampling=Sampling(tune=50, draws=100),
                            progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -203,7 +205,8 @@ def test_two_records_known_sums_cli(tmp_path, capsys):
     df.to_csv(tmp_path / "orig.csv", index=False)
     fits = {}
     for variant in ("mp", "mm"):
-        model = PoissonMixture(variant=variant, n_components=4, tune=50, draws=100,
+        model = PoissonMixture(variant=variant, n_components=4,
+                               sampling=Sampling(tune=50, draws=100),
                                progressbar=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

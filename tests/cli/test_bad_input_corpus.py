@@ -128,7 +128,8 @@ def _tree_digest(path: Path) -> dict[str, str]:
     }
 
 
-def _run(argv: list[str], capsys) -> tuple[int, str]:
+def _run_captured(argv: list[str], capsys) -> tuple[int, str, str]:
+    """``main(argv)`` in this process: its exit status, stdout and stderr."""
     from bayes_risk.cli import main
 
     capsys.readouterr()
@@ -136,7 +137,13 @@ def _run(argv: list[str], capsys) -> tuple[int, str]:
         rc = main(argv)
     except SystemExit as err:  # argparse usage errors
         rc = int(err.code or 0)
-    return rc, capsys.readouterr().err
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def _run(argv: list[str], capsys) -> tuple[int, str]:
+    rc, _, err = _run_captured(argv, capsys)
+    return rc, err
 
 
 # ----------------------------------------------------------------------------- the table
@@ -879,7 +886,7 @@ def test_bad_input_case(case: Case, base: Path, tmp_path: Path, capsys, monkeypa
     argv = _argv(case, base, over or {})
     before = _tree_digest(work)
     listing = sorted(p.name for p in work.iterdir())
-    rc, err = _run(argv, capsys)
+    rc, stdout, err = _run_captured(argv, capsys)
     lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("warning [")]
     assert "Traceback" not in err, err
     assert rc == case.rc, f"exit {rc} (expected {case.rc}) for {argv}:\n{err}"
@@ -908,8 +915,12 @@ def test_bad_input_case(case: Case, base: Path, tmp_path: Path, capsys, monkeypa
         # the error names the command line's options, never the library's arguments
         assert not library_leaks(lines[0]), f"{library_leaks(lines[0])} named in: {lines[0]}"
     else:
-        # -q: nothing on stderr but the one-line warnings (no progress display)
+        # -q: nothing on stderr but the one-line warnings (no progress display), and on
+        # stdout the path written only (test_quiet_prints_the_written_paths_and_warnings_only's
+        # rule, checked here for the sub-commands that have valid cases)
         assert not lines, f"stderr with -q holds more than warnings:\n{err}"
+        if "-q" in argv:
+            assert stdout.splitlines() == [argv[argv.index("--out") + 1]], stdout
         summary = out / "summary.json"
         assert summary.is_file(), sorted(p.name for p in out.iterdir())
         d = json.loads(summary.read_text())
@@ -1484,20 +1495,37 @@ def _quiet_argv(sub: str, base: Path) -> list[str]:
     return _cmd(sub, base)
 
 
-@pytest.mark.parametrize("sub", ["fit", "synthesize", "utility", "identification", "attribute",
-                                 "membership", "attacks", "disclosure", "original-risk", "remedy",
-                                 "audit", "orders", "demo"])
-def test_quiet_prints_the_written_paths_and_warnings_only(base, tmp_path, capsys, monkeypatch,
-                                                          sub):
-    """One rule for every sub-command (issue 48: ``disclosure --quiet`` printed 34 lines,
-    ``utility --quiet`` 9, ``fit`` 4): stdout holds the path(s) written, stderr the warnings,
-    nothing else (no summary, bar, message or log line)."""
+#: sub-commands whose valid cases of the table above run with ``-q`` (test_bad_input_case
+#: checks the rule of the test below on them, so it does not run them again)
+QUIET_IN_CASES = ("fit", "synthesize", "utility", "identification", "attribute", "audit")
+
+
+def test_quiet_rule_is_checked_for_every_sub_command(base):
+    """Every sub-command meets the ``--quiet`` rule in one of the two tests: a valid case of
+    the table (with ``-q``) or test_quiet_prints_the_written_paths_and_warnings_only."""
     from bayes_risk.cli import SUBCOMMANDS
 
     assert sorted(SUBCOMMANDS) == sorted(
         ["fit", "synthesize", "utility", "identification", "attribute", "membership",
          "attacks", "disclosure", "original-risk", "remedy", "audit", "orders", "demo"])
-    # a new sub-command joins this test
+    # a new sub-command joins the test below (or has valid cases with -q)
+    assert sorted([*QUIET_IN_CASES, *QUIET_SUBS]) == sorted(SUBCOMMANDS)
+    for sub in QUIET_IN_CASES:
+        valid = [c for c in CASES if c.sub == sub and c.rc == 0
+                 and "-q" in _cmd(sub, base, **c.kw)]
+        assert valid, f"no valid case of {sub} runs with -q"
+
+
+QUIET_SUBS = ("membership", "attacks", "disclosure", "original-risk", "remedy", "orders", "demo")
+
+
+@pytest.mark.parametrize("sub", QUIET_SUBS)
+def test_quiet_prints_the_written_paths_and_warnings_only(base, tmp_path, capsys, monkeypatch,
+                                                          sub):
+    """One rule for every sub-command (issue 48: ``disclosure --quiet`` printed 34 lines,
+    ``utility --quiet`` 9, ``fit`` 4): stdout holds the path(s) written, stderr the warnings,
+    nothing else (no summary, bar, message or log line). The sub-commands with valid cases in
+    the table above are checked there (``QUIET_IN_CASES``)."""
     work = tmp_path / "w"
     shutil.copytree(base, work)
     monkeypatch.chdir(work)

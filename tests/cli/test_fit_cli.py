@@ -267,7 +267,7 @@ def test_fit_starts_temperatures_and_the_regimes_record(tmp_path, csv, capsys):
     assert cli.main(["fit", str(path), *BASE, "--chains", "3", "--starts", "few", "spread",
                      "--temperatures", "3", "--out", str(out)]) == 0
     model = load_model(out)
-    assert model._starts() == ("few", "spread") and model.temperatures == 3
+    assert model._starts() == ("few", "spread") and model.resolved_sampling.temperatures == 3
     summary = json.loads((out / "summary.json").read_text())
     reg = summary["regimes"]
     assert [c["start"] for c in reg["chains"]] == ["few", "spread", "few"]
@@ -280,9 +280,9 @@ def test_fit_starts_temperatures_and_the_regimes_record(tmp_path, csv, capsys):
 
 def test_model_options_match_the_models():
     """The options each model declares for the parser (modules that import no model) name real
-    ``__init__`` settings of every model declaring them, with the models' own choices."""
-    import inspect
-
+    settings of every model declaring them (``__init__``'s, or a field of its ``sampling``),
+    with the models' own choices."""
+    from bayes_risk.cli._common import init_params
     from bayes_risk.models import get_synthesizer, list_synthesizers
     from bayes_risk.models._bayesian import starts
     from bayes_risk.models._bayesian.design import FAMILIES
@@ -305,8 +305,7 @@ def test_model_options_match_the_models():
     for opt in options:
         assert opt.models and set(opt.models) <= set(list_synthesizers()), opt.flag
         for name in opt.models:
-            params = inspect.signature(get_synthesizer(name).__init__).parameters
-            assert opt.setting in params, (opt.flag, name)
+            assert opt.setting in init_params(get_synthesizer(name)), (opt.flag, name)
         if "choices" in opt.kwargs:
             assert set(opt.kwargs["choices"]) == allowed[opt.setting], opt.flag
     family = next(o for o in options if o.flag == "--family")

@@ -39,6 +39,7 @@ from bayes_risk.exceptions import DataWarning, ValidationError
 from bayes_risk.models import (
     CARTSynthesizer,
     RandomForestSynthesizer,
+    Sampling,
     SmallCellPMMSynthesizer,
     load_model,
     plugin_likelihood,
@@ -96,7 +97,8 @@ def test_model_id_survives_saving_and_is_recorded_by_its_releases(ce, kind, tmp_
                 cat, schema=cs, synthesized=["Tenure", "Marital"]),
             "pmm": lambda: SmallCellPMMSynthesizer(identifying=["Tenure", "Marital"],
                                                    random_seed=1).fit(cat, schema=cs),
-            "dpmpm": lambda: DPMPM(n_components=3, tune=10, draws=10, chains=1, cores=1,
+            "dpmpm": lambda: DPMPM(n_components=3,
+                                   sampling=Sampling(tune=10, draws=10, chains=1, cores=1),
                                    progressbar=False, random_seed=1).fit(cat, schema=cs),
         }[kind]()
     mid = model_id(model)
@@ -221,7 +223,9 @@ def test_settings_are_named_with_both_values(ce, schema, release):
 def test_the_issues_dpmpm_case_k3_against_a_release_of_k5():
     data = br.make_acs_like(200, random_seed=3)
     sch = infer_schema(data, categorical=list(data.columns))
-    kw = dict(tune=10, draws=10, chains=1, cores=1, progressbar=False, random_seed=1)
+    kw = dict(
+              sampling=Sampling(tune=10, draws=10, chains=1, cores=1), progressbar=False,
+              random_seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a short run's convergence warnings
         k5 = DPMPM(n_components=5, **kw).fit(data, schema=sch)
@@ -286,7 +290,8 @@ def saved_dpmpm(tmp_path):
     sch = infer_schema(data, categorical=list(data.columns))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = DPMPM(n_components=3, tune=10, draws=10, chains=1, cores=1, progressbar=False,
+        model = DPMPM(n_components=3,
+                      sampling=Sampling(tune=10, draws=10, chains=1, cores=1), progressbar=False,
                       random_seed=1).fit(data, schema=sch)
     return model, model.save(tmp_path / "dp")
 

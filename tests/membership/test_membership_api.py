@@ -16,6 +16,7 @@ from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationErro
 from bayes_risk.membership.dcr import closest_distance, overfitting_share
 from bayes_risk.membership.estimator import posterior_membership
 from bayes_risk.membership.summaries import auc
+from bayes_risk.models import Sampling
 from bayes_risk.results import MembershipRiskResult
 
 
@@ -130,7 +131,7 @@ def fitted():
     train, hold = df.iloc[:120].reset_index(drop=True), df.iloc[120:].reset_index(drop=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = DPMPM(n_components=4, tune=100, draws=200, chains=2, cores=1,
+        model = DPMPM(n_components=4, sampling=Sampling(tune=100, draws=200, chains=2, cores=1),
                       progressbar=False).fit(train, random_seed=1)
         syn = model.synthesize(2, random_seed=2)
     return model, train, hold, syn
@@ -194,9 +195,10 @@ def test_refusals_and_bad_input(fitted):
     # class O (posterior_class mode) and partial synthesis are refused with a code
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        o = DPMPM(n_components=3, tune=20, draws=20, chains=1, cores=1, progressbar=False,
+        o = DPMPM(n_components=3,
+                  sampling=Sampling(tune=20, draws=20, chains=1, cores=1), progressbar=False,
                   synthesis_mode="posterior_class").fit(train, random_seed=1)
-        part = DPMPM(n_components=3, tune=20, draws=20, chains=1, cores=1,
+        part = DPMPM(n_components=3, sampling=Sampling(tune=20, draws=20, chains=1, cores=1),
                      progressbar=False).fit(train, synthesized=["MAR"], random_seed=1)
     for mod, code in ((o, "MEMBERSHIP_MODEL_UNSUPPORTED"),
                       (part, "MEMBERSHIP_PARTIAL_SYNTHESIS")):
@@ -238,7 +240,8 @@ def test_poisson_mixture_end_to_end():
     train, hold = df.iloc[:110].reset_index(drop=True), df.iloc[110:].reset_index(drop=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = PoissonMixture(n_components=4, tune=100, draws=200, chains=2, cores=1,
+        model = PoissonMixture(n_components=4,
+                               sampling=Sampling(tune=100, draws=200, chains=2, cores=1),
                                progressbar=False).fit(train, random_seed=1)
         syn = model.synthesize(2, random_seed=2)
         res = membership_risk(model, train, syn, holdout=hold, random_seed=3,
@@ -264,7 +267,7 @@ def test_missing_modelled_values_are_flagged_as_unchecked(fitted):
     holes.iloc[::7, 1] = np.nan
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m2 = DPMPM(n_components=4, tune=50, draws=60, chains=1, cores=1,
+        m2 = DPMPM(n_components=4, sampling=Sampling(tune=50, draws=60, chains=1, cores=1),
                    progressbar=False).fit(holes, random_seed=1)
         res = membership_risk(m2, holes, m2.synthesize(1, random_seed=2), holdout=hold,
                               random_seed=3)

@@ -21,7 +21,7 @@ from _exact import check_p_true, dpmpm_exact, t_bound
 
 from bayes_risk.membership import AttackSpec, membership_risk
 from bayes_risk.membership.estimator import posterior_membership
-from bayes_risk.models import DPMPM
+from bayes_risk.models import DPMPM, Sampling
 
 D = np.array([2, 2])
 K = 2
@@ -80,7 +80,8 @@ def test_dpmpm_membership_matches_exact(m):
     for r in range(reps):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = DPMPM(n_components=K, tune=300, draws=1500, chains=2, cores=1,
+            model = DPMPM(n_components=K,
+                          sampling=Sampling(tune=300, draws=1500, chains=2, cores=1),
                           progressbar=False).fit(_frame(y), random_seed=500 + r)
             res = membership_risk(model, _frame(y), zf, holdout=_frame(hold),
                                   records=[0, 7, 12], population=0,

@@ -31,7 +31,7 @@ from scipy.special import gammaln
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.membership import AttackSpec, RatioSpec, membership_risk
 from bayes_risk.membership.estimator import posterior_membership
-from bayes_risk.models import SequentialRegression
+from bayes_risk.models import Sampling, SequentialRegression
 
 REPS = 6
 LEVELS = ["0", "1", "2"]
@@ -97,7 +97,7 @@ def selected_release():
 
     @functools.cache  # one fit per seed: the module's runs share the fitted models
     def model(seed, draws=3000):
-        return SequentialRegression(families={"B": "categorical"}, draws=draws,
+        return SequentialRegression(families={"B": "categorical"}, sampling=Sampling(draws=draws),
                                     progressbar=False).fit(
             y, synthesized=["B"], records=np.flatnonzero(sel), random_seed=seed)
 
@@ -260,7 +260,7 @@ def test_nothing_synthesized_every_member_released_whole():
     y = pd.DataFrame({"A": _cat([0, 1, 2, 0, 1, 1]), "B": _cat([1, 1, 0, 2, 2, 0])})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fitted = SequentialRegression(families={"B": "categorical"}, draws=100,
+        fitted = SequentialRegression(families={"B": "categorical"}, sampling=Sampling(draws=100),
                                       progressbar=False).fit(y, synthesized=["B"], records=[],
                                                              random_seed=1)
         res = membership_risk(fitted, y, fitted.synthesize(1, random_seed=2), holdout=y.iloc[:2],
@@ -279,7 +279,7 @@ def test_independent_selection_of_every_record_changes_nothing(selected_release)
     y, _, _, *_, hold = selected_release
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        full = SequentialRegression(families={"B": "categorical"}, draws=200,
+        full = SequentialRegression(families={"B": "categorical"}, sampling=Sampling(draws=200),
                                     progressbar=False).fit(y, synthesized=["B"], random_seed=1)
         syn = full.synthesize(2, random_seed=2)
         kw = dict(holdout=hold, records=[0, 5, 9], attack=AttackSpec(bootstrap=0),

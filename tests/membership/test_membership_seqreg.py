@@ -29,7 +29,7 @@ from scipy import integrate, stats
 from bayes_risk.exceptions import NotSupportedError, SchemaError
 from bayes_risk.membership import AttackSpec, RatioSpec, membership_risk
 from bayes_risk.membership.estimator import posterior_membership
-from bayes_risk.models import SequentialRegression
+from bayes_risk.models import Sampling, SequentialRegression
 
 REPS = 6
 
@@ -145,7 +145,7 @@ def categorical_release():
 
     @functools.cache  # one fit per seed: the module's runs share the fitted models
     def model(seed):
-        return SequentialRegression(families={"B": "categorical"}, draws=3000,
+        return SequentialRegression(families={"B": "categorical"}, sampling=Sampling(draws=3000),
                                     progressbar=False).fit(y, synthesized=["B"],
                                                            random_seed=seed)
 
@@ -196,7 +196,7 @@ def normal_release():
 
     @functools.cache  # one fit per seed: the module's runs share the fitted models
     def model(seed):
-        return SequentialRegression(draws=3000, progressbar=False).fit(
+        return SequentialRegression(sampling=Sampling(draws=3000), progressbar=False).fit(
             y, synthesized=["Y"], random_seed=seed)
 
     with warnings.catch_warnings():
@@ -240,7 +240,7 @@ def numeric_release():
 
     @functools.cache  # one fit per seed: the module's runs share the fitted models
     def model(seed):
-        return SequentialRegression(draws=3000, progressbar=False).fit(
+        return SequentialRegression(sampling=Sampling(draws=3000), progressbar=False).fit(
             y, synthesized=["Y"], random_seed=seed)
 
     with warnings.catch_warnings():
@@ -399,7 +399,9 @@ def test_full_synthesis_normal_chain_matches_exact():
     hold = pd.DataFrame({"Y1": [0.3, -1.2], "Y2": [0.7, -0.9]})
 
     def model(seed):
-        return SequentialRegression(draws=3000, progressbar=False).fit(y, random_seed=seed)
+        return SequentialRegression(
+                                    sampling=Sampling(draws=3000), progressbar=False).fit(y,
+                                    random_seed=seed)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -427,7 +429,7 @@ def test_partial_synthesis_refusals(categorical_release):
     y, syn, _, _, _, hold = categorical_release
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sel = SequentialRegression(families={"B": "categorical"}, draws=50,
+        sel = SequentialRegression(families={"B": "categorical"}, sampling=Sampling(draws=50),
                                    progressbar=False).fit(y, synthesized=["B"],
                                                           records=np.arange(10), random_seed=1)
     with pytest.raises(NotSupportedError, match="selected records") as err:
@@ -438,7 +440,7 @@ def test_partial_synthesis_refusals(categorical_release):
     cnt = pd.DataFrame({"K": np.arange(30) % 7, "Y": np.linspace(0, 1, 30)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m_cnt = SequentialRegression(families={"K": "normal"}, draws=50,
+        m_cnt = SequentialRegression(families={"K": "normal"}, sampling=Sampling(draws=50),
                                      progressbar=False).fit(cnt, random_seed=1)
     assert m_cnt.schema_["K"].type == "count"
     with pytest.raises(NotSupportedError, match="rounds its draws") as err:
@@ -447,7 +449,8 @@ def test_partial_synthesis_refusals(categorical_release):
     with pytest.raises(Exception, match="unsynthesized_concentration"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            membership_risk(SequentialRegression(families={"B": "categorical"}, draws=50,
+            membership_risk(SequentialRegression(families={"B": "categorical"},
+                                                 sampling=Sampling(draws=50),
                                                  progressbar=False).fit(
                 y, synthesized=["B"], random_seed=1), y, syn, holdout=hold,
                 ratio=RatioSpec(unsynthesized_concentration=0.0))
@@ -461,7 +464,7 @@ def test_laplace_draws_carry_a_coded_warning():
     df["B"] = pd.Categorical(np.where(df["X"] + rng.normal(0, 1, 40) > 0, "yes", "no"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        lap = SequentialRegression(posterior_method="laplace", draws=400,
+        lap = SequentialRegression(posterior_method="laplace", sampling=Sampling(draws=400),
                                    progressbar=False).fit(df, random_seed=1)
         syn = lap.synthesize(1, random_seed=2)
         res = membership_risk(lap, df, syn, records=[0, 1], population=2,

@@ -14,7 +14,7 @@ import pytest
 import bayes_risk as br
 from bayes_risk.membership import partial as _partial
 from bayes_risk.membership import plan as stage_plan
-from bayes_risk.models import SequentialRegression
+from bayes_risk.models import Sampling, SequentialRegression
 
 
 def _reference(model, original, original_keys, keys, k, rng, schema, us, rows_=None):
@@ -51,7 +51,7 @@ def partial_model():
         "LogExpenditure": np.log(ce["Expenditure"].clip(lower=1)),
         "LogIncome": np.log(ce["Income"].clip(lower=1)),
     })
-    model = SequentialRegression(draws=40, progressbar=False).fit(
+    model = SequentialRegression(sampling=Sampling(draws=40), progressbar=False).fit(
         data, synthesized=["LogExpenditure", "LogIncome"], random_seed=1)
     return data, model
 

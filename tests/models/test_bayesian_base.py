@@ -12,7 +12,7 @@ import pytest
 
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ConvergenceWarning, NotFittedError, ValidationError
-from bayes_risk.models import load_model
+from bayes_risk.models import Sampling, load_model
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
@@ -22,10 +22,8 @@ class BetaBernoulli(BayesianSynthesizer):
 
     method_name = "toy-bernoulli"
 
-    def __init__(self, *, tune=500, draws=1000, chains=1, cores=1, random_seed=None,
-                 progressbar=True):
-        super().__init__(tune=tune, draws=draws, chains=chains, cores=cores,
-                         random_seed=random_seed, progressbar=progressbar)
+    def __init__(self, *, sampling=None, random_seed=None, progressbar=True):
+        super().__init__(sampling=sampling, random_seed=random_seed, progressbar=progressbar)
 
     def _event_ndims(self):
         return {"theta": 0}
@@ -184,7 +182,7 @@ def fitted_dpmpm():
     from bayes_risk.data import make_acs_like
 
     df = make_acs_like(400, random_seed=3)[["SEX", "AGE", "MAR", "MIG"]]
-    m = DPMPM(n_components=5, tune=30, draws=40, progressbar=False)
+    m = DPMPM(n_components=5, sampling=Sampling(tune=30, draws=40), progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         m.fit(df, random_seed=4)
@@ -207,7 +205,7 @@ def test_dpmpm_save_load_identical(tmp_path, fitted_dpmpm):
 
 def test_dpmpm_partial_synthesis_saves_data(tmp_path):
     df = pd.DataFrame({"a": list("xyxyxyxy"), "b": list("ppqqppqq")})
-    m = DPMPM(n_components=2, tune=5, draws=10, progressbar=False)
+    m = DPMPM(n_components=2, sampling=Sampling(tune=5, draws=10), progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         m.fit(df, synthesized=["b"], random_seed=1)
@@ -268,7 +266,8 @@ def test_ctrl_c_stops_every_chain_and_returns_no_partial_posterior(monkeypatch):
     from bayes_risk.models import DPMPM
 
     df, calls = _sigint_at_sweep(monkeypatch, 50)  # during the first chain's warm-up
-    model = DPMPM(n_components=3, tune=200, draws=2000, chains=2, cores=1, progressbar=False)
+    model = DPMPM(n_components=3,
+                  sampling=Sampling(tune=200, draws=2000, chains=2, cores=1), progressbar=False)
     with pytest.raises(KeyboardInterrupt):
         model.fit(df, categorical=["a", "b"], random_seed=1)
     assert calls["n"] < 60, calls  # the second chain did not run its 2,200 sweeps
@@ -287,7 +286,8 @@ def test_an_ignored_sigint_stays_ignored(monkeypatch):
     df, calls = _sigint_at_sweep(monkeypatch, 50)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        model = DPMPM(n_components=3, tune=50, draws=50, chains=2, cores=1, progressbar=False)
+        model = DPMPM(n_components=3,
+                      sampling=Sampling(tune=50, draws=50, chains=2, cores=1), progressbar=False)
         model.fit(df, categorical=["a", "b"], random_seed=1)
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:

@@ -37,7 +37,7 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
-from bayes_risk.models import BaseSynthesizer, get_synthesizer, list_synthesizers
+from bayes_risk.models import BaseSynthesizer, Sampling, get_synthesizer, list_synthesizers
 
 # Every Bayesian fit here has a few dozen draws: far too short to converge, by design (the
 # contract is about shapes, seeds and errors; convergence is tested in test_dpmpm_convergence).
@@ -79,7 +79,7 @@ class Case:
         return _table()[list(self.columns)]
 
 
-_MCMC = {"tune": 10, "draws": 20, "chains": 1, "cores": 1, "progressbar": False}
+_MCMC = {"sampling": Sampling(tune=10, draws=20, chains=1, cores=1), "progressbar": False}
 
 CASES: dict[str, Case] = {
     "cart": Case({"min_leaf": 5}, ("sex", "mar", "region", "kids", "visits", "income"),

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_risk.models import DPMPM, load_model
+from bayes_risk.models import DPMPM, Sampling, load_model
 from bayes_risk.models._bayesian.convergence import (
     TAIL_PROB,
     check_text,
@@ -108,7 +108,7 @@ def _tiny_fit(draws: int = 40, seed: int = 1) -> DPMPM:
                        .astype(str) for j in range(3)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return DPMPM(n_components=5, tune=20, draws=draws, chains=2, cores=1,
+        return DPMPM(n_components=5, sampling=Sampling(tune=20, draws=draws, chains=2, cores=1),
                      progressbar=False).fit(df, random_seed=seed)
 
 
@@ -269,12 +269,13 @@ def test_dpmpm_fit_does_not_import_pymc(tmp_path):
     code = textwrap.dedent("""
         import sys, warnings
         import numpy as np, pandas as pd
-        from bayes_risk.models import DPMPM
+        from bayes_risk.models import DPMPM, Sampling
         rng = np.random.default_rng(0)
         df = pd.DataFrame({"a": rng.choice(["x", "y"], 80), "b": rng.choice(["u", "v"], 80)})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            m = DPMPM(n_components=3, tune=5, draws=10, chains=1, progressbar=False).fit(df)
+            m = DPMPM(n_components=3, sampling=Sampling(tune=5, draws=10, chains=1),
+                      progressbar=False).fit(df)
         m.convergence_summary()
         m.save(sys.argv[1])
         print([k for k in ("pymc", "pytensor") if k in sys.modules])

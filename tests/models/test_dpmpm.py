@@ -19,6 +19,7 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
+from bayes_risk.models import Sampling
 from bayes_risk.models._bayesian.sticks import (
     alpha_conditional_log,
     stick_breaking_log,
@@ -83,7 +84,8 @@ def lca_fit():
     rng = np.random.default_rng(20240501)
     d = (2, 3, 4, 2, 3)
     df, pi, phis = simulate_lca(2000, d, 3, rng)
-    model = DPMPM(n_components=10, tune=150, draws=200, chains=1, progressbar=False)
+    model = DPMPM(n_components=10,
+                  sampling=Sampling(tune=150, draws=200, chains=1), progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(df, random_seed=11)
@@ -213,7 +215,8 @@ def test_k1_is_product_of_dirichlet_multinomials():
         "u": pd.Categorical(rng.choice([1, 2, 3], n, p=[0.5, 0.3, 0.2]), categories=[1, 2, 3]),
         "v": pd.Categorical(rng.choice([1, 2], n, p=[0.7, 0.3]), categories=[1, 2]),
     })
-    model = DPMPM(n_components=1, tune=5, draws=800, progressbar=False).fit(df, random_seed=2)
+    model = DPMPM(n_components=1,
+                  sampling=Sampling(tune=5, draws=800), progressbar=False).fit(df, random_seed=2)
     H = model.n_draws
     for j, (col, _d) in enumerate((("u", 3), ("v", 2))):
         counts = df[col].value_counts().sort_index().to_numpy()
@@ -306,7 +309,7 @@ def test_partial_synthesis_columns_and_records():
     df, _, _ = simulate_lca(400, (2, 3, 3), 2, rng)
     flags = np.zeros(400, bool)
     flags[:100] = True
-    model = DPMPM(n_components=4, tune=30, draws=40, progressbar=False)
+    model = DPMPM(n_components=4, sampling=Sampling(tune=30, draws=40), progressbar=False)
     model.fit(df, synthesized=["x2"], records=flags, random_seed=3)
     assert model.synthesis_mode_ == "conditional_us" and model.model_class == "P"
     syn = model.synthesize(2, random_seed=1)
@@ -327,14 +330,15 @@ def test_partial_synthesis_columns_and_records():
 def test_fit_augmented_uses_both_datasets():
     rng = np.random.default_rng(6)
     df, _, _ = simulate_lca(200, (2, 3), 2, rng)
-    model = DPMPM(n_components=3, tune=20, draws=30, progressbar=False).fit(df, random_seed=1)
+    model = DPMPM(n_components=3,
+                  sampling=Sampling(tune=20, draws=30), progressbar=False).fit(df, random_seed=1)
     syn = model.synthesize(1, random_seed=2)[0]
     aug = model.fit_augmented(df, syn, random_seed=3)
     assert isinstance(aug, DPMPM) and aug is not model
     assert aug.n_records == 400 and aug.n_draws == model.n_draws
     assert aug.schema_.names == model.schema_.names
     # partial synthesis of selected records: only the synthesized rows are new information
-    part = DPMPM(n_components=3, tune=20, draws=30, progressbar=False).fit(
+    part = DPMPM(n_components=3, sampling=Sampling(tune=20, draws=30), progressbar=False).fit(
         df, records=np.arange(0, 200, 4), random_seed=1
     )
     z = part.synthesize(1, random_seed=2)[0]
@@ -350,7 +354,8 @@ def test_missing_values_imputed_in_sampler():
 
     df = read_table(path)
     assert df.isna().any().any()
-    model = DPMPM(n_components=8, tune=50, draws=60, progressbar=False).fit(df, random_seed=1)
+    model = DPMPM(n_components=8,
+                  sampling=Sampling(tune=50, draws=60), progressbar=False).fit(df, random_seed=1)
     ll = model.posterior_["sample_stats"]["loglik"].values
     assert np.all(np.isfinite(ll))
     syn = model.synthesize(2, random_seed=4)
@@ -365,7 +370,8 @@ def test_imputation_recovers_marginal_under_mcar():
     miss = df.astype(object)
     holes = rng.random(len(df)) < 0.3
     miss.loc[holes, "x0"] = np.nan
-    model = DPMPM(n_components=4, tune=60, draws=120, progressbar=False).fit(miss, random_seed=2)
+    model = DPMPM(n_components=4,
+                  sampling=Sampling(tune=60, draws=120), progressbar=False).fit(miss, random_seed=2)
     truth = pi @ phis[0]
     est = _cells(model, 0).mean(0)
     n_obs = (~holes).sum()
@@ -400,7 +406,7 @@ def test_errors():
 
 def test_categorical_override_for_integer_codes():
     df = pd.DataFrame({"a": [1, 2, 1, 2, 1, 1], "b": [3, 3, 4, 4, 3, 4]})
-    model = DPMPM(n_components=2, tune=5, draws=10, progressbar=False)
+    model = DPMPM(n_components=2, sampling=Sampling(tune=5, draws=10), progressbar=False)
     model.fit(df, categorical=["a", "b"], random_seed=1)
     z = model.synthesize(1, random_seed=1)[0]
     assert z["a"].dtype == np.int64 and set(z["b"]) <= {3, 4}
@@ -410,7 +416,8 @@ def test_categorical_override_for_integer_codes():
 def test_nuts_option_small_problem():
     rng = np.random.default_rng(2)
     df, _, _ = simulate_lca(150, (2, 2), 2, rng)
-    model = DPMPM(n_components=2, sampler="nuts", tune=100, draws=100, progressbar=False)
+    model = DPMPM(n_components=2, sampler="nuts",
+                  sampling=Sampling(tune=100, draws=100), progressbar=False)
     model.fit(df, random_seed=1)
     assert model.n_draws == 2 * 100  # two chains by default
     assert np.all(np.isfinite(model.posterior_["sample_stats"]["loglik"].values))
@@ -471,7 +478,9 @@ def test_gibbs_same_seed_same_draws_whatever_the_thread_count():
     try:
         for threads in (1, old):
             numba.set_num_threads(threads)
-            m = DPMPM(n_components=4, tune=10, draws=15, progressbar=False).fit(df, random_seed=5)
+            m = DPMPM(n_components=4,
+                      sampling=Sampling(tune=10, draws=15), progressbar=False).fit(df,
+                      random_seed=5)
             draws.append(m._stacked("phi_1"))
     finally:
         numba.set_num_threads(old)

@@ -24,7 +24,8 @@ import pytest
 
 from bayes_risk.data import make_acs_like
 from bayes_risk.exceptions import BayesRiskWarning, ConvergenceWarning, ValidationError
-from bayes_risk.models import DPMPM
+from bayes_risk.models import DPMPM, Sampling
+from bayes_risk.models._bayesian.sampling import SAMPLING_FIELDS
 from bayes_risk.models.dpmpm.coding import encode
 
 GROUPS = ("posterior", "sample_stats", "warmup_sample_stats")
@@ -37,8 +38,9 @@ def _table(n: int = 300, seed: int = 1) -> pd.DataFrame:
 
 
 def _fit(df, seed=3, **kw):
-    settings = dict(n_components=4, tune=10, chains=2, cores=1, progressbar=False)
-    settings.update(kw)
+    run = {"tune": 10, "chains": 2, "cores": 1,
+           **{k: kw.pop(k) for k in SAMPLING_FIELDS if k in kw}}
+    settings = dict(n_components=4, sampling=Sampling(**run), **{"progressbar": False, **kw})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayesRiskWarning)
         return DPMPM(**settings).fit(df, random_seed=seed)
@@ -59,26 +61,27 @@ def _posterior(model, df, seed, check):
 
 
 def test_settings_stored_as_given_and_resolved_by_fit():
-    def max_sweeps(**settings):
-        return DPMPM(**settings)._run_settings()["max_sweeps"]
+    def max_sweeps(sampler="gibbs", **run):
+        return DPMPM(sampler=sampler, sampling=Sampling(**run))._run_settings()["max_sweeps"]
 
     assert max_sweeps() == 50_000  # the default run length extends itself
     assert max_sweeps(thin=3) == 50_000
     assert max_sweeps(draws=500) == 0  # a run length asked for is run as asked
     assert max_sweeps(draws=500, max_sweeps=9_000) == 9_000
     assert max_sweeps(sampler="nuts") == 0
-    assert DPMPM().max_sweeps is None and DPMPM().get_params()["max_sweeps"] is None
-    m = DPMPM(max_sweeps=0)
-    assert m.get_params()["max_sweeps"] == 0
-    assert DPMPM(**DPMPM().get_params()).get_params() == DPMPM().get_params()
+    assert DPMPM().sampling is None and DPMPM().resolved_sampling.max_sweeps is None
+    m = DPMPM(sampling=Sampling(max_sweeps=0))
+    assert m.get_params()["sampling__max_sweeps"] == 0
+    assert DPMPM(**DPMPM().get_params(deep=False)).get_params() == DPMPM().get_params()
     # set_params is the constructor: the run length asked for later is run as asked
-    assert DPMPM().set_params(draws=500)._run_settings() == DPMPM(draws=500)._run_settings()
+    assert (DPMPM().set_params(sampling__draws=500)._run_settings()
+            == DPMPM(sampling=Sampling(draws=500))._run_settings())
     df = _table(60)
     for bad in (-1, 2.5, True, "many"):
         with pytest.raises(ValidationError, match="max_sweeps"):
-            DPMPM(max_sweeps=bad, progressbar=False).fit(df)
+            DPMPM(sampling=Sampling(max_sweeps=bad), progressbar=False).fit(df)
     with pytest.raises(ValidationError, match="max_sweeps=100 applies to the Gibbs sampler"):
-        DPMPM(sampler="nuts", max_sweeps=100, progressbar=False).fit(df)
+        DPMPM(sampler="nuts", sampling=Sampling(max_sweeps=100), progressbar=False).fit(df)
 
 
 @pytest.fixture
@@ -102,7 +105,7 @@ def test_extended_run_is_the_run_at_its_final_thinning(never_stuck):
     assert run["stopped"] == "max_sweeps"
     assert ext.posterior_["posterior"].sizes["draw"] == 40 and ext.n_draws == 80
     assert ext.posterior_["warmup_sample_stats"].sizes["draw"] == 10
-    assert ext.thin is None  # the setting; the thinning used is in the record
+    assert ext.sampling.thin is None  # the setting; the thinning used is in the record
     explicit = _fit(df, draws=40, thin=4)
     assert explicit._run_settings()["max_sweeps"] == 0
     assert explicit.convergence_summary()["rounds"] == 1
@@ -121,8 +124,9 @@ def test_odd_number_of_draws_keeps_the_multiples_of_the_new_thinning(never_stuck
 
 def test_a_round_runs_when_and_only_when_the_check_fails():
     df = _table(200, seed=4)
-    model = DPMPM(n_components=4, tune=6, draws=20, chains=2, cores=1, progressbar=False,
-                  max_sweeps=10_000)
+    model = DPMPM(n_components=4,
+                  sampling=Sampling(tune=6, draws=20, chains=2, cores=1, max_sweeps=10_000),
+                  progressbar=False)
     seen = []
 
     def passes_second_time(tree):
@@ -139,17 +143,17 @@ def test_a_round_runs_when_and_only_when_the_check_fails():
     dt = _posterior(model, df, 5, lambda tree: next(verdicts))
     assert dt.attrs["gibbs_rounds"] == 3 and dt.attrs["gibbs_stop"] == "stuck"
     # the bound: 6 + 20 * 2**k <= 500 for k <= 4
-    model.set_params(max_sweeps=500)
+    model.set_params(sampling__max_sweeps=500)
     dt = _posterior(model, df, 5, lambda tree: "failed")
     assert dt.attrs["gibbs_rounds"] == 5 and dt.attrs["thin"] == 16
     assert dt.attrs["gibbs_stop"] == "max_sweeps"
     assert 6 + 20 * 16 <= 500 < 6 + 20 * 32
     # a bound below the first run's length: the first run, whole, and no round
-    model.set_params(max_sweeps=10)
+    model.set_params(sampling__max_sweeps=10)
     dt = _posterior(model, df, 5, lambda tree: "failed")
     assert dt.attrs["gibbs_rounds"] == 1 and dt["posterior"].sizes["draw"] == 20
     # no bound, or no check: never
-    model.set_params(max_sweeps=0)
+    model.set_params(sampling__max_sweeps=0)
     dt = _posterior(model, df, 5, lambda tree: "failed")
     assert dt.attrs["gibbs_rounds"] == 1 and dt.attrs["gibbs_stop"] == ""
 
@@ -207,14 +211,15 @@ def test_record_survives_save_and_load_and_the_warning_names_the_bound(tmp_path,
     df = _table(200, seed=7)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        m = DPMPM(n_components=4, tune=10, draws=20, chains=2, cores=1, progressbar=False,
-                  max_sweeps=90).fit(df, random_seed=1)
+        m = DPMPM(n_components=4,
+                  sampling=Sampling(tune=10, draws=20, chains=2, cores=1, max_sweeps=90),
+                  progressbar=False).fit(df, random_seed=1)
     low = [str(w.message) for w in caught if getattr(w.message, "code", "") == "LOW_ESS"]
     assert len(low) == 1 and "extended itself to 90 sweeps per chain (one kept per 4, 3 " \
         "rounds), the longest that max_sweeps=90 allows: raise max_sweeps" in low[0]
     m.save(tmp_path / "m")
     back = DPMPM.load(tmp_path / "m")
-    assert back.max_sweeps == 90
+    assert back.sampling.max_sweeps == 90
     for key in ("rounds", "thin", "sweeps_per_chain", "max_sweeps_per_chain"):
         assert back.convergence_summary()[key] == m.convergence_summary()[key]
     import json
@@ -230,7 +235,8 @@ def test_augmented_fit_starts_at_the_final_thinning(never_stuck):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayesRiskWarning)
         aug = m.fit_augmented(df, df.sample(40, random_state=1), random_seed=2)
-    assert aug.thin == 4 and aug.max_sweeps == m.max_sweeps
+    assert aug.resolved_sampling.thin == 4
+    assert aug.resolved_sampling.max_sweeps == m.resolved_sampling.max_sweeps
     assert aug.n_draws == m.n_draws  # H of the main posterior
     assert aug.convergence_summary()["thin"] == 4  # and no room to extend further
 
@@ -275,8 +281,9 @@ def test_an_extension_is_announced_as_one_and_the_bar_counts_its_sweeps(capsys, 
 @pytest.mark.parametrize("cores", [1, 2])
 def test_ctrl_c_stops_an_extension_round(cores):
     df = _table(2000, seed=2)
-    model = DPMPM(n_components=10, tune=5, draws=10, chains=2, cores=cores, progressbar=False,
-                  max_sweeps=10**9)
+    model = DPMPM(n_components=10,
+                  sampling=Sampling(tune=5, draws=10, chains=2, cores=cores, max_sweeps=10**9),
+                  progressbar=False)
     rounds = []
     # the signal comes half a second into the extension rounds (which go on until it comes):
     # a timer started with the fit could fire in its first round on a loaded machine
@@ -357,15 +364,16 @@ def test_forked_chains_survive_a_lock_left_held_by_a_killed_worker():
 
     script = textwrap.dedent("""
         import bayes_risk as br
-        from bayes_risk.models import DPMPM
+        from bayes_risk.models import DPMPM, Sampling
         from numba.np.ufunc import parallel
 
         if not parallel._backend_init_process_lock:
             parallel._set_init_process_lock()
         parallel._backend_init_process_lock.acquire()  # never released, as by a killed worker
         acs = br.make_acs_like(200, random_seed=1)[["SEX", "RACE", "MAR"]]
-        DPMPM(n_components=3, tune=5, draws=5, chains=2, cores=2, progressbar=False,
-              max_sweeps=0).fit(acs, random_seed=1)
+        DPMPM(n_components=3, progressbar=False,
+              sampling=Sampling(tune=5, draws=5, chains=2, cores=2, max_sweeps=0),
+              ).fit(acs, random_seed=1)
         print("fitted")
     """)
     env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
@@ -418,12 +426,13 @@ def test_forked_chain_workers_end_when_the_fit_is_killed():
 
     script = textwrap.dedent("""
         import bayes_risk as br
-        from bayes_risk.models import DPMPM
+        from bayes_risk.models import DPMPM, Sampling
 
         acs = br.make_acs_like(2000, random_seed=1)
         print("fitting", flush=True)
-        DPMPM(n_components=20, tune=100000, draws=100000, chains=2, cores=2,
-              progressbar=False, max_sweeps=0).fit(acs, random_seed=1)
+        DPMPM(n_components=20, progressbar=False,
+              sampling=Sampling(tune=100000, draws=100000, chains=2, cores=2, max_sweeps=0),
+              ).fit(acs, random_seed=1)
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)

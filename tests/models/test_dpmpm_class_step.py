@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from numba import njit
 
 import bayes_risk.models.dpmpm.kernels as kern
+from bayes_risk.models import Sampling
 
 
 @njit(fastmath={"reassoc", "contract", "arcp", "nsz"})
@@ -194,7 +195,8 @@ def test_sweeps_with_the_class_step_split_over_two_threads_give_the_same_draws(m
     fits = {}
     for name, split_from in (("serial", 10**12), ("split", 0)):
         monkeypatch.setattr(step, "_SPLIT_MIN_WORK", split_from)
-        model = DPMPM(n_components=6, tune=30, draws=40, chains=1, cores=1, progressbar=False,
+        model = DPMPM(n_components=6,
+                      sampling=Sampling(tune=30, draws=40, chains=1, cores=1), progressbar=False,
                       random_seed=5)
         fits[name] = model.fit(df, categorical=list(df.columns)).posterior_["posterior"]
     assert any(t.name.startswith("dpmpm-class-step") for t in threading.enumerate())

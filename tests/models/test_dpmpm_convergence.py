@@ -17,7 +17,7 @@ from _shared import shared_path
 
 from bayes_risk.attribute import EstimatorSpec, attribute_risk
 from bayes_risk.exceptions import BayesRiskWarning, ConvergenceWarning
-from bayes_risk.models import DPMPM, load_model
+from bayes_risk.models import DPMPM, Sampling, load_model
 from bayes_risk.models.dpmpm.fit import check_truncation
 
 
@@ -32,11 +32,12 @@ def _three_clusters(n: int = 150, seed: int = 0) -> pd.DataFrame:
 
 
 def _fit(df, K, **kw):
-    settings = dict(n_components=K, tune=200, draws=200, chains=2, cores=1, progressbar=False)
+    settings = dict(n_components=K,
+                    sampling=Sampling(tune=200, draws=200, chains=2, cores=1), progressbar=False)
     settings.update(kw)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        m = DPMPM(**settings).fit(df, random_seed=3)
+        m = DPMPM.from_settings(settings).fit(df, random_seed=3)
     return m, [w for w in caught if issubclass(w.category, BayesRiskWarning)]
 
 

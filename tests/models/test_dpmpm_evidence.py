@@ -21,6 +21,7 @@ import pytest
 from scipy import integrate
 from scipy.special import gammaln, logsumexp
 
+from bayes_risk.models import Sampling
 from bayes_risk.models._bayesian import regimes
 from bayes_risk.models.dpmpm.evidence import alpha_log_integrals, partition_evidence
 
@@ -179,7 +180,8 @@ def test_a_fit_whose_chains_disagree_bounds_each_regime():
     df = make_acs_like(300, random_seed=1)[["SEX", "MAR", "MIG", "AGE"]]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        m = DPMPM(n_components=80, tune=0, draws=30, chains=2, cores=1, progressbar=False,
+        m = DPMPM(n_components=80,
+                  sampling=Sampling(tune=0, draws=30, chains=2, cores=1), progressbar=False,
                   alpha_warmup_sweeps=0).fit(df, random_seed=2)
     at = m.posterior_["posterior"].attrs
     lo, up = (np.asarray(at[k]) for k in regimes.BOUNDS_ATTR)
@@ -191,7 +193,7 @@ def test_a_fit_whose_chains_disagree_bounds_each_regime():
     assert len(msg) == 1 and "log evidence" in msg[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        agree = DPMPM(n_components=5, tune=50, draws=50, chains=2, cores=1,
+        agree = DPMPM(n_components=5, sampling=Sampling(tune=50, draws=50, chains=2, cores=1),
                       progressbar=False).fit(df, random_seed=1)
     assert regimes.BOUNDS_ATTR[0] not in agree.posterior_["posterior"].attrs
 
@@ -211,8 +213,9 @@ def test_nyexample_regime_of_many_classes_holds_the_mass():
     df = pd.read_csv(shared_path("data", "NYexample_X.csv"), dtype=str)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = DPMPM(n_components=80, tune=300, draws=150, thin=2, max_sweeps=0, chains=2,
-                  cores=1, progressbar=False).fit(df, categorical=list(df.columns),
+        m = DPMPM(n_components=80,
+                  sampling=Sampling(tune=300, draws=150, thin=2, max_sweeps=0, chains=2, cores=1),
+                  progressbar=False).fit(df, categorical=list(df.columns),
                                                   random_seed=1)
     reg = m.convergence_summary()["regimes"]
     assert not reg["agree"] and regimes.heavy_regime(reg) is not None, reg

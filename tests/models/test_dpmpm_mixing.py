@@ -25,13 +25,14 @@ from _shared import shared_path
 
 from bayes_risk.data import make_acs_like
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError
-from bayes_risk.models import DPMPM
+from bayes_risk.models import DPMPM, Sampling
+from bayes_risk.models._bayesian.sampling import SAMPLING_FIELDS
 from bayes_risk.models.dpmpm.coding import encode
 
 
 def _fit(df, **kw):
-    settings = dict(n_components=5, chains=2, cores=1, progressbar=False)
-    settings.update(kw)
+    run = {"chains": 2, "cores": 1, **{k: kw.pop(k) for k in SAMPLING_FIELDS if k in kw}}
+    settings = dict(n_components=5, sampling=Sampling(**run), progressbar=False, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayesRiskWarning)
         return DPMPM(**settings).fit(df, random_seed=3)
@@ -41,7 +42,7 @@ def test_thin_keeps_the_last_of_every_thin_sweeps():
     df = make_acs_like(300, random_seed=1)[["SEX", "MAR", "MIG"]]
     every = _fit(df, tune=30, draws=40)
     thinned = _fit(df, tune=30, draws=10, thin=4)
-    assert every._run_settings()["thin"] == 1 and thinned.thin == 4
+    assert every._run_settings()["thin"] == 1 and thinned.sampling.thin == 4
     # the outputs of every run that uses the model say how the kept draws were thinned
     assert every.convergence_summary()["thin"] == 1
     assert thinned.convergence_summary()["thin"] == 4
@@ -61,20 +62,22 @@ def test_thin_keeps_the_last_of_every_thin_sweeps():
 def test_thin_default_and_settings():
     m = DPMPM()
     run = m._run_settings()
-    assert (run["draws"], run["thin"], m.tune, m.chains) == (500, 5, 1000, 2)
-    assert (m.draws, m.thin) == (None, None)  # stored as given, resolved by fit
+    given = m.resolved_sampling
+    assert (run["draws"], run["thin"], given.tune, given.chains) == (500, 5, 1000, 2)
+    assert (given.draws, given.thin) == (None, None)  # left to fit, which resolves them
     # a run length asked for: every sweep kept (PyMC)
-    assert DPMPM(draws=200)._run_settings()["thin"] == 1
-    assert DPMPM(draws=200, thin=3)._run_settings()["thin"] == 3
+    assert DPMPM(sampling=Sampling(draws=200))._run_settings()["thin"] == 1
+    assert DPMPM(sampling=Sampling(draws=200, thin=3))._run_settings()["thin"] == 3
     assert DPMPM(sampler="nuts")._run_settings()["thin"] == 1
     # the augmented fits and a loaded model are built from get_params: the same run
     assert DPMPM(**m.get_params()).get_params() == m.get_params()
     df = make_acs_like(50, random_seed=1)[["SEX", "MAR"]]
     for bad in (0, 1.5, True, "2"):
         with pytest.raises(ValidationError, match="thin"):
-            DPMPM(n_components=3, draws=5, tune=5, thin=bad, progressbar=False).fit(df)
+            DPMPM(n_components=3,
+                  sampling=Sampling(draws=5, tune=5, thin=bad), progressbar=False).fit(df)
     with pytest.raises(ValidationError, match="sampler='nuts'"):
-        DPMPM(n_components=3, sampler="nuts", thin=2, progressbar=False).fit(df)
+        DPMPM(n_components=3, sampler="nuts", sampling=Sampling(thin=2), progressbar=False).fit(df)
 
 
 def test_fits_that_have_not_reached_the_posterior_record_rhat_high():
@@ -88,7 +91,8 @@ def test_fits_that_have_not_reached_the_posterior_record_rhat_high():
     for tune, draws in ((0, 100), (100, 200)):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            m = DPMPM(n_components=80, tune=tune, draws=draws, cores=1, alpha_warmup_sweeps=0,
+            m = DPMPM(n_components=80,
+                      sampling=Sampling(tune=tune, draws=draws, cores=1), alpha_warmup_sweeps=0,
                       progressbar=False).fit(df, random_seed=1)
         rep = m.convergence_
         assert "RHAT_HIGH" in rep.loc["k_occupied", "flag"], (tune, rep)
@@ -101,7 +105,8 @@ def test_thinned_draws_are_the_same_through_pm_sample_and_in_parallel():
     df = make_acs_like(200, random_seed=2)[["SEX", "MAR", "MIG"]]
     trees = []
     for via_pymc, cores in ((False, 1), (True, 1), (False, 2)):
-        model = DPMPM(n_components=4, tune=5, draws=6, thin=3, chains=2, cores=cores,
+        model = DPMPM(n_components=4,
+                      sampling=Sampling(tune=5, draws=6, thin=3, chains=2, cores=cores),
                       progressbar=False)
         data, schema = model._prepare_data(df, allow_nan=True)
         codes = encode(schema, data, name="data")
@@ -199,7 +204,7 @@ def test_alpha_warmup_settings_are_recorded_and_checked():
     assert 4.8 < bound < 5.0  # the value the docs quote
     assert DPMPM(alpha_prior=(2.0, 1.0))._alpha_warmup()[0] == pytest.approx(
         gamma.ppf(0.95, 2.0, scale=1.0))
-    assert DPMPM(tune=30)._alpha_warmup()[1] == 30  # never beyond the warm-up
+    assert DPMPM(sampling=Sampling(tune=30))._alpha_warmup()[1] == 30  # never beyond the warm-up
     assert DPMPM(sampler="nuts")._alpha_warmup()[1] == 0
     assert DPMPM(n_components=1)._alpha_warmup()[1] == 0
     df = make_acs_like(300, random_seed=1)[["SEX", "MAR", "MIG"]]
@@ -212,14 +217,15 @@ def test_alpha_warmup_settings_are_recorded_and_checked():
                                   again.posterior_["posterior"]["alpha"].values)
     off = _fit(df, tune=4, draws=30, alpha_warmup_sweeps=0)
     assert off.convergence_summary()["alpha_warmup"] == {"bound": None, "sweeps": 0}
-    assert DPMPM(**fit.get_params()).get_params() == fit.get_params()
+    assert DPMPM(**fit.get_params(deep=False)).get_params() == fit.get_params()
     small = make_acs_like(50, random_seed=1)[["SEX", "MAR"]]
     for name, bad in (("alpha_warmup_sweeps", -1), ("alpha_warmup_sweeps", 2.5),
                       ("alpha_warmup_sweeps", True), ("alpha_warmup_bound", 0.0),
                       ("alpha_warmup_bound", -1.0), ("alpha_warmup_bound", "5"),
                       ("alpha_warmup_bound", float("nan"))):
         with pytest.raises(ValidationError, match=name):
-            DPMPM(n_components=3, draws=5, tune=5, progressbar=False, **{name: bad}).fit(small)
+            DPMPM(n_components=3,
+                  sampling=Sampling(draws=5, tune=5), progressbar=False, **{name: bad}).fit(small)
 
 
 @pytest.mark.slow

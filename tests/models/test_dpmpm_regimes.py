@@ -26,7 +26,7 @@ from numba import njit
 from scipy.special import gammaln
 
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models import DPMPM
+from bayes_risk.models import DPMPM, Sampling
 
 ACS_COLUMNS = ["AGEP", "MAR", "SCHL", "SEX", "WKL"]
 # posterior of DPMPM(n_components=80) on the ACS extract from a long run (4 chains × 8,000
@@ -316,11 +316,11 @@ def test_starts_are_checked():
     df = _small(60)
     for bad in ("everywhere", ["few", "nowhere"], [], 3):
         with pytest.raises(ValidationError, match="starts must be"):
-            DPMPM(starts=bad, progressbar=False).fit(df)
+            DPMPM(sampling=Sampling(starts=bad), progressbar=False).fit(df)
     with pytest.raises(ValidationError, match="temperatures"):
-        DPMPM(temperatures=0, progressbar=False).fit(df)
+        DPMPM(sampling=Sampling(temperatures=0), progressbar=False).fit(df)
     with pytest.raises(ValidationError, match="structural zeros") as err:
-        DPMPM(temperatures=4, structural_zeros=[{"SEX": "1", "MAR": "1"}],
+        DPMPM(sampling=Sampling(temperatures=4), structural_zeros=[{"SEX": "1", "MAR": "1"}],
               progressbar=False).fit(df)
     assert err.value.code == "OPTION_CONFLICT"
 
@@ -346,7 +346,8 @@ def test_regime_warning_names_each_chains_alpha_and_kstar():
     df = _small(300)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        m = DPMPM(n_components=80, tune=0, draws=30, chains=2, cores=1, progressbar=False,
+        m = DPMPM(n_components=80,
+                  sampling=Sampling(tune=0, draws=30, chains=2, cores=1), progressbar=False,
                   alpha_warmup_sweeps=0).fit(df, random_seed=2)
     msg = [str(w.message) for w in caught if "REGIMES_DISAGREE" in str(w.message)]
     assert len(msg) == 1
@@ -469,7 +470,7 @@ def test_attribute_risk_is_reported_per_regime():
     df = _small(300)
     # two regimes made on purpose: the draws of two one-chain fits whose α priors put them at
     # α ≈ 0.5 and α ≈ 10, as the two chains of one model
-    kw = dict(n_components=10, tune=100, draws=100, chains=1)
+    kw = dict(n_components=10, sampling=Sampling(tune=100, draws=100, chains=1))
     fits = [_quiet_fit(df, 2, **kw), _quiet_fit(df, 3, alpha_prior=(40.0, 4.0), **kw)]
     post = {v: np.concatenate([f.posterior_["posterior"][v].values for f in fits])
             for v in fits[0].posterior_["posterior"].data_vars}

@@ -22,7 +22,7 @@ from _exact import collapsed_log_posterior, dpmpm_exact
 from numba import njit
 
 from bayes_risk.exceptions import ConvergenceWarning
-from bayes_risk.models import DPMPM
+from bayes_risk.models import DPMPM, Sampling
 from bayes_risk.models._bayesian.stick_kernels import log_prior_counts
 from bayes_risk.models.dpmpm.kernels import counts
 from bayes_risk.models.dpmpm.splitmerge import split_merge
@@ -187,7 +187,7 @@ def test_sampler_with_merge_split_matches_exact_posterior_k3():
     df = pd.DataFrame(codes, columns=list("abc")).astype(str)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        m = DPMPM(n_components=3, tune=500, draws=12_000, chains=2, cores=1,
+        m = DPMPM(n_components=3, sampling=Sampling(tune=500, draws=12_000, chains=2, cores=1),
                   progressbar=False).fit(df, random_seed=21)
     k = m.posterior_["sample_stats"]["k_occupied"].values
     checks = {

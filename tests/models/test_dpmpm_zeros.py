@@ -19,7 +19,7 @@ from _shared import shared_path
 from bayes_risk.attribute import EstimatorSpec
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.models import load_model
+from bayes_risk.models import Sampling, load_model
 from bayes_risk.models.dpmpm.coding import encode
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
 from bayes_risk.models.dpmpm.zeros import StructuralZeros, read_structural_zeros
@@ -232,7 +232,7 @@ def test_augmentation_recovers_the_truncated_independence_model():
     ``a = 4/7`` — not the observed margin 0.4 that a fit ignoring the zero would give."""
     df = pd.DataFrame({"x": [1] * 600 + [2] * 400, "y": [1] * 300 + [2] * 300 + [1] * 400})
     zeros = pd.DataFrame({"x": [2], "y": [2]})
-    m = DPMPM(n_components=1, tune=100, draws=1500, chains=1, progressbar=False,
+    m = DPMPM(n_components=1, sampling=Sampling(tune=100, draws=1500, chains=1), progressbar=False,
               structural_zeros=zeros)
     m.fit(df, categorical=["x", "y"], random_seed=7)
     a = m.posterior_["posterior"]["phi_0"].values[..., 0, 1].ravel()
@@ -247,7 +247,8 @@ def test_augmentation_recovers_the_truncated_independence_model():
     assert conv["P(x=1)"] == pytest.approx(0.6, abs=0.02)
     assert conv["P(x=1,y=1)"] == pytest.approx(0.3, abs=0.02)
     # without the zero, the margin of x is the observed 0.4
-    free = DPMPM(n_components=1, tune=100, draws=500, chains=1, progressbar=False)
+    free = DPMPM(n_components=1,
+                 sampling=Sampling(tune=100, draws=500, chains=1), progressbar=False)
     free.fit(df, categorical=["x", "y"], random_seed=7)
     assert free.posterior_["posterior"]["phi_0"].values[..., 0, 1].mean() == pytest.approx(
         0.4, abs=0.02)
@@ -259,7 +260,7 @@ def test_missing_values_are_imputed_outside_the_zeros():
     y = np.where(x == 2, 1, rng.integers(1, 3, 400))
     df = pd.DataFrame({"x": x.astype(float), "y": y.astype(float)})
     df.loc[:99, "y"] = np.nan
-    m = DPMPM(n_components=3, tune=50, draws=50, chains=1, progressbar=False,
+    m = DPMPM(n_components=3, sampling=Sampling(tune=50, draws=50, chains=1), progressbar=False,
               structural_zeros=pd.DataFrame({"x": [2], "y": [2]}))
     m.fit(df, categorical=["x", "y"], random_seed=3)
     z = m.synthesize(3, random_seed=1)
@@ -284,7 +285,8 @@ def impossible_share(model, zeros_path, syn):
 
 def test_ss16pusa_no_impossible_record_with_zeros(ss16):
     data, mcz = ss16
-    settings = dict(n_components=20, tune=100, draws=50, chains=1, progressbar=False)
+    settings = dict(n_components=20,
+                    sampling=Sampling(tune=100, draws=50, chains=1), progressbar=False)
     with_z = DPMPM(structural_zeros=mcz, **settings).fit(data, random_seed=1)
     without = DPMPM(**settings).fit(data, random_seed=1)
     assert impossible_share(with_z, mcz, with_z.synthesize(5, random_seed=2)) == 0.0
@@ -297,14 +299,14 @@ def test_observed_record_in_a_zero_is_an_error(ss16):
     bad = data.copy()
     bad.loc[5, ["AGEP", "SCHL"]] = ["16", "Doctorate degree"]
     with pytest.raises(SchemaError, match="row 5 lies in a structural zero") as err:
-        DPMPM(n_components=3, tune=5, draws=5, chains=1, progressbar=False,
+        DPMPM(n_components=3, sampling=Sampling(tune=5, draws=5, chains=1), progressbar=False,
               structural_zeros=mcz).fit(bad)
     assert err.value.code == "STRUCTURAL_ZERO_OBSERVED"
     # a missing value that only impossible levels could fill is impossible too
     only = pd.DataFrame({"x": [1, 2, 2], "y": [1, 1, None]})
     zeros = pd.DataFrame({"x": [2]})
     with pytest.raises(SchemaError, match="row 1 lies"):
-        DPMPM(n_components=2, tune=5, draws=5, chains=1, progressbar=False,
+        DPMPM(n_components=2, sampling=Sampling(tune=5, draws=5, chains=1), progressbar=False,
               structural_zeros=zeros).fit(only, categorical=["x", "y"])
 
 
@@ -322,7 +324,7 @@ def test_observed_record_in_a_zero_is_an_error(ss16):
 def test_table_errors(ss16, table, exc, match):
     data, _ = ss16
     with pytest.raises(exc, match=match):
-        DPMPM(n_components=2, tune=5, draws=5, chains=1, progressbar=False,
+        DPMPM(n_components=2, sampling=Sampling(tune=5, draws=5, chains=1), progressbar=False,
               structural_zeros=table).fit(data)
 
 
@@ -333,7 +335,7 @@ def test_marginal_partial_synthesis_is_refused():
 
 def test_save_load_round_trip(tmp_path, ss16):
     data, mcz = ss16
-    m = DPMPM(n_components=5, tune=20, draws=10, chains=1, progressbar=False,
+    m = DPMPM(n_components=5, sampling=Sampling(tune=20, draws=10, chains=1), progressbar=False,
               structural_zeros=mcz).fit(data.iloc[:300], random_seed=1)
     m.save(tmp_path / "m")
     meta = json.loads((tmp_path / "m" / "model.json").read_text())
@@ -354,7 +356,7 @@ def test_attribute_risk_gives_impossible_candidates_probability_zero(ss16):
 
     data, mcz = ss16
     data = data.iloc[:300].reset_index(drop=True)
-    m = DPMPM(n_components=5, tune=50, draws=100, chains=1, progressbar=False,
+    m = DPMPM(n_components=5, sampling=Sampling(tune=50, draws=100, chains=1), progressbar=False,
               structural_zeros=mcz).fit(data, random_seed=1)
     syn = m.synthesize(2, random_seed=2)
     recs = [int(i) for i in np.flatnonzero(data["SCHL"].eq("Bachelor's degree"))[:2]]

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models import Sampling
 from bayes_risk.models.dpmpm.coding import encode
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
@@ -72,7 +73,8 @@ def _assert_same_tree(a, b, *, pi_rtol: float = 1e-12) -> None:
 )
 def test_fast_path_tree_is_the_pm_sample_tree(K, tune, chains):
     df = _table()
-    model = DPMPM(n_components=K, tune=tune, draws=6, chains=chains, cores=1, progressbar=False)
+    model = DPMPM(n_components=K,
+                  sampling=Sampling(tune=tune, draws=6, chains=chains, cores=1), progressbar=False)
     slow = _posterior(model, df, 11, via_pymc=True)
     fast = _posterior(model, df, 11, via_pymc=False)
     _assert_same_tree(slow, fast)
@@ -81,15 +83,16 @@ def test_fast_path_tree_is_the_pm_sample_tree(K, tune, chains):
 
 def test_parallel_chains_give_the_sequential_draws():
     df = _table(400, seed=5)
-    seq = _posterior(DPMPM(n_components=6, tune=5, draws=8, chains=3, cores=1,
+    seq = _posterior(DPMPM(n_components=6, sampling=Sampling(tune=5, draws=8, chains=3, cores=1),
                            progressbar=False), df, 2, via_pymc=False)
-    par = _posterior(DPMPM(n_components=6, tune=5, draws=8, chains=3, cores=2,
+    par = _posterior(DPMPM(n_components=6, sampling=Sampling(tune=5, draws=8, chains=3, cores=2),
                            progressbar=False), df, 2, via_pymc=False)
     _assert_same_tree(seq, par, pi_rtol=0.0)
     # and the draws of PyMC's own parallel sampler, whose worker processes do not number the
     # chains: with chains that start alike (with overdispersed starts it refuses)
-    kw = dict(n_components=6, tune=5, draws=8, chains=3, cores=2, progressbar=False,
-              starts="spread")
+    kw = dict(n_components=6,
+              sampling=Sampling(tune=5, draws=8, chains=3, cores=2, starts="spread"),
+              progressbar=False)
     par = _posterior(DPMPM(**kw), df, 2, via_pymc=False)
     pm_par = _posterior(DPMPM(**kw), df, 2, via_pymc=True)
     _assert_same_tree(pm_par, par)
@@ -99,9 +102,10 @@ def test_parallel_chains_give_the_sequential_draws():
 
 def test_fit_uses_the_fast_path_and_everything_downstream_works(tmp_path):
     df = _table(500, seed=8)
-    m = DPMPM(n_components=5, tune=20, draws=40, chains=2, cores=1, progressbar=False)
+    m = DPMPM(n_components=5,
+              sampling=Sampling(tune=20, draws=40, chains=2, cores=1), progressbar=False)
     m.fit(df, random_seed=4)
-    ref = _posterior(DPMPM(n_components=5, tune=20, draws=40, chains=2, cores=1,
+    ref = _posterior(DPMPM(n_components=5, sampling=Sampling(tune=20, draws=40, chains=2, cores=1),
                            progressbar=False), df, 4, via_pymc=True)
     # the fit adds the draws of the diagnosed quantities (made from the draws by the check)
     assert list(m.posterior_.children) == [*ref.children, "label_invariant"]
@@ -130,7 +134,7 @@ def test_fit_uses_the_fast_path_and_everything_downstream_works(tmp_path):
 @pytest.mark.parametrize("cores", [1, 2])
 def test_progressbar_run_gives_the_same_draws(capsys, cores):
     df = _table(200, seed=1)
-    kw = dict(n_components=3, tune=2, draws=12, chains=2, cores=cores)
+    kw = dict(n_components=3, sampling=Sampling(tune=2, draws=12, chains=2, cores=cores))
     quiet = _posterior(DPMPM(**kw, progressbar=False), df, 6, False)
     shown = _posterior(DPMPM(**kw, progressbar=True), df, 6, False)
     np.testing.assert_array_equal(quiet["posterior"]["phi_0"].values,
@@ -143,7 +147,7 @@ def test_ctrl_c_stops_parallel_chains():
     df = _table(2000, seed=2)
     import multiprocessing as mp
 
-    model = DPMPM(n_components=20, tune=100_000, draws=10, chains=2, cores=2,
+    model = DPMPM(n_components=20, sampling=Sampling(tune=100_000, draws=10, chains=2, cores=2),
                   progressbar=False)
     stop = threading.Event()
     sent = []
@@ -176,7 +180,8 @@ def test_ctrl_c_stops_parallel_chains():
 
 def test_phi_caches_are_built_on_first_use_and_match_the_posterior():
     df = _table(200, seed=2)
-    m = DPMPM(n_components=4, tune=5, draws=10, chains=2, cores=1, progressbar=False)
+    m = DPMPM(n_components=4,
+              sampling=Sampling(tune=5, draws=10, chains=2, cores=1), progressbar=False)
     m.fit(df, random_seed=3)
     m.convergence_summary()
     # fit and report never need them
@@ -215,7 +220,8 @@ def test_a_run_counts_every_sweep_to_its_total(capsys, monkeypatch, cores):
 
     monkeypatch.setattr(_terminal, "bar_style", lambda: "plain")
     df = _table(120, seed=4)
-    _posterior(DPMPM(n_components=3, tune=4, draws=6, thin=3, chains=2, cores=cores,
+    _posterior(DPMPM(n_components=3,
+                     sampling=Sampling(tune=4, draws=6, thin=3, chains=2, cores=cores),
                      progressbar=True), df, 2, False)
     err = capsys.readouterr().err
     total = 2 * (4 + 6 * 3)
@@ -232,7 +238,8 @@ def test_output_imports_overlap_the_sweeps_without_changing_the_draws(monkeypatc
     from bayes_risk._lazy import overlap
 
     df = _table(300, seed=4)
-    kw = dict(n_components=5, tune=4, draws=6, chains=2, cores=1, progressbar=False)
+    kw = dict(n_components=5,
+              sampling=Sampling(tune=4, draws=6, chains=2, cores=1), progressbar=False)
     threads = []
 
     def fails() -> None:
@@ -294,13 +301,14 @@ def test_small_fit_runs_in_process_with_the_draws_of_forked_chains(caplog, K, tu
     import logging
 
     df = _table(n, seed=K + tune)
-    kw = dict(n_components=K, tune=tune, draws=draws, chains=chains, progressbar=False)
+    kw = dict(n_components=K,
+              sampling=Sampling(tune=tune, draws=draws, chains=chains), progressbar=False)
     with caplog.at_level(logging.INFO, logger="pymc"):
         auto = DPMPM(**kw).fit(df, random_seed=K)  # cores=None (the default)
     assert f"Sequential sampling ({chains} chains in 1 job)" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="pymc"):
-        forked = DPMPM(**kw, cores=2).fit(df, random_seed=K)
+        forked = DPMPM(**kw, sampling=Sampling(cores=2)).fit(df, random_seed=K)
     assert f"Multiprocess sampling ({chains} chains in 2 jobs)" in caplog.text
     assert auto.posterior_["posterior"].attrs["chains_at_once"] == 1
     assert forked.posterior_["posterior"].attrs["chains_at_once"] == 2

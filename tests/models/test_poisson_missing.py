@@ -19,7 +19,7 @@ from scipy.special import logsumexp
 import bayes_risk.models.poisson.kernels as pk
 from bayes_risk.data.schema import infer_schema
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.models import PoissonMixture
+from bayes_risk.models import PoissonMixture, Sampling
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::bayes_risk.exceptions.ConvergenceWarning",
@@ -49,7 +49,8 @@ def counts() -> pd.DataFrame:
 def mp(counts) -> PoissonMixture:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return PoissonMixture(n_components=4, tune=100, draws=60, progressbar=False).fit(
+        return PoissonMixture(n_components=4,
+                              sampling=Sampling(tune=100, draws=60), progressbar=False).fit(
             counts, schema=_schema(counts), random_seed=3)
 
 
@@ -106,7 +107,7 @@ def test_gibbs_draws_of_lambda_match_the_conjugate_posterior():
     df = pd.DataFrame(y, columns=["a", "b"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = PoissonMixture(n_components=1, b_lambda=0.5, tune=10, draws=3000,
+        m = PoissonMixture(n_components=1, b_lambda=0.5, sampling=Sampling(tune=10, draws=3000),
                            progressbar=False).fit(df, schema=_schema(df), random_seed=4)
     lam = m.posterior_["posterior"]["lam"].values.reshape(-1, 2)
     for j in range(2):
@@ -119,7 +120,7 @@ def test_gibbs_draws_of_lambda_match_the_conjugate_posterior():
     # the default prior rate is 1 / mean of the observed counts
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        d = PoissonMixture(n_components=1, tune=5, draws=5, progressbar=False)
+        d = PoissonMixture(n_components=1, sampling=Sampling(tune=5, draws=5), progressbar=False)
         np.testing.assert_allclose(d._b_lambda_vector(y), 1 / np.nanmean(y, axis=0))
 
 
@@ -136,7 +137,8 @@ def test_mp_releases_complete_counts(mp, counts):
     assert sorted(mp.imputed_columns_) == ["emp", "est"]
     for d in mp.synthesize(2, random_seed=1):
         assert not d.isna().any().any() and len(d) == len(counts)
-    cls_o = PoissonMixture(n_components=4, synthesis_mode="posterior_class", tune=20, draws=10,
+    cls_o = PoissonMixture(n_components=4, synthesis_mode="posterior_class",
+                           sampling=Sampling(tune=20, draws=10),
                            progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -155,7 +157,8 @@ def test_partial_synthesis_keeps_the_empty_cells_of_records_not_replaced(counts)
     chosen = np.arange(60, 120)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = PoissonMixture(n_components=3, tune=20, draws=10, progressbar=False).fit(
+        m = PoissonMixture(n_components=3,
+                           sampling=Sampling(tune=20, draws=10), progressbar=False).fit(
             counts, schema=_schema(counts), records=chosen, random_seed=1)
     d = m.synthesize(1, random_seed=2)[0]
     keep = counts.iloc[:60]
@@ -166,7 +169,7 @@ def test_partial_synthesis_keeps_the_empty_cells_of_records_not_replaced(counts)
 @pytest.mark.parametrize("variant", ["mm", "tcmm"])
 def test_mm_and_tcmm_refuse_empty_cells_naming_the_column(counts, variant):
     with pytest.raises(SchemaError, match=r"column 'emp'.*totals") as err:
-        PoissonMixture(variant=variant, n_components=3, tune=5, draws=5,
+        PoissonMixture(variant=variant, n_components=3, sampling=Sampling(tune=5, draws=5),
                        progressbar=False).fit(counts, schema=_schema(counts))
     assert err.value.code == "MISSING_VALUES"
 
@@ -174,7 +177,7 @@ def test_mm_and_tcmm_refuse_empty_cells_naming_the_column(counts, variant):
 def test_all_missing_column_is_refused(counts):
     df = counts.assign(est=np.nan)
     with pytest.raises(SchemaError, match="column 'est' is missing in every record") as err:
-        PoissonMixture(n_components=3, tune=5, draws=5, progressbar=False).fit(
+        PoissonMixture(n_components=3, sampling=Sampling(tune=5, draws=5), progressbar=False).fit(
             df, schema=_schema(counts))
     assert err.value.code == "MISSING_VALUES"
 

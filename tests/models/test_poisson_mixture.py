@@ -22,6 +22,7 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
+from bayes_risk.models import Sampling
 from bayes_risk.models.poisson.poisson_mixture import PoissonMixture
 
 RTOL, ATOL = 1e-6, 1e-9
@@ -37,14 +38,14 @@ def _simulate(n: int, seed: int) -> pd.DataFrame:
 
 
 def _fit(variant: str, df: pd.DataFrame, synthesized=None, **kw) -> PoissonMixture:
-    settings = dict(n_components=8, tune=150, draws=300, progressbar=False)
+    settings = dict(n_components=8, sampling=Sampling(tune=150, draws=300), progressbar=False)
     settings.update(kw)
     if "region" in df.columns:
         synthesized = ["workers", "wages"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return PoissonMixture(variant=variant, **settings).fit(df, synthesized=synthesized,
-                                                               random_seed=11)
+        model = PoissonMixture.from_settings({"variant": variant, **settings})
+        return model.fit(df, synthesized=synthesized, random_seed=11)
 
 
 @pytest.fixture(scope="module")
@@ -506,11 +507,11 @@ def _partial_flags() -> np.ndarray:
 
 
 def _fit_partial(variant: str, data: pd.DataFrame, **kw) -> PoissonMixture:
-    settings = dict(n_components=6, tune=40, draws=60, progressbar=False)
+    settings = dict(n_components=6, sampling=Sampling(tune=40, draws=60), progressbar=False)
     settings.update(kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return PoissonMixture(variant=variant, **settings).fit(
+        return PoissonMixture.from_settings({"variant": variant, **settings}).fit(
             data.head(PARTIAL_N), records=_partial_flags(), random_seed=3
         )
 
@@ -529,7 +530,8 @@ def test_partial_synthesis_mp_marginal(data):
     # the posterior is fitted on all records: the same draws as for full synthesis
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        full = PoissonMixture(n_components=6, tune=40, draws=60, progressbar=False).fit(
+        full = PoissonMixture(n_components=6,
+                              sampling=Sampling(tune=40, draws=60), progressbar=False).fit(
             df, random_seed=3)
     np.testing.assert_array_equal(m._stacked("lam"), full._stacked("lam"))
     syn = m.synthesize(2, random_seed=4)
@@ -691,7 +693,8 @@ def test_partial_synthesis_save_load_round_trip(data, tmp_path):
 def test_errors(data, mp):
     bad = data.assign(wages=data["wages"] + 0.5)
     with pytest.raises(SchemaError, match="'wages' is continuous"):
-        PoissonMixture(n_components=2, draws=5, tune=5, progressbar=False).fit(bad)
+        PoissonMixture(n_components=2,
+                       sampling=Sampling(draws=5, tune=5), progressbar=False).fit(bad)
     with pytest.raises(ValidationError, match="variant must be one of"):
         PoissonMixture(variant="mmm").fit(data)
     with pytest.raises(ValidationError, match=r"q must be a number in \(0, 1\]"):

@@ -29,13 +29,14 @@ from bayes_risk.models import (
     DPMPM,
     PoissonMixture,
     PyMCSynthesizer,
+    Sampling,
     SequentialRegression,
     load_model,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
 
-_TINY = {"tune": 50, "draws": 50, "chains": 1, "progressbar": False}
+_TINY = {"sampling": Sampling(tune=50, draws=50, chains=1), "progressbar": False}
 
 
 def _quiet(fn, *args, **kwargs):
@@ -183,8 +184,8 @@ def test_conjugate_model_matches_exact_enumeration():
     and three datasets, so that the release moves p_true well away from the prior's 0.5."""
     y = np.array([1] * 3 + [0] * 5)
     data = pd.DataFrame({"y": pd.Categorical(y, categories=[0, 1])})
-    model = PyMCSynthesizer(model_function="_pymc_models:bernoulli", tune=300, draws=1000,
-                            chains=2, progressbar=False)
+    model = PyMCSynthesizer(model_function="_pymc_models:bernoulli",
+                            sampling=Sampling(tune=300, draws=1000, chains=2), progressbar=False)
     model = _quiet(model.fit, data, random_seed=11)
     syn = model.synthesize(3, random_seed=12)
     exact = _exact_p_true(y, [z["y"].astype(int).to_numpy() for z in syn])

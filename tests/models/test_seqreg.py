@@ -21,6 +21,7 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
+from bayes_risk.models import Sampling
 from bayes_risk.models._bayesian.design import (
     DesignSpec,
     family_loglik,
@@ -236,7 +237,8 @@ def _mixed_data(n=300, seed=0):
 def chain():
     df = _mixed_data()
     model = SequentialRegression(
-        posterior_method={"b": "laplace", "c": "laplace"}, draws=400, progressbar=False,
+        posterior_method={"b": "laplace", "c": "laplace"},
+        sampling=Sampling(draws=400), progressbar=False,
     )
     _quiet(model.fit, df, synthesized=["b", "y", "c"], random_seed=5)
     return df, model
@@ -370,7 +372,8 @@ def test_laplace_multinomial_logit_close_to_mle():
     pr = np.exp(eta) / np.exp(eta).sum(1, keepdims=True)
     m3 = (rng.random(n)[:, None] > np.cumsum(pr, 1)).sum(1)
     df = pd.DataFrame({"x": x, "m": pd.Categorical(m3)})
-    model = SequentialRegression(posterior_method="laplace", draws=2000, progressbar=False)
+    model = SequentialRegression(posterior_method="laplace",
+                                 sampling=Sampling(draws=2000), progressbar=False)
     _quiet(model.fit, df, synthesized=["m"], random_seed=2)
     draws = model._stacked("m__beta")  # [H, d-1, q]
     mle = sm.MNLogit(m3, sm.add_constant(x)).fit(disp=0)
@@ -386,7 +389,8 @@ def test_categorical_chain_and_neighbourhood():
     b = (rng.random(n) < np.where(a == 2, 0.8, 0.3)).astype(int)
     df = pd.DataFrame({"a": pd.Categorical(a), "b": pd.Categorical(b)})
     model = SequentialRegression(
-        families={"a": "categorical"}, posterior_method={"b": "laplace"}, draws=50,
+        families={"a": "categorical"}, posterior_method={"b": "laplace"},
+        sampling=Sampling(draws=50),
         progressbar=False,
     )
     _quiet(model.fit, df, random_seed=1)
@@ -409,10 +413,12 @@ def test_nuts_poisson_regression_recovers_coefficients():
     n = 200
     x = rng.normal(size=n)
     df = pd.DataFrame({"x": x, "c": rng.poisson(np.exp(0.5 + 0.6 * x))})
-    model = SequentialRegression(posterior_method="nuts", tune=300, draws=300, progressbar=False)
+    model = SequentialRegression(posterior_method="nuts",
+                                 sampling=Sampling(tune=300, draws=300), progressbar=False)
     _quiet(model.fit, df, synthesized=["c"], random_seed=3)
     beta = model._stacked("c__beta")
-    lap = SequentialRegression(posterior_method="laplace", draws=2000, progressbar=False)
+    lap = SequentialRegression(posterior_method="laplace",
+                               sampling=Sampling(draws=2000), progressbar=False)
     _quiet(lap.fit, df, synthesized=["c"], random_seed=3)
     # NUTS and the Laplace approximation agree on a well-identified GLM
     np.testing.assert_allclose(beta.mean(0), lap._stacked("c__beta").mean(0), atol=0.05)
@@ -427,7 +433,8 @@ def partial_chain():
     flags = np.zeros(len(df), bool)
     flags[:80] = True
     model = SequentialRegression(
-        posterior_method={"b": "laplace", "c": "laplace"}, draws=100, progressbar=False,
+        posterior_method={"b": "laplace", "c": "laplace"},
+        sampling=Sampling(draws=100), progressbar=False,
     )
     # positions are accepted as well as a mask
     _quiet(model.fit, df, synthesized=["b", "y", "c"], records=np.arange(80),
@@ -448,7 +455,8 @@ def test_partial_synthesis_keeps_unselected_records(partial_chain):
         assert (z.loc[flags, "b"] != df.loc[flags, "b"]).any()
     # the posterior is fitted on all records: the same as for full synthesis
     full = _quiet(
-        SequentialRegression(posterior_method={"b": "laplace", "c": "laplace"}, draws=100,
+        SequentialRegression(posterior_method={"b": "laplace", "c": "laplace"},
+                             sampling=Sampling(draws=100),
                              progressbar=False).fit,
         df, synthesized=["b", "y", "c"], random_seed=5,
     )
@@ -530,7 +538,8 @@ def test_partial_synthesis_attribute_risk():
     df = pd.DataFrame({"a": pd.Categorical(a), "b": pd.Categorical(b)})
     flags = np.arange(n) < 100
     model = SequentialRegression(
-        families={"a": "categorical"}, posterior_method={"b": "laplace"}, draws=60,
+        families={"a": "categorical"}, posterior_method={"b": "laplace"},
+        sampling=Sampling(draws=60),
         progressbar=False,
     )
     _quiet(model.fit, df, records=flags, random_seed=1)
@@ -561,7 +570,7 @@ def test_partial_synthesis_attribute_risk():
 
 def test_partial_synthesis_record_errors():
     df = _mixed_data(30)
-    model = SequentialRegression(draws=10, progressbar=False)
+    model = SequentialRegression(sampling=Sampling(draws=10), progressbar=False)
     with pytest.raises(ValidationError, match="one flag per record \\(30\\)"):
         model.fit(df, synthesized=["y"], records=np.ones(5, bool))
     with pytest.raises(ValidationError, match="index 30 is outside 0..29"):
@@ -589,7 +598,9 @@ def test_errors():
         SequentialRegression(posterior_method="exact").fit(df, synthesized=["c"])
     with pytest.raises(NotFittedError):
         SequentialRegression().record_loglik(df)
-    model = _quiet(SequentialRegression(draws=20, progressbar=False).fit, df, synthesized=["y"])
+    model = _quiet(SequentialRegression(
+                                        sampling=Sampling(draws=20), progressbar=False).fit, df,
+                                        synthesized=["y"])
     with pytest.raises(ValidationError, match="'x' is not synthesized"):
         model.candidate_loglik(df.iloc[[0]], pd.DataFrame({"x": [1.0]}))
     with pytest.raises(ValidationError, match="continuous: a one-variable-different"):

@@ -28,7 +28,7 @@ def _fit(df, **kw):
     kw.setdefault("draws", 400)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return SequentialRegression(progressbar=False, **kw).fit(
+        return SequentialRegression.from_settings({"progressbar": False, **kw}).fit(
             df, synthesized=synthesized, records=records, random_seed=seed)
 
 

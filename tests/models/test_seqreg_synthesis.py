@@ -19,6 +19,7 @@ from bayes_risk.data import infer_schema
 from bayes_risk.data.normalise import select_columns
 from bayes_risk.data.validate import decode
 from bayes_risk.membership import AttackSpec, RatioSpec, membership_risk
+from bayes_risk.models import Sampling
 from bayes_risk.models._bayesian.design import apply_dtypes, column_values, family_sample
 from bayes_risk.models.seqreg.seqreg import SequentialRegression
 
@@ -60,7 +61,7 @@ def _reference_many(model, draws, rngs, data) -> list[pd.DataFrame]:
 def _fit(df, *, schema=None, synthesized=None, records=None, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return SequentialRegression(progressbar=False, **kw).fit(
+        return SequentialRegression.from_settings({"progressbar": False, **kw}).fit(
             df, schema=schema, synthesized=synthesized, records=records, random_seed=5)
 
 
@@ -95,7 +96,7 @@ def _variants():
                                                      synthesized=["S"], draws=40)),
         "normal_on_categorical": (df[["A", "Y"]], dict(synthesized=["Y"], draws=40)),
         "normal_on_numeric": (df[["X", "Y"]], dict(synthesized=["Y"], draws=40)),
-        "fully_synthetic_normal_chain": (df[["X", "Y"]], dict(draws=40)),
+        "fully_synthetic_normal_chain": (df[["X", "Y"]], dict(sampling=Sampling(draws=40))),
         # every family, every kind of column, earlier synthetic values as predictors
         "every_family": (df, dict(schema=schema, synthesized=["B", "K", "Y", "S", "I", "O"],
                                   families={"O": "categorical"}, posterior_method=lap,

@@ -23,11 +23,11 @@ from bayes_risk.cli import main
 from bayes_risk.data import infer_schema
 from bayes_risk.data.schema import ColumnSpec, Schema
 from bayes_risk.exceptions import DataWarning
-from bayes_risk.models import get_synthesizer, list_synthesizers, load_model
+from bayes_risk.models import Sampling, get_synthesizer, list_synthesizers, load_model
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
 
-_MCMC = {"tune": 10, "draws": 20, "chains": 1, "cores": 1, "progressbar": False}
+_MCMC = {"sampling": Sampling(tune=10, draws=20, chains=1, cores=1), "progressbar": False}
 N = 120
 
 #: how each registered synthesizer is fitted here: settings, columns, fit keywords; ``None``:
@@ -140,7 +140,8 @@ def test_the_dpmpm_of_the_issue_releases_no_undeclared_level():
         "B": pd.Categorical(rng.choice(["u", "v", "w"], 600)),
     })
     DPMPM = get_synthesizer("dpmpm")
-    kw = dict(n_components=5, tune=60, draws=60, progressbar=False, random_seed=1)
+    kw = dict(n_components=5,
+              sampling=Sampling(tune=60, draws=60), progressbar=False, random_seed=1)
     with pytest.warns(DataWarning, match="UNUSED_LEVEL"):
         m = DPMPM(**kw).fit(df)
     syn = m.synthesize(5, random_seed=2)

@@ -18,6 +18,7 @@ from _shared import shared_path
 from bayes_risk import cli
 from bayes_risk.data import SyntheticData, infer_schema
 from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.models import Sampling
 from bayes_risk.utility import (
     OverlapSpec,
     PropensitySpec,
@@ -222,7 +223,8 @@ def acs_dpmpm():
     df = df.iloc[:300].reset_index(drop=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # short chains: convergence warnings expected
-        model = DPMPM(n_components=5, tune=20, draws=20, chains=1, progressbar=False).fit(
+        model = DPMPM(n_components=5,
+                      sampling=Sampling(tune=20, draws=20, chains=1), progressbar=False).fit(
             df, random_seed=1)
     return df, model.synthesize(2, random_seed=2), model
 
@@ -240,7 +242,8 @@ def test_dpmpm_release_records_imputed_columns(acs_dpmpm, tmp_path):
     # a complete original: nothing imputed
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        full = DPMPM(n_components=3, tune=5, draws=5, chains=1, progressbar=False).fit(
+        full = DPMPM(n_components=3,
+                     sampling=Sampling(tune=5, draws=5, chains=1), progressbar=False).fit(
             df.dropna(), random_seed=1)
     assert full.synthesize(1, random_seed=1).imputed_columns == []
 
