@@ -292,13 +292,15 @@ def _trace_report(trace: Path) -> str:
         return "no page was started"
     start, done = {}, {}
     for line in trace.read_text(encoding="utf-8").splitlines():
-        event, doc, t = line.split()[:3]
-        (start if event == "start" else done)[doc] = float(t)
+        event, doc, t, *rest = line.split()
+        cpu = next((float(f[4:]) for f in rest if f.startswith("cpu=")), float("nan"))
+        (start if event == "start" else done)[doc] = (float(t), cpu)
     unfinished = sorted(d for d in start if d not in done)
-    slowest = sorted(((done[d] - start[d], d) for d in done if d in start), reverse=True)[:8]
+    slowest = sorted(((done[d][0] - start[d][0], done[d][1] - start[d][1], d)
+                      for d in done if d in start), reverse=True)[:8]
     return ("pages still being read (their notebooks executing): "
-            f"{', '.join(unfinished) or 'none'}; slowest pages: "
-            + ", ".join(f"{d} {t:.0f} s" for t, d in slowest))
+            f"{', '.join(unfinished) or 'none'}; slowest pages (wall, CPU incl. kernel): "
+            + ", ".join(f"{d} {t:.0f} s ({c:.0f} s CPU)" for t, c, d in slowest))
 
 
 def _tail(log: Path, n: int = 120) -> str:

@@ -27,6 +27,7 @@ import inspect
 import itertools
 import os
 import re
+import resource
 import time
 from typing import Any
 
@@ -284,13 +285,21 @@ def _trace(event: str):
     """A Sphinx event handler that appends ``event docname time`` to the file named by
     ``$BAYES_RISK_DOCS_TRACE`` (the docs test sets it). Written directly, not through Sphinx's
     logging: a parallel build replays a reading process's messages only when its chunk of pages is
-    done, so a page whose executed notebook never returns would leave no trace there."""
+    done, so a page whose executed notebook never returns would leave no trace there.
+
+    Each line also holds ``cpu=``: the CPU seconds (user + system) of the reading process and of
+    the children it has reaped, i.e. its finished notebook kernels; the difference between a
+    page's ``start`` and ``read`` lines is the page's CPU cost, kernel start-up included."""
 
     def handler(app, docname, *args):
         path = os.environ.get("BAYES_RISK_DOCS_TRACE")
         if path:
+            cpu = sum(u.ru_utime + u.ru_stime for u in (
+                resource.getrusage(resource.RUSAGE_SELF),
+                resource.getrusage(resource.RUSAGE_CHILDREN)))
             with open(path, "a", encoding="utf-8") as fh:
-                fh.write(f"{event} {docname} {time.time():.1f} pid={os.getpid()}\n")
+                fh.write(f"{event} {docname} {time.time():.1f} pid={os.getpid()} "
+                         f"cpu={cpu:.2f}\n")
 
     return handler
 
