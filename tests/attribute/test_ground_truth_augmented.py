@@ -20,6 +20,7 @@ of commit 977bc9f (docs, methods, the stabilised estimator).
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -64,7 +65,10 @@ def test_fit_augmented_is_a_plain_fit_on_the_stacked_table(partial):
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
     # the same settings as the base model, not the defaults: its run resolved (a refit of a
     # self-extending run starts at its final thinning) and the refit's own seed as its setting
-    assert aug.get_params() == {**base.get_params(), **base._run_settings(), "random_seed": 9}
+    assert aug.get_params(deep=False) == {
+        **base.get_params(deep=False), "random_seed": 9,
+        "sampling": replace(base.resolved_sampling, **base._run_settings())}
+    assert aug.sampling.thin == 1 and aug.sampling.max_sweeps == 0  # the run as it was resolved
 
 
 def _sweeps_from_exact_start(codes, K, starts, sweeps, seed):

@@ -27,6 +27,7 @@ from scipy.special import gammaln
 
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models import DPMPM, Sampling
+from bayes_risk.models._bayesian.sampling import SAMPLING_FIELDS, fold_sampling
 
 ACS_COLUMNS = ["AGEP", "MAR", "SCHL", "SEX", "WKL"]
 # posterior of DPMPM(n_components=80) on the ACS extract from a long run (4 chains × 8,000
@@ -36,8 +37,7 @@ ACS_KOCC = (4.6345, 0.0116)
 
 
 def _quiet_fit(df: pd.DataFrame, seed: int, **settings) -> DPMPM:
-    kw = dict(progressbar=False, cores=1)
-    kw.update(settings)
+    kw = fold_sampling({"progressbar": False, "cores": 1, **settings}, SAMPLING_FIELDS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return DPMPM(**kw).fit(df, random_seed=seed)
@@ -476,8 +476,9 @@ def test_attribute_risk_is_reported_per_regime():
             for v in fits[0].posterior_["posterior"].data_vars}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        m = DPMPM.from_posterior(post, fits[0].schema_, data=df, n_components=10, tune=100,
-                                 draws=100, chains=2, cores=1, progressbar=False)
+        m = DPMPM.from_posterior(post, fits[0].schema_, data=df, n_components=10,
+                                 sampling=Sampling(tune=100, draws=100, chains=2, cores=1),
+                                 progressbar=False)
     assert any("REGIMES_DISAGREE" in str(w.message) for w in caught)
     reg = m.convergence_summary()["regimes"]
     assert not reg["agree"] and reg["quantities"] == ["alpha"]

@@ -10,6 +10,7 @@ import re
 import signal
 import threading
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -97,7 +98,8 @@ def test_parallel_chains_give_the_sequential_draws():
     pm_par = _posterior(DPMPM(**kw), df, 2, via_pymc=True)
     _assert_same_tree(pm_par, par)
     with pytest.raises(ValidationError, match="start alike"):
-        _posterior(DPMPM(**{**kw, "starts": "overdispersed"}), df, 2, via_pymc=True)
+        _posterior(DPMPM(**{**kw, "sampling": replace(kw["sampling"], starts="overdispersed")}),
+                   df, 2, via_pymc=True)
 
 
 def test_fit_uses_the_fast_path_and_everything_downstream_works(tmp_path):
@@ -308,7 +310,8 @@ def test_small_fit_runs_in_process_with_the_draws_of_forked_chains(caplog, K, tu
     assert f"Sequential sampling ({chains} chains in 1 job)" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="pymc"):
-        forked = DPMPM(**kw, sampling=Sampling(cores=2)).fit(df, random_seed=K)
+        forked = DPMPM(**{**kw, "sampling": replace(kw["sampling"], cores=2)}).fit(
+            df, random_seed=K)
     assert f"Multiprocess sampling ({chains} chains in 2 jobs)" in caplog.text
     assert auto.posterior_["posterior"].attrs["chains_at_once"] == 1
     assert forked.posterior_["posterior"].attrs["chains_at_once"] == 2

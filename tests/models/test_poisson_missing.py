@@ -20,6 +20,7 @@ import bayes_risk.models.poisson.kernels as pk
 from bayes_risk.data.schema import infer_schema
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models import PoissonMixture, Sampling
+from bayes_risk.models._bayesian.sampling import SAMPLING_FIELDS, fold_sampling
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::bayes_risk.exceptions.ConvergenceWarning",
@@ -235,8 +236,8 @@ def test_command_line_fit_with_empty_cells(tmp_path, counts, capsys):
 def _fit_codes(counts: pd.DataFrame, **kw) -> tuple[PoissonMixture, list[str]]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = PoissonMixture(progressbar=False, **kw).fit(counts, schema=_schema(counts),
-                                                        random_seed=2)
+        m = PoissonMixture(**fold_sampling({"progressbar": False, **kw}, SAMPLING_FIELDS))
+        m = m.fit(counts, schema=_schema(counts), random_seed=2)
     return m, [w["code"] for w in m.mcmc_warnings()]
 
 
