@@ -42,9 +42,8 @@ class Sampling:
         Most sweeps per chain of a run that extends itself until its checks pass (>= 0, 0: the
         run has the length asked for; DPMPM).
     starts : str or sequence of str, optional
-        How the chains start: ``"overdispersed"`` or the kinds of
-        :mod:`bayes_risk.models._bayesian.starts`, cycled over the chains (DPMPM,
-        PoissonMixture).
+        How the chains start: ``"overdispersed"`` or a kind of start of each chain, cycled
+        over the chains (DPMPM, PoissonMixture; :ref:`dpmpm-starts`).
     temperatures : int, optional
         Replicas of each chain's tempered ladder (>= 1, 1: no tempering; DPMPM's Gibbs sampler).
 

@@ -145,7 +145,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "synthesized column, or COL=GROUP pairs")
     g.add_argument("--min-group-size", type=int, default=None, metavar="N",
                    help="levels with fewer replaced records use the pooled forest (default 10)")
-    g = p.add_argument_group("small-cell PMM (--method pmm; Hawala 2008)")
+    g = p.add_argument_group("small-cell PMM (--method pmm)")
     g.add_argument("--identifying", nargs="+", metavar="COL", default=None,
                    help="identifying variables defining the cells")
     g.add_argument("--threshold", type=int, default=None, metavar="N",

@@ -60,8 +60,10 @@ CONFIGS = {
 
 def draws(name: str) -> dict[str, list]:
     from bayes_risk.models import DPMPM
+    from bayes_risk.models._bayesian.sampling import SAMPLING_FIELDS, fold_sampling
 
-    settings = CONFIGS[name]
+    # the configurations are written flat, as the models took them when the draws were stored
+    settings = fold_sampling(CONFIGS[name], SAMPLING_FIELDS)
     df = table("structural_zeros" in settings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # short runs: convergence warnings expected
