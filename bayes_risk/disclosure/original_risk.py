@@ -359,6 +359,49 @@ def _mostly_unique(col: pd.Series) -> bool:
     return True
 
 
+def _suda_part(original: pd.DataFrame, keys: list[str], codes: np.ndarray, miss: np.ndarray,
+               records: pd.DataFrame, is_compat: bool, max_size: int | None,
+               dis_fraction: float, codes_list: list[str]) -> dict[str, Any]:
+    """SUDA2 (sdcMicro's ``suda2``) over the keys: its per-record columns added to ``records``
+    and its summary returned; a refusal when the key subsets are too many."""
+    p = len(keys)
+    K = p if max_size is None else min(int(max_size), p)
+    n_subsets = sum(math.comb(p, k) for k in range(1, K + 1))
+    if n_subsets > MAX_SUBSETS:
+        raise ValidationError(
+            f"SUDA2 on {p} keys examines {n_subsets:,} key subsets (more than "
+            f"{MAX_SUBSETS:,}); give {arg_name('max_size')} (the largest MSU searched), "
+            f"fewer keys, or {arg_name('suda', False)}.")
+    if p < 3:
+        codes_list.append("SUDA_FEW_KEYS")
+        warnings.warn(DataWarning(
+            f"SUDA_FEW_KEYS: SUDA2 with {p} key(s): sdcMicro's algorithm needs three, adds "
+            "constant columns and scores the MSUs as if there were three keys; the scores "
+            "follow it and rank records, but read them with care.", code="SUDA_FEW_KEYS"),
+            stacklevel=3)
+    s = _suda(codes, miss, is_compat, max_size, float(dis_fraction))
+    records["suda_score"] = s["score"]
+    records["dis_suda_score"] = s["dis"]
+    has = s["n_msu"] > 0  # the fewest keys that single the record out (0: none)
+    records["min_msu_size"] = np.where(has.any(axis=1), has.argmax(axis=1) + 1, 0)
+    for j, k in enumerate(keys):
+        records[f"{k}_contribution"] = s["contribution"][:, j]
+    tot = float(s["score"].sum())
+    contrib = pd.DataFrame({
+        "variable": keys,
+        "contribution": (100.0 * s["raw"].sum(axis=0) / tot if tot > 0
+                         else np.full(p, math.nan))})
+    return {
+        "attribute_contributions": contrib,
+        "attribute_level_contributions": _level_contributions(original, keys, s["raw"]),
+        "dis_table": _dis_table(s["dis"]),
+        "n_msu_by_size": {str(k + 1): int(s["n_msu"][:, k].sum()) for k in range(p)},
+        "n_records_with_msu": int(np.sum(s["score"] > 0)),
+        "n_full_key_pairs": s["n_pairs"],
+        "M": s["M"], "max_size": s["max_size"], "Q": s["Q"],
+        "dis_fraction": float(dis_fraction)}
+
+
 def original_risk(
     original: pd.DataFrame,
     *,
@@ -444,7 +487,7 @@ def original_risk(
     _check(original, keys, sens, method, max_size, dis_fraction, recursive_c, k_anonymity,
            compat, weights)
     is_compat = compat == "sdcmicro"
-    n, p = len(original), len(keys)
+    n = len(original)
     weighted = weights is not None
     if weighted:
         from bayes_risk.identification.population import _weight_vector
@@ -493,43 +536,8 @@ def original_risk(
                  "n_sample_uniques": int(np.sum(f == 1)),
                  "pct_sample_uniques": 100.0 * float(np.mean(f == 1))}
 
-    suda_out: dict[str, Any] | None = None
-    if suda:
-        K = p if max_size is None else min(int(max_size), p)
-        n_subsets = sum(math.comb(p, k) for k in range(1, K + 1))
-        if n_subsets > MAX_SUBSETS:
-            raise ValidationError(
-                f"SUDA2 on {p} keys examines {n_subsets:,} key subsets (more than "
-                f"{MAX_SUBSETS:,}); give {arg_name('max_size')} (the largest MSU searched), "
-                f"fewer keys, or {arg_name('suda', False)}.")
-        if p < 3:
-            codes_list.append("SUDA_FEW_KEYS")
-            warnings.warn(DataWarning(
-                f"SUDA_FEW_KEYS: SUDA2 with {p} key(s): sdcMicro's algorithm needs three, adds "
-                "constant columns and scores the MSUs as if there were three keys; the scores "
-                "follow it and rank records, but read them with care.", code="SUDA_FEW_KEYS"),
-                stacklevel=2)
-        s = _suda(codes, miss, is_compat, max_size, float(dis_fraction))
-        records["suda_score"] = s["score"]
-        records["dis_suda_score"] = s["dis"]
-        has = s["n_msu"] > 0  # the fewest keys that single the record out (0: none)
-        records["min_msu_size"] = np.where(has.any(axis=1), has.argmax(axis=1) + 1, 0)
-        for j, k in enumerate(keys):
-            records[f"{k}_contribution"] = s["contribution"][:, j]
-        tot = float(s["score"].sum())
-        contrib = pd.DataFrame({
-            "variable": keys,
-            "contribution": (100.0 * s["raw"].sum(axis=0) / tot if tot > 0
-                             else np.full(p, math.nan))})
-        suda_out = {
-            "attribute_contributions": contrib,
-            "attribute_level_contributions": _level_contributions(original, keys, s["raw"]),
-            "dis_table": _dis_table(s["dis"]),
-            "n_msu_by_size": {str(k + 1): int(s["n_msu"][:, k].sum()) for k in range(p)},
-            "n_records_with_msu": int(np.sum(s["score"] > 0)),
-            "n_full_key_pairs": s["n_pairs"],
-            "M": s["M"], "max_size": s["max_size"], "Q": s["Q"],
-            "dis_fraction": float(dis_fraction)}
+    suda_out = (_suda_part(original, keys, codes, miss, records, is_compat, max_size,
+                           dis_fraction, codes_list) if suda else None)
 
     l_out: dict[str, Any] = {}
     if sens:

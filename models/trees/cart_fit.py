@@ -68,6 +68,30 @@ def smoothed_columns(model: Any, schema: Schema, order: list[str]) -> list[str]:
     return cols
 
 
+def _check_spec_columns(regression: dict[str, str], spec: Any, smoothed: Sequence[str],
+                        layout: dict) -> None:
+    """Refuse what a spec's regression, ``rf`` and ``ctree`` columns cannot take: smoothing, and
+    the missing values their methods do not model."""
+    for c in regression:
+        if c in smoothed:
+            raise ValidationError(f"smoothing: column {c!r} is drawn by {regression[c]!r}; "
+                                  "kernel smoothing applies to CART columns.",
+                                  code="INVALID_ARGUMENT")
+        if regression[c] == "logreg" and c in layout:
+            raise NotSupportedError(f"column {c!r} is drawn by 'logreg' and has missing values: "
+                                    "the missing value is a third level (synthpop's too, whose "
+                                    "logreg then fails); use 'polyreg' or 'cart'.",
+                                    code="MISSING_VALUES")
+        if regression[c] == "ctree":
+            gaps = [v for v in (c, *spec.predictors[c]) if v in layout]
+            if gaps:  # party sends a missing input with the majority: not built here
+                raise NotSupportedError(
+                    f"column {c!r} is drawn by 'ctree' and {gaps} have missing values: the "
+                    "package's ctree does not take them (party sends a record with a missing "
+                    "input to the larger child, and synthpop pads a missing outcome); use "
+                    "'cart' or 'rf', which do.", code="MISSING_VALUES")
+
+
 def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
         synthesized: Sequence[str] | None, records: Any, random_seed: RandomSeed) -> Any:
     """The work of :meth:`CARTSynthesizer.fit` (documented there)."""
@@ -105,24 +129,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     # the columns a spec draws by a regression, synthpop's rf or ctree (no tree of the package's)
     regression = {c: spec.methods[c] for c in order
                   if spec is not None and spec.methods[c] in (*REGRESSION_METHODS, "rf", "ctree")}
-    for c in regression:
-        if c in smoothed:
-            raise ValidationError(f"smoothing: column {c!r} is drawn by {regression[c]!r}; "
-                                  "kernel smoothing applies to CART columns.",
-                                  code="INVALID_ARGUMENT")
-        if regression[c] == "logreg" and c in layout:
-            raise NotSupportedError(f"column {c!r} is drawn by 'logreg' and has missing values: "
-                                    "the missing value is a third level (synthpop's too, whose "
-                                    "logreg then fails); use 'polyreg' or 'cart'.",
-                                    code="MISSING_VALUES")
-        if regression[c] == "ctree":
-            gaps = [v for v in (c, *spec.predictors[c]) if v in layout]
-            if gaps:  # party sends a missing input with the majority: not built here
-                raise NotSupportedError(
-                    f"column {c!r} is drawn by 'ctree' and {gaps} have missing values: the "
-                    "package's ctree does not take them (party sends a record with a missing "
-                    "input to the larger child, and synthpop pads a missing outcome); use "
-                    "'cart' or 'rf', which do.", code="MISSING_VALUES")
+    _check_spec_columns(regression, spec, smoothed, layout)
     regressions: dict[str, RegressionColumn | ForestColumn | CtreeColumn] = {}
     trees: dict[str, SeqTree] = {}
     kind_trees: dict[str, SeqTree] = {}
