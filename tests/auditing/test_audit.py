@@ -1454,6 +1454,12 @@ def test_report_header_names_the_intruder_of_every_line_and_folds_detail(report_
     assert "<figure class=\"table\">" not in html
     md = report_hh[1].read_text()
     assert "The intruder of each verdict line" in md
+    # one Markdown list item per verdict line's intruder, each on its own line (the template's
+    # trimmed blocks once ran them together into one paragraph)
+    items = md.split("The intruder of each verdict line")[1].split("\n#")[0]
+    lines = [x for x in items.splitlines() if x.startswith("- ")]
+    assert len(lines) >= 3 and any(x.startswith("- identification: knows the true") for x in lines)
+    assert all(x.count(": knows") + x.count(": none") == 1 for x in lines), lines
 
 
 def test_cause_figures_by_hand():
