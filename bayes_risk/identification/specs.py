@@ -70,13 +70,11 @@ def parse_strategy(strategy: Any) -> str | tuple[str, float]:
             g = float("nan")
         if not (0.0 < g < 1.0):
             raise ValidationError(
-                f"strategy=('threshold', γ): γ must be in (0, 1). Got {strategy[1]!r}."
-            )
+                f"strategy: the threshold γ must be in (0, 1). Got {strategy[1]!r}.")
         return ("threshold", g)
-    raise ValidationError(
-        "strategy must be 'always', ('threshold', γ) ('threshold:γ') or 'not_if_max'. "
-        f"Got {strategy!r}."
-    )
+    forms = ("always, threshold:GAMMA or not-if-max" if on_command_line()
+             else "'always', ('threshold', γ) or 'not_if_max'")
+    raise ValidationError(f"strategy must be {forms}. Got {strategy!r}.")
 
 
 def _per_column(value: Any, what: str) -> float | dict[str, float] | None:
@@ -291,9 +289,9 @@ class PopulationSpec:
             for name in ("counts", "weights"):
                 if getattr(self, name) is not None:
                     raise ValidationError(
-                        f"PopulationSpec.{name} is used only with membership='unknown' (the "
-                        "intruder does not know who is in the sample)."
-                    )
+                        f"PopulationSpec.{name} is used only with "
+                        f"{arg_name('membership', repr('unknown'), cli='unknown')}"
+                        " (the intruder does not know who is in the sample).")
         if isinstance(self.counts, str) and self.counts not in (LOGLINEAR_ORIGINAL
                                                                 + LOGLINEAR_SYNTHETIC):
             raise ValidationError(
@@ -302,9 +300,8 @@ class PopulationSpec:
                 f"{self.counts!r}.")
         if self.counts is not None and self.weights is not None:
             raise ValidationError(
-                "PopulationSpec: give counts or weights (the population counts, or the survey "
-                "weights they are estimated from), not both."
-            )
+                "PopulationSpec.counts and PopulationSpec.weights: give one (the population "
+                "counts, or the survey weights they are estimated from), not both.")
         self._check_size()
         for name in ("target_id", "original_id"):
             value = getattr(self, name)
@@ -333,8 +330,8 @@ class PopulationSpec:
         a, N = self.sampling_fraction, self.population_size
         if a is not None and N is not None:
             raise ValidationError(
-                "PopulationSpec: give sampling_fraction or population_size, not both."
-            )
+                "PopulationSpec.sampling_fraction: give sampling_fraction or population_size, "
+                "not both.")
         if a is not None and (not is_number(a) or not 0 < a <= 1):
             raise ValidationError(
                 f"PopulationSpec.sampling_fraction must be in (0, 1]. Got {a!r}."
