@@ -12,9 +12,10 @@ from bayes_risk._specs import cli_fields, spec_values
 from bayes_risk.cli import build_parser
 from bayes_risk.cli.parsers import option_names, spec_fields
 from bayes_risk.identification.specs import MatchSpec, PopulationSpec
+from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
 #: the spec classes each sub-command builds from its options
-SPECS_OF = {"identification": (MatchSpec, PopulationSpec)}
+SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (AttackSpec, RatioSpec)}
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
@@ -40,6 +41,8 @@ def test_spec_fields_and_parsers_agree():
     names = option_names(subs["identification"])
     assert names["MatchSpec.r_min"] == names["r_min"] == "--r-min"
     assert names["PopulationSpec.population_size"] == "--n-pop"
+    # a flag that turns a field off names it as itself: dcr=False is --no-dcr
+    assert option_names(subs["membership"])["dcr"] == "--no-dcr"
 
 
 @pytest.mark.parametrize("spec", [MatchSpec, PopulationSpec])
@@ -64,3 +67,13 @@ def test_the_options_text_gives_the_fields_value():
     values = spec_values(PopulationSpec, vars(args))
     assert values == {"membership": "unknown", "estimate": "expected_inverse",
                       "population_size": 500}
+
+
+def test_a_flag_and_a_number_or_name():
+    args = _subparsers()["membership"].parse_args(["o.csv", "s.csv", "--model", "m", "--no-dcr",
+                                                   "--prior", "0.2", "--out", "o"])
+    assert AttackSpec(**spec_values(AttackSpec, vars(args))) == AttackSpec(prior=0.2, dcr=False)
+    args = _subparsers()["membership"].parse_args(["o.csv", "s.csv", "--model", "m", "--prior",
+                                                   "sampling", "--population-size", "9",
+                                                   "--out", "o"])
+    assert spec_values(AttackSpec, vars(args)) == {"prior": "sampling", "population_size": 9}

@@ -79,8 +79,6 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "chunk_size": ("EstimatorSpec.chunk_size",),
     "psis": ("EstimatorSpec.psis",),
     "khat": ("EstimatorSpec.khat",),
-    "normaliser_draws": ("RatioSpec.normaliser_draws",),
-    "unsynthesized_concentration": ("RatioSpec.unsynthesized_concentration",),
     "workers": ("n_workers",),
     "radius": ("MatchSpec.radius",),
     "sampling_fraction": ("PopulationSpec.sampling_fraction",),
@@ -91,7 +89,6 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "known_seed": ("ScenarioSpec.seed",),
     # a flag that turns a setting off: suda=False is --no-suda (arg_name)
     "no_suda": ("suda",),
-    "no_dcr": ("dcr", "AttackSpec.dcr"),
     "no_target_na": ("use_target_na", "ExclusionSpec.use_target_na"),
     "no_keys_na": ("use_keys_na", "ExclusionSpec.use_keys_na"),
 }
