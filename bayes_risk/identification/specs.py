@@ -291,7 +291,8 @@ class PopulationSpec:
                     raise ValidationError(
                         f"PopulationSpec.{name} is used only with "
                         f"{arg_name('membership', repr('unknown'), cli='unknown')}"
-                        " (the intruder does not know who is in the sample).")
+                        " (the intruder does not know who is in the sample).",
+                        code="OPTION_REQUIRED")
         if isinstance(self.counts, str) and self.counts not in (LOGLINEAR_ORIGINAL
                                                                 + LOGLINEAR_SYNTHETIC):
             raise ValidationError(
@@ -301,7 +302,8 @@ class PopulationSpec:
         if self.counts is not None and self.weights is not None:
             raise ValidationError(
                 "PopulationSpec.counts and PopulationSpec.weights: give one (the population "
-                "counts, or the survey weights they are estimated from), not both.")
+                "counts, or the survey weights they are estimated from), not both.",
+                code="OPTION_CONFLICT")
         self._check_size()
         for name in ("target_id", "original_id"):
             value = getattr(self, name)
@@ -311,7 +313,7 @@ class PopulationSpec:
         if self.targets is not None and self.target_id is None:
             raise ValidationError(
                 "PopulationSpec.targets needs target_id, the id column linking the targets to "
-                "the original's records.")
+                "the original's records.", code="OPTION_REQUIRED")
         if self.targets is None and self.target_id is not None:
             # "PopulationSpec.targets" on the command line is --targets FILE
             targets = arg_name("PopulationSpec.targets", cli="FILE")
