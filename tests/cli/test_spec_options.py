@@ -9,13 +9,21 @@ import argparse
 import pytest
 
 from bayes_risk._specs import cli_fields, spec_values
+from bayes_risk.attribute.specs import EstimatorSpec
 from bayes_risk.cli import build_parser
-from bayes_risk.cli.parsers import option_names, spec_fields
+from bayes_risk.cli.parsers import option_names
 from bayes_risk.identification.specs import MatchSpec, PopulationSpec
 from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
 #: the spec classes each sub-command builds from its options
-SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (AttackSpec, RatioSpec)}
+SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (AttackSpec, RatioSpec),
+            "attribute": (EstimatorSpec,)}
+
+
+def spec_fields(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """The options of ``parser`` declared by spec fields: ``{"MatchSpec.r_min": "--r-min"}``."""
+    return {a.spec_field: a.option_strings[0] for a in parser._actions
+            if getattr(a, "spec_field", None)}
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
@@ -45,7 +53,7 @@ def test_spec_fields_and_parsers_agree():
     assert option_names(subs["membership"])["dcr"] == "--no-dcr"
 
 
-@pytest.mark.parametrize("spec", [MatchSpec, PopulationSpec])
+@pytest.mark.parametrize("spec", [MatchSpec, PopulationSpec, EstimatorSpec])
 def test_every_choice_is_a_value_of_the_field(spec):
     # the choices the option shows are the field's values with '-' for '_'
     for f, opt in cli_fields(spec):
@@ -77,3 +85,12 @@ def test_a_flag_and_a_number_or_name():
                                                    "sampling", "--population-size", "9",
                                                    "--out", "o"])
     assert spec_values(AttackSpec, vars(args)) == {"prior": "sampling", "population_size": 9}
+
+
+def test_a_flag_that_sets_a_field_on():
+    attribute = _subparsers()["attribute"]
+    args = attribute.parse_args(["o.csv", "s.csv", "--psis", "--khat", "base", "--out", "o"])
+    assert EstimatorSpec(**spec_values(EstimatorSpec, vars(args))) == EstimatorSpec(
+        psis=True, khat="base")
+    args = attribute.parse_args(["o.csv", "s.csv", "--out", "o"])
+    assert spec_values(EstimatorSpec, vars(args)) == {}  # every field at the spec's default

@@ -10,9 +10,10 @@ import argparse
 import importlib
 import re
 from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["Handler", "input_arguments", "option_names", "command_line_text", "INPUTS_ATTR",
-           "add_spec_options", "spec_fields"]
+           "add_spec_options"]
 
 #: attribute of the parsed namespace naming the input arguments (set by
 #: :func:`bayes_risk.cli.build_parser` from :func:`input_arguments`)
@@ -172,23 +173,25 @@ def _rewrite(part: str, options: Mapping[str, str], *, at_start: bool) -> str:
     return _NAME.sub(sub, part)
 
 
-def add_spec_options(parser: argparse.ArgumentParser, *specs: type) -> None:
+def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
+                     groups: tuple[Any, ...] = ()) -> None:
     """Declare on ``parser`` the command-line options of the fields of ``specs`` (their
     ``metadata["cli"]``, :func:`bayes_risk._specs.cli_option`), in field order, each in the
-    argument group its option names (an existing group of that title, else a new one).
+    argument group its option names (one of the argument groups ``groups`` of that title, else a
+    new one).
 
     An option not given is ``None``: its field keeps the spec's default
     (:func:`bayes_risk._specs.spec_values`), and the spec checks the values, its messages
     naming the option (the action's ``library_names``: ``MatchSpec.r_min`` and ``r_min`` are
-    ``--r-min``).
+    ``--r-min``; its ``spec_field``: ``MatchSpec.r_min``).
     """
     from bayes_risk._specs import cli_fields
 
-    groups = {g.title: g for g in parser._action_groups}
+    by_title = {g.title: g for g in groups}
     for spec in specs:
         for f, opt in cli_fields(spec):
-            where = (parser if opt.group is None else groups.get(opt.group)
-                     or groups.setdefault(opt.group, parser.add_argument_group(opt.group)))
+            where = (parser if opt.group is None else by_title.get(opt.group)
+                     or by_title.setdefault(opt.group, parser.add_argument_group(opt.group)))
             kwargs = {k: v for k, v in (("metavar", opt.metavar), ("type", opt.type),
                                         ("nargs", opt.nargs), ("action", opt.action)) if v}
             if opt.choices is not None:
@@ -196,12 +199,6 @@ def add_spec_options(parser: argparse.ArgumentParser, *specs: type) -> None:
             action = where.add_argument(opt.flag, default=None, help=opt.help, **kwargs)
             action.spec_field = f"{spec.__name__}.{f.name}"
             action.library_names = (action.spec_field, f.name)
-
-
-def spec_fields(parser: argparse.ArgumentParser) -> dict[str, str]:
-    """The options of ``parser`` declared by spec fields: ``{"MatchSpec.r_min": "--r-min"}``."""
-    return {a.spec_field: a.option_strings[0] for a in parser._actions
-            if getattr(a, "spec_field", None)}
 
 
 class Handler:

@@ -47,11 +47,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--known-synthesized", nargs="+", default=[], metavar="COL",
                    help="known columns that were synthesized")
     add_type_arguments(p)
-    p.add_argument_group(MATCHING)
-    a = p.add_argument_group(INTRUDER)
+    m, a = p.add_argument_group(MATCHING), p.add_argument_group(INTRUDER)
     a.add_argument("--aggregation", choices=["pooled", "per-dataset"], default=None,
                    help="pooled over datasets (Reiter-Mitra, default) or per dataset (Hornby-Hu)")
-    add_spec_options(p, MatchSpec, PopulationSpec)
+    add_spec_options(p, MatchSpec, PopulationSpec, groups=(m, a))
     a.add_argument("--selection", default=None, metavar="RULE",
                    help="the intruder knows why records were selected for synthesis (R, Hu "
                    "2019 §4.2.4): 'release' (the rule the release's manifest records, e.g. a "
