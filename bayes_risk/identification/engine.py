@@ -240,17 +240,20 @@ def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> P
     tkey, tkey_us = target_keys(prep, rule)
     n_match = np.zeros((N, R), dtype=np.int64)
     own = np.zeros((N, R), dtype=bool)
-    chunks = _chunks(N, _CHUNK_TARGETS)
     compiled = use_compiled(prep)
-    tords = {(a, z): target_orders(tkey[a:z], b.rows(slice(a, z)), compiled) for a, z in chunks}
+    # the chunks take the targets in key order: each chunk then walks the index's key groups
+    # in memory order (4x fewer cache misses at 10^6 records than the targets' own order)
+    by_key = np.argsort(tkey, kind="stable")
+    chunks = [by_key[a:z] for a, z in _chunks(N, _CHUNK_TARGETS)]
+    work = [(rows, tkey[rows], b.rows(rows), prep.rec[rows]) for rows in chunks]
+    tords = [target_orders(tk, bb, compiled) for _, tk, bb, _ in work]
 
     def one(r: int) -> None:
         idx = replicate_index(prep, rule, r, keep=not prep.single_run)
-        for a, z in chunks:
-            bb = b.rows(slice(a, z))
-            cnt, _ = idx.match(tkey[a:z], bb, False, tords[(a, z)])
-            n_match[a:z, r] = cnt
-            own[a:z, r] = idx.own(tkey[a:z], bb, prep.rec[a:z])
+        for (rows, tk, bb, rec), tord in zip(work, tords, strict=True):
+            cnt, _ = idx.match(tk, bb, False, tord)
+            n_match[rows, r] = cnt
+            own[rows, r] = idx.own(tk, bb, rec)
 
     parallel(one, range(R), progressbar=part.progressbar, description="identification",
               threads=compiled)
