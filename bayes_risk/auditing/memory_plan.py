@@ -52,20 +52,20 @@ class AuditBudget:
 def audit_budget() -> AuditBudget:
     """The audit's budget: the limit given (``--memory``, :func:`~bayes_risk.memory_limit`), else
     what the process holds now plus :data:`DEFAULT_SHARE` of the memory available now."""
+    how = arg_name("memory")  # --memory on the command line
+    how = "memory_limit" if how == "memory" else how
     given = current_limit()
     if given is not None:
-        how = arg_name("memory")  # --memory on the command line
-        how = "memory_limit" if how == "memory" else how
         return AuditBudget(given, "given", f"given with {how}")
     avail, held = available_memory(), resident_memory()
     if avail is None:
         return AuditBudget(None, "default", "none: the platform does not say how much memory "
-                           "is available (give --memory or memory_limit to set one)")
+                           f"is available (give {how} to set one)")
     limit = held + int(DEFAULT_SHARE * avail)
     return AuditBudget(limit, "default", (
         f"{DEFAULT_SHARE:.0%} of the {format_bytes(avail)} available on the machine when the "
         f"audit started, plus the {format_bytes(held)} the process held then, so that the "
-        "machine stays usable; give --memory or memory_limit to change it"))
+        f"machine stays usable; give {how} to change it"))
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,8 @@ def step_memory(ctx: Any, steps: list[str]) -> list[StepMemory]:
     The needs are lower bounds from the sizes the steps' own checks use: identification's
     per-dataset tables (64 bytes a target and dataset) and one replicate's matching index
     beside the smallest chunk of targets; a posterior batch's per-replicate counts and flags
-    (9 bytes a target and replicate), its replicates and every replicate's file measures."""
+    (9 bytes a target and replicate), its replicates and every replicate's file measures; the
+    attribute step's outputs with one candidate a record (:func:`_attribute_need`)."""
     from bayes_risk.auditing.steps import AUDIT_REPLICATES
     from bayes_risk.identification.engine import CELL_BYTES
     from bayes_risk.identification.summary import MEASURES
@@ -128,16 +129,31 @@ def step_memory(ctx: Any, steps: list[str]) -> list[StepMemory]:
             out.append(StepMemory(step, need, _BATCH_NOTE.format(b=b) + ", up to "
                                   f"{cap} replicates; the groups' pair sums wait in TMPDIR"))
         elif step == "attribute":
-            out.append(StepMemory(step, None, (
+            out.append(StepMemory(step, _attribute_need(p), (
                 "records in chunks sized from what is left beside the outputs every record "
-                "keeps, which the step checks before its first record"), "it states its "
-                "records a chunk and, for refits, their expected time when it starts"))
+                "keeps, which the step checks again from its candidate sets before its first "
+                "record"), "it states its records a chunk and, for refits, their expected time "
+                "when it starts"))
         elif step == "membership":
             out.append(StepMemory(step, MIN_WORKING_BYTES, "targets in chunks sized from "
                                   "what is left beside the slots' log-likelihoods"))
         else:
             out.append(StepMemory(step, None, "not chunked"))
     return out
+
+
+def _attribute_need(p: Any) -> float:
+    """The least the attribute step holds: what ``attribute.evaluate.chunk_records`` checks
+    before its first record, with one candidate a record (the step counts its candidate sets)
+    and one record a chunk: a record's outputs (8 bytes a column guessed, 5 doubles and the
+    ``B`` bootstrap replicates, and 2 kB of Python objects), its share of the result's tables
+    (1.5 kB) and of the summary's bootstrap tables (16 ``B`` bytes), beside one record's
+    working arrays."""
+    est = p.given.attribute_estimator
+    B = 0 if est.compat is not None else int(est.bootstrap)
+    n = p.n_records if p.attribute_records is None else len(p.attribute_records)
+    per_record = 8.0 * (len(p.synthesized) + 5 + B) + 2048 + 1500 + 16.0 * B
+    return n * per_record + 8.0 * (p.m + 2) * (2 + B)
 
 
 def check_steps(plans: list[StepMemory], budget: AuditBudget, skip_arg: Any) -> None:

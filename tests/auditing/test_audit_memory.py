@@ -54,6 +54,20 @@ def test_default_budget_is_half_the_available_memory_beside_what_is_held(monkeyp
     assert memory_plan.audit_budget().limit is None  # the platform says nothing: no limit
 
 
+def test_the_attribute_steps_least_need():
+    from types import SimpleNamespace
+
+    p = SimpleNamespace(n_records=80, attribute_records=None, synthesized=["Income", "Tenure"],
+                        m=2, given=br.AuditSettings())
+    # worked: a record keeps 8 (2 + 5 + 200) + 2048 + 1500 + 16 x 200 = 8,404 bytes at one
+    # candidate; one record's working arrays 8 (2 + 2)(2 + 200) = 6,464
+    assert memory_plan._attribute_need(p) == 80 * 8404 + 6464
+    p.attribute_records = [0, 3]
+    assert memory_plan._attribute_need(p) == 2 * 8404 + 6464
+    p.given = br.AuditSettings(attribute_estimator=br.EstimatorSpec(bootstrap=0))
+    assert memory_plan._attribute_need(p) == 2 * (8 * 7 + 3548) + 8 * 4 * 2
+
+
 def test_the_steps_run_within_the_default_budget(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(memory_plan, "available_memory", lambda: 8 * 10**9)
     seen = []
