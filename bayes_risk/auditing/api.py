@@ -166,7 +166,8 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> None:
 
     p = ctx.plan
     off = {*p.skip, *p.withheld}
-    if not p.known_synthesized or st._posterior_model(ctx)[0] is None:
+    if "posterior_identification" not in off and (not p.known_synthesized
+                                                  or st._posterior_model(ctx)[0] is None):
         off.add("posterior_identification")  # the step skips itself: nothing to plan
     if ctx.holdout is None:
         off |= {"membership", "attacks"}
