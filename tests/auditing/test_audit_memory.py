@@ -130,3 +130,18 @@ def test_the_same_numbers_under_a_tight_budget(monkeypatch):
     a, b = (r.step("identification") for r in (free, tight))
     assert b.result.records.equals(a.result.records)
     assert b.extra["pooled"].headline.records.equals(a.extra["pooled"].headline.records)
+
+
+def test_a_withheld_step_is_not_planned():
+    """A post-processed release withholds the model-based steps: planning the posterior step
+    rebuilt its synthesizer, which cannot reproduce the release (RELEASE_NOT_REPRODUCED)."""
+    from bayes_risk.models import CARTSynthesizer
+
+    data = br.make_ce_like(80, random_seed=4)
+    schema = br.infer_schema(data, categorical=["Urban", "Marital", "Tenure"])
+    release = CARTSynthesizer().fit(data, schema=schema, synthesized=["Tenure", "Income"],
+                                    random_seed=1).synthesize(2, random_seed=2)
+    fixed = br.sdc(data, release, bottom_top_coding={"Income": (1000, None)})
+    res = br.audit(data, fixed, known=KNOWN, settings=CHEAP, random_seed=3, progressbar=False)
+    planned = set(res.plan.settings_frame().query("step == 'memory'")["setting"])
+    assert planned == {"budget", "identification"}
