@@ -135,6 +135,21 @@ def identification_risk(
             c.original, c.synthetic, known=c.known, synthesized=c.synthesized, schema=c.schema,
             match=match, population=c.population, aggregation=aggregation,
             replicates=replicates, progressbar=progressbar, executor=executor))
+    return _risk_of([original, synthetic], known=known, synthesized=synthesized,
+                    categorical=categorical, schema=schema, match=match, population=population,
+                    aggregation=aggregation, replicates=replicates, progressbar=progressbar,
+                    executor=executor)
+
+
+@interruptible
+def _risk_of(inputs: list[Any], *, known: Sequence[str], synthesized: Sequence[str] | None,
+             categorical: Sequence[str] | None, schema: Schema | None, match: MatchSpec | None,
+             population: PopulationSpec | None, aggregation: Any, replicates: Any,
+             progressbar: bool, executor: Any) -> IdentificationResult:
+    """:func:`identification_risk` (no selection) of ``inputs = [original, synthetic]``, which it
+    empties once they are encoded: a caller holding no other reference (the CLI) has the
+    tables freed before the matching (at 10^6 records, 0.24 GB of the run's peak)."""
+    original, synthetic = inputs
     keep_prob = str(aggregation).replace("-", "_") != "pooled_measures"
     if not keep_prob:
         aggregation = "pooled"
@@ -151,6 +166,8 @@ def identification_risk(
         return replicates.run(original, synthetic, known_us, known_s,
                               options, progressbar=progressbar, executor=as_executor(executor))
     plan = prepare(original, synthetic, known_us, known_s, replicates=replicates, **options)
+    inputs.clear()  # the plan holds the encoded columns; nothing below reads the tables
+    del original, synthetic
     ex = as_executor(executor)
     in_process = isinstance(ex, InProcessExecutor)
     if in_process:  # one run: indexes used once are not kept
