@@ -49,7 +49,8 @@ def dpmpm_fit(folder: Path) -> None:
     fit, saved for the second stage, and its synthesis."""
     from bayes_risk.models import DPMPM, Sampling
 
-    model = DPMPM(n_components=5, sampling=Sampling(tune=20, draws=20, chains=2, cores=1),
+    # 2 chains of 50 draws: the shortest the attribute estimator's between-chain check takes
+    model = DPMPM(n_components=5, sampling=Sampling(tune=20, draws=50, chains=2, cores=1),
                   progressbar=False).fit(_dpmpm_frame(), random_seed=1)
     model.synthesize(2, random_seed=2)
     model.save(folder / "dpmpm")
@@ -84,14 +85,19 @@ def attribute_identification(folder: Path) -> None:
 
 
 def dpmpm_risk(folder: Path) -> None:
-    """The DPMPM's record and neighbourhood log-likelihoods, as attribute risk runs them."""
+    """The DPMPM's record and neighbourhood log-likelihoods and the attribute estimators'
+    kernels (the stabilised one's between-chain check, the Pareto tails), as attribute risk
+    runs them."""
     import bayes_risk as br
+    from bayes_risk.attribute import EstimatorSpec
     from bayes_risk.models import load_model
 
     model = load_model(folder / "dpmpm")
     orig = _dpmpm_frame()
-    br.attribute_risk(orig, model.synthesize(2, random_seed=3), model=model, records=[0, 1],
-                      random_seed=1, progressbar=False)
+    syn = model.synthesize(2, random_seed=3)
+    for kind in ("stabilised", "is"):
+        br.attribute_risk(orig, syn, model=model, records=[0, 1, 2], random_seed=1,
+                          estimator=EstimatorSpec(kind=kind, bootstrap=0), progressbar=False)
 
 
 def trees_poisson(folder: Path) -> None:
