@@ -124,6 +124,8 @@ GROUPS = {f.__name__: f for stage in STAGES for f in stage}
 def main(argv: list[str]) -> int:
     """Run the stages (``GROUP FOLDER``: one group, in this process)."""
     if argv:
+        if len(argv) != 2 or argv[0] not in GROUPS:
+            raise SystemExit(f"usage: warm_numba.py [GROUP FOLDER], GROUP one of {sorted(GROUPS)}")
         warnings.simplefilter("ignore")
         GROUPS[argv[0]](Path(argv[1]))
         return 0
