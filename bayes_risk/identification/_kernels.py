@@ -390,12 +390,11 @@ def dominance_counts(gstart, slot, is_point, yr, zr):
     cnt = np.zeros(L, dtype=np.int64)
     idx = np.arange(L)
     tmp = np.empty(L, dtype=np.int64)
-    tree = np.zeros(L + 1, dtype=np.int64)
+    tree = np.zeros(L, dtype=np.int64)
     for g in range(gstart.shape[0] - 1):
         b = gstart[g]
         e = gstart[g + 1]
-        size = e - b
-        if size < 2:
+        if e - b < 2:
             continue
         ns = slot[e - 1] + 1
         sst = np.empty(ns + 1, dtype=np.int64)  # first element of every slot
@@ -425,29 +424,21 @@ def dominance_counts(gstart, slot, is_point, yr, zr):
                         k = idx[i]
                         i += 1
                         if is_point[k]:
-                            r = zr[k] + 1
-                            while r <= L:
-                                tree[r] += 1
-                                r += r & (-r)
+                            _fenwick_add(tree, 0, L, zr[k])
                             added += 1
                     else:
                         k = idx[j]
                         j += 1
                         if not is_point[k]:
-                            r = zr[k] + 1
-                            below = 0
-                            while r > 0:
-                                below += tree[r]
-                                r -= r & (-r)
-                            cnt[k] += added - below
+                            cnt[k] += added - _fenwick_prefix(tree, 0, zr[k] + 1)
                     tmp[o] = k
                     o += 1
                 for i2 in range(s, m):  # the tree emptied for the next pair of halves
                     k = idx[i2]
-                    if is_point[k]:
+                    if is_point[k]:  # _fenwick_add's walk, subtracting
                         r = zr[k] + 1
                         while r <= L:
-                            tree[r] -= 1
+                            tree[r - 1] -= 1
                             r += r & (-r)
                 for o2 in range(s, z):
                     idx[o2] = tmp[o2]
