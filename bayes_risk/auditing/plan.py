@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -312,10 +313,12 @@ class AuditPlan:
     settings: list[Setting] = field(default_factory=list)
     #: the synthesized columns that are numeric (CART's smoothing applies to them)
     numeric_synthesized: list[str] = field(default_factory=list)
-    #: the release's synthesizer releases original (donor) values
-    releases_donor_values: bool = False
-    #: the release's synthesizer takes a ``smoothing`` setting (the smoothing remedy names it)
-    smoothing_option: bool = False
+    #: the numeric synthesized columns released as donors' original values, each with the
+    #: method that draws them (the synthesizer's ``releases_donor_values``, less what its
+    #: settings smooth or draw anew)
+    donor_columns: dict[str, str] = field(default_factory=dict)
+    #: those of them the synthesizer's ``smoothing`` setting can smooth
+    smoothable_columns: list[str] = field(default_factory=list)
     #: the original file's variable labels (a SAS, Stata or SPSS file), shown beside the names
     variable_labels: dict[str, str] = field(default_factory=dict)
 
@@ -508,8 +511,12 @@ def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
     return a_src
 
 
-def _release_capabilities(syn: Any) -> tuple[bool, bool]:
-    """Whether the release's synthesizer releases donor values and takes ``smoothing``."""
+def _release_capabilities(syn: Any, schema: Any, numeric: list[str]
+                          ) -> tuple[dict[str, str], list[str]]:
+    """The numeric synthesized columns whose released values are donors' original values,
+    each with the method that draws them, and those of them the synthesizer can smooth: what
+    the synthesizer declares (``releases_donor_values``, a ``smoothing`` setting), less the
+    columns its settings already smooth or draw new values for (a specification's ``norm``)."""
     import inspect
 
     from bayes_risk.contract import capabilities
@@ -517,13 +524,34 @@ def _release_capabilities(syn: Any) -> tuple[bool, bool]:
 
     method = getattr(syn, "method", None)
     if not isinstance(method, str) or method not in list_synthesizers():
-        return False, False
+        return {}, []
     cls = get_synthesizer(method)
+    if not capabilities(cls).releases_donor_values:
+        return {}, []
     try:
         takes_smoothing = "smoothing" in inspect.signature(cls).parameters
     except (TypeError, ValueError):  # a class whose signature cannot be read
         takes_smoothing = False
-    return bool(capabilities(cls).releases_donor_values), takes_smoothing
+    settings = getattr(syn, "settings", None) or {}
+    by = dict.fromkeys(numeric, method)
+    spec = settings.get("spec")
+    if spec is not None:
+        from bayes_risk.models.trees.spec import DONOR_METHODS, SynthesisSpec
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # resolved as the fit resolved it (and warned)
+            resolved = SynthesisSpec.coerce(spec).resolve(schema, list(
+                getattr(syn.schema, "synthesized", None) or numeric) or None)
+        by = {c: resolved.methods[c] for c in numeric
+              if resolved.methods.get(c) in DONOR_METHODS}
+    sm = settings.get("smoothing") if takes_smoothing else None
+    smoothed = set(numeric) if sm is True else {sm} if isinstance(sm, str) else set(sm or ())
+    by = {c: m for c, m in by.items() if c not in smoothed}
+    if not takes_smoothing:
+        return by, []
+    # kernel smoothing applies to the columns the synthesizer's own leaves draw (a
+    # specification's CART columns), not to its other methods' columns
+    return by, [c for c, m in by.items() if m in (method, "cart")]
 
 
 def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
@@ -602,7 +630,8 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         plan.add("release", "model", "allowed not to be the one that made the release",
                  "given", "the steps that use the fitted model measure its risks, with warning "
                  "MODEL_DIFFERS when it did not make the release")
-    plan.releases_donor_values, plan.smoothing_option = _release_capabilities(syn)
+    plan.donor_columns, plan.smoothable_columns = _release_capabilities(
+        syn, sch, plan.numeric_synthesized)
     done = (getattr(syn, "extra", None) or {}).get("post_processing")
     if done:
         ops = ", ".join(str(d.get("operation")).replace("_", " ") for d in done)
@@ -627,7 +656,8 @@ def _make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
     # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
     partial = 0 < len(syn_cols) < len(sch.names)
     plan.fully_synthetic = not partial and getattr(syn, "synthesized_records", None) is None
-    _record_settings(plan, src, rad_src, tg_src, seed_src, partial=partial)
+    _record_settings(plan, src, rad_src, tg_src, seed_src, partial=partial,
+                     method=getattr(syn, "method_description", None) or plan.method)
     _record_attack_settings(plan, link_src)
     zeros = _structural_zeros(model)
     if zeros is None:  # a release of such a model carries its settings in the manifest
@@ -682,10 +712,10 @@ def _structural_zeros(model: Any) -> tuple[int, str] | None:
 
 
 def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
-                     seed_src: str = "given", *, partial: bool) -> None:
+                     seed_src: str = "given", *, partial: bool, method: str | None) -> None:
     a = plan.add
     a("release", "synthetic datasets (m)", plan.m, "release manifest")
-    a("release", "synthesis method", plan.method or "unknown", "release manifest")
+    a("release", "synthesis method", method or "unknown", "release manifest")
     a("release", "synthesized columns", ", ".join(plan.synthesized), syn_src,
       "inferred = the columns that differ from the original in some dataset"
       if syn_src == "inferred" else "")

@@ -31,19 +31,34 @@ def _unsynthesized(plan: AuditPlan, cols: Sequence[str]) -> list[str]:
 
 
 def smoothing_remedy(plan: AuditPlan, cols: Sequence[str]) -> list[str]:
-    """The remedy against released donor values of the numeric ``cols``: smoothing when the
-    synthesizer takes it, else a method that draws new values; none unless it releases donors."""
-    num = [c for c in cols if c in plan.numeric_synthesized]
-    if not plan.releases_donor_values or not num:
-        return []
-    names = ", ".join(num)
-    if plan.smoothing_option:
-        return [f"smooth the synthesizer's numeric values of {names} (bayes-risk synthesize "
-                "--smoothing; smoothing=True), so that donors' original values are not "
-                "released as they are"]
-    return [f"synthesize the numeric values of {names} with a method that draws new values "
-            f"(CART with smoothing, a parametric model) instead of {plan.method}, which "
-            "releases donors' original values as they are"]
+    """The remedies against released donor values of ``cols`` (those of ``plan.donor_columns``):
+    smoothing where the synthesizer can smooth the column, else a method that draws new
+    values; none for a column whose values are not donors'."""
+    donors = [c for c in cols if c in plan.donor_columns]
+    smooth = [c for c in donors if c in plan.smoothable_columns]
+    other = [c for c in donors if c not in smooth]
+    out = []
+    if smooth:
+        every = set(smooth) == set(plan.donor_columns) == set(plan.numeric_synthesized)
+        how = ("bayes-risk synthesize --smoothing; smoothing=True" if every else
+               f"smoothing={smooth!r} in the Python API: the command line's --smoothing smooths "
+               "every numeric column")
+        out.append(f"smooth the synthesizer's numeric values of {', '.join(smooth)} ({how}), "
+                   "so that donors' original values are not released as they are")
+    if other:
+        by = ", ".join(f"{c} ({plan.donor_columns[c]})" for c in other)
+        out.append(f"synthesize the numeric values of {by} with a method that draws new values "
+                   "(CART with smoothing, a parametric model such as norm) instead, as these "
+                   "methods release donors' original values as they are")
+    return out
+
+
+def _donors(plan: AuditPlan, cols: Sequence[str]) -> str:
+    """``", as the release gives donors' original values of Income (cart)"`` for the donor
+    columns among ``cols`` (empty when none)."""
+    donors = [c for c in cols if c in plan.donor_columns]
+    return (", as the release gives donors' original values of "
+            + ", ".join(f"{c} ({plan.donor_columns[c]})" for c in donors) if donors else "")
 
 
 def utility_cause(u: StepOutcome) -> Cause:
@@ -93,8 +108,7 @@ def attribute_cause(plan: AuditPlan, a: StepOutcome) -> Cause:
                 else f"for that record across the m = {m} datasets")
              + f" ({per}); a candidate that the "
              "release shows is ranked above one it never shows")
-    if plan.releases_donor_values:
-        cause += f", as the synthesizer ({plan.method}) releases original (donor) values"
+    cause += _donors(plan, plan.synthesized)
     rem = [*smoothing_remedy(plan, plan.synthesized),
            f"release fewer synthetic datasets (m = {m} now): each is one more chance "
            "that a record's true value is released",
@@ -256,8 +270,7 @@ def attacks_cause(plan: AuditPlan, a: StepOutcome) -> dict[str, Cause]:
         cause = (f"{n_leak} of the {int(r['n_queries'])} predicates written on synthetic "
                  f"dataset {ds} ({kind}) single out a record of the original but none of "
                  f"the holdout; the columns they use most: {names}")
-        if plan.releases_donor_values:
-            cause += f", and the synthesizer ({plan.method}) releases original (donor) values"
+        cause += _donors(plan, top)
         unsyn = _unsynthesized(plan, top)
         rem = [*smoothing_remedy(plan, top),
                f"coarsen or top- and bottom-code {', '.join(top)} (bands, rounding), so that "
@@ -292,8 +305,7 @@ def attacks_cause(plan: AuditPlan, a: StepOutcome) -> dict[str, Cause]:
         cause = (f"{secret} is guessed right from the nearest synthetic row for "
                  f"{int(r['n_main'])} of {int(r['n_attacks'])} records of the original against "
                  f"{r['n_control']:.4g} of {r['n_attacks_control']:.4g} of the holdout"
-                 + (f"; the synthesizer ({plan.method}) releases original (donor) values"
-                    if plan.releases_donor_values else ""))
+                 + _donors(plan, [secret]))
         rem = [*smoothing_remedy(plan, [secret]),
                f"coarsen {secret}" + (" (bands, rounding)" if secret in plan.numeric_synthesized
                                       else " (merge rare categories)")

@@ -222,8 +222,8 @@ def _print_summary(args: argparse.Namespace, syn) -> None:
     from bayes_risk.cli._common import print_summary
 
     source = f"model {args.model}" if args.model is not None else str(args.original)
-    lines = [f"synthesized {syn.m} dataset(s) ({syn.method}) of {len(syn[0])} records from "
-             f"{source}"]
+    lines = [f"synthesized {syn.m} dataset(s) ({syn.method_description}) of {len(syn[0])} "
+             f"records from {source}"]
     if syn.schema is not None and syn.schema.synthesized:
         lines.append(f"synthesized columns: {', '.join(map(str, syn.schema.synthesized))}")
     if syn.synthesized_records is not None:

@@ -227,6 +227,20 @@ class SyntheticData:
         """Number of synthetic datasets."""
         return len(self.datasets)
 
+    @property
+    def method_description(self) -> str:
+        """The synthesizer's name, with the methods of a synthpop-style specification
+        (``"cart; per column: Tenure=ctree, Income=normrank"``; other visited columns take the
+        specification's defaults)."""
+        spec = (self.settings or {}).get("spec") or {}
+        given = spec.get("method") if isinstance(spec, dict) else None
+        if isinstance(given, dict) and any(given.values()):
+            return f"{self.method}; per column: " + ", ".join(
+                f"{c}={v}" for c, v in given.items() if v)
+        if isinstance(given, str) and given != self.method:
+            return f"{self.method}; every column: {given}"
+        return self.method
+
     def __len__(self) -> int:
         return self.m
 

@@ -18,11 +18,14 @@ from bayes_risk.exceptions import CALLER, BayesRiskWarning, SchemaError, Validat
 #: them: --method-per-column, --predictor-matrix)
 _METHOD, _PREDICTORS = "SynthesisSpec.method", "SynthesisSpec.predictor_matrix"
 
-__all__ = ["METHODS", "ResolvedSpec", "SynthesisSpec"]
+__all__ = ["DONOR_METHODS", "METHODS", "ResolvedSpec", "SynthesisSpec"]
 
 #: the per-column methods: synthpop's names ("" keeps a column's original values)
 METHODS = ("cart", "rf", "ctree", "sample", "norm", "normrank", "pmm", "logreg", "polyreg",
            "polr", "")
+#: the methods whose numeric draws are observed values of donor records (``norm`` alone draws
+#: new values; ``normrank`` maps its draws back to observed values through their ranks)
+DONOR_METHODS = ("cart", "rf", "ctree", "sample", "normrank", "pmm")
 #: the methods that need predictors: without any, synthpop changes them to "sample"
 _MODEL_METHODS = ("cart", "rf", "ctree", "norm", "normrank", "pmm", "logreg", "polyreg", "polr")
 

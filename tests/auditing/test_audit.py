@@ -1393,7 +1393,7 @@ def test_attribute_cause_counts_true_values_among_the_released(release, audited)
             f"of records, a ±k % alternative for {alt_inc * 100:.3g} %") in line.cause
     assert f"Tenure: truth among the record's 2 released values for {true_ten * 100:.3g} %" \
         in line.cause
-    assert "as the synthesizer (cart) releases original (donor) values" in line.cause
+    assert "as the release gives donors' original values of Income (cart)" in line.cause
     assert any("--smoothing" in r and "Income" in r for r in line.remedies)
     assert any("fewer synthetic datasets (m = 2 now)" in r for r in line.remedies)
 

@@ -1,5 +1,6 @@
 """The remedies of the verdict lines follow what the release's synthesizer declares
-(``ModelInfo.releases_donor_values``, a ``smoothing`` setting), not its registered name."""
+(``ModelInfo.releases_donor_values``, a ``smoothing`` setting) and what its settings did (the
+columns smoothed, a specification's methods), not its registered name."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 import bayes_risk as br
 from bayes_risk.auditing import remedies
+from bayes_risk.auditing.plan import step_names
 from bayes_risk.cli import main
 from bayes_risk.contract import capabilities
 from bayes_risk.models import get_synthesizer
@@ -33,19 +35,26 @@ SOURCE = (
 )
 
 
-def _audit(tmp_path, method: str):
-    """A CART-like release (m = 2) made by ``method``, audited on identification and the
-    empirical measures only (the lines whose remedies name smoothing)."""
+def _release(tmp_path, method: str, *options: str, name: str | None = None):
+    """A CART-like release (m = 2) of Tenure, Income and Expenditure made by ``method``."""
     orig = tmp_path / "orig.csv"
     if not orig.exists():
         br.make_ce_like(240, random_seed=5).to_csv(orig, index=False)
-    syn = tmp_path / f"syn_{method}"
+    syn = tmp_path / f"syn_{name or method}"
     assert main(["synthesize", str(orig), "--method", method, "--synthesize", "Tenure",
-                 "Income", "--categorical", *CATS, "-m", "2", "--random-seed", "1",
-                 "--out", str(syn), "--quiet"]) == 0
+                 "Income", "Expenditure", "--categorical", *CATS, "-m", "2", "--random-seed",
+                 "1", *options, "--out", str(syn), "--quiet"]) == 0
+    return orig, syn
+
+
+def _audit(tmp_path, method: str, *options: str, name: str | None = None, skip=()):
+    """The release audited on identification and the empirical measures only (the lines whose
+    remedies name smoothing)."""
+    orig, syn = _release(tmp_path, method, *options, name=name)
     return br.audit(str(orig), str(syn), known=KNOWN, random_seed=2, progressbar=False,
                     settings=br.AuditSettings(sweep=None, skip=[
-                        "utility", "posterior_identification", "attribute", "membership"]))
+                        "utility", "posterior_identification", "attribute", "membership",
+                        *skip]))
 
 
 @pytest.fixture(scope="module")
@@ -77,9 +86,11 @@ def test_a_registered_cart_subclass_gets_the_smoothing_remedy(audits):
     exactly as for cart; the identical release gives identical lines."""
     mine, cart = audits["my-cart"], audits["cart"]
     assert mine.plan.method == "my-cart"
-    assert mine.plan.releases_donor_values and mine.plan.smoothing_option
+    assert mine.plan.donor_columns == {"Income": "my-cart", "Expenditure": "my-cart"}
+    assert sorted(mine.plan.smoothable_columns) == ["Expenditure", "Income"]
     smooth = _smoothing(mine)
-    assert smooth and all("Income" in r and "Tenure" not in r for r in smooth)
+    assert any("of Income " in r for r in smooth)
+    assert all("Tenure" not in r for r in smooth)  # categorical: nothing to smooth
     em = next(v for v in mine.verdicts if v.measure.startswith("expected match rate"))
     assert em.exceeds and any("--smoothing" in r for r in em.remedies)
     assert [(v.measure, v.value, v.remedies) for v in mine.verdicts] == \
@@ -90,7 +101,7 @@ def test_a_model_without_the_flag_gets_no_smoothing_remedy(audits):
     """NoDonorCART synthesizes the same values but declares no donor values: the same lines
     past their thresholds, with their other remedies, and no smoothing."""
     plain, cart = audits["no-donor-cart"], audits["cart"]
-    assert not plain.plan.releases_donor_values
+    assert plain.plan.donor_columns == {} and plain.plan.smoothable_columns == []
     assert _smoothing(plain) == []
     past = [v for v in plain.verdicts if v.exceeds]
     assert past and all(v.remedies for v in past)
@@ -101,12 +112,60 @@ def test_a_model_without_the_flag_gets_no_smoothing_remedy(audits):
 def test_donor_values_without_a_smoothing_setting(audits):
     """A synthesizer that releases donor values and has no smoothing setting (PMM) is told to
     synthesize the numeric columns with a method that draws new values, not to smooth."""
-    plan = dataclasses.replace(audits["cart"].plan, smoothing_option=False, method="pmm")
+    plan = dataclasses.replace(audits["cart"].plan, smoothable_columns=[], method="pmm",
+                               donor_columns={"Income": "pmm", "Expenditure": "pmm"})
     (rem,) = remedies.smoothing_remedy(plan, ["Income", "Age"])
     assert "--smoothing" not in rem
-    assert rem.startswith("synthesize the numeric values of Income with a method that draws "
-                          "new values") and "instead of pmm" in rem
+    assert rem.startswith("synthesize the numeric values of Income (pmm) with a method that "
+                          "draws new values")
     # categorical or unsynthesized columns have nothing to smooth
     assert remedies.smoothing_remedy(plan, ["Tenure", "Age"]) == []
     assert remedies.smoothing_remedy(
-        dataclasses.replace(plan, releases_donor_values=False), ["Income"]) == []
+        dataclasses.replace(plan, donor_columns={}), ["Income"]) == []
+
+
+def test_a_smoothed_release_is_not_told_to_smooth(tmp_path):
+    """A CART release smoothed on Income releases donors' values of Expenditure only: the
+    causes and remedies name Expenditure, never Income, and smoothing is offered for
+    Expenditure through the API (the command line's --smoothing smooths every column)."""
+    orig, syn = _release(tmp_path, "cart", name="cart")
+    rel = br.SyntheticData.load(str(syn))
+    assert _plan(orig, rel).donor_columns == {"Income": "cart", "Expenditure": "cart"}
+    rel.settings["smoothing"] = ["Income"]
+    smoothed = _plan(orig, rel)
+    assert smoothed.donor_columns == {"Expenditure": "cart"}
+    assert smoothed.smoothable_columns == ["Expenditure"]
+    (rem,) = remedies.smoothing_remedy(smoothed, ["Income", "Expenditure"])
+    assert rem.startswith("smooth the synthesizer's numeric values of Expenditure (smoothing="
+                          "['Expenditure'] in the Python API")
+    assert remedies.smoothing_remedy(smoothed, ["Income"]) == []
+    rel.settings["smoothing"] = True
+    assert _plan(orig, rel).donor_columns == {}
+
+
+def test_a_specification_names_each_column_s_method(tmp_path):
+    """synthpop-style per-column methods: norm draws new values (no donor column); normrank
+    maps its draws back to observed values (a donor column that smoothing cannot reach)."""
+    orig, syn = _release(tmp_path, "cart", "--method-per-column", "Tenure=cart",
+                         "Income=norm", "Expenditure=normrank", name="spec")
+    plan = _plan(orig, br.SyntheticData.load(str(syn)))
+    assert plan.donor_columns == {"Expenditure": "normrank"}
+    assert plan.smoothable_columns == []
+    (rem,) = remedies.smoothing_remedy(plan, ["Income", "Expenditure"])
+    assert rem.startswith("synthesize the numeric values of Expenditure (normrank) with a "
+                          "method that draws new values")
+    assert remedies._donors(plan, ["Income"]) == ""
+    # the settings table and the synthesize summary name each given column's method
+    method = "cart; per column: Tenure=cart, Income=norm, Expenditure=normrank"
+    assert ("release", "synthesis method", method) in [
+        (x.step, x.name, x.value) for x in plan.settings]
+    assert br.SyntheticData.load(str(syn)).method_description == method
+    assert remedies._donors(plan, ["Expenditure"]) == (
+        ", as the release gives donors' original values of Expenditure (normrank)")
+
+
+def _plan(orig, release):
+    """The plan of an audit of ``release`` (its cheapest step only)."""
+    skip = [s for s in step_names() if s != "identification"]
+    return br.audit(str(orig), release, known=KNOWN, random_seed=2, progressbar=False,
+                    settings=br.AuditSettings(sweep=None, skip=skip)).plan
