@@ -60,7 +60,7 @@ def _compare(problems, counted_expected: bool | None = None) -> list:
         if not applies:
             continue
         got = patterns.run_counted(prep, rule, part)
-        want = run_pooled(prep, rule, part)
+        want = run_pooled(prep, rule, part, fallback_cells=not part.drop)  # as evaluate
         for f in FIELDS:
             assert _bitwise(getattr(got, f), getattr(want, f)), f
         outs.append(got)
@@ -195,3 +195,20 @@ def test_rule_keeps_pairs_when_cheaper(monkeypatch):
     assert patterns.counts_patterns(pw, rw, qw)
     assert not patterns.counts_patterns(pw, rw, dataclasses.replace(qw, keep_prob=True))
     _compare(wide, counted_expected=True)
+
+
+@pytest.mark.parametrize("fallback", [None, "none"])
+def test_missing_known_values(always_count, fallback):
+    """Targets missing a known value are matched on the columns they hold (a group of their
+    own, its fallback sets materialised): counted as the pair path."""
+    rng = np.random.default_rng(3)
+    n = 40
+    y = pd.DataFrame({"g": rng.integers(0, 2, n), "a": rng.integers(1, 5, n).astype(float),
+                      "x": rng.integers(1, 7, n).astype(float)})
+    y.loc[rng.random(n) < 0.2, "a"] = np.nan
+    zs = [y.assign(x=rng.integers(1, 7, n).astype(float)) for _ in range(3)]
+    probs = _problems(y, zs, ["g", "a", "x"], ["x"],
+                      MatchSpec(radius={"a": 0.5, "x": 0.3}, fallback=fallback),
+                      categorical=["g"])
+    assert [p[2].drop for p in probs] == [(), ("a",)]
+    assert len(_compare(probs, counted_expected=True)) == 2
