@@ -1,14 +1,80 @@
 """The converter of every grouped argument (``match=``, ``estimator=``, ``settings=`` ...) to
-its spec class, and the field checks the spec classes share."""
+its spec class, the field checks the spec classes share, and :func:`cli_option`, by which a
+spec field declares its command-line option.
+
+Imports only the standard library at module level: the command line builds its parsers from
+the spec classes (``bayes-risk --help`` imports no numpy).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from bayes_risk.exceptions import ValidationError
+
+
+@dataclass(frozen=True)
+class CliOption:
+    """The command-line option of a spec field, held in the field's ``metadata["cli"]``
+    (:func:`cli_option`); the sub-commands that take the spec declare it from here.
+
+    ``choices`` are the field's values; the option shows and takes them with ``-`` for ``_``
+    (``quantile-sd``). ``parse`` turns the option's text into the field's value (``None``:
+    the text, or ``type``'s value); the spec checks the value. ``group`` names the argument
+    group of the sub-command's help the option is listed in.
+    """
+
+    flag: str
+    help: str
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    type: Callable[[str], Any] | None = None
+    parse: Callable[[Any], Any] | None = None
+    nargs: str | None = None
+    action: str | None = None
+    group: str | None = None
+
+    def value(self, given: Any) -> Any:
+        """The field's value of the option's parsed ``given`` value."""
+        if self.choices is not None and isinstance(given, str):
+            given = {c.replace("_", "-"): c for c in self.choices}.get(given, given)
+        return given if self.parse is None else self.parse(given)
+
+
+def cli_option(flag: str, help: str, **kwargs: Any) -> dict[str, CliOption]:
+    """``metadata=`` of a spec field set by the command-line option ``flag`` (see
+    :class:`CliOption` for ``kwargs``).
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass, field
+    >>> @dataclass(frozen=True)
+    ... class Spec:
+    ...     size: int = field(default=1, metadata=cli_option("--size", "the size", type=int))
+    >>> cli_fields(Spec)[0][1].flag
+    '--size'
+    """
+    return {"cli": CliOption(flag, help, **kwargs)}
+
+
+def cli_fields(spec: type) -> list[tuple[dataclasses.Field, CliOption]]:
+    """The fields of the spec class ``spec`` that have a command-line option, in field order."""
+    return [(f, f.metadata["cli"]) for f in dataclasses.fields(spec) if "cli" in f.metadata]
+
+
+def spec_values(spec: type, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of ``spec`` set by the options in ``given`` (by the options' destinations,
+    as argparse stores them): each given option's value (:meth:`CliOption.value`); an option not
+    given (``None``) leaves its field at the spec's default."""
+    out: dict[str, Any] = {}
+    for f, opt in cli_fields(spec):
+        value = given.get(opt.flag.lstrip("-").replace("-", "_"))
+        if value is not None:
+            out[f.name] = opt.value(value)
+    return out
 
 
 def as_spec[S](value: Any, cls: type[S], name: str, field: str | None = None,
@@ -44,9 +110,19 @@ def check_int(value: Any, what: str, minimum: int) -> int:
 
 def check_flag(value: Any, what: str) -> bool:
     """``value`` as a bool; a ValidationError naming ``what`` unless True or False."""
+    import numpy as np
+
     if not isinstance(value, (bool, np.bool_)):
         raise ValidationError(f"{what} must be True or False. Got {value!r}.")
     return bool(value)
+
+
+def check_one_of(value: Any, choices: Sequence, what: str, *, optional: bool = False) -> None:
+    """Raise a ValidationError naming ``what`` unless ``value`` is one of ``choices`` (or None)."""
+    if (optional and value is None) or value in choices:
+        return
+    raise ValidationError(f"{what} must be {'None or ' if optional else ''}one of "
+                          f"{list(choices)}. Got {value!r}.")
 
 
 def check_option(value: Any, what: str, options: Sequence[Any], *, one_of: bool = False) -> Any:
@@ -62,9 +138,13 @@ def check_option(value: Any, what: str, options: Sequence[Any], *, one_of: bool 
 
 def is_integer(value: Any) -> bool:
     """Whether ``value`` is an integer (not a bool)."""
+    import numpy as np
+
     return not isinstance(value, bool) and isinstance(value, (int, np.integer))
 
 
 def is_number(value: Any) -> bool:
     """Whether ``value`` is a real number (not a bool)."""
+    import numpy as np
+
     return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))

@@ -20,9 +20,14 @@ A block whose first line is ``# not run in CI: <reason>`` is shown but not run (
 is in docs/development.md, "Command blocks"). Such blocks are few (``MAX_NOT_RUN``): their
 ``make`` targets must exist and their ``bayes-risk`` commands must parse.
 
-Cost: the README's blocks (1,000 CE-like records, m = 5: a CART release, two audits, two
-identification runs, a utility run) take about 20 s of CPU (19 s measured), the Makefile test
-about 3 s (five builds of a one-page site).
+Cost (CPU seconds, numba's cache warm, measured 2026-11-27 at a load average of about 10 on two
+cores): the README's blocks (1,000 CE-like records, m = 5: a CART release, three audits — two from
+the command line, one from Python —, two identification runs, a utility run) 64 s; the PyMC page's
+blocks (a fit, a synthesis and an audit whose attribute step refits the model twice) 30 s; the
+audit guide's block (two audits of 400 records) 21 s; the other pages' blocks under 6 s each; the
+Makefile test about 3 s (five builds of a one-page site). On an empty numba cache the blocks took
+195 s (the PyMC page's then 78 s, before its example was shortened): the first command to call a
+kernel compiles it, and `make install` empties the cache in effect (new file times).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import pandas as pd
 from bayes_risk._numeric import LOG_TIE_ATOL, threaded_map
 from bayes_risk.attribute.chains import STACK_RECORDS, transposed_dev
 from bayes_risk.attribute.diagnostics import logsumexp
+from bayes_risk.attribute.specs import KHAT_TOLERANCE
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
 from bayes_risk.warning_codes import RECORD_FLAGS
 
@@ -42,9 +43,6 @@ __all__ = [
 MC_SE_THRESHOLD = 0.1
 MC_SE_WINDOW = 10.0
 
-#: ``KHAT_HIGH`` under ``khat_rule="material"``: by how much the truth's probability may at
-#: most be understated (probability scale)
-KHAT_TOLERANCE = 0.01
 
 #: the record columns of the posterior and rank summaries of the truth (Hu 2019 eq. 1)
 POINT_COLUMNS = ("p_true", "rank_min", "n_tie", "rank_avg", "is_top", "top_share")

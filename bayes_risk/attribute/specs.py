@@ -6,16 +6,41 @@ import dataclasses
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
-from bayes_risk._specs import check_flag, check_int, check_option, is_number
-from bayes_risk.attribute.record_table import KHAT_TOLERANCE
+from bayes_risk._specs import check_flag, check_int, check_option, cli_option, is_number
 from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
 
-__all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS", "scenario_arg"]
+if TYPE_CHECKING:  # module level holds the standard library only (the parsers read the fields)
+    import numpy as np
+
+__all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS", "KHAT_POSTERIORS",
+           "KHAT_TOLERANCE", "REFIT_CACHE_HELP", "REFIT_COST_HELP", "scenario_arg"]
+
+#: ``KHAT_HIGH`` under ``khat_rule="material"``: by how much the truth's probability may at
+#: most be understated (probability scale)
+KHAT_TOLERANCE = 0.01
+#: the posteriors under which Pareto k-hat is computed (``EstimatorSpec.khat``)
+KHAT_POSTERIORS = ("all", "base", "none")
+#: the refit cache and the cost of the stabilised estimator, as the command line's help states them
+#: (attribute, membership and audit)
+REFIT_CACHE_HELP = (
+    "a folder where the refits of the model are stored and read again by later runs: "
+    "'bayes-risk attribute', 'membership' and 'audit' on the same model, release and "
+    "--random-seed (needed) share them; an entry is used only when everything the refit "
+    "depends on is the same, and the folder can be deleted at any time (default: none). It is "
+    "as confidential as the model folder")
+REFIT_COST_HELP = (
+    "Cost: the stabilised estimator refits the model once per synthetic dataset (m refits, "
+    "each on the original plus one synthetic dataset, so about 2 x the records): expect about "
+    "m x 2 x the time of the model's own sampling. The estimate, a range from the seconds per "
+    "sweep the fit measured once its chains ran (one-off costs such as compiling left out) "
+    "scaled by the refits' records and sweeps, up to the fit's own set-up per refit, is "
+    "printed before the refits start, and the first refit's measured time after it (docs: "
+    "user guide, Attribute risk, Cost of the refits); --estimator is (importance sampling) "
+    "makes no refit"
+)
 
 #: What the intruder knows (see :class:`ScenarioSpec`).
 SCENARIOS = ("worst_case", "partially_known", "empty", "known_records")
@@ -227,23 +252,35 @@ class EstimatorSpec:
     'all'
     """
 
-    kind: Literal["auto", "stabilised", "is"] = "auto"
+    kind: Literal["auto", "stabilised", "is"] = field(default="auto", metadata=cli_option(
+        "--estimator", "auto: stabilised for class P models, importance sampling (is) for class "
+        "O", choices=ESTIMATORS))
     augmented: Sequence[Any] | None = None
     draw_indices: Sequence[int] | np.ndarray | None = None
-    refit_draws: int | None = None
-    psis: bool = False
-    khat: Literal["all", "base", "none"] = "all"
+    refit_draws: int | None = field(default=None, metadata=cli_option(
+        "--refit-draws", "kept draws per chain of each refit of the stabilised estimator "
+        "(default: the model's draws). " + REFIT_COST_HELP, metavar="N", type=int))
+    psis: bool = field(default=False, metadata=cli_option(
+        "--psis", "Pareto-smooth the stabilised estimator", action="store_true"))
+    khat: Literal["all", "base", "none"] = field(default="all", metadata=cli_option(
+        "--khat", "posteriors under which Pareto k-hat is computed (all m+1, only p(theta|y), "
+        "or none; default all)", choices=KHAT_POSTERIORS))
     khat_rule: Literal["material", "any"] = "material"
     khat_tolerance: float = KHAT_TOLERANCE
     is_diagnostics: bool = True
     compat: Literal["AttributeRiskCalculation"] | None = None
-    chunk_size: int | None = None
-    bootstrap: int = 200
-    refit_cache: str | os.PathLike[str] | None = None
+    chunk_size: int | None = field(default=None, metadata=cli_option(
+        "--chunk-size", "records processed together (memory bound; default 256, or fewer when "
+        "--memory is smaller; the results do not depend on it)", metavar="N", type=int))
+    bootstrap: int = field(default=200, metadata=cli_option(
+        "--bootstrap", "draw-bootstrap replicates for rank stability (default 200; 0 disables)",
+        metavar="B", type=int))
+    refit_cache: str | os.PathLike[str] | None = field(default=None, metadata=cli_option(
+        "--refit-cache", REFIT_CACHE_HELP, metavar="DIR"))
 
     def __post_init__(self) -> None:
         check_option(self.kind, "EstimatorSpec.kind", ESTIMATORS)
-        check_option(self.khat, "EstimatorSpec.khat", ("all", "base", "none"))
+        check_option(self.khat, "EstimatorSpec.khat", KHAT_POSTERIORS)
         check_option(self.khat_rule, "EstimatorSpec.khat_rule", ("material", "any"))
         tol = self.khat_tolerance
         if not is_number(tol) or not (math.isfinite(float(tol)) and tol >= 0):

@@ -99,6 +99,9 @@ def audit(
     """
     from bayes_risk.auditing import steps as st
 
+    from bayes_risk.auditing.memory_plan import audit_budget
+
+    budget = audit_budget()  # read first: what the process holds before the audit's inputs
     s = as_spec(settings, AuditSettings, "settings")
     data, syn, sch, w = _inputs(original, synthetic, schema, s.categorical, s.weights)
     seed_src = "given" if random_seed is not None else "drawn"
@@ -117,9 +120,16 @@ def audit(
     ctx = st.StepContext(original=data, synthetic=syn, schema=sch.with_roles(plan.synthesized),
                          plan=plan, model=model, root=None, progressbar=progressbar,
                          holdout=holdout, weights=w)
-    _preflight(ctx)  # every input every step reads, checked before the first step runs
-
     steps = measures()  # the registered measures, in order: one step each
+    with budget.applied():
+        _preflight(ctx)  # every input every step reads, checked before the first step runs
+        _plan_memory(ctx, budget, [m.name for m in steps])
+        return _audit_steps(ctx, steps, root, earlier, plan)
+
+
+def _audit_steps(ctx: Any, steps: list[Any], root: Path | None, earlier: Any,
+                 plan: Any) -> AuditResult:
+    """Run ``steps`` (into ``root`` when given, atomically) and assemble the result."""
 
     def run_all() -> list[StepOutcome]:
         return [_run_step(i, len(steps), m.name, m.title, load(m.step), ctx)
@@ -145,6 +155,32 @@ def audit(
         done.write_summary(tmp / "summary.json")
     done.root = root
     return done
+
+
+def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> None:
+    """State the memory plan of the steps that will run (printed, and recorded among the
+    settings), and refuse before any work a step that cannot fit at its smallest chunk."""
+    from bayes_risk._memory import format_bytes
+    from bayes_risk.auditing import steps as st
+    from bayes_risk.auditing.memory_plan import check_steps, step_memory
+
+    p = ctx.plan
+    off = {*p.skip, *p.withheld}
+    if "posterior_identification" not in off and (not p.known_synthesized
+                                                  or st._posterior_model(ctx)[0] is None):
+        off.add("posterior_identification")  # the step skips itself: nothing to plan
+    if ctx.holdout is None:
+        off |= {"membership", "attacks"}
+    plans = step_memory(ctx, [n for n in names if n not in off])
+    size = "no limit" if budget.limit is None else format_bytes(budget.limit)
+    _say(ctx, f"memory budget {size}: {budget.derivation}")
+    p.add("memory", "budget", size, budget.source, budget.derivation)
+    for sm in plans:
+        _say(ctx, f"  {sm.line()}")
+        p.add("memory", sm.step.replace("_", " "), sm.line().split(": ", 1)[1], "planned",
+              "the least the step holds beside the process (its smallest chunk)"
+              if sm.need is not None else "")
+    check_steps(plans, budget, lambda step: _skip_arg([step]))
 
 
 def _earlier(before: Any, n_records: int) -> dict[str, Any] | None:

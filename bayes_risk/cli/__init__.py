@@ -68,14 +68,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         from bayes_risk.cli.parsers.fit import add_model_options
 
         add_model_options(sub.choices["fit"])
-    for subparser in sub.choices.values():
+    for name, subparser in sub.choices.items():
         # the inputs of each sub-command, read off its declarations (never listed by hand)
         subparser.set_defaults(**{INPUTS_ATTR: input_arguments(subparser)})
         subparser.add_argument(
             "--memory", metavar="SIZE", default=None,
-            help="memory the whole process may use, such as 2GB, 512MB or 1.5GiB (default: the "
-                 "memory available on the machine). Work checked against it is refused "
-                 "beforehand (MEMORY_TOO_LARGE) instead of running out of memory; "
+            help="memory the whole process may use, such as 2GB, 512MB or 1.5GiB (default: "
+                 + ("half the memory available on the machine when the audit starts, beside "
+                    "what the process holds; the audit prints its plan, each step's least "
+                    "memory and chunking, before the first step" if name == "audit" else
+                    "the memory available on the machine") + "). Work checked against it is "
+                 "refused beforehand (MEMORY_TOO_LARGE) instead of running out of memory; "
                  "identification and attribute risk size their chunks of targets and records "
                  "from it (the numbers do not depend on the chunks).")
     return parser

@@ -44,7 +44,7 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
                               "a plug-in likelihood (CART, random forests: a plugin_likelihood "
                               "method) written by 'bayes-risk synthesize --method NAME' (this "
                               f"release: {synthetic.method!r}).", code="OPTION_REQUIRED")
-    if args.estimator != "auto" or args.psis or args.refit_draws is not None:
+    if args.estimator not in (None, "auto") or args.psis or args.refit_draws is not None:
         what = "release" if args.model is None else "synthesizer"
         raise ValidationError("--estimator, --refit-draws and --psis apply to Bayesian models; a "
                               f"CART or random-forest {what} uses the plug-in likelihood (docs: "
@@ -241,6 +241,7 @@ def _run_largest_value(args: argparse.Namespace, scenario: str, model: Any, orig
 def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attribute``."""
     from bayes_risk._io import write_json
+    from bayes_risk._specs import spec_values
     from bayes_risk.attribute.api import EstimatorSpec, ScenarioSpec, attribute_risk
     from bayes_risk.cli._common import print_summary
     from bayes_risk.cli._run import output_dir
@@ -269,9 +270,7 @@ def run(args: argparse.Namespace) -> int:
     # the low-risk intruder (scenario empty) has no candidate sets: --candidates as given
     candidates = (args.candidates if scenario == "empty"
                   else _candidates(args.candidates, model, original))
-    estimator = EstimatorSpec(kind=args.estimator, refit_draws=args.refit_draws, psis=args.psis,
-                              khat=args.khat, bootstrap=args.bootstrap, chunk_size=args.chunk_size,
-                              refit_cache=args.refit_cache)
+    estimator = EstimatorSpec(**spec_values(EstimatorSpec, vars(args)))
     seed = args.random_seed
     if args.known_sweep or args.known_curve:
         from bayes_risk.attribute.knowledge import one_seed, shared_refits

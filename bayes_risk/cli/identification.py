@@ -18,77 +18,27 @@ from bayes_risk.cli._common import (
 __all__ = ["run"]
 
 
-def _parse_strategy(s: str):
-    from bayes_risk.exceptions import ValidationError
-
-    if s in ("always", "not-if-max", "not_if_max"):
-        return s.replace("-", "_")
-    if s.startswith("threshold:"):
-        try:
-            return ("threshold", float(s.split(":", 1)[1]))
-        except ValueError as err:
-            raise ValidationError(f"--strategy {s!r}: threshold must be a number.",
-                                  code="BAD_OPTION_VALUE") from err
-    raise ValidationError(f"--strategy must be always, threshold:GAMMA or not-if-max. Got {s!r}.",
-                          code="BAD_OPTION_VALUE")
-
-
 def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
-    """Keyword arguments of ``identification_risk`` / ``radius_sweep`` from the flags."""
+    """``schema``, ``match`` and ``population`` of ``identification_risk`` / ``radius_sweep``:
+    the specs from their options (:func:`~bayes_risk._specs.spec_values`, the specs check
+    them), the files they name read here."""
+    from bayes_risk._specs import spec_values
     from bayes_risk.cli._common import missing_labels, numeric_columns, read_records_table
     from bayes_risk.data.io import read_table
-    from bayes_risk.exceptions import ValidationError
     from bayes_risk.identification.specs import MatchSpec, PopulationSpec
 
-    pc = args.population_counts
-    if pc is not None:
-        if pc.startswith("true:"):
-            pc = read_table(pc.split(":", 1)[1])
-        elif pc in ("loglinear-original", "loglinear-synthetic"):
-            pc = pc.replace("-", "_")
-        else:
-            raise ValidationError("--population-counts must be true:FILE, loglinear-original or "
-                                  f"loglinear-synthetic. Got {pc!r}.", code="BAD_OPTION_VALUE")
-    targets = (read_records_table(args.targets, "--targets", missing_labels(args),
-                                  numeric_columns(args))
-               if args.targets else None)
-    if targets is not None and not args.target_id:
-        raise ValidationError("--targets needs --target-id COL (the id linking to the original).",
-                              code="OPTION_REQUIRED")
-    membership = args.membership or "known"
-    for flag, value in (("--population-counts", pc), ("--weights", args.weights)):
-        if value is not None and membership != "unknown":
-            raise ValidationError(f"{flag} needs --membership unknown (the intruder does not "
-                                  "know who is in the sample).", code="OPTION_REQUIRED")
-    if pc is not None and args.weights is not None:
-        raise ValidationError("give --population-counts or --weights, not both.",
-                              code="OPTION_CONFLICT")
-    return dict(
-        schema=schema,
-        match=MatchSpec(
-            radius=parse_radius(args.radius),
-            radius_type=args.radius_type.replace("-", "_"),
-            r_min=args.r_min,
-            quantile_groups=args.quantile_groups,
-            window=args.window,
-            shape=args.shape.replace("-", "_") if args.shape else None,
-            missing_known=args.missing_known,
-            strategy=_parse_strategy(args.strategy),
-            fallback=args.fallback,
-            compat=args.compat,
-        ),
-        population=PopulationSpec(
-            membership=membership,
-            counts=pc,
-            estimate=args.population_estimate.replace("-", "_"),
-            sampling_fraction=args.sampling_fraction,
-            population_size=args.n_pop,
-            weights=args.weights,
-            targets=targets,
-            target_id=args.target_id,
-            original_id=args.original_id,
-        ),
-    )
+    given = vars(args)
+    population = spec_values(PopulationSpec, given)
+    counts = population.get("counts")
+    if isinstance(counts, str) and counts.startswith("true:"):
+        population["counts"] = read_table(counts.split(":", 1)[1])
+    if args.targets:
+        population["targets"] = read_records_table(args.targets, "--targets",
+                                                   missing_labels(args), numeric_columns(args))
+    return dict(schema=schema,
+                match=MatchSpec(**{**spec_values(MatchSpec, given),
+                                   "radius": parse_radius(args.radius)}),
+                population=PopulationSpec(**population))
 
 
 def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any, search: Any = None

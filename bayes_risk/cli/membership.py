@@ -9,19 +9,12 @@ from bayes_risk.cli._common import inputs_summary
 __all__ = ["run"]
 
 
-def _prior(text: str) -> float | str:
-    """``--prior`` as the API's value: a number, else the name (``AttackSpec`` checks it)."""
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
 def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk membership``."""
     import math
 
     from bayes_risk._io import write_json
+    from bayes_risk._specs import spec_values
     from bayes_risk.cli._common import (
         check_model_original,
         parse_records,
@@ -47,12 +40,8 @@ def run(args: argparse.Namespace) -> int:
         holdout=holdout,
         records=parse_records(args.records, len(original)),
         population=args.population,
-        attack=AttackSpec(prior=_prior(args.prior), population_size=args.population_size,
-                          threshold=args.threshold, dcr=not args.no_dcr,
-                          bootstrap=args.bootstrap),
-        ratio=RatioSpec(normaliser_draws=args.normaliser_draws,
-                        unsynthesized_concentration=args.unsynthesized_concentration,
-                        refit_cache=args.refit_cache),
+        attack=AttackSpec(**spec_values(AttackSpec, vars(args))),
+        ratio=RatioSpec(**spec_values(RatioSpec, vars(args)), refit_cache=args.refit_cache),
         selection=args.selection,
         progressbar=not args.quiet,
         random_seed=args.random_seed,

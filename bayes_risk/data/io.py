@@ -142,7 +142,7 @@ def _check_row_lengths(p: Path, width: int, raw: bytes) -> None:
 
 def _row_lengths_plain(raw: bytes, width: int) -> bool:
     """Whether every line of a plain file (no quotes, NUL bytes or lone carriage returns) has
-    ``width`` fields or none, counted in one vectorised pass; ``False`` for any other file."""
+    ``width`` fields or none, counted in vectorised passes; ``False`` for any other file."""
     if b'"' in raw or b"\x00" in raw or raw.count(b"\r") != raw.count(b"\r\n"):
         return False
     raw = raw.removeprefix(b"\xef\xbb\xbf")  # the byte-order mark is no text
@@ -151,17 +151,22 @@ def _row_lengths_plain(raw: bytes, width: int) -> bool:
     if len(raw) and raw[-1:] != b"\n":  # a last line without its newline is a line
         ends = np.append(ends, len(raw))
     starts = np.concatenate(([0], ends[:-1] + 1))[: ends.size]
-    # the commas up to each line's end, less those up to the line before's (a running count
-    # of the 0/1 bytes: summing the booleans themselves is five times slower)
-    count = np.cumsum((buf == ord(",")).view(np.uint8),
-                      dtype=np.int32 if buf.size < 2**31 else np.int64)
-    commas = count[np.minimum(ends, buf.size - 1)]
-    fields = np.diff(commas, prepend=0) + 1
-    # the line's text without a "\r" before its newline; an empty line has no field
+    # the line's text without a "\r" before its newline; an empty line has no field (and no
+    # comma), and may not be the header
     length = ends - starts - (buf[np.maximum(ends - 1, 0)] == ord("\r")) * (ends > starts)
-    fields[length == 0] = 0
-    ok = (fields == width) | ((fields == 0) & (np.arange(fields.size) > 0))
-    return bool(ok.all())
+    if length.size and length[0] == 0:
+        return False
+    full = ends[length > 0]
+    commas = np.flatnonzero(buf == ord(","))
+    k = width - 1
+    if commas.size != k * full.size:
+        return False
+    if k == 0:
+        return True
+    # with k commas a line in all, every line holds k when its (k·(i+1))-th comma (counted
+    # from 1) comes before its end and the next one after it: the positions of one comma in
+    # k, not a running count the size of the file (4x faster at 10^6 lines)
+    return bool((commas[k - 1::k] < full).all() and (commas[k::k] > full[:-1]).all())
 
 
 @contextlib.contextmanager
@@ -232,7 +237,11 @@ def _has_leading_zero_field(raw: bytes) -> bool:
     """Whether a field of the CSV text starts with ``0`` and a digit (after an opening quote
     and a sign, if any), in vectorised passes over the bytes."""
     b = np.frombuffer(raw, dtype=np.uint8)
-    i = np.flatnonzero((b[:-1] == ord("0")) & (b[1:] - ord("0") < 10))  # uint8: wraps below
+    lead = (b[:-1] == ord("0")) & (b[1:] - ord("0") < 10)  # uint8: wraps below
+    # a field's "0" follows a comma, a newline, a sign or a quote (all below "0", unlike a
+    # digit or "."), or starts the text: only those few go on (numbers hold many "0"s)
+    lead[1:] &= (b[:-2] < ord("0")) & (b[:-2] != ord("."))
+    i = np.flatnonzero(lead)
     j = i - 1  # back over a sign, then an opening quote, to the field's start
     j -= (j >= 0) & np.isin(b[np.maximum(j, 0)], (ord("+"), ord("-")))
     j -= (j >= 0) & (b[np.maximum(j, 0)] == ord('"'))

@@ -109,15 +109,22 @@ def replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
     key = _index_key(prep, rule, r)
     idx = prep._cache.get(key)
     if idx is None:
-        codes = np.concatenate([prep.rec_exact_us, prep.rep_exact_s[r]], axis=1)
-        rk = mixed_radix(codes, _sizes(prep, rule.exact_cols))
-        vals = np.concatenate([prep.rec_radius_us, prep.rep_radius_s[r]], axis=0)
+        if prep.rep_exact_s[r].shape[1]:
+            codes = np.concatenate([prep.rec_exact_us, prep.rep_exact_s[r]], axis=1)
+            rk = mixed_radix(codes, _sizes(prep, rule.exact_cols))
+        else:  # no synthesized exact column: every replicate's records have the same keys
+            rk = prep.cached(("us_key", rule.exact_us), lambda: mixed_radix(
+                prep.rec_exact_us, _sizes(prep, rule.exact_cols)))
+        vals = (np.concatenate([prep.rec_radius_us, prep.rep_radius_s[r]], axis=0)
+                if len(prep.rec_radius_us) else prep.rep_radius_s[r])  # no copy of the replicate
         orders = None
         if compiled:
             # the sort order of an unsynthesized column is the same in every replicate
             us_ord = prep.cached(("us_order", rule.radius_us),
                                  lambda: np.argsort(prep.rec_radius_us, axis=1))
-            orders = np.concatenate([us_ord, np.argsort(vals[len(rule.radius_us):], axis=1)])
+            orders = np.argsort(vals[len(rule.radius_us):], axis=1)
+            if len(us_ord):
+                orders = np.concatenate([us_ord, orders])
         idx = make_index(rk, vals, _n_cells(prep, rule.exact_cols), compiled, orders)
         if keep:
             prep._cache[key] = idx
@@ -236,21 +243,25 @@ def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> P
         min(R, N_THREADS) if prep.single_run else 1)
     check_memory(CELL_BYTES * N * R + index, "the number of synthetic datasets or of targets",
                  what=f"the per-dataset tables of {N:,} targets x {R} datasets")
-    b = target_bounds(prep, rule)
     tkey, tkey_us = target_keys(prep, rule)
+    # the targets in key order: each chunk then walks the index's key groups in memory order
+    # (4x fewer cache misses at 10^6 records than the targets' own order); results in theirs
+    by_key = np.argsort(tkey, kind="stable")
+    sb = target_bounds(prep, rule).rows(by_key)
+    stkey, srec = tkey[by_key], prep.rec[by_key]
     n_match = np.zeros((N, R), dtype=np.int64)
     own = np.zeros((N, R), dtype=bool)
-    chunks = _chunks(N, _CHUNK_TARGETS)
     compiled = use_compiled(prep)
-    tords = {(a, z): target_orders(tkey[a:z], b.rows(slice(a, z)), compiled) for a, z in chunks}
+    chunks = _chunks(N, _CHUNK_TARGETS)
+    tords = [target_orders(stkey[a:z], sb.rows(slice(a, z)), compiled) for a, z in chunks]
 
     def one(r: int) -> None:
         idx = replicate_index(prep, rule, r, keep=not prep.single_run)
-        for a, z in chunks:
-            bb = b.rows(slice(a, z))
-            cnt, _ = idx.match(tkey[a:z], bb, False, tords[(a, z)])
-            n_match[a:z, r] = cnt
-            own[a:z, r] = idx.own(tkey[a:z], bb, prep.rec[a:z])
+        for (a, z), tord in zip(chunks, tords, strict=True):
+            bb = sb.rows(slice(a, z))
+            cnt, _ = idx.match(stkey[a:z], bb, False, tord)
+            n_match[by_key[a:z], r] = cnt
+            own[by_key[a:z], r] = idx.own(stkey[a:z], bb, srec[a:z])
 
     parallel(one, range(R), progressbar=part.progressbar, description="identification",
               threads=compiled)
@@ -259,7 +270,9 @@ def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> P
         if empty.any():
             rows = np.flatnonzero(empty.any(axis=1))
             uidx = us_index(prep, rule)
-            bu = b.rows(rows).cols(slice(0, len(rule.radius_us)))
+            at = np.empty_like(by_key)
+            at[by_key] = np.arange(N)  # target i is row at[i] of the sorted bounds
+            bu = sb.rows(at[rows]).cols(slice(0, len(rule.radius_us)))
             us_counts, _ = uidx.match(tkey_us[rows], bu, False)
             us_own = uidx.own(tkey_us[rows], bu, prep.rec[rows])
             sub = empty[rows]

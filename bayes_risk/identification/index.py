@@ -399,7 +399,7 @@ class NumbaIndex:
         if n_cells <= max(4 * n, 1 << 16):
             self.uk = None
             G = int(n_cells)
-            rec_g = rec_key.astype(np.int64)
+            rec_g = rec_key.astype(np.int64, copy=False)
         else:
             self.uk, rec_g = np.unique(rec_key, return_inverse=True)
             G = len(self.uk)

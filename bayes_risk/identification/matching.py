@@ -18,9 +18,6 @@ from bayes_risk.exceptions import ValidationError, arg_name, on_command_line
 
 __all__ = [
     "MatchRule",
-    "RADIUS_TYPES",
-    "WINDOWS",
-    "SHAPES",
     "quantile_sd_radius",
     "target_radii",
     "window_bounds",
@@ -29,19 +26,8 @@ __all__ = [
     "ELLIPTIC_SHAPES",
 ]
 
-RADIUS_TYPES = ("percentage", "absolute", "quantile_sd")
-WINDOWS = ("closed", "open")
-SHAPES = ("rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid")
 #: shapes whose windows are the bounding box of a quadratic form tested afterwards
 ELLIPTIC_SHAPES = ("ellipse", "mahalanobis")
-
-
-def check_one_of(value: Any, choices: Sequence, what: str, *, optional: bool = False) -> None:
-    """Raise a ValidationError naming ``what`` unless ``value`` is one of ``choices`` (or None)."""
-    if (optional and value is None) or value in choices:
-        return
-    raise ValidationError(f"{what} must be {'None or ' if optional else ''}one of "
-                          f"{list(choices)}. Got {value!r}.")
 
 
 @dataclass(frozen=True)

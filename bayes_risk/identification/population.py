@@ -22,18 +22,16 @@ from bayes_risk.identification.loglinear import (
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.plan import PopulationCounts, record_warning
 from bayes_risk.identification.problem import Prepared
-from bayes_risk.identification.specs import PopulationSpec
+from bayes_risk.identification.specs import LOGLINEAR_SYNTHETIC, PopulationSpec
 
 __all__ = ["population_counts", "per_replicate_counts"]
 
-_LOGLIN_ORIG = ("loglinear_original", "loglinear_orig", "loglinear-original")
-_LOGLIN_SYN = ("loglinear_synthetic", "loglinear_syn", "loglinear-synthetic")
 _MAX_CELLS = 50_000_000
 
 
 def per_replicate_counts(source: str | None) -> bool:
     """Whether counts of this ``source`` are refitted on every replicate (intruder's view)."""
-    return source in _LOGLIN_SYN
+    return source in LOGLINEAR_SYNTHETIC
 
 
 def population_counts(
@@ -62,17 +60,11 @@ def population_counts(
             "mapping/DataFrame of true counts, per-target counts, 'loglinear_original' or "
             "'loglinear_synthetic', or PopulationSpec(weights=...) with survey weights."
         )
-    if isinstance(given, str):
-        if given not in _LOGLIN_ORIG + _LOGLIN_SYN:
-            raise ValidationError(
-                "population_counts must be a mapping, a DataFrame, an array of per-target "
-                "counts, 'loglinear_original' or 'loglinear_synthetic'. "
-                f"Got {given!r}.",
-                code="INVALID_ARGUMENT"
-            )
+    if isinstance(given, str):  # one of the log-linear names (the spec checked it)
         a = _sampling_fraction(sampling_fraction, population_size, n)
         orig_exact = stack_columns([codes_orig[c] for c in rule.exact_cols], n)
-        F, inv_f = _loglinear_counts(prep, rule, orig_exact, given in _LOGLIN_SYN, a, kind, warn)
+        F, inv_f = _loglinear_counts(prep, rule, orig_exact, given in LOGLINEAR_SYNTHETIC, a,
+                                     kind, warn)
         return PopulationCounts(F=F, inv_f=inv_f, source=given, estimate=kind)
     if weights is not None:
         Ft, source = _weighted_counts(weights, original, prep, rule, codes_orig, warn), "weights"

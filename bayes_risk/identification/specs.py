@@ -8,28 +8,43 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
-from bayes_risk._specs import as_spec, is_number
+from bayes_risk._specs import as_spec, check_one_of, cli_option, is_number
 from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
-from bayes_risk.identification.matching import RADIUS_TYPES, SHAPES, WINDOWS, check_one_of
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["MatchSpec", "PopulationSpec", "MEMBERSHIPS", "POPULATION_ESTIMATES", "COMPAT_MODES",
-           "MISSING_KNOWN", "FALLBACKS"]
+           "MISSING_KNOWN", "FALLBACKS", "RADIUS_TYPES", "WINDOWS", "SHAPES", "LOGLINEAR_ORIGINAL",
+           "LOGLINEAR_SYNTHETIC"]
 
+# module level holds the standard library only: the command line builds its parser from the
+# fields' options (cli_option) without numpy
+RADIUS_TYPES = ("percentage", "absolute", "quantile_sd")
+WINDOWS = ("closed", "open")
+SHAPES = ("rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid")
 MEMBERSHIPS = ("known", "unknown")
 POPULATION_ESTIMATES = ("default", "scaled", "expected_inverse")
 COMPAT_MODES = ("IdentificationRiskCalculation",)
 #: a target's missing known value matches any released value, or only a missing one
 MISSING_KNOWN = ("any", "level")
 FALLBACKS = ("none", "unsynthesized")
+#: the names of log-linear population counts fitted on the original, or on each replicate
+LOGLINEAR_ORIGINAL = ("loglinear_original", "loglinear_orig", "loglinear-original")
+LOGLINEAR_SYNTHETIC = ("loglinear_synthetic", "loglinear_syn", "loglinear-synthetic")
+#: the argument groups of the command line's help the fields' options are listed in
+MATCHING, INTRUDER, TARGETS = ("matching (methods, Matching rules)",
+                               "probabilities and intruder (Drechsler & Reiter 2008 §4)",
+                               "targets")
 
 
 def _nonnegative(value: Any, what: str, column: str | None = None) -> float:
     """``value`` as a float, or a ValidationError naming ``what`` (and ``column``)."""
+    import numpy as np
+
     if not is_number(value) or not np.isfinite(value) or value < 0:
         shown = (arg_name(what) if column is None else f"{arg_name(what)} {column}"
                  if on_command_line() and has_option(what) else f"{what}[{column!r}]")
@@ -39,26 +54,27 @@ def _nonnegative(value: Any, what: str, column: str | None = None) -> float:
 
 
 def parse_strategy(strategy: Any) -> str | tuple[str, float]:
-    """``"always"``, ``"not_if_max"`` or ``("threshold", γ)`` (Drechsler & Reiter 2008 §4.3)."""
+    """``"always"``, ``"not_if_max"`` or ``("threshold", γ)`` (Drechsler & Reiter 2008 §4.3;
+    ``"threshold:γ"`` is the command line's spelling of the last)."""
     if strategy is None or strategy == "always":
         return "always"
     if strategy in ("not_if_max", "not-if-max"):
         return "not_if_max"
+    if isinstance(strategy, str) and strategy.startswith("threshold:"):
+        strategy = ("threshold", strategy.split(":", 1)[1])
     if isinstance(strategy, (tuple, list)) and len(strategy) == 2 and strategy[0] == "threshold":
         g = strategy[1]
         try:
             g = float(g)
         except (TypeError, ValueError):
-            g = np.nan
+            g = float("nan")
         if not (0.0 < g < 1.0):
             raise ValidationError(
-                f"strategy=('threshold', γ): γ must be in (0, 1). Got {strategy[1]!r}."
-            )
+                f"strategy: the threshold γ must be in (0, 1). Got {strategy[1]!r}.")
         return ("threshold", g)
-    raise ValidationError(
-        "strategy must be 'always', ('threshold', γ) or 'not_if_max'. "
-        f"Got {strategy!r}."
-    )
+    forms = ("always, threshold:GAMMA or not-if-max" if on_command_line()
+             else "'always', ('threshold', γ) or 'not_if_max'")
+    raise ValidationError(f"strategy must be {forms}. Got {strategy!r}.")
 
 
 def _per_column(value: Any, what: str) -> float | dict[str, float] | None:
@@ -114,20 +130,48 @@ class MatchSpec:
     {'income': 0.05}
     """
 
-    radius: float | Mapping[str, float] | Sequence[float] | None = None
-    radius_type: Literal["percentage", "absolute", "quantile_sd"] = "percentage"
-    r_min: float | Mapping[str, float] | None = None
-    quantile_groups: int = 20
-    window: Literal["closed", "open"] | None = None
-    shape: Literal["rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid"] | None = None
-    missing_known: Literal["any", "level"] = "any"
-    strategy: Any = "always"
-    fallback: Literal["none", "unsynthesized"] | None = None
-    compat: Literal["IdentificationRiskCalculation"] | None = None
+    radius: float | Mapping[str, float] | Sequence[float] | None = field(
+        default=None, metadata=cli_option(
+            "--radius", "radius of a numeric column (repeat per column); a bare number applies "
+            "to every continuous known column (with --compat: a vector in data-frame column "
+            "order, as the R package)", metavar="COL=R", action="append", group=MATCHING))
+    radius_type: Literal["percentage", "absolute", "quantile_sd"] = field(
+        default="percentage", metadata=cli_option(
+            "--radius-type", "R = r|t| (default), R = r, or quantile-group SD",
+            choices=RADIUS_TYPES, group=MATCHING))
+    r_min: float | Mapping[str, float] | None = field(default=None, metadata=cli_option(
+        "--r-min", "floor of the percentage radius", metavar="R", type=float, group=MATCHING))
+    quantile_groups: int = field(default=20, metadata=cli_option(
+        "--quantile-groups", "number of quantile groups for --radius-type quantile-sd (default "
+        "20)", metavar="Q", type=int, group=MATCHING))
+    window: Literal["closed", "open"] | None = field(default=None, metadata=cli_option(
+        "--window", "|x-t| <= R (closed, default) or < R (open; the R package)",
+        choices=WINDOWS, group=MATCHING))
+    shape: Literal["rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid"] | None = field(
+        default=None, metadata=cli_option(
+            "--shape", "how several radius columns combine (default rectangle); mahalanobis: "
+            "one --radius R, a Mahalanobis distance with the covariance of the original's "
+            "radius columns", choices=SHAPES, group=MATCHING))
+    missing_known: Literal["any", "level"] = field(default="any", metadata=cli_option(
+        "--missing-known", "a target's missing known value (empty or a --missing-code): matches "
+        "any released value (default; the intruder does not know it) or only a released "
+        "missing value", choices=MISSING_KNOWN, group=INTRUDER))
+    strategy: Any = field(default="always", metadata=cli_option(
+        "--strategy", "always (default), threshold:GAMMA or not-if-max", metavar="S",
+        group=INTRUDER))
+    fallback: Literal["none", "unsynthesized"] | None = field(default=None, metadata=cli_option(
+        "--fallback", "when nothing matches in a dataset (default: unsynthesized for pooled "
+        "known-membership runs, else none)", choices=FALLBACKS, group=INTRUDER))
+    compat: Literal["IdentificationRiskCalculation"] | None = field(
+        default=None, metadata=cli_option(
+            "--compat", "reproduce the IdentificationRiskCalculation R package exactly",
+            choices=COMPAT_MODES, group=INTRUDER))
 
     def __post_init__(self) -> None:
         radius = self.radius
         if radius is not None and not is_number(radius) and not isinstance(radius, Mapping):
+            import numpy as np
+
             if isinstance(radius, str) or not isinstance(radius, (Sequence, np.ndarray)):
                 raise ValidationError(
                     "MatchSpec.radius must be a number, a {column: radius} mapping or (compat "
@@ -204,15 +248,39 @@ class PopulationSpec:
     'w'
     """
 
-    membership: Literal["known", "unknown"] = "known"
-    counts: Any = None
-    estimate: Literal["default", "scaled", "expected_inverse"] = "default"
-    sampling_fraction: float | None = None
-    population_size: int | None = None
-    weights: str | Sequence[float] | np.ndarray | None = None
-    targets: Any = None
-    target_id: str | None = None
-    original_id: str | None = None
+    membership: Literal["known", "unknown"] = field(default="known", metadata=cli_option(
+        "--membership", "whether the intruder knows the targets are in the sample",
+        choices=MEMBERSHIPS, group=INTRUDER))
+    # the command line reads true:FILE (its run passes the table)
+    counts: Any = field(default=None, metadata=cli_option(
+        "--population-counts", "true:FILE (known columns + count column F), "
+        "loglinear-original or loglinear-synthetic (membership unknown)", metavar="SOURCE",
+        group=INTRUDER))
+    estimate: Literal["default", "scaled", "expected_inverse"] = field(
+        default="default", metadata=cli_option(
+            "--population-estimate", "log-linear estimate of F (Hu 2019 §4.2.3)",
+            choices=POPULATION_ESTIMATES, group=INTRUDER))
+    sampling_fraction: float | None = field(default=None, metadata=cli_option(
+        "--sampling-fraction", "sampling fraction a = n / --n-pop (log-linear counts)",
+        metavar="A", type=float, group=INTRUDER))
+    population_size: int | None = field(default=None, metadata=cli_option(
+        "--n-pop", "population size (alternative to --sampling-fraction)", metavar="N",
+        type=int, group=INTRUDER))
+    weights: str | Sequence[float] | np.ndarray | None = field(default=None, metadata=cli_option(
+        "--weights", "survey weights of the original's records (a column of ORIGINAL): "
+        "population counts estimated as the sum of the weights of the records sharing the "
+        "target's known values (Reiter & Mitra 2009; membership unknown)", metavar="COL",
+        group=INTRUDER))
+    # the command line reads the file (its run passes the table)
+    targets: Any = field(default=None, metadata=cli_option(
+        "--targets", "external target table (known columns + an id column)", metavar="FILE",
+        group=TARGETS))
+    target_id: str | None = field(default=None, metadata=cli_option(
+        "--target-id", "id column of --targets linking to the original's records",
+        metavar="COL", group=TARGETS))
+    original_id: str | None = field(default=None, metadata=cli_option(
+        "--original-id", "id column of the original (default: the --target-id column)",
+        metavar="COL", group=TARGETS))
 
     def __post_init__(self) -> None:
         check_one_of(self.membership, MEMBERSHIPS, "PopulationSpec.membership")
@@ -221,20 +289,31 @@ class PopulationSpec:
             for name in ("counts", "weights"):
                 if getattr(self, name) is not None:
                     raise ValidationError(
-                        f"PopulationSpec.{name} is used only with membership='unknown' (the "
-                        "intruder does not know who is in the sample)."
-                    )
+                        f"PopulationSpec.{name} is used only with "
+                        f"{arg_name('membership', repr('unknown'), cli='unknown')}"
+                        " (the intruder does not know who is in the sample).",
+                        code="OPTION_REQUIRED")
+        if isinstance(self.counts, str) and self.counts not in (LOGLINEAR_ORIGINAL
+                                                                + LOGLINEAR_SYNTHETIC):
+            raise ValidationError(
+                "PopulationSpec.counts must be true counts (a mapping, a DataFrame or one count "
+                "per target), 'loglinear_original' or 'loglinear_synthetic'. Got "
+                f"{self.counts!r}.")
         if self.counts is not None and self.weights is not None:
             raise ValidationError(
-                "PopulationSpec: give counts or weights (the population counts, or the survey "
-                "weights they are estimated from), not both."
-            )
+                "PopulationSpec.counts and PopulationSpec.weights: give one (the population "
+                "counts, or the survey weights they are estimated from), not both.",
+                code="OPTION_CONFLICT")
         self._check_size()
         for name in ("target_id", "original_id"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise ValidationError(
                     f"PopulationSpec.{name} must be a column name. Got {value!r}.")
+        if self.targets is not None and self.target_id is None:
+            raise ValidationError(
+                "PopulationSpec.targets needs target_id, the id column linking the targets to "
+                "the original's records.", code="OPTION_REQUIRED")
         if self.targets is None and self.target_id is not None:
             # "PopulationSpec.targets" on the command line is --targets FILE
             targets = arg_name("PopulationSpec.targets", cli="FILE")
@@ -253,8 +332,8 @@ class PopulationSpec:
         a, N = self.sampling_fraction, self.population_size
         if a is not None and N is not None:
             raise ValidationError(
-                "PopulationSpec: give sampling_fraction or population_size, not both."
-            )
+                "PopulationSpec.sampling_fraction: give sampling_fraction or population_size, "
+                "not both.")
         if a is not None and (not is_number(a) or not 0 < a <= 1):
             raise ValidationError(
                 f"PopulationSpec.sampling_fraction must be in (0, 1]. Got {a!r}."
@@ -278,6 +357,8 @@ class PopulationSpec:
 
 def _weights(weights: Any) -> str | np.ndarray:
     """A column name, or the weights as a read-only float64 vector (positive, finite)."""
+    import numpy as np
+
     if isinstance(weights, str):
         if not weights:
             raise ValidationError("PopulationSpec.weights: the column name is empty.")

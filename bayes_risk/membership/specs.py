@@ -4,17 +4,24 @@ built."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
-
-from bayes_risk._specs import check_flag, check_int, is_number
+from bayes_risk._specs import check_flag, check_int, cli_option, is_number
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["AttackSpec", "RatioSpec"]
+
+
+def _probability_or_name(text: str) -> float | str:
+    """``--prior``'s text as the field's value: a number, else the name (the spec checks it)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 @dataclass(frozen=True)
@@ -45,11 +52,21 @@ class AttackSpec:
     0.5
     """
 
-    prior: float | Literal["balanced", "sampling"] = "balanced"
-    population_size: int | None = None
-    threshold: float = 0.5
-    dcr: bool = True
-    bootstrap: int = 200
+    prior: float | Literal["balanced", "sampling"] = field(default="balanced", metadata=cli_option(
+        "--prior", "prior membership probability: balanced (0.5, default), sampling (the base "
+        "rate n/N, with --population-size N) or a number in (0, 1)", metavar="PRIOR",
+        parse=_probability_or_name))
+    population_size: int | None = field(default=None, metadata=cli_option(
+        "--population-size", "N of --prior sampling", metavar="N", type=int))
+    threshold: float = field(default=0.5, metadata=cli_option(
+        "--threshold", "posterior membership probability above which a record counts as "
+        "identified as a member (default 0.5)", metavar="P", type=float))
+    dcr: bool = field(default=True, metadata=cli_option(
+        "--no-dcr", "skip the distance-to-closest-record baseline", action="store_true",
+        parse=lambda flag: not flag))
+    bootstrap: int = field(default=200, metadata=cli_option(
+        "--bootstrap", "bootstrap replicates over records for the intervals (default 200; 0 "
+        "disables)", metavar="B", type=int))
 
     def __post_init__(self) -> None:
         p = self.prior
@@ -102,15 +119,22 @@ class RatioSpec:
     """
 
     augmented: Sequence[Any] | None = None
-    normaliser_draws: int = 400
-    unsynthesized_concentration: float = 1.0
+    normaliser_draws: int = field(default=400, metadata=cli_option(
+        "--normaliser-draws", "population records of the normaliser when m > 1 (default 400)",
+        metavar="N", type=int))
+    unsynthesized_concentration: float = field(default=1.0, metadata=cli_option(
+        "--unsynthesized-concentration", "partial synthesis: concentration of the "
+        "Dirichlet-process population model of the released unsynthesized values, over their "
+        "cells (a numeric column's: the multiples of its finest decimal unit; default 1; it "
+        "matters only for records whose unsynthesized values no other record shares)",
+        metavar="A", type=float))
     khat: bool = True
     refit_cache: str | os.PathLike[str] | None = None
 
     def __post_init__(self) -> None:
         check_int(self.normaliser_draws, "RatioSpec.normaliser_draws", 20)
         a = self.unsynthesized_concentration
-        if not is_number(a) or not (np.isfinite(a) and a > 0):
+        if not is_number(a) or not (math.isfinite(a) and a > 0):
             raise ValidationError(
                 f"RatioSpec.unsynthesized_concentration must be a number > 0. Got {a!r}.")
         check_flag(self.khat, "RatioSpec.khat")

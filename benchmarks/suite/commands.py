@@ -1,5 +1,6 @@
 """Whole commands as users run them: the rows of the benchmarks README's table against the R
-packages (``VersusR``) and ``bayes-risk audit`` of a CART release (CEdata, m = 20).
+packages (``VersusR``), ``bayes-risk audit`` of a CART release (CEdata, m = 20), and
+``bayes-risk identification`` per dataset at 10⁶ records (``IdentificationMillionPerDataset``).
 ``VersusR.track_command_cpu`` is the median CPU seconds (user + system) of five fresh processes of
 the command, the figure paired with the R package's call in the README; ``VersusR.peakmem_command``
 is the peak memory of the same command run in the benchmark's process (``bayes_risk.cli.main``), its
@@ -58,6 +59,14 @@ def _stacked(path, k: int, out: str) -> str:
     return out
 
 
+def _fresh_cpu(argv: list[str]) -> float:
+    """CPU seconds (user + system, all threads) of ``bayes-risk argv`` in a fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-m", "bayes_risk", *argv], check=True, capture_output=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
 class VersusR:
     """The README's commands paired with the R packages (bayes-risk's side): identification of
     the scenario-4 release, CART synthesis, pMSE of scenario 1, the DPMPM fit of NYexample
@@ -104,14 +113,8 @@ class VersusR:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def track_command_cpu(self, row):
-        runs = []
-        for _ in range(5):  # the median of five: the machine may be shared
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            subprocess.run([sys.executable, "-m", "bayes_risk", *self.argv], check=True,
-                           capture_output=True)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            runs.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-        return sorted(runs)[len(runs) // 2]
+        # the median of five: the machine may be shared
+        return sorted(_fresh_cpu(self.argv) for _ in range(5))[2]
 
     track_command_cpu.unit = "seconds"
 
@@ -268,3 +271,47 @@ class FixedCost:
         return work[len(work) // 2]
 
     track_work_cpu.unit = "seconds"
+
+
+class IdentificationMillionPerDataset:
+    """``bayes-risk identification`` per dataset at 10⁶ records, m = 5 (issue 69 item 3: ≤ 8 s
+    CPU and ≤ 450 MB): the CSV files of ``identification._large(10**6, 5)``, three categorical
+    known columns and a percentage radius of 0.05 on the two synthesized ones, as the README's
+    row. ``track_command_cpu``: CPU seconds of a fresh process (all threads);
+    ``track_command_peak_mb``: its peak resident memory (MB, 10⁶ bytes)."""
+
+    number = 1
+    repeat = 1
+    timeout = 900
+
+    def setup(self):
+        from .identification import _large
+
+        self.tmp = tmp = tempfile.mkdtemp()
+        y, syn = _large(1_000_000, 5)
+        files = [os.path.join(tmp, "orig.csv")]
+        y.to_csv(files[0], index=False)
+        for i, z in enumerate(syn, start=1):
+            files.append(os.path.join(tmp, f"syn{i}.csv"))
+            z.to_csv(files[-1], index=False)
+        keys = ["region", "hhsize", "sex"]
+        self.argv = ["identification", *files, "--known-unsynthesized", *keys,
+                     "--known-synthesized", "income", "expend", "--categorical", *keys,
+                     "--radius", "income=0.05", "--radius", "expend=0.05", "--radius-type",
+                     "percentage", "--aggregation", "per-dataset", "--quiet", "--overwrite",
+                     "--out", os.path.join(tmp, "out")]
+
+    def teardown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def track_command_cpu(self):
+        return _fresh_cpu(self.argv)
+
+    track_command_cpu.unit = "seconds"
+
+    def track_command_peak_mb(self):
+        _fresh_cpu(self.argv)
+        # ru_maxrss: KiB on Linux, the largest of the children waited for (this one alone)
+        return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / 1e6
+
+    track_command_peak_mb.unit = "MB"

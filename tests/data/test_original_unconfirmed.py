@@ -211,3 +211,18 @@ def test_only_disclosure_lines_built_on_the_unconfirmed_column_carry_the_code(ca
     disco = {v.measure: v.warnings for v in res.verdicts if v.measure.startswith("DiSCO")}
     assert "ORIGINAL_UNCONFIRMED" in disco["DiSCO (%), target Income"]
     assert "ORIGINAL_UNCONFIRMED" not in disco["DiSCO (%), target Expenditure"]
+
+
+def test_average_ranks_are_pandas_ranks_bit_for_bit():
+    # issue 69: the association's ranks from one sort, not pandas' rank (3.5 s at 10^6 rows);
+    # hand values: -0.0 and 0.0 tie (ranks 1, 2 -> 1.5), the two 2.0s share 4.5, NaN stays NaN
+    x = np.array([2.0, np.nan, 1.0, 2.0, -0.0, 0.0])
+    np.testing.assert_array_equal(alignment._average_ranks(x), [4.5, np.nan, 3.0, 4.5, 1.5, 1.5])
+    assert alignment._n_distinct(x) == 3
+    rng = np.random.default_rng(11)
+    for x in (rng.integers(0, 30, 500).astype(float), rng.normal(size=500), np.full(4, np.nan),
+              np.zeros(0), np.array([np.inf, -np.inf, 1.0, np.inf])):
+        x[::7] = np.nan
+        expected = pd.Series(x).rank(method="average").to_numpy(dtype=np.float64)
+        assert np.array_equal(alignment._average_ranks(x), expected, equal_nan=True)
+        assert alignment._n_distinct(x) == len(np.unique(x[~np.isnan(x)]))

@@ -54,6 +54,8 @@ def test_match_spec_holds_its_fields():
     assert m.replace(window="closed").window == "closed" and m.window == "open"
     # the intruder's rule: a strategy given as a list is the tuple it parses to
     assert MatchSpec(strategy=["threshold", 0.5]).strategy == ("threshold", 0.5)
+    # and the command line's spelling threshold:GAMMA too (its option passes the text)
+    assert MatchSpec(strategy="threshold:0.25").strategy == ("threshold", 0.25)
     assert m.replace(fallback="none").fallback == "none" and m.missing_known == "any"
     assert json.dumps(m.to_dict())
     with pytest.raises(AttributeError):
@@ -80,6 +82,9 @@ def test_match_spec_holds_its_fields():
     (dict(target_id=""), "PopulationSpec.target_id must be a column name"),
     (dict(original_id=3), "PopulationSpec.original_id must be a column name"),
     (dict(target_id="id"), "PopulationSpec.target_id names the id column of the targets"),
+    # checked by the spec since the command line's own checks went (issue 65)
+    (dict(targets=pd.DataFrame({"id": [1]})), "PopulationSpec.targets needs target_id"),
+    (dict(membership="unknown", counts="loglinear"), "PopulationSpec.counts must be true counts"),
 ])
 def test_population_spec_errors_name_the_field(kw, pattern):
     with pytest.raises(ValidationError, match=pattern):

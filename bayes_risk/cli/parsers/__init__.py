@@ -1,6 +1,7 @@
 """The sub-commands' arguments: ``bayes_risk.cli.parsers.NAME.add_parser(sub)`` with
 ``handler=Handler("bayes_risk.cli.NAME")``; only the standard library and light helpers are
-imported (a test checks ``sys.modules``).
+imported (a test checks ``sys.modules``). The options of a spec's fields are declared by the spec
+(:func:`add_spec_options`; the spec modules import no numpy at module level).
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ import argparse
 import importlib
 import re
 from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["Handler", "input_arguments", "option_names", "command_line_text", "INPUTS_ATTR"]
+__all__ = ["Handler", "input_arguments", "option_names", "command_line_text", "INPUTS_ATTR",
+           "add_spec_options"]
 
 #: attribute of the parsed namespace naming the input arguments (set by
 #: :func:`bayes_risk.cli.build_parser` from :func:`input_arguments`)
@@ -42,7 +45,8 @@ def input_arguments(parser: argparse.ArgumentParser) -> tuple[str, ...]:
 
 #: arguments of the library set by an option of another name, by the option's destination (the
 #: option a message names for them); arguments of one call only are named where it is made
-#: (``command_line_options`` around the call)
+#: (``command_line_options`` around the call); an option declared by a spec field names the
+#: field itself (:func:`add_spec_options`)
 LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "missing_code": ("missing_codes", "missing_labels"),
     "radius_sweep": ("sweep", "radii"),
@@ -66,14 +70,9 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "denom_lim": ("ExclusionSpec.denom_lim",),
     "not_targetlev": ("ExclusionSpec.not_targetlev",),
     "exclude_combination": ("ExclusionSpec.exclude_combinations",),
-    "strategy": ("MatchSpec.strategy",),
-    "fallback": ("MatchSpec.fallback",),
-    "missing_known": ("MatchSpec.missing_known",),
-    "target_id": ("PopulationSpec.target_id",),
     "targets": ("PopulationSpec.targets",),
     "method_per_column": ("SynthesisSpec.method",),
     "predictor_matrix": ("SynthesisSpec.predictor_matrix",),
-    "original_id": ("PopulationSpec.original_id",),
     "threshold": ("thresholds", "AttackSpec.threshold"),
     "prior": ("AttackSpec.prior",),
     "population_size": ("AttackSpec.population_size",),
@@ -81,14 +80,9 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "chunk_size": ("EstimatorSpec.chunk_size",),
     "psis": ("EstimatorSpec.psis",),
     "khat": ("EstimatorSpec.khat",),
-    "normaliser_draws": ("RatioSpec.normaliser_draws",),
-    "unsynthesized_concentration": ("RatioSpec.unsynthesized_concentration",),
     "workers": ("n_workers",),
     "radius": ("MatchSpec.radius",),
-    "r_min": ("MatchSpec.r_min",),
-    "quantile_groups": ("MatchSpec.quantile_groups",),
     "sampling_fraction": ("PopulationSpec.sampling_fraction",),
-    "n_pop": ("PopulationSpec.population_size",),
     "replicates": ("n",),
     "linkability": ("aux_columns",),
     "known_sums": ("ScenarioSpec.known_sums",),
@@ -96,7 +90,6 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "known_seed": ("ScenarioSpec.seed",),
     # a flag that turns a setting off: suda=False is --no-suda (arg_name)
     "no_suda": ("suda",),
-    "no_dcr": ("dcr", "AttackSpec.dcr"),
     "no_target_na": ("use_target_na", "ExclusionSpec.use_target_na"),
     "no_keys_na": ("use_keys_na", "ExclusionSpec.use_keys_na"),
 }
@@ -178,6 +171,34 @@ def _rewrite(part: str, options: Mapping[str, str], *, at_start: bool) -> str:
         return m.group(0)
 
     return _NAME.sub(sub, part)
+
+
+def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
+                     groups: tuple[Any, ...] = ()) -> None:
+    """Declare on ``parser`` the command-line options of the fields of ``specs`` (their
+    ``metadata["cli"]``, :func:`bayes_risk._specs.cli_option`), in field order, each in the
+    argument group its option names (one of the argument groups ``groups`` of that title, else a
+    new one).
+
+    An option not given is ``None``: its field keeps the spec's default
+    (:func:`bayes_risk._specs.spec_values`), and the spec checks the values, its messages
+    naming the option (the action's ``library_names``: ``MatchSpec.r_min`` and ``r_min`` are
+    ``--r-min``; its ``spec_field``: ``MatchSpec.r_min``).
+    """
+    from bayes_risk._specs import cli_fields
+
+    by_title = {g.title: g for g in groups}
+    for spec in specs:
+        for f, opt in cli_fields(spec):
+            where = (parser if opt.group is None else by_title.get(opt.group)
+                     or by_title.setdefault(opt.group, parser.add_argument_group(opt.group)))
+            kwargs = {k: v for k, v in (("metavar", opt.metavar), ("type", opt.type),
+                                        ("nargs", opt.nargs), ("action", opt.action)) if v}
+            if opt.choices is not None:
+                kwargs["choices"] = [c.replace("_", "-") for c in opt.choices]
+            action = where.add_argument(opt.flag, default=None, help=opt.help, **kwargs)
+            action.spec_field = f"{spec.__name__}.{f.name}"
+            action.library_names = (action.spec_field, f.name)
 
 
 class Handler:

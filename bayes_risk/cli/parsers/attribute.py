@@ -5,32 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bayes_risk.attribute.specs import REFIT_CACHE_HELP, REFIT_COST_HELP, EstimatorSpec
 from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
+from bayes_risk.cli.parsers import add_spec_options
 
-__all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES", "REFIT_COST_HELP"]
+__all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES", "REFIT_CACHE_HELP",
+           "REFIT_COST_HELP"]
 
 #: ``--scenario`` values; the last three are the Wei & Reiter largest-value scenarios
 SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "two-records", "known-records",
                     "largest-value", "second-largest", "two-largest-sum")
 LARGEST_VALUE_CHOICES = SCENARIO_CHOICES[5:]
-#: the cost of the stabilised estimator, stated in --help of attribute and audit
-REFIT_CACHE_HELP = (
-    "a folder where the refits of the model are stored and read again by later runs: "
-    "'bayes-risk attribute', 'membership' and 'audit' on the same model, release and "
-    "--random-seed (needed) share them; an entry is used only when everything the refit "
-    "depends on is the same, and the folder can be deleted at any time (default: none). It is "
-    "as confidential as the model folder")
-
-REFIT_COST_HELP = (
-    "Cost: the stabilised estimator refits the model once per synthetic dataset (m refits, "
-    "each on the original plus one synthetic dataset, so about 2 x the records): expect about "
-    "m x 2 x the time of the model's own sampling. The estimate, a range from the seconds per "
-    "sweep the fit measured once its chains ran (one-off costs such as compiling left out) "
-    "scaled by the refits' records and sweeps, up to the fit's own set-up per refit, is "
-    "printed before the refits start, and the first refit's measured time after it (docs: "
-    "user guide, Attribute risk, Cost of the refits); --estimator is (importance sampling) "
-    "makes no refit"
-)
 # --delta of the largest-value scenarios: the default of attribute.summaries.largest_value
 DEFAULT_DELTA = 0.05
 
@@ -133,21 +118,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--max-size", type=int, default=None, metavar="K",
                    help="largest subset size evaluated exhaustively by --known-sweep (default: "
                    "every size)")
-    p.add_argument("--estimator", default="auto", choices=["auto", "stabilised", "is"],
-                   help="auto: stabilised for class P models, importance sampling (is) for class O")
-    p.add_argument("--refit-draws", type=int, default=None, metavar="N",
-                   help="kept draws per chain of each refit of the stabilised estimator (default: "
-                   "the model's draws). " + REFIT_COST_HELP)
-    p.add_argument("--refit-cache", default=None, metavar="DIR", help=REFIT_CACHE_HELP)
-    p.add_argument("--psis", action="store_true", help="Pareto-smooth the stabilised estimator")
-    p.add_argument("--khat", default="all", choices=["all", "base", "none"],
-                   help="posteriors under which Pareto k-hat is computed (all m+1, only "
-                   "p(theta|y), or none; default all)")
-    p.add_argument("--bootstrap", type=int, default=200, metavar="B",
-                   help="draw-bootstrap replicates for rank stability (default 200; 0 disables)")
-    p.add_argument("--chunk-size", type=int, default=None, metavar="N",
-                   help="records processed together (memory bound; default 256, or fewer when "
-                   "--memory is smaller; the results do not depend on it)")
+    add_spec_options(p, EstimatorSpec)
     add_run_arguments(p, "bayes_risk.cli.attribute",
                       "records.csv, summary.json and diagnostic plots",
                       dask="records", check="the release SYN or the --model", other_model=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
+from bayes_risk.cli.parsers import add_spec_options
+from bayes_risk.identification.specs import INTRUDER, MATCHING, MatchSpec, PopulationSpec
 
 __all__ = ["add_parser"]
 
@@ -45,50 +47,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--known-synthesized", nargs="+", default=[], metavar="COL",
                    help="known columns that were synthesized")
     add_type_arguments(p)
-    m = p.add_argument_group("matching (methods, Matching rules)")
-    m.add_argument("--radius", action="append", default=[], metavar="COL=R",
-                   help="radius of a numeric column (repeat per column); a bare number applies "
-                        "to every continuous known column (with --compat: a vector in "
-                        "data-frame column order, as the R package)")
-    m.add_argument("--radius-type", choices=["percentage", "absolute", "quantile-sd"],
-                   default="percentage", help="R = r|t| (default), R = r, or quantile-group SD")
-    m.add_argument("--r-min", type=float, default=None, metavar="R",
-                   help="floor of the percentage radius")
-    m.add_argument("--quantile-groups", type=int, default=20, metavar="Q",
-                   help="number of quantile groups for --radius-type quantile-sd (default 20)")
-    m.add_argument("--window", choices=["closed", "open"], default=None,
-                   help="|x-t| <= R (closed, default) or < R (open; the R package)")
-    m.add_argument("--shape", choices=["rectangle", "ellipse", "mahalanobis", "legacy-hh-euclid"],
-                   default=None, help="how several radius columns combine (default rectangle); "
-                   "mahalanobis: one --radius R, a Mahalanobis distance with the covariance of "
-                   "the original's radius columns")
-    a = p.add_argument_group("probabilities and intruder (Drechsler & Reiter 2008 §4)")
+    m, a = p.add_argument_group(MATCHING), p.add_argument_group(INTRUDER)
     a.add_argument("--aggregation", choices=["pooled", "per-dataset"], default=None,
                    help="pooled over datasets (Reiter-Mitra, default) or per dataset (Hornby-Hu)")
-    a.add_argument("--membership", choices=["known", "unknown"], default=None,
-                   help="whether the intruder knows the targets are in the sample")
-    a.add_argument("--population-counts", default=None, metavar="SOURCE",
-                   help="true:FILE (known columns + count column F), loglinear-original or "
-                        "loglinear-synthetic (membership unknown)")
-    a.add_argument("--weights", default=None, metavar="COL",
-                   help="survey weights of the original's records (a column of ORIGINAL): "
-                   "population counts estimated as the sum of the weights of the records sharing "
-                   "the target's known values (Reiter & Mitra 2009; membership unknown)")
-    a.add_argument("--population-estimate", choices=["default", "scaled", "expected-inverse"],
-                   default="default", help="log-linear estimate of F (Hu 2019 §4.2.3)")
-    a.add_argument("--sampling-fraction", type=float, default=None, metavar="A",
-                   help="sampling fraction a = n / --n-pop (log-linear counts)")
-    a.add_argument("--n-pop", type=int, default=None, metavar="N",
-                   help="population size (alternative to --sampling-fraction)")
-    a.add_argument("--strategy", default="always", metavar="S",
-                   help="always (default), threshold:GAMMA or not-if-max")
-    a.add_argument("--fallback", choices=["none", "unsynthesized"], default=None,
-                   help="when nothing matches in a dataset (default: unsynthesized for pooled "
-                        "known-membership runs, else none)")
-    a.add_argument("--missing-known", choices=["any", "level"], default="any",
-                   help="a target's missing known value (empty or a --missing-code): matches "
-                        "any released value (default; the intruder does not know it) or only "
-                        "a released missing value")
+    add_spec_options(p, MatchSpec, PopulationSpec, groups=(m, a))
     a.add_argument("--selection", default=None, metavar="RULE",
                    help="the intruder knows why records were selected for synthesis (R, Hu "
                    "2019 §4.2.4): 'release' (the rule the release's manifest records, e.g. a "
@@ -97,15 +59,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    "selected) or an expression on the known columns ('Income > 150000'); a "
                    "target known to be unselected then matches only unselected records, exactly; "
                    "one known to be selected only synthesized records")
-    a.add_argument("--compat", choices=["IdentificationRiskCalculation"], default=None,
-                   help="reproduce the IdentificationRiskCalculation R package exactly")
-    t = p.add_argument_group("targets")
-    t.add_argument("--targets", default=None, metavar="FILE",
-                   help="external target table (known columns + an id column)")
-    t.add_argument("--target-id", default=None, metavar="COL",
-                   help="id column of --targets linking to the original's records")
-    t.add_argument("--original-id", default=None, metavar="COL",
-                   help="id column of the original (default: the --target-id column)")
     p.add_argument("--radius-sweep", default=None, metavar="R1,R2,...",
                    help="also compute the risk over these common radii (per dataset) and the "
                         "maximising radius (Hornby & Hu 2021 §4.1)")

@@ -6,7 +6,9 @@ import argparse
 from typing import Any
 
 from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
+from bayes_risk.cli.parsers import add_spec_options
 from bayes_risk.cli.parsers.attribute import REFIT_CACHE_HELP
+from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
 __all__ = ["add_parser"]
 
@@ -72,21 +74,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "(default: as many as the members without --holdout, else 0)")
     p.add_argument("--records", default=None, metavar="RANGE|FILE",
                    help=f"members to evaluate (default: all records): {RECORDS_HELP}")
-    p.add_argument("--prior", default="balanced", metavar="PRIOR",
-                   help="prior membership probability: balanced (0.5, default), sampling (the "
-                   "base rate n/N, with --population-size N) or a number in (0, 1)")
-    p.add_argument("--population-size", type=int, default=None, metavar="N",
-                   help="N of --prior sampling")
-    p.add_argument("--threshold", type=float, default=0.5, metavar="P",
-                   help="posterior membership probability above which a record counts as "
-                   "identified as a member (default 0.5)")
-    p.add_argument("--normaliser-draws", type=int, default=400, metavar="N",
-                   help="population records of the normaliser when m > 1 (default 400)")
-    p.add_argument("--unsynthesized-concentration", type=float, default=1.0, metavar="A",
-                   help="partial synthesis: concentration of the Dirichlet-process population "
-                   "model of the released unsynthesized values, over their cells (a numeric "
-                   "column's: the multiples of its finest decimal unit; default 1; it matters "
-                   "only for records whose unsynthesized values no other record shares)")
+    add_spec_options(p, AttackSpec, RatioSpec)
     p.add_argument("--refit-cache", default=None, metavar="DIR", help=REFIT_CACHE_HELP)
     p.add_argument("--selection", default=None, metavar="RULE",
                    help="release that synthesized selected records only (a model fitted with "
@@ -96,11 +84,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "(it must select exactly the synthesized records; a rule that looks at "
                    "other records, such as a quantile, is refused). Members left unsynthesized "
                    "are released whole: P(member) = 1, flag RELEASED_WHOLE")
-    p.add_argument("--no-dcr", action="store_true",
-                   help="skip the distance-to-closest-record baseline")
-    p.add_argument("--bootstrap", type=int, default=200, metavar="B",
-                   help="bootstrap replicates over records for the intervals (default 200; 0 "
-                   "disables)")
     add_run_arguments(p, "bayes_risk.cli.membership", "records.csv, summary.json and plots",
                       check="the --model", other_model=True)
     return p

@@ -1,0 +1,96 @@
+"""The options declared by spec fields (``cli_option`` metadata, issue 65): every field with an
+option is an option of the sub-commands that take its spec, every spec option of a parser is a
+field of a spec it takes, and the option's text gives the field's value."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from bayes_risk._specs import cli_fields, spec_values
+from bayes_risk.attribute.specs import EstimatorSpec
+from bayes_risk.cli import build_parser
+from bayes_risk.cli.parsers import option_names
+from bayes_risk.identification.specs import MatchSpec, PopulationSpec
+from bayes_risk.membership.specs import AttackSpec, RatioSpec
+
+#: the spec classes each sub-command builds from its options
+SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (AttackSpec, RatioSpec),
+            "attribute": (EstimatorSpec,)}
+
+
+def spec_fields(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """The options of ``parser`` declared by spec fields: ``{"MatchSpec.r_min": "--r-min"}``."""
+    return {a.spec_field: a.option_strings[0] for a in parser._actions
+            if getattr(a, "spec_field", None)}
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    return next(a for a in parser._actions
+                if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def test_spec_fields_and_parsers_agree():
+    subs = _subparsers()
+    for name, parser in subs.items():
+        declared = spec_fields(parser)
+        expected = {f"{spec.__name__}.{f.name}": opt.flag
+                    for spec in SPECS_OF.get(name, ()) for f, opt in cli_fields(spec)}
+        assert declared == expected, name
+        # a hand-written option does not shadow a spec's option
+        hand = {o for a in parser._actions if not getattr(a, "spec_field", None)
+                for o in a.option_strings}
+        assert not hand & set(expected.values()), name
+    # the identification options: 10 of MatchSpec, 9 of PopulationSpec, each named in messages
+    # by its field (MatchSpec.r_min and r_min are --r-min)
+    assert len(spec_fields(subs["identification"])) == 19
+    names = option_names(subs["identification"])
+    assert names["MatchSpec.r_min"] == names["r_min"] == "--r-min"
+    assert names["PopulationSpec.population_size"] == "--n-pop"
+    # a flag that turns a field off names it as itself: dcr=False is --no-dcr
+    assert option_names(subs["membership"])["dcr"] == "--no-dcr"
+
+
+@pytest.mark.parametrize("spec", [MatchSpec, PopulationSpec, EstimatorSpec])
+def test_every_choice_is_a_value_of_the_field(spec):
+    # the choices the option shows are the field's values with '-' for '_'
+    for f, opt in cli_fields(spec):
+        for choice in opt.choices or ():
+            kw = {"membership": "unknown"} if f.name == "estimate" else {}
+            assert getattr(spec(**{**kw, f.name: choice}), f.name) == choice
+
+
+def test_the_options_text_gives_the_fields_value():
+    ident = _subparsers()["identification"]
+    args = ident.parse_args(["o.csv", "s.csv", "--radius-type", "quantile-sd", "--shape",
+                             "legacy-hh-euclid", "--strategy", "threshold:0.3", "--n-pop", "500",
+                             "--membership", "unknown", "--population-estimate",
+                             "expected-inverse", "--out", "o"])
+    match = MatchSpec(**spec_values(MatchSpec, vars(args)))
+    assert (match.radius_type, match.shape, match.strategy) == (
+        "quantile_sd", "legacy_hh_euclid", ("threshold", 0.3))
+    assert match.quantile_groups == 20 and match.window is None  # not given: the defaults
+    values = spec_values(PopulationSpec, vars(args))
+    assert values == {"membership": "unknown", "estimate": "expected_inverse",
+                      "population_size": 500}
+
+
+def test_a_flag_and_a_number_or_name():
+    args = _subparsers()["membership"].parse_args(["o.csv", "s.csv", "--model", "m", "--no-dcr",
+                                                   "--prior", "0.2", "--out", "o"])
+    assert AttackSpec(**spec_values(AttackSpec, vars(args))) == AttackSpec(prior=0.2, dcr=False)
+    args = _subparsers()["membership"].parse_args(["o.csv", "s.csv", "--model", "m", "--prior",
+                                                   "sampling", "--population-size", "9",
+                                                   "--out", "o"])
+    assert spec_values(AttackSpec, vars(args)) == {"prior": "sampling", "population_size": 9}
+
+
+def test_a_flag_that_sets_a_field_on():
+    attribute = _subparsers()["attribute"]
+    args = attribute.parse_args(["o.csv", "s.csv", "--psis", "--khat", "base", "--out", "o"])
+    assert EstimatorSpec(**spec_values(EstimatorSpec, vars(args))) == EstimatorSpec(
+        psis=True, khat="base")
+    args = attribute.parse_args(["o.csv", "s.csv", "--out", "o"])
+    assert spec_values(EstimatorSpec, vars(args)) == {}  # every field at the spec's default
