@@ -98,7 +98,6 @@ def audit(
         ``"failed"`` and the audit incomplete.
     """
     from bayes_risk.auditing import steps as st
-
     from bayes_risk.auditing.memory_plan import audit_budget
 
     budget = audit_budget()  # read first: what the process holds before the audit's inputs

@@ -93,7 +93,10 @@ def _problem(seed: int, n: int, d: list[int], K: int, miss: float, tiny: bool):
     base = np.column_stack([rng.integers(0, dj, size=max(n // 4, 1)) for dj in d])
     codes = base[rng.integers(0, len(base), size=n)].astype(np.int64)
     codes[rng.random(codes.shape) < miss] = -1
-    phi = np.concatenate([rng.dirichlet(np.full(dj, 0.3), size=K).T for dj in d])
+    # C order, as the sweep passes φ: a transposed (Fortran-order) φ made numba compile every
+    # class-step kernel a second time for that layout (about 12 s of CPU with an empty cache)
+    phi = np.ascontiguousarray(
+        np.concatenate([rng.dirichlet(np.full(dj, 0.3), size=K).T for dj in d]))
     if tiny:  # level 0 nearly impossible: records with it in most columns underflow
         phi[offsets] = rng.uniform(1e-70, 1e-60, size=(len(d), K))
         codes[rng.random(codes.shape) < 0.5] = 0
