@@ -58,7 +58,8 @@ def dpmpm_fit(folder: Path) -> None:
 
 def attribute_identification(folder: Path) -> None:
     """The attribute estimator's kernels (importance ratios, Pareto tails, prior columns) on
-    a model given as arrays, and the identification engine's compiled path."""
+    a model given as arrays, and the identification engine's compiled path (the pooled
+    search's pattern count too)."""
     from scipy.special import xlog1py, xlogy
 
     import bayes_risk as br
@@ -82,6 +83,11 @@ def attribute_identification(folder: Path) -> None:
     br.identification_risk(y, zs, known=["g", "s", "x"], synthesized=["s", "x"],
                            categorical=["g", "s"], match=br.MatchSpec(radius={"x": 0.1}),
                            progressbar=False)
+    from bayes_risk.identification import patterns
+
+    patterns.PAIRS_PER_PATTERN = -1.0  # the pooled search's pattern count, whatever it costs
+    br.radius_search(y, zs, known=["g", "a", "x"], synthesized=["x"], categorical=["g"],
+                     radii=[0.1], aggregation="pooled", progressbar=False)
 
 
 def dpmpm_risk(folder: Path) -> None:

@@ -376,3 +376,71 @@ def lattice_counts(masks, col, level, out, rec, r, counts, own):
                     own[o, t, r] = ((stack[lv, k >> 6] >> np.uint64(k & 63)) & one) == one
                 else:
                     own[o, t, r] = False
+
+
+@_nb.njit(cache=True, nogil=True)
+def dominance_counts(gstart, slot, is_point, yr, zr):
+    """For every query element ``q`` the points ``p`` of its segment with ``slot[p] <
+    slot[q]``, ``yr[p] < yr[q]`` and ``zr[p] > zr[q]`` (offline 3-D dominance count by
+    bottom-up divide and conquer over the slots, a Fenwick tree over ``zr``): segments
+    ``gstart[g]:gstart[g + 1]``, each sorted by (slot, yr), slots from 0 in a segment and
+    ``yr``/``zr`` distinct ranks in ``0..L-1``. O(L log S log L) for ``L`` elements in ``S``
+    slots; the pooled match-pattern counts (:mod:`.patterns`)."""
+    L = is_point.shape[0]
+    cnt = np.zeros(L, dtype=np.int64)
+    idx = np.arange(L)
+    tmp = np.empty(L, dtype=np.int64)
+    tree = np.zeros(L, dtype=np.int64)
+    for g in range(gstart.shape[0] - 1):
+        b = gstart[g]
+        e = gstart[g + 1]
+        if e - b < 2:
+            continue
+        ns = slot[e - 1] + 1
+        sst = np.empty(ns + 1, dtype=np.int64)  # first element of every slot
+        k = b
+        for s_ in range(ns + 1):
+            while k < e and slot[k] < s_:
+                k += 1
+            sst[s_] = k
+        w = 1
+        while w < ns:
+            for k0 in range(0, ns, 2 * w):
+                k1 = min(k0 + w, ns)
+                k2 = min(k0 + 2 * w, ns)
+                s = sst[k0]
+                m = sst[k1]
+                z = sst[k2]
+                if m >= z or s >= m:  # one half empty: sorted by yr already, nothing to count
+                    continue
+                i = s
+                j = m
+                o = s
+                added = 0
+                # merge the halves by yr: a left point enters the tree before every right
+                # query above it on yr, which reads the points above it on zr
+                while i < m or j < z:
+                    if j >= z or (i < m and yr[idx[i]] < yr[idx[j]]):
+                        k = idx[i]
+                        i += 1
+                        if is_point[k]:
+                            _fenwick_add(tree, 0, L, zr[k])
+                            added += 1
+                    else:
+                        k = idx[j]
+                        j += 1
+                        if not is_point[k]:
+                            cnt[k] += added - _fenwick_prefix(tree, 0, zr[k] + 1)
+                    tmp[o] = k
+                    o += 1
+                for i2 in range(s, m):  # the tree emptied for the next pair of halves
+                    k = idx[i2]
+                    if is_point[k]:  # _fenwick_add's walk, subtracting
+                        r = zr[k] + 1
+                        while r <= L:
+                            tree[r - 1] -= 1
+                            r += r & (-r)
+                for o2 in range(s, z):
+                    idx[o2] = tmp[o2]
+            w *= 2
+    return cnt

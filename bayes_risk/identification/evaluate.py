@@ -13,6 +13,7 @@ import numpy as np
 from bayes_risk.executors import Executor, InProcessExecutor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.matching import MatchRule
+from bayes_risk.identification.patterns import counts_patterns, run_counted
 from bayes_risk.identification.plan import IdentificationPlan
 from bayes_risk.identification.pooled import PooledOutput, csr, row_pointers, run_pooled
 from bayes_risk.identification.problem import (
@@ -72,6 +73,10 @@ def evaluate(pool: Prepared, part: TargetPartition) -> EngineOutput:
                                 part.in_sample, part.rec)
     if part.aggregation == "per_dataset":
         return _engine.run_per_dataset(prep, rule, part)
+    if counts_patterns(prep, rule, part):  # the file measures by match pattern, no pairs
+        out = run_counted(prep, rule, part)
+        if out is not None:
+            return out
     return run_pooled(prep, rule, part, fallback_cells=not part.drop)
 
 
