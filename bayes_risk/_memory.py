@@ -66,7 +66,7 @@ def memory_limit(limit: int | float | str | None) -> Iterator[None]:
     limit : int, float, str or None
         Bytes, or a size with a unit: ``"2GB"``, ``"512MB"``, ``"1.5GiB"``. ``None`` leaves the
         limit as it is (by default the memory available on the machine; an audit's default is
-        half of it, :mod:`bayes_risk.auditing.memory_plan`).
+        half of it: :doc:`/user_guide/memory`, "The audit's memory plan").
 
     Raises
     ------
