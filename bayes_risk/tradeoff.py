@@ -273,10 +273,13 @@ def plot_utility_risk(
             ax.plot([xm, xm], [y3, np.nanmax(y)], color=col, lw=1)
     ax.set_xlabel(f"{utility} (lower = more useful)")
     ax.set_ylabel(risk.replace("_", " "))
-    # scientific tick labels on the linear axes only: an Axes the caller gave (or pyplot's current
-    # one) may be log-scaled, whose formatter matplotlib cannot set so
-    for axis, scale in (("x", ax.get_xscale()), ("y", ax.get_yscale())):
-        if scale == "linear":
+    # scientific tick labels where the axis has matplotlib's plain number formatter only: an Axes
+    # the caller gave (or pyplot's current one) may be log-scaled or carry an earlier plot's
+    # formatter, which matplotlib cannot set so
+    from matplotlib.ticker import ScalarFormatter
+
+    for axis in ("x", "y"):
+        if isinstance(getattr(ax, f"{axis}axis").get_major_formatter(), ScalarFormatter):
             ax.ticklabel_format(axis=axis, style="sci", scilimits=(-3, 4))
     ax.legend(fontsize=8)
     ax.set_title("utility and identification risk: quartile rectangle per "

@@ -181,6 +181,16 @@ def test_plot_draws_quartile_rectangles_and_whiskers():
     ax3.set_yscale("log")
     assert br.plot_utility_risk(pts, ax=ax3) is ax3
     assert ax3.get_yscale() == "log" and len(ax3.patches) == 2
+    # on pyplot's current Axes, linear but with an earlier plot's own tick formatter: drawn,
+    # the formatter kept (was the same bare matplotlib error)
+    from matplotlib.ticker import StrMethodFormatter
+
+    plt.close("all")
+    _, ax4 = plt.subplots()
+    ax4.xaxis.set_major_formatter(StrMethodFormatter("{x:.0f} %"))
+    assert br.plot_utility_risk(pts) is ax4
+    assert isinstance(ax4.xaxis.get_major_formatter(), StrMethodFormatter)
+    assert len(ax4.patches) == 2
     plt.close("all")
 
 
