@@ -235,9 +235,7 @@ def run(args: argparse.Namespace) -> int:
         if client is None and grid is None and not args.known_sweep and given is None:
             from bayes_risk.identification.api import _risk_of
 
-            # nothing below reads the tables: the run frees them once encoded (their memory,
-            # the matching's)
-            inputs = [original, syn]
+            inputs = [original, syn]  # nothing below reads them: freed once encoded
             del original, syn
             res = _risk_of(inputs, categorical=None, executor=None, **run_kw)
             original = syn = None
