@@ -278,8 +278,8 @@ def plot_utility_risk(
     # formatter, which matplotlib cannot set so
     from matplotlib.ticker import ScalarFormatter
 
-    for axis in ("x", "y"):
-        if isinstance(getattr(ax, f"{axis}axis").get_major_formatter(), ScalarFormatter):
+    for axis, mpl_axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+        if isinstance(mpl_axis.get_major_formatter(), ScalarFormatter):
             ax.ticklabel_format(axis=axis, style="sci", scilimits=(-3, 4))
     ax.legend(fontsize=8)
     ax.set_title("utility and identification risk: quartile rectangle per "

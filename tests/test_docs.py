@@ -265,7 +265,7 @@ def test_docstring_examples():
     )
 
 
-#: seconds the whole build may take (411 s inside a fresh-clone suite on two cores, 2026-11-27)
+#: seconds the whole build may take: a bound on a hung kernel, far above a normal build
 DOCS_BUILD_TIMEOUT = 1500
 
 
