@@ -447,6 +447,18 @@ def dominance_counts(gstart, slot, is_point, yr, zr):
 
 
 @_nb.njit(cache=True, nogil=True)
+def _lower_bound(v, lo, hi, x):
+    """The first position of ``v[lo:hi]`` (sorted) not below ``x`` (``hi`` if none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if v[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@_nb.njit(cache=True, nogil=True)
 def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, torder, has_y):
     """The records of every target's key group inside its window (:mod:`.patterns`), from
     one pattern's records prepared once for every radius: ``gstart`` the key groups' first
@@ -457,7 +469,7 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
     counts the records with ``qlo <= arank < qhi``, ``mxr < yhi`` and smallest rank ``>=
     ylo`` (``has_y`` false: the first two only), as the difference of two prefix queries of
     :func:`dominance_counts`: each prefix a slot, its y rank ``2 yhi`` against the records'
-    ``2 mxr + 1`` (no ties), its z rank one below the records' below ``ylo``. ``torder``:
+    ``2 mxr + 1`` (no ties), its z rank the number of records below ``ylo`` less one. ``torder``:
     the targets by ``yhi``, so that the queries are bucketed by slot already in y order.
     O(N log P) for the windows and O(L) to lay the elements out, besides the count."""
     N = tg.shape[0]
@@ -472,24 +484,8 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
         if g < 0:
             continue
         b = gstart[g]
-        e = gstart[g + 1]
-        lo = b  # the first record of the group with arank >= qlo, then > qhi - 1
-        hi = e
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if arank[mid] < qlo[t]:
-                lo = mid + 1
-            else:
-                hi = mid
-        e_lo[t] = lo
-        hi = e
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if arank[mid] < qhi[t]:
-                lo = mid + 1
-            else:
-                hi = mid
-        e_hi[t] = lo
+        e_lo[t] = _lower_bound(arank, b, gstart[g + 1], qlo[t])
+        e_hi[t] = _lower_bound(arank, e_lo[t], gstart[g + 1], qhi[t])
         if e_hi[t] > e_lo[t]:
             if not has_y:
                 out[t] = e_hi[t] - e_lo[t]
@@ -547,7 +543,8 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
             qi = qcount[sbase[g] + s]
             qe = qcount[sbase[g] + s + 1]
             while (p < e and slot[p] == s) or qi < qe:
-                if qi >= qe or (p < e and slot[p] == s and 2 * mxr[p] + 1 < 2 * yhi[abs(qt[qi]) - 1]):
+                # a record before a query iff 2 mxr + 1 < 2 yhi
+                if qi >= qe or (p < e and slot[p] == s and mxr[p] < yhi[abs(qt[qi]) - 1]):
                     m_point[o] = True
                     m_yr[o] = 2 * mxr[p] + 1
                     m_zr[o] = mnz[p]
@@ -557,15 +554,8 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
                     t = abs(qt[qi]) - 1
                     m_point[o] = False
                     m_yr[o] = 2 * yhi[t]
-                    lo = 0  # the records below ylo: z rank one below the first not below it
-                    hi = P
-                    while lo < hi:
-                        mid = (lo + hi) >> 1
-                        if mns[mid] < ylo[t]:
-                            lo = mid + 1
-                        else:
-                            hi = mid
-                    m_zr[o] = lo - 1
+                    # z rank one below the first record's whose smallest value is not below ylo
+                    m_zr[o] = _lower_bound(mns, 0, P, ylo[t]) - 1
                     m_q[o] = qt[qi]
                     qi += 1
                 m_slot[o] = s
