@@ -324,7 +324,8 @@ _SCANNED: set[tuple[str, str]] = set()
 
 def scratch_folder(kind: str) -> str:
     """A new private folder ``bayes-risk-KIND-PID-XXXXXXXX`` in the system's temporary folder
-    (the caller removes it, :func:`remove_scratch`), after removing those of dead processes."""
+    (the caller removes it, :func:`remove_scratch`); the first call of a process for a folder
+    and ``kind`` removes those of dead processes."""
     base = Path(tempfile.gettempdir())
     prefix = f"bayes-risk-{kind}-"
     pattern = re.compile(rf"{re.escape(prefix)}(\d+)-[^.]*$")
