@@ -20,8 +20,8 @@ def _release(n: int = 2000, m: int = 4) -> tuple[pd.DataFrame, list[pd.DataFrame
     rng = np.random.default_rng(69)
     y = pd.DataFrame({"g": rng.integers(0, 6, n), "x": rng.lognormal(8, 1, n).round(),
                       "w": rng.lognormal(5, 1, n).round(1)})
-    zs = [y.assign(x=(y.x * rng.lognormal(0, 0.05, n)).round(),
-                   w=(y.w * rng.lognormal(0, 0.05, n)).round(1)) for _ in range(m)]
+    zs = [y.assign(x=(y.x * rng.lognormal(0, 0.01, n)).round(),
+                   w=(y.w * rng.lognormal(0, 0.01, n)).round(1)) for _ in range(m)]
     return y, zs
 
 
