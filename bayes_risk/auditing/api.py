@@ -131,8 +131,15 @@ def _audit_steps(ctx: Any, steps: list[Any], root: Path | None, earlier: Any,
     """Run ``steps`` (into ``root`` when given, atomically) and assemble the result."""
 
     def run_all() -> list[StepOutcome]:
-        return [_run_step(i, len(steps), m.name, m.title, load(m.step), ctx)
-                for i, m in enumerate(steps, start=1)]
+        from bayes_risk._memory import release_free_memory
+
+        out = []
+        for i, m in enumerate(steps, start=1):
+            # what the step before freed goes back to the machine, so that the budget's checks
+            # see what the process holds (as the plan counts it), not what the allocator kept
+            release_free_memory()
+            out.append(_run_step(i, len(steps), m.name, m.title, load(m.step), ctx))
+        return out
 
     def result(outcomes: list[StepOutcome], folder: Path | None) -> AuditResult:
         rises = {}
@@ -161,7 +168,8 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> None:
     settings), and refuse before any work a step that cannot fit at its smallest chunk."""
     from bayes_risk._memory import format_bytes
     from bayes_risk.auditing import steps as st
-    from bayes_risk.auditing.memory_plan import check_steps, step_memory
+    from bayes_risk.auditing.memory_plan import check_steps, least_budget, step_memory
+    from bayes_risk.auditing.memory_plan import resident_memory as held
 
     p = ctx.plan
     off = {*p.skip, *p.withheld}
@@ -179,6 +187,12 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> None:
         p.add("memory", sm.step.replace("_", " "), sm.line().split(": ", 1)[1], "planned",
               "the least the step holds beside the process (its smallest chunk)"
               if sm.need is not None else "")
+    least, at = least_budget(plans, held())
+    if at is not None:
+        why = (f"the {at.step.replace('_', ' ')} step's need beside what the process holds and "
+               "what the steps before it keep")
+        _say(ctx, f"  the audit needs at least {format_bytes(least, up=True)} ({why})")
+        p.add("memory", "least budget", format_bytes(least, up=True), "planned", why)
     check_steps(plans, budget, lambda step: _skip_arg([step]))
 
 
