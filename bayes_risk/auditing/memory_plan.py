@@ -93,10 +93,11 @@ class StepMemory:
 
 #: what a step's results hold after it, in bytes a record of the original: measured on the
 #: README's audit (``make_ce_like(n, random_seed=1)``, CART release of 3 columns, m = 5) at 5,000
-#: and 20,000 records, each the larger of the two sizes' rates and rounded up (identification:
-#: its result, the pooled headline and the radius search's curve; attribute risk: its record
-#: table and bootstrap summaries, which :func:`_attribute_need` counts apart)
-_KEPT_PER_RECORD = {"identification": 3000.0, "posterior_identification": 600.0,
+#: and 20,000 records, each the larger of the two sizes' rates, rounded up (identification: its
+#: results, whose pooled match probabilities grow with the matches: 2.6 kB a record at 5,000,
+#: 9.8 kB at 20,000; attribute risk's outputs are :func:`_attribute_need`). The steps are
+#: checked again beside what the process holds before each starts (``api._audit_steps``)
+_KEPT_PER_RECORD = {"identification": 10_000.0, "posterior_identification": 1_200.0,
                     "disclosure": 500.0, "utility": 100.0}
 
 #: the compiled kernels' first run in the process: numba's compiler (about 70 MB, once for every
@@ -251,11 +252,12 @@ def least_budget(plans: list[StepMemory], held: float) -> tuple[float, StepMemor
     return most, at
 
 
-def check_steps(plans: list[StepMemory], budget: AuditBudget, skip_arg: Any) -> None:
-    """``MEMORY_TOO_LARGE`` before any step runs if a step's need at its smallest chunk does not
-    fit beside what the process holds now and what the steps before it keep, naming the step,
-    the need and the budget (``skip_arg(step)``: how to skip the step, as the caller names
-    it)."""
+def check_steps(plans: list[StepMemory], budget: AuditBudget, skip_arg: Any,
+                done: str = "") -> None:
+    """``MEMORY_TOO_LARGE`` before the first of ``plans`` runs if a step's need at its smallest
+    chunk does not fit beside what the process holds now and what the steps before it keep,
+    naming the step, the need and the budget (``skip_arg(step)``: how to skip the step, as the
+    caller names it; ``done``: the steps that ran before, when the audit has started)."""
     if budget.limit is None:
         return
     held = resident_memory()
@@ -270,6 +272,8 @@ def check_steps(plans: list[StepMemory], budget: AuditBudget, skip_arg: Any) -> 
                 f"{format_bytes(held)} the process holds{kept}, but the audit's budget is "
                 f"{format_bytes(budget.limit)} ({budget.derivation}); raise the budget to at "
                 f"least {format_bytes(least_budget(plans, held)[0], up=True)}, reduce the "
-                f"records or skip the step ({skip_arg(s.step)}). Nothing was computed.",
+                f"records or skip the step ({skip_arg(s.step)}). "
+                + (f"It was checked again after the steps before it ({done}), beside what "
+                   "they hold; no output was written." if done else "Nothing was computed."),
                 code="MEMORY_TOO_LARGE")
         before += s.keeps

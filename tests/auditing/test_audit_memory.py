@@ -209,3 +209,20 @@ def test_an_audit_the_plan_accepts_runs_to_the_end(monkeypatch):
     assert [o.status for o in tight.steps] == [o.status for o in free.steps]
     assert "failed" not in {o.status for o in tight.steps}
     assert tight.verdict_frame().equals(free.verdict_frame())
+
+
+def test_the_steps_left_are_checked_again_before_each_step(monkeypatch, tmp_path):
+    """What a step keeps is measured before the next one starts: a step that no longer fits
+    beside it is refused before it runs, not in the middle of its work."""
+    held = iter([10**8] * 3 + [10**10] * 100)  # the plan, then 10 GB once the first step ran
+    monkeypatch.setattr(memory_plan, "resident_memory", lambda: next(held))
+    monkeypatch.setattr(memory_plan, "_kernels_loaded", lambda mods: True)
+    ran = []
+    monkeypatch.setattr(audit_api, "_run_step",
+                        lambda *a: ran.append(a[2]) or br.auditing.StepOutcome(name=a[2], status="skipped"))
+    out = tmp_path / "a"
+    with br.memory_limit("1GB"), pytest.raises(br.ValidationError) as err:
+        _audit(out=out)
+    assert err.value.code == "MEMORY_TOO_LARGE"
+    assert "checked again after the steps before it (utility)" in str(err.value)
+    assert ran == ["utility"] and not out.exists()
