@@ -94,10 +94,10 @@ class StepMemory:
 #: what a step's results hold after it, in bytes a record of the original: measured on the
 #: README's audit (``make_ce_like(n, random_seed=1)``, CART release of 3 columns, m = 5) at 5,000
 #: and 20,000 records, each the larger of the two sizes' rates, rounded up (identification: its
-#: results, whose pooled match probabilities grow with the matches: 2.6 kB a record at 5,000,
-#: 9.8 kB at 20,000; attribute risk's outputs are :func:`_attribute_need`). The steps are
-#: checked again beside what the process holds before each starts (``api._audit_steps``)
-_KEPT_PER_RECORD = {"identification": 10_000.0, "posterior_identification": 1_200.0,
+#: results without pooled match probabilities, 0.8 kB a record at 5,000, measured at that size
+#: only; attribute risk's outputs are :func:`_attribute_need`). The steps are checked again
+#: beside what the process holds before each starts (``api._audit_steps``)
+_KEPT_PER_RECORD = {"identification": 2_000.0, "posterior_identification": 1_200.0,
                     "disclosure": 500.0, "utility": 100.0}
 
 #: the compiled kernels' first run in the process: numba's compiler (about 70 MB, once for every
