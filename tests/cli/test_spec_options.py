@@ -9,7 +9,7 @@ import argparse
 import pytest
 
 from bayes_risk._specs import cli_fields, spec_values
-from bayes_risk.attribute.specs import EstimatorSpec
+from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
 from bayes_risk.cli import build_parser
 from bayes_risk.cli.parsers import option_names
 from bayes_risk.identification.specs import MatchSpec, PopulationSpec
@@ -17,7 +17,7 @@ from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
 #: the spec classes each sub-command builds from its options
 SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (AttackSpec, RatioSpec),
-            "attribute": (EstimatorSpec,)}
+            "attribute": (ScenarioSpec, EstimatorSpec)}
 
 
 def spec_fields(parser: argparse.ArgumentParser) -> dict[str, str]:

@@ -85,9 +85,10 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "sampling_fraction": ("PopulationSpec.sampling_fraction",),
     "replicates": ("n",),
     "linkability": ("aux_columns",),
-    "known_sums": ("ScenarioSpec.known_sums",),
-    "known_fraction": ("ScenarioSpec.known_fraction",),
-    "known_seed": ("ScenarioSpec.seed",),
+    # the scenario's kind, pairs and known records: parsed by the command (not spec options)
+    "scenario": ("ScenarioSpec.kind",),
+    "pairs": ("ScenarioSpec.pairs",),
+    "known_records": ("ScenarioSpec.known_records",),
     # a flag that turns a setting off: suda=False is --no-suda (arg_name)
     "no_suda": ("suda",),
     "no_target_na": ("use_target_na", "ExclusionSpec.use_target_na"),
