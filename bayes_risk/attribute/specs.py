@@ -101,7 +101,8 @@ class ScenarioSpec:
         For another ``kind``.
     ValidationError
         ``known``, ``pairs``, ``known_sums``, ``known_records``, ``known_fraction`` or ``seed``
-        with a scenario that does not take them; ``two_records`` without ``pairs``.
+        with a scenario that does not take them; ``partially_known`` without ``known``,
+        ``two_records`` without ``pairs``.
 
     Examples
     --------
@@ -148,6 +149,9 @@ class ScenarioSpec:
         if self.known is not None:
             known = (self.known,) if isinstance(self.known, str) else tuple(self.known)
             object.__setattr__(self, "known", known)
+        if not self.known and self.kind == "partially_known":
+            raise ValidationError(f"{_kind('partially_known')} needs known (ScenarioSpec.known): "
+                                  "the synthesized columns the intruder knows.")
         if self.known and self.kind != "partially_known":
             raise ValidationError(
                 f"ScenarioSpec.known applies to {_kind('partially_known')} only "
