@@ -208,7 +208,7 @@ class ScenarioSpec:
             if given:
                 raise ValidationError(
                     f"ScenarioSpec.{given[0]} applies to {_kind('known_records')} only "
-                    f"({_kind(self.kind)})."
+                    f"({_kind(self.kind)}).", code="INVALID_ARGUMENT"
                 )
             return
         if (self.known_records is None) == (self.known_fraction is None):
