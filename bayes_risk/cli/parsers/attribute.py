@@ -93,7 +93,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="the magnitude column of the largest-value scenarios")
     p.add_argument("--upper", type=float, default=None, metavar="U",
                    help="upper end of the candidate grid [y(2), U] of the largest value (default "
-                   "1.5 times the largest value; not used by two-largest-sum)")
+                   "1.5 times the largest value; largest-value and second-largest only)")
     p.add_argument("--total-known", action="store_true",
                    help="second-largest: the intruder also knows the column total")
     p.add_argument("--delta", type=float, default=None, metavar="D",
