@@ -97,10 +97,13 @@ def _scenario(args: argparse.Namespace, n: int) -> Any:
     flags = {f.name: opt.flag for f, opt in cli_fields(ScenarioSpec)}
     scenario_options = [flags[k] for k in values] + [o for o, v in (
         ("--pairs", args.pairs), ("--known-records", args.known_records)) if v is not None]
-    if largest and (args.column is None or scenario_options):
-        raise ValidationError(f"--scenario {given} needs --column (the magnitude column) and "
-                              f"takes no {', '.join(scenario_options) or 'other scenario option'}.",
-                              code="OPTION_REQUIRED" if args.column is None else "OPTION_CONFLICT")
+    if largest and args.column is None:
+        raise ValidationError(f"--scenario {given} needs --column (the magnitude column).",
+                              code="OPTION_REQUIRED")
+    if largest and scenario_options:
+        raise ValidationError(f"{', '.join(scenario_options)}: not with --scenario {given} (the "
+                              "intruder guesses the largest value of --column).",
+                              code="OPTION_CONFLICT")
     for option, value, only in (("--column", args.column, LARGEST_VALUE_CHOICES),
                                 ("--upper", args.upper, LARGEST_VALUE_CHOICES[:2]),
                                 ("--delta", args.delta, LARGEST_VALUE_CHOICES),
