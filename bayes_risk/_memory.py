@@ -15,7 +15,8 @@ from contextvars import ContextVar
 from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["available_memory", "check_memory", "memory_limit", "parse_memory",
-           "release_bytes", "release_free_memory", "resident_memory", "working_bytes", "format_bytes"]
+           "release_bytes", "release_free_memory", "resident_memory", "working_bytes",
+           "format_bytes"]
 
 #: the user's limit in bytes for the run in this context (``None``: the machine's memory)
 _LIMIT: ContextVar[int | None] = ContextVar("bayes_risk_memory_limit", default=None)
