@@ -383,7 +383,10 @@ def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdenti
     from bayes_risk.identification.api import identification_risk
 
     p = ctx.plan
-    pkw = {**kw, "aggregation": "pooled", "match": kw["match"].replace(fallback=None),
+    # the measures only: the verdict and the report read the file measures, and the pooled
+    # probabilities π of every (target, record) pair grow as n² (more than 10^8 entries at
+    # 10^5 CE-like records); without π the run is counted by match pattern where it can be
+    pkw = {**kw, "aggregation": "pooled_measures", "match": kw["match"].replace(fallback=None),
            "progressbar": False}
     args = (ctx.original, ctx.synthetic)
     pkw.update(known=list(p.known), synthesized=list(p.known_synthesized))
@@ -403,6 +406,8 @@ def _sweep(ctx: StepContext, res: Any, kw: dict[str, Any], how: str) -> tuple[An
 
     p = ctx.plan
     skw = {**kw, "match": kw["match"].replace(radius=None)}
+    if skw["aggregation"] == "pooled_measures":  # the search keeps the measures only anyway
+        skw["aggregation"] = "pooled"
     with named_run(f"radius search of {', '.join(p.search_columns)}, {how}"):
         sweep = radius_search(ctx.original, ctx.synthetic, radii=list(p.sweep), **skw)
     rad = dict(zip(sweep.columns, (float(r) for r in sweep.r_star), strict=True))

@@ -145,3 +145,20 @@ def test_a_withheld_step_is_not_planned():
     res = br.audit(data, fixed, known=KNOWN, settings=CHEAP, random_seed=3, progressbar=False)
     planned = set(res.plan.settings_frame().query("step == 'memory'")["setting"])
     assert planned == {"budget", "identification"}
+
+
+def test_the_pooled_figures_hold_no_match_probabilities(monkeypatch):
+    """The pooled step's runs keep the measures only: at 10^5 CE-like records the README's audit
+    stopped after its radius search, the pooled probabilities π of the maximising radius
+    passing the engine's limit of 10^8 entries, though neither the verdict nor the report
+    reads π. Here the limit is cut to 10 entries: the same figures as without it."""
+    from bayes_risk.identification import engine
+
+    free = _audit(progressbar=False)
+    monkeypatch.setattr(engine, "MAX_NNZ", 10)
+    capped = _audit(progressbar=False)
+    pooled = capped.step("identification").extra["pooled"]
+    assert pooled.result.pooled is None
+    assert capped.verdict_frame().equals(free.verdict_frame())
+    assert pooled.headline.records.equals(free.step("identification").extra["pooled"]
+                                          .headline.records)
