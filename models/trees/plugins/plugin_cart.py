@@ -608,6 +608,12 @@ class CARTPlugin(PluginBase):
         return (np.concatenate([p[0] for p in parts], axis=1),
                 np.concatenate([p[1] for p in parts], axis=1))
 
+    def _loglik(self, i: int, cand_vals: dict[str, np.ndarray], columns: list[str],
+                synthetic: Sequence[pd.DataFrame]) -> tuple[np.ndarray, np.ndarray]:
+        """Record ``i``'s ``[m, G]`` log-likelihoods and variances (:meth:`_loglik_many`)."""
+        G = len(cand_vals[columns[0]])
+        return self._loglik_many(np.array([int(i)]), G, cand_vals, columns, synthetic)
+
     def _loglik_slab(self, recs: np.ndarray, cand_vals: dict[str, np.ndarray],
                      columns: list[str], synthetic: Sequence[pd.DataFrame]
                      ) -> tuple[np.ndarray, np.ndarray]:
