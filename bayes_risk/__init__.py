@@ -57,11 +57,11 @@ _API: dict[str, str] = {
     "combine_scalar": "bayes_risk.utility.combining",
     "combine_multivariate": "bayes_risk.utility.combining",
     "pmse": "bayes_risk.utility.pmse",
-    "PropensitySpec": "bayes_risk.utility.pmse",
+    "PropensitySpec": "bayes_risk._utility_specs",
     "ci_overlap": "bayes_risk.utility.overlap",
     "compare_estimates": "bayes_risk.utility.compare",
     "utility_summary": "bayes_risk.utility.summary",
-    "OverlapSpec": "bayes_risk.utility.summary",
+    "OverlapSpec": "bayes_risk._utility_specs",
     "compare_visit_orders": "bayes_risk.visit_orders",
     # utility against risk (Hornby & Hu 2021, Figs 8-10)
     "utility_risk_points": "bayes_risk.tradeoff",

@@ -8,13 +8,14 @@ import contextlib
 import math
 import os
 import re
+import sys
 from collections.abc import Iterator
 from contextvars import ContextVar
 
 from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["available_memory", "check_memory", "memory_limit", "parse_memory",
-           "release_bytes", "resident_memory", "working_bytes", "format_bytes"]
+           "release_bytes", "release_free_memory", "resident_memory", "working_bytes", "format_bytes"]
 
 #: the user's limit in bytes for the run in this context (``None``: the machine's memory)
 _LIMIT: ContextVar[int | None] = ContextVar("bayes_risk_memory_limit", default=None)
@@ -131,6 +132,20 @@ def resident_memory() -> int:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError, AttributeError):
         return 0
+
+
+def release_free_memory() -> None:
+    """Return the memory freed so far to the operating system (glibc's ``malloc_trim``; Linux
+    only), so that :func:`resident_memory` counts what is held rather than what the allocator
+    kept after a large array was freed."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def room() -> int | None:

@@ -139,7 +139,7 @@ def attribute_risk(
                          random_seed=random_seed),
         ))
     if scenario.kind == "empty":
-        _check_low_risk_options(candidates, scenario.known, estimator)
+        _check_low_risk_options(candidates, estimator)
         return provenance.note(low_risk_attribute_risk(model, original, synthetic, records,
                                                        prior=prior), synthetic)
     plan = prepare(
@@ -207,11 +207,11 @@ def _two_records(
     )
 
 
-def _check_low_risk_options(candidates: Any, known: Any, estimator: EstimatorSpec) -> None:
-    """Options of the likelihood-based scenarios that ``scenario="empty"`` cannot honour."""
+def _check_low_risk_options(candidates: Any, estimator: EstimatorSpec) -> None:
+    """Options of the likelihood-based scenarios that ``scenario="empty"`` cannot honour
+    (``ScenarioSpec`` refuses its own: ``known`` of another scenario)."""
     given = {
         "candidates": not (isinstance(candidates, str) and candidates == "one-variable"),
-        "ScenarioSpec.known": bool(known),
         "EstimatorSpec.kind": estimator.kind != "auto",
         "EstimatorSpec.augmented": estimator.augmented is not None,
         "EstimatorSpec.draw_indices": estimator.draw_indices is not None,

@@ -34,7 +34,7 @@ from bayes_risk.attribute.plan import (
 )
 from bayes_risk.attribute.priors import parse_prior
 from bayes_risk.attribute.refits import cache_folder, fit_refits
-from bayes_risk.attribute.specs import SCENARIOS, EstimatorSpec, ScenarioSpec, scenario_arg
+from bayes_risk.attribute.specs import SCENARIOS, EstimatorSpec, ScenarioSpec
 from bayes_risk.attribute.strategies import strategy_for
 from bayes_risk.contract import (
     RiskModel,
@@ -52,7 +52,6 @@ from bayes_risk.exceptions import (
     NotSupportedError,
     SchemaError,
     ValidationError,
-    arg_name,
 )
 
 __all__ = ["prepare"]
@@ -274,14 +273,8 @@ def _varying_columns(
     if not synthesized:
         raise ValidationError("the model's schema has no synthesized columns: nothing to guess.",
                               code="MODEL_UNSUITED")
-    known_l = list(known or [])
-    if scenario != "partially_known" and known_l:
-        raise ValidationError(f"known is only used with {scenario_arg('partially_known')}.")
+    known_l = list(known or [])  # ScenarioSpec: given with partially_known, and only with it
     if scenario == "partially_known":
-        if not known_l:
-            raise ValidationError(f"{scenario_arg('partially_known')} needs "
-                                  f"{arg_name('known', '[synthesized columns]', cli='COL ...')}.",
-                                  code="INVALID_ARGUMENT")
         schema.check_columns(known_l, "known")
         notsyn = [c for c in known_l if c not in synthesized]
         if notsyn:

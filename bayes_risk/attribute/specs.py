@@ -53,6 +53,12 @@ def scenario_arg(scenario: str) -> str:
     return arg_name("scenario", repr(scenario), cli=scenario.replace("_", "-"))
 
 
+def _kind(kind: str) -> str:
+    """``ScenarioSpec.kind='two_records'`` in Python, ``--scenario two-records`` on the
+    command line."""
+    return arg_name("ScenarioSpec.kind", repr(kind), cli=kind.replace("_", "-"))
+
+
 _KNOWN_HINT = (
     "An intruder who knows only some of the other records is "
     "ScenarioSpec('known_records', known_fraction=F) or known_records=[row positions]."
@@ -94,7 +100,9 @@ class ScenarioSpec:
     NotSupportedError
         For another ``kind``.
     ValidationError
-        ``known``, ``pairs`` or ``known_sums`` with a scenario that does not take them.
+        ``known``, ``pairs``, ``known_sums``, ``known_records``, ``known_fraction`` or ``seed``
+        with a scenario that does not take them; ``partially_known`` without ``known``,
+        ``two_records`` without ``pairs``.
 
     Examples
     --------
@@ -109,12 +117,25 @@ class ScenarioSpec:
     kind: Literal[
         "worst_case", "partially_known", "empty", "two_records", "known_records"
     ] = "worst_case"
-    known: Sequence[str] | None = None
+    known: Sequence[str] | None = field(default=None, metadata=cli_option(
+        "--known", "synthesized columns the intruder also knows for the target record "
+        "(partially-known scenario)", nargs="+", metavar="COL"))
     pairs: Sequence[tuple[int, int]] | np.ndarray | None = None
-    known_sums: bool | Sequence[str] | None = None
+    known_sums: bool | Sequence[str] | None = field(default=None, metadata=cli_option(
+        "--known-sums", "with --scenario two-records: the intruder also knows the sums y_i + "
+        "y_j of the pair's numeric synthesized columns COL (none named: every count and "
+        "continuous one) and guesses the splits consistent with them; records.csv then has the "
+        "sums (sum_COL) and p_true_unordered", nargs="*", metavar="COL",
+        parse=lambda cols: tuple(cols) or True))
     known_records: Sequence[int] | np.ndarray | None = None
-    known_fraction: float | None = None
-    seed: int | None = None
+    known_fraction: float | None = field(default=None, metadata=cli_option(
+        "--known-fraction", "instead of --known-records: the intruder knows a random share F in "
+        "[0, 1] of the records (the first round(F n) of a random order seeded by --known-seed)",
+        type=float, metavar="F"))
+    seed: int | None = field(default=None, metadata=cli_option(
+        "--known-seed", "seed of the random order of --known-fraction and --known-curve "
+        "(default 0; the sets of one seed are nested as the share grows)", type=int,
+        metavar="S"))
 
     def __post_init__(self) -> None:
         if self.kind not in (*SCENARIOS, "two_records"):
@@ -128,16 +149,23 @@ class ScenarioSpec:
         if self.known is not None:
             known = (self.known,) if isinstance(self.known, str) else tuple(self.known)
             object.__setattr__(self, "known", known)
+        if not self.known and self.kind == "partially_known":
+            raise ValidationError(f"{_kind('partially_known')} needs known (ScenarioSpec.known): "
+                                  "the synthesized columns the intruder knows.")
+        if self.known and self.kind != "partially_known":
+            raise ValidationError(
+                f"ScenarioSpec.known applies to {_kind('partially_known')} only "
+                f"({_kind(self.kind)}): the intruder of the other scenarios knows none of the "
+                "target's synthesized values.")
         if self.pairs is not None and self.kind != "two_records":
             raise ValidationError(
-                f"ScenarioSpec.pairs applies to kind='two_records' only (kind={self.kind!r}); "
-                "use records= to choose the records of the other scenarios."
+                f"ScenarioSpec.pairs applies to {_kind('two_records')} only "
+                f"({_kind(self.kind)}); use records= to choose the records of the other "
+                "scenarios."
             )
-        if self.kind == "two_records" and self.known:
-            raise ValidationError(
-                "ScenarioSpec.known does not apply to kind='two_records': the intruder knows "
-                "none of the synthesized values of the two records."
-            )
+        if self.pairs is None and self.kind == "two_records":
+            raise ValidationError(f"{_kind('two_records')} needs pairs (ScenarioSpec.pairs): "
+                                  "the pairs of records the intruder does not know.")
         self._check_known_sums()
         self._check_known_records()
 
@@ -149,8 +177,8 @@ class ScenarioSpec:
             return
         if self.kind != "two_records":
             raise ValidationError(
-                f"ScenarioSpec.known_sums applies to kind='two_records' only "
-                f"(kind={self.kind!r})."
+                f"ScenarioSpec.known_sums applies to {_kind('two_records')} only "
+                f"({_kind(self.kind)})."
             )
         if ks is True:
             return
@@ -179,19 +207,15 @@ class ScenarioSpec:
         if self.kind != "known_records":
             if given:
                 raise ValidationError(
-                    f"ScenarioSpec.{given[0]} applies to kind='known_records' only "
-                    f"(kind={self.kind!r})."
+                    f"ScenarioSpec.{given[0]} applies to {_kind('known_records')} only "
+                    f"({_kind(self.kind)}).", code="INVALID_ARGUMENT"
                 )
             return
         if (self.known_records is None) == (self.known_fraction is None):
             raise ValidationError(
-                "ScenarioSpec('known_records') needs exactly one of known_records= (row "
-                "positions or a boolean mask) and known_fraction= (a number in [0, 1])."
-            )
-        if self.known:
-            raise ValidationError(
-                "ScenarioSpec.known does not apply to kind='known_records': the intruder "
-                "guesses every synthesized value of the target."
+                f"{_kind('known_records')} needs exactly one of ScenarioSpec.known_records "
+                "(row positions or a boolean mask) and ScenarioSpec.known_fraction (a number in "
+                "[0, 1])."
             )
         f = self.known_fraction
         if f is not None and not (is_number(f) and 0.0 <= float(f) <= 1.0):

@@ -122,17 +122,30 @@ def audit(
     steps = measures()  # the registered measures, in order: one step each
     with budget.applied():
         _preflight(ctx)  # every input every step reads, checked before the first step runs
-        _plan_memory(ctx, budget, [m.name for m in steps])
-        return _audit_steps(ctx, steps, root, earlier, plan)
+        planned = _plan_memory(ctx, budget, [m.name for m in steps])
+        return _audit_steps(ctx, steps, root, earlier, plan, (planned, budget))
 
 
 def _audit_steps(ctx: Any, steps: list[Any], root: Path | None, earlier: Any,
-                 plan: Any) -> AuditResult:
-    """Run ``steps`` (into ``root`` when given, atomically) and assemble the result."""
+                 plan: Any, memory: tuple[list[Any], Any] | None = None) -> AuditResult:
+    """Run ``steps`` (into ``root`` when given, atomically) and assemble the result
+    (``memory``: the memory plan and budget, checked again before each step)."""
 
     def run_all() -> list[StepOutcome]:
-        return [_run_step(i, len(steps), m.name, m.title, load(m.step), ctx)
-                for i, m in enumerate(steps, start=1)]
+        from bayes_risk._memory import release_free_memory
+        from bayes_risk.auditing.memory_plan import check_steps
+
+        out = []
+        for i, m in enumerate(steps, start=1):
+            # what the step before freed goes back to the machine, so that the budget's checks
+            # see what the process holds (as the plan counts it), not what the allocator kept
+            release_free_memory()
+            if memory is not None:  # the steps left, beside what the steps done hold now
+                left = [sm for sm in memory[0] if sm.step in {s.name for s in steps[i - 1:]}]
+                check_steps(left, memory[1], lambda step: _skip_arg([step]),
+                            done=", ".join(o.name.replace("_", " ") for o in out))
+            out.append(_run_step(i, len(steps), m.name, m.title, load(m.step), ctx))
+        return out
 
     def result(outcomes: list[StepOutcome], folder: Path | None) -> AuditResult:
         rises = {}
@@ -156,12 +169,14 @@ def _audit_steps(ctx: Any, steps: list[Any], root: Path | None, earlier: Any,
     return done
 
 
-def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> None:
+def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
     """State the memory plan of the steps that will run (printed, and recorded among the
-    settings), and refuse before any work a step that cannot fit at its smallest chunk."""
+    settings), refuse before any work a step that cannot fit at its smallest chunk, and return
+    the plan (:class:`~bayes_risk.auditing.memory_plan.StepMemory` of each step)."""
     from bayes_risk._memory import format_bytes
     from bayes_risk.auditing import steps as st
-    from bayes_risk.auditing.memory_plan import check_steps, step_memory
+    from bayes_risk.auditing.memory_plan import check_steps, least_budget, step_memory
+    from bayes_risk.auditing.memory_plan import resident_memory as held
 
     p = ctx.plan
     off = {*p.skip, *p.withheld}
@@ -179,7 +194,14 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> None:
         p.add("memory", sm.step.replace("_", " "), sm.line().split(": ", 1)[1], "planned",
               "the least the step holds beside the process (its smallest chunk)"
               if sm.need is not None else "")
+    least, at = least_budget(plans, held())
+    if at is not None:
+        why = (f"the {at.step.replace('_', ' ')} step's need beside what the process holds and "
+               "what the steps before it keep")
+        _say(ctx, f"  the audit needs at least {format_bytes(least, up=True)} ({why})")
+        p.add("memory", "least budget", format_bytes(least, up=True), "planned", why)
     check_steps(plans, budget, lambda step: _skip_arg([step]))
+    return plans
 
 
 def _earlier(before: Any, n_records: int) -> dict[str, Any] | None:

@@ -20,7 +20,7 @@ from bayes_risk._memory import (
 from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["DEFAULT_SHARE", "AuditBudget", "StepMemory", "audit_budget", "step_memory",
-           "check_steps"]
+           "check_steps", "least_budget"]
 
 #: the share of the memory available when an audit starts that its default budget adds to what
 #: the process holds: the other half stays with the rest of the machine (other users' work, the
@@ -71,19 +71,70 @@ def audit_budget() -> AuditBudget:
 @dataclass(frozen=True)
 class StepMemory:
     """What a step will hold: ``need`` bytes at its smallest chunk (``None``: not estimated
-    before the step), its ``chunking`` and ``estimate`` (what the step says when it starts)."""
+    before the step), its ``chunking`` and ``estimate`` (what the step says when it starts),
+    and ``keeps``: what it leaves held for the steps after it (its results, and the compiled
+    kernels it loads the first time they run)."""
 
     step: str
     need: float | None
     chunking: str
     estimate: str = ""
+    keeps: float = 0.0
 
     def line(self) -> str:
         """``"identification: at least 24.1 MB; ..."`` for the plan printed before the work."""
         need = ("not estimated before the step" if self.need is None
                 else f"at least {format_bytes(self.need, up=True)}")
-        return f"{self.step.replace('_', ' ')}: {need}; {self.chunking}" + (
+        keeps = (f", then keeps {format_bytes(self.keeps, up=True)} for the steps after it"
+                 if self.keeps else "")
+        return f"{self.step.replace('_', ' ')}: {need}{keeps}; {self.chunking}" + (
             f" ({self.estimate})" if self.estimate else "")
+
+
+#: what a step's results hold after it, in bytes a record of the original: measured on the
+#: README's audit (``make_ce_like(n, random_seed=1)``, CART release of 3 columns, m = 5) at 5,000
+#: and 20,000 records, each the larger of the two sizes' rates, rounded up (identification: its
+#: results without pooled match probabilities, 0.8 kB a record at 5,000, measured at that size
+#: only; attribute risk's outputs are :func:`_attribute_need`). The steps are checked again
+#: beside what the process holds before each starts (``api._audit_steps``)
+_KEPT_PER_RECORD = {"identification": 2_000.0, "posterior_identification": 1_200.0,
+                    "disclosure": 500.0, "utility": 100.0}
+
+#: the compiled kernels' first run in the process: numba's compiler (about 70 MB, once for every
+#: step) and each step's kernels as its first run loads them (measured on the README's audit of
+#: 5,000 records: identification's 10 kernels 75 MB, attribute risk's 12 MB)
+_JIT_BYTES = 70e6
+_KERNEL_BYTES = {"identification": (75e6, ("bayes_risk.identification._kernels",
+                                           "bayes_risk.identification._pair_kernels")),
+                 "attribute": (12e6, ("bayes_risk.attribute._kernels",))}
+
+
+def _kernels_loaded(modules: tuple[str, ...]) -> bool | None:
+    """Whether any compiled kernel of ``modules`` has run in this process (``None``: numba is
+    not imported yet, so none has)."""
+    import importlib
+    import sys
+
+    if "numba" not in sys.modules:
+        return None
+    from numba.core.registry import CPUDispatcher
+
+    return any(isinstance(v, CPUDispatcher) and v.overloads
+               for name in modules for v in vars(importlib.import_module(name)).values())
+
+
+def _kernel_bytes(steps: list[str]) -> dict[str, float]:
+    """What loading its compiled kernels adds when each of ``steps`` (in order) first runs
+    them: nothing for kernels already run in the process; numba's compiler with the first."""
+    out: dict[str, float] = {}
+    jit = all(not _kernels_loaded(mods) for _, mods in _KERNEL_BYTES.values())
+    for step in steps:
+        size, mods = _KERNEL_BYTES.get(step, (0.0, ()))
+        if not mods or _kernels_loaded(mods):
+            continue
+        out[step] = size + (_JIT_BYTES if jit else 0.0)
+        jit = False
+    return out
 
 
 def _index_bytes(n: int, q: int) -> float:
@@ -99,7 +150,10 @@ def step_memory(ctx: Any, steps: list[str]) -> list[StepMemory]:
     per-dataset tables (64 bytes a target and dataset) and one replicate's matching index
     beside the smallest chunk of targets; a posterior batch's per-replicate counts and flags
     (9 bytes a target and replicate), its replicates and every replicate's file measures; the
-    attribute step's outputs with one candidate a record (:func:`_attribute_need`)."""
+    attribute step's outputs with one candidate a record (:func:`_attribute_need`); pMSE's
+    stacked table; the disclosure measures' key codes and counts. A step that runs compiled
+    kernels for the first time in the process also needs what loading them adds, and every
+    step says what it keeps for the steps after it (:func:`check_steps` adds it up)."""
     from bayes_risk.auditing.steps import AUDIT_REPLICATES
     from bayes_risk.identification.engine import CELL_BYTES
     from bayes_risk.identification.summary import MEASURES
@@ -111,35 +165,65 @@ def step_memory(ctx: Any, steps: list[str]) -> list[StepMemory]:
     table = float(next(iter(ctx.synthetic)).memory_usage(deep=True).sum()) if m else 0.0
     # the pooled run's per-target accumulators: 4 doubles, 3 int64, 2 flags
     per_target = 8.0 * 7 + 2
+    kernels = _kernel_bytes(steps)
+
+    def kept(step: str) -> float:
+        return _KEPT_PER_RECORD.get(step, 0.0) * n + kernels.get(step, 0.0)
+
     out: list[StepMemory] = []
     for step in steps:
         if step == "identification":
             need = max(CELL_BYTES * n * m + m * index,  # per dataset: not chunked
                        index + MIN_WORKING_BYTES + per_target * n)  # pooled, indexes in turn
-            out.append(StepMemory(step, need, (
+            out.append(StepMemory(step, need + kernels.get(step, 0.0), (
                 f"the per-dataset tables of {n:,} targets x {m} datasets at once; pooled: "
                 "chunks of targets sized from what is left, the datasets' matching indexes "
-                "built one at a time when they do not fit together; each radius of the search "
-                "as one such run")))
+                "built one at a time when they do not fit together"
+                + _pattern_note(n, m) + "; each radius of the search as one such run"),
+                keeps=kept(step)))
         elif step == "posterior_identification":
             b = int(AUDIT_REPLICATES["batch_size"])
             cap = int(AUDIT_REPLICATES["max_replicates"])
             need = (9.0 * n * b + b * table + index + 16.0 * n
                     + 8.0 * cap * (len(MEASURES) + 2))
             out.append(StepMemory(step, need, _BATCH_NOTE.format(b=b) + ", up to "
-                                  f"{cap} replicates; the groups' pair sums wait in TMPDIR"))
+                                  f"{cap} replicates; the groups' pair sums wait in TMPDIR",
+                                  keeps=kept(step)))
         elif step == "attribute":
-            out.append(StepMemory(step, _attribute_need(p), (
+            outputs = _attribute_need(p)
+            out.append(StepMemory(step, outputs + kernels.get(step, 0.0), (
                 "records in chunks sized from what is left beside the outputs every record "
                 "keeps, which the step checks again from its candidate sets before its first "
                 "record"), "it states its records a chunk and, for refits, their expected time "
-                "when it starts"))
+                "when it starts", keeps=outputs + kernels.get(step, 0.0)))
         elif step == "membership":
             out.append(StepMemory(step, MIN_WORKING_BYTES, "targets in chunks sized from "
                                   "what is left beside the slots' log-likelihoods"))
+        elif step == "utility":
+            # pMSE's propensity model stacks the original and one dataset
+            out.append(StepMemory(step, 2.0 * table, "the original stacked with one dataset "
+                                  "at a time (pMSE), not chunked", keeps=kept(step)))
+        elif step == "disclosure":
+            # each target's key codes and their counts in the original and every dataset
+            out.append(StepMemory(step, 16.0 * n * (m + 1), "the keys' codes and counts of "
+                                  "the original and every dataset, not chunked",
+                                  keeps=kept(step)))
         else:
             out.append(StepMemory(step, None, "not chunked"))
     return out
+
+
+def _pattern_note(n: int, m: int) -> str:
+    """The match-pattern tables' size (``patterns.counts_patterns``: used only within half of
+    what is left, else the pairs are listed: not a least need)."""
+    from bayes_risk.identification.patterns import MAX_PATTERN_DATASETS, PATTERN_TABLES
+
+    if m > MAX_PATTERN_DATASETS:
+        return ""
+    size = PATTERN_TABLES * 8.0 * n * (1 << m)
+    return (f"; the pooled measures by match pattern when their tables ({PATTERN_TABLES} of "
+            f"{n:,} targets x 2^{m} patterns, {format_bytes(size, up=True)}) fit in half of "
+            "what is left, else by listing the matches")
 
 
 def _attribute_need(p: Any) -> float:
@@ -156,19 +240,40 @@ def _attribute_need(p: Any) -> float:
     return n * per_record + 8.0 * (p.m + 2) * (2 + B)
 
 
-def check_steps(plans: list[StepMemory], budget: AuditBudget, skip_arg: Any) -> None:
-    """``MEMORY_TOO_LARGE`` before any step runs if a step's need at its smallest chunk does not
-    fit beside what the process holds now, naming the step, the need and the budget
-    (``skip_arg(step)``: how to skip the step, as the caller names it)."""
+def least_budget(plans: list[StepMemory], held: float) -> tuple[float, StepMemory | None]:
+    """The least budget the steps fit in, and the step that sets it: each step's need beside
+    ``held`` (what the process holds before the first step) and what the steps before it
+    keep."""
+    before, most, at = 0.0, float(held), None
+    for s in plans:
+        if s.need is not None and held + before + s.need > most:
+            most, at = held + before + s.need, s
+        before += s.keeps
+    return most, at
+
+
+def check_steps(plans: list[StepMemory], budget: AuditBudget, skip_arg: Any,
+                done: str = "") -> None:
+    """``MEMORY_TOO_LARGE`` before the first of ``plans`` runs if a step's need at its smallest
+    chunk does not fit beside what the process holds now and what the steps before it keep,
+    naming the step, the need and the budget (``skip_arg(step)``: how to skip the step, as the
+    caller names it; ``done``: the steps that ran before, when the audit has started)."""
     if budget.limit is None:
         return
     held = resident_memory()
+    before = 0.0
     for s in plans:
-        if s.need is not None and held + s.need > budget.limit:
+        if s.need is not None and held + before + s.need > budget.limit:
+            kept = (f" and the {format_bytes(before, up=True)} the steps before it keep"
+                    if before else "")
             raise ValidationError(
                 f"the {s.step.replace('_', ' ')} step would need at least "
                 f"{format_bytes(s.need, up=True)} of memory beside the "
-                f"{format_bytes(held)} the process holds, but the audit's budget is "
+                f"{format_bytes(held)} the process holds{kept}, but the audit's budget is "
                 f"{format_bytes(budget.limit)} ({budget.derivation}); raise the budget to at "
-                f"least {format_bytes(held + s.need, up=True)}, reduce the records or skip "
-                f"the step ({skip_arg(s.step)}). Nothing was computed.", code="MEMORY_TOO_LARGE")
+                f"least {format_bytes(least_budget(plans, held)[0], up=True)}, reduce the "
+                f"records or skip the step ({skip_arg(s.step)}). "
+                + (f"It was checked again after the steps before it ({done}), beside what "
+                   "they hold; no output was written." if done else "Nothing was computed."),
+                code="MEMORY_TOO_LARGE")
+        before += s.keeps

@@ -67,71 +67,63 @@ def _candidates(text: str, model: Any, original: Any) -> Any:
     return with_zero_fallback(spec, original, numeric)
 
 
-def _scenario(args: argparse.Namespace) -> str:
-    """``--scenario`` as the API's name, checked against the options that go with it."""
+def _scenario(args: argparse.Namespace, n: int) -> Any:
+    """``--scenario`` (implied by the options that go with it) as the API's ``ScenarioSpec``, or
+    the name of a largest-value scenario; checked before any fit (the spec checks which options
+    go with which scenario)."""
+    from bayes_risk._specs import check_int, cli_fields, spec_values
+    from bayes_risk.attribute.specs import ScenarioSpec
     from bayes_risk.cli.parsers.attribute import LARGEST_VALUE_CHOICES
     from bayes_risk.exceptions import ValidationError
 
+    values = spec_values(ScenarioSpec, vars(args))
     by_records = args.known_records is not None or args.known_fraction is not None
     given = args.scenario or ("partially-known" if args.known else
                               "two-records" if args.pairs else
                               "known-records" if by_records else "worst-case")
-    if given == "known-records" and (args.known_records is None) == (args.known_fraction is None):
-        raise ValidationError(
-            "--scenario known-records needs exactly one of --known-records and "
-            "--known-fraction.", code="OPTION_REQUIRED")
-    if given != "known-records" and (by_records or args.known_seed is not None) and not (
-            args.known_curve and not by_records):
-        raise ValidationError(
-            f"--known-records, --known-fraction and --known-seed apply to --scenario "
-            f"known-records (and --known-seed to --known-curve), not {given}.",
-            code="OPTION_CONFLICT")
-    bad = [v for v in args.known_curve or [] if not 0.0 <= v <= 1.0]
-    if bad:  # checked before the run the curve follows (ScenarioSpec checks --known-fraction)
-        raise ValidationError(f"--known-curve must be a share in [0, 1]. Got {bad[0]!r}.",
-                              code="BAD_OPTION_VALUE")
-    if args.known_seed is not None and args.known_seed < 0:
-        raise ValidationError(f"--known-seed must be an integer >= 0. Got {args.known_seed}.",
-                              code="BAD_OPTION_VALUE")
-    if args.known_curve and given != "worst-case":
-        raise ValidationError(
-            "--known-curve sets the known records at each share itself (share 1 is the worst "
-            "case): drop --scenario, --known-records and --known-fraction.",
-            code="OPTION_CONFLICT")
-    if (args.pairs is not None) != (given == "two-records"):
-        raise ValidationError(
-            "--pairs goes with --scenario two-records (the pairs of records the intruder does "
-            "not know), and --scenario two-records needs --pairs.",
-            code="OPTION_CONFLICT" if args.pairs is not None else "OPTION_REQUIRED",
-        )
-    if args.known_sums is not None and given != "two-records":
-        raise ValidationError(f"--known-sums applies to --scenario two-records, not {given}.",
-                              code="OPTION_CONFLICT")
-    if args.pairs is not None and args.records is not None:
-        raise ValidationError("--records does not apply to --scenario two-records: --pairs names "
-                              "the records.", code="OPTION_CONFLICT")
-    if args.known and given != "partially-known":
-        raise ValidationError(f"--known applies to --scenario partially-known, not {given}.",
-                              code="OPTION_CONFLICT")
+    if args.known_curve:
+        if given != "worst-case":
+            raise ValidationError(
+                "--known-curve sets the known records at each share itself (share 1 is the worst "
+                "case): drop --scenario, --known-records and --known-fraction.",
+                code="OPTION_CONFLICT")
+        bad = [v for v in args.known_curve if not 0.0 <= v <= 1.0]
+        if bad:  # checked before the run the curve follows
+            raise ValidationError(f"--known-curve must be a share in [0, 1]. Got {bad[0]!r}.",
+                                  code="BAD_OPTION_VALUE")
+        if "seed" in values:  # the curve's seed (the spec's applies to known-records only)
+            check_int(values.pop("seed"), "ScenarioSpec.seed", 0)
     largest = given in LARGEST_VALUE_CHOICES
+    flags = {f.name: opt.flag for f, opt in cli_fields(ScenarioSpec)}
+    scenario_options = [flags[k] for k in values] + [o for o, v in (
+        ("--pairs", args.pairs), ("--known-records", args.known_records)) if v is not None]
     if largest and args.column is None:
         raise ValidationError(f"--scenario {given} needs --column (the magnitude column).",
                               code="OPTION_REQUIRED")
-    if not largest and (args.column is not None or args.upper is not None):
-        raise ValidationError("--column and --upper apply to the largest-value scenarios "
-                              f"(--scenario {'|'.join(LARGEST_VALUE_CHOICES)}).",
+    if largest and scenario_options:
+        raise ValidationError(f"{', '.join(scenario_options)}: not with --scenario {given} (the "
+                              "intruder guesses the largest value of --column).",
                               code="OPTION_CONFLICT")
-    if args.total_known and given != "second-largest":
-        raise ValidationError("--total-known applies to --scenario second-largest.",
-                              code="OPTION_CONFLICT")
-    if args.delta is not None:
-        if not largest:
-            raise ValidationError("--delta applies to the largest-value scenarios (--scenario "
-                                  f"{'|'.join(LARGEST_VALUE_CHOICES)}).", code="OPTION_CONFLICT")
-        if not (math.isfinite(args.delta) and args.delta > 0):
-            raise ValidationError(f"--delta must be a positive number. Got {args.delta!r}.",
-                                  code="BAD_OPTION_VALUE")
-    return given.replace("-", "_")
+    for option, value, only in (("--column", args.column, LARGEST_VALUE_CHOICES),
+                                ("--upper", args.upper, LARGEST_VALUE_CHOICES[:2]),
+                                ("--delta", args.delta, LARGEST_VALUE_CHOICES),
+                                ("--total-known", args.total_known or None, ("second-largest",))):
+        if value is not None and given not in only:
+            what = "the largest-value scenarios " if len(only) > 1 else ""
+            raise ValidationError(f"{option} applies to {what}(--scenario {'|'.join(only)}), "
+                                  f"not {given}.", code="OPTION_CONFLICT")
+    if args.delta is not None and not (math.isfinite(args.delta) and args.delta > 0):
+        raise ValidationError(f"--delta must be a positive number. Got {args.delta!r}.",
+                              code="BAD_OPTION_VALUE")
+    if largest:
+        return given.replace("-", "_")
+    if args.pairs is not None and args.records is not None:
+        raise ValidationError("--records does not apply to --scenario two-records: --pairs names "
+                              "the records.", code="OPTION_CONFLICT")
+    return ScenarioSpec(
+        kind=given.replace("-", "_"), **values,
+        pairs=None if args.pairs is None else parse_pairs(args.pairs, n),
+        known_records=parse_records(args.known_records, n, "--known-records"))
 
 
 def parse_pairs(text: str, n: int) -> list[tuple[int, int]]:
@@ -242,31 +234,23 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attribute``."""
     from bayes_risk._io import write_json
     from bayes_risk._specs import spec_values
-    from bayes_risk.attribute.api import EstimatorSpec, ScenarioSpec, attribute_risk
+    from bayes_risk.attribute.api import EstimatorSpec, attribute_risk
     from bayes_risk.cli._common import print_summary
     from bayes_risk.cli._run import output_dir
 
     original, synthetic = read_inputs(args)
-    scenario = _scenario(args)
-    _check_known_sweep(args, scenario)
+    spec = _scenario(args, len(original))  # checked before any fit
+    _check_known_sweep(args, spec)
     model = _model(args, original, synthetic)
     if not args.allow_other_model:  # refused before any refit; allowed: each measure warns
         from bayes_risk.data.provenance import check_release_model
 
         check_release_model(model, synthetic, original)
-    if scenario in ("largest_value", "second_largest", "two_largest_sum"):
-        return _run_largest_value(args, scenario, model, original, synthetic)
+    if isinstance(spec, str):
+        return _run_largest_value(args, spec, model, original, synthetic)
+    scenario = spec.kind
     records = parse_records(args.records, len(original))
-    pairs = None if args.pairs is None else parse_pairs(args.pairs, len(original))
-    known_records = {}
-    if scenario == "known_records":
-        known_records = dict(known_fraction=args.known_fraction, seed=args.known_seed,
-                             known_records=parse_records(args.known_records, len(original),
-                                                         "--known-records"))
-    # checked before any refit
-    spec = ScenarioSpec(kind=scenario, known=args.known, pairs=pairs,
-                        known_sums=None if args.known_sums is None else (args.known_sums or True),
-                        **known_records)
+    pairs = spec.pairs
     # the low-risk intruder (scenario empty) has no candidate sets: --candidates as given
     candidates = (args.candidates if scenario == "empty"
                   else _candidates(args.candidates, model, original))
@@ -375,11 +359,11 @@ def _summary_lines(summary: dict, *, pairs: bool) -> list[str]:
     return lines
 
 
-def _check_known_sweep(args: argparse.Namespace, scenario: str) -> None:
+def _check_known_sweep(args: argparse.Namespace, spec: Any) -> None:
     """``--known-sweep`` and ``--max-size`` against the scenario, before any fit."""
     from bayes_risk.exceptions import ValidationError
 
-    if args.known_sweep and (scenario != "worst_case" or args.known):
+    if args.known_sweep and getattr(spec, "kind", None) != "worst_case":
         raise ValidationError(
             "--known-sweep sets the known columns of every subset itself (the empty subset is "
             "the worst case): drop --known and --scenario.", code="OPTION_CONFLICT")

@@ -47,6 +47,8 @@ def _before(args: argparse.Namespace) -> dict | None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the audit into the output folder and print the verdict lines."""
+    from bayes_risk._specs import spec_values
+    from bayes_risk._utility_specs import PropensitySpec
     from bayes_risk.attribute import EstimatorSpec
     from bayes_risk.auditing import AuditSettings, Thresholds, audit
     from bayes_risk.cli._common import (
@@ -62,7 +64,6 @@ def run(args: argparse.Namespace) -> int:
     )
     from bayes_risk.cli._run import output_dir
     from bayes_risk.identification.specs import MatchSpec
-    from bayes_risk.utility.pmse import PropensitySpec
 
     # the thresholds first: a bad one is refused before any input is read
     thresholds = Thresholds.parse(args.threshold)
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         sweep=parse_numbers(args.radius_sweep, "--radius-sweep", none=True),
         known_sweep=args.known_sweep, known_fractions=args.known_fractions,
         targets=args.target, skip=args.skip, combining_rules=args.combining_rules,
-        propensity=PropensitySpec(method=args.pmse_method, max_order=args.max_order),
+        propensity=PropensitySpec(**spec_values(PropensitySpec, vars(args))),
         imputed=imputed_arg(args.imputed),
         ngroups_target=_ngroups(args.ngroups_target), attribute_records=records,
         attribute_estimator=EstimatorSpec(kind=args.attribute_estimator,

@@ -123,18 +123,6 @@ def _fixed_mmap_threshold() -> None:
         pass
 
 
-def _release_free_memory() -> None:
-    """Return the memory freed so far to the operating system (glibc's ``malloc_trim``)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 def _check_known_options(args: argparse.Namespace) -> None:
     """The known columns' options, before any file is read: some known column, each once, and
     no knowledge sweep beside a selection (its subsets are not conditioned on it)."""
@@ -168,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
     _fixed_mmap_threshold()
 
     from bayes_risk._io import write_json
+    from bayes_risk._memory import release_free_memory
     from bayes_risk.cli._common import (
         dask_client,
         dask_kwargs,
@@ -197,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
                    else parse_numbers(args.radius_search, "--radius-search"))
     check_max_size(args)
     replicates = _posterior_replicates(args, original, syn)
-    _release_free_memory()  # the CSV readers' buffers
+    release_free_memory()  # the CSV readers' buffers
     # the command writes no pooled probabilities: the run keeps none (its memory, the sweep's)
     run_aggregation = aggregation if replicates is not None or per_dataset else "pooled_measures"
     sweep = search = None
@@ -251,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
                              **kw, **dkw)
         ksweep = _known_sweep(args, original, syn, kw, aggregation, client)
     del original, syn, kw  # the inputs: the result holds what is written
-    _release_free_memory()  # the inputs, the matching engine's indexes and buffers
+    release_free_memory()  # the inputs, the matching engine's indexes and buffers
     out = res.to_dict()
     out["settings"]["records_output"] = args.records_output
     if sweep is not None:

@@ -13,21 +13,21 @@ __all__ = ["run"]
 def run(args: argparse.Namespace) -> int:
     """Compute the utility summary and write the output folder."""
     from bayes_risk._io import write_json
+    from bayes_risk._specs import spec_values
+    from bayes_risk._utility_specs import OverlapSpec, PropensitySpec
     from bayes_risk.cli._common import (
         imputed_arg,
         read_inputs,
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.utility.pmse import PropensitySpec
-    from bayes_risk.utility.summary import OverlapSpec, utility_summary
+    from bayes_risk.utility.summary import utility_summary
 
     out = Path(args.out)
     seed = run_seed(args)  # recorded in summary.json: a CART / permutation run repeats exactly
     # the settings' checks before the inputs are read
-    propensity = PropensitySpec(method=args.pmse, max_order=args.max_order)
-    overlap = OverlapSpec(estimands=args.formula, family=args.family, alpha=args.alpha,
-                          rules=args.combining_rules)
+    propensity = PropensitySpec(**spec_values(PropensitySpec, vars(args)))
+    overlap = OverlapSpec(**spec_values(OverlapSpec, vars(args)))
     original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
     synthesized = args.synthesized

@@ -267,14 +267,23 @@ def _average_ranks(x: np.ndarray) -> np.ndarray:
     one sort (3x faster than pandas at 10^6 values; the identification path imports no SciPy).
     """
     ok = ~np.isnan(x)
-    v = x[ok]
+    whole = bool(ok.all())  # no missing value: no copies in and out of the non-missing ones
+    v = x if whole else x[ok]
     order = np.argsort(v)  # the order inside a tie does not change its ranks
     s = v[order]
-    first = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1]))[:len(s)])
-    ties = np.diff(np.append(first, len(s)))
-    # a tie block from 0-based position f of k values: ranks f+1 … f+k, mean f + (k+1)/2 (exact)
+    new = np.empty(len(s), dtype=bool)
+    new[:1] = True
+    np.not_equal(s[1:], s[:-1], out=new[1:])
     r = np.empty(len(s))
-    r[order] = np.repeat(first + (ties + 1) / 2.0, ties)
+    if new.all():  # no tie: the ranks 1 … n in sort order
+        r[order] = np.arange(1.0, len(s) + 1.0)
+    else:
+        first = np.flatnonzero(new)
+        ties = np.diff(np.append(first, len(s)))
+        # a tie block from 0-based position f of k values: ranks f+1 … f+k, mean f + (k+1)/2
+        r[order] = np.repeat(first + (ties + 1) / 2.0, ties)
+    if whole:
+        return r
     out = np.full(len(x), np.nan)
     out[ok] = r
     return out
@@ -288,7 +297,12 @@ def _n_distinct(x: np.ndarray) -> int:
 
 def _centred_ranks(x: np.ndarray) -> np.ndarray:
     r = _average_ranks(x)
-    r = r - np.nanmean(r) if np.isfinite(r).any() else np.zeros(len(x))
+    miss = np.isnan(r)
+    if not miss.any():  # the mean of every rank (np.nanmean's value, bit for bit), in place
+        if len(r):
+            r -= r.mean()
+        return r
+    r = r - np.nanmean(r) if not miss.all() else np.zeros(len(x))
     return np.where(np.isnan(r), 0.0, r)
 
 

@@ -351,10 +351,13 @@ def check_release_model(model: Any, synthetic: Any, original: pd.DataFrame | Non
 _KEYS: dict[int, tuple[weakref.ref, str]] = {}
 
 
-def _content_key(z: pd.DataFrame) -> str:
-    hit = _KEYS.get(id(z))
-    if hit is not None and hit[0]() is z:
-        return hit[1]
+#: rows hashed first per dataset (every k-th row): datasets whose rows there differ are not
+#: hashed whole (at 10^6 records the whole hash is most of the duplicate check's time)
+_SAMPLE_ROWS = 4096
+
+
+def _hash_cells(z: pd.DataFrame) -> str:
+    """A hash of ``z``'s column names, number of rows and cells by value."""
     h = hashlib.sha256(json.dumps([[str(c) for c in z.columns], len(z)]).encode())
     for c in z.columns:
         col = z[c]
@@ -365,16 +368,35 @@ def _content_key(z: pd.DataFrame) -> str:
             h.update(b"f" + np.where(np.isnan(v), np.nan, v + 0.0).tobytes())
         else:  # labels, by value whatever the dtype (categorical or text)
             h.update(b"o" + pd.util.hash_pandas_object(col, index=False).to_numpy().tobytes())
-    key = h.hexdigest()
+    return h.hexdigest()
+
+
+def _content_key(z: pd.DataFrame) -> str:
+    hit = _KEYS.get(id(z))
+    if hit is not None and hit[0]() is z:
+        return hit[1]
+    key = _hash_cells(z)
     ident = id(z)
     _KEYS[ident] = (weakref.ref(z, lambda _: _KEYS.pop(ident, None)), key)
     return key
 
 
+def _sample_key(z: pd.DataFrame) -> str:
+    """:func:`_hash_cells` of every k-th row and the number of rows: equal datasets have
+    equal sample keys, so datasets with distinct ones need no whole hash."""
+    step = max(1, len(z) // _SAMPLE_ROWS)
+    if step == 1:
+        return _content_key(z)
+    return f"{len(z)}:{_hash_cells(z.iloc[::step])}"
+
+
 def duplicate_pairs(datasets: Sequence[pd.DataFrame]) -> list[tuple[int, int]]:
     """The pairs ``(k, l)``, ``k < l``, of datasets holding the same value in every cell, each
     later dataset paired with the first it repeats."""
-    keys = [_content_key(z) for z in datasets]
+    sample = [_sample_key(z) for z in datasets]
+    # only datasets sharing their sample key with another may be equal: those are hashed whole
+    keys = [_content_key(z) if sample.count(s) > 1 else s for z, s in zip(datasets, sample,
+                                                                            strict=True)]
     first: dict[str, int] = {}
     out = []
     for l, (z, key) in enumerate(zip(datasets, keys, strict=True)):

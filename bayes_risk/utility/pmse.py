@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -17,8 +17,9 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
-from bayes_risk._specs import as_spec, check_int, check_option, is_number
+from bayes_risk._specs import as_spec, check_int, check_option
 from bayes_risk._terminal import progress
+from bayes_risk._utility_specs import PROPENSITY_METHODS, PropensitySpec
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import Schema
@@ -46,8 +47,6 @@ from bayes_risk.utility._propensity import (  # noqa: F401 - re-exported (public
 __all__ = ["PMSEResult", "PropensitySpec", "pmse", "pmse_null_moments", "propensity_design",
            "fit_logit"]
 
-#: the classifiers of ``PropensitySpec.method``
-PROPENSITY_METHODS = ("logit", "cart")
 SEPARATION_EPS = 1e-8  # fitted probabilities this close to 0 or 1 flag separation
 
 
@@ -95,61 +94,6 @@ class _OneFit:
 
 def _pmse_value(prob: np.ndarray, c: float) -> float:
     return float(np.mean((prob - c) ** 2))
-
-
-@dataclass(frozen=True)
-class PropensitySpec:
-    """The propensity model of the pMSE: its kind, terms, columns and fitting settings.
-
-    Parameters
-    ----------
-    method : {"logit", "cart"}
-        Logistic regression with interactions (synthpop's values), or a classification tree
-        pruned as rpart at ``cp`` (:doc:`/methods/compatibility`).
-    max_order : int
-        Interactions up to order ``max_order + 1`` (0: synthpop's ``t ~ .``; 1: ``t ~ .^2``).
-    columns : sequence of str, optional
-        Columns entering the model (default: all; synthpop's ``vars``).
-    cp, min_leaf, min_split, max_depth : CART settings (see ``method``).
-    max_iter : int
-        Maximum IRLS iterations of the logistic model.
-
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
-
-    Examples
-    --------
-    >>> PropensitySpec(method="cart", min_leaf=10).max_order
-    1
-    """
-
-    method: Literal["logit", "cart"] = "logit"
-    max_order: int = 1
-    columns: Sequence[str] | None = None
-    cp: float = 1e-3
-    min_leaf: int = 5
-    min_split: int = 20
-    max_depth: int = 30
-    max_iter: int = 100
-
-    def __post_init__(self) -> None:
-        check_option(self.method, "PropensitySpec.method", PROPENSITY_METHODS, one_of=True)
-        object.__setattr__(self, "max_order",
-                           check_int(self.max_order, "PropensitySpec.max_order", 0))
-        if self.columns is not None:
-            if isinstance(self.columns, str):
-                raise ValidationError(
-                    "PropensitySpec.columns must be a sequence of column names, not a string. "
-                    f"Got {self.columns!r}.")
-            object.__setattr__(self, "columns", tuple(self.columns))
-        if not is_number(self.cp) or not self.cp >= 0:
-            raise ValidationError(f"PropensitySpec.cp must be a number >= 0. Got {self.cp!r}.")
-        object.__setattr__(self, "cp", float(self.cp))
-        for name in ("min_leaf", "min_split", "max_depth", "max_iter"):
-            object.__setattr__(self, name,
-                               check_int(getattr(self, name), f"PropensitySpec.{name}", 1))
 
 
 def pmse(

@@ -5,18 +5,18 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed
-from bayes_risk._specs import as_spec, check_option
+from bayes_risk._specs import as_spec
+from bayes_risk._utility_specs import OverlapSpec
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.validate import check_probability, validate_synthetic
+from bayes_risk.data.validate import validate_synthetic
 from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError, arg_name
 from bayes_risk.results.utility import UtilitySummary
 from bayes_risk.utility._inputs import (
@@ -25,7 +25,6 @@ from bayes_risk.utility._inputs import (
     resolve_imputed,
     resolve_schema,
 )
-from bayes_risk.utility.combining import check_rules
 from bayes_risk.utility.compare import (
     Estimate,
     _compare,
@@ -86,54 +85,6 @@ def default_estimands(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], 
             out.append((f"P({c} missing)", prop_est(miss[0], True),
                         [prop_est(m, True) for m in miss[1:]]))
     return out
-
-
-@dataclass(frozen=True)
-class OverlapSpec:
-    """The interval-overlap figures of :func:`utility_summary`.
-
-    Parameters
-    ----------
-    estimands : str or sequence of str, optional
-        statsmodels formulas (e.g. ``"Income ~ Age + C(Marital)"``) whose coefficients are the
-        estimands. Default: means and level proportions of the synthesized columns.
-    family : {"ols", "logit", "poisson"}
-        Model family of the formulas.
-    alpha : float
-        ``1 −`` confidence level of the intervals.
-    rules : {"auto", "partial", "full-same-n", "full-population"}
-        Combining rules of the synthetic intervals; ``"auto"``: the manifest's generation
-        scheme, else inferred from the synthesized columns.
-
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
-
-    Examples
-    --------
-    >>> OverlapSpec(estimands="Income ~ Age", alpha=0.1).estimands
-    ('Income ~ Age',)
-    """
-
-    estimands: str | Sequence[str] | None = None
-    family: Literal["ols", "logit", "poisson"] = "ols"
-    alpha: float = 0.05
-    rules: Literal["auto", "partial", "full-same-n", "full-population"] = "auto"
-
-    def __post_init__(self) -> None:
-        if self.estimands is not None:
-            formulas = ((self.estimands,) if isinstance(self.estimands, str)
-                        else tuple(self.estimands))
-            for f in formulas:
-                if not isinstance(f, str):
-                    raise ValidationError(
-                        f"OverlapSpec.estimands must be formula strings. Got {f!r}.")
-            object.__setattr__(self, "estimands", formulas)
-        object.__setattr__(self, "alpha", check_probability(self.alpha, "OverlapSpec.alpha"))
-        check_option(self.family, "OverlapSpec.family", ("ols", "logit", "poisson"), one_of=True)
-        if self.rules != "auto":
-            check_rules(self.rules, "OverlapSpec.rules")
 
 
 def _check_sizes(original: pd.DataFrame, datasets: Sequence[pd.DataFrame]) -> None:

@@ -195,7 +195,7 @@ def test_refusals():
         ScenarioSpec("known_records")
     with pytest.raises(ValidationError, match=r"in \[0, 1\]"):
         ScenarioSpec("known_records", known_fraction=1.5)
-    with pytest.raises(ValidationError, match="applies to kind='known_records' only"):
+    with pytest.raises(ValidationError, match="applies to ScenarioSpec.kind='known_records' only"):
         ScenarioSpec("worst_case", known_fraction=0.5)
     with pytest.raises(ValidationError, match="outside the rows"):
         _run(model, aug, scenario=ScenarioSpec("known_records", known_records=[99]))

@@ -186,9 +186,11 @@ def test_two_records_refusals():
     assert e.value.code == "RECORD_OUT_OF_RANGE"  # a condition of the data, not of the argument
     with pytest.raises(ValidationError, match="records does not apply"):
         _run(model, aug, records=[1], scenario=ScenarioSpec(kind="two_records", pairs=[(1, 2)]))
-    with pytest.raises(ValidationError, match="ScenarioSpec.pairs applies to kind='two_records'"):
+    with pytest.raises(ValidationError,
+                       match="ScenarioSpec.pairs applies to ScenarioSpec.kind='two_records'"):
         _run(model, aug, scenario=ScenarioSpec(pairs=[(1, 2)]))
-    with pytest.raises(ValidationError, match="ScenarioSpec.known does not apply"):
+    with pytest.raises(ValidationError, match="ScenarioSpec.known applies to ScenarioSpec.kind="
+                       "'partially_known' only"):
         ScenarioSpec("two_records", known=["y"], pairs=[(1, 2)])
     with pytest.raises(NotSupportedError, match="other record") as e:
         _run(model, aug, prior="empirical:1",
@@ -399,7 +401,8 @@ def test_sum_sets_by_hand():
 def test_known_sums_refusals():
     model, aug = _sum_model(50, seed=12)
     two = {"pairs": [(0, 1)]}
-    with pytest.raises(ValidationError, match="known_sums applies to kind='two_records'"):
+    with pytest.raises(ValidationError,
+                       match="known_sums applies to ScenarioSpec.kind='two_records'"):
         ScenarioSpec("worst_case", known_sums=True)
     with pytest.raises(ValidationError, match="non-empty sequence") as e:
         ScenarioSpec("two_records", known_sums=[], **two)

@@ -3,6 +3,7 @@ refusal before any step, and the same numbers under a tight budget."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -83,8 +84,9 @@ def test_the_steps_run_within_the_default_budget(monkeypatch, tmp_path, capsys):
     assert plan_at < first_step  # stated before the work
     assert ("memory budget 4.3 GB: 50% of the 8.0 GB available on the machine when the audit "
             "started, plus the 300.0 MB the process held then") in err[plan_at:first_step]
-    assert re.search(r"identification: at least \d+\.\d MB; the per-dataset tables of 80 "
-                     r"targets x 2 datasets", err[plan_at:first_step])
+    assert re.search(r"identification: at least \d+\.\d MB, then keeps \d+\.\d [kM]B for the "
+                     r"steps after it; the per-dataset tables of 80 targets x 2 datasets",
+                     err[plan_at:first_step])
     rows = {r["setting"]: r for r in json.loads((tmp_path / "a" / "summary.json").read_text())
             ["settings"] if r["step"] == "memory"}
     assert rows["budget"]["value"] == _memory.format_bytes(limit)
@@ -95,6 +97,8 @@ def test_the_steps_run_within_the_default_budget(monkeypatch, tmp_path, capsys):
 
 
 def test_a_step_that_cannot_fit_is_refused_before_any_work(monkeypatch, tmp_path):
+    # the kernels counted as loaded (whether an earlier test ran them does not matter)
+    monkeypatch.setattr(memory_plan, "_kernels_loaded", lambda mods: True)
     ran = []
     monkeypatch.setattr(audit_api, "_run_step", lambda *a: ran.append(a[2]))
     out = tmp_path / "a"
@@ -144,7 +148,84 @@ def test_a_withheld_step_is_not_planned():
     fixed = br.sdc(data, release, bottom_top_coding={"Income": (1000, None)})
     res = br.audit(data, fixed, known=KNOWN, settings=CHEAP, random_seed=3, progressbar=False)
     planned = set(res.plan.settings_frame().query("step == 'memory'")["setting"])
-    assert planned == {"budget", "identification"}
+    assert planned == {"budget", "identification", "least budget"}
+
+
+def test_what_earlier_steps_keep_is_planned(monkeypatch):
+    """Issue 70: each step's need was checked beside what the process held before the first
+    step, so an audit of 5,000 records under 450 MB passed the plan and was refused mid-run.
+    Worked: 1,000 B held; A needs 10 and keeps 100; B needs 50: B needs 1,150 B in all."""
+    S = memory_plan.StepMemory
+    plans = [S("a", 10.0, "", keeps=100.0), S("b", 50.0, "")]
+    assert memory_plan.least_budget(plans, 1000.0) == (1150.0, plans[1])
+    monkeypatch.setattr(memory_plan, "resident_memory", lambda: 1000)
+    budget = memory_plan.AuditBudget(1100, "given", "given with memory_limit")
+    with pytest.raises(br.ValidationError) as err:  # each need alone fits 1,100 B
+        memory_plan.check_steps(plans, budget, lambda step: f"skip {step}")
+    assert err.value.code == "MEMORY_TOO_LARGE"
+    assert ("the b step would need at least 50 B of memory beside the 1.0 kB the process "
+            "holds and the 100 B the steps before it keep") in str(err.value)
+    assert "raise the budget to at least 1.2 kB" in str(err.value)  # 1,150 B rounded up
+    memory_plan.check_steps(plans, dataclasses.replace(budget, limit=1150), str)  # fits
+
+
+def test_the_compiled_kernels_first_run_is_planned(monkeypatch):
+    # worked: nothing compiled yet: numba's compiler (70 MB) with identification's kernels
+    # (75 MB), the attribute step's 12 MB; identification's already run: the attribute's alone
+    steps = ["utility", "identification", "posterior_identification", "attribute"]
+    monkeypatch.setattr(memory_plan, "_kernels_loaded", lambda mods: False)
+    assert memory_plan._kernel_bytes(steps) == {"identification": 145e6, "attribute": 12e6}
+    monkeypatch.setattr(memory_plan, "_kernels_loaded",
+                        lambda mods: "bayes_risk.identification._kernels" in mods)
+    assert memory_plan._kernel_bytes(steps) == {"attribute": 12e6}
+
+
+def test_an_audit_the_plan_accepts_runs_to_the_end(monkeypatch):
+    """The README's audit, small (CART release; identification, attribute risk and the
+    disclosure measures), under the least budget its plan states: no step refused mid-run,
+    the same numbers as without a limit."""
+    from bayes_risk.models import CARTSynthesizer
+
+    data = br.make_ce_like(150, random_seed=1)
+    schema = br.infer_schema(data, categorical=["Urban", "Marital", "Tenure"])
+    release = CARTSynthesizer().fit(data, schema=schema, synthesized=["Tenure", "Income"],
+                                    random_seed=1).synthesize(2, random_seed=2)
+    s = br.AuditSettings(sweep=None, attribute_records=[0],
+                         skip=["utility", "posterior_identification"])
+
+    def run():
+        return br.audit(data, release, known=KNOWN, settings=s, random_seed=3,
+                        progressbar=False)
+
+    held = _memory.resident_memory()
+    free = run()
+    rows = free.plan.settings_frame().query("step == 'memory'").set_index("setting")
+    assert {"identification", "attribute", "disclosure"} <= set(rows.index)
+    least = _memory.parse_memory(rows.loc["least budget", "value"].replace(" ", ""))
+    # the same plan beside what the process holds now (the first run's result too), with
+    # 5 MB for what the inputs' checks allocate before the plan is made
+    with br.memory_limit(_memory.resident_memory() + least - held + 5 * 10**6):
+        tight = run()
+    assert [o.status for o in tight.steps] == [o.status for o in free.steps]
+    assert "failed" not in {o.status for o in tight.steps}
+    assert tight.verdict_frame().equals(free.verdict_frame())
+
+
+def test_the_steps_left_are_checked_again_before_each_step(monkeypatch, tmp_path):
+    """What a step keeps is measured before the next one starts: a step that no longer fits
+    beside it is refused before it runs, not in the middle of its work."""
+    held = iter([10**8] * 3 + [10**10] * 100)  # the plan, then 10 GB once the first step ran
+    monkeypatch.setattr(memory_plan, "resident_memory", lambda: next(held))
+    monkeypatch.setattr(memory_plan, "_kernels_loaded", lambda mods: True)
+    ran = []
+    monkeypatch.setattr(audit_api, "_run_step",
+                        lambda *a: ran.append(a[2]) or br.auditing.StepOutcome(name=a[2], status="skipped"))
+    out = tmp_path / "a"
+    with br.memory_limit("1GB"), pytest.raises(br.ValidationError) as err:
+        _audit(out=out)
+    assert err.value.code == "MEMORY_TOO_LARGE"
+    assert "checked again after the steps before it (utility)" in str(err.value)
+    assert ran == ["utility"] and not out.exists()
 
 
 def test_the_pooled_figures_hold_no_match_probabilities(monkeypatch):

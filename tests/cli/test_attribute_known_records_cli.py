@@ -86,8 +86,10 @@ def test_known_curve_cli(saved, tmp_path, capsys):
 
 @pytest.mark.parametrize("extra, needle", [
     (["--known-fraction", "1.5"], "--known-fraction must be a number in [0, 1]. Got 1.5"),
-    (["--scenario", "known-records"], "exactly one of --known-records and --known-fraction"),
-    (["--scenario", "empty", "--known-fraction", "0.5"], "apply to --scenario known-records"),
+    (["--scenario", "known-records"], "needs exactly one of --known-records (row positions or "
+     "a boolean mask) and --known-fraction"),
+    (["--scenario", "empty", "--known-fraction", "0.5"],
+     "--known-fraction applies to --scenario known-records only (--scenario empty)"),
     (["--known-curve", "0.5", "--known-fraction", "0.5"], "--known-curve sets the known"),
 ])
 def test_known_records_cli_errors(saved, tmp_path, capsys, extra, needle):

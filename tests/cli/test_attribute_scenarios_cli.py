@@ -185,7 +185,7 @@ def test_two_records_cli(saved_dpmpm, tmp_path, capsys):
     a, b = res.loglik[0][held], one.loglik[0]
     np.testing.assert_allclose(a - a.max(), b - b.max(), atol=1e-10)
     r = _cli([*base, "--scenario", "two-records", "--out", str(tmp_path / "a")], tmp_path, capsys)
-    assert r.returncode != 0 and "needs --pairs" in r.stderr
+    assert r.returncode != 0 and "two-records needs pairs (--pairs)" in r.stderr
     r = _cli([*base, "--pairs", "0:1", "--records", "0-3", "--out", str(tmp_path / "b")],
              tmp_path, capsys)
     assert r.returncode != 0 and "--records does not apply" in r.stderr

@@ -9,7 +9,8 @@ import argparse
 import pytest
 
 from bayes_risk._specs import cli_fields, spec_values
-from bayes_risk.attribute.specs import EstimatorSpec
+from bayes_risk._utility_specs import OverlapSpec, PropensitySpec
+from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
 from bayes_risk.cli import build_parser
 from bayes_risk.cli.parsers import option_names
 from bayes_risk.identification.specs import MatchSpec, PopulationSpec
@@ -17,7 +18,8 @@ from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
 #: the spec classes each sub-command builds from its options
 SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (AttackSpec, RatioSpec),
-            "attribute": (EstimatorSpec,)}
+            "attribute": (ScenarioSpec, EstimatorSpec), "utility": (PropensitySpec, OverlapSpec),
+            "audit": (PropensitySpec,)}
 
 
 def spec_fields(parser: argparse.ArgumentParser) -> dict[str, str]:
@@ -53,7 +55,8 @@ def test_spec_fields_and_parsers_agree():
     assert option_names(subs["membership"])["dcr"] == "--no-dcr"
 
 
-@pytest.mark.parametrize("spec", [MatchSpec, PopulationSpec, EstimatorSpec])
+@pytest.mark.parametrize("spec", [MatchSpec, PopulationSpec, EstimatorSpec, PropensitySpec,
+                                  OverlapSpec])
 def test_every_choice_is_a_value_of_the_field(spec):
     # the choices the option shows are the field's values with '-' for '_'
     for f, opt in cli_fields(spec):
@@ -94,3 +97,21 @@ def test_a_flag_that_sets_a_field_on():
         psis=True, khat="base")
     args = attribute.parse_args(["o.csv", "s.csv", "--out", "o"])
     assert spec_values(EstimatorSpec, vars(args)) == {}  # every field at the spec's default
+
+
+def test_the_utility_options_give_the_specs():
+    # utility: PropensitySpec and OverlapSpec; audit: PropensitySpec (its intervals' rules are
+    # AuditSettings.combining_rules)
+    subs = _subparsers()
+    args = subs["utility"].parse_args(["o.csv", "s.csv", "--pmse", "cart", "--max-order", "0",
+                                       "--formula", "y ~ x", "z ~ x", "--combining-rules",
+                                       "full-same-n", "--alpha", "0.1", "--out", "o"])
+    assert PropensitySpec(**spec_values(PropensitySpec, vars(args))) == PropensitySpec(
+        method="cart", max_order=0)
+    assert OverlapSpec(**spec_values(OverlapSpec, vars(args))) == OverlapSpec(
+        estimands=("y ~ x", "z ~ x"), rules="full-same-n", alpha=0.1)
+    args = subs["audit"].parse_args(["o.csv", "s", "--known", "a", "--pmse", "cart",
+                                     "--out", "o"])
+    assert spec_values(PropensitySpec, vars(args)) == {"method": "cart"}
+    assert option_names(subs["audit"])["PropensitySpec.max_order"] == "--max-order"
+    assert option_names(subs["utility"])["OverlapSpec.rules"] == "--combining-rules"

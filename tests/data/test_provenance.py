@@ -442,6 +442,28 @@ def test_identical_datasets_are_found_by_content(ce, release):
     assert duplicate_pairs([z1, one_cell, z2]) == []  # one cell apart: distinct
 
 
+def test_distinct_datasets_are_not_hashed_whole(monkeypatch):
+    """Datasets whose every k-th row differs are told apart by those rows alone (at 10^6
+    records the whole hash was most of the check's time); a cell outside them still makes two
+    datasets distinct, and equal ones are still found (fails on the old check: every dataset
+    hashed whole)."""
+    from bayes_risk.data import provenance
+
+    rng = np.random.default_rng(5)
+    n = 3 * provenance._SAMPLE_ROWS  # every 3rd row in the sample
+    z1 = pd.DataFrame({"a": rng.integers(0, 9, n), "x": rng.normal(size=n)})
+    z2 = z1.assign(x=rng.normal(size=n))
+    whole: list[int] = []
+    hashed = provenance._hash_cells
+    monkeypatch.setattr(provenance, "_hash_cells",
+                        lambda z: whole.append(len(z)) or hashed(z))
+    assert duplicate_pairs([z1, z2]) == []
+    assert n not in whole
+    off_sample = z1.copy()
+    off_sample.iloc[1, 1] += 1.0  # row 1: not among rows 0, 3, 6, ...
+    assert duplicate_pairs([z1, off_sample, z2, z1.copy()]) == [(0, 3)]
+
+
 @pytest.mark.parametrize("measure", ["utility", "pmse", "compare", "identification",
                                      "radius_sweep", "posterior_identification", "disclosure",
                                      "replicated_uniques", "differencing", "attribute",

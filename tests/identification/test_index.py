@@ -207,3 +207,18 @@ def test_range_count_of_wide_windows_by_hand():
         # target 0: records 1, 2 (x in [1.5, 3], y in [15, 40]); target 1: records 0, 1;
         # target 2: record 4 only (radius 0); target 3: record 5; target 4: no key group
         np.testing.assert_array_equal(counts, [2, 2, 1, 1, 0])
+
+
+def test_count_scan_with_a_nan_bound_by_hand():
+    """The count scan tests only the columns besides the one it scans, so a NaN bound on that
+    column must still match nothing (``v >= NaN`` is false): two key-less targets, one with a
+    NaN lower bound on the first column."""
+    key = np.zeros(4, dtype=np.int64)
+    vals = np.array([[1.0, 2.0, 3.0, 4.0], [10.0, 20.0, 30.0, 40.0]])
+    lo = np.array([[np.nan, 0.0], [1.5, 0.0]])
+    hi = np.array([[3.0, 99.0], [3.0, 99.0]])
+    b = TargetBounds(lo, hi, (lo + hi) / 2, (hi - lo) / 2, False, False)
+    idx = index.NumbaIndex(key, vals, 1)
+    with _scan_per_count(np.inf):
+        counts, _ = idx.match(np.zeros(2, dtype=np.int64), b, False)
+    np.testing.assert_array_equal(counts, [0, 2])

@@ -209,3 +209,22 @@ def test_missing_known_values(always_count, fallback):
                       categorical=["g"])
     assert [p[2].drop for p in probs] == [(), ("a",)]
     assert len(_compare(probs, counted_expected=True)) == 2
+
+
+def test_search_prepares_patterns_once(monkeypatch):
+    """A radius search prepares each pattern's records once for its whole grid (what no
+    radius changes), not once a grid point: m = 3, 9 grid points counted, 7 patterns."""
+    ce, zs = _ce_release(200, 3, 6)
+    monkeypatch.setattr(engine, "USE_NUMBA", True)
+    monkeypatch.setattr(patterns, "PAIRS_PER_PATTERN", -1.0)
+    made, counted = [], []
+    real, real_run = patterns._pattern_records, patterns.run_counted
+    monkeypatch.setattr(patterns, "_pattern_records", lambda *a: made.append(a[0]) or real(*a))
+    monkeypatch.setattr(evaluate, "run_counted", lambda *a: counted.append(1) or real_run(*a))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        radius_search(ce, zs, known=["Age", "Urban", "Marital", "Income"],
+                      synthesized=["Income"], categorical=["Urban", "Marital", "Tenure"],
+                      radii=[0.05, 0.3], aggregation="pooled", progressbar=False)
+    assert len(counted) == 9
+    assert sorted(made) == list(range(1, 8))

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.attribute.specs import REFIT_CACHE_HELP, REFIT_COST_HELP, EstimatorSpec
+from bayes_risk.attribute.specs import (
+    REFIT_CACHE_HELP,
+    REFIT_COST_HELP,
+    EstimatorSpec,
+    ScenarioSpec,
+)
 from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
 from bayes_risk.cli.parsers import add_spec_options
 
@@ -77,21 +82,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "such as '0:1,2:5', or a text file with one pair 'I J' (or 'I,J', 'I:J') per "
                    "line; records.csv then has one row per pair, numbered from 0 in the order "
                    "given (column 'pair'), with its record_1 and record_2")
-    p.add_argument("--known-sums", nargs="*", default=None, metavar="COL",
-                   help="with --scenario two-records: the intruder also knows the sums y_i + "
-                   "y_j of the pair's numeric synthesized columns COL (none named: every count "
-                   "and continuous one) and guesses the splits consistent with them; "
-                   "records.csv then has the sums (sum_COL) and p_true_unordered")
     p.add_argument("--known-records", default=None, metavar="RANGE|FILE",
                    help="the records the intruder knows (--scenario known-records; the target's "
                    f"own record is never among them): {RECORDS_HELP}")
-    p.add_argument("--known-fraction", type=float, default=None, metavar="F",
-                   help="instead of --known-records: the intruder knows a random share F in "
-                   "[0, 1] of the records (the first round(F n) of a random order seeded by "
-                   "--known-seed)")
-    p.add_argument("--known-seed", type=int, default=None, metavar="S",
-                   help="seed of the random order of --known-fraction and --known-curve "
-                   "(default 0; the sets of one seed are nested as the share grows)")
     p.add_argument("--known-curve", nargs="+", type=float, default=None, metavar="F",
                    help="also compute the attribute risk as the share of records the intruder "
                    "knows grows, at these shares in [0, 1] (1: the worst case; 0: no other "
@@ -100,15 +93,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="the magnitude column of the largest-value scenarios")
     p.add_argument("--upper", type=float, default=None, metavar="U",
                    help="upper end of the candidate grid [y(2), U] of the largest value (default "
-                   "1.5 times the largest value; not used by two-largest-sum)")
+                   "1.5 times the largest value; largest-value and second-largest only)")
     p.add_argument("--total-known", action="store_true",
                    help="second-largest: the intruder also knows the column total")
     p.add_argument("--delta", type=float, default=None, metavar="D",
                    help="largest-value scenarios: report the posterior probability within D times "
                    f"the largest value of it (default {DEFAULT_DELTA})")
-    p.add_argument("--known", nargs="+", default=None, metavar="COL",
-                   help="synthesized columns the intruder also knows for the target record "
-                   "(partially-known scenario)")
     p.add_argument("--known-sweep", nargs="+", default=None, metavar="COL",
                    help="also compute the attribute risk for every subset of these synthesized "
                    "columns known of each record's own values (up to --max-size, a greedy path "
@@ -118,7 +108,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--max-size", type=int, default=None, metavar="K",
                    help="largest subset size evaluated exhaustively by --known-sweep (default: "
                    "every size)")
-    add_spec_options(p, EstimatorSpec)
+    add_spec_options(p, ScenarioSpec, EstimatorSpec)
     add_run_arguments(p, "bayes_risk.cli.attribute",
                       "records.csv, summary.json and diagnostic plots",
                       dask="records", check="the release SYN or the --model", other_model=True)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from bayes_risk._utility_specs import COMBINING_RULES, RULES_HELP, PropensitySpec
 from bayes_risk.cli._common import (
     RECORDS_HELP,
     add_input_arguments,
     add_run_arguments,
     add_type_arguments,
 )
+from bayes_risk.cli.parsers import add_spec_options
 from bayes_risk.cli.parsers.attribute import REFIT_CACHE_HELP, REFIT_COST_HELP
 from bayes_risk.measures import measures
 
@@ -160,18 +162,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "(a model fitted with --records): how they were selected, 'independent' or "
                    "a rule on a record's own values such as \"Income > 150000 or Age >= 90\" "
                    "(see bayes-risk membership --help, --selection); recorded in the settings")
-    p.add_argument("--combining-rules", dest="combining_rules",
-                   choices=["auto", "partial", "full-same-n", "full-population"], default="auto",
-                   help="combining rules of the utility step's intervals (default auto: the "
-                   "generation recorded in the release's manifest, else inferred from the "
-                   "synthesized columns; see bayes-risk utility --help)")
-    p.add_argument("--pmse", dest="pmse_method", choices=["logit", "cart"], default="logit",
-                   help="propensity model of the utility step's pMSE (default logit, as "
-                   "synthpop's utility.gen; see bayes-risk utility --help)")
-    p.add_argument("--max-order", type=int, default=1, metavar="N",
-                   help="logit pMSE: 1 (default) adds every two-way interaction, 0 main effects "
-                   "only (wide tables: a design with more coefficients than records is refused, "
-                   "DESIGN_TOO_LARGE)")
+    p.add_argument("--combining-rules", choices=("auto", *COMBINING_RULES), default="auto",
+                   help=RULES_HELP + " (the utility step)")
+    add_spec_options(p, PropensitySpec)
     p.add_argument("--imputed", nargs="+", default=None, metavar="COL",
                    help="columns whose missing values the synthesizer imputed, compared on the "
                    "original's observed cells in the utility step ('none': missing values "

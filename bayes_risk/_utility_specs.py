@@ -1,0 +1,162 @@
+"""The grouped arguments of the utility measures: :class:`PropensitySpec` (the pMSE's
+propensity model) and :class:`OverlapSpec` (the interval overlap), with the combining rules
+they name (public as ``bayes_risk.utility.PropensitySpec`` ...). The module level holds the
+standard library only: the parsers read the fields, and the package ``bayes_risk.utility``
+imports its measures (numpy) when it is imported."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bayes_risk._specs import check_int, check_option, cli_option, is_number
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["PropensitySpec", "OverlapSpec", "PROPENSITY_METHODS", "COMBINING_RULES",
+           "check_rules"]
+
+#: the classifiers of ``PropensitySpec.method``
+PROPENSITY_METHODS = ("logit", "cart")
+#: the model families of ``OverlapSpec.family``
+FAMILIES = ("ols", "logit", "poisson")
+#: the combining rules by generation scheme, with the paper each follows
+COMBINING_RULES: dict[str, str] = {
+    "partial": "Reiter (2003)",
+    "full-same-n": "Raab, Nowok & Dibben (2016)",
+    "full-population": "Raghunathan, Reiter & Rubin (2003), with Reiter (2002) for T_f <= 0"}
+#: ``--combining-rules`` as the command line states it (utility and audit)
+RULES_HELP = (
+    "combining rules of the synthetic intervals: partial (Reiter 2003), full-same-n (full "
+    "synthesis of the same units; Raab, Nowok & Dibben 2016), full-population (samples from "
+    "synthetic populations; Raghunathan, Reiter & Rubin 2003). Default auto: the generation "
+    "recorded in the release's manifest, else inferred from the synthesized columns")
+
+
+def check_rules(rules: Any, name: str = "rules") -> str:
+    """``rules`` if it names a generation scheme's rules, else a ``ValidationError``."""
+    if not isinstance(rules, str) or rules not in COMBINING_RULES:
+        raise ValidationError(
+            f"{name} must be one of {', '.join(repr(r) for r in COMBINING_RULES)} (the "
+            f"generation scheme whose combining rules apply). Got {rules!r}.",
+            code="UNKNOWN_COMBINING_RULES")
+    return rules
+
+
+@dataclass(frozen=True)
+class PropensitySpec:
+    """The propensity model of the pMSE: its kind, terms, columns and fitting settings.
+
+    Parameters
+    ----------
+    method : {"logit", "cart"}
+        Logistic regression with interactions (synthpop's values), or a classification tree
+        pruned as rpart at ``cp`` (:doc:`/methods/compatibility`).
+    max_order : int
+        Interactions up to order ``max_order + 1`` (0: synthpop's ``t ~ .``; 1: ``t ~ .^2``).
+    columns : sequence of str, optional
+        Columns entering the model (default: all; synthpop's ``vars``).
+    cp, min_leaf, min_split, max_depth : CART settings (see ``method``).
+    max_iter : int
+        Maximum IRLS iterations of the logistic model.
+
+    Raises
+    ------
+    ValidationError
+        A field out of its range, named in the message.
+
+    Examples
+    --------
+    >>> PropensitySpec(method="cart", min_leaf=10).max_order
+    1
+    """
+
+    method: Literal["logit", "cart"] = field(default="logit", metadata=cli_option(
+        "--pmse", "propensity model of the pMSE (default logit: synthpop's utility.gen design)",
+        choices=PROPENSITY_METHODS))
+    max_order: int = field(default=1, metadata=cli_option(
+        "--max-order", "logit pMSE: interactions of up to N + 1 columns: 0 = main effects, 1 = "
+        "plus all two-way interactions (default 1, as synthpop's maxorder), 2 = plus three-way "
+        "...; a design with more coefficients than records is refused (DESIGN_TOO_LARGE)",
+        type=int, metavar="N"))
+    columns: Sequence[str] | None = None
+    cp: float = 1e-3
+    min_leaf: int = 5
+    min_split: int = 20
+    max_depth: int = 30
+    max_iter: int = 100
+
+    def __post_init__(self) -> None:
+        check_option(self.method, "PropensitySpec.method", PROPENSITY_METHODS, one_of=True)
+        object.__setattr__(self, "max_order",
+                           check_int(self.max_order, "PropensitySpec.max_order", 0))
+        if self.columns is not None:
+            if isinstance(self.columns, str):
+                raise ValidationError(
+                    "PropensitySpec.columns must be a sequence of column names, not a string. "
+                    f"Got {self.columns!r}.")
+            object.__setattr__(self, "columns", tuple(self.columns))
+        if not is_number(self.cp) or not self.cp >= 0:
+            raise ValidationError(f"PropensitySpec.cp must be a number >= 0. Got {self.cp!r}.")
+        object.__setattr__(self, "cp", float(self.cp))
+        for name in ("min_leaf", "min_split", "max_depth", "max_iter"):
+            object.__setattr__(self, name,
+                               check_int(getattr(self, name), f"PropensitySpec.{name}", 1))
+
+
+@dataclass(frozen=True)
+class OverlapSpec:
+    """The interval-overlap figures of :func:`utility_summary`.
+
+    Parameters
+    ----------
+    estimands : str or sequence of str, optional
+        statsmodels formulas (e.g. ``"Income ~ Age + C(Marital)"``) whose coefficients are the
+        estimands. Default: means and level proportions of the synthesized columns.
+    family : {"ols", "logit", "poisson"}
+        Model family of the formulas.
+    alpha : float
+        ``1 −`` confidence level of the intervals.
+    rules : {"auto", "partial", "full-same-n", "full-population"}
+        Combining rules of the synthetic intervals; ``"auto"``: the manifest's generation
+        scheme, else inferred from the synthesized columns.
+
+    Raises
+    ------
+    ValidationError
+        A field out of its range, named in the message.
+
+    Examples
+    --------
+    >>> OverlapSpec(estimands="Income ~ Age", alpha=0.1).estimands
+    ('Income ~ Age',)
+    """
+
+    estimands: str | Sequence[str] | None = field(default=None, metadata=cli_option(
+        "--formula", 'statsmodels formulas whose coefficients are compared, e.g. "Income ~ Age '
+        '+ C(Marital)" (default estimands: means and proportions of the synthesized columns)',
+        nargs="+", metavar="FORMULA"))
+    family: Literal["ols", "logit", "poisson"] = field(default="ols", metadata=cli_option(
+        "--family", "model family of the formulas (default ols)", choices=FAMILIES))
+    alpha: float = field(default=0.05, metadata=cli_option(
+        "--alpha", "1 - confidence level of the intervals (default 0.05)", type=float,
+        metavar="A"))
+    rules: Literal["auto", "partial", "full-same-n", "full-population"] = field(
+        default="auto", metadata=cli_option("--combining-rules", RULES_HELP,
+                                            choices=("auto", *COMBINING_RULES)))
+
+    def __post_init__(self) -> None:
+        if self.estimands is not None:
+            formulas = ((self.estimands,) if isinstance(self.estimands, str)
+                        else tuple(self.estimands))
+            for f in formulas:
+                if not isinstance(f, str):
+                    raise ValidationError(
+                        f"OverlapSpec.estimands must be formula strings. Got {f!r}.")
+            object.__setattr__(self, "estimands", formulas)
+        from bayes_risk.data.validate import check_probability
+
+        object.__setattr__(self, "alpha", check_probability(self.alpha, "OverlapSpec.alpha"))
+        check_option(self.family, "OverlapSpec.family", FAMILIES, one_of=True)
+        if self.rules != "auto":
+            check_rules(self.rules, "OverlapSpec.rules")

@@ -1,0 +1,71 @@
+"""The per-dataset run at the command line's sizes (issue 69): one replicate's index alive at a
+time while the threads match its chunks of targets, with the counts of the numpy path."""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_risk.identification import engine
+from bayes_risk.identification.api import identification_risk
+from bayes_risk.identification.specs import MatchSpec
+
+pytest.importorskip("numba")
+
+
+def _release(n: int = 2000, m: int = 4) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
+    rng = np.random.default_rng(69)
+    y = pd.DataFrame({"g": rng.integers(0, 6, n), "x": rng.lognormal(8, 1, n).round(),
+                      "w": rng.lognormal(5, 1, n).round(1)})
+    zs = [y.assign(x=(y.x * rng.lognormal(0, 0.01, n)).round(),
+                   w=(y.w * rng.lognormal(0, 0.01, n)).round(1)) for _ in range(m)]
+    return y, zs
+
+
+def _run(y: pd.DataFrame, zs: list[pd.DataFrame]):
+    return identification_risk(y, zs, known=["g", "x", "w"], synthesized=["x", "w"],
+                               categorical=["g"], aggregation="per_dataset",
+                               match=MatchSpec(radius={"x": 0.05, "w": 0.05},
+                                               radius_type="percentage"),
+                               progressbar=False)
+
+
+def test_one_replicate_index_alive_at_a_time(monkeypatch):
+    """With chunks for both threads, a run holds one replicate's index at a time (an index a
+    thread before: two at the peak), and its counts are the numpy path's (fails on the old
+    engine: two indexes alive)."""
+    y, zs = _release()
+    monkeypatch.setattr(engine, "_CHUNK_TARGETS", 100)  # 20 chunks of targets
+    monkeypatch.setattr(engine, "N_THREADS", 2)
+    live: set[int] = set()
+    most = [0]
+    built = engine.replicate_index
+
+    def counted(prep, rule, r, keep=True):
+        idx = built(prep, rule, r, keep)
+        live.add(r)
+        most[0] = max(most[0], len(live))
+        weakref.finalize(idx, live.discard, r)
+        return idx
+
+    monkeypatch.setattr(engine, "replicate_index", counted)
+    monkeypatch.setattr(engine, "USE_NUMBA", True)
+    compiled = _run(y, zs)
+    assert most[0] == 1
+    monkeypatch.setattr(engine, "USE_NUMBA", False)
+    numpy_path = _run(y, zs)
+    pd.testing.assert_frame_equal(compiled.records, numpy_path.records)
+    assert compiled.records["c"].sum() > len(y)  # windows that hold several records
+
+
+def test_record_prob_in_place_by_hand():
+    """D&R 2008 eq. 6 without population counts: 1/c where c > 0, else 0; the counts left as
+    they were (the probabilities are computed in a table of their own)."""
+    c = np.array([[0, 1], [2, 4]])
+    p, p_out = engine.record_prob(c, None)
+    np.testing.assert_array_equal(p, [[0.0, 1.0], [0.5, 0.25]])
+    np.testing.assert_array_equal(p_out, np.zeros((2, 2)))
+    np.testing.assert_array_equal(c, [[0, 1], [2, 4]])
