@@ -343,7 +343,10 @@ class SupportsOwnRecordTerm(Protocol):
 
 class SupportsPluginLoglik(Protocol):
     """A model without posterior draws that gives the likelihood of the release directly (the
-    tree synthesizers' plug-in likelihoods, methods page), with ``model_class`` and ``schema_``."""
+    tree synthesizers' plug-in likelihoods, methods page), with ``model_class`` and ``schema_``.
+    A model may also offer ``plugin_loglik_many(records, candidates, synthetic)``, the ``[R, m, G]``
+    log-likelihoods and standard errors of several records' stacked candidates at once, which the
+    attribute engine then calls once per chunk of records."""
 
     model_class: Literal["P", "O"]
     schema_: Any

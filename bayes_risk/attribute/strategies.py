@@ -57,20 +57,11 @@ class PlugIn(EstimatorStrategy):
         if labels:
             out.add_warnings(labels)
         m, g = data.m, group.n_candidates
+        pls, ses = _plugin_logliks(model, plan, group)
         for k, i in enumerate(group.pos):
             i = int(i)
-            unk, truth = group.unknown[k], group.vals[k][group.g0[k]]
-            safe = np.where(unk[:, None], truth[None, :], group.vals[k])
-            pl, se = model.plugin_loglik(
-                i, decode_values(safe, data.vary, data.schema), data.model_datasets,
-                return_se=True
-            )
-            pl, se = np.asarray(pl, dtype=np.float64), np.asarray(se, dtype=np.float64)
-            if pl.shape != (m, g) or se.shape != (m, g):
-                raise ValidationError(
-                    f"model.plugin_loglik returned shape {pl.shape}; expected ({m}, {g}).",
-                    code="MODEL_OUTPUT_INVALID"
-                )
+            unk = group.unknown[k]
+            pl, se = pls[k], ses[k]
             llk = np.where(unk, -np.inf, pl.sum(axis=0))
             out.skip(i, g)
             out.loglik[i] = llk
@@ -92,6 +83,34 @@ class PlugIn(EstimatorStrategy):
             if np.any(mc[near] > MC_SE_THRESHOLD):
                 out.flags[i].append("MC_ERROR_HIGH")
         ws.timing["model_likelihood_s"] += time.perf_counter() - t_m
+
+
+def _plugin_logliks(model: Any, plan: AttributePlan, group: CandidateGroup
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``[R, m, G]`` plug-in log-likelihoods and standard errors of the group's records: one call
+    of the model's ``plugin_loglik_many`` where it has one, else record by record."""
+    data = plan.data
+    R, m, g = group.size, data.m, group.n_candidates
+    # an unknown candidate is evaluated as the truth (then set to -inf by the caller)
+    truth = group.vals[np.arange(R), group.g0][:, None, :]
+    safe = np.where(group.unknown[:, :, None], truth, group.vals)
+    cands = decode_values(safe.reshape(R * g, -1), data.vary, data.schema)
+    many = getattr(model, "plugin_loglik_many", None)
+    if many is not None:
+        pl, se = many(group.pos, cands, data.model_datasets)
+    else:
+        res = [model.plugin_loglik(int(i), cands.iloc[k * g:(k + 1) * g].reset_index(drop=True),
+                                   data.model_datasets, return_se=True)
+               for k, i in enumerate(group.pos)]
+        pl, se = [np.stack([np.asarray(r[j], dtype=np.float64) for r in res]) if res
+                  else np.zeros((0, m, g)) for j in (0, 1)]
+    pl, se = np.asarray(pl, dtype=np.float64), np.asarray(se, dtype=np.float64)
+    if pl.shape != (R, m, g) or se.shape != (R, m, g):
+        raise ValidationError(
+            f"model.plugin_loglik returned shape {pl.shape[1:]}; expected ({m}, {g}).",
+            code="MODEL_OUTPUT_INVALID"
+        )
+    return pl, se
 
 
 class PublishedSums(NamedTuple):

@@ -50,30 +50,41 @@ def attribute_drivers(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
         truth = original[c].to_numpy()[rec]
         ok = pd.notna(truth)
         if by_record:
+            # [R, m]: each record's released values, compared element by element
             rel = np.column_stack([z[c].to_numpy()[rec] for z in datasets])
+            with np.errstate(invalid="ignore"):
+                has_true = ok & np.any(rel == truth[:, None], axis=1)
+            if c in numeric:
+                rel_num = pd.to_numeric(pd.Series(rel.ravel()), errors="coerce").to_numpy(
+                    dtype=float).reshape(rel.shape)
+            else:
+                has_alt = ok & np.any(pd.notna(rel) & (rel != truth[:, None]), axis=1)
         else:
             pooled = pd.concat([z[c] for z in datasets], ignore_index=True).dropna()
             shown = pd.unique(pooled.to_numpy())
-            shown_num = pd.to_numeric(pd.Series(shown), errors="coerce").dropna().to_numpy(float)
-        has_true = np.zeros(len(rec), dtype=bool)
-        has_alt = np.zeros(len(rec), dtype=bool)
-        for i in range(len(rec)):
-            if not ok[i]:
-                continue
-            vals = rel[i] if by_record else shown
-            has_true[i] = bool(np.any(vals == truth[i]))
-            if c in numeric:
-                grid = spec.grids.get(c, spec.default_grid)
+            has_true = np.array([bool(ok[i]) and bool(np.any(shown == truth[i]))
+                                 for i in range(len(rec))], dtype=bool)
+            if c in numeric:  # sorted once: each record's alternatives looked up, not scanned
+                shown_num = np.sort(pd.to_numeric(pd.Series(shown), errors="coerce").dropna()
+                                    .to_numpy(float))
+            else:
+                has_alt = np.array([bool(ok[i]) and any(pd.notna(v) and v != truth[i]
+                                                        for v in shown)
+                                    for i in range(len(rec))], dtype=bool)
+        if c in numeric:
+            has_alt = np.zeros(len(rec), dtype=bool)
+            grid = spec.grids.get(c, spec.default_grid)
+            for i in np.flatnonzero(ok):
                 try:
                     pts, g0 = grid_points(float(truth[i]), grid, column=c)
                 except Exception:  # a grid the step itself refused: no alternatives to count
                     continue
                 alts = np.delete(pts, g0)
-                num = (pd.to_numeric(pd.Series(vals), errors="coerce").to_numpy(dtype=float)
-                       if by_record else shown_num)
-                has_alt[i] = bool(np.isin(num, alts).any())
-            else:
-                has_alt[i] = any(pd.notna(v) and v != truth[i] for v in vals)
+                if by_record:
+                    has_alt[i] = bool(np.isin(rel_num[i], alts).any())
+                elif shown_num.size:
+                    k = np.minimum(np.searchsorted(shown_num, alts), shown_num.size - 1)
+                    has_alt[i] = bool(np.any(shown_num[k] == alts))
         any_true |= has_true
         out["columns"][c] = {"pct_true_released": float(has_true.mean() * 100),
                              "pct_alternative_released": float(has_alt.mean() * 100),

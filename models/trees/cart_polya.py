@@ -79,37 +79,50 @@ class PolyaTables:
         k = np.minimum(np.searchsorted(self.values, x), self.values.size - 1)
         return np.where(self.values[k] == x, k, -1).astype(np.int64)
 
-    def delta(self, pos: int, old_v: float, new_v: np.ndarray,
+    def delta(self, pos: np.ndarray, old_v: np.ndarray, new_v: np.ndarray,
               new_leaf: np.ndarray | None) -> np.ndarray:
-        """``[m, G]`` change of the tree's log-likelihood when the donor at ``pos`` takes value
-        ``new_v[g]`` and is routed to ``new_leaf[g]`` (``None``: its donor path)."""
-        G = new_v.size
-        old = np.flatnonzero((self.start <= pos) & (pos < self.stop))
-        d0 = old.size
+        """``[m, R·G]`` change of the tree's log-likelihood when the donor at ``pos[r]`` takes
+        value ``new_v[r·G + g]`` and is routed to ``new_leaf[r·G + g]`` (``None``: its donor
+        path), for ``R`` records of ``G`` candidates each (each record's sums are added in the
+        same order as for the record alone)."""
+        pos = np.asarray(pos, dtype=np.int64)
+        R, T = pos.size, int(np.asarray(new_v).size)
+        G = T // max(R, 1)
+        rec = np.repeat(np.arange(R, dtype=np.int64), G)
+        # each record's donor path: the nodes whose donor slice holds it, ascending
+        inside = (self.start[None, :] <= pos[:, None]) & (pos[:, None] < self.stop[None, :])
+        r_o, u_o = np.nonzero(inside)
+        d0 = inside.sum(axis=1)
+        old = np.full((R, max(int(d0.max(initial=0)), 1)), -2, dtype=np.int64)
+        old[r_o, np.arange(r_o.size) - np.repeat(np.cumsum(d0) - d0, d0)] = u_o
+        old_t = old[rec]  # (T, D); -2 pads (never a node, never an ancestor's -1 pad)
         if new_leaf is None:
-            in_new = np.ones((G, d0), dtype=bool)
+            in_new = np.ones(old_t.shape, dtype=bool)
             g_x = u_x = np.zeros(0, dtype=np.int64)
         else:
-            P = self.anc[np.asarray(new_leaf, dtype=np.int64)]  # (G, depth)
-            in_new = (P[:, :, None] == old[None, None, :]).any(axis=1)
+            P = self.anc[np.asarray(new_leaf, dtype=np.int64)]  # (T, depth)
+            in_new = (P[:, :, None] == old_t[:, None, :]).any(axis=1)
             valid = P >= 0
             Pc = np.maximum(P, 0)
-            extra = valid & ~((self.start[Pc] <= pos) & (pos < self.stop[Pc]))
+            pos_t = pos[rec][:, None]
+            extra = valid & ~((self.start[Pc] <= pos_t) & (pos_t < self.stop[Pc]))
             g_x, j_x = np.nonzero(extra)
             u_x = P[g_x, j_x]
-        g = np.concatenate([np.repeat(np.arange(G, dtype=np.int64), d0), g_x])
-        u = np.concatenate([np.tile(old, G), u_x])
-        rem = np.concatenate([np.ones(G * d0, dtype=bool), np.zeros(g_x.size, dtype=bool)])
-        add = np.concatenate([in_new.ravel(), np.ones(g_x.size, dtype=bool)])
+        g_o, j_o = np.nonzero(old_t >= 0)  # per candidate, its path's nodes ascending
+        g = np.concatenate([g_o, g_x])
+        u = np.concatenate([old_t[g_o, j_o], u_x])
+        rem = np.concatenate([np.ones(g_o.size, dtype=bool), np.zeros(g_x.size, dtype=bool)])
+        add = np.concatenate([in_new[g_o, j_o], np.ones(g_x.size, dtype=bool)])
         V, N = self.V, self.n_nodes
-        a = int(self.value_ids(np.array([old_v], dtype=np.float64))[0])
+        a = self.value_ids(np.asarray(old_v, dtype=np.float64))[rec[g]]
         b = self.value_ids(np.asarray(new_v, dtype=np.float64))[g]
         d_a = _lookup(self.d_keys, self.d_cnt, np.where(a >= 0, u * V + a, -1))
         rem &= d_a > 0  # a true value absent from the donors removes nothing
         same = rem & add & (b == a)
         keep = (rem | add) & ~same
-        g, u, rem, add, b, d_a = g[keep], u[keep], rem[keep], add[keep], b[keep], d_a[keep]
-        out = np.zeros((self.m, G))
+        g, u, rem, add, a, b, d_a = (g[keep], u[keep], rem[keep], add[keep], a[keep], b[keep],
+                                     d_a[keep])
+        out = np.zeros((self.m, T))
         if not g.size:
             return out
         d_b = _lookup(self.d_keys, self.d_cnt, np.where(b >= 0, u * V + b, -1))

@@ -27,6 +27,9 @@ from bayes_risk.models.trees.plugins._plugin_terms import (
 __all__ = ["CARTPlugin", "DonorTrees"]
 
 _CACHE_BYTES = 256 << 20  # common-random-number count matrices kept per release
+# candidate-node entries per slab of records in the batched likelihood (about 40 MB of
+# [m, entries] float arrays at m = 5)
+_SLAB_ROWS = 1 << 17
 
 
 class PluginBase:
@@ -104,20 +107,18 @@ class PluginBase:
             return (v == self.schema_[c].n_levels).astype(np.int64)
         return kind_codes(v, lay["codes"])
 
-    def _hold_missing(self, i: int, cand: dict[str, np.ndarray], columns: Sequence[str]
-                      ) -> np.ndarray:
-        """Hold record ``i``'s missing values at their kind in ``cand`` (in place); return the
-        ``[G]`` candidates that change a kind (probability 0)."""
-        G = len(cand[columns[0]]) if columns else 0
-        off = np.zeros(G, dtype=bool)
+    def _hold_missing(self, recs: np.ndarray, G: int, cand: dict[str, np.ndarray],
+                      columns: Sequence[str]) -> np.ndarray:
+        """Hold each record's missing values at their kind in ``cand`` (its ``G`` rows, in
+        place); return the ``[R·G]`` candidates that change a kind (probability 0)."""
+        off = np.zeros(recs.size * G, dtype=bool)
         for c in columns:
             if c not in self._layout:
                 continue
-            t = self._vals[c][i]
-            k_t = int(self._kinds(c, np.array([t]))[0])
+            t = np.repeat(self._vals[c][recs], G)
+            k_t = self._kinds(c, t)
             v = cand[c]
-            if k_t > 0:
-                cand[c] = v = np.where(np.isnan(v), t, v)
+            cand[c] = v = np.where((k_t > 0) & np.isnan(v), t, v)
             off |= self._kinds(c, v) != k_t
         return off
 
@@ -150,9 +151,15 @@ class PluginBase:
 
     def _candidate_values(self, i: int, candidates: pd.DataFrame) -> dict[str, np.ndarray]:
         """``_values(_candidate_rows(i, candidates))``, without data frames where possible."""
+        return self._candidate_values_many(np.array([i]), candidates)
+
+    def _candidate_values_many(self, recs: np.ndarray, candidates: pd.DataFrame
+                               ) -> dict[str, np.ndarray]:
+        """The encoded candidate rows of records ``recs``, ``len(candidates) / R`` each in
+        record order (the record's other values at the truth)."""
         self._check_varying(candidates)
-        G = len(candidates)
-        out = {c: np.full(G, self._vals[c][i]) for c in self.schema_.names}
+        G = len(candidates) // max(recs.size, 1)
+        out = {c: np.repeat(self._vals[c][recs], G) for c in self.schema_.names}
         slow = []
         for c in candidates.columns:
             v = self._fast_values(c, candidates[c].to_numpy())
@@ -160,9 +167,12 @@ class PluginBase:
                 slow.append(c)
             else:
                 out[c] = v
-        if slow:
-            rows = self._candidate_rows(i, candidates[slow])
-            out.update(self._values(rows, slow))
+        for k, i in enumerate(recs):  # the careful path: a data frame per record
+            if not slow:
+                break
+            rows = self._candidate_rows(int(i), candidates[slow].iloc[k * G:(k + 1) * G])
+            for c, v in self._values(rows, slow).items():
+                out[c][k * G:(k + 1) * G] = v
         return out
 
     def _fast_values(self, c: str, v: np.ndarray) -> np.ndarray | None:
@@ -207,21 +217,61 @@ class PluginBase:
         -------
         ndarray, shape (m, G), or (that, standard errors of the same shape)
         """
+        ll, se = self.plugin_loglik_many([record], candidates, synthetic)
+        return (ll[0], se[0]) if return_se else ll[0]
+
+    def plugin_loglik_many(self, records: Sequence[int] | np.ndarray, candidates: pd.DataFrame,
+                           synthetic: Sequence[pd.DataFrame]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`plugin_loglik` of several records at once, with the standard errors.
+
+        Parameters
+        ----------
+        records : sequence of int
+            Row positions of the ``R`` target records.
+        candidates : DataFrame
+            ``R·G`` rows: each record's ``G`` candidates in turn, in the order of ``records``.
+        synthetic : sequence of DataFrame
+            The released datasets.
+
+        Returns
+        -------
+        loglik, se : ndarray, shape (R, m, G)
+            Each record's :meth:`plugin_loglik` and its Monte Carlo standard errors (the same
+            numbers as record by record: only the loops are shared).
+        """
         self._release(synthetic)
-        i = int(record)
-        cand = self._candidate_values(i, candidates)
+        recs = np.asarray(records, dtype=np.int64).ravel()
+        if recs.size == 0 or len(candidates) % recs.size:
+            raise ValidationError(
+                f"candidates has {len(candidates)} rows; expected the same number for each of "
+                f"the {recs.size} records.", code="INVALID_ARGUMENT")
+        G = len(candidates) // recs.size
+        cand = self._candidate_values_many(recs, candidates)
         columns = list(candidates.columns)
-        off = self._hold_missing(i, cand, columns)
+        off = self._hold_missing(recs, G, cand, columns)
         if off.any():  # evaluated as the truth, then given probability 0
             for c in columns:
-                cand[c] = np.where(off, self._vals[c][i], cand[c])
-        res = self._loglik(i, cand, columns, synthetic)
-        ll, var = res if isinstance(res, tuple) else (res, np.zeros_like(res))
+                cand[c] = np.where(off, np.repeat(self._vals[c][recs], G), cand[c])
+        ll, var = self._loglik_many(recs, G, cand, columns, synthetic)
         if off.any():
-            ll, var = ll.copy(), var.copy()
             ll[:, off] = -np.inf
             var[:, off] = 0.0
-        return (ll, np.sqrt(var)) if return_se else ll
+        m = ll.shape[0]
+        return (np.moveaxis(ll.reshape(m, recs.size, G), 1, 0),
+                np.moveaxis(np.sqrt(var).reshape(m, recs.size, G), 1, 0))
+
+    def _loglik_many(self, recs: np.ndarray, G: int, cand: dict[str, np.ndarray],
+                     varying: list[str], synthetic: Sequence[pd.DataFrame]
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """``[m, R·G]`` log-likelihoods and Monte Carlo variances, record by record."""
+        out, var = [], []
+        for k, i in enumerate(recs):
+            res = self._loglik(int(i), {c: v[k * G:(k + 1) * G] for c, v in cand.items()},
+                               varying, synthetic)
+            ll, v = res if isinstance(res, tuple) else (res, np.zeros_like(res))
+            out.append(ll)
+            var.append(v)
+        return np.concatenate(out, axis=1), np.concatenate(var, axis=1)
 
     def _loglik(self, i: int, cand: dict[str, np.ndarray], varying: list[str],
                 synthetic: Sequence[pd.DataFrame]) -> np.ndarray:
@@ -544,50 +594,95 @@ class CARTPlugin(PluginBase):
                     var[g] += mc_log_var(lf[g], lf[g0], paired=bool(inside[g] == inside[g0]))
         return ell, var
 
+    def _loglik_many(self, recs: np.ndarray, G: int, cand: dict[str, np.ndarray],
+                     columns: list[str], synthetic: Sequence[pd.DataFrame]
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """``[m, R·G]`` log-likelihoods and variances; records in slabs that bound the Pólya
+        tables' ``[m, entries]`` arrays."""
+        depth = max((t.anc.shape[1] for t in self._polya_tables(synthetic).values()), default=1)
+        step = max(1, _SLAB_ROWS // max(G * depth, 1))
+        parts = [self._loglik_slab(recs[a:a + step],
+                                   {c: v[a * G:(a + step) * G] for c, v in cand.items()},
+                                   columns, synthetic)
+                 for a in range(0, recs.size, step)]
+        return (np.concatenate([p[0] for p in parts], axis=1),
+                np.concatenate([p[1] for p in parts], axis=1))
+
     def _loglik(self, i: int, cand_vals: dict[str, np.ndarray], columns: list[str],
-                synthetic: Sequence[pd.DataFrame]) -> np.ndarray:
-        syn = self.synthesizer
+                synthetic: Sequence[pd.DataFrame]) -> tuple[np.ndarray, np.ndarray]:
+        """Record ``i``'s ``[m, G]`` log-likelihoods and variances (:meth:`_loglik_many`)."""
         G = len(cand_vals[columns[0]])
-        out = np.zeros((len(synthetic), G))
-        var = np.zeros((len(synthetic), G))
+        return self._loglik_many(np.array([int(i)]), G, cand_vals, columns, synthetic)
+
+    def _loglik_slab(self, recs: np.ndarray, cand_vals: dict[str, np.ndarray],
+                     columns: list[str], synthetic: Sequence[pd.DataFrame]
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        syn = self.synthesizer
+        R = recs.size
+        T = len(cand_vals[columns[0]])
+        G = T // R
+        out = np.zeros((len(synthetic), T))
+        var = np.zeros((len(synthetic), T))
         varying = set(columns)
         # the truth among the candidates: the Monte Carlo error is that of differences from it
-        is_truth = np.ones(G, dtype=bool)
+        is_truth = np.ones(T, dtype=bool)
         for c in columns:
-            t = self._vals[c][i]
+            t = np.repeat(self._vals[c][recs], G)
             is_truth &= (cand_vals[c] == t) | (np.isnan(cand_vals[c]) & np.isnan(t))
-        g0 = int(np.argmax(is_truth)) if is_truth.any() else 0
-        # record i's donor path and the node it reaches under each candidate, per tree; none
-        # where i is no donor (the value tree of a missing value: its kind is held, so it stays
-        # out of that tree under every candidate)
-        where: dict[Any, tuple[int, list[int], np.ndarray | None]] = {}
+        g0 = np.argmax(is_truth.reshape(R, G), axis=1)
+        # each record's donor position and the node it reaches under each candidate, per tree;
+        # position -1 where it is no donor (the value tree of a missing value: its kind is held,
+        # so it stays out of that tree under every candidate)
+        where: dict[Any, tuple[np.ndarray, np.ndarray | None]] = {}
         for key, tree in self._trees.items():
-            pos = int(self._pos[key][i])
-            if pos < 0:
-                continue
-            old_nodes = np.flatnonzero((tree.node_start <= pos) & (pos < tree.node_stop)).tolist()
+            pos = self._pos[key][recs]
             new_leaf = None
             if any(p in varying for p in syn.predictors_[self._column(key)]):
-                X, codes = self._design(key, cand_vals, np.arange(G))
+                X, codes = self._design(key, cand_vals, np.arange(T))
                 new_leaf, _ = tree.route(X, codes, "climb", None)
-            where[key] = (pos, old_nodes, new_leaf)
-        # un-smoothed trees: all datasets at once (vectorised Pólya-urn differences)
+            where[key] = (pos, new_leaf)
+        # un-smoothed trees: all records and datasets at once (vectorised Pólya-urn differences)
         tables = self._polya_tables(synthetic)
         for key, tab in tables.items():
-            if key not in where:
-                continue
-            pos, _, new_leaf = where[key]
+            pos, new_leaf = where[key]
+            have = pos >= 0
+            rows = np.repeat(have, G)
+            leaf = None if new_leaf is None else new_leaf[rows]
             if isinstance(key, tuple):  # a kind tree: i's kind is held, only its path moves
                 if new_leaf is not None:
-                    k = float(self._trees[key].y_sorted[pos])
-                    out += tab.delta(pos, k, np.full(G, k), new_leaf)
+                    k = self._trees[key].y_sorted[pos[have]].astype(np.float64)
+                    out[:, rows] += tab.delta(pos[have], k, np.repeat(k, G), leaf)
             elif key in varying or new_leaf is not None:
-                out += tab.delta(pos, self._vals[key][i], cand_vals[key], new_leaf)
-        paths: dict[str, tuple[set[int], list[set[int]]]] = {}
-        for col in self._smoothed & where.keys():
-            _, old_nodes, new_leaf = where[col]
-            old = set(old_nodes)
-            paths[col] = old, (
+                out[:, rows] += tab.delta(pos[have], self._vals[key][recs[have]],
+                                          cand_vals[key][rows], leaf)
+        smoothed = [c for c in syn.visit_sequence_ if c in self._smoothed]
+        for r, i in enumerate(recs):
+            i = int(i)
+            if smoothed or not syn.records_[i]:
+                sl = slice(r * G, (r + 1) * G)
+                self._smoothed_and_as_is(i, {c: v[sl] for c, v in cand_vals.items()}, columns,
+                                         synthetic, smoothed, int(g0[r]),
+                                         {key: (int(p[r]), None if nl is None else nl[sl])
+                                          for key, (p, nl) in where.items()},
+                                         out[:, sl], var[:, sl])
+        return out, var
+
+    def _smoothed_and_as_is(self, i: int, cand_vals: dict[str, np.ndarray], columns: list[str],
+                            synthetic: Sequence[pd.DataFrame], smoothed: list[str], g0: int,
+                            where: dict[Any, tuple[int, np.ndarray | None]],
+                            out: np.ndarray, var: np.ndarray) -> None:
+        """Add record ``i``'s smoothed columns' terms and, for a record that was not replaced,
+        its released-as-is term to its ``[m, G]`` ``out`` and ``var`` (in place)."""
+        syn = self.synthesizer
+        G = out.shape[1]
+        paths: dict[str, tuple[int, set[int], list[set[int]]]] = {}
+        for col in smoothed:
+            pos, new_leaf = where[col]
+            if pos < 0:
+                continue
+            tree = self._trees[col]
+            old = set(np.flatnonzero((tree.node_start <= pos) & (pos < tree.node_stop)).tolist())
+            paths[col] = pos, old, (
                 [set(self._path(col, int(u))) for u in new_leaf] if new_leaf is not None
                 else [old] * G
             )
@@ -596,12 +691,11 @@ class CARTPlugin(PluginBase):
             for ci, col in enumerate(syn.visit_sequence_):
                 if col not in paths:
                     continue
-                old, new_paths = paths[col]
-                ell, v = self._smoothed_loglik(li, ci, col, where[col][0], old, new_paths,
+                pos, old, new_paths = paths[col]
+                ell, v = self._smoothed_loglik(li, ci, col, pos, old, new_paths,
                                                cand_vals[col], state[col], g0)
                 out[li] += ell
                 var[li] += v
             if not syn.records_[i]:  # a record that was not replaced is released as it is
                 zi = {c: v[i] for c, v in state["__values__"].items()}
                 out[li] += self._released_as_is(zi, cand_vals, columns)
-        return out, var
