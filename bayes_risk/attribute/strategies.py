@@ -50,13 +50,13 @@ class PlugIn(EstimatorStrategy):
         self, plan: AttributePlan, group: CandidateGroup, ws: Workspace, out: PartitionOutput
     ) -> None:
         t_m = time.perf_counter()
-        model, data = plan.model.model, plan.data
+        model = plan.model.model
         # the plug-in's method labels (RFPlugin: APPROXIMATE_NONPARAMETRIC) hold for every
         # record alike: result warnings, not record flags
         labels = capabilities(model).result_warnings
         if labels:
             out.add_warnings(labels)
-        m, g = data.m, group.n_candidates
+        g = group.n_candidates
         pls, ses = _plugin_logliks(model, plan, group)
         for k, i in enumerate(group.pos):
             i = int(i)
