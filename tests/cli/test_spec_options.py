@@ -8,6 +8,7 @@ import argparse
 
 import pytest
 
+from bayes_risk._sampling_spec import Sampling
 from bayes_risk._specs import cli_fields, cli_specs, spec_values
 from bayes_risk._utility_specs import OverlapSpec, PropensitySpec
 from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
@@ -20,7 +21,7 @@ from bayes_risk.membership.specs import AttackSpec, RatioSpec
 #: the spec classes each sub-command builds from its options
 SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (AttackSpec, RatioSpec),
             "attribute": (ScenarioSpec, EstimatorSpec), "utility": (PropensitySpec, OverlapSpec),
-            "audit": (AuditSettings,)}
+            "audit": (AuditSettings,), "fit": (Sampling,)}
 
 
 def spec_options(spec: type) -> dict[str, str]:
@@ -167,3 +168,13 @@ def test_a_bad_audit_setting_names_its_option(option, value, message, capsys, tm
                      option, value, "--out", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_fit_mcmc_options_give_the_sampling():
+    # Sampling declares --draws, --tune, --chains and --cores (the model's defaults when not given)
+    fit = _subparsers()["fit"]
+    args = fit.parse_args(["o.csv", "--method", "dpmpm", "--draws", "200", "--chains", "3",
+                           "--out", "o"])
+    assert spec_values(Sampling, vars(args)) == {"draws": 200, "chains": 3}
+    assert Sampling(**spec_values(Sampling, vars(args))) == Sampling(draws=200, chains=3)
+    assert option_names(fit)["Sampling.draws"] == "--draws"
