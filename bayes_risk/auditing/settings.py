@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bayes_risk._specs import as_spec, cli_option, cli_spec, is_integer
+from bayes_risk._specs import as_spec, cli_option, cli_spec, is_number
 from bayes_risk._utility_specs import (
     COMBINING_RULES,
     PROPENSITY_METHODS,
@@ -194,7 +194,7 @@ class AuditSettings:
         if self.known_fractions is not None:
             set_(self, "known_fractions", _shares(self.known_fractions))
         ng = self.ngroups_target
-        if ng is not None and (not is_integer(ng) or ng < 2):
+        if ng is not None and (not is_number(ng) or not float(ng).is_integer() or ng < 2):
             raise ValidationError(f"ngroups_target must be an integer >= 2 or None. "
                                   f"Got {ng!r}.")
 
