@@ -15,13 +15,14 @@ from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
 from bayes_risk.auditing.settings import AuditSettings
 from bayes_risk.cli import build_parser
 from bayes_risk.cli.parsers import option_names
+from bayes_risk.disclosure.specs import ExclusionSpec
 from bayes_risk.identification.specs import MatchSpec, PopulationSpec
 from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
 #: the spec classes each sub-command builds from its options
 SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (AttackSpec, RatioSpec),
             "attribute": (ScenarioSpec, EstimatorSpec), "utility": (PropensitySpec, OverlapSpec),
-            "audit": (AuditSettings,), "fit": (Sampling,)}
+            "audit": (AuditSettings,), "fit": (Sampling,), "disclosure": (ExclusionSpec,)}
 
 
 def spec_options(spec: type) -> dict[str, str]:
@@ -178,3 +179,17 @@ def test_the_fit_mcmc_options_give_the_sampling():
     assert spec_values(Sampling, vars(args)) == {"draws": 200, "chains": 3}
     assert Sampling(**spec_values(Sampling, vars(args))) == Sampling(draws=200, chains=3)
     assert option_names(fit)["Sampling.draws"] == "--draws"
+
+
+def test_the_disclosure_options_give_the_exclusions():
+    # ExclusionSpec declares synthpop's conventions; a --no-... flag turns its field off
+    disclosure = _subparsers()["disclosure"]
+    args = disclosure.parse_args(["o.csv", "s.csv", "--keys", "a", "--target", "b",
+                                  "--denom-lim", "3", "--no-keys-na", "--exclude-combination",
+                                  "a", "1", "x", "--exclude-combination", "a", "2", "y",
+                                  "--out", "o"])
+    assert ExclusionSpec(**spec_values(ExclusionSpec, vars(args))) == ExclusionSpec(
+        denom_lim=3, use_keys_na=False, exclude_combinations=[("a", "1", "x"), ("a", "2", "y")])
+    names = option_names(disclosure)
+    assert names["use_target_na"] == "--no-target-na"
+    assert names["ExclusionSpec.exclude_combinations"] == "--exclude-combination"

@@ -60,9 +60,6 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "bottom_top": ("bottom_top_coding",),
     "exclude": ("recode_exclude",),
     "radius_type": ("MatchSpec.radius_type",),
-    "denom_lim": ("ExclusionSpec.denom_lim",),
-    "not_targetlev": ("ExclusionSpec.not_targetlev",),
-    "exclude_combination": ("ExclusionSpec.exclude_combinations",),
     "targets": ("PopulationSpec.targets",),
     "method_per_column": ("SynthesisSpec.method",),
     "predictor_matrix": ("SynthesisSpec.predictor_matrix",),
@@ -81,8 +78,6 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "known_records": ("ScenarioSpec.known_records",),
     # a flag that turns a setting off: suda=False is --no-suda (arg_name)
     "no_suda": ("suda",),
-    "no_target_na": ("use_target_na", "ExclusionSpec.use_target_na"),
-    "no_keys_na": ("use_keys_na", "ExclusionSpec.use_keys_na"),
 }
 
 
