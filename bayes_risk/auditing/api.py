@@ -175,8 +175,7 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
     the plan (:class:`~bayes_risk.auditing.memory_plan.StepMemory` of each step)."""
     from bayes_risk._memory import format_bytes
     from bayes_risk.auditing import steps as st
-    from bayes_risk.auditing.memory_plan import (check_steps, least_budget, step_memory,
-                                                 total_time)
+    from bayes_risk.auditing.memory_plan import check_steps, least_budget, step_memory, total_time
     from bayes_risk.auditing.memory_plan import resident_memory as held
 
     p = ctx.plan
