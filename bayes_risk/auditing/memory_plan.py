@@ -206,7 +206,7 @@ def _step_time(ctx: Any, step: str) -> tuple[tuple[float, float] | None, str]:
         r0, r1 = int(AUDIT_REPLICATES["min_replicates"]), int(AUDIT_REPLICATES["max_replicates"])
         low, high, count = n * r0, n * r1, f"{n:,} x {r0}–{r1}"
     elif step == "attribute":
-        k = n if p.attribute_records is None else len(p.attribute_records)
+        k = _attribute_sizes(p)[0]
         low = high = k * max(len(p.synthesized), 1)
         count = f"{k:,} x {max(len(p.synthesized), 1)}"
     else:
@@ -370,6 +370,13 @@ def _pattern_note(n: int, m: int) -> str:
             "what is left, else by listing the matches")
 
 
+def _attribute_sizes(p: Any) -> tuple[int, int]:
+    """The attribute step's records and bootstrap replicates (none with a ``compat`` estimator)."""
+    est = p.given.attribute_estimator
+    B = 0 if est.compat is not None else int(est.bootstrap)
+    return (p.n_records if p.attribute_records is None else len(p.attribute_records)), B
+
+
 def _attribute_need(p: Any) -> float:
     """The least the attribute step holds: what ``attribute.evaluate.chunk_records`` checks
     before its first record, with one candidate a record (the step counts its candidate sets)
@@ -377,9 +384,7 @@ def _attribute_need(p: Any) -> float:
     ``B`` bootstrap replicates, and 2 kB of Python objects), its share of the result's tables
     (1.5 kB) and of the summary's bootstrap tables (16 ``B`` bytes), beside one record's
     working arrays."""
-    est = p.given.attribute_estimator
-    B = 0 if est.compat is not None else int(est.bootstrap)
-    n = p.n_records if p.attribute_records is None else len(p.attribute_records)
+    n, B = _attribute_sizes(p)
     per_record = 8.0 * (len(p.synthesized) + 5 + B) + 2048 + 1500 + 16.0 * B
     return n * per_record + 8.0 * (p.m + 2) * (2 + B)
 
@@ -410,9 +415,7 @@ def _attribute_kept(p: Any) -> float:
     README's audit (B = 200) at 3.6 kB a record at 20,000 records and 3.9 kB at 5,000 (less
     than :func:`_attribute_need`, which also counts what a record holds while it is
     evaluated)."""
-    est = p.given.attribute_estimator
-    B = 0 if est.compat is not None else int(est.bootstrap)
-    n = p.n_records if p.attribute_records is None else len(p.attribute_records)
+    n, B = _attribute_sizes(p)
     return n * (16.0 * B + 800.0)
 
 
