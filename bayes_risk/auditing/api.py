@@ -198,7 +198,8 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
     if took:
         _say(ctx, f"  the steps: {took}")
         p.add("memory", "expected time", took, "planned",
-              "each step's work measure at the rates measured (user guide, Memory and time)")
+              "each step's work measure at the rates measured (user guide, Memory: The expected "
+              "time)")
     least, at = least_budget(plans, held())
     if at is not None:
         why = (f"the {at.step.replace('_', ' ')} step's need beside what the process holds and "
