@@ -228,7 +228,7 @@ def _refit_time(ctx: Any) -> str:
     model's draws, is not estimated."""
     import numpy as np
 
-    from bayes_risk.attribute.cost import refit_cost
+    from bayes_risk.attribute.cost import distinct_records, refit_cost
     from bayes_risk.contract import auto_estimator
 
     model = ctx.model
@@ -245,7 +245,9 @@ def _refit_time(ctx: Any) -> str:
     # each refit appends a dataset's synthesized records, as the step's own statement counts
     sel = getattr(model, "synthesized_records_", None)
     n_syn = int(np.count_nonzero(sel)) if sel is not None else ctx.plan.n_records
-    cost = refit_cost(model, n_syn, ctx.plan.m, refit_draws=est.refit_draws)
+    first = next(iter(ctx.synthetic), None)
+    distinct = None if first is None else distinct_records(model, ctx.original, first)
+    cost = refit_cost(model, n_syn, ctx.plan.m, refit_draws=est.refit_draws, distinct=distinct)
     return f"its refits: {cost.line()}; {rest}"
 
 

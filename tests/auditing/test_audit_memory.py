@@ -314,15 +314,19 @@ def test_the_attribute_steps_refit_time_is_the_refits_own_estimate(monkeypatch):
 
     seen = {}
 
-    def fake_cost(model, n_syn, m, refit_draws=None):
-        seen.update(n_syn=n_syn, m=m)
+    def fake_cost(model, n_syn, m, refit_draws=None, distinct=None):
+        seen.update(n_syn=n_syn, m=m, distinct=distinct)
         return cost.RefitCost(m, 50.0, 900, 100, "basis", low=20.0)
 
     monkeypatch.setattr(cost, "refit_cost", fake_cost)
+    monkeypatch.setattr(cost, "distinct_records", lambda model, data, first: (26, len(first)))
     monkeypatch.setattr(contract, "auto_estimator", lambda model, augmented_given: "stabilised")
     model = SimpleNamespace(synthesized_records_=np.array([True, False, True]))
-    got = memory_plan._step_time(_time_ctx(n=3, m=2, source="model", model=model), "attribute")
-    assert seen == {"n_syn": 2, "m": 2}  # the records each refit appends: those synthesized
+    ctx = _time_ctx(n=3, m=2, source="model", model=model)
+    ctx.original, ctx.synthetic = None, [[0] * 27, [0] * 27]
+    got = memory_plan._step_time(ctx, "attribute")
+    # the records each refit appends (those synthesized) and the distinct records, as the step
+    assert seen == {"n_syn": 2, "m": 2, "distinct": (26, 27)}
     assert got == (None, "its refits: about 2 refits of the model, estimated 20–50 s on this "
                    "machine (basis); the records' evaluation depends on the model's draws and "
                    "is timed as it runs")
