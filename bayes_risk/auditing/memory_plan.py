@@ -104,11 +104,12 @@ class StepMemory:
 
 #: what a step's results hold after it, in bytes a record of the original: measured on the
 #: README's audit (``make_ce_like(n, random_seed=1)``, CART release of 3 columns, m = 5) at 5,000
-#: and 20,000 records, each the larger of the two sizes' rates, rounded up (identification: its
-#: results without pooled match probabilities, 0.8 kB a record at 5,000, measured at that size
-#: only; attribute risk's are :func:`_attribute_kept`). The steps are checked again
-#: beside what the process holds before each starts (``api._audit_steps``)
-_KEPT_PER_RECORD = {"identification": 2_000.0, "posterior_identification": 1_200.0,
+#: and 20,000 records, each the larger of the two sizes' rates, rounded up (identification,
+#: beside its kernels: its results without pooled match probabilities and what its radius
+#: search leaves held, 1.8 kB a record at 5,000, 3.3 kB at 10,000 and 3.6 kB at 20,000, where
+#: 2 kB was planned from 5,000 alone; attribute risk's are :func:`_attribute_kept`). The steps
+#: are checked again beside what the process holds before each starts (``api._audit_steps``)
+_KEPT_PER_RECORD = {"identification": 4_000.0, "posterior_identification": 1_200.0,
                     "disclosure": 500.0, "utility": 100.0}
 
 #: the compiled kernels' first run in the process: numba's compiler (about 70 MB, once for every

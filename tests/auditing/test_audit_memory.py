@@ -89,6 +89,10 @@ def test_the_steps_run_within_the_default_budget(monkeypatch, tmp_path, capsys):
                      err[plan_at:first_step])
     rows = {r["setting"]: r for r in json.loads((tmp_path / "a" / "summary.json").read_text())
             ["settings"] if r["step"] == "memory"}
+    # what identification keeps, its kernels aside: 4 kB a record (3.6 kB measured at 20,000
+    # records, where 2 kB was planned), 80 x 4,000 = 320 kB
+    monkeypatch.setattr(memory_plan, "_kernels_loaded", lambda mods: True)
+    assert memory_plan.step_memory(_plan_ctx(res), ["identification"])[0].keeps == 320_000
     assert rows["budget"]["value"] == _memory.format_bytes(limit)
     assert rows["budget"]["source"] == "default"
     assert rows["identification"]["source"] == "planned"
@@ -251,6 +255,14 @@ def test_the_pooled_figures_hold_no_match_probabilities(monkeypatch):
     assert capped.verdict_frame().equals(free.verdict_frame())
     assert pooled.headline.records.equals(free.step("identification").extra["pooled"]
                                           .headline.records)
+
+
+def _plan_ctx(res):
+    """A context of the audit ``res`` for the plan alone."""
+    from types import SimpleNamespace
+
+    data, syn = _release()
+    return SimpleNamespace(plan=res.plan, synthetic=syn.datasets, original=data, model=None)
 
 
 def _time_ctx(n=20_000, m=5, source="cart plug-in", records=None, sweep=9, model=None):
