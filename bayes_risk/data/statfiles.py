@@ -24,7 +24,7 @@ import pandas as pd
 
 from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 
-__all__ = ["FileLabels", "STAT_FORMATS", "RELEASE_FORMATS", "SPECIAL_MISSING", "LABELS_FILE",
+__all__ = ["FileLabels", "STAT_FORMATS", "RELEASE_FORMATS", "LETTER_MISSING", "LABELS_FILE",
            "file_labels", "read_stat_file", "write_stat_file", "sas_format_program"]
 
 #: extension -> name of the formats read through pyreadstat
@@ -43,9 +43,9 @@ LABELS_FILE = "file_labels.json"
 #: the missing-value code a numeric column holds for SAS's special missing values ``._``,
 #: ``.A``-``.Z`` and Stata's ``.a``-``.z`` (the letter, either case): numbers no survey variable
 #: takes, one per kind, so that the kinds stay apart as declared codes do
-SPECIAL_MISSING: dict[str, float] = {
+LETTER_MISSING: dict[str, float] = {
     "_": -1e9, **{chr(ord("a") + k): -1e9 - (k + 1) for k in range(26)}}
-_LETTER_OF = {v: k for k, v in SPECIAL_MISSING.items()}
+_LETTER_OF = {v: k for k, v in LETTER_MISSING.items()}
 
 #: SAS's own formats (no value labels): the name without its width, as pyreadstat gives it
 _SAS_BUILTIN = frozenset({
@@ -242,7 +242,7 @@ def read_stat_file(path: str | Path, *, numeric: Collection[str] = (),
     ValidationError
         ``FILE_UNREADABLE`` (damaged, truncated or not of its format), ``FILE_ENCODING``.
     SchemaError
-        ``VALUE_WITHOUT_LABEL``, ``DUPLICATE_VALUE_LABEL``, ``SPECIAL_MISSING_CODE_TAKEN``.
+        ``VALUE_WITHOUT_LABEL``, ``DUPLICATE_VALUE_LABEL``, ``LETTER_MISSING_CODE_TAKEN``.
     """
     p = Path(path)
     fmt = STAT_FORMATS[p.suffix.lower()]
@@ -463,18 +463,18 @@ def _column(p: Path, c: str, s: pd.Series, meta: Any, labels: dict[Any, str] | N
         return vals.astype("str").where(vals.notna(), None) if vals.notna().any() else \
             pd.Series(vals, dtype=object)
     # a numeric column: user-missing values stay (they are the codes); letters become codes
-    taken = [code for code in SPECIAL_MISSING.values() if (vals[present] == code).any()]
+    taken = [code for code in LETTER_MISSING.values() if (vals[present] == code).any()]
     if met_letters and taken:
         raise SchemaError(f"input file {str(p)!r}: column {c!r} holds the value {taken[0]:.0f}, "
                           "which bayes-risk uses for a special missing value (.a-.z); it "
                           "cannot keep both apart. Recode the value in the file.",
-                          code="SPECIAL_MISSING_CODE_TAKEN")
+                          code="LETTER_MISSING_CODE_TAKEN")
     out = vals.to_numpy(copy=True)
     for letter in met_letters:
-        out[(letters == letter).to_numpy()] = SPECIAL_MISSING[letter.lower()]
+        out[(letters == letter).to_numpy()] = LETTER_MISSING[letter.lower()]
     codes = sorted({float(v) for v in vals[user].unique()}
                    | {float(r["lo"]) for r in ranges if r["lo"] == r["hi"]}
-                   | {SPECIAL_MISSING[x.lower()] for x in met_letters})
+                   | {LETTER_MISSING[x.lower()] for x in met_letters})
     if codes:
         info["missing_codes"][c] = tuple(codes)
     return _like_csv(out)
@@ -611,7 +611,7 @@ def write_stat_file(df: pd.DataFrame, path: str | Path, file_format: str, *,
     missing_codes : mapping, optional
         The schema's missing-value codes of numeric columns: declared user-missing in an SPSS
         file (at most three a column), special missing values ``.a``-``.z`` in a Stata file
-        where they are those values' codes (:data:`SPECIAL_MISSING`).
+        where they are those values' codes (:data:`LETTER_MISSING`).
 
     Raises
     ------

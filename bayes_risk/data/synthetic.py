@@ -468,14 +468,14 @@ def _read_dataset(f: Path, man: dict[str, Any], p: Path) -> pd.DataFrame:
 
 def _levels_from_codes(z: pd.DataFrame, labels: dict[str, Any]) -> pd.DataFrame:
     """A transport file's codes read back as the levels the release's codebook names."""
-    from bayes_risk.data.statfiles import SPECIAL_MISSING, FileLabels
+    from bayes_risk.data.statfiles import LETTER_MISSING, FileLabels
 
     fl = FileLabels.from_dict(labels)
     for c, pairs in fl.level_codes.items():
         if c not in z.columns:
             continue
         text = c in fl.text_columns
-        back = {(str(k) if text else SPECIAL_MISSING[k.lower()] if isinstance(k, str)
+        back = {(str(k) if text else LETTER_MISSING[k.lower()] if isinstance(k, str)
                  else float(k)): lv for lv, k in pairs}
         col = z[c].astype(object) if text else pd.to_numeric(z[c], errors="coerce")
         z[c] = col.map(back).astype(object)
