@@ -99,6 +99,63 @@ def _move(codes, i, b, sign, offsets, nb, cnt, nbj, num, inv, da):  # pragma: no
             inv[b, j] = 1.0 / (da[j] + nbj[b, j])
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _class_weights(codes, i, offsets, k, occ, nb, cnt, nbj, num, inv, la, ld, lwn, w, orow,
+                   ocol):  # pragma: no cover - numba
+    """Record ``i``'s weights of the ``k`` occupied classes into ``w[:k]`` and of a new class
+    (``exp(lwn)``): returns ``(new class's weight, total)``. In probability space, in log space
+    rescaled by the largest where the product underflows (``orow``, ``ocol``: scratch)."""
+    p = codes.shape[1]
+    wn = math.exp(lwn)
+    tot = wn
+    no = 0  # the record's observed entries: their rows and columns
+    for j in range(p):
+        c = codes[i, j]
+        if c >= 0:
+            orow[no] = offsets[j] + c
+            ocol[no] = j
+            no += 1
+    for t in range(k):
+        b = occ[t]
+        v = float(nb[b])
+        for m in range(no):
+            v *= num[b, orow[m]] * inv[b, ocol[m]]
+        w[t] = v
+        tot += v
+    if not tot > 1e-280:  # underflow: the same weights from logs, rescaled
+        mx = lwn
+        for t in range(k):
+            b = occ[t]
+            v = math.log(nb[b])
+            for j in range(p):
+                c = codes[i, j]
+                if c >= 0:
+                    v += la[cnt[b, offsets[j] + c]] - ld[j, nbj[b, j]]
+            w[t] = v
+            mx = max(mx, v)
+        wn = math.exp(lwn - mx)
+        tot = wn
+        for t in range(k):
+            w[t] = math.exp(w[t] - mx)
+            tot += w[t]
+    return wn, tot
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _log_joint(k, p, occ, nb, cnt, nbj, log_i, lga, lgd, lgn):  # pragma: no cover - numba
+    """``log p(P, y)`` of the current partition (its ``k`` occupied slots ``occ[:k]``, ``p``
+    columns)."""
+    lp = log_i[k]
+    for t in range(k):
+        b = occ[t]
+        lp += lgn[nb[b]]
+        for j in range(p):
+            lp -= lgd[j, nbj[b, j]]
+        for r in range(cnt.shape[1]):
+            lp += lga[cnt[b, r]]
+    return lp
+
+
 @njit(cache=True, nogil=True)
 def _sweeps(codes, offsets, da, slot, nb, cnt, nbj, num, inv, occ, pos, la, ld, lga, lgd, lgn,
             log_i, log_new, sweeps, phase, q, lq, rows, handle):  # pragma: no cover - numba
@@ -139,38 +196,8 @@ def _sweeps(codes, offsets, da, slot, nb, cnt, nbj, num, inv, occ, pos, la, ld, 
                 if free < 0 or b0 < free:
                     free = b0
             lwn = log_i[k + 1] - log_i[k] + log_new[i]  # a new class: prior ratio × Π 1/d_j
-            wn = math.exp(lwn)
-            tot = wn
-            no = 0  # the record's observed entries: their rows and columns
-            for j in range(p):
-                c = codes[i, j]
-                if c >= 0:
-                    orow[no] = offsets[j] + c
-                    ocol[no] = j
-                    no += 1
-            for t in range(k):
-                b = occ[t]
-                v = float(nb[b])
-                for m in range(no):
-                    v *= num[b, orow[m]] * inv[b, ocol[m]]
-                w[t] = v
-                tot += v
-            if not tot > 1e-280:  # underflow: the same weights from logs, rescaled
-                mx = lwn
-                for t in range(k):
-                    b = occ[t]
-                    v = math.log(nb[b])
-                    for j in range(p):
-                        c = codes[i, j]
-                        if c >= 0:
-                            v += la[cnt[b, offsets[j] + c]] - ld[j, nbj[b, j]]
-                    w[t] = v
-                    mx = max(mx, v)
-                wn = math.exp(lwn - mx)
-                tot = wn
-                for t in range(k):
-                    w[t] = math.exp(w[t] - mx)
-                    tot += w[t]
+            wn, tot = _class_weights(codes, i, offsets, k, occ, nb, cnt, nbj, num, inv, la, ld,
+                                     lwn, w, orow, ocol)
             if free < 0:
                 return -1
             u = rng.random() * tot
@@ -220,15 +247,7 @@ def _sweeps(codes, offsets, da, slot, nb, cnt, nbj, num, inv, occ, pos, la, ld, 
             before[b1] += 1
             _move(codes, i, b1, 1, offsets, nb, cnt, nbj, num, inv, da)
         if phase == 2:
-            lp = log_i[k]
-            for t in range(k):
-                b = occ[t]
-                lp += lgn[nb[b]]
-                for j in range(p):
-                    lp -= lgd[j, nbj[b, j]]
-                for r in range(cnt.shape[1]):
-                    lp += lga[cnt[b, r]]
-            rows[s, 0] = lp
+            rows[s, 0] = _log_joint(k, p, occ, nb, cnt, nbj, log_i, lga, lgd, lgn)
             rows[s, 1] = h_sum
             rows[s, 2] = ce_sum
             rows[s, 3] = k
