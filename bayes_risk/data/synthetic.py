@@ -313,7 +313,8 @@ class SyntheticData:
             format cannot hold a dataset (nothing is written).
         """
         from bayes_risk._checksums import folder_checksums
-        from bayes_risk.data.statfiles import LABELS_FILE, RELEASE_FORMATS, sas_format_program
+        from bayes_risk.data.statfiles import LABELS_FILE, RELEASE_FORMATS
+        from bayes_risk.data.statfiles_write import sas_format_program
 
         if file_format not in RELEASE_FORMATS:
             raise ValidationError(f"file_format must be one of {', '.join(RELEASE_FORMATS)}. "
@@ -425,7 +426,7 @@ def _write_dataset(z: pd.DataFrame, f: Path, file_format: str, labels: Any,
     elif file_format == "csv":
         z.to_csv(f, index=False)
     else:
-        from bayes_risk.data.statfiles import write_stat_file
+        from bayes_risk.data.statfiles_write import write_stat_file
 
         write_stat_file(z, f, file_format, labels=labels, missing_codes=codes)
 
