@@ -11,7 +11,7 @@ import numpy as np
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.outcome import StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan
-from bayes_risk.auditing.verdicts import CAVEATS, Baseline, Verdict, _caused, _range
+from bayes_risk.auditing.verdicts import CAVEATS, Baseline, Verdict, caused, dataset_range
 
 __all__ = ["attacks_lines"]
 
@@ -68,12 +68,12 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
             + (f" (corrected for its size by {r['control_correction']:.3g})"
                if np.isfinite(r["control_correction"]) else "")
             + f"; random predicates: {int(r['n_baseline'])} of {int(r['n_attacks'])}",
-            _attack_caveats(r, ratio), spread=_range(each),
+            _attack_caveats(r, ratio), spread=dataset_range(each),
             intruder=f"holds a synthetic dataset and writes predicates on {what} that match "
             "exactly one of its rows, claiming that each isolates one person of the "
             "confidential data (anonymeter's singling-out attack)",
             threshold_name="singling_out_risk", worst_case=_ATTACKS_WORST_CASE)
-        out.append(_caused(v, *cause[mode]))
+        out.append(caused(v, *cause[mode]))
     if lk is not None:
         r = lk.headline().iloc[0]
         (ca, cb), k = lk.settings["aux_columns"], int(r["n_neighbors"])
@@ -85,15 +85,15 @@ def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
             f"{'s' if k > 1 else ''}: {int(r['n_main'])} of {int(r['n_attacks'])} of the "
             f"original, {int(r['n_control'])} of as many of the holdout, "
             f"{int(r['n_baseline'])} by random rows",
-            _attack_caveats(r, 1.0), spread=_range(each),
+            _attack_caveats(r, 1.0), spread=dataset_range(each),
             intruder=f"holds two tables about the same people, one with {', '.join(ca)}, the "
             f"other with {', '.join(cb)}, and links them through the nearest synthetic rows "
             "(anonymeter's linkability attack)",
             threshold_name="linkability_risk", worst_case=_ATTACKS_WORST_CASE)
-        out.append(_caused(v, *cause["linkability"]))
+        out.append(caused(v, *cause["linkability"]))
     inf = a.result.get("inference")
     if inf is not None:
-        out.append(_caused(_inference_line(plan, inf, a, interval), *cause["inference"]))
+        out.append(caused(_inference_line(plan, inf, a, interval), *cause["inference"]))
     return out
 
 
@@ -113,7 +113,7 @@ def _inference_line(plan: AuditPlan, inf: Any, a: StepOutcome, interval: Any) ->
         f"{r['n_control']:.4g} of {n_ctrl:.4g} of the holdout, {int(r['n_baseline'])} of "
         f"{int(r['n_attacks_baseline'])} by random synthetic values"
         + (f"; the other synthesized columns: {others}" if others else ""),
-        _attack_caveats(r, 1.0), spread=_range(inf.table.loc[inf.table["secret"] == secret,
+        _attack_caveats(r, 1.0), spread=dataset_range(inf.table.loc[inf.table["secret"] == secret,
                                                               "risk"]),
         intruder="knows every other column of a record and guesses each synthesized column "
         "as the value of the nearest synthetic row (anonymeter's inference attack; a number "

@@ -14,12 +14,12 @@ from bayes_risk.auditing.plan import AuditPlan, radius_text
 from bayes_risk.auditing.verdicts import (
     Baseline,
     Verdict,
-    _caused,
-    _caveats,
-    _mass_words,
-    _outside,
-    _pct,
-    _range,
+    caused,
+    dataset_range,
+    line_caveats,
+    mass_words,
+    outside_range,
+    pct,
 )
 
 __all__ = ["identification_lines"]
@@ -29,13 +29,13 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
     """The expected and true match rates: the worst case over the radius search, the larger of
     the pooled and per-dataset figures, each with the radius of each column that gave it."""
     th = plan.thresholds
-    iw = _caveats("identification", i.result.warnings)
+    iw = line_caveats("identification", i.result.warnings)
     pooled = i.extra["pooled"]
     n = float(pooled.result.file["n_targets"])
     m = plan.m
     src = step_file(i, "summary.json")
-    pd_figs = _id_figures(i.extra.get("sweep"), i.result, n, per_dataset=True)
-    pool_figs = _id_figures(pooled.sweep, pooled.result, n, per_dataset=False)
+    pd_figs = identification_figures(i.extra.get("sweep"), i.result, n, per_dataset=True)
+    pool_figs = identification_figures(pooled.sweep, pooled.result, n, per_dataset=False)
     convention = _convention_text(plan, i.result, pooled.result, n)
     searched = bool(plan.sweep and plan.search_columns)
     at = ", worst case over the radii" if searched else ""
@@ -45,25 +45,25 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
             (f"true match rate (correct unique matches){at}", "true_match_rate"))):
         (vp, rp, _, edge_p), (vd, rd, each, edge_d) = pool_figs[k], pd_figs[k]
         use_pooled = not vd > vp  # NaN in the per-dataset figure: the pooled one
-        vp, vd = _pct(vp), _pct(vd)
+        vp, vd = pct(vp), pct(vd)
         r_pool = f" ({radius_text(rp)})" if rp else ""
         r_per = f" ({radius_text(rd)})" if rd else ""
         detail = (f"{'larger' if use_pooled else 'smaller'}: pooled over the m = {m} "
                   f"datasets {vp:.3g} %{r_pool}; {'smaller' if use_pooled else 'larger'}: "
                   f"mean per dataset {vd:.3g} %{r_per}{convention[k]}")
-        rng = _range(each * 100, "%")
+        rng = dataset_range(each * 100, "%")
         spread = (f"pooled over the {m} datasets, no spread; {rng}" if use_pooled
                   else rng)
         value, by_regime = _identification_by_regime(vp if use_pooled else vd, each,
                                                      i.extra.get("regimes"))
-        why = _outside(vp if use_pooled else vd, each * 100,
+        why = outside_range(vp if use_pooled else vd, each * 100,
                        f"the intruder holding all {m} datasets pools them" if use_pooled
                        else "the value is the worst case over the radius search")
         codes = _search_caveats(plan, pooled.sweep if use_pooled else i.extra.get("sweep"),
                                 edge_p if use_pooled else edge_d)
         lines.append((label, value, detail + by_regime,
                       f"{spread}; {why}" if why else spread, codes, tn))
-    thr = (_pct(th.expected_match_rate), _pct(th.true_match_rate))
+    thr = (pct(th.expected_match_rate), pct(th.true_match_rate))
     if plan.identification_release_independent:
         why = (f"the intruder knows only unsynthesized columns "
                f"({', '.join(plan.known)}), which the release carries unchanged")
@@ -74,10 +74,10 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
     if i.extra.get("regimes"):  # the model's chains in different regimes: say so on the line
         iw = (*iw, "REGIMES_DISAGREE") + (
             ("RISK_BY_REGIME",) if i.extra["regimes"].get("status") == "computed" else ())
-    return [_caused(Verdict("identification", lab, v, t, "max", src, d, (*iw, *codes),
+    return [caused(Verdict("identification", lab, v, t, "max", src, d, (*iw, *codes),
                             unit="%", spread=sp, intruder=who, count_of=(int(n), "targets"),
                             threshold_name=tn, worst_case=_identification_worst_case(plan)),
-                    *cause)
+                   *cause)
             for (lab, v, d, sp, codes, tn), t in zip(lines, thr, strict=True)
             ] + _given_selection_line(plan, i, src, iw, n, cause)
 
@@ -92,7 +92,7 @@ def _given_selection_line(plan: AuditPlan, i: StepOutcome, src: str | None,
     per, pooled = g["per_dataset"], g["pooled"]
     use_pooled = not per["expected_match_rate"] > pooled["expected_match_rate"]
     both = [(f"pooled over the m = {plan.m} datasets", pooled), ("mean per dataset", per)]
-    text = "; ".join(f"{w} {_pct(f['expected_match_rate']):.3g} %"
+    text = "; ".join(f"{w} {pct(f['expected_match_rate']):.3g} %"
                      + (f" ({radius_text(f['radius'])})" if f["radius"] else "")
                      for w, f in (both if use_pooled else both[::-1]))
     sel = g["selection"]
@@ -100,12 +100,12 @@ def _given_selection_line(plan: AuditPlan, i: StepOutcome, src: str | None,
               f"({g['rule']}): {sel['n_selected']:,} of {sel['n_records']:,} records were "
               "synthesized, so a target the rule leaves unselected is matched exactly among "
               "the records released unchanged, a selected one only among the synthesized")
-    value = _pct((pooled if use_pooled else per)["expected_match_rate"])
+    value = pct((pooled if use_pooled else per)["expected_match_rate"])
     spread = (f"pooled over the {plan.m} datasets, no spread" if use_pooled
               else "mean per dataset")
-    return [_caused(Verdict(
+    return [caused(Verdict(
         "identification", "expected match rate given the selection (R)", value,
-        _pct(plan.thresholds.expected_match_rate), "max", src, detail, iw, unit="%",
+        pct(plan.thresholds.expected_match_rate), "max", src, detail, iw, unit="%",
         spread=spread,
         intruder=f"{_identification_intruder(plan)}; knows which records were selected for "
         "synthesis (the release's manifest, Hu 2019 §4.2.4)", count_of=(int(n), "targets"),
@@ -114,7 +114,7 @@ def _given_selection_line(plan: AuditPlan, i: StepOutcome, src: str | None,
         "(the synthesized records of the manifest)"), *cause)]
 
 
-def _id_figures(sweep: Any, res: Any, n: float, *, per_dataset: bool) -> list[tuple]:
+def identification_figures(sweep: Any, res: Any, n: float, *, per_dataset: bool) -> list[tuple]:
     """``(value, radii, per-dataset values, columns at the grid's edge)`` of the expected match
     rate and of the true match rate: the largest over the search, else at the radius given."""
     if sweep is None or not sweep.argmax:
@@ -149,8 +149,8 @@ def _convention_text(plan: AuditPlan, res: Any, pooled: Any, n: float) -> tuple[
     what = ("Hornby & Hu's convention, " if plan.radius_source == "default" else "the radius "
             "given, ") + radius_text(plan.radius)
     return tuple(
-        f"; beside it, at {what}: pooled {_pct(pooled.file[key] / d):.3g} %, mean per dataset "
-        f"{_pct(res.file[key] / d):.3g} % (not the worst case)"
+        f"; beside it, at {what}: pooled {pct(pooled.file[key] / d):.3g} %, mean per dataset "
+        f"{pct(res.file[key] / d):.3g} % (not the worst case)"
         for key, d in (("expected_match_risk", n), ("true_match_rate_targets", 1.0)))
 
 
@@ -212,7 +212,7 @@ def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple
             f"per dataset by the regime of its draw: {'; '.join(parts)}")
     if of_heavy is not None:  # the regime that holds the mass, with datasets of its own
         return of_heavy, (f"{head}; regime {heavy} holds the posterior mass "
-                          f"({_mass_words(reg['regimes'][heavy - 1])}): its figure is read, "
+                          f"({mass_words(reg['regimes'][heavy - 1])}): its figure is read, "
                           "the others' beside it (RISK_BY_REGIME)")
     return best, f"{head}; the larger figure is read (RISK_BY_REGIME)"
 

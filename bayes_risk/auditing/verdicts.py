@@ -70,7 +70,7 @@ CAVEATS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _caveats(kind: str, codes: Any) -> tuple[str, ...]:
+def line_caveats(kind: str, codes: Any) -> tuple[str, ...]:
     have = set(codes or ())
     return tuple(c for c in CAVEATS[kind] if c in have)
 
@@ -136,7 +136,7 @@ class Verdict:
         return name.replace(", target ", " of ")
 
 
-def _pct(x: Any) -> float:
+def pct(x: Any) -> float:
     return float(x) * 100
 
 
@@ -145,7 +145,7 @@ def _finite(values: Any) -> np.ndarray:
     return v[np.isfinite(v)]
 
 
-def _range(values: Any, unit: str = "") -> str:
+def dataset_range(values: Any, unit: str = "") -> str:
     """``"per dataset a–b"`` of the finite ``values`` (one per synthetic dataset)."""
     v = _finite(values)
     if not v.size:
@@ -154,7 +154,7 @@ def _range(values: Any, unit: str = "") -> str:
     return f"per dataset {v.min():.3g}–{v.max():.3g}{u} (min–max over {v.size})"
 
 
-def _outside(value: float, each: Any, why: str, otherwise: str = "") -> str:
+def outside_range(value: float, each: Any, why: str, otherwise: str = "") -> str:
     """Why a headline value lies outside its per-dataset range, else ``otherwise``."""
     v = _finite(each)
     if not v.size or not np.isfinite(value) or v.min() <= value <= v.max():
@@ -162,7 +162,7 @@ def _outside(value: float, each: Any, why: str, otherwise: str = "") -> str:
     return f"{'above' if value > v.max() else 'below'} every dataset's own value: {why}"
 
 
-def _caused(v: Verdict, cause: str, remedies: Sequence[str]) -> Verdict:
+def caused(v: Verdict, cause: str, remedies: Sequence[str]) -> Verdict:
     """``v`` with its cause and remedies when it is on the wrong side of its threshold."""
     if not v.exceeds or not cause:
         return v
@@ -225,20 +225,20 @@ def utility_lines(plan: AuditPlan, u: StepOutcome) -> list[Verdict | Baseline]:
     th, r = plan.thresholds, u.result
     v = Verdict("utility", "mean S_pMSE (pMSE / null expectation)",
                 float(r.pmse.mean_ratio), th.s_pmse, "max", step_file(u, "summary.json"),
-                f"{r.pmse.null} null", _caveats("s_pmse", r.pmse.warnings),
-                spread=_range(r.pmse.ratio), intruder=_NO_INTRUDER, threshold_name="s_pmse")
+                f"{r.pmse.null} null", line_caveats("s_pmse", r.pmse.warnings),
+                spread=dataset_range(r.pmse.ratio), intruder=_NO_INTRUDER, threshold_name="s_pmse")
     ov = float(r.mean_overlap)
     w = Verdict("utility", "mean confidence-interval overlap",
                 ov, th.overlap, "min", step_file(u, "overlap.csv"),
-                warnings=_caveats("overlap", r.warnings),
-                spread=_range(r.overlap_per_dataset) + "; " + _outside(
+                warnings=line_caveats("overlap", r.warnings),
+                spread=dataset_range(r.overlap_per_dataset) + "; " + outside_range(
                     ov, r.overlap_per_dataset,
                     f"the value is not their mean but the overlap of the interval combined "
                     f"over the {plan.m} datasets, centred on the mean of their estimates "
                     "(closer to the original's than one dataset's)",
                     f"the value combines the intervals of the {plan.m} datasets"),
                 intruder=_NO_INTRUDER, threshold_name="overlap")
-    return [_caused(v, *remedies.utility_cause(u)), _caused(w, *remedies.overlap_cause(u))]
+    return [caused(v, *remedies.utility_cause(u)), caused(w, *remedies.overlap_cause(u))]
 
 
 def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
@@ -265,7 +265,7 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
                             else ", given for this audit"))
     ev = replace(ev, detail=f"{_before_after(un, k)}; {ev.detail}")
     cause = remedies.attribute_cause(plan, a)
-    return [_caused(top, *cause), _caused(ev, *cause)]
+    return [caused(top, *cause), caused(ev, *cause)]
 
 
 def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
@@ -280,8 +280,8 @@ def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
     if nf:
         # the worst case for the flagged records: every one of them counted
         hit = float(un.get(key, np.nan)) * int(un.get("n_records") or n - nf)
-        bound = _pct((hit + nf) / n) if n else np.nan
-        thr = _pct(threshold)
+        bound = pct((hit + nf) / n) if n else np.nan
+        thr = pct(threshold)
         left_out = (f"; {nf} of {n} record(s) flagged and left out (unassessed: treat them as "
                     f"at risk; {counted}, the share would be {bound:.3g} %, "
                     f"{'still within' if bound <= thr else 'past'} the threshold)")
@@ -290,8 +290,8 @@ def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
     name = next((k for k in mc if k.startswith("mc_interval_")), None)
     share = mc[name].get(key) if name else None
     if share is not None and np.all(np.isfinite(np.asarray(share, dtype=float))):
-        interval = (f"{name.rsplit('_', 1)[1]} % Monte Carlo interval {_pct(share[0]):.3g}–"
-                    f"{_pct(share[1]):.3g} % (draw bootstrap, {mc['bootstrap']} replicates); ")
+        interval = (f"{name.rsplit('_', 1)[1]} % Monte Carlo interval {pct(share[0]):.3g}–"
+                    f"{pct(share[1]):.3g} % (draw bootstrap, {mc['bootstrap']} replicates); ")
     elif (a.result.settings or {}).get("estimator") == "plugin":
         # the plug-in has no posterior draws (MC_ERROR_HIGH flags records instead)
         interval = ("no posterior draws to bootstrap (plug-in likelihood of the release's "
@@ -299,20 +299,20 @@ def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
                     "MC_ERROR_HIGH); ")
     else:
         interval = "no Monte Carlo interval (no draw bootstrap kept); "
-    value, by_regime = _pct(un.get(key, np.nan)), _regime_detail(s.get("regimes"), key)
+    value, by_regime = pct(un.get(key, np.nan)), _regime_detail(s.get("regimes"), key)
     big = (s.get("regimes") or {}).get(f"largest_{key}")
     heavy = (s.get("regimes") or {}).get(f"mass_{key}")
     if heavy is not None:  # the regime that holds the posterior mass is read
-        value = _pct(heavy[key])
-    elif big is not None and not _pct(big[key]) <= value:  # the larger figure is read
-        value = _pct(big[key])
+        value = pct(heavy[key])
+    elif big is not None and not pct(big[key]) <= value:  # the larger figure is read
+        value = pct(big[key])
     extra = ("random guess "
-             f"{_pct(s.get('random_guess_baseline', np.nan)):.3g} %; " if key == "prop_top"
+             f"{pct(s.get('random_guess_baseline', np.nan)):.3g} %; " if key == "prop_top"
              else "")
-    return Verdict("attribute", measure, value, _pct(threshold), "max",
+    return Verdict("attribute", measure, value, pct(threshold), "max",
                    step_file(a, "summary.json"),
                    f"{interval}{extra}records with stable estimates{left_out}{by_regime}",
-                   _caveats("attribute", a.result.warnings), unit="%",
+                   line_caveats("attribute", a.result.warnings), unit="%",
                    spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
                    intruder=intruder, flagged=nf,
                    count_of=(int(un.get("n_records") or n - nf), "records"),
@@ -331,8 +331,8 @@ def _before_after(un: dict[str, Any], k: float) -> str:
         x = float(q.get(name, np.nan))
         return "∞ (p_true 100 %)" if x == np.inf else f"{x:.3g}"
 
-    return (f"mean p_true {_pct(un.get('mean_p_true', np.nan)):.3g} % after the release "
-            f"against {_pct(un.get('mean_prior_p_true', np.nan)):.3g} % before it (the "
+    return (f"mean p_true {pct(un.get('mean_p_true', np.nan)):.3g} % after the release "
+            f"against {pct(un.get('mean_prior_p_true', np.nan)):.3g} % before it (the "
             f"intruder's prior); Bayes factor of the true values: median {factor('50%')}, "
             f"95th percentile {factor('95%')}, largest {factor('100%')} "
             f"(1: the release tells nothing about the record; counted from {k:g}, {why})")
@@ -402,14 +402,14 @@ def _regime_detail(reg: Any, key: str = "prop_top") -> str:
         return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE) and the "
                 f"share could not be computed per regime ({reg.get('reason')}): the figure "
                 "pools regimes that disagree — refit before relying on it")
-    parts = [f"{n} {_pct(r['summary'].get(key, np.nan)):.3g} %"
+    parts = [f"{n} {pct(r['summary'].get(key, np.nan)):.3g} %"
              for n, r in zip(names, reg["regimes"], strict=True)]
     heavy = reg.get(f"mass_{key}")
     if heavy is not None:
         return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
                 f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
                 f"regime; regime {heavy['regime']} holds the posterior mass "
-                f"({_mass_words(reg['regimes'][heavy['regime'] - 1])}): its figure is read, the "
+                f"({mass_words(reg['regimes'][heavy['regime'] - 1])}): its figure is read, the "
                 "others' beside it (RISK_BY_REGIME)")
     big = reg.get(f"largest_{key}") or {}
     return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
@@ -418,7 +418,7 @@ def _regime_detail(reg: Any, key: str = "prop_top") -> str:
             + (f", regime {big['regime']}" if big else "") + ")")
 
 
-def _mass_words(regime: dict[str, Any]) -> str:
+def mass_words(regime: dict[str, Any]) -> str:
     """How much of the posterior mass the regime holds, by the bounds of the regimes' marginal
     likelihoods (``models.dpmpm.evidence``)."""
     share = (regime.get("mass_bounds") or [np.nan])[0]
@@ -449,7 +449,7 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
                   fixed_keys and t not in plan.synthesized,
                   f"neither the keys ({keys}) nor the target are synthesized: the release "
                   "shows the original's values",
-                  _caveats("DiSCO", res.warnings) + doubt((*res.keys, t)),
+                  line_caveats("DiSCO", res.warnings) + doubt((*res.keys, t)),
                   f"{who} and reads the target {t} off the release",
                   lambda res=res, t=t: remedies.disco_cause(plan, res, t))]
         # repU depends on the keys alone: one line per set of keys, not per target
@@ -467,10 +467,10 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
                 continue
             table = res.ident if name == "repU" else res.attrib
             v = Verdict("disclosure", measure, value, getattr(th, name), "max", src, unit="%",
-                        warnings=warns, spread=_range(table[name], "%"), intruder=intruder,
+                        warnings=warns, spread=dataset_range(table[name], "%"), intruder=intruder,
                         count_of=(plan.n_records, "records"), threshold_name=name,
                         worst_case=_disclosure_worst_case(plan, t, name))
-            out.append(_caused(v, *cause()))
+            out.append(caused(v, *cause()))
     base = d.extra.get("original_risk") or {}
     for i, r in enumerate(base.values(), start=1):
         sub = "original_risk" + (f"_{i}" if len(base) > 1 else "")
@@ -546,7 +546,7 @@ def membership_lines(plan: AuditPlan, mem: StepOutcome) -> list[Verdict | Baseli
            f"{st['prior']:.3g})")
     spread = ("one dataset, no spread" if m == 1 else
               f"pooled: the intruder reads all {m} datasets at once, no spread")
-    caveats = _caveats("membership", res.warnings)
+    caveats = line_caveats("membership", res.warnings)
     cause = remedies.membership_cause(plan, mem)
     adv = Verdict("membership", "membership attack's advantage over the base rate "
                   "(AUC − 0.5)", float(f["auc_advantage"]), th.membership_advantage,
@@ -557,10 +557,10 @@ def membership_lines(plan: AuditPlan, mem: StepOutcome) -> list[Verdict | Baseli
                   caveats, spread=spread, intruder=who, flagged=nf,
                   threshold_name="membership_advantage", worst_case=_MEMBERSHIP_WORST_CASE)
     share = Verdict("membership", f"share of members with P(member) > {pthr:g}",
-                    _pct(f["share_members_above"]), _pct(th.membership_share), "max", src,
+                    pct(f["share_members_above"]), pct(th.membership_share), "max", src,
                     f"{iv('share_members_above_interval', 100, ' %')}; holdout records "
-                    f"above it: {_pct(share_non):.3g} %{left_out}",
+                    f"above it: {pct(share_non):.3g} %{left_out}",
                     caveats, unit="%", spread=spread, intruder=who, flagged=nf,
                     threshold_name="membership_share", worst_case=_MEMBERSHIP_WORST_CASE)
-    return [_caused(adv, *cause), _caused(share, *cause)]
+    return [caused(adv, *cause), caused(share, *cause)]
 

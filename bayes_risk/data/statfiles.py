@@ -42,7 +42,7 @@ STAT_FORMATS = {".sav": "sav", ".zsav": "zsav", ".dta": "dta", ".sas7bdat": "sas
 #: the formats a release is written in (``--format``), with the extension of its files
 RELEASE_FORMATS = {"parquet": ".parquet", "csv": ".csv", "sav": ".sav", "zsav": ".zsav",
                    "dta": ".dta", "xpt": ".xpt"}
-_NAMES = {"sav": "an SPSS", "zsav": "an SPSS (compressed)", "dta": "a Stata",
+FORMAT_NAMES = {"sav": "an SPSS", "zsav": "an SPSS (compressed)", "dta": "a Stata",
           "sas7bdat": "a SAS", "xpt": "a SAS transport"}
 #: the key of a table's :class:`FileLabels` in ``DataFrame.attrs``
 ATTRS_KEY = "bayes_risk.file_labels"
@@ -54,7 +54,7 @@ LABELS_FILE = "file_labels.json"
 #: takes, one per kind, so that the kinds stay apart as declared codes do
 LETTER_MISSING: dict[str, float] = {
     "_": -1e9, **{chr(ord("a") + k): -1e9 - (k + 1) for k in range(26)}}
-_LETTER_OF = {v: k for k, v in LETTER_MISSING.items()}
+LETTER_OF = {v: k for k, v in LETTER_MISSING.items()}
 
 #: SAS's own formats (no value labels): the name without its width, as pyreadstat gives it
 _SAS_BUILTIN = frozenset({
@@ -212,13 +212,13 @@ def file_labels(df: pd.DataFrame) -> FileLabels | None:
         return None
 
 
-def _pyreadstat() -> Any:
+def load_pyreadstat() -> Any:
     import pyreadstat
 
     return pyreadstat
 
 
-def _errors(prs: Any) -> tuple[type[BaseException], ...]:
+def pyreadstat_errors(prs: Any) -> tuple[type[BaseException], ...]:
     return (prs.ReadstatError, prs.PyreadstatError, ValueError, OSError, UnicodeError)
 
 
@@ -255,14 +255,14 @@ def read_stat_file(path: str | Path, *, numeric: Collection[str] = (),
     """
     p = Path(path)
     fmt = STAT_FORMATS[p.suffix.lower()]
-    prs = _pyreadstat()
+    prs = load_pyreadstat()
     read = {"sav": prs.read_sav, "zsav": prs.read_sav, "dta": prs.read_dta,
             "sas7bdat": prs.read_sas7bdat, "xpt": prs.read_xport}[fmt]
     # pyreadstat's transport reader has no user_missing: .A-.Z are read as empty there
     kw: dict[str, Any] = {} if fmt == "xpt" else {"user_missing": True}
     try:
         raw, meta = read(str(p), **kw)
-    except _errors(prs) as err:
+    except pyreadstat_errors(prs) as err:
         if "encoding" in str(err):  # ReadStat's iconv refused a text (a label, most often)
             raise ValidationError(
                 f"input file {str(p)!r} holds text that is not in the encoding it declares "
@@ -270,8 +270,8 @@ def read_stat_file(path: str | Path, *, numeric: Collection[str] = (),
                 "encoding (SPSS: Unicode mode; Stata: unicode translate).",
                 code="FILE_ENCODING") from err
         raise ValidationError(
-            f"could not read {str(p)!r} as {_NAMES[fmt]} file ({err}): it is damaged or "
-            f"truncated, or not {_NAMES[fmt]} file under another extension. Export it again "
+            f"could not read {str(p)!r} as {FORMAT_NAMES[fmt]} file ({err}): it is damaged or "
+            f"truncated, or not {FORMAT_NAMES[fmt]} file under another extension. Export it again "
             "from the software that wrote it.", code="FILE_UNREADABLE") from err
     _check_encoding(p, read, raw, meta, kw)
     sets, sas_formats = _label_sets(p, fmt, meta, prs)
@@ -316,7 +316,7 @@ def _check_encoding(p: Path, read: Any, raw: pd.DataFrame, meta: Any,
         return
     try:
         raw2, _ = read(str(p), encoding="LATIN1", usecols=strings, **kw)
-    except _errors(_pyreadstat()):  # read as declared a moment ago: not expected
+    except pyreadstat_errors(load_pyreadstat()):  # read as declared a moment ago: not expected
         return
 
     def bad(ours: str, as_bytes: str) -> bool:
@@ -359,7 +359,7 @@ def _label_sets(p: Path, fmt: str, meta: Any, prs: Any
             try:
                 _, cat = prs.read_sas7bcat(str(catalog))
                 found = {str(k).upper(): dict(v) for k, v in (cat.value_labels or {}).items()}
-            except _errors(prs) as err:
+            except pyreadstat_errors(prs) as err:
                 raise ValidationError(f"could not read the SAS format catalog {str(catalog)!r} "
                                       f"beside {str(p)!r} ({err}); export it again, or remove it "
                                       "to read the codes as they are.",
@@ -391,7 +391,7 @@ def _label_sets(p: Path, fmt: str, meta: Any, prs: Any
     return sets, names
 
 
-def _as_text(v: Any) -> str:
+def code_text(v: Any) -> str:
     """A code as text: ``8`` for 8.0, ``.a`` for a special missing value."""
     if isinstance(v, str):
         return f".{v}" if len(v) == 1 and (v.isalpha() or v == "_") else v
@@ -516,7 +516,7 @@ def _labelled(p: Path, c: str, vals: pd.Series, letters: pd.Series, user: pd.Ser
     seen = pd.unique(vals[present].to_numpy())
     unlabelled = [v for v in seen if key(v) not in lab]
     if unlabelled:
-        shown = ", ".join(_as_text(v) for v in unlabelled[:5])
+        shown = ", ".join(code_text(v) for v in unlabelled[:5])
         more = f" and {len(unlabelled) - 5} more" if len(unlabelled) > 5 else ""
         n = int(vals[present].isin(unlabelled).sum())
         raise SchemaError(
@@ -529,7 +529,7 @@ def _labelled(p: Path, c: str, vals: pd.Series, letters: pd.Series, user: pd.Ser
            + [str(v) for v in pd.unique(letters.dropna().to_numpy())])
     missing_keys += [k for k in met if k not in lab and k not in missing_keys]
     def text(k: Any) -> str:  # an unlabelled code's level: a text code as it is
-        return str(k) if is_text else _as_text(k)
+        return str(k) if is_text else code_text(k)
 
     levels = [lab[k] for k in valid] + [lab.get(k, text(k)) for k in missing_keys]
     dup = pd.Series(levels)[pd.Series(levels).duplicated()].tolist()

@@ -16,12 +16,12 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.statfiles import (
-    _LETTER_OF,
-    _NAMES,
+    FORMAT_NAMES,
+    LETTER_OF,
     FileLabels,
-    _as_text,
-    _errors,
-    _pyreadstat,
+    code_text,
+    load_pyreadstat,
+    pyreadstat_errors,
 )
 from bayes_risk.exceptions import ValidationError
 
@@ -56,7 +56,7 @@ def write_stat_file(df: pd.DataFrame, path: str | Path, file_format: str, *,
     ValidationError
         ``FORMAT_CANNOT_HOLD``: a value, name or declaration the format cannot hold.
     """
-    prs = _pyreadstat()
+    prs = load_pyreadstat()
     lab = labels or FileLabels(file_format=file_format)
     codes = {str(c): tuple(v) for c, v in (missing_codes or {}).items()}
     for c, v in lab.missing_codes.items():
@@ -93,7 +93,7 @@ def write_stat_file(df: pd.DataFrame, path: str | Path, file_format: str, *,
         if letters and file_format != "dta":
             raise ValidationError(
                 f"{where}column {c!r} holds special missing values "
-                f"({', '.join('.' + x for x in letters)}), which {_NAMES[file_format]} file "
+                f"({', '.join('.' + x for x in letters)}), which {FORMAT_NAMES[file_format]} file "
                 "cannot hold (pyreadstat writes them to Stata files only); write --format dta, "
                 "or parquet.", code="FORMAT_CANNOT_HOLD")
         if "_" in letters:
@@ -107,8 +107,8 @@ def write_stat_file(df: pd.DataFrame, path: str | Path, file_format: str, *,
         if not spss and ranges and all(isinstance(r, dict) for r in ranges):
             raise ValidationError(
                 f"{where}column {c!r} has the SPSS user-missing values {_ranges_text(ranges)}, "
-                f"which {_NAMES[file_format]} file cannot declare: they would be read back as "
-                "values. Write --format sav (or zsav), or parquet.", code="FORMAT_CANNOT_HOLD")
+                f"which {FORMAT_NAMES[file_format]} file cannot declare: they would be read back "
+                "as values. Write --format sav (or zsav), or parquet.", code="FORMAT_CANNOT_HOLD")
         sets = lab.value_labels.get(c)
         if sets and file_format in ("sav", "zsav", "dta") and not (file_format == "dta" and text):
             value_labels[c] = {(_stata_code(k) if file_format == "dta" else k): v
@@ -120,7 +120,7 @@ def write_stat_file(df: pd.DataFrame, path: str | Path, file_format: str, *,
             if ranges and all(isinstance(r, dict) for r in ranges):
                 declared[c] = [dict(r) for r in ranges]
             elif codes.get(c) and not text:
-                declared[c] = [float(x) for x in codes[c] if x not in _LETTER_OF][:3]
+                declared[c] = [float(x) for x in codes[c] if x not in LETTER_OF][:3]
     frame = pd.DataFrame(out, index=pd.RangeIndex(len(df)))
     names = {c: v for c, v in lab.variable_labels.items() if c in frame.columns}
     try:
@@ -142,17 +142,17 @@ def write_stat_file(df: pd.DataFrame, path: str | Path, file_format: str, *,
         else:
             raise ValidationError(f"file_format must be one of sav, zsav, dta, xpt. Got "
                                   f"{file_format!r}.", code="UNSUPPORTED_FILE_TYPE")
-    except _errors(prs) as err:
+    except pyreadstat_errors(prs) as err:
         if isinstance(err, ValidationError):
             raise
-        raise ValidationError(f"{where}the table cannot be written as {_NAMES[file_format]} "
+        raise ValidationError(f"{where}the table cannot be written as {FORMAT_NAMES[file_format]} "
                               f"file: {err}. Write another format (parquet keeps everything).",
                               code="FORMAT_CANNOT_HOLD") from err
 
 
 def _ranges_text(ranges: Sequence[Mapping[str, Any]]) -> str:
-    return ", ".join(_as_text(r["lo"]) if r["lo"] == r["hi"] else
-                     f"{_as_text(r['lo'])} to {_as_text(r['hi'])}" for r in ranges)
+    return ", ".join(code_text(r["lo"]) if r["lo"] == r["hi"] else
+                     f"{code_text(r['lo'])} to {code_text(r['hi'])}" for r in ranges)
 
 
 def _where(file_format: str) -> str:
@@ -206,14 +206,14 @@ def _level_codes(s: pd.Series, codes: dict[Any, Any], c: str, text: bool,
 def _numbers(s: pd.Series, codes: Sequence[float]) -> tuple[pd.Series, list[str]]:
     """A numeric column, the codes of special missing values as their letters."""
     vals = pd.to_numeric(s, errors="coerce").astype(np.float64)
-    special = [x for x in codes if x in _LETTER_OF and bool((vals == x).any())]
+    special = [x for x in codes if x in LETTER_OF and bool((vals == x).any())]
     if not special:
         return vals, []
     out = pd.Series(vals.to_numpy(dtype=object), dtype=object)
     for x in special:
-        out[(vals == x).to_numpy()] = _LETTER_OF[x]
+        out[(vals == x).to_numpy()] = LETTER_OF[x]
     out[vals.isna().to_numpy()] = None
-    return out, sorted(_LETTER_OF[x] for x in special)
+    return out, sorted(LETTER_OF[x] for x in special)
 
 
 def sas_format_program(labels: FileLabels, columns: Sequence[str]) -> str:
@@ -261,4 +261,4 @@ def _sas_literal(k: Any, text: bool) -> str:
         return "'" + str(k).replace("'", "''") + "'"
     if isinstance(k, str):
         return f".{k.upper()}"
-    return _as_text(k)
+    return code_text(k)
