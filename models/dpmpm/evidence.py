@@ -100,45 +100,25 @@ def _move(codes, i, b, sign, offsets, nb, cnt, nbj, num, inv, da):  # pragma: no
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _class_weights(codes, i, offsets, k, occ, nb, cnt, nbj, num, inv, la, ld, lwn, w, orow,
-                   ocol):  # pragma: no cover - numba
-    """Record ``i``'s weights of the ``k`` occupied classes into ``w[:k]`` and of a new class
-    (``exp(lwn)``): returns ``(new class's weight, total)``. In probability space, in log space
-    rescaled by the largest where the product underflows (``orow``, ``ocol``: scratch)."""
-    p = codes.shape[1]
-    wn = math.exp(lwn)
-    tot = wn
-    no = 0  # the record's observed entries: their rows and columns
-    for j in range(p):
-        c = codes[i, j]
-        if c >= 0:
-            orow[no] = offsets[j] + c
-            ocol[no] = j
-            no += 1
+def _relation_terms(w, tot, pn, k, occ, before, lq_i, free):  # pragma: no cover - numba
+    """Record ``i``'s terms of phase 2: ``H_i``, the entropy of its relation to the records
+    before it in the sweep (the classes holding none of them and a new class are one outcome,
+    their total probability), and ``E[-log q_i(slot_i)]`` under its weights ``w[:k] / tot``
+    (a new class ``pn``, at slot ``free``)."""
+    h = 0.0
+    ce = -pn * lq_i[free]
+    later = pn
     for t in range(k):
-        b = occ[t]
-        v = float(nb[b])
-        for m in range(no):
-            v *= num[b, orow[m]] * inv[b, ocol[m]]
-        w[t] = v
-        tot += v
-    if not tot > 1e-280:  # underflow: the same weights from logs, rescaled
-        mx = lwn
-        for t in range(k):
-            b = occ[t]
-            v = math.log(nb[b])
-            for j in range(p):
-                c = codes[i, j]
-                if c >= 0:
-                    v += la[cnt[b, offsets[j] + c]] - ld[j, nbj[b, j]]
-            w[t] = v
-            mx = max(mx, v)
-        wn = math.exp(lwn - mx)
-        tot = wn
-        for t in range(k):
-            w[t] = math.exp(w[t] - mx)
-            tot += w[t]
-    return wn, tot
+        pt = w[t] / tot
+        ce -= pt * lq_i[occ[t]]
+        if before[occ[t]] > 0:
+            if pt > 0.0:
+                h -= pt * math.log(pt)
+        else:
+            later += pt
+    if later > 0.0:
+        h -= later * math.log(later)
+    return h, ce
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -196,8 +176,38 @@ def _sweeps(codes, offsets, da, slot, nb, cnt, nbj, num, inv, occ, pos, la, ld, 
                 if free < 0 or b0 < free:
                     free = b0
             lwn = log_i[k + 1] - log_i[k] + log_new[i]  # a new class: prior ratio × Π 1/d_j
-            wn, tot = _class_weights(codes, i, offsets, k, occ, nb, cnt, nbj, num, inv, la, ld,
-                                     lwn, w, orow, ocol)
+            wn = math.exp(lwn)
+            tot = wn
+            no = 0  # the record's observed entries: their rows and columns
+            for j in range(p):
+                c = codes[i, j]
+                if c >= 0:
+                    orow[no] = offsets[j] + c
+                    ocol[no] = j
+                    no += 1
+            for t in range(k):
+                b = occ[t]
+                v = float(nb[b])
+                for m in range(no):
+                    v *= num[b, orow[m]] * inv[b, ocol[m]]
+                w[t] = v
+                tot += v
+            if not tot > 1e-280:  # underflow: the same weights from logs, rescaled
+                mx = lwn
+                for t in range(k):
+                    b = occ[t]
+                    v = math.log(nb[b])
+                    for j in range(p):
+                        c = codes[i, j]
+                        if c >= 0:
+                            v += la[cnt[b, offsets[j] + c]] - ld[j, nbj[b, j]]
+                    w[t] = v
+                    mx = max(mx, v)
+                wn = math.exp(lwn - mx)
+                tot = wn
+                for t in range(k):
+                    w[t] = math.exp(w[t] - mx)
+                    tot += w[t]
             if free < 0:
                 return -1
             u = rng.random() * tot
@@ -214,21 +224,7 @@ def _sweeps(codes, offsets, da, slot, nb, cnt, nbj, num, inv, occ, pos, la, ld, 
                     q[i, occ[t]] += w[t] / tot
                 q[i, free] += pn
             elif phase == 2:
-                # the entropy of i's relation to the records before it: the classes holding
-                # none of them and a new class are one outcome (their total probability)
-                h = 0.0
-                ce = -pn * lq[i, free]
-                later = pn
-                for t in range(k):
-                    pt = w[t] / tot
-                    ce -= pt * lq[i, occ[t]]
-                    if before[occ[t]] > 0:
-                        if pt > 0.0:
-                            h -= pt * math.log(pt)
-                    else:
-                        later += pt
-                if later > 0.0:
-                    h -= later * math.log(later)
+                h, ce = _relation_terms(w, tot, pn, k, occ, before, lq[i], free)
                 h_sum += h
                 ce_sum += ce
             if new >= 0:
