@@ -11,7 +11,7 @@ import numpy as np
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.outcome import StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan
-from bayes_risk.auditing.verdicts import CAVEATS, Baseline, Verdict, caused, dataset_range
+from bayes_risk.auditing.verdict_base import CAVEATS, Baseline, Verdict, caused, dataset_range
 
 __all__ = ["attacks_lines"]
 

@@ -11,7 +11,7 @@ import numpy as np
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.outcome import StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan, radius_text
-from bayes_risk.auditing.verdicts import (
+from bayes_risk.auditing.verdict_base import (
     Baseline,
     Verdict,
     caused,

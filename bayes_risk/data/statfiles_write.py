@@ -1,7 +1,7 @@
 """SAS, Stata and SPSS files written with the value labels, missing-value declarations and
 variable labels of a table read from one (:doc:`/user_guide/data`, Files from SAS, Stata and
-SPSS), and the SAS program that attaches a release's formats. Reading, and what both sides
-share (:class:`~bayes_risk.data.statfiles.FileLabels`), are in :mod:`bayes_risk.data.statfiles`.
+SPSS), and the SAS program that attaches a release's formats. Reading is
+:mod:`bayes_risk.data.statfiles`; what both share, :mod:`bayes_risk.data.statfiles_labels`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.statfiles import (
+from bayes_risk.data.statfiles_labels import (
     FORMAT_NAMES,
     LETTER_OF,
     FileLabels,
