@@ -293,7 +293,7 @@ class PyMCSynthesizer(BayesianSynthesizer):
     def _as_datatree(self, posterior: Any, schema: Schema) -> xr.DataTree:
         """``posterior`` as a DataTree; arrays given by name have the dimensions of the model's
         free variables of those names after ``(chain, draw)`` (or ``(draw,)``)."""
-        from bayes_risk.models._bayesian.io import as_datatree
+        from bayes_risk.models._bayesian.adoption import as_datatree
 
         ev: dict[str, int] = {}
         if isinstance(posterior, Mapping):
