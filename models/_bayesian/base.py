@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-import warnings
 from abc import ABCMeta, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -31,7 +30,6 @@ from bayes_risk.exceptions import (
     NotFittedError,
     SchemaError,
     ValidationError,
-    keyboard_interrupts,
 )
 from bayes_risk.models._bayesian import convergence_report
 from bayes_risk.models._bayesian.adoption import as_datatree
@@ -43,16 +41,12 @@ from bayes_risk.models._bayesian.records import (
     synthesized_part,
 )
 from bayes_risk.models._bayesian.sampling import (
-    InterruptGuard,
     Sampling,
-    _plain_bar,
-    chain_seeds,
-    check_complete,
     fold_sampling,
     moved_keywords,
     resolve_sampling,
 )
-from bayes_risk.models._bayesian.timing import DrawClock, record_fit_time, record_sweep_time
+from bayes_risk.models._bayesian.timing import record_fit_time
 from bayes_risk.models.base import (
     BaseSynthesizer,
     synthesized_columns,
@@ -672,76 +666,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self._set_fitted(posterior, schema, n_records, data=data, synthesized_records=flags,
                          check_convergence=state is None)
         return self
-
-    def _chain_seeds(self, random_seed: RandomSeed) -> list[int]:
-        """Check the MCMC settings; one integer seed per chain drawn from ``random_seed``."""
-        self._check_mcmc_settings()
-        return chain_seeds(random_seed, int(self.resolved_sampling.chains))
-
-    def _run_sampler(self, model: Any, *, step: Any = None, random_seed: RandomSeed = None,
-                     **sample_kwargs: Any) -> xr.DataTree:
-        """``pm.sample`` on ``model`` with this object's settings, the warm-up draws dropped."""
-        import pymc as pm
-
-        seeds = self._chain_seeds(random_seed)
-        run = self.resolved_sampling
-        kwargs: dict[str, Any] = dict(
-            draws=int(self._run_settings()["draws"]),
-            tune=int(run.tune),
-            chains=int(run.chains),
-            cores=run.cores,
-            random_seed=seeds,
-            progressbar=bool(self.progressbar),
-            quiet=not bool(self.progressbar),
-            compute_convergence_checks=False,
-            discard_tuned_samples=False,
-            model=model,
-        )
-        if step is not None:
-            kwargs["step"] = step
-        kwargs.update(sample_kwargs)
-        bar = _plain_bar(kwargs)
-        with warnings.catch_warnings(), InterruptGuard() as guard, bar:
-            # PyMC's own short-chain message; convergence is reported by convergence_summary().
-            warnings.filterwarnings("ignore", message=".*samples per chain.*")
-            # the steady time per draw, without the chains' one-off start
-            # (bayes_risk.attribute.cost)
-            clock = DrawClock(kwargs.get("callback"))
-            kwargs["callback"] = guard.callback(clock)
-            try:
-                with keyboard_interrupts(lambda: guard.interrupted):  # in a compiled step
-                    dt = pm.sample(**kwargs)
-            except KeyError as err:
-                # PyMC interrupted during tuning fails while assembling the empty trace
-                raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
-        if guard.interrupted:
-            raise KeyboardInterrupt("sampling interrupted")
-        check_complete(dt, int(run.chains), int(self._run_settings()["draws"]))
-        cores, chains = kwargs["cores"], int(kwargs["chains"])
-        cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
-        record_sweep_time(dt, clock.seconds_per_draw(), min(cores, chains) if cores > 1 else 1)
-        if "warmup_posterior" in dt.children:
-            del dt["warmup_posterior"]
-        if "observed_data" in dt.children:
-            del dt["observed_data"]
-        return dt
-
-    def _run_gibbs(self, step: Any, layout: Any, *, random_seed: RandomSeed = None,
-                   **extension: Any) -> xr.DataTree:
-        """``_run_sampler`` for one Gibbs step run in a plain loop (``_bayesian.gibbs``)."""
-        from bayes_risk.models._bayesian.gibbs import sample_gibbs
-
-        seeds = self._chain_seeds(random_seed)
-        run = self.resolved_sampling
-        # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)
-        with InterruptGuard() as guard, keyboard_interrupts(lambda: guard.interrupted):
-            dt = sample_gibbs(step, layout, seeds=seeds, tune=run.tune,
-                              draws=int(self._run_settings()["draws"]),
-                              chains=run.chains, cores=run.cores,
-                              progressbar=bool(self.progressbar), stop=lambda: guard.interrupted,
-                              **extension)
-        check_complete(dt, int(run.chains), int(self._run_settings()["draws"]))
-        return dt
 
     def _identity(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """What :func:`bayes_risk.data.provenance.model_id` hashes."""

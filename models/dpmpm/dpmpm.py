@@ -29,7 +29,7 @@ from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.convergence import round_verdict
 from bayes_risk.models._bayesian.convergence_report import check_convergence, mcmc_run
 from bayes_risk.models._bayesian.records import check_synthesized_records
-from bayes_risk.models._bayesian.sampling import Sampling
+from bayes_risk.models._bayesian.sampling import Sampling, model_seeds, run_gibbs, run_pymc
 from bayes_risk.models._bayesian.starts import chain_starts
 from bayes_risk.models._bayesian.timing import record_fit_time
 from bayes_risk.models.base import FittedAttribute
@@ -364,7 +364,7 @@ class DPMPM(BayesianSynthesizer):
             dt = self._gibbs_posterior(codes, d, seed, check=check)
         else:
             model = self._build_model(codes, d, transforms=True)
-            dt = self._run_sampler(model, random_seed=seed)
+            dt = run_pymc(self, model, random_seed=seed)
         self.warnings_ = []
         self._set_fitted(dt, schema, len(data), data=data, synthesized_records=flags,
                          check_convergence=False)
@@ -395,7 +395,7 @@ class DPMPM(BayesianSynthesizer):
         record_regime_evidence(self.posterior_, codes, d,
                                alpha_prior=tuple(float(x) for x in self.alpha_prior),
                                dirichlet_prior=float(self.dirichlet_prior),
-                               random_seed=self._chain_seeds(seed))
+                               random_seed=model_seeds(self, seed))
 
     def _gibbs_posterior(
         self,
@@ -436,7 +436,7 @@ class DPMPM(BayesianSynthesizer):
             pm_model = self._build_model(codes, d, transforms=False)
             step = pymc_step([pm_model.rvs_to_values[v] for v in pm_model.free_RVs],
                              model=pm_model, **settings)
-            dt = self._run_sampler(pm_model, step=[step], random_seed=random_seed)
+            dt = run_pymc(self, pm_model, step=[step], random_seed=random_seed)
             record_starts(dt, kinds, chains)
             return dt
         layout = gibbs_layout(self.n_components, d)
@@ -446,7 +446,7 @@ class DPMPM(BayesianSynthesizer):
             from bayes_risk.models.dpmpm.tempering import TemperedLadder
 
             step = TemperedLadder(step, T)
-        dt = self._run_gibbs(step, layout, random_seed=random_seed,
+        dt = run_gibbs(self, step, layout, random_seed=random_seed,
                               max_sweeps=(int(self._run_settings()["max_sweeps"])
                                           if check is not None else 0),
                               check=check)
