@@ -125,9 +125,11 @@ def _check_version(p: Path, meta: dict[str, Any], layout: Layout, method: str) -
         text = (f"{p} was written by a newer bayes-risk (format version {version}); upgrade "
                 "bayes-risk to read it.")
     else:
+        read = (f"format version {FORMAT_VERSION} only" if layout.oldest == FORMAT_VERSION
+                else f"format versions {layout.oldest} to {FORMAT_VERSION}")
         text = (f"{p} is a saved {method!r} synthesizer of format version {version!r}; this "
-                f"bayes-risk reads format version {FORMAT_VERSION} only. Use the bayes-risk "
-                "release that wrote it, or fit the synthesizer again.")
+                f"bayes-risk reads {read}. Use the bayes-risk release that wrote it, or fit the "
+                "synthesizer again.")
     raise ValidationError(text, code="MODEL_FORMAT_VERSION")
 
 
@@ -265,7 +267,7 @@ def save_bayesian(model: Any, path: str | os.PathLike[str]) -> Path:
     fields = {
         "settings": model._json_settings(),
         "schema": model.schema_.to_dict(),
-        "n_records": int(model._n_records),
+        "n_records": model.n_records,
         "n_draws": model.n_draws,
         "draw_order": "chain-major: h = chain * draws_per_chain + draw",
         "synthesized_records": None if flags is None else

@@ -551,6 +551,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             Each with ``code`` (e.g. ``"RHAT_HIGH"``, ``"TRUNCATION_TOO_SMALL"``),
             ``quantities``, ``checks`` (the failed checks) and ``message``.
         """
+        self._check_fitted()
         return convergence_report.mcmc_warnings(self)
 
     def convergence_summary(self) -> dict[str, Any]:
@@ -573,6 +574,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         >>> import arviz as az  # doctest: +SKIP
         >>> az.summary(model.posterior_, group="label_invariant")  # doctest: +SKIP
         """
+        self._check_fitted()
         return convergence_report.convergence_summary(self)
 
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -45,8 +45,8 @@ def label_invariant(model: Any, *, refresh: bool = False) -> Any:
 
 
 def check_convergence(model: Any, *, warn: bool = False) -> pd.DataFrame:
-    """R-hat and ESS of the diagnosed quantities; ``warn``: one warning per failed code."""
-    model._check_fitted()
+    """R-hat and ESS of the diagnosed quantities of fitted ``model``; ``warn``: one warning
+    per failed code."""
     df = convergence_table(label_invariant(model, refresh=True), ess_min(model))
     df.attrs["mcmc_run"] = mcmc_run(model)
     if warn:
@@ -138,10 +138,9 @@ def convergence_warnings(model: Any, df: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def mcmc_warnings(model: Any) -> list[dict[str, Any]]:
-    """Structured MCMC warnings of ``model``: :meth:`BayesianSynthesizer.mcmc_warnings`."""
+    """Structured MCMC warnings of fitted ``model``: :meth:`BayesianSynthesizer.mcmc_warnings`."""
     from bayes_risk.warning_codes import message
 
-    model._check_fitted()
     if model.convergence_ is None:
         model.convergence_ = check_convergence(model, warn=False)
     out = convergence_warnings(model, model.convergence_)

@@ -279,8 +279,9 @@ def run_pymc(model: Any, pm_model: Any, *, step: Any = None, random_seed: Random
 
     seeds = model_seeds(model, random_seed)
     run = model.resolved_sampling
+    draws = int(model._run_settings()["draws"])
     kwargs: dict[str, Any] = dict(
-        draws=int(model._run_settings()["draws"]),
+        draws=draws,
         tune=int(run.tune),
         chains=int(run.chains),
         cores=run.cores,
@@ -310,7 +311,7 @@ def run_pymc(model: Any, pm_model: Any, *, step: Any = None, random_seed: Random
             raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
     if guard.interrupted:
         raise KeyboardInterrupt("sampling interrupted")
-    check_complete(dt, int(run.chains), int(model._run_settings()["draws"]))
+    check_complete(dt, int(run.chains), draws)
     cores, chains = kwargs["cores"], int(kwargs["chains"])
     cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
     record_sweep_time(dt, clock.seconds_per_draw(), min(cores, chains) if cores > 1 else 1)
@@ -328,12 +329,12 @@ def run_gibbs(model: Any, step: Any, layout: Any, *, random_seed: RandomSeed = N
 
     seeds = model_seeds(model, random_seed)
     run = model.resolved_sampling
+    draws = int(model._run_settings()["draws"])
     # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)
     with InterruptGuard() as guard, keyboard_interrupts(lambda: guard.interrupted):
-        dt = sample_gibbs(step, layout, seeds=seeds, tune=run.tune,
-                          draws=int(model._run_settings()["draws"]),
+        dt = sample_gibbs(step, layout, seeds=seeds, tune=run.tune, draws=draws,
                           chains=run.chains, cores=run.cores,
                           progressbar=bool(model.progressbar), stop=lambda: guard.interrupted,
                           **extension)
-    check_complete(dt, int(run.chains), int(model._run_settings()["draws"]))
+    check_complete(dt, int(run.chains), draws)
     return dt

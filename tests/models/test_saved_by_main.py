@@ -4,6 +4,8 @@ with the current code and give the same numbers (written at main's e52a0609: see
 
 from __future__ import annotations
 
+import json
+import shutil
 import warnings
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bayes_risk.exceptions import ValidationError
 from bayes_risk.models import load_model
 
 SAVED = Path(__file__).parent / "saved_by_main"
@@ -39,3 +42,21 @@ def test_dpmpm_saved_by_main_has_the_same_likelihoods():
     # bit-identical: the draws are read back as written
     np.testing.assert_array_equal(model.record_loglik(data),
                                   np.load(SAVED / "dpmpm_record_loglik.npy"))
+
+
+@pytest.mark.parametrize(("folder", "version", "says"), [
+    ("dpmpm", "one", "reads format versions 0 to 1"),  # not a number: was a bare ValueError
+    ("dpmpm", 2, "newer bayes-risk"),
+    ("cart", 2, "newer bayes-risk"),
+    ("cart", 0, "reads format version 1 only"),
+])
+def test_format_version_checked_alike_for_every_family(tmp_path, folder, version, says):
+    # one check for every family: the version a folder records, before its checksums
+    shutil.copytree(SAVED / folder, tmp_path / folder)
+    f = tmp_path / folder / "model.json"
+    meta = json.loads(f.read_text(encoding="utf-8"))
+    meta["format_version"] = version
+    f.write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(ValidationError, match=says) as err:
+        load_model(tmp_path / folder)
+    assert err.value.code == "MODEL_FORMAT_VERSION"
