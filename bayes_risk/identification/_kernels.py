@@ -456,13 +456,18 @@ def dominance_counts(gstart, slot, is_point, yr, zr):
                             cnt[k] += added - _fenwick_prefix(tree, 0, zr[k] + 1)
                     tmp[o] = k
                     o += 1
-                for i2 in range(s, m):  # the tree emptied for the next pair of halves
-                    k = idx[i2]
-                    if is_point[k]:  # _fenwick_add's walk, subtracting
-                        r = zr[k] + 1
-                        while r <= P:
-                            tree[r - 1] -= 1
-                            r += r & (-r)
+                # the tree emptied for the next pair of halves: zeroed whole where the left
+                # half's points hold a large share of it (the upper levels), else walked back
+                if 16 * added >= P:
+                    tree[:P] = 0
+                else:
+                    for i2 in range(s, m):
+                        k = idx[i2]
+                        if is_point[k]:  # _fenwick_add's walk, subtracting
+                            r = zr[k] + 1
+                            while r <= P:
+                                tree[r - 1] -= 1
+                                r += r & (-r)
                 for o2 in range(s, z):
                     idx[o2] = tmp[o2]
             w *= 2
