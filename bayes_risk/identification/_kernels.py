@@ -475,6 +475,25 @@ def dominance_counts(gstart, slot, is_point, yr, zr):
 
 
 @_nb.njit(cache=True, nogil=True)
+def _walk_groups(order, tg, gstart, v, bound, ptr, out):
+    """``out[t]``: the first record of target ``t``'s group ``tg[t]`` (``-1``: none, left
+    alone) with ``v >= bound[t]``, ``v`` sorted in each group ``gstart[g]:gstart[g + 1]``:
+    the targets taken in ``order`` (ascending ``bound``) and each group's records walked once
+    (``ptr``: the walks' places). O(N + P)."""
+    for g in range(ptr.shape[0]):
+        ptr[g] = gstart[g]
+    for i in range(order.shape[0]):
+        t = order[i]
+        g = tg[t]
+        if g >= 0:
+            p = ptr[g]
+            while p < gstart[g + 1] and v[p] < bound[t]:
+                p += 1
+            ptr[g] = p
+            out[t] = p
+
+
+@_nb.njit(cache=True, nogil=True)
 def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, torder, olo,
                    ohi, oylo, has_y):
     """The records of every target's key group inside its window (:mod:`.patterns`), from
@@ -496,30 +515,15 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
     out = np.zeros(N, dtype=np.int64)
     e_lo = np.zeros(N, dtype=np.int64)
     e_hi = np.zeros(N, dtype=np.int64)
-    # the first record of the group at or above each bound: the targets in the bound's order
-    # and each group's records walked once (a binary search per target reads the records out
-    # of order, which costs more than the count itself at 10^5 records)
-    ptr = gstart[:G].copy()
-    for i in range(N):
-        t = olo[i]
-        g = tg[t]
-        if g >= 0:
-            p = ptr[g]
-            while p < gstart[g + 1] and arank[p] < qlo[t]:
-                p += 1
-            ptr[g] = e_lo[t] = p
-    ptr[:] = gstart[:G]
-    for i in range(N):
-        t = ohi[i]
-        g = tg[t]
-        if g >= 0:
-            p = ptr[g]
-            while p < gstart[g + 1] and arank[p] < qhi[t]:
-                p += 1
-            ptr[g] = p
-            e_hi[t] = max(p, e_lo[t])
+    # the first record of the group at or above each bound, by walks over the groups (a
+    # binary search per target reads the records out of order: at 10^5 records it took
+    # nearly as long as the count itself)
+    ptr = np.empty(G, dtype=np.int64)
+    _walk_groups(olo, tg, gstart, arank, qlo, ptr, e_lo)
+    _walk_groups(ohi, tg, gstart, arank, qhi, ptr, e_hi)
     nq = 0
     for t in range(N):
+        e_hi[t] = max(e_hi[t], e_lo[t])
         if e_hi[t] > e_lo[t]:  # only a target of a group has e_hi > 0
             if not has_y:
                 out[t] = e_hi[t] - e_lo[t]
@@ -528,17 +532,11 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
     if not has_y or nq == 0:
         return out
     # z rank: the group's records whose smallest value is below ylo, less one
-    zq = np.empty(N, dtype=np.int64)
-    ptr[:] = gstart[:G]
-    for i in range(N):
-        t = oylo[i]
-        if e_hi[t] > e_lo[t]:
-            g = tg[t]
-            p = ptr[g]
-            while p < gstart[g + 1] and mns[p] < ylo[t]:
-                p += 1
-            ptr[g] = p
-            zq[t] = p - gstart[g] - 1
+    zq = np.zeros(N, dtype=np.int64)
+    _walk_groups(oylo, tg, gstart, mns, ylo, ptr, zq)
+    for t in range(N):
+        if tg[t] >= 0:
+            zq[t] -= gstart[tg[t]] + 1
     # slots: group g's ns_g distinct values and the group's end, numbered from sbase[g]
     sbase = np.zeros(G + 1, dtype=np.int64)
     for g in range(G):
