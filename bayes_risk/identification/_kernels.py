@@ -401,19 +401,24 @@ def dominance_counts(gstart, slot, is_point, yr, zr):
     """For every query element ``q`` the points ``p`` of its segment with ``slot[p] <
     slot[q]``, ``yr[p] < yr[q]`` and ``zr[p] > zr[q]`` (offline 3-D dominance count by
     bottom-up divide and conquer over the slots, a Fenwick tree over ``zr``): segments
-    ``gstart[g]:gstart[g + 1]``, each sorted by (slot, yr), slots from 0 in a segment and
-    ``yr``/``zr`` distinct ranks in ``0..L-1``. O(L log S log L) for ``L`` elements in ``S``
-    slots; the pooled match-pattern counts (:mod:`.patterns`)."""
+    ``gstart[g]:gstart[g + 1]``, each sorted by (slot, yr), slots from 0 in a segment,
+    ``yr`` distinct ranks, and ``zr`` a point's rank among its segment's points (``0..P-1``
+    for ``P`` points; a query's in ``-1..P-1``). The tree spans one segment's points, so that
+    it stays in the processor's cache as the segments grow. O(L log S log P) for ``L``
+    elements in ``S`` slots; the pooled match-pattern counts (:mod:`.patterns`)."""
     L = is_point.shape[0]
     cnt = np.zeros(L, dtype=np.int64)
     idx = np.arange(L)
     tmp = np.empty(L, dtype=np.int64)
-    tree = np.zeros(L, dtype=np.int64)
+    tree = np.zeros(L, dtype=np.int32)  # counts below 2^31: half the cache of int64
     for g in range(gstart.shape[0] - 1):
         b = gstart[g]
         e = gstart[g + 1]
         if e - b < 2:
             continue
+        P = 0
+        for k in range(b, e):
+            P += is_point[k]
         ns = slot[e - 1] + 1
         sst = np.empty(ns + 1, dtype=np.int64)  # first element of every slot
         k = b
@@ -442,7 +447,7 @@ def dominance_counts(gstart, slot, is_point, yr, zr):
                         k = idx[i]
                         i += 1
                         if is_point[k]:
-                            _fenwick_add(tree, 0, L, zr[k])
+                            _fenwick_add(tree, 0, P, zr[k])
                             added += 1
                     else:
                         k = idx[j]
@@ -451,13 +456,18 @@ def dominance_counts(gstart, slot, is_point, yr, zr):
                             cnt[k] += added - _fenwick_prefix(tree, 0, zr[k] + 1)
                     tmp[o] = k
                     o += 1
-                for i2 in range(s, m):  # the tree emptied for the next pair of halves
-                    k = idx[i2]
-                    if is_point[k]:  # _fenwick_add's walk, subtracting
-                        r = zr[k] + 1
-                        while r <= L:
-                            tree[r - 1] -= 1
-                            r += r & (-r)
+                # the tree emptied for the next pair of halves: zeroed whole where the left
+                # half's points hold a large share of it (the upper levels), else walked back
+                if 16 * added >= P:
+                    tree[:P] = 0
+                else:
+                    for i2 in range(s, m):
+                        k = idx[i2]
+                        if is_point[k]:  # _fenwick_add's walk, subtracting
+                            r = zr[k] + 1
+                            while r <= P:
+                                tree[r - 1] -= 1
+                                r += r & (-r)
                 for o2 in range(s, z):
                     idx[o2] = tmp[o2]
             w *= 2
@@ -465,52 +475,68 @@ def dominance_counts(gstart, slot, is_point, yr, zr):
 
 
 @_nb.njit(cache=True, nogil=True)
-def _lower_bound(v, lo, hi, x):
-    """The first position of ``v[lo:hi]`` (sorted) not below ``x`` (``hi`` if none)."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if v[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+def _walk_groups(order, tg, gstart, v, bound, ptr, out):
+    """``out[t]``: the first record of target ``t``'s group ``tg[t]`` (``-1``: none, left
+    alone) with ``v >= bound[t]``, ``v`` sorted in each group ``gstart[g]:gstart[g + 1]``:
+    the targets taken in ``order`` (ascending ``bound``) and each group's records walked once
+    (``ptr``: the walks' places). O(N + P)."""
+    for g in range(ptr.shape[0]):
+        ptr[g] = gstart[g]
+    for i in range(order.shape[0]):
+        t = order[i]
+        g = tg[t]
+        if g >= 0:
+            p = ptr[g]
+            while p < gstart[g + 1] and v[p] < bound[t]:
+                p += 1
+            ptr[g] = p
+            out[t] = p
 
 
 @_nb.njit(cache=True, nogil=True)
-def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, torder, has_y):
+def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, torder, olo,
+                   ohi, oylo, has_y):
     """The records of every target's key group inside its window (:mod:`.patterns`), from
     one pattern's records prepared once for every radius: ``gstart`` the key groups' first
     records, each group sorted by (``arank``, ``mxr``); ``arank`` the rank of the
     unsynthesized radius value, ``slot`` its distinct values' index in the group; ``mxr`` the
     rank of the largest synthesized value over the pattern's datasets, ``mnz`` the smallest
-    one's place in ``mns`` (those ranks, sorted). A target of group ``tg`` (``-1``: none)
-    counts the records with ``qlo <= arank < qhi``, ``mxr < yhi`` and smallest rank ``>=
-    ylo`` (``has_y`` false: the first two only), as the difference of two prefix queries of
-    :func:`dominance_counts`: each prefix a slot, its y rank ``2 yhi`` against the records'
-    ``2 mxr + 1`` (no ties), its z rank the number of records below ``ylo`` less one. ``torder``:
-    the targets by ``yhi``, so that the queries are bucketed by slot already in y order.
-    O(N log P) for the windows and O(L) to lay the elements out, besides the count."""
+    one's place in its group's slice of ``mns`` (those ranks, sorted in each group). A target
+    of group ``tg`` (``-1``: none) counts the records with ``qlo <= arank < qhi``, ``mxr <
+    yhi`` and smallest rank ``>= ylo`` (``has_y`` false: the first two only), as the
+    difference of two prefix queries of :func:`dominance_counts`: each prefix a slot, its y
+    rank ``2 yhi`` against the records' ``2 mxr + 1`` (no ties), its z rank the number of its
+    group's records below ``ylo`` less one. ``torder``, ``olo``, ``ohi``, ``oylo``: the
+    targets by ``yhi``, ``qlo``, ``qhi`` and ``ylo``, so that the queries are bucketed by slot
+    already in y order and each bound is found by one walk over each group's records. O(N +
+    L) to lay the ``L`` elements out, besides the count."""
     N = tg.shape[0]
     G = gstart.shape[0] - 1
     out = np.zeros(N, dtype=np.int64)
-    e_lo = np.empty(N, dtype=np.int64)
-    e_hi = np.empty(N, dtype=np.int64)
+    e_lo = np.zeros(N, dtype=np.int64)
+    e_hi = np.zeros(N, dtype=np.int64)
+    # the first record of the group at or above each bound, by walks over the groups (a
+    # binary search per target reads the records out of order: at 10^5 records it took
+    # nearly as long as the count itself)
+    ptr = np.empty(G, dtype=np.int64)
+    _walk_groups(olo, tg, gstart, arank, qlo, ptr, e_lo)
+    _walk_groups(ohi, tg, gstart, arank, qhi, ptr, e_hi)
     nq = 0
     for t in range(N):
-        g = tg[t]
-        e_lo[t] = e_hi[t] = 0
-        if g < 0:
-            continue
-        b = gstart[g]
-        e_lo[t] = _lower_bound(arank, b, gstart[g + 1], qlo[t])
-        e_hi[t] = _lower_bound(arank, e_lo[t], gstart[g + 1], qhi[t])
-        if e_hi[t] > e_lo[t]:
+        e_hi[t] = max(e_hi[t], e_lo[t])
+        if e_hi[t] > e_lo[t]:  # only a target of a group has e_hi > 0
             if not has_y:
                 out[t] = e_hi[t] - e_lo[t]
             else:
-                nq += 1 + (e_lo[t] > b)
+                nq += 1 + (e_lo[t] > gstart[tg[t]])
     if not has_y or nq == 0:
         return out
+    # z rank: the group's records whose smallest value is below ylo, less one
+    zq = np.zeros(N, dtype=np.int64)
+    _walk_groups(oylo, tg, gstart, mns, ylo, ptr, zq)
+    for t in range(N):
+        if tg[t] >= 0:
+            zq[t] -= gstart[tg[t]] + 1
     # slots: group g's ns_g distinct values and the group's end, numbered from sbase[g]
     sbase = np.zeros(G + 1, dtype=np.int64)
     for g in range(G):
@@ -572,8 +598,7 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
                     t = abs(qt[qi]) - 1
                     m_point[o] = False
                     m_yr[o] = 2 * yhi[t]
-                    # z rank one below the first record's whose smallest value is not below ylo
-                    m_zr[o] = _lower_bound(mns, 0, P, ylo[t]) - 1
+                    m_zr[o] = zq[t]
                     m_q[o] = qt[qi]
                     qi += 1
                 m_slot[o] = s

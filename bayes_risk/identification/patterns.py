@@ -94,8 +94,8 @@ class _PatternRecords(NamedTuple):
     of :func:`._kernels.pattern_counts`): ``uk`` the exact keys they hold, ``gstart`` each key
     group's first record, the groups sorted by (``arank``, ``mxr``); ``slot`` the index of the
     record's unsynthesized value among the group's; ``mxr`` the rank of its largest
-    synthesized value over the pattern's datasets, ``mnz`` its smallest one's place in
-    ``mns``, those ranks sorted."""
+    synthesized value over the pattern's datasets, ``mnz`` its smallest one's place in its
+    group's slice of ``mns``, those ranks sorted in each group."""
 
     uk: np.ndarray
     gstart: np.ndarray
@@ -147,16 +147,18 @@ def _pattern_records(S: int, keys: np.ndarray, ranks: _Ranks) -> _PatternRecords
     new[1:] = (gp[1:] != gp[:-1]) | (av[1:] != av[:-1])
     distinct = np.cumsum(new) - 1
     slot = (distinct - distinct[gstart[gp]]).astype(np.int32) if pts.size else zero
-    zo = np.argsort(mn, kind="stable")
+    # the smallest values ranked inside each key group: the count's Fenwick tree then spans
+    # one group, not every record
+    zo = np.lexsort((mn, gp))
     mnz = np.empty(pts.size, dtype=np.int32)
-    mnz[zo] = np.arange(pts.size, dtype=np.int32)
+    mnz[zo] = np.arange(pts.size, dtype=np.int32) - gstart[gp[zo]]
     return _PatternRecords(uk, gstart.astype(np.int64), av, slot, mx, mnz, mn[zo])
 
 
 def _windows(ranks: _Ranks, b: TargetBounds) -> tuple[np.ndarray, ...]:
     """The targets' windows ``b`` as ranks: ``qlo <= arank < qhi`` on the unsynthesized
     column, largest rank ``< yhi`` and smallest ``>= ylo`` on the synthesized one, and the
-    targets in ``yhi`` order."""
+    targets in the order of ``yhi``, ``qlo``, ``qhi`` and ``ylo``, for every pattern."""
     N = b.lo.shape[0]
     if ranks.ua is None:
         qlo, qhi = np.zeros(N, dtype=np.int64), np.ones(N, dtype=np.int64)
@@ -169,7 +171,8 @@ def _windows(ranks: _Ranks, b: TargetBounds) -> tuple[np.ndarray, ...]:
         j = 0 if ranks.ua is None else 1
         yhi = np.searchsorted(ranks.uy, _order_keys(b.hi[:, j]), side="right")
         ylo = np.searchsorted(ranks.uy, _order_keys(b.lo[:, j]), side="left")
-    return qlo, qhi, yhi, ylo, np.argsort(yhi, kind="stable")
+    order = [np.argsort(v, kind="stable") for v in (yhi, qlo, qhi, ylo)]
+    return qlo, qhi, yhi, ylo, *order
 
 
 def _counts(rec: _PatternRecords, tkey: np.ndarray, windows: tuple[np.ndarray, ...],

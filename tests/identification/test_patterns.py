@@ -228,3 +228,43 @@ def test_search_prepares_patterns_once(monkeypatch):
                       radii=[0.05, 0.3], aggregation="pooled", progressbar=False)
     assert len(counted) == 9
     assert sorted(made) == list(range(1, 8))
+
+
+def _brute_superset(S, keys, a, y, tkey, lo, hi):
+    """``N_t(⊇S)`` by its definition, every (target, record) pair tested."""
+    ls = [r for r in range(keys.shape[0]) if S >> r & 1]
+    with np.errstate(invalid="ignore"):
+        ok = (tkey[:, None] >= 0) & (lo[:, :1] <= a[None, :]) & (a[None, :] <= hi[:, :1])
+        for r in ls:
+            ok &= (keys[r][None, :] == tkey[:, None]) & (lo[:, 1:] <= y[r][None, :]) \
+                & (y[r][None, :] <= hi[:, 1:])
+    return ok.sum(axis=1)
+
+
+def test_superset_counts_many_groups_and_slots():
+    """Groups of 100+ records over 60 unsynthesized values (the count's tree walked back
+    point by point at its lower levels and zeroed whole at its upper ones, the smallest
+    values ranked inside each group), targets in no particular order, keys held by no record
+    or missing, missing values, empty windows: ``superset_counts`` equals the count of the
+    pairs by definition for every pattern of m = 3 datasets."""
+    rng = np.random.default_rng(70)
+    n, N, m = 600, 500, 3
+    keys = np.repeat(rng.integers(0, 4, n)[None, :], m, axis=0)
+    keys[rng.integers(0, m, 40), rng.integers(0, n, 40)] = 5  # keys differing across datasets
+    a = rng.integers(0, 60, n).astype(float)
+    a[rng.random(n) < 0.03] = np.nan
+    y = np.round(rng.normal(50, 15, (m, n)))  # ties between records and datasets
+    y[rng.random((m, n)) < 0.03] = np.nan
+    tkey = rng.integers(-1, 7, N)  # -1: missing; 6: held by no record
+    ca, cy = rng.integers(0, 60, N), rng.normal(50, 15, N)
+    wa, wy = rng.choice([0.0, 3.0, 20.0, 80.0], N), rng.choice([0.0, 2.0, 10.0, 60.0], N)
+    lo = np.stack([ca - wa, cy - wy], axis=1)
+    hi = np.stack([ca + wa, cy + wy], axis=1)
+    hi[:20, 1] = lo[:20, 1] - 1.0  # empty windows, on either column
+    hi[20:40, 0] = lo[20:40, 0] - 1.0
+    b = patterns.TargetBounds(lo, hi, None, None, False, False)
+    for S in range(1, 1 << m):
+        want = _brute_superset(S, keys, a, y, tkey, lo, hi)
+        got = patterns.superset_counts(S, keys, a, y, tkey, b)
+        np.testing.assert_array_equal(got, want, err_msg=f"pattern {S}")
+    assert want.max() > 16  # windows wide enough for the count's upper levels
