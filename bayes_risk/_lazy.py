@@ -8,6 +8,7 @@ import functools
 import importlib
 import sys
 import threading
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -18,6 +19,18 @@ def attach(package: str, names: Mapping[str, str],
     """The module-level ``__getattr__`` and ``__dir__`` of ``package``: ``names`` maps each lazy
     name to its module, ``public`` is the ``__all__`` that ``dir()`` lists before first use."""
     module = sys.modules[package]
+    clashing = {name for name, where in names.items() if where == f"{package}.{name}"}
+    if clashing:
+        # The import system binds a loaded submodule to its package's attribute of the same
+        # name (``disclosure.original_risk``), which would hide the lazy function of that name
+        # from every later ``from package import name``: bind the function instead.
+        class _Package(types.ModuleType):
+            def __setattr__(self, name: str, value: Any) -> None:
+                if name in clashing and isinstance(value, types.ModuleType):
+                    value = getattr(value, name)
+                super().__setattr__(name, value)
+
+        module.__class__ = _Package
 
     def __getattr__(name: str) -> Any:
         if name in names:

@@ -39,6 +39,22 @@ def test_import_does_not_import_pymc():
     assert out.stdout.strip().endswith(os.path.join("models", "__init__.py"))
 
 
+def test_a_lazy_name_stays_the_function_once_its_submodule_is_imported():
+    # disclosure.original_risk and disclosure.sdc are functions and modules of the same name:
+    # a submodule imported first (by the top level's lazy names, or any other module) must not
+    # replace the function that ``from bayes_risk.disclosure import original_risk`` gives
+    code = (
+        "import importlib, types;"
+        "importlib.import_module('bayes_risk.disclosure.original_risk');"
+        "importlib.import_module('bayes_risk.disclosure.sdc');"
+        "from bayes_risk.disclosure import original_risk, sdc;"
+        "assert not isinstance(original_risk, types.ModuleType), original_risk;"
+        "assert not isinstance(sdc, types.ModuleType), sdc;"
+        "from bayes_risk.disclosure.original_risk import OriginalRisk; print(OriginalRisk.__name__)"
+    )
+    assert _python(code).stdout.strip() == "OriginalRisk"
+
+
 def test_source_tree_imports_models():
     """A script run from the repository root imports the checkout, whose models/ sits beside
     bayes_risk/: ``bayes_risk.models`` must still resolve (to the checkout's models/), and the

@@ -231,6 +231,7 @@ def _refit_time(ctx: Any) -> str:
 
     from bayes_risk.attribute.cost import distinct_records, refit_cost
     from bayes_risk.contract import auto_estimator
+    from bayes_risk.exceptions import NotSupportedError
 
     model = ctx.model
     est = ctx.plan.given.attribute_estimator
@@ -239,8 +240,8 @@ def _refit_time(ctx: Any) -> str:
         return f"the model is loaded when the step starts; {rest}"
     try:
         kind = est.kind if est.kind != "auto" else auto_estimator(model, augmented_given=False)
-    except (AttributeError, TypeError, ValueError):
-        return rest
+    except (AttributeError, TypeError, ValueError, NotSupportedError):
+        return rest  # no refitting estimator (a plug-in model): the step decides its path
     if kind != "stabilised" or est.augmented is not None:
         return rest
     # each refit appends a dataset's synthesized records, as the step's own statement counts
