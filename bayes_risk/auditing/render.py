@@ -20,7 +20,7 @@ import pandas as pd
 
 from bayes_risk._io import file_slug
 from bayes_risk.auditing.disclosure_step import target_folder
-from bayes_risk.auditing.outcome import step_file
+from bayes_risk.auditing.outcome import step_file, where_text
 from bayes_risk.auditing.plan import radius_text
 from bayes_risk.results._base import plot_figure
 from bayes_risk.results._format import format_number
@@ -1227,7 +1227,8 @@ def _context(result: Any, links: _Links, bundle: str | None = None) -> dict[str,
     if ur is not None:
         sections.insert(0, ur)
     steps = [{"title": s.title, "status": s.status, "reason": s.reason,
-              "seconds": f"{s.seconds:.1f}", "folder": links.href(s.folder),
+              "seconds": f"{s.seconds:.1f}", "where": where_text(s),
+              "folder": links.href(s.folder),
               "folder_name": s.folder} for s in result.steps]
     settings = plan.settings_frame()
     from bayes_risk._version import __version__

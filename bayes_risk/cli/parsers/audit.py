@@ -178,5 +178,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "holdout, the original's smallest and largest values)")
     add_run_arguments(p, "bayes_risk.cli.audit",
                       "report.html, report.md, summary.json and one folder per step",
+                      dask="targets (identification) or records (attribute)",
                       check="the release SYN or the --model", other_model=True)
     return p
