@@ -91,6 +91,13 @@ def main(argv: list[str] | None = None) -> int:
             d1, w1 = _usage(), _workers(client)
             steps[name] = {"wall": time.time() - t0, "driver": d1["cpu"] - d0["cpu"],
                            "workers": {a: w1[a]["cpu"] - w0[a]["cpu"] for a in w1 if a in w0}}
+            # as it goes: a run stopped part-way still gives the steps done
+            peaks = "; ".join(f"{w1[a]['peak'] / 1e9:.2f}" for a in sorted(w1)) or "-"
+            print(f"[{time.strftime('%H:%M:%S')}] {name}: {steps[name]['wall']:.0f} s wall, "
+                  f"driver {steps[name]['driver']:.1f} s CPU (peak {d1['peak'] / 1e9:.2f} GB), "
+                  "workers " + ("; ".join(f"{c:.1f}" for _, c in sorted(
+                      steps[name]["workers"].items())) or "-")
+                  + f" s CPU (peaks {peaks} GB)", flush=True)
 
     api._run_step = measured
     d0, w0, t0 = _usage(), _workers(client), time.time()
