@@ -101,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
 
     api._run_step = measured
     d0, w0, t0 = _usage(), _workers(client), time.time()
+    if w0:  # what a worker holds before any task (its imports): the base of its peak
+        print("workers before the audit: peaks " + "; ".join(
+            f"{w0[a]['peak'] / 1e9:.2f}" for a in sorted(w0)) + " GB", flush=True)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
