@@ -231,7 +231,7 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
     where = ctx.run.where or {}
     if where.get("kind") not in (None, "in process"):
         # the plan below is the driver's: it gathers every partition's outputs, and runs the
-        # steps that do not use the executor; the workers size their chunks within their own
+        # steps that do not use the executor; the workers size their chunks within their own limit
         limit = where.get("worker_memory_limit")
         each = "no limit set" if not limit else f"{format_bytes(limit)} each"
         why = ("the budget and the plan below are this process's (the driver's, which gathers "

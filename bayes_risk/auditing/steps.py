@@ -57,6 +57,7 @@ EXECUTOR_STEPS = {
                  "model and the known-records curve in process",
 }
 
+
 def utility_step(ctx: StepContext) -> StepOutcome:
     """pMSE (null by partial / complete synthesis), interval overlap, per-variable marginals."""
     from bayes_risk.utility.summary import OverlapSpec, utility_summary

@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.attribute import EstimatorSpec
     from bayes_risk.auditing import AuditSettings, Thresholds, audit
     from bayes_risk.cli._common import (
+        dask_client,
         imputed_arg,
         parse_columns,
         parse_numbers,
@@ -60,7 +61,6 @@ def run(args: argparse.Namespace) -> int:
         print_summary,
         read_holdout,
         read_inputs,
-        dask_client,
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
