@@ -12,7 +12,7 @@ The driver's figures are this process's (``getrusage(RUSAGE_SELF)``: the audit's
 gathering of the partitions' outputs, and the ``LocalCluster``'s scheduler, which runs in this
 process); each worker's are read in the worker (``client.run``) before and after every step, so
 a worker's CPU of a step is what its process spent during that step (its threads included) and
-its peak is the worker process's largest resident set so far (``ru_maxrss``). CPU is user +
+its peak is the worker process's largest resident set so far (``VmHWM``). CPU is user +
 system seconds; GB are 10^9 bytes.
 """
 
@@ -27,9 +27,21 @@ from typing import Any
 
 
 def _usage() -> dict[str, float]:
-    """This process's CPU seconds (user + system, all threads) and peak resident set (bytes)."""
+    """This process's CPU seconds (user + system, all threads) and peak resident set (bytes).
+
+    The peak is Linux's ``VmHWM`` where there is one: ``ru_maxrss`` of a worker process started
+    by fork and exec keeps the peak of the process it was forked from (the driver's, with its
+    data), so it would report the driver's peak for a worker that held less.
+    """
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return {"cpu": r.ru_utime + r.ru_stime, "peak": r.ru_maxrss * 1024.0}
+    peak = r.ru_maxrss * 1024.0
+    try:
+        with open("/proc/self/status") as f:
+            peak = next(float(line.split()[1]) * 1024.0 for line in f
+                        if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        pass  # not Linux: ru_maxrss
+    return {"cpu": r.ru_utime + r.ru_stime, "peak": peak}
 
 
 def _workers(client: Any) -> dict[str, dict[str, float]]:
