@@ -234,10 +234,10 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
         # steps that do not use the executor; the workers size their chunks within their own limit
         limit = where.get("worker_memory_limit")
         each = "no limit set" if not limit else f"{format_bytes(limit)} each"
-        why = ("the budget and the plan below are this process's (the driver's, which gathers "
-               f"every partition's outputs); the {where.get('n_workers', '?')} workers hold "
+        why = ("the budget and the plan below are this process's, the driver's, which gathers "
+               f"every partition's outputs; the {where.get('n_workers', '?')} workers hold "
                "their partitions within their own memory limit")
-        _say(ctx, f"  Dask workers: {each} ({why})")
+        _say(ctx, f"  Dask workers: {each}; {why}")
         p.add("memory", "Dask workers", each, "cluster", why)
     for sm in plans:
         _say(ctx, f"  {sm.line()}")
