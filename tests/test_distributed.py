@@ -598,7 +598,7 @@ def test_audit_on_the_cluster_equals_in_process(client, cart_release, tmp_path):
                  **AUDIT_KW)
     _same_audit(tmp_path / "in", tmp_path / "dk", client.scheduler.address)
     html = res.to_html(tmp_path / "report.html").read_text()
-    assert f"on the Dask cluster at {client.scheduler.address} (2 workers) (the matching" in html
+    assert f"on the Dask cluster at {client.scheduler.address} (2 workers): the matching" in html
     assert res.step("utility").where == {"kind": "in process", "text": "in process"}
     with pytest.raises(ValidationError, match="executor must be None"):
         br.audit(y, syn, executor="tcp://127.0.0.1:8786", **AUDIT_KW)

@@ -191,8 +191,8 @@ def _record_executor(ctx: Any) -> None:
     *most, last = (s.replace("_", " ") for s in EXECUTOR_STEPS)
     names = f"{', '.join(most)} and {last}"
     note = ("every step" if where["kind"] == "in process" else
-            f"the {names} steps' engines (what of each: the steps' table); every other step "
-            "in process")
+            f"the {names} steps' engines (the report's list of steps says what of each); every "
+            "other step in process")
     _say(ctx, f"executor: {where['text']}")
     ctx.plan.add("executor", "where the engines run", where["text"], source, note)
 

@@ -52,7 +52,7 @@ def where_text(s: StepOutcome) -> str:
     if not s.where:
         return ""
     part = s.where.get("part")
-    return s.where["text"] + (f" ({part})" if part else "")
+    return s.where["text"] + (f": {part}" if part else "")
 
 
 def step_file(s: StepOutcome, file: str) -> str | None:

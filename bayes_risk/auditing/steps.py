@@ -53,7 +53,7 @@ EXECUTOR_STEPS = {
                       "searches, the knowledge sweep); the drivers of the risk in process",
     "posterior_identification": "the batches of posterior replicates, each drawn and matched "
                                 "in one task",
-    "attribute": "the records' posteriors (also of the knowledge sweep); refits of a fitted "
+    "attribute": "the records' posteriors, also of the knowledge sweep; refits of a fitted "
                  "model and the known-records curve in process",
 }
 
