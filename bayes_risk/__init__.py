@@ -98,7 +98,7 @@ _API: dict[str, str] = {
     "inference_risk": "bayes_risk.attacks.inference",
     # empirical disclosure measures (synthpop)
     "disclosure_measures": "bayes_risk.disclosure.measures",
-    "ExclusionSpec": "bayes_risk.disclosure.measures",
+    "ExclusionSpec": "bayes_risk.disclosure.specs",
     "replicated_uniques": "bayes_risk.disclosure.measures",
     "differencing_check": "bayes_risk.disclosure.differencing",
     # sdcMicro's risk of the original on its keys (the release-independent baseline)

@@ -60,17 +60,66 @@ def cli_option(flag: str, help: str, **kwargs: Any) -> dict[str, CliOption]:
     return {"cli": CliOption(flag, help, **kwargs)}
 
 
+def cli_spec(spec: type, **options: Mapping[str, Any]) -> dict[str, Any]:
+    """``metadata=`` of a field holding a ``spec`` (a spec class whose fields declare options,
+    :func:`cli_option`) of which the command line sets only the fields named in ``options``,
+    each by its own option with the attributes of :class:`CliOption` given there replaced.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass, field
+    >>> @dataclass(frozen=True)
+    ... class Inner:
+    ...     size: int = field(default=1, metadata=cli_option("--size", "the size", type=int))
+    ...     kind: str = field(default="a", metadata=cli_option("--kind", "the kind"))
+    >>> @dataclass(frozen=True)
+    ... class Outer:
+    ...     inner: Inner = field(default=Inner(), metadata=cli_spec(
+    ...         Inner, kind={"flag": "--inner-kind"}))
+    >>> [(f.name, opt.flag) for f, opt in cli_specs(Outer)[0][2]]
+    [('kind', '--inner-kind')]
+    >>> spec_values(Outer, {"inner_kind": "b"})
+    {'inner': Inner(size=1, kind='b')}
+    """
+    return {"cli_spec": (spec, options)}
+
+
 def cli_fields(spec: type) -> list[tuple[dataclasses.Field, CliOption]]:
     """The fields of the spec class ``spec`` that have a command-line option, in field order."""
     return [(f, f.metadata["cli"]) for f in dataclasses.fields(spec) if "cli" in f.metadata]
 
 
+def cli_specs(spec: type) -> list[tuple[dataclasses.Field, type,
+                                        list[tuple[dataclasses.Field, CliOption]]]]:
+    """The fields of ``spec`` holding a spec set by options (:func:`cli_spec`), in field order:
+    each with its spec class and the fields of that class it takes, with their options."""
+    out = []
+    for f in dataclasses.fields(spec):
+        if "cli_spec" in f.metadata:
+            inner, options = f.metadata["cli_spec"]
+            own = {g.name: (g, opt) for g, opt in cli_fields(inner)}
+            out.append((f, inner, [(own[name][0], dataclasses.replace(own[name][1], **changes))
+                                   for name, changes in options.items()]))
+    return out
+
+
 def spec_values(spec: type, given: Mapping[str, Any]) -> dict[str, Any]:
     """The fields of ``spec`` set by the options in ``given`` (by the options' destinations,
     as argparse stores them): each given option's value (:meth:`CliOption.value`); an option not
-    given (``None``) leaves its field at the spec's default."""
+    given (``None``) leaves its field at the spec's default. A field holding a spec
+    (:func:`cli_spec`) is that spec of its given options, if any."""
+    out = _given(cli_fields(spec), given)
+    for f, inner, options in cli_specs(spec):
+        values = _given(options, given)
+        if values:
+            out[f.name] = inner(**values)
+    return out
+
+
+def _given(options: list[tuple[dataclasses.Field, CliOption]],
+           given: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f, opt in cli_fields(spec):
+    for f, opt in options:
         value = given.get(opt.flag.lstrip("-").replace("-", "_"))
         if value is not None:
             out[f.name] = opt.value(value)

@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from bayes_risk._specs import as_spec
-from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec
+from bayes_risk._specs import as_spec, cli_option, cli_spec, is_number
+from bayes_risk._utility_specs import (
+    COMBINING_RULES,
+    PROPENSITY_METHODS,
+    RULES_HELP,
+    PropensitySpec,
+)
+from bayes_risk.attribute.specs import ESTIMATORS, REFIT_COST_HELP, EstimatorSpec
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.identification.specs import MatchSpec
-from bayes_risk.utility.pmse import PROPENSITY_METHODS, PropensitySpec
 
-__all__ = ["AuditSettings", "DEFAULT_SWEEP"]
+# imports no numpy at module level: the command line declares the audit's options from the
+# fields (cli_option, cli_spec) and 'bayes-risk --help' imports no numpy
+
+__all__ = ["AuditSettings", "DEFAULT_SWEEP", "SETTINGS_GROUP"]
+
+#: the argument group of ``bayes-risk audit --help`` that lists the settings the report states
+SETTINGS_GROUP = "settings (each default is stated in the report)"
 
 #: the radii of the audit's radius search (0, exact matching, is always added): Hornby & Hu's
 #: (2021, §4.1) grid widened to ±100 % (:data:`bayes_risk.identification.radius.SEARCH_RADII`)
@@ -98,21 +107,75 @@ class AuditSettings:
 
     categorical: Sequence[str] | None = None
     match: MatchSpec | None = None
-    sweep: Sequence[float] | None = DEFAULT_SWEEP
-    known_sweep: bool = False
-    known_fractions: Sequence[float] | None = None
-    targets: Sequence[str] | None = None
-    ngroups_target: int | None = 10
+    sweep: Sequence[float] | None = field(default=DEFAULT_SWEEP, metadata=cli_option(
+        "--radius-sweep", "radii of the worst-case radius search (default Hornby & Hu's grid "
+        "widened to 1: 0.01,0.025,0.05,0.1,0.2,0.3,0.5,1), or 'none' (the verdict then reads "
+        "--radius, not the worst case); every numeric known column is searched, synthesized or "
+        "not, with 0 (exact matching) added to every grid", metavar="R1,R2,...",
+        parse=lambda text: _numbers(text, none=True), group=SETTINGS_GROUP))
+    known_sweep: bool = field(default=False, metadata=cli_option(
+        "--known-sweep", "add to the identification step the risk for every subset of the "
+        "known columns, the Pareto frontier and the drivers of the risk (Shapley values, "
+        "per-level contributions), and to the attribute step the same over the synthesized "
+        "known columns known of the record's own values; off by default (one run per subset)",
+        action="store_true", group=SETTINGS_GROUP))
+    known_fractions: Sequence[float] | None = field(default=None, metadata=cli_option(
+        "--known-fractions", "add to the attribute step the risk when the intruder knows only "
+        "these shares in [0, 1] of the other records (1: the worst case; class P models; the "
+        "refits made once); off by default (one run per share)", metavar="F", nargs="+",
+        type=float, group=SETTINGS_GROUP))
+    targets: Sequence[str] | None = field(default=None, metadata=cli_option(
+        "--target", "targets of the empirical measures (default: the synthesized columns the "
+        "intruder does not know)", metavar="COL", nargs="+", group=SETTINGS_GROUP))
+    ngroups_target: int | None = field(default=10, metadata=cli_option(
+        "--ngroups-target", "group a numeric target into about N groups (default 10; none: "
+        "every value is a level)", metavar="N|none", parse=lambda text: _numbers(
+            text, none=True, one=True), group=SETTINGS_GROUP))
     attribute_records: Sequence[int] | None = None
-    attribute_estimator: EstimatorSpec | str = "auto"
-    combining_rules: str = "auto"
-    propensity: PropensitySpec | str | None = None
-    imputed: Sequence[str] | str = "auto"
-    membership_selection: str | Callable[..., Any] | None = None
-    weights: str | None = None
-    linkability_columns: tuple[Sequence[str], Sequence[str]] | None = None
+    attribute_estimator: EstimatorSpec | str = field(default="auto", metadata=cli_spec(
+        EstimatorSpec,
+        kind={"flag": "--attribute-estimator", "group": SETTINGS_GROUP,
+              "help": "estimator of the attribute step (as 'bayes-risk attribute --estimator'; "
+              "default auto: stabilised for class P models)"},
+        refit_draws={"group": SETTINGS_GROUP,
+                     "help": "kept draws per chain of each refit of the attribute step's "
+                     "stabilised estimator (default: the model's draws). " + REFIT_COST_HELP},
+        refit_cache={"group": SETTINGS_GROUP}))
+    combining_rules: str = field(default="auto", metadata=cli_option(
+        "--combining-rules", RULES_HELP + " (the utility step)",
+        choices=("auto", *COMBINING_RULES)))
+    propensity: PropensitySpec | str | None = field(default=None, metadata=cli_spec(
+        PropensitySpec, method={}, max_order={}))
+    imputed: Sequence[str] | str = field(default="auto", metadata=cli_option(
+        "--imputed", "columns whose missing values the synthesizer imputed, compared on the "
+        "original's observed cells in the utility step ('none': missing values compared as a "
+        "level; default: recorded in the release's manifest, else inferred; see bayes-risk "
+        "utility --help)", metavar="COL", nargs="+",
+        parse=lambda cols: [] if [c.lower() for c in cols] == ["none"] else list(cols)))
+    membership_selection: str | Callable[..., Any] | None = field(default=None, metadata=cli_option(
+        "--membership-selection", "membership step of a release that synthesized selected "
+        "records only (a model fitted with --records): how they were selected, 'independent' "
+        "or a rule on a record's own values such as \"Income > 150000 or Age >= 90\" (see "
+        "bayes-risk membership --help, --selection); recorded in the settings",
+        metavar="RULE"))
+    weights: str | None = field(default=None, metadata=cli_option(
+        "--weights", "survey weights of the original's records (a column of ORIGINAL): the "
+        "disclosure step's baseline of the original, sdcMicro's individual risk, is the "
+        "Benedetti-Franconi risk with them; default: none, the risk is 1/f_k", metavar="COL",
+        group=SETTINGS_GROUP))
+    linkability_columns: tuple[Sequence[str], Sequence[str]] | None = field(
+        default=None, metadata=cli_option(
+            "--linkability", "attacks step: the columns of the intruder's two tables, each a "
+            "comma-separated list (default: the --known columns and the others)",
+            metavar=("COLS_A", "COLS_B"), nargs=2, parse=lambda texts: tuple(
+                [c.strip() for c in t.split(",") if c.strip()] for t in texts)))
     skip: Sequence[str] | None = None
-    show_confidential_values: bool = False
+    show_confidential_values: bool = field(default=False, metadata=cli_option(
+        "--show-confidential-values", "show the known (quasi-identifier) values of the records "
+        "most at risk in the report, and write the confidential records' values into its files "
+        "(off by default: record numbers only; every file and report.zip withhold them too: the "
+        "predicates that single out a record of the original or the holdout, the original's "
+        "smallest and largest values)", action="store_true"))
     allow_other_model: bool = False
 
     def __post_init__(self) -> None:
@@ -131,7 +194,7 @@ class AuditSettings:
         if self.known_fractions is not None:
             set_(self, "known_fractions", _shares(self.known_fractions))
         ng = self.ngroups_target
-        if ng is not None and (isinstance(ng, bool) or int(ng) != ng or ng < 2):
+        if ng is not None and (not is_number(ng) or not float(ng).is_integer() or ng < 2):
             raise ValidationError(f"ngroups_target must be an integer >= 2 or None. "
                                   f"Got {ng!r}.")
 
@@ -142,7 +205,24 @@ class AuditSettings:
         return AuditSettings(**fields)
 
 
+def _numbers(text: str, *, none: bool = False, one: bool = False) -> Any:
+    """The numbers of an option's comma-separated ``text`` (``one``: a number), ``None`` for
+    'none' (with ``none``); a text that is not one is returned as it is, for the field's check
+    to refuse."""
+    if none and text.strip().lower() == "none":
+        return None
+    try:
+        numbers = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        return text
+    if one:
+        return int(numbers[0]) if len(numbers) == 1 and numbers[0].is_integer() else text
+    return numbers
+
+
 def _shares(values: Any) -> tuple[float, ...]:
+    import numpy as np
+
     try:
         out = tuple(sorted({float(v) for v in values if not isinstance(v, (bool, np.bool_))}))
     except (TypeError, ValueError):
@@ -155,6 +235,8 @@ def _shares(values: Any) -> tuple[float, ...]:
 
 
 def _radii(sweep: Any) -> tuple[float, ...]:
+    import numpy as np
+
     ok = isinstance(sweep, Iterable) and not isinstance(sweep, (str, bytes))
     grid = list(sweep) if ok else []
     if not ok or not all(
@@ -182,4 +264,6 @@ def _used_fields(spec: Any, used: Sequence[str], argument: str) -> Any:
 
 
 def _same(a: Any, b: Any) -> bool:
+    import numpy as np
+
     return a is b or (type(a) is type(b) and not isinstance(a, np.ndarray) and a == b)

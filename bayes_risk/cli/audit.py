@@ -15,18 +15,6 @@ BUNDLE = "report.zip"
 _LINE_STATUS = {"exceeds": "EXCEEDS", "caution": "caution", "within": "within "}
 
 
-def _ngroups(text: str):
-    from bayes_risk.exceptions import ValidationError
-
-    if text.strip().lower() == "none":
-        return None
-    try:
-        return int(text)
-    except ValueError as err:
-        raise ValidationError(f"--ngroups-target expects an integer or 'none'. Got {text!r}.",
-                              code="BAD_OPTION_VALUE") from err
-
-
 def _before(args: argparse.Namespace) -> dict | None:
     """``--before DIR``: the earlier audit's summary, of the same ORIGINAL file."""
     if args.before is None:
@@ -48,14 +36,9 @@ def _before(args: argparse.Namespace) -> dict | None:
 def run(args: argparse.Namespace) -> int:
     """Run the audit into the output folder and print the verdict lines."""
     from bayes_risk._specs import spec_values
-    from bayes_risk._utility_specs import PropensitySpec
-    from bayes_risk.attribute import EstimatorSpec
     from bayes_risk.auditing import AuditSettings, Thresholds, audit
     from bayes_risk.cli._common import (
         dask_client,
-        imputed_arg,
-        parse_columns,
-        parse_numbers,
         parse_radius,
         parse_records,
         print_summary,
@@ -67,30 +50,18 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.executors import as_executor
     from bayes_risk.identification.specs import MatchSpec
 
-    # the thresholds first: a bad one is refused before any input is read
+    # the thresholds and settings first: a bad one is refused before any input is read
     thresholds = Thresholds.parse(args.threshold)
+    settings = AuditSettings(
+        **spec_values(AuditSettings, vars(args)),
+        match=MatchSpec(radius=parse_radius(args.radius, vector=False),
+                        radius_type=args.radius_type.replace("-", "_")),
+        skip=args.skip, allow_other_model=args.allow_other_model,
+    )
     before = _before(args)
     original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
-    records = parse_records(args.records, len(original))
-    settings = AuditSettings(
-        match=MatchSpec(radius=parse_radius(args.radius, vector=False),
-                        radius_type=args.radius_type.replace("-", "_")),
-        sweep=parse_numbers(args.radius_sweep, "--radius-sweep", none=True),
-        known_sweep=args.known_sweep, known_fractions=args.known_fractions,
-        targets=args.target, skip=args.skip, combining_rules=args.combining_rules,
-        propensity=PropensitySpec(**spec_values(PropensitySpec, vars(args))),
-        imputed=imputed_arg(args.imputed),
-        ngroups_target=_ngroups(args.ngroups_target), attribute_records=records,
-        attribute_estimator=EstimatorSpec(kind=args.attribute_estimator,
-                                          refit_draws=args.refit_draws,
-                                          refit_cache=args.refit_cache),
-        show_confidential_values=args.show_confidential_values,
-        membership_selection=args.membership_selection, weights=args.weights,
-        linkability_columns=(None if args.linkability is None else
-                             tuple(parse_columns(t, "--linkability") for t in args.linkability)),
-        allow_other_model=args.allow_other_model,
-    )
+    settings = settings.replace(attribute_records=parse_records(args.records, len(original)))
     kw = dict(
         known=args.known, model=args.model, synthesized=args.synthesized, schema=schema,
         settings=settings, thresholds=thresholds, random_seed=args.random_seed,

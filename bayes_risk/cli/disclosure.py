@@ -13,6 +13,7 @@ __all__ = ["run"]
 def run(args: argparse.Namespace) -> int:
     """Compute the measures and write the output folder."""
     from bayes_risk._io import write_json
+    from bayes_risk._specs import spec_values
     from bayes_risk.cli._common import (
         parse_records,
         print_summary,
@@ -50,14 +51,7 @@ def run(args: argparse.Namespace) -> int:
         ngroups_target=args.ngroups_target,
         ngroups_keys=(args.ngroups_keys[0] if args.ngroups_keys and len(args.ngroups_keys) == 1
                       else args.ngroups_keys),
-        exclude=ExclusionSpec(
-            denom_lim=args.denom_lim,
-            exclude_ov_denom_lim=args.exclude_ov_denom_lim,
-            not_targetlev=args.not_targetlev,
-            exclude_combinations=[tuple(c) for c in args.exclude_combination or ()],
-            use_target_na=not args.no_target_na,
-            use_keys_na=not args.no_keys_na,
-        ),
+        exclude=ExclusionSpec(**spec_values(ExclusionSpec, vars(args))),
         k_anonymity=args.k_anonymity,
         compat=args.compat,
     )

@@ -96,12 +96,13 @@ def run(args: argparse.Namespace) -> int:
 def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, Any]:
     """The ``__init__`` settings of ``--method``'s model: the MCMC options given, the
     model-specific options, the seed and the progress bar — each only if the model takes it."""
+    from bayes_risk._sampling_spec import Sampling
+    from bayes_risk._specs import spec_values
     from bayes_risk.cli._common import init_params
     from bayes_risk.exceptions import ValidationError
 
     params = init_params(cls)
-    mcmc = {k: getattr(args, k) for k in ("tune", "draws", "chains", "cores")
-            if getattr(args, k) is not None}
+    mcmc = spec_values(Sampling, vars(args))
     refused = [f"--{k}" for k in mcmc if k not in params]
     if refused:
         raise ValidationError(f"{', '.join(refused)}: MCMC options do not apply to --method "

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         records=parse_records(args.records, len(original)),
         population=args.population,
         attack=AttackSpec(**spec_values(AttackSpec, vars(args))),
-        ratio=RatioSpec(**spec_values(RatioSpec, vars(args)), refit_cache=args.refit_cache),
+        ratio=RatioSpec(**spec_values(RatioSpec, vars(args))),
         selection=args.selection,
         progressbar=not args.quiet,
         random_seed=args.random_seed,

@@ -8,13 +8,12 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._specs import as_spec, check_flag, check_int, check_option, is_integer
+from bayes_risk._specs import as_spec, check_option, is_integer
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
@@ -28,6 +27,7 @@ from bayes_risk.disclosure._encode import (
     resolve_inputs,
 )
 from bayes_risk.disclosure._rcompat import c_sort, r_as_character, r_format
+from bayes_risk.disclosure.specs import ExclusionSpec
 from bayes_risk.exceptions import DataWarning, ValidationError, on_command_line
 from bayes_risk.results.disclosure import (
     REPU_MEASURES,
@@ -66,66 +66,6 @@ def _check_names(keys: Any, target: Any) -> tuple[list[str], str]:
     if target in keys:
         raise ValidationError(f"target {target!r} is also among the keys; it cannot be both.")
     return keys, target
-
-
-@dataclass(frozen=True)
-class ExclusionSpec:
-    """What the disclosure measures leave out (synthpop's ``disclosure()`` options).
-
-    Parameters
-    ----------
-    denom_lim : int
-        Key-target cells with more original records than this are counted (and excluded with
-        ``exclude_ov_denom_lim``).
-    exclude_ov_denom_lim : bool
-        Exclude cells over ``denom_lim`` from every table (synthpop's option of that name).
-    not_targetlev : iterable, optional
-        Target levels (labels as in ``target_levels``, or values) excluded from the measures.
-    exclude_combinations : iterable of (key, key level, target level), optional
-        Key-target combinations excluded from the measures (synthpop's ``exclude.keys``,
-        ``exclude.keylevs``, ``exclude.targetlevs``).
-    use_target_na, use_keys_na : bool
-        Whether records with a missing target / key (per key, or one value for all) count.
-
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
-
-    Examples
-    --------
-    >>> ExclusionSpec(exclude_combinations=[("sex", 1, "Missing")]).exclude_combinations
-    (('sex', 1, 'Missing'),)
-    """
-
-    denom_lim: int = 5
-    exclude_ov_denom_lim: bool = False
-    not_targetlev: Iterable[Any] | None = None
-    exclude_combinations: Iterable[tuple[str, Any, Any]] | None = None
-    use_target_na: bool = True
-    use_keys_na: bool | Sequence[bool] = True
-
-    def __post_init__(self) -> None:
-        d = check_int(self.denom_lim, "ExclusionSpec.denom_lim", 1)
-        object.__setattr__(self, "denom_lim", d)
-        for name in ("exclude_ov_denom_lim", "use_target_na"):
-            flag = check_flag(getattr(self, name), f"ExclusionSpec.{name}")
-            object.__setattr__(self, name, flag)
-        u = self.use_keys_na
-        object.__setattr__(self, "use_keys_na", check_flag(u, "ExclusionSpec.use_keys_na")
-                           if isinstance(u, (bool, np.bool_)) or not isinstance(u, Iterable)
-                           else tuple(check_flag(x, "ExclusionSpec.use_keys_na") for x in u))
-        levels = self.not_targetlev
-        object.__setattr__(self, "not_targetlev", () if levels is None else
-                           (levels,) if isinstance(levels, str) else tuple(levels))
-        triples = []
-        for item in self.exclude_combinations or ():
-            if not (isinstance(item, (tuple, list)) and len(item) == 3):
-                raise ValidationError(
-                    "ExclusionSpec.exclude_combinations must hold (key, key level, target "
-                    f"level) triples. Got {item!r}.")
-            triples.append(tuple(item))
-        object.__setattr__(self, "exclude_combinations", tuple(triples))
 
 
 def _check_options(ngroups_target: Any, compat: Any) -> int | None:

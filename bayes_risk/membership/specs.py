@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bayes_risk._specs import check_flag, check_int, cli_option, is_number
+from bayes_risk.attribute.specs import REFIT_CACHE_HELP
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["AttackSpec", "RatioSpec"]
@@ -129,7 +130,8 @@ class RatioSpec:
         "matters only for records whose unsynthesized values no other record shares)",
         metavar="A", type=float))
     khat: bool = True
-    refit_cache: str | os.PathLike[str] | None = None
+    refit_cache: str | os.PathLike[str] | None = field(default=None, metadata=cli_option(
+        "--refit-cache", REFIT_CACHE_HELP, metavar="DIR"))
 
     def __post_init__(self) -> None:
         check_int(self.normaliser_draws, "RatioSpec.normaliser_draws", 20)

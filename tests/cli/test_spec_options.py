@@ -8,18 +8,30 @@ import argparse
 
 import pytest
 
-from bayes_risk._specs import cli_fields, spec_values
+from bayes_risk._sampling_spec import Sampling
+from bayes_risk._specs import cli_fields, cli_specs, spec_values
 from bayes_risk._utility_specs import OverlapSpec, PropensitySpec
 from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
+from bayes_risk.auditing.settings import AuditSettings
 from bayes_risk.cli import build_parser
 from bayes_risk.cli.parsers import option_names
+from bayes_risk.disclosure.specs import ExclusionSpec
 from bayes_risk.identification.specs import MatchSpec, PopulationSpec
 from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
 #: the spec classes each sub-command builds from its options
 SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (AttackSpec, RatioSpec),
             "attribute": (ScenarioSpec, EstimatorSpec), "utility": (PropensitySpec, OverlapSpec),
-            "audit": (PropensitySpec,)}
+            "audit": (AuditSettings,), "fit": (Sampling,), "disclosure": (ExclusionSpec,)}
+
+
+def spec_options(spec: type) -> dict[str, str]:
+    """The options a spec declares, by field (a field holding a spec: that spec's fields it
+    takes, :func:`cli_spec`): ``{"EstimatorSpec.kind": "--attribute-estimator"}``."""
+    out = {f"{spec.__name__}.{f.name}": opt.flag for f, opt in cli_fields(spec)}
+    out.update({f"{inner.__name__}.{f.name}": opt.flag for _, inner, held in cli_specs(spec)
+                for f, opt in held})
+    return out
 
 
 def spec_fields(parser: argparse.ArgumentParser) -> dict[str, str]:
@@ -38,8 +50,7 @@ def test_spec_fields_and_parsers_agree():
     subs = _subparsers()
     for name, parser in subs.items():
         declared = spec_fields(parser)
-        expected = {f"{spec.__name__}.{f.name}": opt.flag
-                    for spec in SPECS_OF.get(name, ()) for f, opt in cli_fields(spec)}
+        expected = {k: v for spec in SPECS_OF.get(name, ()) for k, v in spec_options(spec).items()}
         assert declared == expected, name
         # a hand-written option does not shadow a spec's option
         hand = {o for a in parser._actions if not getattr(a, "spec_field", None)
@@ -112,6 +123,73 @@ def test_the_utility_options_give_the_specs():
         estimands=("y ~ x", "z ~ x"), rules="full-same-n", alpha=0.1)
     args = subs["audit"].parse_args(["o.csv", "s", "--known", "a", "--pmse", "cart",
                                      "--out", "o"])
-    assert spec_values(PropensitySpec, vars(args)) == {"method": "cart"}
+    assert spec_values(AuditSettings, vars(args)) == {"propensity": PropensitySpec("cart")}
     assert option_names(subs["audit"])["PropensitySpec.max_order"] == "--max-order"
     assert option_names(subs["utility"])["OverlapSpec.rules"] == "--combining-rules"
+
+
+def test_the_audit_options_give_its_settings():
+    # AuditSettings declares the audit's settings; a field holding a spec takes some of its
+    # fields' options, renamed (EstimatorSpec.kind is --attribute-estimator)
+    audit = _subparsers()["audit"]
+    args = audit.parse_args(["o.csv", "s", "--known", "a", "--radius-sweep", "0.1,0.5",
+                             "--ngroups-target", "none", "--attribute-estimator", "is",
+                             "--refit-cache", "c", "--imputed", "none", "--linkability",
+                             "a,b", "c", "--known-sweep", "--out", "o"])
+    assert spec_values(AuditSettings, vars(args)) == {
+        "sweep": [0.1, 0.5], "ngroups_target": None, "known_sweep": True,
+        "attribute_estimator": EstimatorSpec("is", refit_cache="c"), "imputed": [],
+        "linkability_columns": (["a", "b"], ["c"])}
+    settings = AuditSettings(**spec_values(AuditSettings, vars(args)))
+    assert settings.sweep == (0.1, 0.5) and settings.ngroups_target is None
+    # nothing given: every field at its default
+    args = audit.parse_args(["o.csv", "s", "--known", "a", "--out", "o"])
+    assert spec_values(AuditSettings, vars(args)) == {}
+    names = option_names(audit)
+    assert names["EstimatorSpec.kind"] == names["kind"] == "--attribute-estimator"
+    assert names["sweep"] == "--radius-sweep"
+    assert option_names(_subparsers()["membership"])["RatioSpec.refit_cache"] == "--refit-cache"
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--ngroups-target", "1.5", "--ngroups-target must be an integer >= 2 or None. Got '1.5'"),
+    ("--radius-sweep", "0.1,x", "--radius-sweep must be radii"),
+    ("--refit-draws", "0", "--refit-draws must be an integer >= 1. Got 0"),
+])
+def test_a_bad_audit_setting_names_its_option(option, value, message, capsys, tmp_path,
+                                              monkeypatch):
+    from bayes_risk import cli
+    from bayes_risk.cli import _common
+
+    # refused by the spec (exit 2, the option named), before any input is read
+    monkeypatch.setattr(_common, "read_inputs", lambda args: pytest.fail("inputs read"))
+    for name in ("o.csv", "s.csv"):
+        (tmp_path / name).write_text("a\n1\n2\n")
+    assert cli.main(["audit", str(tmp_path / "o.csv"), str(tmp_path / "s.csv"), "--known", "a",
+                     option, value, "--out", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_fit_mcmc_options_give_the_sampling():
+    # Sampling declares --draws, --tune, --chains and --cores (the model's defaults when not given)
+    fit = _subparsers()["fit"]
+    args = fit.parse_args(["o.csv", "--method", "dpmpm", "--draws", "200", "--chains", "3",
+                           "--out", "o"])
+    assert spec_values(Sampling, vars(args)) == {"draws": 200, "chains": 3}
+    assert Sampling(**spec_values(Sampling, vars(args))) == Sampling(draws=200, chains=3)
+    assert option_names(fit)["Sampling.draws"] == "--draws"
+
+
+def test_the_disclosure_options_give_the_exclusions():
+    # ExclusionSpec declares synthpop's conventions; a --no-... flag turns its field off
+    disclosure = _subparsers()["disclosure"]
+    args = disclosure.parse_args(["o.csv", "s.csv", "--keys", "a", "--target", "b",
+                                  "--denom-lim", "3", "--no-keys-na", "--exclude-combination",
+                                  "a", "1", "x", "--exclude-combination", "a", "2", "y",
+                                  "--out", "o"])
+    assert ExclusionSpec(**spec_values(ExclusionSpec, vars(args))) == ExclusionSpec(
+        denom_lim=3, use_keys_na=False, exclude_combinations=[("a", "1", "x"), ("a", "2", "y")])
+    names = option_names(disclosure)
+    assert names["use_target_na"] == "--no-target-na"
+    assert names["ExclusionSpec.exclude_combinations"] == "--exclude-combination"

@@ -57,15 +57,9 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "membership_selection": ("selection",),
     "combining_rules": ("rules", "OverlapSpec.rules"),
     "pmse": ("pmse_method",),
-    "attribute_estimator": ("EstimatorSpec.kind",),
-    "refit_draws": ("EstimatorSpec.refit_draws",),
-    "refit_cache": ("EstimatorSpec.refit_cache", "RatioSpec.refit_cache"),
     "bottom_top": ("bottom_top_coding",),
     "exclude": ("recode_exclude",),
     "radius_type": ("MatchSpec.radius_type",),
-    "denom_lim": ("ExclusionSpec.denom_lim",),
-    "not_targetlev": ("ExclusionSpec.not_targetlev",),
-    "exclude_combination": ("ExclusionSpec.exclude_combinations",),
     "targets": ("PopulationSpec.targets",),
     "method_per_column": ("SynthesisSpec.method",),
     "predictor_matrix": ("SynthesisSpec.predictor_matrix",),
@@ -84,8 +78,6 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "known_records": ("ScenarioSpec.known_records",),
     # a flag that turns a setting off: suda=False is --no-suda (arg_name)
     "no_suda": ("suda",),
-    "no_target_na": ("use_target_na", "ExclusionSpec.use_target_na"),
-    "no_keys_na": ("use_keys_na", "ExclusionSpec.use_keys_na"),
 }
 
 
@@ -170,20 +162,22 @@ def _rewrite(part: str, options: Mapping[str, str], *, at_start: bool) -> str:
 def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
                      groups: tuple[Any, ...] = ()) -> None:
     """Declare on ``parser`` the command-line options of the fields of ``specs`` (their
-    ``metadata["cli"]``, :func:`bayes_risk._specs.cli_option`), in field order, each in the
-    argument group its option names (one of the argument groups ``groups`` of that title, else a
-    new one).
+    ``metadata["cli"]``, :func:`bayes_risk._specs.cli_option`, and the options a field holding a
+    spec takes of it, :func:`bayes_risk._specs.cli_spec`), in field order, each in the argument
+    group its option names (one of the argument groups ``groups`` of that title, else a new one).
 
     An option not given is ``None``: its field keeps the spec's default
     (:func:`bayes_risk._specs.spec_values`), and the spec checks the values, its messages
     naming the option (the action's ``library_names``: ``MatchSpec.r_min`` and ``r_min`` are
     ``--r-min``; its ``spec_field``: ``MatchSpec.r_min``).
     """
-    from bayes_risk._specs import cli_fields
+    from bayes_risk._specs import cli_fields, cli_specs
 
     by_title = {g.title: g for g in groups}
     for spec in specs:
-        for f, opt in cli_fields(spec):
+        options = [(spec, f, opt) for f, opt in cli_fields(spec)]
+        options += [(inner, f, opt) for _, inner, held in cli_specs(spec) for f, opt in held]
+        for owner, f, opt in options:
             where = (parser if opt.group is None else by_title.get(opt.group)
                      or by_title.setdefault(opt.group, parser.add_argument_group(opt.group)))
             kwargs = {k: v for k, v in (("metavar", opt.metavar), ("type", opt.type),
@@ -191,7 +185,7 @@ def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
             if opt.choices is not None:
                 kwargs["choices"] = [c.replace("_", "-") for c in opt.choices]
             action = where.add_argument(opt.flag, default=None, help=opt.help, **kwargs)
-            action.spec_field = f"{spec.__name__}.{f.name}"
+            action.spec_field = f"{owner.__name__}.{f.name}"
             action.library_names = (action.spec_field, f.name)
 
 

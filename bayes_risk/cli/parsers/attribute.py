@@ -5,17 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.attribute.specs import (
-    REFIT_CACHE_HELP,
-    REFIT_COST_HELP,
-    EstimatorSpec,
-    ScenarioSpec,
-)
+from bayes_risk.attribute.specs import REFIT_COST_HELP, EstimatorSpec, ScenarioSpec
 from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
 from bayes_risk.cli.parsers import add_spec_options
 
-__all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES", "REFIT_CACHE_HELP",
-           "REFIT_COST_HELP"]
+__all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES"]
 
 #: ``--scenario`` values; the last three are the Wei & Reiter largest-value scenarios
 SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "two-records", "known-records",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_risk._utility_specs import COMBINING_RULES, RULES_HELP, PropensitySpec
+from bayes_risk.auditing.settings import SETTINGS_GROUP, AuditSettings
 from bayes_risk.cli._common import (
     RECORDS_HELP,
     add_input_arguments,
@@ -12,7 +12,6 @@ from bayes_risk.cli._common import (
     add_type_arguments,
 )
 from bayes_risk.cli.parsers import add_spec_options
-from bayes_risk.cli.parsers.attribute import REFIT_CACHE_HELP, REFIT_COST_HELP
 from bayes_risk.measures import measures
 
 __all__ = ["add_parser"]
@@ -96,48 +95,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="synthesized columns (default: the release manifest's, else the "
                    "columns that differ from the original)")
     add_type_arguments(p)
-    g = p.add_argument_group("settings (each default is stated in the report)")
+    g = p.add_argument_group(SETTINGS_GROUP)
     g.add_argument("--radius", action="append", default=[], metavar="COL=R|R",
                    help="the radius reported beside the worst case (repeat per column, or one "
                    "number for every numeric known column; default 0.1, Hornby & Hu's "
                    "convention)")
     g.add_argument("--radius-type", choices=["percentage", "absolute", "quantile-sd"],
                    default="percentage", help="how --radius is read (default percentage)")
-    g.add_argument("--radius-sweep", default="0.01,0.025,0.05,0.1,0.2,0.3,0.5,1",
-                   metavar="R1,R2,...",
-                   help="radii of the worst-case radius search (default Hornby & Hu's grid "
-                   "widened to 1), or 'none' (the verdict then reads --radius, not the worst "
-                   "case); every numeric known column is searched, synthesized or not, with 0 "
-                   "(exact matching) added to every grid")
-    g.add_argument("--known-sweep", action="store_true",
-                   help="add to the identification step the risk for every subset of the "
-                   "known columns, the Pareto frontier and the drivers of the risk (Shapley "
-                   "values, per-level contributions), and to the attribute step the same over "
-                   "the synthesized known columns known of the record's own values; off by "
-                   "default (one run per subset)")
-    g.add_argument("--known-fractions", nargs="+", type=float, default=None, metavar="F",
-                   help="add to the attribute step the risk when the intruder knows only these "
-                   "shares in [0, 1] of the other records (1: the worst case; class P models; "
-                   "the refits made once); off by default (one run per share)")
-    g.add_argument("--target", nargs="+", default=None, metavar="COL",
-                   help="targets of the empirical measures (default: the synthesized columns "
-                   "the intruder does not know)")
-    g.add_argument("--weights", default=None, metavar="COL",
-                   help="survey weights of the original's records (a column of ORIGINAL): the "
-                   "disclosure step's baseline of the original, sdcMicro's individual risk, is "
-                   "the Benedetti-Franconi risk with them; default: none, the risk is 1/f_k")
-    g.add_argument("--ngroups-target", default="10", metavar="N|none",
-                   help="group a numeric target into about N groups (default 10; none: every "
-                   "value is a level)")
+    add_spec_options(p, AuditSettings, groups=(g,))
     g.add_argument("--records", default=None, metavar="RANGE|FILE",
                    help=f"records for attribute risk (default all): {RECORDS_HELP}")
-    g.add_argument("--attribute-estimator", default="auto", choices=["auto", "stabilised", "is"],
-                   help="estimator of the attribute step (as 'bayes-risk attribute "
-                   "--estimator'; default auto: stabilised for class P models)")
-    g.add_argument("--refit-draws", type=int, default=None, metavar="N",
-                   help="kept draws per chain of each refit of the attribute step's stabilised "
-                   "estimator (default: the model's draws). " + REFIT_COST_HELP)
-    g.add_argument("--refit-cache", default=None, metavar="DIR", help=REFIT_CACHE_HELP)
     g.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                    help="verdict threshold (repeat; names and defaults below)")
     # the registered measures' steps (the audit checks the names given: a measure of another
@@ -154,28 +121,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    ".parquet): the membership step runs with them and --model (skipped "
                    "otherwise; one refit of the model per dataset), the attacks step "
                    "(anonymeter's singling out and linkability) with them alone")
-    p.add_argument("--linkability", nargs=2, default=None, metavar=("COLS_A", "COLS_B"),
-                   help="attacks step: the columns of the intruder's two tables, each a "
-                   "comma-separated list (default: the --known columns and the others)")
-    p.add_argument("--membership-selection", default=None, metavar="RULE",
-                   help="membership step of a release that synthesized selected records only "
-                   "(a model fitted with --records): how they were selected, 'independent' or "
-                   "a rule on a record's own values such as \"Income > 150000 or Age >= 90\" "
-                   "(see bayes-risk membership --help, --selection); recorded in the settings")
-    p.add_argument("--combining-rules", choices=("auto", *COMBINING_RULES), default="auto",
-                   help=RULES_HELP + " (the utility step)")
-    add_spec_options(p, PropensitySpec)
-    p.add_argument("--imputed", nargs="+", default=None, metavar="COL",
-                   help="columns whose missing values the synthesizer imputed, compared on the "
-                   "original's observed cells in the utility step ('none': missing values "
-                   "compared as a level; default: recorded in the release's manifest, else "
-                   "inferred; see bayes-risk utility --help)")
-    p.add_argument("--show-confidential-values", action="store_true",
-                   help="show the known (quasi-identifier) values of the records most at risk "
-                   "in the report, and write the confidential records' values into its files "
-                   "(off by default: record numbers only; every file and report.zip withhold "
-                   "them too: the predicates that single out a record of the original or the "
-                   "holdout, the original's smallest and largest values)")
     add_run_arguments(p, "bayes_risk.cli.audit",
                       "report.html, report.md, summary.json and one folder per step",
                       dask="targets (identification) or records (attribute)",

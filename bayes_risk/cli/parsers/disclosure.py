@@ -10,6 +10,8 @@ from bayes_risk.cli._common import (
     add_run_arguments,
     add_type_arguments,
 )
+from bayes_risk.cli.parsers import add_spec_options
+from bayes_risk.disclosure.specs import CONVENTIONS, ExclusionSpec
 
 __all__ = ["add_parser"]
 
@@ -64,29 +66,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="with --differencing: the records selected for synthesis, one 0-based "
                    "record number per line (default: the records the release changed)")
     add_type_arguments(p)
-    g = p.add_argument_group("conventions (synthpop's disclosure() arguments)")
+    g = p.add_argument_group(CONVENTIONS)
     g.add_argument("--ngroups-target", type=int, default=None, metavar="N",
                    help="group a numeric target into about N groups (quantiles of the pooled "
                    "original and synthetic values); default: every distinct value is a level")
     g.add_argument("--ngroups-keys", nargs="+", type=int, default=None, metavar="N",
                    help="group numeric keys likewise: one N for every numeric key, or one per "
                    "key (0: not grouped)")
-    g.add_argument("--denom-lim", type=int, default=5, metavar="N",
-                   help="key-target cells with more than N original records are counted "
-                   "(n_over_denom_lim) and, with --exclude-ov-denom-lim, excluded (default 5)")
-    g.add_argument("--exclude-ov-denom-lim", action="store_true",
-                   help="exclude key-target cells over --denom-lim from every measure")
-    g.add_argument("--not-targetlev", nargs="+", default=None, metavar="LEVEL",
-                   help="target levels excluded from the measures")
-    g.add_argument("--exclude-combination", nargs=3, action="append", default=None,
-                   metavar=("KEY", "KEYLEVEL", "TARGETLEVEL"),
-                   help="exclude the records with this key level and target level (repeat for "
-                   "more combinations)")
-    g.add_argument("--no-target-na", action="store_true",
-                   help="records with a missing target do not count (default: 'Missing' is a "
-                   "level)")
-    g.add_argument("--no-keys-na", action="store_true",
-                   help="records with a missing key do not count (default: 'Missing' is a level)")
+    add_spec_options(p, ExclusionSpec, groups=(g,))
     g.add_argument("--k-anonymity", nargs="+", type=int, default=[2, 3, 5], metavar="K",
                    help="k of the original's k-anonymity counts on the keys (default 2 3 5)")
     g.add_argument("--compat", choices=["synthpop"], default=None,

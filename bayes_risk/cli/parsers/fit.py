@@ -8,12 +8,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bayes_risk._sampling_spec import Sampling
 from bayes_risk.cli._common import (
     RECORDS_HELP,
     add_input_arguments,
     add_run_arguments,
     add_type_arguments,
 )
+from bayes_risk.cli.parsers import add_spec_options
 
 __all__ = ["add_model_options", "add_parser"]
 
@@ -55,20 +57,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "columns are replaced, the other records are released unchanged (the "
                         f"model is still fitted to every record); {RECORDS_HELP}")
     add_type_arguments(p, fits=True)
-    g = p.add_argument_group("MCMC")
     # default None: the model's own defaults (DPMPM: 2 parallel chains, 1000 warm-up sweeps
     # + 500 draws kept every 5th sweep)
-    g.add_argument("--tune", type=int, default=None,
-                   help="burn-in iterations per chain (model default; dpmpm 1000, others 500)")
-    g.add_argument("--draws", type=int, default=None,
-                   help="kept iterations per chain (model default; dpmpm 500, each the last "
-                        "of 5 sweeps, see --thin; others 1000)")
-    g.add_argument("--chains", type=int, default=None,
-                   help="number of chains (model default; dpmpm 2, others 1)")
-    g.add_argument("--cores", type=int, default=None,
-                   help="processes running chains in parallel (model default; dpmpm: one per "
-                        "chain up to the CPUs when the run is long enough to gain from "
-                        "them, else in turn; others 1)")
+    add_spec_options(p, Sampling)
     add_run_arguments(p, "bayes_risk.cli.fit",
                       "model folder: model.json + posterior.nc (Bayesian) or "
                       "arrays.npz + data.parquet (cart, rf, pmm)")

@@ -7,7 +7,6 @@ from typing import Any
 
 from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
 from bayes_risk.cli.parsers import add_spec_options
-from bayes_risk.cli.parsers.attribute import REFIT_CACHE_HELP
 from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
 __all__ = ["add_parser"]
@@ -75,7 +74,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--records", default=None, metavar="RANGE|FILE",
                    help=f"members to evaluate (default: all records): {RECORDS_HELP}")
     add_spec_options(p, AttackSpec, RatioSpec)
-    p.add_argument("--refit-cache", default=None, metavar="DIR", help=REFIT_CACHE_HELP)
     p.add_argument("--selection", default=None, metavar="RULE",
                    help="release that synthesized selected records only (a model fitted with "
                    "--records): how they were selected, 'independent' (without looking at "

@@ -1,0 +1,123 @@
+"""The sampler settings of the Bayesian synthesizers: :class:`Sampling` (public as
+``bayes_risk.models.Sampling``).
+
+Imports only the standard library at module level: ``bayes-risk fit`` declares its MCMC options
+from the fields (``bayes-risk --help`` imports no numpy).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bayes_risk._specs import check_int, cli_option
+
+__all__ = ["Sampling", "SAMPLING_FIELDS", "MCMC"]
+
+#: the argument group of ``bayes-risk fit --help`` that lists the sampler's options
+MCMC = "MCMC"
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How a Bayesian synthesizer runs its sampler, apart from the model (PyMC's ``pm.sample``
+    names): give it as ``sampling=Sampling(draws=2000, chains=4)``.
+
+    A field left at ``None`` takes the model's default (each model's ``sampling_defaults``);
+    a field the model's sampler does not take (``thin`` for ``SequentialRegression``) is refused
+    when the model checks its settings. The values are checked here, once.
+
+    Parameters
+    ----------
+    draws : int, optional
+        Kept iterations per chain (>= 1); the model has ``H = chains × draws`` posterior draws.
+    tune : int, optional
+        Warm-up (tuning) iterations per chain, discarded (>= 0).
+    chains : int, optional
+        Number of MCMC chains (>= 1).
+    cores : int, optional
+        Chains run in parallel processes (>= 1; ``1`` runs them in turn in this process).
+    thin : int, optional
+        Gibbs sweeps per kept draw (>= 1; DPMPM).
+    max_sweeps : int, optional
+        Most sweeps per chain of a run that extends itself until its checks pass (>= 0, 0: the
+        run has the length asked for; DPMPM).
+    starts : str or sequence of str, optional
+        How the chains start: ``"overdispersed"`` or a kind of start of each chain, cycled
+        over the chains (DPMPM, PoissonMixture; :ref:`dpmpm-starts`).
+    temperatures : int, optional
+        Replicas of each chain's tempered ladder (>= 1, 1: no tempering; DPMPM's Gibbs sampler).
+
+    Raises
+    ------
+    ValidationError
+        A value of the wrong type or out of range, naming the field (``INVALID_ARGUMENT``).
+
+    Examples
+    --------
+    >>> from bayes_risk.models import Sampling
+    >>> Sampling(draws=500, chains=2)
+    Sampling(draws=500, chains=2)
+    """
+
+    draws: int | None = field(default=None, metadata=cli_option(
+        "--draws", "kept iterations per chain (model default; dpmpm 500, each the last of 5 "
+        "sweeps, see --thin; others 1000)", type=int, group=MCMC))
+    tune: int | None = field(default=None, metadata=cli_option(
+        "--tune", "burn-in iterations per chain (model default; dpmpm 1000, others 500)",
+        type=int, group=MCMC))
+    chains: int | None = field(default=None, metadata=cli_option(
+        "--chains", "number of chains (model default; dpmpm 2, others 1)", type=int, group=MCMC))
+    cores: int | None = field(default=None, metadata=cli_option(
+        "--cores", "processes running chains in parallel (model default; dpmpm: one per chain "
+        "up to the CPUs when the run is long enough to gain from them, else in turn; others 1)",
+        type=int, group=MCMC))
+    thin: int | None = None
+    max_sweeps: int | None = None
+    starts: str | Sequence[str] | None = None
+    temperatures: int | None = None
+
+    def __post_init__(self) -> None:
+        from bayes_risk.models._bayesian.starts import check_starts
+
+        for name, least, what in _LIMITS:
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, check_int(value, what, least))
+        if self.starts is not None:
+            check_starts(self.starts)
+            if not isinstance(self.starts, str):  # a list (JSON) as the tuple it is hashed as
+                object.__setattr__(self, "starts", tuple(self.starts))
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The fields (scikit-learn's ``get_params``: a model lists them as
+        ``sampling__<field>``).
+
+        Parameters
+        ----------
+        deep : bool
+            Unused (the fields hold no estimators); scikit-learn's signature.
+
+        Returns
+        -------
+        dict
+        """
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def __repr__(self) -> str:
+        # the fields given only, as scikit-learn prints estimators
+        given = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items() if v is not None)
+        return f"Sampling({given})"
+
+
+#: the fields of :class:`Sampling` (the sampler settings a model's ``sampling`` groups)
+SAMPLING_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Sampling))
+#: the integer fields: least value, and the name the error gives
+_LIMITS = (("draws", 1, "draws"), ("tune", 0, "tune"), ("chains", 1, "chains"),
+           ("cores", 1, "cores"), ("thin", 1, "thin (Gibbs sweeps per kept draw)"),
+           ("max_sweeps", 0,
+            "max_sweeps (most sweeps per chain of a self-extending run; 0: none)"),
+           ("temperatures", 1,
+            "temperatures (replicas of each chain's tempered ladder; 1: no tempering)"))

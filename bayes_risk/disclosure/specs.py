@@ -1,0 +1,97 @@
+"""What the disclosure measures leave out: :class:`ExclusionSpec` (synthpop's ``disclosure()``
+options).
+
+Imports only the standard library at module level: ``bayes-risk disclosure`` declares its
+options from the fields (``bayes-risk --help`` imports no numpy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bayes_risk._specs import check_flag, check_int, cli_option
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["ExclusionSpec", "CONVENTIONS"]
+
+#: the argument group of ``bayes-risk disclosure --help`` that lists synthpop's conventions
+CONVENTIONS = "conventions (synthpop's disclosure() arguments)"
+
+
+@dataclass(frozen=True)
+class ExclusionSpec:
+    """What the disclosure measures leave out (synthpop's ``disclosure()`` options).
+
+    Parameters
+    ----------
+    denom_lim : int
+        Key-target cells with more original records than this are counted (and excluded with
+        ``exclude_ov_denom_lim``).
+    exclude_ov_denom_lim : bool
+        Exclude cells over ``denom_lim`` from every table (synthpop's option of that name).
+    not_targetlev : iterable, optional
+        Target levels (labels as in ``target_levels``, or values) excluded from the measures.
+    exclude_combinations : iterable of (key, key level, target level), optional
+        Key-target combinations excluded from the measures (synthpop's ``exclude.keys``,
+        ``exclude.keylevs``, ``exclude.targetlevs``).
+    use_target_na, use_keys_na : bool
+        Whether records with a missing target / key (per key, or one value for all) count.
+
+    Raises
+    ------
+    ValidationError
+        A field out of its range, named in the message.
+
+    Examples
+    --------
+    >>> ExclusionSpec(exclude_combinations=[("sex", 1, "Missing")]).exclude_combinations
+    (('sex', 1, 'Missing'),)
+    """
+
+    denom_lim: int = field(default=5, metadata=cli_option(
+        "--denom-lim", "key-target cells with more than N original records are counted "
+        "(n_over_denom_lim) and, with --exclude-ov-denom-lim, excluded (default 5)",
+        metavar="N", type=int, group=CONVENTIONS))
+    exclude_ov_denom_lim: bool = field(default=False, metadata=cli_option(
+        "--exclude-ov-denom-lim", "exclude key-target cells over --denom-lim from every measure",
+        action="store_true", group=CONVENTIONS))
+    not_targetlev: Iterable[Any] | None = field(default=None, metadata=cli_option(
+        "--not-targetlev", "target levels excluded from the measures", metavar="LEVEL",
+        nargs="+", group=CONVENTIONS))
+    exclude_combinations: Iterable[tuple[str, Any, Any]] | None = field(
+        default=None, metadata=cli_option(
+            "--exclude-combination", "exclude the records with this key level and target level "
+            "(repeat for more combinations)", metavar=("KEY", "KEYLEVEL", "TARGETLEVEL"),
+            nargs=3, action="append", group=CONVENTIONS))
+    use_target_na: bool = field(default=True, metadata=cli_option(
+        "--no-target-na", "records with a missing target do not count (default: 'Missing' is "
+        "a level)", action="store_true", parse=lambda flag: not flag, group=CONVENTIONS))
+    use_keys_na: bool | Sequence[bool] = field(default=True, metadata=cli_option(
+        "--no-keys-na", "records with a missing key do not count (default: 'Missing' is a "
+        "level)", action="store_true", parse=lambda flag: not flag, group=CONVENTIONS))
+
+    def __post_init__(self) -> None:
+        d = check_int(self.denom_lim, "ExclusionSpec.denom_lim", 1)
+        object.__setattr__(self, "denom_lim", d)
+        for name in ("exclude_ov_denom_lim", "use_target_na"):
+            flag = check_flag(getattr(self, name), f"ExclusionSpec.{name}")
+            object.__setattr__(self, name, flag)
+        import numpy as np
+
+        u = self.use_keys_na
+        object.__setattr__(self, "use_keys_na", check_flag(u, "ExclusionSpec.use_keys_na")
+                           if isinstance(u, (bool, np.bool_)) or not isinstance(u, Iterable)
+                           else tuple(check_flag(x, "ExclusionSpec.use_keys_na") for x in u))
+        levels = self.not_targetlev
+        object.__setattr__(self, "not_targetlev", () if levels is None else
+                           (levels,) if isinstance(levels, str) else tuple(levels))
+        triples = []
+        for item in self.exclude_combinations or ():
+            if not (isinstance(item, (tuple, list)) and len(item) == 3):
+                raise ValidationError(
+                    "ExclusionSpec.exclude_combinations must hold (key, key level, target "
+                    f"level) triples. Got {item!r}.")
+            triples.append(tuple(item))
+        object.__setattr__(self, "exclude_combinations", tuple(triples))
