@@ -355,7 +355,7 @@ def check_persistence(ctx: CheckContext) -> None:
     ``model.json`` names a registered synthesizer — with the same likelihoods and synthesis."""
     if not ctx.info.persistence:
         return
-    from bayes_risk.models.base import SETTINGS_FILE, read_model_meta
+    from bayes_risk.models.persistence import SETTINGS_FILE, read_model_meta
     from bayes_risk.registry import list_synthesizers
 
     model = ctx.fitted

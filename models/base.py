@@ -8,9 +8,7 @@ import dataclasses
 import inspect
 import os
 from abc import ABCMeta, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bayes_risk.exceptions import (
@@ -36,11 +34,7 @@ __all__ = [
     "rebuild_synthesizer",
     "rebuildable_synthesizer",
     "synthesized_columns",
-    "SETTINGS_FILE",
 ]
-
-SETTINGS_FILE = "model.json"
-
 
 class BaseSynthesizer(metaclass=ABCMeta):
     """Base class of the synthesizers: ``fit`` / ``synthesize`` and ``get_params`` (read from
@@ -354,104 +348,6 @@ class FittedAttribute:
         raise _not_fitted(obj, f"reading '{self.name}'")
 
 
-def read_model_meta(path: str | os.PathLike[str], method: str | None = None
-                    ) -> tuple[Path, dict[str, Any]]:
-    """The folder and the parsed ``model.json`` of a saved model (``MODEL_UNSUITED`` unless it
-    holds a ``method`` model, when given)."""
-    from bayes_risk._io import read_json
-
-    p = Path(path)
-    meta = read_json(p / SETTINGS_FILE,
-                     f"{str(p)!r} is not a saved bayes-risk model: {SETTINGS_FILE} not found.",
-                     code="NOT_A_MODEL")
-    if method is not None and meta.get("method") != method:
-        raise ValidationError(
-            f"{p} holds a {meta.get('method')!r} model, not {method!r}; use "
-            "bayes_risk.models.load_model(path).",
-            code="MODEL_UNSUITED")
-    return p, meta
-
-
-#: ``model.json``'s field of the checksums of the folder's files (and of its own other fields)
-CHECKSUMS = "sha256"
-
-
-def write_model_json(folder: Path, meta: dict[str, Any]) -> None:
-    """Write ``model.json`` last, with the SHA-256 of every other file and of its own fields
-    (checked by :func:`verify_model_folder`)."""
-    from bayes_risk._checksums import folder_checksums
-    from bayes_risk._io import to_jsonable, write_json
-
-    body = to_jsonable({k: v for k, v in meta.items() if k != CHECKSUMS})
-    write_json(folder / SETTINGS_FILE,
-               {**body, CHECKSUMS: folder_checksums(folder, SETTINGS_FILE, body)})
-
-
-def damaged_folder(p: Path, what: str) -> ValidationError:
-    """The error of a model folder whose files are missing, unreadable or changed."""
-    return ValidationError(
-        f"the model folder {str(p)!r} is damaged: {what}; save the model again (or fit it "
-        "again with 'bayes-risk fit').",
-        code="MODEL_DAMAGED",
-    )
-
-
-@contextmanager
-def damaged_on_error(p: Path, what: str) -> Iterator[None]:
-    """Report an error while reading model folder ``p`` as ``MODEL_DAMAGED``: ``what``, with
-    the error's text (a ``ValidationError`` with a code passes through)."""
-    try:
-        yield
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError, IndexError,
-            AttributeError) as err:
-        if isinstance(err, ValidationError) and err.code_given:
-            raise
-        raise damaged_folder(p, f"{what} ({type(err).__name__}: "
-                                f"{' '.join(str(err).split())[:200]})") from err
-
-
-def verify_model_folder(p: Path, meta: dict[str, Any], *, required: Sequence[str] = (),
-                        legacy: bool = True) -> None:
-    """Check a model folder (``p``, its parsed ``model.json`` ``meta``) against the checksums
-    ``model.json`` records: ``MODEL_DAMAGED`` naming a missing ``required`` file or a changed
-    one. A folder without checksums is refused unless ``legacy`` (older Bayesian models): it is
-    then loaded with warning ``MODEL_UNVERIFIED``."""
-    import warnings
-
-    from bayes_risk._checksums import checksum_problem
-    from bayes_risk.exceptions import CALLER, DataWarning
-
-    for name in required:
-        if not (p / name).is_file():
-            raise damaged_folder(p, f"{name} is missing")
-    sums = meta.get(CHECKSUMS)
-    if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
-        if sums is not None or not legacy:
-            raise damaged_folder(p, f"{SETTINGS_FILE} has no valid file checksums ({CHECKSUMS!r})")
-        sums = {}
-    unlisted = [n for n in required if sums and n not in sums]
-    if unlisted:
-        raise damaged_folder(p, f"{SETTINGS_FILE} records no checksum of {', '.join(unlisted)}")
-    body = {k: v for k, v in meta.items() if k != CHECKSUMS}
-    # model.json's own fields first, then the files it records
-    for check in ({"files": False}, {"json_file": False}):
-        problem = checksum_problem(p, sums, SETTINGS_FILE, body, **check)
-        if problem is not None:
-            raise damaged_folder(p, problem)
-    own = sums.get(SETTINGS_FILE)
-    if own is None:
-        covered = [n for n in sums if n != SETTINGS_FILE]
-        warnings.warn(DataWarning(
-            f"the model folder {str(p)!r} was saved by an older bayes-risk without the "
-            f"checksum of {SETTINGS_FILE}"
-            + (f" (only {', '.join(covered)} are checked)" if covered else
-               " or of its other files") + ": an edit to its settings, roles or "
-            "fitted state cannot be detected (MODEL_UNVERIFIED). Once you are satisfied "
-            "that it is intact, save it again to record them: "
-            "bayes_risk.models.load_model(old).save(new).", code="MODEL_UNVERIFIED"),
-            skip_file_prefixes=CALLER)
-
-
 def load_model(path: str | os.PathLike[str]) -> Any:
     """Load a fitted model saved with its ``save(path)`` method (the class registered under
     ``model.json``'s ``"method"`` reads the folder).
@@ -461,6 +357,8 @@ def load_model(path: str | os.PathLike[str]) -> Any:
     ValidationError
         If the folder is not a saved model.
     """
+    from bayes_risk.models.persistence import read_model_meta
+
     p, meta = read_model_meta(path)
     method = meta.get("method")
     cls = get_synthesizer(method)  # the entry point registered under that name

@@ -87,22 +87,30 @@ def _multivariate_queries(S: np.ndarray, is_cat: np.ndarray, n: int, n_cols: int
                            for a in ("col", "op", "val"))), tried
 
 
-def _check_size(n_attacks: int, n_cols: int, modes: Sequence[str], m: int, p: int,
-                rows: int) -> None:
-    """Refuse, before any predicate is written, attacks whose predicates cannot fit in memory.
+def predicate_bytes(n_attacks: int, n_cols: int, modes: Sequence[str], m: int, p: int,
+                    rows: int) -> float:
+    """Bytes the attacks' predicates hold (also the audit's memory plan).
 
     Per mode and dataset: ``n_attacks`` random predicates of the baseline (a random matrix of
     ``p`` columns and its argsort, five arrays of ``k`` terms: ``16 p + 48 k`` bytes each), and
     the predicates written, at most one per synthetic row and set of columns, each with its
     key, its text and its row of the queries table (about ``300 + 64 k`` bytes).
     """
-    from bayes_risk._memory import check_memory
-
     need = 0.0
     for md in modes:
         k = n_cols if md == "multivariate" else 1
         written = min(n_attacks, rows * (math.comb(p, k) if md == "multivariate" else 2 * p))
         need += m * (n_attacks * (16.0 * p + 48.0 * k) + written * (300.0 + 64.0 * k))
+    return need
+
+
+def _check_size(n_attacks: int, n_cols: int, modes: Sequence[str], m: int, p: int,
+                rows: int) -> None:
+    """Refuse, before any predicate is written, attacks whose predicates cannot fit in memory
+    (:func:`predicate_bytes`)."""
+    from bayes_risk._memory import check_memory
+
+    need = predicate_bytes(n_attacks, n_cols, modes, m, p, rows)
     check_memory(need, arg_name("n_attacks"),
                  what=f"{n_attacks:,} predicates per mode for each of {m} synthetic dataset(s)")
 

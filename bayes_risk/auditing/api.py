@@ -214,7 +214,7 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
     the plan (:class:`~bayes_risk.auditing.memory_plan.StepMemory` of each step)."""
     from bayes_risk._memory import format_bytes
     from bayes_risk.auditing import steps as st
-    from bayes_risk.auditing.memory_plan import check_steps, least_budget, step_memory
+    from bayes_risk.auditing.memory_plan import check_steps, least_budget, step_memory, total_time
     from bayes_risk.auditing.memory_plan import resident_memory as held
 
     p = ctx.plan
@@ -244,6 +244,12 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
         p.add("memory", sm.step.replace("_", " "), sm.line().split(": ", 1)[1], "planned",
               "the least the step holds beside the process (its smallest chunk)"
               if sm.need is not None else "")
+    took = total_time(plans)
+    if took:
+        _say(ctx, f"  the steps: {took}")
+        p.add("memory", "expected time", took, "planned",
+              "each step's work measure at the rates measured (user guide, Memory: The expected "
+              "time)")
     least, at = least_budget(plans, held())
     if at is not None:
         why = (f"the {at.step.replace('_', ' ')} step's need beside what the process holds and "

@@ -20,7 +20,7 @@ from bayes_risk._memory import (
 from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["DEFAULT_SHARE", "AuditBudget", "StepMemory", "audit_budget", "step_memory",
-           "check_steps", "least_budget"]
+           "check_steps", "least_budget", "total_time"]
 
 #: the share of the memory available when an audit starts that its default budget adds to what
 #: the process holds: the other half stays with the rest of the machine (other users' work, the
@@ -80,6 +80,8 @@ class StepMemory:
     chunking: str
     estimate: str = ""
     keeps: float = 0.0
+    seconds: tuple[float, float] | None = None
+    timing: str = ""
 
     def line(self) -> str:
         """``"identification: at least 24.1 MB; ..."`` for the plan printed before the work."""
@@ -88,16 +90,26 @@ class StepMemory:
         keeps = (f", then keeps {format_bytes(self.keeps, up=True)} for the steps after it"
                  if self.keeps else "")
         return f"{self.step.replace('_', ' ')}: {need}{keeps}; {self.chunking}" + (
-            f" ({self.estimate})" if self.estimate else "")
+            f" ({self.estimate})" if self.estimate else "") + "; " + self.time_text()
+
+    def time_text(self) -> str:
+        """``"expected 20–40 s of CPU time (...)"`` or ``"time not estimated: ..."``."""
+        from bayes_risk.attribute.cost import duration_range
+
+        if self.seconds is None:
+            return f"time not estimated: {self.timing}" if self.timing else (
+                "time not estimated")
+        return (f"expected {duration_range(*self.seconds)} of CPU time ({self.timing})")
 
 
 #: what a step's results hold after it, in bytes a record of the original: measured on the
 #: README's audit (``make_ce_like(n, random_seed=1)``, CART release of 3 columns, m = 5) at 5,000
-#: and 20,000 records, each the larger of the two sizes' rates, rounded up (identification: its
-#: results without pooled match probabilities, 0.8 kB a record at 5,000, measured at that size
-#: only; attribute risk's outputs are :func:`_attribute_need`). The steps are checked again
-#: beside what the process holds before each starts (``api._audit_steps``)
-_KEPT_PER_RECORD = {"identification": 2_000.0, "posterior_identification": 1_200.0,
+#: and 20,000 records, each the larger of the two sizes' rates, rounded up (identification,
+#: beside its kernels: its results without pooled match probabilities and what its radius
+#: search leaves held, 1.8 kB a record at 5,000, 3.3 kB at 10,000 and 3.6 kB at 20,000, where
+#: 2 kB was planned from 5,000 alone; attribute risk's are :func:`_attribute_kept`). The steps
+#: are checked again beside what the process holds before each starts (``api._audit_steps``)
+_KEPT_PER_RECORD = {"identification": 4_000.0, "posterior_identification": 1_200.0,
                     "disclosure": 500.0, "utility": 100.0}
 
 #: the compiled kernels' first run in the process: numba's compiler (about 70 MB, once for every
@@ -135,6 +147,109 @@ def _kernel_bytes(steps: list[str]) -> dict[str, float]:
         out[step] = size + (_JIT_BYTES if jit else 0.0)
         jit = False
     return out
+
+
+#: CPU seconds (user + system, every thread) per unit of each step's work measure, the lowest
+#: and highest over the README's audit (``make_ce_like(n, random_seed=1)``, CART release of
+#: Tenure, Expenditure and Income, m = 5, 2 known numeric columns searched over 81 grid
+#: points) at 5,000, 20,000, 50,000 and 100,000 records on a 2-core AMD EPYC (2026): the
+#: posterior replicates' rate is per replicate drawn (between ``min_replicates`` and
+#: ``max_replicates``: the stopping rule decides), the attribute rate holds for CART's plug-in
+#: likelihood
+_RATES: dict[str, tuple[str, float, float]] = {
+    "utility": ("records x datasets", 8.0e-6, 24.0e-6),
+    "identification": ("records x datasets x grid points", 5.8e-6, 10.5e-6),
+    "posterior_identification": ("records x replicates", 2.9e-6, 5.8e-6),
+    "attribute": ("records x columns guessed", 3.4e-4, 5.1e-4),
+    "disclosure": ("records x datasets", 5.4e-6, 12.0e-6),
+    # anonymeter's attacks, with a holdout of half the original's size: 500 attacked records'
+    # distances to every released record, for each attack (2,000 and 4,000 records, m = 2
+    # and 5: 1.1–1.4 ms; 10,000 records, m = 2: 2.1 ms, so the rate grows with n)
+    "attacks": ("records x datasets", 1.1e-3, 2.1e-3),
+}
+#: the largest original each step's rates were measured at and the largest they are trusted
+#: for: twice it (identification grows faster than its work measure there: 7.3 µs a unit at
+#: 20,000 records, 10.4 µs at 100,000), the attacks' only up to it (their rate grows with n)
+_TIMED = {"attacks": (10_000, 10_000)}
+_TIMED_DEFAULT = (100_000, 200_000)
+#: compiling a step's kernels, added to the upper end while they have not run in the process
+#: (numba caches them on disk, so only the first audit after an installation compiles them:
+#: 19.4 s of identification at 5,000 records then, 11.8 s once cached)
+_COMPILE_SECONDS = {"identification": 8.0}
+_MACHINE = "a 2-core AMD EPYC as measured; other machines scale with their speed"
+
+
+def _step_time(ctx: Any, step: str) -> tuple[tuple[float, float] | None, str]:
+    """The expected CPU time of ``step`` (lowest, highest) and how it was computed, or
+    ``(None, why not)``: the step's work measure times the rates measured (:data:`_RATES`),
+    the attribute step's refits from :func:`bayes_risk.attribute.cost.refit_cost` (the
+    estimator the step itself states before its refits)."""
+    from bayes_risk.auditing.steps import AUDIT_REPLICATES
+
+    p = ctx.plan
+    n, m = p.n_records, max(p.m, 1)
+    if step == "attribute" and p.attribute_source == "model":
+        return None, _refit_time(ctx)
+    if step not in _RATES:
+        return None, "not measured on this machine class"
+    if step == "attribute" and p.attribute_source != "cart plug-in":
+        return None, f"measured for CART's plug-in likelihood only, not {p.attribute_source}"
+    measured, trusted = _TIMED.get(step, _TIMED_DEFAULT)
+    if n > trusted:
+        return None, (f"{n:,} records, more than the {trusted:,} its rates are trusted for "
+                      f"(measured up to {measured:,})")
+    what, lo, hi = _RATES[step]
+    if step == "identification":
+        grid = len(p.sweep) ** len(p.search_columns) if p.search_columns and p.sweep else 1
+        work, count = n * m * grid, f"{n:,} x {m} x {grid}"
+        low = high = work
+    elif step == "posterior_identification":
+        r0, r1 = int(AUDIT_REPLICATES["min_replicates"]), int(AUDIT_REPLICATES["max_replicates"])
+        low, high, count = n * r0, n * r1, f"{n:,} x {r0}–{r1}"
+    elif step == "attribute":
+        k = _attribute_sizes(p)[0]
+        low = high = k * max(len(p.synthesized), 1)
+        count = f"{k:,} x {max(len(p.synthesized), 1)}"
+    else:
+        low = high = n * m
+        count = f"{n:,} x {m}"
+    compile_ = _COMPILE_SECONDS.get(step, 0.0)
+    if compile_ and _kernels_loaded(_KERNEL_BYTES[step][1]):
+        compile_ = 0.0
+    return (lo * low, hi * high + compile_), (
+        f"{what} {count} at {lo * 1e6:.3g}–{hi * 1e6:.3g} µs each"
+        + (f", up to {compile_:.0f} s more to compile its kernels the first time" if compile_
+           else "") + f", {_MACHINE}")
+
+
+def _refit_time(ctx: Any) -> str:
+    """What the attribute step with a fitted model will say of its time: its refits' estimate
+    (:func:`~bayes_risk.attribute.cost.refit_cost`, refined by a pilot refit when long, as the
+    step starts) when the estimator refits; the records' evaluation, whose cost depends on the
+    model's draws, is not estimated."""
+    import numpy as np
+
+    from bayes_risk.attribute.cost import distinct_records, refit_cost
+    from bayes_risk.contract import auto_estimator
+
+    model = ctx.model
+    est = ctx.plan.given.attribute_estimator
+    rest = "the records' evaluation depends on the model's draws and is timed as it runs"
+    if model is None or isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
+        return f"the model is loaded when the step starts; {rest}"
+    try:
+        kind = est.kind if est.kind != "auto" else auto_estimator(model, augmented_given=False)
+    except (AttributeError, TypeError, ValueError):
+        return rest
+    if kind != "stabilised" or est.augmented is not None:
+        return rest
+    # each refit appends a dataset's synthesized records, as the step's own statement counts
+    sel = getattr(model, "synthesized_records_", None)
+    n_syn = int(np.count_nonzero(sel)) if sel is not None else ctx.plan.n_records
+    first = next(iter(ctx.synthetic), None)
+    distinct = None if first is None else distinct_records(model, ctx.original, first)
+    cost = refit_cost(model, n_syn, ctx.plan.m, refit_draws=est.refit_draws, distinct=distinct)
+    return f"its refits: {cost.line()}; {rest}"
 
 
 def _index_bytes(n: int, q: int) -> float:
@@ -195,7 +310,7 @@ def step_memory(ctx: Any, steps: list[str]) -> list[StepMemory]:
                 "records in chunks sized from what is left beside the outputs every record "
                 "keeps, which the step checks again from its candidate sets before its first "
                 "record"), "it states its records a chunk and, for refits, their expected time "
-                "when it starts", keeps=outputs + kernels.get(step, 0.0)))
+                "when it starts", keeps=_attribute_kept(p) + kernels.get(step, 0.0)))
         elif step == "membership":
             out.append(StepMemory(step, MIN_WORKING_BYTES, "targets in chunks sized from "
                                   "what is left beside the slots' log-likelihoods"))
@@ -208,9 +323,41 @@ def step_memory(ctx: Any, steps: list[str]) -> list[StepMemory]:
             out.append(StepMemory(step, 16.0 * n * (m + 1), "the keys' codes and counts of "
                                   "the original and every dataset, not chunked",
                                   keeps=kept(step)))
+        elif step == "attacks":
+            out.append(StepMemory(step, _attacks_need(ctx), "the attacked records' distances "
+                                  "to a dataset's records in blocks of "
+                                  f"{_distance_block():,} cells"))
         else:
             out.append(StepMemory(step, None, "not chunked"))
-    return out
+    import dataclasses
+
+    return [dataclasses.replace(sm, seconds=t, timing=why)
+            for sm in out for t, why in [_step_time(ctx, sm.step)]]
+
+
+def _distance_block() -> int:
+    """Cells of the attacks' distance blocks (``attacks.linkability.nearest_rows``)."""
+    from bayes_risk.attacks.linkability import _BLOCK_CELLS
+
+    return int(_BLOCK_CELLS)
+
+
+def _attacks_need(ctx: Any) -> float:
+    """The least the attacks step holds: every table coded as doubles (the original, the
+    holdout and each dataset, ``attacks._inputs.code_table``), the singling-out predicates
+    (:func:`~bayes_risk.attacks.singling_out.predicate_bytes`, the audit's settings), and a
+    distance block with one temporary of its size and a dataset's row order drawn for a tied
+    target (``nearest_rows``)."""
+    from bayes_risk.attacks.singling_out import MODES, predicate_bytes
+    from bayes_risk.auditing.plan import ATTACK_OPTIONS
+
+    p = len(ctx.schema)
+    rows = [len(d) for d in ctx.synthetic]
+    cells = p * (ctx.plan.n_records + len(ctx.holdout) + sum(rows))
+    n_att = int(ATTACK_OPTIONS["n_attacks"])
+    k = min(int(ATTACK_OPTIONS["n_cols"]), p)
+    preds = predicate_bytes(n_att, k, MODES, len(rows), p, max(rows, default=0))
+    return 8.0 * cells + preds + 2 * 8.0 * _distance_block() + 8.0 * max(rows, default=0)
 
 
 def _pattern_note(n: int, m: int) -> str:
@@ -226,6 +373,13 @@ def _pattern_note(n: int, m: int) -> str:
             "what is left, else by listing the matches")
 
 
+def _attribute_sizes(p: Any) -> tuple[int, int]:
+    """The attribute step's records and bootstrap replicates (none with a ``compat`` estimator)."""
+    est = p.given.attribute_estimator
+    B = 0 if est.compat is not None else int(est.bootstrap)
+    return (p.n_records if p.attribute_records is None else len(p.attribute_records)), B
+
+
 def _attribute_need(p: Any) -> float:
     """The least the attribute step holds: what ``attribute.evaluate.chunk_records`` checks
     before its first record, with one candidate a record (the step counts its candidate sets)
@@ -233,11 +387,39 @@ def _attribute_need(p: Any) -> float:
     ``B`` bootstrap replicates, and 2 kB of Python objects), its share of the result's tables
     (1.5 kB) and of the summary's bootstrap tables (16 ``B`` bytes), beside one record's
     working arrays."""
-    est = p.given.attribute_estimator
-    B = 0 if est.compat is not None else int(est.bootstrap)
-    n = p.n_records if p.attribute_records is None else len(p.attribute_records)
+    n, B = _attribute_sizes(p)
     per_record = 8.0 * (len(p.synthesized) + 5 + B) + 2048 + 1500 + 16.0 * B
     return n * per_record + 8.0 * (p.m + 2) * (2 + B)
+
+
+def total_time(plans: list[StepMemory]) -> str:
+    """The steps' expected CPU time in all, naming the steps not estimated (``""``: none is)."""
+    from bayes_risk.attribute.cost import duration_range
+
+    timed = [s.seconds for s in plans if s.seconds is not None]
+    left = [s.step.replace("_", " ") for s in plans if s.seconds is None]
+    if not timed:
+        return ""
+    low, high = sum(t[0] for t in timed), sum(t[1] for t in timed)
+    return (f"expected {duration_range(low, high)} of CPU time"
+            + (f" for the steps estimated, and more for the {_and(left)} step"
+               + ("s" if len(left) > 1 else "") + " (not estimated)" if left else "")
+            + "; on a loaded machine the wall time is longer")
+
+
+def _and(names: list[str]) -> str:
+    """``"a"``, ``"a and b"``, ``"a, b and c"``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _attribute_kept(p: Any) -> float:
+    """What the attribute step's results hold after it: a record's bootstrap tables (16 bytes
+    each of the ``B`` replicates) and 0.8 kB of its rows in the result's tables, measured on the
+    README's audit (B = 200) at 3.6 kB a record at 20,000 records and 3.9 kB at 5,000 (less
+    than :func:`_attribute_need`, which also counts what a record holds while it is
+    evaluated)."""
+    n, B = _attribute_sizes(p)
+    return n * (16.0 * B + 800.0)
 
 
 def least_budget(plans: list[StepMemory], held: float) -> tuple[float, StepMemory | None]:

@@ -148,8 +148,8 @@ def _per_target(ctx: Any, outcome: Any, value: float
     match; ``None`` for another line, or when no run gives the value."""
     if outcome is None or outcome.name != "identification" or outcome.status != "ran":
         return None
+    from bayes_risk.auditing.identification_verdict import identification_figures
     from bayes_risk.auditing.steps import _id_kwargs
-    from bayes_risk.auditing.verdicts import _id_figures
     from bayes_risk.identification.api import identification_risk
 
     pooled = outcome.extra.get("pooled")
@@ -159,7 +159,7 @@ def _per_target(ctx: Any, outcome: Any, value: float
     p = ctx.plan
     for agg, sweep, res in (("pooled", pooled.sweep, pooled.result),
                             ("per_dataset", outcome.extra.get("sweep"), outcome.result)):
-        figs = _id_figures(sweep, res, n, per_dataset=agg == "per_dataset")
+        figs = identification_figures(sweep, res, n, per_dataset=agg == "per_dataset")
         for (fig, radius, _, _), what in zip(figs, _CONTRIBUTION, strict=True):
             if not math.isclose(fig * 100, value, rel_tol=1e-9, abs_tol=1e-9):
                 continue

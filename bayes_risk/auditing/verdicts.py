@@ -1,19 +1,34 @@
 """The verdict lines of an audit: each headline measure against its threshold, with cause and
-remedies (:doc:`/adding_a_measure`)."""
+remedies (:doc:`/adding_a_measure`). The line and its shared wording are in
+:mod:`~bayes_risk.auditing.verdict_base`; the lines of identification and of the attacks in
+:mod:`~bayes_risk.auditing.identification_verdict` and :mod:`~bayes_risk.auditing.attacks_verdict`
+(their public names stay importable from here)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from bayes_risk.auditing import remedies
+from bayes_risk.auditing.attacks_verdict import attacks_lines
 from bayes_risk.auditing.disclosure_step import target_folder
+from bayes_risk.auditing.identification_verdict import identification_lines
 from bayes_risk.auditing.outcome import StepOutcome, step_file
-from bayes_risk.auditing.plan import AuditPlan, radius_text
+from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.verdict_base import (
+    CAVEATS,
+    Baseline,
+    Verdict,
+    caused,
+    dataset_range,
+    line_caveats,
+    mass_words,
+    outside_range,
+    pct,
+)
 from bayes_risk.measures import load, measures
 from bayes_risk.results.attribute import EVIDENCE_FACTOR
 
@@ -21,9 +36,9 @@ __all__ = [
     "ATTRIBUTE_MEASURE",
     "EVIDENCE_MEASURE",
     "Baseline",
-    "attacks_lines",
     "CAVEATS",
     "Verdict",
+    "attacks_lines",
     "attribute_lines",
     "disclosure_lines",
     "identification_lines",
@@ -37,140 +52,6 @@ __all__ = [
 def verdict_steps() -> tuple[str, ...]:
     """The steps with verdict lines: the registered measures with a verdict builder."""
     return tuple(m.name for m in measures() if m.verdict is not None)
-
-#: warning codes of a measure that question the value of a verdict line; the line names them
-CAVEATS: dict[str, tuple[str, ...]] = {
-    "s_pmse": ("SEPARATION", "NOT_CONVERGED", "LARGE_MODEL", "ZERO_DF", "FEW_PAIRS",
-               "NO_SPLITS"),
-    "overlap": ("M_EQUALS_ONE", "SMALL_T", "DEGENERATE_INTERVAL"),
-    "identification": ("IPF_NOT_CONVERGED", "F_BELOW_ONE", "ORIGINAL_UNCONFIRMED",
-                       "ROWS_NOT_VERIFIED", "RADIUS_NOT_SEARCHED", "RADIUS_COORDINATE_SEARCH",
-                       "RADIUS_AT_GRID_EDGE"),
-    "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
-                  "APPROXIMATE_NONPARAMETRIC", "REGIMES_DISAGREE", "RISK_BY_REGIME",
-                  "MODEL_DIFFERS"),
-    "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
-    "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS",
-                   "APPROXIMATE_POSTERIOR", "MODEL_DIFFERS", "MEMBERSHIP_MISSING_VALUES"),
-    # read off the line's own row of the attack's table (attacks_lines), not the result's codes
-    "attacks": ("FEW_SINGLING_OUT_QUERIES", "ATTACK_NOT_BETTER_THAN_BASELINE",
-                "CONTROL_SIZE_CORRECTION"),
-}
-
-
-def _caveats(kind: str, codes: Any) -> tuple[str, ...]:
-    have = set(codes or ())
-    return tuple(c for c in CAVEATS[kind] if c in have)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One line of the first screen: a measure against its threshold.
-
-    ``warnings``: codes that question this value; rates (``unit`` ``"%"``) in per cent;
-    ``spread``: the range over the ``m`` datasets, or that it is pooled. A line on the wrong side
-    has a ``cause`` and ``remedies``.
-    """
-
-    step: str
-    measure: str
-    value: float
-    threshold: float
-    direction: str  # "max": the value should not exceed the threshold; "min": not fall below
-    source: str | None  # file (relative to the audit folder) the value comes from
-    detail: str = ""
-    warnings: tuple[str, ...] = ()
-    #: "%" for rates (value and threshold in per cent), "" for ratios
-    unit: str = ""
-    #: the spread over the m datasets ("per dataset 1.2–3.4 %") or "pooled, no spread"
-    spread: str = ""
-    #: who the intruder of this line is and what they know
-    intruder: str = ""
-    #: on the wrong side of the threshold: what drives the value, with numbers from this run
-    cause: str = ""
-    #: on the wrong side of the threshold: the changes to the release that would move it
-    remedies: tuple[str, ...] = ()
-    #: records with unreliable estimates, left out of the value (never a plain pass)
-    flagged: int = 0
-    #: a rate in per cent is a share of ``(n, noun)``: "127.2 of 5,571 targets"
-    count_of: tuple[int, str] | None = None
-    #: the name of the line's threshold in :class:`~bayes_risk.auditing.Thresholds`
-    threshold_name: str = ""
-    #: what the line takes as the worst case over the choices its intruder has (and any
-    #: weaker choice the audit made, for cost, with its warning code)
-    worst_case: str = ""
-
-    @property
-    def exceeds(self) -> bool:
-        """Whether the value is on the wrong side of the threshold (NaN counts as exceeding)."""
-        if not np.isfinite(self.value):
-            return True
-        return self.value > self.threshold if self.direction == "max" else (
-            self.value < self.threshold
-        )
-
-    @property
-    def status(self) -> str:
-        """``"exceeds"``, ``"caution"`` (a warning or flagged records) or ``"within"``."""
-        if self.exceeds:
-            return "exceeds"
-        return "caution" if self.warnings or self.flagged else "within"
-
-    @property
-    def short(self) -> str:
-        """The measure's name without its qualifiers (the report's first sentence)."""
-        name = self.measure.split(":")[0].replace(", worst case over the radii", "")
-        name = re.sub(r", keys .*$", "", re.sub(r" \([^)]*\)", "", name))
-        return name.replace(", target ", " of ")
-
-
-def _pct(x: Any) -> float:
-    return float(x) * 100
-
-
-def _finite(values: Any) -> np.ndarray:
-    v = np.asarray(values, dtype=np.float64).ravel()
-    return v[np.isfinite(v)]
-
-
-def _range(values: Any, unit: str = "") -> str:
-    """``"per dataset a–b"`` of the finite ``values`` (one per synthetic dataset)."""
-    v = _finite(values)
-    if not v.size:
-        return "no finite value per dataset"
-    u = f" {unit}" if unit else ""
-    return f"per dataset {v.min():.3g}–{v.max():.3g}{u} (min–max over {v.size})"
-
-
-def _outside(value: float, each: Any, why: str, otherwise: str = "") -> str:
-    """Why a headline value lies outside its per-dataset range, else ``otherwise``."""
-    v = _finite(each)
-    if not v.size or not np.isfinite(value) or v.min() <= value <= v.max():
-        return otherwise
-    return f"{'above' if value > v.max() else 'below'} every dataset's own value: {why}"
-
-
-def _caused(v: Verdict, cause: str, remedies: Sequence[str]) -> Verdict:
-    """``v`` with its cause and remedies when it is on the wrong side of its threshold."""
-    if not v.exceeds or not cause:
-        return v
-    return replace(v, cause=cause, remedies=tuple(remedies))
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """A figure that cannot depend on the release (``RELEASE_INDEPENDENT``), reported beside the
-    verdict; ``threshold`` for reference (``None``: a measure of the original alone)."""
-
-    step: str
-    measure: str
-    value: float
-    threshold: float | None
-    source: str | None
-    why: str
-    code: str = "RELEASE_INDEPENDENT"
-    #: "%" for rates (value and threshold in per cent), as on the verdict lines
-    unit: str = ""
 
 
 def verdict_lines(plan: AuditPlan, steps: Sequence[StepOutcome]) -> list[Verdict | Baseline]:
@@ -213,20 +94,20 @@ def utility_lines(plan: AuditPlan, u: StepOutcome) -> list[Verdict | Baseline]:
     th, r = plan.thresholds, u.result
     v = Verdict("utility", "mean S_pMSE (pMSE / null expectation)",
                 float(r.pmse.mean_ratio), th.s_pmse, "max", step_file(u, "summary.json"),
-                f"{r.pmse.null} null", _caveats("s_pmse", r.pmse.warnings),
-                spread=_range(r.pmse.ratio), intruder=_NO_INTRUDER, threshold_name="s_pmse")
+                f"{r.pmse.null} null", line_caveats("s_pmse", r.pmse.warnings),
+                spread=dataset_range(r.pmse.ratio), intruder=_NO_INTRUDER, threshold_name="s_pmse")
     ov = float(r.mean_overlap)
     w = Verdict("utility", "mean confidence-interval overlap",
                 ov, th.overlap, "min", step_file(u, "overlap.csv"),
-                warnings=_caveats("overlap", r.warnings),
-                spread=_range(r.overlap_per_dataset) + "; " + _outside(
+                warnings=line_caveats("overlap", r.warnings),
+                spread=dataset_range(r.overlap_per_dataset) + "; " + outside_range(
                     ov, r.overlap_per_dataset,
                     f"the value is not their mean but the overlap of the interval combined "
                     f"over the {plan.m} datasets, centred on the mean of their estimates "
                     "(closer to the original's than one dataset's)",
                     f"the value combines the intervals of the {plan.m} datasets"),
                 intruder=_NO_INTRUDER, threshold_name="overlap")
-    return [_caused(v, *remedies.utility_cause(u)), _caused(w, *remedies.overlap_cause(u))]
+    return [caused(v, *remedies.utility_cause(u)), caused(w, *remedies.overlap_cause(u))]
 
 
 def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
@@ -253,7 +134,7 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
                             else ", given for this audit"))
     ev = replace(ev, detail=f"{_before_after(un, k)}; {ev.detail}")
     cause = remedies.attribute_cause(plan, a)
-    return [_caused(top, *cause), _caused(ev, *cause)]
+    return [caused(top, *cause), caused(ev, *cause)]
 
 
 def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
@@ -268,8 +149,8 @@ def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
     if nf:
         # the worst case for the flagged records: every one of them counted
         hit = float(un.get(key, np.nan)) * int(un.get("n_records") or n - nf)
-        bound = _pct((hit + nf) / n) if n else np.nan
-        thr = _pct(threshold)
+        bound = pct((hit + nf) / n) if n else np.nan
+        thr = pct(threshold)
         left_out = (f"; {nf} of {n} record(s) flagged and left out (unassessed: treat them as "
                     f"at risk; {counted}, the share would be {bound:.3g} %, "
                     f"{'still within' if bound <= thr else 'past'} the threshold)")
@@ -278,8 +159,8 @@ def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
     name = next((k for k in mc if k.startswith("mc_interval_")), None)
     share = mc[name].get(key) if name else None
     if share is not None and np.all(np.isfinite(np.asarray(share, dtype=float))):
-        interval = (f"{name.rsplit('_', 1)[1]} % Monte Carlo interval {_pct(share[0]):.3g}–"
-                    f"{_pct(share[1]):.3g} % (draw bootstrap, {mc['bootstrap']} replicates); ")
+        interval = (f"{name.rsplit('_', 1)[1]} % Monte Carlo interval {pct(share[0]):.3g}–"
+                    f"{pct(share[1]):.3g} % (draw bootstrap, {mc['bootstrap']} replicates); ")
     elif (a.result.settings or {}).get("estimator") == "plugin":
         # the plug-in has no posterior draws (MC_ERROR_HIGH flags records instead)
         interval = ("no posterior draws to bootstrap (plug-in likelihood of the release's "
@@ -287,20 +168,20 @@ def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
                     "MC_ERROR_HIGH); ")
     else:
         interval = "no Monte Carlo interval (no draw bootstrap kept); "
-    value, by_regime = _pct(un.get(key, np.nan)), _regime_detail(s.get("regimes"), key)
+    value, by_regime = pct(un.get(key, np.nan)), _regime_detail(s.get("regimes"), key)
     big = (s.get("regimes") or {}).get(f"largest_{key}")
     heavy = (s.get("regimes") or {}).get(f"mass_{key}")
     if heavy is not None:  # the regime that holds the posterior mass is read
-        value = _pct(heavy[key])
-    elif big is not None and not _pct(big[key]) <= value:  # the larger figure is read
-        value = _pct(big[key])
+        value = pct(heavy[key])
+    elif big is not None and not pct(big[key]) <= value:  # the larger figure is read
+        value = pct(big[key])
     extra = ("random guess "
-             f"{_pct(s.get('random_guess_baseline', np.nan)):.3g} %; " if key == "prop_top"
+             f"{pct(s.get('random_guess_baseline', np.nan)):.3g} %; " if key == "prop_top"
              else "")
-    return Verdict("attribute", measure, value, _pct(threshold), "max",
+    return Verdict("attribute", measure, value, pct(threshold), "max",
                    step_file(a, "summary.json"),
                    f"{interval}{extra}records with stable estimates{left_out}{by_regime}",
-                   _caveats("attribute", a.result.warnings), unit="%",
+                   line_caveats("attribute", a.result.warnings), unit="%",
                    spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
                    intruder=intruder, flagged=nf,
                    count_of=(int(un.get("n_records") or n - nf), "records"),
@@ -319,8 +200,8 @@ def _before_after(un: dict[str, Any], k: float) -> str:
         x = float(q.get(name, np.nan))
         return "∞ (p_true 100 %)" if x == np.inf else f"{x:.3g}"
 
-    return (f"mean p_true {_pct(un.get('mean_p_true', np.nan)):.3g} % after the release "
-            f"against {_pct(un.get('mean_prior_p_true', np.nan)):.3g} % before it (the "
+    return (f"mean p_true {pct(un.get('mean_p_true', np.nan)):.3g} % after the release "
+            f"against {pct(un.get('mean_prior_p_true', np.nan)):.3g} % before it (the "
             f"intruder's prior); Bayes factor of the true values: median {factor('50%')}, "
             f"95th percentile {factor('95%')}, largest {factor('100%')} "
             f"(1: the release tells nothing about the record; counted from {k:g}, {why})")
@@ -365,13 +246,6 @@ _MEMBERSHIP_WORST_CASE = (
     "ratio, the optimal test for this intruder (a distance-to-closest-record attack is "
     "reported beside it); non-members: the holdout given")
 
-#: what the anonymeter lines take as the worst case over their intruder's choices
-_ATTACKS_WORST_CASE = (
-    "datasets: the largest risk over the m datasets, each attacked alone; predicates and "
-    "neighbours: anonymeter's defaults (500 attacks a mode, 3 columns, the nearest row; not "
-    "searched); inference: the synthesized column most at risk, the intruder knowing every "
-    "other column; control: the holdout, its count corrected for its size")
-
 
 def _disclosure_worst_case(plan: AuditPlan, target: str, name: str) -> str:
     """What a repU or DiSCO line takes as the worst case over its intruder's choices."""
@@ -397,30 +271,20 @@ def _regime_detail(reg: Any, key: str = "prop_top") -> str:
         return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE) and the "
                 f"share could not be computed per regime ({reg.get('reason')}): the figure "
                 "pools regimes that disagree — refit before relying on it")
-    parts = [f"{n} {_pct(r['summary'].get(key, np.nan)):.3g} %"
+    parts = [f"{n} {pct(r['summary'].get(key, np.nan)):.3g} %"
              for n, r in zip(names, reg["regimes"], strict=True)]
     heavy = reg.get(f"mass_{key}")
     if heavy is not None:
         return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
                 f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
                 f"regime; regime {heavy['regime']} holds the posterior mass "
-                f"({_mass_words(reg['regimes'][heavy['regime'] - 1])}): its figure is read, the "
+                f"({mass_words(reg['regimes'][heavy['regime'] - 1])}): its figure is read, the "
                 "others' beside it (RISK_BY_REGIME)")
     big = reg.get(f"largest_{key}") or {}
     return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
             f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
             f"regime; the larger of these and the pooled figure is read (RISK_BY_REGIME"
             + (f", regime {big['regime']}" if big else "") + ")")
-
-
-def _mass_words(regime: dict[str, Any]) -> str:
-    """How much of the posterior mass the regime holds, by the bounds of the regimes' marginal
-    likelihoods (``models.dpmpm.evidence``)."""
-    share = (regime.get("mass_bounds") or [np.nan])[0]
-    rest = 1.0 - float(share)
-    at_least = f"1 − {rest:.1g}" if rest > 0.0 else "all but less than 1e-300"
-    return (f"at least {at_least} of it by the bounds of the regimes' marginal likelihoods, "
-            "convergence_summary()['regimes']")
 
 
 def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline]:
@@ -444,7 +308,7 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
                   fixed_keys and t not in plan.synthesized,
                   f"neither the keys ({keys}) nor the target are synthesized: the release "
                   "shows the original's values",
-                  _caveats("DiSCO", res.warnings) + doubt((*res.keys, t)),
+                  line_caveats("DiSCO", res.warnings) + doubt((*res.keys, t)),
                   f"{who} and reads the target {t} off the release",
                   lambda res=res, t=t: remedies.disco_cause(plan, res, t))]
         # repU depends on the keys alone: one line per set of keys, not per target
@@ -462,10 +326,10 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
                 continue
             table = res.ident if name == "repU" else res.attrib
             v = Verdict("disclosure", measure, value, getattr(th, name), "max", src, unit="%",
-                        warnings=warns, spread=_range(table[name], "%"), intruder=intruder,
+                        warnings=warns, spread=dataset_range(table[name], "%"), intruder=intruder,
                         count_of=(plan.n_records, "records"), threshold_name=name,
                         worst_case=_disclosure_worst_case(plan, t, name))
-            out.append(_caused(v, *cause()))
+            out.append(caused(v, *cause()))
     base = d.extra.get("original_risk") or {}
     for i, r in enumerate(base.values(), start=1):
         sub = "original_risk" + (f"_{i}" if len(base) > 1 else "")
@@ -541,7 +405,7 @@ def membership_lines(plan: AuditPlan, mem: StepOutcome) -> list[Verdict | Baseli
            f"{st['prior']:.3g})")
     spread = ("one dataset, no spread" if m == 1 else
               f"pooled: the intruder reads all {m} datasets at once, no spread")
-    caveats = _caveats("membership", res.warnings)
+    caveats = line_caveats("membership", res.warnings)
     cause = remedies.membership_cause(plan, mem)
     adv = Verdict("membership", "membership attack's advantage over the base rate "
                   "(AUC − 0.5)", float(f["auc_advantage"]), th.membership_advantage,
@@ -552,306 +416,10 @@ def membership_lines(plan: AuditPlan, mem: StepOutcome) -> list[Verdict | Baseli
                   caveats, spread=spread, intruder=who, flagged=nf,
                   threshold_name="membership_advantage", worst_case=_MEMBERSHIP_WORST_CASE)
     share = Verdict("membership", f"share of members with P(member) > {pthr:g}",
-                    _pct(f["share_members_above"]), _pct(th.membership_share), "max", src,
+                    pct(f["share_members_above"]), pct(th.membership_share), "max", src,
                     f"{iv('share_members_above_interval', 100, ' %')}; holdout records "
-                    f"above it: {_pct(share_non):.3g} %{left_out}",
+                    f"above it: {pct(share_non):.3g} %{left_out}",
                     caveats, unit="%", spread=spread, intruder=who, flagged=nf,
                     threshold_name="membership_share", worst_case=_MEMBERSHIP_WORST_CASE)
-    return [_caused(adv, *cause), _caused(share, *cause)]
+    return [caused(adv, *cause), caused(share, *cause)]
 
-
-def _attack_caveats(row: Any, size_ratio: float) -> tuple[str, ...]:
-    """The caveats of one headline row of an attack's table (its dataset and mode)."""
-    have = set()
-    if row.get("n_queries", row["n_attacks"]) < row["n_attacks"]:
-        have.add("FEW_SINGLING_OUT_QUERIES")
-    if row["baseline_rate"] >= row["main_rate"]:
-        have.add("ATTACK_NOT_BETTER_THAN_BASELINE")
-    # a holdout of another size: the control count was extrapolated (far) or could not be
-    corr = row.get("control_correction", np.nan)
-    if row.get("n_control_raw", 0) > 0 and size_ratio != 1.0 and (
-            not np.isfinite(corr) or not 0.5 <= size_ratio <= 2.0):
-        have.add("CONTROL_SIZE_CORRECTION")
-    return tuple(c for c in CAVEATS["attacks"] if c in have)
-
-
-def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
-    """anonymeter's singling-out (per mode), linkability and inference risk, the largest over
-    datasets."""
-    th = plan.thresholds
-    out: list[Verdict | Baseline] = []
-    so, lk = a.result["singling_out"], a.result["linkability"]
-    cause = remedies.attacks_cause(plan, a)
-    s = so.settings
-    ratio = (s["n_original_distinct"] / s["n_holdout_distinct"]
-             if s.get("n_holdout_distinct") else 1.0)
-    lvl = f"{100 * float(s['confidence_level']):.3g} %"
-
-    def interval(r: Any) -> str:  # the headline row's interval and, of several, its dataset
-        return f"{lvl} interval {r['ci_low']:.3g}–{r['ci_high']:.3g}" + (
-            f" (dataset {int(r['dataset'])}, the largest of {plan.m})" if plan.m > 1 else "")
-
-    for _, r in so.headline().iterrows():
-        mode = str(r["mode"])
-        each = so.table.loc[so.table["mode"] == mode, "risk"]
-        what = ("one column" if mode == "univariate" else f"{int(r['n_cols'])} columns")
-        v = Verdict(
-            "attacks", f"{mode} singling-out risk", float(r["risk"]),
-            th.singling_out_risk, "max", step_file(a, "singling_out.csv"),
-            interval(r) + f"; of {int(r['n_queries'])} predicates that single out a synthetic row, "
-            f"{int(r['n_main'])} single out a record of the original and "
-            f"{r['n_control']:.4g} one of the holdout"
-            + (f" (corrected for its size by {r['control_correction']:.3g})"
-               if np.isfinite(r["control_correction"]) else "")
-            + f"; random predicates: {int(r['n_baseline'])} of {int(r['n_attacks'])}",
-            _attack_caveats(r, ratio), spread=_range(each),
-            intruder=f"holds a synthetic dataset and writes predicates on {what} that match "
-            "exactly one of its rows, claiming that each isolates one person of the "
-            "confidential data (anonymeter's singling-out attack)",
-            threshold_name="singling_out_risk", worst_case=_ATTACKS_WORST_CASE)
-        out.append(_caused(v, *cause[mode]))
-    if lk is not None:
-        r = lk.headline().iloc[0]
-        (ca, cb), k = lk.settings["aux_columns"], int(r["n_neighbors"])
-        each = lk.table.loc[lk.table["n_neighbors"] == k, "risk"]
-        v = Verdict(
-            "attacks", f"linkability risk ({', '.join(ca)} with {', '.join(cb)})",
-            float(r["risk"]), th.linkability_risk, "max", step_file(a, "linkability.csv"),
-            interval(r) + f"; records relinked through their {k} nearest synthetic row"
-            f"{'s' if k > 1 else ''}: {int(r['n_main'])} of {int(r['n_attacks'])} of the "
-            f"original, {int(r['n_control'])} of as many of the holdout, "
-            f"{int(r['n_baseline'])} by random rows",
-            _attack_caveats(r, 1.0), spread=_range(each),
-            intruder=f"holds two tables about the same people, one with {', '.join(ca)}, the "
-            f"other with {', '.join(cb)}, and links them through the nearest synthetic rows "
-            "(anonymeter's linkability attack)",
-            threshold_name="linkability_risk", worst_case=_ATTACKS_WORST_CASE)
-        out.append(_caused(v, *cause["linkability"]))
-    inf = a.result.get("inference")
-    if inf is not None:
-        out.append(_caused(_inference_line(plan, inf, a, interval), *cause["inference"]))
-    return out
-
-
-def _inference_line(plan: AuditPlan, inf: Any, a: StepOutcome, interval: Any) -> Verdict:
-    """anonymeter's inference risk of the secret most at risk (an undefined risk first)."""
-    h = inf.headline()
-    r = h.iloc[int(np.argmax(h["risk"].fillna(np.inf).to_numpy()))]
-    secret = str(r["secret"])
-    others = "; ".join(f"{o['secret']} {o['risk']:.3g}" for _, o in h.iterrows()
-                       if o["secret"] != secret)
-    n_ctrl = r["n_attacks_control"]
-    return Verdict(
-        "attacks", f"inference risk ({secret})", float(r["risk"]),
-        plan.thresholds.inference_risk, "max", step_file(a, "inference.csv"),
-        interval(r) + f"; {secret} guessed right from the nearest synthetic row: "
-        f"{int(r['n_main'])} of {int(r['n_attacks'])} records of the original, "
-        f"{r['n_control']:.4g} of {n_ctrl:.4g} of the holdout, {int(r['n_baseline'])} of "
-        f"{int(r['n_attacks_baseline'])} by random synthetic values"
-        + (f"; the other synthesized columns: {others}" if others else ""),
-        _attack_caveats(r, 1.0), spread=_range(inf.table.loc[inf.table["secret"] == secret,
-                                                              "risk"]),
-        intruder="knows every other column of a record and guesses each synthesized column "
-        "as the value of the nearest synthetic row (anonymeter's inference attack; a number "
-        f"within {100 * inf.settings['tolerance']:.3g} % of the guess, a category when equal)",
-        threshold_name="inference_risk", worst_case=_ATTACKS_WORST_CASE)
-
-
-def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Baseline]:
-    """The expected and true match rates: the worst case over the radius search, the larger of
-    the pooled and per-dataset figures, each with the radius of each column that gave it."""
-    th = plan.thresholds
-    iw = _caveats("identification", i.result.warnings)
-    pooled = i.extra["pooled"]
-    n = float(pooled.result.file["n_targets"])
-    m = plan.m
-    src = step_file(i, "summary.json")
-    pd_figs = _id_figures(i.extra.get("sweep"), i.result, n, per_dataset=True)
-    pool_figs = _id_figures(pooled.sweep, pooled.result, n, per_dataset=False)
-    convention = _convention_text(plan, i.result, pooled.result, n)
-    searched = bool(plan.sweep and plan.search_columns)
-    at = ", worst case over the radii" if searched else ""
-    lines = []
-    for k, (label, tn) in enumerate((
-            (f"expected match rate{at}", "expected_match_rate"),
-            (f"true match rate (correct unique matches){at}", "true_match_rate"))):
-        (vp, rp, _, edge_p), (vd, rd, each, edge_d) = pool_figs[k], pd_figs[k]
-        use_pooled = not vd > vp  # NaN in the per-dataset figure: the pooled one
-        vp, vd = _pct(vp), _pct(vd)
-        r_pool = f" ({radius_text(rp)})" if rp else ""
-        r_per = f" ({radius_text(rd)})" if rd else ""
-        detail = (f"{'larger' if use_pooled else 'smaller'}: pooled over the m = {m} "
-                  f"datasets {vp:.3g} %{r_pool}; {'smaller' if use_pooled else 'larger'}: "
-                  f"mean per dataset {vd:.3g} %{r_per}{convention[k]}")
-        rng = _range(each * 100, "%")
-        spread = (f"pooled over the {m} datasets, no spread; {rng}" if use_pooled
-                  else rng)
-        value, by_regime = _identification_by_regime(vp if use_pooled else vd, each,
-                                                     i.extra.get("regimes"))
-        why = _outside(vp if use_pooled else vd, each * 100,
-                       f"the intruder holding all {m} datasets pools them" if use_pooled
-                       else "the value is the worst case over the radius search")
-        codes = _search_caveats(plan, pooled.sweep if use_pooled else i.extra.get("sweep"),
-                                edge_p if use_pooled else edge_d)
-        lines.append((label, value, detail + by_regime,
-                      f"{spread}; {why}" if why else spread, codes, tn))
-    thr = (_pct(th.expected_match_rate), _pct(th.true_match_rate))
-    if plan.identification_release_independent:
-        why = (f"the intruder knows only unsynthesized columns "
-               f"({', '.join(plan.known)}), which the release carries unchanged")
-        return [Baseline("identification", lab, v, t, src, f"{why}; {d}", unit="%")
-                for (lab, v, d, *_), t in zip(lines, thr, strict=True)]
-    who = _identification_intruder(plan)
-    cause = remedies.identification_cause(plan, i)
-    if i.extra.get("regimes"):  # the model's chains in different regimes: say so on the line
-        iw = (*iw, "REGIMES_DISAGREE") + (
-            ("RISK_BY_REGIME",) if i.extra["regimes"].get("status") == "computed" else ())
-    return [_caused(Verdict("identification", lab, v, t, "max", src, d, (*iw, *codes),
-                            unit="%", spread=sp, intruder=who, count_of=(int(n), "targets"),
-                            threshold_name=tn, worst_case=_identification_worst_case(plan)),
-                    *cause)
-            for (lab, v, d, sp, codes, tn), t in zip(lines, thr, strict=True)
-            ] + _given_selection_line(plan, i, src, iw, n, cause)
-
-
-def _given_selection_line(plan: AuditPlan, i: StepOutcome, src: str | None,
-                          iw: tuple[str, ...], n: float, cause: tuple) -> list[Verdict]:
-    """The expected match rate of the intruder who knows why records were selected for
-    synthesis (Hu 2019 §4.2.4), when the release's manifest records its rule."""
-    g = i.extra.get("given_selection")
-    if not g or "not_computed" in g:
-        return []
-    per, pooled = g["per_dataset"], g["pooled"]
-    use_pooled = not per["expected_match_rate"] > pooled["expected_match_rate"]
-    both = [(f"pooled over the m = {plan.m} datasets", pooled), ("mean per dataset", per)]
-    text = "; ".join(f"{w} {_pct(f['expected_match_rate']):.3g} %"
-                     + (f" ({radius_text(f['radius'])})" if f["radius"] else "")
-                     for w, f in (both if use_pooled else both[::-1]))
-    sel = g["selection"]
-    detail = (f"the larger: {text}; the release's manifest records its selection rule "
-              f"({g['rule']}): {sel['n_selected']:,} of {sel['n_records']:,} records were "
-              "synthesized, so a target the rule leaves unselected is matched exactly among "
-              "the records released unchanged, a selected one only among the synthesized")
-    value = _pct((pooled if use_pooled else per)["expected_match_rate"])
-    spread = (f"pooled over the {plan.m} datasets, no spread" if use_pooled
-              else "mean per dataset")
-    return [_caused(Verdict(
-        "identification", "expected match rate given the selection (R)", value,
-        _pct(plan.thresholds.expected_match_rate), "max", src, detail, iw, unit="%",
-        spread=spread,
-        intruder=f"{_identification_intruder(plan)}; knows which records were selected for "
-        "synthesis (the release's manifest, Hu 2019 §4.2.4)", count_of=(int(n), "targets"),
-        threshold_name="expected_match_rate",
-        worst_case=f"{_identification_worst_case(plan)}; selection: known for every target "
-        "(the synthesized records of the manifest)"), *cause)]
-
-
-def _id_figures(sweep: Any, res: Any, n: float, *, per_dataset: bool) -> list[tuple]:
-    """``(value, radii, per-dataset values, columns at the grid's edge)`` of the expected match
-    rate and of the true match rate: the largest over the search, else at the radius given."""
-    if sweep is None or not sweep.argmax:
-        f = res.file
-        each = getattr(res, "per_dataset", None) or {}
-        radius = dict((res.settings.get("match_rule") or {}).get("radius") or {})
-        emr_each = np.asarray(each.get("expected_match_risk", []), dtype=float) / n
-        tmr_each = np.asarray(each.get("true_match_rate_targets", []), dtype=float)
-        return [(float(f["expected_match_risk"]) / n, radius, emr_each, []),
-                (float(f["true_match_rate_targets"]), radius, tmr_each, [])]
-    out = []
-    for value, arg, table in ((sweep.risk_star / n, sweep.argmax, sweep.risk / n),
-                              (sweep.tmr_star_value, sweep.tmr_argmax, sweep.true_match_rate)):
-        if not arg:
-            out.append((float("nan"), {}, np.zeros(0), []))
-            continue
-        # the smallest radii among ties (the grid is ordered lexicographically)
-        best = sorted(arg, key=lambda j: tuple(np.atleast_1d(sweep.radii[j])))[0]
-        rad = sweep.radii_at(best)
-        top = float(np.max(sweep.radii))
-        edge = [c for c, r in rad.items() if r >= top > 0]
-        out.append((float(value), rad, np.asarray(table[best], dtype=float)
-                    if per_dataset else np.zeros(0), edge))
-    return out
-
-
-def _convention_text(plan: AuditPlan, res: Any, pooled: Any, n: float) -> tuple[str, str]:
-    """``"; beside: at Hornby & Hu's convention (...) pooled x %, per dataset y %"`` of both
-    lines (empty when the search did not run: the line is that figure)."""
-    if not (plan.sweep and plan.search_columns):
-        return "", ""
-    what = ("Hornby & Hu's convention, " if plan.radius_source == "default" else "the radius "
-            "given, ") + radius_text(plan.radius)
-    return tuple(
-        f"; beside it, at {what}: pooled {_pct(pooled.file[key] / d):.3g} %, mean per dataset "
-        f"{_pct(res.file[key] / d):.3g} % (not the worst case)"
-        for key, d in (("expected_match_risk", n), ("true_match_rate_targets", 1.0)))
-
-
-def _search_caveats(plan: AuditPlan, sweep: Any, edge: list[str]) -> tuple[str, ...]:
-    """The codes that say the line's figure may not be the worst case over the radii."""
-    if not plan.search_columns:
-        return ()
-    if not plan.sweep:
-        return ("RADIUS_NOT_SEARCHED",)
-    codes = []
-    if sweep is not None and (sweep.settings.get("search") or {}).get("mode") == "coordinate":
-        codes.append("RADIUS_COORDINATE_SEARCH")
-    if edge:
-        codes.append("RADIUS_AT_GRID_EDGE")
-    return tuple(codes)
-
-
-def _identification_worst_case(plan: AuditPlan) -> str:
-    """What the identification lines take as the worst case over the intruder's choices."""
-    if not plan.search_columns:
-        radius = "every known column is categorical, matched exactly (the only choice)"
-    elif not plan.sweep:
-        radius = (f"radius: {radius_text(plan.radius)} only (the search was turned off: "
-                  "RADIUS_NOT_SEARCHED — not the worst case)")
-    else:
-        radius = (f"radius: the worst case, the largest figure over a grid of "
-                  f"{', '.join(f'{r:g}' for r in plan.sweep)} (0 = exact) on each of "
-                  f"{', '.join(plan.search_columns)}, synthesized or released unchanged")
-    return (f"{radius}; datasets: one at a time or all {plan.m} pooled, the larger; keys: all "
-            "known columns together (subsets are searched only with the knowledge sweep, "
-            "known_sweep=True / --known-sweep); targets: every record of the original")
-
-
-_ID_THRESHOLDS = ("expected_match_rate", "true_match_rate")
-
-
-def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple[float, str]:
-    """An identification line's value and words under the fit's regimes (``RISK_BY_REGIME``)."""
-    if not reg:
-        return value, ""
-    if reg.get("status") != "computed":
-        return value, (f"; the model's chains sit in {len(reg['regimes'])} regimes "
-                       f"(REGIMES_DISAGREE) and the figure could not be split by regime "
-                       f"({reg.get('reason')})")
-    lab = np.asarray([r if r is not None else 0 for r in reg["dataset_regime"]])
-    each = np.asarray(each, dtype=float) * 100
-    heavy = next((i for i, r in enumerate(reg["regimes"], 1) if r.get("holds_mass")), None)
-    parts, best, of_heavy = [], value, None
-    for r in range(1, len(reg["regimes"]) + 1):
-        sel = (lab == r) & np.isfinite(each) if each.size == lab.size else np.zeros(0, bool)
-        if not sel.any():
-            parts.append(f"regime {r}: no dataset")
-            continue
-        mean = float(each[sel].mean())
-        parts.append(f"regime {r}: {mean:.3g} % (mean over its {int(sel.sum())} dataset(s))")
-        if not mean <= best:
-            best = mean
-        if r == heavy:
-            of_heavy = mean
-    head = (f"; the model's chains sit in {len(reg['regimes'])} regimes (REGIMES_DISAGREE), "
-            f"per dataset by the regime of its draw: {'; '.join(parts)}")
-    if of_heavy is not None:  # the regime that holds the mass, with datasets of its own
-        return of_heavy, (f"{head}; regime {heavy} holds the posterior mass "
-                          f"({_mass_words(reg['regimes'][heavy - 1])}): its figure is read, "
-                          "the others' beside it (RISK_BY_REGIME)")
-    return best, f"{head}; the larger figure is read (RISK_BY_REGIME)"
-
-
-def _identification_intruder(plan: AuditPlan) -> str:
-    return (f"knows the true {', '.join(plan.known)} of every target; holds one or all of the "
-            f"{plan.m} datasets and matches each numeric key as closely or as loosely as "
-            "serves them best")

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer, list_synthesizers
-    from bayes_risk.models._bayesian.io import warm_up_writer
+    from bayes_risk.models.persistence import warm_up_writer
     from bayes_risk.registry import fit_options
 
     if args.method is None:

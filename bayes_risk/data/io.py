@@ -388,7 +388,8 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     is written with its value labels, variable labels and missing-value declarations
     (:func:`~bayes_risk.data.file_labels`)."""
     from bayes_risk._io import atomic_file
-    from bayes_risk.data.statfiles import RELEASE_FORMATS, file_labels, write_stat_file
+    from bayes_risk.data.statfiles import RELEASE_FORMATS, file_labels
+    from bayes_risk.data.statfiles_write import write_stat_file
 
     p = Path(path)
     suffix = p.suffix.lower()

@@ -5,7 +5,9 @@ SPSS).
 The reader and writer is pyreadstat (ReadStat): the one library that reads all five formats
 with the user-defined and special missing values kept apart from the empty cell, and writes
 SPSS and Stata files with value labels and missing-value declarations (pandas reads SAS and
-Stata only, drops SAS's special missing values and writes no SPSS file).
+Stata only, drops SAS's special missing values and writes no SPSS file). This module reads;
+:mod:`bayes_risk.data.statfiles_write` writes; :mod:`bayes_risk.data.statfiles_labels` holds
+what both share.
 """
 
 from __future__ import annotations
@@ -15,37 +17,34 @@ import datetime as dt
 import re
 import warnings
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+# what the reader shares with the writer, and the writer: modules of their own whose public
+# names stay importable from here (__all__)
+from bayes_risk.data.statfiles_labels import (
+    ATTRS_KEY,
+    FORMAT_NAMES,
+    LABELS_FILE,
+    LETTER_MISSING,
+    RELEASE_FORMATS,
+    STAT_FORMATS,
+    FileLabels,
+    LabelsAttrs,
+    code_text,
+    file_labels,
+    load_pyreadstat,
+    pyreadstat_errors,
+)
+from bayes_risk.data.statfiles_write import sas_format_program, write_stat_file
 from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 
-__all__ = ["FileLabels", "STAT_FORMATS", "RELEASE_FORMATS", "SPECIAL_MISSING", "LABELS_FILE",
+__all__ = ["FileLabels", "STAT_FORMATS", "RELEASE_FORMATS", "LETTER_MISSING", "LABELS_FILE",
            "file_labels", "read_stat_file", "write_stat_file", "sas_format_program"]
 
-#: extension -> name of the formats read through pyreadstat
-STAT_FORMATS = {".sav": "sav", ".zsav": "zsav", ".dta": "dta", ".sas7bdat": "sas7bdat",
-                ".xpt": "xpt"}
-#: the formats a release is written in (``--format``), with the extension of its files
-RELEASE_FORMATS = {"parquet": ".parquet", "csv": ".csv", "sav": ".sav", "zsav": ".zsav",
-                   "dta": ".dta", "xpt": ".xpt"}
-_NAMES = {"sav": "an SPSS", "zsav": "an SPSS (compressed)", "dta": "a Stata",
-          "sas7bdat": "a SAS", "xpt": "a SAS transport"}
-#: the key of a table's :class:`FileLabels` in ``DataFrame.attrs``
-ATTRS_KEY = "bayes_risk.file_labels"
-#: the file ``bayes-risk fit`` writes beside a model fitted to a SAS, Stata or SPSS file
-LABELS_FILE = "file_labels.json"
-
-#: the missing-value code a numeric column holds for SAS's special missing values ``._``,
-#: ``.A``-``.Z`` and Stata's ``.a``-``.z`` (the letter, either case): numbers no survey variable
-#: takes, one per kind, so that the kinds stay apart as declared codes do
-SPECIAL_MISSING: dict[str, float] = {
-    "_": -1e9, **{chr(ord("a") + k): -1e9 - (k + 1) for k in range(26)}}
-_LETTER_OF = {v: k for k, v in SPECIAL_MISSING.items()}
 
 #: SAS's own formats (no value labels): the name without its width, as pyreadstat gives it
 _SAS_BUILTIN = frozenset({
@@ -58,159 +57,6 @@ _SAS_BUILTIN = frozenset({
     "DTYEAR", "DTWKDATX", "NLDATE", "NLDATM", "NLTIME", "MDYAMPM", "PD", "PIB", "RB", "IB",
     "FLOAT", "YYMM", "YYMON", "YYQ"})
 _SAS_DATE_FAMILIES = ("DDMMYY", "MMDDYY", "YYMMDD", "E8601", "B8601", "IS8601", "YYQ", "DT")
-
-
-@dataclass(frozen=True, eq=True)
-class FileLabels:
-    """What a SAS, Stata or SPSS file declares beyond its values, as read into the table.
-
-    A table read by :func:`~bayes_risk.data.read_table` from such a file carries it in
-    ``df.attrs`` (:func:`file_labels` gives it back); :meth:`SyntheticData.save
-    <bayes_risk.data.SyntheticData.save>` writes a release with it. Read-only.
-
-    Parameters
-    ----------
-    file_format : str
-        ``"sav"``, ``"zsav"``, ``"dta"``, ``"sas7bdat"`` or ``"xpt"``.
-    variable_labels : dict
-        ``{column: label}``.
-    value_labels : dict
-        ``{column: [(code, label), ...]}``: the file's label set of each column, in declared
-        order (codes as the file holds them: numbers, texts, or the letter of a special
-        missing value).
-    level_codes : dict
-        ``{column: [(level, code), ...]}``: for a column read as categorical from its value
-        labels, the file's code of each level (how the release is written back).
-    user_missing : dict
-        ``{column: [...]}``: the missing-value declarations as the file holds them (SPSS:
-        ``{"lo": .., "hi": ..}`` ranges; SAS and Stata: the letters of the special missing
-        values met).
-    missing_codes : dict
-        ``{column: (code, ...)}``: the missing-value codes of the numeric columns, which the
-        schema takes (:func:`~bayes_risk.data.infer_schema`).
-    missing_levels : dict
-        ``{column: (level, ...)}``: the levels of a categorical column that the file declares
-        missing (each a level of its own).
-    measure : dict
-        SPSS's measurement level of each column (``"nominal"``, ``"ordinal"``, ``"scale"``).
-    dates : dict
-        ``{column: "date" | "datetime" | "time"}``: columns read as ISO text from dates.
-    text_columns : tuple of str
-        The columns the file stores as text (their codes are texts).
-    sas_formats : dict
-        ``{column: format name}``: the SAS formats that gave columns their value labels.
-    file_label : str
-        The file's own label.
-    """
-
-    file_format: str
-    variable_labels: dict[str, str] = field(default_factory=dict)
-    value_labels: dict[str, list[tuple[Any, str]]] = field(default_factory=dict)
-    level_codes: dict[str, list[tuple[Any, Any]]] = field(default_factory=dict)
-    user_missing: dict[str, list[Any]] = field(default_factory=dict)
-    missing_codes: dict[str, tuple[float, ...]] = field(default_factory=dict)
-    missing_levels: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    measure: dict[str, str] = field(default_factory=dict)
-    dates: dict[str, str] = field(default_factory=dict)
-    text_columns: tuple[str, ...] = ()
-    sas_formats: dict[str, str] = field(default_factory=dict)
-    file_label: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready description (round-trips through :meth:`from_dict`)."""
-        def pairs(d: Mapping[str, Sequence[tuple[Any, Any]]]) -> dict[str, list[list[Any]]]:
-            return {c: [[_plain(a), _plain(b)] for a, b in v] for c, v in d.items()}
-
-        return {
-            "file_format": self.file_format,
-            "variable_labels": dict(self.variable_labels),
-            "value_labels": pairs(self.value_labels),
-            "level_codes": pairs(self.level_codes),
-            "user_missing": {c: [_plain(v) if not isinstance(v, dict) else
-                                 {k: _plain(x) for k, x in v.items()} for v in vs]
-                             for c, vs in self.user_missing.items()},
-            "missing_codes": {c: list(v) for c, v in self.missing_codes.items()},
-            "missing_levels": {c: list(v) for c, v in self.missing_levels.items()},
-            "measure": dict(self.measure),
-            "dates": dict(self.dates),
-            "text_columns": list(self.text_columns),
-            "sas_formats": dict(self.sas_formats),
-            "file_label": self.file_label,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> FileLabels:
-        """Inverse of :meth:`to_dict`."""
-        def pairs(v: Any) -> dict[str, list[tuple[Any, Any]]]:
-            return {c: [(a, b) for a, b in x] for c, x in (v or {}).items()}
-
-        try:
-            return cls(
-                file_format=str(d["file_format"]),
-                variable_labels={str(k): str(v) for k, v in (d.get("variable_labels") or
-                                                              {}).items()},
-                value_labels=pairs(d.get("value_labels")), level_codes=pairs(d.get("level_codes")),
-                user_missing={c: list(v) for c, v in (d.get("user_missing") or {}).items()},
-                missing_codes={c: tuple(float(x) for x in v)
-                               for c, v in (d.get("missing_codes") or {}).items()},
-                missing_levels={c: tuple(v) for c, v in (d.get("missing_levels") or {}).items()},
-                measure=dict(d.get("measure") or {}), dates=dict(d.get("dates") or {}),
-                text_columns=tuple(d.get("text_columns") or ()),
-                sas_formats=dict(d.get("sas_formats") or {}),
-                file_label=str(d.get("file_label") or ""))
-        except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise ValidationError(f"file labels are malformed ({err!r}); expected the output of "
-                                  "FileLabels.to_dict().", code="FILE_LABELS_INVALID") from err
-
-
-def _plain(v: Any) -> Any:
-    """A JSON-ready scalar (numpy numbers as Python numbers, whole floats kept as floats)."""
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
-
-
-class _Attrs(dict):
-    """A :class:`FileLabels` as ``DataFrame.attrs`` holds it: its JSON form (pandas writes
-    ``attrs`` into Parquet files as JSON), never deep-copied (pandas copies ``attrs`` at every
-    operation that keeps them; this one is read-only)."""
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> _Attrs:
-        return self
-
-
-def file_labels(df: pd.DataFrame) -> FileLabels | None:
-    """The :class:`FileLabels` of a table read from a SAS, Stata or SPSS file (``None`` for
-    any other table).
-
-    Parameters
-    ----------
-    df : DataFrame
-        A table returned by :func:`~bayes_risk.data.read_table`.
-
-    Returns
-    -------
-    FileLabels or None
-    """
-    got = getattr(df, "attrs", {}).get(ATTRS_KEY)
-    if isinstance(got, FileLabels):
-        return got
-    if not isinstance(got, Mapping):
-        return None
-    try:  # a Parquet file's attrs come back as a plain dict
-        return FileLabels.from_dict(got)
-    except ValidationError:
-        return None
-
-
-def _pyreadstat() -> Any:
-    import pyreadstat
-
-    return pyreadstat
-
-
-def _errors(prs: Any) -> tuple[type[BaseException], ...]:
-    return (prs.ReadstatError, prs.PyreadstatError, ValueError, OSError, UnicodeError)
 
 
 # ---- reading ----------------------------------------------------------------------------------
@@ -242,18 +88,18 @@ def read_stat_file(path: str | Path, *, numeric: Collection[str] = (),
     ValidationError
         ``FILE_UNREADABLE`` (damaged, truncated or not of its format), ``FILE_ENCODING``.
     SchemaError
-        ``VALUE_WITHOUT_LABEL``, ``DUPLICATE_VALUE_LABEL``, ``SPECIAL_MISSING_CODE_TAKEN``.
+        ``VALUE_WITHOUT_LABEL``, ``DUPLICATE_VALUE_LABEL``, ``LETTER_MISSING_CODE_TAKEN``.
     """
     p = Path(path)
     fmt = STAT_FORMATS[p.suffix.lower()]
-    prs = _pyreadstat()
+    prs = load_pyreadstat()
     read = {"sav": prs.read_sav, "zsav": prs.read_sav, "dta": prs.read_dta,
             "sas7bdat": prs.read_sas7bdat, "xpt": prs.read_xport}[fmt]
     # pyreadstat's transport reader has no user_missing: .A-.Z are read as empty there
     kw: dict[str, Any] = {} if fmt == "xpt" else {"user_missing": True}
     try:
         raw, meta = read(str(p), **kw)
-    except _errors(prs) as err:
+    except pyreadstat_errors(prs) as err:
         if "encoding" in str(err):  # ReadStat's iconv refused a text (a label, most often)
             raise ValidationError(
                 f"input file {str(p)!r} holds text that is not in the encoding it declares "
@@ -261,8 +107,8 @@ def read_stat_file(path: str | Path, *, numeric: Collection[str] = (),
                 "encoding (SPSS: Unicode mode; Stata: unicode translate).",
                 code="FILE_ENCODING") from err
         raise ValidationError(
-            f"could not read {str(p)!r} as {_NAMES[fmt]} file ({err}): it is damaged or "
-            f"truncated, or not {_NAMES[fmt]} file under another extension. Export it again "
+            f"could not read {str(p)!r} as {FORMAT_NAMES[fmt]} file ({err}): it is damaged or "
+            f"truncated, or not {FORMAT_NAMES[fmt]} file under another extension. Export it again "
             "from the software that wrote it.", code="FILE_UNREADABLE") from err
     _check_encoding(p, read, raw, meta, kw)
     sets, sas_formats = _label_sets(p, fmt, meta, prs)
@@ -279,7 +125,7 @@ def read_stat_file(path: str | Path, *, numeric: Collection[str] = (),
     df = pd.DataFrame(cols, index=pd.RangeIndex(len(raw)))
     measure = {str(k): str(v) for k, v in (getattr(meta, "variable_measure", None) or {}).items()
                if v and v != "unknown"}
-    df.attrs[ATTRS_KEY] = _Attrs(FileLabels(
+    df.attrs[ATTRS_KEY] = LabelsAttrs(FileLabels(
         file_format=fmt,
         variable_labels={str(k): str(v) for k, v in (meta.column_names_to_labels or {}).items()
                          if v},
@@ -307,7 +153,7 @@ def _check_encoding(p: Path, read: Any, raw: pd.DataFrame, meta: Any,
         return
     try:
         raw2, _ = read(str(p), encoding="LATIN1", usecols=strings, **kw)
-    except _errors(_pyreadstat()):  # read as declared a moment ago: not expected
+    except pyreadstat_errors(load_pyreadstat()):  # read as declared a moment ago: not expected
         return
 
     def bad(ours: str, as_bytes: str) -> bool:
@@ -350,7 +196,7 @@ def _label_sets(p: Path, fmt: str, meta: Any, prs: Any
             try:
                 _, cat = prs.read_sas7bcat(str(catalog))
                 found = {str(k).upper(): dict(v) for k, v in (cat.value_labels or {}).items()}
-            except _errors(prs) as err:
+            except pyreadstat_errors(prs) as err:
                 raise ValidationError(f"could not read the SAS format catalog {str(catalog)!r} "
                                       f"beside {str(p)!r} ({err}); export it again, or remove it "
                                       "to read the codes as they are.",
@@ -380,14 +226,6 @@ def _label_sets(p: Path, fmt: str, meta: Any, prs: Any
                 "file does not hold; their codes are read as numbers (VALUE_LABELS_NOT_FOUND). "
                 "Define the labels in the file, or declare the columns' types."), stacklevel=4)
     return sets, names
-
-
-def _as_text(v: Any) -> str:
-    """A code as text: ``8`` for 8.0, ``.a`` for a special missing value."""
-    if isinstance(v, str):
-        return f".{v}" if len(v) == 1 and (v.isalpha() or v == "_") else v
-    f = float(v)
-    return str(int(f)) if f.is_integer() else repr(f)
 
 
 def _date_kind(s: pd.Series) -> str | None:
@@ -463,18 +301,18 @@ def _column(p: Path, c: str, s: pd.Series, meta: Any, labels: dict[Any, str] | N
         return vals.astype("str").where(vals.notna(), None) if vals.notna().any() else \
             pd.Series(vals, dtype=object)
     # a numeric column: user-missing values stay (they are the codes); letters become codes
-    taken = [code for code in SPECIAL_MISSING.values() if (vals[present] == code).any()]
+    taken = [code for code in LETTER_MISSING.values() if (vals[present] == code).any()]
     if met_letters and taken:
         raise SchemaError(f"input file {str(p)!r}: column {c!r} holds the value {taken[0]:.0f}, "
                           "which bayes-risk uses for a special missing value (.a-.z); it "
                           "cannot keep both apart. Recode the value in the file.",
-                          code="SPECIAL_MISSING_CODE_TAKEN")
+                          code="LETTER_MISSING_CODE_TAKEN")
     out = vals.to_numpy(copy=True)
     for letter in met_letters:
-        out[(letters == letter).to_numpy()] = SPECIAL_MISSING[letter.lower()]
+        out[(letters == letter).to_numpy()] = LETTER_MISSING[letter.lower()]
     codes = sorted({float(v) for v in vals[user].unique()}
                    | {float(r["lo"]) for r in ranges if r["lo"] == r["hi"]}
-                   | {SPECIAL_MISSING[x.lower()] for x in met_letters})
+                   | {LETTER_MISSING[x.lower()] for x in met_letters})
     if codes:
         info["missing_codes"][c] = tuple(codes)
     return _like_csv(out)
@@ -507,7 +345,7 @@ def _labelled(p: Path, c: str, vals: pd.Series, letters: pd.Series, user: pd.Ser
     seen = pd.unique(vals[present].to_numpy())
     unlabelled = [v for v in seen if key(v) not in lab]
     if unlabelled:
-        shown = ", ".join(_as_text(v) for v in unlabelled[:5])
+        shown = ", ".join(code_text(v) for v in unlabelled[:5])
         more = f" and {len(unlabelled) - 5} more" if len(unlabelled) > 5 else ""
         n = int(vals[present].isin(unlabelled).sum())
         raise SchemaError(
@@ -520,7 +358,7 @@ def _labelled(p: Path, c: str, vals: pd.Series, letters: pd.Series, user: pd.Ser
            + [str(v) for v in pd.unique(letters.dropna().to_numpy())])
     missing_keys += [k for k in met if k not in lab and k not in missing_keys]
     def text(k: Any) -> str:  # an unlabelled code's level: a text code as it is
-        return str(k) if is_text else _as_text(k)
+        return str(k) if is_text else code_text(k)
 
     levels = [lab[k] for k in valid] + [lab.get(k, text(k)) for k in missing_keys]
     dup = pd.Series(levels)[pd.Series(levels).duplicated()].tolist()
@@ -585,242 +423,3 @@ def _on_cli() -> bool:
     from bayes_risk.exceptions import on_command_line
 
     return on_command_line()
-
-
-# ---- writing ----------------------------------------------------------------------------------
-
-
-def write_stat_file(df: pd.DataFrame, path: str | Path, file_format: str, *,
-                    labels: FileLabels | None = None,
-                    missing_codes: Mapping[str, Sequence[float]] | None = None) -> None:
-    """Write ``df`` as a ``sav``, ``zsav``, ``dta`` or ``xpt`` file with the value labels,
-    variable labels and missing-value declarations of ``labels`` (not atomic: for files
-    inside an atomic folder).
-
-    Parameters
-    ----------
-    df : DataFrame
-        A table with the columns (and levels) of the table ``labels`` was read with.
-    path : path-like
-        The file written.
-    file_format : {"sav", "zsav", "dta", "xpt"}
-        The format. A transport file holds no value labels: its labelled columns hold the
-        codes, with their SAS format named (:func:`sas_format_program` writes the formats).
-    labels : FileLabels, optional
-        What the original file declared; ``None``: the values only (texts as texts).
-    missing_codes : mapping, optional
-        The schema's missing-value codes of numeric columns: declared user-missing in an SPSS
-        file (at most three a column), special missing values ``.a``-``.z`` in a Stata file
-        where they are those values' codes (:data:`SPECIAL_MISSING`).
-
-    Raises
-    ------
-    ValidationError
-        ``FORMAT_CANNOT_HOLD``: a value, name or declaration the format cannot hold.
-    """
-    prs = _pyreadstat()
-    lab = labels or FileLabels(file_format=file_format)
-    codes = {str(c): tuple(v) for c, v in (missing_codes or {}).items()}
-    for c, v in lab.missing_codes.items():
-        codes[c] = tuple(dict.fromkeys([*v, *codes.get(c, ())]))
-    spss, where = file_format in ("sav", "zsav"), _where(file_format)
-    out: dict[str, pd.Series] = {}
-    value_labels: dict[str, dict[Any, str]] = {}
-    declared: dict[str, list[Any]] = {}
-    formats: dict[str, str] = {}
-    for c in map(str, df.columns):
-        s = df[c]
-        text = c in lab.text_columns
-        letters: list[str] = []
-        if c in lab.dates:
-            out[c] = _date_values(s, lab.dates[c])
-        elif isinstance(s.dtype, pd.CategoricalDtype) and c in lab.level_codes and (
-                file_format != "dta" or not text):  # Stata labels numbers only
-            out[c], letters = _level_codes(s, dict(lab.level_codes[c]), c, text, where)
-        elif isinstance(s.dtype, pd.CategoricalDtype):
-            cats = s.dtype.categories
-            if pd.api.types.is_numeric_dtype(cats.dtype) and not pd.api.types.is_bool_dtype(
-                    cats.dtype):  # integer codes: numbers (an object column of integers and
-                # None is written with garbage in the empty cells by pyreadstat)
-                out[c] = pd.to_numeric(s.astype(object), errors="coerce").astype(np.float64)
-            else:
-                out[c] = pd.Series(s.astype(object).where(s.notna(), None).to_numpy(),
-                                   dtype=object)
-        elif pd.api.types.is_bool_dtype(s.dtype):
-            out[c] = s.astype(np.float64)
-        elif pd.api.types.is_numeric_dtype(s.dtype):
-            out[c], letters = _numbers(s, codes.get(c, ()))
-        else:
-            out[c] = pd.Series(s.astype(object).where(s.notna(), None).to_numpy(), dtype=object)
-        if letters and file_format != "dta":
-            raise ValidationError(
-                f"{where}column {c!r} holds special missing values "
-                f"({', '.join('.' + x for x in letters)}), which {_NAMES[file_format]} file "
-                "cannot hold (pyreadstat writes them to Stata files only); write --format dta, "
-                "or parquet.", code="FORMAT_CANNOT_HOLD")
-        if "_" in letters:
-            raise ValidationError(f"{where}column {c!r} holds SAS's special missing value ._, "
-                                  "which Stata has no counterpart for (.a-.z only); write "
-                                  "parquet, or recode ._ in the original.",
-                                  code="FORMAT_CANNOT_HOLD")
-        if letters:
-            declared[c] = letters
-        ranges = lab.user_missing.get(c)
-        if not spss and ranges and all(isinstance(r, dict) for r in ranges):
-            raise ValidationError(
-                f"{where}column {c!r} has the SPSS user-missing values {_ranges_text(ranges)}, "
-                f"which {_NAMES[file_format]} file cannot declare: they would be read back as "
-                "values. Write --format sav (or zsav), or parquet.", code="FORMAT_CANNOT_HOLD")
-        sets = lab.value_labels.get(c)
-        if sets and file_format in ("sav", "zsav", "dta") and not (file_format == "dta" and text):
-            value_labels[c] = {(_stata_code(k) if file_format == "dta" else k): v
-                               for k, v in sets}
-        if file_format == "xpt" and c in lab.level_codes:
-            formats[c] = _sas_format(lab, c)
-        if spss:
-            ranges = lab.user_missing.get(c)
-            if ranges and all(isinstance(r, dict) for r in ranges):
-                declared[c] = [dict(r) for r in ranges]
-            elif codes.get(c) and not text:
-                declared[c] = [float(x) for x in codes[c] if x not in _LETTER_OF][:3]
-    frame = pd.DataFrame(out, index=pd.RangeIndex(len(df)))
-    names = {c: v for c, v in lab.variable_labels.items() if c in frame.columns}
-    try:
-        if spss:
-            prs.write_sav(frame, str(path), column_labels=names or None,
-                          compress=file_format == "zsav", file_label=lab.file_label,
-                          variable_value_labels=value_labels or None,
-                          missing_ranges={c: v for c, v in declared.items() if v} or None,
-                          variable_measure={c: m for c, m in lab.measure.items()
-                                            if c in frame.columns} or None)
-        elif file_format == "dta":
-            prs.write_dta(frame, str(path), column_labels=names or None,
-                          file_label=lab.file_label, variable_value_labels=value_labels or None,
-                          missing_user_values=declared or None)
-        elif file_format == "xpt":
-            prs.write_xport(frame, str(path), column_labels=names or None,
-                            file_label=lab.file_label,
-                            variable_format={c: f"{f}." for c, f in formats.items()} or None)
-        else:
-            raise ValidationError(f"file_format must be one of sav, zsav, dta, xpt. Got "
-                                  f"{file_format!r}.", code="UNSUPPORTED_FILE_TYPE")
-    except _errors(prs) as err:
-        if isinstance(err, ValidationError):
-            raise
-        raise ValidationError(f"{where}the table cannot be written as {_NAMES[file_format]} "
-                              f"file: {err}. Write another format (parquet keeps everything).",
-                              code="FORMAT_CANNOT_HOLD") from err
-
-
-def _ranges_text(ranges: Sequence[Mapping[str, Any]]) -> str:
-    return ", ".join(_as_text(r["lo"]) if r["lo"] == r["hi"] else
-                     f"{_as_text(r['lo'])} to {_as_text(r['hi'])}" for r in ranges)
-
-
-def _where(file_format: str) -> str:
-    from bayes_risk.exceptions import arg_name
-
-    return f"{arg_name('file_format', repr(file_format), cli=file_format)}: "
-
-
-def _stata_code(k: Any) -> Any:
-    """Stata labels integers (and the letters of special missing values)."""
-    if isinstance(k, str):
-        return k
-    f = float(k)
-    return int(f) if f.is_integer() else f
-
-
-def _date_values(s: pd.Series, kind: str) -> pd.Series:
-    """ISO texts read from dates back as dates, date-times or times."""
-    if kind == "time":
-        return pd.Series([None if pd.isna(v) else dt.time.fromisoformat(str(v)) for v in s],
-                         dtype=object)
-    t = pd.to_datetime(s.astype(object).where(s.notna(), None), errors="coerce")
-    if kind == "datetime":
-        return t
-    return pd.Series([None if pd.isna(v) else v.date() for v in t], dtype=object)
-
-
-def _level_codes(s: pd.Series, codes: dict[Any, Any], c: str, text: bool,
-                 where: str) -> tuple[pd.Series, list[str]]:
-    """A categorical column of labels as the file's codes, and the letters of the special
-    missing values among them."""
-    cats = list(s.dtype.categories)
-    held = set(pd.unique(s.dropna().astype(object)))
-    unknown = [v for v in cats if v not in codes and v in held]
-    if unknown:
-        raise ValidationError(f"{where}column {c!r} holds the level {unknown[0]!r}, to which the "
-                              "original file gives no code; the file could not say what it is. "
-                              "Write parquet or csv.", code="FORMAT_CANNOT_HOLD")
-    table = np.array([codes.get(v) for v in cats] + [None], dtype=object)
-    vals = table[s.cat.codes.to_numpy()]  # -1 (missing) picks the trailing None
-    if text:
-        return pd.Series(vals, dtype=object), []
-    letters = sorted({v for v in vals if isinstance(v, str)})
-    if not letters:
-        return pd.Series(np.array([np.nan if v is None else float(v) for v in vals],
-                                  dtype=np.float64)), []
-    return pd.Series([v if v is None or isinstance(v, str) else float(v) for v in vals],
-                     dtype=object), letters
-
-
-def _numbers(s: pd.Series, codes: Sequence[float]) -> tuple[pd.Series, list[str]]:
-    """A numeric column, the codes of special missing values as their letters."""
-    vals = pd.to_numeric(s, errors="coerce").astype(np.float64)
-    special = [x for x in codes if x in _LETTER_OF and bool((vals == x).any())]
-    if not special:
-        return vals, []
-    out = pd.Series(vals.to_numpy(dtype=object), dtype=object)
-    for x in special:
-        out[(vals == x).to_numpy()] = _LETTER_OF[x]
-    out[vals.isna().to_numpy()] = None
-    return out, sorted(_LETTER_OF[x] for x in special)
-
-
-def sas_format_program(labels: FileLabels, columns: Sequence[str]) -> str:
-    """The SAS program (``PROC FORMAT``) that defines the value labels of a transport file's
-    labelled columns, under the format names the file's columns carry (empty: none).
-
-    Parameters
-    ----------
-    labels : FileLabels
-        What the original file declared.
-    columns : sequence of str
-        The columns of the file written.
-
-    Returns
-    -------
-    str
-    """
-    lines = []
-    for c in columns:
-        sets = labels.value_labels.get(c)
-        if not sets or c not in labels.level_codes:
-            continue
-        name = _sas_format(labels, c)
-        body = "\n".join(f"    {_sas_literal(k, c in labels.text_columns)} = "
-                         f"'{str(v).replace(chr(39), chr(39) * 2)}'" for k, v in sets)
-        lines.append(f"  value {name}\n{body};")
-    if not lines:
-        return ""
-    return ("* value labels of the release (bayes-risk); run before reading the .xpt files;\n"
-            "proc format;\n" + "\n".join(lines) + "\nrun;\n")
-
-
-def _sas_format(labels: FileLabels, c: str) -> str:
-    """The SAS format of a labelled column: the original's, else one named after the column
-    (letters, digits and ``_``, not ending in a digit; ``$`` for a text column)."""
-    if c in labels.sas_formats:
-        return labels.sas_formats[c]
-    name = re.sub(r"[^A-Za-z0-9_]", "_", c)[:30]
-    name = ("_" + name if not name or name[0].isdigit() else name) + "F"
-    return ("$" if c in labels.text_columns else "") + name.upper()
-
-
-def _sas_literal(k: Any, text: bool) -> str:
-    if text:
-        return "'" + str(k).replace("'", "''") + "'"
-    if isinstance(k, str):
-        return f".{k.upper()}"
-    return _as_text(k)

@@ -313,7 +313,8 @@ class SyntheticData:
             format cannot hold a dataset (nothing is written).
         """
         from bayes_risk._checksums import folder_checksums
-        from bayes_risk.data.statfiles import LABELS_FILE, RELEASE_FORMATS, sas_format_program
+        from bayes_risk.data.statfiles import LABELS_FILE, RELEASE_FORMATS
+        from bayes_risk.data.statfiles_write import sas_format_program
 
         if file_format not in RELEASE_FORMATS:
             raise ValidationError(f"file_format must be one of {', '.join(RELEASE_FORMATS)}. "
@@ -425,7 +426,7 @@ def _write_dataset(z: pd.DataFrame, f: Path, file_format: str, labels: Any,
     elif file_format == "csv":
         z.to_csv(f, index=False)
     else:
-        from bayes_risk.data.statfiles import write_stat_file
+        from bayes_risk.data.statfiles_write import write_stat_file
 
         write_stat_file(z, f, file_format, labels=labels, missing_codes=codes)
 
@@ -468,14 +469,14 @@ def _read_dataset(f: Path, man: dict[str, Any], p: Path) -> pd.DataFrame:
 
 def _levels_from_codes(z: pd.DataFrame, labels: dict[str, Any]) -> pd.DataFrame:
     """A transport file's codes read back as the levels the release's codebook names."""
-    from bayes_risk.data.statfiles import SPECIAL_MISSING, FileLabels
+    from bayes_risk.data.statfiles import LETTER_MISSING, FileLabels
 
     fl = FileLabels.from_dict(labels)
     for c, pairs in fl.level_codes.items():
         if c not in z.columns:
             continue
         text = c in fl.text_columns
-        back = {(str(k) if text else SPECIAL_MISSING[k.lower()] if isinstance(k, str)
+        back = {(str(k) if text else LETTER_MISSING[k.lower()] if isinstance(k, str)
                  else float(k)): lv for lv, k in pairs}
         col = z[c].astype(object) if text else pd.to_numeric(z[c], errors="coerce")
         z[c] = col.map(back).astype(object)

@@ -175,7 +175,9 @@ def _risk_of(inputs: list[Any], *, known: Sequence[str], synthesized: Sequence[s
     pool = record_pool(plan, shipped=not in_process)
     out = run_engine(plan, plan.rule, ex, pool, progressbar=progressbar,
                      keep_prob=keep_prob)
-    if in_process:
+    if in_process and plan.settings.aggregation == "per_dataset":
+        plan.prep.release_encoding()  # the per-dataset measures read the counts only
+    elif in_process:
         plan.prep.release_replicates()
     return assemble(plan, plan.rule, out)
 

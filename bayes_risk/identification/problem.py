@@ -75,6 +75,19 @@ class Prepared:
         for key in [k for k in self._cache if isinstance(k, tuple) and k[0] != "us"]:
             del self._cache[key]
 
+    def release_encoding(self) -> None:
+        """Drop every encoded column and index once a one-run per-dataset engine has run (its
+        measures come from the counts and own-record flags alone): at 10^6 targets 0.1 GB
+        fewer while the measures are computed, the run's peak."""
+        self.release_replicates()
+        self._cache.clear()
+        # new empty arrays, not views (a view keeps its table); the targets' rows stay counted
+        self.rec_exact_us = np.empty((0, self.rec_exact_us.shape[1]), self.rec_exact_us.dtype)
+        self.rec_radius_us = np.empty((self.rec_radius_us.shape[0], 0), np.float64)
+        self.tgt_exact = np.empty((self.n_targets, 0), self.tgt_exact.dtype)
+        self.tgt_radius = np.empty((0, self.tgt_radius.shape[1]), np.float64)
+        self.confidential_radius = {}
+
 
 def drop_groups(prep: Prepared, rule: MatchRule
                 ) -> list[tuple[np.ndarray, tuple[str, ...]]]:

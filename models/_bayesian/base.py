@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-import warnings
 from abc import ABCMeta, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -18,10 +17,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._io import atomic_dir, to_jsonable, write_json
-from bayes_risk._lazy import lean_xarray
+from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
-from bayes_risk._specs import check_flag, check_int
+from bayes_risk._specs import check_flag
 from bayes_risk.data.fingerprint import fingerprint_problem, fingerprint_record
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.provenance import model_id
@@ -29,73 +27,37 @@ from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import (
-    CALLER,
-    ConvergenceWarning,
     NotFittedError,
     SchemaError,
     ValidationError,
-    arg_name,
-    keyboard_interrupts,
-    on_command_line,
 )
-from bayes_risk.models._bayesian import convergence
-from bayes_risk.models._bayesian.convergence import (
-    LABEL_INVARIANT_GROUP,
-    STUCK_RHAT,
-    TAIL_PROB,
-    check_text,
-    convergence_table,
-    failed_checks,
-    label_invariant_dataset,
-)
+from bayes_risk.models._bayesian import convergence_report
+from bayes_risk.models._bayesian.adoption import as_datatree
 from bayes_risk.models._bayesian.design import record_dtypes
-from bayes_risk.models._bayesian.io import (
-    CONVERGENCE_FILE,
-    DATA_FILE,
-    FORMAT_VERSION,
-    POSTERIOR_FILE,
-    as_datatree,
-    read_posterior,
-)
 from bayes_risk.models._bayesian.records import (
     check_draw_indices,
     check_synthesized_records,
     stacked_values,
     synthesized_part,
 )
-from bayes_risk.models._bayesian.regimes import regime_summary, regime_warnings
 from bayes_risk.models._bayesian.sampling import (
-    InterruptGuard,
     Sampling,
-    _plain_bar,
-    chain_seeds,
-    check_complete,
     fold_sampling,
     moved_keywords,
     resolve_sampling,
 )
-from bayes_risk.models._bayesian.timing import DrawClock, record_fit_time, record_sweep_time
+from bayes_risk.models._bayesian.timing import record_fit_time
 from bayes_risk.models.base import (
-    SETTINGS_FILE,
     BaseSynthesizer,
-    damaged_on_error,
-    read_model_meta,
     synthesized_columns,
-    verify_model_folder,
-    write_model_json,
 )
+from bayes_risk.models.persistence import load_bayesian, save_bayesian
 from bayes_risk.models.trees.missing import refusal_hint
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
-__all__ = [
-    "BayesianSynthesizer",
-    "POSTERIOR_FILE",
-    "CONVERGENCE_FILE",
-    "DATA_FILE",
-    "FORMAT_VERSION",
-]
+__all__ = ["BayesianSynthesizer"]
 
 
 class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
@@ -428,7 +390,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self._after_posterior()
         self.convergence_ = None
         if check_convergence:
-            self.convergence_ = self._check_convergence(warn=True)
+            self.convergence_ = convergence_report.check_convergence(self, warn=True)
 
     def _after_posterior(self) -> None:
         """Hook called whenever ``posterior_`` is set (fit, load, from_posterior): caches."""
@@ -589,19 +551,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             Each with ``code`` (e.g. ``"RHAT_HIGH"``, ``"TRUNCATION_TOO_SMALL"``),
             ``quantities``, ``checks`` (the failed checks) and ``message``.
         """
-        from bayes_risk.warning_codes import message
-
         self._check_fitted()
-        if self.convergence_ is None:
-            self.convergence_ = self._check_convergence(warn=False)
-        out = self._convergence_warnings(self.convergence_)
-        out += self._regime_warnings()  # chains in different class structures
-        for code in getattr(self, "warnings_", None) or []:
-            if code not in {w["code"] for w in out}:
-                # the code's meaning and remedy, as the result's structured warnings give it
-                out.append({"code": str(code), "quantities": [], "checks": [],
-                            "message": f"{type(self).__name__}: {message(str(code))} ({code})"})
-        return out
+        return convergence_report.mcmc_warnings(self)
 
     def convergence_summary(self) -> dict[str, Any]:
         """Convergence of the fit: the record written to ``convergence.json`` by :meth:`save`.
@@ -623,33 +574,12 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         >>> import arviz as az  # doctest: +SKIP
         >>> az.summary(model.posterior_, group="label_invariant")  # doctest: +SKIP
         """
-        warns = self.mcmc_warnings()
-        post = self.posterior_["posterior"]
-        run = self._mcmc_run()
-        return to_jsonable({
-            "model": type(self).__name__,
-            "chains": int(post.sizes["chain"]),
-            "draws": int(post.sizes["draw"]),
-            "thin": run["thin"],
-            "tune": run["tune"],
-            "rounds": run["rounds"],
-            "sweeps_per_chain": run["sweeps_per_chain"],
-            "max_sweeps_per_chain": run["max_sweeps"],
-            "stopped": run["stopped"],
-            "thresholds": self._thresholds(),
-            "quantities": {
-                str(q): {k: (float(v) if k != "flag" else v) for k, v in r.items()}
-                for q, r in self.convergence_.iterrows()
-            },
-            "failed_checks": [c for w in warns for c in w.get("checks", [])],
-            "warnings": warns,
-            "passed": not warns,
-            "regimes": (regime_summary(post, self._convergence_quantities())
-                        if int(post.sizes["chain"]) > 1 else None),
-        })
+        self._check_fitted()
+        return convergence_report.convergence_summary(self)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Save the fitted model as a folder (``posterior.nc``, ``model.json``), atomically.
+        """Save the fitted model as a folder (``posterior.nc``, ``convergence.json``,
+        ``model.json``), atomically (:mod:`bayes_risk.models.persistence`).
 
         When synthesis needs them the confidential records are saved too (``data.parquet``):
         **the folder is then as confidential as the data**.
@@ -660,38 +590,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             The folder written.
         """
         self._check_fitted()
-        meta = {
-            "format": "bayes-risk model",
-            "format_version": FORMAT_VERSION,
-            "method": self.method_name,
-            "class": type(self).__name__,
-            "settings": self._json_settings(),
-            "schema": self.schema_.to_dict(),
-            "n_records": int(self._n_records),
-            "n_draws": self.n_draws,
-            "draw_order": "chain-major: h = chain * draws_per_chain + draw",
-            "synthesized_records": None
-            if self.synthesized_records_ is None
-            else [int(i) for i in np.flatnonzero(self.synthesized_records_)],
-            "data_file": DATA_FILE if self.data_ is not None else None,
-            "confidential": self.data_ is not None,
-            "state": to_jsonable(self._state_to_json()),
-            # a hash of the encoded fitted table (never the data): checks the original later
-            "data_fingerprint": getattr(self, "data_fingerprint_", None),
-            "imputed_columns": getattr(self, "imputed_columns_", None),
-            "data_column_fingerprints": (getattr(self, "original_fingerprint_", None)
-                                         or {}).get("columns"),
-            "model_id": model_id(self),
-        }
-        self._label_invariant()  # the diagnosed quantities travel with the draws (ArviZ reads them)
-        lean_xarray()  # the NetCDF write without dask's import (issue 69)
-        with atomic_dir(path) as tmp:
-            self.posterior_.to_netcdf(tmp / POSTERIOR_FILE, engine="h5netcdf")
-            if self.data_ is not None:
-                self.data_.to_parquet(tmp / DATA_FILE, index=False)
-            write_json(tmp / CONVERGENCE_FILE, self.convergence_summary())
-            write_model_json(tmp, meta)  # last: the checksums of the files above
-        return Path(path)
+        return save_bayesian(self, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> BayesianSynthesizer:
@@ -700,29 +599,10 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Raises
         ------
         ValidationError
-            If the folder is not a saved model of this class or a file is missing.
+            If the folder is not a saved model of this class or a file is missing
+            (``MODEL_UNSUITED``, ``MODEL_FORMAT_VERSION``, ``MODEL_DAMAGED``).
         """
-        p, meta = read_model_meta(path, cls.method_name)
-        if int(meta.get("format_version", 0)) > FORMAT_VERSION:
-            raise ValidationError(
-                f"{p} was written by a newer bayes-risk (format version "
-                f"{meta.get('format_version')}); upgrade bayes-risk to read it.",
-                code="MODEL_FORMAT_VERSION"
-            )
-        required = [POSTERIOR_FILE] + ([meta["data_file"]]
-                                       if isinstance(meta.get("data_file"), str) else [])
-        verify_model_folder(p, meta, required=required)
-        posterior = read_posterior(p)
-        # a folder without checksums (an older bayes-risk) whose model.json was edited
-        with damaged_on_error(p, f"{SETTINGS_FILE} does not describe a fitted {cls.__name__}"):
-            obj = cls._restore(p, meta, posterior)
-        imputed = meta.get("imputed_columns")
-        if isinstance(imputed, list):  # a model saved before it was recorded keeps its own
-            obj.imputed_columns_ = [str(c) for c in imputed if c in obj.schema_.names]
-        obj.data_fingerprint_ = meta.get("data_fingerprint")
-        obj.original_fingerprint_ = None if obj.data_fingerprint_ is None else {
-            "table": obj.data_fingerprint_, "columns": meta.get("data_column_fingerprints")}
-        return obj
+        return load_bayesian(cls, path)
 
     def check_fingerprint(self, data: pd.DataFrame) -> str | None:
         """Whether ``data`` is the table this model was fitted to (SHA-256 fingerprints).
@@ -767,35 +647,10 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         -------
         BayesianSynthesizer
         """
-        model = cls(**settings)
-        if not isinstance(schema, Schema):
-            raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
-        if not schema.synthesized:  # no roles given: full synthesis, as in fit
-            schema = schema.with_roles(schema.names)
-        dt = model._as_datatree(posterior, schema)
-        if data is not None:
-            data, _ = model._prepare_data(data, schema=schema, allow_nan=True, fitting=False)
-        if n_records is None:
-            if data is None:
-                raise ValidationError(
-                    "from_posterior needs n_records or data (the number of "
-                    "records per synthetic dataset)."
-                )
-            n_records = len(data)
-        n_records = check_int(n_records, "n_records", 1)
-        if synthesized_records is not None:
-            synthesized_records = np.asarray(synthesized_records, dtype=bool)
-            if synthesized_records.shape != (n_records,):
-                raise ValidationError(
-                    f"synthesized_records must have one flag per record ({n_records})."
-                )
-            if data is None:
-                # the records that are not synthesized are released unchanged: copied from data
-                raise ValidationError(
-                    "synthesized_records (partial synthesis of selected records) needs the "
-                    "confidential data: pass data=..."
-                )
-        return model._adopt(dt, schema, n_records, data=data, flags=synthesized_records)
+        from bayes_risk.models._bayesian.adoption import from_posterior
+
+        return from_posterior(cls, posterior, schema, n_records=n_records, data=data,
+                              synthesized_records=synthesized_records, settings=settings)
 
     def _adopt(self, posterior: xr.DataTree, schema: Schema, n_records: int, *,
                data: pd.DataFrame | None, flags: np.ndarray | None,
@@ -813,194 +668,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self._set_fitted(posterior, schema, n_records, data=data, synthesized_records=flags,
                          check_convergence=state is None)
         return self
-
-    def _chain_seeds(self, random_seed: RandomSeed) -> list[int]:
-        """Check the MCMC settings; one integer seed per chain drawn from ``random_seed``."""
-        self._check_mcmc_settings()
-        return chain_seeds(random_seed, int(self.resolved_sampling.chains))
-
-    def _run_sampler(self, model: Any, *, step: Any = None, random_seed: RandomSeed = None,
-                     **sample_kwargs: Any) -> xr.DataTree:
-        """``pm.sample`` on ``model`` with this object's settings, the warm-up draws dropped."""
-        import pymc as pm
-
-        seeds = self._chain_seeds(random_seed)
-        run = self.resolved_sampling
-        kwargs: dict[str, Any] = dict(
-            draws=int(self._run_settings()["draws"]),
-            tune=int(run.tune),
-            chains=int(run.chains),
-            cores=run.cores,
-            random_seed=seeds,
-            progressbar=bool(self.progressbar),
-            quiet=not bool(self.progressbar),
-            compute_convergence_checks=False,
-            discard_tuned_samples=False,
-            model=model,
-        )
-        if step is not None:
-            kwargs["step"] = step
-        kwargs.update(sample_kwargs)
-        bar = _plain_bar(kwargs)
-        with warnings.catch_warnings(), InterruptGuard() as guard, bar:
-            # PyMC's own short-chain message; convergence is reported by convergence_summary().
-            warnings.filterwarnings("ignore", message=".*samples per chain.*")
-            # the steady time per draw, without the chains' one-off start
-            # (bayes_risk.attribute.cost)
-            clock = DrawClock(kwargs.get("callback"))
-            kwargs["callback"] = guard.callback(clock)
-            try:
-                with keyboard_interrupts(lambda: guard.interrupted):  # in a compiled step
-                    dt = pm.sample(**kwargs)
-            except KeyError as err:
-                # PyMC interrupted during tuning fails while assembling the empty trace
-                raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
-        if guard.interrupted:
-            raise KeyboardInterrupt("sampling interrupted")
-        check_complete(dt, int(run.chains), int(self._run_settings()["draws"]))
-        cores, chains = kwargs["cores"], int(kwargs["chains"])
-        cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
-        record_sweep_time(dt, clock.seconds_per_draw(), min(cores, chains) if cores > 1 else 1)
-        if "warmup_posterior" in dt.children:
-            del dt["warmup_posterior"]
-        if "observed_data" in dt.children:
-            del dt["observed_data"]
-        return dt
-
-    def _run_gibbs(self, step: Any, layout: Any, *, random_seed: RandomSeed = None,
-                   **extension: Any) -> xr.DataTree:
-        """``_run_sampler`` for one Gibbs step run in a plain loop (``_bayesian.gibbs``)."""
-        from bayes_risk.models._bayesian.gibbs import sample_gibbs
-
-        seeds = self._chain_seeds(random_seed)
-        run = self.resolved_sampling
-        # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)
-        with InterruptGuard() as guard, keyboard_interrupts(lambda: guard.interrupted):
-            dt = sample_gibbs(step, layout, seeds=seeds, tune=run.tune,
-                              draws=int(self._run_settings()["draws"]),
-                              chains=run.chains, cores=run.cores,
-                              progressbar=bool(self.progressbar), stop=lambda: guard.interrupted,
-                              **extension)
-        check_complete(dt, int(run.chains), int(self._run_settings()["draws"]))
-        return dt
-
-    def _label_invariant(self, *, refresh: bool = False) -> Any:
-        """The posterior's group ``label_invariant``, (re)made when missing or ``refresh``."""
-        import xarray as xr
-
-        tree = self.posterior_
-        post = tree["posterior"]
-        shape = (post.sizes["chain"], post.sizes["draw"])
-        if not refresh and LABEL_INVARIANT_GROUP in tree.children:
-            ds = tree[LABEL_INVARIANT_GROUP].to_dataset()
-            if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
-                return ds
-        ds = label_invariant_dataset(self._convergence_quantities(), post)
-        tree[LABEL_INVARIANT_GROUP] = xr.DataTree(ds)
-        return ds
-
-    def _check_convergence(self, *, warn: bool = False) -> pd.DataFrame:
-        """R-hat and ESS of the diagnosed quantities; ``warn``: one warning per failed code."""
-        self._check_fitted()
-        df = convergence_table(self._label_invariant(refresh=True), self._ess_min())
-        df.attrs["mcmc_run"] = self._mcmc_run()
-        if warn:
-            for w in self._convergence_warnings(df) + self._regime_warnings():
-                warnings.warn(ConvergenceWarning(w["message"], code=w["code"]),
-                              skip_file_prefixes=CALLER)
-        return df
-
-    def _mcmc_run(self) -> dict[str, Any]:
-        """The run the kept draws come from (posterior attributes, else the settings)."""
-        attrs = self.posterior_.attrs
-        tune = int(self.resolved_sampling.tune)
-        thin = int(attrs.get("thin", self._run_settings().get("thin", 1)))
-        draws = int(self.posterior_["posterior"].sizes["draw"])
-        return {"tune": tune, "thin": thin, "draws": draws,
-                "rounds": int(attrs.get("gibbs_rounds", 1)),
-                "sweeps_per_chain": tune + draws * thin,
-                "max_sweeps": int(attrs.get("max_sweeps", 0)),
-                "stopped": str(attrs.get("gibbs_stop", ""))}
-
-    def _thresholds(self) -> dict[str, Any]:
-        return {"rhat_max": convergence.RHAT_MAX, "ess_min": self._ess_min(),
-                "ess_min_per_chain": convergence.ESS_MIN, "ess_tail_prob": list(TAIL_PROB)}
-
-    def _ess_min(self) -> float:
-        """``ESS_MIN`` per chain."""
-        return convergence.ESS_MIN * int(self.posterior_["posterior"].sizes["chain"])
-
-    def _regime_warnings(self) -> list[dict[str, Any]]:
-        return regime_warnings(self.posterior_["posterior"], self._convergence_quantities(),
-                               type(self).__name__)
-
-    def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
-        """One structured warning per code of the failed checks of a convergence table."""
-        out = []
-        chains = int(self.posterior_["posterior"].sizes["chain"])
-        run = self._mcmc_run()
-        # the settings as the caller gives them (bayes-risk fit --draws ...), and where the
-        # checks are kept: convergence_summary() in Python, convergence.json of a model folder
-        tune, draws, chains, thin = (arg_name(a) for a in ("tune", "draws", "chains", "thin"))
-        see = "convergence.json" if on_command_line() else "convergence_summary()"
-        if run["stopped"] == "stuck":  # a model-extending run that stopped early
-            advice = (f"The run stopped extending itself at {run['sweeps_per_chain']:,} sweeps "
-                      f"per chain (one kept per {run['thin']}, {run['rounds']} rounds): its last "
-                      f"round left R-hat above {STUCK_RHAT}, as when chains sit in different "
-                      "states that longer runs do not bring together. Compare fits with several "
-                      f"seeds; a longer explicit run ({draws}, {thin}) shows whether they meet; "
-                      f"see {see}.")
-        elif run["max_sweeps"]:  # a model-extending run that stopped at its bound
-            bound = arg_name("max_sweeps", f"{run['max_sweeps']:,}", cli=str(run["max_sweeps"]))
-            advice = (f"The run extended itself to {run['sweeps_per_chain']:,} sweeps per chain "
-                      f"(one kept per {run['thin']}, {run['rounds']} rounds), the longest that "
-                      f"{bound} allows: raise {arg_name('max_sweeps')}, or run longer chains "
-                      f"({draws}, {thin}) or more {chains}; see {see}.")
-        else:
-            advice = (f"Run longer chains (more {tune}, {draws}) or more {chains}; see {see}.")
-        checks = failed_checks(df, self._ess_min()) if len(df) else []
-        for code, what in (("RHAT_HIGH", f"R-hat > {convergence.RHAT_MAX}"),
-                           ("LOW_ESS", f"bulk or tail ESS < {self._ess_min():.0f}, i.e. "
-                                       f"{convergence.ESS_MIN:.0f} per chain for {chains} "
-                                       "chain(s)")):
-            mine = [c for c in checks if c["code"] == code]
-            if not mine:
-                continue
-            quantities = list(dict.fromkeys(c["quantity"] for c in mine))
-            # each quantity with the values that failed (not rounded onto the threshold)
-            desc = "; ".join(
-                f"{q}: " + ", ".join(check_text(c, with_quantity=False) for c in mine
-                                     if c["quantity"] == q)
-                for q in quantities
-            )
-            out.append({
-                "code": code,
-                "quantities": quantities,
-                "checks": mine,
-                "message": (
-                    f"{type(self).__name__}: MCMC may not have converged ({what}: {desc}) "
-                    f"({code}). {advice}"
-                ),
-            })
-        return out
-
-    @classmethod
-    def _restore(cls, p: Path, meta: dict[str, Any], posterior: Any) -> Any:
-        """A new fitted model from the parsed ``model.json`` and posterior of folder ``p``."""
-        # JSON has no tuples: sequence settings come back as tuples (as the defaults are)
-        settings = {
-            k: tuple(v) if isinstance(v, list) else v for k, v in meta.get("settings", {}).items()
-        }
-        data = None
-        if meta.get("data_file"):
-            data = pd.read_parquet(p / meta["data_file"])
-        flags = None
-        if meta.get("synthesized_records") is not None:
-            flags = np.zeros(int(meta["n_records"]), dtype=bool)
-            flags[np.asarray(meta["synthesized_records"], dtype=np.int64)] = True
-        return cls.from_settings(settings)._adopt(posterior, Schema.from_dict(meta["schema"]),
-                                      int(meta["n_records"]), data=data, flags=flags,
-                                      state=meta.get("state") or {})
 
     def _identity(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """What :func:`bayes_risk.data.provenance.model_id` hashes."""

@@ -7,14 +7,21 @@ handled SIGTERM) instead of returning a truncated posterior, and refuse a partia
 from __future__ import annotations
 
 import dataclasses
+import os
+import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._sampling_spec import SAMPLING_FIELDS, Sampling
-from bayes_risk.exceptions import ValidationError, redeliver_interrupt
+from bayes_risk.exceptions import ValidationError, keyboard_interrupts, redeliver_interrupt
+from bayes_risk.models._bayesian.timing import DrawClock, record_sweep_time
 
-__all__ = ["Sampling", "SAMPLING_FIELDS", "InterruptGuard", "chain_seeds", "check_complete"]
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
+
+__all__ = ["Sampling", "SAMPLING_FIELDS", "InterruptGuard", "chain_seeds", "check_complete",
+           "model_seeds", "run_gibbs", "run_pymc"]
 
 
 def resolve_sampling(sampling: Any, defaults: Mapping[str, Any], owner: str) -> Sampling:
@@ -160,3 +167,79 @@ def _plain_bar(kwargs: dict[str, Any]) -> Any:
     kwargs["progressbar"] = False
     kwargs["callback"] = count
     return bar
+
+
+def model_seeds(model: Any, random_seed: RandomSeed) -> list[int]:
+    """Check the MCMC settings of ``model``; one integer seed per chain drawn from
+    ``random_seed``."""
+    model._check_mcmc_settings()
+    return chain_seeds(random_seed, int(model.resolved_sampling.chains))
+
+
+def run_pymc(model: Any, pm_model: Any, *, step: Any = None, random_seed: RandomSeed = None,
+             **sample_kwargs: Any) -> xr.DataTree:
+    """``pm.sample`` on ``pm_model`` with the settings of the synthesizer ``model``, the
+    warm-up draws dropped."""
+    import pymc as pm
+
+    seeds = model_seeds(model, random_seed)
+    run = model.resolved_sampling
+    draws = int(model._run_settings()["draws"])
+    kwargs: dict[str, Any] = dict(
+        draws=draws,
+        tune=int(run.tune),
+        chains=int(run.chains),
+        cores=run.cores,
+        random_seed=seeds,
+        progressbar=bool(model.progressbar),
+        quiet=not bool(model.progressbar),
+        compute_convergence_checks=False,
+        discard_tuned_samples=False,
+        model=pm_model,
+    )
+    if step is not None:
+        kwargs["step"] = step
+    kwargs.update(sample_kwargs)
+    bar = _plain_bar(kwargs)
+    with warnings.catch_warnings(), InterruptGuard() as guard, bar:
+        # PyMC's own short-chain message; convergence is reported by convergence_summary().
+        warnings.filterwarnings("ignore", message=".*samples per chain.*")
+        # the steady time per draw, without the chains' one-off start
+        # (bayes_risk.attribute.cost)
+        clock = DrawClock(kwargs.get("callback"))
+        kwargs["callback"] = guard.callback(clock)
+        try:
+            with keyboard_interrupts(lambda: guard.interrupted):  # in a compiled step
+                dt = pm.sample(**kwargs)
+        except KeyError as err:
+            # PyMC interrupted during tuning fails while assembling the empty trace
+            raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
+    if guard.interrupted:
+        raise KeyboardInterrupt("sampling interrupted")
+    check_complete(dt, int(run.chains), draws)
+    cores, chains = kwargs["cores"], int(kwargs["chains"])
+    cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
+    record_sweep_time(dt, clock.seconds_per_draw(), min(cores, chains) if cores > 1 else 1)
+    if "warmup_posterior" in dt.children:
+        del dt["warmup_posterior"]
+    if "observed_data" in dt.children:
+        del dt["observed_data"]
+    return dt
+
+
+def run_gibbs(model: Any, step: Any, layout: Any, *, random_seed: RandomSeed = None,
+              **extension: Any) -> xr.DataTree:
+    """:func:`run_pymc` for one Gibbs step run in a plain loop (``_bayesian.gibbs``)."""
+    from bayes_risk.models._bayesian.gibbs import sample_gibbs
+
+    seeds = model_seeds(model, random_seed)
+    run = model.resolved_sampling
+    draws = int(model._run_settings()["draws"])
+    # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)
+    with InterruptGuard() as guard, keyboard_interrupts(lambda: guard.interrupted):
+        dt = sample_gibbs(step, layout, seeds=seeds, tune=run.tune, draws=draws,
+                          chains=run.chains, cores=run.cores,
+                          progressbar=bool(model.progressbar), stop=lambda: guard.interrupted,
+                          **extension)
+    check_complete(dt, int(run.chains), draws)
+    return dt

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
-import bayes_risk.models._bayesian.io as _io
+import bayes_risk.models._bayesian.adoption as _adoption
 import bayes_risk.models.dpmpm.coding as _coding
 import bayes_risk.models.dpmpm.fit as _fit
 import bayes_risk.models.dpmpm.loglik as _loglik
@@ -27,8 +27,9 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.convergence import round_verdict
+from bayes_risk.models._bayesian.convergence_report import check_convergence, mcmc_run
 from bayes_risk.models._bayesian.records import check_synthesized_records
-from bayes_risk.models._bayesian.sampling import Sampling
+from bayes_risk.models._bayesian.sampling import Sampling, model_seeds, run_gibbs, run_pymc
 from bayes_risk.models._bayesian.starts import chain_starts
 from bayes_risk.models._bayesian.timing import record_fit_time
 from bayes_risk.models.base import FittedAttribute
@@ -363,7 +364,7 @@ class DPMPM(BayesianSynthesizer):
             dt = self._gibbs_posterior(codes, d, seed, check=check)
         else:
             model = self._build_model(codes, d, transforms=True)
-            dt = self._run_sampler(model, random_seed=seed)
+            dt = run_pymc(self, model, random_seed=seed)
         self.warnings_ = []
         self._set_fitted(dt, schema, len(data), data=data, synthesized_records=flags,
                          check_convergence=False)
@@ -372,7 +373,7 @@ class DPMPM(BayesianSynthesizer):
         elif self._zeros is None:
             self._regime_evidence(codes, d, seed)
         self.warnings_ += _fit.check_truncation(self.posterior_, self.n_components)
-        self.convergence_ = self._check_convergence(warn=True)
+        self.convergence_ = check_convergence(self, warn=True)
         record_fit_time(self, started)
         return self
 
@@ -394,7 +395,7 @@ class DPMPM(BayesianSynthesizer):
         record_regime_evidence(self.posterior_, codes, d,
                                alpha_prior=tuple(float(x) for x in self.alpha_prior),
                                dirichlet_prior=float(self.dirichlet_prior),
-                               random_seed=self._chain_seeds(seed))
+                               random_seed=model_seeds(self, seed))
 
     def _gibbs_posterior(
         self,
@@ -435,7 +436,7 @@ class DPMPM(BayesianSynthesizer):
             pm_model = self._build_model(codes, d, transforms=False)
             step = pymc_step([pm_model.rvs_to_values[v] for v in pm_model.free_RVs],
                              model=pm_model, **settings)
-            dt = self._run_sampler(pm_model, step=[step], random_seed=random_seed)
+            dt = run_pymc(self, pm_model, step=[step], random_seed=random_seed)
             record_starts(dt, kinds, chains)
             return dt
         layout = gibbs_layout(self.n_components, d)
@@ -445,7 +446,7 @@ class DPMPM(BayesianSynthesizer):
             from bayes_risk.models.dpmpm.tempering import TemperedLadder
 
             step = TemperedLadder(step, T)
-        dt = self._run_gibbs(step, layout, random_seed=random_seed,
+        dt = run_gibbs(self, step, layout, random_seed=random_seed,
                               max_sweeps=(int(self._run_settings()["max_sweeps"])
                                           if check is not None else 0),
                               check=check)
@@ -513,7 +514,7 @@ class DPMPM(BayesianSynthesizer):
         if run["max_sweeps"] and self.sampler == "gibbs":
             # a self-extending run starts at the thinning this model's run ended with (which
             # made its own draws pass the checks) and may extend further, with the same bound
-            run["thin"] = max(int(run["thin"]), self._mcmc_run()["thin"])
+            run["thin"] = max(int(run["thin"]), mcmc_run(self)["thin"])
         params = {**self.get_params(deep=False),
                   "sampling": dataclasses.replace(self.resolved_sampling, **run)}
         if random_seed is not None:  # the refit's own seed, as its setting
@@ -540,7 +541,7 @@ class DPMPM(BayesianSynthesizer):
 
     def _as_datatree(self, posterior: Any, schema: Schema):
         # a dict of arrays names the columns' φ: their number need not be known yet
-        return _io.as_datatree(posterior, _fit.event_ndims(posterior), type(self).__name__)
+        return _adoption.as_datatree(posterior, _fit.event_ndims(posterior), type(self).__name__)
 
     def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
         self.n_components = _fit.validate_posterior(posterior, schema)

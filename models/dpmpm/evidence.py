@@ -99,6 +99,43 @@ def _move(codes, i, b, sign, offsets, nb, cnt, nbj, num, inv, da):  # pragma: no
             inv[b, j] = 1.0 / (da[j] + nbj[b, j])
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _relation_terms(w, tot, pn, k, occ, before, lq_i, free):  # pragma: no cover - numba
+    """Record ``i``'s terms of phase 2: ``H_i``, the entropy of its relation to the records
+    before it in the sweep (the classes holding none of them and a new class are one outcome,
+    their total probability), and ``E[-log q_i(slot_i)]`` under its weights ``w[:k] / tot``
+    (a new class ``pn``, at slot ``free``)."""
+    h = 0.0
+    ce = -pn * lq_i[free]
+    later = pn
+    for t in range(k):
+        pt = w[t] / tot
+        ce -= pt * lq_i[occ[t]]
+        if before[occ[t]] > 0:
+            if pt > 0.0:
+                h -= pt * math.log(pt)
+        else:
+            later += pt
+    if later > 0.0:
+        h -= later * math.log(later)
+    return h, ce
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _log_joint(k, p, occ, nb, cnt, nbj, log_i, lga, lgd, lgn):  # pragma: no cover - numba
+    """``log p(P, y)`` of the current partition (its ``k`` occupied slots ``occ[:k]``, ``p``
+    columns)."""
+    lp = log_i[k]
+    for t in range(k):
+        b = occ[t]
+        lp += lgn[nb[b]]
+        for j in range(p):
+            lp -= lgd[j, nbj[b, j]]
+        for r in range(cnt.shape[1]):
+            lp += lga[cnt[b, r]]
+    return lp
+
+
 @njit(cache=True, nogil=True)
 def _sweeps(codes, offsets, da, slot, nb, cnt, nbj, num, inv, occ, pos, la, ld, lga, lgd, lgn,
             log_i, log_new, sweeps, phase, q, lq, rows, handle):  # pragma: no cover - numba
@@ -187,21 +224,7 @@ def _sweeps(codes, offsets, da, slot, nb, cnt, nbj, num, inv, occ, pos, la, ld, 
                     q[i, occ[t]] += w[t] / tot
                 q[i, free] += pn
             elif phase == 2:
-                # the entropy of i's relation to the records before it: the classes holding
-                # none of them and a new class are one outcome (their total probability)
-                h = 0.0
-                ce = -pn * lq[i, free]
-                later = pn
-                for t in range(k):
-                    pt = w[t] / tot
-                    ce -= pt * lq[i, occ[t]]
-                    if before[occ[t]] > 0:
-                        if pt > 0.0:
-                            h -= pt * math.log(pt)
-                    else:
-                        later += pt
-                if later > 0.0:
-                    h -= later * math.log(later)
+                h, ce = _relation_terms(w, tot, pn, k, occ, before, lq[i], free)
                 h_sum += h
                 ce_sum += ce
             if new >= 0:
@@ -220,15 +243,7 @@ def _sweeps(codes, offsets, da, slot, nb, cnt, nbj, num, inv, occ, pos, la, ld, 
             before[b1] += 1
             _move(codes, i, b1, 1, offsets, nb, cnt, nbj, num, inv, da)
         if phase == 2:
-            lp = log_i[k]
-            for t in range(k):
-                b = occ[t]
-                lp += lgn[nb[b]]
-                for j in range(p):
-                    lp -= lgd[j, nbj[b, j]]
-                for r in range(cnt.shape[1]):
-                    lp += lga[cnt[b, r]]
-            rows[s, 0] = lp
+            rows[s, 0] = _log_joint(k, p, occ, nb, cnt, nbj, log_i, lga, lgd, lgn)
             rows[s, 1] = h_sum
             rows[s, 2] = ce_sum
             rows[s, 3] = k

@@ -155,11 +155,12 @@ class DPMPMGibbs(ChainGenerator):
             point = self._sweep(point)[0]
         return self._sweep(point)
 
-    def _sweep(self, point):
-        """One sweep from ``point``: returns the new point and ``[stats]``."""
+    def _begin_sweep(self, point) -> float:
+        """α at the start of a sweep: the first sweep draws the initial state (imputations,
+        classes, α); a later one starts from ``point`` after the label-switch moves."""
         rng = self.rng
         n = self.codes.shape[0]
-        K, L = self.K, self.L
+        K = self.K
         if self._z is None:
             y = self.codes.copy()
             if self.miss_i.size:
@@ -193,6 +194,14 @@ class DPMPMGibbs(ChainGenerator):
                     self._counts[1][:, new_label] = c
                 if self._aug is not None:
                     self._aug.relabel(new_label)
+        return alpha
+
+    def _sweep(self, point):
+        """One sweep from ``point``: returns the new point and ``[stats]``."""
+        rng = self.rng
+        n = self.codes.shape[0]
+        K, L = self.K, self.L
+        alpha = self._begin_sweep(point)
         # the counts of the current (z, y): from the last class step (a move that changes z or
         # y must update them or set self._counts = None), else counted afresh
         if self._counts is not None:

@@ -6,6 +6,7 @@ The work is done by the functions of the ``poisson`` modules on the fitted state
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -25,7 +26,7 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import record_dtypes
-from bayes_risk.models._bayesian.sampling import Sampling
+from bayes_risk.models._bayesian.sampling import Sampling, run_pymc
 from bayes_risk.models._bayesian.starts import chain_starts
 from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.poisson.largest import LargestValueLikelihood
@@ -248,9 +249,10 @@ class PoissonMixture(BayesianSynthesizer):
                               code="MISSING_VALUES")
         model = self.build_pymc_model(y, cols)
         if self.sampler == "nuts":
-            return self._run_sampler(model, random_seed=seed)
+            return run_pymc(self, model, random_seed=seed)
         return _fit.sample_gibbs(
-            model, y, seed, run_sampler=self._run_sampler, n_components=self.n_components,
+            model, y, seed, run_sampler=functools.partial(run_pymc, self),
+            n_components=self.n_components,
             a_lambda=self.a_lambda, b_lambda=self._b_lambda_vector(y), a_alpha=self.a_alpha,
             b_alpha=self.b_alpha, starts=self._starts(), chains=self.resolved_sampling.chains,
         )

@@ -28,7 +28,7 @@ from bayes_risk.data.validate import check_real
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import output_column
-from bayes_risk.models._bayesian.sampling import Sampling
+from bayes_risk.models._bayesian.sampling import Sampling, run_pymc
 from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.pymc_model.function import (
     function_path,
@@ -206,7 +206,7 @@ class PyMCSynthesizer(BayesianSynthesizer):
         extra: dict[str, Any] = {"var_names": list(graph.free)}
         if continuous:
             extra["nuts"] = {"target_accept": float(self.target_accept)}
-        dt = self._run_sampler(graph.model, random_seed=seed, **extra)
+        dt = run_pymc(self, graph.model, random_seed=seed, **extra)
         for group in list(dt.children):  # the data containers' values are confidential
             if group not in ("posterior", "sample_stats"):
                 del dt[group]
@@ -293,7 +293,7 @@ class PyMCSynthesizer(BayesianSynthesizer):
     def _as_datatree(self, posterior: Any, schema: Schema) -> xr.DataTree:
         """``posterior`` as a DataTree; arrays given by name have the dimensions of the model's
         free variables of those names after ``(chain, draw)`` (or ``(draw,)``)."""
-        from bayes_risk.models._bayesian.io import as_datatree
+        from bayes_risk.models._bayesian.adoption import as_datatree
 
         ev: dict[str, int] = {}
         if isinstance(posterior, Mapping):

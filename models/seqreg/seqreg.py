@@ -30,7 +30,7 @@ from bayes_risk.models._bayesian.design import (
     parse_formula,
     record_dtypes,
 )
-from bayes_risk.models._bayesian.sampling import Sampling
+from bayes_risk.models._bayesian.sampling import Sampling, run_pymc
 from bayes_risk.models._bayesian.timing import record_sweep_time
 from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
@@ -350,7 +350,7 @@ class SequentialRegression(BayesianSynthesizer):
                     pm.Bernoulli("y", logit_p=eta, observed=y.astype(np.int64))
                 elif fam == "poisson_log":
                     pm.Poisson("y", mu=pm.math.exp(eta), observed=y.astype(np.int64))
-        dt = self._run_sampler(model, random_seed=rng)
+        dt = run_pymc(self, model, random_seed=rng)
         post = dt["posterior"]
         # the sampling's steady wall time (bayes_risk.models._bayesian.timing), for _draw_posterior
         self._nuts_steady = None

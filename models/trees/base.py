@@ -20,7 +20,8 @@ from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, record_mask, validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, synthesized_columns
-from bayes_risk.models.trees.io import load_synthesizer, save_synthesizer
+from bayes_risk.models.persistence import load_trees, save_trees
+from bayes_risk.models.trees.io import check_visit_sequence
 
 __all__ = ["TreeSynthesizer", "prepare_schema", "records_mask"]
 
@@ -116,8 +117,9 @@ class TreeSynthesizer(BaseSynthesizer):
                 "data": fp.get("table")}, dict(arrays)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Save the fitted synthesizer as a folder, atomically (no pickle); it holds the fitted
-        table, so it is **as confidential as the data**.
+        """Save the fitted synthesizer as a folder (``arrays.npz``, ``data.parquet``,
+        ``model.json``), atomically, no pickle (:mod:`bayes_risk.models.persistence`); it holds
+        the fitted table, so it is **as confidential as the data**.
 
         Parameters
         ----------
@@ -138,8 +140,8 @@ class TreeSynthesizer(BaseSynthesizer):
         """
         check_is_fitted(self, self._fitted_attribute, method="save")
         state, arrays = self._persisted_state()
-        return save_synthesizer(self, path, state=state, arrays=arrays,
-                                data=self._data.set_axis(self._index))
+        return save_trees(self, path, state=state, arrays=arrays,
+                          data=self._data.set_axis(self._index))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Any:
@@ -160,7 +162,12 @@ class TreeSynthesizer(BaseSynthesizer):
         ValidationError
             ``MODEL_FORMAT_VERSION`` or ``MODEL_DAMAGED``.
         """
-        return load_synthesizer(cls, path, cls._restore)
+        def restore(obj: Any, meta: dict[str, Any], arrays: Mapping[str, np.ndarray],
+                    data: pd.DataFrame) -> None:
+            cls._restore(obj, meta, arrays, data)
+            check_visit_sequence(obj)  # an edited model.json: a damaged folder
+
+        return load_trees(cls, path, restore)
 
     def check_fingerprint(self, data: pd.DataFrame) -> str | None:
         """``None`` when ``data`` is the fitted table (by fingerprint), else the difference."""

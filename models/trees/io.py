@@ -1,111 +1,19 @@
-"""Save and load the tree synthesizers as folders (``model.json``, ``arrays.npz``,
-``data.parquet``; never pickle). See :doc:`/user_guide/synthesizers`.
+"""The tree synthesizers' fitted state as arrays and back: stored forests and trees, the
+visit sequence and missing-value layout checked on loading (the folder is
+:mod:`bayes_risk.models.persistence`'s).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._io import atomic_dir, to_jsonable
-from bayes_risk.data.provenance import model_id
-from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.base import (
-    SETTINGS_FILE,
-    damaged_on_error,
-    read_model_meta,
-    verify_model_folder,
-    write_model_json,
-)
-
-__all__ = ["ARRAYS_FILE", "DATA_FILE", "FORMAT_VERSION", "StoredForest", "load_synthesizer",
-           "save_synthesizer"]
-
-ARRAYS_FILE = "arrays.npz"
-DATA_FILE = "data.parquet"
-#: layout of a saved CART / random-forest / PMM folder; a loader reads only its own version
-FORMAT_VERSION = 1
-
-
-def save_synthesizer(model: Any, path: str | os.PathLike[str], *, state: Mapping[str, Any],
-                     arrays: Mapping[str, np.ndarray], data: pd.DataFrame) -> Path:
-    """Write a fitted synthesizer's folder atomically: its settings and JSON-ready ``state`` in
-    ``model.json``, the numeric ``arrays`` (NPZ) and the fitted table ``data`` (Parquet)."""
-    for k, a in arrays.items():
-        if np.asarray(a).dtype == object:  # pragma: no cover - guarded by the callers
-            raise ValidationError(
-                f"array {k!r} has dtype object; it cannot be saved without pickle.",
-                code="MODEL_NOT_SAVABLE")
-    fp = getattr(model, "original_fingerprint_", None) or {}
-    meta: dict[str, Any] = {
-        "format": "bayes-risk model",
-        "format_version": FORMAT_VERSION,
-        "method": model.method_name,
-        "class": type(model).__name__,
-        "settings": to_jsonable(model._release_settings()),
-        "schema": model.schema_.to_dict(),
-        "confidential": True,
-        "data_file": DATA_FILE,
-        "arrays_file": ARRAYS_FILE,
-        "state": to_jsonable(dict(state)),
-        # Parquet reads text columns back as pandas' string dtype: object columns are restored
-        "object_columns": [str(c) for c in data.columns if data[c].dtype == object],
-        # hashes of the encoded fitted table (never the data): checks the original later
-        "data_fingerprint": fp.get("table"),
-        "original_fingerprint": to_jsonable(fp) if fp else None,
-        # the identity its releases record (bayes_risk.data.provenance.model_id)
-        "model_id": model_id(model),
-    }
-    with atomic_dir(path) as tmp:
-        np.savez(tmp / ARRAYS_FILE, **{k: np.asarray(v) for k, v in arrays.items()})
-        data.to_parquet(tmp / DATA_FILE, index=True)
-        write_model_json(tmp, meta)
-    return Path(path)
-
-
-def load_synthesizer(
-    cls: type,
-    path: str | os.PathLike[str],
-    restore: Callable[[Any, dict[str, Any], Mapping[str, np.ndarray], pd.DataFrame], None],
-) -> Any:
-    """Read a folder written by :func:`save_synthesizer` into a new fitted ``cls`` (attributes
-    set by ``restore(model, meta, arrays, data)``); ``MODEL_FORMAT_VERSION`` or
-    ``MODEL_DAMAGED`` when it cannot."""
-    p, meta = read_model_meta(path, cls.method_name)
-    version = meta.get("format_version")
-    if version != FORMAT_VERSION:
-        raise ValidationError(
-            f"{p} is a saved {cls.method_name!r} synthesizer of format version {version!r}; "
-            f"this bayes-risk reads format version {FORMAT_VERSION} only. Use the bayes-risk "
-            "release that wrote it, or fit the synthesizer again.",
-            code="MODEL_FORMAT_VERSION")
-    verify_model_folder(p, meta, required=(ARRAYS_FILE, DATA_FILE), legacy=False)
-    with damaged_on_error(p, "a file cannot be read"):
-        with np.load(p / ARRAYS_FILE, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-        data = pd.read_parquet(p / DATA_FILE)
-        for c in meta.get("object_columns") or []:
-            data[c] = data[c].astype(object)
-    settings = dict(meta.get("settings") or {})
-    if not isinstance(settings.get("random_seed"), (int, list)) or isinstance(
-        settings.get("random_seed"), bool
-    ):  # e.g. "<numpy.random.Generator>": not replayable
-        settings["random_seed"] = None
-    with damaged_on_error(p, f"{SETTINGS_FILE} and {ARRAYS_FILE} do not describe a fitted "
-                             f"{cls.__name__}"):
-        model = cls(**settings)
-        model.schema_ = Schema.from_dict(meta["schema"])
-        restore(model, meta, arrays, data)
-        check_visit_sequence(model)
-    model.original_fingerprint_ = meta.get("original_fingerprint")
-    return model
+__all__ = ["StoredForest", "check_missing_layout", "check_visit_sequence", "seqtree_from_arrays",
+           "seqtree_to_arrays", "split_data"]
 
 
 def check_visit_sequence(model: Any) -> None:

@@ -453,6 +453,7 @@ def test_sequential_regression_nuts_column_counts_its_steady_sampling(monkeypatc
     import pandas as pd
     import xarray as xr
 
+    import bayes_risk.models.seqreg.seqreg as seqreg_module
     from bayes_risk.models.seqreg.seqreg import SequentialRegression
 
     rng = np.random.default_rng(0)
@@ -466,7 +467,7 @@ def test_sequential_regression_nuts_column_counts_its_steady_sampling(monkeypatc
                           attrs={"sweep_time": 1e-3, "chains_at_once": 2})
         return xr.DataTree.from_dict({"posterior": post})
 
-    monkeypatch.setattr(SequentialRegression, "_run_sampler", fake_sampler)
+    monkeypatch.setattr(seqreg_module, "run_pymc", fake_sampler)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # random "draws": their R-hat is not the point
         model = SequentialRegression(

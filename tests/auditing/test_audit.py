@@ -1777,7 +1777,8 @@ def test_attribute_section_explains_a_share_ranked_first_below_the_random_guess(
 def test_glossaries_in_plain_words(audited, report):
     """Every synthpop column of the disclosure tables is defined where the tables are, with
     synthpop's documentation as the source; the diagnostics are named in words."""
-    from bayes_risk.auditing.render import DIAGNOSTICS, SYNTHPOP_TERMS
+    from bayes_risk.auditing.report_record_sections import DIAGNOSTICS
+    from bayes_risk.auditing.report_sections import SYNTHPOP_TERMS
 
     res, _ = audited
     html = report[0].read_text()

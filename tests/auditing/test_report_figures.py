@@ -115,7 +115,7 @@ def test_markdown_figures_of_the_same_name_get_files_of_their_own(tmp_path):
     the Markdown report wrote one file for both (the second figure over the first)."""
     from types import SimpleNamespace
 
-    from bayes_risk.auditing.render import _Links
+    from bayes_risk.auditing.report_blocks import Links
 
     figs: dict = {}
     res = SimpleNamespace(root=None, _report_figures=lambda: figs)
@@ -127,7 +127,7 @@ def test_markdown_figures_of_the_same_name_get_files_of_their_own(tmp_path):
         return fig
 
     for fmt in ("md", "html"):
-        links = _Links(res, tmp_path / "r.md", fmt)
+        links = Links(res, tmp_path / "r.md", fmt)
         a = links.figure(lambda: draw(1), "known_sweep.png", "identification")
         b = links.figure(lambda: draw(2), "known_sweep.png", "attribute")
         c = links.figure(lambda: draw(3), "other", "no suffix")
@@ -150,7 +150,7 @@ def failing(tmp_path_factory):
     """A release whose identification, attribute, repU and DiSCO lines are past their
     thresholds (CART, the unsynthesized keys released as they are), with two DiSCO targets,
     and the report's figures by file name."""
-    from bayes_risk.auditing import render
+    from bayes_risk.auditing import report_blocks
 
     d = tmp_path_factory.mktemp("failing")
     orig = d / "orig.csv"
@@ -166,7 +166,7 @@ def failing(tmp_path_factory):
                                                  targets=["Tenure", "Expenditure"],
                                                  skip=["posterior_identification"]))
     figs: dict = {}
-    real = render._Links.figure
+    real = report_blocks.Links.figure
 
     def keep(self, draw, name, caption):
         def drawn():
@@ -174,11 +174,11 @@ def failing(tmp_path_factory):
             return figs[name]
         return real(self, drawn, name, caption)
 
-    render._Links.figure = keep
+    report_blocks.Links.figure = keep
     try:
         res.to_html(d / "report.html")
     finally:
-        render._Links.figure = real
+        report_blocks.Links.figure = real
     return res, figs
 
 

@@ -21,7 +21,7 @@ import pytest
 
 import bayes_risk as br
 from bayes_risk.data import SyntheticData, file_labels, infer_schema, read_table
-from bayes_risk.data.statfiles import SPECIAL_MISSING, FileLabels
+from bayes_risk.data.statfiles import LETTER_MISSING, FileLabels
 from bayes_risk.exceptions import BayesRiskError, DataWarning, SchemaError, ValidationError
 
 CORPUS = Path(__file__).parent / "readstat_corpus"
@@ -97,7 +97,7 @@ def test_stata_extended_missing_values(tmp_path):
     assert list(df["marital"].cat.categories) == ["Married", "Single", "Widowed", "Refused"]
     assert df["marital"].tolist() == ["Married", "Single", "Refused", "Married", "Widowed",
                                       "Single"]
-    a, b = SPECIAL_MISSING["a"], SPECIAL_MISSING["b"]
+    a, b = LETTER_MISSING["a"], LETTER_MISSING["b"]
     assert (a, b) == (-1_000_000_001.0, -1_000_000_002.0)
     assert df["hours"].tolist()[:5] == [38.5, b, 40.0, a, 12.0] and pd.isna(df["hours"].iloc[5])
     assert df["age"].dtype == np.int64  # whole numbers, none missing: as a CSV file reads them
@@ -128,14 +128,14 @@ def test_sas_special_missing_values_from_the_corpus():
     # SAS wrote: var1=.A (format A: .A = "missing"), var2=.B, var3=.C, var4=.X, var5=.Y,
     # var6=.Z, var7=._, var8=., var9=1 (readstat_corpus/README.md)
     df = read_table(CORPUS / "missing_test.sas7bdat")
-    expect = {f"var{k}": SPECIAL_MISSING[x] for k, x in zip(range(1, 8), "abcxyz_", strict=True)}
+    expect = {f"var{k}": LETTER_MISSING[x] for k, x in zip(range(1, 8), "abcxyz_", strict=True)}
     for c, code in expect.items():
         assert df[c].tolist() == [code], c
     assert pd.isna(df["var8"][0]) and df["var9"].tolist() == [1]
     labels = file_labels(df)
     assert labels.user_missing["var7"] == ["_"] and labels.user_missing["var1"] == ["A"]
     assert labels.value_labels["var1"] == [("A", "missing")]  # from the catalog beside it
-    assert infer_schema(df)["var4"].missing_codes == (SPECIAL_MISSING["x"],)
+    assert infer_schema(df)["var4"].missing_codes == (LETTER_MISSING["x"],)
     # Stata's file of the same record (.a-.z; Stata has no ._): the same codes
     dta = read_table(CORPUS / "missing_test.dta")
     assert [dta[f"var{k}"][0] for k in range(1, 7)] == [expect[f"var{k}"] for k in range(1, 7)]
@@ -234,11 +234,11 @@ def test_text_in_another_encoding_than_declared_is_refused(tmp_path):
 
 
 def test_a_value_equal_to_a_special_missing_code_is_refused(tmp_path):
-    df = pd.DataFrame({"x": pd.Series([SPECIAL_MISSING["a"], "b", 3.0], dtype=object)})
+    df = pd.DataFrame({"x": pd.Series([LETTER_MISSING["a"], "b", 3.0], dtype=object)})
     pyreadstat.write_dta(df, str(tmp_path / "c.dta"), missing_user_values={"x": ["b"]})
     with pytest.raises(SchemaError) as err:
         read_table(tmp_path / "c.dta")
-    assert err.value.code == "SPECIAL_MISSING_CODE_TAKEN"
+    assert err.value.code == "LETTER_MISSING_CODE_TAKEN"
 
 
 # ---- writing ----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ConvergenceWarning, NotFittedError, ValidationError
 from bayes_risk.models import Sampling, load_model
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
+from bayes_risk.models._bayesian.convergence_report import check_convergence
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
 
@@ -153,15 +154,15 @@ def test_convergence_report_flags_disagreeing_chains():
         warnings.simplefilter("always")
         m = BetaBernoulli.from_posterior({"theta": th}, SCHEMA, n_records=5)
     assert {w.message.code for w in caught} == {"RHAT_HIGH", "LOW_ESS"}
-    rep = m._check_convergence()
+    rep = check_convergence(m)
     assert "RHAT_HIGH" in rep.loc["theta", "flag"]
     with pytest.warns(ConvergenceWarning) as rec:
-        m._check_convergence(warn=True)
+        check_convergence(m, warn=True)
     # each message gives the values that failed its check
     msgs = {w.message.code: str(w.message) for w in rec}
     assert "theta: R-hat" in msgs["RHAT_HIGH"] and "theta: bulk ESS" in msgs["LOW_ESS"]
     good = BetaBernoulli.from_posterior({"theta": rng.beta(5, 5, (2, 500))}, SCHEMA, n_records=5)
-    rep = good._check_convergence()
+    rep = check_convergence(good)
     assert rep.loc["theta", "flag"] == ""
     assert rep.loc["theta", "rhat"] < 1.01 and rep.loc["theta", "ess_bulk"] > 400
 
@@ -172,7 +173,7 @@ def test_one_chain_split_rhat_detects_drift():
         warnings.simplefilter("always")
         m = BetaBernoulli.from_posterior({"theta": x}, SCHEMA, n_records=5)
     assert {w.message.code for w in caught} == {"RHAT_HIGH", "LOW_ESS"}
-    rep = m._check_convergence()
+    rep = check_convergence(m)
     assert rep.loc["theta", "rhat"] > 1.1
 
 

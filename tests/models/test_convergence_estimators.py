@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bayes_risk.models import DPMPM, Sampling, load_model
+from bayes_risk.models._bayesian import convergence_report
 from bayes_risk.models._bayesian.convergence import (
     TAIL_PROB,
     check_text,
@@ -33,6 +34,7 @@ from bayes_risk.models._bayesian.convergence import (
     rhat_rank,
     shown_against,
 )
+from bayes_risk.models._bayesian.convergence_report import check_convergence, convergence_warnings
 
 arviz = pytest.importorskip("arviz")
 arviz_stats = pytest.importorskip("arviz_stats")
@@ -117,7 +119,7 @@ def test_report_equals_arviz_on_the_stored_draws(fitted, tmp_path):
     own DataTree interface: the bulk ESS, the tail ESS (5 % / 95 %) and R-hat are ArviZ's."""
     m = fitted
     m.save(tmp_path / "m")
-    report = load_model(tmp_path / "m")._check_convergence()
+    report = check_convergence(load_model(tmp_path / "m"))
     dt = arviz.from_netcdf(tmp_path / "m" / "posterior.nc")
     for q, group in (("loglik", "sample_stats"), ("k_occupied", "sample_stats"),
                      ("alpha", "posterior")):
@@ -192,7 +194,7 @@ def test_label_invariant_names_with_a_slash(monkeypatch):
     m = _tiny_fit()
     x = np.asarray(m.posterior_["sample_stats"]["loglik"].values, dtype=float)
     monkeypatch.setattr(m, "_convergence_quantities", lambda: {"P(a=N/A)": x})
-    rep = m._check_convergence()
+    rep = check_convergence(m)
     assert list(rep.index) == ["P(a=N/A)"]
     var = m.posterior_["label_invariant"]["P(a=N\u2215A)"]
     assert var.attrs["quantity"] == "P(a=N/A)"
@@ -207,8 +209,8 @@ def test_decision_at_the_threshold_uses_arviz_value(fitted, monkeypatch):
     v = float(arviz_stats.ess(x, method="tail", prob=(0.05, 0.95)))
     monkeypatch.setattr(m, "_convergence_quantities", lambda: {"loglik": x})
     for threshold, fails in ((v, False), (np.nextafter(v, np.inf), True)):
-        monkeypatch.setattr(m, "_ess_min", lambda t=threshold: t)
-        rep = m._check_convergence()
+        monkeypatch.setattr(convergence_report, "ess_min", lambda model, t=threshold: t)
+        rep = check_convergence(m)
         tails = [c for c in failed_checks(rep, threshold) if c["statistic"] == "ess_tail"]
         assert bool(tails) == fails
         if fails:
@@ -216,7 +218,7 @@ def test_decision_at_the_threshold_uses_arviz_value(fitted, monkeypatch):
                                 "statistic": "ess_tail", "value": v, "threshold": threshold}
             assert "LOW_ESS" in rep.loc["loglik", "flag"].split(",")
             # the message does not round the value onto the threshold
-            (w,) = [w for w in m._convergence_warnings(rep) if w["code"] == "LOW_ESS"]
+            (w,) = [w for w in convergence_warnings(m, rep) if w["code"] == "LOW_ESS"]
             assert w["checks"] == [c for c in failed_checks(rep, threshold)
                                    if c["code"] == "LOW_ESS"]
 
@@ -241,7 +243,7 @@ def test_constant_quantity_passes(fitted, monkeypatch):
     x = np.full((2, 150), 3.0)
     assert ess_bulk(x) == ess_tail(x) == float(arviz_stats.ess(x, method="bulk")) == 300.0
     monkeypatch.setattr(fitted, "_convergence_quantities", lambda: {"k": x})
-    row = fitted._check_convergence().loc["k"]
+    row = check_convergence(fitted).loc["k"]
     assert (row.ess_bulk, row.ess_tail, row.rhat, row.flag) == (300.0, 300.0, 1.0, "")
 
 
@@ -257,7 +259,7 @@ def test_unassessable_quantity_fails_its_check(fitted, monkeypatch):
     monkeypatch.setattr(fitted, "_convergence_quantities", lambda: {"loglik": x})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        row = fitted._check_convergence(warn=True).loc["loglik"]
+        row = check_convergence(fitted, warn=True).loc["loglik"]
     assert np.isnan(row.ess_bulk) and row.flag == "LOW_ESS"
     msgs = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert any("bulk ESS not computable (non-finite draws" in m for m in msgs), msgs

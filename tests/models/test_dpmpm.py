@@ -20,6 +20,7 @@ from bayes_risk.exceptions import (
     ValidationError,
 )
 from bayes_risk.models import Sampling
+from bayes_risk.models._bayesian.convergence_report import check_convergence
 from bayes_risk.models._bayesian.sticks import (
     alpha_conditional_log,
     stick_breaking_log,
@@ -297,7 +298,7 @@ def test_synthesize_draws_evenly_spaced(lca_fit):
 
 def test_convergence_report_label_invariant(lca_fit):
     model, _, _, _ = lca_fit
-    rep = model._check_convergence()
+    rep = check_convergence(model)
     assert {"loglik", "alpha", "k_occupied"} <= set(rep.index)
     assert {"ess_bulk", "ess_tail", "rhat", "flag"} <= set(rep.columns)
     assert np.isfinite(rep.loc["loglik", "ess_bulk"])

@@ -25,6 +25,7 @@ import pytest
 from bayes_risk.data import make_acs_like
 from bayes_risk.exceptions import BayesRiskWarning, ConvergenceWarning, ValidationError
 from bayes_risk.models import DPMPM, Sampling
+from bayes_risk.models._bayesian.convergence_report import check_convergence
 from bayes_risk.models._bayesian.sampling import SAMPLING_FIELDS
 from bayes_risk.models.dpmpm.coding import encode
 
@@ -110,7 +111,7 @@ def test_extended_run_is_the_run_at_its_final_thinning(never_stuck):
     assert explicit._run_settings()["max_sweeps"] == 0
     assert explicit.convergence_summary()["rounds"] == 1
     _same_draws(ext.posterior_, explicit.posterior_)
-    assert ext._check_convergence().attrs["mcmc_run"] == {
+    assert check_convergence(ext).attrs["mcmc_run"] == {
         "tune": 10, "thin": 4, "draws": 40, "rounds": 3, "sweeps_per_chain": 170,
         "max_sweeps": 170, "stopped": "max_sweeps"}
 
@@ -346,7 +347,7 @@ def test_a_fit_whose_rounds_leave_the_chains_apart_says_so(monkeypatch):
     m = _fit(_table(), draws=40, max_sweeps=10 + 40 * 4)
     run = m.convergence_summary()
     assert (run["rounds"], run["thin"], run["stopped"]) == (2, 2, "stuck")
-    assert max(m._check_convergence()["rhat"]) > 1.1
+    assert max(check_convergence(m)["rhat"]) > 1.1
     msg = " ".join(w["message"] for w in m.mcmc_warnings())
     assert "stopped extending itself at 90 sweeps per chain (one kept per 2, 2 rounds)" in msg
 

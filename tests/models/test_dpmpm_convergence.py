@@ -18,6 +18,7 @@ from _shared import shared_path
 from bayes_risk.attribute import EstimatorSpec, attribute_risk
 from bayes_risk.exceptions import BayesRiskWarning, ConvergenceWarning
 from bayes_risk.models import DPMPM, Sampling, load_model
+from bayes_risk.models._bayesian.convergence_report import check_convergence
 from bayes_risk.models.dpmpm.fit import check_truncation
 
 
@@ -183,6 +184,6 @@ def test_ess_threshold_is_per_chain(monkeypatch):
     for n, flagged in ((80, True), (150, False)):
         x = rng.normal(size=(2, n))
         monkeypatch.setattr(m, "_convergence_quantities", lambda x=x: {"q": x})
-        row = m._check_convergence().loc["q"]
+        row = check_convergence(m).loc["q"]
         assert 100 < row.ess_bulk < 400 and row.rhat < 1.05
         assert ("LOW_ESS" in row.flag.split(",")) == flagged, (n, row.ess_bulk, row.ess_tail)

@@ -18,6 +18,7 @@ import pytest
 
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models import Sampling
+from bayes_risk.models._bayesian.convergence_report import check_convergence
 from bayes_risk.models.dpmpm.coding import encode
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
@@ -117,7 +118,7 @@ def test_fit_uses_the_fast_path_and_everything_downstream_works(tmp_path):
     post = fitted["posterior"]
     post.attrs = {k: v for k, v in post.attrs.items() if "evidence" not in k}
     _assert_same_tree(ref, fitted)
-    rep = m._check_convergence()
+    rep = check_convergence(m)
     assert {"loglik", "alpha", "k_occupied"} <= set(rep.index)
     assert np.isfinite(rep.loc["alpha", "rhat"])
     summary = m.convergence_summary()

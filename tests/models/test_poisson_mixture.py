@@ -23,6 +23,7 @@ from bayes_risk.exceptions import (
     ValidationError,
 )
 from bayes_risk.models import Sampling
+from bayes_risk.models._bayesian.convergence_report import check_convergence
 from bayes_risk.models.poisson.poisson_mixture import PoissonMixture
 
 RTOL, ATOL = 1e-6, 1e-9
@@ -199,7 +200,7 @@ def test_posterior_has_expected_groups(mm):
     assert post["lam"].dims == ("chain", "draw", "component", "column")
     assert dt["latent"]["z"].shape == (1, 300, 400)
     np.testing.assert_allclose(post["w"].sum("component"), 1.0)
-    rep = mm._check_convergence()
+    rep = check_convergence(mm)
     assert {"mean[workers]", "mean[wages]", "loglik", "n_occupied", "alpha"} <= set(rep.index)
 
 

@@ -1,0 +1,176 @@
+"""The building blocks of the audit report (:mod:`~bayes_risk.auditing.render`): spans,
+blocks and sections, the links from the report to the audit's files, tables, and the
+decorator that makes a step's section (:doc:`/adding_a_measure`)."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.results._format import format_number
+
+__all__ = ["Span", "Block", "Section", "Links", "table_block", "rows_block", "step_section",
+           "TOP_N"]
+
+#: the rows of a table of the records most at risk
+TOP_N = 20
+
+
+@dataclass
+class Span:
+    """Inline text, optionally a link."""
+
+    text: str
+    href: str | None = None
+    strong: bool = False
+    num: bool = False
+
+
+@dataclass
+class Block:
+    """A paragraph, list, table, figure or definition list of a section."""
+
+    kind: str
+    spans: list[Span] = field(default_factory=list)
+    items: list[list[Span]] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
+    rows: list[list[Span]] = field(default_factory=list)
+    caption: str = ""
+    csv: str | None = None
+    uri: str = ""
+    file: str = ""
+    terms: list[tuple[str, str]] = field(default_factory=list)
+    #: a table behind a closed disclosure element (``False``: a summary, shown open)
+    fold: bool = True
+    #: a figure shown the width of the page (the utility-and-risk panels)
+    wide: bool = False
+
+
+@dataclass
+class Section:
+    """A heading with its blocks."""
+
+    id: str
+    title: str
+    status: str = "ran"
+    blocks: list[Block] = field(default_factory=list)
+    #: HTML: the summary of the closed element the blocks after the first paragraph sit in
+    fold: str = ""
+
+    def p(self, *parts: Any) -> None:
+        self.blocks.append(Block("p", spans=[x if isinstance(x, Span) else Span(str(x))
+                                             for x in parts]))
+
+
+class Links:
+    """Relative links from the report to the audit's files; figures collected for Markdown."""
+
+    def __init__(self, result: Any, report: Path, fmt: str) -> None:
+        self.root = result.root
+        self.base = report.parent
+        self.fmt = fmt
+        self.figures: list[tuple[str, bytes]] = []
+        self.fig_dir = report.stem + "_figures"
+        # the figures drawn by an earlier report of this result (AuditResult._report_figures)
+        self.pngs: dict[tuple[str, int], bytes] = result._report_figures()
+        self._uses: dict[str, int] = {}
+
+    def href(self, rel: str | None) -> str | None:
+        # percent-encoded: a link target is a URL, whatever folder names the path crosses
+        if rel is None or self.root is None:
+            return None
+        return quote(Path(os.path.relpath(Path(self.root) / rel, self.base)).as_posix())
+
+    def num(self, value: Any, rel: str | None, digits: int = 4, unit: str = "") -> Span:
+        """``value`` formatted for people (no exponent), linked to file ``rel``."""
+        text = format_number(value, digits, plain=True)
+        return Span("—" if text in ("—", "nan") else text + unit, self.href(rel), num=True)
+
+    def pct(self, fraction: Any, rel: str | None, digits: int = 3) -> Span:
+        """A fraction of the files (summary.json holds rates as fractions) in per cent."""
+        v = np.nan if fraction is None else float(fraction) * 100
+        return self.num(v, rel, digits, " %")
+
+    def count(self, value: Any, n: int, rel: str | None, noun: str = "targets") -> list[Span]:
+        """A count as the rate it is of ``n``, in per cent, then the count: "0.85 % = 47.35 of
+        5,571 targets", as the verdict gives it (one unit per quantity, issue 66)."""
+        v = np.nan if value is None else float(value)
+        return [self.pct(v / n if n else np.nan, rel), Span(" = "), self.num(v, rel),
+                Span(f" of {n:,} {noun}")]
+
+    def figure(self, draw: Callable[[], Any], name: str, caption: str) -> Block:
+        """The block of the figure ``draw()`` makes, drawn once per result."""
+        from bayes_risk.auditing.plots import figure_png, png_data_uri
+
+        key = (name, self._uses.get(name, 0))
+        self._uses[name] = key[1] + 1
+        png = self.pngs.get(key)
+        if png is None:
+            png = self.pngs[key] = figure_png(draw())
+        if self.fmt == "md":
+            # a name seen before (the two knowledge sweeps) gets a number: one file each
+            if key[1]:
+                stem, dot, ext = name.rpartition(".")
+                name = f"{stem}_{key[1] + 1}{dot}{ext}" if dot else f"{name}_{key[1] + 1}"
+            self.figures.append((name, png))
+            return Block("figure", file=quote(f"{self.fig_dir}/{name}"), caption=caption)
+        return Block("figure", uri=png_data_uri(png), caption=caption)
+
+
+#: columns holding record numbers or dataset numbers: shown as plain integers
+_ID_COLUMNS = {"record", "target", "dataset", "syn"}
+
+
+def _cell(value: Any, column: str, href: str | None, digits: int) -> Span:
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    ):
+        if column in _ID_COLUMNS and np.isfinite(value):
+            return Span(str(int(value)), num=True)
+        return Span(format_number(value, digits, plain=True), href, num=True)
+    return Span(format_number(value, digits, plain=True))
+
+
+def table_block(df: pd.DataFrame, links: Links, src: str | None = None, caption: str = "",
+                digits: int = 4, percent: tuple[str, ...] = ()) -> Block:
+    """A table whose numbers link to ``src``; the ``percent`` columns (fractions) in per cent."""
+    href = links.href(src)
+    cols = [str(c) for c in df.columns]
+    rows = [[links.pct(v, src) if c in percent else _cell(v, c, href, digits)
+             for v, c in zip(r, cols, strict=True)] for r in df.itertuples(index=False)]
+    # columns holding fractions are shown in per cent, and their header says so
+    return rows_block([f"{c} (%)" if c in percent else c for c in cols], rows, links, src,
+                      caption, fold=True)
+
+
+def rows_block(columns: list[str], rows: list[list[Any]], links: Links, src: str | None,
+               caption: str, fold: bool = False) -> Block:
+    """A table of rows of spans whose numbers come from file ``src``."""
+    return Block("table", columns=columns, rows=rows, caption=caption, csv=links.href(src),
+                 file=src.rsplit("/", 1)[-1] if src else "", fold=fold)
+
+
+def step_section(step: str, anchor: str, title: str) -> Callable[..., Callable[..., Section]]:
+    """A report section of one step, filled by the decorated body when it ran
+    (:doc:`/adding_a_measure`)."""
+
+    def wrap(body: Callable[[Section, Any, Any, Links], None]) -> Callable[..., Section]:
+        @functools.wraps(body)
+        def build(result: Any, links: Links) -> Section:
+            s = result.step(step)
+            sec = Section(anchor, title, s.status)
+            if s.status == "ran":
+                body(sec, s, result, links)
+            return sec
+
+        return build
+
+    return wrap

@@ -1,0 +1,160 @@
+"""A verdict line and a baseline of the audit (:class:`Verdict`, :class:`Baseline`), the
+warning codes a line names, and the wording every measure's line builder shares
+(:doc:`/adding_a_measure`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Verdict", "Baseline", "CAVEATS", "line_caveats", "caused", "pct", "dataset_range",
+           "outside_range", "mass_words"]
+
+
+#: warning codes of a measure that question the value of a verdict line; the line names them
+CAVEATS: dict[str, tuple[str, ...]] = {
+    "s_pmse": ("SEPARATION", "NOT_CONVERGED", "LARGE_MODEL", "ZERO_DF", "FEW_PAIRS",
+               "NO_SPLITS"),
+    "overlap": ("M_EQUALS_ONE", "SMALL_T", "DEGENERATE_INTERVAL"),
+    "identification": ("IPF_NOT_CONVERGED", "F_BELOW_ONE", "ORIGINAL_UNCONFIRMED",
+                       "ROWS_NOT_VERIFIED", "RADIUS_NOT_SEARCHED", "RADIUS_COORDINATE_SEARCH",
+                       "RADIUS_AT_GRID_EDGE"),
+    "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
+                  "APPROXIMATE_NONPARAMETRIC", "REGIMES_DISAGREE", "RISK_BY_REGIME",
+                  "MODEL_DIFFERS"),
+    "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
+    "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS",
+                   "APPROXIMATE_POSTERIOR", "MODEL_DIFFERS", "MEMBERSHIP_MISSING_VALUES"),
+    # read off the line's own row of the attack's table (attacks_lines), not the result's codes
+    "attacks": ("FEW_SINGLING_OUT_QUERIES", "ATTACK_NOT_BETTER_THAN_BASELINE",
+                "CONTROL_SIZE_CORRECTION"),
+}
+
+
+def line_caveats(kind: str, codes: Any) -> tuple[str, ...]:
+    have = set(codes or ())
+    return tuple(c for c in CAVEATS[kind] if c in have)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One line of the first screen: a measure against its threshold.
+
+    ``warnings``: codes that question this value; rates (``unit`` ``"%"``) in per cent;
+    ``spread``: the range over the ``m`` datasets, or that it is pooled. A line on the wrong side
+    has a ``cause`` and ``remedies``.
+    """
+
+    step: str
+    measure: str
+    value: float
+    threshold: float
+    direction: str  # "max": the value should not exceed the threshold; "min": not fall below
+    source: str | None  # file (relative to the audit folder) the value comes from
+    detail: str = ""
+    warnings: tuple[str, ...] = ()
+    #: "%" for rates (value and threshold in per cent), "" for ratios
+    unit: str = ""
+    #: the spread over the m datasets ("per dataset 1.2–3.4 %") or "pooled, no spread"
+    spread: str = ""
+    #: who the intruder of this line is and what they know
+    intruder: str = ""
+    #: on the wrong side of the threshold: what drives the value, with numbers from this run
+    cause: str = ""
+    #: on the wrong side of the threshold: the changes to the release that would move it
+    remedies: tuple[str, ...] = ()
+    #: records with unreliable estimates, left out of the value (never a plain pass)
+    flagged: int = 0
+    #: a rate in per cent is a share of ``(n, noun)``: "127.2 of 5,571 targets"
+    count_of: tuple[int, str] | None = None
+    #: the name of the line's threshold in :class:`~bayes_risk.auditing.Thresholds`
+    threshold_name: str = ""
+    #: what the line takes as the worst case over the choices its intruder has (and any
+    #: weaker choice the audit made, for cost, with its warning code)
+    worst_case: str = ""
+
+    @property
+    def exceeds(self) -> bool:
+        """Whether the value is on the wrong side of the threshold (NaN counts as exceeding)."""
+        if not np.isfinite(self.value):
+            return True
+        return self.value > self.threshold if self.direction == "max" else (
+            self.value < self.threshold
+        )
+
+    @property
+    def status(self) -> str:
+        """``"exceeds"``, ``"caution"`` (a warning or flagged records) or ``"within"``."""
+        if self.exceeds:
+            return "exceeds"
+        return "caution" if self.warnings or self.flagged else "within"
+
+    @property
+    def short(self) -> str:
+        """The measure's name without its qualifiers (the report's first sentence)."""
+        name = self.measure.split(":")[0].replace(", worst case over the radii", "")
+        name = re.sub(r", keys .*$", "", re.sub(r" \([^)]*\)", "", name))
+        return name.replace(", target ", " of ")
+
+
+def pct(x: Any) -> float:
+    return float(x) * 100
+
+
+def _finite(values: Any) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float64).ravel()
+    return v[np.isfinite(v)]
+
+
+def dataset_range(values: Any, unit: str = "") -> str:
+    """``"per dataset a–b"`` of the finite ``values`` (one per synthetic dataset)."""
+    v = _finite(values)
+    if not v.size:
+        return "no finite value per dataset"
+    u = f" {unit}" if unit else ""
+    return f"per dataset {v.min():.3g}–{v.max():.3g}{u} (min–max over {v.size})"
+
+
+def outside_range(value: float, each: Any, why: str, otherwise: str = "") -> str:
+    """Why a headline value lies outside its per-dataset range, else ``otherwise``."""
+    v = _finite(each)
+    if not v.size or not np.isfinite(value) or v.min() <= value <= v.max():
+        return otherwise
+    return f"{'above' if value > v.max() else 'below'} every dataset's own value: {why}"
+
+
+def caused(v: Verdict, cause: str, remedies: Sequence[str]) -> Verdict:
+    """``v`` with its cause and remedies when it is on the wrong side of its threshold."""
+    if not v.exceeds or not cause:
+        return v
+    return replace(v, cause=cause, remedies=tuple(remedies))
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A figure that cannot depend on the release (``RELEASE_INDEPENDENT``), reported beside the
+    verdict; ``threshold`` for reference (``None``: a measure of the original alone)."""
+
+    step: str
+    measure: str
+    value: float
+    threshold: float | None
+    source: str | None
+    why: str
+    code: str = "RELEASE_INDEPENDENT"
+    #: "%" for rates (value and threshold in per cent), as on the verdict lines
+    unit: str = ""
+
+
+def mass_words(regime: dict[str, Any]) -> str:
+    """How much of the posterior mass the regime holds, by the bounds of the regimes' marginal
+    likelihoods (``models.dpmpm.evidence``)."""
+    share = (regime.get("mass_bounds") or [np.nan])[0]
+    rest = 1.0 - float(share)
+    at_least = f"1 − {rest:.1g}" if rest > 0.0 else "all but less than 1e-300"
+    return (f"at least {at_least} of it by the bounds of the regimes' marginal likelihoods, "
+            "convergence_summary()['regimes']")
