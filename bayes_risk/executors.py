@@ -16,7 +16,7 @@ from bayes_risk.exceptions import BayesRiskError, ValidationError
 
 __all__ = [
     "Executor", "InProcessExecutor", "DaskExecutor", "as_executor", "shared_once",
-    "DaskNotInstalledError"]
+    "DaskNotInstalledError", "describe"]
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -187,3 +187,36 @@ def as_executor(executor: Any, *, partition_size: int | None = None) -> Executor
     raise ValidationError(
         "executor must be None (in process), a distributed.Client or an object with "
         f"partition_size and map(fn, shared, parts); got {type(executor).__name__}.")
+
+
+def describe(executor: Executor) -> dict[str, Any]:
+    """Where ``executor`` runs an engine's partitions, for reports and ``summary.json``.
+
+    Parameters
+    ----------
+    executor : Executor
+        As :func:`as_executor` returns it.
+
+    Returns
+    -------
+    dict
+        ``kind`` (``"in process"``, ``"dask"`` or the executor's class name) and ``text`` (a
+        phrase: "in process", "on the Dask cluster at tcp://host:8786 (2 workers)"); for Dask
+        also ``scheduler`` (its address), ``n_workers``, ``worker_memory_limit`` (the smallest
+        worker's, bytes; ``None`` when a worker has none) and ``partition_size``.
+    """
+    if isinstance(executor, InProcessExecutor):
+        return {"kind": "in process", "text": "in process"}
+    if isinstance(executor, DaskExecutor):
+        info = executor.client.scheduler_info()
+        workers = info.get("workers", {})
+        limits = [w.get("memory_limit") for w in workers.values()]
+        address = info.get("address") or str(executor.client.scheduler.address)
+        n = len(workers)
+        return {"kind": "dask", "scheduler": address, "n_workers": n,
+                "worker_memory_limit": min(limits) if limits and all(limits) else None,
+                "partition_size": executor.partition_size,
+                "text": f"on the Dask cluster at {address} ({n} worker{'s' * (n != 1)})"}
+    name = type(executor).__name__
+    return {"kind": name, "text": f"by {name}",
+            "partition_size": getattr(executor, "partition_size", None)}

@@ -533,3 +533,92 @@ def test_cli_without_dask_says_how_to_install(tmp_path, ce):
                        timeout=120, cwd="/")
     assert r.returncode == 2
     assert "install bayes-risk[dask]" in r.stderr and "Traceback" not in r.stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# the audit
+# ----------------------------------------------------------------------------------------------
+AUDIT_KW = {"known": ["Age", "Urban", "Marital", "Income"], "random_seed": 3,
+            "progressbar": False}
+#: the steps whose engines use the executor: the rest run in process
+ON_CLUSTER = {"identification", "posterior_identification", "attribute"}
+
+
+def _untimed(d):
+    """A step's summary without its wall times (``timing``)."""
+    if isinstance(d, dict):
+        return {k: _untimed(v) for k, v in d.items() if k != "timing"}
+    return [_untimed(v) for v in d] if isinstance(d, list) else d
+
+
+def _same_audit(a, b, scheduler: str, on_cluster: set[str] = ON_CLUSTER) -> None:
+    """Audit folders ``a`` (in process) and ``b`` (on the cluster at ``scheduler``) hold the same
+    figures: ``summary.json`` but for the steps' times and places and the executor's settings,
+    and every step's ``summary.json`` and ``records.csv``."""
+    sa, sb = (json.loads((f / "summary.json").read_text()) for f in (a, b))
+    assert sa.keys() == sb.keys()
+    assert {k: v for k, v in sa.items() if k not in ("steps", "settings")} == {
+        k: v for k, v in sb.items() if k not in ("steps", "settings")}
+    assert sa["verdicts"] and all(np.isfinite(v["value"]) for v in sa["verdicts"])
+    for x, y in zip(sa["steps"], sb["steps"], strict=True):
+        assert {k: v for k, v in x.items() if k not in ("seconds", "where")} == {
+            k: v for k, v in y.items() if k not in ("seconds", "where")}
+        ran = x["status"] != "skipped"
+        assert x["where"] == ({"kind": "in process", "text": "in process"} if ran else {})
+        if not ran:
+            assert y["where"] == {}
+        elif x["name"] in ON_CLUSTER:
+            assert (y["where"]["kind"], y["where"]["scheduler"], y["where"]["n_workers"]) == (
+                "dask", scheduler, 2), y
+            assert y["where"]["part"]  # what of the step ran there
+        else:
+            assert y["where"] == x["where"]
+    assert {s["name"] for s in sb["steps"] if s["status"] == "ran"} >= on_cluster
+    rows = [s for s in sb["settings"] if s["step"] not in ("executor", "memory")]
+    assert rows == [s for s in sa["settings"] if s["step"] not in ("executor", "memory")]
+    where = {s["setting"]: s["value"] for s in sb["settings"] if s["step"] == "executor"}
+    assert where == {"where the engines run": f"on the Dask cluster at {scheduler} (2 workers)"}
+    assert any(s["setting"] == "Dask workers" for s in sb["settings"] if s["step"] == "memory")
+    for step in sorted(on_cluster):
+        assert _untimed(json.loads((a / step / "summary.json").read_text())) == _untimed(
+            json.loads((b / step / "summary.json").read_text())), step
+        pd.testing.assert_frame_equal(pd.read_csv(a / step / "records.csv"),
+                                      pd.read_csv(b / step / "records.csv"))
+
+
+@pytest.mark.slow
+def test_audit_on_the_cluster_equals_in_process(client, cart_release, tmp_path):
+    """``audit(executor=client)``: the identification (per dataset, pooled, the radius searches),
+    posterior-replicate and attribute steps on 2 workers give the in-process figures, and the
+    report says where each step ran."""
+    y, _, syn = cart_release
+    settings = br.AuditSettings(sweep=[0.05, 0.1])  # a short search: the test stays cheap
+    _quiet(br.audit, y, syn, settings=settings, out=tmp_path / "in", **AUDIT_KW)
+    res = _quiet(br.audit, y, syn, settings=settings, out=tmp_path / "dk", executor=client,
+                 **AUDIT_KW)
+    _same_audit(tmp_path / "in", tmp_path / "dk", client.scheduler.address)
+    html = res.to_html(tmp_path / "report.html").read_text()
+    assert f"on the Dask cluster at {client.scheduler.address} (2 workers): the matching" in html
+    assert res.step("utility").where == {"kind": "in process", "text": "in process"}
+    with pytest.raises(ValidationError, match="executor must be None"):
+        br.audit(y, syn, executor="tcp://127.0.0.1:8786", **AUDIT_KW)
+
+
+@pytest.mark.slow
+def test_cli_audit_scheduler(client, cart_release, tmp_path):
+    """``bayes-risk audit --scheduler ADDRESS --partition-size N`` (the cluster of the module,
+    the CLI's ``main`` in this process) writes the figures of the run in process."""
+    y, _, syn = cart_release
+    y.to_csv(tmp_path / "orig.csv", index=False)
+    syn.save(tmp_path / "syn")
+    base = ["audit", str(tmp_path / "orig.csv"), str(tmp_path / "syn"), "--known", *AUDIT_KW[
+        "known"], "--radius-sweep", "0.05,0.1", "--random-seed", "3", "--quiet",
+            # the steps the test above covers, skipped: the test stays cheap
+            "--skip", "posterior-identification", "utility", "disclosure"]
+    assert _main_quiet(*base, "--out", str(tmp_path / "in")) == 0
+    address = client.scheduler.address
+    assert _main_quiet(*base, "--scheduler", address, "--partition-size", "150",
+                       "--out", str(tmp_path / "dk")) == 0
+    _same_audit(tmp_path / "in", tmp_path / "dk", address, {"identification", "attribute"})
+    assert _main_quiet(*base, "--partition-size", "150", "--out", str(tmp_path / "x")) == 2
+    assert not (tmp_path / "x").exists()

@@ -47,6 +47,7 @@ def audit(
     random_seed: int | None = None,
     progressbar: bool = True,
     before: Any = None,
+    executor: Any = None,
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -84,6 +85,12 @@ def audit(
         is a remedy of another (``bayes_risk.sdc``) says why each risk line that rose rose,
         computed by running the line's step again on the release before the remedy and with
         one remedied column undone at a time (``bayes_risk.auditing.rises``).
+    executor : None, distributed.Client or Executor, optional
+        Where the engines of the identification, posterior-identification and attribute steps
+        run their partitions (:func:`bayes_risk.executors.as_executor`; a ``Client``: on its
+        Dask cluster, each engine's own partition size); every other step runs in process.
+        The figures are the same whatever the executor; the report and ``summary.json`` say
+        where each step ran (:doc:`/user_guide/dask`).
 
     Returns
     -------
@@ -93,13 +100,16 @@ def audit(
     Raises
     ------
     ValidationError, SchemaError
-        For a bad argument, before any measure is computed, or when a step fails on the input
+        For a bad argument (``executor`` first, before any input is read), before any
+        measure is computed, or when a step fails on the input
         (the message names the step). A step failing for another reason is marked
         ``"failed"`` and the audit incomplete.
     """
     from bayes_risk.auditing import steps as st
     from bayes_risk.auditing.memory_plan import audit_budget
+    from bayes_risk.executors import as_executor
 
+    ex = as_executor(executor)
     budget = audit_budget()  # read first: what the process holds before the audit's inputs
     s = as_spec(settings, AuditSettings, "settings")
     data, syn, sch, w = _inputs(original, synthetic, schema, s.categorical, s.weights)
@@ -118,7 +128,8 @@ def audit(
     earlier = _earlier(before, len(data))
     ctx = st.StepContext(original=data, synthetic=syn, schema=sch.with_roles(plan.synthesized),
                          plan=plan, model=model, root=None, progressbar=progressbar,
-                         holdout=holdout, weights=w)
+                         holdout=holdout, weights=w, executor=ex)
+    _record_executor(ctx)
     steps = measures()  # the registered measures, in order: one step each
     with budget.applied():
         _preflight(ctx)  # every input every step reads, checked before the first step runs
@@ -169,6 +180,34 @@ def _audit_steps(ctx: Any, steps: list[Any], root: Path | None, earlier: Any,
     return done
 
 
+def _record_executor(ctx: Any) -> None:
+    """State where the steps run (printed, and recorded among the settings)."""
+    from bayes_risk.auditing.steps import EXECUTOR_STEPS
+    from bayes_risk.executors import describe
+
+    where = describe(ctx.executor)
+    ctx.run.where = where
+    source = "default" if where["kind"] == "in process" else "given"
+    *most, last = (s.replace("_", " ") for s in EXECUTOR_STEPS)
+    names = f"{', '.join(most)} and {last}"
+    note = ("every step" if where["kind"] == "in process" else
+            f"the {names} steps' engines (the report's list of steps says what of each); every "
+            "other step in process")
+    _say(ctx, f"executor: {where['text']}")
+    ctx.plan.add("executor", "where the engines run", where["text"], source, note)
+
+
+def _where(ctx: Any, name: str) -> dict[str, Any]:
+    """Where step ``name`` ran: the audit's executor for :data:`EXECUTOR_STEPS` (with what of
+    the step ran there), else in process."""
+    from bayes_risk.auditing.steps import EXECUTOR_STEPS
+
+    where = ctx.run.where
+    if where is None or where["kind"] == "in process" or name not in EXECUTOR_STEPS:
+        return {"kind": "in process", "text": "in process"}
+    return {**where, "part": EXECUTOR_STEPS[name]}
+
+
 def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
     """State the memory plan of the steps that will run (printed, and recorded among the
     settings), refuse before any work a step that cannot fit at its smallest chunk, and return
@@ -189,6 +228,17 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
     size = "no limit" if budget.limit is None else format_bytes(budget.limit)
     _say(ctx, f"memory budget {size}: {budget.derivation}")
     p.add("memory", "budget", size, budget.source, budget.derivation)
+    where = ctx.run.where or {}
+    if where.get("kind") not in (None, "in process"):
+        # the plan below is the driver's: it gathers every partition's outputs, and runs the
+        # steps that do not use the executor; the workers size their chunks within their own limit
+        limit = where.get("worker_memory_limit")
+        each = "no limit set" if not limit else f"{format_bytes(limit)} each"
+        why = ("the budget and the plan below are this process's, the driver's, which gathers "
+               f"every partition's outputs; the {where.get('n_workers', '?')} workers hold "
+               "their partitions within their own memory limit")
+        _say(ctx, f"  Dask workers: {each}; {why}")
+        p.add("memory", "Dask workers", each, "cluster", why)
     for sm in plans:
         _say(ctx, f"  {sm.line()}")
         p.add("memory", sm.step.replace("_", " "), sm.line().split(": ", 1)[1], "planned",
@@ -269,6 +319,7 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
                                   extra={"traceback": "".join(traceback.format_exception(err))})
     outcome.name, outcome.title = name, title
     outcome.seconds = time.perf_counter() - t0
+    outcome.where = _where(ctx, name) if outcome.status != "skipped" else {}
     outcome.warnings = _dedupe(caught)
     named = _with_mcmc_warnings(outcome.warnings, outcome.extra.get("mcmc_warnings") or [])
     if outcome.folder is not None and ctx.root is not None:

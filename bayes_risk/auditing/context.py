@@ -36,6 +36,8 @@ class RunState:
     #: the radii of the pooled intruder's worst case over the radius search (the posterior
     #: replicates are matched there, with the same fallback)
     worst_radius: dict[str, float] | None = None
+    #: where the audit's executor runs (:func:`bayes_risk.executors.describe`), read once
+    where: dict[str, Any] | None = None
 
 
 @dataclass
@@ -54,6 +56,9 @@ class StepContext:
     holdout: Any = None
     #: the original's survey weights (``weights=``)
     weights: Any = None
+    #: where the engines of :data:`~bayes_risk.auditing.steps.EXECUTOR_STEPS` run their
+    #: partitions (``audit(executor=...)``, an :class:`~bayes_risk.executors.Executor`)
+    executor: Any = None
     run: RunState = field(default_factory=RunState)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["StepOutcome", "step_file"]
+__all__ = ["StepOutcome", "step_file", "where_text"]
 
 
 @dataclass
@@ -28,6 +28,9 @@ class StepOutcome:
         Every warning the step raised: ``code``, ``category``, ``message``, ``count``.
     seconds : float
         Wall time of the step.
+    where : dict
+        Where the step ran (:func:`bayes_risk.executors.describe`, and ``part``: what of the
+        step ran on the audit's executor, the rest in process); empty for a skipped step.
     """
 
     name: str
@@ -39,7 +42,17 @@ class StepOutcome:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     title: str = ""
+    where: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def where_text(s: StepOutcome) -> str:
+    """Where step ``s`` ran, as the report says it: "in process", or the executor and what of
+    the step ran there ("" for a step that did not run)."""
+    if not s.where:
+        return ""
+    part = s.where.get("part")
+    return s.where["text"] + (f": {part}" if part else "")
 
 
 def step_file(s: StepOutcome, file: str) -> str | None:

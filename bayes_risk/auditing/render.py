@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.auditing.outcome import where_text
 from bayes_risk.auditing.plan import radius_text
 from bayes_risk.auditing.report_blocks import Block, Links, Section, Span, step_section
 from bayes_risk.results._format import format_number
@@ -305,7 +306,8 @@ def _context(result: Any, links: Links, bundle: str | None = None) -> dict[str, 
     if ur is not None:
         sections.insert(0, ur)
     steps = [{"title": s.title, "status": s.status, "reason": s.reason,
-              "seconds": f"{s.seconds:.1f}", "folder": links.href(s.folder),
+              "seconds": f"{s.seconds:.1f}", "where": where_text(s),
+              "folder": links.href(s.folder),
               "folder_name": s.folder} for s in result.steps]
     settings = plan.settings_frame()
     from bayes_risk._version import __version__

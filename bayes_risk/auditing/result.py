@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.auditing.outcome import StepOutcome, where_text
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.auditing.verdicts import (
     CAVEATS,
@@ -251,7 +251,8 @@ class AuditResult(RiskResult):
             "baseline": self.baseline_frame().to_dict(orient="records"),
             "steps": [
                 {"name": s.name, "status": s.status, "reason": s.reason, "folder": s.folder,
-                 "files": s.files, "seconds": s.seconds, "warnings": s.warnings,
+                 "files": s.files, "seconds": s.seconds, "where": s.where,
+                 "warnings": s.warnings,
                  **({"traceback": s.extra["traceback"]} if "traceback" in s.extra else {})}
                 for s in self.steps
             ],
@@ -379,7 +380,7 @@ class AuditResult(RiskResult):
                 ["step", "measure", "value", "threshold", "why"]]
         tables["Steps"] = pd.DataFrame(
             [{"step": s.name, "status": s.status, "reason": s.reason or "",
-              "seconds": round(s.seconds, 1)} for s in self.steps])
+              "seconds": round(s.seconds, 1), "where": where_text(s)} for s in self.steps])
         notes = [self.verdict_text]
         if self.root is not None:
             notes.append(f"Files of every step: {self.root}")

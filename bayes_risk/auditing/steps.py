@@ -43,7 +43,20 @@ __all__ = [
     "add_run_warnings",
     "rebuilt_has_posterior",
     "rebuilt_synthesizer",
+    "EXECUTOR_STEPS",
 ]
+
+#: the steps whose engines run their partitions on the audit's executor (``audit(executor=)``),
+#: and what of each runs there; every other step, and the rest of these, run in process
+EXECUTOR_STEPS = {
+    "identification": "the matching of every run (one dataset at a time, pooled, the radius "
+                      "searches, the knowledge sweep); the drivers of the risk in process",
+    "posterior_identification": "the batches of posterior replicates, each drawn and matched "
+                                "in one task",
+    "attribute": "the records' posteriors, also of the knowledge sweep; refits of a fitted "
+                 "model and the known-records curve in process",
+}
+
 
 def utility_step(ctx: StepContext) -> StepOutcome:
     """pMSE (null by partial / complete synthesis), interval overlap, per-variable marginals."""
@@ -187,7 +200,8 @@ def _id_kwargs(ctx: StepContext) -> dict[str, Any]:
                 match=MatchSpec(radius=dict(p.radius) or None,
                                 radius_type=p.given.match.radius_type,
                                 fallback=ID_FALLBACK),
-                aggregation="per_dataset", progressbar=ctx.progressbar)
+                aggregation="per_dataset", progressbar=ctx.progressbar,
+                executor=ctx.executor)
 
 
 #: the fallback of both identification steps: no match where no record matches
@@ -284,7 +298,7 @@ def _given_selection(ctx: StepContext, kw: dict[str, Any]) -> dict[str, Any] | N
         for agg in ("per_dataset", "pooled"):
             match = kw["match"] if agg == "per_dataset" else kw["match"].replace(fallback=None)
             ckw = dict(known=c.known, synthesized=c.synthesized, schema=c.schema,
-                       aggregation=agg, progressbar=False)
+                       aggregation=agg, progressbar=False, executor=kw["executor"])
             with named_run(f"given the selection R, {agg.replace('_', ' ')}"):
                 if p.sweep and p.search_columns:
                     s = radius_search(c.original, c.synthetic, radii=list(p.sweep),
@@ -488,7 +502,8 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
                                   synthesized=list(p.known_synthesized), schema=ctx.schema,
                                   match=_id_kwargs(ctx)["match"].replace(radius=radius or None,
                                                                          fallback=None),
-                                  replicates=pr, progressbar=ctx.progressbar)
+                                  replicates=pr, progressbar=ctx.progressbar,
+                                  executor=ctx.executor)
     folder = step_folder(ctx, name)
     files: list[str] = []
     if folder is not None:
@@ -582,7 +597,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
             ctx.run.refits, ctx.run.refits_model = fits, model
     res = attribute_risk(
         ctx.original, ctx.synthetic, model=model, records=p.attribute_records,
-        scenario="worst_case", progressbar=ctx.progressbar, **opts,
+        scenario="worst_case", progressbar=ctx.progressbar, executor=ctx.executor, **opts,
     )
     aks = None
     if ks_cols:
@@ -590,7 +605,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
 
         aks = attribute_known_sweep(ctx.original, ctx.synthetic, model=model, known=ks_cols,
                                     records=p.attribute_records, progressbar=ctx.progressbar,
-                                    **opts)
+                                    executor=ctx.executor, **opts)
     curve = None
     if curve_on:
         from bayes_risk.attribute.known_curve import known_fraction_curve

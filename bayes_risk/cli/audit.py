@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk._specs import spec_values
     from bayes_risk.auditing import AuditSettings, Thresholds, audit
     from bayes_risk.cli._common import (
+        dask_client,
         parse_radius,
         parse_records,
         print_summary,
@@ -46,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
+    from bayes_risk.executors import as_executor
     from bayes_risk.identification.specs import MatchSpec
 
     # the thresholds and settings first: a bad one is refused before any input is read
@@ -68,8 +70,11 @@ def run(args: argparse.Namespace) -> int:
     )
     done: list = []
     # the zip of the whole folder, made once summary.json is complete: the one file to send
-    with output_dir(args, finalize=lambda folder: done[0].to_zip(folder / BUNDLE)) as tmp:
-        res = audit(original, syn, out=tmp, **kw)
+    with dask_client(args) as client, output_dir(
+            args, finalize=lambda folder: done[0].to_zip(folder / BUNDLE)) as tmp:
+        executor = None if client is None else as_executor(
+            client, partition_size=args.partition_size)
+        res = audit(original, syn, out=tmp, executor=executor, **kw)
         done.append(res)
         res.to_html(tmp / "report.html", bundle=BUNDLE)
         res.to_markdown(tmp / "report.md", bundle=BUNDLE)

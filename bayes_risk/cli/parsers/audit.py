@@ -123,5 +123,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "(anonymeter's singling out and linkability) with them alone")
     add_run_arguments(p, "bayes_risk.cli.audit",
                       "report.html, report.md, summary.json and one folder per step",
+                      dask="targets (identification) or records (attribute)",
                       check="the release SYN or the --model", other_model=True)
     return p
