@@ -1596,10 +1596,9 @@ def test_known_sweep_of_the_attribute_step(release, tmp_path):
 
 
 def test_audit_cli_known_sweep_flag_off_by_default():
-    from bayes_risk.cli import build_parser
-
     from bayes_risk._specs import spec_values
     from bayes_risk.auditing.settings import AuditSettings
+    from bayes_risk.cli import build_parser
 
     def settings(argv):  # as cli/audit.py builds them: an option not given keeps the default
         return AuditSettings(**spec_values(AuditSettings, vars(build_parser().parse_args(argv))))
