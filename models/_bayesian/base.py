@@ -579,7 +579,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save the fitted model as a folder (``posterior.nc``, ``convergence.json``,
-        ``model.json``), atomically (:mod:`bayes_risk.models.persistence`).
+        ``model.json``), atomically (``bayes_risk.models.persistence``).
 
         When synthesis needs them the confidential records are saved too (``data.parquet``):
         **the folder is then as confidential as the data**.

@@ -118,7 +118,7 @@ class TreeSynthesizer(BaseSynthesizer):
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save the fitted synthesizer as a folder (``arrays.npz``, ``data.parquet``,
-        ``model.json``), atomically, no pickle (:mod:`bayes_risk.models.persistence`); it holds
+        ``model.json``), atomically, no pickle (``bayes_risk.models.persistence``); it holds
         the fitted table, so it is **as confidential as the data**.
 
         Parameters

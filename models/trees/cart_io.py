@@ -1,5 +1,5 @@
 """Saved CART synthesizers: the fitted state as arrays and settings, and back (the folder is
-:mod:`bayes_risk.models.persistence`'s)."""
+``bayes_risk.models.persistence``'s)."""
 
 from __future__ import annotations
 

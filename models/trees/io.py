@@ -1,6 +1,6 @@
 """The tree synthesizers' fitted state as arrays and back: stored forests and trees, the
 visit sequence and missing-value layout checked on loading (the folder is
-:mod:`bayes_risk.models.persistence`'s).
+``bayes_risk.models.persistence``'s).
 """
 
 from __future__ import annotations
