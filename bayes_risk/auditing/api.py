@@ -224,7 +224,10 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
         off.add("posterior_identification")  # the step skips itself: nothing to plan
     if ctx.holdout is None:
         off |= {"membership", "attacks"}
-    plans = step_memory(ctx, [n for n in names if n not in off])
+    room = None if budget.limit is None else budget.limit - held()
+    plans = step_memory(ctx, [n for n in names if n not in off], room)
+    # the posterior step draws and matches the replicates the plan states at a time
+    ctx.run.replicate_chunk = next((sm.chunk for sm in plans if sm.chunk is not None), None)
     size = "no limit" if budget.limit is None else format_bytes(budget.limit)
     _say(ctx, f"memory budget {size}: {budget.derivation}")
     p.add("memory", "budget", size, budget.source, budget.derivation)
