@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ from bayes_risk._memory import (
 from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["DEFAULT_SHARE", "AuditBudget", "StepMemory", "audit_budget", "step_memory",
-           "check_steps", "least_budget", "total_time", "replicate_chunk"]
+           "check_steps", "least_budget", "total_time", "replicate_chunk", "local_shares"]
 
 #: the share of the memory available when an audit starts that its default budget adds to what
 #: the process holds: the other half stays with the rest of the machine (other users' work, the
@@ -53,9 +54,52 @@ class AuditBudget:
             yield
 
 
+#: the least share of a local cluster's worker: a worker process held 0.40 GB before its first
+#: task (the README's audit at 10^5 records on 2 workers, benchmarks page), rounded up
+_WORKER_FLOOR = 500 * 10**6
+
+#: the driver's share of a run on a local cluster the package started (:func:`local_shares`)
+_SHARE: ContextVar[AuditBudget | None] = ContextVar("bayes_risk_local_share", default=None)
+
+
+@contextlib.contextmanager
+def local_shares(n_workers: int) -> Iterator[int | None]:
+    """The run's budget (:func:`audit_budget`) split equally among this process (the driver)
+    and the ``n_workers`` workers of the local cluster it starts: yields each worker's memory
+    limit in bytes (``None``: the platform says nothing of its memory), and within the block
+    the driver's share is its limit and the budget an audit states, with how it was split."""
+    total = audit_budget()
+    if total.limit is None:
+        yield None
+        return
+    share = total.limit // (n_workers + 1)
+    if share < _WORKER_FLOOR:
+        raise ValidationError(
+            f"the run's budget of {format_bytes(total.limit)} ({total.derivation}) split among "
+            f"this process and {n_workers} local Dask workers leaves {format_bytes(share)} "
+            f"each, below the {format_bytes(_WORKER_FLOOR)} a worker holds before its first "
+            f"task; raise the budget to at least "
+            f"{format_bytes(_WORKER_FLOOR * (n_workers + 1), up=True)} or start fewer "
+            f"workers ({arg_name('n_workers')}).", code="MEMORY_TOO_LARGE")
+    budget = AuditBudget(share, total.source, (
+        f"the run's {format_bytes(total.limit)} ({total.derivation}) split equally among this "
+        f"process and the {n_workers} local Dask worker{'s' * (n_workers != 1)}, "
+        f"{format_bytes(share)} each"))
+    token = _SHARE.set(budget)
+    try:
+        with memory_limit(share):
+            yield share
+    finally:
+        _SHARE.reset(token)
+
+
 def audit_budget() -> AuditBudget:
-    """The audit's budget: the limit given (``--memory``, :func:`~bayes_risk.memory_limit`), else
-    what the process holds now plus :data:`DEFAULT_SHARE` of the memory available now."""
+    """The audit's budget: the driver's share of a local cluster's run (:func:`local_shares`),
+    else the limit given (``--memory``, :func:`~bayes_risk.memory_limit`), else what the process
+    holds now plus :data:`DEFAULT_SHARE` of the memory available now."""
+    shared = _SHARE.get()
+    if shared is not None:
+        return shared
     how = arg_name("memory")  # --memory on the command line
     how = "memory_limit" if how == "memory" else how
     given = current_limit()
