@@ -12,7 +12,9 @@ import pandas as pd
 import pytest
 
 import bayes_risk as br
-from bayes_risk.auditing.plan import AuditPlan, Thresholds, _inputs, _make_plan
+from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.resolve import audit_inputs, make_plan
+from bayes_risk.auditing.thresholds import Thresholds
 from bayes_risk.data import SyntheticData
 
 #: the settings table of two audits as the code before the single settings object wrote it
@@ -41,8 +43,8 @@ def _plan(settings: br.AuditSettings, **kw) -> AuditPlan:
     weights = settings.weights
     if weights is not None:
         data = data.assign(**{weights: np.linspace(1.0, 3.0, len(data))})
-    data, syn, sch, _ = _inputs(data, syn, None, ["Urban", "Marital", "Tenure"], weights)
-    return _make_plan(data, syn, sch, settings, synthesized=["Income", "Tenure"],
+    data, syn, sch, _ = audit_inputs(data, syn, None, ["Urban", "Marital", "Tenure"], weights)
+    return make_plan(data, syn, sch, settings, synthesized=["Income", "Tenure"],
                       thresholds=Thresholds.parse(kw.pop("thresholds", None)), random_seed=11,
                       **kw)
 
