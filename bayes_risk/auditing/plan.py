@@ -1,11 +1,12 @@
 """What an audit runs and with which settings: :class:`AuditPlan`, what the audit resolved
 from its :class:`~bayes_risk.AuditSettings`, the data and the release, and the settings table
-(:doc:`/user_guide/audit`). The settings are resolved in :mod:`bayes_risk.auditing.resolve`,
-the thresholds declared in :mod:`bayes_risk.auditing.thresholds`."""
+(:doc:`/user_guide/audit`). The settings are resolved in ``bayes_risk.auditing.resolve``,
+the thresholds declared in ``bayes_risk.auditing.thresholds``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import MISSING, dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -272,6 +273,17 @@ def record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
     a("disclosure", "numeric target groups", ngroups if ngroups is not None else "none",
       "default" if ngroups == 10 else "given", "quantile groups of the pooled values")
     a("disclosure", "denom_lim", 5, "default", "synthpop's default")
+    # an option declared with its row (settings.settings_row) needs no code here
+    for f in dataclasses.fields(s):
+        if "settings_row" in f.metadata:
+            row_step, name, note = f.metadata["settings_row"]
+            value = getattr(s, f.name)
+            default = f.default if f.default is not MISSING else f.default_factory()
+            try:
+                same = bool(value is default or value == default)
+            except ValueError:  # an array compares element by element: not the default
+                same = False
+            a(row_step, name, value, "default" if same else "given", note)
     for k, v in plan.thresholds.to_dict().items():
         a("thresholds", k, v, "default" if v == getattr(Thresholds(), k) else "given")
 
