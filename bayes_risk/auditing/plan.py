@@ -12,11 +12,13 @@ from typing import Any
 import pandas as pd
 
 from bayes_risk.auditing.settings import DEFAULT_SWEEP, AuditSettings
-from bayes_risk.auditing.thresholds import Thresholds
+from bayes_risk.auditing.thresholds import THRESHOLD_SOURCES, Thresholds
 from bayes_risk.measures import measures
 
-__all__ = ["AuditPlan", "Setting", "ATTACK_OPTIONS", "CONVENTION_RADIUS", "cli_step_name",
-           "radius_text", "record_attack_settings", "record_settings", "step_names"]
+# Thresholds and THRESHOLD_SOURCES are defined in auditing/thresholds.py, imported from here too
+__all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "THRESHOLD_SOURCES",
+           "CONVENTION_RADIUS", "cli_step_name", "radius_text", "record_attack_settings",
+           "record_settings", "step_names"]
 
 
 def step_names() -> tuple[str, ...]:

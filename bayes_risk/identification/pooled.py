@@ -14,17 +14,31 @@ import numpy as np
 from bayes_risk._numeric import ties
 from bayes_risk._terminal import progress
 from bayes_risk.identification import engine as _engine
-from bayes_risk.identification.fallback import FallbackSets, fallback_sets
+from bayes_risk.identification.fallback import (
+    FallbackSets,
+    GroupedFallbackSets,
+    fallback_sets,
+    merge_target_major,
+)
 from bayes_risk.identification.index import TargetBounds, distinct_targets, spans, target_bounds
 from bayes_risk.identification.matching import MatchRule
-from bayes_risk.identification.pooled_probabilities import PooledOutput, csr, row_pointers
+from bayes_risk.identification.pooled_probabilities import (
+    PooledOutput,
+    PooledProbabilities,
+    csr,
+    join_blocks,
+    row_pointers,
+)
 from bayes_risk.identification.problem import Prepared, TargetPartition, target_problem
 
 if TYPE_CHECKING:  # scipy.sparse is imported where the pooled matrix is built
     import scipy.sparse as sp
 
 
-__all__ = ["run_pooled"]
+# the output's classes and the fallback sets are defined in pooled_probabilities.py and
+# fallback.py, imported from here too
+__all__ = ["PooledOutput", "FallbackSets", "GroupedFallbackSets", "fallback_sets",
+           "merge_target_major", "run_pooled", "PooledProbabilities"]
 
 
 def _segment_sums(keys: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -550,8 +564,8 @@ def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
 
     idx_dtype = np.int32 if n < 2**31 - 1 else np.int64
     total = int(acc.row_nnz.sum())
-    indices = _join(acc.ind_blocks, total, idx_dtype)
-    data = _join(acc.dat_blocks, total, np.float64)
+    indices = join_blocks(acc.ind_blocks, total, idx_dtype)
+    data = join_blocks(acc.dat_blocks, total, np.float64)
     if ctx.group is None:
         indptr = row_pointers(acc.row_nnz)
     else:
@@ -572,18 +586,6 @@ def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
             s = e
         indices, data = out_ind, out_dat
     return csr(data, indices, indptr, (N_all, n))
-
-
-def _join(blocks: list[np.ndarray], total: int, dtype) -> np.ndarray:
-    """The blocks in one array, each released once copied (never two copies of them all)."""
-    out = np.empty(total, dtype=dtype)
-    at = 0
-    blocks.reverse()
-    while blocks:
-        b = blocks.pop()
-        out[at:at + b.size] = b
-        at += b.size
-    return out
 
 
 _SMALLER_PROBLEM = ("the matches per target (a smaller radius, more known columns, "

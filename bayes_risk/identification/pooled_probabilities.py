@@ -6,7 +6,7 @@ compact form (:class:`PooledProbabilities`), with the CSR helpers they are built
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # scipy.sparse is imported where the pooled matrix is built
     import scipy.sparse as sp
 
 
-__all__ = ["PooledOutput", "PooledProbabilities", "csr", "row_pointers"]
+__all__ = ["PooledOutput", "PooledProbabilities", "csr", "join_blocks", "row_pointers"]
 
 
 @dataclass
@@ -53,6 +53,33 @@ def csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[
     if indptr[-1] < 2**31 - 1:
         indptr = indptr.astype(np.int32)
     return sp.csr_matrix((data, indices, indptr), shape=shape)
+
+
+def join_blocks(blocks: list[np.ndarray], total: int, dtype: Any) -> np.ndarray:
+    """The blocks in one array, each released once copied (never two copies of them all).
+
+    Parameters
+    ----------
+    blocks : list of ndarray
+        The blocks, in order; emptied as they are copied.
+    total : int
+        Their total size.
+    dtype : numpy dtype
+        The array's type.
+
+    Returns
+    -------
+    ndarray
+        ``np.concatenate(blocks)``, of ``dtype``.
+    """
+    out = np.empty(total, dtype=dtype)
+    at = 0
+    blocks.reverse()
+    while blocks:
+        b = blocks.pop()
+        out[at:at + b.size] = b
+        at += b.size
+    return out
 
 
 @dataclass(frozen=True)
