@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     settings = _settings(args, cls, options)
     # what the model cannot default (ModelInfo.required), refused before the data are read
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
-                   options={o.setting: f"{o.flag} {_shown_metavar(o)}" for o in options})
+                   options={o.setting: shown_option(o) for o in options})
     df = read_records_table(args.original, "ORIGINAL", missing_labels(args),
                             numeric_columns(args))
     if args.columns:
@@ -57,9 +57,7 @@ def run(args: argparse.Namespace) -> int:
                                       did_you_mean(c, df.columns), code="UNKNOWN_COLUMN")
         df = df[list(args.columns)]
     schema = model_schema(df, args, info, synthesized=args.synthesize or None)
-    for opt in options:  # options naming columns: checked against the table
-        if opt.kwargs.get("metavar") == "COL" and settings.get(opt.setting):
-            settings[opt.setting] = schema.check_columns(list(settings[opt.setting]), opt.flag)
+    check_option_columns(settings, options, schema)
     model = cls.from_settings(settings)  # --draws ... grouped as sampling=Sampling(...)
     fit_kw: dict[str, Any] = {}
     if args.records is not None:
@@ -110,7 +108,7 @@ def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, An
                               "setting); expected them only with a model fitted by MCMC (one "
                               "whose __init__ takes them).", code="OPTION_CONFLICT")
     settings: dict[str, Any] = dict(mcmc)
-    settings.update(_model_settings(args, params, options))
+    settings.update(model_settings(args, cls, options))
     if "random_seed" in params:
         settings["random_seed"] = args.random_seed
     if "progressbar" in params:
@@ -142,45 +140,77 @@ def _direct_lines(args: argparse.Namespace, model: Any, df: Any) -> list[str]:
             "the model folder holds the confidential data: keep it as confidential as the data"]
 
 
-def _shown_metavar(opt: Any) -> str:
-    """An option's value as an error message shows it (``COL [COL ...]``)."""
+def shown_option(opt: Any) -> str:
+    """A model-specific option as an error message shows it (``--identifying COL [COL ...]``)."""
     meta = opt.kwargs.get("metavar", "VALUE")
     meta = " ".join(meta) if isinstance(meta, tuple) else str(meta)
-    return f"{meta} [{meta} ...]" if opt.kwargs.get("nargs") == "+" else meta
+    return f"{opt.flag} {meta} [{meta} ...]" if opt.kwargs.get("nargs") == "+" else (
+        f"{opt.flag} {meta}")
 
 
-def _model_settings(args: argparse.Namespace, params: set[str], options: Any) -> dict[str, Any]:
-    """The given model-specific options as ``__init__`` settings of ``--method``'s model: an
-    option reaches any model whose ``__init__`` takes its setting (``params``)."""
-    from bayes_risk.cli._common import parse_key_value
+def model_settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, Any]:
+    """The model-specific ``options`` given on the command line as ``__init__`` settings of
+    ``--method``'s model ``cls``: an option reaches any model whose ``__init__`` takes its
+    setting and is refused for another (``OPTION_CONFLICT``); ``--method-per-column`` and
+    ``--predictor-matrix`` make its ``spec`` (a synthpop-style specification,
+    :class:`~bayes_risk.models.SynthesisSpec`)."""
+    from bayes_risk.cli._common import init_params, parse_key_value, parse_one_or_pairs
     from bayes_risk.exceptions import ValidationError
 
+    params = init_params(cls)
+    if "spec" in params:  # the options that make it
+        params |= {"method_per_column", "predictor_matrix"}
+    convert = {
+        "families": lambda v, flag: {k.strip(): x.strip() for k, x in
+                                     parse_key_value(v, flag, str).items()},
+        "formulas": lambda v, flag: dict(_formula(text) for text in v),
+        "group_by": lambda v, flag: parse_one_or_pairs(v, flag, "GROUP"),
+        "method_per_column": lambda v, flag: parse_one_or_pairs(v, flag, "METHOD", empty=True),
+        "predictor_matrix": lambda v, flag: _predictor_matrix(v),
+    }
     out: dict[str, Any] = {}
     for opt in options:
         if not hasattr(args, opt.dest):
             continue
         if opt.setting not in params:
-            raise ValidationError(f"{opt.flag} is not an option of --method {args.method} (its "
-                                  f"model takes no setting {opt.setting!r}; the option applies to "
-                                  f"--method {' and '.join(opt.models)}).", code="OPTION_CONFLICT")
+            raise ValidationError(f"{opt.flag}: not an option of --method {args.method} "
+                                  f"({cls.__name__} takes no setting {opt.setting!r}; the option "
+                                  f"applies to --method {' and '.join(opt.models)}).",
+                                  code="OPTION_CONFLICT")
         value = getattr(args, opt.dest)
-        if opt.setting == "families":
-            value = {k.strip(): v.strip() for k, v in parse_key_value(value, opt.flag, str).items()}
-        elif opt.setting == "formulas":
-            value = dict(_formula(text) for text in value)
+        value = convert[opt.setting](value, opt.flag) if opt.setting in convert else value
         out[opt.setting] = tuple(value) if isinstance(value, list) else value
+    if "method_per_column" in out or "predictor_matrix" in out:
+        from bayes_risk.models import SynthesisSpec
+
+        # a synthpop-style specification: --synthesize is its visit sequence
+        out["spec"] = SynthesisSpec(method=out.pop("method_per_column", "cart"),
+                                    predictor_matrix=out.pop("predictor_matrix", None))
     return out
 
 
-def _formula(text: str) -> tuple[str, str]:
-    """``"y ~ a + b"`` → ``("y", "y ~ a + b")`` (the model checks the right-hand side)."""
+def check_option_columns(settings: dict[str, Any], options: Any, schema: Any) -> None:
+    """The columns the model-specific options name (``COL``; a specification's ``COL=METHOD``
+    pairs), checked against the table's ``schema``."""
+    for opt in options:
+        if opt.kwargs.get("metavar") == "COL" and settings.get(opt.setting):
+            settings[opt.setting] = schema.check_columns(list(settings[opt.setting]), opt.flag)
+    pairs = getattr(settings.get("spec"), "method", None)
+    if isinstance(pairs, dict):  # else the spec's own check names it `method`
+        schema.check_columns(pairs, "--method-per-column")
+
+
+def _predictor_matrix(path: str) -> Any:
+    """``--predictor-matrix``: a CSV file, the first column naming the rows."""
+    import pandas as pd
+
     from bayes_risk.exceptions import ValidationError
 
-    lhs, sep, _ = text.partition("~")
-    if not sep or not lhs.strip():
-        raise ValidationError(f"--formula needs an outcome: 'y ~ a + b'. Got {text!r}.",
-                              code="BAD_OPTION_VALUE")
-    return lhs.strip(), text
+    try:
+        return pd.read_csv(path, index_col=0)
+    except (OSError, ValueError) as e:
+        raise ValidationError(f"--predictor-matrix: cannot read {path!r} as a CSV table ({e}).",
+                              code="BAD_OPTION_VALUE") from e
 
 
 def _summary_lines(args: argparse.Namespace, model: Any, df: Any, schema: Any) -> list[str]:

@@ -178,7 +178,7 @@ def test_option_of_another_model_is_refused(tmp_path, csv, capsys):
         pytest.skip("no other model declares --variant in this checkout")
     rc = cli.main(["fit", str(path), *BASE, "--variant", "mm", "--out", str(tmp_path / "v")])
     assert rc == 2
-    assert "--variant is not an option of --method dpmpm" in capsys.readouterr().err
+    assert "--variant: not an option of --method dpmpm" in capsys.readouterr().err
     assert not (tmp_path / "v").exists()
 
 

@@ -73,7 +73,7 @@ def test_fit_tree_errors_and_out_policy(tmp_path, csv, capsys):
     assert rc == 2 and "--draws: MCMC options do not apply to --method rf" in err, err
     rc = cli.main(["fit", str(path), "--method", "cart", *METHODS["cart"], "--n-trees", "5",
                    *TYPES, "--quiet", "--out", str(out)])
-    assert rc == 2 and "--n-trees is not an option of --method cart" in capsys.readouterr().err
+    assert rc == 2 and "--n-trees: not an option of --method cart" in capsys.readouterr().err
     assert not out.exists()
     # --out: an existing non-empty folder is refused unless --overwrite, as for every command
     args = ["fit", str(path), "--method", "cart", *METHODS["cart"], *TYPES, "--quiet",
