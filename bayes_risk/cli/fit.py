@@ -200,6 +200,17 @@ def check_option_columns(settings: dict[str, Any], options: Any, schema: Any) ->
         schema.check_columns(pairs, "--method-per-column")
 
 
+def _formula(text: str) -> tuple[str, str]:
+    """``"y ~ a + b"`` → ``("y", "y ~ a + b")`` (the model checks the right-hand side)."""
+    from bayes_risk.exceptions import ValidationError
+
+    lhs, sep, _ = text.partition("~")
+    if not sep or not lhs.strip():
+        raise ValidationError(f"--formula needs an outcome: 'y ~ a + b'. Got {text!r}.",
+                              code="BAD_OPTION_VALUE")
+    return lhs.strip(), text
+
+
 def _predictor_matrix(path: str) -> Any:
     """``--predictor-matrix``: a CSV file, the first column naming the rows."""
     import pandas as pd

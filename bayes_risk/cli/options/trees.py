@@ -88,7 +88,8 @@ RF: tuple[ModelOption, ...] = (
                 "decreasing number of replaced records)", {"nargs": "+", "metavar": "COL"}),
     ModelOption("--group-by", "group_by",
                 "separate forests per level of a categorical column: one name for every "
-                "synthesized column, or COL=GROUP pairs", {"nargs": "+", "metavar": "COL|COL=GROUP"}),
+                "synthesized column, or COL=GROUP pairs",
+                {"nargs": "+", "metavar": "COL|COL=GROUP"}),
     ModelOption("--min-group-size", "min_group_size",
                 "levels with fewer replaced records use the pooled forest (default 10)",
                 {"type": int, "metavar": "N"}),
