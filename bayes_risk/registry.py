@@ -22,7 +22,8 @@ OPTIONS_GROUP = "bayes_risk.fit_options"
 
 @dataclass(frozen=True)
 class ModelOption:
-    """A model-specific option of ``bayes-risk fit``, declared by the model it applies to.
+    """A model-specific option of ``bayes-risk fit`` (and, for the tree models and PMM, of
+    ``synthesize`` and ``orders``), declared by the model it applies to.
 
     Parameters
     ----------
@@ -93,9 +94,27 @@ def fit_options() -> tuple[ModelOption, ...]:
 
 
 def merge_options(declared: Any) -> tuple[ModelOption, ...]:
-    """The options of the ``(model name, options)`` pairs ``declared``, models declaring the same
-    flag sharing one option (its help naming the models); a clashing one is left out with a
-    ``SYNTHESIZER_BROKEN`` warning."""
+    """One option per flag of the options several models declare.
+
+    Parameters
+    ----------
+    declared : iterable of (str, tuple of ModelOption)
+        Each model's name and its options.
+
+    Returns
+    -------
+    tuple of ModelOption
+        In the order first declared; models declaring the same flag share one option (their
+        choices united, ``models`` naming them, the help naming each model's text). An option
+        declared with another setting or other keywords than the first is left out with a
+        ``SYNTHESIZER_BROKEN`` warning.
+
+    Examples
+    --------
+    >>> a = ModelOption("--n-jobs", "n_jobs", "worker threads", {"type": int})
+    >>> [(o.flag, o.models, o.help) for o in merge_options([("cart", (a,)), ("rf", (a,))])]
+    [('--n-jobs', ('cart', 'rf'), 'cart, rf: worker threads')]
+    """
     merged: dict[str, ModelOption] = {}
     texts: dict[str, dict[str, str]] = {}
     for name, options in declared:

@@ -76,9 +76,8 @@ def run(args: argparse.Namespace) -> int:
 def _check_sizes(args: argparse.Namespace, m: int) -> None:
     """Refuse, before any step, tables, releases and a DPMPM posterior that cannot fit in the
     memory left (the steps check their own work again as they run)."""
-    from bayes_risk._memory import check_memory, release_bytes
+    from bayes_risk._memory import check_memory, posterior_bytes, release_bytes
     from bayes_risk._specs import check_int
-    from bayes_risk.cli.fit import posterior_bytes
     from bayes_risk.data import make_acs_like, make_ce_like
 
     check_int(args.n_ce, "--n-ce", 1)

@@ -281,7 +281,7 @@ def _check_memory(args: argparse.Namespace, df: Any, schema: Any, model: Any, cl
                   settings: dict[str, Any]) -> None:
     """Refuse sizes whose posterior arrays cannot fit in the memory left, read (under a limit)
     after what the run loads: the least limit the error names is then one that passes."""
-    from bayes_risk._memory import check_memory
+    from bayes_risk._memory import check_memory, posterior_bytes
 
     try:
         K = max(int(getattr(model, "n_components", 1) or 1), 1)
@@ -308,31 +308,6 @@ def _check_memory(args: argparse.Namespace, df: Any, schema: Any, model: Any, cl
                  + (f" and {T:,} tempered replicas of each chain" if T > 1 else ""))
 
 
-def posterior_bytes(n: int, p: int, width: int, K: int, *, draws: int, chains: int, tune: int,
-                    temperatures: int = 1) -> float:
-    """Bytes an MCMC fit of ``n`` records x ``p`` columns holds beyond what is loaded: ``K``
-    components of ``width`` parameters each (1 without components), ``chains`` chains of
-    ``tune`` warm-up sweeps and ``draws`` kept draws, ``temperatures`` replicas a chain.
-
-    The draws, three ``[n, K]`` tables, and (measured on DPMPM, ACS-like 5,000-40,000 records x
-    14 columns: up to 26.4 MB beyond the check where these terms counted 22.3 MB) the coded
-    copies of the table and each draw's convergence quantities; each sweep's statistics, kept
-    for the warm-up too and copied once into the posterior's DataTree: 16 doubles (DPMPM
-    records 2, PyMC's samplers up to 16), and 4 T more for a tempered ladder of T replicas
-    (``tune=10**9`` asked for 32 GB before any check counted it); with tempering, every chain
-    keeps T replicas of the sweep's state (DPMPM on ACS-like 300 and 1,000 records x 5 columns:
-    41 and 84 kB a replica at K = 50, 56 kB at K = 10; counted 49, 104 and 66 kB).
-    """
-    n_draws = draws * chains
-    need = 8.0 * (n_draws * K * (width + 1) + 3 * n * K + K * width + 2 * n * p
-                  + 2 * n_draws * (width + K))
-    T = temperatures
-    need += 8.0 * 2 * chains * (tune + draws) * (16 + (4 * T if T > 1 else 0))
-    if T > 1:
-        need += 8.0 * chains * T * (n * (p + 3) + 3 * K * (width + 1))
-    return need
-
-
 def _int_setting(model: Any, name: str, default: int) -> int:
     """A model's integer setting ``name`` (``default`` when it has none or it is not one)."""
     from bayes_risk.contract import run_setting
@@ -350,7 +325,7 @@ def _check_forest_memory(model: Any, cls: type, settings: dict[str, Any], df: An
     copies the trees' node arrays, half of them again (the fit and save of CE-like 5,000 records
     x 3 columns peaked at 175 and 182 bytes a tree, record and column at 100 and 300 trees), and
     the table's copies as CART's fit (16 times the table and 5 MB)."""
-    from bayes_risk._memory import check_memory, current_limit
+    from bayes_risk._memory import check_memory, current_limit, forest_bytes
 
     columns = synthesized or schema.synthesized or schema.names
     forest = forest_bytes(model, len(df), columns)
@@ -363,34 +338,6 @@ def _check_forest_memory(model: Any, cls: type, settings: dict[str, Any], df: An
                  "--n-trees or --min-oob-trees" if model.oob_only else "--n-trees",
                  what=f"{model.n_trees:,} trees a forest of {len(df):,} records for "
                       f"{len(columns)} column(s)")
-
-
-def forest_bytes(model: Any, n: int, synthesized: Any) -> float:
-    """What a random forest synthesizer's fit and synthesis hold beyond the table (0 for other
-    models): per tree, record and synthesized column, 150 / min_samples_leaf bytes of fitted
-    trees and 48 of leaf arrays (the fit's and the synthesis's ``(records, trees)`` leaves and
-    in-bag donors), twice with ``group_by`` (a forest per group too).
-
-    Measured on CE-like records, three numeric columns (the larger trees: a regression tree of
-    n records had 1.24 n / min_samples_leaf nodes at 1, 104 bytes a node with its donors): 163
-    bytes a tree, record and column at min_samples_leaf 1 (1.22 GB beyond the table at 5,000
-    records, 500 trees, m = 5; 99 MB at 2,000, 100 trees, m = 20), 41 at 5; categorical
-    columns held less (57 at 1). CEdata's Income (heavy-tailed, nearly every value distinct,
-    500 trees, m = 5) held 190 bytes at 1, hence the margin. With ``oob_only`` the forest
-    grows by 100 trees until every record is out of bag in ``min_oob_trees`` of them (a record
-    is out of a tree's bootstrap with probability about e^-1), at most to 20 ``n_trees``: the
-    trees counted are ``3 min_oob_trees + 100`` within those bounds.
-    """
-    from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
-
-    if not isinstance(model, RandomForestSynthesizer):
-        return 0.0
-    per = 48.0 + 150.0 / max(int(model.min_samples_leaf), 1)
-    columns = len(synthesized) * (2 if model.group_by is not None else 1)
-    trees = int(model.n_trees)
-    if model.oob_only:
-        trees = min(20 * trees, max(trees, 3 * int(model.min_oob_trees) + 100))
-    return per * trees * n * columns
 
 
 #: the least values of the size settings a probe fit keeps (``load_what_the_run_loads``)

@@ -11,18 +11,11 @@ __all__ = ["run"]
 _DEFAULT_M_SAVED = 5
 
 
-def _options() -> Any:
-    """The model-specific options of ``synthesize`` (:data:`bayes_risk.cli.options.trees.TREES`)."""
-    from bayes_risk.cli.options.trees import TREES
-    from bayes_risk.registry import merge_options
-
-    return merge_options(TREES)
-
-
 def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
     """``--method``'s registered class and its settings, checked before any data is read."""
     from bayes_risk.cli._common import check_required, init_params
     from bayes_risk.cli.fit import model_settings, shown_option
+    from bayes_risk.cli.options.trees import tree_options
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
@@ -35,7 +28,7 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
                               f"'bayes-risk fit ORIGINAL --method {args.method} --out MODEL_DIR', "
                               "then synthesize with 'bayes-risk synthesize --model MODEL_DIR'.",
                               code="OPTION_CONFLICT")
-    options = _options()
+    options = tree_options()
     settings = model_settings(args, cls, options)
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
                    options={o.setting: shown_option(o) for o in options})
@@ -48,9 +41,10 @@ def run(args: argparse.Namespace) -> int:
     """Run ``bayes-risk synthesize``; returns the exit status."""
     import numpy as np
 
-    from bayes_risk._memory import current_limit
+    from bayes_risk._memory import current_limit, forest_bytes
     from bayes_risk.cli._common import run_seed
     from bayes_risk.cli._run import output_dir
+    from bayes_risk.cli.options.trees import tree_options
     from bayes_risk.data import SyntheticData, check_m
     from bayes_risk.exceptions import ValidationError
 
@@ -64,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             name for name, val in (("--method", args.method), ("--synthesize", args.synthesize),
                                    ("--records", args.records))
             if val is not None
-        ] + [o.flag for o in _options() if hasattr(args, o.dest)]
+        ] + [o.flag for o in tree_options() if hasattr(args, o.dest)]
         if given:
             raise ValidationError(f"{', '.join(given)} cannot be used with --model: the saved "
                                   "model already fixes what is synthesized.",
@@ -107,7 +101,6 @@ def run(args: argparse.Namespace) -> int:
         )
         from bayes_risk.cli.fit import (
             check_option_columns,
-            forest_bytes,
             load_what_the_run_loads,
         )
         from bayes_risk.contract import capabilities
@@ -120,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         schema = model_schema(df, args, capabilities(cls))
         if args.synthesize:
             schema.check_columns(args.synthesize, "--synthesize")
-        check_option_columns(settings, _options(), schema)
+        check_option_columns(settings, tree_options(), schema)
         load_what_the_run_loads(cls, settings, df, lambda probe, folder: probe.synthesize(
             1, random_seed=0).save(folder, csv=args.csv), schema=schema,
             synthesized=args.synthesize)
@@ -160,7 +153,7 @@ def _check_release_size(m: int, n: int, width: int, table: float | None = None, 
                         fitted: bool = False, forest: float = 0.0) -> None:
     """Refuse, before the fit, a release too large for memory (``-m 1000000000``). ``table``:
     the bytes of the original table (else 8 a cell); ``fitted``: the model is fitted here too;
-    ``forest``: what a random forest's trees and leaf arrays add (``cli.fit.forest_bytes``);
+    ``forest``: what a random forest's trees and leaf arrays add (``_memory.forest_bytes``);
     the measured figures: :func:`bayes_risk._memory.release_bytes`."""
     from bayes_risk._memory import check_memory, release_bytes
 

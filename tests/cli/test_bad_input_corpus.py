@@ -831,8 +831,9 @@ def test_every_path_argument_is_an_input():
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     expected = {
-        "fit": {"original", "records", "model_opt_structural_zeros"},
-        "synthesize": {"original", "model", "records", "predictor_matrix"},
+        "fit": {"original", "records", "model_opt_structural_zeros",
+                "model_opt_predictor_matrix"},
+        "synthesize": {"original", "model", "records", "model_opt_predictor_matrix"},
         "identification": {"original", "synthetic", "population_counts", "targets", "model"},
         "attribute": {"model", "original", "synthetic", "records", "pairs", "known_records",
                       "refit_cache"},

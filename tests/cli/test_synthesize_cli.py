@@ -315,34 +315,6 @@ def test_a_registered_synthesizer_reaches_synthesize_rebuild_and_attribute(ce_cs
     assert len(recs) == 3 and recs["p_true"].between(0, 1).all()
 
 
-def test_model_options_are_the_settings_of_the_builtin_synthesizers():
-    """synthesize and fit take the tree models' options from one declaration (issue 65): every
-    model option of synthesize is an option of fit too, with the same setting, and each is a
-    setting of the built-in synthesizers that declare it (the specification's two options make
-    the setting "spec" together, cli.fit.model_settings)."""
-    import inspect
-
-    from bayes_risk.cli import build_parser
-    from bayes_risk.cli.options.trees import TREES
-    from bayes_risk.models import get_synthesizer
-
-    subs = next(a for a in build_parser()._actions if hasattr(a, "choices") and
-                isinstance(a.choices, dict)).choices
-    def model_options(p):
-        return {a.option_strings[0]: a.library_names for a in p._actions
-                if a.dest.startswith("model_opt_")}
-    syn, fit = model_options(subs["synthesize"]), model_options(subs["fit"])
-    assert syn and set(syn) <= set(fit) and all(syn[k] == fit[k] for k in syn)
-    # the options fit --method cart lacked before: all of synthesize's now
-    assert {"--unroutable", "--bandwidth", "--method-per-column", "--n-jobs"} <= set(fit)
-    for name, options in TREES:
-        params = set(inspect.signature(get_synthesizer(name)).parameters)
-        for opt in options:
-            assert opt.setting in params or (opt.setting in ("method_per_column",
-                                                             "predictor_matrix")
-                                             and "spec" in params), (name, opt.flag)
-
-
 def test_orders_takes_any_registered_sequential_synthesizer(tmp_path, capsys, monkeypatch):
     """bayes-risk orders finds --method in the registry, keeps the synthesizers whose ModelInfo
     declares visit_order and passes the settings by name: a registered CART subclass gives the

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from bayes_risk.registry import ModelOption
 
-__all__ = ["CART", "PMM", "RF", "TREES"]
+__all__ = ["CART", "PMM", "RF", "TREES", "tree_options"]
 
 
 def underscore(value: str) -> str:
@@ -111,3 +111,19 @@ PMM: tuple[ModelOption, ...] = (
 #: the models whose options ``synthesize`` takes (the others are fitted by MCMC: ``fit``)
 TREES: tuple[tuple[str, tuple[ModelOption, ...]], ...] = (("cart", CART), ("rf", RF),
                                                           ("pmm", PMM))
+
+
+#: the options that fix what is synthesized in which order: not of 'orders', which compares
+#: the visit orders it is given
+_ORDERING = ("--visit-sequence", "--method-per-column", "--predictor-matrix")
+
+
+def tree_options(*, orders: bool = False) -> tuple[ModelOption, ...]:
+    """The options of the models of :data:`TREES` as ``synthesize`` takes them (models declaring
+    the same flag sharing one option); ``orders``: those of the sequential models (CART and random
+    forests) that ``orders`` takes."""
+    from bayes_risk.registry import merge_options
+
+    if not orders:
+        return merge_options(TREES)
+    return tuple(o for o in merge_options(TREES[:2]) if o.flag not in _ORDERING)

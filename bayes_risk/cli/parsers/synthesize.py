@@ -12,10 +12,9 @@ from bayes_risk.cli._common import (
     add_seed_argument,
     add_type_arguments,
 )
-from bayes_risk.cli.options.trees import TREES
+from bayes_risk.cli.options.trees import TREES, tree_options
 from bayes_risk.cli.parsers import Handler
 from bayes_risk.cli.parsers.fit import add_model_options
-from bayes_risk.registry import merge_options
 
 __all__ = ["add_parser"]
 
@@ -81,7 +80,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    f"default the records of sensitive cells); {RECORDS_HELP}")
     # the model-specific options (not given: the model's default), declared once for 'fit' and
     # 'synthesize' by the models; each reaches the model whose __init__ takes its setting
-    add_model_options(p, merge_options(TREES), ", ".join(name for name, _ in TREES))
+    add_model_options(p, tree_options(), ", ".join(name for name, _ in TREES))
     p.add_argument("--csv", action="store_true", help="also write CSV copies of the datasets")
     add_format_argument(p)
     add_quiet_argument(p)
