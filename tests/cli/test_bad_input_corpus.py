@@ -357,6 +357,9 @@ def _option_cases() -> list[Case]:
     cases += [
         Case("m=0", "synthesize", 2, "-m", kw={"extra": ("-m", "0")}),
         Case("m=0", "demo", 2, "-m", kw={"extra": ("-m", "0")}),
+        # checked by the sampler's spec before any step runs, named as the demo's option
+        Case("draws=0", "demo", 2, "--draws must be an integer >= 1", kw={"extra": ("--draws",
+                                                                                   "0")}),
         Case("model-dir-not-a-model", "synthesize", 2, "not a saved bayes-risk model",
              prepare=lambda w, b: (Path(w / "notmodel").mkdir(), {})[1]),
         Case("draws=0", "fit", 2, "draws", kw={"extra": ("--draws", "0")}),
