@@ -126,6 +126,39 @@ def _given(options: list[tuple[dataclasses.Field, CliOption]],
     return out
 
 
+def fold_fields(settings: Mapping[str, Any], spec: type, argument: str,
+                takes: Sequence[str]) -> dict[str, Any]:
+    """Flat ``settings`` (a saved model's ``model.json``, a release's manifest, the command
+    line's options) with the fields ``takes`` of the spec class ``spec`` grouped as
+    ``argument=spec(...)`` (onto the ``argument`` given, if any)."""
+    out = {k: v for k, v in settings.items() if k not in takes}
+    given = {k: settings[k] for k in takes if k in settings}
+    if given:
+        out[argument] = dataclasses.replace(out.get(argument) or spec(), **given)
+    return out
+
+
+def is_default(value: Any, default: Any) -> bool:
+    """Whether a saved setting ``value`` is ``default`` (JSON gives lists for tuples): a saved
+    model holds its defaults too, and they are left to the defaults again when it is read."""
+    if isinstance(value, list):
+        value = tuple(value)
+    return type(value) is type(default) and value == default
+
+
+def with_defaults[S](value: S, defaults: Mapping[str, Any], owner: str, kind: str) -> S:
+    """The spec ``value`` with its fields left at ``None`` set to ``defaults``; a field set
+    that ``defaults`` does not name is refused (``OPTION_CONFLICT``: "``owner`` does not take
+    it: its ``kind`` are ...")."""
+    names = [f.name for f in dataclasses.fields(value)]  # type: ignore[arg-type]
+    extra = [k for k in names if getattr(value, k) is not None and k not in defaults]
+    if extra:
+        raise ValidationError(f"{owner} does not take {', '.join(extra)}: its {kind} are "
+                              f"{', '.join(defaults)}.", code="OPTION_CONFLICT")
+    return dataclasses.replace(value, **{k: v for k, v in defaults.items()  # type: ignore[type-var]
+                                         if getattr(value, k) is None})
+
+
 def as_spec[S](value: Any, cls: type[S], name: str, field: str | None = None,
                allowed: Sequence[str] | None = None) -> S:
     """``name=`` as a ``cls``: ``None`` gives the defaults; where ``field`` is given, a string

@@ -410,7 +410,7 @@ class DPMPM(BayesianSynthesizer):
         ``pm.sample`` (same draws). ``check``: the checks of a self-extending run."""
         from bayes_risk.models._bayesian.regimes import record_starts
         from bayes_risk.models.dpmpm.run import gibbs_layout
-        from bayes_risk.models.dpmpm.step import DPMPMGibbs, pymc_step
+        from bayes_risk.models.dpmpm.step import DPMPMGibbs, SweepSchedule, pymc_step
 
         settings = dict(
             codes=codes,
@@ -419,10 +419,9 @@ class DPMPM(BayesianSynthesizer):
             alpha_prior=tuple(float(x) for x in self.alpha_prior),
             dirichlet_prior=float(self.dirichlet_prior),
             zeros=self._zeros,
-            thin=int(self._run_settings()["thin"]),
-            starts=self._starts(),
+            schedule=SweepSchedule(int(self._run_settings()["thin"]), *self._alpha_warmup(),
+                                   starts=tuple(self._starts())),
         )
-        settings["alpha_warmup_bound"], settings["alpha_warmup_sweeps"] = self._alpha_warmup()
         if via_pymc:
             kinds = self._starts()
             chains = int(self.resolved_sampling.chains)
@@ -457,8 +456,8 @@ class DPMPM(BayesianSynthesizer):
             record_evidence(dt, T)
         return dt
 
-    def _state_to_json(self) -> dict[str, Any]:
-        return {"warnings": list(self.warnings_), **super()._state_to_json()}
+    def persisted_state(self) -> dict[str, Any]:
+        return {"warnings": list(self.warnings_), **super().persisted_state()}
 
     def _structural_zeros_for(self, schema: Schema) -> Any:
         from bayes_risk.models.dpmpm.zeros import for_schema
@@ -466,14 +465,14 @@ class DPMPM(BayesianSynthesizer):
         return for_schema(self.structural_zeros, schema, self.synthesis_mode or (
             "conditional_us" if schema.unsynthesized else "marginal"))
 
-    def _json_settings(self) -> dict[str, Any]:
-        out = super()._json_settings()
+    def saved_settings(self) -> dict[str, Any]:
+        out = super().saved_settings()
         if self._zeros is not None:  # the table itself, never a path or a frame
             out["structural_zeros"] = to_jsonable(self._zeros.to_records())
         return out
 
-    def _state_from_json(self, state: dict[str, Any]) -> None:
-        super()._state_from_json(state)
+    def restore_state(self, state: dict[str, Any]) -> None:
+        super().restore_state(state)
         self.warnings_ = list(state.get("warnings", []))
 
     def fit_augmented(

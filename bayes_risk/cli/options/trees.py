@@ -4,28 +4,37 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from bayes_risk._specs import cli_fields
+from bayes_risk._tree_spec import CART_TREES, FOREST_TREES, TreeOptions
 from bayes_risk.registry import ModelOption
 
-__all__ = ["CART", "PMM", "RF"]
+__all__ = ["CART", "CART_TREES_OPTIONS", "FOREST_TREES_OPTIONS", "PMM", "RF"]
 
-CART: tuple[ModelOption, ...] = (
-    ModelOption("--min-leaf", "min_leaf", "minimum records per leaf (default 5)",
-                {"type": int, "metavar": "N"}),
-    ModelOption("--max-depth", "max_depth", "maximum tree depth", {"type": int, "metavar": "N"}),
-    ModelOption("--min-deviance", "min_deviance",
-                "do not split nodes with deviance below F x root deviance (default 0)",
-                {"type": float, "metavar": "F"}),
-    ModelOption("--prune-to-diversity", "prune_to_diversity",
-                "collapse leaves until each holds at least K distinct values",
-                {"type": int, "metavar": "K"}),
-)
+def _tree_options(takes: Mapping[str, Any]) -> tuple[ModelOption, ...]:
+    """The options of the tree options ``takes`` (:class:`~bayes_risk.models.TreeOptions`
+    fields), as the fields declare them: ``fit`` and ``synthesize`` declare them from here."""
+    out = []
+    for f, opt in cli_fields(TreeOptions):
+        if f.name in takes:
+            kwargs = {k: v for k, v in (("metavar", opt.metavar), ("type", opt.type),
+                                        ("action", opt.action)) if v}
+            if opt.choices is not None:
+                kwargs["choices"] = list(opt.choices)
+            out.append(ModelOption(opt.flag, f.name, opt.help, kwargs))
+    return tuple(out)
+
+
+#: the tree options of ``--method cart`` and ``--method rf``
+CART_TREES_OPTIONS = _tree_options(CART_TREES)
+FOREST_TREES_OPTIONS = _tree_options(FOREST_TREES)
+
+CART: tuple[ModelOption, ...] = CART_TREES_OPTIONS
 
 RF: tuple[ModelOption, ...] = (
-    ModelOption("--n-trees", "n_trees", "trees per forest (default 500)",
-                {"type": int, "metavar": "N"}),
-    ModelOption("--min-samples-leaf", "min_samples_leaf",
-                "minimum distinct in-bag records per leaf (default 1)",
-                {"type": int, "metavar": "N"}),
+    *FOREST_TREES_OPTIONS,
     ModelOption("--donor", "donor",
                 "numeric columns: leaf donors by bootstrap count (uniform, the forest's "
                 "distribution; default) or Bayesian bootstrap weights",

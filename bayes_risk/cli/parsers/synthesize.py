@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from bayes_risk._tree_spec import TREE_FIELDS
 from bayes_risk.cli._common import (
     RECORDS_HELP,
     add_format_argument,
@@ -12,7 +13,7 @@ from bayes_risk.cli._common import (
     add_seed_argument,
     add_type_arguments,
 )
-from bayes_risk.cli.options.trees import CART
+from bayes_risk.cli.options.trees import CART_TREES_OPTIONS, FOREST_TREES_OPTIONS
 from bayes_risk.cli.parsers import Handler
 
 __all__ = ["add_parser", "MODEL_SETTINGS", "SYNTHESIS_OPTIONS"]
@@ -21,11 +22,9 @@ __all__ = ["add_parser", "MODEL_SETTINGS", "SYNTHESIS_OPTIONS"]
 #: model as the ``__init__`` setting of the same name, and refused for a model without that
 #: setting (cli.synthesize); the groups below say which built-in model takes which
 MODEL_SETTINGS: tuple[str, ...] = (
-    "min_leaf", "max_depth", "min_deviance", "prune_to_diversity", "smoothing", "bandwidth",
-    "donor", "unroutable", "method_per_column", "predictor_matrix",
-    "n_trees", "min_samples_leaf", "probabilities", "alpha", "oob_only", "min_oob_trees",
-    "procedure",
-    "visit_sequence", "group_by", "min_group_size",
+    *TREE_FIELDS,
+    "smoothing", "bandwidth", "donor", "unroutable", "method_per_column", "predictor_matrix",
+    "probabilities", "alpha", "visit_sequence", "group_by",
     "identifying", "threshold", "tie",
     "n_jobs",
 )
@@ -98,9 +97,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     # the model-specific options: "not given" (None) means the model's default; a given option
     # reaches the model whose __init__ takes the setting of its name (cli.synthesize), and is
     # refused for any other
+    g = p.add_argument_group("trees (--method cart, rf)",
+                             "How the trees are grown (bayes_risk.models.TreeOptions).")
+    for model, options in (("cart", CART_TREES_OPTIONS), ("rf", FOREST_TREES_OPTIONS)):
+        for o in options:  # as 'fit' declares them
+            g.add_argument(o.flag, default=None, help=f"{model}: {o.help}", **o.kwargs)
     g = p.add_argument_group("CART (--method cart)")
-    for o in CART:  # as 'fit' declares them
-        g.add_argument(o.flag, default=None, help=o.help, **o.kwargs)
     g.add_argument("--smoothing", action="store_true", default=None,
                    help="per-leaf truncated Gaussian kernel smoothing of numeric columns "
                    "(cart; rf too, with --min-samples-leaf 2 or more)")
@@ -124,27 +126,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="synthpop's predictor matrix as a CSV table (first column: the column "
                         "predicted; 1: predictor), with a synthpop-style specification")
     g = p.add_argument_group("random forest (--method rf)")
-    g.add_argument("--n-trees", type=int, default=None, metavar="N", help="trees per forest")
-    g.add_argument("--min-samples-leaf", type=int, default=None, metavar="N",
-                   help="minimum distinct in-bag records per leaf (default 1; larger gives numeric "
-                   "columns more donors per leaf)")
     g.add_argument("--probabilities", choices=["vote", "leaf-dirichlet"], default=None,
                    help="synthesis probabilities from leaf votes or leaf counts + Dirichlet prior")
     g.add_argument("--alpha", type=float, default=None, metavar="A",
                    help="Dirichlet prior count per class (leaf-dirichlet; default 1)")
-    g.add_argument("--oob-only", action="store_true", default=None,
-                   help="use only out-of-bag trees")
-    g.add_argument("--min-oob-trees", type=int, default=None, metavar="N")
-    g.add_argument("--procedure", choices=["A", "B"], default=None,
-                   help="Caiola-Reiter procedure A (3.1-3.3) or B (3.1a-3.3a)")
     g.add_argument("--visit-sequence", nargs="+", default=None, metavar="COL",
                    help="order in which the forests visit the --synthesize columns (default: "
                         "by decreasing number of replaced records)")
     g.add_argument("--group-by", nargs="+", default=None, metavar="COL|COL=GROUP",
                    help="separate forests per level of a categorical column: one name for every "
                         "synthesized column, or COL=GROUP pairs")
-    g.add_argument("--min-group-size", type=int, default=None, metavar="N",
-                   help="levels with fewer replaced records use the pooled forest (default 10)")
     g = p.add_argument_group("small-cell PMM (--method pmm)")
     g.add_argument("--identifying", nargs="+", metavar="COL", default=None,
                    help="identifying variables defining the cells")
