@@ -255,6 +255,7 @@ class DirichletMultinomial(BaseSynthesizer):
                 raise ValidationError(f"{name} must be an integer >= 1. Got {v!r}.")
 
     def saved_settings(self) -> dict[str, Any]:
+        """The settings as JSON (a saved model, a release's manifest, the model's identity)."""
         settings = self.get_params()
         if not isinstance(settings["random_seed"], (int, type(None))):
             settings["random_seed"] = None  # a Generator is not JSON: the seed is not kept

@@ -194,7 +194,15 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         at = names.index("sampling")
         return names[:at] + list(cls.sampling_defaults) + names[at + 1:]
 
-    def _check_mcmc_settings(self) -> None:
+    def check_mcmc_settings(self) -> None:
+        """Check the sampler settings before a run (``sampling.run_pymc``, ``run_gibbs``).
+
+        Raises
+        ------
+        ValidationError
+            ``sampling`` of the wrong type or with a field this model does not take,
+            ``progressbar`` not a bool.
+        """
         # the values are Sampling's to check (once, when it is made): here its type and fields
         _ = self.resolved_sampling
         check_flag(self.progressbar, "progressbar")
@@ -431,8 +439,14 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """A new fitted model whose draws come from ``p(Θ | y, Z_(l))`` (stabilised estimator)."""
 
     @abstractmethod
-    def _convergence_quantities(self) -> dict[str, np.ndarray]:
-        """Label-invariant scalars to diagnose, each an array ``[chain, draw]``."""
+    def convergence_quantities(self) -> dict[str, np.ndarray]:
+        """Label-invariant scalars to diagnose (the convergence report's), each family's own.
+
+        Returns
+        -------
+        dict of str to ndarray
+            Each an array ``[chain, draw]``.
+        """
 
     @abstractmethod
     def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:

@@ -161,7 +161,7 @@ def _plain_bar(kwargs: dict[str, Any]) -> Any:
 def model_seeds(model: Any, random_seed: RandomSeed) -> list[int]:
     """Check the MCMC settings of ``model``; one integer seed per chain drawn from
     ``random_seed``."""
-    model._check_mcmc_settings()
+    model.check_mcmc_settings()
     return chain_seeds(random_seed, int(model.resolved_sampling.chains))
 
 

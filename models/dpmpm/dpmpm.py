@@ -33,7 +33,7 @@ from bayes_risk.models._bayesian.sampling import Sampling, model_seeds, run_gibb
 from bayes_risk.models._bayesian.starts import chain_starts
 from bayes_risk.models._bayesian.timing import record_fit_time
 from bayes_risk.models.base import FittedAttribute
-from bayes_risk.models.dpmpm.coding import _dtypes_of
+from bayes_risk.models.dpmpm.coding import dtypes_of
 from bayes_risk.models.dpmpm.state import build_state
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -191,7 +191,7 @@ class DPMPM(BayesianSynthesizer):
         }
 
     def _check_settings(self) -> None:
-        self._check_mcmc_settings()
+        self.check_mcmc_settings()
         check_int(self.n_components, "n_components (the truncation level K)", 1)
         try:
             a, b = (float(x) for x in self.alpha_prior)
@@ -348,7 +348,7 @@ class DPMPM(BayesianSynthesizer):
         )
         _coding.check_categorical(schema)
         flags = check_synthesized_records(records, len(data))
-        self.dtypes_ = _dtypes_of(data)
+        self.dtypes_ = dtypes_of(data)
         codes = _coding.encode(schema, data, name="data")
         self._zeros = self._structural_zeros_for(schema)
         if self._zeros is not None:
@@ -387,7 +387,7 @@ class DPMPM(BayesianSynthesizer):
         post = self.posterior_["posterior"]
         if int(post.sizes["chain"]) < 2:
             return
-        summ = regime_summary(post, self._convergence_quantities())
+        summ = regime_summary(post, self.convergence_quantities())
         if summ is None or summ["agree"]:
             return
         from bayes_risk.models.dpmpm.evidence import record_regime_evidence
@@ -555,7 +555,7 @@ class DPMPM(BayesianSynthesizer):
         self.__dict__.setdefault("warnings_", [])
         self.__dict__.setdefault("dtypes_", {})
 
-    def _convergence_quantities(self) -> dict[str, np.ndarray]:
+    def convergence_quantities(self) -> dict[str, np.ndarray]:
         return _fit.convergence_quantities(self.state_)
 
     def _draws(self, draw_indices: Any) -> np.ndarray | None:

@@ -437,7 +437,7 @@ class PyMCSynthesizer(BayesianSynthesizer):
                                          self.schema_.names, self.synthesized_records_)
 
     # ---------------------------------------------------------------------------- diagnostics
-    def _convergence_quantities(self) -> dict[str, np.ndarray]:
+    def convergence_quantities(self) -> dict[str, np.ndarray]:
         post = self.posterior_["posterior"]
         names = list(self.diagnose) if self.diagnose else [
             *(v for v in self.state_.graph.free if v in post.data_vars), LOGLIK]

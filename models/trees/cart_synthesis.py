@@ -12,7 +12,7 @@ import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.trees.cart_leaf import _log_ndtr_diff
+from bayes_risk.models.trees.cart_leaf import log_ndtr_diff
 from bayes_risk.models.trees.cart_state import CARTState
 from bayes_risk.models.trees.missing import design_inputs, kind_codes
 from bayes_risk.models.trees.seqtree import column_codes, segment_choice
@@ -235,7 +235,7 @@ def kernel_draw(state: CARTState, col, tree, used, inv, seg_start, sizes, pos_ma
     hb, lob, hib = h_node[which_b], lo_node[which_b], hi_node[which_b]
     degenerate = (hib <= lob) | (hb <= 0)
     safe_h = np.where(degenerate, 1.0, hb)
-    mass = np.where(degenerate, 1.0, np.exp(_log_ndtr_diff((lob - b) / safe_h, (hib - b) / safe_h)))
+    mass = np.where(degenerate, 1.0, np.exp(log_ndtr_diff((lob - b) / safe_h, (hib - b) / safe_h)))
     # 2. each routed record picks a component with probability ∝ its truncated mass
     k = segment_choice(seg_start, sizes, inv, rng, weights=mass)
     centre, h, lo, hi = b[k], safe_h[k], lob[k], hib[k]
