@@ -19,7 +19,15 @@ __all__ = ["TreeOptions", "TREE_FIELDS", "CART_TREES", "FOREST_TREES"]
 
 def _max_features(text: str) -> str | int:
     """``--max-features``: ``sqrt`` or an integer (the model checks its range)."""
-    return text if text == "sqrt" else int(text)
+    import argparse
+
+    if text == "sqrt":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected sqrt or an integer >= 1, got {text!r}") from None
 
 
 @dataclass(frozen=True)
