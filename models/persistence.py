@@ -394,7 +394,8 @@ def load_trees(
         settings["random_seed"] = None  # e.g. "<numpy.random.Generator>": not replayable
     with damaged_on_error(p, f"{SETTINGS_FILE} and {ARRAYS_FILE} do not describe a fitted "
                              f"{cls.__name__}"):
-        model = cls(**settings)
+        # as load_bayesian: flat settings grouped again (the tree options), defaults left out
+        model = cls.from_settings(settings)
         model.schema_ = Schema.from_dict(meta["schema"])
         restore(model, meta, arrays, data)
     model.original_fingerprint_ = meta.get("original_fingerprint")
