@@ -44,6 +44,32 @@ class CliOption:
         return given if self.parse is None else self.parse(given)
 
 
+class GroupedSettings:
+    """What a frozen spec grouping a model's settings (``sampling=Sampling(...)``,
+    ``trees=TreeOptions(...)``) shares: scikit-learn's ``get_params`` (a model lists the fields
+    as ``<setting>__<field>``) and a ``repr`` of the fields given, as scikit-learn prints
+    estimators. Declare the dataclass with ``repr=False`` so that this ``repr`` is kept."""
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The fields.
+
+        Parameters
+        ----------
+        deep : bool
+            Unused (the fields hold no estimators); scikit-learn's signature.
+
+        Returns
+        -------
+        dict
+        """
+        return {f.name: getattr(self, f.name)
+                for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        given = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items() if v is not None)
+        return f"{type(self).__name__}({given})"
+
+
 def cli_option(flag: str, help: str, **kwargs: Any) -> dict[str, CliOption]:
     """``metadata=`` of a spec field set by the command-line option ``flag`` (see
     :class:`CliOption` for ``kwargs``).

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from bayes_risk._specs import cli_option
+from bayes_risk._specs import GroupedSettings, cli_option
 
 __all__ = ["TreeOptions", "TREE_FIELDS", "CART_TREES", "FOREST_TREES"]
 
@@ -30,8 +30,8 @@ def _max_features(text: str) -> str | int:
             f"expected sqrt or an integer >= 1, got {text!r}") from None
 
 
-@dataclass(frozen=True)
-class TreeOptions:
+@dataclass(frozen=True, repr=False)
+class TreeOptions(GroupedSettings):
     """How a tree synthesizer grows its trees, apart from how it draws from their leaves: give
     it as ``trees=TreeOptions(min_leaf=10)`` (the same fields are taken as keywords of the
     synthesizer's constructor, ``CARTSynthesizer(min_leaf=10)``, and grouped here).
@@ -105,25 +105,6 @@ class TreeOptions:
     min_group_size: int | None = field(default=None, metadata=cli_option(
         "--min-group-size", "with --group-by, levels with fewer replaced records use the "
         "pooled forest (default 10)", type=int, metavar="N"))
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The fields (scikit-learn's ``get_params``).
-
-        Parameters
-        ----------
-        deep : bool
-            Unused (the fields hold no estimators); scikit-learn's signature.
-
-        Returns
-        -------
-        dict
-        """
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-    def __repr__(self) -> str:
-        # the fields given only, as scikit-learn prints estimators
-        given = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items() if v is not None)
-        return f"TreeOptions({given})"
 
 
 #: the fields of :class:`TreeOptions`
