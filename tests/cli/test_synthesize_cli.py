@@ -327,13 +327,16 @@ def test_model_options_are_the_settings_of_the_builtin_synthesizers():
 
     sub = argparse.ArgumentParser().add_subparsers()
     parser = add_parser(sub)
-    model_groups = ("(--method cart)", "(--method rf)", "(--method pmm)")
+    model_groups = ("(--method cart)", "(--method rf)", "(--method pmm)",
+                    "(--method cart, rf)")
     grouped = {a.dest for g in parser._action_groups
                if (g.title or "").endswith(model_groups) for a in g._group_actions}
     assert grouped | {"n_jobs"} == set(MODEL_SETTINGS)
     settings = set()
     for name in ("cart", "rf", "pmm"):
-        settings |= set(inspect.signature(get_synthesizer(name)).parameters)
+        cls = get_synthesizer(name)  # the tree options by name, as from_settings takes them
+        settings |= set(cls.setting_names() if hasattr(cls, "setting_names")
+                        else inspect.signature(cls).parameters)
     # the spec options make the setting "spec" together (cli.synthesize)
     assert set(MODEL_SETTINGS) - set(SYNTHESIS_OPTIONS) <= settings and "spec" in settings
 
