@@ -5,6 +5,11 @@ and PMM (:class:`bayes_risk.models.CARTSynthesizer`,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from bayes_risk._specs import cli_fields
+from bayes_risk._tree_spec import CART_TREES, FOREST_TREES, TreeOptions
 from bayes_risk.registry import ModelOption
 
 __all__ = ["CART", "PMM", "RF", "TREES", "tree_options"]
@@ -33,16 +38,23 @@ _SMOOTHING = ModelOption("--smoothing", "smoothing",
 _N_JOBS = ModelOption("--n-jobs", "n_jobs", "worker threads (results do not depend on it)",
                       {"type": int, "metavar": "N"})
 
+def _tree_options(takes: Mapping[str, Any]) -> tuple[ModelOption, ...]:
+    """The options of the tree options ``takes`` (:class:`~bayes_risk.models.TreeOptions`
+    fields), as the fields declare them."""
+    out = []
+    for f, opt in cli_fields(TreeOptions):
+        if f.name in takes:
+            kwargs = {k: v for k, v in (("metavar", opt.metavar), ("type", opt.type),
+                                        ("action", opt.action)) if v}
+            if opt.choices is not None:
+                kwargs["choices"] = list(opt.choices)
+            out.append(ModelOption(opt.flag, f.name, opt.help, kwargs))
+    return tuple(out)
+
+
+#: how the trees grow (:class:`~bayes_risk.models.TreeOptions`), then how values are drawn
 CART: tuple[ModelOption, ...] = (
-    ModelOption("--min-leaf", "min_leaf", "minimum records per leaf (default 5)",
-                {"type": int, "metavar": "N"}),
-    ModelOption("--max-depth", "max_depth", "maximum tree depth", {"type": int, "metavar": "N"}),
-    ModelOption("--min-deviance", "min_deviance",
-                "do not split nodes with deviance below F x root deviance (default 0)",
-                {"type": float, "metavar": "F"}),
-    ModelOption("--prune-to-diversity", "prune_to_diversity",
-                "collapse leaves until each holds at least K distinct values",
-                {"type": int, "metavar": "K"}),
+    *_tree_options(CART_TREES),
     _SMOOTHING,
     ModelOption("--bandwidth", "bandwidth",
                 "kernel bandwidth of --smoothing (default: Silverman's rule per leaf)",
@@ -67,22 +79,12 @@ CART: tuple[ModelOption, ...] = (
 )
 
 RF: tuple[ModelOption, ...] = (
-    ModelOption("--n-trees", "n_trees", "trees per forest (default 500)",
-                {"type": int, "metavar": "N"}),
-    ModelOption("--min-samples-leaf", "min_samples_leaf",
-                "minimum distinct in-bag records per leaf (default 1; larger gives numeric "
-                "columns more donors per leaf)", {"type": int, "metavar": "N"}),
+    *_tree_options(FOREST_TREES),
     ModelOption("--probabilities", "probabilities",
                 "synthesis probabilities from leaf votes or leaf counts + Dirichlet prior",
                 _choices("vote", "leaf_dirichlet")),
     ModelOption("--alpha", "alpha", "Dirichlet prior count per class (leaf-dirichlet; default 1)",
                 {"type": float, "metavar": "A"}),
-    ModelOption("--oob-only", "oob_only", "use only out-of-bag trees", {"action": "store_true"}),
-    ModelOption("--min-oob-trees", "min_oob_trees",
-                "with --oob-only: out-of-bag trees each record needs (default 100)",
-                {"type": int, "metavar": "N"}),
-    ModelOption("--procedure", "procedure",
-                "Caiola-Reiter procedure A (3.1-3.3) or B (3.1a-3.3a)", {"choices": ["A", "B"]}),
     ModelOption("--visit-sequence", "visit_sequence",
                 "order in which the forests visit the --synthesize columns (default: by "
                 "decreasing number of replaced records)", {"nargs": "+", "metavar": "COL"}),
@@ -90,9 +92,6 @@ RF: tuple[ModelOption, ...] = (
                 "separate forests per level of a categorical column: one name for every "
                 "synthesized column, or COL=GROUP pairs",
                 {"nargs": "+", "metavar": "COL|COL=GROUP"}),
-    ModelOption("--min-group-size", "min_group_size",
-                "levels with fewer replaced records use the pooled forest (default 10)",
-                {"type": int, "metavar": "N"}),
     _DONOR,
     _SMOOTHING,
     _N_JOBS,
