@@ -6,8 +6,10 @@
 * ``test_docstring_examples`` (fast): the ``>>>`` examples of the installed package's docstrings,
   which the API pages show, run and print what they say.
 * ``test_docs_build`` (slow): ``sphinx-build -W -n`` (warnings and unresolved references are
-  errors) on a copy of ``docs/``, with every example page executed; the built pages hold the
-  executed outputs, the plots and the generated command-line reference.
+  errors) on a copy of ``docs/``, with every example page executed but those of
+  ``EXECUTED_BY_TESTS`` (a test runs their cells: what it computes is shared with the example's
+  own tests); the built pages hold the executed outputs, the plots and the generated
+  command-line reference.
 """
 
 from __future__ import annotations
