@@ -35,6 +35,24 @@ def _bound_call(fn: Any, name: str, *args: Any, **kwargs: Any) -> Any:
     return fn(*args, **kwargs)
 
 
+def check_n_workers(n_workers: Any) -> int:
+    """``n_workers`` checked as a local cluster's worker processes: an integer from 1 to 4 per
+    CPU (one process each: more only thrash, and may not start).
+
+    Raises
+    ------
+    ValidationError
+        ``INVALID_ARGUMENT`` naming the argument (``--workers`` on the command line).
+    """
+    most = 4 * (os.cpu_count() or 1)
+    if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) \
+            or not 1 <= n_workers <= most:
+        raise ValidationError(f"{arg_name('n_workers')} must be an integer from 1 to {most} "
+                              f"(4 worker processes per CPU). Got {n_workers!r}.",
+                              code="INVALID_ARGUMENT")
+    return int(n_workers)
+
+
 @contextlib.contextmanager
 def connect(scheduler: str | None = None, n_workers: int | None = None, *,
             memory_limit: int | str | None = None, dashboard: bool = False) -> Iterator[Any]:
@@ -83,12 +101,7 @@ def connect(scheduler: str | None = None, n_workers: int | None = None, *,
         with client:
             yield client
         return
-    most = 4 * (os.cpu_count() or 1)  # one process each: more only thrash (and may not start)
-    if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) \
-            or not 1 <= n_workers <= most:
-        raise ValidationError(f"{arg_name('n_workers')} must be an integer from 1 to {most} "
-                              f"(4 worker processes per CPU). Got {n_workers!r}.",
-                              code="INVALID_ARGUMENT")
+    check_n_workers(n_workers)
     from bayes_risk._memory import parse_memory
 
     kw: dict[str, Any] = {}

@@ -509,7 +509,9 @@ def dask_client(args: argparse.Namespace) -> Iterator[Any]:
             yield client
         return
     from bayes_risk.auditing.memory_plan import local_shares
+    from bayes_risk.distributed import check_n_workers
 
+    check_n_workers(workers)  # before its budget share, which a bad count would make absurd
     # the run's budget split equally among this process and the workers: Dask's default gives
     # each worker the machine's memory divided among the workers, more than the machine in sum
     with local_shares(workers) as share, connect(

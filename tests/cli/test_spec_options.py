@@ -201,8 +201,7 @@ def test_the_tree_models_options_are_declared_once():
     of fit with the same setting (fit --method cart offered 4 of synthesize's before), orders has
     none that fixes a visit order, and each option is a setting of a built-in synthesizer that
     declares it (the specification's two options make the setting "spec" together)."""
-    import inspect
-
+    from bayes_risk.cli._common import init_params
     from bayes_risk.cli.options.trees import TREES
     from bayes_risk.models import get_synthesizer
 
@@ -220,7 +219,7 @@ def test_the_tree_models_options_are_declared_once():
                                       "--visit-sequence", "--method-per-column",
                                       "--predictor-matrix"}
     for name, options in TREES:
-        params = set(inspect.signature(get_synthesizer(name)).parameters)
+        params = init_params(get_synthesizer(name))  # the tree options by name (TreeOptions)
         for opt in options:
             assert opt.setting in params or (opt.setting in ("method_per_column",
                                                              "predictor_matrix")

@@ -83,8 +83,8 @@ def _flags(command, dests):
 def test_fit_and_synthesize_declare_the_same_tree_options():
     fields = {f.name: opt.flag for f, opt in cli_fields(TreeOptions)}
     assert set(fields) == set(CART_TREES) | set(FOREST_TREES)
-    synthesize = _flags("synthesize", set(fields))
-    fit = _flags("fit", {f"model_opt_{name}" for name in fields})
+    synthesize, fit = (_flags(c, {f"model_opt_{name}" for name in fields})
+                       for c in ("synthesize", "fit"))
     assert synthesize == fit == set(fields.values())
 
 
