@@ -151,9 +151,64 @@ class DPMPMGibbs(ChainGenerator):
     def step(self, point):
         """One draw from ``point``: one sweep during the warm-up, ``thin`` sweeps after it (the
         last one's point and ``[stats]`` are returned)."""
-        for _ in range(self.thin - 1 if self._warmup_left <= 0 else 0):
+        sweeps = self.thin if self._warmup_left <= 0 else 1
+        if self._compiled_block(sweeps):
+            return self._sweep_block(point, sweeps)
+        for _ in range(sweeps - 1):
             point = self._sweep(point)[0]
         return self._sweep(point)
+
+    def _compiled_block(self, sweeps: int) -> bool:
+        """Whether the next ``sweeps`` run in compiled calls (:meth:`_sweep_block`): after the
+        chain's first sweep, with more than one class, no structural zeros, at β = 1 outside a
+        ladder, and numpy's loops callable from compiled code; several sweeps only after the
+        warm-up (their moves and α's bound are the same)."""
+        if sweeps > 1 and (self._warmup_left > 0 or self._bounded_left > 0):
+            return False
+        if (self._sticks is None or self._counts is None or self.K < 2
+                or self._aug is not None or self.beta != 1.0 or self.ladder):
+            return False
+        from bayes_risk.models.dpmpm.numpy_loops import loop_handle
+
+        return loop_handle() is not None
+
+    def _sweep_block(self, point, sweeps: int):
+        """``sweeps`` sweeps of :meth:`_sweep` (the same draws) in one compiled call
+        (``sweeps.sweep_block``), or one per sweep and the class step on threads
+        (``sweeps.sweep_parameters``, :meth:`_class_step`): the last one's point and
+        ``[stats]``."""
+        from bayes_risk.models.dpmpm.numpy_loops import loop_handle
+        from bayes_risk.models.dpmpm.sweeps import sweep_block, sweep_parameters
+
+        # the first sweep's settings hold for the block (_compiled_block)
+        upper = self.alpha_warmup_bound if self._bounded_left > 0 else math.inf
+        moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if self._warmup_left > 0 else 1)
+        nk, c = self._counts
+        (log_v, log_1mv), alpha = self._sticks, float(point["alpha"])
+        settings = (self.d, self.offsets, self.prior, moves, 2 * self.K, float(self.a_alpha),
+                    float(self.b_alpha), math.log(upper), _PHI_FLOOR)
+        if self._threads < 2 or self.codes.size * self.K < _SPLIT_MIN_WORK:  # serial class step
+            alpha, V, log_v, log_1mv, phi, ll, occupied, nk, c = sweep_block(
+                int(sweeps), self._y, self._z, nk, c, log_v, log_1mv, alpha, *settings,
+                self.codes, self.lcp, self.rec, self.u_pos, self.miss_ptr, self.miss_j,
+                4 * self._threads, self._generator(), loop_handle())
+        else:
+            for _ in range(sweeps):
+                alpha, log_v, log_1mv, log_pi, phi, logphi, u_z, u_y, occupied = \
+                    sweep_parameters(self._y, self._z, nk, c, log_v, log_1mv, alpha, *settings,
+                                     self.rec, self.u_pos, self._generator(), loop_handle())
+                ll, nk, c = self._class_step(logphi, phi, log_pi, u_z, u_y)
+            V = np.exp(log_v)
+        self._sticks = (log_v, log_1mv)
+        self._counts = (nk, c)
+        self._warmup_left -= sweeps
+        self._bounded_left -= sweeps
+        new = dict(point)
+        new["V"] = V
+        new["alpha"] = np.asarray(alpha)
+        for name, (a, b) in zip(self._phi_names, self._blocks, strict=True):
+            new[name] = phi[a:b].T  # a view: the driver copies what it keeps
+        return new, [{"loglik": float(ll), "k_occupied": int(occupied)}]
 
     def _begin_sweep(self, point) -> float:
         """α at the start of a sweep: the first sweep draws the initial state (imputations,
