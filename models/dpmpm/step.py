@@ -152,59 +152,51 @@ class DPMPMGibbs(ChainGenerator):
         """One draw from ``point``: one sweep during the warm-up, ``thin`` sweeps after it (the
         last one's point and ``[stats]`` are returned)."""
         sweeps = self.thin if self._warmup_left <= 0 else 1
-        if self._compiled_block(sweeps):
-            return self._sweep_block(point, sweeps)
+        if self._compiled_sweeps():
+            return self._sweep_compiled(point, sweeps)
         for _ in range(sweeps - 1):
             point = self._sweep(point)[0]
         return self._sweep(point)
 
-    def _compiled_block(self, sweeps: int) -> bool:
-        """Whether the next ``sweeps`` run in compiled calls (:meth:`_sweep_block`): after the
-        chain's first sweep, with more than one class, no structural zeros, at β = 1 outside a
-        ladder, and numpy's loops callable from compiled code; several sweeps only after the
-        warm-up (their moves and α's bound are the same)."""
-        if sweeps > 1 and (self._warmup_left > 0 or self._bounded_left > 0):
-            return False
+    def _compiled_sweeps(self) -> bool:
+        """Whether :meth:`_sweep_compiled` runs the next sweeps: after the chain's first sweep,
+        with more than one class, no structural zeros, at β = 1 outside a ladder, and numpy's
+        loops callable from compiled code (``numpy_loops.loop_handles``)."""
         if (self._sticks is None or self._counts is None or self.K < 2
                 or self._aug is not None or self.beta != 1.0 or self.ladder):
             return False
-        from bayes_risk.models.dpmpm.numpy_loops import loop_handle
+        from bayes_risk.models.dpmpm.numpy_loops import loop_handles
 
-        return loop_handle() is not None
+        return loop_handles() is not None
 
-    def _sweep_block(self, point, sweeps: int):
-        """``sweeps`` sweeps of :meth:`_sweep` (the same draws) in one compiled call
-        (``sweeps.sweep_block``), or one per sweep and the class step on threads
-        (``sweeps.sweep_parameters``, :meth:`_class_step`): the last one's point and
+    def _sweep_compiled(self, point, sweeps: int):
+        """``sweeps`` sweeps of :meth:`_sweep` (the same draws) in four compiled calls each,
+        without numpy calls between them (``models.dpmpm.sweeps``): the last one's point and
         ``[stats]``."""
-        from bayes_risk.models.dpmpm.numpy_loops import loop_handle
-        from bayes_risk.models.dpmpm.sweeps import sweep_block, sweep_parameters
+        from bayes_risk.models.dpmpm.numpy_loops import loop_handles
+        from bayes_risk.models.dpmpm.sweeps import label_switch, sticks_and_uniforms
 
-        # the first sweep's settings hold for the block (_compiled_block)
-        upper = self.alpha_warmup_bound if self._bounded_left > 0 else math.inf
-        moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if self._warmup_left > 0 else 1)
         nk, c = self._counts
         (log_v, log_1mv), alpha = self._sticks, float(point["alpha"])
-        settings = (self.d, self.offsets, self.prior, moves, 2 * self.K, float(self.a_alpha),
-                    float(self.b_alpha), math.log(upper), _PHI_FLOOR)
-        if self._threads < 2 or self.codes.size * self.K < _SPLIT_MIN_WORK:  # serial class step
-            alpha, V, log_v, log_1mv, phi, ll, occupied, nk, c = sweep_block(
-                int(sweeps), self._y, self._z, nk, c, log_v, log_1mv, alpha, *settings,
-                self.codes, self.lcp, self.rec, self.u_pos, self.miss_ptr, self.miss_j,
-                4 * self._threads, self._generator(), loop_handle())
-        else:
-            for _ in range(sweeps):
-                alpha, log_v, log_1mv, log_pi, phi, logphi, u_z, u_y, occupied = \
-                    sweep_parameters(self._y, self._z, nk, c, log_v, log_1mv, alpha, *settings,
-                                     self.rec, self.u_pos, self._generator(), loop_handle())
-                ll, nk, c = self._class_step(logphi, phi, log_pi, u_z, u_y)
-            V = np.exp(log_v)
+        handle, (log_loop, logaddexp_loop) = self._generator(), loop_handles()
+        for _ in range(sweeps):
+            upper = self.alpha_warmup_bound if self._bounded_left > 0 else math.inf
+            moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if self._warmup_left > 0
+                                              else 1)
+            nk, c = label_switch(nk, log_v, log_1mv, self._z, c, handle, log_loop)
+            _, alpha, sticks, phi = collapsed_moves_and_variates(
+                self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves,
+                2 * self.K, float(self.a_alpha), float(self.b_alpha), math.log(upper),
+                _PHI_FLOOR, handle)
+            log_v, log_1mv, log_pi, logphi, u_z, u_y, occupied = sticks_and_uniforms(
+                sticks, phi, nk, self.rec, self.u_pos, handle, log_loop, logaddexp_loop)
+            ll, nk, c = self._class_step(logphi, phi, log_pi, u_z, u_y)
+            self._warmup_left -= 1
+            self._bounded_left -= 1
         self._sticks = (log_v, log_1mv)
         self._counts = (nk, c)
-        self._warmup_left -= sweeps
-        self._bounded_left -= sweeps
         new = dict(point)
-        new["V"] = V
+        new["V"] = np.exp(log_v)
         new["alpha"] = np.asarray(alpha)
         for name, (a, b) in zip(self._phi_names, self._blocks, strict=True):
             new[name] = phi[a:b].T  # a view: the driver copies what it keeps
