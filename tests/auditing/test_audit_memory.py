@@ -59,12 +59,28 @@ def test_the_attribute_steps_least_need():
     from types import SimpleNamespace
 
     p = SimpleNamespace(n_records=80, attribute_records=None, synthesized=["Income", "Tenure"],
-                        m=2, given=br.AuditSettings())
+                        m=2, given=br.AuditSettings(), attribute_source="model")
     # worked: a record keeps 8 (2 + 5 + 200) + 2048 + 1500 + 16 x 200 = 8,404 bytes at one
     # candidate; one record's working arrays 8 (2 + 2)(2 + 200) = 6,464
     assert memory_plan._attribute_need(p) == 80 * 8404 + 6464
     p.attribute_records = [0, 3]
     assert memory_plan._attribute_need(p) == 2 * 8404 + 6464
+
+
+@pytest.mark.parametrize("source", ["cart plug-in", "rf plug-in"])
+def test_a_plug_in_attribute_step_is_planned_without_a_bootstrap(source):
+    """Issue 70: the README's audit of 10^6 records was refused (MEMORY_TOO_LARGE, "the
+    attribute step would need at least 8.5 GB") because the plan counted B = 200 bootstrap
+    replicates a record, which a plug-in likelihood never draws (it has no posterior draws).
+    Worked, no bootstrap: a record keeps 8 (2 + 5) + 2048 + 1500 = 3,604 bytes; one record's
+    working arrays 8 (2 + 2) x 2 = 64; it leaves 4,000 bytes a record held."""
+    from types import SimpleNamespace
+
+    p = SimpleNamespace(n_records=80, attribute_records=None, synthesized=["Income", "Tenure"],
+                        m=2, given=br.AuditSettings(), attribute_source=source)
+    assert memory_plan._attribute_sizes(p) == (80, 0)
+    assert memory_plan._attribute_need(p) == 80 * 3604 + 64
+    assert memory_plan._attribute_kept(p) == 80 * 4000
 
 
 def test_the_steps_run_within_the_default_budget(monkeypatch, tmp_path, capsys):
@@ -359,12 +375,13 @@ def test_the_total_expected_time_names_the_steps_not_estimated():
 def test_the_attribute_steps_kept_memory_is_what_its_results_hold():
     """Issue 70: the plan said the attribute step keeps its least need (10.8 kB a record at
     B = 200: 180 MB at 20,000 records); measured, 72 MB stayed held after it (3.6 kB a
-    record). Worked: 80 records x (16 x 200 + 800) = 320,000 bytes."""
+    record, with CART's plug-in, which has no bootstrap). Worked, a model whose draws are
+    bootstrapped: 80 records x (16 x 200 + 4,000) = 576,000 bytes."""
     from types import SimpleNamespace
 
     p = SimpleNamespace(n_records=80, attribute_records=None, synthesized=["Income", "Tenure"],
-                        m=2, given=br.AuditSettings())
-    assert memory_plan._attribute_kept(p) == 80 * 4000
+                        m=2, given=br.AuditSettings(), attribute_source="model")
+    assert memory_plan._attribute_kept(p) == 80 * (16 * 200 + 4000)
     assert memory_plan._attribute_kept(p) < memory_plan._attribute_need(p)
 
 
@@ -382,3 +399,67 @@ def test_the_attacks_step_is_planned():
                           holdout=frame.iloc[:30], plan=SimpleNamespace(n_records=50))
     want = 5760 + predicate_bytes(500, 3, MODES, 2, 4, 50) + 16 * 2**21 + 400
     assert memory_plan._attacks_need(ctx) == want
+
+
+def test_the_replicate_chunk_from_the_budget():
+    # worked: 1,000 B left, a batch's fixed need 200 B, 100 B a replicate: half of the 800 B
+    # beside the fixed need holds 4 replicates; never below 1, never above the batch
+    assert memory_plan.replicate_chunk(1000.0, 200.0, 100.0, 10) == 4
+    assert memory_plan.replicate_chunk(250.0, 200.0, 100.0, 10) == 1
+    assert memory_plan.replicate_chunk(10**9, 200.0, 100.0, 10) == 10
+    assert memory_plan.replicate_chunk(None, 200.0, 100.0, 10) == 10  # no budget: whole
+
+
+def test_the_posterior_batches_are_chunked_from_the_budget_with_the_same_numbers(monkeypatch):
+    """Issue 70: the posterior step's batch of 10 replicates is its statistical unit (the
+    jackknife's groups, the stopping rule), so the budget sizes only the replicates drawn and
+    matched at once, which the plan states; two budgets give the same numbers bit for bit, and
+    a budget without room for one replicate beside the batch is refused before any work."""
+    from bayes_risk.identification import _replicate_batches as rb
+    from bayes_risk.models import CARTSynthesizer
+
+    data = br.make_ce_like(60, random_seed=1)
+    schema = br.infer_schema(data, categorical=["Urban", "Marital", "Tenure"])
+    release = CARTSynthesizer().fit(data, schema=schema, synthesized=["Tenure", "Income"],
+                                    random_seed=1).synthesize(2, random_seed=2)
+    s = br.AuditSettings(sweep=None, skip=["utility", "attribute", "disclosure"])
+    held = []
+    real = rb.draw_chunk
+    monkeypatch.setattr(rb, "draw_chunk",
+                        lambda job, b, i: (p := real(job, b, i), held.append(p.prep.R))[0])
+
+    def run():
+        held.clear()
+        res = br.audit(data, release, known=KNOWN, settings=s, random_seed=3,
+                       progressbar=False)
+        rows = res.plan.settings_frame().query("step == 'memory'").set_index("setting")
+        return res, list(held), rows.loc["posterior identification", "value"]
+
+    free, h10, line10 = run()
+    # the whole batch: the plan's room is far more than a replicate (the run drew batch 0)
+    assert h10 and set(h10) == {10} and "drawn and matched 10 at a time" in line10
+    fixed = []
+    chunk = memory_plan.replicate_chunk
+    monkeypatch.setattr(memory_plan, "replicate_chunk",
+                        lambda left, f, per, b: fixed.append((f, per)) or chunk(f + 3 * per,
+                                                                                f, per, b))
+    tight, h1, line1 = run()  # room for 3 replicates beside the batch: half of it, 1
+    assert set(h1) == {1} and len(h1) == 10 * len(h10) + 9
+    assert "drawn and matched 1 at a time" in line1
+    a, b = (r.step("posterior_identification").result for r in (free, tight))
+    pd.testing.assert_frame_equal(a.records, b.records)
+    np.testing.assert_equal(a.file, b.file)
+    assert tight.verdict_frame().equals(free.verdict_frame())
+    # a budget with room for the batch's fixed need and less than one replicate: refused
+    f, per = fixed[0]
+    from types import SimpleNamespace
+
+    ctx = SimpleNamespace(plan=free.plan, synthetic=list(release), original=data, model=None)
+    plans = memory_plan.step_memory(ctx, ["posterior_identification"], room=f + per / 2)
+    assert plans[0].need == f + per and plans[0].chunk == 1
+    monkeypatch.setattr(memory_plan, "resident_memory", lambda: 1000)
+    budget = memory_plan.AuditBudget(int(1000 + f + per / 2), "given", "given with memory_limit")
+    with pytest.raises(br.ValidationError) as err:
+        memory_plan.check_steps(plans, budget, lambda step: f"skip {step}")
+    assert err.value.code == "MEMORY_TOO_LARGE"
+    assert "the posterior identification step would need at least" in str(err.value)
