@@ -1,11 +1,11 @@
-"""The parts of a DPMPM Gibbs sweep (``step.DPMPMGibbs._sweep_block``) around the compiled
+"""The parts of a DPMPM Gibbs sweep (``step.DPMPMGibbs._sweep_compiled``) around the compiled
 collapsed moves and class step, compiled with numpy's own logarithms
-(:mod:`bayes_risk.models.dpmpm.numpy_loops`): four compiled calls a sweep and no numpy call
+(``bayes_risk.models.dpmpm.numpy_loops``): four compiled calls a sweep and no numpy call
 between them, the same operations in the same order, so the same draws bit for bit.
 
 Each part is a kernel of its own: a kernel that called the moves or the class step would
-compile them again inside it (≈ 11 s of CPU on a fresh installation, for ≈ 5 % of a sweep at
-10³ records).
+compile them again inside it (≈ 11 s of CPU on a fresh installation at a load of ≈ 20, for a
+few per cent of a sweep at 10³ records).
 """
 
 from __future__ import annotations
