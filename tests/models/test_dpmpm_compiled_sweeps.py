@@ -13,7 +13,7 @@ from numba import njit
 import bayes_risk.models.dpmpm.step as step_module
 from bayes_risk.models.dpmpm.numpy_loops import binary, loop_handles, unary
 from bayes_risk.models.dpmpm.run import gibbs_layout
-from bayes_risk.models.dpmpm.step import DPMPMGibbs
+from bayes_risk.models.dpmpm.step import DPMPMGibbs, SweepSchedule
 
 
 @njit
@@ -70,7 +70,8 @@ def _chain(compiled: bool, *, thin: int, threads: int | None = None, **settings)
     codes, d = _table()
     K = settings.pop("n_components", 6)
     step = DPMPMGibbs(list(gibbs_layout(K, d).shapes), codes=codes, d=d, n_components=K,
-                      alpha_prior=(0.25, 0.25), dirichlet_prior=1.0, thin=thin, **settings)
+                      alpha_prior=(0.25, 0.25), dirichlet_prior=1.0,
+                      schedule=SweepSchedule(thin=thin, **settings))
     if not compiled:
         step._compiled_sweeps = lambda: False
     step.setup_chain(np.random.default_rng(11), 12, 10)
