@@ -178,9 +178,56 @@ class DPMPMGibbs(ChainGenerator):
     def step(self, point):
         """One draw from ``point``: one sweep during the warm-up, ``thin`` sweeps after it (the
         last one's point and ``[stats]`` are returned)."""
-        for _ in range(self.thin - 1 if self._warmup_left <= 0 else 0):
+        sweeps = self.thin if self._warmup_left <= 0 else 1
+        if self._compiled_sweeps():
+            return self._sweep_compiled(point, sweeps)
+        for _ in range(sweeps - 1):
             point = self._sweep(point)[0]
         return self._sweep(point)
+
+    def _compiled_sweeps(self) -> bool:
+        """Whether :meth:`_sweep_compiled` runs the next sweeps: after the chain's first sweep,
+        with more than one class, no structural zeros, at β = 1 outside a ladder, and numpy's
+        loops callable from compiled code (``numpy_loops.loop_handles``)."""
+        if (self._sticks is None or self._counts is None or self.K < 2
+                or self._aug is not None or self.beta != 1.0 or self.ladder):
+            return False
+        from bayes_risk.models.dpmpm.numpy_loops import loop_handles
+
+        return loop_handles() is not None
+
+    def _sweep_compiled(self, point, sweeps: int):
+        """``sweeps`` sweeps of :meth:`_sweep` (the same draws) in four compiled calls each,
+        without numpy calls between them (``models.dpmpm.sweeps``): the last one's point and
+        ``[stats]``."""
+        from bayes_risk.models.dpmpm.numpy_loops import loop_handles
+        from bayes_risk.models.dpmpm.sweeps import label_switch, sticks_and_uniforms
+
+        nk, c = self._counts
+        (log_v, log_1mv), alpha = self._sticks, float(point["alpha"])
+        handle, (log_loop, logaddexp_loop) = self._generator(), loop_handles()
+        for _ in range(sweeps):
+            upper = self.alpha_warmup_bound if self._bounded_left > 0 else math.inf
+            moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if self._warmup_left > 0
+                                              else 1)
+            nk, c = label_switch(nk, log_v, log_1mv, self._z, c, handle, log_loop)
+            _, alpha, sticks, phi = collapsed_moves_and_variates(
+                self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves,
+                2 * self.K, float(self.a_alpha), float(self.b_alpha), math.log(upper),
+                _PHI_FLOOR, handle)
+            log_v, log_1mv, log_pi, logphi, u_z, u_y, occupied = sticks_and_uniforms(
+                sticks, phi, nk, self.rec, self.u_pos, handle, log_loop, logaddexp_loop)
+            ll, nk, c = self._class_step(logphi, phi, log_pi, u_z, u_y)
+            self._warmup_left -= 1
+            self._bounded_left -= 1
+        self._sticks = (log_v, log_1mv)
+        self._counts = (nk, c)
+        new = dict(point)
+        new["V"] = np.exp(log_v)
+        new["alpha"] = np.asarray(alpha)
+        for name, (a, b) in zip(self._phi_names, self._blocks, strict=True):
+            new[name] = phi[a:b].T  # a view: the driver copies what it keeps
+        return new, [{"loglik": float(ll), "k_occupied": int(occupied)}]
 
     def _begin_sweep(self, point) -> float:
         """α at the start of a sweep: the first sweep draws the initial state (imputations,
