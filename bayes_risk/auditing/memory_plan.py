@@ -375,9 +375,12 @@ def _pattern_note(n: int, m: int) -> str:
 
 
 def _attribute_sizes(p: Any) -> tuple[int, int]:
-    """The attribute step's records and bootstrap replicates (none with a ``compat`` estimator)."""
+    """The attribute step's records and bootstrap replicates: none with a ``compat`` estimator,
+    and none with the plug-in the step rebuilds from the release's manifest (a plug-in
+    likelihood has no posterior draws to bootstrap, ``attribute.prepare``)."""
     est = p.given.attribute_estimator
-    B = 0 if est.compat is not None else int(est.bootstrap)
+    plugin = p.attribute_source in ("cart plug-in", "rf plug-in")
+    B = 0 if est.compat is not None or plugin else int(est.bootstrap)
     return (p.n_records if p.attribute_records is None else len(p.attribute_records)), B
 
 
@@ -414,13 +417,12 @@ def _and(names: list[str]) -> str:
 
 
 def _attribute_kept(p: Any) -> float:
-    """What the attribute step's results hold after it: a record's bootstrap tables (16 bytes
-    each of the ``B`` replicates) and 0.8 kB of its rows in the result's tables, measured on the
-    README's audit (B = 200) at 3.6 kB a record at 20,000 records and 3.9 kB at 5,000 (less
-    than :func:`_attribute_need`, which also counts what a record holds while it is
-    evaluated)."""
+    """What the attribute step leaves held after it: 4 kB a record, measured on the README's
+    audit (CART's plug-in, no bootstrap: 3.6 kB a record at 20,000 records and 3.9 kB at 5,000,
+    of which the result's own tables are 0.6 kB), and a record's bootstrap tables (16 bytes
+    each of the ``B`` replicates) when the step bootstraps the draws."""
     n, B = _attribute_sizes(p)
-    return n * (16.0 * B + 800.0)
+    return n * (16.0 * B + 4000.0)
 
 
 def least_budget(plans: list[StepMemory], held: float) -> tuple[float, StepMemory | None]:

@@ -59,12 +59,28 @@ def test_the_attribute_steps_least_need():
     from types import SimpleNamespace
 
     p = SimpleNamespace(n_records=80, attribute_records=None, synthesized=["Income", "Tenure"],
-                        m=2, given=br.AuditSettings())
+                        m=2, given=br.AuditSettings(), attribute_source="model")
     # worked: a record keeps 8 (2 + 5 + 200) + 2048 + 1500 + 16 x 200 = 8,404 bytes at one
     # candidate; one record's working arrays 8 (2 + 2)(2 + 200) = 6,464
     assert memory_plan._attribute_need(p) == 80 * 8404 + 6464
     p.attribute_records = [0, 3]
     assert memory_plan._attribute_need(p) == 2 * 8404 + 6464
+
+
+@pytest.mark.parametrize("source", ["cart plug-in", "rf plug-in"])
+def test_a_plug_in_attribute_step_is_planned_without_a_bootstrap(source):
+    """Issue 70: the README's audit of 10^6 records was refused (MEMORY_TOO_LARGE, "the
+    attribute step would need at least 8.5 GB") because the plan counted B = 200 bootstrap
+    replicates a record, which a plug-in likelihood never draws (it has no posterior draws).
+    Worked, no bootstrap: a record keeps 8 (2 + 5) + 2048 + 1500 = 3,604 bytes; one record's
+    working arrays 8 (2 + 2) x 2 = 64; it leaves 4,000 bytes a record held."""
+    from types import SimpleNamespace
+
+    p = SimpleNamespace(n_records=80, attribute_records=None, synthesized=["Income", "Tenure"],
+                        m=2, given=br.AuditSettings(), attribute_source=source)
+    assert memory_plan._attribute_sizes(p) == (80, 0)
+    assert memory_plan._attribute_need(p) == 80 * 3604 + 64
+    assert memory_plan._attribute_kept(p) == 80 * 4000
 
 
 def test_the_steps_run_within_the_default_budget(monkeypatch, tmp_path, capsys):
@@ -359,12 +375,13 @@ def test_the_total_expected_time_names_the_steps_not_estimated():
 def test_the_attribute_steps_kept_memory_is_what_its_results_hold():
     """Issue 70: the plan said the attribute step keeps its least need (10.8 kB a record at
     B = 200: 180 MB at 20,000 records); measured, 72 MB stayed held after it (3.6 kB a
-    record). Worked: 80 records x (16 x 200 + 800) = 320,000 bytes."""
+    record, with CART's plug-in, which has no bootstrap). Worked, a model whose draws are
+    bootstrapped: 80 records x (16 x 200 + 4,000) = 576,000 bytes."""
     from types import SimpleNamespace
 
     p = SimpleNamespace(n_records=80, attribute_records=None, synthesized=["Income", "Tenure"],
-                        m=2, given=br.AuditSettings())
-    assert memory_plan._attribute_kept(p) == 80 * 4000
+                        m=2, given=br.AuditSettings(), attribute_source="model")
+    assert memory_plan._attribute_kept(p) == 80 * (16 * 200 + 4000)
     assert memory_plan._attribute_kept(p) < memory_plan._attribute_need(p)
 
 
