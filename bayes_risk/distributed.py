@@ -36,9 +36,26 @@ def _bound_call(fn: Any, name: str, *args: Any, **kwargs: Any) -> Any:
 
 
 @contextlib.contextmanager
-def connect(scheduler: str | None = None, n_workers: int | None = None) -> Iterator[Any]:
+def connect(scheduler: str | None = None, n_workers: int | None = None, *,
+            memory_limit: int | str | None = None, dashboard: bool = False) -> Iterator[Any]:
     """A Dask client for a ``with`` block: of the scheduler at ``scheduler``
     (``"tcp://host:8786"``), or of a ``LocalCluster`` of ``n_workers`` processes.
+
+    Parameters
+    ----------
+    scheduler : str, optional
+        The address of a running scheduler.
+    n_workers : int, optional
+        Worker processes (one thread each) of a local cluster started for the block.
+    memory_limit : int or str, optional
+        Each local worker's memory limit (bytes, or a size such as ``"2GB"``); default: Dask's
+        (the machine's memory divided among the workers, beside which this process also
+        runs). The command line gives each worker its share of the run's budget
+        (:doc:`/user_guide/dask`).
+    dashboard : bool, default False
+        Serve the local cluster's dashboard (on port 8787, or another if taken; its address
+        is ``client.dashboard_link``). Off, the scheduler's HTTP endpoints listen on a free
+        local port, so that a taken port 8787 neither fails nor warns.
 
     Raises
     ------
@@ -72,9 +89,19 @@ def connect(scheduler: str | None = None, n_workers: int | None = None) -> Itera
         raise ValidationError(f"{arg_name('n_workers')} must be an integer from 1 to {most} "
                               f"(4 worker processes per CPU). Got {n_workers!r}.",
                               code="INVALID_ARGUMENT")
+    from bayes_risk._memory import parse_memory
+
+    kw: dict[str, Any] = {}
+    if memory_limit is not None:
+        kw["memory_limit"] = parse_memory(memory_limit, arg_name("memory_limit"))
+    # no dashboard: the scheduler still serves its HTTP endpoints (health, metrics), on port
+    # 8787 unless told otherwise, so they go to a free local port
+    web = ({"dashboard_address": ":8787"} if dashboard else
+           {"dashboard_address": None,
+            "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"}})
     # one thread per worker process: the engines' own threads and numpy's stay per process
     with distributed.LocalCluster(
-        n_workers=int(n_workers), threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=int(n_workers), threads_per_worker=1, processes=True, **web, **kw
     ) as cluster, distributed.Client(cluster) as client:
         yield client
 
@@ -172,7 +199,7 @@ def identification_risk(
     known: Sequence[str],
     synthesized: Sequence[str] | None = None,
     client: Any = None,
-    partition_size: int = 100_000,
+    partition_size: int | None = None,
     progressbar: bool = True,
     **kwargs: Any,
 ) -> Any:
@@ -187,8 +214,11 @@ def identification_risk(
         Dask DataFrames are reduced likewise (so are ``PopulationSpec.targets``).
     known, synthesized, progressbar, **kwargs
         As in :func:`bayes_risk.identification_risk`.
-    client, partition_size
-        As in :func:`attribute_risk` (targets per task).
+    client : distributed.Client, optional
+        As in :func:`attribute_risk`.
+    partition_size : int, optional
+        Targets per task; default: the targets spread evenly over the cluster's worker
+        threads, at most 100,000 a task (:doc:`/user_guide/dask`).
 
     Returns
     -------
@@ -204,7 +234,7 @@ def identification_risk(
     """
     from bayes_risk.identification import api
 
-    executor = DaskExecutor(client, partition_size=check_partition_size(partition_size))
+    executor = DaskExecutor(client, partition_size=partition_size)
     original, synthetic = _collect_inputs(original, synthetic, known, kwargs)
     return _bound_call(api.identification_risk, "identification_risk", original, synthetic,
                        known=known, synthesized=synthesized, progressbar=progressbar,
@@ -218,14 +248,14 @@ def radius_search(
     known: Sequence[str],
     synthesized: Sequence[str] | None = None,
     client: Any = None,
-    partition_size: int = 100_000,
+    partition_size: int | None = None,
     **kwargs: Any,
 ) -> Any:
     """:func:`bayes_risk.radius_search` with the targets of every grid point spread over a
     cluster (arguments as there and in :func:`identification_risk`; the same result)."""
     from bayes_risk.identification.radius import radius_search as _search
 
-    executor = DaskExecutor(client, partition_size=check_partition_size(partition_size))
+    executor = DaskExecutor(client, partition_size=partition_size)
     original, synthetic = _collect_inputs(original, synthetic, known, kwargs)
     return _search(original, synthetic, known=known, synthesized=synthesized,
                    executor=executor, **kwargs)
@@ -239,14 +269,14 @@ def radius_sweep(
     synthesized: Sequence[str] | None = None,
     radii: Sequence[float] | Mapping[str, Sequence[float]] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3),
     client: Any = None,
-    partition_size: int = 100_000,
+    partition_size: int | None = None,
     **kwargs: Any,
 ) -> Any:
     """:func:`bayes_risk.radius_sweep` with the targets of every radius spread over a cluster
     (arguments as there and in :func:`identification_risk`; the same result)."""
     from bayes_risk.identification.radius import radius_sweep as _sweep
 
-    executor = DaskExecutor(client, partition_size=check_partition_size(partition_size))
+    executor = DaskExecutor(client, partition_size=partition_size)
     original, synthetic = _collect_inputs(original, synthetic, known, kwargs)
     return _sweep(original, synthetic, known=known, synthesized=synthesized, radii=radii,
                   executor=executor, **kwargs)

@@ -98,6 +98,10 @@ class DaskExecutor:
         self.partition_size = (
             None if partition_size is None else check_partition_size(partition_size))
 
+    def slots(self) -> int:
+        """The tasks the cluster runs at once: its worker threads (1 when none has joined)."""
+        return max(1, sum(self.client.nthreads().values()))
+
     @contextlib.contextmanager
     def share(self, shared: Any) -> Iterator[Any]:
         """``shared`` sent to every worker once for several ``map`` calls (a ``with`` block)."""

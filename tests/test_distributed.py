@@ -133,17 +133,45 @@ def _assert_same_identification(res, ref):
     ],
     ids=["pooled", "per-dataset", "compat", "quantile-sd", "mahalanobis"],
 )
-def test_identification_equals_in_process(client, client1, ce, extra):
+def test_identification_equals_in_process(client, client1, ce, extra, monkeypatch):
+    from bayes_risk.identification import evaluate
+
     y, syn = ce
     kw = {**CE_KW, **extra}
     ref = _quiet(br.identification_risk, y, syn, known=[*KNOWN_US, *KNOWN_S],
                  synthesized=KNOWN_S, **kw)
     assert ref.file["expected_match_risk"] > 0
-    for c, ps in ((client, 7), (client, 50), (client1, 1000)):
+    tasks = []
+    split = evaluate.partitions
+    monkeypatch.setattr(evaluate, "partitions",
+                        lambda *a, **k: (out := split(*a, **k), tasks.append(len(out[0])))[0])
+    # None: the default, the 400 targets spread over the workers (issue 70: below 100,001
+    # targets a run was one task, so one worker matched it alone)
+    for c, ps, n_tasks in ((client, 7, 58), (client, 50, 8), (client1, 1000, 1),
+                           (client, None, 2), (client1, None, 1)):
+        tasks.clear()
         res = _quiet(bd.identification_risk, y, syn, known=[*KNOWN_US, *KNOWN_S],
                      synthesized=KNOWN_S, client=c,
                      partition_size=ps, **kw)
         _assert_same_identification(res, ref)
+        if "compat" not in str(extra):  # per-dataset and pooled: one split of the targets
+            assert tasks == [n_tasks], (ps, tasks)
+
+
+def test_default_partition_size_spreads_the_targets_over_the_workers():
+    from bayes_risk.identification.evaluate import default_partition_size
+
+    class Cluster:
+        def __init__(self, slots):
+            self.slots = lambda: slots
+
+    # worked: 400 targets over 2 threads: 200 a task; 250,001 over 2: the 100,000 cap; 3 over
+    # 4: one a task; an executor without slots (in process, or a user's): one task of all
+    assert default_partition_size(400, Cluster(2)) == 200
+    assert default_partition_size(401, Cluster(2)) == 201
+    assert default_partition_size(250_001, Cluster(2)) == 100_000
+    assert default_partition_size(3, Cluster(4)) == 1
+    assert default_partition_size(400, object()) == 400
 
 
 @pytest.mark.parametrize("aggregation", ["pooled", "per_dataset"])
@@ -515,6 +543,58 @@ def test_cli_errors(tmp_path):
     r = _cli("attribute", "--model", "m", "o.csv", "s",
              "--workers", "2", "--scheduler", "tcp://127.0.0.1:8786", "--out", str(tmp_path))
     assert r.returncode == 2 and "not allowed with argument" in r.stderr
+
+
+def test_local_cluster_shares_the_budget_and_keeps_port_8787_free(monkeypatch):
+    """Issue 70: a local cluster the package starts gave each worker Dask's default limit (the
+    machine's memory divided among the workers: with this process, more than the machine) and
+    bound port 8787 (a warning, or a failure, when taken). Now each worker's limit is its share
+    of the run's budget, stated, and without ``dashboard`` no port is taken but a free one."""
+    import socket
+
+    from bayes_risk.auditing import memory_plan
+
+    # worked: 10 GB available, 0.3 GB held: the budget 5.3 GB over this process and 2 workers
+    monkeypatch.setattr(memory_plan, "available_memory", lambda: 10 * 10**9)
+    monkeypatch.setattr(memory_plan, "resident_memory", lambda: 3 * 10**8)
+    with memory_plan.local_shares(2) as share:
+        assert share == 5_300_000_000 // 3
+        b = memory_plan.audit_budget()  # the audit's budget is the driver's share, stated
+        assert b.limit == share and "split equally among this process and the 2 local Dask " \
+            "workers, 1.8 GB each" in b.derivation and "50% of the 10.0 GB" in b.derivation
+    assert memory_plan.audit_budget().limit == 5_300_000_000  # the share ends with the block
+    with br.memory_limit("1GB"), pytest.raises(ValidationError) as err:
+        with memory_plan.local_shares(2):  # 333 MB each: below what a worker starts with
+            pass
+    assert err.value.code == "MEMORY_TOO_LARGE" and "500.0 MB a worker holds" in str(err.value)
+    monkeypatch.undo()
+
+    taken = socket.socket()
+    try:
+        taken.bind(("", 8787))
+        taken.listen()
+    except OSError:  # already taken by another program: the same test
+        pass
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # "Port 8787 is already in use"
+            with bd.connect(n_workers=1, memory_limit=600 * 10**6) as client:
+                limits = [w["memory_limit"] for w in client.scheduler_info()["workers"].values()]
+                assert limits == [600 * 10**6]
+                sched = client.cluster.scheduler
+                assert sched.http_server.port != 8787  # its health and metrics endpoints
+    finally:
+        taken.close()
+    from argparse import Namespace
+
+    from bayes_risk.cli._common import dask_client
+
+    args = Namespace(scheduler="tcp://127.0.0.1:1", workers=None, partition_size=None,
+                     dashboard=True)
+    with pytest.raises(ValidationError, match="--dashboard applies only with --workers") as err:
+        with dask_client(args):
+            pass
+    assert err.value.code == "OPTION_CONFLICT"
 
 
 def test_cli_without_dask_says_how_to_install(tmp_path, ce):

@@ -224,7 +224,11 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
         off.add("posterior_identification")  # the step skips itself: nothing to plan
     if ctx.holdout is None:
         off |= {"membership", "attacks"}
-    plans = step_memory(ctx, [n for n in names if n not in off])
+    now = held()
+    room = None if budget.limit is None else budget.limit - now
+    plans = step_memory(ctx, [n for n in names if n not in off], room)
+    # the posterior step draws and matches the replicates the plan states at a time
+    ctx.run.replicate_chunk = next((sm.chunk for sm in plans if sm.chunk is not None), None)
     size = "no limit" if budget.limit is None else format_bytes(budget.limit)
     _say(ctx, f"memory budget {size}: {budget.derivation}")
     p.add("memory", "budget", size, budget.source, budget.derivation)
@@ -250,7 +254,7 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
         p.add("memory", "expected time", took, "planned",
               "each step's work measure at the rates measured (user guide, Memory: The expected "
               "time)")
-    least, at = least_budget(plans, held())
+    least, at = least_budget(plans, now)
     if at is not None:
         why = (f"the {at.step.replace('_', ' ')} step's need beside what the process holds and "
                "what the steps before it keep")

@@ -38,6 +38,9 @@ class RunState:
     worst_radius: dict[str, float] | None = None
     #: where the audit's executor runs (:func:`bayes_risk.executors.describe`), read once
     where: dict[str, Any] | None = None
+    #: the posterior step's replicates drawn and matched at once, from the memory plan
+    #: (``None``: a whole batch)
+    replicate_chunk: int | None = None
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ from bayes_risk._memory import (
 from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["DEFAULT_SHARE", "AuditBudget", "StepMemory", "audit_budget", "step_memory",
-           "check_steps", "least_budget", "total_time"]
+           "check_steps", "least_budget", "total_time", "replicate_chunk", "local_shares"]
 
 #: the share of the memory available when an audit starts that its default budget adds to what
 #: the process holds: the other half stays with the rest of the machine (other users' work, the
@@ -28,9 +29,13 @@ __all__ = ["DEFAULT_SHARE", "AuditBudget", "StepMemory", "audit_budget", "step_m
 #: refused rather than slowing the machine down or being killed by it
 DEFAULT_SHARE = 0.5
 
-#: replicates a batch of the posterior replicates holds (``AUDIT_REPLICATES``' batch size: the
-#: jackknife groups batches, so it is not sized from the budget)
-_BATCH_NOTE = "batches of {b} replicates, every target at once (the jackknife groups batches)"
+#: the posterior step's unit and its chunk: a batch (``AUDIT_REPLICATES``' batch size) is what
+#: the jackknife groups and the stopping rule counts, so it is fixed; the replicates drawn and
+#: matched at once are sized from the budget (:func:`replicate_chunk`), which moves no number
+_BATCH_NOTE = ("batches of {b} replicates (the jackknife's groups and the stopping rule count "
+               "whole batches, whatever the budget), drawn and matched {k} at a time, every "
+               "target at once ({k} from the budget: half of what is left beside the batch's "
+               "{fixed}, a replicate about {per}; the same numbers whatever the chunk)")
 
 
 @dataclass(frozen=True)
@@ -49,9 +54,52 @@ class AuditBudget:
             yield
 
 
+#: the least share of a local cluster's worker: a worker process held 0.40 GB before its first
+#: task (the README's audit at 10^5 records on 2 workers, benchmarks page), rounded up
+_WORKER_FLOOR = 500 * 10**6
+
+#: the driver's share of a run on a local cluster the package started (:func:`local_shares`)
+_SHARE: ContextVar[AuditBudget | None] = ContextVar("bayes_risk_local_share", default=None)
+
+
+@contextlib.contextmanager
+def local_shares(n_workers: int) -> Iterator[int | None]:
+    """The run's budget (:func:`audit_budget`) split equally among this process (the driver)
+    and the ``n_workers`` workers of the local cluster it starts: yields each worker's memory
+    limit in bytes (``None``: the platform says nothing of its memory), and within the block
+    the driver's share is its limit and the budget an audit states, with how it was split."""
+    total = audit_budget()
+    if total.limit is None:
+        yield None
+        return
+    share = total.limit // (n_workers + 1)
+    if share < _WORKER_FLOOR:
+        raise ValidationError(
+            f"the run's budget of {format_bytes(total.limit)} ({total.derivation}) split among "
+            f"this process and {n_workers} local Dask workers leaves {format_bytes(share)} "
+            f"each, below the {format_bytes(_WORKER_FLOOR)} a worker holds before its first "
+            f"task; raise the budget to at least "
+            f"{format_bytes(_WORKER_FLOOR * (n_workers + 1), up=True)} or start fewer "
+            f"workers ({arg_name('n_workers')}).", code="MEMORY_TOO_LARGE")
+    budget = AuditBudget(share, total.source, (
+        f"the run's {format_bytes(total.limit)} ({total.derivation}) split equally among this "
+        f"process and the {n_workers} local Dask worker{'s' * (n_workers != 1)}, "
+        f"{format_bytes(share)} each"))
+    token = _SHARE.set(budget)
+    try:
+        with memory_limit(share):
+            yield share
+    finally:
+        _SHARE.reset(token)
+
+
 def audit_budget() -> AuditBudget:
-    """The audit's budget: the limit given (``--memory``, :func:`~bayes_risk.memory_limit`), else
-    what the process holds now plus :data:`DEFAULT_SHARE` of the memory available now."""
+    """The audit's budget: the driver's share of a local cluster's run (:func:`local_shares`),
+    else the limit given (``--memory``, :func:`~bayes_risk.memory_limit`), else what the process
+    holds now plus :data:`DEFAULT_SHARE` of the memory available now."""
+    shared = _SHARE.get()
+    if shared is not None:
+        return shared
     how = arg_name("memory")  # --memory on the command line
     how = "memory_limit" if how == "memory" else how
     given = current_limit()
@@ -82,6 +130,8 @@ class StepMemory:
     keeps: float = 0.0
     seconds: tuple[float, float] | None = None
     timing: str = ""
+    #: the posterior step's replicates drawn and matched at once (:func:`replicate_chunk`)
+    chunk: int | None = None
 
     def line(self) -> str:
         """``"identification: at least 24.1 MB; ..."`` for the plan printed before the work."""
@@ -263,13 +313,26 @@ def _index_bytes(n: int, q: int) -> float:
     return 8.0 * n * (1 + q + max(q, 1) + q * q + q)
 
 
-def step_memory(ctx: Any, steps: list[str]) -> list[StepMemory]:
-    """The memory plan of the ``steps`` that will run (in order), from the plan's sizes.
+def replicate_chunk(left: float | None, fixed: float, per: float, batch: int) -> int:
+    """Replicates of a batch the posterior step draws and matches at once: as many as half of
+    what is ``left`` beside the batch's ``fixed`` need holds at ``per`` bytes a replicate (the
+    other half for the pair sums the batch gathers, which depend on the matches), from 1 to
+    ``batch`` (the whole batch when ``left`` is ``None``: no budget). The chunk changes the
+    memory, not the numbers (``PosteriorReplicates.chunk_size``)."""
+    if left is None:
+        return batch
+    return int(min(batch, max(1, (left - fixed) // (2 * max(per, 1.0)))))
+
+
+def step_memory(ctx: Any, steps: list[str], room: float | None = None) -> list[StepMemory]:
+    """The memory plan of the ``steps`` that will run (in order), from the plan's sizes
+    (``room``: what the budget leaves beside the process, which sizes the posterior step's
+    chunk of replicates; ``None``: no budget).
 
     The needs are lower bounds from the sizes the steps' own checks use: identification's
     per-dataset tables (64 bytes a target and dataset) and one replicate's matching index
     beside the smallest chunk of targets; a posterior batch's per-replicate counts and flags
-    (9 bytes a target and replicate), its replicates and every replicate's file measures; the
+    (9 bytes a target and replicate), one replicate and every replicate's file measures; the
     attribute step's outputs with one candidate a record (:func:`_attribute_need`); pMSE's
     stacked table; the disclosure measures' key codes and counts. A step that runs compiled
     kernels for the first time in the process also needs what loading them adds, and every
@@ -304,11 +367,17 @@ def step_memory(ctx: Any, steps: list[str]) -> list[StepMemory]:
         elif step == "posterior_identification":
             b = int(AUDIT_REPLICATES["batch_size"])
             cap = int(AUDIT_REPLICATES["max_replicates"])
-            need = (9.0 * n * b + b * table + index + 16.0 * n
-                    + 8.0 * cap * (len(MEASURES) + 2))
-            out.append(StepMemory(step, need, _BATCH_NOTE.format(b=b) + ", up to "
+            # the batch's per-replicate counts and flags, one matching index, the per-target
+            # sums and every replicate's file measures; each replicate drawn as large as a
+            # released dataset at most
+            fixed = 9.0 * n * b + index + 16.0 * n + 8.0 * cap * (len(MEASURES) + 2)
+            left = None if room is None else room - sum(s.keeps for s in out)
+            k = replicate_chunk(left, fixed, table, b)
+            note = _BATCH_NOTE.format(b=b, k=k, fixed=format_bytes(fixed, up=True),
+                                      per=format_bytes(table, up=True))
+            out.append(StepMemory(step, fixed + table, note + ", up to "
                                   f"{cap} replicates; the groups' pair sums wait in TMPDIR",
-                                  keeps=kept(step)))
+                                  keeps=kept(step), chunk=k))
         elif step == "attribute":
             outputs = _attribute_need(p)
             out.append(StepMemory(step, outputs + kernels.get(step, 0.0), (

@@ -492,7 +492,9 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
     if model is None:
         return skipped(name, f"{why}; the identification step uses the m released datasets "
                        "as replicates.")
-    pr = PosteriorReplicates(model, random_seed=p.random_seed,
+    # the chunk the memory plan stated (the numbers do not depend on it)
+    chunk = ctx.run.replicate_chunk or int(AUDIT_REPLICATES["batch_size"])
+    pr = PosteriorReplicates(model, random_seed=p.random_seed, chunk_size=chunk,
                              allow_other_model=p.given.allow_other_model, **AUDIT_REPLICATES)
     # the pooled intruder's worst case over the released datasets: its radii and fallback
     # (searching again over the replicates would cost the grid times the replicates)

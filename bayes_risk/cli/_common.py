@@ -490,7 +490,11 @@ def add_dask_arguments(p: argparse.ArgumentParser, unit: str) -> None:
     x.add_argument("--workers", type=int, default=None, metavar="N",
                    help="start a local Dask cluster with N worker processes")
     g.add_argument("--partition-size", type=int, default=None, metavar="N",
-                   help=f"{unit} per Dask task (default: the library's)")
+                   help=f"{unit} per Dask task (default: the library's; identification "
+                   "spreads each run's targets over the workers)")
+    g.add_argument("--dashboard", action="store_true",
+                   help="with --workers: serve the local cluster's Dask dashboard (port 8787, "
+                   "or a free one; its address is printed). Default: off")
 
 
 @contextlib.contextmanager
@@ -504,9 +508,25 @@ def dask_client(args: argparse.Namespace) -> Iterator[Any]:
                                   code="OPTION_CONFLICT")
         yield None
         return
+    if getattr(args, "dashboard", False) and workers is None:
+        raise ValidationError("--dashboard applies only with --workers (a running scheduler "
+                              "serves its own).", code="OPTION_CONFLICT")
     from bayes_risk.distributed import connect
 
-    with connect(scheduler=scheduler, n_workers=workers) as client:
+    if scheduler is not None:
+        with connect(scheduler=scheduler) as client:
+            yield client
+        return
+    from bayes_risk.auditing.memory_plan import local_shares
+
+    # the run's budget split equally among this process and the workers: Dask's default gives
+    # each worker the machine's memory divided among the workers, more than the machine in sum
+    with local_shares(workers) as share, connect(
+            n_workers=workers, memory_limit=share, dashboard=args.dashboard) as client:
+        if args.dashboard:
+            from bayes_risk._terminal import say
+
+            say(f"Dask dashboard: {client.dashboard_link}")
         yield client
 
 

@@ -5,7 +5,7 @@ process or on a Dask worker). See :doc:`/user_guide/posterior_replicates`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +30,7 @@ from bayes_risk.identification.problem import Prepared, drop_groups, target_prob
 from bayes_risk.identification.summary import file_measures, record_measures
 from bayes_risk.identification.uncertainty import use_pair_kernels
 
-__all__ = ["MatchContext", "Batch", "BatchSums", "BatchJob", "Recoder", "draw_batch", "run_batch",
+__all__ = ["MatchContext", "Batch", "BatchSums", "BatchJob", "Recoder", "draw_chunk", "run_batch",
            "prefetched_batches"]
 
 
@@ -58,57 +58,67 @@ _PENDING = 4_000_000  # (target, record) contributions buffered before they are 
 
 class Batch:
     """One batch matched replicate by replicate, all targets at once: pooled sums and
-    per-replicate ``c``, ``T`` (``threaded``: sums in a thread while matching, in order)."""
+    per-replicate ``c``, ``T`` (``plans``: the plans of the batch's ``R`` replicates in
+    consecutive chunks, drawn as they are matched; ``threaded``: sums in a thread while
+    matching, in order). The flushes of the pair sums fall where the pending pairs exceed
+    :data:`_PENDING`, never at a chunk's end, so the sums are the same bit for bit however the
+    batch is chunked."""
 
-    def __init__(self, ctx: MatchContext, plan: IdentificationPlan,
+    def __init__(self, ctx: MatchContext, plans: Iterable[IdentificationPlan], R: int,
                  threaded: bool = False) -> None:
-        prep, rule = plan.prep, plan.rule
-        N, n, R = prep.n_targets, prep.n, prep.R
         use_fb = ctx.contains is not None
-        inv_f_all = plan.counts.inv_f
-        groups = [_Group.of(prep, rule, rows, drop) for rows, drop in drop_groups(prep, rule)]
-        if use_fb:  # every target's own record in its fallback set
-            u_own = ctx.contains(np.arange(N), prep.rec)
-        self.fb = np.zeros(N)
-        self.p_out = np.zeros(N)
-        self.p_un = np.zeros(N)
-        self.ever = np.zeros(N, dtype=bool)
-        self.c = np.zeros((N, R), dtype=np.int64)
-        self.T = np.zeros((N, R), dtype=bool)
-        keys, vals, pend = [], [], 0
+        keys, vals, pend, r = [], [], 0, 0
         acc = _Flushes(threaded)
-        for r in range(R):
-            if len(groups) == 1:
-                cnt, lst, own = groups[0].match(r)
-            else:  # targets matched on different columns: each group with its own rule
-                own = np.zeros(N, dtype=bool)
-                parts = []
-                for g in groups:
-                    c, lg, own[g.rows] = g.match(r)
-                    parts.append((g.rows, c, lg))
-                cnt, lst = merge_target_major(N, parts)
-            tr = np.repeat(np.arange(N, dtype=np.int64), cnt)
-            if use_fb:
-                emp = cnt == 0
-                cnt = np.where(emp, ctx.u_size, cnt)
-                own = np.where(emp, u_own, own)
-            inv = None if inv_f_all is None else inv_f_all[:, r]
-            p, po = engine.record_prob(cnt, inv)
-            if use_fb:
-                self.fb += np.where(emp, p, 0.0)
-            keys.append(tr * n + lst)
-            vals.append(p[tr])
-            pend += tr.size
-            self.p_out += po
-            if inv is None:
-                self.p_un += cnt == 0
-            self.ever |= cnt > 0
-            dec = engine.declare(p, po, ctx.strategy)
-            self.c[:, r] = np.where(dec, cnt, 0)
-            self.T[:, r] = dec & own & prep.in_sample
-            if pend > _PENDING or r == R - 1:
-                acc.flush(keys, vals)
-                keys, vals, pend = [], [], 0
+        for plan in plans:
+            prep, rule = plan.prep, plan.rule
+            N, n = prep.n_targets, prep.n
+            if r == 0:
+                if use_fb:  # every target's own record in its fallback set
+                    u_own = ctx.contains(np.arange(N), prep.rec)
+                self.fb = np.zeros(N)
+                self.p_out = np.zeros(N)
+                self.p_un = np.zeros(N)
+                self.ever = np.zeros(N, dtype=bool)
+                self.c = np.zeros((N, R), dtype=np.int64)
+                self.T = np.zeros((N, R), dtype=bool)
+            inv_f_all = plan.counts.inv_f
+            groups = [_Group.of(prep, rule, rows, drop) for rows, drop in drop_groups(prep, rule)]
+            for j in range(prep.R):  # replicate j of the chunk, r of the batch
+                if len(groups) == 1:
+                    cnt, lst, own = groups[0].match(j)
+                else:  # targets matched on different columns: each group with its own rule
+                    own = np.zeros(N, dtype=bool)
+                    parts = []
+                    for g in groups:
+                        c, lg, own[g.rows] = g.match(j)
+                        parts.append((g.rows, c, lg))
+                    cnt, lst = merge_target_major(N, parts)
+                tr = np.repeat(np.arange(N, dtype=np.int64), cnt)
+                if use_fb:
+                    emp = cnt == 0
+                    cnt = np.where(emp, ctx.u_size, cnt)
+                    own = np.where(emp, u_own, own)
+                inv = None if inv_f_all is None else inv_f_all[:, j]
+                p, po = engine.record_prob(cnt, inv)
+                if use_fb:
+                    self.fb += np.where(emp, p, 0.0)
+                keys.append(tr * n + lst)
+                vals.append(p[tr])
+                pend += tr.size
+                self.p_out += po
+                if inv is None:
+                    self.p_un += cnt == 0
+                self.ever |= cnt > 0
+                dec = engine.declare(p, po, ctx.strategy)
+                self.c[:, r] = np.where(dec, cnt, 0)
+                self.T[:, r] = dec & own & prep.in_sample
+                r += 1
+                if pend > _PENDING or r == R:
+                    acc.flush(keys, vals)
+                    keys, vals, pend = [], [], 0
+            del groups, plan, prep  # the chunk's replicates go before the next is matched
+        if r != R:
+            raise ValueError(f"a batch of {R} replicates was given {r}")  # a caller's bug
         acc_k, acc_v = acc.result()
         self.keys, self.R = acc_k, R
         self.in_u = np.zeros(acc_k.size, dtype=bool)
@@ -295,7 +305,10 @@ class BatchSums:
 @dataclass
 class BatchJob:
     """Everything needed to draw and match any batch of a run (sent to each worker once);
-    replicate ``r`` comes from ``models[r % len(models)]``."""
+    replicate ``r`` comes from ``models[r % len(models)]``. A batch (``batch_size``
+    replicates) is the run's statistical unit: the jackknife groups whole batches and the
+    stopping rule counts them. ``chunk`` replicates of it are drawn and matched at once (0: the
+    whole batch), which bounds the memory and changes no number."""
 
     models: list
     columns: list[str]
@@ -306,18 +319,31 @@ class BatchJob:
     ctx: MatchContext | None = None
     recode: Recoder | None = None
     inputs: tuple | None = None
+    chunk: int = 0
 
-    def replicates(self, b: int) -> list[pd.DataFrame]:
-        """The replicates of batch ``b`` (``b·B`` onwards; the last batch may be shorter)."""
-        r0 = b * self.batch_size
-        size = min(self.batch_size, self.n_total - r0)
+    def size(self, b: int) -> int:
+        """Replicates in batch ``b`` (the last batch may be shorter)."""
+        return min(self.batch_size, self.n_total - b * self.batch_size)
+
+    def spans(self, b: int) -> list[tuple[int, int]]:
+        """The first replicate and size of each chunk of batch ``b``, in order."""
+        r0, size = b * self.batch_size, self.size(b)
+        step = self.chunk or size
+        return [(r, min(step, r0 + size - r)) for r in range(r0, r0 + size, step)]
+
+    def draw(self, r0: int, size: int) -> list[pd.DataFrame]:
+        """Replicates ``r0 … r0 + size − 1`` (each fixed by the seed and its index alone)."""
         if len(self.models) == 1:
             return [z for chunk in self.models[0].posterior_replicates(
-                size, columns=self.columns, chunk_size=self.chunk_size, random_seed=self.seq,
-                start=r0) for z in chunk]
+                size, columns=self.columns, chunk_size=min(self.chunk_size, size),
+                random_seed=self.seq, start=r0) for z in chunk]
         return [next(iter(self.models[r % len(self.models)].posterior_replicates(
                     1, columns=self.columns, chunk_size=1, random_seed=self.seq, start=r)))[0]
                 for r in range(r0, r0 + size)]
+
+    def replicates(self, b: int) -> list[pd.DataFrame]:
+        """The replicates of batch ``b`` (``b·B`` onwards; the last batch may be shorter)."""
+        return self.draw(b * self.batch_size, self.size(b))
 
     def plan(self, batch: list[pd.DataFrame]) -> IdentificationPlan:
         """The identification plan of a batch of replicates."""
@@ -327,31 +353,44 @@ class BatchJob:
         return prepare(original, synthetic, kus, self.columns, replicates=batch, **options)
 
 
-def draw_batch(job: BatchJob, b: int) -> IdentificationPlan:
-    """Draw batch ``b`` and encode it (the plan :class:`Batch` matches)."""
-    return job.plan(job.replicates(b))
+def draw_chunk(job: BatchJob, b: int, i: int) -> IdentificationPlan:
+    """Draw chunk ``i`` of batch ``b`` and encode it (a plan :class:`Batch` matches)."""
+    return job.plan(job.draw(*job.spans(b)[i]))
 
 
-def run_batch(job: BatchJob, b: int) -> BatchSums:
-    """Draw, match and reduce batch ``b`` (the task an executor runs)."""
-    return BatchSums.of(Batch(job.ctx, draw_batch(job, b)))
+def run_batch(job: BatchJob, b: int, first: IdentificationPlan | None = None) -> BatchSums:
+    """Draw, match and reduce batch ``b``, chunk by chunk (the task an executor runs;
+    ``first``: the plan of its first chunk, already drawn)."""
+    plans = (first if i == 0 and first is not None else draw_chunk(job, b, i)
+             for i in range(len(job.spans(b))))
+    return BatchSums.of(Batch(job.ctx, plans, job.size(b)))
 
 
 def prefetched_batches(job: BatchJob, first: IdentificationPlan, n_batches: int
                        ) -> Iterator[BatchSums]:
-    """Batches ``0 … n_batches − 1`` matched in order, the next one drawn in a thread meanwhile
-    (one batch ahead; ``first``: batch 0's plan). The same numbers as :func:`run_batch`."""
+    """Batches ``0 … n_batches − 1`` matched in order, the next chunk drawn in a thread while
+    one is matched (one chunk ahead; ``first``: the plan of batch 0's first chunk). The same
+    numbers as :func:`run_batch`."""
+    todo = [(b, i) for b in range(n_batches) for i in range(len(job.spans(b)))][1:]
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bayes-risk-replicates") as pool:
-        nxt = pool.submit(draw_batch, job, 1) if n_batches > 1 else None
+        k = 0
+        nxt = pool.submit(draw_chunk, job, *todo[0]) if todo else None
+
+        def plans(b: int) -> Iterator[IdentificationPlan]:
+            nonlocal k, nxt
+            for i in range(len(job.spans(b))):
+                if b == 0 and i == 0:
+                    yield first
+                    continue
+                plan = nxt.result()
+                k += 1
+                nxt = pool.submit(draw_chunk, job, *todo[k]) if k < len(todo) else None
+                yield plan
+
         try:
-            plan = first
             for b in range(n_batches):
-                if b:
-                    plan = nxt.result()
-                    nxt = pool.submit(draw_batch, job, b + 1) if b + 1 < n_batches else None
-                out = BatchSums.of(Batch(job.ctx, plan, threaded=True))
-                plan = None
-                yield out
-        finally:  # the caller stopped (tolerance reached) or failed: drop the batch ahead
+                yield BatchSums.of(Batch(job.ctx, plans(b), job.size(b), threaded=True))
+                first = None
+        finally:  # the caller stopped (tolerance reached) or failed: drop the chunk ahead
             if nxt is not None:
                 nxt.cancel()

@@ -24,11 +24,21 @@ from bayes_risk.identification.problem import (
 )
 
 __all__ = ["EngineOutput", "record_pool", "partitions", "evaluate",
-           "concat_outputs", "run_engine", "DASK_PARTITION_SIZE"]
+           "concat_outputs", "run_engine", "DASK_PARTITION_SIZE", "default_partition_size"]
 
 EngineOutput = _engine.PerDatasetOutput | PooledOutput
-#: targets per task on a cluster when the executor does not say
+#: the most targets a task holds on a cluster when the executor does not say (a task's
+#: per-dataset tables and pooled chunks are sized by it)
 DASK_PARTITION_SIZE = 100_000
+
+
+def default_partition_size(n_targets: int, executor: Executor) -> int:
+    """Targets a task when the executor does not say: the targets spread evenly over the
+    cluster's worker threads (``executor.slots()``, 1 when it has none), so that every worker
+    matches a share of each run, at most :data:`DASK_PARTITION_SIZE`."""
+    slots = getattr(executor, "slots", None)
+    width = max(1, int(slots())) if callable(slots) else 1
+    return max(1, min(DASK_PARTITION_SIZE, -(-int(n_targets) // width)))
 
 
 def record_pool(plan: IdentificationPlan, *, shipped: bool) -> Prepared:
@@ -105,7 +115,7 @@ def run_engine(plan: IdentificationPlan, rule: MatchRule, executor: Executor, po
     in_process = isinstance(executor, InProcessExecutor)
     size = executor.partition_size
     if size is None and not in_process:
-        size = DASK_PARTITION_SIZE
+        size = default_partition_size(plan.prep.n_targets, executor)
     parts, order = partitions(plan, rule, size, progressbar=progressbar and in_process,
                               keep_prob=keep_prob)
     outs = executor.map(evaluate, pool, parts, progressbar=progressbar,

@@ -26,7 +26,6 @@ from bayes_risk.exceptions import BayesRiskWarning, ValidationError, arg_name, h
 from bayes_risk.executors import InProcessExecutor, shared_once
 from bayes_risk.identification import uncertainty as _unc
 from bayes_risk.identification._replicate_batches import (
-    Batch,
     BatchJob,
     BatchSums,
     MatchContext,
@@ -66,10 +65,12 @@ class PosteriorReplicates:
         Intruder view: which released dataset is refitted (index, default 0 = the first), or
         ``"each"``: one refit per released dataset, replicate ``r`` drawn from refit ``r mod m``.
     chunk_size : int
-        Replicates generated at once (memory only: results do not depend on it).
+        Replicates drawn and matched at once, at most ``batch_size`` (memory only: results do
+        not depend on it, bit for bit; a run of a single batch matches it whole).
     batch_size : int
-        Replicates matched and pooled together; the jackknife groups batches, so
-        ``n <= batch_size`` gives ``nan`` standard errors (warning ``MCSE_UNAVAILABLE``).
+        Replicates pooled together: the unit of the jackknife's groups and of the stopping
+        rule, so ``n <= batch_size`` gives ``nan`` standard errors (warning
+        ``MCSE_UNAVAILABLE``).
     n_groups : int
         Groups of the delete-a-group jackknife (``G``).
     mcse_tol, min_replicates, max_replicates : float, int, int
@@ -163,18 +164,25 @@ class PosteriorReplicates:
         check_memory(8.0 * R_max * (len(MEASURES) + 2),
                      arg_name("max_replicates" if self.n == "auto" else "n"),
                      what=f"the file measures of {R_max:,} posterior replicates")
+        n_batches = -(-R_max // int(self.batch_size))
+        # one batch: the engine's own pooled output of the whole batch
         job = BatchJob(models=self._models(datasets, seq), columns=ks, seq=seq,
                        chunk_size=int(self.chunk_size), batch_size=int(self.batch_size),
-                       n_total=R_max)
-        n_batches = -(-R_max // int(self.batch_size))
+                       n_total=R_max, chunk=0 if n_batches == 1 else int(self.chunk_size))
         points = _checkpoints(n_batches)
-        plan = prepare(original, synthetic, known_unsynthesized, ks, replicates=job.replicates(0),
-                       **options)
-        plan.warnings.update(provenance_warnings)
-        plan.settings.extra["model_check"] = provenance.how
+        plan = prepare(original, synthetic, known_unsynthesized, ks,
+                       replicates=job.draw(*job.spans(0)[0]), **options)
         job.recode = Recoder.make(plan)
         if job.recode is None:
             job.inputs = (original, synthetic, known_unsynthesized, options)
+            if len(job.spans(0)) > 1:
+                # preparing depends on the replicates (their population counts, metric or
+                # levels): a batch is prepared, so drawn and matched, whole
+                job.chunk = 0
+                plan = prepare(original, synthetic, known_unsynthesized, ks,
+                               replicates=job.replicates(0), **options)
+        plan.warnings.update(provenance_warnings)
+        plan.settings.extra["model_check"] = provenance.how
         # one batch: the engine's own pooled output (bitwise that of the replicates as a list)
         first = (plan, run_engine(plan, plan.rule, InProcessExecutor(),
                                   record_pool(plan, shipped=False), progressbar=False)
@@ -417,7 +425,7 @@ def _batch_sums(ex: Any, shared: Any, job: BatchJob, first: IdentificationPlan, 
     if isinstance(ex, InProcessExecutor):
         yield from prefetched_batches(job, first, n_batches)
         return
-    yield BatchSums.of(Batch(job.ctx, first))
+    yield run_batch(job, 0, first)
     width = 1 if client is None else max(1, 2 * sum(client.nthreads().values()))
     b = 1
     while b < n_batches:

@@ -399,3 +399,67 @@ def test_the_attacks_step_is_planned():
                           holdout=frame.iloc[:30], plan=SimpleNamespace(n_records=50))
     want = 5760 + predicate_bytes(500, 3, MODES, 2, 4, 50) + 16 * 2**21 + 400
     assert memory_plan._attacks_need(ctx) == want
+
+
+def test_the_replicate_chunk_from_the_budget():
+    # worked: 1,000 B left, a batch's fixed need 200 B, 100 B a replicate: half of the 800 B
+    # beside the fixed need holds 4 replicates; never below 1, never above the batch
+    assert memory_plan.replicate_chunk(1000.0, 200.0, 100.0, 10) == 4
+    assert memory_plan.replicate_chunk(250.0, 200.0, 100.0, 10) == 1
+    assert memory_plan.replicate_chunk(10**9, 200.0, 100.0, 10) == 10
+    assert memory_plan.replicate_chunk(None, 200.0, 100.0, 10) == 10  # no budget: whole
+
+
+def test_the_posterior_batches_are_chunked_from_the_budget_with_the_same_numbers(monkeypatch):
+    """Issue 70: the posterior step's batch of 10 replicates is its statistical unit (the
+    jackknife's groups, the stopping rule), so the budget sizes only the replicates drawn and
+    matched at once, which the plan states; two budgets give the same numbers bit for bit, and
+    a budget without room for one replicate beside the batch is refused before any work."""
+    from bayes_risk.identification import _replicate_batches as rb
+    from bayes_risk.models import CARTSynthesizer
+
+    data = br.make_ce_like(60, random_seed=1)
+    schema = br.infer_schema(data, categorical=["Urban", "Marital", "Tenure"])
+    release = CARTSynthesizer().fit(data, schema=schema, synthesized=["Tenure", "Income"],
+                                    random_seed=1).synthesize(2, random_seed=2)
+    s = br.AuditSettings(sweep=None, skip=["utility", "attribute", "disclosure"])
+    held = []
+    real = rb.draw_chunk
+    monkeypatch.setattr(rb, "draw_chunk",
+                        lambda job, b, i: (p := real(job, b, i), held.append(p.prep.R))[0])
+
+    def run():
+        held.clear()
+        res = br.audit(data, release, known=KNOWN, settings=s, random_seed=3,
+                       progressbar=False)
+        rows = res.plan.settings_frame().query("step == 'memory'").set_index("setting")
+        return res, list(held), rows.loc["posterior identification", "value"]
+
+    free, h10, line10 = run()
+    # the whole batch: the plan's room is far more than a replicate (the run drew batch 0)
+    assert h10 and set(h10) == {10} and "drawn and matched 10 at a time" in line10
+    fixed = []
+    chunk = memory_plan.replicate_chunk
+    monkeypatch.setattr(memory_plan, "replicate_chunk",
+                        lambda left, f, per, b: fixed.append((f, per)) or chunk(f + 3 * per,
+                                                                                f, per, b))
+    tight, h1, line1 = run()  # room for 3 replicates beside the batch: half of it, 1
+    assert set(h1) == {1} and len(h1) == 10 * len(h10) + 9
+    assert "drawn and matched 1 at a time" in line1
+    a, b = (r.step("posterior_identification").result for r in (free, tight))
+    pd.testing.assert_frame_equal(a.records, b.records)
+    np.testing.assert_equal(a.file, b.file)
+    assert tight.verdict_frame().equals(free.verdict_frame())
+    # a budget with room for the batch's fixed need and less than one replicate: refused
+    f, per = fixed[0]
+    from types import SimpleNamespace
+
+    ctx = SimpleNamespace(plan=free.plan, synthetic=list(release), original=data, model=None)
+    plans = memory_plan.step_memory(ctx, ["posterior_identification"], room=f + per / 2)
+    assert plans[0].need == f + per and plans[0].chunk == 1
+    monkeypatch.setattr(memory_plan, "resident_memory", lambda: 1000)
+    budget = memory_plan.AuditBudget(int(1000 + f + per / 2), "given", "given with memory_limit")
+    with pytest.raises(br.ValidationError) as err:
+        memory_plan.check_steps(plans, budget, lambda step: f"skip {step}")
+    assert err.value.code == "MEMORY_TOO_LARGE"
+    assert "the posterior identification step would need at least" in str(err.value)

@@ -667,8 +667,9 @@ def test_next_batch_drawn_in_a_thread_gives_the_same_numbers(extra, monkeypatch)
     model = Released(perturb(y, 30, 8))
     monkeypatch.setattr(rb, "_PENDING", 300)  # several flushes per batch (in a thread)
     drawn = []
-    real = rb.draw_batch
-    monkeypatch.setattr(rb, "draw_batch", lambda job, b: (drawn.append(b), real(job, b))[1])
+    real = rb.draw_chunk
+    monkeypatch.setattr(rb, "draw_chunk",
+                        lambda job, b, i: (drawn.append(b), real(job, b, i))[1])
 
     class InTurn:  # an executor other than the in-process one: every batch in turn
         partition_size = None
@@ -701,14 +702,51 @@ def test_next_batch_drawn_in_a_thread_gives_the_same_numbers(extra, monkeypatch)
     stopped = runs[0].file["n_replicates"]
     assert runs[0].settings["posterior_replicates"]["stopped_by_tolerance"] and stopped < 120
 
-    def failing(job, b):
+    def failing(job, b, i):
         if b == 3:
             raise RuntimeError("replicate model failed")
-        return real(job, b)
+        return real(job, b, i)
 
-    monkeypatch.setattr(rb, "draw_batch", failing)
+    monkeypatch.setattr(rb, "draw_chunk", failing)
     with pytest.raises(RuntimeError, match="replicate model failed"):
         run(n=60)
+
+
+@pytest.mark.parametrize("extra", SETTINGS[1:3])
+def test_chunks_of_a_batch_change_its_memory_not_its_numbers(extra, monkeypatch):
+    """A batch drawn and matched ``chunk_size`` replicates at a time (the audit sizes the chunk
+    from its memory budget) holds at most that many replicates at once and gives the numbers
+    of the batch matched whole, bit for bit: the batch (the jackknife's and the stopping
+    rule's unit) does not move, and the pair sums flush where the pending pairs overflow, never
+    at a chunk's end (issue 70)."""
+    from bayes_risk.identification import _replicate_batches as rb
+
+    y = make_data(150, seed=4)
+    model = Released(perturb(y, 9, 5))
+    monkeypatch.setattr(rb, "_PENDING", 250)  # flushes fall inside the chunks and across them
+    held = []
+    real = rb.draw_chunk
+    monkeypatch.setattr(rb, "draw_chunk",
+                        lambda job, b, i: (p := real(job, b, i), held.append(p.prep.R))[0])
+
+    def run(chunk):
+        held.clear()
+        res = identification_risk(y, perturb(y, 2, 6), known=["sex", "region", "race", "income"],
+                                  synthesized=["race", "income"], **_kw(extra, y),
+                                  replicates=PosteriorReplicates(
+                                      model, n=22, batch_size=6, n_groups=3, chunk_size=chunk,
+                                      random_seed=3))
+        return res, list(held)
+
+    (whole, h6), (two, h2), (one, h1) = run(6), run(2), run(1)
+    # 22 replicates: batches of 6, 6, 6 and 4, the first chunk of batch 0 drawn by the run
+    assert h6 == [6, 6, 4] and h2 == [2] * 10 and h1 == [1] * 21
+    for res in (two, one):
+        np.testing.assert_equal(res.file, whole.file)
+        pd.testing.assert_frame_equal(res.records, whole.records)
+        for part in ("indptr", "indices", "data"):
+            assert np.array_equal(getattr(res.prob, part), getattr(whole.prob, part)), part
+        assert res.settings["posterior_replicates"] == whole.settings["posterior_replicates"]
 
 
 @pytest.mark.parametrize("extra", SETTINGS[::3])
