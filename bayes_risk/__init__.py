@@ -130,7 +130,7 @@ _API: dict[str, str] = {
     "compare_audits": "bayes_risk.auditing.compare",
     "AuditResult": "bayes_risk.auditing.result",
     "AuditSettings": "bayes_risk.auditing.settings",
-    "Thresholds": "bayes_risk.auditing.plan",
+    "Thresholds": "bayes_risk.auditing.thresholds",
     # the model contract (docs: Adding a model)
     "Capabilities": "bayes_risk.contract",
     "ModelInfo": "bayes_risk.contract",

@@ -11,12 +11,14 @@ import re
 import sys
 from collections.abc import Iterator
 from contextvars import ContextVar
+from typing import Any
 
 from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["available_memory", "check_memory", "memory_limit", "parse_memory",
            "release_bytes", "release_free_memory", "resident_memory", "working_bytes",
-           "format_bytes"]
+           "format_bytes", "posterior_bytes", "forest_bytes", "lean_process",
+           "fixed_mmap_threshold"]
 
 #: the user's limit in bytes for the run in this context (``None``: the machine's memory)
 _LIMIT: ContextVar[int | None] = ContextVar("bayes_risk_memory_limit", default=None)
@@ -193,7 +195,7 @@ def check_memory(nbytes: float, argument: str, *, what: str) -> None:
 def release_bytes(m: int, table: float, *, fitted: bool, forest: float = 0.0) -> float:
     """Bytes a synthesis of ``m`` datasets of a table of ``table`` bytes holds at its peak
     (``fitted``: the model is fitted in the same run; ``forest``: what a random forest's trees
-    and leaf arrays add, ``cli.fit.forest_bytes``).
+    and leaf arrays add, :func:`forest_bytes`).
 
     Measured with CART (CE-like 5,000 and 30,000 records x 7 columns, m = 5 and 20): each
     dataset held 1.36 times the table (2.29 MB at 30,000 records), and the fit, the synthesis's
@@ -205,6 +207,98 @@ def release_bytes(m: int, table: float, *, fitted: bool, forest: float = 0.0) ->
     of 5,000 CE-like records from a saved CART peaked 1 MB above the least limit named.
     """
     return 1.4 * m * table + (16 if fitted else 12) * table + 8e6 + forest
+
+
+def posterior_bytes(n: int, p: int, width: int, K: int, *, draws: int, chains: int, tune: int,
+                    temperatures: int = 1) -> float:
+    """Bytes an MCMC fit of ``n`` records x ``p`` columns holds beyond what is loaded: ``K``
+    components of ``width`` parameters each (1 without components), ``chains`` chains of
+    ``tune`` warm-up sweeps and ``draws`` kept draws, ``temperatures`` replicas a chain.
+
+    The draws, three ``[n, K]`` tables, and (measured on DPMPM, ACS-like 5,000-40,000 records x
+    14 columns: up to 26.4 MB beyond the check where these terms counted 22.3 MB) the coded
+    copies of the table and each draw's convergence quantities; each sweep's statistics, kept
+    for the warm-up too and copied once into the posterior's DataTree: 16 doubles (DPMPM
+    records 2, PyMC's samplers up to 16), and 4 T more for a tempered ladder of T replicas
+    (``tune=10**9`` asked for 32 GB before any check counted it); with tempering, every chain
+    keeps T replicas of the sweep's state (DPMPM on ACS-like 300 and 1,000 records x 5 columns:
+    41 and 84 kB a replica at K = 50, 56 kB at K = 10; counted 49, 104 and 66 kB).
+    """
+    n_draws = draws * chains
+    need = 8.0 * (n_draws * K * (width + 1) + 3 * n * K + K * width + 2 * n * p
+                  + 2 * n_draws * (width + K))
+    T = temperatures
+    need += 8.0 * 2 * chains * (tune + draws) * (16 + (4 * T if T > 1 else 0))
+    if T > 1:
+        need += 8.0 * chains * T * (n * (p + 3) + 3 * K * (width + 1))
+    return need
+
+
+def forest_bytes(model: Any, n: int, synthesized: Any) -> float:
+    """What a random forest synthesizer's fit and synthesis hold beyond the table (0 for other
+    models): per tree, record and synthesized column, 150 / min_samples_leaf bytes of fitted
+    trees and 48 of leaf arrays (the fit's and the synthesis's ``(records, trees)`` leaves and
+    in-bag donors), twice with ``group_by`` (a forest per group too).
+
+    Measured on CE-like records, three numeric columns (the larger trees: a regression tree of
+    n records had 1.24 n / min_samples_leaf nodes at 1, 104 bytes a node with its donors): 163
+    bytes a tree, record and column at min_samples_leaf 1 (1.22 GB beyond the table at 5,000
+    records, 500 trees, m = 5; 99 MB at 2,000, 100 trees, m = 20), 41 at 5; categorical
+    columns held less (57 at 1). CEdata's Income (heavy-tailed, nearly every value distinct,
+    500 trees, m = 5) held 190 bytes at 1, hence the margin. With ``oob_only`` the forest
+    grows by 100 trees until every record is out of bag in ``min_oob_trees`` of them (a record
+    is out of a tree's bootstrap with probability about e^-1), at most to 20 ``n_trees``: the
+    trees counted are ``3 min_oob_trees + 100`` within those bounds.
+    """
+    from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
+
+    if not isinstance(model, RandomForestSynthesizer):  # imported: a forest was made
+        return 0.0
+    per = 48.0 + 150.0 / max(int(model.min_samples_leaf), 1)
+    columns = len(synthesized) * (2 if model.group_by is not None else 1)
+    trees = int(model.n_trees)
+    if model.oob_only:
+        trees = min(20 * trees, max(trees, 3 * int(model.min_oob_trees) + 100))
+    return per * trees * n * columns
+
+
+def lean_process(blas_threads: bool) -> None:
+    """Load numpy with a single-threaded OpenBLAS (unless ``blas_threads``) and pyarrow with
+    the system allocator, if not loaded yet: matching needs neither's threads or pools."""
+    if "numpy" not in sys.modules and not blas_threads \
+            and "OPENBLAS_NUM_THREADS" not in os.environ:
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+        try:
+            import numpy  # noqa: F401
+        finally:
+            del os.environ["OPENBLAS_NUM_THREADS"]
+    if "pyarrow" not in sys.modules and "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
+        try:
+            import pyarrow
+        except ImportError:  # pandas then stores text as Python objects
+            return
+        pyarrow.set_memory_pool(pyarrow.system_memory_pool())
+
+
+#: glibc's ``M_MMAP_THRESHOLD`` (``mallopt``), and the size from which the run's arrays are
+#: mapped: fixed, so that glibc does not raise it (up to 32 MiB) after freeing an array and then
+#: keep the matching threads' freed index arrays in its heaps (at 10^6 records, m = 5: 0.08 GB of
+#: the peak). 8 MiB: smaller thresholds map the per-chunk arrays too, which costs system time
+#: (1 MiB: 2 s more CPU for 0.01 GB less)
+_M_MMAP_THRESHOLD, _MMAP_THRESHOLD = -3, 1 << 23
+
+
+def fixed_mmap_threshold() -> None:
+    """Map every allocation of :data:`_MMAP_THRESHOLD` bytes or more (glibc only), so that
+    freeing it returns it to the operating system at once."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def format_bytes(n: float, up: bool = False) -> str:

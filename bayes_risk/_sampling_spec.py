@@ -10,9 +10,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from bayes_risk._specs import check_int, cli_option
+from bayes_risk._specs import GroupedSettings, check_int, cli_option
 
 __all__ = ["Sampling", "SAMPLING_FIELDS", "MCMC"]
 
@@ -20,8 +19,8 @@ __all__ = ["Sampling", "SAMPLING_FIELDS", "MCMC"]
 MCMC = "MCMC"
 
 
-@dataclass(frozen=True)
-class Sampling:
+@dataclass(frozen=True, repr=False)
+class Sampling(GroupedSettings):
     """How a Bayesian synthesizer runs its sampler, apart from the model (PyMC's ``pm.sample``
     names): give it as ``sampling=Sampling(draws=2000, chains=4)``.
 
@@ -90,26 +89,6 @@ class Sampling:
             check_starts(self.starts)
             if not isinstance(self.starts, str):  # a list (JSON) as the tuple it is hashed as
                 object.__setattr__(self, "starts", tuple(self.starts))
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The fields (scikit-learn's ``get_params``: a model lists them as
-        ``sampling__<field>``).
-
-        Parameters
-        ----------
-        deep : bool
-            Unused (the fields hold no estimators); scikit-learn's signature.
-
-        Returns
-        -------
-        dict
-        """
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-    def __repr__(self) -> str:
-        # the fields given only, as scikit-learn prints estimators
-        given = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items() if v is not None)
-        return f"Sampling({given})"
 
 
 #: the fields of :class:`Sampling` (the sampler settings a model's ``sampling`` groups)

@@ -44,6 +44,32 @@ class CliOption:
         return given if self.parse is None else self.parse(given)
 
 
+class GroupedSettings:
+    """What a frozen spec grouping a model's settings (``sampling=Sampling(...)``,
+    ``trees=TreeOptions(...)``) shares: scikit-learn's ``get_params`` (a model lists the fields
+    as ``<setting>__<field>``) and a ``repr`` of the fields given, as scikit-learn prints
+    estimators. Declare the dataclass with ``repr=False`` so that this ``repr`` is kept."""
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The fields.
+
+        Parameters
+        ----------
+        deep : bool
+            Unused (the fields hold no estimators); scikit-learn's signature.
+
+        Returns
+        -------
+        dict
+        """
+        return {f.name: getattr(self, f.name)
+                for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        given = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items() if v is not None)
+        return f"{type(self).__name__}({given})"
+
+
 def cli_option(flag: str, help: str, **kwargs: Any) -> dict[str, CliOption]:
     """``metadata=`` of a spec field set by the command-line option ``flag`` (see
     :class:`CliOption` for ``kwargs``).
@@ -124,6 +150,39 @@ def _given(options: list[tuple[dataclasses.Field, CliOption]],
         if value is not None:
             out[f.name] = opt.value(value)
     return out
+
+
+def fold_fields(settings: Mapping[str, Any], spec: type, argument: str,
+                takes: Sequence[str]) -> dict[str, Any]:
+    """Flat ``settings`` (a saved model's ``model.json``, a release's manifest, the command
+    line's options) with the fields ``takes`` of the spec class ``spec`` grouped as
+    ``argument=spec(...)`` (onto the ``argument`` given, if any)."""
+    out = {k: v for k, v in settings.items() if k not in takes}
+    given = {k: settings[k] for k in takes if k in settings}
+    if given:
+        out[argument] = dataclasses.replace(out.get(argument) or spec(), **given)
+    return out
+
+
+def is_default(value: Any, default: Any) -> bool:
+    """Whether a saved setting ``value`` is ``default`` (JSON gives lists for tuples): a saved
+    model holds its defaults too, and they are left to the defaults again when it is read."""
+    if isinstance(value, list):
+        value = tuple(value)
+    return type(value) is type(default) and value == default
+
+
+def with_defaults[S](value: S, defaults: Mapping[str, Any], owner: str, kind: str) -> S:
+    """The spec ``value`` with its fields left at ``None`` set to ``defaults``; a field set
+    that ``defaults`` does not name is refused (``OPTION_CONFLICT``: "``owner`` does not take
+    it: its ``kind`` are ...")."""
+    names = [f.name for f in dataclasses.fields(value)]  # type: ignore[arg-type]
+    extra = [k for k in names if getattr(value, k) is not None and k not in defaults]
+    if extra:
+        raise ValidationError(f"{owner} does not take {', '.join(extra)}: its {kind} are "
+                              f"{', '.join(defaults)}.", code="OPTION_CONFLICT")
+    return dataclasses.replace(value, **{k: v for k, v in defaults.items()  # type: ignore[type-var]
+                                         if getattr(value, k) is None})
 
 
 def as_spec[S](value: Any, cls: type[S], name: str, field: str | None = None,

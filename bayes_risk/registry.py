@@ -11,8 +11,8 @@ from typing import Any
 
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 
-__all__ = ["GROUP", "OPTIONS_GROUP", "ModelOption", "fit_options", "get_synthesizer",
-           "list_synthesizers", "synthesizer_entry_points"]
+__all__ = ["GROUP", "OPTIONS_GROUP", "ModelOption", "fit_options", "merge_options",
+           "get_synthesizer", "list_synthesizers", "synthesizer_entry_points"]
 
 #: the entry-point group synthesizers are registered in
 GROUP = "bayes_risk.synthesizers"
@@ -22,7 +22,8 @@ OPTIONS_GROUP = "bayes_risk.fit_options"
 
 @dataclass(frozen=True)
 class ModelOption:
-    """A model-specific option of ``bayes-risk fit``, declared by the model it applies to.
+    """A model-specific option of ``bayes-risk fit`` (and, for the tree models and PMM, of
+    ``synthesize`` and ``orders``), declared by the model it applies to.
 
     Parameters
     ----------
@@ -76,12 +77,11 @@ def fit_options() -> tuple[ModelOption, ...]:
     """The model-specific options of ``bayes-risk fit`` (``OPTIONS_GROUP``), imported without
     the models; models declaring the same flag share one option. An entry point that cannot be
     loaded or clashes is left out with a ``SYNTHESIZER_BROKEN`` warning."""
-    merged: dict[str, ModelOption] = {}
-    texts: dict[str, dict[str, str]] = {}
+    declared: list[tuple[str, tuple[ModelOption, ...]]] = []
     for ep in sorted(entry_points(group=OPTIONS_GROUP), key=lambda e: e.name):
         try:
-            declared = tuple(ep.load())
-            if not all(isinstance(o, ModelOption) for o in declared):
+            options = tuple(ep.load())
+            if not all(isinstance(o, ModelOption) for o in options):
                 raise TypeError("not a tuple of bayes_risk.registry.ModelOption")
         except Exception as exc:  # a broken distribution must not break every fit
             warnings.warn(BayesRiskWarning(
@@ -89,23 +89,52 @@ def fit_options() -> tuple[ModelOption, ...]:
                 f"{OPTIONS_GROUP!r}, from {_dist(ep)}) are left out: {type(exc).__name__}: "
                 f"{exc}", code="SYNTHESIZER_BROKEN"), stacklevel=2)
             continue
-        for opt in declared:
-            opt = replace(opt, models=(ep.name,))
+        declared.append((ep.name, options))
+    return merge_options(declared)
+
+
+def merge_options(declared: Any) -> tuple[ModelOption, ...]:
+    """One option per flag of the options several models declare.
+
+    Parameters
+    ----------
+    declared : iterable of (str, tuple of ModelOption)
+        Each model's name and its options.
+
+    Returns
+    -------
+    tuple of ModelOption
+        In the order first declared; models declaring the same flag share one option (their
+        choices united, ``models`` naming them, the help naming each model's text). An option
+        declared with another setting or other keywords than the first is left out with a
+        ``SYNTHESIZER_BROKEN`` warning.
+
+    Examples
+    --------
+    >>> a = ModelOption("--n-jobs", "n_jobs", "worker threads", {"type": int})
+    >>> [(o.flag, o.models, o.help) for o in merge_options([("cart", (a,)), ("rf", (a,))])]
+    [('--n-jobs', ('cart', 'rf'), 'cart, rf: worker threads')]
+    """
+    merged: dict[str, ModelOption] = {}
+    texts: dict[str, dict[str, str]] = {}
+    for name, options in declared:
+        for opt in options:
+            opt = replace(opt, models=(name,))
             if opt.flag not in merged:
-                merged[opt.flag], texts[opt.flag] = opt, {ep.name: opt.help}
+                merged[opt.flag], texts[opt.flag] = opt, {name: opt.help}
                 continue
-            if ep.name in merged[opt.flag].models:  # the same installation seen twice
+            if name in merged[opt.flag].models:  # the same installation seen twice
                 continue
             both = _merge(merged[opt.flag], opt)
             if both is None:
                 warnings.warn(BayesRiskWarning(
-                    f"{opt.flag} of {ep.name!r} is left out: "
+                    f"{opt.flag} of {name!r} is left out: "
                     f"{', '.join(merged[opt.flag].models)} declare(s) it with setting "
                     f"{merged[opt.flag].setting!r} and other keywords.",
-                    code="SYNTHESIZER_BROKEN"), stacklevel=2)
+                    code="SYNTHESIZER_BROKEN"), stacklevel=3)
                 continue
             merged[opt.flag] = both
-            texts[opt.flag][ep.name] = opt.help
+            texts[opt.flag][name] = opt.help
     return tuple(replace(o, help=_help(texts[o.flag])) for o in merged.values())
 
 

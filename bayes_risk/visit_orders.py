@@ -182,7 +182,8 @@ def compare_visit_orders(
             releases[order] = release
     settings = {
         "synthesizer": type(synthesizer).__name__,
-        "synthesizer_settings": synthesizer.get_params(),
+        # flat, as a release's manifest holds them (the tree options by name, not TreeOptions)
+        "synthesizer_settings": synthesizer.release_settings(),
         "m": int(m),
         "known_unsynthesized": ku,
         "known_synthesized": ks,

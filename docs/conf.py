@@ -76,6 +76,14 @@ nb_execution_show_tb = True
 nb_execution_timeout = int(os.environ.get("BAYES_RISK_DOCS_CELL_TIMEOUT", "600"))
 nb_merge_streams = True
 nb_execution_in_temp = True  # examples write their output folders into a temporary directory
+# Pages whose cells a test of the suite executes and checks (tests/test_docs.py,
+# EXECUTED_BY_TESTS, names the test): the suite's build reads them without executing them, so
+# that what the test computes is not computed a second time. Their {glue:text} values then do
+# not exist: the role shows the key instead (the test checks that every key is glued and
+# formats). `make docs` does not set the variable: the published pages execute every cell.
+_executed_by_tests = [d for d in os.environ.get("BAYES_RISK_DOCS_EXECUTED_BY_TESTS", "").split(",")
+                      if d]
+nb_execution_excludepatterns = [f"{d}.md" for d in _executed_by_tests]
 
 
 def _patient_kernels() -> None:
@@ -157,3 +165,22 @@ html_sidebars = {p.stem: [] for p in Path(__file__).resolve().parent.glob("*.md"
 # Option names such as --out must stay as typed: no "smart" dashes or quotes.
 smartquotes = False
 html_show_sourcelink = False
+
+
+def setup(app) -> None:
+    """The suite's build (``BAYES_RISK_DOCS_EXECUTED_BY_TESTS``): a ``{glue:text}`` role of a
+    page it does not execute shows its key, as ``<key>``; on every other page the role is
+    myst-nb's own, and a missing key is still an error under ``-W``."""
+    if not _executed_by_tests:
+        return
+    from docutils import nodes
+    from myst_nb.ext.glue.roles import PasteTextRole
+
+    class _KeyOfNotExecutedPage(PasteTextRole):
+        def run(self):
+            if self.document.settings.env.docname in _executed_by_tests:
+                key = self.text.rsplit(":", 1)[0] if ":" in self.text else self.text
+                return [nodes.literal(self.rawtext, f"<{key}>")], []
+            return super().run()
+
+    app.add_role_to_domain("glue", "text", _KeyOfNotExecutedPage(), override=True)

@@ -33,6 +33,8 @@ _LAZY = {
     "ArrayModel": "bayes_risk.models.external",
     # the sampler settings of the Bayesian synthesizers (their ``sampling=``)
     "Sampling": "bayes_risk.models._bayesian.sampling",
+    # how the tree synthesizers grow their trees (their ``trees=``)
+    "TreeOptions": "bayes_risk._tree_spec",
 }
 
 __all__ = [

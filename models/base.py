@@ -127,8 +127,16 @@ class BaseSynthesizer(metaclass=ABCMeta):
             )
         return random_seed
 
-    def _release_settings(self) -> dict[str, Any]:
-        """:meth:`get_params` with the seed as JSON (a release's manifest)."""
+    def release_settings(self) -> dict[str, Any]:
+        """The settings as a release's manifest and a saved folder hold them: flat,
+        :meth:`get_params` (``deep=False``) with the seed as JSON; :meth:`from_settings` reads
+        them back (a part of the persistence protocol, ``bayes_risk.models.persistence``).
+
+        Returns
+        -------
+        dict
+            Setting name → value.
+        """
         from bayes_risk._rng import seed_to_json
 
         params = self.get_params(deep=False)

@@ -9,6 +9,16 @@ and fitted table (``data.parquet``). Never pickle. A folder is written to a temp
 beside its path and renamed over it, ``model.json`` last; it is read only after its version and
 checksums are checked. A family declares what it stores (its ``model.json`` fields and files,
 a :class:`Layout`); this module writes, checks and reads them.
+
+What this module asks of a model (its persistence protocol, public methods):
+
+- every family: ``release_settings()``, the flat settings that ``from_settings`` reads back;
+- the Bayesian models (``BayesianSynthesizer``): ``saved_settings()`` (JSON-ready, what
+  ``model.json`` holds), ``persisted_state()`` (the JSON-ready fitted state beside the draws),
+  ``restore_state(state)`` and ``adopt(posterior, schema, n_records, data=, flags=, state=)``,
+  which fits a new instance to read draws;
+- the tree synthesizers (``TreeSynthesizer``): ``persisted_state()`` (JSON-ready state and named
+  arrays) and ``restore_state(obj, meta, arrays, data)``.
 """
 
 from __future__ import annotations
@@ -265,7 +275,7 @@ def save_bayesian(model: Any, path: str | os.PathLike[str]) -> Path:
 
     flags, data = model.synthesized_records_, model.data_
     fields = {
-        "settings": model._json_settings(),
+        "settings": model.saved_settings(),
         "schema": model.schema_.to_dict(),
         "n_records": model.n_records,
         "n_draws": model.n_draws,
@@ -274,7 +284,7 @@ def save_bayesian(model: Any, path: str | os.PathLike[str]) -> Path:
         [int(i) for i in np.flatnonzero(flags)],
         "data_file": DATA_FILE if data is not None else None,
         "confidential": data is not None,
-        "state": to_jsonable(model._state_to_json()),
+        "state": to_jsonable(model.persisted_state()),
         # a hash of the encoded fitted table (never the data): checks the original later
         "data_fingerprint": getattr(model, "data_fingerprint_", None),
         "imputed_columns": getattr(model, "imputed_columns_", None),
@@ -312,7 +322,7 @@ def load_bayesian(cls: type, path: str | os.PathLike[str]) -> Any:
         if meta.get("synthesized_records") is not None:
             flags = np.zeros(int(meta["n_records"]), dtype=bool)
             flags[np.asarray(meta["synthesized_records"], dtype=np.int64)] = True
-        obj = cls.from_settings(settings)._adopt(
+        obj = cls.from_settings(settings).adopt(
             posterior, Schema.from_dict(meta["schema"]), int(meta["n_records"]), data=data,
             flags=flags, state=meta.get("state") or {})
     imputed = meta.get("imputed_columns")
@@ -340,7 +350,7 @@ def save_trees(model: Any, path: str | os.PathLike[str], *, state: Mapping[str, 
                 code="MODEL_NOT_SAVABLE")
     fp = getattr(model, "original_fingerprint_", None) or {}
     fields: dict[str, Any] = {
-        "settings": to_jsonable(model._release_settings()),
+        "settings": to_jsonable(model.release_settings()),
         "schema": model.schema_.to_dict(),
         "confidential": True,
         "data_file": DATA_FILE,
@@ -384,7 +394,8 @@ def load_trees(
         settings["random_seed"] = None  # e.g. "<numpy.random.Generator>": not replayable
     with damaged_on_error(p, f"{SETTINGS_FILE} and {ARRAYS_FILE} do not describe a fitted "
                              f"{cls.__name__}"):
-        model = cls(**settings)
+        # as load_bayesian: flat settings grouped again (the tree options), defaults left out
+        model = cls.from_settings(settings)
         model.schema_ = Schema.from_dict(meta["schema"])
         restore(model, meta, arrays, data)
     model.original_fingerprint_ = meta.get("original_fingerprint")

@@ -6,8 +6,10 @@
 * ``test_docstring_examples`` (fast): the ``>>>`` examples of the installed package's docstrings,
   which the API pages show, run and print what they say.
 * ``test_docs_build`` (slow): ``sphinx-build -W -n`` (warnings and unresolved references are
-  errors) on a copy of ``docs/``, with every example page executed; the built pages hold the
-  executed outputs, the plots and the generated command-line reference.
+  errors) on a copy of ``docs/``, with every example page executed but those of
+  ``EXECUTED_BY_TESTS`` (a test runs their cells: what it computes is shared with the example's
+  own tests); the built pages hold the executed outputs, the plots and the generated
+  command-line reference.
 """
 
 from __future__ import annotations
@@ -268,6 +270,23 @@ def test_docstring_examples():
 #: seconds the whole build may take: a bound on a hung kernel, far above a normal build
 DOCS_BUILD_TIMEOUT = 1500
 
+#: pages that the suite's build reads without executing them (docs/conf.py), because the test
+#: named executes every cell of the page and checks its glued values: what it computes is shared
+#: with the example's own tests instead of being computed twice (`make docs` executes them)
+EXECUTED_BY_TESTS = {
+    "gallery/hu_2019": "tests/test_examples.py::test_gallery_hu_2019_cells_run",
+}
+
+
+@needs_docs_tree
+def test_pages_the_build_does_not_execute_are_executed_by_a_test():
+    for page, test in EXECUTED_BY_TESTS.items():
+        assert (DOCS / f"{page}.md").is_file(), page
+        path, _, name = test.partition("::")
+        source = (ROOT / path).read_text(encoding="utf-8")
+        assert re.search(rf"^def {name}\(", source, re.M), f"{test} (for {page}) is not a test"
+        assert f'"{page}.md"' in source, f"{test} does not name docs/{page}.md"
+
 
 def _kill_tree(proc: subprocess.Popen) -> None:
     """Kill sphinx-build, its parallel readers and the notebook kernels they started."""
@@ -336,6 +355,7 @@ def test_docs_build(tmp_path):
     # that a build that fails or overruns names the pages it was still executing
     trace = tmp_path / "trace.txt"
     env["BAYES_RISK_DOCS_TRACE"] = str(trace)
+    env["BAYES_RISK_DOCS_EXECUTED_BY_TESTS"] = ",".join(EXECUTED_BY_TESTS)
     # a cell that does not return fails its page (and names it) long before the build's limit
     env.setdefault("BAYES_RISK_DOCS_CELL_TIMEOUT", "300")
     cmd = [
@@ -386,10 +406,17 @@ def test_docs_build(tmp_path):
     assert (out / "_static" / "mathjax" / "tex-chtml.js").is_file()
     methods = (out / "methods" / "attribute.html").read_text(encoding="utf-8")
     assert "_static/mathjax/tex-chtml.js" in methods
-    # every page of the reproduction gallery was executed and kept its outputs
+    # every page of the reproduction gallery was executed and kept its outputs, but those that
+    # a test executes: they show their glued values' keys
     for page in sorted((out / "gallery").glob("*.html")):
-        if page.stem != "index":
-            assert "cell_output" in page.read_text(encoding="utf-8"), page.name
+        html = page.read_text(encoding="utf-8")
+        if f"gallery/{page.stem}" in EXECUTED_BY_TESTS:
+            keys = set(re.findall(r"\{glue:text\}`([\w]+)", (DOCS / "gallery" / f"{page.stem}.md")
+                                  .read_text(encoding="utf-8")))
+            assert "cell_output" not in html, f"{page.name} was executed"
+            assert keys and all(f"&lt;{k}&gt;" in html for k in keys), page.name
+        elif page.stem != "index":
+            assert "cell_output" in html, page.name
     # no top-level page shows an empty "Section Navigation" sidebar (issue 66)
     for page in sorted(DOCS.glob("*.md")):
         assert "Section Navigation" not in (out / f"{page.stem}.html").read_text("utf-8"), page

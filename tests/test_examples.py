@@ -662,11 +662,21 @@ def test_weaker_intruders_tcmm_over_fits(weaker_intruders, capsys):
     assert "by MCMC seed of the fit" in capsys.readouterr().out
 
 
-def test_weaker_intruders_wang_reiter_synthesizers(weaker_intruders):
+@pytest.fixture(scope="module")
+def wang_reiter_versus(weaker_intruders) -> pd.DataFrame:
+    """``wang_reiter_synthesizers`` at the gallery's settings (6 records, 100 bootstrap draws),
+    computed once for its test and for the gallery page's cells."""
+    ns, res, _ = weaker_intruders
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ns["wang_reiter_synthesizers"](res["wang_reiter"], 6, n_bootstrap=100)
+
+
+def test_weaker_intruders_wang_reiter_synthesizers(weaker_intruders, wang_reiter_versus):
     # issue 34: the same intruders against the regression release and a CART release
     ns, res, _ = weaker_intruders
     wr = res["wang_reiter"]  # wang_reiter_part of CEdata_attribute.csv, as main() made it
-    table = ns["wang_reiter_synthesizers"](wr, 6, n_bootstrap=100)  # the gallery's settings
+    table = wang_reiter_versus  # the gallery's settings
     data, records = wr["data"], wr["records"][:6]
     loc = data[["LogIncome", "LogExpenditure"]].to_numpy(float)
     reg = table.loc["sequential normal regressions"]
@@ -690,6 +700,71 @@ def test_weaker_intruders_wang_reiter_synthesizers(weaker_intruders):
     assert cart.loc["high risk", "R1 median"] < cart.loc["prior only", "R1 median"]
     assert cart.loc["low risk", "R1 median"] > 3 * cart.loc["high risk", "R1 median"]
     assert cart.loc["low risk", "records"] == 6
+
+
+DOCS = EXAMPLES.parent / "docs"
+
+
+def page_cells(page: Path) -> list[str]:
+    """The code of a MyST-NB page's ``{code-cell}`` blocks, their option lines removed."""
+    cells = re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", page.read_text(encoding="utf-8"),
+                       re.S | re.M)
+    return [re.sub(r"\A(?::[\w-]+:.*\n)+", "", c) for c in cells]
+
+
+def test_page_cells_are_found_as_myst_nb_reads_them(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("Text `x`.\n\n```{code-cell} ipython3\na = 1\n```\n\n```bash\nls\n```\n\n"
+                    "```{code-cell} ipython3\n:tags: [remove-cell]\nb = a + 1\nb\n```\n",
+                    encoding="utf-8")
+    assert page_cells(page) == ["a = 1\n", "b = a + 1\nb\n"]
+
+
+def test_gallery_hu_2019_cells_run(weaker_intruders, wang_reiter_versus, monkeypatch, tmp_path):
+    """Every cell of the gallery page ``docs/gallery/hu_2019.md``, in order, in one namespace
+    (the suite's docs build reads the page without executing it, tests/test_docs.py): the
+    page's asserts hold, and every ``{glue:text}`` value of its prose is glued and takes its
+    format. ``weaker_intruders.py`` at 0.3 and the comparison of synthesizers are the ones the
+    tests above made with the page's settings; the rest of the page runs as in the build."""
+    page = DOCS / "gallery" / "hu_2019.md"
+    if not page.is_file():
+        pytest.skip("docs/ is not part of this checkout")
+    myst_nb = pytest.importorskip("myst_nb")
+    shared_path("data", "CEdata_attribute.csv")
+    glued = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: glued.update(
+        {name: value}))
+    monkeypatch.setenv("BAYES_RISK_EXAMPLES", str(EXAMPLES))
+    monkeypatch.setenv("BAYES_RISK_EXAMPLE_SCALE", "1")  # the page sets it; restored after
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.delitem(sys.modules, "_common", raising=False)
+    monkeypatch.chdir(tmp_path)  # as the build runs it (nb_execution_in_temp)
+    ns_weak, res_weak, _ = weaker_intruders
+
+    def versus(wr, n_records, n_bootstrap):
+        assert wr is res_weak["wang_reiter"] and (n_records, n_bootstrap) == (6, 100)
+        return wang_reiter_versus
+
+    shared = {**ns_weak, "wang_reiter_synthesizers": versus}
+    cells = page_cells(page)
+    ns: dict = {"__name__": "gallery_page"}
+    for k, code in enumerate(cells):
+        with warnings.catch_warnings():
+            exec(compile(code, f"{page.name}, cell {k + 1}", "exec"), ns)  # noqa: S102
+        if "run_script" in ns and not hasattr(ns["run_script"], "shared"):
+            real = ns["run_script"]
+
+            def run_script(name, scale, real=real):
+                if (name, scale) == ("weaker_intruders.py", 0.3):
+                    return shared, res_weak
+                return real(name, scale)
+
+            run_script.shared = True
+            ns["run_script"] = run_script
+    assert ns["weak"] is res_weak and len(cells) >= 10
+    for key, spec in re.findall(r"\{glue:text\}`(\w+):([^`]*)`", page.read_text("utf-8")):
+        assert key in glued, f"{{glue:text}}`{key}` is glued by no cell"
+        format(glued[key], spec)
 
 
 def test_sd2011_audit(monkeypatch, capsys):

@@ -17,9 +17,11 @@ import pandas as pd
 from bayes_risk._specs import as_spec
 from bayes_risk._terminal import say
 from bayes_risk.auditing.outcome import StepOutcome
-from bayes_risk.auditing.plan import Thresholds, _cli_name, _inputs, _make_plan
+from bayes_risk.auditing.plan import cli_step_name
+from bayes_risk.auditing.resolve import audit_inputs, make_plan
 from bayes_risk.auditing.result import AuditResult
 from bayes_risk.auditing.settings import AuditSettings
+from bayes_risk.auditing.thresholds import Thresholds
 from bayes_risk.exceptions import (
     ConvergenceWarning,
     SchemaError,
@@ -112,11 +114,11 @@ def audit(
     ex = as_executor(executor)
     budget = audit_budget()  # read first: what the process holds before the audit's inputs
     s = as_spec(settings, AuditSettings, "settings")
-    data, syn, sch, w = _inputs(original, synthetic, schema, s.categorical, s.weights)
+    data, syn, sch, w = audit_inputs(original, synthetic, schema, s.categorical, s.weights)
     seed_src = "given" if random_seed is not None else "drawn"
     if random_seed is None:
         random_seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
-    plan = _make_plan(data, syn, sch, s, known=known, model=model, synthesized=synthesized,
+    plan = make_plan(data, syn, sch, s, known=known, model=model, synthesized=synthesized,
                       thresholds=Thresholds.parse(thresholds), random_seed=random_seed,
                       seed_src=seed_src)
     root = Path(out) if out is not None else None
@@ -283,7 +285,7 @@ def _skip_arg(steps: list[str]) -> str:
     """``settings=AuditSettings(skip=['attribute'])``, or ``--skip attribute`` on the CLI."""
     from bayes_risk.exceptions import arg_name
 
-    named = arg_name("skip", repr(steps), cli=" ".join(_cli_name(s) for s in steps))
+    named = arg_name("skip", repr(steps), cli=" ".join(cli_step_name(s) for s in steps))
     return named if named.startswith("--") else f"settings=AuditSettings({named})"
 
 

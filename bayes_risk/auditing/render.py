@@ -36,7 +36,7 @@ RELEASE_SIGN = {"do_not_release": "✖", "incomplete": "⚠", "review": "⚠",
 
 def _threshold_sources(result: Any) -> tuple[list[str], dict[str, int]]:
     """The distinct sources of the verdict lines' thresholds, and each threshold's number."""
-    from bayes_risk.auditing.plan import THRESHOLD_SOURCES, Thresholds
+    from bayes_risk.auditing.thresholds import THRESHOLD_SOURCES, Thresholds
     from bayes_risk.exceptions import on_command_line
 
     notes: list[str] = []

@@ -21,7 +21,7 @@ from bayes_risk.identification.specs import MatchSpec
 # imports no numpy at module level: the command line declares the audit's options from the
 # fields (cli_option, cli_spec) and 'bayes-risk --help' imports no numpy
 
-__all__ = ["AuditSettings", "DEFAULT_SWEEP", "SETTINGS_GROUP"]
+__all__ = ["AuditSettings", "DEFAULT_SWEEP", "SETTINGS_GROUP", "settings_row"]
 
 #: the argument group of ``bayes-risk audit --help`` that lists the settings the report states
 SETTINGS_GROUP = "settings (each default is stated in the report)"
@@ -29,6 +29,39 @@ SETTINGS_GROUP = "settings (each default is stated in the report)"
 #: the radii of the audit's radius search (0, exact matching, is always added): Hornby & Hu's
 #: (2021, §4.1) grid widened to ±100 % (:data:`bayes_risk.identification.radius.SEARCH_RADII`)
 DEFAULT_SWEEP: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
+
+
+def settings_row(step: str, name: str, note: str = "") -> dict[str, tuple[str, str, str]]:
+    """``metadata=`` of a field of :class:`AuditSettings` that the audit's settings table
+    shows as it is given, with no code of its own: the row ``(step, name, value, source,
+    note)``, the source "default" when the value is the field's default, else "given".
+
+    Parameters
+    ----------
+    step : str
+        The step the row is listed under (a name of :func:`bayes_risk.measures.measures`, or
+        "all").
+    name : str
+        The setting's name in the table.
+    note : str
+        What the value means.
+
+    Returns
+    -------
+    dict
+        ``{"settings_row": (step, name, note)}``, merged with ``cli_option``'s metadata when
+        the field is a command-line option too.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass, field
+    >>> @dataclass(frozen=True, eq=False)
+    ... class MySettings(AuditSettings):
+    ...     min_share: float = field(default=0.5, metadata=settings_row("toy", "minimum share"))
+    >>> MySettings(min_share=0.25).replace(sweep=None).min_share
+    0.25
+    """
+    return {"settings_row": (step, name, note)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -199,10 +232,10 @@ class AuditSettings:
                                   f"Got {ng!r}.")
 
     def replace(self, **changes: Any) -> AuditSettings:
-        """A copy with ``changes`` applied (validated again)."""
+        """A copy with ``changes`` applied (validated again), of the class of ``self``."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         fields.update(changes)
-        return AuditSettings(**fields)
+        return type(self)(**fields)
 
 
 def _numbers(text: str, *, none: bool = False, one: bool = False) -> Any:

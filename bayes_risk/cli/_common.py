@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "add_type_arguments", "add_seed_argument", "add_quiet_argument", "add_out_argument",
-    "add_original_check_argument", "add_other_model_argument", "check_model_original",
+    "check_model_original",
     "check_required", "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
     "read_inputs", "missing_labels", "numeric_columns", "add_format_argument", "parse_records",
     "schema_from_args", "model_schema",
@@ -69,10 +69,19 @@ def add_run_arguments(p: argparse.ArgumentParser, handler: str, out: str, *,
     if dask is not None:
         add_dask_arguments(p, dask)
     add_quiet_argument(p)
-    if check is not None:
-        add_original_check_argument(p, check)
-    if other_model:
-        add_other_model_argument(p)
+    if check is not None:  # a warning instead of an error for another original
+        p.add_argument("--allow-different-original", action="store_true",
+                       help=f"accept an ORIGINAL that is not the table {check} was made from (its "
+                       "fingerprint, recorded by 'bayes-risk synthesize' and 'fit', differs: a "
+                       "shuffled, re-sorted or other table); the run goes on and records warning "
+                       "ORIGINAL_DIFFERS in summary.json")
+    if other_model:  # a warning instead of an error for another model
+        p.add_argument("--allow-other-model", action="store_true",
+                       help="accept a --model that is not the one that made SYN (the release's "
+                       "manifest records the model that made it; plain files are compared with "
+                       "the columns and records the model releases unchanged); the risks are then "
+                       "those of --model, and the run records warning MODEL_DIFFERS in "
+                       "summary.json")
     add_out_argument(p, out)
     p.set_defaults(handler=Handler(handler))
 
@@ -105,24 +114,6 @@ def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> Non
                    "record holds, the unused categories of a Parquet file's categorical column; "
                    "by default the model drops them with warning UNUSED_LEVEL, since a model with "
                    "a prior over every level (DPMPM) would release them")
-
-
-def add_original_check_argument(p: argparse.ArgumentParser, what: str = "SYN") -> None:
-    """``--allow-different-original``: a warning instead of an error for another original."""
-    p.add_argument("--allow-different-original", action="store_true",
-                   help=f"accept an ORIGINAL that is not the table {what} was made from (its "
-                   "fingerprint, recorded by 'bayes-risk synthesize' and 'fit', differs: a "
-                   "shuffled, re-sorted or other table); the run goes on and records warning "
-                   "ORIGINAL_DIFFERS in summary.json")
-
-
-def add_other_model_argument(p: argparse.ArgumentParser) -> None:
-    """``--allow-other-model``: a warning instead of an error for another model."""
-    p.add_argument("--allow-other-model", action="store_true",
-                   help="accept a --model that is not the one that made SYN (the release's "
-                   "manifest records the model that made it; plain files are compared with the "
-                   "columns and records the model releases unchanged); the risks are then those "
-                   "of --model, and the run records warning MODEL_DIFFERS in summary.json")
 
 
 def check_model_original(args: argparse.Namespace, model: Any, original: Any) -> None:

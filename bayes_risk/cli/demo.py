@@ -49,17 +49,18 @@ def _call(argv: list[str], quiet: bool) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo (see module docstring)."""
+    from bayes_risk._sampling_spec import Sampling
     from bayes_risk._specs import check_int
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.validate import check_m
 
     m = check_m(args.m, "-m")
     # the DPMPM options are checked here, before any step runs, so that an error names the
-    # demo's own option rather than a step's command line in a temporary folder
-    for opt, v, low in (("--components", args.components, 1), ("--draws", args.draws, 1),
-                        ("--chains", args.chains, 1), ("--tune", args.tune, 0)):
-        if v is not None:
-            check_int(v, opt, low)
+    # demo's own option rather than a step's command line in a temporary folder (the sampler's
+    # by their spec)
+    Sampling(draws=args.draws, tune=args.tune, chains=args.chains)
+    if args.components is not None:
+        check_int(args.components, "--components", 1)
     _check_sizes(args, m)
     from bayes_risk.cli._common import print_summary
 
@@ -76,9 +77,8 @@ def run(args: argparse.Namespace) -> int:
 def _check_sizes(args: argparse.Namespace, m: int) -> None:
     """Refuse, before any step, tables, releases and a DPMPM posterior that cannot fit in the
     memory left (the steps check their own work again as they run)."""
-    from bayes_risk._memory import check_memory, release_bytes
+    from bayes_risk._memory import check_memory, posterior_bytes, release_bytes
     from bayes_risk._specs import check_int
-    from bayes_risk.cli.fit import posterior_bytes
     from bayes_risk.data import make_acs_like, make_ce_like
 
     check_int(args.n_ce, "--n-ce", 1)

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     settings = _settings(args, cls, options)
     # what the model cannot default (ModelInfo.required), refused before the data are read
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
-                   options={o.setting: f"{o.flag} {_shown_metavar(o)}" for o in options})
+                   options={o.setting: shown_option(o) for o in options})
     df = read_records_table(args.original, "ORIGINAL", missing_labels(args),
                             numeric_columns(args))
     if args.columns:
@@ -57,9 +57,7 @@ def run(args: argparse.Namespace) -> int:
                                       did_you_mean(c, df.columns), code="UNKNOWN_COLUMN")
         df = df[list(args.columns)]
     schema = model_schema(df, args, info, synthesized=args.synthesize or None)
-    for opt in options:  # options naming columns: checked against the table
-        if opt.kwargs.get("metavar") == "COL" and settings.get(opt.setting):
-            settings[opt.setting] = schema.check_columns(list(settings[opt.setting]), opt.flag)
+    check_option_columns(settings, options, schema)
     model = cls.from_settings(settings)  # --draws ... grouped as sampling=Sampling(...)
     fit_kw: dict[str, Any] = {}
     if args.records is not None:
@@ -110,7 +108,7 @@ def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, An
                               "setting); expected them only with a model fitted by MCMC (one "
                               "whose __init__ takes them).", code="OPTION_CONFLICT")
     settings: dict[str, Any] = dict(mcmc)
-    settings.update(_model_settings(args, params, options))
+    settings.update(model_settings(args, cls, options))
     if "random_seed" in params:
         settings["random_seed"] = args.random_seed
     if "progressbar" in params:
@@ -142,34 +140,64 @@ def _direct_lines(args: argparse.Namespace, model: Any, df: Any) -> list[str]:
             "the model folder holds the confidential data: keep it as confidential as the data"]
 
 
-def _shown_metavar(opt: Any) -> str:
-    """An option's value as an error message shows it (``COL [COL ...]``)."""
+def shown_option(opt: Any) -> str:
+    """A model-specific option as an error message shows it (``--identifying COL [COL ...]``)."""
     meta = opt.kwargs.get("metavar", "VALUE")
     meta = " ".join(meta) if isinstance(meta, tuple) else str(meta)
-    return f"{meta} [{meta} ...]" if opt.kwargs.get("nargs") == "+" else meta
+    return f"{opt.flag} {meta} [{meta} ...]" if opt.kwargs.get("nargs") == "+" else (
+        f"{opt.flag} {meta}")
 
 
-def _model_settings(args: argparse.Namespace, params: set[str], options: Any) -> dict[str, Any]:
-    """The given model-specific options as ``__init__`` settings of ``--method``'s model: an
-    option reaches any model whose ``__init__`` takes its setting (``params``)."""
-    from bayes_risk.cli._common import parse_key_value
+def model_settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, Any]:
+    """The model-specific ``options`` given on the command line as ``__init__`` settings of
+    ``--method``'s model ``cls``: an option reaches any model whose ``__init__`` takes its
+    setting and is refused for another (``OPTION_CONFLICT``); ``--method-per-column`` and
+    ``--predictor-matrix`` make its ``spec`` (a synthpop-style specification,
+    :class:`~bayes_risk.models.SynthesisSpec`)."""
+    from bayes_risk.cli._common import init_params, parse_key_value, parse_one_or_pairs
     from bayes_risk.exceptions import ValidationError
 
+    params = init_params(cls)
+    if "spec" in params:  # the options that make it
+        params |= {"method_per_column", "predictor_matrix"}
+    convert = {
+        "families": lambda v, flag: {k.strip(): x.strip() for k, x in
+                                     parse_key_value(v, flag, str).items()},
+        "formulas": lambda v, flag: dict(_formula(text) for text in v),
+        "group_by": lambda v, flag: parse_one_or_pairs(v, flag, "GROUP"),
+        "method_per_column": lambda v, flag: parse_one_or_pairs(v, flag, "METHOD", empty=True),
+        "predictor_matrix": lambda v, flag: _predictor_matrix(v),
+    }
     out: dict[str, Any] = {}
     for opt in options:
         if not hasattr(args, opt.dest):
             continue
         if opt.setting not in params:
-            raise ValidationError(f"{opt.flag} is not an option of --method {args.method} (its "
-                                  f"model takes no setting {opt.setting!r}; the option applies to "
-                                  f"--method {' and '.join(opt.models)}).", code="OPTION_CONFLICT")
+            raise ValidationError(f"{opt.flag}: not an option of --method {args.method} "
+                                  f"({cls.__name__} takes no setting {opt.setting!r}; the option "
+                                  f"applies to --method {' and '.join(opt.models)}).",
+                                  code="OPTION_CONFLICT")
         value = getattr(args, opt.dest)
-        if opt.setting == "families":
-            value = {k.strip(): v.strip() for k, v in parse_key_value(value, opt.flag, str).items()}
-        elif opt.setting == "formulas":
-            value = dict(_formula(text) for text in value)
+        value = convert[opt.setting](value, opt.flag) if opt.setting in convert else value
         out[opt.setting] = tuple(value) if isinstance(value, list) else value
+    if "method_per_column" in out or "predictor_matrix" in out:
+        from bayes_risk.models import SynthesisSpec
+
+        # a synthpop-style specification: --synthesize is its visit sequence
+        out["spec"] = SynthesisSpec(method=out.pop("method_per_column", "cart"),
+                                    predictor_matrix=out.pop("predictor_matrix", None))
     return out
+
+
+def check_option_columns(settings: dict[str, Any], options: Any, schema: Any) -> None:
+    """The columns the model-specific options name (``COL``; a specification's ``COL=METHOD``
+    pairs), checked against the table's ``schema``."""
+    for opt in options:
+        if opt.kwargs.get("metavar") == "COL" and settings.get(opt.setting):
+            settings[opt.setting] = schema.check_columns(list(settings[opt.setting]), opt.flag)
+    pairs = getattr(settings.get("spec"), "method", None)
+    if isinstance(pairs, dict):  # else the spec's own check names it `method`
+        schema.check_columns(pairs, "--method-per-column")
 
 
 def _formula(text: str) -> tuple[str, str]:
@@ -181,6 +209,19 @@ def _formula(text: str) -> tuple[str, str]:
         raise ValidationError(f"--formula needs an outcome: 'y ~ a + b'. Got {text!r}.",
                               code="BAD_OPTION_VALUE")
     return lhs.strip(), text
+
+
+def _predictor_matrix(path: str) -> Any:
+    """``--predictor-matrix``: a CSV file, the first column naming the rows."""
+    import pandas as pd
+
+    from bayes_risk.exceptions import ValidationError
+
+    try:
+        return pd.read_csv(path, index_col=0)
+    except (OSError, ValueError) as e:
+        raise ValidationError(f"--predictor-matrix: cannot read {path!r} as a CSV table ({e}).",
+                              code="BAD_OPTION_VALUE") from e
 
 
 def _summary_lines(args: argparse.Namespace, model: Any, df: Any, schema: Any) -> list[str]:
@@ -240,7 +281,7 @@ def _check_memory(args: argparse.Namespace, df: Any, schema: Any, model: Any, cl
                   settings: dict[str, Any]) -> None:
     """Refuse sizes whose posterior arrays cannot fit in the memory left, read (under a limit)
     after what the run loads: the least limit the error names is then one that passes."""
-    from bayes_risk._memory import check_memory
+    from bayes_risk._memory import check_memory, posterior_bytes
 
     try:
         K = max(int(getattr(model, "n_components", 1) or 1), 1)
@@ -267,31 +308,6 @@ def _check_memory(args: argparse.Namespace, df: Any, schema: Any, model: Any, cl
                  + (f" and {T:,} tempered replicas of each chain" if T > 1 else ""))
 
 
-def posterior_bytes(n: int, p: int, width: int, K: int, *, draws: int, chains: int, tune: int,
-                    temperatures: int = 1) -> float:
-    """Bytes an MCMC fit of ``n`` records x ``p`` columns holds beyond what is loaded: ``K``
-    components of ``width`` parameters each (1 without components), ``chains`` chains of
-    ``tune`` warm-up sweeps and ``draws`` kept draws, ``temperatures`` replicas a chain.
-
-    The draws, three ``[n, K]`` tables, and (measured on DPMPM, ACS-like 5,000-40,000 records x
-    14 columns: up to 26.4 MB beyond the check where these terms counted 22.3 MB) the coded
-    copies of the table and each draw's convergence quantities; each sweep's statistics, kept
-    for the warm-up too and copied once into the posterior's DataTree: 16 doubles (DPMPM
-    records 2, PyMC's samplers up to 16), and 4 T more for a tempered ladder of T replicas
-    (``tune=10**9`` asked for 32 GB before any check counted it); with tempering, every chain
-    keeps T replicas of the sweep's state (DPMPM on ACS-like 300 and 1,000 records x 5 columns:
-    41 and 84 kB a replica at K = 50, 56 kB at K = 10; counted 49, 104 and 66 kB).
-    """
-    n_draws = draws * chains
-    need = 8.0 * (n_draws * K * (width + 1) + 3 * n * K + K * width + 2 * n * p
-                  + 2 * n_draws * (width + K))
-    T = temperatures
-    need += 8.0 * 2 * chains * (tune + draws) * (16 + (4 * T if T > 1 else 0))
-    if T > 1:
-        need += 8.0 * chains * T * (n * (p + 3) + 3 * K * (width + 1))
-    return need
-
-
 def _int_setting(model: Any, name: str, default: int) -> int:
     """A model's integer setting ``name`` (``default`` when it has none or it is not one)."""
     from bayes_risk.contract import run_setting
@@ -309,7 +325,7 @@ def _check_forest_memory(model: Any, cls: type, settings: dict[str, Any], df: An
     copies the trees' node arrays, half of them again (the fit and save of CE-like 5,000 records
     x 3 columns peaked at 175 and 182 bytes a tree, record and column at 100 and 300 trees), and
     the table's copies as CART's fit (16 times the table and 5 MB)."""
-    from bayes_risk._memory import check_memory, current_limit
+    from bayes_risk._memory import check_memory, current_limit, forest_bytes
 
     columns = synthesized or schema.synthesized or schema.names
     forest = forest_bytes(model, len(df), columns)
@@ -322,34 +338,6 @@ def _check_forest_memory(model: Any, cls: type, settings: dict[str, Any], df: An
                  "--n-trees or --min-oob-trees" if model.oob_only else "--n-trees",
                  what=f"{model.n_trees:,} trees a forest of {len(df):,} records for "
                       f"{len(columns)} column(s)")
-
-
-def forest_bytes(model: Any, n: int, synthesized: Any) -> float:
-    """What a random forest synthesizer's fit and synthesis hold beyond the table (0 for other
-    models): per tree, record and synthesized column, 150 / min_samples_leaf bytes of fitted
-    trees and 48 of leaf arrays (the fit's and the synthesis's ``(records, trees)`` leaves and
-    in-bag donors), twice with ``group_by`` (a forest per group too).
-
-    Measured on CE-like records, three numeric columns (the larger trees: a regression tree of
-    n records had 1.24 n / min_samples_leaf nodes at 1, 104 bytes a node with its donors): 163
-    bytes a tree, record and column at min_samples_leaf 1 (1.22 GB beyond the table at 5,000
-    records, 500 trees, m = 5; 99 MB at 2,000, 100 trees, m = 20), 41 at 5; categorical
-    columns held less (57 at 1). CEdata's Income (heavy-tailed, nearly every value distinct,
-    500 trees, m = 5) held 190 bytes at 1, hence the margin. With ``oob_only`` the forest
-    grows by 100 trees until every record is out of bag in ``min_oob_trees`` of them (a record
-    is out of a tree's bootstrap with probability about e^-1), at most to 20 ``n_trees``: the
-    trees counted are ``3 min_oob_trees + 100`` within those bounds.
-    """
-    from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
-
-    if not isinstance(model, RandomForestSynthesizer):
-        return 0.0
-    per = 48.0 + 150.0 / max(int(model.min_samples_leaf), 1)
-    columns = len(synthesized) * (2 if model.group_by is not None else 1)
-    trees = int(model.n_trees)
-    if model.oob_only:
-        trees = min(20 * trees, max(trees, 3 * int(model.min_oob_trees) + 100))
-    return per * trees * n * columns
 
 
 #: the least values of the size settings a probe fit keeps (``load_what_the_run_loads``)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from typing import Any
 
 from bayes_risk.cli._common import (
@@ -84,45 +82,6 @@ def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any, search: Any = 
     return lines
 
 
-def _lean_process(blas_threads: bool) -> None:
-    """Load numpy with a single-threaded OpenBLAS (unless ``blas_threads``) and pyarrow with
-    the system allocator, if not loaded yet: matching needs neither's threads or pools."""
-    if "numpy" not in sys.modules and not blas_threads \
-            and "OPENBLAS_NUM_THREADS" not in os.environ:
-        os.environ["OPENBLAS_NUM_THREADS"] = "1"
-        try:
-            import numpy  # noqa: F401
-        finally:
-            del os.environ["OPENBLAS_NUM_THREADS"]
-    if "pyarrow" not in sys.modules and "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
-        try:
-            import pyarrow
-        except ImportError:  # pandas then stores text as Python objects
-            return
-        pyarrow.set_memory_pool(pyarrow.system_memory_pool())
-
-
-#: glibc's ``M_MMAP_THRESHOLD`` (``mallopt``), and the size from which the run's arrays are
-#: mapped: fixed, so that glibc does not raise it (up to 32 MiB) after freeing an array and then
-#: keep the matching threads' freed index arrays in its heaps (at 10^6 records, m = 5: 0.08 GB of
-#: the peak). 8 MiB: smaller thresholds map the per-chunk arrays too, which costs system time
-#: (1 MiB: 2 s more CPU for 0.01 GB less)
-_M_MMAP_THRESHOLD, _MMAP_THRESHOLD = -3, 1 << 23
-
-
-def _fixed_mmap_threshold() -> None:
-    """Map every allocation of :data:`_MMAP_THRESHOLD` bytes or more (glibc only), so that
-    freeing it returns it to the operating system at once."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:
-        ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
-    except (OSError, AttributeError):  # not glibc
-        pass
-
-
 def _check_known_options(args: argparse.Namespace) -> None:
     """The known columns' options, before any file is read: some known column, each once, and
     no knowledge sweep beside a selection (its subsets are not conditioned on it)."""
@@ -151,9 +110,11 @@ def _check_known_options(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``bayes-risk identification`` (see the module docstring)."""
+    from bayes_risk._memory import fixed_mmap_threshold, lean_process
+
     # posterior replicates (--model) are drawn by models that may use BLAS
-    _lean_process(blas_threads=args.model is not None)
-    _fixed_mmap_threshold()
+    lean_process(blas_threads=args.model is not None)
+    fixed_mmap_threshold()
 
     from bayes_risk._io import write_json
     from bayes_risk._memory import release_free_memory

@@ -48,8 +48,7 @@ def run(args: argparse.Namespace) -> int:
         ident["population"] = PopulationSpec(membership="unknown", counts="loglinear_synthetic",
                                               sampling_fraction=args.sampling_fraction)
     synthesized = list(dict.fromkeys(c for o in orders for c in o))
-    from bayes_risk._memory import check_memory
-    from bayes_risk.cli.fit import forest_bytes
+    from bayes_risk._memory import check_memory, forest_bytes
 
     # a random forest's trees, fitted once per order (compare_visit_orders checks -m)
     forest = forest_bytes(model, len(df), synthesized)
@@ -72,14 +71,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-#: the synthesizer settings of ``orders`` (option ``--n-trees`` is setting ``n_trees``)
-_SETTINGS = ("n_trees", "group_by", "min_group_size", "min_leaf")
-
-
 def _synthesizer(args: Any) -> Any:
     """``--method``'s registered synthesizer with the settings given, checked by what the class
     declares (``ModelInfo.visit_order``) and takes, never by its name."""
-    from bayes_risk.cli._common import init_params, parse_one_or_pairs
+    from bayes_risk.cli.fit import model_settings
+    from bayes_risk.cli.options.trees import tree_options
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
@@ -90,8 +86,4 @@ def _synthesizer(args: Any) -> Any:
                               "columns in a visit order (its ModelInfo does not declare "
                               "visit_order), so there are no orders to compare; use a sequential "
                               "synthesizer such as cart or rf.", code="OPTION_CONFLICT")
-    given = {k: getattr(args, k) for k in _SETTINGS if getattr(args, k, None) is not None}
-    init_params(cls, args.method, given)
-    if "group_by" in given:
-        given["group_by"] = parse_one_or_pairs(given["group_by"], "--group-by", "GROUP")
-    return cls(**given)
+    return cls(**model_settings(args, cls, tree_options(orders=True)))

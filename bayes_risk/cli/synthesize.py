@@ -5,50 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.cli._common import parse_one_or_pairs
-from bayes_risk.cli.parsers.synthesize import MODEL_SETTINGS, SYNTHESIS_OPTIONS
-
 __all__ = ["run"]
 
 #: ``-m`` with ``--model`` when not given
 _DEFAULT_M_SAVED = 5
-#: model options whose values are column names (checked against the table, named in messages)
-_COLUMN_SETTINGS = ("identifying", "visit_sequence")
-
-
-def _flag(setting: str) -> str:
-    return "--" + setting.replace("_", "-")
-
-
-def _option(setting: str) -> str:
-    """The option of a setting as a message shows it."""
-    return _flag(setting) + (" COL [COL ...]" if setting in _COLUMN_SETTINGS else " VALUE")
-
-
-def _given_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The model options given on the command line, converted to ``__init__`` settings."""
-    convert = {
-        "donor": _underscore, "unroutable": _underscore, "probabilities": _underscore,
-        "group_by": lambda v: parse_one_or_pairs(v, "--group-by", "GROUP"),
-        "method_per_column": lambda v: parse_one_or_pairs(v, "--method-per-column", "METHOD",
-                                                          empty=True),
-        "identifying": list, "visit_sequence": list, "predictor_matrix": _predictor_matrix,
-    }
-    out: dict[str, Any] = {}
-    for name in MODEL_SETTINGS:
-        value = getattr(args, name, None)
-        if value is not None:
-            out[name] = convert[name](value) if name in convert else value
-    return out
-
-
-def _underscore(value: str) -> str:
-    return value.replace("-", "_")
 
 
 def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
     """``--method``'s registered class and its settings, checked before any data is read."""
     from bayes_risk.cli._common import check_required, init_params
+    from bayes_risk.cli.fit import model_settings, shown_option
+    from bayes_risk.cli.options.trees import tree_options
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
@@ -61,41 +28,23 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
                               f"'bayes-risk fit ORIGINAL --method {args.method} --out MODEL_DIR', "
                               "then synthesize with 'bayes-risk synthesize --model MODEL_DIR'.",
                               code="OPTION_CONFLICT")
-    settings = _given_settings(args)
-    if "spec" in init_params(cls) and any(k in settings for k in SYNTHESIS_OPTIONS):
-        from bayes_risk.models import SynthesisSpec
-
-        # a synthpop-style specification: --synthesize is its visit sequence
-        settings["spec"] = SynthesisSpec(method=settings.pop("method_per_column", "cart"),
-                                         predictor_matrix=settings.pop("predictor_matrix", None))
-    params = init_params(cls, args.method, settings)
+    options = tree_options()
+    settings = model_settings(args, cls, options)
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
-                   options={k: _option(k) for k in MODEL_SETTINGS})
-    if "progressbar" in params:
+                   options={o.setting: shown_option(o) for o in options})
+    if "progressbar" in init_params(cls):
         settings["progressbar"] = not args.quiet
     return cls, settings
-
-
-def _predictor_matrix(path: str) -> Any:
-    """``--predictor-matrix``: a CSV file, the first column naming the rows."""
-    import pandas as pd
-
-    from bayes_risk.exceptions import ValidationError
-
-    try:
-        return pd.read_csv(path, index_col=0)
-    except (OSError, ValueError) as e:
-        raise ValidationError(f"--predictor-matrix: cannot read {path!r} as a CSV table ({e}).",
-                              code="BAD_OPTION_VALUE") from e
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``bayes-risk synthesize``; returns the exit status."""
     import numpy as np
 
-    from bayes_risk._memory import current_limit
+    from bayes_risk._memory import current_limit, forest_bytes
     from bayes_risk.cli._common import run_seed
     from bayes_risk.cli._run import output_dir
+    from bayes_risk.cli.options.trees import tree_options
     from bayes_risk.data import SyntheticData, check_m
     from bayes_risk.exceptions import ValidationError
 
@@ -109,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             name for name, val in (("--method", args.method), ("--synthesize", args.synthesize),
                                    ("--records", args.records))
             if val is not None
-        ] + [_flag(k) for k in _given_settings(args)]
+        ] + [o.flag for o in tree_options() if hasattr(args, o.dest)]
         if given:
             raise ValidationError(f"{', '.join(given)} cannot be used with --model: the saved "
                                   "model already fixes what is synthesized.",
@@ -150,7 +99,10 @@ def run(args: argparse.Namespace) -> int:
             parse_records,
             read_records_table,
         )
-        from bayes_risk.cli.fit import forest_bytes, load_what_the_run_loads
+        from bayes_risk.cli.fit import (
+            check_option_columns,
+            load_what_the_run_loads,
+        )
         from bayes_risk.contract import capabilities
 
         df = read_records_table(args.original, "ORIGINAL", missing_labels(args),
@@ -161,12 +113,7 @@ def run(args: argparse.Namespace) -> int:
         schema = model_schema(df, args, capabilities(cls))
         if args.synthesize:
             schema.check_columns(args.synthesize, "--synthesize")
-        for name in _COLUMN_SETTINGS:
-            if settings.get(name):
-                schema.check_columns(settings[name], _flag(name))
-        pairs = getattr(settings.get("spec"), "method", None)
-        if isinstance(pairs, dict):  # else the spec's own check names it `method`, i.e. --method
-            schema.check_columns(pairs, "--method-per-column")
+        check_option_columns(settings, tree_options(), schema)
         load_what_the_run_loads(cls, settings, df, lambda probe, folder: probe.synthesize(
             1, random_seed=0).save(folder, csv=args.csv), schema=schema,
             synthesized=args.synthesize)
@@ -206,7 +153,7 @@ def _check_release_size(m: int, n: int, width: int, table: float | None = None, 
                         fitted: bool = False, forest: float = 0.0) -> None:
     """Refuse, before the fit, a release too large for memory (``-m 1000000000``). ``table``:
     the bytes of the original table (else 8 a cell); ``fitted``: the model is fitted here too;
-    ``forest``: what a random forest's trees and leaf arrays add (``cli.fit.forest_bytes``);
+    ``forest``: what a random forest's trees and leaf arrays add (``_memory.forest_bytes``);
     the measured figures: :func:`bayes_risk._memory.release_bytes`."""
     from bayes_risk._memory import check_memory, release_bytes
 

@@ -97,7 +97,7 @@ def _short(x: Any) -> str:
 
 def _model_settings(synth: Any) -> dict[str, Any] | None:
     """The model's settings as its releases record them (``None``: it has none)."""
-    for name in ("_json_settings", "_release_settings", "get_params"):
+    for name in ("saved_settings", "release_settings", "get_params"):
         get = getattr(synth, name, None)
         if get is not None:
             try:

@@ -21,9 +21,9 @@ from bayes_risk.identification.encoding import (
     radius_values,
     stack_columns,
 )
+from bayes_risk.identification.fallback import fallback_sets, merge_target_major
 from bayes_risk.identification.index import target_bounds
 from bayes_risk.identification.plan import IdentificationPlan, ReplicateSource
-from bayes_risk.identification.pooled import fallback_sets, merge_target_major
 from bayes_risk.identification.population import per_replicate_counts
 from bayes_risk.identification.prepare import prepare
 from bayes_risk.identification.problem import Prepared, drop_groups, target_problem

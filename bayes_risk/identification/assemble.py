@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.identification import engine as _engine
+from bayes_risk.identification.fallback import fallback_sets
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
-from bayes_risk.identification.pooled import PooledOutput, PooledProbabilities, fallback_sets
+from bayes_risk.identification.pooled_probabilities import PooledOutput, PooledProbabilities
 from bayes_risk.identification.summary import file_measures, record_measures
 from bayes_risk.results.identification import IdentificationResult
 

@@ -15,7 +15,8 @@ from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.patterns import counts_patterns, run_counted
 from bayes_risk.identification.plan import IdentificationPlan
-from bayes_risk.identification.pooled import PooledOutput, csr, row_pointers, run_pooled
+from bayes_risk.identification.pooled import run_pooled
+from bayes_risk.identification.pooled_probabilities import PooledOutput, csr, row_pointers
 from bayes_risk.identification.problem import (
     Prepared,
     TargetPartition,

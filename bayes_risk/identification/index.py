@@ -15,8 +15,8 @@ from bayes_risk.identification.matching import MatchRule, target_radii, window_b
 if TYPE_CHECKING:
     from bayes_risk.identification.problem import Prepared
 
-__all__ = ["mixed_radix", "TargetBounds", "target_bounds", "ReplicateIndex", "NumbaIndex",
-           "make_index"]
+__all__ = ["mixed_radix", "TargetBounds", "target_bounds", "distinct_targets", "ReplicateIndex",
+           "NumbaIndex", "make_index"]
 
 _CHUNK_CANDIDATES = 1 << 22  # candidate pairs buffered at once by the compiled index
 #: candidate pairs examined at once by the numpy filters (arrays near 256 KiB, as fast as larger)
@@ -243,6 +243,61 @@ def target_bounds(prep: Prepared, rule: MatchRule) -> TargetBounds:
             lo[miss[c], j] = hi[miss[c], j] = centre[miss[c], j] = np.inf
     ell = rule.shape in ("ellipse", "mahalanobis")  # mahalanobis: values already whitened
     return TargetBounds(lo, hi, centre, scale, ell, ell and rule.window == "open")
+
+
+def distinct_targets(tkey: np.ndarray, bounds: TargetBounds, inv_f: np.ndarray | None,
+                     share: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """The first target of each distinct target (same key, windows and counts) and every
+    target's distinct target, or ``None`` when that saves too little (more than ``share`` of
+    the targets are distinct).
+
+    Parameters
+    ----------
+    tkey : ndarray
+        The targets' exact keys ``[N_T]``.
+    bounds : TargetBounds
+        Their windows on the radius columns.
+    inv_f : ndarray or None
+        Their counts' weights ``[N_T, R]`` (``None``: none).
+    share : float
+        The largest share of distinct targets worth grouping (the pooled engine's
+        ``DISTINCT_SHARE``).
+
+    Returns
+    -------
+    tuple of ndarray, or None
+        ``(first, group)``: the first target of each distinct target, in the order of those
+        targets, and each target's distinct target.
+    """
+    N = len(tkey)
+    if N < 2:
+        return None
+    parts = [tkey[:, None]]
+    for arr in (bounds.lo, bounds.hi, bounds.centre, bounds.scale):
+        # the bit patterns: equal patterns are equal windows (-0.0 and 0.0 merely stay apart)
+        parts.append(np.ascontiguousarray(arr, dtype=np.float64).view(np.int64))
+    if inv_f is not None:
+        parts.append(np.ascontiguousarray(inv_f, dtype=np.float64).view(np.int64))
+    M = np.ascontiguousarray(np.concatenate(parts, axis=1))
+    # a 64-bit hash of every row (a collision is checked below)
+    h = np.zeros(N, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(M.shape[1]):
+            h ^= M[:, j].view(np.uint64)
+            h *= np.uint64(0x9E3779B97F4A7C15)
+            h ^= h >> np.uint64(29)
+    if np.unique(h).size > share * N:
+        return None
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    if not (M == M[first[inv]]).all():  # a collision of two rows' hashes: group the rows
+        _, first, inv = np.unique(M, axis=0, return_index=True, return_inverse=True)
+        inv = inv.ravel()
+    # distinct targets in the order of their first target
+    o = np.argsort(first, kind="stable")
+    rank = np.empty_like(o)
+    rank[o] = np.arange(o.size)
+    return first[o].astype(np.int64), rank[inv].astype(np.int64)
 
 
 class ReplicateIndex:

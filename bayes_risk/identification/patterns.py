@@ -28,7 +28,7 @@ from bayes_risk.identification.index import (
     target_bounds,
 )
 from bayes_risk.identification.matching import MatchRule
-from bayes_risk.identification.pooled import PooledOutput
+from bayes_risk.identification.pooled_probabilities import PooledOutput
 from bayes_risk.identification.problem import Prepared, TargetPartition
 
 __all__ = ["MAX_PATTERN_DATASETS", "counts_patterns", "run_counted", "superset_counts"]
@@ -205,7 +205,7 @@ def _with_fallback(prep: Prepared, rule: MatchRule, exact: np.ndarray, c_rep: np
     unsynthesized known columns, ``F``, which holds every direct match; so a record of ``F``
     has pattern ``S ∪ Z`` (``Z`` the empty datasets), and ``|F|`` less the matched records have
     pattern ``Z``. Returns the counts, the sizes, the sets and ``Z`` as bits."""
-    from bayes_risk.identification.pooled import fallback_sets
+    from bayes_risk.identification.fallback import fallback_sets
 
     N, F = exact.shape
     R = c_rep.shape[1]

@@ -1,11 +1,12 @@
 """Pooled aggregation (Reiter & Mitra 2009): ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the top sets,
-in chunks of targets, ``π`` kept compact (:class:`PooledProbabilities`). See
-:doc:`/methods/identification`.
+in chunks of targets, ``π`` kept compact (the output's classes in
+``bayes_risk.identification.pooled_probabilities``, the fallback sets in
+``bayes_risk.identification.fallback``). See :doc:`/methods/identification`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -13,137 +14,31 @@ import numpy as np
 from bayes_risk._numeric import ties
 from bayes_risk._terminal import progress
 from bayes_risk.identification import engine as _engine
-from bayes_risk.identification.index import ReplicateIndex, TargetBounds, spans, target_bounds
-from bayes_risk.identification.matching import MatchRule
-from bayes_risk.identification.problem import (
-    Prepared,
-    TargetPartition,
-    drop_groups,
-    target_problem,
+from bayes_risk.identification.fallback import (
+    FallbackSets,
+    GroupedFallbackSets,
+    fallback_sets,
+    merge_target_major,
 )
+from bayes_risk.identification.index import TargetBounds, distinct_targets, spans, target_bounds
+from bayes_risk.identification.matching import MatchRule
+from bayes_risk.identification.pooled_probabilities import (
+    PooledOutput,
+    PooledProbabilities,
+    csr,
+    join_blocks,
+    row_pointers,
+)
+from bayes_risk.identification.problem import Prepared, TargetPartition, target_problem
 
 if TYPE_CHECKING:  # scipy.sparse is imported where the pooled matrix is built
     import scipy.sparse as sp
 
 
+# the output's classes and the fallback sets are defined in pooled_probabilities.py and
+# fallback.py, imported from here too
 __all__ = ["PooledOutput", "FallbackSets", "GroupedFallbackSets", "fallback_sets",
            "merge_target_major", "run_pooled", "PooledProbabilities"]
-
-
-@dataclass
-class PooledOutput:
-    """Per-target output of :func:`run_pooled` (``prob``: the directly matched records; the
-    ``fallback_extra`` other records of a fallback set share ``fallback_value``, not stored)."""
-
-    prob: sp.csr_matrix | None
-    p_out: np.ndarray
-    p_unassigned: np.ndarray
-    p_max: np.ndarray
-    c: np.ndarray
-    T: np.ndarray
-    declared: np.ndarray
-    no_match_any: np.ndarray
-    fallback_value: np.ndarray
-    fallback_extra: np.ndarray
-
-
-@dataclass
-class FallbackSets:
-    """The records matching each target on the known unsynthesized columns only (fallback rule),
-    enumerated on demand from the index of those columns."""
-
-    index: ReplicateIndex
-    tkey: np.ndarray  # [N_T]
-    bounds: TargetBounds  # [N_T, q_us]
-
-    def members(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Sizes ``[len(rows)]`` and members (target-major, ascending within a target)."""
-        return self.index.match(self.tkey[rows], self.bounds.rows(rows), True)
-
-    def contains(self, rows: np.ndarray, records: np.ndarray) -> np.ndarray:
-        """Whether ``records[i]`` belongs to the set of target ``rows[i]``."""
-        return self.index.own(self.tkey[rows], self.bounds.rows(rows), records)
-
-    def sizes(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
-        """Sizes of the sets of the targets ``rows`` (default: every target)."""
-        return self.index.match(self.tkey[rows], self.bounds.rows(rows), False)[0]
-
-
-@dataclass
-class GroupedFallbackSets:
-    """:class:`FallbackSets` of groups of targets matched on different known columns
-    (``missing_known="any"``), on the targets' own numbering."""
-
-    groups: list[tuple[np.ndarray, FallbackSets]]  # the targets of each group, its sets
-    group: np.ndarray = field(init=False)  # [N_T] group of every target
-    local: np.ndarray = field(init=False)  # [N_T] its position in the group
-
-    def __post_init__(self) -> None:
-        N = sum(rows.size for rows, _ in self.groups)
-        self.group = np.empty(N, dtype=np.int64)
-        self.local = np.empty(N, dtype=np.int64)
-        for g, (rows, _) in enumerate(self.groups):
-            self.group[rows] = g
-            self.local[rows] = np.arange(rows.size)
-
-    def members(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Sizes ``[len(rows)]`` and members (target-major, ascending within a target)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        per = []
-        for g, (_, fs) in enumerate(self.groups):
-            sel = np.flatnonzero(self.group[rows] == g)
-            if sel.size:
-                per.append((sel, *fs.members(self.local[rows[sel]])))
-        return merge_target_major(rows.size, per)
-
-    def contains(self, rows: np.ndarray, records: np.ndarray) -> np.ndarray:
-        """Whether ``records[i]`` belongs to the set of target ``rows[i]``."""
-        out = np.zeros(len(rows), dtype=bool)
-        grp = self.group[rows]
-        for g, (_, fs) in enumerate(self.groups):
-            m = grp == g
-            if m.any():
-                out[m] = fs.contains(self.local[rows[m]], records[m])
-        return out
-
-    def sizes(self) -> np.ndarray:
-        """Size of every target's set ``[N_T]``."""
-        out = np.zeros(self.group.size, dtype=np.int64)
-        for rows, fs in self.groups:
-            out[rows] = fs.sizes()
-        return out
-
-
-def merge_target_major(N: int, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """One target-major list (counts ``[N]``, records) from the ``(positions, counts,
-    records)`` of groups of targets, ``positions`` their places in ``0..N-1``."""
-    cnt = np.zeros(N, dtype=np.int64)
-    for pos, c, _ in parts:
-        cnt[pos] = c
-    start = np.cumsum(cnt) - cnt
-    out = np.empty(int(cnt.sum()), dtype=np.int64)
-    for pos, c, recs in parts:  # each group's records at its targets' places
-        out[spans(start[pos], c)] = recs
-    return cnt, out
-
-
-def fallback_sets(prep: Prepared, rule: MatchRule) -> FallbackSets | GroupedFallbackSets:
-    """:class:`FallbackSets` of every target of ``prep`` (:class:`GroupedFallbackSets` when
-    some targets are not matched on some known columns, ``Prepared.tgt_drop``)."""
-    if prep.tgt_drop is not None:
-        groups = []
-        for rows, drop in drop_groups(prep, rule):
-            gp, gr = target_problem(prep, rule, drop, prep.tgt_exact[rows],
-                                    prep.tgt_radius[rows], prep.in_sample[rows], prep.rec[rows])
-            groups.append((rows, fallback_sets(gp, gr)))
-        return GroupedFallbackSets(groups)
-    q_us = len(rule.radius_us)
-    return FallbackSets(
-        index=_engine.us_index(prep, rule),
-        tkey=_engine.target_keys(prep, rule)[1],
-        bounds=target_bounds(prep, rule).cols(slice(0, q_us)),
-    )
 
 
 def _segment_sums(keys: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -257,7 +152,7 @@ def run_pooled(prep: Prepared, rule: MatchRule, part: TargetPartition, *,
         _engine.parallel(lambda r: _engine.replicate_index(prep, rule, r), range(R),
                          progressbar=progressbar, description="indexing replicates",
                          threads=compiled, unit="replicates")
-    groups = _distinct_targets(tkey, bounds, inv_f)
+    groups = distinct_targets(tkey, bounds, inv_f, DISTINCT_SHARE)
     ctx_prep, ctx_inv_f = prep, inv_f
     order = start = group = weight = None
     if groups is not None:
@@ -365,41 +260,6 @@ class _InTurn:
             done = max(1, int(np.searchsorted(np.cumsum(c), limit, side="right")))
             out.append((c[:done], rec[ptr[i]:ptr[i + done]].astype(np.int64), done))
         return out
-
-
-def _distinct_targets(tkey: np.ndarray, bounds: TargetBounds, inv_f: np.ndarray | None
-                      ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The first target of each distinct target (same key, windows and counts) and every
-    target's distinct target, or ``None`` when that saves too little (:data:`DISTINCT_SHARE`)."""
-    N = len(tkey)
-    if N < 2:
-        return None
-    parts = [tkey[:, None]]
-    for arr in (bounds.lo, bounds.hi, bounds.centre, bounds.scale):
-        # the bit patterns: equal patterns are equal windows (-0.0 and 0.0 merely stay apart)
-        parts.append(np.ascontiguousarray(arr, dtype=np.float64).view(np.int64))
-    if inv_f is not None:
-        parts.append(np.ascontiguousarray(inv_f, dtype=np.float64).view(np.int64))
-    M = np.ascontiguousarray(np.concatenate(parts, axis=1))
-    # a 64-bit hash of every row (a collision is checked below)
-    h = np.zeros(N, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for j in range(M.shape[1]):
-            h ^= M[:, j].view(np.uint64)
-            h *= np.uint64(0x9E3779B97F4A7C15)
-            h ^= h >> np.uint64(29)
-    if np.unique(h).size > DISTINCT_SHARE * N:
-        return None
-    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
-    inv = inv.ravel()
-    if not (M == M[first[inv]]).all():  # a collision of two rows' hashes: group the rows
-        _, first, inv = np.unique(M, axis=0, return_index=True, return_inverse=True)
-        inv = inv.ravel()
-    # distinct targets in the order of their first target
-    o = np.argsort(first, kind="stable")
-    rank = np.empty_like(o)
-    rank[o] = np.arange(o.size)
-    return first[o].astype(np.int64), rank[inv].astype(np.int64)
 
 
 def _early_size_check(ctx: _Chunks) -> int:
@@ -698,31 +558,14 @@ def _top_sets(ctx: _Chunks, acc: _Pooled, a: int, z: int, pk, data, r_of, nnz_ro
     acc.T[rows] = (val > 0) & ties(val, pm[loc])
 
 
-def row_pointers(counts: np.ndarray) -> np.ndarray:
-    """The int64 ``indptr`` of rows of ``counts`` entries."""
-    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    return indptr
-
-
-def csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]
-        ) -> sp.csr_matrix:
-    """``scipy.sparse.csr_matrix`` with an int32 ``indptr`` where it fits."""
-    import scipy.sparse as sp
-
-    if indptr[-1] < 2**31 - 1:
-        indptr = indptr.astype(np.int32)
-    return sp.csr_matrix((data, indices, indptr), shape=shape)
-
-
 def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
     """``π`` of every target as CSR (each row its distinct target's)."""
     from bayes_risk._memory import check_memory
 
     idx_dtype = np.int32 if n < 2**31 - 1 else np.int64
     total = int(acc.row_nnz.sum())
-    indices = _join(acc.ind_blocks, total, idx_dtype)
-    data = _join(acc.dat_blocks, total, np.float64)
+    indices = join_blocks(acc.ind_blocks, total, idx_dtype)
+    data = join_blocks(acc.dat_blocks, total, np.float64)
     if ctx.group is None:
         indptr = row_pointers(acc.row_nnz)
     else:
@@ -745,107 +588,6 @@ def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
     return csr(data, indices, indptr, (N_all, n))
 
 
-def _join(blocks: list[np.ndarray], total: int, dtype) -> np.ndarray:
-    """The blocks in one array, each released once copied (never two copies of them all)."""
-    out = np.empty(total, dtype=dtype)
-    at = 0
-    blocks.reverse()
-    while blocks:
-        b = blocks.pop()
-        out[at:at + b.size] = b
-        at += b.size
-    return out
-
-
 _SMALLER_PROBLEM = ("the matches per target (a smaller radius, more known columns, "
                     "fallback='none' / --fallback none) or use aggregation='per_dataset' "
                     "(--aggregation per-dataset)")
-
-
-@dataclass(frozen=True)
-class PooledProbabilities:
-    """Pooled match probabilities ``π_τ(k)`` [N_T, n] in compact form.
-
-    ``explicit`` holds every record matched directly; the ``fallback_extra[τ]`` other records of
-    a fallback set have ``fallback_value[τ]``, enumerated only in :meth:`row` and :meth:`tocsr`.
-    """
-
-    explicit: sp.csr_matrix
-    fallback_value: np.ndarray
-    fallback_extra: np.ndarray
-    fallback_sets: FallbackSets | GroupedFallbackSets | None
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return self.explicit.shape
-
-    @property
-    def nnz(self) -> int:
-        """Number of records with ``π_τ(k) > 0`` over all targets."""
-        return int(self.explicit.nnz + self.fallback_extra.sum())
-
-    def _rows(self, rows: np.ndarray):
-        """(indptr, indices, data) of the full rows ``rows`` (ascending columns)."""
-        ex = self.explicit
-        ip = ex.indptr.astype(np.int64)
-        e_len = ip[rows + 1] - ip[rows]
-        e_tr = np.repeat(np.arange(rows.size), e_len)
-        e_pos = spans(ip[rows], e_len)
-        e_col = ex.indices[e_pos].astype(np.int64)
-        e_dat = ex.data[e_pos]
-        has = self.fallback_extra[rows] > 0
-        if self.fallback_sets is None or not has.any():
-            t, col, dat = e_tr, e_col, e_dat
-        else:
-            sub = np.flatnonzero(has)
-            cnt, mem = self.fallback_sets.members(rows[sub])
-            f_tr = np.repeat(sub, cnt)
-            # members matched directly are already explicit (with their own value)
-            n = self.shape[1]
-            f_key = f_tr * n + mem
-            e_key = e_tr * n + e_col
-            keep = ~np.isin(f_key, e_key)
-            f_tr, mem = f_tr[keep], mem[keep]
-            t = np.concatenate([e_tr, f_tr])
-            col = np.concatenate([e_col, mem])
-            dat = np.concatenate([e_dat, self.fallback_value[rows][f_tr]])
-            o = np.lexsort((col, t))
-            t, col, dat = t[o], col[o], dat[o]
-        return row_pointers(np.bincount(t, minlength=rows.size)), col, dat
-
-    def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """Records ``k`` with ``π_i(k) > 0`` (ascending) and their probabilities."""
-        _, col, dat = self._rows(np.array([int(i)], dtype=np.int64))
-        return col, dat
-
-    def tocsr(self, max_nnz: int | None = None) -> sp.csr_matrix:
-        """The full matrix as ``scipy.sparse.csr_matrix`` (every fallback set enumerated).
-
-        Raises
-        ------
-        ValidationError
-            If it would hold more than ``max_nnz`` (default ``MAX_NNZ``) non-zero entries.
-        """
-        from bayes_risk.exceptions import ValidationError
-
-        limit = _engine.MAX_NNZ if max_nnz is None else max_nnz
-        N, n = self.shape
-        if self.fallback_sets is None or not (self.fallback_extra > 0).any():
-            return self.explicit
-        if self.nnz > limit:
-            raise ValidationError(
-                f"the pooled match probabilities hold {self.nnz:,} non-zero entries (more than "
-                f"{limit:,}), most of them from the fallback sets; read them row by row "
-                "(result.pooled.row(i)) or use fallback='none'.",
-                code="PROBLEM_TOO_LARGE"
-            )
-        indptrs, cols, dats = [], [], []
-        step = 65_536
-        for a in range(0, N, step):
-            ip, col, dat = self._rows(np.arange(a, min(N, a + step), dtype=np.int64))
-            indptrs.append(np.diff(ip))
-            cols.append(col)
-            dats.append(dat)
-        indptr = row_pointers(np.concatenate(indptrs) if indptrs else np.zeros(0, np.int64))
-        return csr(np.concatenate(dats),
-                   np.concatenate(cols).astype(self.explicit.indices.dtype), indptr, (N, n))

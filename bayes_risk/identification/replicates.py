@@ -36,7 +36,7 @@ from bayes_risk.identification._replicate_batches import (
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import record_pool, run_engine
 from bayes_risk.identification.plan import IdentificationPlan, ReplicateSource, record_warning
-from bayes_risk.identification.pooled import PooledOutput
+from bayes_risk.identification.pooled_probabilities import PooledOutput
 from bayes_risk.identification.population import per_replicate_counts
 from bayes_risk.identification.prepare import prepare
 from bayes_risk.identification.summary import MEASURES

@@ -176,7 +176,7 @@ class DirichletMultinomial(BaseSynthesizer):
         datasets = [self._decode(rng.choice(flat.shape[1], size=n, p=flat[h] / flat[h].sum()))
                     for h, rng in zip(idx, rngs, strict=True)]
         return SyntheticData(
-            datasets=datasets, method=NAME, settings=self._json_settings(),
+            datasets=datasets, method=NAME, settings=self.saved_settings(),
             random_seed=seed if isinstance(seed, int) else None,
             draw_index=[int(h) for h in idx], schema=self.schema_,
         )
@@ -226,7 +226,7 @@ class DirichletMultinomial(BaseSynthesizer):
         self._check_fitted("save")
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
-        meta = {"method": NAME, "settings": self._json_settings(), "schema": self.schema_.to_dict(),
+        meta = {"method": NAME, "settings": self.saved_settings(), "schema": self.schema_.to_dict(),
                 "categorical": self.categorical_}
         np.savez(folder / "draws.npz", theta=self.theta_, counts=self.counts_)
         (folder / "model.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
@@ -254,7 +254,8 @@ class DirichletMultinomial(BaseSynthesizer):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValidationError(f"{name} must be an integer >= 1. Got {v!r}.")
 
-    def _json_settings(self) -> dict[str, Any]:
+    def saved_settings(self) -> dict[str, Any]:
+        """The settings as JSON (a saved model, a release's manifest, the model's identity)."""
         settings = self.get_params()
         if not isinstance(settings["random_seed"], (int, type(None))):
             settings["random_seed"] = None  # a Generator is not JSON: the seed is not kept

@@ -52,7 +52,7 @@ def from_posterior(cls: type, posterior: Any, schema: Schema, *, n_records: int 
                 "synthesized_records (partial synthesis of selected records) needs the "
                 "confidential data: pass data=..."
             )
-    return model._adopt(dt, schema, n_records, data=data, flags=synthesized_records)
+    return model.adopt(dt, schema, n_records, data=data, flags=synthesized_records)
 
 
 def as_datatree(posterior: Any, ev: Mapping[str, int], model_name: str) -> xr.DataTree:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
-from bayes_risk._specs import check_flag
+from bayes_risk._specs import check_flag, is_default
 from bayes_risk.data.fingerprint import fingerprint_problem, fingerprint_record
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.provenance import model_id
@@ -157,12 +157,12 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         # a saved model holds every sampler setting, the defaults too: those are left to the
         # defaults again, so that the model read back has the settings as given
         given = {k: v for k, v in settings.items()
-                 if not (k in defaults and _same_setting(v, defaults[k]))}
+                 if not (k in defaults and is_default(v, defaults[k]))}
         return super().from_settings(fold_sampling(given, tuple(defaults)))
 
-    def _release_settings(self) -> dict[str, Any]:
+    def release_settings(self) -> dict[str, Any]:
         # flat, as saved models and releases have always held them (their identity hashes them)
-        params = super()._release_settings()
+        params = super().release_settings()
         params.pop("sampling", None)
         params.update(dataclasses.asdict(self.resolved_sampling))
         return {k: params[k] for k in self.setting_names()}
@@ -194,7 +194,15 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         at = names.index("sampling")
         return names[:at] + list(cls.sampling_defaults) + names[at + 1:]
 
-    def _check_mcmc_settings(self) -> None:
+    def check_mcmc_settings(self) -> None:
+        """Check the sampler settings before a run (``sampling.run_pymc``, ``run_gibbs``).
+
+        Raises
+        ------
+        ValidationError
+            ``sampling`` of the wrong type or with a field this model does not take,
+            ``progressbar`` not a bool.
+        """
         # the values are Sampling's to check (once, when it is made): here its type and fields
         _ = self.resolved_sampling
         check_flag(self.progressbar, "progressbar")
@@ -431,8 +439,14 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """A new fitted model whose draws come from ``p(Θ | y, Z_(l))`` (stabilised estimator)."""
 
     @abstractmethod
-    def _convergence_quantities(self) -> dict[str, np.ndarray]:
-        """Label-invariant scalars to diagnose, each an array ``[chain, draw]``."""
+    def convergence_quantities(self) -> dict[str, np.ndarray]:
+        """Label-invariant scalars to diagnose (the convergence report's), each family's own.
+
+        Returns
+        -------
+        dict of str to ndarray
+            Each an array ``[chain, draw]``.
+        """
 
     @abstractmethod
     def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
@@ -485,7 +499,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return SyntheticData(
             datasets=self._synthesize_many(idx, rngs, self.data_),
             method=self.method_name,
-            settings=to_jsonable(self._json_settings()),
+            settings=to_jsonable(self.saved_settings()),
             random_seed=seed_to_json(random_seed),
             draw_index=[int(h) for h in idx],
             schema=self.schema_,
@@ -652,13 +666,33 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return from_posterior(cls, posterior, schema, n_records=n_records, data=data,
                               synthesized_records=synthesized_records, settings=settings)
 
-    def _adopt(self, posterior: xr.DataTree, schema: Schema, n_records: int, *,
+    def adopt(self, posterior: xr.DataTree, schema: Schema, n_records: int, *,
                data: pd.DataFrame | None, flags: np.ndarray | None,
                state: Mapping[str, Any] | None = None) -> BayesianSynthesizer:
         """Fit this new instance to checked draws (of :meth:`from_posterior`, or with the
-        ``state`` of a saved folder, whose convergence table is not remade)."""
+        ``state`` of a saved folder, whose convergence table is not remade).
+
+        Parameters
+        ----------
+        posterior : DataTree
+            The draws, checked by the family's ``_validate_posterior``.
+        schema : Schema
+        n_records : int
+            Records of the fitted table.
+        data : DataFrame or None
+            The fitted table, when synthesis copies records from it.
+        flags : ndarray of bool or None
+            The synthesized records (``None``: all).
+        state : mapping, optional
+            A saved folder's :meth:`persisted_state`.
+
+        Returns
+        -------
+        BayesianSynthesizer
+            ``self``, fitted.
+        """
         if state is not None:
-            self._state_from_json(state)
+            self.restore_state(state)
         self._validate_posterior(posterior, schema)
         self.schema_ = schema  # read by _needs_data_for_synthesis (a new instance: no clean-up)
         if data is None and self._needs_data_for_synthesis():
@@ -679,23 +713,45 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         parts = {
             "method": self.method_name, "class": type(self).__name__,
             # as its releases record them (DPMPM: the table of structural zeros, not its path)
-            "settings": identity_settings(self._json_settings()),
+            "settings": identity_settings(self.saved_settings()),
             "schema": self.schema_.to_dict(), "n_records": int(self._n_records),
             "synthesized_records": None if flags is None else
             [int(i) for i in np.flatnonzero(flags)],
-            "state": to_jsonable(self._state_to_json()),
+            "state": to_jsonable(self.persisted_state()),
             "data": getattr(self, "data_fingerprint_", None),
         }
         return parts, {str(k): np.asarray(post[k].values) for k in post.data_vars}
 
-    def _json_settings(self) -> dict[str, Any]:
-        return to_jsonable(self._release_settings())
+    def saved_settings(self) -> dict[str, Any]:
+        """The settings ``model.json`` holds, JSON-ready: :meth:`release_settings`, which a
+        family extends with what its settings need written out (DPMPM's structural zeros, the
+        PyMC model function's path).
 
-    def _state_to_json(self) -> dict[str, Any]:
-        """The fitted state a saved folder keeps besides the draws: the data's dtypes."""
+        Returns
+        -------
+        dict
+        """
+        return to_jsonable(self.release_settings())
+
+    def persisted_state(self) -> dict[str, Any]:
+        """The fitted state a saved folder keeps besides the draws (the data's dtypes; a family
+        adds its own), read back by :meth:`restore_state`.
+
+        Returns
+        -------
+        dict
+            JSON-ready.
+        """
         return {"dtypes": dict(getattr(self, "dtypes_", {}))}
 
-    def _state_from_json(self, state: Mapping[str, Any]) -> None:
+    def restore_state(self, state: Mapping[str, Any]) -> None:
+        """Set the fitted state of :meth:`persisted_state` on this new instance (``load``).
+
+        Parameters
+        ----------
+        state : mapping
+            ``model.json``'s ``state``.
+        """
         self.dtypes_ = dict(state.get("dtypes", {}))
 
     def _event_ndims(self) -> dict[str, int]:
@@ -704,10 +760,3 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     def _as_datatree(self, posterior: Any, schema: Schema) -> xr.DataTree:
         return as_datatree(posterior, self._event_ndims(), type(self).__name__)
-
-
-def _same_setting(value: Any, default: Any) -> bool:
-    """Whether a saved sampler setting is the default (JSON gives lists for tuples)."""
-    if isinstance(value, list):
-        value = tuple(value)
-    return type(value) is type(default) and value == default

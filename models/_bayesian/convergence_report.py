@@ -1,7 +1,7 @@
 """The convergence report of a fitted Bayesian synthesizer: the checks run on its draws, the
 structured warnings and ``convergence.json`` (:doc:`/user_guide/bayesian_models`). The figures
 and thresholds are :mod:`~bayes_risk.models._bayesian.convergence`'s; the model gives the
-quantities to diagnose (its ``_convergence_quantities``)."""
+quantities to diagnose (its ``convergence_quantities``)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def label_invariant(model: Any, *, refresh: bool = False) -> Any:
         ds = tree[LABEL_INVARIANT_GROUP].to_dataset()
         if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
             return ds
-    ds = label_invariant_dataset(model._convergence_quantities(), post)
+    ds = label_invariant_dataset(model.convergence_quantities(), post)
     tree[LABEL_INVARIANT_GROUP] = xr.DataTree(ds)
     return ds
 
@@ -82,7 +82,7 @@ def ess_min(model: Any) -> float:
 
 def model_regime_warnings(model: Any) -> list[dict[str, Any]]:
     """The warnings of chains that sit in different class structures (``regimes``)."""
-    return regime_warnings(model.posterior_["posterior"], model._convergence_quantities(),
+    return regime_warnings(model.posterior_["posterior"], model.convergence_quantities(),
                            type(model).__name__)
 
 
@@ -177,6 +177,6 @@ def convergence_summary(model: Any) -> dict[str, Any]:
         "failed_checks": [c for w in warns for c in w.get("checks", [])],
         "warnings": warns,
         "passed": not warns,
-        "regimes": (regime_summary(post, model._convergence_quantities())
+        "regimes": (regime_summary(post, model.convergence_quantities())
                     if int(post.sizes["chain"]) > 1 else None),
     })

@@ -6,7 +6,6 @@ handled SIGTERM) instead of returning a truncated posterior, and refuse a partia
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import warnings
 from collections.abc import Mapping, Sequence
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._sampling_spec import SAMPLING_FIELDS, Sampling
+from bayes_risk._specs import fold_fields, with_defaults
 from bayes_risk.exceptions import ValidationError, keyboard_interrupts, redeliver_interrupt
 from bayes_risk.models._bayesian.timing import DrawClock, record_sweep_time
 
@@ -33,24 +33,13 @@ def resolve_sampling(sampling: Any, defaults: Mapping[str, Any], owner: str) -> 
         raise ValidationError(
             f"sampling must be a bayes_risk.models.Sampling (e.g. sampling=Sampling(draws=1000))"
             f" or None. Got {type(sampling).__name__}: {sampling!r}.")
-    extra = [k for k in SAMPLING_FIELDS if getattr(sampling, k) is not None and k not in defaults]
-    if extra:
-        raise ValidationError(
-            f"{owner}'s sampler does not take {', '.join(extra)}: its sampling settings are "
-            f"{', '.join(defaults)}.", code="OPTION_CONFLICT")
-    return dataclasses.replace(sampling, **{k: v for k, v in defaults.items()
-                                            if getattr(sampling, k) is None})
+    return with_defaults(sampling, defaults, f"{owner}'s sampler", "sampling settings")
 
 
 def fold_sampling(settings: Mapping[str, Any], takes: Sequence[str]) -> dict[str, Any]:
     """Flat settings (a saved model's ``model.json``, the command line's options, a release's
     manifest) with the sampler settings ``takes`` grouped as ``sampling=Sampling(...)``."""
-    out = {k: v for k, v in settings.items() if k not in takes}
-    given = {k: settings[k] for k in takes if k in settings}
-    if given:
-        base = out.get("sampling") or Sampling()
-        out["sampling"] = dataclasses.replace(base, **given)
-    return out
+    return fold_fields(settings, Sampling, "sampling", takes)
 
 
 def moved_keywords(owner: str, given: Mapping[str, Any]) -> None:
@@ -172,7 +161,7 @@ def _plain_bar(kwargs: dict[str, Any]) -> Any:
 def model_seeds(model: Any, random_seed: RandomSeed) -> list[int]:
     """Check the MCMC settings of ``model``; one integer seed per chain drawn from
     ``random_seed``."""
-    model._check_mcmc_settings()
+    model.check_mcmc_settings()
     return chain_seeds(random_seed, int(model.resolved_sampling.chains))
 
 

@@ -14,7 +14,7 @@ from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models.dpmpm.state import DPMPMState
-from bayes_risk.models.dpmpm.zeros import _UNKNOWN
+from bayes_risk.models.dpmpm.zeros import UNKNOWN
 
 
 def check_categorical(schema: Schema) -> None:
@@ -59,7 +59,7 @@ def encode(schema: Schema, df: pd.DataFrame, *, name: str = "records") -> np.nda
             # every chunk of records once per model: factorising was most of the time)
             arr = col.array  # the Categorical itself (the accessors build new objects)
             cats = np.array(
-                [lookup.get(normalise_level(u), _UNKNOWN) for u in arr.categories],
+                [lookup.get(normalise_level(u), UNKNOWN) for u in arr.categories],
                 dtype=np.int64,
             )
             raw = arr.codes
@@ -67,7 +67,7 @@ def encode(schema: Schema, df: pd.DataFrame, *, name: str = "records") -> np.nda
             continue
         codes, uniques = pd.factorize(col, use_na_sentinel=True)
         mapped = np.array(
-            [lookup.get(normalise_level(u), _UNKNOWN) for u in uniques], dtype=np.int64
+            [lookup.get(normalise_level(u), UNKNOWN) for u in uniques], dtype=np.int64
         )
         col = np.full(len(df), -1, dtype=np.int64)
         ok = codes >= 0
@@ -114,12 +114,13 @@ def class_logw(state: DPMPMState, codes, lp, lpi, use) -> np.ndarray:
         c = codes[:, j]
         ok = c >= 0
         out[:, ok, :] += lp[:, state.offsets[j] + c[ok], :]
-        bad = c == _UNKNOWN
+        bad = c == UNKNOWN
         out[:, bad, :] = -np.inf
     return out
 
 
-def _dtypes_of(df: pd.DataFrame) -> dict[str, str]:
+def dtypes_of(df: pd.DataFrame) -> dict[str, str]:
+    """Each column's dtype as text (a saved model restores its levels' types from it)."""
     out = {}
     for c in df.columns:
         dt = df[c].dtype

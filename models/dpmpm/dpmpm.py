@@ -33,7 +33,7 @@ from bayes_risk.models._bayesian.sampling import Sampling, model_seeds, run_gibb
 from bayes_risk.models._bayesian.starts import chain_starts
 from bayes_risk.models._bayesian.timing import record_fit_time
 from bayes_risk.models.base import FittedAttribute
-from bayes_risk.models.dpmpm.coding import _dtypes_of
+from bayes_risk.models.dpmpm.coding import dtypes_of
 from bayes_risk.models.dpmpm.state import build_state
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -191,7 +191,7 @@ class DPMPM(BayesianSynthesizer):
         }
 
     def _check_settings(self) -> None:
-        self._check_mcmc_settings()
+        self.check_mcmc_settings()
         check_int(self.n_components, "n_components (the truncation level K)", 1)
         try:
             a, b = (float(x) for x in self.alpha_prior)
@@ -348,7 +348,7 @@ class DPMPM(BayesianSynthesizer):
         )
         _coding.check_categorical(schema)
         flags = check_synthesized_records(records, len(data))
-        self.dtypes_ = _dtypes_of(data)
+        self.dtypes_ = dtypes_of(data)
         codes = _coding.encode(schema, data, name="data")
         self._zeros = self._structural_zeros_for(schema)
         if self._zeros is not None:
@@ -387,7 +387,7 @@ class DPMPM(BayesianSynthesizer):
         post = self.posterior_["posterior"]
         if int(post.sizes["chain"]) < 2:
             return
-        summ = regime_summary(post, self._convergence_quantities())
+        summ = regime_summary(post, self.convergence_quantities())
         if summ is None or summ["agree"]:
             return
         from bayes_risk.models.dpmpm.evidence import record_regime_evidence
@@ -410,7 +410,7 @@ class DPMPM(BayesianSynthesizer):
         ``pm.sample`` (same draws). ``check``: the checks of a self-extending run."""
         from bayes_risk.models._bayesian.regimes import record_starts
         from bayes_risk.models.dpmpm.run import gibbs_layout
-        from bayes_risk.models.dpmpm.step import DPMPMGibbs, pymc_step
+        from bayes_risk.models.dpmpm.step import DPMPMGibbs, SweepSchedule, pymc_step
 
         settings = dict(
             codes=codes,
@@ -419,10 +419,9 @@ class DPMPM(BayesianSynthesizer):
             alpha_prior=tuple(float(x) for x in self.alpha_prior),
             dirichlet_prior=float(self.dirichlet_prior),
             zeros=self._zeros,
-            thin=int(self._run_settings()["thin"]),
-            starts=self._starts(),
+            schedule=SweepSchedule(int(self._run_settings()["thin"]), *self._alpha_warmup(),
+                                   starts=tuple(self._starts())),
         )
-        settings["alpha_warmup_bound"], settings["alpha_warmup_sweeps"] = self._alpha_warmup()
         if via_pymc:
             kinds = self._starts()
             chains = int(self.resolved_sampling.chains)
@@ -457,8 +456,8 @@ class DPMPM(BayesianSynthesizer):
             record_evidence(dt, T)
         return dt
 
-    def _state_to_json(self) -> dict[str, Any]:
-        return {"warnings": list(self.warnings_), **super()._state_to_json()}
+    def persisted_state(self) -> dict[str, Any]:
+        return {"warnings": list(self.warnings_), **super().persisted_state()}
 
     def _structural_zeros_for(self, schema: Schema) -> Any:
         from bayes_risk.models.dpmpm.zeros import for_schema
@@ -466,14 +465,14 @@ class DPMPM(BayesianSynthesizer):
         return for_schema(self.structural_zeros, schema, self.synthesis_mode or (
             "conditional_us" if schema.unsynthesized else "marginal"))
 
-    def _json_settings(self) -> dict[str, Any]:
-        out = super()._json_settings()
+    def saved_settings(self) -> dict[str, Any]:
+        out = super().saved_settings()
         if self._zeros is not None:  # the table itself, never a path or a frame
             out["structural_zeros"] = to_jsonable(self._zeros.to_records())
         return out
 
-    def _state_from_json(self, state: dict[str, Any]) -> None:
-        super()._state_from_json(state)
+    def restore_state(self, state: dict[str, Any]) -> None:
+        super().restore_state(state)
         self.warnings_ = list(state.get("warnings", []))
 
     def fit_augmented(
@@ -556,7 +555,7 @@ class DPMPM(BayesianSynthesizer):
         self.__dict__.setdefault("warnings_", [])
         self.__dict__.setdefault("dtypes_", {})
 
-    def _convergence_quantities(self) -> dict[str, np.ndarray]:
+    def convergence_quantities(self) -> dict[str, np.ndarray]:
         return _fit.convergence_quantities(self.state_)
 
     def _draws(self, draw_indices: Any) -> np.ndarray | None:

@@ -26,7 +26,7 @@ from bayes_risk.models._bayesian.records import stacked_values
 from bayes_risk.models._bayesian.sticks import stick_breaking_log
 from bayes_risk.models.dpmpm.coding import check_categorical, encode
 from bayes_risk.models.dpmpm.state import DPMPMState
-from bayes_risk.models.dpmpm.zeros import _UNKNOWN
+from bayes_risk.models.dpmpm.zeros import UNKNOWN
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -102,8 +102,8 @@ def observed_codes(state: DPMPMState, records: pd.DataFrame) -> np.ndarray:
     """Codes of ``records`` as observed data of :meth:`DPMPM.pymc_model` (``UNKNOWN_LEVEL`` for a
     level the model was not fitted with)."""
     codes = encode(state.schema, records)
-    if np.any(codes == _UNKNOWN):
-        i, j = np.argwhere(codes == _UNKNOWN)[0]
+    if np.any(codes == UNKNOWN):
+        i, j = np.argwhere(codes == UNKNOWN)[0]
         raise SchemaError(
             f"records: row {i} has a level of column {state.schema.names[j]!r} the model "
             "was not fitted with.",

@@ -11,7 +11,7 @@ import pandas as pd
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models.dpmpm.coding import class_logw, encode, encode_dataset
 from bayes_risk.models.dpmpm.state import DPMPMState
-from bayes_risk.models.dpmpm.zeros import _UNKNOWN
+from bayes_risk.models.dpmpm.zeros import UNKNOWN
 
 
 def record_loglik(state: DPMPMState, records: pd.DataFrame, idx: np.ndarray | None
@@ -22,8 +22,8 @@ def record_loglik(state: DPMPMState, records: pd.DataFrame, idx: np.ndarray | No
     codes = encode(state.schema, records)
     lp, lpi, ph = state.draws(idx)
     p = codes.shape[1]
-    unknown = (codes == _UNKNOWN).any(axis=1)
-    c = np.where(codes == _UNKNOWN, -1, codes)
+    unknown = (codes == UNKNOWN).any(axis=1)
+    c = np.where(codes == UNKNOWN, -1, codes)
     out = kern.lse_two(c, np.ones(p, bool), c, np.zeros(p, bool), state.offsets, lp, lpi)
     if state.zeros is not None:  # zero on S, normalised over the allowed cells
         import bayes_risk.models.dpmpm.zeros_loglik as zl
@@ -60,10 +60,10 @@ def dataset_loglik(state: DPMPMState, synthetic: Any, idx: np.ndarray | None, *,
         ycodes = encode(state.schema, data, name="data")
     for l, z in enumerate(synthetic):
         zc = encode_dataset(state.schema, z, l, n)
-        if np.any(zc[rows][:, s_mask] == _UNKNOWN) or np.any(zc[rows][:, s_mask] < 0):
+        if np.any(zc[rows][:, s_mask] == UNKNOWN) or np.any(zc[rows][:, s_mask] < 0):
             out[:, l] = -np.inf
             continue
-        zc = np.where(zc == _UNKNOWN, -1, zc)
+        zc = np.where(zc == UNKNOWN, -1, zc)
         if mode == "marginal":
             out[:, l] = kern.lse_two_sum(zc, s_mask, zc, none, off, lp, lpi, rows, ph)
         elif mode == "conditional_us":
@@ -122,7 +122,7 @@ def own_record_delta(state: DPMPMState, record: Any, candidates: pd.DataFrame, s
             B, inside = zl.own_record_terms(state, codes, zc, lp, lpi, state.phi[idx])
             den[:, inside] = -np.inf
         for j in np.flatnonzero(s_mask):
-            if zc[j] == _UNKNOWN:
+            if zc[j] == UNKNOWN:
                 B[:] = -np.inf
             elif zc[j] >= 0:
                 B += lp[:, state.offsets[j] + zc[j], :]
@@ -159,8 +159,8 @@ def neighbourhood_loglik(
             "sets need complete records.",
             code="MISSING_VALUES",
         )
-    if np.any(codes == _UNKNOWN):
-        i, j = np.argwhere(codes == _UNKNOWN)[0]
+    if np.any(codes == UNKNOWN):
+        i, j = np.argwhere(codes == UNKNOWN)[0]
         raise SchemaError(
             f"records: row {i} has a level of column {state.schema.names[j]!r} the model was "
             "not fitted with.",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import numba
@@ -27,7 +28,7 @@ from bayes_risk.models.dpmpm.zeros import Augmentation
 
 _PHI_FLOOR = 1e-300  # the DPMPM φ step: floor before logs
 
-__all__ = ["DPMPMGibbs", "pymc_step"]
+__all__ = ["DPMPMGibbs", "SweepSchedule", "pymc_step"]
 
 # merge–split proposals per sweep: about 20,000 / n, 1 to 20 and at most n / 10; five times as
 # many in the warm-up (benchmarks/bench_dpmpm_mixing.py of commit 977bc9f)
@@ -42,6 +43,29 @@ _SPLIT_MIN_WORK = 4_000_000
 # (one numba thread, make_acs_like, 200–5,000 records)
 _SWEEP_SECONDS_BASE = 3e-4
 _SWEEP_SECONDS_PER_CELL = 1e-9
+
+
+@dataclass(frozen=True)
+class SweepSchedule:
+    """How a chain of DPMPM sweeps runs, apart from the model and its data.
+
+    Parameters
+    ----------
+    thin : int, default 1
+        Sweeps per kept draw after the warm-up (``Sampling.thin``).
+    alpha_warmup_bound : float, default inf
+        Upper bound of α in the first ``alpha_warmup_sweeps`` sweeps of the warm-up
+        (``DPMPM.alpha_warmup_bound``).
+    alpha_warmup_sweeps : int, default 0
+        Warm-up sweeps with α bounded.
+    starts : tuple of str, default ("spread",)
+        How each chain starts, cycled over the chains (``Sampling.starts``).
+    """
+
+    thin: int = 1
+    alpha_warmup_bound: float = math.inf
+    alpha_warmup_sweeps: int = 0
+    starts: tuple[str, ...] = ("spread",)
 
 
 class DPMPMGibbs(ChainGenerator):
@@ -59,9 +83,12 @@ class DPMPMGibbs(ChainGenerator):
     }
 
     def __init__(self, vars, *, codes, d, n_components, alpha_prior, dirichlet_prior,
-                 zeros=None, thin=1, alpha_warmup_bound=math.inf, alpha_warmup_sweeps=0,
-                 starts=("spread",), model=None, blocked=True, rng=None):
+                 zeros=None, schedule: SweepSchedule = SweepSchedule(), model=None,
+                 blocked=True, rng=None):
         # ``model`` and ``blocked`` are PyMC's step arguments (pymc_step); the sweep reads neither
+        thin, starts = schedule.thin, schedule.starts
+        alpha_warmup_bound, alpha_warmup_sweeps = (schedule.alpha_warmup_bound,
+                                                   schedule.alpha_warmup_sweeps)
         self.vars = vars
         self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         codes = np.ascontiguousarray(codes, dtype=np.int64)

@@ -18,8 +18,8 @@ from bayes_risk.exceptions import SchemaError, ValidationError
 
 __all__ = ["StructuralZeros", "read_structural_zeros"]
 
-_UNKNOWN = -2  # code of a level the model was not fitted with (log-probability -inf)
-_MAX_REJECTION_ROUNDS = 10_000  # redraw rounds before a conditional is declared (near) empty
+UNKNOWN = -2  # code of a level the model was not fitted with (log-probability -inf)
+MAX_REJECTION_ROUNDS = 10_000  # redraw rounds before a conditional is declared (near) empty
 _FEW_ROUNDS = 20  # rejection rounds before the remaining records are drawn by enumeration
 _MAX_COMPLETIONS = 4096  # enumerate a record's completions up to this many
 _MAX_TABLE_CELLS = 1 << 25  # up to this many cells, membership is one lookup in a bool table
@@ -316,7 +316,7 @@ class Augmentation:
         """Redraw uniform starting imputations that fell in ``S``."""
         d = self.zeros.d
         bad = self.incomplete[self.zeros.contains(y[self.incomplete])]
-        for _ in range(_MAX_REJECTION_ROUNDS):
+        for _ in range(MAX_REJECTION_ROUNDS):
             if bad.size == 0:
                 return
             miss = self.codes[bad] < 0
@@ -338,7 +338,7 @@ class Augmentation:
         zs = self.zeros
         logphi = np.log(phi)
         bad = self.incomplete[zs.contains(y[self.incomplete])]
-        for r in range(_MAX_REJECTION_ROUNDS):
+        for r in range(MAX_REJECTION_ROUNDS):
             if r == _FEW_ROUNDS and bad.size:  # low acceptance: exact draws by enumeration
                 bad = self._enumerate(bad, y, z, logphi, log_pi, rng)
             if bad.size == 0:
@@ -349,12 +349,12 @@ class Augmentation:
                 ok = cb[:, j] >= 0
                 logw[ok] += logphi[a + cb[ok, j], :]
             w = np.exp(logw - logw.max(axis=1, keepdims=True))
-            zb = _inverse_cdf(w, rng)
+            zb = inverse_cdf(w, rng)
             z[bad] = zb
             for j, (a, dj) in enumerate(zip(zs.offsets, zs.d, strict=True)):
                 miss = cb[:, j] < 0
                 if miss.any():
-                    y[bad[miss], j] = _inverse_cdf(phi[a : a + dj, :].T[zb[miss]], rng)
+                    y[bad[miss], j] = inverse_cdf(phi[a : a + dj, :].T[zb[miss]], rng)
             bad = bad[zs.contains(y[bad])]
         else:
             raise ValidationError(
@@ -392,12 +392,12 @@ class Augmentation:
             for j, a in enumerate(zs.offsets):
                 lw += logphi[a + full[:, j], :]
             w = np.exp(lw - lw.max()).ravel()
-            pick = int(_inverse_cdf(w[None, :], rng)[0])
+            pick = int(inverse_cdf(w[None, :], rng)[0])
             y[i], z[i] = full[pick // log_pi.size], pick % log_pi.size
         return np.asarray(left, dtype=np.int64)
 
 
-def _inverse_cdf(w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def inverse_cdf(w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One category per row of non-negative weights ``w[n, d]`` (one uniform per row)."""
     cum = np.cumsum(w, axis=1)
     u = rng.random(w.shape[0]) * cum[:, -1]

@@ -15,7 +15,7 @@ from bayes_risk._numeric import logsumexp
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models.dpmpm.coding import class_logw, encode, encode_dataset
 from bayes_risk.models.dpmpm.state import DPMPMState
-from bayes_risk.models.dpmpm.zeros import _MAX_REJECTION_ROUNDS, _UNKNOWN, _inverse_cdf
+from bayes_risk.models.dpmpm.zeros import MAX_REJECTION_ROUNDS, UNKNOWN, inverse_cdf
 
 __all__ = [
     "convergence_cells",
@@ -145,10 +145,10 @@ def dataset_loglik(state: DPMPMState, synthetic, lp, lpi, ph, *, mode: str, rows
         ycodes = encode(state.schema, data, name="data")[rows]
     for l, z in enumerate(synthetic):
         zc = encode_dataset(state.schema, z, l, n)[rows]
-        if np.any(zc[:, s_mask] == _UNKNOWN) or np.any(zc[:, s_mask] < 0):
+        if np.any(zc[:, s_mask] == UNKNOWN) or np.any(zc[:, s_mask] < 0):
             out[:, l] = -np.inf
             continue
-        zc = np.where(zc == _UNKNOWN, -1, zc)
+        zc = np.where(zc == UNKNOWN, -1, zc)
         if mode == "marginal":
             rec = allowed_joint(state, zc, s_mask, lp, lpi, ph) - log_allowed[:, None]
         elif mode == "conditional_us":
@@ -190,15 +190,15 @@ def fix_synthesis(state: DPMPMState, draw, rng, rows_codes, logw, z, cols, *, ke
     for j, v in cols.items():
         cur[:, j] = v
     bad = np.flatnonzero(zs.contains(cur))
-    for _ in range(_MAX_REJECTION_ROUNDS):
+    for _ in range(MAX_REJECTION_ROUNDS):
         if bad.size == 0:
             return
         if not keep_class:
             w = np.exp(logw[bad] - logw[bad].max(axis=1, keepdims=True))
-            z[bad] = _inverse_cdf(w, rng)
+            z[bad] = inverse_cdf(w, rng)
         for j in cols:
             a, dj = state.offsets[j], state.d[j]
-            new = _inverse_cdf(phi[a : a + dj, :].T[z[bad]], rng)
+            new = inverse_cdf(phi[a : a + dj, :].T[z[bad]], rng)
             cols[j][bad] = new
             cur[bad, j] = new
         bad = bad[zs.contains(cur[bad])]

@@ -106,8 +106,8 @@ def sums_match(state: PoissonState, zvals: np.ndarray, y: np.ndarray, memb: np.n
                K: int) -> bool:
     for j in range(y.shape[1]):
         groups, ng = state.groups(y[:, j], memb, K)
-        a = _group_totals(zvals[:, j], groups, ng)
-        b = _group_totals(y[:, j], groups, ng)
+        a = group_totals(zvals[:, j], groups, ng)
+        b = group_totals(y[:, j], groups, ng)
         if np.any(np.abs(a - b) > 1e-9):
             return False
     return True
@@ -170,7 +170,7 @@ def class_o_loglik(state: PoissonState, zvals: np.ndarray, y: np.ndarray, memb: 
     tot = 0.0
     for j in range(y.shape[1]):
         groups, ng = state.groups(y[:, j], memb, K)
-        totals = _group_totals(y[:, j], groups, ng)
+        totals = group_totals(y[:, j], groups, ng)
         tot += pk.groups_loglik(zvals[:, j], groups, totals)
         if tot == -np.inf:
             return tot
@@ -408,7 +408,7 @@ def candidate_array(state: PoissonState, candidates: Any, truth: np.ndarray | No
     return a
 
 
-def _group_totals(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+def group_totals(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
     """Sum of ``values`` per group ``0..n_groups-1``; records of group ``-1`` (not synthesized)
     are left out."""
     keep = np.asarray(groups) >= 0

@@ -274,7 +274,7 @@ class PoissonMixture(BayesianSynthesizer):
         if not hasattr(self, "dtypes_"):
             self.dtypes_ = record_dtypes(self.data_) if self.data_ is not None else {}
 
-    def _convergence_quantities(self) -> dict[str, np.ndarray]:
+    def convergence_quantities(self) -> dict[str, np.ndarray]:
         return _posterior.convergence_quantities(self.state_)
 
     def _synthesize_one(

@@ -12,7 +12,7 @@ import pandas as pd
 import bayes_risk.models.poisson.kernels as pk
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._bayesian.design import apply_dtypes
-from bayes_risk.models.poisson.loglik import _group_totals
+from bayes_risk.models.poisson.loglik import group_totals
 from bayes_risk.models.poisson.state import PoissonState
 
 
@@ -51,7 +51,7 @@ def synthesize_one(state: PoissonState, draw: int, rng: np.random.Generator,
             vals = np.empty((rows.size, len(cols)), dtype=np.int64)
             for j in range(len(cols)):
                 groups, ng = state.groups(y[:, j], z, K)
-                totals = _group_totals(y[:, j], groups, ng)
+                totals = group_totals(y[:, j], groups, ng)
                 if rows.size:
                     vals[:, j] = pk.redistribute_totals(groups[rows], totals, rng)
     for j, c in enumerate(cols):

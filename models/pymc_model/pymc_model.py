@@ -147,8 +147,8 @@ class PyMCSynthesizer(BayesianSynthesizer):
             raise ValidationError(
                 f"diagnose must be a non-empty sequence of variable names. Got {diagnose!r}.")
 
-    def _json_settings(self) -> dict[str, Any]:
-        settings = super()._json_settings()
+    def saved_settings(self) -> dict[str, Any]:
+        settings = super().saved_settings()
         settings["model_function"] = function_path(self.model_function)
         return settings
 
@@ -303,12 +303,12 @@ class PyMCSynthesizer(BayesianSynthesizer):
                   if k in {rv.name for rv in model.free_RVs}}
         return as_datatree(posterior, ev, type(self).__name__)
 
-    def _adopt(self, posterior: Any, schema: Schema, n_records: int, *,
+    def adopt(self, posterior: Any, schema: Schema, n_records: int, *,
                data: pd.DataFrame | None, flags: np.ndarray | None,
                state: Mapping[str, Any] | None = None) -> PyMCSynthesizer:
         self._adopt_data = data
         try:
-            return super()._adopt(posterior, schema, n_records, data=data, flags=flags,
+            return super().adopt(posterior, schema, n_records, data=data, flags=flags,
                                   state=state)
         finally:
             self._adopt_data = None
@@ -358,13 +358,13 @@ class PyMCSynthesizer(BayesianSynthesizer):
         if not hasattr(self, "dtypes_"):
             self.dtypes_ = {}
 
-    def _state_to_json(self) -> dict[str, Any]:
-        return {**super()._state_to_json(), "graph_digest": self.state_.graph.digest,
+    def persisted_state(self) -> dict[str, Any]:
+        return {**super().persisted_state(), "graph_digest": self.state_.graph.digest,
                 "observed": [o.name for o in self.state_.graph.observed],
                 "warnings": list(self.warnings_)}
 
-    def _state_from_json(self, state: Mapping[str, Any]) -> None:
-        super()._state_from_json(state)
+    def restore_state(self, state: Mapping[str, Any]) -> None:
+        super().restore_state(state)
         self._expected_digest = state.get("graph_digest")
         self.warnings_ = list(state.get("warnings", []))
 
@@ -437,7 +437,7 @@ class PyMCSynthesizer(BayesianSynthesizer):
                                          self.schema_.names, self.synthesized_records_)
 
     # ---------------------------------------------------------------------------- diagnostics
-    def _convergence_quantities(self) -> dict[str, np.ndarray]:
+    def convergence_quantities(self) -> dict[str, np.ndarray]:
         post = self.posterior_["posterior"]
         names = list(self.diagnose) if self.diagnose else [
             *(v for v in self.state_.graph.free if v in post.data_vars), LOGLIK]

@@ -10,14 +10,15 @@ from scipy.special import expit, logsumexp
 
 from bayes_risk.exceptions import CALLER, ConvergenceWarning
 
-_SEP = "__"
+NAME_SEP = "__"
 
 
-def _var(col: str, what: str) -> str:
-    return f"{col}{_SEP}{what}"
+def draw_name(col: str, what: str) -> str:
+    """The posterior variable ``what`` of column ``col``'s regression (``col__what``)."""
+    return f"{col}{NAME_SEP}{what}"
 
 
-def _prior_sd(X: np.ndarray) -> np.ndarray:
+def prior_sd(X: np.ndarray) -> np.ndarray:
     """Weakly-informative prior sds: 10 for the intercept, 2.5 / sd(x_j) for the others."""
     sd = X.std(axis=0)
     out = np.where(sd > 0, 2.5 / np.where(sd > 0, sd, 1.0), 2.5)
@@ -25,10 +26,10 @@ def _prior_sd(X: np.ndarray) -> np.ndarray:
     return out
 
 
-def _laplace_draws(fam, X, y, schema, col, H, rng) -> dict[str, np.ndarray]:
+def laplace_draws(fam, X, y, schema, col, H, rng) -> dict[str, np.ndarray]:
     """Normal approximation at the posterior mode (Newton's method) under the NUTS priors."""
     n, q = X.shape
-    sd = _prior_sd(X)
+    sd = prior_sd(X)
     if fam == "multinomial_logit":
         d = schema[col].n_levels
         prec = np.tile(1.0 / sd**2, d - 1)

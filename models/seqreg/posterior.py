@@ -13,7 +13,7 @@ from bayes_risk.exceptions import ValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
-from bayes_risk.models.seqreg.draws import _SEP, _var
+from bayes_risk.models.seqreg.draws import NAME_SEP, draw_name
 from bayes_risk.models.seqreg.state import SeqRegState
 
 
@@ -32,7 +32,7 @@ def draws_from_user(c: str, val: Any, schema: Schema, fam: str, design: Any
         d = schema[c].n_levels
         if a.ndim != 2 or a.shape[1] != d:
             raise _invalid(f"draws for categorical {c!r} must be [H, {d}] probabilities.")
-        return {_var(c, "probs"): a}
+        return {draw_name(c, "probs"): a}
     if fam == "multinomial_logit":
         a = np.asarray(val, dtype=np.float64)
         d = schema[c].n_levels
@@ -40,7 +40,7 @@ def draws_from_user(c: str, val: Any, schema: Schema, fam: str, design: Any
             raise _invalid(
                 f"draws for multinomial_logit {c!r} must be an array [H, {d - 1}, {q}] "
                 f"(categories {list(schema[c].levels[1:])} × coefficients {names}).")
-        return {_var(c, "beta"): a}
+        return {draw_name(c, "beta"): a}
     want = names + (["sigma"] if fam == "normal" else [])
     if isinstance(val, pd.DataFrame):
         cols = [str(x) for x in val.columns]
@@ -55,11 +55,11 @@ def draws_from_user(c: str, val: Any, schema: Schema, fam: str, design: Any
         if a.ndim != 2 or a.shape[1] != len(want):
             raise _invalid(f"draws for {c!r} ({fam}) must be [H, {len(want)}] in the order "
                            f"{want}. Got shape {a.shape}.")
-    out = {_var(c, "beta"): a[:, :q]}
+    out = {draw_name(c, "beta"): a[:, :q]}
     if fam == "normal":
         if np.any(a[:, q] <= 0):
             raise _invalid(f"draws for {c!r}: sigma must be positive.")
-        out[_var(c, "sigma")] = a[:, q]
+        out[draw_name(c, "sigma")] = a[:, q]
     if not np.all(np.isfinite(a)):
         raise _invalid(f"draws for {c!r} contain non-finite values.")
     return out
@@ -73,7 +73,7 @@ def check_posterior(posterior: xr.DataTree, schema: Schema, order: Any, families
         fam = families[c]
         need = {"normal": ["beta", "sigma"], "categorical": ["probs"]}.get(fam, ["beta"])
         for name in need:
-            v = _var(c, name)
+            v = draw_name(c, name)
             if v not in post.data_vars:
                 raise _invalid(f"posterior lacks variable {v!r} ({fam} model of {c!r}).")
             shape = tuple(post[v].shape[2:])
@@ -107,7 +107,7 @@ def convergence_quantities(state: SeqRegState) -> dict[str, np.ndarray]:
     for c in state.order:
         if methods.get(c) not in ("nuts", "user"):
             continue
-        for v in [x for x in post.data_vars if x.startswith(c + _SEP)]:
+        for v in [x for x in post.data_vars if x.startswith(c + NAME_SEP)]:
             a = np.asarray(post[v].values)
             flat = a.reshape(a.shape[0], a.shape[1], -1)
             names = labels(state, v, flat.shape[2])
@@ -118,7 +118,7 @@ def convergence_quantities(state: SeqRegState) -> dict[str, np.ndarray]:
 
 def labels(state: SeqRegState, var: str, size: int) -> list[str]:
     """Labels of the ``size`` entries of posterior variable ``var`` (levels or coefficients)."""
-    c, name = var.rsplit(_SEP, 1)
+    c, name = var.rsplit(NAME_SEP, 1)
     if name == "probs":
         return [str(x) for x in state.schema[c].levels]
     coefs = list(state.designs[c].names)

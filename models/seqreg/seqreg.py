@@ -33,7 +33,7 @@ from bayes_risk.models._bayesian.design import (
 from bayes_risk.models._bayesian.sampling import Sampling, run_pymc
 from bayes_risk.models._bayesian.timing import record_sweep_time
 from bayes_risk.models.base import FittedAttribute
-from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
+from bayes_risk.models.seqreg.draws import NAME_SEP, draw_name, laplace_draws, prior_sd
 from bayes_risk.models.seqreg.state import SeqRegState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -250,7 +250,7 @@ class SequentialRegression(BayesianSynthesizer):
         import xarray as xr
 
         t0 = time.perf_counter()
-        self._check_mcmc_settings()
+        self.check_mcmc_settings()
         C, D = int(self.resolved_sampling.chains), int(self.resolved_sampling.draws)
         H = C * D
         rngs = spawn(seed, len(self.order_))
@@ -282,7 +282,7 @@ class SequentialRegression(BayesianSynthesizer):
                 counts = np.bincount(y.astype(np.int64), minlength=k).astype(np.float64)
                 params = {"probs": rng.dirichlet(1.0 + counts, size=H)}
             elif method == "laplace":
-                params = _laplace_draws(fam, X, y, schema, c, H, rng)
+                params = laplace_draws(fam, X, y, schema, c, H, rng)
             else:
                 params = self._nuts_draws(fam, X, y, schema, c, rng)
             took = time.perf_counter() - started
@@ -293,7 +293,7 @@ class SequentialRegression(BayesianSynthesizer):
             drawing += took
             for name, arr in params.items():
                 arr = np.asarray(arr, dtype=np.float64).reshape((C, D) + np.shape(arr)[1:])
-                ds[_var(c, name)] = (("chain", "draw", *self._param_dims(c, name)), arr)
+                ds[draw_name(c, name)] = (("chain", "draw", *self._param_dims(c, name)), arr)
         ds = ds.assign_coords(self._coords(schema))
         ds.attrs["posterior_methods"] = ",".join(f"{c}={m}" for c, m in methods.items())
         if any(m == "laplace" for m in methods.values()):
@@ -312,27 +312,27 @@ class SequentialRegression(BayesianSynthesizer):
         if name == "sigma":
             return ()
         if name == "probs":
-            return (_var(c, "level"),)
+            return (draw_name(c, "level"),)
         if self.families_[c] == "multinomial_logit":
-            return (_var(c, "category"), _var(c, "coef"))
-        return (_var(c, "coef"),)
+            return (draw_name(c, "category"), draw_name(c, "coef"))
+        return (draw_name(c, "coef"),)
 
     def _coords(self, schema: Schema) -> dict[str, list[str]]:
         co: dict[str, list[str]] = {}
         for c in self.order_:
             fam = self.families_[c]
             if fam == "categorical":
-                co[_var(c, "level")] = [str(v) for v in schema[c].levels]
+                co[draw_name(c, "level")] = [str(v) for v in schema[c].levels]
             else:
-                co[_var(c, "coef")] = list(self.designs_[c].names)
+                co[draw_name(c, "coef")] = list(self.designs_[c].names)
             if fam == "multinomial_logit":
-                co[_var(c, "category")] = [str(v) for v in schema[c].levels[1:]]
+                co[draw_name(c, "category")] = [str(v) for v in schema[c].levels[1:]]
         return co
 
     def _nuts_draws(self, fam, X, y, schema, col, rng) -> dict[str, np.ndarray]:
         import pymc as pm
 
-        sd = _prior_sd(X)
+        sd = prior_sd(X)
         with pm.Model() as model:
             if fam == "multinomial_logit":
                 d = schema[col].n_levels
@@ -408,7 +408,7 @@ class SequentialRegression(BayesianSynthesizer):
                 )
             arrays.update(_posterior.draws_from_user(c, val, schema, self.families_[c],
                                                      self.designs_[c]))
-        missing = [c for c in self.order_ if not any(k.startswith(c + _SEP) for k in arrays)]
+        missing = [c for c in self.order_ if not any(k.startswith(c + NAME_SEP) for k in arrays)]
         if missing:
             raise ValidationError(f"posterior: no draws for synthesized column(s) {missing}.",
                                   code="POSTERIOR_INVALID")
@@ -420,7 +420,7 @@ class SequentialRegression(BayesianSynthesizer):
             )
         ds = xr.Dataset(coords={"chain": [0], "draw": np.arange(Hs.pop())})
         for k, a in arrays.items():
-            c, name = k.rsplit(_SEP, 1)
+            c, name = k.rsplit(NAME_SEP, 1)
             ds[k] = (("chain", "draw", *self._param_dims(c, name)), a[None, ...])
         ds = ds.assign_coords(self._coords(schema))
         ds.attrs["posterior_methods"] = "user-supplied"
@@ -451,7 +451,7 @@ class SequentialRegression(BayesianSynthesizer):
     def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
         # the padded predictors, as the coefficient names of the draws show them
         post = posterior["posterior"]
-        coefs = [str(x) for k in post.coords if str(k).endswith(_SEP + "coef")
+        coefs = [str(x) for k in post.coords if str(k).endswith(NAME_SEP + "coef")
                  for x in post.coords[k].values]
         self._padded = tuple(p for p in schema.unsynthesized if f"{p}[missing]" in coefs)
         self._resolve_structure(schema)
@@ -477,7 +477,7 @@ class SequentialRegression(BayesianSynthesizer):
         self._check_fitted()
         return _posterior.posterior_methods(self.state_)
 
-    def _convergence_quantities(self) -> dict[str, np.ndarray]:
+    def convergence_quantities(self) -> dict[str, np.ndarray]:
         return _posterior.convergence_quantities(self.state_)
 
     def design_matrix(self, df: pd.DataFrame, column: str) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 
 from bayes_risk.data.schema import Schema
 from bayes_risk.models._bayesian.records import stacked_values
-from bayes_risk.models.seqreg.draws import _var
+from bayes_risk.models.seqreg.draws import draw_name
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -45,4 +45,4 @@ class SeqRegState:
         """The draws ``idx`` of the parameters of ``column``'s regression (``beta``, and
         ``sigma`` for a normal one; ``probs`` for a categorical column without predictors)."""
         names = _PARAMS.get(self.families[column], ("beta",))
-        return {nm: self.draws(_var(column, nm))[idx] for nm in names}
+        return {nm: self.draws(draw_name(column, nm))[idx] for nm in names}

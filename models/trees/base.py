@@ -4,15 +4,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
+from bayes_risk._specs import fold_fields, is_default, with_defaults
+from bayes_risk._tree_spec import TreeOptions
 from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema, infer_schema
@@ -59,9 +63,143 @@ def prepare_schema(data: pd.DataFrame, schema: Schema | None, synthesized: Seque
 
 class TreeSynthesizer(BaseSynthesizer):
     """Template of the tree synthesizers: subclasses set ``_fitted_attribute`` and implement
-    ``_persisted_state`` and ``_restore``."""
+    ``persisted_state`` and ``restore_state``.
+
+    A synthesizer that grows trees by :class:`~bayes_risk.models.TreeOptions` takes them as
+    ``trees=`` and sets ``tree_defaults``; each of its tree options is also a read-only
+    attribute of that name (the resolved value: ``model.min_leaf``) and a keyword of its
+    constructor, ``set_params`` and ``from_settings`` (folded into ``trees``). Saved folders
+    and releases hold the tree options flat, in the order of ``settings_order``.
+    """
 
     _fitted_attribute: ClassVar[str] = "schema_"
+    #: the tree options (:class:`~bayes_risk.models.TreeOptions` fields) the synthesizer grows
+    #: its trees by, with its defaults; a field left at ``None`` in ``trees`` takes these
+    tree_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+    #: the flat settings in the order saved folders and releases hold them (default:
+    #: ``__init__``'s, the tree options in place of ``trees``)
+    settings_order: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in cls.tree_defaults:  # model.min_leaf: the resolved tree option, read only
+            setattr(cls, name, property(lambda self, n=name: getattr(self.resolved_trees, n),
+                                        doc=f"The resolved tree option ``{name}`` (read only)."))
+
+    @property
+    def resolved_trees(self) -> TreeOptions:
+        """The tree options a fit grows by: ``trees``' fields left at ``None`` set to the
+        synthesizer's ``tree_defaults``.
+
+        Raises
+        ------
+        ValidationError
+            ``trees`` is not a :class:`~bayes_risk.models.TreeOptions`, or sets a field this
+            synthesizer does not grow by (``OPTION_CONFLICT``).
+        """
+        trees = getattr(self, "trees", None)
+        if trees is None:
+            trees = TreeOptions()
+        elif not isinstance(trees, TreeOptions):
+            raise ValidationError(
+                f"trees must be a bayes_risk.models.TreeOptions (e.g. trees=TreeOptions("
+                f"min_leaf=10)) or None. Got {type(trees).__name__}: {trees!r}.",
+                code="INVALID_ARGUMENT")
+        return with_defaults(trees, self.tree_defaults, type(self).__name__, "tree options")
+
+    def _fold_trees(self, trees: TreeOptions | None,
+                    given: Mapping[str, Any]) -> TreeOptions | None:
+        """``trees`` with the tree options given to the constructor as keywords
+        (``min_leaf=5``) set; a keyword that is none of this synthesizer's is Python's
+        ``TypeError``, as for any constructor."""
+        unknown = [k for k in given if k not in self.tree_defaults]
+        if unknown:
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword "
+                            f"argument {unknown[0]!r}")
+        return fold_fields({"trees": trees, **given}, TreeOptions, "trees",
+                           tuple(self.tree_defaults))["trees"]
+
+    @classmethod
+    def setting_names(cls) -> list[str]:
+        """The names of the settings :meth:`from_settings` takes and a saved model holds:
+        ``__init__``'s, the tree options (``tree_defaults``) in place of ``trees``.
+
+        Returns
+        -------
+        list of str
+        """
+        if cls.settings_order:
+            return list(cls.settings_order)
+        names = cls._param_names()
+        if "trees" not in names:
+            return names
+        at = names.index("trees")
+        return names[:at] + list(cls.tree_defaults) + names[at + 1:]
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> TreeSynthesizer:
+        """A new synthesizer from flat settings, the tree options among them (a saved model's
+        ``model.json``, a release's manifest, the command line's options).
+
+        Parameters
+        ----------
+        settings : mapping
+            ``__init__`` arguments, with the tree options (``min_leaf=5``) given flat or as
+            ``trees``.
+
+        Returns
+        -------
+        TreeSynthesizer
+
+        Raises
+        ------
+        ValidationError
+            A setting the synthesizer does not take, naming the valid ones
+            (``INVALID_ARGUMENT``).
+        """
+        defaults = cls.tree_defaults
+        # a saved model holds every tree option, the defaults too: those are left to the
+        # defaults again, so that the model read back has the settings as given
+        given = {k: v for k, v in settings.items()
+                 if not (k in defaults and is_default(v, defaults[k]))}
+        return super().from_settings(fold_fields(given, TreeOptions, "trees", tuple(defaults)))
+
+    def set_params(self, **params: Any) -> TreeSynthesizer:
+        """``BaseSynthesizer.set_params``; a tree option by its name (``min_leaf=3``) or as
+        ``trees__min_leaf=3`` (scikit-learn's nested name) sets that field of ``trees``.
+
+        Returns
+        -------
+        self
+        """
+        flat = {k: params.pop(k) for k in list(params) if k in self.tree_defaults}
+        if flat or any(k.startswith("trees__") for k in params):
+            base = params.pop("trees", getattr(self, "trees", None)) or TreeOptions()
+            params["trees"] = dataclasses.replace(base, **flat)
+        super().set_params(**params)
+        return self
+
+    def flat_settings(self) -> dict[str, Any]:
+        """The settings as saved folders and releases hold them: :meth:`get_params`
+        (``deep=False``) with the resolved tree options in place of ``trees``, in the order
+        of :meth:`setting_names`.
+
+        Returns
+        -------
+        dict
+        """
+        params = self.get_params(deep=False)
+        if "trees" in params:
+            del params["trees"]
+            params.update(dataclasses.asdict(self.resolved_trees))
+        return {k: params[k] for k in self.setting_names()}
+
+    def release_settings(self) -> dict[str, Any]:
+        # flat, as saved models and releases have always held them (their identity hashes them)
+        params = self.flat_settings()
+        if "random_seed" in params:
+            params["random_seed"] = seed_to_json(params["random_seed"])
+        return params
 
     def _keep_fitted_table(self, data: pd.DataFrame, schema: Schema) -> None:
         """Keep the fitted table and its fingerprint."""
@@ -82,7 +220,7 @@ class TreeSynthesizer(BaseSynthesizer):
         """The release of ``datasets`` with its provenance (``imputed``: columns with filled
         empty cells)."""
         return SyntheticData(
-            datasets=datasets, method=self.method_name, settings=self._release_settings(),
+            datasets=datasets, method=self.method_name, settings=self.release_settings(),
             random_seed=seed_to_json(random_seed), schema=self.schema_,
             synthesized_records=records.copy(), extra=extra,
             original_fingerprint=getattr(self, "original_fingerprint_", None),
@@ -91,14 +229,35 @@ class TreeSynthesizer(BaseSynthesizer):
             imputed_columns=list(imputed or []), proper=proper,
         )
 
-    def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """The fitted state as JSON-ready settings and named arrays."""
+    def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The fitted state a saved folder keeps (``model.json``'s ``state`` and
+        ``arrays.npz``), read back by :meth:`restore_state`; also what the model's identity
+        hashes.
+
+        Returns
+        -------
+        state : dict
+            JSON-ready.
+        arrays : dict of str to ndarray
+        """
         raise NotImplementedError
 
     @staticmethod
-    def _restore(obj: Any, meta: dict[str, Any], arrays: Mapping[str, np.ndarray],
-                 data: pd.DataFrame) -> None:
-        """Set the fitted attributes of the new instance ``obj`` from a saved folder."""
+    def restore_state(obj: Any, meta: dict[str, Any], arrays: Mapping[str, np.ndarray],
+                      data: pd.DataFrame) -> None:
+        """Set the fitted attributes of the new instance ``obj`` from a saved folder.
+
+        Parameters
+        ----------
+        obj : TreeSynthesizer
+            The new instance (of :meth:`from_settings`).
+        meta : dict
+            ``model.json``'s ``state``.
+        arrays : mapping of str to ndarray
+            ``arrays.npz``.
+        data : DataFrame
+            The fitted table (``data.parquet``).
+        """
         raise NotImplementedError
 
     def _identity(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -106,9 +265,9 @@ class TreeSynthesizer(BaseSynthesizer):
         from bayes_risk.data.provenance import identity_settings
 
         check_is_fitted(self, self._fitted_attribute, method="model_id")
-        state, arrays = self._persisted_state()
+        state, arrays = self.persisted_state()
         fp = getattr(self, "original_fingerprint_", None) or {}
-        settings = self.get_params()
+        settings = self.flat_settings()
         if settings.get("spec", ...) is None:  # CART's later setting: unset, earlier identities
             del settings["spec"]
         return {"method": self.method_name, "class": type(self).__name__,
@@ -139,7 +298,7 @@ class TreeSynthesizer(BaseSynthesizer):
             ``CONSTRAINTS_NOT_SAVED`` for a small-cell PMM synthesizer with ``constraints``.
         """
         check_is_fitted(self, self._fitted_attribute, method="save")
-        state, arrays = self._persisted_state()
+        state, arrays = self.persisted_state()
         return save_trees(self, path, state=state, arrays=arrays,
                           data=self._data.set_axis(self._index))
 
@@ -164,7 +323,7 @@ class TreeSynthesizer(BaseSynthesizer):
         """
         def restore(obj: Any, meta: dict[str, Any], arrays: Mapping[str, np.ndarray],
                     data: pd.DataFrame) -> None:
-            cls._restore(obj, meta, arrays, data)
+            cls.restore_state(obj, meta, arrays, data)
             check_visit_sequence(obj)  # an edited model.json: a damaged folder
 
         return load_trees(cls, path, restore)

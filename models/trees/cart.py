@@ -15,6 +15,7 @@ import bayes_risk.models.trees.cart_io as _io
 import bayes_risk.models.trees.cart_synthesis as _synthesis
 from bayes_risk._rng import RandomSeed
 from bayes_risk._terminal import progress
+from bayes_risk._tree_spec import CART_TREES, TreeOptions
 from bayes_risk.contract import ModelInfo, available_if
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
@@ -22,7 +23,7 @@ from bayes_risk.exceptions import NotSupportedError
 from bayes_risk.models.base import FittedAttribute, check_is_fitted
 from bayes_risk.models.trees.base import TreeSynthesizer
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
-from bayes_risk.models.trees.cart_state import CARTState
+from bayes_risk.models.trees.cart_state import CARTState, FittedTable, LeafDraw
 from bayes_risk.models.trees.spec import SynthesisSpec
 
 __all__ = ["CARTSynthesizer", "polya_logprob", "truncated_kde_logpdf", "kernel_log_terms"]
@@ -34,14 +35,10 @@ class CARTSynthesizer(TreeSynthesizer):
 
     Parameters
     ----------
-    min_leaf : int, default 5
-        Minimum number of training records per leaf (Drechsler & Reiter 2008).
-    min_deviance : float, default 0.0
-        Do not split a node whose deviance is below this share of the root's (R ``mindev``).
-    max_depth : int, optional
-        Maximum depth of each tree.
-    prune_to_diversity : int, optional
-        Collapse leaves until each holds this many distinct values (Reiter 2005).
+    trees : TreeOptions, optional
+        How the trees are grown (:class:`~bayes_risk.models.TreeOptions`): ``min_leaf``
+        (default 5; Drechsler & Reiter 2008), ``min_deviance`` (default 0.0, R ``mindev``),
+        ``max_depth`` (default none) and ``prune_to_diversity`` (Reiter 2005; default none).
     donor : {"bayes_bootstrap", "uniform"}
         Donors drawn with Dirichlet(1..1) weights per leaf and dataset, or equally likely
         (synthpop with ``proper=FALSE``).
@@ -62,6 +59,10 @@ class CARTSynthesizer(TreeSynthesizer):
         Show a progress bar over the datasets.
     random_seed : RandomSeed, optional
         Seed of :meth:`fit` and default seed of :meth:`synthesize`.
+    **tree_options
+        The fields of ``trees`` given flat, ``CARTSynthesizer(min_leaf=10)`` as
+        ``CARTSynthesizer(trees=TreeOptions(min_leaf=10))``; each is also a read-only attribute
+        of its resolved value (``model.min_leaf``).
 
     Attributes
     ----------
@@ -102,17 +103,15 @@ class CARTSynthesizer(TreeSynthesizer):
     info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True,
                      releases_donor_values=True)
 
-    def __init__(self, *, min_leaf: int = 5, min_deviance: float = 0.0,
-                 max_depth: int | None = None, prune_to_diversity: int | None = None,
-                 donor: str = "bayes_bootstrap", unroutable: str = "climb",
-                 smoothing: bool | Sequence[str] = False,
+    tree_defaults = CART_TREES
+
+    def __init__(self, *, trees: TreeOptions | None = None, donor: str = "bayes_bootstrap",
+                 unroutable: str = "climb", smoothing: bool | Sequence[str] = False,
                  bandwidth: float | dict[str, float] | None = None,
                  spec: SynthesisSpec | None = None, n_jobs: int = 1,
-                 progressbar: bool = False, random_seed: RandomSeed = None) -> None:
-        self.min_leaf = min_leaf
-        self.min_deviance = min_deviance
-        self.max_depth = max_depth
-        self.prune_to_diversity = prune_to_diversity
+                 progressbar: bool = False, random_seed: RandomSeed = None,
+                 **tree_options: Any) -> None:
+        self.trees = self._fold_trees(trees, tree_options)
         self.donor = donor
         self.unroutable = unroutable
         self.smoothing = smoothing
@@ -133,9 +132,11 @@ class CARTSynthesizer(TreeSynthesizer):
         self.state_ = CARTState(
             schema=self.schema_, visit_sequence=self.visit_sequence_, predictors=self.predictors_,
             trees=self.trees_, missing=self.missing_, missing_trees=self.missing_trees_,
-            smoothed=self.smoothed_, bandwidth=self.bandwidth_, integer=self._integer,
-            decimals=self._decimals, records=self.records_, data=self._data, index=self._index,
-            values=self._values, regressions=self.regressions_)
+            table=FittedTable(data=self._data, index=self._index, values=self._values,
+                              records=self.records_),
+            leaf_draw=LeafDraw(smoothed=self.smoothed_, bandwidth=self.bandwidth_,
+                               integer=self._integer, decimals=self._decimals),
+            regressions=self.regressions_)
 
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         m, random_seed, gens = self._streams(m, random_seed)
@@ -162,7 +163,7 @@ class CARTSynthesizer(TreeSynthesizer):
         return self._make_release([o[0] for o in out], random_seed, self.records_, extra,
                                   proper=self.donor == "bayes_bootstrap")
 
-    _persisted_state = _io.cart_state
+    persisted_state = _io.cart_state
 
     def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None) -> Any:
         """The plug-in likelihood for attribute risk (:class:`~bayes_risk.models.CARTPlugin`)
@@ -195,7 +196,7 @@ class CARTSynthesizer(TreeSynthesizer):
         return CARTPlugin(self, original, random_seed=random_seed)
 
     @staticmethod
-    def _restore(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
+    def restore_state(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
         _io.restore_cart(obj, meta, arrays, data)
         obj._set_state()  # the state the fitted attributes read back make
 

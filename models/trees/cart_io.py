@@ -27,7 +27,7 @@ __all__ = ["cart_state", "restore_cart"]
 def cart_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The fitted state of a CART synthesizer as JSON-ready settings and named arrays."""
     state: CARTState = model.state_
-    arrays: dict[str, np.ndarray] = {"records": np.asarray(state.records, dtype=bool)}
+    arrays: dict[str, np.ndarray] = {"records": np.asarray(state.table.records, dtype=bool)}
     trees = []
     for k, col in enumerate(state.visit_sequence):
         if col in state.regressions:  # refitted from the data on loading (no random draw)
@@ -36,8 +36,8 @@ def cart_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         info, arr = seqtree_to_arrays(state.trees[col], f"tree{k}")
         trees.append(info)
         arrays.update(arr)
-        if col in state.bandwidth:
-            arrays[f"bandwidth{k}"] = np.asarray(state.bandwidth[col], dtype=np.float64)
+        if col in state.leaf_draw.bandwidth:
+            arrays[f"bandwidth{k}"] = np.asarray(state.leaf_draw.bandwidth[col], dtype=np.float64)
     kind_trees = {}
     for k, col in enumerate(state.visit_sequence):
         if col in state.missing_trees:
@@ -49,9 +49,9 @@ def cart_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         "predictors": {c: list(v) for c, v in state.predictors.items()},
         "trees": trees,
         "fit_call": model.fit_call_,
-        "smoothed": list(state.smoothed),
-        "decimals": dict(state.decimals),
-        "integer": {c: bool(v) for c, v in state.integer.items()},
+        "smoothed": list(state.leaf_draw.smoothed),
+        "decimals": dict(state.leaf_draw.decimals),
+        "integer": {c: bool(v) for c, v in state.leaf_draw.integer.items()},
         "n_records": int(model.n_records_),
         # columns a spec draws by regression (absent otherwise: older folders are unchanged)
         **({"regressions": {c: r.method for c, r in state.regressions.items()}}

@@ -58,7 +58,7 @@ def polya_logprob(donor_values: Sequence[Any], synthetic_values: Sequence[Any]) 
     return float(gammaln(n_l) - gammaln(n_l + u_l) + np.sum(gammaln(n_c + s_c) - gammaln(n_c)))
 
 
-def _log_ndtr_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def log_ndtr_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``log(Φ(b) − Φ(a))`` for ``a < b`` (computed stably; mirrored when ``a > 0``)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
@@ -131,7 +131,7 @@ def kernel_log_terms(z: np.ndarray, centres: np.ndarray, h: float, lo: float, hi
             tol = 1e-9 * np.maximum(1.0, np.abs(z))[:, None]
         hit = np.abs(z[:, None] - out[None, :]) <= tol
         return np.where(hit, 0.0, -np.inf), np.zeros(b.size)
-    log_m = _log_ndtr_diff((lo - b) / h, (hi - b) / h)
+    log_m = log_ndtr_diff((lo - b) / h, (hi - b) / h)
     if decimals is None:
         zk = (z[:, None] - b[None, :]) / h
         log_k = -0.5 * zk**2 - 0.5 * np.log(2 * np.pi) - np.log(h)
@@ -142,7 +142,7 @@ def kernel_log_terms(z: np.ndarray, centres: np.ndarray, h: float, lo: float, hi
     a = np.where(empty, lo, a)
     top = np.where(empty, hi, top)
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_k = _log_ndtr_diff((a[:, None] - b[None, :]) / h, (top[:, None] - b[None, :]) / h)
+        log_k = log_ndtr_diff((a[:, None] - b[None, :]) / h, (top[:, None] - b[None, :]) / h)
     return np.where(empty[:, None], -np.inf, log_k), log_m
 
 

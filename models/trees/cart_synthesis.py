@@ -12,7 +12,7 @@ import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.trees.cart_leaf import _log_ndtr_diff
+from bayes_risk.models.trees.cart_leaf import log_ndtr_diff
 from bayes_risk.models.trees.cart_state import CARTState
 from bayes_risk.models.trees.missing import design_inputs, kind_codes
 from bayes_risk.models.trees.seqtree import column_codes, segment_choice
@@ -61,19 +61,20 @@ def _tree(state: CARTState, column: str):
 
 def output_rounding(state: CARTState, column: str) -> tuple[int | None, bool]:
     """The work of :meth:`CARTSynthesizer.output_rounding` (documented there)."""
-    if column not in state.smoothed:
+    if column not in state.leaf_draw.smoothed:
         raise ValidationError(
-            f"column {column!r} is not kernel-smoothed (smoothed: {list(state.smoothed)}).")
-    integer = bool(state.integer.get(column))
-    decimals = 0 if integer else state.decimals.get(column)
-    final = integer and pd.api.types.is_integer_dtype(state.data[column].dtype)
+            f"column {column!r} is not kernel-smoothed (smoothed: "
+            f"{list(state.leaf_draw.smoothed)}).")
+    integer = bool(state.leaf_draw.integer.get(column))
+    decimals = 0 if integer else state.leaf_draw.decimals.get(column)
+    final = integer and pd.api.types.is_integer_dtype(state.table.data[column].dtype)
     return decimals, bool(final)
 
 
 def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence[str] | None = None,
                    *, unroutable: str, donor: str) -> tuple[pd.DataFrame, dict[str, int]]:
     """One synthetic table (``columns``: only these) and the unroutable records per column."""
-    sel = np.flatnonzero(state.records)
+    sel = np.flatnonzero(state.table.records)
     cur: dict[str, np.ndarray] = {}  # current values of selected records, per column
     src: dict[str, np.ndarray] = {}  # donor row of each selected record (non-smoothed)
     unrout: dict[str, int] = {}
@@ -91,7 +92,7 @@ def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence
         n_flag, used, inv, seg_start, sizes, pos_map = _cached_route(state, tree, col, cur, sel,
                                                                      rng, unroutable)
         unrout[col] = n_flag
-        if col in state.smoothed:
+        if col in state.leaf_draw.smoothed:
             vals = kernel_draw(state, col, tree, used, inv, seg_start, sizes, pos_map, rng, bb)
             cur[col] = vals
             src.pop(col, None)
@@ -99,8 +100,8 @@ def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence
             j = segment_choice(seg_start, sizes, inv, rng, bayes_bootstrap=bb)
             rows = tree.donor_rows[pos_map[j]]
             src[col] = rows
-            cur[col] = state.values[col][rows]
-    data = state.data
+            cur[col] = state.table.values[col][rows]
+    data = state.table.data
     out = data.copy() if columns is None else data[list(columns)].copy()
     for col in state.visit_sequence if columns is None else columns:
         if col in src:
@@ -108,7 +109,7 @@ def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence
         else:
             new = cur[col]
             dt = data[col].dtype
-            if state.integer.get(col) and pd.api.types.is_integer_dtype(dt):
+            if state.leaf_draw.integer.get(col) and pd.api.types.is_integer_dtype(dt):
                 if isinstance(dt, np.dtype):
                     new = np.round(new).astype(dt)
                 else:  # a nullable integer column: an empty cell is <NA>
@@ -116,7 +117,7 @@ def synthesize_one(state: CARTState, rng: np.random.Generator, columns: Sequence
         s = out[col].copy()
         s.iloc[sel] = new
         out[col] = s
-    out.index = state.index
+    out.index = state.table.index
     return out, unrout
 
 
@@ -127,15 +128,15 @@ def regression_draw(state: CARTState, reg, sel, cur, src, rng, *, proper: bool) 
     regrown on a bootstrap sample when ``proper``) draw donor records."""
     if reg.method in ("rf", "ctree"):
         def value_of(p: str) -> np.ndarray:
-            return cur[p] if p in cur else state.values[p][sel]
+            return cur[p] if p in cur else state.table.values[p][sel]
 
         src[reg.column] = rows = (reg.draw(value_of, rng) if reg.method == "rf"
                                   else reg.draw(value_of, rng, proper))
-        cur[reg.column] = state.values[reg.column][rows]
+        cur[reg.column] = state.table.values[reg.column][rows]
         return
-    vals = reg.draw(lambda p: cur[p] if p in cur else state.values[p][sel], rng, proper)
+    vals = reg.draw(lambda p: cur[p] if p in cur else state.table.values[p][sel], rng, proper)
     if state.schema[reg.column].is_categorical:
-        codes = state.values[reg.column]
+        codes = state.table.values[reg.column]
         # one more code: a missing value, a level of its own (trees.missing)
         lookup = np.full(state.schema[reg.column].n_levels + 1, -1, dtype=np.int64)
         first = np.unique(codes, return_index=True)
@@ -156,24 +157,24 @@ def two_step(state: CARTState, col, lay, sel, cur, src, unrout, rng, *, unroutab
                                                                  unroutable)
     j = segment_choice(seg_start, sizes, inv, rng, bayes_bootstrap=bb)
     rows = ktree.donor_rows[pos_map[j]]  # donors of the kind: their value is that kind
-    obs = np.flatnonzero(kind_codes(state.values[col][rows], lay["codes"]) == 0)
-    vals = state.values[col][rows]
+    obs = np.flatnonzero(kind_codes(state.table.values[col][rows], lay["codes"]) == 0)
+    vals = state.table.values[col][rows]
     if obs.size:
         tree = state.trees[col]
         n_f2, used, inv, seg_start, sizes, pos_map = route_blocks(
             state, tree, col, cur, sel, rng, unroutable, subset=obs)
         n_flag += n_f2
-        if col in state.smoothed:
+        if col in state.leaf_draw.smoothed:
             vals = vals.copy()
             vals[obs] = kernel_draw(state, col, tree, used, inv, seg_start, sizes, pos_map, rng, bb)
         else:
             j = segment_choice(seg_start, sizes, inv, rng, bayes_bootstrap=bb)
             rows = rows.copy()
             rows[obs] = tree.donor_rows[pos_map[j]]
-            vals = state.values[col][rows]
+            vals = state.table.values[col][rows]
     unrout[col] = n_flag
     cur[col] = vals
-    if col in state.smoothed:
+    if col in state.leaf_draw.smoothed:
         src.pop(col, None)
     else:
         src[col] = rows
@@ -200,7 +201,7 @@ def route_blocks(state: CARTState, tree, col, cur, sel, rng, unroutable: str, su
     n_rec = sel.size if subset is None else subset.size
     if preds:
         def value_of(p: str) -> np.ndarray:
-            v = cur[p] if p in cur else state.values[p][sel]
+            v = cur[p] if p in cur else state.table.values[p][sel]
             return v if subset is None else v[subset]
 
         X, codes = tree.design.matrix(
@@ -228,13 +229,13 @@ def kernel_draw(state: CARTState, col, tree, used, inv, seg_start, sizes, pos_ma
     which_b = np.repeat(np.arange(G), sizes)
     jb = segment_choice(seg_start, sizes, which_b, rng, bayes_bootstrap=bb)
     b = yv[pos_map[jb]]
-    h_node = state.bandwidth[col][used]
+    h_node = state.leaf_draw.bandwidth[col][used]
     lo_node = np.minimum.reduceat(yv[pos_map], seg_start) if G else np.array([])
     hi_node = np.maximum.reduceat(yv[pos_map], seg_start) if G else np.array([])
     hb, lob, hib = h_node[which_b], lo_node[which_b], hi_node[which_b]
     degenerate = (hib <= lob) | (hb <= 0)
     safe_h = np.where(degenerate, 1.0, hb)
-    mass = np.where(degenerate, 1.0, np.exp(_log_ndtr_diff((lob - b) / safe_h, (hib - b) / safe_h)))
+    mass = np.where(degenerate, 1.0, np.exp(log_ndtr_diff((lob - b) / safe_h, (hib - b) / safe_h)))
     # 2. each routed record picks a component with probability ∝ its truncated mass
     k = segment_choice(seg_start, sizes, inv, rng, weights=mass)
     centre, h, lo, hi = b[k], safe_h[k], lob[k], hib[k]
@@ -246,8 +247,8 @@ def kernel_draw(state: CARTState, col, tree, used, inv, seg_start, sizes, pos_ma
     if nd.any():
         z[nd] = truncnorm.ppf(u[nd], a_std[nd], b_std[nd])
     vals = np.where(deg, centre, np.clip(centre + h * z, lo, hi))
-    d = state.decimals.get(col)
-    if state.integer.get(col):
+    d = state.leaf_draw.decimals.get(col)
+    if state.leaf_draw.integer.get(col):
         vals = np.round(vals)
     elif d is not None:
         vals = np.round(vals, d)

@@ -239,7 +239,7 @@ def draw_smoothed(donors: dict[str, np.ndarray], leaves: np.ndarray, rng: np.ran
     """
     from scipy.stats import truncnorm
 
-    from bayes_risk.models.trees.cart_leaf import _log_ndtr_diff
+    from bayes_risk.models.trees.cart_leaf import log_ndtr_diff
 
     node = _drawn_leaves(donors, leaves, rng, valid)
     uniq, inv = np.unique(node, return_inverse=True)
@@ -252,7 +252,7 @@ def draw_smoothed(donors: dict[str, np.ndarray], leaves: np.ndarray, rng: np.ran
     w = rng.standard_gamma(c) if bayes_bootstrap else c
     point = hi <= lo
     hs = np.where(point, 1.0, h)[seg]
-    mass = np.where(point[seg], 1.0, np.exp(_log_ndtr_diff((lo[seg] - b) / hs, (hi[seg] - b) / hs)))
+    mass = np.where(point[seg], 1.0, np.exp(log_ndtr_diff((lo[seg] - b) / hs, (hi[seg] - b) / hs)))
     first = np.cumsum(donors["size"][uniq]) - donors["size"][uniq]
     k = segment_choice(first, donors["size"][uniq], inv, rng, weights=w * mass)
     centre, hk = b[k], hs[k]

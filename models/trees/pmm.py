@@ -160,9 +160,9 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         self.progressbar = progressbar
         self.random_seed = random_seed
 
-    def _release_settings(self) -> dict[str, Any]:
+    def release_settings(self) -> dict[str, Any]:
         """Manifest settings; ``constraints`` by the callables' names."""
-        p = super()._release_settings()
+        p = super().release_settings()
         c = p["constraints"]
         if c is not None:
             if isinstance(c, Mapping):
@@ -465,7 +465,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         z.index = self._index
         return z, sorted(unmatched)
 
-    def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         if any(self._constraints_.values()):
             raise ValidationError(
                 "constraints: a synthesizer with constraints cannot be saved (they are Python "
@@ -477,7 +477,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         return state, {"recipients": np.asarray(self.recipients_, dtype=bool)}
 
     @staticmethod
-    def _restore(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
+    def restore_state(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
         st = meta["state"]
         obj._index, obj._data = split_data(data)
         obj.identifying_ = list(st["identifying"])

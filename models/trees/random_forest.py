@@ -11,6 +11,7 @@ import pandas as pd
 from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, spawn
 from bayes_risk._specs import check_int, check_option
 from bayes_risk._terminal import progress
+from bayes_risk._tree_spec import FOREST_TREES, TreeOptions
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.schema import Schema
@@ -49,8 +50,16 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     Parameters
     ----------
-    n_trees : int, default 500
-        Trees per forest.
+    trees : TreeOptions, optional
+        How the forests are grown (:class:`~bayes_risk.models.TreeOptions`): ``n_trees`` per
+        forest (default 500); ``max_features``, candidate predictors per split (default
+        ``"sqrt"``, ``floor(sqrt(p))``); ``min_samples_leaf``, leaf size in distinct in-bag
+        records (default 1 = grow until pure); ``oob_only``, use only the trees for which the
+        record is out of bag, at least ``min_oob_trees`` of them (default False, 100);
+        ``procedure``, Caiola & Reiter's procedure, forests on all other columns (``"A"``,
+        default) or on the never-replaced columns and those visited before (``"B"``; the
+        replaced records must be the same); ``min_group_size``, with ``group_by``, levels with
+        fewer replaced records use the column's pooled forest (default 10).
     probabilities : {"vote", "leaf_dirichlet"}
         How a categorical column's synthesis distribution is formed from its leaves.
     alpha : float, default 1.0
@@ -63,29 +72,21 @@ class RandomForestSynthesizer(TreeSynthesizer):
         kernel density of the leaf's donors instead of a donor's value (Caiola & Reiter 2010
         §5, as CART's ``smoothing``); needs ``min_samples_leaf >= 2`` (a leaf of one record
         has nothing to smooth).
-    oob_only : bool, default False
-        Use only the trees for which the record is out of bag (at least ``min_oob_trees``).
-    min_oob_trees : int, default 100
-    procedure : {"A", "B"}
-        Caiola & Reiter's procedure: forests on all other columns (A), or on the never-replaced
-        columns and those visited before (B; the replaced records must be the same).
     visit_sequence : sequence of str, optional
         User order of the synthesized columns (default: by decreasing amount of synthesis).
     tie_order : {"fewer_categories", "random"}
         Ordering of columns with the same number of replaced records.
-    max_features : "sqrt" or int
-        Candidate predictors per split (default ``floor(sqrt(p))``).
-    min_samples_leaf : int, default 1
-        Leaf size in distinct in-bag records (1 = grow until pure).
     group_by : str or mapping, optional
         One forest per level of a grouping column (or ``{column: grouping column}``).
-    min_group_size : int, default 10
-        Levels with fewer replaced records use the column's pooled forest.
     n_jobs : int, default 1
         Threads used by scikit-learn (results do not depend on it).
     progressbar : bool, default False
     random_seed : RandomSeed, optional
         Seed of :meth:`fit` and default seed of :meth:`synthesize`.
+    **tree_options
+        The fields of ``trees`` given flat, ``RandomForestSynthesizer(n_trees=100)`` as
+        ``RandomForestSynthesizer(trees=TreeOptions(n_trees=100))``; each is also a read-only
+        attribute of its resolved value (``model.n_trees``).
 
     Attributes
     ----------
@@ -110,28 +111,28 @@ class RandomForestSynthesizer(TreeSynthesizer):
     info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True,
                      releases_donor_values=True)
 
-    def __init__(self, *, n_trees: int = 500, probabilities: str = "vote", alpha: float = 1.0,
-                 donor: str = "uniform", smoothing: bool | Sequence[str] = False,
-                 oob_only: bool = False, min_oob_trees: int = 100, procedure: str = "A",
+    tree_defaults = FOREST_TREES
+    # as saved folders and releases have always held them (their identity hashes them)
+    settings_order = ("n_trees", "probabilities", "alpha", "donor", "smoothing", "oob_only",
+                      "min_oob_trees", "procedure", "visit_sequence", "tie_order",
+                      "max_features", "min_samples_leaf", "group_by", "min_group_size",
+                      "n_jobs", "progressbar", "random_seed")
+
+    def __init__(self, *, trees: TreeOptions | None = None, probabilities: str = "vote",
+                 alpha: float = 1.0, donor: str = "uniform",
+                 smoothing: bool | Sequence[str] = False,
                  visit_sequence: Sequence[str] | None = None, tie_order: str = "fewer_categories",
-                 max_features: str | int = "sqrt", min_samples_leaf: int = 1,
-                 group_by: str | Mapping[str, str] | None = None, min_group_size: int = 10,
-                 n_jobs: int = 1, progressbar: bool = False,
-                 random_seed: RandomSeed = None) -> None:
-        self.n_trees = n_trees
+                 group_by: str | Mapping[str, str] | None = None, n_jobs: int = 1,
+                 progressbar: bool = False, random_seed: RandomSeed = None,
+                 **tree_options: Any) -> None:
+        self.trees = self._fold_trees(trees, tree_options)
         self.probabilities = probabilities
         self.alpha = alpha
         self.donor = donor
         self.smoothing = smoothing
-        self.oob_only = oob_only
-        self.min_oob_trees = min_oob_trees
-        self.procedure = procedure
         self.visit_sequence = visit_sequence
         self.tie_order = tie_order
-        self.max_features = max_features
-        self.min_samples_leaf = min_samples_leaf
         self.group_by = group_by
-        self.min_group_size = min_group_size
         self.n_jobs = n_jobs
         self.progressbar = progressbar
         self.random_seed = random_seed
@@ -559,5 +560,5 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
         return RFPlugin(self, original)
 
-    _persisted_state = forest_state
-    _restore = staticmethod(restore_forests)
+    persisted_state = forest_state
+    restore_state = staticmethod(restore_forests)

@@ -322,7 +322,7 @@ def test_smoothed_value_near_a_donor_value_keeps_the_truth_possible():
     such near-coincidences common: the plug-in used to give the truth of every record
     likelihood 0 (``ALL_CANDIDATES_IMPOSSIBLE`` on a release the synthesizer made from the true
     data)."""
-    from bayes_risk.models.trees.plugins._plugin_terms import _atom_hit
+    from bayes_risk.models.trees.plugins._plugin_terms import atom_hit
 
     y = 400.0 + np.random.default_rng(0).uniform(0.0, 1e-4, 30)
     df = pd.DataFrame({"y": y})
@@ -331,7 +331,7 @@ def test_smoothed_value_near_a_donor_value_keeps_the_truth_possible():
     )
     assert cart.output_rounding("y") == (None, False) and cart.trees_["y"].n_nodes == 1
     z = list(cart.synthesize(3, random_seed=1))
-    assert all(_atom_hit(d["y"].to_numpy(), y) for d in z)  # the case at issue
+    assert all(atom_hit(d["y"].to_numpy(), y) for d in z)  # the case at issue
     pl = CARTPlugin(cart, df, n_bootstrap=200, random_seed=2)
     for i in range(len(df)):
         # the truth; others may shrink the support [lo, hi] past a released value (then 0)

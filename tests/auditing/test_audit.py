@@ -1675,7 +1675,7 @@ def test_thresholds_say_where_they_come_from(audited, tmp_path):
     """Each threshold names its source (synthpop's guidance, Karr et al., or the package's
     convention, which the user guide explains), not "defaults"; a threshold given for the
     audit says so."""
-    from bayes_risk.auditing.plan import THRESHOLD_SOURCES
+    from bayes_risk.auditing.thresholds import THRESHOLD_SOURCES
 
     res, _ = audited
     import html as html_lib

@@ -12,7 +12,9 @@ import pandas as pd
 import pytest
 
 import bayes_risk as br
-from bayes_risk.auditing.plan import AuditPlan, Thresholds, _inputs, _make_plan
+from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.resolve import audit_inputs, make_plan
+from bayes_risk.auditing.thresholds import Thresholds
 from bayes_risk.data import SyntheticData
 
 #: the settings table of two audits as the code before the single settings object wrote it
@@ -41,8 +43,8 @@ def _plan(settings: br.AuditSettings, **kw) -> AuditPlan:
     weights = settings.weights
     if weights is not None:
         data = data.assign(**{weights: np.linspace(1.0, 3.0, len(data))})
-    data, syn, sch, _ = _inputs(data, syn, None, ["Urban", "Marital", "Tenure"], weights)
-    return _make_plan(data, syn, sch, settings, synthesized=["Income", "Tenure"],
+    data, syn, sch, _ = audit_inputs(data, syn, None, ["Urban", "Marital", "Tenure"], weights)
+    return make_plan(data, syn, sch, settings, synthesized=["Income", "Tenure"],
                       thresholds=Thresholds.parse(kw.pop("thresholds", None)), random_seed=11,
                       **kw)
 
@@ -96,3 +98,44 @@ def test_the_plan_holds_no_copy_of_a_setting():
     assert plan.sweep == (0.0, 0.5, 2.0) and plan.skip == ("attacks",)
     assert plan.ngroups_target == {"Tenure": None}
     assert plan.linkability_columns == (["Age", "Urban"], ["Income"])
+
+
+def test_a_new_option_is_one_declaration(monkeypatch):
+    """The one place of a new option: a field of the settings (a subclass here, nothing else
+    edited), read by a step from ``ctx.plan.given``, shown in the settings table by its
+    ``settings_row`` metadata, and kept by ``replace``; ``AuditPlan`` and ``StepContext`` are
+    not touched."""
+    from bayes_risk.auditing.outcome import StepOutcome
+    from bayes_risk.auditing.plan import step_names
+    from bayes_risk.auditing.settings import settings_row
+    from bayes_risk.measures import Measure, register, unregister
+
+    @dataclasses.dataclass(frozen=True, eq=False)
+    class MySettings(br.AuditSettings):
+        min_share: float = dataclasses.field(
+            default=0.5, metadata=settings_row("toy_option", "minimum share", "the toy's cut"))
+
+    seen = []
+
+    def toy_step(ctx):
+        seen.append(ctx.plan.given.min_share)
+        return StepOutcome(name="toy_option", status="ran", result=None)
+
+    builtin = list(step_names())
+    given = MySettings(skip=builtin, min_share=0.25).replace(sweep=None)
+    assert type(given) is MySettings and given.min_share == 0.25
+    data, syn = _release()
+    register(Measure("toy_option", "Toy option", step=toy_step))
+    try:
+        res = br.audit(data, syn, known=["Age", "Urban"], synthesized=["Income", "Tenure"],
+                       settings=given, random_seed=1, progressbar=False)
+        default = br.audit(data, syn, known=["Age", "Urban"], synthesized=["Income", "Tenure"],
+                           settings=MySettings(skip=builtin), random_seed=1, progressbar=False)
+    finally:
+        unregister("toy_option")
+    assert seen == [0.25, 0.5]
+    assert res.step("toy_option").status == "ran" and res.plan.given is given
+    rows = [(r["step"], r["setting"], r["value"], r["source"], r["note"])
+            for r in _table(res.plan) + _table(default.plan) if r["step"] == "toy_option"]
+    assert rows == [("toy_option", "minimum share", "0.25", "given", "the toy's cut"),
+                    ("toy_option", "minimum share", "0.5", "default", "the toy's cut")]

@@ -357,6 +357,9 @@ def _option_cases() -> list[Case]:
     cases += [
         Case("m=0", "synthesize", 2, "-m", kw={"extra": ("-m", "0")}),
         Case("m=0", "demo", 2, "-m", kw={"extra": ("-m", "0")}),
+        # checked by the sampler's spec before any step runs, named as the demo's option
+        Case("draws=0", "demo", 2, "--draws must be an integer >= 1", kw={"extra": ("--draws",
+                                                                                   "0")}),
         Case("model-dir-not-a-model", "synthesize", 2, "not a saved bayes-risk model",
              prepare=lambda w, b: (Path(w / "notmodel").mkdir(), {})[1]),
         Case("draws=0", "fit", 2, "draws", kw={"extra": ("--draws", "0")}),
@@ -831,8 +834,9 @@ def test_every_path_argument_is_an_input():
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     expected = {
-        "fit": {"original", "records", "model_opt_structural_zeros"},
-        "synthesize": {"original", "model", "records", "predictor_matrix"},
+        "fit": {"original", "records", "model_opt_structural_zeros",
+                "model_opt_predictor_matrix"},
+        "synthesize": {"original", "model", "records", "model_opt_predictor_matrix"},
         "identification": {"original", "synthetic", "population_counts", "targets", "model"},
         "attribute": {"model", "original", "synthetic", "records", "pairs", "known_records",
                       "refit_cache"},

@@ -24,9 +24,11 @@ def csv(tmp_path_factory):
 
 TYPES = ["--categorical", "Urban", "Marital", "Tenure", "Educ"]
 METHODS = {
-    "cart": ["--synthesize", "Tenure", "Income", "--min-leaf", "8"],
+    # fit takes every option synthesize takes (one declaration, issue 65): synthpop's CART
+    "cart": ["--synthesize", "Tenure", "Income", "--min-leaf", "8", "--donor", "uniform",
+             "--unroutable", "random-descent"],
     "rf": ["--synthesize", "Tenure", "Marital", "--n-trees", "20"],
-    "pmm": ["--identifying", "Urban", "Marital", "Tenure", "--threshold", "3"],
+    "pmm": ["--identifying", "Urban", "Marital", "Tenure", "--threshold", "3", "--tie", "first"],
 }
 
 
@@ -46,8 +48,10 @@ def test_fit_then_synthesize(tmp_path, csv, method):
     assert syn.m == 3 and syn.method == method
     # the same synthesizer fitted in the session with the same settings and seed
     schema = infer_schema(df, categorical=TYPES[1:])
-    settings = {"cart": {"min_leaf": 8}, "rf": {"n_trees": 20},
-                "pmm": {"identifying": ["Urban", "Marital", "Tenure"], "threshold": 3}}[method]
+    settings = {"cart": {"min_leaf": 8, "donor": "uniform", "unroutable": "random_descent"},
+                "rf": {"n_trees": 20},
+                "pmm": {"identifying": ["Urban", "Marital", "Tenure"], "threshold": 3,
+                        "tie": "first"}}[method]
     synthesized = {"cart": ["Tenure", "Income"], "rf": ["Tenure", "Marital"], "pmm": None}
     direct = get_synthesizer(method)(**settings, random_seed=3).fit(
         df, schema=schema, synthesized=synthesized[method], random_seed=3
@@ -73,7 +77,7 @@ def test_fit_tree_errors_and_out_policy(tmp_path, csv, capsys):
     assert rc == 2 and "--draws: MCMC options do not apply to --method rf" in err, err
     rc = cli.main(["fit", str(path), "--method", "cart", *METHODS["cart"], "--n-trees", "5",
                    *TYPES, "--quiet", "--out", str(out)])
-    assert rc == 2 and "--n-trees is not an option of --method cart" in capsys.readouterr().err
+    assert rc == 2 and "--n-trees: not an option of --method cart" in capsys.readouterr().err
     assert not out.exists()
     # --out: an existing non-empty folder is refused unless --overwrite, as for every command
     args = ["fit", str(path), "--method", "cart", *METHODS["cart"], *TYPES, "--quiet",

@@ -193,3 +193,35 @@ def test_the_disclosure_options_give_the_exclusions():
     names = option_names(disclosure)
     assert names["use_target_na"] == "--no-target-na"
     assert names["ExclusionSpec.exclude_combinations"] == "--exclude-combination"
+
+
+def test_the_tree_models_options_are_declared_once():
+    """fit, synthesize and orders take the tree models' options from one declaration
+    (cli/options/trees.py, issue 65): every model option of synthesize and orders is an option
+    of fit with the same setting (fit --method cart offered 4 of synthesize's before), orders has
+    none that fixes a visit order, and each option is a setting of a built-in synthesizer that
+    declares it (the specification's two options make the setting "spec" together)."""
+    import inspect
+
+    from bayes_risk.cli.options.trees import TREES
+    from bayes_risk.models import get_synthesizer
+
+    subs = _subparsers()
+
+    def model_options(name):
+        return {a.option_strings[0]: a.library_names for a in subs[name]._actions
+                if a.dest.startswith("model_opt_")}
+
+    fit, syn, orders = (model_options(n) for n in ("fit", "synthesize", "orders"))
+    for other in (syn, orders):
+        assert other and all(fit[k] == v for k, v in other.items())
+    assert {"--unroutable", "--bandwidth", "--method-per-column", "--n-jobs", "--tie"} <= set(fit)
+    assert set(orders) == set(syn) - {"--identifying", "--threshold", "--tie",
+                                      "--visit-sequence", "--method-per-column",
+                                      "--predictor-matrix"}
+    for name, options in TREES:
+        params = set(inspect.signature(get_synthesizer(name)).parameters)
+        for opt in options:
+            assert opt.setting in params or (opt.setting in ("method_per_column",
+                                                             "predictor_matrix")
+                                             and "spec" in params), (name, opt.flag)

@@ -315,29 +315,6 @@ def test_a_registered_synthesizer_reaches_synthesize_rebuild_and_attribute(ce_cs
     assert len(recs) == 3 and recs["p_true"].between(0, 1).all()
 
 
-def test_model_options_are_the_settings_of_the_builtin_synthesizers():
-    """Each model option of synthesize is passed by its setting name (MODEL_SETTINGS): every one
-    is a setting of a built-in synthesizer's __init__, and none of the parser's model groups is
-    left out (an option missing from MODEL_SETTINGS would be silently ignored)."""
-    import argparse
-    import inspect
-
-    from bayes_risk.cli.parsers.synthesize import MODEL_SETTINGS, SYNTHESIS_OPTIONS, add_parser
-    from bayes_risk.models import get_synthesizer
-
-    sub = argparse.ArgumentParser().add_subparsers()
-    parser = add_parser(sub)
-    model_groups = ("(--method cart)", "(--method rf)", "(--method pmm)")
-    grouped = {a.dest for g in parser._action_groups
-               if (g.title or "").endswith(model_groups) for a in g._group_actions}
-    assert grouped | {"n_jobs"} == set(MODEL_SETTINGS)
-    settings = set()
-    for name in ("cart", "rf", "pmm"):
-        settings |= set(inspect.signature(get_synthesizer(name)).parameters)
-    # the spec options make the setting "spec" together (cli.synthesize)
-    assert set(MODEL_SETTINGS) - set(SYNTHESIS_OPTIONS) <= settings and "spec" in settings
-
-
 def test_orders_takes_any_registered_sequential_synthesizer(tmp_path, capsys, monkeypatch):
     """bayes-risk orders finds --method in the registry, keeps the synthesizers whose ModelInfo
     declares visit_order and passes the settings by name: a registered CART subclass gives the

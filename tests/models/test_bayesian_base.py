@@ -34,7 +34,7 @@ class BetaBernoulli(BayesianSynthesizer):
         if np.any((th < 0) | (th > 1)):
             raise ValidationError("theta must lie in [0, 1].")
 
-    def _convergence_quantities(self):
+    def convergence_quantities(self):
         return {"theta": np.asarray(self.posterior_["posterior"]["theta"].values)}
 
     def _synthesize_one(self, draw, rng, data):

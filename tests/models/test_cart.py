@@ -230,7 +230,9 @@ def test_registry_and_result_provenance(ce_small):
         .synthesize(3, random_seed=5)
     )
     assert z.m == 3 and z.method == "cart"
-    assert z.settings == CARTSynthesizer().get_params()
+    # a release holds the settings flat: the tree options by name, in place of trees=
+    assert z.settings == CARTSynthesizer().flat_settings()
+    assert z.settings["min_leaf"] == 5 and "trees" not in z.settings
     assert z.random_seed == 5
     assert z.schema.synthesized == SYN
     assert z.synthesized_records.all()

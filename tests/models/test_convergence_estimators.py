@@ -193,7 +193,7 @@ def test_label_invariant_names_with_a_slash(monkeypatch):
     # xarray forbids "/" in a variable name: written with U+2215, the name kept in the attrs
     m = _tiny_fit()
     x = np.asarray(m.posterior_["sample_stats"]["loglik"].values, dtype=float)
-    monkeypatch.setattr(m, "_convergence_quantities", lambda: {"P(a=N/A)": x})
+    monkeypatch.setattr(m, "convergence_quantities", lambda: {"P(a=N/A)": x})
     rep = check_convergence(m)
     assert list(rep.index) == ["P(a=N/A)"]
     var = m.posterior_["label_invariant"]["P(a=N\u2215A)"]
@@ -207,7 +207,7 @@ def test_decision_at_the_threshold_uses_arviz_value(fitted, monkeypatch):
     m = fitted
     x = np.asarray(m.posterior_["sample_stats"]["loglik"].values, dtype=float)
     v = float(arviz_stats.ess(x, method="tail", prob=(0.05, 0.95)))
-    monkeypatch.setattr(m, "_convergence_quantities", lambda: {"loglik": x})
+    monkeypatch.setattr(m, "convergence_quantities", lambda: {"loglik": x})
     for threshold, fails in ((v, False), (np.nextafter(v, np.inf), True)):
         monkeypatch.setattr(convergence_report, "ess_min", lambda model, t=threshold: t)
         rep = check_convergence(m)
@@ -242,7 +242,7 @@ def test_constant_quantity_passes(fitted, monkeypatch):
     nothing is flagged (ArviZ's R-hat is 0/0 there; the report gives 1)."""
     x = np.full((2, 150), 3.0)
     assert ess_bulk(x) == ess_tail(x) == float(arviz_stats.ess(x, method="bulk")) == 300.0
-    monkeypatch.setattr(fitted, "_convergence_quantities", lambda: {"k": x})
+    monkeypatch.setattr(fitted, "convergence_quantities", lambda: {"k": x})
     row = check_convergence(fitted).loc["k"]
     assert (row.ess_bulk, row.ess_tail, row.rhat, row.flag) == (300.0, 300.0, 1.0, "")
 
@@ -256,7 +256,7 @@ def test_unassessable_quantity_fails_its_check(fitted, monkeypatch):
 
     x = np.random.default_rng(0).normal(size=(2, 150))
     x[1, 7] = -np.inf
-    monkeypatch.setattr(fitted, "_convergence_quantities", lambda: {"loglik": x})
+    monkeypatch.setattr(fitted, "convergence_quantities", lambda: {"loglik": x})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         row = check_convergence(fitted, warn=True).loc["loglik"]

@@ -183,7 +183,7 @@ def test_ess_threshold_is_per_chain(monkeypatch):
     rng = np.random.default_rng(0)
     for n, flagged in ((80, True), (150, False)):
         x = rng.normal(size=(2, n))
-        monkeypatch.setattr(m, "_convergence_quantities", lambda x=x: {"q": x})
+        monkeypatch.setattr(m, "convergence_quantities", lambda x=x: {"q": x})
         row = check_convergence(m).loc["q"]
         assert 100 < row.ess_bulk < 400 and row.rhat < 1.05
         assert ("LOW_ESS" in row.flag.split(",")) == flagged, (n, row.ess_bulk, row.ess_tail)

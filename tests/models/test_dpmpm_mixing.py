@@ -161,14 +161,15 @@ def test_bounded_alpha_update_draws_the_truncated_conditional():
 
 def _step_alphas(tune, draws, bound, sweeps, seed=5):
     """α after every call of the Gibbs step (one sweep per warm-up call, one per kept draw)."""
-    from bayes_risk.models.dpmpm.step import DPMPMGibbs
+    from bayes_risk.models.dpmpm.step import DPMPMGibbs, SweepSchedule
 
     df = make_acs_like(300, random_seed=1)[["SEX", "MAR", "MIG"]]
     codes = np.column_stack([pd.factorize(df[c])[0] for c in df.columns]).astype(np.int64)
     d = codes.max(axis=0) + 1
     step = DPMPMGibbs(["alpha", "V", "phi_0", "phi_1", "phi_2"], codes=codes, d=d,
                       n_components=10, alpha_prior=(0.25, 0.25), dirichlet_prior=1.0,
-                      alpha_warmup_bound=bound, alpha_warmup_sweeps=sweeps)
+                      schedule=SweepSchedule(alpha_warmup_bound=bound,
+                                             alpha_warmup_sweeps=sweeps))
     step.setup_chain(np.random.default_rng(seed), tune, draws)
     point: dict = {}
     out = np.empty(tune + draws)

@@ -745,7 +745,7 @@ def test_cli_fit_and_synthesize_mm(data, tmp_path, capsys):
     # an option of another model, or a non-count column, is a one-line error with status 2
     assert main(["fit", str(csv), "--method", "poisson-mixture", "--family", "workers=normal",
                  "--quiet", "--out", str(tmp_path / "bad")]) == 2
-    assert "--family is not an option of --method poisson-mixture" in capsys.readouterr().err
+    assert "--family: not an option of --method poisson-mixture" in capsys.readouterr().err
     data.assign(wages=data["wages"] + 0.5).to_csv(tmp_path / "bad.csv", index=False)
     assert main(["fit", str(tmp_path / "bad.csv"), "--method", "poisson-mixture", "--quiet",
                  "--out", str(tmp_path / "bad")]) == 2

@@ -94,14 +94,14 @@ def test_nested_params_clone_and_repr_follow_scikit_learn():
 
 def test_saved_settings_stay_flat_and_read_back_as_given():
     default = DPMPM()
-    flat = default._release_settings()
+    flat = default.release_settings()
     assert "sampling" not in flat
     assert {k: flat[k] for k in DPMPM_SAVED} == DPMPM_SAVED
     # a model saved before or after the change: the defaults go back to the defaults
     again = DPMPM.from_settings(flat)
     assert again.sampling is None and again.get_params() == default.get_params()
     given = DPMPM(n_components=4, sampling=Sampling(draws=40, tune=30, starts=("few",)))
-    saved = {**given._release_settings(), "starts": ["few"]}  # JSON: a list
+    saved = {**given.release_settings(), "starts": ["few"]}  # JSON: a list
     back = DPMPM.from_settings(saved)
     assert back.sampling == Sampling(draws=40, tune=30, starts=("few",))
     assert back.get_params() == given.get_params()

@@ -6,6 +6,7 @@ runs or its help is asked for.
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import Any
 
 from bayes_risk._sampling_spec import Sampling
@@ -66,16 +67,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def add_model_options(p: argparse.ArgumentParser) -> None:
-    """Add the options the registered models declare (:func:`bayes_risk.registry.fit_options`)
-    to the ``fit`` parser ``p``, in a group of their own."""
+def add_model_options(p: argparse.ArgumentParser, options: Any = None,
+                      models: str | None = None) -> None:
+    """Add the model-specific ``options`` (default: those the registered models declare,
+    :func:`bayes_risk.registry.fit_options`) to the parser ``p``, in a group of their own;
+    ``models``: the models they are of (default: every registered one)."""
     from bayes_risk.registry import fit_options, list_synthesizers
 
-    mg = p.add_argument_group("model-specific options",
-                              "Declared by each model (entry-point group bayes_risk.fit_options); "
-                              "an option reaches any model whose __init__ takes its setting. "
-                              f"Registered models (--method): {', '.join(list_synthesizers())}.")
-    for opt in fit_options():
+    # wrapped here: a parser with raw descriptions (synthesize, orders) prints it as it is
+    mg = p.add_argument_group("model-specific options", textwrap.fill(
+        "Declared by each model (entry-point group bayes_risk.fit_options); an option reaches "
+        "any model whose __init__ takes its setting. Registered models (--method): "
+        f"{models or ', '.join(list_synthesizers())}.", 78))
+    for opt in fit_options() if options is None else options:
         action = mg.add_argument(opt.flag, dest=opt.dest, default=argparse.SUPPRESS,
                                  help=opt.help, **opt.kwargs)
         # the model's messages name the setting; the command line's, the option

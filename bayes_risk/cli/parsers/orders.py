@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
+from bayes_risk.cli.options.trees import tree_options
+from bayes_risk.cli.parsers.fit import add_model_options
 
 __all__ = ["add_parser"]
 
@@ -49,16 +51,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--sampling-fraction", type=float, default=None, metavar="A")
     add_type_arguments(p, fits=True)
     p.add_argument("-m", type=int, default=5, metavar="M", help="datasets per order (default 5)")
-    g = p.add_argument_group(
-        "synthesizer settings (each passed to the synthesizer's setting of the same name and "
-        "refused by one that has none; not given: the synthesizer's default)")
-    g.add_argument("--n-trees", type=int, default=None, metavar="N",
-                   help="rf: trees per forest (default 500)")
-    g.add_argument("--group-by", nargs="+", default=None, metavar="COL|COL=GROUP",
-                   help="rf: separate forests per level of a categorical column")
-    g.add_argument("--min-group-size", type=int, default=None, metavar="N",
-                   help="rf: smallest group with a forest of its own (default 10)")
-    g.add_argument("--min-leaf", type=int, default=None, metavar="N",
-                   help="cart: minimum leaf size (default 5)")
+    add_model_options(p, tree_options(orders=True), "cart, rf")
     add_run_arguments(p, "bayes_risk.cli.orders", "orders.csv, summary.json", seed=1)
     return p

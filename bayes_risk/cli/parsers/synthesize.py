@@ -12,39 +12,22 @@ from bayes_risk.cli._common import (
     add_seed_argument,
     add_type_arguments,
 )
-from bayes_risk.cli.options.trees import CART
+from bayes_risk.cli.options.trees import TREES, tree_options
 from bayes_risk.cli.parsers import Handler
+from bayes_risk.cli.parsers.fit import add_model_options
 
-__all__ = ["add_parser", "MODEL_SETTINGS", "SYNTHESIS_OPTIONS"]
-
-#: the model-specific options, by ``argparse`` destination: each given one is passed to the
-#: model as the ``__init__`` setting of the same name, and refused for a model without that
-#: setting (cli.synthesize); the groups below say which built-in model takes which
-MODEL_SETTINGS: tuple[str, ...] = (
-    "min_leaf", "max_depth", "min_deviance", "prune_to_diversity", "smoothing", "bandwidth",
-    "donor", "unroutable", "method_per_column", "predictor_matrix",
-    "n_trees", "min_samples_leaf", "probabilities", "alpha", "oob_only", "min_oob_trees",
-    "procedure",
-    "visit_sequence", "group_by", "min_group_size",
-    "identifying", "threshold", "tie",
-    "n_jobs",
-)
-
-#: the options that together make a model's ``spec`` setting (a synthpop-style specification,
-#: :class:`~bayes_risk.models.SynthesisSpec`), with ``--synthesize`` as its visit sequence
-SYNTHESIS_OPTIONS: tuple[str, ...] = ("method_per_column", "predictor_matrix")
-
+__all__ = ["add_parser"]
 
 _EPILOG = """\
 examples:
   bayes-risk synthesize CEdata.csv --method cart --synthesize Tenure Expenditure Income \\
       --categorical Urban Marital Tenure -m 20 --random-seed 1 --out syn_cart
-  bayes-risk synthesize CEdata.csv --method cart --synthesize Tenure Expenditure Income \
-      --categorical Urban Marital Tenure --method-per-column cart --donor uniform \
+  bayes-risk synthesize CEdata.csv --method cart --synthesize Tenure Expenditure Income \\
+      --categorical Urban Marital Tenure --method-per-column cart --donor uniform \\
       --unroutable random-descent --out syn_synthpop   # synthpop's syn(visit.sequence = ...)
   bayes-risk synthesize acs.csv --method rf --synthesize SEX RACE --categorical SEX RACE \\
       --probabilities leaf-dirichlet --alpha 1 --out syn_rf
-  bayes-risk synthesize CEdata.csv --method rf --synthesize Tenure Income \
+  bayes-risk synthesize CEdata.csv --method rf --synthesize Tenure Income \\
       --categorical Urban Marital Tenure --oob-only --min-samples-leaf 5 --out syn_rf_numeric
   bayes-risk synthesize survey.csv --method pmm --identifying AGE EDU PRO \\
       --ordinal AGE EDU PRO --threshold 5 --out syn_pmm
@@ -95,65 +78,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="partial synthesis of selected records: only they get synthetic "
                    "values, the other records keep all original values (pmm: the recipients; "
                    f"default the records of sensitive cells); {RECORDS_HELP}")
-    # the model-specific options: "not given" (None) means the model's default; a given option
-    # reaches the model whose __init__ takes the setting of its name (cli.synthesize), and is
-    # refused for any other
-    g = p.add_argument_group("CART (--method cart)")
-    for o in CART:  # as 'fit' declares them
-        g.add_argument(o.flag, default=None, help=o.help, **o.kwargs)
-    g.add_argument("--smoothing", action="store_true", default=None,
-                   help="per-leaf truncated Gaussian kernel smoothing of numeric columns "
-                   "(cart; rf too, with --min-samples-leaf 2 or more)")
-    g.add_argument("--bandwidth", type=float, default=None, metavar="H",
-                   help="kernel bandwidth (default: Silverman's rule per leaf)")
-    g.add_argument("--donor", choices=["bayes-bootstrap", "uniform"], default=None,
-                   help="donor draw inside a leaf (cart: default bayes-bootstrap, uniform = "
-                   "synthpop; rf numeric columns: default uniform, the forest's distribution)")
-    g.add_argument("--unroutable", choices=["climb", "random-descent"], default=None,
-                   help="records meeting an unevaluable split (default climb; random-descent = "
-                   "synthpop)")
-    g.add_argument("--method-per-column", nargs="+", default=None, metavar="METHOD|COL=METHOD",
-                   help="a synthpop-style specification with --synthesize as its visit sequence: "
-                        "one METHOD for every column (synthpop's defaults: the first visited "
-                        "column is drawn by 'sample', each later one by CART on the columns "
-                        "visited before it only), or COL=METHOD pairs; METHOD is cart, rf, ctree, "
-                        "sample, "
-                        "norm, normrank, pmm (numeric), logreg, polyreg or polr (categorical) "
-                        "(COL=: keep the column, a predictor of later ones)")
-    g.add_argument("--predictor-matrix", default=None, metavar="FILE.csv",
-                   help="synthpop's predictor matrix as a CSV table (first column: the column "
-                        "predicted; 1: predictor), with a synthpop-style specification")
-    g = p.add_argument_group("random forest (--method rf)")
-    g.add_argument("--n-trees", type=int, default=None, metavar="N", help="trees per forest")
-    g.add_argument("--min-samples-leaf", type=int, default=None, metavar="N",
-                   help="minimum distinct in-bag records per leaf (default 1; larger gives numeric "
-                   "columns more donors per leaf)")
-    g.add_argument("--probabilities", choices=["vote", "leaf-dirichlet"], default=None,
-                   help="synthesis probabilities from leaf votes or leaf counts + Dirichlet prior")
-    g.add_argument("--alpha", type=float, default=None, metavar="A",
-                   help="Dirichlet prior count per class (leaf-dirichlet; default 1)")
-    g.add_argument("--oob-only", action="store_true", default=None,
-                   help="use only out-of-bag trees")
-    g.add_argument("--min-oob-trees", type=int, default=None, metavar="N")
-    g.add_argument("--procedure", choices=["A", "B"], default=None,
-                   help="Caiola-Reiter procedure A (3.1-3.3) or B (3.1a-3.3a)")
-    g.add_argument("--visit-sequence", nargs="+", default=None, metavar="COL",
-                   help="order in which the forests visit the --synthesize columns (default: "
-                        "by decreasing number of replaced records)")
-    g.add_argument("--group-by", nargs="+", default=None, metavar="COL|COL=GROUP",
-                   help="separate forests per level of a categorical column: one name for every "
-                        "synthesized column, or COL=GROUP pairs")
-    g.add_argument("--min-group-size", type=int, default=None, metavar="N",
-                   help="levels with fewer replaced records use the pooled forest (default 10)")
-    g = p.add_argument_group("small-cell PMM (--method pmm)")
-    g.add_argument("--identifying", nargs="+", metavar="COL", default=None,
-                   help="identifying variables defining the cells")
-    g.add_argument("--threshold", type=int, default=None, metavar="N",
-                   help="cells with count <= N are sensitive (default 5)")
-    g.add_argument("--tie", choices=["random", "first"], default=None,
-                   help="tie-breaking between equally close donors")
-    p.add_argument("--n-jobs", type=int, default=None, metavar="N",
-                   help="worker threads (results do not depend on it)")
+    # the model-specific options (not given: the model's default), declared once for 'fit' and
+    # 'synthesize' by the models; each reaches the model whose __init__ takes its setting
+    add_model_options(p, tree_options(), ", ".join(name for name, _ in TREES))
     p.add_argument("--csv", action="store_true", help="also write CSV copies of the datasets")
     add_format_argument(p)
     add_quiet_argument(p)

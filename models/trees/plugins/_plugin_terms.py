@@ -85,7 +85,7 @@ def mc_log_var(lf_a: np.ndarray, lf_b: np.ndarray | None = None, *, paired: bool
     return float((np.var(ua) + np.var(ub)) / R)
 
 
-def _atom_hit(z: np.ndarray, values: np.ndarray) -> bool:
+def atom_hit(z: np.ndarray, values: np.ndarray) -> bool:
     """Some synthetic value equals a donor value (to 1e-9 relative)."""
     if z.size == 0 or values.size == 0:
         return False

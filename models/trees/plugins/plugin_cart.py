@@ -18,7 +18,7 @@ from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.cart_polya import PolyaTables
 from bayes_risk.models.trees.missing import design_inputs, kind_codes
 from bayes_risk.models.trees.plugins._plugin_terms import (
-    _atom_hit,
+    atom_hit,
     mc_log_var,
     mc_node_loglik,
     mc_node_loglik_extra,
@@ -524,7 +524,7 @@ class CARTPlugin(PluginBase):
         atoms = donors[:1] if n_d and donors.min() == donors.max() else donors[:0]
 
         def atom(lo: float, hi: float) -> bool:
-            return decimals is None and lo < hi and h > 0 and _atom_hit(zu, atoms)
+            return decimals is None and lo < hi and h > 0 and atom_hit(zu, atoms)
 
         R = self.n_bootstrap
 

@@ -1,0 +1,513 @@
+"""The audit's settings resolved against the data and the release: the inputs read and
+checked, every option checked before a step runs, and the :class:`~bayes_risk.auditing.AuditPlan`
+made (:func:`make_plan`), each value with where it came from (:doc:`/user_guide/audit`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.auditing.plan import (
+    CONVENTION_RADIUS,
+    AuditPlan,
+    cli_step_name,
+    record_attack_settings,
+    record_settings,
+    step_names,
+)
+from bayes_risk.auditing.thresholds import Thresholds
+from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
+
+__all__ = ["audit_inputs", "make_plan"]
+
+
+def audit_inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
+                 weights: Any = None) -> tuple:
+    """The original, the release, the schema and the survey weights, read and checked.
+
+    Parameters
+    ----------
+    original, synthetic, schema
+        As :func:`~bayes_risk.audit` takes them.
+    categorical : sequence of str or None
+        ``AuditSettings.categorical``, read when neither ``schema`` nor the release gives one.
+    weights : str, optional
+        ``AuditSettings.weights``: the original's survey weights column, taken out of it.
+
+    Returns
+    -------
+    tuple
+        ``(original, synthetic, schema, weights)``: a DataFrame, a ``SyntheticData``, the
+        schema and the weight vector (``None`` without weights).
+
+    Raises
+    ------
+    ValidationError, SchemaError
+        An input of the wrong type, an empty original, columns that differ between the
+        original and the release, or levels the release cannot hold.
+    """
+    from bayes_risk.data import SyntheticData, infer_schema
+    from bayes_risk.data.io import read_synthetic, read_table
+    from bayes_risk.data.validate import check_release_levels, release_only_levels
+
+    if weights is not None and not isinstance(weights, str):
+        raise ValidationError(
+            f"weights must name a column of the original. Got {type(weights).__name__}.")
+    if isinstance(original, (str, os.PathLike)):
+        original = read_table(original)
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a DataFrame or a table path. Got {type(original).__name__}."
+        )
+    w, rest = None, original
+    if weights is not None:
+        from bayes_risk.identification.population import _weight_vector
+
+        w = _weight_vector(weights, original)  # a missing column or a bad weight is refused
+        rest = original.drop(columns=[weights])
+    if len(rest) == 0 or len(rest.columns) == 0:
+        raise ValidationError("original has no records or no columns; expected a table.",
+                              code="EMPTY_TABLE")
+    if isinstance(synthetic, (str, os.PathLike)) or (
+        isinstance(synthetic, (list, tuple)) and synthetic
+        and all(isinstance(s, (str, os.PathLike)) for s in synthetic)
+    ):
+        synthetic = read_synthetic(synthetic, like=rest)
+    elif isinstance(synthetic, pd.DataFrame):
+        synthetic = SyntheticData([synthetic], method="unknown")
+    elif isinstance(synthetic, (list, tuple)) and synthetic and all(
+        isinstance(s, pd.DataFrame) for s in synthetic
+    ):
+        synthetic = SyntheticData(list(synthetic), method="unknown")
+    elif not isinstance(synthetic, SyntheticData):
+        raise ValidationError(
+            "synthetic must be a SyntheticData, a list of DataFrames, a SyntheticData folder or "
+            f"a list of table paths. Got {type(synthetic).__name__}."
+        )
+    if weights is not None and weights not in synthetic[0].columns:
+        original = rest
+    missing = [c for c in original.columns if c not in synthetic[0].columns]
+    if missing:
+        from bayes_risk.data.schema import did_you_mean
+
+        raise SchemaError(f"synthetic: the release lacks the original's columns {missing}."
+                          + did_you_mean(missing[0], synthetic[0].columns),
+                          code="MISSING_COLUMN")
+    extra = [c for c in synthetic[0].columns if c not in original.columns]
+    if extra:
+        raise SchemaError(
+            f"original: the original lacks the release's columns {extra}; give the confidential "
+            "table the release was made from.",
+            code="MISSING_COLUMN",
+        )
+    if schema is None:
+        if synthetic.schema is not None and not categorical:
+            schema = synthetic.schema
+        else:
+            schema = infer_schema(original, categorical=list(categorical or []) or None)
+    # the check every measure makes of the release's levels, once for every column before a
+    # step runs (the steps warn for the columns the release recodes)
+    check_release_levels(release_only_levels(original, list(synthetic), schema),
+                         synthetic.recoded_columns, original=original, warn=False)
+    return original, synthetic, schema, w
+
+
+def _twice(cols: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(c for c in cols if list(cols).count(c) > 1))
+
+
+def _once(cols: list[str], name: str, what: str) -> list[str]:
+    """``cols``, refused when one is listed twice."""
+    if _twice(cols):
+        raise ValidationError(f"{arg_name(name)}: column(s) {_twice(cols)} listed more than "
+                              f"once; give each {what} once.")
+    return cols
+
+
+def _check_utility_options(sch: Any, combining_rules: str, imputed: Any) -> None:
+    """Check the utility step's options: the rules, and ``imputed`` (``"auto"`` or columns)."""
+    if combining_rules != "auto":
+        from bayes_risk.utility.combining import check_rules
+
+        check_rules(combining_rules, "combining_rules")
+    if isinstance(imputed, str) and imputed == "auto":
+        return
+    if isinstance(imputed, str):
+        raise ValidationError(
+            f"imputed must be 'auto' or a list of column names ([] for none). Got {imputed!r}.")
+    sch.check_columns(list(imputed), "imputed")
+
+
+def _plan_sweep(sweep: Any, known: list[str], sch: Any, radius_type: str
+                ) -> tuple[tuple[float, ...], list[str]]:
+    """The search's radii (checked by the settings; 0 added when it runs) and the columns it
+    searches: every numeric known column, synthesized or released unchanged."""
+    grid = tuple(sorted({0.0, *sweep})) if sweep else ()
+    cols = [c for c in sch.names if c in known and c in sch.numeric]
+    if grid and cols and radius_type == "quantile_sd":
+        raise ValidationError(
+            f"{arg_name('sweep')}: the radius search needs {arg_name('radius_type')} "
+            f"'percentage' or 'absolute'. Got 'quantile_sd'; give "
+            f"{arg_name('sweep', 'None', cli='none')} or another radius type.",
+            code="OPTION_CONFLICT",
+        )
+    return grid, cols
+
+
+def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
+                      refit_draws: Any) -> str | None:
+    """Where the attribute step's likelihood comes from (``None``: none), options checked."""
+    from bayes_risk.models import rebuildable_synthesizer
+
+    if isinstance(model, (str, os.PathLike)) and not (Path(model) / "model.json").is_file():
+        raise ValidationError(
+            f"{arg_name('model')} {str(model)!r} is not a fitted-model folder (no model.json); "
+            "give the "
+            "folder written by 'bayes-risk fit', or no model for a CART / random-forest release.",
+            code="NOT_A_MODEL"
+        )
+    if model is not None:
+        a_src = "model"
+    elif rebuildable_synthesizer(syn) is not None:  # its ModelInfo, not its name
+        a_src = f"{syn.method} plug-in"
+    else:
+        a_src = None
+    if a_src is not None and a_src != "model" and (attribute_estimator != "auto"
+                                                   or refit_draws is not None):
+        raise ValidationError(
+            f"{arg_name('attribute_estimator')} and {arg_name('refit_draws')} apply to a fitted "
+            f"Bayesian model ({arg_name('model')}); "
+            f"this release's attribute step uses the {a_src} likelihood.",
+            code="OPTION_CONFLICT",
+        )
+    return a_src
+
+
+def _release_capabilities(syn: Any, schema: Any, numeric: list[str]
+                          ) -> tuple[dict[str, str], list[str]]:
+    """The numeric synthesized columns whose released values are donors' original values,
+    each with the method that draws them, and those of them the synthesizer can smooth: what
+    the synthesizer declares (``releases_donor_values``, a ``smoothing`` setting), less the
+    columns its settings already smooth or draw new values for (a specification's ``norm``)."""
+    import inspect
+
+    from bayes_risk.contract import capabilities
+    from bayes_risk.registry import get_synthesizer, list_synthesizers
+
+    method = getattr(syn, "method", None)
+    if not isinstance(method, str) or method not in list_synthesizers():
+        return {}, []
+    cls = get_synthesizer(method)
+    if not capabilities(cls).releases_donor_values:
+        return {}, []
+    try:
+        takes_smoothing = "smoothing" in inspect.signature(cls).parameters
+    except (TypeError, ValueError):  # a class whose signature cannot be read
+        takes_smoothing = False
+    settings = getattr(syn, "settings", None) or {}
+    by = dict.fromkeys(numeric, method)
+    spec = settings.get("spec")
+    if spec is not None:
+        from bayes_risk.models.trees.spec import DONOR_METHODS, SynthesisSpec
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # resolved as the fit resolved it (and warned)
+            resolved = SynthesisSpec.coerce(spec).resolve(schema, list(
+                getattr(syn.schema, "synthesized", None) or numeric) or None)
+        by = {c: resolved.methods[c] for c in numeric
+              if resolved.methods.get(c) in DONOR_METHODS}
+    sm = settings.get("smoothing") if takes_smoothing else None
+    smoothed = set(numeric) if sm is True else {sm} if isinstance(sm, str) else set(sm or ())
+    by = {c: m for c, m in by.items() if c not in smoothed}
+    if not takes_smoothing:
+        return by, []
+    # kernel smoothing applies to the columns the synthesizer's own leaves draw (a
+    # specification's CART columns), not to its other methods' columns
+    return by, [c for c, m in by.items() if m in (method, "cart")]
+
+
+def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
+              synthesized: Any, thresholds: Thresholds, random_seed: int,
+              seed_src: str = "given") -> AuditPlan:
+    """Resolve and check every setting of ``s`` and the inputs, recording where each came from.
+
+    Parameters
+    ----------
+    data, syn, sch
+        The original, the release and the schema, as :func:`audit_inputs` returns them.
+    s : AuditSettings
+        The audit's settings: the plan holds this object (``plan.given``), not a copy.
+    known, model, synthesized
+        As :func:`~bayes_risk.audit` takes them.
+    thresholds : Thresholds
+        The verdict lines' thresholds.
+    random_seed : int
+        The run's seed.
+    seed_src : str
+        "given", or "drawn" when the audit drew the seed.
+
+    Returns
+    -------
+    AuditPlan
+        What the audit resolved, with the settings table.
+
+    Raises
+    ------
+    ValidationError, SchemaError
+        A setting the data or the release refuses, before any step runs.
+    """
+    from bayes_risk.utility._inputs import differing_share
+
+    est = s.attribute_estimator
+    _check_utility_options(sch, s.combining_rules, s.imputed)
+    if isinstance(known, str) or not known:
+        raise ValidationError("known: give the columns the intruder knows (at least one).")
+    known = _once(sch.check_columns(list(known), "known"), "known", "column the intruder knows")
+    if s.known_sweep:
+        _check_known_sweep(known)
+    skip_steps = _skip_steps(s.skip)
+    if synthesized is not None:
+        syn_cols = _once(sch.check_columns(list(synthesized), "synthesized"), "synthesized",
+                         "synthesized column")
+        src = "given"
+    elif syn.schema is not None and syn.schema.synthesized:
+        syn_cols, src = list(syn.schema.synthesized), "release manifest"
+    else:
+        syn_cols, src = list(differing_share(data, list(syn), sch)), "inferred"
+    if not syn_cols:
+        raise ValidationError(
+            f"{arg_name('synthesized')}: no synthesized column given, recorded or found (every "
+            "released column equals the original's); give "
+            f"{arg_name('synthesized', '[...]', cli='COL ...')}.",
+            code="NO_DIFFERENCES"
+        )
+    if "utility" not in skip_steps:
+        from bayes_risk.utility.compare import choose_rules
+
+        # combining rules that cannot apply (NOT_PARTIAL_SYNTHESIS) fail before any step runs
+        choose_rules(s.combining_rules, syn, data, list(syn), syn_cols, list(sch.names))
+    ku = [c for c in known if c not in syn_cols]
+    ks = [c for c in known if c in syn_cols]
+    rad, rad_src = _plan_radius(s.match.radius, known, sch)
+    grid, search_cols = _plan_sweep(s.sweep, known, sch, s.match.radius_type)
+    tg, tg_src = _plan_targets(s.targets, syn_cols, known, sch)
+    keys = {t: [c for c in known if c != t] for t in tg}
+    ng = {t: (s.ngroups_target if t in sch.numeric else None) for t in tg}
+    a_src = _attribute_source(model, syn, est.kind, est.refit_draws)
+    recs = None
+    if s.attribute_records is not None:
+        from bayes_risk.data.normalise import record_positions
+
+        recs = [int(r) for r in record_positions(
+            list(s.attribute_records) if not isinstance(s.attribute_records, np.ndarray)
+            else s.attribute_records, len(data), argument="attribute_records")]
+    plan = AuditPlan(
+        given=s, n_records=len(data), m=syn.m, method=syn.method, synthesized=syn_cols,
+        numeric_synthesized=[c for c in syn_cols if c in sch.numeric],
+        known_unsynthesized=ku, known_synthesized=ks, radius=rad, sweep=grid,
+        disclosure_targets=tg, disclosure_keys=keys, ngroups_target=ng,
+        attribute_source=a_src, attribute_records=recs, thresholds=thresholds,
+        random_seed=int(random_seed), skip=tuple(dict.fromkeys(skip_steps)),
+        search_columns=search_cols, radius_source=rad_src,
+    )
+    from bayes_risk.data.statfiles import file_labels
+
+    labels = file_labels(data)
+    if labels is not None:
+        plan.variable_labels = {c: v for c, v in labels.variable_labels.items()
+                                if c in sch.names}
+    if s.membership_selection is not None:
+        from bayes_risk.membership.selection import as_selection
+
+        plan.membership_selection = as_selection(s.membership_selection)
+        plan.add("membership", "selection", plan.membership_selection.description, "given",
+                 "how the records of a release that synthesizes selected records were "
+                 "selected; members left unsynthesized are released whole (P(member) = 1)")
+    plan.linkability_columns, link_src = _plan_linkability(s.linkability_columns, known, sch)
+    if s.allow_other_model:
+        plan.add("release", "model", "allowed not to be the one that made the release",
+                 "given", "the steps that use the fitted model measure its risks, with warning "
+                 "MODEL_DIFFERS when it did not make the release")
+    plan.donor_columns, plan.smoothable_columns = _release_capabilities(
+        syn, sch, plan.numeric_synthesized)
+    done = (getattr(syn, "extra", None) or {}).get("post_processing")
+    if done:
+        ops = ", ".join(str(d.get("operation")).replace("_", " ") for d in done)
+        why = (f"the release was post-processed after synthesis ({ops}; bayes_risk.sdc), so no "
+               "model's likelihood describes it; audit the release as synthesized for this "
+               "step (an intruder who sees the post-processed release learns no more, on "
+               "average, than one who sees it before).")
+        plan.withheld = {n: why for n in ("attribute", "posterior_identification", "membership")}
+        plan.add("release", "post-processing", ops, "release manifest",
+                 "applied after synthesis (bayes_risk.sdc); the model-based steps are withheld")
+    sizes = sorted({len(z) for z in syn if len(z) != len(data)})
+    if sizes:
+        # identification's true match is record i's own released row i: rows removed after a
+        # full synthesis (or another number of rows) pair no row with a record
+        plan.withheld["identification"] = (
+            f"the release's datasets hold {', '.join(f'{k:,}' for k in sizes)} records, the "
+            f"original {len(data):,}"
+            + (" (records were removed after synthesis)" if done else "")
+            + ", so no released row is paired with an original record, which identification "
+            "risk's true match needs (Hornby & Hu 2021); the disclosure measures (repU, DiSCO) "
+            "and the attacks measure this release's identity disclosure without that pairing.")
+    # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
+    partial = 0 < len(syn_cols) < len(sch.names)
+    plan.fully_synthetic = not partial and getattr(syn, "synthesized_records", None) is None
+    record_settings(plan, src, rad_src, tg_src, seed_src, partial=partial,
+                     method=getattr(syn, "method_description", None) or plan.method)
+    record_attack_settings(plan, link_src)
+    zeros = _structural_zeros(model)
+    if zeros is None:  # a release of such a model carries its settings in the manifest
+        records = (getattr(syn, "settings", None) or {}).get("structural_zeros") or []
+        zeros = (len(records), "release manifest (settings of the model)") if records else None
+    if zeros is not None:
+        n, source = zeros
+        plan.add("release", "structural zeros", f"{n} impossible pattern{'s' * (n != 1)}",
+                 source, "combinations the model gives probability 0: no synthetic record "
+                 "holds them, and the attribute risk never offers them as candidates")
+    if s.weights is not None and s.weights in plan.known:
+        raise ValidationError(
+            f"weights column {s.weights!r} is also a known column; survey weights are not a "
+            "key.")
+    plan.add("disclosure", "survey weights", s.weights or "none",
+             "given" if s.weights else "default", "sdcMicro's individual risk of the "
+             "original: Benedetti–Franconi with the weights, 1/f_k without")
+    return plan
+
+
+def _structural_zeros(model: Any) -> tuple[int, str] | None:
+    """``(number of patterns, source)`` of a model fitted with structural zeros, else ``None``."""
+    if model is None:
+        return None
+    if isinstance(model, (str, os.PathLike)):
+        folder = Path(model)
+        try:
+            settings = json.loads((folder / "model.json").read_text()).get("settings", {})
+        except (OSError, ValueError):
+            return None  # the model step reports an unreadable folder
+        records = settings.get("structural_zeros") or []
+        if not records:
+            return None
+        source = f"{folder.name}/model.json"
+        try:
+            fit = json.loads((folder / "summary.json").read_text())
+            # the key is the option's destination (``model_opt_structural_zeros``)
+            given = next((v for k, v in fit.get("inputs", {}).items()
+                          if k.endswith("structural_zeros")), None)
+        except (OSError, ValueError, AttributeError):
+            given = None
+        if isinstance(given, str) and given:
+            source = f"{given} (recorded in {source})"
+        return len(records), source
+    zeros = getattr(model, "_zeros", None)
+    if zeros is None:
+        return None
+    given = getattr(model, "structural_zeros", None)
+    source = (os.path.abspath(given) if isinstance(given, (str, os.PathLike))
+              else "the fitted model")
+    return len(zeros.table), source
+
+
+def _plan_linkability(columns: Any, known: list[str], sch: Any
+                      ) -> tuple[tuple[list[str], list[str]] | None, str]:
+    """The linkability attack's two tables (``None``: every column known) and their source."""
+    if columns is None:
+        rest = [c for c in sch.names if c not in known]
+        return ((list(known), rest) if rest else None), "default"
+    try:
+        a, b = columns
+    except (TypeError, ValueError):
+        raise ValidationError(
+            "linkability_columns must be two lists of columns, the intruder's two tables "
+            f"(--linkability COLS_A COLS_B). Got {columns!r}.") from None
+    parts = []
+    for part in (a, b):
+        part = [part] if isinstance(part, str) else list(part)
+        if not part or _twice(part):
+            raise ValidationError(
+                "linkability_columns: each table needs columns, each listed once "
+                f"(--linkability COLS_A COLS_B). Got {columns!r}.")
+        parts.append(sch.check_columns(part, "linkability_columns"))
+    return (parts[0], parts[1]), "given"
+
+
+def _check_known_sweep(known: list[str]) -> None:
+    """Refuse more known columns than the knowledge sweeps evaluate."""
+    import inspect
+
+    from bayes_risk.identification.knowledge import known_sweep as sweep_fn
+
+    limit = inspect.signature(sweep_fn).parameters["max_subsets"].default
+    if 2 ** len(known) <= limit:
+        return
+    most = limit.bit_length() - 1
+    partial = ("bayes-risk identification --known-sweep COL ... --max-size K" if on_command_line()
+               else "identification.known_sweep(..., max_size=K)")
+    raise ValidationError(
+        f"{arg_name('known_sweep', True, cli='')}: a sweep over the {len(known)} known columns "
+        f"evaluates all {2 ** len(known)} subsets of them, more than the {limit} a sweep "
+        f"evaluates; give at most {most} columns in {arg_name('known')} with it, or sweep the "
+        f"subsets up to a size K (greedy beyond it) with {partial}.")
+
+
+def _skip_steps(skip: Any) -> list[str]:
+    """The steps to skip, by their Python names (an unknown one or all of them refused)."""
+    given = [] if skip is None else ([skip] if isinstance(skip, str) else list(skip))
+    names = step_names()
+    steps = []
+    for s_ in given:
+        name = str(s_).replace("-", "_")
+        if name not in names:
+            raise ValidationError(
+                f"skip: unknown step {s_!r}; expected one of "
+                f"{', '.join(cli_step_name(n) for n in names)}."
+            )
+        steps.append(name)
+    if len(set(steps)) == len(names):
+        raise ValidationError("skip: every step is skipped; nothing would be audited.")
+    return steps
+
+
+def _plan_radius(radius: Any, known: list[str], sch: Any) -> tuple[dict[str, float], str]:
+    """Radius of each numeric known column (default 0.1) and its source."""
+    from bayes_risk.data.validate import check_real
+
+    numeric_known = [c for c in known if c in sch.numeric]
+    if radius is None:
+        return dict.fromkeys(numeric_known, CONVENTION_RADIUS), "default"
+    if isinstance(radius, Mapping):
+        rad = {str(k): check_real(v, f"radius for {str(k)!r}", minimum=0.0)
+               for k, v in radius.items()}
+        for c in sch.check_columns(list(rad), "radius"):
+            if c not in numeric_known:
+                raise ValidationError(f"radius: {c!r} is not a numeric known column.")
+        return rad, "given"
+    r = check_real(radius, f"radius for {numeric_known[0]!r}" if numeric_known else "radius",
+                   minimum=0.0)
+    return {c: r for c in numeric_known}, "given"
+
+
+def _plan_targets(targets: Any, syn_cols: list[str], known: list[str], sch: Any
+                  ) -> tuple[list[str], str]:
+    """Targets of the empirical measures and their source."""
+    if targets is None:
+        return [c for c in syn_cols if c not in known], "default"
+    tg = _once(sch.check_columns([targets] if isinstance(targets, str) else list(targets),
+                                 "targets"), "targets", "target")
+    in_known = [t for t in tg if t in known]
+    if in_known:
+        one = len(in_known) == 1
+        raise ValidationError(
+            f"{arg_name('targets')}: {in_known} {'is' if one else 'are'} also known to the "
+            f"intruder ({arg_name('known')}); a target of the empirical measures is a column "
+            f"the intruder does not know and would disclose. Drop {'it' if one else 'them'} "
+            "from the targets or from the known columns.")
+    return tg, "given"
