@@ -202,13 +202,16 @@ def _kernel_bytes(steps: list[str]) -> dict[str, float]:
 #: CPU seconds (user + system, every thread) per unit of each step's work measure, the lowest
 #: and highest over the README's audit (``make_ce_like(n, random_seed=1)``, CART release of
 #: Tenure, Expenditure and Income, m = 5, 2 known numeric columns searched over 81 grid
-#: points) at 5,000, 20,000, 50,000 and 100,000 records on a 2-core AMD EPYC (2026): the
+#: points) at 5,000, 20,000, 50,000 and 100,000 records on 2 shared cores (2026): the
+#: identification rates measured again after the pooled search's faster counts (Intel Xeon,
+#: load 17–25: 4.7 µs a unit at 5,000 records, 6.7–7.3 at 20,000, 7.7 at 50,000 and 8.6 at
+#: 100,000; the earlier 5.8–10.5 overstated the step), the others on an AMD EPYC; the
 #: posterior replicates' rate is per replicate drawn (between ``min_replicates`` and
 #: ``max_replicates``: the stopping rule decides), the attribute rate holds for CART's plug-in
 #: likelihood
 _RATES: dict[str, tuple[str, float, float]] = {
     "utility": ("records x datasets", 8.0e-6, 24.0e-6),
-    "identification": ("records x datasets x grid points", 5.8e-6, 10.5e-6),
+    "identification": ("records x datasets x grid points", 4.7e-6, 8.7e-6),
     "posterior_identification": ("records x replicates", 2.9e-6, 5.8e-6),
     "attribute": ("records x columns guessed", 3.4e-4, 5.1e-4),
     "disclosure": ("records x datasets", 5.4e-6, 12.0e-6),
@@ -218,15 +221,16 @@ _RATES: dict[str, tuple[str, float, float]] = {
     "attacks": ("records x datasets", 1.1e-3, 2.1e-3),
 }
 #: the largest original each step's rates were measured at and the largest they are trusted
-#: for: twice it (identification grows faster than its work measure there: 7.3 µs a unit at
-#: 20,000 records, 10.4 µs at 100,000), the attacks' only up to it (their rate grows with n)
+#: for: twice it (identification grows faster than its work measure there: 6.7–7.3 µs a unit
+#: at 20,000 records, 8.6 µs at 100,000), the attacks' only up to it (their rate grows with n)
 _TIMED = {"attacks": (10_000, 10_000)}
 _TIMED_DEFAULT = (100_000, 200_000)
 #: compiling a step's kernels, added to the upper end while they have not run in the process
 #: (numba caches them on disk, so only the first audit after an installation compiles them:
-#: 19.4 s of identification at 5,000 records then, 11.8 s once cached)
-_COMPILE_SECONDS = {"identification": 8.0}
-_MACHINE = "a 2-core AMD EPYC as measured; other machines scale with their speed"
+#: 23.1 s of identification at 5,000 records then, 9.5 s once cached)
+_COMPILE_SECONDS = {"identification": 14.0}
+_MACHINE = (
+    "2 cores of an AMD EPYC or Intel Xeon as measured; other machines scale with their speed")
 
 
 def _step_time(ctx: Any, step: str) -> tuple[tuple[float, float] | None, str]:

@@ -71,6 +71,39 @@ class PolyaTables:
                 break
             anc.append(nxt)
         self.anc = np.stack(anc, axis=1)
+        # the nodes whose donor slice holds a position are its leaf and the leaf's ancestors
+        # when the slices nest (each node's slice is its children's, which do not overlap), as
+        # the leaf-ordered slices of a fitted tree do: a path is then found per record, not by
+        # comparing it with all N nodes (which grew as n·N)
+        kids = np.flatnonzero(parent >= 0)
+        par = parent[kids]
+        o = np.lexsort((self.start[kids], par))
+        kids, par = kids[o], par[o]
+        leaf = np.ones(N, dtype=bool)
+        leaf[par] = False
+        nested = ((self.start[par] <= self.start[kids]) & (self.stop[kids] <= self.stop[par])).all()
+        apart = (self.stop[kids[:-1]] <= self.start[kids[1:]])[par[:-1] == par[1:]].all()
+        covered = np.array_equal(np.bincount(par, weights=size[kids], minlength=N)[~leaf],
+                                 size[~leaf].astype(np.float64))
+        self.leaves = np.flatnonzero(leaf & (size > 0))
+        self.leaves = self.leaves[np.argsort(self.start[self.leaves], kind="stable")]
+        ls = self.start[self.leaves]
+        if not (nested and apart and covered and (self.stop[self.leaves][:-1] <= ls[1:]).all()):
+            raise RuntimeError("the tree's donor slices do not nest; cannot index donors")
+
+    def donor_paths(self, pos: np.ndarray) -> np.ndarray:
+        """``[R, D]`` the nodes whose donor slice holds each position of ``pos``, ascending,
+        padded with ``-2`` (``D``: the longest path, at least 1; none for a position no leaf
+        holds, such as ``-1``)."""
+        pos = np.asarray(pos, dtype=np.int64)
+        i = np.searchsorted(self.start[self.leaves], pos, side="right") - 1
+        leaf = self.leaves[np.maximum(i, 0)] if self.leaves.size else np.zeros_like(pos)
+        held = (i >= 0) & (pos < self.stop[leaf]) & (pos >= self.start[leaf])
+        path = np.where(held[:, None], self.anc[leaf], -1)
+        big = np.iinfo(np.int64).max
+        path = np.sort(np.where(path >= 0, path, big), axis=1)
+        d = int((path < big).sum(axis=1).max(initial=0))
+        return np.where(path < big, path, -2)[:, :max(d, 1)]
 
     def value_ids(self, x: np.ndarray) -> np.ndarray:
         """Index of each value in ``values`` (``-1`` for a value no donor or record has)."""
@@ -90,11 +123,7 @@ class PolyaTables:
         G = T // max(R, 1)
         rec = np.repeat(np.arange(R, dtype=np.int64), G)
         # each record's donor path: the nodes whose donor slice holds it, ascending
-        inside = (self.start[None, :] <= pos[:, None]) & (pos[:, None] < self.stop[None, :])
-        r_o, u_o = np.nonzero(inside)
-        d0 = inside.sum(axis=1)
-        old = np.full((R, max(int(d0.max(initial=0)), 1)), -2, dtype=np.int64)
-        old[r_o, np.arange(r_o.size) - np.repeat(np.cumsum(d0) - d0, d0)] = u_o
+        old = self.donor_paths(pos)
         old_t = old[rec]  # (T, D); -2 pads (never a node, never an ancestor's -1 pad)
         if new_leaf is None:
             in_new = np.ones(old_t.shape, dtype=bool)

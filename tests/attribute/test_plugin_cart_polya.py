@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ from bayes_risk.data import infer_schema, make_ce_like
 cart_mod = pytest.importorskip("bayes_risk.models.trees.cart")
 from _exact import polya_brute  # noqa: E402
 
+from bayes_risk.models.trees.cart_polya import PolyaTables  # noqa: E402
 from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin  # noqa: E402
 
 
@@ -183,3 +185,33 @@ def test_candidate_values_match_the_data_frame_path():
         slow = plugin._values(plugin._candidate_rows(i, cands))
         for c in ce.columns:
             np.testing.assert_array_equal(fast[c], slow[c])
+
+
+def test_donor_paths_are_the_nodes_holding_each_position():
+    # issue 70: a record's donor path found from its leaf's ancestors equals its definition, the
+    # nodes whose donor slice holds the position (compared with all N nodes, which grew as n·N),
+    # for every donor position of each tree of a 400-record fit and for a position none holds
+    ce = make_ce_like(400, random_seed=2)
+    sc = infer_schema(ce, categorical=CATEGORICAL)
+    cart = cart_mod.CARTSynthesizer().fit(
+        ce, schema=sc, synthesized=["Tenure", "Expenditure", "Income"], random_seed=1)
+    plugin = CARTPlugin(cart, ce)
+    zs = cart.synthesize(2, random_seed=2)
+    tables = plugin._polya_tables(zs)
+    assert set(tables) == {"Tenure", "Expenditure", "Income"}
+    for tab in tables.values():
+        pos = np.concatenate([[-1], np.arange(tab.stop[0] + 1)])
+        inside = (tab.start[None, :] <= pos[:, None]) & (pos[:, None] < tab.stop[None, :])
+        dense = [np.flatnonzero(row).tolist() for row in inside]
+        paths = tab.donor_paths(pos)
+        assert paths.shape[1] == max(len(d) for d in dense) > 2
+        assert [[u for u in row if u != -2] for row in paths.tolist()] == dense
+        assert dense[0] == dense[-1] == []  # -1 and one past the last donor: no node
+    # slices that do not nest (a child outside its parent's) are refused, never mis-pathed
+    tree = cart.trees_["Tenure"]
+    par = plugin._parent["Tenure"]
+    bad = SimpleNamespace(**{k: getattr(tree, k) for k in ("n_nodes", "y_sorted")},
+                          node_start=tree.node_start.copy(), node_stop=tree.node_stop.copy())
+    bad.node_stop[tree.left[0]] += 1
+    with pytest.raises(RuntimeError, match="do not nest"):
+        PolyaTables(bad, par, [np.zeros(1, dtype=np.int64)], [tree.y_sorted[:1]], False)
