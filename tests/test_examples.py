@@ -726,7 +726,7 @@ def test_gallery_hu_2019_cells_run(weaker_intruders, wang_reiter_versus, monkeyp
     page's asserts hold, and every ``{glue:text}`` value of its prose is glued and takes its
     format. ``weaker_intruders.py`` at 0.3 and the comparison of synthesizers are the ones the
     tests above made with the page's settings; the rest of the page runs as in the build."""
-    page = DOCS / "gallery" / "hu_2019.md"
+    page = DOCS / "gallery/hu_2019.md"
     if not page.is_file():
         pytest.skip("docs/ is not part of this checkout")
     myst_nb = pytest.importorskip("myst_nb")
