@@ -123,6 +123,8 @@ nitpick_ignore = [
     ("py:class", "bayes_risk.models.trees.seqtree.SeqTree"),  # CARTSynthesizer.trees_ items
     # the private base of SinglingOutResult and LinkabilityResult (shown in "Bases:")
     ("py:class", "bayes_risk.results.attacks._AttackResult"),
+    # the private base of Sampling and TreeOptions (shown in "Bases:")
+    ("py:class", "bayes_risk._specs.GroupedSettings"),
     ("py:func", "bayes_risk.models.dpmpm.kernels.neighbourhood"),  # DPMPM.neighbourhood_loglik
     # Members that docstrings name but that are not link targets: dataclass fields listed in an
     # "Attributes" section, and methods without a docstring of their own in the base class.
