@@ -116,7 +116,6 @@ def run(args: argparse.Namespace) -> int:
     lean_process(blas_threads=args.model is not None)
     fixed_mmap_threshold()
 
-    from bayes_risk._io import write_json
     from bayes_risk._memory import release_free_memory
     from bayes_risk.cli._common import (
         dask_client,
@@ -125,8 +124,6 @@ def run(args: argparse.Namespace) -> int:
         read_inputs,
         schema_from_args,
     )
-    from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import write_csv
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import SEARCH_RADII, radius_search, radius_sweep
@@ -212,10 +209,22 @@ def run(args: argparse.Namespace) -> int:
         out["known_sweep"] = ksweep.to_dict()
     out["inputs"] = inputs_summary(args, **({"targets": str(args.targets)} if args.targets
                                             else {}))
-    from bayes_risk.results._base import plot_figure
-
     lines = _summary_lines(res, m, sweep, replicates, search)
     lines += _selection_lines(res, recorded)
+    _write_outputs(args, out, res, lines, replicates=replicates, sweep=sweep, search=search,
+                   ksweep=ksweep)
+    print_summary(lines, args.out)
+    return 0
+
+
+def _write_outputs(args: argparse.Namespace, out: dict[str, Any], res: Any, lines: list[str],
+                   *, replicates: Any, sweep: Any, search: Any, ksweep: Any) -> None:
+    """Write the run's files into ``--out`` at once (``output_dir``: nothing half-written)."""
+    from bayes_risk._io import write_json
+    from bayes_risk.cli._run import output_dir
+    from bayes_risk.data.io import write_csv
+    from bayes_risk.results._base import plot_figure
+
     with output_dir(args) as tmp:
         if args.records_output != "none":
             table = res.records if args.records_output == "per-dataset" else res.target_table()
@@ -231,8 +240,6 @@ def run(args: argparse.Namespace) -> int:
             plot_figure(search, "profile").savefig(tmp / "radius_search.png", dpi=120)
         if ksweep is not None:
             save_known_sweep(tmp, ksweep, lines, dpi=120, write=write_csv)
-    print_summary(lines, args.out)
-    return 0
 
 
 def _recorded_rule(args: argparse.Namespace, syn: Any) -> bool:
