@@ -66,6 +66,30 @@ def audited_hh(release, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def audited_posterior(release, tmp_path_factory):
+    """Hornby & Hu's intruder with the posterior identification step (its 100 to 200 CART
+    replicates are the costliest step here, run once for the tests that read it)."""
+    orig, syn = release
+    out = tmp_path_factory.mktemp("audit_posterior") / "a"
+    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=3, out=out,
+                   progressbar=False, settings=br.AuditSettings(skip=["attribute", "disclosure"]))
+    return res, out
+
+
+#: the identification step alone at the given radius (no search)
+IDENTIFICATION_ONLY = br.AuditSettings(sweep=None, skip=["utility", "posterior_identification",
+                                                         "attribute", "disclosure"])
+
+
+@pytest.fixture(scope="module")
+def audited_identification(release):
+    """Hornby & Hu's intruder, the identification step alone (``IDENTIFICATION_ONLY``)."""
+    orig, syn = release
+    return br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=2,
+                    progressbar=False, settings=IDENTIFICATION_ONLY)
+
+
+@pytest.fixture(scope="module")
 def report(audited) -> tuple[Path, Path]:
     """The report of ``audited`` (HTML, Markdown) as ``to_html`` / ``to_markdown`` write it,
     rendered once for the tests that read the unchanged result's report."""
@@ -240,9 +264,12 @@ def test_confidential_values_hidden_by_default(release, report, tmp_path):
     html = report[0].read_text()
     assert "are not shown" in html and "<th>Age</th>" not in html
     orig, syn = release
+    # the steps whose tables hold record values (identification, attribute); the utility and
+    # disclosure steps show none and are the costliest to draw
     shown = br.audit(str(orig), str(syn), known=KNOWN, random_seed=2, progressbar=False,
                      settings=br.AuditSettings(sweep=None, attribute_records=[0, 1],
-                                               show_confidential_values=True))
+                                               show_confidential_values=True,
+                                               skip=["utility", "disclosure"]))
     h2 = shown.to_html(tmp_path / "s.html").read_text()
     assert "<th>Age</th>" in h2 and "holds confidential data" in h2
     # without an output folder the numbers link to no file
@@ -266,16 +293,12 @@ def test_plain_files_without_model_skip_attribute(release, tmp_path):
     assert list(res.step("disclosure").result) == ["Income"]
 
 
-def test_posterior_identification_on_a_cart_release(release, tmp_path):
+def test_posterior_identification_on_a_cart_release(audited_posterior, tmp_path):
     """A known synthesized column and a CART (Bayesian bootstrap) release: the posterior step
     draws replicates from the rebuilt synthesizer, within the audit's cap."""
     from bayes_risk.auditing.steps import AUDIT_REPLICATES
 
-    orig, syn = release
-    out = tmp_path / "a"
-    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], out=out, random_seed=3,
-                   progressbar=False,
-                   settings=br.AuditSettings(sweep=None, attribute_records=[0, 1]))
+    res, out = audited_posterior
     post = res.step("posterior_identification")
     assert post.status == "ran", post.reason
     r = post.result
@@ -286,7 +309,7 @@ def test_posterior_identification_on_a_cart_release(release, tmp_path):
     assert d["uncertainty"]["n_replicates"] == R
     assert d["uncertainty"]["expected_match_risk"]["mc_se"] > 0
     assert (out / "posterior_identification/running_estimate.png").is_file()
-    html = res.to_html(out / "report.html").read_text()
+    html = res.to_html(tmp_path / "report.html").read_text()
     assert "Posterior Monte Carlo identification risk" in html and "MCSE" in html
     # the released datasets' run is unchanged by the posterior step
     assert res.step("identification").result.settings["replicates"] == "released datasets"
@@ -348,14 +371,11 @@ def test_identification_verdicts_are_the_worst_case_over_the_radii(release, audi
     assert line["worst_case"] == em.worst_case
 
 
-def test_identification_verdict_never_below_the_pooled_intruder(release, tmp_path):
+def test_identification_verdict_never_below_the_pooled_intruder(audited_identification):
     """The verdict line is never below what an intruder who holds every dataset achieves (on
     the CART release here the pooled true match rate is above the per-dataset mean, which
     the verdict used to report alone)."""
-    orig, syn = release
-    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=2, progressbar=False,
-                   settings=br.AuditSettings(sweep=None, skip=[
-                       "utility", "posterior_identification", "attribute", "disclosure"]))
+    res = audited_identification
     ident = res.step("identification")
     pooled, per = ident.extra["pooled"].headline.file, ident.result.file
     v = {x.measure: x for x in res.verdicts}
@@ -601,7 +621,8 @@ def test_settings_say_where_the_seed_and_sweep_came_from(release, audited):
     assert s.loc["radius search", "source"] == "default"
     orig, syn = release
     r2 = br.audit(str(orig), str(syn), known=["Urban", "Marital"], progressbar=False,
-                  settings=br.AuditSettings(sweep=(0.05, 0.1), attribute_records=[0]))
+                  settings=br.AuditSettings(sweep=(0.05, 0.1), attribute_records=[0],
+                                            skip=["utility", "disclosure"]))
     s2 = r2.plan.settings_frame().set_index("setting")
     assert s2.loc["random seed", "source"] == "drawn"
     assert s2.loc["radius search", "value"] == "not run"
@@ -1088,22 +1109,20 @@ def test_search_covers_every_numeric_known_column(release, audited_hh):
     assert all("not the worst case" in v.worst_case for v in lines)
 
 
-def test_posterior_step_comparable_with_the_identification_step(release, tmp_path):
+def test_posterior_step_comparable_with_the_identification_step(audited_posterior):
     """The posterior replicates are matched as the identification step's pooled intruder is at
     its worst case over the radii (its radii and its fallback to the unsynthesized columns;
     with "none" it fell below the docs' own command for the same intruder); the report puts
     that pooled figure beside the replicates' and labels the pooled figure as growing with
     R."""
-    orig, syn = release
-    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=3, progressbar=False,
-                   out=tmp_path / "a", settings=br.AuditSettings(skip=["attribute", "disclosure"]))
+    res, out = audited_posterior
     post, ident = res.step("posterior_identification"), res.step("identification")
     pooled = ident.extra["pooled"]
     assert post.result.settings["fallback"] == pooled.headline.settings["fallback"] == \
         "unsynthesized"
     assert post.result.settings["match_rule"]["radius"] == pooled.radius_star
     R = post.result.file["n_replicates"]
-    md = res.to_markdown(tmp_path / "r.md").read_text()
+    md = res.to_markdown(out.parent / "r.md").read_text()  # beside the audit's folder "a"
     sec = md.split("## Posterior Monte Carlo identification risk")[1].split("\n## ")[0]
     assert (f"| identification step: pooled over m = 2 datasets | mean over R = {R} single "
             "replicates |") in sec
@@ -1537,18 +1556,17 @@ def test_rows_aligned_needs_a_column_released_unchanged():
     assert rows_aligned(ctx([z.head(40) for z in partial])) is False
 
 
-def test_known_sweep_section_optional_and_verdict_unchanged(release, tmp_path):
+def test_known_sweep_section_optional_and_verdict_unchanged(release, audited_identification,
+                                                           tmp_path):
     """``known_sweep=True`` adds the frontier, the drivers and the figures to the
     identification step and its report section; the verdict is the same as without it."""
     orig, syn = release
-    kw = dict(known=[*KNOWN, "Income"], random_seed=2, progressbar=False)
-    settings = br.AuditSettings(sweep=None, skip=["utility", "posterior_identification",
-                                                  "attribute", "disclosure"])
-    plain = br.audit(str(orig), str(syn), settings=settings, **kw)
+    plain = audited_identification
     assert plain.step("identification").extra["known_sweep"] is None
     out = tmp_path / "ks"
-    res = br.audit(str(orig), str(syn), out=out, settings=settings.replace(known_sweep=True),
-                   **kw)
+    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=2,
+                   progressbar=False, out=out,
+                   settings=IDENTIFICATION_ONLY.replace(known_sweep=True))
     ks = res.step("identification").extra["known_sweep"]
     assert len(ks.table) == 2 ** 4
     assert ks.synthesized == ("Income",)

@@ -77,7 +77,7 @@ def test_demo_steps_print_the_final_folder(tmp_path, capsys):
     """Without --quiet each step prints its command line and summary (on stderr): the paths
     they name are those of the final --out, which exist once the demo ends."""
     out = tmp_path / "demo"
-    status = main(["demo", "--out", str(out), "--part", "ce", "-m", "2", "--n-ce", "300"])
+    status = main(["demo", "--out", str(out), "--part", "ce", "-m", "2", "--n-ce", "100"])
     assert status == 0
     err = capsys.readouterr().err
     assert ".tmp-" not in err
