@@ -3,24 +3,23 @@
 * ``test_docs_code_blocks_are_executed`` (fast): every fenced block in ``docs/`` is an executed
   notebook cell, a Sphinx directive or a shell block (which ``tests/test_doc_commands.py`` runs)
   — no code block that nothing runs.
-* ``test_docstring_examples`` (fast): the ``>>>`` examples of the installed package's docstrings,
-  which the API pages show, run and print what they say.
 * ``test_docs_build`` (slow): ``sphinx-build -W -n`` (warnings and unresolved references are
   errors) on a copy of ``docs/``, with every example page executed but those of
   ``EXECUTED_BY_TESTS`` (a test runs their cells: what it computes is shared with the example's
   own tests); the built pages hold the executed outputs, the plots and the generated
   command-line reference.
+
+The ``>>>`` examples of the installed package's docstrings, which the API pages show, are run by
+``tests/test_doctests.py`` (one test per module).
 """
 
 from __future__ import annotations
 
 import ast
-import doctest
 import importlib
 import importlib.util
 import json
 import os
-import pkgutil
 import re
 import shutil
 import subprocess
@@ -243,28 +242,6 @@ def test_numpydoc_template_compiled_once_same_text(monkeypatch):
         got = [str(nd.get_doc_object(o, what, config=dict(config))) for o, what in objects]
         assert got == expected
     assert len(made) == 1
-
-
-def test_docstring_examples():
-    import bayes_risk
-
-    finder = doctest.DocTestFinder(exclude_empty=True)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    n_examples = 0
-    have_dask = importlib.util.find_spec("distributed") is not None
-    for info in pkgutil.walk_packages(bayes_risk.__path__, prefix="bayes_risk."):
-        if info.name.startswith("bayes_risk.distributed") and not have_dask:
-            continue
-        module = importlib.import_module(info.name)
-        for test in finder.find(module, module.__name__):
-            if test.examples:
-                n_examples += len(test.examples)
-                runner.run(test, out=lambda s: None)
-    result = runner.summarize(verbose=False)
-    assert n_examples > 50, "the docstring examples were not found (is the package installed?)"
-    assert result.failed == 0, (
-        f"{result.failed} docstring example(s) failed; see pytest --doctest-modules"
-    )
 
 
 #: seconds the whole build may take: a bound on a hung kernel, far above a normal build

@@ -44,6 +44,10 @@ MODULES = _with_examples()
 def test_the_examples_are_found():
     # guards against a collection that silently finds nothing (e.g. a packaging change)
     assert {"bayes_risk.models.trees.cart", "bayes_risk.utility.combining"} <= set(MODULES)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    n_examples = sum(len(t.examples) for name in MODULES
+                     for t in finder.find(importlib.import_module(name), name))
+    assert n_examples > 50, "the docstring examples were not found (is the package installed?)"
 
 
 @pytest.mark.parametrize("name", MODULES)

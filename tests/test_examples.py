@@ -448,8 +448,29 @@ def test_caiola_reiter_rf(monkeypatch, capsys):
     assert unflagged["p_true"].mean() > 2 * np.mean(1.0 / rec["G"])
 
 
-def test_hu_reiter_wang_attribute(monkeypatch, capsys):
-    res, out = run_example("hu_reiter_wang_attribute.py", 0.02, monkeypatch, capsys)
+@pytest.fixture(scope="module")
+def hu_reiter_wang() -> tuple[dict, dict, str]:
+    """``examples/hu_reiter_wang_attribute.py`` at the scale of the Hu (2019) gallery page (0.05),
+    run once for its test and for the page's cells: its functions, its ``main()`` result and
+    its printed text."""
+    if not (EXAMPLES / "hu_reiter_wang_attribute.py").is_file():
+        pytest.skip("examples/ is not part of this checkout")
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
+        mp.setenv("BAYES_RISK_EXAMPLE_SCALE", "0.05")
+        mp.syspath_prepend(str(EXAMPLES))
+        # _common reads the scale at import: a fresh import for every script
+        mp.delitem(sys.modules, "_common", raising=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence warnings are expected at this scale
+            ns = runpy.run_path(str(EXAMPLES / "hu_reiter_wang_attribute.py"),
+                                run_name="example")
+            res = ns["main"]()
+    return ns, res, out.getvalue()
+
+
+def test_hu_reiter_wang_attribute(hu_reiter_wang):
+    _, res, out = hu_reiter_wang
     acs, attr, sweep = res["data"], res["attribute"], res["sweep"]
     rec = attr.records
     # one-variable neighbourhood: the truth plus every other level of each variable
@@ -720,12 +741,14 @@ def test_page_cells_are_found_as_myst_nb_reads_them(tmp_path):
     assert page_cells(page) == ["a = 1\n", "b = a + 1\nb\n"]
 
 
-def test_gallery_hu_2019_cells_run(weaker_intruders, wang_reiter_versus, monkeypatch, tmp_path):
+def test_gallery_hu_2019_cells_run(hu_reiter_wang, weaker_intruders, wang_reiter_versus,
+                                   monkeypatch, tmp_path):
     """Every cell of the gallery page ``docs/gallery/hu_2019.md``, in order, in one namespace
     (the suite's docs build reads the page without executing it, tests/test_docs.py): the
     page's asserts hold, and every ``{glue:text}`` value of its prose is glued and takes its
-    format. ``weaker_intruders.py`` at 0.3 and the comparison of synthesizers are the ones the
-    tests above made with the page's settings; the rest of the page runs as in the build."""
+    format. ``hu_reiter_wang_attribute.py`` at 0.05, ``weaker_intruders.py`` at 0.3 and the
+    comparison of synthesizers are the ones the tests above made with the page's settings; the
+    rest of the page runs as in the build."""
     page = DOCS / "gallery/hu_2019.md"
     if not page.is_file():
         pytest.skip("docs/ is not part of this checkout")
@@ -757,11 +780,13 @@ def test_gallery_hu_2019_cells_run(weaker_intruders, wang_reiter_versus, monkeyp
             def run_script(name, scale, real=real):
                 if (name, scale) == ("weaker_intruders.py", 0.3):
                     return shared, res_weak
+                if (name, scale) == ("hu_reiter_wang_attribute.py", 0.05):
+                    return hu_reiter_wang[:2]
                 return real(name, scale)
 
             run_script.shared = True
             ns["run_script"] = run_script
-    assert ns["weak"] is res_weak and len(cells) >= 10
+    assert ns["weak"] is res_weak and ns["hrw"] is hu_reiter_wang[1] and len(cells) >= 10
     for key, spec in re.findall(r"\{glue:text\}`(\w+):([^`]*)`", page.read_text("utf-8")):
         assert key in glued, f"{{glue:text}}`{key}` is glued by no cell"
         format(glued[key], spec)
