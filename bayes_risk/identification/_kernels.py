@@ -569,9 +569,13 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
                 s = sbase[g] + slot[e_lo[t]]
                 qt[fill[s]] = -(t + 1)
                 fill[s] += 1
-    # the records and queries of each slot merged by y rank, groups in turn
-    P = arank.shape[0]
-    L = P + nq
+    # the records and queries of each slot merged by y rank, groups in turn; a group no target
+    # queries is left out (its records count for no target), so that a partition of the
+    # targets lays out only its own groups' records, not all of them
+    L = nq
+    for g in range(G):
+        if qcount[sbase[g + 1]] > qcount[sbase[g]]:
+            L += gstart[g + 1] - gstart[g]
     m_slot = np.empty(L, dtype=np.int64)
     m_point = np.empty(L, dtype=np.bool_)
     m_yr = np.empty(L, dtype=np.int64)
@@ -580,6 +584,9 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
     gs = np.zeros(G + 1, dtype=np.int64)
     o = 0
     for g in range(G):
+        if qcount[sbase[g + 1]] == qcount[sbase[g]]:
+            gs[g + 1] = o
+            continue
         b = gstart[g]
         e = gstart[g + 1]
         p = b

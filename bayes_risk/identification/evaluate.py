@@ -58,24 +58,36 @@ def partitions(plan: IdentificationPlan, rule: MatchRule, size: int | None, *,
                progressbar: bool = False, keep_prob: bool = True
                ) -> tuple[list[TargetPartition], np.ndarray | None]:
     """The targets in consecutive partitions of ``size`` (``None``: one partition), grouped by
-    the known columns they miss if any; the second value is then the targets' order."""
+    the known columns they miss if any and, when there is more than one partition, ordered by
+    their exact-matched values; the second value is then the targets' order (``None``: as
+    given). Each target's figures do not depend on its partition: the order only keeps the
+    targets of one key group together, so that a partition's counts read the records of its
+    own groups (:func:`._kernels.pattern_counts`) rather than every partition all of them."""
     prep, st = plan.prep, plan.settings
     N = prep.n_targets
     size = max(N, 1) if size is None else size
     common = dict(rule=rule, aggregation=st.aggregation, strategy=st.strategy,
                   fallback=st.fallback, progressbar=progressbar, keep_prob=keep_prob)
     groups = drop_groups(prep, rule)
+    ordered = N > size and prep.tgt_exact.shape[1] > 0
+    if ordered:
+        # lexsort's last key is the first: the unsynthesized exact columns lead
+        groups = [(rows[np.lexsort(prep.tgt_exact[rows].T[::-1])], drop)
+                  for rows, drop in groups]
     inv_f = plan.counts.inv_f
     parts = []
     for rows, drop in groups:
         for a in range(0, max(rows.size, 1), size):
-            idx = slice(a, a + size) if prep.tgt_drop is None else rows[a:a + size]
+            # the targets as given: slices (views, no copy)
+            idx = rows[a:a + size] if ordered or prep.tgt_drop is not None else slice(a, a + size)
             parts.append(TargetPartition(
                 tgt_exact=prep.tgt_exact[idx], tgt_radius=prep.tgt_radius[idx],
                 in_sample=prep.in_sample[idx], rec=prep.rec[idx],
                 inv_f=None if inv_f is None else inv_f[idx], drop=drop, **common,
             ))
-    return parts, None if prep.tgt_drop is None else np.concatenate([r for r, _ in groups])
+    if not ordered and prep.tgt_drop is None:
+        return parts, None
+    return parts, np.concatenate([r for r, _ in groups])
 
 
 def evaluate(pool: Prepared, part: TargetPartition) -> EngineOutput:

@@ -33,15 +33,16 @@ def _bitwise(a, b) -> bool:
     return a.shape == b.shape and np.array_equal(a, b)
 
 
-def _problems(y, zs, known, synthesized, match, categorical=None):
-    """The (prep, rule, partition) the radius search's engine evaluates (file measures only)."""
+def _problems(y, zs, known, synthesized, match, categorical=None, size=None):
+    """The (prep, rule, partition) the radius search's engine evaluates (file measures only),
+    the targets in partitions of ``size`` (``None``: one)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         options = sweep_options(dict(categorical=categorical, match=match), SWEEP_DEFAULTS, "t")
         known_us, known_s = known_columns(y, zs, known, synthesized, None)
         options["key_order"] = list(known)
         plan = prepare(y, zs, known_us, known_s, aggregation="pooled", **options)
-        parts, _ = partitions(plan, plan.rule, None, keep_prob=False)
+        parts, _ = partitions(plan, plan.rule, size, keep_prob=False)
     out = []
     for part in parts:
         prep, rule = target_problem(plan.prep, part.rule, part.drop, part.tgt_exact,
@@ -113,6 +114,35 @@ def test_counted_equals_pairs(problem):
         _compare(probs, counted_expected=shape != "a+u+x")
     finally:
         patterns.PAIRS_PER_PATTERN, engine.USE_NUMBA = old
+
+
+def test_partitions_keep_a_key_group_together(always_count):
+    """Partitioned targets are ordered by their exact-matched values (each partition then
+    counts its own key groups' records only, :func:`._kernels.pattern_counts` leaving the
+    others out), the order returned maps them back, and each partition's counted output is
+    the pair path's, bit for bit."""
+    rng = np.random.default_rng(7)
+    n = 60
+    y = pd.DataFrame({"g": rng.integers(0, 4, n), "a": rng.integers(1, 9, n).astype(float),
+                      "x": rng.integers(1, 9, n).astype(float)})
+    zs = [y.assign(x=rng.integers(1, 9, n).astype(float)) for _ in range(3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        known_us, known_s = known_columns(y, zs, ["g", "a", "x"], ["x"], None)
+        options = sweep_options(dict(categorical=["g"], match=MatchSpec(
+            radius={"a": 0.2, "x": 0.3})), SWEEP_DEFAULTS, "t")
+        plan = prepare(y, zs, known_us, known_s, aggregation="pooled", **options)
+    parts, order = partitions(plan, plan.rule, 8, keep_prob=False)
+    assert len(parts) == 8 and sorted(order.tolist()) == list(range(n))
+    keys = np.concatenate([p.tgt_exact[:, 0] for p in parts])
+    np.testing.assert_array_equal(keys, plan.prep.tgt_exact[order, 0])
+    assert np.all(np.diff(keys) >= 0)
+    # one partition, in the targets' order: no order to undo
+    assert partitions(plan, plan.rule, None, keep_prob=False)[1] is None
+    outs = _compare(_problems(y, zs, ["g", "a", "x"], ["x"],
+                              MatchSpec(radius={"a": 0.2, "x": 0.3}), categorical=["g"],
+                              size=8), counted_expected=True)
+    assert len(outs) == 8
 
 
 def test_hand_worked(always_count):
