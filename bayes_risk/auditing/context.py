@@ -14,12 +14,13 @@ import pandas as pd
 
 from bayes_risk._io import write_json
 from bayes_risk.auditing.outcome import StepOutcome
-from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.plan import AuditPlan, radius_text
 
-__all__ = ["add_run_warnings", "aligned_columns", "EXECUTOR_STEPS", "loaded_model",
-           "membership_reuses", "named_run", "ran", "rebuilt_synthesizer", "release_independent",
-           "rows_aligned", "RunState", "shown_known_values", "skipped", "step_folder",
-           "StepContext", "write_known_sweep", "write_table"]
+__all__ = ["add_run_warnings", "aligned_columns", "EXECUTOR_STEPS", "identification_kwargs",
+           "loaded_model", "membership_reuses", "named_run", "radius_label", "ran",
+           "rebuilt_synthesizer", "release_independent", "rows_aligned", "RunState",
+           "shown_known_values", "skipped", "step_folder", "StepContext", "write_known_sweep",
+           "write_table"]
 
 #: the steps whose engines run their partitions on the audit's executor (``audit(executor=)``),
 #: and what of each runs there; every other step, and the rest of these, run in process
@@ -246,3 +247,22 @@ def membership_reuses(ctx: StepContext, model: Any) -> bool:
     except NotSupportedError:
         return False
     return True
+
+
+def radius_label(radius: dict[str, float]) -> str:
+    """``"radius Age = 0.1, Income = 0.01"`` (or exact matching), for the runs' warnings."""
+    return f"radius {radius_text(radius)}" if radius else radius_text(radius)
+
+
+def identification_kwargs(ctx: StepContext) -> dict[str, Any]:
+    """The identification engine's arguments of both identification steps (and of the
+    rises' re-runs): per dataset, at the plan's radius, no match where no record matches."""
+    p = ctx.plan
+    from bayes_risk.identification.specs import MatchSpec
+
+    return dict(schema=ctx.schema,
+                match=MatchSpec(radius=dict(p.radius) or None,
+                                radius_type=p.given.match.radius_type,
+                                fallback="none"),
+                aggregation="per_dataset", progressbar=ctx.progressbar,
+                executor=ctx.executor)

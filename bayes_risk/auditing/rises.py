@@ -148,10 +148,8 @@ def _per_target(ctx: Any, outcome: Any, value: float
     match; ``None`` for another line, or when no run gives the value."""
     if outcome is None or outcome.name != "identification" or outcome.status != "ran":
         return None
-    from bayes_risk.auditing.measures.identification import (
-        identification_figures,
-        identification_kwargs,
-    )
+    from bayes_risk.auditing.context import identification_kwargs
+    from bayes_risk.auditing.measures.identification import identification_figures
     from bayes_risk.identification.api import identification_risk
 
     pooled = outcome.extra.get("pooled")

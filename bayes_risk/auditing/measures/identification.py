@@ -14,8 +14,10 @@ from bayes_risk._io import write_json
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import (
     StepContext,
+    identification_kwargs,
     loaded_model,
     named_run,
+    radius_label,
     ran,
     release_independent,
     rows_aligned,
@@ -50,9 +52,6 @@ from bayes_risk.auditing.verdict_base import (
 )
 from bayes_risk.exceptions import arg_name
 from bayes_risk.results._base import plot_figure
-
-#: the fallback of both identification steps: no match where no record matches
-ID_FALLBACK = "none"
 
 
 def identification_step(ctx: StepContext) -> StepOutcome:
@@ -587,20 +586,3 @@ def _search_sentence(sw: Any, plan: Any, n: int, src: str | None, links: Links) 
             "maxima, the worst case for the intruder it names; a value the release carries "
             "unchanged is usually best matched exactly, since a wider window only adds other "
             "records."]
-
-
-def radius_label(radius: dict[str, float]) -> str:
-    """``"radius Age = 0.1, Income = 0.01"`` (or exact matching), for the runs' warnings."""
-    return f"radius {radius_text(radius)}" if radius else radius_text(radius)
-
-
-def identification_kwargs(ctx: StepContext) -> dict[str, Any]:
-    p = ctx.plan
-    from bayes_risk.identification.specs import MatchSpec
-
-    return dict(schema=ctx.schema,
-                match=MatchSpec(radius=dict(p.radius) or None,
-                                radius_type=p.given.match.radius_type,
-                                fallback=ID_FALLBACK),
-                aggregation="per_dataset", progressbar=ctx.progressbar,
-                executor=ctx.executor)

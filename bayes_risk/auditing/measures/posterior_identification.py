@@ -11,8 +11,10 @@ import numpy as np
 from bayes_risk._io import write_json
 from bayes_risk.auditing.context import (
     StepContext,
+    identification_kwargs,
     loaded_model,
     named_run,
+    radius_label,
     ran,
     rebuilt_synthesizer,
     shown_known_values,
@@ -20,7 +22,6 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.measures.identification import identification_kwargs, radius_label
 from bayes_risk.auditing.outcome import StepOutcome, step_file
 from bayes_risk.auditing.plan import radius_text
 from bayes_risk.auditing.report_blocks import (
