@@ -909,11 +909,11 @@ def test_a_step_failing_on_the_input_fails_the_audit(release, tmp_path, monkeypa
     """A step that raises ValidationError on the input (a case the checks before the first step
     do not cover) fails the audit: the error names the step and how to skip it, nothing is
     written; with skip=[step] the audit runs without it and says it was skipped as asked."""
-    from bayes_risk.auditing import disclosure_step
+    from bayes_risk.auditing.measures import disclosure
 
     orig, syn = release
     # the registry's record names the step where it is defined (bayes_risk.measures)
-    monkeypatch.setattr(disclosure_step, "disclosure_step",
+    monkeypatch.setattr(disclosure, "disclosure_step",
                         _boom(ValidationError("keys contain duplicated column(s) ['Age'].")))
     kw = dict(known=KNOWN, progressbar=False)
     settings = br.AuditSettings(sweep=None, attribute_records=[0])
