@@ -107,7 +107,7 @@ def audit(
         (the message names the step). A step failing for another reason is marked
         ``"failed"`` and the audit incomplete.
     """
-    from bayes_risk.auditing import steps as st
+    from bayes_risk.auditing.context import StepContext
     from bayes_risk.auditing.memory_plan import audit_budget
     from bayes_risk.executors import as_executor
 
@@ -128,7 +128,7 @@ def audit(
             code="OUT_EXISTS"
         )
     earlier = _earlier(before, len(data))
-    ctx = st.StepContext(original=data, synthetic=syn, schema=sch.with_roles(plan.synthesized),
+    ctx = StepContext(original=data, synthetic=syn, schema=sch.with_roles(plan.synthesized),
                          plan=plan, model=model, root=None, progressbar=progressbar,
                          holdout=holdout, weights=w, executor=ex)
     _record_executor(ctx)
@@ -184,7 +184,7 @@ def _audit_steps(ctx: Any, steps: list[Any], root: Path | None, earlier: Any,
 
 def _record_executor(ctx: Any) -> None:
     """State where the steps run (printed, and recorded among the settings)."""
-    from bayes_risk.auditing.steps import EXECUTOR_STEPS
+    from bayes_risk.auditing.context import EXECUTOR_STEPS
     from bayes_risk.executors import describe
 
     where = describe(ctx.executor)
@@ -202,7 +202,7 @@ def _record_executor(ctx: Any) -> None:
 def _where(ctx: Any, name: str) -> dict[str, Any]:
     """Where step ``name`` ran: the audit's executor for :data:`EXECUTOR_STEPS` (with what of
     the step ran there), else in process."""
-    from bayes_risk.auditing.steps import EXECUTOR_STEPS
+    from bayes_risk.auditing.context import EXECUTOR_STEPS
 
     where = ctx.run.where
     if where is None or where["kind"] == "in process" or name not in EXECUTOR_STEPS:
@@ -215,14 +215,14 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
     settings), refuse before any work a step that cannot fit at its smallest chunk, and return
     the plan (:class:`~bayes_risk.auditing.memory_plan.StepMemory` of each step)."""
     from bayes_risk._memory import format_bytes
-    from bayes_risk.auditing import steps as st
+    from bayes_risk.auditing.measures.posterior_identification import _posterior_model
     from bayes_risk.auditing.memory_plan import check_steps, least_budget, step_memory, total_time
     from bayes_risk.auditing.memory_plan import resident_memory as held
 
     p = ctx.plan
     off = {*p.skip, *p.withheld}
     if "posterior_identification" not in off and (not p.known_synthesized
-                                                  or st._posterior_model(ctx)[0] is None):
+                                                  or _posterior_model(ctx)[0] is None):
         off.add("posterior_identification")  # the step skips itself: nothing to plan
     if ctx.holdout is None:
         off |= {"membership", "attacks"}
@@ -329,7 +329,7 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
     outcome.warnings = _dedupe(caught)
     named = _with_mcmc_warnings(outcome.warnings, outcome.extra.get("mcmc_warnings") or [])
     if outcome.folder is not None and ctx.root is not None:
-        from bayes_risk.auditing.steps import add_run_warnings
+        from bayes_risk.auditing.context import add_run_warnings
 
         add_run_warnings(ctx.root / outcome.folder, name, outcome.warnings)
     for w in caught:  # the caller (or the CLI's run) sees every warning once
@@ -343,7 +343,8 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
 
 def _preflight(ctx: Any) -> None:
     """Check every step's inputs (release, model, holdout) before the first step."""
-    from bayes_risk.auditing import steps as st
+    from bayes_risk.auditing.context import loaded_model, rebuilt_synthesizer
+    from bayes_risk.auditing.measures.posterior_identification import rebuilt_has_posterior
 
     plan, data, syn = ctx.plan, ctx.original, ctx.synthetic
     _say(ctx, "checking the inputs of every step")
@@ -364,9 +365,9 @@ def _preflight(ctx: Any) -> None:
                                   ("membership", membership and ctx.model is not None)) if use]
         try:
             if users and ctx.model is not None:
-                st.loaded_model(ctx)
-            elif attribute or (posterior and st.rebuilt_has_posterior(syn)):
-                st.rebuilt_synthesizer(ctx)
+                loaded_model(ctx)
+            elif attribute or (posterior and rebuilt_has_posterior(syn)):
+                rebuilt_synthesizer(ctx)
         except (ValidationError, SchemaError) as err:
             raise _needed_by(err, users) from err
         if membership and ctx.model is not None:
@@ -374,7 +375,7 @@ def _preflight(ctx: Any) -> None:
             from bayes_risk.membership.api import check_inputs
 
             try:
-                check_inputs(st.loaded_model(ctx), data, syn, ctx.holdout,
+                check_inputs(loaded_model(ctx), data, syn, ctx.holdout,
                              plan.membership_selection)
             except NotSupportedError:
                 pass  # a model the measure does not cover: the step is skipped with the reason

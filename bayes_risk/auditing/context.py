@@ -14,11 +14,24 @@ import pandas as pd
 
 from bayes_risk._io import write_json
 from bayes_risk.auditing.outcome import StepOutcome
-from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.plan import AuditPlan, radius_text
 
-__all__ = ["RunState", "StepContext", "add_run_warnings", "aligned_columns", "named_run", "ran",
-           "rebuilt_synthesizer", "release_independent", "rows_aligned", "skipped",
-           "step_folder", "write_table"]
+__all__ = ["add_run_warnings", "aligned_columns", "EXECUTOR_STEPS", "identification_kwargs",
+           "loaded_model", "membership_reuses", "named_run", "radius_label", "ran",
+           "rebuilt_synthesizer", "release_independent", "rows_aligned", "RunState",
+           "shown_known_values", "skipped", "step_folder", "StepContext", "write_known_sweep",
+           "write_table"]
+
+#: the steps whose engines run their partitions on the audit's executor (``audit(executor=)``),
+#: and what of each runs there; every other step, and the rest of these, run in process
+EXECUTOR_STEPS = {
+    "identification": "the matching of every run (one dataset at a time, pooled, the radius "
+                      "searches, the knowledge sweep); the drivers of the risk in process",
+    "posterior_identification": "the batches of posterior replicates, each drawn and matched "
+                                "in one task",
+    "attribute": "the records' posteriors, also of the knowledge sweep; refits of a fitted "
+                 "model and the known-records curve in process",
+}
 
 
 @dataclass
@@ -59,7 +72,7 @@ class StepContext:
     holdout: Any = None
     #: the original's survey weights (``weights=``)
     weights: Any = None
-    #: where the engines of :data:`~bayes_risk.auditing.steps.EXECUTOR_STEPS` run their
+    #: where the engines of :data:`EXECUTOR_STEPS` run their
     #: partitions (``audit(executor=...)``, an :class:`~bayes_risk.executors.Executor`)
     executor: Any = None
     run: RunState = field(default_factory=RunState)
@@ -179,3 +192,77 @@ def add_run_warnings(folder: Path, step: str, run_warnings: list[dict[str, Any]]
         codes = [w["code"] for w in run_warnings]
         d["warnings"] = list(dict.fromkeys([*(d.get("warnings") or []), *codes]))
         write_json(path, d)
+
+
+def loaded_model(ctx: StepContext) -> Any:
+    """The fitted model given (loaded from its folder), checked against the original."""
+    from bayes_risk.exceptions import ValidationError
+
+    model = ctx.model
+    if isinstance(model, (str, Path)):
+        from bayes_risk.models import load_model
+
+        model = load_model(model)
+        ctx.model = model  # loaded once for every step
+    check = getattr(model, "check_fingerprint", None)
+    problem = check(ctx.original) if check is not None else None
+    if problem is not None:
+        raise ValidationError(
+            f"model: the original is not the table the model was fitted to ({problem}).",
+            code="ORIGINAL_DIFFERS",
+        )
+    if not ctx.plan.given.allow_other_model:  # allowed: each step's measure warns MODEL_DIFFERS
+        from bayes_risk.data.provenance import check_release_model
+
+        check_release_model(model, ctx.synthetic, ctx.original)
+    if not ctx.progressbar and hasattr(model, "progressbar"):
+        model.progressbar = False
+    return model
+
+
+def shown_known_values(ctx: StepContext) -> pd.DataFrame | None:
+    """The known values of every record when the report may show them."""
+    if not ctx.plan.given.show_confidential_values:
+        return None
+    return ctx.original[ctx.plan.known]
+
+
+def write_known_sweep(ctx: StepContext, ks: Any, folder: Path) -> list[str]:
+    """Write a knowledge sweep's tables into ``folder``; their file names."""
+    names = ["known_sweep.csv", "known_sweep_drivers.csv", "known_sweep_levels.csv"]
+    for frame, name in zip((ks.table, ks.drivers, ks.levels), names, strict=True):
+        write_table(ctx, frame, folder / name, fast=True)
+    return names
+
+
+def membership_reuses(ctx: StepContext, model: Any) -> bool:
+    """Whether the membership step will run on ``model``, so the attribute refits serve both."""
+    from bayes_risk.exceptions import NotSupportedError
+    from bayes_risk.membership.api import check_model
+
+    if ctx.holdout is None or ctx.model is None or model is not loaded_model(ctx):
+        return False
+    try:
+        check_model(model, selection=ctx.plan.membership_selection)
+    except NotSupportedError:
+        return False
+    return True
+
+
+def radius_label(radius: dict[str, float]) -> str:
+    """``"radius Age = 0.1, Income = 0.01"`` (or exact matching), for the runs' warnings."""
+    return f"radius {radius_text(radius)}" if radius else radius_text(radius)
+
+
+def identification_kwargs(ctx: StepContext) -> dict[str, Any]:
+    """The identification engine's arguments of both identification steps (and of the
+    rises' re-runs): per dataset, at the plan's radius, no match where no record matches."""
+    p = ctx.plan
+    from bayes_risk.identification.specs import MatchSpec
+
+    return dict(schema=ctx.schema,
+                match=MatchSpec(radius=dict(p.radius) or None,
+                                radius_type=p.given.match.radius_type,
+                                fallback="none"),
+                aggregation="per_dataset", progressbar=ctx.progressbar,
+                executor=ctx.executor)

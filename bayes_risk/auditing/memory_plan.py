@@ -238,7 +238,7 @@ def _step_time(ctx: Any, step: str) -> tuple[tuple[float, float] | None, str]:
     ``(None, why not)``: the step's work measure times the rates measured (:data:`_RATES`),
     the attribute step's refits from :func:`bayes_risk.attribute.cost.refit_cost` (the
     estimator the step itself states before its refits)."""
-    from bayes_risk.auditing.steps import AUDIT_REPLICATES
+    from bayes_risk.auditing.measures.posterior_identification import AUDIT_REPLICATES
 
     p = ctx.plan
     n, m = p.n_records, max(p.m, 1)
@@ -337,7 +337,7 @@ def step_memory(ctx: Any, steps: list[str], room: float | None = None) -> list[S
     stacked table; the disclosure measures' key codes and counts. A step that runs compiled
     kernels for the first time in the process also needs what loading them adds, and every
     step says what it keeps for the steps after it (:func:`check_steps` adds it up)."""
-    from bayes_risk.auditing.steps import AUDIT_REPLICATES
+    from bayes_risk.auditing.measures.posterior_identification import AUDIT_REPLICATES
     from bayes_risk.identification.engine import CELL_BYTES
     from bayes_risk.identification.summary import MEASURES
 

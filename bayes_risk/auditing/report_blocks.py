@@ -15,10 +15,12 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
+from bayes_risk.auditing.outcome import step_file
+from bayes_risk.results._base import plot_figure
 from bayes_risk.results._format import format_number
 
 __all__ = ["Span", "Block", "Section", "Links", "table_block", "rows_block", "step_section",
-           "TOP_N"]
+           "TOP_N", "at_risk"]
 
 #: the rows of a table of the records most at risk
 TOP_N = 20
@@ -158,6 +160,15 @@ def rows_block(columns: list[str], rows: list[list[Any]], links: Links, src: str
                  file=src.rsplit("/", 1)[-1] if src else "", fold=fold)
 
 
+def at_risk(df: pd.DataFrame, qi: pd.DataFrame | None, id_col: str) -> pd.DataFrame:
+    """``df``, the records most at risk, with their values of the known columns ``qi`` (the
+    row of ``qi`` each ``df[id_col]`` names) beside; ``df`` as it is without ``qi``."""
+    if qi is None:
+        return df
+    vals = qi.iloc[df[id_col].to_numpy(dtype=int)].reset_index(drop=True)
+    return pd.concat([df.reset_index(drop=True), vals], axis=1)
+
+
 def step_section(step: str, anchor: str, title: str) -> Callable[..., Callable[..., Section]]:
     """A report section of one step, filled by the decorated body when it ran
     (:doc:`/adding_a_measure`)."""
@@ -174,3 +185,43 @@ def step_section(step: str, anchor: str, title: str) -> Callable[..., Callable[.
         return build
 
     return wrap
+
+
+def known_sweep_blocks(sec: Section, ks: Any, s: Any, links: Links) -> None:
+    """The knowledge sweep of the identification or the attribute step."""
+    m1, m2 = ks.shapley_measures
+    if ks.kind == "identification":
+        what = ("The same measures for every subset of the known columns "
+                f"({len(ks.table)} subsets; the empty set is the intruder who knows nothing)")
+        fig = "Expected match risk against the number of known columns"
+        unit, last = "targets", "true_matches"
+    else:
+        what = ("The same measures for every subset of the synthesized known columns the "
+                "intruder may also know of the target's own values "
+                f"({len(ks.table)} subsets; the empty set is the worst case above)")
+        fig = "Mean p_true against the number of the record's own values known"
+        unit, last = "records", "truth_first"
+    lv_cols = ["variable", "level", "n_targets", "share_targets", "share_risk", "risk_ratio",
+               last]
+    sec.p(Span("Sensitivity to the intruder's knowledge. ", strong=True),
+          f"{what}: how much the figures above depend on the assumption about what the "
+          "intruder knows (Hu 2019, §5). Not read by the verdict.")
+    sec.blocks.append(links.figure(lambda: plot_figure(ks, "frontier"), "known_sweep.png",
+                                   f"{fig}, one point per subset; the Pareto frontier joined"))
+    fr = ks.frontier[["known", "n_known", *ks.shown_measures]]
+    sec.blocks.append(table_block(fr, links, step_file(s, "known_sweep.csv"),
+                                  "Pareto frontier: the fewest known columns for the most risk "
+                                  "(every subset in known_sweep.csv)"))
+    sec.blocks.append(links.figure(lambda: plot_figure(ks, "drivers"), "known_sweep_drivers.png",
+                                   "What drives the risk: each column's Shapley value and the "
+                                   "risk withholding it removes from the full set"))
+    dv = ks.drivers[["variable", "synthesized", f"shapley_{m1}", f"shapley_{m2}",
+                     f"{m1}_without", f"{m1}_removed_share"]]
+    sec.blocks.append(table_block(dv, links, step_file(s, "known_sweep_drivers.csv"),
+                                  "Drivers: " + ks.shapley_note))
+    sec.p(ks.headline())
+    lv = ks.levels.sort_values("share_risk", ascending=False, kind="stable").head(TOP_N)
+    sec.blocks.append(table_block(lv[lv_cols], links, step_file(s, "known_sweep_levels.csv"),
+                                  f"Levels holding the most risk, every known column known (top "
+                                  f"{TOP_N}; risk_ratio: share of the risk over share of the "
+                                  f"{unit})"))

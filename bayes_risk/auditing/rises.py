@@ -148,8 +148,8 @@ def _per_target(ctx: Any, outcome: Any, value: float
     match; ``None`` for another line, or when no run gives the value."""
     if outcome is None or outcome.name != "identification" or outcome.status != "ran":
         return None
-    from bayes_risk.auditing.identification_verdict import identification_figures
-    from bayes_risk.auditing.steps import _id_kwargs
+    from bayes_risk.auditing.context import identification_kwargs
+    from bayes_risk.auditing.measures.identification import identification_figures
     from bayes_risk.identification.api import identification_risk
 
     pooled = outcome.extra.get("pooled")
@@ -163,7 +163,7 @@ def _per_target(ctx: Any, outcome: Any, value: float
         for (fig, radius, _, _), what in zip(figs, _CONTRIBUTION, strict=True):
             if not math.isclose(fig * 100, value, rel_tol=1e-9, abs_tol=1e-9):
                 continue
-            kw = _id_kwargs(ctx)
+            kw = identification_kwargs(ctx)
             match = kw["match"].replace(radius=dict(radius) or None)
             if agg == "pooled":  # as the step's pooled run
                 match = match.replace(fallback=None)

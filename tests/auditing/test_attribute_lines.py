@@ -10,8 +10,12 @@ from types import SimpleNamespace
 import pytest
 
 from bayes_risk.auditing import Thresholds
+from bayes_risk.auditing.measures.attribute import (
+    ATTRIBUTE_MEASURE,
+    EVIDENCE_MEASURE,
+    attribute_lines,
+)
 from bayes_risk.auditing.outcome import StepOutcome
-from bayes_risk.auditing.verdicts import ATTRIBUTE_MEASURE, EVIDENCE_MEASURE, attribute_lines
 from bayes_risk.exceptions import ValidationError
 
 #: the demo's ACS-like DPMPM release as the issue reports it: 2,000 records, G = 35, the truth

@@ -16,8 +16,8 @@ import pytest
 import bayes_risk as br
 from bayes_risk import MatchSpec
 from bayes_risk.auditing import Thresholds
+from bayes_risk.auditing.measures.attribute import ATTRIBUTE_MEASURE
 from bayes_risk.auditing.render import CSP
-from bayes_risk.auditing.verdicts import ATTRIBUTE_MEASURE
 from bayes_risk.cli import main
 from bayes_risk.exceptions import SchemaError, ValidationError
 
@@ -296,7 +296,7 @@ def test_plain_files_without_model_skip_attribute(release, tmp_path):
 def test_posterior_identification_on_a_cart_release(audited_posterior, tmp_path):
     """A known synthesized column and a CART (Bayesian bootstrap) release: the posterior step
     draws replicates from the rebuilt synthesizer, within the audit's cap."""
-    from bayes_risk.auditing.steps import AUDIT_REPLICATES
+    from bayes_risk.auditing.measures.posterior_identification import AUDIT_REPLICATES
 
     res, out = audited_posterior
     post = res.step("posterior_identification")
@@ -513,8 +513,8 @@ def test_marginals_leave_missing_value_codes_out_of_the_numbers():
     """A declared missing-value code (synthpop's cont.na, e.g. SD2011's nociga = -8 for
     non-smokers) is not a number: it is not in the deciles or densities of the compare()
     plots; the share of missing values is a row and the figure's title of its own."""
+    from bayes_risk.auditing.measures.utility import marginals
     from bayes_risk.auditing.plots import marginal_figure
-    from bayes_risk.auditing.steps import marginals
 
     rng = np.random.default_rng(0)
     x = rng.integers(1, 40, 400).astype(float)
@@ -543,7 +543,7 @@ def test_marginal_densities_of_whole_numbers_have_no_combs():
     """Ages, counts and heights in whole units get bins of whole widths: a flat distribution of
     the integers 10..99 has a flat density (30 equal bins over the central 99 % of the values
     hold 2 or 3 whole numbers each, which draws a comb)."""
-    from bayes_risk.auditing.steps import marginals
+    from bayes_risk.auditing.measures.utility import marginals
 
     orig = pd.DataFrame({"age": np.repeat(np.arange(10, 100), 20),
                          "w": np.linspace(0.0, 1.0, 1800)})
@@ -569,7 +569,7 @@ def _bars_table():
 def test_marginal_bars_in_level_order():
     """compare() bars follow the schema's level order (an ordinal or integer-coded factor drawn
     by frequency reads as another distribution), missing values last."""
-    from bayes_risk.auditing.steps import marginals
+    from bayes_risk.auditing.measures.utility import marginals
 
     orig, schema = _bars_table()
     m = marginals(orig, [orig], schema)
@@ -579,8 +579,8 @@ def test_marginal_bars_in_level_order():
 def test_marginal_bar_labels_readable():
     """Long level labels (SD2011's "URBAN 100,000-200,000"), which side by side run into each
     other, are slanted, anchored at their bar and cut; short ones stay level."""
+    from bayes_risk.auditing.measures.utility import marginals
     from bayes_risk.auditing.plots import marginal_figure
-    from bayes_risk.auditing.steps import marginals
 
     orig, schema = _bars_table()
     m = marginals(orig, [orig], schema)
@@ -930,11 +930,11 @@ def test_a_step_failing_on_the_input_fails_the_audit(release, tmp_path, monkeypa
     """A step that raises ValidationError on the input (a case the checks before the first step
     do not cover) fails the audit: the error names the step and how to skip it, nothing is
     written; with skip=[step] the audit runs without it and says it was skipped as asked."""
-    from bayes_risk.auditing import disclosure_step
+    from bayes_risk.auditing.measures import disclosure
 
     orig, syn = release
     # the registry's record names the step where it is defined (bayes_risk.measures)
-    monkeypatch.setattr(disclosure_step, "disclosure_step",
+    monkeypatch.setattr(disclosure, "disclosure_step",
                         _boom(ValidationError("keys contain duplicated column(s) ['Age'].")))
     kw = dict(known=KNOWN, progressbar=False)
     settings = br.AuditSettings(sweep=None, attribute_records=[0])
@@ -960,10 +960,10 @@ def test_a_step_failing_otherwise_leaves_the_audit_incomplete(release, tmp_path,
     stop the others, but the audit is incomplete: the verdict's first sentence says so and
     names the step, summary.json records it, and the command exits 1 with the report written
     (it exited 0 with "1 of 4 exceed")."""
-    from bayes_risk.auditing import steps
+    from bayes_risk.auditing.measures import identification
 
     orig, syn = release
-    monkeypatch.setattr(steps, "identification_step", _boom(MemoryError("no memory left")))
+    monkeypatch.setattr(identification, "identification_step", _boom(MemoryError("no memory left")))
     res = br.audit(str(orig), str(syn), known=KNOWN, progressbar=False, out=tmp_path / "a",
                    settings=br.AuditSettings(sweep=None, attribute_records=[0]))
     assert not res.complete and [s.name for s in res.failed_steps] == ["identification"]
@@ -1538,8 +1538,7 @@ def test_rows_aligned_needs_a_column_released_unchanged():
     equal lengths are not enough (a fully synthetic release of the original's size)."""
     from types import SimpleNamespace
 
-    from bayes_risk.auditing.context import RunState
-    from bayes_risk.auditing.steps import rows_aligned
+    from bayes_risk.auditing.context import RunState, rows_aligned
 
     rng = np.random.default_rng(3)
     orig = pd.DataFrame({"a": rng.integers(0, 4, 50), "y": rng.normal(size=50)})
@@ -1800,8 +1799,8 @@ def test_attribute_section_explains_a_share_ranked_first_below_the_random_guess(
 def test_glossaries_in_plain_words(audited, report):
     """Every synthpop column of the disclosure tables is defined where the tables are, with
     synthpop's documentation as the source; the diagnostics are named in words."""
-    from bayes_risk.auditing.report_record_sections import DIAGNOSTICS
-    from bayes_risk.auditing.report_sections import SYNTHPOP_TERMS
+    from bayes_risk.auditing.measures.attribute import DIAGNOSTICS
+    from bayes_risk.auditing.measures.disclosure import SYNTHPOP_TERMS
 
     res, _ = audited
     html = report[0].read_text()

@@ -202,10 +202,10 @@ def test_membership_population_names_the_option(at, capsys):
 
 def test_audit_checks_the_membership_inputs_before_the_first_step(at, capsys, tmp_path,
                                                                   monkeypatch):
-    from bayes_risk.auditing import steps
+    from bayes_risk.auditing.measures import utility
 
     ran = []
-    monkeypatch.setattr(steps, "utility_step", lambda ctx: ran.append("utility"))
+    monkeypatch.setattr(utility, "utility_step", lambda ctx: ran.append("utility"))
     hold = br.make_acs_like(60, random_seed=9)[pd.read_csv(at / "acs.csv").columns]
     hold.drop(columns=hold.columns[0]).to_csv(tmp_path / "bad.csv", index=False)
     hold.to_csv(tmp_path / "hold.csv", index=False)

@@ -1,0 +1,233 @@
+"""Anonymeter's attacks as one unit: the audit step (singling out, linkability and inference),
+its verdict lines (each risk against its threshold, the largest over the datasets) and its
+report section (:doc:`/methods/attacks`, :doc:`/adding_a_measure`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from bayes_risk._io import write_json
+from bayes_risk.auditing import remedies
+from bayes_risk.auditing.context import StepContext, ran, skipped, step_folder, write_table
+from bayes_risk.auditing.outcome import StepOutcome, step_file
+from bayes_risk.auditing.plan import ATTACK_OPTIONS, AuditPlan
+from bayes_risk.auditing.report_blocks import (
+    Links,
+    Section,
+    step_section,
+    table_block,
+)
+from bayes_risk.auditing.verdict_base import CAVEATS, Baseline, Verdict, caused, dataset_range
+from bayes_risk.results._base import plot_figure
+
+
+def attacks_step(ctx: StepContext) -> StepOutcome:
+    """Singling-out, linkability and inference risk against the holdout (skipped without
+    one); inference of each synthesized column from every other column."""
+    from bayes_risk.attacks import inference_risk, linkability_risk, singling_out_risk
+
+    if ctx.holdout is None:
+        return skipped(
+            "attacks", "no holdout was given (holdout= / --holdout: records of the population that "
+            "the synthesis did not use), so the attacks' success cannot be read against the "
+            "same attacks on records the release knows nothing about.")
+    p = ctx.plan
+    opts = ATTACK_OPTIONS
+    n_cols = min(opts["n_cols"], len(ctx.schema))
+    common = dict(holdout=ctx.holdout, schema=ctx.schema, random_seed=p.random_seed)
+    so = singling_out_risk(ctx.original, ctx.synthetic, n_attacks=int(opts["n_attacks"]),
+                           n_cols=int(n_cols), **common)
+    # the intruder who knows every other column of a target: anonymeter's usual setting, and
+    # that of the Bayesian attribute risk (a column left as released is not a secret)
+    inf = (inference_risk(ctx.original, ctx.synthetic, secret=p.synthesized,
+                          n_attacks=int(opts["n_attacks"]), tolerance=opts["tolerance"],
+                          **common) if p.synthesized and len(ctx.schema) > 1 else None)
+    lk, why_not = None, None
+    if p.linkability_columns is None:
+        why_not = ("every column is known to the intruder, so no second table is left to link "
+                   "(give linkability_columns / --linkability)")
+    else:
+        n = min(int(opts["n_attacks"]), len(ctx.original), len(ctx.holdout))
+        lk = linkability_risk(ctx.original, ctx.synthetic, aux_columns=p.linkability_columns,
+                              n_attacks=n, n_neighbors=int(opts["n_neighbors"]), **common)
+    folder = step_folder(ctx, "attacks")
+    files: list[str] = []
+    if folder is not None:
+        write_json(folder / "summary.json", {
+            "measure": "attacks", "singling_out": so.to_dict(),
+            "linkability": None if lk is None else lk.to_dict(),
+            "linkability_not_run": why_not,
+            "inference": None if inf is None else inf.to_dict(),
+            "warnings": list(dict.fromkeys(w for r in (so, lk, inf) if r is not None
+                                           for w in r.warnings))})
+        write_table(ctx, so.table, folder / "singling_out.csv")
+        write_table(ctx, so.queries, folder / "singling_out_queries.csv")
+        plot_figure(so, "risk").savefig(folder / "singling_out.png", dpi=100)
+        files = ["summary.json", "singling_out.csv", "singling_out_queries.csv",
+                 "singling_out.png"]
+        if lk is not None:
+            write_table(ctx, lk.table, folder / "linkability.csv")
+            write_table(ctx, lk.records, folder / "linkability_records.csv")
+            plot_figure(lk, "risk").savefig(folder / "linkability.png", dpi=100)
+            files += ["linkability.csv", "linkability_records.csv", "linkability.png"]
+        if inf is not None:
+            write_table(ctx, inf.table, folder / "inference.csv")
+            write_table(ctx, inf.records, folder / "inference_records.csv")
+            plot_figure(inf, "risk").savefig(folder / "inference.png", dpi=100)
+            files += ["inference.csv", "inference_records.csv", "inference.png"]
+    result: dict[str, Any] = {"singling_out": so, "linkability": lk, "inference": inf}
+    return ran("attacks", result, folder, files, linkability_not_run=why_not)
+
+
+#: what the anonymeter lines take as the worst case over their intruder's choices
+_ATTACKS_WORST_CASE = (
+    "datasets: the largest risk over the m datasets, each attacked alone; predicates and "
+    "neighbours: anonymeter's defaults (500 attacks a mode, 3 columns, the nearest row; not "
+    "searched); inference: the synthesized column most at risk, the intruder knowing every "
+    "other column; control: the holdout, its count corrected for its size")
+
+
+def _attack_caveats(row: Any, size_ratio: float) -> tuple[str, ...]:
+    """The caveats of one headline row of an attack's table (its dataset and mode)."""
+    have = set()
+    if row.get("n_queries", row["n_attacks"]) < row["n_attacks"]:
+        have.add("FEW_SINGLING_OUT_QUERIES")
+    if row["baseline_rate"] >= row["main_rate"]:
+        have.add("ATTACK_NOT_BETTER_THAN_BASELINE")
+    # a holdout of another size: the control count was extrapolated (far) or could not be
+    corr = row.get("control_correction", np.nan)
+    if row.get("n_control_raw", 0) > 0 and size_ratio != 1.0 and (
+            not np.isfinite(corr) or not 0.5 <= size_ratio <= 2.0):
+        have.add("CONTROL_SIZE_CORRECTION")
+    return tuple(c for c in CAVEATS["attacks"] if c in have)
+
+
+def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
+    """anonymeter's singling-out (per mode), linkability and inference risk, the largest over
+    datasets."""
+    th = plan.thresholds
+    out: list[Verdict | Baseline] = []
+    so, lk = a.result["singling_out"], a.result["linkability"]
+    cause = remedies.attacks_cause(plan, a)
+    s = so.settings
+    ratio = (s["n_original_distinct"] / s["n_holdout_distinct"]
+             if s.get("n_holdout_distinct") else 1.0)
+    lvl = f"{100 * float(s['confidence_level']):.3g} %"
+
+    def interval(r: Any) -> str:  # the headline row's interval and, of several, its dataset
+        return f"{lvl} interval {r['ci_low']:.3g}–{r['ci_high']:.3g}" + (
+            f" (dataset {int(r['dataset'])}, the largest of {plan.m})" if plan.m > 1 else "")
+
+    for _, r in so.headline().iterrows():
+        mode = str(r["mode"])
+        each = so.table.loc[so.table["mode"] == mode, "risk"]
+        what = ("one column" if mode == "univariate" else f"{int(r['n_cols'])} columns")
+        v = Verdict(
+            "attacks", f"{mode} singling-out risk", float(r["risk"]),
+            th.singling_out_risk, "max", step_file(a, "singling_out.csv"),
+            interval(r) + f"; of {int(r['n_queries'])} predicates that single out a synthetic row, "
+            f"{int(r['n_main'])} single out a record of the original and "
+            f"{r['n_control']:.4g} one of the holdout"
+            + (f" (corrected for its size by {r['control_correction']:.3g})"
+               if np.isfinite(r["control_correction"]) else "")
+            + f"; random predicates: {int(r['n_baseline'])} of {int(r['n_attacks'])}",
+            _attack_caveats(r, ratio), spread=dataset_range(each),
+            intruder=f"holds a synthetic dataset and writes predicates on {what} that match "
+            "exactly one of its rows, claiming that each isolates one person of the "
+            "confidential data (anonymeter's singling-out attack)",
+            threshold_name="singling_out_risk", worst_case=_ATTACKS_WORST_CASE)
+        out.append(caused(v, *cause[mode]))
+    if lk is not None:
+        r = lk.headline().iloc[0]
+        (ca, cb), k = lk.settings["aux_columns"], int(r["n_neighbors"])
+        each = lk.table.loc[lk.table["n_neighbors"] == k, "risk"]
+        v = Verdict(
+            "attacks", f"linkability risk ({', '.join(ca)} with {', '.join(cb)})",
+            float(r["risk"]), th.linkability_risk, "max", step_file(a, "linkability.csv"),
+            interval(r) + f"; records relinked through their {k} nearest synthetic row"
+            f"{'s' if k > 1 else ''}: {int(r['n_main'])} of {int(r['n_attacks'])} of the "
+            f"original, {int(r['n_control'])} of as many of the holdout, "
+            f"{int(r['n_baseline'])} by random rows",
+            _attack_caveats(r, 1.0), spread=dataset_range(each),
+            intruder=f"holds two tables about the same people, one with {', '.join(ca)}, the "
+            f"other with {', '.join(cb)}, and links them through the nearest synthetic rows "
+            "(anonymeter's linkability attack)",
+            threshold_name="linkability_risk", worst_case=_ATTACKS_WORST_CASE)
+        out.append(caused(v, *cause["linkability"]))
+    inf = a.result.get("inference")
+    if inf is not None:
+        out.append(caused(_inference_line(plan, inf, a, interval), *cause["inference"]))
+    return out
+
+
+def _inference_line(plan: AuditPlan, inf: Any, a: StepOutcome, interval: Any) -> Verdict:
+    """anonymeter's inference risk of the secret most at risk (an undefined risk first)."""
+    h = inf.headline()
+    r = h.iloc[int(np.argmax(h["risk"].fillna(np.inf).to_numpy()))]
+    secret = str(r["secret"])
+    others = "; ".join(f"{o['secret']} {o['risk']:.3g}" for _, o in h.iterrows()
+                       if o["secret"] != secret)
+    n_ctrl = r["n_attacks_control"]
+    return Verdict(
+        "attacks", f"inference risk ({secret})", float(r["risk"]),
+        plan.thresholds.inference_risk, "max", step_file(a, "inference.csv"),
+        interval(r) + f"; {secret} guessed right from the nearest synthetic row: "
+        f"{int(r['n_main'])} of {int(r['n_attacks'])} records of the original, "
+        f"{r['n_control']:.4g} of {n_ctrl:.4g} of the holdout, {int(r['n_baseline'])} of "
+        f"{int(r['n_attacks_baseline'])} by random synthetic values"
+        + (f"; the other synthesized columns: {others}" if others else ""),
+        _attack_caveats(r, 1.0), spread=dataset_range(inf.table.loc[inf.table["secret"] == secret,
+                                                              "risk"]),
+        intruder="knows every other column of a record and guesses each synthesized column "
+        "as the value of the nearest synthetic row (anonymeter's inference attack; a number "
+        f"within {100 * inf.settings['tolerance']:.3g} % of the guess, a category when equal)",
+        threshold_name="inference_risk", worst_case=_ATTACKS_WORST_CASE)
+
+
+@step_section("attacks", "attacks", "Singling out, linkability and inference (anonymeter)")
+def attacks_section(sec: Section, s: Any, result: Any, links: Links) -> None:
+    so, lk = s.result["singling_out"], s.result["linkability"]
+    sec.p("anonymeter's attacks (Giomi et al. 2023; methods page 'Singling out, "
+          "linkability and inference'), each made on the records of the original (main "
+          "attack), on the holdout, records the synthesis did not use (control attack), and at "
+          "random (baseline). The risk is the main attack's success beyond the control's, over "
+          "what the control leaves: (main − control) / (1 − control), 0 when the release tells no "
+          "more about its own records than about others, with its interval (Wilson score), "
+          "clipped to [0, 1] as anonymeter does.")
+    sec.blocks.append(table_block(so.summary().tables["risk"], links,
+                                  step_file(s, "singling_out.csv"),
+                                  "Singling out: predicates that match exactly one synthetic row, "
+                                  "and how often they single out a record (rates)"))
+    sec.blocks.append(links.figure(lambda: plot_figure(so, "risk"), "attacks_singling_out.png",
+                                   "Singling-out risk per dataset and mode, with its interval"))
+    if lk is None:
+        sec.p(f"Linkability was not run: {s.extra.get('linkability_not_run')}.")
+    else:
+        a, b = lk.settings["aux_columns"]
+        sec.p(f"Linkability: the intruder holds one table with {', '.join(a)} and another "
+              f"with {', '.join(b)} about the same people, and links a record's two parts when "
+              "they share a nearest synthetic row.")
+        sec.blocks.append(table_block(lk.summary().tables["risk"], links,
+                                      step_file(s, "linkability.csv"),
+                                      "Linkability: records relinked through the nearest synthetic "
+                                      "rows (rates)"))
+        sec.blocks.append(links.figure(lambda: plot_figure(lk, "risk"),
+                                       "attacks_linkability.png",
+                                       "Linkability risk per dataset and number of neighbours, "
+                                       "with its interval"))
+    inf = s.result.get("inference")
+    if inf is None:
+        return
+    sec.p("Inference: the intruder knows every other column of a record and guesses each "
+          "synthesized column as the value of the nearest synthetic row (a number is guessed "
+          f"right within {100 * inf.settings['tolerance']:.3g} % of the guess, a category when "
+          "equal). The Bayesian attribute risk (attribute step) asks the same question of the "
+          "model's posterior; this is what one concrete intruder achieves (methods page, "
+          "'Inference and the Bayesian attribute risk').")
+    sec.blocks.append(table_block(inf.summary().tables["risk"], links,
+                                  step_file(s, "inference.csv"), "Inference: secrets guessed "
+                                  "right from the nearest synthetic row (rates)"))
+    sec.blocks.append(links.figure(lambda: plot_figure(inf, "risk"), "attacks_inference.png",
+                                   "Inference risk per dataset and secret, with its interval"))

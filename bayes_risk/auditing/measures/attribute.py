@@ -1,0 +1,597 @@
+"""The attribute risk as one unit: its audit step (every record's posterior, of a fitted model
+or of a CART / random-forest release's plug-in likelihood), its verdict lines and its report
+section (:doc:`/adding_a_measure`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._io import write_json
+from bayes_risk.auditing import remedies
+from bayes_risk.auditing.context import (
+    StepContext,
+    loaded_model,
+    membership_reuses,
+    ran,
+    rebuilt_synthesizer,
+    rows_aligned,
+    shown_known_values,
+    skipped,
+    step_folder,
+    write_known_sweep,
+    write_table,
+)
+from bayes_risk.auditing.outcome import StepOutcome, step_file
+from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.report_blocks import (
+    TOP_N,
+    Block,
+    Links,
+    Section,
+    Span,
+    at_risk,
+    known_sweep_blocks,
+    rows_block,
+    step_section,
+    table_block,
+)
+from bayes_risk.auditing.verdict_base import (
+    Baseline,
+    Verdict,
+    caused,
+    line_caveats,
+    mass_words,
+    pct,
+)
+from bayes_risk.exceptions import arg_name
+from bayes_risk.results._base import plot_figure
+from bayes_risk.results._format import format_number
+from bayes_risk.results.attribute import EVIDENCE_FACTOR
+from bayes_risk.warning_codes import message
+
+
+def _attribute_model(ctx: StepContext) -> Any:
+    """The plug-in or fitted model of the attribute step."""
+    from bayes_risk.models import plugin_likelihood
+
+    synth = loaded_model(ctx) if ctx.model is not None else rebuilt_synthesizer(ctx)
+    return plugin_likelihood(synth, ctx.original, random_seed=ctx.plan.random_seed)
+
+
+def _candidates(ctx: StepContext, columns: list[str]) -> Any:
+    """One-variable-different candidates; ±10 % grids whose zero fallback is stated."""
+    from bayes_risk.attribute import CandidateSpec
+    from bayes_risk.attribute.candidates import with_zero_fallback
+
+    return with_zero_fallback(CandidateSpec(), ctx.original,
+                              [c for c in columns if c in ctx.schema.numeric])
+
+
+def attribute_step(ctx: StepContext) -> StepOutcome:
+    """Attribute risk of every (or the chosen) record under the worst-case intruder."""
+    from bayes_risk.attribute.api import attribute_risk
+
+    p = ctx.plan
+    if p.attribute_source is None:
+        return skipped(
+            "attribute", f"no fitted model was given ({arg_name('model', '...', cli='DIR')}) "
+            "and the release was not made by a synthesizer with a plug-in likelihood that can "
+            f"be rebuilt from its manifest (CART, random forests; method: {p.method or 'unknown'}"
+            "), so the intruder's posterior over the synthesized values cannot be computed.")
+    from bayes_risk.auditing.causes import attribute_drivers
+
+    model = _attribute_model(ctx)
+    spec = _candidates(ctx, p.synthesized)
+    opts: dict[str, Any] = dict(candidates=spec, prior="uniform",
+                                estimator=p.given.attribute_estimator,
+                                random_seed=p.random_seed,
+                                allow_other_model=p.given.allow_other_model)
+    # the sweep leaves at least one synthesized column to guess
+    ks_cols = [c for c in p.known if c in p.synthesized] if p.given.known_sweep else []
+    if len(ks_cols) == len(p.synthesized):
+        ks_cols = []
+    curve_note = _known_curve_note(p, model)
+    curve_on = p.given.known_fractions is not None and curve_note is None
+    if ks_cols or curve_on or membership_reuses(ctx, model):
+        from bayes_risk.attribute.knowledge import one_seed, shared_refits
+
+        # one seed and one set of refits for the step, its sweeps and the membership step
+        opts["random_seed"] = one_seed(p.random_seed)
+        fits = shared_refits(ctx.original, ctx.synthetic, model=model,
+                             records=p.attribute_records, progressbar=ctx.progressbar, **opts)
+        if fits:
+            opts["estimator"] = opts["estimator"].replace(augmented=fits, refit_draws=None)
+            ctx.run.refits, ctx.run.refits_model = fits, model
+    res = attribute_risk(
+        ctx.original, ctx.synthetic, model=model, records=p.attribute_records,
+        scenario="worst_case", progressbar=ctx.progressbar, executor=ctx.executor, **opts,
+    )
+    aks = None
+    if ks_cols:
+        from bayes_risk.attribute.knowledge import attribute_known_sweep
+
+        aks = attribute_known_sweep(ctx.original, ctx.synthetic, model=model, known=ks_cols,
+                                    records=p.attribute_records, progressbar=ctx.progressbar,
+                                    executor=ctx.executor, **opts)
+    curve = None
+    if curve_on:
+        from bayes_risk.attribute.known_curve import known_fraction_curve
+
+        curve = known_fraction_curve(ctx.original, ctx.synthetic, model=model,
+                                     fractions=p.given.known_fractions,
+                                     records=p.attribute_records,
+                                     progressbar=ctx.progressbar, **opts)
+    recs = res.records.index
+    drivers = attribute_drivers(ctx.original, list(ctx.synthetic), p.synthesized,
+                                np.asarray(recs, dtype=int), spec,
+                                [c for c in p.synthesized if c in ctx.schema.numeric],
+                                aligned=rows_aligned(ctx))
+    # the share with a Bayes factor of the truth at the board's factor (the verdict line's)
+    summary = res.to_dict(evidence_factor=p.thresholds.evidence_factor)
+    summary["inputs"] = {"model": p.attribute_source}
+    if aks is not None:
+        summary["known_sweep"] = aks.to_dict()
+    if curve is not None:
+        summary["known_curve"] = curve.to_dict()
+    elif curve_note is not None:
+        summary["known_curve"] = {"not_computed": curve_note}
+    folder = step_folder(ctx, "attribute")
+    files: list[str] = []
+    if folder is not None:
+        from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
+
+        # column "record"; with the Bayes factors of the true values
+        write_table(ctx, res.to_dataframe(), folder / "records.csv", index=True)
+        write_json(folder / "summary.json", summary)
+        files = ["records.csv", "summary.json"]
+        for kind, name, _ in ATTRIBUTE_FIGURES:
+            plot_figure(res, kind).savefig(folder / name, dpi=100)
+            files.append(name)
+        if aks is not None:
+            files += write_known_sweep(ctx, aks, folder)
+        if curve is not None:
+            write_table(ctx, curve.table, folder / "known_curve.csv", fast=True)
+            files.append("known_curve.csv")
+    # mcmc_warnings: the fits' failed checks, also of a model fitted earlier
+    return ran("attribute", res, folder, files, summary=summary, qi=shown_known_values(ctx),
+               drivers=drivers,
+               known_sweep=aks, known_curve=curve, known_curve_note=curve_note,
+               mcmc_warnings=list((res.mcmc or {}).get("warnings", [])))
+
+
+#: the attribute line's measure, ``prop_top`` of the attribute step
+ATTRIBUTE_MEASURE = "share ranked first: records whose true values are the intruder's best guess"
+
+
+#: the evidence line's measure, ``prop_evidence`` of the attribute step (``factor``: the
+#: threshold ``evidence_factor``)
+EVIDENCE_MEASURE = ("share with evidence: records whose true values the release makes at least "
+                    "{factor:g} times likelier in odds (Bayes factor)")
+
+
+def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
+    """The share of records whose true values are the intruder's most probable candidate, and
+    the share whose true values the release gives evidence for (Bayes factor ≥
+    ``evidence_factor``), read together (:doc:`/methods/attribute`)."""
+    s = a.extra["summary"]
+    un = s.get("unflagged") or {}
+    th = plan.thresholds
+    # the intruder is the same on both lines
+    intruder = ("worst case: knows every other record's true values and the synthesis model, "
+                "and guesses this record's synthesized values")
+    top = _attribute_line(plan, a, "prop_top", ATTRIBUTE_MEASURE,
+                          th.prop_top, "counted as ranked first", intruder,
+                          _ATTRIBUTE_WORST_CASE)
+    guess = float(s.get("random_guess_baseline", np.nan))
+    top = replace(top, detail=f"{top.detail}{_below_guess(un, guess, th.evidence_factor)}")
+    k = th.evidence_factor
+    ev = _attribute_line(plan, a, "prop_evidence", EVIDENCE_MEASURE.format(factor=k),
+                         th.prop_evidence, "counted as given evidence", intruder,
+                         f"{_ATTRIBUTE_WORST_CASE}; the evidence factor: {k:g}"
+                         + (", the smallest factor Kass & Raftery's scale reads as evidence "
+                            "(a larger one counts fewer records)" if k == EVIDENCE_FACTOR
+                            else ", given for this audit"))
+    ev = replace(ev, detail=f"{_before_after(un, k)}; {ev.detail}")
+    cause = remedies.attribute_cause(plan, a)
+    return [caused(top, *cause), caused(ev, *cause)]
+
+
+def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
+                    threshold: float, counted: str, intruder: str, worst_case: str) -> Verdict:
+    """One attribute line: the share ``key`` of the unflagged records (or the largest regime's),
+    its Monte Carlo interval and the flagged records left out, counted at worst."""
+    s = a.extra["summary"]
+    un = s.get("unflagged") or {}
+    nf = int(s.get("n_flagged") or 0)
+    n = int(s.get("n_records") or 0)
+    left_out = ""
+    if nf:
+        # the worst case for the flagged records: every one of them counted
+        hit = float(un.get(key, np.nan)) * int(un.get("n_records") or n - nf)
+        bound = pct((hit + nf) / n) if n else np.nan
+        thr = pct(threshold)
+        left_out = (f"; {nf} of {n} record(s) flagged and left out (unassessed: treat them as "
+                    f"at risk; {counted}, the share would be {bound:.3g} %, "
+                    f"{'still within' if bound <= thr else 'past'} the threshold)")
+    # the draw bootstrap's Monte Carlo interval of the pooled figure
+    mc = s.get("mc_uncertainty") or {}
+    name = next((k for k in mc if k.startswith("mc_interval_")), None)
+    share = mc[name].get(key) if name else None
+    if share is not None and np.all(np.isfinite(np.asarray(share, dtype=float))):
+        interval = (f"{name.rsplit('_', 1)[1]} % Monte Carlo interval {pct(share[0]):.3g}–"
+                    f"{pct(share[1]):.3g} % (draw bootstrap, {mc['bootstrap']} replicates); ")
+    elif (a.result.settings or {}).get("estimator") == "plugin":
+        # the plug-in has no posterior draws (MC_ERROR_HIGH flags records instead)
+        interval = ("no posterior draws to bootstrap (plug-in likelihood of the release's "
+                    "synthesizer; a smoothed column's Monte Carlo error is checked per record, "
+                    "MC_ERROR_HIGH); ")
+    else:
+        interval = "no Monte Carlo interval (no draw bootstrap kept); "
+    value, by_regime = pct(un.get(key, np.nan)), _regime_detail(s.get("regimes"), key)
+    big = (s.get("regimes") or {}).get(f"largest_{key}")
+    heavy = (s.get("regimes") or {}).get(f"mass_{key}")
+    if heavy is not None:  # the regime that holds the posterior mass is read
+        value = pct(heavy[key])
+    elif big is not None and not pct(big[key]) <= value:  # the larger figure is read
+        value = pct(big[key])
+    extra = ("random guess "
+             f"{pct(s.get('random_guess_baseline', np.nan)):.3g} %; " if key == "prop_top"
+             else "")
+    return Verdict("attribute", measure, value, pct(threshold), "max",
+                   step_file(a, "summary.json"),
+                   f"{interval}{extra}records with stable estimates{left_out}{by_regime}",
+                   line_caveats("attribute", a.result.warnings), unit="%",
+                   spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
+                   intruder=intruder, flagged=nf,
+                   count_of=(int(un.get("n_records") or n - nf), "records"),
+                   threshold_name=key, worst_case=worst_case)
+
+
+def _before_after(un: dict[str, Any], k: float) -> str:
+    """The evidence line's first words: p_true after the release against before it, and the
+    spread of the Bayes factors."""
+    q = un.get("bayes_factor_quantiles") or {}
+    why = ("where Kass & Raftery's scale of evidence begins" if k == EVIDENCE_FACTOR
+           else "given for this audit")
+
+    def factor(name: str) -> str:
+        # summary.json writes an infinite factor (p_true = 1) as "inf"
+        x = float(q.get(name, np.nan))
+        return "∞ (p_true 100 %)" if x == np.inf else f"{x:.3g}"
+
+    return (f"mean p_true {pct(un.get('mean_p_true', np.nan)):.3g} % after the release "
+            f"against {pct(un.get('mean_prior_p_true', np.nan)):.3g} % before it (the "
+            f"intruder's prior); Bayes factor of the true values: median {factor('50%')}, "
+            f"95th percentile {factor('95%')}, largest {factor('100%')} "
+            f"(1: the release tells nothing about the record; counted from {k:g}, {why})")
+
+
+def _below_guess(un: dict[str, Any], guess: float, k: float) -> str:
+    """Why a share ranked first below the random guess is not protection (empty otherwise)."""
+    top = float(un.get("prop_top", np.nan))
+    if not (np.isfinite(top) and np.isfinite(guess) and top < guess):
+        return ""
+    q = un.get("bayes_factor_quantiles") or {}
+    lo, hi = float(q.get("5%", np.nan)), float(q.get("95%", np.nan))
+    read = (f"Read the line 'share with evidence' beside it (Bayes factor ≥ {k:g}; methods "
+            "page, Attribute disclosure risk: A share ranked first below the random guess)")
+    if not hi >= k:  # (no factor known: the flat case's words, which claim no figure)
+        flat = (f" (the Bayes factors of the true values run from {lo:.3g} to {hi:.3g} for 90 % "
+                "of the records)" if np.isfinite(hi) else "")
+        return ("; below the random guess, and that is not protection: the release says "
+                "little about each record, so the intruder's posterior over its candidates is "
+                f"nearly flat{flat} and the noise of the released values puts some other "
+                f"candidate first in almost every record — Bayes' rule, not a safe release. {read}")
+    # the release moves the intruder towards the truth, and further towards other candidates
+    return (f"; below the random guess, yet the release gives evidence for the true values of "
+            f"at least 5 % of the records (Bayes factor {hi:.3g} at the 95th percentile): "
+            "other candidates gain still more, so the ranking hides what the release tells. "
+            f"{read}")
+
+
+#: what the attribute line takes as the worst case over its intruder's choices
+_ATTRIBUTE_WORST_CASE = (
+    "other records: every one known (the worst case of Reiter, Wang & Zhang 2014 and Hu "
+    "2019); the model: the synthesizer's own; datasets: all m read at once; candidates: one "
+    "variable different from the record's true values, a ±10 % grid of 11 values for a "
+    "numeric column (the papers' candidate set, not searched); prior: uniform over the "
+    "candidates (an intruder with a prior favouring the truth does better: prior_sensitivity); "
+    "of the regimes of a model's fit, the larger figure; records whose estimate cannot be "
+    "trusted are flagged and counted apart, never averaged in")
+
+
+def _regime_detail(reg: Any, key: str = "prop_top") -> str:
+    """An attribute line's words on the regimes of the model's fit (``REGIMES_DISAGREE``):
+    the share ``key`` of each regime."""
+    if not reg:
+        return ""
+    names = [f"regime {i} (chain{'s' if len(r['chains']) > 1 else ''} "
+             f"{', '.join(str(c + 1) for c in r['chains'])})"
+             for i, r in enumerate(reg["regimes"], 1)]
+    if reg.get("status") != "computed":
+        return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE) and the "
+                f"share could not be computed per regime ({reg.get('reason')}): the figure "
+                "pools regimes that disagree — refit before relying on it")
+    parts = [f"{n} {pct(r['summary'].get(key, np.nan)):.3g} %"
+             for n, r in zip(names, reg["regimes"], strict=True)]
+    heavy = reg.get(f"mass_{key}")
+    if heavy is not None:
+        return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
+                f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
+                f"regime; regime {heavy['regime']} holds the posterior mass "
+                f"({mass_words(reg['regimes'][heavy['regime'] - 1])}): its figure is read, the "
+                "others' beside it (RISK_BY_REGIME)")
+    big = reg.get(f"largest_{key}") or {}
+    return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
+            f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
+            f"regime; the larger of these and the pooled figure is read (RISK_BY_REGIME"
+            + (f", regime {big['regime']}" if big else "") + ")")
+
+
+#: the diagnostic columns of the attribute step's records.csv, in plain words
+DIAGNOSTICS = {
+    "khat_max": ("Pareto k̂ (khat_max)",
+                 "how heavy the tail of the record's importance weights is, the largest over "
+                 "its candidate values. Below the threshold the reweighted posterior draws "
+                 "give a reliable estimate; above it a few draws carry most of the weight and "
+                 "the estimate may be off. Under the default rule ('material') the record is "
+                 "flagged KHAT_HIGH only when the tail could raise its p_true by more than the "
+                 "tolerance (p_true_upper) or make the truth the best guess; otherwise it "
+                 "stays with the stable estimates, whose p_true may then overstate the risk "
+                 "(p_true_lower)."),
+    "ess_q_min": ("effective sample size (ess_q_min)",
+                  "how many equally weighted posterior draws the record's reweighted estimate "
+                  "is worth, the smallest over its candidate values: a small number means a "
+                  "noisy estimate."),
+    "mc_se_max": ("Monte Carlo error (mc_se_max)",
+                  "the noise left in the record's estimate by using finitely many posterior "
+                  "draws or bootstrap replicates (standard error of the log probability "
+                  "ratio, the largest over its candidate values)."),
+    "ess_omega_min": ("effective sample size of the stabilised weights (ess_omega_min)",
+                      "as the effective sample size above, for the stabilised estimator's "
+                      "weights ω."),
+    "max_omega_max": ("largest single weight (max_omega_max)",
+                      "the share of the total weight held by the heaviest posterior draw: "
+                      "near 1, one draw decides the estimate."),
+    "n_dropped": ("draws dropped (n_dropped)",
+                  "posterior draws left out because the release had zero probability under "
+                  "them (numerically degenerate)."),
+    "boot_rank_q05": ("bootstrap rank (boot_rank_q05)",
+                      "the rank of the truth that 5 % of bootstrap resamples of the posterior "
+                      "draws reach or better: a rank that moves between resamples is not a "
+                      "stable finding."),
+    "chain_z": ("between-chain difference (chain_z)",
+                "how far apart two MCMC chains put the record's p_true, in Monte Carlo "
+                "standard errors (p_true_chain_min and p_true_chain_max: each chain's own "
+                "estimate); a large value flags the record CHAINS_DISAGREE."),
+    "flag_codes": ("flags (flag_codes)",
+                   "why a record's estimate is unreliable (the codes are explained below); "
+                   "flagged records are counted on their own, never averaged in."),
+}
+
+
+def _computed(col: pd.Series) -> bool:
+    """Whether a diagnostic column holds a value for some record (the plug-ins' are empty)."""
+    if not pd.api.types.is_numeric_dtype(col):
+        return True
+    return bool(np.isfinite(col.to_numpy(dtype=float, na_value=np.nan)).any())
+
+
+@step_section("attribute", "attribute", "Attribute risk")
+def attribute_section(sec: Section, s: Any, result: Any, links: Links) -> None:
+    sm, recs = s.extra["summary"], s.result.records
+    src = step_file(s, "summary.json")
+    st = sm.get("settings", {})
+    sec.p(f"Worst-case intruder (knows every record but the target's synthesized values "
+          f"{', '.join(st.get('columns', []))}); posterior: {result.plan.attribute_source}; "
+          f"estimator: {st.get('estimator')}. p_true is the probability the intruder gives "
+          "the record's true values among its candidates, in per cent; rank 1 is the "
+          "intruder's best guess, and the share ranked first (prop_top in summary.json) the "
+          "share of records whose true values are that guess. A random guess gives p_true ",
+          links.pct(sm.get("random_guess_baseline"), src), " (1/G for G candidates).")
+    k = result.plan.thresholds.evidence_factor
+    rows = []
+    for key, lab in (("all", "all"), ("unflagged", "stable estimates"),
+                     ("flagged", "flagged (unstable)")):
+        d = sm.get(key) or {}
+        q = d.get("p_true_quantiles") or {}
+        rows.append([Span(lab), links.num(d.get("n_records"), src),
+                     links.pct(d.get("mean_prior_p_true"), src),
+                     links.pct(d.get("mean_p_true"), src), links.pct(q.get("50%"), src),
+                     links.pct(q.get("95%"), src), links.pct(d.get("prop_top"), src),
+                     links.pct(d.get("prop_evidence"), src)])
+    sec.blocks.append(rows_block(
+        ["records", "n", "mean p_true before the release: the intruder's prior (%)",
+         "mean p_true (%)", "median p_true (%)", "95th percentile of p_true over the records "
+         "(%)", "share ranked first (%)", f"share with evidence: Bayes factor ≥ {k:g} (%)"],
+        rows, links, src, "The probability of the truth over the records (summary.json holds "
+        "fractions: 0.04 = 4 %)"))
+    _reading_attribute(sec, sm, recs, k, links, src)
+    mc = sm.get("mc_uncertainty")
+    if mc:
+        sec.blocks.append(_mc_block(mc, links, src))
+    from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
+
+    for kind, name, cap in ATTRIBUTE_FIGURES:
+        if kind == "khat" and not ("khat_max" in recs and _computed(recs["khat_max"])):
+            # an empty frame says nothing a sentence cannot: no figure, and why
+            sec.p(f"No Pareto k̂ figure: the '{st.get('estimator')}' estimator reweights no "
+                  "posterior draws, so there are no importance weights whose tail k̂ could "
+                  "measure (its Monte Carlo error is checked record by record instead).")
+            continue
+        # the rank figure shows the threshold of the share ranked first, the verdict's line
+        opts = ({"prop_top_threshold": result.plan.thresholds.prop_top * 100}
+                if kind == "rank" else {})
+        sec.blocks.append(links.figure(lambda kind=kind, opts=opts: plot_figure(
+            s.result, kind, **opts), name, cap))
+    ks = s.extra.get("known_sweep")
+    if ks is not None:
+        known_sweep_blocks(sec, ks, s, links)
+    _known_curve_blocks(sec, s, links)
+    table = s.result.to_dataframe()  # records.csv: with the Bayes factors
+    stable = table[table["flag_codes"].fillna("").astype(str) == ""]
+    top = stable.sort_values("p_true", ascending=False, kind="stable").head(TOP_N).reset_index()
+    cols = [c for c in ("record", "p_true", "rank_min", "G", "baseline", "bayes_factor")
+            if c in top]
+    sec.blocks.append(table_block(
+        at_risk(top[cols], s.extra.get("qi"), "record").rename(
+            columns={"rank_min": "rank of the truth", "G": "candidates G",
+                     "baseline": "random guess", "bayes_factor": "Bayes factor"}),
+        links, step_file(s, "records.csv"),
+        f"Records most at risk among stable estimates (top {TOP_N} by p_true; every record in "
+        "records.csv, as fractions; Bayes factor: how many times the release multiplies the "
+        "intruder's odds on the record's true values)", percent=("p_true", "random guess")))
+    counts = sm.get("flag_counts") or {}
+    sec.p("Flagged records: ", links.num(sm.get("n_flagged", 0), src),
+          (" (" + ", ".join(f"{k} × {v}" for k, v in counts.items()) + ")") if counts else "",
+          ". What the diagnostic columns of records.csv mean:")
+    sec.blocks.append(Block("dl", terms=[DIAGNOSTICS[k] for k in DIAGNOSTICS
+                                         if k in recs.columns and _computed(recs[k])]))
+    kh = sm.get("pareto_khat") or {}
+    if kh.get("records_with_high_khat"):
+        sec.p("Pareto k-hat above the threshold (",
+              format_number(st.get("khat_threshold"), 2), "): ",
+              links.num(kh["records_with_high_khat"], src), " record(s), under the posterior "
+              "given the original or an augmented one (n_khat_high > 0; the figure shows the "
+              "former, khat_max). Under the ",
+              f"'{kh.get('rule')}' rule (tolerance {format_number(kh.get('tolerance'))}), ",
+              links.num(kh.get("records_high_khat_immaterial"), src), " of them are not "
+              "flagged: the tail cannot raise their p_true by more than the tolerance. For ",
+              links.num(kh.get("records_p_true_may_overstate"), src), " unflagged record(s) "
+              "the reported p_true may overstate the risk (p_true_lower < p_true): an upper "
+              "bound, safe for accepting a release, not for claiming the risk is that high "
+              "(user guide, attribute risk).")
+    if counts:
+        sec.p("The flags:")
+        sec.blocks.append(Block("dl", terms=[(k, message(k)) for k in counts]))
+    ch = sm.get("between_chain_check") or {}
+    if ch:
+        sec.p("Between-chain check of the record estimates: "
+              + (f"{ch.get('reason')}; {ch.get('records_flagged')} record(s) flagged "
+                 "CHAINS_DISAGREE." if ch.get("status") == "run"
+                 else f"not run ({ch.get('reason')})."))
+
+
+def _reading_attribute(sec: Section, sm: dict[str, Any], recs: pd.DataFrame, k: float,
+                       links: Links, src: str | None) -> None:
+    """How to read the share ranked first beside the evidence, for a release board; when the
+    share falls below the random guess, why that is not protection."""
+    un = sm.get("unflagged") or {}
+    guess, top = sm.get("random_guess_baseline"), un.get("prop_top")
+    q = un.get("bayes_factor_quantiles") or {}
+
+    def factor(name: str) -> Span:
+        # summary.json writes an infinite factor (p_true = 1) as "inf"
+        x = q.get(name)
+        if x is not None and float(x) == np.inf:
+            return Span("∞ (p_true 100 %)", links.href(src), num=True)
+        return links.num(x, src)
+
+    sec.p("How to read these figures. The share ranked first counts the records whose true "
+          "values would be the intruder's single best guess. The share with evidence counts "
+          f"the records whose true values the release makes at least {k:g} times likelier, in "
+          "odds, than the intruder believed before seeing it (a Bayes factor of at least "
+          f"{k:g}; 1 means the release tells nothing about the record). Here, over the stable "
+          "estimates, the mean p_true is ", links.pct(un.get("mean_p_true"), src),
+          " after the release against ", links.pct(un.get("mean_prior_p_true"), src),
+          " before it, and the Bayes factor of the true values is ",
+          factor("50%"), " at the median and ", factor("95%"),
+          " at the 95th percentile.")
+    if top is None or guess is None or not float(top) < float(guess):
+        return
+    rank = (un.get("rank_min_quantiles") or {}).get("50%")
+    g = recs["G"].to_numpy(dtype=float) if "G" in recs else np.array([])
+    # a random guess's expected rank among G candidates, as the rank figure draws it
+    middle = float(np.nanmean((g + 1) / 2)) if np.isfinite(g).any() else np.nan
+    ranks = ([Span(" The truth's median rank is "), links.num(rank, src),
+              Span(f" against {format_number(middle, 3, plain=True)} for a random guess.")]
+             if rank is not None and np.isfinite(middle) else [])
+    hi = q.get("95%")
+    if hi is not None and float(hi) >= k:
+        # not flat: the truth gains, other candidates gain more
+        sec.blocks.append(Block("warning", spans=[
+            Span("A share ranked first below the random guess is not protection", strong=True),
+            Span(" (here "), links.pct(top, src), Span(" against "), links.pct(guess, src),
+            Span(")."), *ranks,
+            Span(" The release gives evidence for the true values of at least 5 % of the "
+                 "records (the Bayes factor at the 95th percentile is "), factor("95%"),
+            Span("), but other candidates gain still more, so the truth is seldom ranked "
+                 "first: the ranking hides what the release tells. Read the share with "
+                 "evidence. (Methods page, Attribute disclosure risk: A share ranked first "
+                 "below the random guess.)")]))
+        return
+    sec.blocks.append(Block("warning", spans=[
+        Span("A share ranked first below the random guess is not protection", strong=True),
+        Span(" (here "), links.pct(top, src), Span(" against "), links.pct(guess, src),
+        Span(")."), *ranks,
+        Span(" When the release says little about each record, the intruder's posterior over "
+             "its candidates is nearly flat, and small chance differences in the released "
+             "values decide which candidate comes first. The truth comes first only if it "
+             "comes out ahead of every alternative at once — with one-variable candidates, in "
+             "every guessed column — so in almost every record some alternative edges ahead. "
+             "That is Bayes' rule applied to an uninformative release: the intruder's best "
+             "guess is wrong, but not because the release misleads. Read instead the share "
+             "with evidence and p_true after against before the release: a release that "
+             "discloses raises them whatever the ranking. (Methods page, Attribute disclosure "
+             "risk: A share ranked first below the random guess; Hu 2019.)")]))
+
+
+def _known_curve_note(p: Any, model: Any) -> str | None:
+    """Why the known-records curve asked for cannot be computed (``None``: it can)."""
+    if p.given.known_fractions is None:
+        return None
+    from bayes_risk.contract import capabilities
+
+    if capabilities(model).has("plugin") or getattr(model, "model_class", "O") != "P":
+        return (f"the curve over the share of records known needs a class P model with "
+                f"posterior draws; {type(model).__name__} is not one (the unknown records' "
+                "values enter the release given the parameters)")
+    return None
+
+
+def _known_curve_blocks(sec: Section, s: Any, links: Links) -> None:
+    """The attribute risk by the share of other records the intruder knows (when asked for)."""
+    curve, note = s.extra.get("known_curve"), s.extra.get("known_curve_note")
+    if curve is None and note is None:
+        return
+    head = Span("Intruders who know some of the other records. ", strong=True)
+    if curve is None:
+        sec.p(head, f"Not computed: {note}.")
+        return
+    sec.p(head, "The figures above assume the intruder knows every other record (Hu 2019, "
+          "§3.4, calls this unrealistic). The same measures when the intruder knows only a "
+          "random share of them; a record whose reweighted estimate cannot be trusted is "
+          "counted in n_flagged, not averaged in (mean_p_true_unflagged). Not read by the "
+          "verdict.")
+    sec.blocks.append(links.figure(lambda: plot_figure(curve, "curve"), "known_curve.png",
+                                   "Mean p_true against the share of other records known"))
+    sec.blocks.append(table_block(curve.table, links, step_file(s, "known_curve.csv"),
+                                  "Attribute risk by the share of other records known"))
+
+
+def _mc_block(mc: dict[str, Any], links: Links, src: str | None) -> Block:
+    """The draw bootstrap's Monte Carlo error of the attribute figures, rates in per cent."""
+    key = next(k for k in mc if k.startswith("mc_interval_"))
+    names = {"mean_p_true": "mean p_true", "prop_top": "share ranked first",
+             "p_true_q25": "p_true, 25th percentile over the records",
+             "p_true_q50": "p_true, median over the records",
+             "p_true_q75": "p_true, 75th percentile over the records",
+             "rank_q50": "rank of the truth, median", "rank_q75": "rank of the truth, 75th "
+             "percentile", "prop_evidence": "share with evidence, Bayes factor ≥ "
+             f"{mc.get('evidence_factor', EVIDENCE_FACTOR):g}"}
+    rows = []
+    for f, v in mc["value"].items():
+        cell = links.num if f.startswith("rank") else links.pct
+        lo, hi = mc[key][f]
+        rows.append([Span(names.get(f, f) + ("" if f.startswith("rank") else " (%)")),
+                     cell(v, src), cell(mc["mc_se"][f], src),
+                     [cell(lo, src), Span(" – "), cell(hi, src)]])
+    return rows_block(["figure", "value", "MCSE", f"{key.rsplit('_', 1)[1]} % Monte Carlo "
+                        "interval"], rows, links, src,
+                      f"Monte Carlo error of the stable estimates' figures (draw bootstrap, "
+                      f"{mc['bootstrap']} resamples of the posterior draws; "
+                      f"{mc['n_flagged_excluded']} flagged record(s) left out)", fold=True)

@@ -1,0 +1,588 @@
+"""The identification risk as one unit: its audit step (per dataset, pooled, the radius search
+and the knowledge sweep), its verdict lines (the expected and true match rates against their
+thresholds, the worst case over the radius search, the datasets and the fit's regimes) and its
+report section (:doc:`/methods/identification`, :doc:`/adding_a_measure`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bayes_risk._io import write_json
+from bayes_risk.auditing import remedies
+from bayes_risk.auditing.context import (
+    StepContext,
+    identification_kwargs,
+    loaded_model,
+    named_run,
+    radius_label,
+    ran,
+    release_independent,
+    rows_aligned,
+    shown_known_values,
+    step_folder,
+    write_known_sweep,
+    write_table,
+)
+from bayes_risk.auditing.outcome import StepOutcome, step_file
+from bayes_risk.auditing.plan import AuditPlan, radius_text
+from bayes_risk.auditing.report_blocks import (
+    TOP_N,
+    Block,
+    Links,
+    Section,
+    Span,
+    at_risk,
+    known_sweep_blocks,
+    rows_block,
+    step_section,
+    table_block,
+)
+from bayes_risk.auditing.verdict_base import (
+    Baseline,
+    Verdict,
+    caused,
+    dataset_range,
+    line_caveats,
+    mass_words,
+    outside_range,
+    pct,
+)
+from bayes_risk.exceptions import arg_name
+from bayes_risk.results._base import plot_figure
+
+
+def identification_step(ctx: StepContext) -> StepOutcome:
+    """Identification risk at the given radius and, over the sweep, the maximising radius."""
+    from bayes_risk.auditing.causes import identification_drivers
+    from bayes_risk.identification.api import identification_risk
+
+    p = ctx.plan
+    kw = identification_kwargs(ctx)
+    if p.identification_release_independent:
+        release_independent(
+            "identification risk", f"the intruder matches on {', '.join(p.known)} only, "
+            "which the release carries unchanged (no known column is synthesized), so every "
+            "synthetic dataset gives the same figures.")
+    known = dict(known=list(p.known), synthesized=list(p.known_synthesized))
+    # each run's warnings name the run: the step runs the measure up to six times
+    with named_run(f"one dataset at a time, {radius_label(p.radius)}"):
+        res = identification_risk(ctx.original, ctx.synthetic, **known, **kw)
+    sweep = at_star = None
+    if p.sweep and p.search_columns:
+        sweep, rad, at_star = _sweep(ctx, res, {**kw, **known}, "one dataset at a time")
+    pooled = _pooled_identification(ctx, kw)
+    ctx.run.worst_radius = pooled.radius_star
+    ksweep = _known_sweep(ctx, kw)
+    given = _given_selection(ctx, kw)
+    regimes = dataset_regimes(ctx)
+    d = res.to_dict()
+    if regimes is not None:
+        d["regimes"] = regimes
+    d["settings"]["records_output"] = "per-target"
+    if sweep is not None:
+        d["radius_search"] = sweep.to_dict()
+        d["at_maximising_radius"] = {"radius": rad, "summary": at_star.to_dict()["summary"]}
+    d["pooled"] = pooled.to_dict()
+    if given is not None:
+        d["given_selection"] = given
+    if ksweep is not None:
+        d["known_sweep"] = ksweep.to_dict()
+    folder = step_folder(ctx, "identification")
+    files: list[str] = []
+    if folder is not None:
+        # the records at the radii the verdict reads (the worst case), else at the one given
+        write_table(ctx, (at_star or res).target_table(), folder / "records.csv", fast=True)
+        write_json(folder / "summary.json", d)
+        files = ["records.csv", "summary.json"]
+        if sweep is not None:
+            write_table(ctx, sweep.to_frame(), folder / "radius_search.csv")
+            plot_figure(sweep, "profile").savefig(folder / "radius_search.png", dpi=120)
+            files += ["radius_search.csv", "radius_search.png"]
+        if pooled.sweep is not None:
+            write_table(ctx, pooled.sweep.to_frame(), folder / "radius_search_pooled.csv")
+            files.append("radius_search_pooled.csv")
+        if ksweep is not None:
+            files += write_known_sweep(ctx, ksweep, folder)
+    note = None
+    if not p.search_columns:
+        note = ("no radius to search: every known column is categorical and matched exactly, "
+                "the intruder's only choice")
+    elif not p.sweep:
+        note = (f"radius search not run ({arg_name('sweep', 'None', cli='none')}): the figures "
+                f"are at {radius_text(p.radius)}, not the worst case over the radii "
+                "(RADIUS_NOT_SEARCHED)")
+    return ran("identification", res, folder, files, sweep=sweep, at_r_star=at_star,
+               note=note, qi=shown_known_values(ctx), pooled=pooled, known_sweep=ksweep,
+               regimes=regimes,
+               given_selection=given,
+               drivers=identification_drivers(ctx.original, list(ctx.synthetic), p.known,
+                                              p.known_synthesized, aligned=rows_aligned(ctx)))
+
+
+def _given_selection(ctx: StepContext, kw: dict[str, Any]) -> dict[str, Any] | None:
+    """The expected match rate of the intruder who knows why records were selected for
+    synthesis (Hu 2019 §4.2.4), when the release's manifest records its rule: that intruder
+    knows the synthesized records, so every target's status (the worst case). The larger of
+    one dataset at a time and all pooled, each the worst case over the radius search (as the
+    step's other lines). ``None``: no rule recorded; ``{"not_computed": why}``: refused."""
+    from bayes_risk.exceptions import BayesRiskError
+    from bayes_risk.identification.api import identification_risk
+    from bayes_risk.identification.radius import radius_search
+    from bayes_risk.identification.selection import conditioned, release_rule
+
+    syn, p = ctx.synthetic, ctx.plan
+    rule, flags = release_rule(syn), getattr(syn, "synthesized_records", None)
+    if rule is None or flags is None:
+        return None
+    figures = {}
+    try:
+        c = conditioned(ctx.original, syn, flags, known=list(p.known),
+                        synthesized=list(p.known_synthesized), schema=ctx.schema,
+                        match=kw["match"])
+        for agg in ("per_dataset", "pooled"):
+            match = kw["match"] if agg == "per_dataset" else kw["match"].replace(fallback=None)
+            ckw = dict(known=c.known, synthesized=c.synthesized, schema=c.schema,
+                       aggregation=agg, progressbar=False, executor=kw["executor"])
+            with named_run(f"given the selection R, {agg.replace('_', ' ')}"):
+                if p.sweep and p.search_columns:
+                    s = radius_search(c.original, c.synthetic, radii=list(p.sweep),
+                                      match=match.replace(radius=None), **ckw)
+                    risk, rad = s.risk_star, dict(zip(s.columns, (float(r) for r in np.atleast_1d(
+                        s.r_star)), strict=True))
+                else:
+                    res = identification_risk(c.original, c.synthetic, match=match, **ckw)
+                    risk, rad = res.file["expected_match_risk"], dict(p.radius)
+            figures[agg] = {"expected_match_rate": float(risk) / len(ctx.original),
+                            "radius": rad}
+    except BayesRiskError as err:  # e.g. SELECTION_MISSING_KNOWN: said on the report
+        return {"rule": rule.description, "not_computed": f"[{err.code}] {err}"}
+    return {"rule": rule.description, "selection": c.knowledge.to_dict(), **figures}
+
+
+def dataset_regimes(ctx: StepContext) -> dict[str, Any] | None:
+    """Which regime of the model's fit each released dataset was drawn from (``None``: agree)."""
+    if ctx.model is None:
+        return None
+    model = loaded_model(ctx)
+    summary = getattr(model, "convergence_summary", None)
+    reg = summary().get("regimes") if callable(summary) else None
+    if not reg or reg.get("agree", True):
+        return None
+    out: dict[str, Any] = {"regimes": reg["regimes"]}
+    draws = getattr(ctx.synthetic, "draw_index", None)
+    if draws is None:
+        return {**out, "status": "not computed", "dataset_regime": None,
+                "reason": "the release does not record the posterior draw of each dataset "
+                          "(draw_index of its manifest)"}
+    D = int(model.posterior_["posterior"].sizes["draw"])
+    of_chain = {c: i + 1 for i, r in enumerate(reg["regimes"]) for c in r["chains"]}
+    return {**out, "status": "computed",
+            "dataset_regime": [of_chain.get(int(h) // D) for h in draws]}
+
+
+def _known_sweep(ctx: StepContext, kw: dict[str, Any]) -> Any:
+    """The knowledge sweep at the step's radius; ``None`` when not asked for."""
+    p = ctx.plan
+    if not p.given.known_sweep:
+        return None
+    from bayes_risk.identification.knowledge import known_sweep
+
+    return known_sweep(ctx.original, ctx.synthetic, candidates=list(p.known),
+                       synthesized=list(p.known_synthesized), **kw)
+
+
+@dataclass
+class PooledIdentification:
+    """The identification measures of the intruder holding all ``m`` datasets."""
+
+    result: Any
+    sweep: Any = None
+    at_r_star: Any = None
+    radius_star: dict[str, float] | None = None
+
+    @property
+    def headline(self) -> Any:
+        """The result the verdict reads: at the maximising radius when the sweep ran."""
+        return self.at_r_star if self.at_r_star is not None else self.result
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"summary": self.result.to_dict()["summary"],
+                               "settings": self.result.settings}
+        if self.sweep is not None:
+            out["radius_search"] = self.sweep.to_dict()
+            out["at_maximising_radius"] = {"radius": self.radius_star,
+                                           "summary": self.at_r_star.to_dict()["summary"]}
+        return out
+
+
+def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdentification:
+    """The pooled figures of an intruder holding all m datasets (the verdict reads them)."""
+    from bayes_risk.identification.api import identification_risk
+
+    p = ctx.plan
+    # the measures only: the verdict and the report read the file measures, and the pooled
+    # probabilities π of every (target, record) pair grow as n² (more than 10^8 entries at
+    # 10^5 CE-like records); without π the run is counted by match pattern where it can be
+    pkw = {**kw, "aggregation": "pooled_measures", "match": kw["match"].replace(fallback=None),
+           "progressbar": False}
+    args = (ctx.original, ctx.synthetic)
+    pkw.update(known=list(p.known), synthesized=list(p.known_synthesized))
+    with named_run(f"all {p.m} datasets pooled, {radius_label(p.radius)}"):
+        res = identification_risk(*args, **pkw)
+    if not (p.sweep and p.search_columns):
+        return PooledIdentification(res)
+    sweep, rad, star = _sweep(ctx, res, pkw, f"all {p.m} datasets pooled")
+    return PooledIdentification(res, sweep, star, rad)
+
+
+def _sweep(ctx: StepContext, res: Any, kw: dict[str, Any], how: str) -> tuple[Any, dict, Any]:
+    """The worst case over the radius search (:func:`~bayes_risk.radius_search`), the radii of
+    its largest expected match risk and every measure there."""
+    from bayes_risk.identification.api import identification_risk
+    from bayes_risk.identification.radius import radius_search
+
+    p = ctx.plan
+    skw = {**kw, "match": kw["match"].replace(radius=None)}
+    if skw["aggregation"] == "pooled_measures":  # the search keeps the measures only anyway
+        skw["aggregation"] = "pooled"
+    with named_run(f"radius search of {', '.join(p.search_columns)}, {how}"):
+        sweep = radius_search(ctx.original, ctx.synthetic, radii=list(p.sweep), **skw)
+    rad = dict(zip(sweep.columns, (float(r) for r in sweep.r_star), strict=True))
+    with named_run(f"{how}, maximising {radius_label(rad)}"):
+        star = res if rad == p.radius else identification_risk(
+            ctx.original, ctx.synthetic,
+            **{**kw, "match": kw["match"].replace(radius=rad), "progressbar": False})
+    return sweep, rad, star
+
+
+def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Baseline]:
+    """The expected and true match rates: the worst case over the radius search, the larger of
+    the pooled and per-dataset figures, each with the radius of each column that gave it."""
+    th = plan.thresholds
+    iw = line_caveats("identification", i.result.warnings)
+    pooled = i.extra["pooled"]
+    n = float(pooled.result.file["n_targets"])
+    m = plan.m
+    src = step_file(i, "summary.json")
+    pd_figs = identification_figures(i.extra.get("sweep"), i.result, n, per_dataset=True)
+    pool_figs = identification_figures(pooled.sweep, pooled.result, n, per_dataset=False)
+    convention = _convention_text(plan, i.result, pooled.result, n)
+    searched = bool(plan.sweep and plan.search_columns)
+    at = ", worst case over the radii" if searched else ""
+    lines = []
+    for k, (label, tn) in enumerate((
+            (f"expected match rate{at}", "expected_match_rate"),
+            (f"true match rate (correct unique matches){at}", "true_match_rate"))):
+        (vp, rp, _, edge_p), (vd, rd, each, edge_d) = pool_figs[k], pd_figs[k]
+        use_pooled = not vd > vp  # NaN in the per-dataset figure: the pooled one
+        vp, vd = pct(vp), pct(vd)
+        r_pool = f" ({radius_text(rp)})" if rp else ""
+        r_per = f" ({radius_text(rd)})" if rd else ""
+        detail = (f"{'larger' if use_pooled else 'smaller'}: pooled over the m = {m} "
+                  f"datasets {vp:.3g} %{r_pool}; {'smaller' if use_pooled else 'larger'}: "
+                  f"mean per dataset {vd:.3g} %{r_per}{convention[k]}")
+        rng = dataset_range(each * 100, "%")
+        spread = (f"pooled over the {m} datasets, no spread; {rng}" if use_pooled
+                  else rng)
+        value, by_regime = _identification_by_regime(vp if use_pooled else vd, each,
+                                                     i.extra.get("regimes"))
+        why = outside_range(vp if use_pooled else vd, each * 100,
+                       f"the intruder holding all {m} datasets pools them" if use_pooled
+                       else "the value is the worst case over the radius search")
+        codes = _search_caveats(plan, pooled.sweep if use_pooled else i.extra.get("sweep"),
+                                edge_p if use_pooled else edge_d)
+        lines.append((label, value, detail + by_regime,
+                      f"{spread}; {why}" if why else spread, codes, tn))
+    thr = (pct(th.expected_match_rate), pct(th.true_match_rate))
+    if plan.identification_release_independent:
+        why = (f"the intruder knows only unsynthesized columns "
+               f"({', '.join(plan.known)}), which the release carries unchanged")
+        return [Baseline("identification", lab, v, t, src, f"{why}; {d}", unit="%")
+                for (lab, v, d, *_), t in zip(lines, thr, strict=True)]
+    who = _identification_intruder(plan)
+    cause = remedies.identification_cause(plan, i)
+    if i.extra.get("regimes"):  # the model's chains in different regimes: say so on the line
+        iw = (*iw, "REGIMES_DISAGREE") + (
+            ("RISK_BY_REGIME",) if i.extra["regimes"].get("status") == "computed" else ())
+    return [caused(Verdict("identification", lab, v, t, "max", src, d, (*iw, *codes),
+                            unit="%", spread=sp, intruder=who, count_of=(int(n), "targets"),
+                            threshold_name=tn, worst_case=_identification_worst_case(plan)),
+                   *cause)
+            for (lab, v, d, sp, codes, tn), t in zip(lines, thr, strict=True)
+            ] + _given_selection_line(plan, i, src, iw, n, cause)
+
+
+def _given_selection_line(plan: AuditPlan, i: StepOutcome, src: str | None,
+                          iw: tuple[str, ...], n: float, cause: tuple) -> list[Verdict]:
+    """The expected match rate of the intruder who knows why records were selected for
+    synthesis (Hu 2019 §4.2.4), when the release's manifest records its rule."""
+    g = i.extra.get("given_selection")
+    if not g or "not_computed" in g:
+        return []
+    per, pooled = g["per_dataset"], g["pooled"]
+    use_pooled = not per["expected_match_rate"] > pooled["expected_match_rate"]
+    both = [(f"pooled over the m = {plan.m} datasets", pooled), ("mean per dataset", per)]
+    text = "; ".join(f"{w} {pct(f['expected_match_rate']):.3g} %"
+                     + (f" ({radius_text(f['radius'])})" if f["radius"] else "")
+                     for w, f in (both if use_pooled else both[::-1]))
+    sel = g["selection"]
+    detail = (f"the larger: {text}; the release's manifest records its selection rule "
+              f"({g['rule']}): {sel['n_selected']:,} of {sel['n_records']:,} records were "
+              "synthesized, so a target the rule leaves unselected is matched exactly among "
+              "the records released unchanged, a selected one only among the synthesized")
+    value = pct((pooled if use_pooled else per)["expected_match_rate"])
+    spread = (f"pooled over the {plan.m} datasets, no spread" if use_pooled
+              else "mean per dataset")
+    return [caused(Verdict(
+        "identification", "expected match rate given the selection (R)", value,
+        pct(plan.thresholds.expected_match_rate), "max", src, detail, iw, unit="%",
+        spread=spread,
+        intruder=f"{_identification_intruder(plan)}; knows which records were selected for "
+        "synthesis (the release's manifest, Hu 2019 §4.2.4)", count_of=(int(n), "targets"),
+        threshold_name="expected_match_rate",
+        worst_case=f"{_identification_worst_case(plan)}; selection: known for every target "
+        "(the synthesized records of the manifest)"), *cause)]
+
+
+def identification_figures(sweep: Any, res: Any, n: float, *, per_dataset: bool) -> list[tuple]:
+    """``(value, radii, per-dataset values, columns at the grid's edge)`` of the expected match
+    rate and of the true match rate: the largest over the search, else at the radius given."""
+    if sweep is None or not sweep.argmax:
+        f = res.file
+        each = getattr(res, "per_dataset", None) or {}
+        radius = dict((res.settings.get("match_rule") or {}).get("radius") or {})
+        emr_each = np.asarray(each.get("expected_match_risk", []), dtype=float) / n
+        tmr_each = np.asarray(each.get("true_match_rate_targets", []), dtype=float)
+        return [(float(f["expected_match_risk"]) / n, radius, emr_each, []),
+                (float(f["true_match_rate_targets"]), radius, tmr_each, [])]
+    out = []
+    for value, arg, table in ((sweep.risk_star / n, sweep.argmax, sweep.risk / n),
+                              (sweep.tmr_star_value, sweep.tmr_argmax, sweep.true_match_rate)):
+        if not arg:
+            out.append((float("nan"), {}, np.zeros(0), []))
+            continue
+        # the smallest radii among ties (the grid is ordered lexicographically)
+        best = sorted(arg, key=lambda j: tuple(np.atleast_1d(sweep.radii[j])))[0]
+        rad = sweep.radii_at(best)
+        top = float(np.max(sweep.radii))
+        edge = [c for c, r in rad.items() if r >= top > 0]
+        out.append((float(value), rad, np.asarray(table[best], dtype=float)
+                    if per_dataset else np.zeros(0), edge))
+    return out
+
+
+def _convention_text(plan: AuditPlan, res: Any, pooled: Any, n: float) -> tuple[str, str]:
+    """``"; beside: at Hornby & Hu's convention (...) pooled x %, per dataset y %"`` of both
+    lines (empty when the search did not run: the line is that figure)."""
+    if not (plan.sweep and plan.search_columns):
+        return "", ""
+    what = ("Hornby & Hu's convention, " if plan.radius_source == "default" else "the radius "
+            "given, ") + radius_text(plan.radius)
+    return tuple(
+        f"; beside it, at {what}: pooled {pct(pooled.file[key] / d):.3g} %, mean per dataset "
+        f"{pct(res.file[key] / d):.3g} % (not the worst case)"
+        for key, d in (("expected_match_risk", n), ("true_match_rate_targets", 1.0)))
+
+
+def _search_caveats(plan: AuditPlan, sweep: Any, edge: list[str]) -> tuple[str, ...]:
+    """The codes that say the line's figure may not be the worst case over the radii."""
+    if not plan.search_columns:
+        return ()
+    if not plan.sweep:
+        return ("RADIUS_NOT_SEARCHED",)
+    codes = []
+    if sweep is not None and (sweep.settings.get("search") or {}).get("mode") == "coordinate":
+        codes.append("RADIUS_COORDINATE_SEARCH")
+    if edge:
+        codes.append("RADIUS_AT_GRID_EDGE")
+    return tuple(codes)
+
+
+def _identification_worst_case(plan: AuditPlan) -> str:
+    """What the identification lines take as the worst case over the intruder's choices."""
+    if not plan.search_columns:
+        radius = "every known column is categorical, matched exactly (the only choice)"
+    elif not plan.sweep:
+        radius = (f"radius: {radius_text(plan.radius)} only (the search was turned off: "
+                  "RADIUS_NOT_SEARCHED — not the worst case)")
+    else:
+        radius = (f"radius: the worst case, the largest figure over a grid of "
+                  f"{', '.join(f'{r:g}' for r in plan.sweep)} (0 = exact) on each of "
+                  f"{', '.join(plan.search_columns)}, synthesized or released unchanged")
+    return (f"{radius}; datasets: one at a time or all {plan.m} pooled, the larger; keys: all "
+            "known columns together (subsets are searched only with the knowledge sweep, "
+            "known_sweep=True / --known-sweep); targets: every record of the original")
+
+
+def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple[float, str]:
+    """An identification line's value and words under the fit's regimes (``RISK_BY_REGIME``)."""
+    if not reg:
+        return value, ""
+    if reg.get("status") != "computed":
+        return value, (f"; the model's chains sit in {len(reg['regimes'])} regimes "
+                       f"(REGIMES_DISAGREE) and the figure could not be split by regime "
+                       f"({reg.get('reason')})")
+    lab = np.asarray([r if r is not None else 0 for r in reg["dataset_regime"]])
+    each = np.asarray(each, dtype=float) * 100
+    heavy = next((i for i, r in enumerate(reg["regimes"], 1) if r.get("holds_mass")), None)
+    parts, best, of_heavy = [], value, None
+    for r in range(1, len(reg["regimes"]) + 1):
+        sel = (lab == r) & np.isfinite(each) if each.size == lab.size else np.zeros(0, bool)
+        if not sel.any():
+            parts.append(f"regime {r}: no dataset")
+            continue
+        mean = float(each[sel].mean())
+        parts.append(f"regime {r}: {mean:.3g} % (mean over its {int(sel.sum())} dataset(s))")
+        if not mean <= best:
+            best = mean
+        if r == heavy:
+            of_heavy = mean
+    head = (f"; the model's chains sit in {len(reg['regimes'])} regimes (REGIMES_DISAGREE), "
+            f"per dataset by the regime of its draw: {'; '.join(parts)}")
+    if of_heavy is not None:  # the regime that holds the mass, with datasets of its own
+        return of_heavy, (f"{head}; regime {heavy} holds the posterior mass "
+                          f"({mass_words(reg['regimes'][heavy - 1])}): its figure is read, "
+                          "the others' beside it (RISK_BY_REGIME)")
+    return best, f"{head}; the larger figure is read (RISK_BY_REGIME)"
+
+
+def _identification_intruder(plan: AuditPlan) -> str:
+    return (f"knows the true {', '.join(plan.known)} of every target; holds one or all of the "
+            f"{plan.m} datasets and matches each numeric key as closely or as loosely as "
+            "serves them best")
+
+
+@step_section("identification", "identification", "Identification risk")
+def identification_section(sec: Section, s: Any, result: Any, links: Links) -> None:
+    r, plan = s.result, result.plan
+    sm = r.file
+    n = int(sm["n_targets"])
+    src = step_file(s, "summary.json")
+    sec.p(f"An intruder who knows {', '.join(plan.known)} for every target looks for it among "
+          "the released records (Reiter & Mitra 2009; Hornby & Hu 2021). Every measure below is "
+          f"a per cent of the {n:,} targets, as on the verdict's lines, followed by the count "
+          "it is; a target that matches no record "
+          "in a dataset has no match there (no fallback).")
+    if plan.identification_release_independent:
+        sec.p(Span("Baseline of the original, not a risk of the release "
+                   "(RELEASE_INDEPENDENT). ", strong=True),
+              "No known column is synthesized: the intruder matches on columns the release "
+              "carries unchanged, so every synthetic dataset gives the same figures, whatever "
+              "was synthesized. To assess the release, give a synthesized column the intruder "
+              "may know (the intruder of Hornby & Hu 2021 also knows the true values of the "
+              "synthesized keys).")
+    pooled = s.extra.get("pooled")
+    sw, star = s.extra.get("sweep"), s.extra.get("at_r_star")
+    verdict_reads = ("" if pooled is None else
+                     " The verdict reads the larger of this and the pooled intruder's (below).")
+    rad = (dict(zip(sw.columns, (float(x) for x in sw.r_star), strict=True))
+           if sw is not None else plan.radius)
+    where = ("at the worst case over the radii" if sw is not None else "at the radius given")
+    sec.blocks.append(rows_block(
+        ["measure", "value"], _id_rows((star or r).file, n, src, links), links, src,
+        f"One dataset at a time, {where} ({radius_text(rad)}): the mean over the m = "
+        f"{plan.m} datasets of the measures of an intruder who holds one." + verdict_reads))
+    if sw is not None:
+        ssrc = step_file(s, "radius_search.csv")
+        sec.blocks.append(links.figure(
+            lambda: plot_figure(sw, "profile",
+                                rate_threshold=plan.thresholds.expected_match_rate * 100,
+                                n_targets=n), "radius_search.png",
+            "Expected match risk by the radius of each searched column, the others held at "
+            "the worst case (the band: the range over the datasets; the ring: the maximum; "
+            "the dashed line: the verdict's threshold)"))
+        sec.p(*_search_sentence(sw, plan, n, ssrc, links))
+        given = ("Hornby & Hu's convention" if plan.radius_source == "default"
+                 else "the radius given")
+        sec.p(f"At {given} ({radius_text(plan.radius)}), reported beside the "
+              "worst case and never instead of it: expected match rate ",
+              *links.count(r.file["expected_match_risk"], n, src), ", true match rate ",
+              *links.count(r.file["true_match_risk"], n, src),
+              " (mean over the datasets; summary.json: summary).")
+    if pooled is not None:
+        f = pooled.headline.file
+        psw = pooled.sweep
+        where = (f" at its own worst case over the radii "
+                 f"({radius_text(dict(zip(psw.columns, map(float, psw.r_star), strict=True)))})"
+                 if psw is not None else "")
+        tmr = ("" if psw is None or not psw.tmr_argmax else
+               f"; its largest true match rate over the radii is "
+               f"{100 * psw.tmr_star_value:.3g} % "
+               f"({radius_text(psw.radii_at(psw.tmr_argmax[0]))})")
+        sec.p(Span("An intruder who holds all the datasets. ", strong=True),
+              f"Pooling the match probabilities over the m = {plan.m} datasets (Reiter & Mitra "
+              "2009; Drechsler & Reiter 2008; the defaults of bayes-risk identification) gives",
+              where, ": expected match rate ", *links.count(f["expected_match_risk"], n, src),
+              ", true match rate ", *links.count(f["true_match_risk"], n, src),
+              ", false match rate ", links.pct(f["false_match_rate"], src), " of the unique "
+              f"matches (summary.json: pooled){tmr}. Each verdict line reads the larger of this "
+              "intruder's figure and the per-dataset mean: an intruder with every dataset is "
+              "usually the stronger, and the mean over single datasets alone would understate "
+              "the risk.")
+    if s.extra.get("note"):
+        sec.p(s.extra["note"] + ".")
+    ks = s.extra.get("known_sweep")
+    if ks is not None:
+        known_sweep_blocks(sec, ks, s, links)
+    tt = r.target_table().sort_values("IR", ascending=False, kind="stable").head(TOP_N)
+    sec.blocks.append(table_block(at_risk(tt, s.extra.get("qi"), "target"), links,
+                                  step_file(s, "records.csv"),
+                                  f"Targets most at risk (top {TOP_N} by IR; every target in "
+                                  "records.csv)"))
+    sec.p("The columns of the targets table:")
+    sec.blocks.append(Block("dl", terms=[(k, v) for k, v in TARGET_COLUMNS.items()
+                                         if k in tt.columns]))
+
+
+#: the columns of the identification step's per-target table, in plain words
+TARGET_COLUMNS = {
+    "IR": "the target's identification risk: the probability that the intruder's declared "
+          "match is the target (1/c when its own record is among the c records declared, else "
+          "0), mean over the datasets; summed over the targets it is the expected match risk.",
+    "c_mean": "records declared as the target's match (those tied at the top), mean over the "
+              "datasets.",
+    "T_datasets": "datasets in which the target's own record is among the declared matches.",
+    "K_datasets": "datasets in which the declared match is one record, the target's own (a "
+                  "true match).",
+    "W_datasets": "datasets in which the declared match is one record, another one (a false "
+                  "match).",
+    "declared_datasets": "datasets in which the intruder declares a match for the target.",
+}
+
+
+#: the identification measures that count targets, in plain words
+_ID_COUNTS = {"expected_match_risk": "expected match rate: targets expected to be identified "
+                                     "(the expected match risk, sum of IR)",
+              "true_match_risk": "true match rate: targets matched to one record, their own",
+              "n_unique": "unique matches: targets matched to one record"}
+
+
+def _id_rows(f: dict[str, Any], n: int, src: str | None, links: Links) -> list[list[Any]]:
+    """The identification measures, each as its per cent of the ``n`` targets and its count."""
+    return [*([Span(text), links.count(f[k], n, src)] for k, text in _ID_COUNTS.items()),
+            [Span("false match rate: unique matches that are another record"),
+             [links.pct(f["false_match_rate"], src), Span(" of the unique matches")]]]
+
+
+def _search_sentence(sw: Any, plan: Any, n: int, src: str | None, links: Links) -> list[Any]:
+    """What the radius search covered, and where each measure is largest."""
+    search = sw.settings.get("search") or {}
+    how = (f"every point of the grid ({search.get('points')} points)"
+           if search.get("mode") == "grid" else
+           f"a coordinate search of {search.get('points')} points (the full grid of "
+           f"{search.get('full_grid_points')} exceeds max_grid; RADIUS_COORDINATE_SEARCH)")
+    tmr = ("" if not sw.tmr_argmax else
+           f"; the true match rate is largest, {100 * sw.tmr_star_value:.3g} % of the targets, "
+           f"at {radius_text(sw.radii_at(sw.tmr_argmax[0]))}")
+    return [f"The intruder chooses how closely to match each numeric key. The search covers "
+            f"{', '.join(sw.columns)} — synthesized or released unchanged — each over the radii "
+            f"{', '.join(f'{r:g}' for r in search.get('values', []))} (0: exact matching), "
+            f"{how}. Per dataset, the expected match rate is largest at "
+            f"{radius_text(dict(zip(sw.columns, map(float, sw.r_star), strict=True)))} (mean ",
+            *links.count(sw.risk_star, n, src), f"){tmr}. The verdict reads these "
+            "maxima, the worst case for the intruder it names; a value the release carries "
+            "unchanged is usually best matched exactly, since a wider window only adds other "
+            "records."]

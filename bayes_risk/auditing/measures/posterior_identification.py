@@ -1,0 +1,207 @@
+"""The posterior Monte Carlo identification risk as one unit: its audit step (posterior
+replicates of the release, matched as the pooled intruder) and its report section; it has no
+verdict line (:doc:`/adding_a_measure`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from bayes_risk._io import write_json
+from bayes_risk.auditing.context import (
+    StepContext,
+    identification_kwargs,
+    loaded_model,
+    named_run,
+    radius_label,
+    ran,
+    rebuilt_synthesizer,
+    shown_known_values,
+    skipped,
+    step_folder,
+    write_table,
+)
+from bayes_risk.auditing.outcome import StepOutcome, step_file
+from bayes_risk.auditing.plan import radius_text
+from bayes_risk.auditing.report_blocks import (
+    Block,
+    Links,
+    Section,
+    Span,
+    rows_block,
+    step_section,
+)
+from bayes_risk.exceptions import arg_name
+from bayes_risk.results._base import plot_figure
+from bayes_risk.results._format import format_number
+
+#: posterior replicates in an audit: ``n="auto"`` with a small cap
+AUDIT_REPLICATES = dict(n="auto", mcse_tol=0.02, min_replicates=100, max_replicates=200,
+                        batch_size=10, n_groups=10)
+
+
+def rebuilt_has_posterior(synthetic: Any) -> bool:
+    """Whether the release's synthesizer can be rebuilt and has posterior replicates."""
+    from bayes_risk.contract import capabilities
+    from bayes_risk.models import rebuildable_synthesizer
+
+    cls = rebuildable_synthesizer(synthetic)
+    return cls is not None and capabilities(cls).posterior_replicates
+
+
+def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
+    """The model the replicates are drawn from, or ``None`` and why there is none."""
+    from bayes_risk.contract import capabilities
+
+    if ctx.model is not None:
+        model, src = loaded_model(ctx), "the fitted model given"
+    elif rebuilt_has_posterior(ctx.synthetic):
+        model = rebuilt_synthesizer(ctx)
+        src = f"the rebuilt {type(model).__name__}"
+    else:
+        return None, ("no fitted model with a posterior was given "
+                      f"({arg_name('model', '...', cli='DIR')}) and the release was not made "
+                      "by a synthesizer with posterior replicates that can be rebuilt from its "
+                      "manifest, such as CART (method: "
+                      f"{ctx.synthetic.method or 'unknown'})")
+    # CART with equal-weight donors declares no posterior predictive
+    if not capabilities(model).posterior_replicates:
+        why = f"{type(model).__name__} has no posterior predictive"
+        if getattr(model, "donor", "bayes_bootstrap") != "bayes_bootstrap":
+            why = (f"{src} draws donors with equal weights (donor={model.donor!r}), not from "
+                   "a posterior (Bayesian bootstrap)")
+        return None, why
+    if hasattr(model, "progressbar"):
+        model.progressbar = False
+    return model, None
+
+
+def posterior_identification_step(ctx: StepContext) -> StepOutcome:
+    """Identification risk over posterior-predictive replicates (Drechsler & Reiter 2008)."""
+    from bayes_risk.identification.api import identification_risk
+    from bayes_risk.identification.replicates import PosteriorReplicates
+
+    p = ctx.plan
+    name = "posterior_identification"
+    if not p.known_synthesized:
+        return skipped(name, "no known column is synthesized: posterior replicates of the "
+                       "synthesized columns would change no match.")
+    model, why = _posterior_model(ctx)
+    if model is None:
+        return skipped(name, f"{why}; the identification step uses the m released datasets "
+                       "as replicates.")
+    # the chunk the memory plan stated (the numbers do not depend on it)
+    chunk = ctx.run.replicate_chunk or int(AUDIT_REPLICATES["batch_size"])
+    pr = PosteriorReplicates(model, random_seed=p.random_seed, chunk_size=chunk,
+                             allow_other_model=p.given.allow_other_model, **AUDIT_REPLICATES)
+    # the pooled intruder's worst case over the released datasets: its radii and fallback
+    # (searching again over the replicates would cost the grid times the replicates)
+    radius = ctx.run.worst_radius or p.radius
+    with named_run(f"posterior replicates pooled, {radius_label(radius)}"):
+        res = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
+                                  synthesized=list(p.known_synthesized), schema=ctx.schema,
+                                  match=identification_kwargs(ctx)["match"].replace(
+                                      radius=radius or None, fallback=None),
+                                  replicates=pr, progressbar=ctx.progressbar,
+                                  executor=ctx.executor)
+    folder = step_folder(ctx, name)
+    files: list[str] = []
+    if folder is not None:
+        write_table(ctx, res.target_table(), folder / "records.csv", fast=True)
+        write_json(folder / "summary.json", res.to_dict())
+        plot_figure(res, "running_estimate").savefig(folder / "running_estimate.png", dpi=100)
+        files = ["records.csv", "summary.json", "running_estimate.png"]
+    return ran(name, res, folder, files, qi=shown_known_values(ctx))
+
+
+@step_section(
+    "posterior_identification", "posterior-identification",
+    "Posterior Monte Carlo identification risk",
+)
+def posterior_identification_section(sec: Section, s: Any, result: Any, links: Links) -> None:
+    r = s.result
+    pr = r.settings.get("posterior_replicates") or {}
+    src = step_file(s, "summary.json")
+    R = int(r.file["n_replicates"])
+    m = result.plan.m
+    sec.p("The synthesized known columns are replaced by R = ", links.num(R, src),
+          f" draws from the posterior predictive of {pr.get('model', 'the synthesis model')} "
+          "(agency's view; Drechsler & Reiter 2008, eq. 5) instead of the m = "
+          f"{m} released datasets, matched as the identification step's pooled intruder at "
+          f"its worst case over the radii ({radius_text(r.settings['match_rule']['radius'])}"
+          "; with its fallback to the unsynthesized known columns where nothing matches); a "
+          "search over the radii is not repeated on the replicates, for its cost. Two figures "
+          "per measure, which estimate different things:")
+    sec.blocks.append(Block("ul", items=[
+        [Span("mean over single replicates", strong=True),
+         Span(": each replicate evaluated alone, as a released dataset would be; it does not "
+              "depend on R (its Monte Carlo error does).")],
+        [Span(f"pooled over R = {R} replicates", strong=True),
+         Span(" (Reiter & Mitra 2009): the match probabilities averaged over the replicates, "
+              "then the targets tied at the top declared. This figure grows with R (with few "
+              "replicates many records tie at the top; with many, more targets get a unique "
+              "best record) before it settles: it is not comparable with a per-dataset figure "
+              "nor with a pooled figure from another R. MCSE is its Monte Carlo standard error "
+              "at this R, which does not show the growth (user guide, posterior replicates).")],
+    ]))
+    unc = r.uncertainty()
+    ident = result.step("identification")
+    # the identification step's pooled intruder, at the same radii and fallback
+    per_ds = ident.extra["pooled"].headline.file if ident.status == "ran" else {}
+    # one unit in the table, per cent, the verdict's (issue 66: rows of targets and rows of
+    # per cent); a count of targets over the targets (summary.json: fractions and counts)
+    n_i = int(r.file.get("n_targets") or 0)
+    n_t = float(n_i or np.nan)
+    labels = [("expected match rate (% of targets)", "expected_match_risk", n_t),
+              ("true match rate (% of targets)", "true_match_rate_targets", 1.0),
+              ("unique matches (% of targets)", "n_unique", n_t),
+              ("false match rate (% of the unique matches)", "false_match_rate", 1.0)]
+    rows = []
+    isrc = step_file(ident, "summary.json")
+    for lab, k, over in labels:
+        u = unc.get(k) or {}
+        q = u.get("replicate_quantiles") or {}
+
+        def cell(v: Any, rel: str | None, over: float = over) -> Span:
+            return links.pct(None if v is None else float(v) / over, rel)
+
+        rows.append([Span(lab), cell(per_ds.get(k), isrc),
+                     cell(u.get("replicate_mean"), src), cell(u.get("replicate_mean_mc_se"), src),
+                     cell(q.get("0.025"), src), cell(q.get("0.975"), src),
+                     cell(u.get("value"), src), cell(u.get("mc_se"), src)])
+    sec.blocks.append(rows_block(
+        ["measure", f"identification step: pooled over m = {m} datasets",
+         f"mean over R = {R} single replicates", "its MCSE", "replicate 2.5%", "replicate 97.5%",
+         f"pooled over R = {R} (grows with R)", "pooled MCSE"], rows, links, src,
+        "File-level measures: the pooled figure of the identification step, the same "
+        "measure over single posterior replicates, and pooled over the replicates"))
+    trace = r.file.get("mc_trace") or {}
+    est = list(trace.get("expected_match_risk") or [])
+    rs = list(trace.get("n_replicates") or [])
+    if len(est) >= 2 and est[-1] > est[0]:
+        sec.p("The pooled expected match rate rose from ", *links.count(est[0], n_i, src),
+              f" at R = {int(rs[0])} to ", *links.count(est[-1], n_i, src),
+              f" at R = {int(rs[-1])}: "
+              "it depends on R, as the pooled definition does; report it with R, and the "
+              "mean over single replicates beside it.")
+    if pr.get("n") == "auto" and not pr.get("stopped_by_tolerance", True):
+        e = unc.get("expected_match_risk") or {}
+        sec.blocks.append(Block("warning", spans=[
+            Span("MCSE_NOT_REACHED", strong=True),
+            Span(f": after R = {R} replicates (the audit's cap) the Monte Carlo standard "
+                 "error of the pooled expected match rate, "),
+            *links.count(e.get("mc_se"), n_i, src),
+            Span(f", is still above the tolerance asked "
+                 f"({format_number(100 * float(pr.get('mcse_tol', np.nan)), 3, plain=True)} % "
+                 "of the estimate): the pooled figure "),
+            *links.count(e.get("value"), n_i, src),
+            Span(" is known to about ± "),
+            *links.count(2 * float(e.get("mc_se", np.nan)), n_i, src),
+            Span(" (2 MCSE), and the figure below shows it still moving. Read it as a "
+                 "range, not a finding; bayes-risk identification with --model, which draws up "
+                 "to --max-replicates (2,000 by default), narrows it.")]))
+    sec.blocks.append(links.figure(lambda: plot_figure(r, "running_estimate"),
+                                   "running_estimate.png",
+                                   "Running pooled expected match risk with ±2 MCSE (a curve "
+                                   "still rising means the pooled figure still depends on R)"))

@@ -1,0 +1,249 @@
+"""The utility measure as one unit: its audit step (pMSE, interval overlap, the per-variable
+comparisons), its verdict lines and its report sections, and its registry entry
+(:doc:`/adding_a_measure`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._io import file_slug, write_json
+from bayes_risk.auditing import remedies
+from bayes_risk.auditing.context import (
+    StepContext,
+    ran,
+    step_folder,
+    write_table,
+)
+from bayes_risk.auditing.outcome import StepOutcome, step_file
+from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.report_blocks import (
+    TOP_N,
+    Links,
+    Section,
+    step_section,
+    table_block,
+)
+from bayes_risk.auditing.verdict_base import (
+    Baseline,
+    Verdict,
+    caused,
+    dataset_range,
+    line_caveats,
+    outside_range,
+)
+
+
+def utility_step(ctx: StepContext) -> StepOutcome:
+    """pMSE (null by partial / complete synthesis), interval overlap, per-variable marginals."""
+    from bayes_risk.utility.summary import OverlapSpec, utility_summary
+
+    plan = ctx.plan
+    res = utility_summary(
+        ctx.original, ctx.synthetic, schema=ctx.schema, synthesized=plan.synthesized,
+        random_seed=plan.random_seed, progressbar=ctx.progressbar,
+        overlap=OverlapSpec(rules=plan.given.combining_rules), propensity=plan.given.propensity,
+        imputed=plan.given.imputed,
+    )
+    # the tables too compare imputed columns on the original's observed cells
+    from bayes_risk.utility._inputs import ImputedChoice, observed_cells
+
+    imputed = list(res.settings.get("imputed_columns") or [])
+    datasets = list(ctx.synthetic)
+    aligned = all(len(z) == len(ctx.original) for z in datasets)
+    choice = ImputedChoice(imputed, str(res.settings.get("imputed_columns_source")), aligned)
+    _, datasets = observed_cells(ctx.original, datasets, choice, for_pmse=False)
+    marg = marginals(ctx.original, datasets, ctx.schema, observed=imputed)
+    tw = twoway(ctx.original, datasets, ctx.schema, plan.synthesized)
+    files: list[str] = []
+    folder = step_folder(ctx, "utility")
+    if folder is not None:
+        write_json(folder / "summary.json", res.to_dict())
+        write_table(ctx, res.overlap, folder / "overlap.csv")
+        write_table(ctx, marg, folder / "marginals.csv")
+        write_table(ctx, tw, folder / "twoway.csv")
+        files = ["summary.json", "overlap.csv", "marginals.csv", "twoway.csv"]
+    from bayes_risk.auditing.causes import marginal_discrepancy
+
+    cats = [c for c in plan.synthesized if ctx.schema[c].is_categorical]
+    drivers = marginal_discrepancy(ctx.original, datasets, plan.synthesized, cats)
+    return ran("utility", res, folder, files, marginals=marg, twoway=tw, drivers=drivers)
+
+
+def twoway(original: pd.DataFrame, synthetic: Any, schema: Any, synthesized: list[str],
+           max_pairs: int = 3) -> pd.DataFrame:
+    """Two-way tables (% of records) of up to ``max_pairs`` categorical pairs with a synthesized
+    member, original against pooled release (synthpop ``compare()``)."""
+    cats = schema.categorical
+    pairs = [(a, b) for a in synthesized if a in cats for b in cats if b != a]
+    pairs = list(dict.fromkeys(tuple(p) for p in pairs))[:max_pairs]
+    pooled = pd.concat(list(synthetic), ignore_index=True)
+    frames = []
+    for a, b in pairs:
+        po = pd.crosstab(original[a], original[b], normalize=True) * 100
+        ps = pd.crosstab(pooled[a], pooled[b], normalize=True) * 100
+        po, ps = po.align(ps, fill_value=0.0)
+        t = pd.DataFrame({"original": po.stack(), "synthetic": ps.stack()}).reset_index()
+        t.columns = ["level_1", "level_2", "original", "synthetic"]
+        t.insert(0, "variable_2", b)
+        t.insert(0, "variable_1", a)
+        t["difference"] = t["synthetic"] - t["original"]
+        frames.append(t)
+    cols = ["variable_1", "variable_2", "level_1", "level_2", "original", "synthetic",
+            "difference"]
+    if not frames:
+        return pd.DataFrame(columns=cols)
+    out = pd.concat(frames, ignore_index=True)[cols]
+    out[["level_1", "level_2"]] = out[["level_1", "level_2"]].astype(str)
+    return out
+
+
+def marginals(original: pd.DataFrame, synthetic: Any, schema: Any,
+              observed: Sequence[str] = ()) -> pd.DataFrame:
+    """Per-variable comparison, original against pooled release (synthpop ``compare()``):
+    ``kind`` "level", "quantile", "density" or "missing"; ``observed`` columns on observed cells."""
+    from bayes_risk.data.missing import missing_mask
+
+    rows = []
+    pooled = pd.concat(list(synthetic), ignore_index=True)
+    for c in schema.names:
+        if schema[c].is_categorical:
+            o = original[c].astype("object").where(original[c].notna(), "Missing")
+            s = pooled[c].astype("object").where(pooled[c].notna(), "Missing")
+            if c in observed:
+                o, s = o[original[c].notna().to_numpy()], s[pooled[c].notna().to_numpy()]
+            po = o.value_counts(normalize=True) * 100
+            ps = s.value_counts(normalize=True) * 100
+            # the schema's level order (as synthpop's compare()), other levels, then missing values
+            seen = list(dict.fromkeys([*po.index, *ps.index]))
+            rank = {str(v): i for i, v in enumerate(schema[c].levels or ())}
+            levels = sorted(seen, key=lambda v: (str(v) == "Missing" and str(v) not in rank,
+                                                 rank.get(str(v), len(rank))))
+            for lev in levels:
+                rows.append({"variable": c, "kind": "level", "value": str(lev),
+                             "original": float(po.get(lev, 0.0)),
+                             "synthetic": float(ps.get(lev, 0.0))})
+        else:
+            codes = schema[c].missing_codes
+            ma, mb = missing_mask(original[c], codes), missing_mask(pooled[c], codes)
+            if (ma.any() or mb.any()) and c not in observed:
+                rows.append({"variable": c, "kind": "missing", "value": "missing",
+                             "original": 100 * float(ma.mean()),
+                             "synthetic": 100 * float(mb.mean())})
+            a = original[c].to_numpy(dtype=float)[~ma]
+            b = pooled[c].to_numpy(dtype=float)[~mb]
+            a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+            if not (a.size and b.size):
+                continue
+            qs = np.linspace(0, 1, 11)
+            for q, x, y in zip(qs, np.quantile(a, qs), np.quantile(b, qs), strict=True):
+                rows.append({"variable": c, "kind": "quantile", "value": f"{q:.1f}",
+                             "original": float(x), "synthetic": float(y)})
+            # densities over the central 99 % of the pooled values (outliers would flatten them)
+            ab = np.concatenate([a, b])
+            lo, hi = np.quantile(ab, [0.005, 0.995])
+            if np.all(ab == np.round(ab)):
+                # whole numbers: bins of whole widths centred on them (equal bins would draw combs)
+                lo, hi = np.floor(lo), np.ceil(hi)
+                w = max(1.0, np.ceil((hi - lo + 1) / 30))
+                edges = lo - 0.5 + w * np.arange(int(np.ceil((hi - lo + 1) / w)) + 1)
+            else:
+                edges = np.linspace(lo, hi if hi > lo else lo + 1.0, 31)
+            da, _ = np.histogram(a, bins=edges, density=True)
+            db, _ = np.histogram(b, bins=edges, density=True)
+            mids = (edges[:-1] + edges[1:]) / 2
+            for x, y, z in zip(mids, da, db, strict=True):
+                rows.append({"variable": c, "kind": "density", "value": f"{x:.6g}",
+                             "original": float(y), "synthetic": float(z)})
+    return pd.DataFrame(rows, columns=["variable", "kind", "value", "original", "synthetic"])
+
+
+_NO_INTRUDER = "none (utility: how closely the release reproduces the original)"
+
+
+def utility_lines(plan: AuditPlan, u: StepOutcome) -> list[Verdict | Baseline]:
+    """Mean S_pMSE and the mean confidence-interval overlap."""
+    th, r = plan.thresholds, u.result
+    v = Verdict("utility", "mean S_pMSE (pMSE / null expectation)",
+                float(r.pmse.mean_ratio), th.s_pmse, "max", step_file(u, "summary.json"),
+                f"{r.pmse.null} null", line_caveats("s_pmse", r.pmse.warnings),
+                spread=dataset_range(r.pmse.ratio), intruder=_NO_INTRUDER, threshold_name="s_pmse")
+    ov = float(r.mean_overlap)
+    w = Verdict("utility", "mean confidence-interval overlap",
+                ov, th.overlap, "min", step_file(u, "overlap.csv"),
+                warnings=line_caveats("overlap", r.warnings),
+                spread=dataset_range(r.overlap_per_dataset) + "; " + outside_range(
+                    ov, r.overlap_per_dataset,
+                    f"the value is not their mean but the overlap of the interval combined "
+                    f"over the {plan.m} datasets, centred on the mean of their estimates "
+                    "(closer to the original's than one dataset's)",
+                    f"the value combines the intervals of the {plan.m} datasets"),
+                intruder=_NO_INTRUDER, threshold_name="overlap")
+    return [caused(v, *remedies.utility_cause(u)), caused(w, *remedies.overlap_cause(u))]
+
+
+@step_section("utility", "utility", "Utility")
+def utility_section(sec: Section, s: Any, result: Any, links: Links) -> None:
+    r = s.result
+    p = r.pmse
+    src = step_file(s, "summary.json")
+    model = ("a CART model" if p.method == "cart" else
+             "a logistic model with main effects" + (
+                 "" if p.max_order == 0 else " and two-way interactions" if p.max_order == 1
+                 else f" and interactions of up to {p.max_order + 1} columns"))
+    sec.p(f"Propensity-score mean squared error (pMSE) of {model} telling original from "
+          "synthetic records, on the "
+          f"synthesized columns ({', '.join(r.synthesized)}); null: {p.null}",
+          " (partial synthesis: the null expectation counts only the synthesized columns)"
+          if p.incomplete else " (complete synthesis)",
+          ". S_pMSE is pMSE over its null expectation: about 1 when the synthetic data are "
+          "indistinguishable from the original; synthpop's guidance is below 10, better below 3.")
+    tab = pd.DataFrame({
+        "dataset": [*range(1, r.m + 1), f"all {r.m}"],
+        "pMSE": [*p.pmse, p.mean_pmse], "S_pMSE": [*p.ratio, p.mean_ratio],
+        "standardised pMSE": [*p.std, p.mean_std],
+        "mean CI overlap": [*r.overlap_per_dataset, r.mean_overlap],
+    })
+    sec.blocks.append(table_block(tab, links, src,
+                                  "pMSE and interval overlap per synthetic dataset"))
+    sec.p(f"Last row: the pMSE figures are means over the {r.m} datasets; the interval overlap "
+          f"is that of the intervals combined over the {r.m} datasets with the combining rules "
+          "for synthetic data, which the verdict uses. It is not the mean of the rows above: "
+          "the combined intervals are estimated from all the datasets together.")
+    for note in r.comparison_notes():
+        sec.p(note)
+    ov = r.overlap.sort_values("overlap").head(TOP_N)
+    cols = [c for c in ("estimand", "estimate_orig", "estimate_syn", "overlap") if c in ov]
+    sec.blocks.append(table_block(ov[cols], links, step_file(s, "overlap.csv"),
+                                  f"Estimands with the smallest 95 % interval overlap (top "
+                                  f"{TOP_N}; all in overlap.csv)"))
+
+
+@step_section("utility", "compare", "Original versus synthetic, variable by variable")
+def comparisons_section(sec: Section, s: Any, result: Any, links: Links) -> None:
+    from bayes_risk.auditing.plots import marginal_figure
+
+    marg = s.extra["marginals"]
+    sec.p("Marginal distributions of the original and the pooled synthetic datasets (as "
+          "synthpop's compare()): bars of the percentage of records per level, densities for "
+          "numeric variables.")
+    syn = set(result.plan.synthesized)
+    for v in list(dict.fromkeys(marg["variable"]))[:24]:
+        tag = " (synthesized)" if v in syn else ""
+        sec.blocks.append(links.figure(lambda v=v: marginal_figure(marg, v),
+                                       f"compare_{file_slug(v)}.png", f"{v}{tag}"))
+    tw = s.extra["twoway"]
+    n_fig = sum(b.kind == "figure" for b in sec.blocks)
+    n_tab = tw.groupby(["variable_1", "variable_2"], sort=False).ngroups
+    sec.fold = (f"{n_fig} figure{'s' if n_fig != 1 else ''} of the marginals and {n_tab} two-way "
+                f"table{'s' if n_tab != 1 else ''} (all in marginals.csv and twoway.csv)")
+    for (a, b), t in tw.groupby(["variable_1", "variable_2"], sort=False):
+        top = t.reindex(t["difference"].abs().sort_values(ascending=False).index).head(10)
+        sec.blocks.append(table_block(
+            top[["level_1", "level_2", "original", "synthetic", "difference"]].rename(
+                columns={"level_1": a, "level_2": b}),
+            links, step_file(s, "twoway.csv"),
+            f"Two-way table {a} × {b}: % of records, the 10 cells that differ most", digits=3))
