@@ -57,8 +57,8 @@ def largest_value_risk(
     -------
     (table, summary)
         ``table``: per candidate value, ``loglik``, ``posterior`` and ``is_truth``;
-        ``summary``: the record, the truth, ``p_true`` and :func:`~bayes_risk.attribute.
-        summaries.largest_value`'s figures.
+        ``summary``: the record, the truth, ``p_true`` and the figures of
+        :func:`~bayes_risk.attribute.summaries.largest_value`.
 
     Raises
     ------

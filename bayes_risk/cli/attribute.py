@@ -113,9 +113,6 @@ def _scenario(args: argparse.Namespace, n: int) -> Any:
                                   f"not {given}.", code="OPTION_CONFLICT")
     if largest:
         return given.replace("-", "_")
-    if args.pairs is not None and args.records is not None:
-        raise ValidationError("--records does not apply to --scenario two-records: --pairs names "
-                              "the records.", code="OPTION_CONFLICT")
     return ScenarioSpec(
         kind=given.replace("-", "_"), **values,
         pairs=None if args.pairs is None else parse_pairs(args.pairs, n),
