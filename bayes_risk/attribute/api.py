@@ -173,8 +173,8 @@ def _two_records(
     """Wei & Reiter's two-record intruders (:mod:`bayes_risk.attribute.pairs`)."""
     if records is not None:
         raise ValidationError(
-            f"records does not apply to {scenario_arg('two_records')}: the pairs name the "
-            "records."
+            f"{arg_name('records')} does not apply to {scenario_arg('two_records')}: the pairs "
+            "name the records.", code="OPTION_CONFLICT"
         )
     if executor is not None:
         raise NotSupportedError(

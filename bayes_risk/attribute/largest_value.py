@@ -5,14 +5,110 @@ See :doc:`/methods/attribute` (Intruders of the largest value).
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from bayes_risk._numeric import logsumexp, normalise_log
 from bayes_risk.attribute.estimator import is_estimate
 from bayes_risk.contract import LargestValuePieces, missing_members
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 
-__all__ = ["largest_value_posterior", "constraint_term"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["largest_value_risk", "largest_value_posterior", "constraint_term"]
+
+#: the scenarios of :func:`largest_value_risk` (``"largest_value"``: the worst-case intruder)
+LARGEST_VALUE_SCENARIOS = ("largest_value", "second_largest", "two_largest_sum")
+
+
+def largest_value_risk(
+    model: Any, original: pd.DataFrame, synthetic: Any, column: str, *,
+    scenario: str = "largest_value", upper: float | None = None, delta: float = 0.05,
+    total_known: bool = False, allow_other_model: bool = False,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Wei & Reiter's (2016) intruder of the largest value of ``column``, end to end.
+
+    Parameters
+    ----------
+    model : fitted model
+        A model with the largest-value likelihood (``PoissonMixture``).
+    original : DataFrame
+        The confidential data (kept by the model unless fitted in marginal mode).
+    synthetic : SyntheticData
+        The release.
+    column : str
+        The magnitude column.
+    scenario : {"largest_value", "second_largest", "two_largest_sum"}
+        What the intruder knows (:doc:`/methods/attribute`, Intruders of the largest value).
+    upper : float, optional
+        Upper end of the candidate grid ``[y(2), upper]`` (default ``ceil(1.5 y(1))``; not
+        with ``two_largest_sum``).
+    delta : float
+        Half-width of the relative interval of ``P_interval`` (> 0).
+    total_known : bool
+        ``second_largest``: the intruder also knows the column total.
+    allow_other_model : bool
+        Accept a release the model did not make.
+
+    Returns
+    -------
+    (table, summary)
+        ``table``: per candidate value, ``loglik``, ``posterior`` and ``is_truth``;
+        ``summary``: the record, the truth, ``p_true`` and the figures of
+        :func:`~bayes_risk.attribute.summaries.largest_value`.
+
+    Raises
+    ------
+    ValidationError
+        A ``delta`` that is not a positive number, or a model without the likelihood.
+    """
+    import pandas as pd
+
+    from bayes_risk._specs import check_option, is_number
+    from bayes_risk.attribute.summaries import largest_value
+    from bayes_risk.contract import capabilities
+
+    check_option(scenario, "scenario", LARGEST_VALUE_SCENARIOS)
+    if not (is_number(delta) and math.isfinite(delta) and delta > 0):
+        raise ValidationError(f"{arg_name('delta')} must be a positive number. Got {delta!r}.",
+                              code="INVALID_ARGUMENT")
+    if not capabilities(model).has("largest_value"):
+        raise ValidationError(
+            f"{arg_name('scenario', repr(scenario), cli=scenario.replace('_', '-'))} needs a "
+            "model with the largest-value likelihood (a Poisson-mixture model, 'bayes-risk fit "
+            f"--method poisson-mixture'); {type(model).__name__} has none.", code="MODEL_UNSUITED")
+    kw: dict[str, Any] = {}
+    if scenario != "two_largest_sum":
+        top = float(original[column].max()) if column in original.columns else float("nan")
+        kw["upper"] = upper if upper is not None else float(np.ceil(1.5 * top))
+    if getattr(model, "data_", None) is None:
+        kw["data"] = original  # an MP model in marginal mode does not keep the data
+    pieces = model.largest_value_loglik(
+        column, synthetic, scenario="worst_case" if scenario == "largest_value" else scenario,
+        total_known=total_known, allow_other_model=allow_other_model, **kw,
+    )
+    post, loglik = largest_value_posterior(pieces)
+    truth = float(pieces.candidates[pieces.g0])
+    table = pd.DataFrame({column: pieces.candidates, "loglik": loglik, "posterior": post,
+                          "is_truth": np.arange(post.size) == pieces.g0})
+    summary = {
+        "column": column,
+        "record": int(pieces.record),
+        "second_record": None if pieces.second_record is None else int(pieces.second_record),
+        "largest_value": truth,
+        "second_largest": float(pieces.second_largest),
+        "n_candidates": int(post.size),
+        "p_true": float(post[pieces.g0]),
+        "delta": delta,
+        **largest_value(post, pieces.candidates, truth, delta=delta),
+        "total_known": bool(total_known),
+        "memberships": pieces.memberships,
+        "warnings": list(pieces.warnings),
+    }
+    return table, summary
 
 
 def largest_value_posterior(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any
 
 from bayes_risk.cli._common import (
@@ -112,14 +111,8 @@ def _scenario(args: argparse.Namespace, n: int) -> Any:
             what = "the largest-value scenarios " if len(only) > 1 else ""
             raise ValidationError(f"{option} applies to {what}(--scenario {'|'.join(only)}), "
                                   f"not {given}.", code="OPTION_CONFLICT")
-    if args.delta is not None and not (math.isfinite(args.delta) and args.delta > 0):
-        raise ValidationError(f"--delta must be a positive number. Got {args.delta!r}.",
-                              code="BAD_OPTION_VALUE")
     if largest:
         return given.replace("-", "_")
-    if args.pairs is not None and args.records is not None:
-        raise ValidationError("--records does not apply to --scenario two-records: --pairs names "
-                              "the records.", code="OPTION_CONFLICT")
     return ScenarioSpec(
         kind=given.replace("-", "_"), **values,
         pairs=None if args.pairs is None else parse_pairs(args.pairs, n),
@@ -165,67 +158,29 @@ def parse_pairs(text: str, n: int) -> list[tuple[int, int]]:
 def _run_largest_value(args: argparse.Namespace, scenario: str, model: Any, original: Any,
                        synthetic: Any) -> int:
     """The Wei & Reiter largest-value scenarios: ``largest_value.csv`` and ``summary.json``."""
-    import numpy as np
-    import pandas as pd
-
     from bayes_risk._io import write_json
-    from bayes_risk.attribute.largest_value import largest_value_posterior
-    from bayes_risk.attribute.summaries import largest_value
+    from bayes_risk.attribute.largest_value import largest_value_risk
     from bayes_risk.cli._common import print_summary
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.cli.parsers.attribute import DEFAULT_DELTA
-    from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
 
-    if not capabilities(model).has("largest_value"):
-        raise ValidationError(f"--scenario {args.scenario} needs a model with the largest-value "
-                              "likelihood (a Poisson-mixture model, 'bayes-risk fit --method "
-                              f"poisson-mixture'); {type(model).__name__} has none.",
-                              code="MODEL_UNSUITED")
     if args.records is not None:
         raise ValidationError("--records does not apply: the target is the largest value.",
                               code="OPTION_CONFLICT")
-    col = original[args.column] if args.column in original.columns else None
-    top = float(col.max()) if col is not None else float("nan")
-    kw: dict[str, Any] = {}
-    if scenario != "two_largest_sum":
-        kw["upper"] = args.upper if args.upper is not None else float(np.ceil(1.5 * top))
-    if getattr(model, "data_", None) is None:
-        kw["data"] = original  # an MP model in marginal mode does not keep the data
-    pieces = model.largest_value_loglik(
-        args.column, synthetic, scenario="worst_case" if scenario == "largest_value" else scenario,
-        total_known=args.total_known, allow_other_model=args.allow_other_model, **kw,
-    )
-    post, loglik = largest_value_posterior(pieces)
-    truth = float(pieces.candidates[pieces.g0])
-    delta = DEFAULT_DELTA if args.delta is None else args.delta
-    summ = largest_value(post, pieces.candidates, truth, delta=delta)
-    table = pd.DataFrame({args.column: pieces.candidates, "loglik": loglik, "posterior": post,
-                          "is_truth": np.arange(post.size) == pieces.g0})
-    summary = {
-        "scenario": args.scenario,
-        "column": args.column,
-        "record": int(pieces.record),
-        "second_record": None if pieces.second_record is None else int(pieces.second_record),
-        "largest_value": truth,
-        "second_largest": float(pieces.second_largest),
-        "n_candidates": int(post.size),
-        "p_true": float(post[pieces.g0]),
-        "delta": delta,
-        **summ,
-        "total_known": bool(args.total_known),
-        "memberships": pieces.memberships,
-        "warnings": list(pieces.warnings),
-        "inputs": {"model": str(args.model), **inputs_summary(args)},
-        "reference": "Wei & Reiter (2016), as summarised in Hu (2019, section 3.3.3)",
-    }
+    table, summary = largest_value_risk(
+        model, original, synthetic, args.column, scenario=scenario, upper=args.upper,
+        total_known=args.total_known, allow_other_model=args.allow_other_model,
+        **({} if args.delta is None else {"delta": args.delta}))
+    summary = {"scenario": args.scenario, **summary,
+               "inputs": {"model": str(args.model), **inputs_summary(args)},
+               "reference": "Wei & Reiter (2016), as summarised in Hu (2019, section 3.3.3)"}
     with output_dir(args) as tmp:
         table.to_csv(tmp / "largest_value.csv", index=False)
         write_json(tmp / "summary.json", summary)
     print_summary([
         f"largest value of {args.column!r} ({args.scenario} intruder): P(within "
-        f"{delta:.0%}) = {summ['P_interval']:.3f}, p_true = {summary['p_true']:.3f}, "
-        f"mode = {summ['mode']:g} (truth {truth:g})",
+        f"{summary['delta']:.0%}) = {summary['P_interval']:.3f}, p_true = "
+        f"{summary['p_true']:.3f}, mode = {summary['mode']:g} (truth {summary['largest_value']:g})",
     ], args.out)
     return 0
 

@@ -412,6 +412,23 @@ def test_largest_value_example():
     assert out["mode"] == 102 and out["relative_error"] == 0
 
 
+def test_largest_value_risk_refusals():
+    """The largest-value intruder's own arguments are checked before the model is read; a model
+    without the largest-value likelihood is refused by name."""
+    from bayes_risk.attribute.largest_value import largest_value_risk
+    from bayes_risk.exceptions import ValidationError
+    from bayes_risk.models import CARTSynthesizer
+
+    df = pd.DataFrame({"wages": [1, 2, 30]})
+    for delta in (0, -0.1, float("nan"), "0.1"):
+        with pytest.raises(ValidationError, match="delta must be a positive number"):
+            largest_value_risk(None, df, None, "wages", delta=delta)
+    with pytest.raises(ValidationError, match="scenario"):
+        largest_value_risk(None, df, None, "wages", scenario="worst_case")
+    with pytest.raises(ValidationError, match="largest-value likelihood.*CARTSynthesizer has none"):
+        largest_value_risk(CARTSynthesizer(), df, None, "wages")
+
+
 def test_khat_threshold_small():
     assert math.isinf(khat_threshold(1))
 
