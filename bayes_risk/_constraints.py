@@ -20,6 +20,7 @@ import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from bayes_risk.exceptions import ValidationError
@@ -221,11 +222,15 @@ def check_value(value: Any, constraint: Constraint, what: str, *,
     raise ValidationError(f"{what} must be {expected}. Got {value!r}.", code=code)
 
 
-def check_params(values: Mapping[str, Any], constraints: Mapping[str, Constraint], *,
+def check_params(values: Any, constraints: Mapping[str, Constraint], *,
                  owner: str = "", code: str | None = None) -> dict[str, Any]:
-    """The arguments ``values`` named in ``constraints``, each checked (:func:`check_value`),
-    by name; ``owner`` prefixes the names in the message (``"AttackSpec."``)."""
-    return {name: check_value(values[name], c, f"{owner}{name}", code=code)
+    """The arguments named in ``constraints``, each checked (:func:`check_value`), by name.
+
+    ``values`` is a mapping of them, or an object holding them as attributes (a model's
+    settings); ``owner`` prefixes the names in the message (``"AttackSpec."``).
+    """
+    get = values.__getitem__ if isinstance(values, Mapping) else partial(getattr, values)
+    return {name: check_value(get(name), c, f"{owner}{name}", code=code)
             for name, c in constraints.items()}
 
 
@@ -237,14 +242,15 @@ def checked(constraint: Constraint, *, label: str | None = None,
     return {"check": (constraint, label, code)}
 
 
-def check_fields(spec: Any) -> None:
+def check_fields(spec: Any, *, prefix: str | None = None) -> None:
     """Check each field of the dataclass instance ``spec`` that declares a constraint
     (:func:`checked`) and set it to its checked value (frozen or not); the error names it as
-    ``Spec.field`` unless its ``label`` says otherwise. Call it from ``__post_init__``."""
-    owner = type(spec).__name__
+    ``prefix`` + its name (default prefix ``"Spec."``, the class's name) unless its ``label``
+    says otherwise. Call it from ``__post_init__``."""
+    prefix = f"{type(spec).__name__}." if prefix is None else prefix
     for f in dataclasses.fields(spec):
         if "check" in f.metadata:
             constraint, label, code = f.metadata["check"]
             value = check_value(getattr(spec, f.name), constraint,
-                                label or f"{owner}.{f.name}", code=code)
+                                label or f"{prefix}{f.name}", code=code)
             object.__setattr__(spec, f.name, value)

@@ -70,17 +70,17 @@ class Sampling(GroupedSettings):
     draws: int | None = field(default=None, metadata=cli_option(
         "--draws", "kept iterations per chain (model default; dpmpm 500, each the last of 5 "
         "sweeps, see --thin; others 1000)", type=int, group=MCMC) | checked(
-        _AT_LEAST_1, label="draws"))
+        _AT_LEAST_1))
     tune: int | None = field(default=None, metadata=cli_option(
         "--tune", "burn-in iterations per chain (model default; dpmpm 1000, others 500)",
-        type=int, group=MCMC) | checked(_AT_LEAST_0, label="tune"))
+        type=int, group=MCMC) | checked(_AT_LEAST_0))
     chains: int | None = field(default=None, metadata=cli_option(
         "--chains", "number of chains (model default; dpmpm 2, others 1)", type=int,
-        group=MCMC) | checked(_AT_LEAST_1, label="chains"))
+        group=MCMC) | checked(_AT_LEAST_1))
     cores: int | None = field(default=None, metadata=cli_option(
         "--cores", "processes running chains in parallel (model default; dpmpm: one per chain "
         "up to the CPUs when the run is long enough to gain from them, else in turn; others 1)",
-        type=int, group=MCMC) | checked(_AT_LEAST_1, label="cores"))
+        type=int, group=MCMC) | checked(_AT_LEAST_1))
     thin: int | None = field(default=None, metadata=checked(
         _AT_LEAST_1, label="thin (Gibbs sweeps per kept draw)"))
     max_sweeps: int | None = field(default=None, metadata=checked(
@@ -93,7 +93,7 @@ class Sampling(GroupedSettings):
     def __post_init__(self) -> None:
         from bayes_risk.models._bayesian.starts import check_starts
 
-        check_fields(self)
+        check_fields(self, prefix="")
         if self.starts is not None:
             check_starts(self.starts)
             if not isinstance(self.starts, str):  # a list (JSON) as the tuple it is hashed as
