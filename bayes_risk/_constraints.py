@@ -30,8 +30,11 @@ __all__ = ["Interval", "Options", "Flag", "InstanceOf", "Constraint", "checked",
 
 
 def _is_bool(value: Any) -> bool:
-    # numpy's bool is no Python bool, and a bool is an int: refused as a number
-    return isinstance(value, bool) or type(value).__name__ == "bool_"
+    # a bool is an int, refused as a number; numpy's bool is no Python bool (numpy is not
+    # imported here: the command line's parsers read the specs)
+    kind = type(value)
+    return isinstance(value, bool) or (kind.__module__ == "numpy"
+                                       and kind.__name__ in ("bool", "bool_"))
 
 
 @dataclass(frozen=True)
