@@ -29,12 +29,23 @@ __all__ = ["Interval", "Options", "Flag", "InstanceOf", "Constraint", "checked",
            "check_params", "check_fields"]
 
 
-def _is_bool(value: Any) -> bool:
-    # a bool is an int, refused as a number; numpy's bool is no Python bool (numpy is not
-    # imported here: the command line's parsers read the specs)
-    kind = type(value)
-    return isinstance(value, bool) or (kind.__module__ == "numpy"
-                                       and kind.__name__ in ("bool", "bool_"))
+@dataclass(frozen=True)
+class Flag:
+    """``True`` or ``False`` (numpy's bool included; not ``0`` or ``1``), as a Python bool."""
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is a bool."""
+        # numpy is not imported here (the command line's parsers read the specs)
+        kind = type(value)
+        return isinstance(value, bool) or (kind.__module__ == "numpy"
+                                           and kind.__name__ in ("bool", "bool_"))
+
+    def describe(self) -> str:
+        """'True or False'."""
+        return "True or False"
+
+
+_FLAG = Flag()
 
 
 @dataclass(frozen=True)
@@ -64,7 +75,7 @@ class Interval:
 
     def accepts(self, value: Any) -> bool:
         """Whether ``value`` lies in the interval."""
-        if _is_bool(value):
+        if _FLAG.accepts(value):  # a bool is an int, no number here
             return False
         if self.kind is int:
             if not isinstance(value, numbers.Integral):
@@ -76,10 +87,6 @@ class Interval:
         if self.left is not None and not (value >= self.left if low_ok else value > self.left):
             return False
         return self.right is None or (value <= self.right if high_ok else value < self.right)
-
-    def convert(self, value: Any) -> Any:
-        """``value`` (accepted) as a Python ``int`` or ``float``."""
-        return self.kind(value)
 
     def describe(self) -> str:
         """What the interval takes, as the error says it."""
@@ -122,33 +129,12 @@ class Options:
         except (TypeError, ValueError):  # an array compared element-wise
             return False
 
-    def convert(self, value: Any) -> Any:
-        """``value``, as given."""
-        return value
-
     def describe(self) -> str:
         """What the options are, as the error says it."""
         if not self.listed:
             return f"one of {list(self.values)}"
         *head, last = map(repr, self.values)
         return f"{', '.join(head)} or {last}" if head else last
-
-
-@dataclass(frozen=True)
-class Flag:
-    """``True`` or ``False`` (numpy's bool included; not ``0`` or ``1``), as a Python bool."""
-
-    def accepts(self, value: Any) -> bool:
-        """Whether ``value`` is a bool."""
-        return _is_bool(value)
-
-    def convert(self, value: Any) -> bool:
-        """``value`` as a Python bool."""
-        return bool(value)
-
-    def describe(self) -> str:
-        """'True or False'."""
-        return "True or False"
 
 
 @dataclass(frozen=True)
@@ -161,10 +147,6 @@ class InstanceOf:
     def accepts(self, value: Any) -> bool:
         """Whether ``value`` is an instance of ``types``."""
         return isinstance(value, self.types)
-
-    def convert(self, value: Any) -> Any:
-        """``value``, as given."""
-        return value
 
     def describe(self) -> str:
         """``what``."""
@@ -220,7 +202,9 @@ def check_value(value: Any, constraint: Constraint, what: str, *,
         return None
     for c in alternatives:
         if c.accepts(value):
-            return c.convert(value)
+            # a number as a Python int or float, a flag as a Python bool
+            return (c.kind(value) if isinstance(c, Interval)
+                    else bool(value) if isinstance(c, Flag) else value)
     expected = " or ".join(c.describe() for c in alternatives)
     raise ValidationError(f"{what} must be {expected}. Got {value!r}.", code=code)
 
