@@ -11,12 +11,18 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bayes_risk._specs import GroupedSettings, check_int, cli_option
+from bayes_risk._constraints import Interval, check_fields, checked
+from bayes_risk._specs import GroupedSettings, cli_option
 
 __all__ = ["Sampling", "SAMPLING_FIELDS", "MCMC"]
 
 #: the argument group of ``bayes-risk fit --help`` that lists the sampler's options
 MCMC = "MCMC"
+
+
+#: the integer fields' ranges (``None``: the model's default)
+_AT_LEAST_0 = [Interval(int, 0), None]
+_AT_LEAST_1 = [Interval(int, 1), None]
 
 
 @dataclass(frozen=True, repr=False)
@@ -63,28 +69,31 @@ class Sampling(GroupedSettings):
 
     draws: int | None = field(default=None, metadata=cli_option(
         "--draws", "kept iterations per chain (model default; dpmpm 500, each the last of 5 "
-        "sweeps, see --thin; others 1000)", type=int, group=MCMC))
+        "sweeps, see --thin; others 1000)", type=int, group=MCMC) | checked(
+        _AT_LEAST_1))
     tune: int | None = field(default=None, metadata=cli_option(
         "--tune", "burn-in iterations per chain (model default; dpmpm 1000, others 500)",
-        type=int, group=MCMC))
+        type=int, group=MCMC) | checked(_AT_LEAST_0))
     chains: int | None = field(default=None, metadata=cli_option(
-        "--chains", "number of chains (model default; dpmpm 2, others 1)", type=int, group=MCMC))
+        "--chains", "number of chains (model default; dpmpm 2, others 1)", type=int,
+        group=MCMC) | checked(_AT_LEAST_1))
     cores: int | None = field(default=None, metadata=cli_option(
         "--cores", "processes running chains in parallel (model default; dpmpm: one per chain "
         "up to the CPUs when the run is long enough to gain from them, else in turn; others 1)",
-        type=int, group=MCMC))
-    thin: int | None = None
-    max_sweeps: int | None = None
+        type=int, group=MCMC) | checked(_AT_LEAST_1))
+    thin: int | None = field(default=None, metadata=checked(
+        _AT_LEAST_1, label="thin (Gibbs sweeps per kept draw)"))
+    max_sweeps: int | None = field(default=None, metadata=checked(
+        _AT_LEAST_0, label="max_sweeps (most sweeps per chain of a self-extending run; 0: none)"))
     starts: str | Sequence[str] | None = None
-    temperatures: int | None = None
+    temperatures: int | None = field(default=None, metadata=checked(
+        _AT_LEAST_1, label="temperatures (replicas of each chain's tempered ladder; 1: no "
+        "tempering)"))
 
     def __post_init__(self) -> None:
         from bayes_risk.models._bayesian.starts import check_starts
 
-        for name, least, what in _LIMITS:
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, check_int(value, what, least))
+        check_fields(self, prefix="")
         if self.starts is not None:
             check_starts(self.starts)
             if not isinstance(self.starts, str):  # a list (JSON) as the tuple it is hashed as
@@ -93,10 +102,3 @@ class Sampling(GroupedSettings):
 
 #: the fields of :class:`Sampling` (the sampler settings a model's ``sampling`` groups)
 SAMPLING_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Sampling))
-#: the integer fields: least value, and the name the error gives
-_LIMITS = (("draws", 1, "draws"), ("tune", 0, "tune"), ("chains", 1, "chains"),
-           ("cores", 1, "cores"), ("thin", 1, "thin (Gibbs sweeps per kept draw)"),
-           ("max_sweeps", 0,
-            "max_sweeps (most sweeps per chain of a self-extending run; 0: none)"),
-           ("temperatures", 1,
-            "temperatures (replicas of each chain's tempered ladder; 1: no tempering)"))

@@ -225,14 +225,6 @@ def check_flag(value: Any, what: str) -> bool:
     return bool(value)
 
 
-def check_one_of(value: Any, choices: Sequence, what: str, *, optional: bool = False) -> None:
-    """Raise a ValidationError naming ``what`` unless ``value`` is one of ``choices`` (or None)."""
-    if (optional and value is None) or value in choices:
-        return
-    raise ValidationError(f"{what} must be {'None or ' if optional else ''}one of "
-                          f"{list(choices)}. Got {value!r}.")
-
-
 def check_option(value: Any, what: str, options: Sequence[Any], *, one_of: bool = False) -> Any:
     """``value``; a ValidationError naming ``what`` and listing ``options`` unless among them
     (``one_of``: as "must be one of [...]", the utility measures' wording)."""

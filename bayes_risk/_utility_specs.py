@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bayes_risk._specs import check_int, check_option, cli_option, is_number
+from bayes_risk._constraints import Interval, Options, check_fields, checked
+from bayes_risk._specs import cli_option
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["PropensitySpec", "OverlapSpec", "PROPENSITY_METHODS", "COMBINING_RULES",
@@ -73,35 +74,34 @@ class PropensitySpec:
 
     method: Literal["logit", "cart"] = field(default="logit", metadata=cli_option(
         "--pmse", "propensity model of the pMSE (default logit: synthpop's utility.gen design)",
-        choices=PROPENSITY_METHODS))
+        choices=PROPENSITY_METHODS)
+        | checked(Options(PROPENSITY_METHODS)))
     max_order: int = field(default=1, metadata=cli_option(
         "--max-order", "logit pMSE: interactions of up to N + 1 columns: 0 = main effects, 1 = "
         "plus all two-way interactions (default 1, as synthpop's maxorder), 2 = plus three-way "
         "...; a design with more coefficients than records is refused (DESIGN_TOO_LARGE)",
-        type=int, metavar="N"))
+        type=int, metavar="N")
+        | checked(Interval(int, 0)))
     columns: Sequence[str] | None = None
-    cp: float = 1e-3
-    min_leaf: int = 5
-    min_split: int = 20
-    max_depth: int = 30
-    max_iter: int = 100
+    cp: float = field(default=1e-3, metadata=checked(
+        Interval(float, 0)))
+    min_leaf: int = field(default=5, metadata=checked(
+        Interval(int, 1)))
+    min_split: int = field(default=20, metadata=checked(
+        Interval(int, 1)))
+    max_depth: int = field(default=30, metadata=checked(
+        Interval(int, 1)))
+    max_iter: int = field(default=100, metadata=checked(
+        Interval(int, 1)))
 
     def __post_init__(self) -> None:
-        check_option(self.method, "PropensitySpec.method", PROPENSITY_METHODS, one_of=True)
-        object.__setattr__(self, "max_order",
-                           check_int(self.max_order, "PropensitySpec.max_order", 0))
+        check_fields(self)
         if self.columns is not None:
             if isinstance(self.columns, str):
                 raise ValidationError(
                     "PropensitySpec.columns must be a sequence of column names, not a string. "
                     f"Got {self.columns!r}.")
             object.__setattr__(self, "columns", tuple(self.columns))
-        if not is_number(self.cp) or not self.cp >= 0:
-            raise ValidationError(f"PropensitySpec.cp must be a number >= 0. Got {self.cp!r}.")
-        object.__setattr__(self, "cp", float(self.cp))
-        for name in ("min_leaf", "min_split", "max_depth", "max_iter"):
-            object.__setattr__(self, name,
-                               check_int(getattr(self, name), f"PropensitySpec.{name}", 1))
 
 
 @dataclass(frozen=True)
@@ -137,10 +137,12 @@ class OverlapSpec:
         '+ C(Marital)" (default estimands: means and proportions of the synthesized columns)',
         nargs="+", metavar="FORMULA"))
     family: Literal["ols", "logit", "poisson"] = field(default="ols", metadata=cli_option(
-        "--family", "model family of the formulas (default ols)", choices=FAMILIES))
+        "--family", "model family of the formulas (default ols)", choices=FAMILIES)
+        | checked(Options(FAMILIES)))
     alpha: float = field(default=0.05, metadata=cli_option(
         "--alpha", "1 - confidence level of the intervals (default 0.05)", type=float,
-        metavar="A"))
+        metavar="A")
+        | checked(Interval(float, 0, 1, closed="neither")))
     rules: Literal["auto", "partial", "full-same-n", "full-population"] = field(
         default="auto", metadata=cli_option("--combining-rules", RULES_HELP,
                                             choices=("auto", *COMBINING_RULES)))
@@ -154,9 +156,6 @@ class OverlapSpec:
                     raise ValidationError(
                         f"OverlapSpec.estimands must be formula strings. Got {f!r}.")
             object.__setattr__(self, "estimands", formulas)
-        from bayes_risk.data.validate import check_probability
-
-        object.__setattr__(self, "alpha", check_probability(self.alpha, "OverlapSpec.alpha"))
-        check_option(self.family, "OverlapSpec.family", FAMILIES, one_of=True)
+        check_fields(self)
         if self.rules != "auto":
             check_rules(self.rules, "OverlapSpec.rules")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from bayes_risk._specs import check_flag, check_int, check_option, cli_option, is_number
+from bayes_risk._constraints import Flag, Interval, Options, check_fields, checked
+from bayes_risk._specs import cli_option
 from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
 
 if TYPE_CHECKING:  # module level holds the standard library only (the parsers read the fields)
@@ -131,11 +131,11 @@ class ScenarioSpec:
     known_fraction: float | None = field(default=None, metadata=cli_option(
         "--known-fraction", "instead of --known-records: the intruder knows a random share F in "
         "[0, 1] of the records (the first round(F n) of a random order seeded by --known-seed)",
-        type=float, metavar="F"))
+        type=float, metavar="F") | checked([Interval(float, 0, 1), None]))
     seed: int | None = field(default=None, metadata=cli_option(
         "--known-seed", "seed of the random order of --known-fraction and --known-curve "
         "(default 0; the sets of one seed are nested as the share grows)", type=int,
-        metavar="S"))
+        metavar="S") | checked([Interval(int, 0), None]))
 
     def __post_init__(self) -> None:
         if self.kind not in (*SCENARIOS, "two_records"):
@@ -168,6 +168,7 @@ class ScenarioSpec:
                                   "the pairs of records the intruder does not know.")
         self._check_known_sums()
         self._check_known_records()
+        check_fields(self)
 
     def _check_known_sums(self) -> None:
         """``known_sums``: ``two_records`` only; ``True`` or a non-empty tuple of names."""
@@ -217,14 +218,6 @@ class ScenarioSpec:
                 "(row positions or a boolean mask) and ScenarioSpec.known_fraction (a number in "
                 "[0, 1])."
             )
-        f = self.known_fraction
-        if f is not None and not (is_number(f) and 0.0 <= float(f) <= 1.0):
-            raise ValidationError(
-                f"ScenarioSpec.known_fraction must be a number in [0, 1]. Got {f!r}.")
-        if f is not None:
-            object.__setattr__(self, "known_fraction", float(f))
-        if self.seed is not None:
-            object.__setattr__(self, "seed", check_int(self.seed, "ScenarioSpec.seed", 0))
 
 
 @dataclass(frozen=True)
@@ -278,46 +271,36 @@ class EstimatorSpec:
 
     kind: Literal["auto", "stabilised", "is"] = field(default="auto", metadata=cli_option(
         "--estimator", "auto: stabilised for class P models, importance sampling (is) for class "
-        "O", choices=ESTIMATORS))
+        "O", choices=ESTIMATORS) | checked(Options(ESTIMATORS, listed=True)))
     augmented: Sequence[Any] | None = None
     draw_indices: Sequence[int] | np.ndarray | None = None
     refit_draws: int | None = field(default=None, metadata=cli_option(
         "--refit-draws", "kept draws per chain of each refit of the stabilised estimator "
-        "(default: the model's draws). " + REFIT_COST_HELP, metavar="N", type=int))
+        "(default: the model's draws). " + REFIT_COST_HELP, metavar="N", type=int)
+        | checked([Interval(int, 1), None]))
     psis: bool = field(default=False, metadata=cli_option(
-        "--psis", "Pareto-smooth the stabilised estimator", action="store_true"))
+        "--psis", "Pareto-smooth the stabilised estimator", action="store_true") | checked(Flag()))
     khat: Literal["all", "base", "none"] = field(default="all", metadata=cli_option(
         "--khat", "posteriors under which Pareto k-hat is computed (all m+1, only p(theta|y), "
-        "or none; default all)", choices=KHAT_POSTERIORS))
-    khat_rule: Literal["material", "any"] = "material"
-    khat_tolerance: float = KHAT_TOLERANCE
-    is_diagnostics: bool = True
-    compat: Literal["AttributeRiskCalculation"] | None = None
+        "or none; default all)", choices=KHAT_POSTERIORS)
+        | checked(Options(KHAT_POSTERIORS, listed=True)))
+    khat_rule: Literal["material", "any"] = field(default="material", metadata=checked(
+        Options(("material", "any"), listed=True)))
+    khat_tolerance: float = field(default=KHAT_TOLERANCE, metadata=checked(Interval(float, 0)))
+    is_diagnostics: bool = field(default=True, metadata=checked(Flag()))
+    compat: Literal["AttributeRiskCalculation"] | None = field(default=None, metadata=checked(
+        Options((None, "AttributeRiskCalculation"), listed=True)))
     chunk_size: int | None = field(default=None, metadata=cli_option(
         "--chunk-size", "records processed together (memory bound; default 256, or fewer when "
-        "--memory is smaller; the results do not depend on it)", metavar="N", type=int))
+        "--memory is smaller; the results do not depend on it)", metavar="N", type=int)
+        | checked([Interval(int, 1), None]))
     bootstrap: int = field(default=200, metadata=cli_option(
         "--bootstrap", "draw-bootstrap replicates for rank stability (default 200; 0 disables)",
-        metavar="B", type=int))
+        metavar="B", type=int) | checked(Interval(int, 0)))
     refit_cache: str | os.PathLike[str] | None = field(default=None, metadata=cli_option(
         "--refit-cache", REFIT_CACHE_HELP, metavar="DIR"))
 
-    def __post_init__(self) -> None:
-        check_option(self.kind, "EstimatorSpec.kind", ESTIMATORS)
-        check_option(self.khat, "EstimatorSpec.khat", KHAT_POSTERIORS)
-        check_option(self.khat_rule, "EstimatorSpec.khat_rule", ("material", "any"))
-        tol = self.khat_tolerance
-        if not is_number(tol) or not (math.isfinite(float(tol)) and tol >= 0):
-            raise ValidationError(
-                f"EstimatorSpec.khat_tolerance must be a finite number >= 0. Got {tol!r}.")
-        object.__setattr__(self, "khat_tolerance", float(tol))
-        check_option(self.compat, "EstimatorSpec.compat", (None, "AttributeRiskCalculation"))
-        for name, minimum in (("chunk_size", 1), ("bootstrap", 0), ("refit_draws", 1)):
-            if name == "bootstrap" or getattr(self, name) is not None:
-                object.__setattr__(self, name, check_int(getattr(self, name),
-                                                         f"EstimatorSpec.{name}", minimum))
-        for name in ("psis", "is_diagnostics"):
-            check_flag(getattr(self, name), f"EstimatorSpec.{name}")
+    __post_init__ = check_fields  # the fields' table is the whole check
 
     def replace(self, **changes: Any) -> EstimatorSpec:
         """A copy with ``changes`` applied (validated again)."""

@@ -11,7 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bayes_risk._specs import check_flag, check_int, cli_option
+from bayes_risk._constraints import Flag, Interval, check_fields, checked
+from bayes_risk._specs import check_flag, cli_option
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["ExclusionSpec", "CONVENTIONS"]
@@ -53,10 +54,12 @@ class ExclusionSpec:
     denom_lim: int = field(default=5, metadata=cli_option(
         "--denom-lim", "key-target cells with more than N original records are counted "
         "(n_over_denom_lim) and, with --exclude-ov-denom-lim, excluded (default 5)",
-        metavar="N", type=int, group=CONVENTIONS))
+        metavar="N", type=int, group=CONVENTIONS)
+        | checked(Interval(int, 1)))
     exclude_ov_denom_lim: bool = field(default=False, metadata=cli_option(
         "--exclude-ov-denom-lim", "exclude key-target cells over --denom-lim from every measure",
-        action="store_true", group=CONVENTIONS))
+        action="store_true", group=CONVENTIONS)
+        | checked(Flag()))
     not_targetlev: Iterable[Any] | None = field(default=None, metadata=cli_option(
         "--not-targetlev", "target levels excluded from the measures", metavar="LEVEL",
         nargs="+", group=CONVENTIONS))
@@ -67,17 +70,14 @@ class ExclusionSpec:
             nargs=3, action="append", group=CONVENTIONS))
     use_target_na: bool = field(default=True, metadata=cli_option(
         "--no-target-na", "records with a missing target do not count (default: 'Missing' is "
-        "a level)", action="store_true", parse=lambda flag: not flag, group=CONVENTIONS))
+        "a level)", action="store_true", parse=lambda flag: not flag, group=CONVENTIONS)
+        | checked(Flag()))
     use_keys_na: bool | Sequence[bool] = field(default=True, metadata=cli_option(
         "--no-keys-na", "records with a missing key do not count (default: 'Missing' is a "
         "level)", action="store_true", parse=lambda flag: not flag, group=CONVENTIONS))
 
     def __post_init__(self) -> None:
-        d = check_int(self.denom_lim, "ExclusionSpec.denom_lim", 1)
-        object.__setattr__(self, "denom_lim", d)
-        for name in ("exclude_ov_denom_lim", "use_target_na"):
-            flag = check_flag(getattr(self, name), f"ExclusionSpec.{name}")
-            object.__setattr__(self, name, flag)
+        check_fields(self)
         import numpy as np
 
         u = self.use_keys_na

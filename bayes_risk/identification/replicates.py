@@ -8,20 +8,19 @@ import dataclasses
 import warnings
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, Options, check_fields, checked
 from bayes_risk._io import remove_scratch, scratch_folder
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
-from bayes_risk._specs import check_int, check_option, is_integer
 from bayes_risk._terminal import progress
 from bayes_risk.contract import capabilities
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import check_release_model
-from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError, arg_name, has_option
 from bayes_risk.executors import InProcessExecutor, shared_once
 from bayes_risk.identification import uncertainty as _unc
@@ -83,15 +82,20 @@ class PosteriorReplicates:
     """
 
     model: Any
-    n: int | str = "auto"
-    view: str = "agency"
-    refit_dataset: int | str = 0
-    chunk_size: int = 50
-    batch_size: int = 50
-    n_groups: int = 20
-    mcse_tol: float = 0.01
-    min_replicates: int = 500
-    max_replicates: int = 2000
+    n: int | str = field(default="auto", metadata=checked(
+        [Options(("auto",), listed=True), Interval(int, 1)]))
+    view: str = field(default="agency", metadata=checked(
+        Options(("agency", "intruder"), listed=True)))
+    refit_dataset: int | str = field(default=0, metadata=checked(
+        [Options(("each",), listed=True), Interval(int, 0)],
+        label="refit_dataset (a dataset index or 'each')"))
+    chunk_size: int = field(default=50, metadata=checked(Interval(int, 1)))
+    batch_size: int = field(default=50, metadata=checked(Interval(int, 1)))
+    n_groups: int = field(default=20, metadata=checked(Interval(int, 2)))
+    mcse_tol: float = field(default=0.01, metadata=checked(
+        Interval(float, 0, 1, closed="neither")))
+    min_replicates: int = field(default=500, metadata=checked(Interval(int, 1)))
+    max_replicates: int = field(default=2000, metadata=checked(Interval(int, 1)))
     random_seed: RandomSeed = None
     allow_other_model: bool = False
 
@@ -106,23 +110,11 @@ class PosteriorReplicates:
                 "(DPMPM, PoissonMixture, SequentialRegression, CARTSynthesizer with "
                 "donor='bayes_bootstrap').", code="NO_POSTERIOR_PREDICTIVE",
             )
-        check_option(self.view, "view", ("agency", "intruder"))
-        for arg in ("chunk_size", "batch_size", "min_replicates", "max_replicates"):
-            check_int(getattr(self, arg), arg, 1)
-        check_int(self.n_groups, "n_groups", 2)
-        if self.n != "auto" and (not is_integer(self.n) or self.n < 1):
-            raise ValidationError(f"n must be a positive integer or 'auto'. Got {self.n!r}.")
-        check_probability(self.mcse_tol, "mcse_tol")
+        check_fields(self, prefix="")
         if self.min_replicates > self.max_replicates:
             raise ValidationError(
                 f"min_replicates ({self.min_replicates}) exceeds max_replicates "
                 f"({self.max_replicates})."
-            )
-        if not (self.refit_dataset == "each"
-                or (is_integer(self.refit_dataset) and self.refit_dataset >= 0)):
-            raise ValidationError(
-                "refit_dataset must be a dataset index (>= 0) or 'each'. "
-                f"Got {self.refit_dataset!r}."
             )
 
     def _models(self, datasets: Sequence[pd.DataFrame], seq: np.random.SeedSequence) -> list:

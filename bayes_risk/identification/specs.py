@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from bayes_risk._specs import as_spec, check_one_of, cli_option, is_number
+from bayes_risk._constraints import Interval, Options, check_fields, checked
+from bayes_risk._specs import as_spec, cli_option, is_number
 from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ class MatchSpec:
     radius_type: Literal["percentage", "absolute", "quantile_sd"] = field(
         default="percentage", metadata=cli_option(
             "--radius-type", "R = r|t| (default), R = r, or quantile-group SD",
-            choices=RADIUS_TYPES, group=MATCHING))
+            choices=RADIUS_TYPES, group=MATCHING) | checked(Options(RADIUS_TYPES)))
     r_min: float | Mapping[str, float] | None = field(default=None, metadata=cli_option(
         "--r-min", "floor of the percentage radius", metavar="R", type=float, group=MATCHING))
     quantile_groups: int = field(default=20, metadata=cli_option(
@@ -146,26 +147,29 @@ class MatchSpec:
         "20)", metavar="Q", type=int, group=MATCHING))
     window: Literal["closed", "open"] | None = field(default=None, metadata=cli_option(
         "--window", "|x-t| <= R (closed, default) or < R (open; the R package)",
-        choices=WINDOWS, group=MATCHING))
+        choices=WINDOWS, group=MATCHING) | checked([Options(WINDOWS), None]))
     shape: Literal["rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid"] | None = field(
         default=None, metadata=cli_option(
             "--shape", "how several radius columns combine (default rectangle); mahalanobis: "
             "one --radius R, a Mahalanobis distance with the covariance of the original's "
-            "radius columns", choices=SHAPES, group=MATCHING))
+            "radius columns", choices=SHAPES, group=MATCHING)
+        | checked([Options(SHAPES), None]))
     missing_known: Literal["any", "level"] = field(default="any", metadata=cli_option(
         "--missing-known", "a target's missing known value (empty or a --missing-code): matches "
         "any released value (default; the intruder does not know it) or only a released "
-        "missing value", choices=MISSING_KNOWN, group=INTRUDER))
+        "missing value", choices=MISSING_KNOWN, group=INTRUDER)
+        | checked(Options(MISSING_KNOWN)))
     strategy: Any = field(default="always", metadata=cli_option(
         "--strategy", "always (default), threshold:GAMMA or not-if-max", metavar="S",
         group=INTRUDER))
     fallback: Literal["none", "unsynthesized"] | None = field(default=None, metadata=cli_option(
         "--fallback", "when nothing matches in a dataset (default: unsynthesized for pooled "
-        "known-membership runs, else none)", choices=FALLBACKS, group=INTRUDER))
+        "known-membership runs, else none)", choices=FALLBACKS, group=INTRUDER)
+        | checked([Options(FALLBACKS), None]))
     compat: Literal["IdentificationRiskCalculation"] | None = field(
         default=None, metadata=cli_option(
             "--compat", "reproduce the IdentificationRiskCalculation R package exactly",
-            choices=COMPAT_MODES, group=INTRUDER))
+            choices=COMPAT_MODES, group=INTRUDER) | checked([Options(COMPAT_MODES), None]))
 
     def __post_init__(self) -> None:
         radius = self.radius
@@ -182,19 +186,14 @@ class MatchSpec:
             radius = _per_column(radius, "MatchSpec.radius")
         object.__setattr__(self, "radius", radius)
         object.__setattr__(self, "r_min", _per_column(self.r_min, "MatchSpec.r_min"))
-        check_one_of(self.radius_type, RADIUS_TYPES, "MatchSpec.radius_type")
         q = self.quantile_groups
         if not is_number(q) or int(q) != q or q < 1:
             raise ValidationError(f"MatchSpec.quantile_groups must be an integer >= 1. Got {q!r}.")
         object.__setattr__(self, "quantile_groups", int(q))
-        check_one_of(self.window, WINDOWS, "MatchSpec.window", optional=True)
-        check_one_of(self.shape, SHAPES, "MatchSpec.shape", optional=True)
-        check_one_of(self.missing_known, MISSING_KNOWN, "MatchSpec.missing_known")
         strategy = self.strategy
         object.__setattr__(self, "strategy", parse_strategy(
             tuple(strategy) if isinstance(strategy, list) else strategy))
-        check_one_of(self.fallback, FALLBACKS, "MatchSpec.fallback", optional=True)
-        check_one_of(self.compat, COMPAT_MODES, "MatchSpec.compat", optional=True)
+        check_fields(self)
 
     def options(self) -> dict[str, Any]:
         """The fields as the keyword options of the engine's ``prepare``."""
@@ -250,7 +249,7 @@ class PopulationSpec:
 
     membership: Literal["known", "unknown"] = field(default="known", metadata=cli_option(
         "--membership", "whether the intruder knows the targets are in the sample",
-        choices=MEMBERSHIPS, group=INTRUDER))
+        choices=MEMBERSHIPS, group=INTRUDER) | checked(Options(MEMBERSHIPS)))
     # the command line reads true:FILE (its run passes the table)
     counts: Any = field(default=None, metadata=cli_option(
         "--population-counts", "true:FILE (known columns + count column F), "
@@ -259,10 +258,12 @@ class PopulationSpec:
     estimate: Literal["default", "scaled", "expected_inverse"] = field(
         default="default", metadata=cli_option(
             "--population-estimate", "log-linear estimate of F (Hu 2019 §4.2.3)",
-            choices=POPULATION_ESTIMATES, group=INTRUDER))
+            choices=POPULATION_ESTIMATES, group=INTRUDER)
+        | checked(Options(POPULATION_ESTIMATES)))
     sampling_fraction: float | None = field(default=None, metadata=cli_option(
         "--sampling-fraction", "sampling fraction a = n / --n-pop (log-linear counts)",
-        metavar="A", type=float, group=INTRUDER))
+        metavar="A", type=float, group=INTRUDER)
+        | checked([Interval(float, 0, 1, closed="right"), None]))
     population_size: int | None = field(default=None, metadata=cli_option(
         "--n-pop", "population size (alternative to --sampling-fraction)", metavar="N",
         type=int, group=INTRUDER))
@@ -283,8 +284,7 @@ class PopulationSpec:
         metavar="COL", group=TARGETS))
 
     def __post_init__(self) -> None:
-        check_one_of(self.membership, MEMBERSHIPS, "PopulationSpec.membership")
-        check_one_of(self.estimate, POPULATION_ESTIMATES, "PopulationSpec.estimate")
+        check_fields(self)
         if self.membership == "known":
             for name in ("counts", "weights"):
                 if getattr(self, name) is not None:
@@ -334,10 +334,6 @@ class PopulationSpec:
             raise ValidationError(
                 "PopulationSpec.sampling_fraction: give sampling_fraction or population_size, "
                 "not both.")
-        if a is not None and (not is_number(a) or not 0 < a <= 1):
-            raise ValidationError(
-                f"PopulationSpec.sampling_fraction must be in (0, 1]. Got {a!r}."
-            )
         if N is not None and (not is_number(N) or int(N) != N or N < 1):
             raise ValidationError(
                 f"PopulationSpec.population_size must be an integer >= 1. Got {N!r}."

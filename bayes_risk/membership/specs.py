@@ -4,13 +4,13 @@ built."""
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bayes_risk._specs import check_flag, check_int, cli_option, is_number
+from bayes_risk._constraints import Flag, Interval, Options, check_fields, checked
+from bayes_risk._specs import cli_option
 from bayes_risk.attribute.specs import REFIT_CACHE_HELP
 from bayes_risk.exceptions import ValidationError
 
@@ -56,37 +56,29 @@ class AttackSpec:
     prior: float | Literal["balanced", "sampling"] = field(default="balanced", metadata=cli_option(
         "--prior", "prior membership probability: balanced (0.5, default), sampling (the base "
         "rate n/N, with --population-size N) or a number in (0, 1)", metavar="PRIOR",
-        parse=_probability_or_name))
+        parse=_probability_or_name)
+        | checked([Options(("balanced", "sampling")), Interval(float, 0, 1, closed="neither")]))
     population_size: int | None = field(default=None, metadata=cli_option(
-        "--population-size", "N of --prior sampling", metavar="N", type=int))
+        "--population-size", "N of --prior sampling", metavar="N", type=int)
+        | checked([Interval(int, 1), None]))
     threshold: float = field(default=0.5, metadata=cli_option(
         "--threshold", "posterior membership probability above which a record counts as "
-        "identified as a member (default 0.5)", metavar="P", type=float))
+        "identified as a member (default 0.5)", metavar="P", type=float)
+        | checked(Interval(float, 0, 1, closed="neither")))
     dcr: bool = field(default=True, metadata=cli_option(
         "--no-dcr", "skip the distance-to-closest-record baseline", action="store_true",
-        parse=lambda flag: not flag))
+        parse=lambda flag: not flag)
+        | checked(Flag()))
     bootstrap: int = field(default=200, metadata=cli_option(
         "--bootstrap", "bootstrap replicates over records for the intervals (default 200; 0 "
-        "disables)", metavar="B", type=int))
+        "disables)", metavar="B", type=int)
+        | checked(Interval(int, 0)))
 
     def __post_init__(self) -> None:
-        p = self.prior
-        if isinstance(p, str):
-            if p not in ("balanced", "sampling"):
-                raise ValidationError("AttackSpec.prior must be 'balanced', 'sampling' or a "
-                                      f"probability in (0, 1). Got {p!r}.")
-        elif not is_number(p) or not 0 < p < 1:
-            raise ValidationError(f"AttackSpec.prior must be a probability in (0, 1). Got {p!r}.")
-        if p == "sampling" and self.population_size is None:
+        check_fields(self)
+        if self.prior == "sampling" and self.population_size is None:
             raise ValidationError("AttackSpec(prior='sampling') (the base rate n/N) needs "
                                   "population_size=N.", code="OPTION_REQUIRED")
-        if self.population_size is not None:
-            check_int(self.population_size, "AttackSpec.population_size", 1)
-        t = self.threshold
-        if not is_number(t) or not 0 < t < 1:
-            raise ValidationError(f"AttackSpec.threshold must be in (0, 1). Got {t!r}.")
-        check_flag(self.dcr, "AttackSpec.dcr")
-        check_int(self.bootstrap, "AttackSpec.bootstrap", 0)
 
 
 @dataclass(frozen=True)
@@ -122,21 +114,18 @@ class RatioSpec:
     augmented: Sequence[Any] | None = None
     normaliser_draws: int = field(default=400, metadata=cli_option(
         "--normaliser-draws", "population records of the normaliser when m > 1 (default 400)",
-        metavar="N", type=int))
+        metavar="N", type=int)
+        | checked(Interval(int, 20)))
     unsynthesized_concentration: float = field(default=1.0, metadata=cli_option(
         "--unsynthesized-concentration", "partial synthesis: concentration of the "
         "Dirichlet-process population model of the released unsynthesized values, over their "
         "cells (a numeric column's: the multiples of its finest decimal unit; default 1; it "
         "matters only for records whose unsynthesized values no other record shares)",
-        metavar="A", type=float))
-    khat: bool = True
+        metavar="A", type=float)
+        | checked(Interval(float, 0, closed="neither")))
+    khat: bool = field(default=True, metadata=checked(
+        Flag()))
     refit_cache: str | os.PathLike[str] | None = field(default=None, metadata=cli_option(
         "--refit-cache", REFIT_CACHE_HELP, metavar="DIR"))
 
-    def __post_init__(self) -> None:
-        check_int(self.normaliser_draws, "RatioSpec.normaliser_draws", 20)
-        a = self.unsynthesized_concentration
-        if not is_number(a) or not (math.isfinite(a) and a > 0):
-            raise ValidationError(
-                f"RatioSpec.unsynthesized_concentration must be a number > 0. Got {a!r}.")
-        check_flag(self.khat, "RatioSpec.khat")
+    __post_init__ = check_fields  # the fields' table is the whole check

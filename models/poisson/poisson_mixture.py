@@ -19,8 +19,8 @@ import bayes_risk.models.poisson.largest as _largest
 import bayes_risk.models.poisson.loglik as _loglik
 import bayes_risk.models.poisson.posterior as _posterior
 import bayes_risk.models.poisson.synthesis as _synthesis
+from bayes_risk._constraints import Interval, Options, check_params
 from bayes_risk._rng import RandomSeed
-from bayes_risk._specs import check_int, check_option
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
@@ -42,6 +42,14 @@ __all__ = ["PoissonMixture", "LargestValueLikelihood"]
 _VARIANTS = ("mp", "mm", "tcmm")
 _MODES = ("marginal", "posterior_class")
 _SAMPLERS = ("gibbs", "nuts")
+_POSITIVE = Interval(float, 0, closed="neither")
+#: the constraint table of the plain settings
+_SETTINGS = {
+    "variant": Options(_VARIANTS), "synthesis_mode": Options(_MODES),
+    "sampler": Options(_SAMPLERS), "n_components": Interval(int, 1),
+    "a_lambda": _POSITIVE, "a_alpha": _POSITIVE, "b_alpha": _POSITIVE,
+    "b_lambda": [_POSITIVE, None], "q": Interval(float, 0, 1, closed="right"),
+}
 _OVERDISPERSED = ("prior", "spread", "few")
 
 
@@ -165,28 +173,13 @@ class PoissonMixture(BayesianSynthesizer):
         return "P" if (self.variant == "mp" and self.synthesis_mode == "marginal") else "O"
 
     def _check_settings(self) -> None:
-        check_option(self.variant, "variant", _VARIANTS, one_of=True)
-        check_option(self.synthesis_mode, "synthesis_mode", _MODES, one_of=True)
+        check_params(self, _SETTINGS)
         if self.variant != "mp" and self.synthesis_mode != "marginal":
             raise ValidationError(
                 f"synthesis_mode applies to variant 'mp' only (MM and TCMM always use the "
                 f"sampled memberships); got synthesis_mode={self.synthesis_mode!r} with "
                 f"variant={self.variant!r}."
             )
-        check_option(self.sampler, "sampler", _SAMPLERS, one_of=True)
-        check_int(self.n_components, "n_components", 1)
-        for name in ("a_lambda", "a_alpha", "b_alpha"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float, np.number)) or not np.isfinite(v) or v <= 0:
-                raise ValidationError(f"{name} must be a positive number. Got {v!r}.")
-        if self.b_lambda is not None and (
-            not isinstance(self.b_lambda, (int, float, np.number)) or not self.b_lambda > 0
-        ):
-            raise ValidationError(
-                f"b_lambda must be None or a positive number. Got {self.b_lambda!r}."
-            )
-        if not isinstance(self.q, (int, float, np.number)) or not (0.0 < float(self.q) <= 1.0):
-            raise ValidationError(f"q must be a number in (0, 1]. Got {self.q!r}.")
 
     def _starts(self) -> tuple[str, ...]:
         """How the Gibbs chains start, cycled over them (``starts``)."""

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, Options, check_params
 from bayes_risk._rng import RandomSeed, replayable_seed, spawn
-from bayes_risk._specs import check_int, check_option
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models.trees.base import prepare_schema, records_mask
@@ -30,19 +30,19 @@ from bayes_risk.models.trees.spec_forest import ForestColumn
 __all__ = ["check_settings", "data_resolution", "decimals_of", "fit", "observed_values",
            "silverman"]
 
+#: the constraint table of a CART synthesizer's plain settings
+_SETTINGS = {
+    "min_leaf": Interval(int, 1), "max_depth": [Interval(int, 1), None],
+    "prune_to_diversity": [Interval(int, 1), None], "n_jobs": Interval(int, 1),
+    "min_deviance": Interval(float, 0, 1, closed="left"),
+    "donor": Options(("bayes_bootstrap", "uniform"), listed=True),
+    "unroutable": Options(("climb", "random_descent"), listed=True),
+}
+
 
 def check_settings(model: Any) -> None:
     """Check the settings of a CART synthesizer (naming the bad one)."""
-    for name in ("min_leaf", "max_depth", "prune_to_diversity", "n_jobs"):
-        v = getattr(model, name)
-        if v is not None or name in ("min_leaf", "n_jobs"):
-            check_int(v, name, 1)
-    if not (isinstance(model.min_deviance, (int, float)) and 0 <= model.min_deviance < 1):
-        raise ValidationError(
-            f"min_deviance must be a number in [0, 1). Got {model.min_deviance!r}.",
-            code="INVALID_ARGUMENT")
-    check_option(model.donor, "donor", ("bayes_bootstrap", "uniform"))
-    check_option(model.unroutable, "unroutable", ("climb", "random_descent"))
+    check_params(model, _SETTINGS)
     SynthesisSpec.coerce(model.spec)
 
 

@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, Options, check_params
 from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, spawn
-from bayes_risk._specs import check_int, check_option
 from bayes_risk._terminal import progress
 from bayes_risk._tree_spec import FOREST_TREES, TreeOptions
 from bayes_risk.contract import ModelInfo
@@ -40,6 +40,16 @@ __all__ = ["RandomForestSynthesizer"]
 _CHUNK = 512  # records per block when averaging leaf tables (bounds memory: chunk × trees × d)
 #: the ``donor`` setting's values (numeric columns)
 DONORS = ("uniform", "bayes_bootstrap")
+#: the constraint table of the forest's plain settings
+_SETTINGS = {
+    **dict.fromkeys(("n_trees", "min_oob_trees", "min_samples_leaf", "min_group_size",
+                     "n_jobs"), Interval(int, 1)),
+    "probabilities": Options(("vote", "leaf_dirichlet"), listed=True),
+    "alpha": Interval(float, 0),
+    "donor": Options(DONORS, listed=True), "procedure": Options(("A", "B"), listed=True),
+    "tie_order": Options(("fewer_categories", "random"), listed=True),
+    "max_features": [Options(("sqrt",), listed=True), Interval(int, 1)],
+}
 
 
 class RandomForestSynthesizer(TreeSynthesizer):
@@ -138,19 +148,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         self.random_seed = random_seed
 
     def _check_settings(self) -> None:
-        for name in ("n_trees", "min_oob_trees", "min_samples_leaf", "min_group_size", "n_jobs"):
-            check_int(getattr(self, name), name, 1)
-        check_option(self.probabilities, "probabilities", ("vote", "leaf_dirichlet"))
-        a = self.alpha
-        if not (isinstance(a, (int, float)) and np.isfinite(a) and a >= 0):
-            raise ValidationError(f"alpha must be a number >= 0. Got {self.alpha!r}.")
-        check_option(self.donor, "donor", DONORS)
-        check_option(self.procedure, "procedure", ("A", "B"))
-        check_option(self.tie_order, "tie_order", ("fewer_categories", "random"))
-        mf = self.max_features
-        if not (mf == "sqrt" or (isinstance(mf, (int, np.integer)) and not isinstance(mf, bool)
-                                 and mf >= 1)):
-            raise ValidationError(f"max_features must be 'sqrt' or an integer >= 1. Got {mf!r}.")
+        check_params(self, _SETTINGS)
 
     def fit(self, data: pd.DataFrame, *, schema: Schema | None = None,
             synthesized: Sequence[str] | None = None, records: Any = None,

@@ -1,0 +1,243 @@
+"""The constraint table of the plain type and range checks (scikit-learn's
+``utils._param_validation`` is the model): a field or argument states what it takes --
+:class:`Interval`, :class:`Options`, :class:`Flag`, :class:`InstanceOf`, ``None`` -- and one
+checker (:func:`check_value`) refuses anything else with the package's error, naming the
+argument, the value and what was expected.
+
+A spec dataclass declares its checks in its fields' metadata (:func:`checked`) and calls
+:func:`check_fields` in ``__post_init__``; a function with many scalar arguments checks a dict
+of them (:func:`check_params`). A check whose message gives advice beyond "expected X" stays
+hand-written.
+
+Imports only the standard library at module level: the command line builds its parsers from
+the spec classes (``bayes-risk --help`` imports no numpy).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
+
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["Interval", "Options", "Flag", "InstanceOf", "Constraint", "checked", "check_value",
+           "check_params", "check_fields"]
+
+
+@dataclass(frozen=True)
+class Flag:
+    """``True`` or ``False`` (numpy's bool included; not ``0`` or ``1``), as a Python bool."""
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is a bool."""
+        # numpy is not imported here (the command line's parsers read the specs)
+        kind = type(value)
+        return isinstance(value, bool) or (kind.__module__ == "numpy"
+                                           and kind.__name__ in ("bool", "bool_"))
+
+    def describe(self) -> str:
+        """'True or False'."""
+        return "True or False"
+
+
+_FLAG = Flag()
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Integers (``kind=int``) or finite real numbers (``kind=float``) between ``left`` and
+    ``right`` (``None``: unbounded on that side); ``closed`` says which bounds are taken.
+
+    A bool is neither; NaN and infinities are refused; numpy scalars are taken. The checked
+    value is a Python ``int`` or ``float``.
+
+    Examples
+    --------
+    >>> Interval(int, 1).describe()
+    'an integer >= 1'
+    >>> Interval(float, 0, 1, closed="neither").describe()
+    'a number in (0, 1)'
+    """
+
+    kind: type
+    left: float | None = None
+    right: float | None = None
+    closed: Literal["both", "left", "right", "neither"] = "both"
+
+    def __post_init__(self) -> None:
+        if self.kind not in (int, float):
+            raise TypeError(f"Interval kind must be int or float, not {self.kind!r}")
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` lies in the interval."""
+        if _FLAG.accepts(value):  # a bool is an int, no number here
+            return False
+        if self.kind is int:
+            if not isinstance(value, numbers.Integral):
+                return False
+        elif not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+            return False
+        low_ok = self.closed in ("both", "left")
+        high_ok = self.closed in ("both", "right")
+        if self.left is not None and not (value >= self.left if low_ok else value > self.left):
+            return False
+        return self.right is None or (value <= self.right if high_ok else value < self.right)
+
+    def describe(self) -> str:
+        """What the interval takes, as the error says it."""
+        noun = "an integer" if self.kind is int else "a number"
+        if self.left is None and self.right is None:
+            return noun if self.kind is int else "a finite number"
+        if self.right is None:
+            sign = ">=" if self.closed in ("both", "left") else ">"
+            finite = "" if self.kind is int else "finite "
+            return f"{noun.replace('a ', 'a ' + finite, 1)} {sign} {self.left:g}"
+        if self.left is None:
+            sign = "<=" if self.closed in ("both", "right") else "<"
+            return f"{noun} {sign} {self.right:g}"
+        opening = "[" if self.closed in ("both", "left") else "("
+        closing = "]" if self.closed in ("both", "right") else ")"
+        return f"{noun} in {opening}{self.left:g}, {self.right:g}{closing}"
+
+
+@dataclass(frozen=True)
+class Options:
+    """One of ``values`` (compared with ``==``; ``None`` may be one of them).
+
+    ``listed``: the error lists them as "'a', 'b' or 'c'" (else as "one of ['a', 'b']").
+
+    Examples
+    --------
+    >>> Options(("logit", "cart")).describe()
+    "one of ['logit', 'cart']"
+    >>> Options(("material", "any"), listed=True).describe()
+    "'material' or 'any'"
+    """
+
+    values: tuple[Any, ...]
+    listed: bool = False
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is one of the options."""
+        try:
+            return value in self.values
+        except (TypeError, ValueError):  # an array compared element-wise
+            return False
+
+    def describe(self) -> str:
+        """What the options are, as the error says it."""
+        if not self.listed:
+            return f"one of {list(self.values)}"
+        *head, last = map(repr, self.values)
+        return f"{', '.join(head)} or {last}" if head else last
+
+
+@dataclass(frozen=True)
+class InstanceOf:
+    """An instance of ``types``, described as ``what`` ("a string", "a mapping")."""
+
+    types: type | tuple[type, ...]
+    what: str
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is an instance of ``types``."""
+        return isinstance(value, self.types)
+
+    def describe(self) -> str:
+        """``what``."""
+        return self.what
+
+
+#: one constraint, or a list of them of which the value must meet one; ``None`` in the list
+#: takes ``None`` (the error does not list it: a field left at ``None`` takes its default)
+Constraint = Interval | Options | Flag | InstanceOf | Sequence[Any]
+
+
+def _alternatives(constraint: Constraint) -> tuple[list[Any], bool]:
+    items = list(constraint) if isinstance(constraint, (list, tuple)) else [constraint]
+    return [c for c in items if c is not None], None in items
+
+
+def check_value(value: Any, constraint: Constraint, what: str, *,
+                code: str | None = None) -> Any:
+    """``value`` converted by the first alternative of ``constraint`` it meets.
+
+    Parameters
+    ----------
+    value : object
+        The argument's value.
+    constraint : Interval, Options, Flag, InstanceOf or list of them and None
+        What the argument takes.
+    what : str
+        The argument's name in the message (``"EstimatorSpec.bootstrap"``).
+    code : str, optional
+        The error code (default ``INVALID_ARGUMENT``).
+
+    Returns
+    -------
+    object
+        ``value``, an ``Interval``'s as a Python number and a ``Flag``'s as a Python bool.
+
+    Raises
+    ------
+    ValidationError
+        "``what`` must be <expected>. Got <value>." naming the alternatives.
+
+    Examples
+    --------
+    >>> check_value(3, Interval(int, 1), "draws")
+    3
+    >>> check_value(0, Interval(int, 1), "draws")
+    Traceback (most recent call last):
+    ...
+    bayes_risk.exceptions.ValidationError: draws must be an integer >= 1. Got 0.
+    """
+    alternatives, none_ok = _alternatives(constraint)
+    if value is None and none_ok:
+        return None
+    for c in alternatives:
+        if c.accepts(value):
+            # a number as a Python int or float, a flag as a Python bool
+            return (c.kind(value) if isinstance(c, Interval)
+                    else bool(value) if isinstance(c, Flag) else value)
+    expected = " or ".join(c.describe() for c in alternatives)
+    raise ValidationError(f"{what} must be {expected}. Got {value!r}.", code=code)
+
+
+def check_params(values: Any, constraints: Mapping[str, Constraint], *,
+                 owner: str = "", code: str | None = None) -> dict[str, Any]:
+    """The arguments named in ``constraints``, each checked (:func:`check_value`), by name.
+
+    ``values`` is a mapping of them, or an object holding them as attributes (a model's
+    settings); ``owner`` prefixes the names in the message (``"AttackSpec."``).
+    """
+    get = values.__getitem__ if isinstance(values, Mapping) else partial(getattr, values)
+    return {name: check_value(get(name), c, f"{owner}{name}", code=code)
+            for name, c in constraints.items()}
+
+
+def checked(constraint: Constraint, *, label: str | None = None,
+            code: str | None = None) -> dict[str, Any]:
+    """``metadata=`` of a spec field checked by ``constraint`` (:func:`check_fields`); merge
+    it with a field's other metadata by ``|``. ``label`` replaces ``Spec.field`` as the name
+    the error gives."""
+    return {"check": (constraint, label, code)}
+
+
+def check_fields(spec: Any, *, prefix: str | None = None) -> None:
+    """Check each field of the dataclass instance ``spec`` that declares a constraint
+    (:func:`checked`) and set it to its checked value (frozen or not); the error names it as
+    ``prefix`` + its name (default prefix ``"Spec."``, the class's name) unless its ``label``
+    says otherwise. Call it from ``__post_init__``."""
+    prefix = f"{type(spec).__name__}." if prefix is None else prefix
+    for f in dataclasses.fields(spec):
+        if "check" in f.metadata:
+            constraint, label, code = f.metadata["check"]
+            value = check_value(getattr(spec, f.name), constraint,
+                                label or f"{prefix}{f.name}", code=code)
+            object.__setattr__(spec, f.name, value)
