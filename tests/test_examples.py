@@ -45,6 +45,24 @@ def run_example(script: str, scale: float, monkeypatch, capsys):
     return out, capsys.readouterr().out
 
 
+def run_example_once(script: str, scale: float) -> tuple[dict, dict, str]:
+    """:func:`run_example` for a module fixture (no function-scoped ``monkeypatch``): the
+    script's namespace, its ``main()`` result and its printed text."""
+    if not (EXAMPLES / script).is_file():
+        pytest.skip("examples/ is not part of this checkout")
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
+        mp.setenv("BAYES_RISK_EXAMPLE_SCALE", str(scale))
+        mp.syspath_prepend(str(EXAMPLES))
+        # _common reads the scale at import: a fresh import for every script
+        mp.delitem(sys.modules, "_common", raising=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence warnings are expected at this scale
+            ns = runpy.run_path(str(EXAMPLES / script), run_name="example")
+            res = ns["main"]()
+    return ns, res, out.getvalue()
+
+
 def numbers(line: str) -> list[float]:
     """The numbers of one printed table row (thousands separators allowed, ``nan`` kept)."""
     return [float(x.replace(",", "")) for x in re.findall(r"nan|-?[\d,]*\.?\d+", line)]
@@ -453,20 +471,7 @@ def hu_reiter_wang() -> tuple[dict, dict, str]:
     """``examples/hu_reiter_wang_attribute.py`` at the scale of the Hu (2019) gallery page (0.05),
     run once for its test and for the page's cells: its functions, its ``main()`` result and
     its printed text."""
-    if not (EXAMPLES / "hu_reiter_wang_attribute.py").is_file():
-        pytest.skip("examples/ is not part of this checkout")
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
-        mp.setenv("BAYES_RISK_EXAMPLE_SCALE", "0.05")
-        mp.syspath_prepend(str(EXAMPLES))
-        # _common reads the scale at import: a fresh import for every script
-        mp.delitem(sys.modules, "_common", raising=False)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # convergence warnings are expected at this scale
-            ns = runpy.run_path(str(EXAMPLES / "hu_reiter_wang_attribute.py"),
-                                run_name="example")
-            res = ns["main"]()
-    return ns, res, out.getvalue()
+    return run_example_once("hu_reiter_wang_attribute.py", 0.05)
 
 
 def test_hu_reiter_wang_attribute(hu_reiter_wang):
@@ -538,19 +543,7 @@ def weaker_intruders() -> tuple[dict, dict, str]:
     regression release (``wang_reiter_part``, fixed seeds), which the comparison of synthesizers
     takes as its input; the tests used to make it a second time."""
     shared_path("data", "CEdata_attribute.csv")
-    if not (EXAMPLES / "weaker_intruders.py").is_file():
-        pytest.skip("examples/ is not part of this checkout")
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
-        mp.setenv("BAYES_RISK_EXAMPLE_SCALE", "0.3")
-        mp.syspath_prepend(str(EXAMPLES))
-        # _common reads the scale at import: a fresh import for every script
-        mp.delitem(sys.modules, "_common", raising=False)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # convergence warnings are expected at this scale
-            ns = runpy.run_path(str(EXAMPLES / "weaker_intruders.py"), run_name="example")
-            res = ns["main"]()
-    return ns, res, out.getvalue()
+    return run_example_once("weaker_intruders.py", 0.3)
 
 
 def test_weaker_intruders(weaker_intruders):
