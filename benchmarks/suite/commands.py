@@ -208,6 +208,37 @@ class AuditScale:
         self._run()
 
 
+class AuditScaleDask(AuditScale):
+    """The audit of :class:`AuditScale` at 10⁶ records on a local Dask cluster (issue 70, item
+    3): a ``LocalCluster`` of two worker processes of one thread each, ``audit(executor=
+    client)``. Timed by the wall clock (the work is in the workers); ``peakmem`` is the driver's.
+    Each worker's CPU and peak memory per step: ``python benchmarks/audit_dask.py 1000000``."""
+
+    params = ([1_000_000],)
+    timer = time.perf_counter
+    timeout = 4 * 3600
+
+    def setup(self, n):
+        import distributed
+
+        super().setup(n)
+        self.cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                                processes=True, dashboard_address=None)
+        self.client = distributed.Client(self.cluster)
+
+    def teardown(self, n):
+        self.client.close()
+        self.cluster.close()
+
+    def _run(self):
+        import bayes_risk as br
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            br.audit(self.ce, self.release, known=["Age", "Urban", "Marital", "Income"],
+                     random_seed=3, progressbar=False, executor=self.client)
+
+
 #: the fixed cost's rows (issue 69): the commands of ``VersusR`` whose start-up the issue measured
 FIXED_ROWS = ["identification, m = 20", "CART, m = 20", "pMSE logit, m = 20",
               "DPMPM NYexample, K = 80"]
