@@ -508,8 +508,12 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
     rank ``2 yhi`` against the records' ``2 mxr + 1`` (no ties), its z rank the number of its
     group's records below ``ylo`` less one. ``torder``, ``olo``, ``ohi``, ``oylo``: the
     targets by ``yhi``, ``qlo``, ``qhi`` and ``ylo``, so that the queries are bucketed by slot
-    already in y order and each bound is found by one walk over each group's records. O(N +
-    L) to lay the ``L`` elements out, besides the count."""
+    already in y order and each bound is found by one walk over each group's records. Only
+    the records of a group between its targets' lowest and highest bounds are laid out (those
+    below count in both of a target's prefix queries, those above in neither), their z ranks
+    taken among themselves: a partition of targets ordered by the radius value lays out its
+    own stretch of a group, not the whole group. O(N + L) to lay the ``L`` elements out
+    (and a pass over each queried group's ranks), besides the count."""
     N = tg.shape[0]
     G = gstart.shape[0] - 1
     out = np.zeros(N, dtype=np.int64)
@@ -521,15 +525,24 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
     ptr = np.empty(G, dtype=np.int64)
     _walk_groups(olo, tg, gstart, arank, qlo, ptr, e_lo)
     _walk_groups(ohi, tg, gstart, arank, qhi, ptr, e_hi)
-    nq = 0
+    # each group's stretch of records that a target's window reaches: [lo_g, hi_g)
+    lo_g = gstart[1:].copy()
+    hi_g = gstart[:-1].copy()
     for t in range(N):
         e_hi[t] = max(e_hi[t], e_lo[t])
         if e_hi[t] > e_lo[t]:  # only a target of a group has e_hi > 0
             if not has_y:
                 out[t] = e_hi[t] - e_lo[t]
             else:
-                nq += 1 + (e_lo[t] > gstart[tg[t]])
-    if not has_y or nq == 0:
+                lo_g[tg[t]] = min(lo_g[tg[t]], e_lo[t])
+                hi_g[tg[t]] = max(hi_g[tg[t]], e_hi[t])
+    if not has_y:
+        return out
+    nq = 0
+    for t in range(N):
+        if e_hi[t] > e_lo[t]:
+            nq += 1 + (e_lo[t] > lo_g[tg[t]])
+    if nq == 0:
         return out
     # z rank: the group's records whose smallest value is below ylo, less one
     zq = np.zeros(N, dtype=np.int64)
@@ -537,6 +550,27 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
     for t in range(N):
         if tg[t] >= 0:
             zq[t] -= gstart[tg[t]] + 1
+    # the z ranks among the stretch's records: below[gstart[g] + k] the stretch's records of
+    # group g whose place in the group's order of smallest values is below k
+    below = np.empty(gstart[G], dtype=np.int64)
+    inside = np.zeros(G, dtype=np.int64)
+    for g in range(G):
+        if hi_g[g] > lo_g[g]:
+            b = gstart[g]
+            below[b:gstart[g + 1]] = 0
+            for p in range(lo_g[g], hi_g[g]):
+                below[b + mnz[p]] = 1
+            c = 0
+            for k in range(b, gstart[g + 1]):
+                v = below[k]
+                below[k] = c
+                c += v
+            inside[g] = c
+    for t in range(N):
+        if e_hi[t] > e_lo[t]:
+            g = tg[t]
+            k = zq[t] + 1  # the stretch's records placed below it, less one
+            zq[t] = (inside[g] if k >= gstart[g + 1] - gstart[g] else below[gstart[g] + k]) - 1
     # slots: group g's ns_g distinct values and the group's end, numbered from sbase[g]
     sbase = np.zeros(G + 1, dtype=np.int64)
     for g in range(G):
@@ -551,7 +585,7 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
             g = tg[t]
             e = gstart[g + 1]
             qcount[sbase[g] + (slot[e_hi[t]] if e_hi[t] < e else slot[e - 1] + 1) + 1] += 1
-            if e_lo[t] > gstart[g]:
+            if e_lo[t] > lo_g[g]:
                 qcount[sbase[g] + slot[e_lo[t]] + 1] += 1
     for s in range(S):
         qcount[s + 1] += qcount[s]
@@ -565,7 +599,7 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
             s = sbase[g] + (slot[e_hi[t]] if e_hi[t] < e else slot[e - 1] + 1)
             qt[fill[s]] = t + 1
             fill[s] += 1
-            if e_lo[t] > gstart[g]:
+            if e_lo[t] > lo_g[g]:
                 s = sbase[g] + slot[e_lo[t]]
                 qt[fill[s]] = -(t + 1)
                 fill[s] += 1
@@ -575,7 +609,7 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
     L = nq
     for g in range(G):
         if qcount[sbase[g + 1]] > qcount[sbase[g]]:
-            L += gstart[g + 1] - gstart[g]
+            L += hi_g[g] - lo_g[g]
     m_slot = np.empty(L, dtype=np.int64)
     m_point = np.empty(L, dtype=np.bool_)
     m_yr = np.empty(L, dtype=np.int64)
@@ -587,9 +621,8 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
         if qcount[sbase[g + 1]] == qcount[sbase[g]]:
             gs[g + 1] = o
             continue
-        b = gstart[g]
-        e = gstart[g + 1]
-        p = b
+        e = hi_g[g]
+        p = lo_g[g]
         for s in range(sbase[g + 1] - sbase[g]):
             qi = qcount[sbase[g] + s]
             qe = qcount[sbase[g] + s + 1]
@@ -598,7 +631,7 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
                 if qi >= qe or (p < e and slot[p] == s and mxr[p] < yhi[abs(qt[qi]) - 1]):
                     m_point[o] = True
                     m_yr[o] = 2 * mxr[p] + 1
-                    m_zr[o] = mnz[p]
+                    m_zr[o] = below[gstart[g] + mnz[p]]
                     m_q[o] = 0
                     p += 1
                 else:

@@ -61,18 +61,22 @@ def partitions(plan: IdentificationPlan, rule: MatchRule, size: int | None, *,
     the known columns they miss if any and, when there is more than one partition, ordered by
     their exact-matched values; the second value is then the targets' order (``None``: as
     given). Each target's figures do not depend on its partition: the order only keeps the
-    targets of one key group together, so that a partition's counts read the records of its
-    own groups (:func:`._kernels.pattern_counts`) rather than every partition all of them."""
+    targets of one key group and nearby radius values together, so that a partition's counts
+    read its own stretch of its own groups' records (:func:`._kernels.pattern_counts`) rather
+    than every partition all of them."""
     prep, st = plan.prep, plan.settings
     N = prep.n_targets
     size = max(N, 1) if size is None else size
     common = dict(rule=rule, aggregation=st.aggregation, strategy=st.strategy,
                   fallback=st.fallback, progressbar=progressbar, keep_prob=keep_prob)
     groups = drop_groups(prep, rule)
-    ordered = N > size and prep.tgt_exact.shape[1] > 0
+    ordered = N > size and prep.tgt_exact.shape[1] + prep.tgt_radius.shape[1] > 0
     if ordered:
-        # lexsort's last key is the first: the unsynthesized exact columns lead
-        groups = [(rows[np.lexsort(prep.tgt_exact[rows].T[::-1])], drop)
+        # lexsort's last key is the first: the unsynthesized exact columns lead, then the
+        # radius columns (unsynthesized first), so that a partition's windows cover a stretch
+        # of its key groups' records
+        groups = [(rows[np.lexsort(np.concatenate([prep.tgt_radius[rows].T[::-1],
+                                                   prep.tgt_exact[rows].T[::-1]]))], drop)
                   for rows, drop in groups]
     inv_f = plan.counts.inv_f
     parts = []

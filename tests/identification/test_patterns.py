@@ -117,10 +117,10 @@ def test_counted_equals_pairs(problem):
 
 
 def test_partitions_keep_a_key_group_together(always_count):
-    """Partitioned targets are ordered by their exact-matched values (each partition then
-    counts its own key groups' records only, :func:`._kernels.pattern_counts` leaving the
-    others out), the order returned maps them back, and each partition's counted output is
-    the pair path's, bit for bit."""
+    """Partitioned targets are ordered by their exact-matched values, then by their radius
+    values (each partition then counts its own stretch of its own key groups' records,
+    :func:`._kernels.pattern_counts` leaving the others out), the order returned maps them
+    back, and each partition's counted output is the pair path's, bit for bit."""
     rng = np.random.default_rng(7)
     n = 60
     y = pd.DataFrame({"g": rng.integers(0, 4, n), "a": rng.integers(1, 9, n).astype(float),
@@ -137,6 +137,8 @@ def test_partitions_keep_a_key_group_together(always_count):
     keys = np.concatenate([p.tgt_exact[:, 0] for p in parts])
     np.testing.assert_array_equal(keys, plan.prep.tgt_exact[order, 0])
     assert np.all(np.diff(keys) >= 0)
+    a = np.concatenate([p.tgt_radius[:, 0] for p in parts])
+    assert np.all((np.diff(keys) > 0) | (np.diff(a) >= 0))  # within a key: by a
     # one partition, in the targets' order: no order to undo
     assert partitions(plan, plan.rule, None, keep_prob=False)[1] is None
     outs = _compare(_problems(y, zs, ["g", "a", "x"], ["x"],
