@@ -17,7 +17,7 @@ import pandas as pd
 from bayes_risk._specs import as_spec
 from bayes_risk._terminal import say
 from bayes_risk.auditing.outcome import StepOutcome
-from bayes_risk.auditing.plan import cli_step_name
+from bayes_risk.auditing.plan import skip_arg
 from bayes_risk.auditing.resolve import audit_inputs, make_plan
 from bayes_risk.auditing.result import AuditResult
 from bayes_risk.auditing.settings import AuditSettings
@@ -155,7 +155,7 @@ def _audit_steps(ctx: Any, steps: list[Any], root: Path | None, earlier: Any,
             release_free_memory()
             if memory is not None:  # the steps left, beside what the steps done hold now
                 left = [sm for sm in memory[0] if sm.step in {s.name for s in steps[i - 1:]}]
-                check_steps(left, memory[1], lambda step: _skip_arg([step]),
+                check_steps(left, memory[1], lambda step: skip_arg([step]),
                             done=", ".join(o.name.replace("_", " ") for o in out))
             out.append(_run_step(i, len(steps), m.name, m.title, load(m.step), ctx))
         return out
@@ -262,7 +262,7 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
                "what the steps before it keep")
         _say(ctx, f"  the audit needs at least {format_bytes(least, up=True)} ({why})")
         p.add("memory", "least budget", format_bytes(least, up=True), "planned", why)
-    check_steps(plans, budget, lambda step: _skip_arg([step]))
+    check_steps(plans, budget, lambda step: skip_arg([step]))
     return plans
 
 
@@ -281,14 +281,6 @@ def _earlier(before: Any, n_records: int) -> dict[str, Any] | None:
     return summary
 
 
-def _skip_arg(steps: list[str]) -> str:
-    """``settings=AuditSettings(skip=['attribute'])``, or ``--skip attribute`` on the CLI."""
-    from bayes_risk.exceptions import arg_name
-
-    named = arg_name("skip", repr(steps), cli=" ".join(cli_step_name(s) for s in steps))
-    return named if named.startswith("--") else f"settings=AuditSettings({named})"
-
-
 def _say(ctx: Any, msg: str) -> None:
     if ctx.progressbar:
         say(f"[audit] {msg}")  # progress goes where the progress bars go
@@ -296,7 +288,7 @@ def _say(ctx: Any, msg: str) -> None:
 
 def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepOutcome:
     """Run one step; bad input fails the audit, any other error the step alone."""
-    why = (f"skipped as asked ({_skip_arg([name])})." if name in ctx.plan.skip
+    why = (f"skipped as asked ({skip_arg([name])})." if name in ctx.plan.skip
            else ctx.plan.withheld.get(name))
     if why is not None:
         return StepOutcome(name=name, title=title, status="skipped", reason=why)
@@ -313,7 +305,7 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
             # bad input fails the audit: a verdict without this step would read as complete
             raise type(err)(
                 f"{title} step: {' '.join(str(err).split())} (to audit the release without "
-                f"this step, give {_skip_arg([name])}).",
+                f"this step, give {skip_arg([name])}).",
                 code=getattr(err, "code", None),
             ) from err
         except Exception as err:
@@ -389,7 +381,7 @@ def _needed_by(err: Exception, users: list[str]) -> Exception:
         f"{' '.join(str(err).split())} (needed by the "
         f"{' and '.join(u.replace('_', ' ') for u in users)} step"
         f"{'s' if len(users) > 1 else ''}; to audit the release without "
-        f"{'them' if len(users) > 1 else 'it'}, give {_skip_arg(users)}).",
+        f"{'them' if len(users) > 1 else 'it'}, give {skip_arg(users)}).",
         code=getattr(err, "code", None),
     )
 

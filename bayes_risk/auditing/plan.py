@@ -18,7 +18,7 @@ from bayes_risk.measures import measures
 # Thresholds and THRESHOLD_SOURCES are defined in auditing/thresholds.py, imported from here too
 __all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "THRESHOLD_SOURCES",
            "CONVENTION_RADIUS", "cli_step_name", "radius_text", "record_attack_settings",
-           "record_settings", "step_names"]
+           "record_settings", "skip_arg", "step_names"]
 
 
 def step_names() -> tuple[str, ...]:
@@ -167,6 +167,14 @@ def cli_step_name(step: str) -> str:
         ``"posterior-identification"`` for ``"posterior_identification"`` (``--skip``).
     """
     return step.replace("_", "-")
+
+
+def skip_arg(steps: list[str]) -> str:
+    """``settings=AuditSettings(skip=['attribute'])``, or ``--skip attribute`` on the CLI."""
+    from bayes_risk.exceptions import arg_name
+
+    named = arg_name("skip", repr(steps), cli=" ".join(cli_step_name(s) for s in steps))
+    return named if named.startswith("--") else f"settings=AuditSettings({named})"
 
 
 def record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,

@@ -54,6 +54,9 @@ class MatchContext:
 
 
 _PENDING = 4_000_000  # (target, record) contributions buffered before they are summed
+#: bytes a listed (target, record) pair of a replicate holds while its batch is summed: its
+#: target and record, key and value, and its share of the batch's merged sums
+PAIR_BYTES = 48.0
 
 
 class Batch:
@@ -152,8 +155,19 @@ class _Group:
         return cls(rows, prep, rule, b, tkey, tord)
 
     def match(self, r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Counts, matched records (target-major) and own-record flags in replicate ``r``."""
+        """Counts, matched records (target-major) and own-record flags in replicate ``r``;
+        ``MEMORY_TOO_LARGE`` before the pairs are listed when they would not fit."""
+        from bayes_risk._memory import check_memory, room
+
         idx = engine.replicate_index(self.prep, self.rule, r, keep=False)
+        left = room()
+        # the slices scanned bound the pairs: counted exactly only when that bound is too many
+        if left is not None and PAIR_BYTES * float(
+                idx.candidates(self.tkey, self.bounds).sum()) > left:
+            pairs = float(idx.match(self.tkey, self.bounds, False, self.tord)[0].sum())
+            check_memory(PAIR_BYTES * pairs, "the number of records or the radius (match=)",
+                         what=f"the {pairs:,.0f} (target, record) pairs of one posterior "
+                         "replicate, which its pooled sums list")
         cnt, lst = idx.match(self.tkey, self.bounds, True, self.tord)
         return cnt, lst, idx.own(self.tkey, self.bounds, self.prep.rec)
 

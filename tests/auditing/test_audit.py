@@ -315,6 +315,27 @@ def test_posterior_identification_on_a_cart_release(audited_posterior, tmp_path)
     assert res.step("identification").result.settings["replicates"] == "released datasets"
 
 
+def test_posterior_pairs_that_would_not_fit_fail_that_step_alone(release, monkeypatch):
+    """The posterior replicates' (target, record) pairs grow with the worst-case radius the
+    identification step finds; when they would not fit, that step fails with
+    MEMORY_TOO_LARGE before listing them, the other steps run and the audit is incomplete
+    (at 10^6 CE-like records a Dask worker was killed instead)."""
+    from bayes_risk.identification import _replicate_batches
+
+    monkeypatch.setattr(_replicate_batches, "PAIR_BYTES", 1e15)
+    orig, syn = release
+    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=3,
+                   progressbar=False, settings=br.AuditSettings(
+                       sweep=None, skip=["utility", "attribute", "disclosure"]))
+    post = res.step("posterior_identification")
+    assert post.status == "failed"
+    assert post.reason.startswith("[MEMORY_TOO_LARGE]")
+    assert "pairs of one posterior replicate" in post.reason
+    assert "AuditSettings(skip=['posterior_identification'])" in post.reason
+    assert res.step("identification").status == "ran"
+    assert [s.name for s in res.failed_steps] == ["posterior_identification"]
+
+
 def test_identification_verdicts_are_the_worst_case_over_the_radii(release, audited_hh):
     """Each identification verdict line is the largest figure over the radius search of every
     numeric known column (Age, released unchanged, and Income, synthesized; 0 = exact in each

@@ -876,3 +876,31 @@ def test_posterior_replicates_keep_their_pooled_probabilities():
         identification_risk(y, syn, known=["sex", "region", "race"], synthesized=["race"],
                             replicates=PosteriorReplicates(Released(syn), n=3, random_seed=0),
                             aggregation="pooled_measures", progressbar=False)
+
+
+def test_pairs_of_a_replicate_that_would_not_fit_are_refused(monkeypatch):
+    """A replicate whose (target, record) pairs would not fit in the memory left is refused
+    with MEMORY_TOO_LARGE before they are listed (at 10^6 CE-like records matched exactly, a
+    replicate holds about 2.7·10^9 pairs: a worker was killed instead)."""
+    from bayes_risk.identification import _replicate_batches
+
+    y = make_data(seed=3)
+    syn = perturb(y, 7, 4)
+    kw = _kw(SETTINGS[0], y)
+    run = dict(known=["sex", "region", "race", "income"], synthesized=["race", "income"],
+               replicates=PosteriorReplicates(Released(syn), n=7, batch_size=3, n_groups=2,
+                                              random_seed=0), **kw)
+    from bayes_risk.identification import index
+
+    listed = []  # want_list of every match of an index: the pairs never listed
+    for cls in (index.ReplicateIndex, index.NumbaIndex):
+        def spy(self, key, b, want_list, *a, _real=cls.match, **k):
+            listed.append(want_list)
+            return _real(self, key, b, want_list, *a, **k)
+        monkeypatch.setattr(cls, "match", spy)
+    monkeypatch.setattr(_replicate_batches, "PAIR_BYTES", 1e15)  # a pair larger than memory
+    with pytest.raises(ValidationError, match=r"pairs of one posterior replicate") as err:
+        identification_risk(y, syn, **run)
+    assert err.value.code == "MEMORY_TOO_LARGE"
+    assert "the number of records or the radius" in str(err.value)
+    assert listed and not any(listed)  # counted, refused before any pair is listed

@@ -23,7 +23,7 @@ from bayes_risk.auditing.context import (
     write_table,
 )
 from bayes_risk.auditing.outcome import StepOutcome, step_file
-from bayes_risk.auditing.plan import radius_text
+from bayes_risk.auditing.plan import radius_text, skip_arg
 from bayes_risk.auditing.report_blocks import (
     Block,
     Links,
@@ -32,7 +32,7 @@ from bayes_risk.auditing.report_blocks import (
     rows_block,
     step_section,
 )
-from bayes_risk.exceptions import arg_name
+from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.results._base import plot_figure
 from bayes_risk.results._format import format_number
 
@@ -98,13 +98,25 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
     # the pooled intruder's worst case over the released datasets: its radii and fallback
     # (searching again over the replicates would cost the grid times the replicates)
     radius = ctx.run.worst_radius or p.radius
-    with named_run(f"posterior replicates pooled, {radius_label(radius)}"):
-        res = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
-                                  synthesized=list(p.known_synthesized), schema=ctx.schema,
-                                  match=identification_kwargs(ctx)["match"].replace(
-                                      radius=radius or None, fallback=None),
-                                  replicates=pr, progressbar=ctx.progressbar,
-                                  executor=ctx.executor)
+    try:
+        with named_run(f"posterior replicates pooled, {radius_label(radius)}"):
+            res = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
+                                      synthesized=list(p.known_synthesized), schema=ctx.schema,
+                                      match=identification_kwargs(ctx)["match"].replace(
+                                          radius=radius or None, fallback=None),
+                                      replicates=pr, progressbar=ctx.progressbar,
+                                      executor=ctx.executor)
+    except ValidationError as err:
+        if err.code != "MEMORY_TOO_LARGE":
+            raise
+        # the replicates' pairs grow with the radius the identification step found, which
+        # no plan made before the audit knows: this step fails, the others run, the audit is
+        # marked incomplete
+        return StepOutcome(name=name, status="failed", reason=(
+            f"[{err.code}] {' '.join(str(err).split())} At {radius_label(radius)}, the "
+            "identification step's worst case, the posterior replicates list every "
+            f"(target, record) pair they match; to audit without this step give "
+            f"{skip_arg([name])}."))
     folder = step_folder(ctx, name)
     files: list[str] = []
     if folder is not None:
