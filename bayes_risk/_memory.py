@@ -151,12 +151,35 @@ def release_free_memory() -> None:
         pass
 
 
+def _worker_room() -> int | None:
+    """In a task of a Dask worker with a memory limit, what the worker may still allocate
+    before Dask pauses it (``distributed.worker.memory.pause``, 80 % of the limit by default;
+    it restarts the worker at 95 %); ``None`` elsewhere."""
+    if "distributed" not in sys.modules:  # no Dask in this process: not a worker
+        return None
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+        limit = worker.memory_manager.memory_limit
+        pause = worker.memory_manager.memory_pause_fraction
+    except (ImportError, ValueError, AttributeError):
+        return None
+    if not limit:
+        return None
+    return max(int(limit * (pause or 1.0)) - resident_memory(), 0)
+
+
 def room() -> int | None:
-    """Bytes the run may still allocate (``None`` if unknown)."""
+    """Bytes the run may still allocate (``None`` if unknown): what is left of the memory limit
+    (:func:`memory_limit`), else of the machine's available memory; in a task of a Dask worker,
+    no more than the worker's own limit leaves."""
     limit = _LIMIT.get()
-    if limit is not None:
-        return max(limit - resident_memory(), 0)
-    return available_memory()
+    left = max(limit - resident_memory(), 0) if limit is not None else available_memory()
+    worker = _worker_room()
+    if worker is None:
+        return left
+    return worker if left is None else min(left, worker)
 
 
 def working_bytes(cap: int, reserve: float = 0) -> int:

@@ -702,3 +702,23 @@ def test_cli_audit_scheduler(client, cart_release, tmp_path):
     _same_audit(tmp_path / "in", tmp_path / "dk", address, {"identification", "attribute"})
     assert _main_quiet(*base, "--partition-size", "150", "--out", str(tmp_path / "x")) == 2
     assert not (tmp_path / "x").exists()
+
+
+def test_a_task_on_a_worker_sees_the_workers_memory_limit(client):
+    """``room()`` in a task is capped by its worker's limit at Dask's pause fraction, so that a
+    task's memory checks refuse what would make Dask pause or restart the worker (a posterior
+    batch at 10^6 records was listed until its worker was restarted); outside a worker, the
+    machine's."""
+    from bayes_risk import _memory
+
+    def seen() -> tuple[int | None, float, float, int]:
+        from distributed import get_worker
+
+        mm = get_worker().memory_manager
+        return (_memory.room(), mm.memory_limit, mm.memory_pause_fraction,
+                _memory.resident_memory())
+
+    left, limit, pause, resident = client.submit(seen, pure=False).result()
+    assert limit and 0 < pause <= 1
+    assert left is not None and left <= limit * pause - resident + 64 * 2**20
+    assert _memory._worker_room() is None  # this process is not a worker

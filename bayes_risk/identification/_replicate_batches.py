@@ -54,9 +54,12 @@ class MatchContext:
 
 
 _PENDING = 4_000_000  # (target, record) contributions buffered before they are summed
-#: bytes a listed (target, record) pair of a replicate holds while its batch is summed: its
-#: target and record, key and value, and its share of the batch's merged sums
+#: bytes a (target, record) pair of a replicate holds while it is listed and summed: its
+#: target, record, key and value, and the sort of a flush
 PAIR_BYTES = 48.0
+#: bytes a pair adds to its batch's sums (key and value, twice while a flush merges them):
+#: the pairs of different replicates are mostly different pairs, so the sums grow with each
+SUM_BYTES = 32.0
 
 
 class Batch:
@@ -88,12 +91,12 @@ class Batch:
             groups = [_Group.of(prep, rule, rows, drop) for rows, drop in drop_groups(prep, rule)]
             for j in range(prep.R):  # replicate j of the chunk, r of the batch
                 if len(groups) == 1:
-                    cnt, lst, own = groups[0].match(j)
+                    cnt, lst, own = groups[0].match(j, R - r)
                 else:  # targets matched on different columns: each group with its own rule
                     own = np.zeros(N, dtype=bool)
                     parts = []
                     for g in groups:
-                        c, lg, own[g.rows] = g.match(j)
+                        c, lg, own[g.rows] = g.match(j, R - r)
                         parts.append((g.rows, c, lg))
                     cnt, lst = merge_target_major(N, parts)
                 tr = np.repeat(np.arange(N, dtype=np.int64), cnt)
@@ -154,20 +157,23 @@ class _Group:
         tord = engine.target_orders(tkey, b, engine.use_compiled(prep)) if prep.R else None
         return cls(rows, prep, rule, b, tkey, tord)
 
-    def match(self, r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Counts, matched records (target-major) and own-record flags in replicate ``r``;
-        ``MEMORY_TOO_LARGE`` before the pairs are listed when they would not fit."""
+    def match(self, r: int, left: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Counts, matched records (target-major) and own-record flags in replicate ``r``,
+        ``left`` replicates of its batch still to sum with it: ``MEMORY_TOO_LARGE`` before the
+        pairs are listed when they and the batch's sums, at as many pairs a replicate, would
+        not fit."""
         from bayes_risk._memory import check_memory, room
 
         idx = engine.replicate_index(self.prep, self.rule, r, keep=False)
-        left = room()
+        free = room()
+        per_pair = PAIR_BYTES + SUM_BYTES * left
         # the slices scanned bound the pairs: counted exactly only when that bound is too many
-        if left is not None and PAIR_BYTES * float(
-                idx.candidates(self.tkey, self.bounds).sum()) > left:
+        if free is not None and per_pair * float(
+                idx.candidates(self.tkey, self.bounds).sum()) > free:
             pairs = float(idx.match(self.tkey, self.bounds, False, self.tord)[0].sum())
-            check_memory(PAIR_BYTES * pairs, "the number of records or the radius (match=)",
-                         what=f"the {pairs:,.0f} (target, record) pairs of one posterior "
-                         "replicate, which its pooled sums list")
+            check_memory(per_pair * pairs, "the number of records or the radius (match=)",
+                         what=f"the (target, record) pairs of posterior replicates, "
+                         f"{pairs:,.0f} in one, listed and summed over {left} of its batch")
         cnt, lst = idx.match(self.tkey, self.bounds, True, self.tord)
         return cnt, lst, idx.own(self.tkey, self.bounds, self.prep.rec)
 

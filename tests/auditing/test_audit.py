@@ -330,7 +330,7 @@ def test_posterior_pairs_that_would_not_fit_fail_that_step_alone(release, monkey
     post = res.step("posterior_identification")
     assert post.status == "failed"
     assert post.reason.startswith("[MEMORY_TOO_LARGE]")
-    assert "pairs of one posterior replicate" in post.reason
+    assert "pairs of posterior replicates" in post.reason
     assert "AuditSettings(skip=['posterior_identification'])" in post.reason
     assert res.step("identification").status == "ran"
     assert [s.name for s in res.failed_steps] == ["posterior_identification"]

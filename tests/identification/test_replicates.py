@@ -899,7 +899,7 @@ def test_pairs_of_a_replicate_that_would_not_fit_are_refused(monkeypatch):
             return _real(self, key, b, want_list, *a, **k)
         monkeypatch.setattr(cls, "match", spy)
     monkeypatch.setattr(_replicate_batches, "PAIR_BYTES", 1e15)  # a pair larger than memory
-    with pytest.raises(ValidationError, match=r"pairs of one posterior replicate") as err:
+    with pytest.raises(ValidationError, match=r"pairs of posterior replicates") as err:
         identification_risk(y, syn, **run)
     assert err.value.code == "MEMORY_TOO_LARGE"
     assert "the number of records or the radius" in str(err.value)
