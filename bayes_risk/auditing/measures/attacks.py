@@ -1,6 +1,6 @@
 """Anonymeter's attacks as one unit: the audit step (singling out, linkability and inference),
 its verdict lines (each risk against its threshold, the largest over the datasets) and its
-report section (:doc:`/methods/attacks`, :doc:`/adding_a_measure`)."""
+report section, named by ``MEASURE`` (:doc:`/methods/attacks`, :doc:`/adding_a_measure`)."""
 
 from __future__ import annotations
 
@@ -235,7 +235,6 @@ def attacks_section(sec: Section, s: Any, result: Any, links: Links) -> None:
                                    "Inference risk per dataset and secret, with its interval"))
 
 
-#: the registry entry (:mod:`bayes_risk.measures`)
 MEASURE = Measure("attacks", "Singling out, linkability and inference (anonymeter)",
                   step=attacks_step, function=singling_out_risk, result=SinglingOutResult,
                   verdict=attacks_lines, sections=(attacks_section,))

@@ -1,6 +1,6 @@
 """The attribute risk as one unit: its audit step (every record's posterior, of a fitted model
 or of a CART / random-forest release's plug-in likelihood), its verdict lines and its report
-section (:doc:`/adding_a_measure`)."""
+section, named by its record ``MEASURE`` (:doc:`/adding_a_measure`)."""
 
 from __future__ import annotations
 
@@ -85,9 +85,8 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
 
     model = _attribute_model(ctx)
     spec = _candidates(ctx, p.synthesized)
-    opts: dict[str, Any] = dict(candidates=spec, prior="uniform",
+    opts: dict[str, Any] = dict(candidates=spec, prior="uniform", random_seed=p.random_seed,
                                 estimator=p.given.attribute_estimator,
-                                random_seed=p.random_seed,
                                 allow_other_model=p.given.allow_other_model)
     # the sweep leaves at least one synthesized column to guess
     ks_cols = [c for c in p.known if c in p.synthesized] if p.given.known_sweep else []
@@ -596,7 +595,6 @@ def _mc_block(mc: dict[str, Any], links: Links, src: str | None) -> Block:
                       f"{mc['n_flagged_excluded']} flagged record(s) left out)", fold=True)
 
 
-#: the registry entry (:mod:`bayes_risk.measures`)
 MEASURE = Measure("attribute", "Attribute risk", step=attribute_step, function=attribute_risk,
                   result=AttributeRiskResult, verdict=attribute_lines,
                   sections=(attribute_section,))

@@ -1,6 +1,6 @@
 """Synthpop's empirical disclosure measures as one unit: the audit step (one run per target,
 sdcMicro's risk of the original and differencing), its verdict lines and baselines and its
-report section (:doc:`/methods/disclosure`, :doc:`/adding_a_measure`)."""
+report section, named by ``MEASURE`` (:doc:`/methods/disclosure`, :doc:`/adding_a_measure`)."""
 
 from __future__ import annotations
 
@@ -367,7 +367,6 @@ def disclosure_section(sec: Section, s: Any, result: Any, links: Links) -> None:
             "baseline, the same for every release."))
 
 
-#: the registry entry (:mod:`bayes_risk.measures`)
 MEASURE = Measure("disclosure", "Empirical disclosure measures (synthpop)",
                   step=disclosure_step, function=disclosure_measures,
                   result=DisclosureByTarget, verdict=disclosure_lines,

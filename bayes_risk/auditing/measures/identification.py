@@ -1,7 +1,8 @@
 """The identification risk as one unit: its audit step (per dataset, pooled, the radius search
 and the knowledge sweep), its verdict lines (the expected and true match rates against their
 thresholds, the worst case over the radius search, the datasets and the fit's regimes) and its
-report section (:doc:`/methods/identification`, :doc:`/adding_a_measure`)."""
+report section, named by ``MEASURE`` (:doc:`/methods/identification`,
+:doc:`/adding_a_measure`)."""
 
 from __future__ import annotations
 
@@ -585,7 +586,6 @@ def _search_sentence(sw: Any, plan: Any, n: int, src: str | None, links: Links) 
             "records."]
 
 
-#: the registry entry (:mod:`bayes_risk.measures`)
 MEASURE = Measure("identification", "Identification risk", step=identification_step,
                   function=identification_risk, result=IdentificationResult,
                   verdict=identification_lines, sections=(identification_section,))

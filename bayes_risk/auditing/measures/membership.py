@@ -1,5 +1,5 @@
 """The membership risk as one unit: its audit step (with a holdout and the model), its verdict
-line and its report section (:doc:`/adding_a_measure`)."""
+line and its report section, named by its record ``MEASURE`` (:doc:`/adding_a_measure`)."""
 
 from __future__ import annotations
 
@@ -171,7 +171,6 @@ def membership_section(sec: Section, s: Any, result: Any, links: Links) -> None:
                                    "ROC of the Bayesian score and of the distance baseline"))
 
 
-#: the registry entry (:mod:`bayes_risk.measures`)
 MEASURE = Measure("membership", "Membership risk", step=membership_step,
                   function=membership_risk, result=MembershipRiskResult,
                   verdict=membership_lines, sections=(membership_section,))

@@ -208,7 +208,6 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: L
                                    "still rising means the pooled figure still depends on R)"))
 
 
-#: the registry entry (:mod:`bayes_risk.measures`)
 MEASURE = Measure("posterior_identification", "Posterior Monte Carlo identification risk",
                   step=posterior_identification_step, function=identification_risk,
                   result=IdentificationResult, sections=(posterior_identification_section,))

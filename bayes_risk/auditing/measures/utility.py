@@ -249,7 +249,6 @@ def comparisons_section(sec: Section, s: Any, result: Any, links: Links) -> None
             f"Two-way table {a} × {b}: % of records, the 10 cells that differ most", digits=3))
 
 
-#: the registry entry (:mod:`bayes_risk.measures`)
 MEASURE = Measure("utility", "Utility", step=utility_step, function=utility_summary,
                   result=UtilitySummary, verdict=utility_lines,
                   sections=(utility_section, comparisons_section))
