@@ -15,9 +15,10 @@ __all__ = ["Measure", "StepOutcome", "step_file", "where_text"]
 @dataclass(frozen=True)
 class Measure:
     """One measure of the audit: what computes it and what reads it, each named by the object
-    itself. Registered with :mod:`bayes_risk.measures` (which the package's users import it
-    from); defined here, below the measures' own modules, each of which ends with its record
-    (``MEASURE``). Every field is described in :doc:`/adding_a_measure`.
+    itself; listed by :func:`bayes_risk.measures.measures`, added by
+    :func:`bayes_risk.measures.register` (import it as ``bayes_risk.measures.Measure``). Defined
+    below the measures' own modules, each of which ends with its record (``MEASURE``). Every
+    field is described in :doc:`/adding_a_measure`.
 
     Parameters
     ----------
@@ -39,7 +40,7 @@ class Measure:
     Raises
     ------
     ValidationError
-        ``MEASURE_BROKEN`` when a field naming code holds something else than a callable (an
+        ``MEASURE_BROKEN`` when a field naming code holds something other than a callable (an
         import path ``"module:attribute"`` included: import the object and name it).
     """
 
