@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -56,6 +58,18 @@ def test_the_package_measures_are_the_audit_steps():
         assert {inspect.unwrap(f).__module__ for f in own} == {module.__name__}, m.name
         assert callable(m.function) and inspect.isclass(m.result), m.name
     assert get_measure("attacks").title == "Singling out, linkability and inference (anonymeter)"
+
+
+def test_listing_the_measures_imports_nothing_only_their_runs_need():
+    """The records name the engines' functions, so listing them imports the engines' modules
+    (an audit lists them before its first step); the libraries only a run of a measure needs
+    stay unimported (scipy.stats alone took about half a second of CPU)."""
+    code = ("import sys\nfrom bayes_risk.measures import measures\nmeasures()\n"
+            "print([m for m in ('scipy', 'pymc', 'arviz', 'bayes_risk.models', 'numba', "
+            "'matplotlib', 'sklearn', 'statsmodels', 'dask', 'xarray') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                         cwd="/", check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
 def test_the_audit_help_names_every_step():
