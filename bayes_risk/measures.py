@@ -1,127 +1,42 @@
-"""The measures by name (:class:`Measure`), the one list the audit and the command line iterate
-over; records hold import paths, so importing this module imports only the standard library.
+"""The measures of the audit (:class:`Measure`), the one list the audit, its verdict and its
+report iterate over: the package's own, each declared by its module of
+``bayes_risk.auditing.measures``, then those of other distributions and of the session.
 See :doc:`/adding_a_measure`.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-from dataclasses import dataclass
-from typing import Any
 
+from bayes_risk.auditing.outcome import Measure
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["GROUP", "Measure", "get_measure", "load", "measures", "register", "unregister"]
+__all__ = ["GROUP", "Measure", "get_measure", "measures", "register", "unregister"]
 
 #: the entry-point group third-party measures are registered in
 GROUP = "bayes_risk.measures"
 
-
-#: a field of a :class:`Measure` naming code: the object itself, or its import path
-#: ``"package.module:attribute"`` written out (imported when used, :func:`load`)
-Ref = Any
-
-
-@dataclass(frozen=True)
-class Measure:
-    """One measure of the package: what computes it and what reads it. Each field naming code
-    holds the object itself (a measure defined in one module names its functions) or its import
-    path ``"package.module:attribute"``, written out in full and imported when used
-    (:func:`load`): the package's own measures are named by path, so that importing this module
-    imports only the standard library and ``bayes-risk --help`` stays instant. Every field is
-    described in :doc:`/adding_a_measure`.
-
-    Parameters
-    ----------
-    name : str
-        The audit step's name (``AuditSettings(skip=[name])``, its sub-folder).
-    title : str
-        The step's heading.
-    step : callable or str
-        The audit step: ``step(ctx: StepContext) -> StepOutcome``.
-    function, result : callable or str, optional
-        The public function that computes the measure, and the class it returns.
-    verdict : callable or str, optional
-        The builder of the step's verdict lines (``None``: no verdict line).
-    sections : tuple of callables or str
-        The builders of the step's report sections, in order.
-    command : str, optional
-        The sub-command of ``bayes-risk`` that computes the measure alone.
-    parser : callable or str, optional
-        ``add_parser(subparsers)``, declaring ``command``'s arguments (needed with a command).
-    """
-
-    name: str
-    title: str
-    step: Ref
-    function: Ref | None = None
-    result: Ref | None = None
-    verdict: Ref | None = None
-    sections: tuple[Ref, ...] = ()
-    command: str | None = None
-    parser: Ref | None = None
-
-
-#: the measures of the package, in the order the audit runs them: each one's step, verdict and
-#: report sections are in its module of bayes_risk.auditing.measures; every path written out,
-#: so that a reader (or grep) finds each function's caller here
-_BUILTIN: tuple[Measure, ...] = (
-    Measure("utility", "Utility",
-            step="bayes_risk.auditing.measures.utility:utility_step",
-            function="bayes_risk.utility.summary:utility_summary",
-            result="bayes_risk.results.utility:UtilitySummary",
-            verdict="bayes_risk.auditing.measures.utility:utility_lines",
-            sections=("bayes_risk.auditing.measures.utility:utility_section",
-                      "bayes_risk.auditing.measures.utility:comparisons_section"),
-            command="utility", parser="bayes_risk.cli.parsers.utility:add_parser"),
-    Measure("identification", "Identification risk",
-            step="bayes_risk.auditing.measures.identification:identification_step",
-            function="bayes_risk.identification.api:identification_risk",
-            result="bayes_risk.results.identification:IdentificationResult",
-            verdict="bayes_risk.auditing.measures.identification:identification_lines",
-            sections=("bayes_risk.auditing.measures.identification:identification_section",),
-            command="identification",
-            parser="bayes_risk.cli.parsers.identification:add_parser"),
-    Measure("posterior_identification", "Posterior Monte Carlo identification risk",
-            step=("bayes_risk.auditing.measures.posterior_identification:"
-                  "posterior_identification_step"),
-            function="bayes_risk.identification.api:identification_risk",
-            result="bayes_risk.results.identification:IdentificationResult",
-            sections=(("bayes_risk.auditing.measures.posterior_identification:"
-                       "posterior_identification_section"),)),
-    Measure("attribute", "Attribute risk",
-            step="bayes_risk.auditing.measures.attribute:attribute_step",
-            function="bayes_risk.attribute.api:attribute_risk",
-            result="bayes_risk.results.attribute:AttributeRiskResult",
-            verdict="bayes_risk.auditing.measures.attribute:attribute_lines",
-            sections=("bayes_risk.auditing.measures.attribute:attribute_section",),
-            command="attribute", parser="bayes_risk.cli.parsers.attribute:add_parser"),
-    Measure("membership", "Membership risk",
-            step="bayes_risk.auditing.measures.membership:membership_step",
-            function="bayes_risk.membership.api:membership_risk",
-            result="bayes_risk.results.membership:MembershipRiskResult",
-            verdict="bayes_risk.auditing.measures.membership:membership_lines",
-            sections=("bayes_risk.auditing.measures.membership:membership_section",),
-            command="membership", parser="bayes_risk.cli.parsers.membership:add_parser"),
-    Measure("attacks", "Singling out, linkability and inference (anonymeter)",
-            step="bayes_risk.auditing.measures.attacks:attacks_step",
-            function="bayes_risk.attacks.singling_out:singling_out_risk",
-            result="bayes_risk.results.attacks:SinglingOutResult",
-            verdict="bayes_risk.auditing.measures.attacks:attacks_lines",
-            sections=("bayes_risk.auditing.measures.attacks:attacks_section",),
-            command="attacks", parser="bayes_risk.cli.parsers.attacks:add_parser"),
-    Measure("disclosure", "Empirical disclosure measures (synthpop)",
-            step="bayes_risk.auditing.measures.disclosure:disclosure_step",
-            function="bayes_risk.disclosure.measures:disclosure_measures",
-            result="bayes_risk.results.disclosure:DisclosureByTarget",
-            verdict="bayes_risk.auditing.measures.disclosure:disclosure_lines",
-            sections=("bayes_risk.auditing.measures.disclosure:disclosure_section",),
-            command="disclosure", parser="bayes_risk.cli.parsers.disclosure:add_parser"),
-)
-
 #: measures registered for this session (:func:`register`), after the built-in ones
 _ADDED: dict[str, Measure] = {}
+
+
+def _builtin() -> tuple[Measure, ...]:
+    """The package's measures, in the order the audit runs them: each module's record, read
+    anew at each call (a test replaces one with ``monkeypatch.setattr(module, "MEASURE", ...)``)."""
+    # imported here, not with this module: the measures import numpy and pandas, and a measure
+    # of another distribution imports this module for Measure and register alone
+    from bayes_risk.auditing.measures import (
+        attacks,
+        attribute,
+        disclosure,
+        identification,
+        membership,
+        posterior_identification,
+        utility,
+    )
+
+    return (utility.MEASURE, identification.MEASURE, posterior_identification.MEASURE,
+            attribute.MEASURE, membership.MEASURE, attacks.MEASURE, disclosure.MEASURE)
 
 
 @functools.cache
@@ -145,43 +60,29 @@ def _entry_point_measures() -> tuple[Measure, ...]:
     return tuple(out)
 
 
-def measures(*, installed: bool = True) -> tuple[Measure, ...]:
+def measures() -> tuple[Measure, ...]:
     """Every measure, in the order the audit runs them: the package's, then those of the
     entry-point group ``bayes_risk.measures``, then those registered with :func:`register`.
-
-    Parameters
-    ----------
-    installed : bool, default True
-        Include the measures of other distributions (the entry points). ``False`` leaves the
-        installed metadata unread: building ``bayes-risk --help`` does so to stay instant, so a
-        measure of another distribution has no sub-command of ``bayes-risk`` (it runs in the
-        audit all the same).
 
     Raises
     ------
     ValidationError
-        ``MEASURE_CLASH`` when two measures have one name or one sub-command;
-        ``MEASURE_BROKEN`` for an entry point that is not a :class:`Measure`.
+        ``MEASURE_CLASH`` when two measures have one name; ``MEASURE_BROKEN`` for an entry
+        point that is not a :class:`Measure`.
     """
-    out = [*_BUILTIN, *(_entry_point_measures() if installed else ()), *_ADDED.values()]
+    out = [*_builtin(), *_entry_point_measures(), *_ADDED.values()]
     _check_unique(out)
     return tuple(out)
 
 
 def _check_unique(found: list[Measure]) -> None:
-    """Refuse two measures of one name or one sub-command, and a sub-command without parser."""
-    for m in found:
-        if m.command is not None and m.parser is None:
-            raise ValidationError(f"measure {m.name!r} has command {m.command!r} but no parser: "
-                                  "give parser=add_parser (the function declaring its "
-                                  "arguments) or its import path.", code="MEASURE_BROKEN")
-    for key in ("name", "command"):
-        values = [getattr(m, key) for m in found if getattr(m, key) is not None]
-        twice = sorted({v for v in values if values.count(v) > 1})
-        if twice:
-            raise ValidationError(f"measure {key} {twice} registered more than once (built in, "
-                                  f"entry-point group {GROUP!r} or register()); give each "
-                                  "measure its own.", code="MEASURE_CLASH")
+    """Refuse two measures of one name."""
+    names = [m.name for m in found]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValidationError(f"measure name {twice} registered more than once (built in, "
+                              f"entry-point group {GROUP!r} or register()); give each measure "
+                              "its own.", code="MEASURE_CLASH")
 
 
 def get_measure(name: str) -> Measure:
@@ -192,11 +93,12 @@ def get_measure(name: str) -> Measure:
     ValidationError
         For an unknown name, listing the registered ones (``UNKNOWN_MEASURE``).
     """
-    for m in measures():
+    found = measures()
+    for m in found:
         if m.name == name:
             return m
-    raise ValidationError(f"measure must be one of {[m.name for m in measures()]}. Got "
-                          f"{name!r}.", code="UNKNOWN_MEASURE")
+    raise ValidationError(f"measure must be one of {[m.name for m in found]}. Got {name!r}.",
+                          code="UNKNOWN_MEASURE")
 
 
 def register(measure: Measure) -> Measure:
@@ -205,8 +107,7 @@ def register(measure: Measure) -> Measure:
     Raises
     ------
     ValidationError
-        When ``measure`` is not a :class:`Measure`, or its name or sub-command is taken
-        (``MEASURE_CLASH``).
+        When ``measure`` is not a :class:`Measure`, or its name is taken (``MEASURE_CLASH``).
     """
     if not isinstance(measure, Measure):
         raise ValidationError(f"measure must be a bayes_risk.measures.Measure. Got "
@@ -229,26 +130,3 @@ def unregister(name: str) -> None:
         raise ValidationError(f"name: no measure {name!r} was added with register(); added: "
                               f"{sorted(_ADDED)}.", code="UNKNOWN_MEASURE")
     del _ADDED[name]
-
-
-def load(ref: Ref) -> Any:
-    """The object a field of a :class:`Measure` names: ``ref`` itself, or the object at the
-    import path ``"package.module:attribute"`` (imported now).
-
-    Raises
-    ------
-    ValidationError
-        When the module or the attribute does not exist (``MEASURE_BROKEN``).
-    """
-    if not isinstance(ref, str):
-        return ref
-    path = ref
-    module, _, attr = path.partition(":")
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in attr.split(".") if attr else ():
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ValidationError(f"measure import path {path!r} does not resolve: {exc}",
-                              code="MEASURE_BROKEN") from exc
-    return obj

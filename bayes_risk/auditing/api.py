@@ -29,7 +29,7 @@ from bayes_risk.exceptions import (
     _caused_by_interrupt,
     warning_line,
 )
-from bayes_risk.measures import load, measures
+from bayes_risk.measures import measures
 
 __all__ = ["audit"]
 
@@ -157,7 +157,7 @@ def _audit_steps(ctx: Any, steps: list[Any], root: Path | None, earlier: Any,
                 left = [sm for sm in memory[0] if sm.step in {s.name for s in steps[i - 1:]}]
                 check_steps(left, memory[1], lambda step: skip_arg([step]),
                             done=", ".join(o.name.replace("_", " ") for o in out))
-            out.append(_run_step(i, len(steps), m.name, m.title, load(m.step), ctx))
+            out.append(_run_step(i, len(steps), m.name, m.title, m.step, ctx))
         return out
 
     def result(outcomes: list[StepOutcome], folder: Path | None) -> AuditResult:

@@ -1,11 +1,71 @@
-"""What one step of an audit gave: :class:`StepOutcome`."""
+"""What one step of an audit is and what it gave: :class:`Measure`, the record of a measure's
+step, verdict and report sections, and :class:`StepOutcome`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["StepOutcome", "step_file", "where_text"]
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["Measure", "StepOutcome", "step_file", "where_text"]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure of the audit: what computes it and what reads it, each named by the object
+    itself; listed by :func:`bayes_risk.measures.measures`, added by
+    :func:`bayes_risk.measures.register` (import it as ``bayes_risk.measures.Measure``). Defined
+    below the measures' own modules, each of which ends with its record (``MEASURE``). Every
+    field is described in :doc:`/adding_a_measure`.
+
+    Parameters
+    ----------
+    name : str
+        The audit step's name (``AuditSettings(skip=[name])``, its sub-folder).
+    title : str
+        The step's heading.
+    step : callable
+        The audit step: ``step(ctx: StepContext) -> StepOutcome``.
+    function : callable, optional
+        The public function that computes the measure.
+    result : type, optional
+        The class ``function`` returns.
+    verdict : callable, optional
+        The builder of the step's verdict lines (``None``: no verdict line).
+    sections : tuple of callables
+        The builders of the step's report sections, in order.
+
+    Raises
+    ------
+    ValidationError
+        ``MEASURE_BROKEN`` when a field naming code holds something other than a callable (an
+        import path ``"module:attribute"`` included: import the object and name it).
+    """
+
+    name: str
+    title: str
+    step: Callable[..., Any]
+    function: Callable[..., Any] | None = None
+    result: type | None = None
+    verdict: Callable[..., Any] | None = None
+    sections: tuple[Callable[..., Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.sections, tuple):
+            raise ValidationError(f"Measure {self.name!r}: sections must be a tuple of "
+                                  f"functions; got {self.sections!r}.", code="MEASURE_BROKEN")
+        named = {"step": self.step, "function": self.function, "result": self.result,
+                 "verdict": self.verdict,
+                 **{f"sections[{i}]": s for i, s in enumerate(self.sections)}}
+        for key, obj in named.items():
+            if (obj is not None or key == "step") and not callable(obj):
+                raise ValidationError(
+                    f"Measure {self.name!r}: {key} must be the function or class itself; got "
+                    f"{obj!r}" + (" (an import path is not read: import the object and name "
+                                  "it)" if isinstance(obj, str) else "") + ".",
+                    code="MEASURE_BROKEN")
 
 
 @dataclass

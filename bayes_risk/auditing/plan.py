@@ -13,17 +13,12 @@ import pandas as pd
 
 from bayes_risk.auditing.settings import DEFAULT_SWEEP, AuditSettings
 from bayes_risk.auditing.thresholds import THRESHOLD_SOURCES, Thresholds
-from bayes_risk.measures import measures
 
 # Thresholds and THRESHOLD_SOURCES are defined in auditing/thresholds.py, imported from here too
 __all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "THRESHOLD_SOURCES",
            "CONVENTION_RADIUS", "cli_step_name", "radius_text", "record_attack_settings",
-           "record_settings", "skip_arg", "step_names"]
+           "record_settings", "skip_arg"]
 
-
-def step_names() -> tuple[str, ...]:
-    """The audit's steps, in order: the names of the registered measures (``skip=`` takes)."""
-    return tuple(m.name for m in measures())
 
 #: the attacks' options in an audit: anonymeter's defaults
 ATTACK_OPTIONS: dict[str, float] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1,
@@ -159,7 +154,7 @@ def cli_step_name(step: str) -> str:
     Parameters
     ----------
     step : str
-        The step's name, as :func:`step_names` spells it.
+        The step's name, as its :class:`~bayes_risk.measures.Measure` spells it.
 
     Returns
     -------

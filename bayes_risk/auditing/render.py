@@ -298,10 +298,10 @@ def _reading_together(result: Any) -> list[str]:
 
 def _context(result: Any, links: Links, bundle: str | None = None) -> dict[str, Any]:
     plan = result.plan
-    from bayes_risk.measures import load, measures
+    from bayes_risk.measures import measures
 
     # each registered measure's sections, in the order of the steps
-    sections = [load(path)(result, links) for m in measures() for path in m.sections]
+    sections = [section(result, links) for m in measures() for section in m.sections]
     ur = _utility_risk(result, links)
     if ur is not None:
         sections.insert(0, ur)

@@ -20,10 +20,10 @@ from bayes_risk.auditing.plan import (
     cli_step_name,
     record_attack_settings,
     record_settings,
-    step_names,
 )
 from bayes_risk.auditing.thresholds import Thresholds
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
+from bayes_risk.measures import measures
 
 __all__ = ["audit_inputs", "make_plan"]
 
@@ -461,7 +461,7 @@ def _check_known_sweep(known: list[str]) -> None:
 def _skip_steps(skip: Any) -> list[str]:
     """The steps to skip, by their Python names (an unknown one or all of them refused)."""
     given = [] if skip is None else ([skip] if isinstance(skip, str) else list(skip))
-    names = step_names()
+    names = [m.name for m in measures()]
     steps = []
     for s_ in given:
         name = str(s_).replace("-", "_")

@@ -297,7 +297,7 @@ def rise_causes(ctx: Any, outcomes: Sequence[StepOutcome],
     dict
         One sentence per risk line (not utility) whose value rose; empty when none rose.
     """
-    from bayes_risk.measures import load, measures
+    from bayes_risk.measures import measures
 
     old = {(v["step"], v["measure"]): v.get("value") for v in before.get("verdicts") or []}
     by_name = {o.name: o for o in outcomes}
@@ -306,7 +306,7 @@ def rise_causes(ctx: Any, outcomes: Sequence[StepOutcome],
         o = by_name.get(m.name)
         if m.verdict is None or o is None or o.status != "ran" or m.name == "utility":
             continue
-        for v in load(m.verdict)(ctx.plan, o):
+        for v in m.verdict(ctx.plan, o):
             b = old.get((v.step, v.measure))
             if (getattr(v, "direction", None) == "max" and isinstance(b, (int, float))
                     and math.isfinite(b) and math.isfinite(v.value)
@@ -324,7 +324,7 @@ def rise_causes(ctx: Any, outcomes: Sequence[StepOutcome],
     runs: dict[str, dict[str, Any]] = {}
     for m, v in risen:
         if m.name not in runs:
-            step, verdict = load(m.step), load(m.verdict)
+            step, verdict = m.step, m.verdict
             rerun = {"before": _rerun(ctx, step, verdict, release),
                      "after": ({}, by_name[m.name], ctx)}
             if not removed:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.auditing.verdict_base import CAVEATS, Baseline, Verdict
-from bayes_risk.measures import load, measures
+from bayes_risk.measures import measures
 
 __all__ = ["Baseline", "CAVEATS", "Verdict", "verdict_lines", "verdict_steps"]
 
@@ -41,5 +41,5 @@ def verdict_lines(plan: AuditPlan, steps: Sequence[StepOutcome]) -> list[Verdict
     out: list[Verdict | Baseline] = []
     for m in measures():
         if m.verdict is not None and by_name[m.name].status == "ran":
-            out += load(m.verdict)(plan, by_name[m.name])
+            out += m.verdict(plan, by_name[m.name])
     return out

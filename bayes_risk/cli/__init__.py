@@ -7,33 +7,35 @@ Arguments are declared in the light ``bayes_risk.cli.parsers.NAME``, the run in
 from __future__ import annotations
 
 import argparse
+import importlib
 import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from bayes_risk.exceptions import ValidationError
-from bayes_risk.measures import load, measures
-
 __all__ = ["build_parser", "main", "console_main", "SUBCOMMANDS"]
 
-#: the sub-commands before the measures' and after them, in the order of --help (the data
-#: flow), each with the function declaring its arguments (imported when the parser is built)
-_BEFORE: dict[str, str] = {"fit": "bayes_risk.cli.parsers.fit:add_parser",
-                           "synthesize": "bayes_risk.cli.parsers.synthesize:add_parser"}
-_AFTER: dict[str, str] = {"original-risk": "bayes_risk.cli.parsers.original_risk:add_parser",
-                          "remedy": "bayes_risk.cli.parsers.remedy:add_parser",
-                          "audit": "bayes_risk.cli.parsers.audit:add_parser",
-                          "orders": "bayes_risk.cli.parsers.orders:add_parser",
-                          "demo": "bayes_risk.cli.parsers.demo:add_parser"}
+#: the sub-commands, in the order of --help (the data flow), each with the module declaring its
+#: arguments (its ``add_parser``), imported when the parser is built; a table of the command
+#: line's own, so that --help imports none of the measures' modules (:doc:`/adding_a_measure`)
+_PARSERS: dict[str, str] = {
+    "fit": "bayes_risk.cli.parsers.fit",
+    "synthesize": "bayes_risk.cli.parsers.synthesize",
+    "utility": "bayes_risk.cli.parsers.utility",
+    "identification": "bayes_risk.cli.parsers.identification",
+    "attribute": "bayes_risk.cli.parsers.attribute",
+    "membership": "bayes_risk.cli.parsers.membership",
+    "attacks": "bayes_risk.cli.parsers.attacks",
+    "disclosure": "bayes_risk.cli.parsers.disclosure",
+    "original-risk": "bayes_risk.cli.parsers.original_risk",
+    "remedy": "bayes_risk.cli.parsers.remedy",
+    "audit": "bayes_risk.cli.parsers.audit",
+    "orders": "bayes_risk.cli.parsers.orders",
+    "demo": "bayes_risk.cli.parsers.demo",
+}
 
-#: the sub-commands of the package, in the order of --help: the measures' own
-#: (``Measure.command``) between fitting and the audit (not those of other distributions:
-#: reading the installed metadata would slow --help down)
-SUBCOMMANDS: tuple[str, ...] = (
-    *_BEFORE, *(m.command for m in measures(installed=False) if m.command is not None),
-    *_AFTER)
-_AT_IMPORT = SUBCOMMANDS
+#: the sub-commands of ``bayes-risk``, in the order of --help
+SUBCOMMANDS: tuple[str, ...] = tuple(_PARSERS)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -47,21 +49,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      "identification) and the utility of synthetic microdata.")
     parser.add_argument("-V", "--version", action="version", version=f"bayes-risk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    declared = {m.command: m.parser for m in measures(installed=False) if m.command is not None}
-    parsers = {**_BEFORE, **declared, **_AFTER}
-    # a measure registered since the import (bayes_risk.measures.register) joins the list
-    names = [*SUBCOMMANDS, *(c for c in declared if c not in _AT_IMPORT)]
-    if command in names:
-        # the sub-command about to run: its parser alone (the others' modules and options took
-        # 0.04-0.05 s of every command's start, issue 69)
-        names = [command]
-    for name in names:
-        add_parser = load(parsers[name])
-        if not callable(add_parser):  # a module named, as before issue 65
-            raise ValidationError(f"the parser of sub-command {name!r} is "
-                                  f"{parsers[name]!r}, not a function: name its add_parser "
-                                  "(the object, or 'module:add_parser').", code="MEASURE_BROKEN")
-        add_parser(sub)
+    # the sub-command about to run: its parser alone (the others' modules and options took
+    # 0.04-0.05 s of every command's start, issue 69)
+    for name in [command] if command in SUBCOMMANDS else SUBCOMMANDS:
+        importlib.import_module(_PARSERS[name]).add_parser(sub)
     from bayes_risk.cli.parsers import INPUTS_ATTR, input_arguments
 
     if command in (None, "fit"):

@@ -7,13 +7,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata, spearmanr
 
 __all__ = ["auc", "file_summary"]
 
 
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
     """ROC AUC of scores ``pos`` against ``neg`` (ties count one half)."""
+    # scipy.stats costs ~0.5 s of CPU to import: not paid by an audit that lists the measures
+    # (the membership measure's record names membership_risk) without running this one
+    from scipy.stats import rankdata
+
     pos = np.asarray(pos, dtype=np.float64)
     neg = np.asarray(neg, dtype=np.float64)
     if len(pos) == 0 or len(neg) == 0:
@@ -67,6 +70,8 @@ def file_summary(table: pd.DataFrame, *, threshold: float, bootstrap: int, rng: 
         scores["dcr"] = d
         out["dcr_auc"] = auc(d[mem], d[non])
         out["dcr_auc_advantage"] = out["dcr_auc"] - 0.5
+        from scipy.stats import spearmanr
+
         both = ok & np.isfinite(llr)
         varies = both.sum() > 2 and np.ptp(llr[both]) > 0 and np.ptp(d[both]) > 0
         # undefined when either score is constant (e.g. every target has a copy in the release)

@@ -1,17 +1,17 @@
-"""A measure of one's own, added to bayes-risk by one registry entry (:data:`MEASURE`) and this
-module: the share of the original's records that a synthetic dataset holds unchanged.
+"""A measure of one's own, added to bayes-risk by this one module and its registry entry
+(:data:`MEASURE`): the share of the original's records that a synthetic dataset holds unchanged.
 
 It joins the audit (a step, a verdict line, a report section, the summary) when :data:`MEASURE`
 is registered, by the entry point in ``pyproject.toml`` or by ``bayes_risk.measures.register``;
-:data:`MEASURE_WITH_COMMAND` also gives it a sub-command, ``bayes-risk exact-copies``. The docs
-page "Adding a measure" shows this module; ``tests/auditing/test_measure_registry.py`` runs it.
+:func:`main` is the distribution's own command, ``exact-copies``. The docs page "Adding a
+measure" shows this module; ``tests/auditing/test_measure_registry.py`` runs it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -86,21 +86,15 @@ def exact_copies_section(sec: Section, s: StepOutcome, result: Any, links: Any) 
           " on average over the datasets.")
 
 
-# ---- a sub-command (optional) ----------------------------------------------------------------
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    """``bayes-risk exact-copies ORIGINAL SYN ...``. ``--help`` imports this module: a measure
-    with a sub-command keeps its heavy imports out of it, or declares it in a module of its
-    own (the package's are in ``bayes_risk.cli.parsers``)."""
-    from bayes_risk.cli.parsers import Handler
-
-    p = subparsers.add_parser("exact-copies", help="share of original records copied exactly")
+# ---- a command of its own (optional) --------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    """``exact-copies ORIGINAL SYN ...``: the measure, printed (the console script that
+    ``pyproject.toml`` declares; the sub-commands of ``bayes-risk`` are the package's own)."""
+    p = argparse.ArgumentParser(prog="exact-copies",
+                                description="share of original records copied exactly")
     p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv)")
     p.add_argument("synthetic", nargs="+", metavar="SYN", help="synthetic datasets (.csv)")
-    p.set_defaults(handler=Handler("exact_copies", "run"))
-
-
-def run(args: argparse.Namespace) -> int:
-    """The sub-command's run: the measure, printed."""
+    args = p.parse_args(argv)
     res = exact_copies(pd.read_csv(args.original), [pd.read_csv(s) for s in args.synthetic])
     print(f"records copied exactly: {100 * res.share:.1f} %")
     return 0
@@ -118,6 +112,3 @@ MEASURE = Measure(
     sections=(exact_copies_section,),
 )
 
-#: the same measure with its sub-command (``bayes-risk --help`` then imports this module: a
-#: measure whose module is heavy names its parser by import path, ``"module:add_parser"``)
-MEASURE_WITH_COMMAND = replace(MEASURE, command="exact-copies", parser=add_parser)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -954,9 +955,10 @@ def test_a_step_failing_on_the_input_fails_the_audit(release, tmp_path, monkeypa
     from bayes_risk.auditing.measures import disclosure
 
     orig, syn = release
-    # the registry's record names the step where it is defined (bayes_risk.measures)
-    monkeypatch.setattr(disclosure, "disclosure_step",
-                        _boom(ValidationError("keys contain duplicated column(s) ['Age'].")))
+    # the registry reads each measure's record, which names the step itself
+    monkeypatch.setattr(disclosure, "MEASURE", dataclasses.replace(
+        disclosure.MEASURE, step=_boom(ValidationError("keys contain duplicated column(s) "
+                                                       "['Age']."))))
     kw = dict(known=KNOWN, progressbar=False)
     settings = br.AuditSettings(sweep=None, attribute_records=[0])
     with pytest.raises(ValidationError, match=r"Empirical disclosure measures \(synthpop\) step:"
@@ -984,7 +986,8 @@ def test_a_step_failing_otherwise_leaves_the_audit_incomplete(release, tmp_path,
     from bayes_risk.auditing.measures import identification
 
     orig, syn = release
-    monkeypatch.setattr(identification, "identification_step", _boom(MemoryError("no memory left")))
+    monkeypatch.setattr(identification, "MEASURE", dataclasses.replace(
+        identification.MEASURE, step=_boom(MemoryError("no memory left"))))
     res = br.audit(str(orig), str(syn), known=KNOWN, progressbar=False, out=tmp_path / "a",
                    settings=br.AuditSettings(sweep=None, attribute_records=[0]))
     assert not res.complete and [s.name for s in res.failed_steps] == ["identification"]

@@ -106,9 +106,8 @@ def test_a_new_option_is_one_declaration(monkeypatch):
     ``settings_row`` metadata, and kept by ``replace``; ``AuditPlan`` and ``StepContext`` are
     not touched."""
     from bayes_risk.auditing.outcome import StepOutcome
-    from bayes_risk.auditing.plan import step_names
     from bayes_risk.auditing.settings import settings_row
-    from bayes_risk.measures import Measure, register, unregister
+    from bayes_risk.measures import Measure, measures, register, unregister
 
     @dataclasses.dataclass(frozen=True, eq=False)
     class MySettings(br.AuditSettings):
@@ -121,7 +120,7 @@ def test_a_new_option_is_one_declaration(monkeypatch):
         seen.append(ctx.plan.given.min_share)
         return StepOutcome(name="toy_option", status="ran", result=None)
 
-    builtin = list(step_names())
+    builtin = [m.name for m in measures()]
     given = MySettings(skip=builtin, min_share=0.25).replace(sweep=None)
     assert type(given) is MySettings and given.min_share == 0.25
     data, syn = _release()

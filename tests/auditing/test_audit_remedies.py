@@ -10,9 +10,9 @@ import pytest
 
 import bayes_risk as br
 from bayes_risk.auditing import remedies
-from bayes_risk.auditing.plan import step_names
 from bayes_risk.cli import main
 from bayes_risk.contract import capabilities
+from bayes_risk.measures import measures
 from bayes_risk.models import get_synthesizer
 from bayes_risk.testing import registered_synthesizer
 
@@ -166,6 +166,6 @@ def test_a_specification_names_each_column_s_method(tmp_path):
 
 def _plan(orig, release):
     """The plan of an audit of ``release`` (its cheapest step only)."""
-    skip = [s for s in step_names() if s != "identification"]
+    skip = [m.name for m in measures() if m.name != "identification"]
     return br.audit(str(orig), release, known=KNOWN, random_seed=2, progressbar=False,
                     settings=br.AuditSettings(sweep=None, skip=skip)).plan

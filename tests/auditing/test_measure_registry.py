@@ -1,20 +1,21 @@
 """The measure registry (bayes_risk.measures): a measure joins the audit, its verdict, its report
-and summary, and the command line by one registry entry and its own module
-(examples/exact_copies, the example of the docs page "Adding a measure"), and leaves them when
-it is unregistered (issue 47)."""
+and summary by one registry entry naming its objects and its own module (examples/exact_copies,
+the example of the docs page "Adding a measure"), and leaves them when it is unregistered
+(issues 47, 65)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import bayes_risk as br
-from bayes_risk.cli import build_parser, main
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.measures import get_measure, load, measures, register, unregister
+from bayes_risk.measures import Measure, get_measure, measures, register, unregister
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "exact_copies"
 #: the package's steps, skipped in these audits (the toy measure is what is tested)
@@ -44,21 +45,40 @@ def data():
 
 
 def test_the_package_measures_are_the_audit_steps():
-    from bayes_risk.auditing.plan import step_names
+    """Each of the package's measures is its module's record (``MEASURE``), naming the module's
+    own step, verdict and sections, and the engine's function and result class."""
+    import inspect
 
-    names = [m.name for m in measures()]
-    assert names == BUILTIN
-    assert step_names() == tuple(names)
-    # every import path of every record resolves (a typo fails here, not in an audit), and is
-    # written out: the package's own measures name their code by full literal paths
+    assert [m.name for m in measures()] == BUILTIN
     for m in measures():
-        for path in (m.step, m.function, m.result, m.verdict, *m.sections, m.parser):
-            if path is not None:
-                assert isinstance(path, str) and path.startswith("bayes_risk."), path
-                assert callable(load(path)), path
-        assert (m.command is None) == (m.parser is None), m.name
-    # an object names itself
-    assert load(step_names) is step_names
+        module = inspect.getmodule(m.step)
+        assert module.__name__ == f"bayes_risk.auditing.measures.{m.name}"
+        assert module.MEASURE is m
+        own = [m.step, *m.sections] + ([m.verdict] if m.verdict is not None else [])
+        assert {inspect.unwrap(f).__module__ for f in own} == {module.__name__}, m.name
+        assert callable(m.function) and inspect.isclass(m.result), m.name
+    assert get_measure("attacks").title == "Singling out, linkability and inference (anonymeter)"
+
+
+def test_listing_the_measures_imports_nothing_only_their_runs_need():
+    """The records name the engines' functions, so listing them imports the engines' modules
+    (an audit lists them before its first step); the libraries only a run of a measure needs
+    stay unimported (scipy.stats alone took about half a second of CPU)."""
+    code = ("import sys\nfrom bayes_risk.measures import measures\nmeasures()\n"
+            "print([m for m in ('scipy', 'pymc', 'arviz', 'bayes_risk.models', 'numba', "
+            "'matplotlib', 'sklearn', 'statsmodels', 'dask', 'xarray') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                         cwd="/", check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_audit_help_names_every_step():
+    """``bayes-risk audit --help`` names the steps by their folders without importing the
+    measures (tests/cli/test_cli.py): the epilog's list keeps up with the registry."""
+    from bayes_risk.cli.parsers.audit import _EPILOG
+
+    for name in BUILTIN:
+        assert f"  {name}/" in _EPILOG, name
 
 
 # the disclosure step's baseline of the original warns that Expenditure's l-diversity counts
@@ -102,32 +122,12 @@ def test_a_registered_measure_runs_in_the_audit_report_and_summary(toy, data, tm
                  settings=br.AuditSettings(skip=["exact_copies"]))
 
 
-def test_a_registered_measure_has_its_sub_command(toy, data, tmp_path, capsys):
-    from dataclasses import replace
-
+def test_the_example_command_prints_the_measure(toy, data, tmp_path, capsys):
     orig, syn = data
     orig.to_csv(tmp_path / "o.csv", index=False)
     syn[0].to_csv(tmp_path / "s.csv", index=False)
-    def audit_help():
-        with pytest.raises(SystemExit):
-            main(["audit", "--help"])
-        return capsys.readouterr().out
-
-    assert "exact-copies" not in build_parser().format_help()
-    assert "exact-copies" not in audit_help()
-    register(toy.MEASURE_WITH_COMMAND)
-    assert "exact-copies" in build_parser().format_help()
-    assert "exact-copies" in audit_help()  # a step --skip takes
-    assert main(["exact-copies", str(tmp_path / "o.csv"), str(tmp_path / "s.csv")]) == 0
+    assert toy.main([str(tmp_path / "o.csv"), str(tmp_path / "s.csv")]) == 0
     assert "records copied exactly: 100.0 %" in capsys.readouterr().out
-    unregister("exact_copies")
-    assert "exact-copies" not in build_parser().format_help()
-    # a parser named by its module (the spelling before issue 65) is refused, naming the fix
-    register(replace(toy.MEASURE_WITH_COMMAND, parser="exact_copies"))
-    with pytest.raises(ValidationError, match="'exact_copies', not a function") as err:
-        build_parser()
-    assert err.value.code == "MEASURE_BROKEN"
-    unregister("exact_copies")
 
 
 def test_a_clash_or_a_bad_entry_is_refused(toy):
@@ -136,21 +136,27 @@ def test_a_clash_or_a_bad_entry_is_refused(toy):
     with pytest.raises(ValidationError, match="measure name.*'utility'") as err:
         register(replace(toy.MEASURE, name="utility"))
     assert err.value.code == "MEASURE_CLASH"
-    with pytest.raises(ValidationError, match="measure command.*'utility'"):
-        register(replace(toy.MEASURE_WITH_COMMAND, command="utility"))
-    with pytest.raises(ValidationError, match="command 'exact-copies' but no parser") as err:
-        register(replace(toy.MEASURE_WITH_COMMAND, parser=None))
-    assert err.value.code == "MEASURE_BROKEN"
     with pytest.raises(ValidationError, match="Measure"):
         register({"name": "x"})
     with pytest.raises(ValidationError, match="no measure 'utility' was added"):
         unregister("utility")
-    with pytest.raises(ValidationError, match="does not resolve") as err:
-        load("exact_copies:no_such_thing")
-    assert err.value.code == "MEASURE_BROKEN"
     with pytest.raises(ValidationError, match="measure must be one of") as err:
         get_measure("nope")
     assert err.value.code == "UNKNOWN_MEASURE"
+    # an import path (the spelling before issue 65) is refused when the record is made, naming
+    # the field and the fix; so is a step that is missing or not a function
+    with pytest.raises(ValidationError, match=r"'exact_copies': verdict must be the function "
+                       r"or class itself; got 'exact_copies:exact_copies_lines' \(an import "
+                       "path is not read") as err:
+        replace(toy.MEASURE, verdict="exact_copies:exact_copies_lines")
+    assert err.value.code == "MEASURE_BROKEN"
+    with pytest.raises(ValidationError, match=r"sections\[1\] must be the function"):
+        replace(toy.MEASURE, sections=(toy.exact_copies_section, "exact_copies:x"))
+    with pytest.raises(ValidationError, match="sections must be a tuple"):
+        replace(toy.MEASURE, sections=[toy.exact_copies_section])
+    with pytest.raises(ValidationError, match="step must be the function or class itself; got "
+                       "None"):
+        Measure("x", "X", step=None)
     assert [m.name for m in measures()][-1] == "disclosure"
 
 
@@ -198,7 +204,8 @@ def test_a_measure_added_in_one_file_joins_the_plan_verdicts_and_report(data, tm
                                                                         monkeypatch):
     """The docs' claim: one file and its registry entry, naming objects, are the whole measure
     (its step in the plan, its verdict line, its report section), nothing else edited."""
-    from bayes_risk.auditing.plan import step_names
+    def step_names():
+        return [m.name for m in measures()]
 
     (tmp_path / "size_ratio_measure.py").write_text(ONE_FILE)
     monkeypatch.syspath_prepend(str(tmp_path))

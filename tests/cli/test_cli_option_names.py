@@ -13,6 +13,7 @@ as every case of the bad-input corpus is.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import os
@@ -205,7 +206,8 @@ def test_audit_checks_the_membership_inputs_before_the_first_step(at, capsys, tm
     from bayes_risk.auditing.measures import utility
 
     ran = []
-    monkeypatch.setattr(utility, "utility_step", lambda ctx: ran.append("utility"))
+    monkeypatch.setattr(utility, "MEASURE", dataclasses.replace(
+        utility.MEASURE, step=lambda ctx: ran.append("utility")))
     hold = br.make_acs_like(60, random_seed=9)[pd.read_csv(at / "acs.csv").columns]
     hold.drop(columns=hold.columns[0]).to_csv(tmp_path / "bad.csv", index=False)
     hold.to_csv(tmp_path / "hold.csv", index=False)

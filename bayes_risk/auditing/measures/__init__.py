@@ -1,2 +1,3 @@
 """The package's measures, one module each: a measure's audit step, its verdict lines and its
-report sections together, next to its registry entry (:doc:`/adding_a_measure`)."""
+report sections together, and its registry entry naming them, ``MEASURE``, which
+:func:`bayes_risk.measures.measures` lists (:doc:`/adding_a_measure`)."""

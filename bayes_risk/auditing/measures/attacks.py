@@ -1,6 +1,6 @@
 """Anonymeter's attacks as one unit: the audit step (singling out, linkability and inference),
 its verdict lines (each risk against its threshold, the largest over the datasets) and its
-report section (:doc:`/methods/attacks`, :doc:`/adding_a_measure`)."""
+report section, named by ``MEASURE`` (:doc:`/methods/attacks`, :doc:`/adding_a_measure`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 
 from bayes_risk._io import write_json
+from bayes_risk.attacks.singling_out import singling_out_risk
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import StepContext, ran, skipped, step_folder, write_table
-from bayes_risk.auditing.outcome import StepOutcome, step_file
+from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
 from bayes_risk.auditing.plan import ATTACK_OPTIONS, AuditPlan
 from bayes_risk.auditing.report_blocks import (
     Links,
@@ -21,12 +22,13 @@ from bayes_risk.auditing.report_blocks import (
 )
 from bayes_risk.auditing.verdict_base import CAVEATS, Baseline, Verdict, caused, dataset_range
 from bayes_risk.results._base import plot_figure
+from bayes_risk.results.attacks import SinglingOutResult
 
 
 def attacks_step(ctx: StepContext) -> StepOutcome:
     """Singling-out, linkability and inference risk against the holdout (skipped without
     one); inference of each synthesized column from every other column."""
-    from bayes_risk.attacks import inference_risk, linkability_risk, singling_out_risk
+    from bayes_risk.attacks import inference_risk, linkability_risk
 
     if ctx.holdout is None:
         return skipped(
@@ -231,3 +233,8 @@ def attacks_section(sec: Section, s: Any, result: Any, links: Links) -> None:
                                   "right from the nearest synthetic row (rates)"))
     sec.blocks.append(links.figure(lambda: plot_figure(inf, "risk"), "attacks_inference.png",
                                    "Inference risk per dataset and secret, with its interval"))
+
+
+MEASURE = Measure("attacks", "Singling out, linkability and inference (anonymeter)",
+                  step=attacks_step, function=singling_out_risk, result=SinglingOutResult,
+                  verdict=attacks_lines, sections=(attacks_section,))

@@ -1,6 +1,6 @@
 """The attribute risk as one unit: its audit step (every record's posterior, of a fitted model
 or of a CART / random-forest release's plug-in likelihood), its verdict lines and its report
-section (:doc:`/adding_a_measure`)."""
+section, named by its record ``MEASURE`` (:doc:`/adding_a_measure`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import write_json
+from bayes_risk.attribute.api import attribute_risk
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import (
     StepContext,
@@ -25,7 +26,7 @@ from bayes_risk.auditing.context import (
     write_known_sweep,
     write_table,
 )
-from bayes_risk.auditing.outcome import StepOutcome, step_file
+from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.auditing.report_blocks import (
     TOP_N,
@@ -50,7 +51,7 @@ from bayes_risk.auditing.verdict_base import (
 from bayes_risk.exceptions import arg_name
 from bayes_risk.results._base import plot_figure
 from bayes_risk.results._format import format_number
-from bayes_risk.results.attribute import EVIDENCE_FACTOR
+from bayes_risk.results.attribute import EVIDENCE_FACTOR, AttributeRiskResult
 from bayes_risk.warning_codes import message
 
 
@@ -73,8 +74,6 @@ def _candidates(ctx: StepContext, columns: list[str]) -> Any:
 
 def attribute_step(ctx: StepContext) -> StepOutcome:
     """Attribute risk of every (or the chosen) record under the worst-case intruder."""
-    from bayes_risk.attribute.api import attribute_risk
-
     p = ctx.plan
     if p.attribute_source is None:
         return skipped(
@@ -86,9 +85,8 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
 
     model = _attribute_model(ctx)
     spec = _candidates(ctx, p.synthesized)
-    opts: dict[str, Any] = dict(candidates=spec, prior="uniform",
+    opts: dict[str, Any] = dict(candidates=spec, prior="uniform", random_seed=p.random_seed,
                                 estimator=p.given.attribute_estimator,
-                                random_seed=p.random_seed,
                                 allow_other_model=p.given.allow_other_model)
     # the sweep leaves at least one synthesized column to guess
     ks_cols = [c for c in p.known if c in p.synthesized] if p.given.known_sweep else []
@@ -595,3 +593,8 @@ def _mc_block(mc: dict[str, Any], links: Links, src: str | None) -> Block:
                       f"Monte Carlo error of the stable estimates' figures (draw bootstrap, "
                       f"{mc['bootstrap']} resamples of the posterior draws; "
                       f"{mc['n_flagged_excluded']} flagged record(s) left out)", fold=True)
+
+
+MEASURE = Measure("attribute", "Attribute risk", step=attribute_step, function=attribute_risk,
+                  result=AttributeRiskResult, verdict=attribute_lines,
+                  sections=(attribute_section,))

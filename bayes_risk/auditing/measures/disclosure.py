@@ -1,6 +1,6 @@
 """Synthpop's empirical disclosure measures as one unit: the audit step (one run per target,
 sdcMicro's risk of the original and differencing), its verdict lines and baselines and its
-report section (:doc:`/methods/disclosure`, :doc:`/adding_a_measure`)."""
+report section, named by ``MEASURE`` (:doc:`/methods/disclosure`, :doc:`/adding_a_measure`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.outcome import StepOutcome, step_file
+from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.auditing.report_blocks import (
     Block,
@@ -36,8 +36,10 @@ from bayes_risk.auditing.verdict_base import (
     dataset_range,
     line_caveats,
 )
+from bayes_risk.disclosure.measures import disclosure_measures
 from bayes_risk.exceptions import arg_name
 from bayes_risk.results._base import plot_figure
+from bayes_risk.results.disclosure import DisclosureByTarget
 
 
 def target_folder(targets: Any, t: str) -> str:
@@ -48,8 +50,6 @@ def target_folder(targets: Any, t: str) -> str:
 
 def disclosure_step(ctx: StepContext) -> StepOutcome:
     """synthpop's identity / attribute / CAP measures and replicated uniques, per target."""
-    from bayes_risk.disclosure import disclosure_measures
-
     p = ctx.plan
     diff = _differencing(ctx)
     if not p.disclosure_targets:
@@ -88,8 +88,6 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
     if not results:
         return skipped("disclosure", "the only known column is the target: no key is left.",
                        differencing=diff)
-    from bayes_risk.results.disclosure import DisclosureByTarget
-
     if diff is not None and ctx.root is not None:
         write_json(step_folder(ctx, "disclosure") / "differencing.json", diff.to_dict())
         files.append("disclosure/differencing.json")
@@ -367,3 +365,9 @@ def disclosure_section(sec: Section, s: Any, result: Any, links: Links) -> None:
             f"The original's records by sdcMicro's individual re-identification risk on the keys "
             f"{', '.join(keys)} (logarithmic axis; dashed: the global risk, their mean): a "
             "baseline, the same for every release."))
+
+
+MEASURE = Measure("disclosure", "Empirical disclosure measures (synthpop)",
+                  step=disclosure_step, function=disclosure_measures,
+                  result=DisclosureByTarget, verdict=disclosure_lines,
+                  sections=(disclosure_section,))

@@ -1,7 +1,8 @@
 """The identification risk as one unit: its audit step (per dataset, pooled, the radius search
 and the knowledge sweep), its verdict lines (the expected and true match rates against their
 thresholds, the worst case over the radius search, the datasets and the fit's regimes) and its
-report section (:doc:`/methods/identification`, :doc:`/adding_a_measure`)."""
+report section, named by ``MEASURE`` (:doc:`/methods/identification`,
+:doc:`/adding_a_measure`)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from bayes_risk.auditing.context import (
     write_known_sweep,
     write_table,
 )
-from bayes_risk.auditing.outcome import StepOutcome, step_file
+from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan, radius_text
 from bayes_risk.auditing.report_blocks import (
     TOP_N,
@@ -51,13 +52,14 @@ from bayes_risk.auditing.verdict_base import (
     pct,
 )
 from bayes_risk.exceptions import arg_name
+from bayes_risk.identification.api import identification_risk
 from bayes_risk.results._base import plot_figure
+from bayes_risk.results.identification import IdentificationResult
 
 
 def identification_step(ctx: StepContext) -> StepOutcome:
     """Identification risk at the given radius and, over the sweep, the maximising radius."""
     from bayes_risk.auditing.causes import identification_drivers
-    from bayes_risk.identification.api import identification_risk
 
     p = ctx.plan
     kw = identification_kwargs(ctx)
@@ -129,7 +131,6 @@ def _given_selection(ctx: StepContext, kw: dict[str, Any]) -> dict[str, Any] | N
     one dataset at a time and all pooled, each the worst case over the radius search (as the
     step's other lines). ``None``: no rule recorded; ``{"not_computed": why}``: refused."""
     from bayes_risk.exceptions import BayesRiskError
-    from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import radius_search
     from bayes_risk.identification.selection import conditioned, release_rule
 
@@ -220,8 +221,6 @@ class PooledIdentification:
 
 def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdentification:
     """The pooled figures of an intruder holding all m datasets (the verdict reads them)."""
-    from bayes_risk.identification.api import identification_risk
-
     p = ctx.plan
     # the measures only: the verdict and the report read the file measures, and the pooled
     # probabilities π of every (target, record) pair grow as n² (more than 10^8 entries at
@@ -241,7 +240,6 @@ def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdenti
 def _sweep(ctx: StepContext, res: Any, kw: dict[str, Any], how: str) -> tuple[Any, dict, Any]:
     """The worst case over the radius search (:func:`~bayes_risk.radius_search`), the radii of
     its largest expected match risk and every measure there."""
-    from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import radius_search
 
     p = ctx.plan
@@ -586,3 +584,8 @@ def _search_sentence(sw: Any, plan: Any, n: int, src: str | None, links: Links) 
             "maxima, the worst case for the intruder it names; a value the release carries "
             "unchanged is usually best matched exactly, since a wider window only adds other "
             "records."]
+
+
+MEASURE = Measure("identification", "Identification risk", step=identification_step,
+                  function=identification_risk, result=IdentificationResult,
+                  verdict=identification_lines, sections=(identification_section,))

@@ -1,5 +1,5 @@
 """The membership risk as one unit: its audit step (with a holdout and the model), its verdict
-line and its report section (:doc:`/adding_a_measure`)."""
+line and its report section, named by its record ``MEASURE`` (:doc:`/adding_a_measure`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.outcome import StepOutcome, step_file
+from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.auditing.report_blocks import (
     Links,
@@ -33,13 +33,15 @@ from bayes_risk.auditing.verdict_base import (
     pct,
 )
 from bayes_risk.exceptions import arg_name
+from bayes_risk.membership.api import membership_risk
 from bayes_risk.results._base import plot_figure
+from bayes_risk.results.membership import MembershipRiskResult
 
 
 def membership_step(ctx: StepContext) -> StepOutcome:
     """Membership risk against the holdout (:func:`bayes_risk.membership_risk`)."""
     from bayes_risk.exceptions import NotSupportedError
-    from bayes_risk.membership.api import check_model, membership_risk
+    from bayes_risk.membership.api import check_model
     from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
     if ctx.holdout is None:
@@ -167,3 +169,8 @@ def membership_section(sec: Section, s: Any, result: Any, links: Links) -> None:
           ".")
     sec.blocks.append(links.figure(lambda: plot_figure(s.result, "roc"), "membership_roc.png",
                                    "ROC of the Bayesian score and of the distance baseline"))
+
+
+MEASURE = Measure("membership", "Membership risk", step=membership_step,
+                  function=membership_risk, result=MembershipRiskResult,
+                  verdict=membership_lines, sections=(membership_section,))

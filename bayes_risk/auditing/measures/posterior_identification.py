@@ -22,7 +22,7 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.outcome import StepOutcome, step_file
+from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
 from bayes_risk.auditing.plan import radius_text, skip_arg
 from bayes_risk.auditing.report_blocks import (
     Block,
@@ -33,8 +33,10 @@ from bayes_risk.auditing.report_blocks import (
     step_section,
 )
 from bayes_risk.exceptions import ValidationError, arg_name
+from bayes_risk.identification.api import identification_risk
 from bayes_risk.results._base import plot_figure
 from bayes_risk.results._format import format_number
+from bayes_risk.results.identification import IdentificationResult
 
 #: posterior replicates in an audit: ``n="auto"`` with a small cap
 AUDIT_REPLICATES = dict(n="auto", mcse_tol=0.02, min_replicates=100, max_replicates=200,
@@ -79,7 +81,6 @@ def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
 
 def posterior_identification_step(ctx: StepContext) -> StepOutcome:
     """Identification risk over posterior-predictive replicates (Drechsler & Reiter 2008)."""
-    from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.replicates import PosteriorReplicates
 
     p = ctx.plan
@@ -217,3 +218,8 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: L
                                    "running_estimate.png",
                                    "Running pooled expected match risk with ±2 MCSE (a curve "
                                    "still rising means the pooled figure still depends on R)"))
+
+
+MEASURE = Measure("posterior_identification", "Posterior Monte Carlo identification risk",
+                  step=posterior_identification_step, function=identification_risk,
+                  result=IdentificationResult, sections=(posterior_identification_section,))

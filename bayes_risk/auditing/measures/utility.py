@@ -18,7 +18,7 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.outcome import StepOutcome, step_file
+from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.auditing.report_blocks import (
     TOP_N,
@@ -35,12 +35,12 @@ from bayes_risk.auditing.verdict_base import (
     line_caveats,
     outside_range,
 )
+from bayes_risk.results.utility import UtilitySummary
+from bayes_risk.utility.summary import OverlapSpec, utility_summary
 
 
 def utility_step(ctx: StepContext) -> StepOutcome:
     """pMSE (null by partial / complete synthesis), interval overlap, per-variable marginals."""
-    from bayes_risk.utility.summary import OverlapSpec, utility_summary
-
     plan = ctx.plan
     res = utility_summary(
         ctx.original, ctx.synthetic, schema=ctx.schema, synthesized=plan.synthesized,
@@ -247,3 +247,8 @@ def comparisons_section(sec: Section, s: Any, result: Any, links: Links) -> None
                 columns={"level_1": a, "level_2": b}),
             links, step_file(s, "twoway.csv"),
             f"Two-way table {a} × {b}: % of records, the 10 cells that differ most", digits=3))
+
+
+MEASURE = Measure("utility", "Utility", step=utility_step, function=utility_summary,
+                  result=UtilitySummary, verdict=utility_lines,
+                  sections=(utility_section, comparisons_section))

@@ -12,7 +12,6 @@ from bayes_risk.cli._common import (
     add_type_arguments,
 )
 from bayes_risk.cli.parsers import add_spec_options
-from bayes_risk.measures import measures
 
 __all__ = ["add_parser"]
 
@@ -28,6 +27,9 @@ steps (each writes the files of its sub-command into a sub-folder of --out):
   utility/         pMSE (null by partial or complete synthesis), interval overlap,
                    per-variable comparisons (marginals.csv, twoway.csv)
   identification/  identification risk (per dataset and pooled) and the radius search
+  posterior_identification/
+                   identification risk over posterior-predictive replicates of --model
+                   or of a rebuilt CART release (skipped otherwise)
   attribute/       attribute risk of every record: --model, or the plug-in likelihood of a
                    CART / random-forest release (skipped, with the reason, otherwise)
   membership/      membership risk: --holdout and --model (skipped otherwise)
@@ -107,11 +109,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help=f"records for attribute risk (default all): {RECORDS_HELP}")
     g.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                    help="verdict threshold (repeat; names and defaults below)")
-    # the registered measures' steps (the audit checks the names given: a measure of another
-    # distribution is a step too, and --help does not read the installed metadata)
-    steps = [m.name.replace("_", "-") for m in measures(installed=False)]
+    # the steps named by the epilog's folders, not read off the registry: --help imports no
+    # measure's module; the audit checks the names (those of added measures too)
     p.add_argument("--skip", nargs="+", default=None, metavar="STEP",
-                   help="steps not to run (reported as skipped): " + ", ".join(steps))
+                   help="steps not to run (reported as skipped), by the names of their folders "
+                   "below")
     p.add_argument("--before", default=None, metavar="DIR",
                    help="an earlier audit folder of the same ORIGINAL (e.g. of the release "
                    "before 'bayes-risk remedy'): the report and summary.json show its verdict "
