@@ -49,6 +49,12 @@ def _workers(client: Any) -> dict[str, dict[str, float]]:
     return {} if client is None else client.run(_usage)
 
 
+def _cpu(before: dict[str, dict[str, float]], address: str) -> float:
+    """A worker's CPU seconds at the start of a span: 0 for a worker process that was not
+    there then (Dask's nanny restarts a worker past its memory limit under a new address)."""
+    return before[address]["cpu"] if address in before else 0.0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the audit and print the figures; exit status 0."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -102,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             d1, w1 = _usage(), _workers(client)
             steps[name] = {"wall": time.time() - t0, "driver": d1["cpu"] - d0["cpu"],
-                           "workers": {a: w1[a]["cpu"] - w0[a]["cpu"] for a in w1 if a in w0}}
+                           "workers": {a: w1[a]["cpu"] - _cpu(w0, a) for a in w1}}
             # as it goes: a run stopped part-way still gives the steps done
             peaks = "; ".join(f"{w1[a]['peak'] / 1e9:.2f}" for a in sorted(w1)) or "-"
             print(f"[{time.strftime('%H:%M:%S')}] {name}: {steps[name]['wall']:.0f} s wall, "
@@ -133,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"the audit {where}: {wall:.0f} s wall")
     print(f"  driver: {d1['cpu'] - d0['cpu']:.1f} s CPU, peak {d1['peak'] / 1e9:.2f} GB")
     for k, a in enumerate(sorted(w1), start=1):
-        print(f"  worker {k} ({a}): {w1[a]['cpu'] - w0[a]['cpu']:.1f} s CPU, "
+        print(f"  worker {k} ({a}): {w1[a]['cpu'] - _cpu(w0, a):.1f} s CPU, "
               f"peak {w1[a]['peak'] / 1e9:.2f} GB")
     print("per step (CPU s: driver; each worker):")
     for s in res.steps:
