@@ -101,12 +101,13 @@ def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, An
 
     params = init_params(cls)
     mcmc = spec_values(Sampling, vars(args))
-    refused = [f"--{k}" for k in mcmc if k not in params]
+    refused = ["--" + k.replace("_", "-") for k in mcmc if k not in params]
     if refused:
         raise ValidationError(f"{', '.join(refused)}: MCMC options do not apply to --method "
-                              f"{args.method} (it is not sampled: {cls.__name__} takes no such "
-                              "setting); expected them only with a model fitted by MCMC (one "
-                              "whose __init__ takes them).", code="OPTION_CONFLICT")
+                              f"{args.method} ({cls.__name__} takes no such setting: it is not "
+                              "sampled, or its sampler has no such setting); expected them only "
+                              "with a model fitted by MCMC whose __init__ takes them.",
+                              code="OPTION_CONFLICT")
     settings: dict[str, Any] = dict(mcmc)
     settings.update(model_settings(args, cls, options))
     if "random_seed" in params:
