@@ -41,7 +41,12 @@ def run(args: argparse.Namespace) -> int:
     """Run ``bayes-risk synthesize``; returns the exit status."""
     import numpy as np
 
-    from bayes_risk._memory import current_limit, forest_bytes
+    from bayes_risk._memory import (
+        check_release_size,
+        current_limit,
+        forest_bytes,
+        load_what_the_run_loads,
+    )
     from bayes_risk.cli._common import run_seed
     from bayes_risk.cli._run import output_dir
     from bayes_risk.cli.options.trees import tree_options
@@ -80,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
             pd.DataFrame({"x": [0]}).to_parquet(io.BytesIO())
         trees = getattr(model, "n_trees_", None)  # a random forest's trees per column
-        _check_release_size(m, int(n_fit), len(schema.names) if schema is not None else 1,
+        check_release_size(m, int(n_fit), len(schema.names) if schema is not None else 1,
                             forest=0.0 if trees is None else 40.0 * n_fit * sum(trees.values()))
         syn = model.synthesize(m, random_seed=seed)
         if not isinstance(syn, SyntheticData):
@@ -99,10 +104,7 @@ def run(args: argparse.Namespace) -> int:
             parse_records,
             read_records_table,
         )
-        from bayes_risk.cli.fit import (
-            check_option_columns,
-            load_what_the_run_loads,
-        )
+        from bayes_risk.cli.fit import check_option_columns
         from bayes_risk.contract import capabilities
 
         df = read_records_table(args.original, "ORIGINAL", missing_labels(args),
@@ -118,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
             1, random_seed=0).save(folder, csv=args.csv), schema=schema,
             synthesized=args.synthesize)
         model = cls.from_settings(settings)
-        _check_release_size(m, len(df), len(df.columns),
+        check_release_size(m, len(df), len(df.columns),
                             float(df.memory_usage(deep=True).sum()), fitted=True,
                             forest=forest_bytes(model, len(df), args.synthesize or
                                                 schema.synthesized or schema.names))
@@ -147,22 +149,6 @@ def _model_labels(folder: str) -> Any:
     if not f.is_file():
         return None
     return FileLabels.from_dict(read_json(f, f"{f} cannot be read.", code="MODEL_DAMAGED"))
-
-
-def _check_release_size(m: int, n: int, width: int, table: float | None = None, *,
-                        fitted: bool = False, forest: float = 0.0) -> None:
-    """Refuse, before the fit, a release too large for memory (``-m 1000000000``). ``table``:
-    the bytes of the original table (else 8 a cell); ``fitted``: the model is fitted here too;
-    ``forest``: what a random forest's trees and leaf arrays add (``_memory.forest_bytes``);
-    the measured figures: :func:`bayes_risk._memory.release_bytes`."""
-    from bayes_risk._memory import check_memory, release_bytes
-
-    table = 8.0 * max(n, 1) * max(width, 1) if table is None else table
-    need = release_bytes(m, table, fitted=fitted, forest=forest)
-    # a forest's trees count too: the error names what makes the size
-    check_memory(need, "-m or --n-trees" if fitted and forest > m * table else "-m",
-                 what=f"{m:,} synthetic datasets of {n:,} records x {width} columns"
-                 + (" and the forests' trees" if forest else ""))
 
 
 def _print_summary(args: argparse.Namespace, syn) -> None:
