@@ -113,8 +113,6 @@ def run(args: argparse.Namespace) -> int:
 
         labels = file_labels(df)
         schema = model_schema(df, args, capabilities(cls))
-        if args.synthesize:
-            schema.check_columns(args.synthesize, "--synthesize")
         check_option_columns(settings, tree_options(), schema)
         load_what_the_run_loads(cls, settings, df, lambda probe, folder: probe.synthesize(
             1, random_seed=0).save(folder, csv=args.csv), schema=schema,
