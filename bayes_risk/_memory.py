@@ -18,8 +18,8 @@ from bayes_risk.exceptions import ValidationError, arg_name
 __all__ = ["available_memory", "check_memory", "memory_limit", "parse_memory",
            "release_bytes", "release_free_memory", "resident_memory", "working_bytes",
            "format_bytes", "posterior_bytes", "forest_bytes", "lean_process",
-           "fixed_mmap_threshold", "check_release_size", "check_posterior_memory",
-           "check_forest_memory", "load_what_the_run_loads"]
+           "fixed_mmap_threshold", "check_release_size", "check_saved_release",
+           "check_posterior_memory", "check_forest_memory", "load_what_the_run_loads"]
 
 #: the user's limit in bytes for the run in this context (``None``: the machine's memory)
 _LIMIT: ContextVar[int | None] = ContextVar("bayes_risk_memory_limit", default=None)
@@ -276,6 +276,26 @@ def check_release_size(m: int, n: int, width: int, table: float | None = None, *
                  and forest > m * table else arg_name("m"),
                  what=f"{m:,} synthetic datasets of {n:,} records x {width} columns"
                  + (" and the forests' trees" if forest else ""))
+
+
+def check_saved_release(model: Any, m: int) -> None:
+    """Refuse, before the synthesis, ``m`` datasets of a fitted ``model`` too large for memory
+    (read under a limit once the Parquet writer, which the release is written with, is
+    loaded)."""
+    # the records of a release: a Bayesian model's n_records, a tree model's fitted table (a
+    # registered model of another distribution may say neither: one record, one column)
+    n = getattr(model, "n_records", None)
+    n = n if n is not None else len(getattr(model, "_data", ()))
+    schema = getattr(model, "schema_", None)
+    if current_limit() is not None:
+        import io
+
+        import pandas as pd
+
+        pd.DataFrame({"x": [0]}).to_parquet(io.BytesIO())
+    trees = getattr(model, "n_trees_", None)  # a random forest's trees per column
+    check_release_size(m, int(n), len(schema.names) if schema is not None else 1,
+                       forest=0.0 if trees is None else 40.0 * n * sum(trees.values()))
 
 
 def check_posterior_memory(model: Any, settings: dict[str, Any], df: Any, schema: Any) -> None:

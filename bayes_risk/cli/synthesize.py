@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     from bayes_risk._memory import (
         check_release_size,
-        current_limit,
+        check_saved_release,
         forest_bytes,
         load_what_the_run_loads,
     )
@@ -73,20 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
         model = load_model(args.model)
         labels = _model_labels(args.model)
-        # the records of a release: a Bayesian model's n_records, a tree model's fitted table
-        # (a registered model of another distribution may say neither: one record, one column)
-        n_fit = getattr(model, "n_records", None)
-        n_fit = n_fit if n_fit is not None else len(getattr(model, "_data", ()))
-        schema = getattr(model, "schema_", None)
-        if current_limit() is not None:  # the Parquet writer (pyarrow) resident before the check
-            import io
-
-            import pandas as pd
-
-            pd.DataFrame({"x": [0]}).to_parquet(io.BytesIO())
-        trees = getattr(model, "n_trees_", None)  # a random forest's trees per column
-        check_release_size(m, int(n_fit), len(schema.names) if schema is not None else 1,
-                            forest=0.0 if trees is None else 40.0 * n_fit * sum(trees.values()))
+        check_saved_release(model, m)
         syn = model.synthesize(m, random_seed=seed)
         if not isinstance(syn, SyntheticData):
             raise ValidationError(f"the model in {args.model!r} returned {type(syn).__name__}, "
