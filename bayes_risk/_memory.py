@@ -18,7 +18,8 @@ from bayes_risk.exceptions import ValidationError, arg_name
 __all__ = ["available_memory", "check_memory", "memory_limit", "parse_memory",
            "release_bytes", "release_free_memory", "resident_memory", "working_bytes",
            "format_bytes", "posterior_bytes", "forest_bytes", "lean_process",
-           "fixed_mmap_threshold"]
+           "fixed_mmap_threshold", "check_release_size", "check_saved_release",
+           "check_posterior_memory", "check_forest_memory", "load_what_the_run_loads"]
 
 #: the user's limit in bytes for the run in this context (``None``: the machine's memory)
 _LIMIT: ContextVar[int | None] = ContextVar("bayes_risk_memory_limit", default=None)
@@ -283,6 +284,136 @@ def forest_bytes(model: Any, n: int, synthesized: Any) -> float:
     if model.oob_only:
         trees = min(20 * trees, max(trees, 3 * int(model.min_oob_trees) + 100))
     return per * trees * n * columns
+
+
+def check_release_size(m: int, n: int, width: int, table: float | None = None, *,
+                       fitted: bool = False, forest: float = 0.0) -> None:
+    """Refuse, before the fit, a release of ``m`` datasets of ``n`` records x ``width`` columns
+    too large for memory. ``table``: the bytes of the original table (else 8 a cell);
+    ``fitted``: the model is fitted here too; ``forest``: what a random forest's trees and leaf
+    arrays add (:func:`forest_bytes`); the measured figures: :func:`release_bytes`."""
+    table = 8.0 * max(n, 1) * max(width, 1) if table is None else table
+    need = release_bytes(m, table, fitted=fitted, forest=forest)
+    # a forest's trees count too: the error names what makes the size
+    check_memory(need, f"{arg_name('m')} or {arg_name('n_trees')}" if fitted
+                 and forest > m * table else arg_name("m"),
+                 what=f"{m:,} synthetic datasets of {n:,} records x {width} columns"
+                 + (" and the forests' trees" if forest else ""))
+
+
+def check_saved_release(model: Any, m: int) -> None:
+    """Refuse, before the synthesis, ``m`` datasets of a fitted ``model`` too large for memory
+    (read under a limit once the Parquet writer, which the release is written with, is
+    loaded)."""
+    # the records of a release: a Bayesian model's n_records, a tree model's fitted table (a
+    # registered model of another distribution may say neither: one record, one column)
+    n = getattr(model, "n_records", None)
+    n = n if n is not None else len(getattr(model, "_data", ()))
+    schema = getattr(model, "schema_", None)
+    if current_limit() is not None:
+        import io
+
+        import pandas as pd
+
+        pd.DataFrame({"x": [0]}).to_parquet(io.BytesIO())
+    trees = getattr(model, "n_trees_", None)  # a random forest's trees per column
+    check_release_size(m, int(n), len(schema.names) if schema is not None else 1,
+                       forest=0.0 if trees is None else 40.0 * n * sum(trees.values()))
+
+
+def check_posterior_memory(model: Any, settings: dict[str, Any], df: Any, schema: Any) -> None:
+    """Refuse an MCMC fit of ``model`` (made of ``settings``) to ``df`` whose posterior arrays
+    cannot fit in the memory left, read (under a limit) after what the run loads
+    (:func:`load_what_the_run_loads`): the least limit the error names is then one that
+    passes."""
+    from bayes_risk.contract import run_setting
+
+    def setting(name: str, default: int) -> int:  # not an integer: the model refuses it
+        try:
+            return max(int(run_setting(model, name, default) or default), default)
+        except (TypeError, ValueError):
+            return default
+
+    try:
+        K = max(int(getattr(model, "n_components", 1) or 1), 1)
+    except (TypeError, ValueError):
+        return
+    load_what_the_run_loads(type(model), settings, df, lambda probe, folder: probe.save(folder),
+                            schema=schema)
+    width = sum((c.n_levels if c.is_categorical else 2) for c in schema)  # per component
+    # settings left at None are resolved as the fit resolves them
+    run = getattr(model, "_run_settings", None)
+    draws = settings.get("draws")
+    draws = draws if draws is not None else (run()["draws"] if callable(run) else 1000)
+    chains = settings.get("chains")
+    chains = chains if chains is not None else setting("chains", 1)
+    T = setting("temperatures", 1)
+    need = posterior_bytes(len(df), len(df.columns), width, K, draws=max(int(draws or 0), 0),
+                           chains=max(int(chains or 1), 1), tune=setting("tune", 0),
+                           temperatures=T)
+    # what drives the size: the settings that multiply it
+    drivers = [arg_name(n) for n in ("tune", "draws", "chains")] + (
+        [arg_name("n_components")] if K > 1 else []) + ([arg_name("temperatures")] if T > 1
+                                                        else [])
+    check_memory(need, f"{', '.join(drivers[:-1])} or {drivers[-1]}", what="the posterior draws"
+                 + (f" and {T:,} tempered replicas of each chain" if T > 1 else ""))
+
+
+def check_forest_memory(model: Any, settings: dict[str, Any], df: Any, schema: Any,
+                        synthesized: Any) -> None:
+    """Refuse a random forest (other models: nothing) whose trees cannot fit in the memory left
+    (read under a limit once the run's libraries are loaded): :func:`forest_bytes` and, as
+    saving copies the trees' node arrays, half of them again (the fit and save of CE-like 5,000
+    records x 3 columns peaked at 175 and 182 bytes a tree, record and column at 100 and 300
+    trees), and the table's copies as CART's fit (16 times the table and 5 MB)."""
+    columns = synthesized or schema.synthesized or schema.names
+    forest = forest_bytes(model, len(df), columns)
+    if not forest or current_limit() is None:
+        return
+    load_what_the_run_loads(type(model), settings, df, lambda probe, folder: probe.save(folder),
+                            schema=schema, synthesized=synthesized)
+    table = float(df.memory_usage(deep=True).sum())
+    check_memory(1.5 * forest + 16 * table + 5e6,
+                 f"{arg_name('n_trees')} or {arg_name('min_oob_trees')}" if model.oob_only
+                 else arg_name("n_trees"),
+                 what=f"{model.n_trees:,} trees a forest of {len(df):,} records for "
+                      f"{len(columns)} column(s)")
+
+
+#: the least values of the size settings a probe fit keeps (:func:`load_what_the_run_loads`)
+_PROBE_SIZES: dict[str, int] = {"temperatures": 2, "n_components": 5, "n_trees": 10,
+                                "min_oob_trees": 5}
+
+
+def load_what_the_run_loads(cls: type, settings: dict[str, Any], df: Any, write: Any,
+                            **fit_kw: Any) -> None:
+    """Under a memory limit, fit ``cls`` once on a few records and draws (warnings dropped) and
+    ``write(probe, folder)`` what the run writes into a temporary folder: the libraries and
+    compiled kernels the run loads (numba and the sampler's kernels, scikit-learn, pyarrow, the
+    NetCDF writer: about 245 MB of a DPMPM fit's 425 MB peak, 80 MB of CART's) are then resident
+    when the run's memory check reads what is left."""
+    import inspect
+    import tempfile
+    import warnings
+    from pathlib import Path
+
+    if current_limit() is None:
+        return
+    tiny = {"draws": 2, "tune": 2, "chains": 1, "cores": 1, "max_sweeps": 0,
+            "progressbar": False}
+    # the settings that multiply the work and the memory, at their least that loads the same
+    # code (a tempered ladder of 2, a forest of a few trees): the probe runs before the check
+    for name, least in _PROBE_SIZES.items():
+        if isinstance(settings.get(name), int) and settings[name] > least:
+            tiny[name] = least
+    names = getattr(cls, "setting_names", None)  # a Bayesian model's sampler settings by name
+    params = set(names() if callable(names) else inspect.signature(cls).parameters)
+    probe = cls.from_settings({**settings, **{k: v for k, v in tiny.items() if k in params}})
+    with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp:
+        warnings.simplefilter("ignore")
+        seed = settings.get("random_seed")  # a model given its seed refuses another one
+        probe.fit(df.iloc[:50], random_seed=0 if seed is None else seed, **fit_kw)
+        write(probe, Path(tmp) / "probe")
 
 
 def lean_process(blas_threads: bool) -> None:

@@ -81,14 +81,28 @@ class Sampling(GroupedSettings):
         "--cores", "processes running chains in parallel (model default; dpmpm: one per chain "
         "up to the CPUs when the run is long enough to gain from them, else in turn; others 1)",
         type=int, group=MCMC) | checked(_AT_LEAST_1))
-    thin: int | None = field(default=None, metadata=checked(
+    thin: int | None = field(default=None, metadata=cli_option(
+        "--thin", "Gibbs sampler: sweeps per kept draw after the warm-up (dpmpm; default 5 when "
+        "--draws is not given, else 1)", metavar="T", type=int, group=MCMC) | checked(
         _AT_LEAST_1, label="thin (Gibbs sweeps per kept draw)"))
-    max_sweeps: int | None = field(default=None, metadata=checked(
+    max_sweeps: int | None = field(default=None, metadata=cli_option(
+        "--max-sweeps", "Gibbs sampler: most sweeps per chain (warm-up included) of a run that "
+        "extends itself, doubling its window and thinning, until its convergence checks pass or "
+        "its chains stay apart (dpmpm; default 50000 when --draws is not given, else 0; 0: "
+        "none)", metavar="N", type=int, group=MCMC) | checked(
         _AT_LEAST_0, label="max_sweeps (most sweeps per chain of a self-extending run; 0: none)"))
-    starts: str | Sequence[str] | None = None
-    temperatures: int | None = field(default=None, metadata=checked(
-        _AT_LEAST_1, label="temperatures (replicas of each chain's tempered ladder; 1: no "
-        "tempering)"))
+    starts: str | Sequence[str] | None = field(default=None, metadata=cli_option(
+        "--starts", "Gibbs sampler: how each chain starts, cycled over the chains: spread "
+        "(every class occupied), few (3 classes) or prior (a prior draw); default overdispersed "
+        "(dpmpm: spread, few, prior; poisson-mixture: prior, spread, few), so that the chains "
+        "come from both ends of the number of classes", metavar="KIND", nargs="+",
+        choices=("overdispersed", "spread", "few", "prior"), group=MCMC))
+    temperatures: int | None = field(default=None, metadata=cli_option(
+        "--temperatures", "Gibbs sampler: replicas of each chain's parallel-tempering ladder "
+        "(dpmpm; default 1: none); T >= 2 also estimates each chain's marginal likelihood "
+        "(which regime carries the posterior mass) at about T times the sweeps", metavar="T",
+        type=int, group=MCMC) | checked(_AT_LEAST_1, label="temperatures (replicas of each "
+        "chain's tempered ladder; 1: no tempering)"))
 
     def __post_init__(self) -> None:
         from bayes_risk.models._bayesian.starts import check_starts

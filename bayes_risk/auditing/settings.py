@@ -139,7 +139,13 @@ class AuditSettings:
     """
 
     categorical: Sequence[str] | None = None
-    match: MatchSpec | None = None
+    match: MatchSpec | None = field(default=None, metadata=cli_spec(
+        MatchSpec,
+        radius={"metavar": "COL=R|R", "group": SETTINGS_GROUP,
+                "help": "the radius reported beside the worst case (repeat per column, or one "
+                "number for every numeric known column; default 0.1, Hornby & Hu's convention)"},
+        radius_type={"group": SETTINGS_GROUP, "help": "how --radius is read (default "
+                     "percentage)"}))
     sweep: Sequence[float] | None = field(default=DEFAULT_SWEEP, metadata=cli_option(
         "--radius-sweep", "radii of the worst-case radius search (default Hornby & Hu's grid "
         "widened to 1: 0.01,0.025,0.05,0.1,0.2,0.3,0.5,1), or 'none' (the verdict then reads "

@@ -48,16 +48,13 @@ def run(args: argparse.Namespace) -> int:
     )
     from bayes_risk.cli._run import output_dir
     from bayes_risk.executors import as_executor
-    from bayes_risk.identification.specs import MatchSpec
 
     # the thresholds and settings first: a bad one is refused before any input is read
     thresholds = Thresholds.parse(args.threshold)
-    settings = AuditSettings(
-        **spec_values(AuditSettings, vars(args)),
-        match=MatchSpec(radius=parse_radius(args.radius, vector=False),
-                        radius_type=args.radius_type.replace("-", "_")),
-        skip=args.skip, allow_other_model=args.allow_other_model,
-    )
+    # --radius COL=R read here (the terminal's spelling); the spec checks the values
+    given = {**vars(args), "radius": parse_radius(args.radius, vector=False)}
+    settings = AuditSettings(**spec_values(AuditSettings, given), skip=args.skip,
+                             allow_other_model=args.allow_other_model)
     before = _before(args)
     original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)

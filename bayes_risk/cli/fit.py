@@ -16,6 +16,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from bayes_risk._lazy import overlap
+    from bayes_risk._memory import check_forest_memory, check_posterior_memory
     from bayes_risk.cli._common import (
         check_required,
         missing_labels,
@@ -66,13 +67,13 @@ def run(args: argparse.Namespace) -> int:
         # every synthesizer's fit takes records= (the common fit signature, models/base.py)
         fit_kw["records"] = np.asarray(parse_records(args.records, len(df)), dtype=np.int64)
     if info.convergence:
-        _check_memory(args, df, schema, model, cls, settings)
+        check_posterior_memory(model, settings, df, schema)
         # warnings are printed as one line each and recorded in summary.json (cli._run); the
         # NetCDF writer's imports run on the other core while the sampler's kernels run
         with overlap(warm_up_writer):
             model.fit(df, schema=schema, random_seed=args.random_seed, **fit_kw)
     else:  # CART, random forests, PMM, or a model such as an exact conjugate posterior
-        _check_forest_memory(model, cls, settings, df, schema, args.synthesize or None)
+        check_forest_memory(model, settings, df, schema, args.synthesize or None)
         model.fit(df, schema=schema, synthesized=args.synthesize or None,
                   random_seed=args.random_seed, **fit_kw)
     from bayes_risk.data.statfiles import LABELS_FILE, file_labels
@@ -101,12 +102,13 @@ def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, An
 
     params = init_params(cls)
     mcmc = spec_values(Sampling, vars(args))
-    refused = [f"--{k}" for k in mcmc if k not in params]
+    refused = ["--" + k.replace("_", "-") for k in mcmc if k not in params]
     if refused:
         raise ValidationError(f"{', '.join(refused)}: MCMC options do not apply to --method "
-                              f"{args.method} (it is not sampled: {cls.__name__} takes no such "
-                              "setting); expected them only with a model fitted by MCMC (one "
-                              "whose __init__ takes them).", code="OPTION_CONFLICT")
+                              f"{args.method} ({cls.__name__} takes no such setting: it is not "
+                              "sampled, or its sampler has no such setting); expected them only "
+                              "with a model fitted by MCMC whose __init__ takes them.",
+                              code="OPTION_CONFLICT")
     settings: dict[str, Any] = dict(mcmc)
     settings.update(model_settings(args, cls, options))
     if "random_seed" in params:
@@ -275,103 +277,3 @@ def _model_id_line(model: Any) -> list[str]:
 def _finite(x: Any) -> bool:
     """A number that is not NaN (undiagnosable quantities are None or NaN in the record)."""
     return isinstance(x, (int, float)) and x == x and abs(x) != float("inf")
-
-
-def _check_memory(args: argparse.Namespace, df: Any, schema: Any, model: Any, cls: type,
-                  settings: dict[str, Any]) -> None:
-    """Refuse sizes whose posterior arrays cannot fit in the memory left, read (under a limit)
-    after what the run loads: the least limit the error names is then one that passes."""
-    from bayes_risk._memory import check_memory, posterior_bytes
-
-    try:
-        K = max(int(getattr(model, "n_components", 1) or 1), 1)
-    except (TypeError, ValueError):
-        return
-    load_what_the_run_loads(cls, settings, df, lambda probe, folder: probe.save(folder),
-                            schema=schema)
-    width = sum(
-        (spec.n_levels if spec.is_categorical else 2) for spec in schema
-    )  # parameters per component
-    # the model's own settings: --draws / --chains default to the model's defaults (None here)
-    run = getattr(model, "_run_settings", None)  # settings left at None, resolved as fit does
-    draws = args.draws if args.draws is not None else (
-        run()["draws"] if callable(run) else 1000)
-    chains = args.chains if args.chains is not None else _int_setting(model, "chains", 1)
-    T = _int_setting(model, "temperatures", 1)
-    need = posterior_bytes(len(df), len(df.columns), width, K, draws=max(int(draws or 0), 0),
-                           chains=max(int(chains or 1), 1),
-                           tune=_int_setting(model, "tune", 0), temperatures=T)
-    # what drives the size: the options that multiply it
-    drivers = ["--tune", "--draws", "--chains"] + (["--components"] if K > 1 else []) + (
-        ["--temperatures"] if T > 1 else [])
-    check_memory(need, f"{', '.join(drivers[:-1])} or {drivers[-1]}", what="the posterior draws"
-                 + (f" and {T:,} tempered replicas of each chain" if T > 1 else ""))
-
-
-def _int_setting(model: Any, name: str, default: int) -> int:
-    """A model's integer setting ``name`` (``default`` when it has none or it is not one)."""
-    from bayes_risk.contract import run_setting
-
-    try:
-        return max(int(run_setting(model, name, default) or default), default)
-    except (TypeError, ValueError):
-        return default
-
-
-def _check_forest_memory(model: Any, cls: type, settings: dict[str, Any], df: Any, schema: Any,
-                         synthesized: Any) -> None:
-    """Refuse a random forest (other models: nothing) whose trees cannot fit in the memory left
-    (read under a limit once the run's libraries are loaded): ``forest_bytes`` and, as saving
-    copies the trees' node arrays, half of them again (the fit and save of CE-like 5,000 records
-    x 3 columns peaked at 175 and 182 bytes a tree, record and column at 100 and 300 trees), and
-    the table's copies as CART's fit (16 times the table and 5 MB)."""
-    from bayes_risk._memory import check_memory, current_limit, forest_bytes
-
-    columns = synthesized or schema.synthesized or schema.names
-    forest = forest_bytes(model, len(df), columns)
-    if not forest or current_limit() is None:
-        return
-    load_what_the_run_loads(cls, settings, df, lambda probe, folder: probe.save(folder),
-                            schema=schema, synthesized=synthesized)
-    table = float(df.memory_usage(deep=True).sum())
-    check_memory(1.5 * forest + 16 * table + 5e6,
-                 "--n-trees or --min-oob-trees" if model.oob_only else "--n-trees",
-                 what=f"{model.n_trees:,} trees a forest of {len(df):,} records for "
-                      f"{len(columns)} column(s)")
-
-
-#: the least values of the size settings a probe fit keeps (``load_what_the_run_loads``)
-_PROBE_SIZES: dict[str, int] = {"temperatures": 2, "n_components": 5, "n_trees": 10,
-                                "min_oob_trees": 5}
-
-
-def load_what_the_run_loads(cls: type, settings: dict[str, Any], df: Any, write: Any,
-                            **fit_kw: Any) -> None:
-    """Under a memory limit, fit ``cls`` once on a few records and draws (warnings dropped) and
-    ``write(probe, folder)`` what the run writes into a temporary folder: the libraries and
-    compiled kernels the run loads (numba and the sampler's kernels, scikit-learn, pyarrow, the
-    NetCDF writer: about 245 MB of a DPMPM fit's 425 MB peak, 80 MB of CART's) are then resident
-    when the command's memory check reads what is left."""
-    import tempfile
-    import warnings
-    from pathlib import Path
-
-    from bayes_risk._memory import current_limit
-    from bayes_risk.cli._common import init_params
-
-    if current_limit() is None:
-        return
-    tiny = {"draws": 2, "tune": 2, "chains": 1, "cores": 1, "max_sweeps": 0,
-            "progressbar": False}
-    # the settings that multiply the work and the memory, at their least that loads the same
-    # code (a tempered ladder of 2, a forest of a few trees): the probe runs before the check
-    for name, least in _PROBE_SIZES.items():
-        if isinstance(settings.get(name), int) and settings[name] > least:
-            tiny[name] = least
-    params = init_params(cls)
-    probe = cls.from_settings({**settings, **{k: v for k, v in tiny.items() if k in params}})
-    with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp:
-        warnings.simplefilter("ignore")
-        seed = settings.get("random_seed")  # a model given its seed refuses another one
-        probe.fit(df.iloc[:50], random_seed=0 if seed is None else seed, **fit_kw)
-        write(probe, Path(tmp) / "probe")

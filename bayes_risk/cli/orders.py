@@ -23,7 +23,6 @@ def run(args: argparse.Namespace) -> int:
         schema_from_args,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data import check_m
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.visit_orders import compare_visit_orders
 
@@ -33,7 +32,6 @@ def run(args: argparse.Namespace) -> int:
     orders = [[c.strip() for c in o.split(",") if c.strip()] for o in args.order]
     for o in orders:
         schema.check_columns(o, "--order")
-    m = check_m(args.m, "-m")
     model = _synthesizer(args)
     from bayes_risk.identification.specs import MatchSpec, PopulationSpec
 
@@ -50,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     synthesized = list(dict.fromkeys(c for o in orders for c in o))
     from bayes_risk._memory import check_memory, forest_bytes
 
-    # a random forest's trees, fitted once per order (compare_visit_orders checks -m)
+    # a random forest's trees, fitted once per order (compare_visit_orders checks -m and its
+    # release)
     forest = forest_bytes(model, len(df), synthesized)
     if forest:
         check_memory(1.5 * forest, "--n-trees",
@@ -58,14 +57,14 @@ def run(args: argparse.Namespace) -> int:
     known = [*args.known_unsynthesized,
              *(args.known_synthesized if args.known_synthesized is not None else synthesized)]
     res = compare_visit_orders(df, synthesizer=model, orders=orders, known=known, schema=schema,
-                               m=m, identification=ident, random_seed=args.random_seed,
+                               m=args.m, identification=ident, random_seed=args.random_seed,
                                progressbar=not args.quiet)
     out = res.to_dict()
     out["settings"]["random_seed"] = args.random_seed
     with output_dir(args) as tmp:
         res.table.to_csv(tmp / "orders.csv", index=False)
         write_json(tmp / "summary.json", out)
-    print_summary([f"{len(orders)} visit orders ({args.method}, m = {m} each): mean pMSE, "
+    print_summary([f"{len(orders)} visit orders ({args.method}, m = {args.m} each): mean pMSE, "
                    "pMSE ratio and identification risk per order",
                    *res.table.to_string(index=False).splitlines()], args.out)
     return 0

@@ -41,7 +41,12 @@ def run(args: argparse.Namespace) -> int:
     """Run ``bayes-risk synthesize``; returns the exit status."""
     import numpy as np
 
-    from bayes_risk._memory import current_limit, forest_bytes
+    from bayes_risk._memory import (
+        check_release_size,
+        check_saved_release,
+        forest_bytes,
+        load_what_the_run_loads,
+    )
     from bayes_risk.cli._common import run_seed
     from bayes_risk.cli._run import output_dir
     from bayes_risk.cli.options.trees import tree_options
@@ -68,20 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
         model = load_model(args.model)
         labels = _model_labels(args.model)
-        # the records of a release: a Bayesian model's n_records, a tree model's fitted table
-        # (a registered model of another distribution may say neither: one record, one column)
-        n_fit = getattr(model, "n_records", None)
-        n_fit = n_fit if n_fit is not None else len(getattr(model, "_data", ()))
-        schema = getattr(model, "schema_", None)
-        if current_limit() is not None:  # the Parquet writer (pyarrow) resident before the check
-            import io
-
-            import pandas as pd
-
-            pd.DataFrame({"x": [0]}).to_parquet(io.BytesIO())
-        trees = getattr(model, "n_trees_", None)  # a random forest's trees per column
-        _check_release_size(m, int(n_fit), len(schema.names) if schema is not None else 1,
-                            forest=0.0 if trees is None else 40.0 * n_fit * sum(trees.values()))
+        check_saved_release(model, m)
         syn = model.synthesize(m, random_seed=seed)
         if not isinstance(syn, SyntheticData):
             raise ValidationError(f"the model in {args.model!r} returned {type(syn).__name__}, "
@@ -99,10 +91,7 @@ def run(args: argparse.Namespace) -> int:
             parse_records,
             read_records_table,
         )
-        from bayes_risk.cli.fit import (
-            check_option_columns,
-            load_what_the_run_loads,
-        )
+        from bayes_risk.cli.fit import check_option_columns
         from bayes_risk.contract import capabilities
 
         df = read_records_table(args.original, "ORIGINAL", missing_labels(args),
@@ -111,14 +100,12 @@ def run(args: argparse.Namespace) -> int:
 
         labels = file_labels(df)
         schema = model_schema(df, args, capabilities(cls))
-        if args.synthesize:
-            schema.check_columns(args.synthesize, "--synthesize")
         check_option_columns(settings, tree_options(), schema)
         load_what_the_run_loads(cls, settings, df, lambda probe, folder: probe.synthesize(
             1, random_seed=0).save(folder, csv=args.csv), schema=schema,
             synthesized=args.synthesize)
         model = cls.from_settings(settings)
-        _check_release_size(m, len(df), len(df.columns),
+        check_release_size(m, len(df), len(df.columns),
                             float(df.memory_usage(deep=True).sum()), fitted=True,
                             forest=forest_bytes(model, len(df), args.synthesize or
                                                 schema.synthesized or schema.names))
@@ -147,22 +134,6 @@ def _model_labels(folder: str) -> Any:
     if not f.is_file():
         return None
     return FileLabels.from_dict(read_json(f, f"{f} cannot be read.", code="MODEL_DAMAGED"))
-
-
-def _check_release_size(m: int, n: int, width: int, table: float | None = None, *,
-                        fitted: bool = False, forest: float = 0.0) -> None:
-    """Refuse, before the fit, a release too large for memory (``-m 1000000000``). ``table``:
-    the bytes of the original table (else 8 a cell); ``fitted``: the model is fitted here too;
-    ``forest``: what a random forest's trees and leaf arrays add (``_memory.forest_bytes``);
-    the measured figures: :func:`bayes_risk._memory.release_bytes`."""
-    from bayes_risk._memory import check_memory, release_bytes
-
-    table = 8.0 * max(n, 1) * max(width, 1) if table is None else table
-    need = release_bytes(m, table, fitted=fitted, forest=forest)
-    # a forest's trees count too: the error names what makes the size
-    check_memory(need, "-m or --n-trees" if fitted and forest > m * table else "-m",
-                 what=f"{m:,} synthetic datasets of {n:,} records x {width} columns"
-                 + (" and the forests' trees" if forest else ""))
 
 
 def _print_summary(args: argparse.Namespace, syn) -> None:

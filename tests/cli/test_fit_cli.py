@@ -317,6 +317,13 @@ def test_model_options_match_the_models():
             assert set(opt.kwargs["choices"]) == allowed[opt.setting], opt.flag
     family = next(o for o in options if o.flag == "--family")
     assert all(f in family.help for f in FAMILIES)
+    # the sampler's own options are declared by its spec's fields (Sampling)
+    from bayes_risk._sampling_spec import Sampling
+    from bayes_risk._specs import cli_fields
+
+    declared = {f.name: opt for f, opt in cli_fields(Sampling)}
+    assert set(declared["starts"].choices) == allowed["starts"]
+    assert not {o.setting for o in options} & set(declared)
 
 
 def test_fit_output_is_the_same_without_the_background_imports(tmp_path, csv, monkeypatch):

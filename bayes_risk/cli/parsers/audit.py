@@ -98,12 +98,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "columns that differ from the original)")
     add_type_arguments(p)
     g = p.add_argument_group(SETTINGS_GROUP)
-    g.add_argument("--radius", action="append", default=[], metavar="COL=R|R",
-                   help="the radius reported beside the worst case (repeat per column, or one "
-                   "number for every numeric known column; default 0.1, Hornby & Hu's "
-                   "convention)")
-    g.add_argument("--radius-type", choices=["percentage", "absolute", "quantile-sd"],
-                   default="percentage", help="how --radius is read (default percentage)")
     add_spec_options(p, AuditSettings, groups=(g,))
     g.add_argument("--records", default=None, metavar="RANGE|FILE",
                    help=f"records for attribute risk (default all): {RECORDS_HELP}")
