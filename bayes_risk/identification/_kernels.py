@@ -494,6 +494,29 @@ def _walk_groups(order, tg, gstart, v, bound, ptr, out):
 
 
 @_nb.njit(cache=True, nogil=True)
+def _stretch_ranks(gstart, mnz, lo_g, hi_g):
+    """The z ranks among each group's stretch ``lo_g:hi_g`` of records (:func:`pattern_counts`):
+    ``below[gstart[g] + k]`` the stretch's records of group ``g`` whose place ``mnz`` in the
+    group's order of smallest values is below ``k``, ``inside[g]`` all of them."""
+    G = gstart.shape[0] - 1
+    below = np.empty(gstart[G], dtype=np.int64)
+    inside = np.zeros(G, dtype=np.int64)
+    for g in range(G):
+        if hi_g[g] > lo_g[g]:
+            b = gstart[g]
+            below[b:gstart[g + 1]] = 0
+            for p in range(lo_g[g], hi_g[g]):
+                below[b + mnz[p]] = 1
+            c = 0
+            for k in range(b, gstart[g + 1]):
+                v = below[k]
+                below[k] = c
+                c += v
+            inside[g] = c
+    return below, inside
+
+
+@_nb.njit(cache=True, nogil=True)
 def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, torder, olo,
                    ohi, oylo, has_y):
     """The records of every target's key group inside its window (:mod:`.patterns`), from
@@ -550,22 +573,7 @@ def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, t
     for t in range(N):
         if tg[t] >= 0:
             zq[t] -= gstart[tg[t]] + 1
-    # the z ranks among the stretch's records: below[gstart[g] + k] the stretch's records of
-    # group g whose place in the group's order of smallest values is below k
-    below = np.empty(gstart[G], dtype=np.int64)
-    inside = np.zeros(G, dtype=np.int64)
-    for g in range(G):
-        if hi_g[g] > lo_g[g]:
-            b = gstart[g]
-            below[b:gstart[g + 1]] = 0
-            for p in range(lo_g[g], hi_g[g]):
-                below[b + mnz[p]] = 1
-            c = 0
-            for k in range(b, gstart[g + 1]):
-                v = below[k]
-                below[k] = c
-                c += v
-            inside[g] = c
+    below, inside = _stretch_ranks(gstart, mnz, lo_g, hi_g)
     for t in range(N):
         if e_hi[t] > e_lo[t]:
             g = tg[t]
