@@ -43,11 +43,7 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
                               "a plug-in likelihood (CART, random forests: a plugin_likelihood "
                               "method) written by 'bayes-risk synthesize --method NAME' (this "
                               f"release: {synthetic.method!r}).", code="OPTION_REQUIRED")
-    if args.estimator not in (None, "auto") or args.psis or args.refit_draws is not None:
-        what = "release" if args.model is None else "synthesizer"
-        raise ValidationError("--estimator, --refit-draws and --psis apply to Bayesian models; a "
-                              f"CART or random-forest {what} uses the plug-in likelihood (docs: "
-                              "methods page 'Attribute disclosure risk').", code="OPTION_CONFLICT")
+    # the plug-in's estimator options are refused by attribute_risk (no posterior draws)
     if args.model is None:
         model = rebuild_synthesizer(original, synthetic)
     return plugin_likelihood(model, original, random_seed=args.random_seed)
