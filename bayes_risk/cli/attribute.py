@@ -66,6 +66,7 @@ def _scenario(args: argparse.Namespace, n: int) -> Any:
     """``--scenario`` (implied by the options that go with it) as the API's ``ScenarioSpec``, or
     the name of a largest-value scenario; checked before any fit (the spec checks which options
     go with which scenario)."""
+    from bayes_risk._constraints import Interval, check_value
     from bayes_risk._specs import check_int, cli_fields, spec_values
     from bayes_risk.attribute.specs import ScenarioSpec
     from bayes_risk.cli.parsers.attribute import LARGEST_VALUE_CHOICES
@@ -82,10 +83,8 @@ def _scenario(args: argparse.Namespace, n: int) -> Any:
                 "--known-curve sets the known records at each share itself (share 1 is the worst "
                 "case): drop --scenario, --known-records and --known-fraction.",
                 code="OPTION_CONFLICT")
-        bad = [v for v in args.known_curve if not 0.0 <= v <= 1.0]
-        if bad:  # checked before the run the curve follows
-            raise ValidationError(f"--known-curve must be a share in [0, 1]. Got {bad[0]!r}.",
-                                  code="BAD_OPTION_VALUE")
+        for share in args.known_curve:  # checked before the run the curve follows
+            check_value(share, Interval(float, 0, 1), "--known-curve", code="BAD_OPTION_VALUE")
         if "seed" in values:  # the curve's seed (the spec's applies to known-records only)
             check_int(values.pop("seed"), "ScenarioSpec.seed", 0)
     largest = given in LARGEST_VALUE_CHOICES
