@@ -70,10 +70,8 @@ def run(args: argparse.Namespace) -> int:
             lk = linkability_risk(original, synthetic, aux_columns=aux, n_attacks=n,
                                   n_neighbors=args.n_neighbors, **common)
     done = [r for r in (so, lk, inf) if r is not None]
-    summary = {"measure": "attacks",
-               "singling_out": None if so is None else so.to_dict(),
-               "linkability": None if lk is None else lk.to_dict(),
-               "inference": None if inf is None else inf.to_dict(),
+    summary = {"measure": "attacks", **{k: None if r is None else r.to_dict() for k, r in (
+                   ("singling_out", so), ("linkability", lk), ("inference", inf))},
                "warnings": list(dict.fromkeys(w for r in done for w in r.warnings)),
                "inputs": inputs_summary(args, holdout=None if args.holdout is None
                                         else str(args.holdout))}

@@ -43,7 +43,6 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
                               "a plug-in likelihood (CART, random forests: a plugin_likelihood "
                               "method) written by 'bayes-risk synthesize --method NAME' (this "
                               f"release: {synthetic.method!r}).", code="OPTION_REQUIRED")
-    # the plug-in's estimator options are refused by attribute_risk (no posterior draws)
     if args.model is None:
         model = rebuild_synthesizer(original, synthetic)
     return plugin_likelihood(model, original, random_seed=args.random_seed)
@@ -106,6 +105,10 @@ def _scenario(args: argparse.Namespace, n: int) -> Any:
             what = "the largest-value scenarios " if len(only) > 1 else ""
             raise ValidationError(f"{option} applies to {what}(--scenario {'|'.join(only)}), "
                                   f"not {given}.", code="OPTION_CONFLICT")
+    if args.known_sweep and given != "worst-case":
+        raise ValidationError(
+            "--known-sweep sets the known columns of every subset itself (the empty subset is "
+            "the worst case): drop --known and --scenario.", code="OPTION_CONFLICT")
     if largest:
         return given.replace("-", "_")
     return ScenarioSpec(
@@ -190,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
 
     original, synthetic = read_inputs(args)
     spec = _scenario(args, len(original))  # checked before any fit
-    _check_known_sweep(args, spec)
+    check_max_size(args)
     model = _model(args, original, synthetic)
     if not args.allow_other_model:  # refused before any refit; allowed: each measure warns
         from bayes_risk.data.provenance import check_release_model
@@ -307,14 +310,3 @@ def _summary_lines(summary: dict, *, pairs: bool) -> list[str]:
             if chains.get("status") == "run" else f"between-chain check not run: {chains['reason']}"
         )
     return lines
-
-
-def _check_known_sweep(args: argparse.Namespace, spec: Any) -> None:
-    """``--known-sweep`` and ``--max-size`` against the scenario, before any fit."""
-    from bayes_risk.exceptions import ValidationError
-
-    if args.known_sweep and getattr(spec, "kind", None) != "worst_case":
-        raise ValidationError(
-            "--known-sweep sets the known columns of every subset itself (the empty subset is "
-            "the worst case): drop --known and --scenario.", code="OPTION_CONFLICT")
-    check_max_size(args)

@@ -288,26 +288,22 @@ class Schema:
 
     def overridden(self, inferred: Schema, types: Iterable[str] = (),
                    codes: Iterable[str] = ()) -> tuple[Schema, list[str]]:
-        """This schema (a release manifest's) with some columns taken from ``inferred``.
-
-        A column of unchanged type keeps its levels (their order is the release's) and takes the
-        inferred missing-value codes if it is among ``codes``; one of another type is the inferred
-        column with this schema's role.
+        """This schema (a release manifest's) with the columns ``types`` and ``codes`` taken
+        from ``inferred``: a column of unchanged type keeps its levels (their order is the
+        release's) and takes the inferred missing-value codes if among ``codes``; one of another
+        type is the inferred column with this schema's role.
 
         Parameters
         ----------
         inferred : Schema
-            The same table's schema inferred with other column types or missing-value codes.
-        types : iterable of str
-            The columns whose type was given.
-        codes : iterable of str
-            The columns whose missing-value codes were given.
+            The table's schema inferred with the given types and missing-value codes.
+        types, codes : iterable of str
+            The columns whose type, and whose missing-value codes, were given.
 
         Returns
         -------
         (Schema, list of str)
-            The schema, and each column whose type or codes changed, described
-            (``"Age (count -> continuous)"``).
+            The schema; each column whose type or codes changed (``"Age (count -> continuous)"``).
         """
         given, coded = set(types), set(codes)
         cols, changed = [], []
