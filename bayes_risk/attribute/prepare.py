@@ -52,6 +52,7 @@ from bayes_risk.exceptions import (
     NotSupportedError,
     SchemaError,
     ValidationError,
+    arg_name,
 )
 
 __all__ = ["prepare"]
@@ -70,7 +71,7 @@ def prepare(
     data = _prepare_data(model, original, synthetic, records, scenario.kind, scenario.known)
     cand_callable = callable(candidates) and not isinstance(candidates, (str, CandidateSpec))
     spec = None if cand_callable else parse_candidates(candidates)  # type: ignore[arg-type]
-    est = _estimator_name(model, is_plugin, es.kind, compat, augmented, draws)
+    est = _estimator_name(model, is_plugin, es)
     draw_idx = None if draws is None else np.asarray(draws, dtype=np.int64)
     H = 0 if is_plugin else (int(model.n_draws) if draw_idx is None else int(draw_idx.size))
     if draw_idx is not None and (draw_idx.min() < 0 or draw_idx.max() >= model.n_draws):
@@ -169,26 +170,26 @@ def _check_settings(*, prior: Any, scenario: str, original: Any) -> Any:
     return pr
 
 
-def _estimator_name(
-    model: Any, is_plugin: bool, estimator: str, compat: str | None, augmented: Any, draws: Any
-) -> str:
+def _estimator_name(model: Any, is_plugin: bool, es: EstimatorSpec) -> str:
     """The estimator ``auto`` resolves to."""
     if is_plugin:
-        if estimator != "auto":
-            raise ValidationError(
-                f"{type(model).__name__} has a plug-in likelihood (methods page 'Attribute "
-                "disclosure risk', section 'Tree synthesizers: plug-in likelihoods'); it has no "
-                f"posterior draws, so estimator must be 'auto'. Got {estimator!r}."
-            )
-        if compat is not None or augmented is not None or draws is not None:
-            raise ValidationError(
-                "EstimatorSpec's compat, augmented and draw_indices do not apply to plug-in "
-                "models."
-            )
+        plugin = (f"{type(model).__name__} has a plug-in likelihood (methods page 'Attribute "
+                  "disclosure risk', section 'Tree synthesizers: plug-in likelihoods'): it has no "
+                  "posterior draws")
+        if es.kind != "auto":
+            raise ValidationError(f"{plugin}, so {arg_name('estimator')} must be 'auto'. Got "
+                                  f"{es.kind!r}.", code="OPTION_CONFLICT")
+        given = [f for f in ("compat", "augmented", "draw_indices", "refit_draws", "psis")
+                 if getattr(es, f) not in (None, False)]
+        if given:
+            raise ValidationError(f"{', '.join(arg_name('EstimatorSpec.' + f) for f in given)}: "
+                                  f"not with a plug-in model ({plugin} to refit or smooth).",
+                                  code="OPTION_CONFLICT")
         return "plugin"
+    estimator = es.kind
     if estimator == "auto":
         # chosen by what the model can do (its ModelInfo), not by its class
-        return auto_estimator(model, augmented_given=augmented is not None)
+        return auto_estimator(model, augmented_given=es.augmented is not None)
     return estimator
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -348,15 +347,14 @@ def model_schema(df: pd.DataFrame, args: argparse.Namespace, info: Any, **kw: An
 
 
 def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
-    """The release manifest's schema with the command line's type options on top (``None``: as it
-    is), the changed columns named in one warning ``SCHEMA_OVERRIDDEN``."""
-    from bayes_risk.data.schema import Schema
-
-    typed_opts = ("categorical", "ordinal", "count", "continuous")
-    given = {c for a in typed_opts for c in (getattr(args, a, None) or ())}
-    codes = getattr(args, "missing_code", None) or []
+    """The release manifest's schema with the command line's type options on top
+    (:meth:`~bayes_risk.data.Schema.overridden`; ``None``: as it is), the changed columns named
+    in one warning ``SCHEMA_OVERRIDDEN``."""
     if syn.schema is None:
         return schema_from_args(original, args)
+    given = {c for a in ("categorical", "ordinal", "count", "continuous")
+             for c in (getattr(args, a, None) or ())}
+    codes = getattr(args, "missing_code", None) or []
     if not given and not codes:
         return None
     import warnings
@@ -364,26 +362,8 @@ def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
     from bayes_risk.data.missing import parse_missing_codes
     from bayes_risk.exceptions import CALLER, DataWarning
 
-    inferred = schema_from_args(original, args)
-    coded = set(parse_missing_codes(codes) or {})
-    cols, changed = [], []
-    for c in syn.schema.columns:
-        if c.name not in given and c.name not in coded:
-            cols.append(c)
-            continue
-        new = inferred[c.name]
-        if new.type == c.type and c.is_categorical:
-            new = c  # same type: keep the manifest's levels (their order is the release's)
-        elif new.type == c.type:
-            new = replace(c, missing_codes=new.missing_codes if c.name in coded
-                          else c.missing_codes)
-        else:
-            new = replace(new, role=c.role, known=c.known)
-        if (new.type, new.missing_codes) != (c.type, c.missing_codes):
-            what = (f"{c.type} -> {new.type}" if new.type != c.type else
-                    f"missing-value codes {list(c.missing_codes)} -> {list(new.missing_codes)}")
-            changed.append(f"{c.name} ({what})")
-        cols.append(new)
+    schema, changed = syn.schema.overridden(schema_from_args(original, args), given,
+                                            parse_missing_codes(codes) or ())
     if changed:
         warnings.warn(DataWarning(
             "the column types given on the command line replace the release manifest's for "
@@ -391,7 +371,7 @@ def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
             "so these figures are not comparable with those of another command or the audit "
             "on the same release (leave the option out to use the manifest's) "
             "(SCHEMA_OVERRIDDEN).", code="SCHEMA_OVERRIDDEN"), skip_file_prefixes=CALLER)
-    return Schema(tuple(cols))
+    return schema
 
 
 def parse_key_value(items: Sequence[str], argument: str,

@@ -70,27 +70,19 @@ def run(args: argparse.Namespace) -> int:
             lk = linkability_risk(original, synthetic, aux_columns=aux, n_attacks=n,
                                   n_neighbors=args.n_neighbors, **common)
     done = [r for r in (so, lk, inf) if r is not None]
-    summary = {"measure": "attacks",
-               "singling_out": None if so is None else so.to_dict(),
-               "linkability": None if lk is None else lk.to_dict(),
-               "inference": None if inf is None else inf.to_dict(),
+    summary = {"measure": "attacks", **{k: None if r is None else r.to_dict() for k, r in (
+                   ("singling_out", so), ("linkability", lk), ("inference", inf))},
                "warnings": list(dict.fromkeys(w for r in done for w in r.warnings)),
                "inputs": inputs_summary(args, holdout=None if args.holdout is None
                                         else str(args.holdout))}
     with output_dir(args) as tmp:
         write_json(tmp / "summary.json", summary)
-        if so is not None:
-            so.table.to_csv(tmp / "singling_out.csv", index=False)
-            so.queries.to_csv(tmp / "singling_out_queries.csv", index=False)
-            plot_figure(so, "risk").savefig(tmp / "singling_out.png", dpi=100)
-        if lk is not None:
-            lk.table.to_csv(tmp / "linkability.csv", index=False)
-            lk.records.to_csv(tmp / "linkability_records.csv", index=False)
-            plot_figure(lk, "risk").savefig(tmp / "linkability.png", dpi=100)
-        if inf is not None:
-            inf.table.to_csv(tmp / "inference.csv", index=False)
-            inf.records.to_csv(tmp / "inference_records.csv", index=False)
-            plot_figure(inf, "risk").savefig(tmp / "inference.png", dpi=100)
+        for name, r in (("singling_out", so), ("linkability", lk), ("inference", inf)):
+            if r is not None:  # its table, its rows (singling out: the predicates), its figure
+                r.table.to_csv(tmp / f"{name}.csv", index=False)
+                rows, what = (r.queries, "queries") if r is so else (r.records, "records")
+                rows.to_csv(tmp / f"{name}_{what}.csv", index=False)
+                plot_figure(r, "risk").savefig(tmp / f"{name}.png", dpi=100)
     m = len(done[0].table["dataset"].unique())
     against = ("no holdout (the risk is the main attack's success rate)" if holdout is None
                else f"a holdout of {len(holdout):,} records")

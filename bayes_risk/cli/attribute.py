@@ -43,11 +43,6 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
                               "a plug-in likelihood (CART, random forests: a plugin_likelihood "
                               "method) written by 'bayes-risk synthesize --method NAME' (this "
                               f"release: {synthetic.method!r}).", code="OPTION_REQUIRED")
-    if args.estimator not in (None, "auto") or args.psis or args.refit_draws is not None:
-        what = "release" if args.model is None else "synthesizer"
-        raise ValidationError("--estimator, --refit-draws and --psis apply to Bayesian models; a "
-                              f"CART or random-forest {what} uses the plug-in likelihood (docs: "
-                              "methods page 'Attribute disclosure risk').", code="OPTION_CONFLICT")
     if args.model is None:
         model = rebuild_synthesizer(original, synthetic)
     return plugin_likelihood(model, original, random_seed=args.random_seed)
@@ -70,6 +65,7 @@ def _scenario(args: argparse.Namespace, n: int) -> Any:
     """``--scenario`` (implied by the options that go with it) as the API's ``ScenarioSpec``, or
     the name of a largest-value scenario; checked before any fit (the spec checks which options
     go with which scenario)."""
+    from bayes_risk._constraints import Interval, check_value
     from bayes_risk._specs import check_int, cli_fields, spec_values
     from bayes_risk.attribute.specs import ScenarioSpec
     from bayes_risk.cli.parsers.attribute import LARGEST_VALUE_CHOICES
@@ -86,10 +82,8 @@ def _scenario(args: argparse.Namespace, n: int) -> Any:
                 "--known-curve sets the known records at each share itself (share 1 is the worst "
                 "case): drop --scenario, --known-records and --known-fraction.",
                 code="OPTION_CONFLICT")
-        bad = [v for v in args.known_curve if not 0.0 <= v <= 1.0]
-        if bad:  # checked before the run the curve follows
-            raise ValidationError(f"--known-curve must be a share in [0, 1]. Got {bad[0]!r}.",
-                                  code="BAD_OPTION_VALUE")
+        for share in args.known_curve:  # checked before the run the curve follows
+            check_value(share, Interval(float, 0, 1), "--known-curve", code="BAD_OPTION_VALUE")
         if "seed" in values:  # the curve's seed (the spec's applies to known-records only)
             check_int(values.pop("seed"), "ScenarioSpec.seed", 0)
     largest = given in LARGEST_VALUE_CHOICES
@@ -111,6 +105,10 @@ def _scenario(args: argparse.Namespace, n: int) -> Any:
             what = "the largest-value scenarios " if len(only) > 1 else ""
             raise ValidationError(f"{option} applies to {what}(--scenario {'|'.join(only)}), "
                                   f"not {given}.", code="OPTION_CONFLICT")
+    if args.known_sweep and given != "worst-case":
+        raise ValidationError(
+            "--known-sweep sets the known columns of every subset itself (the empty subset is "
+            "the worst case): drop --known and --scenario.", code="OPTION_CONFLICT")
     if largest:
         return given.replace("-", "_")
     return ScenarioSpec(
@@ -195,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
 
     original, synthetic = read_inputs(args)
     spec = _scenario(args, len(original))  # checked before any fit
-    _check_known_sweep(args, spec)
+    check_max_size(args)
     model = _model(args, original, synthetic)
     if not args.allow_other_model:  # refused before any refit; allowed: each measure warns
         from bayes_risk.data.provenance import check_release_model
@@ -312,14 +310,3 @@ def _summary_lines(summary: dict, *, pairs: bool) -> list[str]:
             if chains.get("status") == "run" else f"between-chain check not run: {chains['reason']}"
         )
     return lines
-
-
-def _check_known_sweep(args: argparse.Namespace, spec: Any) -> None:
-    """``--known-sweep`` and ``--max-size`` against the scenario, before any fit."""
-    from bayes_risk.exceptions import ValidationError
-
-    if args.known_sweep and getattr(spec, "kind", None) != "worst_case":
-        raise ValidationError(
-            "--known-sweep sets the known columns of every subset itself (the empty subset is "
-            "the worst case): drop --known and --scenario.", code="OPTION_CONFLICT")
-    check_max_size(args)

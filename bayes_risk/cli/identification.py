@@ -148,7 +148,10 @@ def run(args: argparse.Namespace) -> int:
     # the command writes no pooled probabilities: the run keeps none (its memory, the sweep's)
     run_aggregation = aggregation if replicates is not None or per_dataset else "pooled_measures"
     sweep = search = None
-    m, recorded = syn.m, _recorded_rule(args, syn)
+    from bayes_risk.identification.selection import release_rule
+
+    # a selection rule the manifest records and --selection leaves unused: the summary says so
+    m, recorded = syn.m, args.selection is None and release_rule(syn) is not None
     known, synthesized, given = ([*args.known_unsynthesized, *args.known_synthesized],
                                  list(args.known_synthesized), None)
     if args.selection is not None:  # every run below for the intruder who knows R
@@ -232,22 +235,13 @@ def _write_outputs(args: argparse.Namespace, out: dict[str, Any], res: Any, line
         write_json(tmp / "summary.json", out)
         if replicates is not None:
             plot_figure(res, "running_estimate").savefig(tmp / "running_estimate.png", dpi=120)
-        if sweep is not None:
-            sweep.to_frame().to_csv(tmp / "radius_sweep.csv", index=False)
-            plot_figure(sweep, "box").savefig(tmp / "radius_sweep.png", dpi=120)
-        if search is not None:
-            search.to_frame().to_csv(tmp / "radius_search.csv", index=False)
-            plot_figure(search, "profile").savefig(tmp / "radius_search.png", dpi=120)
+        for part, name, kind in ((sweep, "radius_sweep", "box"),
+                                 (search, "radius_search", "profile")):
+            if part is not None:
+                part.to_frame().to_csv(tmp / f"{name}.csv", index=False)
+                plot_figure(part, kind).savefig(tmp / f"{name}.png", dpi=120)
         if ksweep is not None:
             save_known_sweep(tmp, ksweep, lines, dpi=120, write=write_csv)
-
-
-def _recorded_rule(args: argparse.Namespace, syn: Any) -> bool:
-    """Whether the release's manifest records a selection rule that ``--selection`` leaves
-    unused (the summary then says how to use it)."""
-    from bayes_risk.identification.selection import release_rule
-
-    return args.selection is None and release_rule(syn) is not None
 
 
 def _selection(args: argparse.Namespace, syn: Any) -> Any:

@@ -67,8 +67,7 @@ def run(args: argparse.Namespace) -> int:
         return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
     def pct(x: float) -> str:  # a share in per cent, as the audit's verdict line gives it
-        return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else \
-            f"{100 * x:.3g} %"
+        return "nan" if num(x) == "nan" else f"{100 * x:.3g} %"
 
     lines = [
         f"membership risk of {f['n_members']} members against {f['n_non_members']} "

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         f"Risk of the original on the keys {', '.join(res.keys)}: "
         f"{g['expected_reidentifications']:,.4g} expected re-identifications among "
         f"{kc['n_records']:,} records (global risk {g['global_risk_pct']:.3g} %)",
-        res._risk_text(),
+        dict(res.summary().header)["individual risk"],
         "records violating k-anonymity (f_k < k): " + "; ".join(
             f"k = {k}: {v['n_violating']:,} ({v['pct_violating']:.3g} %)"
             for k, v in res.k_anonymity.items()),

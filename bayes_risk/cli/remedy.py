@@ -8,39 +8,36 @@ from typing import Any
 __all__ = ["run"]
 
 
-def _number(text: str, option: str, item: str) -> float | None:
+def _number(text: str, option: str, col: str) -> float | None:
+    """A value of ``option``'s ``col``; an empty bound of ``--bottom-top`` is ``None``."""
     from bayes_risk.exceptions import ValidationError
 
-    if not text.strip():
+    if not text.strip() and option == "--bottom-top":
         return None
     try:
         value = float(text)
     except ValueError:
-        raise ValidationError(f"{option} {item!r}: {text!r} is not a number.",
+        raise ValidationError(f"{option} {col}: {text!r} is not a number.",
                               code="BAD_OPTION_VALUE") from None
     return int(value) if value.is_integer() else value
 
 
 def _coding(items: list[str], excludes: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``--bottom-top COL=BOTTOM:TOP`` and ``--exclude COL=V,V`` as ``sdc``'s mappings."""
+    """``--bottom-top COL=BOTTOM:TOP`` and ``--exclude COL=V,V`` as ``sdc``'s mappings (``sdc``
+    checks the columns and bounds)."""
+    from bayes_risk.cli._common import parse_key_value
     from bayes_risk.exceptions import ValidationError
 
     coding: dict[str, Any] = {}
-    for item in items:
-        col, eq, bounds = item.partition("=")
-        if not eq or bounds.count(":") != 1 or not col:
-            raise ValidationError(f"--bottom-top {item!r}: expected COL=BOTTOM:TOP, a side "
+    for col, bounds in parse_key_value(items, "--bottom-top", str).items():
+        low, sep, high = bounds.partition(":")
+        if not sep or ":" in high:
+            raise ValidationError(f"--bottom-top {col}={bounds}: expected COL=BOTTOM:TOP, a side "
                                   "empty for no bound (Income=:200000).",
                                   code="BAD_OPTION_VALUE")
-        low, high = bounds.split(":")
-        coding[col] = (_number(low, "--bottom-top", item), _number(high, "--bottom-top", item))
-    exclude: dict[str, Any] = {}
-    for item in excludes:
-        col, eq, values = item.partition("=")
-        if not eq or not col or not values.strip():
-            raise ValidationError(f"--exclude {item!r}: expected COL=V[,V...].",
-                                  code="BAD_OPTION_VALUE")
-        exclude[col] = [_number(v, "--exclude", item) for v in values.split(",")]
+        coding[col] = (_number(low, "--bottom-top", col), _number(high, "--bottom-top", col))
+    exclude = {col: [_number(v, "--exclude", col) for v in values.split(",")]
+               for col, values in parse_key_value(excludes, "--exclude", str).items()}
     return coding, exclude
 
 
@@ -49,15 +46,8 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._common import print_summary, read_inputs
     from bayes_risk.cli._run import output_dir
     from bayes_risk.disclosure.sdc import sdc
-    from bayes_risk.exceptions import ValidationError
 
     coding, exclude = _coding(args.bottom_top, args.exclude)
-    if not (coding or exclude or args.remove or args.smooth):
-        raise ValidationError("nothing to do: give --bottom-top, --remove or --smooth.",
-                              code="OPTION_REQUIRED")
-    if args.keys and not args.remove:
-        raise ValidationError("--keys applies to --remove, which is not given.",
-                              code="OPTION_CONFLICT")
     original, syn = read_inputs(args)
     out = sdc(original, syn, keys=args.keys,
               remove=None if args.remove is None else args.remove.replace("-", "_"),

@@ -30,9 +30,6 @@ def run(args: argparse.Namespace) -> int:
     overlap = OverlapSpec(**spec_values(OverlapSpec, vars(args)))
     original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
-    synthesized = args.synthesized
-    if synthesized is None and syn.schema is not None and syn.schema.synthesized:
-        synthesized = list(syn.schema.synthesized)  # roles recorded by `bayes-risk synthesize`
     summary = utility_summary(
         original,
         syn,
@@ -41,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         null=args.null,
         n_perm=args.n_perm,
         overlap=overlap,
-        synthesized=synthesized,
+        synthesized=args.synthesized,  # default: the roles the release records
         random_seed=seed,
         progressbar=not args.quiet,
         imputed=imputed_arg(args.imputed),

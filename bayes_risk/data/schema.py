@@ -286,6 +286,47 @@ class Schema:
         return Schema(tuple(replace(c, keep_unused_levels=True) if c.is_categorical else c
                             for c in self.columns))
 
+    def overridden(self, inferred: Schema, types: Iterable[str] = (),
+                   codes: Iterable[str] = ()) -> tuple[Schema, list[str]]:
+        """This schema (a release manifest's) with the columns ``types`` and ``codes`` taken
+        from ``inferred``: a column of unchanged type keeps its levels (their order is the
+        release's) and takes the inferred missing-value codes if among ``codes``; one of another
+        type is the inferred column with this schema's role.
+
+        Parameters
+        ----------
+        inferred : Schema
+            The table's schema inferred with the given types and missing-value codes.
+        types, codes : iterable of str
+            The columns whose type, and whose missing-value codes, were given.
+
+        Returns
+        -------
+        (Schema, list of str)
+            The schema; each column whose type or codes changed (``"Age (count -> continuous)"``).
+        """
+        given, coded = set(types), set(codes)
+        cols, changed = [], []
+        for c in self.columns:
+            if c.name not in given and c.name not in coded:
+                cols.append(c)
+                continue
+            new = inferred[c.name]
+            if new.type == c.type and c.is_categorical:
+                new = c
+            elif new.type == c.type:
+                new = replace(c, missing_codes=new.missing_codes if c.name in coded
+                              else c.missing_codes)
+            else:
+                new = replace(new, role=c.role, known=c.known)
+            if (new.type, new.missing_codes) != (c.type, c.missing_codes):
+                what = (f"{c.type} -> {new.type}" if new.type != c.type else
+                        f"missing-value codes {list(c.missing_codes)} -> "
+                        f"{list(new.missing_codes)}")
+                changed.append(f"{c.name} ({what})")
+            cols.append(new)
+        return Schema(tuple(cols)), changed
+
     def select(self, names: Iterable[str]) -> Schema:
         """Sub-schema with the named columns, in the given order."""
         return Schema(tuple(self[n] for n in self.check_columns(names)))

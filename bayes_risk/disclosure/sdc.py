@@ -72,7 +72,8 @@ def sdc(
     Raises
     ------
     ValidationError
-        Bad options, a column that is not numeric or not synthesized, or ``remove`` on a
+        Nothing to do (``OPTION_REQUIRED``), ``keys`` without ``remove`` (``OPTION_CONFLICT``), bad
+        options, a column that is not numeric or not synthesized, or ``remove`` on a
         partially synthetic release (``REMEDY_NOT_APPLICABLE``).
     SchemaError
         A column that is not in the release (``MISSING_COLUMN``).
@@ -90,6 +91,13 @@ def sdc(
     """
     check_option(remove, "remove", REMOVALS)
     check_option(compat, "compat", (None, "synthpop"))
+    if keys is not None and remove is None:
+        raise ValidationError(f"{arg_name('keys')} applies to {arg_name('remove')}, which is not "
+                              "given.", code="OPTION_CONFLICT")
+    if not (bottom_top_coding or recode_exclude or remove or smooth):
+        raise ValidationError(f"nothing to do: give {arg_name('bottom_top_coding')}, "
+                              f"{arg_name('remove')} or {arg_name('smooth')}.",
+                              code="OPTION_REQUIRED")
     if not isinstance(original, pd.DataFrame):
         raise ValidationError("original must be a pandas DataFrame. Got "
                               f"{type(original).__name__}.", code="INVALID_ARGUMENT")

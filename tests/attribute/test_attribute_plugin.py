@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from bayes_risk._numeric import logsumexp
-from bayes_risk.attribute import attribute_risk
+from bayes_risk.attribute import EstimatorSpec, attribute_risk
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
 
@@ -125,6 +125,12 @@ def test_plugin_refuses_unsupported_settings():
             progressbar=False,
             estimator="is",
         )
+    # nothing to refit or smooth either: the settings named, one code for every refusal
+    with pytest.raises(ValidationError, match=r"^EstimatorSpec\.refit_draws, EstimatorSpec\.psis: "
+                       "not with a plug-in model") as err:
+        attribute_risk(ce, cart2.synthesize(1, random_seed=1), model=CARTPlugin(cart2, ce),
+                       progressbar=False, estimator=EstimatorSpec(refit_draws=5, psis=True))
+    assert err.value.code == "OPTION_CONFLICT"
 
 
 def test_plugin_input_errors():

@@ -182,6 +182,12 @@ def test_cli_tree_release_without_model(method, tmp_path, capsys):
                     "-q", "--out", str(tmp_path / "att_bad")]) == 2
     assert "does not reproduce" in capsys.readouterr().err
     assert not (tmp_path / "att_bad").exists()
+    # the plug-in has no posterior draws: the estimator's options are refused by the library,
+    # named as typed
+    assert run_cli(["attribute", str(orig), str(syn_dir), "--psis", "--refit-draws", "5",
+                    "-q", "--out", str(tmp_path / "att_psis")]) == 2
+    err = capsys.readouterr().err
+    assert "[OPTION_CONFLICT]" in err and "--refit-draws, --psis: not with a plug-in" in err
 
 
 def test_cli_true_value_zero_uses_the_stated_fallback(tmp_path, capsys):

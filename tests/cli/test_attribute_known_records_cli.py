@@ -91,6 +91,8 @@ def test_known_curve_cli(saved, tmp_path, capsys):
     (["--scenario", "empty", "--known-fraction", "0.5"],
      "--known-fraction applies to --scenario known-records only (--scenario empty)"),
     (["--known-curve", "0.5", "--known-fraction", "0.5"], "--known-curve sets the known"),
+    (["--known-curve", "0.5", "1.5"],
+     "[BAD_OPTION_VALUE]: --known-curve must be a number in [0, 1]. Got 1.5"),
 ])
 def test_known_records_cli_errors(saved, tmp_path, capsys, extra, needle):
     root, *_ = saved

@@ -89,6 +89,8 @@ def test_remedy_then_audit(work, tmp_path, monkeypatch, capsys):
     (["--bottom-top", "Income=a:5"], "BAD_OPTION_VALUE", "'a' is not a number"),
     (["--bottom-top", "Income=9:5"], "BAD_OPTION_VALUE", "--bottom-top Income: bottom 9"),
     (["--exclude", "Income=1"], "OPTION_CONFLICT", "--exclude"),
+    (["--bottom-top", "Income=:5", "--exclude", "Income="], "BAD_OPTION_VALUE",
+     "--exclude Income: '' is not a number"),
     (["--bottom-top", "Income=:5", "--exclude", "Expenditure=1"], "BAD_OPTION_VALUE",
      "--exclude names column(s) ['Expenditure'] that --bottom-top does not code"),
     ([], "OPTION_REQUIRED", "nothing to do"),

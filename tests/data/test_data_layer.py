@@ -64,6 +64,23 @@ def test_schema_round_trip_json(ce):
     assert s2.known == ["Age", "Urban"]
 
 
+def test_schema_overridden_takes_the_named_columns(ce):
+    """A manifest's schema with some columns re-inferred: another type takes the inferred column
+    with the manifest's role; the same categorical type keeps the manifest's levels; codes
+    change only where given; the changes are described."""
+    manifest = infer_schema(ce, categorical=["Urban", "Tenure"], synthesized=["Income", "Educ"])
+    manifest = manifest.with_levels({"Tenure": tuple(reversed(manifest["Tenure"].levels))})
+    inferred = infer_schema(ce, categorical=["Urban", "Tenure", "Educ"],
+                            missing_codes={"Income": [-8]})
+    out, changed = manifest.overridden(inferred, ["Educ", "Tenure", "Age"], ["Income"])
+    assert out["Educ"].type == "categorical" and out.synthesized == ["Educ", "Income"]
+    assert out["Tenure"] == manifest["Tenure"]  # the release's order of its levels
+    assert out["Age"] == manifest["Age"] and out["Urban"] == manifest["Urban"]
+    assert out["Income"].missing_codes == (-8.0,)
+    assert changed == ["Educ (count -> categorical)", "Income (missing-value codes [] -> [-8.0])"]
+    assert manifest.overridden(inferred) == (manifest, [])
+
+
 def test_unknown_column_errors_name_it(ce):
     with pytest.raises(SchemaError, match=r"'Urbn'.*Did you mean 'Urban'"):
         infer_schema(ce, categorical=["Urbn"])

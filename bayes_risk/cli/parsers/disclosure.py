@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from bayes_risk.cli._common import (
     NO_SEED,
@@ -37,7 +38,7 @@ outputs (in --out, written atomically; one row per synthetic dataset, synthpop's
 """
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``disclosure`` sub-command."""
     p = subparsers.add_parser("disclosure",
                               help="empirical disclosure measures of synthpop (repU, DiSCO, TCAP, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 from bayes_risk.cli.parsers import add_spec_options
@@ -36,7 +37,8 @@ example:
 """
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: Any) -> None:
+    """Register ``bayes-risk identification``."""
     p = subparsers.add_parser("identification",
                               help="identification risk (matching known quasi-identifiers to "
                               "released records)", description=_DESCRIPTION,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from bayes_risk.cli._common import NO_SEED, add_input_arguments, add_run_arguments
 
@@ -30,7 +31,7 @@ audit lists it as a baseline of the original, RELEASE_INDEPENDENT).
 """
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``original-risk`` sub-command."""
     p = subparsers.add_parser("original-risk",
                               help="sdcMicro's re-identification risk of the original on its keys "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from bayes_risk.cli._common import (
     NO_SEED,
@@ -33,7 +34,7 @@ is refused (MODEL_DIFFERS): its likelihood is that of the release before post-pr
 """
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``remedy`` sub-command."""
     p = subparsers.add_parser("remedy",
                               help="post-process a release as synthpop's sdc() (top and bottom "

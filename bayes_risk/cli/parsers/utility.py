@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from bayes_risk._utility_specs import OverlapSpec, PropensitySpec
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
@@ -31,7 +32,7 @@ outputs (in --out, written atomically):
 """
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``utility`` sub-command."""
     p = subparsers.add_parser("utility", help="utility of synthetic datasets: pMSE, S_pMSE and "
                               "confidence-interval overlap",
