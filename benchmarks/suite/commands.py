@@ -238,6 +238,12 @@ class AuditScaleDask(AuditScale):
             br.audit(self.ce, self.release, known=["Age", "Urban", "Marital", "Income"],
                      random_seed=3, progressbar=False, executor=self.client)
 
+    def time_audit(self, n):
+        self._run()
+
+    def peakmem_audit(self, n):
+        self._run()
+
 
 #: the fixed cost's rows (issue 69): the commands of ``VersusR`` whose start-up the issue measured
 FIXED_ROWS = ["identification, m = 20", "CART, m = 20", "pMSE logit, m = 20",
