@@ -215,6 +215,7 @@ class AuditScaleDask(AuditScale):
     Each worker's CPU and peak memory per step: ``python benchmarks/audit_dask.py 1000000``."""
 
     params = ([1_000_000],)
+    param_names = ["n"]
     timer = time.perf_counter
     timeout = 4 * 3600
 
