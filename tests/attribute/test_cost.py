@@ -362,16 +362,16 @@ def test_refit_draws_checked(small_fit, kw, match):
 def test_audit_chooses_estimator_and_refit_draws(tmp_path, capsys, monkeypatch):
     """--attribute-estimator / --refit-draws reach attribute_risk, are recorded in the audit's
     settings and the step's summary.json, and the estimate is printed at the step's start."""
-    import bayes_risk.attribute.api as api
+    import bayes_risk.auditing.measures.attribute as step  # the step calls its own import
 
     seen = {}
-    real = api.attribute_risk
+    real = step.attribute_risk
 
     def spy(*a, **kw):
         seen.update(kw)
         return real(*a, **kw)
 
-    monkeypatch.setattr(api, "attribute_risk", spy)
+    monkeypatch.setattr(step, "attribute_risk", spy)
     orig = tmp_path / "orig.csv"
     br.make_acs_like(60, random_seed=5)[COLS].astype("int64").to_csv(orig, index=False)
     model, syn, out = tmp_path / "model", tmp_path / "syn", tmp_path / "aud"
