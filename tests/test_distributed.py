@@ -722,3 +722,27 @@ def test_a_task_on_a_worker_sees_the_workers_memory_limit(client):
     assert limit and 0 < pause <= 1
     assert left is not None and left <= limit * pause - resident + 64 * 2**20
     assert _memory._worker_room() is None  # this process is not a worker
+
+
+@pytest.mark.parametrize("aggregation", ["per_dataset", "pooled"])
+def test_radius_search_sends_several_points_a_map(client, ce, aggregation, monkeypatch):
+    """On a cluster the search sends ``GRID_POINTS_PER_MAP`` grid points' partitions in one
+    map (no wait at each point's last task); the risks equal the in-process search's, bit for
+    bit, whatever the number of points a map."""
+    from bayes_risk.identification import radius
+
+    y, syn = ce
+    kw = dict(known=[*KNOWN_US, "Income"], synthesized=["Income"], radii=[0.05, 0.2],
+              aggregation=aggregation, categorical=CE_KW["categorical"], progressbar=False)
+    ref = _quiet(br.radius_search, y, syn, **kw)
+    maps = []
+    ex = DaskExecutor(client, partition_size=90)
+    real = ex.map
+    monkeypatch.setattr(ex, "map", lambda fn, shared, parts, **k: maps.append(len(parts))
+                        or real(fn, shared, parts, **k))
+    monkeypatch.setattr(radius, "GRID_POINTS_PER_MAP", 4)
+    res = _quiet(br.radius_search, y, syn, executor=ex, **kw)
+    np.testing.assert_array_equal(res.risk, ref.risk)
+    np.testing.assert_array_equal(res.true_match_rate, ref.true_match_rate)
+    # 9 points (3 radii each on Age and Income), 5 targets' partitions a point: 4 + 4 + 1
+    assert [m // 5 for m in maps] == [4, 4, 1] and sum(maps) == 45

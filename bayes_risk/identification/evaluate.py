@@ -25,7 +25,8 @@ from bayes_risk.identification.problem import (
 )
 
 __all__ = ["EngineOutput", "record_pool", "partitions", "evaluate",
-           "concat_outputs", "run_engine", "DASK_PARTITION_SIZE", "default_partition_size"]
+           "concat_outputs", "run_engine", "run_engines", "DASK_PARTITION_SIZE",
+           "default_partition_size"]
 
 EngineOutput = _engine.PerDatasetOutput | PooledOutput
 #: the most targets a task holds on a cluster when the executor does not say (a task's
@@ -129,16 +130,30 @@ def run_engine(plan: IdentificationPlan, rule: MatchRule, executor: Executor, po
                progressbar: bool, keep_prob: bool = True) -> EngineOutput:
     """Per-target engine output of every target, partitions through ``executor`` (``pool``:
     :func:`record_pool`; ``keep_prob=False``: the measures only)."""
+    return run_engines(plan, [rule], executor, pool, progressbar=progressbar,
+                       keep_prob=keep_prob)[0]
+
+
+def run_engines(plan: IdentificationPlan, rules: Sequence[MatchRule], executor: Executor,
+                pool: Any, *, progressbar: bool = False, keep_prob: bool = True
+                ) -> list[EngineOutput]:
+    """:func:`run_engine` of each of ``rules`` (a radius search's grid points), their
+    partitions in one ``executor.map``: on a cluster, the workers go on to the next rule's
+    tasks rather than wait at each rule's last one. The same outputs as one rule at a time."""
     in_process = isinstance(executor, InProcessExecutor)
     size = executor.partition_size
     if size is None and not in_process:
         size = default_partition_size(plan.prep.n_targets, executor)
-    parts, order = partitions(plan, rule, size, progressbar=progressbar and in_process,
-                              keep_prob=keep_prob)
-    outs = executor.map(evaluate, pool, parts, progressbar=progressbar,
-                        description="identification (partitions)")
-    out = concat_outputs(outs, plan.prep.n)
-    return out if order is None else _rows(out, np.argsort(order))
+    runs = [partitions(plan, rule, size, progressbar=progressbar and in_process,
+                       keep_prob=keep_prob) for rule in rules]
+    outs = executor.map(evaluate, pool, [p for parts, _ in runs for p in parts],
+                        progressbar=progressbar, description="identification (partitions)")
+    result, k = [], 0
+    for parts, order in runs:
+        out = concat_outputs(outs[k:k + len(parts)], plan.prep.n)
+        k += len(parts)
+        result.append(out if order is None else _rows(out, np.argsort(order)))
+    return result
 
 
 def _rows(out: EngineOutput, idx: np.ndarray) -> EngineOutput:

@@ -18,7 +18,7 @@ from bayes_risk._terminal import progress, say
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor, shared_once
 from bayes_risk.identification.assemble import assemble
-from bayes_risk.identification.evaluate import record_pool, run_engine
+from bayes_risk.identification.evaluate import record_pool, run_engines
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.plan import IdentificationPlan
 from bayes_risk.identification.prepare import known_columns, prepare
@@ -336,6 +336,9 @@ def _coordinate_search(evaluate: Any, values: tuple[float, ...], q: int, statist
             np.vstack([seen[r][1] for r in rows]))
 
 
+#: grid points whose partitions a radius search sends to a cluster in one map, at most
+GRID_POINTS_PER_MAP = 4
+
 #: arguments of ``identification_risk`` a sweep passes on, with their defaults
 SWEEP_DEFAULTS: dict[str, Any] = {
     "categorical": None, "schema": None, "match": None, "population": None, "replicates": None,
@@ -363,21 +366,36 @@ def _sweep_risk(plan: IdentificationPlan, rules: list[MatchRule], executor: Any,
     # (the audit's per-dataset search of 81 points, 20,000 CE-like records, m = 5: 37 s of
     # CPU on the pure-numpy index, 9 s compiled)
     plan.prep.runs = max(plan.prep.runs, len(rules))
-    pool = record_pool(plan, shipped=not isinstance(ex, InProcessExecutor))
+    in_process = isinstance(ex, InProcessExecutor)
+    pool = record_pool(plan, shipped=not in_process)
+    # on a cluster, up to GRID_POINTS_PER_MAP points' tasks at once: no wait at each point's
+    # last task (at 10^6 records on two workers, a fifth of a worker's time), as many as a
+    # quarter of the memory left holds of their outputs (CELL_BYTES a target and dataset)
+    step = 1
+    if not in_process:
+        from bayes_risk._memory import room
+        from bayes_risk.identification.engine import CELL_BYTES
+
+        left = room()
+        out = CELL_BYTES * plan.prep.n_targets * max(1, plan.prep.R)
+        step = GRID_POINTS_PER_MAP if left is None else int(
+            max(1, min(GRID_POINTS_PER_MAP, left // 4 // max(out, 1))))
+    chunks = [rules[i:i + step] for i in range(0, len(rules), step)]
     risk, tmr = [], []
     with shared_once(ex, pool) as shared:
-        for rule in progress(rules, total=len(rules), description="radius sweep",
-                             unit="grid points", enabled=progressbar):
+        for chunk in progress(chunks, total=len(rules), description="radius sweep",
+                              unit="grid points", size=len, enabled=progressbar):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 # the file measures only: no pooled probabilities kept (nor their size limited)
-                res = assemble(plan, rule, run_engine(plan, rule, ex, shared, progressbar=False,
-                                                      keep_prob=False))
-            f = res.per_dataset if res.per_dataset is not None else {
-                k: [v] for k, v in res.file.items()}
-            risk.append(np.asarray(f["expected_match_risk"], dtype=np.float64))
-            tmr.append(np.asarray(f["true_match_rate_targets"], dtype=np.float64))
-            del res  # its tables are not held while the next radius runs
+                outs = run_engines(plan, chunk, ex, shared, keep_prob=False)
+                for rule in chunk:
+                    res = assemble(plan, rule, outs.pop(0))
+                    f = res.per_dataset if res.per_dataset is not None else {
+                        k: [v] for k, v in res.file.items()}
+                    risk.append(np.asarray(f["expected_match_risk"], dtype=np.float64))
+                    tmr.append(np.asarray(f["true_match_rate_targets"], dtype=np.float64))
+                    del res  # its tables are not held while the next radius runs
     return np.vstack(risk), np.vstack(tmr)
 
 
