@@ -8,7 +8,7 @@ the target's own record is in it follow from the number of records with each pat
 dataset of ``S``: an orthogonal range count (keys equal in every dataset of ``S``, the
 unsynthesized radius column inside the window, the smallest of the synthesized column's
 values over ``S`` above the window's lower bound and the largest below its upper bound),
-an offline three-dimensional dominance count (:func:`._kernels.dominance_counts`).
+an offline three-dimensional dominance count (:func:`._pattern_kernels.dominance_counts`).
 See :doc:`/methods/identification`, "Counting match patterns".
 """
 
@@ -91,9 +91,9 @@ class _Ranks(NamedTuple):
 
 class _PatternRecords(NamedTuple):
     """One pattern's records that can match, prepared once for every radius (the arguments
-    of :func:`._kernels.pattern_counts`): ``uk`` the exact keys they hold, ``gstart`` each key
-    group's first record, the groups sorted by (``arank``, ``mxr``); ``slot`` the index of the
-    record's unsynthesized value among the group's; ``mxr`` the rank of its largest
+    of :func:`._pattern_kernels.pattern_counts`): ``uk`` the exact keys they hold, ``gstart``
+    each key group's first record, the groups sorted by (``arank``, ``mxr``); ``slot`` the
+    index of the record's unsynthesized value among the group's; ``mxr`` the rank of its largest
     synthesized value over the pattern's datasets, ``mnz`` its smallest one's place in its
     group's slice of ``mns``, those ranks sorted in each group."""
 
@@ -179,14 +179,14 @@ def _counts(rec: _PatternRecords, tkey: np.ndarray, windows: tuple[np.ndarray, .
             has_y: bool) -> np.ndarray:
     """``N_t(⊇S)`` of every target (exact key ``tkey``) from its pattern's records and the
     targets' :func:`_windows`."""
-    from bayes_risk.identification import _kernels
+    from bayes_risk.identification import _pattern_kernels
 
     if not rec.uk.size:
         return np.zeros(tkey.size, dtype=np.int64)
     pos = np.minimum(np.searchsorted(rec.uk, tkey), rec.uk.size - 1)
     tg = np.where((tkey >= 0) & (rec.uk[pos] == tkey), pos, -1).astype(np.int32)
-    return _kernels.pattern_counts(rec.gstart, rec.arank, rec.slot, rec.mxr, rec.mnz, rec.mns,
-                                   tg, *windows, has_y)
+    return _pattern_kernels.pattern_counts(rec.gstart, rec.arank, rec.slot, rec.mxr, rec.mnz,
+                                           rec.mns, tg, *windows, has_y)
 
 
 def superset_counts(S: int, keys: np.ndarray, a: np.ndarray | None, y: np.ndarray | None,
@@ -194,7 +194,7 @@ def superset_counts(S: int, keys: np.ndarray, a: np.ndarray | None, y: np.ndarra
     """``N_t(⊇S)`` of every target: the records matching it in every dataset of the bit set
     ``S`` (``keys [m, n]``; ``a [n]`` the unsynthesized radius column, ``y [m, n]`` the
     synthesized one, ``None`` when absent; ``b`` the windows, columns ``a`` then ``y``): an
-    offline dominance count (:func:`._kernels.pattern_counts`)."""
+    offline dominance count (:func:`._pattern_kernels.pattern_counts`)."""
     ranks = _value_ranks(a, y)
     return _counts(_pattern_records(S, keys, ranks), tkey, _windows(ranks, b), y is not None)
 
