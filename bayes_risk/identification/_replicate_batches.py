@@ -36,26 +36,69 @@ __all__ = ["MatchContext", "Batch", "BatchSums", "BatchJob", "Recoder", "draw_ch
 
 @dataclass
 class MatchContext:
-    """What matching a batch needs besides its plan: the strategy and the fallback sets."""
+    """What matching a batch needs besides its plan: the strategy, the fallback sets and the
+    targets' queries. Targets with the same query match the same records in every replicate,
+    so a batch matches and sums each query once: the pairs it lists are ``(query, record)``,
+    at most one per record and replicate when matching is exact, where listing them per target
+    grows as the square of a shared key's size (an atom such as ``Income = 0``)."""
 
     strategy: Any
-    contains: Callable | None
-    u_size: np.ndarray
+    contains: Callable | None  # (target rows, records) -> in the target's fallback set
+    u_size: np.ndarray  # [Q] size of each query's fallback set
+    query: np.ndarray  # [N] each target's query
+    rep: np.ndarray  # [Q] the first target of each query (ascending)
 
     @classmethod
     def of(cls, plan: IdentificationPlan) -> MatchContext:
         prep = plan.prep
-        contains, u_size = None, np.zeros(prep.n_targets, dtype=np.int64)
+        query, rep = target_queries(prep, plan.counts.inv_f)
+        contains, u_size = None, np.zeros(rep.size, dtype=np.int64)
         if plan.settings.fallback == "unsynthesized":
             fs = fallback_sets(prep, plan.rule)
             contains = fs.contains
-            u_size = fs.sizes()
-        return cls(strategy=plan.settings.strategy, contains=contains, u_size=u_size)
+            u_size = fs.sizes()[rep]
+        return cls(strategy=plan.settings.strategy, contains=contains, u_size=u_size,
+                   query=query, rep=rep)
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.rep.size)
+
+    def query_contains(self, queries: np.ndarray, records: np.ndarray) -> np.ndarray:
+        """Whether ``records[i]`` is in the fallback set of query ``queries[i]``."""
+        return self.contains(self.rep[queries], records)
 
 
-_PENDING = 4_000_000  # (target, record) contributions buffered before they are summed
-#: bytes a (target, record) pair of a replicate holds while it is listed and summed: its
-#: target, record, key and value, and the sort of a flush
+def target_queries(prep: Prepared, inv_f: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each target's query ``[N]`` and the first target of each query ``[Q]``, numbered in
+    the order of their first targets (``arange(N)`` twice when no two targets share one).
+
+    Two targets share a query when every known value is the same (exact codes, radius values
+    bit for bit, the columns dropped for missing values) and so are their inverse population
+    counts: their windows, fallback sets and match probabilities are then the same in every
+    replicate (they differ only in which record is their own)."""
+    N = prep.n_targets
+    parts = [np.asarray(prep.tgt_exact, dtype=np.int64).reshape(N, -1),
+             np.ascontiguousarray(prep.tgt_radius, dtype=np.float64).reshape(N, -1)
+             .view(np.int64)]
+    if prep.tgt_drop is not None:
+        parts.append(np.asarray(prep.tgt_drop, dtype=np.int64).reshape(N, -1))
+    if inv_f is not None:
+        parts.append(np.ascontiguousarray(inv_f, dtype=np.float64).reshape(N, -1)
+                     .view(np.int64))
+    key = np.concatenate(parts, axis=1)
+    if N == 0 or key.shape[1] == 0:
+        return np.zeros(N, dtype=np.int64), np.arange(min(N, 1), dtype=np.int64)
+    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[order] = np.arange(first.size)
+    return rank[inverse.ravel()], first[order].astype(np.int64)
+
+
+_PENDING = 4_000_000  # (target, record) contributions (counted per target) buffered before a sum
+#: bytes a (query, record) pair of a replicate holds while it is listed and summed: its
+#: query, record, key and value, and the sort of a flush
 PAIR_BYTES = 48.0
 #: bytes a pair adds to its batch's sums (key and value, twice while a flush merges them):
 #: the pairs of different replicates are mostly different pairs, so the sums grow with each
@@ -63,16 +106,20 @@ SUM_BYTES = 32.0
 
 
 class Batch:
-    """One batch matched replicate by replicate, all targets at once: pooled sums and
-    per-replicate ``c``, ``T`` (``plans``: the plans of the batch's ``R`` replicates in
-    consecutive chunks, drawn as they are matched; ``threaded``: sums in a thread while
-    matching, in order). The flushes of the pair sums fall where the pending pairs exceed
-    :data:`_PENDING`, never at a chunk's end, so the sums are the same bit for bit however the
-    batch is chunked."""
+    """One batch matched replicate by replicate, all queries at once: the pooled sums of the
+    ``(query, record)`` pairs (:class:`MatchContext`) and per-target, per-replicate ``c``,
+    ``T`` (``plans``: the plans of the batch's ``R`` replicates in consecutive chunks, drawn as
+    they are matched; ``threaded``: sums in a thread while matching, in order). The flushes of
+    the pair sums fall where the pending pairs, counted per target, exceed :data:`_PENDING`,
+    never at a chunk's end, so the sums are the same bit for bit however the batch is chunked
+    and whether targets share queries or not."""
 
     def __init__(self, ctx: MatchContext, plans: Iterable[IdentificationPlan], R: int,
                  threaded: bool = False) -> None:
         use_fb = ctx.contains is not None
+        query, rep, Q = ctx.query, ctx.rep, ctx.n_queries
+        shared = Q < query.size
+        mult = np.bincount(query, minlength=Q) if shared else None
         keys, vals, pend, r = [], [], 0, 0
         acc = _Flushes(threaded)
         for plan in plans:
@@ -81,14 +128,15 @@ class Batch:
             if r == 0:
                 if use_fb:  # every target's own record in its fallback set
                     u_own = ctx.contains(np.arange(N), prep.rec)
-                self.fb = np.zeros(N)
-                self.p_out = np.zeros(N)
-                self.p_un = np.zeros(N)
-                self.ever = np.zeros(N, dtype=bool)
+                self.fb = np.zeros(Q)
+                self.p_out = np.zeros(Q)
+                self.p_un = np.zeros(Q)
+                self.ever = np.zeros(Q, dtype=bool)
                 self.c = np.zeros((N, R), dtype=np.int64)
                 self.T = np.zeros((N, R), dtype=bool)
             inv_f_all = plan.counts.inv_f
-            groups = [_Group.of(prep, rule, rows, drop) for rows, drop in drop_groups(prep, rule)]
+            groups = [_Group.of(prep, rule, rows, drop, ctx)
+                      for rows, drop in drop_groups(prep, rule)]
             for j in range(prep.R):  # replicate j of the chunk, r of the batch
                 if len(groups) == 1:
                     cnt, lst, own = groups[0].match(j, R - r)
@@ -97,27 +145,29 @@ class Batch:
                     parts = []
                     for g in groups:
                         c, lg, own[g.rows] = g.match(j, R - r)
-                        parts.append((g.rows, c, lg))
-                    cnt, lst = merge_target_major(N, parts)
-                tr = np.repeat(np.arange(N, dtype=np.int64), cnt)
+                        parts.append((g.qid, c, lg))
+                    cnt, lst = merge_target_major(Q, parts)
+                tr = np.repeat(np.arange(Q, dtype=np.int64), cnt)
+                # counted per target, as each target's pairs were listed before queries
+                pend += tr.size if mult is None else int(np.dot(cnt, mult))
                 if use_fb:
                     emp = cnt == 0
                     cnt = np.where(emp, ctx.u_size, cnt)
-                    own = np.where(emp, u_own, own)
-                inv = None if inv_f_all is None else inv_f_all[:, j]
+                    own = np.where(emp[query] if shared else emp, u_own, own)
+                inv = None if inv_f_all is None else inv_f_all[rep, j]
                 p, po = engine.record_prob(cnt, inv)
                 if use_fb:
                     self.fb += np.where(emp, p, 0.0)
                 keys.append(tr * n + lst)
                 vals.append(p[tr])
-                pend += tr.size
                 self.p_out += po
                 if inv is None:
                     self.p_un += cnt == 0
                 self.ever |= cnt > 0
                 dec = engine.declare(p, po, ctx.strategy)
-                self.c[:, r] = np.where(dec, cnt, 0)
-                self.T[:, r] = dec & own & prep.in_sample
+                c_r = np.where(dec, cnt, 0)
+                self.c[:, r] = c_r[query] if shared else c_r
+                self.T[:, r] = (dec[query] if shared else dec) & own & prep.in_sample
                 r += 1
                 if pend > _PENDING or r == R:
                     acc.flush(keys, vals)
@@ -130,38 +180,46 @@ class Batch:
         self.in_u = np.zeros(acc_k.size, dtype=bool)
         if use_fb and acc_k.size:
             rows = acc_k // n
-            self.in_u = ctx.contains(rows, acc_k - rows * n)
+            self.in_u = ctx.query_contains(rows, acc_k - rows * n)
             acc_v = acc_v + np.where(self.in_u, self.fb[rows], 0.0)
         self.vals = acc_v
 
 
 @dataclass
 class _Group:
-    """Targets matched on the same known columns: their problem, windows and keys."""
+    """Targets matched on the same known columns: their problem, and the windows and keys of
+    the targets (for their own records) and of their queries (for the matches)."""
 
     rows: np.ndarray
+    qid: np.ndarray  # the group's queries
     prep: Prepared
     rule: Any
     bounds: Any
     tkey: np.ndarray
-    tord: Any
+    q_bounds: Any
+    q_key: np.ndarray
+    q_ord: Any
 
     @classmethod
-    def of(cls, prep: Prepared, rule: Any, rows: np.ndarray, drop: tuple[str, ...]) -> _Group:
+    def of(cls, prep: Prepared, rule: Any, rows: np.ndarray, drop: tuple[str, ...],
+           ctx: MatchContext) -> _Group:
         if prep.tgt_drop is not None:
             prep, rule = target_problem(prep, rule, drop, prep.tgt_exact[rows],
                                         prep.tgt_radius[rows], prep.in_sample[rows],
                                         prep.rec[rows])
         b = target_bounds(prep, rule)
         tkey = engine.target_keys(prep, rule)[0]
-        tord = engine.target_orders(tkey, b, engine.use_compiled(prep)) if prep.R else None
-        return cls(rows, prep, rule, b, tkey, tord)
+        # the group's targets that are the first of their query (a query is in one group)
+        first = np.flatnonzero(ctx.rep[ctx.query[rows]] == rows)
+        qb, qk = (b, tkey) if first.size == rows.size else (b.rows(first), tkey[first])
+        qord = engine.target_orders(qk, qb, engine.use_compiled(prep)) if prep.R else None
+        return cls(rows, ctx.query[rows[first]], prep, rule, b, tkey, qb, qk, qord)
 
     def match(self, r: int, left: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Counts, matched records (target-major) and own-record flags in replicate ``r``,
-        ``left`` replicates of its batch still to sum with it: ``MEMORY_TOO_LARGE`` before the
-        pairs are listed when they and the batch's sums, at as many pairs a replicate, would
-        not fit."""
+        """Counts and matched records (query-major) of the group's queries and its targets'
+        own-record flags in replicate ``r``, ``left`` replicates of its batch still to sum with
+        it: ``MEMORY_TOO_LARGE`` before the pairs are listed when they and the batch's sums,
+        at as many pairs a replicate, would not fit."""
         from bayes_risk._memory import check_memory, room
 
         idx = engine.replicate_index(self.prep, self.rule, r, keep=False)
@@ -169,12 +227,12 @@ class _Group:
         per_pair = PAIR_BYTES + SUM_BYTES * left
         # the slices scanned bound the pairs: counted exactly only when that bound is too many
         if free is not None and per_pair * float(
-                idx.candidates(self.tkey, self.bounds).sum()) > free:
-            pairs = float(idx.match(self.tkey, self.bounds, False, self.tord)[0].sum())
+                idx.candidates(self.q_key, self.q_bounds).sum()) > free:
+            pairs = float(idx.match(self.q_key, self.q_bounds, False, self.q_ord)[0].sum())
             check_memory(per_pair * pairs, "the number of records or the radius (match=)",
-                         what=f"the (target, record) pairs of posterior replicates, "
+                         what=f"the (query, record) pairs of posterior replicates, "
                          f"{pairs:,.0f} in one, listed and summed over {left} of its batch")
-        cnt, lst = idx.match(self.tkey, self.bounds, True, self.tord)
+        cnt, lst = idx.match(self.q_key, self.q_bounds, True, self.q_ord)
         return cnt, lst, idx.own(self.tkey, self.bounds, self.prep.rec)
 
 

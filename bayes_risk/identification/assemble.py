@@ -79,7 +79,8 @@ def _pooled(plan: IdentificationPlan, rule: MatchRule, out: PooledOutput,
     prob = None
     if out.prob is not None:  # None: the engine kept the measures only (knowledge sweep)
         fsets = fallback_sets(prep, rule) if out.fallback_extra.any() else None
-        prob = PooledProbabilities(out.prob, out.fallback_value, out.fallback_extra, fsets)
+        prob = PooledProbabilities(out.prob, out.fallback_value, out.fallback_extra, fsets,
+                                   out.rows)
     return file, recs, prob
 
 

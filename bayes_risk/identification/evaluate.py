@@ -115,7 +115,7 @@ def concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:
         return outs[0]
     cls = type(outs[0])
     fields = {f.name: np.concatenate([getattr(o, f.name) for o in outs], axis=0)
-              for f in dataclasses.fields(cls) if f.name != "prob"}
+              for f in dataclasses.fields(cls) if f.name not in ("prob", "rows")}
     if cls is _engine.PerDatasetOutput:
         return cls(**fields)
     if outs[0].prob is None:

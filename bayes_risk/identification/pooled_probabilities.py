@@ -24,7 +24,8 @@ __all__ = ["PooledOutput", "PooledProbabilities", "csr", "join_blocks", "row_poi
 @dataclass
 class PooledOutput:
     """Per-target output of :func:`run_pooled` (``prob``: the directly matched records; the
-    ``fallback_extra`` other records of a fallback set share ``fallback_value``, not stored)."""
+    ``fallback_extra`` other records of a fallback set share ``fallback_value``, not stored;
+    ``rows``: each target's row of ``prob`` where targets share rows, else ``None``)."""
 
     prob: sp.csr_matrix | None
     p_out: np.ndarray
@@ -36,6 +37,7 @@ class PooledOutput:
     no_match_any: np.ndarray
     fallback_value: np.ndarray
     fallback_extra: np.ndarray
+    rows: np.ndarray | None = None
 
 
 def row_pointers(counts: np.ndarray) -> np.ndarray:
@@ -88,29 +90,36 @@ class PooledProbabilities:
 
     ``explicit`` holds every record matched directly; the ``fallback_extra[τ]`` other records of
     a fallback set have ``fallback_value[τ]``, enumerated only in :meth:`row` and :meth:`tocsr`.
+    ``rows``: target ``τ``'s row of ``explicit`` when targets that match alike (the same known
+    values) share one (posterior replicates), ``None`` when ``explicit`` has a row per target.
     """
 
     explicit: sp.csr_matrix
     fallback_value: np.ndarray
     fallback_extra: np.ndarray
     fallback_sets: FallbackSets | GroupedFallbackSets | None
+    rows: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.explicit.shape
+        n_rows, n = self.explicit.shape
+        return (n_rows if self.rows is None else self.rows.size), n
 
     @property
     def nnz(self) -> int:
         """Number of records with ``π_τ(k) > 0`` over all targets."""
-        return int(self.explicit.nnz + self.fallback_extra.sum())
+        per_row = np.diff(self.explicit.indptr)
+        explicit = per_row.sum() if self.rows is None else per_row[self.rows].sum()
+        return int(explicit + self.fallback_extra.sum())
 
     def _rows(self, rows: np.ndarray):
         """(indptr, indices, data) of the full rows ``rows`` (ascending columns)."""
         ex = self.explicit
         ip = ex.indptr.astype(np.int64)
-        e_len = ip[rows + 1] - ip[rows]
+        er = rows if self.rows is None else self.rows[rows]
+        e_len = ip[er + 1] - ip[er]
         e_tr = np.repeat(np.arange(rows.size), e_len)
-        e_pos = spans(ip[rows], e_len)
+        e_pos = spans(ip[er], e_len)
         e_col = ex.indices[e_pos].astype(np.int64)
         e_dat = ex.data[e_pos]
         has = self.fallback_extra[rows] > 0
@@ -150,13 +159,17 @@ class PooledProbabilities:
 
         limit = _engine.MAX_NNZ if max_nnz is None else max_nnz
         N, n = self.shape
-        if self.fallback_sets is None or not (self.fallback_extra > 0).any():
+        fallback = self.fallback_sets is not None and (self.fallback_extra > 0).any()
+        if self.rows is None and not fallback:
             return self.explicit
         if self.nnz > limit:
             raise ValidationError(
                 f"the pooled match probabilities hold {self.nnz:,} non-zero entries (more than "
-                f"{limit:,}), most of them from the fallback sets; read them row by row "
-                "(result.pooled.row(i)) or use fallback='none'.",
+                f"{limit:,}), "
+                + ("most of them from the fallback sets; " if fallback else
+                   "targets with the same known values each holding their shared row; ")
+                + "read them row by row (result.pooled.row(i))"
+                + (" or use fallback='none'." if fallback else "."),
                 code="PROBLEM_TOO_LARGE"
             )
         indptrs, cols, dats = [], [], []

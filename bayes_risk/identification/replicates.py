@@ -233,7 +233,9 @@ class _Run:
         prep = plan.prep
         self.plan, self.N, self.n = plan, prep.n_targets, prep.n
         self.ctx = MatchContext.of(plan)
-        self.total = _unc.PooledSums(self.N, self.n)
+        # the pair sums are the queries' (targets that match alike share one)
+        self.Q = self.ctx.n_queries
+        self.total = _unc.PooledSums(self.Q, self.n)
         # the groups' pair sums wait in a temporary folder between checkpoints
         try:
             self.spill: str | None = scratch_folder("jackknife")
@@ -243,7 +245,7 @@ class _Run:
                 "they are kept in memory (same numbers, more memory). Set TMPDIR to a "
                 "writable folder to bound the memory.", BayesRiskWarning, stacklevel=2)
             self.spill = None
-        self.groups = [_unc.PooledSums(self.N, self.n, spill=self.spill)
+        self.groups = [_unc.PooledSums(self.Q, self.n, spill=self.spill)
                        for _ in range(n_groups)]
         self.per: dict[str, list[np.ndarray]] = {k: [] for k in MEASURES}
         self.ir_sum = np.zeros(self.N)
@@ -253,6 +255,11 @@ class _Run:
         self.n_batches = 0
         self._jk: tuple | None = None  # (n_batches, jackknife()) of the last evaluation
         self._pool: tuple | None = None  # (n_batches, pooled()) of the last evaluation
+
+    @property
+    def _query(self) -> np.ndarray | None:
+        """Each target's row of the sums (``None``: its own; no two targets share a query)."""
+        return self.ctx.query if self.Q < self.N else None
 
     def add(self, batch: BatchSums) -> None:
         """Add the next batch (batches are added in batch order)."""
@@ -269,7 +276,7 @@ class _Run:
         ctx = self.ctx
         return _unc.top_sets(keys, vals / R, in_u, fb / R, ctx.u_size, p_out / R, n=self.n,
                              rec=prep.rec, in_sample=prep.in_sample, strategy=ctx.strategy,
-                             contains=ctx.contains)
+                             contains=ctx.contains, query=self._query)
 
     def pooled(self) -> dict[str, np.ndarray]:
         """Top sets of the pooled sums now, on the pairs that can reach a top set (the
@@ -278,7 +285,7 @@ class _Run:
             return self._pool[1]
         t = self.total
         star = _unc.row_argmax(t.keys, t.vals, n=self.n)
-        top = np.zeros(self.N)
+        top = np.zeros(self.Q)
         top[t.keys[star] // self.n] = t.vals[star] / t.R
         keep = _unc.candidate_pairs(t.keys, t.vals, top, n=self.n, R=t.R)
         res = self._evaluate(t.keys[keep], t.vals[keep], t.in_u[keep], t.fb, t.p_out, t.R)
@@ -311,7 +318,7 @@ class _Run:
             return {k: float("nan") for k in MEASURES}, np.full(self.N, np.nan)
         # the pairs that can reach a top set whichever group is deleted
         keep, bounds = _unc.group_candidates(t.keys, t.vals, t.in_u, groups, t.R, n=self.n,
-                                             N=self.N)
+                                             N=self.Q)
         keys, tv, in_u = t.keys[keep], t.vals[keep], t.in_u[keep]
         rows = None if _unc.use_pair_kernels(keys.size) else keys // self.n
         del keep
@@ -432,29 +439,31 @@ _CHUNK = 1 << 22  # pairs converted at a time when building the probability matr
 
 
 def _pooled_output(run: _Run) -> PooledOutput:
-    """The engine's pooled output, built from (and consuming) the run's pair sums in place."""
+    """The engine's pooled output, built from (and consuming) the run's pair sums in place:
+    the probabilities one row per query (``rows``: each target's), the rest per target."""
     import scipy.sparse as sp
 
-    t = run.total
+    t, Q, query = run.total, run.Q, run._query
     res = run.pooled()
     keys, data, n = t.keys, t.vals, t.n
     # the fallback-set records not stored, counted over every stored pair
-    res = {**res, **_unc.fallback_cells(t.fb / t.R, run.ctx.u_size,
-                                        np.bincount(keys[t.in_u] // n, minlength=run.N))}
+    cells = _unc.fallback_cells(t.fb / t.R, run.ctx.u_size,
+                                np.bincount(keys[t.in_u] // n, minlength=Q))
+    per_q = {"p_out": t.p_out / t.R, "p_unassigned": t.p_un / t.R, "no_match_any": ~t.ever,
+             **cells}
+    if query is not None:
+        per_q = {k: v[query] for k, v in per_q.items()}
     t.keys, t.vals, t.in_u = (np.zeros(0, dtype=np.int64), np.zeros(0),
                               np.zeros(0, dtype=bool))
-    indptr = np.searchsorted(keys, np.arange(run.N + 1, dtype=np.int64) * n)
+    indptr = np.searchsorted(keys, np.arange(Q + 1, dtype=np.int64) * n)
     cols = np.empty(keys.size, dtype=np.int32)
     for s in range(0, keys.size, _CHUNK):
         np.remainder(keys[s:s + _CHUNK], n, out=cols[s:s + _CHUNK], casting="unsafe")
     del keys
     np.divide(data, t.R, out=data)
-    prob = sp.csr_matrix((data, cols, indptr), shape=(run.N, n))
-    return PooledOutput(
-        prob=prob, p_out=t.p_out / t.R, p_unassigned=t.p_un / t.R, p_max=res["p_max"],
-        c=res["c"], T=res["T"], declared=res["declared"], no_match_any=~t.ever,
-        fallback_value=res["fallback_value"], fallback_extra=res["fallback_extra"],
-    )
+    prob = sp.csr_matrix((data, cols, indptr), shape=(Q, n))
+    return PooledOutput(prob=prob, p_max=res["p_max"], c=res["c"], T=res["T"],
+                        declared=res["declared"], rows=query, **per_q)
 
 
 def _assemble(pr: PosteriorReplicates, run: _Run, first: tuple, stopped: bool) -> Any:

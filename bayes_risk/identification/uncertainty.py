@@ -171,21 +171,30 @@ def top_sets(
     in_sample: np.ndarray,
     strategy: Any,
     contains: Callable | None,
+    query: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Declared top sets from pooled probabilities (as the engine's pooled aggregation);
-    ``fb``: the ``π`` of the other records of each target's fallback set."""
-    N = p_out.size
+    """Declared top sets from pooled probabilities (as the engine's pooled aggregation), per
+    target. The rows of ``keys`` (``row · n + record``), ``fb`` (the ``π`` of the other records
+    of each row's fallback set), ``u_size`` and ``p_out`` are the targets', or with ``query``
+    (each target's row) the queries' that targets share; ``rec``, ``in_sample`` and
+    ``contains`` (target rows, records) are the targets'."""
+    Q = p_out.size
     rows = keys // n
-    cells = fallback_cells(fb, u_size, np.bincount(rows[in_u], minlength=N))
-    pm, tied, c, cell_tied = _engine.pooled_top(rows, vals, np.bincount(rows, minlength=N), fb,
+    cells = fallback_cells(fb, u_size, np.bincount(rows[in_u], minlength=Q))
+    pm, tied, c, cell_tied = _engine.pooled_top(rows, vals, np.bincount(rows, minlength=Q), fb,
                                                 cells["fallback_extra"])
-    own = keys - rows * n == rec[rows]
-    T = np.bincount(rows[tied & own], minlength=N) > 0
-    own_stored = np.bincount(rows[own], minlength=N) > 0
+    dec = declare(pm, p_out, strategy)
+    if query is not None:
+        cells = {k: v[query] for k, v in cells.items()}
+        dec, c, pm, cell_tied = dec[query], c[query], pm[query], cell_tied[query]
+    # each target's own record: its pair in its row, stored (and tied) or not
+    own_key = (np.arange(Q) if query is None else query) * n + rec
+    pos = np.minimum(np.searchsorted(keys, own_key), max(keys.size - 1, 0))
+    own_stored = (rec >= 0) & (keys[pos] == own_key) if keys.size else np.zeros(rec.size, bool)
+    T = own_stored & tied[pos] if keys.size else own_stored
     chk = np.flatnonzero(cell_tied & ~own_stored & (rec >= 0))
     if chk.size and contains is not None:
         T[chk] |= contains(chk, rec[chk])
-    dec = declare(pm, p_out, strategy)
     return {
         "c": np.where(dec, c, 0), "T": dec & T & in_sample, "declared": dec, "p_max": pm,
         **cells,

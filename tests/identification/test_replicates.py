@@ -904,3 +904,83 @@ def test_pairs_of_a_replicate_that_would_not_fit_are_refused(monkeypatch):
     assert err.value.code == "MEMORY_TOO_LARGE"
     assert "the number of records or the radius" in str(err.value)
     assert listed and not any(listed)  # counted, refused before any pair is listed
+
+
+def _shared_keys_data(n=300, seed=6, missing=True):
+    """Targets that share their known values: an income atom at 0, coarse incomes and
+    (``missing``) missing known values, matched on fewer columns."""
+    y = make_data(n, seed=seed)
+    rng = np.random.default_rng(seed)
+    y["income"] = np.round(y["income"], -4)
+    y.loc[rng.random(n) < 0.2, "income"] = 0.0
+    if not missing:  # population counts are of complete keys
+        return y
+    y.loc[rng.choice(n, 8, replace=False), "race"] = None
+    y.loc[rng.choice(n, 6, replace=False), "income"] = np.nan
+    return y
+
+
+@pytest.mark.parametrize("extra", SETTINGS)
+def test_targets_that_match_alike_share_their_pairs_bit_for_bit(extra, monkeypatch):
+    """Targets with the same known values are matched once, as one query (issue 70: an atom's
+    targets listed every pair of its cell, n² pairs): the numbers are those of the targets
+    matched one by one, bit for bit — the records, the file measures with their jackknife
+    errors and trace, and the pooled probabilities row by row."""
+    from bayes_risk.identification import _replicate_batches as rb
+
+    y = _shared_keys_data(missing=extra.get("population") != "user")
+    model = Released(perturb(y, 12, 9))
+    listed = []
+    real_match = rb._Group.match
+
+    def counting(self, r, left=1):
+        out = real_match(self, r, left)
+        listed.append(int(out[0].sum()))
+        return out
+
+    monkeypatch.setattr(rb._Group, "match", counting)
+
+    def run():
+        listed.clear()
+        res = identification_risk(
+            y, None, known=["sex", "region", "race", "income"],
+            synthesized=["race", "income"], **_kw(extra, y),
+            replicates=PosteriorReplicates(model, n=24, batch_size=4, n_groups=3,
+                                           random_seed=2))
+        return res, sum(listed)
+
+    shared, pairs_shared = run()
+    queries = rb.target_queries  # every target its own query: the path before queries
+    monkeypatch.setattr(rb, "target_queries", lambda prep, inv_f: (
+        np.arange(prep.n_targets), np.arange(prep.n_targets)))
+    alone, pairs_alone = run()
+    monkeypatch.setattr(rb, "target_queries", queries)
+    assert pairs_shared < pairs_alone / 2  # the atom's targets were matched once
+    assert shared.pooled.rows is not None and alone.pooled.rows is None
+    assert shared.pooled.explicit.shape[0] < len(y)
+    pd.testing.assert_frame_equal(shared.records, alone.records)
+    np.testing.assert_equal(shared.file, alone.file)
+    a, b = shared.prob, alone.prob
+    for part in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(a, part), getattr(b, part)), part
+    assert shared.pooled.nnz == alone.pooled.nnz == a.nnz
+    for i in (0, 7, int(np.flatnonzero(y["income"].to_numpy() == 0)[0])):
+        for x, z in zip(shared.pooled.row(i), alone.pooled.row(i), strict=True):
+            assert np.array_equal(x, z)
+
+
+def test_target_queries_group_equal_known_values():
+    """Queries: equal known values (missing ones included) and counts, numbered by first
+    target; a target with other counts is a query of its own."""
+    from types import SimpleNamespace
+
+    from bayes_risk.identification._replicate_batches import target_queries
+
+    prep = SimpleNamespace(
+        n_targets=5, tgt_drop=None,
+        tgt_exact=np.array([[1, 2], [0, 0], [1, 2], [1, 2], [0, 0]]),
+        tgt_radius=np.array([[0.0], [np.inf], [0.0], [0.0], [np.inf]]))
+    query, rep = target_queries(prep, None)
+    assert query.tolist() == [0, 1, 0, 0, 1] and rep.tolist() == [0, 1]
+    query, rep = target_queries(prep, np.array([[0.5], [1.0], [0.5], [0.25], [1.0]]))
+    assert query.tolist() == [0, 1, 0, 2, 1] and rep.tolist() == [0, 1, 3]

@@ -116,7 +116,8 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
         return StepOutcome(name=name, status="failed", reason=(
             f"[{err.code}] {' '.join(str(err).split())} At {radius_label(radius)}, the "
             "identification step's worst case, the posterior replicates list every "
-            f"(target, record) pair they match; to audit without this step give "
+            f"(query, record) pair they match (a query: the targets with the same known "
+            f"values); to audit without this step give "
             f"{skip_arg([name])}."))
     folder = step_folder(ctx, name)
     files: list[str] = []
