@@ -70,15 +70,11 @@ def partitions(plan: IdentificationPlan, rule: MatchRule, size: int | None, *,
     size = max(N, 1) if size is None else size
     common = dict(rule=rule, aggregation=st.aggregation, strategy=st.strategy,
                   fallback=st.fallback, progressbar=progressbar, keep_prob=keep_prob)
-    groups = drop_groups(prep, rule)
     ordered = N > size and prep.tgt_exact.shape[1] + prep.tgt_radius.shape[1] > 0
-    if ordered:
-        # lexsort's last key is the first: the unsynthesized exact columns lead, then the
-        # radius columns (unsynthesized first), so that a partition's windows cover a stretch
-        # of its key groups' records
-        groups = [(rows[np.lexsort(np.concatenate([prep.tgt_radius[rows].T[::-1],
-                                                   prep.tgt_exact[rows].T[::-1]]))], drop)
-                  for rows, drop in groups]
+    # the order depends on the targets and the rule's columns, not its radii: sorted once for
+    # every grid point of a radius search
+    groups = prep.cached(("partition_order", ordered, rule.exact_cols, rule.radius_cols),
+                         lambda: _target_groups(prep, rule, ordered))
     inv_f = plan.counts.inv_f
     parts = []
     for rows, drop in groups:
@@ -93,6 +89,20 @@ def partitions(plan: IdentificationPlan, rule: MatchRule, size: int | None, *,
     if not ordered and prep.tgt_drop is None:
         return parts, None
     return parts, np.concatenate([r for r, _ in groups])
+
+
+def _target_groups(prep: Prepared, rule: MatchRule, ordered: bool
+                   ) -> list[tuple[np.ndarray, tuple[str, ...]]]:
+    """:func:`drop_groups`, each group's targets ordered by their values when ``ordered``."""
+    groups = drop_groups(prep, rule)
+    if not ordered:
+        return groups
+    # lexsort's last key is the first: the unsynthesized exact columns lead, then the radius
+    # columns (unsynthesized first), so that a partition's windows cover a stretch of its key
+    # groups' records
+    return [(rows[np.lexsort(np.concatenate([prep.tgt_radius[rows].T[::-1],
+                                             prep.tgt_exact[rows].T[::-1]]))], drop)
+            for rows, drop in groups]
 
 
 def evaluate(pool: Prepared, part: TargetPartition) -> EngineOutput:
