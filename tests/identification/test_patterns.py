@@ -4,6 +4,7 @@ hand-worked example and the audit's shape."""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -141,6 +142,16 @@ def test_partitions_keep_a_key_group_together(always_count):
     assert np.all((np.diff(keys) > 0) | (np.diff(a) >= 0))  # within a key: by a
     # one partition, in the targets' order: no order to undo
     assert partitions(plan, plan.rule, None, keep_prob=False)[1] is None
+    # the order is sorted once for the rule's columns: another grid point reads it again
+    calls = []
+    real = evaluate._target_groups
+    evaluate._target_groups = lambda *a: calls.append(a) or real(*a)
+    try:
+        again = partitions(plan, dataclasses.replace(plan.rule, radius={"a": 0.5, "x": 0.1}), 8,
+                           keep_prob=False)[1]
+    finally:
+        evaluate._target_groups = real
+    assert not calls and np.array_equal(again, order)
     outs = _compare(_problems(y, zs, ["g", "a", "x"], ["x"],
                               MatchSpec(radius={"a": 0.2, "x": 0.3}), categorical=["g"],
                               size=8), counted_expected=True)
