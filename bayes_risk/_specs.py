@@ -37,6 +37,14 @@ class CliOption:
     action: str | None = None
     group: str | None = None
 
+    def argparse_keywords(self) -> dict[str, Any]:
+        """The keywords of ``add_argument`` the option is declared with (``default`` aside)."""
+        kwargs = {k: getattr(self, k) for k in ("metavar", "type", "nargs", "action")
+                  if getattr(self, k)}
+        if self.choices is not None:
+            kwargs["choices"] = [c.replace("_", "-") for c in self.choices]
+        return kwargs
+
     def value(self, given: Any) -> Any:
         """The field's value of the option's parsed ``given`` value."""
         if self.choices is not None and isinstance(given, str):

@@ -21,17 +21,10 @@ def _headline(result) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attacks``."""
-    from bayes_risk._io import write_json
     from bayes_risk.attacks import inference_risk, linkability_risk, singling_out_risk
-    from bayes_risk.cli._common import (
-        print_summary,
-        read_holdout,
-        read_inputs,
-        release_schema,
-    )
-    from bayes_risk.cli._run import command_line_options, output_dir
+    from bayes_risk.cli._common import read_holdout, read_inputs, release_schema, write_run
+    from bayes_risk.cli._run import command_line_options
     from bayes_risk.exceptions import ValidationError
-    from bayes_risk.results._base import plot_figure
 
     modes = [m for m in dict.fromkeys(args.singling_out) if m != "none"]
     if "none" in args.singling_out and modes:
@@ -75,14 +68,13 @@ def run(args: argparse.Namespace) -> int:
                "warnings": list(dict.fromkeys(w for r in done for w in r.warnings)),
                "inputs": inputs_summary(args, holdout=None if args.holdout is None
                                         else str(args.holdout))}
-    with output_dir(args) as tmp:
-        write_json(tmp / "summary.json", summary)
-        for name, r in (("singling_out", so), ("linkability", lk), ("inference", inf)):
-            if r is not None:  # its table, its rows (singling out: the predicates), its figure
-                r.table.to_csv(tmp / f"{name}.csv", index=False)
-                rows, what = (r.queries, "queries") if r is so else (r.records, "records")
-                rows.to_csv(tmp / f"{name}_{what}.csv", index=False)
-                plot_figure(r, "risk").savefig(tmp / f"{name}.png", dpi=100)
+    tables, figures = {}, {}
+    for name, r in (("singling_out", so), ("linkability", lk), ("inference", inf)):
+        if r is not None:  # its table, its rows (singling out: the predicates), its figure
+            tables[f"{name}.csv"] = r.table
+            tables[f"{name}_{'queries' if r is so else 'records'}.csv"] = (
+                r.queries if r is so else r.records)
+            figures[f"{name}.png"] = (r, "risk")
     m = len(done[0].table["dataset"].unique())
     against = ("no holdout (the risk is the main attack's success rate)" if holdout is None
                else f"a holdout of {len(holdout):,} records")
@@ -97,5 +89,5 @@ def run(args: argparse.Namespace) -> int:
         known = ("every other column" if args.aux_columns is None
                  else ", ".join(args.aux_columns))
         lines.append(f"inference from {known}: {_headline(inf)}")
-    print_summary(lines, args.out)
+    write_run(args, lines, summary, tables=tables, figures=figures)
     return 0

@@ -180,11 +180,8 @@ def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
         for owner, f, opt in options:
             where = (parser if opt.group is None else by_title.get(opt.group)
                      or by_title.setdefault(opt.group, parser.add_argument_group(opt.group)))
-            kwargs = {k: v for k, v in (("metavar", opt.metavar), ("type", opt.type),
-                                        ("nargs", opt.nargs), ("action", opt.action)) if v}
-            if opt.choices is not None:
-                kwargs["choices"] = [c.replace("_", "-") for c in opt.choices]
-            action = where.add_argument(opt.flag, default=None, help=opt.help, **kwargs)
+            action = where.add_argument(opt.flag, default=None, help=opt.help,
+                                        **opt.argparse_keywords())
             action.spec_field = f"{owner.__name__}.{f.name}"
             action.library_names = (action.spec_field, f.name)
 
