@@ -11,14 +11,13 @@ def run(args: argparse.Namespace) -> int:
     """Compute the measures and write the output folder."""
     import pandas as pd
 
+    from bayes_risk._specs import argument_values
     from bayes_risk.cli._common import read_records_table, write_run
     from bayes_risk.disclosure import original_risk
+    from bayes_risk.disclosure.specs import ORIGINAL_RISK_ARGUMENTS
 
     original = read_records_table(args.original, "ORIGINAL")
-    res = original_risk(original, keys=args.keys, weights=args.weights, sensitive=args.sensitive,
-                        method=args.method, suda=not args.no_suda, max_size=args.max_size,
-                        dis_fraction=args.dis_fraction, recursive_c=args.recursive_c,
-                        k_anonymity=args.k_anonymity, compat=args.compat)
+    res = original_risk(original, **argument_values(ORIGINAL_RISK_ARGUMENTS, vars(args)))
     d = res.to_dict()
     d["inputs"] = {"original": str(args.original)}
     tables = {"records.csv": lambda path: res.records.reset_index(drop=True).to_csv(

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["Handler", "input_arguments", "option_names", "command_line_text", "INPUTS_ATTR",
-           "add_spec_options"]
+           "add_spec_options", "add_argument_options"]
 
 #: attribute of the parsed namespace naming the input arguments (set by
 #: :func:`bayes_risk.cli.build_parser` from :func:`input_arguments`)
@@ -76,8 +76,6 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "scenario": ("ScenarioSpec.kind",),
     "pairs": ("ScenarioSpec.pairs",),
     "known_records": ("ScenarioSpec.known_records",),
-    # a flag that turns a setting off: suda=False is --no-suda (arg_name)
-    "no_suda": ("suda",),
 }
 
 
@@ -178,12 +176,29 @@ def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
         options = [(spec, f, opt) for f, opt in cli_fields(spec)]
         options += [(inner, f, opt) for _, inner, held in cli_specs(spec) for f, opt in held]
         for owner, f, opt in options:
-            where = (parser if opt.group is None else by_title.get(opt.group)
-                     or by_title.setdefault(opt.group, parser.add_argument_group(opt.group)))
-            action = where.add_argument(opt.flag, default=None, help=opt.help,
-                                        **opt.argparse_keywords())
+            action = _declare(parser, opt, by_title)
             action.spec_field = f"{owner.__name__}.{f.name}"
             action.library_names = (action.spec_field, f.name)
+
+
+def add_argument_options(parser: argparse.ArgumentParser, arguments: Any,
+                         groups: tuple[Any, ...] = ()) -> None:
+    """Declare on ``parser`` the options of a table of a library function's arguments (name ->
+    metadata, :func:`bayes_risk._specs.cli_arguments`), as :func:`add_spec_options` declares a
+    spec's: the run passes the options given (:func:`bayes_risk._specs.argument_values`), and
+    the function checks them by the same table, its messages naming the option."""
+    from bayes_risk._specs import cli_arguments
+
+    by_title = {g.title: g for g in groups}
+    for name, opt in cli_arguments(arguments):
+        _declare(parser, opt, by_title).library_names = (name,)
+
+
+def _declare(parser: argparse.ArgumentParser, opt: Any, by_title: dict[str, Any]) -> Any:
+    """The argument of the option ``opt`` (a ``CliOption``), in the group its ``group`` names."""
+    where = (parser if opt.group is None else by_title.get(opt.group)
+             or by_title.setdefault(opt.group, parser.add_argument_group(opt.group)))
+    return where.add_argument(opt.flag, default=None, help=opt.help, **opt.argparse_keywords())
 
 
 class Handler:
