@@ -71,7 +71,6 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "radius": ("MatchSpec.radius",),
     "sampling_fraction": ("PopulationSpec.sampling_fraction",),
     "replicates": ("n",),
-    "linkability": ("aux_columns",),
     # the scenario's kind, pairs and known records: parsed by the command (not spec options)
     "scenario": ("ScenarioSpec.kind",),
     "pairs": ("ScenarioSpec.pairs",),
@@ -84,9 +83,9 @@ def option_names(parser: argparse.ArgumentParser) -> dict[str, str]:
     ``ORIGINAL``), plus the library arguments an option sets under another name
     (:data:`LIBRARY_NAMES`): how the command line's messages name them."""
     out: dict[str, str] = {}
-    for action in parser._actions:
-        if action.help is argparse.SUPPRESS or action.dest in (argparse.SUPPRESS, "help"):
-            continue
+    actions = [a for a in parser._actions if a.help is not argparse.SUPPRESS
+               and a.dest not in (argparse.SUPPRESS, "help")]
+    for action in actions:
         if action.option_strings:
             longs = [o for o in action.option_strings if o.startswith("--")]
             out.setdefault(action.dest, (longs or action.option_strings)[0])
@@ -94,7 +93,8 @@ def option_names(parser: argparse.ArgumentParser) -> dict[str, str]:
             mv = action.metavar
             out.setdefault(action.dest, " ".join(mv) if isinstance(mv, tuple)
                            else str(mv or action.dest.upper()))
-        for n in getattr(action, "library_names", ()):  # a model option's setting (fit)
+    for action in actions:  # then the library's names of the options (a spec's field ...)
+        for n in getattr(action, "library_names", ()):
             out.setdefault(n, out[action.dest])
     for dest, names in LIBRARY_NAMES.items():
         if dest in out:
