@@ -11,9 +11,10 @@ __all__ = ["run"]
 
 def run(args: argparse.Namespace) -> int:
     """Compute the measures and write the output folder."""
-    from bayes_risk._specs import spec_values
+    from bayes_risk._specs import argument_values, spec_values
     from bayes_risk.cli._common import parse_records, read_inputs, release_schema, write_run
     from bayes_risk.disclosure import ExclusionSpec, differencing_check, disclosure_measures
+    from bayes_risk.disclosure.specs import DISCLOSURE_ARGUMENTS
     from bayes_risk.exceptions import ValidationError
 
     if (args.keys is None) != (args.target is None) or (args.keys is None
@@ -32,19 +33,9 @@ def run(args: argparse.Namespace) -> int:
                   tables=_differencing(diff, args))
         return 0
     schema = release_schema(original, syn, args)
-    res = disclosure_measures(
-        original,
-        syn,
-        keys=args.keys,
-        target=args.target,
-        schema=schema,
-        ngroups_target=args.ngroups_target,
-        ngroups_keys=(args.ngroups_keys[0] if args.ngroups_keys and len(args.ngroups_keys) == 1
-                      else args.ngroups_keys),
-        exclude=ExclusionSpec(**spec_values(ExclusionSpec, vars(args))),
-        k_anonymity=args.k_anonymity,
-        compat=args.compat,
-    )
+    res = disclosure_measures(original, syn, schema=schema,
+                              exclude=ExclusionSpec(**spec_values(ExclusionSpec, vars(args))),
+                              **argument_values(DISCLOSURE_ARGUMENTS, vars(args)))
     d = res.to_dict()
     d["inputs"] = inputs_summary(args)
     summary = res.summary()

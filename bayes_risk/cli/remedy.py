@@ -43,15 +43,16 @@ def _coding(items: list[str], excludes: list[str]) -> tuple[dict[str, Any], dict
 
 def run(args: argparse.Namespace) -> int:
     """Post-process the release and write it."""
+    from bayes_risk._specs import argument_values
     from bayes_risk.cli._common import read_inputs, write_run
     from bayes_risk.disclosure.sdc import sdc
+    from bayes_risk.disclosure.specs import SDC_ARGUMENTS
 
-    coding, exclude = _coding(args.bottom_top, args.exclude)
+    coding, exclude = _coding(args.bottom_top or [], args.exclude or [])
     original, syn = read_inputs(args)
-    out = sdc(original, syn, keys=args.keys,
-              remove=None if args.remove is None else args.remove.replace("-", "_"),
-              bottom_top_coding=coding or None, recode_exclude=exclude or None,
-              smooth=args.smooth or None, compat=args.compat)
+    out = sdc(original, syn, **{**argument_values(SDC_ARGUMENTS, vars(args)),
+                                "bottom_top_coding": coding or None,
+                                "recode_exclude": exclude or None})
     from bayes_risk.data.statfiles import file_labels
 
     labels = file_labels(original)

@@ -57,8 +57,6 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "membership_selection": ("selection",),
     "combining_rules": ("rules", "OverlapSpec.rules"),
     "pmse": ("pmse_method",),
-    "bottom_top": ("bottom_top_coding",),
-    "exclude": ("recode_exclude",),
     "radius_type": ("MatchSpec.radius_type",),
     "targets": ("PopulationSpec.targets",),
     "method_per_column": ("SynthesisSpec.method",),
@@ -157,12 +155,11 @@ def _rewrite(part: str, options: Mapping[str, str], *, at_start: bool) -> str:
     return _NAME.sub(sub, part)
 
 
-def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
-                     groups: tuple[Any, ...] = ()) -> None:
+def add_spec_options(parser: argparse.ArgumentParser, *specs: type) -> None:
     """Declare on ``parser`` the command-line options of the fields of ``specs`` (their
     ``metadata["cli"]``, :func:`bayes_risk._specs.cli_option`, and the options a field holding a
     spec takes of it, :func:`bayes_risk._specs.cli_spec`), in field order, each in the argument
-    group its option names (one of the argument groups ``groups`` of that title, else a new one).
+    group its option names (the parser's group of that title, else a new one).
 
     An option not given is ``None``: its field keeps the spec's default
     (:func:`bayes_risk._specs.spec_values`), and the spec checks the values, its messages
@@ -171,33 +168,33 @@ def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
     """
     from bayes_risk._specs import cli_fields, cli_specs
 
-    by_title = {g.title: g for g in groups}
     for spec in specs:
         options = [(spec, f, opt) for f, opt in cli_fields(spec)]
         options += [(inner, f, opt) for _, inner, held in cli_specs(spec) for f, opt in held]
         for owner, f, opt in options:
-            action = _declare(parser, opt, by_title)
+            action = _declare(parser, opt)
             action.spec_field = f"{owner.__name__}.{f.name}"
             action.library_names = (action.spec_field, f.name)
 
 
-def add_argument_options(parser: argparse.ArgumentParser, arguments: Any,
-                         groups: tuple[Any, ...] = ()) -> None:
-    """Declare on ``parser`` the options of a table of a library function's arguments (name ->
+def add_argument_options(parser: argparse.ArgumentParser, *tables: Any) -> None:
+    """Declare on ``parser`` the options of tables of a library function's arguments (name ->
     metadata, :func:`bayes_risk._specs.cli_arguments`), as :func:`add_spec_options` declares a
     spec's: the run passes the options given (:func:`bayes_risk._specs.argument_values`), and
     the function checks them by the same table, its messages naming the option."""
     from bayes_risk._specs import cli_arguments
 
-    by_title = {g.title: g for g in groups}
-    for name, opt in cli_arguments(arguments):
-        _declare(parser, opt, by_title).library_names = (name,)
+    for table in tables:
+        for name, opt in cli_arguments(table):
+            _declare(parser, opt).library_names = (name,)
 
 
-def _declare(parser: argparse.ArgumentParser, opt: Any, by_title: dict[str, Any]) -> Any:
+def _declare(parser: argparse.ArgumentParser, opt: Any) -> Any:
     """The argument of the option ``opt`` (a ``CliOption``), in the group its ``group`` names."""
-    where = (parser if opt.group is None else by_title.get(opt.group)
-             or by_title.setdefault(opt.group, parser.add_argument_group(opt.group)))
+    where = parser
+    if opt.group is not None:
+        where = next((g for g in parser._action_groups if g.title == opt.group), None) or (
+            parser.add_argument_group(opt.group))
     return where.add_argument(opt.flag, default=None, help=opt.help, **opt.argparse_keywords())
 
 

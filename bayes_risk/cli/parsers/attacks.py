@@ -69,9 +69,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "(anonymeter's control set; a file of any format ORIGINAL takes), ideally as "
                    "many as ORIGINAL")
     # the attacks' arguments, declared with their checks by the library
-    for arguments in (SINGLING_OUT_ARGUMENTS, LINKABILITY_ARGUMENTS, INFERENCE_ARGUMENTS,
-                      ATTACK_ARGUMENTS):
-        add_argument_options(p, arguments)
+    add_argument_options(p, SINGLING_OUT_ARGUMENTS, LINKABILITY_ARGUMENTS, INFERENCE_ARGUMENTS,
+                         ATTACK_ARGUMENTS)
     add_type_arguments(p)
     add_run_arguments(p, "bayes_risk.cli.attacks",
                       "singling_out.csv, linkability.csv, summary.json and plots",

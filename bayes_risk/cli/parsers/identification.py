@@ -49,10 +49,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--known-synthesized", nargs="+", default=[], metavar="COL",
                    help="known columns that were synthesized")
     add_type_arguments(p)
-    m, a = p.add_argument_group(MATCHING), p.add_argument_group(INTRUDER)
+    p.add_argument_group(MATCHING)  # listed before the intruder's options
+    a = p.add_argument_group(INTRUDER)
     a.add_argument("--aggregation", choices=["pooled", "per-dataset"], default=None,
                    help="pooled over datasets (Reiter-Mitra, default) or per dataset (Hornby-Hu)")
-    add_spec_options(p, MatchSpec, PopulationSpec, groups=(m, a))
+    add_spec_options(p, MatchSpec, PopulationSpec)
     a.add_argument("--selection", default=None, metavar="RULE",
                    help="the intruder knows why records were selected for synthesis (R, Hu "
                    "2019 §4.2.4): 'release' (the rule the release's manifest records, e.g. a "
