@@ -13,7 +13,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk membership``."""
     import math
 
-    from bayes_risk._specs import spec_values
+    from bayes_risk._specs import argument_values, spec_values
     from bayes_risk.cli._common import (
         check_model_original,
         parse_records,
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
         write_run,
     )
     from bayes_risk.membership.api import membership_risk
-    from bayes_risk.membership.specs import AttackSpec, RatioSpec
+    from bayes_risk.membership.specs import MEMBERSHIP_ARGUMENTS, AttackSpec, RatioSpec
     from bayes_risk.models import load_model
 
     original, synthetic = read_inputs(args)
@@ -37,13 +37,12 @@ def run(args: argparse.Namespace) -> int:
         synthetic,
         holdout=holdout,
         records=parse_records(args.records, len(original)),
-        population=args.population,
         attack=AttackSpec(**spec_values(AttackSpec, vars(args))),
         ratio=RatioSpec(**spec_values(RatioSpec, vars(args))),
-        selection=args.selection,
         progressbar=not args.quiet,
         random_seed=args.random_seed,
         allow_other_model=args.allow_other_model,
+        **argument_values(MEMBERSHIP_ARGUMENTS, vars(args)),
     )
     summary = result.to_dict()
     summary["inputs"] = {

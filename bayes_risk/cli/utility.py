@@ -11,8 +11,8 @@ __all__ = ["run"]
 
 def run(args: argparse.Namespace) -> int:
     """Compute the utility summary and write the output folder."""
-    from bayes_risk._specs import spec_values
-    from bayes_risk._utility_specs import OverlapSpec, PropensitySpec
+    from bayes_risk._specs import argument_values, spec_values
+    from bayes_risk._utility_specs import UTILITY_ARGUMENTS, OverlapSpec, PropensitySpec
     from bayes_risk.cli._common import imputed_arg, read_inputs, release_schema, write_run
     from bayes_risk.utility.summary import utility_summary
 
@@ -23,18 +23,9 @@ def run(args: argparse.Namespace) -> int:
     original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
     summary = utility_summary(
-        original,
-        syn,
-        schema=schema,
-        propensity=propensity,
-        null=args.null,
-        n_perm=args.n_perm,
-        overlap=overlap,
-        synthesized=args.synthesized,  # default: the roles the release records
-        random_seed=seed,
-        progressbar=not args.quiet,
-        imputed=imputed_arg(args.imputed),
-    )
+        original, syn, schema=schema, propensity=propensity, overlap=overlap,
+        random_seed=seed, progressbar=not args.quiet, imputed=imputed_arg(args.imputed),
+        **argument_values(UTILITY_ARGUMENTS, vars(args)))  # synthesized: default the release's
     d = summary.to_dict()
     d["inputs"] = inputs_summary(args)
     tables = {"overlap.csv": summary.overlap}
