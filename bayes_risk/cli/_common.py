@@ -542,13 +542,15 @@ def write_run(args: argparse.Namespace, lines: Sequence[str], summary: Any = Non
               dpi: int = 100, extra: Any = None) -> None:
     """Write a run's files into ``--out`` at once (:func:`bayes_risk.cli._run.output_dir`:
     nothing half-written), then print its summary ``lines`` (:func:`print_summary`):
-    ``summary.json``; the ``tables``, file name -> a DataFrame (written by pandas without its
-    index) or a function writing that path; the ``figures``, file name -> (result, plot kind);
-    and what ``extra(folder)`` writes."""
+    what ``extra(folder)`` writes (a model, a release); ``summary.json``; the ``tables``, file
+    name -> a DataFrame (written by pandas without its index) or a function writing that path;
+    the ``figures``, file name -> (result, plot kind)."""
     from bayes_risk._io import write_json
     from bayes_risk.cli._run import output_dir
 
     with output_dir(args) as tmp:
+        if extra is not None:  # first: a model or a release is saved into an empty folder
+            extra(tmp)
         if summary is not None:
             write_json(tmp / "summary.json", summary)
         for name, table in (tables or {}).items():
@@ -558,8 +560,6 @@ def write_run(args: argparse.Namespace, lines: Sequence[str], summary: Any = Non
 
             for name, (result, kind) in figures.items():
                 plot_figure(result, kind).savefig(tmp / name, dpi=dpi)
-        if extra is not None:
-            extra(tmp)
     print_summary(lines, args.out)
 
 
