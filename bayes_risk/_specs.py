@@ -36,6 +36,15 @@ class CliOption:
     nargs: str | None = None
     action: str | None = None
     group: str | None = None
+    required: bool = False
+
+    def argparse_keywords(self) -> dict[str, Any]:
+        """The keywords of ``add_argument`` the option is declared with (``default`` aside)."""
+        kwargs = {k: getattr(self, k) for k in ("metavar", "type", "nargs", "action", "required")
+                  if getattr(self, k)}
+        if self.choices is not None:
+            kwargs["choices"] = [c.replace("_", "-") for c in self.choices]
+        return kwargs
 
     def value(self, given: Any) -> Any:
         """The field's value of the option's parsed ``given`` value."""
@@ -134,21 +143,40 @@ def spec_values(spec: type, given: Mapping[str, Any]) -> dict[str, Any]:
     as argparse stores them): each given option's value (:meth:`CliOption.value`); an option not
     given (``None``) leaves its field at the spec's default. A field holding a spec
     (:func:`cli_spec`) is that spec of its given options, if any."""
-    out = _given(cli_fields(spec), given)
+    out = _given([(f.name, opt) for f, opt in cli_fields(spec)], given)
     for f, inner, options in cli_specs(spec):
-        values = _given(options, given)
+        values = _given([(g.name, opt) for g, opt in options], given)
         if values:
             out[f.name] = inner(**values)
     return out
 
 
-def _given(options: list[tuple[dataclasses.Field, CliOption]],
-           given: Mapping[str, Any]) -> dict[str, Any]:
+def cli_arguments(arguments: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, CliOption]]:
+    """The arguments of a table of a function's arguments (name -> metadata, as a spec field's:
+    :func:`cli_option`, ``checked``) that have a command-line option, in table order."""
+    return [(name, meta["cli"]) for name, meta in arguments.items() if "cli" in meta]
+
+
+def argument_values(arguments: Mapping[str, Mapping[str, Any]],
+                    given: Mapping[str, Any]) -> dict[str, Any]:
+    """The function's arguments set by the options in ``given`` (as :func:`spec_values`, for a
+    table of a function's arguments): an option not given leaves its argument at the
+    function's default."""
+    return _given(cli_arguments(arguments), given)
+
+
+def argument_checks(arguments: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The constraints of a table of a function's arguments (``checked`` metadata), by name, as
+    :func:`bayes_risk._constraints.check_params` takes them."""
+    return {name: meta["check"][0] for name, meta in arguments.items() if "check" in meta}
+
+
+def _given(options: list[tuple[str, CliOption]], given: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f, opt in options:
+    for name, opt in options:
         value = given.get(opt.flag.lstrip("-").replace("-", "_"))
         if value is not None:
-            out[f.name] = opt.value(value)
+            out[name] = opt.value(value)
     return out
 
 

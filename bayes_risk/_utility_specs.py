@@ -15,8 +15,25 @@ from bayes_risk._specs import cli_option
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["PropensitySpec", "OverlapSpec", "PROPENSITY_METHODS", "COMBINING_RULES",
-           "check_rules"]
+           "check_rules", "UTILITY_ARGUMENTS"]
 
+#: the nulls of the pMSE
+NULLS = ("auto", "theory", "perm", "pairs")
+#: the arguments of :func:`~bayes_risk.utility.utility_summary` (and of the pMSE, which checks
+#: ``null`` and ``n_perm`` by this table) with their options of ``bayes-risk utility``
+UTILITY_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "null": cli_option(
+        "--null", "pMSE null: chi-square theory (logit), label permutations, or pairs of "
+        "synthetic datasets (default auto: theory for logit, perm/pairs for cart)",
+        choices=NULLS) | checked(Options(NULLS)),
+    "n_perm": cli_option(
+        "--n-perm", "permutations for --null perm (default 100)", type=int, metavar="B")
+        | checked(Interval(int, 2)),
+    "synthesized": cli_option(
+        "--synthesized", "synthesized columns (default: the roles recorded in a SyntheticData "
+        "folder, otherwise the columns that differ from the original in some dataset)",
+        nargs="+", metavar="COL"),
+}
 #: the classifiers of ``PropensitySpec.method``
 PROPENSITY_METHODS = ("logit", "cart")
 #: the model families of ``OverlapSpec.family``

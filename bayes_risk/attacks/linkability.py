@@ -8,8 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._attack_specs import LINKABILITY_ARGUMENTS
+from bayes_risk._constraints import check_params
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
-from bayes_risk._specs import check_int
+from bayes_risk._specs import argument_checks, check_int
 from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
 from bayes_risk.attacks.rates import check_confidence_level, rate_columns, success_rate
 from bayes_risk.data.schema import Schema
@@ -164,7 +166,8 @@ def linkability_risk(
     >>> res.headline()[["dataset", "n_neighbors", "risk", "ci_low", "ci_high"]]  # doctest: +SKIP
     """
     aux_a, aux_b = _check_aux(aux_columns)
-    K = check_int(n_neighbors, "n_neighbors", 1)
+    K = check_params(dict(n_neighbors=n_neighbors),
+                     argument_checks(LINKABILITY_ARGUMENTS))["n_neighbors"]
     level = check_confidence_level(confidence_level)
     cols = list(dict.fromkeys([*aux_a, *aux_b]))
     inp = attack_inputs(original, synthetic, holdout, columns=cols, schema=schema,

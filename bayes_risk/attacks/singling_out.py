@@ -10,8 +10,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._attack_specs import ATTACK_ARGUMENTS, SINGLING_OUT_ARGUMENTS
+from bayes_risk._constraints import check_params
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
-from bayes_risk._specs import check_int
+from bayes_risk._specs import argument_checks
 from bayes_risk.attacks import predicates as pr
 from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
 from bayes_risk.attacks.rates import check_confidence_level, rate_columns, success_rate
@@ -230,10 +232,9 @@ def singling_out_risk(
     >>> res.table[["dataset", "mode", "risk", "ci_low", "ci_high"]]  # doctest: +SKIP
     """
     modes = _check_modes(mode)
-    n_attacks = check_int(n_attacks, "n_attacks", 1)
-    n_cols = check_int(n_cols, "n_cols", 1)
-    if max_attempts is not None:
-        max_attempts = check_int(max_attempts, "max_attempts", 1)
+    given = check_params(dict(n_attacks=n_attacks, n_cols=n_cols, max_attempts=max_attempts),
+                         argument_checks({**SINGLING_OUT_ARGUMENTS, **ATTACK_ARGUMENTS}))
+    n_attacks, n_cols, max_attempts = (given[k] for k in ("n_attacks", "n_cols", "max_attempts"))
     level = check_confidence_level(confidence_level)
     rng = as_generator(random_seed)
     inp = attack_inputs(original, synthetic, holdout, columns=columns, schema=schema,

@@ -21,7 +21,7 @@ __all__ = [
     "schema_from_args", "model_schema",
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
-    "save_known_sweep", "init_params", "read_holdout", "run_seed", "parse_radius",
+    "known_sweep_files", "write_run", "init_params", "read_holdout", "run_seed", "parse_radius",
     "parse_numbers", "parse_columns", "parse_one_or_pairs",
 ]
 
@@ -537,6 +537,32 @@ def print_summary(lines: Sequence[str], out: str | Path,
     sys.stdout.flush()
 
 
+def write_run(args: argparse.Namespace, lines: Sequence[str], summary: Any = None, *,
+              tables: Mapping[str, Any] | None = None, figures: Mapping[str, Any] | None = None,
+              dpi: int = 100, extra: Any = None) -> None:
+    """Write a run's files into ``--out`` at once (:func:`bayes_risk.cli._run.output_dir`:
+    nothing half-written), then print its summary ``lines`` (:func:`print_summary`):
+    what ``extra(folder)`` writes (a model, a release); ``summary.json``; the ``tables``, file
+    name -> a DataFrame (written by pandas without its index) or a function writing that path;
+    the ``figures``, file name -> (result, plot kind)."""
+    from bayes_risk._io import write_json
+    from bayes_risk.cli._run import output_dir
+
+    with output_dir(args) as tmp:
+        if extra is not None:  # first: a model or a release is saved into an empty folder
+            extra(tmp)
+        if summary is not None:
+            write_json(tmp / "summary.json", summary)
+        for name, table in (tables or {}).items():
+            table(tmp / name) if callable(table) else table.to_csv(tmp / name, index=False)
+        if figures:
+            from bayes_risk.results._base import plot_figure
+
+            for name, (result, kind) in figures.items():
+                plot_figure(result, kind).savefig(tmp / name, dpi=dpi)
+    print_summary(lines, args.out)
+
+
 def imputed_arg(values: list[str] | None) -> str | list[str]:
     """``--imputed``: ``"auto"`` when not given, ``[]`` for ``none``, else the columns."""
     if values is None:
@@ -558,20 +584,18 @@ def check_max_size(args: argparse.Namespace) -> None:
                               code="BAD_OPTION_VALUE")
 
 
-def save_known_sweep(folder: Path, ksweep: Any, lines: list[str], *, dpi: int,
-                     write: Any = None) -> None:
-    """Write a knowledge sweep's tables (``write(df, path)``, default pandas' CSV) and figures
-    into ``folder``; its line joins the summary ``lines``."""
-    from bayes_risk.results._base import plot_figure
+def known_sweep_files(ksweep: Any, write: Any = None) -> tuple[dict, dict, str]:
+    """A knowledge sweep's tables (``write(df, path)``, default pandas' CSV) and figures, as
+    :func:`write_run` takes them, and its line of the summary."""
+    import functools
 
-    for part in ("table", "drivers", "levels"):
-        df = getattr(ksweep, part)
-        path = folder / ("known_sweep.csv" if part == "table" else f"known_sweep_{part}.csv")
-        write(df, path) if write is not None else df.to_csv(path, index=False)
-    plot_figure(ksweep, "frontier").savefig(folder / "known_sweep.png", dpi=dpi)
-    plot_figure(ksweep, "drivers").savefig(folder / "known_sweep_drivers.png", dpi=dpi)
-    lines.append(f"knowledge sweep over {len(ksweep.table)} subsets of "
-                 f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")
+    tables = {("known_sweep.csv" if part == "table" else f"known_sweep_{part}.csv"):
+              getattr(ksweep, part) if write is None else functools.partial(
+                  write, getattr(ksweep, part)) for part in ("table", "drivers", "levels")}
+    figures = {"known_sweep.png": (ksweep, "frontier"),
+               "known_sweep_drivers.png": (ksweep, "drivers")}
+    return tables, figures, (f"knowledge sweep over {len(ksweep.table)} subsets of "
+                             f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")
 
 
 def init_params(cls: type, method: str | None = None, given: Any = ()) -> set[str]:

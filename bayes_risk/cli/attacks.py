@@ -21,23 +21,27 @@ def _headline(result) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attacks``."""
-    from bayes_risk._io import write_json
-    from bayes_risk.attacks import inference_risk, linkability_risk, singling_out_risk
-    from bayes_risk.cli._common import (
-        print_summary,
-        read_holdout,
-        read_inputs,
-        release_schema,
-    )
-    from bayes_risk.cli._run import command_line_options, output_dir
-    from bayes_risk.exceptions import ValidationError
-    from bayes_risk.results._base import plot_figure
+    import inspect
 
-    modes = [m for m in dict.fromkeys(args.singling_out) if m != "none"]
-    if "none" in args.singling_out and modes:
+    from bayes_risk._attack_specs import (
+        ATTACK_ARGUMENTS,
+        INFERENCE_ARGUMENTS,
+        LINKABILITY_ARGUMENTS,
+        SINGLING_OUT_ARGUMENTS,
+    )
+    from bayes_risk._specs import argument_values
+    from bayes_risk.attacks import inference_risk, linkability_risk, singling_out_risk
+    from bayes_risk.cli._common import read_holdout, read_inputs, release_schema, write_run
+    from bayes_risk.cli._run import command_line_options
+    from bayes_risk.exceptions import ValidationError
+
+    given = vars(args)
+    chosen = args.singling_out or []  # not given: both modes (the function's default)
+    modes = [m for m in dict.fromkeys(chosen) if m != "none"]
+    if "none" in chosen and modes:
         raise ValidationError("--singling-out none cannot be given with a mode.",
                               code="OPTION_CONFLICT")
-    if not modes and args.linkability is None and args.inference is None:
+    if "none" in chosen and args.linkability is None and args.inference is None:
         raise ValidationError("nothing to run: --singling-out none needs --linkability "
                               "COLS_A COLS_B or --inference SECRET.", code="OPTION_REQUIRED")
     if args.aux_columns is not None and args.inference is None:
@@ -48,41 +52,40 @@ def run(args: argparse.Namespace) -> int:
     original, synthetic = read_inputs(args)
     holdout = read_holdout(args)
     schema = release_schema(original, synthetic, args)
-    common = dict(holdout=holdout, schema=schema, confidence_level=args.confidence_level,
-                  random_seed=args.random_seed)
+    common = dict(holdout=holdout, schema=schema, random_seed=args.random_seed,
+                  **argument_values(ATTACK_ARGUMENTS, given))
     so = lk = inf = None
     # inference first: the cheapest attack, so that a bad secret stops the run at once
     if args.inference is not None:
-        inf = inference_risk(original, synthetic, secret=args.inference,
-                             aux_columns=args.aux_columns, n_attacks=args.n_attacks,
-                             regression={"auto": None, "yes": True, "no": False}[
-                                 args.regression],
-                             tolerance=args.tolerance, **common)
-    if modes:
-        so = singling_out_risk(original, synthetic, mode=modes, n_attacks=args.n_attacks,
-                               n_cols=args.n_cols, columns=args.columns,
-                               max_attempts=args.max_attempts, **common)
+        inf = inference_risk(original, synthetic, **argument_values(INFERENCE_ARGUMENTS, given),
+                             **common)
+    if "none" not in chosen:
+        so = singling_out_risk(original, synthetic, **{
+            **argument_values(SINGLING_OUT_ARGUMENTS, given), **({"mode": modes} if modes
+                                                                 else {})}, **common)
     if aux is not None:
         sizes = [len(original)] + ([] if holdout is None else [len(holdout)])
-        n = args.n_attacks if args.n_attacks < 1 else min(args.n_attacks, *sizes)
+        n = common.pop("n_attacks", inspect.signature(linkability_risk).parameters[
+            "n_attacks"].default)
+        n = n if n < 1 else min(n, *sizes)
         # linkability's aux_columns are --linkability here (--aux-columns is inference's)
         with command_line_options({"aux_columns": "--linkability"}):
-            lk = linkability_risk(original, synthetic, aux_columns=aux, n_attacks=n,
-                                  n_neighbors=args.n_neighbors, **common)
+            lk = linkability_risk(original, synthetic, **{
+                **argument_values(LINKABILITY_ARGUMENTS, given), "aux_columns": aux},
+                n_attacks=n, **common)
     done = [r for r in (so, lk, inf) if r is not None]
     summary = {"measure": "attacks", **{k: None if r is None else r.to_dict() for k, r in (
                    ("singling_out", so), ("linkability", lk), ("inference", inf))},
                "warnings": list(dict.fromkeys(w for r in done for w in r.warnings)),
                "inputs": inputs_summary(args, holdout=None if args.holdout is None
                                         else str(args.holdout))}
-    with output_dir(args) as tmp:
-        write_json(tmp / "summary.json", summary)
-        for name, r in (("singling_out", so), ("linkability", lk), ("inference", inf)):
-            if r is not None:  # its table, its rows (singling out: the predicates), its figure
-                r.table.to_csv(tmp / f"{name}.csv", index=False)
-                rows, what = (r.queries, "queries") if r is so else (r.records, "records")
-                rows.to_csv(tmp / f"{name}_{what}.csv", index=False)
-                plot_figure(r, "risk").savefig(tmp / f"{name}.png", dpi=100)
+    tables, figures = {}, {}
+    for name, r in (("singling_out", so), ("linkability", lk), ("inference", inf)):
+        if r is not None:  # its table, its rows (singling out: the predicates), its figure
+            tables[f"{name}.csv"] = r.table
+            tables[f"{name}_{'queries' if r is so else 'records'}.csv"] = (
+                r.queries if r is so else r.records)
+            figures[f"{name}.png"] = (r, "risk")
     m = len(done[0].table["dataset"].unique())
     against = ("no holdout (the risk is the main attack's success rate)" if holdout is None
                else f"a holdout of {len(holdout):,} records")
@@ -97,5 +100,5 @@ def run(args: argparse.Namespace) -> int:
         known = ("every other column" if args.aux_columns is None
                  else ", ".join(args.aux_columns))
         lines.append(f"inference from {known}: {_headline(inf)}")
-    print_summary(lines, args.out)
+    write_run(args, lines, summary, tables=tables, figures=figures)
     return 0

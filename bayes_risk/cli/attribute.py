@@ -10,9 +10,10 @@ from bayes_risk.cli._common import (
     dask_client,
     dask_kwargs,
     inputs_summary,
+    known_sweep_files,
     parse_records,
     read_inputs,
-    save_known_sweep,
+    write_run,
 )
 
 __all__ = ["run", "parse_records", "parse_pairs"]
@@ -156,10 +157,7 @@ def parse_pairs(text: str, n: int) -> list[tuple[int, int]]:
 def _run_largest_value(args: argparse.Namespace, scenario: str, model: Any, original: Any,
                        synthetic: Any) -> int:
     """The Wei & Reiter largest-value scenarios: ``largest_value.csv`` and ``summary.json``."""
-    from bayes_risk._io import write_json
     from bayes_risk.attribute.largest_value import largest_value_risk
-    from bayes_risk.cli._common import print_summary
-    from bayes_risk.cli._run import output_dir
     from bayes_risk.exceptions import ValidationError
 
     if args.records is not None:
@@ -172,24 +170,18 @@ def _run_largest_value(args: argparse.Namespace, scenario: str, model: Any, orig
     summary = {"scenario": args.scenario, **summary,
                "inputs": {"model": str(args.model), **inputs_summary(args)},
                "reference": "Wei & Reiter (2016), as summarised in Hu (2019, section 3.3.3)"}
-    with output_dir(args) as tmp:
-        table.to_csv(tmp / "largest_value.csv", index=False)
-        write_json(tmp / "summary.json", summary)
-    print_summary([
+    write_run(args, [
         f"largest value of {args.column!r} ({args.scenario} intruder): P(within "
         f"{summary['delta']:.0%}) = {summary['P_interval']:.3f}, p_true = "
         f"{summary['p_true']:.3f}, mode = {summary['mode']:g} (truth {summary['largest_value']:g})",
-    ], args.out)
+    ], summary, tables={"largest_value.csv": table})
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attribute``."""
-    from bayes_risk._io import write_json
     from bayes_risk._specs import spec_values
     from bayes_risk.attribute.api import EstimatorSpec, attribute_risk
-    from bayes_risk.cli._common import print_summary
-    from bayes_risk.cli._run import output_dir
 
     original, synthetic = read_inputs(args)
     spec = _scenario(args, len(original))  # checked before any fit
@@ -263,25 +255,23 @@ def run(args: argparse.Namespace) -> int:
                          **({} if args.known_records is None
                             else {"known_records": args.known_records})),
     }
-    from bayes_risk.results._base import plot_figure
-
     lines = _summary_lines(summary, pairs=pairs is not None)
-    with output_dir(args) as tmp:
-        result.to_dataframe().to_csv(tmp / "records.csv")  # the index: column "record" (or "pair")
-        write_json(tmp / "summary.json", summary)
-        for kind, name in (("p_true", "p_true_hist.png"), ("rank", "rank_hist.png"),
-                           ("khat", "khat.png")):
-            plot_figure(result, kind).savefig(tmp / name, dpi=100)
-        if ksweep is not None:
-            save_known_sweep(tmp, ksweep, lines, dpi=100)
-        if curve is not None:
-            curve.table.to_csv(tmp / "known_curve.csv", index=False)
-            plot_figure(curve, "curve").savefig(tmp / "known_curve.png", dpi=100)
-            t = curve.table
-            lines.append("risk by the share of other records known: " + ", ".join(
-                f"{f:g}: mean p_true {100 * p:.3g} %"
-                for f, p in zip(t["known_fraction"], t["mean_p_true"], strict=True)))
-    print_summary(lines, args.out)
+    # records.csv with its index: column "record" (or "pair")
+    tables: dict[str, Any] = {"records.csv": result.to_dataframe().to_csv}
+    figures = {"p_true_hist.png": (result, "p_true"), "rank_hist.png": (result, "rank"),
+               "khat.png": (result, "khat")}
+    if ksweep is not None:
+        more_tables, more_figures, line = known_sweep_files(ksweep)
+        tables, figures = {**tables, **more_tables}, {**figures, **more_figures}
+        lines.append(line)
+    if curve is not None:
+        tables["known_curve.csv"] = curve.table
+        figures["known_curve.png"] = (curve, "curve")
+        t = curve.table
+        lines.append("risk by the share of other records known: " + ", ".join(
+            f"{f:g}: mean p_true {100 * p:.3g} %"
+            for f, p in zip(t["known_fraction"], t["mean_p_true"], strict=True)))
+    write_run(args, lines, summary, tables=tables, figures=figures)
     return 0
 
 

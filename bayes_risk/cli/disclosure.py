@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from bayes_risk.cli._common import inputs_summary
 
@@ -12,19 +11,12 @@ __all__ = ["run"]
 
 def run(args: argparse.Namespace) -> int:
     """Compute the measures and write the output folder."""
-    from bayes_risk._io import write_json
-    from bayes_risk._specs import spec_values
-    from bayes_risk.cli._common import (
-        parse_records,
-        print_summary,
-        read_inputs,
-        release_schema,
-    )
-    from bayes_risk.cli._run import output_dir
+    from bayes_risk._specs import argument_values, spec_values
+    from bayes_risk.cli._common import parse_records, read_inputs, release_schema, write_run
     from bayes_risk.disclosure import ExclusionSpec, differencing_check, disclosure_measures
+    from bayes_risk.disclosure.specs import DISCLOSURE_ARGUMENTS
     from bayes_risk.exceptions import ValidationError
 
-    out = Path(args.out)
     if (args.keys is None) != (args.target is None) or (args.keys is None
                                                         and not args.differencing):
         raise ValidationError("disclosure needs --keys and --target (synthpop's measures), "
@@ -37,34 +29,15 @@ def run(args: argparse.Namespace) -> int:
                                                                   "--selected"))
             if args.differencing else None)
     if args.keys is None:
-        with output_dir(args) as tmp:
-            _write_differencing(tmp, diff, args)
-        print_summary(diff.summary().as_text().strip().splitlines(), out)
+        write_run(args, diff.summary().as_text().strip().splitlines(),
+                  tables=_differencing(diff, args))
         return 0
     schema = release_schema(original, syn, args)
-    res = disclosure_measures(
-        original,
-        syn,
-        keys=args.keys,
-        target=args.target,
-        schema=schema,
-        ngroups_target=args.ngroups_target,
-        ngroups_keys=(args.ngroups_keys[0] if args.ngroups_keys and len(args.ngroups_keys) == 1
-                      else args.ngroups_keys),
-        exclude=ExclusionSpec(**spec_values(ExclusionSpec, vars(args))),
-        k_anonymity=args.k_anonymity,
-        compat=args.compat,
-    )
+    res = disclosure_measures(original, syn, schema=schema,
+                              exclude=ExclusionSpec(**spec_values(ExclusionSpec, vars(args))),
+                              **argument_values(DISCLOSURE_ARGUMENTS, vars(args)))
     d = res.to_dict()
     d["inputs"] = inputs_summary(args)
-    with output_dir(args) as tmp:
-        write_json(tmp / "summary.json", d)
-        res.ident.to_csv(tmp / "ident.csv", index=False)
-        res.attrib.to_csv(tmp / "attrib.csv", index=False)
-        res.allCAPs.to_csv(tmp / "allCAPs.csv", index=False)
-        res.replicated_uniques.table.to_csv(tmp / "replicated_uniques.csv", index=False)
-        if diff is not None:
-            _write_differencing(tmp, diff, args)
     summary = res.summary()
     header = dict(summary.header)
     head = (f"Disclosure measures for {header['original records']} original records and "
@@ -73,14 +46,18 @@ def run(args: argparse.Namespace) -> int:
     body = summary.as_text().strip().splitlines()[2:]
     if diff is not None:
         body += ["", *diff.summary().as_text().strip().splitlines()]
-    print_summary([head, *body], out)
+    write_run(args, [head, *body], d, tables={
+        "ident.csv": res.ident, "attrib.csv": res.attrib, "allCAPs.csv": res.allCAPs,
+        "replicated_uniques.csv": res.replicated_uniques.table,
+        **({} if diff is None else _differencing(diff, args))})
     return 0
 
 
-def _write_differencing(tmp: Path, diff, args: argparse.Namespace) -> None:
+def _differencing(diff, args: argparse.Namespace) -> dict:
+    """The differencing check's files (:func:`~bayes_risk.cli._common.write_run`'s tables)."""
     from bayes_risk._io import write_json
 
     d = diff.to_dict()
     d["inputs"] = inputs_summary(args, selected=args.selected)
-    write_json(tmp / "differencing.json", d)
-    diff.to_dataframe().to_csv(tmp / "differencing.csv", index=False)
+    return {"differencing.json": lambda path: write_json(path, d),
+            "differencing.csv": diff.to_dataframe()}

@@ -22,10 +22,9 @@ def run(args: argparse.Namespace) -> int:
         missing_labels,
         model_schema,
         numeric_columns,
-        print_summary,
         read_records_table,
+        write_run,
     )
-    from bayes_risk.cli._run import output_dir
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer, list_synthesizers
@@ -76,19 +75,15 @@ def run(args: argparse.Namespace) -> int:
         check_forest_memory(model, settings, df, schema, args.synthesize or None)
         model.fit(df, schema=schema, synthesized=args.synthesize or None,
                   random_seed=args.random_seed, **fit_kw)
+    from bayes_risk._io import write_json
     from bayes_risk.data.statfiles import LABELS_FILE, file_labels
 
     labels = file_labels(df)
-    with output_dir(args) as tmp:
-        model.save(tmp)
-        if labels is not None:  # for 'synthesize --model DIR --format sav|dta|xpt'
-            from bayes_risk._io import write_json
-
-            write_json(tmp / LABELS_FILE, labels.to_dict())
-        if info.convergence:
-            _write_summary(tmp, args, model)
-    print_summary(_summary_lines(args, model, df, schema) if info.convergence
-                  else _direct_lines(args, model, df), args.out)
+    tables = {} if labels is None else {  # for 'synthesize --model DIR --format sav|dta|xpt'
+        LABELS_FILE: lambda path: write_json(path, labels.to_dict())}
+    write_run(args, _summary_lines(args, model, df, schema) if info.convergence
+              else _direct_lines(args, model, df), _summary(args, model) if info.convergence
+              else None, tables=tables, extra=model.save)
     return 0
 
 
@@ -118,19 +113,17 @@ def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, An
     return settings
 
 
-def _write_summary(folder: Any, args: argparse.Namespace, model: Any) -> None:
+def _summary(args: argparse.Namespace, model: Any) -> dict[str, Any]:
     """``summary.json`` of the fit: whether its convergence checks passed, and which failed."""
-    from bayes_risk._io import write_json
-
     conv = model.convergence_summary()
-    write_json(folder / "summary.json", {
+    return {
         "command": "fit",
         "method": args.method,
         "convergence_passed": bool(conv["passed"]),
         "failed_convergence_checks": [dict(c, fit="model") for c in conv["failed_checks"]],
         # which chains agree on α, k* and the log-likelihood (REGIMES_DISAGREE when not)
         "regimes": conv.get("regimes"),
-    })
+    }
 
 
 def _direct_lines(args: argparse.Namespace, model: Any, df: Any) -> list[str]:

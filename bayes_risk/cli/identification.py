@@ -8,9 +8,10 @@ from typing import Any
 from bayes_risk.cli._common import (
     check_max_size,
     inputs_summary,
+    known_sweep_files,
     parse_numbers,
     parse_radius,
-    save_known_sweep,
+    write_run,
 )
 
 __all__ = ["run"]
@@ -120,7 +121,6 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._common import (
         dask_client,
         dask_kwargs,
-        print_summary,
         read_inputs,
         schema_from_args,
     )
@@ -216,32 +216,31 @@ def run(args: argparse.Namespace) -> int:
     lines += _selection_lines(res, recorded)
     _write_outputs(args, out, res, lines, replicates=replicates, sweep=sweep, search=search,
                    ksweep=ksweep)
-    print_summary(lines, args.out)
     return 0
 
 
 def _write_outputs(args: argparse.Namespace, out: dict[str, Any], res: Any, lines: list[str],
                    *, replicates: Any, sweep: Any, search: Any, ksweep: Any) -> None:
-    """Write the run's files into ``--out`` at once (``output_dir``: nothing half-written)."""
-    from bayes_risk._io import write_json
-    from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import write_csv
-    from bayes_risk.results._base import plot_figure
+    """Write the run's files into ``--out`` at once, then print its summary."""
+    import functools
 
-    with output_dir(args) as tmp:
-        if args.records_output != "none":
-            table = res.records if args.records_output == "per-dataset" else res.target_table()
-            write_csv(table, tmp / "records.csv")
-        write_json(tmp / "summary.json", out)
-        if replicates is not None:
-            plot_figure(res, "running_estimate").savefig(tmp / "running_estimate.png", dpi=120)
-        for part, name, kind in ((sweep, "radius_sweep", "box"),
-                                 (search, "radius_search", "profile")):
-            if part is not None:
-                part.to_frame().to_csv(tmp / f"{name}.csv", index=False)
-                plot_figure(part, kind).savefig(tmp / f"{name}.png", dpi=120)
-        if ksweep is not None:
-            save_known_sweep(tmp, ksweep, lines, dpi=120, write=write_csv)
+    from bayes_risk.data.io import write_csv
+
+    tables: dict[str, Any] = {}
+    figures: dict[str, Any] = {}
+    if args.records_output != "none":
+        table = res.records if args.records_output == "per-dataset" else res.target_table()
+        tables["records.csv"] = functools.partial(write_csv, table)
+    if replicates is not None:
+        figures["running_estimate.png"] = (res, "running_estimate")
+    for part, name, kind in ((sweep, "radius_sweep", "box"), (search, "radius_search", "profile")):
+        if part is not None:
+            tables[f"{name}.csv"], figures[f"{name}.png"] = part.to_frame(), (part, kind)
+    if ksweep is not None:
+        more_tables, more_figures, line = known_sweep_files(ksweep, write=write_csv)
+        tables, figures = {**tables, **more_tables}, {**figures, **more_figures}
+        lines.append(line)
+    write_run(args, lines, out, tables=tables, figures=figures, dpi=120)
 
 
 def _selection(args: argparse.Namespace, syn: Any) -> Any:
@@ -295,16 +294,17 @@ def _known_sweep(args: argparse.Namespace, original: Any, syn: Any, kw: dict[str
 
 
 def _posterior_replicates(args: argparse.Namespace, original, syn):
-    """The ``PosteriorReplicates`` of ``--model`` (``None`` without it)."""
-    from bayes_risk.exceptions import ValidationError
-
-    given = [f for f, d in (("--replicates", "auto"), ("--view", "agency"),
-                            ("--mcse-tol", 0.01), ("--max-replicates", 2000),
-                            ("--allow-other-model", False))
-             if getattr(args, f[2:].replace("-", "_")) != d]
+    """The ``PosteriorReplicates`` of ``--model`` (``None`` without it): the options given,
+    the others at the replicates' defaults (which check them)."""
+    given = {k: v for k in ("replicates", "view", "mcse_tol", "max_replicates")
+             if (v := getattr(args, k)) is not None}
     if args.model is None:
-        if given:
-            raise ValidationError(f"{', '.join(given)} need(s) --model (the fitted synthesis "
+        flags = ["--" + k.replace("_", "-") for k in given] + (
+            ["--allow-other-model"] if args.allow_other_model else [])
+        if flags:
+            from bayes_risk.exceptions import ValidationError
+
+            raise ValidationError(f"{', '.join(flags)} need(s) --model (the fitted synthesis "
                                   "model the replicates are drawn from).", code="OPTION_REQUIRED")
         return None
     from bayes_risk.cli._common import check_model_original
@@ -318,11 +318,9 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
         check_model_original(args, model, original)
     if hasattr(model, "progressbar"):
         model.progressbar = False
-    n = int(args.replicates) if args.replicates.isdigit() else args.replicates
-    return PosteriorReplicates(model, n=n, view=args.view, mcse_tol=args.mcse_tol,
-                               max_replicates=args.max_replicates,
-                               # >= 1: a bad --max-replicates is reported as itself
-                               min_replicates=max(1, min(500, args.max_replicates)),
+    n = given.pop("replicates", "auto")
+    if "max_replicates" in given:  # >= 1: a bad --max-replicates is reported as itself
+        given["min_replicates"] = max(1, min(500, given["max_replicates"]))
+    return PosteriorReplicates(model, n=int(n) if n.isdigit() else n, **given,
                                random_seed=args.random_seed,
                                allow_other_model=args.allow_other_model)
-

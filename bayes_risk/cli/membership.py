@@ -13,18 +13,16 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk membership``."""
     import math
 
-    from bayes_risk._io import write_json
-    from bayes_risk._specs import spec_values
+    from bayes_risk._specs import argument_values, spec_values
     from bayes_risk.cli._common import (
         check_model_original,
         parse_records,
-        print_summary,
         read_holdout,
         read_inputs,
+        write_run,
     )
-    from bayes_risk.cli._run import output_dir
     from bayes_risk.membership.api import membership_risk
-    from bayes_risk.membership.specs import AttackSpec, RatioSpec
+    from bayes_risk.membership.specs import MEMBERSHIP_ARGUMENTS, AttackSpec, RatioSpec
     from bayes_risk.models import load_model
 
     original, synthetic = read_inputs(args)
@@ -39,13 +37,12 @@ def run(args: argparse.Namespace) -> int:
         synthetic,
         holdout=holdout,
         records=parse_records(args.records, len(original)),
-        population=args.population,
         attack=AttackSpec(**spec_values(AttackSpec, vars(args))),
         ratio=RatioSpec(**spec_values(RatioSpec, vars(args))),
-        selection=args.selection,
         progressbar=not args.quiet,
         random_seed=args.random_seed,
         allow_other_model=args.allow_other_model,
+        **argument_values(MEMBERSHIP_ARGUMENTS, vars(args)),
     )
     summary = result.to_dict()
     summary["inputs"] = {
@@ -53,14 +50,6 @@ def run(args: argparse.Namespace) -> int:
         **inputs_summary(args, holdout=None if args.holdout is None else str(args.holdout),
                          records=args.records),
     }
-    from bayes_risk.results._base import plot_figure
-
-    with output_dir(args) as tmp:
-        result.records.to_csv(tmp / "records.csv")
-        write_json(tmp / "summary.json", summary)
-        for kind, name in (("p_member", "p_member_hist.png"), ("roc", "roc.png"),
-                           ("dcr", "dcr.png")):
-            plot_figure(result, kind).savefig(tmp / name, dpi=100)
     f = result.file
 
     def num(x: float) -> str:
@@ -93,5 +82,7 @@ def run(args: argparse.Namespace) -> int:
         lines.append(f"selection {sel['rule']!r}: {sel['n_selected']} of {sel['n_records']} "
                      "records synthesized; members released whole (P(member) = 1, revealed): "
                      f"{sel['n_members_released_whole']}")
-    print_summary(lines, args.out)
+    write_run(args, lines, summary, tables={"records.csv": result.records.to_csv},
+              figures={"p_member_hist.png": (result, "p_member"), "roc.png": (result, "roc"),
+                       "dcr.png": (result, "dcr")})
     return 0

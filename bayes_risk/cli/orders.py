@@ -5,24 +5,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.cli._common import (
-    parse_key_value,
-)
+from bayes_risk.cli._common import parse_key_value
 
 __all__ = ["run"]
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``bayes-risk orders``; returns the exit status."""
-    from bayes_risk._io import write_json
     from bayes_risk.cli._common import (
         missing_labels,
         numeric_columns,
-        print_summary,
         read_records_table,
         schema_from_args,
+        write_run,
     )
-    from bayes_risk.cli._run import output_dir
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.visit_orders import compare_visit_orders
 
@@ -61,12 +57,10 @@ def run(args: argparse.Namespace) -> int:
                                progressbar=not args.quiet)
     out = res.to_dict()
     out["settings"]["random_seed"] = args.random_seed
-    with output_dir(args) as tmp:
-        res.table.to_csv(tmp / "orders.csv", index=False)
-        write_json(tmp / "summary.json", out)
-    print_summary([f"{len(orders)} visit orders ({args.method}, m = {args.m} each): mean pMSE, "
-                   "pMSE ratio and identification risk per order",
-                   *res.table.to_string(index=False).splitlines()], args.out)
+    write_run(args, [f"{len(orders)} visit orders ({args.method}, m = {args.m} each): mean "
+                     "pMSE, pMSE ratio and identification risk per order",
+                     *res.table.to_string(index=False).splitlines()], out,
+              tables={"orders.csv": res.table})
     return 0
 
 

@@ -11,27 +11,22 @@ def run(args: argparse.Namespace) -> int:
     """Compute the measures and write the output folder."""
     import pandas as pd
 
-    from bayes_risk._io import write_json
-    from bayes_risk.cli._common import print_summary, read_records_table
-    from bayes_risk.cli._run import output_dir
+    from bayes_risk._specs import argument_values
+    from bayes_risk.cli._common import read_records_table, write_run
     from bayes_risk.disclosure import original_risk
+    from bayes_risk.disclosure.specs import ORIGINAL_RISK_ARGUMENTS
 
     original = read_records_table(args.original, "ORIGINAL")
-    res = original_risk(original, keys=args.keys, weights=args.weights, sensitive=args.sensitive,
-                        method=args.method, suda=not args.no_suda, max_size=args.max_size,
-                        dis_fraction=args.dis_fraction, recursive_c=args.recursive_c,
-                        k_anonymity=args.k_anonymity, compat=args.compat)
+    res = original_risk(original, **argument_values(ORIGINAL_RISK_ARGUMENTS, vars(args)))
     d = res.to_dict()
     d["inputs"] = {"original": str(args.original)}
-    with output_dir(args) as tmp:
-        write_json(tmp / "summary.json", d)
-        res.records.reset_index(drop=True).to_csv(tmp / "records.csv", index_label="record")
-        if res.suda is not None:
-            lev = res.suda["attribute_level_contributions"].rename(
-                columns={"attribute": "level"})
-            tot = res.suda["attribute_contributions"].assign(level="(all)")
-            pd.concat([tot, lev], ignore_index=True)[["variable", "level", "contribution"]] \
-                .to_csv(tmp / "suda_contributions.csv", index=False)
+    tables = {"records.csv": lambda path: res.records.reset_index(drop=True).to_csv(
+        path, index_label="record")}
+    if res.suda is not None:
+        lev = res.suda["attribute_level_contributions"].rename(columns={"attribute": "level"})
+        tot = res.suda["attribute_contributions"].assign(level="(all)")
+        tables["suda_contributions.csv"] = pd.concat([tot, lev], ignore_index=True)[
+            ["variable", "level", "contribution"]]
     g, kc = res.global_risk, res.key_cells
     lines = [
         f"Risk of the original on the keys {', '.join(res.keys)}: "
@@ -50,5 +45,5 @@ def run(args: argparse.Namespace) -> int:
     for c, s in res.l_diversity.items():
         lines.append(f"l-diversity of {c}: {s['n_records_l1']:,} records in key cells with one "
                      f"value (min distinct l {s['min']:g}, median {s['median']:g})")
-    print_summary(lines, args.out)
+    write_run(args, lines, d, tables=tables)
     return 0

@@ -43,20 +43,19 @@ def _coding(items: list[str], excludes: list[str]) -> tuple[dict[str, Any], dict
 
 def run(args: argparse.Namespace) -> int:
     """Post-process the release and write it."""
-    from bayes_risk.cli._common import print_summary, read_inputs
-    from bayes_risk.cli._run import output_dir
+    from bayes_risk._specs import argument_values
+    from bayes_risk.cli._common import read_inputs, write_run
     from bayes_risk.disclosure.sdc import sdc
+    from bayes_risk.disclosure.specs import SDC_ARGUMENTS
 
-    coding, exclude = _coding(args.bottom_top, args.exclude)
+    coding, exclude = _coding(args.bottom_top or [], args.exclude or [])
     original, syn = read_inputs(args)
-    out = sdc(original, syn, keys=args.keys,
-              remove=None if args.remove is None else args.remove.replace("-", "_"),
-              bottom_top_coding=coding or None, recode_exclude=exclude or None,
-              smooth=args.smooth or None, compat=args.compat)
+    out = sdc(original, syn, **{**argument_values(SDC_ARGUMENTS, vars(args)),
+                                "bottom_top_coding": coding or None,
+                                "recode_exclude": exclude or None})
     from bayes_risk.data.statfiles import file_labels
 
-    with output_dir(args) as tmp:
-        out.save(tmp, file_format=args.file_format, labels=file_labels(original))
+    labels = file_labels(original)
     lines = [f"post-processed {out.m} dataset(s) of {str(args.synthetic[0])!r}"
              + (" ..." if len(args.synthetic) > 1 else "")]
     for step in out.extra["post_processing"][-3:]:
@@ -70,5 +69,6 @@ def run(args: argparse.Namespace) -> int:
                          + ", ".join(f"{n:,}" for n in step["n_removed"]) + " (per dataset)")
         else:
             lines.append(f"smoothed: {', '.join(step['columns'])}")
-    print_summary(lines, args.out)
+    write_run(args, lines, extra=lambda tmp: out.save(tmp, file_format=args.file_format,
+                                                    labels=labels))
     return 0

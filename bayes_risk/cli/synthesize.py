@@ -47,8 +47,7 @@ def run(args: argparse.Namespace) -> int:
         forest_bytes,
         load_what_the_run_loads,
     )
-    from bayes_risk.cli._common import run_seed
-    from bayes_risk.cli._run import output_dir
+    from bayes_risk.cli._common import run_seed, write_run
     from bayes_risk.cli.options.trees import tree_options
     from bayes_risk.data import SyntheticData, check_m
     from bayes_risk.exceptions import ValidationError
@@ -117,9 +116,8 @@ def run(args: argparse.Namespace) -> int:
         model.fit(df, schema=schema, synthesized=args.synthesize, records=records,
                   random_seed=[seed, 1])
         syn = model.synthesize(m, random_seed=seed)
-    with output_dir(args) as tmp:
-        syn.save(tmp, csv=args.csv, file_format=args.file_format, labels=labels)
-    _print_summary(args, syn)
+    write_run(args, _summary_lines(args, syn), extra=lambda tmp: syn.save(
+        tmp, csv=args.csv, file_format=args.file_format, labels=labels))
     return 0
 
 
@@ -136,9 +134,7 @@ def _model_labels(folder: str) -> Any:
     return FileLabels.from_dict(read_json(f, f"{f} cannot be read.", code="MODEL_DAMAGED"))
 
 
-def _print_summary(args: argparse.Namespace, syn) -> None:
-    from bayes_risk.cli._common import print_summary
-
+def _summary_lines(args: argparse.Namespace, syn) -> list[str]:
     source = f"model {args.model}" if args.model is not None else str(args.original)
     lines = [f"synthesized {syn.m} dataset(s) ({syn.method_description}) of {len(syn[0])} "
              f"records from {source}"]
@@ -150,4 +146,4 @@ def _print_summary(args: argparse.Namespace, syn) -> None:
     if syn.model_id is not None:
         lines.append(f"model id: {syn.model_id[:16]} (the fitted model that made it; recorded "
                      "in manifest.json, checked against any --model given with this release)")
-    print_summary(lines, args.out)
+    return lines

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from bayes_risk.cli._common import inputs_summary, run_seed
 
@@ -12,18 +11,11 @@ __all__ = ["run"]
 
 def run(args: argparse.Namespace) -> int:
     """Compute the utility summary and write the output folder."""
-    from bayes_risk._io import write_json
-    from bayes_risk._specs import spec_values
-    from bayes_risk._utility_specs import OverlapSpec, PropensitySpec
-    from bayes_risk.cli._common import (
-        imputed_arg,
-        read_inputs,
-        release_schema,
-    )
-    from bayes_risk.cli._run import output_dir
+    from bayes_risk._specs import argument_values, spec_values
+    from bayes_risk._utility_specs import UTILITY_ARGUMENTS, OverlapSpec, PropensitySpec
+    from bayes_risk.cli._common import imputed_arg, read_inputs, release_schema, write_run
     from bayes_risk.utility.summary import utility_summary
 
-    out = Path(args.out)
     seed = run_seed(args)  # recorded in summary.json: a CART / permutation run repeats exactly
     # the settings' checks before the inputs are read
     propensity = PropensitySpec(**spec_values(PropensitySpec, vars(args)))
@@ -31,32 +23,20 @@ def run(args: argparse.Namespace) -> int:
     original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
     summary = utility_summary(
-        original,
-        syn,
-        schema=schema,
-        propensity=propensity,
-        null=args.null,
-        n_perm=args.n_perm,
-        overlap=overlap,
-        synthesized=args.synthesized,  # default: the roles the release records
-        random_seed=seed,
-        progressbar=not args.quiet,
-        imputed=imputed_arg(args.imputed),
-    )
+        original, syn, schema=schema, propensity=propensity, overlap=overlap,
+        random_seed=seed, progressbar=not args.quiet, imputed=imputed_arg(args.imputed),
+        **argument_values(UTILITY_ARGUMENTS, vars(args)))  # synthesized: default the release's
     d = summary.to_dict()
     d["inputs"] = inputs_summary(args)
-    with output_dir(args) as tmp:
-        write_json(tmp / "summary.json", d)
-        summary.overlap.to_csv(tmp / "overlap.csv", index=False)
-        if summary.comparison is not None:
-            summary.comparison.to_csv(tmp / "comparison.csv", index=False)
-    _print_summary(summary, out, given=args.synthesized is not None)
+    tables = {"overlap.csv": summary.overlap}
+    if summary.comparison is not None:
+        tables["comparison.csv"] = summary.comparison
+    write_run(args, _summary_lines(summary, given=args.synthesized is not None), d,
+              tables=tables)
     return 0
 
 
-def _print_summary(s, out: Path, *, given: bool) -> None:
-    from bayes_risk.cli._common import print_summary
-
+def _summary_lines(s, *, given: bool) -> list[str]:
     p = s.pmse
     if s.synthesized_inferred:
         how = "inferred: columns differing from the original"
@@ -79,4 +59,4 @@ def _print_summary(s, out: Path, *, given: bool) -> None:
     lines += [n[0].lower() + n[1:] for n in s.comparison_notes()]
     if s.warnings:
         lines.append(f"warnings: {', '.join(s.warnings)}")
-    print_summary(lines, out)
+    return lines

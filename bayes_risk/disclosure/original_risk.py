@@ -14,15 +14,16 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._specs import check_option, is_integer, is_number
+from bayes_risk._constraints import check_params
+from bayes_risk._specs import argument_checks, is_integer
 from bayes_risk.data.schema import did_you_mean
+from bayes_risk.disclosure.specs import ORIGINAL_RISK_ARGUMENTS
 from bayes_risk.exceptions import (
     CALLER,
     DataWarning,
     SchemaError,
     ValidationError,
     arg_name,
-    on_command_line,
 )
 from bayes_risk.results.original_risk import OriginalRisk
 
@@ -90,17 +91,9 @@ def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, ma
             f"sensitive column(s) {both} are also keys; a column is either a key or sensitive.")
     if isinstance(weights, str) and weights in keys + sensitive:
         raise ValidationError(f"weights column {weights!r} is also a key or sensitive column.")
-    check_option(method, "method", ("approx", "exact"))
-    check_option(compat, "compat", (None, "sdcmicro"))
-    if max_size is not None and (not is_integer(max_size) or int(max_size) < 1):
-        raise ValidationError(f"{arg_name('max_size')} must be an integer >= 1"
-                              + ("" if on_command_line() else " or None") + f". Got {max_size!r}.",
-                              code="INVALID_ARGUMENT")
-    if not is_number(dis_fraction) or not 0 < float(dis_fraction) < 1:
-        raise ValidationError(
-            f"dis_fraction must be a sampling fraction in (0, 1). Got {dis_fraction!r}.")
-    if not is_number(recursive_c) or not float(recursive_c) > 0:
-        raise ValidationError(f"recursive_c must be a number > 0. Got {recursive_c!r}.")
+    check_params(dict(method=method, compat=compat, max_size=max_size,
+                      dis_fraction=dis_fraction, recursive_c=recursive_c),
+                 argument_checks(ORIGINAL_RISK_ARGUMENTS))
     for k in k_anonymity:
         if not is_integer(k) or k < 2:
             raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")

@@ -11,19 +11,19 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._checksums import file_sha256
+from bayes_risk._constraints import check_params
 from bayes_risk._io import read_json
-from bayes_risk._specs import check_option
+from bayes_risk._specs import argument_checks
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData, generation_from_roles
 from bayes_risk.disclosure._encode import resolve_inputs
 from bayes_risk.disclosure.measures import combined_key_codes
+from bayes_risk.disclosure.specs import SDC_ARGUMENTS
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
 
 __all__ = ["sdc"]
 
-#: ``remove=``: synthpop's ``rm.replicated.uniques`` and ``rm.uniques.in.orig``
-REMOVALS = (None, "replicated_uniques", "uniques_in_original")
 #: smallest number of values a smoothing spline is fitted to
 MIN_SMOOTH = 5
 
@@ -89,8 +89,7 @@ def sdc(
     >>> out.extra["post_processing"][0]["n_top_coded"]
     {'income': [1]}
     """
-    check_option(remove, "remove", REMOVALS)
-    check_option(compat, "compat", (None, "synthpop"))
+    check_params(dict(remove=remove, compat=compat), argument_checks(SDC_ARGUMENTS))
     if keys is not None and remove is None:
         raise ValidationError(f"{arg_name('keys')} applies to {arg_name('remove')}, which is not "
                               "given.", code="OPTION_CONFLICT")

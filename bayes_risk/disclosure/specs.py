@@ -1,5 +1,7 @@
 """What the disclosure measures leave out: :class:`ExclusionSpec` (synthpop's ``disclosure()``
-options).
+options); the arguments of :func:`~bayes_risk.disclosure.original_risk`,
+:func:`~bayes_risk.disclosure.disclosure_measures` and :func:`~bayes_risk.disclosure.sdc.sdc`,
+with their checks and options (``*_ARGUMENTS``).
 
 Imports only the standard library at module level: ``bayes-risk disclosure`` declares its
 options from the fields (``bayes-risk --help`` imports no numpy).
@@ -11,11 +13,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bayes_risk._constraints import Flag, Interval, check_fields, checked
+from bayes_risk._constraints import Flag, Interval, Options, check_fields, checked
 from bayes_risk._specs import check_flag, cli_option
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["ExclusionSpec", "CONVENTIONS"]
+__all__ = ["ExclusionSpec", "CONVENTIONS", "ORIGINAL_RISK_ARGUMENTS", "DISCLOSURE_ARGUMENTS",
+           "SDC_ARGUMENTS"]
 
 #: the argument group of ``bayes-risk disclosure --help`` that lists synthpop's conventions
 CONVENTIONS = "conventions (synthpop's disclosure() arguments)"
@@ -95,3 +98,103 @@ class ExclusionSpec:
                     f"level) triples. Got {item!r}.")
             triples.append(tuple(item))
         object.__setattr__(self, "exclude_combinations", tuple(triples))
+
+
+#: the argument group of ``bayes-risk original-risk --help`` that lists sdcMicro's conventions
+SDCMICRO_CONVENTIONS = "conventions (sdcMicro's arguments)"
+
+#: the arguments of :func:`~bayes_risk.disclosure.original_risk`: each one's check (which the
+#: function makes, :func:`bayes_risk._constraints.check_params`) and its option of
+#: ``bayes-risk original-risk`` (:func:`bayes_risk._specs.argument_values`)
+ORIGINAL_RISK_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "keys": cli_option(
+        "--keys", "key columns (quasi-identifiers), combined into one key; values are compared as "
+        "they are (an empty cell is a value of its own unless --compat sdcmicro)", nargs="+",
+        metavar="COL", required=True),
+    "weights": cli_option(
+        "--weights", "survey weights of the records (a column of ORIGINAL): the "
+        "Benedetti-Franconi risk; default: none, every record's risk is 1/f_k", metavar="COL"),
+    "sensitive": cli_option(
+        "--sensitive", "sensitive columns whose l-diversity in the key cells is computed",
+        nargs="+", metavar="COL"),
+    "method": cli_option(
+        "--method", "with --weights: sdcMicro's approximation of the risk of key cells of 3 or "
+        "more records (default; it overstates the exact risk by at most about 4 %%) or the exact "
+        "expectation", choices=("approx", "exact"), group=SDCMICRO_CONVENTIONS)
+        | checked(Options(("approx", "exact"), listed=True)),
+    "suda": cli_option(
+        "--no-suda", "skip SUDA2 (it examines every subset of the keys)", action="store_true",
+        parse=lambda flag: not flag, group=SDCMICRO_CONVENTIONS),
+    "max_size": cli_option(
+        "--max-size", "largest minimal sample unique searched by SUDA2 (default: every size)",
+        type=int, metavar="K", group=SDCMICRO_CONVENTIONS) | checked([Interval(int, 1), None]),
+    "dis_fraction": cli_option(
+        "--dis-fraction", "sampling fraction of the DIS score (sdcMicro's DisFraction, default "
+        "0.01)", type=float, metavar="F", group=SDCMICRO_CONVENTIONS)
+        | checked(Interval(float, 0, 1, closed="neither")),
+    "recursive_c": cli_option(
+        "--recursive-c", "constant c of recursive (c, l) l-diversity (default 2)", type=float,
+        metavar="C", group=SDCMICRO_CONVENTIONS) | checked(Interval(float, 0, closed="neither")),
+    "k_anonymity": cli_option(
+        "--k-anonymity", "k of the k-anonymity counts (default 2 3 5)", nargs="+", type=int,
+        metavar="K", group=SDCMICRO_CONVENTIONS),
+    "compat": cli_option(
+        "--compat", "reproduce sdcMicro 5.8.1 exactly, including its missing values: an empty key "
+        "cell matches every value in f_k and F_k (lowering the risk), is never part of a minimal "
+        "sample unique, and each empty sensitive cell is a distinct value",
+        choices=("sdcmicro",), group=SDCMICRO_CONVENTIONS)
+        | checked([Options(("sdcmicro",), listed=True), None]),
+}
+
+#: the arguments of :func:`~bayes_risk.disclosure.disclosure_measures` set by options of
+#: ``bayes-risk disclosure`` (the function checks them: its messages give their ranges' advice)
+DISCLOSURE_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "keys": cli_option(
+        "--keys", "key columns (quasi-identifiers) combined into one key (required unless only "
+        "--differencing is asked for)", nargs="+", metavar="COL"),
+    "target": cli_option(
+        "--target", "the attribute whose disclosure is measured (required with --keys)",
+        metavar="COL"),
+    "ngroups_target": cli_option(
+        "--ngroups-target", "group a numeric target into about N groups (quantiles of the pooled "
+        "original and synthetic values); default: every distinct value is a level", type=int,
+        metavar="N", group=CONVENTIONS),
+    "ngroups_keys": cli_option(
+        "--ngroups-keys", "group numeric keys likewise: one N for every numeric key, or one per "
+        "key (0: not grouped)", nargs="+", type=int, metavar="N",
+        parse=lambda given: given[0] if len(given) == 1 else given, group=CONVENTIONS),
+    "k_anonymity": cli_option(
+        "--k-anonymity", "k of the original's k-anonymity counts on the keys (default 2 3 5)",
+        nargs="+", type=int, metavar="K", group=CONVENTIONS),
+    "compat": cli_option(
+        "--compat", "reproduce synthpop 1.9-2 exactly, including its misaligned tables for an "
+        "ungrouped numeric target and its text comparison of replicated uniques",
+        choices=("synthpop",), group=CONVENTIONS),
+}
+
+#: the arguments of :func:`~bayes_risk.disclosure.sdc.sdc` with their options of ``bayes-risk
+#: remedy`` (which reads the texts of --bottom-top and --exclude) and checks
+SDC_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "remove": cli_option(
+        "--remove", "remove the synthetic records unique on --keys in their dataset that are "
+        "unique in ORIGINAL (synthpop's rm.replicated.uniques) or occur in it at all "
+        "(rm.uniques.in.orig); fully synthetic releases only",
+        choices=("replicated_uniques", "uniques_in_original"))
+        | checked([Options(("replicated_uniques", "uniques_in_original"), listed=True), None]),
+    "keys": cli_option(
+        "--keys", "columns that define a record for --remove (default: every column of "
+        "ORIGINAL)", nargs="+", metavar="COL"),
+    "bottom_top_coding": cli_option(
+        "--bottom-top", "bottom and top coding of a numeric synthesized column: values below "
+        "BOTTOM become BOTTOM, above TOP become TOP; leave a side empty for no bound "
+        "(Income=:200000)", nargs="+", metavar="COL=BOTTOM:TOP"),
+    "recode_exclude": cli_option(
+        "--exclude", "values of a --bottom-top column left as they are (a missing-value code)",
+        nargs="+", metavar="COL=V[,V...]"),
+    "smooth": cli_option(
+        "--smooth", "numeric synthesized columns replaced by a cubic smoothing spline of their "
+        "sorted values (synthpop's smooth.vars), dataset by dataset", nargs="+", metavar="COL"),
+    "compat": cli_option(
+        "--compat", "compare the --keys of --remove as synthpop 1.9-2 does (as padded text)",
+        choices=("synthpop",)) | checked([Options(("synthpop",), listed=True), None]),
+}

@@ -9,10 +9,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import check_params
+from bayes_risk._specs import argument_checks
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
 from bayes_risk.data.validate import refuse_unknown_levels, validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 from bayes_risk.membership.plan import ROWS_PER_DRAW
+from bayes_risk.membership.specs import MEMBERSHIP_ARGUMENTS
 
 __all__ = ["prepare", "prior_probability", "check_options", "check_drawable"]
 
@@ -87,9 +90,7 @@ def prior_probability(prior: float | str, n: int, population_size: int | None) -
 def check_options(population: Any, threshold: float, normaliser_draws: Any, bootstrap: Any,
                    alpha: Any, model: Any = None, n: int = 0) -> None:
     """The numeric options of :func:`membership_risk`, each named in its error."""
-    if isinstance(population, bool) or not isinstance(population, (int, np.integer)) or (
-            population < 0):
-        raise ValidationError(f"population must be an integer >= 0. Got {population!r}.")
+    check_params(dict(population=population), argument_checks(MEMBERSHIP_ARGUMENTS))
     if not (0.0 < float(threshold) < 1.0):
         raise ValidationError(f"threshold must be in (0, 1). Got {threshold!r}.")
     if isinstance(normaliser_draws, bool) or not isinstance(normaliser_draws, (int, np.integer)) \

@@ -16,10 +16,11 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
+from bayes_risk._constraints import check_params
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
-from bayes_risk._specs import as_spec, check_int, check_option
+from bayes_risk._specs import argument_checks, as_spec
 from bayes_risk._terminal import progress
-from bayes_risk._utility_specs import PROPENSITY_METHODS, PropensitySpec
+from bayes_risk._utility_specs import PROPENSITY_METHODS, UTILITY_ARGUMENTS, PropensitySpec
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import Schema
@@ -177,8 +178,7 @@ def pmse(
     """
     spec = as_spec(propensity, PropensitySpec, "propensity", "method", PROPENSITY_METHODS)
     method, columns = spec.method, spec.columns
-    null = check_option(null, "null", ("auto", "theory", "perm", "pairs"), one_of=True)
-    check_int(n_perm, "n_perm", 2)
+    null = check_params(dict(null=null, n_perm=n_perm), argument_checks(UTILITY_ARGUMENTS))["null"]
 
     datasets, source = as_synthetic_list(synthetic, original=original)
     dups = duplicate_codes(datasets)  # warned by as_synthetic_list; a result code too

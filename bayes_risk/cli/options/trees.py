@@ -41,15 +41,8 @@ _N_JOBS = ModelOption("--n-jobs", "n_jobs", "worker threads (results do not depe
 def _tree_options(takes: Mapping[str, Any]) -> tuple[ModelOption, ...]:
     """The options of the tree options ``takes`` (:class:`~bayes_risk.models.TreeOptions`
     fields), as the fields declare them."""
-    out = []
-    for f, opt in cli_fields(TreeOptions):
-        if f.name in takes:
-            kwargs = {k: v for k, v in (("metavar", opt.metavar), ("type", opt.type),
-                                        ("action", opt.action)) if v}
-            if opt.choices is not None:
-                kwargs["choices"] = list(opt.choices)
-            out.append(ModelOption(opt.flag, f.name, opt.help, kwargs))
-    return tuple(out)
+    return tuple(ModelOption(opt.flag, f.name, opt.help, opt.argparse_keywords())
+                 for f, opt in cli_fields(TreeOptions) if f.name in takes)
 
 
 #: how the trees grow (:class:`~bayes_risk.models.TreeOptions`), then how values are drawn

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["Handler", "input_arguments", "option_names", "command_line_text", "INPUTS_ATTR",
-           "add_spec_options"]
+           "add_spec_options", "add_argument_options"]
 
 #: attribute of the parsed namespace naming the input arguments (set by
 #: :func:`bayes_risk.cli.build_parser` from :func:`input_arguments`)
@@ -57,8 +57,6 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "membership_selection": ("selection",),
     "combining_rules": ("rules", "OverlapSpec.rules"),
     "pmse": ("pmse_method",),
-    "bottom_top": ("bottom_top_coding",),
-    "exclude": ("recode_exclude",),
     "radius_type": ("MatchSpec.radius_type",),
     "targets": ("PopulationSpec.targets",),
     "method_per_column": ("SynthesisSpec.method",),
@@ -71,13 +69,10 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "radius": ("MatchSpec.radius",),
     "sampling_fraction": ("PopulationSpec.sampling_fraction",),
     "replicates": ("n",),
-    "linkability": ("aux_columns",),
     # the scenario's kind, pairs and known records: parsed by the command (not spec options)
     "scenario": ("ScenarioSpec.kind",),
     "pairs": ("ScenarioSpec.pairs",),
     "known_records": ("ScenarioSpec.known_records",),
-    # a flag that turns a setting off: suda=False is --no-suda (arg_name)
-    "no_suda": ("suda",),
 }
 
 
@@ -86,9 +81,9 @@ def option_names(parser: argparse.ArgumentParser) -> dict[str, str]:
     ``ORIGINAL``), plus the library arguments an option sets under another name
     (:data:`LIBRARY_NAMES`): how the command line's messages name them."""
     out: dict[str, str] = {}
-    for action in parser._actions:
-        if action.help is argparse.SUPPRESS or action.dest in (argparse.SUPPRESS, "help"):
-            continue
+    actions = [a for a in parser._actions if a.help is not argparse.SUPPRESS
+               and a.dest not in (argparse.SUPPRESS, "help")]
+    for action in actions:
         if action.option_strings:
             longs = [o for o in action.option_strings if o.startswith("--")]
             out.setdefault(action.dest, (longs or action.option_strings)[0])
@@ -96,7 +91,8 @@ def option_names(parser: argparse.ArgumentParser) -> dict[str, str]:
             mv = action.metavar
             out.setdefault(action.dest, " ".join(mv) if isinstance(mv, tuple)
                            else str(mv or action.dest.upper()))
-        for n in getattr(action, "library_names", ()):  # a model option's setting (fit)
+    for action in actions:  # then the library's names of the options (a spec's field ...)
+        for n in getattr(action, "library_names", ()):
             out.setdefault(n, out[action.dest])
     for dest, names in LIBRARY_NAMES.items():
         if dest in out:
@@ -159,12 +155,11 @@ def _rewrite(part: str, options: Mapping[str, str], *, at_start: bool) -> str:
     return _NAME.sub(sub, part)
 
 
-def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
-                     groups: tuple[Any, ...] = ()) -> None:
+def add_spec_options(parser: argparse.ArgumentParser, *specs: type) -> None:
     """Declare on ``parser`` the command-line options of the fields of ``specs`` (their
     ``metadata["cli"]``, :func:`bayes_risk._specs.cli_option`, and the options a field holding a
     spec takes of it, :func:`bayes_risk._specs.cli_spec`), in field order, each in the argument
-    group its option names (one of the argument groups ``groups`` of that title, else a new one).
+    group its option names (the parser's group of that title, else a new one).
 
     An option not given is ``None``: its field keeps the spec's default
     (:func:`bayes_risk._specs.spec_values`), and the spec checks the values, its messages
@@ -173,20 +168,34 @@ def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
     """
     from bayes_risk._specs import cli_fields, cli_specs
 
-    by_title = {g.title: g for g in groups}
     for spec in specs:
         options = [(spec, f, opt) for f, opt in cli_fields(spec)]
         options += [(inner, f, opt) for _, inner, held in cli_specs(spec) for f, opt in held]
         for owner, f, opt in options:
-            where = (parser if opt.group is None else by_title.get(opt.group)
-                     or by_title.setdefault(opt.group, parser.add_argument_group(opt.group)))
-            kwargs = {k: v for k, v in (("metavar", opt.metavar), ("type", opt.type),
-                                        ("nargs", opt.nargs), ("action", opt.action)) if v}
-            if opt.choices is not None:
-                kwargs["choices"] = [c.replace("_", "-") for c in opt.choices]
-            action = where.add_argument(opt.flag, default=None, help=opt.help, **kwargs)
+            action = _declare(parser, opt)
             action.spec_field = f"{owner.__name__}.{f.name}"
             action.library_names = (action.spec_field, f.name)
+
+
+def add_argument_options(parser: argparse.ArgumentParser, *tables: Any) -> None:
+    """Declare on ``parser`` the options of tables of a library function's arguments (name ->
+    metadata, :func:`bayes_risk._specs.cli_arguments`), as :func:`add_spec_options` declares a
+    spec's: the run passes the options given (:func:`bayes_risk._specs.argument_values`), and
+    the function checks them by the same table, its messages naming the option."""
+    from bayes_risk._specs import cli_arguments
+
+    for table in tables:
+        for name, opt in cli_arguments(table):
+            _declare(parser, opt).library_names = (name,)
+
+
+def _declare(parser: argparse.ArgumentParser, opt: Any) -> Any:
+    """The argument of the option ``opt`` (a ``CliOption``), in the group its ``group`` names."""
+    where = parser
+    if opt.group is not None:
+        where = next((g for g in parser._action_groups if g.title == opt.group), None) or (
+            parser.add_argument_group(opt.group))
+    return where.add_argument(opt.flag, default=None, help=opt.help, **opt.argparse_keywords())
 
 
 class Handler:

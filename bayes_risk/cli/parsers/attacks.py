@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bayes_risk._attack_specs import (
+    ATTACK_ARGUMENTS,
+    INFERENCE_ARGUMENTS,
+    LINKABILITY_ARGUMENTS,
+    SINGLING_OUT_ARGUMENTS,
+)
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
+from bayes_risk.cli.parsers import add_argument_options
 
 __all__ = ["add_parser"]
 
@@ -61,45 +68,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="records of the same population that the synthesis did not use "
                    "(anonymeter's control set; a file of any format ORIGINAL takes), ideally as "
                    "many as ORIGINAL")
-    g = p.add_argument_group("singling out")
-    g.add_argument("--singling-out", nargs="+", default=["univariate", "multivariate"],
-                   choices=["univariate", "multivariate", "none"], metavar="MODE",
-                   help="modes to run: univariate (one column per predicate), multivariate "
-                   "(--n-cols columns), or none (default: both)")
-    g.add_argument("--n-cols", type=int, default=3, metavar="N",
-                   help="columns of a multivariate predicate (default 3)")
-    g.add_argument("--columns", nargs="+", default=None, metavar="COL",
-                   help="columns the predicates may use (default: every column)")
-    g.add_argument("--max-attempts", type=int, default=10_000_000, metavar="N",
-                   help="multivariate candidates tried at most per dataset (default "
-                   "10000000, anonymeter's)")
-    g = p.add_argument_group("linkability")
-    g.add_argument("--linkability", nargs=2, default=None, metavar=("COLS_A", "COLS_B"),
-                   help="the columns of the intruder's two tables, each a comma-separated list, "
-                   "e.g. Age,Urban,Marital Income,Expenditure (without it linkability is not run)")
-    g.add_argument("--n-neighbors", type=int, default=1, metavar="K",
-                   help="nearest synthetic rows that may link the two parts of a record "
-                   "(default 1); the risk is given for every k up to K")
-    g = p.add_argument_group("inference")
-    g.add_argument("--inference", nargs="+", default=None, metavar="SECRET",
-                   help="columns whose value the intruder guesses, each attacked on its own "
-                   "(without it inference is not run)")
-    g.add_argument("--aux-columns", nargs="+", default=None, metavar="COL",
-                   help="the columns the inference intruder knows of a target (default: every "
-                   "column but the secret)")
-    g.add_argument("--regression", default="auto", choices=["auto", "yes", "no"],
-                   help="whether a guess is right within --tolerance (yes) or only when equal "
-                   "(no); auto (default): within it for a numeric secret, equal for a "
-                   "categorical one (anonymeter 1.1.0's own default is no)")
-    g.add_argument("--tolerance", type=float, default=0.05, metavar="T",
-                   help="largest relative difference |guess - value| / |guess| of a right "
-                   "numeric guess (default 0.05, anonymeter's)")
-    p.add_argument("--n-attacks", type=int, default=500, metavar="N",
-                   help="predicates per dataset and mode, and records attacked in each of "
-                   "ORIGINAL and --holdout (default 500, anonymeter's; linkability and "
-                   "inference use at most the records of each table)")
-    p.add_argument("--confidence-level", type=float, default=0.95, metavar="P",
-                   help="level of the intervals (default 0.95)")
+    # the attacks' arguments, declared with their checks by the library
+    add_argument_options(p, SINGLING_OUT_ARGUMENTS, LINKABILITY_ARGUMENTS, INFERENCE_ARGUMENTS,
+                         ATTACK_ARGUMENTS)
     add_type_arguments(p)
     add_run_arguments(p, "bayes_risk.cli.attacks",
                       "singling_out.csv, linkability.csv, summary.json and plots",

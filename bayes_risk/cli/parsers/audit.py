@@ -98,7 +98,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "columns that differ from the original)")
     add_type_arguments(p)
     g = p.add_argument_group(SETTINGS_GROUP)
-    add_spec_options(p, AuditSettings, groups=(g,))
+    add_spec_options(p, AuditSettings)
     g.add_argument("--records", default=None, metavar="RANGE|FILE",
                    help=f"records for attribute risk (default all): {RECORDS_HELP}")
     g.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",

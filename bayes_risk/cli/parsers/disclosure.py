@@ -11,8 +11,8 @@ from bayes_risk.cli._common import (
     add_run_arguments,
     add_type_arguments,
 )
-from bayes_risk.cli.parsers import add_spec_options
-from bayes_risk.disclosure.specs import CONVENTIONS, ExclusionSpec
+from bayes_risk.cli.parsers import add_argument_options, add_spec_options
+from bayes_risk.disclosure.specs import DISCLOSURE_ARGUMENTS, ExclusionSpec
 
 __all__ = ["add_parser"]
 
@@ -53,11 +53,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               "on the keys.", epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(p, recoded=True)
-    p.add_argument("--keys", nargs="+", default=None, metavar="COL",
-                   help="key columns (quasi-identifiers) combined into one key (required "
-                   "unless only --differencing is asked for)")
-    p.add_argument("--target", default=None, metavar="COL",
-                   help="the attribute whose disclosure is measured (required with --keys)")
+    add_type_arguments(p)
+    # disclosure_measures' arguments and what its ExclusionSpec leaves out, declared by the library
+    add_argument_options(p, DISCLOSURE_ARGUMENTS)
+    add_spec_options(p, ExclusionSpec)
     p.add_argument("--differencing", action="store_true",
                    help="also compare the implicates of a partially synthetic release: the "
                    "records whose values differ between them are revealed as the ones selected "
@@ -66,20 +65,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--selected", default=None, metavar="FILE",
                    help="with --differencing: the records selected for synthesis, one 0-based "
                    "record number per line (default: the records the release changed)")
-    add_type_arguments(p)
-    g = p.add_argument_group(CONVENTIONS)
-    g.add_argument("--ngroups-target", type=int, default=None, metavar="N",
-                   help="group a numeric target into about N groups (quantiles of the pooled "
-                   "original and synthetic values); default: every distinct value is a level")
-    g.add_argument("--ngroups-keys", nargs="+", type=int, default=None, metavar="N",
-                   help="group numeric keys likewise: one N for every numeric key, or one per "
-                   "key (0: not grouped)")
-    add_spec_options(p, ExclusionSpec, groups=(g,))
-    g.add_argument("--k-anonymity", nargs="+", type=int, default=[2, 3, 5], metavar="K",
-                   help="k of the original's k-anonymity counts on the keys (default 2 3 5)")
-    g.add_argument("--compat", choices=["synthpop"], default=None,
-                   help="reproduce synthpop 1.9-2 exactly, including its misaligned tables for "
-                   "an ungrouped numeric target and its text comparison of replicated uniques")
     add_run_arguments(p, "bayes_risk.cli.disclosure", "summary.json and one CSV per measure family",
                       seed=NO_SEED, check="the release SYN")
     return p

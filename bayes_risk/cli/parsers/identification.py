@@ -49,10 +49,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--known-synthesized", nargs="+", default=[], metavar="COL",
                    help="known columns that were synthesized")
     add_type_arguments(p)
-    m, a = p.add_argument_group(MATCHING), p.add_argument_group(INTRUDER)
+    p.add_argument_group(MATCHING)  # listed before the intruder's options
+    a = p.add_argument_group(INTRUDER)
     a.add_argument("--aggregation", choices=["pooled", "per-dataset"], default=None,
                    help="pooled over datasets (Reiter-Mitra, default) or per dataset (Hornby-Hu)")
-    add_spec_options(p, MatchSpec, PopulationSpec, groups=(m, a))
+    add_spec_options(p, MatchSpec, PopulationSpec)
     a.add_argument("--selection", default=None, metavar="RULE",
                    help="the intruder knows why records were selected for synthesis (R, Hu "
                    "2019 §4.2.4): 'release' (the rule the release's manifest records, e.g. a "
@@ -92,15 +93,15 @@ def add_parser(subparsers: Any) -> None:
                    help="draw the replicates from this fitted model (a folder written by "
                         "'bayes-risk fit'); the word 'release' instead of DIR refits the CART "
                         "synthesizer that made a CART release from its manifest")
-    q.add_argument("--replicates", default="auto", metavar="R|auto",
+    q.add_argument("--replicates", default=None, metavar="R|auto",
                    help="number of posterior replicates, or auto (default): until the relative "
                    "Monte Carlo standard error of the expected match risk is below --mcse-tol")
-    q.add_argument("--view", choices=["agency", "intruder"], default="agency",
+    q.add_argument("--view", choices=["agency", "intruder"], default=None,
                    help="agency: the model as fitted to the original (default); intruder: the "
                         "same model refitted to the first released dataset")
-    q.add_argument("--mcse-tol", type=float, default=0.01, metavar="TOL",
+    q.add_argument("--mcse-tol", type=float, default=None, metavar="TOL",
                    help="relative MCSE at which --replicates auto stops (default 0.01)")
-    q.add_argument("--max-replicates", type=int, default=2000, metavar="R",
+    q.add_argument("--max-replicates", type=int, default=None, metavar="R",
                    help="cap of --replicates auto (default 2000)")
     add_run_arguments(p, "bayes_risk.cli.identification",
                       "records.csv, summary.json, radius_sweep.csv/.png, "

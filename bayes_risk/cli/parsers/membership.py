@@ -6,8 +6,8 @@ import argparse
 from typing import Any
 
 from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
-from bayes_risk.cli.parsers import add_spec_options
-from bayes_risk.membership.specs import AttackSpec, RatioSpec
+from bayes_risk.cli.parsers import add_argument_options, add_spec_options
+from bayes_risk.membership.specs import MEMBERSHIP_ARGUMENTS, AttackSpec, RatioSpec
 
 __all__ = ["add_parser"]
 
@@ -68,20 +68,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--holdout", default=None, metavar="FILE",
                    help="records of the same population that were not in ORIGINAL "
                    "(non-members; a file of any format ORIGINAL takes)")
-    p.add_argument("--population", type=int, default=None, metavar="N",
-                   help="look-alike non-members drawn from the model's posterior predictive "
-                   "(default: as many as the members without --holdout, else 0)")
     p.add_argument("--records", default=None, metavar="RANGE|FILE",
                    help=f"members to evaluate (default: all records): {RECORDS_HELP}")
     add_spec_options(p, AttackSpec, RatioSpec)
-    p.add_argument("--selection", default=None, metavar="RULE",
-                   help="release that synthesized selected records only (a model fitted with "
-                   "--records): how they were selected, 'independent' (without looking at "
-                   "their values, e.g. a random subset) or a rule on a record's own values as "
-                   "a pandas expression on the columns, e.g. \"Income > 150000 or Age >= 90\" "
-                   "(it must select exactly the synthesized records; a rule that looks at "
-                   "other records, such as a quantile, is refused). Members left unsynthesized "
-                   "are released whole: P(member) = 1, flag RELEASED_WHOLE")
+    add_argument_options(p, MEMBERSHIP_ARGUMENTS)  # membership_risk's, declared by the library
     add_run_arguments(p, "bayes_risk.cli.membership", "records.csv, summary.json and plots",
                       check="the --model", other_model=True)
     return p

@@ -6,6 +6,8 @@ import argparse
 from typing import Any
 
 from bayes_risk.cli._common import NO_SEED, add_input_arguments, add_run_arguments
+from bayes_risk.cli.parsers import add_argument_options
+from bayes_risk.disclosure.specs import ORIGINAL_RISK_ARGUMENTS
 
 __all__ = ["add_parser"]
 
@@ -49,35 +51,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               "suda2 and ldiversity.", epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(p, synthetic=None)
-    p.add_argument("--keys", nargs="+", required=True, metavar="COL",
-                   help="key columns (quasi-identifiers), combined into one key; values are "
-                   "compared as they are (an empty cell is a value of its own unless --compat "
-                   "sdcmicro)")
-    p.add_argument("--weights", default=None, metavar="COL",
-                   help="survey weights of the records (a column of ORIGINAL): the "
-                   "Benedetti-Franconi risk; default: none, every record's risk is 1/f_k")
-    p.add_argument("--sensitive", nargs="+", default=None, metavar="COL",
-                   help="sensitive columns whose l-diversity in the key cells is computed")
-    g = p.add_argument_group("conventions (sdcMicro's arguments)")
-    g.add_argument("--method", choices=["approx", "exact"], default="approx",
-                   help="with --weights: sdcMicro's approximation of the risk of key cells of 3 "
-                   "or more records (default; it overstates the exact risk by at most about "
-                   "4 %%) or the exact expectation")
-    g.add_argument("--no-suda", action="store_true",
-                   help="skip SUDA2 (it examines every subset of the keys)")
-    g.add_argument("--max-size", type=int, default=None, metavar="K",
-                   help="largest minimal sample unique searched by SUDA2 (default: every size)")
-    g.add_argument("--dis-fraction", type=float, default=0.01, metavar="F",
-                   help="sampling fraction of the DIS score (sdcMicro's DisFraction, default 0.01)")
-    g.add_argument("--recursive-c", type=float, default=2.0, metavar="C",
-                   help="constant c of recursive (c, l) l-diversity (default 2)")
-    g.add_argument("--k-anonymity", nargs="+", type=int, default=[2, 3, 5], metavar="K",
-                   help="k of the k-anonymity counts (default 2 3 5)")
-    g.add_argument("--compat", choices=["sdcmicro"], default=None,
-                   help="reproduce sdcMicro 5.8.1 exactly, including its missing values: an "
-                   "empty key cell matches every value in f_k and F_k (lowering the risk), is "
-                   "never part of a minimal sample unique, and each empty sensitive cell is a "
-                   "distinct value")
+    # the arguments of original_risk, declared with their checks by the library
+    add_argument_options(p, ORIGINAL_RISK_ARGUMENTS)
     add_run_arguments(p, "bayes_risk.cli.original_risk",
                       "records.csv, suda_contributions.csv and summary.json",
                       seed=NO_SEED)

@@ -11,6 +11,8 @@ from bayes_risk.cli._common import (
     add_input_arguments,
     add_run_arguments,
 )
+from bayes_risk.cli.parsers import add_argument_options
+from bayes_risk.disclosure.specs import SDC_ARGUMENTS
 
 __all__ = ["add_parser"]
 
@@ -48,25 +50,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(p, " (the uniques to remove are found against it)", recoded=True)
-    p.add_argument("--remove", choices=["replicated-uniques", "uniques-in-original"],
-                   default=None,
-                   help="remove the synthetic records unique on --keys in their dataset that are "
-                   "unique in ORIGINAL (synthpop's rm.replicated.uniques) or occur in it at all "
-                   "(rm.uniques.in.orig); fully synthetic releases only")
-    p.add_argument("--keys", nargs="+", default=None, metavar="COL",
-                   help="columns that define a record for --remove (default: every column of "
-                   "ORIGINAL)")
-    p.add_argument("--bottom-top", nargs="+", default=[], metavar="COL=BOTTOM:TOP",
-                   help="bottom and top coding of a numeric synthesized column: values below "
-                   "BOTTOM become BOTTOM, above TOP become TOP; leave a side empty for no bound "
-                   "(Income=:200000)")
-    p.add_argument("--exclude", nargs="+", default=[], metavar="COL=V[,V...]",
-                   help="values of a --bottom-top column left as they are (a missing-value code)")
-    p.add_argument("--smooth", nargs="+", default=[], metavar="COL",
-                   help="numeric synthesized columns replaced by a cubic smoothing spline of "
-                   "their sorted values (synthpop's smooth.vars), dataset by dataset")
-    p.add_argument("--compat", choices=["synthpop"], default=None,
-                   help="compare the --keys of --remove as synthpop 1.9-2 does (as padded text)")
+    add_argument_options(p, SDC_ARGUMENTS)  # sdc's arguments, declared by the library
     add_format_argument(p)
     add_run_arguments(p, "bayes_risk.cli.remedy",
                       "the post-processed release (a SyntheticData folder)",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk._utility_specs import OverlapSpec, PropensitySpec
+from bayes_risk._utility_specs import UTILITY_ARGUMENTS, OverlapSpec, PropensitySpec
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
-from bayes_risk.cli.parsers import add_spec_options
+from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 
 __all__ = ["add_parser"]
 
@@ -46,14 +46,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(p, recoded=True)
     add_type_arguments(p)
-    p.add_argument("--null", choices=["auto", "theory", "perm", "pairs"], default="auto",
-                   help="pMSE null: chi-square theory (logit), label permutations, or pairs of "
-                   "synthetic datasets (default auto: theory for logit, perm/pairs for cart)")
-    p.add_argument("--n-perm", type=int, default=100, metavar="B",
-                   help="permutations for --null perm (default 100)")
-    p.add_argument("--synthesized", nargs="+", default=None, metavar="COL",
-                   help="synthesized columns (default: the roles recorded in a SyntheticData "
-                   "folder, otherwise the columns that differ from the original in some dataset)")
+    add_argument_options(p, UTILITY_ARGUMENTS)  # utility_summary's, declared by the library
     p.add_argument("--imputed", nargs="+", default=None, metavar="COL",
                    help="columns whose missing values the synthesizer imputed (DPMPM does): "
                    "compared on the original's observed cells, proportions among the observed "

@@ -1,0 +1,77 @@
+"""The arguments of anonymeter's attacks (:func:`~bayes_risk.attacks.singling_out_risk`,
+:func:`~bayes_risk.attacks.linkability_risk`, :func:`~bayes_risk.attacks.inference_risk`), each
+with its option of ``bayes-risk attacks`` and, for a plain integer, its check, which the
+attack makes by the same table (:func:`bayes_risk._constraints.check_params`).
+
+Imports only the standard library at module level, as the spec modules (``bayes-risk --help``
+imports no numpy); not in ``bayes_risk.attacks``, whose package imports the attacks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bayes_risk._constraints import Interval, checked
+from bayes_risk._specs import cli_option
+
+__all__ = ["SINGLING_OUT_ARGUMENTS", "LINKABILITY_ARGUMENTS", "INFERENCE_ARGUMENTS",
+           "ATTACK_ARGUMENTS"]
+
+#: singling_out_risk's own arguments (mode: the command's MODE "none" runs no singling out)
+SINGLING_OUT_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "mode": cli_option(
+        "--singling-out", "modes to run: univariate (one column per predicate), multivariate "
+        "(--n-cols columns), or none (default: both)", nargs="+", metavar="MODE",
+        choices=("univariate", "multivariate", "none"), group="singling out"),
+    "n_cols": cli_option(
+        "--n-cols", "columns of a multivariate predicate (default 3)", type=int, metavar="N",
+        group="singling out") | checked(Interval(int, 1)),
+    "columns": cli_option(
+        "--columns", "columns the predicates may use (default: every column)", nargs="+",
+        metavar="COL", group="singling out"),
+    "max_attempts": cli_option(
+        "--max-attempts", "multivariate candidates tried at most per dataset (default 10000000, "
+        "anonymeter's)", type=int, metavar="N", group="singling out")
+        | checked([Interval(int, 1), None]),
+}
+
+#: linkability_risk's own arguments (the command reads --linkability's comma-separated lists)
+LINKABILITY_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "aux_columns": cli_option(
+        "--linkability", "the columns of the intruder's two tables, each a comma-separated list, "
+        "e.g. Age,Urban,Marital Income,Expenditure (without it linkability is not run)", nargs=2,
+        metavar=("COLS_A", "COLS_B"), group="linkability"),
+    "n_neighbors": cli_option(
+        "--n-neighbors", "nearest synthetic rows that may link the two parts of a record "
+        "(default 1); the risk is given for every k up to K", type=int, metavar="K",
+        group="linkability") | checked(Interval(int, 1)),
+}
+
+#: inference_risk's own arguments
+INFERENCE_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "secret": cli_option(
+        "--inference", "columns whose value the intruder guesses, each attacked on its own "
+        "(without it inference is not run)", nargs="+", metavar="SECRET", group="inference"),
+    "aux_columns": cli_option(
+        "--aux-columns", "the columns the inference intruder knows of a target (default: every "
+        "column but the secret)", nargs="+", metavar="COL", group="inference"),
+    "regression": cli_option(
+        "--regression", "whether a guess is right within --tolerance (yes) or only when equal "
+        "(no); auto (default): within it for a numeric secret, equal for a categorical one "
+        "(anonymeter 1.1.0's own default is no)", choices=("auto", "yes", "no"),
+        parse={"auto": None, "yes": True, "no": False}.get, group="inference"),
+    "tolerance": cli_option(
+        "--tolerance", "largest relative difference |guess - value| / |guess| of a right "
+        "numeric guess (default 0.05, anonymeter's)", type=float, metavar="T",
+        group="inference"),
+}
+
+#: the arguments every attack takes
+ATTACK_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "n_attacks": cli_option(
+        "--n-attacks", "predicates per dataset and mode, and records attacked in each of "
+        "ORIGINAL and --holdout (default 500, anonymeter's; linkability and inference use at "
+        "most the records of each table)", type=int, metavar="N") | checked(Interval(int, 1)),
+    "confidence_level": cli_option(
+        "--confidence-level", "level of the intervals (default 0.95)", type=float, metavar="P"),
+}
