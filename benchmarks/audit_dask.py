@@ -150,6 +150,14 @@ def main(argv: list[str] | None = None) -> int:
         ws = "; ".join(f"{c:.1f}" for _, c in sorted(f["workers"].items())) or "-"
         print(f"  {s.name}: {s.status}, {f['wall']:.1f} s wall; driver {f['driver']:.1f}; "
               f"workers {ws} ({s.where.get('kind', '')})")
+    post = next((s for s in res.steps if s.name == "posterior_identification"
+                 and s.result is not None), None)
+    if post is not None:  # the radii the replicates were matched at: the search's worst case
+        pooled = post.result.pooled
+        print(f"posterior replicates: R = {post.result.file['n_replicates']}, radii "
+              f"{post.result.settings['match_rule']['radius']}"
+              + ("" if pooled is None else f", {pooled.explicit.nnz:,} pooled pairs in "
+                 f"{pooled.explicit.shape[0]:,} query rows"))
     print("verdict figures:")
     for v in res.verdicts:
         print(f"  {v.measure}: {v.value!r}")
