@@ -984,3 +984,32 @@ def test_target_queries_group_equal_known_values():
     assert query.tolist() == [0, 1, 0, 0, 1] and rep.tolist() == [0, 1]
     query, rep = target_queries(prep, np.array([[0.5], [1.0], [0.5], [0.25], [1.0]]))
     assert query.tolist() == [0, 1, 0, 2, 1] and rep.tolist() == [0, 1, 3]
+
+
+def test_targets_share_queries_with_counts_refitted_on_each_replicate(monkeypatch):
+    """Log-linear counts refitted on every replicate (each batch prepared anew): the queries,
+    fixed from the first batch, give the numbers of the targets matched alone, bit for bit."""
+    from bayes_risk.identification import _replicate_batches as rb
+
+    y = make_data(300, seed=2)
+    model = Released(perturb(y, 12, 9))
+
+    def run():
+        return identification_risk(
+            y, None, known=["sex", "region", "race"], synthesized=["race"],
+            categorical=["region"], progressbar=False, match=MatchSpec(strategy="always"),
+            population=PopulationSpec(membership="unknown", counts="loglinear_synthetic",
+                                      sampling_fraction=0.1),
+            replicates=PosteriorReplicates(model, n=24, batch_size=4, n_groups=3,
+                                           random_seed=2))
+
+    shared = run()
+    monkeypatch.setattr(rb, "target_queries", lambda prep, inv_f: (
+        np.arange(prep.n_targets), np.arange(prep.n_targets)))
+    alone = run()
+    assert shared.pooled.explicit.shape[0] == 24 and alone.pooled.rows is None
+    assert shared.file["expected_match_risk"] > 0
+    pd.testing.assert_frame_equal(shared.records, alone.records)
+    np.testing.assert_equal(shared.file, alone.file)
+    for part in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(shared.prob, part), getattr(alone.prob, part)), part
