@@ -964,6 +964,13 @@ def test_targets_that_match_alike_share_their_pairs_bit_for_bit(extra, monkeypat
     for part in ("indptr", "indices", "data"):
         assert np.array_equal(getattr(a, part), getattr(b, part)), part
     assert shared.pooled.nnz == alone.pooled.nnz == a.nnz
+    # expanded to one row per target, the shared rows count against the limit
+    from bayes_risk.identification import engine
+
+    monkeypatch.setattr(engine, "MAX_NNZ", a.nnz - 1)
+    with pytest.raises(ValidationError, match="row by row") as err:
+        shared.pooled.tocsr()
+    assert err.value.code == "PROBLEM_TOO_LARGE"
     for i in (0, 7, int(np.flatnonzero(y["income"].to_numpy() == 0)[0])):
         for x, z in zip(shared.pooled.row(i), alone.pooled.row(i), strict=True):
             assert np.array_equal(x, z)
