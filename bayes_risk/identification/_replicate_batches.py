@@ -118,8 +118,7 @@ class Batch:
                  threaded: bool = False) -> None:
         use_fb = ctx.contains is not None
         query, rep, Q = ctx.query, ctx.rep, ctx.n_queries
-        shared = Q < query.size
-        mult = np.bincount(query, minlength=Q) if shared else None
+        mult = np.bincount(query, minlength=Q)  # targets a query
         keys, vals, pend, r = [], [], 0, 0
         acc = _Flushes(threaded)
         for plan in plans:
@@ -149,11 +148,11 @@ class Batch:
                     cnt, lst = merge_target_major(Q, parts)
                 tr = np.repeat(np.arange(Q, dtype=np.int64), cnt)
                 # counted per target, as each target's pairs were listed before queries
-                pend += tr.size if mult is None else int(np.dot(cnt, mult))
+                pend += int(np.dot(cnt, mult))
                 if use_fb:
                     emp = cnt == 0
                     cnt = np.where(emp, ctx.u_size, cnt)
-                    own = np.where(emp[query] if shared else emp, u_own, own)
+                    own = np.where(emp[query], u_own, own)
                 inv = None if inv_f_all is None else inv_f_all[rep, j]
                 p, po = engine.record_prob(cnt, inv)
                 if use_fb:
@@ -165,9 +164,8 @@ class Batch:
                     self.p_un += cnt == 0
                 self.ever |= cnt > 0
                 dec = engine.declare(p, po, ctx.strategy)
-                c_r = np.where(dec, cnt, 0)
-                self.c[:, r] = c_r[query] if shared else c_r
-                self.T[:, r] = (dec[query] if shared else dec) & own & prep.in_sample
+                self.c[:, r] = np.where(dec, cnt, 0)[query]
+                self.T[:, r] = dec[query] & own & prep.in_sample
                 r += 1
                 if pend > _PENDING or r == R:
                     acc.flush(keys, vals)
