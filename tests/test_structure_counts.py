@@ -92,6 +92,8 @@ def test_counts_of_a_hand_counted_package(sc, tmp_path):
     assert [x.split(" ", 1)[1] for x in engine.private_reads_across_modules] == [
         "from bayes_risk._low import _helper", "other._y"]
     assert engine.constructors_over_12_parameters == ["bayes_risk/pkg/engine.py:12 __init__ (13)"]
+    assert engine.constructors_outside_records_over_12_parameters == [
+        "bayes_risk/pkg/engine.py:12 __init__ (13)"]
     assert [x.split(" ", 1)[1] for x in engine.name_built_dispatch_strings] == [
         "'_plot_' + kind", "f'bayes_risk.pkg.{name}'", "f'{name}.steps:{kind}_step'"]
     total = counts["total"].figures()
@@ -99,6 +101,7 @@ def test_counts_of_a_hand_counted_package(sc, tmp_path):
     assert counts["total"].cli_imports_below_cli[0].startswith("bayes_risk/pkg/use.py:3")
     assert counts["models"].constructors_over_12_parameters == [
         "models/m.py:5 Spec (dataclass, 13)"]
+    assert counts["models"].constructors_outside_records_over_12_parameters == []  # a record
     assert total["max_parameters"] == 13
     assert total["private_reads_across_modules"] == 2  # use.py's import is the package's own
     assert total["files"] == 7
@@ -119,6 +122,8 @@ def test_invariants_of_the_repository_counts(sc):
     # of the command line below it (tests/test_dependencies.py names the importer)
     assert counts["total"].name_built_dispatch_strings == []
     assert counts["total"].cli_imports_below_cli == []
+    # no hand-written constructor over 12 parameters: many settings are grouped in a record
+    assert counts["total"].constructors_outside_records_over_12_parameters == []
     for item in counts["total"].modules_over_600_lines:
         path, n = item.split(" (")
         assert len((ROOT / path).read_text(encoding="utf-8").splitlines()) == int(n[:-1]) > 600

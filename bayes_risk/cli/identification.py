@@ -296,10 +296,12 @@ def _known_sweep(args: argparse.Namespace, original: Any, syn: Any, kw: dict[str
 def _posterior_replicates(args: argparse.Namespace, original, syn):
     """The ``PosteriorReplicates`` of ``--model`` (``None`` without it): the options given,
     the others at the replicates' defaults (which check them)."""
-    given = {k: v for k in ("replicates", "view", "mcse_tol", "max_replicates")
-             if (v := getattr(args, k)) is not None}
+    from bayes_risk._specs import argument_values, cli_arguments
+    from bayes_risk.identification.specs import REPLICATES_FIELDS
+
+    given = argument_values(REPLICATES_FIELDS, vars(args))
     if args.model is None:
-        flags = ["--" + k.replace("_", "-") for k in given] + (
+        flags = [opt.flag for name, opt in cli_arguments(REPLICATES_FIELDS) if name in given] + (
             ["--allow-other-model"] if args.allow_other_model else [])
         if flags:
             from bayes_risk.exceptions import ValidationError
@@ -318,9 +320,7 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
         check_model_original(args, model, original)
     if hasattr(model, "progressbar"):
         model.progressbar = False
-    n = given.pop("replicates", "auto")
     if "max_replicates" in given:  # >= 1: a bad --max-replicates is reported as itself
         given["min_replicates"] = max(1, min(500, given["max_replicates"]))
-    return PosteriorReplicates(model, n=int(n) if n.isdigit() else n, **given,
-                               random_seed=args.random_seed,
+    return PosteriorReplicates(model, **given, random_seed=args.random_seed,
                                allow_other_model=args.allow_other_model)

@@ -38,6 +38,7 @@ from bayes_risk.identification.plan import IdentificationPlan, ReplicateSource, 
 from bayes_risk.identification.pooled_probabilities import PooledOutput
 from bayes_risk.identification.population import per_replicate_counts
 from bayes_risk.identification.prepare import prepare
+from bayes_risk.identification.specs import REPLICATES_FIELDS
 from bayes_risk.identification.summary import MEASURES
 
 __all__ = ["PosteriorReplicates"]
@@ -82,20 +83,17 @@ class PosteriorReplicates:
     """
 
     model: Any
-    n: int | str = field(default="auto", metadata=checked(
-        [Options(("auto",), listed=True), Interval(int, 1)]))
-    view: str = field(default="agency", metadata=checked(
-        Options(("agency", "intruder"), listed=True)))
+    n: int | str = field(default="auto", metadata=REPLICATES_FIELDS["n"])
+    view: str = field(default="agency", metadata=REPLICATES_FIELDS["view"])
     refit_dataset: int | str = field(default=0, metadata=checked(
         [Options(("each",), listed=True), Interval(int, 0)],
         label="refit_dataset (a dataset index or 'each')"))
     chunk_size: int = field(default=50, metadata=checked(Interval(int, 1)))
     batch_size: int = field(default=50, metadata=checked(Interval(int, 1)))
     n_groups: int = field(default=20, metadata=checked(Interval(int, 2)))
-    mcse_tol: float = field(default=0.01, metadata=checked(
-        Interval(float, 0, 1, closed="neither")))
+    mcse_tol: float = field(default=0.01, metadata=REPLICATES_FIELDS["mcse_tol"])
     min_replicates: int = field(default=500, metadata=checked(Interval(int, 1)))
-    max_replicates: int = field(default=2000, metadata=checked(Interval(int, 1)))
+    max_replicates: int = field(default=2000, metadata=REPLICATES_FIELDS["max_replicates"])
     random_seed: RandomSeed = None
     allow_other_model: bool = False
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MatchSpec", "PopulationSpec", "MEMBERSHIPS", "POPULATION_ESTIMATES", "COMPAT_MODES",
            "MISSING_KNOWN", "FALLBACKS", "RADIUS_TYPES", "WINDOWS", "SHAPES", "LOGLINEAR_ORIGINAL",
-           "LOGLINEAR_SYNTHETIC"]
+           "LOGLINEAR_SYNTHETIC", "REPLICATES", "REPLICATES_FIELDS"]
 
 # module level holds the standard library only: the command line builds its parser from the
 # fields' options (cli_option) without numpy
@@ -40,6 +40,37 @@ LOGLINEAR_SYNTHETIC = ("loglinear_synthetic", "loglinear_syn", "loglinear-synthe
 MATCHING, INTRUDER, TARGETS = ("matching (methods, Matching rules)",
                                "probabilities and intruder (Drechsler & Reiter 2008 §4)",
                                "targets")
+#: the argument group of the posterior replicates' options
+REPLICATES = "posterior replicates (Drechsler & Reiter 2008, eq. 5)"
+
+
+def _replicates(text: str) -> int | str:
+    """``--replicates``'s text as ``n``: a whole number, else the text (``auto``; the field
+    checks it)."""
+    return int(text) if text.strip().isdigit() else text
+
+
+#: the fields of :class:`~bayes_risk.identification.PosteriorReplicates` that options of
+#: ``bayes-risk identification`` set, with their checks (the class's fields take them from
+#: here: it imports numpy, the command line's parser does not)
+REPLICATES_FIELDS: dict[str, dict[str, Any]] = {
+    "n": cli_option(
+        "--replicates", "number of posterior replicates, or auto (default): until the relative "
+        "Monte Carlo standard error of the expected match risk is below --mcse-tol",
+        metavar="R|auto", parse=_replicates, group=REPLICATES)
+    | checked([Options(("auto",), listed=True), Interval(int, 1)]),
+    "view": cli_option(
+        "--view", "agency: the model as fitted to the original (default); intruder: the same "
+        "model refitted to the first released dataset", choices=("agency", "intruder"),
+        group=REPLICATES) | checked(Options(("agency", "intruder"), listed=True)),
+    "mcse_tol": cli_option(
+        "--mcse-tol", "relative MCSE at which --replicates auto stops (default 0.01)",
+        type=float, metavar="TOL", group=REPLICATES)
+    | checked(Interval(float, 0, 1, closed="neither")),
+    "max_replicates": cli_option(
+        "--max-replicates", "cap of --replicates auto (default 2000)", type=int, metavar="R",
+        group=REPLICATES) | checked(Interval(int, 1)),
+}
 
 
 def _nonnegative(value: Any, what: str, column: str | None = None) -> float:

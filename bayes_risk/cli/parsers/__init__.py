@@ -68,7 +68,6 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "workers": ("n_workers",),
     "radius": ("MatchSpec.radius",),
     "sampling_fraction": ("PopulationSpec.sampling_fraction",),
-    "replicates": ("n",),
     # the scenario's kind, pairs and known records: parsed by the command (not spec options)
     "scenario": ("ScenarioSpec.kind",),
     "pairs": ("ScenarioSpec.pairs",),

@@ -6,8 +6,15 @@ import argparse
 from typing import Any
 
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
-from bayes_risk.cli.parsers import add_spec_options
-from bayes_risk.identification.specs import INTRUDER, MATCHING, MatchSpec, PopulationSpec
+from bayes_risk.cli.parsers import add_argument_options, add_spec_options
+from bayes_risk.identification.specs import (
+    INTRUDER,
+    MATCHING,
+    REPLICATES,
+    REPLICATES_FIELDS,
+    MatchSpec,
+    PopulationSpec,
+)
 
 __all__ = ["add_parser"]
 
@@ -88,21 +95,12 @@ def add_parser(subparsers: Any) -> None:
                    default="per-target", help="records.csv with one row per target (default; "
                    "per-dataset aggregation: the record-level IR and counts over datasets), one "
                    "row per target and dataset (--aggregation per-dataset only), or no records.csv")
-    q = p.add_argument_group("posterior replicates (Drechsler & Reiter 2008, eq. 5)")
-    q.add_argument("--model", default=None, metavar="DIR",
-                   help="draw the replicates from this fitted model (a folder written by "
-                        "'bayes-risk fit'); the word 'release' instead of DIR refits the CART "
-                        "synthesizer that made a CART release from its manifest")
-    q.add_argument("--replicates", default=None, metavar="R|auto",
-                   help="number of posterior replicates, or auto (default): until the relative "
-                   "Monte Carlo standard error of the expected match risk is below --mcse-tol")
-    q.add_argument("--view", choices=["agency", "intruder"], default=None,
-                   help="agency: the model as fitted to the original (default); intruder: the "
-                        "same model refitted to the first released dataset")
-    q.add_argument("--mcse-tol", type=float, default=None, metavar="TOL",
-                   help="relative MCSE at which --replicates auto stops (default 0.01)")
-    q.add_argument("--max-replicates", type=int, default=None, metavar="R",
-                   help="cap of --replicates auto (default 2000)")
+    p.add_argument_group(REPLICATES).add_argument(
+        "--model", default=None, metavar="DIR",
+        help="draw the replicates from this fitted model (a folder written by 'bayes-risk fit'); "
+        "the word 'release' instead of DIR refits the CART synthesizer that made a CART release "
+        "from its manifest")
+    add_argument_options(p, REPLICATES_FIELDS)
     add_run_arguments(p, "bayes_risk.cli.identification",
                       "records.csv, summary.json, radius_sweep.csv/.png, "
                       "radius_search.csv/.png, "
