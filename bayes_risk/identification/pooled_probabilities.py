@@ -167,7 +167,8 @@ class PooledProbabilities:
                 f"the pooled match probabilities hold {self.nnz:,} non-zero entries (more than "
                 f"{limit:,}), "
                 + ("most of them from the fallback sets; " if fallback else
-                   "targets with the same known values each holding their shared row; ")
+                   "as every target gets its own copy of the row it shares with the targets of "
+                   "the same known values; ")
                 + "read them row by row (result.pooled.row(i))"
                 + (" or use fallback='none'." if fallback else "."),
                 code="PROBLEM_TOO_LARGE"
