@@ -262,62 +262,17 @@ def singling_out_risk(
         S = _dedup(code_table(z, sch))
         mode_rngs = dict(zip(MODES, ds_rng.spawn(len(MODES)), strict=True))
         for md in modes:
-            q_rng, b_rng, c_rng = mode_rngs[md].spawn(3)
-            k = n_cols if md == "multivariate" else 1
-            tried = None
-            if md == "univariate":
-                preds = _univariate_queries(S, is_cat, n_attacks, q_rng)
-            else:
-                preds, tried = _multivariate_queries(S, is_cat, n_attacks, n_cols,
-                                                     max_attempts, q_rng)
-            q = len(preds)
-            main = _singles_out(O, preds)
-            ctrl = None if C is None else _singles_out(C, preds)
-            base = _singles_out(O, pr.random_predicates(S, is_cat, n_attacks, k, b_rng))
-            n_main, n_base = int(main.sum()), int(base.sum())
-            n_ctrl_raw = None if ctrl is None else int(ctrl.sum())
-            n_ctrl, factor = n_ctrl_raw, None
-            if C is not None and C.shape[0] != O.shape[0] and n_ctrl_raw:
-                factor, info = size_correction(C, preds, O.shape[0], c_rng)
-                corrections[f"{l}/{md}"] = {**info, "factor": factor}
-                if math.isfinite(factor):
-                    n_ctrl = min(n_ctrl_raw * factor, q)
-                    ratio = O.shape[0] / C.shape[0]
-                    if ratio > 2 or ratio < 0.5:
-                        flagged.setdefault("CONTROL_SIZE_CORRECTION", []).append(
-                            f"dataset {l} {md}: factor {factor:.3g} from a holdout of "
-                            f"{C.shape[0]:,} distinct records to an original of "
-                            f"{O.shape[0]:,}")
-                else:
-                    flagged.setdefault("CONTROL_SIZE_CORRECTION", []).append(
-                        f"dataset {l} {md}: the fit failed, the control count is not "
-                        "corrected")
-            r_main = success_rate(n_main, q, level)
-            r_base = success_rate(n_base, n_attacks, level)
-            r_ctrl = None if n_ctrl is None else success_rate(n_ctrl, q, level)
-            if q < n_attacks:
-                flagged.setdefault("FEW_SINGLING_OUT_QUERIES", []).append(
-                    f"dataset {l} {md}: {q} of {n_attacks}"
-                    + (f" after {tried:,} candidates" if tried is not None else ""))
-            if q and r_base.rate >= r_main.rate:
-                flagged.setdefault("ATTACK_NOT_BETTER_THAN_BASELINE", []).append(
-                    f"dataset {l} {md}: main {r_main.rate:.3g}, baseline {r_base.rate:.3g}")
-            if r_ctrl is not None and q and n_ctrl >= q:
-                flagged.setdefault("CONTROL_ALWAYS_SUCCEEDS", []).append(f"dataset {l} {md}")
-            rows.append({
-                "dataset": l, "mode": md, "n_cols": k, "n_attacks": n_attacks,
-                "n_queries": q, "n_main": n_main,
-                "n_control": np.nan if n_ctrl is None else float(n_ctrl),
-                "n_control_raw": np.nan if n_ctrl_raw is None else n_ctrl_raw,
-                "control_correction": np.nan if factor is None else factor,
-                "n_baseline": n_base,
-                **rate_columns(r_main, r_ctrl, r_base)})
+            row, preds, main, ctrl = _attack(
+                S, O, C, is_cat, md, f"dataset {l} {md}", n_attacks=n_attacks, n_cols=n_cols,
+                max_attempts=max_attempts, level=level, rng=mode_rngs[md], flagged=flagged,
+                corrections=corrections, key=f"{l}/{md}")
+            rows.append({"dataset": l, "mode": md, **row})
             qframes.append(pd.DataFrame({
                 "dataset": l, "mode": md, "query": pr.describe(preds, names, levels),
-                "columns": [",".join(names[int(c)] for c in row) for row in preds.col],
+                "columns": [",".join(names[int(c)] for c in cols) for cols in preds.col],
                 "singles_out_original": main,
                 "singles_out_holdout": (ctrl if ctrl is not None
-                                        else np.full(q, pd.NA, dtype=object))}))
+                                        else np.full(len(preds), pd.NA, dtype=object))}))
     warn = raise_warnings(flagged, _WHY, C is None)
     if inp.n_holdout_dropped:
         warn.insert(0, "HOLDOUT_OVERLAPS_ORIGINAL")
@@ -333,6 +288,61 @@ def singling_out_risk(
         "control_correction": corrections,
         "random_seed": seed_to_json(random_seed)}
     return SinglingOutResult(table=table, queries=queries, settings=settings, warnings=warn)
+
+
+def _attack(S: np.ndarray, O: np.ndarray, C: np.ndarray | None, is_cat: np.ndarray, md: str,
+            where: str, *, n_attacks: int, n_cols: int, max_attempts: int | None,
+            level: float, rng: np.random.Generator, flagged: dict[str, list[str]],
+            corrections: dict[str, Any], key: str) -> tuple[dict[str, Any], Any, Any, Any]:
+    """One mode's attack on one dataset's distinct rows ``S``: its row of the table (the
+    dataset and mode aside), its predicates and which of them single out an original
+    (``main``) and a holdout record (``ctrl``); the conditions met are added to ``flagged``
+    (named by ``where``), a control size correction to ``corrections`` under ``key``."""
+    q_rng, b_rng, c_rng = rng.spawn(3)
+    k = n_cols if md == "multivariate" else 1
+    tried = None
+    if md == "univariate":
+        preds = _univariate_queries(S, is_cat, n_attacks, q_rng)
+    else:
+        preds, tried = _multivariate_queries(S, is_cat, n_attacks, n_cols, max_attempts, q_rng)
+    q = len(preds)
+    main = _singles_out(O, preds)
+    ctrl = None if C is None else _singles_out(C, preds)
+    base = _singles_out(O, pr.random_predicates(S, is_cat, n_attacks, k, b_rng))
+    n_main, n_base = int(main.sum()), int(base.sum())
+    n_ctrl_raw = None if ctrl is None else int(ctrl.sum())
+    n_ctrl, factor = n_ctrl_raw, None
+    if C is not None and C.shape[0] != O.shape[0] and n_ctrl_raw:
+        factor, info = size_correction(C, preds, O.shape[0], c_rng)
+        corrections[key] = {**info, "factor": factor}
+        if math.isfinite(factor):
+            n_ctrl = min(n_ctrl_raw * factor, q)
+            ratio = O.shape[0] / C.shape[0]
+            if ratio > 2 or ratio < 0.5:
+                flagged.setdefault("CONTROL_SIZE_CORRECTION", []).append(
+                    f"{where}: factor {factor:.3g} from a holdout of {C.shape[0]:,} distinct "
+                    f"records to an original of {O.shape[0]:,}")
+        else:
+            flagged.setdefault("CONTROL_SIZE_CORRECTION", []).append(
+                f"{where}: the fit failed, the control count is not corrected")
+    r_main = success_rate(n_main, q, level)
+    r_base = success_rate(n_base, n_attacks, level)
+    r_ctrl = None if n_ctrl is None else success_rate(n_ctrl, q, level)
+    if q < n_attacks:
+        flagged.setdefault("FEW_SINGLING_OUT_QUERIES", []).append(
+            f"{where}: {q} of {n_attacks}" + (f" after {tried:,} candidates" if tried is not None
+                                               else ""))
+    if q and r_base.rate >= r_main.rate:
+        flagged.setdefault("ATTACK_NOT_BETTER_THAN_BASELINE", []).append(
+            f"{where}: main {r_main.rate:.3g}, baseline {r_base.rate:.3g}")
+    if r_ctrl is not None and q and n_ctrl >= q:
+        flagged.setdefault("CONTROL_ALWAYS_SUCCEEDS", []).append(where)
+    row = {"n_cols": k, "n_attacks": n_attacks, "n_queries": q, "n_main": n_main,
+           "n_control": np.nan if n_ctrl is None else float(n_ctrl),
+           "n_control_raw": np.nan if n_ctrl_raw is None else n_ctrl_raw,
+           "control_correction": np.nan if factor is None else factor,
+           "n_baseline": n_base, **rate_columns(r_main, r_ctrl, r_base)}
+    return row, preds, main, ctrl
 
 
 #: what each condition means (the warning names the datasets and modes it concerns)
