@@ -139,14 +139,7 @@ def inference_risk(
     >>> res.headline()[["dataset", "secret", "risk", "ci_low", "ci_high"]]  # doctest: +SKIP
     """
     level = check_confidence_level(confidence_level)
-    try:
-        tol = float(tolerance)
-    except (TypeError, ValueError):
-        tol = math.nan
-    if isinstance(tolerance, bool) or not (math.isfinite(tol) and tol >= 0):
-        raise ValidationError(
-            f"tolerance must be a non-negative number, the largest relative difference of a "
-            f"right guess, e.g. 0.05. Got {tolerance!r}.")
+    tol = _tolerance(tolerance)
     if regression is not None and not isinstance(regression, bool | np.bool_):
         raise ValidationError(f"regression must be True, False or None. Got {regression!r}.")
     if not isinstance(original, pd.DataFrame):
@@ -162,13 +155,7 @@ def inference_risk(
     sch = inp.schema
     is_cat = np.array([s.is_categorical for s in sch])
     col = {c: sch.names.index(c) for c in cols}
-    reg = {}
-    for s in secrets:
-        if regression and is_cat[col[s]]:
-            raise ValidationError(
-                f"regression=True for the categorical secret {s!r}: a guess of a category is "
-                "right only when equal; give regression=None or False.")
-        reg[s] = (not is_cat[col[s]]) if regression is None else bool(regression)
+    reg = {s: _regression(s, bool(is_cat[col[s]]), regression) for s in secrets}
     n_main, n_ctrl = _sizes(n_attacks, len(inp.original),
                             None if inp.holdout is None else len(inp.holdout))
 
@@ -194,23 +181,11 @@ def inference_risk(
                                 strict=True))
             right: dict[str, np.ndarray] = {}
             tied: dict[str, np.ndarray] = {}
-            for role, _, n in roles:
-                T = coded[role]
-                scale = _scale(np.concatenate([S[:, a], T[:, a]]), is_cat[a])
-                # one seeded order of the synthetic rows per target: equally distant rows are
-                # taken at random, whatever the blocks
-                seeds = np.random.SeedSequence(
-                    role_rng[role].integers(2**63, size=4).tolist()).spawn(n)
-                idx, tied[role] = nearest_rows(T[:, a], S[:, a], is_cat[a], scale, 1, seeds)
-                right[role] = correct_guesses(S[idx[:, 0], j], T[:, j], regression=reg[s],
-                                              tolerance=tol)
-            # the baseline: targets of the original, each guessed as a random synthetic row's
-            # value (anonymeter draws both without replacement)
-            b_tgt, b_row = role_rng["baseline"].spawn(2)
-            who = b_tgt.choice(len(O_all), size=n_base, replace=False)
-            guess = S[b_row.choice(len(S), size=n_base, replace=False), j]
-            k_main, k_base = int(right["original"].sum()), int(
-                correct_guesses(guess, O_all[who, j], regression=reg[s], tolerance=tol).sum())
+            for role, _, _ in roles:
+                right[role], tied[role] = _guesses(coded[role], S, j, a, is_cat, reg[s], tol,
+                                                   role_rng[role])
+            k_main = int(right["original"].sum())
+            k_base = _baseline(O_all, S, j, n_base, reg[s], tol, role_rng["baseline"])
             k_ctrl = int(right["holdout"].sum()) if "holdout" in right else None
             r_main = success_rate(k_main, n_main, level)
             r_base = success_rate(k_base, n_base, level)
@@ -245,6 +220,55 @@ def inference_risk(
         "n_holdout_dropped": inp.n_holdout_dropped, "random_seed": seed_to_json(random_seed)}
     return InferenceResult(table=pd.DataFrame(rows), records=pd.concat(recs, ignore_index=True),
                            settings=settings, warnings=codes)
+
+
+def _tolerance(tolerance: Any) -> float:
+    """``tolerance`` as a float >= 0 (the largest relative difference of a right guess)."""
+    try:
+        tol = float(tolerance)
+    except (TypeError, ValueError):
+        tol = math.nan
+    if isinstance(tolerance, bool) or not (math.isfinite(tol) and tol >= 0):
+        raise ValidationError(
+            f"tolerance must be a non-negative number, the largest relative difference of a "
+            f"right guess, e.g. 0.05. Got {tolerance!r}.")
+    return tol
+
+
+def _regression(secret: str, categorical: bool, regression: bool | None) -> bool:
+    """Whether ``secret`` is guessed as a number (right within the tolerance) or as a value
+    (right when equal): ``regression``, by default for a numeric secret."""
+    if regression and categorical:
+        raise ValidationError(
+            f"regression=True for the categorical secret {secret!r}: a guess of a category is "
+            "right only when equal; give regression=None or False.")
+    return (not categorical) if regression is None else bool(regression)
+
+
+def _baseline(O: np.ndarray, S: np.ndarray, j: int, n: int, regression: bool, tol: float,
+              rng: np.random.Generator) -> int:
+    """The baseline's right guesses: ``n`` records of the original (``O``, coded), each
+    guessed as a random synthetic row's value of column ``j`` (anonymeter draws both without
+    replacement)."""
+    b_tgt, b_row = rng.spawn(2)
+    who = b_tgt.choice(len(O), size=n, replace=False)
+    guess = S[b_row.choice(len(S), size=n, replace=False), j]
+    return int(correct_guesses(guess, O[who, j], regression=regression, tolerance=tol).sum())
+
+
+def _guesses(T: np.ndarray, S: np.ndarray, j: int, a: np.ndarray, is_cat: np.ndarray,
+             regression: bool, tol: float, rng: np.random.Generator
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each attacked record's (``T``, coded) secret column ``j`` is guessed right from
+    its nearest synthetic row (``S``) on the columns ``a``, and whether that row was one of
+    several equally near."""
+    scale = _scale(np.concatenate([S[:, a], T[:, a]]), is_cat[a])
+    # one seeded order of the synthetic rows per target: equally distant rows are taken at
+    # random, whatever the blocks
+    seeds = np.random.SeedSequence(rng.integers(2**63, size=4).tolist()).spawn(len(T))
+    idx, tied = nearest_rows(T[:, a], S[:, a], is_cat[a], scale, 1, seeds)
+    return correct_guesses(S[idx[:, 0], j], T[:, j], regression=regression,
+                           tolerance=tol), tied
 
 
 #: what each condition means (the warning names the datasets and secrets it concerns)

@@ -215,25 +215,9 @@ def linkability_risk(
     for l, (z, ds_rng) in enumerate(zip(inp.datasets, ds_rngs, strict=True), start=1):
         S = code_table(z, sch)
         role_rng = dict(zip(("original", "holdout", "baseline"), ds_rng.spawn(3), strict=True))
-        first: dict[str, np.ndarray] = {}
-        tied: dict[str, np.ndarray] = {}
+        first, tied = {}, {}
         for role, _ in roles:
-            T = coded[role]
-            near = []
-            ties = np.zeros(n_att, dtype=bool)
-            # a random order of the synthetic rows per record and part: each of the intruder's
-            # tables breaks its ties on its own (anonymeter's sorts do, in effect)
-            seeds = np.random.SeedSequence(
-                role_rng[role].integers(2**63, size=4).tolist()).spawn(2 * n_att)
-            for h, cols_h in enumerate(part):
-                Th, Sh = T[:, cols_h], S[:, cols_h]
-                scale = _scale(np.concatenate([Sh, Th]), is_cat[cols_h])
-                idx, t_h = nearest_rows(Th, Sh, is_cat[cols_h], scale, K,
-                                        seeds[h * n_att:(h + 1) * n_att])
-                near.append(idx)
-                ties |= t_h
-            first[role] = _first_link(*near)
-            tied[role] = ties
+            first[role], tied[role] = _links(coded[role], S, part, is_cat, K, role_rng[role])
         b_rng = role_rng["baseline"]
         rand = [np.array([b_rng.choice(len(S), size=K, replace=False) for _ in range(n_att)])
                 for _ in range(2)]
@@ -277,6 +261,26 @@ def linkability_risk(
                              records=pd.concat(recs, ignore_index=True), settings=settings,
                              warnings=codes)
 
+
+
+def _links(T: np.ndarray, S: np.ndarray, part: list[np.ndarray], is_cat: np.ndarray, K: int,
+           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Of each attacked record (``T``, coded), the first of its ``K`` nearest synthetic rows
+    (``S``) in both parts of the columns that links it (:func:`_first_link`), and whether a tie
+    at the ``K``-th distance was broken in either part."""
+    n_att = len(T)
+    near = []
+    ties = np.zeros(n_att, dtype=bool)
+    # a random order of the synthetic rows per record and part: each of the intruder's tables
+    # breaks its ties on its own (anonymeter's sorts do, in effect)
+    seeds = np.random.SeedSequence(rng.integers(2**63, size=4).tolist()).spawn(2 * n_att)
+    for h, cols_h in enumerate(part):
+        Th, Sh = T[:, cols_h], S[:, cols_h]
+        scale = _scale(np.concatenate([Sh, Th]), is_cat[cols_h])
+        idx, t_h = nearest_rows(Th, Sh, is_cat[cols_h], scale, K, seeds[h * n_att:(h + 1) * n_att])
+        near.append(idx)
+        ties |= t_h
+    return _first_link(*near), ties
 
 
 #: what each condition means (the warning names the datasets it concerns)
