@@ -69,6 +69,17 @@ def _selected(model: Any, n: int) -> np.ndarray:
     return np.ones(n, dtype=bool) if flags is None else np.asarray(flags, dtype=bool)
 
 
+def _selected_rows(model: Any, rule: Any, orig: pd.DataFrame
+                   ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """With a selection ``rule``, the rows the model synthesized (checked against the rule) as
+    a mask and as positions; ``(None, None)`` without one."""
+    if rule is None:
+        return None, None
+    selected = _selected(model, len(orig))
+    _selection.check_rule(rule, orig, selected)
+    return selected, np.flatnonzero(selected)
+
+
 def check_model(model: Any, selection: Any = None) -> None:
     """Refuse the models whose membership likelihood is not derived
     (:doc:`/methods/membership`, Models supported and refused).
@@ -241,28 +252,23 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
         return provenance.note(_tree_membership_risk(
             model, original, synthetic, holdout, records, population, attack, ratio, random_seed),
             synthetic)
-    prior, population_size, threshold = attack.prior, attack.population_size, attack.threshold
-    dcr, bootstrap = attack.dcr, attack.bootstrap
-    augmented, normaliser_draws = ratio.augmented, ratio.normaliser_draws
-    unsynthesized_concentration, khat = ratio.unsynthesized_concentration, ratio.khat
+    prior, threshold, bootstrap = attack.prior, attack.threshold, attack.bootstrap
+    augmented, normaliser_draws, khat = ratio.augmented, ratio.normaliser_draws, ratio.khat
+    alpha = ratio.unsynthesized_concentration
     schema = model.schema_
     orig, datasets, hold, members = prepare(model, original, synthetic, holdout, records)
     copies = _holdout.screen_holdout(orig, hold)  # holdout rows that are records of the original
     n, m = len(orig), len(datasets)
-    selected, rows_ = None, None
-    if rule is not None:
-        selected = _selected(model, n)
-        _selection.check_rule(rule, orig, selected)
-        rows_ = np.flatnonzero(selected)
+    selected, rows_ = _selected_rows(model, rule, orig)
     if population is None:
         population = len(members) if hold is None else 0
-    pi = prior_probability(prior, n, population_size)
-    check_options(population, threshold, normaliser_draws, bootstrap,
-                   unsynthesized_concentration, model, n)
-    alpha = unsynthesized_concentration
+    pi = prior_probability(prior, n, attack.population_size)
+    check_options(population, threshold, normaliser_draws, bootstrap, alpha, model, n)
     us = list(schema.unsynthesized)
-    if (m > 1 or (rule is not None and rule.kind == "rule")) and not us:
-        check_drawable(model, int(normaliser_draws), "normaliser_draws", n)  # as normalised
+    # a selection rule on the values puts s(x') into the normaliser, which then is not 1 for m = 1
+    normalised = m > 1 or (rule is not None and rule.kind == "rule")
+    if normalised and not us:
+        check_drawable(model, int(normaliser_draws), "normaliser_draws", n)
 
     rng = as_generator(random_seed)
     fit_rng, pop_rng, slot_rng, norm_rng, boot_rng = rng.spawn(5)
@@ -289,8 +295,6 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
                                                        slot_inv, khat)
     H = min(int(post.n_draws) for post in posteriors)
     log_d, norm_khat, norm_ess = None, np.full(T, np.nan), np.full(T, np.nan)
-    # a selection rule on the values puts s(x') into the normaliser, which then is not 1 for m = 1
-    normalised = m > 1 or (rule is not None and rule.kind == "rule")
     if normalised:
         log_d, norm_khat, norm_ess = _normalisers(
             model, posteriors, orig, uslots, slot_inv, slot_lls, match, orig_keys if us else None,
@@ -313,9 +317,32 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
              log_lr=log_lr, p_member=p_member, khat_max=khat_max, ess_min=ess_min),
         partial=(us_match, log_p_us) if us else None,
         normaliser=(log_d, norm_khat, norm_ess) if normalised else None,
-        dcr=_dcr.closest_distance(targets, datasets, orig, schema) if dcr else None,
+        dcr=_dcr.closest_distance(targets, datasets, orig, schema) if attack.dcr else None,
         flags=flags, selection=sel_columns)
 
+    warnings_, hold, summary = _file(table, model, posteriors, orig, hold, datasets, members,
+                                     n_non=n_non, H=H, released_whole=released_whole,
+                                     copies=copies, attack=attack, rng=boot_rng, us=us,
+                                     role=role, partial=(orig_keys, log_p_us, us_match),
+                                     selection=(rule, selected, sel_columns))
+    settings = _result_settings(
+        pi, prior, threshold, mc_thresholds, m=m, H=H, normaliser_draws=int(normaliser_draws),
+        n_members=len(members), n_holdout=0 if hold is None else len(hold),
+        population=int(population), bootstrap=int(bootstrap), random_seed=random_seed,
+        model=model, us=us, alpha=float(alpha), selection=rule,
+        n_selected=None if selected is None else int(selected.sum()))
+    return provenance.note(MembershipRiskResult(records=table, file=summary, settings=settings,
+                                                warnings=warnings_), synthetic)
+
+
+def _file(table: pd.DataFrame, model: Any, posteriors: Any, orig: pd.DataFrame,
+          hold: pd.DataFrame | None, datasets: list, members: np.ndarray, *, n_non: int, H: int,
+          released_whole: np.ndarray, copies: np.ndarray | None, attack: AttackSpec,
+          rng: np.random.Generator, us: list[str], role: np.ndarray, partial: tuple,
+          selection: tuple) -> tuple[list[str], pd.DataFrame | None, dict[str, Any]]:
+    """The result's warning codes, the holdout less its copies of original records, and the
+    file-level summary (with what the unsynthesized values and the selection reveal)."""
+    schema = model.schema_
     warnings_ = result_warnings(table, n_non, H, model, posteriors)
     if released_whole[: len(members)].any():
         warnings_.append("MEMBERSHIP_RELEASED_WHOLE")
@@ -327,23 +354,19 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
     if copies is not None:
         warnings_.append("HOLDOUT_OVERLAPS_ORIGINAL")
         hold = hold[~copies]
-    summary = result_summary(table, datasets, orig, hold, schema, threshold=float(threshold),
-                       bootstrap=int(bootstrap), rng=boot_rng, dcr=dcr)
+    summary = result_summary(table, datasets, orig, hold, schema,
+                             threshold=float(attack.threshold), bootstrap=int(attack.bootstrap),
+                             rng=rng, dcr=attack.dcr)
     if us:
         # what the released unsynthesized values alone reveal (the audit's cause reads it)
+        orig_keys, log_p_us, us_match = partial
         summary["unsynthesized"] = unsynthesized_summary(orig, schema, us, orig_keys, members,
                                                           log_p_us, us_match, role)
+    rule, selected, sel_columns = selection
     if rule is not None:
         summary["selection"] = selection_summary(rule, selected, members, released_whole,
                                                   sel_columns, role)
-    settings = _result_settings(pi, prior, threshold, mc_thresholds, m=m, H=H,
-                         normaliser_draws=int(normaliser_draws), n_members=len(members),
-                         n_holdout=0 if hold is None else len(hold), population=int(population),
-                         bootstrap=int(bootstrap), random_seed=random_seed, model=model, us=us,
-                         alpha=float(alpha), selection=rule,
-                         n_selected=None if selected is None else int(selected.sum()))
-    return provenance.note(MembershipRiskResult(records=table, file=summary, settings=settings,
-                                                warnings=warnings_), synthetic)
+    return warnings_, hold, summary
 
 
 def _tree_membership_risk(model: Any, original: Any, synthetic: Any, holdout: Any, records: Any,

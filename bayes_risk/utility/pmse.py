@@ -209,6 +209,27 @@ def pmse(
     if not incomplete:
         syn_cols = list(cols) if not syn_cols else syn_cols
 
+    null = _null(null, method, incomplete, m, syn_cols)
+    if null == "perm":
+        from bayes_risk._memory import check_memory
+
+        # the permutation null's values of every dataset (n_perm=10**9 asked for 8 GB a dataset)
+        check_memory(16.0 * m * int(n_perm), arg_name("n_perm"),
+                     what=f"{int(n_perm):,} permutations of each of {m} synthetic dataset(s)")
+
+    # small matrices (N × k): a multithreaded BLAS is several times slower on a loaded machine
+    with threadpool_limits(limits=1, user_api="blas"):
+        res = _pmse_values(original, datasets, schema, cols, syn_cols, incomplete, spec, null,
+                           int(n_perm), random_seed, progressbar)
+    res.settings.update(choice.to_settings())
+    res.warnings.extend(c for c in [*imputed_codes, *dups] if c not in res.warnings)
+    return res
+
+
+def _null(null: str, method: str, incomplete: bool, m: int, syn_cols: list[str]) -> str:
+    """The null distribution of the pMSE ratio: ``null``, or for ``"auto"`` the one that holds
+    for the propensity ``method`` and the synthesis (Snoke et al. 2018, Table 7); a null that
+    does not hold is refused."""
     def null_(v: str) -> str:  # null='perm' in Python, --null perm on the command line
         return arg_name("null", repr(v), cli=v)
 
@@ -235,20 +256,7 @@ def pmse(
         raise ValidationError(
             f"{null_('pairs')} compares synthetic datasets with each other and needs m >= 2. Got "
             "m = 1.")
-    if null == "perm":
-        from bayes_risk._memory import check_memory
-
-        # the permutation null's values of every dataset (n_perm=10**9 asked for 8 GB a dataset)
-        check_memory(16.0 * m * int(n_perm), arg_name("n_perm"),
-                     what=f"{int(n_perm):,} permutations of each of {m} synthetic dataset(s)")
-
-    # small matrices (N × k): a multithreaded BLAS is several times slower on a loaded machine
-    with threadpool_limits(limits=1, user_api="blas"):
-        res = _pmse_values(original, datasets, schema, cols, syn_cols, incomplete, spec, null,
-                           int(n_perm), random_seed, progressbar)
-    res.settings.update(choice.to_settings())
-    res.warnings.extend(c for c in [*imputed_codes, *dups] if c not in res.warnings)
-    return res
+    return null
 
 
 def _pmse_values(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Schema,
