@@ -28,7 +28,7 @@ from bayes_risk.disclosure._encode import (
 )
 from bayes_risk.disclosure._rcompat import c_sort, r_as_character, r_format
 from bayes_risk.disclosure.specs import ExclusionSpec
-from bayes_risk.exceptions import DataWarning, ValidationError, on_command_line
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, on_command_line
 from bayes_risk.results.disclosure import (
     REPU_MEASURES,
     DisclosureByTarget,
@@ -408,17 +408,7 @@ def disclosure_measures(
     K = int(key_na.shape[0])
     tvar = encode_var(target, original, datasets, sub, ngroups=ngroups, compat=is_compat)
     excluded = level_labels(ex.not_targetlev, tvar, "ExclusionSpec.not_targetlev")
-    cells: list[tuple[np.ndarray, str]] = []
-    for kname, klev, tlev in ex.exclude_combinations:
-        if kname not in keys:
-            raise ValidationError(
-                f"ExclusionSpec.exclude_combinations: {kname!r} is not one of the keys {keys}.")
-        j = keys.index(kname)
-        kv = enc_keys[j]
-        (klab,) = level_labels([klev], kv, f"ExclusionSpec.exclude_combinations (key {kname!r})")
-        (tlab,) = level_labels([tlev], tvar, "ExclusionSpec.exclude_combinations (target)")
-        lev_codes = [c for c, lab in enumerate(kv.labels) if lab == klab]
-        cells.append((np.isin(key_codes[:, j], lev_codes), tlab))
+    cells = _excluded_cells(ex.exclude_combinations, keys, enc_keys, key_codes, tvar)
 
     rows = []
     for l, (ks, ts) in enumerate(zip(ks_list, tvar.syn, strict=True), start=1):
@@ -437,21 +427,7 @@ def disclosure_measures(
     diag = res[["syn", "n_synthetic", *counts]].astype(
         {"n_synthetic": int, **dict.fromkeys(counts, np.int64)}).reset_index(drop=True)
 
-    codes: list[str] = duplicate_codes(datasets)  # warned by as_synthetic_list
-    n_levels = int(len(np.unique(tvar.orig)))
-    if tvar.kind == "numeric" and n_levels > 0.5 * len(tvar.orig) and n_levels > 20:
-        codes.append("TARGET_MOSTLY_UNIQUE")
-        warnings.warn(
-            f"target {target!r} is numeric with {n_levels} distinct values among "
-            f"{len(tvar.orig)} original records; each value is a level, so the attribute "
-            "measures count exact-value disclosure. Consider ngroups_target "
-            "(TARGET_MOSTLY_UNIQUE).", DataWarning, stacklevel=2)
-    if caps["TCAP"].isna().any():
-        codes.append("TCAP_UNDEFINED")
-        warnings.warn(
-            "TCAP is undefined (NaN) for dataset(s) "
-            f"{caps.loc[caps['TCAP'].isna(), 'syn'].tolist()}: no original record has keys "
-            "found in the synthetic data (TCAP_UNDEFINED).", DataWarning, stacklevel=2)
+    codes = [*duplicate_codes(datasets), *_target_warnings(target, tvar, caps)]
 
     # replicated uniques compare values: reuse the codes unless grouped / merged as R text
     reuse = {} if is_compat else {v.name: v for v in enc_keys if v.kind != "grouped"}
@@ -485,6 +461,47 @@ def disclosure_measures(
         keys=keys, target=target, ident=ident, attrib=attrib, allCAPs=caps,
         replicated_uniques=repu, key_baseline=baseline, diagnostics=diag,
         target_levels=list(tvar.labels), settings=settings, warnings=codes)
+
+
+def _excluded_cells(combinations: Any, keys: list[str], enc_keys: list, key_codes: np.ndarray,
+                    tvar: Any) -> list[tuple[np.ndarray, str]]:
+    """``ExclusionSpec.exclude_combinations`` as (the original records of the key's level,
+    the target's level) pairs (synthpop's ``exclude.keys``, ``exclude.keylevs``,
+    ``exclude.targetlevs``)."""
+    cells = []
+    for kname, klev, tlev in combinations:
+        if kname not in keys:
+            raise ValidationError(
+                f"ExclusionSpec.exclude_combinations: {kname!r} is not one of the keys {keys}.")
+        j = keys.index(kname)
+        kv = enc_keys[j]
+        (klab,) = level_labels([klev], kv, f"ExclusionSpec.exclude_combinations (key {kname!r})")
+        (tlab,) = level_labels([tlev], tvar, "ExclusionSpec.exclude_combinations (target)")
+        lev_codes = [c for c, lab in enumerate(kv.labels) if lab == klab]
+        cells.append((np.isin(key_codes[:, j], lev_codes), tlab))
+    return cells
+
+
+def _target_warnings(target: str, tvar: Any, caps: pd.DataFrame) -> list[str]:
+    """Warn, and return the codes, of a numeric target whose values are mostly unique and of
+    datasets whose TCAP is undefined."""
+    codes = []
+    n_levels = int(len(np.unique(tvar.orig)))
+    if tvar.kind == "numeric" and n_levels > 0.5 * len(tvar.orig) and n_levels > 20:
+        codes.append("TARGET_MOSTLY_UNIQUE")
+        warnings.warn(
+            f"target {target!r} is numeric with {n_levels} distinct values among "
+            f"{len(tvar.orig)} original records; each value is a level, so the attribute "
+            "measures count exact-value disclosure. Consider ngroups_target "
+            "(TARGET_MOSTLY_UNIQUE).", DataWarning, skip_file_prefixes=CALLER)
+    if caps["TCAP"].isna().any():
+        codes.append("TCAP_UNDEFINED")
+        warnings.warn(
+            "TCAP is undefined (NaN) for dataset(s) "
+            f"{caps.loc[caps['TCAP'].isna(), 'syn'].tolist()}: no original record has keys "
+            "found in the synthetic data (TCAP_UNDEFINED).", DataWarning,
+            skip_file_prefixes=CALLER)
+    return codes
 
 
 def replicated_uniques(

@@ -395,6 +395,28 @@ def _suda_part(original: pd.DataFrame, keys: list[str], codes: np.ndarray, miss:
         "dis_fraction": float(dis_fraction)}
 
 
+
+def _weights(weights: Any, original: pd.DataFrame) -> np.ndarray:
+    """The survey weights (a column's name, or one per record), positive and finite."""
+    from bayes_risk.identification.population import _weight_vector
+
+    w = _weight_vector(weights, original)
+    bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
+    if bad.size:
+        raise ValidationError(
+            f"weights must be positive and finite; weight {int(bad[0])} is "
+            f"{float(w[bad[0]])!r} ({bad.size} such weight(s)).")
+    return w
+
+
+def _k_anonymity(f: np.ndarray, F: np.ndarray | None, k: int) -> dict[str, Any]:
+    """The records in key cells of fewer than ``k`` records (sample ``f``), and with weights
+    (``F``) those whose estimated population cell is (sdcMicro's ``kAnon_violations``)."""
+    row = {"n_violating": int(np.sum(f < k)), "pct_violating": 100.0 * float(np.mean(f < k))}
+    if F is not None:  # sdcMicro's kAnon_violations(weighted = TRUE): F_k < k
+        row["n_violating_population"] = int(np.sum(F < k))
+    return row
+
 def original_risk(
     original: pd.DataFrame,
     *,
@@ -479,20 +501,9 @@ def original_risk(
                    for k in k_anonymity]
     _check(original, keys, sens, method, max_size, dis_fraction, recursive_c, k_anonymity,
            compat, weights)
-    is_compat = compat == "sdcmicro"
-    n = len(original)
+    is_compat, n = compat == "sdcmicro", len(original)
     weighted = weights is not None
-    if weighted:
-        from bayes_risk.identification.population import _weight_vector
-
-        w = _weight_vector(weights, original)
-        bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
-        if bad.size:
-            raise ValidationError(
-                f"weights must be positive and finite; weight {int(bad[0])} is "
-                f"{float(w[bad[0]])!r} ({bad.size} such weight(s)).")
-    else:
-        w = np.ones(n)
+    w = _weights(weights, original) if weighted else np.ones(n)
     pairs = [_codes(original[k]) for k in keys]
     codes = np.column_stack([c for c, _ in pairs])
     miss = np.column_stack([m for _, m in pairs])
@@ -517,13 +528,7 @@ def original_risk(
     global_risk = {"expected_reidentifications": er, "global_risk": er / n,
                    "global_risk_pct": 100.0 * er / n, "n_high_risk": high,
                    "max_risk": float(risk.max())}
-    kanon: dict[str, Any] = {}
-    for k in k_anonymity:
-        row = {"n_violating": int(np.sum(f < k)),
-               "pct_violating": 100.0 * float(np.mean(f < k))}
-        if weighted:  # sdcMicro's kAnon_violations(weighted = TRUE): F_k < k
-            row["n_violating_population"] = int(np.sum(F < k))
-        kanon[str(k)] = row
+    kanon = {str(k): _k_anonymity(f, F if weighted else None, k) for k in k_anonymity}
     cell = _combine(codes)
     key_cells = {"n_records": n, "n_key_combinations": int(cell.max()) + 1,
                  "n_sample_uniques": int(np.sum(f == 1)),
