@@ -262,10 +262,13 @@ def singling_out_risk(
         S = _dedup(code_table(z, sch))
         mode_rngs = dict(zip(MODES, ds_rng.spawn(len(MODES)), strict=True))
         for md in modes:
-            row, preds, main, ctrl = _attack(
+            row, preds, main, ctrl, flags, correction = _attack(
                 S, O, C, is_cat, md, f"dataset {l} {md}", n_attacks=n_attacks, n_cols=n_cols,
-                max_attempts=max_attempts, level=level, rng=mode_rngs[md], flagged=flagged,
-                corrections=corrections, key=f"{l}/{md}")
+                max_attempts=max_attempts, level=level, rng=mode_rngs[md])
+            for code, text in flags:
+                flagged.setdefault(code, []).append(text)
+            if correction is not None:
+                corrections[f"{l}/{md}"] = correction
             rows.append({"dataset": l, "mode": md, **row})
             qframes.append(pd.DataFrame({
                 "dataset": l, "mode": md, "query": pr.describe(preds, names, levels),
@@ -292,12 +295,13 @@ def singling_out_risk(
 
 def _attack(S: np.ndarray, O: np.ndarray, C: np.ndarray | None, is_cat: np.ndarray, md: str,
             where: str, *, n_attacks: int, n_cols: int, max_attempts: int | None,
-            level: float, rng: np.random.Generator, flagged: dict[str, list[str]],
-            corrections: dict[str, Any], key: str) -> tuple[dict[str, Any], Any, Any, Any]:
+            level: float, rng: np.random.Generator) -> tuple[Any, ...]:
     """One mode's attack on one dataset's distinct rows ``S``: its row of the table (the
     dataset and mode aside), its predicates and which of them single out an original
-    (``main``) and a holdout record (``ctrl``); the conditions met are added to ``flagged``
-    (named by ``where``), a control size correction to ``corrections`` under ``key``."""
+    (``main``) and a holdout record (``ctrl``), the conditions met as (code, text naming
+    ``where``) and the control size correction (``None``: not made)."""
+    flags: list[tuple[str, str]] = []
+    correction = None
     q_rng, b_rng, c_rng = rng.spawn(3)
     k = n_cols if md == "multivariate" else 1
     tried = None
@@ -314,35 +318,34 @@ def _attack(S: np.ndarray, O: np.ndarray, C: np.ndarray | None, is_cat: np.ndarr
     n_ctrl, factor = n_ctrl_raw, None
     if C is not None and C.shape[0] != O.shape[0] and n_ctrl_raw:
         factor, info = size_correction(C, preds, O.shape[0], c_rng)
-        corrections[key] = {**info, "factor": factor}
+        correction = {**info, "factor": factor}
         if math.isfinite(factor):
             n_ctrl = min(n_ctrl_raw * factor, q)
             ratio = O.shape[0] / C.shape[0]
             if ratio > 2 or ratio < 0.5:
-                flagged.setdefault("CONTROL_SIZE_CORRECTION", []).append(
-                    f"{where}: factor {factor:.3g} from a holdout of {C.shape[0]:,} distinct "
-                    f"records to an original of {O.shape[0]:,}")
+                flags.append(("CONTROL_SIZE_CORRECTION",
+                              f"{where}: factor {factor:.3g} from a holdout of {C.shape[0]:,} "
+                              f"distinct records to an original of {O.shape[0]:,}"))
         else:
-            flagged.setdefault("CONTROL_SIZE_CORRECTION", []).append(
-                f"{where}: the fit failed, the control count is not corrected")
+            flags.append(("CONTROL_SIZE_CORRECTION",
+                          f"{where}: the fit failed, the control count is not corrected"))
     r_main = success_rate(n_main, q, level)
     r_base = success_rate(n_base, n_attacks, level)
     r_ctrl = None if n_ctrl is None else success_rate(n_ctrl, q, level)
     if q < n_attacks:
-        flagged.setdefault("FEW_SINGLING_OUT_QUERIES", []).append(
-            f"{where}: {q} of {n_attacks}" + (f" after {tried:,} candidates" if tried is not None
-                                               else ""))
+        flags.append(("FEW_SINGLING_OUT_QUERIES", f"{where}: {q} of {n_attacks}"
+                      + (f" after {tried:,} candidates" if tried is not None else "")))
     if q and r_base.rate >= r_main.rate:
-        flagged.setdefault("ATTACK_NOT_BETTER_THAN_BASELINE", []).append(
-            f"{where}: main {r_main.rate:.3g}, baseline {r_base.rate:.3g}")
+        flags.append(("ATTACK_NOT_BETTER_THAN_BASELINE",
+                      f"{where}: main {r_main.rate:.3g}, baseline {r_base.rate:.3g}"))
     if r_ctrl is not None and q and n_ctrl >= q:
-        flagged.setdefault("CONTROL_ALWAYS_SUCCEEDS", []).append(where)
+        flags.append(("CONTROL_ALWAYS_SUCCEEDS", where))
     row = {"n_cols": k, "n_attacks": n_attacks, "n_queries": q, "n_main": n_main,
            "n_control": np.nan if n_ctrl is None else float(n_ctrl),
            "n_control_raw": np.nan if n_ctrl_raw is None else n_ctrl_raw,
            "control_correction": np.nan if factor is None else factor,
            "n_baseline": n_base, **rate_columns(r_main, r_ctrl, r_base)}
-    return row, preds, main, ctrl
+    return row, preds, main, ctrl, flags, correction
 
 
 #: what each condition means (the warning names the datasets and modes it concerns)

@@ -320,11 +320,11 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
         dcr=_dcr.closest_distance(targets, datasets, orig, schema) if attack.dcr else None,
         flags=flags, selection=sel_columns)
 
-    warnings_, hold, summary = _file(table, model, posteriors, orig, hold, datasets, members,
-                                     n_non=n_non, H=H, released_whole=released_whole,
-                                     copies=copies, attack=attack, rng=boot_rng, us=us,
-                                     role=role, partial=(orig_keys, log_p_us, us_match),
-                                     selection=(rule, selected, sel_columns))
+    codes, hold, summary = _file(table, schema, orig, hold, datasets, members, copies,
+                                 attack=attack, rng=boot_rng, role=role,
+                                 partial=(us, orig_keys, log_p_us, us_match),
+                                 selection=(rule, selected, sel_columns, released_whole))
+    warnings_ = [*result_warnings(table, n_non, H, model, posteriors), *codes]
     settings = _result_settings(
         pi, prior, threshold, mc_thresholds, m=m, H=H, normaliser_draws=int(normaliser_draws),
         n_members=len(members), n_holdout=0 if hold is None else len(hold),
@@ -335,38 +335,39 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
                                                 warnings=warnings_), synthetic)
 
 
-def _file(table: pd.DataFrame, model: Any, posteriors: Any, orig: pd.DataFrame,
-          hold: pd.DataFrame | None, datasets: list, members: np.ndarray, *, n_non: int, H: int,
-          released_whole: np.ndarray, copies: np.ndarray | None, attack: AttackSpec,
-          rng: np.random.Generator, us: list[str], role: np.ndarray, partial: tuple,
+def _file(table: pd.DataFrame, schema: Any, orig: pd.DataFrame, hold: pd.DataFrame | None,
+          datasets: list, members: np.ndarray, copies: np.ndarray | None, *,
+          attack: AttackSpec, rng: np.random.Generator, role: np.ndarray, partial: tuple,
           selection: tuple) -> tuple[list[str], pd.DataFrame | None, dict[str, Any]]:
-    """The result's warning codes, the holdout less its copies of original records, and the
-    file-level summary (with what the unsynthesized values and the selection reveal)."""
-    schema = model.schema_
-    warnings_ = result_warnings(table, n_non, H, model, posteriors)
+    """The codes of the data's warnings, the holdout less its copies of original records, and
+    the file-level summary, with what the unsynthesized values (``partial``: the columns, the
+    original's keys, each target's log-probability and match of them) and the selection
+    (``selection``: the rule, the rows selected, the table's columns of it and the targets
+    released whole) reveal."""
+    us, orig_keys, log_p_us, us_match = partial
+    rule, selected, sel_columns, released_whole = selection
+    codes = []
     if released_whole[: len(members)].any():
-        warnings_.append("MEMBERSHIP_RELEASED_WHOLE")
+        codes.append("MEMBERSHIP_RELEASED_WHOLE")
     # missing modelled values: the ratio runs (the refits integrate them out) but is not derived
     # nor checked for them (methods, Models supported and refused): never a quiet number
     if any(t is not None and missing_mask(t[c], schema[c].missing_codes).any()
            for t in (orig, hold) for c in schema.names if c not in us):
-        warnings_.append("MEMBERSHIP_MISSING_VALUES")
+        codes.append("MEMBERSHIP_MISSING_VALUES")
     if copies is not None:
-        warnings_.append("HOLDOUT_OVERLAPS_ORIGINAL")
+        codes.append("HOLDOUT_OVERLAPS_ORIGINAL")
         hold = hold[~copies]
     summary = result_summary(table, datasets, orig, hold, schema,
                              threshold=float(attack.threshold), bootstrap=int(attack.bootstrap),
                              rng=rng, dcr=attack.dcr)
     if us:
         # what the released unsynthesized values alone reveal (the audit's cause reads it)
-        orig_keys, log_p_us, us_match = partial
         summary["unsynthesized"] = unsynthesized_summary(orig, schema, us, orig_keys, members,
                                                           log_p_us, us_match, role)
-    rule, selected, sel_columns = selection
     if rule is not None:
         summary["selection"] = selection_summary(rule, selected, members, released_whole,
                                                   sel_columns, role)
-    return warnings_, hold, summary
+    return codes, hold, summary
 
 
 def _tree_membership_risk(model: Any, original: Any, synthetic: Any, holdout: Any, records: Any,
