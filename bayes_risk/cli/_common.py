@@ -16,12 +16,12 @@ if TYPE_CHECKING:
 __all__ = [
     "add_type_arguments", "add_seed_argument", "add_quiet_argument", "add_out_argument",
     "check_model_original",
-    "check_required", "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
+    "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
     "read_inputs", "missing_labels", "numeric_columns", "add_format_argument", "parse_records",
     "schema_from_args", "model_schema",
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
-    "known_sweep_files", "write_run", "init_params", "read_holdout", "run_seed", "parse_radius",
+    "known_sweep_files", "write_run", "read_holdout", "run_seed", "parse_radius",
     "parse_numbers", "parse_columns", "parse_one_or_pairs",
 ]
 
@@ -133,28 +133,6 @@ def check_model_original(args: argparse.Namespace, model: Any, original: Any) ->
     warnings.warn(f"ORIGINAL {args.original!r} is not the table the model was fitted to "
                   f"({problem}) (ORIGINAL_DIFFERS); the risks are those of this table under that "
                   "model.", DataWarning, skip_file_prefixes=CALLER)
-
-
-def check_required(cls: type, method: str, *, synthesized: Any, settings: Mapping[str, Any],
-                   options: Mapping[str, str]) -> None:
-    """Refuse a run that does not give what ``--method``'s model cannot default (its
-    ``ModelInfo.required``), naming the option (``options``: setting -> option text)."""
-    from bayes_risk.contract import capabilities
-
-    for name in capabilities(cls).required:
-        if name == "synthesized":
-            given, shown = bool(synthesized), "--synthesize COL [COL ...]"
-        else:
-            value = settings.get(name)
-            given = value is not None and not (isinstance(value, (list, tuple)) and not value)
-            shown = options.get(name)
-            if shown is None:
-                raise ValidationError(f"--method {method}: {cls.__name__} needs its setting "
-                                      f"{name!r} (ModelInfo.required), which this command has no "
-                                      "option for.", code="OPTION_REQUIRED")
-        if not given:
-            raise ValidationError(f"{shown} is required with --method {method}.",
-                                  code="OPTION_REQUIRED")
 
 
 def _seed(text: str) -> int:
@@ -596,24 +574,6 @@ def known_sweep_files(ksweep: Any, write: Any = None) -> tuple[dict, dict, str]:
                "known_sweep_drivers.png": (ksweep, "drivers")}
     return tables, figures, (f"knowledge sweep over {len(ksweep.table)} subsets of "
                              f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")
-
-
-def init_params(cls: type, method: str | None = None, given: Any = ()) -> set[str]:
-    """The settings ``cls.from_settings`` takes (a Bayesian model's sampler settings each by its
-    name; none when the signature cannot be read); with ``method``, refuse a ``given`` setting
-    it does not take (``OPTION_CONFLICT``)."""
-    import inspect
-
-    try:
-        params = set(cls.setting_names() if hasattr(cls, "setting_names")
-                     else inspect.signature(cls).parameters)
-    except (TypeError, ValueError):
-        params = set()
-    refused = ["--" + k.replace("_", "-") for k in given if k not in params]
-    if method is not None and refused:
-        raise ValidationError(f"{', '.join(refused)}: not an option of --method {method} "
-                              f"({cls.__name__} takes no such setting).", code="OPTION_CONFLICT")
-    return params
 
 
 def read_holdout(args: argparse.Namespace) -> pd.DataFrame | None:

@@ -13,12 +13,12 @@ _DEFAULT_M_SAVED = 5
 
 def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
     """``--method``'s registered class and its settings, checked before any data is read."""
-    from bayes_risk.cli._common import check_required, init_params
-    from bayes_risk.cli.fit import model_settings, shown_option
+    from bayes_risk.cli.fit import model_settings
     from bayes_risk.cli.options.trees import tree_options
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
+    from bayes_risk.registry import check_required, setting_names
 
     cls = get_synthesizer(args.method)
     info = capabilities(cls)
@@ -31,8 +31,8 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
     options = tree_options()
     settings = model_settings(args, cls, options)
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
-                   options={o.setting: shown_option(o) for o in options})
-    if "progressbar" in init_params(cls):
+                   options=options)
+    if "progressbar" in setting_names(cls):
         settings["progressbar"] = not args.quiet
     return cls, settings
 
@@ -90,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
             parse_records,
             read_records_table,
         )
-        from bayes_risk.cli.fit import check_option_columns
         from bayes_risk.contract import capabilities
+        from bayes_risk.registry import check_option_columns
 
         df = read_records_table(args.original, "ORIGINAL", missing_labels(args),
                                 numeric_columns(args))
