@@ -15,7 +15,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "add_type_arguments", "add_seed_argument", "add_quiet_argument", "add_out_argument",
-    "check_model_original",
     "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
     "read_inputs", "missing_labels", "numeric_columns", "add_format_argument", "parse_records",
     "schema_from_args", "model_schema",
@@ -113,26 +112,6 @@ def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> Non
                    "record holds, the unused categories of a Parquet file's categorical column; "
                    "by default the model drops them with warning UNUSED_LEVEL, since a model with "
                    "a prior over every level (DPMPM) would release them")
-
-
-def check_model_original(args: argparse.Namespace, model: Any, original: Any) -> None:
-    """Refuse an ORIGINAL ``--model`` was not fitted to (``ORIGINAL_DIFFERS``), or warn."""
-    import warnings
-
-    from bayes_risk.exceptions import CALLER, DataWarning
-
-    check = getattr(model, "check_fingerprint", None)
-    problem = None if check is None else check(original)
-    if problem is None:
-        return
-    if not args.allow_different_original:
-        raise ValidationError(f"ORIGINAL {args.original!r} is not the table the model in "
-                              f"{args.model!r} was fitted to ({problem}); give the original it "
-                              "was fitted to, or --allow-different-original to go on anyway.",
-                              code="ORIGINAL_DIFFERS")
-    warnings.warn(f"ORIGINAL {args.original!r} is not the table the model was fitted to "
-                  f"({problem}) (ORIGINAL_DIFFERS); the risks are those of this table under that "
-                  "model.", DataWarning, skip_file_prefixes=CALLER)
 
 
 def _seed(text: str) -> int:

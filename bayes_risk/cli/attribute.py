@@ -21,7 +21,6 @@ __all__ = ["run", "parse_records", "parse_pairs"]
 
 def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     """The saved Bayesian model, or the plug-in of the tree synthesizer that made the release."""
-    from bayes_risk.cli._common import check_model_original
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import (
@@ -32,8 +31,8 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     )
 
     if args.model is not None:
-        model = load_model(args.model)
-        check_model_original(args, model, original)
+        model = load_model(args.model, original=original,
+                           allow_different_original=args.allow_different_original)
         if not capabilities(model).plugin_likelihood:
             model = plugin_likelihood(model, original)  # a PMM synthesizer is refused here
             if args.quiet and hasattr(model, "progressbar"):

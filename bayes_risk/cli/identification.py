@@ -307,15 +307,14 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
             raise ValidationError(f"{', '.join(flags)} need(s) --model (the fitted synthesis "
                                   "model the replicates are drawn from).", code="OPTION_REQUIRED")
         return None
-    from bayes_risk.cli._common import check_model_original
     from bayes_risk.identification.replicates import PosteriorReplicates
     from bayes_risk.models import load_model, rebuild_synthesizer
 
     if args.model == "release":
         model = rebuild_synthesizer(original, syn)
     else:
-        model = load_model(args.model)
-        check_model_original(args, model, original)
+        model = load_model(args.model, original=original,
+                           allow_different_original=args.allow_different_original)
     if hasattr(model, "progressbar"):
         model.progressbar = False
     n = given.pop("replicates", "auto")
