@@ -17,7 +17,7 @@ __all__ = [
     "add_type_arguments", "add_seed_argument", "add_quiet_argument", "add_out_argument",
     "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
     "read_inputs", "missing_labels", "numeric_columns", "add_format_argument", "parse_records",
-    "schema_from_args", "model_schema",
+    "schema_from_args",
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
     "known_sweep_files", "write_run", "read_holdout", "run_seed", "parse_radius",
@@ -276,31 +276,6 @@ def _keep_unused_levels(args: argparse.Namespace) -> bool | list[str]:
     """``--keep-unused-levels``: ``False`` when not given, ``True`` without columns."""
     cols = getattr(args, "keep_unused_levels", None)
     return False if cols is None else (list(cols) or True)
-
-
-def model_schema(df: pd.DataFrame, args: argparse.Namespace, info: Any, **kw: Any):
-    """:func:`schema_from_args`; for a model of categorical columns only (DPMPM) every column
-    not typed otherwise is categorical (refused if its values are not whole numbers)."""
-    if not info.categorical_only:
-        return schema_from_args(df, args, **kw)
-    import pandas as pd
-
-    typed = {*args.ordinal, *args.count, *args.continuous}
-    categorical = list(args.categorical)
-    for c in df.columns:
-        if c in typed or c in categorical:
-            continue
-        col = df[c]
-        if pd.api.types.is_float_dtype(col) and not (col.dropna() % 1 == 0).all():
-            raise ValidationError(f"column {c!r} has values that are not whole numbers: --method "
-                                  f"{args.method} models categorical columns only "
-                                  "(ModelInfo.categorical_only; DPMPM: Si & Reiter 2013). Leave "
-                                  "it out of the table (fit: --columns), or declare it with "
-                                  f"--categorical {c} to treat each value as a category.",
-                                  code="WRONG_DTYPE")
-        categorical.append(c)
-    return schema_from_args(df, argparse.Namespace(**{**vars(args), "categorical": categorical}),
-                            **kw)
 
 
 def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):

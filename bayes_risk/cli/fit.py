@@ -19,9 +19,9 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk._memory import check_forest_memory, check_posterior_memory
     from bayes_risk.cli._common import (
         missing_labels,
-        model_schema,
         numeric_columns,
         read_records_table,
+        schema_from_args,
         write_run,
     )
     from bayes_risk.contract import capabilities
@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
                                       f"(columns: {list(df.columns)})." +
                                       did_you_mean(c, df.columns), code="UNKNOWN_COLUMN")
         df = df[list(args.columns)]
-    schema = model_schema(df, args, info, synthesized=args.synthesize or None)
+    schema = schema_from_args(df, args, categorical_only=info.categorical_only,
+                              synthesized=args.synthesize or None)
     check_option_columns(settings, options, schema)
     model = cls.from_settings(settings)  # --draws ... grouped as sampling=Sampling(...)
     fit_kw: dict[str, Any] = {}

@@ -85,10 +85,10 @@ def run(args: argparse.Namespace) -> int:
         m = check_m(args.m if args.m is not None else int(getattr(cls, "default_m", 5)), "-m")
         from bayes_risk.cli._common import (
             missing_labels,
-            model_schema,
             numeric_columns,
             parse_records,
             read_records_table,
+            schema_from_args,
         )
         from bayes_risk.contract import capabilities
         from bayes_risk.registry import check_option_columns
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         from bayes_risk.data.statfiles import file_labels
 
         labels = file_labels(df)
-        schema = model_schema(df, args, capabilities(cls))
+        schema = schema_from_args(df, args, categorical_only=capabilities(cls).categorical_only)
         check_option_columns(settings, tree_options(), schema)
         load_what_the_run_loads(cls, settings, df, lambda probe, folder: probe.synthesize(
             1, random_seed=0).save(folder, csv=args.csv), schema=schema,
