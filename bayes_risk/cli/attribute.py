@@ -20,32 +20,17 @@ __all__ = ["run", "parse_records", "parse_pairs"]
 
 
 def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
-    """The saved Bayesian model, or the plug-in of the tree synthesizer that made the release."""
-    from bayes_risk.contract import capabilities
-    from bayes_risk.exceptions import ValidationError
-    from bayes_risk.models import (
-        load_model,
-        plugin_likelihood,
-        rebuild_synthesizer,
-        rebuildable_synthesizer,
-    )
+    """The saved model's likelihood, or the plug-in of the tree synthesizer that made the
+    release (:func:`bayes_risk.models.release_likelihood`)."""
+    from bayes_risk.models import load_model, release_likelihood
 
+    model = None
     if args.model is not None:
         model = load_model(args.model, original=original,
                            allow_different_original=args.allow_different_original)
-        if not capabilities(model).plugin_likelihood:
-            model = plugin_likelihood(model, original)  # a PMM synthesizer is refused here
-            if args.quiet and hasattr(model, "progressbar"):
-                model.progressbar = False  # the augmented refits' progress bars
-            return model
-    elif rebuildable_synthesizer(synthetic) is None:
-        raise ValidationError("--model is required unless SYN is a release of a synthesizer with "
-                              "a plug-in likelihood (CART, random forests: a plugin_likelihood "
-                              "method) written by 'bayes-risk synthesize --method NAME' (this "
-                              f"release: {synthetic.method!r}).", code="OPTION_REQUIRED")
-    if args.model is None:
-        model = rebuild_synthesizer(original, synthetic)
-    return plugin_likelihood(model, original, random_seed=args.random_seed)
+        if args.quiet and hasattr(model, "progressbar"):
+            model.progressbar = False  # the augmented refits' progress bars
+    return release_likelihood(original, synthetic, model, random_seed=args.random_seed)
 
 
 def _candidates(text: str, model: Any, original: Any) -> Any:
