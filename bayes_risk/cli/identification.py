@@ -183,11 +183,11 @@ def run(args: argparse.Namespace) -> int:
         run_kw = dict(known=known, synthesized=synthesized, replicates=replicates,
                       aggregation=run_aggregation, progressbar=not args.quiet, **kw, **dkw)
         if client is None and grid is None and not args.known_sweep and given is None:
-            from bayes_risk.identification.api import _risk_of
+            from bayes_risk.identification.api import identification_risk_of_inputs
 
             inputs = [original, syn]  # nothing below reads them: freed once encoded
             del original, syn
-            res = _risk_of(inputs, categorical=None, executor=None, **run_kw)
+            res = identification_risk_of_inputs(inputs, **run_kw)
             original = syn = None
         else:
             res = risk(original, syn, **run_kw)
