@@ -510,10 +510,9 @@ def check_max_size(args: argparse.Namespace) -> None:
         return
     if not args.known_sweep:
         raise ValidationError("--max-size needs --known-sweep COL ...", code="OPTION_REQUIRED")
-    if not 1 <= args.max_size <= len(args.known_sweep):
-        raise ValidationError("--max-size must be between 1 and the number of --known-sweep "
-                              f"columns ({len(args.known_sweep)}). Got {args.max_size}.",
-                              code="BAD_OPTION_VALUE")
+    from bayes_risk._lattice import check_max_size as check
+
+    check(args.max_size, args.known_sweep, "known_sweep")
 
 
 def known_sweep_files(ksweep: Any, write: Any = None) -> tuple[dict, dict, str]:
