@@ -280,30 +280,17 @@ def _keep_unused_levels(args: argparse.Namespace) -> bool | list[str]:
 
 def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
     """The release manifest's schema with the command line's type options on top
-    (:meth:`~bayes_risk.data.Schema.overridden`; ``None``: as it is), the changed columns named
-    in one warning ``SCHEMA_OVERRIDDEN``."""
-    if syn.schema is None:
-        return schema_from_args(original, args)
-    given = {c for a in ("categorical", "ordinal", "count", "continuous")
-             for c in (getattr(args, a, None) or ())}
-    codes = getattr(args, "missing_code", None) or []
-    if not given and not codes:
-        return None
-    import warnings
-
+    (:func:`bayes_risk.data.provenance.release_schema`; ``None``: as it is)."""
     from bayes_risk.data.missing import parse_missing_codes
-    from bayes_risk.exceptions import CALLER, DataWarning
+    from bayes_risk.data.provenance import release_schema
 
-    schema, changed = syn.schema.overridden(schema_from_args(original, args), given,
-                                            parse_missing_codes(codes) or ())
-    if changed:
-        warnings.warn(DataWarning(
-            "the column types given on the command line replace the release manifest's for "
-            f"{', '.join(changed)}; the release was synthesized with the manifest's types, "
-            "so these figures are not comparable with those of another command or the audit "
-            "on the same release (leave the option out to use the manifest's) "
-            "(SCHEMA_OVERRIDDEN).", code="SCHEMA_OVERRIDDEN"), skip_file_prefixes=CALLER)
-    return schema
+    given = [c for a in ("categorical", "ordinal", "count", "continuous")
+             for c in (getattr(args, a, None) or ())]
+    codes = getattr(args, "missing_code", None) or []
+    if syn.schema is not None and not given and not codes:
+        return None
+    return release_schema(syn, schema_from_args(original, args), given,
+                          list(parse_missing_codes(codes)))
 
 
 def parse_key_value(items: Sequence[str], argument: str,
