@@ -33,19 +33,6 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     return release_likelihood(original, synthetic, model, random_seed=args.random_seed)
 
 
-def _candidates(text: str, model: Any, original: Any) -> Any:
-    """``--candidates`` with the audit's stated zero fallback for the percent grids of the model's
-    numeric synthesized columns (a true value of 0 would otherwise stop the run)."""
-    from bayes_risk.attribute.candidates import parse_candidates, with_zero_fallback
-
-    spec = parse_candidates(text)
-    schema = getattr(model, "schema_", None)
-    if schema is None:
-        return spec
-    numeric = [c for c in schema.synthesized if c in schema.numeric and c in original.columns]
-    return with_zero_fallback(spec, original, numeric)
-
-
 def _scenario(args: argparse.Namespace, n: int) -> Any:
     """``--scenario`` (implied by the options that go with it) as the API's ``ScenarioSpec``, or
     the name of a largest-value scenario; checked before any fit (the spec checks which options
@@ -166,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attribute``."""
     from bayes_risk._specs import spec_values
     from bayes_risk.attribute.api import EstimatorSpec, attribute_risk
+    from bayes_risk.attribute.candidates import model_candidates
 
     original, synthetic = read_inputs(args)
     spec = _scenario(args, len(original))  # checked before any fit
@@ -182,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     pairs = spec.pairs
     # the low-risk intruder (scenario empty) has no candidate sets: --candidates as given
     candidates = (args.candidates if scenario == "empty"
-                  else _candidates(args.candidates, model, original))
+                  else model_candidates(args.candidates, model, original))
     estimator = EstimatorSpec(**spec_values(EstimatorSpec, vars(args)))
     seed = args.random_seed
     if args.known_sweep or args.known_curve:
