@@ -474,7 +474,7 @@ def release_schema(release: SyntheticData, inferred: Any, types: Sequence[str] =
     Schema
         ``inferred`` for a release without a schema, else the manifest's with the given columns
         taken from ``inferred``
-        (:meth:`~bayes_risk.data.Schema.overridden`), the changed columns named in one
+        (``Schema.overridden``), the changed columns named in one
         ``DataWarning`` ``SCHEMA_OVERRIDDEN``: the release was synthesized with the manifest's
         types, so the figures are not comparable with those of another run on it.
     """

@@ -473,7 +473,7 @@ def release_likelihood(original: Any, synthetic: Any, model: Any = None, *,
     -------
     RiskModel
         The model itself (a record likelihood), or its plug-in
-        (:func:`plugin_likelihood`).
+        (:func:`~bayes_risk.models.plugin_likelihood`).
 
     Raises
     ------
