@@ -228,8 +228,9 @@ def setting_names(cls: type) -> set[str]:
 
 
 def model_settings(cls: type, method: str, given: Sequence[tuple[ModelOption, Any]], *,
-                   convert: Mapping[str, Callable[[Any, str], Any]] | None = None
-                   ) -> dict[str, Any]:
+                   convert: Mapping[str, Callable[[Any, str], Any]] | None = None,
+                   sampling: Mapping[str, Any] | None = None,
+                   run: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The model-specific options given, as settings of the synthesizer ``cls``.
 
     Parameters
@@ -243,24 +244,40 @@ def model_settings(cls: type, method: str, given: Sequence[tuple[ModelOption, An
     convert : mapping of str to callable, optional
         Per setting, ``convert[setting](value, flag)`` turns an option's value into the
         setting's, applied once the option is found to apply.
+    sampling : mapping, optional
+        The sampler settings given (``draws=...``: :class:`~bayes_risk.models.Sampling`'s
+        fields), refused unless ``cls`` takes each.
+    run : mapping, optional
+        Settings of the run (``random_seed``, ``progressbar``), each set only if ``cls`` takes
+        it.
 
     Returns
     -------
     dict
-        ``setting -> value`` (lists as tuples); ``method_per_column`` and ``predictor_matrix``
+        ``setting -> value``: ``sampling``, the options (lists as tuples), then ``run``;
+        ``method_per_column`` and ``predictor_matrix``
         make one ``spec`` (a synthpop-style specification,
         :class:`~bayes_risk.models.SynthesisSpec`) for a model that takes one.
 
     Raises
     ------
     ValidationError
-        An option of a setting ``cls`` does not take (``OPTION_CONFLICT``), naming the models
-        it applies to.
+        A sampler setting or an option of a setting ``cls`` does not take
+        (``OPTION_CONFLICT``), naming the models the option applies to.
     """
+    from bayes_risk.exceptions import arg_name
+
     params = setting_names(cls)
+    refused = [arg_name(k) for k in sampling or {} if k not in params]
+    if refused:
+        raise ValidationError(f"{', '.join(refused)}: MCMC options do not apply to --method "
+                              f"{method} ({cls.__name__} takes no such setting: it is not "
+                              "sampled, or its sampler has no such setting); expected them only "
+                              "with a model fitted by MCMC whose __init__ takes them.",
+                              code="OPTION_CONFLICT")
     if "spec" in params:  # the options that make it
         params |= {"method_per_column", "predictor_matrix"}
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = dict(sampling or {})
     for opt, value in given:
         if opt.setting not in params:
             raise ValidationError(f"{opt.flag}: not an option of --method {method} "
@@ -276,6 +293,7 @@ def model_settings(cls: type, method: str, given: Sequence[tuple[ModelOption, An
         # a synthpop-style specification: the synthesized columns are its visit sequence
         out["spec"] = SynthesisSpec(method=out.pop("method_per_column", "cart"),
                                     predictor_matrix=out.pop("predictor_matrix", None))
+    out.update({k: v for k, v in (run or {}).items() if k in params})
     return out
 
 

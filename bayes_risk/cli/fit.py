@@ -17,6 +17,8 @@ def run(args: argparse.Namespace) -> int:
 
     from bayes_risk._lazy import overlap
     from bayes_risk._memory import check_forest_memory, check_posterior_memory
+    from bayes_risk._sampling_spec import Sampling
+    from bayes_risk._specs import spec_values
     from bayes_risk.cli._common import (
         missing_labels,
         numeric_columns,
@@ -40,7 +42,10 @@ def run(args: argparse.Namespace) -> int:
                               "save and load), so 'fit' cannot write a model folder.",
                               code="MODEL_UNSUITED")
     options = fit_options()
-    settings = _settings(args, cls, options)
+    # the MCMC options given, the model-specific ones, the seed and the progress bar: each
+    # only if the model takes it
+    settings = model_settings(args, cls, options, sampling=spec_values(Sampling, vars(args)),
+                              run={"random_seed": args.random_seed, "progressbar": not args.quiet})
     # what the model cannot default (ModelInfo.required), refused before the data are read
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
                    options=options)
@@ -87,32 +92,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, Any]:
-    """The ``__init__`` settings of ``--method``'s model: the MCMC options given, the
-    model-specific options, the seed and the progress bar — each only if the model takes it."""
-    from bayes_risk._sampling_spec import Sampling
-    from bayes_risk._specs import spec_values
-    from bayes_risk.exceptions import ValidationError
-    from bayes_risk.registry import setting_names
-
-    params = setting_names(cls)
-    mcmc = spec_values(Sampling, vars(args))
-    refused = ["--" + k.replace("_", "-") for k in mcmc if k not in params]
-    if refused:
-        raise ValidationError(f"{', '.join(refused)}: MCMC options do not apply to --method "
-                              f"{args.method} ({cls.__name__} takes no such setting: it is not "
-                              "sampled, or its sampler has no such setting); expected them only "
-                              "with a model fitted by MCMC whose __init__ takes them.",
-                              code="OPTION_CONFLICT")
-    settings: dict[str, Any] = dict(mcmc)
-    settings.update(model_settings(args, cls, options))
-    if "random_seed" in params:
-        settings["random_seed"] = args.random_seed
-    if "progressbar" in params:
-        settings["progressbar"] = not args.quiet
-    return settings
-
-
 def _summary(args: argparse.Namespace, model: Any) -> dict[str, Any]:
     """``summary.json`` of the fit: whether its convergence checks passed, and which failed."""
     conv = model.convergence_summary()
@@ -135,9 +114,11 @@ def _direct_lines(args: argparse.Namespace, model: Any, df: Any) -> list[str]:
             "the model folder holds the confidential data: keep it as confidential as the data"]
 
 
-def model_settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, Any]:
+def model_settings(args: argparse.Namespace, cls: type, options: Any, **kw: Any
+                   ) -> dict[str, Any]:
     """The model-specific ``options`` given on the command line as settings of ``--method``'s
-    model ``cls`` (:func:`bayes_risk.registry.model_settings`), their texts parsed here."""
+    model ``cls`` (:func:`bayes_risk.registry.model_settings`, with ``kw``), their texts parsed
+    here."""
     from bayes_risk import registry
     from bayes_risk.cli._common import parse_key_value, parse_one_or_pairs
 
@@ -150,7 +131,7 @@ def model_settings(args: argparse.Namespace, cls: type, options: Any) -> dict[st
         "predictor_matrix": lambda v, flag: _predictor_matrix(v),
     }
     given = [(opt, getattr(args, opt.dest)) for opt in options if hasattr(args, opt.dest)]
-    return registry.model_settings(cls, args.method, given, convert=convert)
+    return registry.model_settings(cls, args.method, given, convert=convert, **kw)
 
 
 def _formula(text: str) -> tuple[str, str]:

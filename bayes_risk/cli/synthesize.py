@@ -18,7 +18,7 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
-    from bayes_risk.registry import check_required, setting_names
+    from bayes_risk.registry import check_required
 
     cls = get_synthesizer(args.method)
     info = capabilities(cls)
@@ -29,11 +29,9 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
                               "then synthesize with 'bayes-risk synthesize --model MODEL_DIR'.",
                               code="OPTION_CONFLICT")
     options = tree_options()
-    settings = model_settings(args, cls, options)
+    settings = model_settings(args, cls, options, run={"progressbar": not args.quiet})
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
                    options=options)
-    if "progressbar" in setting_names(cls):
-        settings["progressbar"] = not args.quiet
     return cls, settings
 
 
