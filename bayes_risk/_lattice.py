@@ -15,7 +15,7 @@ from bayes_risk.data.missing import missing_mask
 from bayes_risk.exceptions import ValidationError, arg_name, has_option
 
 __all__ = ["candidate_list", "subset_order", "subset_label", "greedy_path", "frontier",
-           "shapley_values", "level_labels", "planned_subsets"]
+           "shapley_values", "level_labels", "planned_subsets", "check_max_size"]
 
 
 class _Sweep(Protocol):
@@ -24,6 +24,38 @@ class _Sweep(Protocol):
     def run_many(self, subsets: Sequence[frozenset]) -> None: ...
 
     def value(self, s: frozenset, measure: str) -> float: ...
+
+
+def check_max_size(max_size: Any, candidates: Sequence[str], argument: str) -> int:
+    """A knowledge sweep's ``max_size`` (``None``: every candidate), checked before any work.
+
+    Parameters
+    ----------
+    max_size : int or None
+        The largest subset evaluated exhaustively.
+    candidates : sequence of str
+        The sweep's candidate columns.
+    argument : str
+        The argument that names them, as messages name it.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValidationError
+        Not an integer from 1 to the number of candidates (``INVALID_ARGUMENT``).
+    """
+    n_c = len(candidates)
+    if max_size is None:
+        return n_c
+    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or not (
+            1 <= max_size <= n_c):
+        raise ValidationError(
+            f"{arg_name('max_size')} must be an integer between 1 and the number of columns in "
+            f"{arg_name(argument)} ({n_c}). Got {max_size!r}.", code="INVALID_ARGUMENT")
+    return int(max_size)
 
 
 def planned_subsets(cands: list[str], max_size: int, max_subsets: int,

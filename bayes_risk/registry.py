@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -12,7 +13,8 @@ from typing import Any
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 
 __all__ = ["GROUP", "OPTIONS_GROUP", "ModelOption", "fit_options", "merge_options",
-           "get_synthesizer", "list_synthesizers", "synthesizer_entry_points"]
+           "get_synthesizer", "list_synthesizers", "synthesizer_entry_points", "setting_names",
+           "model_settings", "check_required", "check_option_columns"]
 
 #: the entry-point group synthesizers are registered in
 GROUP = "bayes_risk.synthesizers"
@@ -48,6 +50,14 @@ class ModelOption:
     def dest(self) -> str:
         """``argparse`` destination (``--synthesis-mode`` → ``model_opt_synthesis_mode``)."""
         return "model_opt_" + self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def usage(self) -> str:
+        """The option as an error message shows it (``--identifying COL [COL ...]``)."""
+        meta = self.kwargs.get("metavar", "VALUE")
+        meta = " ".join(meta) if isinstance(meta, tuple) else str(meta)
+        return (f"{self.flag} {meta} [{meta} ...]" if self.kwargs.get("nargs") == "+"
+                else f"{self.flag} {meta}")
 
 
 def _merge(a: ModelOption, b: ModelOption) -> ModelOption | None:
@@ -191,3 +201,167 @@ def get_synthesizer(name: str) -> type:
             "fit and synthesize (bayes_risk.models.BaseSynthesizer).",
             code="SYNTHESIZER_BROKEN")
     return cls
+
+
+def setting_names(cls: type) -> set[str]:
+    """The settings a synthesizer class takes.
+
+    Parameters
+    ----------
+    cls : type
+        A synthesizer class.
+
+    Returns
+    -------
+    set of str
+        Its ``setting_names()`` (a Bayesian model's sampler settings and a tree model's tree
+        options each by its name), else the parameters of its ``__init__``; empty when the
+        signature cannot be read.
+    """
+    import inspect
+
+    try:
+        return set(cls.setting_names() if hasattr(cls, "setting_names")
+                   else inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def model_settings(cls: type, method: str, given: Sequence[tuple[ModelOption, Any]], *,
+                   convert: Mapping[str, Callable[[Any, str], Any]] | None = None,
+                   sampling: Mapping[str, Any] | None = None,
+                   run: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The model-specific options given, as settings of the synthesizer ``cls``.
+
+    Parameters
+    ----------
+    cls : type
+        The synthesizer class of ``method``.
+    method : str
+        Its registered name (:func:`get_synthesizer`), as messages name it.
+    given : sequence of (ModelOption, value)
+        The options given and their values, in order.
+    convert : mapping of str to callable, optional
+        Per setting, ``convert[setting](value, flag)`` turns an option's value into the
+        setting's, applied once the option is found to apply.
+    sampling : mapping, optional
+        The sampler settings given (``draws=...``: :class:`~bayes_risk.models.Sampling`'s
+        fields), refused unless ``cls`` takes each.
+    run : mapping, optional
+        Settings of the run (``random_seed``, ``progressbar``), each set only if ``cls`` takes
+        it.
+
+    Returns
+    -------
+    dict
+        ``setting -> value``: ``sampling``, the options (lists as tuples), then ``run``;
+        ``method_per_column`` and ``predictor_matrix``
+        make one ``spec`` (a synthpop-style specification,
+        :class:`~bayes_risk.models.SynthesisSpec`) for a model that takes one.
+
+    Raises
+    ------
+    ValidationError
+        A sampler setting or an option of a setting ``cls`` does not take
+        (``OPTION_CONFLICT``), naming the models the option applies to.
+    """
+    from bayes_risk.exceptions import arg_name
+
+    params = setting_names(cls)
+    refused = [arg_name(k) for k in sampling or {} if k not in params]
+    if refused:
+        raise ValidationError(f"{', '.join(refused)}: MCMC options do not apply to --method "
+                              f"{method} ({cls.__name__} takes no such setting: it is not "
+                              "sampled, or its sampler has no such setting); expected them only "
+                              "with a model fitted by MCMC whose __init__ takes them.",
+                              code="OPTION_CONFLICT")
+    if "spec" in params:  # the options that make it
+        params |= {"method_per_column", "predictor_matrix"}
+    out: dict[str, Any] = dict(sampling or {})
+    for opt, value in given:
+        if opt.setting not in params:
+            raise ValidationError(f"{opt.flag}: not an option of --method {method} "
+                                  f"({cls.__name__} takes no setting {opt.setting!r}; the option "
+                                  f"applies to --method {' and '.join(opt.models)}).",
+                                  code="OPTION_CONFLICT")
+        if convert and opt.setting in convert:
+            value = convert[opt.setting](value, opt.flag)
+        out[opt.setting] = tuple(value) if isinstance(value, list) else value
+    if "method_per_column" in out or "predictor_matrix" in out:
+        from bayes_risk.models import SynthesisSpec
+
+        # a synthpop-style specification: the synthesized columns are its visit sequence
+        out["spec"] = SynthesisSpec(method=out.pop("method_per_column", "cart"),
+                                    predictor_matrix=out.pop("predictor_matrix", None))
+    out.update({k: v for k, v in (run or {}).items() if k in params})
+    return out
+
+
+def check_required(cls: type, method: str, *, synthesized: Any, settings: Mapping[str, Any],
+                   options: Sequence[ModelOption]) -> None:
+    """Refuse settings that leave out what the model cannot default (its
+    ``ModelInfo.required``).
+
+    Parameters
+    ----------
+    cls : type
+        The synthesizer class of ``method``.
+    method : str
+        Its registered name, as messages name it.
+    synthesized : sequence of str or None
+        The columns to synthesize.
+    settings : mapping
+        The settings given.
+    options : sequence of ModelOption
+        The options that give settings, which messages name.
+
+    Raises
+    ------
+    ValidationError
+        A required setting not given, or one no option gives (``OPTION_REQUIRED``).
+    """
+    from bayes_risk.contract import capabilities
+
+    shown = {o.setting: o.usage for o in options}
+    for name in capabilities(cls).required:
+        if name == "synthesized":
+            given, usage = bool(synthesized), "--synthesize COL [COL ...]"
+        else:
+            value = settings.get(name)
+            given = value is not None and not (isinstance(value, (list, tuple)) and not value)
+            usage = shown.get(name)
+            if usage is None:
+                raise ValidationError(f"--method {method}: {cls.__name__} needs its setting "
+                                      f"{name!r} (ModelInfo.required), which this command has no "
+                                      "option for.", code="OPTION_REQUIRED")
+        if not given:
+            raise ValidationError(f"{usage} is required with --method {method}.",
+                                  code="OPTION_REQUIRED")
+
+
+def check_option_columns(settings: dict[str, Any], options: Sequence[ModelOption],
+                         schema: Any) -> None:
+    """Check the columns that model-specific options name against a table's schema.
+
+    Parameters
+    ----------
+    settings : dict
+        The settings of the options (:func:`model_settings`); an option of columns (metavar
+        ``COL``) is replaced by its columns as a list.
+    options : sequence of ModelOption
+        The options that gave them.
+    schema : Schema
+        The table's schema.
+
+    Raises
+    ------
+    SchemaError
+        A column that is not in ``schema``, naming the option (``UNKNOWN_COLUMN``); a
+        specification's ``COL=METHOD`` pairs are checked as ``--method-per-column``.
+    """
+    for opt in options:
+        if opt.kwargs.get("metavar") == "COL" and settings.get(opt.setting):
+            settings[opt.setting] = schema.check_columns(list(settings[opt.setting]), opt.flag)
+    pairs = getattr(settings.get("spec"), "method", None)
+    if isinstance(pairs, dict):  # else the spec's own check names it `method`
+        schema.check_columns(pairs, "--method-per-column")

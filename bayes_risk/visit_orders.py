@@ -147,13 +147,17 @@ def compare_visit_orders(
         ut_kw.setdefault("schema", schema)
     # the releases of an order (of every order when they are kept), fitted in this run: -m
     # 10**9 ran without a check
-    from bayes_risk._memory import check_memory, release_bytes
+    from bayes_risk._memory import check_memory, forest_bytes, release_bytes
 
     table = float(original.memory_usage(deep=True).sum())
     m = check_m(m)
     held = m * (len(ords) if keep_releases else 1)
     check_memory(release_bytes(held, table, fitted=True), arg_name("m"),
                  what=f"{held:,} synthetic datasets of {len(original):,} records")
+    forest = forest_bytes(synthesizer, len(original), list(ords[0]))  # fitted once per order
+    if forest:
+        check_memory(1.5 * forest, arg_name("n_trees"),
+                     what=f"the forests of {synthesizer.n_trees:,} trees of each order")
     # one entropy for all orders: common random numbers
     seed = as_generator(random_seed).integers(2**63 - 1)
     has_vs = "visit_sequence" in synthesizer.get_params()

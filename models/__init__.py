@@ -30,6 +30,7 @@ _LAZY = {
     "CARTPlugin": "bayes_risk.models.trees.plugins",
     "RFPlugin": "bayes_risk.models.trees.plugins",
     "plugin_likelihood": "bayes_risk.models.trees.plugins",
+    "release_likelihood": "bayes_risk.models.trees.plugins",
     "ArrayModel": "bayes_risk.models.external",
     # the sampler settings of the Bayesian synthesizers (their ``sampling=``)
     "Sampling": "bayes_risk.models._bayesian.sampling",

@@ -356,14 +356,26 @@ class FittedAttribute:
         raise _not_fitted(obj, f"reading '{self.name}'")
 
 
-def load_model(path: str | os.PathLike[str]) -> Any:
+def load_model(path: str | os.PathLike[str], *, original: Any = None,
+               allow_different_original: bool = False) -> Any:
     """Load a fitted model saved with its ``save(path)`` method (the class registered under
     ``model.json``'s ``"method"`` reads the folder).
+
+    Parameters
+    ----------
+    path : path-like
+        The model's folder.
+    original : DataFrame, optional
+        The table the model is used with: refused unless it is the table the model was fitted
+        to (:func:`~bayes_risk.data.fingerprint.check_model_original`).
+    allow_different_original : bool, default False
+        With ``original``: warn (``ORIGINAL_DIFFERS``) instead of raising for another table.
 
     Raises
     ------
     ValidationError
-        If the folder is not a saved model.
+        If the folder is not a saved model, or ``original`` is not the table it was fitted to
+        (``ORIGINAL_DIFFERS``).
     """
     from bayes_risk.models.persistence import read_model_meta
 
@@ -373,7 +385,12 @@ def load_model(path: str | os.PathLike[str]) -> Any:
     if not callable(getattr(cls, "load", None)):
         raise ValidationError(f"models of type {method!r} cannot be loaded from disk.",
                               code="MODEL_UNSUITED")
-    return cls.load(p)
+    model = cls.load(p)
+    if original is not None:
+        from bayes_risk.data.fingerprint import check_model_original
+
+        check_model_original(model, original, allow_different_original=allow_different_original)
+    return model
 
 
 def _same_cells(a: Any, b: Any) -> bool:

@@ -28,6 +28,7 @@ __all__ = [
     "CandidateSet",
     "parse_candidates",
     "with_zero_fallback",
+    "model_candidates",
     "grid_points",
     "spatial_points",
     "build_candidates",
@@ -255,6 +256,32 @@ def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
                 code="INVALID_ARGUMENT"
             )
     return CandidateSpec(rule=rule or "product", k=k, default_grid=grid or GridSpec())  # type: ignore[arg-type]
+
+
+def model_candidates(candidates: str | CandidateSpec, model: Any, original: pd.DataFrame
+                     ) -> CandidateSpec:
+    """``candidates`` with the zero fallback (:func:`with_zero_fallback`) for the percent grids of
+    the numeric synthesized columns of ``model`` (a true value of 0 would otherwise stop the run).
+
+    Parameters
+    ----------
+    candidates : str or CandidateSpec
+        As :func:`parse_candidates` takes it.
+    model : fitted model
+        Its ``schema_`` names the synthesized columns (none: ``candidates`` as given).
+    original : DataFrame
+        The original table.
+
+    Returns
+    -------
+    CandidateSpec
+    """
+    spec = parse_candidates(candidates)
+    schema = getattr(model, "schema_", None)
+    if schema is None:
+        return spec
+    numeric = [c for c in schema.synthesized if c in schema.numeric and c in original.columns]
+    return with_zero_fallback(spec, original, numeric)
 
 
 def with_zero_fallback(spec: CandidateSpec, data: pd.DataFrame, columns: Sequence[str]

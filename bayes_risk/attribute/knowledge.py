@@ -14,6 +14,7 @@ import pandas as pd
 
 from bayes_risk._lattice import (
     candidate_list,
+    check_max_size,
     frontier,
     greedy_path,
     level_labels,
@@ -123,13 +124,7 @@ def attribute_known_sweep(
     if isinstance(bands, bool) or not isinstance(bands, (int, np.integer)) or bands < 1:
         raise ValidationError(f"bands must be an integer >= 1. Got {bands!r}.")
     n_c = len(cands)
-    max_size = n_c if max_size is None else max_size
-    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or not (
-            1 <= max_size <= n_c):
-        raise ValidationError(
-            f"{arg_name('max_size')} must be an integer between 1 and the number of columns in "
-            f"{arg_name('known')} ({n_c}). Got {max_size!r}.", code="INVALID_ARGUMENT"
-        )
+    max_size = check_max_size(max_size, cands, "known")
     syn = _synthesized(model)
     notsyn = [c for c in cands if c not in syn]
     if notsyn:

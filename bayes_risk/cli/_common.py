@@ -15,13 +15,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "add_type_arguments", "add_seed_argument", "add_quiet_argument", "add_out_argument",
-    "check_model_original",
-    "check_required", "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
+    "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
     "read_inputs", "missing_labels", "numeric_columns", "add_format_argument", "parse_records",
-    "schema_from_args", "model_schema",
+    "schema_from_args",
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
-    "known_sweep_files", "write_run", "init_params", "read_holdout", "run_seed", "parse_radius",
+    "known_sweep_files", "write_run", "read_holdout", "run_seed", "parse_radius",
     "parse_numbers", "parse_columns", "parse_one_or_pairs",
 ]
 
@@ -113,48 +112,6 @@ def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> Non
                    "record holds, the unused categories of a Parquet file's categorical column; "
                    "by default the model drops them with warning UNUSED_LEVEL, since a model with "
                    "a prior over every level (DPMPM) would release them")
-
-
-def check_model_original(args: argparse.Namespace, model: Any, original: Any) -> None:
-    """Refuse an ORIGINAL ``--model`` was not fitted to (``ORIGINAL_DIFFERS``), or warn."""
-    import warnings
-
-    from bayes_risk.exceptions import CALLER, DataWarning
-
-    check = getattr(model, "check_fingerprint", None)
-    problem = None if check is None else check(original)
-    if problem is None:
-        return
-    if not args.allow_different_original:
-        raise ValidationError(f"ORIGINAL {args.original!r} is not the table the model in "
-                              f"{args.model!r} was fitted to ({problem}); give the original it "
-                              "was fitted to, or --allow-different-original to go on anyway.",
-                              code="ORIGINAL_DIFFERS")
-    warnings.warn(f"ORIGINAL {args.original!r} is not the table the model was fitted to "
-                  f"({problem}) (ORIGINAL_DIFFERS); the risks are those of this table under that "
-                  "model.", DataWarning, skip_file_prefixes=CALLER)
-
-
-def check_required(cls: type, method: str, *, synthesized: Any, settings: Mapping[str, Any],
-                   options: Mapping[str, str]) -> None:
-    """Refuse a run that does not give what ``--method``'s model cannot default (its
-    ``ModelInfo.required``), naming the option (``options``: setting -> option text)."""
-    from bayes_risk.contract import capabilities
-
-    for name in capabilities(cls).required:
-        if name == "synthesized":
-            given, shown = bool(synthesized), "--synthesize COL [COL ...]"
-        else:
-            value = settings.get(name)
-            given = value is not None and not (isinstance(value, (list, tuple)) and not value)
-            shown = options.get(name)
-            if shown is None:
-                raise ValidationError(f"--method {method}: {cls.__name__} needs its setting "
-                                      f"{name!r} (ModelInfo.required), which this command has no "
-                                      "option for.", code="OPTION_REQUIRED")
-        if not given:
-            raise ValidationError(f"{shown} is required with --method {method}.",
-                                  code="OPTION_REQUIRED")
 
 
 def _seed(text: str) -> int:
@@ -321,57 +278,19 @@ def _keep_unused_levels(args: argparse.Namespace) -> bool | list[str]:
     return False if cols is None else (list(cols) or True)
 
 
-def model_schema(df: pd.DataFrame, args: argparse.Namespace, info: Any, **kw: Any):
-    """:func:`schema_from_args`; for a model of categorical columns only (DPMPM) every column
-    not typed otherwise is categorical (refused if its values are not whole numbers)."""
-    if not info.categorical_only:
-        return schema_from_args(df, args, **kw)
-    import pandas as pd
-
-    typed = {*args.ordinal, *args.count, *args.continuous}
-    categorical = list(args.categorical)
-    for c in df.columns:
-        if c in typed or c in categorical:
-            continue
-        col = df[c]
-        if pd.api.types.is_float_dtype(col) and not (col.dropna() % 1 == 0).all():
-            raise ValidationError(f"column {c!r} has values that are not whole numbers: --method "
-                                  f"{args.method} models categorical columns only "
-                                  "(ModelInfo.categorical_only; DPMPM: Si & Reiter 2013). Leave "
-                                  "it out of the table (fit: --columns), or declare it with "
-                                  f"--categorical {c} to treat each value as a category.",
-                                  code="WRONG_DTYPE")
-        categorical.append(c)
-    return schema_from_args(df, argparse.Namespace(**{**vars(args), "categorical": categorical}),
-                            **kw)
-
-
 def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
     """The release manifest's schema with the command line's type options on top
-    (:meth:`~bayes_risk.data.Schema.overridden`; ``None``: as it is), the changed columns named
-    in one warning ``SCHEMA_OVERRIDDEN``."""
-    if syn.schema is None:
-        return schema_from_args(original, args)
-    given = {c for a in ("categorical", "ordinal", "count", "continuous")
-             for c in (getattr(args, a, None) or ())}
-    codes = getattr(args, "missing_code", None) or []
-    if not given and not codes:
-        return None
-    import warnings
-
+    (:func:`bayes_risk.data.provenance.release_schema`; ``None``: as it is)."""
     from bayes_risk.data.missing import parse_missing_codes
-    from bayes_risk.exceptions import CALLER, DataWarning
+    from bayes_risk.data.provenance import release_schema
 
-    schema, changed = syn.schema.overridden(schema_from_args(original, args), given,
-                                            parse_missing_codes(codes) or ())
-    if changed:
-        warnings.warn(DataWarning(
-            "the column types given on the command line replace the release manifest's for "
-            f"{', '.join(changed)}; the release was synthesized with the manifest's types, "
-            "so these figures are not comparable with those of another command or the audit "
-            "on the same release (leave the option out to use the manifest's) "
-            "(SCHEMA_OVERRIDDEN).", code="SCHEMA_OVERRIDDEN"), skip_file_prefixes=CALLER)
-    return schema
+    given = [c for a in ("categorical", "ordinal", "count", "continuous")
+             for c in (getattr(args, a, None) or ())]
+    codes = getattr(args, "missing_code", None) or []
+    if syn.schema is not None and not given and not codes:
+        return None
+    return release_schema(syn, schema_from_args(original, args), given,
+                          list(parse_missing_codes(codes)))
 
 
 def parse_key_value(items: Sequence[str], argument: str,
@@ -578,10 +497,9 @@ def check_max_size(args: argparse.Namespace) -> None:
         return
     if not args.known_sweep:
         raise ValidationError("--max-size needs --known-sweep COL ...", code="OPTION_REQUIRED")
-    if not 1 <= args.max_size <= len(args.known_sweep):
-        raise ValidationError("--max-size must be between 1 and the number of --known-sweep "
-                              f"columns ({len(args.known_sweep)}). Got {args.max_size}.",
-                              code="BAD_OPTION_VALUE")
+    from bayes_risk._lattice import check_max_size as check
+
+    check(args.max_size, args.known_sweep, "known_sweep")
 
 
 def known_sweep_files(ksweep: Any, write: Any = None) -> tuple[dict, dict, str]:
@@ -596,24 +514,6 @@ def known_sweep_files(ksweep: Any, write: Any = None) -> tuple[dict, dict, str]:
                "known_sweep_drivers.png": (ksweep, "drivers")}
     return tables, figures, (f"knowledge sweep over {len(ksweep.table)} subsets of "
                              f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")
-
-
-def init_params(cls: type, method: str | None = None, given: Any = ()) -> set[str]:
-    """The settings ``cls.from_settings`` takes (a Bayesian model's sampler settings each by its
-    name; none when the signature cannot be read); with ``method``, refuse a ``given`` setting
-    it does not take (``OPTION_CONFLICT``)."""
-    import inspect
-
-    try:
-        params = set(cls.setting_names() if hasattr(cls, "setting_names")
-                     else inspect.signature(cls).parameters)
-    except (TypeError, ValueError):
-        params = set()
-    refused = ["--" + k.replace("_", "-") for k in given if k not in params]
-    if method is not None and refused:
-        raise ValidationError(f"{', '.join(refused)}: not an option of --method {method} "
-                              f"({cls.__name__} takes no such setting).", code="OPTION_CONFLICT")
-    return params
 
 
 def read_holdout(args: argparse.Namespace) -> pd.DataFrame | None:

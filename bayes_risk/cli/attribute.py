@@ -20,46 +20,17 @@ __all__ = ["run", "parse_records", "parse_pairs"]
 
 
 def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
-    """The saved Bayesian model, or the plug-in of the tree synthesizer that made the release."""
-    from bayes_risk.cli._common import check_model_original
-    from bayes_risk.contract import capabilities
-    from bayes_risk.exceptions import ValidationError
-    from bayes_risk.models import (
-        load_model,
-        plugin_likelihood,
-        rebuild_synthesizer,
-        rebuildable_synthesizer,
-    )
+    """The saved model's likelihood, or the plug-in of the tree synthesizer that made the
+    release (:func:`bayes_risk.models.release_likelihood`)."""
+    from bayes_risk.models import load_model, release_likelihood
 
+    model = None
     if args.model is not None:
-        model = load_model(args.model)
-        check_model_original(args, model, original)
-        if not capabilities(model).plugin_likelihood:
-            model = plugin_likelihood(model, original)  # a PMM synthesizer is refused here
-            if args.quiet and hasattr(model, "progressbar"):
-                model.progressbar = False  # the augmented refits' progress bars
-            return model
-    elif rebuildable_synthesizer(synthetic) is None:
-        raise ValidationError("--model is required unless SYN is a release of a synthesizer with "
-                              "a plug-in likelihood (CART, random forests: a plugin_likelihood "
-                              "method) written by 'bayes-risk synthesize --method NAME' (this "
-                              f"release: {synthetic.method!r}).", code="OPTION_REQUIRED")
-    if args.model is None:
-        model = rebuild_synthesizer(original, synthetic)
-    return plugin_likelihood(model, original, random_seed=args.random_seed)
-
-
-def _candidates(text: str, model: Any, original: Any) -> Any:
-    """``--candidates`` with the audit's stated zero fallback for the percent grids of the model's
-    numeric synthesized columns (a true value of 0 would otherwise stop the run)."""
-    from bayes_risk.attribute.candidates import parse_candidates, with_zero_fallback
-
-    spec = parse_candidates(text)
-    schema = getattr(model, "schema_", None)
-    if schema is None:
-        return spec
-    numeric = [c for c in schema.synthesized if c in schema.numeric and c in original.columns]
-    return with_zero_fallback(spec, original, numeric)
+        model = load_model(args.model, original=original,
+                           allow_different_original=args.allow_different_original)
+        if args.quiet and hasattr(model, "progressbar"):
+            model.progressbar = False  # the augmented refits' progress bars
+    return release_likelihood(original, synthetic, model, random_seed=args.random_seed)
 
 
 def _scenario(args: argparse.Namespace, n: int) -> Any:
@@ -182,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attribute``."""
     from bayes_risk._specs import spec_values
     from bayes_risk.attribute.api import EstimatorSpec, attribute_risk
+    from bayes_risk.attribute.candidates import model_candidates
 
     original, synthetic = read_inputs(args)
     spec = _scenario(args, len(original))  # checked before any fit
@@ -198,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     pairs = spec.pairs
     # the low-risk intruder (scenario empty) has no candidate sets: --candidates as given
     candidates = (args.candidates if scenario == "empty"
-                  else _candidates(args.candidates, model, original))
+                  else model_candidates(args.candidates, model, original))
     estimator = EstimatorSpec(**spec_values(EstimatorSpec, vars(args)))
     seed = args.random_seed
     if args.known_sweep or args.known_curve:

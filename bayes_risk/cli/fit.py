@@ -17,19 +17,20 @@ def run(args: argparse.Namespace) -> int:
 
     from bayes_risk._lazy import overlap
     from bayes_risk._memory import check_forest_memory, check_posterior_memory
+    from bayes_risk._sampling_spec import Sampling
+    from bayes_risk._specs import spec_values
     from bayes_risk.cli._common import (
-        check_required,
         missing_labels,
-        model_schema,
         numeric_columns,
         read_records_table,
+        schema_from_args,
         write_run,
     )
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer, list_synthesizers
     from bayes_risk.models.persistence import warm_up_writer
-    from bayes_risk.registry import fit_options
+    from bayes_risk.registry import check_option_columns, check_required, fit_options
 
     if args.method is None:
         raise ValidationError("--method is required: the synthesis model, one of "
@@ -41,10 +42,13 @@ def run(args: argparse.Namespace) -> int:
                               "save and load), so 'fit' cannot write a model folder.",
                               code="MODEL_UNSUITED")
     options = fit_options()
-    settings = _settings(args, cls, options)
+    # the MCMC options given, the model-specific ones, the seed and the progress bar: each
+    # only if the model takes it
+    settings = model_settings(args, cls, options, sampling=spec_values(Sampling, vars(args)),
+                              run={"random_seed": args.random_seed, "progressbar": not args.quiet})
     # what the model cannot default (ModelInfo.required), refused before the data are read
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
-                   options={o.setting: shown_option(o) for o in options})
+                   options=options)
     df = read_records_table(args.original, "ORIGINAL", missing_labels(args),
                             numeric_columns(args))
     if args.columns:
@@ -56,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
                                       f"(columns: {list(df.columns)})." +
                                       did_you_mean(c, df.columns), code="UNKNOWN_COLUMN")
         df = df[list(args.columns)]
-    schema = model_schema(df, args, info, synthesized=args.synthesize or None)
+    schema = schema_from_args(df, args, categorical_only=info.categorical_only,
+                              synthesized=args.synthesize or None)
     check_option_columns(settings, options, schema)
     model = cls.from_settings(settings)  # --draws ... grouped as sampling=Sampling(...)
     fit_kw: dict[str, Any] = {}
@@ -87,32 +92,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, Any]:
-    """The ``__init__`` settings of ``--method``'s model: the MCMC options given, the
-    model-specific options, the seed and the progress bar — each only if the model takes it."""
-    from bayes_risk._sampling_spec import Sampling
-    from bayes_risk._specs import spec_values
-    from bayes_risk.cli._common import init_params
-    from bayes_risk.exceptions import ValidationError
-
-    params = init_params(cls)
-    mcmc = spec_values(Sampling, vars(args))
-    refused = ["--" + k.replace("_", "-") for k in mcmc if k not in params]
-    if refused:
-        raise ValidationError(f"{', '.join(refused)}: MCMC options do not apply to --method "
-                              f"{args.method} ({cls.__name__} takes no such setting: it is not "
-                              "sampled, or its sampler has no such setting); expected them only "
-                              "with a model fitted by MCMC whose __init__ takes them.",
-                              code="OPTION_CONFLICT")
-    settings: dict[str, Any] = dict(mcmc)
-    settings.update(model_settings(args, cls, options))
-    if "random_seed" in params:
-        settings["random_seed"] = args.random_seed
-    if "progressbar" in params:
-        settings["progressbar"] = not args.quiet
-    return settings
-
-
 def _summary(args: argparse.Namespace, model: Any) -> dict[str, Any]:
     """``summary.json`` of the fit: whether its convergence checks passed, and which failed."""
     conv = model.convergence_summary()
@@ -135,26 +114,14 @@ def _direct_lines(args: argparse.Namespace, model: Any, df: Any) -> list[str]:
             "the model folder holds the confidential data: keep it as confidential as the data"]
 
 
-def shown_option(opt: Any) -> str:
-    """A model-specific option as an error message shows it (``--identifying COL [COL ...]``)."""
-    meta = opt.kwargs.get("metavar", "VALUE")
-    meta = " ".join(meta) if isinstance(meta, tuple) else str(meta)
-    return f"{opt.flag} {meta} [{meta} ...]" if opt.kwargs.get("nargs") == "+" else (
-        f"{opt.flag} {meta}")
+def model_settings(args: argparse.Namespace, cls: type, options: Any, **kw: Any
+                   ) -> dict[str, Any]:
+    """The model-specific ``options`` given on the command line as settings of ``--method``'s
+    model ``cls`` (:func:`bayes_risk.registry.model_settings`, with ``kw``), their texts parsed
+    here."""
+    from bayes_risk import registry
+    from bayes_risk.cli._common import parse_key_value, parse_one_or_pairs
 
-
-def model_settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, Any]:
-    """The model-specific ``options`` given on the command line as ``__init__`` settings of
-    ``--method``'s model ``cls``: an option reaches any model whose ``__init__`` takes its
-    setting and is refused for another (``OPTION_CONFLICT``); ``--method-per-column`` and
-    ``--predictor-matrix`` make its ``spec`` (a synthpop-style specification,
-    :class:`~bayes_risk.models.SynthesisSpec`)."""
-    from bayes_risk.cli._common import init_params, parse_key_value, parse_one_or_pairs
-    from bayes_risk.exceptions import ValidationError
-
-    params = init_params(cls)
-    if "spec" in params:  # the options that make it
-        params |= {"method_per_column", "predictor_matrix"}
     convert = {
         "families": lambda v, flag: {k.strip(): x.strip() for k, x in
                                      parse_key_value(v, flag, str).items()},
@@ -163,36 +130,8 @@ def model_settings(args: argparse.Namespace, cls: type, options: Any) -> dict[st
         "method_per_column": lambda v, flag: parse_one_or_pairs(v, flag, "METHOD", empty=True),
         "predictor_matrix": lambda v, flag: _predictor_matrix(v),
     }
-    out: dict[str, Any] = {}
-    for opt in options:
-        if not hasattr(args, opt.dest):
-            continue
-        if opt.setting not in params:
-            raise ValidationError(f"{opt.flag}: not an option of --method {args.method} "
-                                  f"({cls.__name__} takes no setting {opt.setting!r}; the option "
-                                  f"applies to --method {' and '.join(opt.models)}).",
-                                  code="OPTION_CONFLICT")
-        value = getattr(args, opt.dest)
-        value = convert[opt.setting](value, opt.flag) if opt.setting in convert else value
-        out[opt.setting] = tuple(value) if isinstance(value, list) else value
-    if "method_per_column" in out or "predictor_matrix" in out:
-        from bayes_risk.models import SynthesisSpec
-
-        # a synthpop-style specification: --synthesize is its visit sequence
-        out["spec"] = SynthesisSpec(method=out.pop("method_per_column", "cart"),
-                                    predictor_matrix=out.pop("predictor_matrix", None))
-    return out
-
-
-def check_option_columns(settings: dict[str, Any], options: Any, schema: Any) -> None:
-    """The columns the model-specific options name (``COL``; a specification's ``COL=METHOD``
-    pairs), checked against the table's ``schema``."""
-    for opt in options:
-        if opt.kwargs.get("metavar") == "COL" and settings.get(opt.setting):
-            settings[opt.setting] = schema.check_columns(list(settings[opt.setting]), opt.flag)
-    pairs = getattr(settings.get("spec"), "method", None)
-    if isinstance(pairs, dict):  # else the spec's own check names it `method`
-        schema.check_columns(pairs, "--method-per-column")
+    given = [(opt, getattr(args, opt.dest)) for opt in options if hasattr(args, opt.dest)]
+    return registry.model_settings(cls, args.method, given, convert=convert, **kw)
 
 
 def _formula(text: str) -> tuple[str, str]:

@@ -183,11 +183,11 @@ def run(args: argparse.Namespace) -> int:
         run_kw = dict(known=known, synthesized=synthesized, replicates=replicates,
                       aggregation=run_aggregation, progressbar=not args.quiet, **kw, **dkw)
         if client is None and grid is None and not args.known_sweep and given is None:
-            from bayes_risk.identification.api import _risk_of
+            from bayes_risk.identification.api import identification_risk_of_inputs
 
             inputs = [original, syn]  # nothing below reads them: freed once encoded
             del original, syn
-            res = _risk_of(inputs, categorical=None, executor=None, **run_kw)
+            res = identification_risk_of_inputs(inputs, **run_kw)
             original = syn = None
         else:
             res = risk(original, syn, **run_kw)
@@ -309,15 +309,14 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
             raise ValidationError(f"{', '.join(flags)} need(s) --model (the fitted synthesis "
                                   "model the replicates are drawn from).", code="OPTION_REQUIRED")
         return None
-    from bayes_risk.cli._common import check_model_original
     from bayes_risk.identification.replicates import PosteriorReplicates
     from bayes_risk.models import load_model, rebuild_synthesizer
 
     if args.model == "release":
         model = rebuild_synthesizer(original, syn)
     else:
-        model = load_model(args.model)
-        check_model_original(args, model, original)
+        model = load_model(args.model, original=original,
+                           allow_different_original=args.allow_different_original)
     if hasattr(model, "progressbar"):
         model.progressbar = False
     if "max_replicates" in given:  # >= 1: a bad --max-replicates is reported as itself

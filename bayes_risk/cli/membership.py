@@ -15,7 +15,6 @@ def run(args: argparse.Namespace) -> int:
 
     from bayes_risk._specs import argument_values, spec_values
     from bayes_risk.cli._common import (
-        check_model_original,
         parse_records,
         read_holdout,
         read_inputs,
@@ -27,8 +26,8 @@ def run(args: argparse.Namespace) -> int:
 
     original, synthetic = read_inputs(args)
     holdout = read_holdout(args)
-    model = load_model(args.model)
-    check_model_original(args, model, original)
+    model = load_model(args.model, original=original,
+                       allow_different_original=args.allow_different_original)
     if args.quiet and hasattr(model, "progressbar"):
         model.progressbar = False  # the augmented refits' progress bars
     result = membership_risk(

@@ -42,14 +42,6 @@ def run(args: argparse.Namespace) -> int:
         ident["population"] = PopulationSpec(membership="unknown", counts="loglinear_synthetic",
                                               sampling_fraction=args.sampling_fraction)
     synthesized = list(dict.fromkeys(c for o in orders for c in o))
-    from bayes_risk._memory import check_memory, forest_bytes
-
-    # a random forest's trees, fitted once per order (compare_visit_orders checks -m and its
-    # release)
-    forest = forest_bytes(model, len(df), synthesized)
-    if forest:
-        check_memory(1.5 * forest, "--n-trees",
-                     what=f"the forests of {model.n_trees:,} trees of each order")
     known = [*args.known_unsynthesized,
              *(args.known_synthesized if args.known_synthesized is not None else synthesized)]
     res = compare_visit_orders(df, synthesizer=model, orders=orders, known=known, schema=schema,

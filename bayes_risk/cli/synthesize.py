@@ -13,12 +13,12 @@ _DEFAULT_M_SAVED = 5
 
 def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
     """``--method``'s registered class and its settings, checked before any data is read."""
-    from bayes_risk.cli._common import check_required, init_params
-    from bayes_risk.cli.fit import model_settings, shown_option
+    from bayes_risk.cli.fit import model_settings
     from bayes_risk.cli.options.trees import tree_options
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
+    from bayes_risk.registry import check_required
 
     cls = get_synthesizer(args.method)
     info = capabilities(cls)
@@ -29,11 +29,9 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
                               "then synthesize with 'bayes-risk synthesize --model MODEL_DIR'.",
                               code="OPTION_CONFLICT")
     options = tree_options()
-    settings = model_settings(args, cls, options)
+    settings = model_settings(args, cls, options, run={"progressbar": not args.quiet})
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
-                   options={o.setting: shown_option(o) for o in options})
-    if "progressbar" in init_params(cls):
-        settings["progressbar"] = not args.quiet
+                   options=options)
     return cls, settings
 
 
@@ -85,20 +83,20 @@ def run(args: argparse.Namespace) -> int:
         m = check_m(args.m if args.m is not None else int(getattr(cls, "default_m", 5)), "-m")
         from bayes_risk.cli._common import (
             missing_labels,
-            model_schema,
             numeric_columns,
             parse_records,
             read_records_table,
+            schema_from_args,
         )
-        from bayes_risk.cli.fit import check_option_columns
         from bayes_risk.contract import capabilities
+        from bayes_risk.registry import check_option_columns
 
         df = read_records_table(args.original, "ORIGINAL", missing_labels(args),
                                 numeric_columns(args))
         from bayes_risk.data.statfiles import file_labels
 
         labels = file_labels(df)
-        schema = model_schema(df, args, capabilities(cls))
+        schema = schema_from_args(df, args, categorical_only=capabilities(cls).categorical_only)
         check_option_columns(settings, tree_options(), schema)
         load_what_the_run_loads(cls, settings, df, lambda probe, folder: probe.synthesize(
             1, random_seed=0).save(folder, csv=args.csv), schema=schema,

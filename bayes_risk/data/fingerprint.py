@@ -17,7 +17,7 @@ from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, arg_name, on
 
 __all__ = [
     "table_fingerprint", "rows_fingerprint", "column_fingerprints", "fingerprint_problem",
-    "check_original", "fingerprint_record"
+    "check_original", "check_model_original", "fingerprint_record"
 ]
 
 #: how the user overrides the check, per entry point (in the error message)
@@ -181,6 +181,41 @@ def check_original(original: pd.DataFrame, source: Any, *, what: str = "the rele
                       "other table gives other, usually lower, risks. Give the original the "
                       f"release was made from, or {override_hint()} to go on anyway.",
                       code="ORIGINAL_DIFFERS")
+
+
+def check_model_original(model: Any, original: pd.DataFrame, *,
+                         allow_different_original: bool = False) -> None:
+    """Refuse an original that is not the table a fitted model was fitted to.
+
+    Parameters
+    ----------
+    model : fitted synthesizer
+        A model with ``check_fingerprint(data)`` (a model without one is not checked).
+    original : DataFrame
+        The table given as the original.
+    allow_different_original : bool, default False
+        Warn (``DataWarning`` ``ORIGINAL_DIFFERS``) instead of raising: the risks are then
+        those of this table under that model.
+
+    Raises
+    ------
+    ValidationError
+        ``ORIGINAL_DIFFERS``, saying what differs.
+    """
+    from bayes_risk.exceptions import ValidationError
+
+    check = getattr(model, "check_fingerprint", None)
+    problem = None if check is None else check(original)
+    if problem is None:
+        return
+    if not allow_different_original:
+        raise ValidationError(f"the original is not the table the model was fitted to "
+                              f"({problem}); give the original it was fitted to, or "
+                              f"{arg_name('allow_different_original')} to go on anyway.",
+                              code="ORIGINAL_DIFFERS")
+    warnings.warn(f"the original is not the table the model was fitted to ({problem}) "
+                  "(ORIGINAL_DIFFERS); the risks are those of this table under that model.",
+                  DataWarning, skip_file_prefixes=CALLER)
 
 
 def _rows_removed(source: Any) -> bool:

@@ -20,7 +20,7 @@ from bayes_risk.exceptions import CALLER, BayesRiskError, DataWarning, Validatio
 
 __all__ = ["model_id", "identity_hash", "identity_settings", "check_release_model",
            "release_model_problem", "ModelCheck", "check_distinct_datasets", "duplicate_pairs",
-           "duplicate_codes", "check_distinct_files"]
+           "duplicate_codes", "check_distinct_files", "release_schema"]
 
 #: settings that do not change what a model synthesizes or how it scores a release (progress
 #: display, the default seed of later calls, parallelism): left out of its identity, so that a
@@ -453,3 +453,39 @@ def check_distinct_datasets(datasets: Sequence[pd.DataFrame], names: Sequence[st
         record["DUPLICATE_DATASETS"] = msg
     warnings.warn(DataWarning(msg, code="DUPLICATE_DATASETS"), skip_file_prefixes=CALLER)
     return ["DUPLICATE_DATASETS"]
+
+
+def release_schema(release: SyntheticData, inferred: Any, types: Sequence[str] = (),
+                   codes: Sequence[str] = ()) -> Any:
+    """The schema of a release's manifest with the column types and missing-value codes a caller
+    gives on top.
+
+    Parameters
+    ----------
+    release : SyntheticData
+        The release.
+    inferred : Schema
+        The original's schema inferred with the types and codes given.
+    types, codes : sequence of str
+        The columns whose type, and whose missing-value codes, were given.
+
+    Returns
+    -------
+    Schema
+        ``inferred`` for a release without a schema, else the manifest's with the given columns
+        taken from ``inferred``
+        (``Schema.overridden``), the changed columns named in one
+        ``DataWarning`` ``SCHEMA_OVERRIDDEN``: the release was synthesized with the manifest's
+        types, so the figures are not comparable with those of another run on it.
+    """
+    if release.schema is None:
+        return inferred
+    schema, changed = release.schema.overridden(inferred, types, codes)
+    if changed:
+        warnings.warn(DataWarning(
+            "the column types given replace the release manifest's for "
+            f"{', '.join(changed)}; the release was synthesized with the manifest's types, "
+            "so these figures are not comparable with those of another command or the audit "
+            "on the same release (leave them out to use the manifest's) "
+            "(SCHEMA_OVERRIDDEN).", code="SCHEMA_OVERRIDDEN"), skip_file_prefixes=CALLER)
+    return schema

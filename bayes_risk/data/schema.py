@@ -451,7 +451,8 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
                  known: Iterable[str] | None = None,
                  levels: Mapping[str, Sequence[Any]] | None = None,
                  missing_codes: Mapping[str, Any] | None = None,
-                 keep_unused_levels: bool | Iterable[str] = False) -> Schema:
+                 keep_unused_levels: bool | Iterable[str] = False,
+                 categorical_only: bool = False) -> Schema:
     """Infer a :class:`Schema` from a DataFrame, with explicit overrides.
 
     Integer-coded factors (e.g. ``Urban`` coded 1/2) must be named in ``categorical``
@@ -476,6 +477,10 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
         which these are added; they apply to the columns whose type is numeric.
     keep_unused_levels : bool or iterable of str
         Categorical columns (``True``: all) whose unused levels a fitted model keeps.
+    categorical_only : bool, default False
+        For a model of categorical columns only (``ModelInfo.categorical_only``, DPMPM): every
+        column not forced to a type is categorical (``WRONG_DTYPE`` if its values are not whole
+        numbers).
 
     Returns
     -------
@@ -515,6 +520,14 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
                 raise SchemaError(f"column {c!r} is declared both {forced[c]} and {typ}.",
                                   code="OPTION_CONFLICT")
             forced[c] = typ
+    for c in (c for c in names if categorical_only and c not in forced):
+        if pd.api.types.is_float_dtype(df[c]) and not (df[c].dropna() % 1 == 0).all():
+            raise ValidationError(f"column {c!r} has values that are not whole numbers: the model "
+                                  "models categorical columns only (ModelInfo.categorical_only; "
+                                  "DPMPM: Si & Reiter 2013). Leave it out of the table, or "
+                                  f"declare it {arg_name('categorical', [c], cli=c)} to treat "
+                                  "each value as a category.", code="WRONG_DTYPE")
+        forced[c] = "categorical"
     specs = []
     for c in names:
         s = df[c]

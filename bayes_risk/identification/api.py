@@ -23,8 +23,8 @@ from bayes_risk.results.identification import IdentificationResult
 if TYPE_CHECKING:
     from bayes_risk.identification.replicates import PosteriorReplicates
 
-__all__ = ["IdentificationResult", "identification_risk", "radius_sweep", "COMPAT_MODES",
-           "MatchSpec", "PopulationSpec"]
+__all__ = ["IdentificationResult", "identification_risk", "identification_risk_of_inputs",
+           "radius_sweep", "COMPAT_MODES", "MatchSpec", "PopulationSpec"]
 
 
 @interruptible
@@ -135,20 +135,35 @@ def identification_risk(
             c.original, c.synthetic, known=c.known, synthesized=c.synthesized, schema=c.schema,
             match=match, population=c.population, aggregation=aggregation,
             replicates=replicates, progressbar=progressbar, executor=executor))
-    return _risk_of([original, synthetic], known=known, synthesized=synthesized,
-                    categorical=categorical, schema=schema, match=match, population=population,
-                    aggregation=aggregation, replicates=replicates, progressbar=progressbar,
-                    executor=executor)
+    return identification_risk_of_inputs(
+        [original, synthetic], known=known, synthesized=synthesized, categorical=categorical,
+        schema=schema, match=match, population=population, aggregation=aggregation,
+        replicates=replicates, progressbar=progressbar, executor=executor)
 
 
 @interruptible
-def _risk_of(inputs: list[Any], *, known: Sequence[str], synthesized: Sequence[str] | None,
-             categorical: Sequence[str] | None, schema: Schema | None, match: MatchSpec | None,
-             population: PopulationSpec | None, aggregation: Any, replicates: Any,
-             progressbar: bool, executor: Any) -> IdentificationResult:
-    """:func:`identification_risk` (no selection) of ``inputs = [original, synthetic]``, which it
-    empties once they are encoded: a caller holding no other reference (the CLI) has the
-    tables freed before the matching (at 10^6 records, 0.24 GB of the run's peak)."""
+def identification_risk_of_inputs(
+        inputs: list[Any], *, known: Sequence[str], synthesized: Sequence[str] | None = None,
+        categorical: Sequence[str] | None = None, schema: Schema | None = None,
+        match: MatchSpec | None = None, population: PopulationSpec | None = None,
+        aggregation: Any = None, replicates: Any = None, progressbar: bool = True,
+        executor: Any = None) -> IdentificationResult:
+    """:func:`identification_risk` (no selection) of tables the caller hands over.
+
+    Parameters
+    ----------
+    inputs : list
+        ``[original, synthetic]``, emptied once the tables are encoded: a caller holding no
+        other reference (the command line) has them freed before the matching (at 10^6
+        records, 0.24 GB of the run's peak).
+    known, synthesized, categorical, schema, match, population, aggregation, replicates, \
+progressbar, executor
+        As :func:`identification_risk`.
+
+    Returns
+    -------
+    IdentificationResult
+    """
     original, synthetic = inputs
     keep_prob = str(aggregation).replace("-", "_") != "pooled_measures"
     if not keep_prob:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from bayes_risk._lattice import (
     candidate_list,
+    check_max_size,
     frontier,
     greedy_path,
     level_labels,
@@ -26,7 +27,7 @@ from bayes_risk._lattice import (
     subset_order,
 )
 from bayes_risk._memory import check_memory, working_bytes
-from bayes_risk._specs import check_int, check_option, is_integer
+from bayes_risk._specs import check_int, check_option
 from bayes_risk._terminal import progress
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, interruptible
@@ -141,13 +142,7 @@ def known_sweep(
     check_option(measure, "measure", SHAPLEY_MEASURES, one_of=True)
     check_int(bands, "bands", 1)
     n_c = len(cands)
-    if max_size is None:
-        max_size = n_c
-    if not is_integer(max_size) or not 1 <= max_size <= n_c:
-        raise ValidationError(
-            f"{arg_name('max_size')} must be an integer between 1 and the number of candidates "
-            f"({n_c}). Got {max_size!r}.", code="INVALID_ARGUMENT"
-        )
+    max_size = check_max_size(max_size, cands, "candidates")
     options = sweep_options(kwargs, _OPTIONS, "known_sweep")
     if options["population"].counts is not None and not isinstance(
             options["population"].counts, str):

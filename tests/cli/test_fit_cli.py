@@ -282,7 +282,6 @@ def test_model_options_match_the_models():
     """The options each model declares for the parser (modules that import no model) name real
     settings of every model declaring them (``__init__``'s, or a field of its ``sampling``),
     with the models' own choices."""
-    from bayes_risk.cli._common import init_params
     from bayes_risk.models import get_synthesizer, list_synthesizers
     from bayes_risk.models._bayesian import starts
     from bayes_risk.models._bayesian.design import FAMILIES
@@ -290,7 +289,7 @@ def test_model_options_match_the_models():
     from bayes_risk.models.poisson import poisson_mixture
     from bayes_risk.models.seqreg import seqreg
     from bayes_risk.models.trees import random_forest
-    from bayes_risk.registry import fit_options
+    from bayes_risk.registry import fit_options, setting_names
 
     allowed = {  # the models' own constants, per option
         "synthesis_mode": set(dpmpm.MODES) | set(poisson_mixture._MODES),
@@ -308,7 +307,7 @@ def test_model_options_match_the_models():
     for opt in options:
         assert opt.models and set(opt.models) <= set(list_synthesizers()), opt.flag
         for name in opt.models:
-            params = init_params(get_synthesizer(name))
+            params = setting_names(get_synthesizer(name))
             # a synthpop-style specification's two options make the setting `spec` together
             assert opt.setting in params or (
                 opt.setting in ("method_per_column", "predictor_matrix") and "spec" in params

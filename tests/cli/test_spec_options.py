@@ -201,9 +201,9 @@ def test_the_tree_models_options_are_declared_once():
     of fit with the same setting (fit --method cart offered 4 of synthesize's before), orders has
     none that fixes a visit order, and each option is a setting of a built-in synthesizer that
     declares it (the specification's two options make the setting "spec" together)."""
-    from bayes_risk.cli._common import init_params
     from bayes_risk.cli.options.trees import TREES
     from bayes_risk.models import get_synthesizer
+    from bayes_risk.registry import setting_names
 
     subs = _subparsers()
 
@@ -219,7 +219,7 @@ def test_the_tree_models_options_are_declared_once():
                                       "--visit-sequence", "--method-per-column",
                                       "--predictor-matrix"}
     for name, options in TREES:
-        params = init_params(get_synthesizer(name))  # the tree options by name (TreeOptions)
+        params = setting_names(get_synthesizer(name))  # the tree options by name (TreeOptions)
         for opt in options:
             assert opt.setting in params or (opt.setting in ("method_per_column",
                                                              "predictor_matrix")

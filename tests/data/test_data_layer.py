@@ -228,3 +228,16 @@ def test_read_table_refuses_duplicated_column_names(tmp_path):
     ok = tmp_path / "ok.csv"
     ok.write_text('"a,b",a,b\n1,2,3\n')
     assert list(read_table(ok).columns) == ["a,b", "a", "b"]
+
+
+def test_infer_schema_categorical_only():
+    """A model of categorical columns only (issue 65, out of the command line): every column not
+    typed otherwise is categorical; one of values that are not whole numbers is refused, the
+    message naming the argument that declares it."""
+    df = pd.DataFrame({"a": [1, 2, 1], "b": [1.0, 2.0, 3.0], "c": [3, 4, 5]})
+    schema = infer_schema(df, count=["c"], categorical_only=True)
+    assert [s.type for s in schema] == ["categorical", "categorical", "count"]
+    with pytest.raises(ValidationError, match=r"categorical=\['x'\]") as err:
+        infer_schema(df.assign(x=[0.5, 1.0, 2.0]), categorical_only=True)
+    assert err.value.code == "WRONG_DTYPE"
+    assert [s.type for s in infer_schema(df)] == ["count", "continuous", "count"]

@@ -31,9 +31,8 @@ def test_tables_freed_before_matching(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(api, "run_engine", engine)
     inputs = [y, zs]
     del y, zs
-    res = api._risk_of(inputs, known=["sex", "race"], synthesized=["race"], categorical=None,
-                       schema=None, match=None, population=None, aggregation=None,
-                       replicates=None, progressbar=False, executor=None)
+    res = api.identification_risk_of_inputs(inputs, known=["sex", "race"],
+                                            synthesized=["race"], progressbar=False)
     assert inputs == []
     assert alive_at_engine == [0]  # none of the three tables is held during the matching
     # the docstring's worked example: 2 + 0.5 (Hu 2019 §4) — unchanged by the hand-over

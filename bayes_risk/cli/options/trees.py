@@ -56,7 +56,7 @@ CART: tuple[ModelOption, ...] = (
     ModelOption("--unroutable", "unroutable",
                 "records meeting an unevaluable split (default climb; random-descent = synthpop)",
                 _choices("climb", "random_descent")),
-    # the two make the setting `spec` together (cli.fit.model_settings)
+    # the two make the setting `spec` together (registry.model_settings)
     ModelOption("--method-per-column", "method_per_column",
                 "a synthpop-style specification with --synthesize as its visit sequence: one "
                 "METHOD for every column (synthpop's defaults: the first visited column is drawn "

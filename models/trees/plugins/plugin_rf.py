@@ -15,7 +15,7 @@ from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models.trees.forest_leaves import forest_apply_distinct
 from bayes_risk.models.trees.plugins.plugin_cart import PluginBase
 
-__all__ = ["RFPlugin", "plugin_likelihood"]
+__all__ = ["RFPlugin", "plugin_likelihood", "release_likelihood"]
 
 _CHUNK = 512  # records per block when gathering leaf shares (bounds memory: chunk × trees)
 _DENSE = 1 << 22  # (candidate × record) table size up to which sums use a dense index
@@ -450,3 +450,47 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *, random_seed: 
         f"{type(synthesizer).__name__} has no likelihood of a record's values (neither "
         "record_loglik nor plugin_likelihood), so attribute risk cannot be computed from it; "
         "expected a Bayesian model, or CART or random forests.", code="NO_LIKELIHOOD")
+
+
+def release_likelihood(original: Any, synthetic: Any, model: Any = None, *,
+                       random_seed: Any = None) -> Any:
+    """The likelihood attribute risk uses for a release: that of a fitted ``model``, else the
+    plug-in of the synthesizer that made the release, rebuilt from its manifest.
+
+    Parameters
+    ----------
+    original : DataFrame
+        The confidential table the release was made from.
+    synthetic : SyntheticData
+        The release.
+    model : fitted synthesizer, optional
+        The model that made the release (:func:`~bayes_risk.models.load_model`); without it
+        the release must be rebuildable (:func:`~bayes_risk.models.rebuildable_synthesizer`).
+    random_seed : int, optional
+        Seed of a plug-in likelihood (a tree synthesizer's).
+
+    Returns
+    -------
+    RiskModel
+        The model itself (a record likelihood), or its plug-in
+        (:func:`~bayes_risk.models.plugin_likelihood`).
+
+    Raises
+    ------
+    ValidationError
+        No ``model`` and a release no synthesizer with a plug-in likelihood made
+        (``OPTION_REQUIRED``); a model with no likelihood (``NO_LIKELIHOOD``).
+    """
+    from bayes_risk.exceptions import arg_name
+    from bayes_risk.models.base import rebuild_synthesizer, rebuildable_synthesizer
+
+    if model is None:
+        if rebuildable_synthesizer(synthetic) is None:
+            raise ValidationError(f"{arg_name('model')} is required unless "
+                                  f"{arg_name('synthetic')} is a release of a synthesizer with a "
+                                  "plug-in likelihood (CART, random forests: a "
+                                  "plugin_likelihood method) written by 'bayes-risk synthesize "
+                                  f"--method NAME' (this release: {synthetic.method!r}).",
+                                  code="OPTION_REQUIRED")
+        model = rebuild_synthesizer(original, synthetic)
+    return plugin_likelihood(model, original, random_seed=random_seed)
