@@ -389,7 +389,8 @@ def load_model(path: str | os.PathLike[str], *, original: Any = None,
     if original is not None:
         from bayes_risk.data.fingerprint import check_model_original
 
-        check_model_original(model, original, allow_different_original=allow_different_original)
+        check_model_original(model, original, allow_different_original=allow_different_original,
+                             source=str(path))
     return model
 
 

@@ -184,7 +184,8 @@ def check_original(original: pd.DataFrame, source: Any, *, what: str = "the rele
 
 
 def check_model_original(model: Any, original: pd.DataFrame, *,
-                         allow_different_original: bool = False) -> None:
+                         allow_different_original: bool = False,
+                         source: str | None = None) -> None:
     """Refuse an original that is not the table a fitted model was fitted to.
 
     Parameters
@@ -196,6 +197,8 @@ def check_model_original(model: Any, original: pd.DataFrame, *,
     allow_different_original : bool, default False
         Warn (``DataWarning`` ``ORIGINAL_DIFFERS``) instead of raising: the risks are then
         those of this table under that model.
+    source : str, optional
+        Where the model was read from (a folder), named in the message.
 
     Raises
     ------
@@ -208,14 +211,16 @@ def check_model_original(model: Any, original: pd.DataFrame, *,
     problem = None if check is None else check(original)
     if problem is None:
         return
+    # "original ..." first: on the command line it reads "ORIGINAL ..."
+    what = (f"{arg_name('original')} is not the table the model"
+            + (f" in {str(source)!r}" if source is not None else "") + f" was fitted to "
+            f"({problem})")
     if not allow_different_original:
-        raise ValidationError(f"the original is not the table the model was fitted to "
-                              f"({problem}); give the original it was fitted to, or "
+        raise ValidationError(f"{what}; give the original it was fitted to, or "
                               f"{arg_name('allow_different_original')} to go on anyway.",
                               code="ORIGINAL_DIFFERS")
-    warnings.warn(f"the original is not the table the model was fitted to ({problem}) "
-                  "(ORIGINAL_DIFFERS); the risks are those of this table under that model.",
-                  DataWarning, skip_file_prefixes=CALLER)
+    warnings.warn(f"{what} (ORIGINAL_DIFFERS); the risks are those of this table under that "
+                  "model.", DataWarning, skip_file_prefixes=CALLER)
 
 
 def _rows_removed(source: Any) -> bool:
