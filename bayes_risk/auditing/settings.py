@@ -13,6 +13,7 @@ from bayes_risk._utility_specs import (
     PROPENSITY_METHODS,
     RULES_HELP,
     PropensitySpec,
+    imputed_columns,
 )
 from bayes_risk.attribute.specs import ESTIMATORS, REFIT_COST_HELP, EstimatorSpec
 from bayes_risk.exceptions import ValidationError
@@ -190,7 +191,7 @@ class AuditSettings:
         "original's observed cells in the utility step ('none': missing values compared as a "
         "level; default: recorded in the release's manifest, else inferred; see bayes-risk "
         "utility --help)", metavar="COL", nargs="+",
-        parse=lambda cols: [] if [c.lower() for c in cols] == ["none"] else list(cols)))
+        parse=imputed_columns))
     membership_selection: str | Callable[..., Any] | None = field(default=None, metadata=cli_option(
         "--membership-selection", "membership step of a release that synthesized selected "
         "records only (a model fitted with --records): how they were selected, 'independent' "
