@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["MatchSpec", "PopulationSpec", "MEMBERSHIPS", "POPULATION_ESTIMATES", "COMPAT_MODES",
-           "MISSING_KNOWN", "FALLBACKS", "RADIUS_TYPES", "WINDOWS", "SHAPES", "LOGLINEAR_ORIGINAL",
-           "LOGLINEAR_SYNTHETIC", "REPLICATES", "REPLICATES_FIELDS", "KNOWLEDGE",
-           "IDENTIFICATION_ARGUMENTS", "RADIUS_SWEEP_ARGUMENTS", "RADIUS_SEARCH_ARGUMENTS",
-           "KNOWN_SWEEP_ARGUMENTS"]
+           "MISSING_KNOWN", "FALLBACKS", "AGGREGATIONS", "RADIUS_TYPES", "WINDOWS", "SHAPES",
+           "LOGLINEAR_ORIGINAL", "LOGLINEAR_SYNTHETIC", "REPLICATES", "REPLICATES_FIELDS",
+           "KNOWLEDGE", "IDENTIFICATION_ARGUMENTS", "RADIUS_SWEEP_ARGUMENTS",
+           "RADIUS_SEARCH_ARGUMENTS", "KNOWN_SWEEP_ARGUMENTS"]
 
 # module level holds the standard library only: the command line builds its parser from the
 # fields' options (cli_option) without numpy
@@ -35,6 +35,8 @@ COMPAT_MODES = ("IdentificationRiskCalculation",)
 #: a target's missing known value matches any released value, or only a missing one
 MISSING_KNOWN = ("any", "level")
 FALLBACKS = ("none", "unsynthesized")
+#: how the datasets' matches are combined (``aggregation=``; ``"pooled_measures"`` resolved)
+AGGREGATIONS = ("pooled", "per_dataset")
 #: the names of log-linear population counts fitted on the original, or on each replicate
 LOGLINEAR_ORIGINAL = ("loglinear_original", "loglinear_orig", "loglinear-original")
 LOGLINEAR_SYNTHETIC = ("loglinear_synthetic", "loglinear_syn", "loglinear-synthetic")
@@ -79,11 +81,12 @@ REPLICATES_FIELDS: dict[str, dict[str, Any]] = {
 KNOWLEDGE = "sensitivity to the intruder's knowledge (Hu 2019 §5)"
 
 #: the plain arguments of :func:`~bayes_risk.identification.identification_risk` with their
-#: options of ``bayes-risk identification`` (the function checks them)
+#: options of ``bayes-risk identification``; ``aggregation`` checked by this table once its
+#: default and ``"pooled_measures"`` are resolved (``prepare``)
 IDENTIFICATION_ARGUMENTS: dict[str, dict[str, Any]] = {
     "aggregation": cli_option(
         "--aggregation", "pooled over datasets (Reiter-Mitra, default) or per dataset (Hornby-Hu)",
-        choices=("pooled", "per_dataset"), group=INTRUDER),
+        choices=AGGREGATIONS, group=INTRUDER) | checked(Options(AGGREGATIONS, listed=True)),
     "selection": cli_option(
         "--selection", "the intruder knows why records were selected for synthesis (R, Hu 2019 "
         "§4.2.4): 'release' (the rule the release's manifest records, e.g. a small-cell PMM "
