@@ -23,8 +23,9 @@ class CliOption:
 
     ``choices`` are the field's values; the option shows and takes them with ``-`` for ``_``
     (``quantile-sd``). ``parse`` turns the option's text into the field's value (``None``:
-    the text, or ``type``'s value); the spec checks the value. ``group`` names the argument
-    group of the sub-command's help the option is listed in.
+    the text, or ``type``'s value); the spec checks the value. ``const`` is the value of an
+    option given without its value (``nargs="?"``). ``group`` names the argument group of the
+    sub-command's help the option is listed in.
     """
 
     flag: str
@@ -37,10 +38,12 @@ class CliOption:
     action: str | None = None
     group: str | None = None
     required: bool = False
+    const: Any = None
 
     def argparse_keywords(self) -> dict[str, Any]:
         """The keywords of ``add_argument`` the option is declared with (``default`` aside)."""
-        kwargs = {k: getattr(self, k) for k in ("metavar", "type", "nargs", "action", "required")
+        kwargs = {k: getattr(self, k)
+                  for k in ("metavar", "type", "nargs", "action", "required", "const")
                   if getattr(self, k)}
         if self.choices is not None:
             kwargs["choices"] = [c.replace("_", "-") for c in self.choices]

@@ -15,7 +15,14 @@ from bayes_risk._specs import cli_option
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["PropensitySpec", "OverlapSpec", "PROPENSITY_METHODS", "COMBINING_RULES",
-           "check_rules", "UTILITY_ARGUMENTS"]
+           "check_rules", "UTILITY_ARGUMENTS", "imputed_columns"]
+
+
+def imputed_columns(columns: Sequence[str]) -> list[str]:
+    """``--imputed``'s columns as ``imputed=``: ``[]`` for ``none`` (missing values compared as
+    a level), else the columns."""
+    return [] if [c.lower() for c in columns] == ["none"] else list(columns)
+
 
 #: the nulls of the pMSE
 NULLS = ("auto", "theory", "perm", "pairs")
@@ -33,7 +40,15 @@ UTILITY_ARGUMENTS: dict[str, dict[str, Any]] = {
         "--synthesized", "synthesized columns (default: the roles recorded in a SyntheticData "
         "folder, otherwise the columns that differ from the original in some dataset)",
         nargs="+", metavar="COL"),
+    "imputed": cli_option(
+        "--imputed", "columns whose missing values the synthesizer imputed (DPMPM does): "
+        "compared on the original's observed cells, proportions among the observed records and "
+        "the pMSE with synthetic values masked where the original is missing; 'none' compares "
+        "missing values as a level. Default: the imputed_columns recorded in the release's "
+        "manifest, else the columns with empty cells in the original and none in any synthetic "
+        "dataset (with a warning)", nargs="+", metavar="COL", parse=imputed_columns),
 }
+
 #: the classifiers of ``PropensitySpec.method``
 PROPENSITY_METHODS = ("logit", "cart")
 #: the model families of ``OverlapSpec.family``

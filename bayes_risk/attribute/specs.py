@@ -16,7 +16,9 @@ if TYPE_CHECKING:  # module level holds the standard library only (the parsers r
     import numpy as np
 
 __all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS", "KHAT_POSTERIORS",
-           "KHAT_TOLERANCE", "REFIT_CACHE_HELP", "REFIT_COST_HELP", "scenario_arg"]
+           "KHAT_TOLERANCE", "REFIT_CACHE_HELP", "REFIT_COST_HELP", "scenario_arg",
+           "DEFAULT_DELTA", "LARGEST_VALUE_ARGUMENTS", "KNOWN_CURVE_ARGUMENTS",
+           "KNOWN_SWEEP_ARGUMENTS"]
 
 #: ``KHAT_HIGH`` under ``khat_rule="material"``: by how much the truth's probability may at
 #: most be understated (probability scale)
@@ -41,6 +43,51 @@ REFIT_COST_HELP = (
     "user guide, Attribute risk, Cost of the refits); --estimator is (importance sampling) "
     "makes no refit"
 )
+
+#: ``delta`` of the largest-value scenarios: :func:`bayes_risk.attribute.summaries.largest_value`'s
+DEFAULT_DELTA = 0.05
+
+#: the arguments of :func:`~bayes_risk.attribute.largest_value.largest_value_risk` with their
+#: options of ``bayes-risk attribute`` (``delta``'s check, whose message a test pins, is the
+#: function's own)
+LARGEST_VALUE_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "column": cli_option("--column", "the magnitude column of the largest-value scenarios",
+                         metavar="COL"),
+    "upper": cli_option(
+        "--upper", "upper end of the candidate grid [y(2), U] of the largest value (default 1.5 "
+        "times the largest value; largest-value and second-largest only)", type=float,
+        metavar="U"),
+    "total_known": cli_option(
+        "--total-known", "second-largest: the intruder also knows the column total",
+        action="store_true"),
+    "delta": cli_option(
+        "--delta", "largest-value scenarios: report the posterior probability within D times the "
+        f"largest value of it (default {DEFAULT_DELTA})", type=float, metavar="D"),
+}
+
+#: the argument of :func:`~bayes_risk.attribute.known_curve.known_fraction_curve` with its
+#: option of ``bayes-risk attribute``
+KNOWN_CURVE_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "fractions": cli_option(
+        "--known-curve", "also compute the attribute risk as the share of records the intruder "
+        "knows grows, at these shares in [0, 1] (1: the worst case; 0: no other record known), "
+        "the refits made once (DIR/known_curve.csv and .png)", nargs="+", type=float,
+        metavar="F"),
+}
+
+#: the arguments of :func:`~bayes_risk.attribute.knowledge.attribute_known_sweep` with their
+#: options of ``bayes-risk attribute``
+KNOWN_SWEEP_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "known": cli_option(
+        "--known-sweep", "also compute the attribute risk for every subset of these synthesized "
+        "columns known of each record's own values (up to --max-size, a greedy path beyond; the "
+        "empty subset is the worst case), the Pareto frontier, Shapley values and per-level "
+        "contributions (DIR/known_sweep*.csv and .png); the refits are made once", nargs="+",
+        metavar="COL"),
+    "max_size": cli_option(
+        "--max-size", "largest subset size evaluated exhaustively by --known-sweep (default: "
+        "every size)", type=int, metavar="K"),
+}
 
 #: What the intruder knows (see :class:`ScenarioSpec`).
 SCENARIOS = ("worst_case", "partially_known", "empty", "known_records")

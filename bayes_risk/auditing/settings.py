@@ -13,6 +13,7 @@ from bayes_risk._utility_specs import (
     PROPENSITY_METHODS,
     RULES_HELP,
     PropensitySpec,
+    imputed_columns,
 )
 from bayes_risk.attribute.specs import ESTIMATORS, REFIT_COST_HELP, EstimatorSpec
 from bayes_risk.exceptions import ValidationError
@@ -21,7 +22,7 @@ from bayes_risk.identification.specs import MatchSpec
 # imports no numpy at module level: the command line declares the audit's options from the
 # fields (cli_option, cli_spec) and 'bayes-risk --help' imports no numpy
 
-__all__ = ["AuditSettings", "DEFAULT_SWEEP", "SETTINGS_GROUP", "settings_row"]
+__all__ = ["AuditSettings", "DEFAULT_SWEEP", "SETTINGS_GROUP", "settings_row", "AUDIT_ARGUMENTS"]
 
 #: the argument group of ``bayes-risk audit --help`` that lists the settings the report states
 SETTINGS_GROUP = "settings (each default is stated in the report)"
@@ -29,6 +30,21 @@ SETTINGS_GROUP = "settings (each default is stated in the report)"
 #: the radii of the audit's radius search (0, exact matching, is always added): Hornby & Hu's
 #: (2021, §4.1) grid widened to ±100 % (:data:`bayes_risk.identification.radius.SEARCH_RADII`)
 DEFAULT_SWEEP: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
+
+
+#: the arguments of :func:`~bayes_risk.auditing.audit` beside its settings, with their options
+#: of ``bayes-risk audit`` (``thresholds`` checked by ``Thresholds.parse``)
+AUDIT_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "known": cli_option(
+        "--known", "columns the intruder knows (identification; keys of the empirical measures)",
+        nargs="+", required=True, metavar="COL"),
+    "synthesized": cli_option(
+        "--synthesized", "synthesized columns (default: the release manifest's, else the "
+        "columns that differ from the original)", nargs="+", metavar="COL"),
+    "thresholds": cli_option(
+        "--threshold", "verdict threshold (repeat; names and defaults below)", action="append",
+        metavar="NAME=VALUE", group=SETTINGS_GROUP),
+}
 
 
 def settings_row(step: str, name: str, note: str = "") -> dict[str, tuple[str, str, str]]:
@@ -190,7 +206,7 @@ class AuditSettings:
         "original's observed cells in the utility step ('none': missing values compared as a "
         "level; default: recorded in the release's manifest, else inferred; see bayes-risk "
         "utility --help)", metavar="COL", nargs="+",
-        parse=lambda cols: [] if [c.lower() for c in cols] == ["none"] else list(cols)))
+        parse=imputed_columns))
     membership_selection: str | Callable[..., Any] | None = field(default=None, metadata=cli_option(
         "--membership-selection", "membership step of a release that synthesized selected "
         "records only (a model fitted with --records): how they were selected, 'independent' "
@@ -208,7 +224,11 @@ class AuditSettings:
             "comma-separated list (default: the --known columns and the others)",
             metavar=("COLS_A", "COLS_B"), nargs=2, parse=lambda texts: tuple(
                 [c.strip() for c in t.split(",") if c.strip()] for t in texts)))
-    skip: Sequence[str] | None = None
+    # the steps named by the epilog's folders, not read off the registry: --help imports no
+    # measure's module; the audit checks the names (those of added measures too)
+    skip: Sequence[str] | None = field(default=None, metadata=cli_option(
+        "--skip", "steps not to run (reported as skipped), by the names of their folders below",
+        metavar="STEP", nargs="+"))
     show_confidential_values: bool = field(default=False, metadata=cli_option(
         "--show-confidential-values", "show the known (quasi-identifier) values of the records "
         "most at risk in the report, and write the confidential records' values into its files "

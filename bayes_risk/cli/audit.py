@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     thresholds = Thresholds.parse(args.threshold)
     # --radius COL=R read here (the terminal's spelling); the spec checks the values
     given = {**vars(args), "radius": parse_radius(args.radius, vector=False)}
-    settings = AuditSettings(**spec_values(AuditSettings, given), skip=args.skip,
+    settings = AuditSettings(**spec_values(AuditSettings, given),
                              allow_other_model=args.allow_other_model)
     before = _before(args)
     original, syn = read_inputs(args)

@@ -13,7 +13,7 @@ def run(args: argparse.Namespace) -> int:
     """Compute the utility summary and write the output folder."""
     from bayes_risk._specs import argument_values, spec_values
     from bayes_risk._utility_specs import UTILITY_ARGUMENTS, OverlapSpec, PropensitySpec
-    from bayes_risk.cli._common import imputed_arg, read_inputs, release_schema, write_run
+    from bayes_risk.cli._common import read_inputs, release_schema, write_run
     from bayes_risk.utility.summary import utility_summary
 
     seed = run_seed(args)  # recorded in summary.json: a CART / permutation run repeats exactly
@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     schema = release_schema(original, syn, args)
     summary = utility_summary(
         original, syn, schema=schema, propensity=propensity, overlap=overlap,
-        random_seed=seed, progressbar=not args.quiet, imputed=imputed_arg(args.imputed),
+        random_seed=seed, progressbar=not args.quiet,
         **argument_values(UTILITY_ARGUMENTS, vars(args)))  # synthesized: default the release's
     d = summary.to_dict()
     d["inputs"] = inputs_summary(args)

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import check_params
+from bayes_risk._specs import argument_checks
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.missing import mask_missing_codes, missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
@@ -27,7 +29,13 @@ from bayes_risk.identification.plan import (
     ReplicateSource,
     RunSettings,
 )
-from bayes_risk.identification.specs import COMPAT_MODES, MISSING_KNOWN, MatchSpec, PopulationSpec
+from bayes_risk.identification.specs import (
+    COMPAT_MODES,
+    IDENTIFICATION_ARGUMENTS,
+    MISSING_KNOWN,
+    MatchSpec,
+    PopulationSpec,
+)
 from bayes_risk.warning_codes import message
 
 __all__ = ["prepare", "known_columns", "check_original", "default_fallback", "inferred_synthesized",
@@ -184,11 +192,7 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
                                   code="INVALID_ARGUMENT")
         o["radius_type"] = "absolute"
     o["aggregation"] = (o["aggregation"] or "pooled").replace("-", "_")
-    if o["aggregation"] not in ("pooled", "per_dataset"):
-        raise ValidationError(
-            f"aggregation must be 'pooled' or 'per_dataset'. Got {o['aggregation']!r}.",
-            code="INVALID_ARGUMENT"
-        )
+    check_params(o, argument_checks(IDENTIFICATION_ARGUMENTS))
     if o["fallback"] is None:
         o["fallback"] = default_fallback(o["aggregation"], o["membership"], known_us)
     return o

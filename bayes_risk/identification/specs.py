@@ -19,8 +19,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["MatchSpec", "PopulationSpec", "MEMBERSHIPS", "POPULATION_ESTIMATES", "COMPAT_MODES",
-           "MISSING_KNOWN", "FALLBACKS", "RADIUS_TYPES", "WINDOWS", "SHAPES", "LOGLINEAR_ORIGINAL",
-           "LOGLINEAR_SYNTHETIC", "REPLICATES", "REPLICATES_FIELDS"]
+           "MISSING_KNOWN", "FALLBACKS", "AGGREGATIONS", "RADIUS_TYPES", "WINDOWS", "SHAPES",
+           "LOGLINEAR_ORIGINAL", "LOGLINEAR_SYNTHETIC", "REPLICATES", "REPLICATES_FIELDS",
+           "KNOWLEDGE", "IDENTIFICATION_ARGUMENTS", "RADIUS_SWEEP_ARGUMENTS",
+           "RADIUS_SEARCH_ARGUMENTS", "KNOWN_SWEEP_ARGUMENTS"]
 
 # module level holds the standard library only: the command line builds its parser from the
 # fields' options (cli_option) without numpy
@@ -33,6 +35,8 @@ COMPAT_MODES = ("IdentificationRiskCalculation",)
 #: a target's missing known value matches any released value, or only a missing one
 MISSING_KNOWN = ("any", "level")
 FALLBACKS = ("none", "unsynthesized")
+#: how the datasets' matches are combined (``aggregation=``; ``"pooled_measures"`` resolved)
+AGGREGATIONS = ("pooled", "per_dataset")
 #: the names of log-linear population counts fitted on the original, or on each replicate
 LOGLINEAR_ORIGINAL = ("loglinear_original", "loglinear_orig", "loglinear-original")
 LOGLINEAR_SYNTHETIC = ("loglinear_synthetic", "loglinear_syn", "loglinear-synthetic")
@@ -70,6 +74,62 @@ REPLICATES_FIELDS: dict[str, dict[str, Any]] = {
     "max_replicates": cli_option(
         "--max-replicates", "cap of --replicates auto (default 2000)", type=int, metavar="R",
         group=REPLICATES) | checked(Interval(int, 1)),
+}
+
+
+#: the argument group of the known sweep's options
+KNOWLEDGE = "sensitivity to the intruder's knowledge (Hu 2019 §5)"
+
+#: the plain arguments of :func:`~bayes_risk.identification.identification_risk` with their
+#: options of ``bayes-risk identification``; ``aggregation`` checked by this table once its
+#: default and ``"pooled_measures"`` are resolved (``prepare``)
+IDENTIFICATION_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "aggregation": cli_option(
+        "--aggregation", "pooled over datasets (Reiter-Mitra, default) or per dataset (Hornby-Hu)",
+        choices=AGGREGATIONS, group=INTRUDER) | checked(Options(AGGREGATIONS, listed=True)),
+    "selection": cli_option(
+        "--selection", "the intruder knows why records were selected for synthesis (R, Hu 2019 "
+        "§4.2.4): 'release' (the rule the release's manifest records, e.g. a small-cell PMM "
+        "release's sensitive cells), 'records' (the manifest's synthesized records: the intruder "
+        "knows which original records were selected) or an expression on the known columns "
+        "('Income > 150000'); a target known to be unselected then matches only unselected "
+        "records, exactly; one known to be selected only synthesized records", metavar="RULE",
+        group=INTRUDER),
+}
+
+#: the grid of :func:`~bayes_risk.identification.radius_sweep` (``radii``, comma-separated on
+#: the command line, which reads it)
+RADIUS_SWEEP_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "radii": cli_option(
+        "--radius-sweep", "also compute the risk over these common radii (per dataset) and the "
+        "maximising radius (Hornby & Hu 2021 §4.1)", metavar="R1,R2,..."),
+}
+
+#: the grid of :func:`~bayes_risk.identification.radius_search` (``radii``; ``default``: its
+#: ``SEARCH_RADII``)
+RADIUS_SEARCH_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "radii": cli_option(
+        "--radius-search", "the worst case over the intruder's radii, as the audit's verdict reads "
+        "it: every numeric known column searched over these radii (default "
+        "0.01,0.025,0.05,0.1,0.2,0.3,0.5,1), 0 (exact) added, with the run's --aggregation; the "
+        "run's figures are at the radii of the largest expected match risk unless --radius is "
+        "given; writes DIR/radius_search.csv and DIR/radius_search.png", metavar="R1,R2,...",
+        nargs="?", const="default"),
+}
+
+#: the arguments of :func:`~bayes_risk.identification.known_sweep` with their options of
+#: ``bayes-risk identification``
+KNOWN_SWEEP_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "candidates": cli_option(
+        "--known-sweep", "also compute the risk for every subset of these candidate known columns "
+        "(up to --max-size, a greedy path beyond), the Pareto frontier of risk against the number "
+        "of columns known, Shapley values and per-level contributions; a candidate listed in "
+        "--known-synthesized is synthesized, one in --known-unsynthesized is not, any other is "
+        "synthesized when its released values differ from the original's", nargs="+",
+        metavar="COL", group=KNOWLEDGE),
+    "max_size": cli_option(
+        "--max-size", "largest subset size evaluated exhaustively by --known-sweep (default: every "
+        "size)", type=int, metavar="K", group=KNOWLEDGE),
 }
 
 

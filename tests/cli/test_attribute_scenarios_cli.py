@@ -101,13 +101,16 @@ def test_scenario_errors_cli(saved_dpmpm, tmp_path, capsys):
 
 
 def test_delta_default_is_the_library_default():
-    """The parser's --delta default is largest_value's (the parser imports nothing heavy)."""
+    """--delta's stated default is largest_value's and largest_value_risk's (the parser imports
+    nothing heavy)."""
     import inspect
 
+    from bayes_risk.attribute.largest_value import largest_value_risk
+    from bayes_risk.attribute.specs import DEFAULT_DELTA
     from bayes_risk.attribute.summaries import largest_value
-    from bayes_risk.cli.parsers.attribute import DEFAULT_DELTA
 
     assert inspect.signature(largest_value).parameters["delta"].default == DEFAULT_DELTA
+    assert inspect.signature(largest_value_risk).parameters["delta"].default == DEFAULT_DELTA
 
 
 @pytest.mark.slow

@@ -5,9 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.attribute.specs import REFIT_COST_HELP, EstimatorSpec, ScenarioSpec
+from bayes_risk.attribute.specs import (
+    KNOWN_CURVE_ARGUMENTS,
+    KNOWN_SWEEP_ARGUMENTS,
+    LARGEST_VALUE_ARGUMENTS,
+    REFIT_COST_HELP,
+    EstimatorSpec,
+    ScenarioSpec,
+)
 from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
-from bayes_risk.cli.parsers import add_spec_options
+from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 
 __all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES"]
 
@@ -15,8 +22,6 @@ __all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES"]
 SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "two-records", "known-records",
                     "largest-value", "second-largest", "two-largest-sum")
 LARGEST_VALUE_CHOICES = SCENARIO_CHOICES[5:]
-# --delta of the largest-value scenarios: the default of attribute.summaries.largest_value
-DEFAULT_DELTA = 0.05
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -79,29 +84,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--known-records", default=None, metavar="RANGE|FILE",
                    help="the records the intruder knows (--scenario known-records; the target's "
                    f"own record is never among them): {RECORDS_HELP}")
-    p.add_argument("--known-curve", nargs="+", type=float, default=None, metavar="F",
-                   help="also compute the attribute risk as the share of records the intruder "
-                   "knows grows, at these shares in [0, 1] (1: the worst case; 0: no other "
-                   "record known), the refits made once (DIR/known_curve.csv and .png)")
-    p.add_argument("--column", default=None, metavar="COL",
-                   help="the magnitude column of the largest-value scenarios")
-    p.add_argument("--upper", type=float, default=None, metavar="U",
-                   help="upper end of the candidate grid [y(2), U] of the largest value (default "
-                   "1.5 times the largest value; largest-value and second-largest only)")
-    p.add_argument("--total-known", action="store_true",
-                   help="second-largest: the intruder also knows the column total")
-    p.add_argument("--delta", type=float, default=None, metavar="D",
-                   help="largest-value scenarios: report the posterior probability within D times "
-                   f"the largest value of it (default {DEFAULT_DELTA})")
-    p.add_argument("--known-sweep", nargs="+", default=None, metavar="COL",
-                   help="also compute the attribute risk for every subset of these synthesized "
-                   "columns known of each record's own values (up to --max-size, a greedy path "
-                   "beyond; the empty subset is the worst case), the Pareto frontier, Shapley "
-                   "values and per-level contributions (DIR/known_sweep*.csv and .png); the "
-                   "refits are made once")
-    p.add_argument("--max-size", type=int, default=None, metavar="K",
-                   help="largest subset size evaluated exhaustively by --known-sweep (default: "
-                   "every size)")
+    # the arguments of largest_value_risk, known_fraction_curve and attribute_known_sweep
+    add_argument_options(p, KNOWN_CURVE_ARGUMENTS, LARGEST_VALUE_ARGUMENTS, KNOWN_SWEEP_ARGUMENTS)
     add_spec_options(p, ScenarioSpec, EstimatorSpec)
     add_run_arguments(p, "bayes_risk.cli.attribute",
                       "records.csv, summary.json and diagnostic plots",

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_risk.auditing.settings import SETTINGS_GROUP, AuditSettings
+from bayes_risk.auditing.settings import AUDIT_ARGUMENTS, SETTINGS_GROUP, AuditSettings
 from bayes_risk.cli._common import (
     RECORDS_HELP,
     add_input_arguments,
     add_run_arguments,
     add_type_arguments,
 )
-from bayes_risk.cli.parsers import add_spec_options
+from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 
 __all__ = ["add_parser"]
 
@@ -90,24 +90,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--model", default=None, metavar="DIR",
                    help="fitted model folder written by 'bayes-risk fit' (attribute risk); "
                    "not needed for a CART or random-forest release")
-    p.add_argument("--known", nargs="+", required=True, metavar="COL",
-                   help="columns the intruder knows (identification; keys of the empirical "
-                   "measures)")
-    p.add_argument("--synthesized", nargs="+", default=None, metavar="COL",
-                   help="synthesized columns (default: the release manifest's, else the "
-                   "columns that differ from the original)")
     add_type_arguments(p)
     g = p.add_argument_group(SETTINGS_GROUP)
+    add_argument_options(p, AUDIT_ARGUMENTS)  # audit()'s (--threshold: in the settings group)
     add_spec_options(p, AuditSettings)
     g.add_argument("--records", default=None, metavar="RANGE|FILE",
                    help=f"records for attribute risk (default all): {RECORDS_HELP}")
-    g.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
-                   help="verdict threshold (repeat; names and defaults below)")
-    # the steps named by the epilog's folders, not read off the registry: --help imports no
-    # measure's module; the audit checks the names (those of added measures too)
-    p.add_argument("--skip", nargs="+", default=None, metavar="STEP",
-                   help="steps not to run (reported as skipped), by the names of their folders "
-                   "below")
     p.add_argument("--before", default=None, metavar="DIR",
                    help="an earlier audit folder of the same ORIGINAL (e.g. of the release "
                    "before 'bayes-risk remedy'): the report and summary.json show its verdict "

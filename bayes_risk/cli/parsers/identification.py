@@ -8,8 +8,11 @@ from typing import Any
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 from bayes_risk.identification.specs import (
-    INTRUDER,
+    IDENTIFICATION_ARGUMENTS,
+    KNOWN_SWEEP_ARGUMENTS,
     MATCHING,
+    RADIUS_SEARCH_ARGUMENTS,
+    RADIUS_SWEEP_ARGUMENTS,
     REPLICATES,
     REPLICATES_FIELDS,
     MatchSpec,
@@ -57,40 +60,9 @@ def add_parser(subparsers: Any) -> None:
                    help="known columns that were synthesized")
     add_type_arguments(p)
     p.add_argument_group(MATCHING)  # listed before the intruder's options
-    a = p.add_argument_group(INTRUDER)
-    a.add_argument("--aggregation", choices=["pooled", "per-dataset"], default=None,
-                   help="pooled over datasets (Reiter-Mitra, default) or per dataset (Hornby-Hu)")
+    add_argument_options(p, IDENTIFICATION_ARGUMENTS)  # identification_risk's
     add_spec_options(p, MatchSpec, PopulationSpec)
-    a.add_argument("--selection", default=None, metavar="RULE",
-                   help="the intruder knows why records were selected for synthesis (R, Hu "
-                   "2019 §4.2.4): 'release' (the rule the release's manifest records, e.g. a "
-                   "small-cell PMM release's sensitive cells), 'records' (the manifest's "
-                   "synthesized records: the intruder knows which original records were "
-                   "selected) or an expression on the known columns ('Income > 150000'); a "
-                   "target known to be unselected then matches only unselected records, exactly; "
-                   "one known to be selected only synthesized records")
-    p.add_argument("--radius-sweep", default=None, metavar="R1,R2,...",
-                   help="also compute the risk over these common radii (per dataset) and the "
-                        "maximising radius (Hornby & Hu 2021 §4.1)")
-    p.add_argument("--radius-search", nargs="?", const="default", default=None,
-                   metavar="R1,R2,...",
-                   help="the worst case over the intruder's radii, as the audit's verdict "
-                        "reads it: every numeric known column searched over these radii "
-                        "(default 0.01,0.025,0.05,0.1,0.2,0.3,0.5,1), 0 (exact) added, with the "
-                        "run's --aggregation; the run's figures are at the radii of the largest "
-                        "expected match risk unless --radius is given; writes "
-                        "DIR/radius_search.csv and DIR/radius_search.png")
-    k = p.add_argument_group("sensitivity to the intruder's knowledge (Hu 2019 §5)")
-    k.add_argument("--known-sweep", nargs="+", default=None, metavar="COL",
-                   help="also compute the risk for every subset of these candidate known "
-                        "columns (up to --max-size, a greedy path beyond), the Pareto frontier "
-                        "of risk against the number of columns known, Shapley values and "
-                        "per-level contributions; a candidate listed in --known-synthesized is "
-                        "synthesized, one in --known-unsynthesized is not, any other is "
-                        "synthesized when its released values differ from the original's")
-    k.add_argument("--max-size", type=int, default=None, metavar="K",
-                   help="largest subset size evaluated exhaustively by --known-sweep "
-                        "(default: every size)")
+    add_argument_options(p, RADIUS_SWEEP_ARGUMENTS, RADIUS_SEARCH_ARGUMENTS, KNOWN_SWEEP_ARGUMENTS)
     p.add_argument("--records-output", choices=["per-target", "per-dataset", "none"],
                    default="per-target", help="records.csv with one row per target (default; "
                    "per-dataset aggregation: the record-level IR and counts over datasets), one "

@@ -47,13 +47,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_input_arguments(p, recoded=True)
     add_type_arguments(p)
     add_argument_options(p, UTILITY_ARGUMENTS)  # utility_summary's, declared by the library
-    p.add_argument("--imputed", nargs="+", default=None, metavar="COL",
-                   help="columns whose missing values the synthesizer imputed (DPMPM does): "
-                   "compared on the original's observed cells, proportions among the observed "
-                   "records and the pMSE with synthetic values masked where the original is "
-                   "missing; 'none' compares missing values as a level. Default: the "
-                   "imputed_columns recorded in the release's manifest, else the columns with "
-                   "empty cells in the original and none in any synthetic dataset (with a warning)")
     add_spec_options(p, PropensitySpec, OverlapSpec)
     add_run_arguments(p, "bayes_risk.cli.utility", "summary.json, overlap.csv and comparison.csv",
                       check="the release SYN")
