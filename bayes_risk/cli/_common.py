@@ -482,15 +482,6 @@ def write_run(args: argparse.Namespace, lines: Sequence[str], summary: Any = Non
     print_summary(lines, args.out)
 
 
-def imputed_arg(values: list[str] | None) -> str | list[str]:
-    """``--imputed``: ``"auto"`` when not given, ``[]`` for ``none``, else the columns."""
-    if values is None:
-        return "auto"
-    if [v.lower() for v in values] == ["none"]:
-        return []
-    return list(values)
-
-
 def check_max_size(args: argparse.Namespace) -> None:
     """``--max-size`` against ``--known-sweep``, before any work."""
     if args.max_size is None:

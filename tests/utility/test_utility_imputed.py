@@ -348,11 +348,15 @@ def test_audit_utility_step_compares_observed_cells(acs_dpmpm, tmp_path):
 
 
 def test_cli_imputed_argument():
-    from bayes_risk.cli._common import imputed_arg
+    from bayes_risk._specs import argument_values
+    from bayes_risk._utility_specs import UTILITY_ARGUMENTS
 
-    assert imputed_arg(None) == "auto"
-    assert imputed_arg(["none"]) == [] and imputed_arg(["None"]) == []
-    assert imputed_arg(["SEX", "MAR"]) == ["SEX", "MAR"]
+    def given(values):  # --imputed as the command line passes it on
+        return argument_values(UTILITY_ARGUMENTS, {"imputed": values}).get("imputed", "auto")
+
+    assert given(None) == "auto"
+    assert given(["none"]) == [] and given(["None"]) == []
+    assert given(["SEX", "MAR"]) == ["SEX", "MAR"]
 
 
 def test_summary_names_the_combining_rules_used():
