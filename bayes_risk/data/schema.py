@@ -528,14 +528,12 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
             forced[c] = typ
     for c in (c for c in names if categorical_only and c not in forced):
         if pd.api.types.is_float_dtype(df[c]) and not (df[c].dropna() % 1 == 0).all():
-            # on the command line, the table is cut by fit's --columns
             leave = " (--columns)" if on_command_line() and has_option("columns") else ""
             raise ValidationError(f"column {c!r} has values that are not whole numbers, and the "
-                                  "model takes categorical columns only "
-                                  "(ModelInfo.categorical_only; DPMPM: Si & Reiter 2013). Leave "
-                                  f"it out of the table{leave}, or declare it "
-                                  f"{arg_name('categorical', [c], cli=c)} to treat each value "
-                                  "as a category.", code="WRONG_DTYPE")
+                                  "model takes categorical columns only (ModelInfo.categorical_"
+                                  f"only; DPMPM: Si & Reiter 2013). Leave it out of the table"
+                                  f"{leave}, or declare it {arg_name('categorical', [c], cli=c)}"
+                                  " to treat each value as a category.", code="WRONG_DTYPE")
         forced[c] = "categorical"
     specs = []
     for c in names:
