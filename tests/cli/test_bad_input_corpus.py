@@ -370,9 +370,13 @@ def _option_cases() -> list[Case]:
     ]
     # posterior replicates: the error names the option given (--max-replicates 0 was reported
     # as "min_replicates must be a positive integer")
-    for opt, val in (("--replicates", "0"), ("--max-replicates", "0"), ("--mcse-tol", "0")):
+    for opt, val in (("--replicates", "0"), ("--max-replicates", "0"), ("--mcse-tol", "0"),
+                     ("--replicates", "abc")):
         cases.append(Case(f"{opt[2:]}={val}", "identification", 2, opt,
                           kw={"extra": ("--model", "release", opt, val)}))
+    # their options without --model: refused, each named (they were once silently ignored)
+    cases.append(Case("view-without-model", "identification", 2, "--view, --mcse-tol need(s) "
+                      "--model", kw={"extra": ("--view", "intruder", "--mcse-tol", "0.1")}))
     return cases
 
 
