@@ -20,7 +20,7 @@ __all__ = [
     "schema_from_args",
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
-    "known_sweep_files", "write_run", "read_holdout", "run_seed", "parse_radius",
+    "known_sweep_files", "write_run", "read_model", "read_holdout", "run_seed", "parse_radius",
     "parse_numbers", "parse_columns", "parse_one_or_pairs",
 ]
 
@@ -505,6 +505,19 @@ def known_sweep_files(ksweep: Any, write: Any = None) -> tuple[dict, dict, str]:
                "known_sweep_drivers.png": (ksweep, "drivers")}
     return tables, figures, (f"knowledge sweep over {len(ksweep.table)} subsets of "
                              f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")
+
+
+def read_model(args: argparse.Namespace, original: pd.DataFrame) -> Any:
+    """The fitted model of ``--model``, checked against ORIGINAL
+    (:func:`~bayes_risk.models.load_model`); under ``--quiet`` without its progress bars (those
+    of the augmented refits)."""
+    from bayes_risk.models import load_model
+
+    model = load_model(args.model, original=original,
+                       allow_different_original=args.allow_different_original)
+    if args.quiet and hasattr(model, "progressbar"):
+        model.progressbar = False
+    return model
 
 
 def read_holdout(args: argparse.Namespace) -> pd.DataFrame | None:

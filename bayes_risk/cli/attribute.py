@@ -22,14 +22,10 @@ __all__ = ["run", "parse_records", "parse_pairs"]
 def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     """The saved model's likelihood, or the plug-in of the tree synthesizer that made the
     release (:func:`bayes_risk.models.release_likelihood`)."""
-    from bayes_risk.models import load_model, release_likelihood
+    from bayes_risk.cli._common import read_model
+    from bayes_risk.models import release_likelihood
 
-    model = None
-    if args.model is not None:
-        model = load_model(args.model, original=original,
-                           allow_different_original=args.allow_different_original)
-        if args.quiet and hasattr(model, "progressbar"):
-            model.progressbar = False  # the augmented refits' progress bars
+    model = None if args.model is None else read_model(args, original)
     return release_likelihood(original, synthetic, model, random_seed=args.random_seed)
 
 

@@ -309,15 +309,13 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
             raise ValidationError(f"{', '.join(flags)} need(s) --model (the fitted synthesis "
                                   "model the replicates are drawn from).", code="OPTION_REQUIRED")
         return None
+    from bayes_risk.cli._common import read_model
     from bayes_risk.identification.replicates import PosteriorReplicates
-    from bayes_risk.models import load_model, rebuild_synthesizer
+    from bayes_risk.models import rebuild_synthesizer
 
-    if args.model == "release":
-        model = rebuild_synthesizer(original, syn)
-    else:
-        model = load_model(args.model, original=original,
-                           allow_different_original=args.allow_different_original)
-    if hasattr(model, "progressbar"):
+    model = (rebuild_synthesizer(original, syn) if args.model == "release"
+             else read_model(args, original))
+    if hasattr(model, "progressbar"):  # the replicates show their own progress
         model.progressbar = False
     if "max_replicates" in given:  # >= 1: a bad --max-replicates is reported as itself
         given["min_replicates"] = max(1, min(500, given["max_replicates"]))

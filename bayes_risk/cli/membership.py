@@ -18,18 +18,14 @@ def run(args: argparse.Namespace) -> int:
         parse_records,
         read_holdout,
         read_inputs,
+        read_model,
         write_run,
     )
     from bayes_risk.membership.api import membership_risk
     from bayes_risk.membership.specs import MEMBERSHIP_ARGUMENTS, AttackSpec, RatioSpec
-    from bayes_risk.models import load_model
-
     original, synthetic = read_inputs(args)
     holdout = read_holdout(args)
-    model = load_model(args.model, original=original,
-                       allow_different_original=args.allow_different_original)
-    if args.quiet and hasattr(model, "progressbar"):
-        model.progressbar = False  # the augmented refits' progress bars
+    model = read_model(args, original)
     result = membership_risk(
         model,
         original,
