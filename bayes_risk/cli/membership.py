@@ -23,6 +23,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from bayes_risk.membership.api import membership_risk
     from bayes_risk.membership.specs import MEMBERSHIP_ARGUMENTS, AttackSpec, RatioSpec
+
     original, synthetic = read_inputs(args)
     holdout = read_holdout(args)
     model = read_model(args, original)

@@ -939,6 +939,41 @@ def test_bad_input_case(case: Case, base: Path, tmp_path: Path, capsys, monkeypa
         case.check(work, out, err)
 
 
+@pytest.mark.parametrize("sub", ["attribute", "identification", "membership"])
+def test_a_model_is_refused_with_an_original_it_was_not_fitted_to(sub, base, tmp_path, capsys,
+                                                                   monkeypatch):
+    """``--model`` with the model's own table in another row order: the datasets given as plain
+    files (no manifest to compare ORIGINAL with), so the model's own fingerprint is the only
+    check left. Refused (ORIGINAL_DIFFERS, naming the model's folder), nothing written; with
+    --allow-different-original the run goes on and records the warning."""
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    monkeypatch.chdir(work)
+    _shuffle(pd.read_csv("acs.csv")).to_csv("shuf.csv", index=False)
+    plain = []
+    for i, f in enumerate(sorted((work / "acssyn").glob("syn_*.parquet")), start=1):
+        pd.read_parquet(f).to_csv(f"acssyn{i}.csv", index=False)
+        plain.append(f"acssyn{i}.csv")
+    cols = _acs_cols(base)
+    what = {"attribute": ["--records", "0-3", "--bootstrap", "0", "--khat", "none"],
+            "identification": ["--known-unsynthesized", cols[0], "--known-synthesized",
+                               *cols[1:3], "--categorical", *cols, "--replicates", "2"],
+            "membership": ["--records", "0-3", "--normaliser-draws", "100"]}[sub]
+    argv = [sub, "shuf.csv", *plain, "--model", "model", *what, "--random-seed", "1", "-q",
+            "--out", "out"]
+    rc, _, err = _run_captured(argv, capsys)
+    assert rc == 2, err
+    assert f"bayes-risk {sub}: error [ORIGINAL_DIFFERS]: ORIGINAL is not the table the model " \
+           "in 'model' was fitted to" in err, err
+    assert "another row order" in err and "--allow-different-original" in err
+    assert not (work / "out").exists()
+    rc, _, err = _run_captured([*argv, "--allow-different-original"], capsys)
+    assert rc == 0, err
+    assert "warning [ORIGINAL_DIFFERS]: ORIGINAL is not the table the model in 'model'" in err
+    summary = json.loads((work / "out" / "summary.json").read_text())
+    assert "ORIGINAL_DIFFERS" in summary["warnings"]
+
+
 # ----------------------------------------------------------------------------- policies
 def test_overwrite_replaces_only_a_complete_output(base, tmp_path, capsys, monkeypatch):
     """A failing run with --overwrite leaves the old --out untouched."""
