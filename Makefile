@@ -57,7 +57,7 @@ TEST_WORKERS ?= 2
 # tools/warm_numba.py first fills numba's cache (beside the installed modules) on both cores,
 # so that the two workers load the compiled kernels instead of both compiling them (about
 # 115 s of CPU from a fresh clone, 20 s when the cache is filled already).
-test: install ## install, then run the whole test suite (about 16 min from a fresh clone on 2 idle cores of an AMD EPYC VM, 2026-11-28, numba warm-up included, the suite 14 min 40 s; about 23 min on an Intel Xeon VM; TEST_WORKERS=0: one process)
+test: install ## install, then run the whole test suite (how long: docs/development.md, "How long make test takes"; TEST_WORKERS=0: one process)
 	$(PY) tools/warm_numba.py
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 

@@ -11,6 +11,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 
+from bayes_risk import _compiling
+
 __all__ = ["STDERR", "line", "say", "progress", "ProgressBar", "installed", "quiet",
            "is_quiet", "bar_style", "PLAIN_INTERVAL", "RATE_WINDOW", "STEADY_RATIO"]
 
@@ -224,13 +226,20 @@ def _columns() -> list[Any]:
 
     class _Rate(ProgressColumn):
         def render(self, task: Any) -> Any:
+            bar = task.fields.get("bar")
+            if bar is not None and bar.compiling_since() is not None:
+                return Text("")
             return Text(task.fields.get("rate", ""), style="progress.data.speed")
 
     class _Left(ProgressColumn):
         def render(self, task: Any) -> Any:
             bar = task.fields.get("bar")
-            left = None if bar is None or task.finished else bar.seconds_left(time.monotonic())
-            return Text("" if left is None else f"about {_clock(left)} left",
+            now = time.monotonic()
+            since = None if bar is None else bar.compiling_since()
+            if since is not None and not task.finished:  # redrawn by rich's own thread
+                return Text(f"{COMPILING} {_clock(now - since)}", style="progress.remaining")
+            left = None if bar is None or task.finished else bar.seconds_left(now)
+            return Text("" if left is None else bar.left_text(left, now),
                         style="progress.remaining")
 
     return [TextColumn("{task.description}"), BarColumn(), _Count(), TimeElapsedColumn(),
@@ -284,6 +293,21 @@ def _clock(seconds: float) -> str:
     s = int(round(seconds))
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
+
+#: the bars started and not stopped, told when a compilation starts or ends in this process
+_BARS: list[ProgressBar] = []
+
+
+def _compile_event(started: bool) -> None:
+    """This process began (``started``) or ended its outermost compilation."""
+    now = time.monotonic()
+    for bar in list(_BARS):
+        bar._compile_changed(True if not started else bar._remote_since is not None, now)
+
+
+#: what a bar shows while numba (or PyTensor, which compiles with numba) compiles kernels: no
+#: step moves meanwhile, and the time is left out of the bar's rate and time left
+COMPILING = "compiling kernels (first run only)"
 
 #: seconds of the latest progress the rate is measured over (at least the last two steps)
 RATE_WINDOW = 30.0
@@ -371,12 +395,21 @@ class ProgressBar:
         self._gap = PLAIN_INTERVAL[0]
         self._rate = _Rate(0.0)
         self._eta: tuple[float, float] | None = None  # (time of the last step, seconds left)
+        # compilations while the bar runs: this process's (bayes_risk._compiling), and those of
+        # the workers it counts for (reported by its owner, :meth:`compiling`)
+        self._compiled0 = 0.0
+        self._remote_since: float | None = None
+        self._remote_total = 0.0
 
     def start(self) -> ProgressBar:
         """Show the bar (nothing when disabled, or already shown)."""
         if not self.enabled or self._style is not None:
             return self
+        _compiling.watch(_compile_event)
+        self._compiled0 = _compiling.seconds()
+        self._remote_since, self._remote_total = None, 0.0
         self._style = bar_style()
+        _BARS.append(self)
         self._t0 = time.monotonic()
         self._rate = _Rate(self._t0)
         self._eta = None
@@ -399,6 +432,7 @@ class ProgressBar:
             self.description = description
         if self._style is None:
             return
+        _compiling.watch(_compile_event)  # numba may have been imported since the bar started
         now = time.monotonic()
         if self.completed != before or total is not None:
             self._estimate(now)
@@ -413,8 +447,47 @@ class ProgressBar:
                 self._gap = min(2 * self._gap, PLAIN_INTERVAL[1])
                 self._next = now + self._gap
 
+    def compiling(self, since: float | None) -> None:
+        """Report a compilation in a worker process the bar counts for: ``since``, its start
+        (``time.monotonic()``), or ``None`` once none runs (:func:`bayes_risk._compiling.since_of`).
+        This process's own compilations are seen without it."""
+        now = time.monotonic()
+        if self._remote_since is not None and since is None:
+            self._remote_total += now - self._remote_since
+        was = self.compiling_since() is not None
+        self._remote_since = since
+        self._compile_changed(was, now)
+
+    def compiling_since(self) -> float | None:
+        """When the compilation running now began, or ``None``."""
+        own = _compiling.active_since()
+        times = [t for t in (own, self._remote_since) if t is not None]
+        return min(times) if times else None
+
+    def compiled_seconds(self, now: float | None = None) -> float:
+        """Seconds spent compiling since the bar started (left out of its rate and time left)."""
+        now = time.monotonic() if now is None else now
+        remote = self._remote_total + (0.0 if self._remote_since is None
+                                       else now - self._remote_since)
+        return max(0.0, _compiling.seconds() - self._compiled0) + remote
+
+    def _compile_changed(self, was: bool, now: float) -> None:
+        """A plain bar says when a compilation starts and ends (no count moves meanwhile)."""
+        since = self.compiling_since()
+        if self._style != "plain" or was == (since is not None):
+            return
+        if since is not None:
+            _note(f"{self.description}: {COMPILING}...")
+        else:
+            _note(f"{self.description}: kernels compiled; {_clock(self.compiled_seconds(now))} "
+                  "compiling so far, left out of the time left")
+
+    def _clock_now(self, now: float) -> float:
+        """The bar's time without its compilations: rates and time left are measured on it."""
+        return now - self.compiled_seconds(now)
+
     def _estimate(self, now: float) -> None:
-        self._rate.add(now, self.completed)
+        self._rate.add(self._clock_now(now), self.completed)
         rate = self._rate.per_second()
         self._eta = None
         if rate and self.total is not None and self.completed < self.total:
@@ -422,15 +495,24 @@ class ProgressBar:
 
     def seconds_left(self, now: float) -> float | None:
         """Seconds left at the steady rate, counted from the last step; ``None`` without a
-        steady rate, or once that time has passed (the step runs late: no estimate)."""
-        if self._eta is None:
+        steady rate, while a compilation runs, or once that time has passed (the step runs
+        late: no estimate). Time spent compiling is left out."""
+        if self._eta is None or self.compiling_since() is not None:
             return None
-        left = self._eta[0] + self._eta[1] - now
+        left = self._eta[0] + self._eta[1] - self._clock_now(now)
         return left if left >= 0 else None
+
+    def left_text(self, left: float, now: float) -> str:
+        """``about 0:01:10 left``, saying so when time spent compiling was left out."""
+        compiled = self.compiled_seconds(now)
+        return f"about {_clock(left)} left" + (
+            f" (after {_clock(compiled)} compiling kernels)" if compiled >= 1.0 else "")
 
     def stop(self, *, complete: bool | None = None) -> None:
         """End the bar: a plain bar that completed writes its last line; a rich bar keeps its last
         state on screen, an inner one goes."""
+        if self in _BARS:
+            _BARS.remove(self)
         style, self._style = self._style, None
         if complete is None:
             complete = self._done()
@@ -451,12 +533,20 @@ class ProgressBar:
     def _text(self, now: float) -> str:
         elapsed = now - self._t0
         unit = f" {self.unit}" if self.unit else ""
+        compiled = self.compiled_seconds(now)
+        if compiled >= 1.0:  # said beside the elapsed time, which includes it
+            elapsed_text = f"{_clock(elapsed)} ({_clock(compiled)} of it compiling kernels)"
+        else:
+            elapsed_text = _clock(elapsed)
         if self.total is None:
-            return f"{self.description}: {self.completed:,}{unit} done in {_clock(elapsed)}"
+            return f"{self.description}: {self.completed:,}{unit} done in {elapsed_text}"
         if self._done():
-            return f"{self.description}: {self.total:,}/{self.total:,}{unit} in {_clock(elapsed)}"
+            return f"{self.description}: {self.total:,}/{self.total:,}{unit} in {elapsed_text}"
         text = (f"{self.description}: {self.completed:,}/{self.total:,}{unit} "
-                f"({100 * self.completed / max(self.total, 1):.0f} %), {_clock(elapsed)} elapsed")
+                f"({100 * self.completed / max(self.total, 1):.0f} %), {elapsed_text} elapsed")
+        since = self.compiling_since()
+        if since is not None:
+            return text + f", {COMPILING} for {_clock(now - since)}"
         rate = self._rate.per_second()
         if rate:
             text += f", {_rate_text(rate, self.unit or 'steps')}"

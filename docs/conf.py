@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -36,11 +37,9 @@ os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.
 os.environ.setdefault(
     "BAYES_RISK_SHARED_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")
 )
-# The reproduction gallery runs the scripts of examples/ (one place for each analysis).
-os.environ.setdefault("BAYES_RISK_EXAMPLES", str(Path(__file__).resolve().parents[1] / "examples"))
-
-# "Adding a model" imports the example model from the checkout's examples/ folder (the docs test
-# copies it beside its copy of docs/)
+# The reproduction gallery runs the scripts of examples/ (one place for each analysis), and
+# "Adding a model" imports the example model from there (the docs test copies the folder beside
+# its copy of docs/).
 os.environ.setdefault("BAYES_RISK_EXAMPLES", str(Path(__file__).resolve().parents[1] / "examples"))
 
 project = "bayes-risk"
@@ -83,7 +82,21 @@ nb_execution_in_temp = True  # examples write their output folders into a tempor
 # formats). `make docs` does not set the variable: the published pages execute every cell.
 _executed_by_tests = [d for d in os.environ.get("BAYES_RISK_DOCS_EXECUTED_BY_TESTS", "").split(",")
                       if d]
-nb_execution_excludepatterns = [f"{d}.md" for d in _executed_by_tests]
+#: gallery pages that reproduce a paper on the project's shared data (real data sets, and the R
+#: packages' outputs on them), with the files of shared/ each reads. A clone of the repository
+#: does not have that folder: a build without them shows such a page's code, not executed, under
+#: a note that says why (tests/test_docs.py builds the site so; tests/test_examples.py runs these
+#: pages' cells where the files are present).
+SHARED_PAGES: dict[str, list[str]] = {
+    "gallery/caiola_reiter_2010": ["data/NYexample_X.csv"],
+    "gallery/drechsler_reiter_2008": ["data/NYexample_X.csv", "data/CEdata.csv"],
+    "gallery/hornby_hu_2021": ["data/CEdata.csv", "reference/identification"],
+}
+_shared_root = Path(os.environ["BAYES_RISK_SHARED_DATA"]).parent
+_without_shared = {page: missing for page, files in SHARED_PAGES.items()
+                   if (missing := [f for f in files if not (_shared_root / f).exists()])}
+_not_executed = [*_executed_by_tests, *_without_shared]
+nb_execution_excludepatterns = [f"{d}.md" for d in _not_executed]
 
 
 def _patient_kernels() -> None:
@@ -169,18 +182,37 @@ smartquotes = False
 html_show_sourcelink = False
 
 
+def _note_without_shared(app, docname: str, source: list[str]) -> None:
+    """A page of ``SHARED_PAGES`` whose files are absent opens with a note saying that its code
+    is shown without its outputs, and why."""
+    missing = _without_shared.get(docname)
+    if not missing:
+        return
+    files = ", ".join(f"`shared/{f}`" for f in missing)
+    note = (":::{note}\nThis page reproduces a paper on the project's shared data, which this "
+            f"build of the documentation did not have ({files}; a clone of the repository does "
+            "not include the folder). Its code is shown without its outputs; the published "
+            "documentation runs every cell.\n:::\n\n")
+    text = source[0]
+    title = re.search(r"^# .*\n", text, re.M)  # the note goes under the page's title
+    at = title.end() if title else 0
+    source[0] = text[:at] + "\n" + note + text[at:]
+
+
 def setup(app) -> None:
-    """The suite's build (``BAYES_RISK_DOCS_EXECUTED_BY_TESTS``): a ``{glue:text}`` role of a
-    page it does not execute shows its key, as ``<key>``; on every other page the role is
+    """Pages of ``SHARED_PAGES`` without their files are noted as not executed. In the suite's
+    build (``BAYES_RISK_DOCS_EXECUTED_BY_TESTS``) and on those pages, a ``{glue:text}`` role of
+    a page that is not executed shows its key, as ``<key>``; on every other page the role is
     myst-nb's own, and a missing key is still an error under ``-W``."""
-    if not _executed_by_tests:
+    app.connect("source-read", _note_without_shared)
+    if not _not_executed:
         return
     from docutils import nodes
     from myst_nb.ext.glue.roles import PasteTextRole
 
     class _KeyOfNotExecutedPage(PasteTextRole):
         def run(self):
-            if self.document.settings.env.docname in _executed_by_tests:
+            if self.document.settings.env.docname in _not_executed:
                 key = self.text.rsplit(":", 1)[0] if ":" in self.text else self.text
                 return [nodes.literal(self.rawtext, f"<{key}>")], []
             return super().run()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,17 @@ def shared_path(*parts: str) -> Path:
     if not p.exists():
         pytest.skip(f"../shared/{'/'.join(parts)} is not present")
     return p
+
+
+def shared_pages() -> dict[str, list[str]]:
+    """``docs/conf.py``'s ``SHARED_PAGES``: the gallery pages that run only with ``../shared``,
+    and the files of it each reads (read from the source: running the file sets environment
+    variables)."""
+    tree = ast.parse((_ROOT / "docs" / "conf.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "SHARED_PAGES":
+            return ast.literal_eval(node.value)
+    raise AssertionError("docs/conf.py defines no SHARED_PAGES")
 
 
 def missing_table(n: int = 2000, seed: int = 0) -> pd.DataFrame:

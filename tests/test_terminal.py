@@ -268,6 +268,88 @@ def test_time_left_of_slow_steps_after_the_second(monkeypatch):
     assert got[3].endswith("about 0:01:00 left"), got[3]
 
 
+def test_compiling_is_a_phase_of_the_bar_left_out_of_its_time_left(monkeypatch):
+    """Issue 92: the ACS demo's fit showed "2/5,000 sweeps (0 %), 0:04:10 elapsed" for four
+    minutes while numba compiled its kernels. A compilation (numba's events, here sent by
+    hand) is a phase of its own: said when it starts and ends, its time counted beside the
+    elapsed time, and left out of the rate and the time left (exact here: 100 sweeps a second
+    after it)."""
+    from bayes_risk import _compiling
+
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    clock = _Clock()
+    monkeypatch.setattr(_terminal, "time", clock)
+    monkeypatch.setattr(_compiling, "time", clock)
+    monkeypatch.setattr(_terminal, "PLAIN_INTERVAL", (0.0, 0.0))
+    bar = ProgressBar(5000, "Gibbs sweeps", unit="sweeps").start()
+    clock.now = 1.0
+    bar.update(2)
+    _compiling._begin()
+    assert out.getvalue().splitlines()[-1] == "Gibbs sweeps: compiling kernels (first run only)..."
+    clock.now = 181.0
+    assert bar._text(clock.now).endswith("compiling kernels (first run only) for 0:03:00")
+    assert bar.seconds_left(clock.now) is None
+    clock.now = 241.0
+    _compiling._end()
+    assert out.getvalue().splitlines()[-1] == ("Gibbs sweeps: kernels compiled; 0:04:00 "
+                                               "compiling so far, left out of the time left")
+    for k in range(1, 31):
+        clock.now = 241.0 + 0.1 * k
+        bar.update(2 + 10 * k)
+    last = out.getvalue().splitlines()[-1]
+    # the rate and time left of a bar that never waited: 2 sweeps at 1 s, then 100 a second
+    assert last == ("Gibbs sweeps: 302/5,000 sweeps (6 %), 0:04:04 (0:04:00 of it compiling "
+                    "kernels) elapsed, 75.5 sweeps/s, about 0:01:02 left"), last
+    twin = ProgressBar(5000, "Gibbs sweeps", unit="sweeps").start()
+    for t, c in [(clock.now + 1.0, 2)] + [(clock.now + 1.0 + 0.1 * k, 2 + 10 * k)
+                                          for k in range(1, 31)]:
+        twin._estimate(t)
+        twin.completed = c
+        twin._estimate(t)
+    assert twin._rate.per_second() == pytest.approx(bar._rate.per_second())
+    bar.stop(complete=False)
+    twin.stop(complete=False)
+    assert bar.left_text(47.0, clock.now) == "about 0:00:47 left (after 0:04:00 compiling kernels)"
+    # the workers of forked chains report theirs through the bar's owner
+    out.seek(0)
+    out.truncate()
+    bar = ProgressBar(100, "Gibbs sweeps", unit="sweeps").start()
+    clock.now = 300.0
+    bar.compiling(295.0)
+    assert out.getvalue() == "Gibbs sweeps: compiling kernels (first run only)...\n"
+    assert bar.compiling_since() == 295.0
+    clock.now = 355.0
+    bar.compiling(None)
+    assert bar.compiled_seconds(clock.now) == pytest.approx(60.0)
+    assert "kernels compiled; 0:01:00 compiling so far" in out.getvalue()
+    bar.stop(complete=False)
+
+
+def test_a_real_compilation_shows_in_a_bar():
+    """numba's own event reaches the bar: a function compiled while a plain bar runs (a new
+    one, never cached) is said to compile, and its seconds are counted."""
+    numba = pytest.importorskip("numba")
+    out = io.StringIO()
+    old, sys.stderr = sys.stderr, out
+    try:
+        bar = ProgressBar(2, "work", unit="steps").start()
+
+        @numba.njit(cache=False)
+        def plus(a, b):
+            return a + b
+
+        assert plus(1, 2) == 3
+        bar.update(2)
+        bar.stop()
+    finally:
+        sys.stderr = old
+    text = out.getvalue()
+    assert "work: compiling kernels (first run only)..." in text, text
+    assert "work: kernels compiled;" in text
+    assert bar.compiled_seconds() > 0.0
+
+
 def test_a_rich_bar_shows_its_unit_rate_and_time_left_as_the_plain_line(monkeypatch):
     """In a terminal the bar's columns read the same estimate: the count in the bar's unit,
     no rate and no time left through the warm-up, then both."""

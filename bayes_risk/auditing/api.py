@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import time
 import traceback
@@ -30,6 +31,9 @@ from bayes_risk.exceptions import (
     warning_line,
 )
 from bayes_risk.measures import measures
+
+#: each step's memory, chunking and expected time (the terminal shows a summary)
+_log = logging.getLogger("bayes_risk.audit")
 
 __all__ = ["audit"]
 
@@ -232,7 +236,10 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
     # the posterior step draws and matches the replicates the plan states at a time
     ctx.run.replicate_chunk = next((sm.chunk for sm in plans if sm.chunk is not None), None)
     size = "no limit" if budget.limit is None else format_bytes(budget.limit)
-    _say(ctx, f"memory budget {size}: {budget.derivation}")
+    # the terminal shows the budget, the steps and the expected time in a few short lines; each
+    # step's memory, chunking and time goes to the log (logger "bayes_risk.audit") and to the
+    # report's settings
+    _log.info("memory budget %s: %s", size, budget.derivation)
     p.add("memory", "budget", size, budget.source, budget.derivation)
     where = ctx.run.where or {}
     if where.get("kind") not in (None, "in process"):
@@ -243,25 +250,33 @@ def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
         why = ("the budget and the plan below are this process's, the driver's, which gathers "
                f"every partition's outputs; the {where.get('n_workers', '?')} workers hold "
                "their partitions within their own memory limit")
-        _say(ctx, f"  Dask workers: {each}; {why}")
+        _say(ctx, f"Dask workers: {each} (the budget below is this process's)")
+        _log.info("Dask workers: %s; %s", each, why)
         p.add("memory", "Dask workers", each, "cluster", why)
     for sm in plans:
-        _say(ctx, f"  {sm.line()}")
+        _log.info("%s", sm.line())
         p.add("memory", sm.step.replace("_", " "), sm.line().split(": ", 1)[1], "planned",
               "the least the step holds beside the process (its smallest chunk)"
               if sm.need is not None else "")
-    took = total_time(plans)
-    if took:
-        _say(ctx, f"  the steps: {took}")
-        p.add("memory", "expected time", took, "planned",
-              "each step's work measure at the rates measured (user guide, Memory: The expected "
-              "time)")
     least, at = least_budget(plans, now)
+    need = "" if at is None else f"; the audit needs at least {format_bytes(least, up=True)}"
+    default = "; --memory to change it" if budget.source == "default" else ""
+    _say(ctx, f"memory budget {size}{need}{default}")
     if at is not None:
         why = (f"the {at.step.replace('_', ' ')} step's need beside what the process holds and "
                "what the steps before it keep")
-        _say(ctx, f"  the audit needs at least {format_bytes(least, up=True)} ({why})")
+        _log.info("the audit needs at least %s (%s)", format_bytes(least, up=True), why)
         p.add("memory", "least budget", format_bytes(least, up=True), "planned", why)
+    took = total_time(plans)
+    steps = [sm.step.replace("_", " ") for sm in plans]
+    _say(ctx, f"{len(steps)} step(s) to run ({', '.join(steps)})"
+         + (f": {took.split(';')[0]}, compiling kernels (a first run) excluded" if took else "")
+         + "; each step's memory and time: the report's settings")
+    if took:
+        _log.info("the steps: %s", took)
+        p.add("memory", "expected time", took, "planned",
+              "each step's work measure at the rates measured (user guide, Memory: The expected "
+              "time); compiling kernels, on a first run, is not included")
     check_steps(plans, budget, lambda step: skip_arg([step]))
     return plans
 

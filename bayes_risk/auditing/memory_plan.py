@@ -225,9 +225,10 @@ _RATES: dict[str, tuple[str, float, float]] = {
 #: at 20,000 records, 8.6 µs at 100,000), the attacks' only up to it (their rate grows with n)
 _TIMED = {"attacks": (10_000, 10_000)}
 _TIMED_DEFAULT = (100_000, 200_000)
-#: compiling a step's kernels, added to the upper end while they have not run in the process
-#: (numba caches them on disk, so only the first audit after an installation compiles them:
-#: 23.1 s of identification at 5,000 records then, 9.5 s once cached)
+#: compiling a step's kernels while they have not run in the process, named beside the expected
+#: time and left out of it, as every estimate leaves compiling out (numba caches them on disk, so
+#: only the first audit after an installation compiles them: 23.1 s of identification at 5,000
+#: records then, 9.5 s once cached)
 _COMPILE_SECONDS = {"identification": 14.0}
 _MACHINE = (
     "2 cores of an AMD EPYC or Intel Xeon as measured; other machines scale with their speed")
@@ -270,10 +271,10 @@ def _step_time(ctx: Any, step: str) -> tuple[tuple[float, float] | None, str]:
     compile_ = _COMPILE_SECONDS.get(step, 0.0)
     if compile_ and _kernels_loaded(_KERNEL_BYTES[step][1]):
         compile_ = 0.0
-    return (lo * low, hi * high + compile_), (
+    return (lo * low, hi * high), (
         f"{what} {count} at {lo * 1e6:.3g}–{hi * 1e6:.3g} µs each"
-        + (f", up to {compile_:.0f} s more to compile its kernels the first time" if compile_
-           else "") + f", {_MACHINE}")
+        + (f"; compiling its kernels the first time, up to {compile_:.0f} s more, is not "
+           "included" if compile_ else "") + f", {_MACHINE}")
 
 
 def _refit_time(ctx: Any) -> str:

@@ -7,6 +7,7 @@ Arguments are declared in the light ``bayes_risk.cli.parsers.NAME``, the run in
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import re
 import sys
@@ -189,6 +190,26 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}: error [USAGE]: {message}\n")
+
+    def parse_args(self, args: Sequence[str] | None = None,
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        """argparse's, but an option the sub-command does not have is reported by the
+        sub-command's parser (its usage, not the top level's), with the option it resembles."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            sub = self._subparsers._group_actions[0].choices.get(  # type: ignore[union-attr]
+                getattr(ns, "command", None)) if self._subparsers is not None else None
+            parser = sub if sub is not None else self
+            known = [o for a in parser._actions for o in a.option_strings]
+            hints = []
+            for extra in extras:
+                flag = extra.split("=", 1)[0]
+                close = difflib.get_close_matches(flag, known, n=1) if flag.startswith("-") else []
+                if close:
+                    hints.append(f"{flag}: did you mean {close[0]}?")
+            parser.error(f"unrecognized arguments: {' '.join(extras)}"
+                         + (f" ({'; '.join(hints)})" if hints else ""))
+        return ns
 
 
 def _interrupted(run: object = None) -> int:

@@ -306,8 +306,20 @@ def parse_key_value(items: Sequence[str], argument: str,
             out[k] = value_type(v)
         except ValueError as err:
             raise ValidationError(f"{argument} {it!r}: value {v!r} is not a valid "
-                                  f"{value_type.__name__}.", code="BAD_OPTION_VALUE") from err
+                                  f"{value_type.__name__}.{_percent_hint(v)}",
+                                  code="BAD_OPTION_VALUE") from err
     return out
+
+
+def _percent_hint(text: str) -> str:
+    """`` Write 10% as 0.1 ...`` for a value given as a percentage, where a fraction is read."""
+    t = text.strip()
+    try:
+        share = float(t[:-1]) / 100 if t.endswith("%") else None
+    except ValueError:
+        share = None
+    return ("" if share is None else
+            f" Percentages are written as fractions here: write {t} as {share:g}.")
 
 
 def parse_radius(items: list[str] | None, *,
@@ -337,8 +349,9 @@ def parse_numbers(text: str | None, option: str, *, none: bool = False) -> list[
     try:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError as err:
+        pct = next((h for x in text.split(",") if (h := _percent_hint(x))), "")
         raise ValidationError(f"{option} expects comma-separated numbers"
-                              f"{' or none' if none else ''}. Got {text!r}.",
+                              f"{' or none' if none else ''}. Got {text!r}.{pct}",
                               code="BAD_OPTION_VALUE") from err
 
 

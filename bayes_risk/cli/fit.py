@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     labels = file_labels(df)
     tables = {} if labels is None else {  # for 'synthesize --model DIR --format sav|dta|xpt'
         LABELS_FILE: lambda path: write_json(path, labels.to_dict())}
-    write_run(args, _summary_lines(args, model, df, schema) if info.convergence
+    write_run(args, _summary_lines(args, model, df) if info.convergence
               else _direct_lines(args, model, df), _summary(args, model) if info.convergence
               else None, tables=tables, extra=model.save)
     return 0
@@ -158,10 +158,13 @@ def _predictor_matrix(path: str) -> Any:
                               code="BAD_OPTION_VALUE") from e
 
 
-def _summary_lines(args: argparse.Namespace, model: Any, df: Any, schema: Any) -> list[str]:
+def _summary_lines(args: argparse.Namespace, model: Any, df: Any) -> list[str]:
     """Headline of the fit and its convergence checks (R-hat, ESS; Vehtari et al. 2021)."""
     conv = model.convergence_summary()
-    synthesized = list(schema.synthesized or schema.names)
+    # the columns the fitted model synthesizes (a PyMC model: the observed ones), not the types
+    # given on the command line (issue 85: every column of a PyMC fit was named)
+    fitted = model.schema_
+    synthesized = list(fitted.synthesized or fitted.names)
     lines = [
         f"fitted {args.method} to {len(df)} records x {len(df.columns)} columns "
         f"({conv['chains']} chain(s) x {conv['draws']} draws after {conv['tune']} tuning"
@@ -178,7 +181,11 @@ def _summary_lines(args: argparse.Namespace, model: Any, df: Any, schema: Any) -
     if rhat and ess:
         lines.append(
             f"convergence: max R-hat {max(rhat):.3f}, min bulk ESS {min(ess):.0f} over "
-            f"{len(q)} label-invariant quantities ("
+            f"{len(q)} "
+            # a mixture's components swap labels between chains: its checks are of functions of
+            # the draws that do not depend on them; other models' of their parameters
+            + ("label-invariant quantities" if hasattr(model, "n_components")
+               else "quantities (parameters and the log-likelihood)") + " ("
             + ("passed" if conv["passed"] else "FAILED: see convergence.json") + ")"
         )
     reg = conv.get("regimes")

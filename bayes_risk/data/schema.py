@@ -55,9 +55,18 @@ def did_you_mean(name: str, options: Iterable[str]) -> str:
     alike = same_as_typed(name, opts)
     if alike:
         why = [d for d in (name_difference(name, alike[0]), name_difference(alike[0], name)) if d]
-        return (f" Did you mean {alike[0]!r}? It prints like {name!r}"
-                + (f": {'; '.join(why)}" if why else "") + ".")
-    close = difflib.get_close_matches(name, opts, n=1)
+        if why:
+            return f" Did you mean {alike[0]!r}? It prints like {name!r}: {'; '.join(why)}."
+        # the names differ in case or white space alone: say which (names are matched exactly)
+        other = alike[0]
+        differs = ("in case" if name.casefold() == other.casefold() else
+                   "in white space" if name.split() == other.split() else
+                   "in case and white space")
+        return (f" Did you mean {other!r}? Column names are matched exactly, and the two differ "
+                f"{differs}.")
+    # compared without case: 'agee' is close to 'Age'
+    folded = {o.casefold(): o for o in reversed(opts)}
+    close = [folded[c] for c in difflib.get_close_matches(name.casefold(), folded, n=1)]
     odd = name_difference("", name) if not name.isascii() else ""
     return (f" Did you mean {close[0]!r}?" if close else "") + (
         f" The name given: {odd}." if odd else "")

@@ -177,6 +177,37 @@ class SyntheticData:
                                       f"({len(self.datasets[0])}). Got shape "
                                       f"{self.synthesized_records.shape}.")
 
+    def _summary_lines(self) -> list[str]:
+        """The compact description both reprs show: sizes, method, generation, columns."""
+        z = self.datasets[0]
+        syn = list(self.schema.synthesized) if self.schema is not None else []
+        cols = [str(c) for c in z.columns]
+        shown = ", ".join(cols[:12]) + (f", … ({len(cols)} in all)" if len(cols) > 12 else "")
+        lines = [f"SyntheticData: m = {self.m} dataset(s) of {len(z):,} rows x {len(cols)} "
+                 f"columns, method {self.method!r}"
+                 + (f", generation {self.generation!r}" if self.generation else "")
+                 + ("" if self.proper is None else f", proper {self.proper}"),
+                 f"  columns: {shown}"]
+        if syn:
+            lines.append(f"  synthesized: {', '.join(map(str, syn))}")
+        if self.random_seed is not None:
+            lines.append(f"  random_seed: {self.random_seed!r}")
+        if self.folder is not None:
+            lines.append(f"  loaded from: {self.folder}")
+        return lines
+
+    def __repr__(self) -> str:
+        # compact, as pandas, xarray and ArviZ show their objects: the datasets, the settings
+        # and the schema are attributes to look at (``.datasets[0]``, ``.settings``, ``.schema``)
+        return "\n".join(self._summary_lines())
+
+    def _repr_html_(self) -> str:
+        import html
+
+        head, *rest = self._summary_lines()
+        items = "".join(f"<li>{html.escape(r.strip())}</li>" for r in rest)
+        return f"<div><strong>{html.escape(head)}</strong><ul>{items}</ul></div>"
+
     def allow_different_original(self) -> SyntheticData:
         """A copy of this release (datasets shared) whose ``ORIGINAL_DIFFERS`` is a warning.
 

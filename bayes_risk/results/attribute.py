@@ -740,8 +740,12 @@ def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
     rows = []
     for f, v in mc["value"].items():
         lo, hi = mc[name][f]
-        rows.append({"figure": f, "unit": unit_of(f) or "rank", "value": num(v),
-                     "MCSE": num(mc["mc_se"][f]), label: f"[{num(lo):.4g}, {num(hi):.4g}]"})
+        unit = unit_of(f) or "rank"
+        # shares and probabilities in per cent, as the file-level table beside it (issue 92)
+        k = 100.0 if unit.startswith(("fraction", "probability")) else 1.0
+        rows.append({"figure": f, "unit": "per cent" if k == 100.0 else unit,
+                     "value": k * num(v), "MCSE": k * num(mc["mc_se"][f]),
+                     label: f"[{k * num(lo):.4g}, {k * num(hi):.4g}]"})
     return pd.DataFrame(rows)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from abc import ABCMeta, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -46,7 +45,7 @@ from bayes_risk.models._bayesian.sampling import (
     moved_keywords,
     resolve_sampling,
 )
-from bayes_risk.models._bayesian.timing import record_fit_time
+from bayes_risk.models._bayesian.timing import fit_clock, record_fit_time
 from bayes_risk.models.base import (
     BaseSynthesizer,
     synthesized_columns,
@@ -298,7 +297,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         ValidationError
             Invalid settings or record selection.
         """
-        started = time.perf_counter()
+        started = fit_clock()
         self._check_settings()
         data, schema = self._prepare_data(data, schema=schema, synthesized=synthesized)
         flags = check_synthesized_records(records, len(data))

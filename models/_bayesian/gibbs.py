@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bayes_risk import _compiling
 from bayes_risk._lazy import Background, lean_xarray
 from bayes_risk.models._bayesian.timing import record_sweep_time
 
@@ -132,6 +133,7 @@ def _worker_main(c: int, conn: Any, threads: int, parent: int) -> None:
     _worker_init(threads, parent)
     s = _FORKED
     done = s["done"][c]
+    _compiling.share(s["compiling"][c], s["compiled"][c])
 
     def tick(sweeps: int) -> None:
         done.value += sweeps
@@ -201,8 +203,13 @@ class _ForkedChains:
 
         ctx = mp.get_context("fork")
         self.done = [ctx.Value("q", 0, lock=False) for _ in rngs]
+        # each worker's compilation running (its start) and seconds compiled: the parent's
+        # bar shows the phase, and the fit leaves the time out of its set-up (_compiling)
+        self.compiling = [ctx.Value("d", 0.0, lock=False) for _ in rngs]
+        self.compiled = [ctx.Value("d", 0.0, lock=False) for _ in rngs]
         self.workers = workers
-        _FORKED.update(step=step, layout=layout, rngs=rngs, done=self.done)
+        _FORKED.update(step=step, layout=layout, rngs=rngs, done=self.done,
+                       compiling=self.compiling, compiled=self.compiled)
         threads = max(1, (os.cpu_count() or 1) // workers)
         self.conns, self.procs = [], []
         try:
@@ -247,10 +254,14 @@ class _ForkedChains:
                 if status == "error":
                     raise value
                 out[c] = value
-            bar(sum(int(v.value) for v in self.done))
+            bar(sum(int(v.value) for v in self.done), _compiling.since_of(self.compiling))
             if stop():
                 raise KeyboardInterrupt
         return out
+
+    def compile_seconds(self) -> float:
+        """Seconds the workers spent compiling, as wall time (they compile side by side)."""
+        return max((v.value for v in self.compiled), default=0.0)
 
     def close(self, *, terminate: bool = False) -> None:
         for conn, proc in zip(self.conns, self.procs, strict=True):
@@ -312,15 +323,22 @@ def _bar_label(tune: int, thin: int, rounds: int = 1) -> str:
 
 
 def _progress_bar(enabled: bool, total: int, tune: int = 0, thin: int = 1
-                  ) -> tuple[Any, Callable[[int], None]]:
+                  ) -> tuple[Any, Callable[..., None]]:
+    """The bar and its callback ``bar(sweeps_done, compiling_since=None)`` (a worker's running
+    compilation: ``bayes_risk._compiling.since_of``)."""
     if not enabled:
-        return None, lambda n: None
+        return None, lambda n, since=None: None
     from bayes_risk._terminal import ProgressBar
 
     # one unit, the sweep: a warm-up step is one, a kept draw ``thin`` (issue 66: counting
     # draws made the warm-up's pace five times the sampling's)
     prog = ProgressBar(total, _bar_label(tune, thin), unit="sweeps")
-    return prog, lambda n: prog.update(n)
+
+    def bar(n: int, since: float | None = None) -> None:
+        prog.compiling(since)
+        prog.update(n)
+
+    return prog, bar
 
 
 def sample_gibbs(
@@ -403,6 +421,7 @@ def sample_gibbs(
         if prog is not None:
             prog.stop()
     if isinstance(runner, _ForkedChains):
+        _compiling.add(runner.compile_seconds())  # the fit's own count is this process's
         runner.close()
     dt.attrs.update({"thin": thin, "gibbs_rounds": rounds,
                      "max_sweeps": int(max_sweeps) if extend else 0, "gibbs_stop": stopped})

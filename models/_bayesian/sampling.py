@@ -11,6 +11,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._sampling_spec import SAMPLING_FIELDS, Sampling
 from bayes_risk._specs import fold_fields, with_defaults
@@ -158,6 +160,42 @@ def _plain_bar(kwargs: dict[str, Any]) -> Any:
     return bar
 
 
+def start_density_error(pm_model: Any, err: Exception) -> ValidationError:
+    """PyMC's "Initial evaluation of model at starting point failed" as a coded error that
+    names the records whose likelihood is zero (or not a number) at the starting point: values
+    outside the support of the model (a log-normal of a zero or negative income, say).
+
+    The log density of each observed element is evaluated at the model's initial point; the
+    first axis of an observed variable is the records'."""
+    bad: list[str] = []
+    try:
+        obs = list(pm_model.observed_RVs)
+        parts = pm_model.logp(vars=obs, sum=False)
+        fn = pm_model.compile_fn(parts, inputs=pm_model.value_vars, on_unused_input="ignore",
+                                 point_fn=True)
+        for rv, lp in zip(obs, fn(pm_model.initial_point()), strict=True):
+            lp = np.asarray(lp, dtype=float)
+            rows = np.flatnonzero(~np.isfinite(lp.reshape(lp.shape[0], -1)).all(axis=1)
+                                  if lp.ndim else ~np.isfinite(lp.reshape(1)))
+            if rows.size:
+                shown = ", ".join(map(str, rows[:10])) + (
+                    f" and {rows.size - 10:,} more" if rows.size > 10 else "")
+                bad.append(f"{rv.name!r}: record(s) {shown} (0-based rows of the data)")
+    except Exception:  # noqa: BLE001 - the diagnosis is a courtesy; PyMC's message stays below
+        bad = []
+    first = " ".join(str(err).split())[:300]
+    if bad:
+        return ValidationError(
+            "the model gives zero density (or not a number) at its starting point to "
+            + "; ".join(bad) + ": their values lie outside the support of its likelihood (a "
+            "log-normal of a zero or negative value, say). Leave those records out, transform "
+            f"the column, or change the model. PyMC said: {first}", code="ZERO_DENSITY_AT_START")
+    return ValidationError(
+        "the model's log density at its starting point is not finite, though every observed "
+        "record's is: check the priors and the initial values (model.debug() in PyMC shows "
+        f"which term). PyMC said: {first}", code="ZERO_DENSITY_AT_START")
+
+
 def model_seeds(model: Any, random_seed: RandomSeed) -> list[int]:
     """Check the MCMC settings of ``model``; one integer seed per chain drawn from
     ``random_seed``."""
@@ -203,6 +241,8 @@ def run_pymc(model: Any, pm_model: Any, *, step: Any = None, random_seed: Random
         except KeyError as err:
             # PyMC interrupted during tuning fails while assembling the empty trace
             raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
+        except pm.exceptions.SamplingError as err:
+            raise start_density_error(pm_model, err) from err
     if guard.interrupted:
         raise KeyboardInterrupt("sampling interrupted")
     check_complete(dt, int(run.chains), draws)

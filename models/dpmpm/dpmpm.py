@@ -7,7 +7,6 @@ fitted state (:class:`~bayes_risk.models.dpmpm.state.DPMPMState`); see :doc:`/me
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -31,7 +30,7 @@ from bayes_risk.models._bayesian.convergence_report import check_convergence, mc
 from bayes_risk.models._bayesian.records import check_synthesized_records
 from bayes_risk.models._bayesian.sampling import Sampling, model_seeds, run_gibbs, run_pymc
 from bayes_risk.models._bayesian.starts import chain_starts
-from bayes_risk.models._bayesian.timing import record_fit_time
+from bayes_risk.models._bayesian.timing import fit_clock, record_fit_time
 from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.dpmpm.coding import dtypes_of
 from bayes_risk.models.dpmpm.state import build_state
@@ -340,7 +339,7 @@ class DPMPM(BayesianSynthesizer):
         ValidationError
             Invalid settings (e.g. ``n_components < 1``).
         """
-        started = time.perf_counter()
+        started = fit_clock()
         self._check_settings()
         seed = self._fit_seed(random_seed)
         data, schema = self._prepare_data(

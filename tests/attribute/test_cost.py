@@ -116,6 +116,23 @@ def test_estimate_from_the_sweep_time_by_hand():
     assert "estimated about 20 s on this machine" in alone.line()
 
 
+def test_compiling_in_the_fit_is_left_out_of_the_set_up():
+    """Issue 92: the audit's plan put the ACS demo's refits at 38-45 min from a fit whose four
+    minutes of compiling numba kernels (a fresh installation) counted as set-up, repeated in
+    every refit; the pilot then said 2.1-3.4 min. The fit records its compiling seconds
+    (``compile_time``), which the set-up leaves out and the line names."""
+    fake = _fake(None, n=100, sweep_time=0.01, chains_at_once=1,
+                 fit_time=240.0 + 5.0 + 200 * 0.01, compile_time=240.0)
+    cost = refit_cost(fake, 100, 5)
+    assert cost.seconds - cost.low == pytest.approx(5 * 5.0)  # 5 s of set-up, not 245 s
+    assert "its 4.0 min of compiling kernels left out: done once" in cost.line()
+    # a fit that compiled nothing (a warm cache) says nothing of it
+    warm = refit_cost(_fake(None, n=100, sweep_time=0.01, chains_at_once=1,
+                            fit_time=7.0, compile_time=0.0), 100, 5)
+    assert "compiling" not in warm.line()
+    assert warm.seconds == pytest.approx(cost.seconds)
+
+
 def test_equal_records_share_the_sweep_lower_end_by_distinct_records(small_fit):
     """A model whose sweep shares the work of equal records (DPMPM): the lower end scales the
     sweeps by the ratio of distinct records (here 30 of the fit's, 45 in a refit: 1.5, not the

@@ -98,11 +98,15 @@ def test_the_steps_run_within_the_default_budget(monkeypatch, tmp_path, capsys):
     err = capsys.readouterr().err
     plan_at, first_step = err.index("[audit] memory budget"), err.index("[audit] step ")
     assert plan_at < first_step  # stated before the work
-    assert ("memory budget 4.3 GB: 50% of the 8.0 GB available on the machine when the audit "
-            "started, plus the 300.0 MB the process held then") in err[plan_at:first_step]
-    assert re.search(r"identification: at least \d+\.\d MB, then keeps \d+\.\d [kM]B for the "
-                     r"steps after it; the per-dataset tables of 80 targets x 2 datasets",
-                     err[plan_at:first_step])
+    # issue 92: a few short lines on the terminal (the budget, the steps and their time); each
+    # step's detail in the report's settings and the log
+    plan_lines = err[plan_at:first_step].splitlines()
+    assert len(plan_lines) == 2 and all(len(ln) <= 250 for ln in plan_lines), plan_lines
+    assert re.match(r"\[audit\] memory budget 4\.3 GB; the audit needs at least [\d.]+ MB; "
+                    r"--memory to change it$", plan_lines[0]), plan_lines[0]
+    assert re.match(r"\[audit\] \d step\(s\) to run \(.*identification.*\): expected "
+                    r".* of CPU time, compiling kernels \(a first run\) excluded; each step's "
+                    r"memory and time: the report's settings$", plan_lines[1]), plan_lines[1]
     rows = {r["setting"]: r for r in json.loads((tmp_path / "a" / "summary.json").read_text())
             ["settings"] if r["step"] == "memory"}
     # what identification keeps, its kernels aside: 4 kB a record (3.6 kB measured at 20,000
@@ -111,14 +115,22 @@ def test_the_steps_run_within_the_default_budget(monkeypatch, tmp_path, capsys):
     assert memory_plan.step_memory(_plan_ctx(res), ["identification"])[0].keeps == 320_000
     assert rows["budget"]["value"] == _memory.format_bytes(limit)
     assert rows["budget"]["source"] == "default"
+    assert rows["budget"]["note"].startswith(
+        "50% of the 8.0 GB available on the machine when the audit started, plus the 300.0 MB "
+        "the process held then")
+    assert re.search(r"^at least \d+\.\d MB, then keeps \d+\.\d [kM]B for the steps after "
+                     r"it; the per-dataset tables of 80 targets x 2 datasets",
+                     rows["identification"]["value"])
     assert rows["identification"]["source"] == "planned"
     # the expected time, stated with the plan and kept in summary.json: worked, 80 records x
-    # 2 datasets x 1 grid point (no search) at 4.7–8.7 µs a unit: about 1 s, 1–14 s
-    # when the kernels have not run in the process (whether an earlier test ran them varies)
-    assert re.search(r"expected (about 1 s|1–14 s) of CPU time \(records x datasets x grid "
-                     r"points 80 x 2 x 1 at 4.7–8.7 µs each", rows["identification"]["value"])
+    # 2 datasets x 1 grid point (no search) at 4.7–8.7 µs a unit: about 1 s, compiling the
+    # kernels when they have not run in the process (whether an earlier test ran them varies)
+    # named beside it and not included (issue 92)
+    assert re.search(r"expected about 1 s of CPU time \(records x datasets x grid "
+                     r"points 80 x 2 x 1 at 4.7–8.7 µs each(; compiling its kernels the first "
+                     r"time, up to 14 s more, is not included)?, 2 cores",
+                     rows["identification"]["value"])
     assert rows["expected time"]["value"].startswith("expected ")
-    assert "the steps: expected " in err[plan_at:first_step]
     assert "attribute" not in rows  # skipped: nothing planned
     assert res.plan.settings_frame().query("step == 'memory'").shape[0] == len(rows)
 
@@ -294,25 +306,27 @@ def _time_ctx(n=20_000, m=5, source="cart plug-in", records=None, sweep=9, model
 def test_each_steps_expected_time_is_its_work_at_the_rates_measured(monkeypatch):
     """Issue 70: the plan states each step's expected time before the work. Worked, the
     README's audit at 20,000 records (m = 5, 9 radii on 2 columns: 81 grid points):
-    identification 20,000 x 5 x 81 = 8.1e6 units at 4.7–8.7 µs, and 14 s to compile its
-    kernels: 38.07–84.47 s (measured 54.1 and 58.9 s); posterior replicates 20,000 x 100–200 at
+    identification 20,000 x 5 x 81 = 8.1e6 units at 4.7–8.7 µs: 38.07–70.47 s (measured 54.1
+    and 58.9 s), and up to 14 s to compile its kernels, named and left out (issue 92: every
+    estimate leaves compiling out); posterior replicates 20,000 x 100–200 at
     2.9–5.8 µs: 5.8–23.2 s (13.2 s at 150 replicates); attribute 20,000 x 3 at 340–510 µs:
     20.4–30.6 s (27.9 s)."""
     monkeypatch.setattr(memory_plan, "_kernels_loaded", lambda mods: False)
     ctx = _time_ctx()
     t = {s: memory_plan._step_time(ctx, s)
          for s in ("identification", "posterior_identification", "attribute")}
-    assert t["identification"][0] == pytest.approx((38.07, 84.47), rel=1e-12)
+    assert t["identification"][0] == pytest.approx((38.07, 70.47), rel=1e-12)
     assert t["posterior_identification"][0] == pytest.approx((5.8, 23.2), rel=1e-12)
     assert t["attribute"][0] == pytest.approx((20.4, 30.6), rel=1e-12)
     line = memory_plan.StepMemory("identification", 1e6, "x", seconds=t["identification"][0],
                                   timing=t["identification"][1]).line()
-    assert line.endswith("; expected 38 s–1.4 min of CPU time (records x datasets x grid "
-                         "points 20,000 x 5 x 81 at 4.7–8.7 µs each, up to 14 s more to "
-                         "compile its kernels the first time, 2 cores of an AMD EPYC or Intel "
-                         "Xeon as measured; other machines scale with their speed)")
-    monkeypatch.setattr(memory_plan, "_kernels_loaded", lambda mods: True)  # compiled: no 14 s
-    assert memory_plan._step_time(ctx, "identification")[0] == pytest.approx((38.07, 70.47))
+    assert line.endswith("; expected 38 s–1.2 min of CPU time (records x datasets x grid "
+                         "points 20,000 x 5 x 81 at 4.7–8.7 µs each; compiling its kernels the "
+                         "first time, up to 14 s more, is not included, 2 cores of an AMD EPYC "
+                         "or Intel Xeon as measured; other machines scale with their speed)")
+    monkeypatch.setattr(memory_plan, "_kernels_loaded", lambda mods: True)  # compiled: not named
+    done = memory_plan._step_time(ctx, "identification")
+    assert done[0] == pytest.approx((38.07, 70.47)) and "compiling" not in done[1]
     # a number the rates cannot stand behind is not given
     assert memory_plan._step_time(_time_ctx(n=200_001), "identification") == (
         None, "200,001 records, more than the 200,000 its rates are trusted for (measured up "

@@ -147,3 +147,22 @@ def test_read_synthetic_shares_unchanged_columns_with_like(tmp_path):
     # without like nothing is shared
     plain = read_synthetic(paths)
     assert not np.shares_memory(plain[0]["a"].to_numpy(), like["a"].to_numpy())
+
+
+def test_repr_is_compact_in_a_notebook():
+    """Issue 92: a release's repr dumped every dataset, the settings and the schema (66 lines,
+    6,000 characters); as pandas, xarray and ArviZ, it describes the object in a few lines."""
+    from bayes_risk.data import make_ce_like
+    from bayes_risk.models import CARTSynthesizer
+
+    ce = make_ce_like(200, random_seed=1)
+    schema = infer_schema(ce, categorical=["Urban", "Marital", "Tenure"])
+    rel = CARTSynthesizer().fit(ce, schema=schema, synthesized=["Income"],
+                                random_seed=1).synthesize(3, random_seed=2)
+    text = repr(rel)
+    assert text.splitlines()[0] == ("SyntheticData: m = 3 dataset(s) of 200 rows x 7 columns, "
+                                    "method 'cart', generation 'partial', proper True"), text
+    assert "synthesized: Income" in text and len(text.splitlines()) <= 6 and len(text) < 600
+    html = rel._repr_html_()
+    assert html.startswith("<div><strong>SyntheticData: m = 3")
+    assert "<li>synthesized: Income" in html

@@ -432,3 +432,19 @@ def test_refits_use_the_same_model_and_settings_and_the_cache(area_model, tmp_pa
     monkeypatch.setattr(PyMCSynthesizer, "fit_augmented", no_refit)
     again = _quiet(attribute_risk, data, syn, model=model, **kw)
     pd.testing.assert_series_equal(first.records["p_true"], again.records["p_true"])
+
+
+def test_a_start_with_zero_density_names_the_records():
+    """Issue 92: a model whose starting point gives zero density to some records (a log-normal
+    income, two incomes negative) raised PyMC's raw SamplingError; it is a coded error naming
+    the observed variable and the records."""
+    rng = np.random.default_rng(2)
+    data = pd.DataFrame({"sex": pd.Categorical(rng.choice(["F", "M"], 30)),
+                         "kids": rng.poisson(1.0, 30),
+                         "income": np.round(rng.lognormal(10, 0.5, 30))})
+    data.loc[[3, 17], "income"] = -5.0
+    model = PyMCSynthesizer(model_function="_pymc_models:contract_model", **_TINY)
+    with pytest.raises(ValidationError, match="ZERO_DENSITY_AT_START|zero density") as err:
+        _quiet(model.fit, data, random_seed=1)
+    assert err.value.code == "ZERO_DENSITY_AT_START"
+    assert "'income_obs': record(s) 3, 17 (0-based rows of the data)" in str(err.value)
