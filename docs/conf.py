@@ -6,6 +6,7 @@ cross-reference, is an error). Example pages are MyST-NB text notebooks executed
 
 from __future__ import annotations
 
+import importlib.resources
 import importlib.util
 import os
 import re
@@ -41,6 +42,14 @@ os.environ.setdefault(
 # "Adding a model" imports the example model from there (the docs test copies the folder beside
 # its copy of docs/).
 os.environ.setdefault("BAYES_RISK_EXAMPLES", str(Path(__file__).resolve().parents[1] / "examples"))
+
+# "Reading the audit report" shows the one-page guide that every HTML report carries beside it
+# (reading_the_report.html): its text lives once, in the package; the page includes a copy made
+# here from the installed package (gitignored)
+_guide = importlib.resources.files("bayes_risk.auditing").joinpath(
+    "templates", "reading_the_report.md")
+(Path(__file__).resolve().parent / "_snippets" / "reading_the_report.md").write_text(
+    _guide.read_text(encoding="utf-8"), encoding="utf-8")
 
 project = "bayes-risk"
 author = "bayes-risk developers"

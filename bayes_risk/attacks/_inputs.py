@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.data.alignment import warn_release_holds_original
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
@@ -90,6 +91,7 @@ def attack_inputs(
     # the release against the original alone (a level the holdout holds is no level of it)
     check_release_levels(release_only_levels(tables["original"], syn_tables, sub), recoded,
                          original=tables["original"], warn=False)
+    warn_release_holds_original(tables["original"], syn_tables)
     if holdout is not None:
         _check_holdout_coding(tables["original"], tables["holdout"], sub)
     sub = harmonise_levels(real, syn_tables, schema=sub,

@@ -344,6 +344,7 @@ def _context(result: Any, links: Links, bundle: str | None = None) -> dict[str, 
         "verdict_sentences": [t for t in result.verdict_sentences() if t != result.headline],
         "together": _reading_together(result),
         "sending": _sending(result, links, bundle),
+        "guide_href": GUIDE_FILE,
         "baselines": [_baseline(b, links) for b in result.baselines],
         "steps": steps,
         "sections": [s for s in sections if s.status == "ran"],
@@ -369,6 +370,28 @@ def _md_text(s: Any) -> str:
         else (m.group(3) + "\\" + m.group(4)), text, count=1)
 
 
+#: the one-page guide for release boards, written beside the HTML report and linked from its
+#: first screen (its text: ``templates/reading_the_report.md``, also a page of the docs)
+GUIDE_FILE = "reading_the_report.html"
+
+
+def guide_html(report: str = "report.html") -> str:
+    """The guide for release boards as a page of its own (offline, as the report), linking
+    back to ``report``."""
+    from importlib.resources import files
+
+    import markdown_it
+
+    source = files("bayes_risk.auditing").joinpath("templates", "reading_the_report.md")
+    body = markdown_it.MarkdownIt("commonmark").render(source.read_text(encoding="utf-8"))
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<title>Reading the audit report</title><style>body { font-family: system-ui, "
+            "sans-serif; max-width: 46em; margin: 2em auto; padding: 0 1em; line-height: 1.45; "
+            "color: #222; } h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.4em; }"
+            " code { background: #f3f3f3; padding: 0 .2em; }</style></head><body>\n"
+            f"{body}<p><a href=\"{report}\">Back to the report</a></p>\n</body></html>\n")
+
+
 def write_report(result: Any, path: str | os.PathLike[str], fmt: str = "html",
                  bundle: str | None = None) -> Path:
     """Render the report of ``result`` to ``path`` (``fmt`` "html" or "md"), atomically."""
@@ -387,6 +410,10 @@ def write_report(result: Any, path: str | os.PathLike[str], fmt: str = "html",
     # Markdown: text from the data renders as text, never markup (also as a table cell)
     env.filters["mdtext"] = _md_text
     text = env.get_template("report.html.j2" if fmt == "html" else "report.md.j2").render(**ctx)
+    guide = path.parent / GUIDE_FILE
+    if fmt == "html" and not guide.exists():  # linked from the first screen, sent with it
+        with atomic_file(guide) as fh:
+            fh.write(guide_html(path.name))
     if links.figures:
         fig_dir = path.parent / links.fig_dir
         fig_dir.mkdir(parents=True, exist_ok=True)

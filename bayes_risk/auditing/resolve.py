@@ -54,6 +54,7 @@ def audit_inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
         original and the release, or levels the release cannot hold.
     """
     from bayes_risk.data import SyntheticData, infer_schema
+    from bayes_risk.data.alignment import warn_release_holds_original
     from bayes_risk.data.io import read_synthetic, read_table
     from bayes_risk.data.validate import check_release_levels, release_only_levels
 
@@ -116,6 +117,7 @@ def audit_inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
     # step runs (the steps warn for the columns the release recodes)
     check_release_levels(release_only_levels(original, list(synthetic), schema),
                          synthetic.recoded_columns, original=original, warn=False)
+    warn_release_holds_original(original, list(synthetic))
     return original, synthetic, schema, w
 
 

@@ -16,7 +16,8 @@ import pandas as pd
 from bayes_risk.exceptions import CALLER, DataWarning, SchemaError
 
 __all__ = ["check_rows_aligned", "comparable_values", "equal_values", "row_association",
-           "same_multiset", "unchanged_column_error", "unconfirmed_columns", "warn_unconfirmed"]
+           "same_multiset", "unchanged_column_error", "unconfirmed_columns", "warn_unconfirmed",
+           "warn_release_holds_original"]
 
 _MISSING = "\x00NA"
 #: a column with at least this many distinct values holding exactly the original's values in
@@ -165,6 +166,57 @@ def check_rows_aligned(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
     warn_unconfirmed(original, datasets, [c for c in dict.fromkeys(skip) if c in shared],
                      record=record)
     return equal
+
+
+#: a release of another size than its original that holds at least this share of the
+#: original's records unchanged in every column is most likely the original itself, or a file
+#: that contains it, given in the release's place
+ORIGINAL_COPY_SHARE = 0.5
+
+
+def warn_release_holds_original(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], *,
+                                record: dict[str, str] | None = None) -> float:
+    """Warn ``RELEASE_HOLDS_ORIGINAL`` when a dataset of another size than the original holds
+    at least :data:`ORIGINAL_COPY_SHARE` of the original's records unchanged in every column:
+    the files look like the original given twice (or a file that contains it), not a synthetic
+    release of it (issue 92: a 5,571-row table given as the release of a 1,000-row original ran
+    as a fully synthetic release).
+
+    The one rule of every measure that compares an original with a release (the utility, the
+    disclosure measures, identification, the attacks, the audit). A release of the original's
+    size is partially synthetic, where records kept unchanged are expected, and is not checked.
+
+    Returns
+    -------
+    float
+        The largest share of the original's records held unchanged by a dataset (0 when the
+        sizes agree).
+    """
+    cols = [c for c in original.columns if all(c in z.columns for z in datasets)]
+    if not cols or not datasets or all(len(z) == len(original) for z in datasets):
+        return 0.0
+
+    def keys(df: pd.DataFrame) -> np.ndarray:
+        values = pd.DataFrame({c: comparable_values(df[c]) for c in cols})
+        return pd.util.hash_pandas_object(values.astype(str), index=False).to_numpy()
+
+    mine = keys(original)
+    worst, at = 0.0, 0
+    for l, z in enumerate(datasets, start=1):
+        if len(z) == len(original):
+            continue
+        share = float(np.isin(mine, keys(z)).mean())
+        if share > worst:
+            worst, at = share, l
+    if worst >= ORIGINAL_COPY_SHARE:
+        z = datasets[at - 1]
+        _warn(record, "RELEASE_HOLDS_ORIGINAL",
+              f"synthetic dataset {at} ({len(z):,} rows) holds {worst:.0%} of the original's "
+              f"{len(original):,} records unchanged in every column: it looks like the original "
+              "itself, or a file that contains it, rather than a synthetic release of it. Check "
+              "that the files are given in the order ORIGINAL, then RELEASE; if this is the "
+              "release, it discloses those records as they are.")
+    return worst
 
 
 def warn_unconfirmed(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],

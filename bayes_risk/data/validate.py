@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.alignment import unchanged_column_error
+from bayes_risk.data.alignment import unchanged_column_error, warn_release_holds_original
 from bayes_risk.data.levels import level_codes, normalise_level
 from bayes_risk.data.schema import (
     CATEGORICAL_TYPES,
@@ -246,6 +246,7 @@ def harmonise_levels(original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], 
             new_levels[spec.name] = tuple(base) + _sort_levels(extra)
     check_release_levels(release_only_levels(original, synthetic, schema), recoded,
                          original=original)
+    warn_release_holds_original(original, synthetic)
     return schema.with_levels(new_levels) if new_levels else schema
 
 

@@ -816,6 +816,13 @@ def test_cli_end_to_end(release, tmp_path, cli):
     files = [u.split("#")[0] for u in _links(html) if not u.startswith(("data:", "#"))
              and u != "report.zip"]
     assert files and all((inner / f).exists() for f in files)
+    # the first screen links the one-page guide for release boards, sent with the report
+    # (issue 92)
+    assert '<a href="reading_the_report.html">How to read this report</a>' in html
+    assert html.index("reading_the_report.html") < html.index('id="verdict"')
+    guide = (inner / "reading_the_report.html").read_text()
+    assert "<h1>Reading the audit report: one page for a release board</h1>" in guide
+    assert '<a href="report.html">Back to the report</a>' in guide
     # --quiet silences progress; bad input: one line naming the argument, exit 2, nothing written
     q = cli(["audit", str(orig), str(syn), "--known", *KNOWN, "--threshold", "bogus=1",
               "--quiet", "--out", "bad"], tmp_path)
