@@ -562,11 +562,13 @@ def plot_prior_sensitivity(
         else:  # nothing to average: the figure under this prior cannot be reported
             ax.text(1, yi, "every record flagged: no figure", va="center", fontsize=7,
                     color="C3")
-    # the random guess: 1/G averaged over the records (what the uniform prior alone gives)
+    # 1/G averaged over the records: mean p_true under the uniform prior alone (before the
+    # release), the null of p_true where the posterior is the prior
     first = sensitivity[sensitivity["prior"] == priors[0]]
     guess = 100 * float(np.nanmean(first["baseline"])) if len(first) else float("nan")
     if np.isfinite(guess):
-        ax.axvline(guess, color="k", ls="--", lw=1, label=f"random guess 1/G, {guess:.3g} %")
+        ax.axvline(guess, color="k", ls="--", lw=1,
+                   label=f"uniform prior alone, 1/G: {guess:.3g} %")
     names = [f"{p} (n = {int(n) if np.isfinite(n) else 0:,}"
              + (f" of {int(t):,})" if np.isfinite(n) and n < t else ")")
              for p, n, t in zip(priors, stats["n"].to_numpy(float), total.to_numpy(float),

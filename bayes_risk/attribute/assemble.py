@@ -13,6 +13,7 @@ import pandas as pd
 from bayes_risk.attribute.candidates import columns_without_alternative
 from bayes_risk.attribute.chains import ChainPlan, chain_agreement
 from bayes_risk.attribute.missing import missing_policy, n_guessable
+from bayes_risk.attribute.null import result_null
 from bayes_risk.attribute.plan import AttributePlan, PartitionOutput
 from bayes_risk.attribute.priors import PriorInputs, evaluate_prior
 from bayes_risk.attribute.record_table import (
@@ -114,7 +115,7 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
         logprior=logprior, log_post=log_post, diagnostics=diags, warnings=warn_codes,
         settings=_settings(plan, part), schema=data.schema, prior=plan.prior,
         _prior_inputs=pinp, _boot_loglik=boot_list, _degenerate=_degenerate(part),
-        _mc_figures=file_uncertainty, mcmc=mcmc,
+        _mc_figures=file_uncertainty, _null_figures=result_null, mcmc=mcmc,
     )
 
 

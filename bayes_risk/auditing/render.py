@@ -261,7 +261,8 @@ def _reading_together(result: Any) -> list[str]:
         return []
     d_step = result.step("disclosure")
     sm = result.step("attribute").extra.get("summary") or {}
-    guess = format_number(100 * float(sm.get("random_guess_baseline", np.nan)), 3, plain=True)
+    null = (sm.get("null") or {}).get("prop_top") or {}
+    expected = format_number(100 * float(null.get("expected", np.nan)), 3, plain=True)
     parts = []
     for x in disco:
         t = x.measure.rsplit("target ", 1)[-1]
@@ -271,7 +272,8 @@ def _reading_together(result: Any) -> list[str]:
         parts.append(f"{t} {format_number(x.value, 3, plain=True)} %{diodi}")
     keys = ", ".join(next(iter(d_step.result.values())).keys)
     att_txt = (f"the attribute line ({format_number(att.value, 3, plain=True)} % of records "
-               f"have their true values ranked first, against {guess} % for a random guess)")
+               f"have their true values ranked first, against {expected} % expected of a "
+               "release that says nothing about the records)")
     if any(d.exceeds for d in disco) and not att.exceeds:
         return [
             f"DiSCO exceeds its threshold while {att_txt} is within: they measure different "

@@ -243,6 +243,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _null_text(summary: dict, *keys: str) -> str:
+    """`` (if the release said nothing about the records: ...)`` for the figures ``keys``
+    (``AttributeRiskResult.null``; empty without it)."""
+    from bayes_risk.results.attribute import null_reading
+
+    null, un = summary.get("null") or {}, summary["unflagged"]
+    parts = []
+    for key in keys:
+        e = null.get(key)
+        if e:
+            reading = null_reading(float(un.get(key, float("nan"))), e)
+            parts.append(f"{key} expected {100 * e['expected']:.3g} % (95 % range "
+                         f"{100 * e['low']:.3g}–{100 * e['high']:.3g} %; observed: {reading})")
+    return (" (if the release said nothing about the records: " + ", ".join(parts) + ")"
+            if parts else "")
+
+
 def _summary_lines(summary: dict, *, pairs: bool) -> list[str]:
     """The lines the command prints: the shares of the unflagged records, the chains' check."""
     un = summary["unflagged"]
@@ -252,13 +269,13 @@ def _summary_lines(summary: dict, *, pairs: bool) -> list[str]:
         "counted separately)",
         f"stable estimates (unflagged): share ranked first "
         f"{100 * un.get('prop_top', float('nan')):.3g} % (prop_top in summary.json), mean "
-        f"p_true {100 * un.get('mean_p_true', float('nan')):.3g} % (random guess "
-        f"{100 * summary.get('random_guess_baseline', float('nan')):.3g} %)",
+        f"p_true {100 * un.get('mean_p_true', float('nan')):.3g} %"
+        + _null_text(summary, "prop_top", "mean_p_true"),
         # what the release adds, to be read beside the ranking (methods page, issue 63)
         f"share with evidence {100 * un.get('prop_evidence', float('nan')):.3g} % "
         f"(prop_evidence: Bayes factor of the true values >= "
         f"{un.get('evidence_factor', float('nan')):g}, the release multiplying the "
-        "intruder's odds on them that many times)",
+        "intruder's odds on them that many times)" + _null_text(summary, "prop_evidence"),
     ]
     chains = summary.get("between_chain_check")
     if chains:  # whether the records' estimates were compared across MCMC chains, and how

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from bayes_risk._io import to_jsonable
 from bayes_risk._numeric import normalise_log
@@ -18,8 +20,9 @@ from bayes_risk.results._base import RiskResult, draws, legend_below
 from bayes_risk.results._summary import ResultWarning, Summary
 from bayes_risk.warning_codes import message
 
-__all__ = ["AttributeRiskResult", "CandidateSet", "bayes_factor", "hrw_summary", "mc_table",
-           "EVIDENCE_FACTOR", "QUANTILES"]
+__all__ = ["AttributeRiskResult", "CandidateSet", "bayes_factor", "file_null", "hrw_summary",
+           "mc_table", "null_reading", "null_table", "EVIDENCE_FACTOR", "NULL_FIGURES",
+           "QUANTILES"]
 
 #: quantiles of ``p_true`` and of the truth's rank in the Hu–Reiter–Wang summary
 QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
@@ -107,6 +110,10 @@ class AttributeRiskResult(RiskResult):
     _degenerate: dict[str, Any] = field(repr=False, default_factory=dict)
     #: the engine's ``file_uncertainty``, run on first use (it costs as much as the bootstrap)
     _mc_figures: Callable[..., dict[str, Any]] | None = field(
+        repr=False, default=None, compare=False
+    )
+    #: the engine's ``result_null`` (bayes_risk.attribute.null), run on first use
+    _null_figures: Callable[..., dict[str, Any]] | None = field(
         repr=False, default=None, compare=False
     )
     _cache: dict[str, Any] = field(repr=False, default_factory=dict, compare=False)
@@ -228,6 +235,9 @@ class AttributeRiskResult(RiskResult):
         mc = self._mc_uncertainty(evidence_factor)
         if mc is not None:
             out["mc_uncertainty"] = mc
+        null = self.null(evidence_factor)
+        if null is not None:
+            out["null"] = null
         if records:
             out["records"] = df.reset_index().to_dict(orient="list")
         return to_jsonable(out)
@@ -327,6 +337,47 @@ class AttributeRiskResult(RiskResult):
             self._cache[key] = self._mc_figures(self, evidence_factor=evidence_factor)
         return self._cache[key]
 
+    def record_null(self, evidence_factor: float = EVIDENCE_FACTOR) -> pd.DataFrame | None:
+        """What each record's figures would be if the release said nothing about it (its true
+        values a draw from the other records' frequencies, independent of the posterior):
+        ``null_p_top`` (probability it ranks first), ``null_rank_mean`` / ``null_rank_var``,
+        ``null_p_true_mean`` / ``null_p_true_var`` and ``null_p_evidence`` (probability its
+        Bayes factor reaches ``evidence_factor``); ``None`` for a result without fixed
+        candidates. See :doc:`/methods/attribute`, What a release that says nothing gives.
+
+        Returns
+        -------
+        DataFrame or None
+            Indexed as :attr:`records`; ``attrs["method"]`` says how it was computed.
+        """
+        if self._null_figures is None or not self._fixed_candidates:
+            return None
+        key = f"null_{float(evidence_factor)!r}"
+        if key not in self._cache:
+            figs = self._null_figures(self, evidence_factor=evidence_factor)
+            df = pd.DataFrame({k: v for k, v in figs.items() if k != "method"},
+                              index=self.records.index)
+            df.attrs["method"] = figs["method"]
+            self._cache[key] = df
+        return self._cache[key]
+
+    def null(self, evidence_factor: float = EVIDENCE_FACTOR) -> dict[str, Any] | None:
+        """The file-level null of the unflagged records, beside which the share ranked first,
+        the mean rank, the share with evidence and mean ``p_true`` are read: each statistic's
+        expected value and 95 % range if the release said nothing about the records
+        (:meth:`record_null`), with ``method``; ``None`` without fixed candidates.
+
+        Returns
+        -------
+        dict or None
+        """
+        per = self.record_null(evidence_factor)
+        if per is None:
+            return None
+        keep = (self.records["flag_codes"] == "").to_numpy()
+        out = file_null({c: per[c].to_numpy() for c in per.columns}, keep)
+        return {**out, "method": per.attrs["method"]} if out else None
+
     @property
     def _fixed_candidates(self) -> bool:
         """Whether each record's candidates were set before the release was read, so that the
@@ -404,7 +455,6 @@ class AttributeRiskResult(RiskResult):
             ("candidates", cand.get("rule", cand) if isinstance(cand, dict) else cand),
             ("posterior draws H", st.get("H")),
             ("synthetic datasets m", st.get("m")),
-            ("random-guess baseline (p_true, %)", 100 * d["random_guess_baseline"]),
         ]
         rows = [hrw_table_row(name, d[key]) for key, name in
                 (("all", "all"), ("unflagged", "not flagged"), ("flagged", "flagged"))]
@@ -418,14 +468,14 @@ class AttributeRiskResult(RiskResult):
                 "Bayes factor: how many times the release multiplies the intruder's odds on the "
                 "record's true values (1: the release tells nothing about the record); from "
                 f"{EVIDENCE_FACTOR:g} on it counts as evidence (Kass & Raftery 1995).")
-            if d["unflagged"].get("prop_top", np.nan) < d["random_guess_baseline"]:
-                notes.append(
-                    "The share ranked first is below the random guess: the release says little "
-                    "about each record, the posterior over its candidates is nearly flat and "
-                    "chance differences in the released values put some other candidate first "
-                    "— Bayes' rule, not protection. Read the share with evidence and mean "
-                    "p_true against the prior instead (methods page, Attribute disclosure risk: "
-                    "A share ranked first below the random guess).")
+        if "null" in d:
+            notes.append(
+                "If the release said nothing about the records: each figure's expected value "
+                "and 95 % range when every record's true values are a draw from the other "
+                f"records' frequencies, independent of the release ({d['null']['method']}; "
+                "methods page, Attribute disclosure risk: What a release that says nothing "
+                "gives). A figure above its range says that the release points to the records' "
+                "true values; within it, that it tells no more than the population does.")
         if d["flag_counts"]:
             notes.append(
                 "Flags: " + ", ".join(f"{k} × {v}" for k, v in d["flag_counts"].items()) + "."
@@ -437,6 +487,9 @@ class AttributeRiskResult(RiskResult):
         else:
             notes.append(f"Between-chain check: not run ({ch.get('reason')}).")
         tables = {"File-level summary": pd.DataFrame(rows)}
+        if "null" in d:
+            tables["If the release said nothing about the records"] = null_table(
+                d["unflagged"], d["null"])
         mc = d.get("mc_uncertainty")
         if mc is not None:
             tables["Monte Carlo error (draw bootstrap)"] = mc_table(mc)
@@ -459,7 +512,8 @@ class AttributeRiskResult(RiskResult):
 
     @draws("p_true")
     def _plot_p_true(self, ax: Any) -> Any:
-        """Stacked histogram of ``p_true``, stable and flagged, with the random guess 1/G."""
+        """Stacked histogram of ``p_true``, stable and flagged, with the uniform prior's 1/G and
+        the mean p_true of a release that says nothing about the records (:meth:`null`)."""
         df = self.records
         codes = df["flag_codes"]
         flagged = np.asarray((codes.astype(str) != "").to_numpy() & codes.notna(), dtype=bool)
@@ -471,7 +525,13 @@ class AttributeRiskResult(RiskResult):
                 label=["stable estimate", "flagged (unstable)"], color=["tab:blue", "tab:orange"])
         base = float(np.nanmean(df["baseline"])) if len(df) else np.nan
         if np.isfinite(base):
-            ax.axvline(base, color="k", ls="--", label=f"random guess 1/G = {100 * base:.3g} %")
+            ax.axvline(base, color="0.5", ls=":", label=f"uniform prior alone, 1/G: "
+                                                         f"{100 * base:.3g} %")
+        null = (self.null() or {}).get("mean_p_true")
+        if null:
+            ax.axvline(null["expected"], color="k", ls="--",
+                       label=f"mean if the release said nothing of the records: "
+                             f"{100 * null['expected']:.3g} %")
         from matplotlib.ticker import PercentFormatter
 
         # in per cent, as the report and the command line give p_true
@@ -484,7 +544,8 @@ class AttributeRiskResult(RiskResult):
 
     @draws("rank")
     def _plot_rank(self, ax: Any, prop_top_threshold: float | None = None) -> Any:
-        """Histogram of the truth's rank among the candidates, with the random guess's mean;
+        """Histogram of the truth's rank among the candidates, with the mean rank of a release
+        that says nothing about the records (:meth:`null`);
         with ``prop_top_threshold`` (per cent of the records, the audit's ``prop_top``), the
         records ranked first that it allows, beside those the estimate ranks first."""
         df = self.records
@@ -492,11 +553,11 @@ class AttributeRiskResult(RiskResult):
         r = r[~np.isnan(r)]
         if r.size:
             ax.hist(r, bins=np.arange(0.5, r.max() + 1.5, 1.0), color="tab:blue")
-        g = df["G"].to_numpy(dtype=float) if "G" in df else np.array([])
-        if np.isfinite(g).any():
-            exp_rank = float(np.nanmean((g + 1) / 2))
-            ax.axvline(exp_rank, color="k", ls="--",
-                       label=f"random guess: mean rank (G+1)/2 = {exp_rank:.3g}")
+        null = (self.null() or {}).get("mean_rank")
+        if null:
+            ax.axvline(null["expected"], color="k", ls="--",
+                       label=f"mean rank if the release said nothing of the records: "
+                             f"{null['expected']:.3g}")
         if prop_top_threshold is not None and r.size:
             allowed = float(prop_top_threshold) / 100 * r.size
             ax.hlines(allowed, 0.5, 1.5, color="#a51d2d", ls="--", lw=1.5,
@@ -704,6 +765,7 @@ def hrw_summary(
     if ok.sum() == 0:
         return out
     out["rank_min_quantiles"] = {f"{int(q * 100)}%": float(np.quantile(rk, q)) for q in QUANTILES}
+    out["mean_rank"] = float(np.mean(rk))
     out["p_true_quantiles"] = {f"{int(q * 100)}%": float(np.quantile(p, q)) for q in QUANTILES}
     # is_top of a skipped record is missing (a nullable boolean column): left out with it
     top = pd.array(np.asarray(is_top, dtype=object), dtype="Float64").to_numpy(
@@ -725,6 +787,91 @@ def hrw_summary(
                                          for q in QUANTILES}
         out["mean_prior_p_true"] = float(np.mean(pi))
     return out
+
+
+def _count_range(p: np.ndarray) -> tuple[float, float]:
+    """The 95 % range of a sum of independent Bernoulli(p) variables (a count)."""
+    mu = float(p.sum())
+    if mu < 5:  # Poisson of the same mean (Le Cam: within sum p^2 in total variation)
+        return float(stats.poisson.ppf(0.025, mu)), float(stats.poisson.ppf(0.975, mu))
+    sd = math.sqrt(float((p * (1 - p)).sum()))
+    return max(0.0, math.floor(mu - 1.96 * sd)), math.ceil(mu + 1.96 * sd)
+
+
+def file_null(nulls: dict[str, np.ndarray], keep: np.ndarray | None = None) -> dict[str, Any]:
+    """The file-level null of the records ``keep`` (default all) from their own
+    (:meth:`AttributeRiskResult.record_null`): for ``prop_top`` and ``prop_evidence`` the
+    expected share and its 95 % range, for ``mean_rank`` and ``mean_p_true`` the expected mean
+    and its 95 % range. Records are independent under the null: a count (ranked first, with
+    evidence) is a sum of Bernoulli variables, its range from the Poisson distribution of the
+    same mean when that mean is below 5 (Le Cam's bound), else the normal approximation; a mean
+    has the normal range of a mean of independent terms.
+
+    Examples
+    --------
+    >>> nulls = {"null_p_top": np.full(1000, 1e-4), "null_p_evidence": np.zeros(1000),
+    ...          "null_rank_mean": np.full(1000, 18.0), "null_rank_var": np.full(1000, 10.0),
+    ...          "null_p_true_mean": np.full(1000, 0.03), "null_p_true_var": np.zeros(1000)}
+    >>> f = file_null(nulls)
+    >>> f["prop_top"]["expected"], f["prop_top"]["high"]
+    (0.0001, 0.001)
+    """
+    pick = (slice(None) if keep is None else np.asarray(keep, dtype=bool))
+    vals = {k: np.asarray(v, dtype=np.float64)[pick] for k, v in nulls.items()}
+    ok = np.isfinite(vals["null_p_top"])
+    n = int(ok.sum())
+    if n == 0:
+        return {}
+    out: dict[str, Any] = {"n_records": n}
+    for key, col in (("prop_top", "null_p_top"), ("prop_evidence", "null_p_evidence")):
+        p = vals[col][ok]
+        lo, hi = _count_range(p)
+        out[key] = {"expected": float(p.mean()), "low": lo / n, "high": hi / n}
+    for key, mean, var in (("mean_rank", "null_rank_mean", "null_rank_var"),
+                           ("mean_p_true", "null_p_true_mean", "null_p_true_var")):
+        m = float(vals[mean][ok].mean())
+        sd = math.sqrt(float(vals[var][ok].sum())) / n
+        out[key] = {"expected": m, "low": m - 1.96 * sd, "high": m + 1.96 * sd}
+    return out
+
+
+
+#: the figures read against the null: key of the summary, key of the null, label, in per cent
+NULL_FIGURES = (("prop_top", "prop_top", "share ranked first (%)", True),
+                ("mean_rank", "mean_rank", "mean rank of the true values", False),
+                ("prop_evidence", "prop_evidence", "share with evidence (%)", True),
+                ("mean_p_true", "mean_p_true", "mean p_true (%)", True))
+
+
+def null_reading(observed: float, entry: Mapping[str, float], *, larger_worse: bool = True
+                 ) -> str:
+    """``"above"``, ``"within"`` or ``"below"`` the null's 95 % range (``""``: not a number);
+    for the mean rank (``larger_worse=False``: a smaller rank is the disclosure) ``"above"``
+    means a rank better for the intruder than the null's."""
+    lo, hi = float(entry.get("low", np.nan)), float(entry.get("high", np.nan))
+    if not (np.isfinite(observed) and np.isfinite(lo) and np.isfinite(hi)):
+        return ""
+    if observed > hi:
+        return "above" if larger_worse else "below"
+    if observed < lo:
+        return "below" if larger_worse else "above"
+    return "within"
+
+
+def null_table(group: Mapping[str, Any], null: Mapping[str, Any]) -> pd.DataFrame:
+    """Each figure of ``group`` (a summary's ``unflagged``) beside its null: observed,
+    expected, the 95 % range and the reading (:func:`null_reading`)."""
+    rows = []
+    for key, nkey, label, percent in NULL_FIGURES:
+        entry = null.get(nkey)
+        if not entry:
+            continue
+        k = 100.0 if percent else 1.0
+        obs = float(group.get(key, np.nan))
+        rows.append({"figure": label, "observed": k * obs, "expected": k * entry["expected"],
+                     "95 % range": f"{k * entry['low']:.4g}–{k * entry['high']:.4g}",
+                     "reading": null_reading(obs, entry, larger_worse=key != "mean_rank")})
+    return pd.DataFrame(rows)
 
 
 def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:

@@ -1,6 +1,7 @@
-"""The attribute step's two verdict lines (issue 63, item 3): the share ranked first, explained
-when it falls below the random guess, and the share with evidence (Bayes factor of the true
-values ≥ ``evidence_factor``) beside it, both with the flagged records counted at worst."""
+"""The attribute step's two verdict lines (issue 63, item 3): the share ranked first and the
+share with evidence (Bayes factor of the true values ≥ ``evidence_factor``) beside it, both with
+the flagged records counted at worst, each read against what a release that says nothing about
+the records gives (issue 85: not against the random guess 1/G)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,13 @@ FLAT = {
                                              "75%": 1.12, "95%": 1.4, "100%": 3.6}},
     "mc_uncertainty": {"bootstrap": 200, "evidence_factor": 3.0, "mc_interval_90": {
         "prop_top": [0.0, 0.0], "prop_evidence": [0.002, 0.0065]}},
+    # the null of a release that says nothing about the records: truth first with probability
+    # of the order of the product of 1/d_j, far below 1/G
+    "null": {"n_records": 2000, "method": "one variable at a time",
+             "prop_top": {"expected": 1.2e-4, "low": 0.0, "high": 0.001},
+             "prop_evidence": {"expected": 0.003, "low": 0.001, "high": 0.0055},
+             "mean_rank": {"expected": 17.9, "low": 17.6, "high": 18.2},
+             "mean_p_true": {"expected": 0.0299, "low": 0.0296, "high": 0.0302}},
 }
 
 
@@ -38,16 +46,17 @@ def _lines(summary, thresholds=None):
     return {v.threshold_name: v for v in attribute_lines(plan, step)}
 
 
-def test_a_flat_posterior_gives_both_lines_and_says_why_the_ranking_is_below_chance():
+def test_a_flat_posterior_gives_both_lines_read_against_the_null():
+    """Issue 85: the demo's 0 of 2,000 ranked first was set against the random guess 2.86 % and
+    called "not protection"; it is what a release that says nothing about the records gives."""
     v = _lines(FLAT)
     top, ev = v["prop_top"], v["prop_evidence"]
     assert top.measure == ATTRIBUTE_MEASURE and top.value == 0.0 and top.threshold == 10.0
-    assert "random guess 2.86 %" in top.detail
-    # the board is told that 0 % below 2.86 % is not protection, with the flat posterior's
-    # Bayes factors, and which line to read instead
-    assert "below the random guess, and that is not protection" in top.detail
-    assert "run from 0.85 to 1.4 for 90 % of the records" in top.detail
-    assert "Read the line 'share with evidence' beside it (Bayes factor ≥ 3" in top.detail
+    assert "random guess" not in top.detail and "not protection" not in top.detail
+    assert top.detail.endswith(
+        "; within what a release that says nothing about the records gives (expected 0.012 %, "
+        "95 % range 0–0.1 %): by this figure the release tells no more of a record than the "
+        "other records do")
     assert ev.measure == EVIDENCE_MEASURE.format(factor=3.0)
     assert ev.measure.startswith("share with evidence: ") and ev.short == "share with evidence"
     assert ev.value == pytest.approx(0.4) and ev.threshold == 10.0 and ev.unit == "%"
@@ -58,27 +67,34 @@ def test_a_flat_posterior_gives_both_lines_and_says_why_the_ranking_is_below_cha
                                 "release tells nothing about the record; counted from 3, where "
                                 "Kass & Raftery's scale of evidence begins)")
     assert "90 % Monte Carlo interval 0.2–0.65 % (draw bootstrap, 200 replicates)" in ev.detail
+    assert ev.detail.endswith("within what a release that says nothing about the records gives "
+                              "(expected 0.3 %, 95 % range 0.1–0.55 %): by this figure the "
+                              "release tells no more of a record than the other records do")
     assert ev.intruder == top.intruder and "knows every other record's true values" in ev.intruder
 
 
-def test_below_the_guess_with_evidence_is_not_called_flat():
-    """A share ranked first below the random guess while the release gives evidence for at
-    least 5 % of the records (95th percentile of the factors ≥ 3): not a flat posterior, and the
-    line does not say it is."""
+@pytest.mark.parametrize(("top", "reading"), [
+    (0.05, "above what a release that says nothing about the records gives (expected 0.012 %, "
+           "95 % range 0–0.1 %): the release points to the true values of some records"),
+])
+def test_a_share_above_its_null_says_the_release_points_to_the_truth(top, reading):
     s = copy.deepcopy(FLAT)
-    s["unflagged"]["bayes_factor_quantiles"].update({"95%": 4.2, "100%": 40.0})
-    s["unflagged"]["prop_evidence"] = 0.08
-    detail = _lines(s)["prop_top"].detail
-    assert "nearly flat" not in detail
-    assert ("below the random guess, yet the release gives evidence for the true values of at "
-            "least 5 % of the records (Bayes factor 4.2 at the 95th percentile): other "
-            "candidates gain still more") in detail
+    s["unflagged"]["prop_top"] = top
+    assert _lines(s)["prop_top"].detail.endswith(reading)
 
 
-def test_a_share_ranked_first_at_or_above_the_guess_is_not_explained_away():
+def test_a_share_below_its_null_is_no_disclosure_by_that_figure():
     s = copy.deepcopy(FLAT)
-    s["unflagged"]["prop_top"] = 0.05
-    assert "not protection" not in _lines(s)["prop_top"].detail
+    s["null"]["prop_top"] = {"expected": 0.05, "low": 0.04, "high": 0.06}
+    assert ("below what a release that says nothing about the records gives (expected 5 %, 95 % "
+            "range 4–6 %): the release puts other candidates ahead of the truth more often than "
+            "chance — no disclosure by this figure") in _lines(s)["prop_top"].detail
+
+
+def test_without_a_null_the_line_says_nothing_of_one():
+    s = copy.deepcopy(FLAT)
+    del s["null"]
+    assert "says nothing" not in _lines(s)["prop_top"].detail
 
 
 def test_flagged_records_are_counted_as_given_evidence_at_worst():

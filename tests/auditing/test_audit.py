@@ -240,7 +240,8 @@ def test_attribute_verdict_names_the_flagged_records_left_out(audited, tmp_path)
     sm["n_flagged"], sm["n_records"] = 0, 25
     v = {x.measure: x for x in _with_step(res, "attribute",
                                           extra={**a.extra, "summary": sm}).verdicts}[line]
-    assert v.detail.endswith("records with stable estimates")
+    assert "; records with stable estimates; " in v.detail  # then the reading against the null
+    assert v.detail.endswith("the release points to the true values of some records")
     sm["n_flagged"] = 3
     v = {x.measure: x for x in _with_step(res, "attribute",
                                           extra={**a.extra, "summary": sm}).verdicts}[line]
@@ -1471,7 +1472,8 @@ def test_every_verdict_line_has_a_spread_and_one_unit(audited, audited_hh):
     s = res.step("attribute").extra["summary"]
     assert a.unit == "%" and a.value == pytest.approx(100 * s["unflagged"]["prop_top"])
     assert a.threshold == pytest.approx(100 * res.plan.thresholds.prop_top)
-    assert "no spread" in a.spread and "random guess" in a.detail and " %" in a.detail
+    assert "no spread" in a.spread and "says nothing about the records" in a.detail
+    assert " %" in a.detail
     # no fraction beside per cent: every rate line is in per cent
     assert all(x.unit == "%" for x in res.verdicts + audited_hh[0].verdicts
                if x.step != "utility")
@@ -1788,14 +1790,16 @@ def test_attribute_section_in_per_cent(audited, report):
     assert "95th percentile of p_true over the records (%)" in sec
     s = res.step("attribute").extra["summary"]
     assert f"{100 * s['all']['mean_p_true']:.3g} %" in sec
-    assert f"A random guess gives p_true {100 * s['random_guess_baseline']:.3g} %" in sec
+    assert "read against what a release that says nothing about the records gives" in sec
     assert "share ranked first (prop_top in summary.json)" in sec
 
 
-def test_attribute_section_explains_a_share_ranked_first_below_the_random_guess(audited, tmp_path):
-    """Issue 63: the share with evidence and the prior's p_true beside the share ranked first;
-    below the random guess the section says why that is not protection and what to read, and
-    records.csv carries every record's Bayes factor (the figure the top-records table shows)."""
+def test_attribute_section_reads_each_figure_against_the_null(audited, tmp_path):
+    """Issue 63: the share with evidence and the prior's p_true beside the share ranked first,
+    and records.csv carries every record's Bayes factor (the figure the top-records table
+    shows). Issue 85: the section reads each figure against what a release that says nothing
+    about the records gives — observed, expected, the 95 % range and the reading, as
+    ``AttributeRiskResult.null`` computes them — and the verdict line says the same."""
     import copy
 
     from bayes_risk.results.attribute import bayes_factor
@@ -1803,7 +1807,6 @@ def test_attribute_section_explains_a_share_ranked_first_below_the_random_guess(
     res, out = audited
     a = res.step("attribute")
     sm = copy.deepcopy(a.extra["summary"])
-    guess = sm["random_guess_baseline"]
     rec = pd.read_csv(out / "attribute" / "records.csv")
     assert list(rec.columns[rec.columns.get_loc("baseline") + 1:][:2]) == [
         "prior_p_true", "bayes_factor"]
@@ -1811,20 +1814,22 @@ def test_attribute_section_explains_a_share_ranked_first_below_the_random_guess(
                                                                  rec["prior_p_true"]))
     assert sm["unflagged"]["prop_evidence"] == pytest.approx(
         np.mean(rec.loc[rec["flag_codes"].isna(), "bayes_factor"] >= 3))
-    for key, below in ((0.0, True), (guess, False)):
-        sm["unflagged"]["prop_top"] = key
+    null = a.result.null()
+    assert sm["null"]["prop_top"]["expected"] == pytest.approx(null["prop_top"]["expected"])
+    for top, reading in ((0.0, "within"), (1.0, "above")):
+        sm["unflagged"]["prop_top"] = top
+        sm["null"]["prop_top"] = {"expected": 0.01, "low": 0.0, "high": 0.05}
         res2 = _with_step(res, "attribute", extra={**a.extra, "summary": sm})
-        html = res2.to_html(tmp_path / f"below{below}.html").read_text()
+        html = res2.to_html(tmp_path / f"{reading}.html").read_text()
         sec = _text(html.split('<section id="attribute">')[1].split("</section>")[0])
         assert "share with evidence: Bayes factor ≥ 3 (%)" in sec
         assert "mean p_true before the release: the intruder&#39;s prior (%)" in sec
         assert "How to read these figures." in sec
-        assert ("A share ranked first below the random guess is not protection" in sec) is below
-        # the truth's median rank against a random guess's expected rank, (G + 1) / 2
-        middle = (a.result.records["G"].mean() + 1) / 2
-        assert (f"against {middle:.3g} for a random guess." in sec) is below
+        assert "the figures of the stable estimates against the null" in sec
+        assert "random guess" not in sec
         line = next(v for v in res2.verdicts if v.threshold_name == "prop_top")
-        assert ("; below the random guess" in line.detail) is below
+        assert f"; {reading} what a release that says nothing about the records gives" in \
+            line.detail
 
 
 def test_glossaries_in_plain_words(audited, report):

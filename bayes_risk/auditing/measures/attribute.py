@@ -51,7 +51,12 @@ from bayes_risk.auditing.verdict_base import (
 from bayes_risk.exceptions import arg_name
 from bayes_risk.results._base import plot_figure
 from bayes_risk.results._format import format_number
-from bayes_risk.results.attribute import EVIDENCE_FACTOR, AttributeRiskResult
+from bayes_risk.results.attribute import (
+    EVIDENCE_FACTOR,
+    AttributeRiskResult,
+    null_reading,
+    null_table,
+)
 from bayes_risk.warning_codes import message
 
 
@@ -184,8 +189,8 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
     top = _attribute_line(plan, a, "prop_top", ATTRIBUTE_MEASURE,
                           th.prop_top, "counted as ranked first", intruder,
                           _ATTRIBUTE_WORST_CASE)
-    guess = float(s.get("random_guess_baseline", np.nan))
-    top = replace(top, detail=f"{top.detail}{_below_guess(un, guess, th.evidence_factor)}")
+    null = s.get("null") or {}
+    top = replace(top, detail=f"{top.detail}{against_null(un, null, 'prop_top')}")
     k = th.evidence_factor
     ev = _attribute_line(plan, a, "prop_evidence", EVIDENCE_MEASURE.format(factor=k),
                          th.prop_evidence, "counted as given evidence", intruder,
@@ -193,7 +198,8 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
                          + (", the smallest factor Kass & Raftery's scale reads as evidence "
                             "(a larger one counts fewer records)" if k == EVIDENCE_FACTOR
                             else ", given for this audit"))
-    ev = replace(ev, detail=f"{_before_after(un, k)}; {ev.detail}")
+    ev = replace(ev, detail=f"{_before_after(un, k)}; {ev.detail}"
+                            f"{against_null(un, null, 'prop_evidence')}")
     cause = remedies.attribute_cause(plan, a)
     return [caused(top, *cause), caused(ev, *cause)]
 
@@ -236,12 +242,9 @@ def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
         value = pct(heavy[key])
     elif big is not None and not pct(big[key]) <= value:  # the larger figure is read
         value = pct(big[key])
-    extra = ("random guess "
-             f"{pct(s.get('random_guess_baseline', np.nan)):.3g} %; " if key == "prop_top"
-             else "")
     return Verdict("attribute", measure, value, pct(threshold), "max",
                    step_file(a, "summary.json"),
-                   f"{interval}{extra}records with stable estimates{left_out}{by_regime}",
+                   f"{interval}records with stable estimates{left_out}{by_regime}",
                    line_caveats("attribute", a.result.warnings), unit="%",
                    spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
                    intruder=intruder, flagged=nf,
@@ -268,27 +271,29 @@ def _before_after(un: dict[str, Any], k: float) -> str:
             f"(1: the release tells nothing about the record; counted from {k:g}, {why})")
 
 
-def _below_guess(un: dict[str, Any], guess: float, k: float) -> str:
-    """Why a share ranked first below the random guess is not protection (empty otherwise)."""
-    top = float(un.get("prop_top", np.nan))
-    if not (np.isfinite(top) and np.isfinite(guess) and top < guess):
+def against_null(un: dict[str, Any], null: dict[str, Any], key: str) -> str:
+    """The share ``key`` of the stable estimates read against what a release that says
+    nothing about the records gives (:meth:`~bayes_risk.attribute.AttributeRiskResult.null`;
+    empty without one)."""
+    entry = null.get(key)
+    if not entry:
         return ""
-    q = un.get("bayes_factor_quantiles") or {}
-    lo, hi = float(q.get("5%", np.nan)), float(q.get("95%", np.nan))
-    read = (f"Read the line 'share with evidence' beside it (Bayes factor ≥ {k:g}; methods "
-            "page, Attribute disclosure risk: A share ranked first below the random guess)")
-    if not hi >= k:  # (no factor known: the flat case's words, which claim no figure)
-        flat = (f" (the Bayes factors of the true values run from {lo:.3g} to {hi:.3g} for 90 % "
-                "of the records)" if np.isfinite(hi) else "")
-        return ("; below the random guess, and that is not protection: the release says "
-                "little about each record, so the intruder's posterior over its candidates is "
-                f"nearly flat{flat} and the noise of the released values puts some other "
-                f"candidate first in almost every record — Bayes' rule, not a safe release. {read}")
-    # the release moves the intruder towards the truth, and further towards other candidates
-    return (f"; below the random guess, yet the release gives evidence for the true values of "
-            f"at least 5 % of the records (Bayes factor {hi:.3g} at the 95th percentile): "
-            "other candidates gain still more, so the ranking hides what the release tells. "
-            f"{read}")
+    obs = float(un.get(key, np.nan))
+    reading = null_reading(obs, entry)
+    if not reading:
+        return ""
+    span = (f"expected {pct(entry['expected']):.3g} %, 95 % range {pct(entry['low']):.3g}–"
+            f"{pct(entry['high']):.3g} %")
+    return "; " + {
+        "above": f"above what a release that says nothing about the records gives ({span}): "
+                 "the release points to the true values of some records",
+        "within": f"within what a release that says nothing about the records gives ({span}): "
+                  "by this figure the release tells no more of a record than the other records "
+                  "do",
+        "below": f"below what a release that says nothing about the records gives ({span}): "
+                 "the release puts other candidates ahead of the truth more often than chance "
+                 "— no disclosure by this figure; read the share with evidence beside it",
+    }[reading]
 
 
 #: what the attribute line takes as the worst case over its intruder's choices
@@ -389,8 +394,8 @@ def attribute_section(sec: Section, s: Any, result: Any, links: Links) -> None:
           f"estimator: {st.get('estimator')}. p_true is the probability the intruder gives "
           "the record's true values among its candidates, in per cent; rank 1 is the "
           "intruder's best guess, and the share ranked first (prop_top in summary.json) the "
-          "share of records whose true values are that guess. A random guess gives p_true ",
-          links.pct(sm.get("random_guess_baseline"), src), " (1/G for G candidates).")
+          "share of records whose true values are that guess. Each figure is read against what "
+          "a release that says nothing about the records gives (the table below).")
     k = result.plan.thresholds.evidence_factor
     rows = []
     for key, lab in (("all", "all"), ("unflagged", "stable estimates"),
@@ -438,11 +443,11 @@ def attribute_section(sec: Section, s: Any, result: Any, links: Links) -> None:
     sec.blocks.append(table_block(
         at_risk(top[cols], s.extra.get("qi"), "record").rename(
             columns={"rank_min": "rank of the truth", "G": "candidates G",
-                     "baseline": "random guess", "bayes_factor": "Bayes factor"}),
+                     "baseline": "uniform prior, 1/G", "bayes_factor": "Bayes factor"}),
         links, step_file(s, "records.csv"),
         f"Records most at risk among stable estimates (top {TOP_N} by p_true; every record in "
         "records.csv, as fractions; Bayes factor: how many times the release multiplies the "
-        "intruder's odds on the record's true values)", percent=("p_true", "random guess")))
+        "intruder's odds on the record's true values)", percent=("p_true", "uniform prior, 1/G")))
     counts = sm.get("flag_counts") or {}
     sec.p("Flagged records: ", links.num(sm.get("n_flagged", 0), src),
           (" (" + ", ".join(f"{k} × {v}" for k, v in counts.items()) + ")") if counts else "",
@@ -476,10 +481,9 @@ def attribute_section(sec: Section, s: Any, result: Any, links: Links) -> None:
 
 def _reading_attribute(sec: Section, sm: dict[str, Any], recs: pd.DataFrame, k: float,
                        links: Links, src: str | None) -> None:
-    """How to read the share ranked first beside the evidence, for a release board; when the
-    share falls below the random guess, why that is not protection."""
+    """How to read the share ranked first beside the evidence, for a release board, and every
+    figure against what a release that says nothing about the records gives."""
     un = sm.get("unflagged") or {}
-    guess, top = sm.get("random_guess_baseline"), un.get("prop_top")
     q = un.get("bayes_factor_quantiles") or {}
 
     def factor(name: str) -> Span:
@@ -499,43 +503,23 @@ def _reading_attribute(sec: Section, sm: dict[str, Any], recs: pd.DataFrame, k: 
           " before it, and the Bayes factor of the true values is ",
           factor("50%"), " at the median and ", factor("95%"),
           " at the 95th percentile.")
-    if top is None or guess is None or not float(top) < float(guess):
+    null = sm.get("null")
+    if not null:
         return
-    rank = (un.get("rank_min_quantiles") or {}).get("50%")
-    g = recs["G"].to_numpy(dtype=float) if "G" in recs else np.array([])
-    # a random guess's expected rank among G candidates, as the rank figure draws it
-    middle = float(np.nanmean((g + 1) / 2)) if np.isfinite(g).any() else np.nan
-    ranks = ([Span(" The truth's median rank is "), links.num(rank, src),
-              Span(f" against {format_number(middle, 3, plain=True)} for a random guess.")]
-             if rank is not None and np.isfinite(middle) else [])
-    hi = q.get("95%")
-    if hi is not None and float(hi) >= k:
-        # not flat: the truth gains, other candidates gain more
-        sec.blocks.append(Block("warning", spans=[
-            Span("A share ranked first below the random guess is not protection", strong=True),
-            Span(" (here "), links.pct(top, src), Span(" against "), links.pct(guess, src),
-            Span(")."), *ranks,
-            Span(" The release gives evidence for the true values of at least 5 % of the "
-                 "records (the Bayes factor at the 95th percentile is "), factor("95%"),
-            Span("), but other candidates gain still more, so the truth is seldom ranked "
-                 "first: the ranking hides what the release tells. Read the share with "
-                 "evidence. (Methods page, Attribute disclosure risk: A share ranked first "
-                 "below the random guess.)")]))
-        return
-    sec.blocks.append(Block("warning", spans=[
-        Span("A share ranked first below the random guess is not protection", strong=True),
-        Span(" (here "), links.pct(top, src), Span(" against "), links.pct(guess, src),
-        Span(")."), *ranks,
-        Span(" When the release says little about each record, the intruder's posterior over "
-             "its candidates is nearly flat, and small chance differences in the released "
-             "values decide which candidate comes first. The truth comes first only if it "
-             "comes out ahead of every alternative at once — with one-variable candidates, in "
-             "every guessed column — so in almost every record some alternative edges ahead. "
-             "That is Bayes' rule applied to an uninformative release: the intruder's best "
-             "guess is wrong, but not because the release misleads. Read instead the share "
-             "with evidence and p_true after against before the release: a release that "
-             "discloses raises them whatever the ranking. (Methods page, Attribute disclosure "
-             "risk: A share ranked first below the random guess; Hu 2019.)")]))
+    table = null_table(un, null)
+    sec.p("If the release said nothing about the records, each record's true values would be a "
+          "draw from the other records' frequencies, independent of what the intruder "
+          "concludes from the release: the table gives each figure's expected value and 95 % "
+          "range under that null (", null.get("method", ""), "; methods page, Attribute "
+          "disclosure risk: What a release that says nothing gives). Above the range, the "
+          "release points to the records' true values; within it, it tells no more of a record "
+          "than the other records do; below it, the release puts other candidates ahead of the "
+          "truth more often than chance, which is no disclosure by that figure. With "
+          "candidates that differ from the truth in one variable at a time, the truth comes "
+          "first only if it wins in every guessed column at once, so the share ranked first "
+          "of a release that says nothing is far below 1/G.")
+    sec.blocks.append(table_block(table, links, src,
+                                  caption="the figures of the stable estimates against the null"))
 
 
 def _known_curve_note(p: Any, model: Any) -> str | None:
