@@ -34,7 +34,9 @@ MESSAGES: dict[str, str] = {
     "below the threshold; the record's estimate is unreliable.",
     "KHAT_HIGH": "the Pareto k-hat of an importance-sampling estimate is above the threshold; "
     "the truth's probability may be understated (see p_true_upper).",
-    "DOMINATED_SUM": "one posterior draw dominates an importance-sampling sum.",
+    "DOMINATED_SUM": "one posterior draw carries more than 90 % of a sum the record's estimate "
+    "uses (max_weight_share), whatever k-hat says: its Monte Carlo error cannot be read from "
+    "the draws.",
     "DRAW_DROPPED": "posterior draws with a non-finite log-likelihood were dropped.",
     "TRUTH_OUTSIDE_SUPPORT": "the record's true value is not among its candidates.",
     "ALL_CANDIDATES_IMPOSSIBLE": "every candidate of the record has likelihood zero.",
@@ -73,12 +75,18 @@ MESSAGES: dict[str, str] = {
     "structure (they disagree on the concentration α, the number of occupied classes k* or "
     "the log-likelihood; the warning names each chain's values): every risk computed from the "
     "fit depends on which draws are used. A DPMPM fit bounds each regime's marginal likelihood "
-    "from its partitions and says which regime holds the posterior mass when the bounds settle "
-    "it; compare refits (other seeds, more chains, longer runs).",
+    "from its partitions and says which regime holds the mass of the regions the chains visited "
+    "when the bounds settle it (a share of those regions' mass, not a posterior probability); "
+    "compare refits (other seeds, more chains, longer runs).",
+    "REGIMES_NOT_RANKED": "the regimes of a DPMPM fit (REGIMES_DISAGREE) could not be ranked: "
+    "the bounds of a region's marginal likelihood hold for a collapsed Gibbs chain at rest in "
+    "it, and a chain's log density or entropy terms still drifted after the evidence pass "
+    "extended itself; the verdicts read the larger of the regimes' figures. Refit with longer "
+    "runs.",
     "RISK_BY_REGIME": "the risk was computed separately from the draws of each regime of the "
     "fit (REGIMES_DISAGREE) and the figures differ: the verdict reads the figure of the regime "
-    "that holds the posterior mass when the fit settles which one does, else the larger; every "
-    "regime's figure is listed.",
+    "that holds the mass of the regions the chains visited when the fit settles which one "
+    "does, else the larger; every regime's figure is listed.",
     "TRUNCATION_TOO_SMALL": "the kept posterior draws occupy K - 1 or more of the K classes of "
     "the truncated mixture: the truncation may cut off posterior mass; increase n_components.",
     "DIVERGENCES": "NUTS reported divergent transitions while sampling the posterior of a PyMC "

@@ -240,6 +240,8 @@ def _diagnostic_columns(df: pd.DataFrame, plan: AttributePlan, part: PartitionOu
             df["p_true_lower"], df["p_true_upper"] = bounds[0], bounds[1]
     if est == "plugin":
         df["mc_se_max"] = agg("mc_se", np.max)
+    if est in ("stabilised", "is"):
+        df["max_weight_share"] = agg("max_share", np.max, nontrue=False)
     df["ess_omega_min"] = agg("ess_omega", np.min, nontrue=False)
     df["max_omega_max"] = agg("max_omega", np.max, nontrue=False)
     df["n_dropped"] = [part.n_dropped[i] for i in recs]

@@ -177,6 +177,21 @@ def _exact_pair_khat(group: CandidateGroup, khat: np.ndarray, st: RatioStats) ->
         khat[_constant_ratio(st)] = np.nan
 
 
+#: ``DOMINATED_SUM``: one posterior draw carries more than this share of a sum the record's
+#: estimate uses (the published estimator's ``ω`` sums, the stabilised estimator's means of the
+#: ratios under each posterior), whatever k̂ says. Above it the sum is one draw's value give or
+#: take a tenth (Kish ESS below 1/0.81 = 1.23): its Monte Carlo error cannot be read from the
+#: draws, and a draw bootstrap that keeps that draw (63 % of replicates) repeats the estimate
+DOMINATED_SHARE = 0.9
+
+
+def _max_share(st: RatioStats) -> np.ndarray:
+    """``[R, G]``: the largest share one draw carries in each mean ``Σ_h r_h`` (``1 / s1``, the
+    largest term being 1); ``nan`` where every ratio is zero."""
+    with np.errstate(divide="ignore"):
+        return np.where(st.finite & (st.s1 > 0), 1.0 / np.where(st.s1 > 0, st.s1, 1.0), np.nan)
+
+
 class _DrawEstimator(EstimatorStrategy):
     """Shared steps of the estimators that use posterior draws."""
 
@@ -263,7 +278,8 @@ class _DrawEstimator(EstimatorStrategy):
                 fl.append("LOW_ESS_Q")
             if np.any(k_all[~np.isnan(k_all)] > dg.khat_threshold) and not material:
                 fl.append("KHAT_HIGH")
-            if self.name == "is" and np.any(np.nan_to_num(diag["max_omega"][k], nan=0.0) > 0.9):
+            share = diag["max_share"][k] if "max_share" in diag else np.zeros(0)
+            if np.any(share[np.isfinite(share)] > DOMINATED_SHARE):
                 fl.append("DOMINATED_SUM")
             if ndrop[k] > 0:
                 fl.append("DRAW_DROPPED")
@@ -289,6 +305,7 @@ class PublishedIS(_DrawEstimator):
             diag["khat"] = pareto_khat(np.moveaxis(st0.logr, 1, -1))
         _exact_pair_khat(group, diag["khat"], st0)
         boot = bootstrap_is(st0, dr.L, dr.counts, delta=published.delta) if dr.n_boot else None
+        diag["max_share"] = np.fmax.reduce(diag["max_omega"], axis=1)  # [R, m, G] → [R, G]
         return published.loglik, mean_log_ratio(st0), st0.n_dropped, boot
 
 
@@ -325,7 +342,8 @@ class Stabilised(_DrawEstimator):
         for li, st_a in enumerate(logr_aug):
             _exact_pair_khat(group, st["khat_aug"][:, li], st_a)
         diag.update(khat=st["khat0"], khat_aug=st["khat_aug"], ess_r=st["ess_r0"],
-                    ess_aug=st["ess_aug"])
+                    ess_aug=st["ess_aug"],
+                    max_share=np.maximum.reduce([_max_share(x) for x in (st0, *logr_aug)]))
         if dg.khat != "none":
             self._bounds(plan, group, st0, logr_aug, st, diag)
         if "ess_q" not in diag:

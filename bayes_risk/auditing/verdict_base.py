@@ -151,10 +151,11 @@ class Baseline:
 
 
 def mass_words(regime: dict[str, Any]) -> str:
-    """How much of the posterior mass the regime holds, by the bounds of the regimes' marginal
-    likelihoods (``models.dpmpm.evidence``)."""
-    share = (regime.get("mass_bounds") or [np.nan])[0]
-    rest = 1.0 - float(share)
-    at_least = f"1 − {rest:.1g}" if rest > 0.0 else "all but less than 1e-300"
-    return (f"at least {at_least} of it by the bounds of the regimes' marginal likelihoods, "
+    """How much of the mass of the regions the chains visited the regime holds, by the bounds of
+    the regimes' marginal likelihoods (``models.dpmpm.evidence``)."""
+    from bayes_risk.models._bayesian.regimes import share_words
+
+    # called for the regime that holds the mass: its share at least
+    return (f"{share_words({**regime, 'holds_mass': True})} of the mass of the regions the "
+            "chains visited, by the bounds of the regimes' marginal likelihoods, "
             "convergence_summary()['regimes']")

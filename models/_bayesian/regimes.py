@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -12,8 +13,9 @@ import numpy as np
 from bayes_risk.models._bayesian import convergence
 
 __all__ = ["REGIME_QUANTITIES", "EVIDENCE_ATTR", "EVIDENCE_MIN_SWAP", "BOUNDS_ATTR",
-           "BOUNDS_SE_ATTR", "DECISIVE", "STARTS_ATTR", "chain_regimes", "heavy_regime",
-           "record_starts", "regime_summary", "regime_warnings", "regime_text"]
+           "BOUNDS_SE_ATTR", "DECISIVE", "DRIFT_ATTR", "DRIFT_Z", "STARTS_ATTR", "chain_regimes",
+           "heavy_regime", "record_starts", "regime_summary", "regime_warnings", "regime_text",
+           "share_words"]
 
 #: the quantities that tell regimes apart, and how messages name them
 REGIME_QUANTITIES: dict[str, str] = {"alpha": "α", "k_occupied": "k*", "n_occupied": "k*",
@@ -32,9 +34,15 @@ EVIDENCE_SE_ATTR = "log_evidence_se"
 #: Carlo standard errors (``bayes_risk.models.dpmpm.evidence``)
 BOUNDS_ATTR = ("log_evidence_lower", "log_evidence_upper")
 BOUNDS_SE_ATTR = ("log_evidence_lower_se", "log_evidence_upper_se")
-#: per chain: how far its upper bound's terms moved between the halves of the pass, in standard
-#: errors (a chain still moving through its region gives no upper bound)
-DRIFT_ATTR = "log_evidence_upper_drift"
+#: per chain: the largest change of the terms of its bounds (``log p(P, y)`` and the two entropy
+#: terms) between the halves of the measured sweeps, in standard errors. Both bounds hold for a
+#: chain at rest in its region only: a chain above ``DRIFT_Z`` (or a fit that recorded no
+#: drift, made before the check) gives no bounds, and the regimes are not ranked
+DRIFT_ATTR = "log_evidence_drift"
+#: a term of the bounds is stationary when the means of the two halves of the measured sweeps
+#: differ by at most this many standard errors (three terms a chain: under stationarity a
+#: false alarm has probability below 2·10⁻⁴ a chain, normal approximation of the batch means)
+DRIFT_Z = 4.0
 #: a regime holds the mass when the other regimes together hold at most this share of it (their
 #: upper bounds and its lower bound each taken ``BOUNDS_Z`` standard errors against it)
 DECISIVE = 1e-6
@@ -149,13 +157,15 @@ def regime_summary(post: Any, quantities: dict[str, Any]) -> dict[str, Any] | No
     for c, ch in enumerate(chains):
         ch["log_evidence_bounds"] = None if bounds is None else [
             None if not np.isfinite(v) else float(v) for v in bounds[0][c]]
+        ch["evidence_drift"] = None if bounds is None or not np.isfinite(bounds[2][c]) else (
+            float(bounds[2][c]))
     regimes, problems = [], []
     for i, g in enumerate(groups, 1):
         r: dict[str, Any] = {"chains": list(g), "draws": len(g) * D,
                              **{k: float(np.mean(x[g])) for k, x in qs.items()},
                              "log_evidence": None, "log_evidence_se": None, "mass": None,
                              "log_evidence_bounds": None, "mass_bounds": None,
-                             "holds_mass": False}
+                             "log10_rest": None, "holds_mass": False}
         if ev is not None:
             # the chains of a regime estimate the same evidence
             r["log_evidence"] = float(np.mean(ev[g]))
@@ -185,9 +195,10 @@ def regime_summary(post: Any, quantities: dict[str, Any]) -> dict[str, Any] | No
             "chains": chains, "regimes": regimes, "evidence": how}
 
 
-def _chain_bounds(attrs: Any, C: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """Each chain's ``[lower, upper]`` bounds of its region's log evidence and their standard
-    errors (``[C, 2]`` each), or ``None`` when the fit recorded none."""
+def _chain_bounds(attrs: Any, C: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Each chain's ``[lower, upper]`` bounds of its region's log evidence, their standard
+    errors (``[C, 2]`` each) and its drift (``[C]``: ``inf`` when the fit recorded none), or
+    ``None`` when the fit recorded no bounds."""
     if BOUNDS_ATTR[0] not in attrs:
         return None
     b = np.column_stack([np.atleast_1d(np.asarray(attrs[k], dtype=np.float64))
@@ -196,59 +207,88 @@ def _chain_bounds(attrs: Any, C: int) -> tuple[np.ndarray, np.ndarray] | None:
                           for k in BOUNDS_SE_ATTR])
     if b.shape != (C, 2) or se.shape != (C, 2):
         return None
-    drift = np.atleast_1d(np.asarray(attrs.get(DRIFT_ATTR, np.zeros(C)), dtype=np.float64))
-    if drift.shape == (C,):
-        b[~(np.abs(drift) <= BOUNDS_Z), 1] = np.inf  # no upper bound of a moving chain
-    return b, se
+    drift = np.atleast_1d(np.asarray(attrs.get(DRIFT_ATTR, np.full(C, np.inf)),
+                                     dtype=np.float64))
+    if drift.shape != (C,):
+        drift = np.full(C, np.inf)
+    return b, se, np.where(np.isnan(drift), np.inf, np.abs(drift))
+
+
+def _sweeps_words(attrs: Any, chains: list[int]) -> str:
+    """``, 100 + 300 + 300 sweeps a chain`` (the most any of ``chains`` ran) or ``""``."""
+    sw = attrs.get("evidence_sweeps")
+    if sw is None:
+        return ""
+    sw = np.asarray(sw, dtype=np.int64).reshape(-1, 3)
+    w, f, s = (int(v) for v in sw[min(max(chains), len(sw) - 1)])
+    return f", {w} + {f} + {s} sweeps a chain"
 
 
 def _regime_bounds(regimes: list[dict[str, Any]], bounds: Any, attrs: Any) -> str | None:
-    """Each regime's bounds of its log evidence and of its share of the posterior mass, in
-    place; the words of ``evidence`` (``None``: no bounds recorded).
+    """Each regime's bounds of its log evidence and of its share of the mass of the regions
+    the chains visited, in place; the words of ``evidence`` (``None``: no bounds recorded).
 
     A regime's lower bound is the mean of its chains' (each bounds the same region from
     below), its upper bound the log of the sum of its chains' exponentiated upper bounds (the
-    regions they hold, together; none when a chain was still moving). Regime ``h`` holds at
-    least ``1 / (1 + Σ_o e^(U_o − L_h))`` of the mass of the regimes, ``L`` and ``U`` taken
-    ``BOUNDS_Z`` standard errors against it; it *holds the mass* when the others' share is at
-    most ``DECISIVE``."""
+    regions they hold, together). Both are expectations under the region's posterior: a chain
+    whose terms still drifted (``DRIFT_ATTR`` above ``DRIFT_Z``, or none recorded) gives
+    neither, and the regimes are not ranked. Regime ``h`` holds at least
+    ``1 / (1 + Σ_o e^(U_o − L_h))`` of the mass of the visited regions, ``L`` and ``U`` taken
+    ``BOUNDS_Z`` standard errors against it (``log10_rest``: the log10 of the others' share at
+    most); it *holds the mass* when the others' share is at most ``DECISIVE``. A region no chain
+    visited is in no denominator: this is not the posterior probability of the regime."""
+    from scipy.special import logsumexp
+
     if bounds is None:
         return None
-    b, se = bounds
-    sweeps = attrs.get("evidence_sweeps")
+    b, se, drift = bounds
+    all_chains = [c for r in regimes for c in r["chains"]]
+    moving = [c for c in all_chains if not drift[c] <= DRIFT_Z]
+    if moving:
+        for r in regimes:
+            r["log_evidence_bounds"] = None
+        z = [drift[c] for c in moving if np.isfinite(drift[c])]
+        what = (f"drifted by up to {max(z):.1f} standard errors between the halves of the "
+                f"measured sweeps (at most {DRIFT_Z:g} asked)" if z else
+                "recorded no stationarity check (a fit made before it: refit)")
+        return ("the regimes could not be ranked (REGIMES_NOT_RANKED): the bounds of a "
+                "region's marginal likelihood hold for a collapsed Gibbs chain at rest in it, "
+                f"and the log density or entropy terms of chain(s) "
+                f"{', '.join(str(c + 1) for c in moving)} {what}"
+                f"{_sweeps_words(attrs, moving)}; refit with longer runs")
     low, high = [], []  # the conservative bounds of each regime
     for r in regimes:
         g = r["chains"]
         lo = float(np.mean(b[g, 0]))
         lo_se = float(np.sqrt(np.sum(se[g, 0] ** 2)) / len(g))
-        if np.all(np.isfinite(b[g, 1])):
-            m = float(np.max(b[g, 1]))
-            up = m + float(np.log(np.sum(np.exp(b[g, 1] - m))))
-            up_se = float(np.sqrt(np.sum(se[g, 1] ** 2)))
-        else:
-            up, up_se = np.inf, 0.0
-        r["log_evidence_bounds"] = [lo, up if np.isfinite(up) else None]
+        up = float(logsumexp(b[g, 1]))
+        up_se = float(np.sqrt(np.sum(se[g, 1] ** 2)))
+        r["log_evidence_bounds"] = [lo, up]
         low.append(lo - BOUNDS_Z * lo_se)
         high.append(up + BOUNDS_Z * up_se)
     low_a, high_a = np.array(low), np.array(high)
-    if not np.all(np.isfinite(low_a)):
+    if not (np.all(np.isfinite(low_a)) and np.all(np.isfinite(high_a))):
+        for r in regimes:
+            r["log_evidence_bounds"] = None
         return ("partition-space bounds not computed: "
                 f"{attrs.get('evidence_reason') or 'a chain gave none'}")
-    with np.errstate(over="ignore"):
-        for i, r in enumerate(regimes):
-            others = np.exp(np.minimum(np.delete(high_a, i) - low_a[i], 700.0))
-            rest = np.exp(np.minimum(np.delete(low_a, i) - high_a[i], 700.0))
-            share_lo = float(1.0 / (1.0 + np.sum(others)))
-            r["mass_bounds"] = [share_lo, float(1.0 / (1.0 + np.sum(rest)))]
-            r["holds_mass"] = bool(1.0 - share_lo <= DECISIVE)
-    n_sw = "" if sweeps is None else (
-        f", {int(sweeps[0])} + {int(sweeps[1])} + {int(sweeps[2])} sweeps a chain")
+    for i, r in enumerate(regimes):
+        # log of the others' share at most: Σ_o e^(U_o − L_i) / (1 + Σ_o e^(U_o − L_i))
+        t = float(logsumexp(np.delete(high_a, i) - low_a[i]))
+        log_rest = t - float(np.logaddexp(0.0, t))
+        u = float(logsumexp(np.delete(low_a, i) - high_a[i]))
+        r["mass_bounds"] = [float(-np.expm1(log_rest)), float(np.exp(-np.logaddexp(0.0, u)))]
+        r["log10_rest"] = log_rest / float(np.log(10.0))
+        r["holds_mass"] = bool(log_rest <= np.log(DECISIVE))
     how = ("bounds of each regime's log marginal likelihood from its partitions "
-           f"(entropy bounds over a collapsed Gibbs chain{n_sw})")
+           f"(entropy bounds over a collapsed Gibbs chain{_sweeps_words(attrs, all_chains)}, "
+           f"each chain's terms stationary within {DRIFT_Z:g} standard errors); a share is "
+           "of the mass of the regions the chains visited, not a posterior probability (a "
+           "region no chain visited is not counted)")
     if not any(r["holds_mass"] for r in regimes):
         how += ("; they do not set one regime above the others by the margin asked "
-                f"(its share of the mass at least 1 − {DECISIVE:g}): which regime holds the "
-                "mass is not settled")
+                f"(its share of the visited regions' mass at least 1 − {DECISIVE:g}): which "
+                "regime holds the mass is not settled")
     return how
 
 
@@ -290,12 +330,17 @@ def _fmt(name: str, v: float) -> str:
     return f"{REGIME_QUANTITIES[name]} {v:.3g}"
 
 
-def _share(x: float, near_one: bool) -> str:
-    """A share of the posterior mass in words that keep its size: ``1 − 1e-143``, ``2e-12``."""
-    if near_one and x > 0.999:
-        rest = 1.0 - x
-        return "1 − 1e-300" if rest <= 0.0 else f"1 − {rest:.1g}"
-    return f"{x:.3g}" if x >= 1e-3 or x == 0.0 else f"{x:.1g}"
+def share_words(regime: dict[str, Any]) -> str:
+    """The share of the visited regions' mass the regime holds (``holds_mass``) at least, or
+    holds at most, in words that keep its size: ``at least 1 − 1e-287``, ``at most 2e-12``."""
+    if regime.get("holds_mass"):
+        lr = regime.get("log10_rest")
+        if lr is None:  # a record made before log10_rest
+            lr = float(np.log10(max(1.0 - regime["mass_bounds"][0], 1e-300)))
+        rest = f"1e{math.ceil(lr)}" if lr < -3 else f"{10.0 ** lr:.1g}"
+        return f"at least 1 − {rest}"
+    x = regime["mass_bounds"][1]
+    return f"at most {x:.3g}" if x >= 1e-3 or x == 0.0 else f"at most {x:.1g}"
 
 
 def regime_text(summary: dict[str, Any]) -> str:
@@ -310,13 +355,8 @@ def regime_text(summary: dict[str, Any]) -> str:
         ev = ""
         lb = r.get("log_evidence_bounds")
         if lb is not None and r.get("mass_bounds") is not None:
-            share = r["mass_bounds"][0] if r.get("holds_mass") else r["mass_bounds"][1]
-            ev = (f", log evidence {lb[0]:,.1f} to "
-                  + ("(no upper bound: its chain was still moving)" if lb[1] is None
-                     else f"{lb[1]:,.1f}")
-                  + ", posterior probability "
-                  + (f"at least {_share(share, True)}" if r.get("holds_mass")
-                     else f"at most {_share(share, False)}"))
+            ev = (f", log evidence {lb[0]:,.1f} to {lb[1]:,.1f}, {share_words(r)} of the "
+                  "mass of the regions the chains visited")
         elif r.get("log_evidence") is not None:
             se = r.get("log_evidence_se")
             ev = (f", log evidence {r['log_evidence']:,.1f}"
@@ -340,14 +380,16 @@ def regime_warnings(post: Any, quantities: dict[str, Any], model: str) -> list[d
     h = heavy_regime(summ)
     if h is not None:
         which = (f" By the bounds of each regime's marginal likelihood ({summ['evidence']}), "
-                 f"regime {h} holds the posterior mass: the risk engines read its figure and "
-                 "show the other regimes' beside it.")
+                 f"regime {h} holds {share_words(summ['regimes'][h - 1])} of the mass of the "
+                 "regions the chains visited: the risk engines read its figure and show the "
+                 "other regimes' beside it.")
     elif heavy:
         best = max(range(len(heavy)), key=lambda i: heavy[i]["mass"])
         which = (f" By the stepping-stone estimates of the evidence, regime {best + 1} carries "
                  f"posterior probability {heavy[best]['mass']:.3g}; the kept draws of the "
                  "other regimes are still in the fit.")
-    elif any(r.get("mass_bounds") is not None for r in summ["regimes"]):
+    elif any(r.get("mass_bounds") is not None for r in summ["regimes"]) or (
+            "REGIMES_NOT_RANKED" in summ["evidence"]):
         which = f" The {summ['evidence']}."
     else:
         which = (" Which regime carries the posterior mass is not estimated: refit with "
@@ -360,5 +402,10 @@ def regime_warnings(post: Any, quantities: dict[str, Any], model: str) -> list[d
            + ("the figure of the regime that holds the mass" if h is not None else "the larger")
            + f" (RISK_BY_REGIME).{which} Compare refits with other seeds, more chains or longer "
            "runs (REGIMES_DISAGREE).")
-    return [{"code": "REGIMES_DISAGREE", "quantities": list(summ["quantities"]), "checks": [],
-             "regimes": summ["regimes"], "message": msg}]
+    out = [{"code": "REGIMES_DISAGREE", "quantities": list(summ["quantities"]), "checks": [],
+            "regimes": summ["regimes"], "message": msg}]
+    if "REGIMES_NOT_RANKED" in summ["evidence"]:
+        out.append({"code": "REGIMES_NOT_RANKED", "quantities": list(summ["quantities"]),
+                    "checks": [], "regimes": summ["regimes"],
+                    "message": f"{model}: {summ['evidence']}."})
+    return out

@@ -23,7 +23,15 @@ The partition prior is that of the Dirichlet process (the Ewens formula), with �
 against its Gamma prior by quadrature: the truncated stick breaking of the model gives the same
 partitions up to a total variation of at most ``n (α / (1 + α))^(K − 1)`` (3·10⁻⁶ for
 ``n = 20,000``, ``K = 80``, ``α = 3``). A regime whose lower bound exceeds another's upper bound
-carries at least ``1 / (1 + e^(upper − lower))`` of their combined posterior mass.
+carries at least ``1 / (1 + e^(upper − lower))`` of the mass of the two regions (regions no
+chain visited are in neither).
+
+Both bounds are expectations under ``p_R``: they hold for a chain at rest in its region, not
+for one still moving (a chain that has not reached its region's typical partitions sees other
+full conditionals, and ``Σ_i E[H_i]`` can exceed the entropy). The pass therefore checks that
+``log p(P, y)`` and both entropy terms are stationary over the measured sweeps (the change of
+each mean between the halves, within ``DRIFT_Z`` standard errors), extends itself up to
+``EXTENSIONS`` times when they are not, and reports the chain as not at rest otherwise.
 """
 
 from __future__ import annotations
@@ -36,8 +44,10 @@ import numpy as np
 from numba import njit
 
 from bayes_risk.models._bayesian.generator import generator_handle, generator_of
+from bayes_risk.models._bayesian.regimes import DRIFT_Z
 
-__all__ = ["EVIDENCE_SWEEPS", "alpha_log_integrals", "classes_given_draw", "partition_evidence",
+__all__ = ["EVIDENCE_SWEEPS", "DRIFT_Z", "EXTENSIONS", "alpha_log_integrals",
+           "classes_given_draw", "partition_evidence",
            "record_regime_evidence"]
 
 #: collapsed Gibbs sweeps of the evidence pass: warm-up, the first half (the frequencies of
@@ -50,6 +60,9 @@ _PSEUDO = 0.05
 _STREAM = 72
 #: batches of the second half for the Monte Carlo errors of the bounds (batch means)
 _BATCHES = 10
+#: times the pass repeats its two measured phases (the sweeps before serving as warm-up) while
+#: a term still drifts
+EXTENSIONS = 2
 
 
 def alpha_log_integrals(n: int, k_max: int, a_alpha: float, b_alpha: float) -> np.ndarray:
@@ -268,7 +281,7 @@ def classes_given_draw(codes: np.ndarray, offsets: np.ndarray, log_pi: np.ndarra
 def partition_evidence(codes: np.ndarray, d: Sequence[int], z: np.ndarray, *,
                        alpha_prior: tuple[float, float], dirichlet_prior: float,
                        sweeps: Sequence[int] = EVIDENCE_SWEEPS, random_seed: Any = None,
-                       ) -> dict[str, Any]:
+                       extensions: int = EXTENSIONS) -> dict[str, Any]:
     """Bounds of ``log Z_R``, the marginal likelihood of the region of partitions a collapsed
     Gibbs chain started at ``z`` holds (module docstring).
 
@@ -288,17 +301,22 @@ def partition_evidence(codes: np.ndarray, d: Sequence[int], z: np.ndarray, *,
         Warm-up sweeps, sweeps of the first half, sweeps of the second half.
     random_seed : int, Generator or None
         Seed of the chain.
+    extensions : int
+        Times the two measured phases are run again while a term drifts (``EXTENSIONS``).
 
     Returns
     -------
     dict
         ``lower``, ``upper`` (the bounds of ``log Z_R``), ``lower_se``, ``upper_se`` (their Monte
-        Carlo errors, batch means over the second half), ``upper_drift`` (the change of the
-        upper bound's terms from the first half of the measured sweeps to the second, in
-        standard errors: the upper bound holds for a chain at rest in its region, the lower
-        bound also for one still moving), ``log_joint`` (``E_R[log p(P, y)]``),
-        ``entropy_lower``, ``entropy_upper``, ``k_mean`` (mean number of classes), ``sweeps``;
-        ``None`` values with ``reason`` when the chain needed more class slots than it has.
+        Carlo errors, batch means over the second half), ``drift`` (the change of the means of
+        ``log p(P, y)``, ``Σ_i H_i`` and ``-log q(S)`` from the first half of the measured
+        sweeps to the second, in standard errors: ``log_joint``, ``entropy_lower``,
+        ``entropy_upper``), ``stationary`` (every drift within ``DRIFT_Z``: the premise of both
+        bounds, which hold for a chain at rest in its region), ``log_joint``
+        (``E_R[log p(P, y)]``), ``entropy_lower``, ``entropy_upper``, ``k_mean`` (mean number
+        of classes), ``sweeps`` (warm-up including the extensions' earlier rounds, first half,
+        second half); ``None`` values with ``reason`` when the chain needed more class slots
+        than it has.
     """
     from scipy.special import gammaln
 
@@ -342,34 +360,46 @@ def partition_evidence(codes: np.ndarray, d: Sequence[int], z: np.ndarray, *,
     args = (codes, offsets, da.astype(np.float64), slot, nb, cnt, nbj, num, inv, occ, pos, la, ld,
             lga, lgd, lgn, log_i, log_new)
     status = _sweeps(*args, warm, 0, q, q, rows, handle)
-    if status == 0:
-        status = _sweeps(*args, first, 1, q, q, rows, handle)
-    if status == 0:
-        # q_i: the frequencies with a pseudo-count spread over the slots
-        q += _PSEUDO / S
-        q /= first + _PSEUDO
-        np.log(q, out=q)
-        status = _sweeps(*args, second, 2, np.zeros((1, 1)), q, rows, handle)
-    if status != 0:
-        return {"lower": None, "upper": None, "lower_se": None, "upper_se": None,
-                "upper_drift": None, "log_joint": None, "entropy_lower": None,
-                "entropy_upper": None, "k_mean": None, "sweeps": [warm, first, second],
-                "reason": f"the chain opened more than {S} classes"}
+    drift: dict[str, float] = {}
+    for attempt in range(int(extensions) + 1):
+        if attempt:  # the round before, still moving, was warm-up
+            warm += first + second
+            q[:] = 0.0
+        if status == 0:
+            status = _sweeps(*args, first, 1, q, q, rows, handle)
+        if status == 0:
+            # q_i: the frequencies with a pseudo-count spread over the slots
+            q += _PSEUDO / S
+            q /= first + _PSEUDO
+            np.log(q, out=q)
+            status = _sweeps(*args, second, 2, np.zeros((1, 1)), q, rows, handle)
+        if status != 0:
+            return {"lower": None, "upper": None, "lower_se": None, "upper_se": None,
+                    "drift": None, "stationary": None, "log_joint": None,
+                    "entropy_lower": None, "entropy_upper": None, "k_mean": None,
+                    "sweeps": [warm, first, second],
+                    "reason": f"the chain opened more than {S} classes"}
+        drift = {name: _drift(x) for name, x in zip(("log_joint", "entropy_lower",
+                                                     "entropy_upper"), rows.T[:3], strict=True)}
+        if all(abs(v) <= DRIFT_Z for v in drift.values()):
+            break
     lp, h, ce, k = rows.T
     lower, lower_se = _batch_mean(lp + h)
     upper, upper_se = _batch_mean(lp + ce)
     return {"lower": lower, "upper": upper, "lower_se": lower_se, "upper_se": upper_se,
-            "upper_drift": _drift(lp + ce), "log_joint": float(lp.mean()),
-            "entropy_lower": float(h.mean()), "entropy_upper": float(ce.mean()),
-            "k_mean": float(k.mean()), "sweeps": [warm, first, second], "reason": None}
+            "drift": drift, "stationary": all(abs(v) <= DRIFT_Z for v in drift.values()),
+            "log_joint": float(lp.mean()), "entropy_lower": float(h.mean()),
+            "entropy_upper": float(ce.mean()), "k_mean": float(k.mean()),
+            "sweeps": [warm, first, second], "reason": None}
 
 
 def _drift(x: np.ndarray) -> float:
     """The change of the mean of ``x`` from its first half to its second, in standard errors
-    (batch means of each half): a chain still moving through its region has a large one."""
+    (batch means of each half): a chain still moving through its region has a large one;
+    ``inf`` when the halves are too short to tell (fewer than 4 sweeps each)."""
     h = x.size // 2
     if h < 4:
-        return float("nan")
+        return float("inf")
     (a, sa), (b, sb) = _batch_mean(x[:h]), _batch_mean(x[h:2 * h])
     return float((b - a) / math.hypot(sa, sb)) if sa > 0 or sb > 0 else 0.0
 
@@ -398,8 +428,8 @@ def record_regime_evidence(tree: Any, codes: np.ndarray, d: Sequence[int], *,
     """The bounds of each chain's region (:func:`partition_evidence`, started from the classes
     of its last kept draw), written to the posterior group's attributes that
     ``models._bayesian.regimes`` reads (``log_evidence_lower``, ``log_evidence_upper``, their
-    standard errors, ``log_evidence_upper_drift``, ``evidence_classes``, ``evidence_sweeps``,
-    ``evidence_reason``);
+    standard errors, ``log_evidence_drift`` (the largest drift of the terms, in standard
+    errors), ``evidence_classes``, ``evidence_sweeps`` (per chain), ``evidence_reason``);
     ``random_seed``: the fit's seeds of the chains."""
     from bayes_risk.models._bayesian import regimes
 
@@ -421,8 +451,10 @@ def record_regime_evidence(tree: Any, codes: np.ndarray, d: Sequence[int], *,
     for key, name in ((regimes.BOUNDS_ATTR[0], "lower"), (regimes.BOUNDS_ATTR[1], "upper"),
                       (regimes.BOUNDS_SE_ATTR[0], "lower_se"),
                       (regimes.BOUNDS_SE_ATTR[1], "upper_se"),
-                      (regimes.DRIFT_ATTR, "upper_drift"), ("evidence_classes", "k_mean")):
+                      ("evidence_classes", "k_mean")):
         attrs[key] = [nan if r[name] is None else float(r[name]) for r in out]
-    attrs["evidence_sweeps"] = [int(s) for s in sweeps]
+    attrs[regimes.DRIFT_ATTR] = [nan if r["drift"] is None else
+                                 float(max(abs(v) for v in r["drift"].values())) for r in out]
+    attrs["evidence_sweeps"] = [int(s) for r in out for s in r["sweeps"]]
     attrs["evidence_reason"] = "; ".join(f"chain {c + 1}: {r['reason']}"
                                          for c, r in enumerate(out) if r["reason"])

@@ -155,7 +155,8 @@ def test_the_larger_regime_share_is_read():
     s["regimes"]["mass_prop_evidence"] = {"regime": 1, "prop_evidence": 0.002}
     ev = _lines(s)["prop_evidence"]
     assert ev.value == pytest.approx(0.2) and not ev.exceeds
-    assert "regime 1 holds the posterior mass" in ev.detail
+    assert "regime 1 holds the mass (at least 1 − 0.001 of the mass of the regions the " \
+        "chains visited" in ev.detail
 
 
 def test_a_missing_share_is_a_line_past_its_threshold():
@@ -173,4 +174,6 @@ def test_an_infinite_factor_reads_as_certainty():
     s = copy.deepcopy(FLAT)
     s["unflagged"]["bayes_factor_quantiles"].update({"50%": "inf", "95%": "inf", "100%": "inf"})
     detail = _lines(s)["prop_evidence"].detail
-    assert "median ∞ (p_true 100 %), 95th percentile ∞ (p_true 100 %), largest ∞" in detail
+    words = "unbounded (p_true 100 %: the model's likelihood leaves no other candidate possible)"
+    assert f"median {words}, 95th percentile {words}, largest {words}" in detail
+    assert "∞" not in detail  # issue 85: what an infinite factor means, not the symbol

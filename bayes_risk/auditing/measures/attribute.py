@@ -252,6 +252,12 @@ def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
                    threshold_name=key, worst_case=worst_case)
 
 
+#: an infinite Bayes factor in words: what it means, not "∞" (p_true = 1 because the model's
+#: likelihood, a plug-in's included, gives every other candidate probability 0)
+INFINITE_FACTOR = ("unbounded (p_true 100 %: the model's likelihood leaves no other candidate "
+                   "possible)")
+
+
 def _before_after(un: dict[str, Any], k: float) -> str:
     """The evidence line's first words: p_true after the release against before it, and the
     spread of the Bayes factors."""
@@ -262,7 +268,7 @@ def _before_after(un: dict[str, Any], k: float) -> str:
     def factor(name: str) -> str:
         # summary.json writes an infinite factor (p_true = 1) as "inf"
         x = float(q.get(name, np.nan))
-        return "∞ (p_true 100 %)" if x == np.inf else f"{x:.3g}"
+        return INFINITE_FACTOR if x == np.inf else f"{x:.3g}"
 
     return (f"mean p_true {pct(un.get('mean_p_true', np.nan)):.3g} % after the release "
             f"against {pct(un.get('mean_prior_p_true', np.nan)):.3g} % before it (the "
@@ -325,7 +331,7 @@ def _regime_detail(reg: Any, key: str = "prop_top") -> str:
     if heavy is not None:
         return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
                 f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
-                f"regime; regime {heavy['regime']} holds the posterior mass "
+                f"regime; regime {heavy['regime']} holds the mass "
                 f"({mass_words(reg['regimes'][heavy['regime'] - 1])}): its figure is read, the "
                 "others' beside it (RISK_BY_REGIME)")
     big = reg.get(f"largest_{key}") or {}
@@ -354,12 +360,18 @@ DIAGNOSTICS = {
                   "the noise left in the record's estimate by using finitely many posterior "
                   "draws or bootstrap replicates (standard error of the log probability "
                   "ratio, the largest over its candidate values)."),
-    "ess_omega_min": ("effective sample size of the stabilised weights (ess_omega_min)",
-                      "as the effective sample size above, for the stabilised estimator's "
-                      "weights ω."),
-    "max_omega_max": ("largest single weight (max_omega_max)",
-                      "the share of the total weight held by the heaviest posterior draw: "
-                      "near 1, one draw decides the estimate."),
+    "ess_omega_min": ("effective sample size of the published estimator's weights "
+                      "(ess_omega_min)",
+                      "as the effective sample size above, for the weights ω of the published "
+                      "estimator (Hu 2019), computed beside the stabilised estimator, which "
+                      "does not use them."),
+    "max_omega_max": ("largest single weight of the published estimator (max_omega_max)",
+                      "the share of the published estimator's sum held by its heaviest "
+                      "posterior draw (a diagnostic of that estimator only)."),
+    "max_weight_share": ("largest single-draw share (max_weight_share)",
+                         "the largest share one posterior draw carries in a sum the record's "
+                         "own estimate uses: above 0.9 one draw decides it and the record is "
+                         "flagged DOMINATED_SUM, whatever k̂ says."),
     "n_dropped": ("draws dropped (n_dropped)",
                   "posterior draws left out because the release had zero probability under "
                   "them (numerically degenerate)."),
@@ -490,7 +502,7 @@ def _reading_attribute(sec: Section, sm: dict[str, Any], recs: pd.DataFrame, k: 
         # summary.json writes an infinite factor (p_true = 1) as "inf"
         x = q.get(name)
         if x is not None and float(x) == np.inf:
-            return Span("∞ (p_true 100 %)", links.href(src), num=True)
+            return Span(INFINITE_FACTOR, links.href(src), num=True)
         return links.num(x, src)
 
     sec.p("How to read these figures. The share ranked first counts the records whose true "

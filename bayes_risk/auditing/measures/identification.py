@@ -441,7 +441,7 @@ def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple
     head = (f"; the model's chains sit in {len(reg['regimes'])} regimes (REGIMES_DISAGREE), "
             f"per dataset by the regime of its draw: {'; '.join(parts)}")
     if of_heavy is not None:  # the regime that holds the mass, with datasets of its own
-        return of_heavy, (f"{head}; regime {heavy} holds the posterior mass "
+        return of_heavy, (f"{head}; regime {heavy} holds the mass "
                           f"({mass_words(reg['regimes'][heavy - 1])}): its figure is read, "
                           "the others' beside it (RISK_BY_REGIME)")
     return best, f"{head}; the larger figure is read (RISK_BY_REGIME)"
