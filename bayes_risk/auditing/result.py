@@ -11,6 +11,7 @@ import pandas as pd
 
 from bayes_risk.auditing.outcome import StepOutcome, where_text
 from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.verdict_base import short_name
 from bayes_risk.auditing.verdicts import (
     CAVEATS,
     Baseline,
@@ -121,7 +122,7 @@ class AuditResult(RiskResult):
         v = self.verdicts
         if any(x.exceeds for x in v):
             return "do_not_release"
-        if self.failed_steps:
+        if self.failed_steps or self.unmeasured_since_before(exceeded=True):
             return "incomplete"
         if not v or any(x.status == "caution" for x in v):
             return "review"
@@ -151,6 +152,13 @@ class AuditResult(RiskResult):
                                       f"{'≥ ' if x.direction == 'min' else ''}"
                                       f"{value(x, x.threshold)})" for x in bad) + ".")
         if status == "incomplete":
+            if not self.failed_steps:  # lines that exceeded before were not measured again
+                gone = self.unmeasured_since_before(exceeded=True)
+                return ("No release verdict", f"none of the {len(v)} measures assessed exceeds "
+                        f"its threshold, but {len(gone)} that exceeded "
+                        f"{'its' if len(gone) == 1 else 'their'} threshold in the earlier audit "
+                        f"{'was' if len(gone) == 1 else 'were'} not measured again ("
+                        + "; ".join(f"{r['short']}: {r['why']}" for r in gone) + ").")
             return ("No release verdict", f"the audit is incomplete; none of the {len(v)} "
                     "measures assessed exceeds its threshold.")
         if status == "review":
@@ -187,6 +195,9 @@ class AuditResult(RiskResult):
                 "assessed and this verdict does not cover them.")
         v = self.verdicts
         parts.append(self.headline)
+        like = self.before_after_sentence()
+        if like:
+            parts.append(like)
         nc = sum(bool(x.warnings) for x in v)
         if nc:
             parts.append(f"{nc} {'carries a warning' if nc == 1 else 'carry a warning'} of "
@@ -270,6 +281,57 @@ class AuditResult(RiskResult):
                 "lines": self.comparison(out).to_dict(orient="records")})
         return out
 
+    def unmeasured_since_before(self, *, exceeded: bool = False) -> list[dict[str, Any]]:
+        """The verdict lines of the earlier audit (``before``) that this audit has not
+        measured (``exceeded``: only those past their threshold then), each with ``step``,
+        ``measure``, ``short``, ``before`` (value and unit) and ``why`` (the step's reason)."""
+        cmp = self.comparison()
+        if cmp is None:
+            return []
+        from bayes_risk.results._format import format_number
+
+        gone = cmp[(cmp["status_before"] != "not assessed") & (cmp["status_after"] ==
+                                                               "not assessed")]
+        if exceeded:
+            gone = gone[gone["status_before"] == "exceeds"]
+        out = []
+        for r in gone.itertuples():
+            step = next((x for x in self.steps if x.name == r.step), None)
+            why = (step.reason if step is not None and step.reason else
+                   "its step did not run" if step is None or step.status != "ran" else
+                   "its line was not produced")
+            value = ("—" if r.before is None or pd.isna(r.before) else
+                     format_number(r.before, 3, plain=True) + (f" {r.unit}" if r.unit else ""))
+            out.append({"step": r.step, "measure": r.measure,
+                        "short": short_name(r.measure), "before": value,
+                        "why": why.rstrip(".")})
+        return out
+
+    def before_after_sentence(self) -> str:
+        """The like-for-like count of the verdict lines against the earlier audit: how many
+        exceeded before, how many measured now exceed, and the lines measured before that were
+        not measured again (never a smaller denominator in silence); ``""`` without one."""
+        cmp = self.comparison()
+        if cmp is None:
+            return ""
+        measured_before = cmp[cmp["status_before"] != "not assessed"]
+        measured_now = cmp[cmp["status_after"] != "not assessed"]
+        nb, eb = len(measured_before), int((measured_before["status_before"] == "exceeds").sum())
+        na, ea = len(measured_now), int((measured_now["status_after"] == "exceeds").sum())
+        gone = self.unmeasured_since_before()
+        text = (f"Against the earlier audit: {eb} of {nb} measures exceeded their thresholds "
+                f"before; {ea} of {na} measured now exceed")
+        if not gone:
+            return text + ", every line of the earlier audit measured again."
+        by_step: dict[str, list[dict[str, Any]]] = {}
+        for r in gone:  # one reason per step
+            by_step.setdefault(r["step"], []).append(r)
+        names = "; ".join(" and ".join(f"{r['short']} ({r['before']} before)" for r in rows)
+                          + f": {rows[0]['why']}" for rows in by_step.values())
+        return (text + f", and {len(gone)} measured before {'was' if len(gone) == 1 else 'were'}"
+                f" not measured again ({names}). The comparison is incomplete: those lines are "
+                "not assessed, not passed.")
+
     def comparison(self, summary: dict[str, Any] | None = None) -> pd.DataFrame | None:
         """This audit's verdict lines beside those of ``before`` (``compare_audits``'s columns
         and ``cause``: why a risk line rose, ``rises``), or ``None`` without one."""
@@ -277,7 +339,10 @@ class AuditResult(RiskResult):
             return None
         from bayes_risk.auditing.compare import compare_audits
 
-        out = compare_audits(self.before, summary if summary is not None else self)
+        if summary is None:  # the lines alone (to_dict's verdict text reads this comparison)
+            summary = {"n_records": self.plan.n_records,
+                       "verdicts": self.verdict_frame().to_dict(orient="records")}
+        out = compare_audits(self.before, summary)
         # why a risk line rose after a remedy, computed (empty: it did not rise)
         out["cause"] = [self.rises.get((s, m), "") for s, m in zip(out["step"], out["measure"],
                                                                       strict=True)]

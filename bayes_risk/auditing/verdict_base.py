@@ -96,9 +96,7 @@ class Verdict:
     @property
     def short(self) -> str:
         """The measure's name without its qualifiers (the report's first sentence)."""
-        name = self.measure.split(":")[0].replace(", worst case over the radii", "")
-        name = re.sub(r", keys .*$", "", re.sub(r" \([^)]*\)", "", name))
-        return name.replace(", target ", " of ")
+        return short_name(self.measure)
 
 
 def pct(x: Any) -> float:
@@ -159,3 +157,11 @@ def mass_words(regime: dict[str, Any]) -> str:
     return (f"{share_words({**regime, 'holds_mass': True})} of the mass of the regions the "
             "chains visited, by the bounds of the regimes' marginal likelihoods, "
             "convergence_summary()['regimes']")
+
+
+def short_name(measure: str) -> str:
+    """A verdict line's measure without its qualifiers: ``"DiSCO of Tenure"`` for
+    ``"DiSCO (%), target Tenure"``."""
+    name = measure.split(":")[0].replace(", worst case over the radii", "")
+    name = re.sub(r", keys .*$", "", re.sub(r" \([^)]*\)", "", name))
+    return name.replace(", target ", " of ")

@@ -2003,3 +2003,41 @@ def test_format_number_plain():
     assert format_number(999.96, 3, plain=True) == "1,000"
     assert format_number(0.9359, plain=True) == "0.9359"
     assert format_number(4.796e-05) == "4.796e-05"  # unchanged without plain
+
+
+def test_before_and_after_count_like_with_like(audited):
+    """Issue 85: after a remedy the re-audit withheld both attribute lines and its banner read
+    "5 of 7 measures exceed" against "7 of 9" before, a smaller denominator in silence. Every
+    line measured before is measured again or counted as not re-measured, with the step's
+    reason, and the comparison is called incomplete; with nothing left over that exceeds, the
+    status is not a pass but "incomplete"."""
+    import copy
+
+    res, _ = audited
+    before = copy.deepcopy(res.to_dict())
+    lines = [v for v in before["verdicts"] if v["step"] == "attribute"]
+    assert lines  # the audited release has both attribute lines
+    for v in lines:  # as if they had exceeded their thresholds before
+        v["status"], v["exceeds"] = "exceeds", True
+    after = _with_step(res, "attribute", status="skipped",
+                       reason="the release was post-processed after synthesis")
+    after.before = before
+    text = after.verdict_text
+    eb = sum(v["status"] == "exceeds" for v in before["verdicts"])
+    nb, na = len(before["verdicts"]), len(after.verdicts)
+    ea = sum(v.exceeds for v in after.verdicts)
+    assert na == nb - len(lines)
+    assert (f"Against the earlier audit: {eb} of {nb} measures exceeded their thresholds "
+            f"before; {ea} of {na} measured now exceed, and {len(lines)} measured before were "
+            "not measured again (share ranked first (") in text
+    assert ("before): the release was post-processed after synthesis). The comparison is "
+            "incomplete: those lines are not assessed, not passed.") in text
+    gone = after.unmeasured_since_before(exceeded=True)
+    assert [g["step"] for g in gone] == ["attribute"] * len(lines)
+    if not any(v.exceeds for v in after.verdicts):
+        assert after.status == "incomplete"
+        assert "were not measured again" in after.headline
+    # the same audit again: every line measured again
+    again = copy.copy(res)
+    again.before = res.to_dict()
+    assert "every line of the earlier audit measured again" in again.verdict_text
