@@ -422,11 +422,11 @@ def test_quiet_drops_messages_bars_and_info_logs_not_warnings(monkeypatch):
     assert out.getvalue() == "warning [X]: kept\n"
 
 
-def test_pymc_bar_replaced_by_a_plain_bar_where_rich_cannot_show(monkeypatch):
+def test_pymc_bar_is_the_packages_own(monkeypatch):
     """``pm.sample``'s rich bar shows nothing in a log file or a notebook without ipywidgets
-    (and warns there at every refresh): it is turned off and the draws, counted by the draw
-    callback, feed a plain bar; elsewhere PyMC's own bar runs."""
-    from bayes_risk.models._bayesian.sampling import _plain_bar
+    (and warns there at every refresh), and cannot show a compiling phase: it is turned off and
+    the draws, counted by the draw callback, feed the package's own bar, plain or rich."""
+    from bayes_risk.models._bayesian.sampling import _own_bar
 
     out = io.StringIO()
     monkeypatch.setattr(sys, "stderr", out)
@@ -434,7 +434,7 @@ def test_pymc_bar_replaced_by_a_plain_bar_where_rich_cannot_show(monkeypatch):
     seen = []
     kwargs = {"progressbar": True, "chains": 2, "draws": 3, "tune": 1,
               "callback": lambda **kw: seen.append(kw)}
-    with _plain_bar(kwargs) as bar:
+    with _own_bar(kwargs) as bar:
         assert kwargs["progressbar"] is False and bar.total == 8
         for _ in range(8):
             kwargs["callback"](trace=None, draw="d")
@@ -442,5 +442,6 @@ def test_pymc_bar_replaced_by_a_plain_bar_where_rich_cannot_show(monkeypatch):
     assert out.getvalue() == "pm.sample (warm-up included): 8/8 draws in 0:00:00\n"
     monkeypatch.setattr(_terminal, "bar_style", lambda: "rich")
     kwargs = {"progressbar": True, "chains": 2, "draws": 3, "tune": 1}
-    assert not _plain_bar(kwargs).enabled and kwargs == {"progressbar": True, "chains": 2,
-                                                          "draws": 3, "tune": 1}
+    assert _own_bar(kwargs).enabled and kwargs["progressbar"] is False
+    kwargs = {"progressbar": False, "chains": 2, "draws": 3, "tune": 1}
+    assert not _own_bar(kwargs).enabled and kwargs["progressbar"] is False

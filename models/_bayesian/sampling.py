@@ -136,14 +136,16 @@ def chain_seeds(random_seed: RandomSeed, chains: int) -> list[int]:
     return [int(s) for s in rng.integers(0, 2**31 - 1, size=chains)]
 
 
-def _plain_bar(kwargs: dict[str, Any]) -> Any:
-    """Where a bar shows as plain text (a log file, a notebook without ipywidgets:
-    ``bayes_risk._terminal``), PyMC's rich bar shows nothing there (and warns "install
-    ipywidgets" at every refresh): it is turned off and the draws counted by a plain bar fed
-    by the draw callback. Elsewhere PyMC's own bar runs, and the returned bar shows nothing."""
-    from bayes_risk._terminal import ProgressBar, bar_style
+def _own_bar(kwargs: dict[str, Any]) -> Any:
+    """The package's bar for ``pm.sample``, fed by the draw callback, in place of PyMC's: it
+    shows where PyMC's cannot (a log file, a notebook without ipywidgets, where PyMC's shows
+    nothing and warns "install ipywidgets" at every refresh), and like every bar of the package
+    it shows compiling the model's functions as a phase of its own and leaves that time out of
+    its time left (issue 92: PyMC's bar sat at "1/100 draws" for a minute while PyTensor
+    compiled). Divergences and the step size are in the fit's convergence checks."""
+    from bayes_risk._terminal import ProgressBar
 
-    if not kwargs.get("progressbar") or bar_style() != "plain":
+    if not kwargs.get("progressbar"):
         return ProgressBar(enabled=False)
     chains = int(kwargs["chains"])
     bar = ProgressBar(chains * (int(kwargs["draws"]) + int(kwargs["tune"])),
@@ -227,7 +229,7 @@ def run_pymc(model: Any, pm_model: Any, *, step: Any = None, random_seed: Random
     if step is not None:
         kwargs["step"] = step
     kwargs.update(sample_kwargs)
-    bar = _plain_bar(kwargs)
+    bar = _own_bar(kwargs)
     with warnings.catch_warnings(), InterruptGuard() as guard, bar:
         # PyMC's own short-chain message; convergence is reported by convergence_summary().
         warnings.filterwarnings("ignore", message=".*samples per chain.*")
