@@ -199,7 +199,8 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
                             "(a larger one counts fewer records)" if k == EVIDENCE_FACTOR
                             else ", given for this audit"))
     ev = replace(ev, detail=f"{_before_after(un, k)}; {ev.detail}"
-                            f"{against_null(un, null, 'prop_evidence')}")
+                            f"{against_null(un, null, 'prop_evidence')}"
+                            f"{against_null(un, null, 'mean_p_true', 'mean p_true')}")
     cause = remedies.attribute_cause(plan, a)
     return [caused(top, *cause), caused(ev, *cause)]
 
@@ -277,10 +278,10 @@ def _before_after(un: dict[str, Any], k: float) -> str:
             f"(1: the release tells nothing about the record; counted from {k:g}, {why})")
 
 
-def against_null(un: dict[str, Any], null: dict[str, Any], key: str) -> str:
-    """The share ``key`` of the stable estimates read against what a release that says
-    nothing about the records gives (:meth:`~bayes_risk.attribute.AttributeRiskResult.null`;
-    empty without one)."""
+def against_null(un: dict[str, Any], null: dict[str, Any], key: str, name: str = "") -> str:
+    """The figure ``key`` of the stable estimates (named ``name`` when it is not the line's
+    own) read against what a release that says nothing about the records gives
+    (:meth:`~bayes_risk.attribute.AttributeRiskResult.null`; empty without one)."""
     entry = null.get(key)
     if not entry:
         return ""
@@ -290,7 +291,7 @@ def against_null(un: dict[str, Any], null: dict[str, Any], key: str) -> str:
         return ""
     span = (f"expected {pct(entry['expected']):.3g} %, 95 % range {pct(entry['low']):.3g}–"
             f"{pct(entry['high']):.3g} %")
-    return "; " + {
+    return "; " + (f"{name}: " if name else "") + {
         "above": f"above what a release that says nothing about the records gives ({span}): "
                  "the release points to the true values of some records",
         "within": f"within what a release that says nothing about the records gives ({span}): "
