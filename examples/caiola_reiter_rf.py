@@ -189,10 +189,12 @@ def attribute_part(setup: dict, rf: RandomForestSynthesizer, k: int) -> dict:
     attr = attribute_risk(data, release, model=RFPlugin(rf, data), records=range(k),
                           progressbar=False)
     a = attr.to_dict()
+    null = a["null"]
     print(f"\nattribute risk ({k} records, {attr.records['G'].iloc[0]} candidates each; "
           f"{', '.join(attr.warnings)}): mean probability of the truth "
-          f"{a['unflagged']['mean_p_true']:.3f} vs random guess {a['random_guess_baseline']:.3f}, "
-          f"truth ranked first for {a['unflagged']['prop_top']:.0%} of records")
+          f"{a['unflagged']['mean_p_true']:.3f} vs {null['mean_p_true']['expected']:.3f} if the "
+          f"release said nothing about the records, truth ranked first for "
+          f"{a['unflagged']['prop_top']:.0%} of records vs {null['prop_top']['expected']:.0%}")
     return {"attribute_release": release, "attribute": attr}
 
 

@@ -19,8 +19,10 @@ __all__ = ["ATTRIBUTE_FIGURES", "marginal_figure", "utility_risk_figure", "verdi
 
 # (plot kind of AttributeRiskResult, file name written by `bayes-risk attribute`, caption)
 ATTRIBUTE_FIGURES = (
-    ("p_true", "p_true_hist.png", "Probability of the truth, with the random-guess baseline"),
-    ("rank", "rank_hist.png", "Rank of the truth, with the random-guess mean rank"),
+    ("p_true", "p_true_hist.png", "Probability of the truth, with its mean if the release said "
+     "nothing of the records"),
+    ("rank", "rank_hist.png", "Rank of the truth, with its mean if the release said nothing of "
+     "the records"),
     ("khat", "khat.png", "Pareto k-hat per record, the records its rule flags in red"),
 )
 

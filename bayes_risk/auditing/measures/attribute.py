@@ -531,8 +531,10 @@ def _reading_attribute(sec: Section, sm: dict[str, Any], recs: pd.DataFrame, k: 
           "candidates that differ from the truth in one variable at a time, the truth comes "
           "first only if it wins in every guessed column at once, so the share ranked first "
           "of a release that says nothing is far below 1/G.")
-    sec.blocks.append(table_block(table, links, src,
-                                  caption="the figures of the stable estimates against the null"))
+    block = table_block(table, links, src,
+                        caption="the figures of the stable estimates against the null")
+    block.fold = False  # the table the verdict lines read: shown, not folded
+    sec.blocks.append(block)
 
 
 def _known_curve_note(p: Any, model: Any) -> str | None:
