@@ -10,9 +10,10 @@ from numba.extending import intrinsic
 
 
 @_nb.njit(cache=True, nogil=True)
-def build(rec_g, G, vals, orders):
+def build(rec_g, G, vals, orders, perms):
     """Counting sort by group, then by each radius column inside the group: ``gstart``,
-    ``perms [max(q,1), n]`` and ``sv [max(q,1), q, n]`` (values in each column's order)."""
+    ``perms [max(q,1), n]`` (written into the caller's array, int32 when ``n`` fits) and
+    ``sv [max(q,1), q, n]`` (values in each column's order)."""
     n = rec_g.shape[0]
     q = vals.shape[0]
     gstart = np.zeros(G + 1, dtype=np.int64)
@@ -21,7 +22,6 @@ def build(rec_g, G, vals, orders):
     for g in range(G):
         gstart[g + 1] += gstart[g]
     qq = max(q, 1)
-    perms = np.empty((qq, n), dtype=np.int64)
     sv = np.empty((qq, q, n), dtype=np.float64)
     fill = np.empty(G, dtype=np.int64)
     if q == 0:
@@ -31,7 +31,7 @@ def build(rec_g, G, vals, orders):
             g = rec_g[k]
             perms[0, fill[g]] = k
             fill[g] += 1
-        return gstart, perms, sv
+        return gstart, sv
     for j in range(q):
         o = orders[j]
         for g in range(G):
@@ -49,7 +49,7 @@ def build(rec_g, G, vals, orders):
             if jj != j:
                 for pos in range(n):
                     sv[j, jj, pos] = vals[jj, perms[j, pos]]
-    return gstart, perms, sv
+    return gstart, sv
 
 @_nb.njit(cache=True, nogil=True)
 def _first_above(sv, j, base, end, x, upper):
@@ -227,8 +227,8 @@ def scan(perms, sv, prim, bstart, blen, lo, hi, ell, centre, scale, strict, offs
 @_nb.njit(cache=True, nogil=True)
 def ranks(perms, n):
     """``out[perms[1, p]] = p``: each record's position in the order of the second radius
-    column (its rank inside its key group is that minus the group's start)."""
-    out = np.empty(n, dtype=np.int64)
+    column (its rank inside its key group is that minus the group's start), in perms' type."""
+    out = np.empty(n, dtype=perms.dtype)
     for p in range(n):
         out[perms[1, p]] = p
     return out
@@ -263,7 +263,7 @@ def count_rect2(gstart, perms, sv, rank1, tgt_g, lo, hi, olo, ohi):
     O((n + N) log n) in place of a scan of each target's slice; the same counts."""
     N = tgt_g.shape[0]
     counts = np.zeros(N, dtype=np.int64)
-    tree = np.zeros(perms.shape[1], dtype=np.int64)
+    tree = np.zeros(perms.shape[1], dtype=perms.dtype)  # a count is at most n
     # per target: records of its group below / up to its window on the first column, and its
     # slice on the second (local ranks [s1, e1)); an empty window is not read
     plo = np.zeros(N, dtype=np.int64)

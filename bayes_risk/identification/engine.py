@@ -74,13 +74,19 @@ def target_orders(tkey: np.ndarray, b: TargetBounds, compiled: bool):
         return None
     q = b.lo.shape[1]
     g = _group_numbers(tkey)
-    olo = np.empty((q, len(tkey)), dtype=np.int64)
-    ohi = np.empty((q, len(tkey)), dtype=np.int64)
+    it = _index_type(len(tkey))
+    olo = np.empty((q, len(tkey)), dtype=it)
+    ohi = np.empty((q, len(tkey)), dtype=it)
     for j in range(q):
         for out, bound in ((olo, b.lo), (ohi, b.hi)):
             o = np.argsort(bound[:, j])
             out[j] = o[np.argsort(g[o], kind="stable")]
     return olo, ohi
+
+
+def _index_type(n: int) -> type:
+    """int32 for positions among ``n`` rows while they fit (half of int64's memory)."""
+    return np.int32 if n < 2**31 else np.int64
 
 
 def _group_numbers(key: np.ndarray) -> np.ndarray:
@@ -126,10 +132,10 @@ def replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
     if idx is None:
         if prep.rep_exact_s[r].shape[1]:
             codes = np.concatenate([prep.rec_exact_us, prep.rep_exact_s[r]], axis=1)
-            rk = mixed_radix(codes, _sizes(prep, rule.exact_cols))
+            rk = mixed_radix(codes, _sizes(prep, rule.exact_cols), narrow=True)
         else:  # no synthesized exact column: every replicate's records have the same keys
             rk = prep.cached(("us_key", rule.exact_us), lambda: mixed_radix(
-                prep.rec_exact_us, _sizes(prep, rule.exact_cols)))
+                prep.rec_exact_us, _sizes(prep, rule.exact_cols), narrow=True))
         vals = (np.concatenate([prep.rec_radius_us, prep.rep_radius_s[r]], axis=0)
                 if len(prep.rec_radius_us) else prep.rep_radius_s[r])  # no copy of the replicate
         orders = None
@@ -153,10 +159,13 @@ def us_index(prep: Prepared, rule: MatchRule) -> ReplicateIndex:
         _n_cells(prep, rule.exact_us), compiled))
 
 
-def target_keys(prep: Prepared, rule: MatchRule) -> tuple[np.ndarray, np.ndarray]:
+def target_keys(prep: Prepared, rule: MatchRule, narrow: bool = False
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The targets' exact keys, with and without the synthesized columns (``narrow``: int32
+    where they fit, :func:`mixed_radix`)."""
     e_us = len(rule.exact_us)
-    full = mixed_radix(prep.tgt_exact, _sizes(prep, rule.exact_cols))
-    us = mixed_radix(prep.tgt_exact[:, :e_us], _sizes(prep, rule.exact_us))
+    full = mixed_radix(prep.tgt_exact, _sizes(prep, rule.exact_cols), narrow)
+    us = mixed_radix(prep.tgt_exact[:, :e_us], _sizes(prep, rule.exact_us), narrow)
     return full, us
 
 
@@ -267,12 +276,13 @@ def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> P
         min(R, N_THREADS) if prep.single_run and not shared else 1)
     check_memory(CELL_BYTES * N * R + index, "the number of synthetic datasets or of targets",
                  what=f"the per-dataset tables of {N:,} targets x {R} datasets")
-    tkey, tkey_us = target_keys(prep, rule)
+    tkey, tkey_us = target_keys(prep, rule, narrow=True)
     # the targets in key order: each chunk then walks the index's key groups in memory order
     # (4x fewer cache misses at 10^6 records than the targets' own order); results in theirs
-    by_key = np.argsort(tkey, kind="stable")
+    it = _index_type(max(N, prep.n))
+    by_key = np.argsort(tkey, kind="stable").astype(it)
     sb = _window_bounds(target_bounds(prep, rule), by_key)
-    stkey, srec = tkey[by_key], prep.rec[by_key]
+    stkey, srec = tkey[by_key], prep.rec[by_key].astype(it)
     # a count is at most the n records: int32 while the indexes are held (at 10^6 targets x 5
     # datasets 20 MB fewer at the peak), int64 for the output
     n_match = np.zeros((N, R), dtype=np.int32 if prep.n < 2**31 else np.int64)

@@ -178,13 +178,16 @@ def _groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uk, g.astype(np.int64).ravel()
 
 
-def mixed_radix(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
-    """Combine integer codes ``[N, e]`` into one int64 key per row (``-1`` if any code < 0)."""
+def mixed_radix(codes: np.ndarray, sizes: Sequence[int], narrow: bool = False) -> np.ndarray:
+    """Combine integer codes ``[N, e]`` into one int64 key per row (``-1`` if any code < 0);
+    ``narrow``: int32 when every key fits (the same keys in half the memory)."""
     N = codes.shape[0]
-    key = np.zeros(N, dtype=np.int64)
+    cells = float(np.prod([max(int(d), 1) for d in sizes], dtype=np.float64))
+    kt = np.int32 if narrow and cells < 2.0**31 else np.int64
+    key = np.zeros(N, dtype=kt)
     if codes.shape[1] == 0:
         return key
-    if float(np.prod([max(int(d), 1) for d in sizes], dtype=np.float64)) > 2.0**62:
+    if cells > 2.0**62:
         from bayes_risk.exceptions import ValidationError
 
         raise ValidationError(
@@ -194,7 +197,7 @@ def mixed_radix(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
         )
     stride = 1
     for j, d in enumerate(sizes):
-        key += codes[:, j].astype(np.int64) * stride
+        key += codes[:, j].astype(kt) * kt(stride)
         stride *= max(int(d), 1)
     key[(codes < 0).any(axis=1)] = -1
     return key
@@ -454,14 +457,18 @@ class NumbaIndex:
         if n_cells <= max(4 * n, 1 << 16):
             self.uk = None
             G = int(n_cells)
-            rec_g = rec_key.astype(np.int64, copy=False)
+            rec_g = rec_key  # int32 or int64: the kernels take either
         else:
             self.uk, rec_g = np.unique(rec_key, return_inverse=True)
             G = len(self.uk)
             rec_g = rec_g.astype(np.int64).ravel()
         if orders is None:
             orders = np.argsort(self.vals, axis=1)
-        self.gstart, self.perms, self.sv = _nb().build(rec_g, G, self.vals, orders)
+        # record numbers int32 while they fit: at 10^6 records 8 MB fewer an index
+        perms = np.empty((max(self.vals.shape[0], 1), n),
+                         dtype=np.int32 if n < 2**31 else np.int64)
+        self.gstart, self.sv = _nb().build(rec_g, G, self.vals, orders, perms)
+        self.perms = perms
         self._rank1: np.ndarray | None = None  # second radius column's ranks (count_rect2)
 
     def group_of(self, tgt_key: np.ndarray) -> np.ndarray:

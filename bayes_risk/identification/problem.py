@@ -20,8 +20,9 @@ __all__ = ["Prepared", "TargetPartition", "drop_groups", "target_problem", "with
 
 @dataclass
 class Prepared:
-    """Encoded records, replicates and targets: exact columns as integer codes (``-1``: absent
-    from every released table), radius columns as float64."""
+    """Encoded records, replicates and targets: exact columns as integer codes in the narrowest
+    type that holds them (``-1``: absent from every released table), radius columns as
+    float64."""
 
     n: int
     R: int

@@ -61,8 +61,13 @@ def _stacked(path, k: int, out: str) -> str:
 
 def _fresh_cpu(argv: list[str]) -> float:
     """CPU seconds (user + system, all threads) of ``bayes-risk argv`` in a fresh process."""
+    return _fresh_cpu_of([sys.executable, "-m", "bayes_risk", *argv])
+
+
+def _fresh_cpu_of(command: list[str]) -> float:
+    """CPU seconds (user + system, all threads) of ``command`` in a fresh process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, "-m", "bayes_risk", *argv], check=True, capture_output=True)
+    subprocess.run(command, check=True, capture_output=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
@@ -249,6 +254,15 @@ class AuditScaleDask(AuditScale):
 #: the fixed cost's rows (issue 69): the commands of ``VersusR`` whose start-up the issue measured
 FIXED_ROWS = ["identification, m = 20", "CART, m = 20", "pMSE logit, m = 20",
               "DPMPM NYexample, K = 80"]
+#: the libraries each row's work calls (issue 88: the floor its fixed cost is measured against):
+#: the tables (pandas, with numpy and pyarrow), CART's trees, the pMSE's t quantiles and BLAS
+#: threads, the DPMPM's compiled sweep, ESS and R-hat and NetCDF writer
+FLOOR_IMPORTS = {
+    "identification, m = 20": "import pandas",
+    "CART, m = 20": "import pandas, sklearn.tree",
+    "pMSE logit, m = 20": "import pandas, scipy.special, threadpoolctl",
+    "DPMPM NYexample, K = 80": "import pandas, numba, scipy.stats, arviz_stats, xarray, h5netcdf",
+}
 
 #: run in a fresh interpreter: the command twice, then the process's CPU seconds (user + system,
 #: the interpreter's start included) after the first run and the second run's alone
@@ -272,10 +286,12 @@ print(marks[0], marks[1] - marks[0])
 
 
 class FixedCost:
-    """The fixed cost of a command (issue 69: ≤ 0.4 s CPU): the command run twice in one fresh
-    process; the first run (with the interpreter's start) less the second, which pays no
-    imports, no compiled-kernel loads and no one-off set-up, only the work. The median of
-    three processes."""
+    """The fixed cost of a command: the command run twice in one fresh process; the first run
+    (with the interpreter's start) less the second, which pays no imports, no compiled-kernel
+    loads and no one-off set-up, only the work. The median of three processes.
+    ``track_floor_cpu``: ``python -c "import <the libraries the work calls>"``
+    (:data:`FLOOR_IMPORTS`), run in turn with them; ``track_above_floor_cpu``: the fixed cost
+    less the floor, pair by pair (issue 88: at most 0.25 s)."""
 
     params = (FIXED_ROWS,)
     param_names = ["row"]
@@ -285,8 +301,9 @@ class FixedCost:
     setup = VersusR.setup  # the same inputs and command lines as the README's rows
     teardown = VersusR.teardown
 
-    def _runs(self) -> list[tuple[float, float]]:
-        """Three processes' (first run with the interpreter's start, second run) CPU seconds."""
+    def _runs(self, row) -> list[tuple[float, float, float]]:
+        """Three processes' (first run with the interpreter's start, second run) CPU seconds,
+        each beside a process importing the row's libraries (its CPU seconds)."""
         key = tuple(self.argv)
         if getattr(self, "_measured", (None,))[0] != key:
             runs = []
@@ -294,26 +311,40 @@ class FixedCost:
                 out = subprocess.run([sys.executable, "-c", _TWICE, *self.argv], check=True,
                                      capture_output=True, text=True)
                 first, second = map(float, out.stdout.split())
-                runs.append((first, second))
+                floor = _fresh_cpu_of([sys.executable, "-c", FLOOR_IMPORTS[row]])
+                runs.append((first, second, floor))
             self._measured = (key, runs)
         return self._measured[1]
 
     def track_fixed_cpu(self, row):
-        fixed = sorted(first - second for first, second in self._runs())
+        fixed = sorted(first - second for first, second, _ in self._runs(row))
         return fixed[len(fixed) // 2]
 
     track_fixed_cpu.unit = "seconds"
 
     def track_work_cpu(self, row):
-        work = sorted(second for _, second in self._runs())
+        work = sorted(second for _, second, _ in self._runs(row))
         return work[len(work) // 2]
 
     track_work_cpu.unit = "seconds"
 
+    def track_floor_cpu(self, row):
+        floor = sorted(f for _, _, f in self._runs(row))
+        return floor[len(floor) // 2]
+
+    track_floor_cpu.unit = "seconds"
+
+    def track_above_floor_cpu(self, row):
+        above = sorted(first - second - f for first, second, f in self._runs(row))
+        return above[len(above) // 2]
+
+    track_above_floor_cpu.unit = "seconds"
+
 
 class IdentificationMillionPerDataset:
-    """``bayes-risk identification`` per dataset at 10⁶ records, m = 5 (issue 69 item 3: ≤ 8 s
-    CPU and ≤ 450 MB): the CSV files of ``identification._large(10**6, 5)``, three categorical
+    """``bayes-risk identification`` per dataset at 10⁶ records, m = 5 (issue 88 item 3: 1.5x
+    less CPU and peak memory than ``7c1914f3``, ``asv continuous 7c1914f3 HEAD``): the CSV
+    files of ``identification._large(10**6, 5)``, three categorical
     known columns and a percentage radius of 0.05 on the two synthesized ones, as the README's
     row. ``track_command_cpu``: CPU seconds of a fresh process (all threads);
     ``track_command_peak_mb``: its peak resident memory (MB, 10⁶ bytes)."""

@@ -101,26 +101,41 @@ def test_a_run_imports_only_its_own_module(tmp_path):
     assert out.stdout.strip() == "['utility'] []", out.stdout + out.stderr
 
 
+#: the probabilistic-programming stack, which only ``fit`` of a PyMC model and the models
+#: written in PyMC use
+PYMC = ("pymc", "pytensor", "arviz")
 #: per command run on a small table: its arguments, and the libraries its path never uses
-#: (issue 69: a command's fixed cost is what it imports)
+#: (issues 69 and 88: a command's fixed cost is what it imports)
 NEVER_USED = {
     "identification": (
         ["o.csv", "s.csv", "--known-unsynthesized", "a", "--known-synthesized", "x",
          "--categorical", "a", "--radius", "0.1"],
-        ("pymc", "arviz_base", "xarray", "h5netcdf", "sklearn", "scipy.stats", "statsmodels",
+        (*PYMC, "arviz_base", "xarray", "h5netcdf", "sklearn", "scipy.stats", "statsmodels",
          "matplotlib", "dask", "bayes_risk.models")),
+    "utility": (
+        ["o.csv", "s.csv", "--categorical", "a", "b", "--max-order", "0"],
+        (*PYMC, "arviz_base", "xarray", "h5netcdf", "sklearn", "numba", "scipy.stats",
+         "statsmodels", "matplotlib", "dask", "bayes_risk.models")),
+    # CART's compiled routing (numba) is used from 50,000 records a call on
+    "synthesize": (
+        ["o.csv", "--method", "cart", "--synthesize", "x", "--categorical", "a", "b", "-m", "2",
+         "--random-seed", "1"],
+        (*PYMC, "arviz_base", "xarray", "h5netcdf", "statsmodels", "matplotlib", "dask",
+         "bayes_risk.models.dpmpm")),
     # xarray imported dask and dask.distributed on its own when installed (0.4-0.9 s CPU)
     "fit": (
         ["o.csv", "--method", "dpmpm", "--categorical", "a", "b", "--components", "2",
          "--tune", "5", "--draws", "5", "--chains", "1", "--random-seed", "1"],
-        ("pymc", "sklearn", "statsmodels", "matplotlib", "dask", "distributed")),
+        (*PYMC, "sklearn", "statsmodels", "matplotlib", "dask", "distributed")),
 }
 
 
 @pytest.mark.parametrize("command", NEVER_USED)
 def test_a_command_imports_nothing_its_path_never_uses(command, tmp_path):
-    """``identification`` and DPMPM ``fit`` run in a fresh interpreter
-    leave unimported the other sub-commands' runs and the libraries their path never uses."""
+    """``identification``, ``utility``, CART ``synthesize`` and DPMPM ``fit`` run in a fresh
+    interpreter leave unimported the other sub-commands' runs and the libraries their path
+    never uses (fails if, e.g., ``identification`` or ``utility`` imports PyMC, PyTensor or
+    scikit-learn)."""
     import pandas as pd
 
     df = pd.DataFrame({"a": [1, 2, 1, 2, 1, 2, 1, 2] * 3, "b": [1, 1, 2, 2] * 6,
@@ -139,7 +154,61 @@ def test_a_command_imports_nothing_its_path_never_uses(command, tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=tmp_path, check=True)
-    assert out.stdout.strip() == f"[{command!r}] []", out.stdout + out.stderr
+    # synthesize reads its model options with fit's parser of them (no library of its own)
+    runs = sorted({command, "fit"} if command == "synthesize" else {command})
+    assert out.stdout.strip() == f"{runs!r} []", out.stdout + out.stderr
+
+
+#: run in a fresh interpreter after a command: the package's compiled kernels (numba
+#: dispatchers) loaded by the run, and those of the same modules left unloaded
+_LOADED_KERNELS = """
+import contextlib, io, json, sys, warnings
+from bayes_risk.cli import main
+from bayes_risk.identification import engine
+engine.USE_NUMBA = True  # the compiled path of large problems, on a small one
+with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+    warnings.simplefilter('ignore')
+    assert main(sys.argv[1:] + ['-q', '--out', 'out']) == 0
+from numba.core.registry import CPUDispatcher
+loaded, idle = [], []
+for name, mod in list(sys.modules.items()):
+    for attr, obj in list(vars(mod).items()) if name.startswith('bayes_risk') else ():
+        if isinstance(obj, CPUDispatcher) and obj.__module__ == name:
+            (loaded if obj.overloads else idle).append(name + '.' + attr)
+print(json.dumps([sorted(loaded), sorted(idle)]))
+"""
+
+#: the kernels each path may run (``identification`` per dataset: the index's build, the
+#: windows' slices, their scan or count; DPMPM ``fit``: the Gibbs sweep's calls)
+PATH_KERNELS = {
+    "identification": ("bayes_risk.identification._kernels.",),
+    "fit": ("bayes_risk.models.dpmpm.", "bayes_risk.models._bayesian."),
+}
+
+
+@pytest.mark.parametrize("command", PATH_KERNELS)
+def test_compiled_kernels_are_loaded_only_for_the_path_that_runs_them(command, tmp_path):
+    """numba loads a kernel from its cache at the kernel's first call: a run loads the kernels
+    of its own path only, and not all of them (fails if a module loads or checks kernels
+    at import or set-up, or a path calls another path's kernels; issue 88)."""
+    import json
+
+    import pandas as pd
+
+    df = pd.DataFrame({"a": [1, 2, 1, 2, 1, 2, 1, 2] * 3, "b": [1, 1, 2, 2] * 6,
+                       "x": [1.0, 2, 3, 4, 5, 6, 7, 8] * 3})
+    df.to_csv(tmp_path / "o.csv", index=False)
+    df.assign(x=df.x[::-1].to_numpy()).to_csv(tmp_path / "s.csv", index=False)
+    args = (["identification", "o.csv", "s.csv", "--known-unsynthesized", "a",
+             "--known-synthesized", "x", "--categorical", "a", "--radius", "0.1",
+             "--aggregation", "per-dataset"] if command == "identification" else
+            ["fit", *NEVER_USED["fit"][0]])
+    out = subprocess.run([sys.executable, "-c", _LOADED_KERNELS, *args], capture_output=True,
+                         text=True, cwd=tmp_path, check=True)
+    loaded, idle = json.loads(out.stdout.strip().splitlines()[-1])
+    assert loaded, out.stderr
+    assert [k for k in loaded if not k.startswith(PATH_KERNELS[command])] == []
+    assert idle  # the path's modules hold kernels it did not run: they stay unloaded
 
 
 # ----------------------------------------------------------------------------- consistency

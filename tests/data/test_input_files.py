@@ -284,9 +284,13 @@ def _csv_module_ok(raw: bytes, width: int) -> bool:
     return all(len(r) == width or (not r and k > 1) for k, r in enumerate(rows, start=1))
 
 
-def test_the_vectorised_row_length_count_agrees_with_the_csv_module():
+@pytest.mark.parametrize("block", [1, 2, 5, 1 << 20])
+def test_the_vectorised_row_length_count_agrees_with_the_csv_module(block, monkeypatch):
+    # in blocks of whole lines of about ``block`` bytes (issue 88: small reused temporaries)
+    from bayes_risk.data import io
     from bayes_risk.data.io import _row_lengths_plain
 
+    monkeypatch.setattr(io, "_BLOCK", block)
     rng = np.random.default_rng(7)
     pieces = [b"1", b"22", b"", b"x y", b"\xc3\xa9"]  # an empty field, a space, UTF-8
     checked = 0
@@ -310,12 +314,17 @@ def test_the_vectorised_row_length_count_agrees_with_the_csv_module():
     assert not _row_lengths_plain(b"a,b\r1,2\r", 2)
 
 
-def test_the_vectorised_leading_zero_scan_agrees_with_the_regular_expression():
+@pytest.mark.parametrize("block", [1, 2, 3, 4, 7, 1 << 20])
+def test_the_vectorised_leading_zero_scan_agrees_with_the_regular_expression(block, monkeypatch):
     # the pre-check of LEADING_ZEROS: a field that starts with 0 and a digit (after an opening
-    # quote and a sign), found as the expression finds it, on short random texts
+    # quote and a sign), found as the expression finds it, on short random texts read in blocks
+    # of ``block`` bytes (a field's start may lie up to three bytes before its block)
     import re
 
+    from bayes_risk.data import io
     from bayes_risk.data.io import _has_leading_zero_field
+
+    monkeypatch.setattr(io, "_BLOCK", block)
 
     pattern = re.compile(rb'(?:^|,)"?[+-]?0\d', re.MULTILINE)
     rng = np.random.default_rng(8)

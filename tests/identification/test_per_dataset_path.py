@@ -126,3 +126,34 @@ def test_a_rectangles_windows_keep_no_centres(monkeypatch, shape):
     assert b.lo.shape == (500, 2) and b.centre.shape == (500, 2)
     monkeypatch.setattr(engine, "USE_NUMBA", False)
     pd.testing.assert_frame_equal(compiled.records, run().records)
+
+
+def test_keys_codes_and_record_numbers_are_held_narrow(monkeypatch):
+    """The exact codes, the keys and the index's record numbers are held in the narrowest
+    integer type that holds them (issue 88: the same counts in less memory), and the counts
+    are the numpy path's on int64 (fails if any of them is widened back to int64)."""
+    from bayes_risk.identification.encoding import code_dtype
+    from bayes_risk.identification.index import mixed_radix
+
+    assert code_dtype([7, 127]) is np.int8 and code_dtype([128]) is np.int16
+    assert code_dtype([40_000]) is np.int32 and code_dtype([2**31]) is np.int64
+    codes = np.array([[0, 1], [2, 3], [-1, 0]], dtype=np.int8)
+    assert mixed_radix(codes, [3, 4], narrow=True).tolist() == [3, 11, -1]
+    assert mixed_radix(codes, [3, 4], narrow=True).dtype == np.int32
+    assert mixed_radix(codes, [2**20, 2**12], narrow=True).dtype == np.int64
+    y, zs = _release()
+    seen = {}
+    built = engine.replicate_index
+
+    def spy(prep, rule, r, keep=True):
+        idx = built(prep, rule, r, keep)
+        seen.update(codes=prep.tgt_exact.dtype, key=idx.key.dtype, perms=idx.perms.dtype)
+        return idx
+
+    monkeypatch.setattr(engine, "replicate_index", spy)
+    monkeypatch.setattr(engine, "USE_NUMBA", True)
+    compiled = _run(y, zs)
+    assert seen == {"codes": np.int8, "key": np.int32, "perms": np.int32}
+    monkeypatch.setattr(engine, "replicate_index", built)
+    monkeypatch.setattr(engine, "USE_NUMBA", False)
+    pd.testing.assert_frame_equal(compiled.records, _run(y, zs).records)
