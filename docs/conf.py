@@ -100,6 +100,7 @@ SHARED_PAGES: dict[str, list[str]] = {
     "gallery/caiola_reiter_2010": ["data/NYexample_X.csv"],
     "gallery/drechsler_reiter_2008": ["data/NYexample_X.csv", "data/CEdata.csv"],
     "gallery/hornby_hu_2021": ["data/CEdata.csv", "reference/identification"],
+    "gallery/pymc_ce_income": ["data/CEdata.csv"],
 }
 _shared_root = Path(os.environ["BAYES_RISK_SHARED_DATA"]).parent
 _without_shared = {page: missing for page, files in SHARED_PAGES.items()

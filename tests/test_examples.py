@@ -809,6 +809,7 @@ def test_gallery_pages_on_shared_data_run(page, monkeypatch, tmp_path):
     monkeypatch.setenv("BAYES_RISK_EXAMPLE_SCALE", "1")  # as the build runs the scripts
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.delitem(sys.modules, "_common", raising=False)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # a page may add the examples' folders
     monkeypatch.chdir(tmp_path)  # as the build runs it (nb_execution_in_temp)
     import matplotlib.pyplot as plt
 
