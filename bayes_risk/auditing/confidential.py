@@ -40,6 +40,7 @@ FILES: dict[str, Callable[[pd.DataFrame], pd.DataFrame] | None] = {
     # (marginals.csv: percentages per level or histogram bin, whose ends are R's pretty breaks,
     # not the original's values)
     "overlap.csv": None, "tables.csv": None, "marginals.csv": None, "twoway.csv": None,
+    "quality.csv": None, "quality_pairs.csv": None,
     # identification and its posterior replicates (records by row number)
     "records.csv": None, "radius_search.csv": None, "radius_search_pooled.csv": None,
     "known_sweep.csv": None, "known_sweep_drivers.csv": None, "known_sweep_levels.csv": None,

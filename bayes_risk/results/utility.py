@@ -201,6 +201,8 @@ class UtilitySummary(RiskResult):
     marginals : DataFrame or None
         synthpop ``compare()``'s percentages per column (``variable``, ``value``,
         ``original``, ``synthetic``; :func:`~bayes_risk.utility.compare_marginals`).
+    quality : QualityReport or None
+        SDMetrics' quality report (:func:`~bayes_risk.utility.quality_report`).
     """
 
     pmse: PMSEResult
@@ -213,6 +215,7 @@ class UtilitySummary(RiskResult):
     warnings: list[str] = field(default_factory=list)
     tables: Any = None
     marginals: pd.DataFrame | None = None
+    quality: Any = None
 
     @property
     def m(self) -> int:
@@ -286,6 +289,8 @@ class UtilitySummary(RiskResult):
                              "mean_s_pmse": float(self.tables.tables["S_pMSE"].mean()),
                              "worst": worst.head(5).to_dict(orient="records")}
             out["variables"] = self.variable_utility.to_dict(orient="records")
+        if self.quality is not None:
+            out["quality"] = self.quality.to_dict()
         return to_jsonable(out)
 
     def to_dataframe(self) -> pd.DataFrame:
@@ -335,6 +340,11 @@ class UtilitySummary(RiskResult):
                 ("mean standardised pMSE", p.mean_std),
                 (f"mean interval overlap ({self.estimand_kind.replace('_', ' ')})",
                  self.mean_overlap),
+                *([] if self.quality is None else [
+                    ("quality score (SDMetrics)", self.quality.score),
+                    ("column shapes / column pair trends",
+                     f"{self.quality.column_shapes:.4f} / "
+                     f"{self.quality.column_pair_trends:.4f}")]),
             ],
             tables={"pMSE per synthetic dataset": p.to_frame(),
                     "Interval overlap per estimand": self.overlap[cols],

@@ -34,6 +34,7 @@ from bayes_risk.utility.compare import (
     warn_single_dataset,
 )
 from bayes_risk.utility.pmse import PROPENSITY_METHODS, PropensitySpec, pmse
+from bayes_risk.utility.quality import quality_report
 from bayes_risk.utility.tables import marginal_percentages, table_utility
 
 __all__ = ["UtilitySummary", "OverlapSpec", "utility_summary", "default_estimands"]
@@ -149,8 +150,9 @@ def utility_summary(
     -------
     UtilitySummary
         ``pmse``, ``overlap``, ``comparison``, ``estimand_kind``, ``synthesized``,
-        ``synthesized_inferred``, ``settings``, ``warnings``, ``tables`` (per-table utility)
-        and ``marginals`` (synthpop's ``compare()`` percentages).
+        ``synthesized_inferred``, ``settings``, ``warnings``, ``tables`` (per-table utility),
+        ``marginals`` (synthpop's ``compare()`` percentages) and ``quality`` (SDMetrics'
+        quality report, :func:`~bayes_risk.utility.quality_report`, default thresholds).
 
     Raises
     ------
@@ -217,6 +219,7 @@ def utility_summary(
                            ngroups=ngroups, observed=imp.columns)
     marginals = marginal_percentages(original, datasets, schema, list(schema.names),
                                      observed=imp.columns)
+    quality = quality_report(original, datasets, schema=schema)
 
     formulas = list(estimands) if estimands is not None else []
     comparison = None
@@ -262,7 +265,8 @@ def utility_summary(
     return UtilitySummary(
         pmse=pm, overlap=overlap, comparison=comparison, estimand_kind=kind,
         synthesized=list(syn_cols), synthesized_inferred=inferred, settings=settings,
-        warnings=list(dict.fromkeys(codes)), tables=tables, marginals=marginals)
+        warnings=list(dict.fromkeys(codes)), tables=tables, marginals=marginals,
+        quality=quality)
 
 
 def _roles(

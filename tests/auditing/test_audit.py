@@ -1464,8 +1464,7 @@ def test_report_header_names_the_intruder_of_every_line_and_folds_detail(report_
     assert re.search(r'<details class="section"><summary>\d+ two-way tables?', compare)
     util = rest.split('<section id="utility">')[1].split("</section>")[0]
     assert "S_pMSE of every pair of columns" in util and "Marginals, original against" in util
-    assert '<details class="section">' not in util
-    assert compare.index("<details") < compare.index("<img")
+    assert '<details class="section">' not in util and "<img" not in compare
     assert "<figure class=\"table\">" not in html
     md = report_hh[1].read_text()
     assert "The intruder of each verdict line" in md

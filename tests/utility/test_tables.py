@@ -144,6 +144,10 @@ def test_utility_command_writes_the_tables_and_figures(release, tmp_path):
     top = ref.sort_values("S_pMSE", ascending=False).iloc[0]
     assert summ["tables"]["worst"][0]["table"] == top["table"]
     assert [v["variable"] for v in summ["variables"]] == list(df.columns)
+    q = br.quality_report(df, syn, schema=schema)
+    assert summ["quality"]["score"] == pytest.approx(q.score, rel=1e-12)
+    assert len(pd.read_csv(out / "quality.csv")) == 7 * 3
+    assert len(pd.read_csv(out / "quality_pairs.csv")) == 21 * 3
     s = br.utility_summary(df, syn, schema=schema, propensity=br.PropensitySpec(max_order=0))
     pd.testing.assert_frame_equal(s.tables.tables, table_utility(df, syn, schema=schema).tables)
     with pytest.raises(ValidationError, match="table_order"):

@@ -62,9 +62,12 @@ def utility_step(ctx: StepContext) -> StepOutcome:
         write_json(folder / "summary.json", res.to_dict())
         write_table(ctx, res.overlap, folder / "overlap.csv")
         write_table(ctx, res.tables.tables, folder / "tables.csv")
+        write_table(ctx, res.quality.shapes, folder / "quality.csv")
+        write_table(ctx, res.quality.pair_trends, folder / "quality_pairs.csv")
         write_table(ctx, marg, folder / "marginals.csv")
         write_table(ctx, tw, folder / "twoway.csv")
-        files = ["summary.json", "overlap.csv", "tables.csv", "marginals.csv", "twoway.csv"]
+        files = ["summary.json", "overlap.csv", "tables.csv", "quality.csv",
+                 "quality_pairs.csv", "marginals.csv", "twoway.csv"]
     from bayes_risk.auditing.causes import marginal_discrepancy
 
     cats = [c for c in plan.synthesized if ctx.schema[c].is_categorical]
@@ -186,6 +189,30 @@ def utility_section(sec: Section, s: Any, result: Any, links: Links) -> None:
         sec.blocks.append(links.figure(
             lambda: plot_figure(r, "compare", columns=cols), "utility_compare.png",
             "Marginals, original against synthetic (all in marginals.csv)"))
+    if r.quality is not None:
+        q = r.quality
+        st = q.settings
+        sec.p(f"Quality score with SDMetrics' definitions: {q.score:.3f} (0 to 1, 1 the "
+              f"original's own), the mean of column shapes ({q.column_shapes:.3f}: "
+              "KSComplement of numeric columns, TVComplement of categorical ones) and column "
+              f"pair trends ({q.column_pair_trends:.3f}: CorrelationSimilarity of numeric "
+              "pairs, ContingencySimilarity of the others, counting the pairs whose original "
+              f"correlation exceeds {st['correlation_threshold']:g} or Cramér's V "
+              f"{st['association_threshold']:g}); means over the {r.m} datasets.")
+        worst = pd.concat([
+            q.shapes.groupby("column", sort=False).agg(metric=("metric", "first"),
+                                                       score=("score", "mean")).reset_index()
+            .rename(columns={"column": "columns"}),
+            q.pair_trends[q.pair_trends["meets_threshold"]]
+            .groupby(["column_1", "column_2"], sort=False)
+            .agg(metric=("metric", "first"), score=("score", "mean")).reset_index()
+            .assign(columns=lambda t: t["column_1"] + " × " + t["column_2"])
+            [["columns", "metric", "score"]]], ignore_index=True)
+        sec.blocks.append(table_block(
+            worst.sort_values("score", kind="stable").head(TOP_N), links,
+            step_file(s, "quality.csv"),
+            f"Columns and pairs with the lowest SDMetrics score (top {TOP_N}; all in "
+            "quality.csv and quality_pairs.csv)"))
     ov = r.overlap.sort_values("overlap").head(TOP_N)
     cols = [c for c in ("estimand", "estimate_orig", "estimate_syn", "overlap") if c in ov]
     sec.blocks.append(table_block(ov[cols], links, step_file(s, "overlap.csv"),

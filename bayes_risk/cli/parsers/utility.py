@@ -34,6 +34,9 @@ outputs (in --out, written atomically):
                    datasets
   marginals.csv    synthpop's compare(): % of records per level or histogram bin, original
                    and the datasets pooled
+  quality.csv      SDMetrics' column shapes (KSComplement, TVComplement) per column and
+                   dataset; quality_pairs.csv its column pair trends (CorrelationSimilarity,
+                   ContingencySimilarity); the score in summary.json ("quality")
   tables.png       heat map of the pairs' S_pMSE (each column alone on the diagonal)
   compare.png      panel of the marginals, each column's S_pMSE in its title
 """
@@ -56,6 +59,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_argument_options(p, UTILITY_ARGUMENTS)  # utility_summary's, declared by the library
     add_spec_options(p, PropensitySpec, OverlapSpec)
     add_run_arguments(p, "bayes_risk.cli.utility",
-                      "summary.json, overlap.csv, tables.csv, marginals.csv and comparison.csv",
+                      "summary.json, overlap.csv, tables.csv, marginals.csv, quality.csv, "
+                      "quality_pairs.csv and comparison.csv",
                       check="the release SYN")
     return p
