@@ -34,8 +34,7 @@ def run(args: argparse.Namespace) -> int:
     if summary.comparison is not None:
         tables["comparison.csv"] = summary.comparison
     write_run(args, _summary_lines(summary, given=args.synthesized is not None), d,
-              tables=tables, figures={"tables.png": (summary, "tables"),
-                                      "compare.png": (summary, "compare")})
+              tables=tables)
     return 0
 
 

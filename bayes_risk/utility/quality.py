@@ -39,15 +39,23 @@ from bayes_risk.exceptions import ValidationError
 __all__ = ["QualityReport", "quality_report"]
 
 
+def _ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
+    """The two-sample Kolmogorov–Smirnov statistic ``max |F_a − F_b|`` (scipy's ``ks_2samp``
+    statistic, without importing scipy.stats: the command's start-up)."""
+    a, b = np.sort(a), np.sort(b)
+    x = np.concatenate([a, b])
+    fa = np.searchsorted(a, x, side="right") / a.size
+    fb = np.searchsorted(b, x, side="right") / b.size
+    return float(np.max(np.abs(fa - fb)))
+
+
 def ks_complement(real: pd.Series, synthetic: pd.Series) -> float:
     """SDMetrics' ``KSComplement``: 1 − the two-sample KS statistic of the observed values."""
-    from scipy.stats import ks_2samp
-
-    r = pd.to_numeric(real.dropna()).astype(float).round(14)
-    s = pd.to_numeric(synthetic.dropna()).astype(float).round(14)
-    if not len(r) or not len(s):
+    r = pd.to_numeric(real.dropna()).astype(float).round(14).to_numpy()
+    s = pd.to_numeric(synthetic.dropna()).astype(float).round(14).to_numpy()
+    if not r.size or not s.size:
         return math.nan
-    return float(1 - ks_2samp(r, s).statistic)
+    return 1 - _ks_statistic(r, s)
 
 
 def tv_complement(real: pd.Series, synthetic: pd.Series) -> float:
@@ -80,12 +88,14 @@ def _contingency(real: pd.DataFrame, synthetic: pd.DataFrame, threshold: float
     cr = real.groupby(cols, dropna=False).size()
     v = math.nan
     if threshold > 0:
-        from scipy.stats.contingency import association
-
-        two = cr.unstack(fill_value=0)
-        if two.to_numpy().sum() == 0 or min(two.shape) < 2:
+        two = cr.unstack(fill_value=0).to_numpy(dtype=np.float64)
+        if two.sum() == 0 or min(two.shape) < 2:
             return math.nan, v
-        v = float(association(two.to_numpy(), method="cramer"))
+        # Cramér's V of the original's table (scipy's association(method="cramer"): the
+        # chi-square without continuity correction)
+        expected = two.sum(axis=1, keepdims=True) * two.sum(axis=0, keepdims=True) / two.sum()
+        chi2 = float(np.sum((two - expected) ** 2 / expected))
+        v = math.sqrt(chi2 / (two.sum() * (min(two.shape) - 1)))
         if v <= threshold:
             return math.nan, v
     pr = cr / len(real)
@@ -99,16 +109,21 @@ def _correlation(real: pd.DataFrame, synthetic: pd.DataFrame, threshold: float
                  ) -> tuple[float, float, float]:
     """SDMetrics' ``CorrelationSimilarity`` (Pearson) with the two correlations; NaN when a
     column is constant or ``|r_real| <= threshold``."""
-    from scipy.stats import pearsonr
-
     if (real.nunique() == 1).any() or (synthetic.nunique() == 1).any():
         return math.nan, math.nan, math.nan
     r, s = real.dropna().astype(float), synthetic.dropna().astype(float)
-    a, b = r.columns
-    rr = float(pearsonr(r[a], r[b]).statistic)
+
+    def pearson(t: pd.DataFrame) -> float:
+        if len(t) < 2:
+            return math.nan
+        x, y = (t.iloc[:, k].to_numpy() for k in (0, 1))
+        x, y = x - x.mean(), y - y.mean()
+        return float(np.clip(np.dot(x, y) / np.sqrt(np.dot(x, x) * np.dot(y, y)), -1, 1))
+
+    rr = pearson(r)
     if abs(rr) <= threshold:
         return math.nan, rr, math.nan
-    rs = float(pearsonr(s[a], s[b]).statistic)
+    rs = pearson(s)
     if math.isnan(rr) or math.isnan(rs):
         return math.nan, rr, rs
     return 1 - abs(rr - rs) / 2, rr, rs

@@ -115,8 +115,8 @@ def test_settings_are_checked(release):
 @pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")  # ROWS_NOT_VERIFIED
 def test_utility_command_writes_the_tables_and_figures(release, tmp_path):
     """``bayes-risk utility`` writes tables.csv (every table of 1 to --table-order columns, the
-    figures of table_utility), marginals.csv (compare()'s percentages), the heat map and the
-    panel; summary.json names the tables with the largest S_pMSE and each column's utility.
+    figures of table_utility) and marginals.csv (compare()'s percentages); summary.json names
+    the tables with the largest S_pMSE and each column's utility.
     ``utility_summary`` gives the same tables."""
     import json
 
@@ -138,7 +138,6 @@ def test_utility_command_writes_the_tables_and_figures(release, tmp_path):
     marg = pd.read_csv(out / "marginals.csv", dtype={"value": str})
     pd.testing.assert_frame_equal(marg, compare_marginals(df, syn, schema=schema)[0],
                                   check_dtype=False)
-    assert (out / "tables.png").stat().st_size > 1000 and (out / "compare.png").exists()
     summ = json.loads((out / "summary.json").read_text())
     assert summ["tables"]["n_tables"] == 63 and summ["tables"]["order"] == 3
     top = ref.sort_values("S_pMSE", ascending=False).iloc[0]

@@ -37,8 +37,8 @@ outputs (in --out, written atomically):
   quality.csv      SDMetrics' column shapes (KSComplement, TVComplement) per column and
                    dataset; quality_pairs.csv its column pair trends (CorrelationSimilarity,
                    ContingencySimilarity); the score in summary.json ("quality")
-  tables.png       heat map of the pairs' S_pMSE (each column alone on the diagonal)
-  compare.png      panel of the marginals, each column's S_pMSE in its title
+(the heat map of the pairs' S_pMSE and the panel of the marginals: the audit's report, or
+UtilitySummary.plot("tables") and .plot("compare"))
 """
 
 
