@@ -61,6 +61,9 @@ _API: dict[str, str] = {
     "ci_overlap": "bayes_risk.utility.overlap",
     "compare_estimates": "bayes_risk.utility.compare",
     "utility_summary": "bayes_risk.utility.summary",
+    "table_utility": "bayes_risk.utility.tables",
+    "compare_marginals": "bayes_risk.utility.tables",
+    "quality_report": "bayes_risk.utility.quality",
     "OverlapSpec": "bayes_risk._utility_specs",
     "compare_visit_orders": "bayes_risk.visit_orders",
     # utility against risk (Hornby & Hu 2021, Figs 8-10)

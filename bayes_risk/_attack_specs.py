@@ -64,6 +64,11 @@ INFERENCE_ARGUMENTS: dict[str, dict[str, Any]] = {
         "--tolerance", "largest relative difference |guess - value| / |guess| of a right "
         "numeric guess (default 0.05, anonymeter's)", type=float, metavar="T",
         group="inference"),
+    "groups": cli_option(
+        "--groups", "a categorical column: the inference and linkability risk of each group of "
+        "attacked records with one of its levels too (anonymeter's risk_for_groups, which "
+        "groups by the secret: give the secret's name); inference_groups.csv, "
+        "linkability_groups.csv", metavar="COL"),
 }
 
 #: the arguments every attack takes

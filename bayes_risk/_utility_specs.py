@@ -36,6 +36,14 @@ UTILITY_ARGUMENTS: dict[str, dict[str, Any]] = {
     "n_perm": cli_option(
         "--n-perm", "permutations for --null perm (default 100)", type=int, metavar="B")
         | checked(Interval(int, 2)),
+    "table_order": cli_option(
+        "--table-order", "per-table utility (synthpop's utility.tables): every table of 1 to N "
+        "columns, N = 1, 2 or 3 (default 2: every column and every pair)", type=int,
+        metavar="N") | checked(Interval(int, 1, 3)),
+    "ngroups": cli_option(
+        "--ngroups", "per-table utility: groups of a numeric column, cut at the quantiles of the "
+        "original and synthetic values pooled (default 5, synthpop's)", type=int, metavar="K")
+        | checked(Interval(int, 2)),
     "synthesized": cli_option(
         "--synthesized", "synthesized columns (default: the roles recorded in a SyntheticData "
         "folder, otherwise the columns that differ from the original in some dataset)",

@@ -13,7 +13,13 @@ from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk._specs import check_int
 from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
 from bayes_risk.attacks.linkability import _scale, nearest_rows
-from bayes_risk.attacks.rates import check_confidence_level, rate_columns, success_rate
+from bayes_risk.attacks.rates import (
+    check_confidence_level,
+    group_labels,
+    group_rows,
+    rate_columns,
+    success_rate,
+)
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results.attacks import InferenceResult
@@ -89,6 +95,7 @@ def inference_risk(
     categorical: Iterable[str] | None = None,
     confidence_level: float = 0.95,
     random_seed: RandomSeed = None,
+    groups: str | None = None,
 ) -> InferenceResult:
     """Inference risk of a synthetic release, as anonymeter measures it.
 
@@ -118,11 +125,16 @@ def inference_risk(
         0.05).
     random_seed : int, Generator or None
         Seeds the records attacked, the order of equally distant rows and the baseline.
+    groups : str, optional
+        A categorical column: the risk of each group of attacked records with one of its
+        levels too (anonymeter's ``risk_for_groups`` groups by the secret: give the secret's
+        name), in ``by_group``.
 
     Returns
     -------
     InferenceResult
-        ``table`` (one row per dataset and secret), ``records``, ``settings``, ``warnings``.
+        ``table`` (one row per dataset and secret), ``records``, ``by_group`` (with
+        ``groups``), ``settings``, ``warnings``.
 
     Raises
     ------
@@ -149,10 +161,14 @@ def inference_risk(
     names = list(original.columns) if schema is None else list(schema.names)
     secrets = _check_secrets(secret, names)
     aux = _check_aux(aux_columns, secrets, names)
-    cols = list(dict.fromkeys([*secrets, *(c for s in secrets for c in aux[s])]))
+    if groups is not None and groups not in names:
+        raise ValidationError(f"groups: {groups!r} is not a column (columns: {names}).")
+    cols = list(dict.fromkeys([*secrets, *(c for s in secrets for c in aux[s]),
+                               *([] if groups is None else [groups])]))
     inp = attack_inputs(original, synthetic, holdout, columns=cols, schema=schema,
                         categorical=categorical)
     sch = inp.schema
+    labels = None if groups is None else group_labels(sch, groups)
     is_cat = np.array([s.is_categorical for s in sch])
     col = {c: sch.names.index(c) for c in cols}
     reg = {s: _regression(s, bool(is_cat[col[s]]), regression) for s in secrets}
@@ -169,6 +185,7 @@ def inference_risk(
     O_all = code_table(inp.original, sch)
 
     rows: list[dict[str, Any]] = []
+    grouped: list[dict[str, Any]] = []
     recs: list[pd.DataFrame] = []
     flagged: dict[str, list[str]] = {}
     for l, (z, ds_rng) in enumerate(zip(inp.datasets, ds_parent.spawn(len(inp.datasets)),
@@ -204,6 +221,14 @@ def inference_risk(
                 "share_tied_main": float(tied["original"].mean()),
                 "share_tied_control": (float(tied["holdout"].mean()) if "holdout" in tied
                                        else np.nan)})
+            if labels is not None:
+                g = col[groups]
+                grouped += group_rows(
+                    {"dataset": l, "secret": s},
+                    (coded["original"][:, g], right["original"]),
+                    None if "holdout" not in right else (coded["holdout"][:, g],
+                                                         right["holdout"]),
+                    r_base, labels, level)
             for role, _, _ in roles:
                 recs.append(pd.DataFrame({"dataset": l, "secret": s, "role": role,
                                           "row": attacked[role], "correct": right[role],
@@ -217,9 +242,11 @@ def inference_risk(
         "n_attacks": n_main, "n_attacks_control": n_ctrl, "confidence_level": level,
         "m": len(inp.datasets), "n_original": len(inp.original),
         "n_holdout": None if inp.holdout is None else len(inp.holdout),
-        "n_holdout_dropped": inp.n_holdout_dropped, "random_seed": seed_to_json(random_seed)}
+        "n_holdout_dropped": inp.n_holdout_dropped, "random_seed": seed_to_json(random_seed),
+        "groups": groups}
     return InferenceResult(table=pd.DataFrame(rows), records=pd.concat(recs, ignore_index=True),
-                           settings=settings, warnings=codes)
+                           settings=settings, warnings=codes,
+                           by_group=None if groups is None else pd.DataFrame(grouped))
 
 
 def _tolerance(tolerance: Any) -> float:

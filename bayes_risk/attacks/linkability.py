@@ -13,7 +13,13 @@ from bayes_risk._constraints import check_params
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk._specs import argument_checks, check_int
 from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
-from bayes_risk.attacks.rates import check_confidence_level, rate_columns, success_rate
+from bayes_risk.attacks.rates import (
+    check_confidence_level,
+    group_labels,
+    group_rows,
+    rate_columns,
+    success_rate,
+)
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError, arg_name, on_command_line
 from bayes_risk.results.attacks import LinkabilityResult
@@ -129,6 +135,7 @@ def linkability_risk(
     categorical: Iterable[str] | None = None,
     confidence_level: float = 0.95,
     random_seed: RandomSeed = None,
+    groups: str | None = None,
 ) -> LinkabilityResult:
     """Linkability risk of a synthetic release, as anonymeter measures it.
 
@@ -147,11 +154,15 @@ def linkability_risk(
         ``K``, the nearest rows that may link; the table gives the risk for every ``k <= K``.
     random_seed : int, Generator or None
         Seeds the records attacked, the order of equally distant rows and the baseline.
+    groups : str, optional
+        A categorical column: the risk of each group of attacked records with one of its
+        levels too (at ``n_neighbors``; anonymeter's ``risk_for_groups``), in ``by_group``.
 
     Returns
     -------
     LinkabilityResult
-        ``table`` (one row per dataset and ``k``), ``records``, ``settings``, ``warnings``.
+        ``table`` (one row per dataset and ``k``), ``records``, ``by_group`` (with ``groups``),
+        ``settings``, ``warnings``.
 
     Raises
     ------
@@ -169,10 +180,14 @@ def linkability_risk(
     K = check_params(dict(n_neighbors=n_neighbors),
                      argument_checks(LINKABILITY_ARGUMENTS))["n_neighbors"]
     level = check_confidence_level(confidence_level)
-    cols = list(dict.fromkeys([*aux_a, *aux_b]))
+    names = list(original.columns) if schema is None else list(schema.names)
+    if groups is not None and groups not in names:
+        raise ValidationError(f"groups: {groups!r} is not a column (columns: {names}).")
+    cols = list(dict.fromkeys([*aux_a, *aux_b, *([] if groups is None else [groups])]))
     inp = attack_inputs(original, synthetic, holdout, columns=cols, schema=schema,
                         categorical=categorical, argument="aux_columns")
     sch = inp.schema
+    labels = None if groups is None else group_labels(sch, groups)
     sizes = [len(inp.original)] + ([] if inp.holdout is None else [len(inp.holdout)])
     if n_attacks is None:
         n_att = min(sizes)
@@ -209,6 +224,7 @@ def linkability_risk(
     coded = {role: code_table(t, sch)[attacked[role]] for role, t in roles}
 
     rows: list[dict[str, Any]] = []
+    grouped: list[dict[str, Any]] = []
     recs: list[pd.DataFrame] = []
     flagged: dict[str, list[str]] = {}
     ds_rngs = ds_parent.spawn(len(inp.datasets))
@@ -243,6 +259,14 @@ def linkability_risk(
                 "share_tied_main": float(tied["original"].mean()),
                 "share_tied_control": (float(tied["holdout"].mean()) if "holdout" in tied
                                        else np.nan)})
+        if labels is not None:  # linked within the K nearest rows, against the K baseline
+            g = sch.names.index(groups)
+            grouped += group_rows(
+                {"dataset": l, "n_neighbors": K},
+                (coded["original"][:, g], first["original"] >= 1),
+                None if "holdout" not in first else (coded["holdout"][:, g],
+                                                     first["holdout"] >= 1),
+                r_base, labels, level)
         for role, _ in roles:
             recs.append(pd.DataFrame({
                 "dataset": l, "role": role, "row": attacked[role],
@@ -256,10 +280,11 @@ def linkability_risk(
         "confidence_level": level, "m": len(inp.datasets), "n_original": len(inp.original),
         "n_holdout": None if inp.holdout is None else len(inp.holdout),
         "n_holdout_dropped": inp.n_holdout_dropped,
-        "random_seed": seed_to_json(random_seed)}
+        "random_seed": seed_to_json(random_seed), "groups": groups}
     return LinkabilityResult(table=pd.DataFrame(rows),
                              records=pd.concat(recs, ignore_index=True), settings=settings,
-                             warnings=codes)
+                             warnings=codes,
+                             by_group=None if groups is None else pd.DataFrame(grouped))
 
 
 

@@ -8,10 +8,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
+
+import numpy as np
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["SuccessRate", "AttackRisk", "success_rate", "attack_risk", "check_confidence_level"]
+__all__ = ["SuccessRate", "AttackRisk", "success_rate", "attack_risk", "check_confidence_level",
+           "group_rows", "group_labels"]
 
 
 @dataclass(frozen=True)
@@ -158,3 +162,45 @@ def rate_columns(main: SuccessRate, control: SuccessRate | None, baseline: Succe
             "baseline_rate": baseline.rate, "baseline_error": baseline.error,
             "residual": risk.residual, "risk": risk.risk, "ci_low": risk.ci[0],
             "ci_high": risk.ci[1]}
+
+
+def group_rows(keys: dict[str, Any], main: tuple[np.ndarray, np.ndarray],
+               control: tuple[np.ndarray, np.ndarray] | None, baseline: SuccessRate,
+               labels: list[str], confidence_level: float) -> list[dict[str, Any]]:
+    """The risk of each group of attacked records (anonymeter's ``risk_for_groups``): per
+    group code ``g`` (``nan``: a missing value, the last label), the main attack's successes
+    among the attacked records of the group and the control attack's among the attacked
+    holdout records of the group (anonymeter counts every holdout record of the group, attacked
+    or not, which understates the control rate), against the baseline of all records.
+
+    ``main`` and ``control`` are ``(group codes, successes)`` of the attacked records."""
+    codes = [np.where(np.isnan(g), len(labels) - 1, g).astype(np.int64)
+             for g, _ in ([main] if control is None else [main, control])]
+    out = []
+    for g in np.unique(np.concatenate(codes)):
+        in_main = codes[0] == g
+        r_main = success_rate(float(main[1][in_main].sum()), int(in_main.sum()),
+                              confidence_level)
+        r_ctrl = None
+        if control is not None:
+            in_ctrl = codes[1] == g
+            r_ctrl = success_rate(float(control[1][in_ctrl].sum()), int(in_ctrl.sum()),
+                                  confidence_level)
+        out.append({**keys, "group": labels[int(g)], "n_attacks": int(in_main.sum()),
+                    "n_main": int(main[1][in_main].sum()),
+                    "n_attacks_control": math.nan if r_ctrl is None else r_ctrl.n_attempts,
+                    "n_control": math.nan if r_ctrl is None else r_ctrl.n_success,
+                    **rate_columns(r_main, r_ctrl, baseline)})
+    return out
+
+
+def group_labels(schema: Any, column: str | None, argument: str = "groups") -> list[str]:
+    """The labels of a grouping column's levels, a missing value last; ``ValidationError``
+    (``GROUPS_NOT_CATEGORICAL``) for a numeric column."""
+    spec = schema[column]
+    if not spec.is_categorical:
+        raise ValidationError(
+            f"{argument}: column {column!r} is {spec.type}; groups are the levels of a "
+            "categorical column (cut a numeric column into groups first, e.g. pandas.qcut).",
+            code="GROUPS_NOT_CATEGORICAL")
+    return [str(v) for v in (spec.levels or ())] + ["missing"]

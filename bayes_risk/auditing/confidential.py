@@ -33,20 +33,14 @@ def _queries(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _marginals(frame: pd.DataFrame) -> pd.DataFrame:
-    """The original's smallest and largest value of each numeric column (its quantiles 0 and
-    1): a record's own value, which the report's figures leave out (central 99 %)."""
-    out = frame.copy()
-    ends = (out["kind"] == "quantile") & out["value"].astype(str).isin(["0.0", "1.0"])
-    out["original"] = out["original"].astype(float).where(~ends, np.nan)
-    return out
-
-
 #: every table an audit step writes, by file name, with the function that withholds the
 #: confidential records' values it would hold (``None``: none; a new file must be listed)
 FILES: dict[str, Callable[[pd.DataFrame], pd.DataFrame] | None] = {
     # utility
-    "overlap.csv": None, "marginals.csv": _marginals, "twoway.csv": None,
+    # (marginals.csv: percentages per level or histogram bin, whose ends are R's pretty breaks,
+    # not the original's values)
+    "overlap.csv": None, "tables.csv": None, "marginals.csv": None, "twoway.csv": None,
+    "quality.csv": None, "quality_pairs.csv": None,
     # identification and its posterior replicates (records by row number)
     "records.csv": None, "radius_search.csv": None, "radius_search_pooled.csv": None,
     "known_sweep.csv": None, "known_sweep_drivers.csv": None, "known_sweep_levels.csv": None,

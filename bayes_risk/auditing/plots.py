@@ -11,9 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.results._base import legend_below
-
-__all__ = ["ATTRIBUTE_FIGURES", "marginal_figure", "utility_risk_figure", "verdict_figure",
+__all__ = ["ATTRIBUTE_FIGURES", "utility_risk_figure", "verdict_figure",
            "figure_png", "png_data_uri", "RISK_PANELS_PER_ROW"]
 
 
@@ -47,52 +45,6 @@ def figure_png(fig: Any, dpi: int = 80) -> bytes:
 def png_data_uri(png: bytes) -> str:
     """PNG bytes as a ``data:image/png;base64,…`` URI."""
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-
-
-def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:
-    """synthpop ``compare()``-style plot of one variable of the marginals table."""
-    plt = _plt()
-    d = marg[marg["variable"] == variable]
-    title = _short(variable, 44)  # what a 4.2-inch title shows at 11 pt
-    miss = d[d["kind"] == "missing"]
-    if len(miss):  # a numeric column's missing values (empty or a code) are not plotted
-        title += (f" (missing: {miss['original'].iloc[0]:.3g} % original, "
-                  f"{miss['synthetic'].iloc[0]:.3g} % synthetic)")
-        d = d[d["kind"] != "missing"]
-    bars = bool(len(d)) and bool((d["kind"] == "level").all())
-    labels = [_short(v) for v in d["value"]] if bars else []
-    # level labels longer than a bar's room (about 0.09 in a character at 10 pt) are slanted
-    slant = bars and max(map(len, labels)) * 0.09 > 3.4 / len(labels)
-    fig, ax = plt.subplots(figsize=(4.2, 3.1 + (0.07 * max(map(len, labels)) if slant else 0)))
-    if bars:
-        x = np.arange(len(d))
-        ax.bar(x - 0.2, d["original"], width=0.4, label="original", color="tab:gray")
-        ax.bar(x + 0.2, d["synthetic"], width=0.4, label="synthetic", color="tab:blue")
-        ax.set_xticks(x)
-        if slant:
-            ax.set_xticklabels(labels, rotation=40, ha="right", rotation_mode="anchor",
-                               fontsize=10)
-        else:
-            ax.set_xticklabels(labels, fontsize=10)
-        ax.set_ylabel("% of records", fontsize=10)
-        top = float(np.nanmax(d[["original", "synthetic"]].to_numpy(dtype=float)))
-        if np.isfinite(top) and top > 0:
-            ax.set_ylim(0, top * 1.35)  # room for the legend above the tallest bar
-        ax.legend(fontsize=10, loc="upper right", ncols=2, handlelength=1.2)
-    else:
-        dd = d[d["kind"] == "density"]
-        x = dd["value"].astype(float)
-        ax.step(x, dd["original"], where="mid", color="tab:gray", lw=1.5, label="original")
-        ax.step(x, dd["synthetic"], where="mid", color="tab:blue", lw=1.5, label="synthetic")
-        ax.set_ylabel("density", fontsize=10)
-        ax.set_xlabel("central 99 % of values", fontsize=10)
-        ax.set_yticks([])  # a density's scale (1e-5 per unit of income) says nothing here
-        ax.set_ylim(bottom=0)
-        legend_below(ax)  # off the curves
-    ax.set_title(title, fontsize=10 if len(miss) else 11)
-    ax.tick_params(labelsize=10)
-    fig.tight_layout()
-    return fig
 
 
 #: the most characters of a name a figure shows (longer ones are unreadable and slow)

@@ -233,8 +233,8 @@ class AuditSettings:
         "--show-confidential-values", "show the known (quasi-identifier) values of the records "
         "most at risk in the report, and write the confidential records' values into its files "
         "(off by default: record numbers only; every file and report.zip withhold them too: the "
-        "predicates that single out a record of the original or the holdout, the original's "
-        "smallest and largest values)", action="store_true"))
+        "predicates that single out a record of the original or the holdout)",
+        action="store_true"))
     allow_other_model: bool = False
 
     def __post_init__(self) -> None:

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         with command_line_options({"aux_columns": "--linkability"}):
             lk = linkability_risk(original, synthetic, **{
                 **argument_values(LINKABILITY_ARGUMENTS, given), "aux_columns": aux},
-                n_attacks=n, **common)
+                n_attacks=n, groups=args.groups, **common)
     done = [r for r in (so, lk, inf) if r is not None]
     summary = {"measure": "attacks", **{k: None if r is None else r.to_dict() for k, r in (
                    ("singling_out", so), ("linkability", lk), ("inference", inf))},
@@ -86,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
             tables[f"{name}_{'queries' if r is so else 'records'}.csv"] = (
                 r.queries if r is so else r.records)
             figures[f"{name}.png"] = (r, "risk")
+            if getattr(r, "by_group", None) is not None:
+                tables[f"{name}_groups.csv"] = r.by_group
     m = len(done[0].table["dataset"].unique())
     against = ("no holdout (the risk is the main attack's success rate)" if holdout is None
                else f"a holdout of {len(holdout):,} records")

@@ -28,7 +28,9 @@ def run(args: argparse.Namespace) -> int:
         **argument_values(UTILITY_ARGUMENTS, vars(args)))  # synthesized: default the release's
     d = summary.to_dict()
     d["inputs"] = inputs_summary(args)
-    tables = {"overlap.csv": summary.overlap}
+    tables = {"overlap.csv": summary.overlap, "tables.csv": summary.tables.tables,
+              "marginals.csv": summary.marginals, "quality.csv": summary.quality.shapes,
+              "quality_pairs.csv": summary.quality.pair_trends}
     if summary.comparison is not None:
         tables["comparison.csv"] = summary.comparison
     write_run(args, _summary_lines(summary, given=args.synthesized is not None), d,
@@ -56,6 +58,15 @@ def _summary_lines(s, *, given: bool) -> list[str]:
         lines.append(f"k (estimable coefficients): {sorted(set(int(k) for k in p.k))}")
     lines.append(f"interval overlap ({s.estimand_kind.replace('_', ' ')}, {len(s.overlap)} "
                  f"estimands): mean {s.mean_overlap:.4f}")
+    q = s.quality
+    lines.append(f"quality score (SDMetrics' definitions): {q.score:.4f} (column shapes "
+                 f"{q.column_shapes:.4f}, column pair trends {q.column_pair_trends:.4f})")
+    t = s.tables.tables
+    worst = t.sort_values("S_pMSE", ascending=False, kind="stable").head(3)
+    lines.append(f"per-table utility ({len(t)} tables of 1 to {s.tables.settings['order']} "
+                 "columns): largest S_pMSE " + ", ".join(
+                     f"{n} {v:.3g}" for n, v in zip(worst["table"], worst["S_pMSE"],
+                                                    strict=True)))
     lines += [n[0].lower() + n[1:] for n in s.comparison_notes()]
     if s.warnings:
         lines.append(f"warnings: {', '.join(s.warnings)}")

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData, check_distinct_files
+from bayes_risk.data.synthpop_rds import R_SUFFIXES, read_synthpop
 from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError, arg_name
 
 __all__ = ["read_table", "write_table", "write_csv", "read_synthetic"]
@@ -517,7 +518,9 @@ def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[s
                    like: pd.DataFrame | None = None, allow_different_original: bool = False,
                    missing_labels: Mapping[str, Sequence[str]] | None = None,
                    recoded: Sequence[str] | None = None) -> SyntheticData:
-    """Read a synthetic release: a :class:`SyntheticData` folder, or one file per dataset.
+    """Read a synthetic release: a :class:`SyntheticData` folder, a synthpop ``syn()`` object
+    saved by R (``.rds``, ``.RData``: :func:`~bayes_risk.data.synthpop_rds.read_synthpop`), or
+    one file per dataset.
 
     Parameters
     ----------
@@ -549,6 +552,17 @@ def _read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[
     if not paths:
         raise ValidationError("no synthetic dataset given; expected at least one file or folder.",
                               code="OPTION_REQUIRED")
+    if len(paths) == 1 and paths[0].suffix.lower() in R_SUFFIXES:  # synthpop's syn() object
+        release = read_synthpop(paths[0])
+        if like is not None:
+            release = SyntheticData(
+                [_share_unchanged_columns(align_text_numbers(z, like), like)
+                 for z in release.datasets], method=release.method, settings=release.settings,
+                extra=release.extra, proper=release.proper, schema=release.schema)
+        return release.allow_different_original() if allow_different_original else release
+    if any(p.suffix.lower() in R_SUFFIXES for p in paths):
+        raise ValidationError("an R file holds a whole synthpop release (its syn() object); give "
+                              "it alone, not beside other files.", code="NOT_A_RELEASE")
     if len(paths) == 1 and paths[0].is_dir():
         if (paths[0] / MANIFEST_NAME).is_file():
             release = SyntheticData.load(paths[0])

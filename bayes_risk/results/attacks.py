@@ -47,6 +47,8 @@ class _AttackResult(RiskResult):
             "measure": self._measure,
             "settings": self.settings,
             "table": self.table.to_dict(orient="records"),
+            **({} if getattr(self, "by_group", None) is None else
+               {"by_group": self.by_group.to_dict(orient="records")}),
             "warnings": list(self.warnings),
             "structured_warnings": [w.to_dict() for w in self.structured_warnings],
         })
@@ -189,6 +191,10 @@ class LinkabilityResult(_AttackResult):
     records : DataFrame
         Per dataset and attacked record: ``role``, ``row``, ``linked_at`` (missing: not linked)
         and ``tied``.
+    by_group : DataFrame or None
+        With ``groups``: one row per dataset and level of the grouping column, the attacked
+        records of that level (main and control) linked within ``n_neighbors``, their rates
+        and the risk (anonymeter's ``risk_for_groups``), the baseline of all records.
     settings : dict
         The two sets of columns, options, sizes, the seed.
     warnings : list of str
@@ -196,6 +202,7 @@ class LinkabilityResult(_AttackResult):
     """
 
     records: pd.DataFrame = field(default_factory=pd.DataFrame)
+    by_group: pd.DataFrame | None = None
 
     _measure: ClassVar[str] = "linkability"
     _title: ClassVar[str] = "Linkability risk"
@@ -250,6 +257,10 @@ class InferenceResult(_AttackResult):
     records : DataFrame
         Per dataset, secret and attacked record: ``role``, ``row``, ``correct`` and ``tied``
         (no value: the secrets are confidential).
+    by_group : DataFrame or None
+        With ``groups``: one row per dataset, secret and level of the grouping column, the
+        attacked records of that level (main and control) guessed right, their rates and the
+        risk (anonymeter's ``risk_for_groups``), the baseline of all records.
     settings : dict
         The secrets and each one's auxiliary columns, options, sizes, the seed.
     warnings : list of str
@@ -257,6 +268,7 @@ class InferenceResult(_AttackResult):
     """
 
     records: pd.DataFrame = field(default_factory=pd.DataFrame)
+    by_group: pd.DataFrame | None = None
 
     _measure: ClassVar[str] = "inference"
     _title: ClassVar[str] = "Inference risk"

@@ -11,10 +11,13 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
-from bayes_risk.results._base import RiskResult, draws
+from bayes_risk.results._base import RiskResult, draws, own_figure
 from bayes_risk.results._summary import Summary
 
 __all__ = ["PMSEResult", "UtilitySummary"]
+
+#: the most columns the ``compare`` panel shows
+COMPARE_PANELS = 24
 
 
 def _per_dataset_plot(ax: Any, values: Any, reference: float, label: str) -> Any:
@@ -192,6 +195,14 @@ class UtilitySummary(RiskResult):
         Settings used.
     warnings : list of str
         Machine-readable codes.
+    tables : TableUtility or None
+        Per-table utility (:func:`~bayes_risk.utility.table_utility`): every table of up to
+        ``settings["table_order"]`` columns.
+    marginals : DataFrame or None
+        synthpop ``compare()``'s percentages per column (``variable``, ``value``,
+        ``original``, ``synthetic``; :func:`~bayes_risk.utility.compare_marginals`).
+    quality : QualityReport or None
+        SDMetrics' quality report (:func:`~bayes_risk.utility.quality_report`).
     """
 
     pmse: PMSEResult
@@ -202,11 +213,23 @@ class UtilitySummary(RiskResult):
     synthesized_inferred: bool
     settings: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    tables: Any = None
+    marginals: pd.DataFrame | None = None
+    quality: Any = None
 
     @property
     def m(self) -> int:
         """Number of synthetic datasets."""
         return self.pmse.m
+
+    @property
+    def variable_utility(self) -> pd.DataFrame | None:
+        """The one-way tables' statistics, one row per column (synthpop ``compare()``'s
+        ``tab.utility``)."""
+        if self.tables is None:
+            return None
+        t = self.tables.tables
+        return t[t["order"] == 1].drop(columns="order").rename(columns={"table": "variable"})
 
     @property
     def overlap_per_dataset(self) -> np.ndarray:
@@ -258,6 +281,16 @@ class UtilitySummary(RiskResult):
             "settings": self.settings,
             "warnings": self.warnings,
         }
+        if self.tables is not None:
+            worst = self.tables.tables.sort_values("S_pMSE", ascending=False, kind="stable")
+            out["tables"] = {"order": self.tables.settings["order"],
+                             "ngroups": self.tables.settings["ngroups"],
+                             "n_tables": len(self.tables.tables),
+                             "mean_s_pmse": float(self.tables.tables["S_pMSE"].mean()),
+                             "worst": worst.head(5).to_dict(orient="records")}
+            out["variables"] = self.variable_utility.to_dict(orient="records")
+        if self.quality is not None:
+            out["quality"] = self.quality.to_dict()
         return to_jsonable(out)
 
     def to_dataframe(self) -> pd.DataFrame:
@@ -307,20 +340,104 @@ class UtilitySummary(RiskResult):
                 ("mean standardised pMSE", p.mean_std),
                 (f"mean interval overlap ({self.estimand_kind.replace('_', ' ')})",
                  self.mean_overlap),
+                *([] if self.quality is None else [
+                    ("quality score (SDMetrics)", self.quality.score),
+                    ("column shapes / column pair trends",
+                     f"{self.quality.column_shapes:.4f} / "
+                     f"{self.quality.column_pair_trends:.4f}")]),
             ],
             tables={"pMSE per synthetic dataset": p.to_frame(),
-                    "Interval overlap per estimand": self.overlap[cols]},
+                    "Interval overlap per estimand": self.overlap[cols],
+                    **({} if self.tables is None else {
+                        "Tables with the largest S_pMSE (synthpop utility.tables)":
+                            self.tables.tables.sort_values("S_pMSE", ascending=False,
+                                                           kind="stable").head(5)})},
             notes=["pMSE: Snoke et al. (2018); interval overlap: Karr et al. (2006), synthetic "
                    "intervals combined by the rules below.", *self.comparison_notes()],
             warnings=self.structured_warnings,
         )
 
-    plot_kinds = ("overlap", "pmse")
+    plot_kinds = ("overlap", "pmse", "tables", "compare")
 
     def _figsize(self, kind: str) -> tuple[float, float]:
         if kind == "overlap":
             return (6.0, max(3.0, 0.35 * len(self.overlap) + 1.5))
+        if kind == "tables" and self.tables is not None:
+            k = len(self.tables.settings["columns"])
+            return (max(5.5, 0.62 * k + 3.2), max(4.5, 0.62 * k + 2.0))
+        if kind == "compare" and self.marginals is not None:
+            k = min(self.marginals["variable"].nunique(), COMPARE_PANELS)
+            return (13.0, 2.9 * -(-k // 4) + 0.6)
         return (6.0, 4.0)
+
+    def _checked_tables(self) -> Any:
+        if self.tables is None or self.marginals is None:
+            from bayes_risk.exceptions import ValidationError
+
+            raise ValidationError("this summary has no per-table utility (made without it).",
+                                  code="RESULT_UNSUITED")
+        return self.tables
+
+    @draws("tables")
+    def _plot_tables(self, ax: Any, statistic: str = "S_pMSE") -> Any:
+        """Heat map of the two-way tables' ``statistic`` (synthpop's ``utility.tables`` plot),
+        the one-way tables on the diagonal, each cell's value written in it."""
+        from matplotlib.colors import LinearSegmentedColormap
+
+        mat = self._checked_tables().pairs(statistic)
+        alone = own_figure(ax)  # the colour bar's axes would stop the plot's own layout
+        v = mat.to_numpy(dtype=float)
+        cmap = LinearSegmentedColormap.from_list("utility", ["#ebebeb", "#E41A1C"])
+        top = float(np.nanmax(v)) if np.isfinite(v).any() else 1.0
+        im = ax.imshow(v, cmap=cmap, vmin=0, vmax=max(top, 1e-12))
+        k = len(mat)
+        ax.set_xticks(range(k), [str(c) for c in mat.columns], rotation=45, ha="right",
+                      rotation_mode="anchor")
+        ax.set_yticks(range(k), [str(c) for c in mat.index])
+        for i in range(k):
+            for j in range(k):
+                if np.isfinite(v[i, j]):
+                    ax.text(j, i, f"{v[i, j]:.2g}", ha="center", va="center", fontsize=8,
+                            color="white" if v[i, j] > 0.6 * top else "black")
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=statistic)
+        ax.set_title(f"{statistic} of every pair of columns (diagonal: each column alone)",
+                     fontsize=10)
+        if alone:
+            ax.figure.tight_layout()
+        return ax
+
+    @draws("compare")
+    def _plot_compare(self, ax: Any, columns: Any = None) -> Any:
+        """synthpop's ``compare()`` panel: each column's percentages of records per level or
+        histogram bin, original against the datasets pooled, its one-way S_pMSE in the title
+        (the first :data:`COMPARE_PANELS` columns, or ``columns``)."""
+        self._checked_tables()
+        marg, util = self.marginals, self.variable_utility.set_index("variable")
+        cols = list(dict.fromkeys(marg["variable"])) if columns is None else list(columns)
+        cols = cols[:COMPARE_PANELS]
+        fig = ax.figure
+        grid = ax.get_subplotspec().subgridspec(-(-len(cols) // 4), 4, hspace=0.55, wspace=0.3)
+        ax.set_axis_off()  # the panels take its place
+        first = None
+        for n, c in enumerate(cols):
+            a = fig.add_subplot(grid[n // 4, n % 4])
+            first = first or a
+            d = marg[marg["variable"] == c]
+            x = np.arange(len(d))
+            a.bar(x - 0.2, d["original"], width=0.4, color="#1A3C5A", label="original")
+            a.bar(x + 0.2, d["synthetic"], width=0.4, color="#4187BF", label="synthetic")
+            step = max(1, -(-len(d) // 8))
+            a.set_xticks(x[::step], [str(v)[:12] for v in d["value"]][::step], rotation=35,
+                         ha="right", rotation_mode="anchor", fontsize=7)
+            a.tick_params(axis="y", labelsize=7)
+            s_pmse = util["S_pMSE"].get(c, math.nan)
+            a.set_title(f"{str(c)[:24]}: S_pMSE = {s_pmse:.2f}", fontsize=9)
+            if n % 4 == 0:
+                a.set_ylabel("% of records", fontsize=8)
+        if first is not None:
+            first.legend(fontsize=7, loc="upper right")
+        fig.subplots_adjust(left=0.05, right=0.98, bottom=0.08, top=0.95)
+        return first
 
     @draws("overlap")
     def _plot_overlap(self, ax: Any) -> Any:

@@ -178,7 +178,9 @@ def pmse(
     """
     spec = as_spec(propensity, PropensitySpec, "propensity", "method", PROPENSITY_METHODS)
     method, columns = spec.method, spec.columns
-    null = check_params(dict(null=null, n_perm=n_perm), argument_checks(UTILITY_ARGUMENTS))["null"]
+    checks = argument_checks(UTILITY_ARGUMENTS)
+    null = check_params(dict(null=null, n_perm=n_perm),
+                        {k: checks[k] for k in ("null", "n_perm")})["null"]
 
     datasets, source = as_synthetic_list(synthetic, original=original)
     dups = duplicate_codes(datasets)  # warned by as_synthetic_list; a result code too

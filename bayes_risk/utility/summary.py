@@ -10,9 +10,10 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import check_params
 from bayes_risk._rng import RandomSeed
-from bayes_risk._specs import as_spec
-from bayes_risk._utility_specs import OverlapSpec
+from bayes_risk._specs import argument_checks, as_spec
+from bayes_risk._utility_specs import UTILITY_ARGUMENTS, OverlapSpec
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
@@ -33,6 +34,8 @@ from bayes_risk.utility.compare import (
     warn_single_dataset,
 )
 from bayes_risk.utility.pmse import PROPENSITY_METHODS, PropensitySpec, pmse
+from bayes_risk.utility.quality import quality_report
+from bayes_risk.utility.tables import marginal_percentages, table_utility
 
 __all__ = ["UtilitySummary", "OverlapSpec", "utility_summary", "default_estimands"]
 
@@ -115,6 +118,8 @@ def utility_summary(
     random_seed: RandomSeed = None,
     progressbar: bool = False,
     imputed: Any = "auto",
+    table_order: int = 2,
+    ngroups: int = 5,
 ) -> UtilitySummary:
     """pMSE and interval overlap of a synthetic release in one call (methods, Utility measures).
 
@@ -135,12 +140,19 @@ def utility_summary(
     imputed : "auto" or iterable of str
         Columns whose missing values the synthesizer imputed, compared on the original's
         observed cells.
+    table_order, ngroups : int
+        The per-table utility (:func:`~bayes_risk.utility.table_utility`): every table of 1 to
+        ``table_order`` columns, numeric columns in ``ngroups`` groups (synthpop's
+        ``utility.tables``); the one-way tables are :func:`~bayes_risk.utility.compare_marginals`'
+        per-variable utility, beside its percentages.
 
     Returns
     -------
     UtilitySummary
         ``pmse``, ``overlap``, ``comparison``, ``estimand_kind``, ``synthesized``,
-        ``synthesized_inferred``, ``settings``, ``warnings``.
+        ``synthesized_inferred``, ``settings``, ``warnings``, ``tables`` (per-table utility),
+        ``marginals`` (synthpop's ``compare()`` percentages) and ``quality`` (SDMetrics'
+        quality report, :func:`~bayes_risk.utility.quality_report`, default thresholds).
 
     Raises
     ------
@@ -161,6 +173,9 @@ def utility_summary(
     >>> s.synthesized, list(s.overlap["estimand"]), s.pmse.null
     (['Income'], ['mean(Income)'], 'theory')
     """
+    checks = argument_checks(UTILITY_ARGUMENTS)
+    check_params(dict(table_order=table_order, ngroups=ngroups),
+                 {k: checks[k] for k in ("table_order", "ngroups")})
     spec = as_spec(propensity, PropensitySpec, "propensity", "method", PROPENSITY_METHODS)
     ov = as_spec(overlap, OverlapSpec, "overlap")
     estimands, family, alpha, rules = ov.estimands, ov.family, ov.alpha, ov.rules
@@ -198,6 +213,13 @@ def utility_summary(
               synthesized=syn_cols or None, progressbar=progressbar, imputed=imp)
     codes.extend(pm.warnings)
     original, datasets = observed_cells(original, datasets, imp, for_pmse=False)
+    # synthpop's utility.tables and compare() over every column (imputed ones on the original's
+    # observed cells, as the overlap)
+    tables = table_utility(original, datasets, schema=schema, order=table_order,
+                           ngroups=ngroups, observed=imp.columns)
+    marginals = marginal_percentages(original, datasets, schema, list(schema.names),
+                                     observed=imp.columns)
+    quality = quality_report(original, datasets, schema=schema)
 
     formulas = list(estimands) if estimands is not None else []
     comparison = None
@@ -232,7 +254,8 @@ def utility_summary(
     settings = {
         "pmse_method": spec.method, "max_order": spec.max_order, "null": pm.null,
         "alpha": float(alpha), "family": family, "formulas": formulas,
-        "n_perm": int(n_perm), **{f"pmse_{k}": v for k, v in pm.settings.items()
+        "n_perm": int(n_perm), "table_order": int(table_order), "ngroups": int(ngroups),
+        **{f"pmse_{k}": v for k, v in pm.settings.items()
                                   if not k.startswith("imputed_")},
         **choice.to_settings(), **imp.to_settings(),
         "overlap_missing_values": OVERLAP_MISSING_POLICY if kind == "means_and_proportions"
@@ -242,7 +265,8 @@ def utility_summary(
     return UtilitySummary(
         pmse=pm, overlap=overlap, comparison=comparison, estimand_kind=kind,
         synthesized=list(syn_cols), synthesized_inferred=inferred, settings=settings,
-        warnings=list(dict.fromkeys(codes)))
+        warnings=list(dict.fromkeys(codes)), tables=tables, marginals=marginals,
+        quality=quality)
 
 
 def _roles(

@@ -140,8 +140,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
         preds = unsyn + order[:k] if spec is None else spec.predictors[col]
         predictors[col] = preds
         if regression.get(col) == "rf":
-            regressions[col] = ForestColumn(col, preds, schema, values, layout,
-                                            int(seeds[k].integers(2**31 - 1)))
+            regressions[col] = ForestColumn(col, preds, schema, values, layout)
             continue
         if regression.get(col) == "ctree":
             regressions[col] = CtreeColumn(col, preds, schema, values, layout)

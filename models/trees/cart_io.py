@@ -56,10 +56,6 @@ def cart_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         # columns a spec draws by regression (absent otherwise: older folders are unchanged)
         **({"regressions": {c: r.method for c, r in state.regressions.items()}}
            if state.regressions else {}),
-        # the seeds of the columns drawn by synthpop's rf: regrown alike on loading
-        **({"forest_seeds": {c: r.random_state for c, r in state.regressions.items()
-                             if r.method == "rf"}}
-           if any(r.method == "rf" for r in state.regressions.values()) else {}),
         # columns with missing values and the kind trees of two-step numeric columns
         # (absent in folders of complete data: their files are unchanged)
         **({"missing": state.missing, "kind_trees": kind_trees} if state.missing else {}),
@@ -109,9 +105,10 @@ def restore_cart(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame
     if obj.records_.shape != (n,) or obj.n_records_ != n:
         raise ValueError(f"{n} records in the data, {obj.records_.shape} flags")
     obj._values = encoded_values(obj._data, schema, obj.missing_)
-    seeds = st.get("forest_seeds", {})
     obj.regressions_ = {
-        c: ForestColumn(c, obj.predictors_[c], schema, obj._values, obj.missing_, seeds[c])
+        # synthpop's rf grows its forests for each synthetic dataset (older folders also hold
+        # "forest_seeds", the seeds of the forests they grew once)
+        c: ForestColumn(c, obj.predictors_[c], schema, obj._values, obj.missing_)
         if m == "rf" else
         CtreeColumn(c, obj.predictors_[c], schema, obj._values, obj.missing_)
         if m == "ctree" else

@@ -21,6 +21,9 @@ N_TREES = 10
 #: randomForest's ``nodesize`` (a node of at most this many draws is a leaf), by outcome type
 #: (categorical: True)
 NODESIZE = {True: 1, False: 5}
+#: randomForest redraws a bootstrap sample of one class (30 times) and regrows a
+#: classification tree that is its root alone (without bound: here at most this often)
+_RETRIES = 30
 
 
 class ForestColumn:
@@ -33,7 +36,9 @@ class ForestColumn:
     synthetic record's donors are all
     the original records that fall in its leaf, tree by tree, pooled with their multiplicity;
     it takes one donor's value uniformly (synthpop ignores ``proper`` for ``rf``, and so does
-    the package: the draw is the same with either ``donor``). A numeric column with missing
+    the package: the draw is the same with either ``donor``). Each draw (synthetic dataset)
+    grows its own forest, as synthpop's ``syn`` calls ``syn.rf`` for each of its ``m``
+    datasets; the column holds the training data, not a forest. A numeric column with missing
     values is drawn in two steps as synthpop pads it (``padMis.syn``): its kind (observed,
     empty, a declared code) by a forest on all records, then, for a donor of the observed kind,
     its value by a forest on the observed records.
@@ -42,10 +47,9 @@ class ForestColumn:
     method = "rf"
 
     def __init__(self, column: str, predictors: Sequence[str], schema: Schema,
-                 values: dict[str, np.ndarray], layout: Mapping[str, Mapping[str, Any]],
-                 random_state: int) -> None:
+                 values: dict[str, np.ndarray], layout: Mapping[str, Mapping[str, Any]]) -> None:
         self.column, self.predictors, self.schema = column, list(predictors), schema
-        self.layout, self.random_state = dict(layout), int(random_state)
+        self.layout = dict(layout)
         names, kinds, nlev, arrs = design_inputs(schema, self.predictors, self.layout,
                                                  values.__getitem__)
         y = values[column]
@@ -70,51 +74,76 @@ class ForestColumn:
                 kinds[j] = "ordinal"
         self.design = Design(names, kinds, nlev)
         X, codes = self.design.matrix(arrs)
-        cat = schema[column].is_categorical
-        rng = np.random.default_rng(self.random_state)
-        rows = np.arange(len(y))
         lay = self.layout.get(column)
-        self.observed = self.value_trees = None
-        if cat:
+        rows = np.arange(len(y))
+        # each forest's training records: (design, nominal codes, outcome, rows, classes)
+        if schema[column].is_categorical:
             n_classes = schema[column].n_levels + (lay is not None)
-            self.trees = self._forest(X, codes, y, rows, n_classes, rng)
+            self._data = (X, codes, np.asarray(y, dtype=np.float64), rows, n_classes)
+            self.observed = self._value_data = None
         elif lay is None:
-            self.trees = self._forest(X, codes, y, rows, 0, rng)
+            self._data = (X, codes, yo, rows, 0)
+            self.observed = self._value_data = None
         else:  # synthpop's padMis.syn: the kind (column.NA) by rf, then the value (column.0)
             kind = kind_codes(yo, lay["codes"])
-            self.trees = self._forest(X, codes, kind, rows, int(kind.max()) + 1, rng)
+            self._data = (X, codes, kind.astype(np.float64), rows, int(kind.max()) + 1)
             self.observed = kind == 0
             obs = np.flatnonzero(self.observed)
-            self.value_trees = self._forest(X[obs], codes[obs], yo[obs], obs, 0, rng)
+            self._value_data = (X[obs], codes[obs], yo[obs], obs, 0)
 
-    def _forest(self, X: np.ndarray, codes: np.ndarray, y: np.ndarray, rows: np.ndarray,
-                n_classes: int, rng: np.random.Generator) -> list[SeqTree]:
-        """``N_TREES`` trees on bootstrap samples of the records ``rows`` (design ``X``, outcome
-        ``y``: level codes when ``n_classes``); each record of ``rows`` is a donor of the leaf
-        it falls in (synthpop's nodesobs)."""
-        cat = n_classes > 0
-        p = X.shape[1]
-        mtry = max(int(np.floor(np.sqrt(p) if cat else p / 3)), 1)
-        trees = []
-        for _ in range(N_TREES):
-            boot = rng.integers(0, len(y), len(y))
-            tree = _grow(X[boot].astype(np.float64), y[boot], cat, n_classes, mtry,
-                         NODESIZE[cat], rng)
-            trees.append(SeqTree(tree, self.design, X, codes, rows, y, cat, n_classes))
-        return trees
+    def grow(self, rng: np.random.Generator) -> tuple[list[SeqTree], list[SeqTree] | None]:
+        """A new forest (and, for a numeric column with missing values, the forest of its
+        observed values), as ``syn.rf`` grows one for each synthetic dataset."""
+        return (_forest(self.design, *self._data, rng),
+                None if self._value_data is None else _forest(self.design, *self._value_data,
+                                                               rng))
 
     def draw(self, value_of: Callable[[str], np.ndarray], rng: np.random.Generator) -> np.ndarray:
-        """The donor row of each record, from the predictors' current values."""
+        """The donor row of each record, from the predictors' current values, by a forest
+        grown for this draw (synthpop's ``syn`` calls ``syn.rf`` afresh for each dataset)."""
+        return self.donors(self.grow(rng), value_of, rng)
+
+    def donors(self, forests: tuple[list[SeqTree], list[SeqTree] | None],
+               value_of: Callable[[str], np.ndarray], rng: np.random.Generator) -> np.ndarray:
+        """The donor row of each record in the forests ``grow`` returned."""
         names, _, _, arrs = design_inputs(self.schema, self.predictors, self.layout, value_of)
         arrs = [self.rank[n][np.asarray(a, dtype=np.int64)] if n in self.rank else a
                 for n, a in zip(names, arrs, strict=True)]
         X, codes = self.design.matrix(arrs)
-        rows = _pooled_donor(self.trees, X, codes, rng)
-        if self.value_trees is not None:  # a donor of an observed kind: a value's donor
+        trees, value_trees = forests
+        rows = _pooled_donor(trees, X, codes, rng)
+        if value_trees is not None:  # a donor of an observed kind: a value's donor
             obs = np.flatnonzero(self.observed[rows])
             if obs.size:
-                rows[obs] = _pooled_donor(self.value_trees, X[obs], codes[obs], rng)
+                rows[obs] = _pooled_donor(value_trees, X[obs], codes[obs], rng)
         return rows
+
+
+def _forest(design: Design, X: np.ndarray, codes: np.ndarray, y: np.ndarray, rows: np.ndarray,
+            n_classes: int, rng: np.random.Generator) -> list[SeqTree]:
+    """``N_TREES`` trees on bootstrap samples of the records ``rows`` (design ``X``, outcome
+    ``y``: level codes when ``n_classes``); each record of ``rows`` is a donor of the leaf
+    it falls in (synthpop's nodesobs)."""
+    cat = n_classes > 0
+    n, p = X.shape
+    mtry = max(int(np.floor(np.sqrt(p) if cat else p / 3)), 1)
+    Xf = X.astype(np.float64)
+    several = cat and np.unique(y).size > 1
+    trees = []
+    for _ in range(N_TREES):
+        for _attempt in range(_RETRIES):
+            cnt = np.bincount(rng.integers(0, n, n), minlength=n)
+            inb = np.flatnonzero(cnt)
+            # randomForest redraws a sample of one class, and a classification tree that is
+            # its root alone
+            if several and np.unique(y[inb]).size < 2:
+                continue
+            tree = _grow(Xf[inb], cnt[inb].astype(np.float64), y[inb], n_classes, mtry,
+                         NODESIZE[cat], rng)
+            if not several or tree.node_count > 1:
+                break
+        trees.append(SeqTree(tree, design, X, codes, rows, y, cat, n_classes))
+    return trees
 
 
 def _pooled_donor(trees: list[SeqTree], X: np.ndarray, codes: np.ndarray,
@@ -158,53 +187,13 @@ class _Arrays:
         return node
 
 
-def _grow(X: np.ndarray, y: np.ndarray, categorical: bool, n_classes: int, mtry: int,
+def _grow(X: np.ndarray, w: np.ndarray, y: np.ndarray, n_classes: int, mtry: int,
           nodesize: int, rng: np.random.Generator) -> _Arrays:
-    """One tree as randomForest grows it (its ``regTree``/``findbestsplit``): a node of at
-    most ``nodesize`` draws, or a pure one, is a leaf; otherwise ``mtry`` inputs are sampled
-    and the best split among them (least squares, or Gini for a categorical outcome; the
-    threshold midway between adjacent values) is taken — and when none of them splits the
-    node with a gain, the node is a leaf (scikit-learn would search the other inputs)."""
-    left: list[int] = []
-    right: list[int] = []
-    feature: list[int] = []
-    threshold: list[float] = []
-    Y = np.eye(n_classes)[y.astype(np.int64)] if categorical else \
-        y.astype(np.float64)[:, None]
+    """One tree as randomForest grows it (``trees.rf_grow.grow_tree``) on the distinct in-bag
+    records ``X`` with bootstrap counts ``w``; ``y``: class codes when ``n_classes``, else
+    values."""
+    from bayes_risk.models.trees.rf_grow import grow_tree
 
-    def score(S: np.ndarray, n: np.ndarray) -> np.ndarray:
-        # sum over outcome columns of (sum)^2 / n: larger is better for both criteria
-        return (S ** 2).sum(axis=-1) / n
-
-    def node(idx: np.ndarray) -> int:
-        k = len(left)
-        left.append(-1), right.append(-1), feature.append(-2), threshold.append(-2.0)
-        Yn = Y[idx]
-        pure = categorical and (Yn.sum(axis=0) == len(idx)).any()
-        if len(idx) <= nodesize or pure:
-            return k
-        parent = float(score(Yn.sum(axis=0), len(idx)))
-        best = (parent * (1 + 1e-12) + 1e-12, -1, 0.0)
-        for j in rng.choice(X.shape[1], size=min(mtry, X.shape[1]), replace=False):
-            order = np.argsort(X[idx, j], kind="stable")
-            x = X[idx[order], j]
-            cum = np.cumsum(Yn[order], axis=0)[:-1]
-            ok = x[1:] > x[:-1]
-            if not ok.any():
-                continue
-            nl = np.arange(1, len(idx))
-            gain = score(cum, nl) + score(cum[-1] + Yn[order][-1] - cum, len(idx) - nl)
-            gain = np.where(ok, gain, -np.inf)
-            i = int(np.argmax(gain))
-            if gain[i] > best[0]:
-                best = (float(gain[i]), int(j), (x[i] + x[i + 1]) / 2)
-        if best[1] < 0:  # no sampled input splits the node: a leaf (randomForest's jstat)
-            return k
-        feature[k], threshold[k] = best[1], best[2]
-        go = X[idx, best[1]] <= best[2]
-        left[k] = node(idx[go])
-        right[k] = node(idx[~go])
-        return k
-
-    node(np.arange(len(y)))
-    return _Arrays(left, right, feature, threshold)
+    return _Arrays(*grow_tree(np.ascontiguousarray(X, dtype=np.float64),
+                              np.asarray(w, dtype=np.float64), np.asarray(y, dtype=np.float64),
+                              int(n_classes), int(mtry), int(nodesize), rng))

@@ -538,10 +538,9 @@ def test_verdicts_read_the_regime_that_holds_the_mass(audited, audited_hh):
 
 def test_marginals_leave_missing_value_codes_out_of_the_numbers():
     """A declared missing-value code (synthpop's cont.na, e.g. SD2011's nociga = -8 for
-    non-smokers) is not a number: it is not in the deciles or densities of the compare()
-    plots; the share of missing values is a row and the figure's title of its own."""
-    from bayes_risk.auditing.measures.utility import marginals
-    from bayes_risk.auditing.plots import marginal_figure
+    non-smokers) is not a number: it is not in the histogram's bins of compare(); it is a group
+    of its own (miss.-8), and so are the empty cells (miss.NA), of all records' percentages."""
+    from bayes_risk.utility import compare_marginals
 
     rng = np.random.default_rng(0)
     x = rng.integers(1, 40, 400).astype(float)
@@ -549,39 +548,15 @@ def test_marginals_leave_missing_value_codes_out_of_the_numbers():
     x[300:310] = np.nan
     orig = pd.DataFrame({"x": x, "g": rng.choice(["a", "b"], 400)})
     syn = [orig.sample(frac=1.0, random_state=k).reset_index(drop=True) for k in range(2)]
-    schema = br.infer_schema(orig, missing_codes={"x": [-8]})
-    m = marginals(orig, syn, schema)
-    mx = m[m["variable"] == "x"]
-    num = mx[mx["kind"].isin(["quantile", "density"])]
-    assert (mx.loc[mx["kind"] == "quantile", ["original", "synthetic"]].to_numpy() >= 1).all()
-    assert (num.loc[num["kind"] == "density", "value"].astype(float) > 0).all()
-    miss = mx[mx["kind"] == "missing"]
-    assert miss[["original", "synthetic"]].to_numpy().tolist() == [[77.5, 77.5]]
-    fig = marginal_figure(m, "x")
-    assert "missing: 77.5 % original, 77.5 % synthetic" in fig.axes[0].get_title()
-    # without a declared code the column has no missing row (its NaN are still left out)
-    m2 = marginals(orig, syn, br.infer_schema(orig))
-    assert "missing" in set(m2.loc[m2["variable"] == "x", "kind"])  # the 10 empty cells
-    assert m2.loc[(m2["variable"] == "x") & (m2["kind"] == "missing"),
-                  "original"].item() == pytest.approx(2.5)
-
-
-def test_marginal_densities_of_whole_numbers_have_no_combs():
-    """Ages, counts and heights in whole units get bins of whole widths: a flat distribution of
-    the integers 10..99 has a flat density (30 equal bins over the central 99 % of the values
-    hold 2 or 3 whole numbers each, which draws a comb)."""
-    from bayes_risk.auditing.measures.utility import marginals
-
-    orig = pd.DataFrame({"age": np.repeat(np.arange(10, 100), 20),
-                         "w": np.linspace(0.0, 1.0, 1800)})
-    m = marginals(orig, [orig, orig], br.infer_schema(orig))
-    d = m[(m["variable"] == "age") & (m["kind"] == "density")]
-    centres = d["value"].astype(float).to_numpy()
-    assert np.allclose(centres - np.round(centres), 0)  # bins centred on whole numbers
-    assert d["original"].max() / d["original"].min() == pytest.approx(1.0)
-    assert np.sum(d["original"].to_numpy() * np.diff(centres).mean()) == pytest.approx(1.0)
-    # a continuous column keeps its 30 equal bins
-    assert (m[(m["variable"] == "w")]["kind"] == "density").sum() == 30
+    m, _ = compare_marginals(orig, syn, schema=br.infer_schema(orig, missing_codes={"x": [-8]}))
+    mx = m[m["variable"] == "x"].set_index("value")
+    bins = mx.drop(index=["miss.-8", "miss.NA"])
+    assert (bins.index.astype(float) >= 0).all()
+    assert mx.loc["miss.-8", "original"] == 75.0 and mx.loc["miss.NA", "original"] == 2.5
+    assert mx["original"].sum() == pytest.approx(100.0)
+    # without the declared code -8 is a number: the first bin starts below it
+    m2, _ = compare_marginals(orig, syn, schema=br.infer_schema(orig))
+    assert float(m2.loc[m2["variable"] == "x", "value"].iloc[0]) <= -8
 
 
 def _bars_table():
@@ -596,27 +571,11 @@ def _bars_table():
 def test_marginal_bars_in_level_order():
     """compare() bars follow the schema's level order (an ordinal or integer-coded factor drawn
     by frequency reads as another distribution), missing values last."""
-    from bayes_risk.auditing.measures.utility import marginals
+    from bayes_risk.utility import compare_marginals
 
     orig, schema = _bars_table()
-    m = marginals(orig, [orig], schema)
-    assert m.loc[m["variable"] == "age", "value"].tolist() == ["1", "2", "3", "4", "Missing"]
-
-
-def test_marginal_bar_labels_readable():
-    """Long level labels (SD2011's "URBAN 100,000-200,000"), which side by side run into each
-    other, are slanted, anchored at their bar and cut; short ones stay level."""
-    from bayes_risk.auditing.measures.utility import marginals
-    from bayes_risk.auditing.plots import marginal_figure
-
-    orig, schema = _bars_table()
-    m = marginals(orig, [orig], schema)
-    ticks = marginal_figure(m, "place").axes[0].get_xticklabels()
-    assert all(t.get_rotation() == 40 and t.get_ha() == "right" for t in ticks)
-    assert max(len(t.get_text()) for t in ticks) <= 22
-    assert "URBAN BELOW 20,000 IN…" in [t.get_text() for t in ticks]
-    assert all(t.get_rotation() == 0 for t in marginal_figure(m, "sex").axes[0]
-               .get_xticklabels())
+    m, _ = compare_marginals(orig, [orig], schema=schema)
+    assert m.loc[m["variable"] == "age", "value"].tolist() == ["1", "2", "3", "4", "NA"]
 
 
 def test_verdict_says_which_steps_have_no_line(audited, report):
@@ -1503,10 +1462,13 @@ def test_report_header_names_the_intruder_of_every_line_and_folds_detail(report_
                      r'worst case over the radii', rest)
     assert re.search(r'<details class="table"><summary>identity measures, % of records \(',
                      rest)
-    # the variable-by-variable comparison: its figures one click away
+    # the two-way tables one click away; the marginals' panel and the heat map of the tables
+    # shown in the utility section
     compare = rest.split('<section id="compare">')[1].split("</section>")[0]
-    assert re.search(r'<details class="section"><summary>\d+ figures? of the marginals', compare)
-    assert compare.index("<details") < compare.index("<img")
+    assert re.search(r'<details class="section"><summary>\d+ two-way tables?', compare)
+    util = rest.split('<section id="utility">')[1].split("</section>")[0]
+    assert "S_pMSE of every pair of columns" in util and "Marginals, original against" in util
+    assert '<details class="section">' not in util and "<img" not in compare
     assert "<figure class=\"table\">" not in html
     md = report_hh[1].read_text()
     assert "The intruder of each verdict line" in md

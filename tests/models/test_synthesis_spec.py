@@ -517,33 +517,42 @@ OTHER_RELEASES = {"plugin": ("uniform", _other_spec(False), ["Tenure", "Marital"
 OTHER_SEEDS = {"plugin": 0, "proper": 1, "rf": 2, "ctree": 3}
 
 
+#: per release: the package's datasets and the largest Welch z allowed (rf: synthpop's 100
+#: releases, 40 of the package's; the others: 20 and 20)
+OTHER_SIZES = {"plugin": (20, 4.0), "proper": (20, 4.0), "rf": (40, 2.5), "ctree": (20, 4.0)}
+
+
 @pytest.mark.parametrize("release", sorted(OTHER_RELEASES))
 def test_other_methods_match_the_synthpop_releases(ce1000, release):
     """The releases of normrank, pmm and polr columns (synthpop's proper = FALSE: the
     package's donor="uniform"; proper = TRUE: the Bayesian draw, the default
-    donor="bayes_bootstrap") and of rf and ctree columns against synthpop 1.9-2's 20 releases
-    of the same calls: every per-dataset statistic and the expected match risk at radius 1 %
-    agree within Monte Carlo error (Welch z < 4 over 20 + 20 datasets, seed fixed; ctree: max
-    |z| 1.65 over its 21 statistics, 1.76 on the risk); every Income and Expenditure value is
-    an observed one, as synthpop's."""
+    donor="bayes_bootstrap") and of rf and ctree columns against synthpop 1.9-2's releases of
+    the same calls: every per-dataset statistic of a synthesized column and the expected match
+    risk at radius 1 % agree within Monte Carlo error (Welch z, seed fixed: rf |z| <= 2.5 over
+    40 + 100 datasets, max 1.87 over its 19 statistics, 1.21 on the risk — a forest grown once
+    for all 40 datasets instead of one per dataset gives max |z| 4 to 5.5 for most seeds;
+    the others |z| < 4 over 20 + 20, max 2.52 (plugin), 2.61 (proper) and 1.65 (ctree) over
+    21–24 statistics); every Income and Expenditure value is an observed one, as synthpop's."""
     df, schema = ce1000
     donor, spec, cols = OTHER_RELEASES[release]
+    m, limit = OTHER_SIZES[release]
     rel = pd.read_csv(SYNTHPOP_REFERENCE / f"other_{release}.csv.gz")
     theirs = [df.assign(**{c: g[c].to_numpy().astype(df[c].dtype) for c in cols})
               for _, g in rel.groupby("dataset")]
     seed = OTHER_SEEDS[release]
     ours = CARTSynthesizer(donor=donor, spec=spec).fit(
-        df, schema=schema, random_seed=[60, seed]).synthesize(20, random_seed=[61, seed])
+        df, schema=schema, random_seed=[60, seed]).synthesize(m, random_seed=[61, seed])
     for d in [*ours, *theirs]:
         pd.testing.assert_frame_equal(d.drop(columns=cols), df.drop(columns=cols))
         for c in ("Income", "Expenditure"):
             assert d[c].isin(df[c]).all()
     st_o = pd.DataFrame([_other_statistics(d) for d in ours])
     st_t = pd.DataFrame([_other_statistics(d) for d in theirs])
-    z = {s: _z(st_o[s], st_t[s]) for s in st_o if st_t[s].std() > 0}
-    assert max(z.values()) < 4, z
+    # the statistics that vary in synthpop's release (of the columns it synthesizes)
+    z = {s: _z(st_o[s], st_t[s]) for s in st_o if st_t[s].nunique() > 1}
+    assert max(z.values()) <= limit, z
     r_o, r_t = _risk(df, schema, ours, cols), _risk(df, schema, theirs, cols)
-    assert _z(r_o, r_t) < 4, (r_o.mean(), r_t.mean())
+    assert _z(r_o, r_t) <= limit, (r_o.mean(), r_t.mean())
 
 
 def test_other_methods_with_missing_values(ce1000):
@@ -631,31 +640,42 @@ def test_rf_pools_the_leaves_of_every_tree(small, tmp_path):
     """synthpop's syn.rf: a record's donors are every original record in its leaf, tree by
     tree, pooled with their multiplicity (unlist(n0)), and one is drawn uniformly; so record
     r is drawn with probability sum_t [r in leaf_t] / sum_t |leaf_t|, worked out here from the
-    ten trees' leaves (4 binomial standard errors over 4000 draws). The forest is regrown alike
-    when a saved model is loaded; the plug-in likelihood refuses an rf column."""
+    ten trees' leaves (4 binomial standard errors over 4000 draws). Each synthetic dataset
+    draws from a forest of its own, as synthpop's syn() calls syn.rf for each of its m
+    datasets: two datasets' forests differ, the same seed gives the same forest, and a loaded
+    model synthesizes the same datasets. The plug-in likelihood refuses an rf column."""
     df, schema = small
     spec = SynthesisSpec(method={"Age": "", "Tenure": "rf", "Income": "rf"},
                          visit_sequence=["Age", "Tenure", "Income"])
     syn = CARTSynthesizer(spec=spec).fit(df, schema=schema, random_seed=1)
     forest = syn.regressions_["Income"]
-    assert forest.method == "rf" and len(forest.trees) == 10
+    trees, value_trees = forest.grow(np.random.default_rng(5))
+    assert forest.method == "rf" and len(trees) == 10 and value_trees is None
+    again, _ = forest.grow(np.random.default_rng(5))
+    other, _ = forest.grow(np.random.default_rng(6))
+    assert all(np.array_equal(a.threshold, b.threshold) for a, b in zip(trees, again,
+                                                                          strict=True))
+    assert not all(a.n_nodes == b.n_nodes and np.array_equal(a.threshold, b.threshold)
+                   for a, b in zip(trees, other, strict=True))
     rec = df.iloc[[7]]
     values = {"Age": rec["Age"].to_numpy(float), "Tenure": column_codes(rec, schema, "Tenure")}
     expected = np.zeros(len(df))
-    for t in forest.trees:
-        X, codes = t.design.matrix([forest.rank.get(p, np.arange(99))[values[p].astype(int)]
+    for t in trees:
+        X, codes = t.design.matrix([forest.rank[p][values[p].astype(int)]
                                     if p in forest.rank else values[p]
                                     for p in t.design.predictors])
         node = t.route(X, codes, "climb")[0][0]
         np.add.at(expected, t.donor_rows[t.node_start[node]:t.node_stop[node]], 1.0)
     expected /= expected.sum()
     n = 4000
-    rows = forest.draw(lambda p: np.repeat(values[p], n), np.random.default_rng(2))
+    rows = forest.donors((trees, None), lambda p: np.repeat(values[p], n),
+                         np.random.default_rng(2))
     freq = np.bincount(rows, minlength=len(df)) / n
     assert (np.abs(freq - expected) <= 4 * np.sqrt(expected * (1 - expected) / n) + 1e-12).all()
     back = CARTSynthesizer.load(syn.save(tmp_path / "m"))
-    pd.testing.assert_frame_equal(back.synthesize(1, random_seed=3)[0],
-                                  syn.synthesize(1, random_seed=3)[0])
+    for a, b in zip(back.synthesize(2, random_seed=3), syn.synthesize(2, random_seed=3),
+                    strict=True):
+        pd.testing.assert_frame_equal(a, b)
     with pytest.raises(NotSupportedError, match=r"'Income': 'rf'.*grown on a bootstrap sample"):
         syn.plugin_likelihood(df)
 
@@ -670,13 +690,44 @@ def test_rf_trees_end_where_randomforest_ends_them():
 
     x = np.arange(40.0)
     X = np.column_stack([np.zeros(40), x])
+    w = np.ones(40)
     rng = np.random.default_rng(1)
-    stumps = sum(_grow(X, x * 2, False, 0, 1, 5, rng).node_count == 1 for _ in range(400))
+    stumps = sum(_grow(X, w, x * 2, 0, 1, 5, rng).node_count == 1 for _ in range(400))
     assert abs(stumps / 400 - 0.5) < 4 * np.sqrt(0.25 / 400)
     # both inputs sampled (mtry = 2): split down to leaves of at most 5 draws (here 5 and 3)
-    t = _grow(X, x * 2, False, 0, 2, 5, rng)
+    t = _grow(X, w, x * 2, 0, 2, 5, rng)
     sizes = np.bincount(t.apply(X), minlength=t.node_count)[t.children_left == -1]
     assert sizes.max() <= 5 and sizes.sum() == 40
+    # a draw counts by its bootstrap count: 8 records drawn 5 times each are 8 leaves
+    t = _grow(X[:8], np.full(8, 5.0), x[:8] * 2, 0, 2, 5, rng)
+    assert (t.children_left == -1).sum() == 8
+
+
+@pytest.mark.parametrize(("x", "y", "n_classes", "r_counts"), [
+    # randomForest(y ~ x, ntree = 3000, replace = FALSE, sampsize = n), set.seed(1): the root's
+    # split point in its 3000 trees (randomForest 4.7-1.1, R 4.2.2); nodesize = 1 for the last
+    ([1, 1, 2, 2, 3, 3], [0, 1, 0, 1, 0, 1], 2, {1.5: 2014, 2.5: 986}),
+    ([1, 2, 3, 4, 5], [0, 1, 0, 1, 0], 2, {1.5: 1981, 4.5: 1019}),
+    ([1, 2, 3, 4], [0, 1, 1, 0], 0, {1.5: 1996, 3.5: 1004}),
+])
+def test_rf_splits_and_breaks_ties_as_randomforest(x, y, n_classes, r_counts):
+    """randomForest's findbestsplit takes a classification split that does not lower the Gini
+    index (every split of the first table keeps both classes at 1/2) and breaks equal criteria
+    at random in its sequence: of two equal best splits the first is kept with probability
+    2/3 (first table: 1.5 and 2.5; second: 1.5 and 4.5; third, least squares: 1.5 and 3.5).
+    The shares of 3000 trees agree with R's (two-sample z < 3); a rule that took the first best
+    split, or refused a split without gain, gives 3000 and 0."""
+    from bayes_risk.models.trees.spec_forest import _grow
+
+    X = np.asarray(x, dtype=float)[:, None]
+    rng = np.random.default_rng(1)
+    roots = np.array([_grow(X, np.ones(len(x)), np.asarray(y, float), n_classes, 1, 1,
+                            rng).threshold[0] for _ in range(3000)])
+    first = min(r_counts)
+    p_r, p_o = r_counts[first] / 3000, np.mean(roots == first)
+    assert set(np.unique(roots)) == set(r_counts)
+    pooled = (p_r + p_o) / 2
+    assert abs(p_o - p_r) < 3 * np.sqrt(2 * pooled * (1 - pooled) / 3000), (p_o, p_r)
 
 
 def test_rf_with_missing_values(ce1000):
@@ -704,7 +755,7 @@ def test_rf_with_missing_values(ce1000):
     syn = CARTSynthesizer(spec=spec).fit(d, schema=schema, random_seed=1)
     assert syn.regressions_["Marital"].design.predictors == ["Age", "Age.missing", "Educ"]
     income = syn.regressions_["Income"]
-    assert income.value_trees is not None
+    assert income.grow(np.random.default_rng(0))[1] is not None  # the forest of its values
     assert income.observed.sum() == (d["Income"].notna() & d["Income"].ne(-1)).sum()
     z = syn.synthesize(10, random_seed=2)
     for col, cell, r in [("Marital", None, 0.0439), ("Income", None, 0.0442),

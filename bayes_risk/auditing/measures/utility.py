@@ -4,13 +4,11 @@ comparisons), its verdict lines and its report sections, and its registry entry
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from bayes_risk._io import file_slug, write_json
+from bayes_risk._io import write_json
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import (
     StepContext,
@@ -56,16 +54,20 @@ def utility_step(ctx: StepContext) -> StepOutcome:
     aligned = all(len(z) == len(ctx.original) for z in datasets)
     choice = ImputedChoice(imputed, str(res.settings.get("imputed_columns_source")), aligned)
     _, datasets = observed_cells(ctx.original, datasets, choice, for_pmse=False)
-    marg = marginals(ctx.original, datasets, ctx.schema, observed=imputed)
+    marg = res.marginals  # synthpop's compare(), computed by utility_summary
     tw = twoway(ctx.original, datasets, ctx.schema, plan.synthesized)
     files: list[str] = []
     folder = step_folder(ctx, "utility")
     if folder is not None:
         write_json(folder / "summary.json", res.to_dict())
         write_table(ctx, res.overlap, folder / "overlap.csv")
+        write_table(ctx, res.tables.tables, folder / "tables.csv")
+        write_table(ctx, res.quality.shapes, folder / "quality.csv")
+        write_table(ctx, res.quality.pair_trends, folder / "quality_pairs.csv")
         write_table(ctx, marg, folder / "marginals.csv")
         write_table(ctx, tw, folder / "twoway.csv")
-        files = ["summary.json", "overlap.csv", "marginals.csv", "twoway.csv"]
+        files = ["summary.json", "overlap.csv", "tables.csv", "quality.csv",
+                 "quality_pairs.csv", "marginals.csv", "twoway.csv"]
     from bayes_risk.auditing.causes import marginal_discrepancy
 
     cats = [c for c in plan.synthesized if ctx.schema[c].is_categorical]
@@ -99,66 +101,6 @@ def twoway(original: pd.DataFrame, synthetic: Any, schema: Any, synthesized: lis
     out = pd.concat(frames, ignore_index=True)[cols]
     out[["level_1", "level_2"]] = out[["level_1", "level_2"]].astype(str)
     return out
-
-
-def marginals(original: pd.DataFrame, synthetic: Any, schema: Any,
-              observed: Sequence[str] = ()) -> pd.DataFrame:
-    """Per-variable comparison, original against pooled release (synthpop ``compare()``):
-    ``kind`` "level", "quantile", "density" or "missing"; ``observed`` columns on observed cells."""
-    from bayes_risk.data.missing import missing_mask
-
-    rows = []
-    pooled = pd.concat(list(synthetic), ignore_index=True)
-    for c in schema.names:
-        if schema[c].is_categorical:
-            o = original[c].astype("object").where(original[c].notna(), "Missing")
-            s = pooled[c].astype("object").where(pooled[c].notna(), "Missing")
-            if c in observed:
-                o, s = o[original[c].notna().to_numpy()], s[pooled[c].notna().to_numpy()]
-            po = o.value_counts(normalize=True) * 100
-            ps = s.value_counts(normalize=True) * 100
-            # the schema's level order (as synthpop's compare()), other levels, then missing values
-            seen = list(dict.fromkeys([*po.index, *ps.index]))
-            rank = {str(v): i for i, v in enumerate(schema[c].levels or ())}
-            levels = sorted(seen, key=lambda v: (str(v) == "Missing" and str(v) not in rank,
-                                                 rank.get(str(v), len(rank))))
-            for lev in levels:
-                rows.append({"variable": c, "kind": "level", "value": str(lev),
-                             "original": float(po.get(lev, 0.0)),
-                             "synthetic": float(ps.get(lev, 0.0))})
-        else:
-            codes = schema[c].missing_codes
-            ma, mb = missing_mask(original[c], codes), missing_mask(pooled[c], codes)
-            if (ma.any() or mb.any()) and c not in observed:
-                rows.append({"variable": c, "kind": "missing", "value": "missing",
-                             "original": 100 * float(ma.mean()),
-                             "synthetic": 100 * float(mb.mean())})
-            a = original[c].to_numpy(dtype=float)[~ma]
-            b = pooled[c].to_numpy(dtype=float)[~mb]
-            a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-            if not (a.size and b.size):
-                continue
-            qs = np.linspace(0, 1, 11)
-            for q, x, y in zip(qs, np.quantile(a, qs), np.quantile(b, qs), strict=True):
-                rows.append({"variable": c, "kind": "quantile", "value": f"{q:.1f}",
-                             "original": float(x), "synthetic": float(y)})
-            # densities over the central 99 % of the pooled values (outliers would flatten them)
-            ab = np.concatenate([a, b])
-            lo, hi = np.quantile(ab, [0.005, 0.995])
-            if np.all(ab == np.round(ab)):
-                # whole numbers: bins of whole widths centred on them (equal bins would draw combs)
-                lo, hi = np.floor(lo), np.ceil(hi)
-                w = max(1.0, np.ceil((hi - lo + 1) / 30))
-                edges = lo - 0.5 + w * np.arange(int(np.ceil((hi - lo + 1) / w)) + 1)
-            else:
-                edges = np.linspace(lo, hi if hi > lo else lo + 1.0, 31)
-            da, _ = np.histogram(a, bins=edges, density=True)
-            db, _ = np.histogram(b, bins=edges, density=True)
-            mids = (edges[:-1] + edges[1:]) / 2
-            for x, y, z in zip(mids, da, db, strict=True):
-                rows.append({"variable": c, "kind": "density", "value": f"{x:.6g}",
-                             "original": float(y), "synthetic": float(z)})
-    return pd.DataFrame(rows, columns=["variable", "kind", "value", "original", "synthetic"])
 
 
 _NO_INTRUDER = "none (utility: how closely the release reproduces the original)"
@@ -215,6 +157,62 @@ def utility_section(sec: Section, s: Any, result: Any, links: Links) -> None:
           "the combined intervals are estimated from all the datasets together.")
     for note in r.comparison_notes():
         sec.p(note)
+    if r.tables is not None:
+        from bayes_risk.results._base import plot_figure
+
+        t = r.tables
+        sec.p(f"Per-table utility (synthpop's utility.tables): each table of 1 to "
+              f"{t.settings['order']} columns tabulated in the original and in each synthetic "
+              f"dataset (numeric columns in {t.settings['ngroups']} groups at the quantiles of "
+              "the original and synthetic values pooled); S_pMSE is the table's pMSE over its "
+              "null expectation (its degrees of freedom: the table's occupied cells less 1), "
+              "about 1 when the synthetic tables are as close to the original as a sample of "
+              "it would be. The heat map shows every pair, each column alone on the diagonal.")
+        sec.blocks.append(links.figure(lambda: plot_figure(r, "tables"), "utility_tables.png",
+                                       "S_pMSE of every pair of columns"))
+        worst = t.tables.sort_values("S_pMSE", ascending=False, kind="stable").head(TOP_N)
+        sec.blocks.append(table_block(
+            worst[["table", "order", "S_pMSE", "pMSE", "VW", "FT", "JSD", "df"]], links,
+            step_file(s, "tables.csv"),
+            f"Tables with the largest S_pMSE (top {TOP_N}; all {len(t.tables)} in tables.csv)"))
+        from bayes_risk.results.utility import COMPARE_PANELS
+
+        syn = set(r.synthesized)
+        cols = list(dict.fromkeys(r.marginals["variable"]))
+        # synthesized columns first: the panel shows at most COMPARE_PANELS
+        cols = [c for c in cols if c in syn] + [c for c in cols if c not in syn]
+        sec.p("Marginal distributions of the original and the pooled synthetic datasets "
+              "(synthpop's compare()): the percentage of records per level, or per histogram bin "
+              "of a numeric column (labelled by its lower end), each column's one-way S_pMSE in "
+              "its title" + (f"; the first {COMPARE_PANELS} columns, synthesized ones first"
+                             if len(cols) > COMPARE_PANELS else "") + ".")
+        sec.blocks.append(links.figure(
+            lambda: plot_figure(r, "compare", columns=cols), "utility_compare.png",
+            "Marginals, original against synthetic (all in marginals.csv)"))
+    if r.quality is not None:
+        q = r.quality
+        st = q.settings
+        sec.p(f"Quality score with SDMetrics' definitions: {q.score:.3f} (0 to 1, 1 the "
+              f"original's own), the mean of column shapes ({q.column_shapes:.3f}: "
+              "KSComplement of numeric columns, TVComplement of categorical ones) and column "
+              f"pair trends ({q.column_pair_trends:.3f}: CorrelationSimilarity of numeric "
+              "pairs, ContingencySimilarity of the others, counting the pairs whose original "
+              f"correlation exceeds {st['correlation_threshold']:g} or Cramér's V "
+              f"{st['association_threshold']:g}); means over the {r.m} datasets.")
+        worst = pd.concat([
+            q.shapes.groupby("column", sort=False).agg(metric=("metric", "first"),
+                                                       score=("score", "mean")).reset_index()
+            .rename(columns={"column": "columns"}),
+            q.pair_trends[q.pair_trends["meets_threshold"]]
+            .groupby(["column_1", "column_2"], sort=False)
+            .agg(metric=("metric", "first"), score=("score", "mean")).reset_index()
+            .assign(columns=lambda t: t["column_1"] + " × " + t["column_2"])
+            [["columns", "metric", "score"]]], ignore_index=True)
+        sec.blocks.append(table_block(
+            worst.sort_values("score", kind="stable").head(TOP_N), links,
+            step_file(s, "quality.csv"),
+            f"Columns and pairs with the lowest SDMetrics score (top {TOP_N}; all in "
+            "quality.csv and quality_pairs.csv)"))
     ov = r.overlap.sort_values("overlap").head(TOP_N)
     cols = [c for c in ("estimand", "estimate_orig", "estimate_syn", "overlap") if c in ov]
     sec.blocks.append(table_block(ov[cols], links, step_file(s, "overlap.csv"),
@@ -222,24 +220,14 @@ def utility_section(sec: Section, s: Any, result: Any, links: Links) -> None:
                                   f"{TOP_N}; all in overlap.csv)"))
 
 
-@step_section("utility", "compare", "Original versus synthetic, variable by variable")
+@step_section("utility", "compare", "Original versus synthetic, two-way tables")
 def comparisons_section(sec: Section, s: Any, result: Any, links: Links) -> None:
-    from bayes_risk.auditing.plots import marginal_figure
-
-    marg = s.extra["marginals"]
-    sec.p("Marginal distributions of the original and the pooled synthetic datasets (as "
-          "synthpop's compare()): bars of the percentage of records per level, densities for "
-          "numeric variables.")
-    syn = set(result.plan.synthesized)
-    for v in list(dict.fromkeys(marg["variable"]))[:24]:
-        tag = " (synthesized)" if v in syn else ""
-        sec.blocks.append(links.figure(lambda v=v: marginal_figure(marg, v),
-                                       f"compare_{file_slug(v)}.png", f"{v}{tag}"))
+    sec.p("Two-way tables of the categorical columns with a synthesized member, original "
+          "against the synthetic datasets pooled: the cells that differ most (the marginals and "
+          "the per-table utility are in the utility section above).")
     tw = s.extra["twoway"]
-    n_fig = sum(b.kind == "figure" for b in sec.blocks)
     n_tab = tw.groupby(["variable_1", "variable_2"], sort=False).ngroups
-    sec.fold = (f"{n_fig} figure{'s' if n_fig != 1 else ''} of the marginals and {n_tab} two-way "
-                f"table{'s' if n_tab != 1 else ''} (all in marginals.csv and twoway.csv)")
+    sec.fold = f"{n_tab} two-way table{'s' if n_tab != 1 else ''} (all in twoway.csv)"
     for (a, b), t in tw.groupby(["variable_1", "variable_2"], sort=False):
         top = t.reindex(t["difference"].abs().sort_values(ascending=False).index).head(10)
         sec.blocks.append(table_block(

@@ -40,6 +40,8 @@ outputs (in --out, written atomically):
                             the three attacks, rates, risk and interval
   inference_records.csv     per dataset, secret and attacked record: role, row, whether the
                             guess was right, whether equally distant rows were drawn
+  linkability_groups.csv,   (with --groups COL) one row per dataset (and secret) and level of
+  inference_groups.csv      COL: the attacked records of that level, rates, risk and interval
   summary.json              all of the above with the settings and warning codes
   singling_out.png, linkability.png, inference.png   the risk with its interval
 """

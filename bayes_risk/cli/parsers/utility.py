@@ -29,6 +29,16 @@ outputs (in --out, written atomically):
                    combining_rules_reason)
   overlap.csv      one row per estimand: original and combined synthetic intervals, overlap
   comparison.csv   (with --formula) the coefficient comparison table
+  tables.csv       one row per table of 1 to --table-order columns: synthpop's utility.tables
+                   statistics (pMSE, S_pMSE, VW, FT, S_FT, JSD, S_JSD, U, df), means over the
+                   datasets
+  marginals.csv    synthpop's compare(): % of records per level or histogram bin, original
+                   and the datasets pooled
+  quality.csv      SDMetrics' column shapes (KSComplement, TVComplement) per column and
+                   dataset; quality_pairs.csv its column pair trends (CorrelationSimilarity,
+                   ContingencySimilarity); the score in summary.json ("quality")
+(the heat map of the pairs' S_pMSE and the panel of the marginals: the audit's report, or
+UtilitySummary.plot("tables") and .plot("compare"))
 """
 
 
@@ -48,6 +58,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_type_arguments(p)
     add_argument_options(p, UTILITY_ARGUMENTS)  # utility_summary's, declared by the library
     add_spec_options(p, PropensitySpec, OverlapSpec)
-    add_run_arguments(p, "bayes_risk.cli.utility", "summary.json, overlap.csv and comparison.csv",
+    add_run_arguments(p, "bayes_risk.cli.utility",
+                      "summary.json, overlap.csv, tables.csv, marginals.csv, quality.csv, "
+                      "quality_pairs.csv and comparison.csv",
                       check="the release SYN")
     return p
