@@ -20,7 +20,6 @@ from bayes_risk._terminal import say
 from bayes_risk.designing.space import (
     REMEDIES,
     DesignSpace,
-    candidate_key,
     columns_to_cover,
     fit_key,
     grown_columns,
@@ -165,7 +164,11 @@ class _Evaluator:
               records: Sequence[int] | None = None, out: Any = None) -> Any:
         from bayes_risk.auditing.api import audit
 
-        skip = [n for n in [*self.cheap, *self.expensive] if n not in steps]
+        # the steps the user skips stay skipped; the others run in their screen
+        skip = [n for n in [*self.cheap, *self.expensive]
+                if n not in steps or n in (self.settings.skip or ())]
+        if len(skip) == len(self.cheap) + len(self.expensive):
+            return _NOTHING  # every step of this screen is skipped as the user asks
         s = self.settings.replace(skip=skip or None,
                                   attribute_records=records if records is not None
                                   else self.settings.attribute_records)
@@ -190,7 +193,8 @@ class _Evaluator:
         lines: list[dict[str, Any]] = []
         k = self.screen_records
         if k and n >= 2 * k and self.settings.attribute_records is None \
-                and "attribute" in self.expensive:
+                and "attribute" in self.expensive and "attribute" not in (self.settings.skip
+                                                                          or ()):
             rng = np.random.default_rng(seed)
             sub = np.sort(rng.choice(n, size=k, replace=False)).tolist()
             res = self.audit(before, model, ["attribute"], seed, records=sub)
@@ -223,6 +227,16 @@ class _Evaluator:
             src = "release before the remedy" if remedied else "this release"
             lines += [{**x, "source": src} for x in self.model_lines(cand, model, before)]
         return _record(cand, lines, time.perf_counter() - t0, time.process_time() - c0)
+
+
+class _Nothing:
+    """The audit of a screen whose steps the user skips: no line, no failed step."""
+
+    verdicts: list[Any] = []
+    failed_steps: list[Any] = []
+
+
+_NOTHING = _Nothing()
 
 
 def _init_names(cls: type) -> set[str]:
