@@ -133,6 +133,10 @@ _API: dict[str, str] = {
     "compare_audits": "bayes_risk.auditing.compare",
     "AuditResult": "bayes_risk.auditing.result",
     "AuditSettings": "bayes_risk.auditing.settings",
+    # design: the most useful release of a space that passes every verdict line
+    "design": "bayes_risk.designing",
+    "DesignSpace": "bayes_risk.designing",
+    "DesignResult": "bayes_risk.designing",
     "Thresholds": "bayes_risk.auditing.thresholds",
     # the model contract (docs: Adding a model)
     "Capabilities": "bayes_risk.contract",

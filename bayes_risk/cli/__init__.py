@@ -31,6 +31,7 @@ _PARSERS: dict[str, str] = {
     "original-risk": "bayes_risk.cli.parsers.original_risk",
     "remedy": "bayes_risk.cli.parsers.remedy",
     "audit": "bayes_risk.cli.parsers.audit",
+    "design": "bayes_risk.cli.parsers.design",
     "orders": "bayes_risk.cli.parsers.orders",
     "demo": "bayes_risk.cli.parsers.demo",
 }

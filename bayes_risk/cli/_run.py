@@ -486,7 +486,9 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
                      options=dict(COMMAND_LINE_OPTIONS.get() or {}))
     args._run = run
     if getattr(args, "out", None) is not None:
-        run.out = check_out(args.out, overwrite=bool(getattr(args, "overwrite", False)),
+        # --resume (design) goes on in the --out it names, which must then exist
+        run.out = check_out(args.out, overwrite=bool(getattr(args, "overwrite", False)
+                                                     or getattr(args, "resume_out", False)),
                             inputs=[Path(p).resolve() for v in run.inputs.values()
                                     for p in (v if isinstance(v, list) else [v])])
         from bayes_risk._io import path_identity

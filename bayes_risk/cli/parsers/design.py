@@ -1,0 +1,115 @@
+"""Arguments of ``bayes-risk design`` (run: :mod:`bayes_risk.cli.design`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from bayes_risk.cli._common import add_run_arguments
+
+__all__ = ["add_parser"]
+
+_EPILOG = """\
+example (the README's failing audit of the CE sample, then the design that starts from it):
+  bayes-risk audit CEdata.csv ce_cart/ --known Age Urban Marital Income --out ce_audit/
+  bayes-risk design CEdata.csv --known Age Urban Marital Income --start ce_audit/ \\
+      --categorical Urban Marital Tenure --random-seed 1 --out ce_design/
+
+the space (stated in the report): --columns (default: grown from --start's lines past their
+thresholds: the minimal sets of released columns whose synthesis their remedies name, each
+grown by one), --methods (default: the start release's), each method's knobs (cart.min_leaf,
+cart.smoothing, rf.min_samples_leaf, rf.smoothing, dpmpm.n_components, dpmpm.alpha_prior,
+pmm.threshold; --knob to change their values), -m, --remedies (none, smooth, bottom_top and
+any registered); --fix AXIS=VALUE and --exclude AXIS=VALUE,... on any axis; or all of it in
+--space FILE.json.
+
+the search: a space of at most --max-candidates is enumerated in full, a larger one searched
+by Optuna's TPE sampler with the verdict lines as constraints. Each candidate is audited by
+the audit itself: utility, identification and the empirical measures first (a line past its
+threshold excludes it), then the model-based steps on --screen-records random records, then
+on every record. The best candidate that passes is re-audited with fresh seeds and fresh
+datasets; that audit is the verdict.
+
+outputs (--out): design.journal (the search, appended as each candidate finishes: an
+interrupt keeps every finished candidate, --resume goes on), report.md, design.json,
+candidates.csv, frontier.csv, frontier.png, selection.csv, and for a release that passes:
+release/ (its datasets and manifest) and release_audit/ (report.html, report.zip).
+
+exit status: 0 the design ran (whether or not a release passes: see the first line); 2 bad
+input (nothing written); 130 interrupted (the journal keeps the finished candidates).
+"""
+
+
+class _Resume(argparse.Action):
+    """``--resume``: go on in the existing --out (which the --out check then accepts)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        namespace.resume = True
+        namespace.resume_out = True
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the ``design`` sub-command."""
+    p = subparsers.add_parser(
+        "design", help="search a stated space of releases for the most useful one that passes "
+        "every verdict line of the audit",
+        description="From 'do not release' to the release you can make: audit every candidate "
+        "of a stated space of releases (columns to synthesize, synthesizer and knobs, m, "
+        "remedies) with the audit's own measures, cheap screens first; recommend the most "
+        "useful one that passes every verdict line, re-audited with fresh seeds and fresh "
+        "datasets, and draw the utility-risk frontier with the thresholds.", epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("original", metavar="ORIGINAL", help="the confidential table (.csv, "
+                   ".parquet, SAS, Stata or SPSS)")
+    p.add_argument("--known", nargs="+", required=True, metavar="COL",
+                   help="columns the intruder knows (as bayes-risk audit)")
+    p.add_argument("--start", default=None, metavar="AUDIT_DIR",
+                   help="the failing audit to start from: its release's columns, method and m, "
+                   "and the lines past their thresholds, seed the space; its steps' times give "
+                   "the cost stated before the work")
+    p.add_argument("--categorical", nargs="+", default=[], metavar="COL",
+                   help="integer-coded factors of ORIGINAL")
+    g = p.add_argument_group("the space (each default stated in the report)")
+    g.add_argument("--space", default=None, metavar="FILE.json",
+                   help="the space as JSON: columns, methods, knobs, m, remedies, fix, exclude "
+                   "(options below override its fields)")
+    g.add_argument("--columns", nargs="+", default=None, metavar="COL,COL",
+                   help="column sets to synthesize, each comma-separated")
+    g.add_argument("--methods", nargs="+", default=None, metavar="METHOD",
+                   help="synthesizers (cart, rf, dpmpm, pmm, ...)")
+    g.add_argument("--knob", action="append", default=None, metavar="METHOD.SETTING=V,V",
+                   help="the values of a synthesizer's knob (repeat), e.g. cart.min_leaf=5,20,50")
+    g.add_argument("-m", nargs="+", type=int, default=None, metavar="M", dest="m",
+                   help="numbers of synthetic datasets")
+    g.add_argument("--remedies", nargs="+", default=None, metavar="NAME",
+                   help="remedies applied after synthesis (none, smooth, bottom_top, or a "
+                   "registered one; default none smooth)")
+    g.add_argument("--fix", action="append", default=None, metavar="AXIS=VALUE",
+                   help="hold an axis at one value (repeat), e.g. m=5 or cart.smoothing=true")
+    g.add_argument("--exclude", action="append", default=None, metavar="AXIS=V,V",
+                   help="values an axis never takes (repeat), e.g. remedy=bottom_top")
+    s = p.add_argument_group("the search")
+    s.add_argument("--objective", default="overlap", choices=["overlap", "s_pmse"],
+                   help="the utility line maximised (overlap) or minimised (s_pmse) among the "
+                   "releases that pass (default overlap)")
+    s.add_argument("--max-candidates", type=int, default=24, metavar="N",
+                   help="most candidates audited (default 24)")
+    s.add_argument("--patience", type=int, default=None, metavar="N",
+                   help="stop after N candidates in a row without a better release that passes")
+    s.add_argument("--screen-records", default="300", metavar="N|none",
+                   help="records of the subsample screen of the model-based steps (default "
+                   "300; none: every record at once)")
+    s.add_argument("--confirm", type=int, default=3, metavar="N",
+                   help="most candidates re-audited with fresh seeds, best first, until one "
+                   "passes (default 3)")
+    s.add_argument("--cpu-budget", type=float, default=None, metavar="SECONDS",
+                   help="CPU seconds of the search: no candidate starts once the next would "
+                   "pass it")
+    s.add_argument("--threshold", action="append", default=None, metavar="NAME=VALUE",
+                   help="verdict threshold (repeat; names and defaults: bayes-risk audit --help)")
+    s.add_argument("--resume", action=_Resume, nargs=0, default=False,
+                   help="go on with the interrupted design in --out (its finished candidates "
+                   "kept; the settings must be the same)")
+    add_run_arguments(p, "bayes_risk.cli.design", "the design folder, written as the search "
+                      "goes (see below)", seed=None)
+    return p

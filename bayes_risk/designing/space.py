@@ -1,0 +1,395 @@
+"""The space a design searches (:class:`DesignSpace`) and the remedies it may apply, by name
+(:data:`REMEDIES`, :func:`register_remedy`). See :doc:`/user_guide/design`."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["DesignSpace", "Remedy", "REMEDIES", "KNOBS", "register_remedy", "candidate_key",
+           "fit_key", "columns_to_cover"]
+
+#: the main knobs of each synthesizer and the values a design tries by default: CART's and the
+#: forest's minimum leaf and smoothing (synthpop's ``minbucket`` and ``smoothing``), DPMPM's
+#: number of classes and the Gamma prior of its concentration, PMM's cell size
+KNOBS: dict[str, dict[str, tuple[Any, ...]]] = {
+    "cart": {"min_leaf": (5, 20, 50), "smoothing": (False, True)},
+    "rf": {"min_samples_leaf": (2, 10), "smoothing": (False, True)},
+    "dpmpm": {"n_components": (10, 30), "alpha_prior": ((0.25, 0.25), (1.0, 1.0))},
+    "pmm": {"threshold": (3, 5, 10)},
+}
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """A post-processing of a release the design may apply after synthesis.
+
+    Parameters
+    ----------
+    name : str
+        The remedy's name on the ``remedy`` axis.
+    apply : callable
+        ``apply(original, release, candidate) -> SyntheticData``; ``candidate`` is the dict
+        of the candidate's settings (``columns``, ``known``, …).
+    applies : callable
+        ``applies(original, schema, candidate) -> str | None``: why the remedy cannot apply to
+        the candidate (it is left out of the space with that reason), else ``None``.
+    description : str
+        What it does, for the report.
+    """
+
+    name: str
+    apply: Callable[..., Any]
+    applies: Callable[..., str | None]
+    description: str
+
+
+def _numeric_synthesized(schema: Any, cand: Mapping[str, Any]) -> list[str]:
+    """The continuous synthesized columns: those ``sdc()`` smooths and codes (a count column
+    smoothed or coded at a percentile would hold values that are not counts)."""
+    return [c for c in cand["columns"] if c in schema.numeric and schema[c].type == "continuous"]
+
+
+def _none(original: Any, release: Any, cand: Mapping[str, Any]) -> Any:
+    return release
+
+
+def _smooth(original: Any, release: Any, cand: Mapping[str, Any]) -> Any:
+    from bayes_risk.disclosure.sdc import sdc
+
+    return sdc(original, release, smooth=cand["numeric_synthesized"])
+
+
+def _bottom_top(original: Any, release: Any, cand: Mapping[str, Any]) -> Any:
+    from bayes_risk.disclosure.sdc import sdc
+
+    bounds = {}
+    for c in cand["numeric_synthesized"]:
+        x = original[c].astype(float)
+        bounds[c] = (float(x.quantile(0.01)), float(x.quantile(0.99)))
+    return sdc(original, release, bottom_top_coding=bounds)
+
+
+def _needs_numeric(original: Any, schema: Any, cand: Mapping[str, Any]) -> str | None:
+    if not _numeric_synthesized(schema, cand):
+        return "no continuous synthesized column"
+    return None
+
+
+#: the remedies by name: synthpop's ``sdc()`` post-processing (``bayes-risk remedy``); another
+#: remedy (sdcMicro's) is added with :func:`register_remedy` and named on the ``remedy`` axis
+REMEDIES: dict[str, Remedy] = {
+    "none": Remedy("none", _none, lambda *a: None, "the release as synthesized"),
+    "smooth": Remedy("smooth", _smooth, _needs_numeric,
+                     "synthpop's sdc() smoothing of every continuous synthesized column"),
+    "bottom_top": Remedy("bottom_top", _bottom_top, _needs_numeric,
+                         "synthpop's sdc() bottom and top coding of every continuous "
+                         "synthesized column at the original's 1st and 99th percentiles"),
+}
+
+
+def register_remedy(remedy: Remedy) -> Remedy:
+    """Add ``remedy`` to :data:`REMEDIES` under its name (the ``remedy`` axis names it).
+
+    Raises
+    ------
+    ValidationError
+        When ``remedy`` is not a :class:`Remedy` or its name is taken (``INVALID_ARGUMENT``).
+    """
+    if not isinstance(remedy, Remedy):
+        raise ValidationError(f"remedy must be a bayes_risk.designing.Remedy. Got "
+                              f"{type(remedy).__name__}.", code="INVALID_ARGUMENT")
+    if remedy.name in REMEDIES:
+        raise ValidationError(f"remedy {remedy.name!r} is already registered.",
+                              code="INVALID_ARGUMENT")
+    REMEDIES[remedy.name] = remedy
+    return remedy
+
+
+def columns_to_cover(step: str, threshold_name: str, measure: str, known: Sequence[str],
+                     synthesized: Sequence[str]) -> list[str]:
+    """The unsynthesized columns whose synthesis the audit's remedies name for a line past its
+    threshold: a known column the intruder matches on (identification lines), a key or an
+    unsynthesized target (repU, DiSCO); none for the other lines (their remedies are knobs:
+    smoothing, larger leaves, fewer datasets)."""
+    released = [c for c in known if c not in synthesized]
+    if step in ("identification", "posterior_identification"):
+        return released
+    if threshold_name in ("repU", "DiSCO"):
+        target = measure.split("target ", 1)[1].split(",")[0].strip() if "target " in measure \
+            else None
+        keys = [c for c in released if c != target]
+        return keys + ([target] if target and target not in synthesized else [])
+    return []
+
+
+def grown_columns(base: Sequence[str], covers: Sequence[Sequence[str]],
+                  candidates: Sequence[str], grow: int = 1) -> list[tuple[str, ...]]:
+    """Column sets to synthesize: ``base`` with each minimal set of ``candidates`` that meets
+    every set of ``covers`` (a hitting set: one column against each line), then those sets
+    grown by up to ``grow`` more of ``candidates``; ``base`` alone when nothing is to cover."""
+    need = [set(c) for c in covers if c]
+    pool = [c for c in candidates if c not in base]
+    minimal: list[set[str]] = []
+    if need:
+        for k in range(1, len(pool) + 1):
+            for combo in itertools.combinations(pool, k):
+                s = set(combo)
+                if all(s & n for n in need) and not any(m <= s for m in minimal):
+                    minimal.append(s)
+            if minimal and k >= max(len(x) for x in minimal) + grow:
+                break
+    sets = [set()] if not need else list(minimal)
+    out: list[set[str]] = []
+    for s in sets:
+        for extra in range(grow + 1):
+            for combo in itertools.combinations([c for c in pool if c not in s], extra):
+                t = s | set(combo)
+                if t not in out:
+                    out.append(t)
+    order = {c: i for i, c in enumerate([*base, *candidates])}
+    return [tuple(sorted({*base, *t}, key=order.get)) for t in sorted(out, key=len)]
+
+
+def _canonical(x: Any) -> Any:
+    if isinstance(x, (list, tuple)):
+        return [_canonical(v) for v in x]
+    if isinstance(x, Mapping):
+        return {str(k): _canonical(v) for k, v in sorted(x.items())}
+    return x
+
+
+def candidate_key(cand: Mapping[str, Any]) -> str:
+    """A candidate's identity: its settings as canonical JSON (columns, method, knobs, m,
+    remedy)."""
+    return json.dumps(_canonical({k: cand[k] for k in ("columns", "method", "knobs", "m",
+                                                       "remedy")}), sort_keys=True)
+
+
+def fit_key(cand: Mapping[str, Any]) -> str:
+    """What the fitted model depends on: the candidates sharing it share one fit."""
+    return json.dumps(_canonical({k: cand[k] for k in ("columns", "method", "knobs")}),
+                      sort_keys=True)
+
+
+def stable_seed(seed: int, *parts: str) -> list[int]:
+    """A seed of ``seed`` and ``parts`` (e.g. a candidate's key), stable across runs."""
+    h = hashlib.sha256("\x1f".join(parts).encode()).digest()
+    return [int(seed), int.from_bytes(h[:4], "little")]
+
+
+def _value(text: Any) -> Any:
+    """A value of ``fix``/``exclude`` as given on the command line (``5``, ``true``,
+    ``Tenure,Income``) or in Python."""
+    if not isinstance(text, str):
+        return text
+    t = text.strip()
+    if t.lower() in ("true", "false"):
+        return t.lower() == "true"
+    try:
+        return json.loads(t)
+    except ValueError:
+        return t
+
+
+@dataclass(frozen=True)
+class DesignSpace:
+    """The releases a design searches: which columns to synthesize, the synthesizer and its
+    knobs, ``m`` and the remedies, each axis fixed or excluded at will.
+
+    Parameters
+    ----------
+    columns : sequence of sequence of str, optional
+        The column sets to synthesize. Default: grown from the start audit (the minimal sets
+        of released columns that meet every line past its threshold whose remedy is to
+        synthesize a column, each grown by one more), else required.
+    methods : sequence of str, optional
+        Synthesizers by their registered names (``cart``, ``rf``, ``dpmpm``, ``pmm``).
+        Default: the start release's method, else ``cart``.
+    knobs : mapping, optional
+        ``{method: {setting: values}}`` replacing :data:`KNOBS`' values for that method.
+    m : sequence of int, optional
+        Numbers of synthetic datasets. Default: the start release's ``m`` and fewer (``m``
+        and ``max(1, m // 2)``), else ``(5, 2)``.
+    remedies : sequence of str
+        Names of :data:`REMEDIES` (``"none"``: the release as synthesized). Default
+        ``("none", "smooth")``.
+    fix : mapping, optional
+        ``{axis: value}``: that axis takes this value only. Axes: ``columns`` (a list of
+        columns), ``method``, ``m``, ``remedy`` and ``METHOD.SETTING`` (``cart.min_leaf``).
+    exclude : mapping, optional
+        ``{axis: [values]}``: values an axis never takes.
+
+    Raises
+    ------
+    ValidationError
+        An unknown axis, method, setting or remedy, or a space left empty
+        (``INVALID_ARGUMENT``).
+    """
+
+    columns: Sequence[Sequence[str]] | None = None
+    methods: Sequence[str] | None = None
+    knobs: Mapping[str, Mapping[str, Sequence[Any]]] | None = None
+    m: Sequence[int] | None = None
+    remedies: Sequence[str] = ("none", "smooth")
+    fix: Mapping[str, Any] = field(default_factory=dict)
+    exclude: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in self.remedies:
+            if name not in REMEDIES:
+                raise ValidationError(f"remedies: unknown remedy {name!r}; expected one of "
+                                      f"{', '.join(REMEDIES)}.", code="INVALID_ARGUMENT")
+        for method in (self.methods or ()):
+            if method not in KNOBS and method not in (self.knobs or {}):
+                from bayes_risk.registry import list_synthesizers
+
+                if method not in list_synthesizers():
+                    raise ValidationError(f"methods: unknown synthesizer {method!r}; expected "
+                                          f"one of {', '.join(list_synthesizers())}.",
+                                          code="INVALID_ARGUMENT")
+        for method, ks in (self.knobs or {}).items():
+            for k, vals in ks.items():
+                if not isinstance(vals, (list, tuple)) or not vals:
+                    raise ValidationError(f"knobs: {method}.{k} must be a non-empty list of "
+                                          f"values. Got {vals!r}.", code="INVALID_ARGUMENT")
+        for m in (self.m or ()):
+            if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+                raise ValidationError(f"m: each number of datasets must be an integer >= 1. "
+                                      f"Got {m!r}.", code="INVALID_ARGUMENT")
+        for what in ("fix", "exclude"):
+            given = getattr(self, what)
+            if not isinstance(given, Mapping):
+                raise ValidationError(f"{what} must be a mapping of axis to value(s). Got "
+                                      f"{given!r}.", code="INVALID_ARGUMENT")
+        object.__setattr__(self, "fix", {k: _value(v) for k, v in self.fix.items()})
+        object.__setattr__(self, "exclude", {
+            k: [_value(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+            for k, v in self.exclude.items()})
+
+    def method_knobs(self, method: str) -> dict[str, tuple[Any, ...]]:
+        """The knobs of ``method`` and their values (:data:`KNOBS`, replaced by ``knobs``)."""
+        out = dict(KNOBS.get(method, {}))
+        out.update({k: tuple(v) for k, v in (self.knobs or {}).get(method, {}).items()})
+        return out
+
+    def resolved(self, *, columns: Sequence[Sequence[str]], methods: Sequence[str],
+                 m: Sequence[int]) -> DesignSpace:
+        """This space with its defaults filled in."""
+        return DesignSpace(columns=[list(c) for c in (self.columns or columns)],
+                           methods=list(self.methods or methods), knobs=self.knobs,
+                           m=list(self.m or m), remedies=list(self.remedies),
+                           fix=dict(self.fix), exclude=dict(self.exclude))
+
+    def axes(self) -> dict[str, list[Any]]:
+        """Every axis and its values, before ``fix`` and ``exclude``."""
+        out: dict[str, list[Any]] = {"columns": [list(c) for c in self.columns or []],
+                                     "method": list(self.methods or []),
+                                     "m": list(self.m or []), "remedy": list(self.remedies)}
+        for method in self.methods or []:
+            for k, vals in self.method_knobs(method).items():
+                out[f"{method}.{k}"] = [list(v) if isinstance(v, tuple) else v for v in vals]
+        return out
+
+    def _check_axes(self) -> None:
+        axes = self.axes()
+        for what in ("fix", "exclude"):
+            for k in getattr(self, what):
+                if k not in axes:
+                    raise ValidationError(f"{what}: unknown axis {k!r}; the axes of this space "
+                                          f"are {', '.join(axes)}.", code="INVALID_ARGUMENT")
+
+    def candidates(self, original: Any, schema: Any, known: Sequence[str]
+                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Every candidate of the space, and those left out with the reason (a remedy that
+        does not apply, a setting the synthesizer refuses).
+
+        Returns
+        -------
+        (list of dict, list of dict)
+            Each candidate: ``columns``, ``method``, ``knobs``, ``m``, ``remedy``,
+            ``numeric_synthesized``, ``known`` and ``key``.
+        """
+        self._check_axes()
+        axes = self.axes()
+
+        def values(axis: str) -> list[Any]:
+            vals = axes[axis]
+            if axis in self.fix:
+                fixed = self.fix[axis]
+                return [fixed]
+            gone = self.exclude.get(axis, [])
+            return [v for v in vals if v not in gone]
+
+        for col_set in values("columns"):
+            bad = [c for c in col_set if c not in schema.names]
+            if bad:
+                raise ValidationError(f"columns: {bad} not in the original (columns: "
+                                      f"{', '.join(schema.names)}).", code="MISSING_COLUMN")
+        out, dropped, seen = [], [], set()
+        for method in values("method"):
+            knob_names = list(self.method_knobs(method))
+            grids = [values(f"{method}.{k}") for k in knob_names]
+            for cols, m, remedy, *kv in itertools.product(values("columns"), values("m"),
+                                                          values("remedy"), *grids):
+                knobs = dict(zip(knob_names, kv, strict=True))
+                cand = {"columns": list(cols), "method": method, "knobs": knobs, "m": int(m),
+                        "remedy": remedy, "known": list(known)}
+                cand["numeric_synthesized"] = _numeric_synthesized(schema, cand)
+                cand["key"] = candidate_key(cand)
+                if cand["key"] in seen:
+                    continue
+                seen.add(cand["key"])
+                why = _refused(method, knobs, schema, cand) or REMEDIES[remedy].applies(
+                    original, schema, cand)
+                if why:
+                    dropped.append({**cand, "reason": why})
+                else:
+                    out.append(cand)
+        if not out:
+            reasons = sorted({d["reason"] for d in dropped}) or ["an axis has no value left"]
+            raise ValidationError("the design space is empty after fix and exclude ("
+                                  + "; ".join(reasons) + ").", code="INVALID_ARGUMENT")
+        return out, dropped
+
+    def to_dict(self) -> dict[str, Any]:
+        """The space as JSON: its axes with their values, ``fix`` and ``exclude``."""
+        return {"axes": self.axes(), "fix": dict(self.fix), "exclude": dict(self.exclude)}
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> DesignSpace:
+        """A space from the JSON of a spec file: ``columns``, ``methods``, ``knobs``, ``m``,
+        ``remedies``, ``fix``, ``exclude`` (each optional)."""
+        allowed = {"columns", "methods", "knobs", "m", "remedies", "fix", "exclude"}
+        if not isinstance(spec, Mapping):
+            raise ValidationError("the design space spec must be a JSON object.",
+                                  code="INVALID_ARGUMENT")
+        bad = sorted(set(spec) - allowed)
+        if bad:
+            raise ValidationError(f"the design space spec has unknown field(s) {bad}; expected "
+                                  f"{', '.join(sorted(allowed))}.", code="INVALID_ARGUMENT")
+        return cls(**spec)
+
+
+def _refused(method: str, knobs: Mapping[str, Any], schema: Any,
+             cand: Mapping[str, Any]) -> str | None:
+    """Why ``method`` cannot make this candidate, else ``None``."""
+    from bayes_risk.contract import capabilities
+    from bayes_risk.registry import get_synthesizer
+
+    cls = get_synthesizer(method)
+    if capabilities(cls).categorical_only:
+        num = [c for c in schema.names if c in schema.numeric]
+        if num:
+            return f"{method} models categorical columns only (numeric: {', '.join(num)})"
+    if method == "rf" and knobs.get("smoothing") and (knobs.get("min_samples_leaf") or 1) < 2:
+        return "rf smoothing needs min_samples_leaf of 2 or more"
+    if knobs.get("smoothing") and not cand["numeric_synthesized"]:
+        return "smoothing: no numeric synthesized column"
+    return None
