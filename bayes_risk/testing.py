@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.contract import Capabilities, ModelInfo, RiskModel, capabilities
+from bayes_risk.data.validate import require_frame
 from bayes_risk.exceptions import BayesRiskError, NotFittedError, ValidationError
 
 __all__ = ["CHECKS", "CheckContext", "CheckSkipped", "SynthesizerCheckError", "check_data",
@@ -459,8 +460,7 @@ def _context(model_or_class: Any, data: pd.DataFrame | None, fit_kw: Mapping[str
         data = check_data(model, random_seed=random_seed)
         if "synthesized" in capabilities(model).required:  # what the model cannot default
             fit_kw.setdefault("synthesized", list(data.columns))
-    if not isinstance(data, pd.DataFrame):
-        raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
+    require_frame(data, 'data ')
     return CheckContext(model, data, fit_kw, int(m), int(random_seed)), expected
 
 

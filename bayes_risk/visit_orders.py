@@ -14,7 +14,7 @@ import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._terminal import progress
-from bayes_risk.data.validate import check_m
+from bayes_risk.data.validate import check_m, require_frame
 from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.results.visit_orders import VisitOrderComparison
 
@@ -119,9 +119,7 @@ def compare_visit_orders(
         raise ValidationError(
             "synthesizer must be a bayes_risk synthesizer (with fit and synthesize). "
             f"Got {type(synthesizer).__name__}.")
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
+    require_frame(original, "original")
     ords = _check_orders(orders)
     missing = [c for c in ords[0] if c not in original.columns]
     if missing:

@@ -22,6 +22,7 @@ from bayes_risk.data.validate import (
     refuse_unknown_levels,
     release_levels,
     release_only_levels,
+    require_frame,
     validate_table,
 )
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
@@ -63,8 +64,8 @@ def attack_inputs(
         raise ValidationError(f"{arg_name(argument)} is empty; give at least one column.",
                               code="INVALID_ARGUMENT")
     sch.check_columns(cols, argument)
-    if holdout is not None and not isinstance(holdout, pd.DataFrame):
-        raise ValidationError(f"holdout must be a pandas DataFrame. Got {type(holdout).__name__}.")
+    if holdout is not None:
+        require_frame(holdout, "holdout")
     named = [("original", original), *((f"synthetic dataset {l}", z)
                                        for l, z in enumerate(datasets, start=1))]
     if holdout is not None:

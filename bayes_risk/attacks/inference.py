@@ -21,6 +21,7 @@ from bayes_risk.attacks.rates import (
     success_rate,
 )
 from bayes_risk.data.schema import Schema
+from bayes_risk.data.validate import require_frame
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results.attacks import InferenceResult
 
@@ -154,9 +155,7 @@ def inference_risk(
     tol = _tolerance(tolerance)
     if regression is not None and not isinstance(regression, bool | np.bool_):
         raise ValidationError(f"regression must be True, False or None. Got {regression!r}.")
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(f"original must be a pandas DataFrame. Got "
-                              f"{type(original).__name__}.")
+    require_frame(original, "original")
     # the columns a default intruder knows: the schema's (a weights column is not a value)
     names = list(original.columns) if schema is None else list(schema.names)
     secrets = _check_secrets(secret, names)

@@ -46,6 +46,7 @@ from bayes_risk.attribute.record_table import (
 )
 from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec, ScenarioSpec, scenario_arg
 from bayes_risk.data.provenance import check_release_model
+from bayes_risk.data.validate import require_frame
 from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
 from bayes_risk.results.attribute import AttributeRiskResult
@@ -181,10 +182,7 @@ def _two_records(
             f"{scenario_arg('two_records')} runs in this process; leave executor at None.",
             code="OPTION_CONFLICT"
         )
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}."
-        )
+    require_frame(original, "original")
     pair_arr = check_pairs(pairs, len(original))
     check_pair_prior(parse_prior(options["prior"]))
     plan = prepare(model, original, synthetic, np.unique(pair_arr), scenario=ScenarioSpec(),

@@ -30,6 +30,7 @@ from bayes_risk.attribute.prepare import prepare
 from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec, ScenarioSpec
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.data.schema import CATEGORICAL_TYPES
+from bayes_risk.data.validate import require_frame
 from bayes_risk.exceptions import (
     CALLER,
     BayesRiskWarning,
@@ -105,10 +106,7 @@ def attribute_known_sweep(
     ----------
     Hu (2019) §5; Hu, Reiter & Wang (2014); Shapley (1953).
     """
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}."
-        )
+    require_frame(original, "original")
     cands = candidate_list(known, "known")
     if "scenario" in kwargs or "known" in kwargs:
         raise ValidationError(

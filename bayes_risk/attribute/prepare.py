@@ -45,7 +45,7 @@ from bayes_risk.contract import (
 )
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
-from bayes_risk.data.validate import encode, harmonise_levels, validate_synthetic
+from bayes_risk.data.validate import encode, harmonise_levels, require_frame, validate_synthetic
 from bayes_risk.exceptions import (
     CALLER,
     ImportanceSamplingWarning,
@@ -163,10 +163,7 @@ def _check_settings(*, prior: Any, scenario: str, original: Any) -> Any:
             f"scenario {scenario!r} is not supported here; use one of {list(SCENARIOS)}.",
             code="INVALID_ARGUMENT"
         )
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}."
-        )
+    require_frame(original, "original")
     return pr
 
 

@@ -11,6 +11,7 @@ from bayes_risk.data.fingerprint import check_original
 from bayes_risk.data.provenance import check_distinct_datasets
 from bayes_risk.data.schema import Schema, check_column_labels
 from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.validate import require_frame
 from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["SyntheticInput", "as_synthetic_list", "record_positions", "select_columns"]
@@ -87,9 +88,7 @@ def as_synthetic_list(synthetic: Any, *, argument: str = "synthetic", allow_none
             raise ValidationError(f"{argument} is empty; expected at least one synthetic dataset "
                                   "(m >= 1).")
         for l, z in enumerate(out, start=1):
-            if not isinstance(z, pd.DataFrame):
-                raise ValidationError(f"synthetic dataset {l} must be a pandas DataFrame. Got "
-                                      f"{type(z).__name__}.")
+            require_frame(z, f"synthetic dataset {l}")
             check_column_labels(z, f"synthetic dataset {l}")
         check_distinct_datasets(out)
         return SyntheticInput(out, None)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from bayes_risk._io import atomic_dir, read_json, to_jsonable, write_json
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.validate import check_m
+from bayes_risk.data.validate import check_m, require_frame
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
 __all__ = ["SyntheticData", "MANIFEST_NAME", "FORMAT_VERSION", "GENERATION_SCHEMES",
@@ -134,9 +134,7 @@ class SyntheticData:
         self.datasets = list(self.datasets)
         check_m(len(self.datasets), "number of synthetic datasets (m)")
         for l, z in enumerate(self.datasets, start=1):
-            if not isinstance(z, pd.DataFrame):
-                raise ValidationError(f"synthetic dataset {l} must be a pandas DataFrame. Got "
-                                      f"{type(z).__name__}.", code="INVALID_ARGUMENT")
+            require_frame(z, f"synthetic dataset {l}")
         cols0 = list(self.datasets[0].columns)
         for l, z in enumerate(self.datasets[1:], start=2):
             if list(z.columns) != cols0:

@@ -32,8 +32,16 @@ from bayes_risk.exceptions import (
 __all__ = [
     "validate_table", "validate_synthetic", "harmonise_levels", "check_release_levels",
     "release_levels", "release_only_levels", "refuse_unknown_levels", "encode", "decode",
-    "decode_values", "check_m", "check_no_infinity", "check_real", "record_mask"
+    "decode_values", "check_m", "check_no_infinity", "check_real", "record_mask", "require_frame"
 ]
+
+
+def require_frame(df: Any, name: str) -> pd.DataFrame:
+    """``df`` itself when it is a pandas DataFrame; else a ``ValidationError`` naming the
+    argument ``name`` and what was given (the one place this is checked)."""
+    if not isinstance(df, pd.DataFrame):
+        raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(df).__name__}.")
+    return df
 
 
 def validate_table(df: pd.DataFrame, schema: Schema, *, name: str = "original",
@@ -63,8 +71,7 @@ def validate_table(df: pd.DataFrame, schema: Schema, *, name: str = "original",
     SchemaError
         Naming the column and value at fault and what was expected.
     """
-    if not isinstance(df, pd.DataFrame):
-        raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(df).__name__}.")
+    require_frame(df, name)
     cols = [str(c) for c in df.columns]
     missing = [c for c in schema.names if c not in cols]
     if missing:

@@ -31,7 +31,7 @@ def frontier_figure(result: Any, path: str | os.PathLike[str] | None = None) -> 
     threshold another; filled: passes every line; ×: past this panel's threshold; open:
     excluded by another line; ★: the chosen release (its search figure)."""
     from bayes_risk.auditing.plots import _plt
-    from bayes_risk.designing.search import OBJECTIVES
+    from bayes_risk.designing.space import OBJECTIVES
 
     plt = _plt()
     fr = result.frontier_frame()

@@ -65,13 +65,13 @@ class DesignResult:
 
     # --------------------------------------------------------------- reading the candidates
     def _objective(self, rec: dict[str, Any]) -> float:
-        from bayes_risk.designing.search import objective_value
+        from bayes_risk.designing.space import objective_value
 
         return objective_value(rec, self.objective)
 
     def ranked(self) -> list[dict[str, Any]]:
         """The candidates that pass every line, best objective first."""
-        from bayes_risk.designing.search import OBJECTIVES
+        from bayes_risk.designing.space import OBJECTIVES
 
         sign = -1.0 if OBJECTIVES[self.objective] == "max" else 1.0
         ok = [r for r in self.candidates if r["feasible"] and np.isfinite(self._objective(r))]

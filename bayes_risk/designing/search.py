@@ -18,11 +18,13 @@ import pandas as pd
 
 from bayes_risk._terminal import say
 from bayes_risk.designing.space import (
+    OBJECTIVES,
     REMEDIES,
     DesignSpace,
     columns_to_cover,
     fit_key,
     grown_columns,
+    objective_value,
     stable_seed,
 )
 from bayes_risk.exceptions import SchemaError, ValidationError
@@ -32,9 +34,6 @@ __all__ = ["design", "CHEAP_STEPS", "OBJECTIVES"]
 #: the steps of the first screen: cheap, and a line past its threshold there excludes the
 #: candidate whatever the later steps find (the issue's identification and DiSCO first)
 CHEAP_STEPS: tuple[str, ...] = ("utility", "identification", "disclosure")
-
-#: the utility lines a design can maximise: threshold name -> direction of "better"
-OBJECTIVES: dict[str, str] = {"overlap": "max", "s_pmse": "min"}
 
 #: the file of the search's journal in ``out`` (Optuna's JournalStorage): every finished
 #: candidate, kept through an interrupt, read again by ``resume``
@@ -271,15 +270,6 @@ def _record(cand: Mapping[str, Any], lines: list[dict[str, Any]], wall: float,
             "failed_lines": sorted({x["short"] for x in bad}),
             "caution": sorted({x["short"] for x in lines if x["status"] == "caution"}),
             "seconds": wall, "cpu_seconds": cpu}
-
-
-def objective_value(record: Mapping[str, Any], objective: str) -> float:
-    """The candidate's figure of the utility line ``objective`` (its worst line of that name);
-    NaN when it has none."""
-    vals = [x["value"] for x in record["lines"] if x["threshold_name"] == objective]
-    if not vals:
-        return float("nan")
-    return min(vals) if OBJECTIVES[objective] == "max" else max(vals)
 
 
 def _constraints(record: Mapping[str, Any], names: Sequence[str]) -> list[float]:

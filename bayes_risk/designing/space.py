@@ -393,3 +393,16 @@ def _refused(method: str, knobs: Mapping[str, Any], schema: Any,
     if knobs.get("smoothing") and not cand["numeric_synthesized"]:
         return "smoothing: no numeric synthesized column"
     return None
+
+
+#: the utility lines a design can maximise: threshold name -> direction of "better"
+OBJECTIVES: dict[str, str] = {"overlap": "max", "s_pmse": "min"}
+
+
+def objective_value(record: Mapping[str, Any], objective: str) -> float:
+    """The candidate's figure of the utility line ``objective`` (its worst line of that name);
+    NaN when it has none."""
+    vals = [x["value"] for x in record["lines"] if x["threshold_name"] == objective]
+    if not vals:
+        return float("nan")
+    return min(vals) if OBJECTIVES[objective] == "max" else max(vals)

@@ -18,6 +18,7 @@ from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import Schema
+from bayes_risk.data.validate import require_frame
 from bayes_risk.disclosure._encode import (
     MISSING_LABEL,
     EncodedVar,
@@ -540,9 +541,7 @@ def replicated_uniques(
     0         2          4                   2
     """
     check_option(compat, "compat", _COMPAT)
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
+    require_frame(original, "original")
     keys = list(original.columns) if keys is None else list(keys)
     if not keys:
         raise ValidationError("keys must name at least one column.")

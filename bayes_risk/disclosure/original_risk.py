@@ -17,6 +17,7 @@ import pandas as pd
 from bayes_risk._constraints import check_params
 from bayes_risk._specs import argument_checks, is_integer
 from bayes_risk.data.schema import did_you_mean
+from bayes_risk.data.validate import require_frame
 from bayes_risk.disclosure.specs import ORIGINAL_RISK_ARGUMENTS
 from bayes_risk.exceptions import (
     CALLER,
@@ -71,9 +72,7 @@ def _names(value: Any, argument: str, *, required: bool) -> list[str]:
 def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, max_size: Any,
            dis_fraction: Any, recursive_c: Any, k_anonymity: Any, compat: Any,
            weights: Any) -> None:
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
+    require_frame(original, "original")
     if len(original) == 0:
         raise ValidationError("original has no records; expected at least one.",
                               code="EMPTY_TABLE")

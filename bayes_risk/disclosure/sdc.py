@@ -17,6 +17,7 @@ from bayes_risk._specs import argument_checks
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData, generation_from_roles
+from bayes_risk.data.validate import require_frame
 from bayes_risk.disclosure._encode import resolve_inputs
 from bayes_risk.disclosure.measures import combined_key_codes
 from bayes_risk.disclosure.specs import SDC_ARGUMENTS
@@ -97,9 +98,7 @@ def sdc(
         raise ValidationError(f"nothing to do: give {arg_name('bottom_top_coding')}, "
                               f"{arg_name('remove')} or {arg_name('smooth')}.",
                               code="OPTION_REQUIRED")
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError("original must be a pandas DataFrame. Got "
-                              f"{type(original).__name__}.", code="INVALID_ARGUMENT")
+    require_frame(original, "original")
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     datasets = [z.copy() for z in datasets]
     schema = source.schema if source is not None else None

@@ -17,7 +17,7 @@ from bayes_risk.data.missing import mask_missing_codes, missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, did_you_mean, infer_schema
-from bayes_risk.data.validate import validate_table
+from bayes_risk.data.validate import require_frame, validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.identification import population as _population
 from bayes_risk.identification.encoding import encode_problem
@@ -85,11 +85,7 @@ def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesize
 
 def check_original(original: Any) -> None:
     """Raise a ValidationError unless ``original`` is a DataFrame."""
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
-
-
+    require_frame(original, "original")
 def _once_each(names: list[str], what: str) -> None:
     if len(set(names)) != len(names):
         twice = sorted({c for c in names if names.count(c) > 1})

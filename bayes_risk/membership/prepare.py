@@ -12,7 +12,7 @@ import pandas as pd
 from bayes_risk._constraints import check_params
 from bayes_risk._specs import argument_checks
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
-from bayes_risk.data.validate import refuse_unknown_levels, validate_table
+from bayes_risk.data.validate import refuse_unknown_levels, require_frame, validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 from bayes_risk.membership.plan import ROWS_PER_DRAW
 from bayes_risk.membership.specs import MEMBERSHIP_ARGUMENTS
@@ -47,8 +47,7 @@ def prepare(model: Any, original: Any, synthetic: Any, holdout: Any, records: An
 
 def _table(df: Any, cols: list[str], argument: str) -> pd.DataFrame:
     """``df`` restricted to the model's columns (an error naming what is missing)."""
-    if not isinstance(df, pd.DataFrame):
-        raise ValidationError(f"{argument} must be a pandas DataFrame. Got {type(df).__name__}.")
+    require_frame(df, argument)
     missing = [c for c in cols if c not in df.columns]
     if missing:
         raise SchemaError(f"{argument} is missing the model's column(s) {missing}.",

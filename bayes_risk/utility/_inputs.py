@@ -12,7 +12,7 @@ import pandas as pd
 
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, infer_schema
-from bayes_risk.data.validate import harmonise_levels, validate_synthetic
+from bayes_risk.data.validate import harmonise_levels, require_frame, validate_synthetic
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
 
 __all__ = [
@@ -29,9 +29,7 @@ def base_schema(
 ) -> Schema:
     """``schema``, else the one a ``SyntheticData`` carries, else inferred; ``categorical``
     columns made categorical in any case."""
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
+    require_frame(original, "original")
     cat = list(categorical or [])
     if schema is None:
         schema = carried

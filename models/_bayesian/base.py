@@ -24,7 +24,7 @@ from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
-from bayes_risk.data.validate import check_m, validate_table
+from bayes_risk.data.validate import check_m, require_frame, validate_table
 from bayes_risk.exceptions import (
     NotFittedError,
     SchemaError,
@@ -333,8 +333,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     ) -> tuple[pd.DataFrame, Schema]:
         """Validate the confidential table and settle its schema and roles (none: all
         synthesized); ``fitting`` drops levels no record holds (``UNUSED_LEVEL``)."""
-        if not isinstance(data, pd.DataFrame):
-            raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
+        require_frame(data, 'data ')
         if len(data) == 0:
             raise ValidationError("data has no records.", code="EMPTY_TABLE")
         data = data.copy()

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.validate import record_mask
+from bayes_risk.data.validate import record_mask, require_frame
 from bayes_risk.exceptions import SchemaError, ValidationError
 
 
@@ -22,8 +22,7 @@ def check_synthesized_records(records: Any, n: int) -> np.ndarray | None:
 def synthesized_part(z: pd.DataFrame, rows: np.ndarray, n: int, name: str = "synthetic"
                      ) -> pd.DataFrame:
     """The rows ``rows`` (the synthesized records) of a released dataset ``z`` of ``n`` rows."""
-    if not isinstance(z, pd.DataFrame):
-        raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(z).__name__}.")
+    require_frame(z, name)
     if len(z) != n:
         raise SchemaError(
             f"{name} has {len(z)} rows; the model synthesizes selected records of a table of "

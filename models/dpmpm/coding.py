@@ -12,7 +12,8 @@ import pandas as pd
 
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
+from bayes_risk.data.validate import require_frame
+from bayes_risk.exceptions import SchemaError, on_command_line
 from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.dpmpm.zeros import UNKNOWN
 
@@ -42,8 +43,7 @@ def check_categorical(schema: Schema) -> None:
 def encode(schema: Schema, df: pd.DataFrame, *, name: str = "records") -> np.ndarray:
     """Codes ``0..d_j-1`` of the levels of ``schema``; ``-1`` missing; ``-2`` a level the
     model was not fitted with."""
-    if not isinstance(df, pd.DataFrame):
-        raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(df).__name__}.")
+    require_frame(df, name)
     missing = [c for c in schema.names if c not in df.columns]
     if missing:
         raise SchemaError(

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.contract import ModelInfo
+from bayes_risk.data.validate import require_frame
 
 __all__ = ["DPMPM", "MODES", "SAMPLERS"]
 
@@ -488,17 +489,11 @@ class DPMPM(BayesianSynthesizer):
             If ``synthetic`` does not fit the schema (columns, unknown levels).
         """
         self._check_fitted()
-        if not isinstance(synthetic, pd.DataFrame):
-            raise ValidationError(
-                f"synthetic must be a pandas DataFrame. Got {type(synthetic).__name__}."
-            )
+        require_frame(synthetic, "synthetic")
         names = self.schema_.names
         synthetic = self._synthesized_part(synthetic)
         for name, df in (("data", data), ("synthetic", synthetic)):
-            if not isinstance(df, pd.DataFrame):
-                raise ValidationError(
-                    f"{name} must be a pandas DataFrame. Got {type(df).__name__}."
-                )
+            require_frame(df, name)
             self.schema_.check_columns([c for c in names if c in df.columns], name)
             missing = [c for c in names if c not in df.columns]
             if missing:

@@ -21,7 +21,7 @@ from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
-from bayes_risk.data.validate import check_m, record_mask, validate_table
+from bayes_risk.data.validate import check_m, record_mask, require_frame, validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, synthesized_columns
 from bayes_risk.models.persistence import load_trees, save_trees
@@ -44,8 +44,7 @@ def prepare_schema(data: pd.DataFrame, schema: Schema | None, synthesized: Seque
                    allow_missing: bool = False) -> tuple[Schema, list[str]]:
     """Schema with roles set and the ordered synthesized columns (``allow_missing``: accept
     empty cells, else ``MISSING_VALUES``)."""
-    if not isinstance(data, pd.DataFrame):
-        raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
+    require_frame(data, 'data ')
     if schema is None:
         schema = infer_schema(data)
     elif not isinstance(schema, Schema):

@@ -12,6 +12,7 @@ import pandas as pd
 from bayes_risk._constraints import Interval, Options, check_params
 from bayes_risk._rng import RandomSeed, replayable_seed, spawn
 from bayes_risk.data.schema import Schema, infer_schema
+from bayes_risk.data.validate import require_frame
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models.trees.base import prepare_schema, records_mask
 from bayes_risk.models.trees.missing import (
@@ -101,8 +102,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     random_seed = model._fit_seed(random_seed)
     spec = None
     if model.spec is not None:  # synthpop-style: the spec decides the order and the predictors
-        if not isinstance(data, pd.DataFrame):
-            raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
+        require_frame(data, 'data ')
         spec = SynthesisSpec.coerce(model.spec).resolve(
             infer_schema(data) if schema is None else schema, synthesized)
         synthesized = spec.synthesized

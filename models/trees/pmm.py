@@ -19,7 +19,7 @@ from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.data.validate import validate_table
+from bayes_risk.data.validate import require_frame, validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
 from bayes_risk.models.base import synthesized_columns
 from bayes_risk.models.trees.base import TreeSynthesizer, records_mask
@@ -201,8 +201,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         ValidationError
             For invalid settings or columns.
         """
-        if not isinstance(data, pd.DataFrame):
-            raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
+        require_frame(data, 'data ')
         if self.identifying is None or len(list(self.identifying)) == 0:
             raise ValidationError("identifying must list the identifying variables (IVs).")
         thr = self.threshold

@@ -14,6 +14,7 @@ import pandas as pd
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._specs import check_int
 from bayes_risk.contract import ModelInfo
+from bayes_risk.data.validate import require_frame
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.cart_polya import PolyaTables
 from bayes_risk.models.trees.missing import design_inputs, kind_codes
@@ -60,9 +61,7 @@ class PluginBase:
         check_is_fitted(synthesizer, "schema_")
         # columns with missing values ({} for complete data), encoded as the synthesizer does
         self._layout = dict(getattr(synthesizer, "missing_", None) or {})
-        if not isinstance(original, pd.DataFrame):
-            raise ValidationError(
-                f"original must be a pandas DataFrame. Got {type(original).__name__}.")
+        require_frame(original, "original")
         n_fit = len(synthesizer._data)
         if len(original) != n_fit:
             raise ValidationError(
