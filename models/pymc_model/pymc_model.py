@@ -31,6 +31,7 @@ from bayes_risk.models._bayesian.design import output_column
 from bayes_risk.models._bayesian.sampling import Sampling, run_pymc
 from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.pymc_model.function import (
+    approve_function,
     function_path,
     importable_path,
     resolve_function,
@@ -367,6 +368,40 @@ class PyMCSynthesizer(BayesianSynthesizer):
         super().restore_state(state)
         self._expected_digest = state.get("graph_digest")
         self.warnings_ = list(state.get("warnings", []))
+
+    @classmethod
+    def load(cls, path: Any, *, model_function: str | Any = None) -> PyMCSynthesizer:
+        """Load a model saved with :meth:`save`, built with the model function you name.
+
+        A model folder is data: its ``model.json`` names the model function by its path, and
+        importing that module runs its code, so the folder alone never decides what is
+        imported (:doc:`/user_guide/security`). ``model_function`` must be the function the
+        folder names; its graph is then checked against the saved one before the draws are
+        used (``MODEL_FUNCTION_CHANGED``).
+
+        Parameters
+        ----------
+        path : path-like
+            The model's folder.
+        model_function : str or callable
+            ``"module:function"`` (as the folder's ``model.json`` records it under
+            ``settings.model_function``) or the function itself.
+
+        Raises
+        ------
+        ValidationError
+            ``MODEL_FUNCTION_REQUIRED`` without ``model_function`` (the message names the
+            function the folder names); ``MODEL_FUNCTION_MISMATCH`` for another function;
+            ``MODEL_FUNCTION_CHANGED`` when it builds another graph; those of
+            ``BayesianSynthesizer.load``.
+        """
+        from bayes_risk.models.persistence import load_bayesian
+
+        def approve(folder: Any, settings: dict[str, Any]) -> dict[str, Any]:
+            given = approve_function(model_function, settings.get("model_function"), folder)
+            return {**settings, "model_function": given}
+
+        return load_bayesian(cls, path, approve)
 
     def save(self, path: Any) -> Any:
         """Save the fitted model as a folder (``posterior.nc``, ``model.json`` naming the model

@@ -236,12 +236,34 @@ def test_the_issues_dpmpm_case_k3_against_a_release_of_k5():
     assert check_release_model(k5, syn, data).how == "identity"
 
 
+@pytest.mark.parametrize("deleted", ["all", "syn_001.parquet", "manifest.json"])
+def test_a_release_of_this_version_without_checksums_is_damaged(release, tmp_path, deleted):
+    """A checksum deleted from a release of format version 2 is damage, not a release of an
+    older bayes-risk (RELEASE_UNVERIFIED): every release of that version records them (issue
+    86)."""
+    path = release.save(tmp_path / "syn")
+    man = json.loads((path / "manifest.json").read_text())
+    assert man["format_version"] == 2
+    if deleted == "all":
+        del man["sha256"]
+    else:
+        del man["sha256"][deleted]
+    (path / "manifest.json").write_text(json.dumps(man))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RELEASE_UNVERIFIED
+        with pytest.raises(ValidationError) as err:
+            SyntheticData.load(path)
+    assert err.value.code == "RELEASE_DAMAGED"
+    assert "format version 2" in str(err.value) and "older" not in str(err.value)
+
+
 def test_a_manifest_without_model_id_is_compared_by_what_it_records(ce, schema, three,
                                                                     release, tmp_path):
     path = release.save(tmp_path / "syn")
     man = json.loads((path / "manifest.json").read_text())
     del man["model_id"]  # as written before the identity (and the checksums) were recorded
     del man["sha256"]
+    man["format_version"] = 1  # (a release of version 2 without them is damaged)
     (path / "manifest.json").write_text(json.dumps(man))
     with pytest.warns(DataWarning, match="RELEASE_UNVERIFIED"):
         old = SyntheticData.load(path)
