@@ -17,6 +17,7 @@ from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import (
     check_release_levels,
+    check_value_labels,
     encode,
     harmonise_levels,
     refuse_unknown_levels,
@@ -93,6 +94,7 @@ def attack_inputs(
                          original=tables["original"], warn=False)
     warn_release_holds_original(tables["original"], syn_tables)
     if holdout is not None:
+        check_value_labels(original, {"holdout": holdout})
         _check_holdout_coding(tables["original"], tables["holdout"], sub)
     sub = harmonise_levels(real, syn_tables, schema=sub,
                            recoded=[c.name for c in sub if c.is_categorical])

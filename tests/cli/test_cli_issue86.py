@@ -1,0 +1,98 @@
+"""Issue 86: what a careless or hostile colleague's files could make the package do quietly.
+Value labels swapped between the original and a release or holdout; empty or degenerate radius
+grids; the coordinate search said in every command that does it; identifier and sparse columns in
+``attacks``; misleading errors. (A PyMC model folder that names a module: tests/cli/
+test_pymc_cli.py; checksums deleted from a release: tests/data/test_provenance.py.) Each case
+fails on the code before the fix (7c1914f3)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import bayes_risk as br
+from bayes_risk.cli import main
+
+pyreadstat = pytest.importorskip("pyreadstat")
+
+URBAN = {1: "Urban", 2: "Rural"}
+SWAPPED = {1: "Rural", 2: "Urban"}
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    """A CE-like table (as .csv and as an SPSS file labelling Urban 1 = Urban), a CART release
+    of it, the release's first dataset as SPSS files labelled as the original and swapped, and
+    a holdout labelled either way."""
+    d = tmp_path_factory.mktemp("issue86")
+    ce = br.make_ce_like(600, random_seed=1)
+    orig, hold = ce.iloc[:300].reset_index(drop=True), ce.iloc[300:].reset_index(drop=True)
+    orig.to_csv(d / "ce.csv", index=False)
+    pyreadstat.write_sav(orig, str(d / "ce.sav"), variable_value_labels={"Urban": URBAN})
+    assert main(["synthesize", str(d / "ce.csv"), "--method", "cart", "--synthesize", "Tenure",
+                 "Expenditure", "Income", "--categorical", "Urban", "Marital", "Tenure", "Educ",
+                 "-m", "2", "--random-seed", "1", "-q", "--out", str(d / "cesyn")]) == 0
+    z = pd.read_parquet(d / "cesyn" / "syn_001.parquet")
+    for name, labels, table in (("oksyn", URBAN, z), ("swsyn", SWAPPED, z),
+                                ("okhold", URBAN, hold), ("swhold", SWAPPED, hold)):
+        pyreadstat.write_sav(table, str(d / f"{name}.sav"),
+                             variable_value_labels={"Urban": labels})
+    return d
+
+
+def _run(work: Path, capsys, argv: list[str], out: str) -> tuple[int, str]:
+    capsys.readouterr()
+    rc = main([*[str(a) for a in argv], "-q", "--out", str(work / out)])
+    return rc, capsys.readouterr().err
+
+
+# ----------------------------------------------------------------- value labels (item 2)
+def _label_commands(w: Path, syn: str) -> dict[str, list]:
+    o = w / "ce.sav"
+    return {
+        "disclosure": ["disclosure", o, w / syn, "--keys", "Age", "Urban", "Marital", "--target",
+                       "Tenure", "--categorical", "Educ"],
+        "utility": ["utility", o, w / syn, "--categorical", "Educ", "Marital", "Tenure"],
+        "identification": ["identification", o, w / syn, "--known-unsynthesized", "Age", "Urban",
+                           "Marital", "--known-synthesized", "Income"],
+        "attacks": ["attacks", o, w / syn, "--n-attacks", "20"],
+        "audit": ["audit", o, w / syn, "--known", "Age", "Urban", "Marital"],
+    }
+
+
+@pytest.mark.parametrize("command", ["disclosure", "utility", "identification", "attacks",
+                                     "audit"])
+def test_swapped_value_labels_are_refused_naming_both_maps(work, capsys, command):
+    rc, err = _run(work, capsys, _label_commands(work, "swsyn.sav")[command], f"sw_{command}")
+    assert rc == 2 and "error [VALUE_LABELS_DIFFER]" in err, err
+    assert "{1: 'Rural', 2: 'Urban'}" in err and "{1: 'Urban', 2: 'Rural'}" in err
+    assert "swsyn.sav" in err and "--recoded Urban" in err
+
+
+def test_the_same_labels_pass_and_a_declared_recoding_warns(work, capsys):
+    argv = _label_commands(work, "oksyn.sav")["disclosure"]
+    rc, err = _run(work, capsys, argv, "ok_disclosure")
+    assert rc == 0 and "VALUE_LABELS_DIFFER" not in err
+    argv = _label_commands(work, "swsyn.sav")["disclosure"]
+    rc, err = _run(work, capsys, [*argv, "--recoded", "Urban"], "recoded_disclosure")
+    assert rc == 0 and "warning [VALUE_LABELS_DIFFER]" in err
+
+
+def test_a_holdout_with_swapped_labels_is_refused(work, capsys):
+    base = ["attacks", work / "ce.sav", work / "oksyn.sav", "--n-attacks", "20", "--holdout"]
+    rc, err = _run(work, capsys, [*base, work / "swhold.sav"], "hold_sw")
+    assert rc == 2 and "error [VALUE_LABELS_DIFFER]" in err and "holdout" in err
+    rc, err = _run(work, capsys, [*base, work / "okhold.sav"], "hold_ok")
+    assert rc == 0, err
+
+
+def test_the_python_api_compares_the_labels_of_tables_read_from_files(work):
+    o = br.read_table(work / "ce.sav")
+    z = br.read_table(work / "swsyn.sav")
+    with pytest.raises(br.exceptions.SchemaError) as err:
+        br.disclosure_measures(o, [z], keys=["Age", "Urban", "Marital"], target="Tenure")
+    assert err.value.code == "VALUE_LABELS_DIFFER"
