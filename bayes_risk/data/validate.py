@@ -31,8 +31,8 @@ from bayes_risk.exceptions import (
 
 __all__ = [
     "validate_table", "validate_synthetic", "harmonise_levels", "check_release_levels",
-    "check_value_labels", "release_levels", "release_only_levels", "refuse_unknown_levels", "encode", "decode",
-    "decode_values", "check_m", "check_no_infinity", "check_real", "record_mask"
+    "check_value_labels", "release_levels", "release_only_levels", "refuse_unknown_levels",
+    "encode", "decode", "decode_values", "check_m", "check_no_infinity", "check_real", "record_mask"
 ]
 
 

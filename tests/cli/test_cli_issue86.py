@@ -7,8 +7,6 @@ fails on the code before the fix (7c1914f3)."""
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pandas as pd
