@@ -7,6 +7,7 @@ fails on the code before the fix (7c1914f3)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -94,3 +95,55 @@ def test_the_python_api_compares_the_labels_of_tables_read_from_files(work):
     with pytest.raises(br.exceptions.SchemaError) as err:
         br.disclosure_measures(o, [z], keys=["Age", "Urban", "Marital"], target="Tenure")
     assert err.value.code == "VALUE_LABELS_DIFFER"
+
+
+# ---------------------------------------------------------- radius grids (item 3)
+ID = ["--known-unsynthesized", "Age", "Urban", "Marital", "--known-synthesized", "Income",
+      "--categorical", "Urban", "Marital"]
+
+
+@pytest.mark.parametrize(("grid", "says"), [
+    ("", "no radius above 0"),  # an empty shell variable: was exact matching alone, quietly
+    ("0", "no radius above 0"),
+    ("nan,0.1", "finite numbers >= 0"),  # was blamed on --radius-sweep
+    ("-0.1,0.2", "finite numbers >= 0"),  # was "unrecognized arguments"
+    ("1e308", "overflows"),  # was a raw numpy overflow warning, and every value matched
+])
+def test_a_degenerate_radius_search_grid_is_refused_naming_the_option(work, capsys, grid, says):
+    rc, err = _run(work, capsys, ["identification", work / "ce.csv", work / "cesyn", *ID,
+                                  "--radius-search", grid], "search")
+    assert rc == 2 and "error [BAD_OPTION_VALUE]: --radius-search" in err, err
+    assert says in err and "--radius-sweep" not in err and "RuntimeWarning" not in err
+
+
+@pytest.mark.parametrize(("grid", "says"), [("", "no radius above 0"), ("1e308", "overflows")])
+def test_a_degenerate_audit_grid_is_refused_before_any_step(work, capsys, grid, says):
+    rc, err = _run(work, capsys, ["audit", work / "ce.csv", work / "cesyn", "--known", "Age",
+                                  "Income", "--radius-sweep", grid], "audit_grid")
+    assert rc == 2 and "error [BAD_OPTION_VALUE]: --radius-sweep" in err and says in err, err
+    assert "step" not in err.split("--radius-sweep", 1)[1]
+
+
+def test_a_radius_whose_window_overflows_is_refused(work, capsys):
+    rc, err = _run(work, capsys, ["identification", work / "ce.csv", work / "cesyn", *ID,
+                                  "--radius", "Income=1e308"], "radius")
+    assert rc == 2 and "error [RADIUS_TOO_LARGE]: --radius Income=1e+308" in err, err
+    assert "RuntimeWarning" not in err
+
+
+def test_the_coordinate_search_is_warned_by_identification_too(work, capsys):
+    rc, err = _run(work, capsys, [
+        "identification", work / "ce.csv", work / "cesyn", "--known-unsynthesized", "Age",
+        "Urban", "Marital", "Educ", "--known-synthesized", "Income", "Expenditure", "Tenure",
+        "--radius-search"], "coordinate")
+    assert rc == 0 and "warning [RADIUS_COORDINATE_SEARCH]" in err and "7 numeric" in err
+    summary = json.loads((work / "coordinate" / "summary.json").read_text())
+    assert summary["radius_search"]["settings"]["search"]["mode"] == "coordinate"
+    assert "RADIUS_COORDINATE_SEARCH" in summary["warnings"]
+    with pytest.warns(br.exceptions.DataWarning, match="RADIUS_COORDINATE_SEARCH"):
+        res = br.radius_search(pd.read_csv(work / "ce.csv"), br.read_synthetic(work / "cesyn"),
+                               known=["Age", "Urban", "Marital", "Educ", "Income",
+                                      "Expenditure", "Tenure"],
+                               synthesized=["Income", "Expenditure", "Tenure"], radii=[0.1],
+                               max_grid=10, progressbar=False)
+    assert "RADIUS_COORDINATE_SEARCH" in res.warnings
