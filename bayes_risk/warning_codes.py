@@ -122,6 +122,10 @@ MESSAGES: dict[str, str] = {
     "SYNTHETIC_ONLY_LEVEL": "a release said to recode a column (--recoded, "
     "SyntheticData.declare_recoded) holds levels of it that the original never holds: each is "
     "kept as a level of its own, which no original record matches.",
+    "SPARSE_COLUMN": "a categorical attack column is an identifier or a sparse column (many "
+    "of its levels held by one record of the original): the holdout's records hold levels the "
+    "original never holds as a rule, which is not taken as a holdout coded otherwise; such a "
+    "column singles out or links a record by its level alone.",
     "VALUE_LABELS_DIFFER": "a release said to recode a column (--recoded, "
     "SyntheticData.declare_recoded) labels its codes otherwise than the original's SAS, Stata "
     "or SPSS value labels: its levels are its labels, which an intruder reading the codes "

@@ -36,6 +36,15 @@ def work(tmp_path_factory) -> Path:
                  "Expenditure", "Income", "--categorical", "Urban", "Marital", "Tenure", "Educ",
                  "-m", "2", "--random-seed", "1", "-q", "--out", str(d / "cesyn")]) == 0
     z = pd.read_parquet(d / "cesyn" / "syn_001.parquet")
+    # a household number (the holdout's never in the original) and a postal code of 10,000
+    # possible levels, both released as they are
+    ids = pd.DataFrame({"hid": [f"H{i:05d}" for i in range(600)],
+                        "zip": [f"Z{(i * 7919) % 10000:05d}" for i in range(600)]})
+    orig.join(ids.iloc[:300]).to_csv(d / "ceid.csv", index=False)
+    hold.join(ids.iloc[300:].reset_index(drop=True)).to_csv(d / "ceid_hold.csv", index=False)
+    for i in (1, 2):
+        pd.read_parquet(d / "cesyn" / f"syn_00{i}.parquet").join(ids.iloc[:300]).to_csv(
+            d / f"ceid_syn{i}.csv", index=False)
     for name, labels, table in (("oksyn", URBAN, z), ("swsyn", SWAPPED, z),
                                 ("okhold", URBAN, hold), ("swhold", SWAPPED, hold)):
         pyreadstat.write_sav(table, str(d / f"{name}.sav"),
@@ -147,3 +156,15 @@ def test_the_coordinate_search_is_warned_by_identification_too(work, capsys):
                                synthesized=["Income", "Expenditure", "Tenure"], radii=[0.1],
                                max_grid=10, progressbar=False)
     assert "RADIUS_COORDINATE_SEARCH" in res.warnings
+
+
+# ------------------------------------------- identifiers and sparse columns in attacks (item 5)
+@pytest.mark.parametrize("column", ["hid", "zip"])
+def test_attacks_run_with_an_identifier_or_a_sparse_column(work, capsys, column):
+    rc, err = _run(work, capsys, [
+        "attacks", work / "ceid.csv", work / "ceid_syn1.csv", work / "ceid_syn2.csv",
+        "--holdout", work / "ceid_hold.csv", "--columns", "Age", "Urban", column,
+        "--categorical", column, "--n-attacks", "20", "--random-seed", "1"], f"att_{column}")
+    assert rc == 0, err
+    assert "warning [SPARSE_COLUMN]" in err and f"'{column}'" in err
+    assert "held once" in err and "UNKNOWN_LEVEL" not in err
