@@ -187,11 +187,27 @@ class PyMCSynthesizer(BayesianSynthesizer):
                 "only), or leave the synthesized columns out.", code="MODEL_FUNCTION_INVALID")
         return schema.with_roles(observed)
 
+    def draw_values(self, schema: Schema) -> int:
+        """The values one posterior draw holds: every element of every free variable of the
+        model built on ``schema`` (made-up records: the shapes do not depend on the records),
+        what the memory check sizes the draws, the gradients and NUTS's trees by."""
+        model = _graph.build_model(resolve_function(self.model_function),
+                                   _graph.template_table(schema, 2), schema)
+        shapes = model.eval_rv_shapes()
+        return int(sum(int(np.prod(shapes[rv.name])) for rv in model.free_RVs))
+
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed
                         ) -> xr.DataTree:
         import pymc as pm
 
+        from bayes_risk._memory import check_nuts_memory
+
         graph = self._pending
+        run = self.resolved_sampling
+        shapes = graph.model.eval_rv_shapes()
+        check_nuts_memory(sum(int(np.prod(shapes[rv.name])) for rv in graph.model.free_RVs),
+                          len(data), len(data.columns), draws=run.draws, chains=run.chains,
+                          tune=run.tune, cores=run.cores)  # before anything is compiled
         known = [*graph.free, LOGLIK]
         unknown = [v for v in (self.diagnose or ()) if v not in known]
         if unknown:  # before the sampler runs

@@ -168,3 +168,25 @@ def test_attacks_run_with_an_identifier_or_a_sparse_column(work, capsys, column)
     assert rc == 0, err
     assert "warning [SPARSE_COLUMN]" in err and f"'{column}'" in err
     assert "held once" in err and "UNKNOWN_LEVEL" not in err
+
+
+# --------------------------------------------------- a PyMC model sized before sampling (item 4)
+def test_a_pymc_model_is_sized_before_sampling(tmp_path, capsys):
+    from bayes_risk._memory import memory_limit
+    from bayes_risk.models import PyMCSynthesizer, Sampling
+
+    data = pd.DataFrame({"y": [0.1, -0.4, 1.2, 0.3, -0.8, 0.5] * 5})
+    data.to_csv(tmp_path / "y.csv", index=False)
+    rc, err = _run(tmp_path, capsys, ["fit", tmp_path / "y.csv", "--method", "pymc",
+                                      "--model-function", "_pymc_models:big_free_variable",
+                                      "--memory", "2GB", "--random-seed", "1"], "fit")
+    assert rc == 2 and "error [MEMORY_TOO_LARGE]" in err, err
+    assert "3,000,001 values a draw" in err and "--draws" in err and "NUTS" in err
+    assert not (tmp_path / "fit").exists()
+    # in Python too, before anything is compiled: 10 draws and 10 warm-up of one chain hold
+    # 24 MB a copy of a draw, and NUTS's 42 vectors a chain
+    model = PyMCSynthesizer(model_function="_pymc_models:big_free_variable",
+                            sampling=Sampling(draws=10, tune=10, chains=1), progressbar=False)
+    with memory_limit("1GB"), pytest.raises(br.exceptions.ValidationError) as caught:
+        model.fit(data, random_seed=1)
+    assert caught.value.code == "MEMORY_TOO_LARGE" and "3,000,001 values" in str(caught.value)
