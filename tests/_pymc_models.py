@@ -242,3 +242,14 @@ def big_free_variable(data):
         mu = pm.Normal("mu", 0.0, 1.0)
         pm.Normal("y_obs", mu, 1.0, observed=y)
     return model
+
+
+def renamed_container(data):
+    """y ~ Poisson given area, whose codes are held by a container not named after it (issue
+    86: named in the error, not taken for records that depend on each other)."""
+    with pm.Model() as model:
+        area = pm.Data("area_code", data["area"].cat.codes.to_numpy())
+        y = pm.Data("y", data["y"].to_numpy())
+        b = pm.Normal("b", 0.0, 1.0, shape=3)
+        pm.Poisson("y_obs", pt.exp(b[area]), observed=y)
+    return model

@@ -14,7 +14,7 @@ from bayes_risk.data.alignment import warn_release_holds_original
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
-from bayes_risk.data.schema import Schema
+from bayes_risk.data.schema import Schema, did_you_mean
 from bayes_risk.data.validate import (
     check_release_levels,
     check_value_labels,
@@ -75,7 +75,8 @@ def attack_inputs(
         if missing:
             raise ValidationError(
                 f"{name} has no column(s) {missing}; the attack's columns must be columns of "
-                "the original, of every synthetic dataset and of the holdout.",
+                "the original, of every synthetic dataset and of the holdout."
+                + did_you_mean(missing[0], t.columns),
                 code="MISSING_COLUMN")
         if len(t) == 0:
             raise ValidationError(f"{name} has no rows; the attack needs records.",

@@ -15,7 +15,7 @@ from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
 from bayes_risk.attacks.linkability import _scale, nearest_rows
 from bayes_risk.attacks.rates import check_confidence_level, rate_columns, success_rate
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.results.attacks import InferenceResult
 
 __all__ = ["inference_risk", "correct_guesses"]
@@ -150,8 +150,9 @@ def inference_risk(
     secrets = _check_secrets(secret, names)
     aux = _check_aux(aux_columns, secrets, names)
     cols = list(dict.fromkeys([*secrets, *(c for s in secrets for c in aux[s])]))
+    # the secrets are checked above: a column the data lacks is one of aux_columns
     inp = attack_inputs(original, synthetic, holdout, columns=cols, schema=schema,
-                        categorical=categorical)
+                        categorical=categorical, argument="aux_columns")
     sch = inp.schema
     is_cat = np.array([s.is_categorical for s in sch])
     col = {c: sch.names.index(c) for c in cols}
@@ -240,8 +241,10 @@ def _regression(secret: str, categorical: bool, regression: bool | None) -> bool
     (right when equal): ``regression``, by default for a numeric secret."""
     if regression and categorical:
         raise ValidationError(
-            f"regression=True for the categorical secret {secret!r}: a guess of a category is "
-            "right only when equal; give regression=None or False.")
+            f"{arg_name('regression', True, cli='yes')} for the categorical secret {secret!r}: "
+            "a guess of a category is right only when equal; give "
+            f"{arg_name('regression', None, cli='auto')} or "
+            f"{arg_name('regression', False, cli='no')}.", code="INVALID_ARGUMENT")
     return (not categorical) if regression is None else bool(regression)
 
 

@@ -205,8 +205,14 @@ def read_records_table(path: str, argument: str,
     if len(df.columns) == 0:
         raise ValidationError(f"{argument} {str(path)!r} has no columns.", code="EMPTY_TABLE")
     if len(df) == 0:
+        from bayes_risk.data.statfiles import file_labels
+
         raise ValidationError(f"{argument} {str(path)!r} has a header but no records; expected at "
-                              "least one record.", code="EMPTY_TABLE")
+                              "least one record" + (
+                                  " (a SAS, Stata or SPSS file whose header declares no records: "
+                                  "empty, or damaged where it counts them; export it again)"
+                                  if file_labels(df) is not None else "") + ".",
+                              code="EMPTY_TABLE")
     return df
 
 

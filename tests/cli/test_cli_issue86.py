@@ -190,3 +190,104 @@ def test_a_pymc_model_is_sized_before_sampling(tmp_path, capsys):
     with memory_limit("1GB"), pytest.raises(br.exceptions.ValidationError) as caught:
         model.fit(data, random_seed=1)
     assert caught.value.code == "MEMORY_TOO_LARGE" and "3,000,001 values" in str(caught.value)
+
+
+# ------------------------------------------------------------ misleading errors (item 6)
+def test_an_unknown_aux_column_is_blamed_on_aux_columns(work, capsys):
+    rc, err = _run(work, capsys, ["attacks", work / "ce.csv", work / "cesyn", "--singling-out",
+                                  "none", "--inference", "Tenure", "--aux-columns", "Age",
+                                  "Nope"], "aux")
+    assert rc == 2 and "error [UNKNOWN_COLUMN]: --aux-columns: column 'Nope'" in err, err
+
+
+def test_regression_yes_for_a_categorical_secret_is_answered_in_options(work, capsys):
+    rc, err = _run(work, capsys, ["attacks", work / "ce.csv", work / "cesyn", "--singling-out",
+                                  "none", "--inference", "Tenure", "--regression", "yes",
+                                  "--categorical", "Tenure"], "regression")
+    assert rc == 2 and "--regression yes for the categorical secret 'Tenure'" in err, err
+    assert "--regression auto or --regression no" in err and "None" not in err
+
+
+def _damaged(work: Path, ext: str, change) -> Path:
+    import struct
+
+    orig = pd.read_csv(work / "ce.csv")
+    raw = bytearray((work / f"ce.{ext}").read_bytes() if ext == "sav" else b"")
+    if ext == "dta":
+        pyreadstat.write_dta(orig, str(work / "ce.dta"), variable_value_labels={"Urban": URBAN})
+        raw = bytearray((work / "ce.dta").read_bytes())
+    if change == "value":  # the first record's Urban, 1, becomes 1.0625 (bytes flipped)
+        at = raw.find(struct.pack("<dd", float(orig["Age"][0]), float(orig["Urban"][0])))
+        assert at > 0
+        raw[at + 8:at + 16] = struct.pack("<d", 1.0625)
+    else:  # the header's count of records
+        raw[80:84] = struct.pack("<i", change)
+    out = work / f"damaged_{change}.{ext}"
+    out.write_bytes(bytes(raw))
+    return out
+
+
+@pytest.mark.parametrize(("ext", "change", "says"), [
+    ("sav", "value", "looks damaged"),  # was VALUE_WITHOUT_LABEL, advising to read it as numbers
+    ("dta", "value", "looks damaged"),
+    ("sav", 400, "damaged or truncated"),
+    ("sav", 0, "damaged where it counts them"),  # was EMPTY_TABLE alone
+])
+def test_damaged_bytes_of_a_stat_file_are_reported_as_damage(work, capsys, ext, change, says):
+    bad = _damaged(work, ext, change)
+    rc, err = _run(work, capsys, ["disclosure", bad, work / "oksyn.sav", "--keys", "Age",
+                                  "Urban", "--target", "Tenure"], "damaged")
+    assert rc == 2 and says in err, err
+    assert "VALUE_WITHOUT_LABEL" not in err
+
+
+def test_a_pymc_container_named_after_no_column_is_named(tmp_path, capsys):
+    pd.DataFrame({"area": ["a", "b", "c"] * 10, "y": [1, 2, 3, 4, 5, 6] * 5}).to_csv(
+        tmp_path / "d.csv", index=False)
+    rc, err = _run(tmp_path, capsys, ["fit", tmp_path / "d.csv", "--method", "pymc",
+                                      "--model-function", "_pymc_models:renamed_container",
+                                      "--categorical", "area"], "fit")
+    assert rc == 2 and "error [MODEL_FUNCTION_INVALID]" in err, err
+    assert "'area_code' holds column 'area'" in err and "RECORDS_NOT_INDEPENDENT" not in err
+
+
+def test_a_zero_width_space_in_a_column_name_is_shown(work, capsys):
+    text = (work / "ce.csv").read_text().replace("Age,", "Age\u200b,", 1)
+    (work / "ce_zw.csv").write_text(text)
+    rc, err = _run(work, capsys, ["disclosure", work / "ce_zw.csv", work / "cesyn", "--keys",
+                                  "Age", "Urban", "--target", "Tenure"], "zw")
+    assert rc == 2 and "Did you mean 'Age\\u200b'?" in err and "ZERO WIDTH SPACE" in err, err
+
+
+def test_an_empty_dataframe_and_integer_column_names_are_said_as_such(work):
+    o = pd.read_csv(work / "ce.csv")
+    z = br.read_synthetic(work / "cesyn").datasets
+    with pytest.raises(br.exceptions.ValidationError) as err:
+        br.utility_summary(o, [z[0].iloc[:0], z[1]])
+    assert err.value.code == "EMPTY_TABLE" and "synthetic dataset 1 has no records" in str(
+        err.value)
+    with pytest.raises(br.exceptions.ValidationError) as err:
+        br.pmse(o.iloc[:0], z)
+    assert err.value.code == "EMPTY_TABLE" and "the original has no records" in str(err.value)
+    named = [d.set_axis(range(d.shape[1]), axis=1) for d in (o, *z)]
+    for call in (lambda: br.utility_summary(named[0], named[1:]), lambda: br.infer_schema(
+            named[0])):
+        with pytest.raises(br.exceptions.ValidationError) as err:
+            call()
+        assert err.value.code == "COLUMN_NAMES_NOT_TEXT" and "astype(str)" in str(err.value)
+
+
+def test_a_predictor_matrix_is_read_by_row_names(work, tmp_path, capsys):
+    cols = ["Tenure", "Income"]
+    pm = pd.DataFrame([[0, 1], [1, 0]], index=cols, columns=cols)
+    pm.to_csv(tmp_path / "pm.csv")
+    pm.iloc[::-1].to_csv(tmp_path / "pm_rows_reversed.csv")
+    models = {}
+    for name in ("pm", "pm_rows_reversed"):
+        rc, err = _run(tmp_path, capsys, [
+            "fit", work / "ce.csv", "--method", "cart", "--synthesize", *cols,
+            "--categorical", "Tenure", "--predictor-matrix", tmp_path / f"{name}.csv",
+            "--random-seed", "1"], name)
+        assert rc == 0, err
+        models[name] = json.loads((tmp_path / name / "model.json").read_text())["model_id"]
+    assert models["pm"] == models["pm_rows_reversed"]
