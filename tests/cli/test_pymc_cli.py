@@ -222,8 +222,9 @@ def test_a_deleted_checksum_is_damage_not_an_older_folder(runs, tmp_path, capsys
 def test_model_function_with_another_model_or_without_one(runs, tmp_path, capsys):
     work, _ = runs
     d = str(work)
-    assert cli.main(["fit", f"{d}/data.csv", "--method", "cart", "--categorical", "area",
-                     "--quiet", "--random-seed", "1", "--out", str(tmp_path / "cart")]) == 0
+    assert cli.main(["fit", f"{d}/data.csv", "--method", "cart", "--synthesize", "y",
+                     "--categorical", "area", "--quiet", "--random-seed", "1", "--out",
+                     str(tmp_path / "cart")]) == 0
     capsys.readouterr()
     assert cli.main(_with_model(work, "synthesize", tmp_path / "cart", *FN)) == 2
     err = capsys.readouterr().err
