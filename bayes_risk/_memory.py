@@ -19,7 +19,8 @@ __all__ = ["available_memory", "check_memory", "memory_limit", "parse_memory",
            "release_bytes", "release_free_memory", "resident_memory", "working_bytes",
            "format_bytes", "posterior_bytes", "forest_bytes", "lean_process",
            "fixed_mmap_threshold", "check_release_size", "check_saved_release",
-           "check_posterior_memory", "check_forest_memory", "load_what_the_run_loads"]
+           "check_posterior_memory", "check_forest_memory", "load_what_the_run_loads",
+           "check_nuts_memory"]
 
 #: the user's limit in bytes for the run in this context (``None``: the machine's memory)
 _LIMIT: ContextVar[int | None] = ContextVar("bayes_risk_memory_limit", default=None)
@@ -233,8 +234,15 @@ def release_bytes(m: int, table: float, *, fitted: bool, forest: float = 0.0) ->
     return 1.4 * m * table + (16 if fitted else 12) * table + 8e6 + forest
 
 
+#: the parameter vectors (position, momentum, gradient, of each edge of the tree and its
+#: proposal, and the mass matrix's adaptation) NUTS holds at once while a chain builds its tree,
+#: at PyMC's default maximum depth of 10: 3 vectors for each of 2 edges and 1 proposal per
+#: level of the recursion, and a few more
+NUTS_VECTORS = 42
+
+
 def posterior_bytes(n: int, p: int, width: int, K: int, *, draws: int, chains: int, tune: int,
-                    temperatures: int = 1) -> float:
+                    temperatures: int = 1, nuts: int = 0) -> float:
     """Bytes an MCMC fit of ``n`` records x ``p`` columns holds beyond what is loaded: ``K``
     components of ``width`` parameters each (1 without components), ``chains`` chains of
     ``tune`` warm-up sweeps and ``draws`` kept draws, ``temperatures`` replicas a chain.
@@ -247,6 +255,12 @@ def posterior_bytes(n: int, p: int, width: int, K: int, *, draws: int, chains: i
     (``tune=10**9`` asked for 32 GB before any check counted it); with tempering, every chain
     keeps T replicas of the sweep's state (DPMPM on ACS-like 300 and 1,000 records x 5 columns:
     41 and 84 kB a replica at K = 50, 56 kB at K = 10; counted 49, 104 and 66 kB).
+
+    ``nuts``: a PyMC model's fit by NUTS, ``width`` the values of one draw of its free
+    variables and ``nuts`` the chains run at once: PyMC's trace holds the warm-up draws too,
+    copied once into the returned DataTree, and each chain running holds
+    :data:`NUTS_VECTORS` vectors of ``width`` values (the gradients and the tree's states) —
+    PyMC's NUTS as written, not measured (a model of 3,000,000 values a draw: 24 MB a vector).
     """
     n_draws = draws * chains
     need = 8.0 * (n_draws * K * (width + 1) + 3 * n * K + K * width + 2 * n * p
@@ -255,6 +269,8 @@ def posterior_bytes(n: int, p: int, width: int, K: int, *, draws: int, chains: i
     need += 8.0 * 2 * chains * (tune + draws) * (16 + (4 * T if T > 1 else 0))
     if T > 1:
         need += 8.0 * chains * T * (n * (p + 3) + 3 * K * (width + 1))
+    if nuts:
+        need += 8.0 * width * (2 * chains * tune + NUTS_VECTORS * min(nuts, chains))
     return need
 
 
@@ -338,25 +354,58 @@ def check_posterior_memory(model: Any, settings: dict[str, Any], df: Any, schema
         K = max(int(getattr(model, "n_components", 1) or 1), 1)
     except (TypeError, ValueError):
         return
+    # a model whose graph says the size of a draw (a PyMC model: every free variable's values),
+    # sized before the probe fit too, which would sample it
+    values = getattr(model, "draw_values", None)
+    P = int(values(schema)) if callable(values) else 0
+
+    def check() -> None:
+        width = P or sum((c.n_levels if c.is_categorical else 2) for c in schema)  # a component
+        # settings left at None are resolved as the fit resolves them
+        run = getattr(model, "_run_settings", None)
+        draws = settings.get("draws")
+        draws = draws if draws is not None else (run()["draws"] if callable(run) else 1000)
+        chains = settings.get("chains")
+        chains = chains if chains is not None else setting("chains", 1)
+        T = setting("temperatures", 1)
+        need = posterior_bytes(len(df), len(df.columns), width, K,
+                               draws=max(int(draws or 0), 0), chains=max(int(chains or 1), 1),
+                               tune=setting("tune", 0), temperatures=T,
+                               nuts=setting("cores", 1) if P else 0)
+        check_memory(need, _drivers(K, T, P), what=_fit_what(T, P))
+
+    if P:
+        check()
     load_what_the_run_loads(type(model), settings, df, lambda probe, folder: probe.save(folder),
                             schema=schema)
-    width = sum((c.n_levels if c.is_categorical else 2) for c in schema)  # per component
-    # settings left at None are resolved as the fit resolves them
-    run = getattr(model, "_run_settings", None)
-    draws = settings.get("draws")
-    draws = draws if draws is not None else (run()["draws"] if callable(run) else 1000)
-    chains = settings.get("chains")
-    chains = chains if chains is not None else setting("chains", 1)
-    T = setting("temperatures", 1)
-    need = posterior_bytes(len(df), len(df.columns), width, K, draws=max(int(draws or 0), 0),
-                           chains=max(int(chains or 1), 1), tune=setting("tune", 0),
-                           temperatures=T)
-    # what drives the size: the settings that multiply it
+    check()
+
+
+def _drivers(K: int, T: int, values: int) -> str:
+    """What drives the size of a fit: the settings that multiply it (and a PyMC model's free
+    variables)."""
     drivers = [arg_name(n) for n in ("tune", "draws", "chains")] + (
         [arg_name("n_components")] if K > 1 else []) + ([arg_name("temperatures")] if T > 1
-                                                        else [])
-    check_memory(need, f"{', '.join(drivers[:-1])} or {drivers[-1]}", what="the posterior draws"
-                 + (f" and {T:,} tempered replicas of each chain" if T > 1 else ""))
+                                                        else []) + (
+        [f"the model's free variables ({values:,} values a draw)"] if values else [])
+    return f"{', '.join(drivers[:-1])} or {drivers[-1]}"
+
+
+def _fit_what(T: int, values: int) -> str:
+    """What a fit's memory is for."""
+    return ("the posterior draws" + (f" and {T:,} tempered replicas of each chain" if T > 1
+                                     else "")
+            + (" and NUTS's gradients and trees" if values else ""))
+
+
+def check_nuts_memory(values: int, n: int, p: int, *, draws: int, chains: int, tune: int,
+                      cores: int) -> None:
+    """Refuse, before sampling, a NUTS fit whose draws of ``values`` values, warm-up, gradients
+    and trees cannot fit in the memory left (:func:`posterior_bytes`): a PyMC model fitted in
+    Python, as the command line checks it before the fit."""
+    need = posterior_bytes(n, p, values, 1, draws=draws, chains=chains, tune=tune,
+                           nuts=max(int(cores), 1))
+    check_memory(need, _drivers(1, 1, values), what=_fit_what(1, values))
 
 
 def check_forest_memory(model: Any, settings: dict[str, Any], df: Any, schema: Any,

@@ -370,9 +370,11 @@ def check_persistence(ctx: CheckContext) -> None:
         if name in list_synthesizers():
             from bayes_risk.models import load_model
 
-            back = load_model(folder)
+            back = load_model(folder, model_function=getattr(model, "model_function", None))
         else:
-            back = type(model).load(folder)
+            from bayes_risk.models.base import load_like
+
+            back = load_like(model, folder)
         if type(back) is not type(model):
             _fail(f"the saved model loaded back as {type(back).__name__}.")
         if ctx.info.has("record"):

@@ -116,16 +116,24 @@ MESSAGES: dict[str, str] = {
     "MODEL_DIFFERS": "the fitted model is not the one that made the release, and it was used "
     "as asked (allow_other_model=True, --allow-other-model): the risks are those of this "
     "model, not necessarily of the release's.",
-    "MODEL_UNVERIFIED": "the model folder was saved by an older bayes-risk without the "
-    "checksums of (some of) its files, so an edit to what they do not cover cannot be "
-    "detected; save it again to record them.",
+    "MODEL_UNVERIFIED": "the model folder was saved by an older bayes-risk (format version 0 "
+    "or 1) without the checksums of (some of) its files, so damage to what they do not cover "
+    "cannot be detected; save it again to record them.",
     "SYNTHETIC_ONLY_LEVEL": "a release said to recode a column (--recoded, "
     "SyntheticData.declare_recoded) holds levels of it that the original never holds: each is "
     "kept as a level of its own, which no original record matches.",
-    "RELEASE_UNVERIFIED": "the release folder was written by an older bayes-risk, whose "
-    "manifest records no checksums of its dataset files, so a dataset changed, truncated or "
-    "replaced by another since cannot be detected; write it again to record them "
-    "(SyntheticData.load(old).save(new)).",
+    "SPARSE_COLUMN": "a categorical attack column is an identifier or a sparse column (many "
+    "of its levels held by one record of the original): the holdout's records hold levels the "
+    "original never holds as a rule, which is not taken as a holdout coded otherwise; such a "
+    "column singles out or links a record by its level alone.",
+    "VALUE_LABELS_DIFFER": "a release said to recode a column (--recoded, "
+    "SyntheticData.declare_recoded) labels its codes otherwise than the original's SAS, Stata "
+    "or SPSS value labels: its levels are its labels, which an intruder reading the codes "
+    "would not see.",
+    "RELEASE_UNVERIFIED": "the release folder was written by an older bayes-risk (format "
+    "version 1), whose manifest records no checksums of its dataset files, so a dataset "
+    "damaged, truncated or replaced by another since cannot be detected; write it again to "
+    "record them (SyntheticData.load(old).save(new)).",
     "REFIT_CACHE_DAMAGED": "an entry of the refit cache did not verify (a file missing, edited "
     "or cut short, or not the refit its name says): it was ignored, the refit made again and "
     "the entry replaced.",

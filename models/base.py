@@ -357,14 +357,20 @@ class FittedAttribute:
 
 
 def load_model(path: str | os.PathLike[str], *, original: Any = None,
-               allow_different_original: bool = False) -> Any:
+               allow_different_original: bool = False, model_function: Any = None) -> Any:
     """Load a fitted model saved with its ``save(path)`` method (the class registered under
-    ``model.json``'s ``"method"`` reads the folder).
+    ``model.json``'s ``"method"`` reads the folder: an installed synthesizer, never code the
+    folder names; :doc:`/user_guide/security`).
 
     Parameters
     ----------
     path : path-like
         The model's folder.
+    model_function : str or callable, optional
+        A PyMC model's function, ``"module:function"`` or the function itself: required for a
+        :class:`~bayes_risk.models.PyMCSynthesizer` folder, and it must be the one the folder
+        names (:meth:`PyMCSynthesizer.load <bayes_risk.models.PyMCSynthesizer.load>`);
+        refused for the other models, which run no code of the user's.
     original : DataFrame, optional
         The table the model is used with: refused unless it is the table the model was fitted
         to (:func:`~bayes_risk.data.fingerprint.check_model_original`).
@@ -375,8 +381,12 @@ def load_model(path: str | os.PathLike[str], *, original: Any = None,
     ------
     ValidationError
         If the folder is not a saved model, or ``original`` is not the table it was fitted to
-        (``ORIGINAL_DIFFERS``).
+        (``ORIGINAL_DIFFERS``); ``MODEL_FUNCTION_REQUIRED``, ``MODEL_FUNCTION_MISMATCH`` (a
+        PyMC model); ``OPTION_CONFLICT`` for ``model_function`` with another model.
     """
+    import inspect
+
+    from bayes_risk.exceptions import arg_name
     from bayes_risk.models.persistence import read_model_meta
 
     p, meta = read_model_meta(path)
@@ -385,13 +395,32 @@ def load_model(path: str | os.PathLike[str], *, original: Any = None,
     if not callable(getattr(cls, "load", None)):
         raise ValidationError(f"models of type {method!r} cannot be loaded from disk.",
                               code="MODEL_UNSUITED")
-    model = cls.load(p)
+    takes = "model_function" in inspect.signature(cls.load).parameters
+    if model_function is not None and not takes:
+        raise ValidationError(
+            f"{arg_name('model_function')} is for a PyMC model; the model folder {str(p)!r} "
+            f"holds a {method!r} model, which runs no model function: leave it out.",
+            code="OPTION_CONFLICT")
+    model = cls.load(p, model_function=model_function) if takes else cls.load(p)
     if original is not None:
         from bayes_risk.data.fingerprint import check_model_original
 
         check_model_original(model, original, allow_different_original=allow_different_original,
                              source=str(path))
     return model
+
+
+def load_like(model: Any, path: str | os.PathLike[str]) -> Any:
+    """A folder saved by a model of ``model``'s class, loaded with the code ``model`` already
+    runs (a PyMC model's function, :meth:`PyMCSynthesizer.load
+    <bayes_risk.models.PyMCSynthesizer.load>`): the refit cache's entries, a contract check's
+    round trip."""
+    import inspect
+
+    load = type(model).load
+    if "model_function" in inspect.signature(load).parameters:
+        return load(path, model_function=model.model_function)
+    return load(path)
 
 
 def _same_cells(a: Any, b: Any) -> bool:

@@ -54,8 +54,11 @@ DATA_FILE = "data.parquet"
 ARRAYS_FILE = "arrays.npz"
 #: ``model.json``'s field of the checksums of the folder's files (and of its own other fields)
 CHECKSUMS = "sha256"
-#: the version of the folder layout every family writes
-FORMAT_VERSION = 1
+#: the version of the folder layout every family writes: 2 since every folder records its
+#: checksums (a folder of version 2 without them is damaged, not "older")
+FORMAT_VERSION = 2
+#: the first version whose folders always record their checksums
+CHECKSUMED_SINCE = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,17 +123,19 @@ def open_folder(cls: type, path: str | os.PathLike[str], layout: Layout,
     checksums of the ``required(meta)`` files are checked (``MODEL_UNSUITED``,
     ``MODEL_FORMAT_VERSION``, ``MODEL_DAMAGED``)."""
     p, meta = read_model_meta(path, cls.method_name)
-    _check_version(p, meta, layout, cls.method_name)
-    verify_model_folder(p, meta, required=required(meta), legacy=layout.unverified)
+    version = _check_version(p, meta, layout, cls.method_name)
+    verify_model_folder(p, meta, required=required(meta), legacy=layout.unverified,
+                        checksummed=version >= CHECKSUMED_SINCE)
     return p, meta
 
 
-def _check_version(p: Path, meta: dict[str, Any], layout: Layout, method: str) -> None:
-    """``MODEL_FORMAT_VERSION`` unless the folder's format version is one ``layout`` reads."""
+def _check_version(p: Path, meta: dict[str, Any], layout: Layout, method: str) -> int:
+    """The folder's format version; ``MODEL_FORMAT_VERSION`` unless it is one ``layout``
+    reads."""
     version = meta.get("format_version", 0 if layout.oldest == 0 else None)
     whole = isinstance(version, int) and not isinstance(version, bool)
     if whole and layout.oldest <= version <= FORMAT_VERSION:
-        return
+        return version
     if whole and version > FORMAT_VERSION:
         text = (f"{p} was written by a newer bayes-risk (format version {version}); upgrade "
                 "bayes-risk to read it.")
@@ -202,13 +207,18 @@ def damaged_on_error(p: Path, what: str) -> Iterator[None]:
 
 
 def verify_model_folder(p: Path, meta: dict[str, Any], *, required: Sequence[str] = (),
-                        legacy: bool = True) -> None:
+                        legacy: bool = True, checksummed: bool = False) -> None:
     """Check a model folder (``p``, its parsed ``model.json`` ``meta``) against the checksums
     ``model.json`` records: ``MODEL_DAMAGED`` naming a missing ``required`` file or a changed
-    one. A folder without checksums is refused unless ``legacy`` (older Bayesian models): it is
-    then loaded with warning ``MODEL_UNVERIFIED``."""
+    one. A folder without checksums is refused unless ``legacy`` (Bayesian models of format
+    version 0 or 1, saved before every folder recorded them): it is then loaded with warning
+    ``MODEL_UNVERIFIED``; never when ``checksummed`` (a format version whose folders record
+    every checksum: one missing is damage). The checksums are unkeyed SHA-256: they detect
+    damage, not tampering (whoever can write a folder can write its checksums)."""
     from bayes_risk._checksums import checksum_problem
     from bayes_risk.exceptions import CALLER, DataWarning
+
+    legacy = legacy and not checksummed
 
     for name in required:
         if not (p / name).is_file():
@@ -216,7 +226,10 @@ def verify_model_folder(p: Path, meta: dict[str, Any], *, required: Sequence[str
     sums = meta.get(CHECKSUMS)
     if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
         if sums is not None or not legacy:
-            raise damaged_folder(p, f"{SETTINGS_FILE} has no valid file checksums ({CHECKSUMS!r})")
+            raise damaged_folder(p, f"{SETTINGS_FILE} has no valid file checksums ({CHECKSUMS!r})"
+                                 + (f", which every folder of its format version "
+                                    f"{meta.get('format_version')!r} records"
+                                    if checksummed and sums is None else ""))
         sums = {}
     unlisted = [n for n in required if sums and n not in sums]
     if unlisted:
@@ -228,13 +241,17 @@ def verify_model_folder(p: Path, meta: dict[str, Any], *, required: Sequence[str
         if problem is not None:
             raise damaged_folder(p, problem)
     own = sums.get(SETTINGS_FILE)
+    if own is None and checksummed:
+        raise damaged_folder(p, f"{SETTINGS_FILE} records no checksum of its own fields, which "
+                             f"every folder of its format version {meta.get('format_version')!r} "
+                             "records")
     if own is None:
         covered = [n for n in sums if n != SETTINGS_FILE]
         warnings.warn(DataWarning(
             f"the model folder {str(p)!r} was saved by an older bayes-risk without the "
             f"checksum of {SETTINGS_FILE}"
             + (f" (only {', '.join(covered)} are checked)" if covered else
-               " or of its other files") + ": an edit to its settings, roles or "
+               " or of its other files") + ": damage to its settings, roles or "
             "fitted state cannot be detected (MODEL_UNVERIFIED). Once you are satisfied "
             "that it is intact, save it again to record them: "
             "bayes_risk.models.load_model(old).save(new).", code="MODEL_UNVERIFIED"),
@@ -302,21 +319,30 @@ def save_bayesian(model: Any, path: str | os.PathLike[str]) -> Path:
     return write_folder(model, path, fields, files)
 
 
-def load_bayesian(cls: type, path: str | os.PathLike[str]) -> Any:
+def load_bayesian(cls: type, path: str | os.PathLike[str],
+                  approve: Callable[[Path, dict[str, Any]], dict[str, Any]] | None = None
+                  ) -> Any:
     """Read a folder written by :func:`save_bayesian` into a new fitted ``cls`` (its
-    convergence table read, not remade) — see :meth:`BayesianSynthesizer.load`."""
+    convergence table read, not remade) — see :meth:`BayesianSynthesizer.load`.
+    ``approve(folder, settings)`` gives the settings the model is built with, once the folder's
+    version and checksums are checked and before anything else is read (the PyMC model's
+    function named by the user, :func:`~bayes_risk.models.pymc_model.function.approve_function`)."""
     import pandas as pd
 
     from bayes_risk.data.schema import Schema
 
     p, meta = open_folder(cls, path, BAYESIAN, lambda meta: [POSTERIOR_FILE] + (
         [meta["data_file"]] if isinstance(meta.get("data_file"), str) else []))
+    # JSON has no tuples: sequence settings come back as tuples (as the defaults are)
+    settings = meta.get("settings", {})
+    if not isinstance(settings, dict):
+        raise damaged_folder(p, f"{SETTINGS_FILE}'s settings are not an object")
+    settings = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
+    if approve is not None:
+        settings = approve(p, settings)
     posterior = read_posterior(p)
     # a folder without checksums (an older bayes-risk) whose model.json was edited
     with damaged_on_error(p, f"{SETTINGS_FILE} does not describe a fitted {cls.__name__}"):
-        # JSON has no tuples: sequence settings come back as tuples (as the defaults are)
-        settings = {k: tuple(v) if isinstance(v, list) else v
-                    for k, v in meta.get("settings", {}).items()}
         data = pd.read_parquet(p / meta["data_file"]) if meta.get("data_file") else None
         flags = None
         if meta.get("synthesized_records") is not None:

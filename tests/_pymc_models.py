@@ -231,3 +231,25 @@ def not_a_model(data):
     """Returns the table, not a model."""
     return data
 
+
+
+def big_free_variable(data):
+    """A free variable of 3,000,000 values beside a normal model of y: its draws, gradients and
+    NUTS's trees are sized before sampling (issue 86)."""
+    with pm.Model() as model:
+        y = pm.Data("y", data["y"].to_numpy())
+        pm.Normal("big", 0.0, 1.0, shape=3_000_000)
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y_obs", mu, 1.0, observed=y)
+    return model
+
+
+def renamed_container(data):
+    """y ~ Poisson given area, whose codes are held by a container not named after it (issue
+    86: named in the error, not taken for records that depend on each other)."""
+    with pm.Model() as model:
+        area = pm.Data("area_code", data["area"].cat.codes.to_numpy())
+        y = pm.Data("y", data["y"].to_numpy())
+        b = pm.Normal("b", 0.0, 1.0, shape=3)
+        pm.Poisson("y_obs", pt.exp(b[area]), observed=y)
+    return model

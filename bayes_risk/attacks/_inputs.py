@@ -14,9 +14,10 @@ from bayes_risk.data.alignment import warn_release_holds_original
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
-from bayes_risk.data.schema import Schema
+from bayes_risk.data.schema import Schema, did_you_mean
 from bayes_risk.data.validate import (
     check_release_levels,
+    check_value_labels,
     encode,
     harmonise_levels,
     refuse_unknown_levels,
@@ -75,7 +76,8 @@ def attack_inputs(
         if missing:
             raise ValidationError(
                 f"{name} has no column(s) {missing}; the attack's columns must be columns of "
-                "the original, of every synthetic dataset and of the holdout.",
+                "the original, of every synthetic dataset and of the holdout."
+                + did_you_mean(missing[0], t.columns),
                 code="MISSING_COLUMN")
         if len(t) == 0:
             raise ValidationError(f"{name} has no rows; the attack needs records.",
@@ -94,6 +96,7 @@ def attack_inputs(
                          original=tables["original"], warn=False)
     warn_release_holds_original(tables["original"], syn_tables)
     if holdout is not None:
+        check_value_labels(original, {"holdout": holdout})
         _check_holdout_coding(tables["original"], tables["holdout"], sub)
     sub = harmonise_levels(real, syn_tables, schema=sub,
                            recoded=[c.name for c in sub if c.is_categorical])
@@ -117,17 +120,26 @@ HOLDOUT_CODING_ALPHA = 1e-3
 def _check_holdout_coding(orig: pd.DataFrame, hold: pd.DataFrame, schema: Schema) -> None:
     """Refuse a holdout coded otherwise than the original (``UNKNOWN_LEVEL``).
 
-    A holdout drawn from the original's population may hold a rare level that no record of the
-    original holds; but were the two drawn alike, the ``k`` holdout records holding such levels
-    would all fall in the holdout with probability ``C(n_h, k) / C(n + n_h, k)`` (the records of
-    those levels split at random between the tables). Below :data:`HOLDOUT_CODING_ALPHA` (over
-    the categorical columns) the holdout is coded otherwise (labels against codes, a renamed
-    level): its records would fail or pass the control attack for that reason alone."""
+    A holdout drawn from the original's population may hold levels that no record of the
+    original holds. Two chances say how many such records to expect, and the holdout is refused
+    only when both make its ``k`` records improbable (below :data:`HOLDOUT_CODING_ALPHA` over
+    the categorical columns): that the records of rare levels all fell in the holdout when split
+    at random between the tables (``C(n_h, k) / C(n + n_h, k)``), and that ``k`` of ``n_h`` new
+    records hold a level the original lacks when each does with the original's share of
+    levels held once (Good-Turing's estimate of the unseen levels' mass, ``f_1 / n``). The
+    second keeps identifiers and sparse high-cardinality columns (a household number, a postal
+    code of 10,000 levels), whose holdout records hold new levels as a rule: they are not taken
+    as coded otherwise, and a warning (``SPARSE_COLUMN``) says what they are. Otherwise the
+    holdout is coded otherwise (labels against codes, a renamed level): its records would fail
+    or pass the control attack for that reason alone."""
     import math
+
+    from scipy.stats import binom
 
     cat = [c for c in schema if c.is_categorical]
     n, n_h = len(orig), len(hold)
     refused: dict[str, Any] = {}
+    sparse: list[str] = []
     for spec in cat:
         allowed = release_levels(spec, orig)
         if allowed is None:
@@ -136,9 +148,26 @@ def _check_holdout_coding(orig: pd.DataFrame, hold: pd.DataFrame, schema: Schema
         k = int(sum(normalise_level(v) not in allowed for v in col))
         if k == 0:
             continue
-        log_p = sum(math.log((n_h - j) / (n + n_h - j)) for j in range(k))
-        if log_p < math.log(HOLDOUT_CODING_ALPHA / len(cat)):
-            refused[spec.name] = (allowed, k, math.exp(log_p))
+        counts = orig[spec.name].dropna().map(normalise_level).value_counts()
+        unseen = float((counts == 1).sum()) / max(n, 1)  # Good-Turing: f_1 / n
+        log_split = sum(math.log((n_h - j) / (n + n_h - j)) for j in range(k))
+        log_new = float(binom.logsf(k - 1, len(col), unseen)) if unseen > 0 else -math.inf
+        limit = math.log(HOLDOUT_CODING_ALPHA / len(cat))
+        if max(log_split, log_new) >= limit:
+            if log_split < limit:
+                sparse.append(f"{spec.name!r} ({len(counts):,} levels among the original's "
+                              f"{n:,} records, {int((counts == 1).sum()):,} of them held once; "
+                              f"{k:,} of the holdout's {len(col):,} records hold a new one)")
+            continue
+        refused[spec.name] = (allowed, k, math.exp(log_split))
+    if sparse:
+        warnings.warn(DataWarning(
+            f"holdout: column(s) {'; '.join(sparse)} are identifiers or sparse columns: many of "
+            "their levels are held by one record, so records the synthesis did not use hold "
+            "levels the original never holds as a rule, and these are not taken as a holdout "
+            "coded otherwise. As attack columns, such a column singles out or links a record by "
+            "its level alone: leave it out of the attack's columns unless the release carries "
+            "it (SPARSE_COLUMN).", code="SPARSE_COLUMN"), skip_file_prefixes=CALLER)
     if refused:
         c, (allowed, k, p) = next(iter(refused.items()))
         refuse_unknown_levels(

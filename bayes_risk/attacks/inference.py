@@ -22,7 +22,7 @@ from bayes_risk.attacks.rates import (
 )
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import require_frame
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.results.attacks import InferenceResult
 
 __all__ = ["inference_risk", "correct_guesses"]
@@ -162,10 +162,11 @@ def inference_risk(
     aux = _check_aux(aux_columns, secrets, names)
     if groups is not None and groups not in names:
         raise ValidationError(f"groups: {groups!r} is not a column (columns: {names}).")
+    # the secrets are checked above: a column the data lacks is one of aux_columns
     cols = list(dict.fromkeys([*secrets, *(c for s in secrets for c in aux[s]),
                                *([] if groups is None else [groups])]))
     inp = attack_inputs(original, synthetic, holdout, columns=cols, schema=schema,
-                        categorical=categorical)
+                        categorical=categorical, argument="aux_columns")
     sch = inp.schema
     labels = None if groups is None else group_labels(sch, groups)
     is_cat = np.array([s.is_categorical for s in sch])
@@ -266,8 +267,10 @@ def _regression(secret: str, categorical: bool, regression: bool | None) -> bool
     (right when equal): ``regression``, by default for a numeric secret."""
     if regression and categorical:
         raise ValidationError(
-            f"regression=True for the categorical secret {secret!r}: a guess of a category is "
-            "right only when equal; give regression=None or False.")
+            f"{arg_name('regression', True, cli='yes')} for the categorical secret {secret!r}: "
+            "a guess of a category is right only when equal; give "
+            f"{arg_name('regression', None, cli='auto')} or "
+            f"{arg_name('regression', False, cli='no')}.", code="INVALID_ARGUMENT")
     return (not categorical) if regression is None else bool(regression)
 
 

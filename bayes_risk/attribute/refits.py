@@ -196,6 +196,7 @@ def _read_entry(cache: Path | None, key: dict[str, Any], model: Any) -> Any | No
     """The refit stored under ``key``, or ``None`` (a damaged entry warns)."""
     from bayes_risk._checksums import json_sha256
     from bayes_risk.exceptions import CALLER, BayesRiskError, DataWarning
+    from bayes_risk.models.base import load_like
 
     folder = Path(cache) / json_sha256(key)  # type: ignore[arg-type]
     if not folder.exists():
@@ -209,7 +210,8 @@ def _read_entry(cache: Path | None, key: dict[str, Any], model: Any) -> Any | No
             warnings.simplefilter("error", DataWarning)
             # the refitted model's own class reads it back (the engines never import the
             # models); a folder of another class fails its checks
-            refit = type(model).load(folder / _ENTRY_MODEL)
+            # (a PyMC model's with its function: never one the entry alone names)
+            refit = load_like(model, folder / _ENTRY_MODEL)
         if type(refit) is not type(model):
             raise ValueError(f"it holds a {type(refit).__name__}, not a {type(model).__name__}")
         # its seed, a Generator, was saved as a placeholder string (key.json has the seed): the

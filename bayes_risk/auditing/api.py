@@ -44,6 +44,7 @@ def audit(
     *,
     known: Sequence[str],
     model: Any = None,
+    model_function: Any = None,
     synthesized: Sequence[str] | None = None,
     schema: Any = None,
     holdout: pd.DataFrame | None = None,
@@ -68,6 +69,9 @@ def audit(
     model : fitted model or path, optional
         The fitted synthesis model (or its ``bayes-risk fit`` folder). Without it, a CART or
         random-forest release uses its rebuilt synthesizer's plug-in likelihood.
+    model_function : str or callable, optional
+        The model function of a PyMC model folder given as ``model``, as its ``model.json``
+        names it (:func:`~bayes_risk.models.load_model`; :doc:`/user_guide/security`).
     synthesized : sequence of str, optional
         Synthesized columns. Default: the release manifest's, else the columns that differ.
     schema : Schema, optional
@@ -134,7 +138,7 @@ def audit(
     earlier = _earlier(before, len(data))
     ctx = StepContext(original=data, synthetic=syn, schema=sch.with_roles(plan.synthesized),
                          plan=plan, model=model, root=None, progressbar=progressbar,
-                         holdout=holdout, weights=w, executor=ex)
+                         holdout=holdout, weights=w, executor=ex, model_function=model_function)
     _record_executor(ctx)
     steps = measures()  # the registered measures, in order: one step each
     with budget.applied():

@@ -75,6 +75,8 @@ class StepContext:
     #: where the engines of :data:`EXECUTOR_STEPS` run their
     #: partitions (``audit(executor=...)``, an :class:`~bayes_risk.executors.Executor`)
     executor: Any = None
+    #: the model function of a PyMC model folder given as ``model`` (``load_model``'s)
+    model_function: Any = None
     run: RunState = field(default_factory=RunState)
 
 
@@ -202,7 +204,7 @@ def loaded_model(ctx: StepContext) -> Any:
     if isinstance(model, (str, Path)):
         from bayes_risk.models import load_model
 
-        model = load_model(model)
+        model = load_model(model, model_function=ctx.model_function)
         ctx.model = model  # loaded once for every step
     check = getattr(model, "check_fingerprint", None)
     problem = check(ctx.original) if check is not None else None

@@ -299,6 +299,10 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
     ks = [c for c in known if c in syn_cols]
     rad, rad_src = _plan_radius(s.match.radius, known, sch)
     grid, search_cols = _plan_sweep(s.sweep, known, sch, s.match.radius_type)
+    if grid:  # a window that overflows, refused before any step
+        from bayes_risk.identification.radius import check_windows
+
+        check_windows(data, search_cols, grid, s.match.radius_type, "sweep")
     tg, tg_src = _plan_targets(s.targets, syn_cols, known, sch)
     keys = {t: [c for c in known if c != t] for t in tg}
     ng = {t: (s.ngroups_target if t in sch.numeric else None) for t in tg}

@@ -305,6 +305,12 @@ def _radii(sweep: Any) -> tuple[float, ...]:
             "sweep must be radii, finite numbers >= 0 (or None to skip the radius search). "
             f"Got {sweep!r}.")
     grid = [float(r) for r in grid]
+    if not any(r > 0 for r in grid):  # e.g. an empty shell variable: exact matching alone
+        raise ValidationError(
+            f"sweep holds no radius above 0 (got {sweep!r}): the radius search would be exact "
+            "matching alone, which understates the risk of an intruder who matches loosely. Give "
+            "radii above 0, or None to skip the search (the verdict then reads the radius "
+            "given, with warning RADIUS_NOT_SEARCHED).", code="INVALID_ARGUMENT")
     twice = [r for i, r in enumerate(grid) if r in grid[:i]]
     if twice:
         raise ValidationError(f"sweep: radius {twice[0]:g} listed twice. Got {grid}.")

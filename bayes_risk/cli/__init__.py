@@ -12,7 +12,7 @@ import importlib
 import re
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 __all__ = ["build_parser", "main", "console_main", "SUBCOMMANDS"]
 
@@ -186,7 +186,13 @@ def _os_error_code(err: OSError) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser whose usage errors carry the code ``USAGE`` (exit status 2)."""
+    """argparse's parser whose usage errors carry the code ``USAGE`` (exit status 2), and
+    which reads an argument that starts with a minus and a digit (``-0.1,0.2``) as a value, not
+    an option: the option's own check then says what is wrong with it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)

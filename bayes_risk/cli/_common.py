@@ -73,7 +73,8 @@ def add_run_arguments(p: argparse.ArgumentParser, handler: str, out: str, *,
                        "fingerprint, recorded by 'bayes-risk synthesize' and 'fit', differs: a "
                        "shuffled, re-sorted or other table); the run goes on and records warning "
                        "ORIGINAL_DIFFERS in summary.json")
-    if other_model:  # a warning instead of an error for another model
+    if other_model:  # the commands that take --model
+        add_model_function_argument(p)
         p.add_argument("--allow-other-model", action="store_true",
                        help="accept a --model that is not the one that made SYN (the release's "
                        "manifest records the model that made it; plain files are compared with "
@@ -82,6 +83,16 @@ def add_run_arguments(p: argparse.ArgumentParser, handler: str, out: str, *,
                        "summary.json")
     add_out_argument(p, out)
     p.set_defaults(handler=Handler(handler))
+
+
+def add_model_function_argument(p: argparse.ArgumentParser) -> None:
+    """``--model-function``: the function of a PyMC model folder given as ``--model``."""
+    p.add_argument("--model-function", default=None, metavar="MODULE:FUNCTION",
+                   help="the model function of a PyMC model folder given as --model, as its "
+                   "model.json names it (required for such a folder, refused for the others): "
+                   "loading the folder imports that module and runs the function with the data, "
+                   "so the folder alone never decides what runs (docs: user guide, Security). "
+                   "MODULE must be importable: installed, or its folder on PYTHONPATH")
 
 
 def inputs_summary(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
@@ -194,8 +205,14 @@ def read_records_table(path: str, argument: str,
     if len(df.columns) == 0:
         raise ValidationError(f"{argument} {str(path)!r} has no columns.", code="EMPTY_TABLE")
     if len(df) == 0:
+        from bayes_risk.data.statfiles import file_labels
+
         raise ValidationError(f"{argument} {str(path)!r} has a header but no records; expected at "
-                              "least one record.", code="EMPTY_TABLE")
+                              "least one record" + (
+                                  " (a SAS, Stata or SPSS file whose header declares no records: "
+                                  "empty, or damaged where it counts them; export it again)"
+                                  if file_labels(df) is not None else "") + ".",
+                              code="EMPTY_TABLE")
     return df
 
 
@@ -203,6 +220,11 @@ def read_inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, Any]:
     """ORIGINAL and the release SYN of a run (``--missing-code`` labels applied)."""
     from bayes_risk.data.io import read_synthetic
 
+    if getattr(args, "model_function", None) is not None and getattr(args, "model", None) in (
+            None, "release"):
+        raise ValidationError("--model-function names the function of a PyMC model folder given "
+                              "as --model DIR; give --model DIR, or leave --model-function out.",
+                              code="OPTION_REQUIRED")
     labels = missing_labels(args)
     original = read_records_table(args.original, "ORIGINAL", labels, numeric_columns(args))
     return original, read_synthetic(args.synthetic, like=original, missing_labels=labels,
@@ -527,7 +549,8 @@ def read_model(args: argparse.Namespace, original: pd.DataFrame) -> Any:
     from bayes_risk.models import load_model
 
     model = load_model(args.model, original=original,
-                       allow_different_original=args.allow_different_original)
+                       allow_different_original=args.allow_different_original,
+                       model_function=args.model_function)
     if args.quiet and hasattr(model, "progressbar"):
         model.progressbar = False
     return model

@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
     schema = release_schema(original, syn, args)
     settings = settings.replace(attribute_records=parse_records(args.records, len(original)))
     kw = dict(
-        known=args.known, model=args.model, synthesized=args.synthesized, schema=schema,
+        known=args.known, model=args.model, model_function=args.model_function,
+        synthesized=args.synthesized, schema=schema,
         settings=settings, thresholds=thresholds, random_seed=args.random_seed,
         progressbar=not args.quiet,
         holdout=read_holdout(args), before=before,

@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValidationError("--records-output per-dataset needs --aggregation per-dataset (or "
                               "--compat): pooled probabilities give one row per target.",
                               code="OPTION_CONFLICT")
-    grid = parse_numbers(args.radius_sweep or None, "--radius-sweep")
+    grid = parse_numbers(args.radius_sweep, "--radius-sweep")  # "" is refused, never ignored
     search_grid = (None if args.radius_search is None else list(SEARCH_RADII)
                    if args.radius_search == "default"
                    else parse_numbers(args.radius_search, "--radius-search"))

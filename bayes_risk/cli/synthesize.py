@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         m = check_m(args.m if args.m is not None else _DEFAULT_M_SAVED, "-m")
         from bayes_risk.models import load_model
 
-        model = load_model(args.model)
+        model = load_model(args.model, model_function=args.model_function)
         labels = _model_labels(args.model)
         check_saved_release(model, m)
         syn = model.synthesize(m, random_seed=seed)
@@ -76,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
             raise ValidationError(f"the model in {args.model!r} returned {type(syn).__name__}, "
                                   "not SyntheticData.", code="MODEL_UNSUITED")
     else:
+        if args.model_function is not None:
+            raise ValidationError("--model-function names the function of a PyMC model folder "
+                                  "given as --model DIR (a PyMC model is fitted with 'bayes-risk "
+                                  "fit'); leave it out with ORIGINAL.", code="OPTION_CONFLICT")
         if args.method is None:
             raise ValidationError("--method (cart, rf, pmm or another registered synthesizer) is "
                                   "required with ORIGINAL.", code="OPTION_REQUIRED")

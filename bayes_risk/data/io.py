@@ -588,7 +588,11 @@ def _read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[
         z = read_table(p, missing_labels={c: v for c, v in labels.items()
                                           if c in _csv_names(p)} or None, strict=False,
                        numeric=numeric)
-        return z if like is None else _share_unchanged_columns(align_text_numbers(z, like), like)
+        if like is None:
+            return z
+        out = _share_unchanged_columns(align_text_numbers(z, like), like)
+        out.attrs.update(z.attrs)  # the file's value labels, compared with the original's
+        return out
 
     tables = [one(p) for p in paths]
     cols0 = list(tables[0].columns)

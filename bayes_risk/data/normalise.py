@@ -71,16 +71,24 @@ def as_synthetic_list(synthetic: Any, *, argument: str = "synthetic", allow_none
     """
     if original is not None:
         check_column_labels(original)
+        _check_not_empty(original, "the original")
     if synthetic is None and allow_none:
         return SyntheticInput([], None)
     if isinstance(synthetic, SyntheticData):
+        for l, z in enumerate(synthetic.datasets, start=1):
+            _check_not_empty(z, f"synthetic dataset {l}")
         if original is not None:
             check_original(original, synthetic, row_order=row_order)
+            _check_labels(original, synthetic.datasets, synthetic.recoded_columns,
+                          (synthetic.extra or {}).get("files"))
         files = (synthetic.extra or {}).get("files")
         check_distinct_datasets(synthetic.datasets, files if isinstance(files, list) else None)
         return SyntheticInput(list(synthetic.datasets), synthetic)
     if isinstance(synthetic, pd.DataFrame):
         check_column_labels(synthetic, "synthetic dataset 1")
+        _check_not_empty(synthetic, "synthetic dataset 1")
+        if original is not None:
+            _check_labels(original, [synthetic])
         return SyntheticInput([synthetic], None)
     if isinstance(synthetic, (list, tuple)):
         out = list(synthetic)
@@ -90,10 +98,34 @@ def as_synthetic_list(synthetic: Any, *, argument: str = "synthetic", allow_none
         for l, z in enumerate(out, start=1):
             require_frame(z, f"synthetic dataset {l}")
             check_column_labels(z, f"synthetic dataset {l}")
+            _check_not_empty(z, f"synthetic dataset {l}")
+        if original is not None:
+            _check_labels(original, out)
         check_distinct_datasets(out)
         return SyntheticInput(out, None)
     raise ValidationError(f"{argument} must be a DataFrame, a list of DataFrames or a "
                           f"SyntheticData. Got {type(synthetic).__name__}.")
+
+
+def _check_not_empty(df: pd.DataFrame, name: str) -> None:
+    """``EMPTY_TABLE`` for a table without records or columns: said as such, before any check
+    of its columns or levels would say something else."""
+    if isinstance(df, pd.DataFrame) and (len(df) == 0 or len(df.columns) == 0):
+        raise ValidationError(f"{name} has no {'records' if len(df.columns) else 'columns'} "
+                              f"(a DataFrame of shape {df.shape}); every measure compares "
+                              "records of the original with released ones.", code="EMPTY_TABLE")
+
+
+def _check_labels(original: pd.DataFrame, datasets: list[pd.DataFrame],
+                  recoded: tuple[str, ...] = (), files: Any = None) -> None:
+    """The datasets' value labels against the original's (``VALUE_LABELS_DIFFER``), each
+    named by its file when the release was read from files."""
+    from bayes_risk.data.validate import check_value_labels
+
+    files = files if isinstance(files, list) and len(files) == len(datasets) else None
+    check_value_labels(original, {
+        f"synthetic dataset {l}" + (f" ({files[l - 1]})" if files else ""): z
+        for l, z in enumerate(datasets, start=1)}, recoded)
 
 
 def select_columns(df: pd.DataFrame, cols: list[str],

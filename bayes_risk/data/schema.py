@@ -428,6 +428,13 @@ def check_column_labels(df: Any, name: str = "the original") -> None:
                               f"MultiIndex, e.g. {df.columns[0]!r}); give one name per column "
                               "(flatten them, e.g. df.columns = ['_'.join(map(str, c)) for c in "
                               "df.columns]).", code="MULTIINDEX_COLUMNS")
+    odd = [c for c in df.columns if not isinstance(c, str)]
+    if odd:  # 1 and '1' would be two names, and an option's text could name neither
+        raise ValidationError(
+            f"{name} has column names that are not text ({', '.join(map(repr, odd[:5]))}"
+            f"{' ...' if len(odd) > 5 else ''}, {type(odd[0]).__name__}); options and reports "
+            "name columns by text. Name them, e.g. df.columns = df.columns.astype(str), or "
+            "read the table with its header.", code="COLUMN_NAMES_NOT_TEXT")
     dup = df.columns[df.columns.duplicated()].unique().tolist()
     if dup:
         raise ValidationError(f"{name} has more than one column named "

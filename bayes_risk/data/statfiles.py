@@ -40,7 +40,7 @@ from bayes_risk.data.statfiles_labels import (
     pyreadstat_errors,
 )
 from bayes_risk.data.statfiles_write import sas_format_program, write_stat_file
-from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
+from bayes_risk.exceptions import BayesRiskError, DataWarning, SchemaError, ValidationError
 
 __all__ = ["FileLabels", "STAT_FORMATS", "RELEASE_FORMATS", "LETTER_MISSING", "LABELS_FILE",
            "file_labels", "read_stat_file", "write_stat_file", "sas_format_program"]
@@ -103,13 +103,35 @@ def read_stat_file(path: str | Path, *, numeric: Collection[str] = (),
         if "encoding" in str(err):  # ReadStat's iconv refused a text (a label, most often)
             raise ValidationError(
                 f"input file {str(p)!r} holds text that is not in the encoding it declares "
-                f"({getattr(err, 'args', [''])[0]}). Save the file again in its declared "
-                "encoding (SPSS: Unicode mode; Stata: unicode translate).",
+                f"({getattr(err, 'args', [''])[0]}), or is damaged. Save the file again in its "
+                "declared encoding (SPSS: Unicode mode; Stata: unicode translate).",
                 code="FILE_ENCODING") from err
         raise ValidationError(
             f"could not read {str(p)!r} as {FORMAT_NAMES[fmt]} file ({err}): it is damaged or "
             f"truncated, or not {FORMAT_NAMES[fmt]} file under another extension. Export it again "
             "from the software that wrote it.", code="FILE_UNREADABLE") from err
+    expected = getattr(meta, "number_rows", None)
+    if isinstance(expected, int) and expected > 0 and len(raw) != expected:
+        raise ValidationError(
+            f"could not read {str(p)!r} as {FORMAT_NAMES[fmt]} file: its header declares "
+            f"{expected:,} records but {len(raw):,} could be read; it is damaged or truncated. "
+            "Export it again from the software that wrote it.", code="FILE_UNREADABLE")
+    try:
+        return _read_columns(p, fmt, prs, read, raw, meta, kw, numeric, missing_labels)
+    except (KeyError, IndexError, TypeError, ValueError, UnicodeError) as err:
+        if isinstance(err, BayesRiskError):
+            raise
+        # a header whose fields contradict each other: not a bare traceback
+        raise ValidationError(
+            f"could not read {str(p)!r} as {FORMAT_NAMES[fmt]} file ({type(err).__name__}: "
+            f"{err}): it is damaged or truncated. Export it again from the software that "
+            "wrote it.", code="FILE_UNREADABLE") from err
+
+
+def _read_columns(p: Path, fmt: str, prs: Any, read: Any, raw: pd.DataFrame, meta: Any,
+                  kw: dict[str, Any], numeric: Collection[str],
+                  missing_labels: Mapping[str, Sequence[str]] | None) -> pd.DataFrame:
+    """The columns of a file read by ``read`` (:func:`read_stat_file`)."""
     _check_encoding(p, read, raw, meta, kw)
     sets, sas_formats = _label_sets(p, fmt, meta, prs)
     types = getattr(meta, "readstat_variable_types", None) or {}
@@ -348,6 +370,17 @@ def _labelled(p: Path, c: str, vals: pd.Series, letters: pd.Series, user: pd.Ser
         shown = ", ".join(code_text(v) for v in unlabelled[:5])
         more = f" and {len(unlabelled) - 5} more" if len(unlabelled) > 5 else ""
         n = int(vals[present].isin(unlabelled).sum())
+        whole = [k for k in lab if not isinstance(k, str)]
+        odd = [v for v in unlabelled if not isinstance(v, str) and np.isfinite(float(v))
+               and not float(v).is_integer()]
+        if odd and whole and all(float(k).is_integer() for k in whole):
+            # a code every label gives as a whole number, held as 1.0625: changed bytes
+            raise ValidationError(
+                f"input file {str(p)!r} looks damaged: column {c!r} labels whole-number codes "
+                f"only, but {n} record(s) hold {code_text(odd[0])}, which no software writes "
+                "for a labelled code; bytes of the file were changed or lost. Export it again "
+                "from the software that wrote it (reading the column as numbers would keep "
+                "the damaged values).", code="FILE_UNREADABLE")
         raise SchemaError(
             f"input file {str(p)!r}: column {c!r} has value labels, but the value(s) {shown}"
             f"{more} ({n} record(s)) have none; a label set that does not cover the column's "

@@ -37,7 +37,8 @@ def generation_from_roles(schema: Schema | None,
     return "full-same-n"
 
 MANIFEST_NAME = "manifest.json"
-FORMAT_VERSION = 1
+#: 2 since every manifest records checksums: a folder of version 2 without them is damaged
+FORMAT_VERSION = 2
 #: the manifest's field of the SHA-256 of the dataset files (and of its own other fields),
 #: as a model folder's ``model.json`` records them
 CHECKSUMS = "sha256"
@@ -404,6 +405,15 @@ class SyntheticData:
         check_distinct_files([p / f for f in man["files"]])  # a link to another dataset's file
         sums = man.get(CHECKSUMS) or {}
         body = {k: v for k, v in man.items() if k != CHECKSUMS}
+        version = man.get("format_version") or 0
+        if version > FORMAT_VERSION:
+            raise _bad_manifest(p, f"its format version {version} is newer than this "
+                                f"bayes-risk reads ({FORMAT_VERSION}); upgrade bayes-risk")
+        if not sums and version >= 2:
+            # deleted checksums are damage, not an older release (the checksums detect damage,
+            # not tampering: whoever can write a folder can write its checksums)
+            raise _damaged(p, f"{MANIFEST_NAME} records no checksums, which every release of "
+                           f"its format version {version} records")
         if not sums:
             _warn_unverified(p)
         datasets = []

@@ -31,8 +31,9 @@ from bayes_risk.exceptions import (
 
 __all__ = [
     "validate_table", "validate_synthetic", "harmonise_levels", "check_release_levels",
-    "release_levels", "release_only_levels", "refuse_unknown_levels", "encode", "decode",
-    "decode_values", "check_m", "check_no_infinity", "check_real", "record_mask", "require_frame"
+    "check_value_labels", "release_levels", "release_only_levels", "refuse_unknown_levels",
+    "encode", "decode", "decode_values", "check_m", "check_no_infinity", "check_real",
+    "record_mask", "require_frame"
 ]
 
 
@@ -348,6 +349,87 @@ def check_release_levels(syn_only: Mapping[str, Sequence[tuple[int, Any]]],
             "original, or, if the release recodes the column on purpose, say so with "
             f"{recoded_hint([c, *list(refused)[1:]])}.", code="SYNTHETIC_ONLY_LEVEL")
     _warn_synthetic_only_levels(syn_only)
+
+
+def check_value_labels(original: pd.DataFrame, tables: Mapping[str, pd.DataFrame],
+                       recoded: Collection[str] = ()) -> None:
+    """Refuse a table whose value labels (a SAS, Stata or SPSS file's code -> label maps,
+    :func:`~bayes_risk.data.file_labels`) contradict the original's on a column they share: a
+    code labelled otherwise, or a label given another code.
+
+    The same rule as :func:`check_release_levels`: a release (or holdout) whose labels are
+    swapped (1 = Rural where the original's 1 = Urban) is read as other categories than its
+    codes mean, and an intruder who works in codes, as Stata and SPSS users do, sees the
+    original's; every risk comparing the two would be wrong. Tables that carry no labels (a CSV
+    or Parquet file, a DataFrame made in Python) are not compared here: their levels are.
+
+    Parameters
+    ----------
+    original : DataFrame
+        The original (its labels, when it was read from such a file).
+    tables : mapping of name -> DataFrame
+        The release's datasets (``"synthetic dataset 1"``, ...) or the holdout.
+    recoded : collection of str
+        Columns the release recodes on purpose (``--recoded``): their labels may differ, with
+        the warning.
+
+    Raises
+    ------
+    SchemaError
+        ``VALUE_LABELS_DIFFER``, naming the table, the column and both maps.
+
+    Warns
+    -----
+    DataWarning
+        ``VALUE_LABELS_DIFFER`` for the columns in ``recoded``.
+    """
+    from bayes_risk.data.statfiles_labels import file_labels
+
+    own = file_labels(original)
+    if own is None or not own.value_labels:
+        return
+    for name, table in tables.items():
+        theirs = file_labels(table)
+        if theirs is None or table is original:
+            continue
+        for c, pairs in own.value_labels.items():
+            other = theirs.value_labels.get(c)
+            if other is None or c not in table.columns or c not in original.columns:
+                continue
+            a, b = _label_map(pairs), _label_map(other)
+            by_label_a = {v: k for k, v in a.items()}
+            clash = any(a[k] != b[k] for k in a.keys() & b.keys()) or any(
+                by_label_a[v] != k for k, v in b.items() if v in by_label_a)
+            if not clash:
+                continue
+            text = (f"{name}: column {c!r} has the value labels {_shown_map(b)}, the original "
+                    f"{_shown_map(a)} (VALUE_LABELS_DIFFER): the same codes name other "
+                    "categories, so the two tables would be compared on what their labels say "
+                    "while an intruder who reads the codes sees the original's categories")
+            if c in set(recoded):
+                warnings.warn(DataWarning(f"{text}. The release recodes {c!r}, as stated; its "
+                                          "levels are its labels.", code="VALUE_LABELS_DIFFER"),
+                              skip_file_prefixes=CALLER)
+                continue
+            raise SchemaError(f"{text}. Label the codes as the original does, or, if the "
+                              f"release recodes the column on purpose, say so with "
+                              f"{recoded_hint([c])}.", code="VALUE_LABELS_DIFFER")
+
+
+def _label_map(pairs: Iterable[tuple[Any, Any]]) -> dict[Any, str]:
+    """``{code: label}``, numeric codes as floats (a file's 1 and 1.0 are one code)."""
+    out = {}
+    for k, v in pairs:
+        is_num = isinstance(k, numbers.Real) and not isinstance(k, bool)
+        out[float(k) if is_num else k] = str(v)
+    return out
+
+
+def _shown_map(m: Mapping[Any, str], most: int = 6) -> str:
+    """``{1: 'Urban', 2: 'Rural'}`` (whole codes without their ``.0``)."""
+    items = [f"{int(k) if isinstance(k, float) and k.is_integer() else k!r}: {v!r}"
+             for k, v in list(m.items())[:most]]
+    return "{" + ", ".join(items) + (", ..." if len(m) > most else "") + "}"
 
 
 def refuse_unknown_levels(df: pd.DataFrame, levels: Mapping[str, Iterable[Any]], argument: str,

@@ -14,7 +14,7 @@ import pandas as pd
 
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import missing_kinds
-from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema
+from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, did_you_mean
 from bayes_risk.data.validate import encode, harmonise_levels, validate_table
 from bayes_risk.disclosure._rcompat import r_as_character
 from bayes_risk.exceptions import ValidationError
@@ -70,7 +70,8 @@ def resolve_inputs(
         if missing:
             raise ValidationError(
                 f"{'the ' if name == 'original' else ''}{name} has no column(s) {missing}; keys "
-                "and target must be columns of the original and of every synthetic dataset.",
+                "and target must be columns of the original and of every synthetic dataset."
+                + did_you_mean(missing[0], t.columns),
                 code="MISSING_COLUMN")
         tables.append(t[list(columns)])
     for name, t in zip(names, tables, strict=True):

@@ -137,7 +137,8 @@ def target_radii(
         if rule.radius_type == "absolute":
             R = np.full(t.shape, r)
         elif rule.radius_type == "percentage":
-            R = r * t if rule.legacy_signed else r * np.abs(t)
+            with np.errstate(over="ignore"):  # refused below, with the column and the radius
+                R = r * t if rule.legacy_signed else r * np.abs(t)
             if c in rule.r_min:
                 R = np.maximum(R, float(rule.r_min[c]))
         else:
@@ -146,6 +147,14 @@ def target_radii(
             R = quantile_sd_radius(confidential[c], t, rule.quantile_groups)
             if r != 1.0:
                 R = r * R
+        with np.errstate(over="ignore", invalid="ignore"):
+            wide = np.isfinite(t) & ~np.isfinite(t + np.abs(R))
+        if wide.any():
+            raise ValidationError(
+                f"{arg_name('radius', f'{{{c!r}: {r:g}}}', cli=f'{c}={r:g}')}: the window "
+                f"around the value {float(t[wide][0]):g} overflows "
+                "the floating-point range, so it would hold every value; give a smaller radius.",
+                code="RADIUS_TOO_LARGE")
         out[c] = R
     if rule.shape == "legacy_hh_euclid" and out:
         # the R package's euclideanDist: R_known = sqrt(sum_us R_j^2) and

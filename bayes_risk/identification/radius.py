@@ -15,7 +15,7 @@ import pandas as pd
 from bayes_risk._numeric import ties
 from bayes_risk._specs import check_option
 from bayes_risk._terminal import progress, say
-from bayes_risk.exceptions import ValidationError, interruptible
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor, shared_once
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import record_pool, run_engines
@@ -25,7 +25,7 @@ from bayes_risk.identification.prepare import known_columns, prepare
 from bayes_risk.identification.specs import spec_options
 from bayes_risk.results.identification import RadiusSweepResult
 
-__all__ = ["RadiusSweepResult", "radius_sweep", "radius_search", "SEARCH_RADII"]
+__all__ = ["RadiusSweepResult", "radius_sweep", "radius_search", "SEARCH_RADII", "check_windows"]
 
 #: the radii of :func:`radius_search` (0, exact matching, is always added): Hornby & Hu's
 #: (2021) grid, widened to ±100 % so that an intruder who matches loosely is covered
@@ -105,6 +105,7 @@ def radius_sweep(
     if not rule.radius_cols:
         raise ValidationError("no known column is matched with a radius; nothing to sweep.")
     cols = _swept_columns(rule, grid_cols, columns)
+    check_windows(original, cols, np.ravel(grid), rule.radius_type, "radius_sweep radii")
     radii_of = [dict(zip(cols, grid[b], strict=False)) if cartesian
                 else {c: float(grid[b]) for c in cols} for b in range(len(grid))]
     risk, tmr = _sweep_risk(plan, [rule.with_radius(rad) for rad in radii_of], executor,
@@ -245,9 +246,20 @@ def radius_search(
             "to search.", code="INVALID_ARGUMENT")
     options["key_order"] = [known] if isinstance(known, str) else list(known)
     options["match"] = match.replace(radius=dict.fromkeys(cols, 0.0))
+    check_windows(original, cols, values, match.radius_type, "radius_search radii")
     plan = prepare(original, synthetic, known_us, known_s, aggregation=aggregation, **options)
     full = len(values) ** len(cols)
     mode = "grid" if full <= max_grid else "coordinate"
+    found = list(plan.warnings)
+    if mode == "coordinate":  # said wherever the search runs (the audit, identification, Python)
+        text = (f"the radius search over {len(cols)} numeric known columns ({', '.join(cols)}) "
+                f"would take {full:,} grid points, more than max_grid={max_grid:,}: it is a "
+                "coordinate search (each column's radii in turn, the others held), which may miss "
+                "the grid's largest risk (RADIUS_COORDINATE_SEARCH). Search fewer radii, or fewer "
+                "known columns at once")
+        warnings.warn(DataWarning(text + ".", code="RADIUS_COORDINATE_SEARCH"),
+                      skip_file_prefixes=CALLER)
+        found.append("RADIUS_COORDINATE_SEARCH")
     points = (np.array(list(itertools.product(*[values] * len(cols))), dtype=np.float64)
               if mode == "grid" else np.empty((0, len(cols))))
     if progressbar:
@@ -277,7 +289,7 @@ def radius_search(
     return RadiusSweepResult(
         columns=tuple(cols), radii=points, risk=risk, statistic=statistic, risk_summary=summ,
         r_star=_smallest(points, arg, True), risk_star=float(np.max(summ)), argmax=arg,
-        settings=settings, warnings=list(plan.warnings), true_match_rate=tmr)
+        settings=settings, warnings=found, true_match_rate=tmr)
 
 
 def search_columns(original: pd.DataFrame, known: Sequence[str], schema: Any = None,
@@ -294,15 +306,47 @@ def search_columns(original: pd.DataFrame, known: Sequence[str], schema: Any = N
 
 
 def _search_values(radii: Any) -> tuple[float, ...]:
-    """``{0} ∪ radii``, sorted; refused unless finite numbers >= 0."""
+    """``{0} ∪ radii``, sorted; refused unless finite numbers >= 0, one of them above 0 (named
+    ``radius_search radii``: the command line's ``--radius-search``, not the sweep's)."""
     ok = isinstance(radii, Sequence | np.ndarray) and not isinstance(radii, str | bytes)
     vals = list(radii) if ok else []
     if not ok or not all(isinstance(r, int | float | np.integer | np.floating)
                          and not isinstance(r, bool | np.bool_) and np.isfinite(r) and r >= 0
                          for r in vals):
-        raise ValidationError(f"radii must be finite numbers >= 0. Got {radii!r}.",
+        raise ValidationError(f"radius_search radii must be finite numbers >= 0. Got {radii!r}.",
                               code="INVALID_ARGUMENT")
+    if not any(float(r) > 0 for r in vals):
+        raise ValidationError(
+            f"radius_search radii holds no radius above 0 (got {radii!r}): the search would be "
+            "exact matching alone, which understates the risk of an intruder who matches "
+            "loosely. Give radii above 0, or the default grid "
+            f"({', '.join(f'{r:g}' for r in SEARCH_RADII[1:])}).",
+            code="INVALID_ARGUMENT")
     return tuple(sorted({0.0, *(float(r) for r in vals)}))
+
+
+def check_windows(original: pd.DataFrame, cols: Sequence[str], radii: Any, radius_type: str,
+                  what: str) -> None:
+    """Refuse a radius whose window around a value of ``cols`` overflows float64 (``1e308``
+    times an income): such a window holds every value, and numpy would only warn."""
+    for c in cols:
+        if c not in original.columns:
+            continue
+        x = pd.to_numeric(original[c], errors="coerce").to_numpy(np.float64)
+        x = np.abs(x[np.isfinite(x)])
+        if not x.size:
+            continue
+        m = float(x.max())
+        with np.errstate(over="ignore"):
+            for r in np.asarray(radii, dtype=np.float64):
+                reach = r * m if radius_type == "percentage" else r
+                if np.isfinite(r) and not np.isfinite(m + reach):
+                    raise ValidationError(
+                        f"{what}: the radius {r:g} of column {c!r} gives a window that "
+                        f"overflows the floating-point range at its largest value ({m:g}): it "
+                        "would hold every value. Give a radius below "
+                        f"{np.finfo(np.float64).max / max(m, 1.0) / 2:.3g}.",
+                        code="INVALID_ARGUMENT")
 
 
 def _coordinate_search(evaluate: Any, values: tuple[float, ...], q: int, statistic: str,

@@ -12,7 +12,12 @@ import pandas as pd
 from bayes_risk._constraints import check_params
 from bayes_risk._specs import argument_checks
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
-from bayes_risk.data.validate import refuse_unknown_levels, require_frame, validate_table
+from bayes_risk.data.validate import (
+    check_value_labels,
+    refuse_unknown_levels,
+    require_frame,
+    validate_table,
+)
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 from bayes_risk.membership.plan import ROWS_PER_DRAW
 from bayes_risk.membership.specs import MEMBERSHIP_ARGUMENTS
@@ -38,6 +43,7 @@ def prepare(model: Any, original: Any, synthetic: Any, holdout: Any, records: An
         _check_levels(z, schema, f"synthetic dataset {l}")
     hold = None if holdout is None else _table(holdout, cols, "holdout")
     if hold is not None:
+        check_value_labels(original, {"holdout": holdout})
         # checked on its own so that an error numbers the holdout's rows, not the row after the
         # members that it has in the table of targets; missing values are the model's to judge
         validate_table(hold, schema, name="holdout", allow_nan=True, check_levels=False)

@@ -10,7 +10,7 @@ from typing import Any
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["function_path", "importable_path", "resolve_function"]
+__all__ = ["approve_function", "function_path", "importable_path", "resolve_function"]
 
 _HOW = ("a function in an importable module (installed, or its folder on PYTHONPATH), named "
         "'module:function', e.g. 'my_models:income_model'")
@@ -55,6 +55,47 @@ def resolve_function(model_function: Any) -> Callable[..., Any]:
             f"model_function {text!r} names a {type(obj).__name__}, not a function.",
             code="MODEL_FUNCTION_UNAVAILABLE")
     return obj
+
+
+def approve_function(given: Any, saved: Any, folder: Any) -> Any:
+    """The model function a saved model's folder is loaded with: ``given``, the one the user
+    names, once it is the one the folder names (``saved``, ``model.json``'s
+    ``settings.model_function``). Nothing is imported here: a path is compared as text, a
+    function by :func:`function_path`.
+
+    A model folder is data: loading it never imports a module that the folder alone names,
+    since importing a module runs its code and the folder's checksum detects damage, not
+    tampering (anyone can write a folder and its checksums) — :doc:`/user_guide/security`.
+
+    Raises
+    ------
+    ValidationError
+        ``MODEL_FUNCTION_REQUIRED`` without ``given``; ``MODEL_FUNCTION_MISMATCH`` when it is
+        not the function the folder names.
+    """
+    from bayes_risk.exceptions import arg_name
+
+    named = saved if isinstance(saved, str) else repr(saved)
+    if given is None:
+        raise ValidationError(
+            f"the model folder {str(folder)!r} is a PyMC model whose model.json names the model "
+            f"function {named!r}: loading it imports that module and calls the function with "
+            "your data, so it runs only when you name it (a model folder is data, and its "
+            "checksums detect damage, not tampering). Once you have checked that this is the "
+            "function you fitted the model with, and that the module is one you trust, give "
+            f"{arg_name('model_function', repr(named), cli=named)}.",
+            code="MODEL_FUNCTION_REQUIRED")
+    if not isinstance(given, str) and not callable(given):
+        raise ValidationError(
+            f"model_function must be 'module:function' or the function itself. Got "
+            f"{type(given).__name__}.", code="MODEL_FUNCTION_UNAVAILABLE")
+    if function_path(given) != saved:
+        raise ValidationError(
+            f"model_function {function_path(given)!r} is not the model function the model "
+            f"folder {str(folder)!r} names ({named!r}, in its model.json): the folder's draws "
+            "belong to that function. Give the function the model was fitted with, or fit the "
+            "model again with yours.", code="MODEL_FUNCTION_MISMATCH")
+    return given
 
 
 def function_path(model_function: Any) -> str:

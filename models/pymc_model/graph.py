@@ -325,7 +325,17 @@ def inspect_model(model: Any, data: pd.DataFrame, schema: Schema) -> ModelGraph:
             "columns as data[COLUMN].cat.codes), and observe the containers")
     n = len(data)
     dtypes = {c: str(v.dtype) for c, v in containers.items()}
-    expected = column_values(data, schema, list(containers))
+    expected = column_values(data, schema, list(schema.names))
+    for v in model.data_vars:  # a column under another name: its records are not set by name
+        held = np.asarray(v.get_value())
+        if v.name in containers or held.shape != (n,) or n < 3:  # not a made-up table
+            continue
+        same = [c for c in schema.names if np.array_equal(held.astype(np.float64), expected[c])]
+        if same:
+            raise _invalid(
+                f"data container {v.name!r} holds column {same[0]!r} but is not named after it: "
+                "bayes-risk sets a record's values in the containers named after its columns, "
+                f"so name it {same[0]!r} (pm.Data({same[0]!r}, ...))")
     values: dict[str, np.ndarray] = {}
     for c, v in containers.items():
         held = np.asarray(v.get_value())

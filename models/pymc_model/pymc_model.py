@@ -31,6 +31,7 @@ from bayes_risk.models._bayesian.design import output_column
 from bayes_risk.models._bayesian.sampling import Sampling, run_pymc
 from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.pymc_model.function import (
+    approve_function,
     function_path,
     importable_path,
     resolve_function,
@@ -186,11 +187,27 @@ class PyMCSynthesizer(BayesianSynthesizer):
                 "only), or leave the synthesized columns out.", code="MODEL_FUNCTION_INVALID")
         return schema.with_roles(observed)
 
+    def draw_values(self, schema: Schema) -> int:
+        """The values one posterior draw holds: every element of every free variable of the
+        model built on ``schema`` (made-up records: the shapes do not depend on the records),
+        what the memory check sizes the draws, the gradients and NUTS's trees by."""
+        model = _graph.build_model(resolve_function(self.model_function),
+                                   _graph.template_table(schema, 2), schema)
+        shapes = model.eval_rv_shapes()
+        return int(sum(int(np.prod(shapes[rv.name])) for rv in model.free_RVs))
+
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed
                         ) -> xr.DataTree:
         import pymc as pm
 
+        from bayes_risk._memory import check_nuts_memory
+
         graph = self._pending
+        run = self.resolved_sampling
+        shapes = graph.model.eval_rv_shapes()
+        check_nuts_memory(sum(int(np.prod(shapes[rv.name])) for rv in graph.model.free_RVs),
+                          len(data), len(data.columns), draws=run.draws, chains=run.chains,
+                          tune=run.tune, cores=run.cores)  # before anything is compiled
         known = [*graph.free, LOGLIK]
         unknown = [v for v in (self.diagnose or ()) if v not in known]
         if unknown:  # before the sampler runs
@@ -367,6 +384,40 @@ class PyMCSynthesizer(BayesianSynthesizer):
         super().restore_state(state)
         self._expected_digest = state.get("graph_digest")
         self.warnings_ = list(state.get("warnings", []))
+
+    @classmethod
+    def load(cls, path: Any, *, model_function: str | Any = None) -> PyMCSynthesizer:
+        """Load a model saved with :meth:`save`, built with the model function you name.
+
+        A model folder is data: its ``model.json`` names the model function by its path, and
+        importing that module runs its code, so the folder alone never decides what is
+        imported (:doc:`/user_guide/security`). ``model_function`` must be the function the
+        folder names; its graph is then checked against the saved one before the draws are
+        used (``MODEL_FUNCTION_CHANGED``).
+
+        Parameters
+        ----------
+        path : path-like
+            The model's folder.
+        model_function : str or callable
+            ``"module:function"`` (as the folder's ``model.json`` records it under
+            ``settings.model_function``) or the function itself.
+
+        Raises
+        ------
+        ValidationError
+            ``MODEL_FUNCTION_REQUIRED`` without ``model_function`` (the message names the
+            function the folder names); ``MODEL_FUNCTION_MISMATCH`` for another function;
+            ``MODEL_FUNCTION_CHANGED`` when it builds another graph; those of
+            ``BayesianSynthesizer.load``.
+        """
+        from bayes_risk.models.persistence import load_bayesian
+
+        def approve(folder: Any, settings: dict[str, Any]) -> dict[str, Any]:
+            given = approve_function(model_function, settings.get("model_function"), folder)
+            return {**settings, "model_function": given}
+
+        return load_bayesian(cls, path, approve)
 
     def save(self, path: Any) -> Any:
         """Save the fitted model as a folder (``posterior.nc``, ``model.json`` naming the model

@@ -264,11 +264,20 @@ def _predictor_rows(pm: Any) -> dict[str, tuple[str, ...]]:
     """A predictor matrix (0/1 square table or mapping) as ``{column: predictors}``, checked."""
     if isinstance(pm, pd.DataFrame):
         rows, cols = [str(c) for c in pm.index], [str(c) for c in pm.columns]
-        if rows != cols:
-            raise ValidationError("predictor_matrix must be square with the same column names "
-                                  f"as rows and columns. Got rows {rows}, columns {cols}.",
-                                  code="INVALID_ARGUMENT")
-        vals = pm.to_numpy()
+        if sorted(rows) != sorted(cols) or len(set(rows)) != len(rows):
+            lack = [c for c in cols if c not in rows]
+            extra = [r for r in rows if r not in cols]
+            twice = sorted({r for r in rows if rows.count(r) > 1})
+            raise ValidationError(
+                "predictor_matrix must name the same columns in its rows as in its columns, "
+                "each once (rows are matched to columns by name, in any order):"
+                + (f" no row for {lack}" if lack else "") + (f" rows {extra} name no column"
+                                                             if extra else "")
+                + (f" rows {twice} given twice" if twice else "")
+                + f". Got rows {rows}, columns {cols}.", code="INVALID_ARGUMENT")
+        # rows matched to columns by name: a matrix written with its rows in another order
+        vals = pm.set_axis(rows, axis=0).loc[cols].to_numpy()
+        rows = cols
         try:
             ok = ((vals == 0) | (vals == 1)).all()
         except TypeError:

@@ -24,12 +24,15 @@ def test_a_radius_listed_twice_is_named():
     assert err.value.code == "INVALID_ARGUMENT"
 
 
-def test_radii_are_stored_as_floats_and_none_or_empty_skip_the_sweep():
+def test_radii_are_stored_as_floats_and_none_skips_the_sweep():
     assert br.AuditSettings(sweep=np.array([0.05, 1])).sweep == (0.05, 1.0)
     assert br.AuditSettings().sweep == (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
     assert br.AuditSettings(sweep=[0.0, 0.1]).sweep == (0.0, 0.1)  # 0: exact matching
     assert br.AuditSettings(sweep=None).sweep is None
-    assert br.AuditSettings(sweep=[]).sweep == ()
+    # an empty grid, or exact matching alone, is no search: refused (issue 86; None skips it)
+    for grid in ([], [0.0]):
+        with pytest.raises(ValidationError, match="no radius above 0"):
+            br.AuditSettings(sweep=grid)
 
 
 def test_replace_checks_again_and_settings_are_frozen():

@@ -40,7 +40,7 @@ def test_fit_then_synthesize(tmp_path, csv, method):
                    "--random-seed", "3", "--quiet", "--out", str(mdir)])
     assert rc == 0
     meta = json.loads((mdir / "model.json").read_text())
-    assert meta["method"] == method and meta["format_version"] == 1 and meta["confidential"]
+    assert meta["method"] == method and meta["format_version"] == 2 and meta["confidential"]
     rc = cli.main(["synthesize", "--model", str(mdir), "-m", "3", "--random-seed", "2",
                    "--quiet", "--out", str(sdir)])
     assert rc == 0

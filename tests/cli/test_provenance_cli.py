@@ -218,6 +218,7 @@ def test_an_edited_model_folder_is_refused_naming_the_file(work, tmp_path, capsy
     # a reversed visit sequence in a folder whose model.json records no checksum of its own
     meta = json.loads((work / "three" / "model.json").read_text())
     del meta["sha256"]["model.json"]
+    meta["format_version"] = 1  # as an older bayes-risk wrote it (version 2 records it)
     meta["state"]["visit_sequence"] = meta["state"]["visit_sequence"][::-1]
     (folder / "model.json").write_text(json.dumps(meta, indent=2))
     capsys.readouterr()

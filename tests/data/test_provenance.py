@@ -236,12 +236,30 @@ def test_the_issues_dpmpm_case_k3_against_a_release_of_k5():
     assert check_release_model(k5, syn, data).how == "identity"
 
 
+def test_a_release_of_this_version_without_checksums_is_damaged(release, tmp_path):
+    """Checksums deleted from a release of format version 2 are damage, not a release of an
+    older bayes-risk (RELEASE_UNVERIFIED): every release of that version records them (issue
+    86; one entry deleted was already MANIFEST_INVALID)."""
+    path = release.save(tmp_path / "syn")
+    man = json.loads((path / "manifest.json").read_text())
+    assert man["format_version"] == 2
+    del man["sha256"]
+    (path / "manifest.json").write_text(json.dumps(man))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RELEASE_UNVERIFIED
+        with pytest.raises(ValidationError) as err:
+            SyntheticData.load(path)
+    assert err.value.code == "RELEASE_DAMAGED"
+    assert "format version 2" in str(err.value) and "older bayes-risk" not in str(err.value)
+
+
 def test_a_manifest_without_model_id_is_compared_by_what_it_records(ce, schema, three,
                                                                     release, tmp_path):
     path = release.save(tmp_path / "syn")
     man = json.loads((path / "manifest.json").read_text())
     del man["model_id"]  # as written before the identity (and the checksums) were recorded
     del man["sha256"]
+    man["format_version"] = 1  # (a release of version 2 without them is damaged)
     (path / "manifest.json").write_text(json.dumps(man))
     with pytest.warns(DataWarning, match="RELEASE_UNVERIFIED"):
         old = SyntheticData.load(path)
@@ -343,6 +361,7 @@ def test_an_old_bayesian_folder_loads_with_a_warning_and_can_be_saved_again(save
     model, path = saved_dpmpm
     meta = json.loads((path / "model.json").read_text())
     del meta["sha256"], meta["model_id"]
+    meta["format_version"] = 1  # as written then (version 2 records the checksums)
     (path / "model.json").write_text(json.dumps(meta))
     with pytest.warns(DataWarning, match="MODEL_UNVERIFIED"):
         old = load_model(path)
@@ -358,6 +377,7 @@ def _old_style(folder) -> dict:
     """A tree folder as written before model.json recorded its own checksum."""
     meta = json.loads((folder / "model.json").read_text())
     del meta["sha256"]["model.json"]
+    meta["format_version"] = 1  # (version 2 records it)
     return meta
 
 

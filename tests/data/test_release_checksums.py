@@ -107,6 +107,7 @@ def test_release_written_before_the_checksums_reads_with_a_warning(folder, tmp_p
     f = p / "manifest.json"
     man = json.loads(f.read_text())
     del man["sha256"]  # as written before
+    man["format_version"] = 1  # (version 2 records them)
     f.write_text(json.dumps(man))
     with pytest.warns(DataWarning, match="RELEASE_UNVERIFIED") as caught:
         old = SyntheticData.load(p)

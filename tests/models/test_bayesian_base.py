@@ -135,7 +135,7 @@ def test_save_load_roundtrip_toy(tmp_path):
     m = toy(6, chains=2)
     m.save(tmp_path / "toy")
     meta = json.loads((tmp_path / "toy" / "model.json").read_text())
-    assert meta["method"] == "toy-bernoulli" and meta["format_version"] == 1
+    assert meta["method"] == "toy-bernoulli" and meta["format_version"] == 2
     assert meta["schema"] == SCHEMA.to_dict() and meta["n_records"] == 50
     assert (tmp_path / "toy" / "posterior.nc").is_file()
     back = BetaBernoulli.load(tmp_path / "toy")

@@ -371,7 +371,7 @@ def test_save_and_load_keep_likelihoods_synthesis_and_identity(area_model, tmp_p
     assert meta["method"] == "pymc"
     assert meta["settings"]["model_function"] == "_pymc_models:poisson_area"
     assert not list(tmp_path.glob("m/*.pkl")) and (tmp_path / "m" / "data.parquet").is_file()
-    back = load_model(tmp_path / "m")
+    back = load_model(tmp_path / "m", model_function="_pymc_models:poisson_area")
     assert isinstance(back, PyMCSynthesizer) and model_id(back) == model_id(model)
     np.testing.assert_array_equal(back.record_loglik(data), model.record_loglik(data))
     for za, zb in zip(back.synthesize(2, random_seed=9), model.synthesize(2, random_seed=9),
@@ -384,7 +384,7 @@ def test_a_changed_model_function_is_refused_at_load(area_model, tmp_path, monke
     model.save(tmp_path / "m")
     monkeypatch.setattr(_pymc_models, "poisson_area", _pymc_models.centred_constant)
     with pytest.raises(ValidationError) as err:
-        load_model(tmp_path / "m")
+        load_model(tmp_path / "m", model_function="_pymc_models:poisson_area")
     assert err.value.code in ("MODEL_FUNCTION_CHANGED", "MODEL_FUNCTION_INVALID")
 
 

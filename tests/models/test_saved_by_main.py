@@ -45,10 +45,10 @@ def test_dpmpm_saved_by_main_has_the_same_likelihoods():
 
 
 @pytest.mark.parametrize(("folder", "version", "says"), [
-    ("dpmpm", "one", "reads format versions 0 to 1"),  # not a number: was a bare ValueError
-    ("dpmpm", 2, "newer bayes-risk"),
-    ("cart", 2, "newer bayes-risk"),
-    ("cart", 0, "reads format version 1 only"),
+    ("dpmpm", "one", "reads format versions 0 to 2"),  # not a number: was a bare ValueError
+    ("dpmpm", 3, "newer bayes-risk"),
+    ("cart", 3, "newer bayes-risk"),
+    ("cart", 0, "reads format versions 1 to 2"),
 ])
 def test_format_version_checked_alike_for_every_family(tmp_path, folder, version, says):
     # one check for every family: the version a folder records, before its checksums

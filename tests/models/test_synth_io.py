@@ -140,7 +140,7 @@ def saved_cart(ce, tmp_path):
     return model.save(tmp_path / "cart")
 
 
-@pytest.mark.parametrize("version", [0, 2, None, "1"])
+@pytest.mark.parametrize("version", [0, 3, None, "1"])
 def test_other_format_version_refused(saved_cart, version):
     f = saved_cart / "model.json"
     meta = json.loads(f.read_text())

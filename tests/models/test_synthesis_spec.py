@@ -91,7 +91,8 @@ def test_predictor_matrix(small):
     ({"visit_sequence": ["Income", "Income"]}, r"names \['Income'\] more than once"),
     ({"predictor_matrix": pd.DataFrame([[0, 2], [0, 0]], index=["a", "b"], columns=["a", "b"])},
      "only 0 and 1"),
-    ({"predictor_matrix": pd.DataFrame([[0, 1]], index=["a"], columns=["a", "b"])}, "square"),
+    ({"predictor_matrix": pd.DataFrame([[0, 1]], index=["a"], columns=["a", "b"])},
+     r"no row for \['b'\]"),  # rows are matched by name, in any order (issue 86)
 ])
 def test_bad_specifications_are_refused_when_built(kw, match):
     with pytest.raises(ValidationError, match=match):

@@ -7,6 +7,7 @@ import argparse
 from bayes_risk.cli._common import (
     RECORDS_HELP,
     add_format_argument,
+    add_model_function_argument,
     add_out_argument,
     add_quiet_argument,
     add_seed_argument,
@@ -58,6 +59,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    ".zsav); omit with --model")
     p.add_argument("--model", metavar="DIR",
                    help="folder of a fitted model saved by 'bayes-risk fit' (instead of ORIGINAL)")
+    add_model_function_argument(p)
     # no argparse choices: any registered synthesizer is accepted (bayes_risk.registry), and an
     # unknown name gets the registry's error listing the registered ones
     p.add_argument("--method", default=None, metavar="NAME",
