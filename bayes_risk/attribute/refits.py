@@ -196,7 +196,6 @@ def _read_entry(cache: Path | None, key: dict[str, Any], model: Any) -> Any | No
     """The refit stored under ``key``, or ``None`` (a damaged entry warns)."""
     from bayes_risk._checksums import json_sha256
     from bayes_risk.exceptions import CALLER, BayesRiskError, DataWarning
-    from bayes_risk.models.base import load_like
 
     folder = Path(cache) / json_sha256(key)  # type: ignore[arg-type]
     if not folder.exists():
@@ -211,7 +210,10 @@ def _read_entry(cache: Path | None, key: dict[str, Any], model: Any) -> Any | No
             # the refitted model's own class reads it back (the engines never import the
             # models); a folder of another class fails its checks
             # (a PyMC model's with its function: never one the entry alone names)
-            refit = load_like(model, folder / _ENTRY_MODEL)
+            # (the engines never import the models: the model's own class and function)
+            kw = ({"model_function": model.model_function}
+                  if getattr(model, "model_function", None) is not None else {})
+            refit = type(model).load(folder / _ENTRY_MODEL, **kw)
         if type(refit) is not type(model):
             raise ValueError(f"it holds a {type(refit).__name__}, not a {type(model).__name__}")
         # its seed, a Generator, was saved as a placeholder string (key.json has the seed): the
