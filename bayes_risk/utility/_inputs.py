@@ -198,3 +198,20 @@ def observed_cells(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
         keep = original[choice.columns].notna().all(axis=1).to_numpy()
         original = original.loc[keep].reset_index(drop=True)
     return original, list(datasets)
+
+
+def release_and_columns(original: pd.DataFrame, synthetic: Any, *, schema: Any,
+                        categorical: Any, columns: Any) -> tuple[list[pd.DataFrame], Any,
+                                                                 list[str]]:
+    """The datasets of a release, the schema (the release's own when it carries one) and the
+    columns to compare (default every column of the schema; unknown ones refused): what the
+    per-table utility, ``compare()`` and the quality report read first."""
+    from bayes_risk.data.normalise import as_synthetic_list
+
+    datasets, source = as_synthetic_list(synthetic, original=original)
+    schema = resolve_schema(original, datasets, schema=schema,
+                            carried=None if source is None else source.schema,
+                            categorical=categorical, synthesized=None, same_rows=False)
+    cols = list(schema.names) if columns is None else list(columns)
+    schema.check_columns(cols, "columns")
+    return datasets, schema, cols

@@ -203,19 +203,14 @@ def quality_report(original: pd.DataFrame, synthetic: Any, *, schema: Schema | N
     >>> quality_report(d, [d], categorical=["Urban", "Marital", "Tenure"]).score
     1.0
     """
-    from bayes_risk.data.normalise import as_synthetic_list
-    from bayes_risk.utility._inputs import resolve_schema
+    from bayes_risk.utility._inputs import release_and_columns
 
     for name, t in (("correlation_threshold", correlation_threshold),
                     ("association_threshold", association_threshold)):
         if isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t <= 1:
             raise ValidationError(f"{name} must be a number in [0, 1]. Got {t!r}.")
-    datasets, source = as_synthetic_list(synthetic, original=original)
-    schema = resolve_schema(original, datasets, schema=schema,
-                            carried=None if source is None else source.schema,
-                            categorical=categorical, synthesized=None, same_rows=False)
-    cols = list(schema.names) if columns is None else list(columns)
-    schema.check_columns(cols, "columns")
+    datasets, schema, cols = release_and_columns(original, synthetic, schema=schema,
+                                                 categorical=categorical, columns=columns)
     numeric = {c: not schema[c].is_categorical for c in cols}
     shapes, pairs, per = [], [], []
     real_bins = {c: _discretized(original[c]) for c in cols if numeric[c]}

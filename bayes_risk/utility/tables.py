@@ -243,19 +243,14 @@ def table_utility(original: pd.DataFrame, synthetic: Any, *, schema: Schema | No
     >>> float(t.tables["VW"].max())  # the same records in another order: identical tables
     0.0
     """
-    from bayes_risk.data.normalise import as_synthetic_list
-    from bayes_risk.utility._inputs import resolve_schema
+    from bayes_risk.utility._inputs import release_and_columns
 
     if not isinstance(order, int | np.integer) or isinstance(order, bool) or not 1 <= order <= 3:
         raise ValidationError(f"order must be 1, 2 or 3 (columns per table). Got {order!r}.")
     if not isinstance(ngroups, int | np.integer) or isinstance(ngroups, bool) or ngroups < 2:
         raise ValidationError(f"ngroups must be an integer >= 2. Got {ngroups!r}.")
-    datasets, source = as_synthetic_list(synthetic, original=original)
-    schema = resolve_schema(original, datasets, schema=schema,
-                            carried=None if source is None else source.schema,
-                            categorical=categorical, synthesized=None, same_rows=False)
-    cols = list(schema.names) if columns is None else list(columns)
-    schema.check_columns(cols, "columns")
+    datasets, schema, cols = release_and_columns(original, synthetic, schema=schema,
+                                                 categorical=categorical, columns=columns)
     binned = _binned_columns(original, datasets, schema, cols, int(ngroups))
     sizes = {c: len(b.labels) for c, b in binned.items()}
     rows, per = [], []
@@ -400,15 +395,12 @@ def compare_marginals(original: pd.DataFrame, synthetic: Any, *, schema: Schema 
     >>> bool((marg["original"] == marg["synthetic"]).all()), float(util["S_pMSE"].max())
     (True, 0.0)
     """
-    from bayes_risk.data.normalise import as_synthetic_list
-    from bayes_risk.utility._inputs import resolve_schema
+    from bayes_risk.utility._inputs import release_and_columns
 
     if not isinstance(breaks, int | np.integer) or isinstance(breaks, bool) or breaks < 1:
         raise ValidationError(f"breaks must be an integer >= 1. Got {breaks!r}.")
-    datasets, source = as_synthetic_list(synthetic, original=original)
-    schema = resolve_schema(original, datasets, schema=schema,
-                            carried=None if source is None else source.schema,
-                            categorical=categorical, synthesized=None, same_rows=False)
+    datasets, schema, columns = release_and_columns(original, synthetic, schema=schema,
+                                                    categorical=categorical, columns=columns)
     tu = table_utility(original, datasets, schema=schema, order=1, columns=columns,
                        ngroups=ngroups)
     util = tu.tables.drop(columns=["order"]).rename(columns={"table": "variable"})
