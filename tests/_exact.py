@@ -36,6 +36,7 @@ __all__ = [
     "dpmpm_exact_draws",
     "alpha_given_counts",
     "dpmpm_p_true_exact",
+    "multinomial_column_terms",
     "poisson_mixture_exact",
     "poisson_predictive",
     "cells_of",
@@ -604,6 +605,18 @@ def dpmpm_p_true_exact(
         aug = dpmpm_exact(np.vstack([rest, zr]), d, K, **kw)
         ll += np.log([aug.predictive(c) for c in cands])
     return float(1.0 / np.exp(ll - ll[0]).sum())
+
+
+def multinomial_column_terms(alpha: np.ndarray, s: np.ndarray, a: int) -> np.ndarray:
+    """A one-class DPMPM's (a product of multinomials, Dirichlet(1) priors) exact
+    ``log p(Z | y*) − log p(Z | y)`` for the candidates ``y*`` that change a record's level of
+    one column from ``a`` to each level ``b`` (0 at ``a``): ``α = 1 + c(y)`` the column's
+    posterior Dirichlet parameters, ``s [m, d]`` its level counts in each released dataset
+    (derivation: tests/attribute/test_flat_posterior.py)."""
+    out = (np.log((alpha[None, :] + s) / alpha[None, :]).sum(axis=0)
+           - np.log((alpha[a] - 1 + s[:, a]) / (alpha[a] - 1)).sum())
+    out[a] = 0.0
+    return out
 
 
 # ------------------------------------------------------------------------------ normal regression

@@ -288,7 +288,8 @@ def with_prior(
         df["p_true_unordered"] = p_true_unordered(result.candidates, log_post)
     boot = result._boot_loglik if bootstrap else None
     logprior = ungroup(lp_groups, inp.groups, n)
-    for k, v in bootstrap_summaries(boot, logprior, result._g0(), len(df)).items():
+    for k, v in bootstrap_summaries(boot, logprior, result._g0(), len(df),
+                                    cols["p_true"][0]).items():
         df[k] = v
     warns = [w for w in result.warnings if w not in ("PRIOR_RENORMALISED", "HARMONIC_WEIGHTS")]
     warns += [c for c in codes if c not in warns]
@@ -448,9 +449,9 @@ def prior_sensitivity(
         cols, _ = _reprior(result, lps, alone=True)
         boots: dict[str, list[np.ndarray]] = {}
         if bootstrap:
-            for lp in lps:
+            for j, lp in enumerate(lps):
                 bs = bootstrap_summaries(result._boot_loglik, ungroup(lp, inp.groups, n),
-                                         result._g0(), n)
+                                         result._g0(), n, cols["p_true"][j])
                 for k, v in bs.items():
                     boots.setdefault(k, []).append(v)
         for k in (*POINT_COLUMNS, "prior_p_true", "prior_top_share", "p_true_lower",

@@ -88,7 +88,8 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
         for key in ("p_true_chain_min", "p_true_chain_max", "chain_z"):
             df[key] = chains[key]
     boot_list = _bootstrap_list(plan, part, recs, cands)
-    for k, v in bootstrap_summaries(boot_list, logprior, g0_arr, len(recs)).items():
+    for k, v in bootstrap_summaries(boot_list, logprior, g0_arr, len(recs),
+                                       rec["p_true"]).items():
         df[k] = v
     if plan.rule.spec is not None and plan.rule.spec.rule == "product":
         for j, c in enumerate(data.vary):

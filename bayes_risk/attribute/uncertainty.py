@@ -1,6 +1,9 @@
 """Monte Carlo intervals of file-level summaries from the draw bootstrap.
 
-See :doc:`/user_guide/attribute`.
+The figures of ``p_true`` are recomputed from each record's bias-corrected replicates
+(:func:`~bayes_risk.attribute.record_table.debiased_p_true`), those of the rank from the
+replicates as drawn. See :doc:`/user_guide/attribute` and :doc:`/methods/attribute` (Draw
+bootstrap), where their coverage of the exact figures is stated.
 """
 
 from __future__ import annotations
@@ -13,7 +16,11 @@ import numpy as np
 
 from bayes_risk._memory import check_memory
 from bayes_risk.attribute.locations import check_location_columns, location_xy, record_posteriors
-from bayes_risk.attribute.record_table import BOOT_BLOCK_VALUES, boot_block_records
+from bayes_risk.attribute.record_table import (
+    BOOT_BLOCK_VALUES,
+    boot_block_records,
+    debiased_p_true,
+)
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import ValidationError, arg_name
@@ -122,7 +129,8 @@ def file_uncertainty(
     result : AttributeRiskResult
         Computed with ``bootstrap > 0``.
     level : float
-        Coverage of the percentile intervals (default 0.9).
+        Level of the intervals (default 0.9): percentile intervals of the figures over the
+        replicates, those of ``p_true`` corrected for their bias (module docstring).
     evidence_factor : float
         Bayes factor of the truth from which a record counts in ``prop_evidence`` (as
         ``prop_evidence`` of ``result.to_dict``).
@@ -139,13 +147,20 @@ def file_uncertainty(
         If the result kept no draw bootstrap, or ``level`` is not in (0, 1).
     """
     evidence_factor = check_evidence_factor(evidence_factor)
+    boot = _check(result, level)
+    flagged = _flagged(result)
+    base = {"n_records": int(len(result.records)), "n_flagged_excluded": int(flagged.sum()),
+            "bootstrap": int(boot[0].shape[0]), "evidence_factor": float(evidence_factor)}
+    return _file_intervals(result, np.flatnonzero(~flagged), level, evidence_factor, base)
+
+
+def _file_intervals(result: Any, keep: np.ndarray, level: float, evidence_factor: float,
+                    base: dict[str, Any]) -> dict[str, Any]:
+    """:func:`file_uncertainty` of the records at positions ``keep``."""
     # p_true and the rank, [B, n] each; whether the Bayes factor reaches the evidence factor is
     # made a block of replicates at a time (its temporaries are [B, n] too)
-    boot = _check(result, level)
     recs = result.records
-    flagged = _flagged(result)
-    keep = np.flatnonzero(~flagged)
-    B = boot[0].shape[0]
+    B = result._boot_loglik[0].shape[0]
     g0 = np.array([c.g0 for c in result.candidates], dtype=np.int64)
     p_b = np.full((B, keep.size), np.nan)
     r_b = np.full((B, keep.size), np.nan)
@@ -156,10 +171,10 @@ def file_uncertainty(
         r_b[:, blk] = rs["rank_min"].reshape(r, B).T
     prior = result.prior_p_true()[keep]
     p0 = recs["p_true"].to_numpy(dtype=float)[keep]
+    p_b = debiased_p_true(p_b.T, p0).T
     point = _figures(p0, recs["rank_min"].to_numpy(dtype=float)[keep],
                      _evident(p0, prior, evidence_factor))
-    base = {"n_records": int(len(recs)), "n_flagged_excluded": int(flagged.sum()),
-            "bootstrap": int(B), "evidence_factor": float(evidence_factor)}
+
     def figures(p: np.ndarray, r: np.ndarray) -> np.ndarray:
         return _figures(p, r, _evident(p, prior[None, :], evidence_factor))
 

@@ -495,8 +495,10 @@ class AttributeRiskResult(RiskResult):
             tables["Monte Carlo error (draw bootstrap)"] = mc_table(mc)
             notes.append(
                 f"Monte Carlo error: MCSE and 90 % interval over {mc['bootstrap']} bootstrap "
-                "resamples of the posterior draws (every record the same resample); they cover "
-                "the Monte Carlo error of the posterior draws only. Unflagged records; "
+                "resamples of the posterior draws (every record the same resample; each "
+                "record's p_true replicates corrected for the bias they show); they cover "
+                "the Monte Carlo error of the posterior draws only, and an interval of zero "
+                "width is marked degenerate. Unflagged records; "
                 f"{mc['n_flagged_excluded']} flagged record(s) left out."
             )
         return Summary(
@@ -877,7 +879,8 @@ def null_table(group: Mapping[str, Any], null: Mapping[str, Any]) -> pd.DataFram
 def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
     """The figures of a Monte Carlo uncertainty dict as a table."""
     name = next(k for k in mc if k.startswith("mc_interval_"))
-    label = f"MC interval {name.rsplit('_', 1)[1]} %"
+    level = name.rsplit("_", 1)[1]
+    label = f"MC interval {level} %"
 
     def num(x: Any) -> float:
         return float("nan") if x is None else float(x)
@@ -890,9 +893,11 @@ def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
         unit = unit_of(f) or "rank"
         # shares and probabilities in per cent, as the file-level table beside it (issue 92)
         k = 100.0 if unit.startswith(("fraction", "probability")) else 1.0
+        # a zero-width interval is not a 90 % interval: said as what it is
         rows.append({"figure": f, "unit": "per cent" if k == 100.0 else unit,
                      "value": k * num(v), "MCSE": k * num(mc["mc_se"][f]),
-                     label: f"[{k * num(lo):.4g}, {k * num(hi):.4g}]"})
+                     label: f"[{k * num(lo):.4g}, {k * num(hi):.4g}]" if lo != hi else
+                     f"{k * num(lo):.4g} in ≥ {level} % of replicates (degenerate)"})
     return pd.DataFrame(rows)
 
 

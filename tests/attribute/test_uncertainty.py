@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from _bernoulli import _bern_frame, _bern_ll
+from scipy.special import expit, logit
 
 from bayes_risk.attribute import EstimatorSpec, attribute_risk, with_prior
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
@@ -44,17 +45,20 @@ def test_values_and_bootstrap_figures_recomputed_by_hand():
     assert out["value"]["mean_p_true"] == pytest.approx(keep["p_true"].mean(), rel=1e-12)
     assert out["value"]["prop_top"] == pytest.approx((keep["rank_min"] == 1).mean())
     assert out["value"]["p_true_q50"] == pytest.approx(keep["p_true"].median(), rel=1e-12)
-    # replicate b of every record uses the same resampled draws: recompute the mean p_true of
-    # each replicate from the kept bootstrap log-likelihoods
+    # replicate b of every record uses the same resampled draws: recompute each record's p_true
+    # in each replicate from the kept bootstrap log-likelihoods, move the record's replicates on
+    # the log-odds scale by twice their mean's distance from its estimate (the bias they show),
+    # and take the mean over the records of each replicate
     idx = np.flatnonzero(~flagged.to_numpy())
     B = out["bootstrap"]
-    means = []
-    for b in range(B):
-        pt = []
-        for i in idx:
+    table = np.empty((B, idx.size))
+    for k, i in enumerate(idx):
+        for b in range(B):
             lp = log_posterior(res._boot_loglik[i][b] + res.logprior[i])
-            pt.append(rank_summary(lp[None, :], np.array([res.candidates[i].g0]))["p_true"][0])
-        means.append(np.mean(pt))
+            table[b, k] = rank_summary(lp[None, :], np.array([res.candidates[i].g0]))["p_true"][0]
+        t = logit(table[:, k])
+        table[:, k] = expit(t - 2 * (np.mean(t) - logit(keep["p_true"].iloc[k])))
+    means = table.mean(axis=1)
     lo, hi = np.quantile(means, [0.05, 0.95])
     assert out["mc_interval_90"]["mean_p_true"] == pytest.approx([lo, hi], rel=1e-12)
     assert out["mc_se"]["mean_p_true"] == pytest.approx(np.std(means, ddof=1), rel=1e-12)
@@ -185,7 +189,9 @@ def test_result_dict_and_summary_carry_the_mc_intervals():
     assert set(mc["mc_interval_90"]) == set(FILE_FIGURES)
     tab = res.summary().tables["Monte Carlo error (draw bootstrap)"]
     assert list(tab["figure"]) == list(FILE_FIGURES)
-    assert tab.set_index("figure").loc["mean_p_true", "MCSE"] == mc["mc_se"]["mean_p_true"]
+    # shares and probabilities in per cent, as the file-level table beside it
+    assert tab.set_index("figure").loc["mean_p_true", "MCSE"] == pytest.approx(
+        100 * mc["mc_se"]["mean_p_true"], rel=1e-12)
     assert "flagged record(s) left out" in res.summary().as_text()
     assert "mc_uncertainty" not in _run(60, bootstrap=0).to_dict()
 
@@ -197,3 +203,17 @@ def test_a_result_under_another_prior_recomputes_its_mc_intervals():
     new = with_prior(res, prior="truth-weighted:2")
     mc = new.to_dict()["mc_uncertainty"]
     assert mc == file_uncertainty(new) and mc != res.to_dict()["mc_uncertainty"]
+
+
+def test_a_degenerate_interval_is_said_to_be_one():
+    """An interval of zero width (the figure is the same in at least 90 % of the replicates) is
+    not shown as a 90 % interval "[10, 10]" but as what it is (issue 85, item 6)."""
+    from bayes_risk.results.attribute import mc_table
+
+    mc = {"bootstrap": 200, "n_flagged_excluded": 0,
+          "value": {"mean_p_true": 0.05, "prop_evidence": 0.1},
+          "mc_se": {"mean_p_true": 0.004, "prop_evidence": 0.0},
+          "mc_interval_90": {"mean_p_true": [0.045, 0.061], "prop_evidence": [0.1, 0.1]}}
+    tab = mc_table(mc).set_index("figure")["MC interval 90 %"]
+    assert tab["mean_p_true"] == "[4.5, 6.1]"
+    assert tab["prop_evidence"] == "10 in ≥ 90 % of replicates (degenerate)"

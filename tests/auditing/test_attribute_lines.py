@@ -71,6 +71,13 @@ def test_a_flat_posterior_gives_both_lines_read_against_the_null():
             "95 % range 0.1–0.55 %): by this figure the release tells no more of a record than "
             "the other records do; mean p_true: within what a release that says nothing about "
             "the records gives (expected 2.99 %, 95 % range 2.96–3.02 %)") in ev.detail
+    # the share ranked first is 0 in (at least 90 % of) every replicate: a zero-width interval
+    # is said to be one, not printed as a 90 % interval "0–0 %" (issue 85, item 6)
+    assert "Monte Carlo interval 0–0" not in top.detail
+    assert top.detail.startswith(
+        "no 90 % Monte Carlo interval of any width: at least 90 % of the 200 draw-bootstrap "
+        "replicates give 0 % (a degenerate interval: the Monte Carlo error changes the share "
+        "in fewer than 10 % of them); ")
     assert ev.intruder == top.intruder and "knows every other record's true values" in ev.intruder
 
 

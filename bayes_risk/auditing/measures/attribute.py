@@ -226,9 +226,15 @@ def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
     mc = s.get("mc_uncertainty") or {}
     name = next((k for k in mc if k.startswith("mc_interval_")), None)
     share = mc[name].get(key) if name else None
+    level = name.rsplit('_', 1)[1] if name else ""
     if share is not None and np.all(np.isfinite(np.asarray(share, dtype=float))):
-        interval = (f"{name.rsplit('_', 1)[1]} % Monte Carlo interval {pct(share[0]):.3g}–"
-                    f"{pct(share[1]):.3g} % (draw bootstrap, {mc['bootstrap']} replicates); ")
+        interval = (f"{level} % Monte Carlo interval {pct(share[0]):.3g}–{pct(share[1]):.3g} % "
+                    f"(draw bootstrap, {mc['bootstrap']} replicates); ")
+        if share[0] == share[1]:  # not an interval: the replicates do not move the share
+            interval = (f"no {level} % Monte Carlo interval of any width: at least {level} % "
+                        f"of the {mc['bootstrap']} draw-bootstrap replicates give "
+                        f"{pct(share[0]):.3g} % (a degenerate interval: the Monte Carlo error "
+                        f"changes the share in fewer than {100 - int(level)} % of them); ")
     elif (a.result.settings or {}).get("estimator") == "plugin":
         # the plug-in has no posterior draws (MC_ERROR_HIGH flags records instead)
         interval = ("no posterior draws to bootstrap (plug-in likelihood of the release's "
@@ -573,6 +579,7 @@ def _known_curve_blocks(sec: Section, s: Any, links: Links) -> None:
 def _mc_block(mc: dict[str, Any], links: Links, src: str | None) -> Block:
     """The draw bootstrap's Monte Carlo error of the attribute figures, rates in per cent."""
     key = next(k for k in mc if k.startswith("mc_interval_"))
+    level = key.rsplit("_", 1)[1]
     names = {"mean_p_true": "mean p_true", "prop_top": "share ranked first",
              "p_true_q25": "p_true, 25th percentile over the records",
              "p_true_q50": "p_true, median over the records",
@@ -586,9 +593,11 @@ def _mc_block(mc: dict[str, Any], links: Links, src: str | None) -> Block:
         lo, hi = mc[key][f]
         rows.append([Span(names.get(f, f) + ("" if f.startswith("rank") else " (%)")),
                      cell(v, src), cell(mc["mc_se"][f], src),
+                     [cell(lo, src), Span(" in at least " + level + " % of the replicates "
+                                          "(degenerate)")] if lo == hi else
                      [cell(lo, src), Span(" – "), cell(hi, src)]])
-    return rows_block(["figure", "value", "MCSE", f"{key.rsplit('_', 1)[1]} % Monte Carlo "
-                        "interval"], rows, links, src,
+    return rows_block(["figure", "value", "MCSE", f"{level} % Monte Carlo interval"], rows,
+                      links, src,
                       f"Monte Carlo error of the stable estimates' figures (draw bootstrap, "
                       f"{mc['bootstrap']} resamples of the posterior draws; "
                       f"{mc['n_flagged_excluded']} flagged record(s) left out)", fold=True)
