@@ -245,10 +245,10 @@ def ais(codes: np.ndarray, d, *, starts: list[np.ndarray] | None = None, runs: i
 
 def posterior_states(codes: np.ndarray, d, count: int, *, sweeps: int = 300,
                      alpha_prior=(0.25, 0.25), dirichlet_prior: float = 1.0,
-                     random_seed: int = 0) -> list[np.ndarray]:
-    """``count`` partitions drawn from the prior and moved by ``sweeps`` Gibbs sweeps of the
-    posterior (``β = 1``): approximate posterior draws, the starts of reverse runs where the
-    partitions cannot be enumerated."""
+                     random_seed: int = 0, start: np.ndarray | None = None) -> list[np.ndarray]:
+    """``count`` partitions drawn from the prior (or ``start``, a partition of a region to stay
+    in) and moved by ``sweeps`` Gibbs sweeps of the posterior (``β = 1``): approximate posterior
+    draws, the starts of reverse runs where the partitions cannot be enumerated."""
     codes = np.ascontiguousarray(codes, dtype=np.int64)
     d = np.asarray(d, dtype=np.int64)
     n = codes.shape[0]
@@ -258,7 +258,8 @@ def posterior_states(codes: np.ndarray, d, count: int, *, sweeps: int = 300,
     rng = np.random.default_rng(random_seed)
     out = []
     for _ in range(count):
-        z = prior_partition(n, alpha_prior, rng)
+        z = (prior_partition(n, alpha_prior, rng) if start is None
+             else np.unique(np.asarray(start), return_inverse=True)[1].astype(np.int64))
         _run(codes, offsets, d, float(dirichlet_prior), z, np.ones(sweeps + 1), 1, li, lga,
              lgd, int(rng.integers(2**31)))  # z moved in place
         out.append(z)
