@@ -185,3 +185,24 @@ def test_an_infinite_factor_reads_as_certainty():
     words = "unbounded (p_true 100 %: the model's likelihood leaves no other candidate possible)"
     assert f"median {words}, 95th percentile {words}, largest {words}" in detail
     assert "∞" not in detail  # issue 85: what an infinite factor means, not the symbol
+
+
+def test_the_report_table_says_a_degenerate_interval_is_one():
+    """The report's Monte Carlo table (issue 85, item 6): an interval of zero width reads "0 % in
+    at least 90 % of the replicates (degenerate)", a proper one "4.5 % – 6.1 %"."""
+    from pathlib import Path
+
+    from bayes_risk.auditing.measures.attribute import _mc_block
+    from bayes_risk.auditing.report_blocks import Links
+
+    mc = {"bootstrap": 200, "n_flagged_excluded": 0, "evidence_factor": 3.0,
+          "value": {"mean_p_true": 0.05, "prop_top": 0.0},
+          "mc_se": {"mean_p_true": 0.004, "prop_top": 0.0},
+          "mc_interval_90": {"mean_p_true": [0.045, 0.061], "prop_top": [0.0, 0.0]}}
+    links = Links(SimpleNamespace(root=None, _report_figures=dict), Path("r.md"), "md")
+    block = _mc_block(mc, links, None)
+    cells = {row[0].text: "".join(s.text for s in row[3]) for row in block.rows}
+    assert block.columns[3] == "90 % Monte Carlo interval"
+    assert cells == {"mean p_true (%)": "4.5 % – 6.1 %",
+                     "share ranked first (%)": "0 % in at least 90 % of the replicates "
+                                               "(degenerate)"}
