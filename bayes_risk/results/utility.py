@@ -437,7 +437,8 @@ class UtilitySummary(RiskResult):
         if first is not None:
             first.legend(fontsize=7, loc="upper right")
         fig.subplots_adjust(left=0.05, right=0.98, bottom=0.08, top=0.95)
-        return first
+        fig.sca(ax)  # the host Axes, returned, stays pyplot's current one (as every plot's)
+        return ax
 
     @draws("overlap")
     def _plot_overlap(self, ax: Any) -> Any:
