@@ -462,7 +462,7 @@ def _context(model_or_class: Any, data: pd.DataFrame | None, fit_kw: Mapping[str
         data = check_data(model, random_seed=random_seed)
         if "synthesized" in capabilities(model).required:  # what the model cannot default
             fit_kw.setdefault("synthesized", list(data.columns))
-    require_frame(data, 'data ')
+    require_frame(data, 'data')
     return CheckContext(model, data, fit_kw, int(m), int(random_seed)), expected
 
 

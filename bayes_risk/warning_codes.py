@@ -181,8 +181,9 @@ MESSAGES: dict[str, str] = {
     "NO_DIFFERENCES": "no column differs from the original: nothing appears synthesized.",
     "ROW_COUNT_DIFFERS": "the synthetic datasets do not have the original's number of rows.",
     "RELEASE_HOLDS_ORIGINAL": "a release of another size than the original holds at least half "
-    "of the original's records unchanged in every column: it looks like the original itself, or "
-    "a file that contains it, given in the release's place.",
+    "of the original's records unchanged in every column, more than rows drawn from the other "
+    "records' combinations would: it looks like the original itself, or a file that contains "
+    "it, given in the release's place.",
     # empirical disclosure measures
     "TARGET_MOSTLY_UNIQUE": "the numeric target has mostly distinct values, so the attribute "
     "measures count exact-value disclosure; consider ngroups_target.",

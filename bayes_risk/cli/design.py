@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
     from bayes_risk._terminal import line
     from bayes_risk.auditing.thresholds import Thresholds
+    from bayes_risk.cli._common import print_summary
     from bayes_risk.designing import design
     from bayes_risk.exceptions import ValidationError
 
@@ -103,10 +104,5 @@ def run(args: argparse.Namespace) -> int:
             line(f"the finished candidates are kept in {out / 'design.journal'}; run the same "
                  "command with --resume to go on")
         raise
-    print(res.headline)
-    if not args.quiet:
-        for text in res.summary_lines()[1:]:
-            print(text)
-    print(f"wrote {out}: report.md, frontier.png, candidates.csv, design.json"
-          + (", release/, release_audit/" if res.release_folder else ""))
+    print_summary([res.headline, *(t for t in res.summary_lines()[1:] if t)], out)
     return 0

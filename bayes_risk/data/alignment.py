@@ -169,18 +169,44 @@ def check_rows_aligned(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
 
 
 #: a release of another size than its original that holds at least this share of the
-#: original's records unchanged in every column is most likely the original itself, or a file
-#: that contains it, given in the release's place
+#: original's records unchanged in every column, beyond what chance explains (below), is most
+#: likely the original itself, or a file that contains it, given in the release's place
 ORIGINAL_COPY_SHARE = 0.5
+
+
+def chance_share(counts: np.ndarray, size: int) -> tuple[float, float]:
+    """Mean and standard deviation of the share of the original's records that a dataset of
+    ``size`` rows holds unchanged by chance, when its rows are drawn from the cells of the
+    *other* records: a record whose combination of values the original holds ``f`` times is
+    reproduced with probability ``1 - (1 - (f - 1)/n)**size``. A combination that the other
+    records do not hold (a sample unique) is not reproduced by chance; in coarse data, where
+    every combination is common, most records are. The standard deviation treats the
+    combinations as independent (it overstates it slightly: a release's cells compete for its
+    rows).
+
+    ``counts`` is the original's count of each distinct combination.
+    """
+    f = np.asarray(counts, dtype=float)
+    n = f.sum()
+    if n == 0:
+        return 0.0, 0.0
+    p = -np.expm1(size * np.log1p(-(f - 1) / n)) if n > 1 else np.zeros_like(f)
+    mean = float((f * p).sum() / n)
+    sd = float(np.sqrt((f ** 2 * p * (1 - p)).sum()) / n)
+    return mean, sd
 
 
 def warn_release_holds_original(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], *,
                                 record: dict[str, str] | None = None) -> float:
     """Warn ``RELEASE_HOLDS_ORIGINAL`` when a dataset of another size than the original holds
-    at least :data:`ORIGINAL_COPY_SHARE` of the original's records unchanged in every column:
-    the files look like the original given twice (or a file that contains it), not a synthetic
-    release of it (issue 92: a 5,571-row table given as the release of a 1,000-row original ran
-    as a fully synthetic release).
+    at least :data:`ORIGINAL_COPY_SHARE` of the original's records unchanged in every column,
+    and more than chance explains: at least a quarter of them, and four standard deviations,
+    beyond the share that rows drawn from the other records' combinations would hold
+    (:func:`chance_share`). The files then look like the original given twice (or a file that
+    contains it), not a synthetic release of it (issue 92: a 5,571-row table given as the
+    release of a 1,000-row original ran as a fully synthetic release). In coarse data, where
+    every combination is common, a release holds most records by chance, and a copy cannot be
+    told from a release by its rows: nothing is said.
 
     The one rule of every measure that compares an original with a release (the utility, the
     disclosure measures, identification, the attacks, the audit). A release of the original's
@@ -201,21 +227,23 @@ def warn_release_holds_original(original: pd.DataFrame, datasets: Sequence[pd.Da
         return pd.util.hash_pandas_object(values.astype(str), index=False).to_numpy()
 
     mine = keys(original)
-    worst, at = 0.0, 0
+    counts = np.unique(mine, return_counts=True)[1]
+    worst = 0.0
     for l, z in enumerate(datasets, start=1):
         if len(z) == len(original):
             continue
         share = float(np.isin(mine, keys(z)).mean())
-        if share > worst:
-            worst, at = share, l
-    if worst >= ORIGINAL_COPY_SHARE:
-        z = datasets[at - 1]
-        _warn(record, "RELEASE_HOLDS_ORIGINAL",
-              f"synthetic dataset {at} ({len(z):,} rows) holds {worst:.0%} of the original's "
-              f"{len(original):,} records unchanged in every column: it looks like the original "
-              "itself, or a file that contains it, rather than a synthetic release of it. Check "
-              "that the files are given in the order ORIGINAL, then RELEASE; if this is the "
-              "release, it discloses those records as they are.")
+        mean, sd = chance_share(counts, len(z))
+        worst = max(worst, share)
+        if share >= ORIGINAL_COPY_SHARE and share - mean >= max(0.25, 4 * sd):
+            _warn(record, "RELEASE_HOLDS_ORIGINAL",
+                  f"synthetic dataset {l} ({len(z):,} rows) holds {share:.0%} of the original's "
+                  f"{len(original):,} records unchanged in every column, where rows drawn from "
+                  f"the other records' combinations would hold about {mean:.0%}: it looks like "
+                  "the original itself, or a file that contains it, rather than a synthetic "
+                  "release of it. Check that the files are given in the order ORIGINAL, then "
+                  "RELEASE; if this is the release, it discloses those records as they are.")
+            break
     return worst
 
 

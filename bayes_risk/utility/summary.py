@@ -224,13 +224,13 @@ def utility_summary(
     formulas = list(estimands) if estimands is not None else []
     comparison = None
     if formulas:
-        tables, pers = [], []
+        fitted, pers = [], []
         for f in formulas:
             t, per, c = _compare(original, datasets, schema, f, family, float(alpha), choice)
-            tables.append(t)
+            fitted.append(t)
             pers.append(per)
             codes.extend(c)
-        comparison = pd.concat(tables, ignore_index=True)
+        comparison = pd.concat(fitted, ignore_index=True)
         per_all = np.vstack(pers)
         overlap = comparison.rename(columns={"term": "estimand"}).copy()
         overlap["estimand"] = [f"{f}: {t}" for f, t in zip(comparison["formula"],

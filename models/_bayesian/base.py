@@ -333,7 +333,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     ) -> tuple[pd.DataFrame, Schema]:
         """Validate the confidential table and settle its schema and roles (none: all
         synthesized); ``fitting`` drops levels no record holds (``UNUSED_LEVEL``)."""
-        require_frame(data, 'data ')
+        require_frame(data, 'data')
         if len(data) == 0:
             raise ValidationError("data has no records.", code="EMPTY_TABLE")
         data = data.copy()

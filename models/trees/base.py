@@ -44,7 +44,7 @@ def prepare_schema(data: pd.DataFrame, schema: Schema | None, synthesized: Seque
                    allow_missing: bool = False) -> tuple[Schema, list[str]]:
     """Schema with roles set and the ordered synthesized columns (``allow_missing``: accept
     empty cells, else ``MISSING_VALUES``)."""
-    require_frame(data, 'data ')
+    require_frame(data, 'data')
     if schema is None:
         schema = infer_schema(data)
     elif not isinstance(schema, Schema):

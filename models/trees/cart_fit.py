@@ -102,7 +102,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     random_seed = model._fit_seed(random_seed)
     spec = None
     if model.spec is not None:  # synthpop-style: the spec decides the order and the predictors
-        require_frame(data, 'data ')
+        require_frame(data, 'data')
         spec = SynthesisSpec.coerce(model.spec).resolve(
             infer_schema(data) if schema is None else schema, synthesized)
         synthesized = spec.synthesized

@@ -201,7 +201,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         ValidationError
             For invalid settings or columns.
         """
-        require_frame(data, 'data ')
+        require_frame(data, 'data')
         if self.identifying is None or len(list(self.identifying)) == 0:
             raise ValidationError("identifying must list the identifying variables (IVs).")
         thr = self.threshold

@@ -69,13 +69,13 @@ def test_second_report_reuses_the_figures_with_the_same_bytes(audited, drawn, tm
     # the CART plug-in computes no Pareto k-hat: no empty k-hat frame is drawn
     assert {"p_true_hist.png", "rank_hist.png"} <= {f.name for f in files}
     assert "khat.png" not in {f.name for f in files}
-    marg = res.step("utility").extra["marginals"]
-    v = next(f.name for f in files if f.name.startswith("compare_"))[len("compare_"):-4]
-    fig = plots.marginal_figure(marg, v)
+    from bayes_risk.results._base import plot_figure
+
+    fig = plot_figure(res.step("utility").result, "tables")
     fig.savefig(tmp_path / "direct.png", dpi=80)
     plots._plt().close(fig)
     assert (tmp_path / "direct.png").read_bytes() == (tmp_path / "r_figures"
-                                                       / f"compare_{v}.png").read_bytes()
+                                                       / "utility_tables.png").read_bytes()
 
 
 def test_a_changed_result_draws_its_figures_again(audited):

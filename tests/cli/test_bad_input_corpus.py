@@ -1535,6 +1535,11 @@ def _quiet_argv(sub: str, base: Path) -> list[str]:
     if sub == "remedy":
         return ["remedy", "ce.csv", "cesyn", "--bottom-top", "Income=:50000", "--smooth",
                 "Expenditure", "-q", "--out", "out"]
+    if sub == "design":  # one candidate
+        return ["design", "ce.csv", "--known", "Age", "Urban", "Income", "--categorical",
+                *CE_CAT, "--columns", "Tenure,Income", "--methods", "cart", "--knob",
+                "cart.min_leaf=20", "-m", "2", "--remedies", "none", "--max-candidates", "1",
+                "--screen-records", "none", "--random-seed", "1", "-q", "--out", "out"]
     return _cmd(sub, base)
 
 
@@ -1550,7 +1555,8 @@ def test_quiet_rule_is_checked_for_every_sub_command(base):
 
     assert sorted(SUBCOMMANDS) == sorted(
         ["fit", "synthesize", "utility", "identification", "attribute", "membership",
-         "attacks", "disclosure", "original-risk", "remedy", "audit", "orders", "demo"])
+         "attacks", "disclosure", "original-risk", "remedy", "audit", "orders", "demo",
+         "design"])
     # a new sub-command joins the test below (or has valid cases with -q)
     assert sorted([*QUIET_IN_CASES, *QUIET_SUBS]) == sorted(SUBCOMMANDS)
     for sub in QUIET_IN_CASES:
@@ -1559,7 +1565,8 @@ def test_quiet_rule_is_checked_for_every_sub_command(base):
         assert valid, f"no valid case of {sub} runs with -q"
 
 
-QUIET_SUBS = ("membership", "attacks", "disclosure", "original-risk", "remedy", "orders", "demo")
+QUIET_SUBS = ("membership", "attacks", "disclosure", "original-risk", "remedy", "orders", "demo",
+              "design")
 
 
 @pytest.mark.parametrize("sub", QUIET_SUBS)

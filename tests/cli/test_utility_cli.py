@@ -63,7 +63,9 @@ def test_end_to_end_csv(files, tmp_path, capsys):
             "--max-order", "0", "--out", str(out)]
     code, stdout, _ = _run(argv, capsys)
     assert code == 0
-    assert sorted(p.name for p in out.iterdir()) == ["overlap.csv", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["marginals.csv", "overlap.csv", "quality.csv",
+                                                     "quality_pairs.csv", "summary.json",
+                                                     "tables.csv"]
     s = json.loads((out / "summary.json").read_text())
     assert s["synthesized"] == ["Income"] and s["synthesized_inferred"] is True
     assert len(s["pmse"]["per_dataset"]) == 4

@@ -317,7 +317,7 @@ def test_exclude_argument():
 def test_bad_data():
     with pytest.raises(ValidationError, match="synthetic dataset 2 has no column"):
         disclosure_measures(ORIG, [SYN, SYN.drop(columns="inc")], keys=KEYS, target="inc")
-    with pytest.raises(ValidationError, match="synthetic dataset 1 has no rows"):
+    with pytest.raises(ValidationError, match="synthetic dataset 1 has no records"):
         disclosure_measures(ORIG, [SYN.iloc[:0]], keys=KEYS, target="inc")
     with pytest.raises(ValidationError, match="only a numeric column can be grouped"):
         disclosure_measures(ORIG, [SYN], keys=["age"], target="sex", categorical=["sex"],
