@@ -57,6 +57,11 @@ UNITS: dict[str, str] = {
     "true_match_rate_targets_removed_share": "fraction of the true match rate",
     "risk_ratio": "ratio (share of the risk over share of the targets)",
     "tmr_star_value": FRACTION_TARGETS,
+    # the radius search's bounds between the grid's points (issue 85)
+    "risk_bound": TARGETS,
+    "expected_match_risk_bound": TARGETS,
+    "tmr_bound": FRACTION_TARGETS,
+    "true_match_rate_bound": FRACTION_TARGETS,
     # attribute risk (Hu, Reiter & Wang 2014)
     "prop_top": FRACTION_RECORDS,
     "prop_top_shared": FRACTION_RECORDS,

@@ -101,6 +101,13 @@ MESSAGES: dict[str, str] = {
     "RADIUS_COORDINATE_SEARCH": "the grid of radii had more points than max_grid, so a "
     "coordinate search (each column's radii in turn) stood in for it: it may miss the "
     "grid's largest figure.",
+    "RADIUS_SEARCH_BOUNDED": "the radius search bounded the figures between the grid's "
+    "points but did not pin their largest value down within the points allowed (refine=..., "
+    "--radius-refine): the figure is the largest found and the worst case lies at most at the "
+    "bound stated; more points narrow it.",
+    "RADIUS_GRID_ONLY": "the identification figures are the largest over the grid's points and "
+    "were not bounded between them (the reason is stated: population counts, a fallback one "
+    "dataset at a time, the memory): a radius between two grid points may give more.",
     "RADIUS_AT_GRID_EDGE": "the largest figure of the radius search lies at the largest radius "
     "searched for some column: an intruder who matches that column more loosely (or not at "
     "all) may find more; widen the search (sweep=..., --radius-sweep) or run the knowledge "

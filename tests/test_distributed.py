@@ -728,12 +728,20 @@ def test_a_task_on_a_worker_sees_the_workers_memory_limit(client):
 def test_radius_search_sends_several_points_a_map(client, ce, aggregation, monkeypatch):
     """On a cluster the search sends ``GRID_POINTS_PER_MAP`` grid points' partitions in one
     map (no wait at each point's last task); the risks equal the in-process search's, bit for
-    bit, whatever the number of points a map."""
+    bit, whatever the number of points a map, the refinement between the grid's points too
+    (issue 85)."""
     from bayes_risk.identification import radius
 
     y, syn = ce
     kw = dict(known=[*KNOWN_US, "Income"], synthesized=["Income"], radii=[0.05, 0.2],
               aggregation=aggregation, categorical=CE_KW["categorical"], progressbar=False)
+    refined = _quiet(br.radius_search, y, syn, refine=12, **kw)
+    on = _quiet(br.radius_search, y, syn, refine=12,
+                executor=DaskExecutor(client, partition_size=90), **kw)
+    np.testing.assert_array_equal(on.radii, refined.radii)
+    np.testing.assert_array_equal(on.risk, refined.risk)
+    assert on.search == refined.search
+    kw["refine"] = 0  # the grid's points only: its maps counted below
     ref = _quiet(br.radius_search, y, syn, **kw)
     maps = []
     ex = DaskExecutor(client, partition_size=90)
@@ -744,5 +752,8 @@ def test_radius_search_sends_several_points_a_map(client, ce, aggregation, monke
     res = _quiet(br.radius_search, y, syn, executor=ex, **kw)
     np.testing.assert_array_equal(res.risk, ref.risk)
     np.testing.assert_array_equal(res.true_match_rate, ref.true_match_rate)
-    # 9 points (3 radii each on Age and Income), 5 targets' partitions a point: 4 + 4 + 1
-    assert [m // 5 for m in maps] == [4, 4, 1] and sum(maps) == 45
+    # 9 points (3 radii each on Age and Income), 5 targets' partitions a point: 4 + 4 + 1;
+    # pooled, each map of points is preceded by theirs one dataset at a time (the counts the
+    # bounds between the grid's points read)
+    assert [m // 5 for m in maps] == (
+        [4, 4, 1] if aggregation == "per_dataset" else [4, 4, 4, 4, 1, 1])

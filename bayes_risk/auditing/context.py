@@ -54,6 +54,10 @@ class RunState:
     #: the posterior step's replicates drawn and matched at once, from the memory plan
     #: (``None``: a whole batch)
     replicate_chunk: int | None = None
+    #: the posterior step's figures comparable with the identification lines' (the
+    #: replicates pooled m at a time, and one at a time), which those lines read
+    #: (:func:`~bayes_risk.auditing.measures.posterior_identification.comparable_figures`)
+    posterior_figures: dict[str, Any] | None = None
 
 
 @dataclass

@@ -29,7 +29,7 @@ __all__ = ["DEFAULT_SHARE", "AuditBudget", "StepMemory", "audit_budget", "step_m
 #: refused rather than slowing the machine down or being killed by it
 DEFAULT_SHARE = 0.5
 
-#: the posterior step's unit and its chunk: a batch (``AUDIT_REPLICATES``' batch size) is what
+#: the posterior step's unit and its chunk: a batch (the release's m replicates) is what
 #: the jackknife groups and the stopping rule counts, so it is fixed; the replicates drawn and
 #: matched at once are sized from the budget (:func:`replicate_chunk`), which moves no number
 _BATCH_NOTE = ("batches of {b} replicates (the jackknife's groups and the stopping rule count "
@@ -256,8 +256,11 @@ def _step_time(ctx: Any, step: str) -> tuple[tuple[float, float] | None, str]:
     what, lo, hi = _RATES[step]
     if step == "identification":
         grid = len(p.sweep) ** len(p.search_columns) if p.search_columns and p.sweep else 1
-        work, count = n * m * grid, f"{n:,} x {m} x {grid}"
-        low = high = work
+        # the refinement between the grid's points: none (the grid is exact) to every point
+        # allowed, each a grid point's work
+        more = p.given.radius_refine if p.search_columns and p.sweep else 0
+        low, high = n * m * grid, n * m * (grid + more)
+        count = f"{n:,} x {m} x {grid}" + (f"–{grid + more}" if more else "")
     elif step == "posterior_identification":
         r0, r1 = int(AUDIT_REPLICATES["min_replicates"]), int(AUDIT_REPLICATES["max_replicates"])
         low, high, count = n * r0, n * r1, f"{n:,} x {r0}–{r1}"
@@ -338,7 +341,10 @@ def step_memory(ctx: Any, steps: list[str], room: float | None = None) -> list[S
     stacked table; the disclosure measures' key codes and counts. A step that runs compiled
     kernels for the first time in the process also needs what loading them adds, and every
     step says what it keeps for the steps after it (:func:`check_steps` adds it up)."""
-    from bayes_risk.auditing.measures.posterior_identification import AUDIT_REPLICATES
+    from bayes_risk.auditing.measures.posterior_identification import (
+        AUDIT_REPLICATES,
+        audit_batch,
+    )
     from bayes_risk.identification.engine import CELL_BYTES
     from bayes_risk.identification.summary import MEASURES
 
@@ -366,7 +372,7 @@ def step_memory(ctx: Any, steps: list[str], room: float | None = None) -> list[S
                 + _pattern_note(n, m) + "; each radius of the search as one such run"),
                 keeps=kept(step)))
         elif step == "posterior_identification":
-            b = int(AUDIT_REPLICATES["batch_size"])
+            b = audit_batch(m)
             cap = int(AUDIT_REPLICATES["max_replicates"])
             # the batch's per-replicate counts and flags, one matching index, the per-target
             # sums and every replicate's file measures; each replicate drawn as large as a

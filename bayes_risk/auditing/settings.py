@@ -17,7 +17,7 @@ from bayes_risk._utility_specs import (
 )
 from bayes_risk.attribute.specs import ESTIMATORS, REFIT_COST_HELP, EstimatorSpec
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.identification.specs import MatchSpec
+from bayes_risk.identification.specs import REFINE_POINTS, MatchSpec
 
 # imports no numpy at module level: the command line declares the audit's options from the
 # fields (cli_option, cli_spec) and 'bayes-risk --help' imports no numpy
@@ -99,6 +99,12 @@ class AuditSettings:
         0.3 widened to 1).
         ``None`` skips the search: the verdict then reads ``match``'s radius, which is not the
         worst case, and says so (``RADIUS_NOT_SEARCHED``).
+    radius_refine : int
+        Points the search evaluates at most between the grid's radii (``refine`` of
+        :func:`~bayes_risk.radius_search`, default 200): the figures are exact over every
+        radius when no bound between the points exceeds them, else each line states the bound
+        (``RADIUS_SEARCH_BOUNDED``); 0 evaluates the grid's points only, still bounding the
+        figures between them.
     known_sweep : bool
         Add the knowledge sweeps (:func:`~bayes_risk.identification.known_sweep`,
         :func:`~bayes_risk.attribute.attribute_known_sweep`; ``2**k`` subsets). Default off.
@@ -168,6 +174,10 @@ class AuditSettings:
         "--radius, not the worst case); every numeric known column is searched, synthesized or "
         "not, with 0 (exact matching) added to every grid", metavar="R1,R2,...",
         parse=lambda text: _numbers(text, none=True), group=SETTINGS_GROUP))
+    radius_refine: int = field(default=REFINE_POINTS, metadata=cli_option(
+        "--radius-refine", "points the radius search evaluates at most between the grid's "
+        "radii to find and bound the worst case over every radius (default 200; 0: the grid's "
+        "points only, bounded between them)", metavar="N", type=int, group=SETTINGS_GROUP))
     known_sweep: bool = field(default=False, metadata=cli_option(
         "--known-sweep", "add to the identification step the risk for every subset of the "
         "known columns, the Pareto frontier and the drivers of the risk (Shapley values, "
@@ -250,6 +260,12 @@ class AuditSettings:
             ("kind", "refit_draws", "refit_cache"), "attribute_estimator"))
         if self.sweep is not None:
             set_(self, "sweep", _radii(self.sweep))
+        if not (is_number(self.radius_refine) and float(self.radius_refine).is_integer()
+                and self.radius_refine >= 0) or isinstance(self.radius_refine, bool):
+            raise ValidationError(
+                "radius_refine must be a whole number of points >= 0 (0: the grid's points "
+                f"only). Got {self.radius_refine!r}.", code="INVALID_ARGUMENT")
+        set_(self, "radius_refine", int(self.radius_refine))
         if self.known_fractions is not None:
             set_(self, "known_fractions", _shares(self.known_fractions))
         ng = self.ngroups_target

@@ -22,7 +22,7 @@ CAVEATS: dict[str, tuple[str, ...]] = {
     "overlap": ("M_EQUALS_ONE", "SMALL_T", "DEGENERATE_INTERVAL"),
     "identification": ("IPF_NOT_CONVERGED", "F_BELOW_ONE", "ORIGINAL_UNCONFIRMED",
                        "ROWS_NOT_VERIFIED", "RADIUS_NOT_SEARCHED", "RADIUS_COORDINATE_SEARCH",
-                       "RADIUS_AT_GRID_EDGE"),
+                       "RADIUS_GRID_ONLY", "RADIUS_SEARCH_BOUNDED", "RADIUS_AT_GRID_EDGE"),
     "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
                   "APPROXIMATE_NONPARAMETRIC", "REGIMES_DISAGREE", "RISK_BY_REGIME",
                   "MODEL_DIFFERS"),

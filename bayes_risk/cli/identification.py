@@ -74,7 +74,14 @@ def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any, search: Any = 
                      f"{search.risk_star:.4g} of {n_t:,} targets "
                      f"({100 * search.risk_star / n_t:.3g} %) at {at(search.r_star)}; true "
                      f"match rate {100 * search.tmr_star_value:.3g} % at "
-                     f"{at(search.tmr_star)}")
+                     f"{at(search.tmr_star)}; {search.search_text()}")
+        for fig, words in (("expected_match_risk", "expected match risk"),
+                           ("true_match_rate", "true match rate")):
+            edge = search.at_edge(fig)
+            if edge:
+                lines.append(f"RADIUS_AT_GRID_EDGE: the largest {words} lies at the largest "
+                             f"radius searched of {', '.join(edge)}: matching more loosely may "
+                             "give more (widen --radius-search)")
     if sweep is not None:
         fixed = ", ".join(f"{c}={r:g}" for c, r in sweep.fixed_radii.items())
         lines.append(f"radius sweep: risk-maximising radius r* = {sweep.r_star} (varying "
@@ -127,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import SEARCH_RADII, radius_search, radius_sweep
+    from bayes_risk.identification.specs import REFINE_POINTS
 
     _check_known_options(args)
     original, syn = read_inputs(args)
@@ -142,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
     search_grid = (None if args.radius_search is None else list(SEARCH_RADII)
                    if args.radius_search == "default"
                    else parse_numbers(args.radius_search, "--radius-search"))
+    if args.radius_refine is not None and search_grid is None:
+        raise ValidationError("--radius-refine needs --radius-search (it refines that search).",
+                              code="OPTION_REQUIRED")
     check_max_size(args)
     replicates = _posterior_replicates(args, original, syn)
     release_free_memory()  # the CSV readers' buffers
@@ -174,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
         if search_grid is not None:
             search = search_fn(original, syn, known=known,
                                synthesized=synthesized, radii=search_grid,
+                               refine=(REFINE_POINTS if args.radius_refine is None
+                                       else args.radius_refine),
                                aggregation="per_dataset" if per_dataset else "pooled",
                                progressbar=not args.quiet,
                                **{**kw, "match": kw["match"].replace(radius=None)}, **dkw)

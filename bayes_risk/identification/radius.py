@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import warnings
 from collections.abc import Mapping, Sequence
@@ -22,6 +23,12 @@ from bayes_risk.identification.evaluate import record_pool, run_engines
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.plan import IdentificationPlan
 from bayes_risk.identification.prepare import known_columns, prepare
+from bayes_risk.identification.radius_refine import (
+    REFINE_POINTS,
+    PointState,
+    per_dataset_state,
+    pooled_state,
+)
 from bayes_risk.identification.specs import spec_options
 from bayes_risk.results.identification import RadiusSweepResult
 
@@ -108,8 +115,8 @@ def radius_sweep(
     check_windows(original, cols, np.ravel(grid), rule.radius_type, "radius_sweep radii")
     radii_of = [dict(zip(cols, grid[b], strict=False)) if cartesian
                 else {c: float(grid[b]) for c in cols} for b in range(len(grid))]
-    risk, tmr = _sweep_risk(plan, [rule.with_radius(rad) for rad in radii_of], executor,
-                            progressbar)
+    risk, tmr, _ = _sweep_risk(plan, [rule.with_radius(rad) for rad in radii_of], executor,
+                               progressbar)
     summ = _summarise(risk, statistic)
     arg = _argmax(summ)
     r_star = _smallest(grid, arg, cartesian)
@@ -159,6 +166,7 @@ def radius_search(
     max_grid: int = 1000,
     statistic: str = "mean",
     aggregation: Literal["per_dataset", "pooled"] | None = "per_dataset",
+    refine: int = REFINE_POINTS,
     progressbar: bool = True,
     executor: Any = None,
     **kwargs: Any,
@@ -175,9 +183,10 @@ def radius_search(
     point of this grid.
 
     The grid is the Cartesian product of ``{0} ∪ radii`` over the columns when it has at most
-    ``max_grid`` points; otherwise a coordinate search (the best common radius, then each
-    column's grid in turn with the others held, until a round changes nothing), which is
-    stated in ``settings["search"]`` and is not guaranteed to find the grid's maximum.
+    ``max_grid`` points, refined between its points (``refine``); otherwise a coordinate
+    search (the best common radius, then each column's grid in turn with the others held,
+    until a round changes nothing), which is stated in ``settings["search"]`` and is not
+    guaranteed to find the grid's maximum.
 
     Parameters
     ----------
@@ -193,6 +202,19 @@ def radius_search(
     aggregation : {"per_dataset", "pooled"}
         One risk per dataset (Hornby & Hu 2021) or the intruder holding all of them (Reiter &
         Mitra 2009).
+    refine : int
+        Points evaluated at most between the grid's radii (default 200; 0: the grid's points
+        only, the figures still bounded between them). A match count changes only where a
+        radius crosses a record's distance to the target, so the figures are step functions
+        of the radii: each cell of the grid is bounded from the counts at its corners (the
+        fewest matches at the lower corner, the own record matched at most as at the upper
+        one) and split, at the radii where records enter, while its bound exceeds the largest
+        figure found. When no bound is left above it, the figures are the largest over every
+        radius from 0 to the largest searched (``search_status`` ``"exact"``); else the
+        largest found with the bound left (``"bounded"``, ``RADIUS_SEARCH_BOUNDED``). Not run
+        for a coordinate search, population counts, the signed radius of compat mode or a
+        per-dataset fallback, whose counts are not monotone in the radius
+        (``RADIUS_GRID_ONLY``, the reason in ``settings["search"]["refinement"]``).
     progressbar : bool
         Show the cost before the work and progress over the grid.
     executor : None, distributed.Client or Executor, optional
@@ -204,9 +226,12 @@ def radius_search(
     Returns
     -------
     RadiusSweepResult
-        ``radii`` is ``[B, q]`` over ``columns`` (every numeric known column); ``r_star`` the
-        radii of the largest expected match risk, ``tmr_star`` those of the largest true match
-        rate; ``settings["search"]`` the grid, the mode and the points evaluated.
+        ``radii`` is ``[B, q]`` over ``columns`` (every numeric known column): the grid's
+        points (``grid_points``), then the refinement's; ``r_star`` the radii of the largest
+        expected match risk, ``tmr_star`` those of the largest true match rate;
+        ``search_status``, ``bounds`` and ``at_edge()`` what the maxima cover;
+        ``settings["search"]`` the grid, the mode and the points evaluated. Its warnings name
+        ``RADIUS_AT_GRID_EDGE`` when a maximum lies at the largest radius searched.
 
     Raises
     ------
@@ -236,6 +261,9 @@ def radius_search(
         raise ValidationError("a radius search needs radius_type 'percentage' or 'absolute'.",
                               code="INVALID_ARGUMENT")
     values = _search_values(radii)
+    if isinstance(refine, bool) or not isinstance(refine, int | np.integer) or refine < 0:
+        raise ValidationError(f"refine must be a whole number of points >= 0 (0: the grid's "
+                              f"points only). Got {refine!r}.", code="INVALID_ARGUMENT")
     known_us, known_s = known_columns(original, synthetic, known, synthesized,
                                       options["replicates"])
     cols = search_columns(original, [*known_us, *known_s], options["schema"],
@@ -271,25 +299,145 @@ def radius_search(
                if aggregation == "per_dataset" else
                f", each pooled over the {plan.replicates.R} datasets"))
 
-    def evaluate(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def evaluate(rows: np.ndarray, states: bool = False, bar: bool = progressbar,
+                 values: bool = True) -> tuple:
         rules = [plan.rule.with_radius(dict(zip(cols, r, strict=True))) for r in rows]
-        return _sweep_risk(plan, rules, executor, progressbar)
+        return _sweep_risk(plan, rules, executor, bar, states, values)
 
+    why = _not_refined(plan, mode, aggregation, len(points))
+    refined = None
     if mode == "grid":
-        risk, tmr = evaluate(points)
+        risk, tmr, states = evaluate(points, why is None)
+        if why is None:
+            refined = _refine(plan, cols, points, values, risk, tmr, states, evaluate,
+                              statistic, refine, progressbar)
+            points = np.vstack([points, refined.points])
+            risk, tmr = np.vstack([risk, refined.risk]), np.vstack([tmr, refined.tmr])
     else:
-        points, risk, tmr = _coordinate_search(evaluate, values, len(cols), statistic)
+        points, risk, tmr = _coordinate_search(lambda r: evaluate(r)[:2], values, len(cols),
+                                               statistic)
     summ = _summarise(risk, statistic)
     arg = _argmax(summ)
     settings = plan.settings_dict()
     settings["radius_type"] = plan.rule.radius_type
     settings["grid"] = "cartesian"
     settings["search"] = {"mode": mode, "values": list(values), "points": int(len(points)),
-                          "full_grid_points": int(full), "max_grid": int(max_grid)}
-    return RadiusSweepResult(
+                          "grid_points": int(full if mode == "grid" else len(points)),
+                          "full_grid_points": int(full), "max_grid": int(max_grid),
+                          "refinement": (refined.to_dict() if refined is not None
+                                         else {"status": "not run", "reason": why})}
+    res = RadiusSweepResult(
         columns=tuple(cols), radii=points, risk=risk, statistic=statistic, risk_summary=summ,
         r_star=_smallest(points, arg, True), risk_star=float(np.max(summ)), argmax=arg,
         settings=settings, warnings=found, true_match_rate=tmr)
+    return res.with_search_warnings()
+
+
+def _not_refined(plan: IdentificationPlan, mode: str, aggregation: Any, points: int
+                 ) -> str | None:
+    """Why the search cannot bound the figures between the grid's points (``None``: it can)."""
+    st = plan.settings
+    if mode != "grid":
+        return "a coordinate search: its points are not the corners of the grid's cells"
+    if plan.counts.inv_f is not None:
+        return ("population counts: a declared match depends on the count, which is not "
+                "monotone in the radius")
+    if plan.rule.legacy_signed:
+        return "the signed radius of compat mode: a window that does not grow with the radius"
+    if aggregation == "per_dataset" and st.fallback != "none":
+        return ("one dataset at a time with a fallback: the fallback set replaces an empty "
+                "match set, so a count can fall as the radius grows")
+    from bayes_risk._memory import room
+
+    N, R = plan.prep.n_targets, max(plan.prep.R, 1)
+    per_point = N * R * 5 + (0 if aggregation == "per_dataset" else N * 40)
+    left = room()
+    if left is not None and per_point * points > left // 4:
+        return (f"memory: the counts of the {points:,} grid points would take "
+                f"{per_point * points / 1e9:.2g} GB, more than a quarter of what is left")
+    return None
+
+
+def _refine(plan: IdentificationPlan, cols: list[str], points: np.ndarray,
+            values: tuple[float, ...], risk: np.ndarray, tmr: np.ndarray,
+            states: list[PointState], evaluate: Any, statistic: str, max_points: int,
+            progressbar: bool) -> Any:
+    """The search's supremum between the grid's points (:func:`.radius_refine.refine`)."""
+    keys = [tuple(float(x) for x in p) for p in points]
+    summ = dict(zip(keys, zip(_summarise(risk, statistic), _summarise(tmr, statistic),
+                              strict=True), strict=True))
+    if progressbar and max_points:
+        say(f"between the grid's points: bounding the figures, up to {max_points:,} points "
+            "more (exact once no bound exceeds the largest figure found)")
+
+    def more(rows: list[tuple], full: list[bool]) -> list[tuple]:
+        out: list[tuple] = [()] * len(rows)
+        for want in (True, False):
+            idx = [i for i, f in enumerate(full) if f == want]
+            if idx:
+                r, t, st = evaluate(np.array([rows[i] for i in idx], dtype=np.float64), True,
+                                    False, want)
+                for i, a, b, c in zip(idx, r, t, st, strict=True):
+                    out[i] = (a, b, c)
+        return out
+
+    from bayes_risk._memory import room
+    from bayes_risk.identification.radius_refine import refine
+
+    left = room()
+    return refine(points, values, states, summ, more, statistic, max_points, risk.shape[1],
+                  memory=None if left is None else left / 4,
+                  breakpoints=lambda lo, hi, L, H: _entering(plan, cols, lo, hi, L, H))
+
+
+#: targets whose entering records the refinement lists to split a box (more: it halves it)
+ENTERING_TARGETS = 64
+
+
+def _entering(plan: IdentificationPlan, cols: list[str], lo: tuple, hi: tuple,
+              L: PointState, H: PointState) -> list[np.ndarray] | None:
+    """Per searched column, the radii at which the records matched at ``hi`` by the targets
+    whose counts change between ``L`` and ``H`` enter their windows (``|z - t| / |t|``, or
+    ``|z - t|`` absolute): where the refinement splits a box. Listed by the engine's index
+    for at most :data:`ENTERING_TARGETS` targets of rectangular windows (``None`` otherwise:
+    the box is halved)."""
+    from bayes_risk.identification.engine import replicate_index, target_keys
+    from bayes_risk.identification.fallback import fallback_sets
+    from bayes_risk.identification.index import target_bounds
+
+    prep, rule = plan.prep, plan.rule
+    moved = L.n != H.n
+    f_moved = np.zeros(prep.n_targets, dtype=bool) if L.f is None else L.f != H.f
+    rows = np.flatnonzero(moved.any(axis=1) | f_moved)
+    if rule.shape != "rectangle" or not 0 < rows.size <= ENTERING_TARGETS:
+        return None
+    at = rule.with_radius(dict(zip(cols, hi, strict=True)))
+    bounds = target_bounds(prep, at).rows(rows)
+    t = prep.tgt_radius[rows]
+    pos = {c: j for j, c in enumerate(at.radius_cols)}
+    found: list[list[np.ndarray]] = [[] for _ in cols]
+
+    def add(who: np.ndarray, vals: Any, recs: np.ndarray, columns: list[str]) -> None:
+        for c in columns:
+            k = pos[c]
+            z, tv = vals[k, recs], t[who, k]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                d = np.abs(z - tv) / (np.abs(tv) if at.radius_type == "percentage" else 1.0)
+            found[cols.index(c)].append(d[np.isfinite(d)])
+
+    tkey = target_keys(prep, at)[0][rows]
+    for r in range(prep.R):
+        sel = np.flatnonzero(moved[rows, r])
+        if sel.size:
+            idx = replicate_index(prep, at, r)
+            cnt, recs = idx.match(tkey[sel], bounds.rows(sel), True)
+            add(np.repeat(sel, cnt), idx.vals, recs, cols)
+    sel = np.flatnonzero(f_moved[rows])
+    if sel.size:  # records entering the fallback sets: the unsynthesized columns' radii
+        cnt, recs = fallback_sets(prep, at).members(rows[sel])
+        add(np.repeat(sel, cnt), prep.rec_radius_us, recs, [c for c in cols
+                                                             if c in at.radius_us])
+    return [np.concatenate(f) if f else np.zeros(0) for f in found]
 
 
 def search_columns(original: pd.DataFrame, known: Sequence[str], schema: Any = None,
@@ -402,9 +550,13 @@ def sweep_options(kwargs: dict[str, Any], defaults: dict[str, Any], what: str
 
 
 def _sweep_risk(plan: IdentificationPlan, rules: list[MatchRule], executor: Any,
-                progressbar: bool) -> tuple[np.ndarray, np.ndarray]:
+                progressbar: bool, states: bool = False, values: bool = True
+                ) -> tuple[Any, Any, list[PointState] | None]:
     """Expected match risk and true match rate ``[B, m]`` (``m = 1`` pooled) of every rule of
-    the grid; the record pool is shared once for the whole sweep."""
+    the grid, and with ``states`` what the refinement's bounds read at each
+    (:func:`_point_state`); the record pool is shared once for the whole sweep. Pooled,
+    ``values=False`` evaluates the datasets' counts only (the bounds' upper corners): the
+    figures are then ``None``."""
     ex = as_executor(executor)
     # the grid's rules share the plan: its indexes are compiled if the whole sweep repays it
     # (the audit's per-dataset search of 81 points, 20,000 CE-like records, m = 5: 37 s of
@@ -425,22 +577,64 @@ def _sweep_risk(plan: IdentificationPlan, rules: list[MatchRule], executor: Any,
         step = GRID_POINTS_PER_MAP if left is None else int(
             max(1, min(GRID_POINTS_PER_MAP, left // 4 // max(out, 1))))
     chunks = [rules[i:i + step] for i in range(0, len(rules), step)]
-    risk, tmr = [], []
+    risk, tmr, kept = [], [], []
+    # pooled, the bounds read each dataset's direct matches too (one dataset at a time, no
+    # fallback: the same engine, the same targets)
+    direct = dataclasses.replace(plan, settings=dataclasses.replace(
+        plan.settings, aggregation="per_dataset", fallback="none"))
+    pooled = plan.settings.aggregation != "per_dataset"
     with shared_once(ex, pool) as shared:
         for chunk in progress(chunks, total=len(rules), description="radius sweep",
                               unit="grid points", size=len, enabled=progressbar):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 # the file measures only: no pooled probabilities kept (nor their size limited)
+                douts = (run_engines(direct, chunk, ex, shared, keep_prob=False)
+                         if states and pooled else [None] * len(chunk))
+                if pooled and not values:  # the counts only
+                    kept += [_point_state(plan, rule, None, d) for rule, d in
+                             zip(chunk, douts, strict=True)]
+                    risk += [None] * len(chunk)
+                    tmr += [None] * len(chunk)
+                    continue
                 outs = run_engines(plan, chunk, ex, shared, keep_prob=False)
-                for rule in chunk:
+                for rule, dout in zip(chunk, douts, strict=True):
+                    if states:
+                        kept.append(_point_state(plan, rule, outs[0], dout))
                     res = assemble(plan, rule, outs.pop(0))
                     f = res.per_dataset if res.per_dataset is not None else {
                         k: [v] for k, v in res.file.items()}
                     risk.append(np.asarray(f["expected_match_risk"], dtype=np.float64))
                     tmr.append(np.asarray(f["true_match_rate_targets"], dtype=np.float64))
                     del res  # its tables are not held while the next radius runs
-    return np.vstack(risk), np.vstack(tmr)
+    if pooled and not values:
+        return risk, tmr, kept
+    return np.vstack(risk), np.vstack(tmr), (kept if states else None)
+
+
+def _point_state(plan: IdentificationPlan, rule: MatchRule, out: Any, direct: Any
+                 ) -> PointState:
+    """What the refinement's bounds read at one point: the per-dataset counts and own-record
+    flags (pooled: of ``direct``, the datasets one at a time without fallback, with the pooled
+    top sets of ``out``, ``None`` at an upper corner, and the fallback sets)."""
+    if direct is None:
+        return per_dataset_state(out.c, out.T)
+    f = f_own = None
+    if plan.settings.fallback == "unsynthesized":
+        from bayes_risk.identification.fallback import fallback_sets
+
+        prep = plan.prep
+        sets = fallback_sets(prep, rule)
+        f = sets.sizes()
+        f_own = np.zeros(prep.n_targets, dtype=bool)
+        mine = np.flatnonzero(prep.in_sample & (prep.rec >= 0))
+        f_own[mine] = sets.contains(mine, prep.rec[mine])
+    if out is None:  # an upper corner: the counts the bounds read there
+        d = per_dataset_state(direct.c, direct.T)
+        return PointState(n=d.n, own=d.own, f=None if f is None else np.asarray(f, np.int64),
+                          f_own=f_own)
+    return pooled_state(per_dataset_state(direct.c, direct.T), out.c, out.T, out.p_max, f,
+                        f_own)
 
 
 def _grid(radii: Any, max_grid: int, radius: Any) -> tuple[np.ndarray, list[str] | None, Any]:

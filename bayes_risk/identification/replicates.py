@@ -70,7 +70,10 @@ class PosteriorReplicates:
     batch_size : int
         Replicates pooled together: the unit of the jackknife's groups and of the stopping
         rule, so ``n <= batch_size`` gives ``nan`` standard errors (warning
-        ``MCSE_UNAVAILABLE``).
+        ``MCSE_UNAVAILABLE``). Each complete batch is also pooled on its own: the figures of a
+        release of ``batch_size`` datasets drawn from the model, whose mean over the batches
+        (``batch_pooled_mean``, with its standard error) is comparable with the pooled figure
+        of a release of as many datasets (the audit sets it to the release's ``m``).
     n_groups : int
         Groups of the delete-a-group jackknife (``G``).
     mcse_tol, min_replicates, max_replicates : float, int, int
@@ -177,7 +180,7 @@ class PosteriorReplicates:
         first = (plan, run_engine(plan, plan.rule, InProcessExecutor(),
                                   record_pool(plan, shipped=False), progressbar=False)
                  if n_batches == 1 else None)
-        run = _Run(plan, int(self.n_groups))
+        run = _Run(plan, int(self.n_groups), int(self.batch_size))
         job.ctx = run.ctx
         try:
             return _run_batches(self, run, job, first, ex, n_batches, points, progressbar)
@@ -227,8 +230,11 @@ def _checkpoints(max_batches: int) -> set[int]:
 class _Run:
     """Accumulators of one posterior run (pooled sums overall and per group, per replicate)."""
 
-    def __init__(self, plan: IdentificationPlan, n_groups: int) -> None:
+    def __init__(self, plan: IdentificationPlan, n_groups: int, batch_size: int) -> None:
         prep = plan.prep
+        self.batch_size = batch_size
+        #: each complete batch's own pooled file measures (a release of batch_size datasets)
+        self.batch_pooled: dict[str, list[float]] = {k: [] for k in MEASURES}
         self.plan, self.N, self.n = plan, prep.n_targets, prep.n
         self.ctx = MatchContext.of(plan)
         # the pair sums are the queries' (targets that match alike share one)
@@ -261,6 +267,11 @@ class _Run:
 
     def add(self, batch: BatchSums) -> None:
         """Add the next batch (batches are added in batch order)."""
+        if batch.R == self.batch_size:  # pooled on its own: the figure of a release of R
+            fm, _ = _unc.pooled_measures(self._evaluate(batch.keys, batch.vals, batch.in_u,
+                                                        batch.fb, batch.p_out, batch.R))
+            for k in MEASURES:
+                self.batch_pooled[k].append(fm[k])
         self.total.add(batch)
         self.groups[self.n_batches % len(self.groups)].add(batch)
         for k, v in batch.per.items():
@@ -494,8 +505,14 @@ def _assemble(pr: PosteriorReplicates, run: _Run, first: tuple, stopped: bool) -
     rep = _unc.replicate_summary({k: np.concatenate(v) for k, v in run.per.items()})
     ir_mean = run.ir_sum / R
     ir_var = np.maximum(run.ir_sq - R * ir_mean**2, 0.0) / max(R - 1, 1)
+    # each complete batch pooled on its own: a release of batch_size datasets from the model
+    bp = _unc.replicate_summary(run.batch_pooled)
     file = {**result.file, "n_replicates": R, "mc_se": mc_se,
-            **{f"replicate_{k}": v for k, v in rep.items()}, "mc_trace": run.trace}
+            **{f"replicate_{k}": v for k, v in rep.items()},
+            **{f"batch_pooled_{k}": v for k, v in bp.items() if k != "n_nan"},
+            "batch_pooled_size": int(pr.batch_size),
+            "n_batches_pooled": len(run.batch_pooled["expected_match_risk"]),
+            "mc_trace": run.trace}
     recs = result.records.copy()
     recs["IR_mc_se"] = ir_se
     recs["IR_replicate_mean"] = ir_mean

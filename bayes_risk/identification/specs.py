@@ -35,6 +35,8 @@ COMPAT_MODES = ("IdentificationRiskCalculation",)
 #: a target's missing known value matches any released value, or only a missing one
 MISSING_KNOWN = ("any", "level")
 FALLBACKS = ("none", "unsynthesized")
+#: points a radius search evaluates at most between the grid's radii (``refine=``)
+REFINE_POINTS = 200
 #: how the datasets' matches are combined (``aggregation=``; ``"pooled_measures"`` resolved)
 AGGREGATIONS = ("pooled", "per_dataset")
 #: the names of log-linear population counts fitted on the original, or on each replicate
@@ -115,6 +117,10 @@ RADIUS_SEARCH_ARGUMENTS: dict[str, dict[str, Any]] = {
         "run's figures are at the radii of the largest expected match risk unless --radius is "
         "given; writes DIR/radius_search.csv and DIR/radius_search.png", metavar="R1,R2,...",
         nargs="?", const="default"),
+    "refine": cli_option(
+        "--radius-refine", "with --radius-search: points evaluated at most between the grid's "
+        "radii to find and bound the worst case over every radius (default 200; 0: the grid's "
+        "points only, bounded between them)", type=int, metavar="N"),
 }
 
 #: the arguments of :func:`~bayes_risk.identification.known_sweep` with their options of

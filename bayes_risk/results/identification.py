@@ -366,6 +366,8 @@ class RadiusSweepResult(RiskResult):
     settings: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     true_match_rate: np.ndarray | None = None
+    #: what each warning code means for this result (else the code's general message)
+    warning_details: dict[str, str] = field(default_factory=dict)
 
     @property
     def tmr_summary(self) -> np.ndarray | None:
@@ -439,6 +441,111 @@ class RadiusSweepResult(RiskResult):
     to_dataframe = to_frame
 
     @property
+    def search(self) -> dict[str, Any]:
+        """How a :func:`~bayes_risk.radius_search` searched (empty for a sweep)."""
+        return dict(self.settings.get("search") or {})
+
+    @property
+    def grid_points(self) -> int:
+        """The rows of ``radii`` that are the grid's (the refinement's points follow them)."""
+        return int(self.search.get("grid_points", len(self.radii)))
+
+    @property
+    def search_status(self) -> str:
+        """``"exact"``: the largest figures over every radius of the range searched;
+        ``"bounded"``: the largest found, the supremum below :attr:`bounds`; ``"grid"``: the
+        largest over the grid's points, not bounded between them; ``"coordinate"``: a
+        coordinate search; ``"sweep"``: the radii given (:func:`~bayes_risk.radius_sweep`)."""
+        s = self.search
+        if not s:
+            return "sweep"
+        if s.get("mode") == "coordinate":
+            return "coordinate"
+        return {"exact": "exact", "bounded": "bounded"}.get(
+            (s.get("refinement") or {}).get("status"), "grid")
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """Upper bounds of the summarised expected match risk and true match rate over every
+        radius of the range searched (``risk_star`` and ``tmr_star_value`` when exact, ``nan``
+        when the search did not bound them)."""
+        ref = self.search.get("refinement") or {}
+        if self.search_status not in ("exact", "bounded"):
+            return float("nan"), float("nan")
+        return (float(ref["expected_match_risk_bound"]), float(ref["true_match_rate_bound"]))
+
+    def at_edge(self, figure: str = "expected_match_risk") -> list[str]:
+        """The columns whose radius at the largest ``figure`` (``"expected_match_risk"`` or
+        ``"true_match_rate"``) is the largest radius searched: an intruder who matches them
+        more loosely, or not at all, may find more (``RADIUS_AT_GRID_EDGE``)."""
+        arg = self.argmax if figure == "expected_match_risk" else self.tmr_argmax
+        if not arg or not self.search:
+            return []
+        top = max(float(v) for v in self.search.get("values", [0.0]))
+        best = sorted(arg, key=lambda i: tuple(np.atleast_1d(self.radii[i])))[0]
+        return [c for c, r in self.radii_at(best).items() if top > 0 and r >= top]
+
+    def search_text(self, risk: str = "{:.4g}", rate: str = "{:.3g} %") -> str:
+        """What the maxima cover, in words: exact over the range, or the grid and the bound
+        between its points (``risk``, ``rate``: the formats of a risk and of a per cent)."""
+        s, n = self.search, self.grid_points
+        top = max(float(v) for v in s.get("values", [0.0]))
+        more = len(self.radii) - n
+        status = self.search_status
+        if status == "exact":
+            return (f"exact: the largest over every radius from 0 to {top:g} of each column "
+                    f"({n} grid points and {more} between them evaluated; no bound between "
+                    "them exceeds it)")
+        if status == "bounded":
+            e, t = self.bounds
+            return (f"over a grid of {n} radii and {more} points between them; anywhere "
+                    f"between them at most {risk.format(e)} (expected match risk) and "
+                    f"{rate.format(100 * t)} (true match rate) (RADIUS_SEARCH_BOUNDED)")
+        if status == "coordinate":
+            return (f"a coordinate search of {n} points (RADIUS_COORDINATE_SEARCH); not "
+                    "bounded between them")
+        return (f"over a grid of {n} radii; not bounded between them "
+                f"({(s.get('refinement') or {}).get('reason')}; RADIUS_GRID_ONLY)")
+
+    def with_search_warnings(self) -> RadiusSweepResult:
+        """This result with the codes that qualify its maxima (``RADIUS_AT_GRID_EDGE``,
+        ``RADIUS_SEARCH_BOUNDED``, ``RADIUS_GRID_ONLY``, ``RADIUS_COORDINATE_SEARCH``), each
+        with what it means here."""
+        import dataclasses
+
+        codes = dict(getattr(self, "warning_details", None) or {})
+        codes.update({c: "" for c in self.warnings if c not in codes})
+        status, n = self.search_status, self.grid_points
+        edge = {f: self.at_edge(k) for f, k in (("expected match risk", "expected_match_risk"),
+                                                ("true match rate", "true_match_rate"))}
+        if any(edge.values()):
+            codes["RADIUS_AT_GRID_EDGE"] = "; ".join(
+                f"the largest {f} lies at the largest radius searched for {', '.join(c)}"
+                for f, c in edge.items() if c) + (": an intruder who matches more loosely (or "
+                                                  "not at all) may find more")
+        if status == "bounded":
+            e, t = self.bounds
+            ref = self.search["refinement"]
+            codes["RADIUS_SEARCH_BOUNDED"] = (
+                f"over a grid of {n} radii and {ref['points']} points between them the "
+                f"expected match risk is at most {e:.4g} (largest found {self.risk_star:.4g}) "
+                f"and the true match rate at most {100 * t:.3g} % (largest found "
+                f"{100 * self.tmr_star_value:.3g} %); the search stopped at "
+                f"{ref.get('stopped', 'the points allowed')}; more points (refine=...) narrow "
+                "it")
+        elif status == "grid":
+            codes["RADIUS_GRID_ONLY"] = (
+                f"the largest figures over a grid of {n} radii; between them not bounded "
+                f"({self.search['refinement'].get('reason')})")
+        elif status == "coordinate":
+            codes["RADIUS_COORDINATE_SEARCH"] = (
+                f"a coordinate search of {n} points stood in for the grid of "
+                f"{self.search.get('full_grid_points')}: it may miss the grid's largest figure, "
+                "and between the points it is not bounded")
+        return dataclasses.replace(self, warnings=list(codes), warning_details={
+            k: v for k, v in codes.items() if v})
+
+    @property
     def fixed_radii(self) -> dict[str, float]:
         """The radius columns the sweep did not vary, with the radius they kept."""
         rule = self.settings.get("match_rule") or {}
@@ -455,10 +562,13 @@ class RadiusSweepResult(RiskResult):
 
     def summary(self) -> Summary:
         """Printable summary: the risk curve and the maximising radius."""
+        # the grid's points, and the refinement's where a maximum lies
+        rows = [i for i in range(len(self.risk_summary))
+                if i < self.grid_points or i in self.argmax or i in self.tmr_argmax]
         tab = pd.DataFrame({
-            "radius": self.labels(),
-            f"{self.statistic} expected match risk": self.risk_summary,
-            "maximum": [i in self.argmax for i in range(len(self.risk_summary))],
+            "radius": [self.labels()[i] for i in rows],
+            f"{self.statistic} expected match risk": self.risk_summary[rows],
+            "maximum": [i in self.argmax for i in rows],
         })
         r_star = self.r_star if self.common else ", ".join(
             f"{c}={r:g}" for c, r in zip(self.columns, np.atleast_1d(self.r_star), strict=False))
@@ -472,7 +582,8 @@ class RadiusSweepResult(RiskResult):
                  or "none"),
                 ("radius type", self.settings.get("radius_type", "")),
                 ("risk per grid point", self.definition),
-                ("grid points", len(self.risk)),
+                ("grid points", self.grid_points),
+                *([("search", self.search_text())] if self.search else []),
                 ("synthetic datasets", self.risk.shape[1]),
                 ("maximising radius r*", r_star),
                 ("risk at r*", self.risk_star),
@@ -502,8 +613,15 @@ class RadiusSweepResult(RiskResult):
                     "tmr_star": self.tmr_star,
                     "tmr_star_value": self.tmr_star_value,
                     "tmr_argmax": list(self.tmr_argmax)}),
+                **({} if not self.search else {
+                    "search_status": self.search_status,
+                    "risk_bound": self.bounds[0], "tmr_bound": self.bounds[1],
+                    "at_edge": {"expected_match_risk": self.at_edge("expected_match_risk"),
+                                "true_match_rate": self.at_edge("true_match_rate")}}),
                 "settings": self.settings,
                 "warnings": list(self.warnings),
+                **({"warning_details": dict(self.warning_details)}
+                   if self.warning_details else {}),
             }
         )
 
@@ -520,32 +638,49 @@ class RadiusSweepResult(RiskResult):
         """The risk against each column's radius, the other columns held where the risk is
         largest (a per-column grid's profile through its maximum; a band over the datasets);
         ``rate_threshold`` and ``n_targets``: as :meth:`_plot_box`."""
-        grid = np.atleast_2d(self.radii.T).T if self.common else self.radii
+        B = self.grid_points  # the grid's rows; a refinement's points follow them
+        grid = (np.atleast_2d(self.radii.T).T if self.common else self.radii)[:B]
+        summ = self.risk_summary[:B]
         best = np.atleast_1d(self.r_star) if not self.common else np.full(
             len(self.columns), float(self.r_star))
+        # the profiles pass through the grid's own maximum
+        g = int(np.flatnonzero(ties(summ, float(np.max(summ))))[0])
+        gbest = grid[g]
         values = np.unique(grid)
-        pos = {float(v): i for i, v in enumerate(values)}
+
+        def pos(v: float) -> float:  # the categorical axis, between its ticks off the grid
+            return float(np.interp(v, values, np.arange(len(values))))
+
         for j, col in enumerate(self.columns):
             others = [k for k in range(grid.shape[1]) if k != j]
-            on = np.all(np.isclose(grid[:, others], best[others]), axis=1) if others else \
+            on = np.all(np.isclose(grid[:, others], gbest[others]), axis=1) if others else \
                 np.ones(len(grid), bool)
             idx = np.flatnonzero(on)
             idx = idx[np.argsort(grid[idx, j])]
-            x = [pos[float(v)] for v in grid[idx, j]]
-            line, = ax.plot(x, self.risk_summary[idx], "o-", ms=4, lw=1.2,
-                            label=f"{col} (the other columns where the risk is largest)"
+            x = [pos(float(v)) for v in grid[idx, j]]
+            line, = ax.plot(x, summ[idx], "o-", ms=4, lw=1.2,
+                            label=f"{col} (the other columns where the grid's risk is largest)"
                             if others else col)
             if self.risk.shape[1] > 1:
-                ax.fill_between(x, self.risk[idx].min(axis=1), self.risk[idx].max(axis=1),
-                                color=line.get_color(), alpha=0.15, lw=0)
-        # every profile passes through the maximum, at its own column's radius there
-        ax.scatter([pos[float(r)] for r in best], [self.risk_star] * len(best), s=120,
+                ax.fill_between(x, self.risk[:B][idx].min(axis=1),
+                                self.risk[:B][idx].max(axis=1), color=line.get_color(),
+                                alpha=0.15, lw=0)
+        # every profile passes through the grid's maximum, at its own column's radius there
+        ax.scatter([pos(float(r)) for r in gbest], [float(summ[g])] * len(gbest), s=120,
                    facecolors="none", edgecolors="C3", zorder=3)
+        if self.risk_star > float(summ[g]):  # found between the grid's points
+            ax.scatter([pos(float(r)) for r in best], [self.risk_star] * len(best), s=90,
+                       marker="*", color="C3", zorder=4,
+                       label="largest between the grid's points (each column's radius)")
         pooled = self.settings.get("aggregation") == "pooled"
         what = ("pooled over the datasets" if pooled
                 else f"{self.statistic} over the {self.risk.shape[1]} datasets")
         ax.axhline(self.risk_star, color="C3", ls=":", lw=1,
                    label=f"largest: {self.risk_star:.4g}")
+        if self.search_status in ("exact", "bounded"):
+            ax.axhline(self.bounds[0], color="0.4", ls="--", lw=0.8,
+                       label=("no radius gives more (exact)" if self.search_status == "exact"
+                              else f"bound between the points: {self.bounds[0]:.4g}"))
         ax.set_xticks(range(len(values)))
         ax.set_xticklabels(["exact" if v == 0 else f"{v:g}" for v in values])
         rt = self.settings.get("radius_type", "")

@@ -352,7 +352,7 @@ def test_identification_verdicts_are_the_worst_case_over_the_radii(release, audi
     sw, star, pooled = ident.extra["sweep"], ident.extra["at_r_star"], ident.extra["pooled"]
     assert list(sw.columns) == list(pooled.sweep.columns) == ["Age", "Income"]
     assert 0.0 in sw.settings["search"]["values"]
-    assert sw.settings["search"]["mode"] == "grid" and len(sw.radii) == len(res.plan.sweep) ** 2
+    assert sw.settings["search"]["mode"] == "grid" and sw.grid_points == len(res.plan.sweep) ** 2
     v = {x.measure: x for x in res.verdicts}
     em = v["expected match rate, worst case over the radii"]
     tm = v["true match rate (correct unique matches), worst case over the radii"]
@@ -1119,10 +1119,11 @@ def test_posterior_step_comparable_with_the_identification_step(audited_posterio
     R = post.result.file["n_replicates"]
     md = res.to_markdown(out.parent / "r.md").read_text()  # beside the audit's folder "a"
     sec = md.split("## Posterior Monte Carlo identification risk")[1].split("\n## ")[0]
-    assert (f"| identification step: pooled over m = 2 datasets | mean over R = {R} single "
-            "replicates |") in sec
-    assert f"pooled over R = {R} (grows with R)" in sec
-    assert "This figure grows with R" in sec
+    assert (f"| identification step: pooled over the m = 2 datasets released | replicates "
+            "pooled 2 at a time") in sec
+    assert f"one at a time (mean over R = {R})" in sec
+    assert f"pooled over all R = {R} (grows with R)" in sec
+    assert "The figure grows with R" in sec
     # the table in per cent of the targets, as the verdict (issue 66: rows of targets and %)
     row = [ln for ln in sec.splitlines() if ln.startswith("| expected match rate (% of "
                                                           "targets)")][0]

@@ -306,27 +306,29 @@ def _time_ctx(n=20_000, m=5, source="cart plug-in", records=None, sweep=9, model
 def test_each_steps_expected_time_is_its_work_at_the_rates_measured(monkeypatch):
     """Issue 70: the plan states each step's expected time before the work. Worked, the
     README's audit at 20,000 records (m = 5, 9 radii on 2 columns: 81 grid points):
-    identification 20,000 x 5 x 81 = 8.1e6 units at 4.7–8.7 µs: 38.07–70.47 s (measured 54.1
-    and 58.9 s), and up to 14 s to compile its kernels, named and left out (issue 92: every
-    estimate leaves compiling out); posterior replicates 20,000 x 100–200 at
+    identification 20,000 x 5 x 81 = 8.1e6 units at 4.7–8.7 µs: 38.07 s (measured 54.1 and
+    58.9 s), to 20,000 x 5 x 281 at 8.7 µs, 244.47 s, when the search evaluates all its 200
+    points between the grid's radii (issue 85: none when the grid's bounds settle it), and up
+    to 14 s to compile its kernels, named and left out (issue 92: every estimate leaves
+    compiling out); posterior replicates 20,000 x 100–200 at
     2.9–5.8 µs: 5.8–23.2 s (13.2 s at 150 replicates); attribute 20,000 x 3 at 340–510 µs:
     20.4–30.6 s (27.9 s)."""
     monkeypatch.setattr(memory_plan, "_kernels_loaded", lambda mods: False)
     ctx = _time_ctx()
     t = {s: memory_plan._step_time(ctx, s)
          for s in ("identification", "posterior_identification", "attribute")}
-    assert t["identification"][0] == pytest.approx((38.07, 70.47), rel=1e-12)
+    assert t["identification"][0] == pytest.approx((38.07, 244.47), rel=1e-12)
     assert t["posterior_identification"][0] == pytest.approx((5.8, 23.2), rel=1e-12)
     assert t["attribute"][0] == pytest.approx((20.4, 30.6), rel=1e-12)
     line = memory_plan.StepMemory("identification", 1e6, "x", seconds=t["identification"][0],
                                   timing=t["identification"][1]).line()
-    assert line.endswith("; expected 38 s–1.2 min of CPU time (records x datasets x grid "
-                         "points 20,000 x 5 x 81 at 4.7–8.7 µs each; compiling its kernels the "
+    assert line.endswith("; expected 38 s–4.1 min of CPU time (records x datasets x grid "
+                         "points 20,000 x 5 x 81–281 at 4.7–8.7 µs each; compiling its kernels the "
                          "first time, up to 14 s more, is not included, 2 cores of an AMD EPYC "
                          "or Intel Xeon as measured; other machines scale with their speed)")
     monkeypatch.setattr(memory_plan, "_kernels_loaded", lambda mods: True)  # compiled: not named
     done = memory_plan._step_time(ctx, "identification")
-    assert done[0] == pytest.approx((38.07, 70.47)) and "compiling" not in done[1]
+    assert done[0] == pytest.approx((38.07, 244.47)) and "compiling" not in done[1]
     # a number the rates cannot stand behind is not given
     assert memory_plan._step_time(_time_ctx(n=200_001), "identification") == (
         None, "200,001 records, more than the 200,000 its rates are trusted for (measured up "
@@ -425,8 +427,9 @@ def test_the_replicate_chunk_from_the_budget():
 
 
 def test_the_posterior_batches_are_chunked_from_the_budget_with_the_same_numbers(monkeypatch):
-    """Issue 70: the posterior step's batch of 10 replicates is its statistical unit (the
-    jackknife's groups, the stopping rule), so the budget sizes only the replicates drawn and
+    """Issue 70: the posterior step's batch of replicates is its statistical unit (the
+    jackknife's groups, the stopping rule; since issue 85 the release's m = 2, each batch a
+    release of m datasets from the model), so the budget sizes only the replicates drawn and
     matched at once, which the plan states; two budgets give the same numbers bit for bit, and
     a budget without room for one replicate beside the batch is refused before any work."""
     from bayes_risk.identification import _replicate_batches as rb
@@ -451,14 +454,14 @@ def test_the_posterior_batches_are_chunked_from_the_budget_with_the_same_numbers
 
     free, h10, line10 = run()
     # the whole batch: the plan's room is far more than a replicate (the run drew batch 0)
-    assert h10 and set(h10) == {10} and "drawn and matched 10 at a time" in line10
+    assert h10 and set(h10) == {2} and "drawn and matched 2 at a time" in line10
     fixed = []
     chunk = memory_plan.replicate_chunk
     monkeypatch.setattr(memory_plan, "replicate_chunk",
                         lambda left, f, per, b: fixed.append((f, per)) or chunk(f + 3 * per,
                                                                                 f, per, b))
     tight, h1, line1 = run()  # room for 3 replicates beside the batch: half of it, 1
-    assert set(h1) == {1} and len(h1) == 10 * len(h10) + 9
+    assert set(h1) == {1} and len(h1) == 2 * len(h10) + 1
     assert "drawn and matched 1 at a time" in line1
     a, b = (r.step("posterior_identification").result for r in (free, tight))
     pd.testing.assert_frame_equal(a.records, b.records)

@@ -126,6 +126,65 @@ def test_identification_command_radius_search_gives_the_audits_figure(demo):
         pooled["radius_search"]["risk_star"], rel=1e-12)
 
 
+LINES = (("expected match rate, worst case over the radii", "expected_match_risk", 0),
+         ("true match rate (correct unique matches), worst case over the radii",
+          "true_match_rate", 1))
+
+
+def test_identification_lines_cover_every_radius_of_both_searches(demo):
+    """Issue 85 (item 3): each line is at least the largest figure of both searches (one
+    dataset at a time, pooled), each bounded between the grid's points; a maximum at the
+    search's edge, or a bound left above the figure, in either search is named on the line
+    the board reads, and summary.json carries both searches' status, bounds and edges."""
+    d, orig, _, syn, audit = demo
+    s = _summary(audit / "identification")
+    n = s["summary"]["n_targets"]
+    lines = _lines(audit)
+    for label, fig, k in LINES:
+        line = lines[label]
+        searches = (s["radius_search"], s["pooled"]["radius_search"])
+        for search in searches:
+            assert search["search_status"] in ("exact", "bounded")
+            found = (100 * search["risk_star"] / n if k == 0
+                     else 100 * search["tmr_star_value"])
+            bound = (100 * search["risk_bound"] / n if k == 0 else 100 * search["tmr_bound"])
+            assert line["value"] >= found - 1e-9 and bound >= found - 1e-9
+            assert ("RADIUS_AT_GRID_EDGE" in line["warnings"]) >= bool(search["at_edge"][fig])
+            if search["search_status"] == "bounded":
+                assert "RADIUS_SEARCH_BOUNDED" in line["warnings"]
+                assert f"lies between {line['value']:.3g} %" in line["detail"] or \
+                    "lies between" in line["detail"]
+        if all(x["search_status"] == "exact" for x in searches):
+            assert "exact over every radius from 0 to 1 of Age, Income" in line["detail"]
+            assert "RADIUS_SEARCH_BOUNDED" not in line["warnings"]
+
+
+def test_identification_lines_at_least_the_posterior_replicates_of_their_intruder(demo):
+    """Issue 85 (item 4), as issue 63's tests: the posterior replicates pooled m at a time are
+    releases of m datasets drawn from the model, and one at a time single datasets — the
+    intruder the identification lines name — so each line is at least both; pooled over all R
+    they are a release of R datasets, which no line reads, and the report says which figure
+    bounds the risk in one sentence."""
+    d, orig, _, syn, audit = demo
+    post = _summary(audit / "posterior_identification")["summary"]
+    m = 2
+    assert post["batch_pooled_size"] == m and post["n_batches_pooled"] >= 2
+    n = post["n_targets"]
+    lines = _lines(audit)
+    for label, _, k in LINES:
+        key = "expected_match_risk" if k == 0 else "true_match_rate_targets"
+        over = n / 100 if k == 0 else 0.01
+        line = lines[label]
+        assert line["value"] >= post["batch_pooled_mean"][key] / over - 1e-9
+        assert line["value"] >= post["replicate_mean"][key] / over - 1e-9
+        assert f"pooled {m} at a time" in line["detail"]
+        assert f"pooled over all R = {post['n_replicates']}" in line["detail"]
+    md = (audit / "report.md").read_text()
+    sec = md.split("## Posterior Monte Carlo identification risk")[1].split("\n## ")[0]
+    assert "Which figure bounds the risk." in sec
+    assert f"if {post['n_replicates']} datasets from this model were released" in sec
+
+
 def test_posterior_identification_states_its_weaker_choice(demo):
     """The posterior replicates are matched at the pooled intruder's worst-case radii over the
     released datasets, with its fallback, not searched again over the replicates (that would

@@ -142,6 +142,32 @@ def test_batched_pooling_equals_engine_and_per_replicate_equals_per_dataset(extr
     assert np.isfinite(post.file["mc_se"]["expected_match_risk"])
 
 
+@pytest.mark.parametrize("extra", SETTINGS[:2])
+def test_each_batch_pooled_on_its_own_is_a_release_of_that_many_datasets(extra):
+    """Issue 85 (item 4): the replicates pooled batch_size at a time are releases of that many
+    datasets from the model, so their figures are comparable with a release's pooled figure.
+    With the released datasets as the replicates (3 batches of the m = 4 datasets, cycled)
+    every batch is the release itself: each batch's pooled measures equal the release's, and
+    so does their mean, exactly in count and to the last digits in rate; an incomplete last
+    batch is not counted."""
+    y = make_data(seed=5)
+    syn = perturb(y, 4, 6)
+    kw = _kw(extra, y)
+    known = dict(known=["sex", "region", "race", "income"], synthesized=["race", "income"])
+    base = identification_risk(y, syn, **known, **kw)
+    post = identification_risk(
+        y, syn, **known, **kw,
+        replicates=PosteriorReplicates(Released(syn), n=14, batch_size=4, n_groups=2,
+                                       random_seed=0))
+    f = post.file
+    assert f["batch_pooled_size"] == 4 and f["n_batches_pooled"] == 3
+    for k in ("expected_match_risk", "true_match_rate_targets", "n_unique"):
+        assert f["batch_pooled_mean"][k] == pytest.approx(base.file[k], rel=1e-12), k
+        assert f["batch_pooled_mean_mc_se"][k] == pytest.approx(0.0, abs=1e-9), k
+    # pooled over all 14 replicates: another figure (more datasets), not a release of 4
+    assert post.file["n_replicates"] == 14
+
+
 def _fixed_model(y, probs, synthesized_records=None):
     """DPMPM with one class: ``race`` drawn from fixed probabilities, ignoring the data."""
     from bayes_risk.models.dpmpm.dpmpm import DPMPM

@@ -118,6 +118,9 @@ def identification_step(ctx: StepContext) -> StepOutcome:
                 "(RADIUS_NOT_SEARCHED)")
     return ran("identification", res, folder, files, sweep=sweep, at_r_star=at_star,
                note=note, qi=shown_known_values(ctx), pooled=pooled, known_sweep=ksweep,
+               # the run's shared state: the posterior step, after this one, leaves there the
+               # figures of the same intruder that the verdict lines read with this step's
+               run=ctx.run,
                regimes=regimes,
                given_selection=given,
                drivers=identification_drivers(ctx.original, list(ctx.synthetic), p.known,
@@ -150,6 +153,7 @@ def _given_selection(ctx: StepContext, kw: dict[str, Any]) -> dict[str, Any] | N
             with named_run(f"given the selection R, {agg.replace('_', ' ')}"):
                 if p.sweep and p.search_columns:
                     s = radius_search(c.original, c.synthetic, radii=list(p.sweep),
+                                      refine=p.given.radius_refine,
                                       match=match.replace(radius=None), **ckw)
                     risk, rad = s.risk_star, dict(zip(s.columns, (float(r) for r in np.atleast_1d(
                         s.r_star)), strict=True))
@@ -247,7 +251,8 @@ def _sweep(ctx: StepContext, res: Any, kw: dict[str, Any], how: str) -> tuple[An
     if skw["aggregation"] == "pooled_measures":  # the search keeps the measures only anyway
         skw["aggregation"] = "pooled"
     with named_run(f"radius search of {', '.join(p.search_columns)}, {how}"):
-        sweep = radius_search(ctx.original, ctx.synthetic, radii=list(p.sweep), **skw)
+        sweep = radius_search(ctx.original, ctx.synthetic, radii=list(p.sweep),
+                              refine=p.given.radius_refine, **skw)
     rad = dict(zip(sweep.columns, (float(r) for r in sweep.r_star), strict=True))
     with named_run(f"{how}, maximising {radius_label(rad)}"):
         star = res if rad == p.radius else identification_risk(
@@ -290,9 +295,15 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
         why = outside_range(vp if use_pooled else vd, each * 100,
                        f"the intruder holding all {m} datasets pools them" if use_pooled
                        else "the value is the worst case over the radius search")
-        codes = _search_caveats(plan, pooled.sweep if use_pooled else i.extra.get("sweep"),
-                                edge_p if use_pooled else edge_d)
-        lines.append((label, value, detail + by_regime,
+        searches = {f"pooled over the m = {m} datasets": (pooled.sweep, edge_p),
+                    "one dataset at a time": (i.extra.get("sweep"), edge_d)}
+        words, codes = _search_caveats(plan, searches, k, n, max(vp, vd))
+        post = getattr(i.extra.get("run"), "posterior_figures", None)
+        value, post_words, read = _posterior_reading(post, k, value, m)
+        if read:  # a release of m datasets from the model identifies more than this one
+            spread = read
+            why = ""
+        lines.append((label, value, detail + words + by_regime + post_words,
                       f"{spread}; {why}" if why else spread, codes, tn))
     thr = (pct(th.expected_match_rate), pct(th.true_match_rate))
     if plan.identification_release_independent:
@@ -346,8 +357,9 @@ def _given_selection_line(plan: AuditPlan, i: StepOutcome, src: str | None,
 
 
 def identification_figures(sweep: Any, res: Any, n: float, *, per_dataset: bool) -> list[tuple]:
-    """``(value, radii, per-dataset values, columns at the grid's edge)`` of the expected match
-    rate and of the true match rate: the largest over the search, else at the radius given."""
+    """``(value, radii, per-dataset values, columns at the search's edge)`` of the expected
+    match rate and of the true match rate: the largest over the search, else at the radius
+    given."""
     if sweep is None or not sweep.argmax:
         f = res.file
         each = getattr(res, "per_dataset", None) or {}
@@ -357,18 +369,16 @@ def identification_figures(sweep: Any, res: Any, n: float, *, per_dataset: bool)
         return [(float(f["expected_match_risk"]) / n, radius, emr_each, []),
                 (float(f["true_match_rate_targets"]), radius, tmr_each, [])]
     out = []
-    for value, arg, table in ((sweep.risk_star / n, sweep.argmax, sweep.risk / n),
-                              (sweep.tmr_star_value, sweep.tmr_argmax, sweep.true_match_rate)):
+    for value, arg, table, fig in (
+            (sweep.risk_star / n, sweep.argmax, sweep.risk / n, "expected_match_risk"),
+            (sweep.tmr_star_value, sweep.tmr_argmax, sweep.true_match_rate, "true_match_rate")):
         if not arg:
             out.append((float("nan"), {}, np.zeros(0), []))
             continue
         # the smallest radii among ties (the grid is ordered lexicographically)
         best = sorted(arg, key=lambda j: tuple(np.atleast_1d(sweep.radii[j])))[0]
-        rad = sweep.radii_at(best)
-        top = float(np.max(sweep.radii))
-        edge = [c for c, r in rad.items() if r >= top > 0]
-        out.append((float(value), rad, np.asarray(table[best], dtype=float)
-                    if per_dataset else np.zeros(0), edge))
+        out.append((float(value), sweep.radii_at(best), np.asarray(table[best], dtype=float)
+                    if per_dataset else np.zeros(0), sweep.at_edge(fig)))
     return out
 
 
@@ -385,18 +395,86 @@ def _convention_text(plan: AuditPlan, res: Any, pooled: Any, n: float) -> tuple[
         for key, d in (("expected_match_risk", n), ("true_match_rate_targets", 1.0)))
 
 
-def _search_caveats(plan: AuditPlan, sweep: Any, edge: list[str]) -> tuple[str, ...]:
-    """The codes that say the line's figure may not be the worst case over the radii."""
+def _posterior_reading(post: dict[str, Any] | None, k: int, value: float, m: int
+                       ) -> tuple[float, str, str]:
+    """A line's value with the posterior replicates' figures for its intruder (``k``: 0 the
+    expected match rate, 1 the true match rate), the words that compare them, and the spread
+    when the line reads them (else ``""``). The replicates pooled ``m`` at a time are releases
+    of ``m`` datasets drawn from the model, at the pooled intruder's radii; one at a time,
+    single datasets: the same intruder as the released datasets', so the line reads the
+    largest of all (the worst case for the intruder it names). Pooled over all ``R`` they are a
+    release of ``R`` datasets, another intruder: named, not read."""
+    if not post:
+        return value, "", ""
+    pm, se = pct(post["pooled_m"][k]), pct(post["pooled_m_mc_se"][k])
+    one, big = pct(post["one"][k]), pct(post["pooled_R"][k])
+    words = (f"; posterior replicates of the model at the pooled intruder's radii "
+             f"({radius_text(post['radius'])}): pooled {m} at a time {pm:.3g} % (mean over "
+             f"{post['releases']} releases of {m} datasets drawn from the model, ± {se:.2g} "
+             f"% standard error), one at a time {one:.3g} % (mean over the R = {post['R']} "
+             f"replicates); pooled over all R = {post['R']}, {big:.3g} %, is a release of "
+             f"{post['R']} datasets, which no line reads (more datasets released, more risk)")
+    best = max(pm, one)
+    if not best > value:
+        return value, words + "; the released datasets' figure is the larger", ""
+    which = (f"posterior replicates pooled {m} at a time" if pm >= one
+             else "posterior replicates one at a time")
+    return best, words + (f"; the line reads the {which}: a release of {m} datasets from this "
+                          "model identifies more, on average, than the one released"), (
+        f"{which}, mean over {post['releases'] if pm >= one else post['R']} draws of the model")
+
+
+def _search_caveats(plan: AuditPlan, searches: dict[str, tuple[Any, list[str]]], k: int,
+                    n: float, value: float) -> tuple[str, tuple[str, ...]]:
+    """What a line's figure covers over the radii (``k``: 0 the expected match rate, 1 the
+    true match rate), as words for its detail and the codes that qualify it: the line reads
+    the larger of the two intruders' figures, so either search's edge or bound counts. The
+    bound is the largest of the searches' bounds: the worst case over every radius lies
+    between the figure and it."""
     if not plan.search_columns:
-        return ()
+        return "", ()
     if not plan.sweep:
-        return ("RADIUS_NOT_SEARCHED",)
-    codes = []
-    if sweep is not None and (sweep.settings.get("search") or {}).get("mode") == "coordinate":
-        codes.append("RADIUS_COORDINATE_SEARCH")
-    if edge:
-        codes.append("RADIUS_AT_GRID_EDGE")
-    return tuple(codes)
+        return "", ("RADIUS_NOT_SEARCHED",)
+    codes: list[str] = []
+    parts, bounds, exact = [], [], True
+    for who, (sw, edge) in searches.items():
+        if sw is None:
+            continue
+        status = sw.search_status
+        exact &= status == "exact"
+        b = sw.bounds[k] / (n if k == 0 else 1.0)
+        bounds.append(b)
+        if status != "exact":
+            code = {"bounded": "RADIUS_SEARCH_BOUNDED", "grid": "RADIUS_GRID_ONLY",
+                    "coordinate": "RADIUS_COORDINATE_SEARCH"}[status]
+            more = len(sw.radii) - sw.grid_points
+            reason = (sw.search.get("refinement") or {}).get("reason")
+            parts.append(f"{who}: {sw.grid_points} grid points"
+                         + (f" and {more} between them" if more else "")
+                         + (f", not bounded between them ({reason})" if status == "grid"
+                            else "") + f" ({code})")
+            codes.append(code)
+        if edge:
+            parts.append(f"{who}, the largest figure is at the largest radius searched "
+                         f"({max(sw.search['values']):g}) of {', '.join(edge)}: matching "
+                         "more loosely may give more (RADIUS_AT_GRID_EDGE)")
+            codes.append("RADIUS_AT_GRID_EDGE")
+    top = max(float(v) for v in plan.sweep)
+    if exact:
+        head = (f"; exact over every radius from 0 to {top:g} of "
+                f"{', '.join(plan.search_columns)} (the grid's points and, between them, "
+                "every radius whose bound could exceed the figure)")
+    elif all(np.isfinite(bounds)):
+        head = (f"; not pinned down between the grid's points: the worst case over every "
+                f"radius from 0 to {top:g} lies between {value:.3g} % and "
+                f"{pct(max(bounds)):.3g} %")
+    else:
+        head = ("; the largest over the points evaluated, not bounded between them "
+                "(a radius between two of them may give more)")
+    codes = list(dict.fromkeys(c for c in ("RADIUS_COORDINATE_SEARCH", "RADIUS_GRID_ONLY",
+                                            "RADIUS_SEARCH_BOUNDED", "RADIUS_AT_GRID_EDGE")
+                               if c in codes))
+    return head + "".join(f"; {p}" for p in parts), tuple(codes)
 
 
 def _identification_worst_case(plan: AuditPlan) -> str:
@@ -407,9 +485,14 @@ def _identification_worst_case(plan: AuditPlan) -> str:
         radius = (f"radius: {radius_text(plan.radius)} only (the search was turned off: "
                   "RADIUS_NOT_SEARCHED — not the worst case)")
     else:
-        radius = (f"radius: the worst case, the largest figure over a grid of "
-                  f"{', '.join(f'{r:g}' for r in plan.sweep)} (0 = exact) on each of "
-                  f"{', '.join(plan.search_columns)}, synthesized or released unchanged")
+        radius = (f"radius: the worst case over every radius from 0 to "
+                  f"{max(plan.sweep):g} of each of {', '.join(plan.search_columns)}, "
+                  "synthesized or released unchanged: a grid of "
+                  f"{', '.join(f'{r:g}' for r in plan.sweep)} (0 = exact) on each, then, "
+                  "between its points, every box of radii whose bound could exceed the "
+                  f"largest figure, up to {plan.given.radius_refine} points (exact when no "
+                  "bound is left above it; else the line states the bound, "
+                  "RADIUS_SEARCH_BOUNDED)")
     return (f"{radius}; datasets: one at a time or all {plan.m} pooled, the larger; keys: all "
             "known columns together (subsets are searched only with the knowledge sweep, "
             "known_sweep=True / --known-sweep); targets: every record of the original")
@@ -568,7 +651,10 @@ def _id_rows(f: dict[str, Any], n: int, src: str | None, links: Links) -> list[l
 def _search_sentence(sw: Any, plan: Any, n: int, src: str | None, links: Links) -> list[Any]:
     """What the radius search covered, and where each measure is largest."""
     search = sw.settings.get("search") or {}
-    how = (f"every point of the grid ({search.get('points')} points)"
+    how = (f"every point of the grid ({sw.grid_points} points) and, between them, every box "
+           "of radii whose bound (the fewest matches at its lower corner, the own record "
+           "matched at most as at its upper one) could exceed the largest figure found — "
+           f"{sw.search_text(rate='{:.3g} %')}"
            if search.get("mode") == "grid" else
            f"a coordinate search of {search.get('points')} points (the full grid of "
            f"{search.get('full_grid_points')} exceeds max_grid; RADIUS_COORDINATE_SEARCH)")

@@ -38,9 +38,17 @@ from bayes_risk.results._base import plot_figure
 from bayes_risk.results._format import format_number
 from bayes_risk.results.identification import IdentificationResult
 
-#: posterior replicates in an audit: ``n="auto"`` with a small cap
+#: posterior replicates in an audit: ``n="auto"`` with a small cap (the batch is the
+#: release's m: :func:`audit_batch`)
 AUDIT_REPLICATES = dict(n="auto", mcse_tol=0.02, min_replicates=100, max_replicates=200,
-                        batch_size=10, n_groups=10)
+                        n_groups=10)
+
+
+def audit_batch(m: int) -> int:
+    """The posterior step's batch of replicates: the release's ``m``, so that each batch pooled
+    on its own is a release of ``m`` datasets drawn from the model, comparable with the
+    identification step's pooled figure."""
+    return max(1, int(m))
 
 
 def rebuilt_has_posterior(synthetic: Any) -> bool:
@@ -93,9 +101,11 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
         return skipped(name, f"{why}; the identification step uses the m released datasets "
                        "as replicates.")
     # the chunk the memory plan stated (the numbers do not depend on it)
-    chunk = ctx.run.replicate_chunk or int(AUDIT_REPLICATES["batch_size"])
+    batch = audit_batch(p.m)
+    chunk = min(ctx.run.replicate_chunk or batch, batch)
     pr = PosteriorReplicates(model, random_seed=p.random_seed, chunk_size=chunk,
-                             allow_other_model=p.given.allow_other_model, **AUDIT_REPLICATES)
+                             batch_size=batch, allow_other_model=p.given.allow_other_model,
+                             **AUDIT_REPLICATES)
     # the pooled intruder's worst case over the released datasets: its radii and fallback
     # (searching again over the replicates would cost the grid times the replicates)
     radius = ctx.run.worst_radius or p.radius
@@ -120,6 +130,8 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
             f"values); to audit without this step give "
             f"{skip_arg([name])}."))
     folder = step_folder(ctx, name)
+    ctx.run.posterior_figures = comparable_figures(
+        res, p.m, None if folder is None else f"{folder.name}/summary.json")
     files: list[str] = []
     if folder is not None:
         write_table(ctx, res.target_table(), folder / "records.csv", fast=True)
@@ -127,6 +139,30 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
         plot_figure(res, "running_estimate").savefig(folder / "running_estimate.png", dpi=100)
         files = ["records.csv", "summary.json", "running_estimate.png"]
     return ran(name, res, folder, files, qi=shown_known_values(ctx))
+
+
+def comparable_figures(res: Any, m: int, source: str | None) -> dict[str, Any] | None:
+    """The posterior replicates' figures for the intruder the identification lines name (one
+    who holds the ``m`` datasets of a release, or one of them), as fractions of the targets:
+    the replicates pooled ``m`` at a time (each batch a release of ``m`` datasets drawn from
+    the model; mean over the batches and its standard error) and one at a time (mean over the
+    replicates); beside them, pooled over all ``R`` (a release of ``R`` datasets). ``None``
+    when no complete batch of ``m`` was drawn."""
+    f = res.file
+    n = float(f.get("n_targets") or np.nan)
+    G = int(f.get("n_batches_pooled") or 0)
+    if not G or int(f.get("batch_pooled_size") or 0) != m:
+        return None
+
+    def both(d: dict[str, Any]) -> tuple[float, float]:
+        return (float(d["expected_match_risk"]) / n, float(d["true_match_rate_targets"]))
+
+    return {"m": int(m), "R": int(f["n_replicates"]), "releases": G,
+            "pooled_m": both(f["batch_pooled_mean"]),
+            "pooled_m_mc_se": both(f["batch_pooled_mean_mc_se"]),
+            "one": both(f["replicate_mean"]), "one_mc_se": both(f["replicate_mean_mc_se"]),
+            "pooled_R": both(f),
+            "radius": dict(res.settings["match_rule"]["radius"]), "source": source}
 
 
 @step_section(
@@ -145,19 +181,28 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: L
           f"{m} released datasets, matched as the identification step's pooled intruder at "
           f"its worst case over the radii ({radius_text(r.settings['match_rule']['radius'])}"
           "; with its fallback to the unsynthesized known columns where nothing matches); a "
-          "search over the radii is not repeated on the replicates, for its cost. Two figures "
-          "per measure, which estimate different things:")
+          "search over the radii is not repeated on the replicates, for its cost. Three figures "
+          "per measure, for two intruders:")
+    G = int(r.file.get("n_batches_pooled") or 0)
+    b = int(r.file.get("batch_pooled_size") or 0)
     sec.blocks.append(Block("ul", items=[
-        [Span("mean over single replicates", strong=True),
-         Span(": each replicate evaluated alone, as a released dataset would be; it does not "
-              "depend on R (its Monte Carlo error does).")],
-        [Span(f"pooled over R = {R} replicates", strong=True),
-         Span(" (Reiter & Mitra 2009): the match probabilities averaged over the replicates, "
-              "then the targets tied at the top declared. This figure grows with R (with few "
-              "replicates many records tie at the top; with many, more targets get a unique "
-              "best record) before it settles: it is not comparable with a per-dataset figure "
-              "nor with a pooled figure from another R. MCSE is its Monte Carlo standard error "
-              "at this R, which does not show the growth (user guide, posterior replicates).")],
+        [Span(f"pooled {b} at a time", strong=True),
+         Span(f": the replicates in batches of {b}, each batch pooled on its own as a release "
+              f"of {b} datasets drawn from the model would be (Reiter & Mitra 2009), the mean "
+              f"over the {G} batches with its standard error"
+              + (": the intruder of the identification lines, holding the m datasets of a "
+                 "release, at the same radii" if b == m else "") + ".")],
+        [Span("one at a time", strong=True),
+         Span(": each replicate evaluated alone, as a released dataset would be, the mean over "
+              "the replicates: the intruder holding one dataset. It does not depend on R (its "
+              "Monte Carlo error does).")],
+        [Span(f"pooled over all R = {R}", strong=True),
+         Span(": the match probabilities averaged over every replicate, then the targets tied "
+              f"at the top declared: a release of {R} datasets, another intruder. The figure "
+              "grows with R (with few replicates many records tie at the top; with many, more "
+              "targets get a unique best record) before it settles; MCSE is its Monte Carlo "
+              "standard error at this R, which does not show the growth (user guide, posterior "
+              "replicates).")],
     ]))
     unc = r.uncertainty()
     ident = result.step("identification")
@@ -173,6 +218,7 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: L
               ("false match rate (% of the unique matches)", "false_match_rate", 1.0)]
     rows = []
     isrc = step_file(ident, "summary.json")
+    bp, bse = r.file.get("batch_pooled_mean") or {}, r.file.get("batch_pooled_mean_mc_se") or {}
     for lab, k, over in labels:
         u = unc.get(k) or {}
         q = u.get("replicate_quantiles") or {}
@@ -180,16 +226,32 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: L
         def cell(v: Any, rel: str | None, over: float = over) -> Span:
             return links.pct(None if v is None else float(v) / over, rel)
 
-        rows.append([Span(lab), cell(per_ds.get(k), isrc),
+        rows.append([Span(lab), cell(per_ds.get(k), isrc), cell(bp.get(k), src),
+                     cell(bse.get(k), src),
                      cell(u.get("replicate_mean"), src), cell(u.get("replicate_mean_mc_se"), src),
                      cell(q.get("0.025"), src), cell(q.get("0.975"), src),
                      cell(u.get("value"), src), cell(u.get("mc_se"), src)])
     sec.blocks.append(rows_block(
-        ["measure", f"identification step: pooled over m = {m} datasets",
-         f"mean over R = {R} single replicates", "its MCSE", "replicate 2.5%", "replicate 97.5%",
-         f"pooled over R = {R} (grows with R)", "pooled MCSE"], rows, links, src,
-        "File-level measures: the pooled figure of the identification step, the same "
-        "measure over single posterior replicates, and pooled over the replicates"))
+        ["measure", f"identification step: pooled over the m = {m} datasets released",
+         f"replicates pooled {b} at a time (mean over {G})", "its standard error",
+         f"one at a time (mean over R = {R})", "its MCSE", "replicate 2.5%", "replicate 97.5%",
+         f"pooled over all R = {R} (grows with R)", "pooled MCSE"], rows, links, src,
+        "File-level measures: the pooled figure of the released datasets, the replicates "
+        f"pooled {b} at a time and one at a time, and pooled over all of them"))
+    post = comparable_figures(r, m, src)
+    lines = {v.measure: v for v in result.verdicts if v.step == "identification"}
+    emr = next((v for k, v in lines.items() if k.startswith("expected match rate")), None)
+    if post is not None and emr is not None:
+        big = 100 * post["pooled_R"][0]
+        sec.p(Span("Which figure bounds the risk. ", strong=True),
+              f"The verdict's identification lines read the largest of the released datasets' "
+              f"figures and the replicates' pooled {m} at a time and one at a time — the same "
+              f"intruder, holding the m = {m} datasets of a release or one of them: expected "
+              f"match rate {emr.value:.3g} %. Pooled over all R = {R} replicates the expected "
+              f"match rate is {big:.3g} %: what an intruder would identify if {R} datasets "
+              f"from this model were released. It is not a risk of this release of {m}: it is "
+              "the figure to read before releasing more datasets from the model, since the "
+              "pooled figure grows with their number (the running estimate below).")
     trace = r.file.get("mc_trace") or {}
     est = list(trace.get("expected_match_risk") or [])
     rs = list(trace.get("n_replicates") or [])
