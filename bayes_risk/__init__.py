@@ -108,6 +108,8 @@ _API: dict[str, str] = {
     "original_risk": "bayes_risk.disclosure.original_risk",
     # synthpop's post-processing of a release (a remedy, audited again)
     "sdc": "bayes_risk.disclosure.sdc",
+    # sdcMicro's remedies of a release (PRAM, local suppression, MDAV, noise; audited again)
+    "sdcmicro": "bayes_risk.disclosure.sdcmicro",
     # results
     "RiskResult": "bayes_risk.results",
     "Summary": "bayes_risk.results",

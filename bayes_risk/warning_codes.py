@@ -150,6 +150,13 @@ MESSAGES: dict[str, str] = {
     "association with the original's: the original's column may not be the one the release "
     "was made from, and a risk measured against it would be understated (the check of plain "
     "release files; a release with its manifest has the original's fingerprint checked).",
+    "SUPPRESSED_AS_MISSING": "values of a column the line matches on were suppressed by local "
+    "suppression (sdcMicro's localSuppression(), bayes-risk remedy --local-suppression): they "
+    "are missing in the release, which the measure counts as a value of its own that no "
+    "original value matches, while an intruder who knows the release was suppressed reads a "
+    "suppressed value as any value and may match more records. The line can understate the "
+    "risk; the k-anonymity the suppression reached counts a missing value as matching every "
+    "value (sdcMicro's convention).",
     "ZERO_UNIQUE": "no target is a unique match, so the rates over unique matches are "
     "undefined.",
     "F_BELOW_ONE": "some estimated population counts are below one and were raised to one.",

@@ -104,6 +104,9 @@ class AuditPlan:
     donor_columns: dict[str, str] = field(default_factory=dict)
     #: those of them the synthesizer's ``smoothing`` setting can smooth
     smoothable_columns: list[str] = field(default_factory=list)
+    #: the columns whose values a remedy suppressed (sdcMicro's local suppression): missing in
+    #: the release, where an intruder reads any value (warning ``SUPPRESSED_AS_MISSING``)
+    suppressed_columns: list[str] = field(default_factory=list)
     #: the original file's variable labels (a SAS, Stata or SPSS file), shown beside the names
     variable_labels: dict[str, str] = field(default_factory=dict)
 

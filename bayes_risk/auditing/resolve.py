@@ -346,13 +346,17 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
     done = (getattr(syn, "extra", None) or {}).get("post_processing")
     if done:
         ops = ", ".join(str(d.get("operation")).replace("_", " ") for d in done)
-        why = (f"the release was post-processed after synthesis ({ops}; bayes_risk.sdc), so no "
+        why = (f"the release was post-processed after synthesis ({ops}; bayes-risk remedy), so no "
                "model's likelihood describes it; audit the release as synthesized for this "
                "step (an intruder who sees the post-processed release learns no more, on "
                "average, than one who sees it before).")
         plan.withheld = {n: why for n in ("attribute", "posterior_identification", "membership")}
         plan.add("release", "post-processing", ops, "release manifest",
-                 "applied after synthesis (bayes_risk.sdc); the model-based steps are withheld")
+                 "applied after synthesis (bayes-risk remedy); the model-based steps are "
+                 "withheld")
+        plan.suppressed_columns = sorted({
+            c for d in done if d.get("operation") == "local_suppression"
+            for c, n in (d.get("n_suppressed") or {}).items() if sum(n)})
     sizes = sorted({len(z) for z in syn if len(z) != len(data)})
     if sizes:
         # identification's true match is record i's own released row i: rows removed after a

@@ -2,8 +2,9 @@
 and with one remedied column undone at a time (:doc:`/user_guide/audit`, Applying a remedy and
 auditing again).
 
-A remedy (``bayes_risk.sdc``, ``bayes-risk remedy``) records the release it post-processed (its
-folder, or its plain files, and the SHA-256 of its dataset files). When an audit of the
+A remedy (``bayes_risk.sdc``, ``bayes_risk.sdcmicro``, ``bayes-risk remedy``) records the
+release it post-processed (its folder, or its plain files, and the SHA-256 of its dataset
+files). When an audit of the
 remedied release is read against an earlier audit (``before=``) and a risk line rose, the
 line's step is run again, with this audit's settings, on
 
@@ -80,7 +81,8 @@ def remedy_origin(release: Any) -> tuple[Any, list[dict[str, Any]], str | None]:
 
 
 def remedied_columns(steps: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """Column -> what the remedy did to it (``"top coded at 150,000"``, ``"smoothed"``)."""
+    """Column -> what the remedy did to it (``"top coded at 150,000"``, ``"smoothed"``,
+    ``"post-randomized (PRAM)"``)."""
     out: dict[str, list[str]] = {}
     for s in steps:
         op = s.get("operation")
@@ -92,6 +94,19 @@ def remedied_columns(steps: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         elif op == "smoothing":
             for c in s.get("columns") or []:
                 out.setdefault(c, []).append("smoothed")
+        elif op == "pram":
+            for c in s.get("columns") or []:
+                out.setdefault(c, []).append("post-randomized (PRAM)")
+        elif op == "local_suppression":
+            for c, n in (s.get("n_suppressed") or {}).items():
+                if sum(n):
+                    out.setdefault(c, []).append(f"suppressed to {s.get('k')}-anonymity")
+        elif op == "microaggregation":
+            for c in s.get("columns") or []:
+                out.setdefault(c, []).append(f"microaggregated (groups of {s.get('aggr')})")
+        elif op == "add_noise":
+            for c in s.get("columns") or []:
+                out.setdefault(c, []).append("given noise")
     return {c: ", ".join(v) for c, v in out.items()}
 
 

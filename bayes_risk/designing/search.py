@@ -156,7 +156,8 @@ class _Evaluator:
         model = self.model(cand, tag)
         before = model.synthesize(cand["m"], random_seed=stable_seed(
             self.seed, "synthesize", fit_key(cand), str(cand["m"]), tag))
-        rel = REMEDIES[cand["remedy"]].apply(self.original, before, cand)
+        rel = REMEDIES[cand["remedy"]].apply(self.original, before, {
+            **cand, "random_seed": stable_seed(self.seed, "remedy", cand["key"], tag)})
         return model, before, rel
 
     def audit(self, release: Any, model: Any, steps: Sequence[str], seed: list[int], *,

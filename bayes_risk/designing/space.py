@@ -36,7 +36,8 @@ class Remedy:
         The remedy's name on the ``remedy`` axis.
     apply : callable
         ``apply(original, release, candidate) -> SyntheticData``; ``candidate`` is the dict
-        of the candidate's settings (``columns``, ``known``, …).
+        of the candidate's settings (``columns``, ``known``, …, and ``random_seed``, the
+        seed of a remedy that draws).
     applies : callable
         ``applies(original, schema, candidate) -> str | None``: why the remedy cannot apply to
         the candidate (it is left out of the space with that reason), else ``None``.
@@ -82,8 +83,42 @@ def _needs_numeric(original: Any, schema: Any, cand: Mapping[str, Any]) -> str |
     return None
 
 
-#: the remedies by name: synthpop's ``sdc()`` post-processing (``bayes-risk remedy``); another
-#: remedy (sdcMicro's) is added with :func:`register_remedy` and named on the ``remedy`` axis
+def _categorical_synthesized(schema: Any, cand: Mapping[str, Any]) -> list[str]:
+    return [c for c in cand["columns"] if c in schema.names and schema[c].is_categorical]
+
+
+def _sdcmicro(original: Any, release: Any, cand: Mapping[str, Any], **how: Any) -> Any:
+    from bayes_risk.disclosure.sdcmicro import sdcmicro
+
+    return sdcmicro(original, release, random_seed=cand.get("random_seed"), **how)
+
+
+def _pram(original: Any, release: Any, cand: Mapping[str, Any]) -> Any:
+    return _sdcmicro(original, release, cand,
+                     pram=_categorical_synthesized(release.schema, cand))
+
+
+def _needs_categorical(original: Any, schema: Any, cand: Mapping[str, Any]) -> str | None:
+    return None if _categorical_synthesized(schema, cand) else "no categorical synthesized column"
+
+
+def _suppress(original: Any, release: Any, cand: Mapping[str, Any]) -> Any:
+    return _sdcmicro(original, release, cand, local_suppression=list(cand["known"]))
+
+
+def _needs_synthesized_keys(original: Any, schema: Any, cand: Mapping[str, Any]) -> str | None:
+    """Local suppression changes the known columns: each must be synthesized (the measures rely
+    on an unsynthesized column being the original's) and no continuous one."""
+    kept = [c for c in cand["known"] if c not in cand["columns"]]
+    if kept:
+        return f"known column(s) {', '.join(kept)} released unsynthesized"
+    cont = [c for c in cand["known"] if schema[c].type == "continuous"]
+    return f"continuous known column(s) {', '.join(cont)}" if cont else None
+
+
+#: the remedies by name: synthpop's ``sdc()`` post-processing and sdcMicro's remedies at their
+#: defaults (``bayes-risk remedy``); another is added with :func:`register_remedy` and named on
+#: the ``remedy`` axis
 REMEDIES: dict[str, Remedy] = {
     "none": Remedy("none", _none, lambda *a: None, "the release as synthesized"),
     "smooth": Remedy("smooth", _smooth, _needs_numeric,
@@ -91,6 +126,21 @@ REMEDIES: dict[str, Remedy] = {
     "bottom_top": Remedy("bottom_top", _bottom_top, _needs_numeric,
                          "synthpop's sdc() bottom and top coding of every continuous "
                          "synthesized column at the original's 1st and 99th percentiles"),
+    "pram": Remedy("pram", _pram, _needs_categorical,
+                   "sdcMicro's invariant PRAM of every categorical synthesized column (pd 0.8, "
+                   "alpha 0.5)"),
+    "local_suppression": Remedy("local_suppression", _suppress, _needs_synthesized_keys,
+                                "sdcMicro's local suppression to 2-anonymity on the known "
+                                "columns"),
+    "microaggregation": Remedy(
+        "microaggregation",
+        lambda o, r, c: _sdcmicro(o, r, c, microaggregation=c["numeric_synthesized"]),
+        _needs_numeric, "sdcMicro's MDAV microaggregation of the continuous synthesized "
+        "columns jointly, groups of 3"),
+    "add_noise": Remedy(
+        "add_noise", lambda o, r, c: _sdcmicro(o, r, c, add_noise=c["numeric_synthesized"]),
+        _needs_numeric, "sdcMicro's additive noise on every continuous synthesized column "
+        "(standard deviation 150 % of the column's)"),
 }
 
 

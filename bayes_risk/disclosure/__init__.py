@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     )
     from bayes_risk.disclosure.original_risk import OriginalRisk, original_risk
     from bayes_risk.disclosure.sdc import sdc
+    from bayes_risk.disclosure.sdcmicro import sdcmicro
     from bayes_risk.disclosure.specs import ExclusionSpec
 
 _MEASURES = "bayes_risk.disclosure.measures"
@@ -41,12 +42,13 @@ _NAMES: dict[str, str] = {
     "original_risk": "bayes_risk.disclosure.original_risk",
     "OriginalRisk": "bayes_risk.disclosure.original_risk",
     "sdc": "bayes_risk.disclosure.sdc",
+    "sdcmicro": "bayes_risk.disclosure.sdcmicro",
 }
 
 __all__ = ["differencing_check", "disclosure_measures", "ExclusionSpec", "replicated_uniques",
            "key_anonymity", "original_risk", "OriginalRisk", "DisclosureMeasures",
            "DisclosureByTarget", "ReplicatedUniques", "IDENT_MEASURES", "ATTRIB_MEASURES",
-           "CAP_MEASURES", "REPU_MEASURES", "sdc"]
+           "CAP_MEASURES", "REPU_MEASURES", "sdc", "sdcmicro"]
 
 
 __getattr__, __dir__ = attach(__name__, _NAMES, __all__)

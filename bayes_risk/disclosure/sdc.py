@@ -137,14 +137,22 @@ def sdc(
         steps.append({"operation": "smoothing", "columns": list(smooth),
                       "method": "cubic smoothing spline of the sorted values on their ranks, "
                       "penalty by generalised cross-validation"})
+    return remedied(source, datasets, steps, rows_removed=remove is not None)
+
+
+def remedied(source: SyntheticData | None, datasets: list[pd.DataFrame],
+             steps: list[dict[str, Any]], *, rows_removed: bool = False) -> SyntheticData:
+    """The release ``source`` with ``datasets`` after a remedy's ``steps``, which are added to
+    its ``extra["post_processing"]``, each with the release it was applied to (its folder or
+    files and their SHA-256, read back by an audit of the remedy to say why a risk rose)."""
     origin = _origin(source)
-    for step in steps:  # the release these steps were applied to, to be read back by the audit
+    for step in steps:
         step["source"] = origin
     before = {} if source is None else source.extra or {}
     extra = {**before, "post_processing": [*before.get("post_processing", []), *steps]}
     if source is None:
         return SyntheticData(datasets, method="external", extra=extra)
-    if remove is not None:
+    if rows_removed:
         # a fully synthetic release's rows are no records of the original: none is paired with
         # a record once rows are removed (the flags of a full synthesis say every record)
         return dataclasses.replace(source, datasets=datasets, extra=extra,
@@ -183,7 +191,9 @@ def _numeric(col: str, z: pd.DataFrame, argument: str) -> None:
                               "numeric columns can be coded or smoothed.", code="WRONG_DTYPE")
 
 
-def _check_columns(cols: Any, argument: str, z: pd.DataFrame, schema: Any) -> list[str]:
+def released_columns(cols: Any, argument: str, z: pd.DataFrame, schema: Any) -> list[str]:
+    """The columns a remedy's ``argument`` names, each in the release and synthesized (an
+    unsynthesized column holds the original's values row by row, which the measures rely on)."""
     if cols is None:
         return []
     if isinstance(cols, str):
@@ -191,17 +201,24 @@ def _check_columns(cols: Any, argument: str, z: pd.DataFrame, schema: Any) -> li
     cols = list(cols)
     absent = [c for c in cols if c not in z.columns]
     if absent:
-        raise SchemaError(f"{argument}: column(s) {absent} are not in the release (columns: "
-                          f"{', '.join(map(str, z.columns))}).", code="MISSING_COLUMN")
+        raise SchemaError(f"{arg_name(argument)}: column(s) {absent} are not in the release "
+                          f"(columns: {', '.join(map(str, z.columns))}).",
+                          code="MISSING_COLUMN")
     synthesized = set(schema.synthesized) if schema is not None and schema.synthesized else None
     for c in cols:
-        _numeric(c, z, argument)
         if synthesized is not None and c not in synthesized:
             raise ValidationError(
-                f"{argument}: column {c!r} is released unsynthesized (the original's values, "
-                "row by row); post-processing it would change what the release shows as the "
-                "original's. Recode it in the original before synthesis instead.",
+                f"{arg_name(argument)}: column {c!r} is released unsynthesized (the original's "
+                "values, row by row); post-processing it would change what the release shows "
+                "as the original's. Recode it in the original before synthesis instead.",
                 code="REMEDY_NOT_APPLICABLE")
+    return cols
+
+
+def _check_columns(cols: Any, argument: str, z: pd.DataFrame, schema: Any) -> list[str]:
+    cols = released_columns(cols, argument, z, schema)
+    for c in cols:
+        _numeric(c, z, argument)
         # an integer-coded categorical column is numeric to pandas, not to the release's model
         if schema is not None and c in schema.names and schema[c].is_categorical:
             raise ValidationError(

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -99,6 +100,26 @@ def test_remedy_then_audit(work, tmp_path, monkeypatch, capsys):
     (["--remove", "replicated-uniques"], "REMEDY_NOT_APPLICABLE",
      "--remove replicated-uniques applies to fully synthetic releases"),
     (["--smooth", "Nope"], "MISSING_COLUMN", "'Nope'"),
+    # sdcMicro's remedies (Income and Expenditure are the synthesized columns)
+    (["--pram", "Income"], "WRONG_DTYPE", "--pram: column 'Income' is continuous"),
+    (["--pram", "Tenure"], "REMEDY_NOT_APPLICABLE", "--pram: column 'Tenure' is released "
+     "unsynthesized"),
+    (["--local-suppression", "Income"], "WRONG_DTYPE", "continuous key"),
+    (["--add-noise", "Nope"], "MISSING_COLUMN", "--add-noise: column(s) ['Nope']"),
+    (["--microaggregation", "Income", "--aggr", "1"], "BAD_OPTION_VALUE",
+     "--aggr must be an integer >= 2"),
+    (["--microaggregation", "Income", "--pram-pd", "1.5"], "BAD_OPTION_VALUE",
+     "--pram-pd must be a number in [0, 1]"),
+    (["--add-noise", "Income", "--noise-method", "correlated"], "BAD_OPTION_VALUE",
+     "--noise-method correlated draws noise with the columns' covariance"),
+    (["--microaggregation", "Income", "--importance", "1"], "OPTION_CONFLICT",
+     "--importance applies to --local-suppression"),
+    (["--microaggregation", "Income", "--strata", "Income"], "OPTION_CONFLICT",
+     "--strata: column(s) ['Income'] are also changed"),
+    (["--add-noise", "Income", "--strata", "Urban"], "OPTION_CONFLICT",
+     "--strata applies to --pram, --local-suppression and --microaggregation"),
+    (["--microaggregation", "Income", "Expenditure", "--strata", "Age"],
+     "REMEDY_NOT_APPLICABLE", "fewer than --aggr 3"),
 ])
 def test_bad_options_write_nothing(work, tmp_path, monkeypatch, capsys, extra, code, text):
     monkeypatch.chdir(work)
@@ -107,7 +128,9 @@ def test_bad_options_write_nothing(work, tmp_path, monkeypatch, capsys, extra, c
     err = capsys.readouterr().err
     assert f"[{code}]" in err and text in err, err
     # worded for the command line: the options, never the Python arguments
-    assert not any(w in err for w in ("bottom_top_coding", "recode_exclude", "remove=")), err
+    assert not any(w in err for w in ("bottom_top_coding", "recode_exclude", "remove=",
+                                      "pram_pd", "local_suppression", "add_noise",
+                                      "noise_method", "aggr=")), err
     assert not out.exists()
 
 
@@ -221,3 +244,62 @@ def test_each_remedy_of_a_full_release_then_audit(full, tmp_path, monkeypatch, r
     steps = _audit_after(out, full / "full_audit", tmp_path / "aud")
     for name in ("utility", "identification", "disclosure", "attacks"):
         assert steps[name]["status"] == "ran", (name, steps[name])
+
+
+def test_sdcmicro_remedies_of_a_full_release_then_audit(full, tmp_path, monkeypatch, capsys):
+    """sdcMicro's four remedies in one run: each recorded in the manifest (what it changed,
+    never the seed), the release reproducible from its seed, k-anonymous on the keys, and
+    audited again against the audit before."""
+    from bayes_risk.disclosure.original_risk import _frequencies
+
+    monkeypatch.chdir(full)
+    keys = ["Age", "Urban", "Marital"]
+    argv = ["remedy", "ce.csv", "full", "--pram", "Tenure", "--local-suppression", *keys,
+            "--k", "3", "--microaggregation", "Expenditure", "Income", "--add-noise", "Income",
+            "--random-seed", "7"]
+    out, again = tmp_path / "r", tmp_path / "r2"
+    assert main([*argv, "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    for line in ("post-randomized Tenure (PRAM, pd 0.8, alpha 0.5)",
+                 "3-anonymity on Age, Urban, Marital: value(s) suppressed Age",
+                 "microaggregated Expenditure, Income (MDAV, groups of 3 or more)",
+                 "noise added to Income (additive: its standard deviation 150 %"):
+        assert line in text, text
+    assert main([*argv, "-q", "--out", str(again)]) == 0
+    before, after = SyntheticData.load("full"), SyntheticData.load(out)
+    for z1, z2 in zip(after, SyntheticData.load(again), strict=True):
+        pd.testing.assert_frame_equal(z1, z2)  # same seed, same release
+    steps = after.extra["post_processing"]
+    assert [s["operation"] for s in steps] == ["pram", "microaggregation", "add_noise",
+                                               "local_suppression"]
+    assert all(s["source"] == steps[0]["source"] and s["source"]["folder"] for s in steps)
+    assert "random_seed" not in json.dumps(steps)
+    pram, micro, _, supp = steps
+    for l, (z0, z1) in enumerate(zip(before, after, strict=True)):
+        assert int((z0["Tenure"] != z1["Tenure"]).sum()) == pram["n_changed"]["Tenure"][l]
+        for c in keys:
+            assert int(z1[c].isna().sum()) == supp["n_suppressed"][c][l]
+        # 3-anonymity on the keys, a suppressed value matching every value (sdcMicro's)
+        codes = np.column_stack([pd.factorize(z1[c])[0] for c in keys])
+        f, _ = _frequencies(np.maximum(codes, 0), codes < 0, np.ones(len(z1)), True)
+        assert f.min() >= 3
+        assert z1["Expenditure"].value_counts().min() >= 3  # MDAV's groups of 3 or more
+        assert micro["smallest_group"][l] >= 3
+        assert z1["Educ"].equals(z0["Educ"])
+    aud = tmp_path / "aud"
+    assert main(["audit", "ce.csv", str(out), "--known", *keys, "--categorical", *CE_CAT,
+                 "--skip", "attribute", "membership", "posterior-identification",
+                 "--random-seed", "1", "-q", "--before", str(full / "full_audit"),
+                 "--out", str(aud)]) == 0
+    summary = json.loads((aud / "summary.json").read_text())
+    status = {s["name"]: s["status"] for s in summary["steps"]}
+    assert status["identification"] == status["disclosure"] == "ran"
+    lines = {v["measure"]: v for v in summary["verdicts"]}
+    # the suppressed keys count as a level of their own: every line matching on them says so
+    for v in lines.values():
+        if v["step"] in ("identification", "disclosure"):
+            assert "SUPPRESSED_AS_MISSING" in v["warnings"], v
+    pairs = summary["before_after"]["lines"]
+    assert {r["measure"] for r in pairs} >= set(lines)
+    report = (aud / "report.md").read_text()
+    assert "### Before and after" in report and "pram, microaggregation" in report

@@ -187,10 +187,13 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
     out: list[Verdict | Baseline] = []
     seen_keys: set[tuple[str, ...]] = set()
     unconfirmed = set(d.extra.get("unconfirmed") or ())
+    suppressed = set(plan.suppressed_columns)
 
     def doubt(cols: Any) -> tuple[str, ...]:
-        # a synthesized column of plain files not confirmed as the release's original's
-        return ("ORIGINAL_UNCONFIRMED",) if unconfirmed.intersection(cols) else ()
+        # a synthesized column of plain files not confirmed as the release's original's; a
+        # column whose suppressed values count as a level of their own
+        return ((("ORIGINAL_UNCONFIRMED",) if unconfirmed.intersection(cols) else ())
+                + (("SUPPRESSED_AS_MISSING",) if suppressed.intersection(cols) else ()))
 
     for t, res in d.result.items():
         sub = target_folder(d.result, t)

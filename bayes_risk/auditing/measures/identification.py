@@ -265,7 +265,8 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
     """The expected and true match rates: the worst case over the radius search, the larger of
     the pooled and per-dataset figures, each with the radius of each column that gave it."""
     th = plan.thresholds
-    iw = line_caveats("identification", i.result.warnings)
+    iw = line_caveats("identification", i.result.warnings) + (
+        ("SUPPRESSED_AS_MISSING",) if set(plan.suppressed_columns) & set(plan.known) else ())
     pooled = i.extra["pooled"]
     n = float(pooled.result.file["n_targets"])
     m = plan.m
