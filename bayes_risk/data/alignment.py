@@ -29,6 +29,13 @@ _MANY_LEVELS = 5
 ASSOCIATION_P = 0.001
 #: fewer records than this give the association test too little power to say anything
 ASSOCIATION_MIN_ROWS = 50
+#: a table with more records than this has each column's association tested first on this
+#: many evenly spaced rows; a column they confirm with a one-sided p-value below
+#: :data:`SUBSET_P` is not tested on all of them (a column with no association passes that
+#: once in 10^6: the warning's rate stays 999 in 1,000 under the null to the 6th digit, and
+#: the subset detects any association above 0.015, a synthesizer's is tens of times that)
+SUBSET_ROWS = 100_000
+SUBSET_P = 1e-6
 #: a numeric column with more distinct values than this is compared by ranks, one with fewer
 #: (an integer-coded factor, a count with few values) by agreement of its values
 _RANK_LEVELS = 20
@@ -396,9 +403,20 @@ def unconfirmed_columns(original: pd.DataFrame, datasets: Sequence[pd.DataFrame]
     """The synthesized columns whose row-by-row association with the original is not
     significant, with the association and its one-sided p-value (none on small tables)."""
     out: dict[str, tuple[float, float]] = {}
-    if len(original) < ASSOCIATION_MIN_ROWS:
+    n = len(original)
+    if n < ASSOCIATION_MIN_ROWS:
         return out
+    # a long table is tested first on evenly spaced rows (a fixed subset: under a random
+    # pairing its statistic has the same null distribution), and only a column they do not
+    # confirm at SUBSET_P on all of them: the twelve rank sorts of two columns and five
+    # datasets at 10^6 records took 2.1 s of CPU, on 10^5 rows 0.2 s
+    step = -(-n // SUBSET_ROWS)
     for c in columns:
+        if step > 1:
+            r, z = row_association(original[c].iloc[::step], [d[c].iloc[::step]
+                                                              for d in datasets])
+            if np.isfinite(z) and _upper_tail(z) < SUBSET_P:
+                continue
         r, z = row_association(original[c], [d[c] for d in datasets])
         if np.isfinite(z) and _upper_tail(z) > ASSOCIATION_P:
             out[c] = (r, _upper_tail(z))

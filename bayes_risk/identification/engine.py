@@ -20,6 +20,7 @@ from bayes_risk.identification.index import (
     make_index,
     mixed_radix,
     target_bounds,
+    value_orders,
 )
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.problem import Prepared, TargetPartition
@@ -67,9 +68,10 @@ def _sizes(prep: Prepared, cols: Sequence[str]) -> list[int]:
 
 def target_orders(tkey: np.ndarray, b: TargetBounds, compiled: bool):
     """Targets sorted by (key, lower bound) and (key, upper bound) per radius column (compiled
-    path; reused by every replicate): each bound's plain sort, then a stable sort by the
-    key's group number, narrow and so a radix sort (3x faster than ``np.lexsort``; the order
-    inside a tie of key and bound differs, which no reader of these orders depends on)."""
+    path; reused by every replicate): each bound's radix sort (:func:`value_orders`), then a
+    stable sort by the key's group number, narrow and so a radix sort too (3x faster than
+    ``np.lexsort``; the order inside a tie of key and bound differs, which no reader of these
+    orders depends on)."""
     if not compiled or b.lo.shape[1] == 0:
         return None
     q = b.lo.shape[1]
@@ -77,9 +79,8 @@ def target_orders(tkey: np.ndarray, b: TargetBounds, compiled: bool):
     it = _index_type(len(tkey))
     olo = np.empty((q, len(tkey)), dtype=it)
     ohi = np.empty((q, len(tkey)), dtype=it)
-    for j in range(q):
-        for out, bound in ((olo, b.lo), (ohi, b.hi)):
-            o = np.argsort(bound[:, j])
+    for out, bound in ((olo, b.lo), (ohi, b.hi)):
+        for j, o in enumerate(value_orders(bound.T)):
             out[j] = o[np.argsort(g[o], kind="stable")]
     return olo, ohi
 
@@ -142,8 +143,8 @@ def replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
         if compiled:
             # the sort order of an unsynthesized column is the same in every replicate
             us_ord = prep.cached(("us_order", rule.radius_us),
-                                 lambda: np.argsort(prep.rec_radius_us, axis=1))
-            orders = np.argsort(vals[len(rule.radius_us):], axis=1)
+                                 lambda: value_orders(prep.rec_radius_us))
+            orders = value_orders(vals[len(rule.radius_us):])
             if len(us_ord):
                 orders = np.concatenate([us_ord, orders])
         idx = make_index(rk, vals, _n_cells(prep, rule.exact_cols), compiled, orders)
@@ -178,8 +179,8 @@ def record_prob(n_match: np.ndarray, inv_f: np.ndarray | None):
     unif = np.maximum(n, 1.0, out=n)
     np.divide(1.0, unif, out=unif)
     unif[~has] = 0.0
-    if inv_f is None:
-        return unif, np.zeros_like(unif)
+    if inv_f is None:  # membership known: no mass outside, a read-only zero view (no table)
+        return unif, np.broadcast_to(np.float64(0.0), unif.shape)
     p = np.where(has, np.minimum(inv_f, unif), 0.0)
     p_out = np.where(has, np.maximum(0.0, 1.0 - n_match * p), 1.0)
     p_out = np.where(inv_f >= unif, np.where(has, 0.0, 1.0), p_out)
@@ -283,8 +284,8 @@ def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> P
     by_key = np.argsort(tkey, kind="stable").astype(it)
     sb = _window_bounds(target_bounds(prep, rule), by_key)
     stkey, srec = tkey[by_key], prep.rec[by_key].astype(it)
-    # a count is at most the n records: int32 while the indexes are held (at 10^6 targets x 5
-    # datasets 20 MB fewer at the peak), int64 for the output
+    # a count is at most the n records: int32 while they fit (at 10^6 targets x 5 datasets
+    # 20 MB fewer at the peak), and so the result's c
     n_match = np.zeros((N, R), dtype=np.int32 if prep.n < 2**31 else np.int64)
     own = np.zeros((N, R), dtype=bool)
     tords = [target_orders(stkey[a:z], sb.rows(slice(a, z)), compiled) for a, z in chunks]
@@ -330,7 +331,6 @@ def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> P
     # the targets' windows, orders and keys freed before the output's tables are made (at
     # 10^6 targets 0.13 GB of the peak)
     sb = tords = stkey = srec = by_key = tkey = tkey_us = None  # the closures' cells too
-    n_match = n_match.astype(np.int64, copy=False)
     return per_dataset_output(n_match, own, prep.in_sample, inv_f=part.inv_f,
                               strategy=part.strategy)
 
@@ -348,7 +348,7 @@ def _window_bounds(b: TargetBounds, order: np.ndarray) -> TargetBounds:
 def per_dataset_output(n_match: np.ndarray, own: np.ndarray, in_sample: np.ndarray, *,
                        inv_f: np.ndarray | None, strategy) -> PerDatasetOutput:
     """The per-dataset output from every target's match count and own-record flag ``[N_T, R]``
-    (after any fallback); ``n_match`` is overwritten (it becomes ``c``)."""
+    (after any fallback); ``n_match`` is overwritten (it becomes ``c``, in its integer type)."""
     no_match_any = (n_match == 0).all(axis=1)
     p, p_out = record_prob(n_match, inv_f)
     dec = declare(p, p_out, strategy)

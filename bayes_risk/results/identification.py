@@ -47,6 +47,12 @@ UNCERTAIN_MEASURES = ("expected_match_risk", "true_match_rate_targets", "true_ma
                       "false_match_rate", "n_unique")
 
 
+def _int64(res: IdentificationResult, *names: str) -> dict[str, np.ndarray]:
+    """The tables ``names`` of ``res`` as int64 columns of a record table (the record tables
+    and their files keep the integer columns of before the arrays were narrowed)."""
+    return {k: getattr(res, k).ravel().astype(np.int64) for k in names}
+
+
 @dataclass(frozen=True, repr=False)
 class IdentificationResult(RiskResult):
     """Identification risk of a release (Hu 2019 §4; :doc:`/methods/identification`).
@@ -57,7 +63,9 @@ class IdentificationResult(RiskResult):
         One row per target (pooled) or per target and dataset: ``c, T, K, W, IR, declared`` and
         the probabilities of no match.
     c, T, K, W, IR, declared : ndarray
-        ``[N_T]`` (pooled) or ``[N_T, m]`` (per dataset).
+        ``[N_T]`` (pooled) or ``[N_T, m]`` (per dataset): ``c`` integer (int32 per dataset
+        while the records fit it), ``T``, ``K``, ``W`` and ``declared`` bool, ``IR`` float64;
+        in :attr:`records` ``c``, ``T``, ``K`` and ``W`` are int64.
     record_IR : ndarray [N_T]
         ``IR_τ`` (per dataset: ``mean_l IR_τ^(l)``).
     prob : scipy.sparse.csr_matrix [N_T, n] or None
@@ -65,7 +73,9 @@ class IdentificationResult(RiskResult):
     pooled : PooledProbabilities or None
         The same probabilities in compact form (``.row(i)``, ``.tocsr()``, ``.nnz``).
     p_out, p_unassigned : ndarray
-        ``π_τ(n+1)`` and the mass of replicates without any match (known membership).
+        ``π_τ(n+1)`` and the mass of replicates without any match (known membership). Per
+        dataset with membership known, ``p_out`` is 0 throughout and held as a read-only view
+        of one zero, not a table.
     file : dict
         File-level figures by name (means over datasets per dataset; with posterior replicates
         their Monte Carlo figures, :meth:`uncertainty`).
@@ -109,8 +119,8 @@ class IdentificationResult(RiskResult):
             recs = pd.DataFrame({
                 "target": np.repeat(self.target_ids, R),
                 "dataset": np.tile(np.arange(1, R + 1), N_T),
-                "c": self.c.ravel(), "T": self.T.ravel(), "K": self.K.ravel(),
-                "W": self.W.ravel(), "IR": self.IR.ravel(), "declared": self.declared.ravel(),
+                **_int64(self, "c", "T", "K", "W"),
+                "IR": self.IR.ravel(), "declared": self.declared.ravel(),
             })
             if self.settings.get("membership") == "unknown":
                 recs["p_out"] = self.p_out.ravel()

@@ -246,3 +246,36 @@ class PosteriorReplicatesRisk:
 
     def peakmem_identification(self, data, R):
         self._run(R)
+
+
+class MillionChecks:
+    """Two steps of the per-dataset command at 10⁶ records (issue 88): the association check
+    of the synthesized columns of plain files (``unconfirmed_columns``, m = 5, two columns:
+    tested on 10⁵ evenly spaced rows first) and the sort of one replicate's radius columns by
+    the compiled radix sort (``index.value_orders``) beside ``np.argsort``."""
+
+    params = (["association", "value_orders", "argsort"],)
+    param_names = ["step"]
+    number = 1
+    timer = time.process_time  # CPU seconds of all threads: the machine may be shared
+    repeat = (3, 5, 60.0)
+    timeout = 300
+
+    def setup(self, step):
+        from bayes_risk.identification.index import value_orders
+
+        self.y, self.syn = _large(1_000_000, 5)
+        self.vals = np.ascontiguousarray(self.syn[0][["income", "expend"]].to_numpy().T)
+        value_orders(self.vals[:, :10])  # the kernel loaded from numba's cache before timing
+
+    def time_step(self, step):
+        if step == "association":
+            from bayes_risk.data.alignment import unconfirmed_columns
+
+            unconfirmed_columns(self.y, self.syn, ["income", "expend"])
+        elif step == "value_orders":
+            from bayes_risk.identification.index import value_orders
+
+            value_orders(self.vals)
+        else:
+            np.argsort(self.vals, axis=1)

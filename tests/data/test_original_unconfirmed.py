@@ -226,3 +226,31 @@ def test_average_ranks_are_pandas_ranks_bit_for_bit():
         expected = pd.Series(x).rank(method="average").to_numpy(dtype=np.float64)
         assert np.array_equal(alignment._average_ranks(x), expected, equal_nan=True)
         assert alignment._n_distinct(x) == len(np.unique(x[~np.isnan(x)]))
+
+
+def test_a_long_table_is_tested_on_a_subset_first_and_on_every_row_when_it_does_not_confirm(
+        monkeypatch):
+    """Above ``SUBSET_ROWS`` records a column is tested on evenly spaced rows first: a strong
+    association is confirmed there (one call, on the subset); a column with no association,
+    and one whose association is too weak for the subset's threshold, are tested on every row,
+    so the warnings and their figures are those of the whole table."""
+    monkeypatch.setattr(alignment, "SUBSET_ROWS", 400)
+    rng = np.random.default_rng(8)
+    n = 4000
+    o = pd.DataFrame({"k": rng.integers(0, 3, n), "strong": rng.normal(size=n),
+                      "none": rng.normal(size=n), "weak": rng.normal(size=n)})
+    zs = [o.assign(strong=o["strong"] + rng.normal(scale=0.5, size=n),
+                   none=rng.normal(size=n),
+                   weak=0.12 * o["weak"] + rng.normal(size=n)) for _ in range(2)]
+    calls = []
+    real = alignment.row_association
+    monkeypatch.setattr(alignment, "row_association",
+                        lambda a, b: calls.append((a.name, len(a))) or real(a, b))
+    out = alignment.unconfirmed_columns(o, zs, ["strong", "none", "weak"])
+    assert calls == [("strong", 400), ("none", 400), ("none", n), ("weak", 400), ("weak", n)]
+    assert list(out) == ["none"]
+    r, z = real(o["none"], [d["none"] for d in zs])  # the whole table's figures
+    assert out["none"] == (r, alignment._upper_tail(z))
+    # the weak column: confirmed by every row, not by the subset (z below 4.75 there)
+    assert alignment._upper_tail(real(o["weak"].iloc[::10], [d["weak"].iloc[::10]
+                                                              for d in zs])[1]) > 1e-6

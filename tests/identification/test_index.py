@@ -222,3 +222,25 @@ def test_count_scan_with_a_nan_bound_by_hand():
     with _scan_per_count(np.inf):
         counts, _ = idx.match(np.zeros(2, dtype=np.int64), b, False)
     np.testing.assert_array_equal(counts, [0, 2])
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_value_orders_sort_as_argsort(dtype):
+    """The compiled radix sort of the indexes (issue 88): the values in its order are
+    ``np.sort``'s, NaN last, -0.0 and 0.0 together, the infinities at their ends; a digit every
+    value shares is skipped and the order is a permutation."""
+    pytest.importorskip("numba")
+    from bayes_risk.identification import _kernels
+    from bayes_risk.identification.index import value_orders
+
+    rng = np.random.default_rng(88)
+    hand = np.array([np.nan, -0.0, 0.0, -np.inf, np.inf, 3.0, -2.5, np.nan, 1e-300, -1e-300,
+                     2.0**60, -(2.0**60), 3.0])
+    for x in (hand, rng.normal(size=5000) * 1e3, rng.integers(0, 4, 3000).astype(float),
+              np.full(9, 7.5), np.zeros(0)):
+        out = np.empty(len(x), dtype=dtype)
+        _kernels.value_order(np.ascontiguousarray(x).view(np.uint64), out)
+        np.testing.assert_array_equal(x[out], np.sort(x))
+        np.testing.assert_array_equal(np.sort(out), np.arange(len(x)))
+    np.testing.assert_array_equal(hand[value_orders(hand[None, :])[0]][:3], [-np.inf, -(2.0**60),
+                                                                          -2.5])

@@ -91,7 +91,7 @@ def test_the_measures_run_without_the_encoded_columns(monkeypatch):
     monkeypatch.setattr(api, "assemble", spy)
     res = _run(y, zs)
     assert seen == {"bytes": 0, "n_targets": 300}
-    assert res.file["n_targets"] == 300 and res.c.dtype == np.int64
+    assert res.file["n_targets"] == 300 and res.c.dtype == np.int32
     monkeypatch.setattr(api, "assemble", assemble)
     pd.testing.assert_frame_equal(res.records, _run(y, zs).records)
 
@@ -157,3 +157,26 @@ def test_keys_codes_and_record_numbers_are_held_narrow(monkeypatch):
     monkeypatch.setattr(engine, "replicate_index", built)
     monkeypatch.setattr(engine, "USE_NUMBA", False)
     pd.testing.assert_frame_equal(compiled.records, _run(y, zs).records)
+
+
+def test_the_per_dataset_tables_are_held_narrow_with_the_same_values():
+    """Issue 88: ``c`` int32, the 0/1 tables bool and ``p_out`` (membership known) a read-only
+    zero view: at 10^6 targets x 5 datasets 80 MB where int64 and float64 held 240 MB. The
+    values are the definitions' (K: a unique true match, W: a unique false one), and the record
+    table keeps its int64 columns."""
+    rng = np.random.default_rng(88)
+    y = pd.DataFrame({"g": rng.integers(0, 3, 400), "x": rng.lognormal(8, 1, 400).round(),
+                      "w": rng.lognormal(5, 1, 400).round(1)})
+    zs = [y.assign(x=(y.x * rng.lognormal(0, 0.03, 400)).round()) for _ in range(3)]
+    res = _run(y, zs)
+    assert res.c.dtype == np.int32
+    assert {res.T.dtype, res.K.dtype, res.W.dtype, res.declared.dtype} == {np.dtype(bool)}
+    assert res.p_out.shape == res.c.shape and res.p_out.strides == (0, 0)
+    assert not res.p_out.flags.writeable and not res.p_out.any()
+    np.testing.assert_array_equal(res.K, (res.c == 1) & res.T)
+    np.testing.assert_array_equal(res.W, (res.c == 1) & ~res.T)
+    np.testing.assert_array_equal(res.IR, np.where(res.c > 0, res.T / np.maximum(res.c, 1), 0))
+    assert res.T.any() and res.W.any()  # both kinds of unique match occur
+    recs = res.records
+    assert all(recs[k].dtype == np.int64 for k in ("c", "T", "K", "W"))
+    np.testing.assert_array_equal(recs["K"], res.K.ravel().astype(np.int64))
