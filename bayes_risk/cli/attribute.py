@@ -277,6 +277,12 @@ def _summary_lines(summary: dict, *, pairs: bool) -> list[str]:
         f"{un.get('evidence_factor', float('nan')):g}, the release multiplying the "
         "intruder's odds on them that many times)" + _null_text(summary, "prop_evidence"),
     ]
+    dp = (summary.get("settings") or {}).get("differential_privacy")
+    if dp:  # the release's ε beside its attribute risk (methods page, Differential privacy)
+        from bayes_risk.privacy import beside_attribute
+
+        q = (summary["all"].get("bayes_factor_quantiles") or {}).get("100%")
+        lines.append(beside_attribute(dp, None if q is None else float(q)))
     chains = summary.get("between_chain_check")
     if chains:  # whether the records' estimates were compared across MCMC chains, and how
         lines.append(

@@ -144,6 +144,11 @@ def _summary_lines(args: argparse.Namespace, syn) -> list[str]:
         lines.append(f"synthesized columns: {', '.join(map(str, syn.schema.synthesized))}")
     if syn.synthesized_records is not None:
         lines.append(f"records synthesized: {int(syn.synthesized_records.sum())}")
+    from bayes_risk.privacy import release_privacy
+
+    dp = release_privacy(syn)
+    if dp is not None:
+        lines.append(dp.describe())
     lines.append(f"random seed: {syn.random_seed} (recorded in manifest.json)")
     if syn.model_id is not None:
         lines.append(f"model id: {syn.model_id[:16]} (the fitted model that made it; recorded "
