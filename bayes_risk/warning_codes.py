@@ -183,6 +183,9 @@ MESSAGES: dict[str, str] = {
     "RELEASE_HOLDS_ORIGINAL": "a release of another size than the original holds at least half "
     "of the original's records unchanged in every column: it looks like the original itself, or "
     "a file that contains it, given in the release's place.",
+    # business-data attribute measures (closest match)
+    "RECORDS_EXCLUDED": "records with an empty value (or a declared missing-value code) in a "
+    "key of the closest match were left out: the share is over the records assessed.",
     # empirical disclosure measures
     "TARGET_MOSTLY_UNIQUE": "the numeric target has mostly distinct values, so the attribute "
     "measures count exact-value disclosure; consider ngroups_target.",

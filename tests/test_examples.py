@@ -869,7 +869,7 @@ def test_sd2011_audit(monkeypatch, capsys):
         "utility": "ran", "identification": "ran", "posterior_identification": "ran",
         # no holdout given: membership and attacks skipped, with the reason
         "attribute": "ran", "membership": "skipped", "attacks": "skipped",
-        "disclosure": "ran"}
+        "disclosure": "ran", "relative_difference": "ran", "closest_match": "ran"}
     assert audit.complete
     att = audit.step("attribute").result if hasattr(audit, "step") else next(
         s.result for s in audit.steps if s.name == "attribute")

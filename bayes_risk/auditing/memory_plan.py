@@ -402,12 +402,36 @@ def step_memory(ctx: Any, steps: list[str], room: float | None = None) -> list[S
             out.append(StepMemory(step, _attacks_need(ctx), "the attacked records' distances "
                                   "to a dataset's records in blocks of "
                                   f"{_distance_block():,} cells"))
+        elif step == "relative_difference":
+            # each synthesized numeric column of the original and every dataset as doubles
+            cols = max(1, len(p.numeric_synthesized))
+            out.append(StepMemory(step, 8.0 * n * (m + 1) * cols, "the synthesized numeric "
+                                  "columns of the original and every dataset, not chunked"))
+        elif step == "closest_match":
+            out.append(StepMemory(step, _closest_need(ctx), "records in chunks of "
+                                  f"{_closest_block():,} differences (record x released row "
+                                  "x key)"))
         else:
             out.append(StepMemory(step, None, "not chunked"))
     import dataclasses
 
     return [dataclasses.replace(sm, seconds=t, timing=why)
             for sm in out for t, why in [_step_time(ctx, sm.step)]]
+
+
+def _closest_block() -> int:
+    """Differences of the closest match's chunks (``attribute.business._CHUNK_VALUES``)."""
+    from bayes_risk.attribute.business import _CHUNK_VALUES
+
+    return int(_CHUNK_VALUES)
+
+
+def _closest_need(ctx: Any) -> float:
+    """The closest match's least need: the numeric keys of the original and every dataset as
+    doubles, one chunk's differences and its two ``[chunk, n]`` distance tables."""
+    p = ctx.plan
+    keys = max(1, len(ctx.schema.numeric))
+    return 8.0 * (p.n_records * keys * (p.m + 1) + 3 * _closest_block())
 
 
 def _distance_block() -> int:
