@@ -162,6 +162,8 @@ def _printed_tables(out: str) -> dict[tuple[str, str], dict[str, list[float]]]:
             kind = {"matches regardless": "always", "matches only": "threshold",
                     "does not": "not_if_max"}[m.group(2)]
             current = tables.setdefault((m.group(1), kind), {})
+        elif line.startswith("Sampling with synthesis"):  # the tables of the 2008 design end
+            current = None
         elif current is not None and line[:26].strip() in (
             "Expected match risk", "True match risk", "Number of single matches",
             "True match rate (%)",
@@ -254,6 +256,27 @@ def test_drechsler_reiter_cps(monkeypatch, capsys):
                                      strict=True))
     assert rb["True match rate (%)"][2] < ra["True match rate (%)"][2]
     assert rb["True match rate (%)"][5] < ra["True match rate (%)"][5]
+    # sampling with synthesis (Drechsler & Reiter 2010): the census's units as targets of
+    # unknown membership, recomputed by the brute-force matching above from the release and the
+    # census's counts; the census shares covered by the partial-sample intervals
+    sws = res["sampling_with_synthesis"]
+    rel = sws["release"]
+    pop = d["pop"]
+    units = np.asarray(rel.extra["sampling"]["sampled_records"])
+    assert rel.generation == "partial-sample" and len(rel[0]) == len(units) == d["n"]
+    releases = [z.assign(pid=pop["pid"].to_numpy()[units]) for z in rel]
+    F = pop.merge(counts, on=qi, how="left")["F"].to_numpy(dtype=float)
+    ref = pooled_reference(pop.iloc[units].reset_index(drop=True), releases, pop, ["SEX"],
+                           syn["B"], id_col="pid", counts=F, strategy="always", fallback=False)
+    col = sws["risk"][("sampling with synthesis", "Scen. III")]
+    assert col["Expected match risk"] == pytest.approx(ref["expected_match_risk"], rel=1e-9)
+    assert col["True match risk"] == ref["true_match_risk"]
+    cov = sws["coverage"]
+    assert cov.groupby("design")["covers"].mean()["sampling with synthesis"] >= 0.9
+    got = cov.groupby("design")["covers"].agg(["sum", "size"])
+    assert ("census shares of the synthesized columns' levels covered by the 95 % intervals: "
+            + "; ".join(f"{k} {int(r['sum'])} of {int(r['size'])}" for k, r in got.iterrows())
+            ) in out
 
 
 # ----------------------------------------------------------------------------------------------
