@@ -91,7 +91,7 @@ class RelativeDifferenceResult(RiskResult):
         return float(hit.mean())
 
     def to_dataframe(self) -> pd.DataFrame:
-        """:attr:`table`."""
+        """The ``table`` attribute (a copy)."""
         return self.table.copy()
 
     def to_dict(self) -> dict[str, Any]:
@@ -218,7 +218,7 @@ class ClosestMatchResult(RiskResult):
         return ["RECORDS_EXCLUDED"] if self.n_excluded else []
 
     def to_dataframe(self) -> pd.DataFrame:
-        """:attr:`table`."""
+        """The ``table`` attribute (a copy)."""
         return self.table.copy()
 
     def to_dict(self) -> dict[str, Any]:
