@@ -86,15 +86,16 @@ def sampling_with_synthesis(model: Any, original: pd.DataFrame, *, populations: 
     f = sample_fraction
     if isinstance(f, bool) or not isinstance(f, (int, float)) or not (0 < f < 1):
         raise ValidationError(f"{arg_name('sample_fraction')} must be a number strictly between "
-                              f"0 and 1. Got {f!r}.")
+                              f"0 and 1. Got {f!r}.", code="INVALID_ARGUMENT")
     if not isinstance(census, pd.DataFrame):
         raise ValidationError(f"original must be a pandas DataFrame (the census). Got "
-                              f"{type(census).__name__}.")
+                              f"{type(census).__name__}.", code="INVALID_ARGUMENT")
     N = len(census)
     n = int(round(float(f) * N))
     if not 2 <= n <= N - 1:
         raise ValidationError(f"{arg_name('sample_fraction', f)} of a census of {N:,} units "
-                              f"draws {n}; a sample needs at least 2 units and at most N − 1.")
+                              f"draws {n}; a sample needs at least 2 units and at most N − 1.",
+                              code="INVALID_ARGUMENT")
     synth_seed, sample_seed = np.random.SeedSequence(
         None if random_seed is None else _entropy(random_seed)).spawn(2)
     release = model.synthesize(m, random_seed=synth_seed)

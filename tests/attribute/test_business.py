@@ -181,7 +181,8 @@ def test_closest_match_excludes_records_and_refuses_releases_without_records():
     assert err.value.code == "MEASURE_UNDEFINED" and "number of rows" in str(err.value)
     # the manifest's roles decide: k differs in the release but is not declared synthesized
     moved = [r.assign(k=[5.0, 5.0, 5.0, 6.0]) for r in released]
-    assert closest_match(y, moved, keys=None).keys == ["x", "k"]
+    plain = closest_match(y, moved, keys=None)  # k differs: a key (constant in the original)
+    assert (plain.keys, plain.constant_keys) == (["x"], ["k"])
     roles = SyntheticData(moved, schema=infer_schema(y).with_roles(["x"]))
     assert closest_match(y, roles).keys == ["x"]
     full = SyntheticData([z], schema=infer_schema(y).with_roles(["x", "k"]))
