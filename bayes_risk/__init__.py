@@ -88,6 +88,9 @@ _API: dict[str, str] = {
     "prior_sensitivity": "bayes_risk.attribute.api",
     "plot_prior_sensitivity": "bayes_risk.attribute.api",
     "file_summary": "bayes_risk.attribute.file_summary",
+    # differential privacy of a release, beside its attribute risk
+    "release_privacy": "bayes_risk.privacy",
+    "dirichlet_epsilon": "bayes_risk.privacy",
     "ArrayModel": "bayes_risk.models.external",
     "CARTPlugin": "bayes_risk.models.trees.plugins.plugin_cart",
     "RFPlugin": "bayes_risk.models.trees.plugins.plugin_rf",

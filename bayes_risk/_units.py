@@ -83,6 +83,11 @@ UNITS: dict[str, str] = {
     "pct_records_l1": PERCENT_RECORDS,
     "global_risk_pct": PERCENT_RECORDS,
     "global_risk": FRACTION_RECORDS,
+    # the business-data measures (Kim et al. 2018; Domingo-Ferrer et al. 2001)
+    **dict.fromkeys(("relative_difference", "rd_lo", "rd_hi", "rd_dataset_min",
+                     "rd_dataset_max"), "fraction of the true value (0.05 = 5 %)"),
+    "share_within_delta": FRACTION_TARGETS,
+    "closest_match": FRACTION_RECORDS,
     "max_risk": PROBABILITY,
     # membership risk
     "membership_probability": PROBABILITY,

@@ -65,12 +65,16 @@ FAMILIES = ("ols", "logit", "poisson")
 COMBINING_RULES: dict[str, str] = {
     "partial": "Reiter (2003)",
     "full-same-n": "Raab, Nowok & Dibben (2016)",
-    "full-population": "Raghunathan, Reiter & Rubin (2003), with Reiter (2002) for T_f <= 0"}
+    "full-population": "Raghunathan, Reiter & Rubin (2003), with Reiter (2002) for T_f <= 0",
+    "partial-sample": "Reiter (2003) with the finite-population correction of the sample "
+                      "(sampling with synthesis, Drechsler & Reiter 2010)"}
 #: ``--combining-rules`` as the command line states it (utility and audit)
 RULES_HELP = (
     "combining rules of the synthetic intervals: partial (Reiter 2003), full-same-n (full "
     "synthesis of the same units; Raab, Nowok & Dibben 2016), full-population (samples from "
-    "synthetic populations; Raghunathan, Reiter & Rubin 2003). Default auto: the generation "
+    "synthetic populations; Raghunathan, Reiter & Rubin 2003), partial-sample (a sample of the "
+    "census from partially synthetic populations; Drechsler & Reiter 2010). Default auto: the "
+    "generation "
     "recorded in the release's manifest, else inferred from the synthesized columns")
 
 
@@ -157,7 +161,7 @@ class OverlapSpec:
         Model family of the formulas.
     alpha : float
         ``1 −`` confidence level of the intervals.
-    rules : {"auto", "partial", "full-same-n", "full-population"}
+    rules : {"auto", "partial", "full-same-n", "full-population", "partial-sample"}
         Combining rules of the synthetic intervals; ``"auto"``: the manifest's generation
         scheme, else inferred from the synthesized columns.
 
@@ -183,7 +187,7 @@ class OverlapSpec:
         "--alpha", "1 - confidence level of the intervals (default 0.05)", type=float,
         metavar="A")
         | checked(Interval(float, 0, 1, closed="neither")))
-    rules: Literal["auto", "partial", "full-same-n", "full-population"] = field(
+    rules: Literal["auto", "partial", "full-same-n", "full-population", "partial-sample"] = field(
         default="auto", metadata=cli_option("--combining-rules", RULES_HELP,
                                             choices=("auto", *COMBINING_RULES)))
 

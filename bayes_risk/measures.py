@@ -28,15 +28,18 @@ def _builtin() -> tuple[Measure, ...]:
     from bayes_risk.auditing.measures import (
         attacks,
         attribute,
+        closest_match,
         disclosure,
         identification,
         membership,
         posterior_identification,
+        relative_difference,
         utility,
     )
 
     return (utility.MEASURE, identification.MEASURE, posterior_identification.MEASURE,
-            attribute.MEASURE, membership.MEASURE, attacks.MEASURE, disclosure.MEASURE)
+            attribute.MEASURE, membership.MEASURE, attacks.MEASURE, disclosure.MEASURE,
+            relative_difference.MEASURE, closest_match.MEASURE)
 
 
 @functools.cache

@@ -198,6 +198,9 @@ MESSAGES: dict[str, str] = {
     "of the original's records unchanged in every column, more than rows drawn from the other "
     "records' combinations would: it looks like the original itself, or a file that contains "
     "it, given in the release's place.",
+    # business-data attribute measures (closest match)
+    "RECORDS_EXCLUDED": "records with an empty value (or a declared missing-value code) in a "
+    "key of the closest match were left out: the share is over the records assessed.",
     # empirical disclosure measures
     "TARGET_MOSTLY_UNIQUE": "the numeric target has mostly distinct values, so the attribute "
     "measures count exact-value disclosure; consider ngroups_target.",

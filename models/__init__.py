@@ -26,6 +26,9 @@ _LAZY = {
     "PoissonMixture": "bayes_risk.models.poisson",
     "SequentialRegression": "bayes_risk.models.seqreg",
     "PyMCSynthesizer": "bayes_risk.models.pymc_model",
+    "DPMultinomial": "bayes_risk.models.dp_multinomial",
+    # sampling with synthesis: a sample of the census from synthetic populations
+    "sampling_with_synthesis": "bayes_risk.models.populations",
     # plug-in likelihoods of the tree synthesizers for attribute risk (not synthesizers)
     "CARTPlugin": "bayes_risk.models.trees.plugins",
     "RFPlugin": "bayes_risk.models.trees.plugins",

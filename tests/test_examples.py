@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _shared import shared_pages, shared_path
+from scipy.special import logsumexp
 
 from bayes_risk.models import Sampling
 
@@ -161,6 +162,8 @@ def _printed_tables(out: str) -> dict[tuple[str, str], dict[str, list[float]]]:
             kind = {"matches regardless": "always", "matches only": "threshold",
                     "does not": "not_if_max"}[m.group(2)]
             current = tables.setdefault((m.group(1), kind), {})
+        elif line.startswith("Sampling with synthesis"):  # the tables of the 2008 design end
+            current = None
         elif current is not None and line[:26].strip() in (
             "Expected match risk", "True match risk", "Number of single matches",
             "True match rate (%)",
@@ -253,6 +256,27 @@ def test_drechsler_reiter_cps(monkeypatch, capsys):
                                      strict=True))
     assert rb["True match rate (%)"][2] < ra["True match rate (%)"][2]
     assert rb["True match rate (%)"][5] < ra["True match rate (%)"][5]
+    # sampling with synthesis (Drechsler & Reiter 2010): the census's units as targets of
+    # unknown membership, recomputed by the brute-force matching above from the release and the
+    # census's counts; the census shares covered by the partial-sample intervals
+    sws = res["sampling_with_synthesis"]
+    rel = sws["release"]
+    pop = d["pop"]
+    units = np.asarray(rel.extra["sampling"]["sampled_records"])
+    assert rel.generation == "partial-sample" and len(rel[0]) == len(units) == d["n"]
+    releases = [z.assign(pid=pop["pid"].to_numpy()[units]) for z in rel]
+    F = pop.merge(counts, on=qi, how="left")["F"].to_numpy(dtype=float)
+    ref = pooled_reference(pop.iloc[units].reset_index(drop=True), releases, pop, ["SEX"],
+                           syn["B"], id_col="pid", counts=F, strategy="always", fallback=False)
+    col = sws["risk"][("sampling with synthesis", "Scen. III")]
+    assert col["Expected match risk"] == pytest.approx(ref["expected_match_risk"], rel=1e-9)
+    assert col["True match risk"] == ref["true_match_risk"]
+    cov = sws["coverage"]
+    assert cov.groupby("design")["covers"].mean()["sampling with synthesis"] >= 0.9
+    got = cov.groupby("design")["covers"].agg(["sum", "size"])
+    assert ("census shares of the synthesized columns' levels covered by the 95 % intervals: "
+            + "; ".join(f"{k} {int(r['sum'])} of {int(r['size'])}" for k, r in got.iterrows())
+            ) in out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -868,10 +892,46 @@ def test_sd2011_audit(monkeypatch, capsys):
         "utility": "ran", "identification": "ran", "posterior_identification": "ran",
         # no holdout given: membership and attacks skipped, with the reason
         "attribute": "ran", "membership": "skipped", "attacks": "skipped",
-        "disclosure": "ran"}
+        "disclosure": "ran", "relative_difference": "ran", "closest_match": "ran"}
     assert audit.complete
     att = audit.step("attribute").result if hasattr(audit, "step") else next(
         s.result for s in audit.steps if s.name == "attribute")
     p = att.records["p_true"].dropna()
     assert len(p) and ((p >= 0) & (p <= 1)).all()
     assert audit.verdict_text in out
+
+
+def _polya_log_prob(records: np.ndarray, counts: np.ndarray, alpha: float) -> float:
+    """log P(the synthetic records, in their order | the cell counts) of the
+    multinomial–Dirichlet synthesizer, by the Pólya urn (record k drawn with probability
+    (α + c + earlier draws of its cell) / (Kα + n + k)): written apart from the closed form."""
+    seen = np.zeros(counts.size)
+    out = 0.0
+    for k, cell in enumerate(records):
+        out += np.log((alpha + counts[cell] + seen[cell]) / (counts.size * alpha + counts.sum()
+                                                             + k))
+        seen[cell] += 1
+    return out
+
+
+def test_mcclure_reiter_dp(monkeypatch, capsys):
+    """The exact p_true the gallery page plots against the Pólya urn on every release of the
+    first ε values; the package's unflagged estimates within 0.05 of it; the printed table is
+    the summary's; the bound of ε holds for every record and release."""
+    out, text = run_example("mcclure_reiter_dp.py", 0.05, monkeypatch, capsys)
+    ns = runpy.run_path(str(EXAMPLES / "mcclure_reiter_dp.py"), run_name="x")
+    runs, s = out["runs"], out["summary"]
+    counts = np.array(ns["CELL_COUNTS"])
+    for (eps, r), grp in list(runs.groupby(["epsilon", "release"]))[:6]:
+        model = ns["DPMultinomial"](epsilon=eps, sampling=Sampling(draws=out["draws"], chains=2),
+                                    random_seed=[int(eps * 1000), r]).fit(out["data"])
+        z = ns["_cells"](model.synthesize(1, random_seed=[int(eps * 1000), r, 1])[0])
+        for t, exact in zip(range(8), grp["exact"], strict=True):
+            ll = [_polya_log_prob(z, counts - np.eye(8, dtype=int)[t] + np.eye(8, dtype=int)[c],
+                                  model.alpha_) for c in range(8)]
+            assert exact == pytest.approx(np.exp(ll[t] - logsumexp(ll)), rel=1e-9)
+    ok = runs[~runs["flagged"]]
+    assert (ok["p_true"] - ok["exact"]).abs().max() < 0.05
+    assert (runs["exact"] <= np.exp(runs["epsilon"]) / (np.exp(runs["epsilon"]) + 7)).all()
+    first = text.splitlines()[3]  # the cell of 1 record: exact mean p_true by ε
+    assert numbers(first)[1:] == pytest.approx(s.loc[1, "exact"].round(3).tolist(), abs=1e-9)

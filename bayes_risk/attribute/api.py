@@ -133,7 +133,7 @@ def attribute_risk(
     estimator = as_spec(estimator, EstimatorSpec, "estimator", "kind", ESTIMATORS)
     provenance = check_release_model(model, synthetic, original, allow=allow_other_model)
     if scenario.kind == "two_records":
-        return provenance.note(synthetic=synthetic, result=_two_records(
+        return _noted(provenance, synthetic=synthetic, result=_two_records(
             original, synthetic, model=model, records=records, pairs=scenario.pairs,
             known_sums=scenario.known_sums, executor=executor, progressbar=progressbar,
             options=dict(candidates=candidates, prior=prior, estimator=estimator,
@@ -141,8 +141,8 @@ def attribute_risk(
         ))
     if scenario.kind == "empty":
         _check_low_risk_options(candidates, estimator)
-        return provenance.note(low_risk_attribute_risk(model, original, synthetic, records,
-                                                       prior=prior), synthetic)
+        return _noted(provenance, low_risk_attribute_risk(model, original, synthetic, records,
+                                                          prior=prior), synthetic)
     plan = prepare(
         model,
         original,
@@ -163,7 +163,19 @@ def attribute_risk(
         progressbar=progressbar,
         description="attribute risk (partitions)",
     )
-    return provenance.note(_assemble.assemble(plan, merge_outputs(outputs)), synthetic)
+    return _noted(provenance, _assemble.assemble(plan, merge_outputs(outputs)), synthetic)
+
+
+def _noted(provenance: Any, result: Any, synthetic: Any) -> Any:
+    """``result`` with the model check noted and, where the release has one, its ε of
+    differential privacy in ``settings["differential_privacy"]`` (:doc:`/methods/privacy`)."""
+    from bayes_risk.privacy import release_privacy
+
+    result = provenance.note(result, synthetic)
+    guarantee = release_privacy(synthetic)
+    if guarantee is not None and isinstance(getattr(result, "settings", None), dict):
+        result.settings["differential_privacy"] = guarantee.to_dict()
+    return result
 
 
 def _two_records(

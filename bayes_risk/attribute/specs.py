@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # module level holds the standard library only (the parsers r
 __all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS", "KHAT_POSTERIORS",
            "KHAT_TOLERANCE", "REFIT_CACHE_HELP", "REFIT_COST_HELP", "scenario_arg",
            "DEFAULT_DELTA", "LARGEST_VALUE_ARGUMENTS", "KNOWN_CURVE_ARGUMENTS",
+           "RELATIVE_DIFFERENCE_ARGUMENTS", "CLOSEST_MATCH_ARGUMENTS",
            "KNOWN_SWEEP_ARGUMENTS"]
 
 #: ``KHAT_HIGH`` under ``khat_rule="material"``: by how much the truth's probability may at
@@ -62,8 +63,34 @@ LARGEST_VALUE_ARGUMENTS: dict[str, dict[str, Any]] = {
         action="store_true"),
     "delta": cli_option(
         "--delta", "largest-value scenarios: report the posterior probability within D times the "
-        f"largest value of it (default {DEFAULT_DELTA})", type=float, metavar="D"),
+        f"largest value of it (default {DEFAULT_DELTA}); --relative-difference: a relative "
+        "difference at most D is a disclosure", type=float, metavar="D"),
 }
+
+#: the arguments of :func:`~bayes_risk.attribute.business.relative_difference` with their
+#: options of ``bayes-risk attribute``
+#: (``delta`` is the largest-value scenarios' ``--delta``, the same quantity)
+RELATIVE_DIFFERENCE_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "columns": cli_option(
+        "--relative-difference", "the relative difference between the largest true value of "
+        "each of these numeric columns and the intruder's estimate of it from the release (Kim "
+        "et al. 2018; no model needed): relative_difference.csv and summary.json", nargs="+",
+        metavar="COL"),
+    "top": cli_option(
+        "--top", "--relative-difference: the K largest values of each column, each a target "
+        "(default 1)", type=int, metavar="K"),
+}
+
+#: the argument of :func:`~bayes_risk.attribute.business.closest_match` with its option of
+#: ``bayes-risk attribute``
+CLOSEST_MATCH_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "keys": cli_option(
+        "--closest-match", "the percentage of records whose closest released record, in "
+        "standardised Euclidean distance over these numeric columns (default: the synthesized "
+        "numeric columns), is their own (Domingo-Ferrer et al. 2001; Kim et al. 2015; no model "
+        "needed): closest_match.csv and summary.json", nargs="*", metavar="COL"),
+}
+
 
 #: the argument of :func:`~bayes_risk.attribute.known_curve.known_fraction_curve` with its
 #: option of ``bayes-risk attribute``

@@ -33,6 +33,15 @@ def _queries(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _largest(frame: pd.DataFrame) -> pd.DataFrame:
+    """The largest true values of the relative difference, and the intruder's estimates beside
+    them (with the relative difference, an estimate gives the true value back)."""
+    out = frame.copy()
+    for c in ("true_value", "estimate", "estimate_lo", "estimate_hi"):
+        out[c] = WITHHELD
+    return out
+
+
 #: every table an audit step writes, by file name, with the function that withholds the
 #: confidential records' values it would hold (``None``: none; a new file must be listed)
 FILES: dict[str, Callable[[pd.DataFrame], pd.DataFrame] | None] = {
@@ -52,6 +61,8 @@ FILES: dict[str, Callable[[pd.DataFrame], pd.DataFrame] | None] = {
     # inference: rates, and per attacked record its row number and whether the guess was right
     # (no guess, no value: bayes_risk.attacks.inference)
     "inference.csv": None, "inference_records.csv": None,
+    # the business-data measures: the largest values are a record's own
+    "relative_difference.csv": _largest, "closest_match.csv": None,
     # synthpop's measures and sdcMicro's of the original
     "ident.csv": None, "attrib.csv": None, "allCAPs.csv": None, "replicated_uniques.csv": None,
 }

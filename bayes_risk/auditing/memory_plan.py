@@ -219,6 +219,11 @@ _RATES: dict[str, tuple[str, float, float]] = {
     # distances to every released record, for each attack (2,000 and 4,000 records, m = 2
     # and 5: 1.1–1.4 ms; 10,000 records, m = 2: 2.1 ms, so the rate grows with n)
     "attacks": ("records x datasets", 1.1e-3, 2.1e-3),
+    # the business-data measures (CE-like tables of 1,000, 3,000 and 5,000 records, m = 5, a
+    # CART release of two numeric columns): the closest match's distances grow with the square
+    # of the records (1.5–1.8e-8 s each), the relative difference sorts each dataset's columns
+    "relative_difference": ("records x datasets x columns", 1.4e-7, 5.0e-7),
+    "closest_match": ("records² x datasets x keys", 1.4e-8, 2.0e-8),
 }
 #: the largest original each step's rates were measured at and the largest they are trusted
 #: for: twice it (identification grows faster than its work measure there: 6.7–7.3 µs a unit
@@ -268,6 +273,11 @@ def _step_time(ctx: Any, step: str) -> tuple[tuple[float, float] | None, str]:
         k = _attribute_sizes(p)[0]
         low = high = k * max(len(p.synthesized), 1)
         count = f"{k:,} x {max(len(p.synthesized), 1)}"
+    elif step in ("relative_difference", "closest_match"):
+        cols = max(len(p.numeric_synthesized), 1)
+        rows = n * n if step == "closest_match" else n
+        low = high = rows * m * cols
+        count = f"{n:,}{'²' if step == 'closest_match' else ''} x {m} x {cols}"
     else:
         low = high = n * m
         count = f"{n:,} x {m}"
@@ -408,12 +418,36 @@ def step_memory(ctx: Any, steps: list[str], room: float | None = None) -> list[S
             out.append(StepMemory(step, _attacks_need(ctx), "the attacked records' distances "
                                   "to a dataset's records in blocks of "
                                   f"{_distance_block():,} cells"))
+        elif step == "relative_difference":
+            # each synthesized numeric column of the original and every dataset as doubles
+            cols = max(1, len(p.numeric_synthesized))
+            out.append(StepMemory(step, 8.0 * n * (m + 1) * cols, "the synthesized numeric "
+                                  "columns of the original and every dataset, not chunked"))
+        elif step == "closest_match":
+            out.append(StepMemory(step, _closest_need(ctx), "records in chunks of "
+                                  f"{_closest_block():,} differences (record x released row "
+                                  "x key)"))
         else:
             out.append(StepMemory(step, None, "not chunked"))
     import dataclasses
 
     return [dataclasses.replace(sm, seconds=t, timing=why)
             for sm in out for t, why in [_step_time(ctx, sm.step)]]
+
+
+def _closest_block() -> int:
+    """Differences of the closest match's chunks (``attribute.business._CHUNK_VALUES``)."""
+    from bayes_risk.attribute.business import _CHUNK_VALUES
+
+    return int(_CHUNK_VALUES)
+
+
+def _closest_need(ctx: Any) -> float:
+    """The closest match's least need: the numeric keys of the original and every dataset as
+    doubles, one chunk's differences and its two ``[chunk, n]`` distance tables."""
+    p = ctx.plan
+    keys = max(1, len(ctx.schema.numeric))
+    return 8.0 * (p.n_records * keys * (p.m + 1) + 3 * _closest_block())
 
 
 def _distance_block() -> int:

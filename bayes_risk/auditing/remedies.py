@@ -15,6 +15,7 @@ __all__ = [
     "attacks_cause",
     "attribute_cause",
     "disco_cause",
+    "donors_clause",
     "identification_cause",
     "membership_cause",
     "overlap_cause",
@@ -53,7 +54,7 @@ def smoothing_remedy(plan: AuditPlan, cols: Sequence[str]) -> list[str]:
     return out
 
 
-def _donors(plan: AuditPlan, cols: Sequence[str]) -> str:
+def donors_clause(plan: AuditPlan, cols: Sequence[str]) -> str:
     """``", as the release gives donors' original values of Income (cart)"`` for the donor
     columns among ``cols`` (empty when none)."""
     donors = [c for c in cols if c in plan.donor_columns]
@@ -108,7 +109,7 @@ def attribute_cause(plan: AuditPlan, a: StepOutcome) -> Cause:
                 else f"for that record across the m = {m} datasets")
              + f" ({per}); a candidate that the "
              "release shows is ranked above one it never shows")
-    cause += _donors(plan, plan.synthesized)
+    cause += donors_clause(plan, plan.synthesized)
     rem = [*smoothing_remedy(plan, plan.synthesized),
            f"release fewer synthetic datasets (m = {m} now): each is one more chance "
            "that a record's true value is released",
@@ -270,7 +271,7 @@ def attacks_cause(plan: AuditPlan, a: StepOutcome) -> dict[str, Cause]:
         cause = (f"{n_leak} of the {int(r['n_queries'])} predicates written on synthetic "
                  f"dataset {ds} ({kind}) single out a record of the original but none of "
                  f"the holdout; the columns they use most: {names}")
-        cause += _donors(plan, top)
+        cause += donors_clause(plan, top)
         unsyn = _unsynthesized(plan, top)
         rem = [*smoothing_remedy(plan, top),
                f"coarsen or top- and bottom-code {', '.join(top)} (bands, rounding), so that "
@@ -305,7 +306,7 @@ def attacks_cause(plan: AuditPlan, a: StepOutcome) -> dict[str, Cause]:
         cause = (f"{secret} is guessed right from the nearest synthetic row for "
                  f"{int(r['n_main'])} of {int(r['n_attacks'])} records of the original against "
                  f"{r['n_control']:.4g} of {r['n_attacks_control']:.4g} of the holdout"
-                 + _donors(plan, [secret]))
+                 + donors_clause(plan, [secret]))
         rem = [*smoothing_remedy(plan, [secret]),
                f"coarsen {secret}" + (" (bands, rounding)" if secret in plan.numeric_synthesized
                                       else " (merge rare categories)")

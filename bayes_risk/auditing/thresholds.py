@@ -51,6 +51,11 @@ THRESHOLD_SOURCES: dict[str, str] = {
     "singling_out_risk": _ANONYMETER,
     "linkability_risk": _ANONYMETER,
     "inference_risk": _ANONYMETER,
+    "relative_difference": "Kim et al. (2018) measure how close the intruder's estimate of "
+                           "a largest value comes to it; 0.05 is the largest-value scenarios' "
+                           "--delta, a convention of bayes-risk, not a finding; a board sets "
+                           "its own (user guide, Auditing a release: Thresholds)",
+    "closest_match": _CONVENTION,
 }
 
 
@@ -119,6 +124,13 @@ class Thresholds:
     inference_risk : float
         Largest acceptable inference risk of anonymeter, the largest over the synthesized
         columns, a fraction. Default 0.05.
+    relative_difference : float
+        Smallest acceptable relative difference between a largest true value and the
+        intruder's estimate of it (Kim et al. 2018), the smallest over the synthesized numeric
+        columns, a fraction from 0 up. Default 0.05.
+    closest_match : float
+        Largest acceptable share of records whose closest released record is their own
+        (Domingo-Ferrer et al. 2001; Kim et al. 2015), a fraction. Default 0.01.
 
     Raises
     ------
@@ -148,6 +160,9 @@ class Thresholds:
                                          "anonymeter's risk, " + _FRACTION)
     inference_risk: float = _threshold(0.05, "max", 0.0, 1.0,
                                        "anonymeter's risk, " + _FRACTION)
+    relative_difference: float = _threshold(0.05, "min", 0.0, np.inf,
+                                            "a relative difference, from 0 up (0.05 is 5 %)")
+    closest_match: float = _threshold(0.01, "max", 0.0, 1.0, _FRACTION)
 
     def __post_init__(self) -> None:
         # every way of making thresholds (parse, the constructor, dataclasses.replace) is checked

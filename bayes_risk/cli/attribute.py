@@ -145,12 +145,89 @@ def _run_largest_value(args: argparse.Namespace, scenario: str, model: Any, orig
     return 0
 
 
+def _business(args: argparse.Namespace) -> bool:
+    """Whether the run is of the business-data measures, which read the release alone; the
+    options of the model-based measures are refused beside them (before anything is read)."""
+    from bayes_risk.exceptions import ValidationError
+
+    given = args.relative_difference is not None or args.closest_match is not None
+    if not given:
+        if args.top is not None:
+            raise ValidationError("--top applies to --relative-difference.",
+                                  code="OPTION_CONFLICT")
+        return False
+    model_options = [flag for flag, v in (
+        ("--model", args.model), ("--scenario", args.scenario), ("--column", args.column),
+        ("--pairs", args.pairs), ("--known-records", args.known_records),
+        ("--known-curve", args.known_curve), ("--known-sweep", args.known_sweep),
+        ("--records", args.records)) if v is not None]
+    if model_options:
+        raise ValidationError(
+            f"{', '.join(model_options)}: not with --relative-difference or --closest-match, "
+            "which read the release alone (no model, no record selection); run them "
+            "separately.", code="OPTION_CONFLICT")
+    if args.delta is not None and args.relative_difference is None:
+        raise ValidationError("--delta applies to --relative-difference (or the largest-value "
+                              "scenarios), not --closest-match.", code="OPTION_CONFLICT")
+    return True
+
+
+def _run_business(args: argparse.Namespace, original: Any, synthetic: Any) -> int:
+    """``--relative-difference`` and ``--closest-match``: their tables, figures and
+    ``summary.json``."""
+    from bayes_risk.attribute.business import closest_match, relative_difference
+
+    summary: dict[str, Any] = {"inputs": inputs_summary(args)}
+    tables: dict[str, Any] = {}
+    figures: dict[str, Any] = {}
+    lines: list[str] = []
+    if args.relative_difference is not None:
+        rd = relative_difference(original, synthetic, columns=args.relative_difference,
+                                 **{k: v for k, v in (("top", args.top), ("delta", args.delta))
+                                    if v is not None})
+        summary["relative_difference"] = rd.to_dict()
+        tables["relative_difference.csv"] = rd.to_dataframe()
+        figures["relative_difference.png"] = (rd, "relative_difference")
+        lines.append(rd_line(rd))
+    if args.closest_match is not None:
+        cm = closest_match(original, synthetic, keys=args.closest_match or None)
+        summary["closest_match"] = cm.to_dict()
+        tables["closest_match.csv"] = cm.to_dataframe()
+        figures["closest_match.png"] = (cm, "datasets")
+        lines.append(cm_line(cm))
+    write_run(args, lines, summary, tables=tables, figures=figures)
+    return 0
+
+
+def rd_line(rd: Any) -> str:
+    """The relative difference in one line: the smallest, its estimator and interval."""
+    s = rd.smallest
+    interval = (f", 95 % interval {s['rd_lo']:.3g}–{s['rd_hi']:.3g}" if s["rd_lo"] == s["rd_lo"]
+                else ", no interval (one dataset)")
+    return (f"relative difference of the largest values: smallest {s['relative_difference']:.3g} "
+            f"({s['column']}, rank {int(s['rank'])}, record {int(s['record'])}, estimator "
+            f"{s['estimator']}{interval}); {100 * rd.share_within_delta:.3g} % of the targets "
+            f"within {rd.delta:g} (a disclosure)")
+
+
+def cm_line(cm: Any) -> str:
+    """The closest match in one line: the share, its interval and the random guess."""
+    lo, hi = cm.interval
+    return (f"closest match: {100 * cm.value:.3g} % of {len(cm.table):,} records have their own "
+            f"released row closest (95 % interval {100 * lo:.3g}–{100 * hi:.3g} %; "
+            f"{cm.strategy}; random guess {100 * cm.random_guess:.3g} %; keys "
+            f"{', '.join(cm.keys)})")
+
+
 def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attribute``."""
     from bayes_risk._specs import spec_values
     from bayes_risk.attribute.api import EstimatorSpec, attribute_risk
     from bayes_risk.attribute.candidates import model_candidates
 
+    if _business(args):
+        original, synthetic = read_inputs(args)
+        return _run_business(args, original, synthetic)
     original, synthetic = read_inputs(args)
     spec = _scenario(args, len(original))  # checked before any fit
     check_max_size(args)
@@ -277,6 +354,12 @@ def _summary_lines(summary: dict, *, pairs: bool) -> list[str]:
         f"{un.get('evidence_factor', float('nan')):g}, the release multiplying the "
         "intruder's odds on them that many times)" + _null_text(summary, "prop_evidence"),
     ]
+    dp = (summary.get("settings") or {}).get("differential_privacy")
+    if dp:  # the release's ε beside its attribute risk (methods page, Differential privacy)
+        from bayes_risk.privacy import beside_attribute
+
+        q = (summary["all"].get("bayes_factor_quantiles") or {}).get("100%")
+        lines.append(beside_attribute(dp, None if q is None else float(q)))
     chains = summary.get("between_chain_check")
     if chains:  # whether the records' estimates were compared across MCMC chains, and how
         lines.append(

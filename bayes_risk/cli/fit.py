@@ -175,6 +175,11 @@ def _summary_lines(args: argparse.Namespace, model: Any, df: Any) -> list[str]:
         f"synthesized columns: {', '.join(map(str, synthesized))}",
         *_model_id_line(model),
     ]
+    eps = getattr(model, "epsilon_per_dataset", None)  # a synthesizer with a known ε
+    if eps is not None:
+        lines.append(f"differential privacy: ε = {eps:.4g} per synthetic dataset of {len(df):,} "
+                     f"records (prior count {model.alpha_:.4g} per cell); a release of m "
+                     "datasets has m·ε (the fitted model itself is not private: keep it)")
     q = conv["quantities"]
     rhat = [v["rhat"] for v in q.values() if _finite(v["rhat"])]
     ess = [v["ess_bulk"] for v in q.values() if _finite(v["ess_bulk"])]

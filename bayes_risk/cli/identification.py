@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from bayes_risk.cli._common import (
@@ -54,6 +55,12 @@ def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any, search: Any = 
         f"match rate {100 * s['false_match_rate']:.3g} % of the unique matches "
         "(summary.json: fractions)",
     ]
+    sampling = res.settings.get("sampling")
+    if sampling:  # the probability that a target is in the released sample
+        lines.append(f"sampling with synthesis: {sampling['sample_size']:,} of the census's "
+                     f"{sampling['population_size']:,} units released (a target is in the "
+                     f"release with probability {sampling['sample_fraction']:.4g}); membership "
+                     f"{sampling['membership']}, counts: {sampling['counts']}")
     if res.settings["aggregation"] == "per_dataset" and m > 1:
         # the smaller figure of the two: say so, as the audit's verdict reads the larger
         lines.append(f"per dataset: the intruder holding one dataset; one holding all {m} pools "
@@ -174,6 +181,18 @@ def run(args: argparse.Namespace) -> int:
         original, syn, known, synthesized = (given.original, given.synthetic, given.known,
                                              given.synthesized)
         kw.update(schema=given.schema, population=given.population)
+    from bayes_risk.identification.sampled import sampled_inputs
+
+    # a sample of the census from synthetic populations: every census unit a target
+    # (membership unknown unless --membership says otherwise: the point of the design)
+    population = (kw["population"] if getattr(args, "membership", None) is not None
+                  else dataclasses.replace(kw["population"], membership="unknown"))
+    sampled = None if replicates is not None else sampled_inputs(
+        original, syn, known=known, synthesized=synthesized, population=population)
+    if sampled is not None:
+        original, syn = sampled.original, sampled.synthetic
+        synthesized = sampled.synthesized if sampled.synthesized is not None else synthesized
+        kw.update(population=sampled.population)
     with dask_client(args) as client:
         risk, sweep_fn, search_fn = identification_risk, radius_sweep, radius_search
         if client is not None:
@@ -206,6 +225,8 @@ def run(args: argparse.Namespace) -> int:
             res = risk(original, syn, **run_kw)
         if given is not None:
             given.annotate(res)
+        if sampled is not None:
+            sampled.annotate(res)
         if grid is not None:
             # the sweep evaluates every dataset separately (one box per radius, as Hornby & Hu 2021
             # Fig. 6)

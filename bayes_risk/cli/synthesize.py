@@ -50,10 +50,16 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.data import SyntheticData, check_m
     from bayes_risk.exceptions import ValidationError
 
+    sampled = _sampling(args)
+    if sampled and args.model is not None and args.original is not None:
+        return _sampled_from_model(args)
     if (args.original is None) == (args.model is None):
         raise ValidationError("give either ORIGINAL (a confidential table, with --method) or "
                               "--model DIR (a model saved by 'bayes-risk fit'), not both and not "
-                              "neither.", code="OPTION_CONFLICT")
+                              "neither" + (" (with --populations: ORIGINAL, the census, and "
+                                           "--method or --model)" if sampled else "") + ".",
+                              code="OPTION_CONFLICT" if args.original is not None
+                              else "OPTION_REQUIRED")
     seed = run_seed(args)  # recorded in the manifest
     if args.model is not None:
         given = [
@@ -117,9 +123,68 @@ def run(args: argparse.Namespace) -> int:
         # from the synthesis streams spawned from seed
         model.fit(df, schema=schema, synthesized=args.synthesize, records=records,
                   random_seed=[seed, 1])
-        syn = model.synthesize(m, random_seed=seed)
+        if sampled:
+            from bayes_risk.models import sampling_with_synthesis
+
+            syn = sampling_with_synthesis(model, df, populations=args.populations,
+                                          sample_fraction=args.sample_fraction,
+                                          random_seed=seed)
+        else:
+            syn = model.synthesize(m, random_seed=seed)
     write_run(args, _summary_lines(args, syn), extra=lambda tmp: syn.save(
         tmp, csv=args.csv, file_format=args.file_format, labels=labels))
+    return 0
+
+
+def _sampling(args: argparse.Namespace) -> bool:
+    """Whether the run is sampling with synthesis; its options checked together."""
+    from bayes_risk.exceptions import ValidationError
+
+    given = [o for o, v in (("--populations", args.populations),
+                            ("--sample-fraction", args.sample_fraction)) if v is not None]
+    if not given:
+        return False
+    if len(given) == 1:
+        other = "--sample-fraction" if given[0] == "--populations" else "--populations"
+        raise ValidationError(f"{given[0]} needs {other} (sampling with synthesis: the number "
+                              "of synthetic populations and the share of the census released "
+                              "from each).", code="OPTION_REQUIRED")
+    if args.m is not None:
+        raise ValidationError("-m with --populations: each synthetic population gives one "
+                              "released dataset; give --populations only.",
+                              code="OPTION_CONFLICT")
+    if args.original is None:
+        raise ValidationError("--populations needs ORIGINAL, the census the samples are drawn "
+                              "from (with --model, the census the model was fitted to).",
+                              code="OPTION_REQUIRED")
+    return True
+
+
+def _sampled_from_model(args: argparse.Namespace) -> int:
+    """``synthesize CENSUS --model DIR --populations N --sample-fraction F``."""
+    from bayes_risk.cli._common import (
+        missing_labels,
+        numeric_columns,
+        read_records_table,
+        run_seed,
+        write_run,
+    )
+    from bayes_risk.exceptions import ValidationError
+    from bayes_risk.models import load_model, sampling_with_synthesis
+
+    given = [name for name, val in (("--method", args.method), ("--synthesize", args.synthesize),
+                                    ("--records", args.records)) if val is not None]
+    if given:
+        raise ValidationError(f"{', '.join(given)} cannot be used with --model: the saved model "
+                              "already fixes what is synthesized.", code="OPTION_CONFLICT")
+    seed = run_seed(args)
+    census = read_records_table(args.original, "ORIGINAL", missing_labels(args),
+                                numeric_columns(args))
+    model = load_model(args.model, original=census)
+    syn = sampling_with_synthesis(model, census, populations=args.populations,
+                                  sample_fraction=args.sample_fraction, random_seed=seed)
+    write_run(args, _summary_lines(args, syn), extra=lambda tmp: syn.save(
+        tmp, csv=args.csv, file_format=args.file_format, labels=_model_labels(args.model)))
     return 0
 
 
@@ -140,10 +205,24 @@ def _summary_lines(args: argparse.Namespace, syn) -> list[str]:
     source = f"model {args.model}" if args.model is not None else str(args.original)
     lines = [f"synthesized {syn.m} dataset(s) ({syn.method_description}) of {len(syn[0])} "
              f"records from {source}"]
+    from bayes_risk.data.synthetic import sampled_records
+
+    sampling = sampled_records(syn)
+    if sampling is not None:
+        lines.append(f"sampling with synthesis: {syn.m} synthetic populations of the census's "
+                     f"{sampling['population_size']:,} units, the same simple random sample of "
+                     f"{sampling['sample_size']:,} units (fraction "
+                     f"{sampling['sample_fraction']:.4g}) released from each; the units drawn "
+                     "are recorded in manifest.json (confidential: keep it with the agency)")
     if syn.schema is not None and syn.schema.synthesized:
         lines.append(f"synthesized columns: {', '.join(map(str, syn.schema.synthesized))}")
     if syn.synthesized_records is not None:
         lines.append(f"records synthesized: {int(syn.synthesized_records.sum())}")
+    from bayes_risk.privacy import release_privacy
+
+    dp = release_privacy(syn)
+    if dp is not None:
+        lines.append(dp.describe())
     lines.append(f"random seed: {syn.random_seed} (recorded in manifest.json)")
     if syn.model_id is not None:
         lines.append(f"model id: {syn.model_id[:16]} (the fitted model that made it; recorded "

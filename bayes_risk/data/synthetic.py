@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from collections.abc import Iterator, Sequence
@@ -18,11 +19,13 @@ from bayes_risk.data.validate import check_m, require_frame
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
 __all__ = ["SyntheticData", "MANIFEST_NAME", "FORMAT_VERSION", "GENERATION_SCHEMES",
-           "generation_from_roles", "CHECKSUMS"]
+           "generation_from_roles", "CHECKSUMS", "SAMPLING_FIELD", "SAMPLING_DESIGN",
+           "sampled_records"]
 
 #: how a release was generated (methods, Combining rules): partial synthesis; full synthesis
-#: redrawing the same n units; samples from synthetic populations
-GENERATION_SCHEMES = ("partial", "full-same-n", "full-population")
+#: redrawing the same n units; samples from synthetic populations; a sample of the census from
+#: partially synthetic populations (sampling with synthesis, Drechsler & Reiter 2010)
+GENERATION_SCHEMES = ("partial", "full-same-n", "full-population", "partial-sample")
 
 
 def generation_from_roles(schema: Schema | None,
@@ -35,6 +38,44 @@ def generation_from_roles(schema: Schema | None,
                                 and not bool(np.all(synthesized_records))):
         return "partial"
     return "full-same-n"
+
+#: the ``extra`` field of a release's manifest that records sampling with synthesis
+#: (:func:`bayes_risk.models.sampling_with_synthesis`)
+SAMPLING_FIELD = "sampling"
+#: the design of sampling with synthesis, as the manifest and the reports state it
+SAMPLING_DESIGN = ("one simple random sample of the census's units without replacement, the "
+                   "same units in every released dataset, each dataset from its own synthetic "
+                   "population (sampling with synthesis, Drechsler & Reiter 2010)")
+
+
+def sampled_records(synthetic: Any) -> dict[str, Any] | None:
+    """The sampling a release records (``extra["sampling"]``), checked; ``None`` for a release
+    that is not a sample of synthetic populations.
+
+    Raises
+    ------
+    ValidationError
+        A damaged record (``MANIFEST_INVALID``).
+    """
+    extra = getattr(synthetic, "extra", None)
+    rec = (extra or {}).get(SAMPLING_FIELD) if isinstance(extra, dict) else None
+    if rec is None:
+        return None
+    try:
+        units = np.asarray(rec["sampled_records"], dtype=np.int64)
+        N, n = int(rec["population_size"]), int(rec["sample_size"])
+        ok = (units.ndim == 1 and units.size == n and n == len(synthetic.datasets[0])
+              and np.all(np.diff(units) > 0) and 0 <= units.min() and units.max() < N
+              and math.isclose(float(rec["sample_fraction"]), n / N))
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        ok = False
+    if not ok:
+        raise ValidationError("the release's manifest records a sample of synthetic populations "
+                              "that does not fit its datasets (population_size, sample_size, "
+                              "sampled_records); the manifest is damaged.",
+                              code="MANIFEST_INVALID")
+    return {**rec, "sampled_records": units}
+
 
 MANIFEST_NAME = "manifest.json"
 #: 2 since every manifest records checksums: a folder of version 2 without them is damaged
@@ -87,7 +128,7 @@ class SyntheticData:
         Record-level flags ``δ_i`` (partial synthesis of selected records; methods, Notation).
     extra : dict
         Further JSON-serialisable information (warnings, diagnostics).
-    generation : {"partial", "full-same-n", "full-population"}, optional
+    generation : {"partial", "full-same-n", "full-population", "partial-sample"}, optional
         How the release was generated (chooses the combining rules); ``None``: inferred.
     proper : bool, optional
         Whether each dataset was drawn with its own parameter draw; ``None``: unknown.

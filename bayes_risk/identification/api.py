@@ -125,6 +125,16 @@ def identification_risk(
     >>> res.file["expected_match_risk"]
     2.5
     """
+    from bayes_risk.identification.sampled import sampled_inputs
+
+    sampled = sampled_inputs(original, synthetic, known=known, synthesized=synthesized,
+                             population=population) if replicates is None else None
+    if sampled is not None:  # a sample of the census from synthetic populations: the units
+        return sampled.annotate(identification_risk(  # of the census are the targets
+            sampled.original, sampled.synthetic, known=known, synthesized=sampled.synthesized,
+            categorical=categorical, schema=schema, match=match, population=sampled.population,
+            selection=selection, aggregation=aggregation, progressbar=progressbar,
+            executor=executor))
     if selection is not None:  # the intruder knows R: one more known column, matched exactly
         from bayes_risk.identification.selection import conditioned
 

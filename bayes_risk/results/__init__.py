@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from bayes_risk.results._summary import ResultWarning, Summary
     from bayes_risk.results.attacks import InferenceResult, LinkabilityResult, SinglingOutResult
     from bayes_risk.results.attribute import AttributeRiskResult
+    from bayes_risk.results.business import ClosestMatchResult, RelativeDifferenceResult
     from bayes_risk.results.combining import (
         CoefDiffResult,
         CombinedMultivariate,
@@ -39,6 +40,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "bayes_risk.results._format": ("format_number",),
     "bayes_risk.results.attacks": ("SinglingOutResult", "LinkabilityResult", "InferenceResult"),
     "bayes_risk.results.attribute": ("AttributeRiskResult",),
+    "bayes_risk.results.business": ("RelativeDifferenceResult", "ClosestMatchResult"),
     "bayes_risk.results.combining": ("CombinedScalar", "CombinedMultivariate", "OverlapResult",
                                      "CoefDiffResult"),
     "bayes_risk.results.differencing": ("DifferencingResult",),
@@ -58,6 +60,8 @@ __all__ = [
     "Summary",
     "ResultWarning",
     "AttributeRiskResult",
+    "RelativeDifferenceResult",
+    "ClosestMatchResult",
     "IdentificationResult",
     "RadiusSweepResult",
     "MembershipRiskResult",

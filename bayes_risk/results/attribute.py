@@ -455,6 +455,11 @@ class AttributeRiskResult(RiskResult):
             ("posterior draws H", st.get("H")),
             ("synthetic datasets m", st.get("m")),
         ]
+        dp = st.get("differential_privacy")
+        if dp:  # the release's ε beside its attribute risk (methods: Differential privacy)
+            from bayes_risk.privacy import beside_attribute
+
+            header.append(("differential privacy ε of the release", dp["epsilon"]))
         rows = [hrw_table_row(name, d[key]) for key, name in
                 (("all", "all"), ("unflagged", "not flagged"), ("flagged", "flagged"))]
         notes = [
@@ -475,6 +480,9 @@ class AttributeRiskResult(RiskResult):
                 "methods page, Attribute disclosure risk: What a release that says nothing "
                 "gives). A figure above its range says that the release points to the records' "
                 "true values; within it, that it tells no more than the population does.")
+        if dp:
+            q = (d["all"].get("bayes_factor_quantiles") or {}).get("100%")
+            notes.append("Differential privacy: " + beside_attribute(dp, q) + ".")
         if d["flag_counts"]:
             notes.append(
                 "Flags: " + ", ".join(f"{k} × {v}" for k, v in d["flag_counts"].items()) + "."

@@ -21,6 +21,7 @@ MULTIVARIATE_TESTS: dict[str, str] = {
     "partial": "Reiter (2003)",
     "full-same-n": "Raab, Nowok & Dibben (2016), matrix form",
     "full-population": "Reiter (2005)",
+    "partial-sample": "Reiter (2003), the within covariances times 1 − f",
 }
 
 
@@ -43,6 +44,10 @@ _RULE_NOTES = {
     "full-same-n": "Full synthesis of the same units: total_var = within_var (k/n + (1 + k/n)/m) "
                    "(proper) or within_var (k/n + 1/m); normal reference (Raab, Nowok & Dibben "
                    "2016).",
+    "partial-sample": "A sample of the census from partially synthetic populations (Drechsler "
+                      "& Reiter 2010): Reiter's partial rules with within_var already times the "
+                      "finite-population correction 1 − f; conservative for synthesized "
+                      "variables.",
     "full-population": "Samples from synthetic populations: total_var = (1 + 1/m) between_var − "
                        "within_var, t reference with df degrees of freedom (Raghunathan, Reiter "
                        "& Rubin 2003); (k/n) within_var when that is not positive (Reiter 2002).",

@@ -19,7 +19,7 @@ __all__ = ["CombinedScalar", "CombinedMultivariate", "combine_scalar", "combine_
            "COMBINING_RULES", "check_rules", "CombiningRules", "MULTIVARIATE_TESTS", "SMALL_M",
            "SMALL_M_QUANTILE"]
 
-CombiningRules = Literal["partial", "full-same-n", "full-population"]
+CombiningRules = Literal["partial", "full-same-n", "full-population", "partial-sample"]
 
 
 
@@ -77,12 +77,14 @@ def combine_scalar(
         Their estimated variances (squared standard errors), ``>= 0``.
     alpha : float
         ``1 −`` confidence level of the returned interval.
-    rules : {"partial", "full-same-n", "full-population"}
-        The generation scheme whose rules apply.
+    rules : {"partial", "full-same-n", "full-population", "partial-sample"}
+        The generation scheme whose rules apply (``"partial-sample"``: samples of the census
+        from synthetic populations, Drechsler & Reiter 2010).
     proper : bool
         ``"full-same-n"`` only: each dataset drawn with its own parameter draw.
     size_ratio : float
-        ``k/n``: records per synthetic dataset over records of the original (``> 0``).
+        ``k/n``: records per synthetic dataset over records of the original (``> 0``); for
+        ``"partial-sample"`` the sampling fraction ``f`` of the census (``< 1``).
 
     Returns
     -------
@@ -126,7 +128,9 @@ def combine_scalar(
     alpha = check_probability(alpha, "alpha")
     m = qa.size
     codes: list[str] = []
-    if rules != "partial":
+    if rules == "partial-sample":  # the within variances with the sample's fpc (1 − f)
+        ua = ua * _sample_fpc(size_ratio)
+    elif rules != "partial":
         return _combine_full(qa, ua, alpha, rules, proper, size_ratio)
     if m == 1:
         warnings.warn(
@@ -154,7 +158,17 @@ def combine_scalar(
                 x *= 2 * float(special.gammaincinv((m - 1) / 2, SMALL_M_QUANTILE)) / (m - 1)
             # b negligible next to ubar (e.g. a subnormal b): the reference is normal
             df = (m - 1) * (1 + x) ** 2 if x < 1e150 else math.inf
-    return _combined(qbar, b, ubar, tp, r, df, alpha, m, codes, "partial")
+    return _combined(qbar, b, ubar, tp, r, df, alpha, m, codes, rules)
+
+
+def _sample_fpc(size_ratio: float) -> float:
+    """``1 − f`` of a sample of ``f = k/N`` of the census (``"partial-sample"``), checked."""
+    if not size_ratio < 1:
+        raise ValidationError(
+            f"the sampling-with-synthesis rules need datasets that are a sample of the original "
+            f"(k/N < 1); got size_ratio = {size_ratio:g}. Give the census the samples were drawn "
+            "from as the original.", code="INVALID_ARGUMENT")
+    return 1.0 - size_ratio
 
 
 def _combine_full(qa: np.ndarray, ua: np.ndarray, alpha: float, rules: str, proper: bool,
@@ -334,6 +348,8 @@ def combine_multivariate(
     qbar = qa.mean(axis=0)
     B = np.atleast_2d(np.cov(qa, rowvar=False, ddof=1)) if m > 1 else np.full((k, k), np.nan)
     Ubar = Ua.mean(axis=0)
+    if rules == "partial-sample":  # the within covariances with the sample's fpc (1 − f)
+        Ubar = Ubar * _sample_fpc(size_ratio)
     try:
         Uinv = np.linalg.inv(Ubar)
         if not np.all(np.isfinite(Uinv)) or np.linalg.cond(Ubar) > 1e14:
@@ -345,7 +361,7 @@ def combine_multivariate(
     quad = float(d @ Uinv @ d)
     t = k * (m - 1)
     codes: list[str] = []
-    if rules == "partial":
+    if rules in ("partial", "partial-sample"):
         r = float(np.trace(B @ Uinv) / (m * k))
         S = quad / (k * (1 + r))
         nu = _lrr_df(t, r, +1.0, codes)

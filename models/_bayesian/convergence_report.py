@@ -59,7 +59,7 @@ def check_convergence(model: Any, *, warn: bool = False) -> pd.DataFrame:
 def mcmc_run(model: Any) -> dict[str, Any]:
     """The run the kept draws come from (posterior attributes, else the settings)."""
     attrs = model.posterior_.attrs
-    tune = int(model.resolved_sampling.tune)
+    tune = int(model.resolved_sampling.tune or 0)  # exact draws (DPMultinomial): no tuning
     thin = int(attrs.get("thin", model._run_settings().get("thin", 1)))
     draws = int(model.posterior_["posterior"].sizes["draw"])
     return {"tune": tune, "thin": thin, "draws": draws,

@@ -114,8 +114,10 @@ def test_steps_run_or_skip_with_reason(audited):
     st = {s.name: s for s in res.steps}
     assert [s.name for s in res.steps] == ["utility", "identification",
                                            "posterior_identification", "attribute",
-                                           "membership", "attacks", "disclosure"]
-    for name in ("utility", "identification", "attribute", "disclosure"):
+                                           "membership", "attacks", "disclosure",
+                                           "relative_difference", "closest_match"]
+    for name in ("utility", "identification", "attribute", "disclosure",
+                 "relative_difference", "closest_match"):
         assert st[name].status == "ran", (name, st[name].reason)
     post = st["posterior_identification"]
     assert post.status == "skipped" and "no known column is synthesized" in post.reason
@@ -757,7 +759,7 @@ def test_cli_end_to_end(release, tmp_path, cli):
     assert r.returncode == 0, r.stderr
     out = tmp_path / "aud"
     assert (out / "report.html").is_file() and (out / "report.md").is_file()
-    assert "[audit] step 1/7: utility" in r.stderr  # progress shown
+    assert "[audit] step 1/9: utility" in r.stderr  # progress shown
     assert "repU (%)" in r.stdout and "report:" in r.stdout
     # the headline: each line with its spread; a line past its threshold with its cause, short
     assert "(min–max over 2)" in r.stdout
@@ -995,7 +997,8 @@ def test_release_independent_figures_are_a_baseline(audited, report):
     ident = res.step("identification").result
     per = ident.to_dict()["summary"]["per_dataset"]["expected_match_risk"]
     assert len(set(per)) == 1  # it cannot depend on the release
-    assert {v.step for v in res.verdicts} == {"utility", "attribute", "disclosure"}
+    assert {v.step for v in res.verdicts} == {"utility", "attribute", "disclosure",
+                                              "relative_difference", "closest_match"}
     assert not [v for v in res.verdicts if v.measure.startswith("repU")]
     base = {b.measure: b for b in res.baselines}
     assert base["expected match rate, worst case over the radii"].step == "identification"
@@ -1657,7 +1660,8 @@ def test_status_and_headline(audited, tmp_path):
     # it, so the status is a review, named with its reason
     u = res.step("utility").result
     loose = Thresholds.parse({"s_pmse": 1e9, "overlap": 1e-9, "prop_top": 0.999999,
-                              "prop_evidence": 0.999999, "repU": 99.9999, "DiSCO": 99.9999})
+                              "prop_evidence": 0.999999, "repU": 99.9999, "DiSCO": 99.9999,
+                              "relative_difference": 1e-9, "closest_match": 0.999999})
     res.plan.thresholds = loose
     try:
         sep = dataclasses.replace(u, pmse=dataclasses.replace(u.pmse, warnings=["SEPARATION"]))

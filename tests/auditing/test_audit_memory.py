@@ -187,7 +187,8 @@ def test_a_withheld_step_is_not_planned():
     fixed = br.sdc(data, release, bottom_top_coding={"Income": (1000, None)})
     res = br.audit(data, fixed, known=KNOWN, settings=CHEAP, random_seed=3, progressbar=False)
     planned = set(res.plan.settings_frame().query("step == 'memory'")["setting"])
-    assert planned == {"budget", "identification", "expected time", "least budget"}
+    assert planned == {"budget", "identification", "expected time", "least budget",
+                       "relative difference", "closest match"}
 
 
 def test_what_earlier_steps_keep_is_planned(monkeypatch):

@@ -154,13 +154,13 @@ def test_a_specification_names_each_column_s_method(tmp_path):
     (rem,) = remedies.smoothing_remedy(plan, ["Income", "Expenditure"])
     assert rem.startswith("synthesize the numeric values of Expenditure (normrank) with a "
                           "method that draws new values")
-    assert remedies._donors(plan, ["Income"]) == ""
+    assert remedies.donors_clause(plan, ["Income"]) == ""
     # the settings table and the synthesize summary name each given column's method
     method = "cart; per column: Tenure=cart, Income=norm, Expenditure=normrank"
     assert ("release", "synthesis method", method) in [
         (x.step, x.name, x.value) for x in plan.settings]
     assert br.SyntheticData.load(str(syn)).method_description == method
-    assert remedies._donors(plan, ["Expenditure"]) == (
+    assert remedies.donors_clause(plan, ["Expenditure"]) == (
         ", as the release gives donors' original values of Expenditure (normrank)")
 
 

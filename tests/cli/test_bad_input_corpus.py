@@ -1383,8 +1383,8 @@ def audit_base(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("marker", ["[audit] checking the inputs", "[audit] step 1/7",
-                                    "[audit] step 2/7", "[audit] step 3/7"])
+@pytest.mark.parametrize("marker", ["[audit] checking the inputs", "[audit] step 1/9",
+                                    "[audit] step 2/9", "[audit] step 3/9"])
 def test_audit_exits_promptly_on_sigterm(audit_base, tmp_path, marker):
     """The whole audit used to run inside the writer's critical section: a signal acted only
     when it had finished. Only the final rename is critical now. Measured in the CPU seconds the

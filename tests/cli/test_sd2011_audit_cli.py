@@ -50,7 +50,8 @@ def test_sd2011_audit_runs_every_step(audited):
                       "posterior_identification": "ran", "attribute": "ran",
                       # membership and attacks need a holdout (not given): skipped with that
                       # reason
-                      "membership": "skipped", "attacks": "skipped", "disclosure": "ran"}, status
+                      "membership": "skipped", "attacks": "skipped", "disclosure": "ran",
+                      "relative_difference": "ran", "closest_match": "ran"}, status
     assert summary["complete"] is True
     assert (d / "audit" / "report.html").is_file()
     codes = {w["code"] for s in summary["steps"] for w in s.get("warnings", [])}

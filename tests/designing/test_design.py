@@ -19,7 +19,7 @@ from bayes_risk.designing.space import columns_to_cover, grown_columns
 
 CAT = ["Urban", "Marital", "Tenure"]
 REAL_STEPS = ["utility", "identification", "posterior_identification", "attribute",
-              "membership", "attacks", "disclosure"]
+              "membership", "attacks", "disclosure", "relative_difference", "closest_match"]
 SETS = {("Income", "Tenure"): 0.0, ("Expenditure", "Income", "Tenure"): 0.02}
 
 
@@ -171,7 +171,8 @@ def test_space_fix_exclude_and_remedies(ce):
 def real(tmp_path_factory, ce):
     out = tmp_path_factory.mktemp("real") / "design"
     loose = {"expected_match_rate": 0.9, "true_match_rate": 0.9, "repU": 99, "DiSCO": 99,
-             "prop_top": 0.99, "prop_evidence": 0.99}
+             "prop_top": 0.99, "prop_evidence": 0.99, "closest_match": 0.99,
+             "relative_difference": 1e-9}
     res = br.design(ce, known=["Age", "Urban", "Income"], categorical=CAT,
                     space=DesignSpace(columns=[["Tenure", "Income"]], knobs={"cart": {
                         "min_leaf": [20], "smoothing": [False]}}, m=[2],

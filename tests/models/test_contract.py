@@ -34,6 +34,7 @@ from bayes_risk.data import SyntheticData
 from bayes_risk.exceptions import (
     DataWarning,
     NotFittedError,
+    NotSupportedError,
     SchemaError,
     ValidationError,
 )
@@ -70,8 +71,9 @@ class Case:
     columns: tuple[str, ...]
     #: keywords of an ordinary fit (beyond data and random_seed)
     fit_kw: dict[str, Any] = field(default_factory=dict)
-    #: columns synthesized in the partial-synthesis check (records: the even positions)
-    partial: tuple[str, ...] = ()
+    #: columns synthesized in the partial-synthesis check (records: the even positions);
+    #: ``None``: the model refuses partial synthesis (``PARTIAL_NOT_PRIVATE``)
+    partial: tuple[str, ...] | None = ()
     #: warning the partial synthesis is expected to give (class, message pattern)
     partial_warns: tuple[type[Warning], str] | None = None
 
@@ -97,6 +99,9 @@ CASES: dict[str, Case] = {
     # kids and income observed, sex a covariate (tests/_pymc_models.py)
     "pymc": Case({"model_function": "_pymc_models:contract_model", **_MCMC},
                  ("sex", "kids", "income"), {}, ("kids", "income")),
+    # exact draws; full synthesis only (released true values have no ε): partial=None
+    "dp-multinomial": Case({"epsilon": 2.0, "sampling": Sampling(draws=20, chains=1)},
+                           ("sex", "mar", "region"), {}, None),
 }
 
 NAMES = list_synthesizers()
@@ -319,6 +324,12 @@ def check_partial_synthesis(name: str) -> None:
     case = CASES[name]
     data = case.data()
     selected = np.arange(N) % 2 == 0
+    if case.partial is None:  # refused, with the reason
+        for kw in ({"records": selected}, {"synthesized": [data.columns[0]]}):
+            with pytest.raises(NotSupportedError) as err:
+                _make(name).fit(data, random_seed=0, **kw)
+            assert err.value.code == "PARTIAL_NOT_PRIVATE"
+        return
     model = _make(name).fit(data, synthesized=list(case.partial), records=selected,
                             random_seed=0, **{k: v for k, v in case.fit_kw.items()
                                               if k != "synthesized"})
@@ -339,7 +350,7 @@ def check_partial_synthesis(name: str) -> None:
 
 #: whether each synthesizer draws every dataset with its own parameter draw (proper synthesis)
 PROPER = {"cart": True, "rf": False, "pmm": False, "dpmpm": True, "poisson-mixture": True,
-          "regression": True, "pymc": True}
+          "regression": True, "pymc": True, "dp-multinomial": True}
 
 
 def check_generation_recorded(name: str) -> None:

@@ -119,8 +119,18 @@ def _holdout(ce):
     return br.make_ce_like(300, random_seed=9)[list(ce.columns)]
 
 
+def _business(kind):
+    from bayes_risk.attribute.business import closest_match, relative_difference
+
+    if kind == "rd":  # Income is not synthesized here: the measure reads any numeric column
+        return lambda ce, rel: relative_difference(ce, rel[2], columns=["Income", "Age"], top=2)
+    return lambda ce, rel: closest_match(ce, rel[2], keys=["Age", "Income"])
+
+
 BUILDERS = {
     "AttributeRiskResult": _attribute,
+    "RelativeDifferenceResult": _business("rd"),
+    "ClosestMatchResult": _business("cm"),
     "IdentificationResult": lambda ce, rel: _identification(ce, rel, "pooled"),
     "IdentificationResult-per_dataset": lambda ce, rel: _identification(ce, rel, "per_dataset"),
     "RadiusSweepResult": lambda ce, rel: _quiet(

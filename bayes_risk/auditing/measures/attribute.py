@@ -81,11 +81,16 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     """Attribute risk of every (or the chosen) record under the worst-case intruder."""
     p = ctx.plan
     if p.attribute_source is None:
+        from bayes_risk.privacy import beside_attribute, release_privacy
+
+        dp = release_privacy(ctx.synthetic)
         return skipped(
             "attribute", f"no fitted model was given ({arg_name('model', '...', cli='DIR')}) "
             "and the release was not made by a synthesizer with a plug-in likelihood that can "
             f"be rebuilt from its manifest (CART, random forests; method: {p.method or 'unknown'}"
-            "), so the intruder's posterior over the synthesized values cannot be computed.")
+            "), so the intruder's posterior over the synthesized values cannot be computed"
+            + ("" if dp is None else f"; {beside_attribute(dp)}, with no attribute risk "
+               "beside it (give the fitted model)") + ".")
     from bayes_risk.auditing.causes import attribute_drivers
 
     model = _attribute_model(ctx)
@@ -200,7 +205,8 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
                             else ", given for this audit"))
     ev = replace(ev, detail=f"{_before_after(un, k)}; {ev.detail}"
                             f"{against_null(un, null, 'prop_evidence')}"
-                            f"{against_null(un, null, 'mean_p_true', 'mean p_true')}")
+                            f"{against_null(un, null, 'mean_p_true', 'mean p_true')}"
+                            f"{_privacy(s)}")
     cause = remedies.attribute_cause(plan, a)
     return [caused(top, *cause), caused(ev, *cause)]
 
@@ -282,6 +288,17 @@ def _before_after(un: dict[str, Any], k: float) -> str:
             f"intruder's prior); Bayes factor of the true values: median {factor('50%')}, "
             f"95th percentile {factor('95%')}, largest {factor('100%')} "
             f"(1: the release tells nothing about the record; counted from {k:g}, {why})")
+
+
+def _privacy(s: dict[str, Any]) -> str:
+    """The release's ε beside its Bayes factors (empty for a release without one)."""
+    dp = (s.get("settings") or {}).get("differential_privacy")
+    if not dp:
+        return ""
+    from bayes_risk.privacy import beside_attribute
+
+    q = ((s.get("all") or {}).get("bayes_factor_quantiles") or {}).get("100%")
+    return f"; {beside_attribute(dp, None if q is None else float(q))}"
 
 
 def against_null(un: dict[str, Any], null: dict[str, Any], key: str, name: str = "") -> str:
@@ -415,6 +432,11 @@ def attribute_section(sec: Section, s: Any, result: Any, links: Links) -> None:
           "intruder's best guess, and the share ranked first (prop_top in summary.json) the "
           "share of records whose true values are that guess. Each figure is read against what "
           "a release that says nothing about the records gives (the table below).")
+    if st.get("differential_privacy"):
+        sec.p("Differential privacy beside the attribute risk: "
+              + _privacy(sm).removeprefix("; ") + ". ε bounds what any intruder can learn of "
+              "any record; the figures below are what this intruder learns of these records "
+              "(methods page, Differential privacy beside attribute risk).")
     k = result.plan.thresholds.evidence_factor
     rows = []
     for key, lab in (("all", "all"), ("unflagged", "stable estimates"),

@@ -6,10 +6,12 @@ import argparse
 from typing import Any
 
 from bayes_risk.attribute.specs import (
+    CLOSEST_MATCH_ARGUMENTS,
     KNOWN_CURVE_ARGUMENTS,
     KNOWN_SWEEP_ARGUMENTS,
     LARGEST_VALUE_ARGUMENTS,
     REFIT_COST_HELP,
+    RELATIVE_DIFFERENCE_ARGUMENTS,
     EstimatorSpec,
     ScenarioSpec,
 )
@@ -86,6 +88,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    f"own record is never among them): {RECORDS_HELP}")
     # the arguments of largest_value_risk, known_fraction_curve and attribute_known_sweep
     add_argument_options(p, KNOWN_CURVE_ARGUMENTS, LARGEST_VALUE_ARGUMENTS, KNOWN_SWEEP_ARGUMENTS)
+    # the business-data measures, which read the release alone (no model)
+    add_argument_options(p, RELATIVE_DIFFERENCE_ARGUMENTS, CLOSEST_MATCH_ARGUMENTS)
     add_spec_options(p, ScenarioSpec, EstimatorSpec)
     add_run_arguments(p, "bayes_risk.cli.attribute",
                       "records.csv, summary.json and diagnostic plots",

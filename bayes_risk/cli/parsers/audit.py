@@ -39,6 +39,11 @@ steps (each writes the files of its sub-command into a sub-folder of --out):
                    risk of the original on the keys (original_risk/: individual and global
                    re-identification risk, k-anonymity, SUDA2, l-diversity of the targets;
                    --weights for the Benedetti-Franconi risk), a baseline of the original
+  relative_difference/
+                   relative difference of the largest value of each synthesized numeric
+                   column and the intruder's estimate of it (Kim et al. 2018)
+  closest_match/   records whose closest released record is their own (Domingo-Ferrer
+                   et al. 2001; skipped for a full synthesis)
 a step that cannot run is reported as skipped with its reason; every warning is listed.
 a figure that cannot depend on the release (the intruder matches on unsynthesized columns
 only) is a baseline of the original, listed apart from the verdict (RELEASE_INDEPENDENT).
@@ -51,11 +56,12 @@ thresholds of the verdict lines (--threshold NAME=VALUE; defaults):
   s_pmse=10 overlap=0.5 expected_match_rate=0.01 true_match_rate=0.01 prop_top=0.1
   prop_evidence=0.1 evidence_factor=3 repU=1 DiSCO=1 membership_advantage=0.05
   membership_share=0.01 membership_probability=0.9 singling_out_risk=0.05
-  linkability_risk=0.05 inference_risk=0.05
+  linkability_risk=0.05 inference_risk=0.05 relative_difference=0.05 closest_match=0.01
   (each in the unit of the key it names in the files, named under "units" in summary.json:
   repU and DiSCO in per cent, from 0 to 100; expected_match_rate, true_match_rate,
-  prop_top, prop_evidence, membership_share and the risks of anonymeter's attacks are
-  fractions from 0 to 1: the verdict shows every rate and its threshold in per cent,
+  prop_top, prop_evidence, membership_share, closest_match and the risks of anonymeter's
+  attacks are fractions from 0 to 1, relative_difference a fraction from 0 up (a line
+  below it exceeds): the verdict shows every rate and its threshold in per cent,
   expected_match_rate=0.01 as 1 %; membership_advantage is AUC - 0.5, from 0 to 0.5; a
   member counts as exposed when its posterior membership probability exceeds
   membership_probability; a record counts in prop_evidence when the release multiplies the

@@ -78,7 +78,7 @@ def add_model_options(p: argparse.ArgumentParser, options: Any = None,
     mg = p.add_argument_group("model-specific options", textwrap.fill(
         "Declared by each model (entry-point group bayes_risk.fit_options); an option reaches "
         "any model whose __init__ takes its setting. Registered models (--method): "
-        f"{models or ', '.join(list_synthesizers())}.", 78))
+        f"{models or ', '.join(list_synthesizers())}.", 78, break_on_hyphens=False))
     for opt in fit_options() if options is None else options:
         action = mg.add_argument(opt.flag, dest=opt.dest, default=argparse.SUPPRESS,
                                  help=opt.help, **opt.kwargs)

@@ -34,6 +34,8 @@ examples:
       --ordinal AGE EDU PRO --threshold 5 --out syn_pmm
   bayes-risk synthesize --model dpmpm_fit -m 5 --random-seed 2 --out syn_dpmpm
   bayes-risk synthesize survey.dta --method cart --synthesize income --format dta --out syn_dta
+  bayes-risk synthesize census.csv --method cart --synthesize MARST RACESING \
+      --categorical SEX AGE MARST RACESING --populations 5 --sample-fraction 0.2 --out syn_sws
 """
 
 
@@ -83,6 +85,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     # the model-specific options (not given: the model's default), declared once for 'fit' and
     # 'synthesize' by the models; each reaches the model whose __init__ takes its setting
     add_model_options(p, tree_options(), ", ".join(name for name, _ in TREES))
+    g = p.add_argument_group(
+        "sampling with synthesis (Drechsler & Reiter 2010)",
+        "ORIGINAL is a census: it is synthesized --populations times (a partial synthesis) and "
+        "one simple random sample of --sample-fraction of its units is released from each "
+        "synthetic population, the same units in every dataset; with --model DIR, ORIGINAL is "
+        "the census the model was fitted to. The manifest records the design and the units "
+        "drawn (it is the agency's). Measure it with the census as the original: identification "
+        "takes every census unit as a target whose membership the intruder does not know, the "
+        "utility applies the sampling-with-synthesis combining rules")
+    g.add_argument("--populations", type=int, default=None, metavar="N",
+                   help="synthetic populations, one released sample each (instead of -m)")
+    g.add_argument("--sample-fraction", type=float, default=None, metavar="F",
+                   help="share of the census's units released, strictly between 0 and 1")
     p.add_argument("--csv", action="store_true", help="also write CSV copies of the datasets")
     add_format_argument(p)
     add_quiet_argument(p)

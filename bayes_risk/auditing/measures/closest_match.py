@@ -1,0 +1,108 @@
+"""The percentage of closest match as one unit: its audit step (the synthesized numeric
+columns, the release alone), its verdict line and its report section, named by its record
+``MEASURE``
+(:doc:`/adding_a_measure`; :doc:`/methods/attribute`, Business data)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bayes_risk._io import write_json
+from bayes_risk.attribute.business import closest_match
+from bayes_risk.auditing import remedies
+from bayes_risk.auditing.context import (
+    StepContext,
+    ran,
+    rows_aligned,
+    skipped,
+    step_folder,
+    write_table,
+)
+from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
+from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.report_blocks import Links, Section, step_section
+from bayes_risk.auditing.verdict_base import Baseline, Verdict, caused, dataset_range, pct
+from bayes_risk.results._base import plot_figure
+from bayes_risk.results.business import ClosestMatchResult
+
+#: what the line takes as the worst case over its intruder's choices
+_WORST_CASE = ("keys: every synthesized numeric column, known at its true value (a column "
+               "released unchanged links a record by itself: the identification lines); "
+               "datasets: the better of the pooled distance and one dataset at a time")
+
+
+def closest_match_step(ctx: StepContext) -> StepOutcome:
+    """The share of records whose closest released row is their own."""
+    p = ctx.plan
+    if not p.numeric_synthesized:
+        return skipped("closest_match", "no synthesized column is numeric: the distance would "
+                       "compare released true values only.")
+    if p.fully_synthetic or not rows_aligned(ctx):
+        return skipped("closest_match", "the release's rows are not the original's records "
+                       "(a full synthesis, or rows in another order): no record has a released "
+                       "version of its own to be matched to.")
+    res = closest_match(ctx.original, ctx.synthetic, keys=list(p.numeric_synthesized))
+    summary = res.to_dict()
+    folder = step_folder(ctx, "closest_match")
+    files: list[str] = []
+    if folder is not None:
+        write_table(ctx, res.to_dataframe(), folder / "closest_match.csv")
+        write_json(folder / "summary.json", summary)
+        plot_figure(res, "datasets").savefig(folder / "closest_match.png", dpi=100)
+        files = ["closest_match.csv", "summary.json", "closest_match.png"]
+    return ran("closest_match", res, folder, files, summary=summary)
+
+
+def _cause(plan: AuditPlan, res: Any) -> tuple[str, list[str]]:
+    """Why records are closest to their own released row, and what would move them away."""
+    t = res.table
+    exact = float((t["own_distance"] <= 1e-12).mean()) if len(t) else 0.0
+    cause = (f"{pct(res.value):.3g} % of the records are closest to their own released row over "
+             f"{', '.join(res.keys)}"
+             + (f"; {pct(exact):.3g} % of the records are released with their own values of "
+                "every key" if exact else "") + remedies.donors_clause(plan, res.keys))
+    fixes = [*remedies.smoothing_remedy(plan, res.keys),
+             f"coarsen the released values of {', '.join(res.keys)} (rounding, top and bottom "
+             "coding: bayes-risk remedy --bottom-top), so that they no longer point back to "
+             "their records"]
+    return cause, fixes
+
+
+def closest_match_lines(plan: AuditPlan, s: StepOutcome) -> list[Verdict | Baseline]:
+    """The share of records linked to their own released row."""
+    res = s.result
+    lo, hi = res.interval
+    return [caused(Verdict(
+        "closest_match", "closest match: records whose closest released record is their own "
+        "(Domingo-Ferrer et al. 2001; Kim et al. 2015)", pct(res.value),
+        pct(plan.thresholds.closest_match), "max", step_file(s, "summary.json"),
+        f"95 % Wilson interval {pct(lo):.3g}–{pct(hi):.3g} %; {res.strategy} (pooled "
+        f"{pct(res.pooled):.3g} %); random guess {pct(res.random_guess):.3g} %; keys "
+        f"{', '.join(res.keys)}", warnings=tuple(res.warnings), unit="%",
+        spread=dataset_range(100 * res.per_dataset, "%"),
+        intruder="knows the true values of the numeric columns of a record and links it to "
+                 "the closest released record", count_of=(len(res.table), "records"),
+        threshold_name="closest_match", worst_case=_WORST_CASE), *_cause(plan, res))]
+
+
+@step_section("closest_match", "closest_match", "Closest match")
+def closest_match_section(sec: Section, s: Any, result: Any, links: Links) -> None:
+    res = s.result
+    src = step_file(s, "summary.json")
+    lo, hi = res.interval
+    sec.p("Distance-based record linkage (Domingo-Ferrer et al. 2001), as Kim et al. (2015) use "
+          "it for synthetic business data: each record's true values of the synthesized "
+          "numeric columns ",
+          f"({', '.join(res.keys)}), standardised by the original's standard deviations, are "
+          "compared with every released record; the record is matched when its own released "
+          "record is the closest (ties share). Share matched: ", links.pct(res.value, src),
+          f" ({res.strategy}; 95 % Wilson interval ", links.pct(lo, src), "–",
+          links.pct(hi, src), "); pooled over the datasets ", links.pct(res.pooled, src),
+          "; a random guess ", links.pct(res.random_guess, src), ".")
+    sec.blocks.append(links.figure(lambda: plot_figure(res, "datasets"), "closest_match.png",
+                                   "Records matched to their own released row, per dataset"))
+
+
+MEASURE = Measure("closest_match", "Closest match", step=closest_match_step,
+                  function=closest_match, result=ClosestMatchResult,
+                  verdict=closest_match_lines, sections=(closest_match_section,))
