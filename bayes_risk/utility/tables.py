@@ -162,7 +162,7 @@ class TableUtility:
     ----------
     tables : DataFrame
         One row per table: ``table`` (its columns joined by ``:``), ``order`` and the
-        statistics of :data:`TABLE_STATISTICS`, means over the synthetic datasets.
+        statistics of ``TABLE_STATISTICS``, means over the synthetic datasets.
     per_dataset : DataFrame
         The same per table and synthetic dataset (``dataset`` 1..m).
     groups : dict
@@ -385,7 +385,7 @@ def compare_marginals(original: pd.DataFrame, synthetic: Any, *, schema: Schema 
         (% of records).
     utility : DataFrame
         One row per column: ``variable`` and the one-way table's statistics
-        (:data:`TABLE_STATISTICS`; synthpop's ``tab.utility``).
+        (``TABLE_STATISTICS``; synthpop's ``tab.utility``).
 
     Examples
     --------
