@@ -1122,7 +1122,7 @@ def test_posterior_step_comparable_with_the_identification_step(audited_posterio
     R = post.result.file["n_replicates"]
     md = res.to_markdown(out.parent / "r.md").read_text()  # beside the audit's folder "a"
     sec = md.split("## Posterior Monte Carlo identification risk")[1].split("\n## ")[0]
-    assert (f"| identification step: pooled over the m = 2 datasets released | replicates "
+    assert ("| identification step: pooled over the m = 2 datasets released | replicates "
             "pooled 2 at a time") in sec
     assert f"one at a time (mean over R = {R})" in sec
     assert f"pooled over all R = {R} (grows with R)" in sec

@@ -112,4 +112,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "kept; the settings must be the same)")
     add_run_arguments(p, "bayes_risk.cli.design", "the design folder, written as the search "
                       "goes (see below)", seed=None)
+    # the folder is written as the search goes (its journal is what --resume reads), so an
+    # old design cannot be kept until the new one is complete, as the other commands keep theirs
+    p._option_string_actions["--overwrite"].help = (
+        "replace an existing --out: the old design is deleted when the new one starts (the "
+        "folder is written as the search goes)")
     return p
