@@ -502,9 +502,11 @@ def too_many_candidates(what: str, limit: int) -> ValidationError:
     the caller has to a smaller set (``max_candidates`` has no command-line option)."""
     ways = [arg_name("candidates", repr("one-variable"), cli="one-variable"),
             "fewer grid points (the grid's last number)"]
+    limit_text = f"the limit of {limit:,} candidates"
     if has_option("max_candidates"):
         ways.append("raise max_candidates")
-    return ValidationError(f"{what}, more than max_candidates = {limit:,}. Use "
+        limit_text = f"max_candidates = {limit:,}"
+    return ValidationError(f"{what}, more than {limit_text}. Use "
                            f"{', '.join(ways[:-1])} or {ways[-1]}.", code="TOO_MANY_CANDIDATES")
 
 

@@ -329,8 +329,10 @@ def sum_sets(data: AnalysisData, i: int, j: int, ci: CandidateSet, cj: Candidate
         raise ValidationError(
             f"pair {pair} (records {i} and {j}) has G = {g:,} splits consistent with the known "
             f"sums of {list(sums)} ({' x '.join(map(str, n_split))} splits x "
-            f"{len(ni)} x {len(nj)} values of the other columns), more than max_candidates = "
-            f"{limit:,}; name fewer columns in {arg_name('known_sums')}"
+            f"{len(ni)} x {len(nj)} values of the other columns), more than "
+            + (f"max_candidates = {limit:,}" if has_option("max_candidates")
+               else f"the limit of {limit:,} candidates")
+            + f"; name fewer columns in {arg_name('known_sums')}"
             + (" or raise max_candidates." if has_option("max_candidates") else "."),
             code="TOO_MANY_CANDIDATES",
         )

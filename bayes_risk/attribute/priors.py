@@ -78,7 +78,7 @@ def _stacked(inp: PriorInputs, key: str, arrays: Sequence[np.ndarray]) -> list[n
 
 
 class Prior:
-    """Base class: implement :meth:`log_weights` or :meth:`log_weight_groups`."""
+    """Base class: implement ``log_weights`` or ``log_weight_groups``."""
 
     name = "prior"
 

@@ -30,7 +30,7 @@ CASES = [
     (["--fix", "cart.minleaf=5"], "BAD_OPTION_VALUE", "cart.minleaf"),
     (["--fix", "m"], "BAD_OPTION_VALUE", "--fix"),
     (["--knob", "min_leaf=5"], "BAD_OPTION_VALUE", "--knob"),
-    (["--remedies", "pram"], "BAD_OPTION_VALUE", "pram"),
+    (["--remedies", "shuffle"], "BAD_OPTION_VALUE", "shuffle"),
     (["--methods", "gan"], "BAD_OPTION_VALUE", "gan"),
     (["-m", "0"], "BAD_OPTION_VALUE", "m"),
     (["--columns", "Tenure,Wealth"], "MISSING_COLUMN", "Wealth"),

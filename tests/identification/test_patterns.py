@@ -210,7 +210,8 @@ def test_audit_shape_radius_search(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = radius_search(ce, zs, **kw)
-        assert len(calls) == 16  # every grid point counted
+        # every point counted: the grid's 16, then the refinement's between them
+        assert got.grid_points == 16 and len(calls) == len(got.radii) > 16
         monkeypatch.setattr(evaluate, "counts_patterns", lambda *a: False)
         want = radius_search(ce, zs, **kw)
     assert got.settings["fallback"] == "unsynthesized"
@@ -256,7 +257,8 @@ def test_missing_known_values(always_count, fallback):
 
 def test_search_prepares_patterns_once(monkeypatch):
     """A radius search prepares each pattern's records once for its whole grid (what no
-    radius changes), not once a grid point: m = 3, 9 grid points counted, 7 patterns."""
+    radius changes), not once a grid point: m = 3, 9 grid points (and the refinement's) counted,
+    7 patterns."""
     ce, zs = _ce_release(200, 3, 6)
     monkeypatch.setattr(engine, "USE_NUMBA", True)
     monkeypatch.setattr(patterns, "PAIRS_PER_PATTERN", -1.0)
@@ -266,10 +268,11 @@ def test_search_prepares_patterns_once(monkeypatch):
     monkeypatch.setattr(evaluate, "run_counted", lambda *a: counted.append(1) or real_run(*a))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        radius_search(ce, zs, known=["Age", "Urban", "Marital", "Income"],
-                      synthesized=["Income"], categorical=["Urban", "Marital", "Tenure"],
-                      radii=[0.05, 0.3], aggregation="pooled", progressbar=False)
-    assert len(counted) == 9
+        res = radius_search(ce, zs, known=["Age", "Urban", "Marital", "Income"],
+                            synthesized=["Income"], categorical=["Urban", "Marital", "Tenure"],
+                            radii=[0.05, 0.3], aggregation="pooled", progressbar=False)
+    # the grid's 9 points and the refinement's, each counted once
+    assert res.grid_points == 9 and len(counted) == len(res.radii)
     assert sorted(made) == list(range(1, 8))
 
 
