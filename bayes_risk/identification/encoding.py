@@ -134,7 +134,7 @@ def _at_records(a: np.ndarray, records: np.ndarray, n: int, axis: int) -> np.nda
     shape = list(a.shape)
     shape[axis] = n
     out = np.zeros(shape, dtype=a.dtype)
-    if a.shape[axis]:
+    if a.size:  # no column: ``stack_columns`` made it n rows already
         if axis == 0:
             out[records] = a
         else:
