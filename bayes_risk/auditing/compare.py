@@ -55,8 +55,15 @@ def audit_summary(audit: Any) -> dict[str, Any]:
     return to_dict()
 
 
+#: the status word of a line carried from the release before the remedy as an upper bound
+CARRIED = "upper bound"
+
+
 def _word(row: dict[str, Any] | None) -> str:
-    return "not assessed" if row is None else str(row.get("status", ""))
+    if row is None:
+        return "not assessed"
+    return f"{CARRIED}, {row.get('status', '')}" if row.get("carried") else str(
+        row.get("status", ""))
 
 
 def compare_audits(before: Any, after: Any) -> pd.DataFrame:
@@ -72,7 +79,8 @@ def compare_audits(before: Any, after: Any) -> pd.DataFrame:
     DataFrame
         One row per verdict line of either audit: ``step``, ``measure``, ``unit``,
         ``direction``, each audit's threshold, value and status (``"not assessed"`` where it has
-        no such line), and ``change`` (after − before).
+        no such line; ``"upper bound, exceeds"`` etc. for a line the audit carries from the
+        release before the remedy, not measured), and ``change`` (after − before).
 
     Raises
     ------

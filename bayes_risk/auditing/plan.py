@@ -85,6 +85,9 @@ class AuditPlan:
     skip: tuple[str, ...] = ()
     #: steps that do not apply to this release, with the reason
     withheld: dict[str, str] = field(default_factory=dict)
+    #: withheld steps whose lines, measured on the release before the remedy (an earlier audit,
+    #: ``before``), bound this release's from above, with why (the data-processing inequality)
+    bounded_before: dict[str, str] = field(default_factory=dict)
     #: every column synthesized, no record released unchanged
     fully_synthetic: bool = False
     #: the numeric known columns whose radius the worst-case search varies (every one)

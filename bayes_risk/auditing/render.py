@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.auditing.compare import CARRIED
 from bayes_risk.auditing.outcome import where_text
 from bayes_risk.auditing.plan import radius_text
 from bayes_risk.auditing.report_blocks import Block, Links, Section, Span, step_section
@@ -63,19 +64,24 @@ def _verdicts(result: Any, links: Links) -> list[dict[str, Any]]:
     _, number = _threshold_sources(result)
     for v in result.verdicts:
         u = f" {v.unit}" if v.unit else ""
-        val = [Span(format_number(v.value, 4, plain=True) + u, links.href(v.source), num=True)]
+        # a carried line's file is in the earlier audit's folder, not this one's
+        val = [Span(format_number(v.value, 4, plain=True) + u,
+                    None if v.carried else links.href(v.source), num=True)]
         if v.count_of and v.unit == "%" and np.isfinite(v.value):
             n, noun = v.count_of
             val.append(Span(f" = {format_number(v.value / 100 * n, 4, plain=True)} of "
                             f"{n:,} {noun}", num=True))
         sign, word = LINE_STATUS[v.status]
+        if v.carried:
+            word += ", as an upper bound (not measured on this release)"
         out.append({
             "step": v.step, "measure": v.measure, "value": val,
             "threshold": ("≤ " if v.direction == "max" else "≥ ")
             + format_number(v.threshold, plain=True) + u,
             "source": number.get(v.threshold_name),
             "exceeds": v.exceeds, "status": v.status, "sign": sign, "word": word,
-            "detail": v.detail, "spread": v.spread,
+            "detail": f"{v.carried[:1].upper()}{v.carried[1:]}. {v.detail}" if v.carried
+            else v.detail, "spread": v.spread,
             "cause": v.cause, "remedies": list(v.remedies),
             "warnings": [(c, message(c)) for c in v.warnings],
         })
@@ -93,8 +99,9 @@ def _before_after(result: Any) -> dict[str, Any] | None:
             f" {unit}" if unit else "")
 
     def status(word: str) -> str:
-        sign, text = LINE_STATUS.get(word, ("", word))
-        return f"{sign} {text}".strip()
+        bound = word.startswith(CARRIED)
+        sign, text = LINE_STATUS.get(word.rsplit(", ", 1)[-1] if bound else word, ("", word))
+        return f"{sign} {text}{' (upper bound, carried)' if bound else ''}".strip()
 
     rows = [{"step": r.step, "measure": r.measure,
              "before": value(r.before, r.unit), "status_before": status(r.status_before),

@@ -348,17 +348,26 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         ops = ", ".join(str(d.get("operation")).replace("_", " ") for d in done)
         why = (f"the release was post-processed after synthesis ({ops}; bayes-risk remedy), so no "
                "model's likelihood describes it; audit the release as synthesized for this "
-               "step (an intruder who sees the post-processed release learns no more, on "
-               "average, than one who sees it before).")
-        plan.withheld = {n: why for n in ("attribute", "posterior_identification", "membership")}
+               "step")
+        bound = bounded_by_before(done, known)
+        plan.withheld = {n: why + "." for n in ("posterior_identification", "membership")}
+        plan.withheld["attribute"] = why + (
+            " (its lines there bound this release's from above: give that audit as "
+            f"{arg_name('before')} and they are carried as upper bounds)." if bound else
+            "; its lines there are no bound on this release's (a remedy that depends on what "
+            "the intruder does not know can reveal it).")
+        if bound:
+            plan.bounded_before = {"attribute": bound}
         plan.add("release", "post-processing", ops, "release manifest",
                  "applied after synthesis (bayes-risk remedy); the model-based steps are "
                  "withheld")
         plan.suppressed_columns = sorted({
             c for d in done if d.get("operation") == "local_suppression"
             for c, n in (d.get("n_suppressed") or {}).items() if sum(n)})
+    from bayes_risk.data.synthetic import released_records
+
     sizes = sorted({len(z) for z in syn if len(z) != len(data)})
-    if sizes:
+    if sizes and released_records(syn, len(data)) is None:
         # identification's true match is record i's own released row i: rows removed after a
         # full synthesis (or another number of rows) pair no row with a record
         plan.withheld["identification"] = (
@@ -391,6 +400,36 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
              "given" if s.weights else "default", "sdcMicro's individual risk of the "
              "original: Benedetti–Franconi with the weights, 1/f_k without")
     return plan
+
+
+#: post-processing that is a function of the release alone (its own values, bounds given)
+_RELEASE_ONLY = ("bottom_top_coding", "smoothing")
+
+
+def bounded_by_before(done: Sequence[Any], known: Sequence[str]) -> str | None:
+    """Why the attribute lines of the release before the remedy bound this release's from
+    above, or ``None`` when they do not: each post-processing step is a function of the release
+    before it and of what the attribute step's worst-case intruder knows (every other record,
+    the target's known columns), so by the data-processing inequality an intruder who sees the
+    remedied release learns no more, on average, than one who sees the release before it. A
+    removal of uniques qualifies when its keys are known columns (which rows it removes is then
+    known to that intruder); one on a column the intruder does not know can reveal the target's
+    value by which rows are missing, and other remedies are not claimed."""
+    ops = []
+    for d in done:
+        op = str(d.get("operation"))
+        if op in _RELEASE_ONLY:
+            ops.append(op.replace("_", " ") + " (a function of the release alone)")
+        elif op.startswith("remove_") and set(d.get("keys") or ()) <= set(known) \
+                and d.get("keys"):
+            ops.append(f"{op.replace('_', ' ')} on the known columns {', '.join(d['keys'])} "
+                       "(which rows go is a function of the release and of what the intruder "
+                       "knows: the other records and the target's known values)")
+        else:
+            return None
+    return ("data-processing inequality: " + "; ".join(ops) + "; an intruder who sees the "
+            "remedied release learns no more, on average, than one who sees the release "
+            "before the remedy")
 
 
 def _structural_zeros(model: Any) -> tuple[int, str] | None:

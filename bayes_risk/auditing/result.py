@@ -80,8 +80,40 @@ class AuditResult(RiskResult):
 
     @property
     def verdicts(self) -> list[Verdict]:
-        """The verdict lines (the release-independent figures are :attr:`baselines`)."""
+        """The verdict lines (the release-independent figures are :attr:`baselines`): those
+        measured on this release, then those carried from the release before the remedy as
+        upper bounds (:attr:`carried`)."""
+        return [*self.measured, *self.carried]
+
+    @property
+    def measured(self) -> list[Verdict]:
+        """The verdict lines measured on this release."""
         return [v for v in verdict_lines(self.plan, self.steps) if isinstance(v, Verdict)]
+
+    @property
+    def carried(self) -> list[Verdict]:
+        """The lines of the earlier audit (``before``) of the release before the remedy, for
+        the steps this audit withholds whose lines there bound this release's from above
+        (``plan.bounded_before``: an intruder who sees a function of the release learns no
+        more, on average); each line's ``carried`` says so."""
+        if self.before is None or not self.plan.bounded_before:
+            return []
+        import dataclasses
+
+        names = {f.name for f in dataclasses.fields(Verdict)} - {"carried"}
+        where = self.before.get("folder") or "the earlier audit"
+        out = []
+        for row in self.before.get("verdicts") or []:
+            step = row.get("step")
+            why = self.plan.bounded_before.get(step)
+            if why is None or self.step(step).status == "ran":
+                continue
+            kw = {k: tuple(v) if isinstance(v, list) else v for k, v in row.items()
+                  if k in names}
+            out.append(Verdict(**{**kw, "source": f"{where}/{kw.get('source') or ''}",
+                                  "carried": f"release before the remedy, an upper bound "
+                                  f"(measured by the audit in {where}; {why})"}))
+        return out
 
     @property
     def baselines(self) -> list[Baseline]:
@@ -120,9 +152,11 @@ class AuditResult(RiskResult):
         * ``"within_thresholds"``: every line is within its threshold, with no caution.
         """
         v = self.verdicts
-        if any(x.exceeds for x in v):
+        if any(x.exceeds for x in self.measured):
             return "do_not_release"
-        if self.failed_steps or self.unmeasured_since_before(exceeded=True):
+        # an upper bound past its threshold shows nothing of this release: no verdict
+        if self.failed_steps or self.unmeasured_since_before(exceeded=True) or any(
+                x.exceeds for x in self.carried):
             return "incomplete"
         if not v or any(x.status == "caution" for x in v):
             return "review"
@@ -144,6 +178,7 @@ class AuditResult(RiskResult):
             return format_number(number, 3, plain=True) + (f" {x.unit}" if x.unit else "")
 
         if status == "do_not_release":
+            v = self.measured
             bad = [x for x in v if x.exceeds]
             return ("Do not release as it stands",
                     f"{len(bad)} of {len(v)} measures "
@@ -152,6 +187,17 @@ class AuditResult(RiskResult):
                                       f"{'≥ ' if x.direction == 'min' else ''}"
                                       f"{value(x, x.threshold)})" for x in bad) + ".")
         if status == "incomplete":
+            bounds = [x for x in self.carried if x.exceeds]
+            if not self.failed_steps and bounds:  # upper bounds past their thresholds
+                m = len(self.measured)
+                return ("No release verdict", f"none of the {m} measures measured exceeds its "
+                        f"threshold, but {len(bounds)} carried from the release before the "
+                        f"remedy as upper bounds {'exceeds' if len(bounds) == 1 else 'exceed'} "
+                        f"{'its' if len(bounds) == 1 else 'their'} threshold ("
+                        + "; ".join(f"{x.short} {value(x, x.value)}, threshold "
+                                    f"{value(x, x.threshold)}" for x in bounds)
+                        + "): a bound past its threshold does not show this release within it; "
+                        "measure those lines on the remedied release or remedy further.")
             if not self.failed_steps:  # lines that exceeded before were not measured again
                 gone = self.unmeasured_since_before(exceeded=True)
                 return ("No release verdict", f"none of the {len(v)} measures assessed exceeds "
@@ -238,7 +284,7 @@ class AuditResult(RiskResult):
         return _frame(self.verdicts, [
             "step", "measure", "value", "threshold", "direction", "exceeds", "status", "unit",
             "threshold_name", "spread", "intruder", "worst_case", "source", "detail", "warnings",
-            "flagged", "cause", "remedies"])
+            "flagged", "cause", "remedies", "carried"])
 
     def baseline_frame(self) -> pd.DataFrame:
         """The figures that cannot depend on the release (baselines of the original)."""
@@ -314,15 +360,27 @@ class AuditResult(RiskResult):
         cmp = self.comparison()
         if cmp is None:
             return ""
+        from bayes_risk.auditing.compare import CARRIED
+
         measured_before = cmp[cmp["status_before"] != "not assessed"]
-        measured_now = cmp[cmp["status_after"] != "not assessed"]
+        carried = cmp[cmp["status_after"].str.startswith(CARRIED)]
+        measured_now = cmp[(cmp["status_after"] != "not assessed")
+                           & ~cmp["status_after"].str.startswith(CARRIED)]
         nb, eb = len(measured_before), int((measured_before["status_before"] == "exceeds").sum())
         na, ea = len(measured_now), int((measured_now["status_after"] == "exceeds").sum())
         gone = self.unmeasured_since_before()
         text = (f"Against the earlier audit: {eb} of {nb} measures exceeded their thresholds "
                 f"before; {ea} of {na} measured now exceed")
+        if len(carried):
+            past = int(carried["status_after"].str.endswith("exceeds").sum())
+            k = len(carried)
+            text += (f"; {k} {'is' if k == 1 else 'are'} not measured again but carried from the "
+                     "release before the remedy as upper bounds (an intruder who sees the "
+                     f"remedied release learns no more, on average), {past} of them past "
+                     f"{'its' if k == 1 else 'their'} threshold")
         if not gone:
-            return text + ", every line of the earlier audit measured again."
+            return text + (", every other line of the earlier audit measured again." if len(
+                carried) else ", every line of the earlier audit measured again.")
         by_step: dict[str, list[dict[str, Any]]] = {}
         for r in gone:  # one reason per step
             by_step.setdefault(r["step"], []).append(r)

@@ -76,6 +76,9 @@ class Verdict:
     #: what the line takes as the worst case over the choices its intruder has (and any
     #: weaker choice the audit made, for cost, with its warning code)
     worst_case: str = ""
+    #: not measured on this release: carried from an earlier audit of the release before the
+    #: remedy as an upper bound, with where and why (``""``: measured here)
+    carried: str = ""
 
     @property
     def exceeds(self) -> bool:

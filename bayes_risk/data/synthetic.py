@@ -20,7 +20,7 @@ from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
 __all__ = ["SyntheticData", "MANIFEST_NAME", "FORMAT_VERSION", "GENERATION_SCHEMES",
            "generation_from_roles", "CHECKSUMS", "SAMPLING_FIELD", "SAMPLING_DESIGN",
-           "sampled_records"]
+           "sampled_records", "REMOVED_ROWS", "released_records"]
 
 #: how a release was generated (methods, Combining rules): partial synthesis; full synthesis
 #: redrawing the same n units; samples from synthetic populations; a sample of the census from
@@ -75,6 +75,63 @@ def sampled_records(synthetic: Any) -> dict[str, Any] | None:
                               "sampled_records); the manifest is damaged.",
                               code="MANIFEST_INVALID")
     return {**rec, "sampled_records": units}
+
+
+#: the field of a row-removal step of ``extra["post_processing"]`` (``bayes_risk.sdc``) that
+#: lists, per dataset, the positions of the rows it removed
+REMOVED_ROWS = "removed_rows"
+
+
+def released_records(synthetic: Any, n: int) -> list[np.ndarray] | None:
+    """The records whose own synthetic rows each dataset still holds, in row order, when rows
+    were removed after a synthesis that gave record ``i`` the row ``i`` of every dataset.
+
+    Parameters
+    ----------
+    synthetic : SyntheticData or any
+        The release; its ``extra["post_processing"]`` row-removal steps are read in order.
+    n : int
+        The original's number of records.
+
+    Returns
+    -------
+    list of ndarray or None
+        Per dataset, the positions (``int64``, increasing) of the records whose rows remain;
+        ``None`` when no row was removed, or when a removal does not record its rows (a release
+        of another size to begin with, or one written before they were recorded): its rows
+        are then paired with no record.
+
+    Raises
+    ------
+    ValidationError
+        A record that does not fit the datasets (``MANIFEST_INVALID``).
+    """
+    done = (getattr(synthetic, "extra", None) or {}).get("post_processing") or []
+    removals = [step for step in done if isinstance(step, dict)
+                and str(step.get("operation", "")).startswith("remove_")]
+    if not removals or any(REMOVED_ROWS not in step for step in removals):
+        return None
+    datasets = list(synthetic)
+    kept = [np.arange(n, dtype=np.int64) for _ in datasets]
+    try:
+        for step in removals:
+            rows = step[REMOVED_ROWS]
+            if len(rows) != len(kept):
+                raise ValueError
+            for l, gone in enumerate(rows):
+                at = np.asarray(gone, dtype=np.int64).reshape(-1)
+                if at.size and (at.min() < 0 or at.max() >= len(kept[l])
+                                or np.any(np.diff(at) <= 0)):
+                    raise ValueError
+                kept[l] = np.delete(kept[l], at)
+        ok = all(len(k) == len(z) for k, z in zip(kept, datasets, strict=True))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValidationError("the release's manifest records rows removed after synthesis "
+                              f"({REMOVED_ROWS}) that do not fit its datasets' sizes; the "
+                              "manifest is damaged.", code="MANIFEST_INVALID")
+    return kept
 
 
 MANIFEST_NAME = "manifest.json"

@@ -16,7 +16,12 @@ from bayes_risk._io import read_json
 from bayes_risk._specs import argument_checks
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.normalise import as_synthetic_list
-from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData, generation_from_roles
+from bayes_risk.data.synthetic import (
+    MANIFEST_NAME,
+    REMOVED_ROWS,
+    SyntheticData,
+    generation_from_roles,
+)
 from bayes_risk.data.validate import require_frame
 from bayes_risk.disclosure._encode import resolve_inputs
 from bayes_risk.disclosure.measures import combined_key_codes
@@ -79,6 +84,13 @@ def sdc(
     SchemaError
         A column that is not in the release (``MISSING_COLUMN``).
 
+    Notes
+    -----
+    Removal from a release whose datasets hold the original's ``n`` rows (row ``i`` record
+    ``i``'s synthetic row) records the positions of the rows removed from each dataset
+    (``removed_rows``), so that identification risk can still pair each remaining row with its
+    record (:func:`~bayes_risk.data.synthetic.released_records`).
+
     Examples
     --------
     >>> import pandas as pd
@@ -125,9 +137,13 @@ def sdc(
                       "exclude": {c: list(e) for c, (_, _, e) in coding.items() if len(e)},
                       "n_bottom_coded": low, "n_top_coded": high})
     if remove is not None:
+        paired = all(len(z) == len(original) for z in datasets)
         datasets, removed, keys = _remove(datasets, original, keys, remove, source, compat)
-        steps.append({"operation": f"remove_{remove}", "keys": keys, "compat": compat,
-                      "n_removed": removed})
+        step = {"operation": f"remove_{remove}", "keys": keys, "compat": compat,
+                "n_removed": [len(r) for r in removed]}
+        if paired:  # row i of each dataset is record i's: which records' rows remain
+            step[REMOVED_ROWS] = removed
+        steps.append(step)
     if smooth:
         codes = {c: list(schema[c].missing_codes) if schema is not None and c in schema.names
                  else [] for c in smooth}
@@ -153,8 +169,8 @@ def remedied(source: SyntheticData | None, datasets: list[pd.DataFrame],
     if source is None:
         return SyntheticData(datasets, method="external", extra=extra)
     if rows_removed:
-        # a fully synthetic release's rows are no records of the original: none is paired with
-        # a record once rows are removed (the flags of a full synthesis say every record)
+        # the flags of a full synthesis say every record; the records whose rows remain are
+        # the remove step's (``released_records``)
         return dataclasses.replace(source, datasets=datasets, extra=extra,
                                    synthesized_records=None, folder=None)
     return dataclasses.replace(source, datasets=datasets, extra=extra, folder=None)
@@ -279,9 +295,10 @@ def _check_coding(coding: Any, exclude: Any, z: pd.DataFrame, schema: Any
 
 def _remove(datasets: list[pd.DataFrame], original: pd.DataFrame, keys: Any, remove: str,
             source: SyntheticData | None, compat: str | None
-            ) -> tuple[list[pd.DataFrame], list[int], list[str]]:
+            ) -> tuple[list[pd.DataFrame], list[list[int]], list[str]]:
     """The datasets without the synthetic uniques (on ``keys``) that are unique in the original
-    (``replicated_uniques``) or occur in it (``uniques_in_original``)."""
+    (``replicated_uniques``) or occur in it (``uniques_in_original``), and the positions of the
+    rows removed from each."""
     schema = source.schema if source is not None else None
     # the manifest's scheme, and the roles it records (every record of a full synthesis is
     # listed among the synthesized records: that makes it no partial one)
@@ -306,7 +323,7 @@ def _remove(datasets: list[pd.DataFrame], original: pd.DataFrame, keys: Any, rem
         drop = unique_here & ((in_orig[s] == 1) if remove == "replicated_uniques"
                               else (in_orig[s] > 0))
         out.append(z.loc[~drop].reset_index(drop=True))
-        removed.append(int(drop.sum()))
+        removed.append(np.flatnonzero(drop).tolist())
     return out, removed, keys
 
 

@@ -125,6 +125,23 @@ def radius_values(v: pd.Series | np.ndarray, c: str, what: str) -> np.ndarray:
     return np.where(np.isnan(x), np.inf, x)
 
 
+def _at_records(a: np.ndarray, records: np.ndarray, n: int, axis: int) -> np.ndarray:
+    """A dataset's encoded rows ``a`` placed at their ``records`` along ``axis`` of ``n``
+    positions; a record whose row was removed holds 0, which the engine never reads (its row
+    is in no target's key group, :func:`~bayes_risk.identification.engine.replicate_index`)."""
+    if a.shape[axis] == n and len(records) == n:
+        return a
+    shape = list(a.shape)
+    shape[axis] = n
+    out = np.zeros(shape, dtype=a.dtype)
+    if a.size:  # no column: ``stack_columns`` made it n rows already
+        if axis == 0:
+            out[records] = a
+        else:
+            out[:, records] = a
+    return out
+
+
 def _target_drops(rule: MatchRule, tdf: pd.DataFrame, missing_known: str,
                   has_missing: dict[str, bool]) -> np.ndarray | None:
     """``[N_T, e + q]``: the known columns (exact, then radius) each target is not matched on —
@@ -162,10 +179,12 @@ def encode_problem(
     rule: MatchRule, sk: Schema, cat: set[str], known_s: Sequence[str],
     original: pd.DataFrame, tdf: pd.DataFrame, rep_s: Sequence[Replicate],
     in_sample: np.ndarray, rec: np.ndarray, warn: dict[str, str],
-    missing_known: str = "any",
+    missing_known: str = "any", released: Sequence[np.ndarray] | None = None,
 ) -> Encoded:
     """Encode records, replicates and targets (``problem.Prepared``); with
-    ``missing_known="any"`` a target is not matched on its missing values (``tgt_drop``)."""
+    ``missing_known="any"`` a target is not matched on its missing values (``tgt_drop``);
+    ``released``: per dataset, the records whose rows it holds (rows removed after
+    synthesis), its rows then placed at their records' positions."""
     n, R, N_T = len(original), len(rep_s), len(tdf)
     has_missing = {
         c: bool(missing_mask(original[c]).any() or missing_mask(tdf[c]).any()
@@ -185,6 +204,14 @@ def encode_problem(
                                    for c in rule.radius_us], n, axis=0, dtype=np.float64)
     rep_radius_s = [stack_columns([radius_values(z[c], c, "replicate") for c in rule.radius_s],
                                   n, axis=0, dtype=np.float64) for z in rep_s]
+    masks = None
+    if released is not None:
+        rep_exact_s = [_at_records(a, k, n, 0) for a, k in zip(rep_exact_s, released, strict=True)]
+        rep_radius_s = [_at_records(a, k, n, 1)
+                        for a, k in zip(rep_radius_s, released, strict=True)]
+        masks = [np.zeros(n, dtype=bool) for _ in released]
+        for m, k in zip(masks, released, strict=True):
+            m[k] = True
     tgt_exact = stack_columns([codes_tgt[c] for c in rule.exact_cols], N_T).astype(cd)
     tgt_radius = stack_columns([radius_values(tdf[c], c, "targets") for c in rule.radius_cols],
                                N_T, dtype=np.float64)
@@ -205,7 +232,7 @@ def encode_problem(
         n=n, R=R, rule=rule, exact_sizes=exact_sizes, rec_exact_us=rec_exact_us,
         rec_radius_us=rec_radius_us, rep_exact_s=rep_exact_s, rep_radius_s=rep_radius_s,
         tgt_exact=tgt_exact, tgt_radius=tgt_radius, confidential_radius=conf,
-        in_sample=in_sample, rec=rec, tgt_drop=tgt_drop,
+        in_sample=in_sample, rec=rec, tgt_drop=tgt_drop, released=masks,
     )
     if rule.legacy_signed:
         nonpos = np.zeros(N_T, dtype=bool)

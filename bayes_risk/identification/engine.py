@@ -139,6 +139,12 @@ def replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
                 prep.rec_exact_us, _sizes(prep, rule.exact_cols), narrow=True))
         vals = (np.concatenate([prep.rec_radius_us, prep.rep_radius_s[r]], axis=0)
                 if len(prep.rec_radius_us) else prep.rep_radius_s[r])  # no copy of the replicate
+        cells = _n_cells(prep, rule.exact_cols)
+        if prep.released is not None:
+            # record i's row removed from this dataset: in a key group of its own (the last),
+            # which no target's key reaches, so that it is neither a true match nor a false one
+            rk = np.where(prep.released[r], rk, rk.dtype.type(cells))
+            cells += 1
         orders = None
         if compiled:
             # the sort order of an unsynthesized column is the same in every replicate
@@ -147,7 +153,7 @@ def replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
             orders = value_orders(vals[len(rule.radius_us):])
             if len(us_ord):
                 orders = np.concatenate([us_ord, orders])
-        idx = make_index(rk, vals, _n_cells(prep, rule.exact_cols), compiled, orders)
+        idx = make_index(rk, vals, cells, compiled, orders)
         if keep:
             prep._cache[key] = idx
     return idx

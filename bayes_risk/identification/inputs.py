@@ -57,12 +57,22 @@ def released_replicates(
     known: list[str],
     sk: Schema,
     recoded: Sequence[str] = (),
+    released: Sequence[np.ndarray] | None = None,
 ) -> tuple[list[Replicate], Schema]:
     """The known columns of every released dataset, checked, and the harmonised schema
-    (``recoded``: the columns the release recodes, :func:`harmonise`)."""
+    (``recoded``: the columns the release recodes, :func:`harmonise`; ``released``: per
+    dataset, the records whose rows it holds when rows were removed after synthesis,
+    :func:`~bayes_risk.data.synthetic.released_records`)."""
     n = len(original)
     if not datasets:
         raise ValidationError("give the synthetic datasets (or replicates=).")
+    if released is not None and known_us:
+        raise ValidationError(
+            f"rows were removed from this release after synthesis, and the known column(s) "
+            f"{known_us} are released unsynthesized: the original's values of a record whose "
+            "row was removed are not released. Declare them synthesized (the release's "
+            "manifest says so of a full synthesis) or audit the release before the removal.",
+            code="REMEDY_NOT_APPLICABLE")
     colmaps = []
     for l, z in enumerate(datasets, start=1):
         cmap = {str(c): c for c in z.columns}
@@ -71,7 +81,8 @@ def released_replicates(
             raise SchemaError(
                 f"synthetic dataset {l} lacks known column(s) {miss}.", code="MISSING_COLUMN"
             )
-        if len(z) != n:
+        # rows removed after synthesis: each row is its record's (released_records checked)
+        if released is None and len(z) != n:
             raise SchemaError(
                 f"synthetic dataset {l} has {len(z)} rows but the original has {n}; "
                 "identification risk pairs each record with its own row of every dataset (the "

@@ -307,7 +307,7 @@ class _Sweep:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if s and not rule.exact_s and not rule.radius_s and plan.prep.R > 1 \
-                    and plan.settings.membership == "known":
+                    and plan.settings.membership == "known" and plan.prep.released is None:
                 out = self._unsynthesized_only(plan)
             else:
                 out = run_engine(plan, rule, self.ex, plan.prep, progressbar=False,
@@ -326,9 +326,12 @@ class _Sweep:
         return out
 
     def _nothing_plan(self) -> IdentificationPlan:
-        """The intruder who knows nothing: every record matches every target, so one dataset,
-        evaluated per dataset, gives every figure (pooled: ``N_T x n`` probabilities)."""
-        plan = _one_replicate(self._subset_plan(frozenset()))
+        """The intruder who knows nothing: every record released matches every target, so one
+        dataset, evaluated per dataset, gives every figure (pooled: ``N_T x n`` probabilities);
+        every dataset when rows were removed (each releases other records)."""
+        plan = self._subset_plan(frozenset())
+        if plan.prep.released is None:
+            plan = _one_replicate(plan)
         settings = dataclasses.replace(plan.settings, aggregation="per_dataset", fallback="none")
         return dataclasses.replace(plan, settings=settings)
 

@@ -31,8 +31,9 @@ _ONE = np.uint64(1)
 
 def usable(prep: Prepared, rule: MatchRule) -> bool:
     """Whether masks reproduce the engine: a rectangular rule, at most :data:`MAX_RECORDS`
-    records."""
-    return rule.shape == "rectangle" and prep.n <= MAX_RECORDS and prep.n > 0
+    records, every record's row released in every dataset (no row removed after synthesis)."""
+    return (rule.shape == "rectangle" and prep.n <= MAX_RECORDS and prep.n > 0
+            and prep.released is None)
 
 
 def _words(n: int) -> int:

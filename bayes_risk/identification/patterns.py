@@ -46,7 +46,8 @@ PATTERN_TABLES = 8
 
 def counts_patterns(prep: Prepared, rule: MatchRule, part: TargetPartition) -> bool:
     """Whether the pooled measures of ``part`` are counted by match pattern: the file
-    measures only (no pooled probabilities kept), no population counts, at most
+    measures only (no pooled probabilities kept), no population counts, every record's row
+    released in every dataset (no row removed after synthesis), at most
     :data:`MAX_PATTERN_DATASETS` datasets, rectangular windows over at most one unsynthesized
     and one synthesized radius column, on the compiled kernels, and more candidate pairs
     (the first dataset's, times ``m``) than :data:`PAIRS_PER_PATTERN` per pattern and
@@ -55,7 +56,7 @@ def counts_patterns(prep: Prepared, rule: MatchRule, part: TargetPartition) -> b
     from bayes_risk._memory import room
 
     if not (part.aggregation == "pooled" and not part.keep_prob and part.inv_f is None
-            and 1 <= prep.R <= MAX_PATTERN_DATASETS
+            and prep.released is None and 1 <= prep.R <= MAX_PATTERN_DATASETS
             and len(rule.radius_us) <= 1 and len(rule.radius_s) <= 1
             and rule.shape not in ("ellipse", "mahalanobis")
             and _engine.use_compiled(prep)):

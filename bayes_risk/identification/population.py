@@ -123,6 +123,12 @@ def _exact_only(rule: MatchRule, what: str) -> None:
 
 def _loglinear_counts(prep, rule, orig_exact, on_synthetic, a, kind, warn):
     _exact_only(rule, "log-linear population counts")
+    if on_synthetic and prep.released is not None:
+        raise ValidationError(
+            "log-linear population counts fitted to the synthetic datasets take each dataset "
+            f"as a sample of the original's {prep.n:,} records; rows were removed from this "
+            "release after synthesis, so its datasets are not. Fit them to the original "
+            "('loglinear_original') or give the counts.", code="ROW_COUNT_MISMATCH")
     cols = list(rule.exact_cols)
     sizes = [prep.exact_sizes[c] for c in cols]
     ncell = float(np.prod(sizes, dtype=np.float64))

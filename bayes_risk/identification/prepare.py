@@ -17,6 +17,7 @@ from bayes_risk.data.missing import mask_missing_codes, missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, did_you_mean, infer_schema
+from bayes_risk.data.synthetic import released_records
 from bayes_risk.data.validate import require_frame, validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.identification import population as _population
@@ -354,8 +355,11 @@ def prepare(
     if duplicate_codes(datasets):  # warned by as_synthetic_list: kept among the run's warnings
         warn["DUPLICATE_DATASETS"] = message("DUPLICATE_DATASETS")
     recoded = () if source is None else source.recoded_columns
+    # rows removed after synthesis: the records whose own rows each dataset still holds
+    released = None if replicates is not None else released_records(source, len(original))
     if replicates is None:
-        rep_s, sk = released_replicates(original, datasets, known_us, known, sk, recoded)
+        rep_s, sk = released_replicates(original, datasets, known_us, known, sk, recoded,
+                                        released)
         check_rows_aligned(original, datasets, source, synthesized=known_s, record=warn)
     else:
         rep_s, sk = user_replicates(replicates, original, known_s, sk, recoded)
@@ -364,7 +368,7 @@ def prepare(
     tdf, in_sample, rec, target_ids = _targets(original, targets, target_id, ids_orig, known, sk)
     enc = encode_problem(rule, sk, {c for c in known if sk[c].type in CATEGORICAL_TYPES},
                          known_s, original, tdf, rep_s, in_sample, rec, warn,
-                         missing_known=o["missing_known"])
+                         missing_known=o["missing_known"], released=released)
     _check_missing_membership(o, enc.prep, original, known)
     counts = _population.population_counts(
         population, prep=enc.prep, rule=rule, targets=tdf, known=_names(key_order) or known,

@@ -39,6 +39,9 @@ class Prepared:
     rec: np.ndarray  # int64 [N_T], -1 out of sample
     #: bool [N_T, e + q]: the known columns a target is not matched on (``None``: none)
     tgt_drop: np.ndarray | None = None
+    #: R x bool [n]: the records whose own row each dataset releases, when rows were removed
+    #: after synthesis (``None``: every record's); a row not released matches no target
+    released: list[np.ndarray] | None = None
     #: one run only: a replicate's index is not kept once the per-dataset engine used it
     single_run: bool = False
     #: rules the plan is evaluated on (a radius search's grid points): the compiled kernels'

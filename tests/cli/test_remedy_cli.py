@@ -210,10 +210,9 @@ def test_removal_then_audit_disclosure_utility_attacks(full, tmp_path, monkeypat
     steps = _audit_after(rem, full / "full_audit", tmp_path / "aud")
     assert steps["disclosure"]["status"] == "ran" and steps["utility"]["status"] == "ran"
     assert steps["attacks"]["status"] == "ran"
-    # identification's true match is record i's row i, which removed rows no longer give
-    assert steps["identification"]["status"] == "skipped"
-    assert "no released row is paired with an original record" in \
-        steps["identification"]["reason"]
+    # issue 85: the manifest records the rows removed, so each remaining row is still paired
+    # with its record and identification is measured (it was withheld)
+    assert steps["identification"]["status"] == "ran"
     # the removal took out the keys' replicated uniques: repU on those keys is 0 after
     after = json.loads((tmp_path / "aud" / "summary.json").read_text())
     rep = [v for v in after["verdicts"] if v["measure"].startswith("repU")]
@@ -224,12 +223,15 @@ def test_removal_then_audit_disclosure_utility_attacks(full, tmp_path, monkeypat
         assert main([argv[0], "ce.csv", str(rem), *argv[1:], "-q", "--out", str(out)]) == 0, \
             capsys.readouterr().err
         assert (out / "summary.json").is_file()
-    # identification on its own says why it cannot pair the rows, and no more "partially"
+    # identification on its own: a column declared unsynthesized is refused (a removed
+    # record's value is not released), the synthesized one measured
     assert main(["identification", "ce.csv", str(rem), "--known-unsynthesized", "Age",
                  "-q", "--out", str(tmp_path / "ident")]) == 2
     err = capsys.readouterr().err
-    assert "[ROW_COUNT_MISMATCH]" in err and "pairs each record with its own row" in err, err
-    assert "partially synthetic" not in err
+    assert "[REMEDY_NOT_APPLICABLE]" in err and "rows were removed" in err, err
+    assert main(["identification", "ce.csv", str(rem), "--known-synthesized", "Age",
+                 "Urban", "-q", "--out", str(tmp_path / "ident")]) == 0, \
+        capsys.readouterr().err
 
 
 @pytest.mark.parametrize("remedy", [["--bottom-top", "Income=:150000"],
@@ -303,3 +305,63 @@ def test_sdcmicro_remedies_of_a_full_release_then_audit(full, tmp_path, monkeypa
     assert {r["measure"] for r in pairs} >= set(lines)
     report = (aud / "report.md").read_text()
     assert "### Before and after" in report and "pram, microaggregation" in report
+
+
+def test_removal_reaudit_measures_identification_and_carries_attribute(
+        full, tmp_path, monkeypatch):
+    """Issue 85.2: after ``--remove replicated-uniques`` on known keys the re-audit measures
+    the identification lines (every record a target, its true match only where its row is
+    kept) and carries the attribute lines of the release before the remedy as upper bounds,
+    counted as such by the banner (before: identification withheld, attribute "not
+    assessed", the banner's denominator smaller)."""
+    monkeypatch.chdir(full)
+    common = ["--known", "Age", "Urban", "Marital", "--categorical", *CE_CAT,
+              "--records", "0-39", "--skip", "membership", "posterior-identification",
+              "attacks", "--random-seed", "1", "-q"]
+    before, after, rem = tmp_path / "before", tmp_path / "after", tmp_path / "rem"
+    assert main(["audit", "ce.csv", "full", *common, "--out", str(before)]) == 0
+    assert main(["remedy", "ce.csv", "full", "--remove", "replicated-uniques", "--keys", "Age",
+                 "Urban", "Marital", "-q", "--out", str(rem)]) == 0
+    man = json.loads((rem / "manifest.json").read_text())
+    step = man["extra"]["post_processing"][0]
+    assert [len(r) for r in step["removed_rows"]] == step["n_removed"]
+    assert main(["audit", "ce.csv", str(rem), *common, "--before", str(before),
+                 "--out", str(after)]) == 0
+    b = json.loads((before / "summary.json").read_text())
+    a = json.loads((after / "summary.json").read_text())
+    ident = [v for v in a["verdicts"] if v["step"] == "identification"]
+    assert ident and all(not v["carried"] for v in ident)
+    attr_b = [v for v in b["verdicts"] if v["step"] == "attribute"]
+    attr_a = [v for v in a["verdicts"] if v["step"] == "attribute"]
+    assert attr_b and [v["value"] for v in attr_a] == [v["value"] for v in attr_b]
+    assert all(v["carried"].startswith("release before the remedy, an upper bound")
+               for v in attr_a)
+    lines = {(r["step"], r["measure"]): r for r in a["before_after"]["lines"]}
+    assert all(lines[("attribute", v["measure"])]["status_after"].startswith("upper bound")
+               for v in attr_a)
+    assert all(lines[("identification", v["measure"])]["status_after"] != "not assessed"
+               for v in ident)
+    text = a["verdict_text"]
+    k = len(attr_a)
+    assert f"{len(a['verdicts']) - k} measured now" in text
+    assert f"{k} {'is' if k == 1 else 'are'} not measured again but carried from the release " \
+        "before the remedy as upper bounds" in text, text
+    md = (after / "report.md").read_text()
+    assert "as an upper bound (not measured on this release)" in md
+    assert "(upper bound, carried)" in md
+    # without --before the attribute lines stay not assessed, with the reason
+    alone = tmp_path / "alone"
+    assert main(["audit", "ce.csv", str(rem), *common, "--out", str(alone)]) == 0
+    s = json.loads((alone / "summary.json").read_text())
+    assert not [v for v in s["verdicts"] if v["step"] == "attribute"]
+    reason = next(x["reason"] for x in s["steps"] if x["name"] == "attribute")
+    assert "carried as upper bounds" in reason
+    # a removal on a column the intruder does not know bounds nothing: not carried
+    rem2, after2 = tmp_path / "rem2", tmp_path / "after2"
+    assert main(["remedy", "ce.csv", "full", "--remove", "replicated-uniques", "--keys", "Age",
+                 "Tenure", "-q", "--out", str(rem2)]) == 0
+    assert main(["audit", "ce.csv", str(rem2), *common, "--before", str(before),
+                 "--out", str(after2)]) == 0
+    s2 = json.loads((after2 / "summary.json").read_text())
+    assert not [v for v in s2["verdicts"] if v["step"] == "attribute"]
+    assert "not measured again" in s2["verdict_text"]
