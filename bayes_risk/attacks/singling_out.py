@@ -357,7 +357,8 @@ def _group_table(keys: dict[str, Any], who: dict[str, Any], main: np.ndarray,
     """The rows of ``by_group`` of one dataset and mode: :func:`group_rows` over the
     predicates' groups, with the successes of each group's predicates that single out a
     record of another group (``n_main_other_group``)."""
-    code = pd.Categorical(who["group"], categories=labels).codes.astype(np.float64)
+    index = {g: i for i, g in enumerate(labels)}
+    code = np.array([index[g] for g in who["group"]], dtype=np.float64)
     out = group_rows(keys, (code, main), None if control is None else (code, control),
                      baseline, labels, level)
     other = pd.Series(main & (who["group_original"] != who["group"])).groupby(

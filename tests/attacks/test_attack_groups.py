@@ -200,6 +200,21 @@ def test_singling_out_groups_add_up_and_one_group_is_the_whole(seed, n_hold):
     pd.testing.assert_frame_equal(single[cols], whole[cols])
 
 
+def test_a_missing_group_is_a_group_of_its_own():
+    # the synthetic row (missing, 3) is singled out by "g is missing" only (x == 3 matches two)
+    syn = SYN.assign(g=["a", None, "b", "b", "c"])
+    orig = ORIG.assign(g=["a", "b", None, "b", "c", "c"])
+    res = _quiet(br.singling_out_risk, orig, syn, mode="univariate", n_attacks=50,
+                 random_seed=3, groups="g")
+    q = res.queries.set_index("query")
+    assert (q.loc["g is missing", "group"], q.loc["g is missing", "group_original"]) == (
+        "missing", "missing")
+    bg = res.by_group.set_index("group")
+    assert list(bg.index) == ["a", "b", "c", "missing"]
+    assert (bg.loc["missing", "n_queries"], bg.loc["missing", "n_main"]) == (1, 1)
+    assert bg["n_queries"].sum() == res.table["n_queries"].iloc[0]
+
+
 def test_singling_out_groups_must_be_a_predicate_column():
     with pytest.raises(ValidationError, match="'g' is not among the columns the predicates"):
         _quiet(br.singling_out_risk, ORIG, SYN, columns=["x"], groups="g")
