@@ -64,11 +64,6 @@ INFERENCE_ARGUMENTS: dict[str, dict[str, Any]] = {
         "--tolerance", "largest relative difference |guess - value| / |guess| of a right "
         "numeric guess (default 0.05, anonymeter's)", type=float, metavar="T",
         group="inference"),
-    "groups": cli_option(
-        "--groups", "a categorical column: the inference and linkability risk of each group of "
-        "attacked records with one of its levels too (anonymeter's risk_for_groups, which "
-        "groups by the secret: give the secret's name); inference_groups.csv, "
-        "linkability_groups.csv", metavar="COL"),
 }
 
 #: the arguments every attack takes
@@ -79,4 +74,11 @@ ATTACK_ARGUMENTS: dict[str, dict[str, Any]] = {
         "most the records of each table)", type=int, metavar="N") | checked(Interval(int, 1)),
     "confidence_level": cli_option(
         "--confidence-level", "level of the intervals (default 0.95)", type=float, metavar="P"),
+    "groups": cli_option(
+        "--groups", "a categorical column: the risk of each group of attempts with one of its "
+        "levels too, for every attack run (anonymeter's risk_for_groups, which groups "
+        "inference by the secret: give the secret's name); inference and linkability: the "
+        "attacked records of the level; singling out: the predicates written on a synthetic "
+        "row of the level; singling_out_groups.csv, linkability_groups.csv, "
+        "inference_groups.csv", metavar="COL"),
 }

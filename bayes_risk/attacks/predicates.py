@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["OPS", "Predicates", "count_matches", "univariate_candidates",
+__all__ = ["OPS", "Predicates", "count_matches", "only_match", "univariate_candidates",
            "multivariate_candidates", "random_predicates", "describe"]
 
 #: operator codes and their text
@@ -70,13 +70,13 @@ def _term(x: np.ndarray, op: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
-def count_matches(X: np.ndarray, preds: Predicates) -> np.ndarray:
-    """Number of rows of the coded table ``X`` ``[n, p]`` each predicate matches."""
+def _match_blocks(X: np.ndarray, preds: Predicates):
+    """``(slice, mask)`` per block of predicates: ``mask[i, r]``, predicate ``i`` of the block
+    matches row ``r`` of the coded table ``X`` ``[n, p]`` (at most ``_BLOCK_CELLS`` cells)."""
     Q, k = preds.col.shape
     n = X.shape[0]
-    out = np.zeros(Q, dtype=np.int64)
     if Q == 0 or n == 0:
-        return out
+        return
     XT = np.ascontiguousarray(X.T)
     step = max(1, _BLOCK_CELLS // n)
     for s in range(0, Q, step):
@@ -84,7 +84,23 @@ def count_matches(X: np.ndarray, preds: Predicates) -> np.ndarray:
         mask = np.ones((len(preds.col[sl]), n), dtype=bool)
         for t in range(k):
             mask &= _term(XT[preds.col[sl, t]], preds.op[sl, t], preds.val[sl, t])
+        yield sl, mask
+
+
+def count_matches(X: np.ndarray, preds: Predicates) -> np.ndarray:
+    """Number of rows of the coded table ``X`` ``[n, p]`` each predicate matches."""
+    out = np.zeros(len(preds), dtype=np.int64)
+    for sl, mask in _match_blocks(X, preds):
         out[sl] = mask.sum(axis=1)
+    return out
+
+
+def only_match(X: np.ndarray, preds: Predicates) -> np.ndarray:
+    """The row of ``X`` each predicate singles out (matches and no other row does), ``-1``
+    for a predicate that matches no row or several."""
+    out = np.full(len(preds), -1, dtype=np.int64)
+    for sl, mask in _match_blocks(X, preds):
+        out[sl] = np.where(mask.sum(axis=1) == 1, mask.argmax(axis=1), -1)
     return out
 
 

@@ -167,13 +167,17 @@ def rate_columns(main: SuccessRate, control: SuccessRate | None, baseline: Succe
 def group_rows(keys: dict[str, Any], main: tuple[np.ndarray, np.ndarray],
                control: tuple[np.ndarray, np.ndarray] | None, baseline: SuccessRate,
                labels: list[str], confidence_level: float) -> list[dict[str, Any]]:
-    """The risk of each group of attacked records (anonymeter's ``risk_for_groups``): per
-    group code ``g`` (``nan``: a missing value, the last label), the main attack's successes
-    among the attacked records of the group and the control attack's among the attacked
-    holdout records of the group (anonymeter counts every holdout record of the group, attacked
-    or not, which understates the control rate), against the baseline of all records.
+    """The risk of each group of attempts (anonymeter's ``risk_for_groups``): per group code
+    ``g`` (``nan``: a missing value, the last label), the main attack's successes among its
+    attempts of the group and the control attack's among its attempts of the group
+    (inference and linkability: the attacked records, of the original and of the holdout;
+    anonymeter counts every holdout record of the group, attacked or not, which understates
+    the control rate; singling out: the predicates allocated to the group, both times),
+    against the baseline of all attempts.
 
-    ``main`` and ``control`` are ``(group codes, successes)`` of the attacked records."""
+    ``main`` and ``control`` are ``(group codes, successes)`` of the attempts; a success may
+    be fractional (singling out's size-corrected control), a group's count at most its
+    attempts."""
     codes = [np.where(np.isnan(g), len(labels) - 1, g).astype(np.int64)
              for g, _ in ([main] if control is None else [main, control])]
     out = []
@@ -184,8 +188,8 @@ def group_rows(keys: dict[str, Any], main: tuple[np.ndarray, np.ndarray],
         r_ctrl = None
         if control is not None:
             in_ctrl = codes[1] == g
-            r_ctrl = success_rate(float(control[1][in_ctrl].sum()), int(in_ctrl.sum()),
-                                  confidence_level)
+            r_ctrl = success_rate(min(float(control[1][in_ctrl].sum()), int(in_ctrl.sum())),
+                                  int(in_ctrl.sum()), confidence_level)
         out.append({**keys, "group": labels[int(g)], "n_attacks": int(in_main.sum()),
                     "n_main": int(main[1][in_main].sum()),
                     "n_attacks_control": math.nan if r_ctrl is None else r_ctrl.n_attempts,

@@ -16,7 +16,13 @@ from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk._specs import argument_checks
 from bayes_risk.attacks import predicates as pr
 from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
-from bayes_risk.attacks.rates import check_confidence_level, rate_columns, success_rate
+from bayes_risk.attacks.rates import (
+    check_confidence_level,
+    group_labels,
+    group_rows,
+    rate_columns,
+    success_rate,
+)
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.results.attacks import SinglingOutResult
@@ -183,6 +189,7 @@ def singling_out_risk(
     max_attempts: int | None = 10_000_000,
     confidence_level: float = 0.95,
     random_seed: RandomSeed = None,
+    groups: str | None = None,
 ) -> SinglingOutResult:
     """Singling-out risk of a synthetic release, as anonymeter measures it.
 
@@ -212,17 +219,23 @@ def singling_out_risk(
     confidence_level : float
         Level of the Wilson intervals and of the risk's interval.
     random_seed : int, Generator or None
+    groups : str, optional
+        A categorical column among ``columns``: the risk of each group of predicates too, a
+        predicate belonging to the group of the synthetic row it singles out (the row it was
+        written on), in ``by_group``; the queries then name the group of each predicate and
+        of the records it singles out.
 
     Returns
     -------
     SinglingOutResult
-        ``table`` (one row per dataset and mode), ``queries``, ``settings``, ``warnings``.
+        ``table`` (one row per dataset and mode), ``queries``, ``by_group`` (with ``groups``),
+        ``settings``, ``warnings``.
 
     Raises
     ------
     ValidationError
-        Invalid options, an empty table, a missing column, or a holdout of copies of the
-        original.
+        Invalid options, an empty table, a missing column, a holdout of copies of the
+        original, or ``groups`` not a categorical column among ``columns``.
     SchemaError
         Values that do not fit the column types.
 
@@ -241,6 +254,7 @@ def singling_out_risk(
                         categorical=categorical)
     sch = inp.schema
     p = len(sch)
+    labels = None if groups is None else group_labels(sch, _group_column(groups, sch, original))
     if "multivariate" in modes and n_cols > p:
         raise ValidationError(
             f"n_cols={n_cols} exceeds the {p} column(s) the predicates may use "
@@ -254,6 +268,7 @@ def singling_out_risk(
     levels = [tuple(s.levels) if s.is_categorical else None for s in sch]
 
     rows: list[dict[str, Any]] = []
+    grouped: list[dict[str, Any]] = []
     qframes: list[pd.DataFrame] = []
     flagged: dict[str, list[str]] = {}
     corrections: dict[str, Any] = {}
@@ -273,9 +288,19 @@ def singling_out_risk(
             qframes.append(pd.DataFrame({
                 "dataset": l, "mode": md, "query": pr.describe(preds, names, levels),
                 "columns": [",".join(names[int(c)] for c in cols) for cols in preds.col],
-                "singles_out_original": main,
-                "singles_out_holdout": (ctrl if ctrl is not None
+                "singles_out_original": main >= 0,
+                "singles_out_holdout": (ctrl >= 0 if ctrl is not None
                                         else np.full(len(preds), pd.NA, dtype=object))}))
+            if labels is not None:
+                j = names.index(groups)
+                who = _groups_of(S, O, C, preds, main, ctrl, j, labels)
+                qframes[-1] = qframes[-1].assign(**who)
+                factor = row["control_correction"]
+                grouped += _group_table(
+                    {"dataset": l, "mode": md}, who, main >= 0,
+                    None if ctrl is None else (ctrl >= 0) * (factor if math.isfinite(factor)
+                                                              else 1.0),
+                    success_rate(row["n_baseline"], n_attacks, level), labels, level)
     warn = raise_warnings(flagged, _WHY, C is None)
     if inp.n_holdout_dropped:
         warn.insert(0, "HOLDOUT_OVERLAPS_ORIGINAL")
@@ -289,16 +314,69 @@ def singling_out_risk(
         "n_holdout_distinct": None if C is None else int(C.shape[0]),
         "n_holdout_dropped": inp.n_holdout_dropped,
         "control_correction": corrections,
-        "random_seed": seed_to_json(random_seed)}
-    return SinglingOutResult(table=table, queries=queries, settings=settings, warnings=warn)
+        "random_seed": seed_to_json(random_seed), "groups": groups}
+    return SinglingOutResult(table=table, queries=queries, settings=settings, warnings=warn,
+                             by_group=None if groups is None else pd.DataFrame(grouped))
+
+
+def _group_column(groups: Any, sch: Schema, original: pd.DataFrame) -> str:
+    """``groups``, a column the predicates may use, or a ``ValidationError`` naming it."""
+    if groups in sch.names:
+        return groups
+    if isinstance(groups, str) and groups in original.columns:
+        raise ValidationError(
+            f"groups: {groups!r} is not among the columns the predicates may use "
+            f"({', '.join(sch.names)}): the group of a record the predicates single out is "
+            "known only on those; add it to columns.")
+    raise ValidationError(f"groups: {groups!r} is not a column (columns: {list(sch.names)}).")
+
+
+def _groups_of(S: np.ndarray, O: np.ndarray, C: np.ndarray | None, preds: pr.Predicates,
+               main: np.ndarray, ctrl: np.ndarray | None, j: int, labels: list[str]
+               ) -> dict[str, Any]:
+    """Per predicate, the group (column ``j``) of the synthetic row it singles out
+    (``group``, its group) and of the record it singles out in the original and the holdout
+    (missing when it singles out none); ``main``, ``ctrl``: those records' rows (``-1``:
+    none)."""
+    def label(X: np.ndarray, r: np.ndarray) -> np.ndarray:
+        out, ok = np.full(len(r), None, dtype=object), r >= 0
+        v = X[r[ok], j]
+        out[ok] = np.asarray(labels, dtype=object)[
+            np.where(np.isnan(v), len(labels) - 1, v).astype(np.int64)]
+        return out
+
+    out = {"group": label(S, pr.only_match(S, preds)), "group_original": label(O, main)}
+    if C is not None:
+        out["group_holdout"] = label(C, ctrl)
+    return out
+
+
+def _group_table(keys: dict[str, Any], who: dict[str, Any], main: np.ndarray,
+                 control: np.ndarray | None, baseline: Any, labels: list[str], level: float
+                 ) -> list[dict[str, Any]]:
+    """The rows of ``by_group`` of one dataset and mode: :func:`group_rows` over the
+    predicates' groups, with the successes of each group's predicates that single out a
+    record of another group (``n_main_other_group``)."""
+    index = {g: i for i, g in enumerate(labels)}
+    code = np.array([index[g] for g in who["group"]], dtype=np.float64)
+    out = group_rows(keys, (code, main), None if control is None else (code, control),
+                     baseline, labels, level)
+    other = pd.Series(main & (who["group_original"] != who["group"])).groupby(
+        who["group"]).sum()
+    lead = [*keys, "group"]
+    return [{**{k: r[k] for k in lead}, "n_queries": r["n_attacks"], "n_main": r["n_main"],
+             "n_main_other_group": int(other.get(r["group"], 0)),
+             **{k: v for k, v in r.items()
+                if k not in (*lead, "n_attacks", "n_attacks_control", "n_main")}}
+            for r in out]
 
 
 def _attack(S: np.ndarray, O: np.ndarray, C: np.ndarray | None, is_cat: np.ndarray, md: str,
             where: str, *, n_attacks: int, n_cols: int, max_attempts: int | None,
             level: float, rng: np.random.Generator) -> tuple[Any, ...]:
     """One mode's attack on one dataset's distinct rows ``S``: its row of the table (the
-    dataset and mode aside), its predicates and which of them single out an original
-    (``main``) and a holdout record (``ctrl``), the conditions met as (code, text naming
+    dataset and mode aside), its predicates and the row of ``O`` (``main``) and of ``C``
+    (``ctrl``) each singles out (``-1``: none), the conditions met as (code, text naming
     ``where``) and the control size correction (``None``: not made)."""
     flags: list[tuple[str, str]] = []
     correction = None
@@ -310,11 +388,11 @@ def _attack(S: np.ndarray, O: np.ndarray, C: np.ndarray | None, is_cat: np.ndarr
     else:
         preds, tried = _multivariate_queries(S, is_cat, n_attacks, n_cols, max_attempts, q_rng)
     q = len(preds)
-    main = _singles_out(O, preds)
-    ctrl = None if C is None else _singles_out(C, preds)
+    main = pr.only_match(O, preds)
+    ctrl = None if C is None else pr.only_match(C, preds)
     base = _singles_out(O, pr.random_predicates(S, is_cat, n_attacks, k, b_rng))
-    n_main, n_base = int(main.sum()), int(base.sum())
-    n_ctrl_raw = None if ctrl is None else int(ctrl.sum())
+    n_main, n_base = int((main >= 0).sum()), int(base.sum())
+    n_ctrl_raw = None if ctrl is None else int((ctrl >= 0).sum())
     n_ctrl, factor = n_ctrl_raw, None
     if C is not None and C.shape[0] != O.shape[0] and n_ctrl_raw:
         factor, info = size_correction(C, preds, O.shape[0], c_rng)

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         with command_line_options({"aux_columns": "--linkability"}):
             lk = linkability_risk(original, synthetic, **{
                 **argument_values(LINKABILITY_ARGUMENTS, given), "aux_columns": aux},
-                n_attacks=n, groups=args.groups, **common)
+                n_attacks=n, **common)
     done = [r for r in (so, lk, inf) if r is not None]
     summary = {"measure": "attacks", **{k: None if r is None else r.to_dict() for k, r in (
                    ("singling_out", so), ("linkability", lk), ("inference", inf))},

@@ -137,7 +137,14 @@ class SinglingOutResult(_AttackResult):
         for size), random ones (``n_baseline``), each attack's Wilson ``*_rate`` and ``*_error``,
         ``residual``, ``risk``, ``ci_low``, ``ci_high``.
     queries : DataFrame
-        Every predicate written, with its columns and whom it singles out.
+        Every predicate written, with its columns and whom it singles out (with ``groups``:
+        the group of its synthetic row, ``group``, and of the records it singles out).
+    by_group : DataFrame or None
+        With ``groups``: one row per dataset, mode and level of the grouping column, the
+        predicates of that group (``n_queries``: those written on a synthetic row of the
+        level) singling out a record of the original (``n_main``; ``n_main_other_group`` of
+        them a record of another level) and of the holdout (``n_control``, corrected for size),
+        their rates and the risk, the baseline of all predicates.
     settings : dict
         Options, sizes, the seed.
     warnings : list of str
@@ -145,6 +152,7 @@ class SinglingOutResult(_AttackResult):
     """
 
     queries: pd.DataFrame = field(default_factory=pd.DataFrame)
+    by_group: pd.DataFrame | None = None
 
     _measure: ClassVar[str] = "singling_out"
     _title: ClassVar[str] = "Singling-out risk"

@@ -31,7 +31,8 @@ outputs (in --out, written atomically):
                             main, control and baseline successes and rates (Wilson), the risk
                             and its interval
   singling_out_queries.csv  every predicate, and whether it singles out a record of ORIGINAL
-                            and of --holdout
+                            and of --holdout (with --groups: the group of its synthetic row
+                            and of the records it singles out)
   linkability.csv           one row per synthetic dataset and k = 1..--n-neighbors: records
                             linked by the three attacks, rates, risk and interval
   linkability_records.csv   per dataset and attacked record: role, row, the smallest k that
@@ -40,8 +41,10 @@ outputs (in --out, written atomically):
                             the three attacks, rates, risk and interval
   inference_records.csv     per dataset, secret and attacked record: role, row, whether the
                             guess was right, whether equally distant rows were drawn
-  linkability_groups.csv,   (with --groups COL) one row per dataset (and secret) and level of
-  inference_groups.csv      COL: the attacked records of that level, rates, risk and interval
+  singling_out_groups.csv,  (with --groups COL) one row per dataset (and mode, secret) and
+  linkability_groups.csv,   level of COL: the attempts of that level (predicates written on a
+  inference_groups.csv      synthetic row of it; attacked records of it), their successes,
+                            rates, risk and interval
   summary.json              all of the above with the settings and warning codes
   singling_out.png, linkability.png, inference.png   the risk with its interval
 """
