@@ -1,4 +1,5 @@
-"""Log-space helpers and the tolerance rule for ties (log-sum-exp with a max shift)."""
+"""Log-space helpers, the tolerance rule for ties (log-sum-exp with a max shift) and the
+precision to which values are recorded."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import numpy as np
 
 __all__ = ["logsumexp", "normalise_log", "ties", "threaded_map", "threaded_ufunc", "TIE_RTOL",
-           "TIE_ATOL"]
+           "TIE_ATOL", "decimals_of"]
 
 TIE_RTOL = 1e-9
 TIE_ATOL = 1e-15
@@ -108,3 +109,13 @@ def threaded_ufunc(
     cuts = np.linspace(0, a.shape[0], n + 1).astype(int)
     threaded_map(lambda k: run(cuts[k], cuts[k + 1]), list(range(n)))
     return out
+
+
+def decimals_of(values: np.ndarray, max_decimals: int = 6) -> int | None:
+    """Number of decimals to which every value is recorded (``None`` if more than 6)."""
+    v = values[np.isfinite(values)]
+    for d in range(max_decimals + 1):
+        s = v * 10.0**d
+        if np.all(np.abs(s - np.round(s)) <= 1e-6 * np.maximum(1.0, np.abs(s)) * 1e-3 + 1e-9):
+            return d
+    return None

@@ -352,8 +352,8 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         bound = bounded_by_before(done, known)
         plan.withheld = {n: why + "." for n in ("posterior_identification", "membership")}
         plan.withheld["attribute"] = why + (
-            " (its lines there bound this release's from above: give that audit as "
-            f"{arg_name('before')} and they are carried as upper bounds)." if bound else
+            " (its lines there bound this release's from above: with that audit given as "
+            f"{arg_name('before')}, they are carried as upper bounds)." if bound else
             "; its lines there are no bound on this release's (a remedy that depends on what "
             "the intruder does not know can reveal it).")
         if bound:

@@ -83,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
         u = f" {v.unit}" if v.unit else ""
         lines.append(f"{_LINE_STATUS[v.status]}  {v.measure}: "
                      f"{v.value:.4g}{u} (threshold {sign} {v.threshold:g}{u}; {v.spread})"
-                     + (f" [warning: {', '.join(v.warnings)}]" if v.warnings else ""))
+                     + (f" [warning: {', '.join(v.warnings)}]" if v.warnings else "")
+                     + (f" [not measured on this release: {v.carried}]"
+                        if v.carried else ""))
         if v.cause:  # short: the first clause of the cause, each remedy up to its details
             lines.append(f"    cause: {_first_clause(v.cause)}")
             lines.append("    remedies: " + "; ".join(re.split(r" \(|, so|: ", r)[0]

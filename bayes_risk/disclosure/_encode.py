@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._numeric import decimals_of
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, did_you_mean
@@ -156,7 +157,9 @@ def encode_var(
     compat: bool = False,
     argument: str = "ngroups_target",
 ) -> EncodedVar:
-    """Codes of one column over the original and every synthetic dataset."""
+    """Codes of one column over the original and every synthetic dataset. A numeric column's
+    released values are compared at the original's precision (rounded to the decimals to which
+    every original value is recorded, at most 6), unless ``compat`` (synthpop's exact digits)."""
     spec = schema[name]
     tables = [original, *datasets]
     if spec.type in CATEGORICAL_TYPES:
@@ -176,6 +179,12 @@ def encode_var(
     arrays = [t[name].to_numpy(dtype=np.float64) for t in tables]
     if ngroups:
         return _grouped(name, arrays, spec.missing_codes, int(ngroups), argument)
+    digits = None if compat else decimals_of(arrays[0])
+    if digits is not None:
+        # the intruder reads released values at the precision the original records them (whole
+        # dollars, say): a value moved by less, as a smoothing spline of dense values moves it,
+        # is still the original's value (synthpop compares the digits as they are: compat)
+        arrays = [arrays[0], *(np.round(a, digits) for a in arrays[1:])]
     codes, labels = _numeric_codes(arrays, compat)
     return EncodedVar(name, "numeric", labels, len(labels) - 1, codes[0], codes[1:])
 

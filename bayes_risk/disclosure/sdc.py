@@ -89,7 +89,7 @@ def sdc(
     Removal from a release whose datasets hold the original's ``n`` rows (row ``i`` record
     ``i``'s synthetic row) records the positions of the rows removed from each dataset
     (``removed_rows``), so that identification risk can still pair each remaining row with its
-    record (:func:`~bayes_risk.data.synthetic.released_records`).
+    record (``bayes_risk.data.synthetic.released_records``).
 
     Examples
     --------

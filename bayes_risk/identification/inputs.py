@@ -62,7 +62,7 @@ def released_replicates(
     """The known columns of every released dataset, checked, and the harmonised schema
     (``recoded``: the columns the release recodes, :func:`harmonise`; ``released``: per
     dataset, the records whose rows it holds when rows were removed after synthesis,
-    :func:`~bayes_risk.data.synthetic.released_records`)."""
+    ``bayes_risk.data.synthetic.released_records``)."""
     n = len(original)
     if not datasets:
         raise ValidationError("give the synthetic datasets (or replicates=).")

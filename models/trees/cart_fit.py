@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._constraints import Interval, Options, check_params
+from bayes_risk._numeric import decimals_of
 from bayes_risk._rng import RandomSeed, replayable_seed, spawn
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.validate import require_frame
@@ -28,7 +29,7 @@ from bayes_risk.models.trees.spec import SynthesisSpec
 from bayes_risk.models.trees.spec_ctree import CtreeColumn
 from bayes_risk.models.trees.spec_forest import ForestColumn
 
-__all__ = ["check_settings", "data_resolution", "decimals_of", "fit", "observed_values",
+__all__ = ["check_settings", "data_resolution", "fit", "observed_values",
            "silverman"]
 
 #: the constraint table of a CART synthesizer's plain settings
@@ -242,16 +243,6 @@ def data_resolution(values: np.ndarray) -> float:
     if u.size < 2:
         return 0.0
     return float(np.min(np.diff(u)))
-
-
-def decimals_of(values: np.ndarray, max_decimals: int = 6) -> int | None:
-    """Number of decimals to which every value is recorded (``None`` if more than 6)."""
-    v = values[np.isfinite(values)]
-    for d in range(max_decimals + 1):
-        s = v * 10.0**d
-        if np.all(np.abs(s - np.round(s)) <= 1e-6 * np.maximum(1.0, np.abs(s)) * 1e-3 + 1e-9):
-            return d
-    return None
 
 
 def silverman(v: np.ndarray) -> float:

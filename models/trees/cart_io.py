@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.models.trees.cart_fit import decimals_of
+from bayes_risk._numeric import decimals_of
 from bayes_risk.models.trees.cart_state import CARTState
 from bayes_risk.models.trees.io import (
     check_missing_layout,

@@ -543,7 +543,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
     def _kernel_settings(self, col: str) -> dict[str, Any]:
         """The resolution (bandwidth floor) and output rounding of smoothed ``col``, read off
         its training values (as CART's smoothing)."""
-        from bayes_risk.models.trees.cart_fit import data_resolution, decimals_of
+        from bayes_risk._numeric import decimals_of
+        from bayes_risk.models.trees.cart_fit import data_resolution
 
         y = self._values[col][self.records_[col]]
         dt = self._data[col].dtype
