@@ -374,3 +374,24 @@ def test_ranges_orderings_and_row_order_invariance(o, s, seed, compat):
     assert t["Replicated uniques"] <= t["Synthetic uniques in original"] <= t["Synthetic"]
     assert t["Replicated uniques"] <= t["Original"]
     pd.testing.assert_frame_equal(r.replicated_uniques.table, r2.replicated_uniques.table)
+
+
+def test_released_values_are_read_at_the_originals_precision():
+    """Whole-dollar incomes released moved by cents (as a smoothing spline of dense values
+    moves them) are the original's values to an intruder who rounds them: repU and DiSCO equal
+    those of the unmoved release; synthpop's exact digits (compat) see none of them."""
+    rng = np.random.default_rng(3)
+    n = 200
+    orig = pd.DataFrame({"sex": rng.integers(1, 3, n), "inc": rng.integers(10_000, 90_000, n)
+                         .astype(float), "ten": rng.integers(1, 4, n)})
+    syn = orig.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    moved = syn.assign(inc=syn["inc"] + rng.uniform(-0.4, 0.4, n))
+    kw = dict(keys=["sex", "inc"], target="ten", categorical=["sex", "ten"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exact = _measures(disclosure_measures(orig, [syn], **kw))
+        read = _measures(disclosure_measures(orig, [moved], **kw))
+        compat = _measures(disclosure_measures(orig, [moved], compat="synthpop", **kw))
+    assert exact["repU"] > 50 and read["repU"] == exact["repU"]
+    assert read["DiSCO"] == exact["DiSCO"] > 0
+    assert compat["repU"] == 0.0
