@@ -72,15 +72,15 @@ def _verdicts(result: Any, links: Links) -> list[dict[str, Any]]:
             val.append(Span(f" = {format_number(v.value / 100 * n, 4, plain=True)} of "
                             f"{n:,} {noun}", num=True))
         sign, word = LINE_STATUS[v.status]
-        if v.carried:
-            word += ", as an upper bound (not measured on this release)"
+        if v.carried:  # short: the status column is not wrapped; the note says where from
+            word += " (upper bound)"
         out.append({
             "step": v.step, "measure": v.measure, "value": val,
             "threshold": ("≤ " if v.direction == "max" else "≥ ")
             + format_number(v.threshold, plain=True) + u,
             "source": number.get(v.threshold_name),
             "exceeds": v.exceeds, "status": v.status, "sign": sign, "word": word,
-            "detail": f"{v.carried[:1].upper()}{v.carried[1:]}. {v.detail}" if v.carried
+            "detail": f"Not measured on this release: {v.carried}. {v.detail}" if v.carried
             else v.detail, "spread": v.spread,
             "cause": v.cause, "remedies": list(v.remedies),
             "warnings": [(c, message(c)) for c in v.warnings],

@@ -347,7 +347,7 @@ def test_removal_reaudit_measures_identification_and_carries_attribute(
     assert f"{k} {'is' if k == 1 else 'are'} not measured again but carried from the release " \
         "before the remedy as upper bounds" in text, text
     md = (after / "report.md").read_text()
-    assert "as an upper bound (not measured on this release)" in md
+    assert "exceeds (upper bound)" in md and "Not measured on this release: release before" in md
     assert "(upper bound, carried)" in md
     # without --before the attribute lines stay not assessed, with the reason
     alone = tmp_path / "alone"
