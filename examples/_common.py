@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +15,20 @@ SCALE = float(os.environ.get("BAYES_RISK_EXAMPLE_SCALE", "1.0"))
 SHARED = (Path(os.environ["BAYES_RISK_SHARED_DATA"]).parent
           if os.environ.get("BAYES_RISK_SHARED_DATA")
           else Path(__file__).resolve().parent.parent.parent / "shared")
+
+
+def shared_file(*parts: str) -> Path:
+    """A file of the project's shared/ folder; without it, the script stops with one line that
+    names the file and how to point at it (exit status 2), not a traceback."""
+    path = SHARED.joinpath(*parts)
+    if not path.is_file():
+        sys.stderr.write(
+            f"error: this example reads {path}, the project's public data, which is not beside "
+            "this checkout. Put the project's shared/ folder beside the clone, or set "
+            "BAYES_RISK_SHARED_DATA to its data/ folder; the examples that need no file "
+            "(docs/examples.md) run without it.\n")
+        raise SystemExit(2)
+    return path
 
 
 def scaled(n: int, minimum: int = 1) -> int:

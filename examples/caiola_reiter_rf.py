@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SCALE, SHARED, scaled  # noqa: E402
+from _common import SCALE, scaled, shared_file  # noqa: E402
 
 from bayes_risk import (  # noqa: E402
     PopulationSpec,
@@ -58,7 +58,7 @@ MEASURES = ["true_match_rate", "false_match_rate", "uniques_true_match_rate",
 
 def load() -> tuple[pd.DataFrame, str]:
     """Complete cases of NYexample, every column a factor (a random share below scale 1)."""
-    data = read_table(SHARED / "data" / "NYexample_X.csv").dropna().astype(str)
+    data = read_table(shared_file("data", "NYexample_X.csv")).dropna().astype(str)
     label = f"NYexample_X complete cases ({len(data):,} persons)"
     if SCALE < 1.0:
         data = data.sample(frac=SCALE, random_state=np.random.default_rng(2010))

@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SCALE, SHARED  # noqa: E402
+from _common import SCALE, shared_file  # noqa: E402
 
 from bayes_risk import MatchSpec, PopulationSpec, identification_risk  # noqa: E402
 from bayes_risk.data import infer_schema, read_table  # noqa: E402
@@ -78,7 +78,7 @@ M = 5
 
 def population() -> tuple[pd.DataFrame, str]:
     """The stand-in population: complete cases of NYexample, every column a factor."""
-    path = SHARED / "data" / "NYexample_X.csv"
+    path = shared_file("data", "NYexample_X.csv")
     pop = read_table(path).dropna().astype(str).reset_index(drop=True)
     label = f"NYexample_X complete cases ({len(pop):,} persons)"
     if SCALE < 1.0:
@@ -177,7 +177,7 @@ def age_kept_share(random_seed: int = 1) -> pd.DataFrame:
     years, at least 5 records a leaf, the Bayesian bootstrap; then marital status), and with
     the same records' ages in NYexample's groups (a classification tree). A target keeps its
     key, and can be truly matched, only when its synthetic age is its own."""
-    ce = read_table(SHARED / "data" / "CEdata.csv")
+    ce = read_table(shared_file("data", "CEdata.csv"))
     bounds, labels = NY_AGE_GROUPS
     groups = pd.cut(ce["Age"], bounds, labels=labels).astype(str)
     rows = {}

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SCALE, SHARED  # noqa: E402
+from _common import SCALE, shared_file  # noqa: E402
 
 from bayes_risk.data import infer_schema, read_table  # noqa: E402
 from bayes_risk.disclosure import differencing_check  # noqa: E402
@@ -64,7 +64,7 @@ PRO_LEVELS = ["EMPLOYEE", "SELF-EMPLOYED/FARMER", "RETIRED/DISABLED", "NOT WORKI
 
 def load() -> tuple[pd.DataFrame, str]:
     """The SD2011 extract: the three IVs and the non-IV predictors, complete cases."""
-    sd = read_table(SHARED / "data" / "SD2011.csv")
+    sd = read_table(shared_file("data", "SD2011.csv"))
     df = sd[IV + NON_IV].dropna()
     df = df[df["income"] != -8].copy()
     df["socprof"] = df["socprof"].map(SOCPROF)

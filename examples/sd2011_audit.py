@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SCALE, SHARED, scaled  # noqa: E402
+from _common import SCALE, scaled, shared_file  # noqa: E402
 
 import bayes_risk as br  # noqa: E402
 from bayes_risk.data import infer_schema, read_table  # noqa: E402
@@ -56,7 +56,7 @@ KNOWN = ["sex", "age", "placesize", "region", "income"]
 
 def sd2011(n: int) -> pd.DataFrame:
     """The first ``n`` persons of SD2011, the example's 14 columns, as read from the CSV."""
-    sd = read_table(SHARED / "data" / "SD2011.csv")
+    sd = read_table(shared_file("data", "SD2011.csv"))
     return sd[KEYS + SYNTHESIZED].iloc[:n].reset_index(drop=True)
 
 

@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SHARED, scaled  # noqa: E402
+from _common import scaled, shared_file  # noqa: E402
 
 from bayes_risk.attribute import (
     EstimatorSpec,
@@ -300,7 +300,7 @@ def main(comparisons: bool = False) -> dict:
     """Both parts; with ``comparisons`` also the controlled comparisons (Wang & Reiter's
     intruders against a CART release; TCMM over MCMC seeds), which the docs gallery runs at a
     smaller size."""
-    path = SHARED / "data" / "CEdata_attribute.csv"
+    path = shared_file("data", "CEdata_attribute.csv")
     ce = read_table(path)
     wr, wei = wang_reiter_part(ce), wei_reiter_part(ce)
     out = {"wang_reiter": wr, "wei_reiter": wei}
