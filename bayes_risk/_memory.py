@@ -139,6 +139,17 @@ def resident_memory() -> int:
         return 0
 
 
+def peak_memory() -> int | None:
+    """Bytes of this process's peak resident memory since it started (``None`` where the
+    platform does not say: no ``resource`` module)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # macOS: bytes
+
+
 def release_free_memory() -> None:
     """Return the memory freed so far to the operating system (glibc's ``malloc_trim``; Linux
     only), so that :func:`resident_memory` counts what is held rather than what the allocator

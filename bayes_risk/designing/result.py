@@ -62,6 +62,8 @@ class DesignResult:
     chosen: str | None = None
     release_folder: str | None = None
     release: Any = None
+    #: the process's peak resident memory, in bytes, measured when the design ended
+    peak_memory: int | None = None
 
     # --------------------------------------------------------------- reading the candidates
     def _objective(self, rec: dict[str, Any]) -> float:
@@ -222,7 +224,7 @@ class DesignResult:
             "unpassable": self.unpassable(),
             "confirmations": self.confirmations, "chosen": self.chosen,
             "selection": self.selection_frame().to_dict(orient="records"),
-            "release_folder": self.release_folder})
+            "release_folder": self.release_folder, "peak_memory_bytes": self.peak_memory})
 
     def summary_lines(self) -> list[str]:
         """The design's report in lines of text (the terminal and report.md)."""
@@ -231,6 +233,11 @@ class DesignResult:
         out.append(f"- stopped: {self.stop}; {len(self.candidates)} candidate(s) audited, "
                    f"{sum(r['feasible'] for r in self.candidates)} pass every line "
                    f"({self.n_fits} fit(s))")
+        if self.peak_memory:
+            from bayes_risk._memory import format_bytes
+
+            out.append(f"- memory: the process's peak resident memory, measured at the end, "
+                       f"{format_bytes(self.peak_memory)}")
         sel = self.selection_frame()
         if len(sel):
             out += ["", "Selection: each line in the search and in the fresh re-audit (fresh "

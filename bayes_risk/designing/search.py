@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._memory import current_limit, format_bytes, parse_memory, peak_memory
 from bayes_risk._terminal import say
 from bayes_risk.designing.space import (
     OBJECTIVES,
@@ -106,6 +107,9 @@ def _start_facts(start: Any) -> dict[str, Any] | None:
             "headline": s.get("headline"), "n_records": s.get("n_records"),
             "exceeding": [v for v in s.get("verdicts", []) if v.get("exceeds")],
             "seconds": {st["name"]: float(st.get("seconds") or 0) for st in s.get("steps", [])},
+            "least_budget": next((parse_memory(r["value"], "least budget") for r in
+                                  s.get("settings", []) if r.get("step") == "memory"
+                                  and r.get("setting") == "least budget"), None),
             "folder": s.get("folder")}
 
 
@@ -525,6 +529,7 @@ def design(
                           sampler="enumeration (every candidate)" if enumerate_all else
                           "Optuna TPE with the verdict lines as constraints")
     _confirm(result, ev, cands, confirm, root, progressbar)
+    result.peak_memory = peak_memory()
     if root is not None:
         result.write(root)
     return result
@@ -659,9 +664,30 @@ def _plan(facts: Any, cands: list, dropped: list, enumerate_all: bool, max_candi
                      "first screen excludes), plus the fresh re-audit")
     else:
         lines.append(f"cost: at most {k} candidate audit(s); each one's time is printed")
-    lines.append("memory: each audit within the memory budget (--memory), one fitted model "
-                 "held at a time")
+    lines.append(_memory_line(facts, cands))
     return lines
+
+
+def _memory_line(facts: Any, cands: list) -> str:
+    """What the design holds, from the start audit's least budget (its steps' needs beside
+    what its process held), scaled to the candidates' largest ``m`` where it is larger."""
+    limit = current_limit()
+    budget = ("no limit given (--memory)" if limit is None else
+              f"{format_bytes(limit)} given (--memory)")
+    tail = (f"; each audit checks its own plan within the budget, {budget}, before it starts, "
+            "and one that does not fit is recorded as refused (MEMORY_TOO_LARGE); one fitted "
+            "model and its release held at a time")
+    least = (facts or {}).get("least_budget")
+    if not least:
+        return "memory: not estimated before the first candidate (no start audit)" + tail
+    m0, m_max = int(facts["m"]), max(int(c["m"]) for c in cands)
+    # the audit's needs grow with the datasets matched at once (identification's tables)
+    need = least * max(1.0, m_max / m0)
+    over = (f"; at most the {format_bytes(limit)} budget: the candidates of the largest m "
+            "may be refused" if limit is not None and need > limit else "")
+    return (f"memory: each candidate's audit about {format_bytes(need, up=True)} (the start "
+            f"audit's least budget, {format_bytes(least, up=True)} at m = {m0}"
+            + (f", scaled to m = {m_max}" if m_max > m0 else "") + ")" + over + tail)
 
 
 def _confirm(result: Any, ev: _Evaluator, cands: list, confirm: int, root: Path | None,

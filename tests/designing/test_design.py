@@ -133,6 +133,30 @@ def test_interrupt_keeps_finished_candidates_and_resume_goes_on(ce, toy_measure,
         _toy_design(ce, random_seed=2, max_candidates=12, out=out, resume=True)
 
 
+def test_plan_states_the_start_audits_memory_scaled_to_the_largest_m(ce, toy_measure):
+    from bayes_risk._memory import memory_limit, resident_memory
+    from bayes_risk.designing.search import _memory_line
+
+    # the start audit's summary as the audit records it: its least budget among the settings
+    start = {"n_records": len(ce), "m": 3, "verdicts": [], "steps": [],
+             "settings": [{"step": "memory", "setting": "least budget", "value": "100.0 MB"}]}
+    res = _toy_design(ce, random_seed=1, max_candidates=12, start=start)
+    line = next(p for p in res.plan if p.startswith("memory:"))
+    # the toy space's largest m is 6: twice the start's 3, twice its need
+    assert "about 200.0 MB (the start audit's least budget, 100.0 MB at m = 3, scaled to m = 6)" \
+        in line and "no limit given" in line
+    # the measured peak is the process's, in bytes (a unit slip would be 1,024 times off)
+    assert res.peak_memory >= 0.5 * resident_memory()
+    assert "peak resident memory" in str(res)
+    cands = [{"m": 6}, {"m": 3}]
+    facts = {"m": 3, "least_budget": 100e6}
+    with memory_limit("150MB"):
+        assert "the candidates of the largest m may be refused" in _memory_line(facts, cands)
+    with memory_limit("250MB"):
+        assert "may be refused" not in _memory_line(facts, cands)
+    assert "not estimated before the first candidate" in _memory_line(None, cands)
+
+
 def test_space_grown_from_the_lines_of_the_readme_audit():
     known = ["Age", "Urban", "Marital", "Income"]
     base = ["Tenure", "Expenditure", "Income"]
