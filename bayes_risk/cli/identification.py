@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         dask_client,
         dask_kwargs,
         read_inputs,
-        schema_from_args,
+        release_schema,
     )
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.identification.api import identification_risk
@@ -145,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
 
     _check_known_options(args)
     original, syn = read_inputs(args)
-    schema = schema_from_args(original, args)
+    # the manifest's roles and types (Urban, Marital as categories: no radius), the options on top
+    schema = release_schema(original, syn, args) or syn.schema
     kw = _engine_options(args, schema)
     aggregation = args.aggregation.replace("-", "_") if args.aggregation else None
     per_dataset = aggregation == "per_dataset" or (aggregation is None and args.compat)

@@ -266,8 +266,10 @@ def radius_search(
                               f"points only). Got {refine!r}.", code="INVALID_ARGUMENT")
     known_us, known_s = known_columns(original, synthetic, known, synthesized,
                                       options["replicates"])
-    cols = search_columns(original, [*known_us, *known_s], options["schema"],
-                          options["categorical"])
+    # a release's manifest says which integer-coded columns are categories (no radius)
+    schema = options["schema"] if options["schema"] is not None else getattr(
+        synthetic, "schema", None)
+    cols = search_columns(original, [*known_us, *known_s], schema, options["categorical"])
     if not cols:
         raise ValidationError(
             "no numeric known column: exact matching is the only choice, there is no radius "

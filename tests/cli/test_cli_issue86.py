@@ -141,12 +141,16 @@ def test_a_radius_whose_window_overflows_is_refused(work, capsys):
 
 
 def test_the_coordinate_search_is_warned_by_identification_too(work, capsys):
+    # 12 radii each (0 and 11 given) of 3 numeric columns: 1,728 points, past max_grid=1,000;
+    # Urban, Marital, Educ and Tenure are categories in the release's manifest: no radius
+    grid = ",".join(f"{r / 100:g}" for r in range(1, 12))
     rc, err = _run(work, capsys, [
         "identification", work / "ce.csv", work / "cesyn", "--known-unsynthesized", "Age",
         "Urban", "Marital", "Educ", "--known-synthesized", "Income", "Expenditure", "Tenure",
-        "--radius-search"], "coordinate")
-    assert rc == 0 and "warning [RADIUS_COORDINATE_SEARCH]" in err and "7 numeric" in err
+        "--radius-search", grid], "coordinate")
+    assert rc == 0 and "warning [RADIUS_COORDINATE_SEARCH]" in err and "3 numeric" in err
     summary = json.loads((work / "coordinate" / "summary.json").read_text())
+    assert summary["radius_search"]["columns"] == ["Age", "Expenditure", "Income"]
     assert summary["radius_search"]["settings"]["search"]["mode"] == "coordinate"
     assert "RADIUS_COORDINATE_SEARCH" in summary["warnings"]
     with pytest.warns(br.exceptions.DataWarning, match="RADIUS_COORDINATE_SEARCH"):
@@ -154,7 +158,8 @@ def test_the_coordinate_search_is_warned_by_identification_too(work, capsys):
                                known=["Age", "Urban", "Marital", "Educ", "Income",
                                       "Expenditure", "Tenure"],
                                synthesized=["Income", "Expenditure", "Tenure"], radii=[0.1],
-                               max_grid=10, progressbar=False)
+                               max_grid=5, progressbar=False)
+    assert list(res.columns) == ["Age", "Expenditure", "Income"]  # the manifest's categories left out
     assert "RADIUS_COORDINATE_SEARCH" in res.warnings
 
 
