@@ -159,7 +159,8 @@ def test_the_coordinate_search_is_warned_by_identification_too(work, capsys):
                                       "Expenditure", "Tenure"],
                                synthesized=["Income", "Expenditure", "Tenure"], radii=[0.1],
                                max_grid=5, progressbar=False)
-    assert list(res.columns) == ["Age", "Expenditure", "Income"]  # the manifest's categories left out
+    # the manifest's categories are left out
+    assert list(res.columns) == ["Age", "Expenditure", "Income"]
     assert "RADIUS_COORDINATE_SEARCH" in res.warnings
 
 
