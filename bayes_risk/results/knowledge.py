@@ -13,7 +13,8 @@ from bayes_risk.results._base import RiskResult, draws
 from bayes_risk.results._summary import Summary
 from bayes_risk.results.identification import ID_MEASURES
 
-__all__ = ["KnowledgeSweepResult", "SWEEP_MEASURES", "ATTRIBUTE_SWEEP_MEASURES"]
+__all__ = ["KnowledgeSweepResult", "SWEEP_MEASURES", "ATTRIBUTE_SWEEP_MEASURES",
+           "SHAPLEY_MEASURES"]
 
 #: file-level measures reported for every subset (those of ``identification_risk``)
 SWEEP_MEASURES = tuple(name for name, _ in ID_MEASURES)
@@ -26,8 +27,9 @@ ATTRIBUTE_MEASURES = (
     ("n_flagged", "records flagged (unreliable estimates)"),
 )
 ATTRIBUTE_SWEEP_MEASURES = tuple(name for name, _ in ATTRIBUTE_MEASURES)
-#: the measures Shapley values are computed for (additive over targets or records)
-_SHAPLEY = {"identification": ("expected_match_risk", "true_match_rate_targets"),
+#: the measures Shapley values are computed for (additive over targets or records); the first
+#: ranks the drivers
+SHAPLEY_MEASURES = {"identification": ("expected_match_risk", "true_match_rate_targets"),
             "attribute": ("mean_p_true", "prop_top")}
 #: the measures a summary shows beside the subsets (frontier tables)
 _SHOWN = {"identification": ("expected_match_risk", "true_match_rate_targets",
@@ -92,7 +94,7 @@ class KnowledgeSweepResult(RiskResult):
     @property
     def shapley_measures(self) -> tuple[str, ...]:
         """The measures of the drivers; the first is the headline's."""
-        return _SHAPLEY[self.kind]
+        return SHAPLEY_MEASURES[self.kind]
 
     # -- tables -----------------------------------------------------------------------------
     @property
