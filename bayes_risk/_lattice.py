@@ -23,6 +23,7 @@ from bayes_risk.results.knowledge import (
     SHAPLEY_MEASURES,
     SWEEP_MEASURES,
     KnowledgeSweepResult,
+    subset_label,
 )
 
 __all__ = ["Evaluator", "planned", "sweep", "check_max_size", "shapley_values", "level_labels"]
@@ -182,11 +183,7 @@ class _Lattice:
 
     def argmax(self, subsets: Sequence[frozenset], measure: str) -> frozenset:
         """The subset of highest ``measure``; the first of them in the given order on a tie."""
-        best = subsets[0]
-        for s in subsets[1:]:
-            if self.value(s, measure) > self.value(best, measure):
-                best = s
-        return best
+        return max(subsets, key=lambda s: self.value(s, measure))
 
 
 def _greedy_path(lat: _Lattice, max_size: int, measure: str) -> list[frozenset]:
@@ -276,11 +273,6 @@ def _levels(ev: Evaluator, cands: list[str], bands: int) -> pd.DataFrame:
                 second_name: s2, second_share: s2 / s_total if s_total else np.nan,
             })
     return pd.DataFrame(rows)
-
-
-def subset_label(s: frozenset, cands: list[str]) -> str:
-    """The label of a subset: its variables in the candidates' order, ``"(none)"`` if empty."""
-    return ", ".join(c for c in cands if c in s) or "(none)"
 
 
 def frontier(n_known: np.ndarray, risk: np.ndarray) -> np.ndarray:

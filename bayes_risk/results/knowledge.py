@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,11 @@ _SHOWN = {"identification": ("expected_match_risk", "true_match_rate_targets",
           "attribute": ("mean_p_true", "prop_top", "mean_baseline")}
 _LABEL = dict(ID_MEASURES) | dict(ATTRIBUTE_MEASURES)
 _RISK = {"identification": "Identification risk", "attribute": "Attribute risk"}
+
+
+def subset_label(s: Collection[str], cands: Sequence[str]) -> str:
+    """The label of a subset: its variables in the candidates' order, ``"(none)"`` if empty."""
+    return ", ".join(c for c in cands if c in s) or "(none)"
 
 
 @dataclass(frozen=True, repr=False)
@@ -121,8 +127,7 @@ class KnowledgeSweepResult(RiskResult):
         if isinstance(known, str):
             label = known
         else:
-            s = {str(c) for c in known}
-            label = ", ".join(c for c in self.candidates if c in s) or "(none)"
+            label = subset_label({str(c) for c in known}, self.candidates)
         hit = self.table.loc[self.table["known"] == label, measure]
         if hit.empty:
             raise KeyError(f"subset {label!r} was not evaluated")
