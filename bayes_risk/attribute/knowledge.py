@@ -6,45 +6,25 @@ See :doc:`/user_guide/knowledge`.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._lattice import (
-    candidate_list,
-    check_max_size,
-    frontier,
-    greedy_path,
-    level_labels,
-    planned_subsets,
-    shapley_values,
-    subset_label,
-    subset_order,
-)
+from bayes_risk._lattice import Warned, planned, sweep
 from bayes_risk._specs import as_spec
-from bayes_risk._terminal import progress
 from bayes_risk.attribute.api import attribute_risk
 from bayes_risk.attribute.prepare import prepare
 from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec, ScenarioSpec
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.data.validate import require_frame
-from bayes_risk.exceptions import (
-    CALLER,
-    BayesRiskWarning,
-    ValidationError,
-    arg_name,
-    interruptible,
-)
-from bayes_risk.results.knowledge import ATTRIBUTE_SWEEP_MEASURES, KnowledgeSweepResult
+from bayes_risk.exceptions import ValidationError, arg_name, interruptible
+from bayes_risk.results.knowledge import KnowledgeSweepResult
 from bayes_risk.warning_codes import message
 
-__all__ = ["attribute_known_sweep", "shared_refits", "file_measures", "one_seed"]
-
-#: the measures the frontier, the greedy path and the Shapley values rank subsets by
-RANK_MEASURES = ("mean_p_true", "prop_top")
+__all__ = ["attribute_known_sweep", "with_shared_refits", "file_measures", "one_seed"]
 
 #: arguments of ``attribute_risk`` a sweep passes on to every subset, with their defaults
 _OPTIONS: dict[str, Any] = {
@@ -107,7 +87,9 @@ def attribute_known_sweep(
     Hu (2019) §5; Hu, Reiter & Wang (2014); Shapley (1953).
     """
     require_frame(original, "original")
-    cands = candidate_list(known, "known")
+    cands, max_size, subsets = planned(known, kind="attribute", measure=measure, bands=bands,
+                                       max_size=max_size, max_subsets=max_subsets,
+                                       argument="known")
     if "scenario" in kwargs or "known" in kwargs:
         raise ValidationError(
             "attribute_known_sweep sets scenario and known for every subset; give the columns "
@@ -117,12 +99,6 @@ def attribute_known_sweep(
     if unknown:
         raise ValidationError(f"unknown argument(s) for attribute_known_sweep: {unknown}.",
                               code="INVALID_ARGUMENT")
-    if measure not in RANK_MEASURES:
-        raise ValidationError(f"measure must be one of {list(RANK_MEASURES)}. Got {measure!r}.")
-    if isinstance(bands, bool) or not isinstance(bands, (int, np.integer)) or bands < 1:
-        raise ValidationError(f"bands must be an integer >= 1. Got {bands!r}.")
-    n_c = len(cands)
-    max_size = check_max_size(max_size, cands, "known")
     syn = _synthesized(model)
     notsyn = [c for c in cands if c not in syn]
     if notsyn:
@@ -137,7 +113,6 @@ def attribute_known_sweep(
             "nothing is left to guess; leave at least one out.",
             code="INVALID_ARGUMENT",
         )
-    planned = planned_subsets(cands, int(max_size), max_subsets, "known")
     options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()}
     options["estimator"] = as_spec(options["estimator"], EstimatorSpec, "estimator", "kind",
                                    ESTIMATORS)
@@ -145,35 +120,12 @@ def attribute_known_sweep(
     if not options["allow_other_model"]:  # refused before the refits (each subset checks too)
         check_release_model(model, synthetic, original)
     seed = one_seed(random_seed)
-    sweep = _AttributeSweep(original, synthetic, model, cands, records, options, seed,
-                            executor, progressbar)
-    sweep.run_many(planned, progressbar=progressbar)
-    greedy = greedy_path(sweep, cands, int(max_size), measure) if greedy_beyond else []
-    lattice = max_size >= n_c - 1
-    table = _table(sweep, cands, measure, greedy)
-    drivers, note = _drivers(sweep, cands, lattice)
-    levels = _levels(sweep, cands, original, bands)
-    settings = dict(sweep.settings)
-    settings.update(candidates=cands, synthesized=list(syn), max_size=int(max_size),
-                    greedy_beyond=bool(greedy_beyond), measure=measure, bands=int(bands),
-                    lattice_complete=lattice, n_subsets=len(sweep.done), random_seed=seed,
-                    refits_shared=sweep.refits_shared)
-    warn = {}
-    for code, where in sweep.warn_subsets.items():
-        shown = "; ".join(f"{{{w}}}" for w in where[:5]) + (" …" if len(where) > 5 else "")
-        cat, first = sweep.caught.get(code, (None, message(code)))
-        warn[code] = (f"in {len(where)} of {len(sweep.done)} subsets ({shown}); in the first: "
-                      f"{first}")
-        # once per code for the whole sweep (each subset's run was silenced)
-        if cat is not None and issubclass(cat, BayesRiskWarning):
-            warnings.warn(cat(f"{code}: {warn[code]}", code=code), skip_file_prefixes=CALLER)
-        elif cat is not None:
-            warnings.warn(f"{code}: {warn[code]}", cat, skip_file_prefixes=CALLER)
-    return KnowledgeSweepResult(
-        candidates=tuple(cands), synthesized=tuple(cands), measure=measure, table=table,
-        drivers=drivers, levels=levels, shapley_note=note, settings=settings,
-        warnings=tuple(warn), warning_details=warn, kind="attribute",
-    )
+    ev = _Evaluator(original, synthetic, model, cands, records, options, seed, executor,
+                    progressbar)
+    return sweep(ev, cands, subsets, max_size=max_size, greedy_beyond=greedy_beyond,
+                 measure=measure, bands=bands, synthesized=cands, progressbar=progressbar,
+                 extra={"synthesized": list(syn), "random_seed": seed,
+                        "refits_shared": ev.refits_shared})
 
 
 def _synthesized(model: Any) -> list[str]:
@@ -195,47 +147,32 @@ def one_seed(random_seed: Any) -> Any:
     return random_seed
 
 
-class _AttributeSweep:
+class _Evaluator:
     """The subsets' ``attribute_risk`` runs, with the refits made once."""
+
+    kind = "attribute"
+    description = "attribute knowledge sweep"
 
     def __init__(self, original, synthetic, model, cands, records, options, seed, executor,
                  progressbar) -> None:
         self.original, self.synthetic, self.model = original, synthetic, model
         self.cands, self.records, self.seed, self.executor = cands, records, seed, executor
         self.options = dict(options)
-        self.done: dict[frozenset, dict[str, Any]] = {}
-        self.results: dict[frozenset, Any] = {}
-        self.warn_subsets: dict[str, list[str]] = {}
-        #: the first warning of each code: its class and text
-        self.caught: dict[str, tuple[type, str]] = {}
-        self.refits_shared = self._share_refits(progressbar)
-        self.settings: dict[str, Any] = {}
+        self.warnings: dict[str, str] = {}
+        self.full: Any = None
+        self.options["estimator"] = with_shared_refits(
+            original, synthetic, model=model, records=records, random_seed=seed,
+            progressbar=progressbar, **self.options)
+        self.refits_shared = (options["estimator"].augmented is None
+                              and self.options["estimator"].augmented is not None)
+        self._settings: dict[str, Any] = {}
 
-    def _share_refits(self, progressbar: bool) -> bool:
-        """The refits made once (:func:`shared_refits`); ``False`` when none are needed."""
-        est = self.options["estimator"]
-        if est.augmented is not None:
-            return False
-        fits = shared_refits(self.original, self.synthetic, model=self.model,
-                             records=self.records, random_seed=self.seed,
-                             progressbar=progressbar, **self.options)
-        if fits is None:
-            return False
-        # the refits are made: their draws are set
-        self.options["estimator"] = est.replace(augmented=fits, refit_draws=None)
-        return True
+    def evaluate(self, todo: list[frozenset]
+                 ) -> Iterator[tuple[frozenset, dict[str, Any], Warned]]:
+        for s in todo:
+            yield s, *self._run(s)
 
-    def value(self, s: frozenset, measure: str) -> float:
-        v = self.done[s][measure]
-        return -np.inf if v is None or not np.isfinite(v) else float(v)
-
-    def run_many(self, subsets: Sequence[frozenset], progressbar: bool = False) -> None:
-        todo = [s for s in dict.fromkeys(subsets) if s not in self.done]
-        for s in progress(todo, total=len(todo), description="attribute knowledge sweep",
-                          unit="column sets", enabled=progressbar):
-            self._run(s)
-
-    def _run(self, s: frozenset) -> None:
+    def _run(self, s: frozenset) -> tuple[dict[str, Any], Warned]:
         known = [c for c in self.cands if c in s]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -245,42 +182,61 @@ class _AttributeSweep:
                 random_seed=self.seed, progressbar=False, executor=self.executor,
                 **self.options,
             )
-        self.done[s] = file_measures(res.records)
-        codes = list(res.warnings)
+        # a code of the result's warnings not emitted is given with its standard text
+        warned: Warned = {code: (None, message(code)) for code in res.warnings}
+        emitted: set[str] = set()
         for w in caught:  # e.g. RECORDS_FLAGGED, which the result's warnings do not list
             code = getattr(w.message, "code", None)
-            if code:
-                self.caught.setdefault(code, (w.category, str(w.message)))
-                codes.append(code)
-        for code in dict.fromkeys(codes):
-            self.warn_subsets.setdefault(code, []).append(subset_label(s, self.cands))
-        if not self.settings:
-            self.settings = {k: res.settings.get(k) for k in
-                             ("estimator", "prior", "candidates", "n_draws", "m", "bootstrap",
-                              "model_check")
-                             if k in res.settings}
+            if code and code not in emitted:
+                emitted.add(code)
+                warned[code] = (w.category, str(w.message))
+        if not self._settings:
+            self._settings = {k: res.settings.get(k) for k in
+                              ("estimator", "prior", "candidates", "n_draws", "m", "bootstrap",
+                               "model_check")
+                              if k in res.settings}
         if s == frozenset(self.cands):
-            self.results[s] = res
+            self.full = res
+        return file_measures(res.records), warned
+
+    def settings(self) -> dict[str, Any]:
+        return dict(self._settings)
+
+    def level_inputs(self) -> tuple[pd.DataFrame, set[str], np.ndarray, np.ndarray]:
+        """The records with a ``p_true`` under the full set, their ``p_true`` and whether the
+        true values are the best guess."""
+        recs = self.full.records
+        p = recs["p_true"].to_numpy(dtype=np.float64)
+        ok = ~np.isnan(p)
+        pos = recs.index.to_numpy(dtype=np.int64)[ok]
+        schema = self.model.schema_
+        return (self.original[self.cands].iloc[pos].reset_index(drop=True),
+                {c for c in self.cands if schema[c].type in CATEGORICAL_TYPES}, p[ok],
+                recs["is_top"].to_numpy(dtype=np.float64)[ok])
 
 
-def shared_refits(original: pd.DataFrame, synthetic: Any, *, model: Any, records: Any,
-                  random_seed: Any, progressbar: bool = False, **options: Any
-                  ) -> list[Any] | None:
-    """The ``m`` augmented models a run with these options fits, or ``None``."""
+def with_shared_refits(original: pd.DataFrame, synthetic: Any, *, model: Any, records: Any,
+                       random_seed: Any, progressbar: bool = False, **options: Any
+                       ) -> EstimatorSpec:
+    """The estimator of a run with these options, holding the ``m`` augmented models it fits
+    made once (for the runs that share them: a sweep's subsets, a curve's shares, the run
+    beside them); as given when it holds them already or the run needs none."""
     unknown = sorted(set(options) - (set(_OPTIONS) - {"records"}))
     if unknown:
-        raise ValidationError(f"unknown argument(s) for shared_refits: {unknown}.",
+        raise ValidationError(f"unknown argument(s) for with_shared_refits: {unknown}.",
                               code="INVALID_ARGUMENT")
     o = {**_OPTIONS, **options}
-    est = as_spec(o["estimator"], EstimatorSpec, "estimator", "kind", ESTIMATORS).replace(
-        augmented=None)
+    est = as_spec(o["estimator"], EstimatorSpec, "estimator", "kind", ESTIMATORS)
+    if est.augmented is not None:
+        return est
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plan = prepare(model, original, synthetic, records, candidates=o["candidates"],
                        prior=o["prior"], scenario=ScenarioSpec(), estimator=est,
                        random_seed=random_seed, progressbar=progressbar)
     fits = [a.model for a in plan.augmented.models]
-    return fits or None
+    # the refits are made: their draws are set
+    return est.replace(augmented=fits, refit_draws=None) if fits else est
 
 
 def file_measures(records: pd.DataFrame) -> dict[str, Any]:
@@ -296,76 +252,3 @@ def file_measures(records: pd.DataFrame) -> dict[str, Any]:
         "n_records": int(ok.sum()),
         "n_flagged": int((records["flag_codes"] != "").sum()),
     }
-
-
-def _table(sweep: _AttributeSweep, cands: list[str], measure: str,
-           greedy: list[frozenset]) -> pd.DataFrame:
-    rows = []
-    for s in sorted(sweep.done, key=lambda s: subset_order(s, cands)):
-        row: dict[str, Any] = {"known": subset_label(s, cands), "n_known": len(s)}
-        row.update({c: c in s for c in cands})
-        row.update({k: sweep.done[s][k] for k in ATTRIBUTE_SWEEP_MEASURES})
-        row["greedy_step"] = greedy.index(s) if s in greedy else -1
-        rows.append(row)
-    tab = pd.DataFrame(rows)
-    tab["frontier"] = frontier(tab["n_known"].to_numpy(), tab[measure].to_numpy(dtype=float))
-    return tab
-
-
-def _drivers(sweep: _AttributeSweep, cands: list[str], lattice: bool
-             ) -> tuple[pd.DataFrame, str]:
-    full = frozenset(cands)
-    shap: dict[str, dict[str, float]] = {}
-    if lattice:
-        note = ("exact Shapley values over every subset of the columns (the empty set: the "
-                "worst case, no own value known)")
-        for m in RANK_MEASURES:
-            shap[m] = shapley_values({s: float(r[m]) for s, r in sweep.done.items()}, cands)
-    else:
-        note = ("Shapley values not computed: they need every subset of the columns, and the "
-                "sweep stopped exhaustive evaluation at max_size; the risk without each column "
-                "(from the full set) is given instead")
-    rows = []
-    for c in cands:
-        row: dict[str, Any] = {"variable": c, "synthesized": True}
-        for m in RANK_MEASURES:
-            v_full = float(sweep.done[full][m])
-            v_wo = float(sweep.done[full - {c}][m])
-            row.update({f"shapley_{m}": shap[m][c] if shap else np.nan, f"{m}_without": v_wo,
-                        f"{m}_removed": v_full - v_wo,
-                        f"{m}_removed_share": (v_full - v_wo) / v_full if v_full else np.nan})
-        rows.append(row)
-    key = "shapley_mean_p_true" if shap else "mean_p_true_removed"
-    tab = pd.DataFrame(rows).sort_values(key, ascending=False, kind="stable")
-    return tab.reset_index(drop=True), note
-
-
-def _levels(sweep: _AttributeSweep, cands: list[str], original: pd.DataFrame,
-            bands: int) -> pd.DataFrame:
-    """The records' ``p_true`` with every column of ``known`` known, summed by level."""
-    res = sweep.results[frozenset(cands)]
-    recs = res.records
-    p = recs["p_true"].to_numpy(dtype=np.float64)
-    ok = ~np.isnan(p)
-    pos, p = recs.index.to_numpy(dtype=np.int64)[ok], p[ok]
-    top = recs["is_top"].to_numpy(dtype=np.float64)[ok]
-    total, N, t_total = float(p.sum()), len(p), float(top.sum())
-    schema = sweep.model.schema_
-    rows = []
-    for c in cands:
-        col = original[c].iloc[pos].reset_index(drop=True)
-        lab = level_labels(col, schema[c].type in CATEGORICAL_TYPES, bands)
-        codes = np.asarray(lab.cat.codes)
-        for j, level in enumerate(lab.cat.categories):
-            idx = np.flatnonzero(codes == j)
-            r, n = float(p[idx].sum()), len(idx)
-            first = float(top[idx].sum())
-            rows.append({
-                "variable": c, "level": str(level), "n_targets": n,
-                "share_targets": n / N if N else np.nan, "p_true": r,
-                "share_risk": r / total if total else np.nan,
-                "risk_ratio": (r / total) / (n / N) if total and n else np.nan,
-                "truth_first": first, "share_truth_first": first / t_total if t_total else np.nan,
-            })
-    return pd.DataFrame(rows)
-

@@ -13,9 +13,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from bayes_risk._specs import as_spec
 from bayes_risk._terminal import progress
-from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec, ScenarioSpec
+from bayes_risk.attribute.specs import ScenarioSpec
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.results._base import RiskResult, draws, legend_below
 from bayes_risk.results._summary import ResultWarning, Summary
@@ -71,7 +70,7 @@ def known_fraction_curve(
     >>> curve.to_dataframe()[["known_fraction", "mean_p_true", "n_flagged"]]  # doctest: +SKIP
     """
     from bayes_risk.attribute.api import attribute_risk
-    from bayes_risk.attribute.knowledge import file_measures, one_seed, shared_refits
+    from bayes_risk.attribute.knowledge import file_measures, one_seed, with_shared_refits
 
     unknown = sorted(set(kwargs) - set(_OPTIONS))
     if unknown:
@@ -86,16 +85,9 @@ def known_fraction_curve(
         raise ValidationError(f"fractions must be one or more numbers in [0, 1]. Got {fr}.")
     seed_all = one_seed(random_seed)
     options = dict(kwargs)
-    est = as_spec(options.get("estimator", "auto"), EstimatorSpec, "estimator", "kind",
-                  ESTIMATORS)
-    if est.augmented is None:
-        rest = {k: v for k, v in options.items() if k not in ("estimator", "records")}
-        fits = shared_refits(original, synthetic, model=model, records=options.get("records"),
-                             random_seed=seed_all, progressbar=progressbar, estimator=est,
-                             **rest)
-        if fits is not None:
-            est = est.replace(augmented=fits, refit_draws=None)
-    options["estimator"] = est
+    options["estimator"] = with_shared_refits(
+        original, synthetic, model=model, records=options.get("records"), random_seed=seed_all,
+        progressbar=progressbar, **{k: v for k, v in options.items() if k != "records"})
     rows, results, codes = [], [], {}
     for f in progress(fr, description="known-records curve", unit="fractions",
                       enabled=progressbar):

@@ -247,15 +247,14 @@ def run(args: argparse.Namespace) -> int:
     estimator = EstimatorSpec(**spec_values(EstimatorSpec, vars(args)))
     seed = args.random_seed
     if args.known_sweep or args.known_curve:
-        from bayes_risk.attribute.knowledge import one_seed, shared_refits
+        from bayes_risk.attribute.knowledge import one_seed, with_shared_refits
 
         # one seed and one set of refits for the run and every subset or share of the sweeps
         seed = one_seed(args.random_seed)
-        fits = shared_refits(original, synthetic, model=model, records=records,
-                             random_seed=seed, progressbar=not args.quiet,
-                             candidates=candidates, prior=args.prior, estimator=estimator)
-        if fits:
-            estimator = estimator.replace(augmented=fits, refit_draws=None)
+        estimator = with_shared_refits(original, synthetic, model=model, records=records,
+                                       random_seed=seed, progressbar=not args.quiet,
+                                       candidates=candidates, prior=args.prior,
+                                       estimator=estimator)
     ksweep = None
     with dask_client(args) as client:
         if client is None:

@@ -9,34 +9,28 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._lattice import (
-    candidate_list,
-    check_max_size,
-    frontier,
-    greedy_path,
-    level_labels,
-    planned_subsets,
-    shapley_values,
-    subset_label,
-    subset_order,
-)
+from bayes_risk._lattice import Warned, planned, shapley_values, sweep
 from bayes_risk._memory import check_memory, working_bytes
-from bayes_risk._specs import check_int, check_option
-from bayes_risk._terminal import progress
 from bayes_risk.data.schema import CATEGORICAL_TYPES
-from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, interruptible
+from bayes_risk.exceptions import (
+    DataWarning,
+    SchemaError,
+    ValidationError,
+    arg_name,
+    interruptible,
+)
 from bayes_risk.executors import as_executor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification import masks as _masks
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import run_engine
-from bayes_risk.identification.plan import IdentificationPlan, record_warning
+from bayes_risk.identification.plan import IdentificationPlan
 from bayes_risk.identification.prepare import (
     check_original,
     default_fallback,
@@ -48,9 +42,6 @@ from bayes_risk.identification.radius import SWEEP_DEFAULTS, sweep_options
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
 
 __all__ = ["known_sweep", "KnowledgeSweepResult", "shapley_values", "SWEEP_MEASURES"]
-
-#: the measures Shapley values are computed for (additive over targets, defined for every subset)
-SHAPLEY_MEASURES = ("expected_match_risk", "true_match_rate_targets")
 
 #: arguments of ``identification_risk`` a sweep passes on, with their defaults
 _OPTIONS: dict[str, Any] = {**SWEEP_DEFAULTS, "aggregation": None}
@@ -133,16 +124,13 @@ def known_sweep(
     [['sex', 1.0], ['race', 0.5]]
     """
     check_original(original)
-    cands = candidate_list(candidates)
+    cands, max_size, subsets = planned(candidates, kind="identification", measure=measure,
+                                       bands=bands, max_size=max_size, max_subsets=max_subsets)
     absent = [c for c in cands if c not in original.columns]
     if absent:  # named here, not as the known columns each subset passes on
         raise SchemaError(
             f"{arg_name('candidates')}: column(s) {absent} are not in the original (columns: "
             f"{[str(c) for c in original.columns]}).", code="UNKNOWN_COLUMN")
-    check_option(measure, "measure", SHAPLEY_MEASURES, one_of=True)
-    check_int(bands, "bands", 1)
-    n_c = len(cands)
-    max_size = check_max_size(max_size, cands, "candidates")
     options = sweep_options(kwargs, _OPTIONS, "known_sweep")
     if options["population"].counts is not None and not isinstance(
             options["population"].counts, str):
@@ -153,7 +141,6 @@ def known_sweep(
             "(PopulationSpec(weights=...)).",
             code="INVALID_ARGUMENT"
         )
-    planned = planned_subsets(cands, max_size, max_subsets)
     if type(options["replicates"]).__name__ == "PosteriorReplicates":
         raise ValidationError(
             "known_sweep takes replicates as a list of arrays or DataFrames (draw them once "
@@ -161,34 +148,13 @@ def known_sweep(
             code="INVALID_ARGUMENT"
         )
     syn = _synthesized(original, synthetic, cands, synthesized, options["replicates"])
-    known_us = [c for c in cands if c not in syn]
     known_s = [c for c in cands if c in syn]
-    ex = as_executor(executor)
-    sweep = _Sweep(original, synthetic, cands, known_us, known_s, options, ex)
-
-    todo = [s for s in planned if s or sweep.nothing]
-    sweep.run_many(todo, progressbar=progressbar)
-    greedy = greedy_path(sweep, cands, max_size, measure) if greedy_beyond else []
-    lattice = max_size >= n_c - 1  # every subset evaluated
-    table = sweep.table(cands, measure, greedy)
-    drivers, shapley_note = _drivers(sweep, cands, lattice)
-    levels = _levels(sweep, cands, bands)
-    settings = sweep.settings()
-    settings.update(candidates=cands, synthesized=known_s, max_size=int(max_size),
-                    greedy_beyond=bool(greedy_beyond), measure=measure, bands=int(bands),
-                    lattice_complete=lattice, shared_encoding=sweep.shared,
-                    match_masks=sweep.masks, n_subsets=len(sweep.done))
-    warn = dict(sweep.warn)
-    for code, where in sweep.warn_subsets.items():
-        shown = "; ".join(f"{{{w}}}" for w in where[:5]) + (" …" if len(where) > 5 else "")
-        msg = (f"in {len(where)} of {len(sweep.done)} subsets ({shown}); in the first: "
-               f"{warn.get(code, code)}")
-        record_warning(warn, code, msg)  # once per code for the whole sweep
-    return KnowledgeSweepResult(
-        candidates=tuple(cands), synthesized=tuple(known_s), measure=measure, table=table,
-        drivers=drivers, levels=levels, shapley_note=shapley_note, settings=settings,
-        warnings=tuple(warn), warning_details=warn,
-    )
+    ev = _Evaluator(original, synthetic, cands, [c for c in cands if c not in syn], known_s,
+                    options, as_executor(executor))
+    return sweep(ev, cands, [s for s in subsets if s or ev.nothing], max_size=max_size,
+                 greedy_beyond=greedy_beyond, measure=measure, bands=bands,
+                 synthesized=known_s, progressbar=progressbar,
+                 extra={"shared_encoding": ev.shared, "match_masks": ev.masks})
 
 
 def _synthesized(original: pd.DataFrame, synthetic: Any, cands: list[str],
@@ -210,16 +176,18 @@ def _synthesized(original: pd.DataFrame, synthetic: Any, cands: list[str],
     return inferred_synthesized(original, synthetic, cands)
 
 
-class _Sweep:
+class _Evaluator:
     """One preparation for every candidate and the runs of the subsets on it."""
+
+    kind = "identification"
+    description = "knowledge sweep"
 
     def __init__(self, original, synthetic, cands, known_us, known_s, options, ex) -> None:
         self.original, self.synthetic, self.options, self.ex = original, synthetic, options, ex
         self.cands, self.known_us, self.known_s = cands, known_us, known_s
         # the preparation's warnings reach the caller once, for the whole sweep
         self.plan = prepare(original, synthetic, known_us, known_s, **options)
-        self.warn: dict[str, str] = dict(self.plan.warnings)
-        self.warn_subsets: dict[str, list[str]] = {}
+        self.warnings: dict[str, str] = dict(self.plan.warnings)
         st, rule = self.plan.settings, self.plan.rule
         self.shared = (st.compat is None and st.membership == "known"
                        and rule.shape in ("rectangle", "ellipse"))
@@ -231,19 +199,11 @@ class _Sweep:
         self.masks = (self.shared and st.aggregation == "per_dataset"
                       and self.options["match"].fallback in (None, "none")
                       and _masks.usable(self.plan.prep, rule))
-        self.done: dict[frozenset, dict[str, Any]] = {}
-        self.records: dict[frozenset, Any] = {}
+        self.full: Any = None
 
-    def run_many(self, subsets: Sequence[frozenset], progressbar: bool = False) -> None:
-        """Evaluate the subsets not yet evaluated (through match masks where they serve)."""
-        todo = [s for s in dict.fromkeys(subsets) if s not in self.done]
-        for _ in progress(self._evaluated(todo), total=len(todo),
-                          description="knowledge sweep", unit="column sets",
-                          enabled=progressbar):
-            pass
-
-    def _evaluated(self, todo: list[frozenset]):
-        """Evaluate ``todo``, yielding once per subset (the progress bar's steps)."""
+    def evaluate(self, todo: list[frozenset]
+                 ) -> Iterator[tuple[frozenset, dict[str, Any], Warned]]:
+        """Evaluate ``todo`` (through match masks where they serve), yielding each subset."""
         masked = [s for s in todo if s and self.masks]
         # a batch's counts and flags ([N_T, R] each per subset) stay below the masks' budget,
         # beside one subset's measures and the kept result of the subset of every candidate
@@ -266,17 +226,14 @@ class _Sweep:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     res = assemble(plan, plan.rule, out)
-                self._record(s, res)
+                figures = self._figures(s, res)
                 del res  # not held while the next subset is assembled
-                yield s
+                yield figures
         for s in todo:
-            if s not in self.done:
-                self.run(s)
-                yield s
+            if not (s and self.masks):
+                yield self._figures(s, self._run(s))
 
-    def run(self, s: frozenset) -> None:
-        if s in self.done:
-            return
+    def _run(self, s: frozenset) -> Any:
         # the sweep holds one subset's columns and matching indexes at a time
         with self.plan.prep.cache_scope():
             if not s:
@@ -285,22 +242,15 @@ class _Sweep:
                 plan = self._subset_plan(s)
             else:
                 plan = self._own_plan(s)
-            self._record(s, self._evaluate(plan, s))
+            return self._evaluate(plan, s)
 
-    def _record(self, s: frozenset, res: Any) -> None:
-        row = {k: res.file.get(k) for k in SWEEP_MEASURES}
-        self.done[s] = row
-        # the intruder who knows nothing has no unique match by construction: not a finding
-        for code in res.warnings if s else ():
-            if code not in self.plan.warnings:
-                self.warn.setdefault(code, res.warning_details.get(code, code))
-                self.warn_subsets.setdefault(code, []).append(subset_label(s, self.cands))
+    def _figures(self, s: frozenset, res: Any) -> tuple[frozenset, dict[str, Any], Warned]:
         if s == frozenset(self.cands):
-            self.records[s] = res
-
-    def value(self, s: frozenset, measure: str) -> float:
-        v = self.done[s][measure]
-        return -np.inf if v is None or not np.isfinite(v) else float(v)
+            self.full = res
+        # the intruder who knows nothing has no unique match by construction: not a finding
+        warned = {code: (DataWarning, res.warning_details.get(code, code))
+                  for code in (res.warnings if s else ()) if code not in self.plan.warnings}
+        return s, {k: res.file.get(k) for k in SWEEP_MEASURES}, warned
 
     def _evaluate(self, plan: IdentificationPlan, s: frozenset):
         rule = plan.rule
@@ -383,25 +333,22 @@ class _Sweep:
         return dataclasses.replace(plan, data=dataclasses.replace(plan.data, prep=sprep),
                                    rule=sub, settings=settings)
 
-    def table(self, cands: list[str], measure: str, greedy: list[frozenset]) -> pd.DataFrame:
-        subsets = sorted(self.done, key=lambda s: subset_order(s, cands))
-        rows = []
-        for s in subsets:
-            row = {"known": subset_label(s, cands), "n_known": len(s)}
-            row.update({c: c in s for c in cands})
-            row.update(self.done[s])
-            row["greedy_step"] = greedy.index(s) if s in greedy else -1
-            rows.append(row)
-        tab = pd.DataFrame(rows)
-        tab["frontier"] = frontier(tab["n_known"].to_numpy(), tab[measure].to_numpy(dtype=float))
-        return tab
-
     def settings(self) -> dict[str, Any]:
         d = self.plan.settings_dict()
         for k in ("known_unsynthesized", "known_synthesized", "match_rule"):
             d.pop(k, None)
         d["match_rule"] = self.plan.rule.to_dict()
         return d
+
+    def level_inputs(self) -> tuple[pd.DataFrame, set[str], np.ndarray, np.ndarray]:
+        """The targets (or the original), and per target its risk and true matches."""
+        K = np.asarray(self.full.K, dtype=np.float64)
+        targets = self.options["population"].targets
+        sk = self.plan.data.schema
+        return (self.original if targets is None else targets,
+                {c for c in self.cands if sk[c].type in CATEGORICAL_TYPES},
+                np.asarray(self.full.record_IR, dtype=np.float64),
+                K.mean(axis=1) if K.ndim == 2 else K)
 
 
 def _one_replicate(plan: IdentificationPlan) -> IdentificationPlan:
@@ -422,68 +369,3 @@ def _subset_replicates(replicates: Any, known_s: list[str], sy: list[str]) -> An
     """User replicates restricted to the subset's synthesized columns."""
     idx = [known_s.index(c) for c in sy]
     return [r[sy] if isinstance(r, pd.DataFrame) else np.asarray(r)[:, idx] for r in replicates]
-
-
-def _drivers(sweep: _Sweep, cands: list[str], lattice: bool) -> tuple[pd.DataFrame, str]:
-    full = frozenset(cands)
-    rows = []
-    shap: dict[str, dict[str, float]] = {}
-    note = ("exact Shapley values over every subset of the candidates (the empty set: the "
-            "intruder who knows nothing)")
-    if lattice and frozenset() not in sweep.done:
-        lattice = False
-        note = ("Shapley values not computed: they need the risk of the intruder who knows "
-                "nothing, which has no figure under unknown membership; the risk without each "
-                "variable (from the full set) is given instead")
-    elif lattice:
-        for m in SHAPLEY_MEASURES:
-            v = {s: float(r[m]) for s, r in sweep.done.items()}
-            shap[m] = shapley_values(v, cands)
-    else:
-        note = ("Shapley values not computed: they need every subset of the candidates, and "
-                "the sweep stopped exhaustive evaluation at max_size; the risk without each "
-                "variable (from the full set) is given instead")
-    for c in cands:
-        row: dict[str, Any] = {"variable": c, "synthesized": c in sweep.known_s}
-        for m in SHAPLEY_MEASURES:
-            v_full = float(sweep.done[full][m])
-            v_wo = float(sweep.done[full - {c}][m])
-            row[f"shapley_{m}"] = shap[m][c] if shap else np.nan
-            row[f"{m}_without"] = v_wo
-            row[f"{m}_removed"] = v_full - v_wo
-            row[f"{m}_removed_share"] = (v_full - v_wo) / v_full if v_full else np.nan
-        rows.append(row)
-    tab = pd.DataFrame(rows)
-    key = "shapley_expected_match_risk" if shap else "expected_match_risk_removed"
-    return tab.sort_values(key, ascending=False, kind="stable").reset_index(drop=True), note
-
-
-def _levels(sweep: _Sweep, cands: list[str], bands: int) -> pd.DataFrame:
-    """Record-level risks of the full set summed by level of every candidate."""
-    res = sweep.records[frozenset(cands)]
-    ir = np.asarray(res.record_IR, dtype=np.float64)
-    K = np.asarray(res.K, dtype=np.float64)
-    if K.ndim == 2:
-        K = K.mean(axis=1)
-    targets = sweep.options["population"].targets
-    tdf = targets if targets is not None else sweep.original
-    sk = sweep.plan.data.schema
-    total, N = float(ir.sum()), len(ir)
-    k_total = float(K.sum())
-    rows = []
-    for c in cands:
-        lab = level_labels(tdf[c], sk[c].type in CATEGORICAL_TYPES, bands)
-        codes = np.asarray(lab.cat.codes)
-        for j, level in enumerate(lab.cat.categories):
-            idx = np.flatnonzero(codes == j)
-            r = float(ir[idx].sum())
-            n = len(idx)
-            rows.append({
-                "variable": c, "level": str(level), "n_targets": n,
-                "share_targets": n / N if N else np.nan, "expected_match_risk": r,
-                "share_risk": r / total if total else np.nan,
-                "risk_ratio": (r / total) / (n / N) if total and n else np.nan,
-                "true_matches": float(K[idx].sum()),
-                "share_true_matches": float(K[idx].sum()) / k_total if k_total else np.nan,
-            })
-    return pd.DataFrame(rows)

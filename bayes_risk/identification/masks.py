@@ -31,9 +31,10 @@ _ONE = np.uint64(1)
 
 def usable(prep: Prepared, rule: MatchRule) -> bool:
     """Whether masks reproduce the engine: a rectangular rule, at most :data:`MAX_RECORDS`
-    records, every record's row released in every dataset (no row removed after synthesis)."""
-    return (rule.shape == "rectangle" and prep.n <= MAX_RECORDS and prep.n > 0
-            and prep.released is None)
+    records; when rows were removed after synthesis, every known column synthesized (as the
+    release's reading requires: each dataset's mask of its released rows is in every column's)."""
+    return (rule.shape == "rectangle" and 0 < prep.n <= MAX_RECORDS
+            and (prep.released is None or not (rule.exact_us or rule.radius_us)))
 
 
 def _words(n: int) -> int:
@@ -42,6 +43,13 @@ def _words(n: int) -> int:
 
 def _bit(i: np.ndarray) -> np.ndarray:
     return np.left_shift(_ONE, (i & 63).astype(np.uint64))
+
+
+def _bits(rows: np.ndarray, n: int) -> np.ndarray:
+    """The mask of the records ``rows``."""
+    out = np.zeros(_words(n), dtype=np.uint64)
+    np.bitwise_or.at(out, rows >> 6, _bit(rows))
+    return out
 
 
 def _ones(n: int) -> np.ndarray:
@@ -175,7 +183,8 @@ def _fill(prep: Prepared, rule: MatchRule, cols: list[str], n_us: int,
                                                                            else depth))))
     us_prefix = {c: _prefix(prep.rec_radius_us[j]) for j, c in enumerate(rule.radius_us)}
 
-    def column(c: str, r: int, a: int, z: int, prefix: dict) -> np.ndarray:
+    def column(c: str, r: int, a: int, z: int, prefix: dict, kept: np.ndarray | None
+               ) -> np.ndarray:
         if c in rule.radius_us or c in rule.radius_s:
             j = radius_cols.index(c)
             m = _radius(prefix[c], b.lo[a:z, j], b.hi[a:z, j])
@@ -188,6 +197,8 @@ def _fill(prep: Prepared, rule: MatchRule, cols: list[str], n_us: int,
             d = j
         if drop is not None and drop[a:z, d].any():
             m[drop[a:z, d]] = ones  # not matched on a missing value: every record
+        if kept is not None:  # a record whose row this dataset removed matches no target
+            np.bitwise_and(m, kept, out=m)
         return m
 
     for a in range(0, N, chunk):
@@ -195,13 +206,14 @@ def _fill(prep: Prepared, rule: MatchRule, cols: list[str], n_us: int,
         rec = np.ascontiguousarray(prep.rec[a:z], dtype=np.int64)
         masks = np.empty((len(cols), z - a, W), dtype=np.uint64)
         for i, c in enumerate(cols[:n_us]):
-            masks[i] = column(c, 0, a, z, us_prefix)
+            masks[i] = column(c, 0, a, z, us_prefix, None)
         cnt = counts[:, a:z]
         flag = own[:, a:z]
         for r in range(R):
             prefix = {c: _prefix(prep.rep_radius_s[r][j]) for j, c in enumerate(rule.radius_s)}
+            kept = None if prep.released is None else _bits(np.flatnonzero(prep.released[r]), n)
             for i in range(n_us, len(cols)):
-                masks[i] = column(cols[i], r, a, z, prefix)
+                masks[i] = column(cols[i], r, a, z, prefix, kept)
             col, level, out = first if r == 0 else later
             kern(masks, col, level, out, rec, r, cnt, flag)
     for k in us_only:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +14,8 @@ from bayes_risk.results._base import RiskResult, draws
 from bayes_risk.results._summary import Summary
 from bayes_risk.results.identification import ID_MEASURES
 
-__all__ = ["KnowledgeSweepResult", "SWEEP_MEASURES", "ATTRIBUTE_SWEEP_MEASURES"]
+__all__ = ["KnowledgeSweepResult", "SWEEP_MEASURES", "ATTRIBUTE_SWEEP_MEASURES",
+           "SHAPLEY_MEASURES"]
 
 #: file-level measures reported for every subset (those of ``identification_risk``)
 SWEEP_MEASURES = tuple(name for name, _ in ID_MEASURES)
@@ -26,8 +28,9 @@ ATTRIBUTE_MEASURES = (
     ("n_flagged", "records flagged (unreliable estimates)"),
 )
 ATTRIBUTE_SWEEP_MEASURES = tuple(name for name, _ in ATTRIBUTE_MEASURES)
-#: the measures Shapley values are computed for (additive over targets or records)
-_SHAPLEY = {"identification": ("expected_match_risk", "true_match_rate_targets"),
+#: the measures Shapley values are computed for (additive over targets or records); the first
+#: ranks the drivers
+SHAPLEY_MEASURES = {"identification": ("expected_match_risk", "true_match_rate_targets"),
             "attribute": ("mean_p_true", "prop_top")}
 #: the measures a summary shows beside the subsets (frontier tables)
 _SHOWN = {"identification": ("expected_match_risk", "true_match_rate_targets",
@@ -35,6 +38,11 @@ _SHOWN = {"identification": ("expected_match_risk", "true_match_rate_targets",
           "attribute": ("mean_p_true", "prop_top", "mean_baseline")}
 _LABEL = dict(ID_MEASURES) | dict(ATTRIBUTE_MEASURES)
 _RISK = {"identification": "Identification risk", "attribute": "Attribute risk"}
+
+
+def subset_label(s: Collection[str], cands: Sequence[str]) -> str:
+    """The label of a subset: its variables in the candidates' order, ``"(none)"`` if empty."""
+    return ", ".join(c for c in cands if c in s) or "(none)"
 
 
 @dataclass(frozen=True, repr=False)
@@ -92,7 +100,7 @@ class KnowledgeSweepResult(RiskResult):
     @property
     def shapley_measures(self) -> tuple[str, ...]:
         """The measures of the drivers; the first is the headline's."""
-        return _SHAPLEY[self.kind]
+        return SHAPLEY_MEASURES[self.kind]
 
     # -- tables -----------------------------------------------------------------------------
     @property
@@ -119,8 +127,7 @@ class KnowledgeSweepResult(RiskResult):
         if isinstance(known, str):
             label = known
         else:
-            s = {str(c) for c in known}
-            label = ", ".join(c for c in self.candidates if c in s) or "(none)"
+            label = subset_label({str(c) for c in known}, self.candidates)
         hit = self.table.loc[self.table["known"] == label, measure]
         if hit.empty:
             raise KeyError(f"subset {label!r} was not evaluated")

@@ -200,3 +200,21 @@ def test_flagged_records_reach_the_sweep_warnings():
     assert "RECORDS_FLAGGED" in res.warnings
     assert "in 4 of 4 subsets" in res.warning_details["RECORDS_FLAGGED"]
     assert sum("RECORDS_FLAGGED" in str(w.message) for w in rec) == 1
+
+
+def test_both_sweeps_tabulate_the_same_subsets_in_the_same_order():
+    """The attribute and identification sweeps run one lattice: for the same known columns, the
+    same subsets in the same order (size, then the order given), in tables of one layout."""
+    from bayes_risk.identification import known_sweep
+
+    model, orig, syn = _case()
+    att = _quiet(attribute_known_sweep, orig, syn, model=model, known=["c", "a"], random_seed=1,
+                 records=range(0, 30, 3))
+    ide = _quiet(known_sweep, orig, syn, candidates=["c", "a"], synthesized=["c", "a"])
+    assert att.table["known"].tolist() == ide.table["known"].tolist() == [
+        "(none)", "c", "a", "c, a"]
+    for res in (att, ide):
+        assert [c for c in res.table.columns if c not in res.measures] == [
+            "known", "n_known", "c", "a", "greedy_step", "frontier"]
+        assert list(res.drivers.columns[:2]) == ["variable", "synthesized"]
+        assert list(res.levels.columns[:4]) == ["variable", "level", "n_targets", "share_targets"]

@@ -105,15 +105,15 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     curve_note = _known_curve_note(p, model)
     curve_on = p.given.known_fractions is not None and curve_note is None
     if ks_cols or curve_on or membership_reuses(ctx, model):
-        from bayes_risk.attribute.knowledge import one_seed, shared_refits
+        from bayes_risk.attribute.knowledge import one_seed, with_shared_refits
 
         # one seed and one set of refits for the step, its sweeps and the membership step
         opts["random_seed"] = one_seed(p.random_seed)
-        fits = shared_refits(ctx.original, ctx.synthetic, model=model,
-                             records=p.attribute_records, progressbar=ctx.progressbar, **opts)
-        if fits:
-            opts["estimator"] = opts["estimator"].replace(augmented=fits, refit_draws=None)
-            ctx.run.refits, ctx.run.refits_model = fits, model
+        opts["estimator"] = with_shared_refits(ctx.original, ctx.synthetic, model=model,
+                                               records=p.attribute_records,
+                                               progressbar=ctx.progressbar, **opts)
+        if opts["estimator"].augmented:
+            ctx.run.refits, ctx.run.refits_model = opts["estimator"].augmented, model
     res = attribute_risk(
         ctx.original, ctx.synthetic, model=model, records=p.attribute_records,
         scenario="worst_case", progressbar=ctx.progressbar, executor=ctx.executor, **opts,
