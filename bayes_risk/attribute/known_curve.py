@@ -145,6 +145,13 @@ class KnownFractionResult(RiskResult):
         return [ResultWarning(c, message(c), self.warning_details.get(c, ""))
                 for c in self.warnings]
 
+    def headline(self) -> str:
+        """The mean ``p_true`` at each share of the other records known, in one line."""
+        t = self.table
+        return "risk by the share of other records known: " + ", ".join(
+            f"{f:g}: mean p_true {100 * p:.3g} %"
+            for f, p in zip(t["known_fraction"], t["mean_p_true"], strict=True))
+
     def summary(self) -> Summary:
         """The curve as a table, with the settings and how to read it."""
         s = self.settings

@@ -10,15 +10,6 @@ from bayes_risk.cli._common import inputs_summary, parse_columns
 __all__ = ["run"]
 
 
-def _headline(result) -> str:
-    """``"0.943 [0.911, 0.975]"`` per mode, secret or at K, the largest over the datasets."""
-    h = result.headline()
-    by = next(c for c in ("mode", "secret", "n_neighbors") if c in h)
-    return "; ".join(f"{f'k = {int(r[by])}' if by == 'n_neighbors' else r[by]} "
-                     f"{r['risk']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-                     for _, r in h.iterrows())
-
-
 def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attacks``."""
     import inspect
@@ -93,14 +84,6 @@ def run(args: argparse.Namespace) -> int:
                else f"a holdout of {len(holdout):,} records")
     lines = [f"anonymeter's attacks on {m} synthetic dataset(s) against {against}; risk "
              "[interval], the largest over the datasets"]
-    if so is not None:
-        lines.append(f"singling out: {_headline(so)}")
-    if lk is not None:
-        a, b = aux
-        lines.append(f"linkability of ({', '.join(a)}) with ({', '.join(b)}): {_headline(lk)}")
-    if inf is not None:
-        known = ("every other column" if args.aux_columns is None
-                 else ", ".join(args.aux_columns))
-        lines.append(f"inference from {known}: {_headline(inf)}")
+    lines += [r.headline_text() for r in done]
     write_run(args, lines, summary, tables=tables, figures=figures)
     return 0

@@ -188,35 +188,15 @@ def _run_business(args: argparse.Namespace, original: Any, synthetic: Any) -> in
         summary["relative_difference"] = rd.to_dict()
         tables["relative_difference.csv"] = rd.to_dataframe()
         figures["relative_difference.png"] = (rd, "relative_difference")
-        lines.append(rd_line(rd))
+        lines.append(rd.headline())
     if args.closest_match is not None:
         cm = closest_match(original, synthetic, keys=args.closest_match or None)
         summary["closest_match"] = cm.to_dict()
         tables["closest_match.csv"] = cm.to_dataframe()
         figures["closest_match.png"] = (cm, "datasets")
-        lines.append(cm_line(cm))
+        lines.append(cm.headline())
     write_run(args, lines, summary, tables=tables, figures=figures)
     return 0
-
-
-def rd_line(rd: Any) -> str:
-    """The relative difference in one line: the smallest, its estimator and interval."""
-    s = rd.smallest
-    interval = (f", 95 % interval {s['rd_lo']:.3g}–{s['rd_hi']:.3g}" if s["rd_lo"] == s["rd_lo"]
-                else ", no interval (one dataset)")
-    return (f"relative difference of the largest values: smallest {s['relative_difference']:.3g} "
-            f"({s['column']}, rank {int(s['rank'])}, record {int(s['record'])}, estimator "
-            f"{s['estimator']}{interval}); {100 * rd.share_within_delta:.3g} % of the targets "
-            f"within {rd.delta:g} (a disclosure)")
-
-
-def cm_line(cm: Any) -> str:
-    """The closest match in one line: the share, its interval and the random guess."""
-    lo, hi = cm.interval
-    return (f"closest match: {100 * cm.value:.3g} % of {len(cm.table):,} records have their own "
-            f"released row closest (95 % interval {100 * lo:.3g}–{100 * hi:.3g} %; "
-            f"{cm.strategy}; random guess {100 * cm.random_guess:.3g} %; keys "
-            f"{', '.join(cm.keys)})")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -299,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
                          **({} if args.known_records is None
                             else {"known_records": args.known_records})),
     }
-    lines = _summary_lines(summary, pairs=pairs is not None)
+    lines = result.headline().splitlines()
     # records.csv with its index: column "record" (or "pair")
     tables: dict[str, Any] = {"records.csv": result.to_dataframe().to_csv}
     figures = {"p_true_hist.png": (result, "p_true"), "rank_hist.png": (result, "rank"),
@@ -311,59 +291,6 @@ def run(args: argparse.Namespace) -> int:
     if curve is not None:
         tables["known_curve.csv"] = curve.table
         figures["known_curve.png"] = (curve, "curve")
-        t = curve.table
-        lines.append("risk by the share of other records known: " + ", ".join(
-            f"{f:g}: mean p_true {100 * p:.3g} %"
-            for f, p in zip(t["known_fraction"], t["mean_p_true"], strict=True)))
+        lines.append(curve.headline())
     write_run(args, lines, summary, tables=tables, figures=figures)
     return 0
-
-
-def _null_text(summary: dict, *keys: str) -> str:
-    """`` (if the release said nothing about the records: ...)`` for the figures ``keys``
-    (``AttributeRiskResult.null``; empty without it)."""
-    from bayes_risk.results.attribute import null_reading
-
-    null, un = summary.get("null") or {}, summary["unflagged"]
-    parts = []
-    for key in keys:
-        e = null.get(key)
-        if e:
-            reading = null_reading(float(un.get(key, float("nan"))), e)
-            parts.append(f"{key} expected {100 * e['expected']:.3g} % (95 % range "
-                         f"{100 * e['low']:.3g}–{100 * e['high']:.3g} %; observed: {reading})")
-    return (" (if the release said nothing about the records: " + ", ".join(parts) + ")"
-            if parts else "")
-
-
-def _summary_lines(summary: dict, *, pairs: bool) -> list[str]:
-    """The lines the command prints: the shares of the unflagged records, the chains' check."""
-    un = summary["unflagged"]
-    what = "pairs of records" if pairs else "records"
-    lines = [
-        f"attribute risk of {summary['n_records']} {what} ({summary['n_flagged']} flagged, "
-        "counted separately)",
-        f"stable estimates (unflagged): share ranked first "
-        f"{100 * un.get('prop_top', float('nan')):.3g} % (prop_top in summary.json), mean "
-        f"p_true {100 * un.get('mean_p_true', float('nan')):.3g} %"
-        + _null_text(summary, "prop_top", "mean_p_true"),
-        # what the release adds, to be read beside the ranking (methods page, issue 63)
-        f"share with evidence {100 * un.get('prop_evidence', float('nan')):.3g} % "
-        f"(prop_evidence: Bayes factor of the true values >= "
-        f"{un.get('evidence_factor', float('nan')):g}, the release multiplying the "
-        "intruder's odds on them that many times)" + _null_text(summary, "prop_evidence"),
-    ]
-    dp = (summary.get("settings") or {}).get("differential_privacy")
-    if dp:  # the release's ε beside its attribute risk (methods page, Differential privacy)
-        from bayes_risk.privacy import beside_attribute
-
-        q = (summary["all"].get("bayes_factor_quantiles") or {}).get("100%")
-        lines.append(beside_attribute(dp, None if q is None else float(q)))
-    chains = summary.get("between_chain_check")
-    if chains:  # whether the records' estimates were compared across MCMC chains, and how
-        lines.append(
-            f"between-chain check: {chains['reason']}; "
-            f"{chains.get('records_flagged', 0)} record(s) flagged CHAINS_DISAGREE"
-            if chains.get("status") == "run" else f"between-chain check not run: {chains['reason']}"
-        )
-    return lines

@@ -86,9 +86,9 @@ def run(args: argparse.Namespace) -> int:
     labels = file_labels(df)
     tables = {} if labels is None else {  # for 'synthesize --model DIR --format sav|dta|xpt'
         LABELS_FILE: lambda path: write_json(path, labels.to_dict())}
-    write_run(args, _summary_lines(args, model, df) if info.convergence
-              else _direct_lines(args, model, df), _summary(args, model) if info.convergence
-              else None, tables=tables, extra=model.save)
+    write_run(args, _summary_lines(args, model, df),
+              _summary(args, model) if info.convergence else None, tables=tables,
+              extra=model.save)
     return 0
 
 
@@ -103,15 +103,6 @@ def _summary(args: argparse.Namespace, model: Any) -> dict[str, Any]:
         # which chains agree on α, k* and the log-likelihood (REGIMES_DISAGREE when not)
         "regimes": conv.get("regimes"),
     }
-
-
-def _direct_lines(args: argparse.Namespace, model: Any, df: Any) -> list[str]:
-    """Headline of a fit without MCMC diagnostics."""
-    synthesized = list(model.schema_.synthesized or model.schema_.names)
-    return [f"fitted {args.method} to {len(df)} records x {len(df.columns)} columns",
-            f"synthesized columns: {', '.join(map(str, synthesized))}",
-            *_model_id_line(model),
-            "the model folder holds the confidential data: keep it as confidential as the data"]
 
 
 def model_settings(args: argparse.Namespace, cls: type, options: Any, **kw: Any
@@ -159,22 +150,28 @@ def _predictor_matrix(path: str) -> Any:
 
 
 def _summary_lines(args: argparse.Namespace, model: Any, df: Any) -> list[str]:
-    """Headline of the fit and its convergence checks (R-hat, ESS; Vehtari et al. 2021)."""
-    conv = model.convergence_summary()
+    """Headline of the fit, the model's identity and, for MCMC models, its convergence checks
+    (R-hat, ESS; Vehtari et al. 2021)."""
+    from bayes_risk.contract import capabilities
+    from bayes_risk.data.provenance import model_id
+
     # the columns the fitted model synthesizes (a PyMC model: the observed ones), not the types
     # given on the command line (issue 85: every column of a PyMC fit was named)
-    fitted = model.schema_
-    synthesized = list(fitted.synthesized or fitted.names)
-    lines = [
-        f"fitted {args.method} to {len(df)} records x {len(df.columns)} columns "
-        f"({conv['chains']} chain(s) x {conv['draws']} draws after {conv['tune']} tuning"
-        + (f", one kept per {conv['thin']} sweeps" if conv["thin"] > 1 else "")
-        + (f"; extended itself in {conv['rounds']} rounds to {conv['sweeps_per_chain']:,} "
-           "sweeps per chain" if conv.get("rounds", 1) > 1 else "")
-        + ")",
-        f"synthesized columns: {', '.join(map(str, synthesized))}",
-        *_model_id_line(model),
-    ]
+    fitted, mid = model.schema_, model_id(model)
+    head = f"fitted {args.method} to {len(df)} records x {len(df.columns)} columns"
+    lines = [f"synthesized columns: {', '.join(map(str, fitted.synthesized or fitted.names))}",
+             *([] if mid is None else [f"model id: {mid[:16]} (recorded in model.json and in "
+                                       "the manifest of every release it makes)"])]
+    if not capabilities(type(model)).convergence:
+        return [head, *lines, "the model folder holds the confidential data: keep it as "
+                "confidential as the data"]
+    conv = model.convergence_summary()
+    lines.insert(0, head + f" ({conv['chains']} chain(s) x {conv['draws']} draws after "
+                 f"{conv['tune']} tuning"
+                 + (f", one kept per {conv['thin']} sweeps" if conv["thin"] > 1 else "")
+                 + (f"; extended itself in {conv['rounds']} rounds to "
+                    f"{conv['sweeps_per_chain']:,} sweeps per chain"
+                    if conv.get("rounds", 1) > 1 else "") + ")")
     eps = getattr(model, "epsilon_per_dataset", None)  # a synthesizer with a known ε
     if eps is not None:
         lines.append(f"differential privacy: ε = {eps:.4g} per synthetic dataset of {len(df):,} "
@@ -207,15 +204,6 @@ def _summary_lines(args: argparse.Namespace, model: Any, df: Any) -> list[str]:
         lines.append(f"convergence FAILED for the {args.method} fit: "
                      + checks_headline(conv["failed_checks"], where="convergence.json"))
     return lines
-
-
-def _model_id_line(model: Any) -> list[str]:
-    """The model's identity, which every release it makes records (one line, or none)."""
-    from bayes_risk.data.provenance import model_id
-
-    mid = model_id(model)
-    return [] if mid is None else [f"model id: {mid[:16]} (recorded in model.json and in the "
-                                   "manifest of every release it makes)"]
 
 
 def _finite(x: Any) -> bool:

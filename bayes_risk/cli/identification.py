@@ -41,62 +41,6 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
                 population=PopulationSpec(**population))
 
 
-def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any, search: Any = None
-                   ) -> list[str]:
-    """The run's summary on stdout (headline measures, replicates, the sweep's r*, the
-    search's worst case)."""
-    s = res.file
-    n = int(s["n_targets"])
-    lines = [
-        f"identification risk ({res.settings['aggregation'].replace('_', '-')}) of {m} "
-        f"synthetic dataset(s): expected match rate {100 * s['expected_match_rate']:.3g} % = "
-        f"{s['expected_match_risk']:.4g} of {n:,} targets (the expected match risk)",
-        f"true match rate {100 * s['true_match_rate_targets']:.3g} % of the targets, false "
-        f"match rate {100 * s['false_match_rate']:.3g} % of the unique matches "
-        "(summary.json: fractions)",
-    ]
-    sampling = res.settings.get("sampling")
-    if sampling:  # the probability that a target is in the released sample
-        lines.append(f"sampling with synthesis: {sampling['sample_size']:,} of the census's "
-                     f"{sampling['population_size']:,} units released (a target is in the "
-                     f"release with probability {sampling['sample_fraction']:.4g}); membership "
-                     f"{sampling['membership']}, counts: {sampling['counts']}")
-    if res.settings["aggregation"] == "per_dataset" and m > 1:
-        # the smaller figure of the two: say so, as the audit's verdict reads the larger
-        lines.append(f"per dataset: the intruder holding one dataset; one holding all {m} pools "
-                     "them (--aggregation pooled, the default), which can give a higher risk")
-    if replicates is not None:
-        lines.append(f"{s['n_replicates']} posterior replicates; Monte Carlo standard error of "
-                     f"the expected match risk {s['mc_se']['expected_match_risk']:.3g} targets")
-    if search is not None:
-        import numpy as np
-
-        def at(r: Any) -> str:
-            return ", ".join(f"{c} exact" if x == 0 else f"{c}={x:g}"
-                             for c, x in zip(search.columns, np.atleast_1d(r), strict=True))
-
-        n_t = int(s["n_targets"])
-        lines.append(f"radius search (worst case over the radii of {', '.join(search.columns)}"
-                     f", {search.settings['search']['points']} points): expected match risk "
-                     f"{search.risk_star:.4g} of {n_t:,} targets "
-                     f"({100 * search.risk_star / n_t:.3g} %) at {at(search.r_star)}; true "
-                     f"match rate {100 * search.tmr_star_value:.3g} % at "
-                     f"{at(search.tmr_star)}; {search.search_text()}")
-        for fig, words in (("expected_match_risk", "expected match risk"),
-                           ("true_match_rate", "true match rate")):
-            edge = search.at_edge(fig)
-            if edge:
-                lines.append(f"RADIUS_AT_GRID_EDGE: the largest {words} lies at the largest "
-                             f"radius searched of {', '.join(edge)}: matching more loosely may "
-                             "give more (widen --radius-search)")
-    if sweep is not None:
-        fixed = ", ".join(f"{c}={r:g}" for c, r in sweep.fixed_radii.items())
-        lines.append(f"radius sweep: risk-maximising radius r* = {sweep.r_star} (varying "
-                     f"{', '.join(sweep.columns)}{'; fixed ' + fixed if fixed else ''}; "
-                     f"{sweep.definition})")
-    return lines
-
-
 def _check_known_options(args: argparse.Namespace) -> None:
     """The known columns' options, before any file is read: some known column, each once, and
     no knowledge sweep beside a selection (its subsets are not conditioned on it)."""
@@ -169,8 +113,7 @@ def run(args: argparse.Namespace) -> int:
     sweep = search = None
     from bayes_risk.identification.selection import release_rule
 
-    # a selection rule the manifest records and --selection leaves unused: the summary says so
-    m, recorded = syn.m, args.selection is None and release_rule(syn) is not None
+    recorded = args.selection is None and release_rule(syn) is not None
     known, synthesized, given = ([*args.known_unsynthesized, *args.known_synthesized],
                                  list(args.known_synthesized), None)
     if args.selection is not None:  # every run below for the intruder who knows R
@@ -247,8 +190,11 @@ def run(args: argparse.Namespace) -> int:
         out["known_sweep"] = ksweep.to_dict()
     out["inputs"] = inputs_summary(args, **({"targets": str(args.targets)} if args.targets
                                             else {}))
-    lines = _summary_lines(res, m, sweep, replicates, search)
-    lines += _selection_lines(res, recorded)
+    lines = [*res.headline().splitlines(),
+             *(p.headline() for p in (search, sweep) if p is not None)]
+    if recorded:  # a selection rule the manifest records and --selection leaves unused
+        lines.append("the release's manifest records why records were selected for synthesis: "
+                     "--selection release gives the risk for the intruder who knows it")
     _write_outputs(args, out, res, lines, replicates=replicates, sweep=sweep, search=search,
                    ksweep=ksweep)
     return 0
@@ -291,20 +237,6 @@ def _selection(args: argparse.Namespace, syn: Any) -> Any:
             "partially synthetic release of selected records lists them). Give the rule as an "
             "expression on the known columns, or 'release'.", code="SELECTION_NOT_RECORDED")
     return flags
-
-
-def _selection_lines(res: Any, recorded: bool) -> list[str]:
-    """What the intruder knew of the selection, or how to use the rule the release records."""
-    s = res.settings.get("selection")
-    if s is not None:
-        return [f"given the selection R ({s['description']}): {s['n_selected']:,} of "
-                f"{s['n_records']:,} records synthesized; {s['n_targets_selected']:,} of "
-                f"{s['n_targets']:,} targets known to be selected, the others known to be "
-                "released unchanged"]
-    if recorded:
-        return ["the release's manifest records why records were selected for synthesis: "
-                "--selection release gives the risk for the intruder who knows it"]
-    return []
 
 
 def _known_sweep(args: argparse.Namespace, original: Any, syn: Any, kw: dict[str, Any],

@@ -27,23 +27,5 @@ def run(args: argparse.Namespace) -> int:
         tot = res.suda["attribute_contributions"].assign(level="(all)")
         tables["suda_contributions.csv"] = pd.concat([tot, lev], ignore_index=True)[
             ["variable", "level", "contribution"]]
-    g, kc = res.global_risk, res.key_cells
-    lines = [
-        f"Risk of the original on the keys {', '.join(res.keys)}: "
-        f"{g['expected_reidentifications']:,.4g} expected re-identifications among "
-        f"{kc['n_records']:,} records (global risk {g['global_risk_pct']:.3g} %)",
-        dict(res.summary().header)["individual risk"],
-        "records violating k-anonymity (f_k < k): " + "; ".join(
-            f"k = {k}: {v['n_violating']:,} ({v['pct_violating']:.3g} %)"
-            for k, v in res.k_anonymity.items()),
-    ]
-    if res.suda is not None:
-        lines.append(f"SUDA2: {res.suda['n_records_with_msu']:,} records with a minimal sample "
-                     "unique; contributions " + ", ".join(
-                         f"{r.variable} {r.contribution:.3g} %"
-                         for r in res.suda["attribute_contributions"].itertuples()))
-    for c, s in res.l_diversity.items():
-        lines.append(f"l-diversity of {c}: {s['n_records_l1']:,} records in key cells with one "
-                     f"value (min distinct l {s['min']:g}, median {s['median']:g})")
-    write_run(args, lines, d, tables=tables)
+    write_run(args, res.headline().splitlines(), d, tables=tables)
     return 0

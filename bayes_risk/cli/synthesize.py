@@ -202,29 +202,7 @@ def _model_labels(folder: str) -> Any:
 
 
 def _summary_lines(args: argparse.Namespace, syn) -> list[str]:
+    """The release's description (its ``repr``) under a headline naming what it came from."""
     source = f"model {args.model}" if args.model is not None else str(args.original)
-    lines = [f"synthesized {syn.m} dataset(s) ({syn.method_description}) of {len(syn[0])} "
-             f"records from {source}"]
-    from bayes_risk.data.synthetic import sampled_records
-
-    sampling = sampled_records(syn)
-    if sampling is not None:
-        lines.append(f"sampling with synthesis: {syn.m} synthetic populations of the census's "
-                     f"{sampling['population_size']:,} units, the same simple random sample of "
-                     f"{sampling['sample_size']:,} units (fraction "
-                     f"{sampling['sample_fraction']:.4g}) released from each; the units drawn "
-                     "are recorded in manifest.json (confidential: keep it with the agency)")
-    if syn.schema is not None and syn.schema.synthesized:
-        lines.append(f"synthesized columns: {', '.join(map(str, syn.schema.synthesized))}")
-    if syn.synthesized_records is not None:
-        lines.append(f"records synthesized: {int(syn.synthesized_records.sum())}")
-    from bayes_risk.privacy import release_privacy
-
-    dp = release_privacy(syn)
-    if dp is not None:
-        lines.append(dp.describe())
-    lines.append(f"random seed: {syn.random_seed} (recorded in manifest.json)")
-    if syn.model_id is not None:
-        lines.append(f"model id: {syn.model_id[:16]} (the fitted model that made it; recorded "
-                     "in manifest.json, checked against any --model given with this release)")
-    return lines
+    return [f"synthesized {syn.m} dataset(s) ({syn.method_description}) of {len(syn[0])} "
+            f"records from {source}", *(ln.strip() for ln in repr(syn).splitlines()[1:])]

@@ -33,41 +33,5 @@ def run(args: argparse.Namespace) -> int:
               "quality_pairs.csv": summary.quality.pair_trends}
     if summary.comparison is not None:
         tables["comparison.csv"] = summary.comparison
-    write_run(args, _summary_lines(summary, given=args.synthesized is not None), d,
-              tables=tables)
+    write_run(args, summary.headline().splitlines(), d, tables=tables)
     return 0
-
-
-def _summary_lines(s, *, given: bool) -> list[str]:
-    p = s.pmse
-    if s.synthesized_inferred:
-        how = "inferred: columns differing from the original"
-    else:  # --synthesized, else the roles a SyntheticData folder records
-        how = "given" if given else "recorded in the release's manifest"
-    lines = [
-        f"utility of m = {s.m} synthetic dataset(s) vs the original (n = {p.n_original})",
-        f"synthesized columns ({how}): {', '.join(s.synthesized) or 'none'}",
-        f"pMSE ({p.method}"
-        + (f", max order {p.max_order}" if p.method == "logit" else "")
-        + f"; null {p.null}): mean {p.mean_pmse:.6g}",
-        f"S_pMSE (pMSE / null expectation): mean {p.mean_ratio:.4g}"
-        f"  [per dataset {min(p.ratio):.4g} .. {max(p.ratio):.4g}]",
-        f"standardised pMSE: mean {p.mean_std:.4g}",
-    ]
-    if p.method == "logit":
-        lines.append(f"k (estimable coefficients): {sorted(set(int(k) for k in p.k))}")
-    lines.append(f"interval overlap ({s.estimand_kind.replace('_', ' ')}, {len(s.overlap)} "
-                 f"estimands): mean {s.mean_overlap:.4f}")
-    q = s.quality
-    lines.append(f"quality score (SDMetrics' definitions): {q.score:.4f} (column shapes "
-                 f"{q.column_shapes:.4f}, column pair trends {q.column_pair_trends:.4f})")
-    t = s.tables.tables
-    worst = t.sort_values("S_pMSE", ascending=False, kind="stable").head(3)
-    lines.append(f"per-table utility ({len(t)} tables of 1 to {s.tables.settings['order']} "
-                 "columns): largest S_pMSE " + ", ".join(
-                     f"{n} {v:.3g}" for n, v in zip(worst["table"], worst["S_pMSE"],
-                                                    strict=True)))
-    lines += [n[0].lower() + n[1:] for n in s.comparison_notes()]
-    if s.warnings:
-        lines.append(f"warnings: {', '.join(s.warnings)}")
-    return lines

@@ -287,8 +287,27 @@ class SyntheticData:
                  f"  columns: {shown}"]
         if syn:
             lines.append(f"  synthesized: {', '.join(map(str, syn))}")
+        if self.synthesized_records is not None:
+            lines.append(f"  records synthesized: {int(self.synthesized_records.sum())} of "
+                         f"{len(z):,}")
+        sampling = sampled_records(self)
+        if sampling is not None:
+            lines.append(f"  sampling with synthesis: {self.m} synthetic populations of the "
+                         f"census's {sampling['population_size']:,} units, the same simple "
+                         f"random sample of {sampling['sample_size']:,} units (fraction "
+                         f"{sampling['sample_fraction']:.4g}) released from each; the units "
+                         "drawn are recorded in the manifest (confidential: keep it with the "
+                         "agency)")
+        from bayes_risk.privacy import release_privacy
+
+        dp = release_privacy(self)
+        if dp is not None:
+            lines.append(f"  {dp.describe()}")
         if self.random_seed is not None:
             lines.append(f"  random_seed: {self.random_seed!r}")
+        if self.model_id is not None:
+            lines.append(f"  model id: {self.model_id[:16]} (the fitted model that made it; "
+                         "checked against any model given with this release)")
         if self.folder is not None:
             lines.append(f"  loaded from: {self.folder}")
         return lines

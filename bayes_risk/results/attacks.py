@@ -65,6 +65,17 @@ class _AttackResult(RiskResult):
         return top.iloc[np.argsort([groups[g] for g in top[self._by]], kind="stable")
                         ].reset_index(drop=True)
 
+    def headline_text(self) -> str:
+        """:meth:`headline` in a line: the attack, then ``risk [interval]`` per mode, secret or
+        ``k`` neighbours, each at the riskiest dataset."""
+        by = self._by
+        return f"{self._label()}: " + "; ".join(
+            f"{f'k = {int(r[by])}' if by == 'n_neighbors' else r[by]} {r['risk']:.3f} "
+            f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" for _, r in self.headline().iterrows())
+
+    def _label(self) -> str:
+        return self._measure.replace("_", " ")
+
     def _headline_rows(self) -> pd.DataFrame:
         return self.table
 
@@ -222,6 +233,11 @@ class LinkabilityResult(_AttackResult):
     def _group_label(self, g: Any) -> str:
         return f"k = {g}"
 
+    def _label(self) -> str:
+        a, b = self.settings["aux_columns"]
+        return f"linkability of ({', '.join(a)}) with ({', '.join(b)})"
+
+
     def summary(self) -> Summary:
         """Header (columns, sizes, options), the risk table and how to read it."""
         s = self.settings
@@ -281,6 +297,11 @@ class InferenceResult(_AttackResult):
     _measure: ClassVar[str] = "inference"
     _title: ClassVar[str] = "Inference risk"
     _by: ClassVar[str] = "secret"
+
+    def _label(self) -> str:
+        s = self.settings
+        return "inference from " + ("every other column" if s["aux_default"]
+                                    else ", ".join(next(iter(s["aux_columns"].values()))))
 
     def summary(self) -> Summary:
         """Header (secrets, sizes, options), the risk table and how to read it."""

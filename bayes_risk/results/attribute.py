@@ -440,6 +440,46 @@ class AttributeRiskResult(RiskResult):
             out.append(ResultWarning(code, str(w.get("message") or message(code)), where))
         return out
 
+    def headline(self) -> str:
+        """The unflagged records' shares in a few lines, as ``bayes-risk attribute`` prints
+        them: ranked first, mean ``p_true`` and with evidence, each beside what a release that
+        said nothing would give; the release's ε and the between-chain check."""
+        d = self.to_dict()
+        un, null = d["unflagged"], d.get("null") or {}
+        nan = float("nan")
+
+        def beside(*keys: str) -> str:
+            parts = [f"{k} expected {100 * e['expected']:.3g} % (95 % range "
+                     f"{100 * e['low']:.3g}–{100 * e['high']:.3g} %; observed: "
+                     f"{null_reading(float(un.get(k, nan)), e)})"
+                     for k in keys if (e := null.get(k))]
+            return (" (if the release said nothing about the records: " + ", ".join(parts)
+                    + ")" if parts else "")
+
+        what = "pairs of records" if self.settings.get("scenario") == "two_records" else "records"
+        lines = [
+            f"attribute risk of {d['n_records']} {what} ({d['n_flagged']} flagged, counted "
+            "separately)",
+            f"stable estimates (unflagged): share ranked first {100 * un.get('prop_top', nan):.3g}"
+            f" % (prop_top in summary.json), mean p_true {100 * un.get('mean_p_true', nan):.3g} %"
+            + beside("prop_top", "mean_p_true"),
+            # what the release adds, to be read beside the ranking (methods page, issue 63)
+            f"share with evidence {100 * un.get('prop_evidence', nan):.3g} % (prop_evidence: "
+            f"Bayes factor of the true values >= {un.get('evidence_factor', nan):g}, the release "
+            "multiplying the intruder's odds on them that many times)" + beside("prop_evidence"),
+        ]
+        dp = self.settings.get("differential_privacy")
+        if dp:  # the release's ε beside its attribute risk (methods page, Differential privacy)
+            from bayes_risk.privacy import beside_attribute
+
+            q = (d["all"].get("bayes_factor_quantiles") or {}).get("100%")
+            lines.append(beside_attribute(dp, None if q is None else float(q)))
+        ch = d["between_chain_check"]
+        lines.append(f"between-chain check: {ch['reason']}; {ch['records_flagged']} record(s) "
+                     "flagged CHAINS_DISAGREE" if ch.get("status") == "run"
+                     else f"between-chain check not run: {ch['reason']}")
+        return "\n".join(lines)
+
     def summary(self, *, thresholds: Sequence[float] = (0.5,)) -> Summary:
         """Printable file-level summary (the figures of :meth:`to_dict`)."""
         d = self.to_dict(thresholds=thresholds)

@@ -112,6 +112,18 @@ class RelativeDifferenceResult(RiskResult):
             "warnings": list(self.warnings),
         })
 
+    def headline(self) -> str:
+        """The smallest relative difference in one line: its estimator and interval, and the
+        share of the targets within ``delta``."""
+        s = self.smallest
+        interval = (f", 95 % interval {s['rd_lo']:.3g}–{s['rd_hi']:.3g}"
+                    if s["rd_lo"] == s["rd_lo"] else ", no interval (one dataset)")
+        return (f"relative difference of the largest values: smallest "
+                f"{s['relative_difference']:.3g} ({s['column']}, rank {int(s['rank'])}, record "
+                f"{int(s['record'])}, estimator {s['estimator']}{interval}); "
+                f"{100 * self.share_within_delta:.3g} % of the targets within {self.delta:g} "
+                "(a disclosure)")
+
     def summary(self) -> Summary:
         s = self.smallest
         notes = [
@@ -236,6 +248,15 @@ class ClosestMatchResult(RiskResult):
                                      "standard deviations; pooled: over every dataset"},
             "warnings": self.warnings,
         })
+
+    def headline(self) -> str:
+        """The share of records whose own released row is closest in one line: its interval,
+        the strategy and the random guess."""
+        lo, hi = self.interval
+        return (f"closest match: {100 * self.value:.3g} % of {len(self.table):,} records have "
+                f"their own released row closest (95 % interval {100 * lo:.3g}–{100 * hi:.3g} "
+                f"%; {self.strategy}; random guess {100 * self.random_guess:.3g} %; keys "
+                f"{', '.join(self.keys)})")
 
     def summary(self) -> Summary:
         lo, hi = self.interval

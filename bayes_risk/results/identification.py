@@ -10,7 +10,7 @@ import pandas as pd
 
 from bayes_risk._io import to_jsonable
 from bayes_risk._numeric import ties
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.results._base import RiskResult, draws, legend_below
 from bayes_risk.results._summary import Summary
 
@@ -270,6 +270,41 @@ class IdentificationResult(RiskResult):
             notes=notes,
             warnings=self.structured_warnings,
         )
+
+    def headline(self) -> str:
+        """The file-level figures in a few lines, as ``bayes-risk identification`` prints them:
+        the expected, true and false match rates, the posterior replicates' Monte Carlo error,
+        and what the intruder knew of a sampling design or a selection of records."""
+        s, st = self.file, self.settings
+        n, agg, m = int(s["n_targets"]), st["aggregation"], st["n_replicates"]
+        what = ("synthetic dataset(s)" if st["replicates"] == "released datasets"
+                else st["replicates"])
+        lines = [f"identification risk ({agg.replace('_', '-')}) of {m} {what}: "
+                 f"expected match rate {100 * s['expected_match_rate']:.3g} % = "
+                 f"{s['expected_match_risk']:.4g} of {n:,} targets (the expected match risk)",
+                 f"true match rate {100 * s['true_match_rate_targets']:.3g} % of the targets, "
+                 f"false match rate {100 * s['false_match_rate']:.3g} % of the unique matches "
+                 "(summary.json: fractions)"]
+        sampling = st.get("sampling")
+        if sampling:  # the probability that a target is in the released sample
+            lines.append(f"sampling with synthesis: {sampling['sample_size']:,} of the census's "
+                         f"{sampling['population_size']:,} units released (a target is in the "
+                         f"release with probability {sampling['sample_fraction']:.4g}); "
+                         f"membership {sampling['membership']}, counts: {sampling['counts']}")
+        if agg == "per_dataset" and m > 1:  # the smaller figure: the audit reads the larger
+            pooled = arg_name("aggregation", "'pooled'", cli="pooled")
+            lines.append(f"per dataset: the intruder holding one dataset; one holding all {m} "
+                         f"pools them ({pooled}, the default), which can give a higher risk")
+        if self.has_uncertainty:
+            lines.append(f"{m} posterior replicates; Monte Carlo standard error of the expected "
+                         f"match risk {s['mc_se']['expected_match_risk']:.3g} targets")
+        sel = st.get("selection")
+        if sel is not None:
+            lines.append(f"given the selection R ({sel['description']}): {sel['n_selected']:,} "
+                         f"of {sel['n_records']:,} records synthesized; "
+                         f"{sel['n_targets_selected']:,} of {sel['n_targets']:,} targets known "
+                         "to be selected, the others known to be released unchanged")
+        return "\n".join(lines)
 
     plot_kinds = ("record_risk", "per_dataset", "running_estimate")
 
@@ -569,6 +604,33 @@ class RadiusSweepResult(RiskResult):
         if self.settings.get("aggregation") == "pooled":
             return "expected match risk of the intruder holding every dataset (pooled)"
         return f"{self.statistic} over the {m} datasets of each dataset's expected match risk"
+
+    def headline(self) -> str:
+        """The maximising radius in a line (a sweep), or a search's worst case with the
+        columns whose maximum lies at the largest radius searched (``RADIUS_AT_GRID_EDGE``)."""
+        if not self.search:
+            fixed = ", ".join(f"{c}={r:g}" for c, r in self.fixed_radii.items())
+            return (f"radius sweep: risk-maximising radius r* = {self.r_star} (varying "
+                    f"{', '.join(self.columns)}{'; fixed ' + fixed if fixed else ''}; "
+                    f"{self.definition})")
+
+        def at(r: Any) -> str:
+            return ", ".join(f"{c} exact" if x == 0 else f"{c}={x:g}"
+                             for c, x in zip(self.columns, np.atleast_1d(r), strict=True))
+
+        n = int(self.settings["n_targets"])
+        lines = [f"radius search (worst case over the radii of {', '.join(self.columns)}, "
+                 f"{self.search['points']} points): expected match risk {self.risk_star:.4g} of "
+                 f"{n:,} targets ({100 * self.risk_star / n:.3g} %) at {at(self.r_star)}; true "
+                 f"match rate {100 * self.tmr_star_value:.3g} % at {at(self.tmr_star)}; "
+                 f"{self.search_text()}"]
+        for fig, words in (("expected_match_risk", "expected match risk"),
+                           ("true_match_rate", "true match rate")):
+            if edge := self.at_edge(fig):
+                lines.append(f"RADIUS_AT_GRID_EDGE: the largest {words} lies at the largest "
+                             f"radius searched of {', '.join(edge)}: matching more loosely may "
+                             "give more (widen the radii searched)")
+        return "\n".join(lines)
 
     def summary(self) -> Summary:
         """Printable summary: the risk curve and the maximising radius."""

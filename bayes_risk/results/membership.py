@@ -71,6 +71,42 @@ class MembershipRiskResult(RiskResult):
         """File-level codes and target flags (with the targets they concern)."""
         return super().structured_warnings + self._flag_warnings("target(s)")
 
+    def headline(self) -> str:
+        """The members' shares in a few lines, as ``bayes-risk membership`` prints them: above
+        the threshold and revealed, the AUC advantage beside the distance baseline, and what
+        unsynthesized columns or a selection of records reveal."""
+        f = self.file
+
+        def num(x: Any) -> str:
+            return "nan" if x is None or x != x else f"{x:.3f}"
+
+        def pct(x: Any) -> str:  # a share in per cent, as the audit's verdict line gives it
+            return "nan" if x is None or x != x else f"{100 * x:.3g} %"
+
+        lines = [
+            f"membership risk of {f['n_members']} members against {f['n_non_members']} "
+            f"non-members ({f['n_flagged']} flagged, counted separately)",
+            f"share of members with P(member) > {f['threshold']:g}: "
+            f"{pct(f['share_members_above'])} of the members (summary.json: a fraction); "
+            f"AUC - 0.5 = {num(f['auc_advantage'])}"
+            + (f" (distance baseline {num(f['dcr_auc_advantage'])})"
+               if "dcr_auc_advantage" in f else ""),
+        ]
+        if "share_members_revealed" in f:
+            lines.append("CART plug-in: share of members revealed outright (P(member) = 1): "
+                         f"{pct(f['share_members_revealed'])}")
+        if us := f.get("unsynthesized"):
+            lines.append(
+                f"partial synthesis: the released unsynthesized values ({', '.join(us['columns'])}"
+                f") multiply a member's likelihood ratio by a median of "
+                f"{num(us['median_factor_members'])}; non-members whose values match their "
+                f"slot's: {pct(us['share_non_members_matching'])} (the others have P(member) = 0)")
+        if sel := f.get("selection"):
+            lines.append(f"selection {sel['rule']!r}: {sel['n_selected']} of {sel['n_records']} "
+                         "records synthesized; members released whole (P(member) = 1, revealed): "
+                         f"{sel['n_members_released_whole']}")
+        return "\n".join(lines)
+
     def summary(self) -> Summary:
         """Header, the attack table beside the distance baseline, and notes."""
         f, s = self.file, self.settings

@@ -92,6 +92,29 @@ class OriginalRisk(RiskResult):
         return ("no survey weights: the sample-based risk 1/f_k (sdcMicro with every weight 1), "
                 "an upper bound of the risk in the population the sample stands for")
 
+    def headline(self) -> str:
+        """The measures in a few lines, as ``bayes-risk original-risk`` prints them: expected
+        re-identifications, the individual risk, k-anonymity, SUDA2 and l-diversity."""
+        g, kc = self.global_risk, self.key_cells
+        lines = [
+            f"Risk of the original on the keys {', '.join(self.keys)}: "
+            f"{g['expected_reidentifications']:,.4g} expected re-identifications among "
+            f"{kc['n_records']:,} records (global risk {g['global_risk_pct']:.3g} %)",
+            self._risk_text(),
+            "records violating k-anonymity (f_k < k): " + "; ".join(
+                f"k = {k}: {v['n_violating']:,} ({v['pct_violating']:.3g} %)"
+                for k, v in self.k_anonymity.items()),
+        ]
+        if self.suda is not None:
+            lines.append(f"SUDA2: {self.suda['n_records_with_msu']:,} records with a minimal "
+                         "sample unique; contributions " + ", ".join(
+                             f"{r.variable} {r.contribution:.3g} %"
+                             for r in self.suda["attribute_contributions"].itertuples()))
+        lines += [f"l-diversity of {c}: {s['n_records_l1']:,} records in key cells with one "
+                  f"value (min distinct l {s['min']:g}, median {s['median']:g})"
+                  for c, s in self.l_diversity.items()]
+        return "\n".join(lines)
+
     def summary(self) -> Summary:
         """Printable summary: global risk, k-anonymity, SUDA2 and l-diversity."""
         g, kc = self.global_risk, self.key_cells

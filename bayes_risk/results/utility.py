@@ -320,6 +320,37 @@ class UtilitySummary(RiskResult):
                        "values are missing at random (MISSING_AT_RANDOM_ASSUMED).")
         return out
 
+    def headline(self) -> str:
+        """The utility figures in a few lines, as ``bayes-risk utility`` prints them: pMSE,
+        S_pMSE, the interval overlap, the quality score, the tables of lowest utility, how the
+        intervals were combined and the warnings."""
+        p, q, t = self.pmse, self.quality, self.tables.tables
+        how = (self.settings or {}).get("synthesized_roles", "given")
+        lines = [
+            f"utility of m = {self.m} synthetic dataset(s) vs the original (n = {p.n_original})",
+            f"synthesized columns ({how}): {', '.join(self.synthesized) or 'none'}",
+            f"pMSE ({p.method}" + (f", max order {p.max_order}" if p.method == "logit" else "")
+            + f"; null {p.null}): mean {p.mean_pmse:.6g}",
+            f"S_pMSE (pMSE / null expectation): mean {p.mean_ratio:.4g}"
+            f"  [per dataset {min(p.ratio):.4g} .. {max(p.ratio):.4g}]",
+            f"standardised pMSE: mean {p.mean_std:.4g}",
+            *([f"k (estimable coefficients): {sorted(set(int(k) for k in p.k))}"]
+              if p.method == "logit" else []),
+            f"interval overlap ({self.estimand_kind.replace('_', ' ')}, {len(self.overlap)} "
+            f"estimands): mean {self.mean_overlap:.4f}",
+            f"quality score (SDMetrics' definitions): {q.score:.4f} (column shapes "
+            f"{q.column_shapes:.4f}, column pair trends {q.column_pair_trends:.4f})",
+            f"per-table utility ({len(t)} tables of 1 to {self.tables.settings['order']} "
+            "columns): largest S_pMSE " + ", ".join(
+                f"{n} {v:.3g}" for n, v in t.sort_values("S_pMSE", ascending=False,
+                                                        kind="stable").head(3)[
+                    ["table", "S_pMSE"]].itertuples(index=False)),
+            *(n[0].lower() + n[1:] for n in self.comparison_notes()),
+        ]
+        if self.warnings:
+            lines.append(f"warnings: {', '.join(self.warnings)}")
+        return "\n".join(lines)
+
     def summary(self) -> Summary:
         """Printable summary: pMSE per dataset and the interval overlap per estimand."""
         p = self.pmse

@@ -252,6 +252,11 @@ def utility_summary(
     for l in range(m):
         overlap[f"overlap_syn{l + 1}"] = per_all[:, l] if per_all.size else []
     settings = {
+        # where the synthesized columns came from (the printed headline says it)
+        "synthesized_roles": "given" if synthesized is not None else
+        "inferred: columns differing from the original" if inferred else
+        "recorded in the release's manifest" if carried is not None and carried.synthesized
+        else "the schema's roles",
         "pmse_method": spec.method, "max_order": spec.max_order, "null": pm.null,
         "alpha": float(alpha), "family": family, "formulas": formulas,
         "n_perm": int(n_perm), "table_order": int(table_order), "ngroups": int(ngroups),

@@ -162,7 +162,10 @@ def test_repr_is_compact_in_a_notebook():
     text = repr(rel)
     assert text.splitlines()[0] == ("SyntheticData: m = 3 dataset(s) of 200 rows x 7 columns, "
                                     "method 'cart', generation 'partial', proper True"), text
-    assert "synthesized: Income" in text and len(text.splitlines()) <= 6 and len(text) < 600
+    assert "synthesized: Income" in text and len(text.splitlines()) <= 8 and len(text) < 800
+    # what 'bayes-risk synthesize' prints of it (issue 87: the command's lines are its repr's)
+    assert "records synthesized: 200 of 200" in text, text
+    assert f"model id: {rel.model_id[:16]} (the fitted model that made it" in text, text
     html = rel._repr_html_()
     assert html.startswith("<div><strong>SyntheticData: m = 3")
     assert "<li>synthesized: Income" in html

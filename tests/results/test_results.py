@@ -522,3 +522,93 @@ def test_cli_disclosure_and_utility_summary_json_is_to_dict(ce, release, files, 
     u = _quiet(br.utility_summary, ce, syn, categorical=CAT, random_seed=5, progressbar=False)
     assert written["pmse"] == u.to_dict()["pmse"]
     assert written["interval_overlap"] == u.to_dict()["interval_overlap"]
+
+
+def _headline_figures(name: str, r: RiskResult) -> list[str]:
+    """What the headline of ``r`` must print: each figure formatted from the result's own
+    fields here, not by the headline's code."""
+    if name.startswith("IdentificationResult"):
+        f, n = r.file, int(r.file["n_targets"])
+        out = [f"expected match rate {100 * f['expected_match_rate']:.3g} % = "
+               f"{f['expected_match_risk']:.4g} of {n:,} targets",
+               f"true match rate {100 * f['true_match_rate_targets']:.3g} % of the targets",
+               f"false match rate {100 * f['false_match_rate']:.3g} % of the unique matches",
+               "of 3 synthetic dataset(s)"]
+        if name.endswith("per_dataset"):  # the smaller figure: says the pooled one is larger
+            out.append("one holding all 3 pools them (aggregation='pooled', the default)")
+        return out
+    if name == "RadiusSweepResult":
+        return [f"risk-maximising radius r* = {r.r_star} (varying Income"]
+    if name == "AttributeRiskResult":
+        d = r.to_dict()
+        un = d["unflagged"]
+        return [f"attribute risk of {d['n_records']} records ({d['n_flagged']} flagged",
+                f"share ranked first {100 * un['prop_top']:.3g} %",
+                f"mean p_true {100 * un['mean_p_true']:.3g} %",
+                f"share with evidence {100 * un['prop_evidence']:.3g} %",
+                "between-chain check not run: "]
+    if name == "RelativeDifferenceResult":
+        s = r.smallest
+        return [f"smallest {s['relative_difference']:.3g} ({s['column']}, rank {int(s['rank'])}",
+                f"{100 * r.share_within_delta:.3g} % of the targets within {r.delta:g}"]
+    if name == "ClosestMatchResult":
+        lo, hi = r.interval
+        return [f"closest match: {100 * r.value:.3g} % of {len(r.table):,} records",
+                f"95 % interval {100 * lo:.3g}–{100 * hi:.3g} %",
+                f"random guess {100 * r.random_guess:.3g} %"]
+    if name == "UtilitySummary":
+        p = r.pmse
+        return ["utility of m = 3 synthetic dataset(s) vs the original (n = 300)",
+                "synthesized columns (inferred: columns differing from the original): "
+                + ", ".join(r.synthesized),
+                f"mean {p.mean_pmse:.6g}",
+                f"S_pMSE (pMSE / null expectation): mean {p.mean_ratio:.4g}",
+                f"estimands): mean {r.mean_overlap:.4f}",
+                f"quality score (SDMetrics' definitions): {r.quality.score:.4f}"]
+    if name == "MembershipRiskResult":
+        f = r.file
+        return [f"membership risk of {f['n_members']} members against {f['n_non_members']}",
+                f"{100 * f['share_members_above']:.3g} % of the members",
+                f"AUC - 0.5 = {f['auc_advantage']:.3f}"]
+    if name == "OriginalRisk":
+        g = r.global_risk
+        return [f"{g['expected_reidentifications']:,.4g} expected re-identifications",
+                f"global risk {g['global_risk_pct']:.3g} %",
+                *(f"k = {k}: {v['n_violating']:,} ({v['pct_violating']:.3g} %)"
+                  for k, v in r.k_anonymity.items()),
+                f"SUDA2: {r.suda['n_records_with_msu']:,} records",
+                f"l-diversity of Tenure: {r.l_diversity['Tenure']['n_records_l1']:,} records"]
+    return []
+
+
+#: the results whose ``headline()`` is the text a command prints (issue 87)
+_HEADLINED = ["AttributeRiskResult", "ClosestMatchResult", "IdentificationResult",
+              "IdentificationResult-per_dataset", "MembershipRiskResult", "OriginalRisk",
+              "RadiusSweepResult", "RelativeDifferenceResult", "UtilitySummary"]
+
+
+@pytest.mark.parametrize("name", _HEADLINED)
+def test_headline_prints_the_results_own_figures(name, ce, release):
+    """Issue 87: a command prints its result's ``headline()`` (a few lines), and the library
+    user gets the same lines; each figure in it is the result's."""
+    if name not in _CACHE:
+        _CACHE[name] = BUILDERS[name](ce, release)
+    text = _CACHE[name].headline()
+    assert isinstance(text, str) and text
+    for want in _headline_figures(name, _CACHE[name]):
+        assert want in text, (want, text)
+
+
+@pytest.mark.parametrize("name", ["SinglingOutResult", "LinkabilityResult", "InferenceResult"])
+def test_attack_headline_text_is_its_headline_rows(name, ce, release):
+    """An attack's line: its label, then each headline row's risk [interval] (3 decimals)."""
+    if name not in _CACHE:
+        _CACHE[name] = BUILDERS[name](ce, release)
+    r = _CACHE[name]
+    text = r.headline_text()
+    label = {"SinglingOutResult": "singling out: ",
+             "LinkabilityResult": "linkability of (Age, Urban) with (Marital, Income): ",
+             "InferenceResult": "inference from every other column: "}[name]
+    assert text.startswith(label), text
+    for _, row in r.headline().iterrows():
+        assert f"{row['risk']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]" in text, text
