@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 
 import numpy as np
 import pytest
@@ -31,11 +32,14 @@ def _truth(cols, m):
 
 #: what the toy measure does: "noise" sd of the risk figure (drawn from the audit's seed),
 #: "stop_after": raise KeyboardInterrupt at that call (an interrupt mid-audit)
-TOY = {"noise": 0.0, "stop_after": None, "calls": 0}
+TOY = {"noise": 0.0, "stop_after": None, "calls": 0, "burn": 0.0}
 
 
 def _toy_step(ctx):
     TOY["calls"] += 1
+    t0 = time.process_time()
+    while time.process_time() - t0 < TOY["burn"] * ctx.plan.m:  # CPU the budget counts
+        pass
     if TOY["stop_after"] is not None and TOY["calls"] > TOY["stop_after"]:
         raise KeyboardInterrupt
     return StepOutcome(name="toy", status="ran", result={
@@ -54,7 +58,7 @@ def _toy_lines(plan, outcome):
 
 @pytest.fixture
 def toy_measure():
-    TOY.update(noise=0.0, stop_after=None, calls=0)
+    TOY.update(noise=0.0, stop_after=None, calls=0, burn=0.0)
     measures.register(Measure(name="toy", title="Toy", step=_toy_step, verdict=_toy_lines))
     yield
     measures.unregister("toy")
@@ -131,6 +135,16 @@ def test_interrupt_keeps_finished_candidates_and_resume_goes_on(ce, toy_measure,
     # resume with other settings is refused
     with pytest.raises(br.ValidationError, match="DESIGN_DIFFERS|other settings"):
         _toy_design(ce, random_seed=2, max_candidates=12, out=out, resume=True)
+
+
+def test_cpu_budget_ends_the_search_within_it_plus_one_candidate(ce, toy_measure):
+    TOY["burn"] = 0.05  # 0.05 s of CPU a dataset: 0.05-0.3 s a candidate beside its fit
+    res = _toy_design(ce, random_seed=1, max_candidates=12, cpu_budget=1.0)
+    cpu = [r["cpu_seconds"] for r in res.candidates]
+    assert res.stop.startswith("CPU budget") and len(cpu) < 12
+    # the plan's claim: no candidate starts past the budget, so at most one runs beyond it
+    assert sum(cpu) <= 1.0 + max(cpu)
+    assert "so the search ends within them plus at most one candidate" in "".join(res.plan)
 
 
 def test_plan_states_the_start_audits_memory_scaled_to_the_largest_m(ce, toy_measure):
