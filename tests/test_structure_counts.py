@@ -107,6 +107,50 @@ def test_counts_of_a_hand_counted_package(sc, tmp_path):
     assert total["files"] == 7
 
 
+_AUDIT = '''from bayes_risk._specs import check_int
+
+ARGUMENTS = 1
+STEP_ARGUMENTS = (cli_option("radius"), ModelOption("k"))
+
+
+def run(parser, step, data, a, b, c, d, e, f, g, h, i, j, k):
+    parser.add_argument("--x")
+    check_int(a, "a")
+    if step == "identification":
+        raise ValueError("data must be a pandas DataFrame")
+    if step == "utility" and a:
+        a = 1
+    return {"identification": "attribute_risk"}
+
+
+def _private(a, b, c, d, e, f, g, h, i, j, k, l, m):
+    return "identification"
+'''
+
+
+def test_counts_of_issue_87_on_a_hand_counted_package(sc, tmp_path):
+    for folder in ("bayes_risk/auditing/measures", "bayes_risk/cli", "models"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "bayes_risk" / "auditing" / "measures" / "identification.py").write_text(
+        "NAME = 'identification'\n")
+    (tmp_path / "bayes_risk" / "auditing" / "measures" / "utility.py").write_text("\n")
+    (tmp_path / "bayes_risk" / "auditing" / "api.py").write_text(_AUDIT)
+    (tmp_path / "bayes_risk" / "cli" / "run.py").write_text("A = 1\nB = 2\n")
+    c = sc.count(tmp_path)["total"]
+    f = c.figures()
+    assert f["cli_lines"] == 2
+    # run has 13 parameters and is public; _private's 13 are not a public function's
+    assert [x.split()[-2] for x in c.public_functions_over_12_parameters] == ["run"]
+    assert f["functions_over_12_parameters"] == 2
+    # the names of the two measures' modules, in auditing/ outside measures/: 4 (not
+    # "attribute_risk", not the measure module's own NAME)
+    assert f["measure_names_in_auditing"] == 4
+    assert (f["cli_option_calls"], f["model_option_calls"], f["arguments_tables"],
+            f["add_argument_calls"], f["specs_check_calls"]) == (1, 1, 1, 1, 1)
+    assert f["dataframe_message_sites"] == 1
+    assert f["hand_guard_blocks"] == 1  # the first if raises, the second does not
+
+
 def test_invariants_of_the_repository_counts(sc):
     counts = sc.count(ROOT)
     total = counts["total"].figures()

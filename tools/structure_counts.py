@@ -41,6 +41,25 @@ cli_imports_below_cli
     Imports of ``bayes_risk.cli`` (anywhere in a file) by modules outside ``bayes_risk/cli/``
     (``bayes_risk/__main__.py``, the entry point above it, aside).
 
+The counts of issue 87 (each fact stated once):
+
+cli_lines
+    Lines of ``bayes_risk/cli/``.
+public_functions_over_12_parameters
+    Module-level functions whose name has no leading underscore, over 12 parameters.
+measure_names_in_auditing
+    String constants equal to a built-in measure's name (a module of
+    ``bayes_risk/auditing/measures/``) in ``bayes_risk/auditing/`` outside that folder.
+cli_option_calls, model_option_calls, arguments_tables, add_argument_calls
+    The option mechanisms: calls of ``cli_option(...)`` and ``ModelOption(...)``, module-level
+    names ending in ``_ARGUMENTS``, calls of ``.add_argument(...)``.
+specs_check_calls
+    Calls of ``check_int``, ``check_flag`` or ``check_option`` (``bayes_risk._specs``).
+dataframe_message_sites
+    String constants holding "must be a pandas DataFrame".
+hand_guard_blocks
+    ``if`` statements whose own body raises (``if …: raise …``).
+
 The figures are recorded in ``docs/development.md``; ``tests/test_structure_counts.py`` checks
 the counter on a small hand-counted package and its invariants on the repository.
 """
@@ -86,6 +105,16 @@ class Counts:
     functions_over_150_lines: list[str] = field(default_factory=list)
     name_built_dispatch_strings: list[str] = field(default_factory=list)
     cli_imports_below_cli: list[str] = field(default_factory=list)
+    cli_lines: int = 0
+    public_functions_over_12_parameters: list[str] = field(default_factory=list)
+    measure_names_in_auditing: list[str] = field(default_factory=list)
+    cli_option_calls: list[str] = field(default_factory=list)
+    model_option_calls: list[str] = field(default_factory=list)
+    arguments_tables: list[str] = field(default_factory=list)
+    add_argument_calls: list[str] = field(default_factory=list)
+    specs_check_calls: list[str] = field(default_factory=list)
+    dataframe_message_sites: list[str] = field(default_factory=list)
+    hand_guard_blocks: list[str] = field(default_factory=list)
 
     def add(self, other: Counts) -> None:
         """Add ``other``'s counts to these."""
@@ -291,6 +320,12 @@ def _is_module(root: Path, name: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
+def _measure_names(root: Path) -> frozenset[str]:
+    """The built-in measures' names: the modules of ``bayes_risk/auditing/measures/``."""
+    folder = root / "bayes_risk" / "auditing" / "measures"
+    return frozenset(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+
+
 def count_file(root: Path, path: Path) -> Counts:
     """The counts of one file of the package below ``root``."""
     source = path.read_text(encoding="utf-8")
@@ -308,6 +343,18 @@ def count_file(root: Path, path: Path) -> Counts:
 
     methods = {id(f) for cls in nodes if isinstance(cls, ast.ClassDef) for f in cls.body
                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    top = {id(f) for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if rel.startswith("bayes_risk/cli/"):
+        c.cli_lines = c.lines
+    in_auditing = (rel.startswith("bayes_risk/auditing/")
+                   and not rel.startswith("bayes_risk/auditing/measures/"))
+    measures = _measure_names(root) if in_auditing else frozenset()
+    for stmt in tree.body:
+        targets = (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                   if isinstance(stmt, ast.AnnAssign) else [])
+        for t in targets:
+            if isinstance(t, ast.Name) and t.id.endswith("_ARGUMENTS"):
+                c.arguments_tables.append(f"{rel}:{stmt.lineno} {t.id}")
     for node in nodes:
         where = f"{rel}:{getattr(node, 'lineno', 0)}"
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -321,6 +368,8 @@ def count_file(root: Path, path: Path) -> Counts:
                     c.constructors_outside_records_over_12_parameters.append(item)
                 else:
                     c.functions_over_12_parameters.append(item)
+                    if id(node) in top and not _private(node.name):
+                        c.public_functions_over_12_parameters.append(item)
             span = (node.end_lineno or node.lineno) - node.lineno + 1
             if span > MAX_FUNCTION_LINES:
                 c.functions_over_150_lines.append(f"{where} {node.name} ({span})")
@@ -362,6 +411,21 @@ def count_file(root: Path, path: Path) -> Counts:
                           and getattr(receiver.func, "id", "") == "super")
             if _private(node.attr) and not own and node.attr not in defined:
                 c.private_reads_across_modules.append(f"{where} {ast.unparse(node)}")
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", "")
+            kind = {"cli_option": c.cli_option_calls, "ModelOption": c.model_option_calls,
+                    "add_argument": c.add_argument_calls, "check_int": c.specs_check_calls,
+                    "check_flag": c.specs_check_calls, "check_option": c.specs_check_calls
+                    }.get(name)
+            if kind is not None:
+                kind.append(f"{where} {name}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if "must be a pandas DataFrame" in node.value:
+                c.dataframe_message_sites.append(where)
+            if node.value in measures:
+                c.measure_names_in_auditing.append(f"{where} {node.value!r}")
+        elif isinstance(node, ast.If) and any(isinstance(b, ast.Raise) for b in node.body):
+            c.hand_guard_blocks.append(where)
     for node in _dispatch_strings(nodes):
         c.name_built_dispatch_strings.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
     return c
