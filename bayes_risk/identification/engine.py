@@ -44,8 +44,8 @@ USE_NUMBA: bool | None = None
 #: (rules evaluated on the plan) on
 COMPILED_MIN_WORK = 300_000
 #: targets a thread matches at once in the per-dataset run (its slices and counts are the
-#: run's temporaries: at 10^6 targets 100,000 a chunk holds 5 MiB fewer at the peak than
-#: 200,000, at the same CPU)
+#: run's temporaries: at 10^6 targets 100,000 a chunk peaks about 5 MiB lower than 200,000,
+#: at the same CPU)
 _CHUNK_TARGETS = 100_000
 MAX_NNZ = 100_000_000  # ~1.2 GB of pooled probabilities (12 bytes each); beyond it: an error
 _HAVE_NUMBA = importlib.util.find_spec("numba") is not None
