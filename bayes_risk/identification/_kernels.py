@@ -122,9 +122,11 @@ def _first_above(sv, j, base, end, x, upper):
 
 
 @_nb.njit(cache=True, nogil=True)
-def _sweep(gstart, sv, tgt_g, bound, order, j, upper, out):
+def _sweep(gstart, sv, tgt_g, bound, order, j, upper, start, prim, bstart, blen):
     """:func:`_first_above` of column ``j`` for every target, walking the targets in (key,
-    bound) ``order`` once over each key group."""
+    bound) ``order`` once over each key group: the lower bounds' positions into ``start``
+    (``upper`` false), or with the upper bounds (``upper``) the slice ``[start, p)`` kept in
+    ``prim, bstart, blen`` where it is the first column's or shorter than the slice kept."""
     gprev = -2
     p = 0
     pend = 0
@@ -140,7 +142,14 @@ def _sweep(gstart, sv, tgt_g, bound, order, j, upper, out):
         x = bound[i, j]
         while p < pend and (sv[j, j, p] <= x if upper else sv[j, j, p] < x):
             p += 1
-        out[i, j] = p
+        if not upper:
+            start[i] = p
+            continue
+        ln = max(p - start[i], 0)
+        if j == 0 or ln < blen[i]:
+            prim[i] = j
+            bstart[i] = start[i]
+            blen[i] = ln
 
 
 @_nb.njit(cache=True, nogil=True)
@@ -181,30 +190,17 @@ def ranges(gstart, sv, tgt_g, lo, hi):
 
 @_nb.njit(cache=True, nogil=True)
 def ranges_sweep(gstart, sv, tgt_g, lo, hi, olo, ohi):
-    """Same as :func:`ranges`, by a merge sweep over the targets in (key, bound) order."""
+    """Same as :func:`ranges`, by a merge sweep over the targets in (key, bound) order, one
+    column's slice starts held at a time (not every column's starts and ends)."""
     N = tgt_g.shape[0]
     q = sv.shape[1]
-    S = np.zeros((N, q), dtype=np.int64)
-    E = np.zeros((N, q), dtype=np.int64)
-    for j in range(q):
-        _sweep(gstart, sv, tgt_g, lo, olo, j, False, S)
-        _sweep(gstart, sv, tgt_g, hi, ohi, j, True, E)
+    start = np.zeros(N, dtype=np.int64)
     prim = np.zeros(N, dtype=np.int64)
     bstart = np.zeros(N, dtype=np.int64)
     blen = np.zeros(N, dtype=np.int64)
-    for i in range(N):
-        if tgt_g[i] < 0:
-            continue
-        best = -1
-        for j in range(q):
-            ln = E[i, j] - S[i, j]
-            if ln < 0:
-                ln = 0
-            if best < 0 or ln < best:
-                best = ln
-                prim[i] = j
-                bstart[i] = S[i, j]
-        blen[i] = best
+    for j in range(q):
+        _sweep(gstart, sv, tgt_g, lo, olo, j, False, start, prim, bstart, blen)
+        _sweep(gstart, sv, tgt_g, hi, ohi, j, True, start, prim, bstart, blen)
     return prim, bstart, blen
 
 @_nb.njit(cache=True, nogil=True)

@@ -180,3 +180,18 @@ def test_the_per_dataset_tables_are_held_narrow_with_the_same_values():
     recs = res.records
     assert all(recs[k].dtype == np.int64 for k in ("c", "T", "K", "W"))
     np.testing.assert_array_equal(recs["K"], res.K.ravel().astype(np.int64))
+
+
+def test_a_rectangles_kernels_get_no_copy_of_its_zero_centres():
+    """The compiled kernels get a rectangle's centres and scales as one zero row (they never
+    read them), not a copy the size of the windows; an ellipse's as they are."""
+    from bayes_risk.identification.index import TargetBounds, _ellipse_arrays
+
+    lo = np.zeros((1000, 2))
+    zero = np.broadcast_to(np.float64(0.0), lo.shape)
+    cen, sc = _ellipse_arrays(TargetBounds(lo, lo + 1, zero, zero, False, False))
+    assert cen.shape == sc.shape == (1, 2)
+    centre, scale = np.arange(2000.0).reshape(1000, 2), np.ones((1000, 2))
+    cen, sc = _ellipse_arrays(TargetBounds(lo, lo + 1, centre, scale, True, False))
+    np.testing.assert_array_equal(cen, centre)
+    np.testing.assert_array_equal(sc, scale)
