@@ -28,6 +28,7 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError, arg_name
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
+from bayes_risk.models._bayesian.posterior import PosteriorDims, PosteriorVariable
 from bayes_risk.models.dpmpm.coding import decode_column, encode, encode_dataset
 from bayes_risk.privacy import (
     EXTRA_FIELD,
@@ -93,6 +94,7 @@ class DPMultinomial(BayesianSynthesizer):
     #: every dataset spends ε again: one by default
     default_m: int = 1
     info = ModelInfo(categorical_only=True)
+    posterior_variables = (PosteriorVariable("log_theta", ("cell",), "log_simplex"),)
     model_class = "P"
     ratio_form = "joint"
     sampling_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType(
@@ -216,26 +218,13 @@ class DPMultinomial(BayesianSynthesizer):
         return new.adopt(_tree(log_theta, counts), self.schema_, self.n_records, data=None,
                          flags=None, state=self.persisted_state())
 
-    def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
-        post = posterior["posterior"]
-        K = math.prod(_shape(schema))
-        lt = post["log_theta"] if "log_theta" in post.data_vars else None
-        if lt is None or lt.dims != ("chain", "draw", "cell") or lt.shape[2] != K:
-            raise ValidationError(
-                "the posterior of DPMultinomial holds 'log_theta' with dims (chain, draw, cell) "
-                f"and {K} cells (the product of the columns' levels).", code="POSTERIOR_INVALID")
-        vals = np.asarray(lt.values)
-        if not (np.all(np.isfinite(vals))
-                and np.allclose(logsumexp(vals, axis=-1), 0.0, atol=1e-9)):
-            raise ValidationError("log_theta must hold finite log cell probabilities whose "
-                                  "probabilities sum to 1 in every draw.",
-                                  code="POSTERIOR_INVALID")
+    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema) -> PosteriorDims:
+        return PosteriorDims(sizes={"cell": math.prod(_shape(schema))},
+                             about={"cell": "the product of the columns' levels"})
 
     def _after_posterior(self) -> None:
         self._log_theta = self._stacked("log_theta")
         self._cdf = np.cumsum(np.exp(self._log_theta), axis=1)
-        if not hasattr(self, "dtypes_"):
-            self.dtypes_ = {}
 
     def convergence_quantities(self) -> dict[str, np.ndarray]:
         return {}  # exact draws: nothing to diagnose

@@ -31,8 +31,13 @@ from bayes_risk.exceptions import (
     ValidationError,
 )
 from bayes_risk.models._bayesian import convergence_report
-from bayes_risk.models._bayesian.adoption import as_datatree
 from bayes_risk.models._bayesian.design import record_dtypes
+from bayes_risk.models._bayesian.posterior import (
+    PosteriorDims,
+    PosteriorVariable,
+    check_posterior,
+    concrete,
+)
 from bayes_risk.models._bayesian.records import (
     check_draw_indices,
     check_synthesized_records,
@@ -104,6 +109,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     #: its defaults; a field left at ``None`` in ``sampling`` takes these
     sampling_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType(
         {"draws": 1000, "tune": 500, "chains": 1, "cores": 1})
+    #: the variables of the model's posterior: names, dims after ``(chain, draw)``,
+    #: constraints; the sizes of their dims are the fitted model's (:meth:`_posterior_dims`)
+    posterior_variables: ClassVar[tuple[PosteriorVariable, ...]] = ()
 
     def __new__(cls, *args: Any, **kwargs: Any) -> BayesianSynthesizer:
         # the sampler settings moved into sampling=Sampling(...): name the migration, not
@@ -393,6 +401,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             self.imputed_columns_ = [c for c in schema.synthesized
                                      if c in rows.columns and bool(rows[c].isna().any())]
         self.data_ = data if (data is not None and self._needs_data_for_synthesis()) else None
+        if not hasattr(self, "dtypes_"):  # draws made elsewhere (from_posterior)
+            self.dtypes_ = record_dtypes(self.data_) if self.data_ is not None else {}
         self._after_posterior()
         self.convergence_ = None
         if check_convergence:
@@ -446,9 +456,17 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             Each an array ``[chain, draw]``.
         """
 
-    @abstractmethod
-    def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
-        """Check that ``posterior`` holds this model's parameters for ``schema``."""
+    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema) -> PosteriorDims:
+        """The sizes of the dims of ``posterior_variables`` for ``schema`` (``posterior``:
+        the draws being adopted, ``None`` for draws given as arrays), after the model's own
+        checks of a posterior it adopts."""
+        return PosteriorDims()
+
+    def _declared_variables(self, schema: Schema) -> list[PosteriorVariable]:
+        """The concrete variables of this model's posterior for ``schema`` (per-column ones
+        expanded): the names ``from_posterior`` takes arrays by."""
+        return [v for v, _ in concrete(self._posterior_dims(None, schema),
+                                       self.posterior_variables)]
 
     @staticmethod
     def _spread_draws(H: int, m: int) -> np.ndarray:
@@ -673,7 +691,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Parameters
         ----------
         posterior : DataTree
-            The draws, checked by the family's ``_validate_posterior``.
+            The draws, checked against ``posterior_variables``.
         schema : Schema
         n_records : int
             Records of the fitted table.
@@ -691,7 +709,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """
         if state is not None:
             self.restore_state(state)
-        self._validate_posterior(posterior, schema)
+        posterior = check_posterior(posterior, self._posterior_dims(posterior, schema),
+                                    self.posterior_variables, type(self).__name__)
         self.schema_ = schema  # read by _needs_data_for_synthesis (a new instance: no clean-up)
         if data is None and self._needs_data_for_synthesis():
             raise ValidationError(
@@ -751,10 +770,3 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             ``model.json``'s ``state``.
         """
         self.dtypes_ = dict(state.get("dtypes", {}))
-
-    def _event_ndims(self) -> dict[str, int]:
-        """Number of non-sample dimensions of each posterior variable (for dict input)."""
-        return {}
-
-    def _as_datatree(self, posterior: Any, schema: Schema) -> xr.DataTree:
-        return as_datatree(posterior, self._event_ndims(), type(self).__name__)

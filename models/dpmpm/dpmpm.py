@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
-import bayes_risk.models._bayesian.adoption as _adoption
 import bayes_risk.models.dpmpm.coding as _coding
 import bayes_risk.models.dpmpm.fit as _fit
 import bayes_risk.models.dpmpm.loglik as _loglik
@@ -27,6 +26,7 @@ from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.convergence import round_verdict
 from bayes_risk.models._bayesian.convergence_report import check_convergence, mcmc_run
+from bayes_risk.models._bayesian.posterior import PosteriorDims, PosteriorVariable
 from bayes_risk.models._bayesian.records import check_synthesized_records
 from bayes_risk.models._bayesian.sampling import Sampling, model_seeds, run_gibbs, run_pymc
 from bayes_risk.models._bayesian.starts import chain_starts
@@ -135,6 +135,12 @@ class DPMPM(BayesianSynthesizer):
     """
 
     method_name: ClassVar[str] = "dpmpm"
+    posterior_variables = (
+        PosteriorVariable("phi_{j}", ("component", "level_{j}"), "simplex"),
+        PosteriorVariable("pi", ("component",), "simplex", sticks="V"),
+        PosteriorVariable("V", ("stick",), "unit_interval", required=False),
+        PosteriorVariable("alpha", (), "positive", fill=float("nan")),  # nan: not drawn
+    )
     state_ = FittedAttribute(
         "The fitted :class:`~bayes_risk.models.dpmpm.state.DPMPMState` (set by ``fit``).")
     #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
@@ -532,12 +538,13 @@ class DPMPM(BayesianSynthesizer):
         return self._build_model(codes, list(self.state_.d), transforms=transforms,
                                  observed=records is not None)
 
-    def _as_datatree(self, posterior: Any, schema: Schema):
-        # a dict of arrays names the columns' φ: their number need not be known yet
-        return _adoption.as_datatree(posterior, _fit.event_ndims(posterior), type(self).__name__)
-
-    def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
-        self.n_components = _fit.validate_posterior(posterior, schema)
+    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema) -> PosteriorDims:
+        _coding.check_categorical(schema)
+        return PosteriorDims(
+            sizes={f"level_{j}": len(c.levels) for j, c in enumerate(schema)},
+            columns={c: "" for c in schema.names},
+            about={f"level_{j}": f"the levels of column {c.name!r}"
+                   for j, c in enumerate(schema)})
 
     def _after_posterior(self) -> None:
         self._zeros = self._structural_zeros_for(self.schema_)
@@ -547,7 +554,6 @@ class DPMPM(BayesianSynthesizer):
             self.n_components = self.state_.n_components
         # fitted state that fit sets before the posterior; from_posterior has none of it
         self.__dict__.setdefault("warnings_", [])
-        self.__dict__.setdefault("dtypes_", {})
 
     def convergence_quantities(self) -> dict[str, np.ndarray]:
         return _fit.convergence_quantities(self.state_)

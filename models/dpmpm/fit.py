@@ -1,6 +1,6 @@
 """Fitting of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`: the class-marginalised PyMC model
 (the single source of truth for the density) and what follows sampling: the log-likelihood
-statistic under NUTS, the truncation check, validation of a given posterior and the
+statistic under NUTS, the truncation check and the
 label-invariant convergence quantities.
 """
 
@@ -8,23 +8,20 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import (
     CALLER,
     ConvergenceWarning,
     SchemaError,
-    ValidationError,
     arg_name,
     has_option,
 )
 from bayes_risk.models._bayesian.records import stacked_values
-from bayes_risk.models._bayesian.sticks import stick_breaking_log
-from bayes_risk.models.dpmpm.coding import check_categorical, encode
+from bayes_risk.models.dpmpm.coding import encode
 from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.dpmpm.zeros import UNKNOWN
 
@@ -176,81 +173,6 @@ def _more_components() -> str:
     if has_option("n_components"):
         return f"increase {arg_name('n_components')}"
     return "fit the model again with more classes (bayes-risk fit --components)"
-
-
-def event_ndims(posterior: Any) -> dict[str, int]:
-    """Parameter dimensions of each variable of a posterior given as arrays (``from_posterior``):
-    the ``phi_<j>`` a dict names, else those of up to 64 columns."""
-    ev = {"alpha": 0, "V": 1, "pi": 1}
-    names = posterior if isinstance(posterior, dict) else [f"phi_{j}" for j in range(64)]
-    ev.update({k: 2 for k in names if str(k).startswith("phi_")})
-    return ev
-
-
-def validate_posterior(posterior: xr.DataTree, schema: Schema) -> int:
-    """Check a DPMPM posterior for ``schema`` (``phi_<j>`` ``[chain, draw, K, d_j]``, ``pi`` or
-    ``V``), adding ``pi`` (from ``V``) and ``alpha`` (missing: nan) in place; returns ``K``."""
-    import xarray as xr
-
-    check_categorical(schema)
-    post = posterior["posterior"]
-    names = set(post.data_vars)
-    p = len(schema)
-    need = [f"phi_{j}" for j in range(p)]
-    miss = [v for v in need if v not in names]
-    if miss:
-        raise ValidationError(
-            f"the DPMPM posterior needs variables {need} (one per column, shape "
-            f"[chain, draw, K, d_j]); missing {miss}.",
-            code="POSTERIOR_INVALID"
-        )
-    K = None
-    for j, spec in enumerate(schema):
-        sh = post[f"phi_{j}"].shape
-        if len(sh) != 4 or sh[3] != len(spec.levels):
-            raise ValidationError(
-                f"posterior variable phi_{j} (column {spec.name!r}) must have shape "
-                f"[chain, draw, K, {len(spec.levels)}]. Got {sh}.",
-                code="POSTERIOR_INVALID"
-            )
-        if K is None:
-            K = sh[2]
-        elif sh[2] != K:
-            raise ValidationError(f"phi_{j} has K = {sh[2]} components; phi_0 has {K}.",
-                                  code="POSTERIOR_INVALID")
-        vals = np.asarray(post[f"phi_{j}"].values)
-        if np.any(vals < 0) or not np.allclose(vals.sum(-1), 1.0, atol=1e-6):
-            raise ValidationError(
-                f"phi_{j} (column {spec.name!r}): category probabilities must be >= 0 and "
-                "sum to 1 over levels.",
-                code="POSTERIOR_INVALID"
-            )
-    dims = ("chain", "draw")
-    if "pi" not in names:
-        if K > 1 and "V" not in names:
-            raise ValidationError("the DPMPM posterior needs 'pi' [chain, draw, K] or 'V' "
-                                  "[chain, draw, K-1].", code="POSTERIOR_INVALID")
-        if K == 1:
-            pi = np.ones(post["phi_0"].shape[:2] + (1,))
-        else:
-            V = np.asarray(post["V"].values)
-            if V.shape[-1] != K - 1:
-                raise ValidationError(
-                    f"V must have K - 1 = {K - 1} entries. Got {V.shape[-1]}.",
-                    code="POSTERIOR_INVALID"
-                )
-            pi = np.exp(stick_breaking_log(V))
-        ds = post.to_dataset().assign(pi=(dims + ("component",), pi))
-        posterior["posterior"] = xr.DataTree(ds)
-        post = posterior["posterior"]
-    pi = np.asarray(post["pi"].values)
-    if pi.shape[-1] != K or np.any(pi < 0) or not np.allclose(pi.sum(-1), 1.0, atol=1e-6):
-        raise ValidationError(f"pi must have K = {K} non-negative weights summing to 1.",
-                              code="POSTERIOR_INVALID")
-    if "alpha" not in names:
-        ds = post.to_dataset().assign(alpha=(dims, np.full(pi.shape[:2], np.nan)))
-        posterior["posterior"] = xr.DataTree(ds)
-    return int(K)
 
 
 def convergence_quantities(state: DPMPMState) -> dict[str, np.ndarray]:

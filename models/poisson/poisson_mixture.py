@@ -25,10 +25,11 @@ from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
-from bayes_risk.models._bayesian.design import record_dtypes
+from bayes_risk.models._bayesian.posterior import PosteriorDims, PosteriorVariable
 from bayes_risk.models._bayesian.sampling import Sampling, run_pymc
 from bayes_risk.models._bayesian.starts import chain_starts
 from bayes_risk.models.base import FittedAttribute
+from bayes_risk.models.poisson.fit import LATENT_GROUP
 from bayes_risk.models.poisson.largest import LargestValueLikelihood
 from bayes_risk.models.poisson.state import PoissonState
 
@@ -139,6 +140,15 @@ class PoissonMixture(BayesianSynthesizer):
     ratio_form: Literal["joint", "conditional"] = "joint"
     sampling_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType(
         {"draws": 1000, "tune": 500, "chains": 1, "cores": 1, "starts": "overdispersed"})
+    posterior_variables = (
+        PosteriorVariable("lam", ("component", "column"), "nonnegative"),
+        PosteriorVariable("w", ("component",), "simplex", sticks="v"),
+        PosteriorVariable("v", ("stick",), "unit_interval", required=False),
+        PosteriorVariable("alpha", (), "positive", required=False),
+        # the memberships the Gibbs sampler recorded with every draw
+        PosteriorVariable("z", ("record",), "label", required=False, group=LATENT_GROUP,
+                          dtype="int64"),
+    )
 
     def __init__(
         self,
@@ -250,12 +260,12 @@ class PoissonMixture(BayesianSynthesizer):
             b_alpha=self.b_alpha, starts=self._starts(), chains=self.resolved_sampling.chains,
         )
 
-    def _event_ndims(self) -> dict[str, int]:
-        return {"alpha": 0, "v": 1, "w": 1, "lam": 2}
-
-    def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
+    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema) -> PosteriorDims:
         self._check_settings()
-        _posterior.validate_posterior(posterior, self._count_columns(schema), self.n_components)
+        cols = self._count_columns(schema)
+        return PosteriorDims(sizes={"component": int(self.n_components), "column": cols},
+                             about={"component": "n_components: pass n_components to match",
+                                    "column": f"the count columns {cols}"})
 
     def _after_posterior(self) -> None:
         self.state_ = PoissonState(
@@ -264,8 +274,6 @@ class PoissonMixture(BayesianSynthesizer):
             tree=self.posterior_, synthesized_records=self.synthesized_records_,
             n_records=self._n_records,
         )
-        if not hasattr(self, "dtypes_"):
-            self.dtypes_ = record_dtypes(self.data_) if self.data_ is not None else {}
 
     def convergence_quantities(self) -> dict[str, np.ndarray]:
         return _posterior.convergence_quantities(self.state_)

@@ -28,6 +28,7 @@ from bayes_risk.data.validate import check_real
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import output_column
+from bayes_risk.models._bayesian.posterior import PosteriorDims, PosteriorVariable
 from bayes_risk.models._bayesian.sampling import Sampling, run_pymc
 from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.pymc_model.function import (
@@ -307,19 +308,6 @@ class PyMCSynthesizer(BayesianSynthesizer):
         return super().from_posterior(posterior, schema, n_records=n_records, data=data,
                                       synthesized_records=synthesized_records, **settings)
 
-    def _as_datatree(self, posterior: Any, schema: Schema) -> xr.DataTree:
-        """``posterior`` as a DataTree; arrays given by name have the dimensions of the model's
-        free variables of those names after ``(chain, draw)`` (or ``(draw,)``)."""
-        from bayes_risk.models._bayesian.adoption import as_datatree
-
-        ev: dict[str, int] = {}
-        if isinstance(posterior, Mapping):
-            model = _graph.build_model(resolve_function(self.model_function),
-                                       _graph.template_table(schema, 2), schema)
-            ev = {k: len(v) for k, v in model.eval_rv_shapes().items()
-                  if k in {rv.name for rv in model.free_RVs}}
-        return as_datatree(posterior, ev, type(self).__name__)
-
     def adopt(self, posterior: Any, schema: Schema, n_records: int, *,
                data: pd.DataFrame | None, flags: np.ndarray | None,
                state: Mapping[str, Any] | None = None) -> PyMCSynthesizer:
@@ -330,39 +318,37 @@ class PyMCSynthesizer(BayesianSynthesizer):
         finally:
             self._adopt_data = None
 
-    def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
+    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema) -> PosteriorDims:
+        """The model's free variables (draws given as arrays: ``posterior`` ``None``), once the
+        model function is checked against the draws' (``MODEL_FUNCTION_CHANGED``)."""
         self._check_settings()
         fn = resolve_function(self.model_function)
-        data = getattr(self, "_adopt_data", None)
+        data = getattr(self, "_adopt_data", None) if posterior is not None else None
         table = data if data is not None else _graph.template_table(schema, 2)
-        graph = _graph.inspect_model(_graph.build_model(fn, table, schema), table, schema)
-        self._observed_roles(schema, graph, True)
-        expected = getattr(self, "_expected_digest", None)
-        if expected is not None and expected != graph.digest:
-            raise ValidationError(
-                f"model_function {function_path(self.model_function)!r} now builds another "
-                "likelihood than the one these draws were fitted with (its graph differs): the "
-                "draws belong to another model. Fit the model again, or restore the function.",
-                code="MODEL_FUNCTION_CHANGED")
-        if data is not None and expected is None:
-            _graph.check_probe(fn, data, schema, graph)
-        post = posterior["posterior"]
-        shapes = graph.model.eval_rv_shapes()
-        for rv in graph.model.free_RVs:
-            if rv.name not in post.data_vars:
+        model = _graph.build_model(fn, table, schema)
+        if posterior is not None:
+            graph = _graph.inspect_model(model, table, schema)
+            self._observed_roles(schema, graph, True)
+            expected = getattr(self, "_expected_digest", None)
+            if expected is not None and expected != graph.digest:
                 raise ValidationError(
-                    f"posterior has no draws of the model's free variable {rv.name!r} (it "
-                    f"holds {sorted(post.data_vars)}).", code="POSTERIOR_INVALID")
-            want = tuple(int(x) for x in shapes[rv.name])
-            got = tuple(post[rv.name].shape[2:])
-            if got != want:
-                raise ValidationError(
-                    f"posterior variable {rv.name!r} has shape {got} per draw; the model's is "
-                    f"{want}.", code="POSTERIOR_INVALID")
-            if not np.all(np.isfinite(np.asarray(post[rv.name].values, dtype=np.float64))):
-                raise ValidationError(f"posterior variable {rv.name!r} has values that are not "
-                                      "finite.", code="POSTERIOR_INVALID")
-        self._pending = graph
+                    f"model_function {function_path(self.model_function)!r} now builds another "
+                    "likelihood than the one these draws were fitted with (its graph differs): "
+                    "the draws belong to another model. Fit the model again, or restore the "
+                    "function.", code="MODEL_FUNCTION_CHANGED")
+            if data is not None and expected is None:
+                _graph.check_probe(fn, data, schema, graph)
+            self._pending = graph
+        shapes = model.eval_rv_shapes()
+        variables, sizes = [], {}
+        for rv in model.free_RVs:
+            named = model.named_vars_to_dims.get(rv.name) or ()
+            shape = tuple(int(x) for x in shapes[rv.name])
+            dims = tuple((named[i] if i < len(named) and named[i] else f"{rv.name}_dim_{i}")
+                         for i in range(len(shape)))
+            variables.append(PosteriorVariable(rv.name, dims))
+            sizes.update(zip(dims, shape, strict=True))
+        return PosteriorDims(sizes=sizes, variables=tuple(variables))
 
     def _after_posterior(self) -> None:
         graph = self._pending
@@ -372,8 +358,6 @@ class PyMCSynthesizer(BayesianSynthesizer):
                                 _cache={"loglik": getattr(self, "_pending_loglik", None)})
         self._pending_loglik = None
         self.__dict__.setdefault("warnings_", [])
-        if not hasattr(self, "dtypes_"):
-            self.dtypes_ = {}
 
     def persisted_state(self) -> dict[str, Any]:
         return {**super().persisted_state(), "graph_digest": self.state_.graph.digest,

@@ -1,5 +1,5 @@
-"""Posterior handling of :class:`~bayes_risk.models.SequentialRegression`: user-supplied draws,
-validation and convergence quantities."""
+"""Posterior handling of :class:`~bayes_risk.models.SequentialRegression`: user-supplied draws
+and convergence quantities."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
-    import xarray as xr
+    pass
 from bayes_risk.models.seqreg.draws import NAME_SEP, draw_name
 from bayes_risk.models.seqreg.state import SeqRegState
 
@@ -55,40 +55,11 @@ def draws_from_user(c: str, val: Any, schema: Schema, fam: str, design: Any
         if a.ndim != 2 or a.shape[1] != len(want):
             raise _invalid(f"draws for {c!r} ({fam}) must be [H, {len(want)}] in the order "
                            f"{want}. Got shape {a.shape}.")
+    # their values are checked as every posterior is (SequentialRegression.posterior_variables)
     out = {draw_name(c, "beta"): a[:, :q]}
     if fam == "normal":
-        if np.any(a[:, q] <= 0):
-            raise _invalid(f"draws for {c!r}: sigma must be positive.")
         out[draw_name(c, "sigma")] = a[:, q]
-    if not np.all(np.isfinite(a)):
-        raise _invalid(f"draws for {c!r} contain non-finite values.")
     return out
-
-
-def check_posterior(posterior: xr.DataTree, schema: Schema, order: Any, families: Any,
-                    designs: Any) -> None:
-    """Check that ``posterior`` holds the parameters of the chain (names and shapes)."""
-    post = posterior["posterior"]
-    for c in order:
-        fam = families[c]
-        need = {"normal": ["beta", "sigma"], "categorical": ["probs"]}.get(fam, ["beta"])
-        for name in need:
-            v = draw_name(c, name)
-            if v not in post.data_vars:
-                raise _invalid(f"posterior lacks variable {v!r} ({fam} model of {c!r}).")
-            shape = tuple(post[v].shape[2:])
-            q = designs[c].n_coef
-            if name == "sigma":
-                exp: tuple[int, ...] = ()
-            elif name == "probs":
-                exp = (schema[c].n_levels,)
-            elif fam == "multinomial_logit":
-                exp = (schema[c].n_levels - 1, q)
-            else:
-                exp = (q,)
-            if shape != exp:
-                raise _invalid(f"posterior variable {v!r} has shape {shape} per draw; expected "
-                               f"{exp} (coefficients {list(designs[c].names)}).")
 
 
 def posterior_methods(state: SeqRegState) -> dict[str, str]:

@@ -28,8 +28,8 @@ from bayes_risk.models._bayesian.design import (
     column_values,
     normal_exact_posterior,
     parse_formula,
-    record_dtypes,
 )
+from bayes_risk.models._bayesian.posterior import PosteriorDims, PosteriorVariable
 from bayes_risk.models._bayesian.sampling import Sampling, run_pymc
 from bayes_risk.models._bayesian.timing import record_sweep_time
 from bayes_risk.models.base import FittedAttribute
@@ -127,6 +127,16 @@ class SequentialRegression(BayesianSynthesizer):
     info = ModelInfo(imputes=True, partial_synthesis=True)
     model_class: Literal["P", "O"] = "P"
     ratio_form: Literal["joint", "conditional"] = "conditional"
+    posterior_variables = (
+        PosteriorVariable(draw_name("{column}", "beta"), (draw_name("{column}", "coef"),),
+                          kinds=("normal", "bernoulli_logit", "poisson_log")),
+        PosteriorVariable(draw_name("{column}", "beta"),
+                          (draw_name("{column}", "category"), draw_name("{column}", "coef")),
+                          kinds=("multinomial_logit",)),
+        PosteriorVariable(draw_name("{column}", "sigma"), (), "positive", kinds=("normal",)),
+        PosteriorVariable(draw_name("{column}", "probs"), (draw_name("{column}", "level"),),
+                          "simplex", kinds=("categorical",)),
+    )
 
     def __init__(
         self,
@@ -387,12 +397,24 @@ class SequentialRegression(BayesianSynthesizer):
             params["random_seed"] = random_seed
         return type(self)(**params).fit(both, schema=self.schema_.keeping_levels())
 
-    def _as_datatree(self, posterior: Any, schema: Schema) -> xr.DataTree:
+    @classmethod
+    def from_posterior(cls, posterior: Any, schema: Schema, **kwargs: Any
+                       ) -> SequentialRegression:
+        """``BayesianSynthesizer.from_posterior``; ``posterior`` may also be a dict keyed by
+        synthesized column of draw tables (see Notes).
+
+        Returns
+        -------
+        SequentialRegression
+        """
         import xarray as xr
 
-        if isinstance(posterior, Mapping) and not isinstance(posterior, xr.DataTree):
-            posterior = self._user_posterior(posterior, schema)
-        return super()._as_datatree(posterior, schema)
+        if (isinstance(posterior, Mapping) and not isinstance(posterior, xr.DataTree)
+                and isinstance(schema, Schema)):
+            settings = {k: v for k, v in kwargs.items() if k in cls._param_names()}
+            roles = schema if schema.synthesized else schema.with_roles(schema.names)
+            posterior = cls(**settings)._user_posterior(posterior, roles)
+        return super().from_posterior(posterior, schema, **kwargs)
 
     def _user_posterior(self, posterior: Mapping[str, Any], schema: Schema) -> xr.DataTree:
         """The posterior DataTree of a dict ``{column: draws}`` (see :meth:`from_posterior`)."""
@@ -448,20 +470,30 @@ class SequentialRegression(BayesianSynthesizer):
         return _synthesis.stacked(self.state_, self.dtypes_, self.synthesized_records_, idx,
                                   rngs, self.data_, self.n_records, rows)
 
-    def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
-        # the padded predictors, as the coefficient names of the draws show them
-        post = posterior["posterior"]
-        coefs = [str(x) for k in post.coords if str(k).endswith(NAME_SEP + "coef")
-                 for x in post.coords[k].values]
-        self._padded = tuple(p for p in schema.unsynthesized if f"{p}[missing]" in coefs)
+    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema) -> PosteriorDims:
+        if posterior is not None:
+            # the padded predictors, as the coefficient names of the draws show them
+            post = posterior["posterior"]
+            coefs = [str(x) for k in post.coords if str(k).endswith(NAME_SEP + "coef")
+                     for x in post.coords[k].values]
+            self._padded = tuple(p for p in schema.unsynthesized if f"{p}[missing]" in coefs)
         self._resolve_structure(schema)
-        _posterior.check_posterior(posterior, schema, self.order_, self.families_, self.designs_)
+        sizes: dict[str, int] = {}
+        about: dict[str, str] = {}
+        for c in self.order_:
+            if self.families_[c] == "categorical":
+                sizes[draw_name(c, "level")] = schema[c].n_levels
+                continue
+            sizes[draw_name(c, "coef")] = self.designs_[c].n_coef
+            about[draw_name(c, "coef")] = f"coefficients {list(self.designs_[c].names)}"
+            if self.families_[c] == "multinomial_logit":
+                sizes[draw_name(c, "category")] = schema[c].n_levels - 1
+        return PosteriorDims(sizes=sizes, columns={c: self.families_[c] for c in self.order_},
+                             about=about)
 
     def _after_posterior(self) -> None:
         if self.schema_ is not None and not hasattr(self, "order_"):
             self._resolve_structure(self.schema_)
-        if not hasattr(self, "dtypes_"):
-            self.dtypes_ = record_dtypes(self.data_) if self.data_ is not None else {}
         if self.data_ is not None and self.data_.isna().to_numpy().any():
             # records given with draws made elsewhere: checked as at fit
             _missing.check_missing(

@@ -15,6 +15,7 @@ from bayes_risk.exceptions import ConvergenceWarning, NotFittedError, Validation
 from bayes_risk.models import Sampling, load_model
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.convergence_report import check_convergence
+from bayes_risk.models._bayesian.posterior import PosteriorVariable
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
 
@@ -26,13 +27,7 @@ class BetaBernoulli(BayesianSynthesizer):
     def __init__(self, *, sampling=None, random_seed=None, progressbar=True):
         super().__init__(sampling=sampling, random_seed=random_seed, progressbar=progressbar)
 
-    def _event_ndims(self):
-        return {"theta": 0}
-
-    def _validate_posterior(self, posterior, schema):
-        th = np.asarray(posterior["posterior"]["theta"].values)
-        if np.any((th < 0) | (th > 1)):
-            raise ValidationError("theta must lie in [0, 1].")
+    posterior_variables = (PosteriorVariable("theta", (), "unit_interval"),)
 
     def convergence_quantities(self):
         return {"theta": np.asarray(self.posterior_["posterior"]["theta"].values)}
@@ -125,7 +120,7 @@ def test_from_posterior_shapes_and_errors():
         BetaBernoulli.from_posterior({"beta": np.ones(3)}, SCHEMA, n_records=2)
     with pytest.raises(ValidationError, match="shape"):
         BetaBernoulli.from_posterior({"theta": np.ones((2, 2, 2))}, SCHEMA, n_records=2)
-    with pytest.raises(ValidationError, match="theta must lie"):
+    with pytest.raises(ValidationError, match=r"'theta' must hold values in \[0, 1\]"):
         BetaBernoulli.from_posterior({"theta": np.array([1.5])}, SCHEMA, n_records=2)
     with pytest.raises(ValidationError, match="n_records or data"):
         BetaBernoulli.from_posterior({"theta": np.array([0.5])}, SCHEMA)

@@ -1,0 +1,312 @@
+"""The posterior of a Bayesian family, declared once: its variables as class data
+(``BayesianSynthesizer.posterior_variables``), one converter of draws given as arrays and one
+validator of every posterior a model adopts (fit, ``load``, ``from_posterior``).
+
+As PyMC and ArviZ state a posterior (a variable's name and its dims after ``(chain, draw)``;
+the dims' sizes and labels given apart, ``coords``), with scikit-learn's rule that what is
+declared is checked in one place: a family gives no code of its own to check its draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from scipy.special import logsumexp
+
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.models._bayesian.sticks import stick_breaking_log
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
+
+__all__ = ["PosteriorDims", "PosteriorVariable", "as_datatree", "check_posterior", "concrete"]
+
+SAMPLE_DIMS = ("chain", "draw")
+#: what each constraint asks of every value (all of them finite), in the errors' words
+CONSTRAINTS = {
+    "real": "finite values",
+    "positive": "finite values > 0",
+    "nonnegative": "finite values >= 0",
+    "unit_interval": "values in [0, 1]",
+    "simplex": "probabilities >= 0 summing to 1 over its last dimension",
+    "log_simplex": "finite log-probabilities whose probabilities sum to 1 over its last dimension",
+    "label": "integer class labels in 0..K-1 (K: the size of 'component')",
+}
+Constraint = Literal["real", "positive", "nonnegative", "unit_interval", "simplex",
+                     "log_simplex", "label"]
+
+
+@dataclass(frozen=True)
+class PosteriorVariable:
+    """One variable of a family's posterior.
+
+    Parameters
+    ----------
+    name : str
+        Its name; ``{column}`` / ``{j}`` make one variable per column of
+        :attr:`PosteriorDims.columns` (its name, its position).
+    dims : tuple of str
+        Its dims after ``(chain, draw)`` (the same placeholders).
+    constraint : str
+        What its values are (a key of ``CONSTRAINTS``); a simplex is one over its last dim.
+    required : bool
+        Whether a posterior must hold it.
+    kinds : tuple of str, optional
+        A per-column variable: the column kinds (:attr:`PosteriorDims.columns`) that have it.
+    sticks : str, optional
+        A simplex made, when absent, from the stick proportions of variable ``sticks`` (one
+        weight when the size of its dim is 1).
+    fill : float, optional
+        The value of the variable when a posterior lacks it (``nan``: not drawn; allowed then).
+    group : str
+        The DataTree group holding it.
+    dtype : str
+        The dtype of draws given as arrays.
+    """
+
+    name: str
+    dims: tuple[str, ...] = ()
+    constraint: Constraint = "real"
+    required: bool = True
+    kinds: tuple[str, ...] | None = None
+    sticks: str | None = None
+    fill: float | None = None
+    group: str = "posterior"
+    dtype: str = "float64"
+
+    def expand(self, columns: Mapping[str, str]) -> list[tuple[PosteriorVariable, str | None]]:
+        """The variable, or one per column (with the column's name) of the kinds it has."""
+        if "{" not in self.name:
+            return [(self, None)]
+        out = []
+        for j, (col, kind) in enumerate(columns.items()):
+            if self.kinds is None or kind in self.kinds:
+                sub = {"column": col, "j": j}
+                out.append((PosteriorVariable(
+                    self.name.format(**sub), tuple(d.format(**sub) for d in self.dims),
+                    self.constraint, self.required, None, self.sticks, self.fill, self.group,
+                    self.dtype), col))
+        return out
+
+
+@dataclass(frozen=True)
+class PosteriorDims:
+    """What a fitted model's posterior is, given its schema: the sizes of the dims.
+
+    Parameters
+    ----------
+    sizes : mapping of dim to int or sequence
+        A dim's size, or its coordinate labels (assigned to the posterior). A dim not listed
+        (``component``) takes its size from the first variable holding it; ``stick`` is then
+        ``component - 1``.
+    columns : mapping of column to kind
+        The columns of the per-column variables, in order, and each one's kind.
+    about : mapping of dim to str
+        What sets a dim's size, for the errors (``"n_components"``).
+    variables : tuple of PosteriorVariable, optional
+        The variables, for a family whose variables are its user's model (the PyMC model);
+        ``None``: the class's ``posterior_variables``.
+    """
+
+    sizes: Mapping[str, int | Sequence[Any]] = field(default_factory=dict)
+    columns: Mapping[str, str] = field(default_factory=dict)
+    about: Mapping[str, str] = field(default_factory=dict)
+    variables: tuple[PosteriorVariable, ...] | None = None
+
+
+def _invalid(message: str) -> ValidationError:
+    return ValidationError(message, code="POSTERIOR_INVALID")
+
+
+def _label(var: PosteriorVariable, column: str | None) -> str:
+    return f"posterior variable {var.name!r}" + (f" (column {column!r})" if column else "")
+
+
+def _shape_text(dims: Sequence[str], sizes: Mapping[str, int]) -> str:
+    return "(" + ", ".join(f"{d}={sizes[d]}" if d in sizes else d for d in dims) + ")"
+
+
+def concrete(spec: PosteriorDims, declared: Sequence[PosteriorVariable]
+             ) -> list[tuple[PosteriorVariable, str | None]]:
+    """The variables of a posterior of dims ``spec`` (one per column of a per-column one),
+    each with its column."""
+    return [vc for v in (spec.variables if spec.variables is not None else declared)
+            for vc in v.expand(spec.columns)]
+
+
+def as_datatree(posterior: Any, variables: Callable[[], Sequence[PosteriorVariable]],
+                model_name: str) -> xr.DataTree:
+    """``posterior`` (a DataTree, or a mapping of arrays ``(chain, draw, ...)`` or
+    ``(draw, ...)`` named as the model's concrete ``variables()``) as a posterior DataTree of
+    model class ``model_name`` (for messages), each array in the dims declared for it."""
+    import xarray as xr
+
+    if isinstance(posterior, xr.DataTree):
+        if "posterior" not in posterior.children:
+            raise _invalid("the posterior DataTree has no 'posterior' group.")
+        for d in SAMPLE_DIMS:
+            if d not in posterior["posterior"].dims:
+                raise _invalid(f"the posterior group has no {d!r} dimension.")
+        return posterior.copy()
+    if not isinstance(posterior, Mapping):
+        raise ValidationError(
+            "posterior must be an xarray.DataTree or a mapping of variable name to array. "
+            f"Got {type(posterior).__name__}.")
+    declared = {v.name: v for v in variables() if v.group == "posterior"}
+    arrays: dict[str, np.ndarray] = {}
+    for name, val in posterior.items():
+        if name not in declared:
+            raise _invalid(f"posterior variable {name!r} is not a parameter of {model_name}; "
+                           f"expected some of {sorted(declared)}.")
+        var = declared[name]
+        a = np.asarray(val, dtype=var.dtype)
+        if a.ndim == len(var.dims) + 1:
+            a = a[None, ...]
+        elif a.ndim != len(var.dims) + 2:
+            raise _invalid(
+                f"posterior variable {name!r} must have shape (chain, draw, ...) or (draw, ...) "
+                f"with {len(var.dims)} parameter dimension(s) {var.dims}. Got shape {a.shape}.")
+        arrays[name] = a
+    shapes = {a.shape[:2] for a in arrays.values()}
+    if len(shapes) != 1:
+        raise _invalid(f"posterior variables disagree on (chain, draw): {sorted(shapes)}.")
+    ds = xr.Dataset({k: ((*SAMPLE_DIMS, *declared[k].dims), a) for k, a in arrays.items()})
+    ds = ds.assign_coords(chain=np.arange(ds.sizes["chain"]), draw=np.arange(ds.sizes["draw"]))
+    return xr.DataTree.from_dict({"posterior": ds})
+
+
+def check_posterior(tree: xr.DataTree, spec: PosteriorDims,
+                    declared: Sequence[PosteriorVariable], model_name: str) -> xr.DataTree:
+    """Check every variable of ``tree`` that the model declares (``spec.variables`` or
+    ``declared``): presence, dims, sizes, values; return it with its dims named as declared,
+    the variables a posterior may leave out made (``sticks``, ``fill``) and the coordinate
+    labels of ``spec.sizes`` assigned.
+
+    Raises
+    ------
+    ValidationError
+        ``POSTERIOR_INVALID``, naming the variable and what was expected.
+    """
+    import xarray as xr
+
+    variables = concrete(spec, declared)
+    sizes = {d: (s if isinstance(s, int) else len(s)) for d, s in spec.sizes.items()}
+    if "component" in sizes:
+        sizes.setdefault("stick", sizes["component"] - 1)
+    # the variables that fix a free size first, those a posterior may leave out last
+    variables.sort(key=lambda vc: (not vc[0].required or vc[0].fill is not None,
+                                   vc[0].sticks is not None))
+    groups: dict[str, xr.Dataset] = {}
+    changed: set[str] = set()
+    sample = tuple(tree["posterior"].sizes[d] for d in SAMPLE_DIMS)
+    made: list[tuple[PosteriorVariable, str | None]] = []
+    for var, column in variables:
+        if var.group not in groups:
+            if var.group not in tree.children:
+                if var.required:
+                    raise _invalid(f"the posterior has no group {var.group!r}, which holds "
+                                   f"{_label(var, column)}.")
+                continue
+            groups[var.group] = tree[var.group].to_dataset()
+        ds = groups[var.group]
+        if var.name not in ds.data_vars:
+            if var.sticks is not None or var.fill is not None:
+                made.append((var, column))
+                continue
+            if var.required:
+                raise _invalid(f"the {model_name} posterior needs {_label(var, column)} with dims "
+                               f"{_shape_text((*SAMPLE_DIMS, *var.dims), sizes)}; it holds "
+                               f"{sorted(map(str, ds.data_vars))}.")
+            continue
+        checked = _check_variable(ds, var, column, sizes, sample, spec.about)
+        if checked is not ds:
+            groups[var.group] = checked
+            changed.add(var.group)
+    for var, column in made:
+        ds = groups[var.group]
+        if var.sticks is not None:
+            weights = _from_sticks(ds, var, column, sizes, sample)
+            ds = ds.assign({var.name: ((*SAMPLE_DIMS, *var.dims), weights)})
+            ds = _check_variable(ds, var, column, sizes, sample, spec.about)
+        else:
+            ds = ds.assign({var.name: ((*SAMPLE_DIMS, *var.dims), np.full(sample, var.fill))})
+        groups[var.group] = ds
+        changed.add(var.group)
+    labels = {d: list(s) for d, s in spec.sizes.items() if not isinstance(s, int)}
+    for name, ds in groups.items():
+        here = {d: v for d, v in labels.items() if d in ds.dims}
+        if here:
+            ds = ds.assign_coords(here)
+        if here or name in changed:
+            tree[name] = xr.DataTree(ds)
+    return tree
+
+
+def _check_variable(ds: xr.Dataset, var: PosteriorVariable, column: str | None,
+                    sizes: dict[str, int], sample: tuple[int, ...], about: Mapping[str, str]
+                    ) -> xr.Dataset:
+    """``ds`` with ``var`` checked (the sizes it fixes recorded in ``sizes``) and its dims
+    named as declared."""
+    da = ds[var.name]
+    want = (*SAMPLE_DIMS, *var.dims)
+    what = _label(var, column)
+    given = tuple(str(d) for d in da.dims)
+    moved = [g for i, g in enumerate(given) if i < len(want) and g != want[i] and g in want]
+    if len(given) != len(want) or moved:
+        raise _invalid(f"{what} must have dims {_shape_text(want, sizes)}. Got dims {given} "
+                       f"of shape {tuple(da.shape)}.")
+    for d, n in zip(want, da.shape, strict=True):
+        expect = sample[SAMPLE_DIMS.index(d)] if d in SAMPLE_DIMS else sizes.get(d)
+        if expect is None:
+            sizes[d] = n
+            if d == "component":  # the sticks of K components: K - 1
+                sizes.setdefault("stick", n - 1)
+        elif n != expect:
+            hint = f" ({about[d]})" if d in about else ""
+            raise _invalid(f"{what} must have dims {_shape_text(want, sizes)}: {expect} along "
+                           f"{d!r}{hint}. Got shape {tuple(da.shape)}.")
+    values = np.asarray(da.values)
+    if not np.issubdtype(values.dtype, np.number) or not _satisfies(values, var, sizes):
+        raise _invalid(f"{what} must hold {CONSTRAINTS[var.constraint]}.")
+    renamed = {g: w for g, w in zip(given, want, strict=True) if g != w}
+    if renamed:  # as the model names them (draws made elsewhere, saved by an older version)
+        ds = ds.assign({var.name: (want, values, da.attrs)})
+    return ds
+
+
+def _satisfies(x: np.ndarray, var: PosteriorVariable, sizes: Mapping[str, int]) -> bool:
+    """Whether the values ``x`` of ``var`` meet its constraint."""
+    c = var.constraint
+    if var.fill is not None and np.isnan(var.fill):
+        x = x[~np.isnan(x)]  # a variable the draws left out
+    if c == "label":
+        K = sizes.get("component")
+        return bool(np.all(x == np.floor(x)) and np.all(x >= 0) and (K is None or np.all(x < K)))
+    if not np.all(np.isfinite(x)):
+        return False
+    if c == "positive":
+        return bool(np.all(x > 0))
+    if c == "nonnegative":
+        return bool(np.all(x >= 0))
+    if c == "unit_interval":
+        return bool(np.all((x >= 0) & (x <= 1)))
+    if c == "simplex":
+        return bool(np.all(x >= 0) and np.allclose(x.sum(-1), 1.0, atol=1e-6))
+    if c == "log_simplex":
+        return bool(np.allclose(logsumexp(x, axis=-1), 0.0, atol=1e-9))
+    return True
+
+
+def _from_sticks(ds: xr.Dataset, var: PosteriorVariable, column: str | None,
+                 sizes: Mapping[str, int], sample: tuple[int, ...]) -> np.ndarray:
+    """The weights ``var`` of a posterior that holds only their stick proportions."""
+    K = sizes.get(var.dims[-1])
+    if K == 1:
+        return np.ones(sample + (1,))
+    if var.sticks not in ds.data_vars:
+        raise _invalid(f"the posterior needs {_label(var, column)} or its stick proportions "
+                       f"{var.sticks!r} (one fewer than {var.dims[-1]!r}).")
+    return np.exp(stick_breaking_log(np.asarray(ds[var.sticks].values)))
