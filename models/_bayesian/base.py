@@ -18,7 +18,7 @@ import pandas as pd
 
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
-from bayes_risk._specs import check_flag, is_default
+from bayes_risk._specs import check_flag, check_int, is_default
 from bayes_risk.data.fingerprint import fingerprint_problem, fingerprint_record
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.provenance import model_id
@@ -35,6 +35,7 @@ from bayes_risk.models._bayesian.design import record_dtypes
 from bayes_risk.models._bayesian.posterior import (
     PosteriorDims,
     PosteriorVariable,
+    as_datatree,
     check_posterior,
     concrete,
 )
@@ -677,10 +678,30 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         -------
         BayesianSynthesizer
         """
-        from bayes_risk.models._bayesian.adoption import from_posterior
-
-        return from_posterior(cls, posterior, schema, n_records=n_records, data=data,
-                              synthesized_records=synthesized_records, settings=settings)
+        model = cls(**settings)
+        if not isinstance(schema, Schema):
+            raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
+        if not schema.synthesized:  # no roles given: full synthesis, as in fit
+            schema = schema.with_roles(schema.names)
+        dt = as_datatree(posterior, lambda: model._declared_variables(schema), cls.__name__)
+        if data is not None:
+            data, _ = model._prepare_data(data, schema=schema, allow_nan=True, fitting=False)
+        if n_records is None:
+            if data is None:
+                raise ValidationError("from_posterior needs n_records or data (the number of "
+                                      "records per synthetic dataset).")
+            n_records = len(data)
+        n_records = check_int(n_records, "n_records", 1)
+        flags = None
+        if synthesized_records is not None:
+            flags = np.asarray(synthesized_records, dtype=bool)
+            if flags.shape != (n_records,):
+                raise ValidationError(
+                    f"synthesized_records must have one flag per record ({n_records}).")
+            if data is None:  # the records not synthesized are released as they are, from data
+                raise ValidationError("synthesized_records (partial synthesis of selected "
+                                      "records) needs the confidential data: pass data=...")
+        return model.adopt(dt, schema, n_records, data=data, flags=flags)
 
     def adopt(self, posterior: xr.DataTree, schema: Schema, n_records: int, *,
                data: pd.DataFrame | None, flags: np.ndarray | None,

@@ -1,17 +1,15 @@
 """The posterior of a Bayesian family, declared once: its variables as class data
-(``BayesianSynthesizer.posterior_variables``), one converter of draws given as arrays and one
-validator of every posterior a model adopts (fit, ``load``, ``from_posterior``).
-
-As PyMC and ArviZ state a posterior (a variable's name and its dims after ``(chain, draw)``;
-the dims' sizes and labels given apart, ``coords``), with scikit-learn's rule that what is
-declared is checked in one place: a family gives no code of its own to check its draws.
+(``BayesianSynthesizer.posterior_variables``: name, dims after ``(chain, draw)``, constraint, as
+PyMC and ArviZ name them), the dims' sizes given by the fitted model (``_posterior_dims``), one
+converter of draws given as arrays and one validator of every posterior a model adopts
+(``load``, ``from_posterior``): a family writes no check of its own draws.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.special import logsumexp
@@ -25,99 +23,68 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["PosteriorDims", "PosteriorVariable", "as_datatree", "check_posterior", "concrete"]
 
 SAMPLE_DIMS = ("chain", "draw")
-#: what each constraint asks of every value (all of them finite), in the errors' words
-CONSTRAINTS = {
-    "real": "finite values",
-    "positive": "finite values > 0",
-    "nonnegative": "finite values >= 0",
-    "unit_interval": "values in [0, 1]",
-    "simplex": "probabilities >= 0 summing to 1 over its last dimension",
-    "log_simplex": "finite log-probabilities whose probabilities sum to 1 over its last dimension",
-    "label": "integer class labels in 0..K-1 (K: the size of 'component')",
+#: each constraint: what it asks of a variable's values (all finite, but a ``fill`` of nan), in
+#: the errors' words, and its test given the values and the sizes of the dims
+CONSTRAINTS: dict[str, tuple[str, Callable[[np.ndarray, Mapping[str, int]], Any]]] = {
+    "real": ("finite values", lambda x, n: True),
+    "positive": ("finite values > 0", lambda x, n: np.all(x > 0)),
+    "nonnegative": ("finite values >= 0", lambda x, n: np.all(x >= 0)),
+    "unit_interval": ("values in [0, 1]", lambda x, n: np.all((x >= 0) & (x <= 1))),
+    "simplex": ("probabilities >= 0 summing to 1 over its last dimension",
+                lambda x, n: np.all(x >= 0) and np.allclose(x.sum(-1), 1.0, atol=1e-6)),
+    "log_simplex": ("log-probabilities whose probabilities sum to 1 over its last dimension",
+                    lambda x, n: np.allclose(logsumexp(x, axis=-1), 0.0, atol=1e-9)),
+    "label": ("class labels 0..K-1 (K: the size of 'component')",
+              lambda x, n: np.all((x == np.floor(x)) & (x >= 0) & (x < n["component"]))),
 }
-Constraint = Literal["real", "positive", "nonnegative", "unit_interval", "simplex",
-                     "log_simplex", "label"]
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class PosteriorVariable:
     """One variable of a family's posterior.
 
-    Parameters
-    ----------
-    name : str
-        Its name; ``{column}`` / ``{j}`` make one variable per column of
-        :attr:`PosteriorDims.columns` (its name, its position).
-    dims : tuple of str
-        Its dims after ``(chain, draw)`` (the same placeholders).
-    constraint : str
-        What its values are (a key of ``CONSTRAINTS``); a simplex is one over its last dim.
-    required : bool
-        Whether a posterior must hold it.
-    kinds : tuple of str, optional
-        A per-column variable: the column kinds (:attr:`PosteriorDims.columns`) that have it.
-    sticks : str, optional
-        A simplex made, when absent, from the stick proportions of variable ``sticks`` (one
-        weight when the size of its dim is 1).
-    fill : float, optional
-        The value of the variable when a posterior lacks it (``nan``: not drawn; allowed then).
-    group : str
-        The DataTree group holding it.
-    dtype : str
-        The dtype of draws given as arrays.
+    ``name`` and ``dims`` (after ``(chain, draw)``) may hold ``{column}`` and ``{j}``: one
+    variable per column of :attr:`PosteriorDims.columns` whose kind is in ``kinds`` (all if
+    ``None``). ``constraint`` is a key of ``CONSTRAINTS``. A variable not ``required`` may be
+    absent; ``sticks`` makes an absent simplex from the stick proportions of that variable;
+    ``fill`` is the value of an absent one (``nan``: not drawn).
     """
 
     name: str
     dims: tuple[str, ...] = ()
-    constraint: Constraint = "real"
+    constraint: str = "real"
     required: bool = True
     kinds: tuple[str, ...] | None = None
     sticks: str | None = None
     fill: float | None = None
     group: str = "posterior"
-    dtype: str = "float64"
 
     def expand(self, columns: Mapping[str, str]) -> list[tuple[PosteriorVariable, str | None]]:
-        """The variable, or one per column (with the column's name) of the kinds it has."""
+        """The variable, or one per column of the kinds it has (with the column)."""
         if "{" not in self.name:
             return [(self, None)]
-        out = []
-        for j, (col, kind) in enumerate(columns.items()):
-            if self.kinds is None or kind in self.kinds:
-                sub = {"column": col, "j": j}
-                out.append((PosteriorVariable(
-                    self.name.format(**sub), tuple(d.format(**sub) for d in self.dims),
-                    self.constraint, self.required, None, self.sticks, self.fill, self.group,
-                    self.dtype), col))
-        return out
+        return [(dataclasses.replace(self, name=self.name.format(column=c, j=j), kinds=None,
+                                     dims=tuple(d.format(column=c, j=j) for d in self.dims)), c)
+                for j, (c, kind) in enumerate(columns.items())
+                if self.kinds is None or kind in self.kinds]
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class PosteriorDims:
-    """What a fitted model's posterior is, given its schema: the sizes of the dims.
+    """The sizes of a fitted model's posterior dims: ``sizes`` (an int, or the coordinate
+    labels, assigned to the posterior; a dim not listed, ``component``, takes the size of the
+    first variable holding it, and ``stick`` is ``component - 1``), ``columns`` (the columns of
+    the per-column variables and each one's kind), ``about`` (what sets a dim's size, for the
+    errors) and ``variables`` (a family whose variables are its user's model's: the PyMC
+    model; ``None``: the class's ``posterior_variables``)."""
 
-    Parameters
-    ----------
-    sizes : mapping of dim to int or sequence
-        A dim's size, or its coordinate labels (assigned to the posterior). A dim not listed
-        (``component``) takes its size from the first variable holding it; ``stick`` is then
-        ``component - 1``.
-    columns : mapping of column to kind
-        The columns of the per-column variables, in order, and each one's kind.
-    about : mapping of dim to str
-        What sets a dim's size, for the errors (``"n_components"``).
-    variables : tuple of PosteriorVariable, optional
-        The variables, for a family whose variables are its user's model (the PyMC model);
-        ``None``: the class's ``posterior_variables``.
-    """
-
-    sizes: Mapping[str, int | Sequence[Any]] = field(default_factory=dict)
-    columns: Mapping[str, str] = field(default_factory=dict)
-    about: Mapping[str, str] = field(default_factory=dict)
+    sizes: Mapping[str, int | Sequence[Any]] = dataclasses.field(default_factory=dict)
+    columns: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    about: Mapping[str, str] = dataclasses.field(default_factory=dict)
     variables: tuple[PosteriorVariable, ...] | None = None
 
 
-def _invalid(message: str) -> ValidationError:
+def invalid(message: str) -> ValidationError:
     return ValidationError(message, code="POSTERIOR_INVALID")
 
 
@@ -146,10 +113,10 @@ def as_datatree(posterior: Any, variables: Callable[[], Sequence[PosteriorVariab
 
     if isinstance(posterior, xr.DataTree):
         if "posterior" not in posterior.children:
-            raise _invalid("the posterior DataTree has no 'posterior' group.")
+            raise invalid("the posterior DataTree has no 'posterior' group.")
         for d in SAMPLE_DIMS:
             if d not in posterior["posterior"].dims:
-                raise _invalid(f"the posterior group has no {d!r} dimension.")
+                raise invalid(f"the posterior group has no {d!r} dimension.")
         return posterior.copy()
     if not isinstance(posterior, Mapping):
         raise ValidationError(
@@ -159,20 +126,20 @@ def as_datatree(posterior: Any, variables: Callable[[], Sequence[PosteriorVariab
     arrays: dict[str, np.ndarray] = {}
     for name, val in posterior.items():
         if name not in declared:
-            raise _invalid(f"posterior variable {name!r} is not a parameter of {model_name}; "
+            raise invalid(f"posterior variable {name!r} is not a parameter of {model_name}; "
                            f"expected some of {sorted(declared)}.")
         var = declared[name]
-        a = np.asarray(val, dtype=var.dtype)
+        a = np.asarray(val, dtype=np.float64)
         if a.ndim == len(var.dims) + 1:
             a = a[None, ...]
         elif a.ndim != len(var.dims) + 2:
-            raise _invalid(
+            raise invalid(
                 f"posterior variable {name!r} must have shape (chain, draw, ...) or (draw, ...) "
                 f"with {len(var.dims)} parameter dimension(s) {var.dims}. Got shape {a.shape}.")
         arrays[name] = a
     shapes = {a.shape[:2] for a in arrays.values()}
     if len(shapes) != 1:
-        raise _invalid(f"posterior variables disagree on (chain, draw): {sorted(shapes)}.")
+        raise invalid(f"posterior variables disagree on (chain, draw): {sorted(shapes)}.")
     ds = xr.Dataset({k: ((*SAMPLE_DIMS, *declared[k].dims), a) for k, a in arrays.items()})
     ds = ds.assign_coords(chain=np.arange(ds.sizes["chain"]), draw=np.arange(ds.sizes["draw"]))
     return xr.DataTree.from_dict({"posterior": ds})
@@ -207,7 +174,7 @@ def check_posterior(tree: xr.DataTree, spec: PosteriorDims,
         if var.group not in groups:
             if var.group not in tree.children:
                 if var.required:
-                    raise _invalid(f"the posterior has no group {var.group!r}, which holds "
+                    raise invalid(f"the posterior has no group {var.group!r}, which holds "
                                    f"{_label(var, column)}.")
                 continue
             groups[var.group] = tree[var.group].to_dataset()
@@ -217,7 +184,7 @@ def check_posterior(tree: xr.DataTree, spec: PosteriorDims,
                 made.append((var, column))
                 continue
             if var.required:
-                raise _invalid(f"the {model_name} posterior needs {_label(var, column)} with dims "
+                raise invalid(f"the {model_name} posterior needs {_label(var, column)} with dims "
                                f"{_shape_text((*SAMPLE_DIMS, *var.dims), sizes)}; it holds "
                                f"{sorted(map(str, ds.data_vars))}.")
             continue
@@ -256,7 +223,7 @@ def _check_variable(ds: xr.Dataset, var: PosteriorVariable, column: str | None,
     given = tuple(str(d) for d in da.dims)
     moved = [g for i, g in enumerate(given) if i < len(want) and g != want[i] and g in want]
     if len(given) != len(want) or moved:
-        raise _invalid(f"{what} must have dims {_shape_text(want, sizes)}. Got dims {given} "
+        raise invalid(f"{what} must have dims {_shape_text(want, sizes)}. Got dims {given} "
                        f"of shape {tuple(da.shape)}.")
     for d, n in zip(want, da.shape, strict=True):
         expect = sample[SAMPLE_DIMS.index(d)] if d in SAMPLE_DIMS else sizes.get(d)
@@ -266,47 +233,31 @@ def _check_variable(ds: xr.Dataset, var: PosteriorVariable, column: str | None,
                 sizes.setdefault("stick", n - 1)
         elif n != expect:
             hint = f" ({about[d]})" if d in about else ""
-            raise _invalid(f"{what} must have dims {_shape_text(want, sizes)}: {expect} along "
+            raise invalid(f"{what} must have dims {_shape_text(want, sizes)}: {expect} along "
                            f"{d!r}{hint}. Got shape {tuple(da.shape)}.")
     values = np.asarray(da.values)
-    if not np.issubdtype(values.dtype, np.number) or not _satisfies(values, var, sizes):
-        raise _invalid(f"{what} must hold {CONSTRAINTS[var.constraint]}.")
+    text, test = CONSTRAINTS[var.constraint]
+    x = values[~np.isnan(values)] if var.fill is not None and np.isnan(var.fill) else values
+    if not (np.issubdtype(x.dtype, np.number) and np.all(np.isfinite(x)) and test(x, sizes)):
+        raise invalid(f"{what} must hold {text}.")
     renamed = {g: w for g, w in zip(given, want, strict=True) if g != w}
     if renamed:  # as the model names them (draws made elsewhere, saved by an older version)
         ds = ds.assign({var.name: (want, values, da.attrs)})
     return ds
 
 
-def _satisfies(x: np.ndarray, var: PosteriorVariable, sizes: Mapping[str, int]) -> bool:
-    """Whether the values ``x`` of ``var`` meet its constraint."""
-    c = var.constraint
-    if var.fill is not None and np.isnan(var.fill):
-        x = x[~np.isnan(x)]  # a variable the draws left out
-    if c == "label":
-        K = sizes.get("component")
-        return bool(np.all(x == np.floor(x)) and np.all(x >= 0) and (K is None or np.all(x < K)))
-    if not np.all(np.isfinite(x)):
-        return False
-    if c == "positive":
-        return bool(np.all(x > 0))
-    if c == "nonnegative":
-        return bool(np.all(x >= 0))
-    if c == "unit_interval":
-        return bool(np.all((x >= 0) & (x <= 1)))
-    if c == "simplex":
-        return bool(np.all(x >= 0) and np.allclose(x.sum(-1), 1.0, atol=1e-6))
-    if c == "log_simplex":
-        return bool(np.allclose(logsumexp(x, axis=-1), 0.0, atol=1e-9))
-    return True
+def stick_weights(sticks: np.ndarray | None, K: int, sample: tuple[int, ...]) -> np.ndarray:
+    """The ``K`` weights of stick proportions ``sticks`` ``[..., K-1]`` (one weight: 1)."""
+    if K == 1:
+        return np.ones(sample + (1,))
+    return np.exp(stick_breaking_log(np.asarray(sticks)))
 
 
 def _from_sticks(ds: xr.Dataset, var: PosteriorVariable, column: str | None,
                  sizes: Mapping[str, int], sample: tuple[int, ...]) -> np.ndarray:
     """The weights ``var`` of a posterior that holds only their stick proportions."""
-    K = sizes.get(var.dims[-1])
-    if K == 1:
-        return np.ones(sample + (1,))
-    if var.sticks not in ds.data_vars:
-        raise _invalid(f"the posterior needs {_label(var, column)} or its stick proportions "
-                       f"{var.sticks!r} (one fewer than {var.dims[-1]!r}).")
-    return np.exp(stick_breaking_log(np.asarray(ds[var.sticks].values)))
+    K = sizes[var.dims[-1]]
+    if K > 1 and var.sticks not in ds.data_vars:
+        raise invalid(f"the posterior needs {_label(var, column)} or its stick proportions "
+                      f"{var.sticks!r} (one fewer than {var.dims[-1]!r}).")
+    return stick_weights(ds[var.sticks].values if K > 1 else None, K, sample)

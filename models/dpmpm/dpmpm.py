@@ -26,14 +26,14 @@ from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.convergence import round_verdict
 from bayes_risk.models._bayesian.convergence_report import check_convergence, mcmc_run
-from bayes_risk.models._bayesian.posterior import PosteriorDims, PosteriorVariable
+from bayes_risk.models._bayesian.posterior import PosteriorDims
 from bayes_risk.models._bayesian.records import check_synthesized_records
 from bayes_risk.models._bayesian.sampling import Sampling, model_seeds, run_gibbs, run_pymc
 from bayes_risk.models._bayesian.starts import chain_starts
 from bayes_risk.models._bayesian.timing import fit_clock, record_fit_time
 from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.dpmpm.coding import dtypes_of
-from bayes_risk.models.dpmpm.state import build_state
+from bayes_risk.models.dpmpm.state import POSTERIOR_VARIABLES, build_state
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -135,12 +135,7 @@ class DPMPM(BayesianSynthesizer):
     """
 
     method_name: ClassVar[str] = "dpmpm"
-    posterior_variables = (
-        PosteriorVariable("phi_{j}", ("component", "level_{j}"), "simplex"),
-        PosteriorVariable("pi", ("component",), "simplex", sticks="V"),
-        PosteriorVariable("V", ("stick",), "unit_interval", required=False),
-        PosteriorVariable("alpha", (), "positive", fill=float("nan")),  # nan: not drawn
-    )
+    posterior_variables = POSTERIOR_VARIABLES
     state_ = FittedAttribute(
         "The fitted :class:`~bayes_risk.models.dpmpm.state.DPMPMState` (set by ``fit``).")
     #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)

@@ -4,40 +4,31 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
-
 
 __all__ = ["gibbs_layout"]
 
 
 def gibbs_layout(n_components: int, d: Sequence[int]) -> Any:
-    """Variables, dims and coordinates of the DPMPM posterior, as ``DPMPM._build_model``
-    declares them: ``alpha``, ``V`` (``stick``, when K > 1), ``phi_j`` (``component``,
-    ``level_j``), then the deterministic ``pi`` (``component``) from the sticks."""
+    """The DPMPM's posterior variables (``alpha``, ``V`` when K > 1, ``phi_j``) as the
+    Gibbs run records them, then the weights ``pi`` made from the sticks."""
     from bayes_risk.models._bayesian.gibbs import GibbsLayout
-    from bayes_risk.models._bayesian.sticks import stick_breaking_log
+    from bayes_risk.models._bayesian.posterior import PosteriorDims, concrete, stick_weights
+    from bayes_risk.models.dpmpm.state import POSTERIOR_VARIABLES
 
     K = int(n_components)
-    shapes: dict[str, tuple[int, ...]] = {"alpha": ()}
-    dims: dict[str, tuple[str, ...]] = {"alpha": ()}
-    coords: dict[str, np.ndarray] = {"component": np.arange(K)}
-    if K > 1:
-        shapes["V"], dims["V"] = (K - 1,), ("stick",)
-        coords["stick"] = np.arange(K - 1)
-    for j, dj in enumerate(d):
-        shapes[f"phi_{j}"] = (K, int(dj))
-        dims[f"phi_{j}"] = ("component", f"level_{j}")
-        coords[f"level_{j}"] = np.arange(int(dj))
-    dims["pi"] = ("component",)
+    sizes = {"component": K, "stick": K - 1, **{f"level_{j}": int(n) for j, n in enumerate(d)}}
+    every = [v for v, _ in concrete(PosteriorDims(columns={str(j): "" for j in range(len(d))}),
+                                    POSTERIOR_VARIABLES) if K > 1 or v.name != "V"]
+    drawn = [v for v in every if v.sticks is None]
+    made = [v for v in every if v.sticks is not None]
 
-    def pi(draws: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        if K == 1:
-            return {"pi": np.ones(draws["alpha"].shape + (1,))}
-        return {"pi": np.exp(stick_breaking_log(draws["V"]))}
+    def weights(draws: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {v.name: stick_weights(draws.get(v.sticks), K, draws["alpha"].shape) for v in made}
 
-    return GibbsLayout(shapes=shapes, dims=dims, coords=coords, deterministics=pi)
+    return GibbsLayout(shapes={v.name: tuple(sizes[x] for x in v.dims) for v in drawn},
+                       dims={v.name: v.dims for v in every},
+                       coords={x: np.arange(sizes[x]) for v in every for x in v.dims},
+                       deterministics=weights)

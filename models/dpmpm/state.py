@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bayes_risk.data.schema import Schema
+from bayes_risk.models._bayesian.posterior import PosteriorVariable
 from bayes_risk.models._bayesian.records import stacked_values
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -17,7 +18,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from bayes_risk.models.dpmpm.zeros import StructuralZeros
 
-__all__ = ["DPMPMState", "build_state"]
+__all__ = ["DPMPMState", "POSTERIOR_VARIABLES", "build_state"]
+
+#: the variables of a DPMPM posterior (``DPMPM.posterior_variables``), in the order of the draws
+POSTERIOR_VARIABLES = (
+    PosteriorVariable("alpha", (), "positive", fill=float("nan")),  # nan: not drawn
+    PosteriorVariable("V", ("stick",), "unit_interval", required=False),
+    PosteriorVariable("phi_{j}", ("component", "level_{j}"), "simplex"),
+    PosteriorVariable("pi", ("component",), "simplex", sticks="V"),
+)
 
 
 @dataclass(frozen=True, eq=False)

@@ -146,8 +146,7 @@ class PoissonMixture(BayesianSynthesizer):
         PosteriorVariable("v", ("stick",), "unit_interval", required=False),
         PosteriorVariable("alpha", (), "positive", required=False),
         # the memberships the Gibbs sampler recorded with every draw
-        PosteriorVariable("z", ("record",), "label", required=False, group=LATENT_GROUP,
-                          dtype="int64"),
+        PosteriorVariable("z", ("record",), "label", required=False, group=LATENT_GROUP),
     )
 
     def __init__(

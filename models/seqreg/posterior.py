@@ -3,22 +3,15 @@ and convergence quantities."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import ValidationError
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
+from bayes_risk.models._bayesian.posterior import invalid as _invalid
 from bayes_risk.models.seqreg.draws import NAME_SEP, draw_name
 from bayes_risk.models.seqreg.state import SeqRegState
-
-
-def _invalid(message: str) -> ValidationError:
-    return ValidationError(message, code="POSTERIOR_INVALID")
 
 
 def draws_from_user(c: str, val: Any, schema: Schema, fam: str, design: Any

@@ -29,7 +29,7 @@ from bayes_risk.models._bayesian.design import (
     normal_exact_posterior,
     parse_formula,
 )
-from bayes_risk.models._bayesian.posterior import PosteriorDims, PosteriorVariable
+from bayes_risk.models._bayesian.posterior import PosteriorDims, PosteriorVariable, concrete
 from bayes_risk.models._bayesian.sampling import Sampling, run_pymc
 from bayes_risk.models._bayesian.timing import record_sweep_time
 from bayes_risk.models.base import FittedAttribute
@@ -266,6 +266,8 @@ class SequentialRegression(BayesianSynthesizer):
         rngs = spawn(seed, len(self.order_))
         n = len(data)
         ds = xr.Dataset(coords={"chain": np.arange(C), "draw": np.arange(D)})
+        spec = self._posterior_dims(None, schema)
+        dims = {v.name: v.dims for v, _ in concrete(spec, self.posterior_variables)}
         methods = {c: self._method_of(c) for c in self.order_}
         if "nuts" in methods.values():
             import pymc  # noqa: F401 - imported once per process: not a cost of the draws
@@ -303,8 +305,8 @@ class SequentialRegression(BayesianSynthesizer):
             drawing += took
             for name, arr in params.items():
                 arr = np.asarray(arr, dtype=np.float64).reshape((C, D) + np.shape(arr)[1:])
-                ds[draw_name(c, name)] = (("chain", "draw", *self._param_dims(c, name)), arr)
-        ds = ds.assign_coords(self._coords(schema))
+                ds[draw_name(c, name)] = (("chain", "draw", *dims[draw_name(c, name)]), arr)
+        ds = ds.assign_coords(spec.sizes)
         ds.attrs["posterior_methods"] = ",".join(f"{c}={m}" for c, m in methods.items())
         if any(m == "laplace" for m in methods.values()):
             ds.attrs["approximation"] = "laplace (normal approximation at the posterior mode)"
@@ -317,27 +319,6 @@ class SequentialRegression(BayesianSynthesizer):
         # the refits' estimate scales it by their sizes
         record_sweep_time(dt, drawing / (C * (tune + D)), 1)
         return dt
-
-    def _param_dims(self, c: str, name: str) -> tuple[str, ...]:
-        if name == "sigma":
-            return ()
-        if name == "probs":
-            return (draw_name(c, "level"),)
-        if self.families_[c] == "multinomial_logit":
-            return (draw_name(c, "category"), draw_name(c, "coef"))
-        return (draw_name(c, "coef"),)
-
-    def _coords(self, schema: Schema) -> dict[str, list[str]]:
-        co: dict[str, list[str]] = {}
-        for c in self.order_:
-            fam = self.families_[c]
-            if fam == "categorical":
-                co[draw_name(c, "level")] = [str(v) for v in schema[c].levels]
-            else:
-                co[draw_name(c, "coef")] = list(self.designs_[c].names)
-            if fam == "multinomial_logit":
-                co[draw_name(c, "category")] = [str(v) for v in schema[c].levels[1:]]
-        return co
 
     def _nuts_draws(self, fam, X, y, schema, col, rng) -> dict[str, np.ndarray]:
         import pymc as pm
@@ -416,10 +397,10 @@ class SequentialRegression(BayesianSynthesizer):
             posterior = cls(**settings)._user_posterior(posterior, roles)
         return super().from_posterior(posterior, schema, **kwargs)
 
-    def _user_posterior(self, posterior: Mapping[str, Any], schema: Schema) -> xr.DataTree:
-        """The posterior DataTree of a dict ``{column: draws}`` (see :meth:`from_posterior`)."""
-        import xarray as xr
-
+    def _user_posterior(self, posterior: Mapping[str, Any], schema: Schema
+                        ) -> dict[str, np.ndarray]:
+        """The draws ``[H, ...]`` of each posterior variable of a dict ``{column: draws}``
+        (see :meth:`from_posterior`)."""
         self._resolve_structure(schema)
         arrays: dict[str, np.ndarray] = {}
         for c, val in posterior.items():
@@ -434,19 +415,7 @@ class SequentialRegression(BayesianSynthesizer):
         if missing:
             raise ValidationError(f"posterior: no draws for synthesized column(s) {missing}.",
                                   code="POSTERIOR_INVALID")
-        Hs = {a.shape[0] for a in arrays.values()}
-        if len(Hs) != 1:
-            raise ValidationError(
-                f"posterior: columns have different numbers of draws {sorted(Hs)}.",
-                code="POSTERIOR_INVALID"
-            )
-        ds = xr.Dataset(coords={"chain": [0], "draw": np.arange(Hs.pop())})
-        for k, a in arrays.items():
-            c, name = k.rsplit(NAME_SEP, 1)
-            ds[k] = (("chain", "draw", *self._param_dims(c, name)), a[None, ...])
-        ds = ds.assign_coords(self._coords(schema))
-        ds.attrs["posterior_methods"] = "user-supplied"
-        return xr.DataTree.from_dict({"posterior": ds})
+        return arrays
 
     def _synthesize_one(
         self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
@@ -478,16 +447,16 @@ class SequentialRegression(BayesianSynthesizer):
                      for x in post.coords[k].values]
             self._padded = tuple(p for p in schema.unsynthesized if f"{p}[missing]" in coefs)
         self._resolve_structure(schema)
-        sizes: dict[str, int] = {}
+        sizes: dict[str, list[str]] = {}  # the labels of each dim
         about: dict[str, str] = {}
         for c in self.order_:
             if self.families_[c] == "categorical":
-                sizes[draw_name(c, "level")] = schema[c].n_levels
+                sizes[draw_name(c, "level")] = [str(v) for v in schema[c].levels]
                 continue
-            sizes[draw_name(c, "coef")] = self.designs_[c].n_coef
+            sizes[draw_name(c, "coef")] = list(self.designs_[c].names)
             about[draw_name(c, "coef")] = f"coefficients {list(self.designs_[c].names)}"
             if self.families_[c] == "multinomial_logit":
-                sizes[draw_name(c, "category")] = schema[c].n_levels - 1
+                sizes[draw_name(c, "category")] = [str(v) for v in schema[c].levels[1:]]
         return PosteriorDims(sizes=sizes, columns={c: self.families_[c] for c in self.order_},
                              about=about)
 
