@@ -218,7 +218,8 @@ class DPMultinomial(BayesianSynthesizer):
         return new.adopt(_tree(log_theta, counts), self.schema_, self.n_records, data=None,
                          flags=None, state=self.persisted_state())
 
-    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema) -> PosteriorDims:
+    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema,
+                        data: pd.DataFrame | None = None) -> PosteriorDims:
         return PosteriorDims(sizes={"cell": math.prod(_shape(schema))},
                              about={"cell": "the product of the columns' levels"})
 

@@ -457,10 +457,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             Each an array ``[chain, draw]``.
         """
 
-    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema) -> PosteriorDims:
+    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema,
+                        data: pd.DataFrame | None = None) -> PosteriorDims:
         """The sizes of the dims of ``posterior_variables`` for ``schema`` (``posterior``:
-        the draws being adopted, ``None`` for draws given as arrays), after the model's own
-        checks of a posterior it adopts."""
+        the draws being adopted, with the fitted table ``data`` when given; ``None`` for draws
+        given as arrays), after the model's own checks of a posterior it adopts."""
         return PosteriorDims()
 
     def _declared_variables(self, schema: Schema) -> list[PosteriorVariable]:
@@ -730,7 +731,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """
         if state is not None:
             self.restore_state(state)
-        posterior = check_posterior(posterior, self._posterior_dims(posterior, schema),
+        posterior = check_posterior(posterior, self._posterior_dims(posterior, schema, data),
                                     self.posterior_variables, type(self).__name__)
         self.schema_ = schema  # read by _needs_data_for_synthesis (a new instance: no clean-up)
         if data is None and self._needs_data_for_synthesis():

@@ -533,7 +533,8 @@ class DPMPM(BayesianSynthesizer):
         return self._build_model(codes, list(self.state_.d), transforms=transforms,
                                  observed=records is not None)
 
-    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema) -> PosteriorDims:
+    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema,
+                        data: pd.DataFrame | None = None) -> PosteriorDims:
         _coding.check_categorical(schema)
         return PosteriorDims(
             sizes={f"level_{j}": len(c.levels) for j, c in enumerate(schema)},

@@ -259,7 +259,8 @@ class PoissonMixture(BayesianSynthesizer):
             b_alpha=self.b_alpha, starts=self._starts(), chains=self.resolved_sampling.chains,
         )
 
-    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema) -> PosteriorDims:
+    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema,
+                        data: pd.DataFrame | None = None) -> PosteriorDims:
         self._check_settings()
         cols = self._count_columns(schema)
         return PosteriorDims(sizes={"component": int(self.n_components), "column": cols},

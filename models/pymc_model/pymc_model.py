@@ -308,22 +308,14 @@ class PyMCSynthesizer(BayesianSynthesizer):
         return super().from_posterior(posterior, schema, n_records=n_records, data=data,
                                       synthesized_records=synthesized_records, **settings)
 
-    def adopt(self, posterior: Any, schema: Schema, n_records: int, *,
-               data: pd.DataFrame | None, flags: np.ndarray | None,
-               state: Mapping[str, Any] | None = None) -> PyMCSynthesizer:
-        self._adopt_data = data
-        try:
-            return super().adopt(posterior, schema, n_records, data=data, flags=flags,
-                                  state=state)
-        finally:
-            self._adopt_data = None
-
-    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema) -> PosteriorDims:
+    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema,
+                        data: pd.DataFrame | None = None) -> PosteriorDims:
         """The model's free variables (draws given as arrays: ``posterior`` ``None``), once the
-        model function is checked against the draws' (``MODEL_FUNCTION_CHANGED``)."""
+        model function is checked against the draws' (``MODEL_FUNCTION_CHANGED``; on ``data``,
+        the fitted table, when given)."""
         self._check_settings()
         fn = resolve_function(self.model_function)
-        data = getattr(self, "_adopt_data", None) if posterior is not None else None
+        data = data if posterior is not None else None
         table = data if data is not None else _graph.template_table(schema, 2)
         model = _graph.build_model(fn, table, schema)
         if posterior is not None:

@@ -439,7 +439,8 @@ class SequentialRegression(BayesianSynthesizer):
         return _synthesis.stacked(self.state_, self.dtypes_, self.synthesized_records_, idx,
                                   rngs, self.data_, self.n_records, rows)
 
-    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema) -> PosteriorDims:
+    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema,
+                        data: pd.DataFrame | None = None) -> PosteriorDims:
         if posterior is not None:
             # the padded predictors, as the coefficient names of the draws show them
             post = posterior["posterior"]
