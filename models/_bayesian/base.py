@@ -464,12 +464,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         given as arrays), after the model's own checks of a posterior it adopts."""
         return PosteriorDims()
 
-    def _declared_variables(self, schema: Schema) -> list[PosteriorVariable]:
-        """The concrete variables of this model's posterior for ``schema`` (per-column ones
-        expanded): the names ``from_posterior`` takes arrays by."""
-        return [v for v, _ in concrete(self._posterior_dims(None, schema),
-                                       self.posterior_variables)]
-
     @staticmethod
     def _spread_draws(H: int, m: int) -> np.ndarray:
         """``h_l = floor(l H / m) - 1``, ``l = 1..m`` (far apart in the chain, Hu 2019 §3.2.5)."""
@@ -684,7 +678,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
         if not schema.synthesized:  # no roles given: full synthesis, as in fit
             schema = schema.with_roles(schema.names)
-        dt = as_datatree(posterior, lambda: model._declared_variables(schema), cls.__name__)
+        dt = as_datatree(posterior, lambda: [v for v, _ in concrete(
+            model._posterior_dims(None, schema), model.posterior_variables)], cls.__name__)
         if data is not None:
             data, _ = model._prepare_data(data, schema=schema, allow_nan=True, fitting=False)
         if n_records is None:

@@ -8,32 +8,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.schema import Schema
 from bayes_risk.models._bayesian.posterior import invalid as _invalid
 from bayes_risk.models.seqreg.draws import NAME_SEP, draw_name
 from bayes_risk.models.seqreg.state import SeqRegState
 
 
-def draws_from_user(c: str, val: Any, schema: Schema, fam: str, design: Any
-                    ) -> dict[str, np.ndarray]:
+def draws_from_user(c: str, val: Any, fam: str, design: Any) -> dict[str, np.ndarray]:
     """Column ``c``'s draws given as a table or array, as posterior variables ``[H, ...]``."""
     names = list(design.names)
     q = len(names)
-    if fam == "categorical":
-        raw = val.to_numpy() if isinstance(val, pd.DataFrame) else val
-        a = np.asarray(raw, dtype=np.float64)
-        d = schema[c].n_levels
-        if a.ndim != 2 or a.shape[1] != d:
-            raise _invalid(f"draws for categorical {c!r} must be [H, {d}] probabilities.")
-        return {draw_name(c, "probs"): a}
-    if fam == "multinomial_logit":
-        a = np.asarray(val, dtype=np.float64)
-        d = schema[c].n_levels
-        if a.ndim != 3 or a.shape[1:] != (d - 1, q):
-            raise _invalid(
-                f"draws for multinomial_logit {c!r} must be an array [H, {d - 1}, {q}] "
-                f"(categories {list(schema[c].levels[1:])} × coefficients {names}).")
-        return {draw_name(c, "beta"): a}
+    if fam in ("categorical", "multinomial_logit"):  # one variable: its shape as declared
+        return {draw_name(c, "probs" if fam == "categorical" else "beta"):
+                val.to_numpy() if isinstance(val, pd.DataFrame) else val}
     want = names + (["sigma"] if fam == "normal" else [])
     if isinstance(val, pd.DataFrame):
         cols = [str(x) for x in val.columns]

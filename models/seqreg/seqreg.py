@@ -409,8 +409,7 @@ class SequentialRegression(BayesianSynthesizer):
                     f"posterior: {c!r} is not a synthesized column of the chain {self.order_}.",
                     code="POSTERIOR_INVALID"
                 )
-            arrays.update(_posterior.draws_from_user(c, val, schema, self.families_[c],
-                                                     self.designs_[c]))
+            arrays.update(_posterior.draws_from_user(c, val, self.families_[c], self.designs_[c]))
         missing = [c for c in self.order_ if not any(k.startswith(c + NAME_SEP) for k in arrays)]
         if missing:
             raise ValidationError(f"posterior: no draws for synthesized column(s) {missing}.",

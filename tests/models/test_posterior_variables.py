@@ -21,7 +21,13 @@ from bayes_risk.models import (
     Sampling,
     SequentialRegression,
 )
-from bayes_risk.models._bayesian.posterior import CONSTRAINTS, PosteriorVariable, check_posterior
+from bayes_risk.models._bayesian.posterior import (
+    CONSTRAINTS,
+    PosteriorDims,
+    PosteriorVariable,
+    check_posterior,
+    concrete,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.BayesRiskWarning")
 
@@ -92,8 +98,9 @@ def family(request):
         tree["latent"] = xr.DataTree(xr.Dataset(
             {"z": (("chain", "draw", "record"), rng_labels(tree, 2))}))
         model = cls.from_posterior(tree, model.schema_, **kw)
-    variables = model._declared_variables(model.schema_)
-    fixed = set(model._posterior_dims(None, model.schema_).sizes) | {"component", "stick"}
+    spec = model._posterior_dims(None, model.schema_)
+    variables = [v for v, _ in concrete(spec, cls.posterior_variables)]
+    fixed = set(spec.sizes) | {"component", "stick"}
     return cls, tree, model.schema_, kw, variables, fixed
 
 
@@ -176,8 +183,6 @@ def test_dims_named_otherwise_are_renamed_and_transposed_ones_refused():
 
 def test_the_validator_checks_the_declaration_alone():
     """``check_posterior`` on a toy declaration: the size a variable fixes binds the next."""
-    from bayes_risk.models._bayesian.posterior import PosteriorDims
-
     tree = xr.DataTree.from_dict({"posterior": xr.Dataset(
         {"p": (("chain", "draw", "k"), np.full((1, 2, 3), 1 / 3)),
          "q": (("chain", "draw", "m"), np.ones((1, 2, 4)) / 4)})})
@@ -185,3 +190,19 @@ def test_the_validator_checks_the_declaration_alone():
                 PosteriorVariable("q", ("component",), "simplex"))
     with pytest.raises(ValidationError, match="'q' must have dims .*3 along 'component'"):
         check_posterior(tree, PosteriorDims(), declared, "Toy")
+
+
+def test_a_regression_given_by_column_is_checked_as_declared():
+    """``SequentialRegression.from_posterior`` takes draw tables keyed by column; their
+    variables are checked as any posterior's: shapes, a positive ``sigma``, a simplex."""
+    data = _categorical().assign(y=np.random.default_rng(0).normal(size=N))
+    schema = infer_schema(data, synthesized=["b", "y"])
+    kw = {"data": data, "families": {"b": "categorical"}}
+    probs = np.full((5, 3), 1 / 3)
+    coefs = np.column_stack([np.zeros((5, 4)), np.ones(5)])  # (Intercept), a, b[...], sigma
+    SequentialRegression.from_posterior({"b": probs, "y": coefs}, schema, **kw)
+    for draws, name in [({"b": probs[:, :2], "y": coefs}, "b__probs"),
+                        ({"b": probs / 2, "y": coefs}, "b__probs"),
+                        ({"b": probs, "y": coefs * [1, 1, 1, 1, -1]}, "y__sigma")]:
+        with pytest.raises(ValidationError, match=f"'{name}' \\(column"):
+            SequentialRegression.from_posterior(draws, schema, **kw)
