@@ -675,9 +675,11 @@ def _plan(facts: Any, cands: list, dropped: list, enumerate_all: bool, max_candi
 def _memory_line(facts: Any, cands: list) -> str:
     """What the design holds, from the start audit's least budget (its steps' needs beside
     what its process held), scaled to the candidates' largest ``m`` where it is larger."""
+    from bayes_risk.auditing.memory_plan import DEFAULT_SHARE
+
     limit = current_limit()
-    budget = ("no limit given (--memory)" if limit is None else
-              f"{format_bytes(limit)} given (--memory)")
+    budget = (f"{DEFAULT_SHARE:.0%} of the memory available when it starts, the audit's default "
+              "(--memory sets one)" if limit is None else f"{format_bytes(limit)} given (--memory)")
     tail = (f"; each audit checks its own plan within the budget, {budget}, before it starts, "
             "and one that does not fit is recorded as refused (MEMORY_TOO_LARGE); one fitted "
             "model and its release held at a time")

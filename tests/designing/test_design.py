@@ -158,7 +158,7 @@ def test_plan_states_the_start_audits_memory_scaled_to_the_largest_m(ce, toy_mea
     line = next(p for p in res.plan if p.startswith("memory:"))
     # the toy space's largest m is 6: twice the start's 3, twice its need
     assert "about 200.0 MB (the start audit's least budget, 100.0 MB at m = 3, scaled to m = 6)" \
-        in line and "no limit given" in line
+        in line and "50% of the memory available when it starts" in line
     # the measured peak is the process's, in bytes (a unit slip would be 1,024 times off)
     assert res.peak_memory >= 0.5 * resident_memory()
     assert "peak resident memory" in str(res)
