@@ -689,7 +689,7 @@ def _memory_line(facts: Any, cands: list) -> str:
     m0, m_max = int(facts["m"]), max(int(c["m"]) for c in cands)
     # the audit's needs grow with the datasets matched at once (identification's tables)
     need = least * max(1.0, m_max / m0)
-    over = (f"; at most the {format_bytes(limit)} budget: the candidates of the largest m "
+    over = (f"; past the {format_bytes(limit)} budget: the candidates of the largest m "
             "may be refused" if limit is not None and need > limit else "")
     return (f"memory: each candidate's audit about {format_bytes(need, up=True)} (the start "
             f"audit's least budget, {format_bytes(least, up=True)} at m = {m0}"
