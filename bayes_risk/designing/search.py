@@ -4,12 +4,15 @@ See :doc:`/user_guide/design`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import signal
+import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,35 @@ JOURNAL = "design.journal"
 #: one-sided confidence of the subsample screen: a candidate is excluded on a subsample of
 #: records only when the lower bound of its share is past the threshold at this confidence
 SCREEN_CONFIDENCE = 0.975
+
+
+class _BudgetSpent(BaseException):
+    """The search's CPU budget ran out inside a candidate (a BaseException, as an interrupt
+    is, so that no step's ``except Exception`` records it as the step's failure)."""
+
+
+@contextlib.contextmanager
+def _cpu_deadline(seconds: float | None) -> Iterator[bool]:
+    """Raise :class:`_BudgetSpent` in the block once the process has spent ``seconds`` more
+    CPU time (``ITIMER_PROF``: every thread's user and system time, as ``process_time``).
+    Yields whether the deadline is armed: not without a budget, on a platform without
+    ``setitimer`` (Windows) or off the main thread, where only whole candidates are held to
+    the budget."""
+    if seconds is None or not hasattr(signal, "setitimer") \
+            or threading.current_thread() is not threading.main_thread():
+        yield False
+        return
+
+    def spent(signum: int, frame: Any) -> None:
+        raise _BudgetSpent
+
+    old = signal.signal(signal.SIGPROF, spent)
+    signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-3))
+    try:
+        yield True
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old)
 
 
 def _wilson(p: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -356,8 +388,11 @@ def design(
     confirm : int
         Most candidates re-audited with fresh seeds, best first, until one passes.
     cpu_budget : float, optional
-        CPU seconds of the search: no candidate is started once the next would pass it (the
-        fresh-seed re-audit comes after).
+        CPU seconds of the search (this process's, every thread): the candidate running when
+        they are spent is stopped and not counted, and a ``resume`` audits it again (the
+        fresh-seed re-audit comes after the search, outside the budget). Off the main
+        thread and on Windows, where no CPU timer can interrupt it, the candidate running
+        finishes first.
     out : path, optional
         The design folder: the journal of the search (kept through an interrupt), the
         frontier, the report, the recommended release and its audit.
@@ -468,7 +503,6 @@ def design(
     best = max((sign * objective_value(r, objective) for r in records.values()
                 if r["feasible"]), default=-np.inf)
     cpu0 = time.process_time()
-    per = None
     while not stop:
         if enumerate_all and all(c["key"] in records for c in cands):
             stop = "every candidate of the space audited"
@@ -476,9 +510,8 @@ def design(
         if new >= max_candidates or len(records) >= max_candidates:
             stop = f"max_candidates ({max_candidates}) reached"
             break
-        if cpu_budget is not None and per is not None and \
-                time.process_time() - cpu0 + per > cpu_budget:
-            stop = f"CPU budget ({cpu_budget:g} s) would be passed by the next candidate"
+        if cpu_budget is not None and time.process_time() - cpu0 >= cpu_budget:
+            stop = f"CPU budget ({cpu_budget:g} s) spent"
             break
         if patience and np.isfinite(best) and since_best >= patience:
             stop = f"patience: {patience} candidates in a row without a better release"
@@ -497,13 +530,21 @@ def design(
         else:
             if progressbar:
                 say(f"[design] candidate {len(records) + 1}: {_describe(cand)}")
+            left = None if cpu_budget is None else cpu_budget - (time.process_time() - cpu0)
             try:
-                rec = ev.evaluate(cand)
+                with _cpu_deadline(left):
+                    rec = ev.evaluate(cand)
             except (ValidationError, SchemaError) as err:  # refused: recorded, never a pass
                 rec = _record(cand, [_refused_line(err)], 0.0, 0.0)
+            except _BudgetSpent:  # not a record: queued again for a resume with more budget
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                study.enqueue_trial(_params(cand))
+                stop = (f"CPU budget ({cpu_budget:g} s) spent during candidate "
+                        f"{len(records) + 1} ({_describe(cand)}), which is not counted; "
+                        "resume with a larger budget to finish it")
+                break
             records[cand["key"]] = rec
             new += 1
-            per = max(per or 0.0, rec["cpu_seconds"])
             if progressbar:
                 say("[design]   " + ("passes every line" if rec["feasible"] else
                                      "excluded by " + ", ".join(rec["failed_lines"]))
@@ -664,9 +705,9 @@ def _plan(facts: Any, cands: list, dropped: list, enumerate_all: bool, max_candi
             "synthesizes more columns or smooths takes longer; "
             if facts and facts.get("seconds") else "")
     lines.append(f"cost: {took}at most {k} candidate audit(s), each one's time printed as it "
-                 "finishes" + (f"; none starts once the slowest so far would pass the "
-                               f"{cpu_budget:g} CPU seconds, so the search ends within them "
-                               "plus at most one candidate" if cpu_budget else "")
+                 "finishes" + (f"; the search ends when its {cpu_budget:g} CPU seconds are "
+                               "spent, the candidate then running stopped and not counted"
+                               if cpu_budget else "")
                  + "; then the fresh re-audit of the chosen one")
     lines.append(_memory_line(facts, cands))
     return lines
