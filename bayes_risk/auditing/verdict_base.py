@@ -97,6 +97,17 @@ class Verdict:
         return "caution" if self.warnings or self.flagged else "within"
 
     @property
+    def at_worst(self) -> float:
+        """The value with every flagged record counted at risk (the value when none is flagged;
+        NaN when flagged records cannot be counted into it: a line that is not a share of
+        ``count_of`` records that should stay low)."""
+        if not self.flagged:
+            return self.value
+        if self.unit != "%" or not self.count_of or self.direction != "max":
+            return float("nan")
+        return counted_at_risk(self.value, self.count_of[0], self.flagged)
+
+    @property
     def short(self) -> str:
         """The measure's name without its qualifiers (the report's first sentence)."""
         return short_name(self.measure)
@@ -104,6 +115,14 @@ class Verdict:
 
 def pct(x: Any) -> float:
     return float(x) * 100
+
+
+def counted_at_risk(share: float, n: int, flagged: int) -> float:
+    """A share in per cent of ``n`` records with ``flagged`` more records, each counted at
+    risk: ``(share · n + flagged) / (n + flagged)``."""
+    if not n + flagged:
+        return float("nan")
+    return 100 * ((share / 100 * n if n else 0.0) + flagged) / (n + flagged)
 
 
 def _finite(values: Any) -> np.ndarray:

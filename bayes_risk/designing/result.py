@@ -104,13 +104,17 @@ class DesignResult:
         for i, r in enumerate(self.candidates, start=1):
             for x in r["lines"]:
                 lo, hi = (x["interval"] or x["spread_range"] or (np.nan, np.nan))
+                if x.get("flagged") and np.isfinite(x["at_worst"]):
+                    hi = max(hi, x["at_worst"]) if np.isfinite(hi) else x["at_worst"]
                 rows.append({"candidate": i, "settings": _settings_text(r["settings"]),
                              "step": x["step"], "line": x["short"],
                              "threshold_name": x["threshold_name"], "value": x["value"],
+                             "at_worst": x["at_worst"], "flagged": x["flagged"],
                              "low": lo, "high": hi,
                              "interval": ("Wilson 95 %" if x["interval"] else
                                           "range over the datasets" if x["spread_range"]
-                                          else ""),
+                                          else "") + ("; its top: every flagged record "
+                                                      "counted at risk" if x["flagged"] else ""),
                              "threshold": x["threshold"], "direction": x["direction"],
                              "unit": x["unit"], "exceeds": x["exceeds"], "stage": x["stage"],
                              "source": x["source"], "passes": r["feasible"],
@@ -285,9 +289,11 @@ class DesignResult:
                             ("selection.csv", self.selection_frame())):
             with atomic_file(root / name) as f:
                 frame.to_csv(f, index=False)
-        self.plot(root / "frontier.png")
+        if self.candidates:  # none when the budget ran out inside the first
+            self.plot(root / "frontier.png")
         lines = ["# Design of a release", "", *self.summary_lines(), "",
-                 "![the utility–risk frontier](frontier.png)", "",
+                 "![the utility–risk frontier](frontier.png)" if self.candidates else
+                 "No candidate was audited: no frontier to draw.", "",
                  "Files: candidates.csv (one row per candidate), frontier.csv (every line of "
                  "every candidate, with its interval), selection.csv (the fresh re-audit), "
                  "design.json (all of it), " + (

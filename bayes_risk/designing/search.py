@@ -13,6 +13,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -97,15 +98,18 @@ def _spread_range(spread: str) -> tuple[float, float] | None:
 def line_record(v: Any, stage: str, source: str = "this release") -> dict[str, Any]:
     """A verdict line as the design keeps it, with its uncertainty: Wilson's 95 % interval
     for a share of records (``interval``), else the range over the datasets the audit
-    states (``spread_range``)."""
+    states (``spread_range``). A line with flagged records is judged at its worst case
+    (``at_worst``: every flagged record counted at risk), never passed on the others alone."""
     interval = None
     if v.count_of and v.unit == "%" and np.isfinite(v.value):
         lo, hi = _wilson(v.value / 100, int(v.count_of[0]))
         interval = [lo * 100, hi * 100]
+    worst = replace(v, value=v.at_worst, flagged=0)
     return {"step": v.step, "measure": v.measure, "short": v.short,
             "threshold_name": v.threshold_name, "value": float(v.value),
+            "at_worst": float(worst.value),
             "threshold": float(v.threshold), "direction": v.direction, "unit": v.unit,
-            "exceeds": bool(v.exceeds), "status": v.status, "warnings": list(v.warnings),
+            "exceeds": bool(worst.exceeds), "status": v.status, "warnings": list(v.warnings),
             "flagged": int(v.flagged), "spread": v.spread, "interval": interval,
             "spread_range": _spread_range(v.spread), "cause": v.cause,
             "remedies": list(v.remedies), "stage": stage, "source": source,
@@ -113,11 +117,12 @@ def line_record(v: Any, stage: str, source: str = "this release") -> dict[str, A
 
 
 def _lower_bound_past(line: dict[str, Any]) -> bool:
-    """Whether the subsample's share is past the threshold at :data:`SCREEN_CONFIDENCE`."""
-    if line["n"] is None or line["unit"] != "%":
+    """Whether the subsample's share, its flagged records counted at risk, is past the
+    threshold at :data:`SCREEN_CONFIDENCE`."""
+    if line["n"] is None or line["unit"] != "%" or not np.isfinite(line["at_worst"]):
         return False
     z = float(__import__("scipy.stats", fromlist=["norm"]).norm.ppf(SCREEN_CONFIDENCE))
-    lo, hi = _wilson(line["value"] / 100, line["n"], z)
+    lo, hi = _wilson(line["at_worst"] / 100, line["n"] + line["flagged"], z)
     return lo * 100 > line["threshold"] if line["direction"] == "max" else \
         hi * 100 < line["threshold"]
 
@@ -285,6 +290,7 @@ def _failed_line(step: Any) -> dict[str, Any]:
     """A step that failed: a line that never passes (the candidate is not assessed)."""
     return {"step": step.name, "measure": f"{step.title or step.name} (step failed)",
             "short": f"{step.name} failed", "threshold_name": "", "value": float("nan"),
+            "at_worst": float("nan"),
             "threshold": float("nan"), "direction": "max", "unit": "", "exceeds": True,
             "status": "failed", "warnings": [], "flagged": 0, "spread": "",
             "interval": None, "spread_range": None, "cause": str(step.reason or ""),
@@ -314,10 +320,10 @@ def _constraints(record: Mapping[str, Any], names: Sequence[str]) -> list[float]
     as a share of the threshold (<= 0: within); a failed step counts as past."""
     out = []
     for name in names:
-        past = [((x["value"] - x["threshold"]) if x["direction"] == "max" else
-                 (x["threshold"] - x["value"])) / (abs(x["threshold"]) or 1.0)
+        past = [((x["at_worst"] - x["threshold"]) if x["direction"] == "max" else
+                 (x["threshold"] - x["at_worst"])) / (abs(x["threshold"]) or 1.0)
                 for x in record["lines"]
-                if x["threshold_name"] == name and np.isfinite(x["value"])]
+                if x["threshold_name"] == name and np.isfinite(x["at_worst"])]
         out.append(float(max(past)) if past else 0.0)
     out.append(1.0 if any(x["status"] == "failed" for x in record["lines"]) else -1.0)
     return out

@@ -257,6 +257,7 @@ def test_attribute_verdict_names_the_flagged_records_left_out(audited, tmp_path)
     assert ("Records with unreliable estimates were left out of share ranked first (3 flagged): "
             "they are unassessed, to be treated as at risk") in r2.verdict_text
     assert "counted as ranked first, the share would be 12 %, past the threshold" in v.detail
+    assert v.at_worst == pytest.approx(12.0)  # the figure the design judges it by
     html = r2.to_html(tmp_path / "flagged.html").read_text()
     cell = f"<td>{line.replace(chr(39), '&#39;')}</td>"
     row = html.split(cell)[0].rsplit("<tr", 1)[1]

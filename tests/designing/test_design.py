@@ -32,7 +32,7 @@ def _truth(cols, m):
 
 #: what the toy measure does: "noise" sd of the risk figure (drawn from the audit's seed),
 #: "stop_after": raise KeyboardInterrupt at that call (an interrupt mid-audit)
-TOY = {"noise": 0.0, "stop_after": None, "calls": 0, "burn": 0.0}
+TOY = {"noise": 0.0, "stop_after": None, "calls": 0, "burn": 0.0, "flagged": {}}
 
 
 def _toy_step(ctx):
@@ -50,15 +50,21 @@ def _toy_lines(plan, outcome):
     r = outcome.result
     risk, util = _truth(r["cols"], r["m"])
     risk += TOY["noise"] * np.random.default_rng(r["seed"]).normal()
-    return [Verdict(step="toy", measure="toy risk", value=risk, threshold=1.0, direction="max",
-                    source=None, threshold_name="s_pmse"),
-            Verdict(step="toy", measure="toy overlap", value=util, threshold=0.5,
-                    direction="min", source=None, threshold_name="overlap")]
+    lines = [Verdict(step="toy", measure="toy risk", value=risk, threshold=1.0, direction="max",
+                     source=None, threshold_name="s_pmse"),
+             Verdict(step="toy", measure="toy overlap", value=util, threshold=0.5,
+                     direction="min", source=None, threshold_name="overlap")]
+    nf = TOY["flagged"].get(tuple(sorted(r["cols"])))
+    if nf is not None:  # a share of 90 records, 1 % of them at risk, nf more flagged
+        lines.append(Verdict(step="toy", measure="toy share", value=1.0, threshold=5.0,
+                             direction="max", source=None, unit="%", flagged=nf,
+                             count_of=(90, "records"), threshold_name="prop_top"))
+    return lines
 
 
 @pytest.fixture
 def toy_measure():
-    TOY.update(noise=0.0, stop_after=None, calls=0, burn=0.0)
+    TOY.update(noise=0.0, stop_after=None, calls=0, burn=0.0, flagged={})
     measures.register(Measure(name="toy", title="Toy", step=_toy_step, verdict=_toy_lines))
     yield
     measures.unregister("toy")
@@ -94,6 +100,33 @@ def test_best_of_a_toy_space_is_the_one_enumeration_finds(ce, toy_measure):
     # without noise the fresh re-audit agrees with the search: nothing moved
     sel = res.selection_frame()
     assert np.allclose(sel["moved"], 0.0)
+
+
+def test_a_line_with_flagged_records_passes_only_at_its_worst_case(ce, toy_measure):
+    # the winner's share is 1 % of its 90 assessed records, within 5 %; with 10 records flagged
+    # and counted at risk it is 10.9 %: the design must not pass it on the assessed ones alone
+    TOY["flagged"] = {("Expenditure", "Income", "Tenure"): 10, ("Income", "Tenure"): 0}
+    res = _toy_design(ce, random_seed=1, max_candidates=12)
+    chosen = next(r for r in res.candidates if r["key"] == res.chosen)["settings"]
+    assert (tuple(sorted(chosen["columns"])), chosen["m"]) == (("Income", "Tenure"), 4)
+    frame = res.candidates_frame()
+    three = frame["columns"].str.count(",") == 2
+    assert frame.loc[three, "excluded_by"].str.contains("toy share").all()
+    line = res.frontier_frame().query("line == 'toy share' and flagged == 10").iloc[0]
+    assert line["value"] == 1.0 and line["at_worst"] == pytest.approx(1090 / 100)
+    assert line["high"] == pytest.approx(10.9) and "flagged" in line["interval"]
+    # the subsample screen excludes on the worst case too: 300 records, every one flagged
+    from bayes_risk.designing.search import _lower_bound_past, line_record
+
+    every = Verdict(step="attribute", measure="share", value=float("nan"), threshold=5.0,
+                    direction="max", source=None, unit="%", flagged=300,
+                    count_of=(0, "records"), threshold_name="prop_top")
+    assert every.at_worst == 100.0 and _lower_bound_past(line_record(every, "subsample"))
+    few = Verdict(step="attribute", measure="share", value=1.0, threshold=5.0,
+                  direction="max", source=None, unit="%", flagged=3,
+                  count_of=(297, "records"), threshold_name="prop_top")
+    assert few.at_worst == pytest.approx(1.99) and not _lower_bound_past(
+        line_record(few, "subsample"))
 
 
 def test_fresh_reaudit_corrects_a_winner_whose_risk_was_understated(ce, toy_measure):
@@ -156,6 +189,11 @@ def test_cpu_budget_stops_the_candidate_running_when_it_is_spent(ce, toy_measure
 
     done = [_describe({**r["settings"], "key": r["key"]}) for r in more.candidates]
     assert cut in done[len(res.candidates):] and len(more.candidates) == 12
+    # a budget spent inside the first candidate: nothing audited, the files still written
+    none = _toy_design(ce, random_seed=1, max_candidates=12, cpu_budget=1e-3,
+                       out=tmp_path / "none")
+    assert not none.candidates and none.chosen is None
+    assert "No candidate was audited" in (tmp_path / "none" / "report.md").read_text()
 
 
 def test_plan_states_the_start_audits_memory_scaled_to_the_largest_m(ce, toy_measure):

@@ -44,6 +44,7 @@ from bayes_risk.auditing.verdict_base import (
     Baseline,
     Verdict,
     caused,
+    counted_at_risk,
     line_caveats,
     mass_words,
     pct,
@@ -219,15 +220,6 @@ def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
     un = s.get("unflagged") or {}
     nf = int(s.get("n_flagged") or 0)
     n = int(s.get("n_records") or 0)
-    left_out = ""
-    if nf:
-        # the worst case for the flagged records: every one of them counted
-        hit = float(un.get(key, np.nan)) * int(un.get("n_records") or n - nf)
-        bound = pct((hit + nf) / n) if n else np.nan
-        thr = pct(threshold)
-        left_out = (f"; {nf} of {n} record(s) flagged and left out (unassessed: treat them as "
-                    f"at risk; {counted}, the share would be {bound:.3g} %, "
-                    f"{'still within' if bound <= thr else 'past'} the threshold)")
     # the draw bootstrap's Monte Carlo interval of the pooled figure
     mc = s.get("mc_uncertainty") or {}
     name = next((k for k in mc if k.startswith("mc_interval_")), None)
@@ -255,13 +247,20 @@ def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
         value = pct(heavy[key])
     elif big is not None and not pct(big[key]) <= value:  # the larger figure is read
         value = pct(big[key])
+    n_u = int(un.get("n_records") or n - nf)
+    left_out = ""
+    if nf:  # the worst case for the flagged records: every one of them counted
+        bound = counted_at_risk(value, n_u, nf)
+        left_out = (f"; {nf} of {n} record(s) flagged and left out (unassessed: treat them as "
+                    f"at risk; {counted}, the share would be {bound:.3g} %, "
+                    f"{'still within' if bound <= pct(threshold) else 'past'} the threshold)")
     return Verdict("attribute", measure, value, pct(threshold), "max",
                    step_file(a, "summary.json"),
                    f"{interval}records with stable estimates{left_out}{by_regime}",
                    line_caveats("attribute", a.result.warnings), unit="%",
                    spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
                    intruder=intruder, flagged=nf,
-                   count_of=(int(un.get("n_records") or n - nf), "records"),
+                   count_of=(n_u, "records"),
                    threshold_name=key, worst_case=worst_case)
 
 
