@@ -64,6 +64,8 @@ class DesignResult:
     release: Any = None
     #: the process's peak resident memory, in bytes, measured when the design ended
     peak_memory: int | None = None
+    #: the candidates of the space (what ``candidates`` were audited from)
+    n_space: int | None = None
 
     # --------------------------------------------------------------- reading the candidates
     def _objective(self, rec: dict[str, Any]) -> float:
@@ -157,15 +159,23 @@ class DesignResult:
         for name, pairs in by.items():
             if any(not x["exceeds"] for _, x in pairs):
                 continue
-            finite = [(r, x) for r, x in pairs if np.isfinite(x["value"])]
+            # judged, as the lines are, with their flagged records counted at risk
+            finite = [(r, x) for r, x in pairs if np.isfinite(x["at_worst"])]
             if not finite:
                 continue
             r, x = (min if finite[0][1]["direction"] == "max" else max)(
-                finite, key=lambda p: p[1]["value"])
-            out.append({"line": name, "best": x["value"], "unit": x["unit"],
-                        "threshold": x["threshold"], "measured_in": len(pairs),
-                        "candidate": self._number(r["key"]),
-                        "settings": _settings_text(r["settings"]), "cause": x["cause"],
+                finite, key=lambda p: p[1]["at_worst"])
+            cause = x["cause"]
+            if x["flagged"]:
+                unit = x["unit"]
+                cause = (f"{x['flagged']:,} of {x['flagged'] + (x['n'] or 0):,} records flagged "
+                         f"(unstable estimates), counted at risk: {_fmt(x['at_worst'], unit)}; "
+                         f"the {x['n'] or 0:,} assessed give {_fmt(x['value'], unit)}"
+                         + (f"; {cause}" if cause else ""))
+            out.append({"line": name, "best": x["at_worst"], "unit": x["unit"],
+                        "flagged": x["flagged"], "threshold": x["threshold"],
+                        "measured_in": len(pairs), "candidate": self._number(r["key"]),
+                        "settings": _settings_text(r["settings"]), "cause": cause,
                         "remedies": x["remedies"]})
         return out
 
@@ -206,10 +216,15 @@ class DesignResult:
                     "in the search exceed a line when re-audited with fresh seeds ("
                     + "; ".join(", ".join(c["record"]["failed_lines"])
                                 for c in self.confirmations) + ").")
-        gone = self.unpassable()
-        return ("No release in the space passes every line"
-                + (": no candidate passes " + ", ".join(u["line"] for u in gone)
-                   if gone else "") + ".")
+        gone = ", ".join(u["line"] for u in self.unpassable())
+        k = len(self.candidates)
+        if self.n_space is None or k >= self.n_space:
+            return ("No release in the space passes every line"
+                    + (f": no candidate passes {gone}" if gone else "") + ".")
+        # a search that stopped early says nothing of the candidates it did not audit
+        return (f"No release found: none of the {k} candidate(s) audited, of the "
+                f"{self.n_space} in the space, passes every line"
+                + (f"; no audited candidate passes {gone}" if gone else "") + ".")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary of the design."""
@@ -254,7 +269,8 @@ class DesignResult:
                            + (" EXCEEDS" if r.fresh_exceeds else "")
                            + (" — near the threshold" if r.near_threshold else ""))
         for u in self.unpassable():
-            out.append(f"- no candidate passes {u['line']}: best {_fmt(u['best'], u['unit'])} "
+            out.append(f"- no audited candidate passes {u['line']} (measured in "
+                       f"{u['measured_in']}): best {_fmt(u['best'], u['unit'])} "
                        f"(threshold {_fmt(u['threshold'], u['unit'])}), candidate "
                        f"{u['candidate']} ({u['settings']}); why: {u['cause'] or '—'}")
         reg = self.excluded_regions()

@@ -573,6 +573,7 @@ def design(
                           dropped=[{k: d[k] for k in ("key", "reason")} for d in dropped],
                           objective=objective, thresholds=th.to_dict(), plan=plan, stop=stop,
                           start=facts, random_seed=seed, known=known, n_fits=ev.n_fits,
+                          n_space=len(cands),
                           sampler="enumeration (every candidate)" if enumerate_all else
                           "Optuna TPE with the verdict lines as constraints")
     _confirm(result, ev, cands, confirm, root, progressbar)

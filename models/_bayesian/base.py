@@ -111,7 +111,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     sampling_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType(
         {"draws": 1000, "tune": 500, "chains": 1, "cores": 1})
     #: the variables of the model's posterior: names, dims after ``(chain, draw)``,
-    #: constraints; the sizes of their dims are the fitted model's (:meth:`_posterior_dims`)
+    #: constraints; the sizes of their dims are the fitted model's (``_posterior_dims``)
     posterior_variables: ClassVar[tuple[PosteriorVariable, ...]] = ()
 
     def __new__(cls, *args: Any, **kwargs: Any) -> BayesianSynthesizer:

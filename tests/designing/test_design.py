@@ -115,6 +115,21 @@ def test_a_line_with_flagged_records_passes_only_at_its_worst_case(ce, toy_measu
     line = res.frontier_frame().query("line == 'toy share' and flagged == 10").iloc[0]
     assert line["value"] == 1.0 and line["at_worst"] == pytest.approx(1090 / 100)
     assert line["high"] == pytest.approx(10.9) and "flagged" in line["interval"]
+    # every candidate flagged: the line no candidate passes, judged and reported at its worst
+    TOY["flagged"] = {("Expenditure", "Income", "Tenure"): 10, ("Income", "Tenure"): 10}
+    res = _toy_design(ce, random_seed=1, max_candidates=12)
+    assert res.chosen is None
+    assert res.headline == ("No release in the space passes every line: no candidate passes "
+                            "toy share.")
+    u = {x["line"]: x for x in res.unpassable()}["toy share"]
+    assert u["best"] == pytest.approx(10.9) and u["flagged"] == 10
+    assert u["cause"].startswith("10 of 100 records flagged (unstable estimates), counted at "
+                                 "risk: 10.9 %; the 90 assessed give 1 %")
+    # a search stopped before the space was audited claims nothing of the rest
+    part = _toy_design(ce, random_seed=1, max_candidates=4)
+    assert len(part.candidates) == 4 and part.headline.startswith(
+        "No release found: none of the 4 candidate(s) audited, of the 12 in the space, passes "
+        "every line; no audited candidate passes")
     # the subsample screen excludes on the worst case too: 300 records, every one flagged
     from bayes_risk.designing.search import _lower_bound_past, line_record
 
