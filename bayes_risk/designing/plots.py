@@ -47,6 +47,8 @@ def frontier_figure(result: Any, path: str | os.PathLike[str] | None = None) -> 
     for ax, name in zip(axes.ravel(), names, strict=False):
         sub = risk[risk["threshold_name"] == name]
         # the candidate's worst line of this threshold (DiSCO of each target: the largest)
+        # each line at the figure the design judges it by: flagged records counted at risk
+        sub = sub.assign(value=sub["at_worst"])
         worst = sub.sort_values("value", ascending=sub["direction"].iloc[0] != "max") \
             .groupby("candidate", sort=False).head(1).set_index("candidate")
         x = worst["value"].to_numpy(float)
@@ -94,9 +96,12 @@ def frontier_figure(result: Any, path: str | os.PathLike[str] | None = None) -> 
                 labels.append(lab)
     fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8,
                frameon=False)
+    flagged = bool((risk["flagged"] > 0).any())
     fig.suptitle("Utility against each risk line: every candidate of the design, with its "
                  "interval (Wilson 95 % for a share of records, else the range over the "
-                 "datasets)", fontsize=9)
+                 "datasets)" + ("\na line with flagged records is placed with each of them "
+                                "counted at risk, its bar reaching down to the records "
+                                "assessed alone" if flagged else ""), fontsize=9)
     fig.tight_layout(rect=(0, 0.07, 1, 0.96))
     if path is not None:
         fig.savefig(path, dpi=110)

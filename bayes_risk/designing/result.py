@@ -106,8 +106,9 @@ class DesignResult:
         for i, r in enumerate(self.candidates, start=1):
             for x in r["lines"]:
                 lo, hi = (x["interval"] or x["spread_range"] or (np.nan, np.nan))
-                if x.get("flagged") and np.isfinite(x["at_worst"]):
+                if x["flagged"] and np.isfinite(x["at_worst"]):  # from the assessed to all
                     hi = max(hi, x["at_worst"]) if np.isfinite(hi) else x["at_worst"]
+                    lo = min(lo, x["value"]) if np.isfinite(lo) else x["value"]
                 rows.append({"candidate": i, "settings": _settings_text(r["settings"]),
                              "step": x["step"], "line": x["short"],
                              "threshold_name": x["threshold_name"], "value": x["value"],
