@@ -276,7 +276,9 @@ class DesignResult:
                        f"{u['candidate']} ({u['settings']}); why: {u['cause'] or '—'}")
         reg = self.excluded_regions()
         if len(reg):
-            out += ["", "Excluded regions (no candidate with this value passes):"]
+            some = self.n_space is not None and len(self.candidates) < self.n_space
+            out += ["", f"Excluded regions (no {'audited ' if some else ''}candidate with this "
+                    "value passes):"]
             out += [f"- {r.axis} = {r.value}: {r.failed}" for r in reg.itertuples()]
         return out
 

@@ -130,6 +130,7 @@ def test_a_line_with_flagged_records_passes_only_at_its_worst_case(ce, toy_measu
     assert len(part.candidates) == 4 and part.headline.startswith(
         "No release found: none of the 4 candidate(s) audited, of the 12 in the space, passes "
         "every line; no audited candidate passes")
+    assert "Excluded regions (no audited candidate with this value passes)" in str(part)
     # the subsample screen excludes on the worst case too: 300 records, every one flagged
     from bayes_risk.designing.search import _lower_bound_past, line_record
 
