@@ -102,8 +102,9 @@ def attribute_cause(plan: AuditPlan, a: StepOutcome) -> Cause:
            if x["kind"] == "numeric" else
            f"another level for {x['pct_alternative_released']:.3g} %")
         for c, x in dr["columns"].items())
-    cause = (f"for {dr['pct_any_true_released']:.3g} % of the {dr['n_records']:,} assessed "
-             "records a true synthesized value appears among the values released "
+    cause = (f"for {dr['pct_any_true_released']:.3g} % of the {dr['n_records']:,} "
+             "records the step evaluated (flagged ones included) a true synthesized value "
+             "appears among the values released "
              + ("in the pooled datasets (a fully synthetic release: no record-by-record "
                 "correspondence)" if pooled
                 else f"for that record across the m = {m} datasets")

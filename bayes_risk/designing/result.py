@@ -252,7 +252,7 @@ class DesignResult:
         out += [f"- {p}" for p in self.plan]
         out.append(f"- stopped: {self.stop}; {len(self.candidates)} candidate(s) audited, "
                    f"{sum(r['feasible'] for r in self.candidates)} pass every line "
-                   f"({self.n_fits} fit(s))")
+                   f"({self.n_fits} fit(s) in this process: a resume counts its own)")
         if self.peak_memory:
             from bayes_risk._memory import format_bytes
 
