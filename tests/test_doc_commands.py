@@ -32,6 +32,7 @@ kernel compiles it, and `make install` empties the cache in effect (new file tim
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
@@ -253,11 +254,43 @@ def test_command_blocks_run_as_written(page, tmp_path):
         where = f"the block at {failed.where}" if failed else "the page's script"
         pytest.fail(f"{where} {what}:\n{failed.text if failed else ''}\n"
                     f"--- output (last lines) ---\n{_tail(log)}")
+    if page.name == "README.md":
+        _readme_remedy_claims(clone / "scratch")
     untracked = _git(clone, "status", "--porcelain", "--untracked-files=all").splitlines()
     assert not untracked, (
         f"the blocks of {page.relative_to(ROOT)} left files that git would track in the root "
         "of a clone; write outputs into scratch/ (ignored by .gitignore):\n"
         + "\n".join(untracked[:20]))
+
+
+def _readme_remedy_claims(scratch: Path) -> None:
+    """The README's before-and-after sentence of the smoothing remedy, against the audits its
+    blocks just wrote: each figure it prints is the run's (to the digits it prints; the flagged
+    count within 2 % of the records, as Monte Carlo errors near the cut-off may move)."""
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    got = re.search(r"repU falls from ([\d.]+) % to ([\d.]+) %.*?flags (\d+) of the ([\d,]+) "
+                    r"records.*?share ranked first, ([\d.]+) % of the (\d+) records assessed, "
+                    r"would be ([\d.]+) % with every flagged record counted at risk", text)
+    assert got, "the README's sentence on the smoothing remedy was not found"
+    before, after, flagged, n, top, assessed, worst = got.groups()
+
+    def line(audit: str, start: str) -> dict:
+        summary = json.loads((scratch / audit / "summary.json").read_text())
+        return next(v for v in summary["verdicts"] if v["measure"].startswith(start))
+
+    assert f"{line('ce_audit', 'repU')['value']:.2g}" == before
+    assert f"{line('ce_audit_smooth', 'repU')['value']:.1g}" == after
+    att = json.loads((scratch / "ce_audit_smooth" / "attribute" / "summary.json").read_text())
+    total = int(n.replace(",", ""))
+    assert att["n_records"] == total
+    assert abs(att["n_flagged"] - int(flagged)) <= 0.02 * total
+    share = line("ce_audit_smooth", "share ranked first")
+    assert share["status"] == "caution" and abs(share["value"] - float(top)) <= 1.0
+    assert abs(att["n_records"] - att["n_flagged"] - int(assessed)) <= 0.02 * total
+    from bayes_risk.auditing.verdict_base import counted_at_risk
+
+    bound = counted_at_risk(share["value"], total - att["n_flagged"], att["n_flagged"])
+    assert abs(bound - float(worst)) <= 2.0 and bound > share["threshold"]
 
 
 def _makefile_targets() -> list[str]:
