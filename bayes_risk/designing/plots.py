@@ -46,8 +46,8 @@ def frontier_figure(result: Any, path: str | os.PathLike[str] | None = None) -> 
     thr_obj = result.thresholds.get(obj)
     for ax, name in zip(axes.ravel(), names, strict=False):
         sub = risk[risk["threshold_name"] == name]
+        # each line at the figure the design judges it by (flagged records counted at risk),
         # the candidate's worst line of this threshold (DiSCO of each target: the largest)
-        # each line at the figure the design judges it by: flagged records counted at risk
         sub = sub.assign(value=sub["at_worst"])
         worst = sub.sort_values("value", ascending=sub["direction"].iloc[0] != "max") \
             .groupby("candidate", sort=False).head(1).set_index("candidate")
