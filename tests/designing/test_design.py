@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -143,6 +144,11 @@ def test_a_line_with_flagged_records_passes_only_at_its_worst_case(ce, toy_measu
                   count_of=(297, "records"), threshold_name="prop_top")
     assert few.at_worst == pytest.approx(1.99) and not _lower_bound_past(
         line_record(few, "subsample"))
+    # not a share of records (membership's AUC advantage): flagged ones cannot be counted in
+    auc = Verdict(step="membership", measure="advantage", value=0.01, threshold=0.05,
+                  direction="max", source=None, flagged=2, threshold_name="membership_advantage")
+    assert np.isnan(auc.at_worst) and line_record(auc, "all records")["exceeds"]
+    assert not line_record(replace(auc, flagged=0), "all records")["exceeds"]
 
 
 def test_fresh_reaudit_corrects_a_winner_whose_risk_was_understated(ce, toy_measure):
