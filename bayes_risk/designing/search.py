@@ -707,9 +707,10 @@ def _plan(facts: Any, cands: list, dropped: list, enumerate_all: bool, max_candi
              "chosen one re-audited with fresh seeds and fresh datasets"]
     # a candidate that synthesizes more columns or smooths can take many times the start
     # audit (the attribute step's candidates and smoothed likelihoods): no bound is claimed
-    # from it; the CPU budget bounds the search by whole candidates
-    took = (f"the start audit took {sum(facts['seconds'].values()):.0f} s; a candidate that "
-            "synthesizes more columns or smooths takes longer; "
+    # from it; the CPU budget bounds the search, stopping the candidate it runs out in
+    took = (f"the start audit took {sum(facts['seconds'].values()):.0f} s of wall time (the "
+            "budget counts CPU); a candidate that synthesizes more columns or smooths takes "
+            "longer; "
             if facts and facts.get("seconds") else "")
     lines.append(f"cost: {took}at most {k} candidate audit(s), each one's time printed as it "
                  "finishes" + (f"; the search ends when its {cpu_budget:g} CPU seconds are "
