@@ -493,11 +493,8 @@ def design(
             say(f"[design] {line}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     names = [n for n, side in _sides().items()]
-    # TPE reads the constraints each trial sets (Trial.set_constraint): <= 0 within
-    sampler = optuna.samplers.TPESampler(seed=seed,
-                                         n_startup_trials=min(8, max(1, max_candidates // 3)))
     study = optuna.create_study(study_name="design", storage=storage, direction="maximize",
-                                sampler=sampler, load_if_exists=resume)
+                                sampler=_sampler(seed, max_candidates, 0), load_if_exists=resume)
     records = _resumed(study, spec, resume)
     by_params = {json.dumps(_params(c), sort_keys=True): c for c in cands}
     if enumerate_all and not study.trials:
@@ -526,6 +523,9 @@ def design(
         if asks > 20 * max_candidates:
             stop = "the sampler proposes only candidates already audited"
             break
+        done = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+        study.sampler = _sampler(seed, max_candidates,
+                                 len(study.get_trials(deepcopy=False, states=done)))
         trial = study.ask()
         cand = by_params.get(json.dumps(_suggest(trial, space, cands), sort_keys=True))
         if cand is None:  # a combination the space leaves out (a remedy that cannot apply)
@@ -604,6 +604,17 @@ def _params(cand: Mapping[str, Any]) -> dict[str, str]:
            "m": json.dumps(cand["m"]), "remedy": cand["remedy"]}
     out.update({f"{cand['method']}.{k}": json.dumps(v) for k, v in cand["knobs"].items()})
     return out
+
+
+def _sampler(seed: int, max_candidates: int, k: int) -> Any:
+    """TPE for the ask after ``k`` finished trials, seeded by ``k``: its proposals depend on the
+    history, not on how many asks this process made, so an interrupted design resumed proposes
+    what the uninterrupted one would have (a failed trial, cut short, is not counted). TPE
+    reads the constraints each trial sets (``Trial.set_constraint``): <= 0 within."""
+    import optuna
+
+    return optuna.samplers.TPESampler(seed=stable_seed(seed, "tpe", str(k)),
+                                      n_startup_trials=min(8, max(1, max_candidates // 3)))
 
 
 def _suggest(trial: Any, space: DesignSpace, cands: list[dict[str, Any]]) -> dict[str, str]:

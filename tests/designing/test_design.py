@@ -192,6 +192,19 @@ def test_interrupt_keeps_finished_candidates_and_resume_goes_on(ce, toy_measure,
         _toy_design(ce, random_seed=2, max_candidates=12, out=out, resume=True)
 
 
+def test_a_searched_space_resumed_proposes_what_the_whole_run_did(ce, toy_measure, tmp_path):
+    # 6 of 12 candidates: TPE proposes them; an interrupt in the 4th, then --resume, must give
+    # the same six as an uninterrupted run of the same seed
+    whole = [r["key"] for r in _toy_design(ce, random_seed=3, max_candidates=6).candidates]
+    TOY.update(stop_after=3, calls=0)
+    out = tmp_path / "design"
+    with pytest.raises(KeyboardInterrupt):
+        _toy_design(ce, random_seed=3, max_candidates=6, out=out)
+    TOY.update(stop_after=None, calls=0)
+    res = _toy_design(ce, random_seed=3, max_candidates=6, out=out, resume=True)
+    assert [r["key"] for r in res.candidates] == whole and len(set(whole)) == 6
+
+
 def test_cpu_budget_stops_the_candidate_running_when_it_is_spent(ce, toy_measure, tmp_path):
     # 0.15 s of CPU a dataset: 0.15-0.9 s a candidate beside its fit, so the budget is spent
     # inside one; the whole search, fits included, stays within it plus the timer's grain
