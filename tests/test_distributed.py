@@ -736,11 +736,21 @@ def test_radius_search_sends_several_points_a_map(client, ce, aggregation, monke
     kw = dict(known=[*KNOWN_US, "Income"], synthesized=["Income"], radii=[0.05, 0.2],
               aggregation=aggregation, categorical=CE_KW["categorical"], progressbar=False)
     refined = _quiet(br.radius_search, y, syn, refine=12, **kw)
-    on = _quiet(br.radius_search, y, syn, refine=12,
-                executor=DaskExecutor(client, partition_size=90), **kw)
+    scattered, rounds = [], []
+    ex = DaskExecutor(client, partition_size=90)
+    scatter, real = client.scatter, ex.map
+    monkeypatch.setattr(client, "scatter", lambda data, *a, **k: scattered.append(
+        type(data).__name__) or scatter(data, *a, **k))
+    monkeypatch.setattr(ex, "map", lambda *a, **k: rounds.append(1) or real(*a, **k))
+    on = _quiet(br.radius_search, y, syn, refine=12, executor=ex, **kw)
     np.testing.assert_array_equal(on.radii, refined.radii)
     np.testing.assert_array_equal(on.risk, refined.risk)
     assert on.search == refined.search
+    # the record pool is sent once for the grid and every round of the refinement, and a
+    # round is one map (pooled: its points one dataset at a time in it too), not one a point
+    new = len(on.radii) - 9
+    assert scattered == ["Prepared"] and 0 < new and len(rounds) <= 3 + new
+    monkeypatch.undo()
     kw["refine"] = 0  # the grid's points only: its maps counted below
     ref = _quiet(br.radius_search, y, syn, **kw)
     maps = []
@@ -753,7 +763,6 @@ def test_radius_search_sends_several_points_a_map(client, ce, aggregation, monke
     np.testing.assert_array_equal(res.risk, ref.risk)
     np.testing.assert_array_equal(res.true_match_rate, ref.true_match_rate)
     # 9 points (3 radii each on Age and Income), 5 targets' partitions a point: 4 + 4 + 1;
-    # pooled, each map of points is preceded by theirs one dataset at a time (the counts the
-    # bounds between the grid's points read)
-    assert [m // 5 for m in maps] == (
-        [4, 4, 1] if aggregation == "per_dataset" else [4, 4, 4, 4, 1, 1])
+    # pooled, each map carries its points one dataset at a time too (the counts the bounds
+    # between the grid's points read): one round trip, twice the partitions
+    assert [m // 5 for m in maps] == ([4, 4, 1] if aggregation == "per_dataset" else [8, 8, 2])

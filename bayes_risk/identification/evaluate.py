@@ -140,26 +140,28 @@ def run_engine(plan: IdentificationPlan, rule: MatchRule, executor: Executor, po
                progressbar: bool, keep_prob: bool = True) -> EngineOutput:
     """Per-target engine output of every target, partitions through ``executor`` (``pool``:
     :func:`record_pool`; ``keep_prob=False``: the measures only)."""
-    return run_engines(plan, [rule], executor, pool, progressbar=progressbar,
+    return run_engines([(plan, rule)], executor, pool, progressbar=progressbar,
                        keep_prob=keep_prob)[0]
 
 
-def run_engines(plan: IdentificationPlan, rules: Sequence[MatchRule], executor: Executor,
+def run_engines(jobs: Sequence[tuple[IdentificationPlan, MatchRule]], executor: Executor,
                 pool: Any, *, progressbar: bool = False, keep_prob: bool = True
                 ) -> list[EngineOutput]:
-    """:func:`run_engine` of each of ``rules`` (a radius search's grid points), their
-    partitions in one ``executor.map``: on a cluster, the workers go on to the next rule's
-    tasks rather than wait at each rule's last one. The same outputs as one rule at a time."""
+    """:func:`run_engine` of each ``(plan, rule)`` of ``jobs`` (plans of one record pool: a
+    radius search's grid points, with their settings), their partitions in one
+    ``executor.map``: on a cluster, the workers go on to the next job's tasks rather than wait
+    at each job's last one, and a round of a search is one round trip. The same outputs as one
+    job at a time."""
     in_process = isinstance(executor, InProcessExecutor)
     size = executor.partition_size
     if size is None and not in_process:
-        size = default_partition_size(plan.prep.n_targets, executor)
+        size = default_partition_size(jobs[0][0].prep.n_targets, executor)
     runs = [partitions(plan, rule, size, progressbar=progressbar and in_process,
-                       keep_prob=keep_prob) for rule in rules]
+                       keep_prob=keep_prob) for plan, rule in jobs]
     outs = executor.map(evaluate, pool, [p for parts, _ in runs for p in parts],
                         progressbar=progressbar, description="identification (partitions)")
     result, k = [], 0
-    for parts, order in runs:
+    for (plan, _), (parts, order) in zip(jobs, runs, strict=True):
         out = concat_outputs(outs[k:k + len(parts)], plan.prep.n)
         k += len(parts)
         result.append(out if order is None else _rows(out, np.argsort(order)))

@@ -4,10 +4,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -17,7 +18,7 @@ from bayes_risk._numeric import ties
 from bayes_risk._specs import check_option
 from bayes_risk._terminal import progress, say
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, interruptible
-from bayes_risk.executors import InProcessExecutor, as_executor, shared_once
+from bayes_risk.executors import Executor, InProcessExecutor, as_executor, shared_once
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import record_pool, run_engines
 from bayes_risk.identification.matching import MatchRule
@@ -115,8 +116,9 @@ def radius_sweep(
     check_windows(original, cols, np.ravel(grid), rule.radius_type, "radius_sweep radii")
     radii_of = [dict(zip(cols, grid[b], strict=False)) if cartesian
                 else {c: float(grid[b]) for c in cols} for b in range(len(grid))]
-    risk, tmr, _ = _sweep_risk(plan, [rule.with_radius(rad) for rad in radii_of], executor,
-                               progressbar)
+    with _shared_pool(plan, executor, len(radii_of)) as (ex, shared):
+        risk, tmr, _ = _sweep_risk(plan, [rule.with_radius(rad) for rad in radii_of], ex,
+                                   shared, progressbar)
     summ = _summarise(risk, statistic)
     arg = _argmax(summ)
     r_star = _smallest(grid, arg, cartesian)
@@ -301,23 +303,26 @@ def radius_search(
                if aggregation == "per_dataset" else
                f", each pooled over the {plan.replicates.R} datasets"))
 
-    def evaluate(rows: np.ndarray, states: bool = False, bar: bool = progressbar,
-                 values: bool = True) -> tuple:
-        rules = [plan.rule.with_radius(dict(zip(cols, r, strict=True))) for r in rows]
-        return _sweep_risk(plan, rules, executor, bar, states, values)
-
     why = _not_refined(plan, mode, aggregation, len(points))
     refined = None
-    if mode == "grid":
-        risk, tmr, states = evaluate(points, why is None)
-        if why is None:
-            refined = _refine(plan, cols, points, values, risk, tmr, states, evaluate,
-                              statistic, refine, progressbar)
-            points = np.vstack([points, refined.points])
-            risk, tmr = np.vstack([risk, refined.risk]), np.vstack([tmr, refined.tmr])
-    else:
-        points, risk, tmr = _coordinate_search(lambda r: evaluate(r)[:2], values, len(cols),
-                                               statistic)
+    with _shared_pool(plan, executor, len(points) if mode == "grid" else len(values)) as (
+            ex, shared):
+
+        def evaluate(rows: np.ndarray, states: bool = False, bar: bool = progressbar,
+                     values: bool | list[bool] = True) -> tuple:
+            rules = [plan.rule.with_radius(dict(zip(cols, r, strict=True))) for r in rows]
+            return _sweep_risk(plan, rules, ex, shared, bar, states, values)
+
+        if mode == "grid":
+            risk, tmr, states = evaluate(points, why is None)
+            if why is None:
+                refined = _refine(plan, cols, points, values, risk, tmr, states, evaluate,
+                                  statistic, refine, progressbar)
+                points = np.vstack([points, refined.points])
+                risk, tmr = np.vstack([risk, refined.risk]), np.vstack([tmr, refined.tmr])
+        else:
+            points, risk, tmr = _coordinate_search(lambda r: evaluate(r)[:2], values,
+                                                   len(cols), statistic)
     summ = _summarise(risk, statistic)
     arg = _argmax(summ)
     settings = plan.settings_dict()
@@ -373,15 +378,8 @@ def _refine(plan: IdentificationPlan, cols: list[str], points: np.ndarray,
             "more (exact once no bound exceeds the largest figure found)")
 
     def more(rows: list[tuple], full: list[bool]) -> list[tuple]:
-        out: list[tuple] = [()] * len(rows)
-        for want in (True, False):
-            idx = [i for i, f in enumerate(full) if f == want]
-            if idx:
-                r, t, st = evaluate(np.array([rows[i] for i in idx], dtype=np.float64), True,
-                                    False, want)
-                for i, a, b, c in zip(idx, r, t, st, strict=True):
-                    out[i] = (a, b, c)
-        return out
+        r, t, st = evaluate(np.array(rows, dtype=np.float64), True, False, full)
+        return list(zip(r, t, st, strict=True))
 
     from bayes_risk._memory import room
     from bayes_risk.identification.radius_refine import refine
@@ -551,26 +549,37 @@ def sweep_options(kwargs: dict[str, Any], defaults: dict[str, Any], what: str
     return {**options, **spec_options(options["match"], options["population"])}
 
 
-def _sweep_risk(plan: IdentificationPlan, rules: list[MatchRule], executor: Any,
-                progressbar: bool, states: bool = False, values: bool = True
+@contextlib.contextmanager
+def _shared_pool(plan: IdentificationPlan, executor: Any, runs: int
+                 ) -> Iterator[tuple[Executor, Any]]:
+    """The executor and the record pool that every point of a sweep or search reads, sent to a
+    cluster's workers once (with their index caches, which then serve every later round of the
+    refinement: a pool sent per round cost a small audit on two local workers 30 s). ``runs``
+    points share the plan: its indexes are compiled if the whole search repays it (the audit's
+    per-dataset search of 81 points, 20,000 CE-like records, m = 5: 37 s of CPU on the
+    pure-numpy index, 9 s compiled)."""
+    ex = as_executor(executor)
+    plan.prep.runs = max(plan.prep.runs, runs)
+    pool = record_pool(plan, shipped=not isinstance(ex, InProcessExecutor))
+    with shared_once(ex, pool) as shared:
+        yield ex, shared
+
+
+def _sweep_risk(plan: IdentificationPlan, rules: list[MatchRule], ex: Executor, shared: Any,
+                progressbar: bool, states: bool = False,
+                values: bool | Sequence[bool] = True
                 ) -> tuple[Any, Any, list[PointState] | None]:
     """Expected match risk and true match rate ``[B, m]`` (``m = 1`` pooled) of every rule of
     the grid, and with ``states`` what the refinement's bounds read at each
-    (:func:`_point_state`); the record pool is shared once for the whole sweep. Pooled,
-    ``values=False`` evaluates the datasets' counts only (the bounds' upper corners): the
-    figures are then ``None``."""
-    ex = as_executor(executor)
-    # the grid's rules share the plan: its indexes are compiled if the whole sweep repays it
-    # (the audit's per-dataset search of 81 points, 20,000 CE-like records, m = 5: 37 s of
-    # CPU on the pure-numpy index, 9 s compiled)
-    plan.prep.runs = max(plan.prep.runs, len(rules))
-    in_process = isinstance(ex, InProcessExecutor)
-    pool = record_pool(plan, shipped=not in_process)
+    (:func:`_point_state`), on ``ex`` with the record pool ``shared`` (:func:`_shared_pool`).
+    Pooled, a rule whose ``values`` is false (one flag, or one a rule) is evaluated for the
+    datasets' counts only (a bound's upper corner): its figures are then ``None``, and the
+    figures are lists rather than arrays."""
     # on a cluster, up to GRID_POINTS_PER_MAP points' tasks at once: no wait at each point's
     # last task (at 10^6 records on two workers, a fifth of a worker's time), as many as a
     # quarter of the memory left holds of their outputs (CELL_BYTES a target and dataset)
     step = 1
-    if not in_process:
+    if not isinstance(ex, InProcessExecutor):
         from bayes_risk._memory import room
         from bayes_risk.identification.engine import CELL_BYTES
 
@@ -578,38 +587,44 @@ def _sweep_risk(plan: IdentificationPlan, rules: list[MatchRule], executor: Any,
         out = CELL_BYTES * plan.prep.n_targets * max(1, plan.prep.R)
         step = GRID_POINTS_PER_MAP if left is None else int(
             max(1, min(GRID_POINTS_PER_MAP, left // 4 // max(out, 1))))
-    chunks = [rules[i:i + step] for i in range(0, len(rules), step)]
     risk, tmr, kept = [], [], []
     # pooled, the bounds read each dataset's direct matches too (one dataset at a time, no
     # fallback: the same engine, the same targets)
     direct = dataclasses.replace(plan, settings=dataclasses.replace(
         plan.settings, aggregation="per_dataset", fallback="none"))
     pooled = plan.settings.aggregation != "per_dataset"
-    with shared_once(ex, pool) as shared:
-        for chunk in progress(chunks, total=len(rules), description="radius sweep",
-                              unit="grid points", size=len, enabled=progressbar):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                # the file measures only: no pooled probabilities kept (nor their size limited)
-                douts = (run_engines(direct, chunk, ex, shared, keep_prob=False)
-                         if states and pooled else [None] * len(chunk))
-                if pooled and not values:  # the counts only
-                    kept += [_point_state(plan, rule, None, d) for rule, d in
-                             zip(chunk, douts, strict=True)]
-                    risk += [None] * len(chunk)
-                    tmr += [None] * len(chunk)
+    need = [values] * len(rules) if isinstance(values, bool) else list(values)
+    chunks = [(rules[i:i + step], need[i:i + step]) for i in range(0, len(rules), step)]
+    for chunk, full in progress(chunks, total=len(rules), description="radius sweep",
+                                unit="grid points", size=lambda c: len(c[0]),
+                                enabled=progressbar):
+        # one map for the chunk: pooled, the datasets one at a time (the bounds' counts) and,
+        # where the figures are needed, pooled (a round trip to a cluster each costs more than
+        # a refinement round's work on a small file)
+        direct_jobs = [(direct, r) for r in chunk] if states and pooled else []
+        jobs = [(plan, r) for r, f in zip(chunk, full, strict=True) if f or not pooled]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # the file measures only: no pooled probabilities kept (nor their size limited)
+            outs = run_engines([*direct_jobs, *jobs], ex, shared, keep_prob=False)
+            douts = outs[:len(direct_jobs)] or [None] * len(chunk)
+            outs = outs[len(direct_jobs):]
+            for rule, f, dout in zip(chunk, full, douts, strict=True):
+                if pooled and not f:  # the counts only
+                    kept.append(_point_state(plan, rule, None, dout))
+                    risk.append(None)
+                    tmr.append(None)
                     continue
-                outs = run_engines(plan, chunk, ex, shared, keep_prob=False)
-                for rule, dout in zip(chunk, douts, strict=True):
-                    if states:
-                        kept.append(_point_state(plan, rule, outs[0], dout))
-                    res = assemble(plan, rule, outs.pop(0))
-                    f = res.per_dataset if res.per_dataset is not None else {
-                        k: [v] for k, v in res.file.items()}
-                    risk.append(np.asarray(f["expected_match_risk"], dtype=np.float64))
-                    tmr.append(np.asarray(f["true_match_rate_targets"], dtype=np.float64))
-                    del res  # its tables are not held while the next radius runs
-    if pooled and not values:
+                out = outs.pop(0)
+                if states:
+                    kept.append(_point_state(plan, rule, out, dout))
+                res = assemble(plan, rule, out)
+                fig = res.per_dataset if res.per_dataset is not None else {
+                    k: [v] for k, v in res.file.items()}
+                risk.append(np.asarray(fig["expected_match_risk"], dtype=np.float64))
+                tmr.append(np.asarray(fig["true_match_rate_targets"], dtype=np.float64))
+                del res, out  # its tables are not held while the next radius runs
+    if any(r is None for r in risk):
         return risk, tmr, kept
     return np.vstack(risk), np.vstack(tmr), (kept if states else None)
 

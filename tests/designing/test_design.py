@@ -32,14 +32,16 @@ def _truth(cols, m):
 
 
 #: what the toy measure does: "noise" sd of the risk figure (drawn from the audit's seed),
-#: "stop_after": raise KeyboardInterrupt at that call (an interrupt mid-audit)
-TOY = {"noise": 0.0, "stop_after": None, "calls": 0, "burn": 0.0, "flagged": {}}
+#: "stop_after": raise KeyboardInterrupt at that call (an interrupt mid-audit),
+#: "burn": CPU seconds a dataset from call "burn_from" on
+TOY = {"noise": 0.0, "stop_after": None, "calls": 0, "burn": 0.0, "burn_from": 1, "flagged": {}}
 
 
 def _toy_step(ctx):
     TOY["calls"] += 1
     t0 = time.process_time()
-    while time.process_time() - t0 < TOY["burn"] * ctx.plan.m:  # CPU the budget counts
+    burn = TOY["burn"] * ctx.plan.m if TOY["calls"] >= TOY["burn_from"] else 0.0
+    while time.process_time() - t0 < burn:  # CPU the budget counts
         pass
     if TOY["stop_after"] is not None and TOY["calls"] > TOY["stop_after"]:
         raise KeyboardInterrupt
@@ -65,7 +67,7 @@ def _toy_lines(plan, outcome):
 
 @pytest.fixture
 def toy_measure():
-    TOY.update(noise=0.0, stop_after=None, calls=0, burn=0.0, flagged={})
+    TOY.update(noise=0.0, stop_after=None, calls=0, burn=0.0, burn_from=1, flagged={})
     measures.register(Measure(name="toy", title="Toy", step=_toy_step, verdict=_toy_lines))
     yield
     measures.unregister("toy")
@@ -206,17 +208,17 @@ def test_a_searched_space_resumed_proposes_what_the_whole_run_did(ce, toy_measur
 
 
 def test_cpu_budget_stops_the_candidate_running_when_it_is_spent(ce, toy_measure, tmp_path):
-    # 0.15 s of CPU a dataset: 0.15-0.9 s a candidate beside its fit, so the budget is spent
-    # inside one; the whole search, fits included, stays within it plus the timer's grain
-    TOY["burn"] = 0.15
+    # the first two candidates cost only their fits (well under the 3 s budget); the third
+    # burns 3 s or more, so the budget is spent inside it whatever the machine's speed
+    TOY.update(burn=3.0, burn_from=3)
     out = tmp_path / "design"
-    res = _toy_design(ce, random_seed=1, max_candidates=12, cpu_budget=1.0, out=out)
-    assert res.stop.startswith("CPU budget (1 s) spent during candidate")
-    assert "not counted" in res.stop and len(res.candidates) < 12
-    assert sum(r["cpu_seconds"] for r in res.candidates) <= 1.0
-    assert "ends when its 1 CPU seconds are spent" in "".join(res.plan)
+    res = _toy_design(ce, random_seed=1, max_candidates=12, cpu_budget=3.0, out=out)
+    assert res.stop.startswith("CPU budget (3 s) spent during candidate 3 ("), res.stop
+    assert "not counted" in res.stop and len(res.candidates) == 2
+    assert sum(r["cpu_seconds"] for r in res.candidates) <= 3.0
+    assert "ends when its 3 CPU seconds are spent" in "".join(res.plan)
     # the candidate cut off is audited, whole, on resume
-    TOY["burn"] = 0.0
+    TOY.update(burn=0.0, burn_from=1)
     cut = res.stop.split("(", 2)[2].rsplit("), which", 1)[0]
     more = _toy_design(ce, random_seed=1, max_candidates=12, cpu_budget=60.0, out=out,
                        resume=True)
