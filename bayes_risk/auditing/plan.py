@@ -107,6 +107,9 @@ class AuditPlan:
     donor_columns: dict[str, str] = field(default_factory=dict)
     #: those of them the synthesizer's ``smoothing`` setting can smooth
     smoothable_columns: list[str] = field(default_factory=list)
+    #: the numeric synthesized columns the synthesizer's settings smooth (CART's plug-in
+    #: likelihood of a smoothed value is a Monte Carlo sum: the attribute step's time)
+    smoothed_columns: list[str] = field(default_factory=list)
     #: the columns whose values a remedy suppressed (sdcMicro's local suppression): missing in
     #: the release, where an intruder reads any value (warning ``SUPPRESSED_AS_MISSING``)
     suppressed_columns: list[str] = field(default_factory=list)

@@ -193,11 +193,12 @@ def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
 
 
 def _release_capabilities(syn: Any, schema: Any, numeric: list[str]
-                          ) -> tuple[dict[str, str], list[str]]:
+                          ) -> tuple[dict[str, str], list[str], list[str]]:
     """The numeric synthesized columns whose released values are donors' original values,
-    each with the method that draws them, and those of them the synthesizer can smooth: what
-    the synthesizer declares (``releases_donor_values``, a ``smoothing`` setting), less the
-    columns its settings already smooth or draw new values for (a specification's ``norm``)."""
+    each with the method that draws them, those of them the synthesizer can smooth, and those
+    its settings smooth: what the synthesizer declares (``releases_donor_values``, a
+    ``smoothing`` setting), less the columns its settings already smooth or draw new values for
+    (a specification's ``norm``)."""
     import inspect
 
     from bayes_risk.contract import capabilities
@@ -205,10 +206,10 @@ def _release_capabilities(syn: Any, schema: Any, numeric: list[str]
 
     method = getattr(syn, "method", None)
     if not isinstance(method, str) or method not in list_synthesizers():
-        return {}, []
+        return {}, [], []
     cls = get_synthesizer(method)
     if not capabilities(cls).releases_donor_values:
-        return {}, []
+        return {}, [], []
     try:
         takes_smoothing = "smoothing" in inspect.signature(cls).parameters
     except (TypeError, ValueError):  # a class whose signature cannot be read
@@ -227,12 +228,11 @@ def _release_capabilities(syn: Any, schema: Any, numeric: list[str]
               if resolved.methods.get(c) in DONOR_METHODS}
     sm = settings.get("smoothing") if takes_smoothing else None
     smoothed = set(numeric) if sm is True else {sm} if isinstance(sm, str) else set(sm or ())
-    by = {c: m for c, m in by.items() if c not in smoothed}
-    if not takes_smoothing:
-        return by, []
     # kernel smoothing applies to the columns the synthesizer's own leaves draw (a
     # specification's CART columns), not to its other methods' columns
-    return by, [c for c, m in by.items() if m in (method, "cart")]
+    leaves = [c for c, m in by.items() if m in (method, "cart")] if takes_smoothing else []
+    by = {c: m for c, m in by.items() if c not in smoothed}
+    return by, [c for c in leaves if c in by], [c for c in leaves if c in smoothed]
 
 
 def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
@@ -341,8 +341,8 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         plan.add("release", "model", "allowed not to be the one that made the release",
                  "given", "the steps that use the fitted model measure its risks, with warning "
                  "MODEL_DIFFERS when it did not make the release")
-    plan.donor_columns, plan.smoothable_columns = _release_capabilities(
-        syn, sch, plan.numeric_synthesized)
+    plan.donor_columns, plan.smoothable_columns, plan.smoothed_columns = \
+        _release_capabilities(syn, sch, plan.numeric_synthesized)
     done = (getattr(syn, "extra", None) or {}).get("post_processing")
     if done:
         ops = ", ".join(str(d.get("operation")).replace("_", " ") for d in done)
