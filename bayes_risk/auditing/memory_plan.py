@@ -227,9 +227,9 @@ _RATES: dict[str, tuple[str, float, float]] = {
 }
 #: CART's plug-in likelihood with smoothed columns: each smoothed value's kernel density is a
 #: Monte Carlo sum over every candidate and dataset (CE-like tables, smoothed CART releases:
-#: 400 records, m = 2 and 5, 1–3 columns guessed, 1–2 smoothed: 1.6–1.8 ms a unit; 1,000
-#: records, m = 5, the README's release smoothed: 2.2 ms; 2,000 records, m = 3: 2.3 ms)
-_SMOOTHED_RATE = ("records x columns guessed x smoothed columns x datasets", 1.5e-3, 2.5e-3)
+#: 400 records, m = 2 and 5, 1–3 columns guessed, 1–2 smoothed: 0.88–1.35 ms a unit; 1,000
+#: records, m = 5, the README's release smoothed: 1.17 ms; 2,000 records, m = 3: 1.21 ms)
+_SMOOTHED_RATE = ("records x columns guessed x smoothed columns x datasets", 0.8e-3, 1.5e-3)
 #: the largest original each step's rates were measured at and the largest they are trusted
 #: for: twice it (identification grows faster than its work measure there: 6.7–7.3 µs a unit
 #: at 20,000 records, 8.6 µs at 100,000), the attacks' only up to it (their rate grows with n)
@@ -292,7 +292,7 @@ def _step_time(ctx: Any, step: str) -> tuple[tuple[float, float] | None, str]:
     if compile_ and _kernels_loaded(_KERNEL_BYTES[step][1]):
         compile_ = 0.0
     return (lo * low, hi * high), (
-        f"{what} {count} at " + (f"{lo * 1e3:.3g}–{hi * 1e3:.3g} ms" if lo >= 1e-3 else
+        f"{what} {count} at " + (f"{lo * 1e3:.3g}–{hi * 1e3:.3g} ms" if hi >= 1e-3 else
                                  f"{lo * 1e6:.3g}–{hi * 1e6:.3g} µs") + " each"
         + (f"; compiling its kernels the first time, up to {compile_:.0f} s more, is not "
            "included" if compile_ else "") + f", {_MACHINE}")

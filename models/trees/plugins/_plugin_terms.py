@@ -62,27 +62,33 @@ def mc_node_loglik_extra(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarra
     return (vals, lf) if return_terms else vals
 
 
-def mc_log_var(lf_a: np.ndarray, lf_b: np.ndarray | None = None, *, paired: bool = True) -> float:
-    """Delta-method variance of ``log p̂_a − log p̂_b`` (``lf_b=None``: of ``log p̂_a``);
-    ``paired``: common random numbers."""
+def mc_log_var(lf_a: np.ndarray, lf_b: np.ndarray | None = None, *,
+               paired: bool | np.ndarray = True) -> float | np.ndarray:
+    """Delta-method variance of ``log p̂_a − log p̂_b`` (``lf_b=None``: of ``log p̂_a``) from the
+    replicates' terms ``[R]``; ``paired``: common random numbers. ``lf_a`` may hold one row a
+    candidate, ``[G, R]`` (``paired`` then one flag a row): the ``[G]`` variances, in one pass
+    rather than one call a candidate. No finite term: 0 (an impossible value has no Monte
+    Carlo error)."""
 
-    def u(lf: np.ndarray) -> np.ndarray | None:
-        if not np.isfinite(lf).any():
-            return None
-        with np.errstate(under="ignore"):
-            w = np.exp(lf - np.max(lf))
-        return w / w.mean()
+    def u(lf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ok = np.isfinite(lf).any(axis=-1)
+        mx = np.where(ok, np.max(lf, axis=-1), 0.0)
+        w = np.exp(lf - mx[:, None])
+        return w / w.mean(axis=-1, keepdims=True), ok
 
-    ua = u(lf_a)
-    R = lf_a.size
-    if lf_b is None:
-        return 0.0 if ua is None else float(np.var(ua) / R)
-    ub = u(lf_b)
-    if ua is None or ub is None:
-        return 0.0
-    if paired:
-        return float(np.var(ua - ub) / R)
-    return float((np.var(ua) + np.var(ub)) / R)
+    rows = np.atleast_2d(np.asarray(lf_a, dtype=np.float64))
+    R = rows.shape[-1]
+    with np.errstate(under="ignore", invalid="ignore", divide="ignore"):
+        ua, ok = u(rows)
+        if lf_b is None:
+            v = np.var(ua, axis=-1) / R
+        else:
+            ub, ok_b = u(np.asarray(lf_b, dtype=np.float64)[None, :])
+            v = np.where(paired, np.var(ua - ub, axis=-1),
+                         np.var(ua, axis=-1) + np.var(ub, axis=-1)) / R
+            ok = ok & ok_b
+    v = np.where(ok, v, 0.0)
+    return float(v[0]) if np.ndim(lf_a) == 1 else v
 
 
 def atom_hit(z: np.ndarray, values: np.ndarray) -> bool:

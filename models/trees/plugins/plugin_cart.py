@@ -587,10 +587,9 @@ class CARTPlugin(PluginBase):
                 v, lf1 = self._node_loglik(key, col, d, ex, zu, zw)
                 ell[inside] += v[inv]
                 lf[inside] = lf1[inv]
-            # candidates on the same side as the truth share its replicates (paired)
-            for g in range(G):
-                if g != g0:
-                    var[g] += mc_log_var(lf[g], lf[g0], paired=bool(inside[g] == inside[g0]))
+            # candidates on the same side as the truth share its replicates (paired); the
+            # truth's own row is 0
+            var += mc_log_var(lf, lf[g0], paired=inside == inside[g0])
         return ell, var
 
     def _loglik_many(self, recs: np.ndarray, G: int, cand: dict[str, np.ndarray],
