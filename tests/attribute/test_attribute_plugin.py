@@ -488,6 +488,16 @@ def test_mc_log_var_delta_method():
     assert unpaired == pytest.approx(mc_log_var(shift[0]) + mc_log_var(lf[0]))
     assert mc_log_var(lf[0], lf[0]) == 0.0
     assert mc_log_var(np.full(R, -np.inf), lf[0]) == 0.0  # impossible: no Monte Carlo error
+    # a node's candidates at once (rows, one pairing flag each): each row's variance as one
+    # call gives it, bit for bit, impossible rows and terms included
+    rows = shift[:12].copy()
+    rows[3] = -np.inf
+    rows[:, :7] = -np.inf
+    flags = rng.random(12) < 0.5
+    each = [mc_log_var(r, rows[5], paired=bool(f)) for r, f in zip(rows, flags, strict=True)]
+    assert mc_log_var(rows, rows[5], paired=flags).tolist() == each
+    assert each[3] == 0.0 and (each[5] == 0.0 or not flags[5])
+    assert mc_log_var(rows).tolist() == [mc_log_var(r) for r in rows]
 
 
 # records with a high Monte Carlo error are flagged (and warned about): part of what is measured
