@@ -672,7 +672,9 @@ def test_audit_on_the_cluster_equals_in_process(client, cart_release, tmp_path):
     posterior-replicate and attribute steps on 2 workers give the in-process figures, and the
     report says where each step ran."""
     y, _, syn = cart_release
-    settings = br.AuditSettings(sweep=[0.05, 0.1])  # a short search: the test stays cheap
+    # a short search, 12 points refined (each round on a cluster is a round trip): the test
+    # stays cheap and still covers the refinement
+    settings = br.AuditSettings(sweep=[0.05, 0.1], radius_refine=12)
     _quiet(br.audit, y, syn, settings=settings, out=tmp_path / "in", **AUDIT_KW)
     res = _quiet(br.audit, y, syn, settings=settings, out=tmp_path / "dk", executor=client,
                  **AUDIT_KW)
@@ -692,7 +694,8 @@ def test_cli_audit_scheduler(client, cart_release, tmp_path):
     y.to_csv(tmp_path / "orig.csv", index=False)
     syn.save(tmp_path / "syn")
     base = ["audit", str(tmp_path / "orig.csv"), str(tmp_path / "syn"), "--known", *AUDIT_KW[
-        "known"], "--radius-sweep", "0.05,0.1", "--random-seed", "3", "--quiet",
+        "known"], "--radius-sweep", "0.05,0.1", "--radius-refine", "12", "--random-seed", "3",
+            "--quiet",
             # the steps the test above covers, skipped: the test stays cheap
             "--skip", "posterior-identification", "utility", "disclosure"]
     assert _main_quiet(*base, "--out", str(tmp_path / "in")) == 0
