@@ -248,9 +248,12 @@ def _regime_bounds(regimes: list[dict[str, Any]], bounds: Any, attrs: Any) -> st
         for r in regimes:
             r["log_evidence_bounds"] = None
         z = [drift[c] for c in moving if np.isfinite(drift[c])]
-        what = (f"drifted by up to {max(z):.1f} standard errors between the halves of the "
-                f"measured sweeps (at most {DRIFT_Z:g} asked)" if z else
-                "recorded no stationarity check (a fit made before it: refit)")
+        failed = attrs.get("evidence_reason") or ""  # "chain 2: why; ..." (the pass stopped)
+        what = " or ".join(
+            ([f"drifted by up to {max(z):.1f} standard errors between the halves of the "
+              f"measured sweeps (at most {DRIFT_Z:g} asked)"] if z else [])
+            + ([f"gave no bounds ({failed})"] if failed else [])
+            or ["recorded no stationarity check (a fit made before it: refit)"])
         return ("the regimes could not be ranked (REGIMES_NOT_RANKED): the bounds of a "
                 "region's marginal likelihood hold for a collapsed Gibbs chain at rest in it, "
                 f"and the log density or entropy terms of chain(s) "
@@ -390,7 +393,8 @@ def regime_warnings(post: Any, quantities: dict[str, Any], model: str) -> list[d
                  "other regimes are still in the fit.")
     elif any(r.get("mass_bounds") is not None for r in summ["regimes"]) or (
             "REGIMES_NOT_RANKED" in summ["evidence"]):
-        which = f" The {summ['evidence']}."
+        ev = summ["evidence"]
+        which = " " + (ev[0].upper() + ev[1:] if ev.startswith("the ") else f"The {ev}") + "."
     else:
         which = (" Which regime carries the posterior mass is not estimated: refit with "
                  "temperatures=T (parallel tempering; command line --temperatures T), which "

@@ -196,6 +196,26 @@ def test_a_chain_not_at_rest_ranks_no_regime(drift):
     assert codes == ["REGIMES_DISAGREE", "REGIMES_NOT_RANKED"]
 
 
+def test_a_chain_whose_pass_stopped_is_named_with_its_reason():
+    """A chain whose evidence pass stopped (it opened more classes than its slots) has no
+    drift (NaN): the warning gives the pass's reason, not "a fit made before it: refit" (said
+    of a fresh fit before), and the sentence reads "The regimes ...", not "The the regimes"."""
+    import xarray as xr
+
+    attrs = _attrs([-144_125.6, float("nan")], [-144_011.4, float("nan")],
+                   drift=(0.0, float("nan")))
+    attrs["evidence_reason"] = "chain 2: the chain opened more than 38 classes"
+    rng = np.random.default_rng(0)
+    a = np.stack([rng.normal(1.0, 0.1, 200), rng.normal(3.0, 0.1, 200)])
+    post = xr.Dataset({"alpha": (("chain", "draw"), a)}, attrs=attrs)
+    disagree, unranked = regimes.regime_warnings(post, {"alpha": a}, "DPMPM")
+    assert ("chain(s) 2 gave no bounds (chain 2: the chain opened more than 38 classes)"
+            in unranked["message"]), unranked["message"]
+    assert "a fit made before it" not in unranked["message"]
+    assert " The regimes could not be ranked (REGIMES_NOT_RANKED)" in disagree["message"]
+    assert "the the" not in disagree["message"].lower()
+
+
 def test_the_drift_check_tells_a_moving_series_from_one_at_rest():
     """The split-half check on a term's sweeps (batch means of each half): a series rising by
     0.5 nats a sweep under noise of sd 5 (300 sweeps: 75 nats, the issue's 34–107 within 200
