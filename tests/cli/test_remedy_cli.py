@@ -16,6 +16,11 @@ from bayes_risk.data import SyntheticData, make_ce_like
 
 CE_CAT = ["Urban", "Marital", "Tenure"]
 
+#: the audits here are about the remedies: few points between the radius grid's (the
+#: refinement is tests/identification/test_radius_supremum.py's; at its default of 200 points
+#: it was 40 % of this file's time)
+FEW_POINTS = ["--radius-refine", "10"]
+
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
@@ -53,9 +58,9 @@ def test_remedy_then_audit(work, tmp_path, monkeypatch, capsys):
     aud0, aud = tmp_path / "aud0", tmp_path / "aud"
     common = ["--known", "Age", "Urban", "Marital", "--categorical", *CE_CAT, "--random-seed",
               "1", "-q"]
-    assert main(["audit", "ce.csv", "rel", *common, "--skip", "attribute",
+    assert main(["audit", *FEW_POINTS, "ce.csv", "rel", *common, "--skip", "attribute",
                  "posterior-identification", "--out", str(aud0)]) == 0
-    assert main(["audit", "ce.csv", str(out), *common, "--before", str(aud0),
+    assert main(["audit", *FEW_POINTS, "ce.csv", str(out), *common, "--before", str(aud0),
                  "--out", str(aud)]) == 0
     summary = json.loads((aud / "summary.json").read_text())
     steps = {s["name"]: s for s in summary["steps"]}
@@ -78,7 +83,7 @@ def test_remedy_then_audit(work, tmp_path, monkeypatch, capsys):
     # an audit of another original is refused before anything runs
     other = tmp_path / "other.csv"
     make_ce_like(300, random_seed=6).to_csv(other, index=False)
-    assert main(["audit", str(other), str(out), *common, "--before", str(aud0),
+    assert main(["audit", *FEW_POINTS, str(other), str(out), *common, "--before", str(aud0),
                  "--out", str(tmp_path / "aud2")]) == 2
     err = capsys.readouterr().err
     assert "[ORIGINAL_DIFFERS]" in err and "--before" in err, err
@@ -149,7 +154,7 @@ def full(work) -> Path:
                      "--categorical", *CE_CAT, "-m", "2", "--random-seed", "1", "-q",
                      "--out", "full"]) == 0
         make_ce_like(600, random_seed=5).iloc[300:].to_csv("hold.csv", index=False)
-        assert main(["audit", "ce.csv", "full", "--known", "Age", "Urban", "Marital",
+        assert main(["audit", *FEW_POINTS, "ce.csv", "full", "--known", "Age", "Urban", "Marital",
                      "--categorical", *CE_CAT, "--skip", "attribute", "membership",
                      "posterior-identification", "--random-seed", "1", "-q",
                      "--out", "full_audit"]) == 0
@@ -188,7 +193,7 @@ def test_remove_accepts_the_package_own_full_cart_release(full, tmp_path, monkey
 
 
 def _audit_after(folder: Path, before: Path, out: Path) -> dict:
-    assert main(["audit", "ce.csv", str(folder), "--known", "Age", "Urban", "Marital",
+    assert main(["audit", *FEW_POINTS, "ce.csv", str(folder), "--known", "Age", "Urban", "Marital",
                  "--categorical", *CE_CAT, "--holdout", "hold.csv", "--before", str(before),
                  "--random-seed", "1", "-q", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
@@ -289,8 +294,8 @@ def test_sdcmicro_remedies_of_a_full_release_then_audit(full, tmp_path, monkeypa
         assert micro["smallest_group"][l] >= 3
         assert z1["Educ"].equals(z0["Educ"])
     aud = tmp_path / "aud"
-    assert main(["audit", "ce.csv", str(out), "--known", *keys, "--categorical", *CE_CAT,
-                 "--skip", "attribute", "membership", "posterior-identification",
+    assert main(["audit", *FEW_POINTS, "ce.csv", str(out), "--known", *keys, "--categorical",
+                 *CE_CAT, "--skip", "attribute", "membership", "posterior-identification",
                  "--random-seed", "1", "-q", "--before", str(full / "full_audit"),
                  "--out", str(aud)]) == 0
     summary = json.loads((aud / "summary.json").read_text())
@@ -319,13 +324,13 @@ def test_removal_reaudit_measures_identification_and_carries_attribute(
               "--records", "0-39", "--skip", "membership", "posterior-identification",
               "attacks", "--random-seed", "1", "-q"]
     before, after, rem = tmp_path / "before", tmp_path / "after", tmp_path / "rem"
-    assert main(["audit", "ce.csv", "full", *common, "--out", str(before)]) == 0
+    assert main(["audit", *FEW_POINTS, "ce.csv", "full", *common, "--out", str(before)]) == 0
     assert main(["remedy", "ce.csv", "full", "--remove", "replicated-uniques", "--keys", "Age",
                  "Urban", "Marital", "-q", "--out", str(rem)]) == 0
     man = json.loads((rem / "manifest.json").read_text())
     step = man["extra"]["post_processing"][0]
     assert [len(r) for r in step["removed_rows"]] == step["n_removed"]
-    assert main(["audit", "ce.csv", str(rem), *common, "--before", str(before),
+    assert main(["audit", *FEW_POINTS, "ce.csv", str(rem), *common, "--before", str(before),
                  "--out", str(after)]) == 0
     b = json.loads((before / "summary.json").read_text())
     a = json.loads((after / "summary.json").read_text())
@@ -351,7 +356,7 @@ def test_removal_reaudit_measures_identification_and_carries_attribute(
     assert "(upper bound, carried)" in md
     # without --before the attribute lines stay not assessed, with the reason
     alone = tmp_path / "alone"
-    assert main(["audit", "ce.csv", str(rem), *common, "--out", str(alone)]) == 0
+    assert main(["audit", *FEW_POINTS, "ce.csv", str(rem), *common, "--out", str(alone)]) == 0
     s = json.loads((alone / "summary.json").read_text())
     assert not [v for v in s["verdicts"] if v["step"] == "attribute"]
     reason = next(x["reason"] for x in s["steps"] if x["name"] == "attribute")
@@ -360,7 +365,7 @@ def test_removal_reaudit_measures_identification_and_carries_attribute(
     rem2, after2 = tmp_path / "rem2", tmp_path / "after2"
     assert main(["remedy", "ce.csv", "full", "--remove", "replicated-uniques", "--keys", "Age",
                  "Tenure", "-q", "--out", str(rem2)]) == 0
-    assert main(["audit", "ce.csv", str(rem2), *common, "--before", str(before),
+    assert main(["audit", *FEW_POINTS, "ce.csv", str(rem2), *common, "--before", str(before),
                  "--out", str(after2)]) == 0
     s2 = json.loads((after2 / "summary.json").read_text())
     assert not [v for v in s2["verdicts"] if v["step"] == "attribute"]
