@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, n_threads, ties
+from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, _pool, n_threads, ties
 from bayes_risk._terminal import progress
 from bayes_risk.identification.index import (
     NumbaIndex,
@@ -250,15 +250,9 @@ def parallel(fn, items, *, progressbar: bool, description: str, threads: bool,
     items = list(items)
     n = engine_threads()
     if n > 1 and threads and len(items) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        # a pool of the call's own: idle threads kept between calls would keep their
-        # allocator arenas' freed memory, above what a memory limit allows for
-        with ThreadPoolExecutor(n) as ex:
-            futs = [ex.submit(fn, it) for it in items]
-            return [f.result() for f in progress(futs, total=len(futs),
-                                                 description=description, unit=unit,
-                                                 enabled=progressbar)]
+        futs = [_pool(n, "identification").submit(fn, it) for it in items]
+        return [f.result() for f in progress(futs, total=len(futs), description=description,
+                                             unit=unit, enabled=progressbar)]
     return [fn(it) for it in progress(items, total=len(items), description=description,
                                       unit=unit, enabled=progressbar)]
 
@@ -317,15 +311,13 @@ def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> P
             chunk(idx, r, c)
 
     if shared:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(threads) as ex:
-            for r in progress(range(R), total=R, description="identification",
-                              unit="datasets", enabled=part.progressbar):
-                idx = replicate_index(prep, rule, r, keep=False)
-                for f in [ex.submit(chunk, idx, r, c) for c in range(len(chunks))]:
-                    f.result()
-                del idx  # freed before the next replicate's is built
+        ex = _pool(threads, "identification")
+        for r in progress(range(R), total=R, description="identification",
+                          unit="datasets", enabled=part.progressbar):
+            idx = replicate_index(prep, rule, r, keep=False)
+            for f in [ex.submit(chunk, idx, r, c) for c in range(len(chunks))]:
+                f.result()
+            del idx  # freed before the next replicate's is built
     else:
         parallel(one, range(R), progressbar=part.progressbar, description="identification",
                  threads=compiled)
