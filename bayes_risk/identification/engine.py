@@ -5,12 +5,13 @@ indexes, the per-dataset aggregation. See :doc:`/methods/identification`.
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, _pool, n_threads, ties
+from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, ties
 from bayes_risk._terminal import progress
 from bayes_risk.identification.index import (
     NumbaIndex,
@@ -237,10 +238,7 @@ class PerDatasetOutput:
     no_match_any: np.ndarray
 
 
-def engine_threads() -> int:
-    """Threads the matching runs on: the package's setting (:func:`~bayes_risk._numeric.n_threads`,
-    ``NUMBA_NUM_THREADS``), at most 2, since each thread may hold a replicate's index."""
-    return max(1, min(2, n_threads()))
+N_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
 def parallel(fn, items, *, progressbar: bool, description: str, threads: bool,
@@ -248,11 +246,16 @@ def parallel(fn, items, *, progressbar: bool, description: str, threads: bool,
     """Run ``fn`` over items, on threads with the compiled kernels (they release the GIL; each
     item writes its own slice, so nothing depends on the threads)."""
     items = list(items)
-    n = engine_threads()
-    if n > 1 and threads and len(items) > 1:
-        futs = [_pool(n, "identification").submit(fn, it) for it in items]
-        return [f.result() for f in progress(futs, total=len(futs), description=description,
-                                             unit=unit, enabled=progressbar)]
+    if N_THREADS > 1 and threads and len(items) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(N_THREADS) as ex:
+            futs = [ex.submit(fn, it) for it in items]
+            out = []
+            for f in progress(futs, total=len(futs), description=description, unit=unit,
+                              enabled=progressbar):
+                out.append(f.result())
+            return out
     return [fn(it) for it in progress(items, total=len(items), description=description,
                                       unit=unit, enabled=progressbar)]
 
@@ -278,10 +281,9 @@ def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> P
     # one run with chunks enough for every thread: one replicate's index at a time, its chunks
     # matched on the threads (at 10^6 records one index of 80 MB fewer at the peak than an
     # index a thread); a sweep keeps the replicates' indexes for its next run
-    threads = engine_threads()
-    shared = prep.single_run and compiled and len(chunks) >= threads > 1
+    shared = prep.single_run and compiled and len(chunks) >= N_THREADS > 1
     index = index_bytes(prep, rule, one=prep.single_run) * (
-        min(R, threads) if prep.single_run and not shared else 1)
+        min(R, N_THREADS) if prep.single_run and not shared else 1)
     check_memory(CELL_BYTES * N * R + index, "the number of synthetic datasets or of targets",
                  what=f"the per-dataset tables of {N:,} targets x {R} datasets")
     tkey = target_keys(prep, rule, narrow=True)[0]
@@ -311,13 +313,15 @@ def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> P
             chunk(idx, r, c)
 
     if shared:
-        ex = _pool(threads, "identification")
-        for r in progress(range(R), total=R, description="identification",
-                          unit="datasets", enabled=part.progressbar):
-            idx = replicate_index(prep, rule, r, keep=False)
-            for f in [ex.submit(chunk, idx, r, c) for c in range(len(chunks))]:
-                f.result()
-            del idx  # freed before the next replicate's is built
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(N_THREADS) as ex:
+            for r in progress(range(R), total=R, description="identification",
+                              unit="datasets", enabled=part.progressbar):
+                idx = replicate_index(prep, rule, r, keep=False)
+                for f in [ex.submit(chunk, idx, r, c) for c in range(len(chunks))]:
+                    f.result()
+                del idx  # freed before the next replicate's is built
     else:
         parallel(one, range(R), progressbar=part.progressbar, description="identification",
                  threads=compiled)
