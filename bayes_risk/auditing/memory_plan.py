@@ -227,9 +227,10 @@ _RATES: dict[str, tuple[str, float, float]] = {
 }
 #: CART's plug-in likelihood with smoothed columns: each smoothed value's kernel density is a
 #: Monte Carlo sum over every candidate and dataset (CE-like tables, smoothed CART releases:
-#: 400 records, m = 2 and 5, 1–3 columns guessed, 1–2 smoothed: 0.88–1.35 ms a unit; 1,000
-#: records, m = 5, the README's release smoothed: 1.17 ms; 2,000 records, m = 3: 1.21 ms)
-_SMOOTHED_RATE = ("records x columns guessed x smoothed columns x datasets", 0.8e-3, 1.5e-3)
+#: 400 records, m = 2 and 5, 2–3 columns guessed, 2 smoothed: 0.83–1.05 ms a unit; 1,000
+#: records, m = 5, the README's release smoothed: 0.89 ms; 2,000 records, m = 3: 0.98 ms;
+#: benchmarks/README.md, attribute.SmoothedCARTPlugin)
+_SMOOTHED_RATE = ("records x columns guessed x smoothed columns x datasets", 0.75e-3, 1.3e-3)
 #: the largest original each step's rates were measured at and the largest they are trusted
 #: for: twice it (identification grows faster than its work measure there: 6.7–7.3 µs a unit
 #: at 20,000 records, 8.6 µs at 100,000), the attacks' only up to it (their rate grows with n)

@@ -440,6 +440,45 @@ def test_smoothed_incremental_equals_brute_force():
         np.testing.assert_allclose(ll[fin] - ll[g0], (brute - brute[g0])[fin], atol=1e-8)
 
 
+def test_a_nodes_kept_terms_without_each_donor_are_its_own_terms():
+    """A node's log-kernels are computed once for the release and, for a record in it, taken
+    without the record's column where that leaves the support as it was: for every donor of
+    every leaf (the leaf's smallest and largest among them), the same bits as the kernel of the
+    other donors computed directly."""
+    from bayes_risk.data import make_ce_like
+    from bayes_risk.models.trees.cart_leaf import kernel_log_terms
+
+    ce = make_ce_like(200, random_seed=4)
+    sc = infer_schema(ce, categorical=["Urban", "Marital", "Tenure"])
+    cart = cart_mod.CARTSynthesizer(min_leaf=6, smoothing=["Income"]).fit(
+        ce, schema=sc, synthesized=["Income"], random_seed=1)
+    plugin = CARTPlugin(cart, ce, n_bootstrap=10, random_seed=3)
+    plugin._release(cart.synthesize(1, random_seed=2))
+    tree = cart.trees_["Income"]
+    decimals, integer = plugin._rounding["Income"]
+    zu = np.array([-50.0, 0.0, 1234.5, 20000.0, 60000.0])
+    extremes = 0
+    for u in np.flatnonzero(tree.left == -1):
+        leaf = tree.y_sorted[tree.node_start[u]:tree.node_stop[u]].astype(np.float64)
+        h = float(cart.bandwidth_["Income"][u])
+        for k in range(leaf.size):
+            donors, got = plugin._leaf_terms((0, 0, int(u)), "Income", leaf, k, zu)
+            np.testing.assert_array_equal(donors, np.delete(leaf, k))
+            if not donors.size:
+                assert got is None
+                continue
+            want = kernel_log_terms(zu, donors, h, donors.min(), donors.max(),
+                                    decimals=decimals, integer_output=integer)
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_array_equal(got[1], want[1])
+            extremes += leaf[k] in (leaf.min(), leaf.max())
+        _, whole = plugin._leaf_terms((0, 0, int(u)), "Income", leaf, None, zu)
+        want = kernel_log_terms(zu, leaf, h, leaf.min(), leaf.max(), decimals=decimals,
+                                integer_output=integer)
+        np.testing.assert_array_equal(whole[0], want[0])
+    assert extremes > 0
+
+
 def test_smoothed_posterior_is_calibrated():
     """When the truth is drawn from the candidate set (the uniform prior), the posterior is
     calibrated: E[post(truth)] = E[Σ_g post_g²]. 120 simulated releases of a one-leaf

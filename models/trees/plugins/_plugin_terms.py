@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from bayes_risk._numeric import logsumexp
@@ -33,28 +35,50 @@ def mc_node_loglik(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray, z_w
     return (val, lf) if return_terms else val
 
 
-def mc_node_loglik_extra(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray,
-                         log_k_extra: np.ndarray, log_m_extra: np.ndarray, z_weights: np.ndarray, *,
-                         return_terms: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-    """:func:`mc_node_loglik` ``[n_x]`` for donors ``D`` plus one extra donor (the last column of
-    ``counts``) taking each of ``n_x`` values within ``[min D, max D]`` (rank-one update)."""
-    R = counts.shape[0]
-    c_d, c_x = counts[:, :-1], counts[:, -1]
-    n_x = log_k_extra.shape[0]
+@dataclass(frozen=True)
+class DonorTerms:
+    """The donors' side of :func:`mc_node_loglik_extra`: the extra donor's multiplicities
+    ``c_x [R]``, the donors' normalising sums ``den [R]`` and, per block of synthetic values,
+    the donors' kernel sums ``[R, block]`` scaled by their largest log-kernel."""
+
+    c_x: np.ndarray
+    den: np.ndarray
+    blocks: list[tuple[slice, np.ndarray, np.ndarray, np.ndarray]]
+
+
+def donor_terms(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray) -> DonorTerms:
+    """:class:`DonorTerms` of donors with log-kernels ``log_k [n_z, n]`` and ``log_m [n]``,
+    bootstrap multiplicities ``counts[:, :n]`` (the last column: the extra donor's)."""
+    c_d = counts[:, :-1]
+    blocks = []
     with np.errstate(divide="ignore", invalid="ignore"):
-        den = (c_d @ np.exp(log_m))[None, :] + c_x[None, :] * np.exp(log_m_extra)[:, None]
-        lf = -float(z_weights.sum()) * np.log(den)  # (n_x, R)
-        for sl in _z_blocks(log_k.shape[0], max(R, c_d.shape[1])):
+        den = c_d @ np.exp(log_m)
+        for sl in _z_blocks(log_k.shape[0], max(counts.shape[0], c_d.shape[1])):
             lk = log_k[sl]
             mx_d = lk.max(axis=1)
             safe_d = np.where(np.isfinite(mx_d), mx_d, 0.0)
-            s_d = c_d @ np.exp(lk - safe_d[:, None]).T  # (R, block), scaled by exp(safe_d)
+            blocks.append((sl, c_d @ np.exp(lk - safe_d[:, None]).T, mx_d, safe_d))
+    return DonorTerms(counts[:, -1], den, blocks)
+
+
+def mc_node_loglik_extra(donors: DonorTerms, log_k_extra: np.ndarray, log_m_extra: np.ndarray,
+                         z_weights: np.ndarray, *, return_terms: bool = False
+                         ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """:func:`mc_node_loglik` ``[n_x]`` for donors ``D`` plus one extra donor taking each of
+    ``n_x`` values within ``[min D, max D]`` (rank-one update); ``donors``: the donors' side,
+    :func:`donor_terms`, computed once for every extra value a node is asked about."""
+    R = donors.c_x.size
+    n_x = log_k_extra.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        den = donors.den[None, :] + donors.c_x[None, :] * np.exp(log_m_extra)[:, None]
+        lf = -float(z_weights.sum()) * np.log(den)  # (n_x, R)
+        for sl, s_d, mx_d, safe_d in donors.blocks:
             mx = np.maximum(mx_d[None, :], log_k_extra[:, sl])  # (n_x, block)
             for x in range(n_x):
                 if not np.all(np.isfinite(mx[x])):
                     lf[x] = -np.inf
                     continue
-                num = s_d * np.exp(safe_d - mx[x])[None, :] + c_x[:, None] * np.exp(
+                num = s_d * np.exp(safe_d - mx[x])[None, :] + donors.c_x[:, None] * np.exp(
                     log_k_extra[x, sl] - mx[x]
                 )[None, :]
                 lf[x] = lf[x] + (np.log(num) + mx[x]) @ z_weights[sl]

@@ -20,6 +20,7 @@ from bayes_risk.models.trees.cart_polya import PolyaTables
 from bayes_risk.models.trees.missing import design_inputs, kind_codes
 from bayes_risk.models.trees.plugins._plugin_terms import (
     atom_hit,
+    donor_terms,
     mc_log_var,
     mc_node_loglik,
     mc_node_loglik_extra,
@@ -497,47 +498,86 @@ class CARTPlugin(PluginBase):
         else:
             w = rng.standard_exponential((R, n))
             c = rng.multinomial(n, w / w.sum(axis=1, keepdims=True)).astype(np.float64)
-        if self._crn_bytes + c.nbytes > _CACHE_BYTES:
-            self._crn.clear()
-            self._crn_bytes = 0
-        self._crn[key] = c
-        self._crn_bytes += c.nbytes
-        return c
+        return self._keep(self._crn, key, c, c.nbytes)
 
-    def _node_loglik(self, key: tuple[int, int, int], col: str, donors: np.ndarray,
-                     extras: np.ndarray | None, zu: np.ndarray, zw: np.ndarray) -> np.ndarray:
-        """Smoothed node log-likelihood with donors ``D`` or ``D ∪ {x}`` per extra value ``x``,
-        and the replicates' ``[n_out, R]``."""
+    def _keep(self, store: dict, key: Any, value: Any, nbytes: int) -> Any:
+        """``value``, kept in ``store`` under ``key``: the count matrices (``_crn``) and the
+        release's whole-leaf node terms (``_cache``) share one bound, every kept array dropped
+        when it is reached."""
+        if self._crn_bytes + nbytes > _CACHE_BYTES:
+            self._crn.clear()
+            self._cache.get("__leaves__", {}).clear()
+            self._crn_bytes = 0
+        store[key] = value
+        self._crn_bytes += nbytes
+        return value
+
+    def _kernel(self, col: str, key: tuple[int, int, int], zu: np.ndarray) -> Callable:
+        """``terms(centres, lo, hi)``: the node's synthetic values' log-kernels and the centres'
+        log-masses (:func:`~bayes_risk.models.trees.cart_leaf.kernel_log_terms`)."""
         from bayes_risk.models.trees.cart_leaf import kernel_log_terms
 
         decimals, int_out = self._rounding[col]
         h = float(self.synthesizer.bandwidth_[col][key[2]])
+        return lambda centres, lo, hi: kernel_log_terms(zu, centres, h, lo, hi,
+                                                        decimals=decimals, integer_output=int_out)
 
-        def terms(centres: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
-            return kernel_log_terms(zu, centres, h, lo, hi, decimals=decimals,
-                                    integer_output=int_out)
+    def _leaf_terms(self, key: tuple[int, int, int], col: str, leaf: np.ndarray,
+                    dropped: int | None, zu: np.ndarray
+                    ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+        """The donors of a node, ``leaf`` but the one at ``dropped`` (the record's own, in its
+        node), and their log-kernels at their own support (``None``: no donor). The node's own
+        are computed once for the release; without the record they are its columns but the
+        record's where that leaves the support as it was (each column depends only on its
+        centre and the support)."""
+        donors = leaf if dropped is None else np.delete(leaf, dropped)
+        if not donors.size:
+            return donors, None
+        kept = self._cache.setdefault("__leaves__", {})
+        terms = kept.get((key, "terms"))
+        if terms is None:
+            terms = self._kernel(col, key, zu)(leaf, float(leaf.min()), float(leaf.max()))
+            self._keep(kept, (key, "terms"), terms, terms[0].nbytes + terms[1].nbytes)
+        if dropped is None:
+            return donors, terms
+        if donors.min() == leaf.min() and donors.max() == leaf.max():
+            return donors, (np.delete(terms[0], dropped, axis=1), np.delete(terms[1], dropped))
+        return donors, self._kernel(col, key, zu)(donors, float(donors.min()),
+                                                  float(donors.max()))
 
+    def _node_loglik(self, key: tuple[int, int, int], col: str, donors: np.ndarray,
+                     extras: np.ndarray | None, zu: np.ndarray, zw: np.ndarray, *,
+                     d_terms: tuple[np.ndarray, np.ndarray] | None = None,
+                     kept: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Smoothed node log-likelihood with donors ``D`` or ``D ∪ {x}`` per extra value ``x``,
+        and the replicates' ``[n_out, R]``. ``d_terms``: ``D``'s log-kernels at its support,
+        if known; ``kept``: where to keep what does not depend on the record (``D`` is the
+        whole node), if anywhere."""
+        terms = self._kernel(col, key, zu)
+        decimals = self._rounding[col][0]
+        h = float(self.synthesizer.bandwidth_[col][key[2]])
         n_d = donors.size
         # point masses of the dominating measure (methods page): only a node whose other donors
         # are all equal (to v) releases v exactly, under the candidate x = v
         atoms = donors[:1] if n_d and donors.min() == donors.max() else donors[:0]
-
-        def atom(lo: float, hi: float) -> bool:
-            return decimals is None and lo < hi and h > 0 and atom_hit(zu, atoms)
-
         R = self.n_bootstrap
 
-        def full(values: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
+        def full(values: np.ndarray, counts: np.ndarray,
+                 lk_lm: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, np.ndarray]:
             lo, hi = float(values.min()), float(values.max())
-            if atom(lo, hi):
+            if decimals is None and lo < hi and h > 0 and atom_hit(zu, atoms):
                 return float("-inf"), np.full(R, -np.inf)
-            return mc_node_loglik(counts, *terms(values, lo, hi), zw, return_terms=True)
+            return mc_node_loglik(counts, *(lk_lm or terms(values, lo, hi)), zw,
+                                  return_terms=True)
 
         if extras is None:
             if n_d == 0:  # synthetic records routed to a node without donors
                 return np.array([-np.inf]), np.full((1, R), -np.inf)
-            v, lf = full(donors, self._counts((*key, n_d)))
-            return np.array([v]), lf[None, :]
+            if kept is not None and (key, None) in kept:
+                return kept[key, None]
+            v, lf = full(donors, self._counts((*key, n_d)), d_terms)
+            out = np.array([v]), lf[None, :]
+            return out if kept is None else self._keep(kept, (key, None), out, lf.nbytes)
         counts = self._counts((*key, n_d + 1))
         out = np.empty(extras.size)
         lfs = np.empty((extras.size, R))
@@ -550,9 +590,15 @@ class CARTPlugin(PluginBase):
         if inner.any():
             # the support stays [min D, max D]: the donors' part is shared (rank-one update);
             # no atoms here (D unequal, or x = v and the node does not smooth)
+            d = None if kept is None else kept.get((key, "donors"))
+            if d is None:
+                d = donor_terms(counts, *(d_terms or terms(donors, lo, hi)))
+                if kept is not None:
+                    self._keep(kept, (key, "donors"), d,
+                               d.den.nbytes * 2 + sum(b[1].nbytes for b in d.blocks))
             lk_x, lm_x = terms(extras[inner], lo, hi)
-            out[inner], lfs[inner] = mc_node_loglik_extra(counts, *terms(donors, lo, hi), lk_x.T,
-                                                          lm_x, zw, return_terms=True)
+            out[inner], lfs[inner] = mc_node_loglik_extra(d, lk_x.T, lm_x, zw,
+                                                          return_terms=True)
         for k in np.flatnonzero(~inner):
             out[k], lfs[k] = full(np.append(donors, extras[k]), counts)
         return out, lfs
@@ -572,24 +618,35 @@ class CARTPlugin(PluginBase):
             inside = np.array([u in p for p in paths])
             if not inside.any() or (inside.all() and np.all(ystar == ystar[0])):
                 continue  # the same donors under every candidate: a common constant
-            d = tree.y_sorted[tree.node_start[u] : tree.node_stop[u]].astype(np.float64)
-            if u in old:
-                d = np.delete(d, pos - tree.node_start[u])
+            leaf = tree.y_sorted[tree.node_start[u] : tree.node_stop[u]].astype(np.float64)
             zu, zw = zstate[u]
             key = (li, ci, u)
-            lf = np.empty((G, self.n_bootstrap))
+            d, d_terms = self._leaf_terms(key, col, leaf,
+                                          pos - tree.node_start[u] if u in old else None, zu)
+            # what a node the record is not in gives is the same for every record: kept
+            kept = None if u in old else self._cache["__leaves__"]
+            # the node's distinct rows of replicates: one without the candidate's value (if
+            # some candidate is not inside), one per distinct value inside; ``row`` maps each
+            # candidate to its row
+            rows, row = [], np.empty(G, dtype=np.int64)
             if (~inside).any():
-                v, lf0 = self._node_loglik(key, col, d, None, zu, zw)
+                v, lf0 = self._node_loglik(key, col, d, None, zu, zw, d_terms=d_terms,
+                                           kept=kept)
                 ell[~inside] += v[0]
-                lf[~inside] = lf0[0]
+                rows.append(lf0)
+                row[~inside] = 0
             if inside.any():
                 ex, inv = np.unique(ystar[inside], return_inverse=True)
-                v, lf1 = self._node_loglik(key, col, d, ex, zu, zw)
+                v, lf1 = self._node_loglik(key, col, d, ex, zu, zw, d_terms=d_terms, kept=kept)
                 ell[inside] += v[inv]
-                lf[inside] = lf1[inv]
+                row[inside] = len(rows) + inv
+                rows.append(lf1)
+            lf = np.concatenate(rows)
             # candidates on the same side as the truth share its replicates (paired); the
-            # truth's own row is 0
-            var += mc_log_var(lf, lf[g0], paired=inside == inside[g0])
+            # truth's own row is 0; the variance is computed once per distinct row
+            side = np.zeros(lf.shape[0], dtype=bool)
+            side[row] = inside
+            var += mc_log_var(lf, lf[row[g0]], paired=side == inside[g0])[row]
         return ell, var
 
     def _loglik_many(self, recs: np.ndarray, G: int, cand: dict[str, np.ndarray],
