@@ -479,6 +479,49 @@ def test_a_nodes_kept_terms_without_each_donor_are_its_own_terms():
     assert extremes > 0
 
 
+def test_what_the_smoothed_plugin_keeps_is_bounded_by_the_memory_left():
+    """The counts and node terms the plug-in keeps take at most a quarter of the memory a limit
+    leaves (as a chunk's working arrays), and a bound that drops them again and again gives
+    the same numbers bit for bit (they are drawn and computed again, not approximated)."""
+    import bayes_risk as br
+    from bayes_risk._memory import MIN_WORKING_BYTES, resident_memory
+    from bayes_risk.data import make_ce_like
+    from bayes_risk.models.trees.plugins import plugin_cart
+
+    ce = make_ce_like(150, random_seed=3)
+    sc = infer_schema(ce, categorical=["Urban", "Marital", "Tenure"])
+    cart = cart_mod.CARTSynthesizer(min_leaf=5, smoothing=True).fit(
+        ce, schema=sc, synthesized=["Expenditure", "Income"], random_seed=1)
+    syn = cart.synthesize(2, random_seed=2)
+    # each record's truth, then its Income 10 % higher
+    cands = ce.loc[np.repeat(np.arange(40), 2), ["Expenditure", "Income"]].reset_index(drop=True)
+    cands.loc[1::2, "Income"] *= 1.1
+
+    def run(cap=None):
+        plugin = CARTPlugin(cart, ce, n_bootstrap=50, random_seed=5)
+        if cap is None:
+            out = plugin.plugin_loglik_many(range(40), cands, syn)
+        else:
+            with br.memory_limit(resident_memory() + cap):
+                out = plugin.plugin_loglik_many(range(40), cands, syn)
+        return plugin, out
+
+    free, (ll, se) = run()
+    assert free._kept_cap == plugin_cart._CACHE_BYTES and free._crn_bytes > 100_000
+    tight, (ll_t, se_t) = run(4 * MIN_WORKING_BYTES + 10**6)
+    assert tight._kept_cap <= MIN_WORKING_BYTES + 10**6 // 4
+    assert tight._crn_bytes <= tight._kept_cap
+    np.testing.assert_array_equal(ll_t, ll)
+    np.testing.assert_array_equal(se_t, se)
+    # the bound reached: everything kept dropped and drawn again, the same numbers
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plugin_cart, "working_bytes", lambda cap: 20_000)
+        small, (ll_s, se_s) = run()
+    assert small._kept_cap == 20_000 and small._crn_bytes <= 20_000
+    np.testing.assert_array_equal(ll_s, ll)
+    np.testing.assert_array_equal(se_s, se)
+
+
 def test_smoothed_posterior_is_calibrated():
     """When the truth is drawn from the candidate set (the uniform prior), the posterior is
     calibrated: E[post(truth)] = E[Σ_g post_g²]. 120 simulated releases of a one-leaf

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._memory import working_bytes
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._specs import check_int
 from bayes_risk.contract import ModelInfo
@@ -28,7 +29,7 @@ from bayes_risk.models.trees.plugins._plugin_terms import (
 
 __all__ = ["CARTPlugin", "DonorTrees"]
 
-_CACHE_BYTES = 256 << 20  # common-random-number count matrices kept per release
+_CACHE_BYTES = 256 << 20  # at most, count matrices and a release's node terms kept
 # candidate-node entries per slab of records in the batched likelihood (about 40 MB of
 # [m, entries] float arrays at m = 5)
 _SLAB_ROWS = 1 << 17
@@ -398,6 +399,7 @@ class CARTPlugin(PluginBase):
             self._pos[key] = pos
         self._crn: dict[tuple[int, int, int, int], np.ndarray] = {}
         self._crn_bytes = 0
+        self._kept_cap = _CACHE_BYTES
 
     def donor_trees(self) -> DonorTrees:
         """The fitted value trees, encoded values and donor positions (``membership_risk``)."""
@@ -500,11 +502,21 @@ class CARTPlugin(PluginBase):
             c = rng.multinomial(n, w / w.sum(axis=1, keepdims=True)).astype(np.float64)
         return self._keep(self._crn, key, c, c.nbytes)
 
+    def _release(self, synthetic: Sequence[pd.DataFrame]) -> None:
+        if synthetic is not self._cache_owner:
+            # what is kept may take a quarter of the memory left (of the limit, else of the
+            # machine), as a chunk's working arrays do, up to _CACHE_BYTES; the counts, which
+            # do not depend on the release, are drawn again (the same numbers) under the bound
+            self._kept_cap = working_bytes(_CACHE_BYTES)
+            self._crn.clear()
+            self._crn_bytes = 0
+        super()._release(synthetic)
+
     def _keep(self, store: dict, key: Any, value: Any, nbytes: int) -> Any:
         """``value``, kept in ``store`` under ``key``: the count matrices (``_crn``) and the
         release's whole-leaf node terms (``_cache``) share one bound, every kept array dropped
         when it is reached."""
-        if self._crn_bytes + nbytes > _CACHE_BYTES:
+        if self._crn_bytes + nbytes > self._kept_cap:
             self._crn.clear()
             self._cache.get("__leaves__", {}).clear()
             self._crn_bytes = 0
