@@ -5,13 +5,12 @@ indexes, the per-dataset aggregation. See :doc:`/methods/identification`.
 from __future__ import annotations
 
 import importlib.util
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, ties
+from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, n_threads, ties
 from bayes_risk._terminal import progress
 from bayes_risk.identification.index import (
     NumbaIndex,
@@ -238,18 +237,24 @@ class PerDatasetOutput:
     no_match_any: np.ndarray
 
 
-N_THREADS = max(1, min(2, os.cpu_count() or 1))
+def engine_threads(compiled: bool) -> int:
+    """Threads the matching runs on: with the compiled kernels (they release the GIL) the
+    package's setting (:func:`~bayes_risk._numeric.n_threads`, ``NUMBA_NUM_THREADS``), at most
+    2 since each thread may hold a dataset's index; the numpy path runs on one (and so never
+    imports numba to ask)."""
+    return max(1, min(2, n_threads())) if compiled else 1
 
 
 def parallel(fn, items, *, progressbar: bool, description: str, threads: bool,
              unit: str = "datasets") -> list:
-    """Run ``fn`` over items, on threads with the compiled kernels (they release the GIL; each
-    item writes its own slice, so nothing depends on the threads)."""
+    """Run ``fn`` over items, on threads with the compiled kernels (``threads``; each item
+    writes its own slice, so nothing depends on the threads)."""
     items = list(items)
-    if N_THREADS > 1 and threads and len(items) > 1:
+    n = engine_threads(threads)
+    if n > 1 and len(items) > 1:
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(N_THREADS) as ex:
+        with ThreadPoolExecutor(n) as ex:
             futs = [ex.submit(fn, it) for it in items]
             out = []
             for f in progress(futs, total=len(futs), description=description, unit=unit,
@@ -281,9 +286,10 @@ def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> P
     # one run with chunks enough for every thread: one replicate's index at a time, its chunks
     # matched on the threads (at 10^6 records one index of 80 MB fewer at the peak than an
     # index a thread); a sweep keeps the replicates' indexes for its next run
-    shared = prep.single_run and compiled and len(chunks) >= N_THREADS > 1
+    threads = engine_threads(compiled)
+    shared = prep.single_run and len(chunks) >= threads > 1
     index = index_bytes(prep, rule, one=prep.single_run) * (
-        min(R, N_THREADS) if prep.single_run and not shared else 1)
+        min(R, threads) if prep.single_run and not shared else 1)
     check_memory(CELL_BYTES * N * R + index, "the number of synthetic datasets or of targets",
                  what=f"the per-dataset tables of {N:,} targets x {R} datasets")
     tkey = target_keys(prep, rule, narrow=True)[0]
@@ -315,7 +321,7 @@ def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> P
     if shared:
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(N_THREADS) as ex:
+        with ThreadPoolExecutor(threads) as ex:
             for r in progress(range(R), total=R, description="identification",
                               unit="datasets", enabled=part.progressbar):
                 idx = replicate_index(prep, rule, r, keep=False)

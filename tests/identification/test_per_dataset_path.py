@@ -39,7 +39,7 @@ def test_one_replicate_index_alive_at_a_time(monkeypatch):
     engine: two indexes alive)."""
     y, zs = _release()
     monkeypatch.setattr(engine, "_CHUNK_TARGETS", 100)  # 20 chunks of targets
-    monkeypatch.setattr(engine, "N_THREADS", 2)
+    monkeypatch.setattr(engine, "engine_threads", lambda compiled: 2 if compiled else 1)
     live: set[int] = set()
     most = [0]
     built = engine.replicate_index
