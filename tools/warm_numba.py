@@ -122,8 +122,94 @@ def trees_poisson(folder: Path) -> None:
     cart.synthesize(2, random_seed=2)
 
 
+def search_paths(folder: Path) -> None:
+    """The radius search's indexes of a grid (value ranks, rectangle counts), the knowledge
+    sweep's subset counts, posterior replicates pooled in batches, and k̂ of arrays of each
+    layout the engines pass."""
+    import bayes_risk as br
+    from bayes_risk.attribute.diagnostics import pareto_khat
+    from bayes_risk.identification import engine
+    from bayes_risk.models import CARTSynthesizer
+
+    engine.USE_NUMBA = True
+    rng = np.random.default_rng(7)
+    n = 1000
+    y = pd.DataFrame({"age": rng.integers(20, 30, n), "sex": rng.choice(["F", "M"], n),
+                      "inc": np.round(rng.lognormal(10, 0.5, n), -2)})
+    zs = [y.assign(inc=np.round(y["inc"] * rng.lognormal(0, 0.15, n), -2)) for _ in range(2)]
+    for aggregation in ("per_dataset", "pooled"):
+        br.radius_search(y, zs, known=["age", "sex", "inc"], categorical=["sex"],
+                         radii=[0.05, 0.1, 0.5], aggregation=aggregation, progressbar=False)
+    br.known_sweep(y, zs, candidates=["age", "sex", "inc"], synthesized=["inc"],
+                   categorical=["sex"], aggregation="per_dataset",
+                   match=br.MatchSpec(radius={"inc": 0.1}, fallback="none"), progressbar=False)
+    cart = CARTSynthesizer().fit(y, schema=br.infer_schema(y, categorical=["sex"]),
+                                 synthesized=["inc"], random_seed=1)
+    br.identification_risk(y, cart.synthesize(2, random_seed=2), known=["age", "sex", "inc"],
+                           synthesized=["inc"], categorical=["sex"],
+                           match=br.MatchSpec(radius={"inc": 0.1}), progressbar=False,
+                           replicates=br.PosteriorReplicates(cart, n=6, batch_size=3,
+                                                             n_groups=2, random_seed=3))
+    lr = rng.normal(size=(2, 200, 3))
+    for a in (lr[0, :, 0], lr[0].T, np.moveaxis(lr, 1, -1)):
+        pareto_khat(a)
+
+
+def models_paths(folder: Path) -> None:
+    """The random forest's routing of a loaded forest, synthpop's rf column (a forest grown as
+    randomForest grows it), CART's compiled routing (its plug-in), the Poisson mixture's
+    record likelihoods and augmented fits (attribute risk), the DPMPM's tempered sweep, its
+    sweep with structural zeros and the regime evidence's collapsed chain."""
+    import bayes_risk as br
+    from bayes_risk.models import (
+        DPMPM,
+        CARTSynthesizer,
+        PoissonMixture,
+        RandomForestSynthesizer,
+        Sampling,
+        SynthesisSpec,
+        load_model,
+    )
+    from bayes_risk.models.dpmpm.evidence import partition_evidence
+    from bayes_risk.models.trees import seqtree
+
+    y, _ = _risk_frames()
+    cat = y.astype({"g": str, "s": str})
+    schema = br.infer_schema(cat, synthesized=["s", "x"])
+    RandomForestSynthesizer(n_trees=3).fit(cat, schema=schema, synthesized=["s", "x"],
+                                           random_seed=1).save(folder / "rf")
+    load_model(folder / "rf").synthesize(1, random_seed=2)
+    spec = SynthesisSpec(method={"g": "", "a": "", "s": "rf", "x": "rf"},
+                         visit_sequence=["g", "a", "s", "x"])
+    CARTSynthesizer(spec=spec).fit(cat, schema=schema, random_seed=1).synthesize(
+        1, random_seed=2)
+    seqtree.COMPILED_ROUTE = True
+    cart = CARTSynthesizer().fit(cat, schema=schema, synthesized=["s", "x"], random_seed=1)
+    br.attribute_risk(cat, cart.synthesize(1, random_seed=2), model=br.CARTPlugin(cart, cat),
+                      records=[0, 1], random_seed=1, progressbar=False)
+    counts = y[["a", "s"]]
+    mix = PoissonMixture(n_components=3, sampling=Sampling(tune=10, draws=20, chains=2),
+                         progressbar=False).fit(
+        counts, schema=br.infer_schema(counts, count=["a", "s"]), random_seed=1)
+    for kind in ("stabilised", "is"):
+        br.attribute_risk(counts, mix.synthesize(2, random_seed=2), model=mix, records=[0, 1],
+                          estimator=br.EstimatorSpec(kind=kind, bootstrap=0), random_seed=1,
+                          progressbar=False)
+    frame = _dpmpm_frame()
+    DPMPM(n_components=4, progressbar=False,
+          sampling=Sampling(tune=10, draws=10, chains=1, temperatures=2)).fit(frame,
+                                                                             random_seed=1)
+    frame = frame[~((frame["v0"] == "0") & (frame["v1"] == "1"))].reset_index(drop=True)
+    DPMPM(n_components=4, structural_zeros=[{"v0": "0", "v1": "1"}], progressbar=False,
+          sampling=Sampling(tune=10, draws=10, chains=1)).fit(frame, random_seed=1)
+    codes = np.stack([frame[c].astype(int).to_numpy() for c in frame], axis=1)
+    partition_evidence(codes, [3, 3, 3], np.arange(len(frame)) % 3, alpha_prior=(0.25, 0.25),
+                       dirichlet_prior=1.0, sweeps=(5, 5, 5), random_seed=1, extensions=0)
+
+
 #: stages run one after the other; the groups of a stage in parallel
-STAGES = [[dpmpm_fit, attribute_identification], [dpmpm_risk, trees_poisson]]
+STAGES = [[dpmpm_fit, attribute_identification], [dpmpm_risk, trees_poisson],
+          [search_paths, models_paths]]
 GROUPS = {f.__name__: f for stage in STAGES for f in stage}
 
 
