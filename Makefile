@@ -56,7 +56,7 @@ TEST_WORKERS ?= 2
 # source tree off sys.path, so the tests import the installed package.
 # tools/warm_numba.py first fills numba's cache (beside the installed modules) on both cores,
 # so that the two workers load the compiled kernels instead of both compiling them (about
-# 115 s of CPU from a fresh clone, 20 s when the cache is filled already).
+# 160 s of CPU, 90 s on the two cores, from a fresh clone; 30 s when the cache is filled).
 test: install ## install, then run the whole test suite (how long: docs/development.md, "How long make test takes"; TEST_WORKERS=0: one process)
 	$(PY) tools/warm_numba.py
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
