@@ -78,12 +78,7 @@ def chunk_records(plan: AttributePlan, chunk_size: int | None) -> int:
     # doubles, and the m + 2 bootstrap arrays of B x G
     B = plan.draws.n_boot
     per = 8.0 * G * (2 * (m + 2) * H + (m + 2) * B)
-    # after the loop (measured at 10^5 records, where the chunks' arrays were still resident):
-    # the assembly's blocks of stacked records, about 24 doubles per candidate, and five arrays
-    # of a block's bootstrap replicates on each of two threads; the result's own tables, about
-    # 1.5 kB a record; and the two [B, n] tables of the summary's Monte Carlo file figures
-    after = (8.0 * (24 * G * STACK_RECORDS + 2 * 6 * boot_block_records(B, G) * B * G)
-             + n * (1500 + 16 * B))
+    after = assembly_bytes(n, G, B)
     # a chunk never holds more than the records there are (chunk_size=10**9 of 4 records: 4)
     given = None if chunk_size is None else min(int(chunk_size), n)
     # what multiplies it: the records, the bootstrap, the candidates (G), a given chunk
@@ -97,6 +92,16 @@ def chunk_records(plan: AttributePlan, chunk_size: int | None) -> int:
         return given
     work = working_bytes(int(MAX_CHUNK_RECORDS * per), reserve=outputs + after)
     return int(min(MAX_CHUNK_RECORDS, max(1, work // per)))
+
+
+def assembly_bytes(n: int, G: int, B: int) -> float:
+    """Bytes the records' loop leaves to what follows it, beside the outputs: the assembly's
+    blocks of stacked records, about 24 doubles per candidate, and five arrays of a block's
+    bootstrap replicates on each of two threads; the result's own tables, about 1.5 kB a
+    record; and the two ``[B, n]`` tables of the summary's Monte Carlo file figures (measured
+    at 10^5 records, where the chunks' arrays were still resident)."""
+    return (8.0 * (24 * G * STACK_RECORDS + 2 * 6 * boot_block_records(B, G) * B * G)
+            + n * (1500 + 16 * B))
 
 
 def output_bytes(plan: AttributePlan, G: int) -> float:

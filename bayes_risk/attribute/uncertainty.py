@@ -171,7 +171,11 @@ def _file_intervals(result: Any, keep: np.ndarray, level: float, evidence_factor
         r_b[:, blk] = rs["rank_min"].reshape(r, B).T
     prior = result.prior_p_true()[keep]
     p0 = recs["p_true"].to_numpy(dtype=float)[keep]
-    p_b = debiased_p_true(p_b.T, p0).T
+    # corrected in place, a block of records at a time (each record's own correction): the
+    # whole table corrected at once held five more [B, n] tables at its peak
+    step = max(1, BOOT_BLOCK_VALUES // max(1, B))
+    for a in range(0, keep.size, step):
+        p_b[:, a:a + step] = debiased_p_true(p_b[:, a:a + step].T, p0[a:a + step]).T
     point = _figures(p0, recs["rank_min"].to_numpy(dtype=float)[keep],
                      _evident(p0, prior, evidence_factor))
 
