@@ -34,12 +34,10 @@ _CHUNK_VALUES = 8_000_000
 # ---------------------------------------------------------------------------------- shared
 def _release(original: pd.DataFrame, synthetic: Any) -> tuple[list[pd.DataFrame], Any]:
     from bayes_risk.data.normalise import as_synthetic_list
+    from bayes_risk.data.validate import require_frame
 
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(f"original must be a pandas DataFrame. Got "
-                              f"{type(original).__name__}.")
-    datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
-    return datasets, source
+    require_frame(original, "original")
+    return as_synthetic_list(synthetic, original=original, row_order=False)
 
 
 def _numeric(original: pd.DataFrame, datasets: list[pd.DataFrame], source: Any,

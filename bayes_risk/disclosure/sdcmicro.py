@@ -22,6 +22,7 @@ from bayes_risk._specs import argument_checks
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import _level_to_json
+from bayes_risk.data.validate import require_frame
 from bayes_risk.disclosure.sdc import released_columns, remedied
 from bayes_risk.disclosure.specs import SDCMICRO_ARGUMENTS
 from bayes_risk.exceptions import ValidationError, arg_name
@@ -139,9 +140,7 @@ def sdcmicro(
         raise ValidationError(f"{arg_name('importance')} applies to "
                               f"{arg_name('local_suppression')}, which is not given.",
                               code="OPTION_CONFLICT")
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError("original must be a pandas DataFrame. Got "
-                              f"{type(original).__name__}.", code="INVALID_ARGUMENT")
+    require_frame(original, "original")
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     datasets = [z.copy() for z in datasets]
     schema = source.schema if source is not None else None

@@ -273,9 +273,7 @@ def _targets(original: pd.DataFrame, targets: Any, target_id: Any, ids_orig: np.
     if targets is None:
         return (original, np.ones(n, dtype=bool), np.arange(n, dtype=np.int64),
                 np.asarray(original.index))
-    if not isinstance(targets, pd.DataFrame):
-        raise ValidationError(f"targets must be a DataFrame. Got {type(targets).__name__}.")
-    tdf = targets.copy(deep=False)
+    tdf = require_frame(targets, "targets").copy(deep=False)
     tdf.columns = [str(c) for c in tdf.columns]
     miss = [c for c in known if c not in tdf.columns]
     if miss:
