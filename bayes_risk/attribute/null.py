@@ -56,9 +56,10 @@ ENUMERATE_MAX = 1 << 14
 MC_DRAWS = 4096
 #: relative tolerance of a tie of two posterior weights (as the record table's ``is_top``)
 _TIE = 1e-9
-#: the columns of :func:`record_nulls`
-NULL_COLUMNS = ("null_p_top", "null_rank_mean", "null_rank_var", "null_p_true_mean",
-                "null_p_true_var", "null_p_evidence")
+#: the columns of :func:`record_nulls` (``_m3``: the third central moment, which the file
+#: level's range needs: a record's null p_true is often near 0 with a rare large value)
+NULL_COLUMNS = ("null_p_top", "null_rank_mean", "null_rank_var", "null_rank_m3",
+                "null_p_true_mean", "null_p_true_var", "null_p_true_m3", "null_p_evidence")
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -89,10 +90,10 @@ def _normalised(lw: np.ndarray) -> np.ndarray:
 
 
 def _per_variable(lp: np.ndarray, lpr: np.ndarray, lq: np.ndarray, block: np.ndarray
-                  ) -> tuple[float, float, float, np.ndarray, np.ndarray, np.ndarray]:
-    """One variable of a one-variable star: P(top), the mean and variance of the levels above a
-    truth drawn from the population's weights ``q``, and per level its posterior ratio
-    r = W / w - 1, the intruder's prior term u = 1 / pi - 1 and q."""
+                  ) -> tuple[float, float, float, float, np.ndarray, np.ndarray, np.ndarray]:
+    """One variable of a one-variable star: P(top), the mean, variance and third central
+    moment of the levels above a truth drawn from the population's weights ``q``, and per level
+    its posterior ratio r = W / w - 1, the intruder's prior term u = 1 / pi - 1 and q."""
     w = np.exp(lp[block] - np.max(lp[block]))
     q = _normalised(lq[block])
     pi = _normalised(lpr[block])
@@ -100,25 +101,28 @@ def _per_variable(lp: np.ndarray, lpr: np.ndarray, lq: np.ndarray, block: np.nda
     above = (w[None, :] > w[:, None] * (1 + _TIE)).sum(axis=1).astype(np.float64)
     mean = float(q @ above)
     var = float(q @ (above - mean) ** 2)
+    m3 = float(q @ (above - mean) ** 3)
     with np.errstate(divide="ignore"):
         r = w.sum() / w - 1.0
         u = 1.0 / pi - 1.0
-    return float(q[top].sum()), mean, var, r, u, q
+    return float(q[top].sum()), mean, var, m3, r, u, q
 
 
 def _star(lp: np.ndarray, lpr: np.ndarray, lq: np.ndarray, blocks: list[np.ndarray],
-          factor: float, seed: int) -> tuple[float, float, float, float, float, float]:
+          factor: float, seed: int) -> tuple[float, ...]:
     parts = [_per_variable(lp, lpr, lq, b) for b in blocks]
     p_top = math.prod(p[0] for p in parts)
     rank_mean = 1.0 + sum(p[1] for p in parts)
+    # the variables' counts above the truth are independent: their central moments add
     rank_var = sum(p[2] for p in parts)
+    rank_m3 = sum(p[3] for p in parts)
     sizes = [len(b) for b in blocks]
     if math.prod(sizes) <= ENUMERATE_MAX:
         # every combination of the truth's levels, with its prior weight
         T = np.zeros(1)
         U = np.zeros(1)
         Q = np.ones(1)
-        for _, _, _, r, u, q in parts:
+        for *_, r, u, q in parts:
             T = (T[:, None] + r[None, :]).ravel()
             U = (U[:, None] + u[None, :]).ravel()
             Q = (Q[:, None] * q[None, :]).ravel()
@@ -126,7 +130,7 @@ def _star(lp: np.ndarray, lpr: np.ndarray, lq: np.ndarray, blocks: list[np.ndarr
         rng = np.random.default_rng([seed, 85])
         T = np.zeros(MC_DRAWS)
         U = np.zeros(MC_DRAWS)
-        for _, _, _, r, u, q in parts:
+        for *_, r, u, q in parts:
             k = rng.choice(len(q), size=MC_DRAWS, p=q)
             T += r[k]
             U += u[k]
@@ -137,11 +141,12 @@ def _star(lp: np.ndarray, lpr: np.ndarray, lq: np.ndarray, blocks: list[np.ndarr
     with np.errstate(divide="ignore", invalid="ignore"):
         bf = np.where(T > 0, U / T, np.where(U > 0, np.inf, 1.0))
     pm = float(Q @ p)
-    return p_top, rank_mean, rank_var, pm, float(Q @ (p - pm) ** 2), float(Q @ (bf >= factor))
+    return (p_top, rank_mean, rank_var, rank_m3, pm, float(Q @ (p - pm) ** 2),
+            float(Q @ (p - pm) ** 3), float(Q @ (bf >= factor)))
 
 
 def _exchangeable(lp: np.ndarray, lpr: np.ndarray, lq: np.ndarray, factor: float
-                  ) -> tuple[float, float, float, float, float, float]:
+                  ) -> tuple[float, ...]:
     """The truth as a draw from the population's weights over the candidates."""
     p = _normalised(lp)
     q = _normalised(lq)
@@ -157,8 +162,8 @@ def _exchangeable(lp: np.ndarray, lpr: np.ndarray, lq: np.ndarray, factor: float
         odds_pi = pi / (1.0 - pi)
         bf = np.where(odds_pi > 0, odds_p / odds_pi, 1.0)
     pm = float(q @ p)
-    return (float(q[top].sum()), rm, float(q @ (rank - rm) ** 2), pm,
-            float(q @ (p - pm) ** 2), float(q @ (bf >= factor)))
+    return (float(q[top].sum()), rm, float(q @ (rank - rm) ** 2), float(q @ (rank - rm) ** 3),
+            pm, float(q @ (p - pm) ** 2), float(q @ (p - pm) ** 3), float(q @ (bf >= factor)))
 
 
 def record_nulls(log_post: Sequence[np.ndarray], logprior: Sequence[np.ndarray],

@@ -17,8 +17,8 @@ __all__ = ["ATTRIBUTE_FIGURES", "utility_risk_figure", "verdict_figure",
 
 # (plot kind of AttributeRiskResult, file name written by `bayes-risk attribute`, caption)
 ATTRIBUTE_FIGURES = (
-    ("p_true", "p_true_hist.png", "Probability of the truth, with its mean if the release said "
-     "nothing of the records"),
+    ("p_true", "p_true_hist.png", "Probability of the truth, with its mean before the release "
+     "and after one that says nothing of the records"),
     ("rank", "rank_hist.png", "Rank of the truth, with its mean if the release said nothing of "
      "the records"),
     ("khat", "khat.png", "Pareto k-hat per record, the records its rule flags in red"),

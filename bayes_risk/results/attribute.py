@@ -339,8 +339,9 @@ class AttributeRiskResult(RiskResult):
     def record_null(self, evidence_factor: float = EVIDENCE_FACTOR) -> pd.DataFrame | None:
         """What each record's figures would be if the release said nothing about it (its true
         values a draw from the other records' frequencies, independent of the posterior):
-        ``null_p_top`` (probability it ranks first), ``null_rank_mean`` / ``null_rank_var``,
-        ``null_p_true_mean`` / ``null_p_true_var`` and ``null_p_evidence`` (probability its
+        ``null_p_top`` (probability it ranks first), ``null_rank_mean`` / ``_var`` / ``_m3``
+        (third central moment), ``null_p_true_mean`` / ``_var`` / ``_m3`` and
+        ``null_p_evidence`` (probability its
         Bayes factor reaches ``evidence_factor``); ``None`` for a result without fixed
         candidates. See :doc:`/methods/attribute`, What a release that says nothing gives.
 
@@ -561,8 +562,9 @@ class AttributeRiskResult(RiskResult):
 
     @draws("p_true")
     def _plot_p_true(self, ax: Any) -> Any:
-        """Stacked histogram of ``p_true``, stable and flagged, with the uniform prior's 1/G and
-        the mean p_true of a release that says nothing about the records (:meth:`null`)."""
+        """Stacked histogram of ``p_true``, stable and flagged, with two means of the stable
+        estimates: before the release (the intruder's prior; 1/G under the uniform prior) and
+        after a release that says nothing about the records (:meth:`null`)."""
         df = self.records
         codes = df["flag_codes"]
         flagged = np.asarray((codes.astype(str) != "").to_numpy() & codes.notna(), dtype=bool)
@@ -572,14 +574,19 @@ class AttributeRiskResult(RiskResult):
         hi = 1.0 if not ok.any() or np.nanmax(p) > 0.5 else float(np.nanmax(p)) * 1.05
         ax.hist([p[~flagged & ok], p[flagged & ok]], bins=30, range=(0, hi), stacked=True,
                 label=["stable estimate", "flagged (unstable)"], color=["tab:blue", "tab:orange"])
-        base = float(np.nanmean(df["baseline"])) if len(df) else np.nan
-        if np.isfinite(base):
-            ax.axvline(base, color="0.5", ls=":", label=f"uniform prior alone, 1/G: "
-                                                         f"{100 * base:.3g} %")
+        # the records the summary's means are over (`unflagged`), and its prior mass
+        keep = ~flagged & ok
+        guess = df["baseline"].to_numpy(dtype=float)[keep]
+        prior = self.prior_p_true()[keep] if self._fixed_candidates else guess
+        if prior.size and np.isfinite(prior).all():
+            uniform = " = 1/G" if np.allclose(prior, guess, rtol=1e-9, atol=0) else ""
+            ax.axvline(float(np.mean(prior)), color="0.5", ls=":",
+                       label=f"before the release (the intruder's prior{uniform}): "
+                             f"{100 * float(np.mean(prior)):.3g} %")
         null = (self.null() or {}).get("mean_p_true")
         if null:
             ax.axvline(null["expected"], color="k", ls="--",
-                       label=f"mean if the release said nothing of the records: "
+                       label=f"after a release that says nothing of the records: "
                              f"{100 * null['expected']:.3g} %")
         from matplotlib.ticker import PercentFormatter
 
@@ -856,13 +863,17 @@ def file_null(nulls: dict[str, np.ndarray], keep: np.ndarray | None = None) -> d
     and its 95 % range. Records are independent under the null: a count (ranked first, with
     evidence) is a sum of Bernoulli variables, its range from the Poisson distribution of the
     same mean when that mean is below 5 (Le Cam's bound), else the normal approximation; a mean
-    has the normal range of a mean of independent terms.
+    has the range of the Pearson type III distribution with the three moments of a mean of
+    independent terms (their central moments add; a record's null p_true is often near 0 with a
+    rare large value, and the normal range of so skewed a mean reaches below 0 and stops short
+    of its upper tail), within the figure's bounds (p_true in [0, 1], a rank at least 1).
 
     Examples
     --------
     >>> nulls = {"null_p_top": np.full(1000, 1e-4), "null_p_evidence": np.zeros(1000),
     ...          "null_rank_mean": np.full(1000, 18.0), "null_rank_var": np.full(1000, 10.0),
-    ...          "null_p_true_mean": np.full(1000, 0.03), "null_p_true_var": np.zeros(1000)}
+    ...          "null_rank_m3": np.zeros(1000), "null_p_true_mean": np.full(1000, 0.03),
+    ...          "null_p_true_var": np.zeros(1000), "null_p_true_m3": np.zeros(1000)}
     >>> f = file_null(nulls)
     >>> round(f["prop_top"]["expected"], 12), f["prop_top"]["high"]
     (0.0001, 0.001)
@@ -878,11 +889,18 @@ def file_null(nulls: dict[str, np.ndarray], keep: np.ndarray | None = None) -> d
         p = vals[col][ok]
         lo, hi = _count_range(p)
         out[key] = {"expected": float(p.mean()), "low": lo / n, "high": hi / n}
-    for key, mean, var in (("mean_rank", "null_rank_mean", "null_rank_var"),
-                           ("mean_p_true", "null_p_true_mean", "null_p_true_var")):
-        m = float(vals[mean][ok].mean())
-        sd = math.sqrt(float(vals[var][ok].sum())) / n
-        out[key] = {"expected": m, "low": m - 1.96 * sd, "high": m + 1.96 * sd}
+    from scipy import stats  # here: listing the measures imports this module
+
+    for key, col, bounds in (("mean_rank", "null_rank", (1.0, np.inf)),
+                             ("mean_p_true", "null_p_true", (0.0, 1.0))):
+        m = float(vals[f"{col}_mean"][ok].mean())
+        var = float(vals[f"{col}_var"][ok].sum())
+        sd = math.sqrt(var) / n
+        skew = float(vals[f"{col}_m3"][ok].sum()) / var ** 1.5 if var > 0 else 0.0
+        lo, hi = (stats.pearson3.ppf([0.025, 0.975], skew, loc=m, scale=sd) if sd > 0
+                  else (m, m))
+        out[key] = {"expected": m, "low": float(np.clip(lo, *bounds)),
+                    "high": float(np.clip(hi, *bounds))}
     return out
 
 

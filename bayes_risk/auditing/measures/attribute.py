@@ -557,7 +557,9 @@ def _reading_attribute(sec: Section, sm: dict[str, Any], recs: pd.DataFrame, k: 
           "truth more often than chance, which is no disclosure by that figure. With "
           "candidates that differ from the truth in one variable at a time, the truth comes "
           "first only if it wins in every guessed column at once, so the share ranked first "
-          "of a release that says nothing is far below 1/G.")
+          "of a release that says nothing is far below 1/G; its mean p_true can be below the "
+          "prior's too, since such a release still favours some candidates (the frequent "
+          "levels) and a truth drawn from the population often falls on the others.")
     block = table_block(table, links, src,
                         caption="the figures of the stable estimates against the null")
     block.fold = False  # the table the verdict lines read: shown, not folded
