@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import signal
 import threading
@@ -33,6 +32,7 @@ from bayes_risk.designing.space import (
     stable_seed,
 )
 from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.results.business import wilson_interval
 
 __all__ = ["design", "CHEAP_STEPS", "OBJECTIVES"]
 
@@ -78,16 +78,6 @@ def _cpu_deadline(seconds: float | None) -> Iterator[bool]:
         signal.signal(signal.SIGPROF, old)
 
 
-def _wilson(p: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson's interval of a share ``p`` of ``n`` (95 % by default)."""
-    if n <= 0 or not np.isfinite(p):
-        return (float("nan"), float("nan"))
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return (max(0.0, c - h), min(1.0, c + h))
-
-
 def _spread_range(spread: str) -> tuple[float, float] | None:
     import re
 
@@ -102,7 +92,7 @@ def line_record(v: Any, stage: str, source: str = "this release") -> dict[str, A
     (``at_worst``: every flagged record counted at risk), never passed on the others alone."""
     interval = None
     if v.count_of and v.unit == "%" and np.isfinite(v.value):
-        lo, hi = _wilson(v.value / 100, int(v.count_of[0]))
+        lo, hi = wilson_interval(v.value / 100, int(v.count_of[0]))
         interval = [lo * 100, hi * 100]
     worst = replace(v, value=v.at_worst, flagged=0)
     return {"step": v.step, "measure": v.measure, "short": v.short,
@@ -121,8 +111,9 @@ def _lower_bound_past(line: dict[str, Any]) -> bool:
     threshold at :data:`SCREEN_CONFIDENCE`."""
     if line["n"] is None or line["unit"] != "%" or not np.isfinite(line["at_worst"]):
         return False
-    z = float(__import__("scipy.stats", fromlist=["norm"]).norm.ppf(SCREEN_CONFIDENCE))
-    lo, hi = _wilson(line["at_worst"] / 100, line["n"] + line["flagged"], z)
+    # one-sided at SCREEN_CONFIDENCE: an end of the two-sided interval of level 2c - 1
+    lo, hi = wilson_interval(line["at_worst"] / 100, line["n"] + line["flagged"],
+                             level=2 * SCREEN_CONFIDENCE - 1)
     return lo * 100 > line["threshold"] if line["direction"] == "max" else \
         hi * 100 < line["threshold"]
 
