@@ -17,6 +17,7 @@ import pandas as pd
 
 from bayes_risk._terminal import progress
 from bayes_risk.data.missing import missing_mask
+from bayes_risk.data.validate import require_distinct
 from bayes_risk.exceptions import CALLER, BayesRiskWarning, ValidationError, arg_name, has_option
 from bayes_risk.results.knowledge import (
     ATTRIBUTE_SWEEP_MEASURES,
@@ -88,9 +89,7 @@ def planned(candidates: Any, *, kind: str, measure: str, bands: Any, max_size: A
     if not cands:
         raise ValidationError(f"{arg_name(argument)} is empty: give the candidate known "
                               "variables.", code="INVALID_ARGUMENT")
-    if len(set(cands)) != len(cands):
-        raise ValidationError(f"{arg_name(argument)} lists a variable twice: {cands}.",
-                              code="INVALID_ARGUMENT")
+    require_distinct(cands, argument, what="variable")
     if len(cands) > 20:
         raise ValidationError(f"{arg_name(argument)}: at most 20 candidate variables. "
                               f"Got {len(cands)}.", code="INVALID_ARGUMENT")

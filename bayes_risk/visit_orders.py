@@ -14,7 +14,7 @@ import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._terminal import progress
-from bayes_risk.data.validate import check_m, require_frame
+from bayes_risk.data.validate import check_m, require_distinct, require_frame
 from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.results.visit_orders import VisitOrderComparison
 
@@ -35,8 +35,7 @@ def _check_orders(orders: Any) -> list[tuple[str, ...]]:
             raise ValidationError(
                 f"orders[{i}] must be a non-empty list of column names. Got {o!r}.")
         t = tuple(str(c) for c in o)
-        if len(set(t)) != len(t):
-            raise ValidationError(f"orders[{i}] lists a column twice: {list(t)}.")
+        require_distinct(t, f"orders[{i}]")
         out.append(t)
     first = set(out[0])
     for i, t in enumerate(out[1:], start=1):

@@ -299,9 +299,9 @@ def synthesized_columns(synthesized: Any, schema: Schema) -> list[str] | None:
             "synthesized is empty: name the columns to synthesize, or leave it out for the "
             "model's default."
         )
-    twice = sorted({c for c in cols if cols.count(c) > 1})
-    if twice:
-        raise ValidationError(f"synthesized lists column(s) {twice} more than once: {cols}.")
+    from bayes_risk.data.validate import require_distinct
+
+    require_distinct(cols, "synthesized")
     return schema.check_columns(cols, "synthesized")
 
 

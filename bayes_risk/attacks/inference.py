@@ -21,7 +21,7 @@ from bayes_risk.attacks.rates import (
     success_rate,
 )
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.validate import require_frame
+from bayes_risk.data.validate import require_distinct, require_frame
 from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.results.attacks import InferenceResult
 
@@ -46,8 +46,7 @@ def _check_secrets(secret: Any, names: Sequence[str]) -> list[str]:
     if not secrets or not all(isinstance(s, str) for s in secrets):
         raise ValidationError(
             f"secret must be a column name or a list of them, e.g. 'Income'. Got {secret!r}.")
-    if len(set(secrets)) < len(secrets):
-        raise ValidationError(f"secret lists a column twice. Got {secret!r}.")
+    require_distinct(secrets, "secret")
     missing = [s for s in secrets if s not in names]
     if missing:
         raise ValidationError(

@@ -21,6 +21,7 @@ from bayes_risk.attacks.rates import (
     success_rate,
 )
 from bayes_risk.data.schema import Schema
+from bayes_risk.data.validate import require_distinct
 from bayes_risk.exceptions import ValidationError, arg_name, on_command_line
 from bayes_risk.results.attacks import LinkabilityResult
 
@@ -108,8 +109,7 @@ def _check_aux(aux_columns: Any) -> tuple[list[str], list[str]]:
         raise ValidationError(
             f"aux_columns must be two non-empty lists of columns. Got {aux_columns!r}.")
     for part in (a, b):
-        if len(set(part)) < len(part):
-            raise ValidationError(f"aux_columns lists a column twice. Got {aux_columns!r}.")
+        require_distinct(part, "aux_columns")
     return a, b
 
 

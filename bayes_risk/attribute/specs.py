@@ -268,11 +268,9 @@ class ScenarioSpec:
                 f"a non-empty sequence of column names. Got {ks!r}.",
                 code="INVALID_ARGUMENT",
             )
-        if len(set(names)) != len(names):
-            raise ValidationError(
-                f"ScenarioSpec.known_sums names a column twice: {list(names)}.",
-                code="INVALID_ARGUMENT",
-            )
+        from bayes_risk.data.validate import require_distinct
+
+        require_distinct(names, "ScenarioSpec.known_sums")
         object.__setattr__(self, "known_sums", names)
 
     def _check_known_records(self) -> None:

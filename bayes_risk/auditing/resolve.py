@@ -22,6 +22,7 @@ from bayes_risk.auditing.plan import (
     record_settings,
 )
 from bayes_risk.auditing.thresholds import Thresholds
+from bayes_risk.data.validate import require_distinct
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
 from bayes_risk.measures import measures
 
@@ -119,18 +120,6 @@ def audit_inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
                          synthetic.recoded_columns, original=original, warn=False)
     warn_release_holds_original(original, list(synthetic))
     return original, synthetic, schema, w
-
-
-def _twice(cols: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(c for c in cols if list(cols).count(c) > 1))
-
-
-def _once(cols: list[str], name: str, what: str) -> list[str]:
-    """``cols``, refused when one is listed twice."""
-    if _twice(cols):
-        raise ValidationError(f"{arg_name(name)}: column(s) {_twice(cols)} listed more than "
-                              f"once; give each {what} once.")
-    return cols
 
 
 def _check_utility_options(sch: Any, combining_rules: str, imputed: Any) -> None:
@@ -271,13 +260,13 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
     _check_utility_options(sch, s.combining_rules, s.imputed)
     if isinstance(known, str) or not known:
         raise ValidationError("known: give the columns the intruder knows (at least one).")
-    known = _once(sch.check_columns(list(known), "known"), "known", "column the intruder knows")
+    known = require_distinct(sch.check_columns(list(known), "known"), "known")
     if s.known_sweep:
         _check_known_sweep(known)
     skip_steps = _skip_steps(s.skip)
     if synthesized is not None:
-        syn_cols = _once(sch.check_columns(list(synthesized), "synthesized"), "synthesized",
-                         "synthesized column")
+        syn_cols = require_distinct(sch.check_columns(list(synthesized), "synthesized"),
+                                    "synthesized")
         src = "given"
     elif syn.schema is not None and syn.schema.synthesized:
         syn_cols, src = list(syn.schema.synthesized), "release manifest"
@@ -479,10 +468,11 @@ def _plan_linkability(columns: Any, known: list[str], sch: Any
             f"(--linkability COLS_A COLS_B). Got {columns!r}.") from None
     parts = []
     for part in (a, b):
-        part = [part] if isinstance(part, str) else list(part)
-        if not part or _twice(part):
+        part = require_distinct([part] if isinstance(part, str) else part,
+                                "linkability_columns")
+        if not part:
             raise ValidationError(
-                "linkability_columns: each table needs columns, each listed once "
+                "linkability_columns: each table needs columns "
                 f"(--linkability COLS_A COLS_B). Got {columns!r}.")
         parts.append(sch.check_columns(part, "linkability_columns"))
     return (parts[0], parts[1]), "given"
@@ -549,8 +539,8 @@ def _plan_targets(targets: Any, syn_cols: list[str], known: list[str], sch: Any
     """Targets of the empirical measures and their source."""
     if targets is None:
         return [c for c in syn_cols if c not in known], "default"
-    tg = _once(sch.check_columns([targets] if isinstance(targets, str) else list(targets),
-                                 "targets"), "targets", "target")
+    tg = require_distinct(sch.check_columns(
+        [targets] if isinstance(targets, str) else list(targets), "targets"), "targets")
     in_known = [t for t in tg if t in known]
     if in_known:
         one = len(in_known) == 1

@@ -54,12 +54,12 @@ def _check_known_options(args: argparse.Namespace) -> None:
                "it" if args.known_sweep else "") + ".",
             code="OPTION_REQUIRED",
         )
-    listed = [*args.known_unsynthesized, *args.known_synthesized]
-    twice = sorted({c for c in listed if listed.count(c) > 1})
-    if twice:
-        raise ValidationError(f"column(s) {twice} listed more than once in --known-unsynthesized "
-                              "and --known-synthesized; give each known column once, in the "
-                              "option of its role.", code="BAD_OPTION_VALUE")
+    from bayes_risk.data.validate import require_distinct
+
+    require_distinct([*args.known_unsynthesized, *args.known_synthesized],
+                     "--known-unsynthesized + --known-synthesized",
+                     hint="Give each known column once, in the option of its role.",
+                     code="BAD_OPTION_VALUE")
     if args.selection is not None and args.known_sweep is not None:
         raise ValidationError(
             "--known-sweep does not condition on --selection: a subset of the known columns "

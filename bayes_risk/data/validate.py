@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -33,7 +34,7 @@ __all__ = [
     "validate_table", "validate_synthetic", "harmonise_levels", "check_release_levels",
     "check_value_labels", "release_levels", "release_only_levels", "refuse_unknown_levels",
     "encode", "decode", "decode_values", "check_m", "check_no_infinity", "check_real",
-    "record_mask", "require_frame"
+    "record_mask", "require_frame", "require_distinct"
 ]
 
 
@@ -43,6 +44,29 @@ def require_frame(df: Any, name: str) -> pd.DataFrame:
     if not isinstance(df, pd.DataFrame):
         raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(df).__name__}.")
     return df
+
+
+def require_distinct(values: Iterable[Any], name: str, *, what: str = "column",
+                     hint: str = "", code: str | None = None) -> list[Any]:
+    """``values`` as a list when none is listed twice; else a ``ValidationError`` naming the
+    argument ``name`` (as the caller writes it), the repeated values and the list (the one
+    place this is checked).
+
+    Examples
+    --------
+    >>> require_distinct(["Age", "Sex"], "known")
+    ['Age', 'Sex']
+    >>> require_distinct(["Age", "Sex", "Age"], "known")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bayes_risk.exceptions.ValidationError: known lists column(s) ['Age'] more than once: ...
+    """
+    out = list(values)
+    twice = [v for v, k in Counter(out).items() if k > 1]
+    if twice:
+        raise ValidationError(f"{arg_name(name)} lists {what}(s) {twice} more than once: {out}."
+                              + (f" {hint}" if hint else ""), code=code)
+    return out
 
 
 def validate_table(df: pd.DataFrame, schema: Schema, *, name: str = "original",

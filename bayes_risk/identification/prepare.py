@@ -18,7 +18,7 @@ from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, did_you_mean, infer_schema
 from bayes_risk.data.synthetic import released_records
-from bayes_risk.data.validate import require_frame, validate_table
+from bayes_risk.data.validate import require_distinct, require_frame, validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.identification import population as _population
 from bayes_risk.identification.encoding import encode_problem
@@ -62,10 +62,10 @@ def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesize
         raise ValidationError(
             "no known column: give known=[...] (the intruder's quasi-identifiers)."
         )
-    _once_each(known, "known")
+    require_distinct(known, "known")
     if synthesized is not None:
         syn = _names(synthesized)
-        _once_each(syn, "synthesized")
+        require_distinct(syn, "synthesized")
         # a known column is checked (with a suggestion) with the schema; the others here
         cols = [str(c) for c in original.columns]
         miss = [c for c in syn if c not in cols and c not in known]
@@ -87,12 +87,6 @@ def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesize
 def check_original(original: Any) -> None:
     """Raise a ValidationError unless ``original`` is a DataFrame."""
     require_frame(original, "original")
-def _once_each(names: list[str], what: str) -> None:
-    if len(set(names)) != len(names):
-        twice = sorted({c for c in names if names.count(c) > 1})
-        raise ValidationError(f"{what} lists column(s) {twice} twice: {names}.")
-
-
 def inferred_synthesized(original: Any, synthetic: Any, known: list[str]) -> set[str]:
     """The synthesized known columns of the release's manifest, else of the released values."""
     schema = getattr(synthetic, "schema", None)

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from bayes_risk.data.schema import Schema
+from bayes_risk.data.validate import require_distinct
 from bayes_risk.exceptions import CALLER, BayesRiskWarning, SchemaError, ValidationError, arg_name
 
 #: the spec's settings as its messages name them (on the command line, the options that set
@@ -107,9 +108,7 @@ class SynthesisSpec:
             if not vs or not all(isinstance(c, str) for c in vs):
                 raise ValidationError("visit_sequence must be a non-empty sequence of column "
                                       f"names. Got {self.visit_sequence!r}.")
-            dup = sorted({c for c in vs if vs.count(c) > 1})
-            if dup:
-                raise ValidationError(f"visit_sequence names {dup} more than once.")
+            require_distinct(vs, "visit_sequence")
             object.__setattr__(self, "visit_sequence", tuple(vs))
         if self.predictor_matrix is not None:
             object.__setattr__(self, "predictor_matrix", _predictor_rows(self.predictor_matrix))

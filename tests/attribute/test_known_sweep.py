@@ -169,7 +169,7 @@ def test_errors_name_the_argument():
         attribute_known_sweep(orig, syn, model=model, known=["a"], prior_typo=1)
     with pytest.raises(ValidationError, match="max_size"):
         attribute_known_sweep(orig, syn, model=model, known=["a"], max_size=2)
-    with pytest.raises(ValidationError, match="twice"):
+    with pytest.raises(ValidationError, match="more than once"):
         attribute_known_sweep(orig, syn, model=model, known=["a", "a"])
 
 

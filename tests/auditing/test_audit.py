@@ -868,7 +868,7 @@ def test_every_input_checked_before_the_first_step(release, tmp_path, capsys):
     audit printed a verdict with the identification and disclosure steps "failed")."""
     orig, syn = release
     cases = [  # (known, fields of the settings, error)
-        (["Age", "Age", "Urban"], {}, r"known: column\(s\) \['Age'\] listed more than"),
+        (["Age", "Age", "Urban"], {}, r"known lists column\(s\) \['Age'\] more than once"),
         (KNOWN, dict(targets=["Income", "Age"]), r"targets: \['Age'\] is also known"),
         ([*KNOWN, "Income"], dict(targets=["Income"]), r"targets: \['Income'\] is also known"),
         (KNOWN, dict(targets=["Income", "Income"]), r"targets: .*'Income'.* more than"),

@@ -181,7 +181,7 @@ def test_identification_sweep_of_an_unknown_column_names_the_sweep(at, capsys):
     assert line.split("]: ", 1)[1].startswith("--known-sweep: column(s) ['Nope']")
     assert "--known-unsynthesized" not in line
     line = _error([*base, "--known-sweep", "Age", "Age"], capsys)
-    assert "--known-sweep lists a variable twice" in line
+    assert "--known-sweep lists variable(s)" in line
     # 13 candidates: 8192 subsets; the remedy names the option the command line has
     cands = ["Age", "Urban", "Tenure", "Educ", "Marital", "Income", "Expenditure",
              *[f"Q{j}" for j in range(6)]]
@@ -259,7 +259,7 @@ def test_out_given_a_link_says_it_is_a_link(at, capsys, tmp_path):
     (["utility", "wide.csv", "rel", "--n-perm", "0"], "BAD_OPTION_VALUE", "--n-perm must be"),
     (["identification", "wide.csv", "rel", "--known-unsynthesized", "Age", "Urban",
       "--known-synthesized", "Age"], "BAD_OPTION_VALUE",
-     "listed more than once in --known-unsynthesized and --known-synthesized"),
+     "--known-unsynthesized + --known-synthesized lists column(s) ['Age'] more than once"),
     (["identification", "wide.csv", "rel", "--known-unsynthesized", "Age",
       "--known-synthesized", "Income", "--radius", "Income=0.1", "--r-min", "-1"],
      "BAD_OPTION_VALUE", "--r-min must be a finite number >= 0"),

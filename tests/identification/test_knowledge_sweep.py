@@ -312,7 +312,7 @@ def test_errors_name_the_argument():
     y, rel = _release(1, n=10, m=1)
     with pytest.raises(ValidationError, match="candidates is empty"):
         sweep(y, rel, candidates=[])
-    with pytest.raises(ValidationError, match="twice"):
+    with pytest.raises(ValidationError, match="more than once"):
         sweep(y, rel, candidates=["a", "a"])
     with pytest.raises(ValidationError, match="max_size"):
         sweep(y, rel, candidates=["a", "b"], max_size=3)

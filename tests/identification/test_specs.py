@@ -149,7 +149,7 @@ def test_known_and_synthesized_errors(toy):
     y, z = toy
     with pytest.raises(ValidationError, match="no known column"):
         ir(y, z, known=[])
-    with pytest.raises(ValidationError, match=r"known lists column\(s\) \['sex'\] twice"):
+    with pytest.raises(ValidationError, match=r"known lists column\(s\) \['sex'\] more than once"):
         ir(y, z, known=["sex", "race", "sex"])
     with pytest.raises(ValidationError, match="synthesized lists"):
         ir(y, z, known=["sex", "race"], synthesized=["race", "race"])

@@ -210,7 +210,7 @@ def test_compare_visit_orders_errors(acs):
         compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "SEX"], ["SEX", "RACE"]])
     with pytest.raises(ValidationError, match="non-empty list"):
         compare_visit_orders(acs, synthesizer=rf, orders=[])
-    with pytest.raises(ValidationError, match="twice"):
+    with pytest.raises(ValidationError, match="more than once"):
         compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "MAR"]])
     with pytest.raises(ValidationError, match="same visit order twice"):
         compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "SEX"], ["MAR", "SEX"]])
