@@ -871,7 +871,7 @@ def test_every_input_checked_before_the_first_step(release, tmp_path, capsys):
         (["Age", "Age", "Urban"], {}, r"known lists column\(s\) \['Age'\] more than once"),
         (KNOWN, dict(targets=["Income", "Age"]), r"targets: \['Age'\] is also known"),
         ([*KNOWN, "Income"], dict(targets=["Income"]), r"targets: \['Income'\] is also known"),
-        (KNOWN, dict(targets=["Income", "Income"]), r"targets: .*'Income'.* more than"),
+        (KNOWN, dict(targets=["Income", "Income"]), r"targets lists .*'Income'.* more than"),
         (KNOWN, dict(attribute_records=[3, 3]), "attribute_records contains duplicate"),
         (KNOWN, dict(skip=["utilty"]), "skip: unknown step 'utilty'"),
         ([*KNOWN, "Income"], dict(match=br.MatchSpec(radius_type="quantile_sd")),
