@@ -580,9 +580,11 @@ class AttributeRiskResult(RiskResult):
         prior = self.prior_p_true()[keep] if self._fixed_candidates else guess
         if prior.size and np.isfinite(prior).all():
             uniform = " = 1/G" if np.allclose(prior, guess, rtol=1e-9, atol=0) else ""
+            # candidates read off the release (Wang & Reiter's stand-in) have no "before"
+            what = (f"before the release (the intruder's prior{uniform})"
+                    if self._fixed_candidates else "uniform over the released candidates, 1/G")
             ax.axvline(float(np.mean(prior)), color="0.5", ls=":",
-                       label=f"before the release (the intruder's prior{uniform}): "
-                             f"{100 * float(np.mean(prior)):.3g} %")
+                       label=f"{what}: {100 * float(np.mean(prior)):.3g} %")
         null = (self.null() or {}).get("mean_p_true")
         if null:
             ax.axvline(null["expected"], color="k", ls="--",

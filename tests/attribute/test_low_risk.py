@@ -60,6 +60,19 @@ def test_toy5_numbers(toy5):
     assert dict(zip(cp["race"], cp["posterior"], strict=True)) == {"W": 0.5, "B": 0.5}
 
 
+def test_the_p_true_plot_of_released_candidates_draws_no_before_the_release(toy5):
+    """Candidates read off the release have no prior before it: the plot's line is 1/G over
+    the released candidates, named so, and there is no null line."""
+    import matplotlib.pyplot as plt
+
+    model, y, release = toy5
+    res = attribute_risk(y, release, model=model, progressbar=False, scenario="empty")
+    ax = res.plot("p_true", ax=plt.figure().add_subplot())
+    labels = [ln.get_label() for ln in ax.get_lines()]
+    plt.close(ax.figure)
+    assert labels == ["uniform over the released candidates, 1/G: 60 %"]
+
+
 def test_truth_never_released_ranks_last(toy5):
     model, y, _ = toy5
     z = y.assign(race=list("BBWBW"))  # every record's race is wrong (the only such dataset)
