@@ -213,10 +213,36 @@ def pytest_runtest_logreport(report):
         _measured[f] = _measured.get(f, 0.0) + float(report.duration)
 
 
+_CHECKOUT = Path(__file__).resolve().parent.parent
+#: when this file was loaded, before any test (a session-start hook here would come too late:
+#: pytest reads tests/conftest.py while collecting)
+_STARTED = __import__("time").time()
+
+
+def _checkout_kernels_compiled() -> list[str]:
+    """The checkout's numba cache files written since the session began, when the suite tests
+    the installed package: a subprocess (``python -c`` or a notebook kernel started in the
+    checkout) then imported the checkout instead, which a fresh clone pays for by compiling
+    every kernel it calls (20-35 s a test); run it with ``-P`` or outside the checkout."""
+    import bayes_risk
+
+    if Path(bayes_risk.__file__).resolve().parent == _CHECKOUT / "bayes_risk":
+        return []  # the suite itself imports the checkout: its kernels are compiled there
+    return sorted(str(f.relative_to(_CHECKOUT)) for d in ("bayes_risk", "models")
+                  for f in (_CHECKOUT / d).rglob("__pycache__/*.nbi")
+                  if f.stat().st_mtime >= _STARTED)
+
+
 def pytest_sessionfinish(session, exitstatus):
     import json
 
     config = session.config
+    if not hasattr(config, "workerinput") and (bad := _checkout_kernels_compiled()):
+        sys.stderr.write("\nA test's subprocess imported the checkout, not the installed "
+                         "package, and compiled its numba kernels there: "
+                         f"{bad[:5]}{' ...' if len(bad) > 5 else ''} (tests/conftest.py, "
+                         "_checkout_kernels_compiled)\n")
+        session.exitstatus = 1
     if not config.getoption("--store-durations") or hasattr(config, "workerinput"):
         return  # not asked, or an xdist worker (the controller writes the table)
     files = {**_recorded_durations(), **{f: round(s, 1) for f, s in _measured.items()}}

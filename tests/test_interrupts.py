@@ -92,7 +92,7 @@ def test_signal_before_the_run_installs_its_handlers_is_an_interrupt(signame):
             "import bayes_risk.cli as c\n"
             f"c.main = lambda: (os.kill(os.getpid(), signal.{signame}), time.sleep(30))\n"
             "sys.exit(c.console_main())\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 130, (p.returncode, p.stderr)
     assert p.stderr.strip().splitlines()[-1] == "interrupted"
@@ -245,7 +245,8 @@ def test_the_program_ends_without_the_interpreters_tear_down(status, atexit_ran)
             "from bayes_risk.cli import _exit\n"
             f"_exit({status})\n"
             "print('not reached')\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                       timeout=120)
     pid, *rest = p.stderr.splitlines()
     assert (p.returncode, p.stdout) == (status, "buffered, no newline")
     assert rest == (["atexit ran"] if atexit_ran else [])

@@ -53,10 +53,13 @@ def _stream(cell, name: str) -> str:
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("ipywidgets") is not None,
                     reason="about a Jupyter without ipywidgets")
-def test_progress_shows_in_a_notebook_without_ipywidgets():
+def test_progress_shows_in_a_notebook_without_ipywidgets(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
-    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3").execute()
+    # the kernel in a folder outside the checkout: it imports the installed package (from the
+    # checkout, a fresh clone would first compile its numba kernels: 35 s more)
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
     style, _ = _texts(nb.cells[0])
     assert style.strip() == "plain"
     fit, fit_html = _texts(nb.cells[1])

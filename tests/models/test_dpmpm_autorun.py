@@ -380,7 +380,9 @@ def test_forked_chains_survive_a_lock_left_held_by_a_killed_worker():
     env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
     # a session of its own: on a timeout the forked chain workers are killed with the fit,
     # not left running after the test
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+    # -P: the installed package, not the checkout the suite runs in (whose numba cache a
+    # fresh clone has yet to fill: 20 s more of compiling)
+    proc = subprocess.Popen([sys.executable, "-P", "-c", script], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:
         # a bound against the hang this test guards against (a fit of about 20 s of CPU
@@ -435,7 +437,8 @@ def test_forked_chain_workers_end_when_the_fit_is_killed():
               sampling=Sampling(tune=100000, draws=100000, chains=2, cores=2, max_sweeps=0),
               ).fit(acs, random_seed=1)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+    # -P: the installed package (as above)
+    proc = subprocess.Popen([sys.executable, "-P", "-c", script], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     workers: list[int] = []
     try:
