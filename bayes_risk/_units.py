@@ -69,6 +69,9 @@ UNITS: dict[str, str] = {
     "share_degenerate_triples": "fraction of the (record, candidate, draw) triples",
     "mean_p_true": PROBABILITY,
     "mean_prior_p_true": PROBABILITY,
+    "null_mean_p_true": PROBABILITY,  # the knowledge sweep's and curve's nulls (expected)
+    "null_prop_top": FRACTION_RECORDS,
+    "null_mean_p_true_unflagged": PROBABILITY,
     "p_true_quantiles": PROBABILITY,
     "p_true_q25": PROBABILITY,
     "p_true_q50": PROBABILITY,

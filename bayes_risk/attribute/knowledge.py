@@ -197,7 +197,7 @@ class _Evaluator:
                               if k in res.settings}
         if s == frozenset(self.cands):
             self.full = res
-        return file_measures(res.records), warned
+        return file_measures(res), warned
 
     def settings(self) -> dict[str, Any]:
         return dict(self._settings)
@@ -239,16 +239,27 @@ def with_shared_refits(original: pd.DataFrame, synthetic: Any, *, model: Any, re
     return est.replace(augmented=fits, refit_draws=None) if fits else est
 
 
-def file_measures(records: pd.DataFrame) -> dict[str, Any]:
-    """A subset's file-level figures over the records with a ``p_true``; flagged ones counted."""
+def file_measures(result: Any) -> dict[str, Any]:
+    """A run's file-level figures over the records with a ``p_true`` (flagged ones counted),
+    with what a release that says nothing of those records would give
+    (:func:`~bayes_risk.results.attribute.file_null`: ``null_mean_p_true``, ``null_prop_top``,
+    their expected values; ``nan`` without fixed candidates)."""
+    from bayes_risk.results.attribute import file_null
+
+    records = result.records
     p = records["p_true"].to_numpy(dtype=np.float64)
     ok = ~np.isnan(p)
     top = records["is_top"].to_numpy(dtype=np.float64)[ok]
     base = records["baseline"].to_numpy(dtype=np.float64)[ok]
+    per = result.record_null()
+    null = {} if per is None else file_null({c: per[c].to_numpy() for c in per.columns}, ok)
+    nan = float("nan")
     return {
-        "mean_p_true": float(np.mean(p[ok])) if ok.any() else float("nan"),
-        "prop_top": float(np.mean(top)) if ok.any() else float("nan"),
-        "mean_baseline": float(np.mean(base)) if ok.any() else float("nan"),
+        "mean_p_true": float(np.mean(p[ok])) if ok.any() else nan,
+        "prop_top": float(np.mean(top)) if ok.any() else nan,
+        "null_mean_p_true": null.get("mean_p_true", {}).get("expected", nan),
+        "null_prop_top": null.get("prop_top", {}).get("expected", nan),
+        "mean_baseline": float(np.mean(base)) if ok.any() else nan,
         "n_records": int(ok.sum()),
         "n_flagged": int((records["flag_codes"] != "").sum()),
     }

@@ -98,9 +98,11 @@ def known_fraction_curve(
                 scenario=ScenarioSpec("known_records", known_fraction=f, seed=seed),
                 random_seed=seed_all, progressbar=False, **options)
         row = {"known_fraction": f, "n_known": int(res.settings["n_known"])}
-        row.update(file_measures(res.records))
+        row.update(file_measures(res))
         p = res.records["p_true"][res.records["flag_codes"] == ""]
         row["mean_p_true_unflagged"] = float(p.mean()) if p.notna().any() else float("nan")
+        row["null_mean_p_true_unflagged"] = ((res.null() or {}).get("mean_p_true") or {}).get(
+            "expected", float("nan"))
         rows.append(row)
         results.append(res)
         for c in [*res.warnings, *(getattr(w.message, "code", None) for w in caught)]:
@@ -177,8 +179,10 @@ class KnownFractionResult(RiskResult):
         t = self.table
         x = 100 * t["known_fraction"].to_numpy(float)
         ax.plot(x, 100 * t[measure].to_numpy(float), "o-", color="C0", label=measure)
-        ax.plot(x, 100 * t["mean_baseline"].to_numpy(float), "--", color="k",
-                label="random guess 1/G")
+        # what the figure would be if the release said nothing of the records (not 1/G: the
+        # share ranked first of such a release is far below it; methods page)
+        ax.plot(x, 100 * t[f"null_{measure}"].to_numpy(float), "--", color="k",
+                label="if the release said nothing of the records")
         bad = t["n_flagged"].to_numpy() > 0
         if bad.any():
             ax.scatter(x[bad], 100 * t[measure].to_numpy(float)[bad], s=80, facecolors="none",

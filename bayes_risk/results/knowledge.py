@@ -23,7 +23,9 @@ SWEEP_MEASURES = tuple(name for name, _ in ID_MEASURES)
 ATTRIBUTE_MEASURES = (
     ("mean_p_true", "mean probability of the true values (p_true)"),
     ("prop_top", "share of records whose true values are the best guess"),
-    ("mean_baseline", "random guess: mean 1/G"),
+    ("null_mean_p_true", "mean p_true if the release said nothing of the records"),
+    ("null_prop_top", "share ranked first if the release said nothing of the records"),
+    ("mean_baseline", "mean 1/G: p_true under the uniform prior alone, before the release"),
     ("n_records", "records evaluated (p_true not nan)"),
     ("n_flagged", "records flagged (unreliable estimates)"),
 )
@@ -35,7 +37,7 @@ SHAPLEY_MEASURES = {"identification": ("expected_match_risk", "true_match_rate_t
 #: the measures a summary shows beside the subsets (frontier tables)
 _SHOWN = {"identification": ("expected_match_risk", "true_match_rate_targets",
                              "false_match_rate"),
-          "attribute": ("mean_p_true", "prop_top", "mean_baseline")}
+          "attribute": ("mean_p_true", "prop_top", "null_prop_top")}
 _LABEL = dict(ID_MEASURES) | dict(ATTRIBUTE_MEASURES)
 _RISK = {"identification": "Identification risk", "attribute": "Attribute risk"}
 

@@ -30,6 +30,7 @@ from bayes_risk.attribute import (
 from bayes_risk.attribute.known_records import known_mask
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import NotSupportedError, ValidationError
+from bayes_risk.results.attribute import file_null
 
 LEVELS = ["a", "b", "c"]
 ALPHA = np.full(3, 6.0)  # finite-variance weights for every known set (see the test)
@@ -187,6 +188,19 @@ def test_curve_end_points_and_table():
     matplotlib.use("Agg")
     ax = curve.plot()
     assert ax.get_xlabel().startswith("other records known")
+    # the dashed line: each fraction's null of the same records (not the random guess 1/G)
+    (null,) = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert null.get_label() == "if the release said nothing of the records"
+    for k, res in enumerate(curve.results):
+        per, ok = res.record_null(), res.records["p_true"].notna().to_numpy()
+        want = file_null({c: per[c].to_numpy() for c in per.columns}, ok)["mean_p_true"]
+        assert null.get_ydata()[k] == pytest.approx(100 * want["expected"], rel=1e-12)
+        assert tab["null_mean_p_true"].iloc[k] == pytest.approx(want["expected"], rel=1e-12)
+    import matplotlib.pyplot as plt
+
+    ax = curve.plot(measure="prop_top", ax=plt.figure().add_subplot())
+    (null,) = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    np.testing.assert_allclose(null.get_ydata(), 100 * tab["null_prop_top"].to_numpy())
 
 
 def test_refusals():

@@ -14,6 +14,7 @@ from bayes_risk.attribute import EstimatorSpec, ScenarioSpec, attribute_known_sw
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models import ArrayModel
+from bayes_risk.results.attribute import file_null
 from bayes_risk.results.knowledge import ATTRIBUTE_SWEEP_MEASURES, KnowledgeSweepResult
 
 COLS = ["a", "b", "c"]
@@ -95,6 +96,12 @@ def test_every_subset_equals_a_separate_attribute_risk_run(estimator):
             assert row["n_flagged"] == int((one.records["flag_codes"] != "").sum())
             assert row["mean_baseline"] == pytest.approx(one.records["baseline"].mean(),
                                                          rel=1e-15)
+            # beside them, the null of the same records (those with a p_true)
+            per, ok = one.record_null(), one.records["p_true"].notna().to_numpy()
+            null = file_null({c: per[c].to_numpy() for c in per.columns}, ok)
+            assert row["null_prop_top"] == null["prop_top"]["expected"], s
+            assert row["null_mean_p_true"] == null["mean_p_true"]["expected"], s
+            assert 0 < row["null_mean_p_true"] < 1
     if estimator == "stabilised":
         assert len(calls) == 2 * 4  # separate runs refit every time
 

@@ -247,7 +247,8 @@ def test_two_records_known_sums_cli(tmp_path, capsys):
     assert r.returncode == 2 and "--known-sums: column 'salary'" in r.stderr
     assert "UNKNOWN_COLUMN" in r.stderr
     # refused in the command's own words (not the Python API's), nothing written
-    for bad, msg in ((["--known-sums", "wages", "wages"], "--known-sums names a column twice"),
+    for bad, msg in ((["--known-sums", "wages", "wages"],
+                      "--known-sums lists column(s) ['wages'] more than once"),
                      (["--pairs", "4:4"], "--pairs: pair '4:4' names record 4 twice")):
         r = _cli([*base, *bad, "--out", str(tmp_path / "bad2")], tmp_path, capsys)
         assert r.returncode == 2 and msg in r.stderr and "BAD_OPTION_VALUE" in r.stderr
