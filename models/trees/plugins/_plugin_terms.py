@@ -16,14 +16,40 @@ def _z_blocks(n_z: int, width: int) -> list[slice]:
     return [slice(a, a + step) for a in range(0, n_z, step)]
 
 
+def compositions(n: int, uniform: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Every bootstrap multiplicity vector of ``n`` donors (the ``C(2n−1, n)`` vectors of ``n``
+    counts summing to ``n``) and their log weights, such that the mean of ``w_c e^{f(c)}`` over
+    them is the bootstrap's expectation of ``e^{f}``: ``None`` for the Bayesian bootstrap, under
+    which every vector is equally likely (Dirichlet–multinomial with parameters 1), the
+    multinomial probability times their number for uniform donors."""
+    from itertools import combinations
+
+    from scipy.special import gammaln
+
+    # stars and bars: n − 1 bars among 2n − 1 places
+    bars = np.array(list(combinations(range(2 * n - 1), n - 1)), dtype=np.int64).reshape(-1, n - 1)
+    edges = np.concatenate([np.full((len(bars), 1), -1), bars,
+                            np.full((len(bars), 1), 2 * n - 1)], axis=1)
+    c = (np.diff(edges, axis=1) - 1).astype(np.float64)
+    if not uniform:
+        return c, None
+    log_p = gammaln(n + 1.0) - gammaln(c + 1.0).sum(axis=1) - n * np.log(n)
+    return c, log_p + np.log(len(c))
+
+
 def mc_node_loglik(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray, z_weights: np.ndarray,
-                   *, return_terms: bool = False) -> float | tuple[float, np.ndarray]:
-    """``log (1/R) Σ_r Π_s p_r(z_s)`` of a node's distinct values (``z_weights``: their counts),
-    ``p_r`` the kernel mixture of the donors with bootstrap multiplicities ``counts[r]``; with
-    ``return_terms`` also the replicates' ``[R]`` terms (for :func:`mc_log_var`)."""
+                   *, log_w: np.ndarray | None = None, return_terms: bool = False
+                   ) -> float | tuple[float, np.ndarray]:
+    """``log (1/R) Σ_r w_r Π_s p_r(z_s)`` of a node's distinct values (``z_weights``: their
+    counts), ``p_r`` the kernel mixture of the donors with bootstrap multiplicities
+    ``counts[r]`` and ``log_w`` their weights (none: 1; every vector of :func:`compositions`:
+    the exact expectation); with ``return_terms`` also the ``[R]`` weighted terms (for
+    :func:`mc_log_var`)."""
     R = counts.shape[0]
     with np.errstate(divide="ignore"):
         lf = -float(z_weights.sum()) * np.log(counts @ np.exp(log_m))
+        if log_w is not None:
+            lf = lf + log_w
         for sl in _z_blocks(log_k.shape[0], max(R, counts.shape[1])):
             lk = log_k[sl]
             mx = lk.max(axis=1)
@@ -44,11 +70,14 @@ class DonorTerms:
     c_x: np.ndarray
     den: np.ndarray
     blocks: list[tuple[slice, np.ndarray, np.ndarray, np.ndarray]]
+    log_w: np.ndarray | None = None
 
 
-def donor_terms(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray) -> DonorTerms:
+def donor_terms(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray,
+                log_w: np.ndarray | None = None) -> DonorTerms:
     """:class:`DonorTerms` of donors with log-kernels ``log_k [n_z, n]`` and ``log_m [n]``,
-    bootstrap multiplicities ``counts[:, :n]`` (the last column: the extra donor's)."""
+    bootstrap multiplicities ``counts[:, :n]`` (the last column: the extra donor's) and their
+    weights ``log_w`` (:func:`mc_node_loglik`)."""
     c_d = counts[:, :-1]
     blocks = []
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -58,7 +87,7 @@ def donor_terms(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray) -> Don
             mx_d = lk.max(axis=1)
             safe_d = np.where(np.isfinite(mx_d), mx_d, 0.0)
             blocks.append((sl, c_d @ np.exp(lk - safe_d[:, None]).T, mx_d, safe_d))
-    return DonorTerms(counts[:, -1], den, blocks)
+    return DonorTerms(counts[:, -1], den, blocks, log_w)
 
 
 def mc_node_loglik_extra(donors: DonorTerms, log_k_extra: np.ndarray, log_m_extra: np.ndarray,
@@ -72,6 +101,8 @@ def mc_node_loglik_extra(donors: DonorTerms, log_k_extra: np.ndarray, log_m_extr
     with np.errstate(divide="ignore", invalid="ignore"):
         den = donors.den[None, :] + donors.c_x[None, :] * np.exp(log_m_extra)[:, None]
         lf = -float(z_weights.sum()) * np.log(den)  # (n_x, R)
+        if donors.log_w is not None:
+            lf = lf + donors.log_w[None, :]
         for sl, s_d, mx_d, safe_d in donors.blocks:
             mx = np.maximum(mx_d[None, :], log_k_extra[:, sl])  # (n_x, block)
             for x in range(n_x):

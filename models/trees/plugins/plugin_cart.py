@@ -21,6 +21,7 @@ from bayes_risk.models.trees.cart_polya import PolyaTables
 from bayes_risk.models.trees.missing import design_inputs, kind_codes
 from bayes_risk.models.trees.plugins._plugin_terms import (
     atom_hit,
+    compositions,
     donor_terms,
     mc_log_var,
     mc_node_loglik,
@@ -30,6 +31,9 @@ from bayes_risk.models.trees.plugins._plugin_terms import (
 __all__ = ["CARTPlugin", "DonorTrees"]
 
 _CACHE_BYTES = 256 << 20  # at most, count matrices and a release's node terms kept
+#: a smoothed node's likelihood is exact (every bootstrap multiplicity vector) when there are at
+#: most this many times ``n_bootstrap`` vectors: 7 donors (1,716 vectors) at the default 500
+EXACT_FACTOR = 4
 # candidate-node entries per slab of records in the batched likelihood (about 40 MB of
 # [m, entries] float arrays at m = 5)
 _SLAB_ROWS = 1 << 17
@@ -483,24 +487,36 @@ class CARTPlugin(PluginBase):
             self._cache["__polya__"] = tables
         return tables
 
-    def _counts(self, key: tuple[int, int, int, int]) -> np.ndarray:
-        """Bootstrap multiplicities ``[R, n]`` of a node's ``n`` donors, keyed by (dataset,
-        column, node, n)."""
-        c = self._crn.get(key)
+    def _exact(self, n: int) -> bool:
+        """Whether a node of ``n`` donors averages over every bootstrap multiplicity vector
+        (:func:`compositions`, no Monte Carlo error) rather than ``n_bootstrap`` drawn ones:
+        when there are at most :data:`EXACT_FACTOR` times as many."""
+        from math import comb
+
+        return n <= 1 or comb(2 * n - 1, n) <= EXACT_FACTOR * self.n_bootstrap
+
+    def _counts(self, key: tuple[int, int, int, int]
+                ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Bootstrap multiplicities ``[R, n]`` of a node's ``n`` donors and their log weights,
+        keyed by (dataset, column, node, n): every vector, weighted by its probability, for a
+        node small enough (:meth:`_exact`), else ``n_bootstrap`` drawn ones."""
+        n = key[-1]
+        exact = self._exact(n)
+        c = self._crn.get(("exact", n) if exact else key)
         if c is not None:
             return c
-        n = key[-1]
+        if exact:
+            c = compositions(n, self._uniform) if n > 1 else (np.ones((1, 1)), None)
+            return self._keep(self._crn, ("exact", n), c, c[0].nbytes * 2)
         R = self.n_bootstrap
         rng = np.random.Generator(
             np.random.PCG64(np.random.SeedSequence(self._entropy, spawn_key=key)))
-        if n == 1:
-            c = np.ones((R, 1))
-        elif self._uniform:
+        if self._uniform:
             c = rng.multinomial(n, np.full(n, 1.0 / n), size=R).astype(np.float64)
         else:
             w = rng.standard_exponential((R, n))
             c = rng.multinomial(n, w / w.sum(axis=1, keepdims=True)).astype(np.float64)
-        return self._keep(self._crn, key, c, c.nbytes)
+        return self._keep(self._crn, key, (c, None), c.nbytes)
 
     def _release(self, synthetic: Sequence[pd.DataFrame]) -> None:
         if synthetic is not self._cache_owner:
@@ -574,13 +590,13 @@ class CARTPlugin(PluginBase):
         atoms = donors[:1] if n_d and donors.min() == donors.max() else donors[:0]
         R = self.n_bootstrap
 
-        def full(values: np.ndarray, counts: np.ndarray,
+        def full(values: np.ndarray, counts: tuple[np.ndarray, np.ndarray | None],
                  lk_lm: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, np.ndarray]:
             lo, hi = float(values.min()), float(values.max())
             if decimals is None and lo < hi and h > 0 and atom_hit(zu, atoms):
-                return float("-inf"), np.full(R, -np.inf)
-            return mc_node_loglik(counts, *(lk_lm or terms(values, lo, hi)), zw,
-                                  return_terms=True)
+                return float("-inf"), np.full(counts[0].shape[0], -np.inf)
+            return mc_node_loglik(counts[0], *(lk_lm or terms(values, lo, hi)), zw,
+                                  log_w=counts[1], return_terms=True)
 
         if extras is None:
             if n_d == 0:  # synthetic records routed to a node without donors
@@ -592,7 +608,7 @@ class CARTPlugin(PluginBase):
             return out if kept is None else self._keep(kept, (key, None), out, lf.nbytes)
         counts = self._counts((*key, n_d + 1))
         out = np.empty(extras.size)
-        lfs = np.empty((extras.size, R))
+        lfs = np.empty((extras.size, counts[0].shape[0]))
         if n_d == 0:
             for k, x in enumerate(extras):
                 out[k], lfs[k] = full(np.array([x]), counts)
@@ -604,7 +620,7 @@ class CARTPlugin(PluginBase):
             # no atoms here (D unequal, or x = v and the node does not smooth)
             d = None if kept is None else kept.get((key, "donors"))
             if d is None:
-                d = donor_terms(counts, *(d_terms or terms(donors, lo, hi)))
+                d = donor_terms(counts[0], *(d_terms or terms(donors, lo, hi)), counts[1])
                 if kept is not None:
                     self._keep(kept, (key, "donors"), d,
                                d.den.nbytes * 2 + sum(b[1].nbytes for b in d.blocks))
@@ -639,27 +655,42 @@ class CARTPlugin(PluginBase):
             kept = None if u in old else self._cache["__leaves__"]
             # the node's distinct rows of replicates: one without the candidate's value (if
             # some candidate is not inside), one per distinct value inside; ``row`` maps each
-            # candidate to its row
-            rows, row = [], np.empty(G, dtype=np.int64)
+            # candidate to its row of its side (``side``: inside or not)
+            rows: dict[bool, tuple[np.ndarray, bool]] = {}
+            row = np.empty(G, dtype=np.int64)
             if (~inside).any():
                 v, lf0 = self._node_loglik(key, col, d, None, zu, zw, d_terms=d_terms,
                                            kept=kept)
                 ell[~inside] += v[0]
-                rows.append(lf0)
+                rows[False] = lf0, self._exact(d.size)
                 row[~inside] = 0
             if inside.any():
                 ex, inv = np.unique(ystar[inside], return_inverse=True)
                 v, lf1 = self._node_loglik(key, col, d, ex, zu, zw, d_terms=d_terms, kept=kept)
                 ell[inside] += v[inv]
-                row[inside] = len(rows) + inv
-                rows.append(lf1)
-            lf = np.concatenate(rows)
-            # candidates on the same side as the truth share its replicates (paired); the
-            # truth's own row is 0; the variance is computed once per distinct row
-            side = np.zeros(lf.shape[0], dtype=bool)
-            side[row] = inside
-            var += mc_log_var(lf, lf[row[g0]], paired=side == inside[g0])[row]
+                row[inside] = inv
+                rows[True] = lf1, self._exact(d.size + 1)
+            var += self._difference_var(rows, row, inside, g0)
         return ell, var
+
+    @staticmethod
+    def _difference_var(rows: dict[bool, tuple[np.ndarray, bool]], row: np.ndarray,
+                        inside: np.ndarray, g0: int) -> np.ndarray:
+        """``[G]`` Monte Carlo variance of each candidate's node term less the truth's: paired
+        on the truth's side (its replicates shared), the two terms' variances added across it;
+        an exact side (every multiplicity vector) has none."""
+        t_lf, t_exact = rows[bool(inside[g0])]
+        truth = t_lf[row[g0]]
+        own_t = 0.0 if t_exact else float(mc_log_var(truth))
+        var = np.empty(row.size)
+        for side, (lf, exact) in rows.items():
+            here = inside == side
+            if side == inside[g0]:
+                v = np.zeros(lf.shape[0]) if exact else mc_log_var(lf, truth)
+            else:
+                v = (np.zeros(lf.shape[0]) if exact else mc_log_var(lf)) + own_t
+            var[here] = np.atleast_1d(v)[row[here]]
+        return var
 
     def _loglik_many(self, recs: np.ndarray, G: int, cand: dict[str, np.ndarray],
                      columns: list[str], synthetic: Sequence[pd.DataFrame]
