@@ -401,7 +401,7 @@ class CARTPlugin(PluginBase):
             pos = np.full(n, -1, dtype=np.int64)  # -1: not a donor (a missing value's value tree)
             pos[tree.donor_rows] = np.arange(tree.donor_rows.size)
             self._pos[key] = pos
-        self._crn: dict[tuple[int, int, int, int], np.ndarray] = {}
+        self._crn: dict[tuple, tuple[np.ndarray, np.ndarray | None]] = {}
         self._crn_bytes = 0
         self._kept_cap = _CACHE_BYTES
 
