@@ -1,6 +1,6 @@
 """The converter of every grouped argument (``match=``, ``estimator=``, ``settings=`` ...) to
-its spec class, the field checks the spec classes share, and :func:`cli_option`, by which a
-spec field declares its command-line option.
+its spec class and :func:`cli_option`, by which a spec field declares its command-line option
+(the checks of a field's value: :mod:`bayes_risk._constraints`).
 
 Imports only the standard library at module level: the command line builds its parsers from
 the spec classes (``bayes-risk --help`` imports no numpy).
@@ -238,33 +238,6 @@ def _a(cls: type) -> str:
     """'an OverlapSpec (bayes_risk.OverlapSpec(...))': ``cls`` with its article and maker."""
     article = "an" if cls.__name__[0] in "AEIOU" else "a"
     return f"{article} {cls.__name__} (bayes_risk.{cls.__name__}(...))"
-
-
-def check_int(value: Any, what: str, minimum: int) -> int:
-    """``value`` as an int; a ValidationError naming ``what`` unless an integer >= ``minimum``."""
-    if not is_integer(value) or value < minimum:
-        raise ValidationError(f"{what} must be an integer >= {minimum}. Got {value!r}.")
-    return int(value)
-
-
-def check_flag(value: Any, what: str) -> bool:
-    """``value`` as a bool; a ValidationError naming ``what`` unless True or False."""
-    import numpy as np
-
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValidationError(f"{what} must be True or False. Got {value!r}.")
-    return bool(value)
-
-
-def check_option(value: Any, what: str, options: Sequence[Any], *, one_of: bool = False) -> Any:
-    """``value``; a ValidationError naming ``what`` and listing ``options`` unless among them
-    (``one_of``: as "must be one of [...]", the utility measures' wording)."""
-    if value not in options:
-        *head, last = map(repr, options)
-        listed = f"{', '.join(head)} or {last}" if head else last
-        raise ValidationError(f"{what} must be {f'one of {list(options)}' if one_of else listed}. "
-                              f"Got {value!r}.")
-    return value
 
 
 def is_integer(value: Any) -> bool:

@@ -78,11 +78,11 @@ def sampling_with_synthesis(model: Any, original: pd.DataFrame, *, populations: 
     >>> rel.m, len(rel[0]), rel.generation, rel.extra["sampling"]["sample_size"]
     (3, 100, 'partial-sample', 100)
     """
-    from bayes_risk._specs import check_int
+    from bayes_risk._constraints import Interval, check_value
     from bayes_risk.data.fingerprint import check_original
 
     census = original
-    m = check_int(populations, arg_name("populations"), 1)
+    m = check_value(populations, Interval(int, 1), arg_name("populations"))
     f = sample_fraction
     if isinstance(f, bool) or not isinstance(f, (int, float)) or not (0 < f < 1):
         raise ValidationError(f"{arg_name('sample_fraction')} must be a number strictly between "

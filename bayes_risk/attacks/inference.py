@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, check_value
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
-from bayes_risk._specs import check_int
 from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
 from bayes_risk.attacks.linkability import _scale, nearest_rows
 from bayes_risk.attacks.rates import (
@@ -77,7 +77,7 @@ def _sizes(n_attacks: int | None, n_original: int, n_holdout: int | None) -> tup
     """Records attacked in the original and in the holdout: ``n_attacks``, at most all."""
     if n_attacks is None:
         return n_original, n_holdout
-    n = check_int(n_attacks, "n_attacks", 1)
+    n = check_value(n_attacks, Interval(int, 1), "n_attacks")
     return min(n, n_original), None if n_holdout is None else min(n, n_holdout)
 
 

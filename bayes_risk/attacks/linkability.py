@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._attack_specs import LINKABILITY_ARGUMENTS
-from bayes_risk._constraints import check_params
+from bayes_risk._constraints import Interval, check_params, check_value
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
-from bayes_risk._specs import argument_checks, check_int
+from bayes_risk._specs import argument_checks
 from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
 from bayes_risk.attacks.rates import (
     check_confidence_level,
@@ -192,7 +192,7 @@ def linkability_risk(
     if n_attacks is None:
         n_att = min(sizes)
     else:
-        n_att = check_int(n_attacks, "n_attacks", 1)
+        n_att = check_value(n_attacks, Interval(int, 1), "n_attacks")
         if n_att > min(sizes):
             raise ValidationError(
                 f"n_attacks={n_att} exceeds the records available: the original has "

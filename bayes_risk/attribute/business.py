@@ -156,12 +156,13 @@ def relative_difference(original: pd.DataFrame, synthetic: Any, *, columns: Sequ
     0        rank     210.0                0.050
     1  own_record     125.0                0.375
     """
-    from bayes_risk._specs import check_int, is_number
+    from bayes_risk._constraints import Interval, check_value
+    from bayes_risk._specs import is_number
     from bayes_risk.results.business import RelativeDifferenceResult
 
     datasets, source = _release(original, synthetic)
     cols = _numeric(original, datasets, source, columns, "columns")
-    top = check_int(top, arg_name("top"), 1)
+    top = check_value(top, Interval(int, 1), arg_name("top"))
     if not (is_number(delta) and math.isfinite(delta) and delta > 0):
         raise ValidationError(f"{arg_name('delta')} must be a positive number. Got {delta!r}.",
                               code="INVALID_ARGUMENT")

@@ -67,11 +67,12 @@ def largest_value_risk(
     """
     import pandas as pd
 
-    from bayes_risk._specs import check_option, is_number
+    from bayes_risk._constraints import Options, check_value
+    from bayes_risk._specs import is_number
     from bayes_risk.attribute.summaries import largest_value
     from bayes_risk.contract import capabilities
 
-    check_option(scenario, "scenario", LARGEST_VALUE_SCENARIOS)
+    check_value(scenario, Options(LARGEST_VALUE_SCENARIOS, listed=True), "scenario")
     if not (is_number(delta) and math.isfinite(delta) and delta > 0):
         raise ValidationError(f"{arg_name('delta')} must be a positive number. Got {delta!r}.",
                               code="INVALID_ARGUMENT")

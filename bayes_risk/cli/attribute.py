@@ -34,7 +34,7 @@ def _scenario(args: argparse.Namespace, n: int) -> Any:
     the name of a largest-value scenario; checked before any fit (the spec checks which options
     go with which scenario)."""
     from bayes_risk._constraints import Interval, check_value
-    from bayes_risk._specs import check_int, cli_fields, spec_values
+    from bayes_risk._specs import cli_fields, spec_values
     from bayes_risk.attribute.specs import ScenarioSpec
     from bayes_risk.cli.parsers.attribute import LARGEST_VALUE_CHOICES
     from bayes_risk.exceptions import ValidationError
@@ -53,7 +53,7 @@ def _scenario(args: argparse.Namespace, n: int) -> Any:
         for share in args.known_curve:  # checked before the run the curve follows
             check_value(share, Interval(float, 0, 1), "--known-curve", code="BAD_OPTION_VALUE")
         if "seed" in values:  # the curve's seed (the spec's applies to known-records only)
-            check_int(values.pop("seed"), "ScenarioSpec.seed", 0)
+            check_value(values.pop("seed"), Interval(int, 0), "ScenarioSpec.seed")
     largest = given in LARGEST_VALUE_CHOICES
     flags = {f.name: opt.flag for f, opt in cli_fields(ScenarioSpec)}
     scenario_options = [flags[k] for k in values] + [o for o, v in (

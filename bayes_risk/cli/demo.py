@@ -49,8 +49,8 @@ def _call(argv: list[str], quiet: bool) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo (see module docstring)."""
+    from bayes_risk._constraints import Interval, check_value
     from bayes_risk._sampling_spec import Sampling
-    from bayes_risk._specs import check_int
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.validate import check_m
 
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     # by their spec)
     Sampling(draws=args.draws, tune=args.tune, chains=args.chains)
     if args.components is not None:
-        check_int(args.components, "--components", 1)
+        check_value(args.components, Interval(int, 1), "--components")
     _check_sizes(args, m)
     from bayes_risk.cli._common import print_summary
 
@@ -77,12 +77,12 @@ def run(args: argparse.Namespace) -> int:
 def _check_sizes(args: argparse.Namespace, m: int) -> None:
     """Refuse, before any step, tables, releases and a DPMPM posterior that cannot fit in the
     memory left (the steps check their own work again as they run)."""
+    from bayes_risk._constraints import Interval, check_value
     from bayes_risk._memory import check_memory, posterior_bytes, release_bytes
-    from bayes_risk._specs import check_int
     from bayes_risk.data import make_acs_like, make_ce_like
 
-    check_int(args.n_ce, "--n-ce", 1)
-    check_int(args.n_acs, "--n-acs", 1)
+    check_value(args.n_ce, Interval(int, 1), "--n-ce")
+    check_value(args.n_acs, Interval(int, 1), "--n-acs")
     if args.part in ("all", "ce"):
         row = make_ce_like(50, random_seed=0).memory_usage(deep=True).sum() / 50
         check_memory(release_bytes(m, row * args.n_ce, fitted=True), "--n-ce or -m",

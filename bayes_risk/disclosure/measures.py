@@ -13,7 +13,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._specs import as_spec, check_option, is_integer
+from bayes_risk._constraints import Options, check_value
+from bayes_risk._specs import as_spec, is_integer
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
@@ -70,7 +71,7 @@ def _check_names(keys: Any, target: Any) -> tuple[list[str], str]:
 
 
 def _check_options(ngroups_target: Any, compat: Any) -> int | None:
-    check_option(compat, "compat", _COMPAT)
+    check_value(compat, Options(_COMPAT, listed=True), "compat")
     if ngroups_target is None or (is_integer(ngroups_target) and int(ngroups_target) == 0):
         return None
     if not is_integer(ngroups_target) or int(ngroups_target) < 2:
@@ -540,7 +541,7 @@ def replicated_uniques(
        Original  Synthetic  Replicated uniques
     0         2          4                   2
     """
-    check_option(compat, "compat", _COMPAT)
+    check_value(compat, Options(_COMPAT, listed=True), "compat")
     require_frame(original, "original")
     keys = list(original.columns) if keys is None else list(keys)
     if not keys:

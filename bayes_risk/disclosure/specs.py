@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bayes_risk._constraints import Flag, Interval, Options, check_fields, checked
-from bayes_risk._specs import check_flag, cli_option
+from bayes_risk._constraints import Flag, Interval, Options, check_fields, check_value, checked
+from bayes_risk._specs import cli_option
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["ExclusionSpec", "CONVENTIONS", "ORIGINAL_RISK_ARGUMENTS", "DISCLOSURE_ARGUMENTS",
@@ -84,9 +84,10 @@ class ExclusionSpec:
         import numpy as np
 
         u = self.use_keys_na
-        object.__setattr__(self, "use_keys_na", check_flag(u, "ExclusionSpec.use_keys_na")
-                           if isinstance(u, (bool, np.bool_)) or not isinstance(u, Iterable)
-                           else tuple(check_flag(x, "ExclusionSpec.use_keys_na") for x in u))
+        one = isinstance(u, (bool, np.bool_)) or not isinstance(u, Iterable)
+        object.__setattr__(self, "use_keys_na", check_value(u, Flag(), "ExclusionSpec.use_keys_na")
+                           if one else tuple(check_value(x, Flag(), "ExclusionSpec.use_keys_na")
+                                             for x in u))
         levels = self.not_targetlev
         object.__setattr__(self, "not_targetlev", () if levels is None else
                            (levels,) if isinstance(levels, str) else tuple(levels))

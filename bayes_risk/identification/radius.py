@@ -14,8 +14,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Options, check_value
 from bayes_risk._numeric import ties
-from bayes_risk._specs import check_option
 from bayes_risk._terminal import progress, say
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, interruptible
 from bayes_risk.executors import Executor, InProcessExecutor, as_executor, shared_once
@@ -96,7 +96,7 @@ def radius_sweep(
     >>> res.r_star, res.risk_star
     (0.2, 3.0)
     """
-    check_option(statistic, "statistic", ("mean", "median"))
+    check_value(statistic, Options(("mean", "median"), listed=True), "statistic")
     options = sweep_options(kwargs, SWEEP_DEFAULTS, "radius_sweep")
     match = options["match"]
     if match.radius_type == "quantile_sd":
@@ -251,7 +251,7 @@ def radius_search(
     >>> res.radii_at(res.argmax[0]), res.risk_star
     ({'age': 0.0, 'x': 0.2}, 3.0)
     """
-    check_option(statistic, "statistic", ("mean", "median"))
+    check_value(statistic, Options(("mean", "median"), listed=True), "statistic")
     options = sweep_options(kwargs, SWEEP_DEFAULTS, "radius_search")
     match = options["match"]
     if match.radius is not None:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from bayes_risk._specs import check_flag
+from bayes_risk._constraints import Flag, check_value
 from bayes_risk._utility_specs import COMBINING_RULES, check_rules
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
@@ -243,7 +243,7 @@ def _rules_of(rules: Any, proper: bool | None, size_ratio: float | None
 
 
 def _checked(rules: Any, proper: Any, size_ratio: Any) -> tuple[str, bool, float]:
-    rules, proper = check_rules(rules), check_flag(proper, "proper")
+    rules, proper = check_rules(rules), check_value(proper, Flag(), "proper")
     try:
         size_ratio = float(size_ratio)
     except (TypeError, ValueError) as err:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._specs import check_option
+from bayes_risk._constraints import Options, check_value
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list
@@ -359,7 +359,7 @@ def compare_estimates(
     >>> t.attrs["warnings"]
     ['DUPLICATE_DATASETS']
     """
-    family = check_option(family, "family", ("ols", "logit", "poisson"), one_of=True)
+    family = check_value(family, Options(("ols", "logit", "poisson")), "family")
     if not isinstance(formula, str) or "~" not in formula:
         raise ValidationError(f"formula must be a string 'response ~ terms'. Got {formula!r}.")
     alpha = check_probability(alpha, "alpha")

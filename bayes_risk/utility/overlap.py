@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from bayes_risk._specs import check_option
+from bayes_risk._constraints import Options, check_value
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results.combining import CoefDiffResult, OverlapResult
 
@@ -114,7 +114,7 @@ def ci_overlap(
     >>> np.round(r.values, 6).tolist()
     [0.52381, 0.583333]
     """
-    check_option(kind, "kind", ("length", "signed", "probability"))
+    check_value(kind, Options(("length", "signed", "probability"), listed=True), "kind")
     arrs = [_vec(v, n) for v, n in ((lo_o, "lo_o"), (hi_o, "hi_o"), (lo_s, "lo_s"),
                                      (hi_s, "hi_s"))]
     try:

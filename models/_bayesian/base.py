@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Flag, Interval, check_value
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
-from bayes_risk._specs import check_flag, check_int, is_default
+from bayes_risk._specs import is_default
 from bayes_risk.data.fingerprint import fingerprint_problem, fingerprint_record
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.provenance import model_id
@@ -213,7 +214,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """
         # the values are Sampling's to check (once, when it is made): here its type and fields
         _ = self.resolved_sampling
-        check_flag(self.progressbar, "progressbar")
+        check_value(self.progressbar, Flag(), "progressbar")
 
     def _synthesized_rows(self) -> np.ndarray:
         """Positions of the records whose synthesized columns are replaced (all by default)."""
@@ -687,7 +688,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
                 raise ValidationError("from_posterior needs n_records or data (the number of "
                                       "records per synthetic dataset).")
             n_records = len(data)
-        n_records = check_int(n_records, "n_records", 1)
+        n_records = check_value(n_records, Interval(int, 1), "n_records")
         flags = None
         if synthesized_records is not None:
             flags = np.asarray(synthesized_records, dtype=bool)

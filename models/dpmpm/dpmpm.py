@@ -18,9 +18,9 @@ import bayes_risk.models.dpmpm.coding as _coding
 import bayes_risk.models.dpmpm.fit as _fit
 import bayes_risk.models.dpmpm.loglik as _loglik
 import bayes_risk.models.dpmpm.synthesis as _synthesis
+from bayes_risk._constraints import Interval, Options, check_value
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
-from bayes_risk._specs import check_int, check_option
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
@@ -193,7 +193,7 @@ class DPMPM(BayesianSynthesizer):
 
     def _check_settings(self) -> None:
         self.check_mcmc_settings()
-        check_int(self.n_components, "n_components (the truncation level K)", 1)
+        check_value(self.n_components, Interval(int, 1), "n_components (the truncation level K)")
         try:
             a, b = (float(x) for x in self.alpha_prior)
         except (TypeError, ValueError):
@@ -211,7 +211,7 @@ class DPMPM(BayesianSynthesizer):
             raise ValidationError(
                 f"synthesis_mode must be one of {list(MODES)} or None. Got {self.synthesis_mode!r}."
             )
-        check_option(self.sampler, "sampler", SAMPLERS, one_of=True)
+        check_value(self.sampler, Options(SAMPLERS), "sampler")
         run = self._run_settings()  # the settings left at None, resolved
         t = run["thin"]  # an integer >= 1 (Sampling checks a given one)
         if self.sampler == "nuts" and t != 1:
@@ -225,8 +225,8 @@ class DPMPM(BayesianSynthesizer):
                 f"max_sweeps={ms!r} applies to the Gibbs sampler; with sampler='nuts' the run "
                 "has the length asked for (max_sweeps=0): ask for more draws instead."
             )
-        check_int(self.alpha_warmup_sweeps, "alpha_warmup_sweeps (warm-up sweeps with α bounded)",
-                  0)
+        check_value(self.alpha_warmup_sweeps, Interval(int, 0),
+                    "alpha_warmup_sweeps (warm-up sweeps with α bounded)")
         ub = self.alpha_warmup_bound
         if ub is not None and (
             isinstance(ub, bool) or not isinstance(ub, (int, float, np.number)) or not ub > 0

@@ -15,7 +15,7 @@ import pandas as pd
 import bayes_risk.models.poisson.kernels as pk
 import bayes_risk.models.poisson.loglik as _loglik
 import bayes_risk.models.poisson.weak as pw
-from bayes_risk._specs import check_option
+from bayes_risk._constraints import Options, check_value
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models.poisson.state import PoissonState
 
@@ -135,7 +135,7 @@ def largest_value_loglik(state: PoissonState, column: str, synthetic: Any, scena
                          kept: pd.DataFrame | None) -> LargestValueLikelihood:
     """The work of :meth:`PoissonMixture.largest_value_loglik` (documented there); ``kept``: the
     confidential table the model keeps."""
-    check_option(scenario, "scenario", LARGEST_VALUE_SCENARIOS, one_of=True)
+    check_value(scenario, Options(LARGEST_VALUE_SCENARIOS), "scenario")
     if total_known and scenario != "second_largest":
         raise ValidationError("total_known applies to scenario='second_largest' only.")
     if scenario != "worst_case" and state.synthesized_records is not None:

@@ -15,8 +15,8 @@ import bayes_risk.models.seqreg.loglik as _loglik
 import bayes_risk.models.seqreg.missing as _missing
 import bayes_risk.models.seqreg.posterior as _posterior
 import bayes_risk.models.seqreg.synthesis as _synthesis
+from bayes_risk._constraints import Options, check_value
 from bayes_risk._rng import RandomSeed, spawn
-from bayes_risk._specs import check_option
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
@@ -233,7 +233,7 @@ class SequentialRegression(BayesianSynthesizer):
     def _method_of(self, col: str) -> str:
         pm_ = self.posterior_method
         m = pm_.get(col, "auto") if isinstance(pm_, Mapping) else pm_
-        check_option(m, f"posterior_method for {col!r}", _METHODS, one_of=True)
+        check_value(m, Options(_METHODS), f"posterior_method for {col!r}")
         fam = self.families_[col]
         if m == "auto":
             return "exact" if fam in ("normal", "categorical") else "nuts"

@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, Options, check_params
 from bayes_risk._numeric import ties
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk._specs import check_int, check_option
 from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema, infer_schema
@@ -28,6 +28,10 @@ from bayes_risk.models.trees.seqtree import column_codes
 
 __all__ = ["SmallCellPMMSynthesizer", "sensitive_cells", "match_donor", "expected_score",
            "min_cell_count"]
+
+#: the settings a fit checks (``spline_df``: a B-spline basis has at least 3 degrees of freedom)
+_SETTINGS = {"threshold": Interval(int, 1), "tie": Options(("random", "first"), listed=True),
+             "spline_df": Interval(int, 3)}
 
 Constraint = Callable[[pd.Series, Any], bool]
 
@@ -204,10 +208,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         require_frame(data, 'data')
         if self.identifying is None or len(list(self.identifying)) == 0:
             raise ValidationError("identifying must list the identifying variables (IVs).")
-        thr = self.threshold
-        check_int(thr, "threshold", 1)
-        check_option(self.tie, "tie", ("random", "first"))
-        check_int(self.spline_df, "spline_df", 3)
+        check_params(self, _SETTINGS)
         if schema is None:
             schema = infer_schema(data)
         elif not isinstance(schema, Schema):
@@ -234,7 +235,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                     f"predictors: column {c!r} is not synthesized (synthesized: {syn}).")
         self._keep_fitted_table(data, schema)
         data = self._data
-        cells = sensitive_cells(data, ivs, int(thr))
+        cells = sensitive_cells(data, ivs, int(self.threshold))
         if records is None:
             key = data[ivs].merge(cells.assign(_sens=True), on=ivs, how="left")["_sens"]
             recipients = key.fillna(False).to_numpy(dtype=bool)

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, check_value
 from bayes_risk._memory import working_bytes
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk._specs import check_int
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.validate import require_frame
 from bayes_risk.exceptions import ValidationError
@@ -374,7 +374,7 @@ class CARTPlugin(PluginBase):
                 "unroutable='random_descent' routes records at random; the plug-in likelihood is "
                 "implemented for unroutable='climb' only.",
                 code="MODEL_UNSUITED")
-        check_int(n_bootstrap, "n_bootstrap", 1)
+        check_value(n_bootstrap, Interval(int, 1), "n_bootstrap")
         self.n_bootstrap = int(n_bootstrap)
         self.random_seed = random_seed
         # one integer of entropy; node streams are keyed by (dataset, column, node, n_donors)
