@@ -1,13 +1,16 @@
 """What one step of an audit is and what it gave: :class:`Measure`, the record of a measure's
-step, verdict and report sections, and :class:`StepOutcome`."""
+step, settings rows, verdict and report sections, and :class:`StepOutcome`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bayes_risk.exceptions import ValidationError
+
+if TYPE_CHECKING:  # the plan's module imports pandas; bayes_risk.measures stays light
+    from bayes_risk.auditing.plan import AuditPlan
 
 __all__ = ["Measure", "StepOutcome", "step_file", "where_text"]
 
@@ -36,6 +39,9 @@ class Measure:
         The builder of the step's verdict lines (``None``: no verdict line).
     sections : tuple of callables
         The builders of the step's report sections, in order.
+    settings : callable, optional
+        ``settings(plan: AuditPlan) -> None``: adds the measure's rows to the settings table
+        (``plan.add(name, ...)``), called once the plan is resolved (``None``: no row).
 
     Raises
     ------
@@ -51,13 +57,14 @@ class Measure:
     result: type | None = None
     verdict: Callable[..., Any] | None = None
     sections: tuple[Callable[..., Any], ...] = ()
+    settings: Callable[[AuditPlan], None] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.sections, tuple):
             raise ValidationError(f"Measure {self.name!r}: sections must be a tuple of "
                                   f"functions; got {self.sections!r}.", code="MEASURE_BROKEN")
         named = {"step": self.step, "function": self.function, "result": self.result,
-                 "verdict": self.verdict,
+                 "verdict": self.verdict, "settings": self.settings,
                  **{f"sections[{i}]": s for i, s in enumerate(self.sections)}}
         for key, obj in named.items():
             if (obj is not None or key == "step") and not callable(obj):

@@ -11,13 +11,13 @@ from typing import Any
 
 import pandas as pd
 
-from bayes_risk.auditing.settings import DEFAULT_SWEEP, AuditSettings
+from bayes_risk.auditing.settings import AuditSettings
 from bayes_risk.auditing.thresholds import THRESHOLD_SOURCES, Thresholds
+from bayes_risk.measures import measures
 
 # Thresholds and THRESHOLD_SOURCES are defined in auditing/thresholds.py, imported from here too
 __all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "THRESHOLD_SOURCES",
-           "CONVENTION_RADIUS", "cli_step_name", "radius_text", "record_attack_settings",
-           "record_settings", "skip_arg"]
+           "CONVENTION_RADIUS", "cli_step_name", "radius_text", "record_settings", "skip_arg"]
 
 
 #: the attacks' options in an audit: anonymeter's defaults
@@ -94,6 +94,12 @@ class AuditPlan:
     search_columns: list[str] = field(default_factory=list)
     #: where ``radius`` came from: "default" (Hornby & Hu's convention) or "given"
     radius_source: str = "default"
+    #: where ``disclosure_targets`` came from: "default" or "given"
+    targets_source: str = "default"
+    #: where ``linkability_columns`` came from: "default" or "given"
+    linkability_source: str = "default"
+    #: some, not all, columns synthesized (the pMSE null's expectation reads only those)
+    partial_synthesis: bool = False
     #: the membership step's ``selection``
     membership_selection: Any = None
     #: ``None``: every column is known, linkability is not run
@@ -181,9 +187,11 @@ def skip_arg(steps: list[str]) -> str:
     return named if named.startswith("--") else f"settings=AuditSettings({named})"
 
 
-def record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
-                    seed_src: str = "given", *, partial: bool, method: str | None) -> None:
-    """Add the settings table's rows of the release and of every step but the attacks.
+def record_settings(plan: AuditPlan, syn_src: str, seed_src: str = "given", *,
+                    method: str | None) -> None:
+    """Add the settings table's rows: the release's, the random seed, each measure's (its
+    record's ``settings``, in the registry's order), the options declared with their row
+    (:func:`~bayes_risk.auditing.settings.settings_row`) and the thresholds.
 
     Each row is a value of ``plan`` or of ``plan.given`` with its source: "given" when the
     user set it, "default" otherwise, or where it was read from.
@@ -192,11 +200,8 @@ def record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
     ----------
     plan : AuditPlan
         The plan, resolved: its rows are appended to ``plan.settings``.
-    syn_src, rad_src, tg_src, seed_src : str
-        Where the synthesized columns, the radius, the empirical measures' targets and the
-        random seed came from.
-    partial : bool
-        Whether some, not all, columns are synthesized (the pMSE null's note).
+    syn_src, seed_src : str
+        Where the synthesized columns and the random seed came from.
     method : str or None
         The release's synthesis method as its manifest describes it.
     """
@@ -209,84 +214,10 @@ def record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
     a("all", "random seed", plan.random_seed, seed_src,
       "same seed, same numbers" + ("; drawn for this run (give it to repeat the run)"
                                    if seed_src == "drawn" else ""))
+    for m in measures():
+        if m.settings is not None:
+            m.settings(plan)
     s = plan.given
-    prop, est = s.propensity, s.attribute_estimator
-    given = prop.method != "logit" or prop.max_order != 1
-    a("utility", "pMSE propensity model",
-      "CART" if prop.method == "cart" else
-      "logit, main effects and two-way interactions" if prop.max_order == 1 else
-      "logit, main effects only" if prop.max_order == 0 else
-      f"logit, interactions up to order {prop.max_order + 1}",
-      "given" if given else "default", "synthpop's utility.gen design")
-    a("utility", "pMSE null", "auto", "default",
-      "chi-square theory for logit; partial synthesis: the expectation uses only the "
-      "synthesized columns" if partial else
-      "chi-square theory for logit; complete synthesis: the expectation uses every column")
-    a("utility", "interval-overlap estimands", "means and proportions of the synthesized columns",
-      "default", "95 % intervals, combining rules of the release's generation scheme")
-    a("utility", "combining rules", s.combining_rules,
-      "default" if s.combining_rules == "auto" else "given",
-      "auto: the generation recorded in the release's manifest, else inferred from the "
-      "synthesized columns (the utility section says which rules were used and why)"
-      if s.combining_rules == "auto" else "")
-    auto = isinstance(s.imputed, str)
-    a("utility", "imputed columns", "auto" if auto else (", ".join(s.imputed) or "none"),
-      "default" if auto else "given",
-      "auto: the imputed_columns recorded in the release's manifest, else the columns with "
-      "empty cells in the original and none in any synthetic dataset; they are compared on "
-      "the original's observed cells" if auto else "")
-    a("identification", "known columns", ", ".join(plan.known), "given")
-    a("identification", "radius beside the worst case",
-      radius_text(plan.radius), rad_src,
-      "Hornby & Hu's (2021) convention: 0.1 (±10 %) on every numeric (count or continuous) "
-      "known column; reported beside the worst case, never instead of it"
-      if rad_src == "default" else "reported beside the worst case, never instead of it")
-    a("identification", "radius type", s.match.radius_type, "default"
-      if s.match.radius_type == "percentage" else "given")
-    a("identification", "aggregation", "per dataset and pooled", "default",
-      "Hornby & Hu (2021): every dataset evaluated separately, measures averaged; Reiter & "
-      "Mitra (2009): the intruder holding all m datasets; the verdict reads the larger")
-    if not plan.search_columns:
-        a("identification", "radius search", "not run", "default",
-          "no numeric known column: categorical columns are matched exactly, the only choice")
-    elif not plan.sweep:
-        a("identification", "radius search", "not run", "given",
-          "the verdict reads the radius above, not the worst case (RADIUS_NOT_SEARCHED)")
-    else:
-        a("identification", "radius search",
-          f"{', '.join(f'{r:g}' for r in plan.sweep)} on each of "
-          f"{', '.join(plan.search_columns)}",
-          "default" if plan.sweep == tuple(sorted({0.0, *DEFAULT_SWEEP})) else "given",
-          "the worst case for the intruder: every numeric known column, synthesized or "
-          "released unchanged, with 0 (exact matching) in every grid; the largest expected "
-          "match rate and the largest true match rate over the grid are read, each with the "
-          "radius of each column that gave it")
-    a("attribute", "intruder posterior", plan.attribute_source or "none",
-      "given" if plan.attribute_source == "model" else "release manifest")
-    a("attribute", "scenario", "worst case", "default",
-      "the intruder knows every record but the target's synthesized values")
-    a("attribute", "candidates",
-      "one variable different; numeric: ±10 % grid of 11 points", "default",
-      "a true value of 0 uses an additive grid of ±10 % of the column's median |value|")
-    a("attribute", "prior", "uniform", "default")
-    a("attribute", "estimator", est.kind,
-      "default" if est.kind == "auto" else "given",
-      "auto: stabilised for class P models (m refits of the model), importance sampling for "
-      "class O")
-    a("attribute", "refit draws",
-      "the model's draws" if est.refit_draws is None else est.refit_draws,
-      "default" if est.refit_draws is None else "given",
-      "kept draws per chain of each refit of the stabilised estimator")
-    a("attribute", "records",
-      "all" if plan.attribute_records is None else f"{len(plan.attribute_records)} given",
-      "default" if plan.attribute_records is None else "given")
-    a("disclosure", "targets", ", ".join(plan.disclosure_targets) or "none", tg_src,
-      "default: the synthesized columns the intruder does not know")
-    a("disclosure", "keys", "the known columns other than the target", "default")
-    ngroups = s.ngroups_target
-    a("disclosure", "numeric target groups", ngroups if ngroups is not None else "none",
-      "default" if ngroups == 10 else "given", "quantile groups of the pooled values")
-    a("disclosure", "denom_lim", 5, "default", "synthpop's default")
     # an option declared with its row (settings.settings_row) needs no code here
     for f in dataclasses.fields(s):
         if "settings_row" in f.metadata:
@@ -301,32 +232,3 @@ def record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
     for k, v in plan.thresholds.to_dict().items():
         a("thresholds", k, v, "default" if v == getattr(Thresholds(), k) else "given")
 
-
-def record_attack_settings(plan: AuditPlan, link_src: str) -> None:
-    """Add the attacks step's rows of the settings table (anonymeter's defaults,
-    :data:`ATTACK_OPTIONS`).
-
-    Parameters
-    ----------
-    plan : AuditPlan
-        The plan, its linkability tables resolved.
-    link_src : str
-        Where the linkability tables came from ("given" or "default").
-    """
-    a = plan.add
-    a("attacks", "singling-out predicates",
-      f"univariate and multivariate ({ATTACK_OPTIONS['n_cols']} columns), "
-      f"{ATTACK_OPTIONS['n_attacks']} per dataset and mode", "default", "anonymeter's defaults")
-    lc = plan.linkability_columns
-    a("attacks", "linkability tables",
-      "not run (every column is known)" if lc is None
-      else f"({', '.join(lc[0])}) and ({', '.join(lc[1])})", link_src,
-      "default: the known columns and the other columns" if link_src == "default" else "")
-    a("attacks", "linkability nearest rows", ATTACK_OPTIONS["n_neighbors"], "default",
-      "anonymeter's default; at most 500 records attacked in the original and in the holdout")
-    a("attacks", "inference secrets", "each synthesized column, the intruder knowing every "
-      "other column", "default", "anonymeter's attack with the most knowledge of a target; "
-      f"a numeric guess is right within {100 * ATTACK_OPTIONS['tolerance']:g} % of it, a "
-      "category when equal")
-    a("attacks", "control set", "the holdout", "default",
-      "the attacks run only with a holdout (records the synthesis did not use)")

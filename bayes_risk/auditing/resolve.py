@@ -14,13 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.auditing.plan import (
-    CONVENTION_RADIUS,
-    AuditPlan,
-    cli_step_name,
-    record_attack_settings,
-    record_settings,
-)
+from bayes_risk.auditing.plan import CONVENTION_RADIUS, AuditPlan, cli_step_name, record_settings
 from bayes_risk.auditing.thresholds import Thresholds
 from bayes_risk.data.validate import require_distinct
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
@@ -310,7 +304,7 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         disclosure_targets=tg, disclosure_keys=keys, ngroups_target=ng,
         attribute_source=a_src, attribute_records=recs, thresholds=thresholds,
         random_seed=int(random_seed), skip=tuple(dict.fromkeys(skip_steps)),
-        search_columns=search_cols, radius_source=rad_src,
+        search_columns=search_cols, radius_source=rad_src, targets_source=tg_src,
     )
     from bayes_risk.data.statfiles import file_labels
 
@@ -322,10 +316,8 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         from bayes_risk.membership.selection import as_selection
 
         plan.membership_selection = as_selection(s.membership_selection)
-        plan.add("membership", "selection", plan.membership_selection.description, "given",
-                 "how the records of a release that synthesizes selected records were "
-                 "selected; members left unsynthesized are released whole (P(member) = 1)")
-    plan.linkability_columns, link_src = _plan_linkability(s.linkability_columns, known, sch)
+    plan.linkability_columns, plan.linkability_source = _plan_linkability(
+        s.linkability_columns, known, sch)
     if s.allow_other_model:
         plan.add("release", "model", "allowed not to be the one that made the release",
                  "given", "the steps that use the fitted model measure its risks, with warning "
@@ -366,12 +358,15 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
             + ", so no released row is paired with an original record, which identification "
             "risk's true match needs (Hornby & Hu 2021); the disclosure measures (repU, DiSCO) "
             "and the attacks measure this release's identity disclosure without that pairing.")
-    # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
-    partial = 0 < len(syn_cols) < len(sch.names)
-    plan.fully_synthetic = not partial and getattr(syn, "synthesized_records", None) is None
-    record_settings(plan, src, rad_src, tg_src, seed_src, partial=partial,
-                     method=getattr(syn, "method_description", None) or plan.method)
-    record_attack_settings(plan, link_src)
+    plan.partial_synthesis = 0 < len(syn_cols) < len(sch.names)
+    plan.fully_synthetic = (not plan.partial_synthesis
+                            and getattr(syn, "synthesized_records", None) is None)
+    if s.weights is not None and s.weights in plan.known:
+        raise ValidationError(
+            f"weights column {s.weights!r} is also a known column; survey weights are not a "
+            "key.")
+    record_settings(plan, src, seed_src,
+                    method=getattr(syn, "method_description", None) or plan.method)
     zeros = _structural_zeros(model)
     if zeros is None:  # a release of such a model carries its settings in the manifest
         records = (getattr(syn, "settings", None) or {}).get("structural_zeros") or []
@@ -381,13 +376,6 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         plan.add("release", "structural zeros", f"{n} impossible pattern{'s' * (n != 1)}",
                  source, "combinations the model gives probability 0: no synthetic record "
                  "holds them, and the attribute risk never offers them as candidates")
-    if s.weights is not None and s.weights in plan.known:
-        raise ValidationError(
-            f"weights column {s.weights!r} is also a known column; survey weights are not a "
-            "key.")
-    plan.add("disclosure", "survey weights", s.weights or "none",
-             "given" if s.weights else "default", "sdcMicro's individual risk of the "
-             "original: Benedetti–Franconi with the weights, 1/f_k without")
     return plan
 
 

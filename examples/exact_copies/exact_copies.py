@@ -1,10 +1,11 @@
 """A measure of one's own, added to bayes-risk by this one module and its registry entry
 (:data:`MEASURE`): the share of the original's records that a synthetic dataset holds unchanged.
 
-It joins the audit (a step, a verdict line, a report section, the summary) when :data:`MEASURE`
-is registered, by the entry point in ``pyproject.toml`` or by ``bayes_risk.measures.register``;
-:func:`main` is the distribution's own command, ``exact-copies``. The docs page "Adding a
-measure" shows this module; ``tests/auditing/test_measure_registry.py`` runs it.
+It joins the audit (a step, a settings row, a verdict line, a report section, the summary) when
+:data:`MEASURE` is registered, by the entry point in ``pyproject.toml`` or by
+``bayes_risk.measures.register``; :func:`main` is the distribution's own command,
+``exact-copies``. The docs page "Adding a measure" shows this module;
+``tests/auditing/test_measure_registry.py`` runs it.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def exact_copies(original: pd.DataFrame, synthetic: list[pd.DataFrame]) -> Exact
     return ExactCopies(tuple(shares))
 
 
-# ---- what the audit reads: a step, a verdict line, a report section -------------------------
+# ---- what the audit reads: a step, a settings row, a verdict line, a report section ----------
 def exact_copies_step(ctx: StepContext) -> StepOutcome:
     """The audit step: the measure on the release, written to ``exact_copies/summary.json``."""
     res = exact_copies(ctx.original, list(ctx.synthetic))
@@ -69,6 +70,13 @@ def exact_copies_step(ctx: StepContext) -> StepOutcome:
         files = ["summary.json"]
     return StepOutcome(name="exact_copies", status="ran", result=res,
                        folder="exact_copies" if folder is not None else None, files=files)
+
+
+def exact_copies_settings(plan: AuditPlan) -> None:
+    """The measure's row of the audit's settings table (the report's, ``summary.json``'s):
+    the verdict line's threshold, with where it came from."""
+    plan.add(MEASURE.name, "largest share copied", f"{THRESHOLD:g} %", "default",
+             "the verdict line's threshold, a convention of this example")
 
 
 def exact_copies_lines(plan: AuditPlan, outcome: StepOutcome) -> list[Verdict]:
@@ -110,5 +118,6 @@ MEASURE = Measure(
     result=ExactCopies,
     verdict=exact_copies_lines,
     sections=(exact_copies_section,),
+    settings=exact_copies_settings,
 )
 

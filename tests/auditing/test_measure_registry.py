@@ -102,12 +102,20 @@ def test_a_registered_measure_runs_in_the_audit_report_and_summary(toy, data, tm
     assert res.status == "do_not_release"
     top = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert "exact_copies" in [s["name"] for s in top["steps"]]
+    # the measure's settings row, added by its record's hook alone, after the package's
+    # measures' rows (registry order) and before the thresholds
+    row = {"step": "exact_copies", "setting": "largest share copied", "value": "5 %",
+           "source": "default", "note": "the verdict line's threshold, a convention of this "
+           "example"}
+    steps = [r["step"] for r in top["settings"]]
+    assert [r for r in top["settings"] if r["step"] == "exact_copies"] == [row]
+    assert steps.index("disclosure") < steps.index("exact_copies") < steps.index("thresholds")
     assert json.loads((tmp_path / "a" / "exact_copies" / "summary.json").read_text())[
         "share"] == pytest.approx(0.5)
     assert "exact_copies" in res.summary().tables["Steps"]["step"].tolist()
     html = res.to_html(tmp_path / "report.html").read_text(encoding="utf-8")
     assert 'id="exact-copies"' in html and "Exact copies of original records" in html
-    assert "records copied exactly" in html
+    assert "records copied exactly" in html and "largest share copied" in html
     # the step is skipped by its name like any other
     skipped = br.audit(orig, syn, known=KNOWN, random_seed=1, progressbar=False,
                        settings=br.AuditSettings(skip=[*BUT_DISCLOSURE, "exact_copies"]))
@@ -119,6 +127,7 @@ def test_a_registered_measure_runs_in_the_audit_report_and_summary(toy, data, tm
                    settings=br.AuditSettings(skip=BUT_DISCLOSURE))
     assert "exact_copies" not in [s.name for s in res.steps]
     assert "exact_copies" not in {v.step for v in res.verdicts}
+    assert "exact_copies" not in set(res.plan.settings_frame()["step"])
     with pytest.raises(ValidationError, match="unknown step 'exact_copies'"):
         br.audit(orig, syn, known=KNOWN, progressbar=False,
                  settings=br.AuditSettings(skip=["exact_copies"]))
@@ -154,6 +163,10 @@ def test_a_clash_or_a_bad_entry_is_refused(toy):
     assert err.value.code == "MEASURE_BROKEN"
     with pytest.raises(ValidationError, match=r"sections\[1\] must be the function"):
         replace(toy.MEASURE, sections=(toy.exact_copies_section, "exact_copies:x"))
+    with pytest.raises(ValidationError, match=r"settings must be the function or class itself; "
+                       "got 'exact_copies:exact_copies_settings'") as err:
+        replace(toy.MEASURE, settings="exact_copies:exact_copies_settings")
+    assert err.value.code == "MEASURE_BROKEN"
     with pytest.raises(ValidationError, match="sections must be a tuple"):
         replace(toy.MEASURE, sections=[toy.exact_copies_section])
     with pytest.raises(ValidationError, match="step must be the function or class itself; got "

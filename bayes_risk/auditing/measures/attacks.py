@@ -4,6 +4,7 @@ report section, named by ``MEASURE`` (:doc:`/methods/attacks`, :doc:`/adding_a_m
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -235,6 +236,28 @@ def attacks_section(sec: Section, s: Any, result: Any, links: Links) -> None:
                                    "Inference risk per dataset and secret, with its interval"))
 
 
+def attacks_settings(plan: AuditPlan) -> None:
+    """The settings table's rows of the attacks step (anonymeter's defaults,
+    :data:`~bayes_risk.auditing.plan.ATTACK_OPTIONS`)."""
+    a = partial(plan.add, MEASURE.name)
+    a("singling-out predicates",
+      f"univariate and multivariate ({ATTACK_OPTIONS['n_cols']} columns), "
+      f"{ATTACK_OPTIONS['n_attacks']} per dataset and mode", "default", "anonymeter's defaults")
+    lc, src = plan.linkability_columns, plan.linkability_source
+    a("linkability tables",
+      "not run (every column is known)" if lc is None
+      else f"({', '.join(lc[0])}) and ({', '.join(lc[1])})", src,
+      "default: the known columns and the other columns" if src == "default" else "")
+    a("linkability nearest rows", ATTACK_OPTIONS["n_neighbors"], "default",
+      "anonymeter's default; at most 500 records attacked in the original and in the holdout")
+    a("inference secrets", "each synthesized column, the intruder knowing every other column",
+      "default", "anonymeter's attack with the most knowledge of a target; a numeric guess is "
+      f"right within {100 * ATTACK_OPTIONS['tolerance']:g} % of it, a category when equal")
+    a("control set", "the holdout", "default",
+      "the attacks run only with a holdout (records the synthesis did not use)")
+
+
 MEASURE = Measure("attacks", "Singling out, linkability and inference (anonymeter)",
                   step=attacks_step, function=singling_out_risk, result=SinglingOutResult,
-                  verdict=attacks_lines, sections=(attacks_section,))
+                  verdict=attacks_lines, sections=(attacks_section,),
+                  settings=attacks_settings)

@@ -5,6 +5,7 @@ section, named by its record ``MEASURE`` (:doc:`/adding_a_measure`)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -626,6 +627,30 @@ def _mc_block(mc: dict[str, Any], links: Links, src: str | None) -> Block:
                       f"{mc['n_flagged_excluded']} flagged record(s) left out)", fold=True)
 
 
+def attribute_settings(plan: AuditPlan) -> None:
+    """The settings table's rows of the attribute step: the intruder's posterior, the
+    scenario, the candidates and prior, the estimator, the records."""
+    a = partial(plan.add, MEASURE.name)
+    est = plan.given.attribute_estimator
+    a("intruder posterior", plan.attribute_source or "none",
+      "given" if plan.attribute_source == "model" else "release manifest")
+    a("scenario", "worst case", "default",
+      "the intruder knows every record but the target's synthesized values")
+    a("candidates", "one variable different; numeric: ±10 % grid of 11 points", "default",
+      "a true value of 0 uses an additive grid of ±10 % of the column's median |value|")
+    a("prior", "uniform", "default")
+    a("estimator", est.kind, "default" if est.kind == "auto" else "given",
+      "auto: stabilised for class P models (m refits of the model), importance sampling for "
+      "class O")
+    a("refit draws", "the model's draws" if est.refit_draws is None else est.refit_draws,
+      "default" if est.refit_draws is None else "given",
+      "kept draws per chain of each refit of the stabilised estimator")
+    a("records",
+      "all" if plan.attribute_records is None else f"{len(plan.attribute_records)} given",
+      "default" if plan.attribute_records is None else "given")
+
+
 MEASURE = Measure("attribute", "Attribute risk", step=attribute_step, function=attribute_risk,
                   result=AttributeRiskResult, verdict=attribute_lines,
-                  sections=(attribute_section,))
+                  sections=(attribute_section,),
+                  settings=attribute_settings)

@@ -5,6 +5,7 @@ report section, named by ``MEASURE`` (:doc:`/methods/disclosure`, :doc:`/adding_
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -370,7 +371,25 @@ def disclosure_section(sec: Section, s: Any, result: Any, links: Links) -> None:
             "baseline, the same for every release."))
 
 
+def disclosure_settings(plan: AuditPlan) -> None:
+    """The settings table's rows of the disclosure step: the targets, their keys and groups,
+    synthpop's ``denom_lim``, the survey weights."""
+    a = partial(plan.add, MEASURE.name)
+    s = plan.given
+    a("targets", ", ".join(plan.disclosure_targets) or "none", plan.targets_source,
+      "default: the synthesized columns the intruder does not know")
+    a("keys", "the known columns other than the target", "default")
+    ngroups = s.ngroups_target
+    a("numeric target groups", ngroups if ngroups is not None else "none",
+      "default" if ngroups == 10 else "given", "quantile groups of the pooled values")
+    a("denom_lim", 5, "default", "synthpop's default")
+    a("survey weights", s.weights or "none", "given" if s.weights else "default",
+      "sdcMicro's individual risk of the original: Benedetti–Franconi with the weights, 1/f_k "
+      "without")
+
+
 MEASURE = Measure("disclosure", "Empirical disclosure measures (synthpop)",
                   step=disclosure_step, function=disclosure_measures,
                   result=DisclosureByTarget, verdict=disclosure_lines,
-                  sections=(disclosure_section,))
+                  sections=(disclosure_section,),
+                  settings=disclosure_settings)

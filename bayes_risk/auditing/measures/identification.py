@@ -7,6 +7,7 @@ report section, named by ``MEASURE`` (:doc:`/methods/identification`,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,7 @@ from bayes_risk.auditing.report_blocks import (
     step_section,
     table_block,
 )
+from bayes_risk.auditing.settings import DEFAULT_SWEEP
 from bayes_risk.auditing.verdict_base import (
     Baseline,
     Verdict,
@@ -673,6 +675,40 @@ def _search_sentence(sw: Any, plan: Any, n: int, src: str | None, links: Links) 
             "records."]
 
 
+def identification_settings(plan: AuditPlan) -> None:
+    """The settings table's rows of the identification step: the known columns, the radius
+    and its type, the aggregation over the datasets, the radius search."""
+    a = partial(plan.add, MEASURE.name)
+    s = plan.given
+    a("known columns", ", ".join(plan.known), "given")
+    a("radius beside the worst case", radius_text(plan.radius), plan.radius_source,
+      "Hornby & Hu's (2021) convention: 0.1 (±10 %) on every numeric (count or continuous) "
+      "known column; reported beside the worst case, never instead of it"
+      if plan.radius_source == "default"
+      else "reported beside the worst case, never instead of it")
+    a("radius type", s.match.radius_type, "default"
+      if s.match.radius_type == "percentage" else "given")
+    a("aggregation", "per dataset and pooled", "default",
+      "Hornby & Hu (2021): every dataset evaluated separately, measures averaged; Reiter & "
+      "Mitra (2009): the intruder holding all m datasets; the verdict reads the larger")
+    if not plan.search_columns:
+        a("radius search", "not run", "default",
+          "no numeric known column: categorical columns are matched exactly, the only choice")
+    elif not plan.sweep:
+        a("radius search", "not run", "given",
+          "the verdict reads the radius above, not the worst case (RADIUS_NOT_SEARCHED)")
+    else:
+        a("radius search",
+          f"{', '.join(f'{r:g}' for r in plan.sweep)} on each of "
+          f"{', '.join(plan.search_columns)}",
+          "default" if plan.sweep == tuple(sorted({0.0, *DEFAULT_SWEEP})) else "given",
+          "the worst case for the intruder: every numeric known column, synthesized or "
+          "released unchanged, with 0 (exact matching) in every grid; the largest expected "
+          "match rate and the largest true match rate over the grid are read, each with the "
+          "radius of each column that gave it")
+
+
 MEASURE = Measure("identification", "Identification risk", step=identification_step,
                   function=identification_risk, result=IdentificationResult,
-                  verdict=identification_lines, sections=(identification_section,))
+                  verdict=identification_lines, sections=(identification_section,),
+                  settings=identification_settings)

@@ -171,6 +171,15 @@ def membership_section(sec: Section, s: Any, result: Any, links: Links) -> None:
                                    "ROC of the Bayesian score and of the distance baseline"))
 
 
+def membership_settings(plan: AuditPlan) -> None:
+    """The settings table's row of the membership step: the selection rule, when given."""
+    if plan.membership_selection is not None:
+        plan.add(MEASURE.name, "selection", plan.membership_selection.description, "given",
+                 "how the records of a release that synthesizes selected records were "
+                 "selected; members left unsynthesized are released whole (P(member) = 1)")
+
+
 MEASURE = Measure("membership", "Membership risk", step=membership_step,
                   function=membership_risk, result=MembershipRiskResult,
-                  verdict=membership_lines, sections=(membership_section,))
+                  verdict=membership_lines, sections=(membership_section,),
+                  settings=membership_settings)

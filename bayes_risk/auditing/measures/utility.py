@@ -4,6 +4,7 @@ comparisons), its verdict lines and its report sections, and its registry entry
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -237,6 +238,39 @@ def comparisons_section(sec: Section, s: Any, result: Any, links: Links) -> None
             f"Two-way table {a} × {b}: % of records, the 10 cells that differ most", digits=3))
 
 
+def utility_settings(plan: AuditPlan) -> None:
+    """The settings table's rows of the utility step: the pMSE's propensity model and null,
+    the interval overlap's estimands and combining rules, the imputed columns."""
+    a = partial(plan.add, MEASURE.name)
+    s = plan.given
+    prop = s.propensity
+    given = prop.method != "logit" or prop.max_order != 1
+    a("pMSE propensity model",
+      "CART" if prop.method == "cart" else
+      "logit, main effects and two-way interactions" if prop.max_order == 1 else
+      "logit, main effects only" if prop.max_order == 0 else
+      f"logit, interactions up to order {prop.max_order + 1}",
+      "given" if given else "default", "synthpop's utility.gen design")
+    a("pMSE null", "auto", "default",
+      "chi-square theory for logit; partial synthesis: the expectation uses only the "
+      "synthesized columns" if plan.partial_synthesis else
+      "chi-square theory for logit; complete synthesis: the expectation uses every column")
+    a("interval-overlap estimands", "means and proportions of the synthesized columns",
+      "default", "95 % intervals, combining rules of the release's generation scheme")
+    a("combining rules", s.combining_rules,
+      "default" if s.combining_rules == "auto" else "given",
+      "auto: the generation recorded in the release's manifest, else inferred from the "
+      "synthesized columns (the utility section says which rules were used and why)"
+      if s.combining_rules == "auto" else "")
+    auto = isinstance(s.imputed, str)
+    a("imputed columns", "auto" if auto else (", ".join(s.imputed) or "none"),
+      "default" if auto else "given",
+      "auto: the imputed_columns recorded in the release's manifest, else the columns with "
+      "empty cells in the original and none in any synthetic dataset; they are compared on "
+      "the original's observed cells" if auto else "")
+
+
 MEASURE = Measure("utility", "Utility", step=utility_step, function=utility_summary,
                   result=UtilitySummary, verdict=utility_lines,
-                  sections=(utility_section, comparisons_section))
+                  sections=(utility_section, comparisons_section),
+                  settings=utility_settings)
