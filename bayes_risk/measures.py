@@ -1,6 +1,7 @@
 """The measures of the audit (:class:`Measure`), the one list the audit, its verdict and its
 report iterate over: the package's own, each declared by its module of
-``bayes_risk.auditing.measures``, then those of other distributions and of the session.
+``bayes_risk.auditing.measures``, then those of other distributions and of the session; each
+record may say what its step costs (:class:`StepCost`, with :class:`Work` and :class:`Need`).
 See :doc:`/adding_a_measure`.
 """
 
@@ -8,10 +9,11 @@ from __future__ import annotations
 
 import functools
 
-from bayes_risk.auditing.outcome import Measure
+from bayes_risk.auditing.outcome import Measure, Need, StepCost, Work
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["GROUP", "Measure", "get_measure", "measures", "register", "unregister"]
+__all__ = ["GROUP", "Measure", "Need", "StepCost", "Work", "get_measure", "measures", "register",
+           "unregister"]
 
 #: the entry-point group third-party measures are registered in
 GROUP = "bayes_risk.measures"

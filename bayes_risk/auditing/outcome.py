@@ -1,5 +1,6 @@
 """What one step of an audit is and what it gave: :class:`Measure`, the record of a measure's
-step, settings rows, verdict and report sections, and :class:`StepOutcome`."""
+step, settings rows, verdict and report sections, with what its step costs
+(:class:`StepCost`), and :class:`StepOutcome`."""
 
 from __future__ import annotations
 
@@ -12,7 +13,91 @@ from bayes_risk.exceptions import ValidationError
 if TYPE_CHECKING:  # the plan's module imports pandas; bayes_risk.measures stays light
     from bayes_risk.auditing.plan import AuditPlan
 
-__all__ = ["Measure", "StepOutcome", "step_file", "where_text"]
+__all__ = ["README_SIZES", "Measure", "Need", "StepCost", "StepOutcome", "Work", "step_file",
+           "where_text"]
+
+
+@dataclass(frozen=True)
+class Work:
+    """A step's work in its rate's units: ``low`` to ``high`` units and how they were counted
+    (``count``: ``"20,000 x 5 x 81–281"``), with ``rate`` when the audit's settings call for
+    another rate than the step's own (``(unit, low, high)``, as :attr:`StepCost.rate`)."""
+
+    low: float
+    high: float
+    count: str
+    rate: tuple[str, float, float] | None = None
+
+
+@dataclass(frozen=True)
+class Need:
+    """What a step holds at its smallest chunk before its compiled kernels load (``least``
+    bytes), its ``chunking`` and ``estimate`` (as
+    :class:`~bayes_risk.auditing.memory_plan.StepMemory` states them), what it leaves held
+    beyond its results' bytes a record (``keeps``) and the replicates it draws at once
+    (``chunk``)."""
+
+    least: float
+    chunking: str
+    estimate: str = ""
+    keeps: float = 0.0
+    chunk: int | None = None
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """What a measure's audit step costs, as measured: the facts the audit's plan of memory and
+    CPU time (:func:`~bayes_risk.auditing.memory_plan.step_memory`) reads before the first step,
+    declared by the measure's record (``Measure(cost=...)``, :doc:`/adding_a_measure`). A step
+    without them is "not estimated before the step", its time "not measured on this machine
+    class".
+
+    Parameters
+    ----------
+    rate : tuple of (str, float, float), optional
+        The step's work unit in words (``"records x datasets"``) and the CPU seconds (user +
+        system, every thread) a unit took, the lowest and highest measured (``None``: its time
+        is not estimated).
+    sizes : tuple of (int, int), optional
+        The largest original ``rate`` was measured at and the largest it is trusted for: no
+        time is given beyond it (``None``: trusted at every size).
+    work : callable, optional
+        ``work(ctx) -> Work | str``: the step's work in ``rate``'s units from the audit's
+        context (``ctx.plan``, ``ctx.synthetic``, ``ctx.model``), or why its time is not
+        estimated (``None``: records x datasets).
+    need : callable, optional
+        ``need(ctx, left) -> Need``: what the step holds at its smallest chunk, ``left`` being
+        what the budget leaves beside what the steps before it keep (``None``: no budget);
+        ``None``: not estimated before the step.
+    kept_per_record : float
+        What the step's results leave held for the steps after it, in bytes a record of the
+        original.
+    kernels : tuple of str
+        The modules of the step's compiled kernels.
+    kernel_bytes : float
+        What loading ``kernels`` adds the first time they run in the process.
+    compile_seconds : float
+        Compiling ``kernels``: named beside the expected time while they have not run in the
+        process, and left out of it.
+    """
+
+    rate: tuple[str, float, float] | None = None
+    sizes: tuple[int, int] | None = None
+    work: Callable[[Any], Work | str] | None = None
+    need: Callable[[Any, float | None], Need] | None = None
+    kept_per_record: float = 0.0
+    kernels: tuple[str, ...] = ()
+    kernel_bytes: float = 0.0
+    compile_seconds: float = 0.0
+
+
+#: the sizes the package's own rates were measured at and are trusted for
+#: (:attr:`StepCost.sizes`): the README's audit (``make_ce_like(n, random_seed=1)``, CART
+#: release of Tenure, Expenditure and Income, m = 5, 2 known numeric columns searched over 81
+#: grid points) at 5,000, 20,000, 50,000 and 100,000 records on 2 shared cores (2026), trusted
+#: up to twice the largest (identification grows faster than its work measure there: 6.7–7.3 µs
+#: a unit at 20,000 records, 8.6 µs at 100,000)
+README_SIZES = (100_000, 200_000)
 
 
 @dataclass(frozen=True)
@@ -42,12 +127,16 @@ class Measure:
     settings : callable, optional
         ``settings(plan: AuditPlan) -> None``: adds the measure's rows to the settings table
         (``plan.add(name, ...)``), called once the plan is resolved (``None``: no row).
+    cost : StepCost, optional
+        What the step costs, as measured: its memory and CPU time, which the audit's plan
+        states before the first step (``None``: neither is estimated).
 
     Raises
     ------
     ValidationError
         ``MEASURE_BROKEN`` when a field naming code holds something other than a callable (an
-        import path ``"module:attribute"`` included: import the object and name it).
+        import path ``"module:attribute"`` included: import the object and name it), or
+        ``cost`` something other than a :class:`StepCost`.
     """
 
     name: str
@@ -58,14 +147,21 @@ class Measure:
     verdict: Callable[..., Any] | None = None
     sections: tuple[Callable[..., Any], ...] = ()
     settings: Callable[[AuditPlan], None] | None = None
+    cost: StepCost | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.sections, tuple):
             raise ValidationError(f"Measure {self.name!r}: sections must be a tuple of "
                                   f"functions; got {self.sections!r}.", code="MEASURE_BROKEN")
+        if self.cost is not None and not isinstance(self.cost, StepCost):
+            raise ValidationError(f"Measure {self.name!r}: cost must be a "
+                                  f"bayes_risk.measures.StepCost; got {self.cost!r}.",
+                                  code="MEASURE_BROKEN")
         named = {"step": self.step, "function": self.function, "result": self.result,
                  "verdict": self.verdict, "settings": self.settings,
-                 **{f"sections[{i}]": s for i, s in enumerate(self.sections)}}
+                 **{f"sections[{i}]": s for i, s in enumerate(self.sections)},
+                 **({"cost.work": self.cost.work, "cost.need": self.cost.need}
+                    if self.cost is not None else {})}
         for key, obj in named.items():
             if (obj is not None or key == "step") and not callable(obj):
                 raise ValidationError(

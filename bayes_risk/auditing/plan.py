@@ -1,23 +1,21 @@
 """What an audit runs and with which settings: :class:`AuditPlan`, what the audit resolved
-from its :class:`~bayes_risk.AuditSettings`, the data and the release, and the settings table
-(:doc:`/user_guide/audit`). The settings are resolved in ``bayes_risk.auditing.resolve``,
-the thresholds declared in ``bayes_risk.auditing.thresholds``."""
+from its :class:`~bayes_risk.AuditSettings`, the data and the release, with its settings table
+(:doc:`/user_guide/audit`). The settings and the table's rows are resolved in
+``bayes_risk.auditing.resolve``, the thresholds declared in ``bayes_risk.auditing.thresholds``."""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import MISSING, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from bayes_risk.auditing.settings import AuditSettings
 from bayes_risk.auditing.thresholds import THRESHOLD_SOURCES, Thresholds
-from bayes_risk.measures import measures
 
 # Thresholds and THRESHOLD_SOURCES are defined in auditing/thresholds.py, imported from here too
 __all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "THRESHOLD_SOURCES",
-           "CONVENTION_RADIUS", "cli_step_name", "radius_text", "record_settings", "skip_arg"]
+           "CONVENTION_RADIUS", "cli_step_name", "radius_text", "skip_arg"]
 
 
 #: the attacks' options in an audit: anonymeter's defaults
@@ -185,50 +183,3 @@ def skip_arg(steps: list[str]) -> str:
 
     named = arg_name("skip", repr(steps), cli=" ".join(cli_step_name(s) for s in steps))
     return named if named.startswith("--") else f"settings=AuditSettings({named})"
-
-
-def record_settings(plan: AuditPlan, syn_src: str, seed_src: str = "given", *,
-                    method: str | None) -> None:
-    """Add the settings table's rows: the release's, the random seed, each measure's (its
-    record's ``settings``, in the registry's order), the options declared with their row
-    (:func:`~bayes_risk.auditing.settings.settings_row`) and the thresholds.
-
-    Each row is a value of ``plan`` or of ``plan.given`` with its source: "given" when the
-    user set it, "default" otherwise, or where it was read from.
-
-    Parameters
-    ----------
-    plan : AuditPlan
-        The plan, resolved: its rows are appended to ``plan.settings``.
-    syn_src, seed_src : str
-        Where the synthesized columns and the random seed came from.
-    method : str or None
-        The release's synthesis method as its manifest describes it.
-    """
-    a = plan.add
-    a("release", "synthetic datasets (m)", plan.m, "release manifest")
-    a("release", "synthesis method", method or "unknown", "release manifest")
-    a("release", "synthesized columns", ", ".join(plan.synthesized), syn_src,
-      "inferred = the columns that differ from the original in some dataset"
-      if syn_src == "inferred" else "")
-    a("all", "random seed", plan.random_seed, seed_src,
-      "same seed, same numbers" + ("; drawn for this run (give it to repeat the run)"
-                                   if seed_src == "drawn" else ""))
-    for m in measures():
-        if m.settings is not None:
-            m.settings(plan)
-    s = plan.given
-    # an option declared with its row (settings.settings_row) needs no code here
-    for f in dataclasses.fields(s):
-        if "settings_row" in f.metadata:
-            row_step, name, note = f.metadata["settings_row"]
-            value = getattr(s, f.name)
-            default = f.default if f.default is not MISSING else f.default_factory()
-            try:
-                same = bool(value is default or value == default)
-            except ValueError:  # an array compares element by element: not the default
-                same = False
-            a(row_step, name, value, "default" if same else "given", note)
-    for k, v in plan.thresholds.to_dict().items():
-        a("thresholds", k, v, "default" if v == getattr(Thresholds(), k) else "given")
-

@@ -1,20 +1,23 @@
 """The audit's settings resolved against the data and the release: the inputs read and
 checked, every option checked before a step runs, and the :class:`~bayes_risk.auditing.AuditPlan`
-made (:func:`make_plan`), each value with where it came from (:doc:`/user_guide/audit`)."""
+made (:func:`make_plan`), each value with where it came from and its row of the settings
+table (:doc:`/user_guide/audit`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import MISSING
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk.auditing.plan import CONVENTION_RADIUS, AuditPlan, cli_step_name, record_settings
+from bayes_risk.auditing.plan import CONVENTION_RADIUS, AuditPlan, cli_step_name
 from bayes_risk.auditing.thresholds import Thresholds
 from bayes_risk.data.validate import require_distinct
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
@@ -538,3 +541,49 @@ def _plan_targets(targets: Any, syn_cols: list[str], known: list[str], sch: Any
             f"the intruder does not know and would disclose. Drop {'it' if one else 'them'} "
             "from the targets or from the known columns.")
     return tg, "given"
+
+
+def record_settings(plan: AuditPlan, syn_src: str, seed_src: str = "given", *,
+                    method: str | None) -> None:
+    """Add the settings table's rows: the release's, the random seed, each measure's (its
+    record's ``settings``, in the registry's order), the options declared with their row
+    (:func:`~bayes_risk.auditing.settings.settings_row`) and the thresholds.
+
+    Each row is a value of ``plan`` or of ``plan.given`` with its source: "given" when the
+    user set it, "default" otherwise, or where it was read from.
+
+    Parameters
+    ----------
+    plan : AuditPlan
+        The plan, resolved: its rows are appended to ``plan.settings``.
+    syn_src, seed_src : str
+        Where the synthesized columns and the random seed came from.
+    method : str or None
+        The release's synthesis method as its manifest describes it.
+    """
+    a = plan.add
+    a("release", "synthetic datasets (m)", plan.m, "release manifest")
+    a("release", "synthesis method", method or "unknown", "release manifest")
+    a("release", "synthesized columns", ", ".join(plan.synthesized), syn_src,
+      "inferred = the columns that differ from the original in some dataset"
+      if syn_src == "inferred" else "")
+    a("all", "random seed", plan.random_seed, seed_src,
+      "same seed, same numbers" + ("; drawn for this run (give it to repeat the run)"
+                                   if seed_src == "drawn" else ""))
+    for m in measures():
+        if m.settings is not None:
+            m.settings(plan)
+    s = plan.given
+    # an option declared with its row (settings.settings_row) needs no code here
+    for f in dataclasses.fields(s):
+        if "settings_row" in f.metadata:
+            row_step, name, note = f.metadata["settings_row"]
+            value = getattr(s, f.name)
+            default = f.default if f.default is not MISSING else f.default_factory()
+            try:
+                same = bool(value is default or value == default)
+            except ValueError:  # an array compares element by element: not the default
+                same = False
+            a(row_step, name, value, "default" if same else "given", note)
+    for k, v in plan.thresholds.to_dict().items():
+        a("thresholds", k, v, "default" if v == getattr(Thresholds(), k) else "given")

@@ -15,6 +15,9 @@ import bayes_risk as br
 from bayes_risk import _memory
 from bayes_risk.auditing import api as audit_api
 from bayes_risk.auditing import memory_plan
+from bayes_risk.auditing.measures import attacks as attacks_measure
+from bayes_risk.auditing.measures import attribute as attribute_measure
+from bayes_risk.auditing.measures import posterior_identification as posterior_measure
 from bayes_risk.data import SyntheticData
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.BayesRiskWarning")
@@ -62,9 +65,9 @@ def test_the_attribute_steps_least_need():
                         m=2, given=br.AuditSettings(), attribute_source="model")
     # worked: a record keeps 8 (2 + 5 + 200) + 2048 + 1500 + 16 x 200 = 8,404 bytes at one
     # candidate; one record's working arrays 8 (2 + 2)(2 + 200) = 6,464
-    assert memory_plan._attribute_need(p) == 80 * 8404 + 6464
+    assert attribute_measure._attribute_need(p) == 80 * 8404 + 6464
     p.attribute_records = [0, 3]
-    assert memory_plan._attribute_need(p) == 2 * 8404 + 6464
+    assert attribute_measure._attribute_need(p) == 2 * 8404 + 6464
 
 
 @pytest.mark.parametrize("source", ["cart plug-in", "rf plug-in"])
@@ -78,9 +81,9 @@ def test_a_plug_in_attribute_step_is_planned_without_a_bootstrap(source):
 
     p = SimpleNamespace(n_records=80, attribute_records=None, synthesized=["Income", "Tenure"],
                         m=2, given=br.AuditSettings(), attribute_source=source)
-    assert memory_plan._attribute_sizes(p) == (80, 0)
-    assert memory_plan._attribute_need(p) == 80 * 3604 + 64
-    assert memory_plan._attribute_kept(p) == 80 * 4000
+    assert attribute_measure._attribute_sizes(p) == (80, 0)
+    assert attribute_measure._attribute_need(p) == 80 * 3604 + 64
+    assert attribute_measure._attribute_kept(p) == 80 * 4000
 
 
 def test_the_steps_run_within_the_default_budget(monkeypatch, tmp_path, capsys):
@@ -410,8 +413,8 @@ def test_the_attribute_steps_kept_memory_is_what_its_results_hold():
 
     p = SimpleNamespace(n_records=80, attribute_records=None, synthesized=["Income", "Tenure"],
                         m=2, given=br.AuditSettings(), attribute_source="model")
-    assert memory_plan._attribute_kept(p) == 80 * (16 * 200 + 4000)
-    assert memory_plan._attribute_kept(p) < memory_plan._attribute_need(p)
+    assert attribute_measure._attribute_kept(p) == 80 * (16 * 200 + 4000)
+    assert attribute_measure._attribute_kept(p) < attribute_measure._attribute_need(p)
 
 
 def test_the_attacks_step_is_planned():
@@ -427,16 +430,16 @@ def test_the_attacks_step_is_planned():
     ctx = SimpleNamespace(schema=br.infer_schema(frame), synthetic=[frame, frame],
                           holdout=frame.iloc[:30], plan=SimpleNamespace(n_records=50))
     want = 5760 + predicate_bytes(500, 3, MODES, 2, 4, 50) + 16 * 2**21 + 400
-    assert memory_plan._attacks_need(ctx) == want
+    assert attacks_measure._attacks_need(ctx) == want
 
 
 def test_the_replicate_chunk_from_the_budget():
     # worked: 1,000 B left, a batch's fixed need 200 B, 100 B a replicate: half of the 800 B
     # beside the fixed need holds 4 replicates; never below 1, never above the batch
-    assert memory_plan.replicate_chunk(1000.0, 200.0, 100.0, 10) == 4
-    assert memory_plan.replicate_chunk(250.0, 200.0, 100.0, 10) == 1
-    assert memory_plan.replicate_chunk(10**9, 200.0, 100.0, 10) == 10
-    assert memory_plan.replicate_chunk(None, 200.0, 100.0, 10) == 10  # no budget: whole
+    assert posterior_measure.replicate_chunk(1000.0, 200.0, 100.0, 10) == 4
+    assert posterior_measure.replicate_chunk(250.0, 200.0, 100.0, 10) == 1
+    assert posterior_measure.replicate_chunk(10**9, 200.0, 100.0, 10) == 10
+    assert posterior_measure.replicate_chunk(None, 200.0, 100.0, 10) == 10  # no budget: whole
 
 
 def test_the_posterior_batches_are_chunked_from_the_budget_with_the_same_numbers(monkeypatch):
@@ -469,8 +472,8 @@ def test_the_posterior_batches_are_chunked_from_the_budget_with_the_same_numbers
     # the whole batch: the plan's room is far more than a replicate (the run drew batch 0)
     assert h10 and set(h10) == {2} and "drawn and matched 2 at a time" in line10
     fixed = []
-    chunk = memory_plan.replicate_chunk
-    monkeypatch.setattr(memory_plan, "replicate_chunk",
+    chunk = posterior_measure.replicate_chunk
+    monkeypatch.setattr(posterior_measure, "replicate_chunk",
                         lambda left, f, per, b: fixed.append((f, per)) or chunk(f + 3 * per,
                                                                                 f, per, b))
     tight, h1, line1 = run()  # room for 3 replicates beside the batch: half of it, 1

@@ -244,3 +244,96 @@ def test_a_measure_added_in_one_file_joins_the_plan_verdicts_and_report(data, tm
     finally:
         unregister("size_ratio")
     assert "size_ratio" not in step_names()
+
+
+#: a measure declaring what its step costs in its own file: the rate measured, the sizes it is
+#: trusted for, its work count and its memory (docs: "Adding a measure", the record's ``cost``)
+TIMED_FILE = '''
+from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.measures import Measure, Need, StepCost, Work
+
+
+def row_step(ctx):
+    return StepOutcome(name="row_count", status="ran", result=[len(z) for z in ctx.synthetic])
+
+
+def row_work(ctx):
+    # every original record against every released row
+    n, rows = ctx.plan.n_records, sum(len(z) for z in ctx.synthetic)
+    return Work(n * rows, n * rows, f"{n:,} x {rows:,}")
+
+
+def row_need(ctx, left):
+    return Need(8_000.0 * ctx.plan.n_records, "one original record at a time")
+
+
+COST = StepCost(rate=("records x released rows", 0.5e-3, 1e-3), sizes=(1_000, 2_000),
+                work=row_work, need=row_need, kept_per_record=100.0)
+MEASURE = Measure("row_count", "Row count", step=row_step, cost=COST)
+'''
+
+
+def test_a_measure_declares_its_memory_and_time_in_its_own_file(data, tmp_path, monkeypatch,
+                                                                  capsys):
+    """The audit's plan reads a measure's costs from its record alone (issue 87): the time and
+    memory it states before the work are the measure's own, and without the record the step is
+    not estimated. Worked: 120 records x 240 released rows = 28,800 units at 0.5–1 ms, 14.4–28.8
+    s; 8 kB a record, 960 kB, and it keeps 100 bytes a record, 12 kB."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from bayes_risk.auditing import memory_plan
+
+    (tmp_path / "row_count_measure.py").write_text(TIMED_FILE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import row_count_measure as mod
+
+    orig, syn = data
+
+    def planned(measure):
+        register(measure)
+        try:
+            res = br.audit(orig, syn, known=KNOWN, random_seed=1, progressbar=True,
+                           settings=br.AuditSettings(skip=BUILTIN))
+        finally:
+            unregister("row_count")
+        rows = res.plan.settings_frame().query("step == 'memory'").set_index("setting")
+        said = next(ln for ln in capsys.readouterr().err.splitlines() if "to run" in ln)
+        return rows.loc["row count", "value"], said
+
+    line, said = planned(mod.MEASURE)
+    assert line == ("at least 960.0 kB, then keeps 12.0 kB for the steps after it; one "
+                    "original record at a time; expected 14–29 s of CPU time (records x "
+                    "released rows 120 x 240 at 0.5–1 ms each, 2 cores of an AMD EPYC or Intel "
+                    "Xeon as measured; other machines scale with their speed)")
+    assert said.startswith("[audit] 1 step(s) to run (row count): expected 14–29 s of CPU "
+                           "time"), said
+    # beyond the sizes its rate is trusted for, no time is given
+    register(mod.MEASURE)
+    try:
+        big = SimpleNamespace(plan=SimpleNamespace(n_records=2_001), synthetic=syn)
+        assert memory_plan._step_time(big, "row_count") == (
+            None, "2,001 records, more than the 2,000 its rates are trusted for (measured up "
+            "to 1,000)")
+    finally:
+        unregister("row_count")
+    # the record ignored: nothing estimated
+    line, said = planned(replace(mod.MEASURE, cost=None))
+    assert line == ("not estimated before the step; not chunked; time not estimated: not "
+                    "measured on this machine class")
+    assert "expected" not in said
+
+
+def test_a_cost_that_is_not_a_step_cost_is_refused(toy):
+    from dataclasses import replace
+
+    from bayes_risk.measures import StepCost
+
+    with pytest.raises(ValidationError, match="cost must be a bayes_risk.measures.StepCost; "
+                       "got 'fast'") as err:
+        replace(toy.MEASURE, cost="fast")
+    assert err.value.code == "MEASURE_BROKEN"
+    with pytest.raises(ValidationError, match=r"cost.work must be the function or class "
+                       r"itself; got 'exact_copies:work' \(an import path is not read") as err:
+        replace(toy.MEASURE, cost=StepCost(work="exact_copies:work"))
+    assert err.value.code == "MEASURE_BROKEN"

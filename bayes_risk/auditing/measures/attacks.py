@@ -13,7 +13,7 @@ from bayes_risk._io import write_json
 from bayes_risk.attacks.singling_out import singling_out_risk
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import StepContext, ran, skipped, step_folder, write_table
-from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
+from bayes_risk.auditing.outcome import Measure, Need, StepCost, StepOutcome, step_file
 from bayes_risk.auditing.plan import ATTACK_OPTIONS, AuditPlan
 from bayes_risk.auditing.report_blocks import (
     Links,
@@ -257,7 +257,45 @@ def attacks_settings(plan: AuditPlan) -> None:
       "the attacks run only with a holdout (records the synthesis did not use)")
 
 
+def _distance_block() -> int:
+    """Cells of the attacks' distance blocks (``attacks.linkability.nearest_rows``)."""
+    from bayes_risk.attacks.linkability import _BLOCK_CELLS
+
+    return int(_BLOCK_CELLS)
+
+
+def _attacks_need(ctx: Any) -> float:
+    """The least the step holds: every table coded as doubles (the original, the holdout and
+    each dataset, ``attacks._inputs.code_table``), the singling-out predicates
+    (:func:`~bayes_risk.attacks.singling_out.predicate_bytes`, the audit's settings), and a
+    distance block with one temporary of its size and a dataset's row order drawn for a tied
+    target (``nearest_rows``)."""
+    from bayes_risk.attacks.singling_out import MODES, predicate_bytes
+
+    p = len(ctx.schema)
+    rows = [len(d) for d in ctx.synthetic]
+    cells = p * (ctx.plan.n_records + len(ctx.holdout) + sum(rows))
+    n_att = int(ATTACK_OPTIONS["n_attacks"])
+    k = min(int(ATTACK_OPTIONS["n_cols"]), p)
+    preds = predicate_bytes(n_att, k, MODES, len(rows), p, max(rows, default=0))
+    return 8.0 * cells + preds + 2 * 8.0 * _distance_block() + 8.0 * max(rows, default=0)
+
+
+def attacks_need(ctx: StepContext, left: float | None) -> Need:
+    """The step's least need (:func:`_attacks_need`)."""
+    return Need(_attacks_need(ctx), "the attacked records' distances to a dataset's records "
+                f"in blocks of {_distance_block():,} cells")
+
+
+#: the step's costs (:mod:`bayes_risk.auditing.memory_plan`): anonymeter's attacks, with a
+#: holdout of half the original's size: 500 attacked records' distances to every released
+#: record, for each attack (2,000 and 4,000 records, m = 2 and 5: 1.1–1.4 ms; 10,000 records,
+#: m = 2: 2.1 ms, so the rate grows with n and is trusted only up to the 10,000 records measured)
+COST = StepCost(rate=("records x datasets", 1.1e-3, 2.1e-3), sizes=(10_000, 10_000),
+                need=attacks_need)
+
+
 MEASURE = Measure("attacks", "Singling out, linkability and inference (anonymeter)",
                   step=attacks_step, function=singling_out_risk, result=SinglingOutResult,
                   verdict=attacks_lines, sections=(attacks_section,),
-                  settings=attacks_settings)
+                  settings=attacks_settings, cost=COST)

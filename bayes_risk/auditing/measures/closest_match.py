@@ -18,7 +18,15 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
+from bayes_risk.auditing.outcome import (
+    README_SIZES,
+    Measure,
+    Need,
+    StepCost,
+    StepOutcome,
+    Work,
+    step_file,
+)
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.auditing.report_blocks import Links, Section, step_section
 from bayes_risk.auditing.verdict_base import Baseline, Verdict, caused, dataset_range, pct
@@ -103,6 +111,39 @@ def closest_match_section(sec: Section, s: Any, result: Any, links: Links) -> No
                                    "Records matched to their own released row, per dataset"))
 
 
+def _closest_block() -> int:
+    """Differences of the closest match's chunks (``attribute.business._CHUNK_VALUES``)."""
+    from bayes_risk.attribute.business import _CHUNK_VALUES
+
+    return int(_CHUNK_VALUES)
+
+
+def closest_match_need(ctx: StepContext, left: float | None) -> Need:
+    """The step's least need: the numeric keys of the original and every dataset as doubles,
+    one chunk's differences and its two ``[chunk, n]`` distance tables."""
+    p = ctx.plan
+    keys = max(1, len(ctx.schema.numeric))
+    return Need(8.0 * (p.n_records * keys * (p.m + 1) + 3 * _closest_block()),
+                f"records in chunks of {_closest_block():,} differences (record x released "
+                "row x key)")
+
+
+def closest_match_work(ctx: StepContext) -> Work:
+    """The step's work: records² x datasets x synthesized numeric columns (every record's
+    distances to every released one)."""
+    p = ctx.plan
+    n, m, cols = p.n_records, max(p.m, 1), max(len(p.numeric_synthesized), 1)
+    return Work(n * n * m * cols, n * n * m * cols, f"{n:,}² x {m} x {cols}")
+
+
+#: the step's costs (:mod:`bayes_risk.auditing.memory_plan`): its rate measured on CE-like
+#: tables of 1,000, 3,000 and 5,000 records, m = 5, a CART release of two numeric columns: the
+#: distances grow with the square of the records (1.5–1.8e-8 s each; trusted for
+#: ``README_SIZES``, as the package's other rates)
+COST = StepCost(rate=("records² x datasets x keys", 1.4e-8, 2.0e-8), sizes=README_SIZES,
+                work=closest_match_work, need=closest_match_need)
+
+
 MEASURE = Measure("closest_match", "Closest match", step=closest_match_step,
                   function=closest_match, result=ClosestMatchResult,
-                  verdict=closest_match_lines, sections=(closest_match_section,))
+                  verdict=closest_match_lines, sections=(closest_match_section,), cost=COST)

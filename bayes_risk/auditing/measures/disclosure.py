@@ -20,7 +20,14 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
+from bayes_risk.auditing.outcome import (
+    README_SIZES,
+    Measure,
+    Need,
+    StepCost,
+    StepOutcome,
+    step_file,
+)
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.auditing.report_blocks import (
     Block,
@@ -388,8 +395,24 @@ def disclosure_settings(plan: AuditPlan) -> None:
       "without")
 
 
+def disclosure_need(ctx: StepContext, left: float | None) -> Need:
+    """The step's least need: each target's key codes and their counts in the original and
+    every dataset."""
+    n, m = ctx.plan.n_records, ctx.plan.m
+    return Need(16.0 * n * (m + 1), "the keys' codes and counts of the original and every "
+                "dataset, not chunked")
+
+
+#: the step's costs (:mod:`bayes_risk.auditing.memory_plan`): its rate measured on the
+#: README's audit (``README_SIZES``) on an AMD EPYC; what its results keep, 500 bytes a record,
+#: measured on the README's audit (``make_ce_like(n, random_seed=1)``, CART release of 3
+#: columns, m = 5) at 5,000 and 20,000 records, the larger of the two sizes' rates, rounded up
+COST = StepCost(rate=("records x datasets", 5.4e-6, 12.0e-6), sizes=README_SIZES,
+                need=disclosure_need, kept_per_record=500.0)
+
+
 MEASURE = Measure("disclosure", "Empirical disclosure measures (synthpop)",
                   step=disclosure_step, function=disclosure_measures,
                   result=DisclosureByTarget, verdict=disclosure_lines,
                   sections=(disclosure_section,),
-                  settings=disclosure_settings)
+                  settings=disclosure_settings, cost=COST)

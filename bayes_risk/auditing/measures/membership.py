@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk._io import write_json
+from bayes_risk._memory import MIN_WORKING_BYTES
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import (
     StepContext,
@@ -17,7 +18,7 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
+from bayes_risk.auditing.outcome import Measure, Need, StepCost, StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.auditing.report_blocks import (
     Links,
@@ -179,7 +180,18 @@ def membership_settings(plan: AuditPlan) -> None:
                  "selected; members left unsynthesized are released whole (P(member) = 1)")
 
 
+def membership_need(ctx: StepContext, left: float | None) -> Need:
+    """The step's least need: one chunk of targets beside the slots' log-likelihoods."""
+    return Need(MIN_WORKING_BYTES, "targets in chunks sized from what is left beside the "
+                "slots' log-likelihoods")
+
+
+#: the step's costs (:mod:`bayes_risk.auditing.memory_plan`): its memory; its time is not
+#: measured
+COST = StepCost(need=membership_need)
+
+
 MEASURE = Measure("membership", "Membership risk", step=membership_step,
                   function=membership_risk, result=MembershipRiskResult,
                   verdict=membership_lines, sections=(membership_section,),
-                  settings=membership_settings)
+                  settings=membership_settings, cost=COST)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk._io import write_json
+from bayes_risk._memory import format_bytes
 from bayes_risk.auditing.context import (
     StepContext,
     identification_kwargs,
@@ -22,7 +23,16 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
+from bayes_risk.auditing.measures.identification import planned_index_bytes
+from bayes_risk.auditing.outcome import (
+    README_SIZES,
+    Measure,
+    Need,
+    StepCost,
+    StepOutcome,
+    Work,
+    step_file,
+)
 from bayes_risk.auditing.plan import radius_text, skip_arg
 from bayes_risk.auditing.report_blocks import (
     Block,
@@ -283,6 +293,64 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: L
                                    "still rising means the pooled figure still depends on R)"))
 
 
+#: the step's unit and its chunk: a batch (the release's m replicates) is what the jackknife
+#: groups and the stopping rule counts, so it is fixed; the replicates drawn and matched at once
+#: are sized from the budget (:func:`replicate_chunk`), which moves no number
+_BATCH_NOTE = ("batches of {b} replicates (the jackknife's groups and the stopping rule count "
+               "whole batches, whatever the budget), drawn and matched {k} at a time, every "
+               "target at once ({k} from the budget: half of what is left beside the batch's "
+               "{fixed}, a replicate about {per}; the same numbers whatever the chunk)")
+
+
+def replicate_chunk(left: float | None, fixed: float, per: float, batch: int) -> int:
+    """Replicates of a batch the step draws and matches at once: as many as half of what is
+    ``left`` beside the batch's ``fixed`` need holds at ``per`` bytes a replicate (the other
+    half for the pair sums the batch gathers, which depend on the matches), from 1 to ``batch``
+    (the whole batch when ``left`` is ``None``: no budget). The chunk changes the memory, not
+    the numbers (``PosteriorReplicates.chunk_size``)."""
+    if left is None:
+        return batch
+    return int(min(batch, max(1, (left - fixed) // (2 * max(per, 1.0)))))
+
+
+def posterior_need(ctx: StepContext, left: float | None) -> Need:
+    """The step's least need: a batch's per-replicate counts and flags (9 bytes a target and
+    replicate), one matching index, the per-target sums and every replicate's file measures,
+    beside one replicate drawn (as large as a released dataset at most); its chunk of
+    replicates from what is ``left``."""
+    from bayes_risk.identification.summary import MEASURES
+
+    n, m = ctx.plan.n_records, ctx.plan.m
+    table = float(next(iter(ctx.synthetic)).memory_usage(deep=True).sum()) if m else 0.0
+    b = audit_batch(m)
+    cap = int(AUDIT_REPLICATES["max_replicates"])
+    fixed = (9.0 * n * b + planned_index_bytes(ctx.plan) + 16.0 * n
+             + 8.0 * cap * (len(MEASURES) + 2))
+    k = replicate_chunk(left, fixed, table, b)
+    note = _BATCH_NOTE.format(b=b, k=k, fixed=format_bytes(fixed, up=True),
+                              per=format_bytes(table, up=True))
+    return Need(fixed + table, note + f", up to {cap} replicates; the groups' pair sums wait "
+                "in TMPDIR", chunk=k)
+
+
+def posterior_work(ctx: StepContext) -> Work:
+    """The step's work: records x replicates drawn, between ``min_replicates`` and
+    ``max_replicates`` (the stopping rule decides)."""
+    n = ctx.plan.n_records
+    r0, r1 = int(AUDIT_REPLICATES["min_replicates"]), int(AUDIT_REPLICATES["max_replicates"])
+    return Work(n * r0, n * r1, f"{n:,} x {r0}–{r1}")
+
+
+#: the step's costs (:mod:`bayes_risk.auditing.memory_plan`): its rate per replicate drawn
+#: measured on the README's audit (``README_SIZES``) on an AMD EPYC; what its results keep,
+#: 1.2 kB a record, measured on the README's audit (``make_ce_like(n, random_seed=1)``, CART
+#: release of 3 columns, m = 5) at 5,000 and 20,000 records, the larger of the two sizes'
+#: rates, rounded up
+COST = StepCost(rate=("records x replicates", 2.9e-6, 5.8e-6), sizes=README_SIZES,
+                work=posterior_work, need=posterior_need, kept_per_record=1_200.0)
+
+
 MEASURE = Measure("posterior_identification", "Posterior Monte Carlo identification risk",
                   step=posterior_identification_step, function=identification_risk,
-                  result=IdentificationResult, sections=(posterior_identification_section,))
+                  result=IdentificationResult, sections=(posterior_identification_section,),
+                  cost=COST)

@@ -17,7 +17,14 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
+from bayes_risk.auditing.outcome import (
+    README_SIZES,
+    Measure,
+    Need,
+    StepCost,
+    StepOutcome,
+    step_file,
+)
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.auditing.report_blocks import (
     TOP_N,
@@ -270,7 +277,23 @@ def utility_settings(plan: AuditPlan) -> None:
       "the original's observed cells" if auto else "")
 
 
+def utility_need(ctx: StepContext, left: float | None) -> Need:
+    """The step's least need: pMSE's propensity model stacks the original and one dataset."""
+    m = ctx.plan.m
+    table = float(next(iter(ctx.synthetic)).memory_usage(deep=True).sum()) if m else 0.0
+    return Need(2.0 * table, "the original stacked with one dataset at a time (pMSE), not "
+                "chunked")
+
+
+#: the step's costs (:mod:`bayes_risk.auditing.memory_plan`): its rate measured on the
+#: README's audit (``README_SIZES``) on an AMD EPYC; what its results keep, 100 bytes a record,
+#: measured on the README's audit (``make_ce_like(n, random_seed=1)``, CART release of 3
+#: columns, m = 5) at 5,000 and 20,000 records, the larger of the two sizes' rates, rounded up
+COST = StepCost(rate=("records x datasets", 8.0e-6, 24.0e-6), sizes=README_SIZES,
+                need=utility_need, kept_per_record=100.0)
+
+
 MEASURE = Measure("utility", "Utility", step=utility_step, function=utility_summary,
                   result=UtilitySummary, verdict=utility_lines,
                   sections=(utility_section, comparisons_section),
-                  settings=utility_settings)
+                  settings=utility_settings, cost=COST)
