@@ -80,16 +80,12 @@ def sampling_with_synthesis(model: Any, original: pd.DataFrame, *, populations: 
     """
     from bayes_risk._constraints import Interval, check_value
     from bayes_risk.data.fingerprint import check_original
+    from bayes_risk.data.validate import require_frame
 
-    census = original
     m = check_value(populations, Interval(int, 1), arg_name("populations"))
-    f = sample_fraction
-    if isinstance(f, bool) or not isinstance(f, (int, float)) or not (0 < f < 1):
-        raise ValidationError(f"{arg_name('sample_fraction')} must be a number strictly between "
-                              f"0 and 1. Got {f!r}.", code="INVALID_ARGUMENT")
-    if not isinstance(census, pd.DataFrame):
-        raise ValidationError(f"original must be a pandas DataFrame (the census). Got "
-                              f"{type(census).__name__}.", code="INVALID_ARGUMENT")
+    f = check_value(sample_fraction, Interval(float, 0, 1, closed="neither"),
+                    arg_name("sample_fraction"))
+    census = require_frame(original, "original")
     N = len(census)
     n = int(round(float(f) * N))
     if not 2 <= n <= N - 1:

@@ -74,8 +74,10 @@ def test_the_same_units_are_released_from_every_population(release, tmp_path):
 def test_refusals(release):
     census, cart, _ = release
     for bad in (0, 1, 1.5, -0.1, True, "0.5"):
-        with pytest.raises(ValidationError, match="sample_fraction must be a number strictly"):
+        with pytest.raises(ValidationError, match=r"sample_fraction must be a number in \(0, 1\)"):
             sampling_with_synthesis(cart, census, populations=2, sample_fraction=bad)
+    with pytest.raises(ValidationError, match="original must be a pandas DataFrame. Got dict"):
+        sampling_with_synthesis(cart, census.to_dict(), populations=2, sample_fraction=0.5)
     with pytest.raises(ValidationError, match="populations must be an integer >= 1"):
         sampling_with_synthesis(cart, census, populations=0, sample_fraction=0.5)
     with pytest.raises(ValidationError, match="draws 0"):
