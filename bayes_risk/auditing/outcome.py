@@ -21,7 +21,7 @@ __all__ = ["README_SIZES", "Measure", "Need", "StepCost", "StepOutcome", "Work",
 class Work:
     """A step's work in its rate's units: ``low`` to ``high`` units and how they were counted
     (``count``: ``"20,000 x 5 x 81–281"``), with ``rate`` when the audit's settings call for
-    another rate than the step's own (``(unit, low, high)``, as :attr:`StepCost.rate`)."""
+    another rate than the step's own (``(unit, low, high)``, as ``StepCost.rate``)."""
 
     low: float
     high: float
@@ -33,7 +33,7 @@ class Work:
 class Need:
     """What a step holds at its smallest chunk before its compiled kernels load (``least``
     bytes), its ``chunking`` and ``estimate`` (as
-    :class:`~bayes_risk.auditing.memory_plan.StepMemory` states them), what it leaves held
+    the plan's ``StepMemory`` states them), what it leaves held
     beyond its results' bytes a record (``keeps``) and the replicates it draws at once
     (``chunk``)."""
 
@@ -47,7 +47,7 @@ class Need:
 @dataclass(frozen=True)
 class StepCost:
     """What a measure's audit step costs, as measured: the facts the audit's plan of memory and
-    CPU time (:func:`~bayes_risk.auditing.memory_plan.step_memory`) reads before the first step,
+    CPU time (``bayes_risk.auditing.memory_plan.step_memory``) reads before the first step,
     declared by the measure's record (``Measure(cost=...)``, :doc:`/adding_a_measure`). A step
     without them is "not estimated before the step", its time "not measured on this machine
     class".
@@ -92,7 +92,7 @@ class StepCost:
 
 
 #: the sizes the package's own rates were measured at and are trusted for
-#: (:attr:`StepCost.sizes`): the README's audit (``make_ce_like(n, random_seed=1)``, CART
+#: (``StepCost.sizes``): the README's audit (``make_ce_like(n, random_seed=1)``, CART
 #: release of Tenure, Expenditure and Income, m = 5, 2 known numeric columns searched over 81
 #: grid points) at 5,000, 20,000, 50,000 and 100,000 records on 2 shared cores (2026), trusted
 #: up to twice the largest (identification grows faster than its work measure there: 6.7–7.3 µs
